@@ -1,0 +1,127 @@
+package tsindex
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"testing"
+)
+
+func loadSample(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../samples/clip-a.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestIndexSample(t *testing.T) {
+	data := loadSample(t)
+	x, err := BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Size != int64(len(data)) {
+		t.Fatalf("size %d, want %d", x.Size, len(data))
+	}
+	if x.VideoPID == 0 || x.PMTPID == 0 || x.PCRPID == 0 {
+		t.Fatalf("pids not found: %+v", x)
+	}
+	if d := x.Duration(); math.Abs(d-20) > 0.5 {
+		t.Fatalf("duration %.3f s, want about 20", d)
+	}
+	if br := x.Bitrate(); br < 500_000 || br > 700_000 {
+		t.Fatalf("bitrate %d bit/s, want about 600k", br)
+	}
+	// one keyframe per second (GOP 25 at 25 fps)
+	if n := len(x.Keyframes); n < 19 || n > 21 {
+		t.Fatalf("%d keyframes, want 20", n)
+	}
+	k := x.KeyframeAt(5.5)
+	if k < 0 {
+		t.Fatal("no keyframe before 5.5 s")
+	}
+	if s := x.KeyframeSeconds(k); s > 5.5 || s < 4.5 {
+		t.Fatalf("keyframe before 5.5 s is at %.3f s", s)
+	}
+	if x.KeyframeAt(-1) != -1 {
+		t.Fatal("keyframe before the start")
+	}
+}
+
+func TestIncrementalEqualsWhole(t *testing.T) {
+	data := loadSample(t)
+	whole, _ := BuildFrom(bytes.NewReader(data))
+	b := NewBuilder()
+	for i := 0; i < len(data); i += 1000 { // not aligned on packets
+		end := min(i+1000, len(data))
+		if _, err := b.Write(data[i:end]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := b.Index()
+	if len(got.PCRs) != len(whole.PCRs) || len(got.Keyframes) != len(whole.Keyframes) || got.Size != whole.Size {
+		t.Fatalf("incremental %d pcr %d kf %d bytes, whole %d %d %d",
+			len(got.PCRs), len(got.Keyframes), got.Size, len(whole.PCRs), len(whole.Keyframes), whole.Size)
+	}
+}
+
+func TestClockAtMonotonic(t *testing.T) {
+	x, _ := BuildFrom(bytes.NewReader(loadSample(t)))
+	prev := int64(math.MinInt64)
+	for off := int64(0); off < x.Size; off += PacketSize * 50 {
+		c, ok := x.ClockAt(off)
+		if !ok || c < prev {
+			t.Fatalf("clock at %d = %d after %d", off, c, prev)
+		}
+		prev = c
+	}
+}
+
+func TestNotTS(t *testing.T) {
+	b := NewBuilder()
+	_, err := b.Write(bytes.Repeat([]byte{0x11}, 400))
+	if !errors.Is(err, ErrNotTS) {
+		t.Fatalf("err %v, want ErrNotTS", err)
+	}
+}
+
+func TestPCRWrap(t *testing.T) {
+	b := NewBuilder()
+	mk := func(base int64) []byte {
+		p := make([]byte, PacketSize)
+		p[0], p[1], p[2], p[3] = 0x47, 0x01, 0x00, 0x20 // PID 256, adaptation only
+		p[4], p[5] = 183, 0x10
+		p[6] = byte(base >> 25)
+		p[7] = byte(base >> 17)
+		p[8] = byte(base >> 9)
+		p[9] = byte(base >> 1)
+		p[10] = byte(base<<7) | 0x7e
+		return p
+	}
+	max := int64(1)<<33 - 90000
+	b.Write(mk(max))
+	b.Write(mk(0))
+	x := b.Index()
+	if len(x.PCRs) != 2 || x.PCRs[1].PCR <= x.PCRs[0].PCR {
+		t.Fatalf("wrap not unwrapped: %+v", x.PCRs)
+	}
+	if d := x.PCRs[1].PCR - x.PCRs[0].PCR; d != 90000*300 {
+		t.Fatalf("delta %d, want 1 s", d)
+	}
+}
+
+func FuzzBuilder(f *testing.F) {
+	f.Add(loadSample(f)[:PacketSize*20])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := NewBuilder()
+		b.Write(data)
+		x := b.Index()
+		x.Duration()
+		x.Bitrate()
+		x.ClockAt(0)
+		x.KeyframeAt(1)
+	})
+}

@@ -1,0 +1,102 @@
+package lsm
+
+import "time"
+
+// Ticket is a request waiting in the first-come-first-served queue.
+// Exactly one of Res and Err is meaningful once Done is true.
+type Ticket struct {
+	Req      Request
+	Deadline time.Time   // refused with ErrDeadline when not placed by then
+	Done     bool        // placed or refused
+	Res      Reservation // the placement, when Err is nil
+	Err      error       // ErrDeadline, or the cancel reason
+	Enqueued time.Time
+}
+
+type queue struct {
+	items []*Ticket
+}
+
+// Queued returns the number of waiting requests.
+func (s *Scheduler) Queued() int { return len(s.queue.items) }
+
+// Admit places r now when nothing waits ahead of it and a node fits;
+// otherwise it queues r until deadline and returns its ticket, not Done.
+// Requests are served in arrival order: a new request does not overtake
+// one that waits, unless the waiting one cannot be placed now and the new
+// one can (no node stays idle behind a large request). Errors other than
+// ErrNoCapacity and ErrNoNode (a malformed request) are returned at once.
+func (s *Scheduler) Admit(r Request, deadline, now time.Time) (*Ticket, error) {
+	t := &Ticket{Req: r, Deadline: deadline, Enqueued: now}
+	res, err := s.Place(&t.Req, now)
+	switch {
+	case err == nil:
+		t.Done, t.Res = true, res
+		return t, nil
+	case err == ErrNoCapacity || err == ErrNoNode:
+		if !now.Before(deadline) {
+			t.Done, t.Err = true, ErrDeadline
+			return t, nil
+		}
+		s.queue.items = append(s.queue.items, t)
+		return t, nil
+	default:
+		return nil, err
+	}
+}
+
+// Pump retries the waiting requests in arrival order, places those that
+// fit now and refuses those past their deadline. It returns the tickets it
+// finished (Done set). Call it when capacity may have freed (a release, a
+// heartbeat, a node joining) and at the earliest deadline (NextDeadline).
+func (s *Scheduler) Pump(now time.Time) []*Ticket {
+	if len(s.queue.items) == 0 {
+		return nil
+	}
+	var done []*Ticket
+	kept := s.queue.items[:0]
+	for _, t := range s.queue.items {
+		res, err := s.Place(&t.Req, now)
+		switch {
+		case err == nil:
+			t.Done, t.Res = true, res
+			done = append(done, t)
+		case !now.Before(t.Deadline):
+			t.Done, t.Err = true, ErrDeadline
+			done = append(done, t)
+		default:
+			kept = append(kept, t)
+		}
+	}
+	for i := len(kept); i < len(s.queue.items); i++ {
+		s.queue.items[i] = nil
+	}
+	s.queue.items = kept
+	return done
+}
+
+// NextDeadline returns the earliest deadline among waiting requests; ok is
+// false when none waits.
+func (s *Scheduler) NextDeadline() (d time.Time, ok bool) {
+	for _, t := range s.queue.items {
+		if !ok || t.Deadline.Before(d) {
+			d, ok = t.Deadline, true
+		}
+	}
+	return d, ok
+}
+
+// Cancel removes a waiting ticket (its client went away). It reports
+// whether the ticket was still waiting.
+func (s *Scheduler) Cancel(t *Ticket, err error) bool {
+	for i, q := range s.queue.items {
+		if q == t {
+			copy(s.queue.items[i:], s.queue.items[i+1:])
+			s.queue.items[len(s.queue.items)-1] = nil
+			s.queue.items = s.queue.items[:len(s.queue.items)-1]
+			t.Done, t.Err = true, err
+			return true
+		}
+	}
+	return false
+}

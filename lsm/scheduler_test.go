@@ -1,0 +1,144 @@
+package lsm
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func newTestScheduler(t *testing.T, policy string, nodes ...int64) *Scheduler {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Policy = policy
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, bps := range nodes {
+		if _, err := s.AddNode(NodeSpec{ID: string(rune('a' + i)), Capacity: Capacity{EgressBps: bps}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestLallPrefersHolderThenLeastLoad(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6, 100e6)
+	s.SetReplica("b", "film", false, 1)
+	r := Request{Title: "film", Bitrate: 4e6}
+	res, err := s.Place(&r, t0)
+	if err != nil || res.NodeID != "b" || res.Fill {
+		t.Fatalf("holder not chosen: %+v %v", res, err)
+	}
+	// A title nobody holds goes to the least loaded node (a or c), as a fill.
+	r2 := Request{Title: "other", Bitrate: 4e6}
+	res2, _ := s.Place(&r2, t0)
+	if res2.NodeID == "b" || !res2.Fill {
+		t.Fatalf("unheld title: %+v", res2)
+	}
+	// The second request for it shares the fill on the same node.
+	res3, _ := s.Place(&r2, t0)
+	if res3.NodeID != res2.NodeID || res3.Fill {
+		t.Fatalf("second viewer of a filling title: %+v, first on %s", res3, res2.NodeID)
+	}
+}
+
+func TestLallSkipsOverloadedHolder(t *testing.T) {
+	s := newTestScheduler(t, "lall", 10e6, 100e6)
+	s.SetReplica("a", "film", false, 1)
+	s.Nodes[0].EgressBps = 9.5e6 // measured 95% > overload 90%
+	r := Request{Title: "film", Bitrate: 0.4e6}
+	res, err := s.Place(&r, t0)
+	if err != nil || res.NodeID != "b" {
+		t.Fatalf("overloaded holder chosen: %+v %v", res, err)
+	}
+}
+
+func TestNeverAboveCapacity(t *testing.T) {
+	for _, p := range Policies() {
+		s := newTestScheduler(t, p, 10e6, 20e6)
+		admitted := 0
+		for i := 0; i < 100; i++ {
+			r := Request{Title: "t" + string(rune('a'+i%7)), Client: "c" + string(rune('a'+i%13)), Bitrate: 3e6}
+			if _, err := s.Place(&r, t0); err == nil {
+				admitted++
+			} else if !errors.Is(err, ErrNoCapacity) {
+				t.Fatalf("%s: %v", p, err)
+			}
+		}
+		for _, n := range s.Nodes {
+			if n.ReservedBps > n.Capacity.EgressBps {
+				t.Fatalf("%s: node %s reserved %d > capacity %d", p, n.ID, n.ReservedBps, n.Capacity.EgressBps)
+			}
+		}
+		if admitted != 3+6 {
+			t.Fatalf("%s: admitted %d, want 9", p, admitted)
+		}
+	}
+}
+
+func TestDeadAndDrainedGetNothing(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	s.Heartbeat("b", Report{}, t0.Add(2*time.Second))
+	dead := s.Tick(t0.Add(4 * time.Second))
+	if len(dead) != 1 || dead[0].ID != "a" {
+		t.Fatalf("dead = %v", dead)
+	}
+	r := Request{Title: "x", Bitrate: 1e6}
+	if res, _ := s.Place(&r, t0); res.NodeID != "b" {
+		t.Fatalf("placed on %s", res.NodeID)
+	}
+	s.SetDraining("b", true)
+	if _, err := s.Place(&r, t0); !errors.Is(err, ErrNoNode) {
+		t.Fatalf("err %v, want ErrNoNode", err)
+	}
+}
+
+func TestQueueFCFSAndDeadline(t *testing.T) {
+	s := newTestScheduler(t, "lall", 10e6)
+	first, _ := s.Admit(Request{Title: "a", Bitrate: 8e6}, t0.Add(time.Second), t0)
+	if !first.Done || first.Err != nil {
+		t.Fatalf("first: %+v", first)
+	}
+	w1, _ := s.Admit(Request{Title: "b", Bitrate: 8e6}, t0.Add(5*time.Second), t0)
+	w2, _ := s.Admit(Request{Title: "c", Bitrate: 8e6}, t0.Add(2*time.Second), t0)
+	if w1.Done || w2.Done || s.Queued() != 2 {
+		t.Fatal("should wait")
+	}
+	if d, _ := s.NextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("next deadline %v", d)
+	}
+	s.Release(first.Res)
+	done := s.Pump(t0.Add(time.Second))
+	if len(done) != 1 || done[0] != w1 || w1.Err != nil {
+		t.Fatalf("FCFS broken: %+v", done)
+	}
+	done = s.Pump(t0.Add(2 * time.Second))
+	if len(done) != 1 || done[0] != w2 || !errors.Is(w2.Err, ErrDeadline) {
+		t.Fatalf("deadline: %+v", done)
+	}
+	if s.Queued() != 0 {
+		t.Fatal("queue not empty")
+	}
+}
+
+func TestSetPolicyKeepsReservations(t *testing.T) {
+	s := newTestScheduler(t, "lall", 10e6)
+	r := Request{Title: "a", Bitrate: 4e6}
+	res, _ := s.Place(&r, t0)
+	if err := s.SetPolicy("rr"); err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes[0].ReservedBps != 4e6 {
+		t.Fatal("reservation lost")
+	}
+	s.Release(res)
+	if s.Nodes[0].ReservedBps != 0 || s.Nodes[0].Sessions != 0 {
+		t.Fatal("release after switch")
+	}
+	if err := s.SetPolicy("nope"); err == nil {
+		t.Fatal("unknown policy accepted")
+	}
+}

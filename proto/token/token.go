@@ -1,0 +1,99 @@
+// Package token is the admission token the manager signs and every VOD node
+// verifies: an HS256 JSON Web Token (RFC 7519) bound to one admission
+// session, one title, one node and, optionally, one client address, with an
+// expiry. Manager and nodes share the HMAC key (the cluster secret).
+package token
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Claims are the fields of an admission token.
+type Claims struct {
+	Session string `json:"sid"`           // admission session id
+	Title   string `json:"tid"`           // title id
+	Node    string `json:"nid"`           // node the session was placed on
+	Client  string `json:"cip,omitempty"` // client IP the token was issued to; empty: any
+	User    string `json:"sub,omitempty"` // subscriber
+	Bitrate int64  `json:"bps,omitempty"` // reserved bit/s
+	jwt.RegisteredClaims
+}
+
+// Errors returned by Verify (wrapped; test with errors.Is).
+var (
+	ErrInvalid = errors.New("token: invalid")              // malformed or bad signature
+	ErrExpired = errors.New("token: expired")              // past its expiry
+	ErrScope   = errors.New("token: not for this request") // wrong title, node or client
+)
+
+// Signer signs and verifies admission tokens with one HMAC key.
+type Signer struct {
+	key []byte
+}
+
+// NewSigner returns a Signer for key, which must hold at least 16 bytes.
+func NewSigner(key []byte) (*Signer, error) {
+	if len(key) < 16 {
+		return nil, fmt.Errorf("token: key of %d bytes, need at least 16", len(key))
+	}
+	return &Signer{key: append([]byte(nil), key...)}, nil
+}
+
+// Sign returns a token for c valid for ttl from now.
+func (s *Signer) Sign(c Claims, now time.Time, ttl time.Duration) (string, error) {
+	c.IssuedAt = jwt.NewNumericDate(now)
+	c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, &c).SignedString(s.key)
+}
+
+// Parse checks the signature of tok and returns its claims without looking
+// at the expiry (a node lets an established session go on with its token
+// after the token has expired). Errors wrap ErrInvalid.
+func (s *Signer) Parse(tok string) (*Claims, error) {
+	var c Claims
+	_, err := jwt.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) { return s.key, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithoutClaimsValidation())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if c.Session == "" || c.Title == "" {
+		return nil, fmt.Errorf("%w: missing sid or tid", ErrInvalid)
+	}
+	return &c, nil
+}
+
+// Verify parses tok and checks that it is unexpired at now and was issued
+// for title on node to client (an empty node or client argument, or an empty
+// client claim, is not checked). Errors wrap ErrInvalid, ErrExpired or
+// ErrScope.
+func (s *Signer) Verify(tok string, now time.Time, title, node, client string) (*Claims, error) {
+	c, err := s.Parse(tok)
+	if err != nil {
+		return nil, err
+	}
+	if c.ExpiresAt == nil || !now.Before(c.ExpiresAt.Time) {
+		return c, ErrExpired
+	}
+	if err := c.Check(title, node, client); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Check reports whether c was issued for title on node to client, with the
+// same rules as Verify. The error wraps ErrScope.
+func (c *Claims) Check(title, node, client string) error {
+	switch {
+	case c.Title != title:
+		return fmt.Errorf("%w: token for title %q, request for %q", ErrScope, c.Title, title)
+	case node != "" && c.Node != node:
+		return fmt.Errorf("%w: token for node %q", ErrScope, c.Node)
+	case client != "" && c.Client != "" && c.Client != client:
+		return fmt.Errorf("%w: token for client %s, request from %s", ErrScope, c.Client, client)
+	}
+	return nil
+}

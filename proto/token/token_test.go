@@ -1,0 +1,57 @@
+package token
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSignVerify(t *testing.T) {
+	s, err := NewSigner([]byte("0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	tok, err := s.Sign(Claims{Session: "s1", Title: "sample-001", Node: "n1", Client: "127.0.0.1"}, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Verify(tok, now.Add(30*time.Second), "sample-001", "n1", "127.0.0.1")
+	if err != nil || c.Session != "s1" {
+		t.Fatalf("verify: %v %+v", err, c)
+	}
+	cases := []struct {
+		name                string
+		tok                 string
+		at                  time.Time
+		title, node, client string
+		want                error
+	}{
+		{"expired", tok, now.Add(time.Minute), "sample-001", "n1", "", ErrExpired},
+		{"other title", tok, now, "sample-002", "n1", "", ErrScope},
+		{"other node", tok, now, "sample-001", "n2", "", ErrScope},
+		{"other client", tok, now, "sample-001", "n1", "10.0.0.9", ErrScope},
+		{"tampered", tok[:len(tok)-3] + "abc", now, "sample-001", "n1", "", ErrInvalid},
+		{"garbage", "not-a-token", now, "sample-001", "n1", "", ErrInvalid},
+		{"empty", "", now, "sample-001", "n1", "", ErrInvalid},
+	}
+	for _, tc := range cases {
+		if _, err := s.Verify(tc.tok, tc.at, tc.title, tc.node, tc.client); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	other, _ := NewSigner([]byte("another-key-of-16-bytes"))
+	if _, err := other.Verify(tok, now, "sample-001", "", ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("other key: %v", err)
+	}
+	// alg=none must be refused
+	parts := strings.Split(tok, ".")
+	none := "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + parts[1] + "."
+	if _, err := s.Verify(none, now, "sample-001", "", ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("alg none: %v", err)
+	}
+	if _, err := NewSigner([]byte("short")); err == nil {
+		t.Error("short key accepted")
+	}
+}
