@@ -1,0 +1,80 @@
+package smm
+
+import "time"
+
+// TitleInfo is a catalog title as the planner sees it.
+type TitleInfo struct {
+	ID       string
+	Bytes    int64   // size, bytes
+	Bitrate  int64   // mean bitrate, bit/s
+	Duration float64 // seconds
+}
+
+// NodeView is one node as the planner sees it.
+type NodeView struct {
+	ID          string
+	Alive       bool    // in service (not dead; a draining node is not Alive for planning)
+	DiskBytes   int64   // disk capacity for titles, bytes
+	EgressBps   int64   // egress capacity, bit/s
+	Utilization float64 // reserved (or measured, whichever is larger) egress / capacity
+	Items       []Item  // titles stored or filling; InUse for playing or filling ones
+	Fills       int     // fills (demand and prefetch) in progress on the node
+}
+
+// ClusterView is the state a Planner plans from.
+type ClusterView struct {
+	Nodes  []NodeView
+	Titles map[string]TitleInfo // the catalog, by id
+	// OriginFree is how many more concurrent origin transfers may start now
+	// (the CDP's channels minus those in use).
+	OriginFree int
+}
+
+// ActionKind says what an Action orders.
+type ActionKind int
+
+// Kinds of Action.
+const (
+	Prefetch ActionKind = iota + 1 // fill Title on Node from the origin ahead of demand
+	Evict                          // remove Title from Node
+)
+
+// String returns "prefetch" or "evict".
+func (k ActionKind) String() string {
+	switch k {
+	case Prefetch:
+		return "prefetch"
+	case Evict:
+		return "evict"
+	}
+	return "unknown"
+}
+
+// Action is one order of the planner to one node.
+type Action struct {
+	Kind  ActionKind
+	Node  string
+	Title string
+}
+
+// Planner decides replication, prefetch and eviction from popularity.
+// Observe is called for every request (admitted or not); Plan is called
+// periodically (and after demand shifts) with the cluster's state and
+// returns the orders to carry out now. Implementations are not safe for
+// concurrent use.
+type Planner interface {
+	Observe(title string, now time.Time)
+	Plan(now time.Time, c *ClusterView) []Action
+}
+
+// NoPlanner orders nothing: titles are filled on demand only and evicted
+// by the node's Evictor when its disk is full.
+type NoPlanner struct{}
+
+var _ Planner = NoPlanner{}
+
+// Observe implements Planner; it does nothing.
+func (NoPlanner) Observe(string, time.Time) {}
+
+// Plan implements Planner; it returns nil.
+func (NoPlanner) Plan(time.Time, *ClusterView) []Action { return nil }
