@@ -1,0 +1,276 @@
+// Package probe is the project's own playback client: it plays a title
+// from an RTSP URL (following the front door's redirect, as a set-top box
+// does), demultiplexes the MPEG-TS it receives and reports what arrived:
+// video frames decoded from the stream's access units, seconds of media
+// (by the PCR inside the stream), wall seconds and bit/s. `vodctl play`
+// and `vodcluster up --play` use it.
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4"
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/description"
+	"github.com/bluenviron/gortsplib/v4/pkg/format"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// Options says how to play.
+type Options struct {
+	Transport string        // "tcp" (default) or "udp"
+	Duration  time.Duration // how long to play; 0 = until the stream ends
+	// Idle ends the play when no packet arrived for this long after the
+	// first one (the end of the title); default 3 s.
+	Idle time.Duration
+}
+
+// Result is what a play received.
+type Result struct {
+	URL          string  // the URL asked for
+	Server       string  // host:port that finally served the stream (after redirects)
+	VideoFrames  int     // H.264/H.265 access units demultiplexed from the stream
+	AudioFrames  int     // AAC access units
+	MediaSeconds float64 // span of the PCRs received, seconds
+	WallSeconds  float64 // from PLAY's reply to the last packet, seconds
+	Bytes        int64   // RTP payload bytes received
+	Packets      int64   // RTP packets received
+	SetupSeconds float64 // connect .. PLAY reply, seconds
+}
+
+// BitrateBps returns the received payload rate over the wall time, bit/s.
+func (r Result) BitrateBps() float64 {
+	if r.WallSeconds <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) * 8 / r.WallSeconds
+}
+
+// RealTimeRatio returns media seconds per wall second (1.0 = real time).
+func (r Result) RealTimeRatio() float64 {
+	if r.WallSeconds <= 0 {
+		return 0
+	}
+	return r.MediaSeconds / r.WallSeconds
+}
+
+// String renders the result on one line for people.
+func (r Result) String() string {
+	return fmt.Sprintf("played %s from %s: %d video frames, %d audio frames, %.2f s of media in %.2f s (%.2fx real time), %.0f kbit/s, setup %.0f ms",
+		r.URL, r.Server, r.VideoFrames, r.AudioFrames, r.MediaSeconds, r.WallSeconds, r.RealTimeRatio(),
+		r.BitrateBps()/1000, r.SetupSeconds*1000)
+}
+
+// ErrNoMPEGTS is returned when the server offers no MPEG-TS (payload 33) media.
+var ErrNoMPEGTS = errors.New("probe: the stream has no MPEG-TS media")
+
+// Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
+// Errors: a bad URL, a refused request (the error carries the RTSP status,
+// e.g. 401, 403, 404, 453), ErrNoMPEGTS, or a transport failure.
+func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
+	res := Result{URL: rawURL}
+	u, err := base.ParseURL(rawURL)
+	if err != nil {
+		return res, fmt.Errorf("probe: %w", err)
+	}
+	tr := gortsplib.TransportTCP
+	switch opts.Transport {
+	case "", "tcp":
+	case "udp":
+		tr = gortsplib.TransportUDP
+	default:
+		return res, fmt.Errorf("probe: transport %q: want tcp or udp", opts.Transport)
+	}
+	if opts.Idle <= 0 {
+		opts.Idle = 3 * time.Second
+	}
+	c := &gortsplib.Client{Transport: &tr}
+	start := time.Now()
+	if err := c.Start(u.Scheme, u.Host); err != nil {
+		return res, fmt.Errorf("probe: %w", err)
+	}
+	defer c.Close()
+	desc, _, err := c.Describe(u)
+	if err != nil {
+		return res, fmt.Errorf("probe: DESCRIBE: %w", err)
+	}
+	res.Server = c.Host
+	var medi *description.Media
+	var forma *format.MPEGTS
+	for _, m := range desc.Medias {
+		for _, f := range m.Formats {
+			if ts, ok := f.(*format.MPEGTS); ok {
+				medi, forma = m, ts
+			}
+		}
+	}
+	if forma == nil {
+		return res, ErrNoMPEGTS
+	}
+	if _, err := c.Setup(desc.BaseURL, medi, 0, 0); err != nil {
+		return res, fmt.Errorf("probe: SETUP: %w", err)
+	}
+
+	pr, pw := io.Pipe()
+	d := newDemux(pr)
+	var packets, bytes atomic.Int64
+	var last atomic.Int64 // unix ns of the last packet
+	got := make(chan struct{}, 1)
+	c.OnPacketRTP(medi, forma, func(pkt *rtp.Packet) {
+		packets.Add(1)
+		bytes.Add(int64(len(pkt.Payload)))
+		last.Store(time.Now().UnixNano())
+		d.feed(pkt.Payload)
+		pw.Write(pkt.Payload) //nolint:errcheck // the demuxer ends with the pipe
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+	})
+	if _, err := c.Play(nil); err != nil {
+		pw.Close()
+		return res, fmt.Errorf("probe: PLAY: %w", err)
+	}
+	played := time.Now()
+	res.SetupSeconds = played.Sub(start).Seconds()
+
+	var deadline <-chan time.Time
+	if opts.Duration > 0 {
+		t := time.NewTimer(opts.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	idle := time.NewTicker(opts.Idle / 4)
+	defer idle.Stop()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- c.Wait() }()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-deadline:
+			break loop
+		case err := <-waitErr:
+			if packets.Load() == 0 {
+				pw.Close()
+				return res, fmt.Errorf("probe: session ended before any media: %w", err)
+			}
+			break loop
+		case <-got:
+		case <-idle.C:
+			l := last.Load()
+			if l == 0 {
+				if time.Since(played) > 10*time.Second {
+					pw.Close()
+					return res, errors.New("probe: no media within 10 s of PLAY")
+				}
+				continue
+			}
+			if time.Since(time.Unix(0, l)) > opts.Idle {
+				break loop
+			}
+		}
+	}
+	c.Close()
+	pw.Close()
+	d.wait()
+	res.Packets = packets.Load()
+	res.Bytes = bytes.Load()
+	if l := last.Load(); l > 0 {
+		res.WallSeconds = time.Unix(0, l).Sub(played).Seconds()
+	}
+	res.VideoFrames, res.AudioFrames, res.MediaSeconds = d.result()
+	return res, nil
+}
+
+// demux counts access units with mediacommon's MPEG-TS reader and the PCR
+// span with tsindex.
+type demux struct {
+	mu          sync.Mutex
+	idx         *tsindex.Builder
+	video, audi int
+	done        chan struct{}
+}
+
+func newDemux(r io.Reader) *demux {
+	d := &demux{idx: tsindex.NewBuilder(), done: make(chan struct{})}
+	go d.run(r)
+	return d
+}
+
+func (d *demux) feed(p []byte) {
+	d.mu.Lock()
+	d.idx.Write(p) //nolint:errcheck // a sync loss only stops the clock count
+	d.mu.Unlock()
+}
+
+func (d *demux) run(r io.Reader) {
+	defer close(d.done)
+	defer io.Copy(io.Discard, r) //nolint:errcheck // drain so the writer never blocks
+	mr := &mpegts.Reader{R: r}
+	if err := mr.Initialize(); err != nil {
+		return
+	}
+	mr.OnDecodeError(func(error) {})
+	for _, t := range mr.Tracks() {
+		switch t.Codec.(type) {
+		case *mpegts.CodecH264:
+			mr.OnDataH264(t, func(_, _ int64, _ [][]byte) error {
+				d.mu.Lock()
+				d.video++
+				d.mu.Unlock()
+				return nil
+			})
+		case *mpegts.CodecH265:
+			mr.OnDataH265(t, func(_, _ int64, _ [][]byte) error {
+				d.mu.Lock()
+				d.video++
+				d.mu.Unlock()
+				return nil
+			})
+		case *mpegts.CodecMPEG4Audio:
+			mr.OnDataMPEG4Audio(t, func(_ int64, aus [][]byte) error {
+				d.mu.Lock()
+				d.audi += len(aus)
+				d.mu.Unlock()
+				return nil
+			})
+		}
+	}
+	for mr.Read() == nil {
+	}
+}
+
+func (d *demux) wait() {
+	select {
+	case <-d.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func (d *demux) result() (video, audio int, seconds float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x := d.idx.Index()
+	if n := len(x.PCRs); n >= 2 {
+		seconds = float64(x.PCRs[n-1].PCR-x.PCRs[0].PCR) / tsindex.PCRHz
+	}
+	return d.video, d.audi, seconds
+}
+
+// PlayContext is Play with a timeout of opts.Duration + 30 s.
+func PlayContext(rawURL string, opts Options) (Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+30*time.Second)
+	defer cancel()
+	return Play(ctx, rawURL, opts)
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"vodcluster/cmd/internal/probe"
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+type globals struct {
+	manager string
+	json    bool
+	timeout time.Duration
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "vodctl",
+		Short:         "Operate a vodcluster: play titles, inspect nodes and sessions, steer scheduling and storage",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
+	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
+	root.AddCommand(playCmd(), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
+		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
+		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g))
+	return root
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func playCmd() *cobra.Command {
+	var opts probe.Options
+	cmd := &cobra.Command{
+		Use:   "play URL",
+		Short: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s",
+		Example: "  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-001 --duration 5s\n" +
+			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := probe.PlayContext(args[0], opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res)
+			if res.VideoFrames == 0 {
+				return fmt.Errorf("no video frame received")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Transport, "transport", "tcp", "RTP transport: tcp (interleaved) or udp")
+	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end)")
+	return cmd
+}
+
+// admin dials the manager and runs f with an Admin client.
+func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Message, error), table func(m proto.Message, w *tabwriter.Writer)) error {
+	conn, err := grpc.NewClient(g.manager, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	m, err := f(ctx, v1.NewAdminClient(conn))
+	if err != nil {
+		return err
+	}
+	if g.json || table == nil {
+		b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(m)
+		if err != nil {
+			return err
+		}
+		var pretty any
+		_ = json.Unmarshal(b, &pretty)
+		out, _ := json.MarshalIndent(pretty, "", "  ")
+		fmt.Println(string(out))
+		return nil
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	table(m, w)
+	return w.Flush()
+}
+
+func titlesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "titles",
+		Short: "List the catalog",
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListTitles(ctx, &v1.ListTitlesRequest{})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
+				for _, t := range m.(*v1.ListTitlesResponse).Titles {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%d\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, t.SizeBytes)
+				}
+			})
+		},
+	}
+}
+
+func nodesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "nodes",
+		Short: "List nodes with their load",
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListNodes(ctx, &v1.ListNodesRequest{})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES")
+				for _, n := range m.(*v1.ListNodesResponse).Nodes {
+					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+						n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
+						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles)
+				}
+			})
+		},
+	}
+}
+
+func nodeCmd(g *globals) *cobra.Command {
+	var weight int
+	var drain, undrain bool
+	cmd := &cobra.Command{
+		Use:   "node NODE_ID",
+		Short: "Change a node's weight or drain it (no new sessions; playing ones stay)",
+		Example: "  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &v1.SetNodeRequest{NodeId: args[0]}
+			if cmd.Flags().Changed("weight") {
+				w := int32(weight)
+				req.Weight = &w
+			}
+			if drain && undrain {
+				return fmt.Errorf("--drain and --undrain together")
+			}
+			if drain || undrain {
+				req.Draining = &drain
+			}
+			if req.Weight == nil && req.Draining == nil {
+				return fmt.Errorf("nothing to change: give --weight, --drain or --undrain")
+			}
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.SetNode(ctx, req)
+			}, nil)
+		},
+	}
+	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight (0 = no new sessions)")
+	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
+	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
+	return cmd
+}
+
+func sessionsCmd(g *globals) *cobra.Command {
+	var node string
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions (admitted and playing)",
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				fmt.Fprintln(w, "SESSION\tUSER\tTITLE\tNODE\tSTATE\tPROTOCOL\tCLIENT\tBITRATE(kbit/s)")
+				for _, s := range m.(*v1.ListSessionsResponse).Sessions {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionId, s.User, s.TitleId, s.NodeId, s.State, s.Protocol, s.ClientAddr, s.BitrateBps/1000)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&node, "node", "", "only this node's sessions")
+	return cmd
+}
+
+func policyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "policy [NAME]",
+		Short: "Show the scheduling policy, or switch to NAME at run time (sessions are kept)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				if len(args) == 1 {
+					return c.SetPolicy(ctx, &v1.SetPolicyRequest{Policy: args[0]})
+				}
+				return c.GetPolicy(ctx, &v1.GetPolicyRequest{})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				p := m.(*v1.PolicyInfo)
+				fmt.Fprintf(w, "policy:\t%s\nstorage policy:\t%s\navailable:\t%v\n", p.Policy, p.StoragePolicy, p.Available)
+			})
+		},
+	}
+}
+
+func placementCmd(g *globals) *cobra.Command {
+	var title, node string
+	cmd := &cobra.Command{
+		Use:   "placement",
+		Short: "List which nodes hold which titles",
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				r := m.(*v1.ListPlacementResponse)
+				fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED")
+				for _, p := range r.Replicas {
+					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned)
+				}
+				if len(r.ClusterPins) > 0 {
+					fmt.Fprintf(w, "pinned to the cluster:\t%v\n", r.ClusterPins)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&title, "title", "", "only this title")
+	cmd.Flags().StringVar(&node, "node", "", "only this node")
+	return cmd
+}
+
+func placementActionCmd(g *globals, verb string) *cobra.Command {
+	short := map[string]string{
+		"prefetch": "Order a fill of TITLE from the origin (on NODE, or where the storage manager chooses)",
+		"evict":    "Remove TITLE from NODE (refused while it plays or fills)",
+		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
+		"unpin":    "Remove a pin",
+	}[verb]
+	return &cobra.Command{
+		Use:   verb + " TITLE [NODE]",
+		Short: short,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			req := &v1.PlacementRequest{TitleId: args[0]}
+			if len(args) == 2 {
+				req.NodeId = args[1]
+			}
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				switch verb {
+				case "prefetch":
+					return c.Prefetch(ctx, req)
+				case "evict":
+					return c.Evict(ctx, req)
+				case "pin":
+					return c.Pin(ctx, req)
+				default:
+					return c.Unpin(ctx, req)
+				}
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				a := m.(*v1.PlacementAck)
+				fmt.Fprintf(w, "%s %s on %s\t%s\n", verb, args[0], orCluster(a.NodeId), a.Message)
+			})
+		},
+	}
+}
+
+func orCluster(n string) string {
+	if n == "" {
+		return "the cluster"
+	}
+	return n
+}
+
+func fillsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "fills",
+		Short: "List fills from the origin in progress, with their progress",
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListFills(ctx, &v1.ListFillsRequest{})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				fmt.Fprintln(w, "NODE\tTITLE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH")
+				for _, f := range m.(*v1.ListFillsResponse).Fills {
+					pct := "?"
+					if f.SizeBytes > 0 {
+						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%v\n", f.NodeId, f.TitleId, pct, f.StoredBytes, f.SizeBytes, f.Prefetch)
+				}
+			})
+		},
+	}
+}
