@@ -143,10 +143,10 @@ func nodeCmd(g *globals) *cobra.Command {
 	var weight int
 	var drain, undrain bool
 	cmd := &cobra.Command{
-		Use:   "node NODE_ID",
-		Short: "Change a node's weight or drain it (no new sessions; playing ones stay)",
+		Use:     "node NODE_ID",
+		Short:   "Change a node's weight or drain it (no new sessions; playing ones stay)",
 		Example: "  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200",
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.SetNodeRequest{NodeId: args[0]}
 			if cmd.Flags().Changed("weight") {
