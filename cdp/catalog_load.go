@@ -1,0 +1,279 @@
+package cdp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sync/errgroup"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// catalogDoc is the schema of catalog.yaml:
+//
+//	titles:
+//	  - id: sample-001          # required, [A-Za-z0-9._-]{1,128}, unique
+//	    name: "Test Card"       # optional, defaults to the id
+//	    file: clip-a.ts         # required, relative to the directory or absolute
+//	    package: basic          # optional, defaults to "default"
+type catalogDoc struct {
+	Titles []catalogEntry `yaml:"titles"`
+}
+
+type catalogEntry struct {
+	ID      string `yaml:"id"`
+	Name    string `yaml:"name"`
+	File    string `yaml:"file"`
+	Package string `yaml:"package"`
+}
+
+// entry is one title to load: its metadata, its file and where it was
+// declared (for error messages).
+type entry struct {
+	Title
+	where string // "catalog.yaml:7" or the file name in directory mode
+}
+
+// LoadCatalog loads the catalog of the title directory dir.
+//
+// When dir holds catalog.yaml (CatalogFile), that document lists the titles
+// (strict YAML: unknown keys, a second document, a missing id or file, a
+// malformed or duplicate id are errors naming the line). Otherwise every
+// regular file dir/*.ts is a title whose id is its base name without ".ts",
+// in package DefaultPackage.
+//
+// Every distinct title file is scanned once, in parallel, with cdp/tsindex:
+// it must be non-empty, made of whole 188-byte packets that each begin with
+// 0x47, and carry at least two PCRs (so that its duration is known). Any bad
+// file fails the whole load with an error naming the file and the title.
+func LoadCatalog(dir string) (*Catalog, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cdp: catalog directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("cdp: catalog directory %s is not a directory", dir)
+	}
+	var entries []entry
+	doc := filepath.Join(dir, CatalogFile)
+	data, err := os.ReadFile(doc)
+	switch {
+	case err == nil:
+		entries, err = parseCatalog(data, dir)
+		if err != nil {
+			return nil, fmt.Errorf("cdp: %s: %w", doc, err)
+		}
+	case errors.Is(err, os.ErrNotExist):
+		entries, err = scanDir(dir)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("cdp: %w", err)
+	}
+	if err := measure(entries); err != nil {
+		return nil, err
+	}
+	titles := make([]Title, len(entries))
+	for i, e := range entries {
+		titles[i] = e.Title
+	}
+	return newCatalog(titles), nil
+}
+
+// parseCatalog decodes a catalog.yaml document and checks its entries;
+// relative file names are resolved against dir. The entries' metadata from
+// the files (size, duration, bitrate) is left zero.
+func parseCatalog(data []byte, dir string) ([]entry, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc catalogDoc
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty document (want a titles: list)")
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one YAML document")
+	}
+	lines := entryLines(data)
+	seen := make(map[string]string, len(doc.Titles))
+	out := make([]entry, 0, len(doc.Titles))
+	for i, ce := range doc.Titles {
+		where := fmt.Sprintf("title #%d", i+1)
+		if i < len(lines) {
+			where = fmt.Sprintf("line %d", lines[i])
+		}
+		if err := ValidID(ce.ID); err != nil {
+			return nil, fmt.Errorf("%s: bad title id: %w", where, err)
+		}
+		if first, dup := seen[ce.ID]; dup {
+			return nil, fmt.Errorf("%s: duplicate title id %q (first at %s)", where, ce.ID, first)
+		}
+		seen[ce.ID] = where
+		if strings.TrimSpace(ce.File) == "" {
+			return nil, fmt.Errorf("%s: title %q has no file", where, ce.ID)
+		}
+		pkg := ce.Package
+		if pkg == "" {
+			pkg = DefaultPackage
+		}
+		if err := ValidID(pkg); err != nil {
+			return nil, fmt.Errorf("%s: title %q: bad package: %w", where, ce.ID, err)
+		}
+		name := ce.Name
+		if name == "" {
+			name = ce.ID
+		}
+		path := ce.File
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		out = append(out, entry{
+			Title: Title{ID: ce.ID, Name: name, Package: pkg, Path: path},
+			where: CatalogFile + " " + where,
+		})
+	}
+	return out, nil
+}
+
+// entryLines returns the line of each item of the titles sequence, in
+// order. It is only used for messages and returns nil on any surprise.
+func entryLines(data []byte) []int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	m := root.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "titles" || m.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		var lines []int
+		for _, item := range m.Content[i+1].Content {
+			lines = append(lines, item.Line)
+		}
+		return lines
+	}
+	return nil
+}
+
+// scanDir lists the *.ts files of dir as titles of DefaultPackage.
+func scanDir(dir string) ([]entry, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cdp: %w", err)
+	}
+	var out []entry
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasSuffix(name, ".ts") || de.IsDir() {
+			continue
+		}
+		id := strings.TrimSuffix(name, ".ts")
+		if err := ValidID(id); err != nil {
+			return nil, fmt.Errorf("cdp: title file %s: bad title id: %w", filepath.Join(dir, name), err)
+		}
+		out = append(out, entry{
+			Title: Title{ID: id, Name: id, Package: DefaultPackage, Path: filepath.Join(dir, name)},
+			where: name,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// fileMeta is what a scan of one title file learnt.
+type fileMeta struct {
+	size     int64   // bytes
+	duration float64 // seconds
+}
+
+// measure scans every distinct file of entries once and fills in the
+// titles' size, duration and bitrate.
+func measure(entries []entry) error {
+	firstUse := make(map[string]int) // path -> index of the first entry using it
+	var paths []string
+	for i, e := range entries {
+		if _, ok := firstUse[e.Path]; !ok {
+			firstUse[e.Path] = i
+			paths = append(paths, e.Path)
+		}
+	}
+	metas := make([]fileMeta, len(paths))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range paths {
+		g.Go(func() error {
+			m, err := scanFile(p)
+			if err != nil {
+				e := entries[firstUse[p]]
+				return fmt.Errorf("cdp: %s: title %q: file %s: %w", e.where, e.ID, p, err)
+			}
+			metas[i] = m
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	byPath := make(map[string]fileMeta, len(paths))
+	for i, p := range paths {
+		byPath[p] = metas[i]
+	}
+	for i := range entries {
+		m := byPath[entries[i].Path]
+		entries[i].SizeBytes = m.size
+		entries[i].DurationS = m.duration
+		entries[i].BitrateBps = int64(math.Round(float64(m.size) * 8 / m.duration))
+	}
+	return nil
+}
+
+// scanFile checks that path is a whole MPEG-TS file with a clock and
+// returns its size and duration.
+func scanFile(path string) (fileMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileMeta{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fileMeta{}, err
+	}
+	switch size := st.Size(); {
+	case !st.Mode().IsRegular():
+		return fileMeta{}, errors.New("not a regular file")
+	case size == 0:
+		return fileMeta{}, errors.New("empty file")
+	case size%tsindex.PacketSize != 0:
+		return fileMeta{}, fmt.Errorf("size %d bytes is not a whole number of %d-byte MPEG-TS packets", size, tsindex.PacketSize)
+	}
+	idx, err := tsindex.BuildFrom(f)
+	if err != nil {
+		return fileMeta{}, err
+	}
+	if idx.Size != st.Size() {
+		return fileMeta{}, fmt.Errorf("file changed while scanned (%d bytes indexed of %d)", idx.Size, st.Size())
+	}
+	d := idx.Duration()
+	if !(d > 0) || math.IsInf(d, 0) {
+		return fileMeta{}, fmt.Errorf("no play time: fewer than two PCRs in %d packets", idx.Size/tsindex.PacketSize)
+	}
+	return fileMeta{size: idx.Size, duration: d}, nil
+}

@@ -1,0 +1,18 @@
+// Package cdp is the origin, the content distribution platform of the
+// cluster: it owns the operator's full catalog of MPEG-TS titles (id, name,
+// duration, bitrate, size, entitlement package) and serves their bytes in
+// ranges over gRPC (service vodcluster.v1.Origin) to the VOD nodes that fill
+// titles they lack.
+//
+// The catalog is a directory of .ts files, described by an optional
+// catalog.yaml (see LoadCatalog). Every title file is scanned once at load
+// with cdp/tsindex for its duration and mean bitrate.
+//
+// Server models the cost of the upstream link described in the seed
+// documents: each transfer waits for one of MaxTransfers channels, pays a
+// SetupDelay once, then is paced to TransferRateBps. Stats counts transfers
+// per title so tests can assert that a title was fetched exactly once.
+//
+// Subpackages: tsindex (the MPEG-TS index shared with the nodes) and
+// samples (the embedded sample titles used by tests and `vodcluster up`).
+package cdp

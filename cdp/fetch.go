@@ -1,0 +1,136 @@
+package cdp
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	vodclusterv1 "vodcluster/proto/vodcluster/v1"
+)
+
+var errNotStarted = status.Error(codes.Unavailable, "origin not started")
+
+// Fetch streams bytes [offset, offset+length) of a title in chunks of
+// ChunkBytes (Origin.Fetch); length 0, or a range running past the end of
+// the title, means up to the end. Each chunk carries its offset in the
+// title, bytes. Errors, as gRPC status codes:
+//   - INVALID_ARGUMENT: a negative offset or length;
+//   - NOT_FOUND: a title id that is not in the catalog;
+//   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
+//     the size is an empty range: no chunk, no transfer);
+//   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
+//     no_wait the call queues, first come first served, for a channel);
+//   - CANCELED / DEADLINE_EXCEEDED: the caller's context ended, while
+//     queued, during the setup delay or during the transfer;
+//   - INTERNAL: the title's file can no longer be read as loaded.
+//
+// The channel is given back on every exit path.
+func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk]) error {
+	ctx := stream.Context()
+	cat := s.Catalog()
+	if cat == nil {
+		return errNotStarted
+	}
+	off, length := req.GetOffset(), req.GetLength()
+	if off < 0 || length < 0 {
+		return status.Errorf(codes.InvalidArgument, "offset %d and length %d must not be negative", off, length)
+	}
+	t, ok := cat.Title(req.GetTitleId())
+	if !ok {
+		return status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+	}
+	if off > t.SizeBytes {
+		return status.Errorf(codes.OutOfRange, "offset %d is past the end of title %q (%d bytes)", off, t.ID, t.SizeBytes)
+	}
+	end := t.SizeBytes
+	if length > 0 && length < end-off {
+		end = off + length
+	}
+	if off == end {
+		return nil
+	}
+
+	release, err := s.acquire(ctx, req.GetNoWait())
+	if err != nil {
+		return err
+	}
+	defer release()
+	s.stats.begin(t.ID)
+	defer s.stats.end()
+
+	began := time.Now()
+	sent, err := s.transfer(ctx, stream, t, off, end)
+	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
+		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
+	return err
+}
+
+// acquire takes a transfer channel, waiting for one unless noWait, and
+// returns the function that gives it back.
+func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err error) {
+	if s.slots == nil {
+		return func() {}, nil
+	}
+	if noWait {
+		if !s.slots.TryAcquire(1) {
+			s.stats.refused()
+			return nil, status.Errorf(codes.ResourceExhausted, "all %d origin transfer channels are busy", s.MaxTransfers)
+		}
+	} else {
+		s.stats.waiting(1)
+		err := s.slots.Acquire(ctx, 1)
+		s.stats.waiting(-1)
+		if err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
+	}
+	return func() { s.slots.Release(1) }, nil
+}
+
+// transfer pays the setup delay, then sends [off, end) of t paced to the
+// transfer rate. It returns the bytes sent.
+func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], t Title, off, end int64) (int64, error) {
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return 0, status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
+	}
+	defer f.Close()
+
+	if s.SetupDelay > 0 {
+		if err := s.clk.Sleep(ctx, s.SetupDelay); err != nil {
+			return 0, status.FromContextError(err).Err()
+		}
+	}
+	var lim *rate.Limiter
+	if s.TransferRateBps > 0 {
+		lim = rate.NewLimiter(rate.Limit(float64(s.TransferRateBps)/8), s.chunk)
+	}
+	buf := make([]byte, s.chunk)
+	var sent int64
+	for pos := off; pos < end; {
+		n := int(min(int64(s.chunk), end-pos))
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return sent, status.Errorf(codes.Internal, "title %q: reading %d bytes at %d: %v", t.ID, n, pos, err)
+		}
+		if lim != nil {
+			now := s.clk.Now()
+			r := lim.ReserveN(now, n) // n <= burst: always OK
+			if err := s.clk.Sleep(ctx, r.DelayFrom(now)); err != nil {
+				return sent, status.FromContextError(err).Err()
+			}
+		}
+		// SendMsg encodes the message before returning: buf can be reused.
+		if err := stream.Send(&vodclusterv1.FetchChunk{Offset: pos, Data: buf[:n]}); err != nil {
+			return sent, err
+		}
+		s.stats.sent(n)
+		sent += int64(n)
+		pos += int64(n)
+	}
+	return sent, nil
+}

@@ -1,0 +1,215 @@
+package cdp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"vodcluster/cdp/tsindex"
+	vodclusterv1 "vodcluster/proto/vodcluster/v1"
+)
+
+// DefaultListen is the address the origin's gRPC server listens on when
+// Server.Listen is empty.
+const DefaultListen = ":9100"
+
+// DefaultChunkBytes is the size of a Fetch chunk when Server.ChunkBytes is
+// 0: 348 MPEG-TS packets, 65424 bytes, the multiple of 188 closest to 64 KiB.
+const DefaultChunkBytes = 348 * tsindex.PacketSize
+
+// MaxChunkBytes is the largest Server.ChunkBytes accepted, bytes: well under
+// the 4 MiB a gRPC client accepts per message by default.
+const MaxChunkBytes = 1 << 20
+
+// Server is the origin's gRPC server (service vodcluster.v1.Origin) over the
+// catalog of one directory. Set the exported fields, then call Start; Close
+// stops it. The zero value of every field but Dir is usable.
+//
+// The upstream link is modelled per transfer (one Fetch call): it waits for
+// one of MaxTransfers channels (FIFO), pays SetupDelay once, then sends its
+// chunks paced to TransferRateBps by a token bucket (golang.org/x/time/rate)
+// whose burst is one chunk.
+type Server struct {
+	vodclusterv1.UnimplementedOriginServer
+
+	// Dir is the title directory, loaded with LoadCatalog at Start.
+	Dir string
+	// Listen is the TCP address of the gRPC server, host:port; port 0 picks
+	// a free one (see Addr). Empty means DefaultListen.
+	Listen string
+	// SetupDelay is paid once by every transfer after it got a channel and
+	// before its first byte; 0 means none.
+	SetupDelay time.Duration
+	// MaxTransfers is the number of concurrent transfers (channels); 0 means
+	// unlimited.
+	MaxTransfers int
+	// TransferRateBps caps each transfer's rate, bit/s; 0 means unlimited.
+	TransferRateBps int64
+	// ChunkBytes is the data size of one FetchChunk, bytes: a multiple of
+	// 188 up to MaxChunkBytes; 0 means DefaultChunkBytes.
+	ChunkBytes int
+	// Logger receives one line per transfer and the lifecycle; nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	clock clock // nil means the wall clock; tests put a fake here
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	catalog *Catalog
+	lis     net.Listener
+	grpc    *grpc.Server
+	served  chan struct{} // closed when Serve has returned
+
+	// Set by Start, read-only afterwards.
+	log   *slog.Logger
+	clk   clock
+	chunk int
+	slots *semaphore.Weighted // nil when MaxTransfers is 0
+
+	stats counters
+}
+
+var _ vodclusterv1.OriginServer = (*Server)(nil)
+
+// Start checks the configuration, loads the catalog of Dir and starts
+// serving on Listen. It does nothing on failure (all or nothing) and
+// returns the configuration, catalog or listen error. A Server starts once.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("cdp: server already started")
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	cat, err := LoadCatalog(s.Dir)
+	if err != nil {
+		return err
+	}
+	listen := s.Listen
+	if listen == "" {
+		listen = DefaultListen
+	}
+	lis, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("cdp: %w", err)
+	}
+
+	s.log = s.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("component", "cdp")
+	s.clk = s.clock
+	if s.clk == nil {
+		s.clk = wallClock{}
+	}
+	s.chunk = s.ChunkBytes
+	if s.chunk == 0 {
+		s.chunk = DefaultChunkBytes
+	}
+	if s.MaxTransfers > 0 {
+		s.slots = semaphore.NewWeighted(int64(s.MaxTransfers))
+	}
+	s.catalog = cat
+	s.lis = lis
+	s.grpc = grpc.NewServer(grpc.WaitForHandlers(true))
+	vodclusterv1.RegisterOriginServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, health.NewServer())
+	s.served = make(chan struct{})
+	s.started = true
+
+	if cat.Len() == 0 {
+		s.log.Warn("catalog is empty", "dir", s.Dir)
+	}
+	s.log.Info("origin serving", "addr", lis.Addr().String(), "titles", cat.Len(),
+		"setup_delay", s.SetupDelay, "max_transfers", s.MaxTransfers,
+		"transfer_rate_bps", s.TransferRateBps, "chunk_bytes", s.chunk)
+	go func() {
+		defer close(s.served)
+		if err := s.grpc.Serve(lis); err != nil {
+			s.log.Error("origin gRPC server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (s *Server) check() error {
+	switch {
+	case s.Dir == "":
+		return errors.New("cdp: Dir is empty")
+	case s.SetupDelay < 0:
+		return fmt.Errorf("cdp: SetupDelay %v is negative", s.SetupDelay)
+	case s.MaxTransfers < 0:
+		return fmt.Errorf("cdp: MaxTransfers %d is negative", s.MaxTransfers)
+	case s.TransferRateBps < 0:
+		return fmt.Errorf("cdp: TransferRateBps %d is negative", s.TransferRateBps)
+	case s.ChunkBytes < 0 || s.ChunkBytes > MaxChunkBytes || s.ChunkBytes%tsindex.PacketSize != 0:
+		return fmt.Errorf("cdp: ChunkBytes %d is not a multiple of %d between 0 and %d",
+			s.ChunkBytes, tsindex.PacketSize, MaxChunkBytes)
+	}
+	return nil
+}
+
+// Close stops the server: it closes the listener and every connection,
+// cancels the transfers in progress (which give their channels back) and
+// waits for their handlers to return. Close before Start, or a second
+// Close, does nothing. It returns nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.started || s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	srv, served := s.grpc, s.served
+	s.mu.Unlock()
+
+	srv.Stop()
+	<-served
+	s.log.Info("origin stopped")
+	return nil
+}
+
+// Addr returns the address the server listens on (host:port), or "" before
+// Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lis == nil {
+		return ""
+	}
+	return s.lis.Addr().String()
+}
+
+// Catalog returns the catalog loaded by Start, or nil before Start.
+func (s *Server) Catalog() *Catalog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalog
+}
+
+// Stats returns a snapshot of the transfer counters.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// ListTitles returns the whole catalog sorted by id (Origin.ListTitles).
+// It returns UNAVAILABLE when the server was not started.
+func (s *Server) ListTitles(context.Context, *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
+	cat := s.Catalog()
+	if cat == nil {
+		return nil, errNotStarted
+	}
+	return &vodclusterv1.ListTitlesResponse{Titles: cat.Proto()}, nil
+}

@@ -1,0 +1,80 @@
+package cdp
+
+import (
+	"maps"
+	"sync"
+)
+
+// Stats is a snapshot of an origin's transfer counters since Start.
+type Stats struct {
+	// Transfers counts transfers started: Fetch calls that got a channel
+	// (and then paid the setup delay), whatever their outcome.
+	Transfers int64
+	// TitleTransfers counts Transfers per title id.
+	TitleTransfers map[string]int64
+	// BytesSent counts title bytes handed to gRPC, bytes.
+	BytesSent int64
+	// Active is the number of transfers holding a channel now.
+	Active int
+	// PeakActive is the highest Active seen.
+	PeakActive int
+	// Waiting is the number of Fetch calls queued for a channel now.
+	Waiting int
+	// Refused counts no_wait Fetch calls refused with RESOURCE_EXHAUSTED.
+	Refused int64
+}
+
+// counters is the live form of Stats.
+type counters struct {
+	mu sync.Mutex
+	s  Stats
+}
+
+func (c *counters) snapshot() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.s
+	s.TitleTransfers = maps.Clone(c.s.TitleTransfers)
+	if s.TitleTransfers == nil {
+		s.TitleTransfers = map[string]int64{}
+	}
+	return s
+}
+
+func (c *counters) waiting(delta int) {
+	c.mu.Lock()
+	c.s.Waiting += delta
+	c.mu.Unlock()
+}
+
+func (c *counters) refused() {
+	c.mu.Lock()
+	c.s.Refused++
+	c.mu.Unlock()
+}
+
+// begin records a transfer of title that got a channel.
+func (c *counters) begin(title string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Transfers++
+	if c.s.TitleTransfers == nil {
+		c.s.TitleTransfers = make(map[string]int64)
+	}
+	c.s.TitleTransfers[title]++
+	c.s.Active++
+	c.s.PeakActive = max(c.s.PeakActive, c.s.Active)
+}
+
+// end records that a transfer gave its channel back.
+func (c *counters) end() {
+	c.mu.Lock()
+	c.s.Active--
+	c.mu.Unlock()
+}
+
+func (c *counters) sent(n int) {
+	c.mu.Lock()
+	c.s.BytesSent += int64(n)
+	c.mu.Unlock()
+}
