@@ -1,0 +1,289 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Key prefixes of the badger layout.
+var (
+	prefixSession = []byte("session/")
+	prefixTitle   = []byte("title/")
+)
+
+// gcInterval is how often Badger runs value-log garbage collection.
+const gcInterval = 10 * time.Minute
+
+// Badger is the embedded Store: a badger/v4 database in one directory,
+// written synchronously (a call returns after the write is on disk).
+type Badger struct {
+	db   *badger.DB
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+var _ Store = (*Badger)(nil)
+
+// OpenBadger opens (creating it if needed) the store in dir. logger, when
+// not nil, receives badger's warnings and errors. It fails when dir cannot
+// be created or is locked by another process.
+func OpenBadger(dir string, logger *slog.Logger) (*Badger, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("store: empty data directory")
+	}
+	opts := badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(16 << 20).
+		WithBlockCacheSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithLogger(badgerLogger{logger})
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	b := &Badger{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go b.gcLoop()
+	return b, nil
+}
+
+func (b *Badger) gcLoop() {
+	defer close(b.done)
+	t := time.NewTicker(gcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			for b.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+// Close implements Store; closing twice is not an error.
+func (b *Badger) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	close(b.stop)
+	<-b.done
+	return b.db.Close()
+}
+
+// guard holds the read lock while the database is open; it fails with
+// ErrClosed after Close.
+func (b *Badger) guard() (func(), error) {
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return b.mu.RUnlock, nil
+}
+
+func key(prefix []byte, id string) []byte {
+	return append(append([]byte(nil), prefix...), id...)
+}
+
+// PutSession implements Store.
+func (b *Badger) PutSession(_ context.Context, s Session) error {
+	if s.ID == "" {
+		return fmt.Errorf("store: session without id")
+	}
+	v, err := json.Marshal(&s)
+	if err != nil {
+		return fmt.Errorf("store: session %s: %w", s.ID, err)
+	}
+	unlock, err := b.guard()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(key(prefixSession, s.ID), v) })
+}
+
+// DeleteSession implements Store.
+func (b *Badger) DeleteSession(_ context.Context, id string) error {
+	unlock, err := b.guard()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Delete(key(prefixSession, id)) })
+}
+
+// Session implements Store.
+func (b *Badger) Session(_ context.Context, id string) (Session, error) {
+	unlock, err := b.guard()
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	var s Session
+	err = b.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(key(prefixSession, id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return json.Unmarshal(v, &s) })
+	})
+	return s, err
+}
+
+// Sessions implements Store.
+func (b *Badger) Sessions(_ context.Context) ([]Session, error) {
+	var out []Session
+	err := b.scan(prefixSession, func(v []byte) error {
+		var s Session
+		if err := json.Unmarshal(v, &s); err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// Titles implements Store.
+func (b *Badger) Titles(_ context.Context) ([]Title, error) {
+	var out []Title
+	err := b.scan(prefixTitle, func(v []byte) error {
+		var t Title
+		if err := json.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+func (b *Badger) scan(prefix []byte, fn func(v []byte) error) error {
+	unlock, err := b.guard()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := it.Item().Value(fn); err != nil {
+				return fmt.Errorf("store: %s: %w", it.Item().Key(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// ReplaceTitles implements Store. A catalog too large for one transaction
+// is written in several; a crash in between leaves a mix of the old and
+// the new catalog, which the next refresh repairs.
+func (b *Badger) ReplaceTitles(_ context.Context, titles []Title) error {
+	want := make(map[string][]byte, len(titles))
+	for i := range titles {
+		if titles[i].ID == "" {
+			return fmt.Errorf("store: title without id")
+		}
+		v, err := json.Marshal(&titles[i])
+		if err != nil {
+			return fmt.Errorf("store: title %s: %w", titles[i].ID, err)
+		}
+		want[titles[i].ID] = v
+	}
+	unlock, err := b.guard()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	// Keys to delete: stored titles absent from the new catalog; values
+	// equal to the stored ones are not rewritten.
+	var del [][]byte
+	err = b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixTitle, PrefetchValues: true, PrefetchSize: 100})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			id := string(bytes.TrimPrefix(it.Item().Key(), prefixTitle))
+			v, ok := want[id]
+			if !ok {
+				del = append(del, it.Item().KeyCopy(nil))
+				continue
+			}
+			same := false
+			if err := it.Item().Value(func(old []byte) error { same = bytes.Equal(old, v); return nil }); err != nil {
+				return err
+			}
+			if same {
+				delete(want, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	txn := b.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	apply := func(op func(*badger.Txn) error) error {
+		err := op(txn)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
+				return err
+			}
+			txn = b.db.NewTransaction(true)
+			err = op(txn)
+		}
+		return err
+	}
+	for _, k := range del {
+		if err := apply(func(t *badger.Txn) error { return t.Delete(k) }); err != nil {
+			return err
+		}
+	}
+	for id, v := range want {
+		k := key(prefixTitle, id)
+		if err := apply(func(t *badger.Txn) error { return t.Set(k, v) }); err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
+}
+
+// badgerLogger forwards badger's warnings and errors to slog and drops its
+// info and debug chatter.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error(fmt.Sprintf(f, a...), "component", "badger")
+	}
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn(fmt.Sprintf(f, a...), "component", "badger")
+	}
+}
+
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) for a session that is not stored.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrClosed is returned (wrapped) by every call after Close.
+var ErrClosed = errors.New("store: closed")
+
+// Title is one catalog title as the manager keeps it.
+type Title struct {
+	ID         string  `json:"id"`                // catalog id, [A-Za-z0-9._-]{1,128}
+	Name       string  `json:"name,omitempty"`    // human readable name
+	DurationS  float64 `json:"duration_s"`        // play time, seconds
+	BitrateBps int64   `json:"bitrate_bps"`       // mean bitrate, bit/s: what admission reserves
+	SizeBytes  int64   `json:"size_bytes"`        // file size, bytes
+	Package    string  `json:"package,omitempty"` // entitlement package
+}
+
+// Session states.
+const (
+	StateAdmitted = "admitted" // redirected to its node, not started there yet
+	StatePlaying  = "playing"  // the node reported it started
+	StateEnded    = "ended"    // over; its reservation is released
+)
+
+// Session protocols.
+const (
+	ProtoRTSP = "rtsp"
+	ProtoHTTP = "http"
+)
+
+// Session is one admission: a viewer's playback of one title on one node,
+// with the bit/s reserved for it.
+type Session struct {
+	ID         string    `json:"id"`          // 128-bit random, 32 hex digits
+	User       string    `json:"user"`        // subscriber
+	Title      string    `json:"title"`       // title id
+	Node       string    `json:"node"`        // node id it was placed on
+	ClientAddr string    `json:"client_addr"` // client IP (and port) at admission
+	BitrateBps int64     `json:"bitrate_bps"` // bit/s reserved
+	Fill       bool      `json:"fill"`        // the placement ordered a fill from the origin
+	State      string    `json:"state"`       // StateAdmitted, StatePlaying, StateEnded
+	Protocol   string    `json:"protocol"`    // ProtoRTSP or ProtoHTTP
+	AdmittedAt time.Time `json:"admitted_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+}
+
+// Store is the manager's durable state. Implementations are safe for
+// concurrent use; a call returns after the change is durable (on disk or
+// acknowledged by the shared store). Every method fails with ErrClosed
+// after Close.
+type Store interface {
+	// PutSession inserts or replaces session s.ID.
+	PutSession(ctx context.Context, s Session) error
+	// DeleteSession removes session id; removing a missing one is not an error.
+	DeleteSession(ctx context.Context, id string) error
+	// Session returns session id, or an error wrapping ErrNotFound.
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions returns every stored session, in id order.
+	Sessions(ctx context.Context) ([]Session, error)
+	// ReplaceTitles makes titles the whole catalog: titles absent from it
+	// are removed.
+	ReplaceTitles(ctx context.Context, titles []Title) error
+	// Titles returns the catalog, in id order.
+	Titles(ctx context.Context) ([]Title, error)
+	// Close releases the store.
+	Close() error
+}
