@@ -1,25 +1,44 @@
 package smm
 
 import (
+	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
+// DefaultWatchFraction is the share of a title's duration a session is
+// assumed to last before any session end has been observed.
+const DefaultWatchFraction = 0.5
+
+// minSamples is the decayed number of session ends needed before a mean
+// watch time is trusted (per title, then cluster-wide).
+const minSamples = 4
+
 // Popularity keeps, per title, a request count and an exponentially
-// decayed request rate (requests per second, half-life HalfLife). Not safe
-// for concurrent use.
+// decayed request rate (requests per second, half-life HalfLife), and a
+// decayed mean of how long sessions last, from which it estimates each
+// title's expected demand in bit/s. Not safe for concurrent use.
 type Popularity struct {
 	HalfLife time.Duration // decay half-life; 0 means one hour
 	titles   map[string]*pop
+
+	// Cluster-wide decayed session statistics: sum of watched fractions
+	// of the title's duration, and their weight.
+	fracSum, fracN float64
+	statsAt        time.Time
 }
 
 type pop struct {
 	count int64
 	rate  float64 // decayed request count (multiply by ln2/HalfLife for req/s)
 	at    time.Time
+	// decayed sum of watched seconds and number of session ends
+	watchSum, watchN float64
 }
 
-// NewPopularity returns an empty tracker with the given half-life.
+// NewPopularity returns an empty tracker with the given half-life (0 or
+// less means one hour).
 func NewPopularity(halfLife time.Duration) *Popularity {
 	if halfLife <= 0 {
 		halfLife = time.Hour
@@ -27,23 +46,72 @@ func NewPopularity(halfLife time.Duration) *Popularity {
 	return &Popularity{HalfLife: halfLife, titles: map[string]*pop{}}
 }
 
+func (p *Popularity) factor(from, to time.Time) float64 {
+	dt := to.Sub(from)
+	if dt <= 0 {
+		return 1
+	}
+	return math.Exp2(-dt.Seconds() / p.halfLife().Seconds())
+}
+
+func (p *Popularity) halfLife() time.Duration {
+	if p.HalfLife <= 0 {
+		return time.Hour
+	}
+	return p.HalfLife
+}
+
 func (p *Popularity) decay(x *pop, now time.Time) {
-	if dt := now.Sub(x.at); dt > 0 {
-		x.rate *= math.Exp2(-dt.Seconds() / p.HalfLife.Seconds())
+	if now.After(x.at) {
+		f := p.factor(x.at, now)
+		x.rate *= f
+		x.watchSum *= f
+		x.watchN *= f
 		x.at = now
 	}
 }
 
-// Observe counts one request for title at now.
-func (p *Popularity) Observe(title string, now time.Time) {
+func (p *Popularity) get(title string, now time.Time) *pop {
+	if p.titles == nil {
+		p.titles = map[string]*pop{}
+	}
 	x := p.titles[title]
 	if x == nil {
 		x = &pop{at: now}
 		p.titles[title] = x
 	}
 	p.decay(x, now)
+	return x
+}
+
+// Observe counts one request for title at now.
+func (p *Popularity) Observe(title string, now time.Time) {
+	x := p.get(title, now)
 	x.rate++
 	x.count++
+}
+
+// ObserveSession records the end of a session of title that lasted
+// watched seconds, of a title lasting duration seconds (0 when unknown).
+// Negative or NaN values are ignored.
+func (p *Popularity) ObserveSession(title string, watched, duration float64, now time.Time) {
+	if !(watched >= 0) || math.IsInf(watched, 0) {
+		return
+	}
+	x := p.get(title, now)
+	x.watchSum += watched
+	x.watchN++
+	if duration > 0 && !math.IsInf(duration, 0) {
+		f := p.factor(p.statsAt, now)
+		if p.statsAt.IsZero() || now.Before(p.statsAt) {
+			f = 1
+		}
+		p.fracSum = p.fracSum*f + min(watched/duration, 1)
+		p.fracN = p.fracN*f + 1
+		if now.After(p.statsAt) {
+			p.statsAt = now
+		}
+	}
 }
 
 // Count returns the number of requests seen for title.
@@ -61,5 +129,119 @@ func (p *Popularity) Rate(title string, now time.Time) float64 {
 		return 0
 	}
 	p.decay(x, now)
-	return x.rate * math.Ln2 / p.HalfLife.Seconds()
+	return x.rate * math.Ln2 / p.halfLife().Seconds()
+}
+
+// MeanSession returns the expected length of a session of title in
+// seconds: the title's own decayed mean once enough of its sessions ended,
+// else the cluster-wide mean watched fraction times duration, else
+// DefaultWatchFraction times duration (duration in seconds; 0 when unknown
+// gives 0 until the title's own sessions are known).
+func (p *Popularity) MeanSession(title string, duration float64, now time.Time) float64 {
+	if x := p.titles[title]; x != nil {
+		p.decay(x, now)
+		if x.watchN >= minSamples {
+			m := x.watchSum / x.watchN
+			if duration > 0 {
+				m = min(m, duration)
+			}
+			return m
+		}
+	}
+	if duration <= 0 {
+		return 0
+	}
+	if p.fracN >= minSamples {
+		return p.fracSum / p.fracN * duration
+	}
+	return DefaultWatchFraction * duration
+}
+
+// Demand returns title's expected demand at now in bit/s: by Little's law
+// the expected number of concurrent sessions is the request rate (req/s)
+// times the mean session length (s, MeanSession), each taking bitrate
+// bit/s.
+func (p *Popularity) Demand(title string, bitrate int64, duration float64, now time.Time) float64 {
+	r := p.Rate(title, now)
+	if r == 0 || bitrate <= 0 {
+		return 0
+	}
+	return r * p.MeanSession(title, duration, now) * float64(bitrate)
+}
+
+// Titles returns the titles with any recorded request, sorted.
+func (p *Popularity) Titles() []string {
+	out := make([]string, 0, len(p.titles))
+	for t := range p.titles {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Len returns the number of titles tracked.
+func (p *Popularity) Len() int { return len(p.titles) }
+
+// Prune forgets titles whose decayed request count at now is below
+// minWeight (a count of requests, e.g. 0.01), so the tracker stays as
+// large as the recently requested catalog. It returns how many it dropped.
+func (p *Popularity) Prune(minWeight float64, now time.Time) int {
+	n := 0
+	for t, x := range p.titles {
+		p.decay(x, now)
+		if x.rate < minWeight && x.watchN < minWeight {
+			delete(p.titles, t)
+			n++
+		}
+	}
+	return n
+}
+
+// PopularityEntry is one title's state in a Snapshot.
+type PopularityEntry struct {
+	Title  string  `json:"title"`
+	Count  int64   `json:"count"`  // requests seen
+	Weight float64 `json:"weight"` // decayed request count at the snapshot's time
+}
+
+// Snapshot returns every title's state at now, sorted by title, for the
+// manager to persist.
+func (p *Popularity) Snapshot(now time.Time) []PopularityEntry {
+	out := make([]PopularityEntry, 0, len(p.titles))
+	for _, t := range p.Titles() {
+		x := p.titles[t]
+		p.decay(x, now)
+		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate})
+	}
+	return out
+}
+
+// Restore loads entries taken by Snapshot at time at (replacing the state
+// of those titles). It fails on an empty title or a negative or non-finite
+// weight, and then changes nothing.
+func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
+	for _, e := range entries {
+		if e.Title == "" || !(e.Weight >= 0) || math.IsInf(e.Weight, 0) || e.Count < 0 {
+			return fmt.Errorf("smm: bad popularity entry %+v", e)
+		}
+	}
+	if p.titles == nil {
+		p.titles = map[string]*pop{}
+	}
+	for _, e := range entries {
+		p.titles[e.Title] = &pop{count: e.Count, rate: e.Weight, at: at}
+	}
+	return nil
+}
+
+// Seed sets title's rate at now to rate requests per second (a prior, e.g.
+// from an operator's list of new releases); the request count is kept. It
+// fails on a negative or non-finite rate.
+func (p *Popularity) Seed(title string, rate float64, now time.Time) error {
+	if title == "" || !(rate >= 0) || math.IsInf(rate, 0) {
+		return fmt.Errorf("smm: bad seed %q rate %v", title, rate)
+	}
+	x := p.get(title, now)
+	x.rate = rate * p.halfLife().Seconds() / math.Ln2
+	return nil
 }

@@ -44,3 +44,72 @@ func TestNewEvictorUnknown(t *testing.T) {
 		t.Fatal("unknown evictor accepted")
 	}
 }
+
+func TestPopularityDemand(t *testing.T) {
+	p := NewPopularity(time.Hour)
+	// 3600 requests in one instant: decayed count 3600, rate 3600*ln2/3600 s.
+	for range 3600 {
+		p.Observe("a", t0)
+	}
+	r := p.Rate("a", t0)
+	if math.Abs(r-math.Ln2) > 1e-9 {
+		t.Fatalf("rate %v", r)
+	}
+	// No session ends yet: half of a 1000 s title at 4 Mbit/s.
+	d := p.Demand("a", 4e6, 1000, t0)
+	if want := r * 500 * 4e6; math.Abs(d-want) > 1e-3 {
+		t.Fatalf("demand %v want %v", d, want)
+	}
+	// Sessions of other titles teach a cluster-wide fraction (0.2).
+	for range 10 {
+		p.ObserveSession("b", 200, 1000, t0)
+	}
+	if m := p.MeanSession("a", 1000, t0); math.Abs(m-200) > 1e-9 {
+		t.Fatalf("mean session %v", m)
+	}
+	// Its own sessions win once there are enough of them.
+	for range 5 {
+		p.ObserveSession("a", 900, 1000, t0)
+	}
+	if m := p.MeanSession("a", 1000, t0); math.Abs(m-900) > 1e-9 {
+		t.Fatalf("own mean session %v", m)
+	}
+	p.ObserveSession("a", math.NaN(), 1000, t0)
+	p.ObserveSession("a", -1, 1000, t0)
+	if m := p.MeanSession("a", 1000, t0); math.Abs(m-900) > 1e-9 {
+		t.Fatalf("bad samples changed the mean: %v", m)
+	}
+	if p.Demand("a", 0, 1000, t0) != 0 || p.Demand("zz", 4e6, 1000, t0) != 0 {
+		t.Fatal("demand without bitrate or requests")
+	}
+}
+
+func TestPopularitySnapshotPruneSeed(t *testing.T) {
+	p := NewPopularity(time.Minute)
+	p.Observe("a", t0)
+	p.Observe("a", t0)
+	p.Observe("b", t0)
+	snap := p.Snapshot(t0.Add(time.Minute))
+	if len(snap) != 2 || snap[0].Title != "a" || math.Abs(snap[0].Weight-1) > 1e-9 || snap[0].Count != 2 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	q := NewPopularity(time.Minute)
+	if err := q.Restore(snap, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(q.Rate("a", t0.Add(time.Minute))-p.Rate("a", t0.Add(time.Minute))) > 1e-12 || q.Count("a") != 2 {
+		t.Fatal("restore differs")
+	}
+	if err := q.Restore([]PopularityEntry{{Title: "x", Weight: -1}}, t0); err == nil {
+		t.Fatal("negative weight accepted")
+	}
+	if n := p.Prune(0.1, t0.Add(10*time.Minute)); n != 2 || p.Len() != 0 {
+		t.Fatalf("pruned %d, left %d", n, p.Len())
+	}
+	if err := p.Seed("c", 0.5, t0); err != nil || math.Abs(p.Rate("c", t0)-0.5) > 1e-12 {
+		t.Fatal("seed", err)
+	}
+	if err := p.Seed("c", math.Inf(1), t0); err == nil {
+		t.Fatal("infinite seed accepted")
+	}
+}
