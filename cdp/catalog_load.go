@@ -101,7 +101,7 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty document (want a titles: list)")
 		}
-		return nil, err
+		return nil, yamlError(err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -146,6 +146,22 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 		})
 	}
 	return out, nil
+}
+
+// yamlError rewords the decoder's type errors in the catalog's terms.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	r := strings.NewReplacer(
+		"in type cdp.catalogEntry", "in a title (known: id, name, file, package)",
+		"in type cdp.catalogDoc", "at the top level (known: titles)")
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = r.Replace(m)
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // entryLines returns the line of each item of the titles sequence, in

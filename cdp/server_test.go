@@ -1,0 +1,323 @@
+package cdp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	vodclusterv1 "vodcluster/proto/vodcluster/v1"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// fakeClock counts the delays transfers ask for instead of waiting them.
+// With a gate, every Sleep blocks until the gate is closed (or the
+// transfer's context ends), which holds the transfer's channel.
+type fakeClock struct {
+	gate    chan struct{}      // nil: never block
+	entered chan time.Duration // every Sleep reports here first (buffered)
+
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock(gated bool) *fakeClock {
+	c := &fakeClock{entered: make(chan time.Duration, 1024), now: time.Unix(1_700_000_000, 0)}
+	if gated {
+		c.gate = make(chan struct{})
+	}
+	return c
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case c.entered <- d:
+	default:
+	}
+	if c.gate != nil {
+		select {
+		case <-c.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.sleeps = append(c.sleeps, d)
+	return nil
+}
+
+func (c *fakeClock) recorded() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// waitEntered waits for n Sleeps to start.
+func (c *fakeClock) waitEntered(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-c.entered:
+		case <-deadline:
+			t.Fatalf("fewer than %d transfers reached their setup delay", n)
+		}
+	}
+}
+
+// startServer starts an origin on the sample titles over 127.0.0.1:0 with
+// the settings set by configure, and returns it with a client.
+func startServer(t *testing.T, configure func(*Server)) (*Server, vodclusterv1.OriginClient) {
+	t.Helper()
+	s := &Server{Dir: sampleDir(t), Listen: "127.0.0.1:0", Logger: quiet}
+	if configure != nil {
+		configure(s)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, vodclusterv1.NewOriginClient(mustConn(t, s.Addr()))
+}
+
+// fetch runs a Fetch to the end and returns the bytes, checking that the
+// chunks are contiguous from the asked offset and at most max bytes each.
+func fetch(ctx context.Context, c vodclusterv1.OriginClient, req *vodclusterv1.FetchRequest, max int) ([]byte, error) {
+	stream, err := c.Fetch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return buf.Bytes(), err
+		}
+		if want := req.GetOffset() + int64(buf.Len()); chunk.GetOffset() != want {
+			return nil, status.Errorf(codes.DataLoss, "chunk at %d, want %d", chunk.GetOffset(), want)
+		}
+		if len(chunk.GetData()) == 0 || len(chunk.GetData()) > max {
+			return nil, status.Errorf(codes.DataLoss, "chunk of %d bytes", len(chunk.GetData()))
+		}
+		buf.Write(chunk.GetData())
+	}
+}
+
+// waitStats polls the server's counters until ok holds, for at most 10 s.
+func waitStats(t *testing.T, s *Server, what string, ok func(Stats) bool) Stats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := s.Stats()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; stats %+v", what, st)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, msg string) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("error %v, want code %v", err, code)
+	}
+	if !strings.Contains(status.Convert(err).Message(), msg) {
+		t.Fatalf("message %q does not contain %q", status.Convert(err).Message(), msg)
+	}
+}
+
+func TestListTitles(t *testing.T) {
+	s, c := startServer(t, nil)
+	resp, err := c.ListTitles(context.Background(), &vodclusterv1.ListTitlesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.GetTitles()
+	want := s.Catalog().Titles()
+	if len(got) != 20 || len(want) != 20 {
+		t.Fatalf("%d titles over gRPC, %d in the catalog", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.GetId() != w.ID || g.GetName() != w.Name || g.GetPackage() != w.Package ||
+			g.GetSizeBytes() != w.SizeBytes || g.GetBitrateBps() != w.BitrateBps || g.GetDurationS() != w.DurationS {
+			t.Errorf("title %d: %v, want %+v", i, g, w)
+		}
+	}
+
+	hc := healthpb.NewHealthClient(mustConn(t, s.Addr()))
+	h, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health %v, %v", h, err)
+	}
+}
+
+func grpcConn(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+func mustConn(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpcConn(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func TestFetchWhole(t *testing.T) {
+	s, c := startServer(t, nil)
+	clip := readClip(t, "clip-a.ts")
+	got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-004"}, DefaultChunkBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, clip) {
+		t.Fatalf("got %d bytes, not the %d of clip-a.ts", len(got), len(clip))
+	}
+	st := s.Stats()
+	if st.Transfers != 1 || st.TitleTransfers["sample-004"] != 1 || len(st.TitleTransfers) != 1 ||
+		st.BytesSent != int64(len(clip)) || st.Active != 0 || st.PeakActive != 1 || st.Waiting != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestFetchRanges(t *testing.T) {
+	const chunk = 10 * 188
+	s, c := startServer(t, func(s *Server) { s.ChunkBytes = chunk })
+	clip := readClip(t, "clip-b.ts")
+	size := int64(len(clip))
+	cases := []struct {
+		off, length int64
+		want        []byte
+	}{
+		{0, 188, clip[:188]},
+		{0, chunk, clip[:chunk]},
+		{1000, 5000, clip[1000:6000]}, // not packet-aligned
+		{188 * 7, 3 * chunk, clip[188*7 : 188*7+3*chunk]},
+		{size - 100, 0, clip[size-100:]},
+		{size - 100, 1000, clip[size-100:]}, // runs past the end: clamped
+		{0, size + 1, clip},
+		{size, 0, nil}, // empty range at the end
+		{size, 5, nil},
+	}
+	var sent int64
+	transfers := int64(0)
+	for _, tc := range cases {
+		got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-002", Offset: tc.off, Length: tc.length}, chunk)
+		if err != nil {
+			t.Fatalf("[%d,+%d): %v", tc.off, tc.length, err)
+		}
+		if !bytes.Equal(got, tc.want) {
+			t.Errorf("[%d,+%d): got %d bytes, want %d", tc.off, tc.length, len(got), len(tc.want))
+		}
+		sent += int64(len(tc.want))
+		if len(tc.want) > 0 {
+			transfers++
+		}
+	}
+	if st := s.Stats(); st.BytesSent != sent || st.Transfers != transfers {
+		t.Errorf("stats %+v, want %d bytes in %d transfers", st, sent, transfers)
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	s, c := startServer(t, nil)
+	size := s.Catalog().Titles()[0].SizeBytes
+	ctx := context.Background()
+	_, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-999"}, DefaultChunkBytes)
+	wantCode(t, err, codes.NotFound, `"sample-999"`)
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: ""}, DefaultChunkBytes)
+	wantCode(t, err, codes.NotFound, "not in the origin's catalog")
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: -1}, DefaultChunkBytes)
+	wantCode(t, err, codes.InvalidArgument, "offset -1")
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Length: -5}, DefaultChunkBytes)
+	wantCode(t, err, codes.InvalidArgument, "length -5")
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: size + 1}, DefaultChunkBytes)
+	wantCode(t, err, codes.OutOfRange, "past the end")
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 1 << 62, Length: 1 << 62}, DefaultChunkBytes)
+	wantCode(t, err, codes.OutOfRange, "past the end")
+	if st := s.Stats(); st.Transfers != 0 || st.BytesSent != 0 || st.Active != 0 {
+		t.Errorf("refused requests counted as transfers: %+v", st)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	dir := sampleDir(t)
+	bad := []*Server{
+		{Listen: "127.0.0.1:0"},
+		{Dir: dir, Listen: "127.0.0.1:0", SetupDelay: -time.Second},
+		{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: -1},
+		{Dir: dir, Listen: "127.0.0.1:0", TransferRateBps: -1},
+		{Dir: dir, Listen: "127.0.0.1:0", ChunkBytes: 1000},
+		{Dir: dir, Listen: "127.0.0.1:0", ChunkBytes: -188},
+		{Dir: dir, Listen: "127.0.0.1:0", ChunkBytes: 188 * 10000},
+		{Dir: t.TempDir() + "/missing", Listen: "127.0.0.1:0"},
+		{Dir: dir, Listen: "256.0.0.1:0"},
+	}
+	for i, s := range bad {
+		s.Logger = quiet
+		if err := s.Start(); err == nil {
+			s.Close()
+			t.Errorf("case %d: Start succeeded", i)
+		} else if s.Addr() != "" || s.Catalog() != nil {
+			t.Errorf("case %d: half started after %v", i, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("case %d: Close after a failed Start: %v", i, err)
+		}
+	}
+
+	// The port is taken: nothing is left behind, and a retry elsewhere works.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	s := &Server{Dir: dir, Listen: lis.Addr().String(), Logger: quiet}
+	if err := s.Start(); err == nil {
+		t.Fatal("Start on a busy port succeeded")
+	}
+	s.Listen = "127.0.0.1:0"
+	if err := s.Start(); err != nil {
+		t.Fatalf("Start after a failed Start: %v", err)
+	}
+	if err := s.Start(); err == nil {
+		t.Error("second Start succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
