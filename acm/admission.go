@@ -1,0 +1,249 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+	"vodcluster/lsm"
+	"vodcluster/proto/token"
+	"vodcluster/smm"
+)
+
+// Admission outcomes the front doors map to RTSP and HTTP statuses.
+var (
+	errUnauthorized = errors.New("unauthorized")                           // 401
+	errForbidden    = errors.New("title not in the subscriber's packages") // 403
+	errNoTitle      = errors.New("unknown title")                          // 404
+	errNoBandwidth  = errors.New("no node has headroom for the title")     // RTSP 453, HTTP 503 + Retry-After
+	errUnavailable  = errors.New("service unavailable")                    // 503: BOSS or store down, shutting down
+)
+
+// admitRequest is one request for a title at a front door.
+type admitRequest struct {
+	User     string
+	Title    string
+	ClientIP string // bound into the token (cip)
+	Client   string // ip:port, for the session table
+	Protocol string // store.ProtoRTSP or store.ProtoHTTP
+}
+
+// grant is an admitted request: the session, its node's addresses and the
+// signed token.
+type grant struct {
+	Session  store.Session
+	RTSPAddr string
+	HTTPAddr string
+	Token    string
+}
+
+// admit runs entitlement and admission for an authenticated user. It
+// waits (first come first served) up to QueueDeadline for a node with
+// headroom, or until ctx ends (the client went away: the request leaves
+// the queue). On success the session is in the table and the store and
+// its bitrate is reserved; on any error nothing stays reserved.
+func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
+	t, ok := m.titles()[r.Title]
+	if !ok {
+		return nil, errNoTitle
+	}
+	ok, err := m.BOSS.Entitled(ctx, r.User, t.Package)
+	switch {
+	case errors.Is(err, boss.ErrUnknownUser):
+		return nil, errUnauthorized
+	case err != nil:
+		m.log.Error("boss: entitlement check failed", "user", r.User, "err", err)
+		return nil, errUnavailable
+	case !ok:
+		return nil, errForbidden
+	}
+
+	now := m.now()
+	m.mu.Lock()
+	m.pop.Observe(t.ID, now)
+	m.planner.Observe(t.ID, now)
+	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps}, now.Add(m.QueueDeadline), now)
+	if err != nil {
+		m.mu.Unlock()
+		m.log.Error("admission refused a malformed request", "title", t.ID, "err", err)
+		return nil, errUnavailable
+	}
+	if !tk.Done {
+		ch := make(chan struct{})
+		m.waiters[tk] = ch
+		m.mu.Unlock()
+		m.kickPump() // arm the timer for this deadline
+		var gone error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			gone = ctx.Err()
+		case <-m.ctx.Done():
+			gone = errUnavailable
+		}
+		m.mu.Lock()
+		if gone != nil {
+			delete(m.waiters, tk)
+			if !m.sched.Cancel(tk, gone) && tk.Err == nil {
+				// Placed in the same instant the client left.
+				m.sched.Release(tk.Res)
+				m.mu.Unlock()
+				m.kickPump()
+			} else {
+				m.mu.Unlock()
+			}
+			if errors.Is(gone, errUnavailable) {
+				return nil, errUnavailable
+			}
+			return nil, gone
+		}
+	}
+	if tk.Err != nil {
+		m.mu.Unlock()
+		m.log.Info("admission refused: no headroom before the queue deadline", "title", t.ID, "user", r.User,
+			"bitrate_bps", t.BitrateBps, "waited", m.now().Sub(now))
+		return nil, errNoBandwidth
+	}
+	res := tk.Res
+	node := m.sched.Node(res.NodeID)
+	s := &session{
+		Session: store.Session{
+			ID: newSessionID(), User: r.User, Title: t.ID, Node: res.NodeID, ClientAddr: r.Client,
+			BitrateBps: res.Bitrate, Fill: res.Fill, State: store.StateAdmitted, Protocol: r.Protocol, AdmittedAt: now,
+		},
+		res: res, reserved: true,
+	}
+	g := &grant{RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
+	if ns := m.nodes[res.NodeID]; ns == nil {
+		// Cannot happen: lsm only places on registered nodes.
+		m.sched.Release(res)
+		m.mu.Unlock()
+		return nil, errUnavailable
+	} else {
+		m.addSessionLocked(s)
+		if res.Fill {
+			m.makeRoomLocked(ns, t, now)
+		}
+	}
+	g.Session = s.Session
+	m.mu.Unlock()
+
+	fail := func(why string, err error) (*grant, error) {
+		m.log.Error("admission undone", "session", s.ID, "why", why, "err", err)
+		m.mu.Lock()
+		m.endLocked(s, why)
+		m.mu.Unlock()
+		m.persist(s)
+		m.kickPump()
+		return nil, errUnavailable
+	}
+	if r.Protocol == store.ProtoHTTP && g.HTTPAddr == "" {
+		return fail("node has no HTTP address", fmt.Errorf("node %s", res.NodeID))
+	}
+	if err := m.persist(s); err != nil {
+		return fail("store", err)
+	}
+	g.Token, err = m.signer.Sign(token.Claims{
+		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate,
+	}, now, m.TokenTTL)
+	if err != nil {
+		return fail("token", err)
+	}
+	m.log.Info("admitted", "session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
+		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client)
+	return g, nil
+}
+
+// abandon ends a session whose redirect could not be delivered.
+func (m *Manager) abandon(id, why string) {
+	m.mu.Lock()
+	s := m.sessions[id]
+	if s != nil {
+		m.endLocked(s, why)
+	}
+	m.mu.Unlock()
+	if s != nil {
+		m.persist(s)
+		m.kickPump()
+	}
+}
+
+// pumpLoop retries the admission queue when capacity may have freed (a
+// kick) and at the earliest queue deadline, and wakes the waiters whose
+// tickets finished.
+func (m *Manager) pumpLoop() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.kick:
+		case <-timer.C:
+		}
+		now := m.now()
+		m.mu.Lock()
+		for _, tk := range m.sched.Pump(now) {
+			if ch, ok := m.waiters[tk]; ok {
+				delete(m.waiters, tk)
+				close(ch)
+			} else if tk.Err == nil {
+				m.sched.Release(tk.Res) // nobody waits for it any more
+			}
+		}
+		next, ok := m.sched.NextDeadline()
+		m.mu.Unlock()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if ok {
+			timer.Reset(max(next.Sub(m.now()), 0))
+		} else {
+			timer.Reset(time.Hour)
+		}
+	}
+}
+
+// makeRoomLocked is the storage hook of a fill placement: when the node's
+// last reported free disk is below the title's size, the Evictor picks
+// victims among the node's titles that no session plays or fills, and
+// EvictCommands go down the node's stream before the client is answered.
+func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time) {
+	if !ns.reported || t.SizeBytes <= 0 {
+		return
+	}
+	if ns.diskFree >= t.SizeBytes {
+		ns.diskFree -= t.SizeBytes
+		return
+	}
+	need := t.SizeBytes - ns.diskFree
+	items := make([]smm.Item, 0, len(ns.titles))
+	for id, st := range ns.titles {
+		if id == t.ID {
+			continue
+		}
+		items = append(items, smm.Item{
+			Title: id, Bytes: st.GetStoredBytes(),
+			InUse:      st.GetSessions() > 0 || st.GetFilling() || ns.active[id] > 0,
+			LastAccess: time.UnixMilli(st.GetLastAccessUnixMs()),
+		})
+	}
+	victims, ok := m.evictor.Victims(items, need, now)
+	for _, v := range victims {
+		if !ns.push(evictCmd(v)) {
+			m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", v)
+			continue
+		}
+		ns.diskFree += ns.titles[v].GetStoredBytes()
+		delete(ns.titles, v)
+		_ = m.sched.DropReplica(ns.id, v)
+	}
+	ns.diskFree -= t.SizeBytes
+	m.log.Info("eviction for a fill", "node", ns.id, "title", t.ID, "need_bytes", need, "victims", victims, "enough", ok)
+}

@@ -1,0 +1,61 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+
+	"vodcluster/acm/auth"
+	"vodcluster/acm/boss"
+)
+
+// authenticate checks the Authorization header value sent with a request
+// of method for path. It returns the user, or errUnauthorized (stale is
+// true when the only fault was an expired Digest nonce: the client may
+// retry with a fresh one) or errUnavailable (the BOSS failed). Digest is
+// accepted only when digest is true.
+func (m *Manager) authenticate(ctx context.Context, method, path, header string, digest bool) (user string, stale bool, err error) {
+	if header == "" {
+		return "", false, errUnauthorized
+	}
+	c, err := auth.Parse(header, method)
+	if err != nil {
+		m.log.Debug("authorization header refused", "err", err)
+		return "", false, errUnauthorized
+	}
+	if d := c.Digest; d != nil {
+		if !digest {
+			return "", false, errUnauthorized
+		}
+		switch err := m.nonces.Check(d.Nonce, m.now()); {
+		case errors.Is(err, auth.ErrNonceStale):
+			return "", true, errUnauthorized
+		case err != nil:
+			return "", false, errUnauthorized
+		}
+		if !sameResource(d.URI, path) {
+			return "", false, errUnauthorized
+		}
+	}
+	switch err := m.BOSS.Authenticate(ctx, c); {
+	case errors.Is(err, boss.ErrUnauthorized):
+		m.log.Info("authentication failed", "user", c.User, "method", method)
+		return "", false, errUnauthorized
+	case err != nil:
+		m.log.Error("boss: authentication backend failed", "err", err)
+		return "", false, errUnavailable
+	}
+	return c.User, false, nil
+}
+
+// sameResource reports whether a Digest uri (absolute URL or path) names
+// path; the host is not compared (clients reach the front door by many
+// names and addresses).
+func sameResource(uri, path string) bool {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	return strings.TrimSuffix(u.Path, "/") == strings.TrimSuffix(path, "/")
+}

@@ -1,0 +1,89 @@
+package acm
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// titles returns the current catalog (read only).
+func (m *Manager) titles() map[string]store.Title { return *m.catalog.Load() }
+
+func (m *Manager) setCatalog(ts []store.Title) {
+	c := make(map[string]store.Title, len(ts))
+	for _, t := range ts {
+		c[t.ID] = t
+	}
+	m.catalog.Store(&c)
+}
+
+// sortedTitles returns the catalog in id order.
+func (m *Manager) sortedTitles() []store.Title {
+	c := m.titles()
+	out := make([]store.Title, 0, len(c))
+	for _, t := range c {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// catalogLoop refreshes the catalog from the origin every CatalogRefresh;
+// after a failure it retries sooner, backing off from 1 s up to the
+// refresh interval.
+func (m *Manager) catalogLoop() {
+	backoff := time.Second
+	wait := m.CatalogRefresh
+	if len(m.titles()) == 0 {
+		wait = backoff
+	}
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := m.refreshCatalog(m.ctx, 10*time.Second); err != nil {
+			m.log.Warn("catalog: refresh failed", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
+			wait, backoff = backoff, min(backoff*2, m.CatalogRefresh)
+			continue
+		}
+		wait, backoff = m.CatalogRefresh, time.Second
+	}
+}
+
+// refreshCatalog loads the catalog from the origin, stores it and serves
+// it. Titles with a malformed id or no bitrate are skipped (logged).
+func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := pb.NewOriginClient(m.origin).ListTitles(ctx, &pb.ListTitlesRequest{})
+	if err != nil {
+		return err
+	}
+	ts := make([]store.Title, 0, len(resp.GetTitles()))
+	seen := map[string]bool{}
+	for _, t := range resp.GetTitles() {
+		if !idPattern.MatchString(t.GetId()) || t.GetBitrateBps() <= 0 || seen[t.GetId()] {
+			m.log.Warn("catalog: title skipped (bad id, no bitrate or duplicate)", "title", t.GetId(), "bitrate_bps", t.GetBitrateBps())
+			continue
+		}
+		seen[t.GetId()] = true
+		ts = append(ts, store.Title{ID: t.GetId(), Name: t.GetName(), DurationS: t.GetDurationS(),
+			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage()})
+	}
+	m.setCatalog(ts)
+	if err := m.st.ReplaceTitles(ctx, ts); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	m.log.Debug("catalog refreshed", "titles", len(ts))
+	return nil
+}
+
+func titleProto(t store.Title) *pb.Title {
+	return &pb.Title{Id: t.ID, Name: t.Name, DurationS: t.DurationS, BitrateBps: t.BitrateBps, SizeBytes: t.SizeBytes, Package: t.Package}
+}

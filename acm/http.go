@@ -1,0 +1,87 @@
+package acm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+
+	"vodcluster/acm/auth"
+	"vodcluster/acm/store"
+)
+
+// httpHandler is the HTTP front door: GET /vod/<title>.ts (progressive
+// MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic),
+// admitted and redirected (302) to the node; GET /healthz answers 200.
+func (m *Manager) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/vod/", m.serveVOD)
+	return mux
+}
+
+// httpVODPath splits /vod/<title>.ts and /vod/<title>/index.m3u8 into the
+// title and the node path after /vod/<title>.
+func httpVODPath(p string) (title, rest string, ok bool) {
+	p, ok = strings.CutPrefix(p, "/vod/")
+	if !ok {
+		return "", "", false
+	}
+	if t, ok := strings.CutSuffix(p, "/index.m3u8"); ok {
+		return t, "/index.m3u8", idPattern.MatchString(t)
+	}
+	if t, ok := strings.CutSuffix(p, ".ts"); ok && !strings.Contains(t, "/") {
+		return t, ".ts", idPattern.MatchString(t)
+	}
+	return "", "", false
+}
+
+func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	title, rest, ok := httpVODPath(r.URL.Path)
+	if !ok {
+		http.Error(w, "not found: want /vod/<title>.ts or /vod/<title>/index.m3u8", http.StatusNotFound)
+		return
+	}
+	user, _, err := m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), false)
+	if err == nil {
+		ip, addr := r.RemoteAddr, r.RemoteAddr
+		if h, _, e := net.SplitHostPort(addr); e == nil {
+			ip = h
+		}
+		var g *grant
+		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
+		if err == nil {
+			w.Header().Set("Location", "http://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusFound)
+			return
+		}
+	}
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	switch {
+	case errors.Is(err, errUnauthorized):
+		w.Header().Set("WWW-Authenticate", auth.BasicChallenge(m.Realm))
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	case errors.Is(err, errForbidden):
+		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
+	case errors.Is(err, errNoTitle):
+		http.Error(w, "title not found", http.StatusNotFound)
+	case errors.Is(err, errNoBandwidth):
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
+		http.Error(w, "not enough bandwidth: try again later", http.StatusServiceUnavailable)
+	default:
+		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+	}
+}

@@ -1,0 +1,344 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"vodcluster/acm/auth"
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+	"vodcluster/lsm"
+	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// Defaults of the Manager's config fields.
+const (
+	DefaultRTSPListen     = ":8554"
+	DefaultHTTPListen     = ":8080"
+	DefaultGRPCListen     = ":9090"
+	DefaultRealm          = "vodcluster"
+	DefaultTokenTTL       = 60 * time.Second
+	DefaultNoShowGrace    = 10 * time.Second
+	DefaultQueueDeadline  = 5 * time.Second
+	DefaultCatalogRefresh = time.Minute
+	DefaultRestoreGrace   = 30 * time.Second
+	DefaultPlanInterval   = 30 * time.Second
+	DefaultOriginChannels = 4
+	DefaultEvictor        = "lru"
+)
+
+// Manager is the manager process's front door and control plane. Fill the
+// exported fields, call Start, and Close when done. The zero value of a
+// field means its default.
+type Manager struct {
+	RTSPListen string // RTSP front door listen address, DefaultRTSPListen
+	HTTPListen string // HTTP front door listen address, DefaultHTTPListen
+	GRPCListen string // NodeControl and Admin gRPC listen address, DefaultGRPCListen
+
+	// DataDir is the directory of the embedded badger store. Required
+	// unless Store is set.
+	DataDir string
+	// Store, when set, is used instead of a badger store in DataDir; the
+	// Manager does not close it.
+	Store store.Store
+
+	// OriginAddr is the host:port of the CDP's gRPC Origin service the
+	// catalog is loaded from (at Start, then every CatalogRefresh; while
+	// the origin is down the stored catalog is served). Empty: the stored
+	// catalog only.
+	OriginAddr     string
+	CatalogRefresh time.Duration // DefaultCatalogRefresh
+
+	// Secret is the cluster secret (at least 16 bytes): the HMAC key of
+	// admission tokens, shared with the nodes, and of Digest nonces.
+	Secret []byte
+	Realm  string    // authentication realm, DefaultRealm
+	BOSS   boss.BOSS // subscriber authentication and entitlement; required
+
+	// TokenTTL is how long a redirected client has to show up at its
+	// node (the token's lifetime). A session not STARTED at its node
+	// within TokenTTL+NoShowGrace is released.
+	TokenTTL    time.Duration // DefaultTokenTTL
+	NoShowGrace time.Duration // DefaultNoShowGrace
+	// QueueDeadline is how long a request that finds no node with
+	// headroom waits (first come first served) before 453 / 503.
+	QueueDeadline time.Duration // DefaultQueueDeadline
+	// RestoreGrace is how long after Start a session loaded from the
+	// store waits for its node to register before it ends.
+	RestoreGrace time.Duration // DefaultRestoreGrace
+
+	Scheduler lsm.Config // zero value: lsm.DefaultConfig()
+	Evictor   string     // eviction policy name (smm.Evictors), DefaultEvictor
+	// Planner decides prefetches and evictions every PlanInterval;
+	// nil: smm.NoPlanner.
+	Planner        smm.Planner
+	PlanInterval   time.Duration // DefaultPlanInterval
+	OriginChannels int           // concurrent origin transfers the planner may count on, DefaultOriginChannels
+
+	Logger *slog.Logger // nil: slog.Default()
+
+	// Run-time state, guarded by mu.
+	mu       sync.Mutex
+	sched    *lsm.Scheduler
+	pop      *smm.Popularity
+	planner  smm.Planner
+	evictor  smm.Evictor
+	sessions map[string]*session
+	nodes    map[string]*nodeState
+	waiters  map[*lsm.Ticket]chan struct{}
+
+	catalog   atomic.Pointer[map[string]store.Title]
+	st        store.Store
+	ownStore  bool
+	signer    *token.Signer
+	nonces    *auth.Nonces
+	log       *slog.Logger
+	startedAt time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{}
+	wg     sync.WaitGroup
+
+	origin     *grpc.ClientConn
+	rtspLn     net.Listener
+	rtsp       *rtspServer
+	httpLn     net.Listener
+	httpSrv    *http.Server
+	grpcLn     net.Listener
+	grpcSrv    *grpc.Server
+	closeOnce  sync.Once
+	closeError error
+}
+
+// RTSPAddr returns the bound RTSP front door address (host:port), "" before Start.
+func (m *Manager) RTSPAddr() string { return addrOf(m.rtspLn) }
+
+// HTTPAddr returns the bound HTTP front door address (host:port), "" before Start.
+func (m *Manager) HTTPAddr() string { return addrOf(m.httpLn) }
+
+// GRPCAddr returns the bound gRPC address (host:port), "" before Start.
+func (m *Manager) GRPCAddr() string { return addrOf(m.grpcLn) }
+
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}
+
+func (m *Manager) defaults() error {
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setD := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	set(&m.RTSPListen, DefaultRTSPListen)
+	set(&m.HTTPListen, DefaultHTTPListen)
+	set(&m.GRPCListen, DefaultGRPCListen)
+	set(&m.Realm, DefaultRealm)
+	set(&m.Evictor, DefaultEvictor)
+	setD(&m.TokenTTL, DefaultTokenTTL)
+	setD(&m.NoShowGrace, DefaultNoShowGrace)
+	setD(&m.QueueDeadline, DefaultQueueDeadline)
+	setD(&m.CatalogRefresh, DefaultCatalogRefresh)
+	setD(&m.RestoreGrace, DefaultRestoreGrace)
+	setD(&m.PlanInterval, DefaultPlanInterval)
+	if m.OriginChannels <= 0 {
+		m.OriginChannels = DefaultOriginChannels
+	}
+	if m.Scheduler == (lsm.Config{}) {
+		m.Scheduler = lsm.DefaultConfig()
+	}
+	m.log = m.Logger
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	if m.BOSS == nil {
+		return errors.New("acm: BOSS is required")
+	}
+	if m.Store == nil && m.DataDir == "" {
+		return errors.New("acm: DataDir (or Store) is required")
+	}
+	return nil
+}
+
+// Start validates the config, opens the store, loads the catalog and the
+// session table from it, binds the three listeners and starts serving.
+// It is all or nothing: on error, everything it started is stopped
+// again. Errors: a missing BOSS or DataDir, a Secret under 16 bytes, an
+// unknown scheduling or eviction policy, a store that does not open, a
+// listen address that cannot be bound.
+func (m *Manager) Start() (err error) {
+	if err := m.defaults(); err != nil {
+		return err
+	}
+	if m.signer, err = token.NewSigner(m.Secret); err != nil {
+		return fmt.Errorf("acm: secret: %w", err)
+	}
+	m.nonces = auth.NewNonces(m.Secret, 0)
+	if m.sched, err = lsm.New(m.Scheduler); err != nil {
+		return fmt.Errorf("acm: %w", err)
+	}
+	m.Scheduler = m.sched.Config
+	if m.evictor, err = smm.NewEvictor(m.Evictor); err != nil {
+		return fmt.Errorf("acm: %w", err)
+	}
+	m.planner = m.Planner
+	if m.planner == nil {
+		m.planner = smm.NoPlanner{}
+	}
+	m.pop = smm.NewPopularity(0)
+	m.sessions = map[string]*session{}
+	m.nodes = map[string]*nodeState{}
+	m.waiters = map[*lsm.Ticket]chan struct{}{}
+	m.kick = make(chan struct{}, 1)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.startedAt = time.Now()
+	empty := map[string]store.Title{}
+	m.catalog.Store(&empty)
+
+	defer func() {
+		if err != nil {
+			m.teardown()
+		}
+	}()
+	if m.st = m.Store; m.st == nil {
+		b, err := store.OpenBadger(m.DataDir, m.log)
+		if err != nil {
+			return fmt.Errorf("acm: %w", err)
+		}
+		m.st, m.ownStore = b, true
+	}
+	if err := m.restore(); err != nil {
+		return err
+	}
+	if m.OriginAddr != "" {
+		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
+		}
+	}
+	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
+		return fmt.Errorf("acm: rtsp: %w", err)
+	}
+	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
+		return fmt.Errorf("acm: http: %w", err)
+	}
+	if m.grpcLn, err = net.Listen("tcp", m.GRPCListen); err != nil {
+		return fmt.Errorf("acm: grpc: %w", err)
+	}
+
+	// Everything that can fail has succeeded: start serving.
+	if m.origin != nil {
+		// One attempt now so that a reachable origin's catalog is there
+		// when Start returns; the loop retries in the background.
+		if err := m.refreshCatalog(m.ctx, 3*time.Second); err != nil {
+			m.log.Warn("catalog: origin unavailable, serving the stored catalog", "origin", m.OriginAddr, "err", err)
+		}
+	}
+	m.rtsp = &rtspServer{m: m, conns: map[net.Conn]struct{}{}}
+	m.httpSrv = &http.Server{Handler: m.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return m.ctx }}
+	m.grpcSrv = grpc.NewServer()
+	pb.RegisterNodeControlServer(m.grpcSrv, &nodeControl{m: m})
+	pb.RegisterAdminServer(m.grpcSrv, &admin{m: m})
+	m.goRun(func() { m.rtsp.serve(m.rtspLn) })
+	m.goRun(func() {
+		if err := m.httpSrv.Serve(m.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("http front door stopped", "err", err)
+		}
+	})
+	m.goRun(func() {
+		if err := m.grpcSrv.Serve(m.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			m.log.Error("grpc server stopped", "err", err)
+		}
+	})
+	m.goRun(m.pumpLoop)
+	m.goRun(m.tickLoop)
+	m.goRun(m.planLoop)
+	if m.origin != nil {
+		m.goRun(m.catalogLoop)
+	}
+	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),
+		"policy", m.sched.Config.Policy, "evictor", m.evictor.Name())
+	return nil
+}
+
+func (m *Manager) goRun(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// Close stops the front doors and the gRPC services, ends waiting
+// requests (503), and closes the store it opened. Sessions stay in the
+// store for the next Start. Closing twice returns the first result.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() { m.closeError = m.teardown() })
+	return m.closeError
+}
+
+func (m *Manager) teardown() error {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	if m.rtsp != nil {
+		m.rtsp.close()
+	} else if m.rtspLn != nil {
+		m.rtspLn.Close()
+	}
+	if m.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if m.httpSrv.Shutdown(ctx) != nil {
+			m.httpSrv.Close()
+		}
+		cancel()
+	} else if m.httpLn != nil {
+		m.httpLn.Close()
+	}
+	if m.grpcSrv != nil {
+		// Stop, not GracefulStop: heartbeat streams never end by themselves.
+		m.grpcSrv.Stop()
+	} else if m.grpcLn != nil {
+		m.grpcLn.Close()
+	}
+	m.wg.Wait()
+	var err error
+	if m.origin != nil {
+		m.origin.Close()
+	}
+	if m.ownStore && m.st != nil {
+		err = m.st.Close()
+	}
+	return err
+}
+
+// now is the manager's clock.
+func (m *Manager) now() time.Time { return time.Now() }
+
+// kickPump asks the pump loop to retry the queue (capacity may have freed).
+func (m *Manager) kickPump() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}

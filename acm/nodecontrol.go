@@ -1,0 +1,287 @@
+package acm
+
+import (
+	"context"
+	"net"
+	"regexp"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
+	"vodcluster/lsm"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// idPattern is the shape of node and title ids.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// nodeControl implements pb.NodeControlServer.
+type nodeControl struct {
+	pb.UnimplementedNodeControlServer
+	m *Manager
+}
+
+// checkAddr requires host:port with a host clients can reach.
+func checkAddr(field, a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" || port == "" || host == "0.0.0.0" || host == "::" {
+		return status.Errorf(codes.InvalidArgument, "%s %q: want host:port with a host clients can reach", field, a)
+	}
+	return nil
+}
+
+// Register implements pb.NodeControlServer: the node joins lsm (alive,
+// its titles in the replica view), sessions of the node kept from before
+// get their reservations back, and a draining node is told so again.
+// INVALID_ARGUMENT for a malformed id, address, capacity or weight.
+func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
+	m := nc.m
+	if !idPattern.MatchString(req.GetNodeId()) {
+		return nil, status.Errorf(codes.InvalidArgument, "node_id %q: want [A-Za-z0-9._-]{1,128}", req.GetNodeId())
+	}
+	if err := checkAddr("rtsp_addr", req.GetRtspAddr()); err != nil {
+		return nil, err
+	}
+	if req.GetHttpAddr() != "" {
+		if err := checkAddr("http_addr", req.GetHttpAddr()); err != nil {
+			return nil, err
+		}
+	}
+	c := req.GetCapacity()
+	if c.GetEgressBps() <= 0 || c.GetMaxSessions() < 0 || c.GetDiskBytes() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "capacity: egress_bps must be > 0, max_sessions and disk_bytes >= 0")
+	}
+	if req.GetWeight() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "weight %d < 0", req.GetWeight())
+	}
+	holdings := make([]lsm.Holding, 0, len(req.GetTitles()))
+	var used int64
+	for _, t := range req.GetTitles() {
+		if t.GetTitleId() == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "stored title without title_id")
+		}
+		holdings = append(holdings, lsm.Holding{Title: t.GetTitleId(), Bytes: t.GetStoredBytes(), Filling: t.GetFilling()})
+		used += t.GetStoredBytes()
+	}
+	now := m.now()
+	id := req.GetNodeId()
+	var changed []*session
+	m.mu.Lock()
+	_, err := m.sched.AddNode(lsm.NodeSpec{
+		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()),
+		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
+	}, now)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: c.GetDiskBytes() - used}, now)
+	ns := m.nodes[id]
+	if ns == nil {
+		ns = newNodeState(id)
+		m.nodes[id] = ns
+		for _, s := range m.sessions {
+			if s.Node == id {
+				ns.addSession(s)
+			}
+		}
+	}
+	ns.titles = make(map[string]*pb.StoredTitle, len(req.GetTitles()))
+	for _, t := range req.GetTitles() {
+		ns.titles[t.GetTitleId()] = t
+	}
+	ns.reported, ns.diskFree, ns.awaitFirst = true, c.GetDiskBytes()-used, true
+	for _, s := range ns.sessions {
+		if s.reserved {
+			continue
+		}
+		res, err := m.sched.Reserve(id, s.Title, s.BitrateBps)
+		if err != nil {
+			m.endLocked(s, "reservation not rebuilt: "+err.Error())
+			changed = append(changed, s)
+			continue
+		}
+		s.res, s.reserved, s.restored = res, true, false
+	}
+	if n := m.sched.Node(id); n != nil && n.Draining {
+		ns.push(drainCmd(true))
+	}
+	m.mu.Unlock()
+	m.log.Info("node registered", "node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
+		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", len(ns.sessions))
+	m.persistAll(changed)
+	m.kickPump()
+	return &pb.RegisterResponse{HeartbeatIntervalMs: m.sched.Config.HeartbeatInterval.Milliseconds()}, nil
+}
+
+// Heartbeat implements pb.NodeControlServer. The first report names the
+// node (FAILED_PRECONDITION when it has not registered); each report
+// feeds lsm and pumps the queue; commands queued for the node are sent
+// down the stream. A newer stream of the same node replaces this one
+// (ABORTED on its next report). A broken stream is noticed by the missed
+// heartbeats (lsm.Tick), not at once.
+func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
+	m := nc.m
+	r, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	ns := m.nodes[r.GetNodeId()]
+	if ns == nil || m.sched.Node(r.GetNodeId()) == nil {
+		m.mu.Unlock()
+		return status.Errorf(codes.FailedPrecondition, "node %q is not registered: call Register first", r.GetNodeId())
+	}
+	ns.stopStream()
+	ctx, cancel := context.WithCancel(stream.Context())
+	ns.streamGen++
+	gen := ns.streamGen
+	ns.streamCancel = cancel
+	m.mu.Unlock()
+
+	senderDone := make(chan struct{})
+	go func() {
+		defer close(senderDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.ctx.Done():
+				return
+			case cmd := <-ns.cmds:
+				if err := stream.Send(cmd); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-senderDone
+		m.mu.Lock()
+		if ns.streamGen == gen {
+			ns.streamCancel = nil
+		}
+		m.mu.Unlock()
+	}()
+	for {
+		if err := m.report(ns, gen, r); err != nil {
+			return err
+		}
+		if r, err = stream.Recv(); err != nil {
+			return err
+		}
+	}
+}
+
+// report applies one load report of ns from stream generation gen.
+func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
+	if r.GetNodeId() != ns.id {
+		return status.Errorf(codes.InvalidArgument, "report for node %q on the stream of node %q", r.GetNodeId(), ns.id)
+	}
+	now := m.now()
+	var changed []*session
+	m.mu.Lock()
+	if ns.streamGen != gen {
+		m.mu.Unlock()
+		return status.Errorf(codes.Aborted, "heartbeat stream of node %q replaced by a newer one", ns.id)
+	}
+	holdings := make([]lsm.Holding, 0, len(r.GetTitles()))
+	ns.titles = make(map[string]*pb.StoredTitle, len(r.GetTitles()))
+	for _, t := range r.GetTitles() {
+		if t.GetTitleId() == "" {
+			continue
+		}
+		holdings = append(holdings, lsm.Holding{Title: t.GetTitleId(), Bytes: t.GetStoredBytes(), Filling: t.GetFilling()})
+		ns.titles[t.GetTitleId()] = t
+	}
+	// A fill placed on the node whose viewer has not arrived yet is not
+	// in the report: keep it in the replica view so the next viewer of
+	// the title shares that fill.
+	cat := m.titles()
+	for _, s := range ns.sessions {
+		if s.State == store.StateAdmitted && s.reserved && s.res.Fill && ns.titles[s.Title] == nil {
+			holdings = append(holdings, lsm.Holding{Title: s.Title, Filling: true})
+			ns.titles[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: cat[s.Title].SizeBytes, Filling: true}
+		}
+	}
+	if err := m.sched.Heartbeat(ns.id, lsm.Report{
+		EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), ActiveFills: int(r.GetActiveFills()), Titles: holdings,
+	}, now); err != nil {
+		m.mu.Unlock()
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	ns.reported, ns.diskFree = true, r.GetDiskFreeBytes()
+	alive := make(map[string]bool, len(r.GetSessionIds()))
+	for _, id := range r.GetSessionIds() {
+		alive[id] = true
+		if s := ns.sessions[id]; s != nil && s.State == store.StateAdmitted {
+			// Its STARTED event was lost: the node says it plays.
+			s.State, s.StartedAt = store.StatePlaying, now
+			changed = append(changed, s)
+		}
+	}
+	if ns.awaitFirst {
+		ns.awaitFirst = false
+		for _, s := range ns.sessionList() {
+			if s.State == store.StatePlaying && !alive[s.ID] {
+				m.endLocked(s, "not on its node after the node registered")
+				changed = append(changed, s)
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.persistAll(changed)
+	m.kickPump()
+	return nil
+}
+
+// ReportSession implements pb.NodeControlServer: STARTED marks the session
+// playing; ENDED releases its reservation and removes it. INVALID_ARGUMENT
+// for a missing session id or kind, NOT_FOUND for a session the manager
+// does not hold (never admitted, or already ended and released),
+// FAILED_PRECONDITION when the reporting node is not the session's node.
+func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*pb.SessionEventAck, error) {
+	m := nc.m
+	if ev.GetSessionId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "session_id is required")
+	}
+	if ev.GetKind() != pb.SessionEvent_KIND_STARTED && ev.GetKind() != pb.SessionEvent_KIND_ENDED {
+		return nil, status.Errorf(codes.InvalidArgument, "kind %v: want STARTED or ENDED", ev.GetKind())
+	}
+	at := m.now()
+	if ev.GetAtUnixMs() > 0 {
+		at = time.UnixMilli(ev.GetAtUnixMs())
+	}
+	m.mu.Lock()
+	s := m.sessions[ev.GetSessionId()]
+	switch {
+	case s == nil:
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
+	case ev.GetNodeId() != "" && ev.GetNodeId() != s.Node:
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "session %s was placed on node %q, not %q", s.ID, s.Node, ev.GetNodeId())
+	}
+	if ev.GetKind() == pb.SessionEvent_KIND_STARTED {
+		if s.State == store.StateAdmitted {
+			s.State, s.StartedAt = store.StatePlaying, at
+		}
+	} else {
+		reason := ev.GetReason()
+		if reason == "" {
+			reason = "ended at node"
+		}
+		m.endLocked(s, reason)
+	}
+	m.mu.Unlock()
+	if err := m.persist(s); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "session %s: store: %v", s.ID, err)
+	}
+	if ev.GetKind() == pb.SessionEvent_KIND_ENDED {
+		m.kickPump()
+	}
+	return &pb.SessionEventAck{}, nil
+}

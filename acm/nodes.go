@@ -1,0 +1,106 @@
+package acm
+
+import (
+	"context"
+	"sort"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// cmdQueue is how many commands wait for a node's heartbeat stream.
+const cmdQueue = 256
+
+// nodeState is the manager's side of one registered node: the command
+// channel down its heartbeat stream, its last load report, and its
+// sessions. Guarded by Manager.mu, except cmds (a channel).
+type nodeState struct {
+	id   string
+	cmds chan *pb.NodeCommand
+
+	streamGen    uint64             // generation of the current heartbeat stream
+	streamCancel context.CancelFunc // ends the current stream's command sender
+	awaitFirst   bool               // the next report is the first since Register
+
+	reported bool                       // a load report arrived since Register
+	diskFree int64                      // bytes, last report minus fills ordered since
+	titles   map[string]*pb.StoredTitle // last report, adjusted by commands since
+	sessions map[string]*session        // live sessions placed on the node
+	active   map[string]int             // title -> live sessions of it on the node
+}
+
+func newNodeState(id string) *nodeState {
+	return &nodeState{
+		id:       id,
+		cmds:     make(chan *pb.NodeCommand, cmdQueue),
+		titles:   map[string]*pb.StoredTitle{},
+		sessions: map[string]*session{},
+		active:   map[string]int{},
+	}
+}
+
+func (ns *nodeState) addSession(s *session) {
+	if _, ok := ns.sessions[s.ID]; ok {
+		return
+	}
+	ns.sessions[s.ID] = s
+	ns.active[s.Title]++
+}
+
+func (ns *nodeState) removeSession(s *session) {
+	if _, ok := ns.sessions[s.ID]; !ok {
+		return
+	}
+	delete(ns.sessions, s.ID)
+	if ns.active[s.Title]--; ns.active[s.Title] <= 0 {
+		delete(ns.active, s.Title)
+	}
+}
+
+// sessionList returns the node's sessions (a copy: ending them edits the map).
+func (ns *nodeState) sessionList() []*session {
+	out := make([]*session, 0, len(ns.sessions))
+	for _, s := range ns.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// push queues cmd for the node without blocking; false when the queue is full.
+func (ns *nodeState) push(cmd *pb.NodeCommand) bool {
+	select {
+	case ns.cmds <- cmd:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopStream ends the current heartbeat stream's command sender.
+func (ns *nodeState) stopStream() {
+	if ns.streamCancel != nil {
+		ns.streamCancel()
+		ns.streamCancel = nil
+	}
+}
+
+// titleList returns the node's titles sorted by id.
+func (ns *nodeState) titleList() []*pb.StoredTitle {
+	out := make([]*pb.StoredTitle, 0, len(ns.titles))
+	for _, t := range ns.titles {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TitleId < out[j].TitleId })
+	return out
+}
+
+func evictCmd(title string) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: title}}}
+}
+
+func prefetchCmd(title string) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: title}}}
+}
+
+func drainCmd(d bool) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Drain{Drain: &pb.DrainCommand{Drain: d}}}
+}

@@ -1,0 +1,282 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/conn"
+
+	"vodcluster/acm/auth"
+	"vodcluster/acm/store"
+)
+
+// RTSP front door timeouts.
+const (
+	rtspIdle         = 60 * time.Second // a connection with no request for this long is closed
+	rtspWriteTimeout = 10 * time.Second
+)
+
+const rtspPublic = "OPTIONS, DESCRIBE, SETUP, PLAY, GET_PARAMETER, SET_PARAMETER, TEARDOWN"
+
+// rtspServer is the RTSP front door: one goroutine per connection reading
+// requests and one answering them, so a request waiting for admission
+// blocks only its own connection and a client that disconnects leaves the
+// queue at once. It answers OPTIONS and keepalives itself and redirects
+// DESCRIBE (and SETUP or PLAY without a session, from clients that skip
+// DESCRIBE) to the chosen node. Built on gortsplib's base and conn
+// packages: sessions live on the nodes, never here.
+type rtspServer struct {
+	m  *Manager
+	wg sync.WaitGroup
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+func (s *rtspServer) serve(ln net.Listener) {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.m.log.Warn("rtsp: accept failed", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-s.m.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handle(nc)
+	}
+}
+
+func (s *rtspServer) close() {
+	s.mu.Lock()
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	} else if s.m.rtspLn != nil {
+		s.m.rtspLn.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+type rtspItem struct {
+	req *base.Request
+	err error
+}
+
+func (s *rtspServer) handle(nc net.Conn) {
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	ctx, cancel := context.WithCancel(s.m.ctx)
+	defer cancel()
+	rc := conn.NewConn(nc)
+	items := make(chan rtspItem)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer cancel() // the client went away (or sent garbage): leave the queue
+		for {
+			nc.SetReadDeadline(time.Now().Add(rtspIdle))
+			req, err := rc.ReadRequest()
+			if err != nil && isNetErr(err) {
+				return
+			}
+			select {
+			case items <- rtspItem{req, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { nc.Close(); <-readerDone }()
+
+	for {
+		var it rtspItem
+		select {
+		case it = <-items:
+		case <-ctx.Done():
+			return
+		}
+		var res *base.Response
+		granted := ""
+		if it.err != nil {
+			res = &base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{}}
+		} else {
+			res, granted = s.respond(ctx, nc, it.req)
+		}
+		if res == nil {
+			return // the client left while waiting
+		}
+		res.Header["Server"] = base.HeaderValue{"vodcluster-acm"}
+		nc.SetWriteDeadline(time.Now().Add(rtspWriteTimeout))
+		if err := rc.WriteResponse(res); err != nil {
+			if granted != "" {
+				s.m.abandon(granted, "redirect not delivered")
+			}
+			return
+		}
+		if it.err != nil {
+			return
+		}
+	}
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// respond answers one request; a nil response means the client went
+// away. granted is the id of the session a 302 carries.
+func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request) (res *base.Response, granted string) {
+	res = &base.Response{Header: base.Header{}}
+	cseq := req.Header["CSeq"]
+	if len(cseq) != 1 {
+		res.StatusCode = base.StatusBadRequest
+		return res, ""
+	}
+	res.Header["CSeq"] = cseq
+	_, hasSession := req.Header["Session"]
+	switch req.Method {
+	case base.Options:
+		res.StatusCode = base.StatusOK
+		res.Header["Public"] = base.HeaderValue{rtspPublic}
+	case base.Describe, base.Setup, base.Play:
+		if hasSession && req.Method != base.Describe {
+			// Sessions live on the nodes; this one is not ours.
+			res.StatusCode = base.StatusSessionNotFound
+			return res, ""
+		}
+		return s.admit(ctx, nc, req, res)
+	case base.GetParameter, base.SetParameter:
+		res.StatusCode = base.StatusOK
+		if hasSession {
+			res.StatusCode = base.StatusSessionNotFound
+		}
+	case base.Teardown, base.Pause:
+		res.StatusCode = base.StatusMethodNotValidInThisState
+		if hasSession {
+			res.StatusCode = base.StatusSessionNotFound
+		}
+	case base.Announce, base.Record:
+		res.StatusCode = base.StatusMethodNotAllowed
+		res.Header["Allow"] = base.HeaderValue{rtspPublic}
+	default:
+		res.StatusCode = base.StatusNotImplemented
+	}
+	return res, ""
+}
+
+// vodPath splits "/vod/<title>[/<rest>]" into the title and "/<rest>".
+func vodPath(p string) (title, rest string, ok bool) {
+	p, ok = strings.CutPrefix(p, "/vod/")
+	if !ok {
+		return "", "", false
+	}
+	title, rest, _ = strings.Cut(p, "/")
+	if rest != "" {
+		rest = "/" + rest
+	}
+	return title, rest, idPattern.MatchString(title)
+}
+
+// admit authenticates, admits and redirects a DESCRIBE, SETUP or PLAY.
+func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, res *base.Response) (*base.Response, string) {
+	m := s.m
+	path := (*url.URL)(req.URL).Path
+	title, rest, ok := vodPath(path)
+	if !ok {
+		res.StatusCode = base.StatusNotFound
+		return res, ""
+	}
+	var authz string
+	if v := req.Header["Authorization"]; len(v) > 0 {
+		authz = v[0]
+	}
+	user, stale, err := m.authenticate(ctx, string(req.Method), path, authz, true)
+	if err != nil {
+		return s.fail(res, err, stale), ""
+	}
+	ip, addr := remote(nc)
+	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ""
+		}
+		return s.fail(res, err, false), ""
+	}
+	res.StatusCode = base.StatusFound
+	res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1
+	res.Header["Location"] = base.HeaderValue{"rtsp://" + g.RTSPAddr + "/s/" + g.Token + "/vod/" + title + rest}
+	return res, g.Session.ID
+}
+
+func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Response {
+	m := s.m
+	switch {
+	case errors.Is(err, errUnauthorized):
+		res.StatusCode = base.StatusUnauthorized
+		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, m.nonces.Issue(m.now()), stale, true)
+	case errors.Is(err, errForbidden):
+		res.StatusCode = base.StatusForbidden
+	case errors.Is(err, errNoTitle):
+		res.StatusCode = base.StatusNotFound
+	case errors.Is(err, errNoBandwidth):
+		res.StatusCode = base.StatusNotEnoughBandwidth
+	default:
+		res.StatusCode = base.StatusServiceUnavailable
+	}
+	return res
+}
+
+// remote returns the client's IP and ip:port.
+func remote(nc net.Conn) (ip, addr string) {
+	addr = nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h, addr
+	}
+	return addr, addr
+}
