@@ -1,0 +1,139 @@
+package bound
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// CSVHeader is the header line of a trace CSV, in column order: time in
+// seconds since the start, title id, title size in bytes, id of the node
+// that served the request, and whether the request made that node fill the
+// title from the origin.
+var CSVHeader = []string{"time_s", "title", "bytes", "node", "fill"}
+
+// Record is one row of a trace CSV.
+type Record struct {
+	Time  float64 // seconds since the start
+	Title string
+	Bytes int64  // title size, bytes
+	Node  string // node chosen; "" when the request was refused
+	Fill  bool   // the request made Node fill the title from the origin
+}
+
+// Request returns the record as a Request for Compute.
+func (r Record) Request() Request { return Request{Time: r.Time, Title: r.Title, Bytes: r.Bytes} }
+
+// Requests returns the requests of records, in order.
+func Requests(recs []Record) []Request {
+	out := make([]Request, len(recs))
+	for i, r := range recs {
+		out[i] = r.Request()
+	}
+	return out
+}
+
+// CSVWriter writes a trace CSV.
+type CSVWriter struct {
+	w *csv.Writer
+}
+
+// NewCSVWriter writes the header to w and returns a writer for the rows;
+// it returns w's error.
+func NewCSVWriter(w io.Writer) (*CSVWriter, error) {
+	cw := &CSVWriter{w: csv.NewWriter(w)}
+	if err := cw.w.Write(CSVHeader); err != nil {
+		return nil, err
+	}
+	return cw, nil
+}
+
+// Write writes one row (time with millisecond precision).
+func (c *CSVWriter) Write(r Record) error {
+	return c.w.Write([]string{
+		strconv.FormatFloat(r.Time, 'f', 3, 64),
+		r.Title,
+		strconv.FormatInt(r.Bytes, 10),
+		r.Node,
+		strconv.FormatBool(r.Fill),
+	})
+}
+
+// Flush writes buffered rows and returns any write error so far.
+func (c *CSVWriter) Flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// ReadCSV reads a trace CSV: the header CSVHeader (required), then one row
+// per request. Errors name the line: a wrong header or column count, a
+// time that is not a finite number of seconds or goes backwards, an empty
+// title, a size that is not a positive integer, a fill flag that is not a
+// boolean.
+func ReadCSV(r io.Reader) ([]Record, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(CSVHeader)
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: empty trace (want header %s)", ErrBadTrace, strings.Join(CSVHeader, ","))
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBadTrace, err)
+	}
+	for i, h := range CSVHeader {
+		if strings.TrimSpace(head[i]) != h {
+			return nil, fmt.Errorf("%w: header %q, want %s", ErrBadTrace, strings.Join(head, ","), strings.Join(CSVHeader, ","))
+		}
+	}
+	var out []Record
+	prev := math.Inf(-1)
+	for {
+		row, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadTrace, err)
+		}
+		line, _ := cr.FieldPos(0)
+		rec, err := parseRow(row)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrBadTrace, line, err)
+		}
+		if rec.Time < prev {
+			return nil, fmt.Errorf("%w: line %d: time %v before %v", ErrBadTrace, line, rec.Time, prev)
+		}
+		prev = rec.Time
+		out = append(out, rec)
+	}
+}
+
+func parseRow(row []string) (Record, error) {
+	var rec Record
+	t, err := strconv.ParseFloat(strings.TrimSpace(row[0]), 64)
+	if err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
+		return rec, fmt.Errorf("time %q is not a number of seconds", row[0])
+	}
+	rec.Time = t
+	rec.Title = strings.TrimSpace(row[1])
+	if rec.Title == "" {
+		return rec, errors.New("empty title")
+	}
+	b, err := strconv.ParseInt(strings.TrimSpace(row[2]), 10, 64)
+	if err != nil || b <= 0 {
+		return rec, fmt.Errorf("bytes %q is not a positive integer", row[2])
+	}
+	rec.Bytes = b
+	rec.Node = strings.TrimSpace(row[3])
+	f, err := strconv.ParseBool(strings.TrimSpace(row[4]))
+	if err != nil {
+		return rec, fmt.Errorf("fill %q is not true or false", row[4])
+	}
+	rec.Fill = f
+	return rec, nil
+}

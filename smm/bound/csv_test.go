@@ -1,0 +1,77 @@
+package bound
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestCSVRoundTrip(t *testing.T) {
+	in := []Record{
+		{Time: 0.5, Title: "film-1", Bytes: 1 << 30, Node: "n1", Fill: true},
+		{Time: 0.5, Title: "film,2", Bytes: 7, Node: "", Fill: false},
+		{Time: 12.25, Title: "film-1", Bytes: 1 << 30, Node: "n2", Fill: false},
+	}
+	var buf bytes.Buffer
+	w, err := NewCSVWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range in {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "time_s,title,bytes,node,fill\n0.500,film-1,1073741824,n1,true\n") {
+		t.Fatalf("csv:\n%s", buf.String())
+	}
+	out, err := ReadCSV(&buf)
+	if err != nil || !slices.Equal(out, in) {
+		t.Fatalf("read %v %v", out, err)
+	}
+	if reqs := Requests(out); reqs[1] != (Request{Time: 0.5, Title: "film,2", Bytes: 7}) {
+		t.Fatalf("requests %v", reqs)
+	}
+}
+
+func TestReadCSVErrors(t *testing.T) {
+	const h = "time_s,title,bytes,node,fill\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "empty trace"},
+		{"t,title,bytes,node,fill\n", "header"},
+		{h + "1,a,10,n\n", "wrong number of fields"},
+		{h + "x,a,10,n,true\n", "line 2: time"},
+		{h + "1,a,10,n,true\n0.5,a,10,n,true\n", "line 3: time 0.5 before 1"},
+		{h + "1,,10,n,true\n", "empty title"},
+		{h + "1,a,-3,n,true\n", "bytes"},
+		{h + "1,a,10,n,maybe\n", "fill"},
+		{h + "Inf,a,10,n,true\n", "time"},
+	} {
+		_, err := ReadCSV(strings.NewReader(tc.in))
+		if !errors.Is(err, ErrBadTrace) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%q: err %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzReadCSV: the parser never panics, and what it accepts is a trace
+// Compute accepts too.
+func FuzzReadCSV(f *testing.F) {
+	f.Add("time_s,title,bytes,node,fill\n0.000,a,10,n1,true\n1.5,b,20,,false\n")
+	f.Add("time_s,title,bytes,node,fill\n\"1\",\"a\nb\",1,n,1\n")
+	f.Add("time_s,title,bytes,node,fill\n1e308,a,9223372036854775807,n,T\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		recs, err := ReadCSV(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		if _, err := Compute(Requests(recs), 100, Options{}); err != nil {
+			t.Fatalf("accepted trace rejected by Compute: %v", err)
+		}
+	})
+}
