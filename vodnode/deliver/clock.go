@@ -1,0 +1,70 @@
+package deliver
+
+import (
+	"sort"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// TSPacketSize is the size of one MPEG-TS packet, bytes.
+const TSPacketSize = tsindex.PacketSize
+
+// PacketsPerRTP is the number of TS packets carried by one RTP packet (or
+// one raw UDP datagram): 7 × 188 = 1316 bytes, under a 1500-byte MTU.
+const PacketsPerRTP = 7
+
+// PayloadSize is the media payload of one RTP packet, bytes.
+const PayloadSize = PacketsPerRTP * TSPacketSize
+
+// clockOf maps byte offsets of a title to its stream clock (27 MHz) and
+// back: from the PCRs when there are at least two, else at a constant
+// bitrate (bit/s) when one is known.
+type clockOf struct {
+	idx     *tsindex.Index
+	bitrate int64
+}
+
+func (c clockOf) ok() bool { return len(c.idx.PCRs) >= 2 || c.bitrate > 0 }
+
+// at returns the stream clock at byte offset off, 27 MHz ticks.
+func (c clockOf) at(off int64) int64 {
+	if v, ok := c.idx.ClockAt(off); ok {
+		return v
+	}
+	if c.bitrate <= 0 {
+		return 0
+	}
+	return int64(float64(off) * 8 * tsindex.PCRHz / float64(c.bitrate))
+}
+
+// offset returns the (fractional, truncated) byte offset at which the
+// stream clock reaches clock: the inverse of at.
+func (c clockOf) offset(clock int64) int64 {
+	x := c.idx.PCRs
+	n := len(x)
+	if n < 2 {
+		if c.bitrate <= 0 {
+			return 0
+		}
+		return int64(float64(clock) * float64(c.bitrate) / 8 / tsindex.PCRHz)
+	}
+	i := sort.Search(n, func(i int) bool { return x[i].PCR > clock })
+	var a, b tsindex.PCRPoint
+	switch {
+	case i == 0:
+		a, b = x[0], x[1]
+	case i == n:
+		a, b = x[n-2], x[n-1]
+	default:
+		a, b = x[i-1], x[i]
+	}
+	if b.PCR == a.PCR {
+		return b.Offset
+	}
+	return a.Offset + int64(float64(clock-a.PCR)*float64(b.Offset-a.Offset)/float64(b.PCR-a.PCR))
+}
+
+// seconds returns the npt of offset off, seconds from the clock at 0.
+func (c clockOf) seconds(off int64) float64 {
+	return float64(c.at(off)-c.at(0)) / tsindex.PCRHz
+}

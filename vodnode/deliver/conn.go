@@ -1,0 +1,172 @@
+package deliver
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultQueueLimit is the default bound of a connection's send queue,
+// bytes (about 1 s of a 4 Mbit/s title).
+const DefaultQueueLimit = 512 << 10
+
+// ConnWriter is the writing side of one RTSP TCP connection, shared by the
+// connection's request handler (responses, blocking) and the pacer
+// (interleaved media, never blocking). Bytes the socket does not take at
+// once are queued, up to a limit; the pacer then holds its media back.
+type ConnWriter struct {
+	c       net.Conn
+	rc      syscall.RawConn // nil: the conn has no fd, writes block
+	limit   int
+	timeout time.Duration
+
+	mu      sync.Mutex
+	pending []byte
+	err     error
+
+	// non-blocking write state, bound once to avoid a closure per write
+	wbuf []byte
+	wn   int
+	werr error
+	nbFn func(uintptr) bool
+}
+
+// NewConnWriter returns a writer for c whose queue holds at most limit
+// bytes (0 = DefaultQueueLimit) and whose blocking writes give up after
+// timeout (0 = 10 s).
+func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
+	if limit <= 0 {
+		limit = DefaultQueueLimit
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	w := &ConnWriter{c: c, limit: limit, timeout: timeout}
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			w.rc = rc
+		}
+	}
+	w.nbFn = w.writeSome
+	return w
+}
+
+// ErrQueueFull is never returned to callers of TryWrite (they get false);
+// it is the error a stream ends with when its connection stays full.
+var ErrQueueFull = errors.New("deliver: connection send queue full (slow client)")
+
+// Write writes b after whatever is queued, blocking until done or the
+// timeout; used for RTSP responses. A failed write fails the writer.
+func (w *ConnWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+	defer w.c.SetWriteDeadline(time.Time{})
+	if len(w.pending) > 0 {
+		if _, err := w.c.Write(w.pending); err != nil {
+			w.err = err
+			return 0, err
+		}
+		w.pending = w.pending[:0]
+	}
+	n, err := w.c.Write(b)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// TryWrite writes b without blocking: it returns false, writing nothing,
+// when the writer is busy (a response is being written) or its queue cannot
+// take b; true when b was written or queued whole. An error means the
+// connection failed.
+func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
+	if !w.mu.TryLock() {
+		return false, nil
+	}
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return false, w.err
+	}
+	if len(w.pending) > 0 {
+		if err := w.flushLocked(); err != nil {
+			return false, err
+		}
+		if len(w.pending) > 0 {
+			if len(w.pending)+len(b) > w.limit {
+				return false, nil
+			}
+			w.pending = append(w.pending, b...)
+			return true, nil
+		}
+	}
+	n, err := w.writeNB(b)
+	if err != nil {
+		w.err = err
+		return false, err
+	}
+	if n < len(b) {
+		w.pending = append(w.pending, b[n:]...)
+	}
+	return true, nil
+}
+
+// Queued returns the bytes waiting in the queue.
+func (w *ConnWriter) Queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
+}
+
+func (w *ConnWriter) flushLocked() error {
+	n, err := w.writeNB(w.pending)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	rest := copy(w.pending, w.pending[n:])
+	w.pending = w.pending[:rest]
+	return nil
+}
+
+// writeNB writes what the socket takes now of b.
+func (w *ConnWriter) writeNB(b []byte) (int, error) {
+	if w.rc == nil {
+		return w.c.Write(b)
+	}
+	w.wbuf, w.wn, w.werr = b, 0, nil
+	if err := w.rc.Write(w.nbFn); err != nil {
+		w.wbuf = nil
+		return 0, err
+	}
+	w.wbuf = nil
+	return w.wn, w.werr
+}
+
+func (w *ConnWriter) writeSome(fd uintptr) bool {
+	for w.wn < len(w.wbuf) {
+		n, err := unix.Write(int(fd), w.wbuf[w.wn:])
+		if n > 0 {
+			w.wn += n
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return true
+		case err != nil:
+			w.werr = err
+			return true
+		case n == 0:
+			return true
+		}
+	}
+	return true
+}

@@ -1,0 +1,237 @@
+package deliver
+
+import (
+	"errors"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"net"
+
+	"golang.org/x/net/ipv4"
+)
+
+// Engine runs the pacers that deliver every Stream. Set the fields, then
+// Start; Close stops it. Streams are created with NewStream.
+type Engine struct {
+	Shards     int           // pacer goroutines; 0 = GOMAXPROCS
+	Tick       time.Duration // pacer period; 0 = 5 ms
+	Lead       time.Duration // packets are sent this long before they are due; 0 = Tick
+	MaxBurst   int           // RTP packets one stream may send per tick (catch-up bound); 0 = 32
+	MaxLag     time.Duration // a stream held back this long by its connection is ended; 0 = 5 s
+	SRInterval time.Duration // RTCP sender report period; 0 = 5 s
+	UDP        *UDPServer    // ports of the UDP streams; nil = no UDP streams
+	Logger     *slog.Logger  // nil = slog.Default()
+
+	epoch     time.Time
+	shards    []*shard
+	next      atomic.Uint32
+	bytesSent atomic.Int64
+	done      chan struct{}
+	wg        sync.WaitGroup
+	started   bool
+}
+
+// ErrNotStarted is returned by NewStream before Start or after Close.
+var ErrNotStarted = errors.New("deliver: engine not running")
+
+// Start starts the pacers.
+func (e *Engine) Start() error {
+	if e.started {
+		return errors.New("deliver: engine already started")
+	}
+	if e.Shards <= 0 {
+		e.Shards = runtime.GOMAXPROCS(0)
+	}
+	if e.Tick <= 0 {
+		e.Tick = 5 * time.Millisecond
+	}
+	if e.Lead <= 0 {
+		e.Lead = e.Tick
+	}
+	if e.MaxBurst <= 0 {
+		e.MaxBurst = 32
+	}
+	if e.MaxLag <= 0 {
+		e.MaxLag = 5 * time.Second
+	}
+	if e.SRInterval <= 0 {
+		e.SRInterval = 5 * time.Second
+	}
+	if e.Logger == nil {
+		e.Logger = slog.Default()
+	}
+	e.epoch = time.Now()
+	e.done = make(chan struct{})
+	for range e.Shards {
+		sh := newShard(e)
+		e.shards = append(e.shards, sh)
+		e.wg.Add(1)
+		go sh.run()
+	}
+	e.started = true
+	return nil
+}
+
+// Close stops the pacers; streams stop where they are (no callbacks).
+func (e *Engine) Close() error {
+	if !e.started {
+		return nil
+	}
+	close(e.done)
+	e.wg.Wait()
+	e.started = false
+	return nil
+}
+
+// BytesSent returns the media and RTCP bytes sent since Start (RTP headers
+// and interleaving included, UDP/IP headers not).
+func (e *Engine) BytesSent() int64 { return e.bytesSent.Load() }
+
+// now is the engine's monotonic clock, nanoseconds since Start.
+func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
+
+// shard is one pacer goroutine and the streams it serves.
+type shard struct {
+	e    *Engine
+	wake chan struct{}
+
+	mu      sync.Mutex
+	pending []*Stream
+
+	active []*Stream
+	// per-wake scratch, reused: file bytes, RTP headers, TCP frames, UDP batch
+	arena []byte
+	hdrs  []byte
+	out   []byte
+	msgs  []ipv4.Message
+	bufs  [][]byte
+}
+
+const (
+	batchMessages = 256
+	rtpHeaderSize = 12
+	frameOverhead = 4 + rtpHeaderSize // '$', channel, length(2), RTP header
+)
+
+func newShard(e *Engine) *shard {
+	burst := e.MaxBurst * PayloadSize
+	return &shard{
+		e:     e,
+		wake:  make(chan struct{}, 1),
+		arena: make([]byte, 0, max(burst, batchMessages*PayloadSize)),
+		hdrs:  make([]byte, 0, batchMessages*rtpHeaderSize),
+		out:   make([]byte, 0, e.MaxBurst*(PayloadSize+frameOverhead)+1024),
+		msgs:  make([]ipv4.Message, 0, batchMessages),
+		bufs:  make([][]byte, 2*batchMessages),
+	}
+}
+
+// add queues st for the next wake.
+func (sh *shard) add(st *Stream) {
+	sh.mu.Lock()
+	sh.pending = append(sh.pending, st)
+	sh.mu.Unlock()
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sh *shard) run() {
+	defer sh.e.wg.Done()
+	t := time.NewTicker(sh.e.Tick)
+	defer t.Stop()
+	for {
+		sh.mu.Lock()
+		sh.active = append(sh.active, sh.pending...)
+		clear(sh.pending)
+		sh.pending = sh.pending[:0]
+		sh.mu.Unlock()
+		if len(sh.active) == 0 {
+			t.Stop()
+			select {
+			case <-sh.e.done:
+				return
+			case <-sh.wake:
+			}
+			t.Reset(sh.e.Tick)
+		} else {
+			select {
+			case <-sh.e.done:
+				return
+			case <-t.C:
+			}
+		}
+		sh.step(sh.e.now())
+	}
+}
+
+// step sends every active stream what is due at now.
+func (sh *shard) step(now int64) {
+	keep := sh.active[:0]
+	for _, st := range sh.active {
+		if st.step(sh, now) {
+			keep = append(keep, st)
+		}
+	}
+	clear(sh.active[len(keep):])
+	sh.active = keep
+	sh.flush()
+}
+
+// reserve makes room for nbytes of file data and nmsgs datagrams (with
+// their RTP headers) in the scratch, flushing the batch when they would not
+// fit; what is taken after it stays valid until the next reserve or flush.
+func (sh *shard) reserve(nbytes, nmsgs int) {
+	if len(sh.arena)+nbytes > cap(sh.arena) || len(sh.msgs)+nmsgs > cap(sh.msgs) {
+		sh.flush()
+	}
+}
+
+// arenaTake returns n bytes of scratch (after reserve).
+func (sh *shard) arenaTake(n int) []byte {
+	l := len(sh.arena)
+	sh.arena = sh.arena[:l+n]
+	return sh.arena[l : l+n : l+n]
+}
+
+// hdrTake returns room for one RTP header (after reserve).
+func (sh *shard) hdrTake() []byte {
+	l := len(sh.hdrs)
+	sh.hdrs = sh.hdrs[:l+rtpHeaderSize]
+	return sh.hdrs[l : l+rtpHeaderSize : l+rtpHeaderSize]
+}
+
+// queueUDP adds one datagram (hdr may be nil) for dst to the batch (after
+// reserve).
+func (sh *shard) queueUDP(hdr, payload []byte, dst *net.UDPAddr) {
+	i := len(sh.msgs)
+	var b [][]byte
+	if hdr != nil {
+		sh.bufs[2*i], sh.bufs[2*i+1] = hdr, payload
+		b = sh.bufs[2*i : 2*i+2 : 2*i+2]
+	} else {
+		sh.bufs[2*i] = payload
+		b = sh.bufs[2*i : 2*i+1 : 2*i+1]
+	}
+	sh.msgs = append(sh.msgs, ipv4.Message{Buffers: b, Addr: dst})
+}
+
+// flush sends the queued datagrams and frees the scratch.
+func (sh *shard) flush() {
+	if len(sh.msgs) > 0 && sh.e.UDP != nil {
+		if err := sh.e.UDP.writeBatch(sh.msgs); err != nil {
+			sh.e.Logger.Debug("udp send", "err", err)
+		}
+	}
+	for i := range sh.msgs {
+		sh.msgs[i] = ipv4.Message{}
+	}
+	clear(sh.bufs)
+	sh.msgs = sh.msgs[:0]
+	sh.arena = sh.arena[:0]
+	sh.hdrs = sh.hdrs[:0]
+}

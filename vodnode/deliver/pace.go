@@ -1,0 +1,216 @@
+package deliver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pion/rtcp"
+)
+
+var errNoClock = errors.New("deliver: title has no clock (no PCR and no bitrate)")
+
+// step sends what is due of s at now (engine ns); false drops s from the
+// shard's active list (paused, ended, or parked until the fill progresses).
+func (s *Stream) step(sh *shard, now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != statePlaying {
+		s.queued = false
+		return false
+	}
+	idx, complete, err := s.cfg.Source.State()
+	if err != nil {
+		s.finish(EndError, err)
+		return false
+	}
+	ck := s.clock(idx, complete)
+	if !ck.ok() {
+		if complete {
+			s.finish(EndError, errNoClock)
+			return false
+		}
+		return s.park(idx.Size)
+	}
+	s.setClock0(ck)
+	if !s.anchored {
+		s.anchorClock, s.anchorWall, s.anchored = ck.at(s.pos), now, true
+	}
+	target := s.anchorClock + (now+int64(s.e.Lead)-s.anchorWall)*27/1000
+	due := (ck.offset(target)/TSPacketSize + 1) * TSPacketSize
+	avail := idx.Size
+	starving := !complete && due > avail
+	due = min(due, avail)
+	n := due - s.pos
+	if !complete || due < avail {
+		n -= n % PayloadSize
+	}
+	n = min(n, int64(s.e.MaxBurst*PayloadSize))
+	if n > 0 {
+		sent, err := s.send(sh, ck, now, int(n))
+		if err != nil {
+			s.finish(EndError, err)
+			return false
+		}
+		if !sent {
+			if lag := now - s.dueAt(ck, s.pos); lag > int64(s.e.MaxLag) {
+				s.finish(EndSlow, fmt.Errorf("%w: %v behind", ErrQueueFull, time.Duration(lag)))
+				return false
+			}
+			return true
+		}
+	}
+	if complete && s.pos >= avail {
+		s.bye(ck)
+		s.finish(EndOfTitle, nil)
+		return false
+	}
+	if starving && avail-s.pos < PayloadSize {
+		return s.park(s.pos + PayloadSize - 1)
+	}
+	return true
+}
+
+// dueAt returns the engine time at which offset off is due.
+func (s *Stream) dueAt(ck clockOf, off int64) int64 {
+	return s.anchorWall + (ck.at(off)-s.anchorClock)*1000/27 - int64(s.e.Lead)
+}
+
+// park takes s off its shard until more than after bytes are readable;
+// the stream's timeline restarts from its position when it wakes.
+func (s *Stream) park(after int64) bool {
+	gen := s.gen
+	if !s.cfg.Source.Notify(after, func() { s.wake(gen) }) {
+		return true
+	}
+	s.parked, s.queued, s.anchored = true, false, false
+	return false
+}
+
+func (s *Stream) wake(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.parked || s.gen != gen || s.state != statePlaying {
+		return
+	}
+	s.parked, s.queued = false, true
+	s.sh.add(s)
+}
+
+// send sends n bytes from s.pos; false (nothing sent) when the TCP
+// connection cannot take them now.
+func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
+	k := (n + PayloadSize - 1) / PayloadSize
+	sh.reserve(n, k)
+	buf := sh.arenaTake(n)
+	if _, err := s.cfg.Source.ReadAt(buf, s.pos); err != nil {
+		return false, fmt.Errorf("read title at %d: %w", s.pos, err)
+	}
+	wire := 0
+	switch s.cfg.Mode {
+	case RTPUDP, RawUDP:
+		for i := 0; i < n; i += PayloadSize {
+			p := buf[i:min(i+PayloadSize, n)]
+			var h []byte
+			if s.cfg.Mode == RTPUDP {
+				h = sh.hdrTake()
+				s.header(h, ck, s.seq+uint16(i/PayloadSize), s.pos+int64(i))
+			}
+			sh.queueUDP(h, p, s.cfg.Dest)
+			wire += len(h) + len(p)
+		}
+		if s.cfg.Mode == RTPUDP && now >= s.nextSR {
+			s.nextSR = now + int64(s.e.SRInterval)
+			s.sendRTCP(s.senderReport(ck))
+		}
+	case RTPTCP:
+		out := sh.out[:0]
+		for i := 0; i < n; i += PayloadSize {
+			p := buf[i:min(i+PayloadSize, n)]
+			l := rtpHeaderSize + len(p)
+			out = append(out, '$', s.cfg.Channel, byte(l>>8), byte(l))
+			out = append(out, make([]byte, rtpHeaderSize)...)
+			s.header(out[len(out)-rtpHeaderSize:], ck, s.seq+uint16(i/PayloadSize), s.pos+int64(i))
+			out = append(out, p...)
+		}
+		sr := now >= s.nextSR
+		if sr {
+			out = appendFrame(out, s.cfg.Channel+1, s.senderReport(ck))
+		}
+		sh.out = out[:0]
+		ok, err := s.cfg.Conn.TryWrite(out)
+		if err != nil || !ok {
+			return false, err
+		}
+		if sr {
+			s.nextSR = now + int64(s.e.SRInterval)
+		}
+		wire = len(out)
+	}
+	s.pos += int64(n)
+	s.seq += uint16(k)
+	s.packets += uint32(k)
+	s.octets += uint32(n)
+	s.bytes.Add(int64(wire))
+	s.e.bytesSent.Add(int64(wire))
+	return true, nil
+}
+
+func appendFrame(out []byte, ch uint8, b []byte) []byte {
+	out = append(out, '$', ch, byte(len(b)>>8), byte(len(b)))
+	return append(out, b...)
+}
+
+// senderReport returns an RTCP sender report (RFC 3550 §6.4.1) for the
+// stream's position now.
+func (s *Stream) senderReport(ck clockOf) []byte {
+	b, _ := (&rtcp.SenderReport{
+		SSRC:        s.cfg.SSRC,
+		NTPTime:     ntpTime(time.Now()),
+		RTPTime:     s.rtpTime(ck, s.pos),
+		PacketCount: s.packets,
+		OctetCount:  s.octets,
+	}).Marshal()
+	return b
+}
+
+// bye sends a final sender report and an RTCP BYE (RFC 3550 §6.6).
+func (s *Stream) bye(ck clockOf) {
+	if s.cfg.Mode == RawUDP {
+		return
+	}
+	sr := &rtcp.SenderReport{SSRC: s.cfg.SSRC, NTPTime: ntpTime(time.Now()), RTPTime: s.rtpTime(ck, s.pos),
+		PacketCount: s.packets, OctetCount: s.octets}
+	b, err := rtcp.Marshal([]rtcp.Packet{sr, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: "end of title"}})
+	if err != nil {
+		return
+	}
+	switch s.cfg.Mode {
+	case RTPUDP:
+		s.sendRTCP(b)
+	case RTPTCP:
+		if ok, _ := s.cfg.Conn.TryWrite(appendFrame(nil, s.cfg.Channel+1, b)); ok {
+			s.e.bytesSent.Add(int64(len(b) + 4))
+		}
+	}
+}
+
+func (s *Stream) sendRTCP(b []byte) {
+	if s.cfg.RTCPDest == nil || s.e.UDP == nil {
+		return
+	}
+	if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCPDest); err == nil {
+		s.bytes.Add(int64(len(b)))
+		s.e.bytesSent.Add(int64(len(b)))
+	}
+}
+
+// ntpTime returns t as a 64-bit NTP timestamp (RFC 5905: seconds since
+// 1900 in the high 32 bits, fraction in the low 32).
+func ntpTime(t time.Time) uint64 {
+	const unixToNTP = 2208988800
+	ns := t.UnixNano()
+	sec := uint64(ns/1e9) + unixToNTP
+	frac := uint64(ns%1e9) << 32 / 1e9
+	return sec<<32 | frac
+}

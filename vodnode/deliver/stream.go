@@ -1,0 +1,285 @@
+package deliver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// Source is a title as the engine reads it (store.Title implements it).
+type Source interface {
+	// State returns the index of the bytes readable now (Index.Size), whether
+	// the title is complete, and an error when no more bytes will come.
+	State() (idx *tsindex.Index, complete bool, err error)
+	// ReadAt reads title bytes below State's Index.Size.
+	ReadAt(p []byte, off int64) (int, error)
+	// Notify calls fn once when more than after bytes are readable, the title
+	// is complete or failed; it returns false, not calling fn, if that is
+	// already so.
+	Notify(after int64, fn func()) bool
+}
+
+// Mode is how a stream's packets travel.
+type Mode int
+
+// Modes.
+const (
+	RTPUDP Mode = iota + 1 // RTP over UDP (RTP/AVP, MP2T/RTP/UDP)
+	RTPTCP                 // RTP interleaved in the RTSP connection (RTP/AVP/TCP, MP2T/RTP/TCP)
+	RawUDP                 // 7 TS packets per UDP datagram, no RTP (MP2T/UDP, RAW/RAW/UDP)
+)
+
+// EndReason says why a stream ended by itself.
+type EndReason string
+
+// End reasons, as reported to the manager.
+const (
+	EndOfTitle EndReason = "end-of-title" // every byte was sent; BYE sent
+	EndError   EndReason = "error"        // the fill failed or the title could not be read
+	EndSlow    EndReason = "slow-client"  // the connection held the stream back MaxLag
+	EndClosed  EndReason = "connection-closed"
+)
+
+// PayloadType is the RTP payload type of MPEG-TS (RFC 3551: MP2T, 90 kHz).
+const PayloadType = 33
+
+// StreamConfig describes one playback.
+type StreamConfig struct {
+	Source   Source
+	Mode     Mode
+	Dest     *net.UDPAddr // UDP modes: the client's media address
+	RTCPDest *net.UDPAddr // RTPUDP: the client's RTCP address; nil = no RTCP
+	Conn     *ConnWriter  // RTPTCP: the RTSP connection
+	Channel  uint8        // RTPTCP: interleaved channel of RTP; RTCP uses Channel+1
+	SSRC     uint32       // RTP synchronisation source
+	Seq      uint16       // sequence number of the first RTP packet
+	TSBase   uint32       // RTP timestamp (90 kHz) of the title's clock at offset 0
+	Bitrate  int64        // bit/s; pacing for a title without PCR, and seeking into an unfilled part
+	// OnEnd is called once, on a goroutine of its own, when the stream ends
+	// by itself (not after Close).
+	OnEnd func(reason EndReason, err error)
+}
+
+// PlayInfo is what a PLAY response reports (RTP-Info and Range).
+type PlayInfo struct {
+	Seq     uint16  // sequence number of the next RTP packet
+	RTPTime uint32  // RTP timestamp of the next RTP packet
+	NPT     float64 // play position, seconds
+}
+
+// Errors of Stream.Play.
+var (
+	ErrRange = errors.New("deliver: start past the end of the title")
+	ErrEnded = errors.New("deliver: stream ended")
+)
+
+type streamState int
+
+const (
+	stateReady streamState = iota
+	statePlaying
+	statePaused
+	stateEnded
+)
+
+// Stream is one viewer's playback. Its methods are safe for concurrent use.
+type Stream struct {
+	e   *Engine
+	sh  *shard
+	cfg StreamConfig
+
+	mu          sync.Mutex
+	state       streamState
+	pos         int64 // next byte to send
+	seq         uint16
+	queued      bool   // in its shard's lists
+	parked      bool   // waiting for the fill
+	gen         uint64 // bumped by Play; stale wake-ups are ignored
+	anchored    bool
+	anchorWall  int64 // engine ns at which anchorClock was due
+	anchorClock int64 // 27 MHz
+	clock0      int64 // stream clock at offset 0, 27 MHz
+	haveClock0  bool
+	nextSR      int64
+	packets     uint32
+	octets      uint32
+
+	bytes atomic.Int64
+}
+
+// NewStream returns a stream in the ready state; Play starts it. Errors:
+// the engine is not running, or cfg is incomplete for its Mode.
+func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
+	if !e.started {
+		return nil, ErrNotStarted
+	}
+	if cfg.Source == nil {
+		return nil, errors.New("deliver: stream without source")
+	}
+	switch cfg.Mode {
+	case RTPUDP, RawUDP:
+		if cfg.Dest == nil || e.UDP == nil {
+			return nil, errors.New("deliver: UDP stream without destination or UDP ports")
+		}
+	case RTPTCP:
+		if cfg.Conn == nil || cfg.Channel == 255 {
+			return nil, errors.New("deliver: TCP stream without connection")
+		}
+	default:
+		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
+	}
+	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
+	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq}, nil
+}
+
+func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {
+	c := clockOf{idx: idx}
+	if complete {
+		c.bitrate = s.cfg.Bitrate
+	}
+	return c
+}
+
+// Play starts or resumes the stream. npt < 0 resumes at the current
+// position; npt >= 0 seeks to the keyframe at or before npt seconds (into a
+// part still filling: the offset the bitrate gives). Errors: ErrRange when
+// npt is at or past the end of a complete title, ErrEnded, or the fill's
+// error.
+func (s *Stream) Play(npt float64) (PlayInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateEnded {
+		return PlayInfo{}, ErrEnded
+	}
+	idx, complete, err := s.cfg.Source.State()
+	if err != nil {
+		return PlayInfo{}, err
+	}
+	ck := s.clock(idx, complete)
+	if npt >= 0 {
+		off, err := s.seekOffset(idx, complete, ck, npt)
+		if err != nil {
+			return PlayInfo{}, err
+		}
+		s.pos = off
+	}
+	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
+	if ck.ok() {
+		s.setClock0(ck)
+		info.RTPTime = s.rtpTime(ck, s.pos)
+		info.NPT = ck.seconds(s.pos)
+	}
+	s.state = statePlaying
+	s.anchored = false
+	s.parked = false
+	s.gen++
+	if s.nextSR == 0 {
+		s.nextSR = s.e.now() + int64(s.e.SRInterval)/5
+	}
+	if !s.queued {
+		s.queued = true
+		s.sh.add(s)
+	}
+	return info, nil
+}
+
+func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (int64, error) {
+	if npt == 0 {
+		return 0, nil
+	}
+	if complete && ck.ok() && npt >= ck.seconds(idx.Size) {
+		return 0, ErrRange
+	}
+	if complete || (ck.ok() && npt < ck.seconds(idx.Size)) {
+		if k := idx.KeyframeAt(npt); k >= 0 {
+			return idx.Keyframes[k].Offset, nil
+		}
+		if ck.ok() {
+			off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
+			return max(off-off%TSPacketSize, 0), nil
+		}
+		return 0, nil
+	}
+	if s.cfg.Bitrate <= 0 {
+		return 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
+	}
+	off := int64(npt * float64(s.cfg.Bitrate) / 8)
+	return off - off%TSPacketSize, nil
+}
+
+// Pause stops sending and returns the position, seconds; Play(-1) resumes
+// there.
+func (s *Stream) Pause() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == statePlaying {
+		s.state = statePaused
+	}
+	return s.positionLocked()
+}
+
+// Position returns the play position, seconds.
+func (s *Stream) Position() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.positionLocked()
+}
+
+func (s *Stream) positionLocked() float64 {
+	idx, complete, _ := s.cfg.Source.State()
+	ck := s.clock(idx, complete)
+	if !ck.ok() {
+		return 0
+	}
+	return ck.seconds(s.pos)
+}
+
+// Playing reports whether the stream is playing (not ready, paused or ended).
+func (s *Stream) Playing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == statePlaying
+}
+
+// Close stops the stream for good without calling OnEnd.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state = stateEnded
+}
+
+// BytesSent returns the bytes sent for this stream (headers included).
+func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
+
+func (s *Stream) finish(reason EndReason, err error) {
+	s.state = stateEnded
+	s.queued = false
+	if s.cfg.OnEnd != nil {
+		go s.cfg.OnEnd(reason, err)
+	}
+}
+
+func (s *Stream) setClock0(ck clockOf) {
+	if !s.haveClock0 {
+		s.clock0, s.haveClock0 = ck.at(0), true
+	}
+}
+
+// rtpTime returns the RTP timestamp (90 kHz) of offset off.
+func (s *Stream) rtpTime(ck clockOf, off int64) uint32 {
+	return s.cfg.TSBase + uint32((ck.at(off)-s.clock0)/300)
+}
+
+// header writes the RTP header of the packet with sequence number seq
+// starting at offset off into h (12 bytes).
+func (s *Stream) header(h []byte, ck clockOf, seq uint16, off int64) {
+	rh := rtp.Header{Version: 2, PayloadType: PayloadType, SequenceNumber: seq,
+		Timestamp: s.rtpTime(ck, off), SSRC: s.cfg.SSRC}
+	rh.MarshalTo(h)
+}

@@ -1,0 +1,103 @@
+package deliver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// UDPServer is a node's pair of UDP ports for RTP (even) and RTCP (the next
+// odd port), shared by every UDP stream: media leaves from the RTP port in
+// sendmmsg batches, sender reports and BYE from the RTCP port.
+type UDPServer struct {
+	RTP, RTCP *net.UDPConn
+	batch     interface {
+		WriteBatch(ms []ipv4.Message, flags int) (int, error)
+	}
+}
+
+// sendBufferBytes is the socket send buffer asked for the RTP port.
+const sendBufferBytes = 8 << 20
+
+// ListenUDP opens the RTP/RTCP port pair on host: rtpPort and rtpPort+1,
+// or, when rtpPort is 0, the first free even/odd pair the system gives.
+// Errors: rtpPort is odd, or the ports cannot be bound.
+func ListenUDP(host string, rtpPort int) (*UDPServer, error) {
+	if rtpPort%2 != 0 {
+		return nil, fmt.Errorf("deliver: RTP port %d is odd", rtpPort)
+	}
+	if rtpPort != 0 {
+		return listenPair(host, rtpPort)
+	}
+	var last error
+	for range 64 {
+		c, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
+		}
+		p := c.LocalAddr().(*net.UDPAddr).Port
+		c.Close()
+		if p%2 != 0 {
+			p--
+		}
+		u, err := listenPair(host, p)
+		if err == nil {
+			return u, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("deliver: no free RTP/RTCP port pair: %w", last)
+}
+
+func listenPair(host string, port int) (*UDPServer, error) {
+	a, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, err
+	}
+	b, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port+1)))
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	u := &UDPServer{RTP: a.(*net.UDPConn), RTCP: b.(*net.UDPConn)}
+	u.RTP.SetWriteBuffer(sendBufferBytes)
+	if ip := u.RTP.LocalAddr().(*net.UDPAddr).IP; ip.To4() != nil {
+		u.batch = ipv4.NewPacketConn(u.RTP)
+	} else {
+		u.batch = ipv6.NewPacketConn(u.RTP)
+	}
+	return u, nil
+}
+
+// Ports returns the RTP and RTCP port numbers.
+func (u *UDPServer) Ports() (rtp, rtcp int) {
+	return u.RTP.LocalAddr().(*net.UDPAddr).Port, u.RTCP.LocalAddr().(*net.UDPAddr).Port
+}
+
+// Close closes both ports.
+func (u *UDPServer) Close() error {
+	return errors.Join(u.RTP.Close(), u.RTCP.Close())
+}
+
+// writeBatch sends ms, skipping a message the kernel refuses; it returns
+// the first error seen.
+func (u *UDPServer) writeBatch(ms []ipv4.Message) error {
+	var first error
+	for len(ms) > 0 {
+		n, err := u.batch.WriteBatch(ms, 0)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			if n <= 0 {
+				n = 1 // drop the message that failed
+			}
+		}
+		ms = ms[n:]
+	}
+	return first
+}

@@ -1,0 +1,11 @@
+// Package store owns the titles on a VOD node's disk: the MPEG-TS files in
+// <DataDir>/titles/<id>.ts with their indexes (tsindex, persisted beside the
+// file as <id>.idx), the fills that copy a missing title from the origin
+// (CDP) into <id>.ts.part while it is already being read, and the eviction
+// that makes room for a fill with an smm.Evictor.
+//
+// Readers hold a Title between Acquire and Release; a held or filling title
+// is never evicted. Exactly one fill runs per title however many readers
+// wait for it, and readers that catch up with a fill are woken by the fill's
+// progress (Title.Notify), not by polling.
+package store

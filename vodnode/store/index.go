@@ -1,0 +1,53 @@
+package store
+
+import (
+	"encoding/gob"
+	"os"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// indexFile is what <id>.idx holds: the index of <id>.ts and the file size
+// and modification time it was built from.
+type indexFile struct {
+	Size    int64
+	ModUnix int64 // nanoseconds
+	Index   tsindex.Index
+}
+
+// loadIndex returns the persisted index at path when it was built from a
+// file of st's size and modification time.
+func loadIndex(path string, st os.FileInfo) (*tsindex.Index, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var x indexFile
+	if err := gob.NewDecoder(f).Decode(&x); err != nil {
+		return nil, false
+	}
+	if x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
+		return nil, false
+	}
+	return &x.Index, true
+}
+
+// saveIndex persists idx for the file described by st (written to a
+// temporary file, then renamed).
+func saveIndex(path string, st os.FileInfo, idx *tsindex.Index) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}

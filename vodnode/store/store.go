@@ -1,0 +1,414 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vodcluster/cdp/tsindex"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// Errors returned by the Store (wrapped; test with errors.Is).
+var (
+	ErrUnknownTitle = errors.New("store: unknown title")            // neither stored nor in the origin's catalog
+	ErrNoSpace      = errors.New("store: not enough disk space")    // eviction cannot free enough bytes
+	ErrInUse        = errors.New("store: title in use")             // playing or filling: not evicted
+	ErrOrigin       = errors.New("store: origin unavailable")       // the origin could not be asked
+	ErrBadID        = errors.New("store: invalid title id")         // not [A-Za-z0-9._-]{1,128}
+	errClosedStore  = errors.New("store: closed")
+)
+
+var idRe = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+
+// ValidID reports whether id is a well-formed title id:
+// [A-Za-z0-9._-]{1,128} not starting with a dot.
+func ValidID(id string) bool { return idRe.MatchString(id) }
+
+// Config configures a Store.
+type Config struct {
+	Dir       string              // directory of the title files, created if missing
+	DiskBytes int64               // bytes the titles may take; 0 = unlimited
+	Evictor   smm.Evictor         // chooses what to evict before a fill; nil = LRU
+	Origin    pb.OriginClient     // where missing titles are filled from; nil = none
+	Logger    *slog.Logger        // nil = slog.Default()
+	Now       func() time.Time    // clock for last-access times; nil = time.Now
+	Retry     time.Duration       // first backoff between fill attempts; 0 = 200 ms
+	Attempts  int                 // fill attempts (resuming at the offset reached); 0 = 3
+}
+
+// Store is the set of titles on one node's disk. Safe for concurrent use.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+	cat *catalog
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	fills  sync.WaitGroup
+
+	mu          sync.Mutex
+	titles      map[string]*Title
+	used        int64 // bytes of stored titles plus the full size of filling ones
+	closed      bool
+	fillsByID   map[string]int
+	originBytes atomic.Int64
+}
+
+// Open scans cfg.Dir (removing leftover .part files of interrupted fills),
+// indexes every <id>.ts (reusing a persisted <id>.idx when it matches the
+// file) and returns the Store. Errors: the directory cannot be created or
+// read, or a stored file is not MPEG-TS.
+func Open(cfg Config) (*Store, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Evictor == nil {
+		cfg.Evictor = smm.LRU{}
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 200 * time.Millisecond
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 3
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		cat:       &catalog{origin: cfg.Origin, titles: map[string]Meta{}},
+		titles:    map[string]*Title{},
+		fillsByID: map[string]int{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.scan(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if cfg.DiskBytes > 0 && s.used > cfg.DiskBytes {
+		s.log.Warn("stored titles exceed the disk quota", "used_bytes", s.used, "disk_bytes", cfg.DiskBytes)
+	}
+	return s, nil
+}
+
+func (s *Store) path(id, ext string) string { return filepath.Join(s.cfg.Dir, id+ext) }
+
+func (s *Store) scan() error {
+	ents, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".ts.part"):
+			os.Remove(filepath.Join(s.cfg.Dir, name))
+		case strings.HasSuffix(name, ".ts") && !e.IsDir():
+			id := strings.TrimSuffix(name, ".ts")
+			if !ValidID(id) {
+				s.log.Warn("ignoring title file with an invalid id", "file", name)
+				continue
+			}
+			if err := s.load(id); err != nil {
+				return err
+			}
+			seen[id] = true
+		}
+	}
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), ".idx"); ok && !seen[id] {
+			os.Remove(filepath.Join(s.cfg.Dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// load opens and indexes one complete title.
+func (s *Store) load(id string) error {
+	f, err := os.Open(s.path(id, ".ts"))
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("store: %w", err)
+	}
+	idx, ok := loadIndex(s.path(id, ".idx"), st)
+	if !ok {
+		idx, err = tsindex.BuildFrom(f)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("store: title %s: %w", id, err)
+		}
+		if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
+			s.log.Warn("cannot persist index", "title", id, "err", err)
+		}
+	}
+	t := &Title{
+		meta:       Meta{ID: id, Size: idx.Size, Bitrate: idx.Bitrate(), Duration: idx.Duration()},
+		file:       f,
+		lastAccess: st.ModTime(),
+	}
+	t.view.Store(&View{Index: *idx, Complete: true})
+	s.titles[id] = t
+	s.used += t.meta.Size
+	return nil
+}
+
+// Lookup returns the metadata of title id: from the stored (or filling)
+// copy, else from the origin's catalog (refreshed on a miss). Errors wrap
+// ErrBadID, ErrUnknownTitle or ErrOrigin.
+func (s *Store) Lookup(ctx context.Context, id string) (Meta, error) {
+	if !ValidID(id) {
+		return Meta{}, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	s.mu.Lock()
+	t, ok := s.titles[id]
+	s.mu.Unlock()
+	if ok {
+		m := t.meta
+		if cm, ok := s.cat.cached(id); ok && m.Duration == 0 {
+			m.Duration = cm.Duration
+		}
+		return m, nil
+	}
+	return s.cat.lookup(ctx, id, s.cfg.Now())
+}
+
+// Acquire returns title id held for reading (Release it when done),
+// starting its fill from the origin when it is not on disk. Before a fill it
+// evicts, with the configured Evictor, titles neither held nor filling when
+// the quota would be exceeded. Errors wrap ErrBadID, ErrUnknownTitle,
+// ErrOrigin or ErrNoSpace.
+func (s *Store) Acquire(ctx context.Context, id string) (*Title, error) {
+	return s.get(ctx, id, false)
+}
+
+// Prefetch starts filling title id with no reader (a fill ordered ahead of
+// demand). A title already stored or filling is left alone. Errors as for
+// Acquire.
+func (s *Store) Prefetch(ctx context.Context, id string) error {
+	_, err := s.get(ctx, id, true)
+	return err
+}
+
+func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	if t := s.hold(id, prefetch); t != nil {
+		return t, nil
+	}
+	meta, err := s.cat.lookup(ctx, id, s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosedStore
+	}
+	if t, ok := s.titles[id]; ok {
+		if !prefetch {
+			t.refs++
+			t.lastAccess = s.cfg.Now()
+		}
+		return t, nil
+	}
+	t, err := s.startFillLocked(meta, prefetch)
+	if err != nil {
+		return nil, err
+	}
+	if !prefetch {
+		t.refs++
+	}
+	return t, nil
+}
+
+// hold returns the stored or filling title id with one more reference
+// (none for a prefetch), or nil when it is not on the node.
+func (s *Store) hold(id string, prefetch bool) *Title {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.titles[id]
+	if !ok {
+		return nil
+	}
+	if !prefetch {
+		t.refs++
+		t.lastAccess = s.cfg.Now()
+	}
+	return t
+}
+
+// Release gives back a title obtained from Acquire.
+func (s *Store) Release(t *Title) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.refs--
+	if t.refs == 0 && t.removed && t.file != nil {
+		t.file.Close()
+	}
+}
+
+// makeRoomLocked evicts titles so that need more bytes fit in the quota.
+func (s *Store) makeRoomLocked(need int64) error {
+	if s.cfg.DiskBytes <= 0 {
+		return nil
+	}
+	if need > s.cfg.DiskBytes {
+		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
+	}
+	over := s.used + need - s.cfg.DiskBytes
+	if over <= 0 {
+		return nil
+	}
+	items := make([]smm.Item, 0, len(s.titles))
+	for _, t := range s.titles {
+		items = append(items, smm.Item{
+			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling, LastAccess: t.lastAccess,
+		})
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
+	victims, ok := s.cfg.Evictor.Victims(items, over, s.cfg.Now())
+	if !ok {
+		return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
+	}
+	for _, id := range victims {
+		s.log.Info("evicting title to make room", "title", id, "policy", s.cfg.Evictor.Name())
+		s.removeLocked(s.titles[id])
+	}
+	return nil
+}
+
+// Evict removes title id from the disk. Errors wrap ErrUnknownTitle (not
+// stored) or ErrInUse (held by a reader or filling).
+func (s *Store) Evict(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.titles[id]
+	if !ok {
+		return fmt.Errorf("%w: %q not stored", ErrUnknownTitle, id)
+	}
+	if t.refs > 0 || t.filling {
+		return fmt.Errorf("%w: %q", ErrInUse, id)
+	}
+	s.removeLocked(t)
+	return nil
+}
+
+func (s *Store) removeLocked(t *Title) {
+	if t == nil || t.removed {
+		return
+	}
+	delete(s.titles, t.meta.ID)
+	s.used -= t.meta.Size
+	t.removed = true
+	if t.refs == 0 && t.file != nil {
+		t.file.Close()
+	}
+	if !t.filling {
+		os.Remove(s.path(t.meta.ID, ".ts"))
+		os.Remove(s.path(t.meta.ID, ".idx"))
+	}
+}
+
+// Status is one title on the node as the manager's load report shows it.
+type Status struct {
+	ID         string
+	Size       int64 // bytes of the whole title
+	Stored     int64 // bytes on disk now
+	Filling    bool
+	Prefetch   bool // the fill was ordered ahead of demand
+	Readers    int  // Acquire holds (sessions)
+	LastAccess time.Time
+}
+
+// Titles returns the stored and filling titles, sorted by id.
+func (s *Store) Titles() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Status, 0, len(s.titles))
+	for _, t := range s.titles {
+		out = append(out, Status{
+			ID: t.meta.ID, Size: t.meta.Size, Stored: t.View().Index.Size, Filling: t.filling,
+			Prefetch: t.prefetch, Readers: t.refs, LastAccess: t.lastAccess,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Usage returns the bytes taken by stored titles (filling ones at their
+// full size) and the quota (0 = unlimited).
+func (s *Store) Usage() (used, quota int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used, s.cfg.DiskBytes
+}
+
+// Fills returns how many fills were started per title since Open.
+func (s *Store) Fills() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.fillsByID))
+	for k, v := range s.fillsByID {
+		out[k] = v
+	}
+	return out
+}
+
+// ActiveFills returns the number of fills in progress.
+func (s *Store) ActiveFills() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.titles {
+		if t.filling {
+			n++
+		}
+	}
+	return n
+}
+
+// OriginBytes returns the bytes received from the origin since Open.
+func (s *Store) OriginBytes() int64 { return s.originBytes.Load() }
+
+// Close stops the fills in progress (their .part files are removed), waits
+// for them and closes the title files.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.fills.Wait()
+	s.closeFiles()
+	return nil
+}
+
+func (s *Store) closeFiles() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.titles {
+		if t.file != nil {
+			t.file.Close()
+		}
+	}
+}
