@@ -21,11 +21,11 @@ import (
 
 // Errors returned by the Store (wrapped; test with errors.Is).
 var (
-	ErrUnknownTitle = errors.New("store: unknown title")            // neither stored nor in the origin's catalog
-	ErrNoSpace      = errors.New("store: not enough disk space")    // eviction cannot free enough bytes
-	ErrInUse        = errors.New("store: title in use")             // playing or filling: not evicted
-	ErrOrigin       = errors.New("store: origin unavailable")       // the origin could not be asked
-	ErrBadID        = errors.New("store: invalid title id")         // not [A-Za-z0-9._-]{1,128}
+	ErrUnknownTitle = errors.New("store: unknown title")         // neither stored nor in the origin's catalog
+	ErrNoSpace      = errors.New("store: not enough disk space") // eviction cannot free enough bytes
+	ErrInUse        = errors.New("store: title in use")          // playing or filling: not evicted
+	ErrOrigin       = errors.New("store: origin unavailable")    // the origin could not be asked
+	ErrBadID        = errors.New("store: invalid title id")      // not [A-Za-z0-9._-]{1,128}
 	errClosedStore  = errors.New("store: closed")
 )
 
@@ -37,14 +37,14 @@ func ValidID(id string) bool { return idRe.MatchString(id) }
 
 // Config configures a Store.
 type Config struct {
-	Dir       string              // directory of the title files, created if missing
-	DiskBytes int64               // bytes the titles may take; 0 = unlimited
-	Evictor   smm.Evictor         // chooses what to evict before a fill; nil = LRU
-	Origin    pb.OriginClient     // where missing titles are filled from; nil = none
-	Logger    *slog.Logger        // nil = slog.Default()
-	Now       func() time.Time    // clock for last-access times; nil = time.Now
-	Retry     time.Duration       // first backoff between fill attempts; 0 = 200 ms
-	Attempts  int                 // fill attempts (resuming at the offset reached); 0 = 3
+	Dir       string           // directory of the title files, created if missing
+	DiskBytes int64            // bytes the titles may take; 0 = unlimited
+	Evictor   smm.Evictor      // chooses what to evict before a fill; nil = LRU
+	Origin    pb.OriginClient  // where missing titles are filled from; nil = none
+	Logger    *slog.Logger     // nil = slog.Default()
+	Now       func() time.Time // clock for last-access times; nil = time.Now
+	Retry     time.Duration    // first backoff between fill attempts; 0 = 200 ms
+	Attempts  int              // fill attempts (resuming at the offset reached); 0 = 3
 }
 
 // Store is the set of titles on one node's disk. Safe for concurrent use.
