@@ -1,0 +1,380 @@
+package acm
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/conn"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/auth"
+	"vodcluster/acm/boss"
+	"vodcluster/lsm"
+	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+var testSecret = []byte("test-cluster-secret-0123456789")
+
+// testUsers: demo/demo entitled to everything, kid/kid to "kids" only.
+var testUsers = sync.OnceValue(func() []boss.User {
+	demo, err1 := boss.NewUser("demo", "demo", DefaultRealm, []string{boss.AllPackages})
+	kid, err2 := boss.NewUser("kid", "kid", DefaultRealm, []string{"kids"})
+	if err := errors.Join(err1, err2); err != nil {
+		panic(err)
+	}
+	return []boss.User{demo, kid}
+})
+
+// Catalog of the fake origin: 600 kbit/s titles, one in package "adult".
+var testTitles = []*pb.Title{
+	{Id: "t1", Name: "One", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "kids"},
+	{Id: "t2", Name: "Two", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "kids"},
+	{Id: "t3", Name: "Three", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "kids"},
+	{Id: "adult-1", Name: "Late", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "adult"},
+}
+
+const titleBps = 600_000
+
+// fakeOrigin is an in-test CDP Origin: ListTitles only.
+type fakeOrigin struct {
+	pb.UnimplementedOriginServer
+	mu     sync.Mutex
+	titles []*pb.Title
+	srv    *grpc.Server
+	addr   string
+}
+
+func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return &pb.ListTitlesResponse{Titles: o.titles}, nil
+}
+
+// startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port).
+func startOrigin(t *testing.T, addr string, titles []*pb.Title) *fakeOrigin {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String()}
+	pb.RegisterOriginServer(o.srv, o)
+	go o.srv.Serve(ln)
+	t.Cleanup(o.srv.Stop)
+	return o
+}
+
+type env struct {
+	t      *testing.T
+	m      *Manager
+	origin *fakeOrigin
+	admin  pb.AdminClient
+	nc     pb.NodeControlClient
+	signer *token.Signer
+	dir    string
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newManager returns a started manager on loopback with a fake origin;
+// configure tweaks it before Start.
+func newManager(t *testing.T, dir string, configure func(*Manager)) *env {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	o := startOrigin(t, "127.0.0.1:0", testTitles)
+	users, err := boss.NewFile(DefaultRealm, testUsers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := lsm.DefaultConfig()
+	cfg.HeartbeatInterval = 200 * time.Millisecond
+	cfg.SlowStart = 0
+	m := &Manager{
+		RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+		DataDir: dir, OriginAddr: o.addr, Secret: testSecret, BOSS: users,
+		QueueDeadline: 400 * time.Millisecond, Scheduler: cfg, Logger: testLogger(t),
+	}
+	if configure != nil {
+		configure(m)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	cc, err := grpc.NewClient(m.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	s, _ := token.NewSigner(testSecret)
+	return &env{t: t, m: m, origin: o, admin: pb.NewAdminClient(cc), nc: pb.NewNodeControlClient(cc), signer: s, dir: dir}
+}
+
+// fakeNode is a VOD node as the manager sees it: a gRPC client that
+// registers, heartbeats every 50 ms and collects commands.
+type fakeNode struct {
+	t    *testing.T
+	id   string
+	nc   pb.NodeControlClient
+	cmds chan *pb.NodeCommand
+
+	mu       sync.Mutex
+	titles   []*pb.StoredTitle
+	sessions []string
+	diskFree int64
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type nodeOpts struct {
+	egress   int64 // bit/s
+	rtsp     string
+	http     string
+	titles   []*pb.StoredTitle
+	diskFree int64
+}
+
+func (e *env) startNode(id string, o nodeOpts) *fakeNode {
+	e.t.Helper()
+	if o.egress == 0 {
+		o.egress = 10 * titleBps
+	}
+	if o.rtsp == "" {
+		o.rtsp = "127.0.0.1:1"
+	}
+	if o.http == "" {
+		o.http = "127.0.0.1:2"
+	}
+	if o.diskFree == 0 {
+		o.diskFree = 1 << 40
+	}
+	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree}
+	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
+		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles,
+		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: 1 << 40},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n.heartbeat()
+	e.t.Cleanup(n.stop)
+	return n
+}
+
+func (n *fakeNode) report() *pb.LoadReport {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: n.titles,
+		SessionIds: append([]string(nil), n.sessions...), DiskFreeBytes: n.diskFree}
+}
+
+// heartbeat opens the stream; the first report is sent before it returns.
+func (n *fakeNode) heartbeat() {
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := n.nc.Heartbeat(ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := st.Send(n.report()); err != nil {
+		n.t.Fatal(err)
+	}
+	n.cancel, n.done = cancel, make(chan struct{})
+	go func() {
+		for {
+			c, err := st.Recv()
+			if err != nil {
+				return
+			}
+			n.cmds <- c
+		}
+	}()
+	go func() {
+		defer close(n.done)
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				if st.Send(n.report()) != nil {
+					return
+				}
+			}
+		}
+	}()
+}
+
+// stop breaks the heartbeat stream (the node died or lost the network).
+func (n *fakeNode) stop() {
+	if n.cancel != nil {
+		n.cancel()
+		<-n.done
+		n.cancel = nil
+	}
+}
+
+func (n *fakeNode) setSessions(ids ...string) {
+	n.mu.Lock()
+	n.sessions = ids
+	n.mu.Unlock()
+}
+
+func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
+	_, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: kind, Reason: "test"})
+	return err
+}
+
+// waitFor polls cond every 10 ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) nodeInfo(id string) *pb.NodeInfo {
+	e.t.Helper()
+	r, err := e.admin.ListNodes(context.Background(), &pb.ListNodesRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range r.Nodes {
+		if n.NodeId == id {
+			return n
+		}
+	}
+	e.t.Fatalf("node %s not listed", id)
+	return nil
+}
+
+func (e *env) reserved(id string) int64 { return e.nodeInfo(id).ReservedBps }
+
+func (e *env) sessions() []*pb.SessionInfo {
+	e.t.Helper()
+	r, err := e.admin.ListSessions(context.Background(), &pb.ListSessionsRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.Sessions
+}
+
+func (e *env) queued() int {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	return e.m.sched.Queued()
+}
+
+// rtspClient is a raw RTSP client for exact status checks.
+type rtspClient struct {
+	t    *testing.T
+	nc   net.Conn
+	c    *conn.Conn
+	cseq int
+	addr string
+}
+
+func (e *env) dialRTSP() *rtspClient {
+	e.t.Helper()
+	nc, err := net.Dial("tcp", e.m.RTSPAddr())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { nc.Close() })
+	return &rtspClient{t: e.t, nc: nc, c: conn.NewConn(nc), addr: e.m.RTSPAddr()}
+}
+
+func (c *rtspClient) url(path string) string { return "rtsp://" + c.addr + path }
+
+// do sends method for path with extra headers and reads the response.
+func (c *rtspClient) do(method base.Method, path string, h base.Header) (*base.Response, error) {
+	u, err := base.ParseURL(c.url(path))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.cseq++
+	if h == nil {
+		h = base.Header{}
+	}
+	h["CSeq"] = base.HeaderValue{fmt.Sprint(c.cseq)}
+	if err := c.c.WriteRequest(&base.Request{Method: method, URL: u, Header: h}); err != nil {
+		return nil, err
+	}
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return c.c.ReadResponse()
+}
+
+func (c *rtspClient) mustDo(method base.Method, path string, h base.Header) *base.Response {
+	c.t.Helper()
+	res, err := c.do(method, path, h)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if got := res.Header["CSeq"]; len(got) != 1 || got[0] != fmt.Sprint(c.cseq) {
+		c.t.Fatalf("CSeq %v, sent %d", got, c.cseq)
+	}
+	return res
+}
+
+func basicHeader(user, pass string) base.Header {
+	return base.Header{"Authorization": base.HeaderValue{"Basic " + b64(user+":"+pass)}}
+}
+
+// describe sends an authenticated DESCRIBE (Basic) on a new connection.
+func (e *env) describe(user, pass, title string) *base.Response {
+	e.t.Helper()
+	return e.dialRTSP().mustDo(base.Describe, "/vod/"+title, basicHeader(user, pass))
+}
+
+// tokenOf extracts and verifies the token of a front door Location.
+func (e *env) tokenOf(loc, scheme, nodeAddr, title, suffix string) *token.Claims {
+	e.t.Helper()
+	prefix := scheme + "://" + nodeAddr + "/s/"
+	rest, ok := strings.CutPrefix(loc, prefix)
+	if !ok {
+		e.t.Fatalf("Location %q does not start with %q", loc, prefix)
+	}
+	tok, path, ok := strings.Cut(rest, "/")
+	if !ok || "/"+path != "/vod/"+title+suffix {
+		e.t.Fatalf("Location %q: path after token %q, want /vod/%s%s", loc, path, title, suffix)
+	}
+	c, err := e.signer.Verify(tok, time.Now(), title, "", "127.0.0.1")
+	if err != nil {
+		e.t.Fatalf("token of %q: %v", loc, err)
+	}
+	return c
+}
+
+func grpcCode(err error) codes.Code { return status.Code(err) }
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// NewNoncesForTest returns a nonce issuer under another secret.
+func NewNoncesForTest(secret []byte) *auth.Nonces { return auth.NewNonces(secret, 0) }

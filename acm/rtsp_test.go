@@ -1,0 +1,277 @@
+package acm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+func TestRTSPDescribeRedirectsWithToken(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusFound || res.StatusMessage != "Moved Temporarily" {
+		t.Fatalf("status %d %s", res.StatusCode, res.StatusMessage)
+	}
+	c := e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "")
+	if c.Node != "n1" || c.User != "demo" || c.Bitrate != titleBps || c.Client != "127.0.0.1" || len(c.Session) != 32 {
+		t.Fatalf("claims %+v", c)
+	}
+	if exp := c.ExpiresAt.Sub(c.IssuedAt.Time); exp != DefaultTokenTTL {
+		t.Fatalf("token lifetime %v", exp)
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d bit/s, want %d", got, titleBps)
+	}
+	ss := e.sessions()
+	if len(ss) != 1 || ss[0].SessionId != c.Session || ss[0].State != store.StateAdmitted || ss[0].NodeId != "n1" ||
+		ss[0].Protocol != store.ProtoRTSP || ss[0].User != "demo" || ss[0].TitleId != "t1" || ss[0].BitrateBps != titleBps ||
+		!strings.HasPrefix(ss[0].ClientAddr, "127.0.0.1:") {
+		t.Fatalf("sessions %+v", ss)
+	}
+	// The session is in the store before the client has its redirect.
+	if s, err := e.m.st.Session(context.Background(), c.Session); err != nil || s.State != store.StateAdmitted {
+		t.Fatalf("stored session %+v %v", s, err)
+	}
+}
+
+func TestRTSPSetupWithoutDescribeKeepsControlPath(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	c := e.dialRTSP()
+	res := c.mustDo(base.Setup, "/vod/t2/trackID=0", basicHeader("demo", "demo"))
+	if res.StatusCode != base.StatusFound {
+		t.Fatalf("SETUP without session: %d", res.StatusCode)
+	}
+	e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "/trackID=0")
+	res = c.mustDo(base.Play, "/vod/t3", basicHeader("demo", "demo"))
+	if res.StatusCode != base.StatusFound {
+		t.Fatalf("PLAY without session: %d", res.StatusCode)
+	}
+	h := basicHeader("demo", "demo")
+	h["Session"] = base.HeaderValue{"12345678"}
+	if res := c.mustDo(base.Play, "/vod/t3", h); res.StatusCode != base.StatusSessionNotFound {
+		t.Fatalf("PLAY with a node's session: %d", res.StatusCode)
+	}
+}
+
+func TestRTSPStatuses(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	c := e.dialRTSP()
+	res := c.mustDo(base.Options, "/vod/t1", nil)
+	if res.StatusCode != base.StatusOK || !strings.Contains(res.Header["Public"][0], "DESCRIBE") {
+		t.Fatalf("OPTIONS: %d %v", res.StatusCode, res.Header)
+	}
+	for _, tc := range []struct {
+		name   string
+		method base.Method
+		path   string
+		h      base.Header
+		want   base.StatusCode
+	}{
+		{"no credentials", base.Describe, "/vod/t1", nil, base.StatusUnauthorized},
+		{"wrong basic password", base.Describe, "/vod/t1", basicHeader("demo", "wrong"), base.StatusUnauthorized},
+		{"unknown user", base.Describe, "/vod/t1", basicHeader("ghost", "demo"), base.StatusUnauthorized},
+		{"garbage authorization", base.Describe, "/vod/t1", base.Header{"Authorization": {"Negotiate abc"}}, base.StatusUnauthorized},
+		{"unknown title", base.Describe, "/vod/nope", basicHeader("demo", "demo"), base.StatusNotFound},
+		{"not under /vod", base.Describe, "/live/t1", basicHeader("demo", "demo"), base.StatusNotFound},
+		{"bad title id", base.Describe, "/vod/a%20b", basicHeader("demo", "demo"), base.StatusNotFound},
+		{"outside packages", base.Describe, "/vod/adult-1", basicHeader("kid", "kid"), base.StatusForbidden},
+		{"keepalive", base.GetParameter, "/vod/t1", nil, base.StatusOK},
+		{"teardown of a node's session", base.Teardown, "/vod/t1", base.Header{"Session": {"abc"}}, base.StatusSessionNotFound},
+		{"pause without session", base.Pause, "/vod/t1", nil, base.StatusMethodNotValidInThisState},
+		{"announce", base.Announce, "/vod/t1", nil, base.StatusMethodNotAllowed},
+		{"unknown method", base.Method("FLY"), "/vod/t1", nil, base.StatusNotImplemented},
+	} {
+		res := c.mustDo(tc.method, tc.path, tc.h)
+		if res.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, res.StatusCode, tc.want)
+		}
+		if tc.want == base.StatusUnauthorized {
+			wa := res.Header["WWW-Authenticate"]
+			if len(wa) != 2 || !strings.HasPrefix(wa[0], `Digest realm="vodcluster", nonce="`) || wa[1] != `Basic realm="vodcluster"` {
+				t.Errorf("%s: WWW-Authenticate %q", tc.name, wa)
+			}
+		}
+	}
+	if got := e.reserved("n1"); got != 0 {
+		t.Fatalf("refusals left %d bit/s reserved", got)
+	}
+	if len(e.sessions()) != 0 {
+		t.Fatal("refusals left sessions")
+	}
+	// A request without CSeq is a 400 and the connection stays usable
+	// for nothing else: the server closes it.
+	u, _ := base.ParseURL(c.url("/vod/t1"))
+	c.c.WriteRequest(&base.Request{Method: base.Options, URL: u, Header: base.Header{}})
+	if res, err := c.c.ReadResponse(); err != nil || res.StatusCode != base.StatusBadRequest {
+		t.Fatalf("no CSeq: %v %v", res, err)
+	}
+}
+
+func TestRTSPMalformedRequestGets400(t *testing.T) {
+	e := newManager(t, "", nil)
+	c := e.dialRTSP()
+	c.nc.Write([]byte("DESCRIBE not a url at all RTSP/1.0\r\nCSeq: 1\r\n\r\n"))
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := c.c.ReadResponse()
+	if err != nil || res.StatusCode != base.StatusBadRequest {
+		t.Fatalf("%v %v", res, err)
+	}
+	// The server must still serve others.
+	if res := e.dialRTSP().mustDo(base.Options, "/", nil); res.StatusCode != base.StatusOK {
+		t.Fatalf("after garbage: %d", res.StatusCode)
+	}
+}
+
+// digestHeader builds the Authorization a client computes for a challenge nonce.
+func digestHeader(user, pass, realm, nonce, method, uri, qop string) base.Header {
+	d := &boss.DigestResponse{Username: user, Realm: realm, Nonce: nonce, URI: uri, Method: method, QOP: qop}
+	v := `Digest username="` + user + `", realm="` + realm + `", nonce="` + nonce + `", uri="` + uri + `"`
+	if qop != "" {
+		d.NC, d.CNonce = "00000001", "c0ffee"
+		v += `, qop=auth, nc=00000001, cnonce="c0ffee"`
+	}
+	v += `, response="` + d.Expected(boss.HA1(user, realm, pass)) + `"`
+	return base.Header{"Authorization": base.HeaderValue{v}}
+}
+
+func nonceOf(t *testing.T, res *base.Response) string {
+	t.Helper()
+	wa := res.Header["WWW-Authenticate"]
+	if len(wa) == 0 {
+		t.Fatalf("no challenge in %d", res.StatusCode)
+	}
+	_, rest, _ := strings.Cut(wa[0], `nonce="`)
+	n, _, _ := strings.Cut(rest, `"`)
+	return n
+}
+
+func TestRTSPDigest(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	c := e.dialRTSP()
+	nonce := nonceOf(t, c.mustDo(base.Describe, "/vod/t1", nil))
+	uri := c.url("/vod/t1")
+	for _, qop := range []string{"", "auth"} {
+		if res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", nonce, "DESCRIBE", uri, qop)); res.StatusCode != base.StatusFound {
+			t.Fatalf("digest qop=%q: %d", qop, res.StatusCode)
+		}
+		res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "wrong", "vodcluster", nonce, "DESCRIBE", uri, qop))
+		if res.StatusCode != base.StatusUnauthorized || strings.Contains(res.Header["WWW-Authenticate"][0], "stale") {
+			t.Fatalf("wrong digest qop=%q: %d %v", qop, res.StatusCode, res.Header["WWW-Authenticate"])
+		}
+	}
+	// A response computed for another resource is refused.
+	if res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", nonce, "DESCRIBE", c.url("/vod/t2"), "")); res.StatusCode != base.StatusUnauthorized {
+		t.Fatalf("digest for another uri: %d", res.StatusCode)
+	}
+	// A nonce of another cluster key.
+	other := NewNoncesForTest([]byte("some-other-cluster-secret"))
+	res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", other.Issue(time.Now()), "DESCRIBE", uri, "auth"))
+	if res.StatusCode != base.StatusUnauthorized || strings.Contains(res.Header["WWW-Authenticate"][0], "stale=true") {
+		t.Fatalf("foreign nonce: %d %v", res.StatusCode, res.Header["WWW-Authenticate"])
+	}
+	// An expired nonce of ours: 401 with stale=true, and the fresh nonce works.
+	old := e.m.nonces.Issue(time.Now().Add(-e.m.nonces.TTL() - time.Minute))
+	res = c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", old, "DESCRIBE", uri, "auth"))
+	if res.StatusCode != base.StatusUnauthorized || !strings.Contains(res.Header["WWW-Authenticate"][0], "stale=true") {
+		t.Fatalf("expired nonce: %d %v", res.StatusCode, res.Header["WWW-Authenticate"])
+	}
+	fresh := nonceOf(t, res)
+	if res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", fresh, "DESCRIBE", uri, "auth")); res.StatusCode != base.StatusFound {
+		t.Fatalf("after stale: %d", res.StatusCode)
+	}
+	if got := len(e.sessions()); got != 3 {
+		t.Fatalf("%d sessions, want 3 admitted", got)
+	}
+}
+
+func TestQueueDeadlineThen453(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{egress: titleBps})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("first: %d", res.StatusCode)
+	}
+	start := time.Now()
+	res := e.describe("demo", "demo", "t2")
+	if res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("second: %d", res.StatusCode)
+	}
+	if waited := time.Since(start); waited < e.m.QueueDeadline {
+		t.Fatalf("refused after %v, before the queue deadline %v", waited, e.m.QueueDeadline)
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d", got)
+	}
+	if e.queued() != 0 {
+		t.Fatal("refused request still queued")
+	}
+}
+
+func TestReleaseDuringWaitAdmits(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 10 * time.Second })
+	n := e.startNode("n1", nodeOpts{egress: titleBps, rtsp: "127.0.0.1:7001"})
+	first := e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "")
+	got := make(chan *base.Response, 1)
+	go func() {
+		c := e.dialRTSP()
+		res, err := c.do(base.Describe, "/vod/t2", basicHeader("demo", "demo"))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- res
+	}()
+	waitFor(t, 5*time.Second, "the second request to queue", func() bool { return e.queued() == 1 })
+	// Meanwhile others still get answers at once.
+	if res := e.dialRTSP().mustDo(base.Options, "/", nil); res.StatusCode != base.StatusOK {
+		t.Fatal("OPTIONS blocked behind a waiting request")
+	}
+	if err := n.event(first.Session, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-got:
+		if res == nil || res.StatusCode != base.StatusFound {
+			t.Fatalf("waiting request: %v", res)
+		}
+		e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
+	case <-time.After(5 * time.Second):
+		t.Fatal("release did not admit the waiting request")
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d", got)
+	}
+}
+
+func TestDisconnectLeavesQueue(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 10 * time.Second })
+	n := e.startNode("n1", nodeOpts{egress: titleBps, rtsp: "127.0.0.1:7001"})
+	first := e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "")
+	c := e.dialRTSP()
+	u, _ := base.ParseURL(c.url("/vod/t2"))
+	h := basicHeader("demo", "demo")
+	h["CSeq"] = base.HeaderValue{"1"}
+	if err := c.c.WriteRequest(&base.Request{Method: base.Describe, URL: u, Header: h}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the request to queue", func() bool { return e.queued() == 1 })
+	c.nc.Close()
+	waitFor(t, 5*time.Second, "the request to leave the queue", func() bool { return e.queued() == 0 })
+	// The freed capacity must not go to the departed client.
+	if err := n.event(first.Session, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "reservation released", func() bool { return e.reserved("n1") == 0 })
+	if len(e.sessions()) != 0 {
+		t.Fatalf("sessions %v", e.sessions())
+	}
+}
