@@ -39,6 +39,8 @@ const MaxChunkBytes = 1 << 20
 // chunks paced to TransferRateBps by a token bucket (golang.org/x/time/rate)
 // whose burst is one chunk.
 type Server struct {
+	// UnimplementedOriginServer answers UNIMPLEMENTED to Origin methods
+	// added to the contract later (required by the generated code).
 	vodclusterv1.UnimplementedOriginServer
 
 	// Dir is the title directory, loaded with LoadCatalog at Start.
