@@ -79,8 +79,40 @@ func startOrigin(t *testing.T, addr string, titles []*pb.Title) *fakeOrigin {
 	return o
 }
 
+// recordingBOSS notes how each successful authentication was made:
+// "basic", "digest" or "digest-qop".
+type recordingBOSS struct {
+	boss.BOSS
+	mu      sync.Mutex
+	schemes []string
+}
+
+func (r *recordingBOSS) Authenticate(ctx context.Context, c boss.Credentials) error {
+	err := r.BOSS.Authenticate(ctx, c)
+	if err == nil {
+		s := "basic"
+		if c.Digest != nil {
+			s = "digest"
+			if c.Digest.QOP != "" {
+				s = "digest-qop"
+			}
+		}
+		r.mu.Lock()
+		r.schemes = append(r.schemes, s)
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *recordingBOSS) used() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.schemes...)
+}
+
 type env struct {
 	t      *testing.T
+	users  *recordingBOSS
 	m      *Manager
 	origin *fakeOrigin
 	admin  pb.AdminClient
@@ -104,10 +136,11 @@ func newManager(t *testing.T, dir string, configure func(*Manager)) *env {
 		dir = t.TempDir()
 	}
 	o := startOrigin(t, "127.0.0.1:0", testTitles)
-	users, err := boss.NewFile(DefaultRealm, testUsers())
+	file, err := boss.NewFile(DefaultRealm, testUsers())
 	if err != nil {
 		t.Fatal(err)
 	}
+	users := &recordingBOSS{BOSS: file}
 	cfg := lsm.DefaultConfig()
 	cfg.HeartbeatInterval = 200 * time.Millisecond
 	cfg.SlowStart = 0
@@ -129,7 +162,7 @@ func newManager(t *testing.T, dir string, configure func(*Manager)) *env {
 	}
 	t.Cleanup(func() { cc.Close() })
 	s, _ := token.NewSigner(testSecret)
-	return &env{t: t, m: m, origin: o, admin: pb.NewAdminClient(cc), nc: pb.NewNodeControlClient(cc), signer: s, dir: dir}
+	return &env{t: t, users: users, m: m, origin: o, admin: pb.NewAdminClient(cc), nc: pb.NewNodeControlClient(cc), signer: s, dir: dir}
 }
 
 // fakeNode is a VOD node as the manager sees it: a gRPC client that
