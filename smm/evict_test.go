@@ -11,7 +11,7 @@ import (
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
 func TestEvictorsRegistered(t *testing.T) {
-	want := []string{"gdsf", "lfu", "lru", "w-tinylfu"}
+	want := []string{"gdsf", "gdsf-classic", "lfu", "lru", "w-tinylfu"}
 	if got := Evictors(); !slices.Equal(got, want) {
 		t.Fatalf("Evictors() = %v, want %v", got, want)
 	}
@@ -43,11 +43,11 @@ func TestLFUOrder(t *testing.T) {
 	}
 }
 
-// TestGDSFOrder checks H = L + F*C/S by hand: with SetupBytes 0 every
+// TestGDSFClassicOrder checks H = L + F*C/S by hand: with SetupBytes 0 every
 // title's F*C/S is F, so the least requested goes first; with a setup cost
 // of 100 bytes a small title earns more per request than a large one.
-func TestGDSFOrder(t *testing.T) {
-	g := NewGDSF(0)
+func TestGDSFClassicOrder(t *testing.T) {
+	g := NewGDSFClassic(0)
 	for i, n := range map[string]int{"a": 3, "b": 1, "c": 2} {
 		for range n {
 			g.Record(i, 100, at(0))
@@ -72,7 +72,7 @@ func TestGDSFOrder(t *testing.T) {
 		t.Fatalf("after inflation victims %v, want [a]", v)
 	}
 
-	s := NewGDSF(100)
+	s := NewGDSFClassic(100)
 	s.Record("small", 100, at(0)) // 1*(100+100)/100 = 2
 	s.Record("big", 900, at(0))   // 1*(100+900)/900 = 1.11
 	s.Record("big", 900, at(0))   // 2.22
@@ -83,7 +83,7 @@ func TestGDSFOrder(t *testing.T) {
 }
 
 func TestGDSFCopiesCheapen(t *testing.T) {
-	g := NewGDSF(0)
+	g := NewGDSFClassic(0)
 	for range 3 {
 		g.Record("replicated", 100, at(0))
 	}
@@ -96,9 +96,9 @@ func TestGDSFCopiesCheapen(t *testing.T) {
 	}
 }
 
-// Without Record calls gdsf learns from Item.Hits.
-func TestGDSFWithoutRecorder(t *testing.T) {
-	g := NewGDSF(0)
+// Without Record calls gdsf-classic learns from Item.Hits.
+func TestGDSFClassicWithoutRecorder(t *testing.T) {
+	g := NewGDSFClassic(0)
 	items := []Item{{Title: "a", Bytes: 10, Hits: 5}, {Title: "b", Bytes: 10, Hits: 2}}
 	v, _ := g.Victims(items, 1, at(0))
 	if !slices.Equal(v, []string{"b"}) {
@@ -259,5 +259,47 @@ func TestWTinyLFUContest(t *testing.T) {
 		if v, _ := w.Victims(disk, 100, at(3)); !slices.Equal(v, []string{tc.want}) {
 			t.Fatalf("x requested %d times: victims %v, want [%s]", tc.xHits, v, tc.want)
 		}
+	}
+}
+
+// TestGDSFOrder checks H = F*C/S by hand, the history kept across an
+// eviction, its halving, Copies and the Frequency hook.
+func TestGDSFOrder(t *testing.T) {
+	g := NewGDSF(100)
+	rec := func(title string, n int) {
+		for range n {
+			g.Record(title, 0, at(0))
+		}
+	}
+	rec("small", 1) // 1*(100+100)/100 = 2
+	rec("big", 2)   // 2*(100+900)/900 = 2.22
+	rec("mid", 1)   // 1*(100+300)/300 = 1.33
+	items := []Item{{Title: "small", Bytes: 100}, {Title: "big", Bytes: 900}, {Title: "mid", Bytes: 300}}
+	v, ok := g.Victims(items, 350, at(1))
+	if !ok || !slices.Equal(v, []string{"mid", "small"}) {
+		t.Fatalf("victims %v", v)
+	}
+	// "mid" was evicted but keeps its history: one more request makes it
+	// 2*400/300 = 2.67, above big's 2.22.
+	g.Forget("mid")
+	rec("mid", 1)
+	v, _ = g.Victims([]Item{{Title: "big", Bytes: 900}, {Title: "mid", Bytes: 300}}, 1, at(2))
+	if !slices.Equal(v, []string{"big"}) {
+		t.Fatalf("history lost: victims %v", v)
+	}
+	// 640 more requests (10 per stored title, at least 64 titles) halve
+	// every count once.
+	before := g.hist["mid"]
+	for i := range 640 - g.n {
+		g.Record(fmt.Sprint("x", i), 0, at(3))
+	}
+	if g.hist["mid"] != before/2 {
+		t.Fatalf("count %v after the reset, want %v", g.hist["mid"], before/2)
+	}
+	// A copy elsewhere halves the cost; Frequency overrides the history.
+	g.Frequency = func(title string, _ time.Time) float64 { return map[string]float64{"a": 4, "b": 3}[title] }
+	v, _ = g.Victims([]Item{{Title: "a", Bytes: 900, Copies: 1}, {Title: "b", Bytes: 900}}, 1, at(4))
+	if !slices.Equal(v, []string{"a"}) {
+		t.Fatalf("victims %v, want a (4/2 < 3)", v)
 	}
 }
