@@ -146,12 +146,23 @@ func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {
 	return c
 }
 
-// Play starts or resumes the stream. npt < 0 resumes at the current
-// position; npt >= 0 seeks to the keyframe at or before npt seconds (into a
-// part still filling: the offset the bitrate gives). Errors: ErrRange when
-// npt is at or past the end of a complete title, ErrEnded, or the fill's
-// error.
+// Play starts or resumes the stream: Seek(npt), then Resume.
 func (s *Stream) Play(npt float64) (PlayInfo, error) {
+	info, err := s.Seek(npt)
+	if err != nil {
+		return info, err
+	}
+	s.Resume()
+	return info, nil
+}
+
+// Seek stops sending (a playing stream is paused) and, for npt >= 0, moves
+// to the keyframe at or before npt seconds (into a part still filling: to
+// the offset the bitrate gives); npt < 0 keeps the position. It returns the
+// position and the RTP sequence number and timestamp the stream will go on
+// with. Errors: ErrRange when npt is at or past the end of a complete
+// title, ErrEnded, or the fill's error.
+func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == stateEnded {
@@ -169,11 +180,25 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 		}
 		s.pos = off
 	}
+	if s.state == statePlaying {
+		s.state = statePaused
+	}
 	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
 	if ck.ok() {
 		s.setClock0(ck)
 		info.RTPTime = s.rtpTime(ck, s.pos)
 		info.NPT = ck.seconds(s.pos)
+	}
+	return info, nil
+}
+
+// Resume starts sending from the current position, on the stream's own
+// timeline restarting now.
+func (s *Stream) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateEnded {
+		return
 	}
 	s.state = statePlaying
 	s.anchored = false
@@ -186,7 +211,6 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 		s.queued = true
 		s.sh.add(s)
 	}
-	return info, nil
 }
 
 func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (int64, error) {

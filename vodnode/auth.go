@@ -1,0 +1,94 @@
+package vodnode
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/proto/token"
+)
+
+// requestTarget parses a request URL into its target. A missing token is a
+// 401, an unknown path a 404.
+func requestTarget(u *base.URL) (target, *rtspError) {
+	if u == nil {
+		return target{}, rtspErr(base.StatusNotFound, "%v", errNoPath)
+	}
+	path := u.Path
+	if u.RawPath != "" {
+		path = u.RawPath
+	}
+	tg, err := parseTarget(path, u.RawQuery)
+	switch {
+	case errors.Is(err, errNoToken):
+		return tg, unauthorized(errNoToken.Error())
+	case err != nil:
+		return tg, rtspErr(base.StatusNotFound, "%v", err)
+	}
+	return tg, nil
+}
+
+// verifyStart checks the token of a request that starts a session
+// (DESCRIBE, SETUP without Session): valid signature, unexpired, issued for
+// this title on this node to this client, and not already used here.
+func (n *Node) verifyStart(tg target, client netip.Addr) (*token.Claims, *rtspError) {
+	ip := ""
+	if client.IsValid() {
+		ip = client.String()
+	}
+	c, err := n.signer.Verify(tg.Token, time.Now(), tg.Title, n.ID, ip)
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return nil, unauthorized("admission token expired")
+	case errors.Is(err, token.ErrScope):
+		return nil, unauthorized(err.Error())
+	case err != nil:
+		return nil, unauthorized("invalid admission token")
+	}
+	if n.tokenUsed(c.Session) {
+		return nil, unauthorized("admission token already used (session ended)")
+	}
+	return c, nil
+}
+
+// verifyInSession checks the token of a request inside session s: a valid
+// signature and s's admission session (expiry is not checked: a film
+// outlives its token).
+func (n *Node) verifyInSession(tg target, s *session) *rtspError {
+	c, err := n.signer.Parse(tg.Token)
+	if err != nil {
+		return unauthorized("invalid admission token")
+	}
+	if c.Session != s.sid {
+		return unauthorized("admission token of another session")
+	}
+	if tg.Title != s.title {
+		return rtspErr(base.StatusNotFound, "session %s plays %s, not %s", s.id, s.title, tg.Title)
+	}
+	return nil
+}
+
+// sessionOf returns the session named by the request's Session header,
+// after checking the request's token against it. 454 when the header is
+// missing or names no live session.
+func (c *rtspConn) sessionOf(req *base.Request) (*session, target, *rtspError) {
+	tg, rerr := requestTarget(req.URL)
+	id := sessionHeader(req)
+	if id == "" {
+		return nil, tg, rtspErr(base.StatusSessionNotFound, "missing Session header")
+	}
+	s := c.n.lookupSession(id)
+	if s == nil {
+		return nil, tg, rtspErr(base.StatusSessionNotFound, "session %s not found", id)
+	}
+	if rerr != nil {
+		return nil, tg, rerr
+	}
+	if err := c.n.verifyInSession(tg, s); err != nil {
+		return nil, tg, err
+	}
+	s.touch(time.Now())
+	return s, tg, nil
+}

@@ -1,0 +1,233 @@
+package vodnode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/cdp/tsindex"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/proto/token"
+)
+
+var testSecret = []byte("test-secret-0123456789abcdef")
+
+// fakeOrigin is an in-test Origin: a catalog of sample clips, a setup delay
+// per transfer, an optional rate limit and a fetch counter.
+type fakeOrigin struct {
+	pb.UnimplementedOriginServer
+	titles map[string][]byte
+	delay  time.Duration
+	rate   int64 // bytes/s per transfer; 0 = unlimited
+	fail   atomic.Bool
+
+	mu      sync.Mutex
+	fetches map[string]int
+	lists   int
+	done    map[string]chan struct{} // closed when a transfer of the title completes
+}
+
+func clip(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../cdp/samples/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newFakeOrigin(t testing.TB) *fakeOrigin {
+	o := &fakeOrigin{titles: map[string][]byte{}, fetches: map[string]int{}, done: map[string]chan struct{}{}}
+	a, b, c := clip(t, "clip-a.ts"), clip(t, "clip-b.ts"), clip(t, "clip-c.ts")
+	for i, d := range [][]byte{a, b, c, a, b, c, a, b, c} {
+		o.titles[fmt.Sprintf("sample-%03d", i+1)] = d
+	}
+	return o
+}
+
+func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
+	o.mu.Lock()
+	o.lists++
+	o.mu.Unlock()
+	res := &pb.ListTitlesResponse{}
+	for id, d := range o.titles {
+		x, _ := tsindex.BuildFrom(bytes.NewReader(d))
+		res.Titles = append(res.Titles, &pb.Title{Id: id, Name: id, DurationS: x.Duration(), BitrateBps: int64(float64(len(d)) * 8 / x.Duration()), SizeBytes: int64(len(d))})
+	}
+	return res, nil
+}
+
+func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServer[pb.FetchChunk]) error {
+	d, ok := o.titles[req.GetTitleId()]
+	if !ok {
+		return status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
+	}
+	o.mu.Lock()
+	o.fetches[req.GetTitleId()]++
+	done := o.done[req.GetTitleId()]
+	if done == nil {
+		done = make(chan struct{})
+		o.done[req.GetTitleId()] = done
+	}
+	o.mu.Unlock()
+	select {
+	case <-time.After(o.delay):
+	case <-stream.Context().Done():
+		return stream.Context().Err()
+	}
+	const chunk = 32 << 10
+	start := time.Now()
+	for off := req.GetOffset(); off < int64(len(d)); off += chunk {
+		if o.fail.Load() && off > 0 {
+			return status.Error(codes.DataLoss, "origin failure (test)")
+		}
+		if o.rate > 0 {
+			due := start.Add(time.Duration(float64(off-req.GetOffset()) / float64(o.rate) * float64(time.Second)))
+			select {
+			case <-time.After(time.Until(due)):
+			case <-stream.Context().Done():
+				return stream.Context().Err()
+			}
+		}
+		end := min(off+chunk, int64(len(d)))
+		if err := stream.Send(&pb.FetchChunk{Offset: off, Data: d[off:end]}); err != nil {
+			return err
+		}
+	}
+	close(done)
+	return nil
+}
+
+func (o *fakeOrigin) fetchCount(id string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.fetches[id]
+}
+
+func (o *fakeOrigin) doneCh(id string) chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done[id] == nil {
+		o.done[id] = make(chan struct{})
+	}
+	return o.done[id]
+}
+
+// serveGRPC serves register on a loopback port and returns its address.
+func serveGRPC(t testing.TB, register func(*grpc.Server)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	register(s)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return l.Addr().String()
+}
+
+func startOrigin(t testing.TB, o *fakeOrigin) string {
+	return serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) })
+}
+
+// startNode starts a node with the given origin (and options applied).
+func startNode(t testing.TB, originAddr string, opts ...func(*Node)) *Node {
+	t.Helper()
+	n := &Node{ID: "node-1", DataDir: t.TempDir(), OriginAddr: originAddr, Secret: testSecret, Pacers: 1}
+	for _, o := range opts {
+		o(n)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// mint signs an admission token.
+func mint(t testing.TB, sid, title, node, client string, ttl time.Duration) string {
+	t.Helper()
+	s, err := token.NewSigner(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Sign(token.Claims{Session: sid, Title: title, Node: node, Client: client}, time.Now(), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func nodeURL(n *Node, tok, title string) string {
+	return "rtsp://" + n.RTSPAddr() + "/s/" + tok + "/vod/" + title
+}
+
+// ffmpegResult is what a real client decoded.
+type ffmpegResult struct {
+	frames  int
+	elapsed time.Duration
+	stderr  string
+}
+
+// runFFmpeg plays url for seconds with ffmpeg and counts decoded frames.
+func runFFmpeg(t testing.TB, url, transport string, seconds float64, extra ...string) ffmpegResult {
+	t.Helper()
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds*float64(time.Second))+20*time.Second)
+	defer cancel()
+	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error", "-rtsp_transport", transport}, extra...)
+	args = append(args, "-i", url, "-t", strconv.FormatFloat(seconds, 'f', 3, 64), "-map", "0:v", "-f", "null", "-progress", "pipe:1", "-")
+	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "frame="); ok {
+			frames, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	err = cmd.Wait()
+	r := ffmpegResult{frames: frames, elapsed: time.Since(start), stderr: stderr.String()}
+	if err != nil {
+		t.Logf("ffmpeg: %v\n%s", err, r.stderr)
+	}
+	return r
+}
+
+// waitFor polls cond every 10 ms until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,309 @@
+package vodnode
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode/store"
+)
+
+// Backoff of the manager link: first retry delay and cap (jittered,
+// exponential).
+const (
+	backoffMin = 200 * time.Millisecond
+	backoffMax = 10 * time.Second
+	eventQueue = 4096
+)
+
+// managerLink registers the node with the manager, streams its load
+// reports, carries out the manager's commands and delivers session events.
+type managerLink struct {
+	n      *Node
+	cc     *grpc.ClientConn
+	client pb.NodeControlClient
+	events chan *pb.SessionEvent
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	lastBytes int64
+	lastAt    time.Time
+}
+
+func newManagerLink(n *Node) (*managerLink, error) {
+	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	m := &managerLink{n: n, cc: cc, client: pb.NewNodeControlClient(cc),
+		events: make(chan *pb.SessionEvent, eventQueue), quit: make(chan struct{})}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+func (m *managerLink) start() {
+	m.wg.Add(2)
+	go m.run()
+	go m.sendEvents()
+}
+
+// close stops reporting; queued session events get up to 2 s to be sent.
+func (m *managerLink) close() {
+	m.once.Do(func() {
+		m.cancel()
+		close(m.quit)
+		m.wg.Wait()
+		m.cc.Close()
+	})
+}
+
+// report queues a session event for the manager (dropped, with a log, when
+// the queue is full).
+func (m *managerLink) report(ev *pb.SessionEvent) {
+	select {
+	case m.events <- ev:
+	default:
+		m.n.log.Warn("session event queue full, event dropped", "sid", ev.GetSessionId(), "kind", ev.GetKind())
+	}
+}
+
+// jitter returns a random duration in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func (m *managerLink) sleep(d time.Duration) bool {
+	select {
+	case <-m.ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// run keeps the node registered and its heartbeat stream up, retrying with
+// capped, jittered exponential backoff.
+func (m *managerLink) run() {
+	defer m.wg.Done()
+	backoff := backoffMin
+	for m.ctx.Err() == nil {
+		began := time.Now()
+		err := m.session()
+		if m.ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > backoffMax {
+			backoff = backoffMin
+		}
+		m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		if !m.sleep(jitter(backoff)) {
+			return
+		}
+		backoff = min(2*backoff, backoffMax)
+	}
+}
+
+// session registers and runs one heartbeat stream until it fails.
+func (m *managerLink) session() error {
+	rctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	res, err := m.client.Register(rctx, m.n.registerRequest())
+	cancel()
+	if err != nil {
+		return err
+	}
+	interval := m.n.HeartbeatInterval
+	if ms := res.GetHeartbeatIntervalMs(); ms > 0 && time.Duration(ms)*time.Millisecond != interval {
+		m.n.log.Debug("manager asks another heartbeat interval; keeping the node's", "manager_ms", ms, "node", interval)
+	}
+	m.n.log.Info("registered with the manager", "manager", m.n.ManagerAddr)
+	ctx, cancel := context.WithCancel(m.ctx)
+	defer cancel()
+	hb, err := m.client.Heartbeat(ctx)
+	if err != nil {
+		return err
+	}
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			cmd, err := hb.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			m.command(cmd)
+		}
+	}()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := hb.Send(m.loadReport()); err != nil {
+			return err
+		}
+		select {
+		case <-m.ctx.Done():
+			hb.CloseSend()
+			return m.ctx.Err()
+		case err := <-recvErr:
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// command carries out one order of the manager.
+func (m *managerLink) command(cmd *pb.NodeCommand) {
+	n := m.n
+	switch c := cmd.GetCommand().(type) {
+	case *pb.NodeCommand_Prefetch:
+		id := c.Prefetch.GetTitleId()
+		go func() {
+			ctx, cancel := context.WithTimeout(m.ctx, requestTimeout)
+			defer cancel()
+			if err := n.store.Prefetch(ctx, id); err != nil {
+				n.log.Warn("prefetch refused", "title", id, "err", err)
+			}
+		}()
+	case *pb.NodeCommand_Evict:
+		id := c.Evict.GetTitleId()
+		if err := n.store.Evict(id); err != nil {
+			if errors.Is(err, store.ErrInUse) {
+				n.log.Info("evict ignored: title in use", "title", id)
+			} else {
+				n.log.Warn("evict failed", "title", id, "err", err)
+			}
+			return
+		}
+		n.log.Info("title evicted by the manager", "title", id)
+	case *pb.NodeCommand_Drain:
+		n.SetDraining(c.Drain.GetDrain())
+		n.log.Info("drain", "draining", c.Drain.GetDrain())
+	}
+}
+
+// sendEvents delivers session events in order, retrying each with backoff
+// while the manager is unreachable. Events that the manager rejects as
+// malformed are dropped.
+func (m *managerLink) sendEvents() {
+	defer m.wg.Done()
+	var deadline time.Time // set once closing: flush until then
+	for {
+		var ev *pb.SessionEvent
+		if deadline.IsZero() {
+			select {
+			case ev = <-m.events:
+			case <-m.quit:
+				deadline = time.Now().Add(2 * time.Second)
+				continue
+			}
+		} else {
+			select {
+			case ev = <-m.events:
+			default:
+				return
+			}
+		}
+		backoff := backoffMin
+		for {
+			d := deadline
+			if d.IsZero() {
+				d = time.Now().Add(2 * time.Second)
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), d)
+			_, err := m.client.ReportSession(ctx, ev)
+			cancel()
+			if err == nil {
+				break
+			}
+			if c := status.Code(err); c == codes.InvalidArgument || c == codes.NotFound || c == codes.FailedPrecondition {
+				m.n.log.Warn("session event rejected by the manager", "sid", ev.GetSessionId(), "err", err)
+				break
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				return
+			}
+			if deadline.IsZero() {
+				select {
+				case <-m.quit:
+					deadline = time.Now().Add(2 * time.Second)
+				case <-time.After(jitter(backoff)):
+				}
+			}
+			backoff = min(2*backoff, backoffMax)
+		}
+	}
+}
+
+// registerRequest describes the node for Register.
+func (n *Node) registerRequest() *pb.RegisterRequest {
+	return &pb.RegisterRequest{
+		NodeId:   n.ID,
+		RtspAddr: n.advertised(n.RTSPAddr()),
+		HttpAddr: n.advertised(n.HTTPAddr()),
+		Capacity: &pb.NodeCapacity{
+			EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes,
+		},
+		Titles: storedTitles(n.store.Titles()),
+		Weight: int32(n.Weight),
+	}
+}
+
+func storedTitles(ts []store.Status) []*pb.StoredTitle {
+	out := make([]*pb.StoredTitle, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, &pb.StoredTitle{
+			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch,
+			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(),
+		})
+	}
+	return out
+}
+
+// loadReport measures the node now: sessions, egress over the interval
+// since the last report, disk, titles, live admission sessions and fills.
+func (m *managerLink) loadReport() *pb.LoadReport {
+	n := m.n
+	now := time.Now()
+	sent := n.engine.BytesSent()
+	var egress int64
+	if !m.lastAt.IsZero() {
+		if dt := now.Sub(m.lastAt).Seconds(); dt > 0 {
+			egress = int64(float64(sent-m.lastBytes) * 8 / dt)
+		}
+	}
+	m.lastBytes, m.lastAt = sent, now
+	r := &pb.LoadReport{NodeId: n.ID, AtUnixMs: now.UnixMilli(), EgressBps: egress, ActiveFills: int32(n.store.ActiveFills())}
+	n.mu.Lock()
+	for _, s := range n.sessions {
+		r.Sessions++
+		if !s.t.View().Complete {
+			r.FillSessions++
+		}
+		r.SessionIds = append(r.SessionIds, s.sid)
+	}
+	n.mu.Unlock()
+	used, quota := n.store.Usage()
+	r.DiskUsedBytes = used
+	if quota > 0 {
+		r.DiskFreeBytes = max(quota-used, 0)
+	} else {
+		var st unix.Statfs_t
+		if unix.Statfs(n.DataDir, &st) == nil {
+			r.DiskFreeBytes = int64(st.Bavail) * st.Bsize
+		}
+	}
+	r.Titles = storedTitles(n.store.Titles())
+	return r
+}

@@ -1,0 +1,292 @@
+package vodnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/proto/token"
+	"vodcluster/smm"
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// Capacity is what a node offers, the limits it enforces itself and reports
+// to the manager.
+type Capacity struct {
+	EgressBps   int64 // bit/s the node may stream in total (sum of its sessions' title bitrates); 0 = unlimited
+	MaxSessions int   // concurrent sessions; 0 = unlimited
+	DiskBytes   int64 // bytes the stored titles may take; 0 = unlimited
+}
+
+// Node is a VOD server node. Set the exported fields, then Start; Close
+// stops it. Zero values take the defaults given.
+type Node struct {
+	ID            string   // node id, as the admission tokens name it (required)
+	DataDir       string   // titles live in DataDir/titles (required)
+	RTSPListen    string   // RTSP listen address; "" = 127.0.0.1:0
+	HTTPListen    string   // HTTP listen address; "" = no HTTP delivery
+	AdvertiseHost string   // host reported to the manager; "" = the RTSP listener's
+	RTPPort       int      // even UDP port for RTP (RTCP on the next); 0 = a free pair
+	Capacity      Capacity // limits
+	Weight        int      // scheduling weight reported at registration; 0 = 100
+
+	ManagerAddr string // gRPC NodeControl address; "" = standalone, no reports
+	OriginAddr  string // gRPC Origin address; "" = serve stored titles only
+	Secret      []byte // admission token HMAC key (at least 16 bytes, required)
+
+	HeartbeatInterval time.Duration // load report period; 0 = 1 s
+	SessionTimeout    time.Duration // a session without requests or RTCP this long is closed; 0 = 60 s
+	Evictor           string        // eviction policy name (smm); "" = lru
+	Logger            *slog.Logger  // nil = slog.Default()
+
+	Pacers int           // pacer goroutines of the delivery engine; 0 = GOMAXPROCS
+	Tick   time.Duration // pacer period; 0 = 5 ms
+
+	signer  *token.Signer
+	store   *store.Store
+	engine  *deliver.Engine
+	udp     *deliver.UDPServer
+	rtspLn  net.Listener
+	httpSrv *httpServer
+	origin  *grpc.ClientConn
+	mgr     *managerLink
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	draining atomic.Bool
+
+	mu       sync.Mutex
+	sessions map[string]*session  // by RTSP session id
+	udpPeers map[udpKey]*session  // by client address (RTP and RTCP ports)
+	used     map[string]time.Time // admission sessions that ended here, until their token expires
+	conns    map[*rtspConn]struct{}
+	reserved int64 // bit/s of the sessions' titles
+	slots    int   // sessions, counting those being set up
+	closed   bool
+}
+
+// Stats is a snapshot of a node's counters, for tests and tools.
+type Stats struct {
+	Sessions     int            // sessions now
+	FillsStarted map[string]int // fills started since Start, per title
+	OriginBytes  int64          // bytes received from the origin
+	BytesSent    int64          // bytes sent to clients (RTP/RTCP and interleaving headers included)
+}
+
+// Start validates the configuration, opens the store (indexing the stored
+// titles), binds the RTSP, UDP (and HTTP) ports and starts serving and, with
+// a ManagerAddr, reporting. It is all-or-nothing: on error everything
+// started is stopped again.
+func (n *Node) Start() (err error) {
+	if n.ID == "" || n.DataDir == "" {
+		return errors.New("vodnode: ID and DataDir are required")
+	}
+	if n.RTSPListen == "" {
+		n.RTSPListen = "127.0.0.1:0"
+	}
+	if n.Weight <= 0 {
+		n.Weight = 100
+	}
+	if n.HeartbeatInterval <= 0 {
+		n.HeartbeatInterval = time.Second
+	}
+	if n.SessionTimeout <= 0 {
+		n.SessionTimeout = 60 * time.Second
+	}
+	if n.Evictor == "" {
+		n.Evictor = "lru"
+	}
+	if n.Logger == nil {
+		n.Logger = slog.Default()
+	}
+	n.log = n.Logger.With("node", n.ID)
+	if n.signer, err = token.NewSigner(n.Secret); err != nil {
+		return fmt.Errorf("vodnode: %w", err)
+	}
+	ev, err := smm.NewEvictor(n.Evictor)
+	if err != nil {
+		return fmt.Errorf("vodnode: %w", err)
+	}
+	n.sessions = map[string]*session{}
+	n.udpPeers = map[udpKey]*session{}
+	n.used = map[string]time.Time{}
+	n.conns = map[*rtspConn]struct{}{}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+
+	var undo []func()
+	defer func() {
+		if err != nil {
+			n.cancel()
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+			n.wg.Wait()
+		}
+	}()
+
+	var originClient pb.OriginClient
+	if n.OriginAddr != "" {
+		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)
+		}
+		undo = append(undo, func() { n.origin.Close() })
+		originClient = pb.NewOriginClient(n.origin)
+	}
+	n.store, err = store.Open(store.Config{
+		Dir: filepath.Join(n.DataDir, "titles"), DiskBytes: n.Capacity.DiskBytes, Evictor: ev,
+		Origin: originClient, Logger: n.log,
+	})
+	if err != nil {
+		return fmt.Errorf("vodnode: %w", err)
+	}
+	undo = append(undo, func() { n.store.Close() })
+
+	n.rtspLn, err = net.Listen("tcp", n.RTSPListen)
+	if err != nil {
+		return fmt.Errorf("vodnode: rtsp listen: %w", err)
+	}
+	undo = append(undo, func() { n.rtspLn.Close() })
+	host, _, _ := net.SplitHostPort(n.rtspLn.Addr().String())
+	n.udp, err = deliver.ListenUDP(host, n.RTPPort)
+	if err != nil {
+		return fmt.Errorf("vodnode: %w", err)
+	}
+	undo = append(undo, func() { n.udp.Close() })
+	n.engine = &deliver.Engine{Shards: n.Pacers, Tick: n.Tick, UDP: n.udp, Logger: n.log}
+	if err = n.engine.Start(); err != nil {
+		return fmt.Errorf("vodnode: %w", err)
+	}
+	undo = append(undo, func() { n.engine.Close() })
+	if n.HTTPListen != "" {
+		n.httpSrv = &httpServer{n: n}
+		if err = n.httpSrv.start(n.HTTPListen); err != nil {
+			return fmt.Errorf("vodnode: http: %w", err)
+		}
+		undo = append(undo, func() { n.httpSrv.close() })
+	}
+	if n.ManagerAddr != "" {
+		n.mgr, err = newManagerLink(n)
+		if err != nil {
+			return fmt.Errorf("vodnode: manager %s: %w", n.ManagerAddr, err)
+		}
+		undo = append(undo, func() { n.mgr.close() })
+	}
+
+	n.wg.Add(4)
+	go n.acceptRTSP()
+	go n.readUDP(n.udp.RTP)
+	go n.readUDP(n.udp.RTCP)
+	go n.janitor()
+	if n.mgr != nil {
+		n.mgr.start()
+	}
+	rtp, rtcp := n.udp.Ports()
+	n.log.Info("node started", "rtsp", n.RTSPAddr(), "http", n.HTTPAddr(), "rtp_port", rtp, "rtcp_port", rtcp,
+		"titles", len(n.store.Titles()))
+	return nil
+}
+
+// Close stops the node: ends every session (reported to the manager as
+// "shutdown"), stops the fills, closes the ports and the manager link.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed || n.sessions == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	conns := make([]*rtspConn, 0, len(n.conns))
+	for c := range n.conns {
+		conns = append(conns, c)
+	}
+	sessions := make([]*session, 0, len(n.sessions))
+	for _, s := range n.sessions {
+		sessions = append(sessions, s)
+	}
+	n.mu.Unlock()
+
+	n.rtspLn.Close()
+	if n.httpSrv != nil {
+		n.httpSrv.close()
+	}
+	for _, s := range sessions {
+		n.endSession(s, "shutdown", nil)
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	if n.mgr != nil {
+		n.mgr.close()
+	}
+	n.cancel()
+	n.udp.Close()
+	n.wg.Wait()
+	n.engine.Close()
+	n.store.Close()
+	if n.origin != nil {
+		n.origin.Close()
+	}
+	return nil
+}
+
+// RTSPAddr returns the RTSP listener's address (host:port).
+func (n *Node) RTSPAddr() string { return n.rtspLn.Addr().String() }
+
+// HTTPAddr returns the HTTP listener's address, "" without HTTP.
+func (n *Node) HTTPAddr() string {
+	if n.httpSrv == nil {
+		return ""
+	}
+	return n.httpSrv.addr()
+}
+
+// advertised returns addr with its host replaced by AdvertiseHost.
+func (n *Node) advertised(addr string) string {
+	if addr == "" || n.AdvertiseHost == "" {
+		return addr
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort(n.AdvertiseHost, port)
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	n.mu.Lock()
+	ns := len(n.sessions)
+	n.mu.Unlock()
+	return Stats{
+		Sessions:     ns,
+		FillsStarted: n.store.Fills(),
+		OriginBytes:  n.store.OriginBytes(),
+		BytesSent:    n.engine.BytesSent(),
+	}
+}
+
+// Titles returns the titles on the node's disk (complete or filling).
+func (n *Node) Titles() []store.Status { return n.store.Titles() }
+
+// SetDraining stops (true) or resumes (false) accepting new sessions;
+// sessions in progress go on.
+func (n *Node) SetDraining(v bool) { n.draining.Store(v) }
+
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	v, _ := strconv.Atoi(p)
+	return v
+}

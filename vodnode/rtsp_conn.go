@@ -1,0 +1,273 @@
+package vodnode
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/conn"
+
+	"vodcluster/vodnode/deliver"
+)
+
+// maxSessionsPerConn bounds the sessions one RTSP connection may set up.
+const maxSessionsPerConn = 64
+
+// rtspConn is one client's RTSP connection.
+type rtspConn struct {
+	n      *Node
+	nc     net.Conn
+	cw     *deliver.ConnWriter
+	rd     *conn.Conn
+	remote netip.Addr
+	local  netip.Addr
+
+	mu       sync.Mutex
+	sessions map[string]*session // set up over this connection
+	channels map[int]*session    // interleaved RTP channel -> session
+}
+
+// rtspError is a request that failed with an RTSP status.
+type rtspError struct {
+	code   base.StatusCode
+	reason string
+	header base.Header
+}
+
+func (e *rtspError) Error() string { return fmt.Sprintf("%d %s", e.code, e.reason) }
+
+func rtspErr(code base.StatusCode, format string, args ...any) *rtspError {
+	return &rtspError{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+// unauthorized is a 401 with a Bearer challenge (RFC 6750 §3).
+func unauthorized(reason string) *rtspError {
+	e := rtspErr(base.StatusUnauthorized, "%s", reason)
+	e.header = base.Header{"WWW-Authenticate": base.HeaderValue{
+		fmt.Sprintf(`Bearer realm="vodcluster", error="invalid_token", error_description=%q`, reason)}}
+	return e
+}
+
+func (n *Node) acceptRTSP() {
+	defer n.wg.Done()
+	for {
+		nc, err := n.rtspLn.Accept()
+		if err != nil {
+			if n.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			n.log.Warn("rtsp accept", "err", err)
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		c := &rtspConn{
+			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: conn.NewConn(nc),
+			sessions: map[string]*session{}, channels: map[int]*session{},
+		}
+		if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+			c.remote = ap.Addr().Unmap()
+		}
+		if ap, err := netip.ParseAddrPort(nc.LocalAddr().String()); err == nil {
+			c.local = ap.Addr().Unmap()
+		}
+		n.mu.Lock()
+		if n.closed {
+			n.mu.Unlock()
+			nc.Close()
+			return
+		}
+		n.conns[c] = struct{}{}
+		n.wg.Add(1)
+		n.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// serve reads requests and interleaved frames until the connection closes;
+// then the sessions interleaved in it end.
+func (c *rtspConn) serve() {
+	defer c.n.wg.Done()
+	defer c.close()
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
+		msg, err := c.rd.Read()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && c.hasSessions() {
+				continue
+			}
+			if req, ok := msg.(*base.Request); ok && req != nil && req.Method != "" {
+				c.write(&base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{}}, nil)
+			}
+			return
+		}
+		switch m := msg.(type) {
+		case *base.Request:
+			res, after := c.handle(m)
+			if err := c.write(res, m); err != nil {
+				return
+			}
+			if after != nil {
+				after()
+			}
+		case *base.InterleavedFrame:
+			c.onFrame(m.Channel)
+		}
+	}
+}
+
+// write sends res, echoing the request's CSeq.
+func (c *rtspConn) write(res *base.Response, req *base.Request) error {
+	if res.Header == nil {
+		res.Header = base.Header{}
+	}
+	if req != nil {
+		if v, ok := req.Header["CSeq"]; ok {
+			res.Header["CSeq"] = v
+		}
+	}
+	res.Header["Server"] = base.HeaderValue{"vodcluster"}
+	b, err := res.Marshal()
+	if err != nil {
+		return err
+	}
+	_, err = c.cw.Write(b)
+	return err
+}
+
+// onFrame keeps alive the session whose interleaved channel pair carried a
+// frame from the client (RTCP receiver reports).
+func (c *rtspConn) onFrame(ch int) {
+	c.mu.Lock()
+	s := c.channels[ch&^1]
+	c.mu.Unlock()
+	if s != nil {
+		s.touch(time.Now())
+	}
+}
+
+func (c *rtspConn) hasSessions() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions) > 0
+}
+
+// adopt records s as set up over this connection, allocating its
+// interleaved channels for TCP. Errors: too many sessions, channels in use.
+func (c *rtspConn) adopt(s *session) *rtspError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= maxSessionsPerConn {
+		return rtspErr(base.StatusNotEnoughBandwidth, "too many sessions on one connection (%d)", maxSessionsPerConn)
+	}
+	if s.spec.Mode == deliver.RTPTCP {
+		ch := s.spec.Interleaved[0]
+		if ch < 0 {
+			for ch = 0; c.channels[ch] != nil; ch += 2 {
+			}
+			if ch > 254 {
+				return rtspErr(base.StatusUnsupportedTransport, "no free interleaved channel")
+			}
+			s.spec.Interleaved = [2]int{ch, ch + 1}
+		} else if c.channels[ch&^1] != nil {
+			return rtspErr(base.StatusUnsupportedTransport, "interleaved channel %d in use", ch)
+		}
+		if s.spec.Interleaved[1] != s.spec.Interleaved[0]+1 {
+			s.spec.Interleaved[1] = s.spec.Interleaved[0] + 1
+		}
+		c.channels[s.spec.Interleaved[0]&^1] = s
+	}
+	c.sessions[s.id] = s
+	return nil
+}
+
+// forget drops an ended session from the connection.
+func (c *rtspConn) forget(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sessions, s.id)
+	for ch, cs := range c.channels {
+		if cs == s {
+			delete(c.channels, ch)
+		}
+	}
+}
+
+// close ends the sessions interleaved in the connection (UDP sessions live
+// on, RFC 2326 §1.1: a session is not bound to a connection) and forgets it.
+func (c *rtspConn) close() {
+	c.nc.Close()
+	c.mu.Lock()
+	var tcp []*session
+	for _, s := range c.sessions {
+		if s.spec.Mode == deliver.RTPTCP {
+			tcp = append(tcp, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range tcp {
+		c.n.endSession(s, string(deliver.EndClosed), nil)
+	}
+	c.n.mu.Lock()
+	delete(c.n.conns, c)
+	c.n.mu.Unlock()
+}
+
+// handle answers one request; after, when not nil, runs once the response
+// is written (PLAY starts the stream only then).
+func (c *rtspConn) handle(req *base.Request) (*base.Response, func()) {
+	if _, ok := req.Header["CSeq"]; !ok {
+		return errResponse(rtspErr(base.StatusBadRequest, "missing CSeq")), nil
+	}
+	if v, ok := req.Header["Require"]; ok && len(v) > 0 && strings.TrimSpace(v[0]) != "" {
+		e := rtspErr(base.StatusOptionNotSupported, "option not supported")
+		e.header = base.Header{"Unsupported": v}
+		return errResponse(e), nil
+	}
+	var res *base.Response
+	var after func()
+	var err *rtspError
+	switch req.Method {
+	case base.Options:
+		res = c.options(req)
+	case base.Describe:
+		res, err = c.describe(req)
+	case base.Setup:
+		res, err = c.setup(req)
+	case base.Play:
+		res, after, err = c.play(req)
+	case base.Pause:
+		res, err = c.pause(req)
+	case base.Teardown:
+		res, err = c.teardown(req)
+	case base.GetParameter, base.SetParameter:
+		res, err = c.parameter(req)
+	default:
+		err = rtspErr(base.StatusMethodNotAllowed, "method %s not allowed", req.Method)
+		err.header = base.Header{"Allow": base.HeaderValue{publicMethods}}
+	}
+	if err != nil {
+		c.n.log.Debug("rtsp request refused", "method", req.Method, "remote", c.remote, "status", int(err.code), "reason", err.reason)
+		return errResponse(err), nil
+	}
+	return res, after
+}
+
+const publicMethods = "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER, SET_PARAMETER"
+
+func errResponse(e *rtspError) *base.Response {
+	h := base.Header{"Content-Type": base.HeaderValue{"text/plain"}}
+	for k, v := range e.header {
+		h[k] = v
+	}
+	return &base.Response{StatusCode: e.code, Header: h, Body: []byte(e.reason + "\n")}
+}

@@ -1,0 +1,207 @@
+package vodnode
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/headers"
+
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// requestTimeout bounds what one request may wait for (catalog lookups).
+const requestTimeout = 10 * time.Second
+
+func sessionHeader(req *base.Request) string {
+	v, ok := req.Header["Session"]
+	if !ok || len(v) == 0 {
+		return ""
+	}
+	var h headers.Session
+	if err := h.Unmarshal(v); err != nil {
+		return strings.TrimSpace(v[0])
+	}
+	return h.Session
+}
+
+func (c *rtspConn) sessionValue(s *session) base.HeaderValue {
+	t := uint(c.n.SessionTimeout / time.Second)
+	return headers.Session{Session: s.id, Timeout: &t}.Marshal()
+}
+
+func (c *rtspConn) options(req *base.Request) *base.Response {
+	res := &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Public": base.HeaderValue{publicMethods}}}
+	if id := sessionHeader(req); id != "" {
+		if s := c.n.lookupSession(id); s != nil {
+			s.touch(time.Now())
+			res.Header["Session"] = c.sessionValue(s)
+		}
+	}
+	return res
+}
+
+// storeError maps a store error to an RTSP status.
+func storeError(err error) *rtspError {
+	switch {
+	case errors.Is(err, store.ErrUnknownTitle), errors.Is(err, store.ErrBadID):
+		return rtspErr(base.StatusNotFound, "unknown title")
+	case errors.Is(err, store.ErrNoSpace):
+		return rtspErr(base.StatusNotEnoughBandwidth, "no disk space for the title on this node")
+	case errors.Is(err, store.ErrOrigin):
+		return rtspErr(base.StatusServiceUnavailable, "origin unavailable")
+	}
+	return rtspErr(base.StatusInternalServerError, "%v", err)
+}
+
+func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
+	tg, err := requestTarget(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.n.verifyStart(tg, c.remote); err != nil {
+		return nil, err
+	}
+	if c.n.draining.Load() {
+		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
+	}
+	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
+	defer cancel()
+	meta, serr := c.n.store.Lookup(ctx, tg.Title)
+	if serr != nil {
+		return nil, storeError(serr)
+	}
+	body, serr := describeSDP(tg.Title, c.local, meta.Duration)
+	if serr != nil {
+		return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+	}
+	cb := req.URL.String()
+	if !strings.HasSuffix(cb, "/") {
+		cb += "/"
+	}
+	return &base.Response{
+		StatusCode: base.StatusOK,
+		Header: base.Header{
+			"Content-Base": base.HeaderValue{cb},
+			"Content-Type": base.HeaderValue{"application/sdp"},
+		},
+		Body: body,
+	}, nil
+}
+
+func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
+	s, _, err := c.sessionOf(req)
+	if err != nil {
+		return nil, err
+	}
+	s.stream.Pause()
+	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
+}
+
+func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
+	s, _, err := c.sessionOf(req)
+	if err != nil {
+		return nil, err
+	}
+	c.n.endSession(s, "teardown", nil)
+	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
+}
+
+// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200).
+// Inside a session the token is checked like any in-session request.
+func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
+	if sessionHeader(req) == "" {
+		return &base.Response{StatusCode: base.StatusOK}, nil
+	}
+	s, _, err := c.sessionOf(req)
+	if err != nil {
+		return nil, err
+	}
+	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
+}
+
+// parseRange returns the start of an npt (or smpte) Range header value in
+// seconds, -1 for "now" or a range without a usable start.
+func parseRange(v base.HeaderValue) (float64, error) {
+	if len(v) == 0 {
+		return -1, nil
+	}
+	raw := strings.TrimSpace(v[0])
+	if strings.HasPrefix(strings.ToLower(raw), "npt=now") {
+		return -1, nil
+	}
+	var h headers.Range
+	if err := h.Unmarshal(v); err != nil {
+		return 0, err
+	}
+	switch r := h.Value.(type) {
+	case *headers.RangeNPT:
+		return r.Start.Seconds(), nil
+	case *headers.RangeSMPTE:
+		return r.Start.Time.Seconds(), nil
+	}
+	return -1, nil
+}
+
+func formatNPT(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) {
+	s, _, err := c.sessionOf(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, perr := parseRange(req.Header["Range"])
+	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) {
+		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
+	}
+	dur := s.duration()
+	if start >= 0 && dur > 0 && start >= dur {
+		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
+	}
+	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
+		if sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64); err != nil || sc == 0 || math.IsNaN(sc) {
+			return nil, nil, rtspErr(base.StatusBadRequest, "invalid Scale")
+		}
+	}
+	info, serr := s.stream.Seek(start)
+	if errors.Is(serr, deliver.ErrRange) {
+		return nil, nil, rtspErr(base.StatusInvalidRange, "%v", serr)
+	}
+	if serr != nil {
+		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+	}
+	c.n.started(s)
+	h := base.Header{
+		"Session": c.sessionValue(s),
+		"Range":   base.HeaderValue{"npt=" + formatNPT(info.NPT) + "-" + rangeEnd(dur)},
+		"Scale":   base.HeaderValue{"1.000"},
+	}
+	if s.spec.Mode != deliver.RawUDP {
+		seq, ts := info.Seq, info.RTPTime
+		h["RTP-Info"] = headers.RTPInfo{{URL: s.controlURL, SequenceNumber: &seq, Timestamp: &ts}}.Marshal()
+	}
+	return &base.Response{StatusCode: base.StatusOK, Header: h}, s.stream.Resume, nil
+}
+
+func rangeEnd(dur float64) string {
+	if dur <= 0 {
+		return ""
+	}
+	return formatNPT(dur)
+}
+
+// duration returns the session's title play time, seconds: from the index
+// when complete, else from the catalog.
+func (s *session) duration() float64 {
+	if v := s.t.View(); v.Complete {
+		if d := v.Index.Duration(); d > 0 {
+			return d
+		}
+	}
+	return s.meta.Duration
+}

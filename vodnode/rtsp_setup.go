@@ -1,0 +1,184 @@
+package vodnode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode/deliver"
+)
+
+func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
+	if sessionHeader(req) != "" {
+		// one media per title: a second SETUP in a session changes nothing
+		s, _, err := c.sessionOf(req)
+		if err != nil {
+			return nil, err
+		}
+		_ = s
+		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
+	}
+	tg, err := requestTarget(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	if tg.Track > 0 {
+		return nil, rtspErr(base.StatusNotFound, "no track %d (the title has trackID=0 only)", tg.Track)
+	}
+	claims, err := c.n.verifyStart(tg, c.remote)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.draining.Load() {
+		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
+	}
+	tv, ok := req.Header["Transport"]
+	if !ok || len(tv) == 0 {
+		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
+	}
+	specs, perr := parseTransports(tv[0])
+	if perr != nil {
+		return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
+	}
+	spec := specs[0]
+
+	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
+	defer cancel()
+	meta, serr := c.n.store.Lookup(ctx, tg.Title)
+	if serr != nil {
+		return nil, storeError(serr)
+	}
+	if err := c.n.reserve(meta.Bitrate); err != nil {
+		return nil, err
+	}
+	t, serr := c.n.store.Acquire(ctx, tg.Title)
+	if serr != nil {
+		c.n.unreserve(meta.Bitrate)
+		return nil, storeError(serr)
+	}
+	s := &session{
+		id: newSessionID(), sid: claims.Session, title: tg.Title, meta: meta, t: t, spec: spec,
+		conn: c, controlURL: req.URL.String(),
+	}
+	if claims.ExpiresAt != nil {
+		s.expires = claims.ExpiresAt.Time
+	}
+	s.touch(time.Now())
+	if aerr := c.adopt(s); aerr != nil {
+		c.n.store.Release(t)
+		c.n.unreserve(meta.Bitrate)
+		return nil, aerr
+	}
+	var ids [10]byte
+	rand.Read(ids[:])
+	cfg := deliver.StreamConfig{
+		Source: t, Mode: spec.Mode, Bitrate: meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
+		SSRC: binary.BigEndian.Uint32(ids[0:4]), Seq: binary.BigEndian.Uint16(ids[4:6]),
+		TSBase: binary.BigEndian.Uint32(ids[6:10]),
+	}
+	switch spec.Mode {
+	case deliver.RTPTCP:
+		cfg.Conn, cfg.Channel = c.cw, uint8(s.spec.Interleaved[0])
+	case deliver.RTPUDP, deliver.RawUDP:
+		dst := c.remote
+		if spec.Destination.IsValid() && spec.Destination != c.remote {
+			c.n.log.Warn("ignoring SETUP destination other than the client", "destination", spec.Destination, "client", c.remote)
+		}
+		rtpAddr := netip.AddrPortFrom(dst, uint16(spec.ClientPorts[0]))
+		cfg.Dest = net.UDPAddrFromAddrPort(rtpAddr)
+		s.peers = []udpKey{rtpAddr}
+		if spec.Mode == deliver.RTPUDP && spec.ClientPorts[1] > 0 {
+			rtcpAddr := netip.AddrPortFrom(dst, uint16(spec.ClientPorts[1]))
+			cfg.RTCPDest = net.UDPAddrFromAddrPort(rtcpAddr)
+			s.peers = append(s.peers, rtcpAddr)
+		}
+	}
+	st, serr := c.n.engine.NewStream(cfg)
+	if serr != nil {
+		c.forget(s)
+		c.n.store.Release(t)
+		c.n.unreserve(meta.Bitrate)
+		return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+	}
+	s.stream = st
+	if rerr := c.n.addSession(s); rerr != nil {
+		st.Close()
+		c.forget(s)
+		c.n.store.Release(t)
+		c.n.unreserve(meta.Bitrate)
+		return nil, rerr
+	}
+	rtpPort, rtcpPort := c.n.udp.Ports()
+	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", spec.Profile,
+		"client", c.remote, "filling", !t.View().Complete)
+	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{
+		"Session":   c.sessionValue(s),
+		"Transport": base.HeaderValue{responseTransport(s.spec, c.remote, rtpPort, rtcpPort, cfg.SSRC)},
+	}}, nil
+}
+
+// reserve takes bps of the node's egress capacity and one session slot;
+// 453 Not Enough Bandwidth when the node is full.
+func (n *Node) reserve(bps int64) *rtspError {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.Capacity.MaxSessions > 0 && n.slots >= n.Capacity.MaxSessions {
+		return rtspErr(base.StatusNotEnoughBandwidth, "node at its session limit (%d)", n.Capacity.MaxSessions)
+	}
+	if n.Capacity.EgressBps > 0 && n.reserved+bps > n.Capacity.EgressBps {
+		return rtspErr(base.StatusNotEnoughBandwidth, "node egress full (%d of %d bit/s reserved)", n.reserved, n.Capacity.EgressBps)
+	}
+	n.reserved += bps
+	n.slots++
+	return nil
+}
+
+// unreserve gives back what reserve took.
+func (n *Node) unreserve(bps int64) {
+	n.mu.Lock()
+	n.reserved -= bps
+	n.slots--
+	n.mu.Unlock()
+}
+
+// addSession makes s live; 503 when the node is closing, 401 when its
+// admission session ended meanwhile.
+func (n *Node) addSession(s *session) *rtspError {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
+	}
+	if _, used := n.used[s.sid]; used {
+		return unauthorized("admission token already used (session ended)")
+	}
+	n.sessions[s.id] = s
+	for _, k := range s.peers {
+		n.udpPeers[k] = s
+	}
+	return nil
+}
+
+// started records the first PLAY of s and reports STARTED.
+func (n *Node) started(s *session) {
+	n.mu.Lock()
+	first := !s.started && !s.ended
+	s.started = true
+	n.mu.Unlock()
+	if !first {
+		return
+	}
+	filled := !s.t.View().Complete
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{
+			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_STARTED,
+			Filled: filled, AtUnixMs: time.Now().UnixMilli(),
+		})
+	}
+}

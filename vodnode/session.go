@@ -1,0 +1,171 @@
+package vodnode
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// udpKey is a client's UDP address (media or RTCP port).
+type udpKey = netip.AddrPort
+
+// session is one RTSP session: one viewer's playback of one title.
+type session struct {
+	id         string // RTSP session id
+	sid        string // admission session id (the token's sid)
+	title      string
+	meta       store.Meta
+	expires    time.Time // the token's expiry
+	t          *store.Title
+	stream     *deliver.Stream
+	spec       transportSpec
+	conn       *rtspConn // the connection that set it up
+	peers      []udpKey  // UDP: the client's media and RTCP addresses
+	controlURL string    // the SETUP URL, echoed in RTP-Info
+
+	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
+
+	// guarded by Node.mu
+	started bool // PLAY seen, STARTED reported
+	ended   bool
+}
+
+func (s *session) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
+
+func newSessionID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// lookupSession returns the live session with RTSP id id.
+func (n *Node) lookupSession(id string) *session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sessions[id]
+}
+
+// tokenUsed reports whether admission session sid already ended here.
+func (n *Node) tokenUsed(sid string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.used[sid]
+	return ok
+}
+
+// endSession ends s once: stops its stream, releases its title and its
+// bandwidth, remembers its token as used, and reports ENDED.
+func (n *Node) endSession(s *session, reason string, cause error) {
+	n.mu.Lock()
+	if s.ended {
+		n.mu.Unlock()
+		return
+	}
+	s.ended = true
+	delete(n.sessions, s.id)
+	for _, k := range s.peers {
+		if n.udpPeers[k] == s {
+			delete(n.udpPeers, k)
+		}
+	}
+	n.reserved -= s.meta.Bitrate
+	n.slots--
+	keep := s.expires
+	if min := time.Now().Add(n.SessionTimeout); keep.Before(min) {
+		keep = min
+	}
+	n.used[s.sid] = keep
+	n.mu.Unlock()
+
+	s.stream.Close()
+	n.store.Release(s.t)
+	if s.conn != nil {
+		s.conn.forget(s)
+	}
+	bytes := s.stream.BytesSent()
+	attrs := []any{"session", s.id, "sid", s.sid, "title", s.title, "reason", reason, "bytes", bytes}
+	if cause != nil {
+		attrs = append(attrs, "err", cause)
+	}
+	n.log.Info("session ended", attrs...)
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{
+			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
+			Reason: reason, BytesSent: bytes, AtUnixMs: time.Now().UnixMilli(),
+		})
+	}
+}
+
+// onStreamEnd is the delivery engine's callback for a stream that ended
+// by itself (end of title, fill error, slow client).
+func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
+	return func(r deliver.EndReason, err error) {
+		n.endSession(s, string(r), err)
+		if r == deliver.EndSlow && s.conn != nil && s.spec.Mode == deliver.RTPTCP {
+			s.conn.nc.Close() // the connection is hopelessly behind
+		}
+	}
+}
+
+// janitor ends sessions idle for SessionTimeout and forgets used tokens
+// once they expire.
+func (n *Node) janitor() {
+	defer n.wg.Done()
+	period := min(time.Second, n.SessionTimeout/4)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case now := <-t.C:
+			var idle []*session
+			n.mu.Lock()
+			for _, s := range n.sessions {
+				if now.Sub(time.Unix(0, s.lastSeen.Load())) > n.SessionTimeout {
+					idle = append(idle, s)
+				}
+			}
+			for sid, until := range n.used {
+				if now.After(until) {
+					delete(n.used, sid)
+				}
+			}
+			n.mu.Unlock()
+			for _, s := range idle {
+				n.endSession(s, "timeout", nil)
+			}
+		}
+	}
+}
+
+// readUDP reads what clients send to the node's RTP or RTCP port (receiver
+// reports, NAT keepalives): each packet keeps its session alive.
+func (n *Node) readUDP(c *net.UDPConn) {
+	defer n.wg.Done()
+	buf := make([]byte, 2048)
+	for {
+		_, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if n.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		key := netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		n.mu.Lock()
+		s := n.udpPeers[key]
+		n.mu.Unlock()
+		if s != nil {
+			s.touch(time.Now())
+		}
+	}
+}
