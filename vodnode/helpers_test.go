@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
-	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 var testSecret = []byte("test-secret-0123456789abcdef")

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 	"vodcluster/vodnode/deliver"
 	"vodcluster/vodnode/store"
