@@ -16,6 +16,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/conn"
+	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,8 +33,8 @@ var testSecret = []byte("test-cluster-secret-0123456789")
 
 // testUsers: demo/demo entitled to everything, kid/kid to "kids" only.
 var testUsers = sync.OnceValue(func() []boss.User {
-	demo, err1 := boss.NewUser("demo", "demo", DefaultRealm, []string{boss.AllPackages})
-	kid, err2 := boss.NewUser("kid", "kid", DefaultRealm, []string{"kids"})
+	demo, err1 := boss.NewUserCost("demo", "demo", DefaultRealm, []string{boss.AllPackages}, bcrypt.MinCost)
+	kid, err2 := boss.NewUserCost("kid", "kid", DefaultRealm, []string{"kids"}, bcrypt.MinCost)
 	if err := errors.Join(err1, err2); err != nil {
 		panic(err)
 	}
@@ -188,6 +189,7 @@ type nodeOpts struct {
 	http     string
 	titles   []*pb.StoredTitle
 	diskFree int64
+	noHTTP   bool // register without an HTTP address
 }
 
 func (e *env) startNode(id string, o nodeOpts) *fakeNode {
@@ -198,7 +200,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	if o.rtsp == "" {
 		o.rtsp = "127.0.0.1:1"
 	}
-	if o.http == "" {
+	if o.http == "" && !o.noHTTP {
 		o.http = "127.0.0.1:2"
 	}
 	if o.diskFree == 0 {
@@ -411,3 +413,11 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // NewNoncesForTest returns a nonce issuer under another secret.
 func NewNoncesForTest(secret []byte) *auth.Nonces { return auth.NewNonces(secret, 0) }
+
+func regReq(id, rtsp, http string, egress int64) *pb.RegisterRequest {
+	return &pb.RegisterRequest{NodeId: id, RtspAddr: rtsp, HttpAddr: http, Capacity: &pb.NodeCapacity{EgressBps: egress, DiskBytes: 1 << 30}}
+}
+
+type lsmConfig = lsm.Config
+
+func defaultLSM() lsm.Config { return lsm.DefaultConfig() }

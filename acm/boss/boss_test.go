@@ -7,7 +7,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
+
+func mustCost(t *testing.T, u User) int {
+	t.Helper()
+	c, err := bcrypt.Cost([]byte(u.Bcrypt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 func TestDigestExpectedRFC2617Example(t *testing.T) {
 	// RFC 2617 section 3.5: Mufasa / "Circle Of Life".
@@ -28,11 +39,11 @@ func TestDigestExpectedRFC2617Example(t *testing.T) {
 
 func newTestFile(t *testing.T) *File {
 	t.Helper()
-	demo, err := NewUser("demo", "demo", "vodcluster", []string{"*"})
+	demo, err := NewUserCost("demo", "demo", "vodcluster", []string{"*"}, bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kid, err := NewUser("kid", "pw:with:colons", "vodcluster", []string{"kids"})
+	kid, err := NewUserCost("kid", "pw:with:colons", "vodcluster", []string{"kids"}, bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +173,9 @@ func TestParseFileStrict(t *testing.T) {
 		if _, err := ParseFile(strings.NewReader(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	if u, err := NewUser("a", "pw", "r", nil); err != nil || mustCost(t, u) != bcrypt.DefaultCost {
+		t.Errorf("NewUser: %v", err)
 	}
 	if _, err := NewUser("a", "", "r", nil); err == nil {
 		t.Error("empty password accepted")

@@ -36,13 +36,20 @@ const AllPackages = "*"
 // (bcrypt at bcrypt.DefaultCost, and the Digest HA1), holding packages.
 // It fails on an empty or malformed name or an empty password.
 func NewUser(name, password, realm string, packages []string) (User, error) {
+	return NewUserCost(name, password, realm, packages, bcrypt.DefaultCost)
+}
+
+// NewUserCost is NewUser with a bcrypt cost (bcrypt.MinCost to
+// bcrypt.MaxCost; every step doubles the work of each Basic check that
+// misses the cache).
+func NewUserCost(name, password, realm string, packages []string, cost int) (User, error) {
 	if err := checkName(name); err != nil {
 		return User{}, err
 	}
 	if password == "" {
 		return User{}, fmt.Errorf("boss: user %q: empty password", name)
 	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 	if err != nil {
 		return User{}, fmt.Errorf("boss: user %q: %w", name, err)
 	}
@@ -69,6 +76,8 @@ type File struct {
 	cacheTTL  time.Duration
 	cacheSize int
 	now       func() time.Time
+
+	dummy func() []byte // bcrypt hash compared against for unknown users
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]time.Time // verified Basic credential -> expiry
@@ -136,10 +145,14 @@ func NewFile(realm string, users []User) (*File, error) {
 		now:       time.Now,
 		cache:     map[[sha256.Size]byte]time.Time{},
 	}
+	cost := bcrypt.MinCost
 	for i := range users {
 		u := users[i]
 		if err := checkUser(&u); err != nil {
 			return nil, err
+		}
+		if c, err := bcrypt.Cost([]byte(u.Bcrypt)); err == nil {
+			cost = max(cost, c)
 		}
 		if _, dup := f.users[u.Name]; dup {
 			return nil, fmt.Errorf("boss: user %q listed twice", u.Name)
@@ -147,6 +160,11 @@ func NewFile(realm string, users []User) (*File, error) {
 		u.Packages = slices.Clone(u.Packages)
 		f.users[u.Name] = &u
 	}
+	// An unknown name costs as much as a wrong password.
+	f.dummy = sync.OnceValue(func() []byte {
+		h, _ := bcrypt.GenerateFromPassword([]byte("not a password"), cost)
+		return h
+	})
 	return f, nil
 }
 
@@ -191,13 +209,6 @@ func checkUser(u *User) error {
 // Realm returns the Digest realm the file's HA1 values were made for.
 func (f *File) Realm() string { return f.realm }
 
-// dummyHash is compared against for unknown users so that an unknown name
-// costs as much as a wrong password.
-var dummyHash = sync.OnceValue(func() []byte {
-	h, _ := bcrypt.GenerateFromPassword([]byte("not a password"), bcrypt.DefaultCost)
-	return h
-})
-
 // Authenticate implements BOSS. Basic: bcrypt comparison, a success is
 // cached for DefaultCacheTTL. Digest: the response is checked against the
 // user's HA1, and the realm must be the file's; the nonce is the caller's
@@ -222,7 +233,7 @@ func (f *File) Authenticate(_ context.Context, c Credentials) error {
 			return nil
 		}
 		if u == nil || u.Bcrypt == "" {
-			_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(c.Password))
+			_ = bcrypt.CompareHashAndPassword(f.dummy(), []byte(c.Password))
 			return fmt.Errorf("%w: %q", ErrUnauthorized, c.User)
 		}
 		if bcrypt.CompareHashAndPassword([]byte(u.Bcrypt), []byte(c.Password)) != nil {

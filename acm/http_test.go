@@ -1,0 +1,121 @@
+package acm
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// noRedirect is an HTTP client that shows the front door's answers as they are.
+var noRedirect = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+func (e *env) get(method, path, user, pass string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, "http://"+e.m.HTTPAddr()+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+func TestHTTPRedirects(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound || res.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("ts: %d %v", res.StatusCode, res.Header)
+	}
+	c := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
+	if c.Node != "n1" || c.User != "demo" {
+		t.Fatalf("claims %+v", c)
+	}
+	res = e.get("GET", "/vod/t2/index.m3u8", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("hls: %d", res.StatusCode)
+	}
+	e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t2", "/index.m3u8")
+	ss := e.sessions()
+	if len(ss) != 2 || ss[0].Protocol != store.ProtoHTTP || e.reserved("n1") != 2*titleBps {
+		t.Fatalf("sessions %v reserved %d", ss, e.reserved("n1"))
+	}
+	if res := e.get("GET", "/healthz", "", ""); res.StatusCode != http.StatusOK {
+		t.Fatalf("healthz %d", res.StatusCode)
+	}
+}
+
+func TestHTTPStatuses(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{egress: titleBps})
+	for _, tc := range []struct {
+		name, method, path, user, pass string
+		want                           int
+	}{
+		{"no credentials", "GET", "/vod/t1.ts", "", "", http.StatusUnauthorized},
+		{"wrong password", "GET", "/vod/t1.ts", "demo", "nope", http.StatusUnauthorized},
+		{"outside packages", "GET", "/vod/adult-1.ts", "kid", "kid", http.StatusForbidden},
+		{"unknown title", "GET", "/vod/zzz.ts", "demo", "demo", http.StatusNotFound},
+		{"unknown form", "GET", "/vod/t1.mp4", "demo", "demo", http.StatusNotFound},
+		{"segment path", "GET", "/vod/t1/seg-1.ts", "demo", "demo", http.StatusNotFound},
+		{"post", "POST", "/vod/t1.ts", "demo", "demo", http.StatusMethodNotAllowed},
+	} {
+		res := e.get(tc.method, tc.path, tc.user, tc.pass)
+		if res.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, res.StatusCode, tc.want)
+		}
+		if tc.want == http.StatusUnauthorized && res.Header.Get("WWW-Authenticate") != `Basic realm="vodcluster"` {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, res.Header.Get("WWW-Authenticate"))
+		}
+	}
+	// Digest is not offered over HTTP and not accepted.
+	req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
+	req.Header.Set("Authorization", `Digest username="demo", realm="vodcluster", nonce="`+e.m.nonces.Issue(time.Now())+`", uri="/vod/t1.ts", response="00"`)
+	if res, err := noRedirect.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("digest over http: %v %v", res, err)
+	}
+	if e.reserved("n1") != 0 || len(e.sessions()) != 0 {
+		t.Fatal("refusals left state behind")
+	}
+	// Full: the next one waits out the deadline, then 503 with Retry-After.
+	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusFound {
+		t.Fatalf("first: %d", res.StatusCode)
+	}
+	start := time.Now()
+	res := e.get("GET", "/vod/t2/index.m3u8", "demo", "demo")
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" {
+		t.Fatalf("full: %d Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if time.Since(start) < e.m.QueueDeadline {
+		t.Fatal("503 before the queue deadline")
+	}
+	if e.reserved("n1") != titleBps {
+		t.Fatalf("reserved %d", e.reserved("n1"))
+	}
+}
+
+func TestHTTPNodeWithoutHTTPAddress(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", noHTTP: true})
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusServiceUnavailable || e.reserved("n1") != 0 || len(e.sessions()) != 0 {
+		t.Fatalf("%d reserved %d", res.StatusCode, e.reserved("n1"))
+	}
+	if !strings.HasPrefix(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp://127.0.0.1:7001/") {
+		t.Fatal("rtsp through the same node failed")
+	}
+}

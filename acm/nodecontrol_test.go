@@ -1,0 +1,276 @@
+package acm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// admitOne admits title for demo over RTSP and returns the session id.
+func (e *env) admitOne(title string) string {
+	e.t.Helper()
+	res := e.describe("demo", "demo", title)
+	if res.StatusCode != base.StatusFound {
+		e.t.Fatalf("describe %s: %d", title, res.StatusCode)
+	}
+	c, err := e.signer.Parse(tokenFromLocation(res.Header["Location"][0]))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c.Session
+}
+
+func tokenFromLocation(loc string) string {
+	_, rest, _ := cutAfter(loc, "/s/")
+	tok, _, _ := cutAfter(rest, "/")
+	return tok
+}
+
+func cutAfter(s, sep string) (before, after string, ok bool) {
+	for i := 0; i+len(sep) <= len(s); i++ {
+		if s[i:i+len(sep)] == sep {
+			return s[:i], s[i+len(sep):], true
+		}
+	}
+	return s, "", false
+}
+
+func (e *env) session(id string) *pb.SessionInfo {
+	for _, s := range e.sessions() {
+		if s.SessionId == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func TestSessionEventsStartAndEndOnce(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	a, b := e.admitOne("t1"), e.admitOne("t2")
+	if got := e.reserved("n1"); got != 2*titleBps {
+		t.Fatalf("reserved %d", got)
+	}
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.session(a); s.State != store.StatePlaying || s.StartedUnixMs == 0 {
+		t.Fatalf("after STARTED: %+v", s)
+	}
+	if err := n.event(a, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("after ENDED reserved %d", got)
+	}
+	if err := n.event(a, pb.SessionEvent_KIND_ENDED); grpcCode(err) != codes.NotFound {
+		t.Fatalf("second ENDED: %v", err)
+	}
+	if got := e.reserved("n1"); got != titleBps || e.nodeInfo("n1").Sessions != 1 {
+		t.Fatalf("second ENDED released again: %d", got)
+	}
+	if _, err := e.m.st.Session(context.Background(), a); err == nil {
+		t.Fatal("ended session still stored")
+	}
+	// A lost STARTED is repaired by the heartbeat listing the session.
+	n.setSessions(b)
+	waitFor(t, 5*time.Second, "heartbeat to mark b playing", func() bool { return e.session(b).State == store.StatePlaying })
+	// Bad events.
+	for _, ev := range []*pb.SessionEvent{
+		{NodeId: "n1", Kind: pb.SessionEvent_KIND_ENDED},
+		{NodeId: "n1", SessionId: b},
+		{NodeId: "n2", SessionId: b, Kind: pb.SessionEvent_KIND_ENDED},
+		{NodeId: "n1", SessionId: "0123", Kind: pb.SessionEvent_KIND_STARTED},
+	} {
+		if _, err := e.nc.ReportSession(context.Background(), ev); err == nil {
+			t.Errorf("%v accepted", ev)
+		}
+	}
+	if e.reserved("n1") != titleBps {
+		t.Fatal("bad events changed reservations")
+	}
+}
+
+func TestNoShowReleased(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.TokenTTL = 300 * time.Millisecond; m.NoShowGrace = 100 * time.Millisecond })
+	n := e.startNode("n1", nodeOpts{})
+	shows, noShow := e.admitOne("t1"), e.admitOne("t2")
+	if err := n.event(shows, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "no-show release", func() bool { return e.session(noShow) == nil })
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d, want the playing session's only", got)
+	}
+	if e.session(shows) == nil {
+		t.Fatal("playing session released as a no-show")
+	}
+}
+
+func TestNodeDeathEndsSessions(t *testing.T) {
+	e := newManager(t, "", nil)
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: titleBps})
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: titleBps})
+	a, b := e.admitOne("t1"), e.admitOne("t2")
+	n1.stop()
+	waitFor(t, 5*time.Second, "n1 to die", func() bool { return !e.nodeInfo("n1").Alive })
+	waitFor(t, 5*time.Second, "n1's session to end", func() bool { return len(e.sessions()) == 1 })
+	left := e.sessions()[0]
+	if left.NodeId != "n2" || (left.SessionId != a && left.SessionId != b) {
+		t.Fatalf("left %+v", left)
+	}
+	if got := e.reserved("n1"); got != 0 {
+		t.Fatalf("dead node keeps %d bit/s", got)
+	}
+	// New requests go to the live node only: it is full, so 453.
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("with n1 dead and n2 full: %d", res.StatusCode)
+	}
+}
+
+func TestRestartKeepsCatalogAndSessions(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	n := e.startNode("n1", nodeOpts{})
+	a, b, c := e.admitOne("t1"), e.admitOne("t2"), e.admitOne("t3")
+	for _, id := range []string{a, b} {
+		if err := n.event(id, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.stop()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The origin is down at the restart: the catalog comes from the store.
+	e2 := newManager(t, dir, func(m *Manager) { m.OriginAddr = "127.0.0.1:1" })
+	titles, err := e2.admin.ListTitles(context.Background(), &pb.ListTitlesRequest{})
+	if err != nil || len(titles.Titles) != len(testTitles) {
+		t.Fatalf("catalog after restart: %v %v", titles, err)
+	}
+	if got := len(e2.sessions()); got != 3 {
+		t.Fatalf("%d sessions after restart, want 3", got)
+	}
+	if s := e2.session(a); s.State != store.StatePlaying || s.User != "demo" || s.NodeId != "n1" {
+		t.Fatalf("restored %+v", s)
+	}
+	// The node comes back: reservations are rebuilt; its first heartbeat
+	// lists a only, so b (playing, gone from the node) ends, while c
+	// (admitted, its client may still arrive) stays.
+	n2 := &fakeNode{t: t, id: "n1", nc: e2.nc, cmds: make(chan *pb.NodeCommand, 64), sessions: []string{a}, diskFree: 1 << 40}
+	if _, err := e2.nc.Register(context.Background(), regReq("n1", "127.0.0.1:7001", "127.0.0.1:7080", 10*titleBps)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.reserved("n1"); got != 3*titleBps {
+		t.Fatalf("reserved after register %d, want %d", got, 3*titleBps)
+	}
+	n2.heartbeat()
+	t.Cleanup(n2.stop)
+	waitFor(t, 5*time.Second, "b to end", func() bool { return e2.session(b) == nil })
+	if e2.session(a) == nil || e2.session(c) == nil {
+		t.Fatalf("sessions %v", e2.sessions())
+	}
+	if got := e2.reserved("n1"); got != 2*titleBps {
+		t.Fatalf("reserved %d, want %d", got, 2*titleBps)
+	}
+	if err := n2.event(a, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.reserved("n1"); got != titleBps {
+		t.Fatalf("after ENDED %d", got)
+	}
+}
+
+func TestRestoredSessionEndsWhenNodeNeverReturns(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	n := e.startNode("n1", nodeOpts{})
+	e.admitOne("t1")
+	n.stop()
+	e.m.Close()
+	e2 := newManager(t, dir, func(m *Manager) { m.RestoreGrace = 200 * time.Millisecond })
+	if len(e2.sessions()) != 1 {
+		t.Fatal("session not restored")
+	}
+	waitFor(t, 5*time.Second, "the orphan to end", func() bool { return len(e2.sessions()) == 0 })
+	if ss, _ := e2.m.st.Sessions(context.Background()); len(ss) != 0 {
+		t.Fatalf("store still holds %v", ss)
+	}
+}
+
+func TestRegisterAndHeartbeatValidation(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	for name, r := range map[string]*pb.RegisterRequest{
+		"no id":         regReq("", "127.0.0.1:1", "", titleBps),
+		"bad id":        regReq("a b", "127.0.0.1:1", "", titleBps),
+		"no rtsp host":  regReq("n1", ":8554", "", titleBps),
+		"any address":   regReq("n1", "0.0.0.0:8554", "", titleBps),
+		"bad http":      regReq("n1", "127.0.0.1:1", "nohost", titleBps),
+		"no capacity":   regReq("n1", "127.0.0.1:1", "", 0),
+		"nil capacity":  {NodeId: "n1", RtspAddr: "127.0.0.1:1"},
+		"neg weight":    {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Weight: -1},
+		"untitled item": {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Titles: []*pb.StoredTitle{{}}},
+	} {
+		if _, err := e.nc.Register(ctx, r); grpcCode(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	st, err := e.nc.Heartbeat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&pb.LoadReport{NodeId: "ghost"})
+	if _, err := st.Recv(); grpcCode(err) != codes.FailedPrecondition {
+		t.Fatalf("heartbeat before register: %v", err)
+	}
+	n := e.startNode("n1", nodeOpts{})
+	n.stop()
+	st, _ = e.nc.Heartbeat(ctx)
+	st.Send(&pb.LoadReport{NodeId: "n1"})
+	st.Send(&pb.LoadReport{NodeId: "n2"})
+	if _, err := st.Recv(); grpcCode(err) != codes.InvalidArgument {
+		t.Fatalf("report for another node: %v", err)
+	}
+}
+
+func TestEvictionBeforeFill(t *testing.T) {
+	e := newManager(t, "", nil)
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	n := e.startNode("n1", nodeOpts{
+		diskFree: 500_000, // t3 needs 1.5 MB
+		titles: []*pb.StoredTitle{
+			{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, LastAccessUnixMs: old},              // idle, oldest
+			{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000, LastAccessUnixMs: old, Sessions: 1}, // playing
+			{TitleId: "adult-1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, LastAccessUnixMs: old + 1000},
+		},
+	})
+	e.admitOne("t3")
+	select {
+	case cmd := <-n.cmds:
+		if cmd.GetEvict().GetTitleId() != "t1" {
+			t.Fatalf("command %v, want evict t1", cmd)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no eviction command")
+	}
+	select {
+	case cmd := <-n.cmds:
+		t.Fatalf("more than needed: %v", cmd)
+	default:
+	}
+	// A title the node holds is no fill: nothing is evicted.
+	e.admitOne("adult-1")
+	select {
+	case cmd := <-n.cmds:
+		t.Fatalf("eviction for a held title: %v", cmd)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
