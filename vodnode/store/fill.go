@@ -146,7 +146,11 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 // failFill forgets the title, removes its .part file and tells the readers.
 func (s *Store) failFill(t *Title, err error) {
 	id := t.meta.ID
-	s.log.Error("fill failed", "title", id, "err", err)
+	if s.ctx.Err() != nil {
+		s.log.Info("fill stopped: store closing", "title", id)
+	} else {
+		s.log.Error("fill failed", "title", id, "err", err)
+	}
 	s.mu.Lock()
 	t.filling = false
 	if s.titles[id] == t {

@@ -1,0 +1,151 @@
+package vodnode
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+func TestTokenChecks(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	base := "rtsp://" + n.RTSPAddr()
+	good := mint(t, "s1", "sample-001", "node-1", "127.0.0.1", time.Minute)
+	cases := []struct {
+		name string
+		url  string
+		want int
+	}{
+		{"missing", base + "/vod/sample-001", 401},
+		{"invalid", base + "/s/not.a.token/vod/sample-001", 401},
+		{"tampered", base + "/s/" + good[:len(good)-4] + "AAAA/vod/sample-001", 401},
+		{"expired", base + "/s/" + mint(t, "s2", "sample-001", "node-1", "", -time.Second) + "/vod/sample-001", 401},
+		{"other title", base + "/s/" + mint(t, "s3", "sample-002", "node-1", "", time.Minute) + "/vod/sample-001", 401},
+		{"other node", base + "/s/" + mint(t, "s4", "sample-001", "node-2", "", time.Minute) + "/vod/sample-001", 401},
+		{"other client", base + "/s/" + mint(t, "s5", "sample-001", "node-1", "10.9.9.9", time.Minute) + "/vod/sample-001", 401},
+		{"unknown title", base + "/s/" + mint(t, "s6", "nope-999", "node-1", "", time.Minute) + "/vod/nope-999", 404},
+		{"bad path", base + "/s/" + good + "/films/sample-001", 404},
+		{"path form", base + "/s/" + good + "/vod/sample-001", 200},
+		{"query form", base + "/vod/sample-001?token=" + good, 200},
+	}
+	c := dialRTSP(t, n)
+	for _, tc := range cases {
+		res := c.do("DESCRIBE", tc.url)
+		if int(res.StatusCode) != tc.want {
+			t.Errorf("%s: %s, want %d", tc.name, statusLine(res), tc.want)
+			continue
+		}
+		if tc.want == 401 {
+			if v := res.Header["WWW-Authenticate"]; len(v) == 0 || !strings.HasPrefix(v[0], `Bearer realm="vodcluster"`) {
+				t.Errorf("%s: WWW-Authenticate %v", tc.name, v)
+			}
+		}
+	}
+	// SETUP without Session is checked the same way
+	res := c.do("SETUP", base+"/s/"+mint(t, "s7", "sample-001", "node-2", "", time.Minute)+"/vod/sample-001/trackID=0",
+		"Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+	if res.StatusCode != 401 {
+		t.Errorf("SETUP with another node's token: %s", statusLine(res))
+	}
+}
+
+func TestSessionRequests(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	tok := mint(t, "sid-1", "sample-001", "node-1", "127.0.0.1", time.Minute)
+	url := nodeURL(n, tok, "sample-001")
+	c := dialRTSP(t, n)
+
+	res := c.do("DESCRIBE", url)
+	if res.StatusCode != 200 {
+		t.Fatalf("DESCRIBE: %s", statusLine(res))
+	}
+	for _, want := range []string{"m=video 0 RTP/AVP 33", "a=rtpmap:33 MP2T/90000", "a=control:trackID=0", "a=range:npt=0-20."} {
+		if !strings.Contains(string(res.Body), want) {
+			t.Errorf("SDP lacks %q:\n%s", want, res.Body)
+		}
+	}
+	if cb := res.Header["Content-Base"]; len(cb) != 1 || cb[0] != url+"/" {
+		t.Errorf("Content-Base %v", cb)
+	}
+	// transports: unsupported list, then a list with an unknown entry first
+	res = c.do("SETUP", url+"/trackID=0", "Transport", "RTP/SAVP;unicast;client_port=5000-5001,RTP/AVP;multicast")
+	if res.StatusCode != base.StatusUnsupportedTransport {
+		t.Errorf("unsupported transports: %s", statusLine(res))
+	}
+	res = c.do("SETUP", url+"/trackID=0", "Transport", "X-FOO/BAR;unicast, RTP/AVP/TCP;unicast;interleaved=4-5")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	if tr := res.Header["Transport"]; len(tr) != 1 || !strings.Contains(tr[0], "interleaved=4-5") {
+		t.Errorf("Transport %v", tr)
+	}
+	if v := res.Header["Session"]; len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=60") {
+		t.Errorf("Session %v", v)
+	}
+	id := sessionID(res)
+
+	other := mint(t, "sid-2", "sample-001", "node-1", "", time.Minute)
+	for _, tc := range []struct {
+		name string
+		res  *base.Response
+		want base.StatusCode
+	}{
+		{"no session", c.do("PLAY", url+"/"), base.StatusSessionNotFound},
+		{"unknown session", c.do("PLAY", url+"/", "Session", "deadbeef"), base.StatusSessionNotFound},
+		{"token of another session", c.do("PLAY", nodeURL(n, other, "sample-001")+"/", "Session", id), base.StatusUnauthorized},
+		{"no token", c.do("PLAY", "rtsp://"+n.RTSPAddr()+"/vod/sample-001/", "Session", id), base.StatusUnauthorized},
+		{"range past end", c.do("PLAY", url+"/", "Session", id, "Range", "npt=30-"), base.StatusInvalidRange},
+		{"bad range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=abc-"), base.StatusInvalidRange},
+		{"second setup", c.do("SETUP", url+"/trackID=0", "Session", id, "Transport", "RTP/AVP/TCP;unicast"), base.StatusMethodNotValidInThisState},
+		{"record", c.do("RECORD", url+"/", "Session", id), base.StatusMethodNotAllowed},
+		{"keepalive", c.do("GET_PARAMETER", url+"/", "Session", id), base.StatusOK},
+		{"set parameter", c.do("SET_PARAMETER", url+"/", "Session", id), base.StatusOK},
+		{"options", c.do("OPTIONS", "*"), base.StatusOK},
+	} {
+		if tc.res.StatusCode != tc.want {
+			t.Errorf("%s: %s, want %d", tc.name, statusLine(tc.res), tc.want)
+		}
+	}
+	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-")
+	if res.StatusCode != 200 {
+		t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	if ri := res.Header["RTP-Info"]; len(ri) != 1 || !strings.Contains(ri[0], "seq=") || !strings.Contains(ri[0], "rtptime=") {
+		t.Errorf("RTP-Info %v", ri)
+	}
+	if _, _, err := c.frame(); err != nil {
+		t.Fatalf("no media after PLAY: %v", err)
+	}
+	res = c.do("TEARDOWN", url+"/", "Session", id)
+	if res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	waitFor(t, 2*time.Second, "session gone", func() bool { return n.Stats().Sessions == 0 })
+	// the token cannot be used again, on this connection or another
+	c2 := dialRTSP(t, n)
+	if res := c2.do("DESCRIBE", url); res.StatusCode != 401 {
+		t.Errorf("DESCRIBE with a used token: %s", statusLine(res))
+	}
+	if res := c2.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 401 {
+		t.Errorf("SETUP with a used token: %s", statusLine(res))
+	}
+	if res := c2.do("PLAY", url+"/", "Session", id); res.StatusCode != 454 {
+		t.Errorf("PLAY of an ended session: %s", statusLine(res))
+	}
+}
+
+func TestMalformedRequest(t *testing.T) {
+	n := startNode(t, "")
+	c := dialRTSP(t, n)
+	if res := c.do("DESCRIBE", "rtsp://"+n.RTSPAddr()+"/vod/x y"); res.StatusCode != 400 {
+		t.Errorf("bad request line: %s", statusLine(res))
+	}
+	c = dialRTSP(t, n)
+	c.c.Write([]byte("OPTIONS * RTSP/1.0\r\n\r\n"))
+	if res := c.readResponse(); res.StatusCode != 400 {
+		t.Errorf("no CSeq: %s", statusLine(res))
+	}
+}

@@ -1,0 +1,226 @@
+package vodnode
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// fakeManager is an in-test NodeControl server that records what nodes
+// send and can push commands down the heartbeat stream.
+type fakeManager struct {
+	pb.UnimplementedNodeControlServer
+	mu        sync.Mutex
+	registers []*pb.RegisterRequest
+	reports   []*pb.LoadReport
+	events    []*pb.SessionEvent
+	cmds      chan *pb.NodeCommand
+}
+
+func newFakeManager() *fakeManager { return &fakeManager{cmds: make(chan *pb.NodeCommand, 16)} }
+
+func (m *fakeManager) Register(_ context.Context, r *pb.RegisterRequest) (*pb.RegisterResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.registers = append(m.registers, r)
+	return &pb.RegisterResponse{HeartbeatIntervalMs: 1000}, nil
+}
+
+func (m *fakeManager) Heartbeat(s grpc.BidiStreamingServer[pb.LoadReport, pb.NodeCommand]) error {
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			r, err := s.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			m.mu.Lock()
+			m.reports = append(m.reports, r)
+			m.mu.Unlock()
+		}
+	}()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case c := <-m.cmds:
+			if err := s.Send(c); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (m *fakeManager) ReportSession(_ context.Context, e *pb.SessionEvent) (*pb.SessionEventAck, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, e)
+	return &pb.SessionEventAck{}, nil
+}
+
+func (m *fakeManager) lastReport() *pb.LoadReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.reports) == 0 {
+		return nil
+	}
+	return m.reports[len(m.reports)-1]
+}
+
+func (m *fakeManager) event(sid string, kind pb.SessionEvent_Kind) *pb.SessionEvent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.events {
+		if e.GetSessionId() == sid && e.GetKind() == kind {
+			return e
+		}
+	}
+	return nil
+}
+
+func (m *fakeManager) registrations() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.registers)
+}
+
+func titleIn(r *pb.LoadReport, id string) *pb.StoredTitle {
+	for _, t := range r.GetTitles() {
+		if t.GetTitleId() == id {
+			return t
+		}
+	}
+	return nil
+}
+
+func TestManagerLink(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = 100 * time.Millisecond
+		n.AdvertiseHost = "vod1.example"
+		n.Capacity = Capacity{EgressBps: 1e9, MaxSessions: 100, DiskBytes: 1e9}
+		n.Weight = 50
+	})
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	m.mu.Lock()
+	reg := m.registers[0]
+	m.mu.Unlock()
+	if reg.GetNodeId() != "node-1" || reg.GetRtspAddr() != "vod1.example:"+itoa(portOf(n.RTSPAddr())) ||
+		reg.GetWeight() != 50 || reg.GetCapacity().GetMaxSessions() != 100 || reg.GetCapacity().GetDiskBytes() != 1e9 {
+		t.Fatalf("register %+v", reg)
+	}
+
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "adm-1", "sample-001", "node-1", "", time.Minute), "sample-001")
+	sess := c.play(url)
+	for range 20 { // let some media flow
+		if _, _, err := c.frame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "STARTED", func() bool { return m.event("adm-1", pb.SessionEvent_KIND_STARTED) != nil })
+	if e := m.event("adm-1", pb.SessionEvent_KIND_STARTED); !e.GetFilled() || e.GetTitleId() != "sample-001" || e.GetNodeId() != "node-1" {
+		t.Errorf("STARTED %+v", e)
+	}
+	waitFor(t, 5*time.Second, "a report with the session", func() bool {
+		r := m.lastReport()
+		st := titleIn(r, "sample-001")
+		return r != nil && r.GetSessions() == 1 && slices.Contains(r.GetSessionIds(), "adm-1") &&
+			r.GetEgressBps() > 0 && st != nil && st.GetSessions() == 1
+	})
+	r := m.lastReport()
+	if r.GetNodeId() != "node-1" || r.GetDiskUsedBytes() != int64(len(o.titles["sample-001"])) ||
+		r.GetDiskFreeBytes() != 1e9-r.GetDiskUsedBytes() || r.GetAtUnixMs() == 0 {
+		t.Errorf("report %+v", r)
+	}
+	if res := c.do("TEARDOWN", url+"/", "Session", sess); res.StatusCode != 200 {
+		t.Fatal(statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "ENDED", func() bool { return m.event("adm-1", pb.SessionEvent_KIND_ENDED) != nil })
+	if e := m.event("adm-1", pb.SessionEvent_KIND_ENDED); e.GetReason() != "teardown" || e.GetBytesSent() <= 0 {
+		t.Errorf("ENDED %+v", e)
+	}
+
+	// commands: prefetch, evict, drain
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: "sample-002"}}}
+	waitComplete(t, n, "sample-002")
+	if o.fetchCount("sample-002") != 1 {
+		t.Errorf("prefetch fetches %d", o.fetchCount("sample-002"))
+	}
+	waitFor(t, 5*time.Second, "prefetched title reported", func() bool {
+		st := titleIn(m.lastReport(), "sample-002")
+		return st != nil && st.GetPrefetch() && st.GetStoredBytes() == st.GetSizeBytes()
+	})
+	sess3 := c.play(nodeURL(n, mint(t, "adm-3", "sample-002", "node-1", "", time.Minute), "sample-002"))
+	_ = sess3
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: "sample-002"}}} // playing: ignored
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: "sample-001"}}} // idle: evicted
+	waitFor(t, 5*time.Second, "evicted", func() bool {
+		ids := storedIDs(n)
+		return !slices.Contains(ids, "sample-001")
+	})
+	if !slices.Contains(storedIDs(n), "sample-002") {
+		t.Error("a playing title was evicted")
+	}
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Drain{Drain: &pb.DrainCommand{Drain: true}}}
+	waitFor(t, 5*time.Second, "draining", func() bool {
+		res := c.do("DESCRIBE", nodeURL(n, mint(t, "adm-4", "sample-001", "node-1", "", time.Minute), "sample-001"))
+		return res.StatusCode == 503
+	})
+}
+
+// TestManagerReconnect: a node started while the manager is down keeps
+// serving, registers when the manager comes up, and registers again when
+// the manager restarts.
+func TestManagerReconnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = addr
+		n.HeartbeatInterval = 50 * time.Millisecond
+	})
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "r1", "sample-001", "node-1", "", time.Minute), "sample-001"))
+
+	up := func(m *fakeManager) *grpc.Server {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := grpc.NewServer()
+		pb.RegisterNodeControlServer(s, m)
+		go s.Serve(l)
+		return s
+	}
+	m1 := newFakeManager()
+	s1 := up(m1)
+	waitFor(t, 15*time.Second, "registration after the manager came up", func() bool { return m1.lastReport() != nil })
+	// the STARTED event queued while the manager was down is delivered
+	waitFor(t, 15*time.Second, "queued STARTED", func() bool { return m1.event("r1", pb.SessionEvent_KIND_STARTED) != nil })
+	s1.Stop()
+	m2 := newFakeManager()
+	s2 := up(m2)
+	defer s2.Stop()
+	waitFor(t, 15*time.Second, "re-registration", func() bool { return m2.registrations() > 0 && m2.lastReport() != nil })
+	if r := m2.lastReport(); r.GetSessions() != 1 {
+		t.Errorf("report after reconnect: %+v", r)
+	}
+}
+
+func itoa(v int) string { return strconv.Itoa(v) }
