@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // interleaved frames, so tests can check every status and header.
 type testClient struct {
 	t    testing.TB
+	mu   sync.Mutex // serialises raw writes from tests that write by hand
 	c    net.Conn
 	br   *bufio.Reader
 	cseq int
@@ -42,7 +44,10 @@ func (tc *testClient) do(method, url string, hdr ...string) *base.Response {
 		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
 	}
 	b.WriteString("\r\n")
-	if _, err := io.WriteString(tc.c, b.String()); err != nil {
+	tc.mu.Lock()
+	_, err := io.WriteString(tc.c, b.String())
+	tc.mu.Unlock()
+	if err != nil {
 		tc.t.Fatal(err)
 	}
 	return tc.readResponse()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -148,7 +149,7 @@ func startOrigin(t testing.TB, o *fakeOrigin) string {
 // startNode starts a node with the given origin (and options applied).
 func startNode(t testing.TB, originAddr string, opts ...func(*Node)) *Node {
 	t.Helper()
-	n := &Node{ID: "node-1", DataDir: t.TempDir(), OriginAddr: originAddr, Secret: testSecret, Pacers: 1}
+	n := &Node{ID: "node-1", DataDir: t.TempDir(), OriginAddr: originAddr, Secret: testSecret, Pacers: 1, Logger: testLogger()}
 	for _, o := range opts {
 		o(n)
 	}
@@ -230,4 +231,13 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// testLogger logs warnings and errors to stderr (-v shows info: VODNODE_DEBUG=1).
+func testLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("VODNODE_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }

@@ -1,6 +1,10 @@
 package vodnode
 
 import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,5 +25,25 @@ func TestFFmpegPlaysTCPAndUDP(t *testing.T) {
 		if i == 0 && o.fetchCount("sample-001") != 1 {
 			t.Errorf("fetches %d", o.fetchCount("sample-001"))
 		}
+	}
+}
+
+func TestFFprobeDescribe(t *testing.T) {
+	if _, err := exec.LookPath("ffprobe"); err != nil {
+		t.Skip("ffprobe not installed")
+	}
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	tok := mint(t, "probe", "sample-001", "node-1", "", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-rtsp_transport", "tcp",
+		"-show_entries", "stream=codec_name", "-of", "csv=p=0", nodeURL(n, tok, "sample-001")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffprobe: %v\n%s", err, out)
+	}
+	got := strings.Fields(string(out))
+	if !slices.Contains(got, "h264") || !slices.Contains(got, "aac") {
+		t.Fatalf("ffprobe streams %q", got)
 	}
 }
