@@ -17,7 +17,8 @@ type Request struct {
 // Result is the bound for one trace and one cache size.
 type Result struct {
 	// Method is "min" when every title has the same size (the bound is
-	// then Belady's MIN, which is optimal), else "pfoo-l".
+	// then Belady's MIN, which is optimal), else "foo-l-dual": PFOO-L
+	// tightened by the Lagrangian dual of FOO's interval LP (see dual.go).
 	Method   string `json:"method"`
 	Requests int    `json:"requests"`
 	Capacity int64  `json:"capacity_bytes"`
@@ -35,6 +36,21 @@ type Result struct {
 	// computed on its own and need not belong to the same schedule as
 	// OriginBytes).
 	Fetches int `json:"fetches"`
+	// PFOOLBytes is PFOO-L's bound alone on origin bytes (<= OriginBytes),
+	// for reference; 0 with Method "min".
+	PFOOLBytes int64 `json:"pfool_bytes,omitempty"`
+	// UpperBytes and UpperFetches are those of a feasible offline
+	// schedule, Belady's rule by next request with bypass (exactly MIN,
+	// and equal to the bound, for equal sizes): the optimum lies between
+	// OriginBytes and UpperBytes, which shows how tight the bound is.
+	UpperBytes   int64 `json:"upper_bytes"`
+	UpperFetches int   `json:"upper_fetches"`
+	// StaticBytes is the origin bytes of the best fixed placement chosen
+	// knowing each title's number of requests in the trace but not when
+	// they come (titles by decreasing count while they fit). It is not a
+	// bound: it is what perfect popularity knowledge gives without the
+	// timing, the natural yardstick of a popularity-driven online policy.
+	StaticBytes int64 `json:"static_bytes"`
 }
 
 // Options refine Compute.
@@ -161,13 +177,15 @@ func Compute(reqs []Request, capacity int64, opt Options) (Result, error) {
 		Requests: len(reqs), Capacity: capacity, TotalBytes: t.total,
 		CompulsoryBytes: t.comp, CompulsoryFetches: t.compN,
 	}
-	if s, ok := t.uniform(); ok {
+	res.UpperFetches, res.UpperBytes = t.belady(capacity, false)
+	res.StaticBytes = t.static(capacity)
+	if _, ok := t.uniform(); ok {
 		res.Method = "min"
-		res.Fetches, res.OriginBytes = t.belady(int(min(capacity/s, math.MaxInt32)))
+		res.Fetches, res.OriginBytes = res.UpperFetches, res.UpperBytes
 		return res, nil
 	}
-	res.Method = "pfoo-l"
-	res.OriginBytes, res.Fetches = t.pfool(capacity)
+	res.Method = "foo-l-dual"
+	res.OriginBytes, res.Fetches, res.PFOOLBytes = t.pfool(capacity, true)
 	return res, nil
 }
 
@@ -197,7 +215,7 @@ func MIN(reqs []Request, slots int, opt Options) (fetches int, bytes int64, err 
 	if err != nil {
 		return 0, 0, err
 	}
-	fetches, bytes = t.belady(slots)
+	fetches, bytes = t.belady(int64(slots), true)
 	return fetches, bytes, nil
 }
 
@@ -212,7 +230,7 @@ func PFOOL(reqs []Request, capacity int64, opt Options) (bytes int64, fetches in
 	if err != nil {
 		return 0, 0, err
 	}
-	bytes, fetches = t.pfool(capacity)
+	bytes, fetches, _ = t.pfool(capacity, false)
 	return bytes, fetches, nil
 }
 
@@ -236,7 +254,7 @@ type interval struct {
 // budget holds in logical time (requests) and in seconds, so both are
 // computed and the tighter bound kept. Intervals of titles larger than the
 // cache are never hits.
-func (t *trace) pfool(capacity int64) (int64, int) {
+func (t *trace) pfool(capacity int64, tighten bool) (bytes int64, fetches int, pfoolBytes int64) {
 	n := len(t.obj)
 	iv := make([]interval, 0, n)
 	for i := range n {
@@ -261,27 +279,44 @@ func (t *trace) pfool(capacity int64) (int64, int) {
 		steps++
 	}
 	c := float64(capacity)
+	byteVal := func(x interval) float64 { return float64(x.size) }
+	one := func(interval) float64 { return 1 }
+	logical := func(x interval) float64 { return x.steps }
+	seconds := func(x interval) float64 { return x.secs }
+	saved, cutB := knapsack(iv, c*steps, logical, byteVal)
+	hits, cutF := knapsack(iv, c*steps, logical, one)
 	// Real time is only a useful measure when the trace has one.
-	useSecs := span > 0
-	saved := knapsack(iv, c*steps, func(x interval) float64 { return x.steps }, func(x interval) float64 { return float64(x.size) })
-	if useSecs {
-		saved = math.Min(saved, knapsack(iv, c*span, func(x interval) float64 { return x.secs }, func(x interval) float64 { return float64(x.size) }))
+	if span > 0 {
+		s2, _ := knapsack(iv, c*span, seconds, byteVal)
+		h2, _ := knapsack(iv, c*span, seconds, one)
+		saved, hits = math.Min(saved, s2), math.Min(hits, h2)
 	}
-	hits := knapsack(iv, c*steps, func(x interval) float64 { return x.steps }, func(interval) float64 { return 1 })
-	if useSecs {
-		hits = math.Min(hits, knapsack(iv, c*span, func(x interval) float64 { return x.secs }, func(interval) float64 { return 1 }))
+	pfBytes, pfFetches := t.round(saved, hits)
+	if !tighten {
+		return pfBytes, pfFetches, pfBytes
 	}
-	// Rounding up keeps an integer bound; the slack absorbs float error
-	// so it never rounds above the exact relaxation.
+	d := t.intervals(capacity)
+	saved = math.Min(saved, d.dual(c, true, cutB))
+	hits = math.Min(hits, d.dual(c, false, cutF))
+	bytes, fetches = t.round(saved, hits)
+	return max(bytes, pfBytes), max(fetches, pfFetches), pfBytes
+}
+
+// round turns an upper bound on saved bytes and hits into integer lower
+// bounds on origin bytes and fetches. The slack absorbs float error so the
+// result never rounds above the exact relaxation.
+func (t *trace) round(saved, hits float64) (int64, int) {
+	n := len(t.obj)
 	bytes := int64(math.Ceil(float64(t.total) - saved - 1e-9*float64(t.total)))
 	fetches := int(math.Ceil(float64(n) - hits - 1e-9*float64(n)))
 	return max(bytes, t.comp), max(fetches, t.compN)
 }
 
 // knapsack returns the largest total value of intervals (fractions
-// allowed) whose resource size*length fits in budget. Intervals of zero
+// allowed) whose resource size*length fits in budget, and the value per
+// resource at which it stopped (0 when everything fits). Intervals of zero
 // length are free.
-func knapsack(iv []interval, budget float64, length func(interval) float64, value func(interval) float64) float64 {
+func knapsack(iv []interval, budget float64, length func(interval) float64, value func(interval) float64) (float64, float64) {
 	type it struct{ res, val float64 }
 	xs := make([]it, len(iv))
 	for i, x := range iv {
@@ -308,7 +343,7 @@ func knapsack(iv []interval, budget float64, length func(interval) float64, valu
 		if budget > 0 {
 			got += x.val * budget / x.res
 		}
-		break
+		return got, x.val / x.res
 	}
-	return got
+	return got, 0
 }

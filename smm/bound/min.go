@@ -2,22 +2,31 @@ package bound
 
 import "slices"
 
-// belady runs Belady's MIN with slots cache entries (with bypass: a title
-// requested no sooner than everything cached is not kept) and returns its
-// fetches and fetched bytes. Warm titles start cached, the soonest
-// requested first when they do not all fit.
-func (t *trace) belady(slots int) (int, int64) {
+// belady runs Belady's rule with a cache of capacity units, a title
+// taking its size in units (1 when unit): when room is needed, the cached
+// title requested again last is evicted, unless the title being fetched is
+// requested later still, in which case it is not kept (bypass). With equal
+// sizes this is MIN, the optimum; with variable sizes it is a feasible
+// offline schedule. It returns its fetches and fetched bytes. Warm titles
+// start cached, the soonest requested first when they do not all fit.
+func (t *trace) belady(capacity int64, unit bool) (int, int64) {
 	n := int32(len(t.obj))
 	never := n // next use of a title never requested again
 	in := make([]bool, len(t.size))
 	nextUse := make([]int32, len(t.size))
 	var h maxHeap
-	count := 0
+	var used int64
+	size := func(o int32) int64 {
+		if unit {
+			return 1
+		}
+		return t.size[o]
+	}
 	insert := func(o, nx int32) {
 		in[o] = true
 		nextUse[o] = nx
 		h.push(nx, o)
-		count++
+		used += size(o)
 	}
 	nxt := func(j int32) int32 {
 		if j < 0 {
@@ -25,14 +34,24 @@ func (t *trace) belady(slots int) (int, int64) {
 		}
 		return j
 	}
+	// furthest returns the cached title requested again last.
+	furthest := func() (int32, int32) {
+		for {
+			v, p := h.top()
+			if in[p] && nextUse[p] == v {
+				return v, p
+			}
+			h.pop()
+		}
+	}
 	warm := make([]int, len(t.warmed))
 	for i := range warm {
 		warm[i] = i
 	}
 	slices.SortStableFunc(warm, func(a, b int) int { return int(nxt(t.warmNxt[a]) - nxt(t.warmNxt[b])) })
 	for _, k := range warm {
-		if count < slots {
-			insert(t.warmed[k], nxt(t.warmNxt[k]))
+		if o := t.warmed[k]; used+size(o) <= capacity {
+			insert(o, nxt(t.warmNxt[k]))
 		}
 	}
 	var fetches int
@@ -46,30 +65,76 @@ func (t *trace) belady(slots int) (int, int64) {
 		}
 		fetches++
 		bytes += t.size[o]
-		if slots <= 0 {
+		if size(o) > capacity {
 			continue
 		}
-		if count < slots {
-			insert(o, nx)
-			continue
-		}
-		for {
-			v, p := h.top()
-			if in[p] && nextUse[p] == v {
+		keep := true
+		for used+size(o) > capacity {
+			v, p := furthest()
+			if v <= nx {
+				keep = false // bypass: o is needed no sooner than the rest
 				break
 			}
 			h.pop()
+			in[p] = false
+			used -= size(p)
 		}
-		v, p := h.top()
-		if v <= nx {
-			continue // bypass
+		if keep {
+			insert(o, nx)
 		}
-		h.pop()
-		in[p] = false
-		count--
-		insert(o, nx)
 	}
 	return fetches, bytes
+}
+
+// static is the origin bytes of the best fixed set of titles chosen
+// knowing how often each is requested in the whole trace but not when:
+// titles taken by decreasing request count (the smaller first among
+// equals) while they fit, each fetched once and kept; the others fetched
+// on every request. Warm titles in the set are not fetched.
+func (t *trace) static(capacity int64) int64 {
+	count := make([]int32, len(t.size))
+	for _, o := range t.obj {
+		count[o]++
+	}
+	warm := make([]bool, len(t.size))
+	for _, o := range t.warmed {
+		warm[o] = true
+	}
+	order := make([]int32, len(t.size))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		if count[a] != count[b] {
+			return int(count[b] - count[a])
+		}
+		return cmpInt64(t.size[a], t.size[b])
+	})
+	var used, bytes int64
+	for _, o := range order {
+		if count[o] == 0 {
+			continue
+		}
+		if used+t.size[o] <= capacity {
+			used += t.size[o]
+			if !warm[o] {
+				bytes += t.size[o]
+			}
+			continue
+		}
+		bytes += int64(count[o]) * t.size[o]
+	}
+	return bytes
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // maxHeap is a binary max-heap of (next use, object) packed in uint64.
