@@ -90,7 +90,7 @@ func (cs *captureServer) redirected() (captured, bool) {
 	return captured{}, false
 }
 
-func needTool(t *testing.T, name string) string {
+func needTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {

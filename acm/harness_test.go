@@ -29,6 +29,8 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
+var timeNow = time.Now
+
 var testSecret = []byte("test-cluster-secret-0123456789")
 
 // testUsers: demo/demo entitled to everything, kid/kid to "kids" only.
@@ -67,7 +69,7 @@ func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.Lis
 }
 
 // startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port).
-func startOrigin(t *testing.T, addr string, titles []*pb.Title) *fakeOrigin {
+func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -112,7 +114,7 @@ func (r *recordingBOSS) used() []string {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	users  *recordingBOSS
 	m      *Manager
 	origin *fakeOrigin
@@ -122,7 +124,7 @@ type env struct {
 	dir    string
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -131,7 +133,7 @@ func testLogger(t *testing.T) *slog.Logger {
 
 // newManager returns a started manager on loopback with a fake origin;
 // configure tweaks it before Start.
-func newManager(t *testing.T, dir string, configure func(*Manager)) *env {
+func newManager(t testing.TB, dir string, configure func(*Manager)) *env {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -169,7 +171,7 @@ func newManager(t *testing.T, dir string, configure func(*Manager)) *env {
 // fakeNode is a VOD node as the manager sees it: a gRPC client that
 // registers, heartbeats every 50 ms and collects commands.
 type fakeNode struct {
-	t    *testing.T
+	t    testing.TB
 	id   string
 	nc   pb.NodeControlClient
 	cmds chan *pb.NodeCommand
@@ -216,7 +218,18 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	}
 	n.heartbeat()
 	e.t.Cleanup(n.stop)
+	waitFor(e.t, 5*time.Second, "the node's first report", func() bool { return e.reports(id) > 0 })
 	return n
+}
+
+// reports returns how many load reports the manager took from node id.
+func (e *env) reports(id string) uint64 {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	if ns := e.m.nodes[id]; ns != nil {
+		return ns.reports
+	}
+	return 0
 }
 
 func (n *fakeNode) report() *pb.LoadReport {
@@ -236,18 +249,19 @@ func (n *fakeNode) heartbeat() {
 	if err := st.Send(n.report()); err != nil {
 		n.t.Fatal(err)
 	}
-	n.cancel, n.done = cancel, make(chan struct{})
+	done, cmds := make(chan struct{}), n.cmds
+	n.cancel, n.done = cancel, done
 	go func() {
 		for {
 			c, err := st.Recv()
 			if err != nil {
 				return
 			}
-			n.cmds <- c
+			cmds <- c
 		}
 	}()
 	go func() {
-		defer close(n.done)
+		defer close(done)
 		tk := time.NewTicker(50 * time.Millisecond)
 		defer tk.Stop()
 		for {
@@ -284,7 +298,7 @@ func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
 }
 
 // waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -329,7 +343,7 @@ func (e *env) queued() int {
 
 // rtspClient is a raw RTSP client for exact status checks.
 type rtspClient struct {
-	t    *testing.T
+	t    testing.TB
 	nc   net.Conn
 	c    *conn.Conn
 	cseq int

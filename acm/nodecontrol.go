@@ -144,19 +144,9 @@ func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 	senderDone := make(chan struct{})
 	go func() {
 		defer close(senderDone)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.ctx.Done():
-				return
-			case cmd := <-ns.cmds:
-				if err := stream.Send(cmd); err != nil {
-					return
-				}
-			}
-		}
+		m.sendCommands(ctx, stream, ns, gen)
 	}()
+	ns.signal() // commands queued while the node had no stream
 	defer func() {
 		cancel()
 		<-senderDone
@@ -172,6 +162,39 @@ func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 		}
 		if r, err = stream.Recv(); err != nil {
 			return err
+		}
+	}
+}
+
+// sendCommands sends the node's queued commands down the stream of
+// generation gen until ctx ends or a newer stream takes over. Commands a
+// broken stream could not take go back to the front of the queue for the
+// next stream.
+func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.ctx.Done():
+			return
+		case <-ns.wake:
+		}
+		m.mu.Lock()
+		if ns.streamGen != gen || ctx.Err() != nil {
+			ns.signal() // the wake-up was for the newer stream
+			m.mu.Unlock()
+			return
+		}
+		batch := ns.queue
+		ns.queue = nil
+		m.mu.Unlock()
+		for i, cmd := range batch {
+			if err := stream.Send(cmd); err != nil {
+				m.mu.Lock()
+				ns.queue = append(append([]*pb.NodeCommand(nil), batch[i:]...), ns.queue...)
+				m.mu.Unlock()
+				return
+			}
 		}
 	}
 }
@@ -214,6 +237,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	ns.reported, ns.diskFree = true, r.GetDiskFreeBytes()
+	ns.reports++
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true

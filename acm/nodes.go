@@ -7,21 +7,23 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// cmdQueue is how many commands wait for a node's heartbeat stream.
+// cmdQueue is how many commands may wait for a node's heartbeat stream.
 const cmdQueue = 256
 
-// nodeState is the manager's side of one registered node: the command
-// channel down its heartbeat stream, its last load report, and its
-// sessions. Guarded by Manager.mu, except cmds (a channel).
+// nodeState is the manager's side of one registered node: the commands
+// waiting for its heartbeat stream, its last load report, and its
+// sessions. Guarded by Manager.mu, except wake (a channel).
 type nodeState struct {
-	id   string
-	cmds chan *pb.NodeCommand
+	id    string
+	queue []*pb.NodeCommand // commands not yet sent, oldest first
+	wake  chan struct{}     // signalled (capacity 1) when queue gains commands
 
 	streamGen    uint64             // generation of the current heartbeat stream
 	streamCancel context.CancelFunc // ends the current stream's command sender
 	awaitFirst   bool               // the next report is the first since Register
 
-	reported bool                       // a load report arrived since Register
+	reports  uint64                     // load reports received
+	reported bool                       // Register or a load report gave the free disk
 	diskFree int64                      // bytes, last report minus fills ordered since
 	titles   map[string]*pb.StoredTitle // last report, adjusted by commands since
 	sessions map[string]*session        // live sessions placed on the node
@@ -31,7 +33,7 @@ type nodeState struct {
 func newNodeState(id string) *nodeState {
 	return &nodeState{
 		id:       id,
-		cmds:     make(chan *pb.NodeCommand, cmdQueue),
+		wake:     make(chan struct{}, 1),
 		titles:   map[string]*pb.StoredTitle{},
 		sessions: map[string]*session{},
 		active:   map[string]int{},
@@ -65,13 +67,22 @@ func (ns *nodeState) sessionList() []*session {
 	return out
 }
 
-// push queues cmd for the node without blocking; false when the queue is full.
+// push queues cmd for the node's heartbeat stream; false when cmdQueue
+// commands already wait. Manager.mu held.
 func (ns *nodeState) push(cmd *pb.NodeCommand) bool {
-	select {
-	case ns.cmds <- cmd:
-		return true
-	default:
+	if len(ns.queue) >= cmdQueue {
 		return false
+	}
+	ns.queue = append(ns.queue, cmd)
+	ns.signal()
+	return true
+}
+
+// signal wakes the stream's sender.
+func (ns *nodeState) signal() {
+	select {
+	case ns.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,0 +1,135 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// flakyStore fails PutSession while broken is set.
+type flakyStore struct {
+	store.Store
+	broken atomic.Bool
+}
+
+func (f *flakyStore) PutSession(ctx context.Context, s store.Session) error {
+	if f.broken.Load() {
+		return errors.New("disk on fire")
+	}
+	return f.Store.PutSession(ctx, s)
+}
+
+func TestStoreFailureLeavesNoReservation(t *testing.T) {
+	b, err := store.OpenBadger(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fs := &flakyStore{Store: b}
+	e := newManager(t, "", func(m *Manager) { m.Store = fs })
+	e.startNode("n1", nodeOpts{})
+	fs.broken.Store(true)
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusServiceUnavailable {
+		t.Fatalf("with a broken store: %d", res.StatusCode)
+	}
+	if got := e.reserved("n1"); got != 0 || len(e.sessions()) != 0 {
+		t.Fatalf("reserved %d sessions %v", got, e.sessions())
+	}
+	fs.broken.Store(false)
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("store back: %d", res.StatusCode)
+	}
+	// The manager does not close a store it was given.
+	e.m.Close()
+	if _, err := b.Sessions(context.Background()); err != nil {
+		t.Fatalf("given store closed: %v", err)
+	}
+}
+
+// orderPlanner orders one prefetch of t3 on n1 and records what it saw.
+type orderPlanner struct {
+	mu       sync.Mutex
+	observed []string
+	views    int
+	done     bool
+}
+
+func (p *orderPlanner) Observe(title string, _ time.Time) {
+	p.mu.Lock()
+	p.observed = append(p.observed, title)
+	p.mu.Unlock()
+}
+
+func (p *orderPlanner) Plan(_ time.Time, v *smm.ClusterView) []smm.Action {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(v.Nodes) == 0 || len(v.Titles) == 0 || p.done {
+		return nil
+	}
+	p.views++
+	p.done = true
+	return []smm.Action{{Kind: smm.Prefetch, Node: "n1", Title: "t3"}, {Kind: smm.Evict, Node: "n1", Title: "nothing"}}
+}
+
+func TestPlannerOrdersReachNode(t *testing.T) {
+	p := &orderPlanner{}
+	e := newManager(t, "", func(m *Manager) { m.Planner = p; m.PlanInterval = 50 * time.Millisecond })
+	n := e.startNode("n1", nodeOpts{})
+	e.admitOne("t1")
+	select {
+	case cmd := <-n.cmds:
+		if cmd.GetPrefetch().GetTitleId() != "t3" {
+			t.Fatalf("command %v", cmd)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("planner's prefetch not sent")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.observed) != 1 || p.observed[0] != "t1" {
+		t.Fatalf("planner observed %v", p.observed)
+	}
+}
+
+func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	gen := func() uint64 {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.nodes["n1"].streamGen
+	}
+	waitFor(t, 5*time.Second, "the first stream to be taken", func() bool { return gen() == 1 })
+	old := n.cmds
+	// The node reconnects (a second stream) without the first breaking.
+	n.cmds = make(chan *pb.NodeCommand, 64)
+	oldCancel, oldDone := n.cancel, n.done
+	n.heartbeat()
+	defer func() { oldCancel(); <-oldDone }()
+	waitFor(t, 5*time.Second, "the second stream to be taken", func() bool { return gen() == 2 })
+	if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cmd := <-n.cmds:
+		if !cmd.GetDrain().GetDrain() {
+			t.Fatalf("command %v", cmd)
+		}
+	case cmd := <-old:
+		t.Fatalf("command %v went down the replaced stream", cmd)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no command on the new stream")
+	}
+	if !e.nodeInfo("n1").Alive {
+		t.Fatal("node dead")
+	}
+}
