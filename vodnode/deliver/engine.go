@@ -42,6 +42,16 @@ func (e *Engine) Start() error {
 	if e.started {
 		return errors.New("deliver: engine already started")
 	}
+	e.init()
+	for _, sh := range e.shards {
+		e.wg.Add(1)
+		go sh.run()
+	}
+	return nil
+}
+
+// init applies the defaults and makes the shards (without their goroutines).
+func (e *Engine) init() {
 	if e.Shards <= 0 {
 		e.Shards = runtime.GOMAXPROCS(0)
 	}
@@ -65,14 +75,11 @@ func (e *Engine) Start() error {
 	}
 	e.epoch = time.Now()
 	e.done = make(chan struct{})
+	e.shards = e.shards[:0]
 	for range e.Shards {
-		sh := newShard(e)
-		e.shards = append(e.shards, sh)
-		e.wg.Add(1)
-		go sh.run()
+		e.shards = append(e.shards, newShard(e))
 	}
 	e.started = true
-	return nil
 }
 
 // Close stops the pacers; streams stop where they are (no callbacks).
@@ -145,11 +152,7 @@ func (sh *shard) run() {
 	t := time.NewTicker(sh.e.Tick)
 	defer t.Stop()
 	for {
-		sh.mu.Lock()
-		sh.active = append(sh.active, sh.pending...)
-		clear(sh.pending)
-		sh.pending = sh.pending[:0]
-		sh.mu.Unlock()
+		sh.collect()
 		if len(sh.active) == 0 {
 			t.Stop()
 			select {
@@ -167,6 +170,15 @@ func (sh *shard) run() {
 		}
 		sh.step(sh.e.now())
 	}
+}
+
+// collect moves the streams added since the last wake to the active list.
+func (sh *shard) collect() {
+	sh.mu.Lock()
+	sh.active = append(sh.active, sh.pending...)
+	clear(sh.pending)
+	sh.pending = sh.pending[:0]
+	sh.mu.Unlock()
 }
 
 // step sends every active stream what is due at now.
