@@ -116,19 +116,18 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		},
 		res: res, reserved: true,
 	}
-	g := &grant{RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
-	if ns := m.nodes[res.NodeID]; ns == nil {
-		// Cannot happen: lsm only places on registered nodes.
+	ns := m.nodes[res.NodeID]
+	if ns == nil {
+		// Cannot happen: lsm places only on nodes registered here.
 		m.sched.Release(res)
 		m.mu.Unlock()
 		return nil, errUnavailable
-	} else {
-		m.addSessionLocked(s)
-		if res.Fill {
-			m.makeRoomLocked(ns, t, now)
-		}
 	}
-	g.Session = s.Session
+	m.addSessionLocked(s)
+	if res.Fill {
+		m.makeRoomLocked(ns, t, now)
+	}
+	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
 	m.mu.Unlock()
 
 	fail := func(why string, err error) (*grant, error) {
@@ -145,6 +144,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	if err := m.persist(s); err != nil {
 		return fail("store", err)
+	}
+	if ctx.Err() != nil {
+		fail("client left before its redirect", ctx.Err())
+		return nil, ctx.Err()
 	}
 	g.Token, err = m.signer.Sign(token.Claims{
 		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate,

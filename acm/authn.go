@@ -24,13 +24,14 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header string,
 		m.log.Debug("authorization header refused", "err", err)
 		return "", false, errUnauthorized
 	}
+	expired := false
 	if d := c.Digest; d != nil {
 		if !digest {
 			return "", false, errUnauthorized
 		}
 		switch err := m.nonces.Check(d.Nonce, m.now()); {
 		case errors.Is(err, auth.ErrNonceStale):
-			return "", true, errUnauthorized
+			expired = true // stale=true only if the response is right (RFC 7616 section 3.3)
 		case err != nil:
 			return "", false, errUnauthorized
 		}
@@ -45,6 +46,8 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header string,
 	case err != nil:
 		m.log.Error("boss: authentication backend failed", "err", err)
 		return "", false, errUnavailable
+	case expired:
+		return "", true, errUnauthorized
 	}
 	return c.User, false, nil
 }

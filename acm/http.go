@@ -14,7 +14,9 @@ import (
 
 // httpHandler is the HTTP front door: GET /vod/<title>.ts (progressive
 // MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic),
-// admitted and redirected (302) to the node; GET /healthz answers 200.
+// admitted and redirected (302) to the node; other methods get 405 (a
+// redirect carries a reservation, so not even HEAD is answered with one).
+// GET /healthz answers 200.
 func (m *Manager) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -42,8 +44,9 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 }
 
 func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	if r.Method != http.MethodGet {
+		// Not even HEAD: every answer to a request is a reservation.
+		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

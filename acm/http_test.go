@@ -73,6 +73,7 @@ func TestHTTPStatuses(t *testing.T) {
 		{"unknown form", "GET", "/vod/t1.mp4", "demo", "demo", http.StatusNotFound},
 		{"segment path", "GET", "/vod/t1/seg-1.ts", "demo", "demo", http.StatusNotFound},
 		{"post", "POST", "/vod/t1.ts", "demo", "demo", http.StatusMethodNotAllowed},
+		{"head", "HEAD", "/vod/t1.ts", "demo", "demo", http.StatusMethodNotAllowed},
 	} {
 		res := e.get(tc.method, tc.path, tc.user, tc.pass)
 		if res.StatusCode != tc.want {

@@ -187,6 +187,11 @@ func TestRTSPDigest(t *testing.T) {
 		t.Fatalf("expired nonce: %d %v", res.StatusCode, res.Header["WWW-Authenticate"])
 	}
 	fresh := nonceOf(t, res)
+	// An expired nonce with a wrong response: no stale, a plain refusal.
+	res = c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "wrong", "vodcluster", old, "DESCRIBE", uri, "auth"))
+	if res.StatusCode != base.StatusUnauthorized || strings.Contains(res.Header["WWW-Authenticate"][0], "stale") {
+		t.Fatalf("expired nonce, wrong password: %d %v", res.StatusCode, res.Header["WWW-Authenticate"])
+	}
 	if res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", fresh, "DESCRIBE", uri, "auth")); res.StatusCode != base.StatusFound {
 		t.Fatalf("after stale: %d", res.StatusCode)
 	}
