@@ -1,0 +1,39 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"vodcluster/cdp"
+)
+
+func cdpCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "cdp",
+		Short: "Run the origin (CDP): the catalog of MPEG-TS titles served in ranges over gRPC",
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			return runUntilSignal(newCDP(cfg.CDP))
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section cdp:)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func newCDP(c CDPConfig) *cdp.Server {
+	return &cdp.Server{
+		Dir:             c.Dir,
+		Listen:          orString(c.Listen, cdp.DefaultListen),
+		SetupDelay:      c.SetupDelay,
+		MaxTransfers:    c.MaxTransfers,
+		TransferRateBps: c.TransferRateBps,
+		ChunkBytes:      c.ChunkBytes,
+		Logger:          slog.Default().With("component", "cdp"),
+	}
+}

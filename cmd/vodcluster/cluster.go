@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"vodcluster/acm"
+	"vodcluster/acm/boss"
+	"vodcluster/cdp"
+	"vodcluster/cdp/samples"
+	"vodcluster/lsm"
+	v1 "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode"
+)
+
+// clusterOptions describes a whole cluster in one process on loopback.
+type clusterOptions struct {
+	DataDir    string // state of every part lives below it
+	Host       string // listen host, "127.0.0.1"
+	RTSPPort   int    // front door RTSP port (0 = any)
+	HTTPPort   int    // front door HTTP port (0 = any)
+	GRPCPort   int    // manager gRPC port (0 = any)
+	Nodes      int    // VOD nodes
+	NodeEgress int64  // bit/s per node
+	NodeDisk   int64  // bytes per node
+	Users      []boss.User
+	Policy     string
+
+	OriginSetupDelay   time.Duration // per origin transfer
+	OriginRateBps      int64         // per origin transfer, bit/s
+	OriginMaxTransfers int           // concurrent origin transfers
+
+	QueueDeadline time.Duration
+	Heartbeat     time.Duration
+	Logger        *slog.Logger
+}
+
+// cluster is a running in-process cluster: origin, manager, nodes.
+type cluster struct {
+	opts    clusterOptions
+	secret  []byte
+	origin  *cdp.Server
+	manager *acm.Manager
+	nodes   []*vodnode.Node
+}
+
+// startCluster starts the origin with the sample titles, the manager and
+// the nodes, all on opts.Host; it is all-or-nothing.
+func startCluster(opts clusterOptions) (_ *cluster, err error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &cluster{opts: opts, secret: make([]byte, 32)}
+	if _, err := rand.Read(c.secret); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	originDir := filepath.Join(opts.DataDir, "cdp")
+	if err := samples.WriteTo(originDir); err != nil {
+		return nil, err
+	}
+	c.origin = &cdp.Server{
+		Dir:             originDir,
+		Listen:          net.JoinHostPort(opts.Host, "0"),
+		SetupDelay:      opts.OriginSetupDelay,
+		MaxTransfers:    opts.OriginMaxTransfers,
+		TransferRateBps: opts.OriginRateBps,
+		Logger:          opts.Logger.With("component", "cdp"),
+	}
+	if err := c.origin.Start(); err != nil {
+		return nil, fmt.Errorf("origin: %w", err)
+	}
+	users, err := boss.NewFile(acm.DefaultRealm, opts.Users)
+	if err != nil {
+		return nil, err
+	}
+	sched := lsm.DefaultConfig()
+	if opts.Policy != "" {
+		sched.Policy = opts.Policy
+	}
+	if opts.Heartbeat > 0 {
+		sched.HeartbeatInterval = opts.Heartbeat
+	}
+	c.manager = &acm.Manager{
+		RTSPListen:    hostPort(opts.Host, opts.RTSPPort),
+		HTTPListen:    hostPort(opts.Host, opts.HTTPPort),
+		GRPCListen:    hostPort(opts.Host, opts.GRPCPort),
+		DataDir:       filepath.Join(opts.DataDir, "manager"),
+		OriginAddr:    c.origin.Addr(),
+		Secret:        c.secret,
+		BOSS:          users,
+		QueueDeadline: opts.QueueDeadline,
+		Scheduler:     sched,
+		Logger:        opts.Logger.With("component", "manager"),
+	}
+	if err := c.manager.Start(); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	for i := 1; i <= opts.Nodes; i++ {
+		id := fmt.Sprintf("node-%d", i)
+		n := &vodnode.Node{
+			ID:                id,
+			DataDir:           filepath.Join(opts.DataDir, id),
+			RTSPListen:        net.JoinHostPort(opts.Host, "0"),
+			HTTPListen:        "",
+			Capacity:          vodnode.Capacity{EgressBps: opts.NodeEgress, DiskBytes: opts.NodeDisk},
+			ManagerAddr:       c.manager.GRPCAddr(),
+			OriginAddr:        c.origin.Addr(),
+			Secret:            c.secret,
+			HeartbeatInterval: opts.Heartbeat,
+			Logger:            opts.Logger.With("component", "node", "node", id),
+		}
+		if err := n.Start(); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return c, nil
+}
+
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, fmt.Sprint(port))
+}
+
+// waitNodes waits until the manager reports want live nodes, or ctx ends.
+func (c *cluster) waitNodes(ctx context.Context, want int) error {
+	conn, err := grpc.NewClient(c.manager.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	admin := v1.NewAdminClient(conn)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if r, err := admin.ListNodes(ctx, &v1.ListNodesRequest{}); err == nil {
+			alive := 0
+			for _, n := range r.Nodes {
+				if n.Alive {
+					alive++
+				}
+			}
+			if alive >= want {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d nodes: %w", want, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops the nodes, the manager and the origin, in that order.
+func (c *cluster) Close() error {
+	var errs []error
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		errs = append(errs, c.nodes[i].Close())
+	}
+	c.nodes = nil
+	if c.manager != nil {
+		errs = append(errs, c.manager.Close())
+		c.manager = nil
+	}
+	if c.origin != nil {
+		errs = append(errs, c.origin.Close())
+		c.origin = nil
+	}
+	return errors.Join(errs...)
+}
+
+// tempDataDir makes a fresh data directory; the returned func removes it.
+func tempDataDir() (string, func(), error) {
+	d, err := os.MkdirTemp("", "vodcluster-up-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}

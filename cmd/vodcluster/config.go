@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the YAML configuration file of every vodcluster process; each
+// subcommand reads its own section (manager, node or cdp). Unknown keys are
+// errors. Durations are Go durations ("60s", "500ms"); bit/s and bytes are
+// integers.
+type Config struct {
+	Manager ManagerConfig `yaml:"manager"`
+	Node    NodeConfig    `yaml:"node"`
+	CDP     CDPConfig     `yaml:"cdp"`
+}
+
+// ManagerConfig configures `vodcluster manager` (acm + lsm + smm).
+type ManagerConfig struct {
+	RTSPListen    string          `yaml:"rtsp_listen"`    // front door RTSP, default ":8554"
+	HTTPListen    string          `yaml:"http_listen"`    // front door HTTP, default ":8080"
+	GRPCListen    string          `yaml:"grpc_listen"`    // NodeControl + Admin, default ":9090"
+	DataDir       string          `yaml:"data_dir"`       // badger state directory
+	Origin        string          `yaml:"origin"`         // CDP gRPC host:port
+	SecretFile    string          `yaml:"secret_file"`    // cluster secret (token HMAC key), shared with nodes
+	UsersFile     string          `yaml:"users_file"`     // subscribers (bcrypt + digest HA1 + packages)
+	Realm         string          `yaml:"realm"`          // authentication realm, default "vodcluster"
+	TokenTTL      time.Duration   `yaml:"token_ttl"`      // time a client has to reach its node, default 60s
+	QueueDeadline time.Duration   `yaml:"queue_deadline"` // longest wait for a node, default 5s
+	Scheduler     SchedulerConfig `yaml:"scheduler"`
+	Storage       StorageConfig   `yaml:"storage"`
+}
+
+// SchedulerConfig configures lsm (see lsm.Config).
+type SchedulerConfig struct {
+	Policy            string        `yaml:"policy"`             // lall (default), rr, wrr, lc, wlc, sed, nq, lblc, lblcr, dh, sh, mh, twos, lard, lardr, chbl
+	A                 float64       `yaml:"a"`                  // weight of a session being filled, default 10
+	B                 float64       `yaml:"b"`                  // overload penalty, default 100
+	Normal            float64       `yaml:"normal"`             // normal utilization limit Ul, default 0.8
+	Overload          float64       `yaml:"overload"`           // utilization at which a holder is passed over, default 0.9
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"` // default 1s
+	MissedHeartbeats  int           `yaml:"missed_heartbeats"`  // default 3
+	SlowStart         time.Duration `yaml:"slow_start"`         // default 30s
+}
+
+// StorageConfig configures smm.
+type StorageConfig struct {
+	Eviction string `yaml:"eviction"` // eviction policy name, default from smm
+}
+
+// NodeConfig configures `vodcluster node`.
+type NodeConfig struct {
+	ID             string        `yaml:"id"`
+	DataDir        string        `yaml:"data_dir"`
+	RTSPListen     string        `yaml:"rtsp_listen"`    // default ":8555"
+	HTTPListen     string        `yaml:"http_listen"`    // default ":8081"
+	AdvertiseHost  string        `yaml:"advertise_host"` // host clients are redirected to
+	Manager        string        `yaml:"manager"`        // manager gRPC host:port
+	Origin         string        `yaml:"origin"`         // CDP gRPC host:port
+	SecretFile     string        `yaml:"secret_file"`
+	EgressBps      int64         `yaml:"egress_bps"`      // bit/s, default 1 Gbit/s
+	MaxSessions    int           `yaml:"max_sessions"`    // 0 = bounded by egress only
+	DiskBytes      int64         `yaml:"disk_bytes"`      // bytes for titles, default 100 GB
+	Weight         int           `yaml:"weight"`          // default 100
+	SessionTimeout time.Duration `yaml:"session_timeout"` // default 60s
+	Eviction       string        `yaml:"eviction"`        // local eviction policy when a fill needs room
+}
+
+// CDPConfig configures `vodcluster cdp`.
+type CDPConfig struct {
+	Dir             string        `yaml:"dir"`               // titles (+ catalog.yaml)
+	Listen          string        `yaml:"listen"`            // default ":9100"
+	SetupDelay      time.Duration `yaml:"setup_delay"`       // per transfer
+	MaxTransfers    int           `yaml:"max_transfers"`     // concurrent channels, 0 = unlimited
+	TransferRateBps int64         `yaml:"transfer_rate_bps"` // per transfer, 0 = unlimited
+	ChunkBytes      int           `yaml:"chunk_bytes"`       // bytes per streamed chunk, default 64 KiB
+}
+
+// loadConfig reads path (strict YAML). An empty path gives the zero Config.
+func loadConfig(path string) (*Config, error) {
+	var c Config
+	if path == "" {
+		return &c, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, errEOF(err)) {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func errEOF(err error) error {
+	if err != nil && err.Error() == "EOF" {
+		return err
+	}
+	return nil
+}
+
+// readSecret reads a cluster secret file: hex, or raw bytes when not hex;
+// at least 16 bytes.
+func readSecret(path string) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("secret_file is required (the token key shared by manager and nodes)")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := strings.TrimSpace(string(b))
+	if h, err := hex.DecodeString(s); err == nil && len(h) >= 16 {
+		return h, nil
+	}
+	if len(s) < 16 {
+		return nil, fmt.Errorf("secret %s: %d bytes, need at least 16", path, len(s))
+	}
+	return []byte(s), nil
+}
+
+func orString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}

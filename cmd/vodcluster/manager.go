@@ -1,0 +1,84 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"vodcluster/acm"
+	"vodcluster/acm/boss"
+	"vodcluster/lsm"
+)
+
+func managerCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the manager: RTSP/HTTP front door (acm), scheduler (lsm), storage manager (smm), gRPC for nodes and vodctl",
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			m, err := newManager(cfg.Manager)
+			if err != nil {
+				return err
+			}
+			return runUntilSignal(m)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section manager:)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// newManager builds an acm.Manager from its configuration section.
+func newManager(c ManagerConfig) (*acm.Manager, error) {
+	secret, err := readSecret(c.SecretFile)
+	if err != nil {
+		return nil, err
+	}
+	users, err := boss.LoadFile(c.UsersFile)
+	if err != nil {
+		return nil, err
+	}
+	return &acm.Manager{
+		RTSPListen:    orString(c.RTSPListen, acm.DefaultRTSPListen),
+		HTTPListen:    orString(c.HTTPListen, acm.DefaultHTTPListen),
+		GRPCListen:    orString(c.GRPCListen, acm.DefaultGRPCListen),
+		DataDir:       c.DataDir,
+		OriginAddr:    c.Origin,
+		Secret:        secret,
+		Realm:         c.Realm,
+		BOSS:          users,
+		TokenTTL:      c.TokenTTL,
+		QueueDeadline: c.QueueDeadline,
+		Scheduler:     schedulerConfig(c.Scheduler),
+		Evictor:       c.Storage.Eviction,
+		Logger:        slog.Default().With("component", "manager"),
+	}, nil
+}
+
+// schedulerConfig overlays the configured values on lsm.DefaultConfig.
+func schedulerConfig(s SchedulerConfig) lsm.Config {
+	c := lsm.DefaultConfig()
+	c.Policy = orString(s.Policy, c.Policy)
+	if s.A != 0 {
+		c.A = s.A
+	}
+	if s.B != 0 {
+		c.B = s.B
+	}
+	if s.Normal != 0 {
+		c.Normal = s.Normal
+	}
+	if s.Overload != 0 {
+		c.Overload = s.Overload
+	}
+	c.HeartbeatInterval = orDuration(s.HeartbeatInterval, c.HeartbeatInterval)
+	if s.MissedHeartbeats != 0 {
+		c.MissedHeartbeats = s.MissedHeartbeats
+	}
+	c.SlowStart = orDuration(s.SlowStart, c.SlowStart)
+	return c
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"vodcluster/vodnode"
+)
+
+func nodeCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run a VOD node: RTSP/RTP and HTTP delivery of MPEG-TS titles, filled from the origin",
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			n, err := newNode(cfg.Node)
+			if err != nil {
+				return err
+			}
+			return runUntilSignal(n)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// Node defaults for a production node.
+const (
+	defaultNodeRTSPListen = ":8555"
+	defaultNodeHTTPListen = ":8081"
+	defaultNodeEgressBps  = 1_000_000_000   // 1 Gbit/s
+	defaultNodeDiskBytes  = 100_000_000_000 // 100 GB
+)
+
+func newNode(c NodeConfig) (*vodnode.Node, error) {
+	secret, err := readSecret(c.SecretFile)
+	if err != nil {
+		return nil, err
+	}
+	egress := c.EgressBps
+	if egress == 0 {
+		egress = defaultNodeEgressBps
+	}
+	disk := c.DiskBytes
+	if disk == 0 {
+		disk = defaultNodeDiskBytes
+	}
+	return &vodnode.Node{
+		ID:             c.ID,
+		DataDir:        c.DataDir,
+		RTSPListen:     orString(c.RTSPListen, defaultNodeRTSPListen),
+		HTTPListen:     orString(c.HTTPListen, defaultNodeHTTPListen),
+		AdvertiseHost:  c.AdvertiseHost,
+		Capacity:       vodnode.Capacity{EgressBps: egress, MaxSessions: c.MaxSessions, DiskBytes: disk},
+		Weight:         c.Weight,
+		ManagerAddr:    c.Manager,
+		OriginAddr:     c.Origin,
+		Secret:         secret,
+		SessionTimeout: c.SessionTimeout,
+		Evictor:        c.Eviction,
+		Logger:         slog.Default().With("component", "node", "node", c.ID),
+	}, nil
+}

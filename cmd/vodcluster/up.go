@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"vodcluster/acm"
+	"vodcluster/acm/boss"
+	"vodcluster/cmd/internal/probe"
+)
+
+// Demo subscriber of `vodcluster up`, entitled to every title.
+const (
+	demoUser     = "demo"
+	demoPassword = "demo"
+)
+
+func upCmd() *cobra.Command {
+	var (
+		opts         clusterOptions
+		dataDir      string
+		play         string
+		playDuration time.Duration
+		transport    string
+		quiet        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole cluster in one process on loopback: origin with sample titles, manager, nodes",
+		Long: "up starts the origin (CDP) with the sample titles sample-001 ... sample-020, the manager\n" +
+			"(front door on rtsp://127.0.0.1:8554 and http://127.0.0.1:8080, gRPC on 127.0.0.1:9090)\n" +
+			"and three VOD nodes, with a demo subscriber demo/demo entitled to every title. It runs\n" +
+			"until SIGINT or SIGTERM. With --play it plays a title through the front door once the\n" +
+			"cluster is up and prints what was received.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				d, cleanup, err := tempDataDir()
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				dataDir = d
+			}
+			opts.DataDir = dataDir
+			demo, err := boss.NewUser(demoUser, demoPassword, acm.DefaultRealm, []string{boss.AllPackages})
+			if err != nil {
+				return err
+			}
+			opts.Users = []boss.User{demo}
+			logger := slog.Default()
+			if quiet {
+				logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			}
+			opts.Logger = logger
+			c, err := startCluster(opts)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err = c.waitNodes(wctx, opts.Nodes)
+			cancel()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			printBanner(out, c, dataDir)
+			if play != "" {
+				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
+				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, playDuration)
+				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration})
+				if err != nil {
+					fmt.Fprintf(out, "play failed: %v\n", err)
+				} else {
+					fmt.Fprintln(out, res)
+				}
+			}
+			fmt.Fprintln(out, "\ncluster is up; press Ctrl-C to stop")
+			<-ctx.Done()
+			fmt.Fprintln(out, "shutting down")
+			return c.Close()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "", "directory for all state (default: a fresh temporary directory, removed at exit)")
+	f.StringVar(&opts.Host, "host", "127.0.0.1", "address every part listens on")
+	f.IntVar(&opts.RTSPPort, "rtsp-port", 8554, "front door RTSP port")
+	f.IntVar(&opts.HTTPPort, "http-port", 8080, "front door HTTP port")
+	f.IntVar(&opts.GRPCPort, "grpc-port", 9090, "manager gRPC port (vodctl --manager)")
+	f.IntVar(&opts.Nodes, "nodes", 3, "number of VOD nodes")
+	f.Int64Var(&opts.NodeEgress, "node-egress-bps", 100_000_000, "egress capacity per node, bit/s")
+	f.Int64Var(&opts.NodeDisk, "node-disk-bytes", 16_000_000, "disk for titles per node, bytes (the 20 sample titles take about 30 MB)")
+	f.StringVar(&opts.Policy, "policy", "", "scheduling policy (default lall)")
+	f.DurationVar(&opts.OriginSetupDelay, "origin-setup-delay", 200*time.Millisecond, "origin: setup delay per transfer")
+	f.Int64Var(&opts.OriginRateBps, "origin-rate-bps", 8_000_000, "origin: rate per transfer, bit/s")
+	f.IntVar(&opts.OriginMaxTransfers, "origin-channels", 4, "origin: concurrent transfers")
+	f.DurationVar(&opts.QueueDeadline, "queue-deadline", 5*time.Second, "how long a request waits for a node before 453")
+	f.StringVar(&play, "play", "", "play this title through the front door once up, and print what was received")
+	f.DurationVar(&playDuration, "play-duration", 5*time.Second, "how long --play plays")
+	f.StringVar(&transport, "transport", "tcp", "--play transport: tcp or udp")
+	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
+	return cmd
+}
+
+func printBanner(w io.Writer, c *cluster, dataDir string) {
+	front := c.manager.RTSPAddr()
+	fmt.Fprintf(w, "\nvodcluster is up: origin, manager and %d nodes (data in %s)\n\n", len(c.nodes), dataDir)
+	fmt.Fprintf(w, "  front door RTSP  rtsp://%s/vod/<title>\n", front)
+	fmt.Fprintf(w, "  front door HTTP  http://%s/vod/<title>.ts  and  /vod/<title>/index.m3u8\n", c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
+	fmt.Fprintf(w, "  subscriber       %s / %s (entitled to every title)\n", demoUser, demoPassword)
+	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
+	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  ffplay rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  vlc rtsp://%s:%s@%s/vod/sample-003\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	for _, n := range c.nodes {
+		fmt.Fprintf(w, "  node %-11s rtsp %s  http %s\n", n.ID, n.RTSPAddr(), n.HTTPAddr())
+	}
+}
