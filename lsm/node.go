@@ -21,8 +21,9 @@ type NodeSpec struct {
 // DefaultWeight is the weight of a node that announces none.
 const DefaultWeight = 100
 
-// Node is the scheduler's record of one node. Fields are read by policies;
-// only the Scheduler changes them.
+// Node is the scheduler's record of one node. Fields are read by policies
+// and callers; only the Scheduler changes them (it caches values derived
+// from them, so a direct write goes unnoticed until the node's next event).
 type Node struct {
 	NodeSpec
 	Index int // position in Scheduler.Nodes, stable for the node's lifetime
@@ -31,11 +32,18 @@ type Node struct {
 	Draining      bool      // no new sessions; playing ones stay (also when Weight is 0)
 	JoinedAt      time.Time // when it last became alive (origin of slow start)
 	LastHeartbeat time.Time
+	// SlowUntil is the end of the node's slow start (zero when it does not
+	// ramp: slow start off, or joined with the cluster).
+	SlowUntil time.Time
 
 	// Reservation accounting, kept by the Scheduler.
 	ReservedBps  int64 // bit/s reserved by admitted sessions
 	Sessions     int   // admitted sessions (Ns + Nd)
-	FillSessions int   // admitted sessions whose title was not on the node when placed (Nd)
+	FillSessions int   // admitted sessions whose title is being filled on the node now (Nd)
+	FillBps      int64 // bit/s reserved by those sessions
+	// InUseBytes is the bytes of titles in use on the node (playing or
+	// filling): what its disk cannot evict to make room for a new fill.
+	InUseBytes int64
 
 	// Last load report.
 	EgressBps     int64 // measured egress, bit/s
@@ -50,9 +58,14 @@ type Node struct {
 
 // replica is one title on one node.
 type replica struct {
-	filling bool
-	bytes   int64
+	filling  bool
+	bytes    int64 // size on disk (the whole title while filling, when known)
+	sessions int   // reservations on the node for this title
+	fills    int   // of those, served from the fill in progress (in Node.FillSessions)
+	fillBps  int64 // their bit/s (in Node.FillBps)
 }
+
+func (r *replica) inUse() bool { return r.filling || r.sessions > 0 }
 
 // Holds reports whether the node holds title completely (filling is false)
 // or is filling it (filling is true). ok is false when it has neither.
@@ -67,7 +80,8 @@ func (n *Node) Holds(title string) (filling bool, ok bool) {
 // Titles returns the number of titles held or filling on the node.
 func (n *Node) Titles() int { return len(n.titles) }
 
-// HeadroomBps returns the bit/s still free for reservation.
+// HeadroomBps returns the bit/s still free for reservation (ignoring slow
+// start; see Scheduler.Eligible).
 func (n *Node) HeadroomBps() int64 { return n.Capacity.EgressBps - n.ReservedBps }
 
 // Utilization returns the node's utilization U in [0, ...): the larger of
@@ -78,4 +92,18 @@ func (n *Node) Utilization() float64 {
 	}
 	b := max(n.ReservedBps, n.EgressBps)
 	return float64(b) / float64(n.Capacity.EgressBps)
+}
+
+// ramp returns the share of the node's capacity and weight it may use at
+// now, in (0, 1]: 1 outside slow start.
+func (n *Node) ramp(now time.Time, window time.Duration, floor float64) float64 {
+	if n.SlowUntil.IsZero() || !now.Before(n.SlowUntil) || window <= 0 {
+		return 1
+	}
+	left := n.SlowUntil.Sub(now)
+	if left > window {
+		left = window
+	}
+	done := 1 - float64(left)/float64(window)
+	return floor + (1-floor)*done
 }

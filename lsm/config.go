@@ -1,0 +1,218 @@
+package lsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds the scheduler's parameters. The zero value is not useful;
+// start from DefaultConfig.
+type Config struct {
+	Policy string // policy name; DefaultPolicy when empty
+
+	// Load formula of DESIGN.md: L = Ns + A*Nd + B*max(0, U-Ul), with
+	// sessions weighed by bit/s and divided by capacity (see Load).
+	A      float64 // weight of a session whose title is being filled (seed: 10..100)
+	B      float64 // overload penalty: B/Ul per unit of utilization above Ul
+	Normal float64 // Ul, the normal utilization limit in (0, 1]
+
+	// Overload is the utilization above which a node counts as overloaded
+	// (locality-aware policies pass over a holder that is); per node when
+	// Node.Overload is set. In (0, 1].
+	Overload float64
+
+	HeartbeatInterval time.Duration // expected interval between heartbeats
+	MissedHeartbeats  int           // heartbeats missed before a node is dead
+	// SlowStart is the window over which a node that joins or comes back
+	// ramps its share: its admissible egress grows linearly from
+	// SlowStartFloor of its capacity to all of it, and its weight likewise
+	// for weighted policies. Nodes that join within the first window after
+	// the scheduler saw its first node (a cluster start) do not ramp.
+	// 0 = off.
+	SlowStart time.Duration
+	// SlowStartFloor is the share of capacity a node gets at the start of
+	// its ramp, in (0, 1]; 0 means 0.1.
+	SlowStartFloor float64
+
+	// LBLCExpiration is how long an unused title->node entry of lblc and
+	// lblcr lives (Linux: lblc_expiration, lblcr_expiration, 24 h).
+	LBLCExpiration time.Duration
+	// LBLCRShrink is how long an lblcr or lard/r server set must stay
+	// unmodified before its most loaded member is dropped (Linux lblcr
+	// uses lblcr_expiration for this; Pai et al. call it K, 20 s).
+	LBLCRShrink time.Duration
+
+	// LARDLow and LARDHigh are the LARD thresholds T_low and T_high, as
+	// utilization (reserved bit/s / capacity): a title is moved off its
+	// node when that node is above T_high and some node is below T_low, or
+	// the node is at 2*T_high or more. Pai et al. use 25 and 65 connections.
+	LARDLow, LARDHigh float64
+
+	// CHBLFactor is the balance factor c > 1 of consistent hashing with
+	// bounded loads: no node takes a session that would bring its
+	// utilization above c times the mean (HAProxy's hash-balance-factor
+	// 125 is 1.25).
+	CHBLFactor float64
+
+	// Seed seeds the random choices of twos.
+	Seed uint64
+}
+
+// DefaultPolicy is the policy used when none is configured: locality-aware
+// least load on the load formula.
+const DefaultPolicy = "lall"
+
+// DefaultConfig returns the parameters the manager starts with.
+func DefaultConfig() Config {
+	return Config{
+		Policy:            DefaultPolicy,
+		A:                 30,
+		B:                 1,
+		Normal:            0.8,
+		Overload:          0.9,
+		HeartbeatInterval: time.Second,
+		MissedHeartbeats:  3,
+		SlowStart:         30 * time.Second,
+		SlowStartFloor:    0.1,
+		LBLCExpiration:    24 * time.Hour,
+		LBLCRShrink:       5 * time.Minute,
+		LARDLow:           0.4,
+		LARDHigh:          0.85,
+		CHBLFactor:        1.25,
+		Seed:              1,
+	}
+}
+
+// Validate reports the first parameter out of range, or nil. Zero values
+// of the optional fields are replaced by their defaults in New.
+func (c *Config) Validate() error {
+	if c.Normal <= 0 || c.Normal > 1 {
+		return fmt.Errorf("lsm: normal utilization limit %v out of (0, 1]", c.Normal)
+	}
+	if c.A < 0 || c.B < 0 {
+		return fmt.Errorf("lsm: load weights a=%v b=%v must be >= 0", c.A, c.B)
+	}
+	if c.Overload < 0 || c.Overload > 1 {
+		return fmt.Errorf("lsm: overload threshold %v out of (0, 1]", c.Overload)
+	}
+	if c.SlowStart < 0 {
+		return fmt.Errorf("lsm: slow start %v < 0", c.SlowStart)
+	}
+	if c.SlowStartFloor < 0 || c.SlowStartFloor > 1 {
+		return fmt.Errorf("lsm: slow start floor %v out of (0, 1]", c.SlowStartFloor)
+	}
+	if c.LARDLow < 0 || c.LARDHigh < 0 || (c.LARDHigh > 0 && c.LARDLow >= c.LARDHigh) {
+		return fmt.Errorf("lsm: lard thresholds low=%v high=%v: need 0 <= low < high", c.LARDLow, c.LARDHigh)
+	}
+	if c.CHBLFactor != 0 && c.CHBLFactor <= 1 {
+		return fmt.Errorf("lsm: chbl balance factor %v must be > 1", c.CHBLFactor)
+	}
+	return nil
+}
+
+// withDefaults fills the optional zero fields.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Policy == "" {
+		c.Policy = DefaultPolicy
+	}
+	if c.Overload == 0 {
+		c.Overload = d.Overload
+	}
+	if c.MissedHeartbeats <= 0 {
+		c.MissedHeartbeats = d.MissedHeartbeats
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.SlowStartFloor == 0 {
+		c.SlowStartFloor = d.SlowStartFloor
+	}
+	if c.LBLCExpiration <= 0 {
+		c.LBLCExpiration = d.LBLCExpiration
+	}
+	if c.LBLCRShrink <= 0 {
+		c.LBLCRShrink = d.LBLCRShrink
+	}
+	if c.LARDHigh == 0 {
+		c.LARDLow, c.LARDHigh = d.LARDLow, d.LARDHigh
+	}
+	if c.CHBLFactor == 0 {
+		c.CHBLFactor = d.CHBLFactor
+	}
+	return c
+}
+
+// Errors of Place and the queue.
+var (
+	ErrNoNode      = errors.New("lsm: no live node in service")                 // nothing to place on at all
+	ErrNoCapacity  = errors.New("lsm: no node has headroom for the bitrate")    // all nodes full for this request
+	ErrDeadline    = errors.New("lsm: queued request reached its deadline")     // refused after waiting
+	ErrUnknownNode = errors.New("lsm: unknown node")                            // node id not registered
+	ErrBadRequest  = errors.New("lsm: request needs a title and a bitrate > 0") // malformed request
+)
+
+// Request is one admission request to place.
+type Request struct {
+	Title   string // title id: the destination key of dh, lblc, lblcr, lard, chbl
+	Client  string // subscriber id or client address: the source key of sh and mh
+	Bitrate int64  // bit/s to reserve; > 0
+	// Bytes is the title's size; a node that neither holds nor fills the
+	// title takes the session only with that much disk not in use. 0 =
+	// unknown: no disk check.
+	Bytes int64
+
+	titleHash, clientHash uint64
+}
+
+// TitleHash returns a 64-bit hash of r.Title (FNV-1a, then a 64-bit
+// finaliser), computed once.
+func (r *Request) TitleHash() uint64 {
+	if r.titleHash == 0 {
+		r.titleHash = hash64(r.Title)
+	}
+	return r.titleHash
+}
+
+// ClientHash returns a 64-bit hash of r.Client (FNV-1a, then a 64-bit
+// finaliser), computed once.
+func (r *Request) ClientHash() uint64 {
+	if r.clientHash == 0 {
+		r.clientHash = hash64(r.Client)
+	}
+	return r.clientHash
+}
+
+func hash64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	h = mix64(h)
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// mix64 is the splitmix64 finaliser: FNV-1a alone spreads short keys
+// that differ in their last byte poorly over the high bits.
+func mix64(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	z ^= z >> 31
+	return z
+}
+
+// Reservation is a granted placement: bit/s reserved on one node.
+type Reservation struct {
+	Node    int    // index in Scheduler.Nodes
+	NodeID  string // node id
+	Title   string
+	Bitrate int64 // bit/s reserved
+	Fill    bool  // the node neither held nor was filling the title: it will fill from the origin
+}

@@ -1,0 +1,201 @@
+package lsm
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// InService reports whether n may take new sessions at all: alive, not
+// draining, weight above 0.
+func (s *Scheduler) InService(n *Node) bool {
+	return n.Alive && !n.Draining && n.Weight > 0
+}
+
+// Ramp returns node i's slow-start share at the scheduler's current time
+// (Now), in (0, 1]: the part of its egress capacity it may reserve and the
+// factor on its weight. It is 1 outside slow start.
+func (s *Scheduler) Ramp(i int) float64 {
+	return s.Nodes[i].ramp(s.now, s.Config.SlowStart, s.Config.SlowStartFloor)
+}
+
+// EffectiveWeight returns node i's weight as the weighted IPVS policies
+// (wrr, wlc, sed, nq, lblc, lblcr, sh, mh, twos) use it: its relative
+// capacity c (announced egress in units of 100 Mbit/s, times Weight/100:
+// a node announces its capacity, so Weight is the operator's adjustment,
+// 100 = as announced) times its slow-start share. 0 for a node not in
+// service.
+func (s *Scheduler) EffectiveWeight(i int) float64 {
+	n := s.Nodes[i]
+	if !s.InService(n) {
+		return 0
+	}
+	return scale(n) * s.Ramp(i)
+}
+
+// CapBps returns the bit/s node i may have reserved now: its egress
+// capacity, times its slow-start share while it ramps.
+func (s *Scheduler) CapBps(i int) int64 {
+	n := s.Nodes[i]
+	if n.SlowUntil.IsZero() || !s.now.Before(n.SlowUntil) {
+		return n.Capacity.EgressBps
+	}
+	return int64(float64(n.Capacity.EgressBps) * s.Ramp(i))
+}
+
+// Eligible reports whether node i may take r now: in service, with
+// headroom for r's bitrate under its (slow-start) cap, below its session
+// limit, and holding or filling r's title or with disk room for it (its
+// disk minus the titles in use, when r.Bytes and the disk size are
+// known). This is the admission rule every policy obeys.
+func (s *Scheduler) Eligible(i int, r *Request) bool {
+	n := s.Nodes[i]
+	if !n.Alive || n.Draining || n.Weight <= 0 {
+		return false
+	}
+	if n.ReservedBps+r.Bitrate > n.Capacity.EgressBps {
+		return false
+	}
+	if !n.SlowUntil.IsZero() && n.ReservedBps+r.Bitrate > s.CapBps(i) {
+		return false
+	}
+	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
+		return false
+	}
+	if !diskRoom(n, r.Bytes) {
+		_, held := n.titles[r.Title]
+		return held
+	}
+	return true
+}
+
+// scale returns c, node n's relative capacity in the load formula: egress
+// in units of 100 Mbit/s times weight/100.
+func scale(n *Node) float64 {
+	c := float64(n.Capacity.EgressBps) / 1e8 * float64(n.Weight) / DefaultWeight
+	if c <= 0 {
+		c = 1e-9
+	}
+	return c
+}
+
+// Load returns the load formula of DESIGN.md for node i, with sessions
+// weighed by their bit/s and divided by the node's weighted capacity:
+//
+//	L = (Rs + A*Rd) / E + (B/Ul) * max(0, U - Ul)
+//
+// where Rs and Rd are the bit/s reserved by the node's sessions served
+// from a local copy and from a fill in progress, E its egress capacity
+// times Weight/100, U its utilization and Ul the normal limit. With one
+// bitrate b for all titles this is the seed's L = Ns + a*Nd +
+// b*max(0, L_actual - Ll) (b inversely proportional to Ll) scaled by b/E;
+// weighing by bit/s and capacity lets heterogeneous titles and nodes
+// compare by how full they are.
+func (s *Scheduler) Load(i int) float64 { return s.loadWith(i, s.Config.A) }
+
+// loadWith is Load with a for A.
+func (s *Scheduler) loadWith(i int, a float64) float64 {
+	n := s.Nodes[i]
+	e := float64(n.Capacity.EgressBps) * float64(n.Weight) / DefaultWeight
+	if e < 1 {
+		e = 1
+	}
+	rd := float64(n.FillBps)
+	rs := float64(n.ReservedBps) - rd
+	l := (rs + a*rd) / e
+	if u := n.Utilization(); u > s.Config.Normal {
+		l += s.Config.B / s.Config.Normal * (u - s.Config.Normal)
+	}
+	return l
+}
+
+// weighted returns node n's egress capacity times Weight/100, bit/s (at
+// least 1).
+func weighted(n *Node) float64 {
+	return max(1, float64(n.Capacity.EgressBps)*float64(n.Weight)/DefaultWeight)
+}
+
+// Overloaded reports whether node i's utilization is above its overload
+// threshold (Node.Overload, else Config.Overload).
+func (s *Scheduler) Overloaded(i int) bool {
+	n := s.Nodes[i]
+	th := n.Overload
+	if th <= 0 {
+		th = s.Config.Overload
+	}
+	return n.Utilization() > th
+}
+
+// fillRefBps is the bitrate for which the default policy's tree orders the
+// nodes by the cost of a new fill (the exact cost uses the request's).
+const fillRefBps = 4e6
+
+// touch refreshes the cached values derived from n: its cost of a new
+// fill of a fillRefBps session, Load + (1+A)*fillRefBps/E, in the default
+// policy's tree.
+func (s *Scheduler) touch(n *Node) {
+	if !s.InService(n) {
+		s.fillCost.set(n.Index, math.Inf(1))
+		return
+	}
+	s.fillCost.set(n.Index, s.loadWith(n.Index, 1)+(1+s.Config.A)*fillRefBps/weighted(n))
+}
+
+// Place chooses a node for r with the current policy and reserves r's
+// bitrate on it. It returns ErrBadRequest, ErrNoNode when no node is in
+// service, or ErrNoCapacity when none has headroom.
+func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
+	if r.Title == "" || r.Bitrate <= 0 {
+		return Reservation{}, ErrBadRequest
+	}
+	s.advance(now)
+	i := s.policy.Pick(s, r)
+	if i < 0 {
+		for _, n := range s.Nodes {
+			if s.InService(n) {
+				return Reservation{}, ErrNoCapacity
+			}
+		}
+		return Reservation{}, ErrNoNode
+	}
+	if i >= len(s.Nodes) || !s.Eligible(i, r) {
+		// A policy bug must never break the QoS promise.
+		return Reservation{}, fmt.Errorf("lsm: policy %s picked ineligible node %d", s.policy.Name(), i)
+	}
+	return s.reserve(i, r), nil
+}
+
+// Reserve books bitrate on node id for title without asking the policy: the
+// manager rebuilds its ledger this way after a restart. It fails with
+// ErrUnknownNode, or ErrBadRequest for an empty title or bitrate <= 0.
+func (s *Scheduler) Reserve(id, title string, bitrate int64) (Reservation, error) {
+	n := s.byID[id]
+	if n == nil {
+		return Reservation{}, fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	if title == "" || bitrate <= 0 {
+		return Reservation{}, ErrBadRequest
+	}
+	return s.reserve(n.Index, &Request{Title: title, Bitrate: bitrate}), nil
+}
+
+func (s *Scheduler) reserve(i int, r *Request) Reservation {
+	n := s.Nodes[i]
+	fill := s.book(n, r.Title, r.Bitrate, r.Bytes)
+	s.touch(n)
+	return Reservation{Node: i, NodeID: n.ID, Title: r.Title, Bitrate: r.Bitrate, Fill: fill}
+}
+
+// Release returns a reservation's bitrate to its node. Releasing twice is
+// the caller's bug; counters never go below zero.
+func (s *Scheduler) Release(res Reservation) {
+	if res.Node < 0 || res.Node >= len(s.Nodes) {
+		return
+	}
+	n := s.Nodes[res.Node]
+	s.unbook(n, res.Title, res.Bitrate)
+	if rl, ok := s.policy.(Releaser); ok {
+		rl.Released(s, res)
+	}
+	s.touch(n)
+}

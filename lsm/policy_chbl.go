@@ -1,0 +1,97 @@
+package lsm
+
+import (
+	"math"
+	"sort"
+)
+
+func init() {
+	Register("chbl", func(Config) Policy { return &BoundedLoadHashing{} })
+}
+
+// chblPoints is the number of points per unit of relative capacity a node
+// gets on the ring (at least 1 per node).
+const chblPoints = 4
+
+type ringPoint struct {
+	hash uint64
+	node int32
+}
+
+// BoundedLoadHashing ("chbl": consistent hashing with bounded loads,
+// Mirrokni, Thorup, Zadimoghaddam, SODA 2018; HAProxy's hash-type
+// consistent with hash-balance-factor) places a title's hash on a ring of
+// points of the nodes in service (points in proportion to capacity times
+// Weight/100) and walks clockwise to the first node that is eligible and
+// whose utilization after taking the session stays within Config.CHBLFactor
+// times the cluster's mean utilization after it. Titles thus stick to one
+// node until it is c times busier than the mean, then spill to the next
+// node on the ring, the same one for every request of the title.
+type BoundedLoadHashing struct {
+	version uint64
+	ring    []ringPoint
+	capBps  float64  // egress capacity of the nodes in service, bit/s
+	seen    []uint32 // per node: the pick that last examined it
+	pick    uint32
+}
+
+var _ Policy = (*BoundedLoadHashing)(nil)
+
+// Name returns "chbl".
+func (*BoundedLoadHashing) Name() string { return "chbl" }
+
+func (p *BoundedLoadHashing) rebuild(s *Scheduler) {
+	p.ring, p.capBps = p.ring[:0], 0
+	for i, n := range s.Nodes {
+		if !s.InService(n) {
+			continue
+		}
+		p.capBps += float64(n.Capacity.EgressBps)
+		k := max(1, int(scale(n)*chblPoints))
+		for j := 0; j < k; j++ {
+			p.ring = append(p.ring, ringPoint{hash: mix64(hash64(n.ID) + uint64(j)), node: int32(i)})
+		}
+	}
+	sort.Slice(p.ring, func(a, b int) bool { return p.ring[a].hash < p.ring[b].hash })
+	p.version = s.Version()
+}
+
+// Pick implements Policy.
+func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
+	if p.ring == nil || p.version != s.Version() {
+		p.rebuild(s)
+	}
+	if len(p.ring) == 0 {
+		return -1
+	}
+	var reserved int64
+	for _, n := range s.Nodes {
+		if s.InService(n) {
+			reserved += n.ReservedBps
+		}
+	}
+	// The paper's bound is ceil(c*m/n) balls per bin; with sessions of
+	// r.Bitrate as balls and bins of unequal capacity, a node may hold
+	// ceil(c * mean utilization * its capacity / r.Bitrate) sessions' worth.
+	mean := float64(reserved+r.Bitrate) / p.capBps
+	b := float64(r.Bitrate)
+	for len(p.seen) < len(s.Nodes) {
+		p.seen = append(p.seen, 0)
+	}
+	p.pick++
+	h := r.TitleHash()
+	k := sort.Search(len(p.ring), func(j int) bool { return p.ring[j].hash >= h })
+	for step := 0; step < len(p.ring); step++ {
+		i := int(p.ring[(k+step)%len(p.ring)].node)
+		if p.seen[i] == p.pick {
+			continue // a node's later points give the same answer
+		}
+		p.seen[i] = p.pick
+		n := s.Nodes[i]
+		allowed := math.Ceil(s.Config.CHBLFactor*mean*float64(n.Capacity.EgressBps)/b) * b
+		if float64(n.ReservedBps)+b <= allowed && s.Eligible(i, r) {
+			return i
+		}
+	}
+	return -1
+}

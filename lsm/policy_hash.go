@@ -1,0 +1,136 @@
+package lsm
+
+func init() {
+	Register("dh", func(Config) Policy { return &DestinationHashing{} })
+	Register("sh", func(Config) Policy { return &SourceHashing{} })
+}
+
+// bucketCount returns the size of a dh/sh bucket table for n nodes: the
+// kernel's 256, or more so that each node gets about 16 buckets.
+func bucketCount(n int) int {
+	size := 256
+	for size < 16*n {
+		size *= 2
+	}
+	return size
+}
+
+// buildBuckets assigns size buckets to the nodes in service, in
+// proportion to weight(i) (or equally when weighted is false), interleaved
+// by smooth weighted round robin. It returns nil when no node is in
+// service.
+func buildBuckets(s *Scheduler, size int, weighted bool) []int32 {
+	var ids []int
+	var ws []float64
+	total := 0.0
+	for i, n := range s.Nodes {
+		if !s.InService(n) {
+			continue
+		}
+		w := 1.0
+		if weighted {
+			w = scale(n)
+		}
+		ids, ws = append(ids, i), append(ws, w)
+		total += w
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	credit := make([]float64, len(ids))
+	out := make([]int32, size)
+	for b := range out {
+		best := 0
+		for k := range ids {
+			credit[k] += ws[k]
+			if credit[k] > credit[best] {
+				best = k
+			}
+		}
+		credit[best] -= total
+		out[b] = int32(ids[best])
+	}
+	return out
+}
+
+// DestinationHashing ("dh", Linux IPVS ip_vs_dh) sends a title always to
+// the node its hash selects in a bucket table over the nodes in service
+// (weights ignored, as in the kernel); when that node is not eligible the
+// session is refused, as the kernel refuses. The table is rebuilt when a
+// node joins, dies, drains or changes weight (keepalived removes dead
+// real servers, which rebuilds the kernel's table the same way).
+type DestinationHashing struct {
+	version uint64
+	buckets []int32
+}
+
+var _ Policy = (*DestinationHashing)(nil)
+
+// Name returns "dh".
+func (*DestinationHashing) Name() string { return "dh" }
+
+// Pick implements Policy.
+func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
+	if p.buckets == nil || p.version != s.Version() {
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false), s.Version()
+	}
+	if len(p.buckets) == 0 {
+		return -1
+	}
+	i := int(p.buckets[r.TitleHash()%uint64(len(p.buckets))])
+	if !s.Eligible(i, r) {
+		return -1
+	}
+	return i
+}
+
+// SourceHashing ("sh", Linux IPVS ip_vs_sh with the sh-fallback flag)
+// sends a subscriber always to the node its hash selects in a bucket table
+// where each node in service has buckets in proportion to its weight
+// (capacity times Weight/100); when that node is not eligible it rehashes
+// with offsets 1, 2, ... as the kernel's fallback does.
+type SourceHashing struct {
+	version uint64
+	buckets []int32
+}
+
+var _ Policy = (*SourceHashing)(nil)
+
+// Name returns "sh".
+func (*SourceHashing) Name() string { return "sh" }
+
+// Pick implements Policy.
+func (p *SourceHashing) Pick(s *Scheduler, r *Request) int {
+	if p.buckets == nil || p.version != s.Version() {
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true), s.Version()
+	}
+	return lookupFallback(s, r, p.buckets, r.ClientHash())
+}
+
+// lookupFallback returns table[h mod len] when that node is eligible;
+// else, as the kernel's fallback, the first eligible node of
+// table[mix(h+k) mod len] for k = 1, 2, ... (at most 2*nodes+8 probes),
+// and after those the first eligible node after the hashed one in index
+// order, so a full cluster costs O(nodes). -1 when none.
+func lookupFallback(s *Scheduler, r *Request, table []int32, h uint64) int {
+	m := uint64(len(table))
+	if m == 0 {
+		return -1
+	}
+	first := int(table[h%m])
+	if s.Eligible(first, r) {
+		return first
+	}
+	probes := min(m, uint64(2*len(s.Nodes)+8))
+	for k := uint64(1); k <= probes; k++ {
+		if i := int(table[mix64(h+k)%m]); s.Eligible(i, r) {
+			return i
+		}
+	}
+	for k := 1; k < len(s.Nodes); k++ {
+		if i := (first + k) % len(s.Nodes); s.Eligible(i, r) {
+			return i
+		}
+	}
+	return -1
+}

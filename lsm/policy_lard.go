@@ -1,0 +1,118 @@
+package lsm
+
+func init() {
+	Register("lard", func(Config) Policy { return &LARD{table: map[string]int32{}} })
+	Register("lard/r", func(Config) Policy { return &LARDR{table: map[string]*serverSet{}} })
+}
+
+// leastUtilized returns the eligible node with the least utilization
+// (reserved or measured egress over capacity), ties to the lowest index.
+func leastUtilized(s *Scheduler, r *Request) int {
+	best, bestU := -1, 0.0
+	for i, n := range s.Nodes {
+		if !s.Eligible(i, r) {
+			continue
+		}
+		if u := n.Utilization(); best < 0 || u < bestU {
+			best, bestU = i, u
+		}
+	}
+	return best
+}
+
+// anyBelow reports whether some node in service has utilization below u.
+func anyBelow(s *Scheduler, u float64) bool {
+	for _, n := range s.Nodes {
+		if s.InService(n) && n.Utilization() < u {
+			return true
+		}
+	}
+	return false
+}
+
+// lardMove is LARD's reassignment test for a title on node i: i is above
+// T_high while some node is below T_low, or i is at 2*T_high or more.
+func lardMove(s *Scheduler, i int) bool {
+	u := s.Nodes[i].Utilization()
+	return (u > s.Config.LARDHigh && anyBelow(s, s.Config.LARDLow)) || u >= 2*s.Config.LARDHigh
+}
+
+// LARD ("lard": locality-aware request distribution, Pai et al., ASPLOS
+// 1998) keeps a table title -> node. A new title goes to the least
+// utilized node; a known title stays on its node unless that node is not
+// eligible or lardMove says to move it, and then goes to the least utilized
+// node, which becomes its node. Load is utilization, so T_low and T_high
+// (Config.LARDLow, LARDHigh) are fractions of capacity, not the paper's
+// connection counts.
+type LARD struct {
+	table map[string]int32
+}
+
+var _ Policy = (*LARD)(nil)
+
+// Name returns "lard".
+func (*LARD) Name() string { return "lard" }
+
+// Pick implements Policy.
+func (p *LARD) Pick(s *Scheduler, r *Request) int {
+	if e, ok := p.table[r.Title]; ok {
+		i := int(e)
+		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, i) {
+			return i
+		}
+	}
+	i := leastUtilized(s, r)
+	if i >= 0 {
+		p.table[r.Title] = int32(i)
+	}
+	return i
+}
+
+// LARDR ("lard/r": LARD with replication, Pai et al., ASPLOS 1998) keeps a
+// table title -> server set. A title goes to the least utilized member of
+// its set; when there is none eligible, or lardMove holds for it, the
+// least utilized node of all joins the set and takes the session. A set
+// with more than one member that has not changed for Config.LBLCRShrink
+// (the paper's K) loses its most utilized member.
+type LARDR struct {
+	table map[string]*serverSet
+}
+
+var _ Policy = (*LARDR)(nil)
+
+// Name returns "lard/r".
+func (*LARDR) Name() string { return "lard/r" }
+
+// Pick implements Policy.
+func (p *LARDR) Pick(s *Scheduler, r *Request) int {
+	now := s.Now()
+	set := p.table[r.Title]
+	if set == nil {
+		set = &serverSet{lastMod: now}
+		p.table[r.Title] = set
+	}
+	best, most := -1, -1
+	for _, m := range set.nodes {
+		i := int(m)
+		if i >= len(s.Nodes) {
+			continue
+		}
+		u := s.Nodes[i].Utilization()
+		if most < 0 || u > s.Nodes[most].Utilization() {
+			most = i
+		}
+		if s.Eligible(i, r) && (best < 0 || u < s.Nodes[best].Utilization()) {
+			best = i
+		}
+	}
+	if best < 0 || lardMove(s, best) {
+		if j := leastUtilized(s, r); j >= 0 {
+			set.add(j, now)
+			best = j
+		}
+	}
+	if len(set.nodes) > 1 && most >= 0 && most != best && now.Sub(set.lastMod) > s.Config.LBLCRShrink {
+		set.remove(most, now)
+	}
+	return best
+}

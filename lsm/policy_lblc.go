@@ -1,0 +1,167 @@
+package lsm
+
+import "time"
+
+func init() {
+	Register("lblc", func(c Config) Policy { return &LBLC{table: map[string]lblcEntry{}} })
+	Register("lblcr", func(c Config) Policy { return &LBLCR{table: map[string]*serverSet{}} })
+}
+
+// lblcOverloaded is the overload test of Linux IPVS lblc/lblcr adapted to
+// bit/s: node i is above its overload threshold (Scheduler.Overloaded)
+// while some node in service is below half of its own threshold. (The
+// kernel compares active connections with the weight.)
+func lblcOverloaded(s *Scheduler, i int) bool {
+	if !s.Overloaded(i) {
+		return false
+	}
+	for j, n := range s.Nodes {
+		if j == i || !s.InService(n) {
+			continue
+		}
+		th := n.Overload
+		if th <= 0 {
+			th = s.Config.Overload
+		}
+		if n.Utilization() < th/2 {
+			return true
+		}
+	}
+	return false
+}
+
+type lblcEntry struct {
+	node    int32
+	lastUse time.Time
+}
+
+// LBLC ("lblc", Linux IPVS ip_vs_lblc: locality-based least connection)
+// keeps a table title -> node. A title goes to its node while that node is
+// eligible and not overloaded (lblcOverloaded); otherwise, and for a title
+// not in the table or unused for Config.LBLCExpiration, it goes to the wlc
+// choice, which becomes the title's node.
+type LBLC struct {
+	table map[string]lblcEntry
+}
+
+var _ Policy = (*LBLC)(nil)
+
+// Name returns "lblc".
+func (*LBLC) Name() string { return "lblc" }
+
+// Pick implements Policy.
+func (p *LBLC) Pick(s *Scheduler, r *Request) int {
+	now := s.Now()
+	if e, ok := p.table[r.Title]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
+		i := int(e.node)
+		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, i) {
+			e.lastUse = now
+			p.table[r.Title] = e
+			return i
+		}
+	}
+	i := leastPerWeight(s, r, 0)
+	if i >= 0 {
+		p.table[r.Title] = lblcEntry{node: int32(i), lastUse: now}
+	}
+	return i
+}
+
+type serverSet struct {
+	nodes   []int32
+	lastMod time.Time
+	lastUse time.Time
+}
+
+func (set *serverSet) add(i int, now time.Time) {
+	for _, n := range set.nodes {
+		if int(n) == i {
+			return
+		}
+	}
+	set.nodes = append(set.nodes, int32(i))
+	set.lastMod = now
+}
+
+func (set *serverSet) remove(i int, now time.Time) {
+	for k, n := range set.nodes {
+		if int(n) == i {
+			set.nodes = append(set.nodes[:k], set.nodes[k+1:]...)
+			set.lastMod = now
+			return
+		}
+	}
+}
+
+// LBLCR ("lblcr", Linux IPVS ip_vs_lblcr: locality-based least connection
+// with replication) keeps a table title -> set of nodes. A title goes to
+// the set member with the least sessions per weight; when there is none
+// eligible, or it is overloaded (lblcOverloaded), the wlc choice of all
+// nodes joins the set and takes the session. A set with more than one
+// member that has not changed for Config.LBLCRShrink loses its most loaded
+// member. Sets unused for Config.LBLCExpiration are forgotten.
+type LBLCR struct {
+	table map[string]*serverSet
+}
+
+var _ Policy = (*LBLCR)(nil)
+
+// Name returns "lblcr".
+func (*LBLCR) Name() string { return "lblcr" }
+
+// Pick implements Policy.
+func (p *LBLCR) Pick(s *Scheduler, r *Request) int {
+	now := s.Now()
+	set := p.table[r.Title]
+	if set != nil && now.Sub(set.lastUse) > s.Config.LBLCExpiration {
+		set.nodes, set.lastMod = set.nodes[:0], now
+	}
+	if set == nil {
+		set = &serverSet{lastMod: now}
+		p.table[r.Title] = set
+	}
+	set.lastUse = now
+	if len(set.nodes) > 1 && now.Sub(set.lastMod) > s.Config.LBLCRShrink {
+		if m := setExtreme(s, set, nil, true); m >= 0 {
+			set.remove(m, now)
+		}
+	}
+	i := setExtreme(s, set, r, false)
+	if i < 0 || lblcOverloaded(s, i) {
+		j := leastPerWeight(s, r, 0)
+		if j < 0 {
+			return i
+		}
+		set.add(j, now)
+		i = j
+	}
+	return i
+}
+
+// setExtreme returns the member of set with the least (most false) or most
+// (most true) sessions per effective weight, among members eligible for r
+// (any member in service when r is nil); -1 when none.
+func setExtreme(s *Scheduler, set *serverSet, r *Request, most bool) int {
+	best, bestV := -1, 0.0
+	for _, m := range set.nodes {
+		i := int(m)
+		if i >= len(s.Nodes) {
+			continue
+		}
+		if r != nil && !s.Eligible(i, r) {
+			continue
+		}
+		w := s.EffectiveWeight(i)
+		if w <= 0 {
+			if r == nil && most {
+				return i // a member out of service goes first
+			}
+			continue
+		}
+		v := float64(s.Nodes[i].Sessions) / w
+		if best < 0 || (most && v > bestV) || (!most && v < bestV) {
+			best, bestV = i, v
+		}
+	}
+	return best
+}

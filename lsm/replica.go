@@ -1,0 +1,112 @@
+package lsm
+
+// setReplica records title on n, held (filling false) or filling, of
+// bytes bytes (while filling, the largest size heard: a heartbeat reports
+// the bytes stored so far, the fill was booked with the whole title).
+func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64) {
+	r := n.titles[title]
+	if r == nil {
+		r = &replica{}
+		n.titles[title] = r
+		s.holders[title] = append(s.holders[title], int32(n.Index))
+	}
+	if r.inUse() {
+		n.InUseBytes -= r.bytes
+	}
+	r.filling = filling
+	if filling {
+		r.bytes = max(r.bytes, bytes)
+	} else {
+		r.bytes = max(0, bytes)
+	}
+	if !filling && r.fills > 0 {
+		// The fill completed: its sessions now play from a local copy.
+		n.FillSessions = max(0, n.FillSessions-r.fills)
+		n.FillBps = max(0, n.FillBps-r.fillBps)
+		r.fills, r.fillBps = 0, 0
+	}
+	if r.inUse() {
+		n.InUseBytes += r.bytes
+	}
+}
+
+// dropReplica forgets title on n. Sessions still reserved for it stay
+// reserved (they are released as usual) but no longer count as Nd.
+func (s *Scheduler) dropReplica(n *Node, title string) {
+	r := n.titles[title]
+	if r == nil {
+		return
+	}
+	if r.inUse() {
+		n.InUseBytes -= r.bytes
+	}
+	n.FillSessions = max(0, n.FillSessions-r.fills)
+	n.FillBps = max(0, n.FillBps-r.fillBps)
+	delete(n.titles, title)
+	h := s.holders[title]
+	for k, i := range h {
+		if int(i) == n.Index {
+			h[k] = h[len(h)-1]
+			h = h[:len(h)-1]
+			break
+		}
+	}
+	if len(h) == 0 {
+		delete(s.holders, title)
+	} else {
+		s.holders[title] = h
+	}
+}
+
+// book counts one more session of bitrate bit/s for title on n, creating
+// a filling replica of bytes bytes when n has none. It reports whether the
+// session needs a new fill.
+func (s *Scheduler) book(n *Node, title string, bitrate, bytes int64) bool {
+	r := n.titles[title]
+	fill := r == nil
+	if fill {
+		s.setReplica(n, title, true, bytes) // the next viewer shares the fill
+		r = n.titles[title]
+	}
+	if !r.inUse() {
+		n.InUseBytes += r.bytes
+	}
+	r.sessions++
+	if r.filling {
+		r.fills++
+		r.fillBps += bitrate
+		n.FillSessions++
+		n.FillBps += bitrate
+	}
+	n.ReservedBps += bitrate
+	n.Sessions++
+	return fill
+}
+
+// unbook undoes book for one session.
+func (s *Scheduler) unbook(n *Node, title string, bitrate int64) {
+	n.ReservedBps = max(0, n.ReservedBps-bitrate)
+	n.Sessions = max(0, n.Sessions-1)
+	r := n.titles[title]
+	if r == nil {
+		return
+	}
+	if r.fills > 0 {
+		r.fills--
+		r.fillBps = max(0, r.fillBps-bitrate)
+		n.FillSessions = max(0, n.FillSessions-1)
+		n.FillBps = max(0, n.FillBps-bitrate)
+	}
+	was := r.inUse()
+	r.sessions = max(0, r.sessions-1)
+	if was && !r.inUse() {
+		n.InUseBytes -= r.bytes
+	}
+}
+
+// diskRoom reports whether n could store a title of bytes bytes it does
+// not hold, by evicting titles not in use; true when either size is
+// unknown (0).
+func diskRoom(n *Node, bytes int64) bool {
+	return bytes <= 0 || n.Capacity.DiskBytes <= 0 || n.Capacity.DiskBytes-n.InUseBytes >= bytes
+}
