@@ -210,10 +210,14 @@ func TestStartAllOrNothing(t *testing.T) {
 		"short secret":   {DataDir: dir, BOSS: file, Secret: []byte("short")},
 		"unknown policy": {DataDir: dir, BOSS: file, Secret: testSecret, Scheduler: func() (c lsmConfig) { c = defaultLSM(); c.Policy = "zz"; return }()},
 		"unknown evict":  {DataDir: dir, BOSS: file, Secret: testSecret, Evictor: "zz"},
+		"other realm":    {DataDir: dir, BOSS: file, Secret: testSecret, Realm: "elsewhere"},
 	} {
+		m.RTSPListen, m.HTTPListen, m.GRPCListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		if err := m.Start(); err == nil {
 			m.Close()
 			t.Errorf("%s: started", name)
+		} else {
+			t.Logf("%s: %v", name, err)
 		}
 	}
 }

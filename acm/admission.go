@@ -108,6 +108,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errNoBandwidth
 	}
 	res := tk.Res
+	now = m.now() // the no-show clock and the token start at the grant
 	node := m.sched.Node(res.NodeID)
 	s := &session{
 		Session: store.Session{
@@ -148,6 +149,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if ctx.Err() != nil {
 		fail("client left before its redirect", ctx.Err())
 		return nil, ctx.Err()
+	}
+	m.mu.Lock()
+	ended := s.ended // its node died meanwhile
+	m.mu.Unlock()
+	if ended {
+		return nil, errUnavailable
 	}
 	g.Token, err = m.signer.Sign(token.Claims{
 		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate,

@@ -79,7 +79,7 @@ type Manager struct {
 	// store waits for its node to register before it ends.
 	RestoreGrace time.Duration // DefaultRestoreGrace
 
-	Scheduler lsm.Config // zero value: lsm.DefaultConfig()
+	Scheduler lsm.Config // zero value: lsm.DefaultConfig(); otherwise used as is (start from DefaultConfig)
 	Evictor   string     // eviction policy name (smm.Evictors), DefaultEvictor
 	// Planner decides prefetches and evictions every PlanInterval;
 	// nil: smm.NoPlanner.
@@ -177,15 +177,20 @@ func (m *Manager) defaults() error {
 	if m.Store == nil && m.DataDir == "" {
 		return errors.New("acm: DataDir (or Store) is required")
 	}
+	// A users file made for another realm would refuse every Digest.
+	if r, ok := m.BOSS.(interface{ Realm() string }); ok && r.Realm() != m.Realm {
+		return fmt.Errorf("acm: realm %q, but the BOSS's Digest HA1 values are for realm %q", m.Realm, r.Realm())
+	}
 	return nil
 }
 
 // Start validates the config, opens the store, loads the catalog and the
 // session table from it, binds the three listeners and starts serving.
 // It is all or nothing: on error, everything it started is stopped
-// again. Errors: a missing BOSS or DataDir, a Secret under 16 bytes, an
-// unknown scheduling or eviction policy, a store that does not open, a
-// listen address that cannot be bound.
+// again. Errors: a missing BOSS or DataDir, a BOSS whose Realm() differs
+// from Realm, a Secret under 16 bytes, an unknown scheduling or eviction
+// policy, a store that does not open, a listen address that cannot be
+// bound.
 func (m *Manager) Start() (err error) {
 	if err := m.defaults(); err != nil {
 		return err
