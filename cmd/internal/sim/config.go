@@ -1,0 +1,378 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"vodcluster/lsm"
+	"vodcluster/smm"
+)
+
+// Config is a simulation: demand, cluster, origin, failures, and the
+// policies to compare. Start from Default; LoadFile overlays a YAML file
+// (unknown keys are errors). Durations in YAML are Go durations ("90s").
+type Config struct {
+	Seed     uint64   `yaml:"seed"`     // seeds demand, failures and twos; same seed, same run
+	Days     int      `yaml:"days"`     // simulated days, >= 1
+	Policies []string `yaml:"policies"` // scheduling policies to run; empty = all of lsm.Policies()
+
+	// StoragePolicy is the eviction policy of every node's disk, by smm
+	// name (smm.NewEvictor).
+	StoragePolicy string `yaml:"storage_policy"`
+	// PlanInterval is how often the planner is asked for prefetches and
+	// evictions.
+	PlanInterval time.Duration `yaml:"plan_interval"`
+	// Planner builds the storage planner for one run; nil = smm.NoPlanner
+	// (fills on demand only, evictions by the node's Evictor).
+	Planner func() smm.Planner `yaml:"-"`
+
+	Scheduler SchedulerParams `yaml:"scheduler"`
+	Demand    Demand          `yaml:"demand"`
+	Cluster   Cluster         `yaml:"cluster"`
+	CDP       CDP             `yaml:"cdp"`
+	Failures  Failures        `yaml:"failures"`
+
+	// SampleInterval is the period of the load samples behind peak-to-mean
+	// and the plot.
+	SampleInterval time.Duration `yaml:"sample_interval"`
+}
+
+// SchedulerParams are the lsm parameters the simulator exposes (see
+// lsm.Config for their meaning); zero values keep lsm's defaults.
+type SchedulerParams struct {
+	A          float64       `yaml:"a"`
+	B          float64       `yaml:"b"`
+	Normal     float64       `yaml:"normal"`
+	Overload   float64       `yaml:"overload"`
+	SlowStart  time.Duration `yaml:"slow_start"`
+	CHBLFactor float64       `yaml:"chbl_factor"`
+	LARDLow    float64       `yaml:"lard_low"`
+	LARDHigh   float64       `yaml:"lard_high"`
+	// QueueWait is how long a request with no node waits in the FCFS queue
+	// before it is refused (the manager's queue deadline).
+	QueueWait time.Duration `yaml:"queue_wait"`
+}
+
+// Demand is what subscribers ask for.
+type Demand struct {
+	Subscribers int `yaml:"subscribers"`
+	// SessionsPerSubscriber is the mean number of sessions a subscriber
+	// starts per day.
+	SessionsPerSubscriber float64 `yaml:"sessions_per_subscriber"`
+	Titles                int     `yaml:"titles"`     // catalog size at the start
+	ZipfAlpha             float64 `yaml:"zipf_alpha"` // popularity of the title of rank k is 1/k^alpha
+	// Hourly is the relative arrival rate at each hour of the day (24
+	// values, linearly interpolated between hours); the evening peak.
+	Hourly []float64 `yaml:"hourly"`
+	// EarlyAbandon is the share of sessions that stop within minutes;
+	// their length is exponential with mean EarlyAbandonMean.
+	EarlyAbandon     float64       `yaml:"early_abandon"`
+	EarlyAbandonMean time.Duration `yaml:"early_abandon_mean"`
+	// The other sessions watch a log-normal time (median WatchMedian,
+	// shape WatchSigma: the long tail), at most the title's duration.
+	WatchMedian time.Duration `yaml:"watch_median"`
+	WatchSigma  float64       `yaml:"watch_sigma"`
+	// Kinds of title: duration and bitrate with their shares.
+	Kinds []TitleKind `yaml:"kinds"`
+	// NewTitlesPerDay titles are added each day at NewTitleHour, each at
+	// a popularity rank drawn uniformly from 1..NewTitleTopRank.
+	NewTitlesPerDay int     `yaml:"new_titles_per_day"`
+	NewTitleHour    float64 `yaml:"new_title_hour"`
+	NewTitleTopRank int     `yaml:"new_title_top_rank"`
+	// DriftSigma is the day-to-day drift of popularity: each title's
+	// weight is multiplied by exp(DriftSigma * N(0,1)) at midnight.
+	DriftSigma float64 `yaml:"drift_sigma"`
+}
+
+// TitleKind is a class of titles.
+type TitleKind struct {
+	Name       string        `yaml:"name"`
+	Share      float64       `yaml:"share"`        // share of the catalog, > 0 (normalised)
+	BitrateBps int64         `yaml:"bitrate_bps"`  // bit/s
+	MinLength  time.Duration `yaml:"min_duration"` // durations uniform in [min, max]
+	MaxLength  time.Duration `yaml:"max_duration"`
+}
+
+// Cluster is the VOD nodes.
+type Cluster struct {
+	Nodes []NodeClass `yaml:"nodes"`
+	// DiskShare is the nodes' disks together as a share of the catalog's
+	// bytes at the start, in (0, 1]; each node's disk is in proportion to
+	// its class's DiskWeight.
+	DiskShare float64 `yaml:"disk_share"`
+}
+
+// NodeClass is a group of identical nodes.
+type NodeClass struct {
+	Count      int     `yaml:"count"`
+	EgressBps  int64   `yaml:"egress_bps"`  // bit/s
+	DiskWeight float64 `yaml:"disk_weight"` // relative disk size
+	Weight     int     `yaml:"weight"`      // scheduling weight, 0 = lsm default (100)
+}
+
+// CDP is the origin's upstream link.
+type CDP struct {
+	Channels   int           `yaml:"channels"`    // concurrent transfers, >= 1
+	SetupDelay time.Duration `yaml:"setup_delay"` // per transfer, before the first byte
+	ChannelBps int64         `yaml:"channel_bps"` // bit/s per transfer
+	// FillWait is how long a viewer whose title must be filled waits for a
+	// free channel before giving up (refused_no_copy).
+	FillWait time.Duration `yaml:"fill_wait"`
+}
+
+// Failures are node outages.
+type Failures struct {
+	PerDay   float64       `yaml:"per_day"`   // mean outages per day (Poisson)
+	DownMean time.Duration `yaml:"down_mean"` // mean outage length (exponential, at least a minute)
+	// KeepDisk: a node that returns still has the titles it held.
+	KeepDisk bool `yaml:"keep_disk"`
+}
+
+// Default returns the default simulation: a plausible mid-size operator.
+// 200,000 subscribers starting 0.5 sessions a day each (100,000 sessions)
+// with an evening peak around 21:00; 5,000 titles (episodes, films, a few
+// UHD films; about 25 TB), Zipf 0.9 popularity, 25 new titles a day at
+// noon among the top 100; 20 nodes in three sizes (4 x 8 Gbit/s, 8 x
+// 3 Gbit/s, 8 x 1.5 Gbit/s: 68 Gbit/s) whose disks together hold 40% of
+// the catalog's bytes; an origin with 48 channels of 1 Gbit/s and a 2 s
+// setup delay; two node outages a day of 30 minutes on average.
+func Default() Config {
+	return Config{
+		Seed:           1,
+		Days:           1,
+		StoragePolicy:  "lru",
+		PlanInterval:   5 * time.Minute,
+		SampleInterval: time.Minute,
+		Scheduler:      SchedulerParams{QueueWait: 5 * time.Second},
+		Demand: Demand{
+			Subscribers:           200_000,
+			SessionsPerSubscriber: 0.5,
+			Titles:                5_000,
+			ZipfAlpha:             0.9,
+			Hourly: []float64{
+				0.9, 0.5, 0.3, 0.2, 0.15, 0.15, 0.2, 0.35, 0.5, 0.6, 0.65, 0.7,
+				0.8, 0.8, 0.75, 0.75, 0.85, 1.1, 1.5, 2.0, 2.6, 3.0, 2.6, 1.7,
+			},
+			EarlyAbandon:     0.35,
+			EarlyAbandonMean: 3 * time.Minute,
+			WatchMedian:      40 * time.Minute,
+			WatchSigma:       0.9,
+			Kinds: []TitleKind{
+				{Name: "episode", Share: 0.45, BitrateBps: 4_000_000, MinLength: 22 * time.Minute, MaxLength: 50 * time.Minute},
+				{Name: "film-hd", Share: 0.45, BitrateBps: 8_000_000, MinLength: 80 * time.Minute, MaxLength: 150 * time.Minute},
+				{Name: "film-uhd", Share: 0.10, BitrateBps: 16_000_000, MinLength: 90 * time.Minute, MaxLength: 150 * time.Minute},
+			},
+			NewTitlesPerDay: 25,
+			NewTitleHour:    12,
+			NewTitleTopRank: 100,
+			DriftSigma:      0.3,
+		},
+		Cluster: Cluster{
+			Nodes: []NodeClass{
+				{Count: 4, EgressBps: 8_000_000_000, DiskWeight: 3},
+				{Count: 8, EgressBps: 3_000_000_000, DiskWeight: 2},
+				{Count: 8, EgressBps: 1_500_000_000, DiskWeight: 1},
+			},
+			DiskShare: 0.4,
+		},
+		CDP: CDP{
+			Channels:   48,
+			SetupDelay: 2 * time.Second,
+			ChannelBps: 1_000_000_000,
+			FillWait:   10 * time.Second,
+		},
+		Failures: Failures{PerDay: 2, DownMean: 30 * time.Minute, KeepDisk: true},
+	}
+}
+
+// LoadFile overlays the YAML file at path on c. Unknown keys, bad values
+// and trailing documents are errors naming the file.
+func (c *Config) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("sim: %s: %w", path, err)
+	}
+	return c.Validate()
+}
+
+// Validate reports the first parameter out of range, or nil.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error { return fmt.Errorf("sim: "+format, a...) }
+	d := &c.Demand
+	switch {
+	case c.Days < 1 || c.Days > 60:
+		return bad("days %d out of 1..60", c.Days)
+	case c.PlanInterval <= 0:
+		return bad("plan_interval %v must be > 0", c.PlanInterval)
+	case c.SampleInterval <= 0 || c.SampleInterval > time.Hour:
+		return bad("sample_interval %v out of (0, 1h]", c.SampleInterval)
+	case c.Scheduler.QueueWait < 0:
+		return bad("queue_wait %v < 0", c.Scheduler.QueueWait)
+	case d.Subscribers < 1:
+		return bad("subscribers %d < 1", d.Subscribers)
+	case !(d.SessionsPerSubscriber > 0) || d.SessionsPerSubscriber > 100:
+		return bad("sessions_per_subscriber %v out of (0, 100]", d.SessionsPerSubscriber)
+	case float64(d.Subscribers)*d.SessionsPerSubscriber*float64(c.Days) > 20e6:
+		return bad("more than 20 million sessions in the run")
+	case d.Titles < 1 || d.Titles > 1_000_000:
+		return bad("titles %d out of 1..1000000", d.Titles)
+	case !(d.ZipfAlpha >= 0) || d.ZipfAlpha > 3:
+		return bad("zipf_alpha %v out of [0, 3]", d.ZipfAlpha)
+	case len(d.Hourly) != 24:
+		return bad("hourly needs 24 values, has %d", len(d.Hourly))
+	case !(d.EarlyAbandon >= 0 && d.EarlyAbandon <= 1):
+		return bad("early_abandon %v out of [0, 1]", d.EarlyAbandon)
+	case d.EarlyAbandonMean <= 0 || d.WatchMedian <= 0:
+		return bad("early_abandon_mean and watch_median must be > 0")
+	case !(d.WatchSigma >= 0) || d.WatchSigma > 5:
+		return bad("watch_sigma %v out of [0, 5]", d.WatchSigma)
+	case len(d.Kinds) == 0:
+		return bad("no title kinds")
+	case d.NewTitlesPerDay < 0 || d.NewTitlesPerDay > 100_000:
+		return bad("new_titles_per_day %d out of 0..100000", d.NewTitlesPerDay)
+	case !(d.NewTitleHour >= 0 && d.NewTitleHour < 24):
+		return bad("new_title_hour %v out of [0, 24)", d.NewTitleHour)
+	case d.NewTitlesPerDay > 0 && d.NewTitleTopRank < 1:
+		return bad("new_title_top_rank %d < 1", d.NewTitleTopRank)
+	case !(d.DriftSigma >= 0) || d.DriftSigma > 3:
+		return bad("drift_sigma %v out of [0, 3]", d.DriftSigma)
+	case len(c.Cluster.Nodes) == 0:
+		return bad("no node classes")
+	case !(c.Cluster.DiskShare > 0 && c.Cluster.DiskShare <= 1):
+		return bad("disk_share %v out of (0, 1]", c.Cluster.DiskShare)
+	case c.CDP.Channels < 1 || c.CDP.Channels > 100_000:
+		return bad("cdp channels %d out of 1..100000", c.CDP.Channels)
+	case c.CDP.SetupDelay < 0 || c.CDP.FillWait < 0:
+		return bad("cdp setup_delay and fill_wait must be >= 0")
+	case c.CDP.ChannelBps <= 0:
+		return bad("cdp channel_bps %d must be > 0", c.CDP.ChannelBps)
+	case !(c.Failures.PerDay >= 0) || c.Failures.PerDay > 1000:
+		return bad("failures per_day %v out of [0, 1000]", c.Failures.PerDay)
+	case c.Failures.PerDay > 0 && c.Failures.DownMean <= 0:
+		return bad("failures down_mean must be > 0")
+	}
+	sum := 0.0
+	for h, v := range d.Hourly {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return bad("hourly[%d] = %v must be >= 0", h, v)
+		}
+		sum += v
+	}
+	if sum <= 0 {
+		return bad("hourly is all zero")
+	}
+	for _, k := range d.Kinds {
+		if !(k.Share > 0) || k.BitrateBps <= 0 || k.MinLength <= 0 || k.MaxLength < k.MinLength || k.MaxLength > 24*time.Hour {
+			return bad("title kind %q: need share > 0, bitrate_bps > 0, 0 < min_duration <= max_duration <= 24h", k.Name)
+		}
+		if k.BitrateBps > c.CDP.ChannelBps {
+			return bad("title kind %q: bitrate %d above the cdp channel rate %d: a fill could not keep ahead of playback", k.Name, k.BitrateBps, c.CDP.ChannelBps)
+		}
+	}
+	nodes := 0
+	for _, n := range c.Cluster.Nodes {
+		if n.Count < 0 || n.EgressBps <= 0 || !(n.DiskWeight > 0) || n.Weight < 0 {
+			return bad("node class: need count >= 0, egress_bps > 0, disk_weight > 0, weight >= 0")
+		}
+		nodes += n.Count
+	}
+	if nodes < 1 || nodes > 10_000 {
+		return bad("%d nodes out of 1..10000", nodes)
+	}
+	known := map[string]bool{}
+	for _, p := range lsm.Policies() {
+		known[p] = true
+	}
+	for _, p := range c.Policies {
+		if !known[p] {
+			return bad("unknown policy %q (known: %v)", p, lsm.Policies())
+		}
+	}
+	if _, err := smm.NewEvictor(c.StoragePolicy); err != nil {
+		return bad("%v", err)
+	}
+	_, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy))
+	return err
+}
+
+// lsmConfig returns the scheduler configuration for policy.
+func (c *Config) lsmConfig(policy string) lsm.Config {
+	l := lsm.DefaultConfig()
+	l.Policy = policy
+	l.Seed = c.Seed
+	p := c.Scheduler
+	if p.A != 0 {
+		l.A = p.A
+	}
+	if p.B != 0 {
+		l.B = p.B
+	}
+	if p.Normal != 0 {
+		l.Normal = p.Normal
+	}
+	if p.Overload != 0 {
+		l.Overload = p.Overload
+	}
+	if p.SlowStart != 0 {
+		l.SlowStart = p.SlowStart
+	}
+	if p.CHBLFactor != 0 {
+		l.CHBLFactor = p.CHBLFactor
+	}
+	if p.LARDHigh != 0 {
+		l.LARDLow, l.LARDHigh = p.LARDLow, p.LARDHigh
+	}
+	return l
+}
+
+// policies returns the policies to run.
+func (c *Config) policies() []string {
+	if len(c.Policies) > 0 {
+		return c.Policies
+	}
+	return lsm.Policies()
+}
+
+// SetNodes scales the cluster to n nodes keeping the classes' proportions
+// (largest remainder; every class keeps at least one node while n allows).
+func (c *Config) SetNodes(n int) error {
+	if n < 1 || n > 10_000 {
+		return fmt.Errorf("sim: %d nodes out of 1..10000", n)
+	}
+	total := 0
+	for _, k := range c.Cluster.Nodes {
+		total += k.Count
+	}
+	if total == 0 {
+		return fmt.Errorf("sim: no node classes to scale")
+	}
+	left := n
+	rem := make([]float64, len(c.Cluster.Nodes))
+	for i := range c.Cluster.Nodes {
+		exact := float64(c.Cluster.Nodes[i].Count) * float64(n) / float64(total)
+		c.Cluster.Nodes[i].Count = int(exact)
+		rem[i] = exact - float64(int(exact))
+		left -= int(exact)
+	}
+	for ; left > 0; left-- {
+		best := 0
+		for i := range rem {
+			if rem[i] > rem[best] {
+				best = i
+			}
+		}
+		c.Cluster.Nodes[best].Count++
+		rem[best] = -1
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package sim is the discrete-event simulator behind `vodcluster sim`. It
+// drives the real lsm scheduler and smm storage code on a virtual clock
+// (no sleeps, no sockets) through a seeded day (or days) of IPTV demand:
+// Zipf title popularity that drifts day by day, new titles, Poisson
+// arrivals under a daily curve with an evening peak, sessions with a heavy
+// early-abandon share and a long tail, heterogeneous nodes whose disks are
+// caches of whole titles (an smm.Evictor each), an origin (CDP) with
+// limited channels and a setup delay, and node failures and returns.
+//
+// It owns: the demand and cluster model (Config, with defaults and strict
+// YAML loading), the event loop that runs each scheduling policy on the
+// same demand (Run), the per-policy figures (Result) and their table,
+// JSON, SVG load plot and request-trace CSV writers, and the cobra command
+// (NewCommand).
+package sim

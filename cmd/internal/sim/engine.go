@@ -1,0 +1,437 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"vodcluster/lsm"
+	"vodcluster/smm"
+)
+
+// epoch is the wall-clock time of the simulation's second 0 as lsm and
+// smm see it (a Monday, 00:00 UTC).
+var epoch = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+
+func at(t float64) time.Time { return epoch.Add(time.Duration(t * float64(time.Second))) }
+
+// session is one viewer's playback on a node.
+type session struct {
+	gen     uint32
+	active  bool
+	playing bool
+	orig    bool // an original request (not a resume after a failure)
+	res     lsm.Reservation
+	title   int32
+	sub     int32
+	asked   float64 // when the viewer asked
+	watch   float64 // seconds to watch once playing
+	endAt   float64
+	fill    int32 // the fill it waits for, -1 when none
+	slot    int   // index in its node's session list
+}
+
+// pending is a request waiting in the lsm queue.
+type pending struct {
+	req  request
+	orig bool
+}
+
+// engine runs one policy over the demand.
+type engine struct {
+	cfg    *Config
+	d      *demand
+	sched  *lsm.Scheduler
+	plan   smm.Planner
+	ev     events
+	nodes  []*node
+	byID   map[string]int32 // title id -> index
+	subs   []string         // subscriber names, made on first use
+	now    float64
+	res    Result
+	series *LoadSeries
+
+	sessions []session
+	free     []int32
+	waiting  map[*lsm.Ticket]pending
+	resumes  []pending
+	deadline float64 // time of the pending evDeadline, +Inf when none
+
+	cdp      cdpState
+	fills    []*fillJob
+	decision []int64 // ns per Admit
+}
+
+func newEngine(cfg *Config, d *demand, policy string) (*engine, error) {
+	sched, err := lsm.New(cfg.lsmConfig(policy))
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{
+		cfg: cfg, d: d, sched: sched, plan: smm.NoPlanner{},
+		byID: make(map[string]int32, len(d.titles)), subs: make([]string, cfg.Demand.Subscribers),
+		waiting: map[*lsm.Ticket]pending{}, deadline: math.Inf(1),
+		decision: make([]int64, 0, len(d.reqs)),
+	}
+	if cfg.Planner != nil {
+		e.plan = cfg.Planner()
+	}
+	for i, t := range d.titles {
+		e.byID[t.id] = int32(i)
+	}
+	e.res = Result{Policy: policy, StoragePolicy: cfg.StoragePolicy}
+	if err := e.buildNodes(); err != nil {
+		return nil, err
+	}
+	e.series = &LoadSeries{Policy: policy, Nodes: make([]string, len(e.nodes)), Util: make([][]float32, len(e.nodes))}
+	for i, n := range e.nodes {
+		e.series.Nodes[i] = n.spec.ID
+	}
+	return e, nil
+}
+
+// buildNodes creates the nodes: disks in proportion to their class's
+// DiskWeight, together DiskShare of the initial catalog's bytes.
+func (e *engine) buildNodes() error {
+	wsum := 0.0
+	for _, k := range e.cfg.Cluster.Nodes {
+		wsum += float64(k.Count) * k.DiskWeight
+	}
+	total := e.cfg.Cluster.DiskShare * float64(e.d.initialBytes)
+	for _, k := range e.cfg.Cluster.Nodes {
+		for j := 0; j < k.Count; j++ {
+			spec := lsm.NodeSpec{
+				ID:     fmt.Sprintf("node-%02d", len(e.nodes)+1),
+				Weight: k.Weight,
+				Capacity: lsm.Capacity{
+					EgressBps: k.EgressBps,
+					DiskBytes: int64(total * k.DiskWeight / wsum),
+				},
+			}
+			ev, err := smm.NewEvictor(e.cfg.StoragePolicy)
+			if err != nil {
+				return err
+			}
+			if _, err := e.sched.AddNode(spec, at(0)); err != nil {
+				return err
+			}
+			e.nodes = append(e.nodes, &node{spec: spec, alive: true, disk: map[int32]*item{}, evictor: ev})
+		}
+	}
+	return nil
+}
+
+func (e *engine) sub(i int32) string {
+	if e.subs[i] == "" {
+		e.subs[i] = "s" + strconv.Itoa(int(i))
+	}
+	return e.subs[i]
+}
+
+// run simulates the whole demand and returns the figures.
+func (e *engine) run() (Result, error) {
+	start := time.Now()
+	end := float64(e.cfg.Days) * day
+	for k, o := range e.d.outages {
+		e.ev.push(o.down, evFail, int32(k), 0)
+		e.ev.push(o.up, evReturn, int32(k), 0)
+	}
+	e.ev.push(0, evSample, 0, 0)
+	e.ev.push(e.cfg.PlanInterval.Seconds(), evPlan, 0, 0)
+	next := 0
+	for {
+		// Arrivals are pre-sorted; merge them with the event heap.
+		if next < len(e.d.reqs) && (e.ev.len() == 0 || e.d.reqs[next].t <= e.ev.peek()) {
+			r := e.d.reqs[next]
+			next++
+			e.now = r.t
+			if err := e.ask(r, true, true); err != nil {
+				return Result{}, err
+			}
+			continue
+		}
+		if e.ev.len() == 0 {
+			break
+		}
+		x := e.ev.pop()
+		if x.t > end && x.kind != evEnd && x.kind != evFillFirst && x.kind != evFillDone {
+			continue // nothing new after the end; sessions and fills run out
+		}
+		e.now = x.t
+		if err := e.handle(x); err != nil {
+			return Result{}, err
+		}
+	}
+	e.finish(time.Since(start))
+	return e.res, nil
+}
+
+func (e *engine) handle(x event) error {
+	switch x.kind {
+	case evResume:
+		p := e.resumes[x.a]
+		return e.ask(p.req, p.orig, false)
+	case evEnd:
+		if s := &e.sessions[x.a]; s.active && s.gen == x.gen {
+			e.endSession(x.a)
+			e.pump()
+		}
+	case evPatience:
+		if s := &e.sessions[x.a]; s.active && s.gen == x.gen && s.fill >= 0 && e.fills[s.fill].state == fillQueued {
+			e.res.RefusedNoCopy++
+			e.count(s.orig, false)
+			e.trace(s.asked, s.title, -1, false)
+			e.endSession(x.a)
+			e.pump()
+		}
+	case evFillFirst:
+		e.fillFirst(e.fills[x.a])
+	case evFillDone:
+		e.fillDone(e.fills[x.a])
+		e.pump()
+	case evDeadline:
+		e.deadline = math.Inf(1)
+		e.pump()
+	case evFail:
+		e.fail(e.d.outages[x.a].node)
+		e.pump()
+	case evReturn:
+		n := e.nodes[e.d.outages[x.a].node]
+		n.alive = true
+		if _, err := e.sched.AddNode(n.spec, at(e.now)); err != nil {
+			return err
+		}
+		e.pump()
+	case evSample:
+		e.sample()
+		e.ev.push(e.now+e.cfg.SampleInterval.Seconds(), evSample, 0, 0)
+	case evPlan:
+		e.planRound()
+		e.ev.push(e.now+e.cfg.PlanInterval.Seconds(), evPlan, 0, 0)
+	}
+	return nil
+}
+
+// ask submits a request to the scheduler, timing the decision. orig is
+// false for a viewer resuming after a failure cut off its playback (its
+// request was already counted as admitted); fresh is true the first time
+// a request is asked.
+func (e *engine) ask(r request, orig, fresh bool) error {
+	t := &e.d.titles[r.title]
+	e.plan.Observe(t.id, at(e.now))
+	if fresh {
+		e.res.Requested++
+	}
+	req := lsm.Request{Title: t.id, Client: e.sub(r.sub), Bitrate: t.bitrate, Bytes: t.bytes}
+	wall := time.Now()
+	tk, err := e.sched.Admit(req, at(e.now+e.cfg.Scheduler.QueueWait.Seconds()), at(e.now))
+	e.decision = append(e.decision, time.Since(wall).Nanoseconds())
+	if err != nil {
+		return fmt.Errorf("sim: admit %s: %w", t.id, err)
+	}
+	if !tk.Done {
+		e.waiting[tk] = pending{req: r, orig: orig}
+		e.armDeadline()
+		return nil
+	}
+	e.decided(tk, r, orig)
+	return nil
+}
+
+// decided handles a finished ticket: a placement or a refusal.
+func (e *engine) decided(tk *lsm.Ticket, r request, orig bool) {
+	if tk.Err != nil {
+		e.count(orig, false)
+		e.trace(r.t, r.title, -1, false)
+		return
+	}
+	e.granted(tk.Res, r, orig)
+}
+
+// pump retries the lsm queue after capacity may have freed.
+func (e *engine) pump() {
+	if e.sched.Queued() == 0 {
+		return
+	}
+	for _, tk := range e.sched.Pump(at(e.now)) {
+		p := e.waiting[tk]
+		delete(e.waiting, tk)
+		e.decided(tk, p.req, p.orig)
+	}
+	e.armDeadline()
+}
+
+func (e *engine) armDeadline() {
+	d, ok := e.sched.NextDeadline()
+	if !ok {
+		return
+	}
+	t := d.Sub(epoch).Seconds() + 1e-6 // at(t) must not round below the deadline
+	if t < e.deadline {
+		e.deadline = t
+		e.ev.push(t, evDeadline, 0, 0)
+	}
+}
+
+// count records the outcome of an original request.
+func (e *engine) count(orig, admitted bool) {
+	if !orig {
+		return
+	}
+	if admitted {
+		e.res.Admitted++
+	} else {
+		e.res.Refused++
+	}
+}
+
+func (e *engine) trace(t float64, ti int32, nodeIdx int, fill bool) {
+	e.res.Trace = append(e.res.Trace, TraceRecord{T: t, Title: e.d.titles[ti].id, Bytes: e.d.titles[ti].bytes, Node: nodeIdx, Fill: fill})
+}
+
+// granted starts a session on the node lsm chose: at once when the title
+// is there or its fill has begun, else once its fill gets a channel.
+func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
+	n := e.nodes[res.Node]
+	if n.spec.ID != res.NodeID || !n.alive {
+		e.res.Inconsistencies++
+	}
+	if nb := e.sched.Nodes[res.Node]; nb.ReservedBps > nb.Capacity.EgressBps {
+		e.res.QoSViolations++
+	}
+	it := n.disk[r.title]
+	if (it == nil) != res.Fill {
+		e.res.Inconsistencies++ // lsm's replica view and the disk disagree
+	}
+	fillIdx := int32(-1)
+	if it == nil && len(e.sched.Holders(e.d.titles[r.title].id)) > 1 {
+		e.res.ReplicaFills++
+	}
+	if it == nil {
+		f, ok := e.startFill(res.Node, r.title, false)
+		if !ok {
+			e.res.RefusedNoCopy++
+			e.count(orig, false)
+			e.trace(r.t, r.title, -1, false)
+			e.sched.Release(res)
+			e.sched.DropReplica(n.spec.ID, e.d.titles[r.title].id)
+			return
+		}
+		it, fillIdx = n.disk[r.title], f
+	} else if it.fill >= 0 {
+		fillIdx = it.fill
+	}
+	it.users++
+	it.last = e.now
+	it.hits++
+	sid := e.newSession()
+	s := &e.sessions[sid]
+	*s = session{gen: s.gen + 1, active: true, orig: orig, res: res, title: r.title, sub: r.sub, asked: r.t, watch: r.watch, fill: -1}
+	s.slot = len(n.sessions)
+	n.sessions = append(n.sessions, sid)
+	if fillIdx >= 0 && e.fills[fillIdx].state < fillFlowing {
+		f := e.fills[fillIdx]
+		s.fill = fillIdx
+		f.waiters = append(f.waiters, sid)
+		if f.state == fillQueued {
+			e.ev.push(e.now+e.cfg.CDP.FillWait.Seconds(), evPatience, sid, s.gen)
+		}
+		return
+	}
+	e.play(sid)
+}
+
+// play starts playback of a session now.
+func (e *engine) play(sid int32) {
+	s := &e.sessions[sid]
+	s.playing, s.fill = true, -1
+	s.endAt = e.now + s.watch
+	e.count(s.orig, true)
+	if s.orig {
+		e.trace(s.asked, s.title, s.res.Node, s.res.Fill)
+	} else {
+		e.res.Resumed++
+	}
+	e.ev.push(s.endAt, evEnd, sid, s.gen)
+}
+
+func (e *engine) newSession() int32 {
+	if k := len(e.free); k > 0 {
+		sid := e.free[k-1]
+		e.free = e.free[:k-1]
+		return sid
+	}
+	e.sessions = append(e.sessions, session{})
+	return int32(len(e.sessions) - 1)
+}
+
+// endSession releases a session's reservation and its hold on the title.
+func (e *engine) endSession(sid int32) {
+	s := &e.sessions[sid]
+	n := e.nodes[s.res.Node]
+	e.sched.Release(s.res)
+	if it := n.disk[s.title]; it != nil {
+		it.users--
+	}
+	last := n.sessions[len(n.sessions)-1]
+	n.sessions[s.slot] = last
+	e.sessions[last].slot = s.slot
+	n.sessions = n.sessions[:len(n.sessions)-1]
+	if s.fill >= 0 {
+		f := e.fills[s.fill]
+		for k, w := range f.waiters {
+			if w == sid {
+				f.waiters = append(f.waiters[:k], f.waiters[k+1:]...)
+				break
+			}
+		}
+		if len(f.waiters) == 0 && !f.prefetch && f.state == fillQueued {
+			e.cancelFill(f)
+		}
+	}
+	s.active, s.playing = false, false
+	s.gen++
+	e.free = append(e.free, sid)
+}
+
+// fail takes node i down: its fills stop, its viewers are cut off and ask
+// again two seconds later for what they had left to watch.
+func (e *engine) fail(i int) {
+	n := e.nodes[i]
+	if !n.alive {
+		return
+	}
+	n.alive = false
+	e.sched.MarkDead(n.spec.ID)
+	for _, it := range n.disk {
+		if it.fill >= 0 {
+			e.abortFill(e.fills[it.fill])
+		}
+	}
+	for len(n.sessions) > 0 {
+		sid := n.sessions[len(n.sessions)-1]
+		s := &e.sessions[sid]
+		left := s.watch
+		if s.playing {
+			left = s.endAt - e.now
+		}
+		// A viewer that never played still has its request's outcome open:
+		// the resumed request decides it.
+		p := pending{req: request{t: e.now + 2, title: s.title, sub: s.sub, watch: left}, orig: s.orig && !s.playing}
+		if s.playing {
+			e.res.Interrupted++
+		}
+		e.endSession(sid)
+		if left >= 10 || p.orig {
+			p.req.watch = max(left, 10)
+			e.resumes = append(e.resumes, p)
+			e.ev.push(p.req.t, evResume, int32(len(e.resumes)-1), 0)
+		}
+	}
+	if !e.cfg.Failures.KeepDisk {
+		for ti := range n.disk {
+			e.dropItem(i, ti)
+		}
+	}
+}

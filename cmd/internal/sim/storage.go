@@ -1,0 +1,267 @@
+package sim
+
+import (
+	"vodcluster/lsm"
+	"vodcluster/smm"
+)
+
+// node is a VOD node as the simulator keeps it: its disk (a cache of whole
+// titles run by an smm.Evictor) and its sessions.
+type node struct {
+	spec     lsm.NodeSpec
+	alive    bool
+	disk     map[int32]*item
+	used     int64 // bytes stored or reserved for fills in progress
+	evictor  smm.Evictor
+	sessions []int32
+	items    []smm.Item // scratch for Victims
+}
+
+// item is one title on a node's disk.
+type item struct {
+	bytes int64
+	last  float64 // last session start, seconds
+	hits  float64 // session starts
+	users int     // sessions on the node playing or waiting for it
+	fill  int32   // the fill in progress, -1 when complete
+}
+
+func (it *item) inUse() bool { return it.users > 0 || it.fill >= 0 }
+
+type fillState uint8
+
+const (
+	fillQueued    fillState = iota + 1 // waiting for an origin channel
+	fillSetup                          // has a channel, paying the setup delay
+	fillFlowing                        // bytes arriving; viewers play
+	fillDone                           // complete
+	fillCancelled                      // given up (no viewer left, or the node failed)
+)
+
+// fillJob is one origin transfer of a whole title to a node.
+type fillJob struct {
+	id       int32
+	node     int
+	title    int32
+	bytes    int64
+	prefetch bool
+	state    fillState
+	acquired float64 // when it got its channel
+	waiters  []int32 // sessions waiting for the first bytes
+}
+
+// cdpState is the origin's channels: at most Channels transfers at once,
+// the others wait in arrival order (as the cdp package's Fetch waits).
+type cdpState struct {
+	active int
+	queue  []*fillJob
+}
+
+// startFill reserves disk room on node ni for title (evicting with the
+// node's Evictor what is not in use) and asks the origin for it. It
+// returns the fill's index, or false when the disk cannot make room: the
+// node refuses the viewer (refused_no_copy), as a real node answers 453.
+func (e *engine) startFill(ni int, ti int32, prefetch bool) (int32, bool) {
+	n := e.nodes[ni]
+	t := &e.d.titles[ti]
+	if !e.makeRoom(ni, t.bytes) {
+		return -1, false
+	}
+	f := &fillJob{id: int32(len(e.fills)), node: ni, title: ti, bytes: t.bytes, prefetch: prefetch}
+	e.fills = append(e.fills, f)
+	n.disk[ti] = &item{bytes: t.bytes, fill: f.id, last: e.now}
+	n.used += t.bytes
+	if prefetch {
+		e.sched.SetReplica(n.spec.ID, t.id, true, 0)
+	}
+	if e.cdp.active < e.cfg.CDP.Channels {
+		e.acquire(f)
+	} else {
+		f.state = fillQueued
+		e.cdp.queue = append(e.cdp.queue, f)
+	}
+	return f.id, true
+}
+
+// makeRoom frees disk space on node ni for need bytes; it evicts nothing
+// when the evictor cannot free enough.
+func (e *engine) makeRoom(ni int, need int64) bool {
+	n := e.nodes[ni]
+	free := n.spec.Capacity.DiskBytes - n.used
+	if need <= free {
+		return true
+	}
+	if need > n.spec.Capacity.DiskBytes {
+		return false
+	}
+	n.items = n.items[:0]
+	for ti, it := range n.disk {
+		n.items = append(n.items, smm.Item{
+			Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(),
+			LastAccess: at(it.last), Hits: it.hits,
+		})
+	}
+	victims, ok := n.evictor.Victims(n.items, need-free, at(e.now))
+	if !ok {
+		return false
+	}
+	for _, v := range victims {
+		ti, known := e.byID[v]
+		if it := n.disk[ti]; !known || it == nil || it.inUse() {
+			e.res.Inconsistencies++ // the evictor named a title it must not
+			return false
+		}
+		e.dropItem(ni, ti)
+	}
+	return need <= n.spec.Capacity.DiskBytes-n.used
+}
+
+// dropItem removes a title from a node's disk and from lsm's view.
+func (e *engine) dropItem(ni int, ti int32) {
+	n := e.nodes[ni]
+	if it := n.disk[ti]; it != nil {
+		n.used -= it.bytes
+		delete(n.disk, ti)
+		e.sched.DropReplica(n.spec.ID, e.d.titles[ti].id)
+	}
+}
+
+// acquire gives f an origin channel now.
+func (e *engine) acquire(f *fillJob) {
+	e.cdp.active++
+	e.res.PeakCDPTransfers = max(e.res.PeakCDPTransfers, e.cdp.active)
+	e.res.OriginFetches++
+	if f.prefetch {
+		e.res.Prefetches++
+	}
+	f.state, f.acquired = fillSetup, e.now
+	setup := e.cfg.CDP.SetupDelay.Seconds()
+	e.ev.push(e.now+setup, evFillFirst, f.id, 0)
+	e.ev.push(e.now+setup+float64(f.bytes)*8/float64(e.cfg.CDP.ChannelBps), evFillDone, f.id, 0)
+}
+
+// releaseChannel frees f's channel and starts the next queued fill.
+func (e *engine) releaseChannel() {
+	e.cdp.active--
+	for e.cdp.active < e.cfg.CDP.Channels && len(e.cdp.queue) > 0 {
+		f := e.cdp.queue[0]
+		e.cdp.queue[0] = nil
+		e.cdp.queue = e.cdp.queue[1:]
+		if f.state == fillQueued {
+			e.acquire(f)
+		}
+	}
+}
+
+// fillFirst: the first bytes arrived, the waiting viewers play.
+func (e *engine) fillFirst(f *fillJob) {
+	if f.state != fillSetup {
+		return
+	}
+	f.state = fillFlowing
+	w := f.waiters
+	f.waiters = nil
+	for _, sid := range w {
+		e.play(sid)
+	}
+}
+
+// fillDone: the title is complete on the node.
+func (e *engine) fillDone(f *fillJob) {
+	if f.state != fillFlowing {
+		return
+	}
+	f.state = fillDone
+	e.res.OriginBytes += f.bytes
+	n := e.nodes[f.node]
+	if it := n.disk[f.title]; it != nil && it.fill == f.id {
+		it.fill = -1
+	}
+	e.sched.SetReplica(n.spec.ID, e.d.titles[f.title].id, false, f.bytes)
+	e.releaseChannel()
+}
+
+// cancelFill gives up a fill that has not got a channel.
+func (e *engine) cancelFill(f *fillJob) {
+	f.state = fillCancelled
+	e.dropItem(f.node, f.title)
+}
+
+// abortFill stops a fill because its node failed; the bytes already sent
+// count as origin bytes.
+func (e *engine) abortFill(f *fillJob) {
+	switch f.state {
+	case fillQueued:
+	case fillSetup, fillFlowing:
+		sent := (e.now - f.acquired - e.cfg.CDP.SetupDelay.Seconds()) * float64(e.cfg.CDP.ChannelBps) / 8
+		e.res.OriginBytes += min(f.bytes, max(0, int64(sent)))
+		e.releaseChannel()
+	default:
+		return
+	}
+	f.state = fillCancelled
+	f.waiters = nil
+	e.dropItem(f.node, f.title)
+}
+
+// planRound asks the planner for prefetches and evictions and carries them
+// out: a prefetch needs a live node without the title, a free origin
+// channel and disk room; an eviction a title not in use.
+func (e *engine) planRound() {
+	if _, ok := e.plan.(smm.NoPlanner); ok {
+		return
+	}
+	view := &smm.ClusterView{Titles: map[string]smm.TitleInfo{}, OriginFree: e.cfg.CDP.Channels - e.cdp.active}
+	for _, t := range e.d.titles {
+		if t.avail <= e.now {
+			view.Titles[t.id] = smm.TitleInfo{ID: t.id, Bytes: t.bytes, Bitrate: t.bitrate, Duration: t.dur}
+		}
+	}
+	for i, n := range e.nodes {
+		ln := e.sched.Nodes[i]
+		nv := smm.NodeView{ID: n.spec.ID, Alive: e.sched.InService(ln), DiskBytes: n.spec.Capacity.DiskBytes,
+			EgressBps: n.spec.Capacity.EgressBps, Utilization: ln.Utilization()}
+		for ti, it := range n.disk {
+			nv.Items = append(nv.Items, smm.Item{Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(), LastAccess: at(it.last), Hits: it.hits})
+			if it.fill >= 0 {
+				nv.Fills++
+			}
+		}
+		view.Nodes = append(view.Nodes, nv)
+	}
+	byNode := map[string]int{}
+	for i, n := range e.nodes {
+		byNode[n.spec.ID] = i
+	}
+	for _, a := range e.plan.Plan(at(e.now), view) {
+		ni, okN := byNode[a.Node]
+		ti, okT := e.byID[a.Title]
+		if !okN || !okT || e.d.titles[ti].avail > e.now {
+			e.res.PlanRejected++
+			continue
+		}
+		n := e.nodes[ni]
+		switch a.Kind {
+		case smm.Prefetch:
+			if !n.alive || n.disk[ti] != nil || e.cdp.active >= e.cfg.CDP.Channels {
+				e.res.PlanRejected++
+				continue
+			}
+			if _, ok := e.startFill(ni, ti, true); !ok {
+				e.res.PlanRejected++
+				continue
+			}
+			e.res.PlacementMoves++
+		case smm.Evict:
+			it := n.disk[ti]
+			if it == nil || it.inUse() {
+				e.res.PlanRejected++
+				continue
+			}
+			e.dropItem(ni, ti)
+			e.res.PlacementMoves++
+		default:
+			e.res.PlanRejected++
+		}
+	}
+}

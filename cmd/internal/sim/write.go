@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints the results side by side, one row per policy.
+// Bytes are in TB (10^12), decision times in ns.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tstorage\trequested\tadmitted\trefused\tno copy\tqos viol.\tpeak/mean\torigin fetches\torigin TB\tpeak cdp\treplica fills\tp50 ns\tp99 ns\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%.1f\t%d\t%d\t%d\t%d\t\n",
+			r.Policy, r.StoragePolicy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, r.PeakCDPTransfers, r.ReplicaFills,
+			r.DecisionP50Ns, r.DecisionP99Ns)
+	}
+	return tw.Flush()
+}
+
+// WriteMarkdown prints the results as a Markdown table (for the docs).
+func WriteMarkdown(w io.Writer, rs []Result) error {
+	var b strings.Builder
+	b.WriteString("| policy | requested | admitted | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | peak CDP | replica fills | p50 ns | p99 ns |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %.3f | %d | %.1f | %d | %d | %d | %d |\n",
+			r.Policy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, r.PeakCDPTransfers, r.ReplicaFills,
+			r.DecisionP50Ns, r.DecisionP99Ns)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON prints the results as a JSON array, one object per policy.
+func WriteJSON(w io.Writer, rs []Result) error {
+	if rs == nil {
+		rs = []Result{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rs)
+}
+
+// WriteTraceCSV writes the request trace as CSV with a header: time in
+// seconds since the start, title id, title bytes, node index (-1 when
+// refused) and whether the node filled the title from the origin.
+func WriteTraceCSV(w io.Writer, tr []TraceRecord) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"time_s", "title", "bytes", "node", "fill"}); err != nil {
+		return err
+	}
+	for _, t := range tr {
+		rec := []string{strconv.FormatFloat(t.T, 'f', 3, 64), t.Title, strconv.FormatInt(t.Bytes, 10), strconv.Itoa(t.Node), strconv.FormatBool(t.Fill)}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteSVG draws each node's utilization over the simulated time as one
+// line per node (gaps while a node is down), hours on the x axis and
+// 0..100% on the y axis.
+func WriteSVG(w io.Writer, s *LoadSeries) error {
+	if s == nil || len(s.Times) == 0 {
+		return fmt.Errorf("sim: no load samples to plot")
+	}
+	const (
+		width, height = 1000.0, 520.0
+		left, right   = 60.0, 150.0
+		top, bottom   = 40.0, 50.0
+	)
+	pw, ph := width-left-right, height-top-bottom
+	tmax := s.Times[len(s.Times)-1]
+	if tmax <= 0 {
+		tmax = 1
+	}
+	x := func(t float64) float64 { return left + pw*t/tmax }
+	y := func(u float64) float64 { return top + ph*(1-math.Min(u, 1.05)/1.05) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="24" font-size="16">node utilization (reserved bit/s ÷ capacity), policy %s</text>`+"\n", left, xmlEscape(s.Policy))
+	for _, u := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%.0f%%</text>`+"\n",
+			left, y(u), left+pw, y(u), left-6, y(u)+4, u*100)
+	}
+	step := 3600.0 * math.Max(1, math.Ceil(tmax/3600/24))
+	for t := 0.0; t <= tmax+1; t += step {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" text-anchor="middle">%.0fh</text>`+"\n",
+			x(t), top, x(t), top+ph, x(t), top+ph+18, t/3600)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">hours since start</text>`+"\n", left+pw/2, height-8)
+	for i, name := range s.Nodes {
+		color := fmt.Sprintf("hsl(%d,70%%,40%%)", (i*360)/max(1, len(s.Nodes)))
+		b.WriteString(`<path fill="none" stroke-width="1.2" stroke="` + color + `" d="`)
+		pen := false
+		for k, t := range s.Times {
+			u := float64(s.Util[i][k])
+			if math.IsNaN(u) {
+				pen = false
+				continue
+			}
+			if pen {
+				fmt.Fprintf(&b, "L%.1f %.1f ", x(t), y(u))
+			} else {
+				fmt.Fprintf(&b, "M%.1f %.1f ", x(t), y(u))
+				pen = true
+			}
+		}
+		b.WriteString(`"/>` + "\n")
+		if i < 40 {
+			ly := top + float64(i)*12
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/><text x="%.1f" y="%.1f" font-size="10">%s</text>`+"\n",
+				left+pw+10, ly, left+pw+28, ly, color, left+pw+32, ly+4, xmlEscape(name))
+		}
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func xmlEscape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	return r.Replace(s)
+}
