@@ -22,6 +22,9 @@ type testClient struct {
 	c    net.Conn
 	br   *bufio.Reader
 	cseq int
+	// lastSeq is the sequence number of the last RTP packet read on an even
+	// channel (also those skipped while waiting for a response)
+	lastSeq uint16
 }
 
 func dialRTSP(t testing.TB, n *Node) *testClient {
@@ -86,6 +89,9 @@ func (tc *testClient) frame() (int, []byte, error) {
 	}
 	b := make([]byte, int(h[2])<<8|int(h[3]))
 	_, err := io.ReadFull(tc.br, b)
+	if err == nil && h[1]%2 == 0 && len(b) >= 4 {
+		tc.lastSeq = uint16(b[2])<<8 | uint16(b[3])
+	}
 	return int(h[1]), b, err
 }
 

@@ -163,10 +163,13 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if start >= 0 && dur > 0 && start >= dur {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
 	}
+	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
-		if sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64); err != nil || sc == 0 || math.IsNaN(sc) {
+		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
+		if err != nil || sc == 0 || math.IsNaN(sc) || math.IsInf(sc, 0) {
 			return nil, nil, rtspErr(base.StatusBadRequest, "invalid Scale")
 		}
+		scale = sc
 	}
 	info, serr := s.stream.Seek(start)
 	if errors.Is(serr, deliver.ErrRange) {
@@ -175,11 +178,12 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if serr != nil {
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
+	granted := s.stream.SetScale(scale)
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),
 		"Range":   base.HeaderValue{"npt=" + formatNPT(info.NPT) + "-" + rangeEnd(dur)},
-		"Scale":   base.HeaderValue{"1.000"},
+		"Scale":   base.HeaderValue{strconv.FormatFloat(granted, 'f', 3, 64)},
 	}
 	if s.spec.Mode != deliver.RawUDP {
 		seq, ts := info.Seq, info.RTPTime

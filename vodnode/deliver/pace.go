@@ -33,8 +33,26 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		return s.park(idx.Size)
 	}
 	s.setClock0(ck)
+	if s.trick() {
+		return s.stepTrick(sh, now, idx, complete, ck)
+	}
 	if !s.anchored {
 		s.anchorClock, s.anchorWall, s.anchored = ck.at(s.pos), now, true
+	}
+	if s.injectPSI {
+		if psi := s.loadPSI(idx); len(psi) > 0 {
+			sh.reserve(len(psi), 1)
+			buf := sh.arenaTake(len(psi))
+			copy(buf, psi)
+			if ok, err := s.emit(sh, ck, now, buf, s.pos, true); err != nil || !ok {
+				if err != nil {
+					s.finish(EndError, err)
+					return false
+				}
+				return true
+			}
+		}
+		s.injectPSI = false
 	}
 	target := s.anchorClock + (now+int64(s.e.Lead)-s.anchorWall)*27/1000
 	due := (ck.offset(target)/TSPacketSize + 1) * TSPacketSize
@@ -100,11 +118,30 @@ func (s *Stream) wake(gen uint64) {
 // send sends n bytes from s.pos; false (nothing sent) when the TCP
 // connection cannot take them now.
 func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
-	k := (n + PayloadSize - 1) / PayloadSize
-	sh.reserve(n, k)
+	sh.reserve(n, (n+PayloadSize-1)/PayloadSize)
 	buf := sh.arenaTake(n)
 	if _, err := s.cfg.Source.ReadAt(buf, s.pos); err != nil {
 		return false, fmt.Errorf("read title at %d: %w", s.pos, err)
+	}
+	ok, err := s.emit(sh, ck, now, buf, s.pos, false)
+	if ok {
+		s.pos += int64(n)
+	}
+	return ok, err
+}
+
+// emit packetises buf (whole TS packets taken from offset off, or, when
+// still is set, one picture whose packets all carry the clock of off) and
+// queues or writes it; false when the TCP connection cannot take it now.
+// buf must come from the shard's scratch, reserved for its datagrams.
+func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, still bool) (bool, error) {
+	n := len(buf)
+	k := (n + PayloadSize - 1) / PayloadSize
+	at := func(i int) int64 {
+		if still {
+			return off
+		}
+		return off + int64(i)
 	}
 	wire := 0
 	switch s.cfg.Mode {
@@ -114,7 +151,7 @@ func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
 			var h []byte
 			if s.cfg.Mode == RTPUDP {
 				h = sh.hdrTake()
-				s.header(h, ck, s.seq+uint16(i/PayloadSize), s.pos+int64(i))
+				s.header(h, ck, s.seq+uint16(i/PayloadSize), at(i))
 			}
 			sh.queueUDP(h, p, s.cfg.Dest)
 			wire += len(h) + len(p)
@@ -130,7 +167,7 @@ func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
 			l := rtpHeaderSize + len(p)
 			out = append(out, '$', s.cfg.Channel, byte(l>>8), byte(l))
 			out = append(out, make([]byte, rtpHeaderSize)...)
-			s.header(out[len(out)-rtpHeaderSize:], ck, s.seq+uint16(i/PayloadSize), s.pos+int64(i))
+			s.header(out[len(out)-rtpHeaderSize:], ck, s.seq+uint16(i/PayloadSize), at(i))
 			out = append(out, p...)
 		}
 		sr := now >= s.nextSR
@@ -147,7 +184,6 @@ func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
 		}
 		wire = len(out)
 	}
-	s.pos += int64(n)
 	s.seq += uint16(k)
 	s.packets += uint32(k)
 	s.octets += uint32(n)

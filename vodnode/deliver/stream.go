@@ -109,6 +109,12 @@ type Stream struct {
 	nextSR      int64
 	packets     uint32
 	octets      uint32
+	scale       float64 // 1 (or 0): normal play; otherwise trick play
+	kf          int     // trick play: index of the next keyframe, -1 = from pos
+	anchorPTS   int64   // trick play: PTS (90 kHz) due at anchorWall
+	psi         []byte  // the title's PAT and PMT packets
+	psiLoaded   bool
+	injectPSI   bool // send psi before the next bytes (after a seek)
 
 	bytes atomic.Int64
 }
@@ -135,7 +141,7 @@ func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
 		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
 	}
 	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
-	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq}, nil
+	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1}, nil
 }
 
 func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {
@@ -179,6 +185,8 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 			return PlayInfo{}, err
 		}
 		s.pos = off
+		s.kf = -1
+		s.injectPSI = off > 0
 	}
 	if s.state == statePlaying {
 		s.state = statePaused
