@@ -186,3 +186,8 @@ func fileExists(p ...string) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}

@@ -2,42 +2,114 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"vodcluster/acm"
 	"vodcluster/acm/boss"
 )
 
+// usersDoc mirrors the users file (realm + users) for editing.
+type usersDoc struct {
+	Realm string      `yaml:"realm"`
+	Users []boss.User `yaml:"users"`
+}
+
 func userCmd() *cobra.Command {
-	var realm string
+	var realm, file string
 	var packages []string
 	cmd := &cobra.Command{
-		Use:     "user NAME",
-		Short:   "Print a users-file entry for NAME (bcrypt hash for Basic, HA1 for Digest); the password is read from stdin",
-		Example: "  echo -n 's3cret' | vodcluster user alice --package basic --package premium >> users.yaml",
+		Use:   "user NAME",
+		Short: "Add or replace a subscriber in a users file (bcrypt hash for Basic, HA1 for Digest); the password is read from stdin",
+		Long: "user reads NAME's password from the first line of stdin and writes a users file with\n" +
+			"NAME added (or replaced): to --file, created if missing, or to stdout. The file never\n" +
+			"holds the password: a bcrypt hash for Basic and the Digest HA1 for the realm.",
+		Example: "  echo 's3cret' | vodcluster user alice --package basic --package premium --file users.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pw, err := bufio.NewReader(os.Stdin).ReadString('\n')
-			if err != nil && pw == "" {
-				return fmt.Errorf("read password from stdin: %w", err)
+			pw, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			pw = strings.TrimRight(pw, "\r\n")
+			if pw == "" {
+				return fmt.Errorf("no password on stdin (%v)", err)
 			}
-			u, err := boss.NewUser(args[0], strings.TrimRight(pw, "\r\n"), realm, packages)
+			doc := usersDoc{Realm: realm}
+			if file != "" {
+				if err := readUsers(file, &doc); err != nil {
+					return err
+				}
+				if doc.Realm != realm && cmd.Flags().Changed("realm") {
+					return fmt.Errorf("%s is for realm %q, not %q", file, doc.Realm, realm)
+				}
+			}
+			u, err := boss.NewUser(args[0], pw, doc.Realm, packages)
 			if err != nil {
 				return err
 			}
-			b, err := yaml.Marshal([]boss.User{u})
-			if err != nil {
+			replaced := false
+			for i := range doc.Users {
+				if doc.Users[i].Name == u.Name {
+					doc.Users[i], replaced = u, true
+				}
+			}
+			if !replaced {
+				doc.Users = append(doc.Users, u)
+			}
+			var buf bytes.Buffer
+			if err := boss.WriteFile(&buf, doc.Realm, doc.Users); err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
+			if _, err := boss.ParseFile(bytes.NewReader(buf.Bytes())); err != nil {
+				return err
+			}
+			if file == "" {
+				_, err = cmd.OutOrStdout().Write(buf.Bytes())
+				return err
+			}
+			tmp := file + ".tmp"
+			if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, file); err != nil {
+				return err
+			}
+			verb := "added"
+			if replaced {
+				verb = "replaced"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s %s in %s\n", verb, u.Name, filepath.Clean(file))
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&realm, "realm", "vodcluster", "authentication realm (must match the manager's)")
-	cmd.Flags().StringSliceVar(&packages, "package", []string{"*"}, "entitlement package (repeatable; * = all)")
+	cmd.Flags().StringVar(&realm, "realm", acm.DefaultRealm, "authentication realm (must match the manager's)")
+	cmd.Flags().StringVar(&file, "file", "", "users file to update (created when missing); default: print to stdout")
+	cmd.Flags().StringSliceVar(&packages, "package", []string{boss.AllPackages}, "entitlement package (repeatable; * = all)")
 	return cmd
+}
+
+// readUsers decodes an existing users file strictly; a missing file is empty.
+func readUsers(path string, doc *usersDoc) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := boss.ParseFile(bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(doc); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
