@@ -17,6 +17,13 @@ type Config struct {
 	B      float64 // overload penalty: B/Ul per unit of utilization above Ul
 	Normal float64 // Ul, the normal utilization limit in (0, 1]
 
+	// DiskPressure is what the default policy adds to the cost of a new
+	// fill on a node per unit of its disk share in use (titles playing or
+	// filling, which cannot be evicted), in load units (utilization): it
+	// steers new titles to nodes with disk to spare, so that at the peak
+	// some node still has room for a title nobody holds. >= 0.
+	DiskPressure float64
+
 	// Overload is the utilization above which a node counts as overloaded
 	// (locality-aware policies pass over a holder that is); per node when
 	// Node.Overload is set. In (0, 1].
@@ -69,6 +76,7 @@ func DefaultConfig() Config {
 		Policy:            DefaultPolicy,
 		A:                 30,
 		B:                 1,
+		DiskPressure:      0.05,
 		Normal:            0.8,
 		Overload:          0.9,
 		HeartbeatInterval: time.Second,
@@ -90,8 +98,8 @@ func (c *Config) Validate() error {
 	if c.Normal <= 0 || c.Normal > 1 {
 		return fmt.Errorf("lsm: normal utilization limit %v out of (0, 1]", c.Normal)
 	}
-	if c.A < 0 || c.B < 0 {
-		return fmt.Errorf("lsm: load weights a=%v b=%v must be >= 0", c.A, c.B)
+	if !(c.A >= 0) || !(c.B >= 0) || !(c.DiskPressure >= 0) {
+		return fmt.Errorf("lsm: load weights a=%v b=%v disk=%v must be >= 0", c.A, c.B, c.DiskPressure)
 	}
 	if c.Overload < 0 || c.Overload > 1 {
 		return fmt.Errorf("lsm: overload threshold %v out of (0, 1]", c.Overload)

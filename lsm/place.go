@@ -115,6 +115,15 @@ func weighted(n *Node) float64 {
 	return max(1, float64(n.Capacity.EgressBps)*float64(n.Weight)/DefaultWeight)
 }
 
+// diskTerm is the default policy's charge for filling a title on n:
+// Config.DiskPressure times the share of n's disk in use.
+func (s *Scheduler) diskTerm(n *Node) float64 {
+	if n.Capacity.DiskBytes <= 0 || s.Config.DiskPressure == 0 {
+		return 0
+	}
+	return s.Config.DiskPressure * float64(n.InUseBytes) / float64(n.Capacity.DiskBytes)
+}
+
 // Overloaded reports whether node i's utilization is above its overload
 // threshold (Node.Overload, else Config.Overload).
 func (s *Scheduler) Overloaded(i int) bool {
@@ -130,15 +139,15 @@ func (s *Scheduler) Overloaded(i int) bool {
 // nodes by the cost of a new fill (the exact cost uses the request's).
 const fillRefBps = 4e6
 
-// touch refreshes the cached values derived from n: its cost of a new
-// fill of a fillRefBps session, Load + (1+A)*fillRefBps/E, in the default
-// policy's tree.
+// touch refreshes the cached values derived from n: the default policy's
+// cost of a new fill of a fillRefBps session there (see
+// LocalityLeastLoad), in its tree.
 func (s *Scheduler) touch(n *Node) {
 	if !s.InService(n) {
 		s.fillCost.set(n.Index, math.Inf(1))
 		return
 	}
-	s.fillCost.set(n.Index, s.loadWith(n.Index, 1)+(1+s.Config.A)*fillRefBps/weighted(n))
+	s.fillCost.set(n.Index, s.loadWith(n.Index, 1)+(1+s.Config.A)*fillRefBps/weighted(n)+s.diskTerm(n))
 }
 
 // Place chooses a node for r with the current policy and reserves r's

@@ -13,10 +13,11 @@ func init() {
 // holds the title or already fills it (the session shares that fill), and
 // (1+A)*b/E on a node that must fill it from the origin: the seed's a, the
 // weight of a session served from a fill (E the node's weighted
-// capacity). So a title stays on the nodes that hold it until they are
-// about A sessions' worth busier than the node where a fill costs least,
-// or above their overload threshold (Scheduler.Overloaded); then it gains
-// a replica there. Source: the ACM/LSM/SMM design of the seed documents,
+// capacity), plus Config.DiskPressure times the share of the node's disk
+// in use. So a title stays on the nodes that hold it until they are about
+// A sessions' worth busier than the node where a fill costs least, or
+// above their overload threshold (Scheduler.Overloaded); then it gains a
+// replica there. Source: the ACM/LSM/SMM design of the seed documents,
 // with the load formula L = Ns + a*Nd + b*max(0, U-Ul); the sticky
 // least-load rule is that of locality-aware request distribution (Pai et
 // al., ASPLOS 1998).
@@ -53,7 +54,7 @@ func (*LocalityLeastLoad) Pick(s *Scheduler, r *Request) int {
 	if f < 0 {
 		return best
 	}
-	if best >= 0 && bestCost <= s.loadWith(f, 1)+(1+s.Config.A)*b/weighted(s.Nodes[f]) {
+	if best >= 0 && bestCost <= s.loadWith(f, 1)+(1+s.Config.A)*b/weighted(s.Nodes[f])+s.diskTerm(s.Nodes[f]) {
 		return best
 	}
 	return f

@@ -126,6 +126,7 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 	f.Float64Var(&cfg.Failures.PerDay, "failures", cfg.Failures.PerDay, "node outages per day")
 	f.Float64Var(&cfg.Scheduler.A, "load-a", lsm.DefaultConfig().A, "lall: weight a of a session served from a fill")
 	f.Float64Var(&cfg.Scheduler.B, "load-b", lsm.DefaultConfig().B, "lall: overload penalty b")
+	f.Float64Var(&cfg.Scheduler.DiskPressure, "disk-pressure", lsm.DefaultConfig().DiskPressure, "lall: charge for a fill per unit of disk in use")
 	f.Float64Var(&cfg.Scheduler.Normal, "normal", lsm.DefaultConfig().Normal, "normal utilization limit Ul")
 	f.Float64Var(&cfg.Scheduler.CHBLFactor, "chbl-factor", lsm.DefaultConfig().CHBLFactor, "chbl balance factor")
 	return cmd
@@ -153,6 +154,7 @@ func applyFlags(cmd *cobra.Command, run, flagged *Config, nodes int) error {
 	set("failures", func() { run.Failures.PerDay = flagged.Failures.PerDay })
 	set("load-a", func() { run.Scheduler.A = flagged.Scheduler.A })
 	set("load-b", func() { run.Scheduler.B = flagged.Scheduler.B })
+	set("disk-pressure", func() { run.Scheduler.DiskPressure = flagged.Scheduler.DiskPressure })
 	set("normal", func() { run.Scheduler.Normal = flagged.Scheduler.Normal })
 	set("chbl-factor", func() { run.Scheduler.CHBLFactor = flagged.Scheduler.CHBLFactor })
 	if cmd.Flags().Changed("nodes") {

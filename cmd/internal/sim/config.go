@@ -51,8 +51,10 @@ type SchedulerParams struct {
 	Overload   float64       `yaml:"overload"`
 	SlowStart  time.Duration `yaml:"slow_start"`
 	CHBLFactor float64       `yaml:"chbl_factor"`
-	LARDLow    float64       `yaml:"lard_low"`
-	LARDHigh   float64       `yaml:"lard_high"`
+	// DiskPressure is lall's charge for a fill per unit of disk in use.
+	DiskPressure float64 `yaml:"disk_pressure"`
+	LARDLow      float64 `yaml:"lard_low"`
+	LARDHigh     float64 `yaml:"lard_high"`
 	// QueueWait is how long a request with no node waits in the FCFS queue
 	// before it is refused (the manager's queue deadline).
 	QueueWait time.Duration `yaml:"queue_wait"`
@@ -138,7 +140,7 @@ type Failures struct {
 // with an evening peak around 21:00; 5,000 titles (episodes, films, a few
 // UHD films; about 25 TB), Zipf 0.9 popularity, 25 new titles a day at
 // noon among the top 100; 20 nodes in three sizes (4 x 8 Gbit/s, 8 x
-// 3 Gbit/s, 8 x 1.5 Gbit/s: 68 Gbit/s) whose disks together hold 40% of
+// 3 Gbit/s, 8 x 1.5 Gbit/s: 68 Gbit/s) whose disks together hold half of
 // the catalog's bytes; an origin with 48 channels of 1 Gbit/s and a 2 s
 // setup delay; two node outages a day of 30 minutes on average.
 func Default() Config {
@@ -178,7 +180,7 @@ func Default() Config {
 				{Count: 8, EgressBps: 3_000_000_000, DiskWeight: 2},
 				{Count: 8, EgressBps: 1_500_000_000, DiskWeight: 1},
 			},
-			DiskShare: 0.4,
+			DiskShare: 0.5,
 		},
 		CDP: CDP{
 			Channels:   48,
@@ -325,6 +327,9 @@ func (c *Config) lsmConfig(policy string) lsm.Config {
 	}
 	if p.SlowStart != 0 {
 		l.SlowStart = p.SlowStart
+	}
+	if p.DiskPressure != 0 {
+		l.DiskPressure = p.DiskPressure
 	}
 	if p.CHBLFactor != 0 {
 		l.CHBLFactor = p.CHBLFactor

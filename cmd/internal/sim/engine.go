@@ -179,7 +179,9 @@ func (e *engine) handle(x event) error {
 		}
 	case evPatience:
 		if s := &e.sessions[x.a]; s.active && s.gen == x.gen && s.fill >= 0 && e.fills[s.fill].state == fillQueued {
-			e.res.RefusedNoCopy++
+			if s.orig {
+				e.res.RefusedNoCopy++
+			}
 			e.count(s.orig, false)
 			e.trace(s.asked, s.title, -1, false)
 			e.endSession(x.a)
@@ -311,7 +313,9 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 	if it == nil {
 		f, ok := e.startFill(res.Node, r.title, false)
 		if !ok {
-			e.res.RefusedNoCopy++
+			if orig {
+				e.res.RefusedNoCopy++
+			}
 			e.count(orig, false)
 			e.trace(r.t, r.title, -1, false)
 			e.sched.Release(res)

@@ -1,0 +1,342 @@
+package lsm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sched builds a scheduler with nodes a, b, c, ... of the given egress
+// bit/s, all joined at t0 (no slow start).
+func sched(t *testing.T, policy string, mutate func(*Config), bps ...int64) *Scheduler {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Policy = policy
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range bps {
+		if _, err := s.AddNode(NodeSpec{ID: string(rune('a' + i)), Capacity: Capacity{EgressBps: b}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// place places a request and returns the node id, or "" with the error.
+func place(t *testing.T, s *Scheduler, title, client string, bps int64) (string, Reservation) {
+	t.Helper()
+	r := Request{Title: title, Client: client, Bitrate: bps}
+	res, err := s.Place(&r, t0)
+	if err != nil {
+		return "", res
+	}
+	return res.NodeID, res
+}
+
+func seq(t *testing.T, s *Scheduler, n int, title func(int) string, bps int64) string {
+	t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		id, _ := place(t, s, title(i), fmt.Sprint("c", i), bps)
+		if id == "" {
+			id = "-"
+		}
+		out = append(out, id)
+	}
+	return strings.Join(out, "")
+}
+
+func same(string) func(int) string { return func(int) string { return "film" } }
+func each(i int) string            { return fmt.Sprint("t", i) }
+
+func TestRRTurnsAndSkipsDrained(t *testing.T) {
+	s := sched(t, "rr", nil, 1e9, 1e9, 1e9)
+	if got := seq(t, s, 4, each, 1e6); got != "abca" {
+		t.Fatalf("rr = %s, want abca", got)
+	}
+	s.SetDraining("c", true)
+	if got := seq(t, s, 3, each, 1e6); got != "bab" {
+		t.Fatalf("rr with c drained = %s, want bab", got)
+	}
+}
+
+func TestWRRSharesByCapacityAndWeight(t *testing.T) {
+	s := sched(t, "wrr", nil, 2e9, 1e9)
+	if got := seq(t, s, 6, each, 1e6); got != "abaaba" {
+		t.Fatalf("wrr = %s, want abaaba (2:1 smooth)", got)
+	}
+	s.SetWeight("b", 200) // b: 1 Gbit/s at weight 200 = a
+	if got := seq(t, s, 4, each, 1e6); strings.Count(got, "a") != 2 {
+		t.Fatalf("wrr equal weights = %s", got)
+	}
+}
+
+func TestLCFewestSessionsIgnoresCapacity(t *testing.T) {
+	s := sched(t, "lc", nil, 10e9, 1e9)
+	if got := seq(t, s, 4, each, 1e6); got != "abab" {
+		t.Fatalf("lc = %s, want abab", got)
+	}
+}
+
+func TestWLCSessionsPerWeight(t *testing.T) {
+	s := sched(t, "wlc", nil, 3e9, 1e9)
+	got := seq(t, s, 40, each, 1e6)
+	if strings.Count(got, "a") != 30 || got[:2] != "ab" {
+		t.Fatalf("wlc = %s, want 30 a of 40 starting ab", got)
+	}
+}
+
+func TestSEDAndNQ(t *testing.T) {
+	s := sched(t, "sed", nil, 3e9, 1e9)
+	// (n+1)/w: a 1/30 < b 1/10; 2/30 < 0.1; 3/30 = 0.1 ties to a; 4/30 > 0.1.
+	if got := seq(t, s, 4, each, 1e6); got != "aaab" {
+		t.Fatalf("sed = %s, want aaab", got)
+	}
+	s = sched(t, "nq", nil, 3e9, 1e9)
+	// An idle node first (b after a), then sed: a 2/30, b 2/10...
+	if got := seq(t, s, 4, each, 1e6); got != "abaa" {
+		t.Fatalf("nq = %s, want abaa", got)
+	}
+}
+
+func TestLBLCStickyThenMovesWhenOverloaded(t *testing.T) {
+	s := sched(t, "lblc", nil, 100e6, 100e6)
+	first, _ := place(t, s, "film", "x", 10e6)
+	for i := 0; i < 8; i++ {
+		if id, _ := place(t, s, "film", "x", 10e6); id != first {
+			t.Fatalf("request %d went to %s, title's node is %s", i, id, first)
+		}
+	}
+	// first is at 90%; one more takes it to 100% > 90% while the other is
+	// idle (below 45%): lblc moves the title.
+	if id, _ := place(t, s, "film", "x", 10e6); id != first {
+		t.Fatalf("at 90%% (not above) the title must stay, went to %s", id)
+	}
+	if id, _ := place(t, s, "film", "x", 1e6); id == first || id == "" {
+		t.Fatalf("overloaded node kept the title: %s", id)
+	}
+	other, _ := place(t, s, "film", "x", 1e6)
+	if other == first {
+		t.Fatal("table not updated to the new node")
+	}
+}
+
+func TestLBLCRGrowsAndShrinksItsSet(t *testing.T) {
+	s := sched(t, "lblcr", func(c *Config) { c.LBLCRShrink = time.Minute }, 100e6, 100e6)
+	p := s.Policy().(*LBLCR)
+	for i := 0; i < 10; i++ {
+		place(t, s, "film", "x", 10e6) // fills the first node to 100%
+	}
+	id, _ := place(t, s, "film", "x", 1e6)
+	set := p.table["film"]
+	if len(set.nodes) != 2 || id == "" {
+		t.Fatalf("set %v after overload, placed on %q", set.nodes, id)
+	}
+	// Unchanged for longer than LBLCRShrink: the most loaded member goes.
+	later := t0.Add(2 * time.Minute)
+	r := Request{Title: "film", Bitrate: 1e6}
+	if _, err := s.Place(&r, later); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.nodes) != 1 || s.Nodes[set.nodes[0]].ReservedBps > 10e6 {
+		t.Fatalf("set after shrink: %v", set.nodes)
+	}
+}
+
+func TestDHStableAndRefusesWhenItsNodeIsFull(t *testing.T) {
+	s := sched(t, "dh", nil, 10e6, 10e6, 10e6)
+	home, _ := place(t, s, "film", "x", 5e6)
+	if id, _ := place(t, s, "film", "y", 5e6); id != home {
+		t.Fatalf("dh moved a title: %s then %s", home, id)
+	}
+	r := Request{Title: "film", Bitrate: 5e6}
+	if _, err := s.Place(&r, t0); !errors.Is(err, ErrNoCapacity) {
+		t.Fatalf("dh with its node full: %v, want ErrNoCapacity (no fallback)", err)
+	}
+	s.MarkDead(home)
+	if id, _ := place(t, s, "film", "x", 5e6); id == "" || id == home {
+		t.Fatalf("after %s died the table must be rebuilt over live nodes: %q", home, id)
+	}
+}
+
+func TestSHStablePerSubscriberWithFallback(t *testing.T) {
+	s := sched(t, "sh", nil, 10e6, 10e6, 10e6)
+	home, _ := place(t, s, "t1", "alice", 5e6)
+	if id, _ := place(t, s, "t2", "alice", 5e6); id != home {
+		t.Fatalf("sh moved a subscriber: %s then %s", home, id)
+	}
+	if id, _ := place(t, s, "t3", "alice", 5e6); id == home || id == "" {
+		t.Fatalf("sh fallback when the node is full: %q", id)
+	}
+}
+
+func TestMHStableAndMinimalDisruption(t *testing.T) {
+	const n = 10
+	bps := make([]int64, n)
+	for i := range bps {
+		bps[i] = 100e9
+	}
+	s := sched(t, "mh", nil, bps...)
+	before := map[string]string{}
+	for i := 0; i < 2000; i++ {
+		c := fmt.Sprint("sub", i)
+		id, res := place(t, s, "t", c, 1e6)
+		before[c] = id
+		s.Release(res)
+	}
+	s.MarkDead("c")
+	moved := 0
+	for c, was := range before {
+		id, res := place(t, s, "t", c, 1e6)
+		s.Release(res)
+		if id == "c" {
+			t.Fatal("dead node chosen")
+		}
+		if was != "c" && id != was {
+			moved++
+		}
+	}
+	if moved > 2000/10 {
+		t.Fatalf("%d of the keys not on the dead node moved; Maglev should move few", moved)
+	}
+}
+
+func TestTwosRepeatsForASeedAndBalances(t *testing.T) {
+	a := seq(t, sched(t, "twos", nil, 1e9, 1e9, 1e9, 1e9), 50, each, 1e6)
+	b := seq(t, sched(t, "twos", nil, 1e9, 1e9, 1e9, 1e9), 50, each, 1e6)
+	if a != b {
+		t.Fatal("same seed, different choices")
+	}
+	for _, id := range "abcd" {
+		if c := strings.Count(a, string(id)); c < 8 || c > 17 {
+			t.Fatalf("twos spread %s: %c has %d of 50", a, id, c)
+		}
+	}
+}
+
+func TestLARDMovesFromHighToLow(t *testing.T) {
+	s := sched(t, "lard", nil, 100e6, 100e6)
+	home, _ := place(t, s, "film", "x", 10e6)
+	for i := 0; i < 7; i++ {
+		if id, _ := place(t, s, "film", "x", 10e6); id != home {
+			t.Fatalf("lard left the title's node at %d%%", (i+1)*10)
+		}
+	}
+	// home is at 80%: not above T_high (85%).
+	if id, _ := place(t, s, "film", "x", 10e6); id != home {
+		t.Fatal("moved below T_high")
+	}
+	// home at 90% > T_high, other node idle < T_low: move.
+	if id, _ := place(t, s, "film", "x", 5e6); id == home {
+		t.Fatal("lard did not move the title off an overloaded node")
+	}
+}
+
+func TestLARDRServerSet(t *testing.T) {
+	s := sched(t, "lard/r", nil, 100e6, 100e6)
+	for i := 0; i < 10; i++ {
+		place(t, s, "film", "x", 10e6) // the 10th finds the first node at 90% > T_high
+	}
+	set := s.Policy().(*LARDR).table["film"]
+	if len(set.nodes) != 2 {
+		t.Fatalf("set %v: want a replica once the first node passed T_high", set.nodes)
+	}
+	// The least utilized member takes the next session.
+	id, _ := place(t, s, "film", "x", 1e6)
+	if n := s.Node(id); n.ReservedBps > 20e6 {
+		t.Fatalf("went to the busy member %s", id)
+	}
+}
+
+func TestCHBLBoundsEveryNode(t *testing.T) {
+	s := sched(t, "chbl", nil, 100e6, 100e6, 100e6, 100e6)
+	for i := 0; i < 30; i++ {
+		if id, _ := place(t, s, "film", "x", 10e6); id == "" {
+			t.Fatalf("request %d refused", i)
+		}
+		var total int64
+		for _, n := range s.Nodes {
+			total += n.ReservedBps
+		}
+		for _, n := range s.Nodes {
+			// ceil(c * mean) sessions of 10 Mbit/s per node.
+			bound := int64(ceilDiv(125*total, 100*4*10e6)) * 10e6
+			if n.ReservedBps > bound+10e6 {
+				t.Fatalf("node %s holds %d bit/s, bound %d (total %d)", n.ID, n.ReservedBps, bound, total)
+			}
+		}
+	}
+	// One title, spread only because of the bound: the first node on its
+	// ring point got the most.
+	var most int64
+	for _, n := range s.Nodes {
+		most = max(most, n.ReservedBps)
+	}
+	if most < 80e6 {
+		t.Fatalf("chbl did not keep the title on its node up to the bound (max %d)", most)
+	}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func TestLallReplicatesOnlyWhenHolderIsMuchBusier(t *testing.T) {
+	// A = 30: a new fill costs 31*b/E, a session on the holder b/E.
+	s := sched(t, "lall", nil, 1e9, 1e9)
+	s.SetReplica("a", "film", false, 1)
+	// 10 Mbit/s sessions (b/E = 0.01): the holder takes the k-th while
+	// its cost k*0.01 is at most b's cost of a fill, 31*0.01.
+	for i := 0; i < 31; i++ {
+		if id, _ := place(t, s, "film", "x", 10e6); id != "a" {
+			t.Fatalf("session %d went to %s: holder a at %d bit/s", i, id, s.Node("a").ReservedBps)
+		}
+	}
+	id, res := place(t, s, "film", "x", 10e6)
+	if id != "b" || !res.Fill {
+		t.Fatalf("32nd session: %s fill=%v, want a new replica on b", id, res.Fill)
+	}
+	if s.Node("b").FillSessions != 1 || s.Node("b").FillBps != 10e6 {
+		t.Fatalf("b: Nd=%d fill bit/s=%d", s.Node("b").FillSessions, s.Node("b").FillBps)
+	}
+	// A viewer of the title now shares b's fill rather than a third copy.
+	if id2, res2 := place(t, s, "film", "x", 10e6); id2 != "b" || res2.Fill {
+		t.Fatalf("shared fill: %s fill=%v", id2, res2.Fill)
+	}
+	// The fill completes: its sessions become local (Nd = 0).
+	s.SetReplica("b", "film", false, 1)
+	if n := s.Node("b"); n.FillSessions != 0 || n.FillBps != 0 || n.Sessions != 2 {
+		t.Fatalf("after the fill: %+v", n)
+	}
+}
+
+func TestDiskRoomIsAdmission(t *testing.T) {
+	for _, p := range Policies() {
+		s := sched(t, p, nil, 1e9, 1e9)
+		s.Nodes[0].Capacity.DiskBytes = 10e9
+		s.Nodes[1].Capacity.DiskBytes = 10e9
+		// b's disk is full of a title in use.
+		s.SetReplica("b", "big", false, 9e9)
+		r := Request{Title: "big", Bitrate: 1e6, Bytes: 9e9}
+		if _, err := s.Reserve("b", "big", 1e6); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			r = Request{Title: fmt.Sprint("new", i), Client: fmt.Sprint("c", i), Bitrate: 1e6, Bytes: 2e9}
+			res, err := s.Place(&r, t0)
+			if p == "dh" && err != nil {
+				continue // dh refuses rather than fall back
+			}
+			if err != nil || res.NodeID != "a" {
+				t.Fatalf("%s: a new 2 GB title went to %q (%v); b has 1 GB not in use", p, res.NodeID, err)
+			}
+			s.Release(res)
+			s.DropReplica("a", r.Title)
+		}
+	}
+}
