@@ -20,8 +20,8 @@ var ErrBadPin = errors.New("smm: bad pin")
 
 // Pins is the operator's pins. A title pinned to a node is prefetched there
 // when missing and never evicted from it. A title pinned to the cluster is
-// prefetched when no node has it and no copy of it is evicted by a node's
-// Evictor; the planner alone may drop surplus copies, never the last one.
+// kept in the plan (prefetched when no node has it) and none of its copies
+// is evicted, by the planner or by a node's Evictor.
 // The zero value is empty and ready; not safe for concurrent use. It
 // marshals to JSON as a sorted list of Pin for the manager to persist.
 type Pins struct {
@@ -129,6 +129,21 @@ func (p *Pins) NodePins(node string) []string {
 		return nil
 	}
 	return sortedKeys(p.node[node])
+}
+
+// nodesPinning returns the nodes title is pinned to, sorted.
+func (p *Pins) nodesPinning(title string) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for n, set := range p.node {
+		if _, ok := set[title]; ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ClusterPins returns the titles pinned to the cluster, sorted.

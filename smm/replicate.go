@@ -1,0 +1,240 @@
+package smm
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Replicator is the default Planner: popularity-driven replication,
+// prefetch and eviction. Each Plan
+//
+//  1. estimates every title's expected demand in bit/s (Popularity.Demand)
+//     and scales it to the cluster's remembered peak, so replicas are
+//     planned for the evening, not for the hour at hand;
+//  2. gives each title a replica count, the number of nodes whose egress
+//     at TargetUtilization carries that demand, with hysteresis (a replica
+//     is added above AddAbove and dropped below DropBelow times what the
+//     replicas carry): a hot title on several nodes, the tail on one;
+//  3. chooses the titles the cluster keeps, by value per byte of disk
+//     (request rate times (SetupBytes+size)/size, as gdsf), until
+//     DiskFill of the disks is planned; titles already placed keep their
+//     place against up to KeepBonus times better ones; pinned titles first;
+//  4. places the replicas, most demanded first: on the nodes that already
+//     hold the title, then on the node where expected load per egress and
+//     planned bytes per disk are lowest;
+//  5. orders the prefetches the plan lacks, most urgent first, within the
+//     free origin channels, MaxFillsPerNode and the off-peak rule, each
+//     after the evictions that make its room (titles not planned on that
+//     node, never in use or pinned, the lowest gdsf priority first), and
+//     retries a failed prefetch with capped exponential backoff.
+//
+// Titles are never evicted just because the plan dropped them: they stay
+// until their room is needed, by a prefetch or by a fill on demand (the
+// Evictor of Storage ranks unplanned titles first), so a plan that moves
+// costs no origin bytes until it must. Not safe for concurrent use.
+type Replicator struct {
+	cfg  ReplicatorConfig
+	pop  *Popularity
+	pins *Pins
+
+	plan  map[string]*titlePlan // title -> planned replicas
+	fills map[fillKey]*fillRec  // prefetches ordered and not yet done, and backoffs
+	peak  float64               // remembered peak of total demand, bit/s
+	at    time.Time             // last Plan
+	stats ReplicatorStats
+
+	// From the last view: which alive nodes hold (or fill) each title.
+	holders map[string][]string
+}
+
+// titlePlan is one title's planned placement.
+type titlePlan struct {
+	replicas int
+	nodes    []string // planned nodes, len <= replicas
+}
+
+// ReplicatorStats counts what a Replicator did.
+type ReplicatorStats struct {
+	Plans       int `json:"plans"`
+	Prefetches  int `json:"prefetches"`   // prefetch actions ordered
+	Evictions   int `json:"evictions"`    // evict actions ordered
+	Moves       int `json:"moves"`        // Prefetches + Evictions: placement moves
+	PlanChanges int `json:"plan_changes"` // (node, title) pairs that entered or left the plan
+	FillsDone   int `json:"fills_done"`
+	FillsFailed int `json:"fills_failed"`
+	Retries     int `json:"retries"` // prefetches ordered again after a failure
+}
+
+var _ Planner = (*Replicator)(nil)
+
+// NewReplicator returns a Replicator with cfg (zero fields take the
+// defaults) and the operator's pins (nil: none; the Replicator keeps the
+// pointer, so Pin and Unpin on it take effect at the next Plan). It fails
+// on a parameter out of range.
+func NewReplicator(cfg ReplicatorConfig, pins *Pins) (*Replicator, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pins == nil {
+		pins = &Pins{}
+	}
+	return &Replicator{
+		cfg: c, pop: NewPopularity(c.HalfLife), pins: pins,
+		plan: map[string]*titlePlan{}, fills: map[fillKey]*fillRec{},
+		holders: map[string][]string{},
+	}, nil
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (r *Replicator) Config() ReplicatorConfig { return r.cfg }
+
+// Popularity returns the popularity tracker, for persistence (Snapshot,
+// Restore) and priors (Seed).
+func (r *Replicator) Popularity() *Popularity { return r.pop }
+
+// Pins returns the operator's pins the Replicator honours.
+func (r *Replicator) Pins() *Pins { return r.pins }
+
+// Stats returns the counters so far.
+func (r *Replicator) Stats() ReplicatorStats { return r.stats }
+
+// Observe implements Planner: one request for title.
+func (r *Replicator) Observe(title string, now time.Time) { r.pop.Observe(title, now) }
+
+// SessionEnded records that a session of title (lasting duration seconds,
+// 0 when unknown) ended after watched seconds, to learn how long sessions
+// last (Popularity.ObserveSession).
+func (r *Replicator) SessionEnded(title string, watched, duration float64, now time.Time) {
+	r.pop.ObserveSession(title, watched, duration, now)
+}
+
+// Planned reports whether the current plan places title on node.
+func (r *Replicator) Planned(node, title string) bool {
+	if p := r.plan[title]; p != nil {
+		for _, n := range p.nodes {
+			if n == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PlannedNodes returns the nodes the current plan places title on, and the
+// replica count it wants.
+func (r *Replicator) PlannedNodes(title string) (nodes []string, replicas int) {
+	if p := r.plan[title]; p != nil {
+		return append([]string(nil), p.nodes...), p.replicas
+	}
+	return nil, 0
+}
+
+// Copies returns how many alive nodes other than node held or were filling
+// title at the last Plan.
+func (r *Replicator) Copies(node, title string) int {
+	n := 0
+	for _, h := range r.holders[title] {
+		if h != node {
+			n++
+		}
+	}
+	return n
+}
+
+// demandOf is one title's figures for one Plan.
+type demandOf struct {
+	id      string
+	info    TitleInfo
+	rate    float64 // req/s now
+	demand  float64 // bit/s now
+	peak    float64 // bit/s scaled to the remembered peak
+	value   float64 // gdsf priority per byte: rate*(setup+size)/size
+	pinned  bool    // pinned to the cluster or to a node
+	planned bool    // in the previous plan
+}
+
+// Plan implements Planner.
+func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
+	r.stats.Plans++
+	if c == nil {
+		return nil
+	}
+	alive := r.sync(now, c)
+	ds := r.demands(now, c)
+	r.at = now
+	if len(alive) == 0 {
+		return nil
+	}
+	r.place(ds, alive, c)
+	return r.prefetches(now, ds, alive, c)
+}
+
+// demands estimates every known title's demand, scaled to the peak.
+func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
+	r.pop.Prune(0.01, now)
+	var ds []demandOf
+	var total float64
+	seen := map[string]bool{}
+	add := func(id string) {
+		info, ok := c.Titles[id]
+		if !ok || seen[id] || info.Bytes <= 0 {
+			return
+		}
+		seen[id] = true
+		d := demandOf{id: id, info: info, rate: r.pop.Rate(id, now)}
+		d.demand = r.pop.Demand(id, info.Bitrate, info.Duration, now)
+		s := float64(info.Bytes)
+		d.value = d.rate * (float64(r.cfg.SetupBytes) + s) / s
+		d.planned = r.plan[id] != nil
+		total += d.demand
+		ds = append(ds, d)
+	}
+	for _, id := range r.pop.Titles() {
+		add(id)
+	}
+	for _, p := range r.pins.List() {
+		add(p.Title)
+	}
+	nodePinned := map[string]bool{}
+	for _, p := range r.pins.List() {
+		if p.Node != "" {
+			nodePinned[p.Title] = true
+		}
+	}
+	for i := range ds {
+		ds[i].pinned = r.pins.Pinned("", ds[i].id) || nodePinned[ds[i].id]
+	}
+	// Remember the peak of total demand, decaying with PeakHalfLife.
+	if !r.at.IsZero() && now.After(r.at) {
+		r.peak *= math.Exp2(-now.Sub(r.at).Seconds() / r.cfg.PeakHalfLife.Seconds())
+	}
+	r.peak = math.Max(r.peak, total)
+	scale := 1.0
+	if total > 0 {
+		scale = r.peak / total
+	}
+	for i := range ds {
+		ds[i].peak = ds[i].demand * scale
+	}
+	// Pinned first, then by value per byte (titles in the plan with
+	// their bonus), then by id for a deterministic order.
+	key := func(d *demandOf) float64 {
+		if d.planned {
+			return d.value * r.cfg.KeepBonus
+		}
+		return d.value
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		a, b := &ds[i], &ds[j]
+		if a.pinned != b.pinned {
+			return a.pinned
+		}
+		if ka, kb := key(a), key(b); ka != kb {
+			return ka > kb
+		}
+		return a.id < b.id
+	})
+	return ds
+}

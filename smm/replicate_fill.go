@@ -1,0 +1,272 @@
+package smm
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// fillKey is one title on one node.
+type fillKey struct{ node, title string }
+
+// fillRec is a prefetch ordered and not yet seen complete, or one that
+// failed and waits for its retry.
+type fillRec struct {
+	bytes    int64
+	at       time.Time // ordered, or failed (backoff)
+	seen     bool      // the view showed it on its node
+	backoff  bool      // failed; not to be ordered again before next
+	next     time.Time
+	attempts int // failures so far
+}
+
+// FillState says where a prefetch stands.
+type FillState string
+
+// States of a prefetch in FillStatus.
+const (
+	FillOrdered FillState = "ordered" // ordered, not yet seen on its node
+	FillFilling FillState = "filling" // on its node, not yet complete
+	FillBackoff FillState = "backoff" // failed; retried after NextTry
+)
+
+// FillStatus is one prefetch as the admin API lists it (bytes received come
+// from the node's own report).
+type FillStatus struct {
+	Node     string    `json:"node"`
+	Title    string    `json:"title"`
+	Bytes    int64     `json:"bytes"` // the title's size
+	State    FillState `json:"state"`
+	Since    time.Time `json:"since"` // ordered, or failed last
+	Attempts int       `json:"attempts"`
+	NextTry  time.Time `json:"next_try,omitzero"` // backoff only
+}
+
+// Fills returns the prefetches in progress and in backoff, by node and
+// title.
+func (r *Replicator) Fills() []FillStatus {
+	out := make([]FillStatus, 0, len(r.fills))
+	for k, f := range r.fills {
+		s := FillStatus{Node: k.node, Title: k.title, Bytes: f.bytes, Since: f.at, Attempts: f.attempts, State: FillOrdered}
+		switch {
+		case f.backoff:
+			s.State, s.NextTry = FillBackoff, f.next
+		case f.seen:
+			s.State = FillFilling
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Title < out[j].Title
+	})
+	return out
+}
+
+// FillDone tells the Replicator that a fill of title on node completed
+// (prefetch or not): its retry state is cleared.
+func (r *Replicator) FillDone(node, title string, _ time.Time) {
+	r.fillDone(fillKey{node, title})
+}
+
+// FillFailed tells the Replicator that a prefetch of title on node failed
+// (the origin refused or broke the transfer): it is not ordered again on
+// that node before a backoff of RetryBase doubling per failure up to
+// RetryMax, jittered in [1/2, 1] of the step.
+func (r *Replicator) FillFailed(node, title string, now time.Time) {
+	k := fillKey{node, title}
+	if r.fills[k] == nil {
+		r.fills[k] = &fillRec{at: now}
+	}
+	r.fillFailed(k, now)
+}
+
+// Prefetched registers a prefetch ordered outside Plan (by the operator),
+// so Plan never orders a second fill of it and tracks its outcome.
+func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) {
+	k := fillKey{node, title}
+	f := r.fills[k]
+	if f == nil {
+		f = &fillRec{}
+		r.fills[k] = f
+	}
+	f.bytes, f.at, f.seen, f.backoff = bytes, now, false, false
+}
+
+func (r *Replicator) fillDone(k fillKey) {
+	if f := r.fills[k]; f != nil && !f.backoff {
+		r.stats.FillsDone++
+	}
+	delete(r.fills, k)
+}
+
+func (r *Replicator) fillFailed(k fillKey, now time.Time) {
+	f := r.fills[k]
+	if f == nil || f.backoff {
+		return
+	}
+	r.stats.FillsFailed++
+	f.attempts++
+	f.backoff, f.seen, f.at = true, false, now
+	step := float64(r.cfg.RetryBase) * math.Exp2(float64(min(f.attempts-1, 40)))
+	step = math.Min(step, float64(r.cfg.RetryMax))
+	// Deterministic jitter, so retries of many titles do not come back at
+	// once (and a simulation stays repeatable).
+	j := float64(hashString(k.node+"\x00"+k.title)^uint64(f.attempts)*0x9e3779b97f4a7c15) / math.MaxUint64
+	f.next = now.Add(time.Duration(step * (0.5 + 0.5*j)))
+}
+
+// blocked reports whether a prefetch of k may not be ordered now: one is in
+// flight, or its retry time has not come.
+func (r *Replicator) blocked(k fillKey, now time.Time) bool {
+	f := r.fills[k]
+	return f != nil && (!f.backoff || now.Before(f.next))
+}
+
+// candidate is a prefetch Plan may order.
+type candidate struct {
+	d       *demandOf
+	node    *nodeState
+	urgency float64
+}
+
+// prefetches orders the fills the plan lacks, most urgent first.
+func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState, c *ClusterView) []Action {
+	offPeak := r.cfg.OffPeak.Contains(now, r.cfg.Location)
+	slots := max(c.OriginFree, 0)
+	if !offPeak {
+		slots = int(float64(slots) * r.cfg.PeakOriginShare)
+	}
+	if slots == 0 {
+		return nil
+	}
+	byID := make(map[string]*nodeState, len(alive))
+	for _, ns := range alive {
+		byID[ns.v.ID] = ns
+	}
+	capRef := r.capRef(alive)
+	horizon := r.cfg.PrefetchHorizon.Seconds()
+	var cands []candidate
+	for i := range ds {
+		d := &ds[i]
+		p := r.plan[d.id]
+		if p == nil {
+			continue
+		}
+		copies := len(r.holders[d.id])
+		for _, id := range p.nodes {
+			ns := byID[id]
+			if ns == nil || ns.items[d.id] != nil || r.blocked(fillKey{id, d.id}, now) {
+				continue
+			}
+			var u float64
+			switch {
+			case r.pins.Pinned(id, d.id) || (copies == 0 && r.pins.Pinned("", d.id)):
+				u = math.Inf(1) // the operator asked for it
+			case copies == 0:
+				// A viewer would wait for a fill: urgent when one is
+				// expected soon enough to be worth the bytes.
+				if d.rate*horizon < r.cfg.MinExpected {
+					continue
+				}
+				u = 1e6 * (1 + d.value)
+			case offPeak:
+				u = d.peak / (capRef * float64(copies)) // prepare for the peak
+			default:
+				u = d.demand / (capRef * float64(copies))
+				if u < r.cfg.AddAbove {
+					continue // its copies carry today's demand: wait for off-peak
+				}
+			}
+			cands = append(cands, candidate{d, ns, u})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].urgency != cands[j].urgency {
+			return cands[i].urgency > cands[j].urgency
+		}
+		return cands[i].d.value > cands[j].d.value
+	})
+	var out []Action
+	for _, cd := range cands {
+		if slots == 0 {
+			break
+		}
+		ns, d := cd.node, cd.d
+		k := fillKey{ns.v.ID, d.id}
+		if ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
+			continue
+		}
+		size := d.info.Bytes
+		if size > ns.v.DiskBytes {
+			continue
+		}
+		var evict []string
+		if need := ns.used + size - ns.v.DiskBytes; need > 0 {
+			v, ok := r.roomOn(ns, need, now)
+			if !ok {
+				continue
+			}
+			evict = v
+		}
+		for _, t := range evict {
+			out = append(out, Action{Kind: Evict, Node: ns.v.ID, Title: t})
+			ns.used -= ns.items[t].Bytes
+			delete(ns.items, t)
+			r.dropHolder(t, ns.v.ID)
+			r.stats.Evictions++
+		}
+		out = append(out, Action{Kind: Prefetch, Node: ns.v.ID, Title: d.id})
+		if f := r.fills[k]; f != nil && f.backoff {
+			r.stats.Retries++
+		}
+		att := 0
+		if f := r.fills[k]; f != nil {
+			att = f.attempts
+		}
+		r.fills[k] = &fillRec{bytes: size, at: now, attempts: att}
+		ns.used += size
+		ns.fills++
+		ns.items[d.id] = &Item{Title: d.id, Bytes: size, InUse: true, Filling: true}
+		r.holders[d.id] = append(r.holders[d.id], ns.v.ID)
+		r.stats.Prefetches++
+		slots--
+	}
+	r.stats.Moves = r.stats.Prefetches + r.stats.Evictions
+	return out
+}
+
+// roomOn chooses titles to evict from ns to free need bytes for a
+// prefetch: never one in use, pinned, or planned on ns; the lowest gdsf
+// priority (cluster-wide request rate, divided among the copies) first.
+func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time) ([]string, bool) {
+	items := make([]Item, 0, len(ns.items))
+	for t, it := range ns.items {
+		if r.Planned(ns.v.ID, t) {
+			continue
+		}
+		x := *it
+		x.Pinned = x.Pinned || r.pins.Protects(ns.v.ID, t)
+		x.Copies = r.Copies(ns.v.ID, t)
+		items = append(items, x)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
+	return r.ranker().Victims(items, need, now)
+}
+
+// ranker is the gdsf order the Replicator evicts by.
+func (r *Replicator) ranker() *GDSF {
+	return &GDSF{SetupBytes: r.cfg.SetupBytes, Frequency: r.pop.Rate}
+}
+
+func (r *Replicator) dropHolder(title, node string) {
+	h := r.holders[title]
+	for i, n := range h {
+		if n == node {
+			r.holders[title] = append(h[:i:i], h[i+1:]...)
+			return
+		}
+	}
+}

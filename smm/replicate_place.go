@@ -1,0 +1,249 @@
+package smm
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// nodeState is one alive node during a Plan.
+type nodeState struct {
+	v          *NodeView
+	items      map[string]*Item
+	used       int64   // bytes of its items and of prefetches ordered but not yet seen
+	fills      int     // fills in progress, including prefetches ordered but not yet seen
+	planBytes  int64   // bytes of the titles planned on it
+	planLoad   float64 // expected peak demand of the titles planned on it, bit/s
+	diskTarget float64 // bytes the plan may fill: DiskFill * DiskBytes
+}
+
+// sync reads the view: the alive nodes, who holds what, and the fate of
+// the prefetches ordered earlier.
+func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
+	var alive []*nodeState
+	byID := map[string]*nodeState{}
+	r.holders = map[string][]string{}
+	for i := range c.Nodes {
+		v := &c.Nodes[i]
+		if !v.Alive || v.ID == "" || byID[v.ID] != nil {
+			continue
+		}
+		ns := &nodeState{v: v, items: make(map[string]*Item, len(v.Items)), fills: max(v.Fills, 0),
+			diskTarget: r.cfg.DiskFill * float64(max(v.DiskBytes, 0))}
+		for j := range v.Items {
+			it := &v.Items[j]
+			if it.Title == "" || ns.items[it.Title] != nil {
+				continue
+			}
+			ns.items[it.Title] = it
+			ns.used += max(it.Bytes, 0)
+			r.holders[it.Title] = append(r.holders[it.Title], v.ID)
+		}
+		alive = append(alive, ns)
+		byID[v.ID] = ns
+	}
+	keys := make([]fillKey, 0, len(r.fills))
+	for k := range r.fills {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].node != keys[j].node {
+			return keys[i].node < keys[j].node
+		}
+		return keys[i].title < keys[j].title
+	})
+	for _, k := range keys {
+		f := r.fills[k]
+		ns := byID[k.node]
+		if f.backoff {
+			if now.After(f.next.Add(r.cfg.RetryMax)) {
+				delete(r.fills, k) // not ordered again for long: forget it
+			}
+			continue
+		}
+		if ns == nil {
+			delete(r.fills, k) // the node died or left: its fill is gone
+			continue
+		}
+		it := ns.items[k.title]
+		switch {
+		case it != nil && !it.InUse && !it.Filling:
+			r.fillDone(k)
+		case it != nil:
+			f.seen = true
+		case f.seen || now.Sub(f.at) > r.cfg.FillTimeout:
+			r.fillFailed(k, now)
+		default:
+			// Ordered, not yet visible: count its room and its transfer.
+			ns.used += f.bytes
+			ns.fills++
+			r.holders[k.title] = append(r.holders[k.title], k.node)
+		}
+	}
+	return alive
+}
+
+// capRef is the bit/s one node's egress carries at the target utilization,
+// on average over the alive nodes.
+func (r *Replicator) capRef(alive []*nodeState) float64 {
+	var sum float64
+	for _, ns := range alive {
+		sum += float64(max(ns.v.EgressBps, 0))
+	}
+	if sum <= 0 {
+		return 1
+	}
+	return r.cfg.TargetUtilization * sum / float64(len(alive))
+}
+
+// replicas returns the replica count for demand x (in node capacities)
+// given the previous count, with hysteresis, between 1 and n.
+func (r *Replicator) replicas(x float64, prev, n int) int {
+	k := max(prev, 1)
+	for k < n && x > float64(k)*r.cfg.AddAbove {
+		k++
+	}
+	for k > 1 && x < float64(k-1)*r.cfg.DropBelow {
+		k--
+	}
+	return min(k, max(n, 1))
+}
+
+// place computes the new plan.
+func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
+	capRef := r.capRef(alive)
+	var budget float64
+	byID := make(map[string]*nodeState, len(alive))
+	for _, ns := range alive {
+		budget += ns.diskTarget
+		byID[ns.v.ID] = ns
+	}
+	next := make(map[string]*titlePlan, len(r.plan))
+	for i := range ds {
+		d := &ds[i]
+		if !d.pinned && d.rate <= 0 {
+			continue
+		}
+		size := d.info.Bytes
+		if !d.pinned && budget < float64(size) {
+			continue // does not fit: a smaller title may
+		}
+		prev := r.plan[d.id]
+		prevK := 0
+		if prev != nil {
+			prevK = prev.replicas
+		}
+		pinnedTo := r.pins.nodesPinning(d.id)
+		k := max(r.replicas(d.peak/capRef, prevK, len(alive)), len(pinnedTo))
+		share := d.peak / float64(k)
+		var chosen []string
+		take := func(ns *nodeState) {
+			chosen = append(chosen, ns.v.ID)
+			ns.planBytes += size
+			ns.planLoad += share
+			budget -= float64(size)
+		}
+		has := func(id string) bool {
+			for _, x := range chosen {
+				if x == id {
+					return true
+				}
+			}
+			return false
+		}
+		for _, id := range pinnedTo {
+			if ns := byID[id]; ns != nil && !has(id) {
+				take(ns)
+			}
+		}
+		// Nodes that hold it or fill it, the previously planned first.
+		for _, pass := range []bool{true, false} {
+			for _, id := range r.holders[d.id] {
+				if len(chosen) >= k || (!d.pinned && budget < float64(size)) {
+					break
+				}
+				ns := byID[id]
+				if ns == nil || has(id) || (prev.has(id) != pass) {
+					continue
+				}
+				take(ns)
+			}
+		}
+		// Nodes planned before whose copy is still to come.
+		if prev != nil {
+			for _, id := range prev.nodes {
+				if len(chosen) >= k || (!d.pinned && budget < float64(size)) {
+					break
+				}
+				if ns := byID[id]; ns != nil && !has(id) && ns.planBytes+size <= int64(ns.diskTarget) {
+					take(ns)
+				}
+			}
+		}
+		for len(chosen) < k && (d.pinned || budget >= float64(size)) {
+			ns := r.bestNode(alive, size, share, has)
+			if ns == nil {
+				break
+			}
+			take(ns)
+		}
+		if len(chosen) > 0 {
+			next[d.id] = &titlePlan{replicas: k, nodes: chosen}
+		}
+	}
+	r.stats.PlanChanges += planDiff(r.plan, next)
+	r.plan = next
+}
+
+// bestNode returns the node where adding a replica of size bytes carrying
+// share bit/s leaves the lowest expected load per egress plus planned
+// bytes per disk, among those with room in their plan; nil if none.
+func (r *Replicator) bestNode(alive []*nodeState, size int64, share float64, skip func(string) bool) *nodeState {
+	var best *nodeState
+	bestScore := math.Inf(1)
+	for _, ns := range alive {
+		if skip(ns.v.ID) || float64(ns.planBytes+size) > ns.diskTarget || ns.v.EgressBps <= 0 {
+			continue
+		}
+		load := (ns.planLoad + share) / (r.cfg.TargetUtilization * float64(ns.v.EgressBps))
+		disk := float64(ns.planBytes+size) / ns.diskTarget
+		if s := load + disk; s < bestScore {
+			best, bestScore = ns, s
+		}
+	}
+	return best
+}
+
+func (p *titlePlan) has(node string) bool {
+	if p == nil {
+		return false
+	}
+	for _, n := range p.nodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// planDiff counts the (node, title) pairs in one plan and not the other.
+func planDiff(a, b map[string]*titlePlan) int {
+	n := 0
+	for t, pa := range a {
+		pb := b[t]
+		for _, x := range pa.nodes {
+			if !pb.has(x) {
+				n++
+			}
+		}
+	}
+	for t, pb := range b {
+		pa := a[t]
+		for _, x := range pb.nodes {
+			if !pa.has(x) {
+				n++
+			}
+		}
+	}
+	return n
+}
