@@ -41,9 +41,9 @@ func TestPoliciesAgainstBound(t *testing.T) {
 		syn   Synthetic
 		share float64 // cache size as a share of the catalog's bytes
 	}{
-		{"zipf0.8-10%", Synthetic{Requests: 16_000, Titles: 2_000, Alpha: 0.8, MinBytes: 500 << 20, MaxBytes: 8 << 30, Seed: 1}, 0.10},
-		{"zipf0.8-30%", Synthetic{Requests: 16_000, Titles: 2_000, Alpha: 0.8, MinBytes: 500 << 20, MaxBytes: 8 << 30, Seed: 2}, 0.30},
-		{"zipf1.0-drift", Synthetic{Requests: 16_000, Titles: 2_000, Alpha: 1.0, MinBytes: 500 << 20, MaxBytes: 8 << 30, Drift: 0.02, DriftEvery: 2_000, Seed: 3}, 0.20},
+		{"zipf0.8-10%", Synthetic{Requests: 10_000, Titles: 1_000, Alpha: 0.8, MinBytes: 500 << 20, MaxBytes: 8 << 30, Seed: 1}, 0.10},
+		{"zipf0.8-30%", Synthetic{Requests: 10_000, Titles: 1_000, Alpha: 0.8, MinBytes: 500 << 20, MaxBytes: 8 << 30, Seed: 2}, 0.30},
+		{"zipf1.0-drift", Synthetic{Requests: 10_000, Titles: 1_000, Alpha: 1.0, MinBytes: 500 << 20, MaxBytes: 8 << 30, Drift: 0.02, DriftEvery: 1_000, Seed: 3}, 0.20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reqs, err := tc.syn.Trace()
