@@ -1,0 +1,223 @@
+package lsm
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Drain (flag or weight 0) and death hold for every policy: no new
+// session goes there, and the sessions it plays stay reserved.
+func TestEveryPolicyRespectsDrainWeightZeroAndDeath(t *testing.T) {
+	for _, p := range Policies() {
+		for _, how := range []string{"drain", "weight0", "dead"} {
+			s := sched(t, p, nil, 1e9, 1e9, 1e9)
+			_, res := place(t, s, "kept", "x", 5e6)
+			victim := res.NodeID
+			switch how {
+			case "drain":
+				s.SetDraining(victim, true)
+			case "weight0":
+				s.SetWeight(victim, 0)
+			case "dead":
+				s.MarkDead(victim)
+			}
+			for i := 0; i < 60; i++ {
+				id, _ := place(t, s, fmt.Sprint("t", i%5), fmt.Sprint("c", i), 1e6)
+				if id == victim {
+					t.Fatalf("%s/%s: new session on %s", p, how, victim)
+				}
+			}
+			if got := s.Node(victim).ReservedBps; got != 5e6 {
+				t.Fatalf("%s/%s: playing session lost: reserved %d", p, how, got)
+			}
+		}
+	}
+}
+
+// A node that joins after the cluster started ramps: its reservable
+// egress starts at SlowStartFloor of capacity and reaches all of it after
+// SlowStart, whatever the policy.
+func TestEveryPolicySlowStartsAJoiningNode(t *testing.T) {
+	for _, p := range Policies() {
+		s := sched(t, p, nil, 1e9, 1e9)
+		join := t0.Add(10 * time.Minute)
+		if _, err := s.AddNode(NodeSpec{ID: "new", Capacity: Capacity{EgressBps: 1e9}}, join); err != nil {
+			t.Fatal(err)
+		}
+		n := s.Node("new")
+		if !n.SlowUntil.Equal(join.Add(30 * time.Second)) {
+			t.Fatalf("%s: slow start until %v", p, n.SlowUntil)
+		}
+		// At the join the new node may take at most 10% of 1 Gbit/s.
+		for i := 0; i < 400; i++ {
+			r := Request{Title: fmt.Sprint("t", i), Client: fmt.Sprint("c", i), Bitrate: 4e6}
+			if _, err := s.Place(&r, join); err != nil && !errors.Is(err, ErrNoCapacity) {
+				t.Fatal(err)
+			}
+			if n.ReservedBps > 100e6 {
+				t.Fatalf("%s: %d bit/s on a node at the start of its ramp", p, n.ReservedBps)
+			}
+		}
+		// Half way, 55%.
+		half := join.Add(15 * time.Second)
+		for i := 0; i < 400; i++ {
+			r := Request{Title: fmt.Sprint("u", i), Client: fmt.Sprint("d", i), Bitrate: 4e6}
+			s.Place(&r, half)
+			if n.ReservedBps > 550e6 {
+				t.Fatalf("%s: %d bit/s half way through the ramp", p, n.ReservedBps)
+			}
+		}
+		if s.CapBps(n.Index) != 550e6 {
+			t.Fatalf("%s: cap half way %d", p, s.CapBps(n.Index))
+		}
+		s.Place(&Request{Title: "late", Client: "z", Bitrate: 1e6}, join.Add(time.Minute))
+		if s.CapBps(n.Index) != 1e9 || s.Ramp(n.Index) != 1 {
+			t.Fatalf("%s: ramp not over after the window", p)
+		}
+	}
+}
+
+func TestNodesJoiningWithTheClusterDoNotRamp(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9)
+	n, _ := s.AddNode(NodeSpec{ID: "z", Capacity: Capacity{EgressBps: 1e9}}, t0.Add(20*time.Second))
+	if !n.SlowUntil.IsZero() {
+		t.Fatal("a node joining within the first window ramps")
+	}
+	// It dies and comes back later: now it ramps.
+	s.MarkDead("z")
+	if err := s.Heartbeat("z", Report{}, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n.SlowUntil.IsZero() || !n.Alive {
+		t.Fatal("a node coming back does not ramp")
+	}
+}
+
+func TestLoadFormula(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9)
+	s.SetReplica("a", "held", false, 1)
+	s.Reserve("a", "held", 300e6)  // local: Rs = 300 Mbit/s
+	s.Reserve("a", "fresh", 100e6) // new fill: Rd = 100 Mbit/s
+	// U = 0.4 < Ul: L = (0.3 + 30*0.1) = 3.3
+	if l := s.Load(0); l < 3.2999 || l > 3.3001 {
+		t.Fatalf("load %v, want 3.3", l)
+	}
+	s.Heartbeat("a", Report{EgressBps: 900e6}, t0) // measured U = 0.9
+	// + B/Ul * (0.9-0.8) = 1/0.8*0.1 = 0.125
+	if l := s.Load(0); l < 3.4249 || l > 3.4251 {
+		t.Fatalf("load %v, want 3.425", l)
+	}
+	if !s.Overloaded(0) == (0.9 > 0.9) {
+		t.Fatal("overload threshold")
+	}
+	s.SetOverload("a", 0.85)
+	if !s.Overloaded(0) {
+		t.Fatal("per-node overload threshold ignored")
+	}
+	if err := s.SetOverload("a", 2); err == nil {
+		t.Fatal("threshold 2 accepted")
+	}
+}
+
+func TestBookkeepingOfFillsAndDisk(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9)
+	s.Nodes[0].Capacity.DiskBytes = 100
+	r := Request{Title: "x", Bitrate: 1e6, Bytes: 60}
+	res, err := s.Place(&r, t0)
+	if err != nil || !res.Fill {
+		t.Fatal(res, err)
+	}
+	n := s.Nodes[0]
+	if n.InUseBytes != 60 || n.FillSessions != 1 {
+		t.Fatalf("after a fill: in use %d, Nd %d", n.InUseBytes, n.FillSessions)
+	}
+	// No room for a second 60-byte title while x is in use.
+	r2 := Request{Title: "y", Bitrate: 1e6, Bytes: 60}
+	if _, err := s.Place(&r2, t0); !errors.Is(err, ErrNoCapacity) {
+		t.Fatalf("disk full of titles in use: %v", err)
+	}
+	s.SetReplica("a", "x", false, 60) // fill done
+	s.Release(res)                    // viewer gone: x evictable
+	if n.InUseBytes != 0 || n.Sessions != 0 || n.FillSessions != 0 || n.ReservedBps != 0 {
+		t.Fatalf("after release: %+v", n)
+	}
+	if _, err := s.Place(&r2, t0); err != nil {
+		t.Fatalf("room after release: %v", err)
+	}
+	s.DropReplica("a", "x")
+	if f, ok := n.Holds("x"); ok || f || len(s.Holders("x")) != 0 {
+		t.Fatal("dropped replica still held")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, mut := range []func(*Config){
+		func(c *Config) { c.Normal = 0 },
+		func(c *Config) { c.Normal = 1.5 },
+		func(c *Config) { c.A = -1 },
+		func(c *Config) { c.Overload = 2 },
+		func(c *Config) { c.SlowStart = -time.Second },
+		func(c *Config) { c.LARDLow, c.LARDHigh = 0.9, 0.5 },
+		func(c *Config) { c.CHBLFactor = 0.5 },
+		func(c *Config) { c.Policy = "nope" },
+	} {
+		c := cfg
+		mut(&c)
+		if _, err := New(c); err == nil {
+			t.Fatalf("config %+v accepted", c)
+		}
+	}
+	s := sched(t, "lall", nil, 1e9)
+	if _, err := s.AddNode(NodeSpec{ID: ""}, t0); err == nil {
+		t.Fatal("node without id")
+	}
+	if _, err := s.AddNode(NodeSpec{ID: "x"}, t0); err == nil {
+		t.Fatal("node without capacity")
+	}
+	for _, r := range []Request{{Title: "", Bitrate: 1}, {Title: "x", Bitrate: 0}, {Title: "x", Bitrate: -5}} {
+		if _, err := s.Place(&r, t0); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("%+v: %v", r, err)
+		}
+	}
+	if _, err := s.Reserve("zz", "x", 1); !errors.Is(err, ErrUnknownNode) {
+		t.Fatal(err)
+	}
+	if err := s.Heartbeat("zz", Report{}, t0); !errors.Is(err, ErrUnknownNode) {
+		t.Fatal(err)
+	}
+	if err := s.SetWeight("a", -1); err == nil {
+		t.Fatal("negative weight")
+	}
+	s.Release(Reservation{Node: 99}) // ignored, no panic
+}
+
+// Switching the policy at run time keeps every reservation and replica.
+func TestSetPolicyEveryWay(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9, 1e9)
+	var held []Reservation
+	for i, p := range Policies() {
+		if err := s.SetPolicy(p); err != nil {
+			t.Fatal(err)
+		}
+		_, res := place(t, s, fmt.Sprint("t", i%3), fmt.Sprint("c", i), 1e6)
+		held = append(held, res)
+	}
+	var total int64
+	for _, n := range s.Nodes {
+		total += n.ReservedBps
+	}
+	if total != int64(len(held))*1e6 {
+		t.Fatalf("reserved %d after %d placements", total, len(held))
+	}
+	for _, r := range held {
+		s.Release(r)
+	}
+	for _, n := range s.Nodes {
+		if n.ReservedBps != 0 || n.Sessions != 0 || n.InUseBytes != 0 {
+			t.Fatalf("leftover on %s: %+v", n.ID, n)
+		}
+	}
+}
