@@ -183,7 +183,9 @@ func (e *engine) handle(x event) error {
 				e.res.RefusedNoCopy++
 			}
 			e.count(s.orig, false)
-			e.trace(s.asked, s.title, -1, false)
+			if s.orig {
+				e.trace(s.asked, s.title, -1, false)
+			}
 			e.endSession(x.a)
 			e.pump()
 		}
@@ -245,7 +247,9 @@ func (e *engine) ask(r request, orig, fresh bool) error {
 func (e *engine) decided(tk *lsm.Ticket, r request, orig bool) {
 	if tk.Err != nil {
 		e.count(orig, false)
-		e.trace(r.t, r.title, -1, false)
+		if orig {
+			e.trace(r.t, r.title, -1, false)
+		}
 		return
 	}
 	e.granted(tk.Res, r, orig)
@@ -288,6 +292,7 @@ func (e *engine) count(orig, admitted bool) {
 	}
 }
 
+// trace records the outcome of an original request.
 func (e *engine) trace(t float64, ti int32, nodeIdx int, fill bool) {
 	e.res.Trace = append(e.res.Trace, TraceRecord{T: t, Title: e.d.titles[ti].id, Bytes: e.d.titles[ti].bytes, Node: nodeIdx, Fill: fill})
 }
@@ -317,7 +322,9 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 				e.res.RefusedNoCopy++
 			}
 			e.count(orig, false)
-			e.trace(r.t, r.title, -1, false)
+			if orig {
+				e.trace(r.t, r.title, -1, false)
+			}
 			e.sched.Release(res)
 			e.sched.DropReplica(n.spec.ID, e.d.titles[r.title].id)
 			return

@@ -50,7 +50,7 @@ type Result struct {
 	Inconsistencies int64 `json:"inconsistencies"`
 
 	Loads *LoadSeries   `json:"-"` // per-node utilization over time, for the plot
-	Trace []TraceRecord `json:"-"` // every decided request, in decision order
+	Trace []TraceRecord `json:"-"` // every original request, in the order decided
 }
 
 // TraceRecord is one decided request: when it was asked (seconds since the
