@@ -415,8 +415,8 @@ func (e *engine) fail(i int) {
 	}
 	n.alive = false
 	e.sched.MarkDead(n.spec.ID)
-	for _, it := range n.disk {
-		if it.fill >= 0 {
+	for _, ti := range sortedTitles(n.disk) {
+		if it := n.disk[ti]; it != nil && it.fill >= 0 {
 			e.abortFill(e.fills[it.fill])
 		}
 	}
@@ -441,7 +441,7 @@ func (e *engine) fail(i int) {
 		}
 	}
 	if !e.cfg.Failures.KeepDisk {
-		for ti := range n.disk {
+		for _, ti := range sortedTitles(n.disk) {
 			e.dropItem(i, ti)
 		}
 	}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -95,7 +97,8 @@ func (e *engine) makeRoom(ni int, need int64) bool {
 		return false
 	}
 	n.items = n.items[:0]
-	for ti, it := range n.disk {
+	for _, ti := range sortedTitles(n.disk) { // map order is random: runs must repeat
+		it := n.disk[ti]
 		n.items = append(n.items, smm.Item{
 			Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(),
 			LastAccess: at(it.last), Hits: it.hits,
@@ -221,7 +224,8 @@ func (e *engine) planRound() {
 		ln := e.sched.Nodes[i]
 		nv := smm.NodeView{ID: n.spec.ID, Alive: e.sched.InService(ln), DiskBytes: n.spec.Capacity.DiskBytes,
 			EgressBps: n.spec.Capacity.EgressBps, Utilization: ln.Utilization()}
-		for ti, it := range n.disk {
+		for _, ti := range sortedTitles(n.disk) {
+			it := n.disk[ti]
 			nv.Items = append(nv.Items, smm.Item{Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(), LastAccess: at(it.last), Hits: it.hits})
 			if it.fill >= 0 {
 				nv.Fills++
@@ -264,4 +268,14 @@ func (e *engine) planRound() {
 			e.res.PlanRejected++
 		}
 	}
+}
+
+// sortedTitles returns the titles on a disk in index order.
+func sortedTitles(disk map[int32]*item) []int32 {
+	out := make([]int32, 0, len(disk))
+	for ti := range disk {
+		out = append(out, ti)
+	}
+	slices.Sort(out)
+	return out
 }
