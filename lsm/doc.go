@@ -4,9 +4,17 @@
 // It owns: node records (capacity, weight, drain, liveness from heartbeats,
 // slow start), bandwidth reservations (the QoS promise: reserved bit/s never
 // exceed a node's egress capacity), the replica view (which node holds or is
-// filling which title), the scheduling policies, chosen by name (Linux IPVS
-// names where they exist), and the first-come-first-served queue of requests
+// filling which title, with a per-title index and the bytes in use per
+// node), the load formula of DESIGN.md (Scheduler.Load), the scheduling
+// policies, chosen by name (Policies: the Linux IPVS schedulers rr, wrr,
+// lc, wlc, sed, nq, lblc, lblcr, dh, sh, mh, twos; lard and lard/r; chbl;
+// and the default lall), and the first-come-first-served queue of requests
 // that found no node, with their deadlines.
+//
+// Files: config.go (Config, Request, Reservation, errors), scheduler.go
+// (nodes, heartbeats, liveness), replica.go (replica and reservation
+// bookkeeping), place.go (admission rule, load, Place/Reserve/Release),
+// queue.go (Admit/Pump), mintree.go, policy*.go (one file per family).
 //
 // lsm is pure decision code: no sockets, no goroutines, no locks, and no
 // time.Now; every call takes the current time. Callers serialise access (the
