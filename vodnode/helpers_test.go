@@ -188,13 +188,20 @@ type ffmpegResult struct {
 // runFFmpeg plays url for seconds with ffmpeg and counts decoded frames.
 func runFFmpeg(t testing.TB, url, transport string, seconds float64, extra ...string) ffmpegResult {
 	t.Helper()
+	return runFFmpegArgs(t, seconds, append(append([]string{"-rtsp_transport", transport}, extra...), "-i", url)...)
+}
+
+// runFFmpegArgs runs ffmpeg with input arguments in, decoding seconds of
+// video to nothing, and counts the frames.
+func runFFmpegArgs(t testing.TB, seconds float64, in ...string) ffmpegResult {
+	t.Helper()
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("ffmpeg not installed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds*float64(time.Second))+20*time.Second)
 	defer cancel()
-	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error", "-rtsp_transport", transport}, extra...)
-	args = append(args, "-i", url, "-t", strconv.FormatFloat(seconds, 'f', 3, 64), "-map", "0:v", "-f", "null", "-progress", "pipe:1", "-")
+	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error"}, in...)
+	args = append(args, "-t", strconv.FormatFloat(seconds, 'f', 3, 64), "-map", "0:v", "-f", "null", "-progress", "pipe:1", "-")
 	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,14 +1,367 @@
 package vodnode
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"golang.org/x/time/rate"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode/store"
 )
 
-// httpServer is HTTP delivery (progressive MPEG-TS and HLS).
+// httpServer is the node's HTTP delivery: progressive MPEG-TS with byte
+// ranges and HLS (RFC 8216), under the same admission token rules as RTSP.
 type httpServer struct {
-	n *Node
+	n   *Node
+	ln  net.Listener
+	srv *http.Server
 }
 
-func (h *httpServer) start(addr string) error { return errors.New("HTTP delivery not built yet") }
-func (h *httpServer) close()                  {}
-func (h *httpServer) addr() string            { return "" }
+func (h *httpServer) start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	h.ln = ln
+	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return h.n.ctx }}
+	h.n.wg.Add(1)
+	go func() {
+		defer h.n.wg.Done()
+		h.srv.Serve(ln)
+	}()
+	return nil
+}
+
+func (h *httpServer) close()       { h.srv.Close() }
+func (h *httpServer) addr() string { return h.ln.Addr().String() }
+
+// httpKind is what an HTTP URL asks for.
+type httpKind int
+
+const (
+	httpTS       httpKind = iota + 1 // the whole title, progressive, byte ranges
+	httpPlaylist                     // HLS media playlist
+	httpSegment                      // one HLS segment
+)
+
+type httpTarget struct {
+	Token, Title string
+	Kind         httpKind
+	Seg          int
+}
+
+// parseHTTPTarget parses an HTTP delivery path:
+//
+//	/s/<token>/vod/<title>.ts                (or /vod/<title>.ts?token=<token>)
+//	/s/<token>/vod/<title>/index.m3u8
+//	/s/<token>/vod/<title>/seg-<n>.ts
+func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
+	var tg httpTarget
+	rest, hasTok := strings.CutPrefix(path, "/s/")
+	if hasTok {
+		var ok bool
+		tg.Token, rest, ok = strings.Cut(rest, "/")
+		if !ok || tg.Token == "" {
+			return tg, errNoPath
+		}
+		rest = "/" + rest
+	} else if q, err := urlQuery(rawQuery); err == nil {
+		tg.Token = q
+	}
+	rest, ok := strings.CutPrefix(rest, "/vod/")
+	if !ok {
+		return tg, errNoPath
+	}
+	if title, file, ok := strings.Cut(rest, "/"); ok {
+		tg.Title = title
+		switch {
+		case file == "index.m3u8":
+			tg.Kind = httpPlaylist
+		case strings.HasPrefix(file, "seg-") && strings.HasSuffix(file, ".ts"):
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(file, "seg-"), ".ts"))
+			if err != nil || n < 0 || n > 1<<24 {
+				return tg, errNoPath
+			}
+			tg.Kind, tg.Seg = httpSegment, n
+		default:
+			return tg, errNoPath
+		}
+	} else if title, ok := strings.CutSuffix(rest, ".ts"); ok {
+		tg.Title, tg.Kind = title, httpTS
+	} else {
+		return tg, errNoPath
+	}
+	if !store.ValidID(tg.Title) {
+		return tg, errNoPath
+	}
+	if tg.Token == "" {
+		return tg, errNoToken
+	}
+	return tg, nil
+}
+
+func urlQuery(raw string) (string, error) {
+	for _, kv := range strings.Split(raw, "&") {
+		if v, ok := strings.CutPrefix(kv, "token="); ok {
+			return v, nil
+		}
+	}
+	return "", errNoToken
+}
+
+// httpSession is one viewer's HTTP playback: the requests made with one
+// admission token (a progressive download and its range requests, or an
+// HLS playlist and its segments). It ends SessionTimeout after its last
+// request.
+type httpSession struct {
+	sid, title string
+	meta       store.Meta
+	t          *store.Title
+	limiter    *rate.Limiter // paces the bytes at a multiple of the title's bitrate
+
+	lastSeen atomic.Int64
+	active   atomic.Int32
+	bytes    atomic.Int64
+	ended    bool // guarded by Node.mu
+}
+
+// httpPace is how much faster than its bitrate an HTTP viewer is served,
+// after a burst of httpBurst seconds of media (players fill a buffer).
+const (
+	httpPace  = 1.5
+	httpBurst = 5
+)
+
+func httpError(w http.ResponseWriter, e *rtspError) {
+	code := int(e.code)
+	switch e.code {
+	case base.StatusNotEnoughBandwidth, base.StatusServiceUnavailable:
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+	case base.StatusUnauthorized:
+		for k, v := range e.header {
+			w.Header()[k] = v
+		}
+	case base.StatusInvalidRange:
+		code = http.StatusRequestedRangeNotSatisfiable
+	}
+	if code < 400 || code > 599 || http.StatusText(code) == "" {
+		code = http.StatusBadRequest
+	}
+	http.Error(w, e.reason, code)
+}
+
+func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	tg, err := parseHTTPTarget(r.URL.EscapedPath(), r.URL.RawQuery)
+	switch {
+	case errors.Is(err, errNoToken):
+		httpError(w, unauthorized(errNoToken.Error()))
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	var client netip.Addr
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		client = ap.Addr().Unmap()
+	}
+	hs, rerr := h.n.httpSession(r.Context(), tg, client)
+	if rerr != nil {
+		httpError(w, rerr)
+		return
+	}
+	hs.active.Add(1)
+	defer func() {
+		hs.lastSeen.Store(time.Now().UnixNano())
+		hs.active.Add(-1)
+	}()
+	switch tg.Kind {
+	case httpTS:
+		w.Header().Set("Content-Type", "video/mp2t")
+		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n}
+		http.ServeContent(w, r, tg.Title+".ts", time.Time{}, rd)
+	case httpPlaylist:
+		h.n.servePlaylist(w, r, hs)
+	case httpSegment:
+		h.n.serveSegment(w, r, hs, tg.Seg)
+	}
+}
+
+// httpSession returns the live HTTP session of tg's token, checking the
+// token as an in-session request (signature, same admission session), or
+// starts one, checking it as a new request (full verification, capacity,
+// the title held from the store).
+func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr) (*httpSession, *rtspError) {
+	c, err := n.signer.Parse(tg.Token)
+	if err != nil {
+		return nil, unauthorized("invalid admission token")
+	}
+	n.mu.Lock()
+	hs := n.httpSessions[c.Session]
+	n.mu.Unlock()
+	if hs != nil {
+		if hs.title != tg.Title {
+			return nil, unauthorized(fmt.Sprintf("token for title %q", hs.title))
+		}
+		hs.lastSeen.Store(time.Now().UnixNano())
+		return hs, nil
+	}
+	claims, rerr := n.verifyStart(target{Token: tg.Token, Title: tg.Title}, client)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if n.draining.Load() {
+		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	meta, serr := n.store.Lookup(ctx, tg.Title)
+	if serr != nil {
+		return nil, storeError(serr)
+	}
+	if rerr := n.reserve(meta.Bitrate); rerr != nil {
+		return nil, rerr
+	}
+	t, serr := n.store.Acquire(ctx, tg.Title)
+	if serr != nil {
+		n.unreserve(meta.Bitrate)
+		return nil, storeError(serr)
+	}
+	hs = &httpSession{sid: claims.Session, title: tg.Title, meta: meta, t: t}
+	if meta.Bitrate > 0 {
+		bps := float64(meta.Bitrate) / 8
+		hs.limiter = rate.NewLimiter(rate.Limit(bps*httpPace), max(int(bps*httpBurst), 256<<10))
+	}
+	hs.lastSeen.Store(time.Now().UnixNano())
+	n.mu.Lock()
+	if other := n.httpSessions[claims.Session]; other != nil || n.closed {
+		n.mu.Unlock()
+		n.store.Release(t)
+		n.unreserve(meta.Bitrate)
+		if other == nil {
+			return nil, rtspErr(base.StatusServiceUnavailable, "node shutting down")
+		}
+		return other, nil
+	}
+	n.httpSessions[claims.Session] = hs
+	n.mu.Unlock()
+	filled := !t.View().Complete
+	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "client", client, "filling", filled)
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title,
+			Kind: pb.SessionEvent_KIND_STARTED, Filled: filled, AtUnixMs: time.Now().UnixMilli()})
+	}
+	return hs, nil
+}
+
+// endHTTPSession ends hs once, like endSession for RTSP.
+func (n *Node) endHTTPSession(hs *httpSession, reason string) {
+	n.mu.Lock()
+	if hs.ended {
+		n.mu.Unlock()
+		return
+	}
+	hs.ended = true
+	delete(n.httpSessions, hs.sid)
+	n.reserved -= hs.meta.Bitrate
+	n.slots--
+	n.used[hs.sid] = time.Now().Add(n.SessionTimeout + time.Hour)
+	n.mu.Unlock()
+	n.store.Release(hs.t)
+	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
+			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: time.Now().UnixMilli()})
+	}
+}
+
+// titleReader reads a title for http.ServeContent: its size is the
+// title's, and a read past the bytes on disk waits for the fill.
+type titleReader struct {
+	hs  *httpSession
+	n   *Node
+	ctx context.Context
+	off int64
+}
+
+func (r *titleReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += r.off
+	case io.SeekEnd:
+		off += r.hs.meta.Size
+	}
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	r.off = off
+	return off, nil
+}
+
+func (r *titleReader) Read(p []byte) (int, error) {
+	if r.off >= r.hs.meta.Size {
+		return 0, io.EOF
+	}
+	p = p[:min(len(p), 64<<10)]
+	avail, err := waitBytes(r.ctx, r.hs.t, r.off)
+	if err != nil {
+		return 0, err
+	}
+	p = p[:min(int64(len(p)), avail-r.off)]
+	if r.hs.limiter != nil {
+		if err := r.hs.limiter.WaitN(r.ctx, len(p)); err != nil {
+			return 0, err
+		}
+	}
+	n, err := r.hs.t.ReadAt(p, r.off)
+	r.off += int64(n)
+	r.hs.bytes.Add(int64(n))
+	r.n.httpBytes.Add(int64(n))
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// waitBytes waits until title t has bytes past off on disk and returns how
+// many it has (the file size once complete).
+func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
+	for {
+		v := t.View()
+		switch {
+		case v.Err != nil:
+			return 0, v.Err
+		case v.Complete:
+			return t.Meta().Size, nil
+		case v.Index.Size > off:
+			return v.Index.Size, nil
+		}
+		ch := make(chan struct{})
+		if !t.Notify(off, func() { close(ch) }) {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}

@@ -276,7 +276,7 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 func (m *managerLink) loadReport() *pb.LoadReport {
 	n := m.n
 	now := time.Now()
-	sent := n.engine.BytesSent()
+	sent := n.bytesSent()
 	var egress int64
 	if !m.lastAt.IsZero() {
 		if dt := now.Sub(m.lastAt).Seconds(); dt > 0 {
@@ -292,6 +292,13 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, s.sid)
+	}
+	for _, hs := range n.httpSessions {
+		r.Sessions++
+		if !hs.t.View().Complete {
+			r.FillSessions++
+		}
+		r.SessionIds = append(r.SessionIds, hs.sid)
 	}
 	n.mu.Unlock()
 	used, quota := n.store.Usage()

@@ -68,16 +68,18 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	draining atomic.Bool
+	draining  atomic.Bool
+	httpBytes atomic.Int64 // bytes sent over HTTP
 
-	mu       sync.Mutex
-	sessions map[string]*session  // by RTSP session id
-	udpPeers map[udpKey]*session  // by client address (RTP and RTCP ports)
-	used     map[string]time.Time // admission sessions that ended here, until their token expires
-	conns    map[*rtspConn]struct{}
-	reserved int64 // bit/s of the sessions' titles
-	slots    int   // sessions, counting those being set up
-	closed   bool
+	mu           sync.Mutex
+	sessions     map[string]*session  // by RTSP session id
+	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
+	used         map[string]time.Time // admission sessions that ended here, until their token expires
+	conns        map[*rtspConn]struct{}
+	httpSessions map[string]*httpSession // by admission session id
+	reserved     int64                   // bit/s of the sessions' titles
+	slots        int                     // sessions, counting those being set up
+	closed       bool
 }
 
 // Stats is a snapshot of a node's counters, for tests and tools.
@@ -126,6 +128,7 @@ func (n *Node) Start() (err error) {
 	n.udpPeers = map[udpKey]*session{}
 	n.used = map[string]time.Time{}
 	n.conns = map[*rtspConn]struct{}{}
+	n.httpSessions = map[string]*httpSession{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 
 	var undo []func()
@@ -219,6 +222,10 @@ func (n *Node) Close() error {
 	for _, s := range n.sessions {
 		sessions = append(sessions, s)
 	}
+	var hss []*httpSession
+	for _, hs := range n.httpSessions {
+		hss = append(hss, hs)
+	}
 	n.mu.Unlock()
 
 	n.rtspLn.Close()
@@ -227,6 +234,9 @@ func (n *Node) Close() error {
 	}
 	for _, s := range sessions {
 		n.endSession(s, "shutdown", nil)
+	}
+	for _, hs := range hss {
+		n.endHTTPSession(hs, "shutdown")
 	}
 	for _, c := range conns {
 		c.nc.Close()
@@ -268,14 +278,19 @@ func (n *Node) advertised(addr string) string {
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	n.mu.Lock()
-	ns := len(n.sessions)
+	ns := len(n.sessions) + len(n.httpSessions)
 	n.mu.Unlock()
 	return Stats{
 		Sessions:     ns,
 		FillsStarted: n.store.Fills(),
 		OriginBytes:  n.store.OriginBytes(),
-		BytesSent:    n.engine.BytesSent(),
+		BytesSent:    n.bytesSent(),
 	}
+}
+
+// bytesSent returns the bytes sent to clients over RTP, RTCP and HTTP.
+func (n *Node) bytesSent() int64 {
+	return n.engine.BytesSent() + n.httpBytes.Load()
 }
 
 // Titles returns the titles on the node's disk (complete or filling).

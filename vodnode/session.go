@@ -128,10 +128,16 @@ func (n *Node) janitor() {
 			return
 		case now := <-t.C:
 			var idle []*session
+			var idleHTTP []*httpSession
 			n.mu.Lock()
 			for _, s := range n.sessions {
 				if now.Sub(time.Unix(0, s.lastSeen.Load())) > n.SessionTimeout {
 					idle = append(idle, s)
+				}
+			}
+			for _, hs := range n.httpSessions {
+				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.SessionTimeout {
+					idleHTTP = append(idleHTTP, hs)
 				}
 			}
 			for sid, until := range n.used {
@@ -142,6 +148,9 @@ func (n *Node) janitor() {
 			n.mu.Unlock()
 			for _, s := range idle {
 				n.endSession(s, "timeout", nil)
+			}
+			for _, hs := range idleHTTP {
+				n.endHTTPSession(hs, "idle")
 			}
 		}
 	}

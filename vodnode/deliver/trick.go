@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"errors"
+	"io"
 	"math"
 	"sort"
 
@@ -165,21 +166,27 @@ func pictureOnly(b []byte, pid uint16) int {
 	return w
 }
 
-// loadPSI returns the title's first PAT and PMT packets (read once), sent
-// before the first picture after a jump so that a decoder can start there.
+// loadPSI returns the title's PSI (see ReadPSI), read once.
 func (s *Stream) loadPSI(idx *tsindex.Index) []byte {
-	if s.psiLoaded {
-		return s.psi
+	if !s.psiLoaded && idx.PMTPID != 0 {
+		s.psiLoaded = true
+		s.psi = ReadPSI(s.cfg.Source, idx)
 	}
+	return s.psi
+}
+
+// ReadPSI returns the first PAT and PMT packets (2 × 188 bytes) among the
+// first 256 packets of a title, what a decoder needs before a picture it
+// jumps to; nil when they are not there.
+func ReadPSI(r io.ReaderAt, idx *tsindex.Index) []byte {
 	if idx.PMTPID == 0 {
 		return nil
 	}
-	s.psiLoaded = true
 	head := make([]byte, min(idx.Size, 256*TSPacketSize))
-	n, _ := s.cfg.Source.ReadAt(head, 0)
+	n, _ := r.ReadAt(head, 0)
 	var pat, pmt []byte
-	for r := 0; r+TSPacketSize <= n && (pat == nil || pmt == nil); r += TSPacketSize {
-		p := head[r : r+TSPacketSize]
+	for off := 0; off+TSPacketSize <= n && (pat == nil || pmt == nil); off += TSPacketSize {
+		p := head[off : off+TSPacketSize]
 		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
 		switch {
 		case p[0] != 0x47:
@@ -190,8 +197,8 @@ func (s *Stream) loadPSI(idx *tsindex.Index) []byte {
 			pmt = p
 		}
 	}
-	if pat != nil && pmt != nil {
-		s.psi = append(append([]byte(nil), pat...), pmt...)
+	if pat == nil || pmt == nil {
+		return nil
 	}
-	return s.psi
+	return append(append([]byte(nil), pat...), pmt...)
 }

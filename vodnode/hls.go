@@ -1,0 +1,123 @@
+package vodnode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"vodcluster/cdp/tsindex"
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// hlsTarget is the wanted HLS segment duration, seconds; segments are cut
+// at the first keyframe at least this far from the previous cut.
+const hlsTarget = 4.0
+
+// segment is one HLS segment: bytes [start, end) of the title.
+type segment struct {
+	start, end int64
+	dur        float64 // seconds
+}
+
+// segments cuts the indexed part of a title at keyframes; the last
+// segment, which runs to the end, is included only once complete. The cuts
+// depend only on the keyframes before them, so they stay the same while a
+// fill goes on.
+func segments(idx *tsindex.Index, complete bool) []segment {
+	starts, times := []int64{0}, []float64{0}
+	for k, kf := range idx.Keyframes {
+		t := idx.KeyframeSeconds(k)
+		if kf.Offset > starts[len(starts)-1] && t-times[len(times)-1] >= hlsTarget {
+			starts, times = append(starts, kf.Offset), append(times, t)
+		}
+	}
+	segs := make([]segment, 0, len(starts))
+	for i := 0; i+1 < len(starts); i++ {
+		segs = append(segs, segment{starts[i], starts[i+1], times[i+1] - times[i]})
+	}
+	if complete {
+		last := len(starts) - 1
+		segs = append(segs, segment{starts[last], idx.Size, math.Max(idx.Duration()-times[last], 0.04)})
+	}
+	return segs
+}
+
+// waitSegments returns the segments of t once at least want of them exist
+// or the title is complete, waiting for the fill up to requestTimeout.
+func waitSegments(ctx context.Context, t *store.Title, want int) ([]segment, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	for {
+		v := t.View()
+		segs := segments(&v.Index, v.Complete)
+		if len(segs) >= want || v.Complete || v.Err != nil {
+			return segs, v.Complete, v.Err
+		}
+		if _, err := waitBytes(ctx, t, v.Index.Size); err != nil {
+			return segs, false, err
+		}
+	}
+}
+
+// servePlaylist answers the HLS media playlist (RFC 8216 §4.3): a VOD
+// playlist once the title is complete, an EVENT playlist while it fills.
+func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSession) {
+	segs, complete, err := waitSegments(r.Context(), hs.t, 1)
+	if err != nil && len(segs) == 0 {
+		http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var b strings.Builder
+	target := 1.0
+	for _, s := range segs {
+		target = math.Max(target, math.Ceil(s.dur))
+	}
+	kind := "EVENT"
+	if complete {
+		kind = "VOD"
+	}
+	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:%s\n", int(target), kind)
+	for i, s := range segs {
+		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts\n", s.dur, i)
+	}
+	if complete {
+		b.WriteString("#EXT-X-ENDLIST\n")
+	}
+	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeContent(w, r, "index.m3u8", time.Time{}, strings.NewReader(b.String()))
+}
+
+// serveSegment answers HLS segment i: its bytes, after the title's PAT and
+// PMT when it does not start the title.
+func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSession, i int) {
+	segs, _, err := waitSegments(r.Context(), hs.t, i+1)
+	if i >= len(segs) {
+		if err != nil {
+			http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		http.Error(w, "no such segment", http.StatusNotFound)
+		return
+	}
+	s := segs[i]
+	var psi []byte
+	if s.start > 0 {
+		psi = deliver.ReadPSI(hs.t, &hs.t.View().Index)
+	}
+	buf := make([]byte, len(psi)+int(s.end-s.start))
+	copy(buf, psi)
+	if _, err := hs.t.ReadAt(buf[len(psi):], s.start); err != nil {
+		http.Error(w, "read: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	hs.bytes.Add(int64(len(buf)))
+	n.httpBytes.Add(int64(len(buf)))
+	w.Header().Set("Content-Type", "video/mp2t")
+	http.ServeContent(w, r, fmt.Sprintf("seg-%d.ts", i), time.Time{}, bytes.NewReader(buf))
+}

@@ -1,0 +1,180 @@
+package vodnode
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func httpURL(n *Node, tok, path string) string {
+	return "http://" + n.HTTPAddr() + "/s/" + tok + "/vod/" + path
+}
+
+func get(t *testing.T, url string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+func withHTTP(n *Node) { n.HTTPListen = "127.0.0.1:0" }
+
+func TestHTTPProgressiveAndRanges(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.rate = 300 << 10 // a fill of about 5 s
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	data := o.titles["sample-001"]
+	tok := mint(t, "h1", "sample-001", "node-1", "", time.Minute)
+
+	// a range of a title still filling waits for the bytes and is exact
+	res, b := get(t, httpURL(n, tok, "sample-001.ts"), "Range", "bytes=188-375")
+	if res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[188:376]) {
+		t.Fatalf("range: %d, %d bytes", res.StatusCode, len(b))
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "video/mp2t" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	// the whole title, while filling, with the same token (same session)
+	res, b = get(t, httpURL(n, tok, "sample-001.ts"))
+	if res.StatusCode != 200 || !bytes.Equal(b, data) {
+		t.Fatalf("progressive: %d, %d of %d bytes", res.StatusCode, len(b), len(data))
+	}
+	if o.fetchCount("sample-001") != 1 {
+		t.Errorf("%d fetches", o.fetchCount("sample-001"))
+	}
+	if s := n.Stats(); s.Sessions != 1 || s.BytesSent < int64(len(data)) {
+		t.Errorf("stats %+v", s)
+	}
+	for _, tc := range []struct {
+		name, url string
+		want      int
+	}{
+		{"no token", "http://" + n.HTTPAddr() + "/vod/sample-001.ts", 401},
+		{"bad token", httpURL(n, "x.y.z", "sample-001.ts"), 401},
+		{"other title", httpURL(n, tok, "sample-002.ts"), 401},
+		{"other node", httpURL(n, mint(t, "h2", "sample-001", "node-9", "", time.Minute), "sample-001.ts"), 401},
+		{"unknown title", httpURL(n, mint(t, "h3", "nope", "node-1", "", time.Minute), "nope.ts"), 404},
+		{"bad path", httpURL(n, tok, "sample-001/other.txt"), 404},
+		{"range past the end", httpURL(n, tok, "sample-001.ts"), 416},
+	} {
+		var res *http.Response
+		if tc.want == 416 {
+			res, _ = get(t, tc.url, "Range", "bytes=99999999-")
+		} else {
+			res, _ = get(t, tc.url)
+		}
+		if res.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, res.StatusCode, tc.want)
+		}
+		if tc.want == 401 && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, res.Header.Get("WWW-Authenticate"))
+		}
+	}
+	post, err := http.Post(httpURL(n, tok, "sample-001.ts"), "text/plain", nil)
+	if err != nil || post.StatusCode != 405 {
+		t.Errorf("POST: %v %v", post.Status, err)
+	}
+}
+
+func TestHTTPSessionEnds(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = 500 * time.Millisecond })
+	tok := mint(t, "h-end", "sample-002", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(n, tok, "sample-002.ts"), "Range", "bytes=0-187"); res.StatusCode != 206 {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "idle HTTP session ended", func() bool { return n.Stats().Sessions == 0 })
+	if res, _ := get(t, httpURL(n, tok, "sample-002.ts")); res.StatusCode != 401 {
+		t.Errorf("token reused after the session ended: %d", res.StatusCode)
+	}
+}
+
+func TestHLS(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	tok := mint(t, "hls", "sample-001", "node-1", "", time.Minute)
+	url := httpURL(n, tok, "sample-001/index.m3u8")
+	waitFor(t, 5*time.Second, "fill", func() bool {
+		_, b := get(t, url)
+		return strings.Contains(string(b), "#EXT-X-ENDLIST")
+	})
+	res, b := get(t, url)
+	pl := string(b)
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/vnd.apple.mpegurl" ||
+		!strings.Contains(pl, "#EXT-X-PLAYLIST-TYPE:VOD") || strings.Count(pl, "#EXTINF:") < 4 {
+		t.Fatalf("playlist %d:\n%s", res.StatusCode, pl)
+	}
+	// every segment after the first starts with PAT and PMT, then a keyframe
+	res, seg := get(t, httpURL(n, tok, "sample-001/seg-1.ts"))
+	if res.StatusCode != 200 || len(seg) < 3*188 || seg[0] != 0x47 || seg[1]&0x1f != 0 || seg[2] != 0 {
+		t.Fatalf("segment 1: %d, %d bytes", res.StatusCode, len(seg))
+	}
+	if res, _ := get(t, httpURL(n, tok, "sample-001/seg-99.ts")); res.StatusCode != 404 {
+		t.Errorf("segment 99: %d", res.StatusCode)
+	}
+	r := runFFmpegHTTP(t, url, 6)
+	if r.frames < 130 {
+		t.Errorf("ffmpeg HLS: %d frames for 6 s\n%s", r.frames, r.stderr)
+	}
+	r = runFFmpegHTTP(t, httpURL(n, tok, "sample-001.ts"), 4)
+	if r.frames < 90 {
+		t.Errorf("ffmpeg progressive: %d frames for 4 s\n%s", r.frames, r.stderr)
+	}
+}
+
+// runFFmpegHTTP decodes seconds of an HTTP URL with ffmpeg.
+func runFFmpegHTTP(t *testing.T, url string, seconds float64) ffmpegResult {
+	t.Helper()
+	return runFFmpegArgs(t, seconds, "-i", url)
+}
+
+// TestVLCHTTP plays over HTTP with VLC as an unprivileged user (VLC
+// refuses root; the packaged VLC has no live555 RTSP client, so HTTP is
+// how it plays here) and checks the recording decodes.
+func TestVLCHTTP(t *testing.T) {
+	if _, err := exec.LookPath("cvlc"); err != nil {
+		t.Skip("cvlc not installed")
+	}
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	dir, err := os.MkdirTemp("", "vlc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	for _, path := range []string{"sample-001.ts", "sample-001/index.m3u8"} {
+		out := filepath.Join(dir, strings.ReplaceAll(path, "/", "_")+".rec.ts")
+		url := httpURL(n, mint(t, "vlc-"+path, "sample-001", "node-1", "", time.Minute), path)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, "cvlc", "-I", "dummy", url,
+			"--sout", "#std{access=file,mux=ts,dst="+out+"}", "--run-time", "4", "vlc://quit")
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		if os.Getuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		log := runFor(t, cmd, 25*time.Second)
+		cancel()
+		frames := countFrames(t, out)
+		t.Logf("vlc %s: %d frames", path, frames)
+		if frames < 50 {
+			t.Errorf("vlc %s: %d frames\n%s", path, frames, log)
+		}
+	}
+}
