@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,4 +153,65 @@ func TestConcurrentUDPSetupsOneAddress(t *testing.T) {
 		t.Errorf("%d fetches", o.fetchCount("sample-003"))
 	}
 	waitFor(t, 3*time.Second, "all ended", func() bool { return n.Stats().Sessions == 0 })
+}
+
+// TestIPTVTransports: set-top box profiles get what they asked for: raw TS
+// datagrams (MP2T/UDP, RAW/RAW/UDP) or RTP (MP2T/RTP/UDP), the first known
+// entry of the list winning.
+func TestIPTVTransports(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	for i, tc := range []struct {
+		transport string // %d = client port
+		raw       bool
+		profile   string
+	}{
+		{"X-FOO/BAR;unicast,RAW/RAW/UDP;unicast;destination=127.0.0.1;client_port=%d", true, "RAW/RAW/UDP"},
+		{"MP2T/UDP;unicast;client_port=%d", true, "MP2T/UDP"},
+		{"MP2T/RTP/UDP;unicast;client_port=%d-%d", false, "MP2T/RTP/UDP"},
+	} {
+		rtpc, _ := udpPair(t)
+		p := rtpc.LocalAddr().(*net.UDPAddr).Port
+		c := dialRTSP(t, n)
+		url := nodeURL(n, mint(t, fmt.Sprintf("iptv-%d", i), "sample-001", "node-1", "", time.Minute), "sample-001")
+		tr := fmt.Sprintf(tc.transport, p, p+1)
+		if strings.Count(tc.transport, "%d") == 1 {
+			tr = fmt.Sprintf(tc.transport, p)
+		}
+		res := c.do("SETUP", url+"/trackID=0", "Transport", tr)
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %s", tc.profile, statusLine(res))
+		}
+		if got := res.Header["Transport"][0]; !strings.HasPrefix(got, tc.profile+";unicast") {
+			t.Errorf("%s: response Transport %q", tc.profile, got)
+		}
+		id := sessionID(res)
+		res = c.do("PLAY", url+"/", "Session", id)
+		if res.StatusCode != 200 {
+			t.Fatalf("PLAY: %s", statusLine(res))
+		}
+		if _, ok := res.Header["RTP-Info"]; ok == tc.raw {
+			t.Errorf("%s: RTP-Info present %v", tc.profile, ok)
+		}
+		buf := make([]byte, 2048)
+		for range 20 {
+			rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
+			nb, _, err := rtpc.ReadFrom(buf)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.profile, err)
+			}
+			d := buf[:nb]
+			if !tc.raw {
+				var pk rtp.Packet
+				if err := pk.Unmarshal(d); err != nil || pk.PayloadType != 33 {
+					t.Fatalf("%s: not RTP/MP2T: %v", tc.profile, err)
+				}
+				d = pk.Payload
+			}
+			if len(d)%188 != 0 || len(d) > 1316 || d[0] != 0x47 {
+				t.Fatalf("%s: datagram of %d bytes starting %#x", tc.profile, len(d), d[0])
+			}
+		}
+		c.do("TEARDOWN", url+"/", "Session", id)
+	}
 }
