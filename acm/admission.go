@@ -65,7 +65,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	m.mu.Lock()
 	m.pop.Observe(t.ID, now)
 	m.planner.Observe(t.ID, now)
-	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps}, now.Add(m.QueueDeadline), now)
+	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}, now.Add(m.QueueDeadline), now)
 	if err != nil {
 		m.mu.Unlock()
 		m.log.Error("admission refused a malformed request", "title", t.ID, "err", err)

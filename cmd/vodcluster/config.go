@@ -38,16 +38,22 @@ type ManagerConfig struct {
 	Storage       StorageConfig   `yaml:"storage"`
 }
 
-// SchedulerConfig configures lsm (see lsm.Config).
+// SchedulerConfig configures lsm (see lsm.Config); zero values keep
+// lsm.DefaultConfig's.
 type SchedulerConfig struct {
-	Policy            string        `yaml:"policy"`             // lall (default), rr, wrr, lc, wlc, sed, nq, lblc, lblcr, dh, sh, mh, twos, lard, lardr, chbl
-	A                 float64       `yaml:"a"`                  // weight of a session being filled, default 10
-	B                 float64       `yaml:"b"`                  // overload penalty, default 100
-	Normal            float64       `yaml:"normal"`             // normal utilization limit Ul, default 0.8
-	Overload          float64       `yaml:"overload"`           // utilization at which a holder is passed over, default 0.9
+	Policy            string        `yaml:"policy"`             // lall (default), rr, wrr, lc, wlc, sed, nq, lblc, lblcr, dh, sh, mh, twos, lard, lard/r, chbl
+	A                 float64       `yaml:"a"`                  // load formula: weight of a session that needs a fill
+	B                 float64       `yaml:"b"`                  // load formula: overload penalty above the normal limit
+	Normal            float64       `yaml:"normal"`             // normal utilization limit Ul, (0, 1]
+	Overload          float64       `yaml:"overload"`           // utilization at which a holder is passed over, (0, 1]
+	DiskPressure      float64       `yaml:"disk_pressure"`      // lall: cost of a fill per unit of disk share in use
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"` // default 1s
 	MissedHeartbeats  int           `yaml:"missed_heartbeats"`  // default 3
-	SlowStart         time.Duration `yaml:"slow_start"`         // default 30s
+	SlowStart         time.Duration `yaml:"slow_start"`         // ramp window of a node that joins or returns
+	SlowStartFloor    float64       `yaml:"slow_start_floor"`   // share of capacity at the start of the ramp
+	LARDLow           float64       `yaml:"lard_low"`           // lard T_low, utilization
+	LARDHigh          float64       `yaml:"lard_high"`          // lard T_high, utilization
+	CHBLFactor        float64       `yaml:"chbl_factor"`        // chbl balance factor c > 1
 }
 
 // StorageConfig configures smm.

@@ -42,6 +42,10 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	sched := schedulerConfig(c.Scheduler)
+	if err := sched.Validate(); err != nil {
+		return nil, err
+	}
 	return &acm.Manager{
 		RTSPListen:    orString(c.RTSPListen, acm.DefaultRTSPListen),
 		HTTPListen:    orString(c.HTTPListen, acm.DefaultHTTPListen),
@@ -53,7 +57,7 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 		BOSS:          users,
 		TokenTTL:      c.TokenTTL,
 		QueueDeadline: c.QueueDeadline,
-		Scheduler:     schedulerConfig(c.Scheduler),
+		Scheduler:     sched,
 		Evictor:       c.Storage.Eviction,
 		Logger:        slog.Default().With("component", "manager"),
 	}, nil
@@ -63,18 +67,20 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 func schedulerConfig(s SchedulerConfig) lsm.Config {
 	c := lsm.DefaultConfig()
 	c.Policy = orString(s.Policy, c.Policy)
-	if s.A != 0 {
-		c.A = s.A
+	setF := func(dst *float64, v float64) {
+		if v != 0 {
+			*dst = v
+		}
 	}
-	if s.B != 0 {
-		c.B = s.B
-	}
-	if s.Normal != 0 {
-		c.Normal = s.Normal
-	}
-	if s.Overload != 0 {
-		c.Overload = s.Overload
-	}
+	setF(&c.A, s.A)
+	setF(&c.B, s.B)
+	setF(&c.Normal, s.Normal)
+	setF(&c.Overload, s.Overload)
+	setF(&c.DiskPressure, s.DiskPressure)
+	setF(&c.SlowStartFloor, s.SlowStartFloor)
+	setF(&c.LARDLow, s.LARDLow)
+	setF(&c.LARDHigh, s.LARDHigh)
+	setF(&c.CHBLFactor, s.CHBLFactor)
 	c.HeartbeatInterval = orDuration(s.HeartbeatInterval, c.HeartbeatInterval)
 	if s.MissedHeartbeats != 0 {
 		c.MissedHeartbeats = s.MissedHeartbeats

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
+
+	"vodcluster/cmd/internal/sim"
 )
 
-func simCmd() *cobra.Command {
-	return &cobra.Command{Use: "sim", Short: "Simulator", RunE: func(*cobra.Command, []string) error { return errors.New("sim: not wired yet") }}
-}
+func simCmd() *cobra.Command { return sim.NewCommand() }
