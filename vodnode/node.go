@@ -93,7 +93,9 @@ type Stats struct {
 // Start validates the configuration, opens the store (indexing the stored
 // titles), binds the RTSP, UDP (and HTTP) ports and starts serving and, with
 // a ManagerAddr, reporting. It is all-or-nothing: on error everything
-// started is stopped again.
+// started is stopped again. Errors: ID or DataDir missing, a Secret shorter
+// than 16 bytes, an unknown Evictor, a store that cannot be opened (a
+// stored file that is not MPEG-TS), a port that cannot be bound.
 func (n *Node) Start() (err error) {
 	if n.ID == "" || n.DataDir == "" {
 		return errors.New("vodnode: ID and DataDir are required")
@@ -255,7 +257,8 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// RTSPAddr returns the RTSP listener's address (host:port).
+// RTSPAddr returns the RTSP listener's address (host:port); valid after
+// Start.
 func (n *Node) RTSPAddr() string { return n.rtspLn.Addr().String() }
 
 // HTTPAddr returns the HTTP listener's address, "" without HTTP.
