@@ -36,7 +36,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		Alive:    n.Alive, Draining: n.Draining, Weight: int32(n.Weight),
 		Sessions: int32(n.Sessions), FillSessions: int32(n.FillSessions), ReservedBps: n.ReservedBps,
 		EgressBps: n.EgressBps, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
-		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(),
+		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
 	}
 }
 
@@ -54,13 +54,17 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 	return out, nil
 }
 
-// SetNode changes a node's weight and/or drain flag at run time; a drain
+// SetNode changes a node's weight, overload threshold and/or drain flag at
+// run time; a drain
 // change is also sent to the node (DrainCommand). NOT_FOUND for an
 // unknown node, INVALID_ARGUMENT for a negative weight.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
 	if req.Weight != nil && req.GetWeight() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "weight %d < 0", req.GetWeight())
+	}
+	if req.Overload != nil && !(req.GetOverload() >= 0 && req.GetOverload() <= 1) {
+		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -71,13 +75,16 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	if req.Weight != nil {
 		_ = m.sched.SetWeight(n.ID, int(req.GetWeight()))
 	}
+	if req.Overload != nil {
+		_ = m.sched.SetOverload(n.ID, req.GetOverload())
+	}
 	if req.Draining != nil {
 		_ = m.sched.SetDraining(n.ID, req.GetDraining())
 		if ns := m.nodes[n.ID]; ns != nil && !ns.push(drainCmd(req.GetDraining())) {
 			m.log.Warn("drain command not sent: command queue full", "node", n.ID)
 		}
 	}
-	m.log.Info("node changed by operator", "node", n.ID, "weight", n.Weight, "draining", n.Draining)
+	m.log.Info("node changed by operator", "node", n.ID, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
 	m.kickPump()
 	return m.nodeInfoLocked(n), nil
 }

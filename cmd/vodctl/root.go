@@ -141,6 +141,7 @@ func nodesCmd(g *globals) *cobra.Command {
 
 func nodeCmd(g *globals) *cobra.Command {
 	var weight int
+	var overload float64
 	var drain, undrain bool
 	cmd := &cobra.Command{
 		Use:     "node NODE_ID",
@@ -153,14 +154,17 @@ func nodeCmd(g *globals) *cobra.Command {
 				w := int32(weight)
 				req.Weight = &w
 			}
+			if cmd.Flags().Changed("overload") {
+				req.Overload = &overload
+			}
 			if drain && undrain {
 				return fmt.Errorf("--drain and --undrain together")
 			}
 			if drain || undrain {
 				req.Draining = &drain
 			}
-			if req.Weight == nil && req.Draining == nil {
-				return fmt.Errorf("nothing to change: give --weight, --drain or --undrain")
+			if req.Weight == nil && req.Draining == nil && req.Overload == nil {
+				return fmt.Errorf("nothing to change: give --weight, --overload, --drain or --undrain")
 			}
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.SetNode(ctx, req)
@@ -168,6 +172,7 @@ func nodeCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight (0 = no new sessions)")
+	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization (0..1] above which the node counts as overloaded (0 = the scheduler's default)")
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd

@@ -1186,6 +1186,7 @@ type NodeInfo struct {
 	Load                float64                `protobuf:"fixed64,13,opt,name=load,proto3" json:"load,omitempty"` // the load formula's L
 	Titles              int32                  `protobuf:"varint,14,opt,name=titles,proto3" json:"titles,omitempty"`
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,15,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
+	Overload            float64                `protobuf:"fixed64,16,opt,name=overload,proto3" json:"overload,omitempty"` // the node's overload threshold, utilization; 0 = the scheduler's default
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -1325,6 +1326,13 @@ func (x *NodeInfo) GetLastHeartbeatUnixMs() int64 {
 	return 0
 }
 
+func (x *NodeInfo) GetOverload() float64 {
+	if x != nil {
+		return x.Overload
+	}
+	return 0
+}
+
 type ListNodesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Nodes         []*NodeInfo            `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
@@ -1374,6 +1382,7 @@ type SetNodeRequest struct {
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	Weight        *int32                 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
 	Draining      *bool                  `protobuf:"varint,3,opt,name=draining,proto3,oneof" json:"draining,omitempty"`
+	Overload      *float64               `protobuf:"fixed64,4,opt,name=overload,proto3,oneof" json:"overload,omitempty"` // utilization in (0, 1] above which the node counts as overloaded; 0 = the scheduler's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1427,6 +1436,13 @@ func (x *SetNodeRequest) GetDraining() bool {
 		return *x.Draining
 	}
 	return false
+}
+
+func (x *SetNodeRequest) GetOverload() float64 {
+	if x != nil && x.Overload != nil {
+		return *x.Overload
+	}
+	return 0
 }
 
 type ListSessionsRequest struct {
@@ -2318,7 +2334,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xec\x03\n" +
+	"\x10ListNodesRequest\"\x88\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -2336,15 +2352,18 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0fdisk_free_bytes\x18\f \x01(\x03R\rdiskFreeBytes\x12\x12\n" +
 	"\x04load\x18\r \x01(\x01R\x04load\x12\x16\n" +
 	"\x06titles\x18\x0e \x01(\x05R\x06titles\x123\n" +
-	"\x16last_heartbeat_unix_ms\x18\x0f \x01(\x03R\x13lastHeartbeatUnixMs\"B\n" +
+	"\x16last_heartbeat_unix_ms\x18\x0f \x01(\x03R\x13lastHeartbeatUnixMs\x12\x1a\n" +
+	"\boverload\x18\x10 \x01(\x01R\boverload\"B\n" +
 	"\x11ListNodesResponse\x12-\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\x7f\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12\x1f\n" +
-	"\bdraining\x18\x03 \x01(\bH\x01R\bdraining\x88\x01\x01B\t\n" +
+	"\bdraining\x18\x03 \x01(\bH\x01R\bdraining\x88\x01\x01\x12\x1f\n" +
+	"\boverload\x18\x04 \x01(\x01H\x02R\boverload\x88\x01\x01B\t\n" +
 	"\a_weightB\v\n" +
-	"\t_draining\".\n" +
+	"\t_drainingB\v\n" +
+	"\t_overload\".\n" +
 	"\x13ListSessionsRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\xba\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
