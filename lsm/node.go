@@ -54,6 +54,8 @@ type Node struct {
 	Overload float64 // utilization above which the node counts as overloaded; 0 = the scheduler's default
 
 	titles map[string]*replica // titles held or filling
+
+	operatorWeight bool // Weight was set by SetWeight: a re-registration keeps it
 }
 
 // replica is one title on one node.

@@ -75,7 +75,8 @@ func (s *Scheduler) Node(id string) *Node { return s.byID[id] }
 // AddNode registers a node, or updates a known one (a node that restarts
 // registers again): it becomes alive, and slow-starts when it was not alive
 // before (unless it joins with the cluster, see Config.SlowStart). It fails
-// on an empty id or an egress capacity <= 0 bit/s.
+// on an empty id or an egress capacity <= 0 bit/s. A weight the operator
+// set with SetWeight is kept over the one the node announces.
 func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 	if spec.ID == "" {
 		return nil, fmt.Errorf("lsm: node without id")
@@ -99,6 +100,9 @@ func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 		for _, m := range s.Nodes[:len(s.Nodes)-1] {
 			s.touch(m)
 		}
+	}
+	if n.operatorWeight {
+		spec.Weight = n.Weight // the operator's setting outlives a node restart
 	}
 	n.NodeSpec = spec
 	if !n.Alive {
@@ -236,7 +240,8 @@ func (s *Scheduler) MarkDead(id string) {
 	}
 }
 
-// SetWeight sets node id's weight; 0 drains it. It fails with
+// SetWeight sets node id's weight; 0 drains it. The setting outlives the
+// node's re-registrations. It fails with
 // ErrUnknownNode or for a negative weight.
 func (s *Scheduler) SetWeight(id string, w int) error {
 	n := s.byID[id]
@@ -247,6 +252,7 @@ func (s *Scheduler) SetWeight(id string, w int) error {
 		return fmt.Errorf("lsm: weight %d < 0", w)
 	}
 	n.Weight = w
+	n.operatorWeight = true
 	s.version++
 	s.touch(n)
 	return nil

@@ -142,3 +142,19 @@ func TestSetPolicyKeepsReservations(t *testing.T) {
 		t.Fatal("unknown policy accepted")
 	}
 }
+
+func TestOperatorWeightSurvivesReregistration(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	if err := s.SetWeight("a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNode(NodeSpec{ID: "a", Capacity: Capacity{EgressBps: 100e6}, Weight: 100}, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if w := s.Node("a").Weight; w != 0 {
+		t.Fatalf("weight after re-registration %d, want the operator's 0", w)
+	}
+	if w := s.Node("b").Weight; w != DefaultWeight {
+		t.Fatalf("untouched node weight %d", w)
+	}
+}
