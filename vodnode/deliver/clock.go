@@ -68,3 +68,14 @@ func (c clockOf) offset(clock int64) int64 {
 func (c clockOf) seconds(off int64) float64 {
 	return float64(c.at(off)-c.at(0)) / tsindex.PCRHz
 }
+
+// keyframeBefore returns the offset of the last keyframe whose position
+// (npt by the stream clock) is at or before npt seconds, or -1 when none.
+func (c clockOf) keyframeBefore(npt float64) int64 {
+	kfs := c.idx.Keyframes
+	i := sort.Search(len(kfs), func(i int) bool { return c.seconds(kfs[i].Offset) > npt })
+	if i == 0 {
+		return -1
+	}
+	return kfs[i-1].Offset
+}

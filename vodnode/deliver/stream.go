@@ -229,14 +229,14 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 		return 0, ErrRange
 	}
 	if complete || (ck.ok() && npt < ck.seconds(idx.Size)) {
-		if k := idx.KeyframeAt(npt); k >= 0 {
-			return idx.Keyframes[k].Offset, nil
+		if !ck.ok() {
+			return 0, nil
 		}
-		if ck.ok() {
-			off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
-			return max(off-off%TSPacketSize, 0), nil
+		if off := ck.keyframeBefore(npt); off >= 0 {
+			return off, nil
 		}
-		return 0, nil
+		off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
+		return max(off-off%TSPacketSize, 0), nil
 	}
 	if s.cfg.Bitrate <= 0 {
 		return 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)

@@ -1,0 +1,416 @@
+package deliver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/format"
+	"github.com/bluenviron/gortsplib/v4/pkg/format/rtph264"
+	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// ESTracks are the elementary streams of a title as RTP formats: H.264
+// (RFC 6184) and AAC (RFC 3640), the tracks an elementary-stream session
+// offers (either may be nil).
+type ESTracks struct {
+	Video *format.H264
+	Audio *format.MPEG4Audio
+}
+
+// ErrNoES is returned by ProbeES when a title has neither H.264 nor AAC.
+var ErrNoES = errors.New("deliver: title has no H.264 or AAC elementary stream")
+
+// probeBytes bounds how much of a title ProbeES reads.
+const probeBytes = 4 << 20
+
+// ProbeES reads the head of a title (waiting for a fill when needed) with
+// mediacommon's MPEG-TS reader and returns its H.264 track, with the SPS
+// and PPS of the first access unit carrying them, and its AAC track with
+// its AudioSpecificConfig. Errors: ErrNoES, a title that is not MPEG-TS,
+// ctx's error.
+func ProbeES(ctx context.Context, src Source) (*ESTracks, error) {
+	rd := &headReader{ctx: ctx, src: src}
+	r := &mpegts.Reader{R: rd}
+	if err := r.Initialize(); err != nil {
+		return nil, fmt.Errorf("deliver: probe: %w", err)
+	}
+	r.OnDecodeError(func(error) {})
+	var out ESTracks
+	var video *mpegts.Track
+	for _, t := range r.Tracks() {
+		switch c := t.Codec.(type) {
+		case *mpegts.CodecH264:
+			if video == nil {
+				video = t
+				out.Video = &format.H264{PayloadTyp: 96, PacketizationMode: 1}
+			}
+		case *mpegts.CodecMPEG4Audio:
+			if out.Audio == nil {
+				cfg := c.Config
+				out.Audio = &format.MPEG4Audio{PayloadTyp: 97, Config: &cfg, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
+			}
+		}
+	}
+	if out.Video == nil && out.Audio == nil {
+		return nil, ErrNoES
+	}
+	if video == nil {
+		return &out, nil
+	}
+	done := errors.New("done")
+	r.OnDataH264(video, func(_, _ int64, au [][]byte) error {
+		for _, nalu := range au {
+			switch h264.NALUType(nalu[0] & 0x1f) {
+			case h264.NALUTypeSPS:
+				out.Video.SPS = append([]byte(nil), nalu...)
+			case h264.NALUTypePPS:
+				out.Video.PPS = append([]byte(nil), nalu...)
+			}
+		}
+		if out.Video.SPS != nil && out.Video.PPS != nil {
+			return done
+		}
+		return nil
+	})
+	for {
+		err := r.Read()
+		if errors.Is(err, done) {
+			return &out, nil
+		}
+		if err != nil {
+			if out.Video.SPS == nil {
+				return nil, fmt.Errorf("deliver: probe: no SPS/PPS in the first %d bytes: %w", rd.off, err)
+			}
+			return &out, nil
+		}
+	}
+}
+
+// headReader reads the first probeBytes of a title, waiting for a fill.
+type headReader struct {
+	ctx context.Context
+	src Source
+	off int64
+}
+
+func (r *headReader) Read(p []byte) (int, error) {
+	if r.off >= probeBytes {
+		return 0, io.EOF
+	}
+	avail, err := WaitAvailable(r.ctx, r.src, r.off)
+	if err != nil {
+		return 0, err
+	}
+	if r.off >= avail {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), avail-r.off, probeBytes-r.off)
+	m, err := r.src.ReadAt(p[:n], r.off)
+	r.off += int64(m)
+	if err == io.EOF && m > 0 {
+		err = nil
+	}
+	return m, err
+}
+
+// ESConfig describes one elementary-stream playback. Index 0 is the video
+// track, 1 the audio track; a track not set up has a nil Dest (UDP) or a
+// negative Channel (TCP).
+type ESConfig struct {
+	Source  Source
+	Tracks  *ESTracks
+	Mode    Mode            // RTPUDP or RTPTCP
+	UDP     *UDPServer      // RTPUDP: the node's ports
+	Dest    [2]*net.UDPAddr // RTPUDP: the client's RTP address per track
+	Conn    *ConnWriter     // RTPTCP
+	Channel [2]int          // RTPTCP: interleaved RTP channel per track
+	SSRC    [2]uint32
+	Seq     [2]uint16 // first sequence number per track
+	TSBase  [2]uint32 // RTP timestamp of PTS 0 per track
+	Bitrate int64     // bit/s, pacing for a title without PCR
+	Tick    time.Duration
+	OnEnd   func(reason EndReason, err error) // called once when the stream ends by itself
+}
+
+// ESStream plays a title as H.264 and AAC RTP tracks, demultiplexed by
+// mediacommon's MPEG-TS reader and packetised by gortsplib's rtph264 and
+// rtpmpeg4audio encoders, paced by the title's clock. Unlike MP2T streams
+// it runs a goroutine of its own while playing.
+type ESStream struct {
+	cfg ESConfig
+	e   *Engine
+
+	mu      sync.Mutex
+	pos     int64 // where the next Resume starts (a keyframe)
+	seq     [2]uint16
+	ended   bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	reading *pacedReader
+
+	bytes atomic.Int64
+}
+
+// NewESStream returns an elementary-stream playback, ready to Seek and
+// Resume. Errors: the engine is not running, or cfg is incomplete.
+func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
+	if !e.started {
+		return nil, ErrNotStarted
+	}
+	if cfg.Source == nil || cfg.Tracks == nil {
+		return nil, errors.New("deliver: ES stream without source or tracks")
+	}
+	switch cfg.Mode {
+	case RTPUDP:
+		if e.UDP == nil {
+			return nil, errors.New("deliver: UDP ES stream without UDP ports")
+		}
+	case RTPTCP:
+		if cfg.Conn == nil {
+			return nil, errors.New("deliver: TCP ES stream without connection")
+		}
+	default:
+		return nil, fmt.Errorf("deliver: mode %d not available for elementary streams", cfg.Mode)
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = e.Tick
+	}
+	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq}, nil
+}
+
+// Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
+// the keyframe at or before npt seconds; npt < 0 keeps the position. It
+// returns, per track, the sequence number and RTP timestamp the stream will
+// go on with. Errors: ErrRange past the end of a complete title, ErrEnded.
+func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var info [2]PlayInfo
+	if s.ended {
+		return info, ErrEnded
+	}
+	idx, complete, err := s.cfg.Source.State()
+	if err != nil {
+		return info, err
+	}
+	ck := clockOf{idx: idx, bitrate: s.cfg.Bitrate}
+	if npt >= 0 {
+		if complete && ck.ok() && npt >= ck.seconds(idx.Size) {
+			return info, ErrRange
+		}
+		s.pos = 0
+		if off := ck.keyframeBefore(npt); off >= 0 && npt > 0 && ck.ok() {
+			s.pos = off
+		}
+	}
+	var pts int64
+	for _, k := range idx.Keyframes {
+		if k.Offset >= s.pos && k.PTS >= 0 {
+			pts = k.PTS
+			break
+		}
+	}
+	for i := range 2 {
+		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts)}
+		if ck.ok() {
+			info[i].NPT = ck.seconds(s.pos)
+		}
+	}
+	return info, nil
+}
+
+// rtpTime converts a 90 kHz PTS to track i's RTP clock.
+func (s *ESStream) rtpTime(i int, pts int64) uint32 {
+	if i == 1 && s.cfg.Tracks.Audio != nil {
+		return s.cfg.TSBase[1] + uint32(pts*int64(s.cfg.Tracks.Audio.ClockRate())/tsindex.PTSHz)
+	}
+	return s.cfg.TSBase[i] + uint32(pts)
+}
+
+// Resume starts sending from the position, in a goroutine.
+func (s *ESStream) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	idx, _, _ := s.cfg.Source.State()
+	r := &pacedReader{ctx: ctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick}
+	if s.pos > 0 {
+		r.prefix = ReadPSI(s.cfg.Source, idx)
+	}
+	s.reading = r
+	go s.run(ctx, r, s.done)
+}
+
+// stop ends the goroutine and keeps, as the position, the first keyframe
+// at or after what was read (so that timestamps go on forward).
+func (s *ESStream) stop() {
+	s.mu.Lock()
+	cancel, done, r := s.cancel, s.done, s.reading
+	s.cancel, s.done, s.reading = nil, nil, nil
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+	idx, _, _ := s.cfg.Source.State()
+	s.mu.Lock()
+	s.pos = keyframeAtOrAfter(idx, r.off)
+	s.mu.Unlock()
+}
+
+// Pause stops sending and returns the position, seconds.
+func (s *ESStream) Pause() float64 {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, complete, _ := s.cfg.Source.State()
+	ck := clockOf{idx: idx}
+	if complete {
+		ck.bitrate = s.cfg.Bitrate
+	}
+	if !ck.ok() {
+		return 0
+	}
+	return ck.seconds(s.pos)
+}
+
+// SetScale returns 1: elementary-stream sessions play at normal speed only.
+func (s *ESStream) SetScale(float64) float64 { return 1 }
+
+// Close stops the stream for good without calling OnEnd.
+func (s *ESStream) Close() {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	s.stop()
+}
+
+// BytesSent returns the RTP bytes sent (headers included).
+func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
+
+func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{}) {
+	defer close(done)
+	err := s.demux(ctx, rd)
+	if ctx.Err() != nil {
+		return // stopped by Seek, Pause or Close
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	s.mu.Unlock()
+	if s.cfg.OnEnd == nil {
+		return
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		s.cfg.OnEnd(EndOfTitle, nil)
+	case errors.Is(err, ErrQueueFull):
+		s.cfg.OnEnd(EndSlow, err)
+	default:
+		s.cfg.OnEnd(EndError, err)
+	}
+}
+
+func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {
+	r := &mpegts.Reader{R: rd}
+	if err := r.Initialize(); err != nil {
+		return err
+	}
+	r.OnDecodeError(func(error) {})
+	for _, t := range r.Tracks() {
+		switch t.Codec.(type) {
+		case *mpegts.CodecH264:
+			if s.track(0) {
+				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1}
+				if err := enc.Init(); err != nil {
+					return err
+				}
+				r.OnDataH264(t, func(pts, _ int64, au [][]byte) error {
+					pkts, err := enc.Encode(au)
+					if err != nil {
+						return nil // an access unit that cannot be packetised is skipped
+					}
+					return s.send(0, pkts, s.rtpTime(0, pts))
+				})
+			}
+		case *mpegts.CodecMPEG4Audio:
+			if s.track(1) && s.cfg.Tracks.Audio != nil {
+				enc := &rtpmpeg4audio.Encoder{PayloadType: 97, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
+				if err := enc.Init(); err != nil {
+					return err
+				}
+				r.OnDataMPEG4Audio(t, func(pts int64, aus [][]byte) error {
+					pkts, err := enc.Encode(aus)
+					if err != nil {
+						return nil
+					}
+					return s.send(1, pkts, s.rtpTime(1, pts))
+				})
+			}
+		}
+	}
+	for {
+		if err := r.Read(); err != nil {
+			return err
+		}
+	}
+}
+
+// track reports whether track i was set up.
+func (s *ESStream) track(i int) bool {
+	if s.cfg.Mode == RTPTCP {
+		return s.cfg.Channel[i] >= 0
+	}
+	return s.cfg.Dest[i] != nil
+}
+
+// send stamps and sends the packets of one access unit of track i.
+func (s *ESStream) send(i int, pkts []*rtp.Packet, ts uint32) error {
+	for _, p := range pkts {
+		s.mu.Lock()
+		p.SequenceNumber = s.seq[i]
+		s.seq[i]++
+		s.mu.Unlock()
+		p.SSRC = s.cfg.SSRC[i]
+		p.Timestamp = ts
+		b, err := p.Marshal()
+		if err != nil {
+			return err
+		}
+		switch s.cfg.Mode {
+		case RTPTCP:
+			ch := s.cfg.Channel[i]
+			if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(ch), b)); err != nil {
+				return fmt.Errorf("%w: %v", ErrQueueFull, err)
+			}
+			s.bytes.Add(int64(len(b) + 4))
+			s.e.bytesSent.Add(int64(len(b) + 4))
+		case RTPUDP:
+			if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
+				s.bytes.Add(int64(len(b)))
+				s.e.bytesSent.Add(int64(len(b)))
+			}
+		}
+	}
+	return nil
+}

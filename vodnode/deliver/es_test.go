@@ -1,0 +1,106 @@
+package deliver
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/pion/rtp"
+)
+
+func TestProbeES(t *testing.T) {
+	src := newFillingSource(loadClip(t))
+	go func() { // the head arrives after the probe started
+		time.Sleep(100 * time.Millisecond)
+		src.reveal(len(src.data))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr, err := ProbeES(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Video == nil || len(tr.Video.SPS) == 0 || len(tr.Video.PPS) == 0 {
+		t.Fatalf("video %+v", tr.Video)
+	}
+	if tr.Audio == nil || tr.Audio.Config == nil || tr.Audio.Config.SampleRate == 0 {
+		t.Fatalf("audio %+v", tr.Audio)
+	}
+	if _, err := ProbeES(ctx, newMemSource(make([]byte, 188*100))); err == nil {
+		t.Error("probe of junk succeeded")
+	}
+}
+
+func TestESStreamTCP(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	src := newMemSource(data)
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := tcpPair(t)
+	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0),
+		Channel: [2]int{0, 2}, SSRC: [2]uint32{1, 2}, Seq: [2]uint16{100, 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Seek(5)
+	if err != nil || info[0].Seq != 100 || info[1].Seq != 200 || info[0].NPT < 4 || info[0].NPT > 5 {
+		t.Fatalf("seek: %+v %v", info, err)
+	}
+	st.Resume()
+	start := time.Now()
+	cli.SetReadDeadline(start.Add(2 * time.Second))
+	frames, audio := 0, 0
+	var firstTS, lastTS uint32
+	hdr := make([]byte, 4)
+	buf := make([]byte, 65536)
+	for {
+		if _, err := io.ReadFull(cli, hdr); err != nil {
+			break
+		}
+		l := int(hdr[2])<<8 | int(hdr[3])
+		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+			break
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		switch hdr[1] {
+		case 0:
+			if p.PayloadType != 96 || p.SSRC != 1 {
+				t.Fatalf("video packet %+v", p.Header)
+			}
+			if p.Marker {
+				if frames == 0 {
+					firstTS = p.Timestamp
+				}
+				lastTS = p.Timestamp
+				frames++
+			}
+		case 2:
+			if p.PayloadType != 97 || p.SSRC != 2 {
+				t.Fatalf("audio packet %+v", p.Header)
+			}
+			audio++
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	if frames < 35 || frames > 65 || audio < 5 {
+		t.Errorf("%d video access units and %d audio packets in %.1f s", frames, audio, elapsed)
+	}
+	if span := float64(lastTS-firstTS) / 90000; span < 1.2 || span > 2.2 {
+		t.Errorf("video timestamps span %.2f s in %.1f s", span, elapsed)
+	}
+	pos := st.Pause()
+	if pos < 5.5 || pos > 8 {
+		t.Errorf("paused at %.2f after 2 s from 5 s", pos)
+	}
+	st.Close()
+	if st.BytesSent() == 0 {
+		t.Error("no bytes counted")
+	}
+}

@@ -1,0 +1,113 @@
+package deliver
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// WaitAvailable waits until src has bytes past offset off (or is complete,
+// or failed) and returns how many bytes are readable. Errors: the fill's
+// error, or ctx's.
+func WaitAvailable(ctx context.Context, src Source, off int64) (int64, error) {
+	for {
+		idx, complete, err := src.State()
+		switch {
+		case err != nil:
+			return 0, err
+		case complete || idx.Size > off:
+			return idx.Size, nil
+		}
+		ch := make(chan struct{})
+		if !src.Notify(off, func() { close(ch) }) {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// pacedReader reads a title from an offset as an io.Reader, handing out
+// each byte when it is due by the stream clock (and waiting for a fill),
+// so that whatever consumes it runs in real time.
+type pacedReader struct {
+	ctx     context.Context
+	src     Source
+	off     int64
+	prefix  []byte // given first (the PAT and PMT after a jump)
+	bitrate int64
+	tick    time.Duration
+
+	anchored    bool
+	anchorWall  time.Time
+	anchorClock int64
+}
+
+func (r *pacedReader) Read(p []byte) (int, error) {
+	if len(r.prefix) > 0 {
+		n := copy(p, r.prefix)
+		r.prefix = r.prefix[n:]
+		return n, nil
+	}
+	for {
+		idx, complete, err := r.src.State()
+		if err != nil {
+			return 0, err
+		}
+		if complete && r.off >= idx.Size {
+			return 0, io.EOF
+		}
+		if !complete && r.off+TSPacketSize > idx.Size {
+			r.anchored = false // the timeline restarts when the fill catches up
+			if _, err := WaitAvailable(r.ctx, r.src, r.off+TSPacketSize-1); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		ck := clockOf{idx: idx}
+		if complete {
+			ck.bitrate = r.bitrate
+		}
+		if !ck.ok() {
+			if complete {
+				return 0, errNoClock
+			}
+			if _, err := WaitAvailable(r.ctx, r.src, idx.Size); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		now := time.Now()
+		if !r.anchored {
+			r.anchorWall, r.anchorClock, r.anchored = now, ck.at(r.off), true
+		}
+		target := r.anchorClock + int64(now.Add(r.tick).Sub(r.anchorWall))*27/1000
+		due := min((ck.offset(target)/TSPacketSize+1)*TSPacketSize, idx.Size)
+		if n := min(int64(len(p)), due-r.off); n > 0 {
+			m, err := r.src.ReadAt(p[:n], r.off)
+			r.off += int64(m)
+			return m, err
+		}
+		select {
+		case <-r.ctx.Done():
+			return 0, r.ctx.Err()
+		case <-time.After(r.tick):
+		}
+	}
+}
+
+// keyframeAtOrAfter returns the offset of the first keyframe at or after
+// off, or off when there is none.
+func keyframeAtOrAfter(idx *tsindex.Index, off int64) int64 {
+	for _, k := range idx.Keyframes {
+		if k.Offset >= off {
+			return k.Offset
+		}
+	}
+	return off
+}
