@@ -76,9 +76,10 @@ type Node struct {
 	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
 	used         map[string]time.Time // admission sessions that ended here, until their token expires
 	conns        map[*rtspConn]struct{}
-	httpSessions map[string]*httpSession // by admission session id
-	reserved     int64                   // bit/s of the sessions' titles
-	slots        int                     // sessions, counting those being set up
+	httpSessions map[string]*httpSession      // by admission session id
+	esTracks     map[string]*deliver.ESTracks // probed elementary streams, by title
+	reserved     int64                        // bit/s of the sessions' titles
+	slots        int                          // sessions, counting those being set up
 	closed       bool
 }
 
@@ -131,6 +132,7 @@ func (n *Node) Start() (err error) {
 	n.used = map[string]time.Time{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}
+	n.esTracks = map[string]*deliver.ESTracks{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 
 	var undo []func()

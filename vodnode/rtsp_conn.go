@@ -161,30 +161,28 @@ func (c *rtspConn) hasSessions() bool {
 	return len(c.sessions) > 0
 }
 
-// adopt records s as set up over this connection, allocating its
-// interleaved channels for TCP. Errors: too many sessions, channels in use.
-func (c *rtspConn) adopt(s *session) *rtspError {
+// adopt records s as set up over this connection and, for TCP, allocates
+// spec's interleaved channels (the ones asked for, or the first free pair).
+// Errors: too many sessions, channels in use or exhausted.
+func (c *rtspConn) adopt(s *session, spec *transportSpec) *rtspError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.sessions) >= maxSessionsPerConn {
+	if _, ok := c.sessions[s.id]; !ok && len(c.sessions) >= maxSessionsPerConn {
 		return rtspErr(base.StatusNotEnoughBandwidth, "too many sessions on one connection (%d)", maxSessionsPerConn)
 	}
-	if s.spec.Mode == deliver.RTPTCP {
-		ch := s.spec.Interleaved[0]
+	if spec.Mode == deliver.RTPTCP {
+		ch := spec.Interleaved[0]
 		if ch < 0 {
 			for ch = 0; c.channels[ch] != nil; ch += 2 {
 			}
 			if ch > 254 {
 				return rtspErr(base.StatusUnsupportedTransport, "no free interleaved channel")
 			}
-			s.spec.Interleaved = [2]int{ch, ch + 1}
 		} else if c.channels[ch&^1] != nil {
 			return rtspErr(base.StatusUnsupportedTransport, "interleaved channel %d in use", ch)
 		}
-		if s.spec.Interleaved[1] != s.spec.Interleaved[0]+1 {
-			s.spec.Interleaved[1] = s.spec.Interleaved[0] + 1
-		}
-		c.channels[s.spec.Interleaved[0]&^1] = s
+		spec.Interleaved = [2]int{ch, ch + 1}
+		c.channels[ch&^1] = s
 	}
 	c.sessions[s.id] = s
 	return nil

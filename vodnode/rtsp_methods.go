@@ -76,9 +76,16 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 	if serr != nil {
 		return nil, storeError(serr)
 	}
-	body, serr := describeSDP(tg.Title, c.local, meta.Duration)
-	if serr != nil {
-		return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+	var body []byte
+	if tg.ES {
+		var rerr *rtspError
+		if body, rerr = c.describeES(ctx, tg, meta); rerr != nil {
+			return nil, rerr
+		}
+	} else {
+		if body, serr = describeSDP(tg.Title, c.local, meta.Duration); serr != nil {
+			return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+		}
 	}
 	cb := req.URL.String()
 	if !strings.HasSuffix(cb, "/") {
@@ -99,7 +106,9 @@ func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
-	s.stream.Pause()
+	if s.player != nil {
+		s.player.Pause()
+	}
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
@@ -171,25 +180,37 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 		scale = sc
 	}
-	info, serr := s.stream.Seek(start)
+	if s.player == nil {
+		if err := c.n.startES(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	infos, serr := s.player.Seek(start)
 	if errors.Is(serr, deliver.ErrRange) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "%v", serr)
 	}
 	if serr != nil {
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
-	granted := s.stream.SetScale(scale)
+	granted := s.player.SetScale(scale)
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),
-		"Range":   base.HeaderValue{"npt=" + formatNPT(info.NPT) + "-" + rangeEnd(dur)},
+		"Range":   base.HeaderValue{"npt=" + formatNPT(infos[0].NPT) + "-" + rangeEnd(dur)},
 		"Scale":   base.HeaderValue{strconv.FormatFloat(granted, 'f', 3, 64)},
 	}
 	if s.spec.Mode != deliver.RawUDP {
-		seq, ts := info.Seq, info.RTPTime
-		h["RTP-Info"] = headers.RTPInfo{{URL: s.controlURL, SequenceNumber: &seq, Timestamp: &ts}}.Marshal()
+		var ri headers.RTPInfo
+		for i, url := range s.trackURLs() {
+			if url == "" {
+				continue
+			}
+			seq, ts := infos[i].Seq, infos[i].RTPTime
+			ri = append(ri, &headers.RTPInfoEntry{URL: url, SequenceNumber: &seq, Timestamp: &ts})
+		}
+		h["RTP-Info"] = ri.Marshal()
 	}
-	return &base.Response{StatusCode: base.StatusOK, Header: h}, s.stream.Resume, nil
+	return &base.Response{StatusCode: base.StatusOK, Header: h}, s.player.Resume, nil
 }
 
 func rangeEnd(dur float64) string {

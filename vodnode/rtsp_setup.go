@@ -15,20 +15,30 @@ import (
 )
 
 func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
+	tv, ok := req.Header["Transport"]
+	if !ok || len(tv) == 0 {
+		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
+	}
 	if sessionHeader(req) != "" {
-		// one media per title: a second SETUP in a session changes nothing
-		s, _, err := c.sessionOf(req)
+		s, tg, err := c.sessionOf(req)
 		if err != nil {
 			return nil, err
 		}
-		_ = s
-		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
+		if s.es == nil {
+			// MP2T has one track: a second SETUP in a session changes nothing
+			return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
+		}
+		specs, perr := parseTransports(tv[0])
+		if perr != nil {
+			return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
+		}
+		return c.setupESTrack(req, s, tg, specs[0])
 	}
 	tg, err := requestTarget(req.URL)
 	if err != nil {
 		return nil, err
 	}
-	if tg.Track > 0 {
+	if !tg.ES && tg.Track > 0 {
 		return nil, rtspErr(base.StatusNotFound, "no track %d (the title has trackID=0 only)", tg.Track)
 	}
 	claims, err := c.n.verifyStart(tg, c.remote)
@@ -37,10 +47,6 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	}
 	if c.n.draining.Load() {
 		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
-	}
-	tv, ok := req.Header["Transport"]
-	if !ok || len(tv) == 0 {
-		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
 	}
 	specs, perr := parseTransports(tv[0])
 	if perr != nil {
@@ -70,57 +76,85 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		s.expires = claims.ExpiresAt.Time
 	}
 	s.touch(time.Now())
-	if aerr := c.adopt(s); aerr != nil {
+	fail := func(e *rtspError) (*base.Response, *rtspError) {
+		if s.player != nil {
+			s.player.Close()
+		}
+		c.forget(s)
 		c.n.store.Release(t)
 		c.n.unreserve(meta.Bitrate)
-		return nil, aerr
+		return nil, e
 	}
+	var ssrc uint32
+	if tg.ES {
+		tr, rerr := c.n.esTracksOf(ctx, t)
+		if rerr != nil {
+			return fail(rerr)
+		}
+		i, rerr := esTrack(tr, tg.Track)
+		if rerr != nil {
+			return fail(rerr)
+		}
+		s.es = &esSession{tracks: tr}
+		if rerr := c.addESTrack(s, i, spec, req.URL.String()); rerr != nil {
+			return fail(rerr)
+		}
+		s.spec = *s.es.specs[i]
+	} else {
+		if aerr := c.adopt(s, &s.spec); aerr != nil {
+			return fail(aerr)
+		}
+		st, cfg, serr := c.newStream(s)
+		if serr != nil {
+			return fail(rtspErr(base.StatusInternalServerError, "%v", serr))
+		}
+		s.player, ssrc = tsPlayer{st}, cfg.SSRC
+	}
+	if rerr := c.n.addSession(s); rerr != nil {
+		return fail(rerr)
+	}
+	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", spec.Profile,
+		"es", tg.ES, "client", c.remote, "filling", !t.View().Complete)
+	return c.setupResponse(s, s.spec, ssrc), nil
+}
+
+// newStream creates the MP2T stream of s.
+func (c *rtspConn) newStream(s *session) (*deliver.Stream, deliver.StreamConfig, error) {
 	var ids [10]byte
 	rand.Read(ids[:])
+	spec := s.spec
 	cfg := deliver.StreamConfig{
-		Source: t, Mode: spec.Mode, Bitrate: meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
+		Source: s.t, Mode: spec.Mode, Bitrate: s.meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
 		SSRC: binary.BigEndian.Uint32(ids[0:4]), Seq: binary.BigEndian.Uint16(ids[4:6]),
 		TSBase: binary.BigEndian.Uint32(ids[6:10]),
 	}
 	switch spec.Mode {
 	case deliver.RTPTCP:
-		cfg.Conn, cfg.Channel = c.cw, uint8(s.spec.Interleaved[0])
+		cfg.Conn, cfg.Channel = c.cw, uint8(spec.Interleaved[0])
 	case deliver.RTPUDP, deliver.RawUDP:
-		dst := c.remote
 		if spec.Destination.IsValid() && spec.Destination != c.remote {
 			c.n.log.Warn("ignoring SETUP destination other than the client", "destination", spec.Destination, "client", c.remote)
 		}
-		rtpAddr := netip.AddrPortFrom(dst, uint16(spec.ClientPorts[0]))
+		rtpAddr := netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[0]))
 		cfg.Dest = net.UDPAddrFromAddrPort(rtpAddr)
 		s.peers = []udpKey{rtpAddr}
 		if spec.Mode == deliver.RTPUDP && spec.ClientPorts[1] > 0 {
-			rtcpAddr := netip.AddrPortFrom(dst, uint16(spec.ClientPorts[1]))
+			rtcpAddr := netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[1]))
 			cfg.RTCPDest = net.UDPAddrFromAddrPort(rtcpAddr)
 			s.peers = append(s.peers, rtcpAddr)
 		}
 	}
-	st, serr := c.n.engine.NewStream(cfg)
-	if serr != nil {
-		c.forget(s)
-		c.n.store.Release(t)
-		c.n.unreserve(meta.Bitrate)
-		return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
-	}
-	s.stream = st
-	if rerr := c.n.addSession(s); rerr != nil {
-		st.Close()
-		c.forget(s)
-		c.n.store.Release(t)
-		c.n.unreserve(meta.Bitrate)
-		return nil, rerr
-	}
+	st, err := c.n.engine.NewStream(cfg)
+	return st, cfg, err
+}
+
+// setupResponse is the 200 of a SETUP that set up spec in s.
+func (c *rtspConn) setupResponse(s *session, spec transportSpec, ssrc uint32) *base.Response {
 	rtpPort, rtcpPort := c.n.udp.Ports()
-	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", spec.Profile,
-		"client", c.remote, "filling", !t.View().Complete)
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{
 		"Session":   c.sessionValue(s),
-		"Transport": base.HeaderValue{responseTransport(s.spec, c.remote, rtpPort, rtcpPort, cfg.SSRC)},
-	}}, nil
+		"Transport": base.HeaderValue{responseTransport(spec, c.remote, rtpPort, rtcpPort, ssrc)},
+	}}
 }
 
 // reserve takes bps of the node's egress capacity and one session slot;

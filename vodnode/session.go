@@ -25,11 +25,12 @@ type session struct {
 	meta       store.Meta
 	expires    time.Time // the token's expiry
 	t          *store.Title
-	stream     *deliver.Stream
-	spec       transportSpec
-	conn       *rtspConn // the connection that set it up
-	peers      []udpKey  // UDP: the client's media and RTCP addresses
-	controlURL string    // the SETUP URL, echoed in RTP-Info
+	player     player        // nil until an ES session's first PLAY
+	es         *esSession    // elementary-stream sessions only
+	spec       transportSpec // the (first) track's transport
+	conn       *rtspConn     // the connection that set it up
+	peers      []udpKey      // UDP: the client's media and RTCP addresses
+	controlURL string        // the SETUP URL, echoed in RTP-Info
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
 
@@ -85,12 +86,15 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 	n.used[s.sid] = keep
 	n.mu.Unlock()
 
-	s.stream.Close()
+	var bytes int64
+	if s.player != nil {
+		s.player.Close()
+		bytes = s.player.BytesSent()
+	}
 	n.store.Release(s.t)
 	if s.conn != nil {
 		s.conn.forget(s)
 	}
-	bytes := s.stream.BytesSent()
 	attrs := []any{"session", s.id, "sid", s.sid, "title", s.title, "reason", reason, "bytes", bytes}
 	if cause != nil {
 		attrs = append(attrs, "err", cause)
@@ -102,6 +106,33 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 			Reason: reason, BytesSent: bytes, AtUnixMs: time.Now().UnixMilli(),
 		})
 	}
+}
+
+// player is a session's playback: MP2T (deliver.Stream) or elementary
+// streams (deliver.ESStream).
+type player interface {
+	Seek(npt float64) ([]deliver.PlayInfo, error) // one entry per track
+	Resume()
+	Pause() float64
+	SetScale(scale float64) float64
+	Close()
+	BytesSent() int64
+}
+
+// tsPlayer is an MP2T playback.
+type tsPlayer struct{ *deliver.Stream }
+
+func (p tsPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
+	i, err := p.Stream.Seek(npt)
+	return []deliver.PlayInfo{i}, err
+}
+
+// esPlayer is an elementary-stream playback.
+type esPlayer struct{ *deliver.ESStream }
+
+func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
+	i, err := p.ESStream.Seek(npt)
+	return i[:], err
 }
 
 // onStreamEnd is the delivery engine's callback for a stream that ended

@@ -134,7 +134,7 @@ func responseTransport(s transportSpec, dest netip.Addr, serverRTP, serverRTCP i
 	case deliver.RawUDP:
 		fmt.Fprintf(&b, ";destination=%s;client_port=%d;server_port=%d", dest, s.ClientPorts[0], serverRTP)
 	}
-	if s.Mode != deliver.RawUDP {
+	if s.Mode != deliver.RawUDP && ssrc != 0 {
 		fmt.Fprintf(&b, ";ssrc=%08X", ssrc)
 	}
 	b.WriteString(";mode=play")

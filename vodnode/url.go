@@ -14,12 +14,13 @@ import (
 type target struct {
 	Token string
 	Title string
-	Track int // -1 when the URL names the whole title
+	Track int  // -1 when the URL names the whole title
+	ES    bool // /es/<title>: elementary streams (H.264 and AAC tracks) instead of MP2T
 }
 
 // Errors of parseTarget.
 var (
-	errNoPath  = errors.New("no such resource: want /s/<token>/vod/<title> or /vod/<title>?token=<token>")
+	errNoPath  = errors.New("no such resource: want /s/<token>/vod/<title>, /s/<token>/es/<title> or /vod/<title>?token=<token>")
 	errNoToken = errors.New("missing admission token")
 	errTrack   = errors.New("invalid track")
 )
@@ -31,6 +32,7 @@ var (
 //	/s/<token>/vod/<title>[/trackID=N]
 //	/vod/<title>[/trackID=N]?token=<token>[/trackID=N]
 //
+// and the same with /es/ in place of /vod/ for elementary-stream mode.
 // A title must be a valid store id. A URL without a token gives the title
 // and errNoToken; an unrecognised path errNoPath.
 func parseTarget(path, rawQuery string) (target, error) {
@@ -47,7 +49,10 @@ func parseTarget(path, rawQuery string) (target, error) {
 	}
 	rest, ok := strings.CutPrefix(rest, "/vod/")
 	if !ok {
-		return tg, errNoPath
+		if rest, ok = strings.CutPrefix(rest, "/es/"); !ok {
+			return tg, errNoPath
+		}
+		tg.ES = true
 	}
 	title, track, err := cutTrack(rest)
 	if err != nil {

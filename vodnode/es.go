@@ -1,0 +1,195 @@
+package vodnode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/description"
+	"github.com/bluenviron/gortsplib/v4/pkg/format"
+	"github.com/pion/sdp/v3"
+
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// Elementary-stream mode: rtsp://host/s/<token>/es/<title> offers the
+// title's H.264 video as trackID=1 and its AAC audio as trackID=2 (RFC 6184,
+// RFC 3640) instead of one MP2T track, for players that prefer them.
+
+// esSession is the part of a session specific to elementary-stream mode.
+type esSession struct {
+	tracks *deliver.ESTracks
+	specs  [2]*transportSpec // per track (video, audio); nil = not set up
+	urls   [2]string         // SETUP URL per track, for RTP-Info
+	dest   [2]*net.UDPAddr   // UDP: the client's RTP address per track
+}
+
+// esTracksOf returns the elementary streams of title t, probed once per
+// title and cached.
+func (n *Node) esTracksOf(ctx context.Context, t *store.Title) (*deliver.ESTracks, *rtspError) {
+	n.mu.Lock()
+	tr := n.esTracks[t.ID()]
+	n.mu.Unlock()
+	if tr != nil {
+		return tr, nil
+	}
+	tr, err := deliver.ProbeES(ctx, t)
+	if err != nil {
+		return nil, rtspErr(base.StatusUnsupportedMediaType, "no elementary streams: %v", err)
+	}
+	n.mu.Lock()
+	n.esTracks[t.ID()] = tr
+	n.mu.Unlock()
+	return tr, nil
+}
+
+// describeES probes the title (holding it, which starts its fill when it
+// is not on disk) and returns its elementary-stream SDP.
+func (c *rtspConn) describeES(ctx context.Context, tg target, meta store.Meta) ([]byte, *rtspError) {
+	t, err := c.n.store.Acquire(ctx, tg.Title)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer c.n.store.Release(t)
+	tr, rerr := c.n.esTracksOf(ctx, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	b, err := esSDP(tg.Title, tr, meta.Duration)
+	if err != nil {
+		return nil, rtspErr(base.StatusInternalServerError, "%v", err)
+	}
+	return b, nil
+}
+
+// esSDP describes the tracks with gortsplib's description, plus the
+// title's range.
+func esSDP(title string, tr *deliver.ESTracks, duration float64) ([]byte, error) {
+	d := description.Session{Title: title}
+	if tr.Video != nil {
+		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeVideo, Control: "trackID=1", Formats: []format.Format{tr.Video}})
+	}
+	if tr.Audio != nil {
+		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeAudio, Control: "trackID=2", Formats: []format.Format{tr.Audio}})
+	}
+	b, err := d.Marshal(false)
+	if err != nil {
+		return nil, err
+	}
+	var sd sdp.SessionDescription
+	if err := sd.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	rng := "npt=0-"
+	if duration > 0 {
+		rng += strconv.FormatFloat(duration, 'f', 3, 64)
+	}
+	sd.Attributes = append(sd.Attributes, sdp.NewAttribute("control", "*"), sdp.NewAttribute("range", rng))
+	return sd.Marshal()
+}
+
+// esTrack checks that track (1 video, 2 audio) exists and returns its index.
+func esTrack(tr *deliver.ESTracks, track int) (int, *rtspError) {
+	switch {
+	case track == 1 && tr.Video != nil:
+		return 0, nil
+	case track == 2 && tr.Audio != nil:
+		return 1, nil
+	case track < 0:
+		return 0, rtspErr(base.StatusAggregateOperationNotAllowed, "SETUP a track: trackID=1 (video) or trackID=2 (audio)")
+	}
+	return 0, rtspErr(base.StatusNotFound, "no track %d", track)
+}
+
+// addESTrack records the transport of one track of an ES session.
+func (c *rtspConn) addESTrack(s *session, i int, spec transportSpec, url string) *rtspError {
+	es := s.es
+	if es.specs[i] != nil {
+		return rtspErr(base.StatusMethodNotValidInThisState, "track already set up")
+	}
+	if spec.Mode == deliver.RawUDP {
+		return rtspErr(base.StatusUnsupportedTransport, "elementary streams need RTP (RTP/AVP or RTP/AVP/TCP)")
+	}
+	for _, other := range es.specs {
+		if other != nil && other.Mode != spec.Mode {
+			return rtspErr(base.StatusUnsupportedTransport, "all tracks must use the same transport")
+		}
+	}
+	if err := c.adopt(s, &spec); err != nil {
+		return err
+	}
+	es.specs[i], es.urls[i] = &spec, url
+	if spec.Mode == deliver.RTPUDP {
+		rtpAddr := netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[0]))
+		es.dest[i] = net.UDPAddrFromAddrPort(rtpAddr)
+		s.peers = append(s.peers, rtpAddr)
+		if spec.ClientPorts[1] > 0 {
+			s.peers = append(s.peers, netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[1])))
+		}
+	}
+	return nil
+}
+
+// setupESTrack answers a SETUP of a further track in an ES session.
+func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec transportSpec) (*base.Response, *rtspError) {
+	i, err := esTrack(s.es.tracks, tg.Track)
+	if err != nil {
+		return nil, err
+	}
+	if s.player != nil {
+		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already playing")
+	}
+	c.n.mu.Lock()
+	if err := c.addESTrack(s, i, spec, req.URL.String()); err != nil {
+		c.n.mu.Unlock()
+		return nil, err
+	}
+	for _, k := range s.peers {
+		c.n.udpPeers[k] = s
+	}
+	c.n.mu.Unlock()
+	return c.setupResponse(s, *s.es.specs[i], 0), nil
+}
+
+// startES creates the ES playback of s at its first PLAY.
+func (n *Node) startES(s *session) *rtspError {
+	es := s.es
+	var ids [30]byte
+	rand.Read(ids[:])
+	cfg := deliver.ESConfig{Source: s.t, Tracks: es.tracks, Bitrate: s.meta.Bitrate, Channel: [2]int{-1, -1},
+		OnEnd: n.onStreamEnd(s)}
+	for i, spec := range es.specs {
+		cfg.SSRC[i] = binary.BigEndian.Uint32(ids[10*i:])
+		cfg.Seq[i] = binary.BigEndian.Uint16(ids[10*i+4:])
+		cfg.TSBase[i] = binary.BigEndian.Uint32(ids[10*i+6:])
+		if spec == nil {
+			continue
+		}
+		cfg.Mode = spec.Mode
+		switch spec.Mode {
+		case deliver.RTPTCP:
+			cfg.Conn, cfg.Channel[i] = s.conn.cw, spec.Interleaved[0]
+		case deliver.RTPUDP:
+			cfg.Dest[i] = es.dest[i]
+		}
+	}
+	st, err := n.engine.NewESStream(cfg)
+	if err != nil {
+		return rtspErr(base.StatusInternalServerError, "%v", err)
+	}
+	s.player = esPlayer{st}
+	return nil
+}
+
+// trackURLs returns the SETUP URL of each track of s, in PlayInfo order.
+func (s *session) trackURLs() []string {
+	if s.es != nil {
+		return s.es.urls[:]
+	}
+	return []string{s.controlURL}
+}

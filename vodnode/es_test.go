@@ -1,0 +1,56 @@
+package vodnode
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func esURL(n *Node, tok, title string) string {
+	return "rtsp://" + n.RTSPAddr() + "/s/" + tok + "/es/" + title
+}
+
+// TestElementaryStreams: a client asking for /es/ gets H.264 and AAC
+// tracks, played by ffmpeg over TCP and UDP and probed by ffprobe.
+func TestElementaryStreams(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := esURL(n, mint(t, "es-d", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("DESCRIBE", url)
+	if res.StatusCode != 200 {
+		t.Fatalf("DESCRIBE: %s", statusLine(res))
+	}
+	for _, want := range []string{"m=video 0 RTP/AVP 96", "a=rtpmap:96 H264/90000", "sprop-parameter-sets=",
+		"m=audio 0 RTP/AVP 97", "mpeg4-generic/48000", "a=control:trackID=1", "a=control:trackID=2", "a=range:npt=0-"} {
+		if !strings.Contains(string(res.Body), want) {
+			t.Errorf("SDP lacks %q:\n%s", want, res.Body)
+		}
+	}
+	if res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 404 {
+		t.Errorf("SETUP of trackID=0 in ES mode: %s", statusLine(res))
+	}
+	for _, tr := range []string{"tcp", "udp"} {
+		tok := mint(t, "es-"+tr, "sample-001", "node-1", "", time.Minute)
+		r := runFFmpeg(t, esURL(n, tok, "sample-001"), tr, 4)
+		t.Logf("%s: %d frames in %v", tr, r.frames, r.elapsed)
+		if r.frames < 85 || r.frames > 110 {
+			t.Errorf("ES over %s: %d frames\n%s", tr, r.frames, r.stderr)
+		}
+		if r.elapsed < 3*time.Second || r.elapsed > 9*time.Second {
+			t.Errorf("ES over %s: 4 s took %v", tr, r.elapsed)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
+		"-of", "csv=p=0", esURL(n, mint(t, "es-probe", "sample-001", "node-1", "", time.Minute), "sample-001")).Output()
+	if err != nil {
+		t.Fatalf("ffprobe: %v", err)
+	}
+	if got := strings.Fields(string(out)); len(got) != 2 || got[0] != "h264" || got[1] != "aac" {
+		t.Errorf("ffprobe streams %q", got)
+	}
+}
