@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -133,6 +134,48 @@ func FuzzParseTarget(f *testing.F) {
 		}
 		if tg.Track < -1 || tg.Track > 255 {
 			t.Fatalf("track %d", tg.Track)
+		}
+	})
+}
+
+func TestParseHTTPTarget(t *testing.T) {
+	for _, c := range []struct {
+		path, query string
+		kind        httpKind
+		title       string
+		seg         int
+		err         error
+	}{
+		{"/s/TOK/vod/sample-001.ts", "", httpTS, "sample-001", 0, nil},
+		{"/vod/sample-001.ts", "token=TOK", httpTS, "sample-001", 0, nil},
+		{"/s/TOK/vod/sample-001/index.m3u8", "", httpPlaylist, "sample-001", 0, nil},
+		{"/s/TOK/vod/sample-001/seg-12.ts", "", httpSegment, "sample-001", 12, nil},
+		{"/vod/sample-001.ts", "", 0, "", 0, errNoToken},
+		{"/s/TOK/vod/sample-001/seg-x.ts", "", 0, "", 0, errNoPath},
+		{"/s/TOK/vod/sample-001/seg--1.ts", "", 0, "", 0, errNoPath},
+		{"/s/TOK/vod/../x.ts", "", 0, "", 0, errNoPath},
+		{"/s/TOK/vod/sample-001", "", 0, "", 0, errNoPath},
+	} {
+		tg, err := parseHTTPTarget(c.path, c.query)
+		if err != c.err || (err == nil && (tg.Kind != c.kind || tg.Title != c.title || tg.Seg != c.seg || tg.Token != "TOK")) {
+			t.Errorf("%s?%s: %+v %v", c.path, c.query, tg, err)
+		}
+	}
+	if tg, err := parseTarget("/s/TOK/es/sample-001/trackID=2", ""); err != nil || !tg.ES || tg.Track != 2 {
+		t.Errorf("es target %+v %v", tg, err)
+	}
+}
+
+func FuzzParseHTTPTarget(f *testing.F) {
+	f.Add("/s/abc/vod/sample-001/seg-3.ts", "")
+	f.Add("/vod/sample-001.ts", "token=abc&x=1")
+	f.Fuzz(func(t *testing.T, path, query string) {
+		tg, err := parseHTTPTarget(path, query)
+		if err != nil {
+			return
+		}
+		if tg.Token == "" || !store.ValidID(tg.Title) || tg.Kind < httpTS || tg.Kind > httpSegment || tg.Seg < 0 {
+			t.Fatalf("%q %q gave %+v", path, query, tg)
 		}
 	})
 }

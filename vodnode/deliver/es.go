@@ -312,23 +312,24 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 		return // stopped by Seek, Pause or Close
 	}
 	s.mu.Lock()
-	if s.ended {
+	if s.ended || s.done != done {
 		s.mu.Unlock()
 		return
 	}
 	s.ended = true
+	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
 	s.mu.Unlock()
 	if s.cfg.OnEnd == nil {
 		return
 	}
+	reason := EndError
 	switch {
 	case errors.Is(err, io.EOF):
-		s.cfg.OnEnd(EndOfTitle, nil)
+		reason, err = EndOfTitle, nil
 	case errors.Is(err, ErrQueueFull):
-		s.cfg.OnEnd(EndSlow, err)
-	default:
-		s.cfg.OnEnd(EndError, err)
+		reason = EndSlow
 	}
+	go s.cfg.OnEnd(reason, err) // the callback may Close the stream
 }
 
 func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {

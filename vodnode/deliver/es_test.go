@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -102,5 +103,42 @@ func TestESStreamTCP(t *testing.T) {
 	st.Close()
 	if st.BytesSent() == 0 {
 		t.Error("no bytes counted")
+	}
+}
+
+// TestESStreamEnds plays a short title to its end over UDP: OnEnd reports
+// the end of the title (and may Close the stream from the callback).
+func TestESStreamEnds(t *testing.T) {
+	e := startEngine(t, true)
+	src := newMemSource(prefix(t, loadClip(t), 1.5))
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := listenUDP(t)
+	done := make(chan ended, 1)
+	var st *ESStream
+	st, err = e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPUDP,
+		Dest:  [2]*net.UDPAddr{sink.LocalAddr().(*net.UDPAddr), nil},
+		OnEnd: func(r EndReason, err error) { st.Close(); done <- ended{r, err} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	select {
+	case d := <-done:
+		if d.reason != EndOfTitle || d.err != nil {
+			t.Fatalf("end %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no end of title")
+	}
+	buf := make([]byte, 2048)
+	sink.SetReadDeadline(time.Now().Add(time.Second))
+	if _, _, err := sink.ReadFrom(buf); err != nil {
+		t.Fatalf("no video packet: %v", err)
 	}
 }
