@@ -22,6 +22,7 @@ const minSamples = 4
 type Popularity struct {
 	HalfLife time.Duration // decay half-life; 0 means one hour
 	titles   map[string]*pop
+	sorted   []string // titles, sorted; nil when stale
 
 	// Cluster-wide decayed session statistics: sum of watched fractions
 	// of the title's duration, and their weight.
@@ -79,6 +80,7 @@ func (p *Popularity) get(title string, now time.Time) *pop {
 	if x == nil {
 		x = &pop{at: now}
 		p.titles[title] = x
+		p.sorted = nil
 	}
 	p.decay(x, now)
 	return x
@@ -169,14 +171,17 @@ func (p *Popularity) Demand(title string, bitrate int64, duration float64, now t
 	return r * p.MeanSession(title, duration, now) * float64(bitrate)
 }
 
-// Titles returns the titles with any recorded request, sorted.
+// Titles returns the titles with any recorded request, sorted. The slice
+// is shared until the next change: do not modify it.
 func (p *Popularity) Titles() []string {
-	out := make([]string, 0, len(p.titles))
-	for t := range p.titles {
-		out = append(out, t)
+	if p.sorted == nil {
+		p.sorted = make([]string, 0, len(p.titles))
+		for t := range p.titles {
+			p.sorted = append(p.sorted, t)
+		}
+		sort.Strings(p.sorted)
 	}
-	sort.Strings(out)
-	return out
+	return p.sorted
 }
 
 // Len returns the number of titles tracked.
@@ -191,6 +196,7 @@ func (p *Popularity) Prune(minWeight float64, now time.Time) int {
 		p.decay(x, now)
 		if x.rate < minWeight && x.watchN < minWeight {
 			delete(p.titles, t)
+			p.sorted = nil
 			n++
 		}
 	}
@@ -231,6 +237,7 @@ func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	for _, e := range entries {
 		p.titles[e.Title] = &pop{count: e.Count, rate: e.Weight, at: at}
 	}
+	p.sorted = nil
 	return nil
 }
 

@@ -2,7 +2,8 @@ package smm
 
 import (
 	"math"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,7 +36,8 @@ import (
 // costs no origin bytes until it must. Not safe for concurrent use.
 type Replicator struct {
 	cfg  ReplicatorConfig
-	pop  *Popularity
+	pop  *Popularity // demand: HalfLife
+	rank *Popularity // value: RankHalfLife
 	pins *Pins
 
 	plan  map[string]*titlePlan // title -> planned replicas
@@ -46,6 +48,7 @@ type Replicator struct {
 
 	// From the last view: which alive nodes hold (or fill) each title.
 	holders map[string][]string
+	lastTop map[string]bool // most requested titles at the last Plan
 }
 
 // titlePlan is one title's planned placement.
@@ -81,7 +84,7 @@ func NewReplicator(cfg ReplicatorConfig, pins *Pins) (*Replicator, error) {
 		pins = &Pins{}
 	}
 	return &Replicator{
-		cfg: c, pop: NewPopularity(c.HalfLife), pins: pins,
+		cfg: c, pop: NewPopularity(c.HalfLife), rank: NewPopularity(c.RankHalfLife), pins: pins,
 		plan: map[string]*titlePlan{}, fills: map[fillKey]*fillRec{},
 		holders: map[string][]string{},
 	}, nil
@@ -90,9 +93,17 @@ func NewReplicator(cfg ReplicatorConfig, pins *Pins) (*Replicator, error) {
 // Config returns the configuration in use, defaults filled in.
 func (r *Replicator) Config() ReplicatorConfig { return r.cfg }
 
-// Popularity returns the popularity tracker, for persistence (Snapshot,
-// Restore) and priors (Seed).
+// Popularity returns the popularity tracker behind expected demand, for
+// persistence (Snapshot, Restore) and priors (Seed).
 func (r *Replicator) Popularity() *Popularity { return r.pop }
+
+// Ranking returns the long-memory popularity tracker that ranks titles by
+// value, for persistence and priors like Popularity.
+func (r *Replicator) Ranking() *Popularity { return r.rank }
+
+// Value returns title's request rate at now in requests per second as the
+// ranking sees it (RankHalfLife): the frequency behind gdsf's priority.
+func (r *Replicator) Value(title string, now time.Time) float64 { return r.rank.Rate(title, now) }
 
 // Pins returns the operator's pins the Replicator honours.
 func (r *Replicator) Pins() *Pins { return r.pins }
@@ -101,7 +112,10 @@ func (r *Replicator) Pins() *Pins { return r.pins }
 func (r *Replicator) Stats() ReplicatorStats { return r.stats }
 
 // Observe implements Planner: one request for title.
-func (r *Replicator) Observe(title string, now time.Time) { r.pop.Observe(title, now) }
+func (r *Replicator) Observe(title string, now time.Time) {
+	r.pop.Observe(title, now)
+	r.rank.Observe(title, now)
+}
 
 // SessionEnded records that a session of title (lasting duration seconds,
 // 0 when unknown) ended after watched seconds, to learn how long sessions
@@ -150,7 +164,7 @@ type demandOf struct {
 	rate    float64 // req/s now
 	demand  float64 // bit/s now
 	peak    float64 // bit/s scaled to the remembered peak
-	value   float64 // gdsf priority per byte: rate*(setup+size)/size
+	value   float64 // gdsf priority: long-memory rate*(setup+size)/size
 	pinned  bool    // pinned to the cluster or to a node
 	planned bool    // in the previous plan
 }
@@ -164,6 +178,7 @@ func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
 	alive := r.sync(now, c)
 	ds := r.demands(now, c)
 	r.at = now
+	r.rememberTop(now)
 	if len(alive) == 0 {
 		return nil
 	}
@@ -174,6 +189,7 @@ func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
 // demands estimates every known title's demand, scaled to the peak.
 func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 	r.pop.Prune(0.01, now)
+	r.rank.Prune(0.01, now)
 	var ds []demandOf
 	var total float64
 	seen := map[string]bool{}
@@ -186,12 +202,12 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		d := demandOf{id: id, info: info, rate: r.pop.Rate(id, now)}
 		d.demand = r.pop.Demand(id, info.Bitrate, info.Duration, now)
 		s := float64(info.Bytes)
-		d.value = d.rate * (float64(r.cfg.SetupBytes) + s) / s
+		d.value = r.rank.Rate(id, now) * (float64(r.cfg.SetupBytes) + s) / s
 		d.planned = r.plan[id] != nil
 		total += d.demand
 		ds = append(ds, d)
 	}
-	for _, id := range r.pop.Titles() {
+	for _, id := range r.rank.Titles() {
 		add(id)
 	}
 	for _, p := range r.pins.List() {
@@ -226,15 +242,20 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		}
 		return d.value
 	}
-	sort.Slice(ds, func(i, j int) bool {
-		a, b := &ds[i], &ds[j]
+	slices.SortFunc(ds, func(a, b demandOf) int {
 		if a.pinned != b.pinned {
-			return a.pinned
+			if a.pinned {
+				return -1
+			}
+			return 1
 		}
-		if ka, kb := key(a), key(b); ka != kb {
-			return ka > kb
+		if ka, kb := key(&a), key(&b); ka != kb {
+			if ka > kb {
+				return -1
+			}
+			return 1
 		}
-		return a.id < b.id
+		return strings.Compare(a.id, b.id)
 	})
 	return ds
 }

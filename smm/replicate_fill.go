@@ -166,9 +166,14 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			case r.pins.Pinned(id, d.id) || (copies == 0 && r.pins.Pinned("", d.id)):
 				u = math.Inf(1) // the operator asked for it
 			case copies == 0:
-				// A viewer would wait for a fill: urgent when one is
-				// expected soon enough to be worth the bytes.
-				if d.rate*horizon < r.cfg.MinExpected {
+				// A viewer would wait for a fill: worth the bytes when
+				// MinExpected requests are expected within the horizon
+				// (a quarter of it outside off-peak: only the hottest).
+				h := horizon
+				if !offPeak {
+					h /= 4
+				}
+				if d.rate*h < r.cfg.MinExpected {
 					continue
 				}
 				u = 1e6 * (1 + d.value)
@@ -258,7 +263,7 @@ func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time) ([]string,
 
 // ranker is the gdsf order the Replicator evicts by.
 func (r *Replicator) ranker() *GDSF {
-	return &GDSF{SetupBytes: r.cfg.SetupBytes, Frequency: r.pop.Rate}
+	return &GDSF{SetupBytes: r.cfg.SetupBytes, Frequency: r.Value}
 }
 
 func (r *Replicator) dropHolder(title, node string) {

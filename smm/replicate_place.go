@@ -121,7 +121,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 	next := make(map[string]*titlePlan, len(r.plan))
 	for i := range ds {
 		d := &ds[i]
-		if !d.pinned && d.rate <= 0 {
+		if !d.pinned && d.value <= 0 {
 			continue
 		}
 		size := d.info.Bytes

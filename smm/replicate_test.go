@@ -87,6 +87,9 @@ func seed(t *testing.T, r *Replicator, title string, rate float64, now time.Time
 	if err := r.Popularity().Seed(title, rate, now); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.Ranking().Seed(title, rate, now); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReplicaCountHysteresis: a title's replica count follows its demand

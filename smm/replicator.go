@@ -9,8 +9,14 @@ import (
 // ReplicatorConfig tunes the default Planner. Zero fields take the
 // defaults of DefaultReplicatorConfig.
 type ReplicatorConfig struct {
-	// HalfLife of the popularity estimate (Popularity).
+	// HalfLife of the popularity estimate behind expected demand and
+	// replica counts (Popularity): short, to follow demand shifts.
 	HalfLife time.Duration
+	// RankHalfLife of the request counts that rank titles by value (what
+	// the cluster keeps, what it evicts first): long, since a title's
+	// requests are close to independent and a longer memory estimates its
+	// rate with less noise.
+	RankHalfLife time.Duration
 	// PeakHalfLife is how long the remembered peak of the cluster's
 	// demand lasts (half-life); replica counts are planned for the peak.
 	PeakHalfLife time.Duration
@@ -31,8 +37,10 @@ type ReplicatorConfig struct {
 	KeepBonus float64
 	// PrefetchHorizon and MinExpected: a title with no copy anywhere is
 	// prefetched only when it is expected to be requested at least
-	// MinExpected times within PrefetchHorizon; otherwise the origin bytes
-	// could be wasted.
+	// MinExpected times within PrefetchHorizon (within a quarter of it
+	// outside the off-peak window); otherwise the origin bytes could be
+	// wasted: a prefetch costs what the fill on demand it replaces would,
+	// and only that.
 	PrefetchHorizon time.Duration
 	MinExpected     float64
 	// MaxFillsPerNode bounds the fills (on demand and prefetch) in
@@ -79,8 +87,8 @@ func (w Window) Contains(t time.Time, loc *time.Location) bool {
 	return d >= w.Start || d < w.End
 }
 
-// DefaultReplicatorConfig returns the defaults: popularity half-life 3 h,
-// peak memory 12 h, 70% target utilization, hysteresis 1.0 / 0.7, 90% of
+// DefaultReplicatorConfig returns the defaults: popularity half-life 3 h
+// for demand and 24 h for ranking, peak memory 12 h, 70% target utilization, hysteresis 1.0 / 0.7, 90% of
 // each disk planned, keep bonus 1.25, prefetch of an absent title when at
 // least one request is expected within 6 h, 2 fills per node, off-peak
 // 02:00-08:00 UTC with a quarter of the free origin channels outside it,
@@ -88,14 +96,15 @@ func (w Window) Contains(t time.Time, loc *time.Location) bool {
 func DefaultReplicatorConfig() ReplicatorConfig {
 	return ReplicatorConfig{
 		HalfLife:          3 * time.Hour,
+		RankHalfLife:      24 * time.Hour,
 		PeakHalfLife:      12 * time.Hour,
 		TargetUtilization: 0.7,
 		AddAbove:          1.0,
 		DropBelow:         0.7,
 		DiskFill:          0.9,
 		KeepBonus:         1.25,
-		PrefetchHorizon:   6 * time.Hour,
-		MinExpected:       1,
+		PrefetchHorizon:   2 * time.Hour,
+		MinExpected:       3,
 		MaxFillsPerNode:   2,
 		OffPeak:           Window{Start: 2 * time.Hour, End: 8 * time.Hour},
 		Location:          time.UTC,
@@ -121,6 +130,7 @@ func (c ReplicatorConfig) withDefaults() (ReplicatorConfig, error) {
 		}
 	}
 	setD(&c.HalfLife, d.HalfLife)
+	setD(&c.RankHalfLife, d.RankHalfLife)
 	setD(&c.PeakHalfLife, d.PeakHalfLife)
 	setD(&c.PrefetchHorizon, d.PrefetchHorizon)
 	setD(&c.RetryBase, d.RetryBase)
@@ -149,7 +159,7 @@ func (c ReplicatorConfig) withDefaults() (ReplicatorConfig, error) {
 		return c, fmt.Errorf("smm: replicator: "+f, a...)
 	}
 	switch {
-	case c.HalfLife < 0 || c.PeakHalfLife < 0 || c.PrefetchHorizon < 0 || c.FillTimeout < 0:
+	case c.HalfLife < 0 || c.RankHalfLife < 0 || c.PeakHalfLife < 0 || c.PrefetchHorizon < 0 || c.FillTimeout < 0:
 		return bad("durations must be >= 0")
 	case c.RetryBase < 0 || c.RetryMax < c.RetryBase:
 		return bad("retry base %v and max %v: need 0 <= base <= max", c.RetryBase, c.RetryMax)

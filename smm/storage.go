@@ -95,7 +95,7 @@ func (s *Storage) Evictor(node string) Evictor {
 	base, _ := NewEvictor(s.evictor)
 	if g, ok := base.(*GDSF); ok && s.Replicator != nil {
 		g.SetupBytes = s.Replicator.cfg.SetupBytes
-		g.Frequency = s.Replicator.pop.Rate
+		g.Frequency = s.Replicator.Value
 	}
 	ev := &nodeEvictor{base: base, node: node, pins: s.pins, rep: s.Replicator}
 	s.nodes[node] = ev

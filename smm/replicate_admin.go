@@ -1,0 +1,122 @@
+package smm
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Errors of ChooseNode.
+var (
+	ErrUnknownTitle = errors.New("smm: unknown title")
+	ErrNoRoom       = errors.New("smm: no alive node can take the title")
+)
+
+// ChooseNode picks the node for a prefetch of title ordered by the
+// operator without naming one: a node the plan wants it on, else the alive
+// node where expected load per egress plus used bytes per disk is lowest;
+// only nodes that lack the title and can make room for it (free space plus
+// titles neither in use, pinned nor planned there). It fails with
+// ErrUnknownTitle when title is not in c.Titles and ErrNoRoom when no node
+// qualifies.
+func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (string, error) {
+	info, ok := c.Titles[title]
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownTitle, title)
+	}
+	type opt struct {
+		id      string
+		planned bool
+		score   float64
+	}
+	var opts []opt
+	for i := range c.Nodes {
+		v := &c.Nodes[i]
+		if !v.Alive || v.ID == "" || v.DiskBytes < info.Bytes || r.blocked(fillKey{v.ID, title}, now) {
+			continue
+		}
+		var used, free int64
+		has := false
+		for j := range v.Items {
+			it := &v.Items[j]
+			has = has || it.Title == title
+			used += max(it.Bytes, 0)
+			if evictable(it) && !r.pins.Protects(v.ID, it.Title) && !r.Planned(v.ID, it.Title) {
+				free += max(it.Bytes, 0)
+			}
+		}
+		if has || v.DiskBytes-used+free < info.Bytes {
+			continue
+		}
+		s := v.Utilization + float64(used)/float64(max(v.DiskBytes, 1))
+		opts = append(opts, opt{v.ID, r.Planned(v.ID, title), s})
+	}
+	if len(opts) == 0 {
+		return "", fmt.Errorf("%w: %q", ErrNoRoom, title)
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		if opts[i].planned != opts[j].planned {
+			return opts[i].planned
+		}
+		return opts[i].score < opts[j].score
+	})
+	return opts[0].id, nil
+}
+
+// shiftK is how many of the most requested titles Shifted compares.
+const shiftK = 32
+
+// Shifted reports whether demand moved since the last Plan: a quarter or
+// more of the shiftK most requested titles now were not among them then
+// (or there was no Plan yet while there are requests). The manager calls
+// it between its periodic Plans to plan early after a shift.
+func (r *Replicator) Shifted(now time.Time) bool {
+	top := r.topTitles(now)
+	if r.stats.Plans == 0 || len(r.lastTop) == 0 {
+		return len(top) > 0
+	}
+	miss := 0
+	for _, t := range top {
+		if !r.lastTop[t] {
+			miss++
+		}
+	}
+	return miss*4 >= max(len(top), 1)
+}
+
+// topTitles returns the shiftK titles with the highest demand-side rate.
+func (r *Replicator) topTitles(now time.Time) []string {
+	type tr struct {
+		t string
+		r float64
+	}
+	// Keep the best shiftK, highest first, by insertion: titles come
+	// sorted, so ties keep the smaller id.
+	xs := make([]tr, 0, shiftK+1)
+	for _, t := range r.pop.Titles() {
+		x := r.pop.Rate(t, now)
+		if x <= 0 || (len(xs) == shiftK && x <= xs[shiftK-1].r) {
+			continue
+		}
+		i := sort.Search(len(xs), func(i int) bool { return xs[i].r < x })
+		xs = append(xs, tr{})
+		copy(xs[i+1:], xs[i:])
+		xs[i] = tr{t, x}
+		if len(xs) > shiftK {
+			xs = xs[:shiftK]
+		}
+	}
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.t
+	}
+	return out
+}
+
+func (r *Replicator) rememberTop(now time.Time) {
+	r.lastTop = map[string]bool{}
+	for _, t := range r.topTitles(now) {
+		r.lastTop[t] = true
+	}
+}
