@@ -1,0 +1,94 @@
+package boundcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"vodcluster/smm/bound"
+	"vodcluster/smm/replay"
+)
+
+func writeTrace(t *testing.T) string {
+	t.Helper()
+	reqs, err := replay.Synthetic{Requests: 3000, Titles: 300, Alpha: 0.9, MinBytes: 1 << 20, MaxBytes: 64 << 20, Seed: 5}.Trace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, _ := bound.NewCSVWriter(&buf)
+	seen := map[string]bool{}
+	for i, r := range reqs {
+		node := "n1"
+		if i%100 == 0 {
+			node = "" // refused
+		}
+		w.Write(bound.Record{Time: r.Time, Title: r.Title, Bytes: r.Bytes, Node: node, Fill: node != "" && !seen[r.Title]})
+		seen[r.Title] = true
+	}
+	w.Flush()
+	p := filepath.Join(t.TempDir(), "trace.csv")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCommand(t *testing.T) {
+	p := writeTrace(t)
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--trace", p, "--capacity", "2000000000", "--json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 3000 || res.Served != 2970 || len(res.Policies) != 5 || res.Bound.OriginBytes <= 0 || res.TraceFillBytes <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, pr := range res.Policies {
+		if pr.OriginBytes < res.Bound.OriginBytes {
+			t.Fatalf("%s below the bound", pr.Policy)
+		}
+	}
+	out.Reset()
+	cmd = NewCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--trace", p, "--capacity", "2000000000", "--policies", "lru,gdsf"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lower bound", "feasible offline schedule", "lru as one cache", "gdsf as one cache"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	p := writeTrace(t)
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	os.WriteFile(bad, []byte("time_s,title,bytes,node,fill\n1,a,-1,n,true\n"), 0o644)
+	for _, args := range [][]string{
+		{"--trace", p},
+		{"--capacity", "10"},
+		{"--trace", filepath.Join(t.TempDir(), "missing.csv"), "--capacity", "10"},
+		{"--trace", bad, "--capacity", "10"},
+		{"--trace", p, "--capacity", "10", "--policies", "belady"},
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err == nil {
+			t.Fatalf("%v accepted", args)
+		}
+	}
+}
