@@ -19,6 +19,7 @@ type Engine struct {
 	Shards     int           // pacer goroutines; 0 = GOMAXPROCS
 	Tick       time.Duration // pacer period; 0 = 5 ms
 	Lead       time.Duration // packets are sent this long before they are due; 0 = Tick
+	Batch      time.Duration // once a stream has a packet due, it also sends what is due this much later; 0 = 15 ms, <0 = none
 	MaxBurst   int           // RTP packets one stream may send per tick (catch-up bound); 0 = 32
 	MaxLag     time.Duration // a stream held back this long by its connection is ended; 0 = 5 s
 	SRInterval time.Duration // RTCP sender report period; 0 = 5 s
@@ -60,6 +61,12 @@ func (e *Engine) init() {
 	}
 	if e.Lead <= 0 {
 		e.Lead = e.Tick
+	}
+	switch {
+	case e.Batch == 0:
+		e.Batch = 15 * time.Millisecond
+	case e.Batch < 0:
+		e.Batch = 0
 	}
 	if e.MaxBurst <= 0 {
 		e.MaxBurst = 32

@@ -54,8 +54,13 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 		s.injectPSI = false
 	}
-	target := s.anchorClock + (now+int64(s.e.Lead)-s.anchorWall)*27/1000
-	due := (ck.offset(target)/TSPacketSize + 1) * TSPacketSize
+	// send only when a packet is due within Lead, then a batch of what is
+	// due within Lead+Batch: fewer, larger writes, each packet at most
+	// Lead+Batch early and never late by more than a tick
+	due := s.dueOffset(ck, now+int64(s.e.Lead))
+	if due-s.pos >= PayloadSize || (complete && due >= idx.Size) {
+		due = s.dueOffset(ck, now+int64(s.e.Lead+s.e.Batch))
+	}
 	avail := idx.Size
 	starving := !complete && due > avail
 	due = min(due, avail)
@@ -87,6 +92,12 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		return s.park(s.pos + PayloadSize - 1)
 	}
 	return true
+}
+
+// dueOffset returns the end of the packets due at engine time t.
+func (s *Stream) dueOffset(ck clockOf, t int64) int64 {
+	target := s.anchorClock + (t-s.anchorWall)*27/1000
+	return (ck.offset(target)/TSPacketSize + 1) * TSPacketSize
 }
 
 // dueAt returns the engine time at which offset off is due.
