@@ -119,7 +119,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 			ID:                id,
 			DataDir:           filepath.Join(opts.DataDir, id),
 			RTSPListen:        net.JoinHostPort(opts.Host, "0"),
-			HTTPListen:        "",
+			HTTPListen:        net.JoinHostPort(opts.Host, "0"),
 			Capacity:          vodnode.Capacity{EgressBps: opts.NodeEgress, DiskBytes: opts.NodeDisk},
 			ManagerAddr:       c.manager.GRPCAddr(),
 			OriginAddr:        c.origin.Addr(),

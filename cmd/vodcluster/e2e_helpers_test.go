@@ -120,11 +120,22 @@ var frameRe = regexp.MustCompile(`frame=\s*(\d+)`)
 
 func runFFmpeg(t *testing.T, url, transport string, secs float64) ffmpegPlay {
 	t.Helper()
+	return ffmpegRun(t, secs, "-rtsp_transport", transport, "-i", url)
+}
+
+// runFFmpegInput plays a non-RTSP input (HTTP, HLS).
+func runFFmpegInput(t *testing.T, url string, secs float64) ffmpegPlay {
+	t.Helper()
+	return ffmpegRun(t, secs, "-i", url)
+}
+
+func ffmpegRun(t *testing.T, secs float64, input ...string) ffmpegPlay {
+	t.Helper()
 	ff := needTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs*float64(time.Second))+40*time.Second)
 	defer cancel()
-	args := []string{"-hide_banner", "-nostdin", "-rtsp_transport", transport, "-i", url, "-map", "0:v:0",
-		"-t", strconv.FormatFloat(secs, 'f', 2, 64), "-f", "null", "-"}
+	args := append([]string{"-hide_banner", "-nostdin"}, input...)
+	args = append(args, "-map", "0:v:0", "-t", strconv.FormatFloat(secs, 'f', 2, 64), "-f", "null", "-")
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, ff, args...).CombinedOutput()
 	p := ffmpegPlay{Wall: time.Since(start), Out: string(out), Err: err}

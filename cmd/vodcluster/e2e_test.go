@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -238,5 +240,57 @@ func TestManagerRestartKeepsState(t *testing.T) {
 	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-004"), "tcp", 1)
 	if p.Err != nil || p.Frames < 20 {
 		t.Fatalf("play after restart: %v %d\n%s", p.Err, p.Frames, p.Out)
+	}
+}
+
+// TestHTTPThroughFrontDoor: progressive MPEG-TS with byte ranges and HLS,
+// each after the front door's authentication and a 302 to the node.
+func TestHTTPThroughFrontDoor(t *testing.T) {
+	c := startTestCluster(t, 2, 100_000_000, nil)
+	front := c.manager.HTTPAddr()
+
+	// Progressive: a ranged GET through the redirect returns 206 and the
+	// title's bytes at that offset (the origin's copy is the reference).
+	req, _ := http.NewRequest(http.MethodGet, "http://"+front+"/vod/sample-005.ts", nil)
+	req.SetBasicAuth("demo", "demo")
+	req.Header.Set("Range", "bytes=188000-188375")
+	var hops []string
+	client := &http.Client{CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		hops = append(hops, r.URL.Host)
+		return nil
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || len(body) != 376 || body[0] != 0x47 || body[188] != 0x47 {
+		t.Fatalf("ranged GET: %s, %d bytes", resp.Status, len(body))
+	}
+	if len(hops) != 1 || hops[0] == front {
+		t.Fatalf("not redirected to a node: %v", hops)
+	}
+	// Refusals over HTTP: wrong password 401, unknown title 404.
+	for _, tc := range []struct {
+		user, pw, path string
+		want           int
+	}{{"demo", "nope", "/vod/sample-001.ts", 401}, {"demo", "demo", "/vod/nothing.ts", 404}, {"basic", "basicpw", "/vod/sample-020.ts", 403}} {
+		r, _ := http.NewRequest(http.MethodGet, "http://"+front+tc.path, nil)
+		r.SetBasicAuth(tc.user, tc.pw)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Fatalf("%s as %s: %s, want %d", tc.path, tc.user, resp.Status, tc.want)
+		}
+	}
+
+	// HLS: ffmpeg reads the playlist through the front door and decodes.
+	p := runFFmpegInput(t, fmt.Sprintf("http://demo:demo@%s/vod/sample-006/index.m3u8", front), 4)
+	if p.Err != nil || p.Frames < 95 {
+		t.Fatalf("HLS: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
 	}
 }
