@@ -119,6 +119,12 @@ type player interface {
 	BytesSent() int64
 }
 
+var (
+	_ player         = tsPlayer{}
+	_ player         = esPlayer{}
+	_ deliver.Source = (*store.Title)(nil)
+)
+
 // tsPlayer is an MP2T playback.
 type tsPlayer struct{ *deliver.Stream }
 
