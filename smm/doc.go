@@ -2,9 +2,24 @@
 // replicas each title needs and where, the prefetches to order from the
 // origin (CDP) and the evictions to make room, without churn.
 //
-// Like lsm, smm is pure decision code: no sockets, no goroutines, no
+// It owns:
+//   - Popularity: per-title decayed request rates and expected demand in
+//     bit/s (popularity.go);
+//   - the eviction policies, small named implementations of Evictor: gdsf
+//     (default), gdsf-classic, lfu, lru, w-tinylfu (evict*.go, sketch.go);
+//   - Pins, the operator's pins to a node or to the cluster (pins.go);
+//   - Replicator, the default Planner: replica counts with hysteresis,
+//     placement, prefetch ordering with an off-peak window, per-node fill
+//     limits and retry backoff (replicat*.go);
+//   - Storage, a storage policy by name: a Planner and the Evictor of each
+//     node's disk that work together (storage.go).
+//
+// Subpackages: bound (the offline lower bound on origin bytes and the
+// trace CSV), replay (an eviction policy as one cache over a trace),
+// boundcheck (the `bound` command). docs/storage.md explains the policies,
+// their sources and the bound.
+//
+// smm is pure decision code: no sockets, no goroutines, no locks, no
 // time.Now; every call takes the current time, so the manager and the
-// simulator (on a virtual clock) run the same code. The eviction policies
-// are small named implementations of one interface (Evictor), used both by
-// the manager's planner and by a node that must make room at once.
+// simulator (on a virtual clock) run the same code.
 package smm

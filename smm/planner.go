@@ -17,8 +17,10 @@ type NodeView struct {
 	DiskBytes   int64   // disk capacity for titles, bytes
 	EgressBps   int64   // egress capacity, bit/s
 	Utilization float64 // reserved (or measured, whichever is larger) egress / capacity
-	Items       []Item  // titles stored or filling; InUse for playing or filling ones
-	Fills       int     // fills (demand and prefetch) in progress on the node
+	// Items are the titles stored or filling: InUse for playing or
+	// filling ones, Filling for fills in progress (Bytes: the whole size).
+	Items []Item
+	Fills int // fills (demand and prefetch) in progress on the node
 }
 
 // ClusterView is the state a Planner plans from.
@@ -60,7 +62,9 @@ type Action struct {
 // Planner decides replication, prefetch and eviction from popularity.
 // Observe is called for every request (admitted or not); Plan is called
 // periodically (and after demand shifts) with the cluster's state and
-// returns the orders to carry out now. Implementations are not safe for
+// returns the orders to carry out now, in order: an Evict before the
+// Prefetch it makes room for. The default is Replicator (through Storage);
+// NoPlanner caches on demand only. Implementations are not safe for
 // concurrent use.
 type Planner interface {
 	Observe(title string, now time.Time)
