@@ -140,6 +140,9 @@ func (p *Popularity) Rate(title string, now time.Time) float64 {
 // DefaultWatchFraction times duration (duration in seconds; 0 when unknown
 // gives 0 until the title's own sessions are known).
 func (p *Popularity) MeanSession(title string, duration float64, now time.Time) float64 {
+	if math.IsNaN(duration) || math.IsInf(duration, 0) {
+		duration = 0
+	}
 	if x := p.titles[title]; x != nil {
 		p.decay(x, now)
 		if x.watchN >= minSamples {

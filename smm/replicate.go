@@ -201,6 +201,9 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		seen[id] = true
 		d := demandOf{id: id, info: info, rate: r.pop.Rate(id, now)}
 		d.demand = r.pop.Demand(id, info.Bitrate, info.Duration, now)
+		if !(d.demand >= 0) || math.IsInf(d.demand, 0) {
+			d.demand = 0 // a catalog entry with a nonsensical duration
+		}
 		s := float64(info.Bytes)
 		d.value = r.rank.Rate(id, now) * (float64(r.cfg.SetupBytes) + s) / s
 		d.planned = r.plan[id] != nil

@@ -1,6 +1,7 @@
 package smm
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -276,5 +277,15 @@ func TestPlanBadView(t *testing.T) {
 	v.OriginFree = 1
 	if acts := r.Plan(offPeak, v); len(acts) != 0 {
 		t.Fatalf("orders %v: the only alive node's disk is too small", acts)
+	}
+	// A catalog entry with a nonsensical duration does not poison the
+	// plan of the others.
+	c := newCluster(1, 2)
+	c.view.Titles["t00"] = TitleInfo{ID: "t00", Bytes: 1 << 30, Bitrate: 4e6, Duration: math.NaN()}
+	r = newRep(t, ReplicatorConfig{})
+	seed(t, r, "t00", 1, offPeak)
+	seed(t, r, "t01", 0.5, offPeak)
+	if acts := r.Plan(offPeak, &c.view); len(acts) != 2 {
+		t.Fatalf("orders %v, want both titles", acts)
 	}
 }
