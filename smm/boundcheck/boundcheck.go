@@ -74,15 +74,17 @@ func Check(recs []bound.Record, capacity int64, policies []string) (Result, erro
 // WriteText writes r as a table: origin bytes in GB and as a ratio to the
 // bound.
 func (r Result) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	gb := func(b int64) string { return fmt.Sprintf("%.1f", float64(b)/1e9) }
+	if _, err := fmt.Fprintf(w, "%d requests served of %d, cache %s GB, bound by %s\n", r.Served, r.Rows, gb(r.Capacity), r.Bound.Method); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	ratio := func(b int64) string {
 		if r.Bound.OriginBytes == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.3f", float64(b)/float64(r.Bound.OriginBytes))
 	}
-	fmt.Fprintf(tw, "%d requests served of %d, cache %s GB, bound by %s\t\t\t\n", r.Served, r.Rows, gb(r.Capacity), r.Bound.Method)
 	fmt.Fprintf(tw, "\torigin GB\tratio to bound\t\n")
 	rows := []struct {
 		name string
