@@ -120,3 +120,42 @@ func (r *Replicator) rememberTop(now time.Time) {
 		r.lastTop[t] = true
 	}
 }
+
+// PopularityState is what a Replicator knows of popularity, for the
+// manager's store: both trackers' entries at time At.
+type PopularityState struct {
+	At     time.Time         `json:"at"`
+	Demand []PopularityEntry `json:"demand"` // Popularity (HalfLife)
+	Rank   []PopularityEntry `json:"rank"`   // Ranking (RankHalfLife)
+}
+
+// SnapshotPopularity returns both popularity trackers at now.
+func (r *Replicator) SnapshotPopularity(now time.Time) PopularityState {
+	return PopularityState{At: now, Demand: r.pop.Snapshot(now), Rank: r.rank.Snapshot(now)}
+}
+
+// RestorePopularity loads a SnapshotPopularity (after a manager restart,
+// so the hottest titles are prefetched at once). It fails on a malformed
+// entry, and then changes nothing.
+func (r *Replicator) RestorePopularity(s PopularityState) error {
+	if err := (&Popularity{HalfLife: r.pop.HalfLife}).Restore(s.Demand, s.At); err != nil {
+		return err
+	}
+	if err := (&Popularity{HalfLife: r.rank.HalfLife}).Restore(s.Rank, s.At); err != nil {
+		return err
+	}
+	_ = r.pop.Restore(s.Demand, s.At)
+	_ = r.rank.Restore(s.Rank, s.At)
+	return nil
+}
+
+// Seed sets title's request rate at now to rate requests per second in
+// both trackers: a prior for a title expected to be hot (a new release the
+// operator promotes), which Plan places and prefetches like an observed
+// one. It fails on an empty title or a negative or non-finite rate.
+func (r *Replicator) Seed(title string, rate float64, now time.Time) error {
+	if err := r.pop.Seed(title, rate, now); err != nil {
+		return err
+	}
+	return r.rank.Seed(title, rate, now)
+}

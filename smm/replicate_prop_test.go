@@ -266,3 +266,35 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// TestPopularityPersistence: a restarted Replicator restored from a
+// snapshot prefetches the hottest titles at its first Plan, as the one
+// that took the snapshot would.
+func TestPopularityPersistence(t *testing.T) {
+	a := newRep(t, ReplicatorConfig{})
+	if err := a.Seed("t00", 1, offPeak); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Seed("", 1, offPeak); err == nil {
+		t.Fatal("empty title seeded")
+	}
+	for range 50 {
+		a.Observe("t01", offPeak)
+	}
+	state := a.SnapshotPopularity(offPeak)
+	b := newRep(t, ReplicatorConfig{})
+	if err := b.RestorePopularity(state); err != nil {
+		t.Fatal(err)
+	}
+	ca, cb := newCluster(2, 3), newCluster(2, 3)
+	pa, pb := a.Plan(offPeak, &ca.view), b.Plan(offPeak, &cb.view)
+	if len(pa) != 2 || !slices.Equal(pa, pb) {
+		t.Fatalf("plans differ or miss the hot titles:\n%v\n%v", pa, pb)
+	}
+	bad := state
+	bad.Rank = append(bad.Rank, PopularityEntry{Title: "x", Weight: -1})
+	c := newRep(t, ReplicatorConfig{})
+	if err := c.RestorePopularity(bad); err == nil || c.Popularity().Len() != 0 {
+		t.Fatal("bad state accepted or half loaded")
+	}
+}
