@@ -1,19 +1,22 @@
 package bound
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // CSVHeader is the header line of a trace CSV, in column order: time in
-// seconds since the start, title id, title size in bytes, id of the node
-// that served the request, and whether the request made that node fill the
-// title from the origin.
+// seconds since the start, title id, title size in bytes, the node that
+// served the request (an id or an index; "" or "-1" when the request was
+// refused), and whether the request made that node fill the title from the
+// origin.
 var CSVHeader = []string{"time_s", "title", "bytes", "node", "fill"}
 
 // Record is one row of a trace CSV.
@@ -21,9 +24,12 @@ type Record struct {
 	Time  float64 // seconds since the start
 	Title string
 	Bytes int64  // title size, bytes
-	Node  string // node chosen; "" when the request was refused
+	Node  string // node chosen; "" or "-1" when the request was refused
 	Fill  bool   // the request made Node fill the title from the origin
 }
+
+// Served reports whether the request was served by a node (not refused).
+func (r Record) Served() bool { return r.Node != "" && r.Node != "-1" }
 
 // Request returns the record as a Request for Compute.
 func (r Record) Request() Request { return Request{Time: r.Time, Title: r.Title, Bytes: r.Bytes} }
@@ -70,10 +76,11 @@ func (c *CSVWriter) Flush() error {
 }
 
 // ReadCSV reads a trace CSV: the header CSVHeader (required), then one row
-// per request. Errors name the line: a wrong header or column count, a
-// time that is not a finite number of seconds or goes backwards, an empty
-// title, a size that is not a positive integer, a fill flag that is not a
-// boolean.
+// per request, and returns the rows sorted by time (rows written in the
+// order requests were decided keep that order among equal times). Errors
+// name the line: a wrong header or column count, a time that is not a
+// finite number of seconds, an empty title, a size that is not a positive
+// integer, a fill flag that is not a boolean.
 func ReadCSV(r io.Reader) ([]Record, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(CSVHeader)
@@ -91,10 +98,10 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 		}
 	}
 	var out []Record
-	prev := math.Inf(-1)
 	for {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
+			slices.SortStableFunc(out, func(a, b Record) int { return cmp.Compare(a.Time, b.Time) })
 			return out, nil
 		}
 		if err != nil {
@@ -105,10 +112,6 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrBadTrace, line, err)
 		}
-		if rec.Time < prev {
-			return nil, fmt.Errorf("%w: line %d: time %v before %v", ErrBadTrace, line, rec.Time, prev)
-		}
-		prev = rec.Time
 		out = append(out, rec)
 	}
 }

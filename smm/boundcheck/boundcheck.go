@@ -23,7 +23,7 @@ import (
 // Result is the check of one trace.
 type Result struct {
 	Rows     int   `json:"rows"`     // rows of the trace
-	Served   int   `json:"served"`   // rows with a node: the requests that played
+	Served   int   `json:"served"`   // rows with a node (Record.Served): the requests that played
 	Capacity int64 `json:"capacity"` // cache size, bytes
 	// TraceFillBytes is the bytes of the rows marked as fills: what the
 	// run that wrote the trace fetched on demand (its prefetches are not
@@ -34,7 +34,8 @@ type Result struct {
 }
 
 // Check computes the bound and replays policies (eviction policy names;
-// nil means all) over the served requests of recs with a cache of
+// nil means all) over the served requests of recs (in time order, as
+// bound.ReadCSV returns them) with a cache of
 // capacity bytes. It fails on a malformed trace, a negative capacity or an
 // unknown policy.
 func Check(recs []bound.Record, capacity int64, policies []string) (Result, error) {
@@ -44,7 +45,7 @@ func Check(recs []bound.Record, capacity int64, policies []string) (Result, erro
 		if r.Fill {
 			res.TraceFillBytes += r.Bytes
 		}
-		if r.Node != "" {
+		if r.Served() {
 			reqs = append(reqs, r.Request())
 		}
 	}
