@@ -2,7 +2,8 @@
 // smm: the front door, the scheduler and the storage manager), `node` (a VOD
 // server), `cdp` (the origin), `up` (the whole cluster in one process on
 // loopback with sample titles), `sim` (the scheduling and storage
-// simulator) and `user` (make a users-file entry).
+// simulator), `bound` (the offline lower bound on origin bytes of a request
+// trace) and `user` (add a subscriber to a users file).
 package main
 
 import (
@@ -39,7 +40,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	root.AddCommand(managerCmd(), nodeCmd(), cdpCmd(), upCmd(), simCmd(), userCmd())
+	root.AddCommand(managerCmd(), nodeCmd(), cdpCmd(), upCmd(), simCmd(), boundCmd(), userCmd())
 	return root
 }
 
