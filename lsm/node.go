@@ -44,6 +44,8 @@ type Node struct {
 	// InUseBytes is the bytes of titles in use on the node (playing or
 	// filling): what its disk cannot evict to make room for a new fill.
 	InUseBytes int64
+	// StoredBytes is the bytes of every title held or filling on the node.
+	StoredBytes int64
 
 	// Last load report.
 	EgressBps     int64 // measured egress, bit/s

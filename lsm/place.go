@@ -115,13 +115,23 @@ func weighted(n *Node) float64 {
 	return max(1, float64(n.Capacity.EgressBps)*float64(n.Weight)/DefaultWeight)
 }
 
+// storedShare is how much the disk term counts a byte stored but not in
+// use, relative to a byte in use: such a byte can be evicted to make room,
+// at the price of fetching it again if it is asked for, so a node with
+// free disk is a slightly better home for a new title than one that must
+// evict (and, among otherwise equal nodes, new titles spread over the
+// empty disks instead of piling onto the first node).
+const storedShare = 0.1
+
 // diskTerm is the default policy's charge for filling a title on n:
-// Config.DiskPressure times the share of n's disk in use.
+// Config.DiskPressure times the share of n's disk in use, plus
+// storedShare of that for the share stored but evictable.
 func (s *Scheduler) diskTerm(n *Node) float64 {
 	if n.Capacity.DiskBytes <= 0 || s.Config.DiskPressure == 0 {
 		return 0
 	}
-	return s.Config.DiskPressure * float64(n.InUseBytes) / float64(n.Capacity.DiskBytes)
+	idle := max(0, n.StoredBytes-n.InUseBytes)
+	return s.Config.DiskPressure * (float64(n.InUseBytes) + storedShare*float64(idle)) / float64(n.Capacity.DiskBytes)
 }
 
 // Overloaded reports whether node i's utilization is above its overload

@@ -13,12 +13,14 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
 	}
+	n.StoredBytes -= r.bytes
 	r.filling = filling
 	if filling {
 		r.bytes = max(r.bytes, bytes)
 	} else {
 		r.bytes = max(0, bytes)
 	}
+	n.StoredBytes += r.bytes
 	if !filling && r.fills > 0 {
 		// The fill completed: its sessions now play from a local copy.
 		n.FillSessions = max(0, n.FillSessions-r.fills)
@@ -40,6 +42,7 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
 	}
+	n.StoredBytes -= r.bytes
 	n.FillSessions = max(0, n.FillSessions-r.fills)
 	n.FillBps = max(0, n.FillBps-r.fillBps)
 	delete(n.titles, title)

@@ -2,6 +2,7 @@ package lsm
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -156,5 +157,33 @@ func TestOperatorWeightSurvivesReregistration(t *testing.T) {
 	}
 	if w := s.Node("b").Weight; w != DefaultWeight {
 		t.Fatalf("untouched node weight %d", w)
+	}
+}
+
+// New titles spread over empty disks instead of piling onto one node.
+func TestLallSpreadsFillsOverFreeDisks(t *testing.T) {
+	cfg := DefaultConfig()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := s.AddNode(NodeSpec{ID: id, Capacity: Capacity{EgressBps: 100e6, DiskBytes: 10e6}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for i := 0; i < 3; i++ {
+		r := Request{Title: fmt.Sprintf("t%d", i), Bitrate: 6e5, Bytes: 3e6}
+		res, err := s.Place(&r, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release(res) // the session ends; the title stays on disk
+		s.SetReplica(res.NodeID, r.Title, false, r.Bytes)
+		seen[res.NodeID]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("three new titles filled on %v, want one per empty disk", seen)
 	}
 }
