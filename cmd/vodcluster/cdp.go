@@ -34,6 +34,6 @@ func newCDP(c CDPConfig) *cdp.Server {
 		MaxTransfers:    c.MaxTransfers,
 		TransferRateBps: c.TransferRateBps,
 		ChunkBytes:      c.ChunkBytes,
-		Logger:          slog.Default().With("component", "cdp"),
+		Logger:          slog.Default(),
 	}
 }

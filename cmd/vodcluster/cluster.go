@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -63,8 +65,8 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &cluster{opts: opts, secret: make([]byte, 32)}
-	if _, err := rand.Read(c.secret); err != nil {
+	c := &cluster{opts: opts}
+	if c.secret, err = clusterSecret(filepath.Join(opts.DataDir, "secret")); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -82,7 +84,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		SetupDelay:      opts.OriginSetupDelay,
 		MaxTransfers:    opts.OriginMaxTransfers,
 		TransferRateBps: opts.OriginRateBps,
-		Logger:          opts.Logger.With("component", "cdp"),
+		Logger:          opts.Logger,
 	}
 	if err := c.origin.Start(); err != nil {
 		return nil, fmt.Errorf("origin: %w", err)
@@ -125,7 +127,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 			OriginAddr:        c.origin.Addr(),
 			Secret:            c.secret,
 			HeartbeatInterval: opts.Heartbeat,
-			Logger:            opts.Logger.With("component", "node", "node", id),
+			Logger:            opts.Logger.With("component", "node"),
 		}
 		if err := n.Start(); err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
@@ -185,6 +187,28 @@ func (c *cluster) Close() error {
 		c.origin = nil
 	}
 	return errors.Join(errs...)
+}
+
+// clusterSecret returns the token key kept in path, making a random one
+// (32 bytes, hex) the first time, so that a cluster restarted on the same
+// data directory honours the tokens it issued before.
+func clusterSecret(path string) ([]byte, error) {
+	if s, err := readSecret(path); err == nil {
+		return s, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return key, nil
 }
 
 // tempDataDir makes a fresh data directory; the returned func removes it.

@@ -64,6 +64,6 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
 		Evictor:        c.Eviction,
-		Logger:         slog.Default().With("component", "node", "node", c.ID),
+		Logger:         slog.Default().With("component", "node"),
 	}, nil
 }

@@ -36,7 +36,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
-	root.AddCommand(playCmd(), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
+	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
 		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g))
 	return root
@@ -49,7 +49,7 @@ func envOr(k, def string) string {
 	return def
 }
 
-func playCmd() *cobra.Command {
+func playCmd(g *globals) *cobra.Command {
 	var opts probe.Options
 	cmd := &cobra.Command{
 		Use:   "play URL",
@@ -62,7 +62,12 @@ func playCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), res)
+			if g.json {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), res)
+			}
 			if res.VideoFrames == 0 {
 				return fmt.Errorf("no video frame received")
 			}

@@ -36,15 +36,15 @@ type Options struct {
 
 // Result is what a play received.
 type Result struct {
-	URL          string  // the URL asked for
-	Server       string  // host:port that finally served the stream (after redirects)
-	VideoFrames  int     // H.264/H.265 access units demultiplexed from the stream
-	AudioFrames  int     // AAC access units
-	MediaSeconds float64 // span of the PCRs received, seconds
-	WallSeconds  float64 // from PLAY's reply to the last packet, seconds
-	Bytes        int64   // RTP payload bytes received
-	Packets      int64   // RTP packets received
-	SetupSeconds float64 // connect .. PLAY reply, seconds
+	URL          string  `json:"url"`          // the URL asked for
+	Server       string  `json:"server"`       // host:port that finally served the stream (after redirects)
+	VideoFrames  int     `json:"video_frames"` // H.264/H.265 access units demultiplexed from the stream
+	AudioFrames  int     `json:"audio_frames"` // AAC access units
+	MediaSeconds float64 `json:"media_s"`      // span of the PCRs received, seconds
+	WallSeconds  float64 `json:"wall_s"`       // from PLAY's reply to the last packet, seconds
+	Bytes        int64   `json:"bytes"`        // RTP payload bytes received
+	Packets      int64   `json:"packets"`      // RTP packets received
+	SetupSeconds float64 `json:"setup_s"`      // connect .. PLAY reply, seconds
 }
 
 // BitrateBps returns the received payload rate over the wall time, bit/s.
