@@ -31,6 +31,7 @@ func upCmd() *cobra.Command {
 		playDuration time.Duration
 		transport    string
 		quiet        bool
+		once         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -80,10 +81,19 @@ func upCmd() *cobra.Command {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
 				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, playDuration)
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration})
+				if err == nil && res.VideoFrames == 0 {
+					err = fmt.Errorf("no video frame received")
+				}
 				if err != nil {
 					fmt.Fprintf(out, "play failed: %v\n", err)
 				} else {
 					fmt.Fprintln(out, res)
+				}
+				if once {
+					if cerr := c.Close(); err == nil {
+						err = cerr
+					}
+					return err
 				}
 			}
 			fmt.Fprintln(out, "\ncluster is up; press Ctrl-C to stop")
@@ -110,6 +120,7 @@ func upCmd() *cobra.Command {
 	f.DurationVar(&playDuration, "play-duration", 5*time.Second, "how long --play plays")
 	f.StringVar(&transport, "transport", "tcp", "--play transport: tcp or udp")
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
+	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
 	return cmd
 }
 
