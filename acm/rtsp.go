@@ -184,13 +184,20 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 	case base.Options:
 		res.StatusCode = base.StatusOK
 		res.Header["Public"] = base.HeaderValue{rtspPublic}
-	case base.Describe, base.Setup, base.Play:
-		if hasSession && req.Method != base.Describe {
+	case base.Describe, base.Setup:
+		if hasSession && req.Method == base.Setup {
 			// Sessions live on the nodes; this one is not ours.
 			res.StatusCode = base.StatusSessionNotFound
 			return res, ""
 		}
 		return s.admit(ctx, nc, req, res)
+	case base.Play:
+		// PLAY belongs to a session set up on a node (RFC 2326 A.1: PLAY
+		// before SETUP is 455); a session id here is not ours.
+		res.StatusCode = base.StatusMethodNotValidInThisState
+		if hasSession {
+			res.StatusCode = base.StatusSessionNotFound
+		}
 	case base.GetParameter, base.SetParameter:
 		res.StatusCode = base.StatusOK
 		if hasSession {

@@ -52,8 +52,8 @@ func TestRTSPSetupWithoutDescribeKeepsControlPath(t *testing.T) {
 	}
 	e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "/trackID=0")
 	res = c.mustDo(base.Play, "/vod/t3", basicHeader("demo", "demo"))
-	if res.StatusCode != base.StatusFound {
-		t.Fatalf("PLAY without session: %d", res.StatusCode)
+	if res.StatusCode != base.StatusMethodNotValidInThisState {
+		t.Fatalf("PLAY without session: %d, want 455 (and no reservation)", res.StatusCode)
 	}
 	h := basicHeader("demo", "demo")
 	h["Session"] = base.HeaderValue{"12345678"}
