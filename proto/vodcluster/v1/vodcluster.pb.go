@@ -72,20 +72,25 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
 type Title struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`                                    // catalog id, e.g. "sample-001"; [A-Za-z0-9._-]{1,128}
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`                                // human readable name
-	DurationS     float64                `protobuf:"fixed64,3,opt,name=duration_s,json=durationS,proto3" json:"duration_s,omitempty"`   // play time, seconds (from the first to the last PCR)
-	BitrateBps    int64                  `protobuf:"varint,4,opt,name=bitrate_bps,json=bitrateBps,proto3" json:"bitrate_bps,omitempty"` // mean bitrate, bit/s (size*8/duration), what admission reserves
-	SizeBytes     int64                  `protobuf:"varint,5,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`    // file size, bytes (a multiple of 188)
-	Package       string                 `protobuf:"bytes,6,opt,name=package,proto3" json:"package,omitempty"`                          // entitlement package the title belongs to
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`                                    // catalog id, e.g. "sample-001"; [A-Za-z0-9._-]{1,128}
+	Name       string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`                                // human readable name
+	DurationS  float64                `protobuf:"fixed64,3,opt,name=duration_s,json=durationS,proto3" json:"duration_s,omitempty"`   // play time, seconds (from the first to the last PCR)
+	BitrateBps int64                  `protobuf:"varint,4,opt,name=bitrate_bps,json=bitrateBps,proto3" json:"bitrate_bps,omitempty"` // mean bitrate, bit/s (size*8/duration), what admission reserves
+	SizeBytes  int64                  `protobuf:"varint,5,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`    // file size, bytes (a multiple of 188)
+	Package    string                 `protobuf:"bytes,6,opt,name=package,proto3" json:"package,omitempty"`                          // entitlement package the title belongs to
+	// popularity_per_day is the operator's hint of how often the title will
+	// be requested, in expected requests per day (catalog.yaml popularity:);
+	// 0 = no hint. The storage manager takes it as a prior of the title's
+	// request rate, so a promoted title is prefetched before its first viewer.
+	PopularityPerDay float64 `protobuf:"fixed64,7,opt,name=popularity_per_day,json=popularityPerDay,proto3" json:"popularity_per_day,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Title) Reset() {
@@ -158,6 +163,13 @@ func (x *Title) GetPackage() string {
 		return x.Package
 	}
 	return ""
+}
+
+func (x *Title) GetPopularityPerDay() float64 {
+	if x != nil {
+		return x.PopularityPerDay
+	}
+	return 0
 }
 
 type ListTitlesRequest struct {
@@ -655,8 +667,12 @@ type LoadReport struct {
 	SessionIds     []string               `protobuf:"bytes,9,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`                // admission session ids alive on the node
 	ActiveFills    int32                  `protobuf:"varint,10,opt,name=active_fills,json=activeFills,proto3" json:"active_fills,omitempty"`           // origin transfers in progress
 	CpuUtilization float64                `protobuf:"fixed64,11,opt,name=cpu_utilization,json=cpuUtilization,proto3" json:"cpu_utilization,omitempty"` // 0..1 of the node's cores, when known
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// failed_fills are the fills that failed (or a prefetch the node refused)
+	// since the previous report, each reported once, so the storage manager
+	// retries them with backoff instead of waiting for a timeout.
+	FailedFills   []*FillFailure `protobuf:"bytes,12,rep,name=failed_fills,json=failedFills,proto3" json:"failed_fills,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoadReport) Reset() {
@@ -766,6 +782,82 @@ func (x *LoadReport) GetCpuUtilization() float64 {
 	return 0
 }
 
+func (x *LoadReport) GetFailedFills() []*FillFailure {
+	if x != nil {
+		return x.FailedFills
+	}
+	return nil
+}
+
+// FillFailure is one fill from the origin that ended without the whole title.
+type FillFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`      // e.g. "origin: UNAVAILABLE", "no disk space"
+	Prefetch      bool                   `protobuf:"varint,3,opt,name=prefetch,proto3" json:"prefetch,omitempty"` // the fill was ordered ahead of demand
+	AtUnixMs      int64                  `protobuf:"varint,4,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FillFailure) Reset() {
+	*x = FillFailure{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FillFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FillFailure) ProtoMessage() {}
+
+func (x *FillFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FillFailure.ProtoReflect.Descriptor instead.
+func (*FillFailure) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FillFailure) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *FillFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FillFailure) GetPrefetch() bool {
+	if x != nil {
+		return x.Prefetch
+	}
+	return false
+}
+
+func (x *FillFailure) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
 // NodeCommand is an order from the manager to one node.
 type NodeCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -781,7 +873,7 @@ type NodeCommand struct {
 
 func (x *NodeCommand) Reset() {
 	*x = NodeCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +885,7 @@ func (x *NodeCommand) String() string {
 func (*NodeCommand) ProtoMessage() {}
 
 func (x *NodeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +898,7 @@ func (x *NodeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCommand.ProtoReflect.Descriptor instead.
 func (*NodeCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeCommand) GetCommand() isNodeCommand_Command {
@@ -874,7 +966,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +978,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +991,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -918,7 +1010,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1022,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1035,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -962,7 +1054,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1066,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1079,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1013,7 +1105,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1117,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1130,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1105,7 +1197,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1209,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1222,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
 }
 
 type ListNodesRequest struct {
@@ -1141,7 +1233,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1245,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1258,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
 }
 
 type NodeInfo struct {
@@ -1193,7 +1285,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1297,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1310,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1342,7 +1434,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1446,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1459,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -1389,7 +1481,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1493,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1506,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -1454,7 +1546,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1558,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1571,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -1507,7 +1599,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1611,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1624,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -1614,7 +1706,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1718,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1731,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -1657,7 +1749,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1761,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,21 +1774,24 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 type PolicyInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Policy        string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"` // scheduler name: rr, wrr, lc, wlc, ..., lard, chbl, ll (default)
-	Available     []string               `protobuf:"bytes,2,rep,name=available,proto3" json:"available,omitempty"`
-	StoragePolicy string                 `protobuf:"bytes,3,opt,name=storage_policy,json=storagePolicy,proto3" json:"storage_policy,omitempty"` // eviction policy name
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Policy           string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"` // scheduler name: rr, wrr, lc, wlc, ..., lard, chbl, ll (default)
+	Available        []string               `protobuf:"bytes,2,rep,name=available,proto3" json:"available,omitempty"`
+	StoragePolicy    string                 `protobuf:"bytes,3,opt,name=storage_policy,json=storagePolicy,proto3" json:"storage_policy,omitempty"`          // storage policy name: the eviction policy of every node's disk (gdsf, lru, lfu, w-tinylfu, ...)
+	StorageAvailable []string               `protobuf:"bytes,4,rep,name=storage_available,json=storageAvailable,proto3" json:"storage_available,omitempty"` // storage policy names
+	StoragePlanner   string                 `protobuf:"bytes,5,opt,name=storage_planner,json=storagePlanner,proto3" json:"storage_planner,omitempty"`       // planner of the storage policy: replicate or none
+	StorageStats     *StorageStats          `protobuf:"bytes,6,opt,name=storage_stats,json=storageStats,proto3" json:"storage_stats,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1803,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1816,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -1745,6 +1840,129 @@ func (x *PolicyInfo) GetStoragePolicy() string {
 	return ""
 }
 
+func (x *PolicyInfo) GetStorageAvailable() []string {
+	if x != nil {
+		return x.StorageAvailable
+	}
+	return nil
+}
+
+func (x *PolicyInfo) GetStoragePlanner() string {
+	if x != nil {
+		return x.StoragePlanner
+	}
+	return ""
+}
+
+func (x *PolicyInfo) GetStorageStats() *StorageStats {
+	if x != nil {
+		return x.StorageStats
+	}
+	return nil
+}
+
+// StorageStats counts what the storage manager's planner did since the
+// manager started.
+type StorageStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plans         int64                  `protobuf:"varint,1,opt,name=plans,proto3" json:"plans,omitempty"`
+	Prefetches    int64                  `protobuf:"varint,2,opt,name=prefetches,proto3" json:"prefetches,omitempty"`                      // prefetches ordered by the planner
+	Evictions     int64                  `protobuf:"varint,3,opt,name=evictions,proto3" json:"evictions,omitempty"`                        // evictions ordered by the planner
+	Moves         int64                  `protobuf:"varint,4,opt,name=moves,proto3" json:"moves,omitempty"`                                // prefetches + evictions: placement moves
+	PlanChanges   int64                  `protobuf:"varint,5,opt,name=plan_changes,json=planChanges,proto3" json:"plan_changes,omitempty"` // (node, title) pairs that entered or left the plan
+	FillsDone     int64                  `protobuf:"varint,6,opt,name=fills_done,json=fillsDone,proto3" json:"fills_done,omitempty"`
+	FillsFailed   int64                  `protobuf:"varint,7,opt,name=fills_failed,json=fillsFailed,proto3" json:"fills_failed,omitempty"`
+	Retries       int64                  `protobuf:"varint,8,opt,name=retries,proto3" json:"retries,omitempty"` // prefetches ordered again after a failure
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageStats) Reset() {
+	*x = StorageStats{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageStats) ProtoMessage() {}
+
+func (x *StorageStats) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
+func (*StorageStats) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *StorageStats) GetPlans() int64 {
+	if x != nil {
+		return x.Plans
+	}
+	return 0
+}
+
+func (x *StorageStats) GetPrefetches() int64 {
+	if x != nil {
+		return x.Prefetches
+	}
+	return 0
+}
+
+func (x *StorageStats) GetEvictions() int64 {
+	if x != nil {
+		return x.Evictions
+	}
+	return 0
+}
+
+func (x *StorageStats) GetMoves() int64 {
+	if x != nil {
+		return x.Moves
+	}
+	return 0
+}
+
+func (x *StorageStats) GetPlanChanges() int64 {
+	if x != nil {
+		return x.PlanChanges
+	}
+	return 0
+}
+
+func (x *StorageStats) GetFillsDone() int64 {
+	if x != nil {
+		return x.FillsDone
+	}
+	return 0
+}
+
+func (x *StorageStats) GetFillsFailed() int64 {
+	if x != nil {
+		return x.FillsFailed
+	}
+	return 0
+}
+
+func (x *StorageStats) GetRetries() int64 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
 type SetPolicyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Policy        string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
@@ -1754,7 +1972,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1984,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1997,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -1799,7 +2017,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2029,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2042,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -1855,7 +2073,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2085,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2098,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -1935,7 +2153,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2165,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2178,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -1987,7 +2205,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2217,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2230,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2039,7 +2257,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2269,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2282,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2089,7 +2307,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2319,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2332,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 type Fill struct {
@@ -2124,13 +2342,17 @@ type Fill struct {
 	StoredBytes   int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
 	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	Prefetch      bool                   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (not yet on the node), filling, backoff (failed; retried at next_try_unix_ms)
+	Attempts      int32                  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`                                    // failures of this prefetch so far
+	NextTryUnixMs int64                  `protobuf:"varint,8,opt,name=next_try_unix_ms,json=nextTryUnixMs,proto3" json:"next_try_unix_ms,omitempty"` // backoff only: earliest retry
+	SinceUnixMs   int64                  `protobuf:"varint,9,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`         // ordered, or failed last; 0 when unknown (a fill on demand)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2364,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2377,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2193,6 +2415,34 @@ func (x *Fill) GetPrefetch() bool {
 	return false
 }
 
+func (x *Fill) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Fill) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *Fill) GetNextTryUnixMs() int64 {
+	if x != nil {
+		return x.NextTryUnixMs
+	}
+	return 0
+}
+
+func (x *Fill) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
 type ListFillsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Fills         []*Fill                `protobuf:"bytes,1,rep,name=fills,proto3" json:"fills,omitempty"`
@@ -2202,7 +2452,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2214,7 +2464,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2227,7 +2477,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -2241,7 +2491,7 @@ var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
 
 const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\xa4\x01\n" +
+	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\xd2\x01\n" +
 	"\x05Title\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -2251,7 +2501,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"bitrateBps\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\x18\n" +
-	"\apackage\x18\x06 \x01(\tR\apackage\"\x13\n" +
+	"\apackage\x18\x06 \x01(\tR\apackage\x12,\n" +
+	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\"\x13\n" +
 	"\x11ListTitlesRequest\"B\n" +
 	"\x12ListTitlesResponse\x12,\n" +
 	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\"r\n" +
@@ -2287,7 +2538,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\afilling\x18\x04 \x01(\bR\afilling\x12\x1a\n" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
-	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\x94\x03\n" +
+	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xd3\x03\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -2304,7 +2555,14 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"sessionIds\x12!\n" +
 	"\factive_fills\x18\n" +
 	" \x01(\x05R\vactiveFills\x12'\n" +
-	"\x0fcpu_utilization\x18\v \x01(\x01R\x0ecpuUtilization\"\xc0\x01\n" +
+	"\x0fcpu_utilization\x18\v \x01(\x01R\x0ecpuUtilization\x12=\n" +
+	"\ffailed_fills\x18\f \x03(\v2\x1a.vodcluster.v1.FillFailureR\vfailedFills\"z\n" +
+	"\vFillFailure\x12\x19\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bprefetch\x18\x03 \x01(\bR\bprefetch\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x04 \x01(\x03R\batUnixMs\"\xc0\x01\n" +
 	"\vNodeCommand\x12<\n" +
 	"\bprefetch\x18\x01 \x01(\v2\x1e.vodcluster.v1.PrefetchCommandH\x00R\bprefetch\x123\n" +
 	"\x05evict\x18\x02 \x01(\v2\x1b.vodcluster.v1.EvictCommandH\x00R\x05evict\x123\n" +
@@ -2383,12 +2641,27 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	" \x01(\tR\bprotocol\"N\n" +
 	"\x14ListSessionsResponse\x126\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\"\x12\n" +
-	"\x10GetPolicyRequest\"i\n" +
+	"\x10GetPolicyRequest\"\x81\x02\n" +
 	"\n" +
 	"PolicyInfo\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\x12\x1c\n" +
 	"\tavailable\x18\x02 \x03(\tR\tavailable\x12%\n" +
-	"\x0estorage_policy\x18\x03 \x01(\tR\rstoragePolicy\"*\n" +
+	"\x0estorage_policy\x18\x03 \x01(\tR\rstoragePolicy\x12+\n" +
+	"\x11storage_available\x18\x04 \x03(\tR\x10storageAvailable\x12'\n" +
+	"\x0fstorage_planner\x18\x05 \x01(\tR\x0estoragePlanner\x12@\n" +
+	"\rstorage_stats\x18\x06 \x01(\v2\x1b.vodcluster.v1.StorageStatsR\fstorageStats\"\xf7\x01\n" +
+	"\fStorageStats\x12\x14\n" +
+	"\x05plans\x18\x01 \x01(\x03R\x05plans\x12\x1e\n" +
+	"\n" +
+	"prefetches\x18\x02 \x01(\x03R\n" +
+	"prefetches\x12\x1c\n" +
+	"\tevictions\x18\x03 \x01(\x03R\tevictions\x12\x14\n" +
+	"\x05moves\x18\x04 \x01(\x03R\x05moves\x12!\n" +
+	"\fplan_changes\x18\x05 \x01(\x03R\vplanChanges\x12\x1d\n" +
+	"\n" +
+	"fills_done\x18\x06 \x01(\x03R\tfillsDone\x12!\n" +
+	"\ffills_failed\x18\a \x01(\x03R\vfillsFailed\x12\x18\n" +
+	"\aretries\x18\b \x01(\x03R\aretries\"*\n" +
 	"\x10SetPolicyRequest\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\"J\n" +
 	"\x14ListPlacementRequest\x12\x19\n" +
@@ -2411,14 +2684,18 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\fPlacementAck\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
-	"\x10ListFillsRequest\"\x98\x01\n" +
+	"\x10ListFillsRequest\"\x97\x02\n" +
 	"\x04Fill\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
 	"\fstored_bytes\x18\x03 \x01(\x03R\vstoredBytes\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x1a\n" +
-	"\bprefetch\x18\x05 \x01(\bR\bprefetch\">\n" +
+	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\a \x01(\x05R\battempts\x12'\n" +
+	"\x10next_try_unix_ms\x18\b \x01(\x03R\rnextTryUnixMs\x12\"\n" +
+	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\">\n" +
 	"\x11ListFillsResponse\x12)\n" +
 	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills2\x9e\x01\n" +
 	"\x06Origin\x12Q\n" +
@@ -2457,7 +2734,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -2470,84 +2747,88 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*RegisterResponse)(nil),      // 8: vodcluster.v1.RegisterResponse
 	(*StoredTitle)(nil),           // 9: vodcluster.v1.StoredTitle
 	(*LoadReport)(nil),            // 10: vodcluster.v1.LoadReport
-	(*NodeCommand)(nil),           // 11: vodcluster.v1.NodeCommand
-	(*PrefetchCommand)(nil),       // 12: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),          // 13: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),          // 14: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),          // 15: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),       // 16: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),      // 17: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),              // 18: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),     // 19: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),        // 20: vodcluster.v1.SetNodeRequest
-	(*ListSessionsRequest)(nil),   // 21: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),           // 22: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),  // 23: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),      // 24: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),            // 25: vodcluster.v1.PolicyInfo
-	(*SetPolicyRequest)(nil),      // 26: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),  // 27: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),               // 28: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil), // 29: vodcluster.v1.ListPlacementResponse
-	(*PlacementRequest)(nil),      // 30: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 31: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 32: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 33: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 34: vodcluster.v1.ListFillsResponse
+	(*FillFailure)(nil),           // 11: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),           // 12: vodcluster.v1.NodeCommand
+	(*PrefetchCommand)(nil),       // 13: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),          // 14: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),          // 15: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),          // 16: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),       // 17: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),      // 18: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),              // 19: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),     // 20: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),        // 21: vodcluster.v1.SetNodeRequest
+	(*ListSessionsRequest)(nil),   // 22: vodcluster.v1.ListSessionsRequest
+	(*SessionInfo)(nil),           // 23: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),  // 24: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),      // 25: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),            // 26: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),          // 27: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),      // 28: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),  // 29: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),               // 30: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil), // 31: vodcluster.v1.ListPlacementResponse
+	(*PlacementRequest)(nil),      // 32: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 33: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 34: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 35: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 36: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
 	6,  // 1: vodcluster.v1.RegisterRequest.capacity:type_name -> vodcluster.v1.NodeCapacity
 	9,  // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
 	9,  // 3: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
-	12, // 4: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	13, // 5: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	14, // 6: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	0,  // 7: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	6,  // 8: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	18, // 9: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	22, // 10: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	28, // 11: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	33, // 12: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	2,  // 13: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 14: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	7,  // 15: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	10, // 16: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	15, // 17: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	2,  // 18: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	17, // 19: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	20, // 20: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	21, // 21: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	24, // 22: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	26, // 23: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	27, // 24: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	30, // 25: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	30, // 26: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	30, // 27: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	30, // 28: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	32, // 29: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 30: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 31: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 32: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	11, // 33: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	16, // 34: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 35: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	19, // 36: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	18, // 37: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	23, // 38: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	25, // 39: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	25, // 40: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	29, // 41: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	31, // 42: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	31, // 43: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	31, // 44: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	31, // 45: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	34, // 46: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	30, // [30:47] is the sub-list for method output_type
-	13, // [13:30] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	11, // 4: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
+	13, // 5: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	14, // 6: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	15, // 7: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	0,  // 8: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	6,  // 9: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	19, // 10: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	23, // 11: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	27, // 12: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	30, // 13: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	35, // 14: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	2,  // 15: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 16: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	7,  // 17: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	10, // 18: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	16, // 19: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	2,  // 20: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	18, // 21: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	21, // 22: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	22, // 23: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	25, // 24: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	28, // 25: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	29, // 26: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	32, // 27: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	32, // 28: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	32, // 29: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	32, // 30: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	34, // 31: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 32: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 33: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 34: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	12, // 35: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	17, // 36: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 37: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	20, // 38: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	19, // 39: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	24, // 40: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	26, // 41: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	26, // 42: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	31, // 43: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	33, // 44: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	33, // 45: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	33, // 46: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	33, // 47: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	36, // 48: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	32, // [32:49] is the sub-list for method output_type
+	15, // [15:32] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -2555,19 +2836,19 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[10].OneofWrappers = []any{
+	file_vodcluster_v1_vodcluster_proto_msgTypes[11].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),
 		(*NodeCommand_Evict)(nil),
 		(*NodeCommand_Drain)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[19].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -395,11 +395,24 @@ type AdminClient interface {
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
+	// ListPlacement lists the replicas (title -> nodes, node -> titles with
+	// bytes) with their pins, and the titles pinned to the cluster.
 	ListPlacement(ctx context.Context, in *ListPlacementRequest, opts ...grpc.CallOption) (*ListPlacementResponse, error)
+	// Prefetch orders a fill of a title ahead of demand, on a node or (no
+	// node) where the storage manager chooses. NOT_FOUND: unknown title or
+	// node; ALREADY_EXISTS: the node holds or fills it; RESOURCE_EXHAUSTED: no
+	// room can be made (everything else is playing, filling or pinned).
 	Prefetch(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
+	// Evict removes a title from a node. NOT_FOUND: unknown node or title not
+	// held; FAILED_PRECONDITION: playing, filling or pinned there.
 	Evict(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
+	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
+	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
 	Pin(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
+	// Unpin removes a pin. NOT_FOUND: no such pin.
 	Unpin(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
+	// ListFills lists fills in progress (on demand and prefetch) with their
+	// progress, and prefetches ordered or waiting for a retry.
 	ListFills(ctx context.Context, in *ListFillsRequest, opts ...grpc.CallOption) (*ListFillsResponse, error)
 }
 
@@ -545,11 +558,24 @@ type AdminServer interface {
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(context.Context, *SetPolicyRequest) (*PolicyInfo, error)
+	// ListPlacement lists the replicas (title -> nodes, node -> titles with
+	// bytes) with their pins, and the titles pinned to the cluster.
 	ListPlacement(context.Context, *ListPlacementRequest) (*ListPlacementResponse, error)
+	// Prefetch orders a fill of a title ahead of demand, on a node or (no
+	// node) where the storage manager chooses. NOT_FOUND: unknown title or
+	// node; ALREADY_EXISTS: the node holds or fills it; RESOURCE_EXHAUSTED: no
+	// room can be made (everything else is playing, filling or pinned).
 	Prefetch(context.Context, *PlacementRequest) (*PlacementAck, error)
+	// Evict removes a title from a node. NOT_FOUND: unknown node or title not
+	// held; FAILED_PRECONDITION: playing, filling or pinned there.
 	Evict(context.Context, *PlacementRequest) (*PlacementAck, error)
+	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
+	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
 	Pin(context.Context, *PlacementRequest) (*PlacementAck, error)
+	// Unpin removes a pin. NOT_FOUND: no such pin.
 	Unpin(context.Context, *PlacementRequest) (*PlacementAck, error)
+	// ListFills lists fills in progress (on demand and prefetch) with their
+	// progress, and prefetches ordered or waiting for a retry.
 	ListFills(context.Context, *ListFillsRequest) (*ListFillsResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
