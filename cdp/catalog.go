@@ -45,6 +45,10 @@ type Title struct {
 	DurationS  float64 // play time, seconds, from the PCRs (tsindex.Index.Duration)
 	BitrateBps int64   // mean bitrate, bit/s: SizeBytes*8/DurationS, rounded
 	SizeBytes  int64   // file size, bytes, a multiple of 188
+	// PopularityPerDay is the operator's hint of the title's demand in
+	// expected requests per day (catalog.yaml popularity:); 0 = none. The
+	// storage manager takes it as a prior of the request rate.
+	PopularityPerDay float64
 }
 
 // Proto returns the title in its wire form (the file path stays private).
@@ -56,6 +60,8 @@ func (t Title) Proto() *vodclusterv1.Title {
 		BitrateBps: t.BitrateBps,
 		SizeBytes:  t.SizeBytes,
 		Package:    t.Package,
+
+		PopularityPerDay: t.PopularityPerDay,
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 //	    name: "Test Card"       # optional, defaults to the id
 //	    file: clip-a.ts         # required, relative to the directory or absolute
 //	    package: basic          # optional, defaults to "default"
+//	    popularity: 1200        # optional: expected requests per day, a hint for the storage manager
 type catalogDoc struct {
 	Titles []catalogEntry `yaml:"titles"`
 }
@@ -34,6 +35,9 @@ type catalogEntry struct {
 	Name    string `yaml:"name"`
 	File    string `yaml:"file"`
 	Package string `yaml:"package"`
+	// Popularity is the operator's hint: expected requests per day, >= 0
+	// and finite (0 = no hint).
+	Popularity float64 `yaml:"popularity"`
 }
 
 // entry is one title to load: its metadata, its file and where it was
@@ -132,6 +136,9 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 		if err := ValidID(pkg); err != nil {
 			return nil, fmt.Errorf("%s: title %q: bad package: %w", where, ce.ID, err)
 		}
+		if !(ce.Popularity >= 0) || math.IsInf(ce.Popularity, 0) {
+			return nil, fmt.Errorf("%s: title %q: popularity %v: want expected requests per day, >= 0", where, ce.ID, ce.Popularity)
+		}
 		name := ce.Name
 		if name == "" {
 			name = ce.ID
@@ -141,7 +148,7 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 			path = filepath.Join(dir, path)
 		}
 		out = append(out, entry{
-			Title: Title{ID: ce.ID, Name: name, Package: pkg, Path: path},
+			Title: Title{ID: ce.ID, Name: name, Package: pkg, Path: path, PopularityPerDay: ce.Popularity},
 			where: CatalogFile + " " + where,
 		})
 	}
@@ -155,7 +162,7 @@ func yamlError(err error) error {
 		return err
 	}
 	r := strings.NewReplacer(
-		"in type cdp.catalogEntry", "in a title (known: id, name, file, package)",
+		"in type cdp.catalogEntry", "in a title (known: id, name, file, package, popularity)",
 		"in type cdp.catalogDoc", "at the top level (known: titles)")
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {

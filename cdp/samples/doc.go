@@ -3,7 +3,9 @@
 // sample-001 ... sample-020 onto them in turn (sample-001 on clip-a.ts,
 // sample-002 on clip-b.ts, sample-003 on clip-c.ts, sample-004 on clip-a.ts,
 // ...); sample-001..010 are in entitlement package "basic",
-// sample-011..020 in "premium". Tests and `vodcluster up` write them to a
+// sample-011..020 in "premium"; sample-016..018 carry a popularity hint
+// (promoted titles the storage manager prefetches before anyone asks).
+// Tests and `vodcluster up` write them to a
 // directory with WriteTo and point a cdp.Server at it.
 //
 // The clips were made by make-samples.sh (run `make samples` to regenerate)
