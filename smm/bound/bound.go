@@ -12,13 +12,19 @@ type Request struct {
 	Time  float64 // seconds since the start of the trace; non-decreasing
 	Title string  // title id; non-empty
 	Bytes int64   // the title's size, bytes; > 0
+	// End is when the session stopped playing, seconds since the start
+	// of the trace, >= Time; 0 (or Time) for an instant. Only Residency
+	// reads it: the title stays cached over [Time, End).
+	End float64
 }
 
 // Result is the bound for one trace and one cache size.
 type Result struct {
-	// Method is "min" when every title has the same size (the bound is
-	// then Belady's MIN, which is optimal), else "foo-l-dual": PFOO-L
-	// tightened by the Lagrangian dual of FOO's interval LP (see dual.go).
+	// Method is, for Compute, "min" when every title has the same size
+	// (the bound is then Belady's MIN, which is optimal), else
+	// "foo-l-dual": PFOO-L tightened by the Lagrangian dual of FOO's
+	// interval LP (see dual.go); for Residency, "foo-r-dual", the same
+	// with the residency rule (see residency.go).
 	Method   string `json:"method"`
 	Requests int    `json:"requests"`
 	Capacity int64  `json:"capacity_bytes"`
@@ -51,6 +57,15 @@ type Result struct {
 	// bound: it is what perfect popularity knowledge gives without the
 	// timing, the natural yardstick of a popularity-driven online policy.
 	StaticBytes int64 `json:"static_bytes"`
+	// BusyBytes (Residency only) is the origin bytes when nothing is kept
+	// between sessions: one fetch per stretch of overlapping sessions of
+	// a title (busy interval). It is below TotalBytes by what overlapping
+	// sessions share.
+	BusyBytes int64 `json:"busy_bytes,omitempty"`
+	// PeakInUseBytes (Residency only) is the most bytes of titles with a
+	// session in progress at one instant: the room the residency rule
+	// takes from the cache at the busiest instant.
+	PeakInUseBytes int64 `json:"peak_in_use_bytes,omitempty"`
 }
 
 // Options refine Compute.

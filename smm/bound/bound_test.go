@@ -47,7 +47,7 @@ func TestMINHandChecked(t *testing.T) {
 func TestPFOOLHandChecked(t *testing.T) {
 	var reqs []Request
 	for i := range 10 {
-		reqs = append(reqs, Request{float64(2 * i), "A", 10}, Request{float64(2*i + 1), "B", 90})
+		reqs = append(reqs, Request{Time: float64(2 * i), Title: "A", Bytes: 10}, Request{Time: float64(2*i + 1), Title: "B", Bytes: 90})
 	}
 	r, err := Compute(reqs, 100, Options{})
 	if err != nil || r.Method != "foo-l-dual" || r.OriginBytes != 100 || r.Fetches != 2 {

@@ -31,11 +31,25 @@ const (
 )
 
 // dualIntervals are the reuse intervals in gap coordinates: interval k
-// covers gaps lo[k] .. hi[k]-1 of ngaps.
+// covers gaps lo[k] .. hi[k]-1 of ngaps. Gap g has weight w(g) (the
+// multiplier of its constraint is a segment's price times w(g)) and free
+// capacity free[g] bytes; W is the prefix sum of the weights (W[g] = the
+// sum of w over gaps before g). Nil free means capacity everywhere; nil W
+// means unit weights.
 type dualIntervals struct {
 	lo, hi []int32
 	size   []float64
 	ngaps  int
+	free   []float64
+	W      []float64
+}
+
+// weight returns the sum of the gap weights over gaps [a, b).
+func (d *dualIntervals) weight(a, b int32) float64 {
+	if d.W == nil {
+		return float64(b - a)
+	}
+	return d.W[b] - d.W[a]
 }
 
 func (t *trace) intervals(capacity int64) dualIntervals {
@@ -66,7 +80,7 @@ func (t *trace) intervals(capacity int64) dualIntervals {
 }
 
 // dual returns an upper bound on the value the interval LP can save with a
-// cache of capacity bytes: bytes when byBytes (v_i = s_i), else hits
+// cache of capacity bytes (free[g] bytes at gap g when free is set): bytes when byBytes (v_i = s_i), else hits
 // (v_i = 1). lambda0 is PFOO-L's price per byte and gap (its value/
 // resource cut-off), the starting point. Prices are constant over each of
 // up to dualSegments segments of the gaps, so every pass reads the
@@ -86,13 +100,34 @@ func (d *dualIntervals) dual(capacity float64, byBytes bool, lambda0 float64) fl
 	}
 	sLo := make([]uint16, len(d.lo))
 	sHi := make([]uint16, len(d.lo))
+	// Weight an interval covers in its first and last segment (wA alone
+	// when both are one), constant over the iterations.
+	wA := make([]float64, len(d.lo))
+	wB := make([]float64, len(d.lo))
 	for i := range d.lo {
-		sLo[i] = uint16(segOf(d.lo[i]))
-		sHi[i] = uint16(segOf(d.hi[i] - 1)) // the last gap covered
+		lo, hi := d.lo[i], d.hi[i]
+		if hi <= lo {
+			continue // covers no gap: free, saved whatever the prices
+		}
+		a, b := segOf(lo), segOf(hi-1) // b: the segment of the last gap covered
+		sLo[i], sHi[i] = uint16(a), uint16(b)
+		if a == b {
+			wA[i] = d.weight(lo, hi)
+		} else {
+			wA[i], wB[i] = d.weight(lo, start[a+1]), d.weight(start[b], hi)
+		}
 	}
-	segLen := make([]float64, k)
+	segLen := make([]float64, k) // weight of each segment
+	segCap := make([]float64, k) // weighted free capacity of each segment
 	for s := range segLen {
-		segLen[s] = float64(start[s+1] - start[s])
+		segLen[s] = d.weight(start[s], start[s+1])
+		if d.free == nil {
+			segCap[s] = capacity * segLen[s]
+			continue
+		}
+		for g := start[s]; g < start[s+1]; g++ {
+			segCap[s] += d.weight(g, g+1) * d.free[g]
+		}
 	}
 	lam := make([]float64, k)
 	for i := range lam {
@@ -108,18 +143,26 @@ func (d *dualIntervals) dual(capacity float64, byBytes bool, lambda0 float64) fl
 		var val float64
 		for s, l := range lam {
 			ps[s+1] = ps[s] + l*segLen[s]
-			val += capacity * l * segLen[s]
+			val += l * segCap[s]
 		}
 		clear(full)
 		clear(part)
 		for i, lo := range d.lo {
 			hi := d.hi[i]
+			if hi <= lo {
+				if byBytes {
+					val += d.size[i]
+				} else {
+					val++
+				}
+				continue
+			}
 			a, b := int(sLo[i]), int(sHi[i])
 			var L float64
 			if a == b {
-				L = float64(hi-lo) * lam[a]
+				L = wA[i] * lam[a]
 			} else {
-				L = float64(start[a+1]-lo)*lam[a] + (ps[b] - ps[a+1]) + float64(hi-start[b])*lam[b]
+				L = wA[i]*lam[a] + (ps[b] - ps[a+1]) + wB[i]*lam[b]
 			}
 			s := d.size[i]
 			var gain float64
@@ -133,11 +176,11 @@ func (d *dualIntervals) dual(capacity float64, byBytes bool, lambda0 float64) fl
 			}
 			val += gain
 			if a == b {
-				part[a] += s * float64(hi-lo)
+				part[a] += s * wA[i]
 				continue
 			}
-			part[a] += s * float64(start[a+1]-lo)
-			part[b] += s * float64(hi-start[b])
+			part[a] += s * wA[i]
+			part[b] += s * wB[i]
 			full[a+1] += s
 			full[b] -= s
 		}
@@ -152,8 +195,15 @@ func (d *dualIntervals) dual(capacity float64, byBytes bool, lambda0 float64) fl
 		// Multiplicative steps: a segment over capacity gets a higher
 		// price, one under capacity a lower one.
 		for s := range lam {
-			u := segOcc[s]/(capacity*segLen[s]) - 1 // > 0: over capacity
-			u = math.Max(-1, math.Min(1, u))
+			var u float64 // > 0: over capacity
+			switch {
+			case segCap[s] > 0:
+				u = math.Max(-1, math.Min(1, segOcc[s]/segCap[s]-1))
+			case segOcc[s] > 0:
+				u = 1
+			default:
+				u = -1
+			}
 			lam[s] = math.Max(lam[s]*math.Exp(eta*u), 1e-300)
 		}
 		eta *= dualDecay
