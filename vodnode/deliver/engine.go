@@ -121,7 +121,7 @@ type shard struct {
 	hdrs  []byte
 	out   []byte
 	msgs  []ipv4.Message
-	bufs  [][]byte
+	bufs  [][]byte // iovecs of the queued datagrams
 }
 
 const (
@@ -139,7 +139,7 @@ func newShard(e *Engine) *shard {
 		hdrs:  make([]byte, 0, batchMessages*rtpHeaderSize),
 		out:   make([]byte, 0, e.MaxBurst*(PayloadSize+frameOverhead)+1024),
 		msgs:  make([]ipv4.Message, 0, batchMessages),
-		bufs:  make([][]byte, 2*batchMessages),
+		bufs:  make([][]byte, 0, 2*batchMessages),
 	}
 }
 
@@ -201,11 +201,13 @@ func (sh *shard) step(now int64) {
 	sh.flush()
 }
 
-// reserve makes room for nbytes of file data and nmsgs datagrams (with
-// their RTP headers) in the scratch, flushing the batch when they would not
-// fit; what is taken after it stays valid until the next reserve or flush.
+// reserve makes room for nbytes of file data and nmsgs datagrams of at
+// most nmsgs RTP packets each (headers and iovecs included) in the
+// scratch, flushing the batch when they would not fit; what is taken after
+// it stays valid until the next reserve or flush.
 func (sh *shard) reserve(nbytes, nmsgs int) {
-	if len(sh.arena)+nbytes > cap(sh.arena) || len(sh.msgs)+nmsgs > cap(sh.msgs) {
+	if len(sh.arena)+nbytes > cap(sh.arena) || len(sh.msgs)+nmsgs > cap(sh.msgs) ||
+		len(sh.bufs)+2*nmsgs > cap(sh.bufs) || len(sh.hdrs)+nmsgs*rtpHeaderSize > cap(sh.hdrs) {
 		sh.flush()
 	}
 }
@@ -224,19 +226,18 @@ func (sh *shard) hdrTake() []byte {
 	return sh.hdrs[l : l+rtpHeaderSize : l+rtpHeaderSize]
 }
 
-// queueUDP adds one datagram (hdr may be nil) for dst to the batch (after
-// reserve).
-func (sh *shard) queueUDP(hdr, payload []byte, dst *net.UDPAddr) {
-	i := len(sh.msgs)
-	var b [][]byte
-	if hdr != nil {
-		sh.bufs[2*i], sh.bufs[2*i+1] = hdr, payload
-		b = sh.bufs[2*i : 2*i+2 : 2*i+2]
-	} else {
-		sh.bufs[2*i] = payload
-		b = sh.bufs[2*i : 2*i+1 : 2*i+1]
-	}
-	sh.msgs = append(sh.msgs, ipv4.Message{Buffers: b, Addr: dst})
+// iov appends the iovecs of one datagram (or one GSO train of datagrams)
+// and returns them (after reserve).
+func (sh *shard) iov(parts ...[]byte) [][]byte {
+	l := len(sh.bufs)
+	sh.bufs = append(sh.bufs, parts...)
+	return sh.bufs[l:len(sh.bufs):len(sh.bufs)]
+}
+
+// queueUDP adds one datagram made of bufs for dst to the batch; oob is a
+// UDP_SEGMENT control message when bufs carry several datagrams.
+func (sh *shard) queueUDP(bufs [][]byte, oob []byte, dst *net.UDPAddr) {
+	sh.msgs = append(sh.msgs, ipv4.Message{Buffers: bufs, OOB: oob, Addr: dst})
 }
 
 // flush sends the queued datagrams and frees the scratch.
@@ -250,6 +251,7 @@ func (sh *shard) flush() {
 		sh.msgs[i] = ipv4.Message{}
 	}
 	clear(sh.bufs)
+	sh.bufs = sh.bufs[:0]
 	sh.msgs = sh.msgs[:0]
 	sh.arena = sh.arena[:0]
 	sh.hdrs = sh.hdrs[:0]

@@ -3,6 +3,7 @@ package deliver
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -49,11 +50,21 @@ type ended struct {
 	err    error
 }
 
-// TestUDPPacedRTP plays 2 s of the sample over RTP/UDP and checks the
-// packets (payload type, sequence, timestamps, TS content), the pacing and
-// the final RTCP BYE.
+// TestUDPPacedRTP plays 2 s of the sample over RTP/UDP, with and without
+// UDP GSO, and checks the packets (payload type, sequence, timestamps, TS
+// content), the pacing and the final RTCP BYE.
 func TestUDPPacedRTP(t *testing.T) {
+	for _, gso := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gso=%v", gso), func(t *testing.T) { testUDPPacedRTP(t, gso) })
+	}
+}
+
+func testUDPPacedRTP(t *testing.T, gso bool) {
 	e := startEngine(t, true)
+	if gso && !e.UDP.gso {
+		t.Skip("the kernel has no UDP GSO")
+	}
+	e.UDP.gso = gso
 	data := prefix(t, loadClip(t), 2)
 	rtpc, rtcpc := listenUDP(t), listenUDP(t)
 	done := make(chan ended, 1)

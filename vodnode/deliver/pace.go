@@ -157,15 +157,36 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 	wire := 0
 	switch s.cfg.Mode {
 	case RTPUDP, RawUDP:
+		// one GSO train (UDP_SEGMENT) when the kernel can, else k datagrams;
+		// the iovecs alternate RTP header and payload, so segments of
+		// header+PayloadSize bytes are exactly the RTP packets
+		rtpMode := s.cfg.Mode == RTPUDP
+		gso := k > 1 && s.e.UDP.gso
+		start := len(sh.bufs)
 		for i := 0; i < n; i += PayloadSize {
 			p := buf[i:min(i+PayloadSize, n)]
-			var h []byte
-			if s.cfg.Mode == RTPUDP {
-				h = sh.hdrTake()
+			var iov [][]byte
+			if rtpMode {
+				h := sh.hdrTake()
 				s.header(h, ck, s.seq+uint16(i/PayloadSize), at(i))
+				iov = sh.iov(h, p)
+			} else {
+				iov = sh.iov(p)
 			}
-			sh.queueUDP(h, p, s.cfg.Dest)
-			wire += len(h) + len(p)
+			if !gso {
+				sh.queueUDP(iov, nil, s.cfg.Dest)
+			}
+			wire += len(p)
+			if rtpMode {
+				wire += rtpHeaderSize
+			}
+		}
+		if gso {
+			seg := PayloadSize
+			if rtpMode {
+				seg += rtpHeaderSize
+			}
+			sh.queueUDP(sh.bufs[start:len(sh.bufs):len(sh.bufs)], s.e.UDP.segmentOOB(seg), s.cfg.Dest)
 		}
 		if s.cfg.Mode == RTPUDP && now >= s.nextSR {
 			s.nextSR = now + int64(s.e.SRInterval)

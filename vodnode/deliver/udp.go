@@ -1,10 +1,14 @@
 package deliver
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -18,6 +22,8 @@ type UDPServer struct {
 	batch     interface {
 		WriteBatch(ms []ipv4.Message, flags int) (int, error)
 	}
+	gso bool           // the kernel takes UDP_SEGMENT trains
+	oob map[int][]byte // UDP_SEGMENT control messages by datagram size
 }
 
 // sendBufferBytes is the socket send buffer asked for the RTP port.
@@ -70,6 +76,8 @@ func listenPair(host string, port int) (*UDPServer, error) {
 	} else {
 		u.batch = ipv6.NewPacketConn(u.RTP)
 	}
+	u.oob = map[int][]byte{PayloadSize: makeOOB(PayloadSize), PayloadSize + rtpHeaderSize: makeOOB(PayloadSize + rtpHeaderSize)}
+	u.gso = u.probeGSO()
 	return u, nil
 }
 
@@ -100,4 +108,45 @@ func (u *UDPServer) writeBatch(ms []ipv4.Message) error {
 		ms = ms[n:]
 	}
 	return first
+}
+
+// udpSegment is the UDP_SEGMENT socket option/control message (Linux
+// 4.18+, UDP GSO): one send carries several datagrams of one size.
+const udpSegment = 103
+
+// segmentOOB returns the UDP_SEGMENT control message for datagrams of
+// size bytes (the last of a train may be shorter).
+func (u *UDPServer) segmentOOB(size int) []byte {
+	if b, ok := u.oob[size]; ok {
+		return b
+	}
+	return nil
+}
+
+// makeOOB builds the UDP_SEGMENT control messages of the two datagram
+// sizes the engine sends (RTP and raw).
+func makeOOB(size int) []byte {
+	b := make([]byte, unix.CmsgSpace(2))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level = unix.SOL_UDP
+	h.Type = udpSegment
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(size))
+	return b
+}
+
+// probeGSO reports whether the kernel takes a UDP_SEGMENT train on the RTP
+// port: two small datagrams sent to the node's own RTCP port.
+func (u *UDPServer) probeGSO() bool {
+	dst := *u.RTCP.LocalAddr().(*net.UDPAddr)
+	if dst.IP.IsUnspecified() {
+		if dst.IP.To4() != nil {
+			dst.IP = net.IPv4(127, 0, 0, 1)
+		} else {
+			dst.IP = net.IPv6loopback
+		}
+	}
+	oob := makeOOB(8)
+	_, _, err := u.RTP.WriteMsgUDP(make([]byte, 12), oob, &dst)
+	return err == nil
 }
