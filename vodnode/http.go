@@ -128,6 +128,7 @@ func urlQuery(raw string) (string, error) {
 type httpSession struct {
 	sid, title string
 	meta       store.Meta
+	expires    time.Time // the token's expiry
 	t          *store.Title
 	limiter    *rate.Limiter // paces the bytes at a multiple of the title's bitrate
 
@@ -245,6 +246,9 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 		return nil, storeError(serr)
 	}
 	hs = &httpSession{sid: claims.Session, title: tg.Title, meta: meta, t: t}
+	if claims.ExpiresAt != nil {
+		hs.expires = claims.ExpiresAt.Time
+	}
 	if meta.Bitrate > 0 {
 		bps := float64(meta.Bitrate) / 8
 		hs.limiter = rate.NewLimiter(rate.Limit(bps*httpPace), max(int(bps*httpBurst), 256<<10))
@@ -282,7 +286,7 @@ func (n *Node) endHTTPSession(hs *httpSession, reason string) {
 	delete(n.httpSessions, hs.sid)
 	n.reserved -= hs.meta.Bitrate
 	n.slots--
-	n.used[hs.sid] = time.Now().Add(n.SessionTimeout + time.Hour)
+	n.used[hs.sid] = usedUntil(hs.expires, n.SessionTimeout)
 	n.mu.Unlock()
 	n.store.Release(hs.t)
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())

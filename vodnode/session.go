@@ -62,6 +62,15 @@ func (n *Node) tokenUsed(sid string) bool {
 	return ok
 }
 
+// usedUntil is how long an ended admission session is remembered: until
+// its token expires (it is refused anyway after), at least timeout.
+func usedUntil(expires time.Time, timeout time.Duration) time.Time {
+	if min := time.Now().Add(timeout); expires.Before(min) {
+		return min
+	}
+	return expires
+}
+
 // endSession ends s once: stops its stream, releases its title and its
 // bandwidth, remembers its token as used, and reports ENDED.
 func (n *Node) endSession(s *session, reason string, cause error) {
@@ -79,11 +88,7 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 	}
 	n.reserved -= s.meta.Bitrate
 	n.slots--
-	keep := s.expires
-	if min := time.Now().Add(n.SessionTimeout); keep.Before(min) {
-		keep = min
-	}
-	n.used[s.sid] = keep
+	n.used[s.sid] = usedUntil(s.expires, n.SessionTimeout)
 	n.mu.Unlock()
 
 	var bytes int64
