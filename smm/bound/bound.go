@@ -75,6 +75,27 @@ type Options struct {
 	// counts as requested just before the trace starts, without a fetch.
 	// Their total size should not exceed the capacity.
 	Warm []Request
+	// AnyWarm lets the schedule start with any titles of the trace it
+	// likes on the cache, free (every title counts as warm): the bound
+	// for a trace measured after a warm-up, whatever the cache held then.
+	AnyWarm bool
+}
+
+// withAnyWarm returns opt with every title of reqs warm when AnyWarm.
+func (opt Options) withAnyWarm(reqs []Request) Options {
+	if !opt.AnyWarm {
+		return opt
+	}
+	seen := make(map[key]bool, 1024)
+	warm := append([]Request(nil), opt.Warm...)
+	for _, r := range reqs {
+		if k := (key{r.Title, r.Bytes}); !seen[k] && r.Title != "" && r.Bytes > 0 {
+			seen[k] = true
+			warm = append(warm, Request{Title: r.Title, Bytes: r.Bytes})
+		}
+	}
+	opt.Warm, opt.AnyWarm = warm, false
+	return opt
 }
 
 // ErrBadTrace is returned for a malformed trace: an empty title, a size of
@@ -184,7 +205,7 @@ func Compute(reqs []Request, capacity int64, opt Options) (Result, error) {
 	if capacity < 0 {
 		return Result{}, fmt.Errorf("%w: capacity %d", ErrBadTrace, capacity)
 	}
-	t, err := build(reqs, opt)
+	t, err := build(reqs, opt.withAnyWarm(reqs))
 	if err != nil {
 		return Result{}, err
 	}
@@ -226,7 +247,7 @@ func MIN(reqs []Request, slots int, opt Options) (fetches int, bytes int64, err 
 	if slots < 0 {
 		return 0, 0, fmt.Errorf("%w: %d slots", ErrBadTrace, slots)
 	}
-	t, err := build(reqs, opt)
+	t, err := build(reqs, opt.withAnyWarm(reqs))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -241,7 +262,7 @@ func PFOOL(reqs []Request, capacity int64, opt Options) (bytes int64, fetches in
 	if capacity < 0 {
 		return 0, 0, fmt.Errorf("%w: capacity %d", ErrBadTrace, capacity)
 	}
-	t, err := build(reqs, opt)
+	t, err := build(reqs, opt.withAnyWarm(reqs))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -254,7 +254,7 @@ func Residency(reqs []Request, capacity int64, opt Options) (Result, error) {
 	if capacity < 0 {
 		return Result{}, fmt.Errorf("%w: capacity %d", ErrBadTrace, capacity)
 	}
-	t, err := buildResidency(reqs, capacity, opt)
+	t, err := buildResidency(reqs, capacity, opt.withAnyWarm(reqs))
 	if err != nil {
 		return Result{}, err
 	}

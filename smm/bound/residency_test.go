@@ -183,14 +183,20 @@ func TestResidencyBelowExactOptimum(t *testing.T) {
 		reqs := randomSessions(rng, 3+rng.IntN(9), titles, size)
 		var warm []Request
 		var warmIDs []string
-		if round%5 == 0 {
+		anyWarm := round%7 == 3 && round%5 != 0
+		switch {
+		case round%5 == 0:
 			warm = []Request{reqs[0]}
 			warmIDs = []string{reqs[0].Title}
+		case anyWarm: // any start the schedule likes: all titles, dropped at once if need be
+			for _, r := range reqs {
+				warmIDs = append(warmIDs, r.Title)
+			}
 		}
 		capacity := rng.Int64N(300)
 		ob := optResidency(reqs, capacity, true, warmIDs)
 		of := optResidency(reqs, capacity, false, warmIDs)
-		r, err := Residency(reqs, capacity, Options{Warm: warm})
+		r, err := Residency(reqs, capacity, Options{Warm: warm, AnyWarm: anyWarm})
 		if math.IsInf(ob, 1) {
 			if !errors.Is(err, ErrInfeasible) {
 				t.Fatalf("round %d: no schedule exists, got %+v %v", round, r, err)
@@ -205,14 +211,14 @@ func TestResidencyBelowExactOptimum(t *testing.T) {
 			t.Fatalf("round %d: bound %d B / %d fetches above the optimum %v / %v for %v cap %d", round, r.OriginBytes, r.Fetches, ob, of, reqs, capacity)
 		}
 		if float64(r.UpperBytes) < ob || float64(r.UpperFetches) < of || float64(r.StaticBytes) < ob {
-			t.Fatalf("round %d: feasible schedules below the optimum: upper %d/%d static %d, optimum %v/%v", round, r.UpperBytes, r.UpperFetches, r.StaticBytes, ob, of)
+			t.Fatalf("round %d: feasible schedules below the optimum: upper %d/%d static %d, optimum %v/%v; %+v %v cap %d warm %v", round, r.UpperBytes, r.UpperFetches, r.StaticBytes, ob, of, r, reqs, capacity, warmIDs)
 		}
 		if r.PFOOLBytes > r.OriginBytes || r.OriginBytes < r.CompulsoryBytes || r.OriginBytes > r.BusyBytes {
 			t.Fatalf("round %d: %+v", round, r)
 		}
 		// The instant model asks less of a schedule: its exact optimum is
 		// never above the residency optimum.
-		if oi := opt(reqs, capacity, true); oi > ob && len(warm) == 0 {
+		if oi := opt(reqs, capacity, true); oi > ob && len(warmIDs) == 0 {
 			t.Fatalf("round %d: instant optimum %v above residency optimum %v", round, oi, ob)
 		}
 	}

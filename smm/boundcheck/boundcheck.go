@@ -1,6 +1,7 @@
 // Package boundcheck is the `vodcluster bound` command: from a request
 // trace CSV (as `vodcluster sim --trace-out` writes it) it recomputes the
-// offline lower bound on origin bytes (package bound) and what each
+// offline lower bounds on origin bytes (package bound: with the residency
+// rule when the trace has session ends, and the instant one) and what each
 // eviction policy fetches as one cache of the same size (package replay),
 // so the simulator's storage figures can be checked independently.
 package boundcheck
@@ -28,38 +29,50 @@ type Result struct {
 	// TraceFillBytes is the bytes of the rows marked as fills: what the
 	// run that wrote the trace fetched on demand (its prefetches are not
 	// in the trace).
-	TraceFillBytes int64           `json:"trace_fill_bytes"`
-	Bound          bound.Result    `json:"bound"`
-	Policies       []replay.Result `json:"policies"` // one cache of Capacity bytes each
+	TraceFillBytes int64 `json:"trace_fill_bytes"`
+	// Residency is true when the trace has session ends (end_s): Bound is
+	// then the residency-aware bound (bound.Residency), the bound for a
+	// VOD cluster; otherwise Bound is the instant one.
+	Residency bool         `json:"residency"`
+	Bound     bound.Result `json:"bound"`
+	// Instant is the bound with every request taken as an instant
+	// (bound.Compute, Berger et al.'s model): lower, since it lets a
+	// title leave the cache while its sessions still play.
+	Instant bound.Result `json:"instant"`
+	// Policies are the eviction policies each run as one cache of
+	// Capacity bytes over the instants (package replay).
+	Policies []replay.Result `json:"policies"`
 }
 
-// Check computes the bound and replays policies (eviction policy names;
-// nil means all) over the served requests of recs (in time order, as
-// bound.ReadCSV returns them) with a cache of
-// capacity bytes. It fails on a malformed trace, a negative capacity or an
-// unknown policy.
+// Check computes the bounds and replays policies (eviction policy names;
+// nil means all) over the served requests of recs with a cache of
+// capacity bytes. It fails on a malformed trace, a negative capacity, a
+// trace whose sessions in progress need more than capacity
+// (bound.ErrInfeasible) or an unknown policy.
 func Check(recs []bound.Record, capacity int64, policies []string) (Result, error) {
-	res := Result{Rows: len(recs), Capacity: capacity}
-	var reqs []bound.Request
+	res := Result{Rows: len(recs), Capacity: capacity, Residency: bound.HasEnds(recs)}
 	for _, r := range recs {
 		if r.Fill {
 			res.TraceFillBytes += r.Bytes
 		}
-		if r.Served() {
-			reqs = append(reqs, r.Request())
-		}
 	}
+	reqs := bound.ServedRequests(recs)
 	res.Served = len(reqs)
-	b, err := bound.Compute(reqs, capacity, bound.Options{})
+	inst, err := bound.Compute(reqs, capacity, bound.Options{})
 	if err != nil {
 		return res, err
 	}
-	res.Bound = b
+	res.Instant, res.Bound = inst, inst
+	if res.Residency {
+		if res.Bound, err = bound.Residency(reqs, capacity, bound.Options{}); err != nil {
+			return res, err
+		}
+	}
 	if policies == nil {
 		policies = smm.Evictors()
 	}
 	for _, p := range policies {
-		ev, err := smm.NewEvictor(p)
+		ev, err := smm.NewEvictor(strings.TrimSpace(p))
 		if err != nil {
 			return res, err
 		}
@@ -76,7 +89,12 @@ func Check(recs []bound.Record, capacity int64, policies []string) (Result, erro
 // bound.
 func (r Result) WriteText(w io.Writer) error {
 	gb := func(b int64) string { return fmt.Sprintf("%.1f", float64(b)/1e9) }
-	if _, err := fmt.Fprintf(w, "%d requests served of %d, cache %s GB, bound by %s\n", r.Served, r.Rows, gb(r.Capacity), r.Bound.Method); err != nil {
+	model := "instant requests (no end_s in the trace)"
+	if r.Residency {
+		model = "residency: each title cached from time_s to end_s"
+	}
+	if _, err := fmt.Fprintf(w, "%d requests served of %d, cache %d bytes (%s GB), bound by %s, %s\n",
+		r.Served, r.Rows, r.Capacity, gb(r.Capacity), r.Bound.Method, model); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -86,49 +104,62 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		return fmt.Sprintf("%.3f", float64(b)/float64(r.Bound.OriginBytes))
 	}
-	fmt.Fprintf(tw, "\torigin GB\tratio to bound\t\n")
-	rows := []struct {
+	fmt.Fprintf(tw, "\torigin bytes\torigin GB\tratio to bound\t\n")
+	type row struct {
 		name string
 		b    int64
-	}{
+	}
+	rows := []row{
 		{"lower bound (offline optimum >=)", r.Bound.OriginBytes},
 		{"pfoo-l alone", r.Bound.PFOOLBytes},
 		{"feasible offline schedule", r.Bound.UpperBytes},
 		{"static oracle (counts known)", r.Bound.StaticBytes},
 		{"compulsory (first requests)", r.Bound.CompulsoryBytes},
-		{"no cache", r.Bound.TotalBytes},
-		{"trace's demand fills", r.TraceFillBytes},
 	}
+	if r.Residency {
+		rows = append(rows,
+			row{"one fetch per busy interval", r.Bound.BusyBytes},
+			row{"instant bound (sessions ignored)", r.Instant.OriginBytes},
+			row{"peak bytes in use", r.Bound.PeakInUseBytes})
+	}
+	rows = append(rows, row{"no cache", r.Bound.TotalBytes}, row{"trace's demand fills", r.TraceFillBytes})
 	for _, p := range r.Policies {
-		rows = append(rows, struct {
-			name string
-			b    int64
-		}{p.Policy + " as one cache", p.OriginBytes})
+		rows = append(rows, row{p.Policy + " as one cache (instants)", p.OriginBytes})
 	}
 	for _, x := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", x.name, gb(x.b), ratio(x.b))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", x.name, x.b, gb(x.b), ratio(x.b))
 	}
 	return tw.Flush()
 }
 
-// NewCommand returns the `bound` command: --trace FILE (CSV, "-" for
-// stdin), --capacity BYTES (the cluster's total disk), --policies
-// (comma-separated eviction policies, default all), --json.
+// NewCommand returns the `bound` command: the trace CSV as the argument
+// or --trace FILE ("-" for stdin), --capacity BYTES (the cluster's total
+// disk), --policies (comma-separated eviction policies, default all),
+// --json.
 func NewCommand() *cobra.Command {
 	var trace, policies string
 	var capacity int64
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "bound",
+		Use:   "bound [--capacity BYTES] FILE",
 		Short: "Offline lower bound on origin bytes for a request trace, and each eviction policy as one cache",
-		Long: "Reads a request trace CSV (time_s,title,bytes,node,fill; as written by `vodcluster sim --trace-out`)\n" +
+		Long: "Reads a request trace CSV (time_s,title,bytes,node,fill,end_s; as written by `vodcluster sim --trace-out`)\n" +
 			"and prints the lower bound on the bytes any storage policy must fetch from the origin with a cache of\n" +
-			"--capacity bytes (Belady's MIN for equal sizes, else FOO's interval LP relaxation), a feasible offline\n" +
-			"schedule next to it, and what each eviction policy fetches run as one cache of that size.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+			"--capacity bytes (the simulator prints its cluster's total disk). With end_s, each title must stay\n" +
+			"cached while its sessions play (the residency rule of a VOD node, which streams from its own disk);\n" +
+			"the bound is FOO's interval LP with those forced intervals, bounded by PFOO-L and its Lagrangian dual.\n" +
+			"The instant bound (sessions ignored, Berger et al. 2018), a feasible offline schedule and what each\n" +
+			"eviction policy fetches as one cache are printed next to it.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if trace != "" && trace != args[0] {
+					return fmt.Errorf("bound: two traces given (%s and --trace %s)", args[0], trace)
+				}
+				trace = args[0]
+			}
 			if trace == "" || capacity <= 0 {
-				return fmt.Errorf("bound: --trace and a positive --capacity are required")
+				return fmt.Errorf("bound: a trace file and a positive --capacity are required")
 			}
 			in := cmd.InOrStdin()
 			if trace != "-" {
@@ -149,7 +180,7 @@ func NewCommand() *cobra.Command {
 			}
 			res, err := Check(recs, capacity, ps)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", trace, err)
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -160,7 +191,7 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&trace, "trace", "", "request trace CSV (\"-\" = stdin)")
+	f.StringVar(&trace, "trace", "", "request trace CSV (\"-\" = stdin); or give it as the argument")
 	f.Int64Var(&capacity, "capacity", 0, "cache size in bytes: the cluster's total disk")
 	f.StringVar(&policies, "policies", "", "eviction policies to replay, comma-separated (default all: "+strings.Join(smm.Evictors(), ",")+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
