@@ -10,9 +10,12 @@ import (
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
 )
 
-// admin implements pb.AdminServer. Pin, Unpin are UNIMPLEMENTED.
+// admin implements pb.AdminServer: the catalog, nodes, sessions and
+// policies here; placement, prefetch, eviction, pins and fills in
+// admin_storage.go.
 type admin struct {
 	pb.UnimplementedAdminServer
 	m *Manager
@@ -120,11 +123,20 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 }
 
 func (m *Manager) policyInfoLocked() *pb.PolicyInfo {
-	return &pb.PolicyInfo{Policy: m.sched.Policy().Name(), Available: lsm.Policies(), StoragePolicy: m.evictor.Name()}
+	p := &pb.PolicyInfo{Policy: m.sched.Policy().Name(), Available: lsm.Policies(),
+		StoragePolicy: m.storage.Name, StorageAvailable: smm.StoragePolicies(), StoragePlanner: m.plannerName()}
+	if m.rep != nil {
+		st := m.rep.Stats()
+		p.StorageStats = &pb.StorageStats{Plans: int64(st.Plans), Prefetches: int64(st.Prefetches), Evictions: int64(st.Evictions),
+			Moves: int64(st.Moves), PlanChanges: int64(st.PlanChanges), FillsDone: int64(st.FillsDone),
+			FillsFailed: int64(st.FillsFailed), Retries: int64(st.Retries)}
+	}
+	return p
 }
 
-// GetPolicy returns the scheduling policy, the registered ones and the
-// eviction policy.
+// GetPolicy returns the scheduling policy, the registered ones, the
+// storage policy with its planner and, with the Replicator, what it did
+// so far (StorageStats).
 func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo, error) {
 	a.m.mu.Lock()
 	defer a.m.mu.Unlock()
@@ -143,148 +155,4 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	m.log.Info("scheduling policy changed by operator", "policy", req.GetPolicy())
 	m.kickPump()
 	return m.policyInfoLocked(), nil
-}
-
-// ListPlacement returns the replica view (node -> titles stored or
-// filling, from the nodes' reports and the fills ordered since), filtered
-// by title and/or node, in (title, node) order.
-func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
-	m := a.m
-	out := &pb.ListPlacementResponse{}
-	m.mu.Lock()
-	for id, ns := range m.nodes {
-		if req.GetNodeId() != "" && id != req.GetNodeId() {
-			continue
-		}
-		for _, t := range ns.titles {
-			if req.GetTitleId() != "" && t.GetTitleId() != req.GetTitleId() {
-				continue
-			}
-			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
-				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling()})
-		}
-	}
-	m.mu.Unlock()
-	sort.Slice(out.Replicas, func(i, j int) bool {
-		a, b := out.Replicas[i], out.Replicas[j]
-		if a.TitleId != b.TitleId {
-			return a.TitleId < b.TitleId
-		}
-		return a.NodeId < b.NodeId
-	})
-	return out, nil
-}
-
-// ListFills returns the fills in progress (demand and prefetch) from the
-// nodes' last reports, in (node, title) order.
-func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsResponse, error) {
-	m := a.m
-	out := &pb.ListFillsResponse{}
-	m.mu.Lock()
-	for id, ns := range m.nodes {
-		for _, t := range ns.titles {
-			if t.GetFilling() {
-				out.Fills = append(out.Fills, &pb.Fill{NodeId: id, TitleId: t.GetTitleId(), StoredBytes: t.GetStoredBytes(),
-					SizeBytes: t.GetSizeBytes(), Prefetch: t.GetPrefetch()})
-			}
-		}
-	}
-	m.mu.Unlock()
-	sort.Slice(out.Fills, func(i, j int) bool {
-		if out.Fills[i].NodeId != out.Fills[j].NodeId {
-			return out.Fills[i].NodeId < out.Fills[j].NodeId
-		}
-		return out.Fills[i].TitleId < out.Fills[j].TitleId
-	})
-	return out, nil
-}
-
-// Prefetch orders a fill of a title on a node ahead of demand; with no
-// node, on the live, non-draining node with the most free disk that does
-// not hold it. NOT_FOUND for an unknown title or node,
-// FAILED_PRECONDITION when no node can take it, ALREADY_EXISTS when the
-// node holds or fills it, RESOURCE_EXHAUSTED when the node's command
-// queue is full.
-func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
-	m := a.m
-	t, ok := m.titles()[req.GetTitleId()]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id := req.GetNodeId()
-	if id == "" {
-		best := int64(-1)
-		for nid, ns := range m.nodes {
-			n := m.sched.Node(nid)
-			if n == nil || !m.sched.InService(n) || ns.titles[t.ID] != nil {
-				continue
-			}
-			if ns.diskFree > best || (ns.diskFree == best && nid < id) {
-				id, best = nid, ns.diskFree
-			}
-		}
-		if id == "" {
-			return nil, status.Errorf(codes.FailedPrecondition, "no node in service without title %q", t.ID)
-		}
-	}
-	if err := m.prefetchLocked(id, t); err != nil {
-		return nil, err
-	}
-	return &pb.PlacementAck{NodeId: id, Message: "prefetch ordered"}, nil
-}
-
-func (m *Manager) prefetchLocked(id string, t store.Title) error {
-	ns := m.nodes[id]
-	if ns == nil || m.sched.Node(id) == nil {
-		return status.Errorf(codes.NotFound, "node %q is not registered", id)
-	}
-	if ns.titles[t.ID] != nil {
-		return status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
-	}
-	if !ns.push(prefetchCmd(t.ID)) {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
-	}
-	ns.titles[t.ID] = &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true}
-	ns.diskFree -= t.SizeBytes
-	_ = m.sched.SetReplica(id, t.ID, true, 0)
-	m.log.Info("prefetch ordered", "node", id, "title", t.ID)
-	return nil
-}
-
-// Evict orders a node to remove a title. NOT_FOUND for an unknown node or
-// a title the node does not hold, FAILED_PRECONDITION while a session
-// plays or fills it there (an eviction never cuts a playing session),
-// RESOURCE_EXHAUSTED when the node's command queue is full.
-func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
-	m := a.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.evictLocked(req.GetNodeId(), req.GetTitleId()); err != nil {
-		return nil, err
-	}
-	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: "eviction ordered"}, nil
-}
-
-func (m *Manager) evictLocked(id, title string) error {
-	ns := m.nodes[id]
-	if ns == nil || m.sched.Node(id) == nil {
-		return status.Errorf(codes.NotFound, "node %q is not registered", id)
-	}
-	st := ns.titles[title]
-	if st == nil {
-		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
-	}
-	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
-		return status.Errorf(codes.FailedPrecondition, "title %q is playing or filling on node %q", title, id)
-	}
-	if !ns.push(evictCmd(title)) {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
-	}
-	ns.diskFree += st.GetStoredBytes()
-	delete(ns.titles, title)
-	_ = m.sched.DropReplica(id, title)
-	m.log.Info("eviction ordered", "node", id, "title", title)
-	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	"vodcluster/proto/token"
-	"vodcluster/smm"
 )
 
 // Admission outcomes the front doors map to RTSP and HTTP statuses.
@@ -63,7 +62,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 
 	now := m.now()
 	m.mu.Lock()
-	m.pop.Observe(t.ID, now)
 	m.planner.Observe(t.ID, now)
 	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}, now.Add(m.QueueDeadline), now)
 	if err != nil {
@@ -125,8 +123,14 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
+	m.recordLocked(ns, t, now)
 	if res.Fill {
-		m.makeRoomLocked(ns, t, now)
+		// The fill streams to its viewer whatever room there is: evict
+		// what can be evicted, never a title in use or pinned.
+		if _, err := m.makeRoomLocked(ns, t, now, false); err != nil {
+			m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
+		}
+		ns.diskFree -= t.SizeBytes
 	}
 	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
 	m.mu.Unlock()
@@ -218,42 +222,4 @@ func (m *Manager) pumpLoop() {
 			timer.Reset(time.Hour)
 		}
 	}
-}
-
-// makeRoomLocked is the storage hook of a fill placement: when the node's
-// last reported free disk is below the title's size, the Evictor picks
-// victims among the node's titles that no session plays or fills, and
-// EvictCommands go down the node's stream before the client is answered.
-func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time) {
-	if !ns.reported || t.SizeBytes <= 0 {
-		return
-	}
-	if ns.diskFree >= t.SizeBytes {
-		ns.diskFree -= t.SizeBytes
-		return
-	}
-	need := t.SizeBytes - ns.diskFree
-	items := make([]smm.Item, 0, len(ns.titles))
-	for id, st := range ns.titles {
-		if id == t.ID {
-			continue
-		}
-		items = append(items, smm.Item{
-			Title: id, Bytes: st.GetStoredBytes(),
-			InUse:      st.GetSessions() > 0 || st.GetFilling() || ns.active[id] > 0,
-			LastAccess: time.UnixMilli(st.GetLastAccessUnixMs()),
-		})
-	}
-	victims, ok := m.evictor.Victims(items, need, now)
-	for _, v := range victims {
-		if !ns.push(evictCmd(v)) {
-			m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", v)
-			continue
-		}
-		ns.diskFree += ns.titles[v].GetStoredBytes()
-		delete(ns.titles, v)
-		_ = m.sched.DropReplica(ns.id, v)
-	}
-	ns.diskFree -= t.SizeBytes
-	m.log.Info("eviction for a fill", "node", ns.id, "title", t.ID, "need_bytes", need, "victims", victims, "enough", ok)
 }

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -57,7 +58,9 @@ func (m *Manager) catalogLoop() {
 }
 
 // refreshCatalog loads the catalog from the origin, stores it and serves
-// it. Titles with a malformed id or no bitrate are skipped (logged).
+// it, and feeds new popularity hints to the storage manager. Titles with
+// a malformed id or no bitrate are skipped, a malformed hint is dropped
+// (logged).
 func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -73,10 +76,16 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 			continue
 		}
 		seen[t.GetId()] = true
+		pop := t.GetPopularityPerDay()
+		if !(pop >= 0) || math.IsInf(pop, 0) {
+			m.log.Warn("catalog: popularity hint ignored (want expected requests per day >= 0)", "title", t.GetId(), "popularity_per_day", pop)
+			pop = 0
+		}
 		ts = append(ts, store.Title{ID: t.GetId(), Name: t.GetName(), DurationS: t.GetDurationS(),
-			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage()})
+			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop})
 	}
 	m.setCatalog(ts)
+	m.applyHints()
 	if err := m.st.ReplaceTitles(ctx, ts); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -85,5 +94,6 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 }
 
 func titleProto(t store.Title) *pb.Title {
-	return &pb.Title{Id: t.ID, Name: t.Name, DurationS: t.DurationS, BitrateBps: t.BitrateBps, SizeBytes: t.SizeBytes, Package: t.Package}
+	return &pb.Title{Id: t.ID, Name: t.Name, DurationS: t.DurationS, BitrateBps: t.BitrateBps, SizeBytes: t.SizeBytes,
+		Package: t.Package, PopularityPerDay: t.PopularityPerDay}
 }

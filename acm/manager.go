@@ -36,7 +36,10 @@ const (
 	DefaultRestoreGrace   = 30 * time.Second
 	DefaultPlanInterval   = 30 * time.Second
 	DefaultOriginChannels = 4
-	DefaultEvictor        = "lru"
+	DefaultEvictor        = smm.DefaultEvictor
+	DefaultShiftCheck     = time.Second
+	DefaultPopularitySave = time.Minute
+	DefaultOrderTimeout   = 30 * time.Second
 )
 
 // Manager is the manager process's front door and control plane. Fill the
@@ -80,21 +83,44 @@ type Manager struct {
 	RestoreGrace time.Duration // DefaultRestoreGrace
 
 	Scheduler lsm.Config // zero value: lsm.DefaultConfig(); otherwise used as is (start from DefaultConfig)
-	Evictor   string     // eviction policy name (smm.Evictors), DefaultEvictor
-	// Planner decides prefetches and evictions every PlanInterval;
-	// nil: smm.NoPlanner.
-	Planner        smm.Planner
+
+	// Evictor names the storage policy (smm.StoragePolicies, the eviction
+	// policy of every node's disk), DefaultEvictor; the default gdsf comes
+	// with the Replicator planner (smm.NewStorage).
+	Evictor string
+	// StoragePlanner is the storage policy's planner: smm.PlannerReplicate,
+	// smm.PlannerNone, or "" for the policy's default.
+	StoragePlanner string
+	// Replicator tunes the Replicator (zero fields: smm's defaults).
+	Replicator smm.ReplicatorConfig
+	// Planner, when set, replaces the storage policy's planner (the
+	// policy's evictors stay); nil: the storage policy's.
+	Planner smm.Planner
+	// PlanInterval is how often the planner plans; it also plans at once
+	// when a node registers, a prefetch ends, a pin changes, popularity
+	// hints arrive, and when Replicator.Shifted says demand moved (asked
+	// every ShiftCheck).
 	PlanInterval   time.Duration // DefaultPlanInterval
+	ShiftCheck     time.Duration // DefaultShiftCheck
 	OriginChannels int           // concurrent origin transfers the planner may count on, DefaultOriginChannels
+	// PopularitySave is how often the popularity snapshot is written to
+	// the store (and once more at Close), DefaultPopularitySave.
+	PopularitySave time.Duration
+	// OrderTimeout: a prefetch ordered that its node neither shows in a
+	// load report nor reports failed within OrderTimeout counts as
+	// failed, DefaultOrderTimeout.
+	OrderTimeout time.Duration
 
 	Logger *slog.Logger // nil: slog.Default()
 
 	// Run-time state, guarded by mu.
 	mu       sync.Mutex
 	sched    *lsm.Scheduler
-	pop      *smm.Popularity
+	storage  *smm.Storage
+	rep      *smm.Replicator // the planner when it is the Replicator, else nil
+	pins     *smm.Pins
 	planner  smm.Planner
-	evictor  smm.Evictor
+	seeded   map[string]float64 // title -> popularity hint applied (requests/day)
 	sessions map[string]*session
 	nodes    map[string]*nodeState
 	waiters  map[*lsm.Ticket]chan struct{}
@@ -107,10 +133,13 @@ type Manager struct {
 	log       *slog.Logger
 	startedAt time.Time
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	kick   chan struct{}
-	wg     sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+	kick     chan struct{}
+	planKick chan struct{}
+	wg       sync.WaitGroup
+	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
+	serving  bool       // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
@@ -161,6 +190,9 @@ func (m *Manager) defaults() error {
 	setD(&m.CatalogRefresh, DefaultCatalogRefresh)
 	setD(&m.RestoreGrace, DefaultRestoreGrace)
 	setD(&m.PlanInterval, DefaultPlanInterval)
+	setD(&m.ShiftCheck, DefaultShiftCheck)
+	setD(&m.PopularitySave, DefaultPopularitySave)
+	setD(&m.OrderTimeout, DefaultOrderTimeout)
 	if m.OriginChannels <= 0 {
 		m.OriginChannels = DefaultOriginChannels
 	}
@@ -188,8 +220,9 @@ func (m *Manager) defaults() error {
 // session table from it, binds the three listeners and starts serving.
 // It is all or nothing: on error, everything it started is stopped
 // again. Errors: a missing BOSS or DataDir, a BOSS whose Realm() differs
-// from Realm, a Secret under 16 bytes, an unknown scheduling or eviction
-// policy, a store that does not open, a listen address that cannot be
+// from Realm, a Secret under 16 bytes, an unknown scheduling or storage
+// policy or planner, a Replicator parameter out of range, a store that
+// does not open or holds malformed pins, a listen address that cannot be
 // bound.
 func (m *Manager) Start() (err error) {
 	if err := m.defaults(); err != nil {
@@ -203,18 +236,15 @@ func (m *Manager) Start() (err error) {
 		return fmt.Errorf("acm: %w", err)
 	}
 	m.Scheduler = m.sched.Config
-	if m.evictor, err = smm.NewEvictor(m.Evictor); err != nil {
-		return fmt.Errorf("acm: %w", err)
+	if err := m.newStorage(); err != nil {
+		return err
 	}
-	m.planner = m.Planner
-	if m.planner == nil {
-		m.planner = smm.NoPlanner{}
-	}
-	m.pop = smm.NewPopularity(0)
+	m.seeded = map[string]float64{}
 	m.sessions = map[string]*session{}
 	m.nodes = map[string]*nodeState{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
+	m.planKick = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.startedAt = time.Now()
 	empty := map[string]store.Title{}
@@ -233,6 +263,9 @@ func (m *Manager) Start() (err error) {
 		m.st, m.ownStore = b, true
 	}
 	if err := m.restore(); err != nil {
+		return err
+	}
+	if err := m.restoreStorage(); err != nil {
 		return err
 	}
 	if m.OriginAddr != "" {
@@ -281,8 +314,9 @@ func (m *Manager) Start() (err error) {
 	if m.origin != nil {
 		m.goRun(m.catalogLoop)
 	}
+	m.serving = true
 	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),
-		"policy", m.sched.Config.Policy, "evictor", m.evictor.Name())
+		"policy", m.sched.Config.Policy, "storage", m.storage.Name, "planner", m.plannerName())
 	return nil
 }
 
@@ -295,8 +329,9 @@ func (m *Manager) goRun(f func()) {
 }
 
 // Close stops the front doors and the gRPC services, ends waiting
-// requests (503), and closes the store it opened. Sessions stay in the
-// store for the next Start. Closing twice returns the first result.
+// requests (503), writes the popularity snapshot, and closes the store it
+// opened. Sessions, pins and popularity stay in the store for the next
+// Start. Closing twice returns the first result.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() { m.closeError = m.teardown() })
 	return m.closeError
@@ -328,6 +363,9 @@ func (m *Manager) teardown() error {
 	}
 	m.wg.Wait()
 	var err error
+	if m.serving {
+		m.savePopularity()
+	}
 	if m.origin != nil {
 		m.origin.Close()
 	}

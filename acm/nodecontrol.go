@@ -56,13 +56,11 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if req.GetWeight() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "weight %d < 0", req.GetWeight())
 	}
-	holdings := make([]lsm.Holding, 0, len(req.GetTitles()))
 	var used int64
 	for _, t := range req.GetTitles() {
 		if t.GetTitleId() == "" {
 			return nil, status.Errorf(codes.InvalidArgument, "stored title without title_id")
 		}
-		holdings = append(holdings, lsm.Holding{Title: t.GetTitleId(), Bytes: t.GetStoredBytes(), Filling: t.GetFilling()})
 		used += t.GetStoredBytes()
 	}
 	now := m.now()
@@ -77,7 +75,6 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		m.mu.Unlock()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: c.GetDiskBytes() - used}, now)
 	ns := m.nodes[id]
 	if ns == nil {
 		ns = newNodeState(id)
@@ -88,11 +85,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			}
 		}
 	}
-	ns.titles = make(map[string]*pb.StoredTitle, len(req.GetTitles()))
-	for _, t := range req.GetTitles() {
-		ns.titles[t.GetTitleId()] = t
-	}
-	ns.reported, ns.diskFree, ns.awaitFirst = true, c.GetDiskBytes()-used, true
+	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
+	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: free}, now)
+	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	for _, s := range ns.sessions {
 		if s.reserved {
 			continue
@@ -113,6 +108,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", len(ns.sessions))
 	m.persistAll(changed)
 	m.kickPump()
+	m.kickPlan() // new room and egress to plan for
 	return &pb.RegisterResponse{HeartbeatIntervalMs: m.sched.Config.HeartbeatInterval.Milliseconds()}, nil
 }
 
@@ -211,33 +207,15 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		m.mu.Unlock()
 		return status.Errorf(codes.Aborted, "heartbeat stream of node %q replaced by a newer one", ns.id)
 	}
-	holdings := make([]lsm.Holding, 0, len(r.GetTitles()))
-	ns.titles = make(map[string]*pb.StoredTitle, len(r.GetTitles()))
-	for _, t := range r.GetTitles() {
-		if t.GetTitleId() == "" {
-			continue
-		}
-		holdings = append(holdings, lsm.Holding{Title: t.GetTitleId(), Bytes: t.GetStoredBytes(), Filling: t.GetFilling()})
-		ns.titles[t.GetTitleId()] = t
-	}
-	// A fill placed on the node whose viewer has not arrived yet is not
-	// in the report: keep it in the replica view so the next viewer of
-	// the title shares that fill.
-	cat := m.titles()
-	for _, s := range ns.sessions {
-		if s.State == store.StateAdmitted && s.reserved && s.res.Fill && ns.titles[s.Title] == nil {
-			holdings = append(holdings, lsm.Holding{Title: s.Title, Filling: true})
-			ns.titles[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: cat[s.Title].SizeBytes, Filling: true}
-		}
-	}
+	ns.reports++
+	holdings, free := m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
 	if err := m.sched.Heartbeat(ns.id, lsm.Report{
-		EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), ActiveFills: int(r.GetActiveFills()), Titles: holdings,
+		EgressBps: r.GetEgressBps(), DiskFreeBytes: free, ActiveFills: int(r.GetActiveFills()), Titles: holdings,
 	}, now); err != nil {
 		m.mu.Unlock()
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
-	ns.reported, ns.diskFree = true, r.GetDiskFreeBytes()
-	ns.reports++
+	ns.reported, ns.diskFree = true, free
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true
@@ -297,6 +275,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		reason := ev.GetReason()
 		if reason == "" {
 			reason = "ended at node"
+		}
+		if !s.ended {
+			m.sessionEndedLocked(s, at)
 		}
 		m.endLocked(s, reason)
 	}

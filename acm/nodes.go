@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"sort"
+	"time"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -28,6 +29,18 @@ type nodeState struct {
 	titles   map[string]*pb.StoredTitle // last report, adjusted by commands since
 	sessions map[string]*session        // live sessions placed on the node
 	active   map[string]int             // title -> live sessions of it on the node
+
+	pending  map[string]*pendingFill // prefetches ordered, not yet in a load report
+	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
+	evicting map[string]uint64       // titles ordered evicted -> reports received at the order
+	hits     map[string]float64      // title -> requests placed on the node since it was stored
+}
+
+// pendingFill is a prefetch ordered on a node that no load report has
+// shown yet.
+type pendingFill struct {
+	at    time.Time // ordered
+	bytes int64     // the title's size
 }
 
 func newNodeState(id string) *nodeState {
@@ -37,6 +50,10 @@ func newNodeState(id string) *nodeState {
 		titles:   map[string]*pb.StoredTitle{},
 		sessions: map[string]*session{},
 		active:   map[string]int{},
+		pending:  map[string]*pendingFill{},
+		filling:  map[string]bool{},
+		evicting: map[string]uint64{},
+		hits:     map[string]float64{},
 	}
 }
 

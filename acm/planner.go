@@ -1,33 +1,92 @@
 package acm
 
 import (
+	"sort"
 	"time"
 
+	"vodcluster/acm/store"
 	"vodcluster/smm"
 )
 
-// planLoop runs the storage planner every PlanInterval and carries out
-// its orders (prefetch and evict commands down the nodes' streams).
+// planLoop runs the storage planner every PlanInterval, at once when
+// kicked (kickPlan) and when the Replicator says demand shifted (asked
+// every ShiftCheck), and saves the popularity snapshot every
+// PopularitySave.
 func (m *Manager) planLoop() {
-	t := time.NewTicker(m.PlanInterval)
-	defer t.Stop()
+	plan := time.NewTicker(m.PlanInterval)
+	defer plan.Stop()
+	shift := time.NewTicker(m.ShiftCheck)
+	defer shift.Stop()
+	save := time.NewTicker(m.PopularitySave)
+	defer save.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-t.C:
+		case <-plan.C:
 			m.plan(m.now())
+		case <-m.planKick:
+			m.plan(m.now())
+		case <-shift.C:
+			now := m.now()
+			m.mu.Lock()
+			shifted := m.rep != nil && m.rep.Shifted(now)
+			m.mu.Unlock()
+			if shifted {
+				m.log.Debug("demand shifted: planning early")
+				m.plan(now)
+			}
+		case <-save.C:
+			m.savePopularity()
 		}
 	}
 }
 
+// kickPlan asks the plan loop to plan now.
+func (m *Manager) kickPlan() {
+	select {
+	case m.planKick <- struct{}{}:
+	default:
+	}
+}
+
 // plan builds the planner's view of the cluster, asks it for orders and
-// carries out those that still make sense (known node and title, an
-// eviction of nothing in use).
+// carries them out in order (each eviction before the prefetch it makes
+// room for). An order that cannot be carried out is logged; a prefetch
+// that could not be ordered counts as failed for the Replicator, so it
+// is retried after its backoff rather than awaited.
 func (m *Manager) plan(now time.Time) {
 	cat := m.titles()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	view := m.viewLocked(cat, now)
+	for _, a := range m.planner.Plan(now, view) {
+		var err error
+		switch a.Kind {
+		case smm.Prefetch:
+			t, ok := cat[a.Title]
+			if !ok {
+				continue
+			}
+			if err = m.prefetchLocked(a.Node, t, now); err != nil && m.rep != nil {
+				m.rep.FillFailed(a.Node, a.Title, now)
+			}
+		case smm.Evict:
+			err = m.evictLocked(a.Node, a.Title)
+		}
+		if err != nil {
+			m.log.Warn("planner order not carried out", "kind", a.Kind.String(), "node", a.Node, "title", a.Title, "err", err)
+			continue
+		}
+		m.log.Info("planner order", "kind", a.Kind.String(), "node", a.Node, "title", a.Title)
+	}
+}
+
+// viewLocked builds the planner's view (mu held): every registered node
+// with its titles (stored, filling, prefetches ordered), in service or
+// not, the catalog, and the origin channels still free (OriginChannels
+// minus the fills in progress or ordered on live nodes).
+func (m *Manager) viewLocked(cat map[string]store.Title, now time.Time) *smm.ClusterView {
 	view := &smm.ClusterView{Titles: make(map[string]smm.TitleInfo, len(cat))}
 	for _, t := range cat {
 		view.Titles[t.ID] = smm.TitleInfo{ID: t.ID, Bytes: t.SizeBytes, Bitrate: t.BitrateBps, Duration: t.DurationS}
@@ -38,31 +97,50 @@ func (m *Manager) plan(now time.Time) {
 		if ns == nil {
 			continue
 		}
-		nv := smm.NodeView{ID: n.ID, Alive: m.sched.InService(n), DiskBytes: n.Capacity.DiskBytes,
-			EgressBps: n.Capacity.EgressBps, Utilization: n.Utilization(), Fills: n.ActiveFills}
-		for id, st := range ns.titles {
-			nv.Items = append(nv.Items, smm.Item{Title: id, Bytes: st.GetStoredBytes(),
-				InUse:      st.GetSessions() > 0 || st.GetFilling() || ns.active[id] > 0,
-				LastAccess: time.UnixMilli(st.GetLastAccessUnixMs()), Hits: m.pop.Rate(id, now)})
+		items := m.itemsLocked(ns, "")
+		nf := 0
+		for i := range items {
+			if items[i].Filling {
+				nf++
+			}
 		}
-		view.Nodes = append(view.Nodes, nv)
-		fills += n.ActiveFills
+		nf = max(nf, n.ActiveFills)
+		view.Nodes = append(view.Nodes, smm.NodeView{
+			ID: n.ID, Alive: m.sched.InService(n) && ns.reported, DiskBytes: n.Capacity.DiskBytes,
+			EgressBps: n.Capacity.EgressBps, Utilization: n.Utilization(), Items: items, Fills: nf,
+		})
+		if n.Alive {
+			fills += nf
+		}
 	}
 	view.OriginFree = max(0, m.OriginChannels-fills)
-	for _, a := range m.planner.Plan(now, view) {
-		var err error
-		switch a.Kind {
-		case smm.Prefetch:
-			t, ok := cat[a.Title]
-			if !ok {
-				continue
-			}
-			err = m.prefetchLocked(a.Node, t)
-		case smm.Evict:
-			err = m.evictLocked(a.Node, a.Title)
+	return view
+}
+
+// itemsLocked lists ns's titles as the storage policy sees them (mu
+// held), in title order, without skip: in use while a session plays or
+// the title fills, pinned by the operator's pins, a fill at the whole
+// title's size.
+func (m *Manager) itemsLocked(ns *nodeState, skip string) []smm.Item {
+	items := make([]smm.Item, 0, len(ns.titles))
+	for id, st := range ns.titles {
+		if id == skip {
+			continue
 		}
-		if err != nil {
-			m.log.Warn("planner order not carried out", "kind", a.Kind.String(), "node", a.Node, "title", a.Title, "err", err)
+		filling := st.GetFilling()
+		b := st.GetStoredBytes()
+		if filling {
+			b = max(b, st.GetSizeBytes())
 		}
+		var last time.Time
+		if ms := st.GetLastAccessUnixMs(); ms > 0 {
+			last = time.UnixMilli(ms)
+		}
+		items = append(items, smm.Item{
+			Title: id, Bytes: b, InUse: st.GetSessions() > 0 || filling || ns.active[id] > 0, Filling: filling,
+			Pinned: m.pins.Protects(ns.id, id), LastAccess: last, Hits: ns.hits[id],
+		})
 	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
+	return items
 }

@@ -17,6 +17,7 @@ import (
 var (
 	prefixSession = []byte("session/")
 	prefixTitle   = []byte("title/")
+	prefixState   = []byte("state/")
 )
 
 // gcInterval is how often Badger runs value-log garbage collection.
@@ -159,6 +160,43 @@ func (b *Badger) Sessions(_ context.Context) ([]Session, error) {
 		}
 		out = append(out, s)
 		return nil
+	})
+	return out, err
+}
+
+// PutState implements Store. It fails on a name that does not match
+// StateNamePattern.
+func (b *Badger) PutState(_ context.Context, name string, value []byte) error {
+	if !StateNamePattern.MatchString(name) {
+		return fmt.Errorf("store: state name %q: want %s", name, StateNamePattern)
+	}
+	unlock, err := b.guard()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	v := append([]byte(nil), value...)
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(key(prefixState, name), v) })
+}
+
+// State implements Store.
+func (b *Badger) State(_ context.Context, name string) ([]byte, error) {
+	unlock, err := b.guard()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []byte
+	err = b.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(key(prefixState, name))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: state %s", ErrNotFound, name)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = it.ValueCopy(nil)
+		return err
 	})
 	return out, err
 }

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"regexp"
 	"time"
 )
 
-// ErrNotFound is returned (wrapped) for a session that is not stored.
+// ErrNotFound is returned (wrapped) for a session or a state that is not
+// stored.
 var ErrNotFound = errors.New("store: not found")
 
 // ErrClosed is returned (wrapped) by every call after Close.
@@ -20,7 +22,13 @@ type Title struct {
 	BitrateBps int64   `json:"bitrate_bps"`       // mean bitrate, bit/s: what admission reserves
 	SizeBytes  int64   `json:"size_bytes"`        // file size, bytes
 	Package    string  `json:"package,omitempty"` // entitlement package
+	// PopularityPerDay is the operator's hint of the title's demand,
+	// expected requests per day; 0 = none.
+	PopularityPerDay float64 `json:"popularity_per_day,omitempty"`
 }
+
+// StateNamePattern is the shape of a PutState name.
+var StateNamePattern = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 
 // Session states.
 const (
@@ -69,6 +77,13 @@ type Store interface {
 	ReplaceTitles(ctx context.Context, titles []Title) error
 	// Titles returns the catalog, in id order.
 	Titles(ctx context.Context) ([]Title, error)
+	// PutState stores value under name: a piece of the manager's own
+	// state other than sessions and the catalog (the operator's pins, the
+	// popularity snapshot). name matches StateNamePattern.
+	PutState(ctx context.Context, name string, value []byte) error
+	// State returns the value stored under name, or an error wrapping
+	// ErrNotFound.
+	State(ctx context.Context, name string) ([]byte, error)
 	// Close releases the store.
 	Close() error
 }

@@ -1,0 +1,208 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// ListPlacement returns the replica view (node -> titles stored, filling
+// or ordered, from the nodes' reports and the orders since), each with
+// whether a pin protects it there, filtered by title and/or node, in
+// (title, node) order, and the titles pinned to the cluster.
+func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
+	m := a.m
+	out := &pb.ListPlacementResponse{}
+	m.mu.Lock()
+	for id, ns := range m.nodes {
+		if req.GetNodeId() != "" && id != req.GetNodeId() {
+			continue
+		}
+		for _, t := range ns.titles {
+			if req.GetTitleId() != "" && t.GetTitleId() != req.GetTitleId() {
+				continue
+			}
+			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
+				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(),
+				Pinned: m.pins.Protects(id, t.GetTitleId())})
+		}
+	}
+	out.ClusterPins = m.pins.ClusterPins()
+	m.mu.Unlock()
+	sort.Slice(out.Replicas, func(i, j int) bool {
+		a, b := out.Replicas[i], out.Replicas[j]
+		if a.TitleId != b.TitleId {
+			return a.TitleId < b.TitleId
+		}
+		return a.NodeId < b.NodeId
+	})
+	return out, nil
+}
+
+// ListFills returns the fills in progress (on demand and prefetch) with
+// their progress from the nodes' last reports, merged with the
+// prefetches the storage manager ordered and not yet seen on their node
+// (state ordered) or waiting for a retry after a failure (state backoff,
+// with attempts and next_try_unix_ms), in (node, title) order.
+func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsResponse, error) {
+	m := a.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &pb.ListFillsResponse{Fills: m.fillListLocked()}, nil
+}
+
+func sortFills(fs []*pb.Fill) {
+	sort.Slice(fs, func(i, j int) bool {
+		if fs[i].NodeId != fs[j].NodeId {
+			return fs[i].NodeId < fs[j].NodeId
+		}
+		return fs[i].TitleId < fs[j].TitleId
+	})
+}
+
+// Prefetch orders a fill of a title on a node ahead of demand; with no
+// node, where the storage manager chooses (Replicator.ChooseNode: a node
+// the plan wants it on, else the one with the lowest expected load and
+// disk use that can make room). Room is made by evicting titles neither
+// playing, filling nor pinned. INVALID_ARGUMENT for a malformed id,
+// NOT_FOUND for an unknown title or node, FAILED_PRECONDITION for a node
+// out of service, ALREADY_EXISTS when the node holds, fills or was
+// ordered to fill it, RESOURCE_EXHAUSTED when no room can be made or the
+// node's command queue is full.
+func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
+	m := a.m
+	if err := checkIDs(req); err != nil {
+		return nil, err
+	}
+	t, ok := m.titles()[req.GetTitleId()]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	id := req.GetNodeId()
+	if id == "" {
+		var err error
+		if id, err = m.chooseNodeLocked(t, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.prefetchLocked(id, t, now); err != nil {
+		return nil, err
+	}
+	if m.rep != nil {
+		m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
+	}
+	return &pb.PlacementAck{NodeId: id, Message: "prefetch ordered"}, nil
+}
+
+// Evict orders a node to remove a title. NOT_FOUND for an unknown node or
+// a title the node does not hold, FAILED_PRECONDITION while a session
+// plays or fills it there (an eviction never cuts a playing session) or
+// while it is pinned, RESOURCE_EXHAUSTED when the node's command queue is
+// full.
+func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
+	m := a.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.evictLocked(req.GetNodeId(), req.GetTitleId()); err != nil {
+		return nil, err
+	}
+	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: "eviction ordered"}, nil
+}
+
+// Pin pins a title to a node, or to the cluster when no node is given: a
+// title pinned to a node is prefetched there and never evicted from it; a
+// title pinned to the cluster is kept somewhere (prefetched when no node
+// has it) and none of its copies is evicted. The pin is in the store
+// before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
+// title not in the catalog or a node never registered, UNAVAILABLE when
+// the store fails (the pin is then not taken).
+func (a *admin) Pin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
+	return a.m.changePin(req, true)
+}
+
+// Unpin removes a pin (to the node, or to the cluster when no node is
+// given). NOT_FOUND when there is no such pin, UNAVAILABLE when the store
+// fails (the pin then stays).
+func (a *admin) Unpin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
+	return a.m.changePin(req, false)
+}
+
+// checkIDs validates a PlacementRequest's title (required) and node.
+func checkIDs(req *pb.PlacementRequest) error {
+	if !idPattern.MatchString(req.GetTitleId()) {
+		return status.Errorf(codes.InvalidArgument, "title_id %q: want [A-Za-z0-9._-]{1,128}", req.GetTitleId())
+	}
+	if n := req.GetNodeId(); n != "" && !idPattern.MatchString(n) {
+		return status.Errorf(codes.InvalidArgument, "node_id %q: want [A-Za-z0-9._-]{1,128}", n)
+	}
+	return nil
+}
+
+// changePin pins or unpins, persists the pins, and undoes the change if
+// the store fails. pinsMu keeps the writes in the order of the changes.
+func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAck, error) {
+	if err := checkIDs(req); err != nil {
+		return nil, err
+	}
+	node, title := req.GetNodeId(), req.GetTitleId()
+	where := "the cluster"
+	if node != "" {
+		where = "node " + node
+	}
+	m.pinsMu.Lock()
+	defer m.pinsMu.Unlock()
+	m.mu.Lock()
+	var changed bool
+	if pin {
+		if _, ok := m.titles()[title]; !ok {
+			m.mu.Unlock()
+			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", title)
+		}
+		if node != "" && m.sched.Node(node) == nil {
+			m.mu.Unlock()
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered", node)
+		}
+		var err error
+		if changed, err = m.pins.Pin(node, title); err != nil {
+			m.mu.Unlock()
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	} else if changed = m.pins.Unpin(node, title); !changed {
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "title %q is not pinned to %s", title, where)
+	}
+	blob, err := json.Marshal(m.pins)
+	m.mu.Unlock()
+	verb := map[bool]string{true: "pinned", false: "unpinned"}[pin]
+	if !changed {
+		return &pb.PlacementAck{NodeId: node, Message: "already pinned"}, nil
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = m.st.PutState(ctx, statePins, blob)
+		cancel()
+	}
+	if err != nil {
+		m.mu.Lock()
+		if pin {
+			m.pins.Unpin(node, title)
+		} else {
+			_, _ = m.pins.Pin(node, title)
+		}
+		m.mu.Unlock()
+		m.log.Error("store: pin change not persisted, undone", "title", title, "node", node, "pin", pin, "err", err)
+		return nil, status.Errorf(codes.Unavailable, "pin not %s: store: %v", verb, err)
+	}
+	m.log.Info("pin changed by operator", "title", title, "where", where, "pin", pin)
+	m.kickPlan()
+	return &pb.PlacementAck{NodeId: node, Message: verb}, nil
+}

@@ -1,0 +1,180 @@
+package acm
+
+import (
+	"time"
+
+	"vodcluster/acm/store"
+	"vodcluster/lsm"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// syncTitlesLocked makes a node's report (Register or a load report) its
+// title view (mu held) and returns the holdings for lsm and the node's
+// free disk as the manager counts it: the reported free bytes minus the
+// fills ordered but not yet reported, plus titles ordered evicted the
+// report still shows.
+//
+// It also learns the fate of fills, for the Replicator: a fill the last
+// report showed that is now complete is done (FillDone); a prefetch that
+// vanished before completing, that the node reports failed, or that no
+// report showed within OrderTimeout of its order, failed (FillFailed:
+// retried after backoff). Either outcome asks for a plan (a channel is
+// free again).
+func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, failed []*pb.FillFailure, diskFree int64, now time.Time) ([]lsm.Holding, int64) {
+	cur := make(map[string]*pb.StoredTitle, len(reported))
+	seen := make(map[string]bool, len(reported))
+	for _, t := range reported {
+		id := t.GetTitleId()
+		if id == "" {
+			continue
+		}
+		seen[id] = true
+		if at, ok := ns.evicting[id]; ok {
+			if ns.reports <= at+1 && !t.GetFilling() && t.GetSessions() == 0 {
+				// Sent before the node had the order: gone soon.
+				diskFree += t.GetStoredBytes()
+				continue
+			}
+			delete(ns.evicting, id) // the node kept it (a viewer came): it stays
+		}
+		cur[id] = t
+	}
+	for id := range ns.evicting {
+		if !seen[id] {
+			delete(ns.evicting, id) // evicted
+		}
+	}
+
+	done := map[string]bool{}
+	lost := map[string]string{} // title -> why, prefetches only
+	for id, pre := range ns.filling {
+		switch t := cur[id]; {
+		case t != nil && !t.GetFilling():
+			done[id] = true
+		case t == nil && pre:
+			lost[id] = "vanished from the node before completing"
+		}
+	}
+	for _, f := range failed {
+		id := f.GetTitleId()
+		if id == "" {
+			continue
+		}
+		if f.GetPrefetch() || ns.pending[id] != nil || ns.filling[id] {
+			lost[id] = "node reports: " + f.GetReason()
+		}
+		delete(ns.pending, id)
+	}
+	for id, p := range ns.pending {
+		if t := cur[id]; t != nil {
+			delete(ns.pending, id)
+			if !t.GetFilling() {
+				done[id] = true
+			}
+			continue
+		}
+		if now.Sub(p.at) > m.OrderTimeout {
+			delete(ns.pending, id)
+			lost[id] = "not started within the order timeout"
+		}
+	}
+	for id := range done {
+		if m.rep != nil {
+			m.rep.FillDone(ns.id, id, now)
+		}
+		delete(lost, id)
+	}
+	for id, why := range lost {
+		if cur[id] != nil && cur[id].GetFilling() {
+			continue // failed, and filling again (a viewer's fill)
+		}
+		if m.rep != nil {
+			m.rep.FillFailed(ns.id, id, now)
+		}
+		m.log.Warn("prefetch failed: retried after backoff", "node", ns.id, "title", id, "why", why)
+	}
+	if len(done)+len(lost) > 0 {
+		m.kickPlan()
+	}
+
+	ns.filling = make(map[string]bool, len(ns.filling))
+	for id, t := range cur {
+		if t.GetFilling() {
+			ns.filling[id] = t.GetPrefetch()
+		}
+	}
+	// Prefetches ordered and fills placed whose viewer has not arrived
+	// yet are not in the report: keep them in the view so that nothing
+	// fills them twice and their room stays counted.
+	cat := m.titles()
+	for id, p := range ns.pending {
+		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true}
+		diskFree -= p.bytes
+	}
+	for _, s := range ns.sessions {
+		if s.State == store.StateAdmitted && s.reserved && s.res.Fill && cur[s.Title] == nil {
+			size := cat[s.Title].SizeBytes
+			cur[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: size, Filling: true}
+			diskFree -= size
+		}
+	}
+	holdings := make([]lsm.Holding, 0, len(cur))
+	for id, t := range cur {
+		b := t.GetStoredBytes()
+		if t.GetFilling() {
+			b = max(b, t.GetSizeBytes())
+		}
+		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling()})
+	}
+	for id := range ns.hits {
+		if cur[id] == nil {
+			delete(ns.hits, id)
+		}
+	}
+	ns.titles = cur
+	return holdings, diskFree
+}
+
+// fillListLocked merges the fills the nodes report (with their progress) with
+// the Replicator's prefetches (ordered, filling, in backoff with their
+// attempts and next retry), in (node, title) order (mu held).
+func (m *Manager) fillListLocked() []*pb.Fill {
+	type key struct{ node, title string }
+	byKey := map[key]*pb.Fill{}
+	for id, ns := range m.nodes {
+		for tid, t := range ns.titles {
+			if !t.GetFilling() {
+				continue
+			}
+			f := &pb.Fill{NodeId: id, TitleId: tid, StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(),
+				Prefetch: t.GetPrefetch(), State: "filling"}
+			if p := ns.pending[tid]; p != nil {
+				f.State, f.SinceUnixMs = "ordered", p.at.UnixMilli()
+			}
+			byKey[key{id, tid}] = f
+		}
+	}
+	if m.rep != nil {
+		for _, fs := range m.rep.Fills() {
+			k := key{fs.Node, fs.Title}
+			f := byKey[k]
+			if f == nil {
+				f = &pb.Fill{NodeId: fs.Node, TitleId: fs.Title, SizeBytes: fs.Bytes, Prefetch: true, State: string(fs.State)}
+				byKey[k] = f
+			}
+			f.Attempts = int32(fs.Attempts)
+			if !fs.Since.IsZero() {
+				f.SinceUnixMs = fs.Since.UnixMilli()
+			}
+			if !fs.NextTry.IsZero() && f.State != "filling" {
+				f.State, f.NextTryUnixMs = string(fs.State), fs.NextTry.UnixMilli()
+			}
+		}
+	}
+	out := make([]*pb.Fill, 0, len(byKey))
+	for _, f := range byKey {
+		out = append(out, f)
+	}
+	sortFills(out)
+	return out
+}

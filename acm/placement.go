@@ -1,0 +1,165 @@
+package acm
+
+import (
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// prefetchLocked orders a fill of t on node id ahead of demand (mu held),
+// after the evictions that make its room (chosen by the node's Evictor,
+// never a title in use or pinned). NOT_FOUND for an unknown node,
+// FAILED_PRECONDITION for a node out of service, ALREADY_EXISTS when the
+// node holds, fills or was ordered to fill t, RESOURCE_EXHAUSTED when no
+// room can be made or the node's command queue is full; on error nothing
+// was ordered.
+func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error {
+	ns := m.nodes[id]
+	n := m.sched.Node(id)
+	if ns == nil || n == nil {
+		return status.Errorf(codes.NotFound, "node %q is not registered", id)
+	}
+	if !m.sched.InService(n) {
+		return status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", id)
+	}
+	if ns.titles[t.ID] != nil {
+		return status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
+	}
+	if d := n.Capacity.DiskBytes; d > 0 && t.SizeBytes > d {
+		return status.Errorf(codes.ResourceExhausted, "title %q (%d bytes) is larger than the disk of node %q (%d bytes)", t.ID, t.SizeBytes, id, d)
+	}
+	if len(ns.queue) >= cmdQueue {
+		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+	}
+	if _, err := m.makeRoomLocked(ns, t, now, true); err != nil {
+		return err
+	}
+	if !ns.push(prefetchCmd(t.ID)) {
+		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+	}
+	ns.titles[t.ID] = &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true}
+	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes}
+	ns.diskFree -= t.SizeBytes
+	_ = m.sched.SetReplica(id, t.ID, true, t.SizeBytes)
+	m.log.Info("prefetch ordered", "node", id, "title", t.ID, "size_bytes", t.SizeBytes)
+	return nil
+}
+
+// errNoRoom is makeRoomLocked's refusal when all is required.
+var errNoRoom = errors.New("not enough room")
+
+// makeRoomLocked frees room for a fill of t on ns (mu held) when the
+// node's free disk (last report minus fills ordered since) is below t's
+// size: the node's Evictor (smm.Storage.Evictor) names victims among the
+// titles neither playing, filling nor pinned, and EvictCommands go down
+// the node's stream. With all, it evicts nothing unless the victims free
+// the whole need (RESOURCE_EXHAUSTED otherwise); without, it evicts what
+// it can (a fill on demand streams to its viewer anyway). It returns the
+// victims.
+func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, all bool) ([]string, error) {
+	if !ns.reported || t.SizeBytes <= 0 || ns.diskFree >= t.SizeBytes {
+		return nil, nil
+	}
+	need := t.SizeBytes - ns.diskFree
+	victims, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, t.ID), need, now)
+	if !ok && all {
+		return nil, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
+			errNoRoom, ns.id, t.ID, need)
+	}
+	if len(ns.queue)+len(victims)+1 > cmdQueue {
+		return nil, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
+	}
+	for _, v := range victims {
+		m.orderEvictLocked(ns, v, false)
+	}
+	m.log.Info("eviction for a fill", "node", ns.id, "title", t.ID, "need_bytes", need, "victims", victims, "enough", ok)
+	return victims, nil
+}
+
+// evictLocked orders node id to remove title (mu held). NOT_FOUND for an
+// unknown node or a title the node does not hold, FAILED_PRECONDITION
+// while a session plays or fills it there (an eviction never cuts a
+// playing session) or while it is pinned to the node or the cluster,
+// RESOURCE_EXHAUSTED when the node's command queue is full.
+func (m *Manager) evictLocked(id, title string) error {
+	ns := m.nodes[id]
+	if ns == nil || m.sched.Node(id) == nil {
+		return status.Errorf(codes.NotFound, "node %q is not registered", id)
+	}
+	st := ns.titles[title]
+	if st == nil {
+		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
+	}
+	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
+		return status.Errorf(codes.FailedPrecondition, "title %q is playing or filling on node %q", title, id)
+	}
+	if m.pins.Pinned(id, title) {
+		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
+	}
+	if m.pins.Pinned("", title) {
+		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
+	}
+	if !m.orderEvictLocked(ns, title, true) {
+		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+	}
+	m.log.Info("eviction ordered", "node", id, "title", title)
+	return nil
+}
+
+// orderEvictLocked sends an EvictCommand for title to ns and forgets the
+// copy in the manager's views (mu held). forget: the eviction was not the
+// Evictor's own choice, so its history of the title is dropped too. It
+// reports false when the node's command queue is full.
+func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) bool {
+	if !ns.push(evictCmd(title)) {
+		m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", title)
+		return false
+	}
+	ns.diskFree += ns.titles[title].GetStoredBytes()
+	delete(ns.titles, title)
+	delete(ns.hits, title)
+	ns.evicting[title] = ns.reports
+	_ = m.sched.DropReplica(ns.id, title)
+	if r, ok := m.storage.Evictor(ns.id).(smm.Recorder); ok && forget {
+		r.Forget(title)
+	}
+	return true
+}
+
+// chooseNodeLocked picks the node for an operator's prefetch of t that
+// names none (mu held): the Replicator's ChooseNode, or without one the
+// node in service lacking t with the most free disk.
+// NOT_FOUND for a title the planner does not know, RESOURCE_EXHAUSTED
+// when no node can take it.
+func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
+	if m.rep != nil {
+		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(m.titles(), now), now)
+		switch {
+		case errors.Is(err, smm.ErrUnknownTitle):
+			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)
+		case err != nil:
+			return "", status.Errorf(codes.ResourceExhausted, "no node in service can take %q: %v", t.ID, err)
+		}
+		return id, nil
+	}
+	id, best := "", int64(-1)
+	for nid, ns := range m.nodes {
+		n := m.sched.Node(nid)
+		if n == nil || !m.sched.InService(n) || ns.titles[t.ID] != nil {
+			continue
+		}
+		if ns.diskFree > best || (ns.diskFree == best && nid < id) {
+			id, best = nid, ns.diskFree
+		}
+	}
+	if id == "" {
+		return "", status.Errorf(codes.ResourceExhausted, "no node in service lacks %q", t.ID)
+	}
+	return id, nil
+}

@@ -1,0 +1,175 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"vodcluster/acm/store"
+	"vodcluster/smm"
+)
+
+// Names of the storage manager's state in the Store.
+const (
+	statePins       = "pins"       // smm.Pins as JSON
+	statePopularity = "popularity" // smm.PopularityState as JSON
+)
+
+// secondsPerDay turns a popularity hint (requests per day) into a rate.
+const secondsPerDay = 86400
+
+// newStorage builds the storage policy named by Evictor with its planner.
+func (m *Manager) newStorage() error {
+	cfg := smm.StorageConfig{Planner: m.StoragePlanner, Replicator: m.Replicator}
+	custom, _ := m.Planner.(*smm.Replicator)
+	if m.Planner != nil {
+		// The given planner plans; the policy only lends its evictors.
+		cfg.Planner = smm.PlannerNone
+		if custom != nil {
+			cfg.Pins = custom.Pins()
+		}
+	}
+	st, err := smm.NewStorage(m.Evictor, cfg)
+	if err != nil {
+		return fmt.Errorf("acm: storage policy: %w", err)
+	}
+	m.storage, m.pins = st, st.Pins()
+	m.planner, m.rep = st.Planner, st.Replicator
+	if m.Planner != nil {
+		m.planner, m.rep = m.Planner, custom
+	}
+	return nil
+}
+
+// plannerName is the planner in use, for logs and PolicyInfo.
+func (m *Manager) plannerName() string {
+	switch {
+	case m.rep != nil:
+		return smm.PlannerReplicate
+	case m.Planner != nil:
+		return fmt.Sprintf("%T", m.Planner)
+	}
+	return smm.PlannerNone
+}
+
+// restoreStorage loads the operator's pins and the popularity snapshot
+// from the store at Start, then applies the catalog's popularity hints.
+// Malformed pins fail Start (a pin silently lost could let a pinned title
+// be evicted); a malformed popularity snapshot is logged and dropped.
+func (m *Manager) restoreStorage() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := m.st.State(ctx, statePins)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("acm: load pins: %w", err)
+	default:
+		if err := m.pins.UnmarshalJSON(b); err != nil {
+			return fmt.Errorf("acm: stored pins: %w", err)
+		}
+		if n := m.pins.Len(); n > 0 {
+			m.log.Info("pins restored", "pins", n)
+		}
+	}
+	if m.rep != nil {
+		b, err := m.st.State(ctx, statePopularity)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("acm: load popularity: %w", err)
+		default:
+			var ps smm.PopularityState
+			if err := json.Unmarshal(b, &ps); err != nil {
+				m.log.Warn("stored popularity snapshot malformed: starting without it", "err", err)
+			} else if err := m.rep.RestorePopularity(ps); err != nil {
+				m.log.Warn("stored popularity snapshot rejected: starting without it", "err", err)
+			} else {
+				m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
+			}
+		}
+	}
+	m.applyHints()
+	return nil
+}
+
+// savePopularity writes the Replicator's popularity snapshot to the store.
+func (m *Manager) savePopularity() {
+	if m.rep == nil {
+		return
+	}
+	m.mu.Lock()
+	ps := m.rep.SnapshotPopularity(m.now())
+	m.mu.Unlock()
+	b, err := json.Marshal(ps)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = m.st.PutState(ctx, statePopularity, b)
+		cancel()
+	}
+	if err != nil {
+		m.log.Warn("popularity snapshot not saved", "err", err)
+	}
+}
+
+// applyHints feeds the catalog's popularity hints (expected requests per
+// day) to the Replicator as priors (Replicator.Seed). A hint is applied
+// once per manager run and again when it changes, and only raises a
+// title's rate: what the title's own requests (or the restored snapshot)
+// show, when higher, stands. Plans at once when a hint took effect.
+func (m *Manager) applyHints() {
+	if m.rep == nil {
+		return
+	}
+	cat := m.titles()
+	now := m.now()
+	seeded := 0
+	m.mu.Lock()
+	for id, h := range m.seeded {
+		if t, ok := cat[id]; !ok || t.PopularityPerDay != h {
+			delete(m.seeded, id)
+		}
+	}
+	for id, t := range cat {
+		h := t.PopularityPerDay
+		if !(h > 0) || math.IsInf(h, 0) || m.seeded[id] == h {
+			continue
+		}
+		m.seeded[id] = h
+		rate := h / secondsPerDay
+		if m.rep.Popularity().Rate(id, now) >= rate {
+			continue
+		}
+		if err := m.rep.Seed(id, rate, now); err != nil {
+			m.log.Warn("popularity hint not applied", "title", id, "per_day", h, "err", err)
+			continue
+		}
+		seeded++
+	}
+	m.mu.Unlock()
+	if seeded > 0 {
+		m.log.Info("popularity hints applied", "titles", seeded)
+		m.kickPlan()
+	}
+}
+
+// recordLocked notes one request for t placed on ns: the node's hit count
+// and its Evictor's history (smm.Recorder).
+func (m *Manager) recordLocked(ns *nodeState, t store.Title, now time.Time) {
+	ns.hits[t.ID]++
+	if r, ok := m.storage.Evictor(ns.id).(smm.Recorder); ok {
+		r.Record(t.ID, t.SizeBytes, now)
+	}
+}
+
+// sessionEndedLocked tells the Replicator how long a playing session
+// lasted, to learn mean session lengths (expected demand).
+func (m *Manager) sessionEndedLocked(s *session, at time.Time) {
+	if m.rep == nil || s.StartedAt.IsZero() || at.Before(s.StartedAt) {
+		return
+	}
+	m.rep.SessionEnded(s.Title, at.Sub(s.StartedAt).Seconds(), m.titles()[s.Title].DurationS, at)
+}
