@@ -29,7 +29,10 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./lsm/... ./smm/...
+	$(GO) test -run '^$$' -bench . -benchmem ./lsm/... ./smm/... ./vodnode/deliver/... ./cdp/...
+
+sim: build
+	$(BIN)/vodcluster sim
 
 samples:
 	cdp/samples/make-samples.sh
