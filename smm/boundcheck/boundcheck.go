@@ -33,8 +33,10 @@ type Result struct {
 	// Residency is true when the trace has session ends (end_s): Bound is
 	// then the residency-aware bound (bound.Residency), the bound for a
 	// VOD cluster; otherwise Bound is the instant one.
-	Residency bool         `json:"residency"`
-	Bound     bound.Result `json:"bound"`
+	Residency bool `json:"residency"`
+	// AnyWarm: the cache could start with any titles (bound.Options).
+	AnyWarm bool         `json:"any_warm,omitempty"`
+	Bound   bound.Result `json:"bound"`
 	// Instant is the bound with every request taken as an instant
 	// (bound.Compute, Berger et al.'s model): lower, since it lets a
 	// title leave the cache while its sessions still play.
@@ -50,7 +52,13 @@ type Result struct {
 // trace whose sessions in progress need more than capacity
 // (bound.ErrInfeasible) or an unknown policy.
 func Check(recs []bound.Record, capacity int64, policies []string) (Result, error) {
-	res := Result{Rows: len(recs), Capacity: capacity, Residency: bound.HasEnds(recs)}
+	return CheckWith(recs, capacity, policies, bound.Options{})
+}
+
+// CheckWith is Check with bound options (AnyWarm for a trace measured
+// after a warm-up, as `vodcluster sim --warmup-days` writes it).
+func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound.Options) (Result, error) {
+	res := Result{Rows: len(recs), Capacity: capacity, Residency: bound.HasEnds(recs), AnyWarm: opt.AnyWarm}
 	for _, r := range recs {
 		if r.Fill {
 			res.TraceFillBytes += r.Bytes
@@ -58,13 +66,13 @@ func Check(recs []bound.Record, capacity int64, policies []string) (Result, erro
 	}
 	reqs := bound.ServedRequests(recs)
 	res.Served = len(reqs)
-	inst, err := bound.Compute(reqs, capacity, bound.Options{})
+	inst, err := bound.Compute(reqs, capacity, opt)
 	if err != nil {
 		return res, err
 	}
 	res.Instant, res.Bound = inst, inst
 	if res.Residency {
-		if res.Bound, err = bound.Residency(reqs, capacity, bound.Options{}); err != nil {
+		if res.Bound, err = bound.Residency(reqs, capacity, opt); err != nil {
 			return res, err
 		}
 	}
@@ -92,6 +100,9 @@ func (r Result) WriteText(w io.Writer) error {
 	model := "instant requests (no end_s in the trace)"
 	if r.Residency {
 		model = "residency: each title cached from time_s to end_s"
+	}
+	if r.AnyWarm {
+		model += ", any titles cached at the start"
 	}
 	if _, err := fmt.Fprintf(w, "%d requests served of %d, cache %d bytes (%s GB), bound by %s, %s\n",
 		r.Served, r.Rows, r.Capacity, gb(r.Capacity), r.Bound.Method, model); err != nil {
@@ -139,7 +150,7 @@ func (r Result) WriteText(w io.Writer) error {
 func NewCommand() *cobra.Command {
 	var trace, policies string
 	var capacity int64
-	var asJSON bool
+	var asJSON, anyWarm bool
 	cmd := &cobra.Command{
 		Use:   "bound [--capacity BYTES] FILE",
 		Short: "Offline lower bound on origin bytes for a request trace, and each eviction policy as one cache",
@@ -178,7 +189,7 @@ func NewCommand() *cobra.Command {
 			if policies != "" {
 				ps = strings.Split(policies, ",")
 			}
-			res, err := Check(recs, capacity, ps)
+			res, err := CheckWith(recs, capacity, ps, bound.Options{AnyWarm: anyWarm})
 			if err != nil {
 				return fmt.Errorf("%s: %w", trace, err)
 			}
@@ -195,5 +206,6 @@ func NewCommand() *cobra.Command {
 	f.Int64Var(&capacity, "capacity", 0, "cache size in bytes: the cluster's total disk")
 	f.StringVar(&policies, "policies", "", "eviction policies to replay, comma-separated (default all: "+strings.Join(smm.Evictors(), ",")+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVar(&anyWarm, "any-warm", false, "the cache may start with any titles (a trace measured after a warm-up, sim --warmup-days)")
 	return cmd
 }

@@ -19,18 +19,25 @@ import (
 func NewCommand() *cobra.Command {
 	var (
 		configFile, policy, policies, plotFile, traceFile string
+		storages                                          string
 		asJSON, asMarkdown                                bool
 		nodes                                             int
 	)
 	cfg := Default()
 	cmd := &cobra.Command{
 		Use:   "sim",
-		Short: "Simulate a day of IPTV demand and compare the load scheduling policies",
+		Short: "Simulate a day of IPTV demand and compare the scheduling and storage policies",
 		Long: `sim drives the real lsm scheduler and smm storage code on a virtual clock
 through a seeded day of IPTV demand (Zipf titles, evening peak, early abandon,
-new titles, node failures) and prints, per scheduling policy, the sessions
-requested, admitted and refused, QoS violations, peak-to-mean node load at the
-peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
+new titles, node failures) and prints, per scheduling and storage policy, the
+sessions requested, admitted and refused, QoS violations, peak-to-mean node
+load at the peak hour, origin fetches and bytes, the offline lower bound on
+origin bytes for the same served requests and the cluster's disk (each title
+on disk while it plays) and the ratio to it, placement moves, peak CDP
+transfers and decision times. --storage-policies all --policies lall,rr,wlc
+is the side-by-side storage table. --trace-out writes the served requests as
+CSV: ` + "`vodcluster bound --capacity <cluster disk bytes> FILE`" + ` recomputes the bound
+from it (add --any-warm after --warmup-days).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := Default()
@@ -55,6 +62,18 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 			case policy != "":
 				run.Policies = []string{policy}
 			}
+			if cmd.Flags().Changed("storage-policies") {
+				run.StoragePolicies = nil
+				if storages == "all" {
+					run.StoragePolicies = smm.StoragePolicies()
+				} else {
+					for _, p := range strings.Split(storages, ",") {
+						if p = strings.TrimSpace(p); p != "" {
+							run.StoragePolicies = append(run.StoragePolicies, p)
+						}
+					}
+				}
+			}
 			if err := run.Validate(); err != nil {
 				return err
 			}
@@ -68,6 +87,7 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 			if (plotFile != "" || traceFile != "") && !contains(run.policies(), focus) {
 				return fmt.Errorf("sim: policy %q for --plot/--trace-out is not among those run", focus)
 			}
+			focusStorage := run.storagePolicies()[0]
 			rs, err := Run(run)
 			if err != nil {
 				return err
@@ -85,7 +105,7 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 				return err
 			}
 			for _, r := range rs {
-				if r.Policy != focus {
+				if r.Policy != focus || r.StoragePolicy != focusStorage {
 					continue
 				}
 				if plotFile != "" {
@@ -109,7 +129,9 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 	f.BoolVar(&asJSON, "json", false, "print a JSON array, one object per policy")
 	f.BoolVar(&asMarkdown, "markdown", false, "print a Markdown table")
 	f.StringVar(&plotFile, "plot", "", "write an SVG of each node's load over time for the chosen policy")
-	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill)")
+	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill,end_s), with the first storage policy")
+	f.StringVar(&storages, "storage-policies", "", "comma-separated storage policies to run each with every scheduling policy, or all: "+strings.Join(smm.StoragePolicies(), ","))
+	f.IntVar(&cfg.WarmupDays, "warmup-days", cfg.WarmupDays, "days simulated before the figures start (below --days)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: same seed, same demand and results")
 	f.IntVar(&cfg.Days, "days", cfg.Days, "simulated days")
 	f.IntVar(&cfg.Demand.Subscribers, "subscribers", cfg.Demand.Subscribers, "subscribers")
@@ -119,7 +141,7 @@ peak hour, origin fetches and bytes, peak CDP transfers and decision times.`,
 	f.IntVar(&cfg.Demand.NewTitlesPerDay, "new-titles", cfg.Demand.NewTitlesPerDay, "new titles a day")
 	f.IntVar(&nodes, "nodes", 20, "nodes (the default classes' proportions are kept)")
 	f.Float64Var(&cfg.Cluster.DiskShare, "disk-share", cfg.Cluster.DiskShare, "nodes' disks together as a share of the catalog's bytes")
-	f.StringVar(&cfg.StoragePolicy, "storage", cfg.StoragePolicy, "eviction policy of the node disks: "+strings.Join(smm.Evictors(), ","))
+	f.StringVar(&cfg.StoragePolicy, "storage", cfg.StoragePolicy, "storage policy (eviction policy of the node disks, with its planner): "+strings.Join(smm.StoragePolicies(), ","))
 	f.IntVar(&cfg.CDP.Channels, "cdp-channels", cfg.CDP.Channels, "concurrent origin transfers")
 	f.Int64Var(&cfg.CDP.ChannelBps, "cdp-channel-bps", cfg.CDP.ChannelBps, "bit/s per origin transfer")
 	f.DurationVar(&cfg.CDP.SetupDelay, "cdp-setup", cfg.CDP.SetupDelay, "setup delay per origin transfer")
@@ -141,6 +163,7 @@ func applyFlags(cmd *cobra.Command, run, flagged *Config, nodes int) error {
 	}
 	set("seed", func() { run.Seed = flagged.Seed })
 	set("days", func() { run.Days = flagged.Days })
+	set("warmup-days", func() { run.WarmupDays = flagged.WarmupDays })
 	set("subscribers", func() { run.Demand.Subscribers = flagged.Demand.Subscribers })
 	set("sessions-per-subscriber", func() { run.Demand.SessionsPerSubscriber = flagged.Demand.SessionsPerSubscriber })
 	set("titles", func() { run.Demand.Titles = flagged.Demand.Titles })

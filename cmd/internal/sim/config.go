@@ -21,15 +21,24 @@ type Config struct {
 	Days     int      `yaml:"days"`     // simulated days, >= 1
 	Policies []string `yaml:"policies"` // scheduling policies to run; empty = all of lsm.Policies()
 
-	// StoragePolicy is the eviction policy of every node's disk, by smm
-	// name (smm.NewEvictor).
+	// StoragePolicy is the storage policy, by smm name (smm.NewStorage:
+	// the eviction policy of every node's disk and the planner that comes
+	// with it; gdsf, the default, with the Replicator).
 	StoragePolicy string `yaml:"storage_policy"`
+	// StoragePolicies, when not empty, are run each with every scheduling
+	// policy instead of StoragePolicy alone (the side-by-side table).
+	StoragePolicies []string `yaml:"storage_policies"`
 	// PlanInterval is how often the planner is asked for prefetches and
 	// evictions.
 	PlanInterval time.Duration `yaml:"plan_interval"`
-	// Planner builds the storage planner for one run; nil = smm.NoPlanner
-	// (fills on demand only, evictions by the node's Evictor).
+	// Planner, when set, builds the storage planner for one run instead of
+	// the storage policy's own.
 	Planner func() smm.Planner `yaml:"-"`
+	// WarmupDays are simulated but not measured: every figure except QoS
+	// violations and the load plot counts the requests made, and the
+	// origin transfers started, from day WarmupDays on (0: all of the
+	// run, from empty disks). Must be below Days.
+	WarmupDays int `yaml:"warmup_days"`
 
 	Scheduler SchedulerParams `yaml:"scheduler"`
 	Demand    Demand          `yaml:"demand"`
@@ -147,7 +156,7 @@ func Default() Config {
 	return Config{
 		Seed:           1,
 		Days:           1,
-		StoragePolicy:  "lru",
+		StoragePolicy:  smm.DefaultEvictor,
 		PlanInterval:   5 * time.Minute,
 		SampleInterval: time.Minute,
 		Scheduler:      SchedulerParams{QueueWait: 5 * time.Second},
@@ -214,6 +223,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Days < 1 || c.Days > 60:
 		return bad("days %d out of 1..60", c.Days)
+	case c.WarmupDays < 0 || c.WarmupDays >= c.Days:
+		return bad("warmup_days %d out of 0..days-1 (days %d)", c.WarmupDays, c.Days)
 	case c.PlanInterval <= 0:
 		return bad("plan_interval %v must be > 0", c.PlanInterval)
 	case c.SampleInterval <= 0 || c.SampleInterval > time.Hour:
@@ -300,8 +311,10 @@ func (c *Config) Validate() error {
 			return bad("unknown policy %q (known: %v)", p, lsm.Policies())
 		}
 	}
-	if _, err := smm.NewEvictor(c.StoragePolicy); err != nil {
-		return bad("%v", err)
+	for _, sp := range c.storagePolicies() {
+		if _, err := smm.NewStorage(sp, smm.StorageConfig{}); err != nil {
+			return bad("%v", err)
+		}
 	}
 	_, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy))
 	return err
@@ -346,6 +359,14 @@ func (c *Config) policies() []string {
 		return c.Policies
 	}
 	return lsm.Policies()
+}
+
+// storagePolicies returns the storage policies to run.
+func (c *Config) storagePolicies() []string {
+	if len(c.StoragePolicies) > 0 {
+		return c.StoragePolicies
+	}
+	return []string{c.StoragePolicy}
 }
 
 // SetNodes scales the cluster to n nodes keeping the classes' proportions

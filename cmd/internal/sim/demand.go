@@ -22,6 +22,15 @@ type request struct {
 	title int32
 	sub   int32   // subscriber
 	watch float64 // seconds the viewer will watch if admitted
+	first float64 // a resumed request: when the viewer first asked (> 0)
+}
+
+// asked returns when the viewer first asked.
+func (r request) asked() float64 {
+	if r.first > 0 {
+		return r.first
+	}
+	return r.t
 }
 
 // outage is a node failure and its return.

@@ -26,9 +26,11 @@ type session struct {
 	title   int32
 	sub     int32
 	asked   float64 // when the viewer asked
+	placed  float64 // when the request reached its node
 	watch   float64 // seconds to watch once playing
 	endAt   float64
 	fill    int32 // the fill it waits for, -1 when none
+	trace   int32 // its record in Result.Trace, -1 when none
 	slot    int   // index in its node's session list
 }
 
@@ -44,6 +46,9 @@ type engine struct {
 	d      *demand
 	sched  *lsm.Scheduler
 	plan   smm.Planner
+	store  *smm.Storage
+	rep    *smm.Replicator // the planner when it is one, else nil
+	warmup float64         // seconds not measured at the start
 	ev     events
 	nodes  []*node
 	byID   map[string]int32 // title id -> index
@@ -68,19 +73,27 @@ func newEngine(cfg *Config, d *demand, policy string) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := smm.NewStorage(cfg.StoragePolicy, smm.StorageConfig{})
+	if err != nil {
+		return nil, err
+	}
 	e := &engine{
-		cfg: cfg, d: d, sched: sched, plan: smm.NoPlanner{},
-		byID: make(map[string]int32, len(d.titles)), subs: make([]string, cfg.Demand.Subscribers),
+		cfg: cfg, d: d, sched: sched, plan: st.Planner, store: st, rep: st.Replicator,
+		warmup: float64(cfg.WarmupDays) * day,
+		byID:   make(map[string]int32, len(d.titles)), subs: make([]string, cfg.Demand.Subscribers),
 		waiting: map[*lsm.Ticket]pending{}, deadline: math.Inf(1),
 		decision: make([]int64, 0, len(d.reqs)),
 	}
 	if cfg.Planner != nil {
-		e.plan = cfg.Planner()
+		e.plan, e.rep = cfg.Planner(), nil
+		if r, ok := e.plan.(*smm.Replicator); ok {
+			e.rep = r
+		}
 	}
 	for i, t := range d.titles {
 		e.byID[t.id] = int32(i)
 	}
-	e.res = Result{Policy: policy, StoragePolicy: cfg.StoragePolicy}
+	e.res = Result{Policy: policy, StoragePolicy: st.Name, WarmupDays: cfg.WarmupDays}
 	if err := e.buildNodes(); err != nil {
 		return nil, err
 	}
@@ -109,14 +122,11 @@ func (e *engine) buildNodes() error {
 					DiskBytes: int64(total * k.DiskWeight / wsum),
 				},
 			}
-			ev, err := smm.NewEvictor(e.cfg.StoragePolicy)
-			if err != nil {
-				return err
-			}
 			if _, err := e.sched.AddNode(spec, at(0)); err != nil {
 				return err
 			}
-			e.nodes = append(e.nodes, &node{spec: spec, alive: true, disk: map[int32]*item{}, evictor: ev})
+			e.res.DiskBytes += spec.Capacity.DiskBytes
+			e.nodes = append(e.nodes, &node{spec: spec, alive: true, disk: map[int32]*item{}, evictor: e.store.Evictor(spec.ID)})
 		}
 	}
 	return nil
@@ -163,7 +173,9 @@ func (e *engine) run() (Result, error) {
 			return Result{}, err
 		}
 	}
-	e.finish(time.Since(start))
+	if err := e.finish(time.Since(start)); err != nil {
+		return Result{}, err
+	}
 	return e.res, nil
 }
 
@@ -179,11 +191,9 @@ func (e *engine) handle(x event) error {
 		}
 	case evPatience:
 		if s := &e.sessions[x.a]; s.active && s.gen == x.gen && s.fill >= 0 && e.fills[s.fill].state == fillQueued {
-			if s.orig {
+			if e.counted(s.orig, s.asked) {
 				e.res.RefusedNoCopy++
-			}
-			e.count(s.orig, false)
-			if s.orig {
+				e.res.Refused++
 				e.trace(s.asked, s.title, -1, false)
 			}
 			e.endSession(x.a)
@@ -224,7 +234,7 @@ func (e *engine) handle(x event) error {
 func (e *engine) ask(r request, orig, fresh bool) error {
 	t := &e.d.titles[r.title]
 	e.plan.Observe(t.id, at(e.now))
-	if fresh {
+	if fresh && e.counted(true, r.t) {
 		e.res.Requested++
 	}
 	req := lsm.Request{Title: t.id, Client: e.sub(r.sub), Bitrate: t.bitrate, Bytes: t.bytes}
@@ -246,9 +256,9 @@ func (e *engine) ask(r request, orig, fresh bool) error {
 // decided handles a finished ticket: a placement or a refusal.
 func (e *engine) decided(tk *lsm.Ticket, r request, orig bool) {
 	if tk.Err != nil {
-		e.count(orig, false)
-		if orig {
-			e.trace(r.t, r.title, -1, false)
+		if e.counted(orig, r.asked()) {
+			e.res.Refused++
+			e.trace(r.asked(), r.title, -1, false)
 		}
 		return
 	}
@@ -280,21 +290,19 @@ func (e *engine) armDeadline() {
 	}
 }
 
-// count records the outcome of an original request.
-func (e *engine) count(orig, admitted bool) {
-	if !orig {
-		return
-	}
-	if admitted {
-		e.res.Admitted++
-	} else {
-		e.res.Refused++
-	}
-}
+// counted reports whether the outcome of a request first asked at asked
+// is counted: an original request (not a resume after a failure) asked
+// after the warm-up.
+func (e *engine) counted(orig bool, asked float64) bool { return orig && asked >= e.warmup }
 
-// trace records the outcome of an original request.
-func (e *engine) trace(t float64, ti int32, nodeIdx int, fill bool) {
+// measuring reports whether events now are measured (after the warm-up).
+func (e *engine) measuring() bool { return e.now >= e.warmup }
+
+// trace records the outcome of a counted request: the time it reached its
+// node (or was refused), and returns the record's index.
+func (e *engine) trace(t float64, ti int32, nodeIdx int, fill bool) int32 {
 	e.res.Trace = append(e.res.Trace, TraceRecord{T: t, Title: e.d.titles[ti].id, Bytes: e.d.titles[ti].bytes, Node: nodeIdx, Fill: fill})
+	return int32(len(e.res.Trace) - 1)
 }
 
 // granted starts a session on the node lsm chose: at once when the title
@@ -312,18 +320,20 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 		e.res.Inconsistencies++ // lsm's replica view and the disk disagree
 	}
 	fillIdx := int32(-1)
-	if it == nil && len(e.sched.Holders(e.d.titles[r.title].id)) > 1 {
+	if it == nil && len(e.sched.Holders(e.d.titles[r.title].id)) > 1 && e.measuring() {
 		e.res.ReplicaFills++
+	}
+	t := &e.d.titles[r.title]
+	if rec, ok := n.evictor.(smm.Recorder); ok {
+		rec.Record(t.id, t.bytes, at(e.now)) // before Victims, hit or fill
 	}
 	if it == nil {
 		f, ok := e.startFill(res.Node, r.title, false)
 		if !ok {
-			if orig {
+			if e.counted(orig, r.asked()) {
 				e.res.RefusedNoCopy++
-			}
-			e.count(orig, false)
-			if orig {
-				e.trace(r.t, r.title, -1, false)
+				e.res.Refused++
+				e.trace(r.asked(), r.title, -1, false)
 			}
 			e.sched.Release(res)
 			e.sched.DropReplica(n.spec.ID, e.d.titles[r.title].id)
@@ -338,7 +348,8 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 	it.hits++
 	sid := e.newSession()
 	s := &e.sessions[sid]
-	*s = session{gen: s.gen + 1, active: true, orig: orig, res: res, title: r.title, sub: r.sub, asked: r.t, watch: r.watch, fill: -1}
+	*s = session{gen: s.gen + 1, active: true, orig: orig, res: res, title: r.title, sub: r.sub,
+		asked: r.asked(), placed: e.now, watch: r.watch, fill: -1, trace: -1}
 	s.slot = len(n.sessions)
 	n.sessions = append(n.sessions, sid)
 	if fillIdx >= 0 && e.fills[fillIdx].state < fillFlowing {
@@ -358,10 +369,11 @@ func (e *engine) play(sid int32) {
 	s := &e.sessions[sid]
 	s.playing, s.fill = true, -1
 	s.endAt = e.now + s.watch
-	e.count(s.orig, true)
-	if s.orig {
-		e.trace(s.asked, s.title, s.res.Node, s.res.Fill)
-	} else {
+	switch {
+	case e.counted(s.orig, s.asked):
+		e.res.Admitted++
+		s.trace = e.trace(s.placed, s.title, s.res.Node, s.res.Fill)
+	case !s.orig && e.measuring():
 		e.res.Resumed++
 	}
 	e.ev.push(s.endAt, evEnd, sid, s.gen)
@@ -382,6 +394,15 @@ func (e *engine) endSession(sid int32) {
 	s := &e.sessions[sid]
 	n := e.nodes[s.res.Node]
 	e.sched.Release(s.res)
+	if s.playing {
+		if s.trace >= 0 {
+			e.res.Trace[s.trace].End = e.now
+		}
+		if e.rep != nil {
+			t := &e.d.titles[s.title]
+			e.rep.SessionEnded(t.id, e.now-(s.endAt-s.watch), t.dur, at(e.now))
+		}
+	}
 	if it := n.disk[s.title]; it != nil {
 		it.users--
 	}
@@ -429,8 +450,8 @@ func (e *engine) fail(i int) {
 		}
 		// A viewer that never played still has its request's outcome open:
 		// the resumed request decides it.
-		p := pending{req: request{t: e.now + 2, title: s.title, sub: s.sub, watch: left}, orig: s.orig && !s.playing}
-		if s.playing {
+		p := pending{req: request{t: e.now + 2, first: s.asked, title: s.title, sub: s.sub, watch: left}, orig: s.orig && !s.playing}
+		if s.playing && e.measuring() {
 			e.res.Interrupted++
 		}
 		e.endSession(sid)

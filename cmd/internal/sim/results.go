@@ -10,8 +10,10 @@ import (
 // the demand's original requests unless said otherwise.
 type Result struct {
 	Policy        string `json:"policy"`
-	StoragePolicy string `json:"storage_policy"`
-	Requested     int64  `json:"requested"` // sessions asked for
+	StoragePolicy string `json:"storage_policy"` // smm storage policy: evictor and planner
+	// WarmupDays were simulated before the figures start (Config.WarmupDays).
+	WarmupDays int   `json:"warmup_days"`
+	Requested  int64 `json:"requested"` // sessions asked for
 	Admitted      int64  `json:"admitted"`  // sessions that played
 	// Refused is Requested - Admitted: no node with headroom within the
 	// queue wait, or no copy could be made (RefusedNoCopy).
@@ -31,14 +33,39 @@ type Result struct {
 	// PeakUtilization is the cluster's mean utilization in the peak hour.
 	PeakUtilization  float64 `json:"peak_utilization"`
 	OriginFetches    int64   `json:"origin_fetches"`     // origin transfers started (demand fills and prefetches)
-	OriginBytes      int64   `json:"origin_bytes"`       // bytes sent by the origin, bytes
+	OriginBytes      int64   `json:"origin_bytes"`       // bytes sent by the origin for them, bytes
+	// DiskBytes is the nodes' disks together, bytes: the capacity of the
+	// one cache the bounds take the cluster for.
+	DiskBytes int64 `json:"disk_bytes"`
+	// BoundOriginBytes is a lower bound on the origin bytes of any storage
+	// policy, online or offline, serving this run's served requests with
+	// the cluster's disk (bound.Residency: the whole disk as one cache,
+	// each title on it from the request to the end of its sessions);
+	// after a warm-up, from any disk content the policy likes.
+	BoundOriginBytes int64 `json:"bound_origin_bytes"`
+	// BoundInstantOriginBytes is the same bound with requests taken as
+	// instants (bound.Compute, Berger et al. 2018): lower, since it lets a
+	// title leave the disk while it plays; for reference.
+	BoundInstantOriginBytes int64 `json:"bound_instant_origin_bytes"`
+	// BoundFeasibleOriginBytes is a feasible offline schedule under the
+	// residency rule: the optimum lies between the bound and it.
+	BoundFeasibleOriginBytes int64 `json:"bound_feasible_origin_bytes"`
+	// CompulsoryOriginBytes is each served title's first request: no
+	// storage policy avoids them (0 after a warm-up, see BoundOriginBytes).
+	CompulsoryOriginBytes int64 `json:"compulsory_origin_bytes"`
+	// OriginBytesRatioToBound is OriginBytes / BoundOriginBytes.
+	OriginBytesRatioToBound float64 `json:"origin_bytes_ratio_to_bound"`
 	PeakCDPTransfers int     `json:"peak_cdp_transfers"` // most concurrent origin transfers
 	// ReplicaFills counts demand fills of a title that another node held or
 	// was filling: replicas the policy chose to make.
 	ReplicaFills   int64   `json:"replica_fills"`
-	Prefetches     int64   `json:"prefetches"`      // transfers the planner ordered
-	PlacementMoves int64   `json:"placement_moves"` // planner prefetches and evictions carried out
-	PlanRejected   int64   `json:"plan_rejected"`   // planner actions that could not be carried out
+	Prefetches int64 `json:"prefetches"` // prefetch transfers started
+	// PlacementMoves are the planner's prefetches and evictions carried
+	// out; with PlanRejected, the ones that could not be (no room, no
+	// channel, node down), they are the moves smm counts
+	// (smm.ReplicatorStats.Moves).
+	PlacementMoves int64   `json:"placement_moves"`
+	PlanRejected   int64   `json:"plan_rejected"`
 	Interrupted    int64   `json:"interrupted"`     // playing sessions cut off by a node failure
 	Resumed        int64   `json:"resumed"`         // of those, resumed on another node
 	DecisionP50Ns  int64   `json:"decision_p50_ns"` // wall ns of lsm's Admit (policy + reservation), median
@@ -53,15 +80,18 @@ type Result struct {
 	Trace []TraceRecord `json:"-"` // every original request, in the order decided
 }
 
-// TraceRecord is one decided request: when it was asked (seconds since the
-// start), the title and its bytes, the node index chosen (-1 refused) and
-// whether the node had to fill the title from the origin.
+// TraceRecord is one decided request: when it reached its node, or was
+// refused (seconds since the start, rounded up to a millisecond), the
+// title and its bytes, the node index chosen (-1 refused), whether the
+// node had to fill the title from the origin, and when the session
+// stopped playing (rounded down to a millisecond; 0 when refused).
 type TraceRecord struct {
 	T     float64
 	Title string
 	Bytes int64
 	Node  int
 	Fill  bool
+	End   float64
 }
 
 // LoadSeries is each node's utilization (reserved bit/s ÷ capacity) at
@@ -88,9 +118,8 @@ func (e *engine) sample() {
 	}
 }
 
-func (e *engine) finish(wall time.Duration) {
-	e.res.WallSeconds = wall.Seconds()
-	e.res.Refused = e.res.Requested - e.res.Admitted
+func (e *engine) finish(wall time.Duration) error {
+	start := time.Now()
 	e.res.Loads = e.series
 	if len(e.decision) > 0 {
 		slices.Sort(e.decision)
@@ -98,6 +127,9 @@ func (e *engine) finish(wall time.Duration) {
 		e.res.DecisionP99Ns = e.decision[min(len(e.decision)-1, len(e.decision)*99/100)]
 	}
 	e.res.PeakToMean, e.res.PeakUtilization = peakToMean(e.series, e.nodes)
+	err := e.bound()
+	e.res.WallSeconds = wall.Seconds() + time.Since(start).Seconds()
+	return err
 }
 
 // peakToMean finds the hour with the most reserved bit/s and returns
@@ -150,10 +182,11 @@ func peakToMean(s *LoadSeries, nodes []*node) (float64, float64) {
 	return top / mean, mean
 }
 
-// Run simulates cfg's demand once per policy (Config.Policies, or all) and
-// returns one Result per policy, in that order. The demand is drawn once
-// from the seed, so every policy sees the same requests and failures. It
-// fails on an invalid configuration.
+// Run simulates cfg's demand once per storage policy (Config.StoragePolicies,
+// or StoragePolicy) and scheduling policy (Config.Policies, or all) and
+// returns one Result per pair, storage policy by storage policy, in that
+// order. The demand is drawn once from the seed, so every run sees the
+// same requests and failures. It fails on an invalid configuration.
 func Run(cfg Config) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -164,16 +197,20 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	d := generate(&cfg, nodes)
 	var out []Result
-	for _, p := range cfg.policies() {
-		e, err := newEngine(&cfg, d, p)
-		if err != nil {
-			return nil, err
+	for _, sp := range cfg.storagePolicies() {
+		c := cfg
+		c.StoragePolicy = sp
+		for _, p := range cfg.policies() {
+			e, err := newEngine(&c, d, p)
+			if err != nil {
+				return nil, err
+			}
+			r, err := e.run()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
 		}
-		r, err := e.run()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
 	}
 	return out, nil
 }

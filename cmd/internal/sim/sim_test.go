@@ -7,9 +7,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"vodcluster/smm/boundcheck"
 )
 
 // small is a quick scenario: 20,000 subscribers, 500 titles, 6 nodes.
@@ -94,6 +97,7 @@ func TestRunInvariantsEveryPolicy(t *testing.T) {
 func TestSameSeedSameRun(t *testing.T) {
 	c := small()
 	c.Policies = []string{"lall", "twos", "lblcr"}
+	c.StoragePolicies = []string{"gdsf", "w-tinylfu"}
 	a, err := Run(c)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +256,8 @@ func TestCommandJSONPlotAndTrace(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rs); err != nil || len(rs) != 2 {
 		t.Fatalf("json: %v %s", err, out.String())
 	}
-	for _, k := range []string{"policy", "requested", "admitted", "refused", "qos_violations", "peak_to_mean", "origin_fetches", "origin_bytes", "decision_p50_ns", "decision_p99_ns", "storage_policy", "refused_no_copy", "peak_cdp_transfers", "placement_moves"} {
+	for _, k := range []string{"policy", "requested", "admitted", "refused", "qos_violations", "peak_to_mean", "origin_fetches", "origin_bytes", "decision_p50_ns", "decision_p99_ns", "storage_policy", "refused_no_copy", "peak_cdp_transfers", "placement_moves",
+		"origin_bytes_ratio_to_bound", "bound_origin_bytes", "bound_instant_origin_bytes", "disk_bytes"} {
 		if _, ok := rs[0][k]; !ok {
 			t.Fatalf("json lacks %s", k)
 		}
@@ -264,11 +269,29 @@ func TestCommandJSONPlotAndTrace(t *testing.T) {
 	f, _ := os.Open(trace)
 	recs, err := csv.NewReader(f).ReadAll()
 	f.Close()
-	if err != nil || len(recs) < 2 || strings.Join(recs[0], ",") != "time_s,title,bytes,node,fill" {
+	if err != nil || len(recs) < 2 || strings.Join(recs[0], ",") != "time_s,title,bytes,node,fill,end_s" {
 		t.Fatalf("trace: %v %v", err, recs[:1])
 	}
 	if int(rs[0]["requested"].(float64)) != len(recs)-1 {
 		t.Fatalf("trace has %d records for %v requests", len(recs)-1, rs[0]["requested"])
+	}
+	// The trace reproduces the run's bounds through `vodcluster bound`.
+	disk := int64(rs[0]["disk_bytes"].(float64))
+	bc := boundcheck.NewCommand()
+	var bout bytes.Buffer
+	bc.SetOut(&bout)
+	bc.SetArgs([]string{"--capacity", strconv.FormatInt(disk, 10), "--json", "--policies", "lru", trace})
+	if err := bc.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var chk boundcheck.Result
+	if err := json.Unmarshal(bout.Bytes(), &chk); err != nil {
+		t.Fatal(err)
+	}
+	if !chk.Residency || chk.Bound.OriginBytes != int64(rs[0]["bound_origin_bytes"].(float64)) ||
+		chk.Instant.OriginBytes != int64(rs[0]["bound_instant_origin_bytes"].(float64)) {
+		t.Fatalf("bound from the trace %d (instant %d), run says %v (%v)", chk.Bound.OriginBytes, chk.Instant.OriginBytes,
+			rs[0]["bound_origin_bytes"], rs[0]["bound_instant_origin_bytes"])
 	}
 
 	cmd = NewCommand()

@@ -114,13 +114,13 @@ func (e *engine) makeRoom(ni int, need int64) bool {
 			e.res.Inconsistencies++ // the evictor named a title it must not
 			return false
 		}
-		e.dropItem(ni, ti)
+		e.removeItem(ni, ti)
 	}
 	return need <= n.spec.Capacity.DiskBytes-n.used
 }
 
-// dropItem removes a title from a node's disk and from lsm's view.
-func (e *engine) dropItem(ni int, ti int32) {
+// removeItem removes a title from a node's disk and from lsm's view.
+func (e *engine) removeItem(ni int, ti int32) {
 	n := e.nodes[ni]
 	if it := n.disk[ti]; it != nil {
 		n.used -= it.bytes
@@ -129,13 +129,29 @@ func (e *engine) dropItem(ni int, ti int32) {
 	}
 }
 
+// dropItem removes a title for a reason other than the node's Evictor
+// (an order of the planner, a cancelled fill, a failed disk), which the
+// Evictor hears through Recorder.Forget.
+func (e *engine) dropItem(ni int, ti int32) {
+	n := e.nodes[ni]
+	if n.disk[ti] == nil {
+		return
+	}
+	e.removeItem(ni, ti)
+	if rec, ok := n.evictor.(smm.Recorder); ok {
+		rec.Forget(e.d.titles[ti].id)
+	}
+}
+
 // acquire gives f an origin channel now.
 func (e *engine) acquire(f *fillJob) {
 	e.cdp.active++
 	e.res.PeakCDPTransfers = max(e.res.PeakCDPTransfers, e.cdp.active)
-	e.res.OriginFetches++
-	if f.prefetch {
-		e.res.Prefetches++
+	if e.measuring() {
+		e.res.OriginFetches++
+		if f.prefetch {
+			e.res.Prefetches++
+		}
 	}
 	f.state, f.acquired = fillSetup, e.now
 	setup := e.cfg.CDP.SetupDelay.Seconds()
@@ -175,7 +191,9 @@ func (e *engine) fillDone(f *fillJob) {
 		return
 	}
 	f.state = fillDone
-	e.res.OriginBytes += f.bytes
+	if f.acquired >= e.warmup {
+		e.res.OriginBytes += f.bytes
+	}
 	n := e.nodes[f.node]
 	if it := n.disk[f.title]; it != nil && it.fill == f.id {
 		it.fill = -1
@@ -197,7 +215,9 @@ func (e *engine) abortFill(f *fillJob) {
 	case fillQueued:
 	case fillSetup, fillFlowing:
 		sent := (e.now - f.acquired - e.cfg.CDP.SetupDelay.Seconds()) * float64(e.cfg.CDP.ChannelBps) / 8
-		e.res.OriginBytes += min(f.bytes, max(0, int64(sent)))
+		if f.acquired >= e.warmup {
+			e.res.OriginBytes += min(f.bytes, max(0, int64(sent)))
+		}
 		e.releaseChannel()
 	default:
 		return
@@ -226,7 +246,8 @@ func (e *engine) planRound() {
 			EgressBps: n.spec.Capacity.EgressBps, Utilization: ln.Utilization()}
 		for _, ti := range sortedTitles(n.disk) {
 			it := n.disk[ti]
-			nv.Items = append(nv.Items, smm.Item{Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(), LastAccess: at(it.last), Hits: it.hits})
+			nv.Items = append(nv.Items, smm.Item{Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(),
+				LastAccess: at(it.last), Hits: it.hits, Filling: it.fill >= 0})
 			if it.fill >= 0 {
 				nv.Fills++
 			}
@@ -237,35 +258,46 @@ func (e *engine) planRound() {
 	for i, n := range e.nodes {
 		byNode[n.spec.ID] = i
 	}
+	meas := e.measuring()
+	reject := func(a smm.Action) {
+		if meas {
+			e.res.PlanRejected++
+		}
+		if a.Kind == smm.Prefetch && e.rep != nil {
+			e.rep.FillFailed(a.Node, a.Title, at(e.now)) // retried after a backoff
+		}
+	}
 	for _, a := range e.plan.Plan(at(e.now), view) {
 		ni, okN := byNode[a.Node]
 		ti, okT := e.byID[a.Title]
 		if !okN || !okT || e.d.titles[ti].avail > e.now {
-			e.res.PlanRejected++
+			reject(a)
 			continue
 		}
 		n := e.nodes[ni]
 		switch a.Kind {
 		case smm.Prefetch:
 			if !n.alive || n.disk[ti] != nil || e.cdp.active >= e.cfg.CDP.Channels {
-				e.res.PlanRejected++
+				reject(a)
 				continue
 			}
 			if _, ok := e.startFill(ni, ti, true); !ok {
-				e.res.PlanRejected++
+				reject(a)
 				continue
 			}
-			e.res.PlacementMoves++
 		case smm.Evict:
 			it := n.disk[ti]
 			if it == nil || it.inUse() {
-				e.res.PlanRejected++
+				reject(a)
 				continue
 			}
 			e.dropItem(ni, ti)
-			e.res.PlacementMoves++
 		default:
-			e.res.PlanRejected++
+			reject(a)
+			continue
+		}
+		if meas {
+			e.res.PlacementMoves++
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,38 +8,52 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"vodcluster/smm/bound"
 )
 
-// WriteTable prints the results side by side, one row per policy.
+// WriteTable prints the results side by side, one row per run, after a
+// line giving the cluster's total disk (the capacity of the bounds).
 // Bytes are in TB (10^12), decision times in ns.
 func WriteTable(w io.Writer, rs []Result) error {
+	if len(rs) > 0 {
+		fmt.Fprintf(w, "cluster disk %d bytes (%.2f TB)%s\n", rs[0].DiskBytes, float64(rs[0].DiskBytes)/1e12, warmupNote(rs[0]))
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tstorage\trequested\tadmitted\trefused\tno copy\tqos viol.\tpeak/mean\torigin fetches\torigin TB\tpeak cdp\treplica fills\tp50 ns\tp99 ns\t")
+	fmt.Fprintln(tw, "policy\tstorage\trequested\tadmitted\trefused\tno copy\tqos viol.\tpeak/mean\torigin fetches\torigin TB\tbound TB\tratio\tinstant TB\tmoves\tpeak cdp\treplica fills\tp50 ns\tp99 ns\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%.1f\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%d\t%d\t%d\t%d\t%d\t\n",
 			r.Policy, r.StoragePolicy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
-			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, r.PeakCDPTransfers, r.ReplicaFills,
-			r.DecisionP50Ns, r.DecisionP99Ns)
+			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
+			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
+			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
 	}
 	return tw.Flush()
+}
+
+func warmupNote(r Result) string {
+	if r.WarmupDays == 0 {
+		return ", measured from empty disks"
+	}
+	return fmt.Sprintf(", measured after %d warm-up day(s)", r.WarmupDays)
 }
 
 // WriteMarkdown prints the results as a Markdown table (for the docs).
 func WriteMarkdown(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| policy | requested | admitted | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | peak CDP | replica fills | p50 ns | p99 ns |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scheduler | storage | requested | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | bound TB | ratio to bound | instant bound TB | placement moves | replica fills |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %.3f | %d | %.1f | %d | %d | %d | %d |\n",
-			r.Policy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
-			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, r.PeakCDPTransfers, r.ReplicaFills,
-			r.DecisionP50Ns, r.DecisionP99Ns)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.3f | %d | %.2f | %.2f | %.3f | %.2f | %d | %d |\n",
+			r.Policy, r.StoragePolicy, r.Requested, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
+			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves, r.ReplicaFills)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteJSON prints the results as a JSON array, one object per policy.
+// WriteJSON prints the results as a JSON array, one object per run.
 func WriteJSON(w io.Writer, rs []Result) error {
 	if rs == nil {
 		rs = []Result{}
@@ -50,22 +63,23 @@ func WriteJSON(w io.Writer, rs []Result) error {
 	return enc.Encode(rs)
 }
 
-// WriteTraceCSV writes the request trace as CSV with a header: time in
-// seconds since the start, title id, title bytes, node index (-1 when
-// refused) and whether the node filled the title from the origin.
+// WriteTraceCSV writes the request trace as the CSV `vodcluster bound`
+// reads (bound.CSVHeader): time_s (when the request reached its node, or
+// was refused), title, bytes, node index (-1 when refused), fill (the
+// node filled the title from the origin), end_s (when the session stopped
+// playing; 0 when refused).
 func WriteTraceCSV(w io.Writer, tr []TraceRecord) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"time_s", "title", "bytes", "node", "fill"}); err != nil {
+	cw, err := bound.NewCSVWriter(w)
+	if err != nil {
 		return err
 	}
 	for _, t := range tr {
-		rec := []string{strconv.FormatFloat(t.T, 'f', 3, 64), t.Title, strconv.FormatInt(t.Bytes, 10), strconv.Itoa(t.Node), strconv.FormatBool(t.Fill)}
+		rec := bound.Record{Time: t.T, Title: t.Title, Bytes: t.Bytes, Node: strconv.Itoa(t.Node), Fill: t.Fill, End: t.End}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return cw.Flush()
 }
 
 // WriteSVG draws each node's utilization over the simulated time as one
