@@ -14,7 +14,7 @@ type Result struct {
 	// WarmupDays were simulated before the figures start (Config.WarmupDays).
 	WarmupDays int   `json:"warmup_days"`
 	Requested  int64 `json:"requested"` // sessions asked for
-	Admitted      int64  `json:"admitted"`  // sessions that played
+	Admitted   int64 `json:"admitted"`  // sessions that played
 	// Refused is Requested - Admitted: no node with headroom within the
 	// queue wait, or no copy could be made (RefusedNoCopy).
 	Refused int64 `json:"refused"`
@@ -31,9 +31,9 @@ type Result struct {
 	// the nodes' utilizations.
 	PeakToMean float64 `json:"peak_to_mean"`
 	// PeakUtilization is the cluster's mean utilization in the peak hour.
-	PeakUtilization  float64 `json:"peak_utilization"`
-	OriginFetches    int64   `json:"origin_fetches"`     // origin transfers started (demand fills and prefetches)
-	OriginBytes      int64   `json:"origin_bytes"`       // bytes sent by the origin for them, bytes
+	PeakUtilization float64 `json:"peak_utilization"`
+	OriginFetches   int64   `json:"origin_fetches"` // origin transfers started (demand fills and prefetches)
+	OriginBytes     int64   `json:"origin_bytes"`   // bytes sent by the origin for them, bytes
 	// DiskBytes is the nodes' disks together, bytes: the capacity of the
 	// one cache the bounds take the cluster for.
 	DiskBytes int64 `json:"disk_bytes"`
@@ -55,11 +55,11 @@ type Result struct {
 	CompulsoryOriginBytes int64 `json:"compulsory_origin_bytes"`
 	// OriginBytesRatioToBound is OriginBytes / BoundOriginBytes.
 	OriginBytesRatioToBound float64 `json:"origin_bytes_ratio_to_bound"`
-	PeakCDPTransfers int     `json:"peak_cdp_transfers"` // most concurrent origin transfers
+	PeakCDPTransfers        int     `json:"peak_cdp_transfers"` // most concurrent origin transfers
 	// ReplicaFills counts demand fills of a title that another node held or
 	// was filling: replicas the policy chose to make.
-	ReplicaFills   int64   `json:"replica_fills"`
-	Prefetches int64 `json:"prefetches"` // prefetch transfers started
+	ReplicaFills int64 `json:"replica_fills"`
+	Prefetches   int64 `json:"prefetches"` // prefetch transfers started
 	// PlacementMoves are the planner's prefetches and evictions carried
 	// out; with PlanRejected, the ones that could not be (no room, no
 	// channel, node down), they are the moves smm counts
