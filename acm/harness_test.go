@@ -135,10 +135,16 @@ func testLogger(t testing.TB) *slog.Logger {
 // configure tweaks it before Start.
 func newManager(t testing.TB, dir string, configure func(*Manager)) *env {
 	t.Helper()
+	return newManagerWith(t, dir, testTitles, configure)
+}
+
+// newManagerWith is newManager with the origin's catalog.
+func newManagerWith(t testing.TB, dir string, titles []*pb.Title, configure func(*Manager)) *env {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	o := startOrigin(t, "127.0.0.1:0", testTitles)
+	o := startOrigin(t, "127.0.0.1:0", titles)
 	file, err := boss.NewFile(DefaultRealm, testUsers())
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +186,7 @@ type fakeNode struct {
 	titles   []*pb.StoredTitle
 	sessions []string
 	diskFree int64
+	failed   []*pb.FillFailure // sent with the next report, once
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -191,7 +198,8 @@ type nodeOpts struct {
 	http     string
 	titles   []*pb.StoredTitle
 	diskFree int64
-	noHTTP   bool // register without an HTTP address
+	noHTTP   bool  // register without an HTTP address
+	disk     int64 // capacity.disk_bytes, default 1 TiB
 }
 
 func (e *env) startNode(id string, o nodeOpts) *fakeNode {
@@ -205,13 +213,16 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	if o.http == "" && !o.noHTTP {
 		o.http = "127.0.0.1:2"
 	}
+	if o.disk == 0 {
+		o.disk = 1 << 40
+	}
 	if o.diskFree == 0 {
-		o.diskFree = 1 << 40
+		o.diskFree = o.disk
 	}
 	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
 		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles,
-		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: 1 << 40},
+		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -235,8 +246,10 @@ func (e *env) reports(id string) uint64 {
 func (n *fakeNode) report() *pb.LoadReport {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: n.titles,
-		SessionIds: append([]string(nil), n.sessions...), DiskFreeBytes: n.diskFree}
+	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: n.titles,
+		SessionIds: append([]string(nil), n.sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed}
+	n.failed = nil
+	return r
 }
 
 // heartbeat opens the stream; the first report is sent before it returns.

@@ -1,0 +1,351 @@
+package acm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// storageTitles: 1 MB titles at 600 kbit/s; "hot" is promoted (a
+// popularity hint of 5000 requests per day).
+var storageTitles = []*pb.Title{
+	{Id: "hot", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids", PopularityPerDay: 5000},
+	{Id: "p", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+	{Id: "q", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+	{Id: "r", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+	{Id: "t1", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+	{Id: "t2", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+	{Id: "t3", DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_000_000, Package: "kids"},
+}
+
+// unhinted is storageTitles without any popularity hint.
+func unhinted() []*pb.Title {
+	out := make([]*pb.Title, len(storageTitles))
+	for i, t := range storageTitles {
+		c := proto.Clone(t).(*pb.Title)
+		c.PopularityPerDay = 0
+		out[i] = c
+	}
+	return out
+}
+
+// fastStorage plans every 100 ms with the off-peak window all day, so
+// prefetches do not depend on the hour the test runs.
+func fastStorage(m *Manager) {
+	m.PlanInterval = 100 * time.Millisecond
+	m.ShiftCheck = 50 * time.Millisecond
+	m.Replicator.OffPeak = smm.Window{Start: 0, End: 24 * time.Hour}
+}
+
+func stored(id string) *pb.StoredTitle {
+	return &pb.StoredTitle{TitleId: id, SizeBytes: 1_000_000, StoredBytes: 1_000_000}
+}
+
+func (e *env) fills() []*pb.Fill {
+	e.t.Helper()
+	r, err := e.admin.ListFills(context.Background(), &pb.ListFillsRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.Fills
+}
+
+func (e *env) fill(node, title string) *pb.Fill {
+	for _, f := range e.fills() {
+		if f.NodeId == node && f.TitleId == title {
+			return f
+		}
+	}
+	return nil
+}
+
+func (e *env) storageStats() *pb.StorageStats {
+	e.t.Helper()
+	p, err := e.admin.GetPolicy(context.Background(), &pb.GetPolicyRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p.StorageStats
+}
+
+// TestHintPrefetchedBeforeAnyRequest: a title the catalog promotes is
+// prefetched as soon as a node is there, before anyone asks for it, and
+// nothing else is; its progress shows in ListFills until it completes.
+func TestHintPrefetchedBeforeAnyRequest(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, fastStorage)
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	n.waitCommand(t, "prefetch hot", 1)
+	n.progress("hot", 400_000)
+	waitFor(t, 5*time.Second, "the fill's progress in ListFills", func() bool {
+		f := e.fill("n1", "hot")
+		return f != nil && f.State == "filling" && f.StoredBytes == 400_000 && f.SizeBytes == 1_000_000 && f.Prefetch
+	})
+	n.complete("hot")
+	waitFor(t, 5*time.Second, "the fill done", func() bool { return len(e.fills()) == 0 && e.storageStats().FillsDone == 1 })
+	pl, err := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{TitleId: "hot"})
+	if err != nil || len(pl.Replicas) != 1 || pl.Replicas[0].StoredBytes != 1_000_000 || pl.Replicas[0].Filling {
+		t.Fatalf("placement %v %v", pl, err)
+	}
+	if got := n.commands(); len(got) != 1 {
+		t.Fatalf("commands %v, want only the promoted title's prefetch", got)
+	}
+}
+
+// TestNoHintNoPrefetch: without hints or requests the planner orders
+// nothing (a prefetch costs what the fill on demand it replaces would).
+func TestNoHintNoPrefetch(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), fastStorage)
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	waitFor(t, 5*time.Second, "several plans", func() bool { return e.storageStats().Plans >= 5 })
+	if got := n.commands(); len(got) != 0 {
+		t.Fatalf("commands %v without demand", got)
+	}
+}
+
+// TestPrefetchRetriedAfterOriginFailure: a prefetch the node reports
+// failed (the origin refused) is in backoff, not ordered again before its
+// next try, retried after it with one more attempt counted, and done when
+// the origin is back.
+func TestPrefetchRetriedAfterOriginFailure(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.Replicator.RetryBase, m.Replicator.RetryMax = 400*time.Millisecond, 2*time.Second
+	})
+	n := e.startSimNode("n1", storageTitles, simOpts{before: func(n *simNode) { n.failing = true }})
+	n.waitCommand(t, "prefetch hot", 1)
+	var f *pb.Fill
+	waitFor(t, 5*time.Second, "the failed prefetch in backoff", func() bool {
+		f = e.fill("n1", "hot")
+		return f != nil && f.State == "backoff"
+	})
+	if f.Attempts != 1 || f.NextTryUnixMs <= f.SinceUnixMs || f.NextTryUnixMs-f.SinceUnixMs > 400 {
+		t.Fatalf("backoff %+v: want 1 attempt, next try within the first step (400 ms)", f)
+	}
+	// Not ordered again before its next try.
+	next := time.UnixMilli(f.NextTryUnixMs)
+	for time.Until(next) > 30*time.Millisecond {
+		if k := n.count("prefetch hot"); k != 1 {
+			t.Fatalf("prefetch ordered %d times before its next try", k)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Retried, fails again: the second step is longer.
+	n.waitCommand(t, "prefetch hot", 2)
+	waitFor(t, 5*time.Second, "the second failure", func() bool {
+		f = e.fill("n1", "hot")
+		return f != nil && f.State == "backoff" && f.Attempts == 2
+	})
+	if d := f.NextTryUnixMs - f.SinceUnixMs; d < 400 || d > 800 {
+		t.Fatalf("second backoff step %d ms, want in [400, 800]", d)
+	}
+	n.setFailing(false)
+	n.waitCommand(t, "prefetch hot", 3)
+	n.complete("hot")
+	waitFor(t, 5*time.Second, "the retried prefetch done", func() bool {
+		s := e.storageStats()
+		return len(e.fills()) == 0 && s.FillsFailed == 2 && s.Retries == 2 && s.FillsDone == 1
+	})
+}
+
+// TestVanishedOrUnstartedPrefetchFails: a fill that disappears from the
+// node's report before completing, and a prefetch the node never starts
+// within OrderTimeout, count as failed (backoff) without the node saying
+// so.
+func TestVanishedOrUnstartedPrefetchFails(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.OrderTimeout = 300 * time.Millisecond
+		m.Replicator.RetryBase, m.Replicator.RetryMax = time.Hour, time.Hour
+	})
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	n.waitCommand(t, "prefetch hot", 1)
+	waitFor(t, 5*time.Second, "the fill reported", func() bool {
+		f := e.fill("n1", "hot")
+		return f != nil && f.State == "filling"
+	})
+	n.drop("hot")
+	waitFor(t, 5*time.Second, "the vanished fill in backoff", func() bool {
+		f := e.fill("n1", "hot")
+		return f != nil && f.State == "backoff" && f.Attempts == 1
+	})
+
+	d := e.startSimNode("n2", storageTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.fill("n2", "t1"); f == nil || f.State != "ordered" || !f.Prefetch {
+		t.Fatalf("fill right after the order: %+v", f)
+	}
+	d.waitCommand(t, "prefetch t1", 1)
+	waitFor(t, 5*time.Second, "the unstarted prefetch in backoff", func() bool {
+		f := e.fill("n2", "t1")
+		return f != nil && f.State == "backoff" && f.Attempts == 1
+	})
+	if pl, _ := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{NodeId: "n2"}); len(pl.Replicas) != 0 {
+		t.Fatalf("a prefetch given up still in the placement: %v", pl)
+	}
+}
+
+// TestPrefetchByHand: the operator's prefetch without a node goes where
+// the Replicator chooses; a title is never filled twice on one node;
+// errors carry the right codes.
+func TestPrefetchByHand(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), fastStorage)
+	ctx := context.Background()
+	n1 := e.startSimNode("n1", storageTitles, simOpts{})
+	n2 := e.startSimNode("n2", storageTitles, simOpts{})
+	ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	if err != nil || (ack.NodeId != "n1" && ack.NodeId != "n2") {
+		t.Fatalf("prefetch: %v %v", ack, err)
+	}
+	first, other := n1, n2
+	if ack.NodeId == "n2" {
+		first, other = n2, n1
+	}
+	first.waitCommand(t, "prefetch t1", 1)
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: first.id}); grpcCode(err) != codes.AlreadyExists {
+		t.Fatalf("second fill on one node: %v", err)
+	}
+	ack2, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	if err != nil || ack2.NodeId != other.id {
+		t.Fatalf("second replica: %v %v", ack2, err)
+	}
+	other.waitCommand(t, "prefetch t1", 1)
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"}); grpcCode(err) != codes.ResourceExhausted {
+		t.Fatalf("every node has it: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		req  *pb.PlacementRequest
+		want codes.Code
+	}{
+		"unknown title":   {&pb.PlacementRequest{TitleId: "zz"}, codes.NotFound},
+		"unknown node":    {&pb.PlacementRequest{TitleId: "t2", NodeId: "zz"}, codes.NotFound},
+		"malformed title": {&pb.PlacementRequest{TitleId: "a b"}, codes.InvalidArgument},
+		"empty title":     {&pb.PlacementRequest{}, codes.InvalidArgument},
+		"malformed node":  {&pb.PlacementRequest{TitleId: "t2", NodeId: "n/1"}, codes.InvalidArgument},
+	} {
+		if _, err := e.admin.Prefetch(ctx, tc.req); grpcCode(err) != tc.want {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	// A draining node takes no prefetch.
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); grpcCode(err) != codes.FailedPrecondition {
+		t.Fatalf("prefetch on a draining node: %v", err)
+	}
+	// The planner does not order the operator's prefetches again.
+	first.complete("t1")
+	other.complete("t1")
+	waitFor(t, 5*time.Second, "both fills done", func() bool { return len(e.fills()) == 0 })
+	if a, b := n1.count("prefetch t1"), n2.count("prefetch t1"); a != 1 || b != 1 {
+		t.Fatalf("prefetches of t1: n1 %d, n2 %d", a, b)
+	}
+}
+
+// TestShiftPlansEarly: with a plan interval of an hour, a request that
+// moves demand (a title enters the most requested) makes the manager plan
+// at once. The Replicator's rule for these settings: one request with a
+// 60 s half-life is ln2/60 req/s, times a 10 s expected session (half
+// the 20 s title) times 600 kbit/s = 69 kbit/s, over 2.3 times what one
+// replica carries at 0.5% of 6 Mbit/s (30 kbit/s): 2 replicas, so the
+// title held by n1 is prefetched onto n2 (off-peak all day).
+func TestShiftPlansEarly(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		fastStorage(m)
+		m.PlanInterval = time.Hour
+		m.Replicator.HalfLife = time.Minute
+		m.Replicator.TargetUtilization = 0.005
+	})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
+	n2 := e.startSimNode("n2", storageTitles, simOpts{})
+	plans := e.storageStats().Plans
+	waitFor(t, 5*time.Second, "several reports", func() bool { return e.reports("n2") >= 3 })
+	if got := n2.commands(); len(got) != 0 || e.storageStats().Plans != plans {
+		t.Fatalf("without requests: commands %v, plans %d -> %d", got, plans, e.storageStats().Plans)
+	}
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusFound || !containsStr(res.Header["Location"], n1Addr) {
+		t.Fatalf("describe: %d %v", res.StatusCode, res.Header["Location"])
+	}
+	n2.waitCommand(t, "prefetch t1", 1)
+	if got := n1.commands(); len(got) != 0 {
+		t.Fatalf("holder got %v", got)
+	}
+}
+
+// n1Addr is the RTSP address fake nodes register with.
+const n1Addr = "127.0.0.1:1"
+
+func containsStr(vs []string, sub string) bool {
+	return len(vs) == 1 && strings.Contains(vs[0], sub)
+}
+
+// TestSessionEndsTeachMeanSession: the watched time of sessions that
+// ended (STARTED to ENDED at the node) is what the Replicator expects a
+// session to last, once four have ended.
+func TestSessionEndsTeachMeanSession(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), nil)
+	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
+	at := time.Now()
+	for i := 0; i < 4; i++ {
+		sid := e.admitOne("t1")
+		for _, ev := range []struct {
+			k  pb.SessionEvent_Kind
+			at time.Time
+		}{{pb.SessionEvent_KIND_STARTED, at}, {pb.SessionEvent_KIND_ENDED, at.Add(2 * time.Second)}} {
+			if _, err := e.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: "n1", SessionId: sid,
+				Kind: ev.k, AtUnixMs: ev.at.UnixMilli()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.m.mu.Lock()
+	got := e.m.rep.Popularity().MeanSession("t1", 20, at.Add(3*time.Second))
+	e.m.mu.Unlock()
+	if got < 1.9 || got > 2.1 {
+		t.Fatalf("mean session %.2f s, want about 2 (the sessions' watched time), not 10 (half the title)", got)
+	}
+}
+
+// TestStoragePolicyByName: a baseline policy runs without a planner; an
+// unknown policy or planner fails Start.
+func TestStoragePolicyByName(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) { fastStorage(m); m.Evictor = "lru" })
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	p, err := e.admin.GetPolicy(context.Background(), &pb.GetPolicyRequest{})
+	if err != nil || p.StoragePolicy != "lru" || p.StoragePlanner != "none" || p.StorageStats != nil {
+		t.Fatalf("policy %v %v", p, err)
+	}
+	waitFor(t, 5*time.Second, "several reports", func() bool { return e.reports("n1") >= 5 })
+	if got := n.commands(); len(got) != 0 {
+		t.Fatalf("lru orders %v: it caches on demand only", got)
+	}
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t2"}); err != nil {
+		t.Fatalf("prefetch by hand without a planner: %v", err)
+	}
+	n.waitCommand(t, "prefetch t2", 1)
+
+	for name, f := range map[string]func(*Manager){
+		"unknown policy":  func(m *Manager) { m.Evictor = "fifo" },
+		"unknown planner": func(m *Manager) { m.StoragePlanner = "oracle" },
+		"bad replicator":  func(m *Manager) { m.Replicator.TargetUtilization = 2 },
+	} {
+		m := &Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+			DataDir: t.TempDir(), Secret: testSecret, BOSS: e.users.BOSS, Logger: testLogger(t)}
+		f(m)
+		if err := m.Start(); err == nil {
+			m.Close()
+			t.Errorf("%s: started", name)
+		}
+	}
+}
