@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -101,17 +102,10 @@ func loadConfig(path string) (*Config, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, errEOF(err)) {
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &c, nil
-}
-
-func errEOF(err error) error {
-	if err != nil && err.Error() == "EOF" {
-		return err
-	}
-	return nil
 }
 
 // readSecret reads a cluster secret file: hex, or raw bytes when not hex;

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"vodcluster/acm/boss"
+)
+
+// The example configuration in deploy/ must stay loadable by the binary.
+func TestDeployConfigsLoad(t *testing.T) {
+	for _, f := range []string{"manager.yaml", "node.yaml", "cdp.yaml"} {
+		c, err := loadConfig(filepath.Join("..", "..", "deploy", "config", f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if f == "manager.yaml" {
+			sc := schedulerConfig(c.Manager.Scheduler)
+			if err := sc.Validate(); err != nil {
+				t.Fatalf("%s: scheduler: %v", f, err)
+			}
+		}
+	}
+	if _, err := boss.LoadFile(filepath.Join("..", "..", "deploy", "config", "users.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigStrict(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("node:\n  id: a\n  egres_bps: 5\n"), 0o600)
+	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "egres_bps") {
+		t.Fatalf("unknown key accepted or not named: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.yaml")
+	os.WriteFile(empty, nil, 0o600)
+	if _, err := loadConfig(empty); err != nil {
+		t.Fatalf("empty file: %v", err)
+	}
+	if _, err := readSecret(filepath.Join(dir, "none")); err == nil {
+		t.Fatal("missing secret file accepted")
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc\n"), 0o600)
+	if _, err := readSecret(short); err == nil {
+		t.Fatal("short secret accepted")
+	}
+	key, err := clusterSecret(filepath.Join(dir, "k", "secret"))
+	if err != nil || len(key) != 32 {
+		t.Fatalf("clusterSecret: %v %d", err, len(key))
+	}
+	again, err := clusterSecret(filepath.Join(dir, "k", "secret"))
+	if err != nil || string(again) != string(key) {
+		t.Fatal("clusterSecret not kept across calls")
+	}
+}
