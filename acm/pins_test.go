@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -226,5 +228,66 @@ func TestEvictedTitleNotBackFromAStaleReport(t *testing.T) {
 	})
 	if e.reports("n1") < reports+2 {
 		t.Fatalf("back after %d reports, want at least 2", e.reports("n1")-reports)
+	}
+}
+
+// TestPopularityRestoredUnderAnotherHalfLife: a snapshot taken with one
+// half-life and restored with another keeps the titles' request rates.
+func TestPopularityRestoredUnderAnotherHalfLife(t *testing.T) {
+	dir := t.TempDir()
+	e := newManagerWith(t, dir, unhinted(), fastStorage)
+	e.startSimNode("n1", storageTitles, simOpts{egress: 100 * titleBps})
+	for i := 0; i < 5; i++ {
+		e.admitOne("t2")
+	}
+	rate := func(e *env) float64 {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Popularity().Rate("t2", time.Now())
+	}
+	before := rate(e)
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManagerWith(t, dir, unhinted(), func(m *Manager) { fastStorage(m); m.Replicator.HalfLife = 10 * time.Minute })
+	if after := rate(e); after < 0.95*before || after > before {
+		t.Fatalf("rate %.3g req/s before the restart, %.3g after: want the same (less decay)", before, after)
+	}
+}
+
+// TestStoredStateAtStart: malformed pins in the store fail Start (a pin
+// silently lost could let a pinned title be evicted); a malformed
+// popularity snapshot is dropped and the manager starts.
+func TestStoredStateAtStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		state, value string
+		starts       bool
+	}{
+		"bad pins":        {statePins, `[{"title":"a b"}]`, false},
+		"pins not json":   {statePins, `{`, false},
+		"bad popularity":  {statePopularity, `{"state":{"demand":[{"title":"t1","weight":-1}]}}`, true},
+		"popularity junk": {statePopularity, `x`, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := store.OpenBadger(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.PutState(context.Background(), tc.state, []byte(tc.value)); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			users, _ := boss.NewFile(DefaultRealm, testUsers())
+			m := &Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+				DataDir: dir, Secret: testSecret, BOSS: users, Logger: testLogger(t)}
+			err = m.Start()
+			if err == nil {
+				m.Close()
+			}
+			if (err == nil) != tc.starts {
+				t.Fatalf("Start: %v, want starts=%v", err, tc.starts)
+			}
+		})
 	}
 }

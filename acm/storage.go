@@ -82,18 +82,52 @@ func (m *Manager) restoreStorage() error {
 		case err != nil:
 			return fmt.Errorf("acm: load popularity: %w", err)
 		default:
-			var ps smm.PopularityState
-			if err := json.Unmarshal(b, &ps); err != nil {
-				m.log.Warn("stored popularity snapshot malformed: starting without it", "err", err)
-			} else if err := m.rep.RestorePopularity(ps); err != nil {
-				m.log.Warn("stored popularity snapshot rejected: starting without it", "err", err)
-			} else {
-				m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
-			}
+			m.restorePopularity(b)
 		}
 	}
 	m.applyHints()
 	return nil
+}
+
+// savedPopularity is the stored popularity snapshot: the Replicator's
+// state with the half-lives it was taken under, seconds.
+type savedPopularity struct {
+	HalfLifeS     float64             `json:"half_life_s"`
+	RankHalfLifeS float64             `json:"rank_half_life_s"`
+	State         smm.PopularityState `json:"state"`
+}
+
+// restorePopularity loads a stored snapshot into the Replicator. An entry's
+// weight is a count decayed with the half-life of its time, so a snapshot
+// taken under another half-life is rescaled by new/old half-life: the
+// request rates stay what they were. A malformed snapshot is logged and
+// dropped (popularity is learnt again from requests).
+func (m *Manager) restorePopularity(b []byte) {
+	var saved savedPopularity
+	if err := json.Unmarshal(b, &saved); err != nil {
+		m.log.Warn("stored popularity snapshot malformed: starting without it", "err", err)
+		return
+	}
+	ps := saved.State
+	cfg := m.rep.Config()
+	scale := func(es []smm.PopularityEntry, from float64, to time.Duration) []smm.PopularityEntry {
+		if !(from > 0) || math.IsInf(from, 0) || from == to.Seconds() {
+			return es
+		}
+		out := make([]smm.PopularityEntry, len(es))
+		for i, e := range es {
+			e.Weight *= to.Seconds() / from
+			out[i] = e
+		}
+		return out
+	}
+	ps.Demand = scale(ps.Demand, saved.HalfLifeS, cfg.HalfLife)
+	ps.Rank = scale(ps.Rank, saved.RankHalfLifeS, cfg.RankHalfLife)
+	if err := m.rep.RestorePopularity(ps); err != nil {
+		m.log.Warn("stored popularity snapshot rejected: starting without it", "err", err)
+		return
+	}
+	m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
 }
 
 // savePopularity writes the Replicator's popularity snapshot to the store.
@@ -102,9 +136,11 @@ func (m *Manager) savePopularity() {
 		return
 	}
 	m.mu.Lock()
-	ps := m.rep.SnapshotPopularity(m.now())
+	cfg := m.rep.Config()
+	saved := savedPopularity{HalfLifeS: cfg.HalfLife.Seconds(), RankHalfLifeS: cfg.RankHalfLife.Seconds(),
+		State: m.rep.SnapshotPopularity(m.now())}
 	m.mu.Unlock()
-	b, err := json.Marshal(ps)
+	b, err := json.Marshal(saved)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = m.st.PutState(ctx, statePopularity, b)
