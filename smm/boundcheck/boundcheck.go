@@ -42,8 +42,14 @@ type Result struct {
 	// title leave the cache while its sessions still play.
 	Instant bound.Result `json:"instant"`
 	// Policies are the eviction policies each run as one cache of
-	// Capacity bytes over the instants (package replay).
+	// Capacity bytes (package replay: with the residency rule when the
+	// trace has session ends, replay.RunSessions, else over instants).
 	Policies []replay.Result `json:"policies"`
+	// Oracle is gdsf run the same way knowing each title's number of
+	// requests in the trace in advance (replay.Oracle): an online policy
+	// with perfect popularity knowledge. Between it and the bound lies
+	// what only knowing when requests come would save.
+	Oracle replay.Result `json:"oracle"`
 }
 
 // Check computes the bounds and replays policies (eviction policy names;
@@ -76,6 +82,10 @@ func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound
 			return res, err
 		}
 	}
+	run := replay.Run
+	if res.Residency {
+		run = replay.RunSessions
+	}
 	if policies == nil {
 		policies = smm.Evictors()
 	}
@@ -84,13 +94,14 @@ func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound
 		if err != nil {
 			return res, err
 		}
-		r, err := replay.Run(reqs, capacity, ev)
+		r, err := run(reqs, capacity, ev)
 		if err != nil {
 			return res, err
 		}
 		res.Policies = append(res.Policies, r)
 	}
-	return res, nil
+	res.Oracle, err = run(reqs, capacity, replay.Oracle(reqs))
+	return res, err
 }
 
 // WriteText writes r as a table: origin bytes in GB and as a ratio to the
@@ -134,9 +145,14 @@ func (r Result) WriteText(w io.Writer) error {
 			row{"peak bytes in use", r.Bound.PeakInUseBytes})
 	}
 	rows = append(rows, row{"no cache", r.Bound.TotalBytes}, row{"trace's demand fills", r.TraceFillBytes})
-	for _, p := range r.Policies {
-		rows = append(rows, row{p.Policy + " as one cache (instants)", p.OriginBytes})
+	how := " as one cache (instants)"
+	if r.Residency {
+		how = " as one cache"
 	}
+	for _, p := range r.Policies {
+		rows = append(rows, row{p.Policy + how, p.OriginBytes})
+	}
+	rows = append(rows, row{"gdsf knowing each title's count" + how, r.Oracle.OriginBytes})
 	for _, x := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", x.name, x.b, gb(x.b), ratio(x.b))
 	}
