@@ -25,6 +25,9 @@ type Config struct {
 	// the eviction policy of every node's disk and the planner that comes
 	// with it; gdsf, the default, with the Replicator).
 	StoragePolicy string `yaml:"storage_policy"`
+	// Storage tunes the storage policies (planner choice, Replicator
+	// parameters, pins); the zero value is smm's defaults.
+	Storage smm.StorageConfig `yaml:"-"`
 	// StoragePolicies, when not empty, are run each with every scheduling
 	// policy instead of StoragePolicy alone (the side-by-side table).
 	StoragePolicies []string `yaml:"storage_policies"`

@@ -73,7 +73,7 @@ func newEngine(cfg *Config, d *demand, policy string) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := smm.NewStorage(cfg.StoragePolicy, smm.StorageConfig{})
+	st, err := smm.NewStorage(cfg.StoragePolicy, cfg.Storage)
 	if err != nil {
 		return nil, err
 	}
