@@ -320,10 +320,8 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 		e.res.Inconsistencies++ // lsm's replica view and the disk disagree
 	}
 	fillIdx := int32(-1)
-	if it == nil && len(e.sched.Holders(e.d.titles[r.title].id)) > 1 && e.measuring() {
-		e.res.ReplicaFills++
-	}
 	t := &e.d.titles[r.title]
+	replica := it == nil && len(e.sched.Holders(t.id)) > 1
 	if rec, ok := n.evictor.(smm.Recorder); ok {
 		rec.Record(t.id, t.bytes, at(e.now)) // before Victims, hit or fill
 	}
@@ -340,6 +338,10 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 			return
 		}
 		it, fillIdx = n.disk[r.title], f
+		if replica && e.measuring() {
+			e.res.ReplicaFills++
+			e.res.ReplicaFillBytes += t.bytes
+		}
 	} else if it.fill >= 0 {
 		fillIdx = it.fill
 	}

@@ -59,7 +59,9 @@ type Result struct {
 	// ReplicaFills counts demand fills of a title that another node held or
 	// was filling: replicas the policy chose to make.
 	ReplicaFills int64 `json:"replica_fills"`
-	Prefetches   int64 `json:"prefetches"` // prefetch transfers started
+	// ReplicaFillBytes are the bytes of those fills.
+	ReplicaFillBytes int64 `json:"replica_fill_bytes"`
+	Prefetches       int64 `json:"prefetches"` // prefetch transfers started
 	// PlacementMoves are the planner's prefetches and evictions carried
 	// out; with PlanRejected, the ones that could not be (no room, no
 	// channel, node down), they are the moves smm counts
