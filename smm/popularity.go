@@ -23,6 +23,7 @@ type Popularity struct {
 	HalfLife time.Duration // decay half-life; 0 means one hour
 	titles   map[string]*pop
 	sorted   []string // titles, sorted; nil when stale
+	added    []string // titles created since sorted was built (not in it)
 
 	// Cluster-wide decayed session statistics: sum of watched fractions
 	// of the title's duration, and their weight.
@@ -80,7 +81,9 @@ func (p *Popularity) get(title string, now time.Time) *pop {
 	if x == nil {
 		x = &pop{at: now}
 		p.titles[title] = x
-		p.sorted = nil
+		if p.sorted != nil {
+			p.added = append(p.added, title)
+		}
 	}
 	p.decay(x, now)
 	return x
@@ -177,13 +180,33 @@ func (p *Popularity) Demand(title string, bitrate int64, duration float64, now t
 // Titles returns the titles with any recorded request, sorted. The slice
 // is shared until the next change: do not modify it.
 func (p *Popularity) Titles() []string {
-	if p.sorted == nil {
+	switch {
+	case p.sorted == nil:
 		p.sorted = make([]string, 0, len(p.titles))
 		for t := range p.titles {
 			p.sorted = append(p.sorted, t)
 		}
 		sort.Strings(p.sorted)
+	case len(p.added) > 0:
+		// Merge the titles created since: cheaper than sorting all again.
+		sort.Strings(p.added)
+		merged := make([]string, 0, len(p.sorted)+len(p.added))
+		i, j := 0, 0
+		for i < len(p.sorted) || j < len(p.added) {
+			if j == len(p.added) || (i < len(p.sorted) && p.sorted[i] < p.added[j]) {
+				merged = append(merged, p.sorted[i])
+				i++
+				continue
+			}
+			t := p.added[j]
+			if _, ok := p.titles[t]; ok && (len(merged) == 0 || merged[len(merged)-1] != t) { // not pruned since, once
+				merged = append(merged, t)
+			}
+			j++
+		}
+		p.sorted = merged
 	}
+	p.added = p.added[:0]
 	return p.sorted
 }
 
@@ -199,9 +222,19 @@ func (p *Popularity) Prune(minWeight float64, now time.Time) int {
 		p.decay(x, now)
 		if x.rate < minWeight && x.watchN < minWeight {
 			delete(p.titles, t)
-			p.sorted = nil
 			n++
 		}
+	}
+	if n > 0 && p.sorted != nil {
+		// Drop the pruned titles from the sorted list (a new slice: the
+		// old one may still be read).
+		kept := make([]string, 0, len(p.titles))
+		for _, t := range p.sorted {
+			if _, ok := p.titles[t]; ok {
+				kept = append(kept, t)
+			}
+		}
+		p.sorted = kept
 	}
 	return n
 }
@@ -240,7 +273,7 @@ func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	for _, e := range entries {
 		p.titles[e.Title] = &pop{count: e.Count, rate: e.Weight, at: at}
 	}
-	p.sorted = nil
+	p.sorted, p.added = nil, nil
 	return nil
 }
 

@@ -1,7 +1,10 @@
 package smm
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -111,5 +114,30 @@ func TestPopularitySnapshotPruneSeed(t *testing.T) {
 	}
 	if err := p.Seed("c", math.Inf(1), t0); err == nil {
 		t.Fatal("infinite seed accepted")
+	}
+}
+
+// TestPopularityTitlesStaySorted: Titles, kept up to date incrementally
+// across new titles and pruning, is always the sorted set of titles.
+func TestPopularityTitlesStaySorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	p := NewPopularity(time.Minute)
+	now := time.Unix(0, 0)
+	for step := range 3000 {
+		now = now.Add(time.Duration(rng.IntN(20)) * time.Second)
+		p.Observe(fmt.Sprint("t", rng.IntN(300)), now)
+		if step%37 == 0 {
+			p.Prune(0.5, now)
+		}
+		if step%5 == 0 {
+			want := make([]string, 0, p.Len())
+			for k := range p.titles {
+				want = append(want, k)
+			}
+			slices.Sort(want)
+			if got := p.Titles(); !slices.Equal(got, want) {
+				t.Fatalf("step %d: %d titles listed, %d known", step, len(got), len(want))
+			}
+		}
 	}
 }
