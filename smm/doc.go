@@ -14,10 +14,11 @@
 //   - Storage, a storage policy by name: a Planner and the Evictor of each
 //     node's disk that work together (storage.go).
 //
-// Subpackages: bound (the offline lower bound on origin bytes and the
-// trace CSV), replay (an eviction policy as one cache over a trace),
-// boundcheck (the `bound` command). docs/storage.md explains the policies,
-// their sources and the bound.
+// Subpackages: bound (the offline lower bounds on origin bytes, with the
+// residency rule of a VOD node and for instants, and the trace CSV),
+// replay (an eviction policy as one cache over a trace, with or without
+// sessions), boundcheck (the `bound` command). docs/storage.md explains
+// the policies, their sources, the bounds and the figures.
 //
 // smm is pure decision code: no sockets, no goroutines, no locks, no
 // time.Now; every call takes the current time, so the manager and the
