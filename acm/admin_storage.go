@@ -203,6 +203,11 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		return nil, status.Errorf(codes.Unavailable, "pin not %s: store: %v", verb, err)
 	}
 	m.log.Info("pin changed by operator", "title", title, "where", where, "pin", pin)
+	m.mu.Lock()
+	for _, ns := range m.nodes {
+		m.sendProtectLocked(ns, false)
+	}
+	m.mu.Unlock()
 	m.kickPlan()
 	return &pb.PlacementAck{NodeId: node, Message: verb}, nil
 }

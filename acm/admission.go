@@ -125,12 +125,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	m.addSessionLocked(s)
 	m.recordLocked(ns, t, now)
 	if res.Fill {
-		// The fill streams to its viewer whatever room there is: evict
-		// what can be evicted, never a title in use or pinned.
-		if _, err := m.makeRoomLocked(ns, t, now, false); err != nil {
-			m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
-		}
-		ns.diskFree -= t.SizeBytes
+		m.fillRoomLocked(ctx, ns, s, t, now)
 	}
 	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
 	m.mu.Unlock()
@@ -221,5 +216,43 @@ func (m *Manager) pumpLoop() {
 		} else {
 			timer.Reset(time.Hour)
 		}
+	}
+}
+
+// fillRoomLocked is the storage hook of a fill placement (mu held, and
+// released while it waits): the fill streams to its viewer whatever room
+// there is, so it evicts what can be evicted, never a title in use or
+// pinned. When that is not enough, the manager's view may be stale (fills
+// that just completed still look in use), and the node would choose
+// victims by its own policy: it waits for the node's next load report
+// (at most two heartbeat intervals, before the client is answered) and
+// tries once more with the fresh view.
+func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session, t store.Title, now time.Time) {
+	ok, err := m.makeRoomLocked(ns, t, now, false)
+	ns.diskFree -= t.SizeBytes
+	if err != nil {
+		m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
+	}
+	if ok || err != nil {
+		return
+	}
+	wait := ns.reportWaiter()
+	m.mu.Unlock()
+	timer := time.NewTimer(2 * m.sched.Config.HeartbeatInterval)
+	select {
+	case <-wait:
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-m.ctx.Done():
+	}
+	timer.Stop()
+	m.mu.Lock()
+	// The report counted this fill (its session is admitted): what is
+	// still missing is below zero.
+	if s.ended || ns.diskFree >= 0 {
+		return
+	}
+	if _, err := m.reclaimLocked(ns, t.ID, -ns.diskFree, m.now(), false); err != nil {
+		m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
 	}
 }

@@ -3,7 +3,6 @@ package acm
 import (
 	"time"
 
-	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -112,7 +111,9 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		diskFree -= p.bytes
 	}
 	for _, s := range ns.sessions {
-		if s.State == store.StateAdmitted && s.reserved && s.res.Fill && cur[s.Title] == nil {
+		// Until the node's report shows its fill (even once the viewer
+		// started: the report may be older than the fill).
+		if s.reserved && s.res.Fill && cur[s.Title] == nil {
 			size := cat[s.Title].SizeBytes
 			cur[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: size, Filling: true}
 			diskFree -= size

@@ -187,6 +187,7 @@ type fakeNode struct {
 	sessions []string
 	diskFree int64
 	failed   []*pb.FillFailure // sent with the next report, once
+	frozen   []*pb.StoredTitle // when set, reported instead of titles (a stale view)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -246,7 +247,11 @@ func (e *env) reports(id string) uint64 {
 func (n *fakeNode) report() *pb.LoadReport {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: n.titles,
+	titles := n.titles
+	if n.frozen != nil {
+		titles = n.frozen
+	}
+	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), n.sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed}
 	n.failed = nil
 	return r
@@ -297,6 +302,19 @@ func (n *fakeNode) stop() {
 		<-n.done
 		n.cancel = nil
 	}
+}
+
+// freeze makes the reports show the titles of now until thaw.
+func (n *fakeNode) freeze() {
+	n.mu.Lock()
+	n.frozen = append([]*pb.StoredTitle{}, n.titles...)
+	n.mu.Unlock()
+}
+
+func (n *fakeNode) thaw() {
+	n.mu.Lock()
+	n.frozen = nil
+	n.mu.Unlock()
 }
 
 func (n *fakeNode) setSessions(ids ...string) {

@@ -103,6 +103,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if n := m.sched.Node(id); n != nil && n.Draining {
 		ns.push(drainCmd(true))
 	}
+	m.sendProtectLocked(ns, true)
 	m.mu.Unlock()
 	m.log.Info("node registered", "node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
 		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", len(ns.sessions))
@@ -216,6 +217,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	ns.reported, ns.diskFree = true, free
+	ns.wakeReportWaiters()
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true

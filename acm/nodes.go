@@ -34,6 +34,26 @@ type nodeState struct {
 	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
 	evicting map[string]uint64       // titles ordered evicted -> reports received at the order
 	hits     map[string]float64      // title -> requests placed on the node since it was stored
+
+	protected []string      // the last ProtectCommand's titles, sorted
+	reportCh  chan struct{} // closed at the next load report (reportWaiter)
+}
+
+// reportWaiter returns a channel closed when the node's next load report
+// has been applied (mu held).
+func (ns *nodeState) reportWaiter() <-chan struct{} {
+	if ns.reportCh == nil {
+		ns.reportCh = make(chan struct{})
+	}
+	return ns.reportCh
+}
+
+// wakeReportWaiters wakes the reportWaiters (mu held).
+func (ns *nodeState) wakeReportWaiters() {
+	if ns.reportCh != nil {
+		close(ns.reportCh)
+		ns.reportCh = nil
+	}
 }
 
 // pendingFill is a prefetch ordered on a node that no load report has
@@ -127,6 +147,10 @@ func evictCmd(title string) *pb.NodeCommand {
 
 func prefetchCmd(title string) *pb.NodeCommand {
 	return &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: title}}}
+}
+
+func protectCmd(titles []string) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Protect{Protect: &pb.ProtectCommand{TitleIds: titles}}}
 }
 
 func drainCmd(d bool) *pb.NodeCommand {

@@ -291,3 +291,94 @@ func TestStoredStateAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestFillWaitsForAFreshReport: when a fill on demand finds no room in
+// the manager's view because a fill there just completed (the view still
+// shows it filling), the manager waits for the node's next report before
+// answering, and evicts the completed title rather than leave the choice
+// to the node (whose own eviction knows nothing of pins).
+func TestFillWaitsForAFreshReport(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), fastStorage)
+	if _, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{
+		stored("p"), {TitleId: "r", SizeBytes: 1_000_000, StoredBytes: 500_000, Filling: true}}})
+	reports := e.reports("n1")
+	waitFor(t, 5*time.Second, "a report with r filling", func() bool { return e.reports("n1") > reports })
+	n.freeze()
+	n.complete("r") // done on the node, still filling in its reports
+	reports = e.reports("n1")
+	waitFor(t, 5*time.Second, "a stale report", func() bool { return e.reports("n1") > reports+1 })
+	admitted := make(chan string, 1)
+	go func() { admitted <- e.admitOne("t1") }()
+	waitFor(t, 5*time.Second, "the admission to wait for a report", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.nodes["n1"].reportCh != nil
+	})
+	if got := n.commands(); len(got) != 0 {
+		t.Fatalf("evicted from the stale view: %v", got)
+	}
+	n.thaw()
+	select {
+	case <-admitted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("admission never answered")
+	}
+	n.waitCommand(t, "evict r", 1)
+	if got := n.commands(); len(got) != 1 {
+		t.Fatalf("commands %v, want only evict r", got)
+	}
+}
+
+// TestProtectCommandCarriesPins: each node is told which titles its own
+// eviction must keep (its pins and the cluster's) when a pin changes and
+// when it registers.
+func TestProtectCommandCarriesPins(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	n := e.startNode("n1", nodeOpts{})
+	// next skips other commands (a pin to the node also prefetches there).
+	next := func(want ...string) {
+		t.Helper()
+		for {
+			select {
+			case c := <-n.cmds:
+				if c.GetProtect() == nil {
+					continue
+				}
+				if got := c.GetProtect().GetTitleIds(); !slices.Equal(got, want) {
+					t.Fatalf("protect %v, want %v", got, want)
+				}
+				return
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no protect command (want %v)", want)
+			}
+		}
+	}
+	for _, step := range []struct {
+		req   *pb.PlacementRequest
+		unpin bool
+		want  []string
+	}{
+		{&pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, false, []string{"t2"}},
+		{&pb.PlacementRequest{TitleId: "t1"}, false, []string{"t1", "t2"}},
+		{&pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, true, []string{"t1"}},
+	} {
+		var err error
+		if step.unpin {
+			_, err = e.admin.Unpin(ctx, step.req)
+		} else {
+			_, err = e.admin.Pin(ctx, step.req)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		next(step.want...)
+	}
+	if _, err := e.nc.Register(ctx, regReq("n1", "127.0.0.1:1", "127.0.0.1:2", 10*titleBps)); err != nil {
+		t.Fatal(err)
+	}
+	next("t1")
+}

@@ -56,30 +56,35 @@ var errNoRoom = errors.New("not enough room")
 
 // makeRoomLocked frees room for a fill of t on ns (mu held) when the
 // node's free disk (last report minus fills ordered since) is below t's
-// size: the node's Evictor (smm.Storage.Evictor) names victims among the
-// titles neither playing, filling nor pinned, and EvictCommands go down
-// the node's stream. With all, it evicts nothing unless the victims free
-// the whole need (RESOURCE_EXHAUSTED otherwise); without, it evicts what
-// it can (a fill on demand streams to its viewer anyway). It returns the
-// victims.
-func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, all bool) ([]string, error) {
+// size (see reclaimLocked). It reports whether the room is there.
+func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, all bool) (bool, error) {
 	if !ns.reported || t.SizeBytes <= 0 || ns.diskFree >= t.SizeBytes {
-		return nil, nil
+		return true, nil
 	}
-	need := t.SizeBytes - ns.diskFree
-	victims, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, t.ID), need, now)
+	return m.reclaimLocked(ns, t.ID, t.SizeBytes-ns.diskFree, now, all)
+}
+
+// reclaimLocked frees need bytes on ns for a fill of title (mu held): the
+// node's Evictor (smm.Storage.Evictor) names victims among the titles
+// neither playing, filling nor pinned, and EvictCommands go down the
+// node's stream. With all, it evicts nothing unless the victims free the
+// whole need (RESOURCE_EXHAUSTED otherwise); without, it evicts what it
+// can (a fill on demand streams to its viewer anyway). It reports whether
+// the victims free the whole need.
+func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now time.Time, all bool) (bool, error) {
+	victims, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, title), need, now)
 	if !ok && all {
-		return nil, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
-			errNoRoom, ns.id, t.ID, need)
+		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
+			errNoRoom, ns.id, title, need)
 	}
 	if len(ns.queue)+len(victims)+1 > cmdQueue {
-		return nil, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
+		return false, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
 	}
 	for _, v := range victims {
 		m.orderEvictLocked(ns, v, false)
 	}
-	m.log.Info("eviction for a fill", "node", ns.id, "title", t.ID, "need_bytes", need, "victims", victims, "enough", ok)
-	return victims, nil
+	m.log.Info("eviction for a fill", "node", ns.id, "title", title, "need_bytes", need, "victims", victims, "enough", ok)
+	return ok, nil
 }
 
 // evictLocked orders node id to remove title (mu held). NOT_FOUND for an
@@ -93,7 +98,7 @@ func (m *Manager) evictLocked(id, title string) error {
 		return status.Errorf(codes.NotFound, "node %q is not registered", id)
 	}
 	st := ns.titles[title]
-	if st == nil {
+	if st == nil && ns.active[title] == 0 {
 		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
 	}
 	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"vodcluster/acm/store"
@@ -208,4 +209,27 @@ func (m *Manager) sessionEndedLocked(s *session, at time.Time) {
 		return
 	}
 	m.rep.SessionEnded(s.Title, at.Sub(s.StartedAt).Seconds(), m.titles()[s.Title].DurationS, at)
+}
+
+// protectedOn returns the titles pinned to node or to the cluster, sorted.
+func (m *Manager) protectedOn(node string) []string {
+	out := append(m.pins.NodePins(node), m.pins.ClusterPins()...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sendProtectLocked tells ns which titles its own eviction must never
+// remove (ProtectCommand) when that changed since the last command, and at
+// registration (register) whenever there are any (the node may have
+// restarted and lost them). mu held.
+func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
+	p := m.protectedOn(ns.id)
+	if slices.Equal(p, ns.protected) && !(register && len(p) > 0) {
+		return
+	}
+	if !ns.push(protectCmd(p)) {
+		m.log.Warn("protect command not sent: command queue full", "node", ns.id)
+		return
+	}
+	ns.protected = p
 }
