@@ -48,7 +48,7 @@ func (n *Node) verifyStart(tg target, client netip.Addr) (*token.Claims, *rtspEr
 		return nil, unauthorized("invalid admission token")
 	}
 	if n.tokenUsed(c.Session) {
-		return nil, unauthorized("admission token already used (session ended)")
+		return nil, unauthorized(reasonUsed)
 	}
 	return c, nil
 }

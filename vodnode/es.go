@@ -27,6 +27,7 @@ type esSession struct {
 	specs  [2]*transportSpec // per track (video, audio); nil = not set up
 	urls   [2]string         // SETUP URL per track, for RTP-Info
 	dest   [2]*net.UDPAddr   // UDP: the client's RTP address per track
+	rtcp   [2]*net.UDPAddr   // UDP: the client's RTCP address per track (nil: none)
 }
 
 // esTracksOf returns the elementary streams of title t, probed once per
@@ -129,7 +130,9 @@ func (c *rtspConn) addESTrack(s *session, i int, spec transportSpec, url string)
 		es.dest[i] = net.UDPAddrFromAddrPort(rtpAddr)
 		s.peers = append(s.peers, rtpAddr)
 		if spec.ClientPorts[1] > 0 {
-			s.peers = append(s.peers, netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[1])))
+			rtcpAddr := netip.AddrPortFrom(c.remote, uint16(spec.ClientPorts[1]))
+			es.rtcp[i] = net.UDPAddrFromAddrPort(rtcpAddr)
+			s.peers = append(s.peers, rtcpAddr)
 		}
 	}
 	return nil
@@ -175,7 +178,7 @@ func (n *Node) startES(s *session) *rtspError {
 		case deliver.RTPTCP:
 			cfg.Conn, cfg.Channel[i] = s.conn.cw, spec.Interleaved[0]
 		case deliver.RTPUDP:
-			cfg.Dest[i] = es.dest[i]
+			cfg.Dest[i], cfg.RTCP[i] = es.dest[i], es.rtcp[i]
 		}
 	}
 	st, err := n.engine.NewESStream(cfg)

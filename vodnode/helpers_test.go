@@ -57,7 +57,29 @@ func newFakeOrigin(t testing.TB) *fakeOrigin {
 	for i, d := range [][]byte{a, b, c, a, b, c, a, b, c} {
 		o.titles[fmt.Sprintf("sample-%03d", i+1)] = d
 	}
+	for i, d := range [][]byte{a, b, c} {
+		o.titles[fmt.Sprintf("short-%03d", i+1)] = prefix(t, d, shortSeconds)
+	}
 	return o
+}
+
+// shortSeconds is the play time of the short-NNN titles of the fake
+// origin, for tests that play a whole title.
+const shortSeconds = 6
+
+// prefix returns the first d seconds of an MPEG-TS title (cut at a PCR).
+func prefix(t testing.TB, data []byte, d float64) []byte {
+	t.Helper()
+	x, err := tsindex.BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range x.PCRs {
+		if float64(p.PCR-x.PCRs[0].PCR)/tsindex.PCRHz >= d {
+			return data[:p.Offset]
+		}
+	}
+	return data
 }
 
 func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {

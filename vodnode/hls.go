@@ -116,8 +116,31 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		http.Error(w, "read: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	hs.bytes.Add(int64(len(buf)))
-	n.httpBytes.Add(int64(len(buf)))
 	w.Header().Set("Content-Type", "video/mp2t")
-	http.ServeContent(w, r, fmt.Sprintf("seg-%d.ts", i), time.Time{}, bytes.NewReader(buf))
+	rd := &pacedBytes{rd: bytes.NewReader(buf), hs: hs, n: n, ctx: r.Context()}
+	http.ServeContent(w, r, fmt.Sprintf("seg-%d.ts", i), time.Time{}, rd)
+}
+
+// pacedBytes serves bytes in memory (a segment) at its viewer's pace,
+// counting them as sent.
+type pacedBytes struct {
+	rd  *bytes.Reader
+	hs  *httpSession
+	n   *Node
+	ctx context.Context
+}
+
+func (p *pacedBytes) Seek(off int64, whence int) (int64, error) { return p.rd.Seek(off, whence) }
+
+func (p *pacedBytes) Read(b []byte) (int, error) {
+	b = b[:min(len(b), 64<<10)]
+	if p.hs.limiter != nil && p.rd.Len() > 0 {
+		if err := p.hs.limiter.WaitN(p.ctx, min(len(b), p.rd.Len())); err != nil {
+			return 0, err
+		}
+	}
+	n, err := p.rd.Read(b)
+	p.hs.bytes.Add(int64(n))
+	p.n.httpBytes.Add(int64(n))
+	return n, err
 }

@@ -128,9 +128,12 @@ func urlQuery(raw string) (string, error) {
 type httpSession struct {
 	sid, title string
 	meta       store.Meta
-	expires    time.Time // the token's expiry
-	t          *store.Title
+	expires    time.Time     // the token's expiry
+	t          *store.Title  // set (under Node.mu) once set up
 	limiter    *rate.Limiter // paces the bytes at a multiple of the title's bitrate
+
+	ready chan struct{} // closed once set up (or refused: err)
+	err   *rtspError
 
 	lastSeen atomic.Int64
 	active   atomic.Int32
@@ -138,11 +141,13 @@ type httpSession struct {
 	ended    bool // guarded by Node.mu
 }
 
-// httpPace is how much faster than its bitrate an HTTP viewer is served,
-// after a burst of httpBurst seconds of media (players fill a buffer).
+// httpPace is how much faster than its bitrate an HTTP viewer (all the
+// requests of one token together: ranges, playlist segments, from any
+// number of connections) is served, after a burst of httpBurst seconds of
+// media (players fill a buffer before they start).
 const (
 	httpPace  = 1.5
-	httpBurst = 5
+	httpBurst = 10
 )
 
 func httpError(w http.ResponseWriter, e *rtspError) {
@@ -205,10 +210,11 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// httpSession returns the live HTTP session of tg's token, checking the
-// token as an in-session request (signature, same admission session), or
-// starts one, checking it as a new request (full verification, capacity,
-// the title held from the store).
+// httpSession returns the HTTP session of tg's token: the live one
+// (checked as an in-session request: signature, same admission session,
+// same title) or a new one (full verification, the one-token-one-viewer
+// claim, capacity, the title held from the store). Requests of a token
+// whose session is being set up by another request wait for it.
 func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr) (*httpSession, *rtspError) {
 	c, err := n.signer.Parse(tg.Token)
 	if err != nil {
@@ -218,67 +224,115 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 	hs := n.httpSessions[c.Session]
 	n.mu.Unlock()
 	if hs != nil {
-		if hs.title != tg.Title {
-			return nil, unauthorized(fmt.Sprintf("token for title %q", hs.title))
-		}
-		hs.lastSeen.Store(time.Now().UnixNano())
-		return hs, nil
+		return hs.join(ctx, tg.Title)
 	}
 	claims, rerr := n.verifyStart(target{Token: tg.Token, Title: tg.Title}, client)
 	if rerr != nil {
 		return nil, rerr
 	}
+	hs = &httpSession{sid: claims.Session, title: tg.Title, ready: make(chan struct{})}
+	if claims.ExpiresAt != nil {
+		hs.expires = claims.ExpiresAt.Time
+	}
+	hs.lastSeen.Store(time.Now().UnixNano())
+	n.mu.Lock()
+	switch other := n.live[hs.sid].(type) {
+	case *httpSession: // another request of the viewer got here first
+		n.mu.Unlock()
+		return other.join(ctx, tg.Title)
+	case nil:
+		if _, used := n.used[hs.sid]; used {
+			n.mu.Unlock()
+			return nil, unauthorized(reasonUsed)
+		}
+		n.live[hs.sid] = hs
+		n.httpSessions[hs.sid] = hs
+	default:
+		n.mu.Unlock()
+		return nil, unauthorized(reasonLive)
+	}
+	n.mu.Unlock()
+	defer close(hs.ready)
+	if hs.err = n.startHTTPSession(ctx, hs); hs.err != nil {
+		return nil, hs.err
+	}
+	return hs, nil
+}
+
+// join returns hs for a further request of its viewer once hs is set up;
+// the error its setup failed with, or 401 for another title.
+func (hs *httpSession) join(ctx context.Context, title string) (*httpSession, *rtspError) {
+	select {
+	case <-hs.ready:
+	case <-ctx.Done():
+		return nil, rtspErr(base.StatusServiceUnavailable, "request cancelled")
+	}
+	if hs.err != nil {
+		return nil, hs.err
+	}
+	if hs.title != title {
+		return nil, unauthorized(fmt.Sprintf("token for title %q", hs.title))
+	}
+	hs.lastSeen.Store(time.Now().UnixNano())
+	return hs, nil
+}
+
+// startHTTPSession sets up hs, which holds its admission session's claim:
+// capacity, the title, the pace; STARTED is reported. A refusal ends the
+// admission session (refuseStart).
+func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError {
+	var reserved bool
+	fail := func(e *rtspError) *rtspError {
+		if reserved {
+			n.unreserve(hs.meta.Bitrate)
+		}
+		n.refuseStart(hs.sid, hs.title, hs.expires, hs, e)
+		return e
+	}
 	if n.draining.Load() {
-		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
+		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	meta, serr := n.store.Lookup(ctx, tg.Title)
+	meta, serr := n.store.Lookup(ctx, hs.title)
 	if serr != nil {
-		return nil, storeError(serr)
+		return fail(storeError(serr))
 	}
+	hs.meta = meta
 	if rerr := n.reserve(meta.Bitrate); rerr != nil {
-		return nil, rerr
+		return fail(rerr)
 	}
-	t, serr := n.store.Acquire(ctx, tg.Title)
+	reserved = true
+	t, serr := n.store.Acquire(ctx, hs.title)
 	if serr != nil {
-		n.unreserve(meta.Bitrate)
-		return nil, storeError(serr)
-	}
-	hs = &httpSession{sid: claims.Session, title: tg.Title, meta: meta, t: t}
-	if claims.ExpiresAt != nil {
-		hs.expires = claims.ExpiresAt.Time
+		return fail(storeError(serr))
 	}
 	if meta.Bitrate > 0 {
 		bps := float64(meta.Bitrate) / 8
 		hs.limiter = rate.NewLimiter(rate.Limit(bps*httpPace), max(int(bps*httpBurst), 256<<10))
 	}
-	hs.lastSeen.Store(time.Now().UnixNano())
 	n.mu.Lock()
-	if other := n.httpSessions[claims.Session]; other != nil || n.closed {
+	if n.closed {
 		n.mu.Unlock()
 		n.store.Release(t)
-		n.unreserve(meta.Bitrate)
-		if other == nil {
-			return nil, rtspErr(base.StatusServiceUnavailable, "node shutting down")
-		}
-		return other, nil
+		return fail(rtspErr(base.StatusServiceUnavailable, "node shutting down"))
 	}
-	n.httpSessions[claims.Session] = hs
+	hs.t = t
 	n.mu.Unlock()
 	filled := !t.View().Complete
-	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "client", client, "filling", filled)
+	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "filling", filled)
 	if n.mgr != nil {
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title,
 			Kind: pb.SessionEvent_KIND_STARTED, Filled: filled, AtUnixMs: time.Now().UnixMilli()})
 	}
-	return hs, nil
+	return nil
 }
 
-// endHTTPSession ends hs once, like endSession for RTSP.
+// endHTTPSession ends hs once, like endSession for RTSP; a session still
+// being set up is left to its setup.
 func (n *Node) endHTTPSession(hs *httpSession, reason string) {
 	n.mu.Lock()
-	if hs.ended {
+	if hs.ended || hs.t == nil {
 		n.mu.Unlock()
 		return
 	}
@@ -286,7 +340,7 @@ func (n *Node) endHTTPSession(hs *httpSession, reason string) {
 	delete(n.httpSessions, hs.sid)
 	n.reserved -= hs.meta.Bitrate
 	n.slots--
-	n.used[hs.sid] = usedUntil(hs.expires, n.SessionTimeout)
+	n.releaseLocked(hs.sid, hs, hs.expires)
 	n.mu.Unlock()
 	n.store.Release(hs.t)
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())

@@ -294,6 +294,9 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		r.SessionIds = append(r.SessionIds, s.sid)
 	}
 	for _, hs := range n.httpSessions {
+		if hs.t == nil {
+			continue // being set up
+		}
 		r.Sessions++
 		if !hs.t.View().Complete {
 			r.FillSessions++

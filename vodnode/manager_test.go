@@ -87,6 +87,19 @@ func (m *fakeManager) event(sid string, kind pb.SessionEvent_Kind) *pb.SessionEv
 	return nil
 }
 
+// eventsOf returns the events of kind reported for sid, in order.
+func (m *fakeManager) eventsOf(sid string, kind pb.SessionEvent_Kind) []*pb.SessionEvent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*pb.SessionEvent
+	for _, e := range m.events {
+		if e.GetSessionId() == sid && e.GetKind() == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (m *fakeManager) registrations() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -75,6 +75,7 @@ type Node struct {
 	sessions     map[string]*session  // by RTSP session id
 	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
 	used         map[string]time.Time // admission sessions that ended here, until their token expires
+	live         map[string]any       // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
 	httpSessions map[string]*httpSession      // by admission session id
 	esTracks     map[string]*deliver.ESTracks // probed elementary streams, by title
@@ -130,6 +131,7 @@ func (n *Node) Start() (err error) {
 	n.sessions = map[string]*session{}
 	n.udpPeers = map[udpKey]*session{}
 	n.used = map[string]time.Time{}
+	n.live = map[string]any{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}
 	n.esTracks = map[string]*deliver.ESTracks{}
@@ -283,7 +285,12 @@ func (n *Node) advertised(addr string) string {
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	n.mu.Lock()
-	ns := len(n.sessions) + len(n.httpSessions)
+	ns := len(n.sessions)
+	for _, hs := range n.httpSessions {
+		if hs.t != nil {
+			ns++
+		}
+	}
 	n.mu.Unlock()
 	return Stats{
 		Sessions:     ns,

@@ -3,6 +3,7 @@ package vodnode
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
-	"github.com/bluenviron/gortsplib/v4/pkg/conn"
 
 	"vodcluster/vodnode/deliver"
 )
@@ -24,13 +24,14 @@ type rtspConn struct {
 	n      *Node
 	nc     net.Conn
 	cw     *deliver.ConnWriter
-	rd     *conn.Conn
+	rd     *rtspReader
 	remote netip.Addr
 	local  netip.Addr
 
 	mu       sync.Mutex
-	sessions map[string]*session // set up over this connection
-	channels map[int]*session    // interleaved RTP channel -> session
+	sessions map[string]*session        // set up over this connection
+	channels map[int]*session           // interleaved RTP channel -> session
+	pending  map[string]*pendingRefusal // SETUPs refused for their Transport, by admission session id
 }
 
 // rtspError is a request that failed with an RTSP status.
@@ -71,8 +72,8 @@ func (n *Node) acceptRTSP() {
 			continue
 		}
 		c := &rtspConn{
-			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: conn.NewConn(nc),
-			sessions: map[string]*session{}, channels: map[int]*session{},
+			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: newRTSPReader(nc),
+			sessions: map[string]*session{}, channels: map[int]*session{}, pending: map[string]*pendingRefusal{},
 		}
 		if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 			c.remote = ap.Addr().Unmap()
@@ -100,13 +101,15 @@ func (c *rtspConn) serve() {
 	defer c.close()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
-		msg, err := c.rd.Read()
+		msg, err := c.rd.next()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && c.hasSessions() {
 				continue
 			}
-			if req, ok := msg.(*base.Request); ok && req != nil && req.Method != "" {
-				c.write(&base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{}}, nil)
+			var fe *framingError
+			if errors.As(err, &fe) {
+				c.n.log.Debug("rtsp request unreadable", "remote", c.remote, "status", int(fe.code), "reason", fe.reason)
+				c.refuseAndClose(fe)
 			}
 			return
 		}
@@ -119,9 +122,30 @@ func (c *rtspConn) serve() {
 			if after != nil {
 				after()
 			}
-		case *base.InterleavedFrame:
-			c.onFrame(m.Channel)
+		case frame:
+			c.onFrame(m.channel)
 		}
+	}
+}
+
+// refuseAndClose answers a message that could not be read and closes the
+// connection gracefully: the response is sent, the writing side shut, and
+// what the client still sends is read away for a moment (so that the
+// kernel does not reset the connection before the client reads the
+// response).
+func (c *rtspConn) refuseAndClose(fe *framingError) {
+	res := errResponse(rtspErr(fe.code, "%s", fe.reason))
+	res.Header["Connection"] = base.HeaderValue{"close"}
+	if fe.cseq != "" {
+		res.Header["CSeq"] = base.HeaderValue{fe.cseq}
+	}
+	if c.write(res, nil) != nil {
+		return
+	}
+	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+		c.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		io.Copy(io.Discard, io.LimitReader(c.nc, 1<<20))
 	}
 }
 
@@ -215,6 +239,7 @@ func (c *rtspConn) close() {
 	for _, s := range tcp {
 		c.n.endSession(s, string(deliver.EndClosed), nil)
 	}
+	c.settleAll()
 	c.n.mu.Lock()
 	delete(c.n.conns, c)
 	c.n.mu.Unlock()
@@ -249,9 +274,13 @@ func (c *rtspConn) handle(req *base.Request) (*base.Response, func()) {
 		res, err = c.teardown(req)
 	case base.GetParameter, base.SetParameter:
 		res, err = c.parameter(req)
-	default:
+	case base.Announce, base.Record, "REDIRECT", "PLAY_NOTIFY":
+		// RTSP methods a VOD node does not accept (RFC 2326 §10, RFC 7826 §13)
 		err = rtspErr(base.StatusMethodNotAllowed, "method %s not allowed", req.Method)
 		err.header = base.Header{"Allow": base.HeaderValue{publicMethods}}
+	default:
+		err = rtspErr(base.StatusNotImplemented, "method %s not implemented", req.Method)
+		err.header = base.Header{"Public": base.HeaderValue{publicMethods}}
 	}
 	if err != nil {
 		c.n.log.Debug("rtsp request refused", "method", req.Method, "remote", c.remote, "status", int(err.code), "reason", err.reason)

@@ -64,27 +64,40 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.n.verifyStart(tg, c.remote); err != nil {
+	claims, err := c.n.verifyStart(tg, c.remote)
+	if err != nil {
 		return nil, err
 	}
+	if err := c.n.liveElsewhere(claims.Session, c); err != nil {
+		return nil, err
+	}
+	// a refusal from here on ends the admission session
+	fail := func(e *rtspError) (*base.Response, *rtspError) {
+		var exp time.Time
+		if claims.ExpiresAt != nil {
+			exp = claims.ExpiresAt.Time
+		}
+		c.n.refuseStart(claims.Session, tg.Title, exp, nil, e)
+		return nil, e
+	}
 	if c.n.draining.Load() {
-		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
+		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
 	}
 	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
 	defer cancel()
 	meta, serr := c.n.store.Lookup(ctx, tg.Title)
 	if serr != nil {
-		return nil, storeError(serr)
+		return fail(storeError(serr))
 	}
 	var body []byte
 	if tg.ES {
 		var rerr *rtspError
 		if body, rerr = c.describeES(ctx, tg, meta); rerr != nil {
-			return nil, rerr
+			return fail(rerr)
 		}
 	} else {
 		if body, serr = describeSDP(tg.Title, c.local, meta.Duration); serr != nil {
-			return nil, rtspErr(base.StatusInternalServerError, "%v", serr)
+			return fail(rtspErr(base.StatusInternalServerError, "%v", serr))
 		}
 	}
 	cb := req.URL.String()

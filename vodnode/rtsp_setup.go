@@ -15,24 +15,8 @@ import (
 )
 
 func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
-	tv, ok := req.Header["Transport"]
-	if !ok || len(tv) == 0 {
-		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
-	}
 	if sessionHeader(req) != "" {
-		s, tg, err := c.sessionOf(req)
-		if err != nil {
-			return nil, err
-		}
-		if s.es == nil {
-			// MP2T has one track: a second SETUP in a session changes nothing
-			return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
-		}
-		specs, perr := parseTransports(tv[0])
-		if perr != nil {
-			return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
-		}
-		return c.setupESTrack(req, s, tg, specs[0])
+		return c.setupInSession(req)
 	}
 	tg, err := requestTarget(req.URL)
 	if err != nil {
@@ -45,49 +29,65 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
-	if c.n.draining.Load() {
-		return nil, rtspErr(base.StatusServiceUnavailable, "node draining")
-	}
-	specs, perr := parseTransports(tv[0])
-	if perr != nil {
-		return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
-	}
-	spec := specs[0]
-
-	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
-	defer cancel()
-	meta, serr := c.n.store.Lookup(ctx, tg.Title)
-	if serr != nil {
-		return nil, storeError(serr)
-	}
-	if err := c.n.reserve(meta.Bitrate); err != nil {
-		return nil, err
-	}
-	t, serr := c.n.store.Acquire(ctx, tg.Title)
-	if serr != nil {
-		c.n.unreserve(meta.Bitrate)
-		return nil, storeError(serr)
-	}
-	s := &session{
-		id: newSessionID(), sid: claims.Session, title: tg.Title, meta: meta, t: t, spec: spec,
-		conn: c, controlURL: req.URL.String(),
-	}
+	s := &session{id: newSessionID(), sid: claims.Session, title: tg.Title, conn: c, controlURL: req.URL.String()}
 	if claims.ExpiresAt != nil {
 		s.expires = claims.ExpiresAt.Time
 	}
-	s.touch(time.Now())
+	if err := c.n.claim(s.sid, s); err != nil {
+		return nil, err
+	}
+	// from here on a refusal ends the admission session (refuseStart)
+	var reserved, acquired bool
 	fail := func(e *rtspError) (*base.Response, *rtspError) {
 		if s.player != nil {
 			s.player.Close()
 		}
 		c.forget(s)
-		c.n.store.Release(t)
-		c.n.unreserve(meta.Bitrate)
+		if acquired {
+			c.n.store.Release(s.t)
+		}
+		if reserved {
+			c.n.unreserve(s.meta.Bitrate)
+		}
+		if retryable(e) {
+			c.deferRefusal(s, e)
+		} else {
+			c.n.refuseStart(s.sid, s.title, s.expires, s, e)
+		}
 		return nil, e
 	}
+	tv, ok := req.Header["Transport"]
+	if !ok || len(tv) == 0 {
+		return fail(rtspErr(base.StatusBadRequest, "missing Transport header"))
+	}
+	if c.n.draining.Load() {
+		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
+	}
+	specs, perr := parseTransports(tv[0])
+	if perr != nil {
+		return fail(rtspErr(base.StatusUnsupportedTransport, "%v", perr))
+	}
+	s.spec = specs[0]
+
+	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
+	defer cancel()
+	meta, serr := c.n.store.Lookup(ctx, tg.Title)
+	if serr != nil {
+		return fail(storeError(serr))
+	}
+	s.meta = meta
+	if err := c.n.reserve(meta.Bitrate); err != nil {
+		return fail(err)
+	}
+	reserved = true
+	if s.t, serr = c.n.store.Acquire(ctx, tg.Title); serr != nil {
+		return fail(storeError(serr))
+	}
+	acquired = true
+	s.touch(time.Now())
 	var ssrc uint32
 	if tg.ES {
-		tr, rerr := c.n.esTracksOf(ctx, t)
+		tr, rerr := c.n.esTracksOf(ctx, s.t)
 		if rerr != nil {
 			return fail(rerr)
 		}
@@ -96,7 +96,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 			return fail(rerr)
 		}
 		s.es = &esSession{tracks: tr}
-		if rerr := c.addESTrack(s, i, spec, req.URL.String()); rerr != nil {
+		if rerr := c.addESTrack(s, i, s.spec, req.URL.String()); rerr != nil {
 			return fail(rerr)
 		}
 		s.spec = *s.es.specs[i]
@@ -113,9 +113,31 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if rerr := c.n.addSession(s); rerr != nil {
 		return fail(rerr)
 	}
-	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", spec.Profile,
-		"es", tg.ES, "client", c.remote, "filling", !t.View().Complete)
+	c.retried(s.sid)
+	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", s.spec.Profile,
+		"es", tg.ES, "client", c.remote, "filling", !s.t.View().Complete)
 	return c.setupResponse(s, s.spec, ssrc), nil
+}
+
+// setupInSession answers a SETUP with a Session header: a further track
+// of an elementary-stream session (an MP2T session has one track).
+func (c *rtspConn) setupInSession(req *base.Request) (*base.Response, *rtspError) {
+	s, tg, err := c.sessionOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if s.es == nil {
+		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
+	}
+	tv, ok := req.Header["Transport"]
+	if !ok || len(tv) == 0 {
+		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
+	}
+	specs, perr := parseTransports(tv[0])
+	if perr != nil {
+		return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
+	}
+	return c.setupESTrack(req, s, tg, specs[0])
 }
 
 // newStream creates the MP2T stream of s.
@@ -181,16 +203,13 @@ func (n *Node) unreserve(bps int64) {
 	n.mu.Unlock()
 }
 
-// addSession makes s live; 503 when the node is closing, 401 when its
-// admission session ended meanwhile.
+// addSession makes s, which holds its admission session's claim, live;
+// 503 when the node is closing.
 func (n *Node) addSession(s *session) *rtspError {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
-	}
-	if _, used := n.used[s.sid]; used {
-		return unauthorized("admission token already used (session ended)")
 	}
 	n.sessions[s.id] = s
 	for _, k := range s.peers {

@@ -54,23 +54,6 @@ func (n *Node) lookupSession(id string) *session {
 	return n.sessions[id]
 }
 
-// tokenUsed reports whether admission session sid already ended here.
-func (n *Node) tokenUsed(sid string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	_, ok := n.used[sid]
-	return ok
-}
-
-// usedUntil is how long an ended admission session is remembered: until
-// its token expires (it is refused anyway after), at least timeout.
-func usedUntil(expires time.Time, timeout time.Duration) time.Time {
-	if min := time.Now().Add(timeout); expires.Before(min) {
-		return min
-	}
-	return expires
-}
-
 // endSession ends s once: stops its stream, releases its title and its
 // bandwidth, remembers its token as used, and reports ENDED.
 func (n *Node) endSession(s *session, reason string, cause error) {
@@ -88,7 +71,7 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 	}
 	n.reserved -= s.meta.Bitrate
 	n.slots--
-	n.used[s.sid] = usedUntil(s.expires, n.SessionTimeout)
+	n.releaseLocked(s.sid, s, s.expires)
 	n.mu.Unlock()
 
 	var bytes int64
@@ -146,10 +129,16 @@ func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 	return i[:], err
 }
 
-// onStreamEnd is the delivery engine's callback for a stream that ended
-// by itself (end of title, fill error, slow client).
+// onStreamEnd is the delivery engine's callback for a stream that stopped
+// by itself. At the end of the title (RTCP BYE sent) the session stays,
+// paused at the end, until TEARDOWN or its timeout (RFC 2326 §10.5, and a
+// PLAY with Range may take it back); a fill error or a slow client end it.
 func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	return func(r deliver.EndReason, err error) {
+		if r == deliver.EndOfTitle {
+			n.log.Info("end of title; session kept until TEARDOWN or timeout", "session", s.id, "sid", s.sid, "title", s.title)
+			return
+		}
 		n.endSession(s, string(r), err)
 		if r == deliver.EndSlow && s.conn != nil && s.spec.Mode == deliver.RTPTCP {
 			s.conn.nc.Close() // the connection is hopelessly behind

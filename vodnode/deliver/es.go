@@ -15,6 +15,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
@@ -133,6 +134,7 @@ type ESConfig struct {
 	Mode    Mode            // RTPUDP or RTPTCP
 	UDP     *UDPServer      // RTPUDP: the node's ports
 	Dest    [2]*net.UDPAddr // RTPUDP: the client's RTP address per track
+	RTCP    [2]*net.UDPAddr // RTPUDP: the client's RTCP address per track; nil = no RTCP
 	Conn    *ConnWriter     // RTPTCP
 	Channel [2]int          // RTPTCP: interleaved RTP channel per track
 	SSRC    [2]uint32
@@ -154,6 +156,10 @@ type ESStream struct {
 	mu      sync.Mutex
 	pos     int64 // where the next Resume starts (a keyframe)
 	seq     [2]uint16
+	packets [2]uint32 // RTP packets sent per track (sender reports)
+	octets  [2]uint32 // RTP payload bytes sent per track
+	lastTS  [2]uint32 // RTP timestamp of the last packet per track
+	nextSR  time.Time // when the next sender reports are due
 	ended   bool
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -311,17 +317,6 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 	if ctx.Err() != nil {
 		return // stopped by Seek, Pause or Close
 	}
-	s.mu.Lock()
-	if s.ended || s.done != done {
-		s.mu.Unlock()
-		return
-	}
-	s.ended = true
-	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
-	s.mu.Unlock()
-	if s.cfg.OnEnd == nil {
-		return
-	}
 	reason := EndError
 	switch {
 	case errors.Is(err, io.EOF):
@@ -329,7 +324,26 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 	case errors.Is(err, ErrQueueFull):
 		reason = EndSlow
 	}
-	go s.cfg.OnEnd(reason, err) // the callback may Close the stream
+	s.mu.Lock()
+	if s.ended || s.done != done {
+		s.mu.Unlock()
+		return
+	}
+	var bye [2][]byte
+	if reason == EndOfTitle {
+		// paused at the end: a Seek can take it back
+		idx, _, _ := s.cfg.Source.State()
+		s.pos = idx.Size
+		bye = s.reportsLocked(true)
+	} else {
+		s.ended = true
+	}
+	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
+	s.mu.Unlock()
+	s.sendRTCP(bye)
+	if s.cfg.OnEnd != nil {
+		go s.cfg.OnEnd(reason, err) // the callback may Close the stream
+	}
 }
 
 func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {
@@ -385,12 +399,70 @@ func (s *ESStream) track(i int) bool {
 	return s.cfg.Dest[i] != nil
 }
 
-// send stamps and sends the packets of one access unit of track i.
+// reportsLocked returns, per track set up, an RTCP sender report (RFC 3550
+// §6.4.1) for now, followed by a BYE (§6.6) when bye is set; s.mu held.
+func (s *ESStream) reportsLocked(bye bool) [2][]byte {
+	var out [2][]byte
+	now := ntpTime(time.Now())
+	for i := range 2 {
+		if !s.track(i) || s.packets[i] == 0 {
+			continue
+		}
+		ps := []rtcp.Packet{&rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: now, RTPTime: s.lastTS[i],
+			PacketCount: s.packets[i], OctetCount: s.octets[i]}}
+		if bye {
+			ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: "end of title"})
+		}
+		out[i], _ = rtcp.Marshal(ps)
+	}
+	return out
+}
+
+// sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
+// channel + 1) over TCP, to the client's RTCP port over UDP.
+func (s *ESStream) sendRTCP(pkts [2][]byte) {
+	for i, b := range pkts {
+		if b == nil {
+			continue
+		}
+		switch s.cfg.Mode {
+		case RTPTCP:
+			if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)); err != nil {
+				continue
+			}
+		case RTPUDP:
+			if s.cfg.RTCP[i] == nil {
+				continue
+			}
+			if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCP[i]); err != nil {
+				continue
+			}
+		}
+		s.bytes.Add(int64(len(b)))
+		s.e.bytesSent.Add(int64(len(b)))
+	}
+}
+
+// send stamps and sends the packets of one access unit of track i, and
+// the sender reports when they are due.
 func (s *ESStream) send(i int, pkts []*rtp.Packet, ts uint32) error {
+	defer func() {
+		s.mu.Lock()
+		var srs [2][]byte
+		if now := time.Now(); now.After(s.nextSR) {
+			s.nextSR = now.Add(s.e.SRInterval)
+			srs = s.reportsLocked(false)
+		}
+		s.mu.Unlock()
+		s.sendRTCP(srs)
+	}()
 	for _, p := range pkts {
 		s.mu.Lock()
 		p.SequenceNumber = s.seq[i]
 		s.seq[i]++
+		s.packets[i]++
+		s.octets[i] += uint32(len(p.Payload))
+		s.lastTS[i] = ts
 		s.mu.Unlock()
 		p.SSRC = s.cfg.SSRC[i]
 		p.Timestamp = ts

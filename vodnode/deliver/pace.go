@@ -84,8 +84,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 	}
 	if complete && s.pos >= avail {
-		s.bye(ck)
-		s.finish(EndOfTitle, nil)
+		s.endOfTitle(ck)
 		return false
 	}
 	if starving && avail-s.pos < PayloadSize {

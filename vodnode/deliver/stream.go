@@ -40,7 +40,7 @@ type EndReason string
 
 // End reasons, as reported to the manager.
 const (
-	EndOfTitle EndReason = "end-of-title" // every byte was sent; BYE sent
+	EndOfTitle EndReason = "end-of-title" // every byte was sent, BYE sent; the stream waits paused at the end (Seek and Resume play on)
 	EndError   EndReason = "error"        // the fill failed or the title could not be read
 	EndSlow    EndReason = "slow-client"  // the connection held the stream back MaxLag
 	EndClosed  EndReason = "connection-closed"
@@ -61,8 +61,10 @@ type StreamConfig struct {
 	Seq      uint16       // sequence number of the first RTP packet
 	TSBase   uint32       // RTP timestamp (90 kHz) of the title's clock at offset 0
 	Bitrate  int64        // bit/s; pacing for a title without PCR, and seeking into an unfilled part
-	// OnEnd is called once, on a goroutine of its own, when the stream ends
-	// by itself (not after Close).
+	// OnEnd is called on a goroutine of its own when the stream stops by
+	// itself (not after Close): once for an error or a slow client, which
+	// end the stream; at every end of the title, after which the stream
+	// waits paused at the end.
 	OnEnd func(reason EndReason, err error)
 }
 
@@ -288,6 +290,19 @@ func (s *Stream) Close() {
 
 // BytesSent returns the bytes sent for this stream (headers included).
 func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
+
+// endOfTitle sends the final sender report and BYE and leaves the stream
+// paused at the end, where a Seek can take it back (RFC 2326 §10.5: the
+// session lives on until TEARDOWN); OnEnd hears EndOfTitle.
+func (s *Stream) endOfTitle(ck clockOf) {
+	s.bye(ck)
+	s.state = statePaused
+	s.queued = false
+	s.kf = -1
+	if s.cfg.OnEnd != nil {
+		go s.cfg.OnEnd(EndOfTitle, nil)
+	}
+}
 
 func (s *Stream) finish(reason EndReason, err error) {
 	s.state = stateEnded

@@ -63,8 +63,8 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 				if len(kfs) == 0 {
 					s.finish(EndError, errNoKeyframes)
 				} else {
-					s.bye(ck)
-					s.finish(EndOfTitle, nil)
+					s.pos = idx.Size
+					s.endOfTitle(ck)
 				}
 				return false
 			}
@@ -121,8 +121,8 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 	if s.scale > 0 {
 		s.kf++
 		if s.kf >= len(kfs) && complete {
-			s.bye(ck)
-			s.finish(EndOfTitle, nil)
+			s.pos = idx.Size
+			s.endOfTitle(ck)
 			return false
 		}
 	} else {

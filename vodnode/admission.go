@@ -1,0 +1,198 @@
+package vodnode
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// One admission token, one viewer. The manager reserves a title's bitrate
+// for one admission session (the token's sid) and redirects one client
+// with its token; the node lets that token start one session:
+//
+//   - while the session is live (set up over RTSP, or HTTP requests in
+//     progress or recent) the token starts no other one: another RTSP
+//     connection's DESCRIBE or SETUP, a second SETUP without Session, or
+//     an HTTP request when the session is RTSP (and the reverse) get 401;
+//     the viewer's own DESCRIBEs on its connection and its further HTTP
+//     requests (ranges, segments) are that same session;
+//   - once the session ended, or the node refused to start it, the token
+//     is spent here until it expires (401);
+//   - a refusal after the token was accepted (453, 503, 404, ...) is
+//     reported to the manager as ENDED with the status, so that it
+//     releases the reservation at once instead of at its no-show timeout.
+//     A SETUP refused for its Transport (461, or 400 without one) may be
+//     retried on the same connection with another transport list (ffmpeg
+//     does after a 461): it is reported setupRetryGrace later, or when the
+//     connection closes, unless a SETUP of the token succeeded meanwhile.
+
+// Reasons of the 401s of the token rules.
+const (
+	reasonLive = "admission session already playing on this node (one token, one viewer)"
+	reasonUsed = "admission token already used on this node (its session ended or was refused)"
+)
+
+// claim makes owner (a *session or *httpSession) the live session of
+// admission session sid. 401 when the token is spent here or sid already
+// has a live session.
+func (n *Node) claim(sid string, owner any) *rtspError {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.used[sid]; ok {
+		return unauthorized(reasonUsed)
+	}
+	if _, ok := n.live[sid]; ok {
+		return unauthorized(reasonLive)
+	}
+	n.live[sid] = owner
+	return nil
+}
+
+// liveElsewhere returns a 401 when sid has a live session that is not an
+// RTSP session set up over connection c (a DESCRIBE by the viewer itself
+// is fine).
+func (n *Node) liveElsewhere(sid string, c *rtspConn) *rtspError {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch o := n.live[sid].(type) {
+	case nil:
+		return nil
+	case *session:
+		if o.conn == c {
+			return nil
+		}
+	}
+	return unauthorized(reasonLive)
+}
+
+// tokenUsed reports whether admission session sid already ended here.
+func (n *Node) tokenUsed(sid string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.used[sid]
+	return ok
+}
+
+// usedUntil is how long an ended admission session is remembered: until
+// its token expires (it is refused anyway after), at least timeout.
+func usedUntil(expires time.Time, timeout time.Duration) time.Time {
+	if min := time.Now().Add(timeout); expires.Before(min) {
+		return min
+	}
+	return expires
+}
+
+// refuseStart ends an admission session that the node refused to start
+// with e, after its token was accepted: owner's claim (nil for a DESCRIBE,
+// which claims nothing) is dropped, the token is spent, and the manager
+// hears ENDED with the status so that it releases the reservation. When
+// another session of sid is live, nothing is spent or reported: that
+// session goes on.
+func (n *Node) refuseStart(sid, title string, expires time.Time, owner any, e *rtspError) {
+	n.mu.Lock()
+	if o, ok := n.live[sid]; ok && o != owner {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.live, sid)
+	if hs, ok := owner.(*httpSession); ok && n.httpSessions[sid] == hs {
+		delete(n.httpSessions, sid)
+	}
+	n.used[sid] = usedUntil(expires, n.SessionTimeout)
+	n.mu.Unlock()
+	reason := fmt.Sprintf("refused: %d %s", int(e.code), e.reason)
+	n.log.Info("session refused", "sid", sid, "title", title, "reason", reason)
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{
+			NodeId: n.ID, SessionId: sid, TitleId: title, Kind: pb.SessionEvent_KIND_ENDED,
+			Reason: reason, AtUnixMs: time.Now().UnixMilli(),
+		})
+	}
+}
+
+// release drops owner's claim on sid and spends the token; under n.mu.
+func (n *Node) releaseLocked(sid string, owner any, expires time.Time) {
+	if n.live[sid] == owner {
+		delete(n.live, sid)
+	}
+	n.used[sid] = usedUntil(expires, n.SessionTimeout)
+}
+
+// setupRetryGrace is how long a SETUP refused for its Transport may be
+// retried on its connection before the refusal ends the admission session.
+const setupRetryGrace = 2 * time.Second
+
+// retryable reports whether a SETUP refused with e may be retried with
+// another Transport header.
+func retryable(e *rtspError) bool {
+	return e.code == base.StatusUnsupportedTransport || e.code == base.StatusBadRequest
+}
+
+// pendingRefusal is a SETUP refused for its Transport, waiting for a
+// retry on its connection.
+type pendingRefusal struct {
+	title   string
+	expires time.Time
+	err     *rtspError
+	timer   *time.Timer
+}
+
+// deferRefusal drops s's claim and settles the refusal e setupRetryGrace
+// later unless a SETUP of s's token succeeds on c first.
+func (c *rtspConn) deferRefusal(s *session, e *rtspError) {
+	c.n.mu.Lock()
+	if c.n.live[s.sid] == any(s) {
+		delete(c.n.live, s.sid)
+	}
+	c.n.mu.Unlock()
+	p := &pendingRefusal{title: s.title, expires: s.expires, err: e}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.pending[s.sid]; old != nil {
+		old.timer.Stop()
+	}
+	c.pending[s.sid] = p
+	sid := s.sid
+	p.timer = time.AfterFunc(setupRetryGrace, func() { c.settle(sid, p) })
+}
+
+// settle ends the admission session of a refusal nobody retried (p nil:
+// whatever refusal of sid is pending).
+func (c *rtspConn) settle(sid string, p *pendingRefusal) {
+	c.mu.Lock()
+	cur := c.pending[sid]
+	if cur == nil || (p != nil && cur != p) {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.pending, sid)
+	c.mu.Unlock()
+	cur.timer.Stop()
+	c.n.refuseStart(sid, cur.title, cur.expires, nil, cur.err)
+}
+
+// retried forgets the pending refusal of sid: a SETUP of it succeeded.
+func (c *rtspConn) retried(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pending[sid]; p != nil {
+		p.timer.Stop()
+		delete(c.pending, sid)
+	}
+}
+
+// settleAll settles the connection's pending refusals (it closed).
+func (c *rtspConn) settleAll() {
+	c.mu.Lock()
+	sids := make([]string, 0, len(c.pending))
+	for sid := range c.pending {
+		sids = append(sids, sid)
+	}
+	c.mu.Unlock()
+	for _, sid := range sids {
+		c.settle(sid, nil)
+	}
+}

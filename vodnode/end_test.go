@@ -1,0 +1,139 @@
+package vodnode
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// hasBye reports whether an RTCP compound packet carries a BYE.
+func hasBye(b []byte) bool {
+	ps, err := rtcp.Unmarshal(b)
+	if err != nil {
+		return false
+	}
+	for _, p := range ps {
+		if _, ok := p.(*rtcp.Goodbye); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEndOfTitleKeepsSession: at the end of the title the node sends an
+// RTCP BYE and the session stays, paused at the end, until the client's
+// TEARDOWN: PAUSE, keepalives and a PLAY that seeks back all work, and the
+// manager hears ENDED (reason teardown) only at the TEARDOWN; its load
+// reports list the session meanwhile. Over TCP and UDP.
+func TestEndOfTitleKeepsSession(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = 50 * time.Millisecond
+	})
+	for _, proto := range []string{"tcp", "udp"} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			sid := "end-" + proto
+			url := nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")
+			c := dialRTSP(t, n)
+			var rtpc, rtcpc *net.UDPConn
+			transport := "RTP/AVP/TCP;unicast"
+			if proto == "udp" {
+				rtpc, rtcpc = udpPair(t)
+				p := rtpc.LocalAddr().(*net.UDPAddr).Port
+				transport = fmt.Sprintf("RTP/AVP;unicast;client_port=%d-%d", p, p+1)
+			}
+			res := c.do("SETUP", url+"/trackID=0", "Transport", transport)
+			if res.StatusCode != 200 {
+				t.Fatalf("SETUP: %s", statusLine(res))
+			}
+			id := sessionID(res)
+			if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=18-"); res.StatusCode != 200 {
+				t.Fatalf("PLAY: %s", statusLine(res))
+			}
+			// media until the BYE
+			deadline := time.Now().Add(10 * time.Second)
+			buf := make([]byte, 2048)
+			for bye := false; !bye; {
+				if time.Now().After(deadline) {
+					t.Fatal("no RTCP BYE at the end of the title")
+				}
+				if proto == "tcp" {
+					c.c.SetReadDeadline(deadline)
+					ch, b, err := c.frame()
+					if err != nil {
+						t.Fatal(err)
+					}
+					bye = ch == 1 && hasBye(b)
+				} else {
+					rtcpc.SetReadDeadline(deadline)
+					nb, _, err := rtcpc.ReadFrom(buf)
+					if err != nil {
+						t.Fatal(err)
+					}
+					bye = hasBye(buf[:nb])
+				}
+			}
+			byeAt := time.Now()
+			for _, m := range []string{"GET_PARAMETER", "PAUSE", "OPTIONS"} {
+				if res := c.do(m, url+"/", "Session", id); res.StatusCode != 200 {
+					t.Errorf("%s after the end: %s", m, statusLine(res))
+				}
+			}
+			waitFor(t, 5*time.Second, "a load report listing the session after the end", func() bool {
+				r := m.lastReport()
+				return r != nil && r.GetAtUnixMs() > byeAt.UnixMilli()+100 && slices.Contains(r.GetSessionIds(), sid)
+			})
+			// seek back: media again, from the sequence number RTP-Info gives
+			res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=15-")
+			if res.StatusCode != 200 {
+				t.Fatalf("PLAY after the end: %s", statusLine(res))
+			}
+			next := rtpInfoSeq(t, res.Header["RTP-Info"])
+			for got := false; !got; {
+				var pkt []byte
+				if proto == "tcp" {
+					c.c.SetReadDeadline(time.Now().Add(3 * time.Second))
+					ch, b, err := c.frame()
+					if err != nil {
+						t.Fatalf("no media after seeking back: %v", err)
+					}
+					if ch != 0 {
+						continue
+					}
+					pkt = b
+				} else {
+					rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
+					nb, _, err := rtpc.ReadFrom(buf)
+					if err != nil {
+						t.Fatalf("no media after seeking back: %v", err)
+					}
+					pkt = buf[:nb]
+				}
+				var p rtp.Packet
+				got = p.Unmarshal(pkt) == nil && p.SequenceNumber == next
+			}
+			if e := m.event(sid, pb.SessionEvent_KIND_ENDED); e != nil {
+				t.Fatalf("ENDED reported before TEARDOWN: %+v", e)
+			}
+			if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
+				t.Fatalf("TEARDOWN: %s", statusLine(res))
+			}
+			waitFor(t, 5*time.Second, "ENDED", func() bool { return m.event(sid, pb.SessionEvent_KIND_ENDED) != nil })
+			if e := m.event(sid, pb.SessionEvent_KIND_ENDED); e.GetReason() != "teardown" {
+				t.Errorf("ENDED %+v, want reason teardown", e)
+			}
+		})
+	}
+}

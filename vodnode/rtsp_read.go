@@ -1,0 +1,215 @@
+package vodnode
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// Limits of what a client may send in one message.
+const (
+	maxRequestHead = 16 << 10  // request line and headers, bytes
+	maxRequestBody = 128 << 10 // Content-Length, bytes
+)
+
+// rtspReader splits what a client sends on its RTSP connection into
+// requests (parsed by gortsplib's base.Request), interleaved frames and
+// stray responses. Unlike gortsplib's conn.Conn it never skips bytes it
+// does not understand: a message that is not a well-formed RTSP/1.0
+// request (RFC 2326 §6: CRLF line ends, token method, three-part request
+// line) is a *framingError, after which the stream cannot be trusted.
+type rtspReader struct {
+	br *bufio.Reader
+}
+
+func newRTSPReader(r io.Reader) *rtspReader {
+	return &rtspReader{br: bufio.NewReaderSize(r, maxRequestHead)}
+}
+
+// framingError is a message that cannot be read: the node answers it with
+// code (and the CSeq, when one could be found) and closes the connection.
+type framingError struct {
+	code   base.StatusCode
+	reason string
+	cseq   string
+}
+
+func (e *framingError) Error() string { return fmt.Sprintf("%d %s", e.code, e.reason) }
+
+// frame is an interleaved frame from the client (RTCP receiver reports);
+// only its channel matters.
+type frame struct{ channel int }
+
+// next returns the next *base.Request or frame. Responses from the client
+// are read and dropped (the node sends no requests). Errors: the
+// connection's read error, or a *framingError.
+func (r *rtspReader) next() (any, error) {
+	for {
+		b, err := r.br.Peek(1)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case b[0] == base.InterleavedFrameMagicByte:
+			h, err := r.br.Peek(4)
+			if err != nil {
+				return nil, err
+			}
+			ch, size := int(h[1]), int(h[2])<<8|int(h[3])
+			if _, err := r.br.Discard(4 + size); err != nil {
+				return nil, err
+			}
+			return frame{channel: ch}, nil
+		case !isTokenChar(b[0]):
+			return nil, &framingError{code: base.StatusBadRequest, reason: "not an RTSP request"}
+		}
+		head, err := r.head()
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasPrefix(head, []byte("RTSP/")) {
+			if _, err := r.body(head); err != nil {
+				return nil, err
+			}
+			continue // a response: ignored
+		}
+		body, err := r.body(head)
+		if err != nil {
+			return nil, err
+		}
+		var req base.Request
+		msg := io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))
+		if err := req.Unmarshal(bufio.NewReader(msg)); err != nil {
+			return nil, &framingError{code: base.StatusBadRequest, reason: err.Error(), cseq: cseqOf(head)}
+		}
+		return &req, nil
+	}
+}
+
+// head consumes and returns the request line and headers, up to and
+// including the empty line, checking the request line as soon as it is in.
+func (r *rtspReader) head() ([]byte, error) {
+	lineOK := false
+	for {
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if !lineOK {
+			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+				if err := checkRequestLine(buf[:i+1]); err != nil {
+					err.cseq = cseqOf(buf)
+					return nil, err
+				}
+				lineOK = true
+			}
+		}
+		if lineOK {
+			if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+				head := buf[:i+4]
+				if j := bareLF(head); j >= 0 {
+					return nil, &framingError{code: base.StatusBadRequest, reason: "header line not ended by CRLF", cseq: cseqOf(head)}
+				}
+				out := append([]byte(nil), head...)
+				r.br.Discard(len(head))
+				return out, nil
+			}
+			if bareLF(buf) >= 0 {
+				return nil, &framingError{code: base.StatusBadRequest, reason: "header line not ended by CRLF", cseq: cseqOf(buf)}
+			}
+		}
+		if len(buf) >= maxRequestHead {
+			return nil, &framingError{code: base.StatusBadRequest, reason: "request head too large", cseq: cseqOf(buf)}
+		}
+		if _, err := r.br.Peek(len(buf) + 1); err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// body consumes and returns the body that head announces (Content-Length).
+func (r *rtspReader) body(head []byte) ([]byte, error) {
+	v, ok := headerOf(head, "content-length")
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n > maxRequestBody {
+		return nil, &framingError{code: base.StatusBadRequest, reason: "invalid Content-Length", cseq: cseqOf(head)}
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.br, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkRequestLine checks "Method SP Request-URI SP RTSP-Version CRLF"
+// (RFC 2326 §6.1), or a response's status line.
+func checkRequestLine(line []byte) *framingError {
+	if !bytes.HasSuffix(line, []byte("\r\n")) {
+		return &framingError{code: base.StatusBadRequest, reason: "request line not ended by CRLF"}
+	}
+	parts := strings.Split(string(line[:len(line)-2]), " ")
+	if strings.HasPrefix(parts[0], "RTSP/") {
+		return nil // a response's status line
+	}
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return &framingError{code: base.StatusBadRequest, reason: "malformed request line"}
+	}
+	for i := 0; i < len(parts[0]); i++ {
+		if !isTokenChar(parts[0][i]) {
+			return &framingError{code: base.StatusBadRequest, reason: "malformed method"}
+		}
+	}
+	switch {
+	case parts[2] == "RTSP/1.0":
+		return nil
+	case strings.HasPrefix(parts[2], "RTSP/"):
+		return &framingError{code: base.StatusRTSPVersionNotSupported, reason: "only RTSP/1.0 is served"}
+	}
+	return &framingError{code: base.StatusBadRequest, reason: "not an RTSP/1.0 request"}
+}
+
+// bareLF returns the index of the first LF not preceded by CR, -1 if none.
+func bareLF(b []byte) int {
+	for i, c := range b {
+		if c == '\n' && (i == 0 || b[i-1] != '\r') {
+			return i
+		}
+	}
+	return -1
+}
+
+// headerOf returns the value of header name (lower case) in a raw head,
+// whatever its line ends.
+func headerOf(head []byte, name string) (string, bool) {
+	for _, line := range strings.Split(string(head), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(strings.TrimSpace(k), name) {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// cseqOf returns the CSeq of a raw head, "" when there is none.
+func cseqOf(head []byte) string {
+	v, _ := headerOf(head, "cseq")
+	if _, err := strconv.ParseUint(v, 10, 32); err != nil {
+		return ""
+	}
+	return v
+}
+
+// isTokenChar reports whether c may appear in an RFC 2616 token (method
+// names): visible ASCII except separators.
+func isTokenChar(c byte) bool {
+	if c <= ' ' || c >= 0x7f {
+		return false
+	}
+	return !strings.ContainsRune(`()<>@,;:\"/[]?={}`, rune(c))
+}
