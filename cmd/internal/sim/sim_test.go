@@ -220,13 +220,15 @@ func TestConfigFileStrictAndValidated(t *testing.T) {
 		t.Fatalf("overlay: %+v", c)
 	}
 	for name, body := range map[string]string{
-		"unknown": "demand:\n  titels: 3\n",
-		"range":   "demand:\n  zipf_alpha: -1\n",
-		"hourly":  "demand:\n  hourly: [1, 2]\n",
-		"policy":  "policies: [nope]\n",
-		"storage": "storage_policy: nope\n",
-		"cdp":     "cdp:\n  channels: 0\n",
-		"syntax":  "demand: [\n",
+		"unknown":  "demand:\n  titels: 3\n",
+		"range":    "demand:\n  zipf_alpha: -1\n",
+		"hourly":   "demand:\n  hourly: [1, 2]\n",
+		"policy":   "policies: [nope]\n",
+		"storage":  "storage_policy: nope\n",
+		"storages": "storage_policies: [gdsf, nope]\n",
+		"warmup":   "days: 2\nwarmup_days: 2\n",
+		"cdp":      "cdp:\n  channels: 0\n",
+		"syntax":   "demand: [\n",
 	} {
 		p := filepath.Join(dir, name+".yaml")
 		os.WriteFile(p, []byte(body), 0o644)

@@ -74,7 +74,7 @@ func (e *engine) startFill(ni int, ti int32, prefetch bool) (int32, bool) {
 	n.disk[ti] = &item{bytes: t.bytes, fill: f.id, last: e.now}
 	n.used += t.bytes
 	if prefetch {
-		e.sched.SetReplica(n.spec.ID, t.id, true, 0)
+		e.sched.SetReplica(n.spec.ID, t.id, true, t.bytes) // in use while it fills: lsm counts its room
 	}
 	if e.cdp.active < e.cfg.CDP.Channels {
 		e.acquire(f)
