@@ -38,16 +38,18 @@ func warmupNote(r Result) string {
 	return fmt.Sprintf(", measured after %d warm-up day(s)", r.WarmupDays)
 }
 
-// WriteMarkdown prints the results as a Markdown table (for the docs).
+// WriteMarkdown prints the results as a Markdown table (for the docs):
+// the scheduling columns, then the storage ones.
 func WriteMarkdown(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| scheduler | storage | requested | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | bound TB | ratio to bound | instant bound TB | placement moves | replica fills |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| policy | storage | requested | admitted | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | bound TB | ratio to bound | instant bound TB | placement moves | peak CDP | replica fills | p50 ns | p99 ns |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.3f | %d | %.2f | %.2f | %.3f | %.2f | %d | %d |\n",
-			r.Policy, r.StoragePolicy, r.Requested, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %.3f | %d | %.2f | %.2f | %.3f | %.2f | %d | %d | %d | %d | %d |\n",
+			r.Policy, r.StoragePolicy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
 			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
-			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves, r.ReplicaFills)
+			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
+			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
