@@ -97,9 +97,9 @@ type Manager struct {
 	// policy's evictors stay); nil: the storage policy's.
 	Planner smm.Planner
 	// PlanInterval is how often the planner plans; it also plans at once
-	// when a node registers, a prefetch ends, a pin changes, popularity
-	// hints arrive, and when Replicator.Shifted says demand moved (asked
-	// every ShiftCheck).
+	// when a prefetch ends, a pin changes or popularity hints arrive, one
+	// heartbeat interval after a node registers, and when
+	// Replicator.Shifted says demand moved (asked every ShiftCheck).
 	PlanInterval   time.Duration // DefaultPlanInterval
 	ShiftCheck     time.Duration // DefaultShiftCheck
 	OriginChannels int           // concurrent origin transfers the planner may count on, DefaultOriginChannels
@@ -137,6 +137,7 @@ type Manager struct {
 	cancel   context.CancelFunc
 	kick     chan struct{}
 	planKick chan struct{}
+	planSoon chan struct{}
 	wg       sync.WaitGroup
 	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
 	serving  bool       // Start succeeded: Close saves the popularity snapshot
@@ -245,6 +246,7 @@ func (m *Manager) Start() (err error) {
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
 	m.planKick = make(chan struct{}, 1)
+	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.startedAt = time.Now()
 	empty := map[string]store.Title{}

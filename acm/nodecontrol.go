@@ -109,7 +109,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", len(ns.sessions))
 	m.persistAll(changed)
 	m.kickPump()
-	m.kickPlan() // new room and egress to plan for
+	m.kickPlanSoon() // new room and egress to plan for, with the nodes starting along
 	return &pb.RegisterResponse{HeartbeatIntervalMs: m.sched.Config.HeartbeatInterval.Milliseconds()}, nil
 }
 

@@ -9,12 +9,17 @@ import (
 )
 
 // planLoop runs the storage planner every PlanInterval, at once when
-// kicked (kickPlan) and when the Replicator says demand shifted (asked
-// every ShiftCheck), and saves the popularity snapshot every
-// PopularitySave.
+// kicked (kickPlan), one heartbeat interval after a node registers
+// (kickPlanSoon: nodes that start together are all in the plan's view),
+// and when the Replicator says demand shifted (asked every ShiftCheck),
+// and saves the popularity snapshot every PopularitySave.
 func (m *Manager) planLoop() {
 	plan := time.NewTicker(m.PlanInterval)
 	defer plan.Stop()
+	soon := time.NewTimer(time.Hour)
+	soon.Stop()
+	defer soon.Stop()
+	armed := false
 	shift := time.NewTicker(m.ShiftCheck)
 	defer shift.Stop()
 	save := time.NewTicker(m.PopularitySave)
@@ -26,6 +31,14 @@ func (m *Manager) planLoop() {
 		case <-plan.C:
 			m.plan(m.now())
 		case <-m.planKick:
+			m.plan(m.now())
+		case <-m.planSoon:
+			if !armed {
+				soon.Reset(m.sched.Config.HeartbeatInterval)
+				armed = true
+			}
+		case <-soon.C:
+			armed = false
 			m.plan(m.now())
 		case <-shift.C:
 			now := m.now()
@@ -46,6 +59,15 @@ func (m *Manager) planLoop() {
 func (m *Manager) kickPlan() {
 	select {
 	case m.planKick <- struct{}{}:
+	default:
+	}
+}
+
+// kickPlanSoon asks the plan loop to plan one heartbeat interval from now
+// (or at the time already set).
+func (m *Manager) kickPlanSoon() {
+	select {
+	case m.planSoon <- struct{}{}:
 	default:
 	}
 }

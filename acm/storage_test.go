@@ -268,8 +268,10 @@ func TestShiftPlansEarly(t *testing.T) {
 	})
 	n1 := e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
 	n2 := e.startSimNode("n2", storageTitles, simOpts{})
+	// The plans after the registrations (one heartbeat later) are done.
+	waitFor(t, 5*time.Second, "several reports", func() bool { return e.reports("n2") >= 10 })
 	plans := e.storageStats().Plans
-	waitFor(t, 5*time.Second, "several reports", func() bool { return e.reports("n2") >= 3 })
+	waitFor(t, 5*time.Second, "more reports", func() bool { return e.reports("n2") >= 13 })
 	if got := n2.commands(); len(got) != 0 || e.storageStats().Plans != plans {
 		t.Fatalf("without requests: commands %v, plans %d -> %d", got, plans, e.storageStats().Plans)
 	}
