@@ -12,6 +12,20 @@
 // manager's gRPC services: NodeControl (registration, heartbeats with
 // commands back, session events, node death, no-show release) and Admin.
 //
+// It runs the storage manager's decisions (smm) against the real nodes:
+// the storage policy chosen by name (Manager.Evictor, default gdsf with
+// the Replicator planner) observes every request and every session's
+// length, plans every PlanInterval and early when demand shifts, and its
+// prefetch and evict orders go down the nodes' heartbeat streams in order
+// (planner.go, placement.go). The outcome of each fill is learnt from the
+// nodes' load reports (done, failed, vanished, never started) and fed
+// back for retries with backoff (fills.go). A fill on demand makes room
+// with the node's Evictor, never evicting a title playing, filling or
+// pinned (admission.go). The operator's pins and the popularity snapshot
+// are kept in the Store; catalog popularity hints are priors of the
+// request rate (storage.go); the admin API lists placement and fills and
+// orders prefetches, evictions and pins (admin_storage.go).
+//
 // Manager is the one server of the package: exported config fields,
 // Start (all or nothing) and Close.
 package acm
