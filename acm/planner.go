@@ -4,6 +4,9 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"vodcluster/acm/store"
 	"vodcluster/smm"
 )
@@ -75,8 +78,9 @@ func (m *Manager) kickPlanSoon() {
 // plan builds the planner's view of the cluster, asks it for orders and
 // carries them out in order (each eviction before the prefetch it makes
 // room for). An order that cannot be carried out is logged; a prefetch
-// that could not be ordered counts as failed for the Replicator, so it
-// is retried after its backoff rather than awaited.
+// that could not be ordered (other than one already there) counts as
+// failed for the Replicator, so it is retried after its backoff rather
+// than awaited.
 func (m *Manager) plan(now time.Time) {
 	cat := m.titles()
 	m.mu.Lock()
@@ -90,7 +94,8 @@ func (m *Manager) plan(now time.Time) {
 			if !ok {
 				continue
 			}
-			if err = m.prefetchLocked(a.Node, t, now); err != nil && m.rep != nil {
+			err = m.prefetchLocked(a.Node, t, now)
+			if err != nil && status.Code(err) != codes.AlreadyExists && m.rep != nil {
 				m.rep.FillFailed(a.Node, a.Title, now)
 			}
 		case smm.Evict:
