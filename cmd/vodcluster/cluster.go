@@ -110,7 +110,9 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		BOSS:          users,
 		QueueDeadline: opts.QueueDeadline,
 		Scheduler:     sched,
-		Logger:        opts.Logger.With("component", "manager"),
+		// The planner counts on the origin's channels.
+		OriginChannels: opts.OriginMaxTransfers,
+		Logger:         opts.Logger.With("component", "manager"),
 	}
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)

@@ -57,9 +57,21 @@ type SchedulerConfig struct {
 	CHBLFactor        float64       `yaml:"chbl_factor"`        // chbl balance factor c > 1
 }
 
-// StorageConfig configures smm.
+// StorageConfig configures smm in the manager; zero values keep smm's and
+// acm's defaults.
 type StorageConfig struct {
-	Eviction string `yaml:"eviction"` // eviction policy name, default from smm
+	Policy            string        `yaml:"policy"`             // eviction/storage policy: gdsf (default), gdsf-classic, lru, lfu, w-tinylfu
+	Eviction          string        `yaml:"eviction"`           // older name of policy
+	Planner           string        `yaml:"planner"`            // replicate (default) or none (fills on demand only)
+	PlanInterval      time.Duration `yaml:"plan_interval"`      // how often the planner runs, default 30s
+	OriginChannels    int           `yaml:"origin_channels"`    // concurrent origin transfers the planner may count on
+	HalfLife          time.Duration `yaml:"half_life"`          // popularity half-life for demand and replica counts
+	TargetUtilization float64       `yaml:"target_utilization"` // share of a node's egress expected demand may take
+	OffPeakStart      time.Duration `yaml:"off_peak_start"`     // preferred prefetch window, time of day (e.g. 2h)
+	OffPeakEnd        time.Duration `yaml:"off_peak_end"`       // end of that window (e.g. 8h)
+	MaxFillsPerNode   int           `yaml:"max_fills_per_node"` // fills in progress per node when a prefetch is ordered
+	RetryBase         time.Duration `yaml:"retry_base"`         // backoff of a failed prefetch: first step
+	RetryMax          time.Duration `yaml:"retry_max"`          // backoff cap
 }
 
 // NodeConfig configures `vodcluster node`.

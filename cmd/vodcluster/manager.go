@@ -8,6 +8,7 @@ import (
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
 	"vodcluster/lsm"
+	"vodcluster/smm"
 )
 
 func managerCmd() *cobra.Command {
@@ -47,20 +48,40 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 		return nil, err
 	}
 	return &acm.Manager{
-		RTSPListen:    orString(c.RTSPListen, acm.DefaultRTSPListen),
-		HTTPListen:    orString(c.HTTPListen, acm.DefaultHTTPListen),
-		GRPCListen:    orString(c.GRPCListen, acm.DefaultGRPCListen),
-		DataDir:       c.DataDir,
-		OriginAddr:    c.Origin,
-		Secret:        secret,
-		Realm:         c.Realm,
-		BOSS:          users,
-		TokenTTL:      c.TokenTTL,
-		QueueDeadline: c.QueueDeadline,
-		Scheduler:     sched,
-		Evictor:       c.Storage.Eviction,
-		Logger:        slog.Default().With("component", "manager"),
+		RTSPListen:     orString(c.RTSPListen, acm.DefaultRTSPListen),
+		HTTPListen:     orString(c.HTTPListen, acm.DefaultHTTPListen),
+		GRPCListen:     orString(c.GRPCListen, acm.DefaultGRPCListen),
+		DataDir:        c.DataDir,
+		OriginAddr:     c.Origin,
+		Secret:         secret,
+		Realm:          c.Realm,
+		BOSS:           users,
+		TokenTTL:       c.TokenTTL,
+		QueueDeadline:  c.QueueDeadline,
+		Scheduler:      sched,
+		Evictor:        orString(c.Storage.Policy, c.Storage.Eviction),
+		StoragePlanner: c.Storage.Planner,
+		PlanInterval:   c.Storage.PlanInterval,
+		OriginChannels: c.Storage.OriginChannels,
+		Replicator:     replicatorConfig(c.Storage),
+		Logger:         slog.Default().With("component", "manager"),
 	}, nil
+}
+
+// replicatorConfig maps the storage section onto smm's Replicator; zero
+// fields keep smm's defaults.
+func replicatorConfig(c StorageConfig) smm.ReplicatorConfig {
+	r := smm.ReplicatorConfig{
+		HalfLife:          c.HalfLife,
+		TargetUtilization: c.TargetUtilization,
+		MaxFillsPerNode:   c.MaxFillsPerNode,
+		RetryBase:         c.RetryBase,
+		RetryMax:          c.RetryMax,
+	}
+	if c.OffPeakStart != 0 || c.OffPeakEnd != 0 {
+		r.OffPeak = smm.Window{Start: c.OffPeakStart, End: c.OffPeakEnd}
+	}
+	return r
 }
 
 // schedulerConfig overlays the configured values on lsm.DefaultConfig.

@@ -216,7 +216,12 @@ func policyCmd(g *globals) *cobra.Command {
 				return c.GetPolicy(ctx, &v1.GetPolicyRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				p := m.(*v1.PolicyInfo)
-				fmt.Fprintf(w, "policy:\t%s\nstorage policy:\t%s\navailable:\t%v\n", p.Policy, p.StoragePolicy, p.Available)
+				fmt.Fprintf(w, "policy:\t%s\navailable:\t%v\n", p.Policy, p.Available)
+				fmt.Fprintf(w, "storage policy:\t%s (planner %s)\navailable:\t%v\n", p.StoragePolicy, p.StoragePlanner, p.StorageAvailable)
+				if st := p.StorageStats; st != nil {
+					fmt.Fprintf(w, "storage planner:\t%d plans, %d prefetches, %d evictions (%d moves), %d fills done, %d failed, %d retries\n",
+						st.Plans, st.Prefetches, st.Evictions, st.Moves, st.FillsDone, st.FillsFailed, st.Retries)
+				}
 			})
 		},
 	}
@@ -297,13 +302,17 @@ func fillsCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListFills(ctx, &v1.ListFillsRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tTITLE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH")
+				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH\tATTEMPTS\tNEXT TRY")
 				for _, f := range m.(*v1.ListFillsResponse).Fills {
 					pct := "?"
 					if f.SizeBytes > 0 {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%v\n", f.NodeId, f.TitleId, pct, f.StoredBytes, f.SizeBytes, f.Prefetch)
+					next := "-"
+					if f.NextTryUnixMs > 0 {
+						next = time.UnixMilli(f.NextTryUnixMs).Format(time.TimeOnly)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
 				}
 			})
 		},

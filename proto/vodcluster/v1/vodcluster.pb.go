@@ -1844,7 +1844,7 @@ func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
 
 type PolicyInfo struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
-	Policy           string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"` // scheduler name: rr, wrr, lc, wlc, ..., lard, chbl, ll (default)
+	Policy           string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"` // scheduler name: rr, wrr, lc, wlc, ..., lard, chbl, lall (default)
 	Available        []string               `protobuf:"bytes,2,rep,name=available,proto3" json:"available,omitempty"`
 	StoragePolicy    string                 `protobuf:"bytes,3,opt,name=storage_policy,json=storagePolicy,proto3" json:"storage_policy,omitempty"`          // storage policy name: the eviction policy of every node's disk (gdsf, lru, lfu, w-tinylfu, ...)
 	StorageAvailable []string               `protobuf:"bytes,4,rep,name=storage_available,json=storageAvailable,proto3" json:"storage_available,omitempty"` // storage policy names
