@@ -18,6 +18,7 @@ var (
 	errForbidden    = errors.New("title not in the subscriber's packages") // 403
 	errNoTitle      = errors.New("unknown title")                          // 404
 	errNoBandwidth  = errors.New("no node has headroom for the title")     // RTSP 453, HTTP 503 + Retry-After
+	errUserLimit    = errors.New("subscriber has too many sessions")       // RTSP 403, HTTP 429
 	errUnavailable  = errors.New("service unavailable")                    // 503: BOSS or store down, shutting down
 )
 
@@ -62,6 +63,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 
 	now := m.now()
 	m.mu.Lock()
+	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User] >= limit {
+		m.mu.Unlock()
+		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
+		return nil, errUserLimit
+	}
 	m.planner.Observe(t.ID, now)
 	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}, now.Add(m.QueueDeadline), now)
 	if err != nil {

@@ -79,6 +79,8 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
+	case errors.Is(err, errUserLimit):
+		http.Error(w, "too many sessions: end one first", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
 	case errors.Is(err, errNoBandwidth):

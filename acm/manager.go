@@ -32,6 +32,8 @@ const (
 	DefaultTokenTTL       = 60 * time.Second
 	DefaultNoShowGrace    = 10 * time.Second
 	DefaultQueueDeadline  = 5 * time.Second
+	// DefaultMaxSessionsPerUser: a household's set-top boxes and players.
+	DefaultMaxSessionsPerUser = 8
 	DefaultCatalogRefresh = time.Minute
 	DefaultRestoreGrace   = 30 * time.Second
 	DefaultPlanInterval   = 30 * time.Second
@@ -78,6 +80,13 @@ type Manager struct {
 	// QueueDeadline is how long a request that finds no node with
 	// headroom waits (first come first served) before 453 / 503.
 	QueueDeadline time.Duration // DefaultQueueDeadline
+	// MaxSessionsPerUser caps a subscriber's live sessions (admitted or
+	// playing): every admitted request holds bandwidth until its client
+	// shows up at the node or the no-show deadline passes, so without a cap
+	// one subscriber's DESCRIBEs could hold the cluster's capacity. A
+	// request over the cap is refused (RTSP 403, HTTP 429) before
+	// admission. 0 means DefaultMaxSessionsPerUser; < 0 means no cap.
+	MaxSessionsPerUser int
 	// RestoreGrace is how long after Start a session loaded from the
 	// store waits for its node to register before it ends.
 	RestoreGrace time.Duration // DefaultRestoreGrace
@@ -122,6 +131,8 @@ type Manager struct {
 	planner  smm.Planner
 	seeded   map[string]float64 // title -> popularity hint applied (requests/day)
 	sessions map[string]*session
+	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
+	userSessions map[string]int
 	nodes    map[string]*nodeState
 	waiters  map[*lsm.Ticket]chan struct{}
 
@@ -197,6 +208,9 @@ func (m *Manager) defaults() error {
 	if m.OriginChannels <= 0 {
 		m.OriginChannels = DefaultOriginChannels
 	}
+	if m.MaxSessionsPerUser == 0 {
+		m.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+	}
 	if m.Scheduler == (lsm.Config{}) {
 		m.Scheduler = lsm.DefaultConfig()
 	}
@@ -242,6 +256,7 @@ func (m *Manager) Start() (err error) {
 	}
 	m.seeded = map[string]float64{}
 	m.sessions = map[string]*session{}
+	m.userSessions = map[string]int{}
 	m.nodes = map[string]*nodeState{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)

@@ -183,7 +183,8 @@ func TestPlannerEvictsForPrefetchNeverPinnedOrPlaying(t *testing.T) {
 // wants for a title no node holds.
 func TestPopularityRestoredAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	e := newManagerWith(t, dir, unhinted(), fastStorage)
+	noCap := func(m *Manager) { fastStorage(m); m.MaxSessionsPerUser = -1 }
+	e := newManagerWith(t, dir, unhinted(), noCap)
 	e.startSimNode("n1", storageTitles, simOpts{egress: 100 * titleBps})
 	for i := 0; i < 10; i++ {
 		e.admitOne("t2")

@@ -269,6 +269,9 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, m.nonces.Issue(m.now()), stale, true)
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
+	case errors.Is(err, errUserLimit):
+		res.StatusCode = base.StatusForbidden
+		res.StatusMessage = "Forbidden (too many sessions)"
 	case errors.Is(err, errNoTitle):
 		res.StatusCode = base.StatusNotFound
 	case errors.Is(err, errNoBandwidth):

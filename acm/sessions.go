@@ -53,6 +53,7 @@ func (m *Manager) restore() error {
 			continue
 		}
 		m.sessions[s.ID] = &session{Session: s, restored: true}
+		m.userSessions[s.User]++
 	}
 	if len(ss) > 0 {
 		m.log.Info("session table restored", "sessions", len(m.sessions), "titles", len(titles))
@@ -63,6 +64,7 @@ func (m *Manager) restore() error {
 // addSessionLocked books s in the table and in its node's index.
 func (m *Manager) addSessionLocked(s *session) {
 	m.sessions[s.ID] = s
+	m.userSessions[s.User]++
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.addSession(s)
 	}
@@ -82,6 +84,11 @@ func (m *Manager) endLocked(s *session, reason string) {
 	s.ended = true
 	s.State = store.StateEnded
 	delete(m.sessions, s.ID)
+	if n := m.userSessions[s.User] - 1; n > 0 {
+		m.userSessions[s.User] = n
+	} else {
+		delete(m.userSessions, s.User)
+	}
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.removeSession(s)
 	}
