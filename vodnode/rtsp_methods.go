@@ -209,8 +209,12 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),
-		"Range":   base.HeaderValue{"npt=" + formatNPT(infos[0].NPT) + "-" + rangeEnd(dur)},
-		"Scale":   base.HeaderValue{strconv.FormatFloat(granted, 'f', 3, 64)},
+		// open-ended, as live555 answers: "to the end" (the duration is in
+		// the SDP's a=range). With the end given, GStreamer's rtspsrc clips
+		// its segment there and its jitterbuffer's NPT timeout can leave a
+		// clock-synced pipeline hanging at the end of the title.
+		"Range": base.HeaderValue{"npt=" + formatNPT(infos[0].NPT) + "-"},
+		"Scale": base.HeaderValue{strconv.FormatFloat(granted, 'f', 3, 64)},
 	}
 	if s.spec.Mode != deliver.RawUDP {
 		var ri headers.RTPInfo
@@ -224,13 +228,6 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		h["RTP-Info"] = ri.Marshal()
 	}
 	return &base.Response{StatusCode: base.StatusOK, Header: h}, s.player.Resume, nil
-}
-
-func rangeEnd(dur float64) string {
-	if dur <= 0 {
-		return ""
-	}
-	return formatNPT(dur)
 }
 
 // duration returns the session's title play time, seconds: from the index
