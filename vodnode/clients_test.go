@@ -95,7 +95,7 @@ func TestGStreamerPlaysToTheEnd(t *testing.T) {
 	if _, err := exec.LookPath("gst-launch-1.0"); err != nil {
 		t.Skip("gst-launch-1.0 not installed")
 	}
-	t.Parallel() // mostly waiting for real time: overlaps the other tests
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	o.rate = 100 << 10 // bytes/s, about the titles' bitrate: they fill while they play
 	m := newFakeManager()

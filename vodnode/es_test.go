@@ -15,6 +15,7 @@ func esURL(n *Node, tok, title string) string {
 // TestElementaryStreams: a client asking for /es/ gets H.264 and AAC
 // tracks, played by ffmpeg over TCP and UDP and probed by ffprobe.
 func TestElementaryStreams(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
 	c := dialRTSP(t, n)

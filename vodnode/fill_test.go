@@ -12,6 +12,7 @@ import (
 // origin fetch, the first media arrives long before the slow fill
 // completes, both decode, and the title is on disk afterwards.
 func TestFillSharedAndFast(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	o.delay = 300 * time.Millisecond
 	o.rate = 200 << 10 // bytes/s: the 1.5 MB title takes about 7 s

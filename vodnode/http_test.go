@@ -36,6 +36,7 @@ func get(t *testing.T, url string, hdr ...string) (*http.Response, []byte) {
 func withHTTP(n *Node) { n.HTTPListen = "127.0.0.1:0" }
 
 func TestHTTPProgressiveAndRanges(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	o.rate = 300 << 10 // a fill of about 5 s
 	n := startNode(t, startOrigin(t, o), withHTTP)
@@ -106,6 +107,7 @@ func TestHTTPSessionEnds(t *testing.T) {
 }
 
 func TestHLS(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o), withHTTP)
 	tok := mint(t, "hls", "sample-001", "node-1", "", time.Minute)
@@ -148,6 +150,7 @@ func runFFmpegHTTP(t *testing.T, url string, seconds float64) ffmpegResult {
 // refuses root; the packaged VLC has no live555 RTSP client, so HTTP is
 // how it plays here) and checks the recording decodes.
 func TestVLCHTTP(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	if _, err := exec.LookPath("cvlc"); err != nil {
 		t.Skip("cvlc not installed")
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
 )
@@ -44,7 +45,8 @@ type managerLink struct {
 }
 
 func newManagerLink(n *Node) (*managerLink, error) {
-	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(token.Bearer(token.NodeCredential(n.Secret))))
 	if err != nil {
 		return nil, err
 	}

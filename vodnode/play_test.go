@@ -10,6 +10,7 @@ import (
 )
 
 func TestFFmpegPlaysTCPAndUDP(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
 	for i, tr := range []string{"tcp", "udp"} {

@@ -35,6 +35,9 @@ func (c *rtspConn) sessionValue(s *session) base.HeaderValue {
 	return headers.Session{Session: s.id, Timeout: &t}.Marshal()
 }
 
+// options answers OPTIONS; it keeps alive the session it names, or,
+// without a Session header ("OPTIONS *", as some set-top boxes send), the
+// sessions set up over the connection.
 func (c *rtspConn) options(req *base.Request) *base.Response {
 	res := &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Public": base.HeaderValue{publicMethods}}}
 	if id := sessionHeader(req); id != "" {
@@ -42,8 +45,20 @@ func (c *rtspConn) options(req *base.Request) *base.Response {
 			s.touch(time.Now())
 			res.Header["Session"] = c.sessionValue(s)
 		}
+	} else {
+		c.touchAll()
 	}
 	return res
+}
+
+// touchAll keeps alive every session set up over the connection.
+func (c *rtspConn) touchAll() {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sessions {
+		s.touch(now)
+	}
 }
 
 // storeError maps a store error to an RTSP status.
@@ -134,10 +149,13 @@ func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200).
-// Inside a session the token is checked like any in-session request.
+// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200;
+// no parameters are offered). Inside a session the token is checked like
+// any in-session request; without a Session header they keep alive the
+// sessions set up over the connection.
 func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 	if sessionHeader(req) == "" {
+		c.touchAll()
 		return &base.Response{StatusCode: base.StatusOK}, nil
 	}
 	s, _, err := c.sessionOf(req)

@@ -47,43 +47,109 @@ func (tc *testClient) setupUDP(url string, rtpc, rtcpc *net.UDPConn) string {
 	return id
 }
 
-// TestSessionTimeout: sessions kept alive by RTCP (UDP) or GET_PARAMETER
-// (TCP) live on; silent ones are closed after SessionTimeout.
-func TestSessionTimeout(t *testing.T) {
+// send writes a request without waiting for its response (keepalives of
+// tests that drain the connection).
+func (tc *testClient) send(method, url string, hdr ...string) {
+	tc.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s RTSP/1.0\r\nCSeq: 1000\r\n", method, url)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	b.WriteString("\r\n")
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	io.WriteString(tc.c, b.String())
+}
+
+// TestKeepalivesAndTimeout: every transport's SETUP advertises the
+// session timeout; sessions kept alive by GET_PARAMETER, SET_PARAMETER,
+// OPTIONS (with their Session, or "OPTIONS *" on their connection) or RTCP
+// receiver reports live on through three timeouts; silent ones (over TCP,
+// RTP/UDP and raw UDP) are closed after one; once the keepalives stop, all
+// are closed.
+func TestKeepalivesAndTimeout(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second })
-	rtpc, rtcpc := udpPair(t)
-	cu := dialRTSP(t, n)
-	udpURL := nodeURL(n, mint(t, "u", "sample-001", "node-1", "", time.Minute), "sample-001")
-	cu.setupUDP(udpURL, rtpc, rtcpc)
-	ct := dialRTSP(t, n)
-	tcpURL := nodeURL(n, mint(t, "t", "sample-001", "node-1", "", time.Minute), "sample-001")
-	tcpSess := ct.play(tcpURL)
-	go io.Copy(io.Discard, ct.br) // drain media and keepalive responses until the connection closes
-
 	_, srtcp := n.udp.Ports()
-	rr, _ := (&rtcp.ReceiverReport{SSRC: 42}).Marshal()
 	serverRTCP := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: srtcp}
-	for range 10 { // 3 s of keepalives, three timeouts long
-		rtcpc.WriteTo(rr, serverRTCP)
-		ct.mu.Lock()
-		fmt.Fprintf(ct.c, "GET_PARAMETER %s/ RTSP/1.0\r\nCSeq: 100\r\nSession: %s\r\n\r\n", tcpURL, tcpSess)
-		ct.mu.Unlock()
-		time.Sleep(300 * time.Millisecond)
+	rr, _ := (&rtcp.ReceiverReport{SSRC: 42}).Marshal()
+	type viewer struct {
+		name  string
+		id    string
+		keep  func() // nil: silent
+		alive bool   // after three timeouts of keepalives
 	}
-	if s := n.Stats().Sessions; s != 2 {
-		t.Fatalf("%d sessions alive with keepalives, want 2", s)
+	var vs []*viewer
+	for i, tc := range []struct {
+		name, transport string // transport: %[1]d the client's RTP port, %[2]d its RTCP port
+		keep            string // keepalive method, "RTCP", or "" for none
+	}{
+		{"tcp GET_PARAMETER", "RTP/AVP/TCP;unicast", "GET_PARAMETER"},
+		{"tcp SET_PARAMETER", "MP2T/RTP/TCP;unicast", "SET_PARAMETER"},
+		{"tcp OPTIONS", "RTP/AVP/TCP;unicast", "OPTIONS"},
+		{"tcp OPTIONS *", "RTP/AVP/TCP;unicast", "OPTIONS *"},
+		{"udp RTCP", "RTP/AVP;unicast;client_port=%[1]d-%[2]d", "RTCP"},
+		{"raw udp GET_PARAMETER", "RAW/RAW/UDP;unicast;client_port=%[1]d", "GET_PARAMETER"},
+		{"tcp silent", "RTP/AVP/TCP;unicast", ""},
+		{"udp silent", "MP2T/RTP/UDP;unicast;client_port=%[1]d-%[2]d", ""},
+		{"raw udp silent", "MP2T/UDP;unicast;client_port=%[1]d", ""},
+	} {
+		c := dialRTSP(t, n)
+		url := nodeURL(n, mint(t, fmt.Sprintf("ka-%d", i), "sample-001", "node-1", "", time.Minute), "sample-001")
+		rtpc, rtcpc := udpPair(t)
+		p := rtpc.LocalAddr().(*net.UDPAddr).Port
+		tr := tc.transport
+		if strings.Contains(tr, "%") {
+			tr = fmt.Sprintf(tr, p, p+1)
+		}
+		res := c.do("SETUP", url+"/trackID=0", "Transport", tr)
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: SETUP: %s", tc.name, statusLine(res))
+		}
+		if v := res.Header["Session"]; len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=1") {
+			t.Errorf("%s: Session %v, want the timeout", tc.name, v)
+		}
+		v := &viewer{name: tc.name, id: sessionID(res), alive: tc.keep != ""}
+		if res := c.do("PLAY", url+"/", "Session", v.id); res.StatusCode != 200 {
+			t.Fatalf("%s: PLAY: %s", tc.name, statusLine(res))
+		}
+		go io.Copy(io.Discard, c.br) // media and keepalive answers
+		switch tc.keep {
+		case "":
+		case "RTCP":
+			v.keep = func() { rtcpc.WriteTo(rr, serverRTCP) }
+		case "OPTIONS *":
+			v.keep = func() { c.send("OPTIONS", "*") }
+		default:
+			m := tc.keep
+			v.keep = func() { c.send(m, url+"/", "Session", v.id) }
+		}
+		vs = append(vs, v)
 	}
-	// silence: both end
-	waitFor(t, 5*time.Second, "timeouts", func() bool { return n.Stats().Sessions == 0 })
-	// the UDP media stops too
-	buf := make([]byte, 2048)
-	for {
-		rtpc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		if _, _, err := rtpc.ReadFrom(buf); err != nil {
-			break
+	// the elementary-stream mode advertises it too
+	c := dialRTSP(t, n)
+	es := esURL(n, mint(t, "ka-es", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", es+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast")
+	if v := res.Header["Session"]; res.StatusCode != 200 || len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=1") {
+		t.Errorf("ES SETUP: %s, Session %v", statusLine(res), v)
+	}
+	c.do("TEARDOWN", es+"/", "Session", sessionID(res))
+
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		for _, v := range vs {
+			if v.keep != nil {
+				v.keep()
+			}
+		}
+		time.Sleep(250 * time.Millisecond) // the keepalive period
+	}
+	for _, v := range vs {
+		if alive := n.lookupSession(v.id) != nil; alive != v.alive {
+			t.Errorf("%s: alive %v after three timeouts, want %v", v.name, alive, v.alive)
 		}
 	}
+	waitFor(t, 5*time.Second, "every session timed out", func() bool { return n.Stats().Sessions == 0 })
 }
 
 // TestConnectionCloseEndsTCPSessions: closing the RTSP connection ends the

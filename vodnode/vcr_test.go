@@ -1,12 +1,16 @@
 package vodnode
 
 import (
+	"bytes"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // rtpInfoSeq returns the seq of an RTP-Info header value.
@@ -39,99 +43,241 @@ func rangeStart(t *testing.T, v []string) float64 {
 	return f
 }
 
-// TestPauseResumeSeekScale drives the VCR commands with a scripted client.
+// tsPacket is what the tests read from one MPEG-TS packet.
+type tsPacket struct {
+	pid  uint16
+	pusi bool  // payload unit start
+	rai  bool  // random access indicator
+	pcr  int64 // 27 MHz, -1 when none
+	pts  int64 // 90 kHz of a PES starting here, -1 when none
+}
+
+// parseTS reads the 188-byte packets of an RTP payload.
+func parseTS(b []byte) []tsPacket {
+	var out []tsPacket
+	for ; len(b) >= 188 && b[0] == 0x47; b = b[188:] {
+		p := tsPacket{pid: uint16(b[1]&0x1f)<<8 | uint16(b[2]), pusi: b[1]&0x40 != 0, pcr: -1, pts: -1}
+		payload := b[4:188]
+		if b[3]&0x20 != 0 { // adaptation field
+			n := int(b[4])
+			if n > 0 {
+				flags := b[5]
+				p.rai = flags&0x40 != 0
+				if flags&0x10 != 0 && n >= 7 {
+					base := int64(b[6])<<25 | int64(b[7])<<17 | int64(b[8])<<9 | int64(b[9])<<1 | int64(b[10])>>7
+					ext := int64(b[10]&1)<<8 | int64(b[11])
+					p.pcr = base*300 + ext
+				}
+			}
+			payload = b[min(5+n, 188):188]
+		}
+		if p.pusi && b[3]&0x10 != 0 && len(payload) >= 14 && bytes.HasPrefix(payload, []byte{0, 0, 1}) && payload[7]&0x80 != 0 {
+			q := payload[9:14]
+			p.pts = int64(q[0]>>1&7)<<30 | int64(q[1])<<22 | int64(q[2]>>1)<<15 | int64(q[3])<<7 | int64(q[4]>>1)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// media is one RTP packet received, with its arrival time and TS packets.
+type media struct {
+	at  time.Time
+	seq uint16
+	ts  []tsPacket
+}
+
+// readMedia reads interleaved RTP (channel 0) for d.
+func (tc *testClient) readMedia(d time.Duration) []media {
+	tc.t.Helper()
+	var out []media
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		tc.c.SetReadDeadline(end)
+		ch, b, err := tc.frame()
+		if err != nil {
+			break
+		}
+		if ch != 0 {
+			continue
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(b); err != nil {
+			tc.t.Fatal(err)
+		}
+		out = append(out, media{at: time.Now(), seq: p.SequenceNumber, ts: parseTS(p.Payload)})
+	}
+	return out
+}
+
+// TestPauseResumeSeekScale drives the VCR commands with a scripted client
+// and checks them on the stream itself: no media while paused; after the
+// resume the sequence numbers and the PCR go on from where they stopped;
+// Range npt=0- and npt=0.000- both start at 0; a seek lands on the
+// keyframe before the asked time (its PTS is the first video PES sent);
+// a start past the end is 457; Scale ±2, ±4, ±8 is echoed and sends
+// keyframe pictures only, forward or backward, the media time advancing
+// at Scale times the wall time; Scale 1 plays normally again.
 func TestPauseResumeSeekScale(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
+	idx, err := tsindex.BuildFrom(bytes.NewReader(o.titles["sample-001"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// npt as the node counts it: the stream clock from its value at byte 0
+	clock0, _ := idx.ClockAt(0)
+	npt := func(off int64) float64 {
+		c, _ := idx.ClockAt(off)
+		return float64(c-clock0) / tsindex.PCRHz
+	}
+	waitPrefetch(t, n, "sample-001")
 	url := nodeURL(n, mint(t, "vcr", "sample-001", "node-1", "", time.Minute), "sample-001")
 	c := dialRTSP(t, n)
-	id := c.play(url)
-
-	var last rtp.Packet
-	readFor := func(d time.Duration) int {
-		count := 0
-		end := time.Now().Add(d)
-		for time.Now().Before(end) {
-			c.c.SetReadDeadline(end)
-			ch, b, err := c.frame()
-			if err != nil {
-				break
-			}
-			if ch == 0 {
-				if err := last.Unmarshal(b); err != nil {
-					t.Fatal(err)
+	id := c.play(url) // Range npt=0.000-
+	lastPCR := func(ms []media) int64 {
+		v := int64(-1)
+		for _, m := range ms {
+			for _, p := range m.ts {
+				if p.pid == idx.PCRPID && p.pcr >= 0 {
+					v = p.pcr
 				}
-				count++
 			}
 		}
-		return count
+		return v
 	}
-	if readFor(time.Second) == 0 {
+
+	played := c.readMedia(time.Second)
+	if len(played) == 0 {
 		t.Fatal("no media")
 	}
 	res := c.do("PAUSE", url+"/", "Session", id)
 	if res.StatusCode != 200 {
 		t.Fatalf("PAUSE: %s", statusLine(res))
 	}
-	readFor(200 * time.Millisecond) // what was in flight
-	if got := readFor(700 * time.Millisecond); got != 0 {
-		t.Fatalf("%d packets while paused", got)
+	// what was on the wire before the PAUSE answer was read with it; from
+	// now on nothing flows
+	if got := c.readMedia(800 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("%d RTP packets while paused", len(got))
 	}
-	// resume: the sequence goes on from the last packet, at the paused position
+	before := lastPCR(played)
+	lastSeq := c.lastSeq
 	res = c.do("PLAY", url+"/", "Session", id)
 	if res.StatusCode != 200 {
 		t.Fatalf("resume: %s", statusLine(res))
 	}
-	if seq := rtpInfoSeq(t, res.Header["RTP-Info"]); seq != c.lastSeq+1 {
-		t.Errorf("resumed at seq %d, last packet %d", seq, c.lastSeq)
+	if seq := rtpInfoSeq(t, res.Header["RTP-Info"]); seq != lastSeq+1 {
+		t.Errorf("resumed at seq %d, last packet %d", seq, lastSeq)
 	}
-	if pos := rangeStart(t, res.Header["Range"]); pos < 0.8 || pos > 1.6 {
-		t.Errorf("resumed at npt %.3f after about 1 s of play", pos)
-	}
-	if readFor(300*time.Millisecond) == 0 {
+	resumed := c.readMedia(300 * time.Millisecond)
+	if len(resumed) == 0 {
 		t.Fatal("no media after resume")
 	}
-	// seek to the keyframe before 10.5 s
+	if resumed[0].seq != lastSeq+1 {
+		t.Errorf("first packet after resume: seq %d, want %d", resumed[0].seq, lastSeq+1)
+	}
+	var after int64 = -1
+	for _, m := range resumed {
+		for _, p := range m.ts {
+			if p.pid == idx.PCRPID && p.pcr >= 0 && after < 0 {
+				after = p.pcr
+			}
+		}
+	}
+	if gap := float64(after-before) / tsindex.PCRHz; before < 0 || after < 0 || gap <= 0 || gap > 0.2 {
+		t.Errorf("PCR before the pause %d, after the resume %d: a gap of %.3f s of media", before, after, gap)
+	}
+	if pos, was := rangeStart(t, res.Header["Range"]), float64(before-clock0)/tsindex.PCRHz; math.Abs(pos-was) > 0.2 {
+		t.Errorf("resumed at npt %.3f, the last PCR before the pause was at %.3f s", pos, was)
+	}
+
+	// seek: to the keyframe at or before 10.5 s, whose picture comes first
+	want := -1
+	for k, kf := range idx.Keyframes {
+		if npt(kf.Offset) <= 10.5 {
+			want = k
+		}
+	}
 	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=10.5-")
 	if res.StatusCode != 200 {
 		t.Fatalf("seek: %s", statusLine(res))
 	}
-	if pos := rangeStart(t, res.Header["Range"]); pos < 9.4 || pos > 10.5 {
-		t.Errorf("seek to 10.5 s landed at %.3f", pos)
+	if pos, kf := rangeStart(t, res.Header["Range"]), npt(idx.Keyframes[want].Offset); math.Abs(pos-kf) > 0.002 {
+		t.Errorf("seek to 10.5 s: Range npt %.3f, the keyframe before is at %.3f", pos, kf)
 	}
-	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=25-"); res.StatusCode != 457 {
-		t.Errorf("seek past the end: %s", statusLine(res))
-	}
-	// fast forward at 4x: Scale echoed, keyframes at 4 s of media per second
-	res = c.do("PLAY", url+"/", "Session", id, "Scale", "4")
-	if res.StatusCode != 200 || res.Header["Scale"][0] != "4.000" {
-		t.Fatalf("Scale 4: %s %v", statusLine(res), res.Header["Scale"])
-	}
-	start := time.Now()
-	var first, lastTS uint32
-	pics := 0
-	for time.Since(start) < 1500*time.Millisecond {
-		c.c.SetReadDeadline(start.Add(1500 * time.Millisecond))
-		ch, b, err := c.frame()
-		if err != nil {
-			break
-		}
-		var p rtp.Packet
-		if ch != 0 || p.Unmarshal(b) != nil {
-			continue
-		}
-		if pics == 0 || p.Timestamp != lastTS {
-			if pics == 0 {
-				first = p.Timestamp
+	firstPTS := int64(-1)
+	for _, m := range c.readMedia(300 * time.Millisecond) {
+		for _, p := range m.ts {
+			if p.pid == idx.VideoPID && p.pts >= 0 && firstPTS < 0 {
+				firstPTS = p.pts
 			}
-			pics++
-			lastTS = p.Timestamp
 		}
 	}
-	speed := float64(lastTS-first) / 90000 / 1.5
-	t.Logf("scale 4: %d pictures, %.2f x", pics, speed)
-	if pics < 4 || speed < 2.5 || speed > 5.5 {
-		t.Errorf("scale 4 gave %d pictures at %.2f x", pics, speed)
+	if wantPTS := idx.Keyframes[want].PTS % (1 << 33); firstPTS != wantPTS {
+		t.Errorf("first picture after the seek has PTS %d, the keyframe before 10.5 s %d", firstPTS, wantPTS)
+	}
+	for _, r := range []string{"npt=0-", "npt=0.000-"} {
+		res = c.do("PLAY", url+"/", "Session", id, "Range", r)
+		if res.StatusCode != 200 || rangeStart(t, res.Header["Range"]) != 0 {
+			t.Errorf("Range %s: %s %v", r, statusLine(res), res.Header["Range"])
+		}
+	}
+	for _, r := range []string{"npt=25-", "npt=20.5-"} {
+		if res := c.do("PLAY", url+"/", "Session", id, "Range", r); res.StatusCode != 457 {
+			t.Errorf("Range %s past the end: %s", r, statusLine(res))
+		}
+	}
+
+	// trick play
+	for _, tc := range []struct {
+		scale float64
+		from  string
+	}{{2, "2"}, {4, "2"}, {8, "2"}, {-2, "18"}, {-4, "18"}, {-8, "18"}} {
+		res = c.do("PLAY", url+"/", "Session", id, "Range", "npt="+tc.from+"-", "Scale", strconv.FormatFloat(tc.scale, 'f', -1, 64))
+		if want := strconv.FormatFloat(tc.scale, 'f', 3, 64); res.StatusCode != 200 || len(res.Header["Scale"]) != 1 || res.Header["Scale"][0] != want {
+			t.Fatalf("Scale %v: %s, Scale %v, want %s", tc.scale, statusLine(res), res.Header["Scale"], want)
+		}
+		type pic struct {
+			at  time.Time
+			pts int64
+		}
+		var pics []pic
+		for _, m := range c.readMedia(1200 * time.Millisecond) {
+			for _, p := range m.ts {
+				switch {
+				case p.pid != idx.VideoPID && p.pid != 0 && p.pid != idx.PMTPID:
+					t.Fatalf("Scale %v: a packet of PID %#x (only pictures and tables are sent)", tc.scale, p.pid)
+				case p.pid == idx.VideoPID && p.pts >= 0:
+					if !isKeyframePTS(idx, p.pts) {
+						t.Fatalf("Scale %v: picture with PTS %d is not a keyframe", tc.scale, p.pts)
+					}
+					pics = append(pics, pic{m.at, p.pts})
+				}
+			}
+		}
+		if len(pics) < 3 {
+			t.Fatalf("Scale %v: %d pictures in 1.2 s", tc.scale, len(pics))
+		}
+		first, last := pics[0], pics[len(pics)-1]
+		speed := float64(last.pts-first.pts) / tsindex.PTSHz / last.at.Sub(first.at).Seconds()
+		t.Logf("Scale %v: %d keyframes, media at %.2f x wall time", tc.scale, len(pics), speed)
+		if speed/tc.scale < 0.75 || speed/tc.scale > 1.33 {
+			t.Errorf("Scale %v: media advanced at %.2f x wall time", tc.scale, speed)
+		}
+	}
+	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=5-", "Scale", "1")
+	if res.StatusCode != 200 || res.Header["Scale"][0] != "1.000" {
+		t.Fatalf("Scale 1: %s %v", statusLine(res), res.Header["Scale"])
+	}
+	audio := false
+	for _, m := range c.readMedia(500 * time.Millisecond) {
+		for _, p := range m.ts {
+			audio = audio || (p.pid != idx.VideoPID && p.pid != idx.PMTPID && p.pid != 0)
+		}
+	}
+	if !audio {
+		t.Error("normal play after trick play sends no audio")
 	}
 	if res := c.do("PLAY", url+"/", "Session", id, "Scale", "abc"); res.StatusCode != 400 {
 		t.Errorf("bad Scale: %s", statusLine(res))
@@ -139,4 +285,24 @@ func TestPauseResumeSeekScale(t *testing.T) {
 	if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
 		t.Errorf("TEARDOWN: %s", statusLine(res))
 	}
+	waitFor(t, 2*time.Second, "session gone", func() bool { return n.Stats().Sessions == 0 })
+}
+
+// isKeyframePTS reports whether pts (33 bits) is a keyframe's of idx.
+func isKeyframePTS(idx *tsindex.Index, pts int64) bool {
+	for _, k := range idx.Keyframes {
+		if k.PTS%(1<<33) == pts {
+			return true
+		}
+	}
+	return false
+}
+
+// waitPrefetch has the node fetch title completely before the test plays it.
+func waitPrefetch(t *testing.T, n *Node, title string) {
+	t.Helper()
+	if err := n.store.Prefetch(n.ctx, title); err != nil {
+		t.Fatal(err)
+	}
+	waitComplete(t, n, title)
 }
