@@ -165,7 +165,8 @@ func newManagerWith(t testing.TB, dir string, titles []*pb.Title, configure func
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	cc, err := grpc.NewClient(m.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(m.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(token.Bearer(token.NodeCredential(m.Secret))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,12 @@ type Manager struct {
 	// admission tokens, shared with the nodes, and of Digest nonces.
 	Secret []byte
 	Realm  string    // authentication realm, DefaultRealm
+	// AdminToken, when set, is the bearer token every Admin gRPC call must
+	// carry (vodctl --token). Empty: the Admin API is open to whoever
+	// reaches the gRPC port (fine on loopback; Start warns otherwise).
+	// NodeControl calls always carry the node credential derived from
+	// Secret (token.NodeCredential).
+	AdminToken string
 	BOSS   boss.BOSS // subscriber authentication and entitlement; required
 
 	// TokenTTL is how long a redirected client has to show up at its
@@ -140,6 +146,8 @@ type Manager struct {
 	st        store.Store
 	ownStore  bool
 	signer    *token.Signer
+	// nodeCredential is the bearer NodeControl callers must present.
+	nodeCredential string
 	nonces    *auth.Nonces
 	log       *slog.Logger
 	startedAt time.Time
@@ -172,6 +180,16 @@ func (m *Manager) HTTPAddr() string { return addrOf(m.httpLn) }
 
 // GRPCAddr returns the bound gRPC address (host:port), "" before Start.
 func (m *Manager) GRPCAddr() string { return addrOf(m.grpcLn) }
+
+// isLoopback reports whether addr (host:port) is on a loopback address.
+func isLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
 
 func addrOf(l net.Listener) string {
 	if l == nil {
@@ -311,7 +329,11 @@ func (m *Manager) Start() (err error) {
 	m.rtsp = &rtspServer{m: m, conns: map[net.Conn]struct{}{}}
 	m.httpSrv = &http.Server{Handler: m.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return m.ctx }}
-	m.grpcSrv = grpc.NewServer()
+	m.nodeCredential = token.NodeCredential(m.Secret)
+	if m.AdminToken == "" && !isLoopback(m.GRPCAddr()) {
+		m.log.Warn("the Admin API is open to anyone who reaches the gRPC port: set an admin token", "grpc", m.GRPCAddr())
+	}
+	m.grpcSrv = grpc.NewServer(m.grpcAuth()...)
 	pb.RegisterNodeControlServer(m.grpcSrv, &nodeControl{m: m})
 	pb.RegisterAdminServer(m.grpcSrv, &admin{m: m})
 	m.goRun(func() { m.rtsp.serve(m.rtspLn) })

@@ -25,19 +25,20 @@ type Config struct {
 
 // ManagerConfig configures `vodcluster manager` (acm + lsm + smm).
 type ManagerConfig struct {
-	RTSPListen    string          `yaml:"rtsp_listen"`           // front door RTSP, default ":8554"
-	HTTPListen    string          `yaml:"http_listen"`           // front door HTTP, default ":8080"
-	GRPCListen    string          `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
-	DataDir       string          `yaml:"data_dir"`              // badger state directory
-	Origin        string          `yaml:"origin"`                // CDP gRPC host:port
-	SecretFile    string          `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
-	UsersFile     string          `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
-	Realm         string          `yaml:"realm"`                 // authentication realm, default "vodcluster"
-	TokenTTL      time.Duration   `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
-	QueueDeadline time.Duration   `yaml:"queue_deadline"`        // longest wait for a node, default 5s
-	MaxSessions   int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
-	Scheduler     SchedulerConfig `yaml:"scheduler"`
-	Storage       StorageConfig   `yaml:"storage"`
+	RTSPListen     string          `yaml:"rtsp_listen"`           // front door RTSP, default ":8554"
+	HTTPListen     string          `yaml:"http_listen"`           // front door HTTP, default ":8080"
+	GRPCListen     string          `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
+	DataDir        string          `yaml:"data_dir"`              // badger state directory
+	Origin         string          `yaml:"origin"`                // CDP gRPC host:port
+	SecretFile     string          `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
+	UsersFile      string          `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
+	AdminTokenFile string          `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open
+	Realm          string          `yaml:"realm"`                 // authentication realm, default "vodcluster"
+	TokenTTL       time.Duration   `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
+	QueueDeadline  time.Duration   `yaml:"queue_deadline"`        // longest wait for a node, default 5s
+	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
+	Scheduler      SchedulerConfig `yaml:"scheduler"`
+	Storage        StorageConfig   `yaml:"storage"`
 }
 
 // SchedulerConfig configures lsm (see lsm.Config); zero values keep

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +45,16 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 	users, err := boss.LoadFile(c.UsersFile)
 	if err != nil {
 		return nil, err
+	}
+	var adminToken string
+	if c.AdminTokenFile != "" {
+		b, err := os.ReadFile(c.AdminTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		if adminToken = strings.TrimSpace(string(b)); len(adminToken) < 16 {
+			return nil, fmt.Errorf("admin token %s: %d characters, need at least 16", c.AdminTokenFile, len(adminToken))
+		}
 	}
 	sched := schedulerConfig(c.Scheduler)
 	if err := sched.Validate(); err != nil {

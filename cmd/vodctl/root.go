@@ -16,11 +16,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/probe"
+	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
 )
 
 type globals struct {
 	manager string
+	token   string
 	json    bool
 	timeout time.Duration
 }
@@ -34,6 +36,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
+	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("VODCTL_TOKEN"), "the manager's admin token, when it has one ($VODCTL_TOKEN)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
@@ -81,7 +84,11 @@ func playCmd(g *globals) *cobra.Command {
 
 // admin dials the manager and runs f with an Admin client.
 func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Message, error), table func(m proto.Message, w *tabwriter.Writer)) error {
-	conn, err := grpc.NewClient(g.manager, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if g.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)))
+	}
+	conn, err := grpc.NewClient(g.manager, opts...)
 	if err != nil {
 		return err
 	}

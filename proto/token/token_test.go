@@ -1,10 +1,15 @@
 package token
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 func TestSignVerify(t *testing.T) {
@@ -53,5 +58,23 @@ func TestSignVerify(t *testing.T) {
 	}
 	if _, err := NewSigner([]byte("short")); err == nil {
 		t.Error("short key accepted")
+	}
+}
+
+func TestNodeCredentialAndBearer(t *testing.T) {
+	a := NodeCredential([]byte("0123456789abcdef"))
+	if a == NodeCredential([]byte("0123456789abcdeX")) || len(a) != 64 {
+		t.Fatalf("credential %q not bound to the secret", a)
+	}
+	md, _ := Bearer(a).GetRequestMetadata(context.Background())
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.New(md))
+	if err := CheckBearer(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckBearer(ctx, a+"x"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("wrong credential: %v", err)
+	}
+	if err := CheckBearer(context.Background(), a); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("no metadata: %v", err)
 	}
 }
