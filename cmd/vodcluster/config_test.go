@@ -57,3 +57,11 @@ func TestConfigStrict(t *testing.T) {
 		t.Fatal("clusterSecret not kept across calls")
 	}
 }
+
+func TestK8sConfigsLoad(t *testing.T) {
+	for _, f := range []string{"manager.yaml", "node.yaml", "cdp.yaml"} {
+		if _, err := loadConfig(filepath.Join("..", "..", "deploy", "k8s", "config", f)); err != nil {
+			t.Fatalf("k8s %s: %v", f, err)
+		}
+	}
+}
