@@ -69,13 +69,39 @@ func (c clockOf) seconds(off int64) float64 {
 	return float64(c.at(off)-c.at(0)) / tsindex.PCRHz
 }
 
-// keyframeBefore returns the offset of the last keyframe whose position
-// (npt by the stream clock) is at or before npt seconds, or -1 when none.
-func (c clockOf) keyframeBefore(npt float64) int64 {
-	kfs := c.idx.Keyframes
-	i := sort.Search(len(kfs), func(i int) bool { return c.seconds(kfs[i].Offset) > npt })
-	if i == 0 {
-		return -1
+// keyframeNPT returns the normal play time of keyframe k, seconds: its
+// presentation time from the title's first picture (RFC 2326 §3.6: the
+// position the viewer sees), or its stream-clock position when the
+// keyframes carry no PTS.
+func (c clockOf) keyframeNPT(k int) float64 {
+	kf := c.idx.Keyframes[k]
+	if kf.PTS >= 0 && c.idx.FirstPTS >= 0 {
+		return float64(kf.PTS-c.idx.FirstPTS) / tsindex.PTSHz
 	}
-	return kfs[i-1].Offset
+	return c.seconds(kf.Offset)
+}
+
+// npt returns the normal play time at byte offset off, seconds: the
+// stream clock there, shifted by how much later than it is sent the last
+// keyframe at or before off is presented (the mux's decoder delay), so
+// that a keyframe's offset maps to its presentation time exactly. Never
+// negative.
+func (c clockOf) npt(off int64) float64 {
+	s := c.seconds(off)
+	kfs := c.idx.Keyframes
+	if k := sort.Search(len(kfs), func(i int) bool { return kfs[i].Offset > off }) - 1; k >= 0 {
+		s += c.keyframeNPT(k) - c.seconds(kfs[k].Offset)
+	}
+	return max(s, 0)
+}
+
+// keyframeBefore returns the offset and the normal play time of the last
+// keyframe presented at or before npt seconds; -1 when there is none.
+func (c clockOf) keyframeBefore(npt float64) (int64, float64) {
+	kfs := c.idx.Keyframes
+	i := sort.Search(len(kfs), func(i int) bool { return c.keyframeNPT(i) > npt })
+	if i == 0 {
+		return -1, 0
+	}
+	return kfs[i-1].Offset, c.keyframeNPT(i - 1)
 }

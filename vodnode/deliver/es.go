@@ -213,11 +213,11 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	}
 	ck := clockOf{idx: idx, bitrate: s.cfg.Bitrate}
 	if npt >= 0 {
-		if complete && ck.ok() && npt >= ck.seconds(idx.Size) {
+		if complete && ck.ok() && npt >= ck.npt(idx.Size) {
 			return info, ErrRange
 		}
 		s.pos = 0
-		if off := ck.keyframeBefore(npt); off >= 0 && npt > 0 && ck.ok() {
+		if off, _ := ck.keyframeBefore(npt); off >= 0 && npt > 0 && ck.ok() {
 			s.pos = off
 		}
 	}
@@ -231,7 +231,7 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	for i := range 2 {
 		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts)}
 		if ck.ok() {
-			info[i].NPT = ck.seconds(s.pos)
+			info[i].NPT = ck.npt(s.pos)
 		}
 	}
 	return info, nil
@@ -294,7 +294,7 @@ func (s *ESStream) Pause() float64 {
 	if !ck.ok() {
 		return 0
 	}
-	return ck.seconds(s.pos)
+	return ck.npt(s.pos)
 }
 
 // SetScale returns 1: elementary-stream sessions play at normal speed only.

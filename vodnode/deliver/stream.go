@@ -165,10 +165,11 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 }
 
 // Seek stops sending (a playing stream is paused) and, for npt >= 0, moves
-// to the keyframe at or before npt seconds (into a part still filling: to
-// the offset the bitrate gives); npt < 0 keeps the position. It returns the
-// position and the RTP sequence number and timestamp the stream will go on
-// with. Errors: ErrRange when npt is at or past the end of a complete
+// to the keyframe presented at or before npt seconds of normal play time
+// (the presentation time from the title's first picture; into a part
+// still filling: to the offset the bitrate gives); npt < 0 keeps the
+// position. It returns the position (npt) and the RTP sequence number and
+// timestamp the stream will go on with. Errors: ErrRange when npt is at or past the end of a complete
 // title, ErrEnded, or the fill's error.
 func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	s.mu.Lock()
@@ -181,23 +182,27 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 		return PlayInfo{}, err
 	}
 	ck := s.clock(idx, complete)
+	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
+	seekNPT := -1.0
 	if npt >= 0 {
-		off, err := s.seekOffset(idx, complete, ck, npt)
+		off, at, err := s.seekOffset(idx, complete, ck, npt)
 		if err != nil {
 			return PlayInfo{}, err
 		}
-		s.pos = off
+		s.pos, seekNPT = off, at
 		s.kf = -1
 		s.injectPSI = off > 0
 	}
 	if s.state == statePlaying {
 		s.state = statePaused
 	}
-	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
 	if ck.ok() {
 		s.setClock0(ck)
 		info.RTPTime = s.rtpTime(ck, s.pos)
-		info.NPT = ck.seconds(s.pos)
+		info.NPT = ck.npt(s.pos)
+		if seekNPT >= 0 {
+			info.NPT = seekNPT
+		}
 	}
 	return info, nil
 }
@@ -223,28 +228,32 @@ func (s *Stream) Resume() {
 	}
 }
 
-func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (int64, error) {
+// seekOffset returns where a play from npt seconds starts and its npt:
+// the keyframe presented at or before npt; into a part still filling
+// without keyframes indexed, the offset the bitrate gives.
+func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (int64, float64, error) {
 	if npt == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
-	if complete && ck.ok() && npt >= ck.seconds(idx.Size) {
-		return 0, ErrRange
+	if complete && ck.ok() && npt >= ck.npt(idx.Size) {
+		return 0, 0, ErrRange
 	}
-	if complete || (ck.ok() && npt < ck.seconds(idx.Size)) {
+	if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
 		if !ck.ok() {
-			return 0, nil
+			return 0, 0, nil
 		}
-		if off := ck.keyframeBefore(npt); off >= 0 {
-			return off, nil
+		if off, at := ck.keyframeBefore(npt); off >= 0 {
+			return off, at, nil
 		}
 		off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
-		return max(off-off%TSPacketSize, 0), nil
+		off = max(off-off%TSPacketSize, 0)
+		return off, ck.npt(off), nil
 	}
 	if s.cfg.Bitrate <= 0 {
-		return 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
+		return 0, 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
 	}
 	off := int64(npt * float64(s.cfg.Bitrate) / 8)
-	return off - off%TSPacketSize, nil
+	return off - off%TSPacketSize, npt, nil
 }
 
 // Pause stops sending and returns the position, seconds; Play(-1) resumes
@@ -271,7 +280,7 @@ func (s *Stream) positionLocked() float64 {
 	if !ck.ok() {
 		return 0
 	}
-	return ck.seconds(s.pos)
+	return ck.npt(s.pos)
 }
 
 // Playing reports whether the stream is playing (not ready, paused or ended).
