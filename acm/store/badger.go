@@ -88,8 +88,12 @@ func (b *Badger) Close() error {
 }
 
 // guard holds the read lock while the database is open; it fails with
-// ErrClosed after Close.
-func (b *Badger) guard() (func(), error) {
+// ErrClosed after Close and with ctx's error when ctx is done (badger's
+// calls are local and short: a context is only checked before them).
+func (b *Badger) guard(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -103,7 +107,7 @@ func key(prefix []byte, id string) []byte {
 }
 
 // PutSession implements Store.
-func (b *Badger) PutSession(_ context.Context, s Session) error {
+func (b *Badger) PutSession(ctx context.Context, s Session) error {
 	if s.ID == "" {
 		return fmt.Errorf("store: session without id")
 	}
@@ -111,7 +115,7 @@ func (b *Badger) PutSession(_ context.Context, s Session) error {
 	if err != nil {
 		return fmt.Errorf("store: session %s: %w", s.ID, err)
 	}
-	unlock, err := b.guard()
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
 	}
@@ -120,8 +124,8 @@ func (b *Badger) PutSession(_ context.Context, s Session) error {
 }
 
 // DeleteSession implements Store.
-func (b *Badger) DeleteSession(_ context.Context, id string) error {
-	unlock, err := b.guard()
+func (b *Badger) DeleteSession(ctx context.Context, id string) error {
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,8 +134,8 @@ func (b *Badger) DeleteSession(_ context.Context, id string) error {
 }
 
 // Session implements Store.
-func (b *Badger) Session(_ context.Context, id string) (Session, error) {
-	unlock, err := b.guard()
+func (b *Badger) Session(ctx context.Context, id string) (Session, error) {
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return Session{}, err
 	}
@@ -151,9 +155,9 @@ func (b *Badger) Session(_ context.Context, id string) (Session, error) {
 }
 
 // Sessions implements Store.
-func (b *Badger) Sessions(_ context.Context) ([]Session, error) {
+func (b *Badger) Sessions(ctx context.Context) ([]Session, error) {
 	var out []Session
-	err := b.scan(prefixSession, func(v []byte) error {
+	err := b.scan(ctx, prefixSession, func(v []byte) error {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
 			return err
@@ -166,11 +170,11 @@ func (b *Badger) Sessions(_ context.Context) ([]Session, error) {
 
 // PutState implements Store. It fails on a name that does not match
 // StateNamePattern.
-func (b *Badger) PutState(_ context.Context, name string, value []byte) error {
+func (b *Badger) PutState(ctx context.Context, name string, value []byte) error {
 	if !StateNamePattern.MatchString(name) {
 		return fmt.Errorf("store: state name %q: want %s", name, StateNamePattern)
 	}
-	unlock, err := b.guard()
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
 	}
@@ -180,8 +184,8 @@ func (b *Badger) PutState(_ context.Context, name string, value []byte) error {
 }
 
 // State implements Store.
-func (b *Badger) State(_ context.Context, name string) ([]byte, error) {
-	unlock, err := b.guard()
+func (b *Badger) State(ctx context.Context, name string) ([]byte, error) {
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +206,9 @@ func (b *Badger) State(_ context.Context, name string) ([]byte, error) {
 }
 
 // Titles implements Store.
-func (b *Badger) Titles(_ context.Context) ([]Title, error) {
+func (b *Badger) Titles(ctx context.Context) ([]Title, error) {
 	var out []Title
-	err := b.scan(prefixTitle, func(v []byte) error {
+	err := b.scan(ctx, prefixTitle, func(v []byte) error {
 		var t Title
 		if err := json.Unmarshal(v, &t); err != nil {
 			return err
@@ -215,8 +219,8 @@ func (b *Badger) Titles(_ context.Context) ([]Title, error) {
 	return out, err
 }
 
-func (b *Badger) scan(prefix []byte, fn func(v []byte) error) error {
-	unlock, err := b.guard()
+func (b *Badger) scan(ctx context.Context, prefix []byte, fn func(v []byte) error) error {
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
 	}
@@ -236,7 +240,7 @@ func (b *Badger) scan(prefix []byte, fn func(v []byte) error) error {
 // ReplaceTitles implements Store. A catalog too large for one transaction
 // is written in several; a crash in between leaves a mix of the old and
 // the new catalog, which the next refresh repairs.
-func (b *Badger) ReplaceTitles(_ context.Context, titles []Title) error {
+func (b *Badger) ReplaceTitles(ctx context.Context, titles []Title) error {
 	want := make(map[string][]byte, len(titles))
 	for i := range titles {
 		if titles[i].ID == "" {
@@ -248,7 +252,7 @@ func (b *Badger) ReplaceTitles(_ context.Context, titles []Title) error {
 		}
 		want[titles[i].ID] = v
 	}
-	unlock, err := b.guard()
+	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
 	}

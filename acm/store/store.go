@@ -87,3 +87,29 @@ type Store interface {
 	// Close releases the store.
 	Close() error
 }
+
+// Locker is implemented by a Store that several managers share (Redis):
+// named locks with an expiry, each held by the holder that took it, which
+// elect the one manager that does a job no two should do at once (the
+// storage planner). A store of one manager (Badger) has no Locker: that
+// manager holds every lock.
+//
+// A lock is a lease: it expires ttl after it was taken or last renewed,
+// so a holder that dies loses it then. A holder must renew well within
+// ttl and stop acting as the holder when a renewal fails and ttl has
+// passed since the last successful one.
+type Locker interface {
+	// TryLock takes lock name for holder (a string unique to the caller)
+	// for ttl when nobody holds it. It returns true when holder holds the
+	// lock after the call (also when it already did), false when another
+	// holder does. Errors: a name not matching StateNamePattern, an empty
+	// holder, ttl under a millisecond, the store's errors.
+	TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// RenewLock extends holder's lock name to ttl from now. It returns
+	// false (and extends nothing) when holder does not hold it: it expired
+	// or another holder took it.
+	RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// Unlock releases holder's lock name; it returns false (and releases
+	// nothing) when holder does not hold it.
+	Unlock(ctx context.Context, name, holder string) (bool, error)
+}

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRedisPrefix is the key prefix of a Redis store whose
+// RedisOptions.Prefix is empty.
+const DefaultRedisPrefix = "vodcluster:"
+
+// Redis key names under the prefix.
+const (
+	redisSessions = "sessions" // hash: session id -> Session JSON
+	redisTitles   = "titles"   // hash: title id -> Title JSON
+	redisState    = "state"    // hash: state name -> value
+	redisLock     = "lock:"    // string per lock: lock:<name> -> holder, with an expiry
+)
+
+// redisBatch is how many hash fields one HSET carries (a large catalog is
+// sent as several HSETs inside one MULTI/EXEC).
+const redisBatch = 1000
+
+// RedisOptions configures OpenRedis.
+type RedisOptions struct {
+	// Addr is the server's host:port; required.
+	Addr string
+	// Username and Password authenticate (Redis ACL user, or only
+	// Password for requirepass); empty: no AUTH.
+	Username string
+	Password string
+	// DB is the logical database number (SELECT), 0 by default.
+	DB int
+	// Prefix starts every key of this store, so that several clusters can
+	// share one Redis; empty means DefaultRedisPrefix.
+	Prefix string
+	// TLS, when set, makes the connection TLS with this configuration.
+	TLS *tls.Config
+	// DialTimeout bounds connecting and the PING of OpenRedis, 5 s when 0.
+	DialTimeout time.Duration
+}
+
+// Redis is the shared Store: several managers keep their sessions,
+// catalog and named state in one Redis (go-redis/v9), under a key prefix.
+// Sessions, titles and states are three hashes (<prefix>sessions,
+// <prefix>titles, <prefix>state) whose fields are ids and whose values
+// are the JSON of Session and Title (raw bytes for states). A call's
+// context deadline bounds its round trip. Redis is also a Locker: the
+// leader lock of the managers sharing it.
+//
+// Durability is Redis's: a call returns when the server acknowledged the
+// write; configure the server's persistence (appendonly) accordingly.
+type Redis struct {
+	c      *redis.Client
+	prefix string
+	closed atomic.Bool
+}
+
+var (
+	_ Store  = (*Redis)(nil)
+	_ Locker = (*Redis)(nil)
+)
+
+// OpenRedis connects to the Redis of opts and checks it answers (PING,
+// bounded by opts.DialTimeout). Errors: an empty or malformed Addr, a
+// negative DB, or a server that cannot be reached or refuses the
+// credentials.
+func OpenRedis(opts RedisOptions) (*Redis, error) {
+	if opts.Addr == "" {
+		return nil, errors.New("store: redis: empty address")
+	}
+	if opts.DB < 0 {
+		return nil, fmt.Errorf("store: redis: db %d < 0", opts.DB)
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultRedisPrefix
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	c := redis.NewClient(&redis.Options{
+		Addr:                  opts.Addr,
+		Username:              opts.Username,
+		Password:              opts.Password,
+		DB:                    opts.DB,
+		TLSConfig:             opts.TLS,
+		DialTimeout:           opts.DialTimeout,
+		ContextTimeoutEnabled: true,
+		DisableIdentity:       true,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), opts.DialTimeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store: redis %s: %w", opts.Addr, err)
+	}
+	return &Redis{c: c, prefix: opts.Prefix}, nil
+}
+
+// Prefix returns the key prefix in use.
+func (r *Redis) Prefix() string { return r.prefix }
+
+// Close implements Store: it closes the connections; calls in flight fail
+// with ErrClosed. Closing twice is not an error.
+func (r *Redis) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	return r.c.Close()
+}
+
+func (r *Redis) key(name string) string { return r.prefix + name }
+
+// check fails with ErrClosed after Close.
+func (r *Redis) check() error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// wrap maps go-redis errors: a closed client is ErrClosed; what names a
+// missing key or field is the caller's to map to ErrNotFound.
+func (r *Redis) wrap(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redis.ErrClosed) || r.closed.Load():
+		return fmt.Errorf("%w: %s: %v", ErrClosed, what, err)
+	}
+	return fmt.Errorf("store: redis: %s: %w", what, err)
+}
+
+// PutSession implements Store.
+func (r *Redis) PutSession(ctx context.Context, s Session) error {
+	if s.ID == "" {
+		return errors.New("store: session without id")
+	}
+	v, err := json.Marshal(&s)
+	if err != nil {
+		return fmt.Errorf("store: session %s: %w", s.ID, err)
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	return r.wrap("put session "+s.ID, r.c.HSet(ctx, r.key(redisSessions), s.ID, v).Err())
+}
+
+// DeleteSession implements Store.
+func (r *Redis) DeleteSession(ctx context.Context, id string) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	return r.wrap("delete session "+id, r.c.HDel(ctx, r.key(redisSessions), id).Err())
+}
+
+// Session implements Store.
+func (r *Redis) Session(ctx context.Context, id string) (Session, error) {
+	if err := r.check(); err != nil {
+		return Session{}, err
+	}
+	b, err := r.c.HGet(ctx, r.key(redisSessions), id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Session{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Session{}, r.wrap("session "+id, err)
+	}
+	var s Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Session{}, fmt.Errorf("store: session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// Sessions implements Store. The hash is read with HSCAN, so a large
+// table does not block the server; sessions written during the scan may
+// or may not be included.
+func (r *Redis) Sessions(ctx context.Context) ([]Session, error) {
+	vals, err := r.scanHash(ctx, redisSessions)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Session, 0, len(vals))
+	for id, v := range vals {
+		var s Session
+		if err := json.Unmarshal([]byte(v), &s); err != nil {
+			return nil, fmt.Errorf("store: session %s: %w", id, err)
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// scanHash returns every field of hash name (HSCAN; a field seen twice is
+// kept once).
+func (r *Redis) scanHash(ctx context.Context, name string) (map[string]string, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var cursor uint64
+	for {
+		kv, next, err := r.c.HScan(ctx, r.key(name), cursor, "", redisBatch).Result()
+		if err != nil {
+			return nil, r.wrap("scan "+name, err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
+}
+
+// ReplaceTitles implements Store: the titles hash is deleted and written
+// again inside one MULTI/EXEC, so readers see the old catalog or the new
+// one, never a mix.
+func (r *Redis) ReplaceTitles(ctx context.Context, titles []Title) error {
+	fields := make([]any, 0, 2*len(titles))
+	for i := range titles {
+		if titles[i].ID == "" {
+			return errors.New("store: title without id")
+		}
+		v, err := json.Marshal(&titles[i])
+		if err != nil {
+			return fmt.Errorf("store: title %s: %w", titles[i].ID, err)
+		}
+		fields = append(fields, titles[i].ID, v)
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	k := r.key(redisTitles)
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, k)
+		for len(fields) > 0 {
+			n := min(len(fields), 2*redisBatch)
+			p.HSet(ctx, k, fields[:n]...)
+			fields = fields[n:]
+		}
+		return nil
+	})
+	return r.wrap("replace titles", err)
+}
+
+// Titles implements Store.
+func (r *Redis) Titles(ctx context.Context) ([]Title, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	// HGETALL, not HSCAN: the catalog is read whole at once, as
+	// ReplaceTitles wrote it.
+	vals, err := r.c.HGetAll(ctx, r.key(redisTitles)).Result()
+	if err != nil {
+		return nil, r.wrap("titles", err)
+	}
+	out := make([]Title, 0, len(vals))
+	for id, v := range vals {
+		var t Title
+		if err := json.Unmarshal([]byte(v), &t); err != nil {
+			return nil, fmt.Errorf("store: title %s: %w", id, err)
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PutState implements Store. It fails on a name that does not match
+// StateNamePattern.
+func (r *Redis) PutState(ctx context.Context, name string, value []byte) error {
+	if !StateNamePattern.MatchString(name) {
+		return fmt.Errorf("store: state name %q: want %s", name, StateNamePattern)
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	return r.wrap("put state "+name, r.c.HSet(ctx, r.key(redisState), name, value).Err())
+}
+
+// State implements Store.
+func (r *Redis) State(ctx context.Context, name string) ([]byte, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	b, err := r.c.HGet(ctx, r.key(redisState), name).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: state %s", ErrNotFound, name)
+	}
+	return b, r.wrap("state "+name, err)
+}

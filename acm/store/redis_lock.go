@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// renewScript extends the lock KEYS[1] to ARGV[2] ms when ARGV[1] holds
+// it (compare-and-pexpire): 1 when extended, 0 otherwise.
+var renewScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// unlockScript deletes the lock KEYS[1] when ARGV[1] holds it
+// (compare-and-delete): 1 when released, 0 otherwise.
+var unlockScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0
+`)
+
+func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
+	if !StateNamePattern.MatchString(name) {
+		return fmt.Errorf("store: lock name %q: want %s", name, StateNamePattern)
+	}
+	if holder == "" {
+		return errors.New("store: lock holder is empty")
+	}
+	if needTTL && ttl < time.Millisecond {
+		return fmt.Errorf("store: lock ttl %v: want at least 1ms", ttl)
+	}
+	return nil
+}
+
+// TryLock implements Locker with SET key holder NX PX ttl. When the SET
+// finds the key taken, a GET tells whether holder is the one holding it
+// (a retried SET whose first attempt took the lock).
+func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if err := checkLock(name, holder, ttl, true); err != nil {
+		return false, err
+	}
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	k := r.key(redisLock + name)
+	err := r.c.Do(ctx, "SET", k, holder, "NX", "PX", ttl.Milliseconds()).Err()
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, redis.Nil) {
+		return false, r.wrap("lock "+name, err)
+	}
+	cur, err := r.c.Get(ctx, k).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil // expired between the two calls: the next try takes it
+	}
+	if err != nil {
+		return false, r.wrap("lock "+name, err)
+	}
+	return cur == holder, nil
+}
+
+// RenewLock implements Locker with a compare-and-pexpire script.
+func (r *Redis) RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if err := checkLock(name, holder, ttl, true); err != nil {
+		return false, err
+	}
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	n, err := renewScript.Run(ctx, r.c, []string{r.key(redisLock + name)}, holder, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, r.wrap("renew lock "+name, err)
+	}
+	return n == 1, nil
+}
+
+// Unlock implements Locker with a compare-and-delete script.
+func (r *Redis) Unlock(ctx context.Context, name, holder string) (bool, error) {
+	if err := checkLock(name, holder, 0, false); err != nil {
+		return false, err
+	}
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	n, err := unlockScript.Run(ctx, r.c, []string{r.key(redisLock + name)}, holder).Int()
+	if err != nil {
+		return false, r.wrap("unlock "+name, err)
+	}
+	return n == 1, nil
+}
