@@ -34,7 +34,7 @@ type Server struct {
 }
 
 // Start runs redis-server on a free 127.0.0.1 port with no persistence
-// (--save ” --appendonly no, its directory a temporary one), waits until
+// (--save "" --appendonly no, its directory a temporary one), waits until
 // it answers PING (10 s at most) and kills it in t's Cleanup. Without the
 // redis-server binary it skips t, or fails it when RequireEnv is set.
 func Start(t testing.TB) *Server {
