@@ -62,7 +62,8 @@ type Session struct {
 // Store is the manager's durable state. Implementations are safe for
 // concurrent use; a call returns after the change is durable (on disk or
 // acknowledged by the shared store). Every method fails with ErrClosed
-// after Close.
+// after Close, and with the context's error (wrapped) when its context
+// is done before the call completes.
 type Store interface {
 	// PutSession inserts or replaces session s.ID.
 	PutSession(ctx context.Context, s Session) error

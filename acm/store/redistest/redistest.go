@@ -28,16 +28,27 @@ type Server struct {
 	// Addr is the server's host:port on 127.0.0.1.
 	Addr string
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	done     chan struct{}
+	password string // --requirepass, for the PING and Client
+}
+
+func passwordOf(args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // Start runs redis-server on a free 127.0.0.1 port with no persistence
 // (--save "" --appendonly no, its directory a temporary one), waits until
 // it answers PING (10 s at most) and kills it in t's Cleanup. Without the
 // redis-server binary it skips t, or fails it when RequireEnv is set.
-func Start(t testing.TB) *Server {
+// args are more redis-server options ("--requirepass", "secret").
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -55,7 +66,7 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := start(bin, dir, port)
+		s, err := start(bin, dir, port, args)
 		if err == nil {
 			t.Cleanup(s.stop)
 			return s
@@ -75,10 +86,11 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func start(bin, dir string, port int) (*Server, error) {
+func start(bin, dir string, port int, args []string) (*Server, error) {
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), out: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
+	s.cmd = exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"}, args...)...)
+	s.password = passwordOf(args)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
@@ -87,7 +99,7 @@ func start(bin, dir string, port int) (*Server, error) {
 		s.cmd.Wait()
 		close(s.done)
 	}()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -112,7 +124,7 @@ func start(bin, dir string, port int) (*Server, error) {
 
 // Client returns a go-redis client of the server, closed in t's Cleanup.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

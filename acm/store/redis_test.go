@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store/redistest"
+)
+
+func openRedis(t *testing.T, o RedisOptions) *Redis {
+	t.Helper()
+	r, err := OpenRedis(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestRedisPrefixesIsolate: two clusters on one Redis under two prefixes
+// (and a third database) never see each other's sessions, titles, state
+// or locks; the default prefix is DefaultRedisPrefix.
+func TestRedisPrefixesIsolate(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	a := openRedis(t, RedisOptions{Addr: srv.Addr})
+	b := openRedis(t, RedisOptions{Addr: srv.Addr, Prefix: "other:"})
+	c := openRedis(t, RedisOptions{Addr: srv.Addr, DB: 1})
+	if a.Prefix() != DefaultRedisPrefix {
+		t.Fatalf("default prefix %q", a.Prefix())
+	}
+	if err := a.PutSession(ctx, testSession("s1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReplaceTitles(ctx, []Title{{ID: "t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutState(ctx, "pins", []byte("[]")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.TryLock(ctx, "planner", "a", time.Minute); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	for name, o := range map[string]*Redis{"prefix": b, "db": c} {
+		if ss, err := o.Sessions(ctx); err != nil || len(ss) != 0 {
+			t.Errorf("%s: sessions of the other cluster: %v %v", name, ss, err)
+		}
+		if tt, err := o.Titles(ctx); err != nil || len(tt) != 0 {
+			t.Errorf("%s: titles of the other cluster: %v %v", name, tt, err)
+		}
+		if _, err := o.State(ctx, "pins"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: state of the other cluster: %v", name, err)
+		}
+		if ok, err := o.TryLock(ctx, "planner", "b", time.Minute); !ok || err != nil {
+			t.Errorf("%s: lock held by the other cluster: %v %v", name, ok, err)
+		}
+	}
+	raw := srv.Client(t)
+	n, err := raw.Exists(ctx, "vodcluster:sessions", "vodcluster:titles", "vodcluster:state", "vodcluster:lock:planner").Result()
+	if err != nil || n != 4 {
+		t.Fatalf("keys under the default prefix: %d %v", n, err)
+	}
+}
+
+// TestRedisDeadlineHonoured: while the server answers nobody (CLIENT
+// PAUSE), a call returns with its context's deadline, and the store works
+// again once the server does.
+func TestRedisDeadlineHonoured(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	if err := srv.Client(t).Do(ctx, "CLIENT", "PAUSE", "1000", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := r.PutSession(short, testSession("s1")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("put while the server is paused: %v, want DeadlineExceeded", err)
+	}
+	long, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel2()
+	if err := r.PutSession(long, testSession("s2")); err != nil {
+		t.Fatalf("put after the pause: %v", err)
+	}
+	if _, err := r.Session(long, "s2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedisServerGone: with the server dead, calls fail (not found is not
+// an answer a dead server gives), each within its deadline.
+func TestRedisServerGone(t *testing.T) {
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	srv.Stop()
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return f(ctx)
+	}
+	if err := call(func(ctx context.Context) error { return r.PutSession(ctx, testSession("s1")) }); err == nil {
+		t.Fatal("put with the server dead succeeded")
+	}
+	if err := call(func(ctx context.Context) error { _, err := r.Session(ctx, "s1"); return err }); err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("session with the server dead: %v", err)
+	}
+	if err := call(func(ctx context.Context) error { _, err := r.TryLock(ctx, "planner", "a", time.Second); return err }); err == nil {
+		t.Fatal("lock with the server dead succeeded")
+	}
+}
+
+func TestOpenRedisErrors(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret-pass")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	ln.Close()
+	for name, o := range map[string]RedisOptions{
+		"no address":     {},
+		"negative db":    {Addr: srv.Addr, Password: "s3cret-pass", DB: -1},
+		"wrong password": {Addr: srv.Addr, Password: "wrong"},
+		"no password":    {Addr: srv.Addr},
+		"nobody there":   {Addr: closedAddr, DialTimeout: time.Second},
+	} {
+		if r, err := OpenRedis(o); err == nil {
+			r.Close()
+			t.Errorf("%s: opened", name)
+		}
+	}
+	r := openRedis(t, RedisOptions{Addr: srv.Addr, Password: "s3cret-pass"})
+	if err := r.PutSession(context.Background(), testSession("s1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedisLock: the lease is held by one holder at a time, renewed and
+// released only by its holder, and expires.
+func TestRedisLock(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	r2 := openRedis(t, RedisOptions{Addr: srv.Addr}) // the other manager
+	must := func(ok bool, err error) bool {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !must(r.TryLock(ctx, "planner", "a", time.Minute)) {
+		t.Fatal("free lock not taken")
+	}
+	if must(r2.TryLock(ctx, "planner", "b", time.Minute)) {
+		t.Fatal("held lock taken by another holder")
+	}
+	if !must(r.TryLock(ctx, "planner", "a", time.Minute)) {
+		t.Fatal("holder's second TryLock says not held")
+	}
+	if must(r2.RenewLock(ctx, "planner", "b", time.Minute)) {
+		t.Fatal("renewed by a holder that does not hold it")
+	}
+	if !must(r.RenewLock(ctx, "planner", "a", time.Hour)) {
+		t.Fatal("holder's renewal refused")
+	}
+	if ttl := srv.Client(t).PTTL(ctx, DefaultRedisPrefix+"lock:planner").Val(); ttl <= time.Minute {
+		t.Fatalf("ttl after renewal to an hour: %v", ttl)
+	}
+	if must(r2.Unlock(ctx, "planner", "b")) {
+		t.Fatal("released by a holder that does not hold it")
+	}
+	if must(r2.TryLock(ctx, "planner", "b", time.Minute)) {
+		t.Fatal("taken after a refused release")
+	}
+	if !must(r.Unlock(ctx, "planner", "a")) {
+		t.Fatal("holder's release refused")
+	}
+	if !must(r2.TryLock(ctx, "planner", "b", time.Minute)) {
+		t.Fatal("released lock not taken")
+	}
+
+	// A holder that stops renewing loses the lock when its ttl runs out.
+	if !must(r.TryLock(ctx, "short", "a", 50*time.Millisecond)) {
+		t.Fatal("short lock not taken")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !must(r2.TryLock(ctx, "short", "b", time.Minute)) {
+		if time.Now().After(deadline) {
+			t.Fatal("a 50ms lock did not expire within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if must(r.RenewLock(ctx, "short", "a", time.Minute)) {
+		t.Fatal("expired holder renewed a lock another holder took")
+	}
+
+	for name, call := range map[string]func() (bool, error){
+		"bad name":     func() (bool, error) { return r.TryLock(ctx, "Bad Name", "a", time.Second) },
+		"empty holder": func() (bool, error) { return r.TryLock(ctx, "planner", "", time.Second) },
+		"zero ttl":     func() (bool, error) { return r.RenewLock(ctx, "planner", "a", 0) },
+		"unlock name":  func() (bool, error) { return r.Unlock(ctx, "", "a") },
+	} {
+		if _, err := call(); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	r.Close()
+	if _, err := r.TryLock(ctx, "planner", "a", time.Second); !errors.Is(err, ErrClosed) {
+		t.Fatalf("lock after close: %v", err)
+	}
+	if _, err := r.Unlock(ctx, "planner", "a"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("unlock after close: %v", err)
+	}
+}
