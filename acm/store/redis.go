@@ -97,9 +97,9 @@ func OpenRedis(opts RedisOptions) (*Redis, error) {
 		// A server that is down fails a call in a few connection
 		// attempts rather than at its deadline. Every command the store
 		// sends is idempotent, so a retry is safe.
-		MaxRetries:    2,
-		DialerRetries: 2,
-		DisableIdentity:       true,
+		MaxRetries:      2,
+		DialerRetries:   2,
+		DisableIdentity: true,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), opts.DialTimeout)
 	defer cancel()
