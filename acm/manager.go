@@ -25,23 +25,23 @@ import (
 
 // Defaults of the Manager's config fields.
 const (
-	DefaultRTSPListen     = ":8554"
-	DefaultHTTPListen     = ":8080"
-	DefaultGRPCListen     = ":9090"
-	DefaultRealm          = "vodcluster"
-	DefaultTokenTTL       = 60 * time.Second
-	DefaultNoShowGrace    = 10 * time.Second
-	DefaultQueueDeadline  = 5 * time.Second
+	DefaultRTSPListen    = ":8554"
+	DefaultHTTPListen    = ":8080"
+	DefaultGRPCListen    = ":9090"
+	DefaultRealm         = "vodcluster"
+	DefaultTokenTTL      = 60 * time.Second
+	DefaultNoShowGrace   = 10 * time.Second
+	DefaultQueueDeadline = 5 * time.Second
 	// DefaultMaxSessionsPerUser: a household's set-top boxes and players.
 	DefaultMaxSessionsPerUser = 8
-	DefaultCatalogRefresh = time.Minute
-	DefaultRestoreGrace   = 30 * time.Second
-	DefaultPlanInterval   = 30 * time.Second
-	DefaultOriginChannels = 4
-	DefaultEvictor        = smm.DefaultEvictor
-	DefaultShiftCheck     = time.Second
-	DefaultPopularitySave = time.Minute
-	DefaultOrderTimeout   = 30 * time.Second
+	DefaultCatalogRefresh     = time.Minute
+	DefaultRestoreGrace       = 30 * time.Second
+	DefaultPlanInterval       = 30 * time.Second
+	DefaultOriginChannels     = 4
+	DefaultEvictor            = smm.DefaultEvictor
+	DefaultShiftCheck         = time.Second
+	DefaultPopularitySave     = time.Minute
+	DefaultOrderTimeout       = 30 * time.Second
 )
 
 // Manager is the manager process's front door and control plane. Fill the
@@ -56,8 +56,16 @@ type Manager struct {
 	// unless Store is set.
 	DataDir string
 	// Store, when set, is used instead of a badger store in DataDir; the
-	// Manager does not close it.
+	// Manager does not close it. A Store several managers share (a
+	// store.Locker: Redis) makes them active and standby: the one holding
+	// the planner lock plans (Leader), a standby loads the sessions of the
+	// nodes that register with it and takes over when the lock's holder
+	// fails (leader.go).
 	Store store.Store
+	// LeaderTTL is the lease of the planner lock on a shared Store: a
+	// standby takes over within about LeaderTTL of the holder's failure,
+	// at once when it closes. DefaultLeaderTTL; at least 30 ms.
+	LeaderTTL time.Duration
 
 	// OriginAddr is the host:port of the CDP's gRPC Origin service the
 	// catalog is loaded from (at Start, then every CatalogRefresh; while
@@ -69,14 +77,14 @@ type Manager struct {
 	// Secret is the cluster secret (at least 16 bytes): the HMAC key of
 	// admission tokens, shared with the nodes, and of Digest nonces.
 	Secret []byte
-	Realm  string    // authentication realm, DefaultRealm
+	Realm  string // authentication realm, DefaultRealm
 	// AdminToken, when set, is the bearer token every Admin gRPC call must
 	// carry (vodctl --token). Empty: the Admin API is open to whoever
 	// reaches the gRPC port (fine on loopback; Start warns otherwise).
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
-	BOSS   boss.BOSS // subscriber authentication and entitlement; required
+	BOSS       boss.BOSS // subscriber authentication and entitlement; required
 
 	// TokenTTL is how long a redirected client has to show up at its
 	// node (the token's lifetime). A session not STARTED at its node
@@ -139,18 +147,22 @@ type Manager struct {
 	sessions map[string]*session
 	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
 	userSessions map[string]int
-	nodes    map[string]*nodeState
-	waiters  map[*lsm.Ticket]chan struct{}
+	nodes        map[string]*nodeState
+	waiters      map[*lsm.Ticket]chan struct{}
 
-	catalog   atomic.Pointer[map[string]store.Title]
-	st        store.Store
-	ownStore  bool
-	signer    *token.Signer
+	catalog  atomic.Pointer[map[string]store.Title]
+	st       store.Store
+	ownStore bool
+	signer   *token.Signer
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
-	nonces    *auth.Nonces
-	log       *slog.Logger
+	nonces         *auth.Nonces
+	log            *slog.Logger
+	// startedAt is when this manager became active (Start, or taking the
+	// planner lock as a standby): restored sessions whose node has not
+	// registered end RestoreGrace after it.
 	startedAt time.Time
+	lead      *leader // the planner lock on a shared store; nil: always the leader
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -303,6 +315,9 @@ func (m *Manager) Start() (err error) {
 	if err := m.restoreStorage(); err != nil {
 		return err
 	}
+	if err := m.startLeader(); err != nil {
+		return err
+	}
 	if m.OriginAddr != "" {
 		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
@@ -333,7 +348,7 @@ func (m *Manager) Start() (err error) {
 	if m.AdminToken == "" && !isLoopback(m.GRPCAddr()) {
 		m.log.Warn("the Admin API is open to anyone who reaches the gRPC port: set an admin token", "grpc", m.GRPCAddr())
 	}
-	m.grpcSrv = grpc.NewServer(m.grpcAuth()...)
+	m.grpcSrv = grpc.NewServer(append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook))...)
 	pb.RegisterNodeControlServer(m.grpcSrv, &nodeControl{m: m})
 	pb.RegisterAdminServer(m.grpcSrv, &admin{m: m})
 	m.goRun(func() { m.rtsp.serve(m.rtspLn) })
@@ -350,12 +365,13 @@ func (m *Manager) Start() (err error) {
 	m.goRun(m.pumpLoop)
 	m.goRun(m.tickLoop)
 	m.goRun(m.planLoop)
+	m.goRun(m.runLeader)
 	if m.origin != nil {
 		m.goRun(m.catalogLoop)
 	}
 	m.serving = true
 	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),
-		"policy", m.sched.Config.Policy, "storage", m.storage.Name, "planner", m.plannerName())
+		"policy", m.sched.Config.Policy, "storage", m.storage.Name, "planner", m.plannerName(), "leader", m.Leader())
 	return nil
 }
 
@@ -368,8 +384,8 @@ func (m *Manager) goRun(f func()) {
 }
 
 // Close stops the front doors and the gRPC services, ends waiting
-// requests (503), writes the popularity snapshot, and closes the store it
-// opened. Sessions, pins and popularity stay in the store for the next
+// requests (503), writes the popularity snapshot (the leader only),
+// releases the planner lock, and closes the store it opened. Sessions, pins and popularity stay in the store for the next
 // Start. Closing twice returns the first result.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() { m.closeError = m.teardown() })
@@ -402,9 +418,10 @@ func (m *Manager) teardown() error {
 	}
 	m.wg.Wait()
 	var err error
-	if m.serving {
+	if m.serving && m.Leader() {
 		m.savePopularity()
 	}
+	m.releaseLeader()
 	if m.origin != nil {
 		m.origin.Close()
 	}

@@ -11,7 +11,8 @@ import (
 	"vodcluster/smm"
 )
 
-// planLoop runs the storage planner every PlanInterval, at once when
+// planLoop runs the storage planner (on the leader only: plan returns at
+// once on a standby) every PlanInterval, at once when
 // kicked (kickPlan), one heartbeat interval after a node registers
 // (kickPlanSoon: nodes that start together are all in the plan's view),
 // and when the Replicator says demand shifted (asked every ShiftCheck),
@@ -53,7 +54,9 @@ func (m *Manager) planLoop() {
 				m.plan(now)
 			}
 		case <-save.C:
-			m.savePopularity()
+			if m.Leader() { // a standby's snapshot would overwrite the leader's
+				m.savePopularity()
+			}
 		}
 	}
 }
@@ -82,6 +85,9 @@ func (m *Manager) kickPlanSoon() {
 // failed for the Replicator, so it is retried after its backoff rather
 // than awaited.
 func (m *Manager) plan(now time.Time) {
+	if !m.Leader() {
+		return // a standby: the manager holding the planner lock plans
+	}
 	cat := m.titles()
 	m.mu.Lock()
 	defer m.mu.Unlock()

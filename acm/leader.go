@@ -1,0 +1,301 @@
+package acm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// DefaultLeaderTTL is the default lease of the planner lock (Manager.LeaderTTL).
+const DefaultLeaderTTL = 10 * time.Second
+
+// plannerLock is the name of the lock that elects the manager whose
+// storage planner runs.
+const plannerLock = "planner"
+
+// leader keeps the planner lock of a store shared by several managers
+// (store.Locker): it takes the lock when free and renews it every third
+// of its ttl. The lock is a lease: a holder that cannot renew steps down
+// 2/3 of a ttl after its last successful renewal was sent, before the
+// lease runs out in the store (the last third is the margin for clocks
+// and delays), so two managers never both believe they hold it.
+type leader struct {
+	locker store.Locker
+	holder string // this manager's value in the lock: host name, pid and random bits
+	ttl    time.Duration
+	log    *slog.Logger
+	gained func() // called by run when the lock is taken after Start
+
+	held atomic.Bool
+	// until is when a holder whose renewals fail stops holding; only
+	// step touches it (Start, then the run goroutine).
+	until time.Time
+}
+
+func newLeader(l store.Locker, ttl time.Duration, log *slog.Logger) *leader {
+	host, _ := os.Hostname()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &leader{locker: l, holder: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:])), ttl: ttl, log: log}
+}
+
+// step tries to take the lock (not held) or renews it (held). It returns
+// whether the lock was just taken, and the store's error, if any (then a
+// holder keeps the lock until its lease runs short).
+func (l *leader) step(ctx context.Context) (gained bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
+	defer cancel()
+	sent := time.Now()
+	was := l.held.Load()
+	var ok bool
+	if was {
+		ok, err = l.locker.RenewLock(ctx, plannerLock, l.holder, l.ttl)
+	} else {
+		ok, err = l.locker.TryLock(ctx, plannerLock, l.holder, l.ttl)
+	}
+	switch {
+	case err != nil && was && time.Now().Before(l.until):
+		l.log.Warn("planner lock not renewed: still held until its lease runs short", "err", err, "until", l.until)
+		return false, err
+	case err != nil:
+		if was {
+			l.log.Error("planner lock lost: the store does not answer; planning stops", "err", err)
+		}
+		l.held.Store(false)
+		return false, err
+	case !ok:
+		if was {
+			l.log.Error("planner lock lost to another manager; planning stops")
+		}
+		l.held.Store(false)
+		return false, nil
+	}
+	l.until = sent.Add(l.ttl * 2 / 3)
+	l.held.Store(true)
+	if !was {
+		l.log.Info("planner lock taken: this manager plans", "holder", l.holder, "ttl", l.ttl)
+	}
+	return !was, nil
+}
+
+// run renews or takes the lock every ttl/3 until ctx ends, calling gained
+// each time the lock is taken.
+func (l *leader) run(ctx context.Context) {
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if gained, _ := l.step(ctx); gained && ctx.Err() == nil && l.gained != nil {
+				l.gained()
+			}
+		}
+	}
+}
+
+// release gives the lock up (compare-and-delete), so that a standby takes
+// it at its next try rather than when the lease runs out.
+func (l *leader) release() {
+	if !l.held.Swap(false) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ok, err := l.locker.Unlock(ctx, plannerLock, l.holder); err != nil || !ok {
+		l.log.Warn("planner lock not released: the standby takes it when its lease runs out", "ok", ok, "err", err)
+		return
+	}
+	l.log.Info("planner lock released")
+}
+
+// Leader reports whether this manager holds the planner lock: its storage
+// planner runs and it saves the popularity snapshot. A manager on a store
+// of its own (badger) always does; on a shared store (Redis) only the one
+// that took the lock does, the others stand by.
+func (m *Manager) Leader() bool { return m.lead == nil || m.lead.held.Load() }
+
+// startLeader, at Start, takes part in the planner lock when the store is
+// shared (a store.Locker): one attempt at once, then a goroutine that
+// renews or retries. A manager that does not get the lock is a standby:
+// the sessions Start loaded belong to the active manager (were they kept,
+// they would end after RestoreGrace and be deleted from the shared store
+// under it), so the table is left empty; they are loaded when nodes
+// register here (registerHook) or when this manager takes the lock
+// (takeOver). Errors: the store fails the first attempt.
+func (m *Manager) startLeader() error {
+	l, ok := m.st.(store.Locker)
+	if !ok {
+		return nil
+	}
+	if m.LeaderTTL <= 0 {
+		m.LeaderTTL = DefaultLeaderTTL
+	}
+	if m.LeaderTTL < 30*time.Millisecond {
+		return fmt.Errorf("acm: leader TTL %v: want at least 30ms", m.LeaderTTL)
+	}
+	m.lead = newLeader(l, m.LeaderTTL, m.log)
+	if _, err := m.lead.step(context.Background()); err != nil {
+		return fmt.Errorf("acm: planner lock: %w", err)
+	}
+	if !m.Leader() {
+		m.mu.Lock()
+		n := len(m.sessions)
+		m.sessions = map[string]*session{}
+		m.userSessions = map[string]int{}
+		m.mu.Unlock()
+		m.log.Info("standby: another manager holds the planner lock; its sessions are loaded when nodes register here or the lock is taken",
+			"sessions_in_store", n)
+	}
+	m.lead.gained = m.takeOver
+	return nil
+}
+
+// runLeader is the lock's goroutine (started with the others at Start).
+func (m *Manager) runLeader() {
+	if m.lead != nil {
+		m.lead.run(m.ctx)
+	}
+}
+
+// releaseLeader gives the planner lock up at Close.
+func (m *Manager) releaseLeader() {
+	if m.lead != nil {
+		m.lead.release()
+	}
+}
+
+// takeOver makes a standby the active manager when it takes the planner
+// lock: the sessions in the store that are not in the table are loaded
+// (those of registered nodes get their reservations at once, the others
+// when their node registers, or end RestoreGrace from now), and the
+// operator's pins and the popularity snapshot the previous leader saved
+// replace this manager's; then it plans.
+func (m *Manager) takeOver() {
+	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	loaded, err := m.loadSessions(ctx, "")
+	if err != nil {
+		m.log.Error("taking over: sessions not loaded; they load when their nodes register", "err", err)
+	}
+	m.mu.Lock()
+	m.startedAt = m.now() // RestoreGrace counts from now
+	m.mu.Unlock()
+	if err := m.reloadStorage(ctx); err != nil {
+		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
+	}
+	m.log.Info("active: took over planning", "sessions_loaded", loaded)
+	m.kickPlan()
+}
+
+// loadSessions adds to the table the stored sessions, of node only unless
+// node is "", that it does not hold (written by another manager sharing
+// the store), as restored sessions; those whose node is registered and in
+// service get their reservation at once, the others when it registers
+// (Register). A session whose reservation cannot be rebuilt ends. It
+// returns how many it added.
+func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
+	ss, err := m.st.Sessions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var changed []*session
+	n := 0
+	m.mu.Lock()
+	for _, st := range ss {
+		if st.State == store.StateEnded || (node != "" && st.Node != node) || m.sessions[st.ID] != nil {
+			continue
+		}
+		s := &session{Session: st, restored: true}
+		m.addSessionLocked(s)
+		n++
+		if node != "" {
+			continue // Register reserves it
+		}
+		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && m.sched.InService(sn) {
+			res, err := m.sched.Reserve(st.Node, st.Title, st.BitrateBps)
+			if err != nil {
+				m.endLocked(s, "reservation not rebuilt: "+err.Error())
+				changed = append(changed, s)
+				continue
+			}
+			s.res, s.reserved, s.restored = res, true, false
+		}
+	}
+	m.mu.Unlock()
+	m.persistAll(changed)
+	if n > 0 {
+		m.log.Info("sessions loaded from the shared store", "node", node, "sessions", n)
+	}
+	return n, nil
+}
+
+// reloadStorage replaces the pins and the popularity with the stored ones
+// (another manager's, on a shared store), tells the nodes their pins, and
+// applies the catalog's hints again.
+func (m *Manager) reloadStorage(ctx context.Context) error {
+	m.pinsMu.Lock()
+	defer m.pinsMu.Unlock()
+	pins, err := m.st.State(ctx, statePins)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var pop []byte
+	if m.rep != nil {
+		if pop, err = m.st.State(ctx, statePopularity); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	m.mu.Lock()
+	if pins != nil {
+		if err := m.pins.UnmarshalJSON(pins); err != nil {
+			m.log.Error("stored pins malformed: keeping this manager's", "err", err)
+		}
+	}
+	if pop != nil {
+		m.restorePopularity(pop)
+	}
+	for _, ns := range m.nodes {
+		m.sendProtectLocked(ns, false)
+	}
+	m.seeded = map[string]float64{}
+	m.mu.Unlock()
+	m.applyHints()
+	return nil
+}
+
+// registerHook runs before NodeControl.Register on a shared store: the
+// node's sessions another manager admitted are loaded into the table, so
+// that Register rebuilds their reservations (a node registers here when
+// the front door's address moved to this manager). UNAVAILABLE when the
+// store does not answer: the node retries, rather than joining without
+// its sessions' reservations.
+func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if m.lead == nil || info.FullMethod != pb.NodeControl_Register_FullMethodName {
+		return h(ctx, req)
+	}
+	r, ok := req.(*pb.RegisterRequest)
+	if !ok || !idPattern.MatchString(r.GetNodeId()) {
+		return h(ctx, req) // Register answers INVALID_ARGUMENT
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := m.loadSessions(lctx, r.GetNodeId()); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "node %s: its sessions not loaded from the store: %v", r.GetNodeId(), err)
+	}
+	return h(ctx, req)
+}

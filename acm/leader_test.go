@@ -1,0 +1,271 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+	"vodcluster/acm/store/redistest"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// testLeaderTTL keeps failovers short in tests.
+const testLeaderTTL = 300 * time.Millisecond
+
+// countPlanner counts the plans it is asked for.
+type countPlanner struct {
+	mu    sync.Mutex
+	plans int
+}
+
+func (p *countPlanner) Observe(string, time.Time) {}
+
+func (p *countPlanner) Plan(time.Time, *smm.ClusterView) []smm.Action {
+	p.mu.Lock()
+	p.plans++
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *countPlanner) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.plans
+}
+
+// sharedRedis starts a redis-server and returns a function opening one
+// more client of it under one prefix: each manager's store.
+func sharedRedis(t *testing.T) (open func() *store.Redis, srv *redistest.Server) {
+	srv = redistest.Start(t)
+	prefix := fmt.Sprintf("%s:", t.Name())
+	return func() *store.Redis {
+		r, err := store.OpenRedis(store.RedisOptions{Addr: srv.Addr, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}, srv
+}
+
+// onShared configures a manager on the shared store st with planner p.
+func onShared(st store.Store, p smm.Planner, grace time.Duration) func(*Manager) {
+	return func(m *Manager) {
+		m.Store, m.Planner, m.LeaderTTL = st, p, testLeaderTTL
+		m.PlanInterval, m.RestoreGrace = 20*time.Millisecond, grace
+	}
+}
+
+// registerWith registers node id with e's manager, its first load report
+// already naming sessions (a node that kept playing them).
+func (e *env) registerWith(id string, sessions ...string) *fakeNode {
+	e.t.Helper()
+	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), diskFree: 1 << 40, sessions: sessions}
+	if _, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
+		NodeId: id, RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2",
+		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40},
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	n.heartbeat()
+	e.t.Cleanup(n.stop)
+	waitFor(e.t, 5*time.Second, "the node's first report", func() bool { return e.reports(id) > 0 })
+	return n
+}
+
+func inStore(t *testing.T, st store.Store, id string) bool {
+	t.Helper()
+	_, err := st.Session(context.Background(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestFailoverToStandby: two managers share one Redis. A holds the
+// planner lock and plans; B stands by without planning and without
+// touching A's sessions however long it waits. A session admitted on A's
+// front door is playing when A closes; B takes the lock, the node
+// registers with B, and the session is in B's table with its reservation
+// rebuilt; B plans and admits.
+func TestFailoverToStandby(t *testing.T) {
+	open, _ := sharedRedis(t)
+	stA, stB := open(), open()
+	pA, pB := &countPlanner{}, &countPlanner{}
+	const grace = 100 * time.Millisecond
+	a := newManager(t, "", onShared(stA, pA, grace))
+	if !a.m.Leader() {
+		t.Fatal("the first manager on a free lock is not the leader")
+	}
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1") // before B starts: in the store B's Start loads
+	bStart := time.Now()
+	b := newManager(t, "", onShared(stB, pB, grace))
+	if b.m.Leader() {
+		t.Fatal("the second manager took a held lock")
+	}
+	sid3 := a.admitOne("t3") // while B stands by
+	n.setSessions(sid, sid3)
+	for _, id := range []string{sid, sid3} {
+		if err := n.event(id, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A plans; B's planner idles, and B leaves A's session alone long past
+	// its RestoreGrace.
+	waitFor(t, 5*time.Second, "A to plan three times", func() bool { return pA.count() >= 3 })
+	waitFor(t, 5*time.Second, "B to run past its restore grace", func() bool { return time.Since(bStart) > 5*grace })
+	if got := pB.count(); got != 0 {
+		t.Fatalf("the standby planned %d times", got)
+	}
+	if !inStore(t, stB, sid) || !inStore(t, stB, sid3) || len(b.sessions()) != 0 {
+		t.Fatalf("standby touched the active manager's sessions: stored %v %v, B's table %v",
+			inStore(t, stB, sid), inStore(t, stB, sid3), b.sessions())
+	}
+
+	// A goes; the node loses its stream and comes back through the VIP to B.
+	n.stop()
+	a.m.Close()
+	waitFor(t, 20*testLeaderTTL, "B to take the planner lock", b.m.Leader)
+	b.registerWith("n1", sid, sid3)
+	for id, title := range map[string]string{sid: "t1", sid3: "t3"} {
+		s := b.session(id)
+		if s == nil || s.State != store.StatePlaying || s.NodeId != "n1" || s.TitleId != title {
+			t.Fatalf("session %s on B after the failover: %+v", id, s)
+		}
+	}
+	if got := b.reserved("n1"); got != 2*titleBps {
+		t.Fatalf("reserved on n1 after the failover: %d, want %d", got, 2*titleBps)
+	}
+	waitFor(t, 5*time.Second, "B to plan", func() bool { return pB.count() > 0 })
+	// B's restore grace counts from the takeover, and the session has its
+	// reservation: it stays.
+	waitFor(t, 5*time.Second, "B to run past its restore grace after the takeover", func() bool { return time.Since(bStart) > 10*grace })
+	if b.session(sid) == nil || !inStore(t, stB, sid) || b.session(sid3) == nil || !inStore(t, stB, sid3) {
+		t.Fatal("the sessions did not survive the failover")
+	}
+	sid2 := b.admitOne("t2")
+	if got := b.reserved("n1"); got != 3*titleBps || !inStore(t, stB, sid2) {
+		t.Fatalf("after a new admission on B: reserved %d, stored %v", got, inStore(t, stB, sid2))
+	}
+}
+
+// keepLock is a Redis store whose Unlock does nothing: its manager's
+// Close leaves the lock behind, as a crash would.
+type keepLock struct{ *store.Redis }
+
+func (keepLock) Unlock(context.Context, string, string) (bool, error) { return false, nil }
+
+// TestFailoverAfterCrash: a leader that dies without releasing the lock is
+// replaced when its lease runs out; the new leader loads its sessions,
+// and ends RestoreGrace after the takeover those whose node never comes
+// back (removing them from the store).
+func TestFailoverAfterCrash(t *testing.T) {
+	open, _ := sharedRedis(t)
+	stA, stB := keepLock{open()}, open()
+	pA, pB := &countPlanner{}, &countPlanner{}
+	a := newManager(t, "", onShared(stA, pA, time.Minute))
+	const grace = 300 * time.Millisecond
+	b := newManager(t, "", onShared(stB, pB, grace))
+	a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	a.m.Close()
+	if b.m.Leader() {
+		t.Fatal("B took the lock before the crashed leader's lease ran out")
+	}
+	waitFor(t, 20*testLeaderTTL, "B to take the expired lock", b.m.Leader)
+	if s := b.session(sid); s == nil || s.State != store.StateAdmitted {
+		t.Fatalf("A's session not loaded at the takeover: %+v", s)
+	}
+	waitFor(t, 10*time.Second, "the session of a node that never came back to end", func() bool {
+		return b.session(sid) == nil && !inStore(t, stB, sid)
+	})
+}
+
+// TestStandbyLoadsSessionsAtRegistration: a node that registers with the
+// standby while the leader is alive (the VIP moved, the lock did not)
+// brings its sessions' reservations along; the standby still does not
+// plan.
+func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
+	open, srv := sharedRedis(t)
+	pA, pB := &countPlanner{}, &countPlanner{}
+	a := newManager(t, "", onShared(open(), pA, time.Minute))
+	b := newManager(t, "", onShared(open(), pB, time.Minute))
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	n.stop()
+	b.registerWith("n1", sid)
+	if s := b.session(sid); s == nil || b.reserved("n1") != titleBps {
+		t.Fatalf("session on the standby after the node registered: %+v, reserved %d", s, b.reserved("n1"))
+	}
+	waitFor(t, 5*time.Second, "A to plan", func() bool { return pA.count() > 0 })
+	if pB.count() != 0 || b.m.Leader() {
+		t.Fatalf("the standby plans (%d) or leads (%v)", pB.count(), b.m.Leader())
+	}
+
+	// With the store down, a node cannot register with the standby (it
+	// would join without its sessions' reservations): UNAVAILABLE.
+	srv.Stop()
+	_, err := b.nc.Register(context.Background(), regReq("n2", "127.0.0.1:1", "", titleBps))
+	if grpcCode(err).String() != "Unavailable" {
+		t.Fatalf("register with the store down: %v", err)
+	}
+}
+
+// TestLeaderStepsDown: a leader whose lock is taken from it (its lease
+// ran out while it could not renew, and another manager took it) stops
+// planning at its next renewal, and takes the lock again once free.
+func TestLeaderStepsDown(t *testing.T) {
+	open, srv := sharedRedis(t)
+	p := &countPlanner{}
+	e := newManager(t, "", onShared(open(), p, time.Minute))
+	if !e.m.Leader() {
+		t.Fatal("not the leader")
+	}
+	waitFor(t, 5*time.Second, "planning", func() bool { return p.count() > 0 })
+	ctx := context.Background()
+	raw := srv.Client(t)
+	key := t.Name() + ":lock:" + plannerLock
+	if err := raw.Set(ctx, key, "intruder", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*testLeaderTTL, "the leader to step down", func() bool { return !e.m.Leader() })
+	before := p.count()
+	e.m.plan(time.Now())
+	if got := p.count(); got != before {
+		t.Fatalf("a manager without the lock planned (%d -> %d)", before, got)
+	}
+	if err := raw.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*testLeaderTTL, "the lock to be taken again", e.m.Leader)
+	waitFor(t, 5*time.Second, "planning again", func() bool { return p.count() > before })
+}
+
+// TestLeaderStartErrors: Start fails, all or nothing, on a lease too short
+// to renew and on a shared store that does not answer.
+func TestLeaderStartErrors(t *testing.T) {
+	open, srv := sharedRedis(t)
+	users, err := boss.NewFile(DefaultRealm, testUsers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := open()
+	for name, ttl := range map[string]time.Duration{"1ms lease": time.Millisecond, "store down": time.Second} {
+		if name == "store down" {
+			srv.Stop()
+		}
+		m := &Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+			Store: st, LeaderTTL: ttl, Secret: testSecret, BOSS: users, Logger: testLogger(t)}
+		if err := m.Start(); err == nil {
+			m.Close()
+			t.Fatalf("%s: started", name)
+		}
+	}
+}
