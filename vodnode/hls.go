@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -93,8 +94,11 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	http.ServeContent(w, r, "index.m3u8", time.Time{}, strings.NewReader(b.String()))
 }
 
-// serveSegment answers HLS segment i: its bytes, after the title's PAT and
-// PMT when it does not start the title.
+// serveSegment answers HLS segment i: its bytes, starting with a PAT and
+// a PMT (RFC 8216 §3.2) when it does not start the title: the ones the mux
+// put right before the segment's keyframe (ffmpeg's does), sent again, so
+// that the tables' continuity counters stay continuous for a player that
+// joins the segments; else the title's first ones.
 func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSession, i int) {
 	segs, _, err := waitSegments(r.Context(), hs.t, i+1)
 	if i >= len(segs) {
@@ -108,7 +112,12 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	s := segs[i]
 	var psi []byte
 	if s.start > 0 {
-		psi = deliver.ReadPSI(hs.t, &hs.t.View().Index)
+		idx := &hs.t.View().Index
+		if at := psiRunBefore(hs.t, idx, s.start); at < s.start {
+			s.start = at // the stream's own tables, continuity counters and all
+		} else {
+			psi = deliver.ReadPSI(hs.t, idx)
+		}
 	}
 	buf := make([]byte, len(psi)+int(s.end-s.start))
 	copy(buf, psi)
@@ -143,4 +152,36 @@ func (p *pacedBytes) Read(b []byte) (int, error) {
 	p.hs.bytes.Add(int64(n))
 	p.n.httpBytes.Add(int64(n))
 	return n, err
+}
+
+// psiRunBefore returns the offset of the run of PAT and PMT packets (both)
+// that ends at off, within a few packets; off when there is none.
+func psiRunBefore(r io.ReaderAt, idx *tsindex.Index, off int64) int64 {
+	const look = 8 // packets
+	from := max(off-look*tsindex.PacketSize, 0)
+	buf := make([]byte, off-from)
+	if n, _ := r.ReadAt(buf, from); n != len(buf) {
+		return off
+	}
+	start, pat, pmt := off, false, false
+run:
+	for p := len(buf) - tsindex.PacketSize; p >= 0; p -= tsindex.PacketSize {
+		b := buf[p:]
+		pid := uint16(b[1]&0x1f)<<8 | uint16(b[2])
+		switch {
+		case b[0] != 0x47:
+			return off
+		case pid == 0:
+			pat = true
+		case pid == idx.PMTPID && pid != 0:
+			pmt = true
+		default:
+			break run
+		}
+		start = from + int64(p)
+	}
+	if pat && pmt {
+		return start
+	}
+	return off
 }

@@ -3,6 +3,7 @@ package vodnode
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -126,6 +127,35 @@ func TestHLS(t *testing.T) {
 	res, seg := get(t, httpURL(n, tok, "sample-001/seg-1.ts"))
 	if res.StatusCode != 200 || len(seg) < 3*188 || seg[0] != 0x47 || seg[1]&0x1f != 0 || seg[2] != 0 {
 		t.Fatalf("segment 1: %d, %d bytes", res.StatusCode, len(seg))
+	}
+	// played one after the other, the segments keep every PID's continuity
+	// counter continuous (a table repeated at a segment's start is an
+	// exact duplicate: same counter)
+	stok := mint(t, "hls-short", "short-001", "node-1", "", time.Minute)
+	waitFor(t, 5*time.Second, "fill", func() bool {
+		_, b := get(t, httpURL(n, stok, "short-001/index.m3u8"))
+		return strings.Contains(string(b), "#EXT-X-ENDLIST")
+	})
+	_, b = get(t, httpURL(n, stok, "short-001/index.m3u8"))
+	var all []byte
+	for i := 0; i < strings.Count(string(b), "#EXTINF:"); i++ {
+		_, b := get(t, httpURL(n, stok, fmt.Sprintf("short-001/seg-%d.ts", i)))
+		all = append(all, b...)
+	}
+	if strings.Count(string(b), "#EXTINF:") < 2 {
+		t.Fatalf("short title playlist:\n%s", b)
+	}
+	last := map[uint16]byte{}
+	for off := 0; off+188 <= len(all); off += 188 {
+		p := all[off : off+188]
+		pid, cc := uint16(p[1]&0x1f)<<8|uint16(p[2]), p[3]&0x0f
+		if p[3]&0x10 == 0 { // no payload: the counter does not move
+			continue
+		}
+		if prev, ok := last[pid]; ok && cc != (prev+1)&0x0f && cc != prev {
+			t.Fatalf("PID %#x: continuity counter %d after %d at byte %d of the segments", pid, cc, prev, off)
+		}
+		last[pid] = cc
 	}
 	if res, _ := get(t, httpURL(n, tok, "sample-001/seg-99.ts")); res.StatusCode != 404 {
 		t.Errorf("segment 99: %d", res.StatusCode)
