@@ -28,7 +28,7 @@ type ManagerConfig struct {
 	RTSPListen     string          `yaml:"rtsp_listen"`           // front door RTSP, default ":8554"
 	HTTPListen     string          `yaml:"http_listen"`           // front door HTTP, default ":8080"
 	GRPCListen     string          `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
-	DataDir        string          `yaml:"data_dir"`              // badger state directory
+	DataDir        string          `yaml:"data_dir"`              // badger state directory (store.backend badger)
 	Origin         string          `yaml:"origin"`                // CDP gRPC host:port
 	SecretFile     string          `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
 	UsersFile      string          `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
@@ -39,6 +39,22 @@ type ManagerConfig struct {
 	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`
+	Store          StoreConfig     `yaml:"store"`
+}
+
+// StoreConfig chooses the manager's state store: badger in data_dir (the
+// default, one manager) or a Redis shared by an active and a standby
+// manager behind the front door's virtual IP (the one holding the planner
+// lock plans; deploy/README.md).
+type StoreConfig struct {
+	Backend       string        `yaml:"backend"`        // badger (default) or redis
+	RedisAddr     string        `yaml:"redis_addr"`     // host:port
+	RedisPassword string        `yaml:"redis_password"` // requirepass or ACL password; empty: none
+	RedisUsername string        `yaml:"redis_username"` // ACL user; empty: default
+	RedisDB       int           `yaml:"redis_db"`       // database number, default 0
+	RedisPrefix   string        `yaml:"redis_prefix"`   // key prefix, one per cluster sharing a Redis; default "vodcluster:"
+	RedisTLS      bool          `yaml:"redis_tls"`      // TLS to Redis, server verified against the system's roots
+	LeaderTTL     time.Duration `yaml:"leader_ttl"`     // planner lock lease: a standby takes over within about this, default 10s
 }
 
 // SchedulerConfig configures lsm (see lsm.Config); zero values keep

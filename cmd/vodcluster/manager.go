@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 
@@ -10,6 +13,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -36,8 +40,9 @@ func managerCmd() *cobra.Command {
 	return cmd
 }
 
-// newManager builds an acm.Manager from its configuration section.
-func newManager(c ManagerConfig) (*acm.Manager, error) {
+// newManager builds the manager from its configuration section and opens
+// its state store.
+func newManager(c ManagerConfig) (*managerProcess, error) {
 	secret, err := readSecret(c.SecretFile)
 	if err != nil {
 		return nil, err
@@ -60,7 +65,13 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 	if err := sched.Validate(); err != nil {
 		return nil, err
 	}
-	return &acm.Manager{
+	st, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return &managerProcess{st: st, Manager: &acm.Manager{
+		Store:          st,
+		LeaderTTL:      c.Store.LeaderTTL,
 		RTSPListen:     orString(c.RTSPListen, acm.DefaultRTSPListen),
 		HTTPListen:     orString(c.HTTPListen, acm.DefaultHTTPListen),
 		GRPCListen:     orString(c.GRPCListen, acm.DefaultGRPCListen),
@@ -78,7 +89,49 @@ func newManager(c ManagerConfig) (*acm.Manager, error) {
 		OriginChannels: c.Storage.OriginChannels,
 		Replicator:     replicatorConfig(c.Storage),
 		Logger:         slog.Default().With("component", "manager"),
-	}, nil
+	}}, nil
+}
+
+// openStore opens the state store of the manager's store section: badger
+// in data_dir, or the shared Redis.
+func openStore(c ManagerConfig) (store.Store, error) {
+	r := store.RedisOptions{
+		Addr: c.Store.RedisAddr, Username: c.Store.RedisUsername, Password: c.Store.RedisPassword,
+		DB: c.Store.RedisDB, Prefix: c.Store.RedisPrefix,
+	}
+	if c.Store.RedisTLS {
+		host, _, err := net.SplitHostPort(c.Store.RedisAddr)
+		if err != nil {
+			return nil, fmt.Errorf("store.redis_addr %q: %w", c.Store.RedisAddr, err)
+		}
+		r.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	st, err := store.Open(c.Store.Backend, c.DataDir, r, slog.Default().With("component", "store"))
+	if err != nil {
+		return nil, fmt.Errorf("manager store: %w", err)
+	}
+	return st, nil
+}
+
+// managerProcess is the manager with the store it runs on: Close closes
+// both (acm.Manager does not close a store it is given).
+type managerProcess struct {
+	*acm.Manager
+	st store.Store
+}
+
+// Start starts the manager; on error the store is closed too.
+func (p *managerProcess) Start() error {
+	err := p.Manager.Start()
+	if err != nil {
+		p.st.Close()
+	}
+	return err
+}
+
+// Close closes the manager, then the store.
+func (p *managerProcess) Close() error {
+	return errors.Join(p.Manager.Close(), p.st.Close())
 }
 
 // replicatorConfig maps the storage section onto smm's Replicator; zero
