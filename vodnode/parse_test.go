@@ -32,6 +32,10 @@ func TestParseTarget(t *testing.T) {
 		{"/vod/.hidden", "token=TOK", "", "", -1, errNoPath},
 		{"/vod/a/b", "token=TOK", "", "", -1, errNoPath},
 		{"/vod/sample-001/trackID=x", "token=TOK", "", "", -1, errTrack},
+		{"/s/TOK/vod/sample-001/es", "", "TOK", "sample-001", -1, nil},
+		{"/s/TOK/vod/sample-001/es/trackID=2", "", "TOK", "sample-001", 2, nil},
+		{"/vod/sample-001/es/", "token=TOK", "TOK", "sample-001", -1, nil},
+		{"/s/TOK/es/sample-001/es", "", "", "", -1, errNoPath},
 		{"/", "", "", "", -1, errNoPath},
 	}
 	for _, c := range cases {
@@ -43,6 +47,14 @@ func TestParseTarget(t *testing.T) {
 		if err == nil && (tg.Token != c.tok || tg.Title != c.title || tg.Track != c.track) {
 			t.Errorf("%s?%s: %+v", c.path, c.query, tg)
 		}
+	}
+	for _, p := range []string{"/s/TOK/es/sample-001", "/s/TOK/vod/sample-001/es", "/s/TOK/vod/sample-001/es/trackID=1"} {
+		if tg, err := parseTarget(p, ""); err != nil || !tg.ES {
+			t.Errorf("%s: %+v %v, want elementary-stream mode", p, tg, err)
+		}
+	}
+	if tg, _ := parseTarget("/s/TOK/vod/sample-001", ""); tg.ES {
+		t.Error("/vod/<title> in elementary-stream mode")
 	}
 }
 

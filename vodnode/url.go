@@ -32,7 +32,9 @@ var (
 //	/s/<token>/vod/<title>[/trackID=N]
 //	/vod/<title>[/trackID=N]?token=<token>[/trackID=N]
 //
-// and the same with /es/ in place of /vod/ for elementary-stream mode.
+// and, for elementary-stream mode, the same with /es/ in place of /vod/
+// or with /es after the title (/vod/<title>/es, which the front door's
+// redirect carries over from rtsp://front/vod/<title>/es).
 // A title must be a valid store id. A URL without a token gives the title
 // and errNoToken; an unrecognised path errNoPath.
 func parseTarget(path, rawQuery string) (target, error) {
@@ -57,6 +59,9 @@ func parseTarget(path, rawQuery string) (target, error) {
 	title, track, err := cutTrack(rest)
 	if err != nil {
 		return tg, err
+	}
+	if t, ok := strings.CutSuffix(title, "/es"); ok && !tg.ES {
+		title, tg.ES = t, true // /vod/<title>/es: the form the front door passes on
 	}
 	if !store.ValidID(title) {
 		return tg, errNoPath

@@ -156,10 +156,10 @@ type ESStream struct {
 	mu      sync.Mutex
 	pos     int64 // where the next Resume starts (a keyframe)
 	seq     [2]uint16
-	packets [2]uint32 // RTP packets sent per track (sender reports)
-	octets  [2]uint32 // RTP payload bytes sent per track
-	lastTS  [2]uint32 // RTP timestamp of the last packet per track
-	nextSR  time.Time // when the next sender reports are due
+	packets [2]uint32    // RTP packets sent per track (sender reports)
+	octets  [2]uint32    // RTP payload bytes sent per track
+	lastTS  [2]uint32    // RTP timestamp of the last packet per track
+	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -403,19 +403,24 @@ func (s *ESStream) track(i int) bool {
 // §6.4.1) for now, followed by a BYE (§6.6) when bye is set; s.mu held.
 func (s *ESStream) reportsLocked(bye bool) [2][]byte {
 	var out [2][]byte
-	now := ntpTime(time.Now())
 	for i := range 2 {
-		if !s.track(i) || s.packets[i] == 0 {
-			continue
-		}
-		ps := []rtcp.Packet{&rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: now, RTPTime: s.lastTS[i],
-			PacketCount: s.packets[i], OctetCount: s.octets[i]}}
-		if bye {
-			ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: "end of title"})
-		}
-		out[i], _ = rtcp.Marshal(ps)
+		out[i] = s.reportLocked(i, bye)
 	}
 	return out
+}
+
+// reportLocked is reportsLocked for track i: nil when it sent nothing.
+func (s *ESStream) reportLocked(i int, bye bool) []byte {
+	if !s.track(i) || s.packets[i] == 0 {
+		return nil
+	}
+	ps := []rtcp.Packet{&rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(time.Now()), RTPTime: s.lastTS[i],
+		PacketCount: s.packets[i], OctetCount: s.octets[i]}}
+	if bye {
+		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: "end of title"})
+	}
+	b, _ := rtcp.Marshal(ps)
+	return b
 }
 
 // sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
@@ -449,23 +454,23 @@ func (s *ESStream) send(i int, pkts []*rtp.Packet, ts uint32) error {
 	defer func() {
 		s.mu.Lock()
 		var srs [2][]byte
-		if now := time.Now(); now.After(s.nextSR) {
-			s.nextSR = now.Add(s.e.SRInterval)
-			srs = s.reportsLocked(false)
+		if now := time.Now(); now.After(s.nextSR[i]) {
+			s.nextSR[i] = now.Add(s.e.SRInterval)
+			srs[i] = s.reportLocked(i, false)
 		}
 		s.mu.Unlock()
 		s.sendRTCP(srs)
 	}()
 	for _, p := range pkts {
+		p.Timestamp += ts // the encoders stamp each packet from 0 (AAC: its first AU's offset)
 		s.mu.Lock()
 		p.SequenceNumber = s.seq[i]
 		s.seq[i]++
 		s.packets[i]++
 		s.octets[i] += uint32(len(p.Payload))
-		s.lastTS[i] = ts
+		s.lastTS[i] = p.Timestamp
 		s.mu.Unlock()
 		p.SSRC = s.cfg.SSRC[i]
-		p.Timestamp = ts
 		b, err := p.Marshal()
 		if err != nil {
 			return err

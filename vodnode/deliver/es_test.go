@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 )
 
@@ -55,7 +56,8 @@ func TestESStreamTCP(t *testing.T) {
 	start := time.Now()
 	cli.SetReadDeadline(start.Add(2 * time.Second))
 	frames, audio := 0, 0
-	var firstTS, lastTS uint32
+	var firstTS, lastTS, lastAudio uint32
+	var srs [2]int // RTCP sender reports per track
 	hdr := make([]byte, 4)
 	buf := make([]byte, 65536)
 	for {
@@ -65,6 +67,14 @@ func TestESStreamTCP(t *testing.T) {
 		l := int(hdr[2])<<8 | int(hdr[3])
 		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
 			break
+		}
+		if hdr[1] == 1 || hdr[1] == 3 { // RTCP of video, audio
+			if ps, err := rtcp.Unmarshal(buf[:l]); err == nil {
+				if sr, ok := ps[0].(*rtcp.SenderReport); ok && sr.SSRC == uint32(hdr[1]/2+1) {
+					srs[hdr[1]/2]++
+				}
+			}
+			continue
 		}
 		var p rtp.Packet
 		if err := p.Unmarshal(buf[:l]); err != nil {
@@ -86,10 +96,17 @@ func TestESStreamTCP(t *testing.T) {
 			if p.PayloadType != 97 || p.SSRC != 2 {
 				t.Fatalf("audio packet %+v", p.Header)
 			}
+			if audio > 0 && int32(p.Timestamp-lastAudio) <= 0 {
+				t.Fatalf("audio timestamp %d after %d: each packet carries later access units", p.Timestamp, lastAudio)
+			}
+			lastAudio = p.Timestamp
 			audio++
 		}
 	}
 	elapsed := time.Since(start).Seconds()
+	if srs[0] == 0 || srs[1] == 0 {
+		t.Errorf("RTCP sender reports per track: %v", srs)
+	}
 	if frames < 35 || frames > 65 || audio < 5 {
 		t.Errorf("%d video access units and %d audio packets in %.1f s", frames, audio, elapsed)
 	}
