@@ -40,9 +40,16 @@ type leader struct {
 	gained func() // called by run when the lock is taken after Start
 
 	held atomic.Bool
-	// until is when a holder whose renewals fail stops holding; only
-	// step touches it (Start, then the run goroutine).
-	until time.Time
+	// until (Unix ns) is when the holder stops counting itself the holder
+	// unless a renewal succeeds: 2/3 of a ttl after the last successful
+	// one was sent.
+	until atomic.Int64
+}
+
+// holds reports whether the lock is held now: taken or renewed, and its
+// lease not running short.
+func (l *leader) holds() bool {
+	return l.held.Load() && time.Now().UnixNano() < l.until.Load()
 }
 
 func newLeader(l store.Locker, ttl time.Duration, log *slog.Logger) *leader {
@@ -67,8 +74,9 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		ok, err = l.locker.TryLock(ctx, plannerLock, l.holder, l.ttl)
 	}
 	switch {
-	case err != nil && was && time.Now().Before(l.until):
-		l.log.Warn("planner lock not renewed: still held until its lease runs short", "err", err, "until", l.until)
+	case err != nil && was && l.holds():
+		l.log.Warn("planner lock not renewed: still held until its lease runs short", "err", err,
+			"until", time.Unix(0, l.until.Load()))
 		return false, err
 	case err != nil:
 		if was {
@@ -83,7 +91,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		l.held.Store(false)
 		return false, nil
 	}
-	l.until = sent.Add(l.ttl * 2 / 3)
+	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
 	l.held.Store(true)
 	if !was {
 		l.log.Info("planner lock taken: this manager plans", "holder", l.holder, "ttl", l.ttl)
@@ -127,7 +135,7 @@ func (l *leader) release() {
 // planner runs and it saves the popularity snapshot. A manager on a store
 // of its own (badger) always does; on a shared store (Redis) only the one
 // that took the lock does, the others stand by.
-func (m *Manager) Leader() bool { return m.lead == nil || m.lead.held.Load() }
+func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
 
 // startLeader, at Start, takes part in the planner lock when the store is
 // shared (a store.Locker): one attempt at once, then a goroutine that

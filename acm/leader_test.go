@@ -220,7 +220,8 @@ func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
 
 // TestLeaderStepsDown: a leader whose lock is taken from it (its lease
 // ran out while it could not renew, and another manager took it) stops
-// planning at its next renewal, and takes the lock again once free.
+// planning at its next renewal and takes the lock again once free; a
+// leader that cannot reach the store steps down.
 func TestLeaderStepsDown(t *testing.T) {
 	open, srv := sharedRedis(t)
 	p := &countPlanner{}
@@ -246,6 +247,11 @@ func TestLeaderStepsDown(t *testing.T) {
 	}
 	waitFor(t, 20*testLeaderTTL, "the lock to be taken again", e.m.Leader)
 	waitFor(t, 5*time.Second, "planning again", func() bool { return p.count() > before })
+
+	// A leader that cannot reach the store stops counting itself the
+	// leader before its lease could have run out.
+	srv.Stop()
+	waitFor(t, 20*testLeaderTTL, "the leader to step down with the store gone", func() bool { return !e.m.Leader() })
 }
 
 // TestLeaderStartErrors: Start fails, all or nothing, on a lease too short
