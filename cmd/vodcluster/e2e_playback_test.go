@@ -681,3 +681,20 @@ func TestRefusedSetupReleasedAtOnce(t *testing.T) {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
 }
+
+// TestElementaryStreamsThroughFrontDoor: a player that asks the front door
+// for rtsp://front/vod/<title>/es gets the title as H.264 and AAC tracks
+// (not one MP2T track) and plays them.
+func TestElementaryStreamsThroughFrontDoor(t *testing.T) {
+	t.Parallel()
+	c := startPlaybackCluster(t, 1, 100_000_000, nil)
+	out, _ := rtspStatus(t, c.frontURL("demo", "demo", "sample-018/es"))
+	// an MP2T track would show as a program with stream types ([27]: H.264)
+	if !strings.Contains(out, "Video: h264") || !strings.Contains(out, "Audio: aac") || strings.Contains(out, "Program") || strings.Contains(out, "[27]") {
+		t.Errorf("ffprobe of the ES URL:\n%s", out)
+	}
+	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-019/es"), "udp", 3)
+	if p.Err != nil || p.Frames < 70 || p.Frames > 80 {
+		t.Errorf("ES over UDP: %v, %d frames in 3 s\n%s", p.Err, p.Frames, p.Out)
+	}
+}
