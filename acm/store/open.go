@@ -1,8 +1,12 @@
 package store
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 )
 
 // Backends of Open.
@@ -27,4 +31,28 @@ func Open(backend, dir string, r RedisOptions, logger *slog.Logger) (Store, erro
 		return OpenRedis(r)
 	}
 	return nil, fmt.Errorf("store: backend %q: want %s or %s", backend, BackendBadger, BackendRedis)
+}
+
+// RedisTLS returns the TLS configuration of a connection to the Redis at
+// addr (host:port): the server's certificate is verified for addr's host
+// against the PEM certificates of caFile, or the system's roots when
+// caFile is "". Errors: a malformed addr, an unreadable caFile or one
+// without a PEM certificate.
+func RedisTLS(addr, caFile string) (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("store: redis address %q: %w", addr, err)
+	}
+	c := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("store: redis CA: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("store: redis CA %s: no PEM certificate", caFile)
+		}
+	}
+	return c, nil
 }

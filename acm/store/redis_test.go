@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -214,5 +216,49 @@ func TestRedisLock(t *testing.T) {
 	}
 	if _, err := r.Unlock(ctx, "planner", "a"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("unlock after close: %v", err)
+	}
+}
+
+// TestRedisTLS: a Redis that speaks only TLS is reached with the TLS
+// option and a configuration trusting its certificate; without TLS, or
+// trusting another CA, OpenRedis fails.
+func TestRedisTLS(t *testing.T) {
+	srv := redistest.StartTLS(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr, TLS: srv.TLS})
+	ctx := context.Background()
+	if err := r.PutSession(ctx, testSession("s1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Session(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// The configuration cmd builds from redis_tls_ca_file.
+	ca, err := RedisTLS(srv.Addr, srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openRedis(t, RedisOptions{Addr: srv.Addr, TLS: ca}).Close()
+	untrusted, err := RedisTLS(srv.Addr, "") // the system's roots: the test CA is not among them
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][2]string{{"no-port", ""}, {srv.Addr, "/nonexistent"}, {srv.Addr, srv.CAFile + ".none"}} {
+		if _, err := RedisTLS(bad[0], bad[1]); err == nil {
+			t.Errorf("RedisTLS(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	os.WriteFile(notPEM, []byte("not a certificate"), 0o600)
+	if _, err := RedisTLS(srv.Addr, notPEM); err == nil {
+		t.Error("a CA file without PEM accepted")
+	}
+	for name, o := range map[string]RedisOptions{
+		"plain":     {Addr: srv.Addr, DialTimeout: time.Second},
+		"untrusted": {Addr: srv.Addr, TLS: untrusted, DialTimeout: time.Second},
+	} {
+		if r, err := OpenRedis(o); err == nil {
+			r.Close()
+			t.Errorf("%s: opened a TLS-only Redis", name)
+		}
 	}
 }

@@ -47,14 +47,15 @@ type ManagerConfig struct {
 // manager behind the front door's virtual IP (the one holding the planner
 // lock plans; deploy/README.md).
 type StoreConfig struct {
-	Backend       string        `yaml:"backend"`        // badger (default) or redis
-	RedisAddr     string        `yaml:"redis_addr"`     // host:port
-	RedisPassword string        `yaml:"redis_password"` // requirepass or ACL password; empty: none
-	RedisUsername string        `yaml:"redis_username"` // ACL user; empty: default
-	RedisDB       int           `yaml:"redis_db"`       // database number, default 0
-	RedisPrefix   string        `yaml:"redis_prefix"`   // key prefix, one per cluster sharing a Redis; default "vodcluster:"
-	RedisTLS      bool          `yaml:"redis_tls"`      // TLS to Redis, server verified against the system's roots
-	LeaderTTL     time.Duration `yaml:"leader_ttl"`     // planner lock lease: a standby takes over within about this, default 10s
+	Backend       string        `yaml:"backend"`           // badger (default) or redis
+	RedisAddr     string        `yaml:"redis_addr"`        // host:port
+	RedisPassword string        `yaml:"redis_password"`    // requirepass or ACL password; empty: none
+	RedisUsername string        `yaml:"redis_username"`    // ACL user; empty: default
+	RedisDB       int           `yaml:"redis_db"`          // database number, default 0
+	RedisPrefix   string        `yaml:"redis_prefix"`      // key prefix, one per cluster sharing a Redis; default "vodcluster:"
+	RedisTLS      bool          `yaml:"redis_tls"`         // TLS to Redis, its certificate verified for redis_addr's host
+	RedisTLSCA    string        `yaml:"redis_tls_ca_file"` // PEM CA(s) to verify it with; empty: the system's roots
+	LeaderTTL     time.Duration `yaml:"leader_ttl"`        // planner lock lease: a standby takes over within about this, default 10s
 }
 
 // SchedulerConfig configures lsm (see lsm.Config); zero values keep

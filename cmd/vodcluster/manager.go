@@ -1,11 +1,9 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 
@@ -99,12 +97,11 @@ func openStore(c ManagerConfig) (store.Store, error) {
 		Addr: c.Store.RedisAddr, Username: c.Store.RedisUsername, Password: c.Store.RedisPassword,
 		DB: c.Store.RedisDB, Prefix: c.Store.RedisPrefix,
 	}
-	if c.Store.RedisTLS {
-		host, _, err := net.SplitHostPort(c.Store.RedisAddr)
-		if err != nil {
-			return nil, fmt.Errorf("store.redis_addr %q: %w", c.Store.RedisAddr, err)
+	if c.Store.RedisTLS || c.Store.RedisTLSCA != "" {
+		var err error
+		if r.TLS, err = store.RedisTLS(c.Store.RedisAddr, c.Store.RedisTLSCA); err != nil {
+			return nil, fmt.Errorf("manager store: %w", err)
 		}
-		r.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
 	st, err := store.Open(c.Store.Backend, c.DataDir, r, slog.Default().With("component", "store"))
 	if err != nil {

@@ -6,6 +6,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -27,6 +28,11 @@ const RequireEnv = "VODCLUSTER_REQUIRE_REDIS"
 type Server struct {
 	// Addr is the server's host:port on 127.0.0.1.
 	Addr string
+	// TLS is the client configuration of a server started by StartTLS
+	// (trusting its test CA), nil otherwise.
+	TLS *tls.Config
+	// CAFile is the PEM file of that test CA ("" without TLS).
+	CAFile string
 
 	cmd      *exec.Cmd
 	out      *syncBuffer
@@ -50,6 +56,11 @@ func passwordOf(args []string) string {
 // args are more redis-server options ("--requirepass", "secret").
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	return startServer(t, nil, args)
+}
+
+func startServer(t testing.TB, tlsFiles *tlsFiles, args []string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(RequireEnv) != "" {
@@ -66,7 +77,7 @@ func Start(t testing.TB, args ...string) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := start(bin, dir, port, args)
+		s, err := start(bin, dir, port, tlsFiles, args)
 		if err == nil {
 			t.Cleanup(s.stop)
 			return s
@@ -86,10 +97,16 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func start(bin, dir string, port int, args []string) (*Server, error) {
+func start(bin, dir string, port int, tf *tlsFiles, args []string) (*Server, error) {
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), out: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"}, args...)...)
+	ports := []string{"--port", strconv.Itoa(port)}
+	if tf != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", tf.cert,
+			"--tls-key-file", tf.key, "--tls-ca-cert-file", tf.ca, "--tls-auth-clients", "no"}
+		s.TLS, s.CAFile = tf.client, tf.ca
+	}
+	s.cmd = exec.Command(bin, append(append(ports, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"), args...)...)
 	s.password = passwordOf(args)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
@@ -99,7 +116,7 @@ func start(bin, dir string, port int, args []string) (*Server, error) {
 		s.cmd.Wait()
 		close(s.done)
 	}()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password, MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password, TLSConfig: s.TLS, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -124,7 +141,7 @@ func start(bin, dir string, port int, args []string) (*Server, error) {
 
 // Client returns a go-redis client of the server, closed in t's Cleanup.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.password, TLSConfig: s.TLS})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
