@@ -212,10 +212,10 @@ func (m *Manager) takeOver() {
 
 // loadSessions adds to the table the stored sessions, of node only unless
 // node is "", that it does not hold (written by another manager sharing
-// the store), as restored sessions; those whose node is registered and in
-// service get their reservation at once, the others when it registers
-// (Register). A session whose reservation cannot be rebuilt ends. It
-// returns how many it added.
+// the store), as restored sessions; those whose node is registered and
+// alive (draining or not) get their reservation at once, the others when
+// it registers (Register). A session whose reservation cannot be rebuilt
+// ends. It returns how many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	ss, err := m.st.Sessions(ctx)
 	if err != nil {
@@ -234,7 +234,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		if node != "" {
 			continue // Register reserves it
 		}
-		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && m.sched.InService(sn) {
+		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && sn.Alive {
 			res, err := m.sched.Reserve(st.Node, st.Title, st.BitrateBps)
 			if err != nil {
 				m.endLocked(s, "reservation not rebuilt: "+err.Error())

@@ -191,12 +191,14 @@ func TestFailoverAfterCrash(t *testing.T) {
 // TestStandbyLoadsSessionsAtRegistration: a node that registers with the
 // standby while the leader is alive (the VIP moved, the lock did not)
 // brings its sessions' reservations along; the standby still does not
-// plan.
+// plan. When it takes over, a session stored for that node since is
+// reserved at once; with the store down, nodes cannot register.
 func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
 	open, srv := sharedRedis(t)
 	pA, pB := &countPlanner{}, &countPlanner{}
+	stB := open()
 	a := newManager(t, "", onShared(open(), pA, time.Minute))
-	b := newManager(t, "", onShared(open(), pB, time.Minute))
+	b := newManager(t, "", onShared(stB, pB, time.Minute))
 	n := a.startNode("n1", nodeOpts{})
 	sid := a.admitOne("t1")
 	n.stop()
@@ -209,7 +211,20 @@ func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
 		t.Fatalf("the standby plans (%d) or leads (%v)", pB.count(), b.m.Leader())
 	}
 
-	// With the store down, a node cannot register with the standby (it
+	// A session A wrote for n1 after n1 left it is loaded when B takes
+	// over, with its reservation at once: n1 is registered with B.
+	late := store.Session{ID: "late-1", User: "demo", Title: "t2", Node: "n1", ClientAddr: "127.0.0.1",
+		BitrateBps: titleBps, State: store.StateAdmitted, Protocol: store.ProtoRTSP, AdmittedAt: time.Now()}
+	if err := stB.PutSession(context.Background(), late); err != nil {
+		t.Fatal(err)
+	}
+	a.m.Close()
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	if b.session(late.ID) == nil || b.reserved("n1") != 2*titleBps {
+		t.Fatalf("after the takeover: session %+v, reserved %d", b.session(late.ID), b.reserved("n1"))
+	}
+
+	// With the store down, a node cannot register (it
 	// would join without its sessions' reservations): UNAVAILABLE.
 	srv.Stop()
 	_, err := b.nc.Register(context.Background(), regReq("n2", "127.0.0.1:1", "", titleBps))
