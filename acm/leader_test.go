@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
 	"vodcluster/acm/store/redistest"
@@ -228,7 +230,7 @@ func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
 	// would join without its sessions' reservations): UNAVAILABLE.
 	srv.Stop()
 	_, err := b.nc.Register(context.Background(), regReq("n2", "127.0.0.1:1", "", titleBps))
-	if grpcCode(err).String() != "Unavailable" {
+	if grpcCode(err) != codes.Unavailable {
 		t.Fatalf("register with the store down: %v", err)
 	}
 }
