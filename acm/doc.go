@@ -26,6 +26,11 @@
 // request rate (storage.go); the admin API lists placement and fills and
 // orders prefetches, evictions and pins (admin_storage.go).
 //
+// Two managers may share a Redis store, active and standby behind the
+// front door's virtual IP: a lease in the store (leader.go) elects the one
+// that plans storage, and the standby takes over the sessions, pins and
+// popularity when it takes the lease.
+//
 // Manager is the one server of the package: exported config fields,
 // Start (all or nothing) and Close.
 package acm
