@@ -15,10 +15,12 @@ import (
 //
 //   - while the session is live (set up over RTSP, or HTTP requests in
 //     progress or recent) the token starts no other one: another RTSP
-//     connection's DESCRIBE or SETUP, a second SETUP without Session, or
-//     an HTTP request when the session is RTSP (and the reverse) get 401;
-//     the viewer's own DESCRIBEs on its connection and its further HTTP
-//     requests (ranges, segments) are that same session;
+//     connection's DESCRIBE or SETUP, or an HTTP request when the session
+//     is RTSP (and the reverse) get 401; the viewer's own DESCRIBEs on its
+//     connection and its further HTTP requests (ranges, segments) are that
+//     same session, and a new SETUP without Session on the connection
+//     replaces the session (ffmpeg, when no UDP reaches it, PAUSEs and sets
+//     up again over TCP): never two at once;
 //   - once the session ended, or the node refused to start it, the token
 //     is spent here until it expires (401);
 //   - a refusal after the token was accepted (453, 503, 404, ...) is
@@ -48,6 +50,17 @@ func (n *Node) claim(sid string, owner any) *rtspError {
 		return unauthorized(reasonLive)
 	}
 	n.live[sid] = owner
+	return nil
+}
+
+// liveOn returns the live RTSP session of admission session sid set up
+// over connection c, nil when there is none.
+func (n *Node) liveOn(sid string, c *rtspConn) *session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s, ok := n.live[sid].(*session); ok && s.conn == c && !s.ended {
+		return s
+	}
 	return nil
 }
 

@@ -34,7 +34,17 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		s.expires = claims.ExpiresAt.Time
 	}
 	if err := c.n.claim(s.sid, s); err != nil {
-		return nil, err
+		// the viewer sets its session up again on its connection: the new
+		// session takes the old one's place (one at a time)
+		old := c.n.liveOn(s.sid, c)
+		if old == nil {
+			return nil, err
+		}
+		if !c.n.replaceSession(old, s) {
+			if err := c.n.claim(s.sid, s); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// from here on a refusal ends the admission session (refuseStart)
 	var reserved, acquired bool

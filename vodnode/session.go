@@ -57,10 +57,24 @@ func (n *Node) lookupSession(id string) *session {
 // endSession ends s once: stops its stream, releases its title and its
 // bandwidth, remembers its token as used, and reports ENDED.
 func (n *Node) endSession(s *session, reason string, cause error) {
+	n.finishSession(s, reason, cause, nil)
+}
+
+// replaceSession ends s for next, a new session of the same admission
+// session set up over the same connection, which takes over its claim:
+// nothing is reported and the token is not spent. False when s had ended.
+func (n *Node) replaceSession(s, next *session) bool {
+	return n.finishSession(s, "replaced by a new SETUP on its connection", nil, next)
+}
+
+// finishSession ends s once (false if it had ended): stops its stream,
+// releases its title and bandwidth and, without a successor (next nil),
+// spends its token and reports ENDED.
+func (n *Node) finishSession(s *session, reason string, cause error, next *session) bool {
 	n.mu.Lock()
 	if s.ended {
 		n.mu.Unlock()
-		return
+		return false
 	}
 	s.ended = true
 	delete(n.sessions, s.id)
@@ -71,7 +85,13 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 	}
 	n.reserved -= s.meta.Bitrate
 	n.slots--
-	n.releaseLocked(s.sid, s, s.expires)
+	if next != nil {
+		if n.live[s.sid] == any(s) {
+			n.live[s.sid] = next
+		}
+	} else {
+		n.releaseLocked(s.sid, s, s.expires)
+	}
 	n.mu.Unlock()
 
 	var bytes int64
@@ -88,12 +108,13 @@ func (n *Node) endSession(s *session, reason string, cause error) {
 		attrs = append(attrs, "err", cause)
 	}
 	n.log.Info("session ended", attrs...)
-	if n.mgr != nil {
+	if n.mgr != nil && next == nil {
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
 			Reason: reason, BytesSent: bytes, AtUnixMs: time.Now().UnixMilli(),
 		})
 	}
+	return true
 }
 
 // player is a session's playback: MP2T (deliver.Stream) or elementary
