@@ -173,7 +173,7 @@ func TestConnectionCloseEndsTCPSessions(t *testing.T) {
 func TestConcurrentUDPSetupsOneAddress(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
-	const viewers = 40
+	const viewers = 100
 	var wg sync.WaitGroup
 	ssrcs := make([]uint32, viewers)
 	errs := make(chan error, viewers)
