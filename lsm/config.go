@@ -24,10 +24,33 @@ type Config struct {
 	// some node still has room for a title nobody holds. >= 0.
 	DiskPressure float64
 
-	// Overload is the utilization above which a node counts as overloaded
-	// (locality-aware policies pass over a holder that is); per node when
-	// Node.Overload is set. In (0, 1].
+	// Overload is the utilization above which a title's holder counts as
+	// overloaded for the locality policies (lall, lblc, lblcr: see
+	// Scheduler.Overloaded); a node's own threshold (Node.Overload, set
+	// by SetOverload) replaces it for that node and also takes the node
+	// out of every policy's choice while it is above it. In (0, 1].
 	Overload float64
+	// OverloadLower is the lower mark of a node's own overload threshold,
+	// as a share of it, in (0, 1]: a node flagged overloaded is eligible
+	// again once its utilization falls below OverloadLower * Node.Overload
+	// (IPVS's lower threshold; without one the kernel clears the flag at
+	// 3/4 of the upper). 0 means 0.9.
+	OverloadLower float64
+
+	// FillRefBps is the reference session of the default policy's fill
+	// charge, bit/s: a session that needs a new fill is charged A such
+	// sessions at the cluster's mean weighted capacity on top of its own
+	// load, whatever its title's bitrate (see LocalityLeastLoad). 0 means
+	// 4 Mbit/s.
+	FillRefBps int64
+
+	// OriginChannels is the origin's (CDP's) number of concurrent
+	// transfers, as the manager configures it for the storage planner.
+	// When the replica view has that many fills in progress (Filling),
+	// the default policy sends a request to a holder with headroom, even
+	// an overloaded one, rather than order a fill that would wait for a
+	// channel. 0 = unknown: the origin is not taken into account.
+	OriginChannels int
 
 	HeartbeatInterval time.Duration // expected interval between heartbeats
 	MissedHeartbeats  int           // heartbeats missed before a node is dead
@@ -79,6 +102,8 @@ func DefaultConfig() Config {
 		DiskPressure:      0.05,
 		Normal:            0.8,
 		Overload:          0.9,
+		OverloadLower:     0.9,
+		FillRefBps:        4_000_000,
 		HeartbeatInterval: time.Second,
 		MissedHeartbeats:  3,
 		SlowStart:         30 * time.Second,
@@ -101,8 +126,11 @@ func (c *Config) Validate() error {
 	if !(c.A >= 0) || !(c.B >= 0) || !(c.DiskPressure >= 0) {
 		return fmt.Errorf("lsm: load weights a=%v b=%v disk=%v must be >= 0", c.A, c.B, c.DiskPressure)
 	}
-	if c.Overload < 0 || c.Overload > 1 {
-		return fmt.Errorf("lsm: overload threshold %v out of (0, 1]", c.Overload)
+	if !(c.Overload >= 0 && c.Overload <= 1) || !(c.OverloadLower >= 0 && c.OverloadLower <= 1) {
+		return fmt.Errorf("lsm: overload threshold %v or lower mark %v out of (0, 1]", c.Overload, c.OverloadLower)
+	}
+	if c.FillRefBps < 0 || c.OriginChannels < 0 {
+		return fmt.Errorf("lsm: fill reference %d bit/s and origin channels %d must be >= 0", c.FillRefBps, c.OriginChannels)
 	}
 	if c.SlowStart < 0 {
 		return fmt.Errorf("lsm: slow start %v < 0", c.SlowStart)
@@ -127,6 +155,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Overload == 0 {
 		c.Overload = d.Overload
+	}
+	if c.OverloadLower == 0 {
+		c.OverloadLower = d.OverloadLower
+	}
+	if c.FillRefBps == 0 {
+		c.FillRefBps = d.FillRefBps
 	}
 	if c.MissedHeartbeats <= 0 {
 		c.MissedHeartbeats = d.MissedHeartbeats

@@ -14,10 +14,14 @@
 // Files: config.go (Config, Request, Reservation, errors), scheduler.go
 // (nodes, heartbeats, liveness), replica.go (replica and reservation
 // bookkeeping), place.go (admission rule, load, Place/Reserve/Release),
-// queue.go (Admit/Pump), mintree.go, policy*.go (one file per family).
+// queue.go (Admit/Pump), filltree.go (the default policy's search for a
+// fill node), policy*.go (one file per family).
 //
-// lsm is pure decision code: no sockets, no goroutines, no locks, and no
-// time.Now; every call takes the current time. Callers serialise access (the
-// manager holds one mutex; the simulator is single-threaded), so the same
-// code runs in production and on the simulator's virtual clock.
+// lsm is pure decision code: no sockets, no goroutines, and no time.Now;
+// every call takes the current time. A Scheduler is not safe for
+// concurrent use: callers serialise access (the manager holds one mutex;
+// the simulator is single-threaded), so the same code runs in production
+// and on the simulator's virtual clock. The only lock is the RWMutex of
+// the policy registry (Register, Policies, NewPolicy), which init
+// functions fill and schedulers read.
 package lsm

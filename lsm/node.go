@@ -53,7 +53,16 @@ type Node struct {
 	ActiveFills   int   // origin transfers in progress
 
 	// Operator settings.
-	Overload float64 // utilization above which the node counts as overloaded; 0 = the scheduler's default
+	//
+	// Overload is the node's own overload threshold, as utilization in
+	// (0, 1] (Scheduler.SetOverload); 0 = none: only Config.Overload
+	// applies, the locality policies' test of a title's holders.
+	Overload float64
+	// OverloadFlag is IPVS's IP_VS_DEST_F_OVERLOAD for the node's own
+	// threshold: set when its utilization goes above Overload, cleared
+	// when it falls below Config.OverloadLower times Overload. While it is
+	// set the node is not eligible (Scheduler.Eligible) for any policy.
+	OverloadFlag bool
 
 	titles map[string]*replica // titles held or filling
 

@@ -43,14 +43,15 @@ func (s *Scheduler) CapBps(i int) int64 {
 	return int64(float64(n.Capacity.EgressBps) * s.Ramp(i))
 }
 
-// Eligible reports whether node i may take r now: in service, with
+// Eligible reports whether node i may take r now: in service, not
+// flagged overloaded by its own threshold (Node.OverloadFlag), with
 // headroom for r's bitrate under its (slow-start) cap, below its session
 // limit, and holding or filling r's title or with disk room for it (its
 // disk minus the titles in use, when r.Bytes and the disk size are
 // known). This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
-	if !n.Alive || n.Draining || n.Weight <= 0 {
+	if !n.Alive || n.Draining || n.Weight <= 0 || n.OverloadFlag {
 		return false
 	}
 	if n.ReservedBps+r.Bitrate > n.Capacity.EgressBps {
@@ -69,15 +70,14 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	return true
 }
 
-// scale returns c, node n's relative capacity in the load formula: egress
-// in units of 100 Mbit/s times weight/100.
-func scale(n *Node) float64 {
-	c := float64(n.Capacity.EgressBps) / 1e8 * float64(n.Weight) / DefaultWeight
-	if c <= 0 {
-		c = 1e-9
-	}
-	return c
+// weightedBps returns E, node n's egress capacity times Weight/100 in
+// bit/s (at least 1): the capacity the load formula divides by.
+func weightedBps(n *Node) float64 {
+	return max(1, float64(n.Capacity.EgressBps)*float64(n.Weight)/DefaultWeight)
 }
+
+// scale returns c, node n's relative capacity: E in units of 100 Mbit/s.
+func scale(n *Node) float64 { return weightedBps(n) / 1e8 }
 
 // Load returns the load formula of DESIGN.md for node i, with sessions
 // weighed by their bit/s and divided by the node's weighted capacity:
@@ -96,23 +96,13 @@ func (s *Scheduler) Load(i int) float64 { return s.loadWith(i, s.Config.A) }
 // loadWith is Load with a for A.
 func (s *Scheduler) loadWith(i int, a float64) float64 {
 	n := s.Nodes[i]
-	e := float64(n.Capacity.EgressBps) * float64(n.Weight) / DefaultWeight
-	if e < 1 {
-		e = 1
-	}
 	rd := float64(n.FillBps)
 	rs := float64(n.ReservedBps) - rd
-	l := (rs + a*rd) / e
+	l := (rs + a*rd) / weightedBps(n)
 	if u := n.Utilization(); u > s.Config.Normal {
 		l += s.Config.B / s.Config.Normal * (u - s.Config.Normal)
 	}
 	return l
-}
-
-// weighted returns node n's egress capacity times Weight/100, bit/s (at
-// least 1).
-func weighted(n *Node) float64 {
-	return max(1, float64(n.Capacity.EgressBps)*float64(n.Weight)/DefaultWeight)
 }
 
 // storedShare is how much the disk term counts a byte stored but not in
@@ -134,30 +124,47 @@ func (s *Scheduler) diskTerm(n *Node) float64 {
 	return s.Config.DiskPressure * (float64(n.InUseBytes) + storedShare*float64(idle)) / float64(n.Capacity.DiskBytes)
 }
 
-// Overloaded reports whether node i's utilization is above its overload
-// threshold (Node.Overload, else Config.Overload).
-func (s *Scheduler) Overloaded(i int) bool {
-	n := s.Nodes[i]
-	th := n.Overload
-	if th <= 0 {
-		th = s.Config.Overload
+// overloadOf returns node n's overload threshold: its own (Node.Overload)
+// when the operator set one, else Config.Overload.
+func (s *Scheduler) overloadOf(n *Node) float64 {
+	if n.Overload > 0 {
+		return n.Overload
 	}
-	return n.Utilization() > th
+	return s.Config.Overload
 }
 
-// fillRefBps is the bitrate for which the default policy's tree orders the
-// nodes by the cost of a new fill (the exact cost uses the request's).
-const fillRefBps = 4e6
+// Overloaded reports whether node i's utilization is above its overload
+// threshold (Node.Overload, else Config.Overload): the test the locality
+// policies (lall, lblc, lblcr) apply to a title's holders.
+func (s *Scheduler) Overloaded(i int) bool {
+	n := s.Nodes[i]
+	return n.Utilization() > s.overloadOf(n)
+}
 
-// touch refreshes the cached values derived from n: the default policy's
-// cost of a new fill of a fillRefBps session there (see
-// LocalityLeastLoad), in its tree.
+// touch refreshes what the scheduler derives from n: its IPVS overload
+// flag (Node.OverloadFlag) and its leaf in the default policy's fill tree.
 func (s *Scheduler) touch(n *Node) {
-	if !s.InService(n) {
-		s.fillCost.set(n.Index, math.Inf(1))
+	switch u := n.Utilization(); {
+	case n.Overload <= 0:
+		n.OverloadFlag = false
+	case u > n.Overload:
+		n.OverloadFlag = true
+	case u < n.Overload*s.Config.OverloadLower:
+		n.OverloadFlag = false
+	}
+	if !s.InService(n) || n.OverloadFlag {
+		s.fills.set(n.Index, math.Inf(1), math.Inf(1), -1, -1)
 		return
 	}
-	s.fillCost.set(n.Index, s.loadWith(n.Index, 1)+(1+s.Config.A)*fillRefBps/weighted(n)+s.diskTerm(n))
+	head := n.Capacity.EgressBps - n.ReservedBps
+	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
+		head = -1
+	}
+	room := int64(math.MaxInt64)
+	if n.Capacity.DiskBytes > 0 {
+		room = n.Capacity.DiskBytes - n.InUseBytes
+	}
+	s.fills.set(n.Index, s.loadWith(n.Index, 1)+s.diskTerm(n), 1/weightedBps(n), head, room)
 }
 
 // Place chooses a node for r with the current policy and reserves r's
@@ -185,8 +192,10 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 }
 
 // Reserve books bitrate on node id for title without asking the policy: the
-// manager rebuilds its ledger this way after a restart. It fails with
-// ErrUnknownNode, or ErrBadRequest for an empty title or bitrate <= 0.
+// manager rebuilds its ledger this way after a restart. It books even
+// above the node's capacity (what plays, plays), and Anomalies counts
+// that. It fails with ErrUnknownNode, or ErrBadRequest for an empty title
+// or bitrate <= 0.
 func (s *Scheduler) Reserve(id, title string, bitrate int64) (Reservation, error) {
 	n := s.byID[id]
 	if n == nil {
@@ -201,20 +210,23 @@ func (s *Scheduler) Reserve(id, title string, bitrate int64) (Reservation, error
 func (s *Scheduler) reserve(i int, r *Request) Reservation {
 	n := s.Nodes[i]
 	fill := s.book(n, r.Title, r.Bitrate, r.Bytes)
+	if n.ReservedBps > n.Capacity.EgressBps {
+		s.anomalies.OverCapacity++ // only Reserve can get here
+	}
 	s.touch(n)
 	return Reservation{Node: i, NodeID: n.ID, Title: r.Title, Bitrate: r.Bitrate, Fill: fill}
 }
 
-// Release returns a reservation's bitrate to its node. Releasing twice is
-// the caller's bug; counters never go below zero.
+// Release returns a reservation's bitrate to its node. Releasing a
+// reservation twice, or one the ledger does not have (its node index out
+// of range, or more bit/s or sessions than the node has reserved), is the
+// caller's bug: the counters stop at zero and Anomalies counts it.
 func (s *Scheduler) Release(res Reservation) {
 	if res.Node < 0 || res.Node >= len(s.Nodes) {
+		s.anomalies.UnbalancedReleases++
 		return
 	}
 	n := s.Nodes[res.Node]
 	s.unbook(n, res.Title, res.Bitrate)
-	if rl, ok := s.policy.(Releaser); ok {
-		rl.Released(s, res)
-	}
 	s.touch(n)
 }

@@ -287,22 +287,23 @@ func TestCHBLBoundsEveryNode(t *testing.T) {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 func TestLallReplicatesOnlyWhenHolderIsMuchBusier(t *testing.T) {
-	// A = 30: a new fill costs 31*b/E, a session on the holder b/E.
+	// Two 1 Gbit/s nodes, A = 30, FillRefBps 4 Mbit/s: a new fill is
+	// charged 30*4e6/1e9 = 0.12 on top of the session's own b/E.
 	s := sched(t, "lall", nil, 1e9, 1e9)
 	s.SetReplica("a", "film", false, 1)
-	// 10 Mbit/s sessions (b/E = 0.01): the holder takes the k-th while
-	// its cost k*0.01 is at most b's cost of a fill, 31*0.01.
-	for i := 0; i < 31; i++ {
+	// 10 Mbit/s sessions (b/E = 0.01): the holder takes the next one
+	// while its cost k*0.01 + 0.01 is at most b's 0.01 + 0.12, k <= 12.
+	for i := 0; i < 13; i++ {
 		if id, _ := place(t, s, "film", "x", 10e6); id != "a" {
 			t.Fatalf("session %d went to %s: holder a at %d bit/s", i, id, s.Node("a").ReservedBps)
 		}
 	}
 	id, res := place(t, s, "film", "x", 10e6)
 	if id != "b" || !res.Fill {
-		t.Fatalf("32nd session: %s fill=%v, want a new replica on b", id, res.Fill)
+		t.Fatalf("14th session: %s fill=%v, want a new replica on b", id, res.Fill)
 	}
-	if s.Node("b").FillSessions != 1 || s.Node("b").FillBps != 10e6 {
-		t.Fatalf("b: Nd=%d fill bit/s=%d", s.Node("b").FillSessions, s.Node("b").FillBps)
+	if s.Node("b").FillSessions != 1 || s.Node("b").FillBps != 10e6 || s.Filling() != 1 {
+		t.Fatalf("b: Nd=%d fill bit/s=%d, filling %d", s.Node("b").FillSessions, s.Node("b").FillBps, s.Filling())
 	}
 	// A viewer of the title now shares b's fill rather than a third copy.
 	if id2, res2 := place(t, s, "film", "x", 10e6); id2 != "b" || res2.Fill {
@@ -310,8 +311,90 @@ func TestLallReplicatesOnlyWhenHolderIsMuchBusier(t *testing.T) {
 	}
 	// The fill completes: its sessions become local (Nd = 0).
 	s.SetReplica("b", "film", false, 1)
-	if n := s.Node("b"); n.FillSessions != 0 || n.FillBps != 0 || n.Sessions != 2 {
-		t.Fatalf("after the fill: %+v", n)
+	if n := s.Node("b"); n.FillSessions != 0 || n.FillBps != 0 || n.Sessions != 2 || s.Filling() != 0 {
+		t.Fatalf("after the fill: %+v, filling %d", n, s.Filling())
+	}
+}
+
+// The fill charge does not depend on the title's bitrate: a 16 Mbit/s
+// title replicates at the same load difference as a 4 Mbit/s one (the
+// session's own b/E aside), and the fill node is the least loaded one,
+// not the one with the most egress.
+func TestLallFillChargeIsFixed(t *testing.T) {
+	s := sched(t, "lall", nil, 2e9, 1e9, 3e9) // mean E 2 Gbit/s: charge 30*4e6/2e9 = 0.06
+	if got := s.fillCharge(); got < 0.0599 || got > 0.0601 {
+		t.Fatalf("fill charge %v, want 0.06", got)
+	}
+	s.Reserve("a", "bg", 0.1e9)  // 5%
+	s.Reserve("c", "bg", 0.15e9) // 5%
+	// A fill costs its session's b/E and the charge on every node: b,
+	// idle, is cheapest (0.016 against a's 0.058 and c's 0.0553), though
+	// a charge divided by each node's egress would prefer c.
+	r := Request{Title: "uhd", Bitrate: 16e6}
+	if res, err := s.Place(&r, t0); err != nil || res.NodeID != "b" || !res.Fill {
+		t.Fatalf("fill of a title nobody holds: %+v %v, want b", res, err)
+	}
+	// a holds "uhd2": at 5% (0.058) it keeps it against a fill on b
+	// (0.016 + 0.016 + 0.06 = 0.092).
+	s.SetReplica("a", "uhd2", false, 1)
+	if id, _ := place(t, s, "uhd2", "x", 16e6); id != "a" {
+		t.Fatalf("holder at 5%% vs fill on b at 1.6%%: went to %s", id)
+	}
+	s.Reserve("a", "bg", 0.1e9) // a at 10.8%: 0.108 + 0.008 > 0.092
+	if id, res := place(t, s, "uhd2", "x", 16e6); id != "b" || !res.Fill {
+		t.Fatalf("holder at 10.8%%: went to %s fill=%v, want a replica on b", id, res.Fill)
+	}
+}
+
+// A holder above the overload threshold is passed over while another
+// holder can take the session; when none can, it competes with the fill
+// by the formula (its overload penalty included).
+func TestLallOverloadedHolders(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9, 1e9, 1e9) // charge 30*4e6/1e9 = 0.12
+	s.SetReplica("a", "film", false, 1)
+	s.SetReplica("c", "film", false, 1)
+	// a measures 95% (overloaded) with nothing reserved: by the formula
+	// it is the cheapest holder (0 + 1/0.8*0.15 + 0.004 = 0.19), but c,
+	// below the threshold, takes the session (0.85 + 0.0625 + 0.004);
+	// b, as busy as c, would cost that plus the fill charge.
+	s.Heartbeat("a", Report{EgressBps: 950e6}, t0)
+	s.Reserve("b", "bg", 850e6)
+	s.Reserve("c", "bg", 850e6)
+	if id, _ := place(t, s, "film", "x", 4e6); id != "c" {
+		t.Fatalf("went to %s, want the holder c below its threshold", id)
+	}
+	s = sched(t, "lall", nil, 1e9, 1e9, 1e9)
+	s.SetReplica("a", "film", false, 1)
+	s.Reserve("a", "bg", 950e6) // cost 0.95 + 1/0.8*0.15 + 0.004 = 1.1415
+	s.Reserve("b", "bg", 900e6) // fill cost 0.9 + 0.125 + 0.004 + 0.12 = 1.149
+	s.Reserve("c", "bg", 900e6)
+	if id, res := place(t, s, "film", "x", 4e6); id != "a" || res.Fill {
+		t.Fatalf("every node hot: went to %s fill=%v, want the overloaded holder a", id, res.Fill)
+	}
+	s.Release(Reservation{Node: 1, Title: "bg", Bitrate: 54e6}) // b at 0.846: 0.846 + 0.0575 + 0.004 + 0.12 < 1.1455
+	if id, res := place(t, s, "film", "x", 4e6); id != "b" || !res.Fill {
+		t.Fatalf("a fill on b is cheaper: went to %s fill=%v", id, res.Fill)
+	}
+	if an := s.Anomalies(); an.UnbalancedReleases != 0 {
+		t.Fatalf("anomalies %+v", an)
+	}
+}
+
+// With the origin's channels all busy, a holder with headroom takes the
+// session however loaded, rather than a fill that would wait.
+func TestLallHoldsBackFillsWhenTheOriginIsSaturated(t *testing.T) {
+	for _, channels := range []int{0, 1} {
+		s := sched(t, "lall", func(c *Config) { c.OriginChannels = channels }, 1e9, 1e9, 1e9)
+		s.SetReplica("a", "film", false, 1)
+		s.Reserve("a", "bg", 500e6)
+		s.SetReplica("c", "other", true, 1) // one fill in progress
+		id, res := place(t, s, "film", "x", 4e6)
+		switch {
+		case channels == 0 && (id != "b" || !res.Fill):
+			t.Fatalf("origin not counted: went to %s fill=%v, want a fill on b", id, res.Fill)
+		case channels == 1 && (id != "a" || res.Fill):
+			t.Fatalf("origin saturated: went to %s fill=%v, want the holder a", id, res.Fill)
+		}
 	}
 }
 

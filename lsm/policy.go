@@ -19,12 +19,6 @@ type Policy interface {
 	Pick(s *Scheduler, r *Request) int
 }
 
-// Releaser is implemented by policies that keep per-session state and must
-// hear when a reservation ends (lard's server sets, for example).
-type Releaser interface {
-	Released(s *Scheduler, res Reservation)
-}
-
 // Factory builds a fresh policy from the scheduler's configuration.
 type Factory func(cfg Config) Policy
 

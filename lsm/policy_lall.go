@@ -5,27 +5,43 @@ func init() {
 }
 
 // LocalityLeastLoad ("lall") is the default policy: locality-aware least
-// load on the load formula. It places a session on the node whose load
-// after taking it is least, where a node's load is the formula of
-// Scheduler.Load over the sessions it already has (counting them once,
-// Rs+Rd: a node busy filling other titles stays the natural home of the
-// titles it holds) and the new session of b bit/s adds b/E on a node that
-// holds the title or already fills it (the session shares that fill), and
-// (1+A)*b/E on a node that must fill it from the origin: the seed's a, the
-// weight of a session served from a fill (E the node's weighted
-// capacity), plus Config.DiskPressure times the share of the node's disk
-// in use. So a title stays on the nodes that hold it until they are about
-// A sessions' worth busier than the node where a fill costs least, or
-// above their overload threshold (Scheduler.Overloaded); then it gains a
-// replica there. Source: the ACM/LSM/SMM design of the seed documents,
-// with the load formula L = Ns + a*Nd + b*max(0, U-Ul); the sticky
-// least-load rule is that of locality-aware request distribution (Pai et
-// al., ASPLOS 1998).
+// load on the load formula. It places a session of b bit/s on the node
+// whose cost of taking it is least, where a node's load is the formula of
+// Scheduler.Load over the sessions it already has, counting them once
+// (Rs+Rd: a node busy filling other titles stays the natural home of the
+// titles it holds), and
 //
-// A decision costs O(replicas of the title) plus O(1) for the node where a
-// fill costs least, which the scheduler keeps in a tournament tree (for a
-// 4 Mbit/s session); it scans all nodes only when that node cannot take r
-// (no bit/s or disk headroom, or slow start).
+//   - on a node that holds the title or already fills it (the session
+//     shares that fill) the session adds b/E, E the node's weighted
+//     capacity;
+//   - on a node that must fill it from the origin it adds b/E plus the
+//     fill charge A*Config.FillRefBps/Ē (Ē the mean E of the nodes in
+//     service: A reference sessions, the seed's a, at the cluster's mean
+//     capacity) plus Config.DiskPressure times the share of the node's
+//     disk in use.
+//
+// The fill charge is the same on every node and for every title: what a
+// fill costs is the origin transfer and the churn of a disk, not the
+// node's egress, and measured on the simulator (docs/scheduling.md) a
+// charge scaled by the title's bitrate, or divided by each node's own
+// capacity, fetched 1-9% more from the origin and balanced worse.
+//
+// So a title stays on the nodes that hold it until they are about A
+// reference sessions' worth busier than the node where a fill costs
+// least, then gains a replica there. Holders above their overload
+// threshold (Scheduler.Overloaded) are passed over while another holder
+// can take the session; when none can, they compete with the fill by the
+// formula, whose overload penalty B/Ul*(U-Ul) is there for that, so that
+// at the peak, with every node hot, a session does not need a fill its
+// holder could have spared. When the origin has no free channel (Filling
+// reaches Config.OriginChannels) a holder with headroom takes the session
+// whatever its load. Source: the ACM/LSM/SMM design of the seed
+// documents, with the load formula L = Ns + a*Nd + b*max(0, U-Ul); the
+// sticky least-load rule is that of locality-aware request distribution
+// (Pai et al., ASPLOS 1998).
+//
+// A decision costs O(replicas of the title) plus a search of the
+// scheduler's fill tree, O(log n) nodes in the usual case (see fillTree).
 type LocalityLeastLoad struct{}
 
 var _ Policy = (*LocalityLeastLoad)(nil)
@@ -36,40 +52,50 @@ func (*LocalityLeastLoad) Name() string { return DefaultPolicy }
 // Pick implements Policy.
 func (*LocalityLeastLoad) Pick(s *Scheduler, r *Request) int {
 	b := float64(r.Bitrate)
-	best, bestCost := -1, 0.0
+	cool, coolCost := -1, 0.0 // holders at or below their overload threshold
+	hot, hotCost := -1, 0.0   // holders above it
 	for _, h := range s.holders[r.Title] {
 		i := int(h)
-		if !s.Eligible(i, r) || s.Overloaded(i) {
+		if !s.Eligible(i, r) {
 			continue
 		}
-		c := s.loadWith(i, 1) + b/weighted(s.Nodes[i])
-		if best < 0 || c < bestCost {
-			best, bestCost = i, c
+		c := s.loadWith(i, 1) + b/weightedBps(s.Nodes[i])
+		if s.Overloaded(i) {
+			if hot < 0 || c < hotCost {
+				hot, hotCost = i, c
+			}
+		} else if cool < 0 || c < coolCost {
+			cool, coolCost = i, c
 		}
 	}
-	f := s.fillCost.min()
-	if f >= 0 && !s.Eligible(f, r) {
-		f = s.cheapestFill(r)
+	best, bestCost := cool, coolCost
+	if best < 0 {
+		best, bestCost = hot, hotCost
 	}
+	if best >= 0 && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
+		return best // a fill would wait for an origin channel
+	}
+	f, fillCost := s.cheapestFill(r)
 	if f < 0 {
 		return best
 	}
-	if best >= 0 && bestCost <= s.loadWith(f, 1)+(1+s.Config.A)*b/weighted(s.Nodes[f])+s.diskTerm(s.Nodes[f]) {
+	if best >= 0 && bestCost <= fillCost+s.fillCharge() {
 		return best
 	}
 	return f
 }
 
-// cheapestFill scans every node for the eligible one with the least cost
-// of a fill in the tree.
-func (s *Scheduler) cheapestFill(r *Request) int {
-	best, bestCost := -1, 0.0
-	leaves := s.fillCost.val[s.fillCost.size:]
-	for i := range s.Nodes {
-		c := leaves[i]
-		if (best < 0 || c < bestCost) && s.Eligible(i, r) {
-			best, bestCost = i, c
-		}
-	}
-	return best
+// fillCharge is the default policy's charge for a new fill, in load
+// units: A reference sessions at the mean weighted capacity.
+func (s *Scheduler) fillCharge() float64 {
+	return s.Config.A * float64(s.Config.FillRefBps) / s.meanWeightedBps()
+}
+
+// cheapestFill returns the eligible node without r's title where r's
+// session costs least before the fill charge (its load with the session,
+// and its disk term), and that cost; -1 when there is none.
+func (s *Scheduler) cheapestFill(r *Request) (int, float64) {
+	f := fillSearch{t: &s.fills, s: s, r: r, bps: float64(r.Bitrate), best: -1}
+	f.visit(1, f.bound(1))
+	return f.best, f.bestC
 }

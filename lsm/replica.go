@@ -10,6 +10,12 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 		n.titles[title] = r
 		s.holders[title] = append(s.holders[title], int32(n.Index))
 	}
+	if r.filling {
+		s.filling--
+	}
+	if filling {
+		s.filling++
+	}
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
 	}
@@ -41,6 +47,9 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	}
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
+	}
+	if r.filling {
+		s.filling--
 	}
 	n.StoredBytes -= r.bytes
 	n.FillSessions = max(0, n.FillSessions-r.fills)
@@ -86,8 +95,12 @@ func (s *Scheduler) book(n *Node, title string, bitrate, bytes int64) bool {
 	return fill
 }
 
-// unbook undoes book for one session.
+// unbook undoes book for one session; a release the node's counters
+// cannot cover is counted in Anomalies and clamped at zero.
 func (s *Scheduler) unbook(n *Node, title string, bitrate int64) {
+	if n.ReservedBps < bitrate || n.Sessions < 1 {
+		s.anomalies.UnbalancedReleases++
+	}
 	n.ReservedBps = max(0, n.ReservedBps-bitrate)
 	n.Sessions = max(0, n.Sessions-1)
 	r := n.titles[title]

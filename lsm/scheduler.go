@@ -20,9 +20,41 @@ type Scheduler struct {
 	firstJoin time.Time // when the first node joined (start of the cluster)
 	version   uint64    // bumped when a node's in-service state, weight or capacity changes
 
-	holders  map[string][]int32 // title -> indexes of nodes holding or filling it
-	fillCost minTree            // per node: Load + A/c, the default policy's cost of a fill there
+	holders map[string][]int32 // title -> indexes of nodes holding or filling it
+	fills   fillTree           // per node: the default policy's cost of a fill there
+	filling int                // replicas filling in the replica view, all nodes
+
+	meanE        float64 // mean weighted capacity of the nodes in service, bit/s
+	meanEVersion uint64  // version meanE was computed at, +1 (0: never)
+
+	anomalies Anomalies
 }
+
+// Anomalies counts ledger events that break the bookkeeping's invariants.
+// They are the caller's bugs or operator events, never the policies': the
+// scheduler carries on (counters stop at zero, a reservation stays booked)
+// and reports them here so that tests, the simulator and the admin API
+// can see them.
+type Anomalies struct {
+	// UnbalancedReleases counts Release calls the ledger could not match:
+	// a node index out of range, or a node with fewer reserved bit/s or
+	// sessions than the release returns (a reservation released twice).
+	UnbalancedReleases int64
+	// OverCapacity counts the times a node's reserved bit/s went above its
+	// egress capacity: by Reserve, which books without the admission rule
+	// to rebuild a ledger, or by a node registering again with less
+	// capacity than it has reserved.
+	OverCapacity int64
+}
+
+// Anomalies returns the counts since the scheduler was made.
+func (s *Scheduler) Anomalies() Anomalies { return s.anomalies }
+
+// Filling returns the number of fills in progress in the replica view,
+// on all nodes: demand fills booked by Place or Reserve and fills the
+// callers recorded (SetReplica, Heartbeat), until they complete or are
+// dropped.
+func (s *Scheduler) Filling() int { return s.filling }
 
 // New returns a scheduler with cfg; it fails on an unknown policy name or
 // parameters out of range (Config.Validate).
@@ -76,7 +108,10 @@ func (s *Scheduler) Node(id string) *Node { return s.byID[id] }
 // registers again): it becomes alive, and slow-starts when it was not alive
 // before (unless it joins with the cluster, see Config.SlowStart). It fails
 // on an empty id or an egress capacity <= 0 bit/s. A weight the operator
-// set with SetWeight is kept over the one the node announces.
+// set with SetWeight is kept over the one the node announces. A node that
+// comes back with less egress capacity than it has reserved keeps its
+// reservations (its sessions play on) and gets no new session until they
+// fit again; Anomalies counts it.
 func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 	if spec.ID == "" {
 		return nil, fmt.Errorf("lsm: node without id")
@@ -96,7 +131,7 @@ func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 		n = &Node{Index: len(s.Nodes), titles: map[string]*replica{}}
 		s.Nodes = append(s.Nodes, n)
 		s.byID[spec.ID] = n
-		s.fillCost.reset(len(s.Nodes))
+		s.fills.reset(len(s.Nodes))
 		for _, m := range s.Nodes[:len(s.Nodes)-1] {
 			s.touch(m)
 		}
@@ -104,7 +139,11 @@ func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 	if n.operatorWeight {
 		spec.Weight = n.Weight // the operator's setting outlives a node restart
 	}
+	over := n.ReservedBps > n.Capacity.EgressBps
 	n.NodeSpec = spec
+	if !over && n.ReservedBps > n.Capacity.EgressBps {
+		s.anomalies.OverCapacity++
+	}
 	if !n.Alive {
 		s.revive(n, now)
 	}
@@ -271,9 +310,13 @@ func (s *Scheduler) SetDraining(id string, d bool) error {
 	return nil
 }
 
-// SetOverload sets node id's overload threshold (utilization in (0, 1]);
-// 0 returns it to Config.Overload. It fails with ErrUnknownNode or for a
-// threshold out of range.
+// SetOverload sets node id's own overload threshold (utilization in
+// (0, 1]), the upper threshold of Linux IPVS: above it the node is flagged
+// overloaded (Node.OverloadFlag) and no policy gives it a new session
+// until its utilization falls below Config.OverloadLower times the
+// threshold. 0 removes it: the node is then only subject to
+// Config.Overload, the locality policies' test of a title's holders. It
+// fails with ErrUnknownNode or for a threshold out of range.
 func (s *Scheduler) SetOverload(id string, th float64) error {
 	n := s.byID[id]
 	if n == nil {
@@ -285,4 +328,24 @@ func (s *Scheduler) SetOverload(id string, th float64) error {
 	n.Overload = th
 	s.touch(n)
 	return nil
+}
+
+// meanWeightedBps returns the mean of E (capacity times Weight/100, bit/s)
+// over the nodes in service, recomputed when Version moves; 1 when none.
+func (s *Scheduler) meanWeightedBps() float64 {
+	if s.meanEVersion == s.version+1 {
+		return s.meanE
+	}
+	sum, k := 0.0, 0
+	for _, n := range s.Nodes {
+		if s.InService(n) {
+			sum += weightedBps(n)
+			k++
+		}
+	}
+	s.meanE, s.meanEVersion = 1, s.version+1
+	if k > 0 {
+		s.meanE = sum / float64(k)
+	}
+	return s.meanE
 }

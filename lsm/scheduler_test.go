@@ -46,17 +46,6 @@ func TestLallPrefersHolderThenLeastLoad(t *testing.T) {
 	}
 }
 
-func TestLallSkipsOverloadedHolder(t *testing.T) {
-	s := newTestScheduler(t, "lall", 10e6, 100e6)
-	s.SetReplica("a", "film", false, 1)
-	s.Nodes[0].EgressBps = 9.5e6 // measured 95% > overload 90%
-	r := Request{Title: "film", Bitrate: 0.4e6}
-	res, err := s.Place(&r, t0)
-	if err != nil || res.NodeID != "b" {
-		t.Fatalf("overloaded holder chosen: %+v %v", res, err)
-	}
-}
-
 func TestNeverAboveCapacity(t *testing.T) {
 	for _, p := range Policies() {
 		s := newTestScheduler(t, p, 10e6, 20e6)

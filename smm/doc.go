@@ -20,7 +20,10 @@
 // sessions), boundcheck (the `bound` command). docs/storage.md explains
 // the policies, their sources, the bounds and the figures.
 //
-// smm is pure decision code: no sockets, no goroutines, no locks, no
-// time.Now; every call takes the current time, so the manager and the
-// simulator (on a virtual clock) run the same code.
+// smm is pure decision code: no sockets, no goroutines, no time.Now;
+// every call takes the current time, so the manager and the simulator (on
+// a virtual clock) run the same code. Its types are not safe for
+// concurrent use (the manager serialises calls); the only lock is the
+// RWMutex of the eviction policy registry (RegisterEvictor, Evictors,
+// NewEvictor).
 package smm
