@@ -176,6 +176,7 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 			defer cancel()
 			if err := n.store.Prefetch(ctx, id); err != nil {
 				n.log.Warn("prefetch refused", "title", id, "err", err)
+				n.store.NoteFailure(store.Failure{Title: id, Reason: err.Error(), Prefetch: true, At: time.Now()})
 			}
 		}()
 	case *pb.NodeCommand_Evict:
@@ -192,6 +193,9 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 	case *pb.NodeCommand_Drain:
 		n.SetDraining(c.Drain.GetDrain())
 		n.log.Info("drain", "draining", c.Drain.GetDrain())
+	case *pb.NodeCommand_Protect:
+		n.store.SetProtected(c.Protect.GetTitleIds())
+		n.log.Info("protected titles", "titles", len(c.Protect.GetTitleIds()))
 	}
 }
 
@@ -317,5 +321,8 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		}
 	}
 	r.Titles = storedTitles(n.store.Titles())
+	for _, f := range n.store.TakeFailures() {
+		r.FailedFills = append(r.FailedFills, &pb.FillFailure{TitleId: f.Title, Reason: f.Reason, Prefetch: f.Prefetch, AtUnixMs: f.At.UnixMilli()})
+	}
 	return r
 }

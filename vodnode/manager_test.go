@@ -237,3 +237,61 @@ func TestManagerReconnect(t *testing.T) {
 }
 
 func itoa(v int) string { return strconv.Itoa(v) }
+
+// TestManagerLinkProtectAndFailures: a ProtectCommand reaches the store (a
+// protected title survives a fill that needs room), and a prefetch the node
+// cannot carry out comes back once in a load report's failed_fills.
+func TestManagerLinkProtectAndFailures(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	size := int64(len(o.titles["sample-001"]))
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = 50 * time.Millisecond
+		n.Capacity = Capacity{EgressBps: 1e9, DiskBytes: 2*size + 1<<20} // two titles
+	})
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	for _, id := range []string{"sample-001", "sample-004"} { // same clip, same size
+		m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: id}}}
+		waitComplete(t, n, id)
+	}
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Protect{Protect: &pb.ProtectCommand{TitleIds: []string{"sample-001"}}}}
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: "sample-007"}}}
+	waitComplete(t, n, "sample-007")
+	if ids := storedIDs(n); !slices.Contains(ids, "sample-001") || slices.Contains(ids, "sample-004") {
+		t.Fatalf("stored %v: want the protected sample-001 kept and sample-004 evicted", ids)
+	}
+
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: "no-such-title"}}}
+	var failed []*pb.FillFailure
+	waitFor(t, 10*time.Second, "the failed prefetch in a report", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		failed = failed[:0]
+		for _, r := range m.reports {
+			failed = append(failed, r.GetFailedFills()...)
+		}
+		return len(failed) > 0
+	})
+	// Reports keep coming; the failure must not repeat.
+	waitFor(t, 5*time.Second, "two more reports", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.reports) > 0 && len(m.reports[len(m.reports)-1].GetFailedFills()) == 0
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total := 0
+	for _, r := range m.reports {
+		for _, f := range r.GetFailedFills() {
+			total++
+			if f.GetTitleId() != "no-such-title" || !f.GetPrefetch() || f.GetReason() == "" || f.GetAtUnixMs() == 0 {
+				t.Errorf("failure %+v", f)
+			}
+		}
+	}
+	if total != 1 {
+		t.Fatalf("the failed prefetch was reported %d times, want once", total)
+	}
+}

@@ -152,6 +152,9 @@ func (s *Store) failFill(t *Title, err error) {
 		s.log.Error("fill failed", "title", id, "err", err)
 	}
 	s.mu.Lock()
+	if s.ctx.Err() == nil && len(s.failures) < maxFailures {
+		s.failures = append(s.failures, Failure{Title: id, Reason: err.Error(), Prefetch: t.prefetch, At: s.cfg.Now()})
+	}
 	t.filling = false
 	if s.titles[id] == t {
 		delete(s.titles, id)

@@ -63,6 +63,56 @@ type Store struct {
 	closed      bool
 	fillsByID   map[string]int
 	originBytes atomic.Int64
+	// protected are the titles the manager says the node's own eviction
+	// must keep (the operator's pins): SetProtected.
+	protected map[string]bool
+	// failures are the fills that failed since TakeFailures last ran.
+	failures []Failure
+}
+
+// Failure is one fill that ended without the whole title, or a prefetch
+// the node refused, for the next load report.
+type Failure struct {
+	Title    string
+	Reason   string
+	Prefetch bool
+	At       time.Time
+}
+
+// maxFailures bounds the failures kept between two reports.
+const maxFailures = 256
+
+// SetProtected replaces the titles that eviction to make room for a fill
+// must never remove (the manager's ProtectCommand: the operator's pins).
+// Evict, the manager's own order, is not affected.
+func (s *Store) SetProtected(ids []string) {
+	p := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		p[id] = true
+	}
+	s.mu.Lock()
+	s.protected = p
+	s.mu.Unlock()
+}
+
+// NoteFailure records a fill that did not happen (a prefetch refused
+// before it started, say) for the next load report.
+func (s *Store) NoteFailure(f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failures) < maxFailures {
+		s.failures = append(s.failures, f)
+	}
+}
+
+// TakeFailures returns the failures recorded since the last call and
+// forgets them: each is reported once.
+func (s *Store) TakeFailures() []Failure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failures
+	s.failures = nil
+	return f
 }
 
 // Open scans cfg.Dir (removing leftover .part files of interrupted fills),
@@ -284,6 +334,7 @@ func (s *Store) makeRoomLocked(need int64) error {
 	for _, t := range s.titles {
 		items = append(items, smm.Item{
 			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling, LastAccess: t.lastAccess,
+			Pinned: s.protected[t.meta.ID],
 		})
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
