@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// TestFFmpegSeekThroughFrontDoor: ffmpeg with -ss 10 on the RTSP input,
+// over TCP and UDP, through the front door. ffmpeg asks PLAY Range
+// npt=<10 + the input's start time> (it seeks in stream timestamps: 11.328
+// for the samples, whose first timestamp is 1.328 s); the node starts at
+// the keyframe presented at or before that npt, so the first picture
+// decoded (-noaccurate_seek: ffmpeg drops nothing) is that keyframe's,
+// that many seconds of media after the title's first picture, and the
+// play goes on from there in real time.
+func TestFFmpegSeekThroughFrontDoor(t *testing.T) {
+	t.Parallel()
+	c := startPlaybackCluster(t, 2, 100_000_000, nil)
+	for i, tr := range []string{"tcp", "udp"} {
+		t.Run(tr, func(t *testing.T) {
+			title := fmt.Sprintf("sample-01%d", i+1)
+			idx := sampleIndex(t, c, title)
+			from, _, _ := showFrames(t, c.frontURL("demo", "demo", title), tr, 1)
+			seek, start, took := showFrames(t, c.frontURL("demo", "demo", title), tr, 75, "-ss", "10", "-noaccurate_seek")
+			asked := 10 + start
+			want := idx.KeyframeSeconds(idx.KeyframeAt(asked))
+			t.Logf("%s: first picture at %.3f s; with -ss 10 (npt=%.3f asked) at %.3f s; 75 frames in %v", tr, from[0], asked, seek[0], took)
+			if d := seek[0] - from[0]; math.Abs(d-want) > 0.001 {
+				t.Errorf("-ss 10 started %.3f s into the title, want the keyframe before npt %.3f, at %.3f s", d, asked, want)
+			}
+			if span := seek[len(seek)-1] - seek[0]; span < 2.95 || span > 2.97 {
+				t.Errorf("75 frames spanning %.3f s after the seek, want 2.96 s", span)
+			}
+			if took < 2*time.Second {
+				t.Errorf("3 s of media after the seek arrived in %v: not real time", took)
+			}
+		})
+	}
+}
+
+// gstRace: see vodnode's test of the same name (rtspsrc's PAUSE cut by
+// its own CLOSE at EOS over UDP, posted as an error after a clean EOS).
+func gstRace(out string) bool {
+	var errs []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "gstrtspsrc.c(") {
+			errs = append(errs, line)
+		}
+	}
+	for _, e := range errs {
+		if !strings.Contains(e, "gst_rtspsrc_pause") && !strings.Contains(e, "gst_rtspsrc_try_send") {
+			return false
+		}
+	}
+	return len(errs) > 0 && strings.Contains(out, "Got EOS") && strings.Count(out, "(Received end-of-file)") == len(errs)
+}
+
+// TestGStreamerThroughFrontDoor: gst-launch-1.0 (rtspsrc with the
+// subscriber's credentials, following the 302; the MP2T depayloader)
+// plays whole 20 s titles over TCP, synced to the clock, and over UDP; at
+// the end it gets EOS, tears down and exits 0, and the manager holds no
+// session or reservation afterwards.
+func TestGStreamerThroughFrontDoor(t *testing.T) {
+	t.Parallel()
+	gst := needTool(t, "gst-launch-1.0")
+	c := startPlaybackCluster(t, 2, 100_000_000, nil)
+	adm := c.admin(t)
+	var wg sync.WaitGroup
+	for i, tc := range []struct{ proto, sink string }{{"tcp", "sync=true"}, {"udp", "sync=false"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			start := time.Now()
+			b, err := exec.CommandContext(ctx, gst, "-e", "rtspsrc", "location="+c.frontURL("", "", fmt.Sprintf("sample-00%d", i+2)),
+				"user-id=demo", "user-pw=demo", "protocols="+tc.proto, "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
+				"h264parse", "!", "fakesink", tc.sink).CombinedOutput()
+			took, out := time.Since(start), string(b)
+			switch {
+			case ctx.Err() != nil:
+				t.Errorf("%s: still running after %v:\n%s", tc.proto, took, out)
+			case err != nil && !(tc.proto == "udp" && gstRace(out)):
+				t.Errorf("%s: %v after %v:\n%s", tc.proto, err, took, out)
+			case took < 19*time.Second:
+				t.Errorf("%s: a 20 s title played in %v", tc.proto, took)
+			default:
+				t.Logf("%s: exit %v after %v", tc.proto, err, took)
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, 5*time.Second, "no session or reservation left", func() bool {
+		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
+	})
+}
+
+// TestVLCThroughFrontDoor: VLC (cvlc, as an unprivileged user: it
+// refuses root) follows the front door's 302 over HTTP and records what it
+// plays, progressive MPEG-TS and HLS; both decode. VLC's RTSP client is
+// live555: Debian builds VLC with --disable-live555, so it is tested only
+// where the module exists.
+func TestVLCThroughFrontDoor(t *testing.T) {
+	t.Parallel()
+	vlc := needTool(t, "cvlc")
+	c := startPlaybackCluster(t, 2, 100_000_000, nil)
+	adm := c.admin(t)
+	dir, err := os.MkdirTemp("", "vlc-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, vlc, append([]string{"-I", "dummy"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		if os.Getuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	front := c.manager.HTTPAddr()
+	for _, tc := range []struct{ name, url string }{
+		{"progressive", "http://demo:demo@" + front + "/vod/sample-014.ts"},
+		{"hls", "http://demo:demo@" + front + "/vod/sample-015/index.m3u8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := filepath.Join(dir, tc.name+".ts")
+			out := run(tc.url, "--sout", "#std{access=file,mux=ts,dst="+rec+"}", "--run-time", "6", "vlc://quit")
+			frames := countVideoFrames(t, rec)
+			t.Logf("VLC %s through the front door: %d frames recorded", tc.name, frames)
+			if frames < 100 {
+				t.Errorf("VLC %s: %d frames\n%s", tc.name, frames, out)
+			}
+			found := false
+			for _, s := range sessions(t, adm) {
+				found = found || (s.Protocol == "http" && s.User == "demo" && strings.Contains(tc.url, "/"+s.TitleId))
+			}
+			if !found {
+				t.Errorf("VLC %s: no HTTP session of demo in the manager's table", tc.name)
+			}
+		})
+	}
+	t.Run("rtsp", func(t *testing.T) {
+		if !strings.Contains(run("--list"), "live555") {
+			t.Skip("this VLC has no RTSP client: it is built without live555 (Debian: --disable-live555); VLC plays over HTTP above")
+		}
+		rec := filepath.Join(dir, "rtsp.ts")
+		out := run(c.frontURL("demo", "demo", "sample-016"), "--sout", "#std{access=file,mux=ts,dst="+rec+"}", "--run-time", "4", "vlc://quit")
+		if frames := countVideoFrames(t, rec); frames < 50 {
+			t.Errorf("VLC RTSP: %d frames\n%s", frames, out)
+		}
+	})
+}
+
+// countVideoFrames returns the video frames ffprobe decodes in a file.
+func countVideoFrames(t *testing.T, path string) int {
+	t.Helper()
+	out, err := exec.Command(needTool(t, "ffprobe"), "-v", "quiet", "-count_frames", "-select_streams", "v:0",
+		"-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Logf("ffprobe %s: %v", path, err)
+		return 0
+	}
+	f := strings.Fields(string(out)) // a count per program
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
+
+// TestVCRThroughFrontDoor: a scripted client redirected by the front door
+// plays, pauses (no media flows), resumes where it stopped, seeks, plays
+// at Scale 4 (echoed), and tears down: the manager releases the session
+// and its reservation at once.
+func TestVCRThroughFrontDoor(t *testing.T) {
+	t.Parallel()
+	c := startPlaybackCluster(t, 1, 100_000_000, nil)
+	adm := c.admin(t)
+	loc := redirect(t, c, "sample-017")
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dialRTSPC(t, u.Host, "", "")
+	res := r.do("SETUP", loc+"/trackID=0", "Transport", "MP2T/RTP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP at the node: %d", res.StatusCode)
+	}
+	id := sessionOf(res)
+	play := func(hdr ...string) *base.Response {
+		t.Helper()
+		res := r.do("PLAY", loc+"/", append([]string{"Session", id}, hdr...)...)
+		if res.StatusCode != 200 {
+			t.Fatalf("PLAY %v: %d", hdr, res.StatusCode)
+		}
+		return res
+	}
+	play("Range", "npt=0.000-")
+	if n, _ := r.rtpFor(time.Second); n == 0 {
+		t.Fatal("no media")
+	}
+	res = r.do("PAUSE", loc+"/", "Session", id)
+	if res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %d", res.StatusCode)
+	}
+	// what was sent before the PAUSE answer came with it
+	if n, _ := r.rtpFor(700 * time.Millisecond); n != 0 {
+		t.Fatalf("%d RTP packets while paused", n)
+	}
+	res = play()
+	ri := strings.Join(res.Header["RTP-Info"], "")
+	n, _ := r.rtpFor(300 * time.Millisecond)
+	if n == 0 || !strings.Contains(ri, "seq=") {
+		t.Fatalf("resume: %d packets, RTP-Info %q", n, ri)
+	}
+	if at := nptStart(res); at < 0.6 || at > 1.6 {
+		t.Errorf("resumed at npt %.3f after about 1 s of play", at)
+	}
+	if rng := play("Range", "npt=12.5-").Header["Range"]; len(rng) != 1 || rng[0] != "npt=12.000-" {
+		t.Errorf("seek to 12.5 s: Range %v, want the keyframe at 12 s", rng)
+	}
+	if sc := play("Scale", "4").Header["Scale"]; len(sc) != 1 || sc[0] != "4.000" {
+		t.Errorf("Scale 4 answered Scale %v", sc)
+	}
+	if n, _ := r.rtpFor(500 * time.Millisecond); n == 0 {
+		t.Error("no pictures at Scale 4")
+	}
+	if len(sessions(t, adm)) != 1 || reservedBps(t, adm) == 0 {
+		t.Fatalf("the manager holds %d sessions, %d bit/s", len(sessions(t, adm)), reservedBps(t, adm))
+	}
+	if res := r.do("TEARDOWN", loc+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %d", res.StatusCode)
+	}
+	eventually(t, 2*time.Second, "the session and its reservation released", func() bool {
+		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
+	})
+}
