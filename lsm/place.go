@@ -153,7 +153,7 @@ func (s *Scheduler) touch(n *Node) {
 		n.OverloadFlag = false
 	}
 	if !s.InService(n) || n.OverloadFlag {
-		s.fills.set(n.Index, math.Inf(1), math.Inf(1), -1, -1)
+		s.fills.set(n.Index, noFill)
 		return
 	}
 	head := n.Capacity.EgressBps - n.ReservedBps
@@ -164,7 +164,7 @@ func (s *Scheduler) touch(n *Node) {
 	if n.Capacity.DiskBytes > 0 {
 		room = n.Capacity.DiskBytes - n.InUseBytes
 	}
-	s.fills.set(n.Index, s.loadWith(n.Index, 1)+s.diskTerm(n), 1/weightedBps(n), head, room)
+	s.fills.set(n.Index, fillLeaf(s.loadWith(n.Index, 1)+s.diskTerm(n), weightedBps(n), head, room))
 }
 
 // Place chooses a node for r with the current policy and reserves r's

@@ -95,7 +95,7 @@ func (s *Scheduler) fillCharge() float64 {
 // session costs least before the fill charge (its load with the session,
 // and its disk term), and that cost; -1 when there is none.
 func (s *Scheduler) cheapestFill(r *Request) (int, float64) {
-	f := fillSearch{t: &s.fills, s: s, r: r, bps: float64(r.Bitrate), best: -1}
+	f := newFillSearch(s, r)
 	f.visit(1, f.bound(1))
 	return f.best, f.bestC
 }

@@ -6,7 +6,7 @@ package lsm
 func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64) {
 	r := n.titles[title]
 	if r == nil {
-		r = &replica{}
+		r = s.newReplica()
 		n.titles[title] = r
 		s.holders[title] = append(s.holders[title], int32(n.Index))
 	}
@@ -55,6 +55,10 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	n.FillSessions = max(0, n.FillSessions-r.fills)
 	n.FillBps = max(0, n.FillBps-r.fillBps)
 	delete(n.titles, title)
+	if len(s.spare) < maxSpare {
+		*r = replica{}
+		s.spare = append(s.spare, r)
+	}
 	h := s.holders[title]
 	for k, i := range h {
 		if int(i) == n.Index {
@@ -125,4 +129,19 @@ func (s *Scheduler) unbook(n *Node, title string, bitrate int64) {
 // unknown (0).
 func diskRoom(n *Node, bytes int64) bool {
 	return bytes <= 0 || n.Capacity.DiskBytes <= 0 || n.Capacity.DiskBytes-n.InUseBytes >= bytes
+}
+
+// maxSpare bounds the records of dropped replicas kept for reuse.
+const maxSpare = 4096
+
+// newReplica returns a zero replica record, reusing a dropped one when it
+// can: a fill booked and dropped again (a viewer who gives up) costs no
+// allocation.
+func (s *Scheduler) newReplica() *replica {
+	if k := len(s.spare); k > 0 {
+		r := s.spare[k-1]
+		s.spare = s.spare[:k-1]
+		return r
+	}
+	return &replica{}
 }

@@ -23,6 +23,7 @@ type Scheduler struct {
 	holders map[string][]int32 // title -> indexes of nodes holding or filling it
 	fills   fillTree           // per node: the default policy's cost of a fill there
 	filling int                // replicas filling in the replica view, all nodes
+	spare   []*replica         // dropped replica records, for reuse
 
 	meanE        float64 // mean weighted capacity of the nodes in service, bit/s
 	meanEVersion uint64  // version meanE was computed at, +1 (0: never)
