@@ -60,8 +60,10 @@ type Recorder interface {
 // (w-tinylfu). A fill always streams to its viewer, so the origin bytes are
 // spent either way; Admit only says whether the filled title should be
 // kept on disk at the price of evicting victims (the titles Victims
-// returned for it). When it returns false the node streams the title
-// through and drops it when its sessions end, and evicts nothing.
+// returned for it, just before). When it returns false the node streams
+// the title through without keeping it and evicts nothing, and the
+// policy keeps the victims in its own state as if Victims had not been
+// asked.
 type Admitter interface {
 	Admit(title string, bytes int64, victims []Item, now time.Time) bool
 }

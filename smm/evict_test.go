@@ -160,6 +160,53 @@ func TestWTinyLFUAdmission(t *testing.T) {
 	}
 }
 
+// TestWTinyLFUKeepsVictimsOfARefusedFill: the titles Victims names stay
+// in the policy's segments when Admit refuses the fill they were to make
+// room for (the owner evicts nothing); otherwise the next call forgets
+// them, as the owner evicted them.
+func TestWTinyLFUKeepsVictimsOfARefusedFill(t *testing.T) {
+	w := NewWTinyLFU()
+	w.WindowShare = 0.25
+	disk := []Item{{Title: "a", Bytes: 100}, {Title: "b", Bytes: 100}, {Title: "c", Bytes: 100}, {Title: "d", Bytes: 100}}
+	for range 4 {
+		for _, it := range disk {
+			w.Record(it.Title, 100, at(0))
+		}
+	}
+	w.Record("huge", 300, at(1)) // one request, larger than the window
+	v, ok := w.Victims(disk, 300, at(1))
+	if !ok || len(v) != 3 {
+		t.Fatalf("victims %v ok=%v", v, ok)
+	}
+	var vs []Item
+	for _, it := range disk {
+		if slices.Contains(v, it.Title) {
+			vs = append(vs, it)
+		}
+	}
+	if w.Admit("huge", 300, vs, at(1)) {
+		t.Fatal("a one-hit title admitted over titles requested four times")
+	}
+	w.Record("a", 100, at(2)) // the next call: nothing was evicted
+	for _, title := range v {
+		if w.ents[title] == nil {
+			t.Fatalf("victim %s of a refused fill forgotten", title)
+		}
+	}
+	// The same victims, this time evicted (no Admit refusal): forgotten
+	// at the next call.
+	v, ok = w.Victims(disk, 300, at(3))
+	if !ok {
+		t.Fatal("no victims")
+	}
+	w.Record("b", 100, at(4))
+	for _, title := range v {
+		if title != "b" && w.ents[title] != nil {
+			t.Fatalf("evicted %s still in the segments", title)
+		}
+	}
+}
+
 func TestCMSketchResetHalves(t *testing.T) {
 	s := newCMSketch(64)
 	s.sample = 20

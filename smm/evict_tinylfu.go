@@ -43,6 +43,7 @@ type WTinyLFU struct {
 	total           int64 // bytes of all entries
 	incoming        string
 	cands           []*tlEnt // moved out of the window by the last Record
+	pending         []*tlEnt // the last Victims, forgotten at the next call unless Admit refused
 }
 
 const (
@@ -128,8 +129,20 @@ func (w *WTinyLFU) remove(e *tlEnt) {
 	}
 }
 
+// commit forgets the titles the last Victims named: the owner evicted
+// them (Admit did not refuse the fill they made room for).
+func (w *WTinyLFU) commit() {
+	for _, e := range w.pending {
+		if w.ents[e.title] == e {
+			w.remove(e)
+		}
+	}
+	w.pending = w.pending[:0]
+}
+
 // Record implements Recorder.
 func (w *WTinyLFU) Record(title string, bytes int64, _ time.Time) {
+	w.commit()
 	w.sketch.sample = 10 * max(len(w.ents), 64)
 	w.sketch.add(title)
 	for _, c := range w.cands {
@@ -164,13 +177,17 @@ func (w *WTinyLFU) Record(title string, bytes int64, _ time.Time) {
 
 // Forget implements Recorder.
 func (w *WTinyLFU) Forget(title string) {
+	w.commit()
 	if e := w.ents[title]; e != nil {
 		w.remove(e)
 	}
 }
 
-// Victims implements Evictor.
+// Victims implements Evictor. The victims stay in the segments until the
+// next call, so that Admit can still refuse the fill they make room for
+// and keep them.
 func (w *WTinyLFU) Victims(items []Item, need int64, _ time.Time) ([]string, bool) {
+	w.commit()
 	on := make(map[string]*Item, len(items))
 	var used int64
 	for i := range items {
@@ -242,9 +259,7 @@ func (w *WTinyLFU) Victims(items []Item, need int64, _ time.Time) ([]string, boo
 			evict(e)
 		}
 	}
-	for _, e := range order {
-		w.remove(e)
-	}
+	w.pending = append(w.pending[:0], order...)
 	return titlesOf(order), true
 }
 
@@ -277,7 +292,9 @@ func (w *WTinyLFU) reconcile(items []Item, on map[string]*Item) {
 }
 
 // Admit implements Admitter: a title that did not fit in the window is kept
-// only when the sketch deems it more frequent than every victim.
+// only when the sketch deems it more frequent than every victim. When it
+// is not, the victims the last Victims named stay where they were (the
+// owner evicts nothing).
 func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) bool {
 	e := w.ents[title]
 	if e == nil || !e.cand {
@@ -286,6 +303,7 @@ func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) boo
 	f := w.sketch.estimate(title)
 	for i := range victims {
 		if w.sketch.estimate(victims[i].Title) >= f {
+			w.pending = w.pending[:0]
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +22,8 @@ func NewCommand() *cobra.Command {
 		configFile, policy, policies, plotFile, traceFile string
 		storages                                          string
 		asJSON, asMarkdown                                bool
-		nodes                                             int
+		rf                                                runFlags
 	)
-	cfg := Default()
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a day of IPTV demand and compare the scheduling and storage policies",
@@ -46,7 +46,7 @@ from it (add --any-warm after --warmup-days).`,
 					return err
 				}
 			}
-			if err := applyFlags(cmd, &run, &cfg, nodes); err != nil {
+			if err := rf.apply(cmd, &run); err != nil {
 				return err
 			}
 			switch {
@@ -131,6 +131,32 @@ from it (add --any-warm after --warmup-days).`,
 	f.StringVar(&plotFile, "plot", "", "write an SVG of each node's load over time for the chosen policy")
 	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill,end_s), with the first storage policy")
 	f.StringVar(&storages, "storage-policies", "", "comma-separated storage policies to run each with every scheduling policy, or all: "+strings.Join(smm.StoragePolicies(), ","))
+	rf.bind(cmd)
+	return cmd
+}
+
+// runFlags are the flags that change the simulation's settings. Each is
+// copied into the run's Config only when it was given, over Default and
+// the --config file; a value given as 0 means 0.
+type runFlags struct {
+	cfg   Config // flagged values of the plain settings
+	nodes int
+	sp    schedFlags
+}
+
+// schedFlags are the scheduler flags, set into Config.Scheduler only when
+// given.
+type schedFlags struct {
+	a, b, diskPressure, normal, overload, chbl float64
+	fillRef                                    int64
+	slowStart                                  time.Duration
+	originChannels                             int
+}
+
+// bind declares the flags on cmd.
+func (rf *runFlags) bind(cmd *cobra.Command) {
+	rf.cfg = Default()
+	cfg, sp, f := &rf.cfg, &rf.sp, cmd.Flags()
 	f.IntVar(&cfg.WarmupDays, "warmup-days", cfg.WarmupDays, "days simulated before the figures start (below --days)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed: same seed, same demand and results")
 	f.IntVar(&cfg.Days, "days", cfg.Days, "simulated days")
@@ -139,23 +165,28 @@ from it (add --any-warm after --warmup-days).`,
 	f.IntVar(&cfg.Demand.Titles, "titles", cfg.Demand.Titles, "titles in the catalog at the start")
 	f.Float64Var(&cfg.Demand.ZipfAlpha, "zipf", cfg.Demand.ZipfAlpha, "Zipf exponent of title popularity")
 	f.IntVar(&cfg.Demand.NewTitlesPerDay, "new-titles", cfg.Demand.NewTitlesPerDay, "new titles a day")
-	f.IntVar(&nodes, "nodes", 20, "nodes (the default classes' proportions are kept)")
+	f.IntVar(&rf.nodes, "nodes", 20, "nodes (the default classes' proportions are kept)")
 	f.Float64Var(&cfg.Cluster.DiskShare, "disk-share", cfg.Cluster.DiskShare, "nodes' disks together as a share of the catalog's bytes")
 	f.StringVar(&cfg.StoragePolicy, "storage", cfg.StoragePolicy, "storage policy (eviction policy of the node disks, with its planner): "+strings.Join(smm.StoragePolicies(), ","))
 	f.IntVar(&cfg.CDP.Channels, "cdp-channels", cfg.CDP.Channels, "concurrent origin transfers")
 	f.Int64Var(&cfg.CDP.ChannelBps, "cdp-channel-bps", cfg.CDP.ChannelBps, "bit/s per origin transfer")
 	f.DurationVar(&cfg.CDP.SetupDelay, "cdp-setup", cfg.CDP.SetupDelay, "setup delay per origin transfer")
 	f.Float64Var(&cfg.Failures.PerDay, "failures", cfg.Failures.PerDay, "node outages per day")
-	f.Float64Var(&cfg.Scheduler.A, "load-a", lsm.DefaultConfig().A, "lall: weight a of a session served from a fill")
-	f.Float64Var(&cfg.Scheduler.B, "load-b", lsm.DefaultConfig().B, "lall: overload penalty b")
-	f.Float64Var(&cfg.Scheduler.DiskPressure, "disk-pressure", lsm.DefaultConfig().DiskPressure, "lall: charge for a fill per unit of disk in use")
-	f.Float64Var(&cfg.Scheduler.Normal, "normal", lsm.DefaultConfig().Normal, "normal utilization limit Ul")
-	f.Float64Var(&cfg.Scheduler.CHBLFactor, "chbl-factor", lsm.DefaultConfig().CHBLFactor, "chbl balance factor")
-	return cmd
+	d := lsm.DefaultConfig()
+	f.Float64Var(&sp.a, "load-a", d.A, "lall: weight a of a session served from a fill (0 allowed)")
+	f.Float64Var(&sp.b, "load-b", d.B, "lall: overload penalty b (0 allowed)")
+	f.Float64Var(&sp.diskPressure, "disk-pressure", d.DiskPressure, "lall: charge for a fill per unit of disk in use (0 allowed)")
+	f.Int64Var(&sp.fillRef, "fill-ref-bps", d.FillRefBps, "lall: reference session of the fill charge, bit/s")
+	f.Float64Var(&sp.normal, "normal", d.Normal, "normal utilization limit Ul")
+	f.Float64Var(&sp.overload, "overload", d.Overload, "utilization above which the locality policies pass over a title's holder")
+	f.DurationVar(&sp.slowStart, "slow-start", d.SlowStart, "ramp window of a node that returns (0: off)")
+	f.IntVar(&sp.originChannels, "lsm-origin-channels", 0, "origin channels lsm is told of (default: --cdp-channels; 0: lall ignores the origin)")
+	f.Float64Var(&sp.chbl, "chbl-factor", d.CHBLFactor, "chbl balance factor")
 }
 
-// applyFlags copies the flags the user set from flagged into run.
-func applyFlags(cmd *cobra.Command, run, flagged *Config, nodes int) error {
+// apply copies the flags given on cmd into run.
+func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
+	flagged, sp := &rf.cfg, &rf.sp
 	set := func(name string, apply func()) {
 		if cmd.Flags().Changed(name) {
 			apply()
@@ -175,13 +206,18 @@ func applyFlags(cmd *cobra.Command, run, flagged *Config, nodes int) error {
 	set("cdp-channel-bps", func() { run.CDP.ChannelBps = flagged.CDP.ChannelBps })
 	set("cdp-setup", func() { run.CDP.SetupDelay = flagged.CDP.SetupDelay })
 	set("failures", func() { run.Failures.PerDay = flagged.Failures.PerDay })
-	set("load-a", func() { run.Scheduler.A = flagged.Scheduler.A })
-	set("load-b", func() { run.Scheduler.B = flagged.Scheduler.B })
-	set("disk-pressure", func() { run.Scheduler.DiskPressure = flagged.Scheduler.DiskPressure })
-	set("normal", func() { run.Scheduler.Normal = flagged.Scheduler.Normal })
-	set("chbl-factor", func() { run.Scheduler.CHBLFactor = flagged.Scheduler.CHBLFactor })
+	p := &run.Scheduler
+	set("load-a", func() { p.A = &sp.a })
+	set("load-b", func() { p.B = &sp.b })
+	set("disk-pressure", func() { p.DiskPressure = &sp.diskPressure })
+	set("fill-ref-bps", func() { p.FillRefBps = &sp.fillRef })
+	set("normal", func() { p.Normal = &sp.normal })
+	set("overload", func() { p.Overload = &sp.overload })
+	set("slow-start", func() { p.SlowStart = &sp.slowStart })
+	set("lsm-origin-channels", func() { p.OriginChannels = &sp.originChannels })
+	set("chbl-factor", func() { p.CHBLFactor = &sp.chbl })
 	if cmd.Flags().Changed("nodes") {
-		return run.SetNodes(nodes)
+		return run.SetNodes(rf.nodes)
 	}
 	return nil
 }

@@ -55,18 +55,27 @@ type Config struct {
 }
 
 // SchedulerParams are the lsm parameters the simulator exposes (see
-// lsm.Config for their meaning); zero values keep lsm's defaults.
+// lsm.Config for their meaning). A nil field keeps lsm's default; a set
+// one is passed as it is, 0 included (a = 0, disk_pressure = 0,
+// slow_start = 0 and origin_channels = 0 are meaningful; values lsm
+// cannot take are errors).
 type SchedulerParams struct {
-	A          float64       `yaml:"a"`
-	B          float64       `yaml:"b"`
-	Normal     float64       `yaml:"normal"`
-	Overload   float64       `yaml:"overload"`
-	SlowStart  time.Duration `yaml:"slow_start"`
-	CHBLFactor float64       `yaml:"chbl_factor"`
+	A          *float64       `yaml:"a"`
+	B          *float64       `yaml:"b"`
+	Normal     *float64       `yaml:"normal"`
+	Overload   *float64       `yaml:"overload"`
+	SlowStart  *time.Duration `yaml:"slow_start"`
+	CHBLFactor *float64       `yaml:"chbl_factor"`
 	// DiskPressure is lall's charge for a fill per unit of disk in use.
-	DiskPressure float64 `yaml:"disk_pressure"`
-	LARDLow      float64 `yaml:"lard_low"`
-	LARDHigh     float64 `yaml:"lard_high"`
+	DiskPressure *float64 `yaml:"disk_pressure"`
+	// FillRefBps is lall's reference session of the fill charge, bit/s.
+	FillRefBps *int64   `yaml:"fill_ref_bps"`
+	LARDLow    *float64 `yaml:"lard_low"`
+	LARDHigh   *float64 `yaml:"lard_high"`
+	// OriginChannels is what lsm is told of the origin's channels
+	// (lsm.Config.OriginChannels); nil: the CDP's channels, as the manager
+	// tells it; 0: lall does not take the origin into account.
+	OriginChannels *int `yaml:"origin_channels"`
 	// QueueWait is how long a request with no node waits in the FCFS queue
 	// before it is refused (the manager's queue deadline).
 	QueueWait time.Duration `yaml:"queue_wait"`
@@ -319,6 +328,9 @@ func (c *Config) Validate() error {
 			return bad("%v", err)
 		}
 	}
+	if err := c.Scheduler.validate(); err != nil {
+		return err
+	}
 	_, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy))
 	return err
 }
@@ -328,32 +340,56 @@ func (c *Config) lsmConfig(policy string) lsm.Config {
 	l := lsm.DefaultConfig()
 	l.Policy = policy
 	l.Seed = c.Seed
+	l.OriginChannels = c.CDP.Channels
 	p := c.Scheduler
-	if p.A != 0 {
-		l.A = p.A
+	setF := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
 	}
-	if p.B != 0 {
-		l.B = p.B
+	setF(&l.A, p.A)
+	setF(&l.B, p.B)
+	setF(&l.Normal, p.Normal)
+	setF(&l.Overload, p.Overload)
+	setF(&l.DiskPressure, p.DiskPressure)
+	setF(&l.CHBLFactor, p.CHBLFactor)
+	setF(&l.LARDLow, p.LARDLow)
+	setF(&l.LARDHigh, p.LARDHigh)
+	if p.SlowStart != nil {
+		l.SlowStart = *p.SlowStart
 	}
-	if p.Normal != 0 {
-		l.Normal = p.Normal
+	if p.FillRefBps != nil {
+		l.FillRefBps = *p.FillRefBps
 	}
-	if p.Overload != 0 {
-		l.Overload = p.Overload
-	}
-	if p.SlowStart != 0 {
-		l.SlowStart = p.SlowStart
-	}
-	if p.DiskPressure != 0 {
-		l.DiskPressure = p.DiskPressure
-	}
-	if p.CHBLFactor != 0 {
-		l.CHBLFactor = p.CHBLFactor
-	}
-	if p.LARDHigh != 0 {
-		l.LARDLow, l.LARDHigh = p.LARDLow, p.LARDHigh
+	if p.OriginChannels != nil {
+		l.OriginChannels = *p.OriginChannels
 	}
 	return l
+}
+
+// validate rejects the set values lsm would read as "default"
+// (0 where lsm needs a positive value): a set value means what it says.
+func (p *SchedulerParams) validate() error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("sim: scheduler %s %v: must be %s", name, v, want)
+	}
+	switch {
+	case p.Normal != nil && !(*p.Normal > 0 && *p.Normal <= 1):
+		return bad("normal", *p.Normal, "in (0, 1]")
+	case p.Overload != nil && !(*p.Overload > 0 && *p.Overload <= 1):
+		return bad("overload", *p.Overload, "in (0, 1]")
+	case p.CHBLFactor != nil && !(*p.CHBLFactor > 1):
+		return bad("chbl_factor", *p.CHBLFactor, "> 1")
+	case p.LARDHigh != nil && !(*p.LARDHigh > 0):
+		return bad("lard_high", *p.LARDHigh, "> 0")
+	case p.FillRefBps != nil && *p.FillRefBps <= 0:
+		return bad("fill_ref_bps", *p.FillRefBps, "> 0")
+	case p.SlowStart != nil && *p.SlowStart < 0:
+		return bad("slow_start", *p.SlowStart, ">= 0")
+	case p.OriginChannels != nil && *p.OriginChannels < 0:
+		return bad("origin_channels", *p.OriginChannels, ">= 0")
+	}
+	return nil
 }
 
 // policies returns the policies to run.

@@ -22,6 +22,7 @@ type session struct {
 	active  bool
 	playing bool
 	orig    bool // an original request (not a resume after a failure)
+	bypass  bool // served by a fill the node does not keep (no disk item)
 	res     lsm.Reservation
 	title   int32
 	sub     int32
@@ -312,9 +313,6 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 	if n.spec.ID != res.NodeID || !n.alive {
 		e.res.Inconsistencies++
 	}
-	if nb := e.sched.Nodes[res.Node]; nb.ReservedBps > nb.Capacity.EgressBps {
-		e.res.QoSViolations++
-	}
 	it := n.disk[r.title]
 	if (it == nil) != res.Fill {
 		e.res.Inconsistencies++ // lsm's replica view and the disk disagree
@@ -325,6 +323,7 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 	if rec, ok := n.evictor.(smm.Recorder); ok {
 		rec.Record(t.id, t.bytes, at(e.now)) // before Victims, hit or fill
 	}
+	bypass := false
 	if it == nil {
 		f, ok := e.startFill(res.Node, r.title, false)
 		if !ok {
@@ -338,6 +337,7 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 			return
 		}
 		it, fillIdx = n.disk[r.title], f
+		bypass = e.fills[f].bypass
 		if replica && e.measuring() {
 			e.res.ReplicaFills++
 			e.res.ReplicaFillBytes += t.bytes
@@ -345,15 +345,23 @@ func (e *engine) granted(res lsm.Reservation, r request, orig bool) {
 	} else if it.fill >= 0 {
 		fillIdx = it.fill
 	}
-	it.users++
-	it.last = e.now
-	it.hits++
+	if !bypass {
+		it.users++
+		it.last = e.now
+		it.hits++
+	}
 	sid := e.newSession()
 	s := &e.sessions[sid]
-	*s = session{gen: s.gen + 1, active: true, orig: orig, res: res, title: r.title, sub: r.sub,
+	*s = session{gen: s.gen + 1, active: true, orig: orig, bypass: bypass, res: res, title: r.title, sub: r.sub,
 		asked: r.asked(), placed: e.now, watch: r.watch, fill: -1, trace: -1}
 	s.slot = len(n.sessions)
 	n.sessions = append(n.sessions, sid)
+	// The QoS promise, checked on the simulator's own sum of its sessions'
+	// bit/s (not on lsm's ledger, which admission itself enforces).
+	n.bps += res.Bitrate
+	if n.bps > n.spec.Capacity.EgressBps {
+		e.res.QoSViolations++
+	}
 	if fillIdx >= 0 && e.fills[fillIdx].state < fillFlowing {
 		f := e.fills[fillIdx]
 		s.fill = fillIdx
@@ -376,7 +384,11 @@ func (e *engine) play(sid int32) {
 		e.res.Admitted++
 		s.trace = e.trace(s.placed, s.title, s.res.Node, s.res.Fill)
 	case !s.orig && e.measuring():
+		// A viewer resuming after a failure: the demand it serves (and
+		// any fill it needs) has its own row in the trace.
 		e.res.Resumed++
+		s.trace = e.trace(s.placed, s.title, s.res.Node, s.res.Fill)
+		e.res.Trace[s.trace].Resumed = true
 	}
 	e.ev.push(s.endAt, evEnd, sid, s.gen)
 }
@@ -396,6 +408,7 @@ func (e *engine) endSession(sid int32) {
 	s := &e.sessions[sid]
 	n := e.nodes[s.res.Node]
 	e.sched.Release(s.res)
+	n.bps -= s.res.Bitrate
 	if s.playing {
 		if s.trace >= 0 {
 			e.res.Trace[s.trace].End = e.now
@@ -405,7 +418,7 @@ func (e *engine) endSession(sid int32) {
 			e.rep.SessionEnded(t.id, e.now-(s.endAt-s.watch), t.dur, at(e.now))
 		}
 	}
-	if it := n.disk[s.title]; it != nil {
+	if it := n.disk[s.title]; it != nil && !s.bypass {
 		it.users--
 	}
 	last := n.sessions[len(n.sessions)-1]
@@ -443,6 +456,10 @@ func (e *engine) fail(i int) {
 			e.abortFill(e.fills[it.fill])
 		}
 	}
+	for _, f := range n.passing {
+		e.abortFill(e.fills[f]) // those done or cancelled are left alone
+	}
+	n.passing = n.passing[:0]
 	for len(n.sessions) > 0 {
 		sid := n.sessions[len(n.sessions)-1]
 		s := &e.sessions[sid]

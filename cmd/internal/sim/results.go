@@ -22,8 +22,9 @@ type Result struct {
 	// not get the title: its disk full of titles in use, or no origin
 	// channel within the fill wait.
 	RefusedNoCopy int64 `json:"refused_no_copy"`
-	// QoSViolations counts instants at which a node's reserved bit/s
-	// exceeded its egress capacity; 0 is the QoS promise.
+	// QoSViolations counts instants (each session start, each load
+	// sample) at which the bit/s of a node's sessions, summed by the
+	// simulator itself, exceeded its egress capacity; 0 is the QoS promise.
 	QoSViolations int64 `json:"qos_violations"`
 	// PeakToMean is, over the peak hour (the hour of the run with the most
 	// reserved bit/s), the largest node utilization (reserved bit/s ÷
@@ -62,6 +63,9 @@ type Result struct {
 	// ReplicaFillBytes are the bytes of those fills.
 	ReplicaFillBytes int64 `json:"replica_fill_bytes"`
 	Prefetches       int64 `json:"prefetches"` // prefetch transfers started
+	// BypassedFills counts demand fills the node's evictor did not admit
+	// (smm.Admitter, w-tinylfu): streamed to their viewer, not kept.
+	BypassedFills int64 `json:"bypassed_fills"`
 	// PlacementMoves are the planner's prefetches and evictions carried
 	// out; with PlanRejected, the ones that could not be (no room, no
 	// channel, node down), they are the moves smm counts
@@ -69,17 +73,24 @@ type Result struct {
 	PlacementMoves int64   `json:"placement_moves"`
 	PlanRejected   int64   `json:"plan_rejected"`
 	Interrupted    int64   `json:"interrupted"`     // playing sessions cut off by a node failure
-	Resumed        int64   `json:"resumed"`         // of those, resumed on another node
+	Resumed        int64   `json:"resumed"`         // of those, resumed on another node (each a row of the trace)
 	DecisionP50Ns  int64   `json:"decision_p50_ns"` // wall ns of lsm's Admit (policy + reservation), median
 	DecisionP99Ns  int64   `json:"decision_p99_ns"` // 99th percentile
 	WallSeconds    float64 `json:"wall_s"`          // wall time of the run, seconds
-	// Inconsistencies counts disagreements between lsm's replica view and
-	// the simulated disks, or policy picks of dead nodes; always 0 unless
-	// there is a bug.
+	// Inconsistencies counts disagreements between lsm's replica view or
+	// ledger and the simulated disks and sessions, or policy picks of dead
+	// nodes; always 0 unless there is a bug.
 	Inconsistencies int64 `json:"inconsistencies"`
+	// UnbalancedReleases and OverCapacity are lsm's Anomalies at the end
+	// of the run: releases its ledger could not match, and bookings above
+	// a node's capacity; always 0 unless there is a bug.
+	UnbalancedReleases int64 `json:"lsm_unbalanced_releases"`
+	OverCapacity       int64 `json:"lsm_over_capacity"`
 
-	Loads *LoadSeries   `json:"-"` // per-node utilization over time, for the plot
-	Trace []TraceRecord `json:"-"` // every original request, in the order decided
+	Loads *LoadSeries `json:"-"` // per-node utilization over time, for the plot
+	// Trace is every original request, in the order decided, and every
+	// resumed playback (Resumed), each with its own row.
+	Trace []TraceRecord `json:"-"`
 }
 
 // TraceRecord is one decided request: when it reached its node, or was
@@ -87,13 +98,17 @@ type Result struct {
 // title and its bytes, the node index chosen (-1 refused), whether the
 // node had to fill the title from the origin, and when the session
 // stopped playing (rounded down to a millisecond; 0 when refused).
+// Resumed marks the playback of a viewer who asked again after a node
+// failure cut it off (not a request of its own in Requested; the CSV does
+// not tell it apart: it is demand served like any other).
 type TraceRecord struct {
-	T     float64
-	Title string
-	Bytes int64
-	Node  int
-	Fill  bool
-	End   float64
+	T       float64
+	Title   string
+	Bytes   int64
+	Node    int
+	Fill    bool
+	End     float64
+	Resumed bool
 }
 
 // LoadSeries is each node's utilization (reserved bit/s ÷ capacity) at
@@ -105,16 +120,22 @@ type LoadSeries struct {
 	Util   [][]float32 // [node][sample]
 }
 
-// sample records every node's utilization and checks the QoS promise.
+// sample records every node's utilization (the simulator's own sum of
+// its sessions' bit/s over capacity), checks the QoS promise on it, and
+// checks that lsm's ledger agrees.
 func (e *engine) sample() {
 	e.series.Times = append(e.series.Times, e.now)
-	for i, n := range e.sched.Nodes {
+	for i, n := range e.nodes {
+		capBps := n.spec.Capacity.EgressBps
 		u := float32(math.NaN())
-		if n.Alive {
-			u = float32(float64(n.ReservedBps) / float64(n.Capacity.EgressBps))
+		if n.alive {
+			u = float32(float64(n.bps) / float64(capBps))
 		}
-		if n.ReservedBps > n.Capacity.EgressBps {
+		if n.bps > capBps {
 			e.res.QoSViolations++
+		}
+		if e.sched.Nodes[i].ReservedBps != n.bps {
+			e.res.Inconsistencies++
 		}
 		e.series.Util[i] = append(e.series.Util[i], u)
 	}
@@ -129,6 +150,8 @@ func (e *engine) finish(wall time.Duration) error {
 		e.res.DecisionP99Ns = e.decision[min(len(e.decision)-1, len(e.decision)*99/100)]
 	}
 	e.res.PeakToMean, e.res.PeakUtilization = peakToMean(e.series, e.nodes)
+	an := e.sched.Anomalies()
+	e.res.UnbalancedReleases, e.res.OverCapacity = an.UnbalancedReleases, an.OverCapacity
 	err := e.bound()
 	e.res.WallSeconds = wall.Seconds() + time.Since(start).Seconds()
 	return err

@@ -14,7 +14,9 @@ type node struct {
 	alive    bool
 	disk     map[int32]*item
 	used     int64 // bytes stored or reserved for fills in progress
+	bps      int64 // bit/s of its sessions (playing or waiting), summed by the simulator
 	evictor  smm.Evictor
+	passing  []int32 // pass-through fills (fillJob.bypass) started since the node last failed
 	sessions []int32
 	items    []smm.Item // scratch for Victims
 }
@@ -47,6 +49,10 @@ type fillJob struct {
 	title    int32
 	bytes    int64
 	prefetch bool
+	// bypass: the node's evictor did not admit the title (smm.Admitter):
+	// the fill streams to its viewer and is not kept; no disk item, no
+	// replica in lsm's view.
+	bypass   bool
 	state    fillState
 	acquired float64 // when it got its channel
 	waiters  []int32 // sessions waiting for the first bytes
@@ -63,19 +69,36 @@ type cdpState struct {
 // node's Evictor what is not in use) and asks the origin for it. It
 // returns the fill's index, or false when the disk cannot make room: the
 // node refuses the viewer (refused_no_copy), as a real node answers 453.
+// A demand fill that the evictor does not admit (smm.Admitter, when room
+// must be made) is a pass-through: it streams to its viewer, evicts
+// nothing and is not kept (fillJob.bypass).
 func (e *engine) startFill(ni int, ti int32, prefetch bool) (int32, bool) {
 	n := e.nodes[ni]
 	t := &e.d.titles[ti]
-	if !e.makeRoom(ni, t.bytes) {
+	victims, ok := e.victims(ni, t.bytes)
+	if !ok {
 		return -1, false
 	}
 	f := &fillJob{id: int32(len(e.fills)), node: ni, title: ti, bytes: t.bytes, prefetch: prefetch}
-	e.fills = append(e.fills, f)
-	n.disk[ti] = &item{bytes: t.bytes, fill: f.id, last: e.now}
-	n.used += t.bytes
-	if prefetch {
-		e.sched.SetReplica(n.spec.ID, t.id, true, t.bytes) // in use while it fills: lsm counts its room
+	if adm, isAdm := n.evictor.(smm.Admitter); isAdm && !prefetch && len(victims) > 0 &&
+		!adm.Admit(t.id, t.bytes, victims, at(e.now)) {
+		f.bypass = true
+		n.passing = append(n.passing, f.id)
+		e.sched.DropReplica(n.spec.ID, t.id) // the node will not hold it
+		if e.measuring() {
+			e.res.BypassedFills++
+		}
+	} else {
+		for _, v := range victims {
+			e.removeItem(ni, e.byID[v.Title])
+		}
+		n.disk[ti] = &item{bytes: t.bytes, fill: f.id, last: e.now}
+		n.used += t.bytes
+		if prefetch {
+			e.sched.SetReplica(n.spec.ID, t.id, true, t.bytes) // in use while it fills: lsm counts its room
+		}
 	}
+	e.fills = append(e.fills, f)
 	if e.cdp.active < e.cfg.CDP.Channels {
 		e.acquire(f)
 	} else {
@@ -85,16 +108,16 @@ func (e *engine) startFill(ni int, ti int32, prefetch bool) (int32, bool) {
 	return f.id, true
 }
 
-// makeRoom frees disk space on node ni for need bytes; it evicts nothing
-// when the evictor cannot free enough.
-func (e *engine) makeRoom(ni int, need int64) bool {
+// victims returns the titles node ni's evictor would remove to make need
+// bytes of room (none when there is room), or false when it cannot.
+func (e *engine) victims(ni int, need int64) ([]smm.Item, bool) {
 	n := e.nodes[ni]
 	free := n.spec.Capacity.DiskBytes - n.used
 	if need <= free {
-		return true
+		return nil, true
 	}
 	if need > n.spec.Capacity.DiskBytes {
-		return false
+		return nil, false
 	}
 	n.items = n.items[:0]
 	for _, ti := range sortedTitles(n.disk) { // map order is random: runs must repeat
@@ -104,19 +127,23 @@ func (e *engine) makeRoom(ni int, need int64) bool {
 			LastAccess: at(it.last), Hits: it.hits,
 		})
 	}
-	victims, ok := n.evictor.Victims(n.items, need-free, at(e.now))
+	names, ok := n.evictor.Victims(n.items, need-free, at(e.now))
 	if !ok {
-		return false
+		return nil, false
 	}
-	for _, v := range victims {
+	out := make([]smm.Item, 0, len(names))
+	room := free
+	for _, v := range names {
 		ti, known := e.byID[v]
-		if it := n.disk[ti]; !known || it == nil || it.inUse() {
+		it := n.disk[ti]
+		if !known || it == nil || it.inUse() {
 			e.res.Inconsistencies++ // the evictor named a title it must not
-			return false
+			return nil, false
 		}
-		e.removeItem(ni, ti)
+		out = append(out, smm.Item{Title: v, Bytes: it.bytes, LastAccess: at(it.last), Hits: it.hits})
+		room += it.bytes
 	}
-	return need <= n.spec.Capacity.DiskBytes-n.used
+	return out, need <= room
 }
 
 // removeItem removes a title from a node's disk and from lsm's view.
@@ -195,17 +222,21 @@ func (e *engine) fillDone(f *fillJob) {
 		e.res.OriginBytes += f.bytes
 	}
 	n := e.nodes[f.node]
-	if it := n.disk[f.title]; it != nil && it.fill == f.id {
-		it.fill = -1
+	if !f.bypass {
+		if it := n.disk[f.title]; it != nil && it.fill == f.id {
+			it.fill = -1
+		}
+		e.sched.SetReplica(n.spec.ID, e.d.titles[f.title].id, false, f.bytes)
 	}
-	e.sched.SetReplica(n.spec.ID, e.d.titles[f.title].id, false, f.bytes)
 	e.releaseChannel()
 }
 
 // cancelFill gives up a fill that has not got a channel.
 func (e *engine) cancelFill(f *fillJob) {
 	f.state = fillCancelled
-	e.dropItem(f.node, f.title)
+	if !f.bypass {
+		e.dropItem(f.node, f.title)
+	}
 }
 
 // abortFill stops a fill because its node failed; the bytes already sent
@@ -224,7 +255,9 @@ func (e *engine) abortFill(f *fillJob) {
 	}
 	f.state = fillCancelled
 	f.waiters = nil
-	e.dropItem(f.node, f.title)
+	if !f.bypass {
+		e.dropItem(f.node, f.title)
+	}
 }
 
 // planRound asks the planner for prefetches and evictions and carries them
