@@ -244,6 +244,10 @@ func (m *Manager) defaults() error {
 	if m.Scheduler == (lsm.Config{}) {
 		m.Scheduler = lsm.DefaultConfig()
 	}
+	if m.Scheduler.OriginChannels == 0 {
+		// lall keeps sessions on holders when every origin channel is busy.
+		m.Scheduler.OriginChannels = m.OriginChannels
+	}
 	m.log = m.Logger
 	if m.log == nil {
 		m.log = slog.Default()
