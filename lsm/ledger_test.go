@@ -77,6 +77,20 @@ func TestOverloadFlagFromMeasuredEgress(t *testing.T) {
 	}
 }
 
+// sameCost reports whether nodes i and j cost the same for r under lall's
+// rule (a tie either may win).
+func sameCost(s *Scheduler, r *Request, i, j int) bool {
+	cost := func(k int) float64 {
+		n := s.Nodes[k]
+		c := s.loadWith(k, 1) + float64(r.Bitrate)/weightedBps(n)
+		if _, held := n.titles[r.Title]; !held {
+			c += s.diskTerm(n) + s.fillCharge()
+		}
+		return c
+	}
+	return math.Abs(cost(i)-cost(j)) < 1e-12
+}
+
 // Unbalanced releases and bookings above capacity are counted, not
 // hidden.
 func TestAnomaliesAreCounted(t *testing.T) {
@@ -113,6 +127,44 @@ func TestAnomaliesAreCounted(t *testing.T) {
 	if _, err := s.Place(&r, t0.Add(time.Second)); err == nil {
 		t.Fatal("placed on a node above its capacity")
 	}
+}
+
+// lallByScan is the default policy's rule written plainly, by a scan of
+// every node: the reference the tree-backed Pick must agree with.
+func lallByScan(s *Scheduler, r *Request) int {
+	b := float64(r.Bitrate)
+	cool, coolCost, hot, hotCost := -1, 0.0, -1, 0.0
+	fill, fillCost := -1, 0.0
+	for i, n := range s.Nodes {
+		if !s.Eligible(i, r) {
+			continue
+		}
+		if _, held := n.titles[r.Title]; held {
+			c := s.loadWith(i, 1) + b/weightedBps(n)
+			if s.Overloaded(i) {
+				if hot < 0 || c < hotCost {
+					hot, hotCost = i, c
+				}
+			} else if cool < 0 || c < coolCost {
+				cool, coolCost = i, c
+			}
+			continue
+		}
+		if c := s.loadWith(i, 1) + b/weightedBps(n) + s.diskTerm(n) + s.fillCharge(); fill < 0 || c < fillCost {
+			fill, fillCost = i, c
+		}
+	}
+	best, bestCost := cool, coolCost
+	if best < 0 {
+		best, bestCost = hot, hotCost
+	}
+	switch {
+	case best >= 0 && s.Config.OriginChannels > 0 && s.Filling() >= s.Config.OriginChannels:
+		return best
+	case fill < 0 || (best >= 0 && bestCost <= fillCost):
+		return best
+	}
+	return fill
 }
 
 // The fill tree's search finds exactly what a scan of every node finds:
@@ -166,19 +218,34 @@ func TestFillSearchMatchesAScan(t *testing.T) {
 		}
 		now := t0.Add(time.Hour + time.Duration(rng.IntN(40))*time.Second)
 		s.advance(now)
-		got, gotCost := s.cheapestFill(&r)
-		want, wantCost := -1, math.Inf(1)
-		for i, n := range s.Nodes {
-			if _, held := n.titles[r.Title]; held || !s.Eligible(i, &r) {
-				continue
+		for _, skipHeld := range []bool{true, false} {
+			got, gotCost := s.cheapestFill(&r, skipHeld)
+			want, wantCost := -1, math.Inf(1)
+			for i, n := range s.Nodes {
+				// Without skipHeld, holders count when they have disk room
+				// too (the tree prunes by room): the result is still the
+				// least cost among the nodes without the title, or a
+				// holder at most as dear.
+				if _, held := n.titles[r.Title]; (held && (skipHeld || !diskRoom(n, r.Bytes))) || !s.Eligible(i, &r) {
+					continue
+				}
+				c := s.loadWith(i, 1) + s.diskTerm(n) + float64(r.Bitrate)/weightedBps(n)
+				if c < wantCost {
+					want, wantCost = i, c
+				}
 			}
-			c := s.loadWith(i, 1) + s.diskTerm(n) + float64(r.Bitrate)/weightedBps(n)
-			if c < wantCost {
-				want, wantCost = i, c
+			if (got < 0) != (want < 0) || (want >= 0 && math.Abs(gotCost-wantCost) > 1e-12) {
+				t.Fatalf("trial %d, skip held %v: search %d (%v), scan %d (%v)", trial, skipHeld, got, gotCost, want, wantCost)
 			}
 		}
-		if (got < 0) != (want < 0) || (want >= 0 && math.Abs(gotCost-wantCost) > 1e-12) {
-			t.Fatalf("trial %d: search %d (%v), scan %d (%v)", trial, got, gotCost, want, wantCost)
+		// The policy agrees with its rule written as a scan (ties aside:
+		// the costs must then be equal).
+		if trial%2 == 0 {
+			s.Config.OriginChannels = 1 + rng.IntN(3)
+		}
+		got, want := s.policy.Pick(s, &r), lallByScan(s, &r)
+		if got != want && !(got >= 0 && want >= 0 && sameCost(s, &r, got, want)) {
+			t.Fatalf("trial %d: lall picked %d, its rule %d", trial, got, want)
 		}
 	}
 }

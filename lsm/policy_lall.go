@@ -75,7 +75,17 @@ func (*LocalityLeastLoad) Pick(s *Scheduler, r *Request) int {
 	if best >= 0 && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
 		return best // a fill would wait for an origin channel
 	}
-	f, fillCost := s.cheapestFill(r)
+	f, fillCost := s.cheapestFill(r, false)
+	if _, held := s.holds(f, r.Title); held {
+		// The cheapest node holds the title: every fill costs at least
+		// as much, plus the charge. Only when the best holder costs more
+		// than that (an overloaded cheapest holder, a cool one dearer)
+		// is the cheapest node without the title needed.
+		if bestCost <= fillCost+s.fillCharge() {
+			return best
+		}
+		f, fillCost = s.cheapestFill(r, true)
+	}
 	if f < 0 {
 		return best
 	}
@@ -91,11 +101,24 @@ func (s *Scheduler) fillCharge() float64 {
 	return s.Config.A * float64(s.Config.FillRefBps) / s.meanWeightedBps()
 }
 
-// cheapestFill returns the eligible node without r's title where r's
-// session costs least before the fill charge (its load with the session,
-// and its disk term), and that cost; -1 when there is none.
-func (s *Scheduler) cheapestFill(r *Request) (int, float64) {
-	f := newFillSearch(s, r)
+// cheapestFill returns the eligible node where r's session costs least
+// before the fill charge (its load with the session, and its disk term),
+// and that cost; -1 when there is none. With skipHeld it looks only at
+// nodes without r's title (a search that passes over the cheapest nodes
+// because they hold a hot title visits more of the tree); without, it
+// looks at those and at the holders with disk room for r, so that a
+// result without the title is the cheapest such node, and a holder is at
+// most as dear as any of them.
+func (s *Scheduler) cheapestFill(r *Request, skipHeld bool) (int, float64) {
+	f := newFillSearch(s, r, skipHeld)
 	f.visit(1, f.bound(1))
 	return f.best, f.bestC
+}
+
+// holds reports whether node i (>= 0) holds or fills title.
+func (s *Scheduler) holds(i int, title string) (filling, ok bool) {
+	if i < 0 {
+		return false, false
+	}
+	return s.Nodes[i].Holds(title)
 }
