@@ -42,12 +42,12 @@ var fillRooms = [...]int64{1 << 30, 1 << 31, 1 << 32, 1 << 33}
 
 // fillNode is a leaf's values, or the bounds of the leaves below.
 type fillNode struct {
-	g    [len(fillSamples)]float64 // min of c + x/E at each sample x; +Inf when no node is in service
+	g [len(fillSamples)]float64 // min of c + x/E at each sample x; +Inf when no node is in service
 	// c[j] is the least c among the nodes with at least fillRooms[j]
 	// bytes of room, +Inf when none.
-	c [len(fillRooms)]float64
-	inv  float64                   // least 1/E, E the weighted capacity in bit/s
-	head int64                     // most bit/s headroom under the full egress capacity; -1 when none
+	c    [len(fillRooms)]float64
+	inv  float64 // least 1/E, E the weighted capacity in bit/s
+	head int64   // most bit/s headroom under the full egress capacity; -1 when none
 	// room[k] is the most disk bytes not in use among the nodes with at
 	// least fillSamples[k] bit/s of headroom (math.MaxInt64 when a disk
 	// size is unknown, -1 when there is no such node): a subtree whose
@@ -127,13 +127,13 @@ type fillSearch struct {
 	s        *Scheduler
 	r        *Request
 	skipHeld bool
-	x     float64 // the request's bit/s
-	k     int     // fillSamples[k-1] <= x < fillSamples[k]; len(fillSamples) past the last
-	kr    int     // the last sample at or below x (headroom for room[kr])
-	j     int     // the last of fillRooms at or below the request's bytes; -1 when none
-	w     float64 // the weight of sample k in the chord, (x - s[k-1]) / (s[k] - s[k-1])
-	best  int
-	bestC float64
+	x        float64 // the request's bit/s
+	k        int     // fillSamples[k-1] <= x < fillSamples[k]; len(fillSamples) past the last
+	kr       int     // the last sample at or below x (headroom for room[kr])
+	j        int     // the last of fillRooms at or below the request's bytes; -1 when none
+	w        float64 // the weight of sample k in the chord, (x - s[k-1]) / (s[k] - s[k-1])
+	best     int
+	bestC    float64
 }
 
 func newFillSearch(s *Scheduler, r *Request, skipHeld bool) fillSearch {
