@@ -67,6 +67,7 @@ type SchedulerConfig struct {
 	Normal            float64       `yaml:"normal"`             // normal utilization limit Ul, (0, 1]
 	Overload          float64       `yaml:"overload"`           // utilization at which a holder is passed over, (0, 1]
 	DiskPressure      float64       `yaml:"disk_pressure"`      // lall: cost of a fill per unit of disk share in use
+	FillRefBps        int64         `yaml:"fill_ref_bps"`       // lall: reference session of the fill charge, bit/s (default 4000000)
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"` // default 1s
 	MissedHeartbeats  int           `yaml:"missed_heartbeats"`  // default 3
 	SlowStart         time.Duration `yaml:"slow_start"`         // ramp window of a node that joins or returns

@@ -65,3 +65,30 @@ func TestK8sConfigsLoad(t *testing.T) {
 		}
 	}
 }
+
+// The scheduler's keys reach lsm.Config, and a bad value is an error of
+// Validate, not silently the default.
+func TestSchedulerConfigKeys(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "m.yaml")
+	os.WriteFile(f, []byte("manager:\n  scheduler:\n    policy: lblc\n    a: 20\n    fill_ref_bps: 8000000\n"), 0o600)
+	c, err := loadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := schedulerConfig(c.Manager.Scheduler)
+	if sc.Policy != "lblc" || sc.A != 20 || sc.FillRefBps != 8_000_000 {
+		t.Fatalf("scheduler config %+v", sc)
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f, []byte("manager:\n  scheduler:\n    fill_ref_bps: -1\n"), 0o600)
+	if c, err = loadConfig(f); err != nil {
+		t.Fatal(err)
+	}
+	sc = schedulerConfig(c.Manager.Scheduler)
+	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "fill reference") {
+		t.Fatalf("negative fill_ref_bps: %v", err)
+	}
+}

@@ -165,6 +165,9 @@ func schedulerConfig(s SchedulerConfig) lsm.Config {
 	setF(&c.LARDLow, s.LARDLow)
 	setF(&c.LARDHigh, s.LARDHigh)
 	setF(&c.CHBLFactor, s.CHBLFactor)
+	if s.FillRefBps != 0 {
+		c.FillRefBps = s.FillRefBps
+	}
 	c.HeartbeatInterval = orDuration(s.HeartbeatInterval, c.HeartbeatInterval)
 	if s.MissedHeartbeats != 0 {
 		c.MissedHeartbeats = s.MissedHeartbeats
