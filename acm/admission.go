@@ -118,6 +118,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		Session: store.Session{
 			ID: newSessionID(), User: r.User, Title: t.ID, Node: res.NodeID, ClientAddr: r.Client,
 			BitrateBps: res.Bitrate, Fill: res.Fill, State: store.StateAdmitted, Protocol: r.Protocol, AdmittedAt: now,
+			Manager: m.holderID(),
 		},
 		res: res, reserved: true,
 	}

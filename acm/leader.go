@@ -173,6 +173,15 @@ func (m *Manager) startLeader() error {
 	return nil
 }
 
+// holderID returns this manager's planner-lock holder id on a shared
+// store (store.Session.Manager), or "" on a store of its own.
+func (m *Manager) holderID() string {
+	if m.lead == nil {
+		return ""
+	}
+	return m.lead.holder
+}
+
 // runLeader is the lock's goroutine (started with the others at Start).
 func (m *Manager) runLeader() {
 	if m.lead != nil {
@@ -242,6 +251,10 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 				continue
 			}
 			s.res, s.reserved, s.restored = res, true, false
+			if h := m.holderID(); s.Manager != h {
+				s.Manager = h
+				changed = append(changed, s)
+			}
 		}
 	}
 	m.mu.Unlock()

@@ -292,3 +292,55 @@ func TestLeaderStartErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOrphanTakenOverStaysInStore: the node of a session admitted on A
+// (the leader) moves to B (the front door's address moved) while A keeps
+// running. A sees the node die and, after its RestoreGrace, ends the
+// orphan in its own table, but leaves the store entry B took over; a
+// session whose node went nowhere is deleted.
+func TestOrphanTakenOverStaysInStore(t *testing.T) {
+	open, _ := sharedRedis(t)
+	stA, stB := open(), open()
+	const grace = 200 * time.Millisecond
+	a := newManager(t, "", onShared(stA, &countPlanner{}, grace))
+	b := newManager(t, "", onShared(stB, &countPlanner{}, time.Minute))
+	n1 := a.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	n2 := a.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002"})
+	var onN1, onN2 []string
+	for _, t1 := range []string{"t1", "t2", "t3"} {
+		sid := a.admitOne(t1)
+		switch a.session(sid).NodeId {
+		case "n1":
+			onN1 = append(onN1, sid)
+		case "n2":
+			onN2 = append(onN2, sid)
+		}
+	}
+	if len(onN1) == 0 || len(onN2) == 0 {
+		t.Fatalf("sessions not on both nodes: %v", a.sessions())
+	}
+	n1.stop()
+	n2.stop()
+	b.registerWith("n1", onN1...)
+	if got := b.reserved("n1"); got != int64(len(onN1))*titleBps {
+		t.Fatalf("B reserves %d for n1's %d sessions", got, len(onN1))
+	}
+	waitFor(t, 10*time.Second, "A to end the orphans", func() bool { return len(a.sessions()) == 0 })
+	waitFor(t, 5*time.Second, "the entries of n2's sessions to go", func() bool {
+		for _, sid := range onN2 {
+			if inStore(t, stB, sid) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, sid := range onN1 {
+		got, err := stB.Session(context.Background(), sid)
+		if err != nil {
+			t.Fatalf("B's session %s gone from the store: %v", sid, err)
+		}
+		if got.Manager != b.m.holderID() || b.session(sid) == nil {
+			t.Fatalf("stored manager %q, want B's %q; in B's table: %v", got.Manager, b.m.holderID(), b.session(sid) != nil)
+		}
+	}
+}

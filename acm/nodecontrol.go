@@ -99,6 +99,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			continue
 		}
 		s.res, s.reserved, s.restored = res, true, false
+		if h := m.holderID(); s.Manager != h {
+			s.Manager = h // the node moved here: this manager holds its sessions now
+			changed = append(changed, s)
+		}
 	}
 	if n := m.sched.Node(id); n != nil && n.Draining {
 		ns.push(drainCmd(true))

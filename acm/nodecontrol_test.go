@@ -113,24 +113,73 @@ func TestNoShowReleased(t *testing.T) {
 	}
 }
 
-func TestNodeDeathEndsSessions(t *testing.T) {
-	e := newManager(t, "", nil)
+// A node that misses its heartbeats is dead: its reservations are released
+// at once and it gets no new session; its sessions stay (orphaned) for
+// RestoreGrace in case it only lost its link, then end.
+func TestNodeDeathOrphansThenEndsSessions(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.RestoreGrace = 500 * time.Millisecond })
 	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: titleBps})
 	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: titleBps})
 	a, b := e.admitOne("t1"), e.admitOne("t2")
+	onN1 := a
+	if e.session(b).NodeId == "n1" {
+		onN1 = b
+	}
+	if err := n1.event(onN1, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
 	n1.stop()
 	waitFor(t, 5*time.Second, "n1 to die", func() bool { return !e.nodeInfo("n1").Alive })
-	waitFor(t, 5*time.Second, "n1's session to end", func() bool { return len(e.sessions()) == 1 })
-	left := e.sessions()[0]
-	if left.NodeId != "n2" || (left.SessionId != a && left.SessionId != b) {
-		t.Fatalf("left %+v", left)
-	}
 	if got := e.reserved("n1"); got != 0 {
 		t.Fatalf("dead node keeps %d bit/s", got)
 	}
 	// New requests go to the live node only: it is full, so 453.
 	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
 		t.Fatalf("with n1 dead and n2 full: %d", res.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "n1's session to end after the grace", func() bool { return len(e.sessions()) == 1 })
+	left := e.sessions()[0]
+	if left.NodeId != "n2" || left.SessionId == onN1 {
+		t.Fatalf("left %+v", left)
+	}
+	if ss, _ := e.m.st.Sessions(context.Background()); len(ss) != 1 || ss[0].ID != left.SessionId {
+		t.Fatalf("store holds %v", ss)
+	}
+}
+
+// A node that lost its link for longer than the missed heartbeats and
+// comes back gets the reservations of the sessions it still plays; those
+// it no longer plays end at its first report.
+func TestNodeBackAfterDeathKeepsItsSessions(t *testing.T) {
+	e := newManager(t, "", nil) // RestoreGrace 30 s: the node is back well within it
+	n := e.startNode("n1", nodeOpts{})
+	a, b, c := e.admitOne("t1"), e.admitOne("t2"), e.admitOne("t3")
+	for _, id := range []string{a, b} {
+		if err := n.event(id, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.stop()
+	waitFor(t, 5*time.Second, "n1 to die", func() bool { return !e.nodeInfo("n1").Alive })
+	if got, ss := e.reserved("n1"), len(e.sessions()); got != 0 || ss != 3 {
+		t.Fatalf("dead node: reserved %d, %d sessions", got, ss)
+	}
+	back := &fakeNode{t: t, id: "n1", nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), sessions: []string{a}, diskFree: 1 << 40}
+	if _, err := e.nc.Register(context.Background(), regReq("n1", "127.0.0.1:7001", "127.0.0.1:7080", 10*titleBps)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reserved("n1"); got != 3*titleBps {
+		t.Fatalf("reserved after register %d, want %d", got, 3*titleBps)
+	}
+	back.heartbeat()
+	t.Cleanup(back.stop)
+	waitFor(t, 5*time.Second, "b to end", func() bool { return e.session(b) == nil })
+	if e.session(a) == nil || e.session(c) == nil || e.reserved("n1") != 2*titleBps {
+		t.Fatalf("sessions %v, reserved %d", e.sessions(), e.reserved("n1"))
+	}
+	ss, err := e.m.st.Sessions(context.Background())
+	if err != nil || len(ss) != 2 {
+		t.Fatalf("store holds %v (%v)", ss, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,8 +20,16 @@ type session struct {
 	store.Session
 	res      lsm.Reservation
 	reserved bool // res is booked in the scheduler
-	restored bool // loaded from the store; reservation rebuilt when its node registers
+	restored bool // loaded from the store, or its node died: reservation rebuilt when the node registers
+	// orphaned is when the session lost its reservation because its node
+	// died (zero for a session loaded from the store: the grace counts
+	// from Manager.startedAt then).
+	orphaned time.Time
 	ended    bool // removed from the table; the store entry goes too
+	// forget: an ended orphan whose store entry is deleted only if no
+	// other manager took it over (on a shared store its node may have
+	// registered with another manager, which holds the session now).
+	forget bool
 
 	persistMu sync.Mutex
 }
@@ -102,14 +111,17 @@ func (m *Manager) persist(s *session) error {
 	s.persistMu.Lock()
 	defer s.persistMu.Unlock()
 	m.mu.Lock()
-	snap, gone := s.Session, s.ended
+	snap, gone, forget := s.Session, s.ended, s.forget
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error
-	if gone {
+	switch {
+	case gone && forget:
+		err = m.deleteOwn(ctx, snap)
+	case gone:
 		err = m.st.DeleteSession(ctx, snap.ID)
-	} else {
+	default:
 		err = m.st.PutSession(ctx, snap)
 	}
 	if err != nil {
@@ -129,8 +141,9 @@ func (m *Manager) persistAll(ss []*session) {
 }
 
 // tickLoop runs the periodic housekeeping: lsm.Tick (nodes that missed
-// their heartbeats die and their sessions end), no-show release, and the
-// end of restored sessions whose node never came back.
+// their heartbeats die and their sessions are orphaned), no-show release,
+// and the end of orphaned sessions whose node did not come back within
+// RestoreGrace.
 func (m *Manager) tickLoop() {
 	iv := m.sched.Config.HeartbeatInterval / 2
 	t := time.NewTicker(max(iv, 10*time.Millisecond))
@@ -151,10 +164,7 @@ func (m *Manager) tick(now time.Time) {
 	for _, n := range m.sched.Tick(now) {
 		m.log.Warn("node dead: missed heartbeats", "node", n.ID, "last_heartbeat", n.LastHeartbeat)
 		if ns := m.nodes[n.ID]; ns != nil {
-			for _, s := range ns.sessionList() {
-				m.endLocked(s, "node dead")
-				changed = append(changed, s)
-			}
+			m.orphanLocked(ns, now)
 		}
 	}
 	noShow := m.TokenTTL + m.NoShowGrace
@@ -163,11 +173,63 @@ func (m *Manager) tick(now time.Time) {
 		case s.State == store.StateAdmitted && now.Sub(s.AdmittedAt) > noShow:
 			m.endLocked(s, "no-show")
 			changed = append(changed, s)
-		case s.restored && !s.reserved && now.Sub(m.startedAt) > m.RestoreGrace:
-			m.endLocked(s, "node did not return after restart")
+		case s.restored && !s.reserved && now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace:
+			m.endLocked(s, "node did not come back")
+			s.forget = m.lead != nil
 			changed = append(changed, s)
 		}
 	}
 	m.mu.Unlock()
 	m.persistAll(changed)
+}
+
+// orphanLocked handles the death of node ns (missed heartbeats): its
+// sessions' reservations are released (the node gets no new sessions and
+// its bit/s are free for none), but the sessions stay in the table and
+// the store, since a node that only lost its link to the manager keeps
+// playing them. When the node registers again (here, or with another
+// manager on a shared store) they get their reservations back and its
+// first report ends those it no longer plays; those still orphaned
+// RestoreGrace later end (tick).
+func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
+	n := 0
+	for _, s := range ns.sessionList() {
+		if s.reserved {
+			m.sched.Release(s.res)
+			s.reserved = false
+		}
+		s.restored, s.orphaned = true, now
+		n++
+	}
+	if n > 0 {
+		m.log.Warn("sessions orphaned: reservations released until the node comes back", "node", ns.id, "sessions", n, "grace", m.RestoreGrace)
+	}
+}
+
+// deleteOwn deletes orphan s's store entry unless another manager took
+// the session over since this one last wrote it (its node registered
+// there, which rewrote store.Session.Manager). The check and the delete
+// are two calls: a takeover between them loses the entry (the other
+// manager keeps the session in its table and writes it again at its next
+// change).
+func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
+	cur, err := m.st.Session(ctx, s.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case cur.Manager != s.Manager:
+		m.log.Info("orphaned session taken over by another manager: its entry stays", "session", s.ID, "manager", cur.Manager)
+		return nil
+	}
+	return m.st.DeleteSession(ctx, s.ID)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

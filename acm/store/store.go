@@ -57,6 +57,11 @@ type Session struct {
 	Protocol   string    `json:"protocol"`    // ProtoRTSP or ProtoHTTP
 	AdmittedAt time.Time `json:"admitted_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
+	// Manager is, on a store shared by several managers, the one that
+	// holds the session's reservation (its planner-lock holder id); a
+	// manager deletes an orphaned session's entry only when it is its
+	// own. Empty on a store of one manager.
+	Manager string `json:"manager,omitempty"`
 }
 
 // Store is the manager's durable state. Implementations are safe for
