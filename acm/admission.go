@@ -20,6 +20,7 @@ var (
 	errNoBandwidth  = errors.New("no node has headroom for the title")     // RTSP 453, HTTP 503 + Retry-After
 	errUserLimit    = errors.New("subscriber has too many sessions")       // RTSP 403, HTTP 429
 	errUnavailable  = errors.New("service unavailable")                    // 503: BOSS or store down, shutting down
+	errThrottled    = errors.New("too many failed logins")                 // RTSP 503, HTTP 429, + Retry-After
 )
 
 // admitRequest is one request for a title at a front door.

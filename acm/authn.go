@@ -3,19 +3,41 @@ package acm
 import (
 	"context"
 	"errors"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/boss"
 )
 
+// throttled is errThrottled with the time until the client may try again.
+type throttled struct{ wait time.Duration }
+
+func (t throttled) Error() string { return errThrottled.Error() }
+func (t throttled) Unwrap() error { return errThrottled }
+
+// retryAfter returns err's wait in whole seconds (at least 1) for a
+// Retry-After header.
+func retryAfter(err error) string {
+	var t throttled
+	s := 1
+	if errors.As(err, &t) {
+		s = max(int(math.Ceil(t.wait.Seconds())), 1)
+	}
+	return strconv.Itoa(s)
+}
+
 // authenticate checks the Authorization header value sent with a request
-// of method for path. It returns the user, or errUnauthorized (stale is
-// true when the only fault was an expired Digest nonce: the client may
-// retry with a fresh one) or errUnavailable (the BOSS failed). Digest is
-// accepted only when digest is true.
-func (m *Manager) authenticate(ctx context.Context, method, path, header string, digest bool) (user string, stale bool, err error) {
+// of method for path by the client at ip. It returns the user, or
+// errUnauthorized (stale is true when the only fault was an expired
+// Digest nonce: the client may retry with a fresh one), a throttled error
+// (the client IP and user name ran out of failed logins: see loginGuard)
+// or errUnavailable (the BOSS failed). Digest is accepted only when
+// digest is true.
+func (m *Manager) authenticate(ctx context.Context, method, path, header, ip string, digest bool) (user string, stale bool, err error) {
 	if header == "" {
 		return "", false, errUnauthorized
 	}
@@ -39,9 +61,15 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header string,
 			return "", false, errUnauthorized
 		}
 	}
+	now := m.now()
+	if no, wait := m.logins.blocked(ip, c.User, now); no {
+		m.log.Warn("login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
+		return "", false, throttled{wait}
+	}
 	switch err := m.BOSS.Authenticate(ctx, c); {
 	case errors.Is(err, boss.ErrUnauthorized):
-		m.log.Info("authentication failed", "user", c.User, "method", method)
+		m.logins.failed(ip, c.User, now)
+		m.log.Info("authentication failed", "user", c.User, "method", method, "client", ip)
 		return "", false, errUnauthorized
 	case err != nil:
 		m.log.Error("boss: authentication backend failed", "err", err)

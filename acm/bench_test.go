@@ -45,7 +45,7 @@ func BenchmarkDigestCheck(b *testing.B) {
 	authz := digestHeader("demo", "demo", "vodcluster", nonce, "DESCRIBE", c.url("/vod/t1"), "auth")["Authorization"][0]
 	ctx := b.Context()
 	for b.Loop() {
-		if _, _, err := e.m.authenticate(ctx, "DESCRIBE", "/vod/t1", authz, true); err != nil {
+		if _, _, err := e.m.authenticate(ctx, "DESCRIBE", "/vod/t1", authz, "127.0.0.1", true); err != nil {
 			b.Fatal(err)
 		}
 	}

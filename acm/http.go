@@ -55,12 +55,12 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found: want /vod/<title>.ts or /vod/<title>/index.m3u8", http.StatusNotFound)
 		return
 	}
-	user, _, err := m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), false)
+	ip, addr := r.RemoteAddr, r.RemoteAddr
+	if h, _, e := net.SplitHostPort(addr); e == nil {
+		ip = h
+	}
+	user, _, err := m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
 	if err == nil {
-		ip, addr := r.RemoteAddr, r.RemoteAddr
-		if h, _, e := net.SplitHostPort(addr); e == nil {
-			ip = h
-		}
 		var g *grant
 		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
 		if err == nil {
@@ -81,6 +81,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):
 		http.Error(w, "too many sessions: end one first", http.StatusTooManyRequests)
+	case errors.Is(err, errThrottled):
+		w.Header().Set("Retry-After", retryAfter(err))
+		http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
 	case errors.Is(err, errNoBandwidth):

@@ -101,6 +101,13 @@ type Manager struct {
 	// request over the cap is refused (RTSP 403, HTTP 429) before
 	// admission. 0 means DefaultMaxSessionsPerUser; < 0 means no cap.
 	MaxSessionsPerUser int
+	// LoginFailures is how many failed logins a client IP may make for
+	// one user name before its requests for that name are refused (RTSP
+	// 503, HTTP 429, with Retry-After) without checking the credentials;
+	// one more is allowed every LoginFailureRefill. 0 means
+	// DefaultLoginFailures; < 0 means no limit.
+	LoginFailures      int
+	LoginFailureRefill time.Duration // DefaultLoginFailureRefill
 	// RestoreGrace is how long after Start a session loaded from the
 	// store waits for its node to register before it ends.
 	RestoreGrace time.Duration // DefaultRestoreGrace
@@ -147,6 +154,7 @@ type Manager struct {
 	sessions map[string]*session
 	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
 	userSessions map[string]int
+	logins       *loginGuard // failed logins per client IP and user; nil: no limit
 	nodes        map[string]*nodeState
 	waiters      map[*lsm.Ticket]chan struct{}
 
@@ -241,6 +249,11 @@ func (m *Manager) defaults() error {
 	if m.MaxSessionsPerUser == 0 {
 		m.MaxSessionsPerUser = DefaultMaxSessionsPerUser
 	}
+	if m.LoginFailures == 0 {
+		m.LoginFailures = DefaultLoginFailures
+	}
+	setD(&m.LoginFailureRefill, DefaultLoginFailureRefill)
+	m.logins = newLoginGuard(m.LoginFailures, m.LoginFailureRefill)
 	if m.Scheduler == (lsm.Config{}) {
 		m.Scheduler = lsm.DefaultConfig()
 	}

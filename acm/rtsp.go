@@ -243,11 +243,11 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if v := req.Header["Authorization"]; len(v) > 0 {
 		authz = v[0]
 	}
-	user, stale, err := m.authenticate(ctx, string(req.Method), path, authz, true)
+	ip, addr := remote(nc)
+	user, stale, err := m.authenticate(ctx, string(req.Method), path, authz, ip, true)
 	if err != nil {
 		return s.fail(res, err, stale), ""
 	}
-	ip, addr := remote(nc)
 	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -276,6 +276,10 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 		res.StatusCode = base.StatusNotFound
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
+	case errors.Is(err, errThrottled):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (too many failed logins)"
+		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
 	}

@@ -37,6 +37,8 @@ type ManagerConfig struct {
 	TokenTTL       time.Duration   `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
 	QueueDeadline  time.Duration   `yaml:"queue_deadline"`        // longest wait for a node, default 5s
 	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
+	LoginFailures  int             `yaml:"login_failures"`        // failed logins per client IP and user before refusals, default 10; -1 = no limit
+	LoginRefill    time.Duration   `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`
 	Store          StoreConfig     `yaml:"store"`
