@@ -237,11 +237,17 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		if st.State == store.StateEnded || (node != "" && st.Node != node) || m.sessions[st.ID] != nil {
 			continue
 		}
-		s := &session{Session: st, restored: true}
+		s := &session{Session: st, restored: true, orphaned: m.now()} // RestoreGrace from now
 		m.addSessionLocked(s)
 		n++
 		if node != "" {
 			continue // Register reserves it
+		}
+		// Taking over: this manager holds every session in the store now,
+		// also those whose node has not registered here yet.
+		if h := m.holderID(); s.Manager != h {
+			s.Manager = h
+			changed = append(changed, s)
 		}
 		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && sn.Alive {
 			res, err := m.sched.Reserve(st.Node, st.Title, st.BitrateBps)
@@ -250,11 +256,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 				changed = append(changed, s)
 				continue
 			}
-			s.res, s.reserved, s.restored = res, true, false
-			if h := m.holderID(); s.Manager != h {
-				s.Manager = h
-				changed = append(changed, s)
-			}
+			s.res, s.reserved, s.restored, s.orphaned = res, true, false, time.Time{}
 		}
 	}
 	m.mu.Unlock()

@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
@@ -43,52 +44,56 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	return &loginGuard{burst: burst, refill: refill, pairs: map[string]*rate.Limiter{}}
 }
 
-// blocked reports whether the pair has no failure left at now, and when
-// it will have one again.
-func (g *loginGuard) blocked(ip, user string, now time.Time) (bool, time.Duration) {
+// take books one failed login of the client at ip for user at now, before
+// the credentials are checked, so that concurrent guesses cannot all pass
+// a check made before any of them failed. It returns ok false, and when
+// the pair may try again, when the pair has no failure left; otherwise a
+// refund to call when the login succeeds. IPv6 clients are keyed by
+// their /64 (one subscriber's prefix).
+func (g *loginGuard) take(ip, user string, now time.Time) (ok bool, wait time.Duration, refund func()) {
 	if g == nil {
-		return false, 0
+		return true, 0, func() {}
 	}
+	key := pairKey(ip, user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := g.pairs[ip+"\x00"+user]
-	if l == nil || l.TokensAt(now) >= 1 {
-		return false, 0
-	}
-	r := l.ReserveN(now, 1)
-	wait := r.DelayFrom(now)
-	r.CancelAt(now)
-	return true, wait
-}
-
-// failed books one failed login of the pair at now.
-func (g *loginGuard) failed(ip, user string, now time.Time) {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	key := ip + "\x00" + user
 	l := g.pairs[key]
 	if l == nil {
-		if len(g.pairs) >= loginGuardMax {
-			g.pruneLocked(now)
+		if len(g.pairs) >= loginGuardMax && !g.pruneLocked(now) {
+			return true, 0, func() {} // a flood of distinct pairs: the known ones stay limited
 		}
 		l = rate.NewLimiter(rate.Every(g.refill), g.burst)
 		g.pairs[key] = l
 	}
-	l.AllowN(now, 1)
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d, nil
+	}
+	return true, 0, func() {
+		g.mu.Lock()
+		r.CancelAt(now)
+		g.mu.Unlock()
+	}
+}
+
+// pairKey is the guard's key of a client address and user name.
+func pairKey(ip, user string) string {
+	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() && !a.Is4In6() {
+		if p, err := a.Prefix(64); err == nil {
+			ip = p.String()
+		}
+	}
+	return ip + "\x00" + user
 }
 
 // pruneLocked forgets the pairs whose budget is whole again (they are as
-// if new); if none is, the whole table (a flood of distinct pairs).
-func (g *loginGuard) pruneLocked(now time.Time) {
+// if new) and reports whether that made room.
+func (g *loginGuard) pruneLocked(now time.Time) bool {
 	for k, l := range g.pairs {
 		if l.TokensAt(now) >= float64(g.burst) {
 			delete(g.pairs, k)
 		}
 	}
-	if len(g.pairs) >= loginGuardMax {
-		g.pairs = map[string]*rate.Limiter{}
-	}
+	return len(g.pairs) < loginGuardMax
 }

@@ -3,6 +3,8 @@ package acm
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,38 +15,73 @@ func TestLoginGuardBudget(t *testing.T) {
 	g := newLoginGuard(2, 10*time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	for i := 0; i < 2; i++ {
-		if no, _ := g.blocked("10.0.0.1", "alice", t0); no {
-			t.Fatalf("blocked after %d failures, budget 2", i)
+		if ok, _, _ := g.take("10.0.0.1", "alice", t0); !ok {
+			t.Fatalf("refused after %d failures, budget 2", i)
 		}
-		g.failed("10.0.0.1", "alice", t0)
 	}
-	no, wait := g.blocked("10.0.0.1", "alice", t0)
-	if !no || wait < 9*time.Second || wait > 10*time.Second {
-		t.Fatalf("after 2 failures: blocked %v, wait %v (want about 10s)", no, wait)
+	ok, wait, _ := g.take("10.0.0.1", "alice", t0)
+	if ok || wait < 9*time.Second || wait > 10*time.Second {
+		t.Fatalf("after 2 failures: ok %v, wait %v (want about 10s)", ok, wait)
 	}
 	// Another user behind the same address, and the same user elsewhere,
 	// are not affected.
-	if no, _ := g.blocked("10.0.0.1", "bob", t0); no {
-		t.Fatal("another user on the same IP blocked")
+	if ok, _, _ := g.take("10.0.0.1", "bob", t0); !ok {
+		t.Fatal("another user on the same IP refused")
 	}
-	if no, _ := g.blocked("10.0.0.2", "alice", t0); no {
-		t.Fatal("the same user on another IP blocked")
+	if ok, _, _ := g.take("10.0.0.2", "alice", t0); !ok {
+		t.Fatal("the same user on another IP refused")
 	}
-	// Asking does not spend: one failure is back after one refill.
-	if no, _ := g.blocked("10.0.0.1", "alice", t0.Add(10*time.Second)); no {
-		t.Fatal("still blocked after a refill")
+	// A refused attempt does not spend: one is back after one refill, and
+	// a success gives its attempt back.
+	t1 := t0.Add(10 * time.Second)
+	ok, _, refund := g.take("10.0.0.1", "alice", t1)
+	if !ok {
+		t.Fatal("still refused after a refill")
 	}
-	g.failed("10.0.0.1", "alice", t0.Add(10*time.Second))
-	if no, _ := g.blocked("10.0.0.1", "alice", t0.Add(10*time.Second)); !no {
-		t.Fatal("not blocked after spending the refill")
+	refund()
+	if ok, _, _ := g.take("10.0.0.1", "alice", t1); !ok {
+		t.Fatal("a refunded attempt was spent")
+	}
+	if ok, _, _ := g.take("10.0.0.1", "alice", t1); ok {
+		t.Fatal("not refused after spending the refill")
+	}
+	// IPv6 clients are keyed by their /64.
+	g.take("2001:db8:1:2::10", "carol", t0)
+	g.take("2001:db8:1:2::11", "carol", t0)
+	if ok, _, _ := g.take("2001:db8:1:2:ffff::1", "carol", t0); ok {
+		t.Fatal("another address of the same /64 not refused")
+	}
+	if ok, _, _ := g.take("2001:db8:1:3::10", "carol", t0); !ok {
+		t.Fatal("another /64 refused")
 	}
 	if newLoginGuard(-1, time.Second) != nil {
 		t.Fatal("a negative budget does not disable the guard")
 	}
 	var none *loginGuard
-	none.failed("10.0.0.1", "alice", t0)
-	if no, _ := none.blocked("10.0.0.1", "alice", t0); no {
-		t.Fatal("no guard blocks")
+	if ok, _, refund := none.take("10.0.0.1", "alice", t0); !ok || refund == nil {
+		t.Fatal("no guard refuses")
+	}
+}
+
+// Concurrent wrong guesses each spend an attempt before the credentials
+// are checked: no more than the budget reach the check.
+func TestLoginGuardConcurrent(t *testing.T) {
+	g := newLoginGuard(3, time.Hour)
+	t0 := time.Unix(1_000_000, 0)
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ok, _, _ := g.take("10.0.0.1", "alice", t0); ok {
+				passed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := passed.Load(); got != 3 {
+		t.Fatalf("%d guesses reached the check, budget 3", got)
 	}
 }
 
@@ -52,13 +89,22 @@ func TestLoginGuardPrunes(t *testing.T) {
 	g := newLoginGuard(1, time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	for i := 0; i < loginGuardMax; i++ {
-		g.failed("10.0.0.1", strconv.Itoa(i), t0)
+		g.take("10.0.0.1", strconv.Itoa(i), t0)
 	}
-	g.failed("10.0.0.9", "late", t0.Add(time.Minute)) // the others' budgets are whole again
+	// The table is full of spent pairs: a new pair is not tracked, the
+	// known ones stay limited.
+	if ok, _, _ := g.take("10.0.0.9", "new", t0); !ok {
+		t.Fatal("untracked pair refused")
+	}
+	if ok, _, _ := g.take("10.0.0.1", "7", t0); ok {
+		t.Fatal("a known pair lost its limit in a flood")
+	}
+	// Once their budgets are whole again they are forgotten.
+	g.take("10.0.0.9", "late", t0.Add(time.Minute))
 	if len(g.pairs) != 1 {
 		t.Fatalf("%d pairs kept, want the new one", len(g.pairs))
 	}
-	if no, _ := g.blocked("10.0.0.9", "late", t0.Add(time.Minute)); !no {
+	if ok, _, _ := g.take("10.0.0.9", "late", t0.Add(time.Minute)); ok {
 		t.Fatal("the new pair's failure was lost")
 	}
 }

@@ -108,8 +108,11 @@ type Manager struct {
 	// DefaultLoginFailures; < 0 means no limit.
 	LoginFailures      int
 	LoginFailureRefill time.Duration // DefaultLoginFailureRefill
-	// RestoreGrace is how long after Start a session loaded from the
-	// store waits for its node to register before it ends.
+	// RestoreGrace is how long a session without a reservation waits for
+	// its node before it ends: one loaded from the store at Start (or at a
+	// takeover, or when its node registers), or one orphaned when its node
+	// missed its heartbeats; the node registering or reporting again gives
+	// it its reservation back.
 	RestoreGrace time.Duration // DefaultRestoreGrace
 
 	Scheduler lsm.Config // zero value: lsm.DefaultConfig(); otherwise used as is (start from DefaultConfig)

@@ -88,22 +88,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
-	for _, s := range ns.sessions {
-		if s.reserved {
-			continue
-		}
-		res, err := m.sched.Reserve(id, s.Title, s.BitrateBps)
-		if err != nil {
-			m.endLocked(s, "reservation not rebuilt: "+err.Error())
-			changed = append(changed, s)
-			continue
-		}
-		s.res, s.reserved, s.restored = res, true, false
-		if h := m.holderID(); s.Manager != h {
-			s.Manager = h // the node moved here: this manager holds its sessions now
-			changed = append(changed, s)
-		}
-	}
+	changed, _ = m.reserveOrphansLocked(ns)
 	if n := m.sched.Node(id); n != nil && n.Draining {
 		ns.push(drainCmd(true))
 	}
@@ -115,6 +100,34 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	m.kickPump()
 	m.kickPlanSoon() // new room and egress to plan for, with the nodes starting along
 	return &pb.RegisterResponse{HeartbeatIntervalMs: m.sched.Config.HeartbeatInterval.Milliseconds()}, nil
+}
+
+// reserveOrphansLocked books again the reservations of node ns's sessions
+// that have none (loaded from the store, or orphaned when the node died):
+// the node is registered or reporting again. A session whose reservation
+// cannot be rebuilt ends. It returns the sessions to persist (ended, or
+// now held by this manager on a shared store) and how many got their
+// reservation back.
+func (m *Manager) reserveOrphansLocked(ns *nodeState) (changed []*session, n int) {
+	for _, s := range ns.sessionList() {
+		if s.reserved {
+			continue
+		}
+		res, err := m.sched.Reserve(ns.id, s.Title, s.BitrateBps)
+		if err != nil {
+			m.endLocked(s, "reservation not rebuilt: "+err.Error())
+			changed = append(changed, s)
+			continue
+		}
+		s.res, s.reserved, s.restored, s.orphaned = res, true, false, time.Time{}
+		m.countLocked(s)
+		n++
+		if h := m.holderID(); s.Manager != h {
+			s.Manager = h // the node moved here: this manager holds its sessions now
+			changed = append(changed, s)
+		}
+	}
+	return changed, n
 }
 
 // Heartbeat implements pb.NodeControlServer. The first report names the
@@ -222,6 +235,15 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	ns.reported, ns.diskFree = true, free
 	ns.wakeReportWaiters()
+	// A node declared dead whose stream stayed up (a stall longer than the
+	// missed heartbeats) is alive again with this report: its orphaned
+	// sessions get their reservations back, and this report, like the
+	// first after Register, ends those it no longer plays.
+	if ns.hasOrphans() {
+		back, n := m.reserveOrphansLocked(ns)
+		changed = append(changed, back...)
+		ns.awaitFirst = ns.awaitFirst || n > 0
+	}
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true

@@ -323,3 +323,38 @@ func TestEvictionBeforeFill(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// A node whose reports stopped long enough to be declared dead, and that
+// reports again on a stream without registering (its link only stalled),
+// gets its sessions' reservations back; while it was dead its subscriber
+// could start a new session within the per-user cap.
+func TestNodeStalledThenReportsAgain(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	a, b := e.admitOne("t1"), e.admitOne("t2")
+	for _, id := range []string{a, b} {
+		if err := n1.event(id, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("third session within a cap of 2: %d", res.StatusCode)
+	}
+	n1.stop()
+	waitFor(t, 5*time.Second, "n1 to die", func() bool { return !e.nodeInfo("n1").Alive })
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002"})
+	c := e.admitOne("t3") // the orphans do not count against the cap
+	if e.session(c).NodeId != "n2" {
+		t.Fatalf("new session on %s", e.session(c).NodeId)
+	}
+	n1.setSessions(a)
+	n1.heartbeat() // no Register
+	waitFor(t, 5*time.Second, "b, not on n1 any more, to end", func() bool { return e.session(b) == nil })
+	if !e.nodeInfo("n1").Alive || e.reserved("n1") != titleBps || e.session(a) == nil {
+		t.Fatalf("n1 alive %v, reserved %d, a %v", e.nodeInfo("n1").Alive, e.reserved("n1"), e.session(a))
+	}
+	// a counts again: the subscriber is at its cap.
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("with a back and c playing, a third session: %d", res.StatusCode)
+	}
+}

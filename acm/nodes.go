@@ -96,6 +96,16 @@ func (ns *nodeState) removeSession(s *session) {
 }
 
 // sessionList returns the node's sessions (a copy: ending them edits the map).
+// hasOrphans reports whether a session of the node has no reservation.
+func (ns *nodeState) hasOrphans() bool {
+	for _, s := range ns.sessions {
+		if !s.reserved {
+			return true
+		}
+	}
+	return false
+}
+
 func (ns *nodeState) sessionList() []*session {
 	out := make([]*session, 0, len(ns.sessions))
 	for _, s := range ns.sessions {

@@ -20,12 +20,18 @@ type session struct {
 	store.Session
 	res      lsm.Reservation
 	reserved bool // res is booked in the scheduler
-	restored bool // loaded from the store, or its node died: reservation rebuilt when the node registers
-	// orphaned is when the session lost its reservation because its node
-	// died (zero for a session loaded from the store: the grace counts
+	restored bool // loaded from the store, or its node died: reservation rebuilt when the node registers or reports
+	// orphaned is when RestoreGrace starts for a session without a
+	// reservation: its node died, or it was loaded at a takeover or a
+	// node's registration (zero for one loaded at Start: the grace counts
 	// from Manager.startedAt then).
 	orphaned time.Time
 	ended    bool // removed from the table; the store entry goes too
+	// uncounted: not in Manager.userSessions while orphaned by its node's
+	// death, so that a viewer whose node died can start again at once
+	// within its subscriber's session cap; counted again with its
+	// reservation (countLocked).
+	uncounted bool
 	// forget: an ended orphan whose store entry is deleted only if no
 	// other manager took it over (on a shared store its node may have
 	// registered with another manager, which holds the session now).
@@ -93,11 +99,7 @@ func (m *Manager) endLocked(s *session, reason string) {
 	s.ended = true
 	s.State = store.StateEnded
 	delete(m.sessions, s.ID)
-	if n := m.userSessions[s.User] - 1; n > 0 {
-		m.userSessions[s.User] = n
-	} else {
-		delete(m.userSessions, s.User)
-	}
+	m.uncountLocked(s)
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.removeSession(s)
 	}
@@ -170,11 +172,16 @@ func (m *Manager) tick(now time.Time) {
 	noShow := m.TokenTTL + m.NoShowGrace
 	for _, s := range m.sessions {
 		switch {
+		case s.restored && !s.reserved:
+			// An orphan: its node may have started it while out of
+			// touch, so no no-show; it ends once the grace is over.
+			if now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace {
+				m.endLocked(s, "node did not come back")
+				s.forget = m.lead != nil
+				changed = append(changed, s)
+			}
 		case s.State == store.StateAdmitted && now.Sub(s.AdmittedAt) > noShow:
 			m.endLocked(s, "no-show")
-			changed = append(changed, s)
-		case s.restored && !s.reserved && now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace:
-			m.endLocked(s, "node did not come back")
 			s.forget = m.lead != nil
 			changed = append(changed, s)
 		}
@@ -199,6 +206,7 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 			s.reserved = false
 		}
 		s.restored, s.orphaned = true, now
+		m.uncountLocked(s)
 		n++
 	}
 	if n > 0 {
@@ -206,12 +214,14 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 	}
 }
 
-// deleteOwn deletes orphan s's store entry unless another manager took
-// the session over since this one last wrote it (its node registered
-// there, which rewrote store.Session.Manager). The check and the delete
-// are two calls: a takeover between them loses the entry (the other
-// manager keeps the session in its table and writes it again at its next
-// change).
+// deleteOwn deletes s's entry from a shared store when this manager holds
+// the session there (store.Session.Manager; an entry without a manager,
+// written before managers were recorded, goes when this manager leads).
+// An entry another manager holds stays: the session's node registered
+// there (which rewrote the entry), or this manager loaded it for a node
+// that then failed to register here. The check and the delete are two
+// calls: a takeover between them loses the entry (the other manager keeps
+// the session in its table and writes it again at its next change).
 func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
 	cur, err := m.st.Session(ctx, s.ID)
 	switch {
@@ -219,11 +229,32 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
 		return nil
 	case err != nil:
 		return err
-	case cur.Manager != s.Manager:
-		m.log.Info("orphaned session taken over by another manager: its entry stays", "session", s.ID, "manager", cur.Manager)
+	case cur.Manager != m.holderID() && (cur.Manager != "" || !m.Leader()):
+		m.log.Info("session held by another manager: its entry stays", "session", s.ID, "manager", cur.Manager)
 		return nil
 	}
 	return m.st.DeleteSession(ctx, s.ID)
+}
+
+// uncountLocked takes s out of its subscriber's live session count.
+func (m *Manager) uncountLocked(s *session) {
+	if s.uncounted {
+		return
+	}
+	s.uncounted = true
+	if n := m.userSessions[s.User] - 1; n > 0 {
+		m.userSessions[s.User] = n
+	} else {
+		delete(m.userSessions, s.User)
+	}
+}
+
+// countLocked counts s in its subscriber's live sessions again.
+func (m *Manager) countLocked(s *session) {
+	if s.uncounted {
+		s.uncounted = false
+		m.userSessions[s.User]++
+	}
 }
 
 // later returns the later of a and b.
