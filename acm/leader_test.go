@@ -68,16 +68,22 @@ func onShared(st store.Store, p smm.Planner, grace time.Duration) func(*Manager)
 // already naming sessions (a node that kept playing them).
 func (e *env) registerWith(id string, sessions ...string) *fakeNode {
 	e.t.Helper()
-	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), diskFree: 1 << 40, sessions: sessions}
-	if _, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
-		NodeId: id, RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2",
-		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40},
-	}); err != nil {
-		e.t.Fatal(err)
-	}
+	n := e.registerOnly(id, sessions...)
 	n.heartbeat()
 	e.t.Cleanup(n.stop)
 	waitFor(e.t, 5*time.Second, "the node's first report", func() bool { return e.reports(id) > 0 })
+	return n
+}
+
+// registerOnly registers node id with e's manager (10 titles' worth of
+// egress) and returns it without a heartbeat stream; its reports will
+// name sessions.
+func (e *env) registerOnly(id string, sessions ...string) *fakeNode {
+	e.t.Helper()
+	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), diskFree: 1 << 40, sessions: sessions}
+	if _, err := e.nc.Register(context.Background(), regReq(id, "127.0.0.1:7001", "127.0.0.1:7080", 10*titleBps)); err != nil {
+		e.t.Fatal(err)
+	}
 	return n
 }
 

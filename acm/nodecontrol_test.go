@@ -164,10 +164,7 @@ func TestNodeBackAfterDeathKeepsItsSessions(t *testing.T) {
 	if got, ss := e.reserved("n1"), len(e.sessions()); got != 0 || ss != 3 {
 		t.Fatalf("dead node: reserved %d, %d sessions", got, ss)
 	}
-	back := &fakeNode{t: t, id: "n1", nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), sessions: []string{a}, diskFree: 1 << 40}
-	if _, err := e.nc.Register(context.Background(), regReq("n1", "127.0.0.1:7001", "127.0.0.1:7080", 10*titleBps)); err != nil {
-		t.Fatal(err)
-	}
+	back := e.registerOnly("n1", a)
 	if got := e.reserved("n1"); got != 3*titleBps {
 		t.Fatalf("reserved after register %d, want %d", got, 3*titleBps)
 	}
@@ -213,10 +210,7 @@ func TestRestartKeepsCatalogAndSessions(t *testing.T) {
 	// The node comes back: reservations are rebuilt; its first heartbeat
 	// lists a only, so b (playing, gone from the node) ends, while c
 	// (admitted, its client may still arrive) stays.
-	n2 := &fakeNode{t: t, id: "n1", nc: e2.nc, cmds: make(chan *pb.NodeCommand, 64), sessions: []string{a}, diskFree: 1 << 40}
-	if _, err := e2.nc.Register(context.Background(), regReq("n1", "127.0.0.1:7001", "127.0.0.1:7080", 10*titleBps)); err != nil {
-		t.Fatal(err)
-	}
+	n2 := e2.registerOnly("n1", a)
 	if got := e2.reserved("n1"); got != 3*titleBps {
 		t.Fatalf("reserved after register %d, want %d", got, 3*titleBps)
 	}
