@@ -39,6 +39,7 @@ type ManagerConfig struct {
 	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
 	LoginFailures  int             `yaml:"login_failures"`        // failed logins per client IP and user before refusals, default 10; -1 = no limit
 	LoginRefill    time.Duration   `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
+	RestoreGrace   time.Duration   `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`
 	Store          StoreConfig     `yaml:"store"`

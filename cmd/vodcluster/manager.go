@@ -84,6 +84,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		MaxSessionsPerUser: c.MaxSessions,
 		LoginFailures:      c.LoginFailures,
 		LoginFailureRefill: c.LoginRefill,
+		RestoreGrace:       c.RestoreGrace,
 		Scheduler:          sched,
 		Evictor:            orString(c.Storage.Policy, c.Storage.Eviction),
 		StoragePlanner:     c.Storage.Planner,

@@ -47,6 +47,7 @@ func TestManagerConfigWiring(t *testing.T) {
   max_sessions_per_user: 3
   login_failures: 4
   login_failure_refill: 1m
+  restore_grace: 45s
 `, filepath.Join(dir, "data"), secret, filepath.Join(dir, "users.yaml"), tokenFile))
 	c, err := loadConfig(cfg)
 	if err != nil {
@@ -57,7 +58,7 @@ func TestManagerConfigWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Manager
-	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 {
+	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 {
 		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v",
 			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill)
 	}
