@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -216,24 +215,25 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 
 // deleteOwn deletes s's entry from a shared store when this manager holds
 // the session there (store.Session.Manager; an entry without a manager,
-// written before managers were recorded, goes when this manager leads).
-// An entry another manager holds stays: the session's node registered
-// there (which rewrote the entry), or this manager loaded it for a node
-// that then failed to register here. The check and the delete are two
-// calls: a takeover between them loses the entry (the other manager keeps
-// the session in its table and writes it again at its next change).
+// written before managers were recorded, goes when this manager leads),
+// in one compare-and-delete (store.Locker.DeleteSessionHeldBy). An entry
+// another manager holds stays: the session's node registered there
+// (which rewrote the entry), or this manager loaded it for a node that
+// then failed to register here.
 func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
-	cur, err := m.st.Session(ctx, s.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case cur.Manager != m.holderID() && (cur.Manager != "" || !m.Leader()):
-		m.log.Info("session held by another manager: its entry stays", "session", s.ID, "manager", cur.Manager)
-		return nil
+	l, ok := m.st.(store.Locker)
+	if !ok {
+		return m.st.DeleteSession(ctx, s.ID)
 	}
-	return m.st.DeleteSession(ctx, s.ID)
+	held := []string{m.holderID()}
+	if m.Leader() {
+		held = append(held, "")
+	}
+	deleted, err := l.DeleteSessionHeldBy(ctx, s.ID, held...)
+	if err == nil && !deleted {
+		m.log.Info("session held by another manager (or gone): its entry stays", "session", s.ID)
+	}
+	return err
 }
 
 // uncountLocked takes s out of its subscriber's live session count.

@@ -27,6 +27,45 @@ end
 return 0
 `)
 
+// deleteHeldScript deletes field ARGV[1] of hash KEYS[1] (a JSON
+// Session) when its "manager" is one of ARGV[2..]: 1 when deleted.
+var deleteHeldScript = redis.NewScript(`
+local v = redis.call("HGET", KEYS[1], ARGV[1])
+if not v then
+	return 0
+end
+local m = cjson.decode(v)["manager"]
+if type(m) ~= "string" then
+	m = ""
+end
+for i = 2, #ARGV do
+	if ARGV[i] == m then
+		return redis.call("HDEL", KEYS[1], ARGV[1])
+	end
+end
+return 0
+`)
+
+// DeleteSessionHeldBy implements Locker.
+func (r *Redis) DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error) {
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	if len(managers) == 0 {
+		return false, nil
+	}
+	args := make([]any, 0, 1+len(managers))
+	args = append(args, id)
+	for _, m := range managers {
+		args = append(args, m)
+	}
+	n, err := deleteHeldScript.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
+	if err != nil {
+		return false, r.wrap("delete session "+id, err)
+	}
+	return n == 1, nil
+}
+
 func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
 	if !StateNamePattern.MatchString(name) {
 		return fmt.Errorf("store: lock name %q: want %s", name, StateNamePattern)

@@ -262,3 +262,41 @@ func TestRedisTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisDeleteSessionHeldBy: a session is deleted only when its
+// manager is one of those named, in one step.
+func TestRedisDeleteSessionHeldBy(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	put := func(id, manager string) {
+		t.Helper()
+		if err := r.PutSession(ctx, Session{ID: id, User: "u", Title: "t", Node: "n", Manager: manager}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("s-a", "mgr-a")
+	put("s-none", "")
+	for _, c := range []struct {
+		id       string
+		managers []string
+		want     bool
+	}{
+		{"s-a", []string{"mgr-b"}, false},
+		{"s-a", []string{"mgr-b", ""}, false},
+		{"s-a", nil, false},
+		{"s-none", []string{"mgr-b"}, false},
+		{"missing", []string{"mgr-a", ""}, false},
+		{"s-a", []string{"mgr-b", "mgr-a"}, true},
+		{"s-none", []string{"mgr-b", ""}, true},
+	} {
+		got, err := r.DeleteSessionHeldBy(ctx, c.id, c.managers...)
+		if err != nil || got != c.want {
+			t.Fatalf("%s by %q: %v %v, want %v", c.id, c.managers, got, err, c.want)
+		}
+		_, err = r.Session(ctx, c.id)
+		if gone := errors.Is(err, ErrNotFound); gone != (c.want || c.id == "missing") {
+			t.Fatalf("%s by %q: gone %v", c.id, c.managers, gone)
+		}
+	}
+}

@@ -118,4 +118,10 @@ type Locker interface {
 	// Unlock releases holder's lock name; it returns false (and releases
 	// nothing) when holder does not hold it.
 	Unlock(ctx context.Context, name, holder string) (bool, error)
+	// DeleteSessionHeldBy removes session id in one atomic step when its
+	// Manager is one of managers (compare-and-delete: a manager deletes
+	// only a session no other manager took over). It returns whether it
+	// removed it; false, nil when the session is missing or held by
+	// another manager.
+	DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error)
 }
