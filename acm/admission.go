@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"vodcluster/acm/boss"
@@ -64,6 +65,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 
 	now := m.now()
 	m.mu.Lock()
+	if r.Protocol == store.ProtoHTTP {
+		if g := m.sameHTTPViewerLocked(r, t.ID); g != nil {
+			m.mu.Unlock()
+			return m.regrant(g, r, now)
+		}
+	}
 	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User] >= limit {
 		m.mu.Unlock()
 		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
@@ -171,6 +178,49 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	m.log.Info("admitted", "session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
 		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client)
+	return g, nil
+}
+
+// sameHTTPViewerLocked returns the grant of a live HTTP session of r's
+// user and title from r's client address, or nil. Players such as ffmpeg
+// and ffplay ask the front door's URL again when they seek (also right
+// after probing), and a node counts every request of one token as one
+// viewer: such a request is the same viewer, and gets a new token for
+// the same session instead of a second reservation. Two viewers of one
+// subscriber behind one address watching the same title over HTTP share
+// one session (and its pace at the node).
+func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string) *grant {
+	if m.userSessions[r.User] == 0 {
+		return nil
+	}
+	for _, s := range m.sessions {
+		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
+			continue
+		}
+		if host, _, err := net.SplitHostPort(s.ClientAddr); err != nil || host != r.ClientIP {
+			continue
+		}
+		n := m.sched.Node(s.Node)
+		if n == nil || !n.Alive || n.HTTPAddr == "" {
+			continue
+		}
+		return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr}
+	}
+	return nil
+}
+
+// regrant signs a new token for g's live session (sameHTTPViewerLocked).
+func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
+	s := g.Session
+	tok, err := m.signer.Sign(token.Claims{
+		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps,
+	}, now, m.TokenTTL)
+	if err != nil {
+		m.log.Error("token", "session", s.ID, "err", err)
+		return nil, errUnavailable
+	}
+	g.Token = tok
+	m.log.Info("same HTTP viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client)
 	return g, nil
 }
 

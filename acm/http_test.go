@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
 	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // noRedirect is an HTTP client that shows the front door's answers as they are.
@@ -118,5 +121,48 @@ func TestHTTPNodeWithoutHTTPAddress(t *testing.T) {
 	}
 	if !strings.HasPrefix(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp://127.0.0.1:7001/") {
 		t.Fatal("rtsp through the same node failed")
+	}
+}
+
+// A player asking the front door's HTTP URL again for a title it is
+// playing (ffmpeg does after probing and on each seek) is the same
+// viewer: a new token for the same session, no second reservation. Another
+// title, another protocol, or the session ended: a new admission.
+func TestHTTPSameViewerOneSession(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	first := e.tokenOf(e.get("GET", "/vod/t1.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
+	for i := 0; i < 3; i++ {
+		res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+		if res.StatusCode != http.StatusFound {
+			t.Fatalf("again %d: %d", i, res.StatusCode)
+		}
+		if c := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts"); c.Session != first.Session {
+			t.Fatalf("again %d: session %s, want %s", i, c.Session, first.Session)
+		}
+	}
+	if len(e.sessions()) != 1 || e.reserved("n1") != titleBps {
+		t.Fatalf("%d sessions, %d bit/s reserved, want one viewer", len(e.sessions()), e.reserved("n1"))
+	}
+	// HLS of the same title from the same address is the same viewer too.
+	res := e.get("GET", "/vod/t1/index.m3u8", "demo", "demo")
+	if c := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t1", "/index.m3u8"); c.Session != first.Session {
+		t.Fatalf("HLS of the same title: session %s", c.Session)
+	}
+	// Another title is another viewer; RTSP is another viewer.
+	second := e.tokenOf(e.get("GET", "/vod/t2.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t2", ".ts")
+	if second.Session == first.Session || len(e.sessions()) != 2 {
+		t.Fatalf("another title: session %s, %d sessions", second.Session, len(e.sessions()))
+	}
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("RTSP of t1 at the cap of 2: %d", res.StatusCode)
+	}
+	// Once the session ended, the next request is a new admission.
+	if err := n.event(first.Session, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	again := e.tokenOf(e.get("GET", "/vod/t1.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
+	if again.Session == first.Session || len(e.sessions()) != 2 {
+		t.Fatalf("after the end: session %s (first %s), %d sessions", again.Session, first.Session, len(e.sessions()))
 	}
 }
