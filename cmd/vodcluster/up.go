@@ -126,7 +126,11 @@ func upCmd() *cobra.Command {
 
 func printBanner(w io.Writer, c *cluster, dataDir string) {
 	front := c.manager.RTSPAddr()
-	fmt.Fprintf(w, "\nvodcluster is up: origin, manager and %d nodes (data in %s)\n\n", len(c.nodes), dataDir)
+	nodes := "nodes"
+	if len(c.nodes) == 1 {
+		nodes = "node"
+	}
+	fmt.Fprintf(w, "\nvodcluster is up: origin, manager and %d %s (data in %s)\n\n", len(c.nodes), nodes, dataDir)
 	fmt.Fprintf(w, "  front door RTSP  rtsp://%s/vod/<title>\n", front)
 	fmt.Fprintf(w, "  front door HTTP  http://%s/vod/<title>.ts  and  /vod/<title>/index.m3u8\n", c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
@@ -134,7 +138,8 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
 	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  ffplay rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
-	fmt.Fprintf(w, "  vlc rtsp://%s:%s@%s/vod/sample-003\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  gst-launch-1.0 rtspsrc location=rtsp://%s/vod/sample-003 user-id=%s user-pw=%s ! rtpmp2tdepay ! tsdemux ! fakesink\n", front, demoUser, demoPassword)
+	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	for _, n := range c.nodes {
 		fmt.Fprintf(w, "  node %-11s rtsp %s  http %s\n", n.ID, n.RTSPAddr(), n.HTTPAddr())

@@ -262,7 +262,7 @@ func placementCmd(g *globals) *cobra.Command {
 func placementActionCmd(g *globals, verb string) *cobra.Command {
 	short := map[string]string{
 		"prefetch": "Order a fill of TITLE from the origin (on NODE, or where the storage manager chooses)",
-		"evict":    "Remove TITLE from NODE (refused while it plays or fills)",
+		"evict":    "Remove TITLE from NODE (refused while it plays or fills); NODE is required",
 		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
 		"unpin":    "Remove a pin",
 	}[verb]
@@ -274,6 +274,8 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			req := &v1.PlacementRequest{TitleId: args[0]}
 			if len(args) == 2 {
 				req.NodeId = args[1]
+			} else if verb == "evict" {
+				return fmt.Errorf("evict %s: name the NODE to evict it from (its holders: vodctl placement --title %s)", args[0], args[0])
 			}
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				switch verb {
