@@ -180,7 +180,11 @@ func nodeCmd(g *globals) *cobra.Command {
 			}
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.SetNode(ctx, req)
-			}, nil)
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				n := m.(*v1.NodeInfo)
+				fmt.Fprintf(w, "node %s:	alive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
+					n.NodeId, n.Alive, n.Draining, n.Weight, n.Overload, n.Sessions)
+			})
 		},
 	}
 	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight (0 = no new sessions)")
