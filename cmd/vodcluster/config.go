@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -138,9 +139,34 @@ func loadConfig(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
 	}
 	return &c, nil
+}
+
+// yamlUnknownField and yamlDuration match the decoder's messages for a
+// key the configuration does not have and for a duration written as a
+// number.
+var (
+	yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	yamlDuration     = regexp.MustCompile("cannot unmarshal !!(\\w+) `([^`]*)` into time\\.Duration")
+)
+
+// readableYAMLError rewrites the YAML decoder's messages that name Go
+// types into the configuration's words: "unknown key X" and "duration
+// expected". Other errors are returned as they are.
+func readableYAMLError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	lines := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")
+		e = yamlDuration.ReplaceAllString(e, "`$2` is not a duration: write it with its unit, like 60s, 5m or 3h")
+		lines[i] = e
+	}
+	return errors.New(strings.Join(lines, "; "))
 }
 
 // readSecret reads a cluster secret file: hex, or raw bytes when not hex;
@@ -151,14 +177,14 @@ func readSecret(path string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("secret_file: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if h, err := hex.DecodeString(s); err == nil && len(h) >= 16 {
 		return h, nil
 	}
 	if len(s) < 16 {
-		return nil, fmt.Errorf("secret %s: %d bytes, need at least 16", path, len(s))
+		return nil, fmt.Errorf("secret_file %s: %d bytes, need at least 16 (openssl rand -hex 32 > %s)", path, len(s), path)
 	}
 	return []byte(s), nil
 }

@@ -32,16 +32,36 @@ func TestConfigStrict(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("node:\n  id: a\n  egres_bps: 5\n"), 0o600)
-	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "egres_bps") {
+	if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "line 3: unknown key egres_bps") {
 		t.Fatalf("unknown key accepted or not named: %v", err)
+	}
+	dur := filepath.Join(dir, "dur.yaml")
+	os.WriteFile(dur, []byte("manager:\n  token_ttl: 60\n  restore_grace: soon\n"), 0o600)
+	if _, err := loadConfig(dur); err == nil || !strings.Contains(err.Error(), "line 2: `60` is not a duration") ||
+		!strings.Contains(err.Error(), "line 3: `soon` is not a duration") {
+		t.Fatalf("durations without a unit: %v", err)
+	}
+	tiny := filepath.Join(dir, "tiny")
+	os.WriteFile(tiny, []byte("abc\n"), 0o600)
+	if _, err := newManager(ManagerConfig{SecretFile: tiny}); err == nil || !strings.Contains(err.Error(), "secret_file") {
+		t.Fatalf("short secret not named by its key: %v", err)
 	}
 	empty := filepath.Join(dir, "empty.yaml")
 	os.WriteFile(empty, nil, 0o600)
 	if _, err := loadConfig(empty); err != nil {
 		t.Fatalf("empty file: %v", err)
 	}
-	if _, err := readSecret(filepath.Join(dir, "none")); err == nil {
-		t.Fatal("missing secret file accepted")
+	if _, err := readSecret(filepath.Join(dir, "none")); err == nil || !strings.HasPrefix(err.Error(), "secret_file: ") {
+		t.Fatalf("missing secret file accepted or its key not named: %v", err)
+	}
+	key32 := filepath.Join(dir, "key")
+	os.WriteFile(key32, []byte(strings.Repeat("ab", 32)), 0o600)
+	if _, err := newManager(ManagerConfig{SecretFile: key32}); err == nil || !strings.Contains(err.Error(), "users_file is required") {
+		t.Fatalf("no users file: %v", err)
+	}
+	if _, err := newManager(ManagerConfig{SecretFile: key32, UsersFile: filepath.Join(dir, "none")}); err == nil ||
+		!strings.HasPrefix(err.Error(), "users_file: ") {
+		t.Fatalf("missing users file not named by its key: %v", err)
 	}
 	short := filepath.Join(dir, "short")
 	os.WriteFile(short, []byte("abc\n"), 0o600)

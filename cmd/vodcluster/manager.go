@@ -45,18 +45,21 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.UsersFile == "" {
+		return nil, errors.New("users_file is required (the subscribers: vodcluster user NAME --file FILE)")
+	}
 	users, err := boss.LoadFile(c.UsersFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("users_file: %w", err)
 	}
 	var adminToken string
 	if c.AdminTokenFile != "" {
 		b, err := os.ReadFile(c.AdminTokenFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("admin_token_file: %w", err)
 		}
 		if adminToken = strings.TrimSpace(string(b)); len(adminToken) < 16 {
-			return nil, fmt.Errorf("admin token %s: %d characters, need at least 16", c.AdminTokenFile, len(adminToken))
+			return nil, fmt.Errorf("admin_token_file %s: %d characters, need at least 16", c.AdminTokenFile, len(adminToken))
 		}
 	}
 	sched := schedulerConfig(c.Scheduler)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -97,7 +99,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	defer cancel()
 	m, err := f(ctx, v1.NewAdminClient(conn))
 	if err != nil {
-		return err
+		return g.explain(err)
 	}
 	if g.json || table == nil {
 		b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(m)
@@ -136,6 +138,11 @@ func nodesCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "nodes",
 		Short: "List nodes with their load",
+		Long: "List nodes with their load.\n\n" +
+			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
+			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
+			"the bit/s of sessions served from disk and from a fill, E the node's weighted capacity,\n" +
+			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
@@ -330,4 +337,21 @@ func fillsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// explain adds to an admin call's error what the operator can do about
+// it: give the admin token, or check the manager's address.
+func (g *globals) explain(err error) error {
+	switch status.Code(err) {
+	case codes.Unauthenticated:
+		if g.token == "" {
+			return fmt.Errorf("%w (the manager has an admin token: give it with --token or $VODCTL_TOKEN)", err)
+		}
+		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
+	case codes.Unavailable:
+		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w (no answer within --timeout %v from %s)", err, g.timeout, g.manager)
+	}
+	return err
 }

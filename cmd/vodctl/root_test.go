@@ -2,8 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"strings"
 	"testing"
+	"vodcluster/proto/token"
+	v1 "vodcluster/proto/vodcluster/v1"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // evict without a node is refused with a message that says what to give,
@@ -17,5 +25,42 @@ func TestEvictNeedsNode(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "name the NODE") {
 		t.Fatalf("evict without NODE: %v", err)
+	}
+}
+
+// An Admin API that wants a token: without one, and with a wrong one,
+// vodctl says which flag gives it; with the right one the call goes
+// through (to an Admin server that implements nothing).
+func TestAdminTokenHint(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "0123456789abcdef-admin"
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if err := token.CheckBearer(ctx, want); err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
+	}))
+	v1.RegisterAdminServer(srv, v1.UnimplementedAdminServer{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	run := func(args ...string) error {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+		return cmd.Execute()
+	}
+	if err := run("nodes"); err == nil || !strings.Contains(err.Error(), "--token or $VODCTL_TOKEN") {
+		t.Fatalf("no token: %v", err)
+	}
+	if err := run("--token", "wrong-wrong-wrong", "nodes"); err == nil || !strings.Contains(err.Error(), "not the manager's admin_token_file") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if err := run("--token", want, "nodes"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("right token: %v", err)
 	}
 }
