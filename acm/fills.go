@@ -110,12 +110,14 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true}
 		diskFree -= p.bytes
 	}
+	clear(ns.awaiting)
 	for _, s := range ns.sessions {
 		// Until the node's report shows its fill (even once the viewer
 		// started: the report may be older than the fill).
 		if s.reserved && s.res.Fill && cur[s.Title] == nil {
 			size := cat[s.Title].SizeBytes
 			cur[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: size, Filling: true}
+			ns.awaiting[s.Title] = true
 			diskFree -= size
 		}
 	}
@@ -151,6 +153,8 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 				Prefetch: t.GetPrefetch(), State: "filling"}
 			if p := ns.pending[tid]; p != nil {
 				f.State, f.SinceUnixMs = "ordered", p.at.UnixMilli()
+			} else if ns.awaiting[tid] {
+				f.State = "reserved" // starts when its viewer reaches the node
 			}
 			byKey[key{id, tid}] = f
 		}

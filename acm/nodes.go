@@ -32,6 +32,7 @@ type nodeState struct {
 
 	pending  map[string]*pendingFill // prefetches ordered, not yet in a load report
 	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
+	awaiting map[string]bool         // fills on demand placed here whose viewer has not reached the node yet
 	evicting map[string]uint64       // titles ordered evicted -> reports received at the order
 	hits     map[string]float64      // title -> requests placed on the node since it was stored
 
@@ -72,6 +73,7 @@ func newNodeState(id string) *nodeState {
 		active:   map[string]int{},
 		pending:  map[string]*pendingFill{},
 		filling:  map[string]bool{},
+		awaiting: map[string]bool{},
 		evicting: map[string]uint64{},
 		hits:     map[string]float64{},
 	}

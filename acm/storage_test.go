@@ -351,3 +351,23 @@ func TestStoragePolicyByName(t *testing.T) {
 		}
 	}
 }
+
+// A fill on demand shows as reserved until its viewer reaches the node and
+// the node reports the fill, then as filling with the node's progress.
+func TestFillOnDemandReservedUntilViewerArrives(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	e.admitOne("t1")
+	seen := e.reports("n1")
+	waitFor(t, 5*time.Second, "a report after the admission", func() bool { return e.reports("n1") > seen })
+	if f := e.fill("n1", "t1"); f == nil || f.State != "reserved" || f.Prefetch || f.StoredBytes != 0 {
+		t.Fatalf("fill on demand before its viewer: %+v", f)
+	}
+	n.mu.Lock()
+	n.titles = append(n.titles, &pb.StoredTitle{TitleId: "t1", StoredBytes: 1000, SizeBytes: 10_000, Filling: true})
+	n.mu.Unlock()
+	waitFor(t, 5*time.Second, "the node's fill", func() bool {
+		f := e.fill("n1", "t1")
+		return f != nil && f.State == "filling" && f.StoredBytes == 1000
+	})
+}

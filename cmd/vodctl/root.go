@@ -318,6 +318,9 @@ func fillsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fills",
 		Short: "List fills from the origin in progress, with their progress",
+		Long: "List fills from the origin in progress, with their progress.\n\n" +
+			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
+			"waiting for its viewer to reach the node), filling, backoff (failed: retried at NEXT TRY).",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListFills(ctx, &v1.ListFillsRequest{})
@@ -325,7 +328,9 @@ func fillsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH\tATTEMPTS\tNEXT TRY")
 				for _, f := range m.(*v1.ListFillsResponse).Fills {
 					pct := "?"
-					if f.SizeBytes > 0 {
+					if f.State == "ordered" || f.State == "reserved" || f.State == "backoff" {
+						pct = "-"
+					} else if f.SizeBytes > 0 {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}
 					next := "-"

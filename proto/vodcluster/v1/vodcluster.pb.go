@@ -2407,7 +2407,7 @@ type Fill struct {
 	StoredBytes   int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
 	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	Prefetch      bool                   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
-	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (not yet on the node), filling, backoff (failed; retried at next_try_unix_ms)
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (a prefetch not yet on the node), reserved (a fill on demand waiting for its viewer to reach the node), filling, backoff (failed; retried at next_try_unix_ms)
 	Attempts      int32                  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`                                    // failures of this prefetch so far
 	NextTryUnixMs int64                  `protobuf:"varint,8,opt,name=next_try_unix_ms,json=nextTryUnixMs,proto3" json:"next_try_unix_ms,omitempty"` // backoff only: earliest retry
 	SinceUnixMs   int64                  `protobuf:"varint,9,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`         // ordered, or failed last; 0 when unknown (a fill on demand)
