@@ -162,6 +162,10 @@ type Manager struct {
 	waiters      map[*lsm.Ticket]chan struct{}
 
 	catalog  atomic.Pointer[map[string]store.Title]
+	// planTitles is the catalog as the storage planner sees it, built
+	// once per catalog (planTitlesOf) rather than at every plan (mu).
+	planTitles   map[string]smm.TitleInfo
+	planTitlesOf *map[string]store.Title
 	st       store.Store
 	ownStore bool
 	signer   *token.Signer

@@ -144,7 +144,7 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) boo
 // when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
 	if m.rep != nil {
-		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(m.titles(), now), now)
+		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(m.catalog.Load(), now), now)
 		switch {
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)

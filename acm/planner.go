@@ -88,10 +88,11 @@ func (m *Manager) plan(now time.Time) {
 	if !m.Leader() {
 		return // a standby: the manager holding the planner lock plans
 	}
-	cat := m.titles()
+	catp := m.catalog.Load()
+	cat := *catp
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	view := m.viewLocked(cat, now)
+	view := m.viewLocked(catp, now)
 	for _, a := range m.planner.Plan(now, view) {
 		var err error
 		switch a.Kind {
@@ -119,11 +120,8 @@ func (m *Manager) plan(now time.Time) {
 // with its titles (stored, filling, prefetches ordered), in service or
 // not, the catalog, and the origin channels still free (OriginChannels
 // minus the fills in progress or ordered on live nodes).
-func (m *Manager) viewLocked(cat map[string]store.Title, now time.Time) *smm.ClusterView {
-	view := &smm.ClusterView{Titles: make(map[string]smm.TitleInfo, len(cat))}
-	for _, t := range cat {
-		view.Titles[t.ID] = smm.TitleInfo{ID: t.ID, Bytes: t.SizeBytes, Bitrate: t.BitrateBps, Duration: t.DurationS}
-	}
+func (m *Manager) viewLocked(cat *map[string]store.Title, now time.Time) *smm.ClusterView {
+	view := &smm.ClusterView{Titles: m.planTitlesLocked(cat)}
 	fills := 0
 	for _, n := range m.sched.Nodes {
 		ns := m.nodes[n.ID]
@@ -148,6 +146,22 @@ func (m *Manager) viewLocked(cat map[string]store.Title, now time.Time) *smm.Clu
 	}
 	view.OriginFree = max(0, m.OriginChannels-fills)
 	return view
+}
+
+// planTitlesLocked returns the catalog *cat (one of m.catalog's maps) as
+// the planner sees it (mu held). The map is shared between plans: it is
+// rebuilt only for a new catalog map (the catalog is replaced, never
+// changed in place), and nobody writes to it.
+func (m *Manager) planTitlesLocked(cat *map[string]store.Title) map[string]smm.TitleInfo {
+	if m.planTitlesOf == cat {
+		return m.planTitles
+	}
+	ts := make(map[string]smm.TitleInfo, len(*cat))
+	for _, t := range *cat {
+		ts[t.ID] = smm.TitleInfo{ID: t.ID, Bytes: t.SizeBytes, Bitrate: t.BitrateBps, Duration: t.DurationS}
+	}
+	m.planTitles, m.planTitlesOf = ts, cat
+	return ts
 }
 
 // itemsLocked lists ns's titles as the storage policy sees them (mu

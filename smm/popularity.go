@@ -21,7 +21,12 @@ const minSamples = 4
 // title's expected demand in bit/s. Not safe for concurrent use.
 type Popularity struct {
 	HalfLife time.Duration // decay half-life; 0 means one hour
-	titles   map[string]*pop
+	// index maps a title to its entry; entries are kept in one slice so
+	// that a pass over every title (Prune, Plan's demands, the shift
+	// check's top titles) reads memory in order instead of chasing a
+	// pointer per title.
+	index    map[string]int32
+	entries  []popEntry
 	sorted   []string // titles, sorted; nil when stale
 	added    []string // titles created since sorted was built (not in it)
 
@@ -29,6 +34,12 @@ type Popularity struct {
 	// of the title's duration, and their weight.
 	fracSum, fracN float64
 	statsAt        time.Time
+}
+
+// popEntry is one title's record in Popularity.entries.
+type popEntry struct {
+	title string
+	pop
 }
 
 type pop struct {
@@ -45,7 +56,7 @@ func NewPopularity(halfLife time.Duration) *Popularity {
 	if halfLife <= 0 {
 		halfLife = time.Hour
 	}
-	return &Popularity{HalfLife: halfLife, titles: map[string]*pop{}}
+	return &Popularity{HalfLife: halfLife, index: map[string]int32{}}
 }
 
 func (p *Popularity) factor(from, to time.Time) float64 {
@@ -73,20 +84,32 @@ func (p *Popularity) decay(x *pop, now time.Time) {
 	}
 }
 
+// get returns title's record, created when missing, decayed to now. The
+// pointer is valid until the next record is created or pruned.
 func (p *Popularity) get(title string, now time.Time) *pop {
-	if p.titles == nil {
-		p.titles = map[string]*pop{}
+	if p.index == nil {
+		p.index = map[string]int32{}
 	}
-	x := p.titles[title]
-	if x == nil {
-		x = &pop{at: now}
-		p.titles[title] = x
+	i, ok := p.index[title]
+	if !ok {
+		i = int32(len(p.entries))
+		p.entries = append(p.entries, popEntry{title: title, pop: pop{at: now}})
+		p.index[title] = i
 		if p.sorted != nil {
 			p.added = append(p.added, title)
 		}
 	}
+	x := &p.entries[i].pop
 	p.decay(x, now)
 	return x
+}
+
+// lookup returns title's record without decaying it, nil when it has none.
+func (p *Popularity) lookup(title string) *pop {
+	if i, ok := p.index[title]; ok {
+		return &p.entries[i].pop
+	}
+	return nil
 }
 
 // Observe counts one request for title at now.
@@ -121,7 +144,7 @@ func (p *Popularity) ObserveSession(title string, watched, duration float64, now
 
 // Count returns the number of requests seen for title.
 func (p *Popularity) Count(title string) int64 {
-	if x := p.titles[title]; x != nil {
+	if x := p.lookup(title); x != nil {
 		return x.count
 	}
 	return 0
@@ -129,7 +152,7 @@ func (p *Popularity) Count(title string) int64 {
 
 // Rate returns title's decayed request rate at now, in requests per second.
 func (p *Popularity) Rate(title string, now time.Time) float64 {
-	x := p.titles[title]
+	x := p.lookup(title)
 	if x == nil {
 		return 0
 	}
@@ -146,15 +169,25 @@ func (p *Popularity) MeanSession(title string, duration float64, now time.Time) 
 	if math.IsNaN(duration) || math.IsInf(duration, 0) {
 		duration = 0
 	}
-	if x := p.titles[title]; x != nil {
+	x := p.lookup(title)
+	if x != nil {
 		p.decay(x, now)
-		if x.watchN >= minSamples {
-			m := x.watchSum / x.watchN
-			if duration > 0 {
-				m = min(m, duration)
-			}
-			return m
+	}
+	return p.meanSession(x, duration)
+}
+
+// meanSession is MeanSession for title's record x (decayed to now; nil
+// when it has none) and a sanitised duration.
+func (p *Popularity) meanSession(x *pop, duration float64) float64 {
+	if math.IsNaN(duration) || math.IsInf(duration, 0) {
+		duration = 0
+	}
+	if x != nil && x.watchN >= minSamples {
+		m := x.watchSum / x.watchN
+		if duration > 0 {
+			m = min(m, duration)
 		}
+		return m
 	}
 	if duration <= 0 {
 		return 0
@@ -177,14 +210,44 @@ func (p *Popularity) Demand(title string, bitrate int64, duration float64, now t
 	return r * p.MeanSession(title, duration, now) * float64(bitrate)
 }
 
+// rateAndDemand returns Rate and Demand of title at now with one lookup.
+func (p *Popularity) rateAndDemand(title string, bitrate int64, duration float64, now time.Time) (rate, demand float64) {
+	x := p.lookup(title)
+	if x == nil {
+		return 0, 0
+	}
+	p.decay(x, now)
+	rate = x.rate * math.Ln2 / p.halfLife().Seconds()
+	if rate == 0 || bitrate <= 0 {
+		return rate, 0
+	}
+	return rate, rate * p.meanSession(x, duration) * float64(bitrate)
+}
+
+// each calls f with every title's record decayed to now, in no set order.
+func (p *Popularity) each(now time.Time, f func(title string, x *pop)) {
+	for i := range p.entries {
+		e := &p.entries[i]
+		p.decay(&e.pop, now)
+		f(e.title, &e.pop)
+	}
+}
+
+// has reports whether title has a record (a request, or a session end,
+// not yet pruned).
+func (p *Popularity) has(title string) bool {
+	_, ok := p.index[title]
+	return ok
+}
+
 // Titles returns the titles with any recorded request, sorted. The slice
 // is shared until the next change: do not modify it.
 func (p *Popularity) Titles() []string {
 	switch {
 	case p.sorted == nil:
-		p.sorted = make([]string, 0, len(p.titles))
-		for t := range p.titles {
-			p.sorted = append(p.sorted, t)
+		p.sorted = make([]string, 0, len(p.entries))
+		for i := range p.entries {
+			p.sorted = append(p.sorted, p.entries[i].title)
 		}
 		sort.Strings(p.sorted)
 	case len(p.added) > 0:
@@ -199,7 +262,7 @@ func (p *Popularity) Titles() []string {
 				continue
 			}
 			t := p.added[j]
-			if _, ok := p.titles[t]; ok && (len(merged) == 0 || merged[len(merged)-1] != t) { // not pruned since, once
+			if _, ok := p.index[t]; ok && (len(merged) == 0 || merged[len(merged)-1] != t) { // not pruned since, once
 				merged = append(merged, t)
 			}
 			j++
@@ -211,26 +274,37 @@ func (p *Popularity) Titles() []string {
 }
 
 // Len returns the number of titles tracked.
-func (p *Popularity) Len() int { return len(p.titles) }
+func (p *Popularity) Len() int { return len(p.entries) }
 
 // Prune forgets titles whose decayed request count at now is below
 // minWeight (a count of requests, e.g. 0.01), so the tracker stays as
 // large as the recently requested catalog. It returns how many it dropped.
 func (p *Popularity) Prune(minWeight float64, now time.Time) int {
 	n := 0
-	for t, x := range p.titles {
-		p.decay(x, now)
-		if x.rate < minWeight && x.watchN < minWeight {
-			delete(p.titles, t)
-			n++
+	for i := 0; i < len(p.entries); {
+		x := &p.entries[i]
+		p.decay(&x.pop, now)
+		if x.rate >= minWeight || x.watchN >= minWeight {
+			i++
+			continue
 		}
+		// Swap-remove: the last record takes this place.
+		delete(p.index, x.title)
+		last := len(p.entries) - 1
+		if i != last {
+			p.entries[i] = p.entries[last]
+			p.index[p.entries[i].title] = int32(i)
+		}
+		p.entries[last] = popEntry{}
+		p.entries = p.entries[:last]
+		n++
 	}
 	if n > 0 && p.sorted != nil {
 		// Drop the pruned titles from the sorted list (a new slice: the
 		// old one may still be read).
-		kept := make([]string, 0, len(p.titles))
+		kept := make([]string, 0, len(p.entries))
 		for _, t := range p.sorted {
-			if _, ok := p.titles[t]; ok {
+			if _, ok := p.index[t]; ok {
 				kept = append(kept, t)
 			}
 		}
@@ -249,9 +323,9 @@ type PopularityEntry struct {
 // Snapshot returns every title's state at now, sorted by title, for the
 // manager to persist.
 func (p *Popularity) Snapshot(now time.Time) []PopularityEntry {
-	out := make([]PopularityEntry, 0, len(p.titles))
+	out := make([]PopularityEntry, 0, len(p.entries))
 	for _, t := range p.Titles() {
-		x := p.titles[t]
+		x := p.lookup(t)
 		p.decay(x, now)
 		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate})
 	}
@@ -267,11 +341,17 @@ func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 			return fmt.Errorf("smm: bad popularity entry %+v", e)
 		}
 	}
-	if p.titles == nil {
-		p.titles = map[string]*pop{}
+	if p.index == nil {
+		p.index = map[string]int32{}
 	}
 	for _, e := range entries {
-		p.titles[e.Title] = &pop{count: e.Count, rate: e.Weight, at: at}
+		rec := popEntry{title: e.Title, pop: pop{count: e.Count, rate: e.Weight, at: at}}
+		if i, ok := p.index[e.Title]; ok {
+			p.entries[i] = rec
+			continue
+		}
+		p.index[e.Title] = int32(len(p.entries))
+		p.entries = append(p.entries, rec)
 	}
 	p.sorted, p.added = nil, nil
 	return nil

@@ -190,52 +190,44 @@ func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
 func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 	r.pop.Prune(0.01, now)
 	r.rank.Prune(0.01, now)
-	var ds []demandOf
-	var total float64
-	seen := map[string]bool{}
-	add := func(id string) {
+	pins := r.pins.List()
+	ds := make([]demandOf, 0, r.rank.Len()+len(pins))
+	var seen map[string]bool // pinned titles added (the ranked ones are not repeated)
+	add := func(id string, rankRate float64) {
 		info, ok := c.Titles[id]
-		if !ok || seen[id] || info.Bytes <= 0 {
+		if !ok || info.Bytes <= 0 {
 			return
 		}
-		seen[id] = true
-		d := demandOf{id: id, info: info, rate: r.pop.Rate(id, now)}
-		d.demand = r.pop.Demand(id, info.Bitrate, info.Duration, now)
+		d := demandOf{id: id, info: info}
+		d.rate, d.demand = r.pop.rateAndDemand(id, info.Bitrate, info.Duration, now)
 		if !(d.demand >= 0) || math.IsInf(d.demand, 0) {
 			d.demand = 0 // a catalog entry with a nonsensical duration
 		}
 		s := float64(info.Bytes)
-		d.value = r.rank.Rate(id, now) * (float64(r.cfg.SetupBytes) + s) / s
+		d.value = rankRate * (float64(r.cfg.SetupBytes) + s) / s
 		d.planned = r.plan[id] != nil
-		total += d.demand
 		ds = append(ds, d)
 	}
-	for _, id := range r.rank.Titles() {
-		add(id)
-	}
-	for _, p := range r.pins.List() {
-		add(p.Title)
+	rankPerS := math.Ln2 / r.rank.halfLife().Seconds()
+	r.rank.each(now, func(id string, x *pop) { add(id, x.rate*rankPerS) })
+	for _, p := range pins {
+		if r.rank.has(p.Title) || seen[p.Title] {
+			continue // added with the ranked titles, or for another pin
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[p.Title] = true
+		add(p.Title, 0)
 	}
 	nodePinned := map[string]bool{}
-	for _, p := range r.pins.List() {
+	for _, p := range pins {
 		if p.Node != "" {
 			nodePinned[p.Title] = true
 		}
 	}
 	for i := range ds {
 		ds[i].pinned = r.pins.Pinned("", ds[i].id) || nodePinned[ds[i].id]
-	}
-	// Remember the peak of total demand, decaying with PeakHalfLife.
-	if !r.at.IsZero() && now.After(r.at) {
-		r.peak *= math.Exp2(-now.Sub(r.at).Seconds() / r.cfg.PeakHalfLife.Seconds())
-	}
-	r.peak = math.Max(r.peak, total)
-	scale := 1.0
-	if total > 0 {
-		scale = r.peak / total
-	}
-	for i := range ds {
-		ds[i].peak = ds[i].demand * scale
 	}
 	// Pinned first, then by value per byte (titles in the plan with
 	// their bonus), then by id for a deterministic order. The keys are
@@ -266,9 +258,22 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		return strings.Compare(a.id, b.id)
 	})
 	out := make([]demandOf, len(ds))
+	var total float64 // summed in that order: the same whatever the trackers' layout
 	for i, k := range order {
 		out[i] = ds[k]
+		total += out[i].demand
 	}
-	ds = out
-	return ds
+	// Remember the peak of total demand, decaying with PeakHalfLife.
+	if !r.at.IsZero() && now.After(r.at) {
+		r.peak *= math.Exp2(-now.Sub(r.at).Seconds() / r.cfg.PeakHalfLife.Seconds())
+	}
+	r.peak = math.Max(r.peak, total)
+	scale := 1.0
+	if total > 0 {
+		scale = r.peak / total
+	}
+	for i := range out {
+		out[i].peak = out[i].demand * scale
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package smm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 )
@@ -91,22 +92,23 @@ func (r *Replicator) topTitles(now time.Time) []string {
 		t string
 		r float64
 	}
-	// Keep the best shiftK, highest first, by insertion: titles come
-	// sorted, so ties keep the smaller id.
+	// Keep the best shiftK, highest first (ties: the smaller id), by
+	// insertion, in one pass over the tracker's records.
+	before := func(a, b tr) bool { return a.r > b.r || (a.r == b.r && a.t < b.t) }
 	xs := make([]tr, 0, shiftK+1)
-	for _, t := range r.pop.Titles() {
-		x := r.pop.Rate(t, now)
-		if x <= 0 || (len(xs) == shiftK && x <= xs[shiftK-1].r) {
-			continue
+	r.pop.each(now, func(t string, x *pop) {
+		c := tr{t, x.rate * math.Ln2 / r.pop.halfLife().Seconds()}
+		if c.r <= 0 || (len(xs) == shiftK && !before(c, xs[shiftK-1])) {
+			return
 		}
-		i := sort.Search(len(xs), func(i int) bool { return xs[i].r < x })
+		i := sort.Search(len(xs), func(i int) bool { return before(c, xs[i]) })
 		xs = append(xs, tr{})
 		copy(xs[i+1:], xs[i:])
-		xs[i] = tr{t, x}
+		xs[i] = c
 		if len(xs) > shiftK {
 			xs = xs[:shiftK]
 		}
-	}
+	})
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = x.t

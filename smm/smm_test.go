@@ -131,8 +131,14 @@ func TestPopularityTitlesStaySorted(t *testing.T) {
 		}
 		if step%5 == 0 {
 			want := make([]string, 0, p.Len())
-			for k := range p.titles {
+			for k, i := range p.index {
+				if p.entries[i].title != k {
+					t.Fatalf("step %d: index says %q at %d, entry is %q", step, k, i, p.entries[i].title)
+				}
 				want = append(want, k)
+			}
+			if len(want) != len(p.entries) {
+				t.Fatalf("step %d: %d indexed, %d entries", step, len(want), len(p.entries))
 			}
 			slices.Sort(want)
 			if got := p.Titles(); !slices.Equal(got, want) {
