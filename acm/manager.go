@@ -161,14 +161,14 @@ type Manager struct {
 	nodes        map[string]*nodeState
 	waiters      map[*lsm.Ticket]chan struct{}
 
-	catalog  atomic.Pointer[map[string]store.Title]
+	catalog atomic.Pointer[map[string]store.Title]
 	// planTitles is the catalog as the storage planner sees it, built
 	// once per catalog (planTitlesOf) rather than at every plan (mu).
 	planTitles   map[string]smm.TitleInfo
 	planTitlesOf *map[string]store.Title
-	st       store.Store
-	ownStore bool
-	signer   *token.Signer
+	st           store.Store
+	ownStore     bool
+	signer       *token.Signer
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces

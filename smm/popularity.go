@@ -25,10 +25,10 @@ type Popularity struct {
 	// that a pass over every title (Prune, Plan's demands, the shift
 	// check's top titles) reads memory in order instead of chasing a
 	// pointer per title.
-	index    map[string]int32
-	entries  []popEntry
-	sorted   []string // titles, sorted; nil when stale
-	added    []string // titles created since sorted was built (not in it)
+	index   map[string]int32
+	entries []popEntry
+	sorted  []string // titles, sorted; nil when stale
+	added   []string // titles created since sorted was built (not in it)
 
 	// Cluster-wide decayed session statistics: sum of watched fractions
 	// of the title's duration, and their weight.
