@@ -206,8 +206,16 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	m.mu.Lock()
 	for _, ns := range m.nodes {
 		m.sendProtectLocked(ns, false)
+		if _, held := ns.titles[title]; held {
+			// Until the node's next report: its room for fills changes now.
+			_ = m.sched.SetPinned(ns.id, title, m.pins.Protects(ns.id, title))
+		}
 	}
+	planned := m.rep != nil
 	m.mu.Unlock()
 	m.kickPlan()
+	if pin && !planned {
+		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
+	}
 	return &pb.PlacementAck{NodeId: node, Message: verb}, nil
 }

@@ -127,7 +127,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if t.GetFilling() {
 			b = max(b, t.GetSizeBytes())
 		}
-		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling()})
+		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id)})
 	}
 	for id := range ns.hits {
 		if cur[id] == nil {

@@ -371,3 +371,30 @@ func TestFillOnDemandReservedUntilViewerArrives(t *testing.T) {
 		return f != nil && f.State == "filling" && f.StoredBytes == 1000
 	})
 }
+
+// Titles pinned to a node are not room for a fill there: with the only
+// node's disk full of titles pinned to it, a request for another title is
+// refused at the front door (453), not redirected to a node that would
+// refuse it; unpinned, the same titles are room again.
+func TestPinnedTitlesAreNotRoomForFills(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{disk: 3_000_000, diskFree: 1, titles: []*pb.StoredTitle{
+		{TitleId: "t1", StoredBytes: 1_500_000, SizeBytes: 1_500_000},
+		{TitleId: "t2", StoredBytes: 1_500_000, SizeBytes: 1_500_000},
+	}})
+	ctx := context.Background()
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: id, NodeId: "n1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("a fill on a disk full of pinned titles: %d, want 453", res.StatusCode)
+	}
+	if _, err := e.admin.Unpin(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusFound {
+		t.Fatalf("with t2 unpinned: %d, want 302", res.StatusCode)
+	}
+}

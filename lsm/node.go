@@ -41,8 +41,9 @@ type Node struct {
 	Sessions     int   // admitted sessions (Ns + Nd)
 	FillSessions int   // admitted sessions whose title is being filled on the node now (Nd)
 	FillBps      int64 // bit/s reserved by those sessions
-	// InUseBytes is the bytes of titles in use on the node (playing or
-	// filling): what its disk cannot evict to make room for a new fill.
+	// InUseBytes is the bytes of titles in use on the node (playing,
+	// filling, or pinned there by the operator): what its disk cannot
+	// evict to make room for a new fill.
 	InUseBytes int64
 	// StoredBytes is the bytes of every title held or filling on the node.
 	StoredBytes int64
@@ -72,13 +73,16 @@ type Node struct {
 // replica is one title on one node.
 type replica struct {
 	filling  bool
+	pinned   bool  // the operator pinned it there (Holding.Pinned): never evicted
 	bytes    int64 // size on disk (the whole title while filling, when known)
 	sessions int   // reservations on the node for this title
 	fills    int   // of those, served from the fill in progress (in Node.FillSessions)
 	fillBps  int64 // their bit/s (in Node.FillBps)
 }
 
-func (r *replica) inUse() bool { return r.filling || r.sessions > 0 }
+// inUse reports whether the node cannot evict the title: it is playing,
+// filling or pinned there.
+func (r *replica) inUse() bool { return r.filling || r.sessions > 0 || r.pinned }
 
 // Holds reports whether the node holds title completely (filling is false)
 // or is filling it (filling is true). ok is false when it has neither.

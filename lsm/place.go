@@ -47,8 +47,8 @@ func (s *Scheduler) CapBps(i int) int64 {
 // flagged overloaded by its own threshold (Node.OverloadFlag), with
 // headroom for r's bitrate under its (slow-start) cap, below its session
 // limit, and holding or filling r's title or with disk room for it (its
-// disk minus the titles in use, when r.Bytes and the disk size are
-// known). This is the admission rule every policy obeys.
+// disk minus the titles in use or pinned there, when r.Bytes and the disk
+// size are known). This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Draining || n.Weight <= 0 || n.OverloadFlag {

@@ -38,6 +38,24 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	}
 }
 
+// setPinned records whether title, which n holds or fills, is pinned
+// there: a pinned title's bytes count in n's InUseBytes, so no fill is
+// placed on n counting on their room.
+func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
+	r := n.titles[title]
+	if r == nil || r.pinned == pinned {
+		return
+	}
+	was := r.inUse()
+	r.pinned = pinned
+	switch now := r.inUse(); {
+	case was && !now:
+		n.InUseBytes -= r.bytes
+	case !was && now:
+		n.InUseBytes += r.bytes
+	}
+}
+
 // dropReplica forgets title on n. Sessions still reserved for it stay
 // reserved (they are released as usual) but no longer count as Nd.
 func (s *Scheduler) dropReplica(n *Node, title string) {

@@ -221,3 +221,49 @@ func TestSetPolicyEveryWay(t *testing.T) {
 		}
 	}
 }
+
+// Pinned titles are not room for a fill: a node whose disk is full of
+// titles pinned there gets no session that needs a fill (every policy);
+// unpinned, the same titles are room again (evictable when idle).
+func TestPinnedTitlesAreNotRoom(t *testing.T) {
+	for _, p := range Policies() {
+		s, err := New(func() Config { c := DefaultConfig(); c.Policy = p; return c }())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"a", "b"} {
+			if _, err := s.AddNode(NodeSpec{ID: id, Capacity: Capacity{EgressBps: 1e9, DiskBytes: 10e9}}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		full := Report{Titles: []Holding{{Title: "p1", Bytes: 5e9, Pinned: true}, {Title: "p2", Bytes: 5e9, Pinned: true}}}
+		if err := s.Heartbeat("a", full, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Node("a").InUseBytes; got != 10e9 {
+			t.Fatalf("%s: pinned bytes in use %d, want 10e9", p, got)
+		}
+		for i := range 20 {
+			r := Request{Title: fmt.Sprint("new", i), Client: fmt.Sprint("c", i), Bitrate: 4e6, Bytes: 2e9}
+			res, err := s.Place(&r, t0)
+			if errors.Is(err, ErrNoCapacity) && (p == "dh" || p == "sh") {
+				continue // IPVS's dh and sh do not fall back to another node
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if res.NodeID == "a" {
+				t.Fatalf("%s: a fill placed on the node full of pinned titles", p)
+			}
+			s.Release(res)
+			s.DropReplica(res.NodeID, r.Title) // the viewer gave up before the fill began
+		}
+		full.Titles[1].Pinned = false
+		if err := s.Heartbeat("a", full, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Node("a").InUseBytes; got != 5e9 {
+			t.Fatalf("%s: after unpinning p2, in use %d, want 5e9", p, got)
+		}
+	}
+}

@@ -181,6 +181,7 @@ type Holding struct {
 	Title   string
 	Bytes   int64 // bytes stored
 	Filling bool  // a fill is in progress
+	Pinned  bool  // pinned to the node or the cluster: the node never evicts it
 }
 
 // Heartbeat records a load report from node id. A dead node that reports
@@ -206,6 +207,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 			}
 			seen[h.Title] = struct{}{}
 			s.setReplica(n, h.Title, h.Filling, h.Bytes)
+			s.setPinned(n, h.Title, h.Pinned)
 		}
 		for t := range n.titles {
 			if _, ok := seen[t]; !ok {
@@ -230,6 +232,21 @@ func (s *Scheduler) SetReplica(id, title string, filling bool, bytes int64) erro
 		return ErrBadRequest
 	}
 	s.setReplica(n, title, filling, bytes)
+	s.touch(n)
+	return nil
+}
+
+// SetPinned records whether title, held or filling on node id, is pinned
+// there (to the node or to the cluster): a pinned title's bytes are not
+// room for a fill (Node.InUseBytes). A report's Holding.Pinned sets it
+// too. Nothing happens when the node has no such title. It fails with
+// ErrUnknownNode.
+func (s *Scheduler) SetPinned(id, title string, pinned bool) error {
+	n := s.byID[id]
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	s.setPinned(n, title, pinned)
 	s.touch(n)
 	return nil
 }
