@@ -210,7 +210,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		}
 		var evict []string
 		if need := ns.used + size - ns.v.DiskBytes; need > 0 {
-			v, ok := r.roomOn(ns, need, now)
+			v, ok := r.roomOn(ns, need, now, r.pins.Pinned(ns.v.ID, d.id))
 			if !ok {
 				continue
 			}
@@ -244,12 +244,24 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 }
 
 // roomOn chooses titles to evict from ns to free need bytes for a
-// prefetch: never one in use, pinned, or planned on ns; the lowest gdsf
-// priority (cluster-wide request rate, divided among the copies) first.
-func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time) ([]string, bool) {
+// prefetch: never one in use or pinned, nor one planned on ns unless the
+// prefetch is of a title pinned to ns (the operator's pin outranks what
+// the plan wants there); the lowest gdsf priority (cluster-wide request
+// rate, divided among the copies) first.
+func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time, pinnedHere bool) ([]string, bool) {
+	v, ok := r.roomAmong(ns, need, now, false)
+	if ok || !pinnedHere {
+		return v, ok
+	}
+	return r.roomAmong(ns, need, now, true)
+}
+
+// roomAmong is roomOn over the titles not planned on ns, or over all of
+// them when planned is true.
+func (r *Replicator) roomAmong(ns *nodeState, need int64, now time.Time, planned bool) ([]string, bool) {
 	items := make([]Item, 0, len(ns.items))
 	for t, it := range ns.items {
-		if r.Planned(ns.v.ID, t) {
+		if !planned && r.Planned(ns.v.ID, t) {
 			continue
 		}
 		x := *it

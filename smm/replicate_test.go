@@ -290,3 +290,36 @@ func TestStorageEvictorPlannedLast(t *testing.T) {
 		t.Fatal("claimed to free a title in use")
 	}
 }
+
+// TestNodePinOutranksPlannedTitles: a node whose disk is full of titles
+// the plan keeps there still makes room for a title pinned to it, at the
+// first plan after the pin, evicting the least valuable planned title.
+func TestNodePinOutranksPlannedTitles(t *testing.T) {
+	st, err := NewStorage("gdsf", StorageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Replicator
+	c := newCluster(2, 3) // n1's large disk leaves the cluster room in its plan
+	n0 := c.node("n0")
+	n0.DiskBytes = 2 << 30 // full with two titles
+	n0.Items = []Item{{Title: "t00", Bytes: 1 << 30}, {Title: "t01", Bytes: 1 << 30}}
+	seed(t, r, "t00", 0.02, offPeak)
+	seed(t, r, "t01", 0.01, offPeak)
+	c.apply(t, r.Plan(offPeak, &c.view))
+	if !r.Planned("n0", "t00") || !r.Planned("n0", "t01") {
+		t.Fatal("the titles n0 holds are not planned there")
+	}
+	if _, err := st.Pins().Pin("n0", "t02"); err != nil {
+		t.Fatal(err)
+	}
+	now := offPeak.Add(time.Minute)
+	acts := r.Plan(now, &c.view)
+	c.apply(t, acts)
+	if !slices.Equal(c.holders("t02"), []string{"n0"}) {
+		t.Fatalf("pinned title not fetched: actions %v", acts)
+	}
+	if h := c.holders("t01"); len(h) != 0 || !slices.Equal(c.holders("t00"), []string{"n0"}) {
+		t.Fatalf("evicted the wrong title: t00 on %v, t01 on %v", c.holders("t00"), h)
+	}
+}
