@@ -42,11 +42,16 @@ type FillStatus struct {
 	NextTry  time.Time `json:"next_try,omitzero"` // backoff only
 }
 
-// Fills returns the prefetches in progress and in backoff, by node and
+// Fills returns the prefetches in progress, and those in backoff that the
+// current plan still wants (a failed prefetch of a title the plan has
+// since moved elsewhere is not listed: nothing will retry it), by node and
 // title.
 func (r *Replicator) Fills() []FillStatus {
 	out := make([]FillStatus, 0, len(r.fills))
 	for k, f := range r.fills {
+		if f.backoff && !r.Planned(k.node, k.title) {
+			continue
+		}
 		s := FillStatus{Node: k.node, Title: k.title, Bytes: f.bytes, Since: f.at, Attempts: f.attempts, State: FillOrdered}
 		switch {
 		case f.backoff:

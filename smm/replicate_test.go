@@ -323,3 +323,31 @@ func TestNodePinOutranksPlannedTitles(t *testing.T) {
 		t.Fatalf("evicted the wrong title: t00 on %v, t01 on %v", c.holders("t00"), h)
 	}
 }
+
+// TestFillsHideBackoffTheyNoLongerWant: a failed prefetch is listed in
+// backoff while the plan still wants the title on that node, and no
+// longer once the plan moved it elsewhere (nothing will retry it there).
+func TestFillsHideBackoffTheyNoLongerWant(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(2, 1)
+	seed(t, r, "t00", 0.01, offPeak)
+	acts := r.Plan(offPeak, &c.view)
+	if len(acts) != 1 || acts[0].Kind != Prefetch {
+		t.Fatalf("actions %v, want one prefetch", acts)
+	}
+	where := acts[0].Node
+	r.FillFailed(where, "t00", offPeak)
+	if fs := r.Fills(); len(fs) != 1 || fs[0].State != FillBackoff || fs[0].Node != where {
+		t.Fatalf("after the failure: %+v", fs)
+	}
+	c.node(where).Alive = false
+	r.Plan(offPeak.Add(time.Minute), &c.view)
+	if r.Planned(where, "t00") {
+		t.Fatal("still planned on the dead node")
+	}
+	for _, f := range r.Fills() {
+		if f.Node == where {
+			t.Fatalf("stale backoff listed: %+v", f)
+		}
+	}
+}
