@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -107,7 +108,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // a title the node does not hold, FAILED_PRECONDITION while a session
 // plays or fills it there (an eviction never cuts a playing session) or
 // while it is pinned, RESOURCE_EXHAUSTED when the node's command queue is
-// full.
+// full. With the Replicator, the title is then not planned on that node
+// for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	m.mu.Lock()
@@ -115,7 +117,12 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	if err := m.evictLocked(req.GetNodeId(), req.GetTitleId()); err != nil {
 		return nil, err
 	}
-	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: "eviction ordered"}, nil
+	msg := "eviction ordered"
+	if m.rep != nil {
+		m.rep.Evicted(req.GetNodeId(), req.GetTitleId(), m.now())
+		msg += fmt.Sprintf("; not planned on %s again for %v", req.GetNodeId(), m.rep.Config().EvictHold)
+	}
+	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: msg}, nil
 }
 
 // Pin pins a title to a node, or to the cluster when no node is given: a

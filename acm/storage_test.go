@@ -398,3 +398,27 @@ func TestPinnedTitlesAreNotRoomForFills(t *testing.T) {
 		t.Fatalf("with t2 unpinned: %d, want 302", res.StatusCode)
 	}
 }
+
+// An operator's eviction of a title the planner prefetched is not undone
+// at the next plan: the answer says how long it holds, and no new
+// prefetch of it reaches that node meanwhile.
+func TestOperatorEvictionNotUndoneByThePlanner(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, fastStorage)
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	n.waitCommand(t, "prefetch hot", 1)
+	n.complete("hot")
+	waitFor(t, 5*time.Second, "the fill done", func() bool { return e.storageStats().FillsDone == 1 })
+	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "hot", NodeId: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ack.Message, "not planned on n1 again for 1h0m0s") {
+		t.Fatalf("ack %q", ack.Message)
+	}
+	n.waitCommand(t, "evict hot", 1)
+	plans := e.storageStats().Plans
+	waitFor(t, 5*time.Second, "ten more plans", func() bool { return e.storageStats().Plans >= plans+10 })
+	if got := n.count("prefetch hot"); got != 1 {
+		t.Fatalf("hot prefetched %d times on n1 after the operator evicted it", got)
+	}
+}

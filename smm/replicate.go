@@ -49,6 +49,9 @@ type Replicator struct {
 	// From the last view: which alive nodes hold (or fill) each title.
 	holders map[string][]string
 	lastTop map[string]bool // most requested titles at the last Plan
+	// held are the (node, title) pairs the operator evicted by hand, with
+	// the end of their hold (EvictHold): not planned there until then.
+	held map[fillKey]time.Time
 }
 
 // titlePlan is one title's planned placement.
@@ -86,7 +89,7 @@ func NewReplicator(cfg ReplicatorConfig, pins *Pins) (*Replicator, error) {
 	return &Replicator{
 		cfg: c, pop: NewPopularity(c.HalfLife), rank: NewPopularity(c.RankHalfLife), pins: pins,
 		plan: map[string]*titlePlan{}, fills: map[fillKey]*fillRec{},
-		holders: map[string][]string{},
+		holders: map[string][]string{}, held: map[fillKey]time.Time{},
 	}, nil
 }
 
@@ -122,6 +125,23 @@ func (r *Replicator) Observe(title string, now time.Time) {
 // last (Popularity.ObserveSession).
 func (r *Replicator) SessionEnded(title string, watched, duration float64, now time.Time) {
 	r.pop.ObserveSession(title, watched, duration, now)
+}
+
+// Evicted tells the Replicator that the operator evicted title from node
+// at now: the plan does not place it there again for EvictHold (unless it
+// is pinned there), so the eviction is not undone at the next plan.
+func (r *Replicator) Evicted(node, title string, now time.Time) {
+	r.held[fillKey{node, title}] = now.Add(r.cfg.EvictHold)
+	if p := r.plan[title]; p != nil {
+		p.nodes = slices.DeleteFunc(slices.Clone(p.nodes), func(n string) bool { return n == node })
+	}
+}
+
+// isHeld reports whether the operator's eviction of title from node still
+// keeps it from being planned there at now.
+func (r *Replicator) isHeld(node, title string, now time.Time) bool {
+	until, ok := r.held[fillKey{node, title}]
+	return ok && now.Before(until)
 }
 
 // Planned reports whether the current plan places title on node.

@@ -42,6 +42,11 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 		alive = append(alive, ns)
 		byID[v.ID] = ns
 	}
+	for k, until := range r.held {
+		if !now.Before(until) {
+			delete(r.held, k)
+		}
+	}
 	keys := make([]fillKey, 0, len(r.fills))
 	for k := range r.fills {
 		keys = append(keys, k)
@@ -151,6 +156,9 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			}
 			return false
 		}
+		// skip: taken, or evicted there by the operator (a pin to the
+		// node, taken first, is not skipped).
+		skip := func(id string) bool { return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) }
 		for _, id := range pinnedTo {
 			if ns := byID[id]; ns != nil && !has(id) {
 				take(ns)
@@ -163,7 +171,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 					break
 				}
 				ns := byID[id]
-				if ns == nil || has(id) || (prev.has(id) != pass) {
+				if ns == nil || skip(id) || (prev.has(id) != pass) {
 					continue
 				}
 				take(ns)
@@ -175,13 +183,13 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 				if len(chosen) >= k || (!d.pinned && budget < float64(size)) {
 					break
 				}
-				if ns := byID[id]; ns != nil && !has(id) && ns.planBytes+size <= int64(ns.diskTarget) {
+				if ns := byID[id]; ns != nil && !skip(id) && ns.planBytes+size <= int64(ns.diskTarget) {
 					take(ns)
 				}
 			}
 		}
 		for len(chosen) < k && (d.pinned || budget >= float64(size)) {
-			ns := r.bestNode(alive, size, share, has)
+			ns := r.bestNode(alive, size, share, skip)
 			if ns == nil {
 				break
 			}

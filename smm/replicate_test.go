@@ -351,3 +351,43 @@ func TestFillsHideBackoffTheyNoLongerWant(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorEvictionHolds: a title the operator evicted from a node is
+// not planned (nor prefetched) there again for EvictHold, then is; a pin
+// to the node overrides the hold.
+func TestOperatorEvictionHolds(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{EvictHold: time.Hour})
+	c := newCluster(1, 1)
+	seed(t, r, "t00", 0.01, offPeak)
+	c.apply(t, r.Plan(offPeak, &c.view))
+	if !slices.Equal(c.holders("t00"), []string{"n0"}) {
+		t.Fatal("t00 not prefetched")
+	}
+	now := offPeak.Add(time.Minute)
+	c.apply(t, []Action{{Kind: Evict, Node: "n0", Title: "t00"}})
+	r.Evicted("n0", "t00", now)
+	if r.Planned("n0", "t00") {
+		t.Fatal("still planned where the operator evicted it")
+	}
+	for m := 1; m <= 50; m += 7 {
+		if acts := r.Plan(now.Add(time.Duration(m)*time.Minute), &c.view); len(acts) != 0 {
+			t.Fatalf("%d min after the eviction: %v", m, acts)
+		}
+	}
+	acts := r.Plan(now.Add(61*time.Minute), &c.view)
+	if len(acts) != 1 || acts[0] != (Action{Kind: Prefetch, Node: "n0", Title: "t00"}) {
+		t.Fatalf("after the hold: %v", acts)
+	}
+	c.apply(t, acts)
+	r.Plan(now.Add(62*time.Minute), &c.view) // sees the fill done
+	// Evicted again, but pinned there: the pin wins.
+	later := now.Add(2 * time.Hour)
+	c.apply(t, []Action{{Kind: Evict, Node: "n0", Title: "t00"}})
+	r.Evicted("n0", "t00", later)
+	if _, err := r.Pins().Pin("n0", "t00"); err != nil {
+		t.Fatal(err)
+	}
+	if acts := r.Plan(later.Add(time.Minute), &c.view); len(acts) != 1 || acts[0].Kind != Prefetch {
+		t.Fatalf("pinned after an eviction: %v", acts)
+	}
+}

@@ -62,6 +62,10 @@ type ReplicatorConfig struct {
 	// SetupBytes is the fixed cost of one origin transfer in bytes, as in
 	// GDSF.
 	SetupBytes int64
+	// EvictHold is how long an operator's eviction of a title from a node
+	// (Replicator.Evicted) keeps the plan from placing the title on that
+	// node again, unless it is pinned there.
+	EvictHold time.Duration
 }
 
 // Window is a daily time window [Start, End) as offsets from midnight;
@@ -113,6 +117,7 @@ func DefaultReplicatorConfig() ReplicatorConfig {
 		RetryMax:          30 * time.Minute,
 		FillTimeout:       10 * time.Minute,
 		SetupBytes:        DefaultSetupBytes,
+		EvictHold:         time.Hour,
 	}
 }
 
@@ -136,6 +141,7 @@ func (c ReplicatorConfig) withDefaults() (ReplicatorConfig, error) {
 	setD(&c.RetryBase, d.RetryBase)
 	setD(&c.RetryMax, d.RetryMax)
 	setD(&c.FillTimeout, d.FillTimeout)
+	setD(&c.EvictHold, d.EvictHold)
 	setF(&c.TargetUtilization, d.TargetUtilization)
 	setF(&c.AddAbove, d.AddAbove)
 	setF(&c.DropBelow, d.DropBelow)
@@ -159,7 +165,7 @@ func (c ReplicatorConfig) withDefaults() (ReplicatorConfig, error) {
 		return c, fmt.Errorf("smm: replicator: "+f, a...)
 	}
 	switch {
-	case c.HalfLife < 0 || c.RankHalfLife < 0 || c.PeakHalfLife < 0 || c.PrefetchHorizon < 0 || c.FillTimeout < 0:
+	case c.HalfLife < 0 || c.RankHalfLife < 0 || c.PeakHalfLife < 0 || c.PrefetchHorizon < 0 || c.FillTimeout < 0 || c.EvictHold < 0:
 		return bad("durations must be >= 0")
 	case c.RetryBase < 0 || c.RetryMax < c.RetryBase:
 		return bad("retry base %v and max %v: need 0 <= base <= max", c.RetryBase, c.RetryMax)

@@ -96,6 +96,7 @@ type StorageConfig struct {
 	MaxFillsPerNode   int           `yaml:"max_fills_per_node"` // fills in progress per node when a prefetch is ordered
 	RetryBase         time.Duration `yaml:"retry_base"`         // backoff of a failed prefetch: first step
 	RetryMax          time.Duration `yaml:"retry_max"`          // backoff cap
+	EvictHold         time.Duration `yaml:"evict_hold"`         // an operator's eviction keeps the title off that node in the plan this long, default 1h
 }
 
 // NodeConfig configures `vodcluster node`.

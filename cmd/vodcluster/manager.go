@@ -148,6 +148,7 @@ func replicatorConfig(c StorageConfig) smm.ReplicatorConfig {
 		MaxFillsPerNode:   c.MaxFillsPerNode,
 		RetryBase:         c.RetryBase,
 		RetryMax:          c.RetryMax,
+		EvictHold:         c.EvictHold,
 	}
 	if c.OffPeakStart != 0 || c.OffPeakEnd != 0 {
 		r.OffPeak = smm.Window{Start: c.OffPeakStart, End: c.OffPeakEnd}
