@@ -16,7 +16,10 @@ import (
 // ListPlacement returns the replica view (node -> titles stored, filling
 // or ordered, from the nodes' reports and the orders since), each with
 // whether a pin protects it there, filtered by title and/or node, in
-// (title, node) order, and the titles pinned to the cluster.
+// (title, node) order; the titles pinned to the cluster (filtered by
+// title); and the pins to a node with where each stands (stored, filling,
+// missing, or unknown node), filtered by title and node, in (node, title)
+// order.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
 	out := &pb.ListPlacementResponse{}
@@ -34,7 +37,30 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 				Pinned: m.pins.Protects(id, t.GetTitleId())})
 		}
 	}
-	out.ClusterPins = m.pins.ClusterPins()
+	for _, p := range m.pins.List() {
+		if req.GetTitleId() != "" && p.Title != req.GetTitleId() {
+			continue
+		}
+		if p.Node == "" {
+			out.ClusterPins = append(out.ClusterPins, p.Title)
+			continue
+		}
+		if req.GetNodeId() != "" && p.Node != req.GetNodeId() {
+			continue
+		}
+		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: "unknown node"}
+		if ns := m.nodes[p.Node]; ns != nil {
+			switch t := ns.titles[p.Title]; {
+			case t == nil:
+				np.State = "missing"
+			case t.GetFilling():
+				np.State = "filling"
+			default:
+				np.State = "stored"
+			}
+		}
+		out.NodePins = append(out.NodePins, np)
+	}
 	m.mu.Unlock()
 	sort.Slice(out.Replicas, func(i, j int) bool {
 		a, b := out.Replicas[i], out.Replicas[j]

@@ -83,6 +83,10 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		if !slices.Equal(pl.ClusterPins, []string{"t2"}) {
 			t.Fatalf("cluster pins %v", pl.ClusterPins)
 		}
+		if pl, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{TitleId: "t1"}); err != nil || len(pl.ClusterPins) != 0 ||
+			len(pl.NodePins) != 1 || pl.NodePins[0].State != "stored" {
+			t.Fatalf("placement of t1: cluster pins %v node pins %v (%v)", pl.GetClusterPins(), pl.GetNodePins(), err)
+		}
 		for _, title := range []string{"t1", "t2"} {
 			if _, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: title, NodeId: "n1"}); grpcCode(err) != codes.FailedPrecondition {
 				t.Fatalf("evict pinned %s: %v", title, err)
@@ -119,7 +123,26 @@ func TestPinToNodePrefetchesThere(t *testing.T) {
 	if _, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "r", NodeId: "n2"}); err != nil {
 		t.Fatal(err)
 	}
+	pinState := func(node string) string {
+		pl := e.placement(node)
+		if len(pl.NodePins) != 1 || pl.NodePins[0].TitleId != "r" || pl.NodePins[0].NodeId != "n2" {
+			if node == "n1" && len(pl.NodePins) == 0 {
+				return "none"
+			}
+			t.Fatalf("node pins %v", pl.NodePins)
+		}
+		return pl.NodePins[0].State
+	}
+	// Listed before the title is there, and only for its node.
+	if st := pinState(""); st != "missing" && st != "filling" {
+		t.Fatalf("pin state before the prefetch: %q", st)
+	}
+	if st := pinState("n1"); st != "none" {
+		t.Fatalf("n1's placement lists n2's pin: %q", st)
+	}
 	n2.waitCommand(t, "prefetch r", 1)
+	n2.complete("r")
+	waitFor(t, 5*time.Second, "the pin stored", func() bool { return pinState("n2") == "stored" })
 }
 
 // TestDemandFillNeverEvictsPinnedOrPlaying: a fill on demand onto a full

@@ -262,6 +262,9 @@ func placementCmd(g *globals) *cobra.Command {
 				if len(r.ClusterPins) > 0 {
 					fmt.Fprintf(w, "pinned to the cluster:\t%v\n", r.ClusterPins)
 				}
+				for _, p := range r.NodePins {
+					fmt.Fprintf(w, "pinned to node %s:\t%s (%s)\n", p.NodeId, p.TitleId, p.State)
+				}
 			})
 		},
 	}

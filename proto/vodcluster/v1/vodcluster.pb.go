@@ -2212,6 +2212,7 @@ type ListPlacementResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Replicas      []*Replica             `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
 	ClusterPins   []string               `protobuf:"bytes,2,rep,name=cluster_pins,json=clusterPins,proto3" json:"cluster_pins,omitempty"` // titles pinned to the cluster
+	NodePins      []*NodePin             `protobuf:"bytes,3,rep,name=node_pins,json=nodePins,proto3" json:"node_pins,omitempty"`          // titles pinned to a node, whether the node has them yet or not
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2260,6 +2261,74 @@ func (x *ListPlacementResponse) GetClusterPins() []string {
 	return nil
 }
 
+func (x *ListPlacementResponse) GetNodePins() []*NodePin {
+	if x != nil {
+		return x.NodePins
+	}
+	return nil
+}
+
+// NodePin is a title pinned to one node, and where it stands.
+type NodePin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling, missing (to be prefetched), unknown node (not registered with this manager)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePin) Reset() {
+	*x = NodePin{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePin) ProtoMessage() {}
+
+func (x *NodePin) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
+func (*NodePin) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *NodePin) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *NodePin) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodePin) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 type PlacementRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
@@ -2270,7 +2339,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2351,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2364,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2322,7 +2391,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2403,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2416,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2372,7 +2441,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2453,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2466,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 type Fill struct {
@@ -2417,7 +2486,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2498,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2511,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2517,7 +2586,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2598,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2611,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -2742,10 +2811,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\afilling\x18\x05 \x01(\bR\afilling\x12\x16\n" +
-	"\x06pinned\x18\x06 \x01(\bR\x06pinned\"n\n" +
+	"\x06pinned\x18\x06 \x01(\bR\x06pinned\"\xa3\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
-	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\"F\n" +
+	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
+	"\tnode_pins\x18\x03 \x03(\v2\x16.vodcluster.v1.NodePinR\bnodePins\"S\n" +
+	"\aNodePin\x12\x19\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
 	"\x10PlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"A\n" +
@@ -2802,7 +2876,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -2837,11 +2911,12 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*ListPlacementRequest)(nil),  // 30: vodcluster.v1.ListPlacementRequest
 	(*Replica)(nil),               // 31: vodcluster.v1.Replica
 	(*ListPlacementResponse)(nil), // 32: vodcluster.v1.ListPlacementResponse
-	(*PlacementRequest)(nil),      // 33: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 34: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 35: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 36: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 37: vodcluster.v1.ListFillsResponse
+	(*NodePin)(nil),               // 33: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),      // 34: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 35: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 36: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 37: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 38: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -2859,46 +2934,47 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	24, // 12: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
 	28, // 13: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
 	31, // 14: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	36, // 15: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	2,  // 16: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 17: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	7,  // 18: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	10, // 19: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	17, // 20: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	2,  // 21: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	19, // 22: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	22, // 23: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	23, // 24: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	26, // 25: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	29, // 26: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	30, // 27: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	33, // 28: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	33, // 29: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	33, // 30: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	33, // 31: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	35, // 32: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 33: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 34: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 35: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	12, // 36: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	18, // 37: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 38: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	21, // 39: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	20, // 40: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	25, // 41: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	27, // 42: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	27, // 43: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	32, // 44: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	34, // 45: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	34, // 46: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	34, // 47: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	34, // 48: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	37, // 49: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	33, // [33:50] is the sub-list for method output_type
-	16, // [16:33] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	33, // 15: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	37, // 16: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	2,  // 17: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 18: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	7,  // 19: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	10, // 20: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	17, // 21: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	2,  // 22: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	19, // 23: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	22, // 24: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	23, // 25: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	26, // 26: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	29, // 27: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	30, // 28: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	34, // 29: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	34, // 30: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	34, // 31: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	34, // 32: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	36, // 33: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 34: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 35: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 36: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	12, // 37: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	18, // 38: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 39: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	21, // 40: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	20, // 41: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	25, // 42: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	27, // 43: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	27, // 44: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	32, // 45: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	35, // 46: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	35, // 47: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	35, // 48: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	35, // 49: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	38, // 50: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	34, // [34:51] is the sub-list for method output_type
+	17, // [17:34] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -2919,7 +2995,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
