@@ -100,7 +100,8 @@ func sortFills(fs []*pb.Fill) {
 // playing, filling nor pinned. INVALID_ARGUMENT for a malformed id,
 // NOT_FOUND for an unknown title or node, FAILED_PRECONDITION for a node
 // out of service, ALREADY_EXISTS when the node holds, fills or was
-// ordered to fill it, RESOURCE_EXHAUSTED when no room can be made or the
+// ordered to fill it (with no node: when every node in service does),
+// RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full.
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m

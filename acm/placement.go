@@ -140,16 +140,29 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) boo
 // chooseNodeLocked picks the node for an operator's prefetch of t that
 // names none (mu held): the Replicator's ChooseNode, or without one the
 // node in service lacking t with the most free disk.
-// NOT_FOUND for a title the planner does not know, RESOURCE_EXHAUSTED
-// when no node can take it.
+// NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
+// every node in service holds or fills it, RESOURCE_EXHAUSTED when no
+// node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
+	inService, lacking := 0, 0
+	for nid, ns := range m.nodes {
+		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) {
+			inService++
+			if ns.titles[t.ID] == nil {
+				lacking++
+			}
+		}
+	}
+	if inService > 0 && lacking == 0 {
+		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
+	}
 	if m.rep != nil {
 		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(m.catalog.Load(), now), now)
 		switch {
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)
 		case err != nil:
-			return "", status.Errorf(codes.ResourceExhausted, "no node in service can take %q: %v", t.ID, err)
+			return "", status.Errorf(codes.ResourceExhausted, "no node in service has room for %q", t.ID)
 		}
 		return id, nil
 	}

@@ -219,7 +219,7 @@ func TestPrefetchByHand(t *testing.T) {
 		t.Fatalf("second replica: %v %v", ack2, err)
 	}
 	other.waitCommand(t, "prefetch t1", 1)
-	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"}); grpcCode(err) != codes.ResourceExhausted {
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"}); grpcCode(err) != codes.AlreadyExists {
 		t.Fatalf("every node has it: %v", err)
 	}
 	for name, tc := range map[string]struct {
