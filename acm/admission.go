@@ -115,8 +115,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	if tk.Err != nil {
 		m.mu.Unlock()
-		m.log.Info("admission refused: no headroom before the queue deadline", "title", t.ID, "user", r.User,
-			"bitrate_bps", t.BitrateBps, "waited", m.now().Sub(now))
+		m.log.Info("admission refused before the queue deadline: "+m.refusalLocked(t), "title", t.ID, "user", r.User,
+			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
 		return nil, errNoBandwidth
 	}
 	res := tk.Res
@@ -313,4 +313,24 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 	if _, err := m.reclaimLocked(ns, t.ID, -ns.diskFree, m.now(), false); err != nil {
 		m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
 	}
+}
+
+// refusalLocked says why no node could take a session of t (mu held): no
+// egress headroom, or headroom but no disk room for a fill (disks full of
+// titles playing, filling or pinned), for the operator's log.
+func (m *Manager) refusalLocked(t store.Title) string {
+	headroom := false
+	for _, n := range m.sched.Nodes {
+		if !m.sched.InService(n) || n.ReservedBps+t.BitrateBps > n.Capacity.EgressBps {
+			continue
+		}
+		if _, held := n.Holds(t.ID); held {
+			return "a node holding the title has egress headroom but another limit refuses (session cap, slow start, overload flag)"
+		}
+		headroom = true
+	}
+	if headroom {
+		return "no node with egress headroom has disk room for the title (its disk is taken by titles playing, filling or pinned)"
+	}
+	return "no node in service has egress headroom for the title's bitrate"
 }

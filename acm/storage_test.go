@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -390,6 +391,12 @@ func TestPinnedTitlesAreNotRoomForFills(t *testing.T) {
 	}
 	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
 		t.Fatalf("a fill on a disk full of pinned titles: %d, want 453", res.StatusCode)
+	}
+	e.m.mu.Lock()
+	why := e.m.refusalLocked(store.Title{ID: "t3", BitrateBps: titleBps, SizeBytes: 1_500_000})
+	e.m.mu.Unlock()
+	if !strings.Contains(why, "disk room") {
+		t.Fatalf("the refusal logged as %q", why)
 	}
 	if _, err := e.admin.Unpin(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); err != nil {
 		t.Fatal(err)
