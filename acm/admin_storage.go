@@ -19,11 +19,21 @@ import (
 // (title, node) order; the titles pinned to the cluster (filtered by
 // title); and the pins to a node with where each stands (stored, filling,
 // missing, or unknown node), filtered by title and node, in (node, title)
-// order.
+// order. NOT_FOUND for a title not in the catalog or a node not
+// registered.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
 	out := &pb.ListPlacementResponse{}
+	if id := req.GetTitleId(); id != "" {
+		if _, ok := m.titles()[id]; !ok {
+			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", id)
+		}
+	}
 	m.mu.Lock()
+	if id := req.GetNodeId(); id != "" && m.nodes[id] == nil {
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
+	}
 	for id, ns := range m.nodes {
 		if req.GetNodeId() != "" && id != req.GetNodeId() {
 			continue

@@ -83,6 +83,12 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		if !slices.Equal(pl.ClusterPins, []string{"t2"}) {
 			t.Fatalf("cluster pins %v", pl.ClusterPins)
 		}
+		if _, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{TitleId: "nosuch"}); grpcCode(err) != codes.NotFound {
+			t.Fatalf("placement of an unknown title: %v", err)
+		}
+		if _, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{NodeId: "n9"}); grpcCode(err) != codes.NotFound {
+			t.Fatalf("placement of an unknown node: %v", err)
+		}
 		if pl, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{TitleId: "t1"}); err != nil || len(pl.ClusterPins) != 0 ||
 			len(pl.NodePins) != 1 || pl.NodePins[0].State != "stored" {
 			t.Fatalf("placement of t1: cluster pins %v node pins %v (%v)", pl.GetClusterPins(), pl.GetNodePins(), err)
@@ -318,9 +324,11 @@ func TestStoredStateAtStart(t *testing.T) {
 
 // TestFillWaitsForAFreshReport: when a fill on demand finds no room in
 // the manager's view because a fill there just completed (the view still
-// shows it filling), the manager waits for the node's next report before
-// answering, and evicts the completed title rather than leave the choice
-// to the node (whose own eviction knows nothing of pins).
+// shows it filling, and the rest of the disk is pinned), the request
+// waits in the scheduler's queue for the node's next report rather than
+// evict from the stale view, and then the completed title is evicted
+// rather than the choice left to the node (whose own eviction knows
+// nothing of pins).
 func TestFillWaitsForAFreshReport(t *testing.T) {
 	e := newManagerWith(t, "", unhinted(), fastStorage)
 	if _, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "p"}); err != nil {
@@ -339,7 +347,7 @@ func TestFillWaitsForAFreshReport(t *testing.T) {
 	waitFor(t, 5*time.Second, "the admission to wait for a report", func() bool {
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()
-		return e.m.nodes["n1"].reportCh != nil
+		return e.m.nodes["n1"].reportCh != nil || e.m.sched.Queued() == 1
 	})
 	if got := n.commands(); len(got) != 0 {
 		t.Fatalf("evicted from the stale view: %v", got)

@@ -17,7 +17,8 @@ type fillRec struct {
 	seen     bool      // the view showed it on its node
 	backoff  bool      // failed; not to be ordered again before next
 	next     time.Time
-	attempts int // failures so far
+	attempts int  // failures so far
+	byHand   bool // ordered by the operator (Prefetched), not by a plan
 }
 
 // FillState says where a prefetch stands.
@@ -43,13 +44,13 @@ type FillStatus struct {
 }
 
 // Fills returns the prefetches in progress, and those in backoff that the
-// current plan still wants (a failed prefetch of a title the plan has
-// since moved elsewhere is not listed: nothing will retry it), by node and
-// title.
+// current plan still wants or the operator ordered (a failed prefetch of
+// a title the plan has since moved elsewhere is not listed: nothing will
+// retry it), by node and title.
 func (r *Replicator) Fills() []FillStatus {
 	out := make([]FillStatus, 0, len(r.fills))
 	for k, f := range r.fills {
-		if f.backoff && !r.Planned(k.node, k.title) {
+		if f.backoff && !f.byHand && !r.Planned(k.node, k.title) {
 			continue
 		}
 		s := FillStatus{Node: k.node, Title: k.title, Bytes: f.bytes, Since: f.at, Attempts: f.attempts, State: FillOrdered}
@@ -97,7 +98,7 @@ func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) 
 		f = &fillRec{}
 		r.fills[k] = f
 	}
-	f.bytes, f.at, f.seen, f.backoff = bytes, now, false, false
+	f.bytes, f.at, f.seen, f.backoff, f.byHand = bytes, now, false, false, true
 }
 
 func (r *Replicator) fillDone(k fillKey) {

@@ -147,11 +147,12 @@ func nodesCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES")
+				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)")
 				for _, n := range m.(*v1.ListNodesResponse).Nodes {
-					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 						n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
-						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles)
+						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
+						float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9)
 				}
 			})
 		},
@@ -280,15 +281,20 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
 		"unpin":    "Remove a pin",
 	}[verb]
-	return &cobra.Command{
+	var node string
+	cmd := &cobra.Command{
 		Use:   verb + " TITLE [NODE]",
 		Short: short,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			req := &v1.PlacementRequest{TitleId: args[0]}
+			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
 			if len(args) == 2 {
+				if node != "" && node != args[1] {
+					return fmt.Errorf("%s %s: NODE given twice (%s and --node %s)", verb, args[0], args[1], node)
+				}
 				req.NodeId = args[1]
-			} else if verb == "evict" {
+			}
+			if req.NodeId == "" && verb == "evict" {
 				return fmt.Errorf("evict %s: name the NODE to evict it from (its holders: vodctl placement --title %s)", args[0], args[0])
 			}
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
@@ -308,6 +314,8 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().StringVar(&node, "node", "", "the NODE (same as the second argument)")
+	return cmd
 }
 
 func orCluster(n string) string {
@@ -338,7 +346,7 @@ func fillsCmd(g *globals) *cobra.Command {
 					}
 					next := "-"
 					if f.NextTryUnixMs > 0 {
-						next = time.UnixMilli(f.NextTryUnixMs).Format(time.TimeOnly)
+						next = time.UnixMilli(f.NextTryUnixMs).Format("2006-01-02 15:04:05 MST")
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
 				}
@@ -350,7 +358,12 @@ func fillsCmd(g *globals) *cobra.Command {
 // explain adds to an admin call's error what the operator can do about
 // it: give the admin token, or check the manager's address.
 func (g *globals) explain(err error) error {
-	switch status.Code(err) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	err = statusError{st}
+	switch st.Code() {
 	case codes.Unauthenticated:
 		if g.token == "" {
 			return fmt.Errorf("%w (the manager has an admin token: give it with --token or $VODCTL_TOKEN)", err)
@@ -363,3 +376,11 @@ func (g *globals) explain(err error) error {
 	}
 	return err
 }
+
+// statusError prints a gRPC status as "Code: message" rather than the
+// "rpc error: code = ... desc = ..." of the library; status.Code still
+// reads it.
+type statusError struct{ st *status.Status }
+
+func (e statusError) Error() string              { return e.st.Code().String() + ": " + e.st.Message() }
+func (e statusError) GRPCStatus() *status.Status { return e.st }

@@ -54,8 +54,16 @@ func TestAdminTokenHint(t *testing.T) {
 		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
 		return cmd.Execute()
 	}
-	if err := run("nodes"); err == nil || !strings.Contains(err.Error(), "--token or $VODCTL_TOKEN") {
+	if err := run("nodes"); err == nil || !strings.HasPrefix(err.Error(), "Unauthenticated: ") ||
+		!strings.Contains(err.Error(), "--token or $VODCTL_TOKEN") {
 		t.Fatalf("no token: %v", err)
+	}
+	if err := run("--token", want, "pin", "t1", "n1", "--node", "n2"); err == nil || !strings.Contains(err.Error(), "NODE given twice") {
+		t.Fatalf("two nodes: %v", err)
+	}
+	if err := run("--token", want, "evict", "t1", "--node", "n1"); status.Code(err) != codes.Unimplemented ||
+		!strings.HasPrefix(err.Error(), "Unimplemented: ") {
+		t.Fatalf("evict --node: %v", err)
 	}
 	if err := run("--token", "wrong-wrong-wrong", "nodes"); err == nil || !strings.Contains(err.Error(), "not the manager's admin_token_file") {
 		t.Fatalf("wrong token: %v", err)
