@@ -101,6 +101,9 @@ func (m *Manager) evictLocked(id, title string) error {
 	if st == nil && ns.active[title] == 0 {
 		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
 	}
+	if ns.awaiting[title] {
+		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)
+	}
 	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
 		return status.Errorf(codes.FailedPrecondition, "title %q is playing or filling on node %q", title, id)
 	}

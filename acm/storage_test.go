@@ -364,6 +364,10 @@ func TestFillOnDemandReservedUntilViewerArrives(t *testing.T) {
 	if f := e.fill("n1", "t1"); f == nil || f.State != "reserved" || f.Prefetch || f.StoredBytes != 0 {
 		t.Fatalf("fill on demand before its viewer: %+v", f)
 	}
+	if _, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); grpcCode(err) != codes.FailedPrecondition ||
+		!strings.Contains(err.Error(), "reserved on node") {
+		t.Fatalf("evicting a reserved fill: %v", err)
+	}
 	n.mu.Lock()
 	n.titles = append(n.titles, &pb.StoredTitle{TitleId: "t1", StoredBytes: 1000, SizeBytes: 10_000, Filling: true})
 	n.mu.Unlock()
