@@ -19,18 +19,26 @@ import (
 // (title, node) order; the titles pinned to the cluster (filtered by
 // title); and the pins to a node with where each stands (stored, filling,
 // missing, or unknown node), filtered by title and node, in (node, title)
-// order. NOT_FOUND for a title not in the catalog or a node not
-// registered.
+// order. NOT_FOUND for a title neither in the catalog nor pinned, or a
+// node neither registered nor with pins.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
 	out := &pb.ListPlacementResponse{}
-	if id := req.GetTitleId(); id != "" {
+	m.mu.Lock()
+	// A filter must name something known: a title in the catalog or
+	// pinned, a node registered or with pins.
+	pinnedTitle, pinnedNode := false, false
+	for _, p := range m.pins.List() {
+		pinnedTitle = pinnedTitle || p.Title == req.GetTitleId()
+		pinnedNode = pinnedNode || (p.Node != "" && p.Node == req.GetNodeId())
+	}
+	if id := req.GetTitleId(); id != "" && !pinnedTitle {
 		if _, ok := m.titles()[id]; !ok {
+			m.mu.Unlock()
 			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", id)
 		}
 	}
-	m.mu.Lock()
-	if id := req.GetNodeId(); id != "" && m.nodes[id] == nil {
+	if id := req.GetNodeId(); id != "" && m.nodes[id] == nil && !pinnedNode {
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
 	}
@@ -143,8 +151,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 
 // Evict orders a node to remove a title. NOT_FOUND for an unknown node or
 // a title the node does not hold, FAILED_PRECONDITION while a session
-// plays or fills it there (an eviction never cuts a playing session) or
-// while it is pinned, RESOURCE_EXHAUSTED when the node's command queue is
+// plays or fills it there (an eviction never cuts a playing session),
+// while it is reserved there for an admitted viewer, or while it is
+// pinned, RESOURCE_EXHAUSTED when the node's command queue is
 // full. With the Replicator, the title is then not planned on that node
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
@@ -242,6 +251,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		} else {
 			_, _ = m.pins.Pin(node, title)
 		}
+		m.syncPinnedLocked(title) // a report in between may have carried the change
 		m.mu.Unlock()
 		m.log.Error("store: pin change not persisted, undone", "title", title, "node", node, "pin", pin, "err", err)
 		return nil, status.Errorf(codes.Unavailable, "pin not %s: store: %v", verb, err)
@@ -250,16 +260,32 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	m.mu.Lock()
 	for _, ns := range m.nodes {
 		m.sendProtectLocked(ns, false)
-		if _, held := ns.titles[title]; held {
-			// Until the node's next report: its room for fills changes now.
-			_ = m.sched.SetPinned(ns.id, title, m.pins.Protects(ns.id, title))
-		}
 	}
+	m.syncPinnedLocked(title) // the nodes' room for fills changes now, not at their next report
 	planned := m.rep != nil
 	m.mu.Unlock()
+	if !pin {
+		m.kickPump() // room freed: queued admissions may fit now
+	}
 	m.kickPlan()
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
 	return &pb.PlacementAck{NodeId: node, Message: verb}, nil
+}
+
+// syncPinnedLocked tells the scheduler which copies of title (every title
+// when title is "") the pins protect on each node (mu held), so that
+// their bytes are not counted as room for a fill; a node's report says
+// the same at its next heartbeat.
+func (m *Manager) syncPinnedLocked(title string) {
+	for _, ns := range m.nodes {
+		if title != "" {
+			_ = m.sched.SetPinned(ns.id, title, m.pins.Protects(ns.id, title))
+			continue
+		}
+		for id := range ns.titles {
+			_ = m.sched.SetPinned(ns.id, id, m.pins.Protects(ns.id, id))
+		}
+	}
 }

@@ -114,8 +114,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 	}
 	if tk.Err != nil {
+		why := m.refusalLocked(t)
 		m.mu.Unlock()
-		m.log.Info("admission refused before the queue deadline: "+m.refusalLocked(t), "title", t.ID, "user", r.User,
+		m.log.Info("admission refused before the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
 		return nil, errNoBandwidth
 	}
@@ -319,18 +320,14 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
 func (m *Manager) refusalLocked(t store.Title) string {
-	headroom := false
-	for _, n := range m.sched.Nodes {
-		if !m.sched.InService(n) || n.ReservedBps+t.BitrateBps > n.Capacity.EgressBps {
-			continue
+	// The scheduler's admission rule (Eligible) without the disk, then
+	// with it: a node that passes the first and not the second lacks room.
+	noDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps}
+	withDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
+	for i := range m.sched.Nodes {
+		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
+			return "no node that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
 		}
-		if _, held := n.Holds(t.ID); held {
-			return "a node holding the title has egress headroom but another limit refuses (session cap, slow start, overload flag)"
-		}
-		headroom = true
 	}
-	if headroom {
-		return "no node with egress headroom has disk room for the title (its disk is taken by titles playing, filling or pinned)"
-	}
-	return "no node in service has egress headroom for the title's bitrate"
+	return "no node in service has headroom for the title (egress, session cap, slow start or overload)"
 }

@@ -295,6 +295,7 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 	for _, ns := range m.nodes {
 		m.sendProtectLocked(ns, false)
 	}
+	m.syncPinnedLocked("")
 	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"google.golang.org/grpc/codes"
 
 	"vodcluster/acm/boss"
@@ -107,6 +108,9 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = newManagerWith(t, dir, unhinted(), fastStorage)
+	if pl := e.placement("n1"); len(pl.NodePins) != 1 || pl.NodePins[0].TitleId != "t1" || pl.NodePins[0].State != "unknown node" {
+		t.Fatalf("before n1 registers again: node pins %v", pl.NodePins)
+	}
 	e.startSimNode("n1", storageTitles, held)
 	check(e)
 	if _, err := e.admin.Unpin(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
@@ -413,4 +417,51 @@ func TestProtectCommandCarriesPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("t1")
+}
+
+// TestFillWaitsForAFreshReportWhenTheNodeSaysInUse: the scheduler sees
+// room (it has no reservation for the titles on the disk) but the node's
+// report says both are playing (sessions this manager does not know of):
+// the manager waits for the node's next report before answering, then
+// evicts the title the fresh report shows idle.
+func TestFillWaitsForAFreshReportWhenTheNodeSaysInUse(t *testing.T) {
+	e := newManager(t, "", nil)
+	playing := func(id string, sessions int32) *pb.StoredTitle {
+		return &pb.StoredTitle{TitleId: id, StoredBytes: 1_500_000, SizeBytes: 1_500_000, Sessions: sessions}
+	}
+	n := e.startNode("n1", nodeOpts{disk: 3_000_000, diskFree: 1, titles: []*pb.StoredTitle{playing("t1", 1), playing("t2", 1)}})
+	n.mu.Lock()
+	n.frozen = []*pb.StoredTitle{playing("t1", 1), playing("t2", 1)} // the stale view while the admission waits
+	n.mu.Unlock()
+	admitted := make(chan *base.Response, 1)
+	go func() { admitted <- e.describe("demo", "demo", "t3") }()
+	waitFor(t, 5*time.Second, "the admission to wait for a report", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.nodes["n1"].reportCh != nil
+	})
+	n.mu.Lock()
+	n.frozen, n.titles = nil, []*pb.StoredTitle{playing("t1", 1), playing("t2", 0)} // t2's viewer left
+	n.mu.Unlock()
+	select {
+	case res := <-admitted:
+		if res.StatusCode != base.StatusFound {
+			t.Fatalf("admission after the fresh report: %d", res.StatusCode)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("admission never answered")
+	}
+	for {
+		select {
+		case c := <-n.cmds:
+			if ev := c.GetEvict(); ev != nil {
+				if ev.GetTitleId() != "t2" {
+					t.Fatalf("evicted %s, want t2 (t1 plays)", ev.GetTitleId())
+				}
+				return
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no eviction ordered")
+		}
+	}
 }

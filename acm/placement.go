@@ -90,8 +90,10 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 // evictLocked orders node id to remove title (mu held). NOT_FOUND for an
 // unknown node or a title the node does not hold, FAILED_PRECONDITION
 // while a session plays or fills it there (an eviction never cuts a
-// playing session) or while it is pinned to the node or the cluster,
-// RESOURCE_EXHAUSTED when the node's command queue is full.
+// playing session), while it is reserved there for an admitted viewer
+// (as of the node's last report: ns.awaiting), or while it is pinned to
+// the node or the cluster, RESOURCE_EXHAUSTED when the node's command
+// queue is full.
 func (m *Manager) evictLocked(id, title string) error {
 	ns := m.nodes[id]
 	if ns == nil || m.sched.Node(id) == nil {
@@ -149,7 +151,7 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) boo
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
 	inService, lacking := 0, 0
 	for nid, ns := range m.nodes {
-		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) {
+		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) && ns.reported {
 			inService++
 			if ns.titles[t.ID] == nil {
 				lacking++
@@ -165,7 +167,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)
 		case err != nil:
-			return "", status.Errorf(codes.ResourceExhausted, "no node in service has room for %q", t.ID)
+			return "", status.Errorf(codes.ResourceExhausted, "no node in service can take %q now (no room, or a fill of it in flight or failed recently there): %v", t.ID, err)
 		}
 		return id, nil
 	}

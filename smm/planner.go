@@ -26,7 +26,7 @@ type NodeView struct {
 // ClusterView is the state a Planner plans from.
 type ClusterView struct {
 	Nodes  []NodeView
-	Titles map[string]TitleInfo // the catalog, by id
+	Titles map[string]TitleInfo // the catalog, by id; shared between plans: a Planner must not modify it
 	// OriginFree is how many more concurrent origin transfers may start now
 	// (the CDP's channels minus those in use).
 	OriginFree int

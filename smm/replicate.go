@@ -128,13 +128,13 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 }
 
 // Evicted tells the Replicator that the operator evicted title from node
-// at now: the plan does not place it there again for EvictHold (unless it
-// is pinned there), so the eviction is not undone at the next plan.
+// at now: from the next plan on, the plan does not place it there again
+// for EvictHold (unless it is pinned there), so the eviction is not undone
+// at the next plan, and ChooseNode does not pick that node for it. An
+// operator's prefetch of it there (Prefetched) lifts the hold. Holds live
+// in this Replicator only: not persisted, not shared with a standby.
 func (r *Replicator) Evicted(node, title string, now time.Time) {
 	r.held[fillKey{node, title}] = now.Add(r.cfg.EvictHold)
-	if p := r.plan[title]; p != nil {
-		p.nodes = slices.DeleteFunc(slices.Clone(p.nodes), func(n string) bool { return n == node })
-	}
 }
 
 // isHeld reports whether the operator's eviction of title from node still

@@ -34,7 +34,7 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 	var opts []opt
 	for i := range c.Nodes {
 		v := &c.Nodes[i]
-		if !v.Alive || v.ID == "" || v.DiskBytes < info.Bytes || r.blocked(fillKey{v.ID, title}, now) {
+		if !v.Alive || v.ID == "" || v.DiskBytes < info.Bytes || r.blocked(fillKey{v.ID, title}, now) || r.isHeld(v.ID, title, now) {
 			continue
 		}
 		var used, free int64

@@ -99,6 +99,7 @@ func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) 
 		r.fills[k] = f
 	}
 	f.bytes, f.at, f.seen, f.backoff, f.byHand = bytes, now, false, false, true
+	delete(r.held, k) // the operator wants it there again
 }
 
 func (r *Replicator) fillDone(k fillKey) {

@@ -366,12 +366,15 @@ func TestOperatorEvictionHolds(t *testing.T) {
 	now := offPeak.Add(time.Minute)
 	c.apply(t, []Action{{Kind: Evict, Node: "n0", Title: "t00"}})
 	r.Evicted("n0", "t00", now)
-	if r.Planned("n0", "t00") {
-		t.Fatal("still planned where the operator evicted it")
-	}
 	for m := 1; m <= 50; m += 7 {
 		if acts := r.Plan(now.Add(time.Duration(m)*time.Minute), &c.view); len(acts) != 0 {
 			t.Fatalf("%d min after the eviction: %v", m, acts)
+		}
+		if r.Planned("n0", "t00") {
+			t.Fatal("still planned where the operator evicted it")
+		}
+		if id, err := r.ChooseNode("t00", &c.view, now.Add(time.Duration(m)*time.Minute)); err == nil {
+			t.Fatalf("ChooseNode picks %s, where the operator evicted it", id)
 		}
 	}
 	acts := r.Plan(now.Add(61*time.Minute), &c.view)
@@ -389,5 +392,29 @@ func TestOperatorEvictionHolds(t *testing.T) {
 	}
 	if acts := r.Plan(later.Add(time.Minute), &c.view); len(acts) != 1 || acts[0].Kind != Prefetch {
 		t.Fatalf("pinned after an eviction: %v", acts)
+	}
+}
+
+// TestOperatorPrefetchLiftsItsEvictionHold: evicted by hand, then
+// prefetched by hand on the same node: the copy is planned there again
+// (not left unplanned, first to be evicted, with a second copy ordered
+// elsewhere).
+func TestOperatorPrefetchLiftsItsEvictionHold(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{EvictHold: time.Hour})
+	c := newCluster(2, 1)
+	seed(t, r, "t00", 0.01, offPeak)
+	c.apply(t, r.Plan(offPeak, &c.view))
+	where := c.holders("t00")
+	if len(where) != 1 {
+		t.Fatalf("t00 on %v", where)
+	}
+	now := offPeak.Add(time.Minute)
+	c.apply(t, []Action{{Kind: Evict, Node: where[0], Title: "t00"}})
+	r.Evicted(where[0], "t00", now)
+	c.apply(t, []Action{{Kind: Prefetch, Node: where[0], Title: "t00"}})
+	r.Prefetched(where[0], "t00", 1<<30, now)
+	acts := r.Plan(now.Add(time.Minute), &c.view)
+	if len(acts) != 0 || !r.Planned(where[0], "t00") {
+		t.Fatalf("after the operator's prefetch: planned there %v, actions %v", r.Planned(where[0], "t00"), acts)
 	}
 }

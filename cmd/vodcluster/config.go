@@ -167,8 +167,18 @@ func readableYAMLError(err error) error {
 		e = yamlDuration.ReplaceAllString(e, "`$2` is not a duration: write it with its unit, like 60s, 5m or 3h")
 		lines[i] = e
 	}
-	return errors.New(strings.Join(lines, "; "))
+	return &configError{msg: strings.Join(lines, "; "), err: err}
 }
+
+// configError is a YAML decoding error in the configuration's words; it
+// unwraps to the decoder's error.
+type configError struct {
+	msg string
+	err error
+}
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return e.err }
 
 // readSecret reads a cluster secret file: hex, or raw bytes when not hex;
 // at least 16 bytes.

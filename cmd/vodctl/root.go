@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -370,7 +371,9 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:
-		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
+		if strings.Contains(st.Message(), "connection error") { // the client's transport, not the manager's answer
+			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
+		}
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w (no answer within --timeout %v from %s)", err, g.timeout, g.manager)
 	}
@@ -382,5 +385,8 @@ func (g *globals) explain(err error) error {
 // reads it.
 type statusError struct{ st *status.Status }
 
-func (e statusError) Error() string              { return e.st.Code().String() + ": " + e.st.Message() }
+// Error returns "Code: message".
+func (e statusError) Error() string { return e.st.Code().String() + ": " + e.st.Message() }
+
+// GRPCStatus returns the status, for status.Code and status.FromError.
 func (e statusError) GRPCStatus() *status.Status { return e.st }
