@@ -58,8 +58,9 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 }
 
 // SetNode changes a node's weight, overload threshold and/or drain flag at
-// run time; a drain
-// change is also sent to the node (DrainCommand). NOT_FOUND for an
+// run time; a drain change is also sent to the node (DrainCommand). The
+// change is kept in the store: a restarted manager, or the standby taking
+// over, applies it again when the node registers. NOT_FOUND for an
 // unknown node, INVALID_ARGUMENT for a negative weight.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
@@ -70,26 +71,35 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	n := m.sched.Node(req.GetNodeId())
 	if n == nil {
+		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered", req.GetNodeId())
 	}
+	st := m.nodeSettings[n.ID]
 	if req.Weight != nil {
 		_ = m.sched.SetWeight(n.ID, int(req.GetWeight()))
+		w := int(req.GetWeight())
+		st.Weight = &w
 	}
 	if req.Overload != nil {
 		_ = m.sched.SetOverload(n.ID, req.GetOverload())
+		st.Overload = req.GetOverload()
 	}
 	if req.Draining != nil {
 		_ = m.sched.SetDraining(n.ID, req.GetDraining())
+		st.Draining = req.GetDraining()
 		if ns := m.nodes[n.ID]; ns != nil && !ns.push(drainCmd(req.GetDraining())) {
 			m.log.Warn("drain command not sent: command queue full", "node", n.ID)
 		}
 	}
+	m.nodeSettings[n.ID] = st
 	m.log.Info("node changed by operator", "node", n.ID, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
+	info := m.nodeInfoLocked(n)
+	m.mu.Unlock()
+	m.saveOpState() // a restarted manager applies it when the node registers
 	m.kickPump()
-	return m.nodeInfoLocked(n), nil
+	return info, nil
 }
 
 // ListSessions returns the live sessions (admitted and playing), by

@@ -131,20 +131,26 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := m.now()
 	id := req.GetNodeId()
 	if id == "" {
 		var err error
 		if id, err = m.chooseNodeLocked(t, now); err != nil {
+			m.mu.Unlock()
 			return nil, err
 		}
 	}
 	if err := m.prefetchLocked(id, t, now); err != nil {
+		m.mu.Unlock()
 		return nil, err
 	}
-	if m.rep != nil {
+	planner := m.rep != nil
+	if planner {
 		m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
+	}
+	m.mu.Unlock()
+	if planner {
+		m.saveOpState() // the prefetch lifted any eviction hold there
 	}
 	return &pb.PlacementAck{NodeId: id, Message: "prefetch ordered"}, nil
 }
@@ -159,14 +165,19 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err := m.evictLocked(req.GetNodeId(), req.GetTitleId()); err != nil {
+		m.mu.Unlock()
 		return nil, err
 	}
 	msg := "eviction ordered"
-	if m.rep != nil {
+	planner := m.rep != nil
+	if planner {
 		m.rep.Evicted(req.GetNodeId(), req.GetTitleId(), m.now())
 		msg += fmt.Sprintf("; not planned on %s again for %v", req.GetNodeId(), m.rep.Config().EvictHold)
+	}
+	m.mu.Unlock()
+	if planner {
+		m.saveOpState() // the hold outlives a restart or a takeover
 	}
 	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: msg}, nil
 }

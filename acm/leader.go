@@ -299,7 +299,7 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()
-	return nil
+	return m.loadOpState(ctx)
 }
 
 // registerHook runs before NodeControl.Register on a shared store: the

@@ -186,6 +186,10 @@ type Manager struct {
 	planSoon chan struct{}
 	wg       sync.WaitGroup
 	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
+	opMu     sync.Mutex // serialises writes of node settings and eviction holds (saveOpState)
+	// nodeSettings are the operator's SetNode changes by node id (mu),
+	// persisted so that they outlive this manager.
+	nodeSettings map[string]nodeSetting
 	serving  bool       // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
@@ -312,6 +316,7 @@ func (m *Manager) Start() (err error) {
 	m.sessions = map[string]*session{}
 	m.userSessions = map[string]int{}
 	m.nodes = map[string]*nodeState{}
+	m.nodeSettings = map[string]nodeSetting{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
 	m.planKick = make(chan struct{}, 1)
@@ -337,6 +342,12 @@ func (m *Manager) Start() (err error) {
 		return err
 	}
 	if err := m.restoreStorage(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = m.loadOpState(ctx)
+	cancel()
+	if err != nil {
 		return err
 	}
 	if err := m.startLeader(); err != nil {

@@ -89,8 +89,13 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	changed, _ = m.reserveOrphansLocked(ns)
-	if n := m.sched.Node(id); n != nil && n.Draining {
-		ns.push(drainCmd(true))
+	m.applyNodeSettingLocked(id)
+	if n := m.sched.Node(id); n != nil {
+		// The node refuses sessions while it drains: tell it the drain
+		// state, which an operator may have changed while it was away.
+		if _, set := m.nodeSettings[id]; n.Draining || set {
+			ns.push(drainCmd(n.Draining))
+		}
 	}
 	m.sendProtectLocked(ns, true)
 	m.mu.Unlock()

@@ -97,6 +97,8 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 			st = &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], StoredBytes: n.sizes[id], Prefetch: true}
 		}
 		n.set(id, st)
+	case c.GetDrain() != nil:
+		n.log = append(n.log, fmt.Sprint("drain ", c.GetDrain().GetDrain()))
 	case c.GetEvict() != nil:
 		id := c.GetEvict().GetTitleId()
 		n.log = append(n.log, "evict "+id)

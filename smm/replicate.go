@@ -131,10 +131,47 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 // at now: from the next plan on, the plan does not place it there again
 // for EvictHold (unless it is pinned there), so the eviction is not undone
 // at the next plan, and ChooseNode does not pick that node for it. An
-// operator's prefetch of it there (Prefetched) lifts the hold. Holds live
-// in this Replicator only: not persisted, not shared with a standby.
+// operator's prefetch of it there (Prefetched) lifts the hold. The
+// manager persists them (Holds, RestoreHolds).
 func (r *Replicator) Evicted(node, title string, now time.Time) {
 	r.held[fillKey{node, title}] = now.Add(r.cfg.EvictHold)
+}
+
+// Hold is an operator's eviction hold (Replicator.Evicted): title is not
+// planned on node before Until.
+type Hold struct {
+	Node  string    `json:"node"`
+	Title string    `json:"title"`
+	Until time.Time `json:"until"`
+}
+
+// Holds returns the eviction holds still running at now, by node and
+// title, for the manager's store.
+func (r *Replicator) Holds(now time.Time) []Hold {
+	var out []Hold
+	for k, until := range r.held {
+		if now.Before(until) {
+			out = append(out, Hold{Node: k.node, Title: k.title, Until: until})
+		}
+	}
+	slices.SortFunc(out, func(a, b Hold) int {
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Title, b.Title)
+	})
+	return out
+}
+
+// RestoreHolds replaces the eviction holds with hs (from Holds, possibly
+// of another manager). Holds with an empty node or title are skipped.
+func (r *Replicator) RestoreHolds(hs []Hold) {
+	r.held = make(map[fillKey]time.Time, len(hs))
+	for _, h := range hs {
+		if h.Node != "" && h.Title != "" {
+			r.held[fillKey{h.Node, h.Title}] = h.Until
+		}
+	}
 }
 
 // isHeld reports whether the operator's eviction of title from node still
