@@ -190,7 +190,7 @@ type Manager struct {
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting
-	serving  bool       // Start succeeded: Close saves the popularity snapshot
+	serving      bool // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
