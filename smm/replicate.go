@@ -216,14 +216,15 @@ func (r *Replicator) Copies(node, title string) int {
 
 // demandOf is one title's figures for one Plan.
 type demandOf struct {
-	id      string
-	info    TitleInfo
-	rate    float64 // req/s now
-	demand  float64 // bit/s now
-	peak    float64 // bit/s scaled to the remembered peak
-	value   float64 // gdsf priority: long-memory rate*(setup+size)/size
-	pinned  bool    // pinned to the cluster or to a node
-	planned bool    // in the previous plan
+	id         string
+	info       TitleInfo
+	rate       float64 // req/s now
+	demand     float64 // bit/s now
+	peak       float64 // bit/s scaled to the remembered peak
+	value      float64 // gdsf priority: long-memory rate*(setup+size)/size
+	pinned     bool    // pinned to the cluster or to a node
+	nodePinned bool    // pinned to a node
+	planned    bool    // in the previous plan
 }
 
 // Plan implements Planner.
@@ -284,11 +285,14 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		}
 	}
 	for i := range ds {
-		ds[i].pinned = r.pins.Pinned("", ds[i].id) || nodePinned[ds[i].id]
+		ds[i].nodePinned = nodePinned[ds[i].id]
+		ds[i].pinned = r.pins.Pinned("", ds[i].id) || ds[i].nodePinned
 	}
-	// Pinned first, then by value per byte (titles in the plan with
-	// their bonus), then by id for a deterministic order. The keys are
-	// sorted as indexes: cheaper than moving the records.
+	// Pinned first (pinned to a node before pinned to the cluster only,
+	// so that a cluster pin is placed knowing which disks the node pins
+	// take), then by value per byte (titles in the plan with their bonus),
+	// then by id for a deterministic order. The keys are sorted as
+	// indexes: cheaper than moving the records.
 	keys := make([]float64, len(ds))
 	order := make([]int32, len(ds))
 	for i := range ds {
@@ -302,6 +306,12 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 		a, b := &ds[x], &ds[y]
 		if a.pinned != b.pinned {
 			if a.pinned {
+				return -1
+			}
+			return 1
+		}
+		if a.nodePinned != b.nodePinned {
+			if a.nodePinned {
 				return -1
 			}
 			return 1

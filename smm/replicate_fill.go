@@ -142,11 +142,14 @@ type candidate struct {
 // prefetches orders the fills the plan lacks, most urgent first.
 func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState, c *ClusterView) []Action {
 	offPeak := r.cfg.OffPeak.Contains(now, r.cfg.Location)
-	slots := max(c.OriginFree, 0)
+	// free origin channels for the operator's orders (pins, prefetches by
+	// hand), slots of them for the plan's own prefetches.
+	free := max(c.OriginFree, 0)
+	slots := free
 	if !offPeak {
 		slots = int(float64(slots) * r.cfg.PeakOriginShare)
 	}
-	if slots == 0 {
+	if free == 0 {
 		return nil
 	}
 	byID := make(map[string]*nodeState, len(alive))
@@ -195,6 +198,20 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			cands = append(cands, candidate{d, ns, u})
 		}
 	}
+	// The operator's prefetches that failed: retried when their backoff
+	// ends, as the operator asked for them.
+	for _, k := range r.sortedFillKeys() {
+		f := r.fills[k]
+		if !f.byHand || !f.backoff || now.Before(f.next) {
+			continue
+		}
+		ns := byID[k.node]
+		info, known := c.Titles[k.title]
+		if ns == nil || ns.items[k.title] != nil || !known || info.Bytes <= 0 || r.plan[k.title].has(k.node) {
+			continue // node gone, title there or gone, or a plan candidate above
+		}
+		cands = append(cands, candidate{&demandOf{id: k.title, info: info}, ns, math.Inf(1)})
+	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].urgency != cands[j].urgency {
 			return cands[i].urgency > cands[j].urgency
@@ -202,9 +219,10 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		return cands[i].d.value > cands[j].d.value
 	})
 	var out []Action
+	used := 0
 	for _, cd := range cands {
-		if slots == 0 {
-			break
+		if operator := math.IsInf(cd.urgency, 1); used >= free || (!operator && used >= slots) {
+			break // candidates come by urgency: the operator's first
 		}
 		ns, d := cd.node, cd.d
 		k := fillKey{ns.v.ID, d.id}
@@ -234,17 +252,17 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		if f := r.fills[k]; f != nil && f.backoff {
 			r.stats.Retries++
 		}
-		att := 0
+		att, byHand := 0, false
 		if f := r.fills[k]; f != nil {
-			att = f.attempts
+			att, byHand = f.attempts, f.byHand
 		}
-		r.fills[k] = &fillRec{bytes: size, at: now, attempts: att}
+		r.fills[k] = &fillRec{bytes: size, at: now, attempts: att, byHand: byHand}
 		ns.used += size
 		ns.fills++
 		ns.items[d.id] = &Item{Title: d.id, Bytes: size, InUse: true, Filling: true}
 		r.holders[d.id] = append(r.holders[d.id], ns.v.ID)
 		r.stats.Prefetches++
-		slots--
+		used++
 	}
 	r.stats.Moves = r.stats.Prefetches + r.stats.Evictions
 	return out

@@ -47,17 +47,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			delete(r.held, k)
 		}
 	}
-	keys := make([]fillKey, 0, len(r.fills))
-	for k := range r.fills {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].node != keys[j].node {
-			return keys[i].node < keys[j].node
-		}
-		return keys[i].title < keys[j].title
-	})
-	for _, k := range keys {
+	for _, k := range r.sortedFillKeys() {
 		f := r.fills[k]
 		ns := byID[k.node]
 		if f.backoff {
@@ -254,4 +244,20 @@ func planDiff(a, b map[string]*titlePlan) int {
 		}
 	}
 	return n
+}
+
+// sortedFillKeys returns the keys of r.fills by node, then title: map
+// order is random, and a plan must repeat.
+func (r *Replicator) sortedFillKeys() []fillKey {
+	keys := make([]fillKey, 0, len(r.fills))
+	for k := range r.fills {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].node != keys[j].node {
+			return keys[i].node < keys[j].node
+		}
+		return keys[i].title < keys[j].title
+	})
+	return keys
 }

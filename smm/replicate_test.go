@@ -418,3 +418,74 @@ func TestOperatorPrefetchLiftsItsEvictionHold(t *testing.T) {
 		t.Fatalf("after the operator's prefetch: planned there %v, actions %v", r.Planned(where[0], "t00"), acts)
 	}
 }
+
+// TestClusterPinAvoidsNodeFullOfNodePins: one node's disk is full of
+// titles pinned to it, the other is empty: a title pinned to the cluster,
+// worth more than those, is prefetched on the empty node (it was planned
+// on the full one, where no room could be made, for ever).
+func TestClusterPinAvoidsNodeFullOfNodePins(t *testing.T) {
+	pins := &Pins{}
+	r, err := NewReplicator(ReplicatorConfig{}, pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := peak
+	v := ClusterView{Titles: map[string]TitleInfo{}, OriginFree: 4}
+	for _, id := range []string{"a1", "a2", "a3", "hot"} {
+		v.Titles[id] = TitleInfo{ID: id, Bytes: 1_500_000, Bitrate: 600_000, Duration: 20}
+	}
+	if err := r.Seed("hot", 1000.0/86400, now); err != nil {
+		t.Fatal(err)
+	}
+	it := func(id string) Item { return Item{Title: id, Bytes: 1_500_000, Pinned: true} }
+	v.Nodes = []NodeView{
+		{ID: "nA", Alive: true, DiskBytes: 5_000_000, EgressBps: 1e8, Items: []Item{it("a1"), it("a2"), it("a3")}},
+		{ID: "nB", Alive: true, DiskBytes: 5_000_000, EgressBps: 1e8},
+	}
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if _, err := pins.Pin("nA", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pins.Pin("", "hot"); err != nil {
+		t.Fatal(err)
+	}
+	acts := r.Plan(now, &v)
+	if !slices.Equal(acts, []Action{{Kind: Prefetch, Node: "nB", Title: "hot"}}) {
+		t.Fatalf("actions %v, want hot prefetched on nB", acts)
+	}
+}
+
+// TestOperatorOrdersUseEveryFreeChannel: at the peak the plan's own
+// prefetches get a quarter of the free origin channels (none of 3), but a
+// pin is still prefetched; an operator's prefetch that failed is retried
+// when its backoff ends, although no plan wants the title.
+func TestOperatorOrdersUseEveryFreeChannel(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(1, 3)
+	c.view.OriginFree = 3
+	seed(t, r, "t02", 1, peak) // in demand, but the plan waits for off-peak or more channels
+	if _, err := r.Pins().Pin("n0", "t00"); err != nil {
+		t.Fatal(err)
+	}
+	acts := r.Plan(peak, &c.view)
+	if !slices.Equal(acts, []Action{{Kind: Prefetch, Node: "n0", Title: "t00"}}) {
+		t.Fatalf("at the peak with 3 free channels: %v, want the pin only", acts)
+	}
+	c.apply(t, acts)
+
+	r.Prefetched("n0", "t01", 1<<30, peak)
+	r.FillFailed("n0", "t01", peak)
+	fs := r.Fills()
+	i := slices.IndexFunc(fs, func(f FillStatus) bool { return f.Title == "t01" })
+	if i < 0 || fs[i].State != FillBackoff {
+		t.Fatalf("the operator's failed prefetch: %+v", fs)
+	}
+	if acts := r.Plan(fs[i].NextTry.Add(-time.Second), &c.view); slices.ContainsFunc(acts, func(a Action) bool { return a.Title == "t01" }) {
+		t.Fatalf("retried before its backoff ended: %v", acts)
+	}
+	acts = r.Plan(fs[i].NextTry.Add(time.Second), &c.view)
+	if !slices.Contains(acts, Action{Kind: Prefetch, Node: "n0", Title: "t01"}) {
+		t.Fatalf("not retried after its backoff: %v", acts)
+	}
+}
