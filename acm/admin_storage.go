@@ -274,6 +274,10 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	}
 	m.syncPinnedLocked(title) // the nodes' room for fills changes now, not at their next report
 	planned := m.rep != nil
+	var warn string
+	if pin && node != "" {
+		warn = m.pinWarningLocked(node)
+	}
 	m.mu.Unlock()
 	if !pin {
 		m.kickPump() // room freed: queued admissions may fit now
@@ -282,7 +286,31 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, Message: verb}, nil
+	return &pb.PlacementAck{NodeId: node, Message: verb + warn}, nil
+}
+
+// pinWarningLocked says why titles pinned to node may not all be fetched
+// there (mu held): the node drains, or they need more than its disk. ""
+// when neither.
+func (m *Manager) pinWarningLocked(node string) string {
+	n := m.sched.Node(node)
+	if n == nil {
+		return ""
+	}
+	if n.Draining {
+		return fmt.Sprintf("; %s is draining: fetched when it is back in service", node)
+	}
+	var need int64
+	cat := m.titles()
+	for _, p := range m.pins.List() {
+		if p.Node == node {
+			need += cat[p.Title].SizeBytes
+		}
+	}
+	if disk := n.Capacity.DiskBytes; disk > 0 && need > disk {
+		return fmt.Sprintf("; the titles pinned to %s take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
+	}
+	return ""
 }
 
 // syncPinnedLocked tells the scheduler which copies of title (every title

@@ -116,7 +116,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if tk.Err != nil {
 		why := m.refusalLocked(t)
 		m.mu.Unlock()
-		m.log.Info("admission refused before the queue deadline: "+why, "title", t.ID, "user", r.User,
+		m.log.Info("admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
 		return nil, errNoBandwidth
 	}

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,5 +464,36 @@ func TestFillWaitsForAFreshReportWhenTheNodeSaysInUse(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("no eviction ordered")
 		}
+	}
+}
+
+// TestPinWarnings: a pin to a node that drains, or beyond its disk, is
+// taken, and the answer says why it may not be fetched there.
+func TestPinWarnings(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	e.startNode("n1", nodeOpts{disk: 3_000_000})
+	pin := func(title string) string {
+		t.Helper()
+		ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: title, NodeId: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Message
+	}
+	if msg := pin("t1"); msg != "pinned" {
+		t.Fatalf("first pin: %q", msg)
+	}
+	if msg := pin("t2"); msg != "pinned" {
+		t.Fatalf("second pin (the disk's size exactly): %q", msg)
+	}
+	if msg := pin("t3"); !strings.Contains(msg, "take 4500000 bytes, more than its disk (3000000 bytes)") {
+		t.Fatalf("third pin: %q", msg)
+	}
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if msg := pin("adult-1"); !strings.Contains(msg, "n1 is draining") {
+		t.Fatalf("pin to a draining node: %q", msg)
 	}
 }

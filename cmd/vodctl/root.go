@@ -262,7 +262,7 @@ func placementCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned)
 				}
 				if len(r.ClusterPins) > 0 {
-					fmt.Fprintf(w, "pinned to the cluster:\t%v\n", r.ClusterPins)
+					fmt.Fprintf(w, "pinned to the cluster:\t%s\n", strings.Join(r.ClusterPins, ", "))
 				}
 				for _, p := range r.NodePins {
 					fmt.Fprintf(w, "pinned to node %s:\t%s (%s)\n", p.NodeId, p.TitleId, p.State)
