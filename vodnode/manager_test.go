@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -198,12 +199,7 @@ func TestManagerLink(t *testing.T) {
 // serving, registers when the manager comes up, and registers again when
 // the manager restarts.
 func TestManagerReconnect(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := reusableAddr(t)
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.ManagerAddr = addr
 		n.HeartbeatInterval = 50 * time.Millisecond
@@ -237,6 +233,23 @@ func TestManagerReconnect(t *testing.T) {
 }
 
 func itoa(v int) string { return strconv.Itoa(v) }
+
+// reusableAddr returns a free loopback address whose port lies below
+// Linux's ephemeral range (32768-60999 by default), for a server that
+// stops and listens again on it: a freed ephemeral port can be taken
+// meanwhile as the local port of any outgoing connection.
+func reusableAddr(t *testing.T) string {
+	t.Helper()
+	for range 200 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000)))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
+}
 
 // TestManagerLinkProtectAndFailures: a ProtectCommand reaches the store (a
 // protected title survives a fill that needs room), and a prefetch the node

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,4 +203,28 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
+}
+
+// restartablePorts sets the cluster's front door and gRPC ports to free
+// ports below Linux's ephemeral range (32768-60999 by default), for tests
+// that restart the manager on the same addresses: a port from the
+// ephemeral range, freed by the first manager, can be taken meanwhile as
+// the local port of any outgoing connection on the machine, and the
+// restart then fails with "address already in use".
+func restartablePorts(t *testing.T) func(*clusterOptions) {
+	t.Helper()
+	pick := func() int {
+		for range 200 {
+			p := 20000 + rand.IntN(12000)
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err == nil {
+				ln.Close()
+				return p
+			}
+		}
+		t.Fatal("no free port below the ephemeral range")
+		return 0
+	}
+	rtsp, http, grpc := pick(), pick(), pick()
+	return func(o *clusterOptions) { o.RTSPPort, o.HTTPPort, o.GRPCPort = rtsp, http, grpc }
 }

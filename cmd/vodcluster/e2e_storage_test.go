@@ -308,7 +308,7 @@ func TestStorageEvictionNeverCutsAPlay(t *testing.T) {
 // are prefetched, survive a manager restart, and their titles are never
 // evicted when prefetches fill the disk.
 func TestStoragePinsSurviveRestartAndPressure(t *testing.T) {
-	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.NodeDisk = 8_500_000 })
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.NodeDisk = 8_500_000; restartablePorts(t)(o) })
 	adm := c.admin(t)
 	ctx := context.Background()
 	const toNode, toCluster = "sample-008", "sample-009"
@@ -384,7 +384,7 @@ func TestStoragePinsSurviveRestartAndPressure(t *testing.T) {
 // beyond the first are prefetches, and each node fills the title once.
 func TestStorageDemandShiftAddsReplicas(t *testing.T) {
 	needTool(t, "ffmpeg")
-	c := startTestCluster(t, 3, 10_000_000, nil)
+	c := startTestCluster(t, 3, 10_000_000, restartablePorts(t))
 	restartManager(t, c, func(m *acm.Manager) {
 		m.PlanInterval = 300 * time.Millisecond
 		m.ShiftCheck = 100 * time.Millisecond

@@ -162,7 +162,7 @@ func TestFullCapacity453(t *testing.T) {
 // data directory the catalog and the session table are still there, and
 // the nodes come back to it.
 func TestManagerRestartKeepsState(t *testing.T) {
-	c := startTestCluster(t, 2, 100_000_000, nil)
+	c := startTestCluster(t, 2, 100_000_000, restartablePorts(t))
 	adm := c.admin(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
