@@ -60,8 +60,13 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // SetNode changes a node's weight, overload threshold and/or drain flag at
 // run time; a drain change is also sent to the node (DrainCommand). The
 // change is kept in the store: a restarted manager, or the standby taking
-// over, applies it again when the node registers. NOT_FOUND for an
-// unknown node, INVALID_ARGUMENT for a negative weight.
+// over, applies it again when the node registers (an undrain back to no
+// setting at all removes the entry). A node not registered since this
+// manager started but with a stored setting can be changed too (applied
+// when it registers). NOT_FOUND for a node neither registered nor with a
+// stored setting, INVALID_ARGUMENT for a negative weight, UNAVAILABLE when
+// the store fails: the change then holds in this manager only, and the
+// message says so.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
 	if req.Weight != nil && req.GetWeight() < 0 {
@@ -70,35 +75,54 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	if req.Overload != nil && !(req.GetOverload() >= 0 && req.GetOverload() <= 1) {
 		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
 	}
+	id := req.GetNodeId()
 	m.mu.Lock()
-	n := m.sched.Node(req.GetNodeId())
-	if n == nil {
+	n := m.sched.Node(id)
+	st, stored := m.nodeSettings[id]
+	if n == nil && !stored {
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "node %q is not registered", req.GetNodeId())
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
 	}
-	st := m.nodeSettings[n.ID]
 	if req.Weight != nil {
-		_ = m.sched.SetWeight(n.ID, int(req.GetWeight()))
 		w := int(req.GetWeight())
 		st.Weight = &w
 	}
 	if req.Overload != nil {
-		_ = m.sched.SetOverload(n.ID, req.GetOverload())
 		st.Overload = req.GetOverload()
 	}
 	if req.Draining != nil {
-		_ = m.sched.SetDraining(n.ID, req.GetDraining())
 		st.Draining = req.GetDraining()
-		if ns := m.nodes[n.ID]; ns != nil && !ns.push(drainCmd(req.GetDraining())) {
-			m.log.Warn("drain command not sent: command queue full", "node", n.ID)
+	}
+	m.nodeSettings[id] = st
+	var info *pb.NodeInfo
+	if n != nil {
+		if req.Weight != nil {
+			_ = m.sched.SetWeight(id, int(req.GetWeight()))
+		}
+		if req.Overload != nil {
+			_ = m.sched.SetOverload(id, req.GetOverload())
+		}
+		if req.Draining != nil {
+			_ = m.sched.SetDraining(id, req.GetDraining())
+			if ns := m.nodes[id]; ns != nil && !ns.push(drainCmd(req.GetDraining())) {
+				m.log.Warn("drain command not sent: command queue full", "node", id)
+			}
+		}
+		m.log.Info("node changed by operator", "node", id, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
+		info = m.nodeInfoLocked(n)
+	} else {
+		m.log.Info("setting of an absent node changed by operator: applied when it registers", "node", id, "draining", st.Draining)
+		info = &pb.NodeInfo{NodeId: id, Draining: st.Draining, Overload: st.Overload}
+		if st.Weight != nil {
+			info.Weight = int32(*st.Weight)
 		}
 	}
-	m.nodeSettings[n.ID] = st
-	m.log.Info("node changed by operator", "node", n.ID, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
-	info := m.nodeInfoLocked(n)
 	m.mu.Unlock()
-	m.saveOpState() // a restarted manager applies it when the node registers
 	m.kickPump()
+	if err := m.saveNodeSetting(id); err != nil { // a restarted manager applies it when the node registers
+		m.log.Error("store: node setting not saved", "node", id, "err", err)
+		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (store: %v): a manager restart or takeover forgets it", id, err)
+	}
 	return info, nil
 }
 

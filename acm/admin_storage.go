@@ -144,15 +144,21 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		m.mu.Unlock()
 		return nil, err
 	}
-	planner := m.rep != nil
-	if planner {
+	lifted := false
+	if m.rep != nil {
+		lifted = m.rep.Held(id, t.ID, now)
 		m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
 	}
 	m.mu.Unlock()
-	if planner {
-		m.saveOpState() // the prefetch lifted any eviction hold there
+	msg := "prefetch ordered"
+	if lifted {
+		msg += "; the eviction hold there is lifted"
+		if err := m.saveHold(id, t.ID); err != nil {
+			m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
+			msg += fmt.Sprintf(" (not saved, store: %v: a manager restart keeps the hold)", err)
+		}
 	}
-	return &pb.PlacementAck{NodeId: id, Message: "prefetch ordered"}, nil
+	return &pb.PlacementAck{NodeId: id, Message: msg}, nil
 }
 
 // Evict orders a node to remove a title. NOT_FOUND for an unknown node or
@@ -161,25 +167,36 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // while it is reserved there for an admitted viewer, or while it is
 // pinned, RESOURCE_EXHAUSTED when the node's command queue is
 // full. With the Replicator, the title is then not planned on that node
-// for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold).
+// for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
+// kept in the store; and a title not on the node whose prefetch by the
+// operator failed there and waits for a retry has that prefetch
+// cancelled (OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
+	node, title := req.GetNodeId(), req.GetTitleId()
 	m.mu.Lock()
-	if err := m.evictLocked(req.GetNodeId(), req.GetTitleId()); err != nil {
+	if err := m.evictLocked(node, title); err != nil {
+		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
+			m.mu.Unlock()
+			return &pb.PlacementAck{NodeId: node, Message: "not on the node: its failed prefetch there is cancelled"}, nil
+		}
 		m.mu.Unlock()
 		return nil, err
 	}
 	msg := "eviction ordered"
 	planner := m.rep != nil
 	if planner {
-		m.rep.Evicted(req.GetNodeId(), req.GetTitleId(), m.now())
-		msg += fmt.Sprintf("; not planned on %s again for %v", req.GetNodeId(), m.rep.Config().EvictHold)
+		m.rep.Evicted(node, title, m.now())
+		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)
 	}
 	m.mu.Unlock()
 	if planner {
-		m.saveOpState() // the hold outlives a restart or a takeover
+		if err := m.saveHold(node, title); err != nil { // the hold outlives a restart or a takeover
+			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
+			msg += fmt.Sprintf(" (hold not saved, store: %v: a manager restart forgets it)", err)
+		}
 	}
-	return &pb.PlacementAck{NodeId: req.GetNodeId(), Message: msg}, nil
+	return &pb.PlacementAck{NodeId: node, Message: msg}, nil
 }
 
 // Pin pins a title to a node, or to the cluster when no node is given: a
@@ -297,8 +314,13 @@ func (m *Manager) pinWarningLocked(node string) string {
 	if n == nil {
 		return ""
 	}
-	if n.Draining {
+	switch {
+	case n.Draining:
 		return fmt.Sprintf("; %s is draining: fetched when it is back in service", node)
+	case !n.Alive:
+		return fmt.Sprintf("; %s is not alive: fetched when it reports again", node)
+	case n.Weight == 0:
+		return fmt.Sprintf("; %s has weight 0: fetched when it is back in service", node)
 	}
 	var need int64
 	cat := m.titles()

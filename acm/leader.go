@@ -321,5 +321,8 @@ func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnarySer
 	if _, err := m.loadSessions(lctx, r.GetNodeId()); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "node %s: its sessions not loaded from the store: %v", r.GetNodeId(), err)
 	}
+	if err := m.reloadNodeSetting(lctx, r.GetNodeId()); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "node %s: its operator setting not loaded from the store: %v", r.GetNodeId(), err)
+	}
 	return h(ctx, req)
 }

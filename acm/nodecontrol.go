@@ -89,14 +89,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	changed, _ = m.reserveOrphansLocked(ns)
-	m.applyNodeSettingLocked(id)
-	if n := m.sched.Node(id); n != nil {
-		// The node refuses sessions while it drains: tell it the drain
-		// state, which an operator may have changed while it was away.
-		if _, set := m.nodeSettings[id]; n.Draining || set {
-			ns.push(drainCmd(n.Draining))
-		}
-	}
+	// The node refuses sessions while it drains: tell it the drain state,
+	// which an operator may have changed while it was away.
+	m.applyNodeSettingLocked(id, true)
 	m.sendProtectLocked(ns, true)
 	m.mu.Unlock()
 	m.log.Info("node registered", "node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),

@@ -22,93 +22,187 @@ const (
 // applies it when the node registers: a node drained by the operator
 // stays drained (the node itself keeps refusing new sessions), a weight
 // stays. Weight is nil and Overload 0 when the operator never set them.
+// SetNode's reset removes it: the node's own configuration applies again.
 type nodeSetting struct {
 	Draining bool    `json:"draining,omitempty"`
 	Weight   *int    `json:"weight,omitempty"`
 	Overload float64 `json:"overload,omitempty"`
 }
 
-// loadOpState reads the node settings and, with a Replicator, the
-// eviction holds from the store (at Start and when taking over). A
+// isZero reports whether s changes nothing (the entry can go).
+func (s nodeSetting) isZero() bool { return !s.Draining && s.Weight == nil && s.Overload == 0 }
+
+// readNodeSettings returns the stored node settings (empty when none). A
 // malformed entry is logged and dropped: it only loses an operator's
 // setting, which SetNode can make again.
-func (m *Manager) loadOpState(ctx context.Context) error {
+func (m *Manager) readNodeSettings(ctx context.Context) (map[string]nodeSetting, error) {
 	settings := map[string]nodeSetting{}
 	b, err := m.st.State(ctx, stateNodeSettings)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return fmt.Errorf("acm: load node settings: %w", err)
+		return nil, fmt.Errorf("acm: load node settings: %w", err)
 	default:
 		if err := json.Unmarshal(b, &settings); err != nil {
 			m.log.Error("stored node settings malformed: dropped", "err", err)
 			settings = map[string]nodeSetting{}
 		}
 	}
+	return settings, nil
+}
+
+// readHolds returns the stored eviction holds (nil when none).
+func (m *Manager) readHolds(ctx context.Context) ([]smm.Hold, error) {
+	var holds []smm.Hold
+	b, err := m.st.State(ctx, stateEvictHolds)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("acm: load eviction holds: %w", err)
+	default:
+		if err := json.Unmarshal(b, &holds); err != nil {
+			m.log.Error("stored eviction holds malformed: dropped", "err", err)
+			holds = nil
+		}
+	}
+	return holds, nil
+}
+
+// loadOpState reads the node settings and, with a Replicator, the
+// eviction holds from the store (at Start and when taking over), applies
+// the settings to the registered nodes and tells each node whose drain
+// state this changes.
+func (m *Manager) loadOpState(ctx context.Context) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	settings, err := m.readNodeSettings(ctx)
+	if err != nil {
+		return err
+	}
 	var holds []smm.Hold
 	if m.rep != nil {
-		b, err := m.st.State(ctx, stateEvictHolds)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("acm: load eviction holds: %w", err)
-		default:
-			if err := json.Unmarshal(b, &holds); err != nil {
-				m.log.Error("stored eviction holds malformed: dropped", "err", err)
-				holds = nil
-			}
+		if holds, err = m.readHolds(ctx); err != nil {
+			return err
 		}
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.nodeSettings = settings
 	for id := range m.nodes {
-		m.applyNodeSettingLocked(id)
+		m.applyNodeSettingLocked(id, false)
 	}
 	if m.rep != nil {
 		m.rep.RestoreHolds(holds)
 	}
-	m.mu.Unlock()
+	return nil
+}
+
+// reloadNodeSetting reads node id's stored setting into nodeSettings: on
+// a shared store another manager may have changed it since (Register on
+// a standby).
+func (m *Manager) reloadNodeSetting(ctx context.Context, id string) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	settings, err := m.readNodeSettings(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st, ok := settings[id]; ok {
+		m.nodeSettings[id] = st
+	} else {
+		delete(m.nodeSettings, id)
+	}
 	return nil
 }
 
 // applyNodeSettingLocked applies the operator's stored setting of node id
-// to the scheduler (mu held), at registration and after loading.
-func (m *Manager) applyNodeSettingLocked(id string) {
-	st, ok := m.nodeSettings[id]
-	if !ok || m.sched.Node(id) == nil {
+// to the scheduler (mu held), at registration and after loading, and
+// sends the node a DrainCommand when its drain state changed or always
+// is true (a node that registers may have been told otherwise while it
+// was away).
+func (m *Manager) applyNodeSettingLocked(id string, always bool) {
+	n := m.sched.Node(id)
+	if n == nil {
 		return
 	}
+	was := n.Draining
+	st, ok := m.nodeSettings[id] // none: undrained, the default overload threshold
 	if st.Weight != nil {
 		_ = m.sched.SetWeight(id, *st.Weight)
 	}
-	if st.Overload > 0 {
-		_ = m.sched.SetOverload(id, st.Overload)
-	}
+	_ = m.sched.SetOverload(id, st.Overload)
 	_ = m.sched.SetDraining(id, st.Draining)
+	if n.Draining != was || (always && (ok || n.Draining)) {
+		if ns := m.nodes[id]; ns != nil && !ns.push(drainCmd(n.Draining)) {
+			m.log.Warn("drain command not sent: command queue full", "node", id, "draining", n.Draining)
+		}
+	}
 }
 
-// saveOpState writes the node settings and the eviction holds to the
-// store. opMu keeps the writes in the order of the changes; a failure is
-// logged (the setting holds in this manager until it restarts).
-func (m *Manager) saveOpState() {
+// saveNodeSetting writes node id's setting (removed when zero) into the
+// stored settings: read, change that one entry, write, under opMu, so
+// that managers sharing a store keep each other's entries.
+func (m *Manager) saveNodeSetting(id string) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored, err := m.readNodeSettings(ctx)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
-	settings, err := json.Marshal(m.nodeSettings)
-	var holds []byte
-	if err == nil && m.rep != nil {
-		holds, err = json.Marshal(m.rep.Holds(m.now()))
+	if st, ok := m.nodeSettings[id]; ok && !st.isZero() {
+		stored[id] = st
+	} else {
+		delete(stored, id)
 	}
 	m.mu.Unlock()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = m.st.PutState(ctx, stateNodeSettings, settings)
-		if err == nil && holds != nil {
-			err = m.st.PutState(ctx, stateEvictHolds, holds)
-		}
-		cancel()
-	}
+	b, err := json.Marshal(stored)
 	if err != nil {
-		m.log.Error("store: node settings or eviction holds not saved: a restart forgets the last change", "err", err)
+		return err
 	}
+	return m.st.PutState(ctx, stateNodeSettings, b)
+}
+
+// saveHold writes the eviction hold of title on node as the Replicator
+// has it now (added, or removed when it no longer holds) into the stored
+// holds, under opMu; expired holds are dropped on the way.
+func (m *Manager) saveHold(node, title string) error {
+	if m.rep == nil {
+		return nil
+	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored, err := m.readHolds(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	now := m.now()
+	var mine *smm.Hold
+	for _, h := range m.rep.Holds(now) {
+		if h.Node == node && h.Title == title {
+			mine = &h
+		}
+	}
+	m.mu.Unlock()
+	out := stored[:0]
+	for _, h := range stored {
+		if (h.Node != node || h.Title != title) && now.Before(h.Until) {
+			out = append(out, h)
+		}
+	}
+	if mine != nil {
+		out = append(out, *mine)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return m.st.PutState(ctx, stateEvictHolds, b)
 }

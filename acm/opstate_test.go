@@ -2,10 +2,13 @@ package acm
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	pb "vodcluster/proto/vodcluster/v1"
+
+	"google.golang.org/grpc/codes"
 )
 
 // TestOperatorSettingsSurviveRestart: a drain and a weight set by the
@@ -47,5 +50,89 @@ func TestOperatorSettingsSurviveRestart(t *testing.T) {
 	e.m.mu.Unlock()
 	if len(holds) != 1 || holds[0].Node != "n1" || holds[0].Title != "t1" {
 		t.Fatalf("eviction holds after the restart: %v", holds)
+	}
+}
+
+// waitDrainCmd waits for a DrainCommand to n with the given value,
+// skipping other commands; it fails after 5 s.
+func waitDrainCmd(t *testing.T, n *fakeNode, want bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-n.cmds:
+			if d := c.GetDrain(); d != nil && d.GetDrain() == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no drain %v command to %s", want, n.id)
+		}
+	}
+}
+
+// TestNodeSettingsOnASharedStore: two managers share a Redis store. A
+// drain made on the leader reaches the standby when the node moves there
+// (the node is told it drains), and survives the takeover; an undrain
+// made on the leader after the standby started is what the standby
+// applies; a setting made on the standby keeps the leader's entries in
+// the store.
+func TestNodeSettingsOnASharedStore(t *testing.T) {
+	open, _ := sharedRedis(t)
+	ctx := context.Background()
+	check := open()
+	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	b := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	n1 := a.startNode("n1", nodeOpts{})
+	n2 := a.startNode("n2", nodeOpts{})
+	n3 := a.startNode("n3", nodeOpts{})
+	for _, id := range []string{"n1", "n2"} {
+		if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: id, Draining: ptr(true)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDrainCmd(t, n2, true)
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2", Draining: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	// The nodes move to the standby (the front door's address moved).
+	n1.stop()
+	n2.stop()
+	n3.stop()
+	m1 := b.registerWith("n1")
+	b.registerWith("n2")
+	b.registerWith("n3")
+	waitDrainCmd(t, m1, true)
+	if !b.nodeInfo("n1").Draining || b.nodeInfo("n2").Draining {
+		t.Fatalf("standby: n1 draining %v (want true), n2 %v (want false)", b.nodeInfo("n1").Draining, b.nodeInfo("n2").Draining)
+	}
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n3", Weight: ptr(int32(50))}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := check.State(ctx, stateNodeSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[string]nodeSetting
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if !stored["n1"].Draining || stored["n3"].Weight == nil || *stored["n3"].Weight != 50 || len(stored) != 2 {
+		t.Fatalf("stored settings %s: want n1 draining and n3's weight (n2 undrained: no entry)", raw)
+	}
+	// The leader undrains n1, which is no longer registered with it (its
+	// stored setting is changed); at the takeover the standby applies it
+	// and tells the node.
+	if info, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false)}); err != nil || info.Draining {
+		t.Fatalf("undrain of a node not registered here: %v %v", info, err)
+	}
+	a.m.Close()
+	waitFor(t, 20*testLeaderTTL, "the standby to take over", b.m.Leader)
+	waitDrainCmd(t, m1, false)
+	if b.nodeInfo("n1").Draining || b.nodeInfo("n2").Draining || b.nodeInfo("n3").Weight != 50 {
+		t.Fatalf("after the takeover: n1 draining %v, n2 draining %v, n3 weight %d", b.nodeInfo("n1").Draining,
+			b.nodeInfo("n2").Draining, b.nodeInfo("n3").Weight)
+	}
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n9", Draining: ptr(true)}); grpcCode(err) != codes.NotFound {
+		t.Fatalf("a node never seen: %v", err)
 	}
 }

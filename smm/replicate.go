@@ -134,7 +134,26 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 // operator's prefetch of it there (Prefetched) lifts the hold. The
 // manager persists them (Holds, RestoreHolds).
 func (r *Replicator) Evicted(node, title string, now time.Time) {
-	r.held[fillKey{node, title}] = now.Add(r.cfg.EvictHold)
+	k := fillKey{node, title}
+	r.held[k] = now.Add(r.cfg.EvictHold)
+	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
+		delete(r.fills, k) // the operator's failed prefetch there is not retried
+	}
+}
+
+// Held reports whether an operator's eviction keeps title off node at
+// now (Evicted).
+func (r *Replicator) Held(node, title string, now time.Time) bool { return r.isHeld(node, title, now) }
+
+// CancelPrefetch forgets the operator's prefetch of title on node that
+// failed and waits for its retry; it reports whether there was one.
+func (r *Replicator) CancelPrefetch(node, title string) bool {
+	k := fillKey{node, title}
+	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
+		delete(r.fills, k)
+		return true
+	}
+	return false
 }
 
 // Hold is an operator's eviction hold (Replicator.Evicted): title is not

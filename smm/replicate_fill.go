@@ -132,6 +132,11 @@ func (r *Replicator) blocked(k fillKey, now time.Time) bool {
 	return f != nil && (!f.backoff || now.Before(f.next))
 }
 
+// maxHandRetries is how many times an operator's prefetch is tried before
+// it is given up (with RetryMax 30 min, the last tries are half an hour
+// apart: about three hours in all).
+const maxHandRetries = 10
+
 // candidate is a prefetch Plan may order.
 type candidate struct {
 	d       *demandOf
@@ -152,6 +157,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 	if free == 0 {
 		return nil
 	}
+	opSlots := max(slots, 1) // the operator's orders: at least one channel, at the peak too
 	byID := make(map[string]*nodeState, len(alive))
 	for _, ns := range alive {
 		byID[ns.v.ID] = ns
@@ -202,7 +208,11 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 	// ends, as the operator asked for them.
 	for _, k := range r.sortedFillKeys() {
 		f := r.fills[k]
-		if !f.byHand || !f.backoff || now.Before(f.next) {
+		if !f.byHand || !f.backoff || now.Before(f.next) || r.isHeld(k.node, k.title, now) {
+			continue
+		}
+		if f.attempts >= maxHandRetries {
+			delete(r.fills, k) // given up: the operator can order it again
 			continue
 		}
 		ns := byID[k.node]
@@ -221,7 +231,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 	var out []Action
 	used := 0
 	for _, cd := range cands {
-		if operator := math.IsInf(cd.urgency, 1); used >= free || (!operator && used >= slots) {
+		if operator := math.IsInf(cd.urgency, 1); (operator && used >= opSlots) || (!operator && used >= slots) {
 			break // candidates come by urgency: the operator's first
 		}
 		ns, d := cd.node, cd.d

@@ -489,3 +489,40 @@ func TestOperatorOrdersUseEveryFreeChannel(t *testing.T) {
 		t.Fatalf("not retried after its backoff: %v", acts)
 	}
 }
+
+// TestOperatorPrefetchRetriesEnd: an operator's prefetch that keeps
+// failing is given up after maxHandRetries attempts; one the operator
+// evicts, or cancels, is not retried.
+func TestOperatorPrefetchRetriesEnd(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(1, 3)
+	now := offPeak
+	r.Prefetched("n0", "t00", 1<<30, now)
+	orders := 0
+	for range 3 * maxHandRetries {
+		r.FillFailed("n0", "t00", now)
+		fs := r.Fills()
+		if len(fs) == 0 {
+			break
+		}
+		now = fs[0].NextTry.Add(time.Second)
+		if slices.Contains(r.Plan(now, &c.view), Action{Kind: Prefetch, Node: "n0", Title: "t00"}) {
+			orders++
+		}
+	}
+	if orders != maxHandRetries-1 || len(r.Fills()) != 0 {
+		t.Fatalf("%d retries, fills %v; want %d and none left", orders, r.Fills(), maxHandRetries-1)
+	}
+
+	r.Prefetched("n0", "t01", 1<<30, now)
+	r.FillFailed("n0", "t01", now)
+	r.Evicted("n0", "t01", now)
+	r.Prefetched("n0", "t02", 1<<30, now)
+	r.FillFailed("n0", "t02", now)
+	if !r.CancelPrefetch("n0", "t02") || r.CancelPrefetch("n0", "t02") {
+		t.Fatal("CancelPrefetch: want true once")
+	}
+	if acts := r.Plan(now.Add(2*time.Hour), &c.view); len(acts) != 0 || len(r.Fills()) != 0 {
+		t.Fatalf("evicted or cancelled prefetches retried: %v, fills %v", acts, r.Fills())
+	}
+}
