@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"sort"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -76,38 +77,43 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
 	}
 	id := req.GetNodeId()
+	// opMu through the change and its write: a registration's reload of
+	// the stored setting cannot come in between.
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	m.mu.Lock()
-	n := m.sched.Node(id)
-	st, stored := m.nodeSettings[id]
-	if n == nil && !stored {
-		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
+	_, known := m.nodeSettings[id]
+	registered := m.sched.Node(id) != nil
+	m.mu.Unlock()
+	if !registered && !known {
+		stored, err := m.readNodeSettings(ctx, false)
+		if _, ok := stored[id]; err == nil && !ok {
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+		}
 	}
-	if req.Weight != nil {
-		w := int(req.GetWeight())
-		st.Weight = &w
-	}
-	if req.Overload != nil {
-		st.Overload = req.GetOverload()
-	}
-	if req.Draining != nil {
-		st.Draining = req.GetDraining()
-	}
-	m.nodeSettings[id] = st
-	var info *pb.NodeInfo
-	if n != nil {
+	st, _, err := m.changeNodeSettingOpLocked(ctx, id, func(st *nodeSetting) {
 		if req.Weight != nil {
-			_ = m.sched.SetWeight(id, int(req.GetWeight()))
+			w := int(req.GetWeight())
+			st.Weight = &w
 		}
 		if req.Overload != nil {
-			_ = m.sched.SetOverload(id, req.GetOverload())
+			st.Overload = req.GetOverload()
 		}
 		if req.Draining != nil {
-			_ = m.sched.SetDraining(id, req.GetDraining())
-			if ns := m.nodes[id]; ns != nil && !ns.push(drainCmd(req.GetDraining())) {
-				m.log.Warn("drain command not sent: command queue full", "node", id)
-			}
+			st.Draining = req.GetDraining()
 		}
+	})
+	m.mu.Lock()
+	if st.isZero() {
+		delete(m.nodeSettings, id)
+	} else {
+		m.nodeSettings[id] = st
+	}
+	var info *pb.NodeInfo
+	if n := m.sched.Node(id); n != nil {
+		m.applyNodeSettingLocked(id, false) // and tells the node when its drain changes
 		m.log.Info("node changed by operator", "node", id, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
 		info = m.nodeInfoLocked(n)
 	} else {
@@ -119,9 +125,9 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	}
 	m.mu.Unlock()
 	m.kickPump()
-	if err := m.saveNodeSetting(id); err != nil { // a restarted manager applies it when the node registers
+	if err != nil {
 		m.log.Error("store: node setting not saved", "node", id, "err", err)
-		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (store: %v): a manager restart or takeover forgets it", id, err)
+		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (store: %v): a manager restart, a takeover or the node's next registration forgets it", id, err)
 	}
 	return info, nil
 }

@@ -130,6 +130,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
 	}
+	m.opMu.Lock() // through the hold's change and its write
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	now := m.now()
 	id := req.GetNodeId()
@@ -153,10 +155,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	msg := "prefetch ordered"
 	if lifted {
 		msg += "; the eviction hold there is lifted"
-		if err := m.saveHold(id, t.ID); err != nil {
-			m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
-			msg += fmt.Sprintf(" (not saved, store: %v: a manager restart keeps the hold)", err)
-		}
+	}
+	// Also a hold another manager sharing the store wrote: lifted there too.
+	if err := m.saveHoldOpLocked(id, t.ID); err != nil {
+		m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
+		msg += fmt.Sprintf(" (the stored hold not lifted, store: %v: a manager restart brings it back)", err)
 	}
 	return &pb.PlacementAck{NodeId: id, Message: msg}, nil
 }
@@ -168,12 +171,15 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // pinned, RESOURCE_EXHAUSTED when the node's command queue is
 // full. With the Replicator, the title is then not planned on that node
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
-// kept in the store; and a title not on the node whose prefetch by the
+// kept in the store (when the store fails, the answer says the hold is
+// not saved); and a title not on the node whose prefetch by the
 // operator failed there and waits for a retry has that prefetch
 // cancelled (OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
+	m.opMu.Lock() // through the hold's change and its write
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	if err := m.evictLocked(node, title); err != nil {
 		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
@@ -191,7 +197,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	m.mu.Unlock()
 	if planner {
-		if err := m.saveHold(node, title); err != nil { // the hold outlives a restart or a takeover
+		if err := m.saveHoldOpLocked(node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
 			msg += fmt.Sprintf(" (hold not saved, store: %v: a manager restart forgets it)", err)
 		}

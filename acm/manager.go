@@ -186,7 +186,7 @@ type Manager struct {
 	planSoon chan struct{}
 	wg       sync.WaitGroup
 	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
-	opMu     sync.Mutex // serialises writes of node settings and eviction holds (saveOpState)
+	opMu     sync.Mutex // serialises the operator's node settings and eviction holds: their changes with their writes to the store, and their reloads
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting

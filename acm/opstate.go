@@ -22,7 +22,8 @@ const (
 // applies it when the node registers: a node drained by the operator
 // stays drained (the node itself keeps refusing new sessions), a weight
 // stays. Weight is nil and Overload 0 when the operator never set them.
-// SetNode's reset removes it: the node's own configuration applies again.
+// The entry goes when nothing is left in it (undrained, default overload,
+// no weight ever set); an operator's weight stays until set again.
 type nodeSetting struct {
 	Draining bool    `json:"draining,omitempty"`
 	Weight   *int    `json:"weight,omitempty"`
@@ -32,10 +33,16 @@ type nodeSetting struct {
 // isZero reports whether s changes nothing (the entry can go).
 func (s nodeSetting) isZero() bool { return !s.Draining && s.Weight == nil && s.Overload == 0 }
 
+// errMalformed marks stored operator state that does not decode: loading
+// drops it (logged), but nothing is written over it by a merge, which
+// would lose the other entries.
+var errMalformed = errors.New("stored operator state malformed")
+
 // readNodeSettings returns the stored node settings (empty when none). A
-// malformed entry is logged and dropped: it only loses an operator's
-// setting, which SetNode can make again.
-func (m *Manager) readNodeSettings(ctx context.Context) (map[string]nodeSetting, error) {
+// malformed value gives an empty map and errMalformed when strict, else
+// is logged and dropped: it only loses operators' settings, which
+// SetNode can make again.
+func (m *Manager) readNodeSettings(ctx context.Context, strict bool) (map[string]nodeSetting, error) {
 	settings := map[string]nodeSetting{}
 	b, err := m.st.State(ctx, stateNodeSettings)
 	switch {
@@ -44,6 +51,9 @@ func (m *Manager) readNodeSettings(ctx context.Context) (map[string]nodeSetting,
 		return nil, fmt.Errorf("acm: load node settings: %w", err)
 	default:
 		if err := json.Unmarshal(b, &settings); err != nil {
+			if strict {
+				return nil, fmt.Errorf("acm: node settings: %w: %v", errMalformed, err)
+			}
 			m.log.Error("stored node settings malformed: dropped", "err", err)
 			settings = map[string]nodeSetting{}
 		}
@@ -51,8 +61,9 @@ func (m *Manager) readNodeSettings(ctx context.Context) (map[string]nodeSetting,
 	return settings, nil
 }
 
-// readHolds returns the stored eviction holds (nil when none).
-func (m *Manager) readHolds(ctx context.Context) ([]smm.Hold, error) {
+// readHolds returns the stored eviction holds (nil when none); a
+// malformed value as readNodeSettings.
+func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error) {
 	var holds []smm.Hold
 	b, err := m.st.State(ctx, stateEvictHolds)
 	switch {
@@ -61,6 +72,9 @@ func (m *Manager) readHolds(ctx context.Context) ([]smm.Hold, error) {
 		return nil, fmt.Errorf("acm: load eviction holds: %w", err)
 	default:
 		if err := json.Unmarshal(b, &holds); err != nil {
+			if strict {
+				return nil, fmt.Errorf("acm: eviction holds: %w: %v", errMalformed, err)
+			}
 			m.log.Error("stored eviction holds malformed: dropped", "err", err)
 			holds = nil
 		}
@@ -75,13 +89,13 @@ func (m *Manager) readHolds(ctx context.Context) ([]smm.Hold, error) {
 func (m *Manager) loadOpState(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	settings, err := m.readNodeSettings(ctx)
+	settings, err := m.readNodeSettings(ctx, false)
 	if err != nil {
 		return err
 	}
 	var holds []smm.Hold
 	if m.rep != nil {
-		if holds, err = m.readHolds(ctx); err != nil {
+		if holds, err = m.readHolds(ctx, false); err != nil {
 			return err
 		}
 	}
@@ -103,7 +117,7 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 func (m *Manager) reloadNodeSetting(ctx context.Context, id string) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	settings, err := m.readNodeSettings(ctx)
+	settings, err := m.readNodeSettings(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -118,10 +132,11 @@ func (m *Manager) reloadNodeSetting(ctx context.Context, id string) error {
 }
 
 // applyNodeSettingLocked applies the operator's stored setting of node id
-// to the scheduler (mu held), at registration and after loading, and
-// sends the node a DrainCommand when its drain state changed or always
-// is true (a node that registers may have been told otherwise while it
-// was away).
+// to the scheduler (mu held; no setting: undrained, the default overload
+// threshold), at registration and after loading, and sends the node a
+// DrainCommand when its drain state changed, or when always is true
+// (registration) and the node drains or has a setting: a node clears its
+// own drain flag when it registers, so it hears a drain again.
 func (m *Manager) applyNodeSettingLocked(id string, always bool) {
 	n := m.sched.Node(id)
 	if n == nil {
@@ -141,44 +156,45 @@ func (m *Manager) applyNodeSettingLocked(id string, always bool) {
 	}
 }
 
-// saveNodeSetting writes node id's setting (removed when zero) into the
-// stored settings: read, change that one entry, write, under opMu, so
-// that managers sharing a store keep each other's entries.
-func (m *Manager) saveNodeSetting(id string) error {
-	m.opMu.Lock()
-	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := m.readNodeSettings(ctx)
+// changeNodeSettingOpLocked applies change to node id's stored setting
+// (opMu held): read the stored settings, change that one entry's fields,
+// write them back, so that managers sharing a store keep each other's
+// entries and fields. It returns the new entry and whether the store had
+// one before. When the store cannot be read (it is down), the change is
+// made to this manager's copy and the error returned.
+func (m *Manager) changeNodeSettingOpLocked(ctx context.Context, id string, change func(*nodeSetting)) (nodeSetting, bool, error) {
+	stored, err := m.readNodeSettings(ctx, true)
 	if err != nil {
-		return err
+		m.mu.Lock()
+		st, had := m.nodeSettings[id]
+		m.mu.Unlock()
+		change(&st)
+		return st, had, err
 	}
-	m.mu.Lock()
-	if st, ok := m.nodeSettings[id]; ok && !st.isZero() {
-		stored[id] = st
-	} else {
+	st, had := stored[id]
+	change(&st)
+	if st.isZero() {
 		delete(stored, id)
+	} else {
+		stored[id] = st
 	}
-	m.mu.Unlock()
 	b, err := json.Marshal(stored)
-	if err != nil {
-		return err
+	if err == nil {
+		err = m.st.PutState(ctx, stateNodeSettings, b)
 	}
-	return m.st.PutState(ctx, stateNodeSettings, b)
+	return st, had, err
 }
 
-// saveHold writes the eviction hold of title on node as the Replicator
-// has it now (added, or removed when it no longer holds) into the stored
-// holds, under opMu; expired holds are dropped on the way.
-func (m *Manager) saveHold(node, title string) error {
+// saveHoldOpLocked writes the eviction hold of title on node as the
+// Replicator has it now (added, or removed when it no longer holds) into
+// the stored holds (opMu held); expired holds are dropped on the way.
+func (m *Manager) saveHoldOpLocked(node, title string) error {
 	if m.rep == nil {
 		return nil
 	}
-	m.opMu.Lock()
-	defer m.opMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stored, err := m.readHolds(ctx)
+	stored, err := m.readHolds(ctx, true)
 	if err != nil {
 		return err
 	}

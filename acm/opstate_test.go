@@ -136,3 +136,35 @@ func TestNodeSettingsOnASharedStore(t *testing.T) {
 		t.Fatalf("a node never seen: %v", err)
 	}
 }
+
+// TestNodeSettingFieldsMergeOnASharedStore: a manager that changes one
+// field of a node's setting keeps the fields another manager changed
+// since it loaded them (the stored entry is the base, not its own copy).
+func TestNodeSettingFieldsMergeOnASharedStore(t *testing.T) {
+	open, _ := sharedRedis(t)
+	ctx := context.Background()
+	check := open()
+	b := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	b.startNode("n1", nodeOpts{})
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute)) // loads n1 draining
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false), Weight: ptr(int32(70))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Overload: ptr(0.8)}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := check.State(ctx, stateNodeSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[string]nodeSetting
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if st := stored["n1"]; st.Draining || st.Overload != 0.8 || st.Weight == nil || *st.Weight != 70 {
+		t.Fatalf("stored %s: want n1 undrained, weight 70, overload 0.8", raw)
+	}
+}

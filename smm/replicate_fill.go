@@ -98,7 +98,9 @@ func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) 
 		f = &fillRec{}
 		r.fills[k] = f
 	}
-	f.bytes, f.at, f.seen, f.backoff, f.byHand = bytes, now, false, false, true
+	// A new order: earlier failures of the pair do not count against its
+	// retries.
+	f.bytes, f.at, f.seen, f.backoff, f.byHand, f.attempts = bytes, now, false, false, true, 0
 	delete(r.held, k) // the operator wants it there again
 }
 
@@ -123,6 +125,9 @@ func (r *Replicator) fillFailed(k fillKey, now time.Time) {
 	// once (and a simulation stays repeatable).
 	j := float64(hashString(k.node+"\x00"+k.title)^uint64(f.attempts)*0x9e3779b97f4a7c15) / math.MaxUint64
 	f.next = now.Add(time.Duration(step * (0.5 + 0.5*j)))
+	if f.byHand && f.attempts >= maxHandRetries {
+		delete(r.fills, k) // the operator's prefetch is given up: not listed with a retry that never comes
+	}
 }
 
 // blocked reports whether a prefetch of k may not be ordered now: one is in
@@ -133,8 +138,8 @@ func (r *Replicator) blocked(k fillKey, now time.Time) bool {
 }
 
 // maxHandRetries is how many times an operator's prefetch is tried before
-// it is given up (with RetryMax 30 min, the last tries are half an hour
-// apart: about three hours in all).
+// it is given up (with the default backoff, 30 s doubling up to 30 min
+// and jittered, the tries spread over one to two hours).
 const maxHandRetries = 10
 
 // candidate is a prefetch Plan may order.
@@ -147,8 +152,9 @@ type candidate struct {
 // prefetches orders the fills the plan lacks, most urgent first.
 func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState, c *ClusterView) []Action {
 	offPeak := r.cfg.OffPeak.Contains(now, r.cfg.Location)
-	// free origin channels for the operator's orders (pins, prefetches by
-	// hand), slots of them for the plan's own prefetches.
+	// free origin channels; slots of them for the plan's own prefetches,
+	// opSlots (at least one) for the operator's orders (pins, retries of
+	// prefetches by hand).
 	free := max(c.OriginFree, 0)
 	slots := free
 	if !offPeak {

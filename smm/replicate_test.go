@@ -456,11 +456,11 @@ func TestClusterPinAvoidsNodeFullOfNodePins(t *testing.T) {
 	}
 }
 
-// TestOperatorOrdersUseEveryFreeChannel: at the peak the plan's own
+// TestOperatorOrdersGetAChannelAtThePeak: at the peak the plan's own
 // prefetches get a quarter of the free origin channels (none of 3), but a
-// pin is still prefetched; an operator's prefetch that failed is retried
+// pin still gets one; an operator's prefetch that failed is retried
 // when its backoff ends, although no plan wants the title.
-func TestOperatorOrdersUseEveryFreeChannel(t *testing.T) {
+func TestOperatorOrdersGetAChannelAtThePeak(t *testing.T) {
 	r := newRep(t, ReplicatorConfig{})
 	c := newCluster(1, 3)
 	c.view.OriginFree = 3

@@ -126,6 +126,11 @@ func (m *managerLink) session() error {
 	if err != nil {
 		return err
 	}
+	// Drain is the manager's order: the manager this node registered with
+	// sends it again (DrainCommand) when it wants the node drained, so a
+	// drain ordered by a manager that is gone, or lifted while the node was
+	// away, does not outlive the registration.
+	m.n.SetDraining(false)
 	interval := m.n.HeartbeatInterval
 	if ms := res.GetHeartbeatIntervalMs(); ms > 0 && time.Duration(ms)*time.Millisecond != interval {
 		m.n.log.Debug("manager asks another heartbeat interval; keeping the node's", "manager_ms", ms, "node", interval)

@@ -222,11 +222,19 @@ func TestManagerReconnect(t *testing.T) {
 	waitFor(t, 15*time.Second, "registration after the manager came up", func() bool { return m1.lastReport() != nil })
 	// the STARTED event queued while the manager was down is delivered
 	waitFor(t, 15*time.Second, "queued STARTED", func() bool { return m1.event("r1", pb.SessionEvent_KIND_STARTED) != nil })
+	// Drained by the first manager: the drain is that manager's order and
+	// ends with its registration (the next manager drains the node again
+	// if it wants it drained).
+	m1.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Drain{Drain: &pb.DrainCommand{Drain: true}}}
+	waitFor(t, 15*time.Second, "the drain", n.draining.Load)
 	s1.Stop()
 	m2 := newFakeManager()
 	s2 := up(m2)
 	defer s2.Stop()
 	waitFor(t, 15*time.Second, "re-registration", func() bool { return m2.registrations() > 0 && m2.lastReport() != nil })
+	if n.draining.Load() {
+		t.Error("still draining after registering with another manager")
+	}
 	if r := m2.lastReport(); r.GetSessions() != 1 {
 		t.Errorf("report after reconnect: %+v", r)
 	}
