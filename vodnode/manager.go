@@ -110,7 +110,12 @@ func (m *managerLink) run() {
 		if time.Since(began) > backoffMax {
 			backoff = backoffMin
 		}
-		m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		if status.Code(err) == codes.Unauthenticated {
+			m.n.log.Error("the manager refuses this node's credential: its secret_file must hold the manager's cluster secret; retrying",
+				"manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		} else {
+			m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		}
 		if !m.sleep(jitter(backoff)) {
 			return
 		}

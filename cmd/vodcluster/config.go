@@ -105,6 +105,7 @@ type NodeConfig struct {
 	DataDir        string        `yaml:"data_dir"`
 	RTSPListen     string        `yaml:"rtsp_listen"`    // default ":8555"
 	HTTPListen     string        `yaml:"http_listen"`    // default ":8081"
+	RTPPort        int           `yaml:"rtp_port"`       // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
 	AdvertiseHost  string        `yaml:"advertise_host"` // host clients are redirected to
 	Manager        string        `yaml:"manager"`        // manager gRPC host:port
 	Origin         string        `yaml:"origin"`         // CDP gRPC host:port

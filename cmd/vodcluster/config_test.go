@@ -56,6 +56,9 @@ func TestConfigStrict(t *testing.T) {
 	}
 	key32 := filepath.Join(dir, "key")
 	os.WriteFile(key32, []byte(strings.Repeat("ab", 32)), 0o600)
+	if _, err := newNode(NodeConfig{SecretFile: key32, RTPPort: 6971}); err == nil || !strings.Contains(err.Error(), "rtp_port 6971") {
+		t.Fatalf("odd rtp_port: %v", err)
+	}
 	if _, err := newManager(ManagerConfig{SecretFile: key32}); err == nil || !strings.Contains(err.Error(), "users_file is required") {
 		t.Fatalf("no users file: %v", err)
 	}

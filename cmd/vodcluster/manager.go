@@ -62,6 +62,10 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 			return nil, fmt.Errorf("admin_token_file %s: %d characters, need at least 16", c.AdminTokenFile, len(adminToken))
 		}
 	}
+	if adminToken == "" {
+		slog.Warn("no admin_token_file: the Admin API (vodctl) is open to anyone who reaches the manager's gRPC port",
+			"grpc_listen", orString(c.GRPCListen, acm.DefaultGRPCListen))
+	}
 	sched := schedulerConfig(c.Scheduler)
 	if err := sched.Validate(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -51,11 +52,15 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	if disk == 0 {
 		disk = defaultNodeDiskBytes
 	}
+	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
+		return nil, fmt.Errorf("rtp_port %d: want an even port below 65535 (RTCP takes the next), or 0", c.RTPPort)
+	}
 	return &vodnode.Node{
 		ID:             c.ID,
 		DataDir:        c.DataDir,
 		RTSPListen:     orString(c.RTSPListen, defaultNodeRTSPListen),
 		HTTPListen:     orString(c.HTTPListen, defaultNodeHTTPListen),
+		RTPPort:        c.RTPPort,
 		AdvertiseHost:  c.AdvertiseHost,
 		Capacity:       vodnode.Capacity{EgressBps: egress, MaxSessions: c.MaxSessions, DiskBytes: disk},
 		Weight:         c.Weight,

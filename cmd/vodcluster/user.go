@@ -73,11 +73,7 @@ func userCmd() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(buf.Bytes())
 				return err
 			}
-			tmp := file + ".tmp"
-			if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, file); err != nil {
+			if err := replaceFile(file, buf.Bytes()); err != nil {
 				return err
 			}
 			verb := "added"
@@ -112,4 +108,31 @@ func readUsers(path string, doc *usersDoc) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// replaceFile writes b to path through a temporary file renamed over it,
+// so a reader never sees half a file. An existing file's mode and owner
+// are kept (the manager's service account reads the users file, e.g.
+// root:vodcluster 0640); a new file gets 0600.
+func replaceFile(path string, b []byte) error {
+	mode := os.FileMode(0o600)
+	old, statErr := os.Stat(path)
+	if statErr == nil {
+		mode = old.Mode().Perm()
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil { // WriteFile's mode is masked by the umask
+		os.Remove(tmp)
+		return err
+	}
+	if statErr == nil {
+		if err := keepOwner(tmp, old); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("%s: keep its owner: %w", path, err)
+		}
+	}
+	return os.Rename(tmp, path)
 }

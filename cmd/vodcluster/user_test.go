@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,5 +60,26 @@ func TestUserFileAddReplaceAndAuthenticate(t *testing.T) {
 	}
 	if _, err := runUser(t, "x\n", "bad:name", "--file", f); err == nil {
 		t.Fatal("bad name accepted")
+	}
+}
+
+// Updating a users file keeps its mode (the manager's service account
+// reads it through its group); a new file is private to its owner.
+func TestUserFileKeepsItsMode(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	if _, err := runUser(t, "pw\n", "alice", "--file", f); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("new file mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	if err := os.Chmod(f, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw2\n", "bob", "--file", f); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode after an update %v (%v), want 0640 kept", st.Mode().Perm(), err)
 	}
 }

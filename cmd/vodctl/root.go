@@ -39,7 +39,13 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
-	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("VODCTL_TOKEN"), "the manager's admin token, when it has one ($VODCTL_TOKEN)")
+	// The token's default is read at run time, not shown in --help.
+	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if !cmd.Flags().Changed("token") {
+			g.token = os.Getenv("VODCTL_TOKEN")
+		}
+	}
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
@@ -191,7 +197,12 @@ func nodeCmd(g *globals) *cobra.Command {
 				return c.SetNode(ctx, req)
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				n := m.(*v1.NodeInfo)
-				fmt.Fprintf(w, "node %s:	alive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
+				if n.RtspAddr == "" { // not registered: only its stored setting changed
+					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v, overload %.2f (0 = default); applied when it registers\n",
+						n.NodeId, n.Draining, n.Overload)
+					return
+				}
+				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
 					n.NodeId, n.Alive, n.Draining, n.Weight, n.Overload, n.Sessions)
 			})
 		},

@@ -71,4 +71,28 @@ func TestAdminTokenHint(t *testing.T) {
 	if err := run("--token", want, "nodes"); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("right token: %v", err)
 	}
+	t.Setenv("VODCTL_TOKEN", want)
+	env := newRoot()
+	env.SetOut(&bytes.Buffer{})
+	env.SetErr(&bytes.Buffer{})
+	env.SetArgs([]string{"--manager", lis.Addr().String(), "nodes"})
+	if err := env.Execute(); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("token from $VODCTL_TOKEN: %v", err)
+	}
+}
+
+// --help does not show the admin token taken from $VODCTL_TOKEN.
+func TestHelpHidesToken(t *testing.T) {
+	t.Setenv("VODCTL_TOKEN", "secret-token-0123456789")
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"nodes", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "secret-token") || !strings.Contains(out.String(), "$VODCTL_TOKEN") {
+		t.Fatalf("help:\n%s", out.String())
+	}
 }

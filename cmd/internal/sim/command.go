@@ -35,9 +35,11 @@ load at the peak hour, origin fetches and bytes, the offline lower bound on
 origin bytes for the same served requests and the cluster's disk (each title
 on disk while it plays) and the ratio to it, placement moves, peak CDP
 transfers and decision times. --storage-policies all --policies lall,rr,wlc
-is the side-by-side storage table. --trace-out writes the served requests as
-CSV: ` + "`vodcluster bound --capacity <cluster disk bytes> FILE`" + ` recomputes the bound
-from it (add --any-warm after --warmup-days).`,
+is the side-by-side storage table. --trace-out writes the requests as CSV,
+one row per placement (a viewer resumed after a node failure has two) and
+one per refusal (node -1): ` + "`vodcluster bound --capacity <cluster disk bytes> FILE`" + `
+recomputes the bound from the served rows (add --any-warm after
+--warmup-days).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := Default()
