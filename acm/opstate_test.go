@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 
 	"google.golang.org/grpc/codes"
@@ -51,6 +52,21 @@ func TestOperatorSettingsSurviveRestart(t *testing.T) {
 	if len(holds) != 1 || holds[0].Node != "n1" || holds[0].Title != "t1" {
 		t.Fatalf("eviction holds after the restart: %v", holds)
 	}
+}
+
+// storedSettings reads the node settings as st holds them, decoded and
+// raw (for messages).
+func storedSettings(t *testing.T, st store.Store) (map[string]nodeSetting, []byte) {
+	t.Helper()
+	raw, err := st.State(context.Background(), stateNodeSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[string]nodeSetting
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	return stored, raw
 }
 
 // waitDrainCmd waits for a DrainCommand to n with the given value,
@@ -108,14 +124,7 @@ func TestNodeSettingsOnASharedStore(t *testing.T) {
 	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n3", Weight: ptr(int32(50))}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := check.State(ctx, stateNodeSettings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored map[string]nodeSetting
-	if err := json.Unmarshal(raw, &stored); err != nil {
-		t.Fatal(err)
-	}
+	stored, raw := storedSettings(t, check)
 	if !stored["n1"].Draining || stored["n3"].Weight == nil || *stored["n3"].Weight != 50 || len(stored) != 2 {
 		t.Fatalf("stored settings %s: want n1 draining and n3's weight (n2 undrained: no entry)", raw)
 	}
@@ -156,14 +165,7 @@ func TestNodeSettingFieldsMergeOnASharedStore(t *testing.T) {
 	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Overload: ptr(0.8)}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := check.State(ctx, stateNodeSettings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored map[string]nodeSetting
-	if err := json.Unmarshal(raw, &stored); err != nil {
-		t.Fatal(err)
-	}
+	stored, raw := storedSettings(t, check)
 	if st := stored["n1"]; st.Draining || st.Overload != 0.8 || st.Weight == nil || *st.Weight != 70 {
 		t.Fatalf("stored %s: want n1 undrained, weight 70, overload 0.8", raw)
 	}
