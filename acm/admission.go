@@ -71,14 +71,20 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			return m.regrant(g, r, now)
 		}
 	}
-	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User] >= limit {
+	// The subscriber's requests still in the queue count against the
+	// limit with its sessions: otherwise one account could queue any
+	// number of requests while the cluster is full and take every slot
+	// that frees up.
+	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
 		m.mu.Unlock()
 		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
 		return nil, errUserLimit
 	}
+	m.userPending[r.User]++
 	m.planner.Observe(t.ID, now)
 	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}, now.Add(m.QueueDeadline), now)
 	if err != nil {
+		m.pendingDoneLocked(r.User)
 		m.mu.Unlock()
 		m.log.Error("admission refused a malformed request", "title", t.ID, "err", err)
 		return nil, errUnavailable
@@ -98,6 +104,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 		m.mu.Lock()
 		if gone != nil {
+			m.pendingDoneLocked(r.User)
 			delete(m.waiters, tk)
 			if !m.sched.Cancel(tk, gone) && tk.Err == nil {
 				// Placed in the same instant the client left.
@@ -113,6 +120,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			return nil, gone
 		}
 	}
+	m.pendingDoneLocked(r.User) // a session from here on, or nothing
 	if tk.Err != nil {
 		why := m.refusalLocked(t)
 		m.mu.Unlock()
@@ -180,6 +188,16 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	m.log.Info("admitted", "session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
 		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client)
 	return g, nil
+}
+
+// pendingDoneLocked takes one of user's requests out of the queued count
+// (mu held): it became a session, or was refused, or left.
+func (m *Manager) pendingDoneLocked(user string) {
+	if n := m.userPending[user] - 1; n > 0 {
+		m.userPending[user] = n
+	} else {
+		delete(m.userPending, user)
+	}
 }
 
 // sameHTTPViewerLocked returns the grant of a live HTTP session of r's

@@ -1,8 +1,10 @@
 package acm
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
@@ -41,5 +43,61 @@ func TestSessionLimitPerSubscriber(t *testing.T) {
 	}
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
 		t.Fatalf("after an end: %d, want 302", res.StatusCode)
+	}
+}
+
+// Requests waiting in the admission queue count against the subscriber's
+// session limit: while the cluster is full one account cannot queue more
+// requests than its limit and take every slot that frees up.
+func TestSessionLimitCountsQueuedRequests(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2; m.QueueDeadline = 30 * time.Second })
+	e.startNode("n1", nodeOpts{egress: titleBps})
+	noFollow := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	get := func(user, title string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/"+title+".ts", nil)
+		req.SetBasicAuth(user, user)
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: noFollow}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := get("kid", "t1"); c != http.StatusFound { // the node is full
+		t.Fatalf("kid: %d", c)
+	}
+	const n = 6
+	codes := make(chan int, n)
+	for range n {
+		go func() { codes <- get("demo", "t2") }()
+	}
+	tooMany := 0
+	for range n - 2 {
+		if c := <-codes; c == http.StatusTooManyRequests {
+			tooMany++
+		} else {
+			t.Errorf("a request beyond the limit got %d while two wait, want 429", c)
+		}
+	}
+	waitFor(t, 5*time.Second, "two requests queued", func() bool { return e.queued() == 2 })
+	// Room for many: the node registers again with more egress.
+	if _, err := e.nc.Register(context.Background(), &pb.RegisterRequest{NodeId: "n1", RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2",
+		Capacity: &pb.NodeCapacity{EgressBps: 20 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if c := <-codes; c != http.StatusFound {
+			t.Errorf("a queued request got %d, want 302", c)
+		}
+	}
+	held := 0
+	for _, s := range e.sessions() {
+		if s.User == "demo" {
+			held++
+		}
+	}
+	if held != 2 || tooMany != n-2 {
+		t.Fatalf("demo holds %d sessions (limit 2), %d requests refused with 429 (want %d)", held, tooMany, n-2)
 	}
 }

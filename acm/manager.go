@@ -157,9 +157,12 @@ type Manager struct {
 	sessions map[string]*session
 	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
 	userSessions map[string]int
-	logins       *loginGuard // failed logins per client IP and user; nil: no limit
-	nodes        map[string]*nodeState
-	waiters      map[*lsm.Ticket]chan struct{}
+	// userPending counts each subscriber's requests between the session
+	// limit's check and their session (or refusal): waiting in the queue.
+	userPending map[string]int
+	logins      *loginGuard // failed logins per client IP and user; nil: no limit
+	nodes       map[string]*nodeState
+	waiters     map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
 	// planTitles is the catalog as the storage planner sees it, built
@@ -315,6 +318,7 @@ func (m *Manager) Start() (err error) {
 	m.seeded = map[string]float64{}
 	m.sessions = map[string]*session{}
 	m.userSessions = map[string]int{}
+	m.userPending = map[string]int{}
 	m.nodes = map[string]*nodeState{}
 	m.nodeSettings = map[string]nodeSetting{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
