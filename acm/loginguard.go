@@ -15,24 +15,35 @@ const (
 	DefaultLoginFailureRefill = 30 * time.Second
 )
 
-// loginGuardMax is the number of (client IP, user) pairs the guard
-// remembers; past it, pairs whose budget is whole again are forgotten.
+// loginGuardMax is the number of (client IP, user) pairs, and of client
+// addresses, the guard remembers. When a table is full, the entries whose
+// budget is whole again are forgotten (a scan at most once a second);
+// if none are, a random entry is (most of a full table is a flood's).
 const loginGuardMax = 100_000
 
-// loginGuard limits failed logins per client IP and user name: each pair
-// has a token bucket of failures (golang.org/x/time/rate) of burst
-// failures, refilled one per refill. While a pair's bucket is empty its
-// requests are refused before the credentials are checked, so guessing a
-// password costs the guesser time and the BOSS no bcrypt. Keyed by the
-// pair rather than the IP alone: a household's or a hotel's set-top
-// boxes share one NAT address, and one box with a wrong password must not
-// lock the others out. Safe for concurrent use.
+// addrFactor scales the per-pair budget to the per-address one: an
+// address may fail addrFactor times more often, over every user name.
+const addrFactor = 10
+
+// loginGuard limits failed logins per client IP and user name, and per
+// client IP over all user names: each key has a token bucket of failures
+// (golang.org/x/time/rate), burst failures refilled one per refill for a
+// pair, addrFactor times both for an address. While a bucket is empty
+// the requests under its key are refused before the credentials are
+// checked, so guessing a password costs the guesser time and the BOSS no
+// bcrypt. The pair's limit is the tight one: a household's or a hotel's
+// set-top boxes share one NAT address, and one box with a wrong password
+// must not lock the others out. The address's limit stops one address
+// from spraying guesses over many user names (100 at once, then one
+// every 3 s with the defaults). Safe for concurrent use.
 type loginGuard struct {
 	burst  int
 	refill time.Duration
 
-	mu    sync.Mutex
-	pairs map[string]*rate.Limiter
+	mu     sync.Mutex
+	pairs  map[string]*rate.Limiter
+	addrs  map[string]*rate.Limiter
+	pruned time.Time // last scan of the full tables
 }
 
 // newLoginGuard returns a guard allowing burst failures per pair, one
@@ -41,59 +52,88 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	if burst < 0 {
 		return nil
 	}
-	return &loginGuard{burst: burst, refill: refill, pairs: map[string]*rate.Limiter{}}
+	return &loginGuard{burst: burst, refill: refill, pairs: map[string]*rate.Limiter{}, addrs: map[string]*rate.Limiter{}}
 }
 
 // take books one failed login of the client at ip for user at now, before
 // the credentials are checked, so that concurrent guesses cannot all pass
 // a check made before any of them failed. It returns ok false, and when
-// the pair may try again, when the pair has no failure left; otherwise a
-// refund to call when the login succeeds. IPv6 clients are keyed by
-// their /64 (one subscriber's prefix).
+// the client may try again, when the pair or the address has no failure
+// left; otherwise a refund to call when the login succeeds. IPv6 clients
+// are keyed by their /64 (one subscriber's prefix).
 func (g *loginGuard) take(ip, user string, now time.Time) (ok bool, wait time.Duration, refund func()) {
 	if g == nil {
 		return true, 0, func() {}
 	}
-	key := pairKey(ip, user)
+	addr := addrKey(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := g.pairs[key]
-	if l == nil {
-		if len(g.pairs) >= loginGuardMax && !g.pruneLocked(now) {
-			return true, 0, func() {} // a flood of distinct pairs: the known ones stay limited
-		}
-		l = rate.NewLimiter(rate.Every(g.refill), g.burst)
-		g.pairs[key] = l
+	if (len(g.addrs) >= loginGuardMax || len(g.pairs) >= loginGuardMax) && (now.Sub(g.pruned) >= time.Second || now.Before(g.pruned)) {
+		g.pruned = now
+		g.pruneLocked(now)
 	}
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
+	a := g.limiterLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor)
+	p := g.limiterLocked(g.pairs, addr+"\x00"+user, g.burst, g.refill)
+	ra := a.ReserveN(now, 1)
+	rp := p.ReserveN(now, 1)
+	if d := max(ra.DelayFrom(now), rp.DelayFrom(now)); d > 0 {
+		ra.CancelAt(now)
+		rp.CancelAt(now)
 		return false, d, nil
 	}
 	return true, 0, func() {
 		g.mu.Lock()
-		r.CancelAt(now)
+		ra.CancelAt(now)
+		rp.CancelAt(now)
 		g.mu.Unlock()
 	}
 }
 
-// pairKey is the guard's key of a client address and user name.
-func pairKey(ip, user string) string {
+// addrKey is the guard's key of a client address: the address, or an
+// IPv6 address's /64.
+func addrKey(ip string) string {
 	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() && !a.Is4In6() {
 		if p, err := a.Prefix(64); err == nil {
-			ip = p.String()
+			return p.String()
 		}
 	}
-	return ip + "\x00" + user
+	return ip
 }
 
-// pruneLocked forgets the pairs whose budget is whole again (they are as
-// if new) and reports whether that made room.
-func (g *loginGuard) pruneLocked(now time.Time) bool {
+// limiterLocked returns key's bucket in m, created with burst failures
+// and one more every refill when missing (mu held). When m is full (take
+// scans the full tables for whole buckets at most once a second), a
+// random entry makes the room, so a flood of keys neither grows the
+// table nor switches the limit off (a key of the flood's is the likely
+// one to go).
+func (g *loginGuard) limiterLocked(m map[string]*rate.Limiter, key string, burst int, refill time.Duration) *rate.Limiter {
+	if l := m[key]; l != nil {
+		return l
+	}
+	if len(m) >= loginGuardMax {
+		for k := range m {
+			if len(m) < loginGuardMax {
+				break
+			}
+			delete(m, k)
+		}
+	}
+	l := rate.NewLimiter(rate.Every(refill), burst)
+	m[key] = l
+	return l
+}
+
+// pruneLocked forgets the keys whose budget is whole again (they are as
+// if new).
+func (g *loginGuard) pruneLocked(now time.Time) {
 	for k, l := range g.pairs {
 		if l.TokensAt(now) >= float64(g.burst) {
 			delete(g.pairs, k)
 		}
 	}
-	return len(g.pairs) < loginGuardMax
+	for k, l := range g.addrs {
+		if l.TokensAt(now) >= float64(addrFactor*g.burst) {
+			delete(g.addrs, k)
+		}
+	}
 }

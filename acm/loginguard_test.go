@@ -88,24 +88,64 @@ func TestLoginGuardConcurrent(t *testing.T) {
 func TestLoginGuardPrunes(t *testing.T) {
 	g := newLoginGuard(1, time.Second)
 	t0 := time.Unix(1_000_000, 0)
+	// A flood of pairs from many addresses fills the tables with spent
+	// buckets.
 	for i := 0; i < loginGuardMax; i++ {
-		g.take("10.0.0.1", strconv.Itoa(i), t0)
+		g.take("10.1."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250), "junk"+strconv.Itoa(i), t0)
 	}
-	// The table is full of spent pairs: a new pair is not tracked, the
-	// known ones stay limited.
-	if ok, _, _ := g.take("10.0.0.9", "new", t0); !ok {
-		t.Fatal("untracked pair refused")
+	g.take("10.0.0.9", "victim", t0) // the victim's one failure
+	// The tables stay bounded, and the limit stays on: the victim's next
+	// guesses are refused, whatever the flood evicted.
+	refused := 0
+	for range 200 {
+		if ok, _, _ := g.take("10.0.0.9", "victim", t0); !ok {
+			refused++
+		}
 	}
-	if ok, _, _ := g.take("10.0.0.1", "7", t0); ok {
-		t.Fatal("a known pair lost its limit in a flood")
+	if len(g.pairs) > loginGuardMax || len(g.addrs) > loginGuardMax {
+		t.Fatalf("tables grew past their bound: %d pairs, %d addresses", len(g.pairs), len(g.addrs))
+	}
+	if refused < 190 {
+		t.Fatalf("only %d of 200 guesses refused in a flood", refused)
 	}
 	// Once their budgets are whole again they are forgotten.
 	g.take("10.0.0.9", "late", t0.Add(time.Minute))
-	if len(g.pairs) != 1 {
-		t.Fatalf("%d pairs kept, want the new one", len(g.pairs))
+	if len(g.pairs) != 1 || len(g.addrs) != 1 {
+		t.Fatalf("%d pairs and %d addresses kept, want the new one", len(g.pairs), len(g.addrs))
 	}
 	if ok, _, _ := g.take("10.0.0.9", "late", t0.Add(time.Minute)); ok {
 		t.Fatal("the new pair's failure was lost")
+	}
+}
+
+// One address spraying guesses over many user names is limited too: ten
+// times the pair's budget, refilled ten times as fast.
+func TestLoginGuardPerAddress(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	for i := range 20 {
+		if ok, _, _ := g.take("10.0.0.1", "user"+strconv.Itoa(i), t0); !ok {
+			t.Fatalf("refused after %d failures over many names, budget 20", i)
+		}
+	}
+	ok, wait, _ := g.take("10.0.0.1", "fresh", t0)
+	if ok || wait <= 0 || wait > time.Second {
+		t.Fatalf("the address's 21st failure: ok %v, wait %v (want about 1s)", ok, wait)
+	}
+	if ok, _, _ := g.take("10.0.0.2", "fresh", t0); !ok {
+		t.Fatal("another address refused")
+	}
+	// A refused attempt spends neither budget: after one address refill
+	// the fresh name has its own two.
+	if ok, _, _ := g.take("10.0.0.1", "fresh", t0.Add(time.Second)); !ok {
+		t.Fatal("still refused after the address's refill")
+	}
+	// IPv6: one /64 is one address.
+	for i := range 20 {
+		g.take("2001:db8::"+strconv.Itoa(i+1), "u"+strconv.Itoa(i), t0)
+	}
+	if ok, _, _ := g.take("2001:db8::ffff", "other", t0); ok {
+		t.Fatal("a /64 spraying from many addresses not refused")
 	}
 }
 

@@ -104,7 +104,9 @@ type Manager struct {
 	// LoginFailures is how many failed logins a client IP may make for
 	// one user name before its requests for that name are refused (RTSP
 	// 503, HTTP 429, with Retry-After) without checking the credentials;
-	// one more is allowed every LoginFailureRefill. 0 means
+	// one more is allowed every LoginFailureRefill. One client IP (an
+	// IPv6 client's /64) may fail ten times as often over all user names
+	// (a guesser spraying passwords over many names). 0 means
 	// DefaultLoginFailures; < 0 means no limit.
 	LoginFailures      int
 	LoginFailureRefill time.Duration // DefaultLoginFailureRefill

@@ -38,7 +38,7 @@ type ManagerConfig struct {
 	TokenTTL       time.Duration   `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
 	QueueDeadline  time.Duration   `yaml:"queue_deadline"`        // longest wait for a node, default 5s
 	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
-	LoginFailures  int             `yaml:"login_failures"`        // failed logins per client IP and user before refusals, default 10; -1 = no limit
+	LoginFailures  int             `yaml:"login_failures"`        // failed logins per client IP and user before refusals (ten times that per IP over all names), default 10; -1 = no limit
 	LoginRefill    time.Duration   `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
 	RestoreGrace   time.Duration   `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
