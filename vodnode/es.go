@@ -144,6 +144,8 @@ func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec t
 	if err != nil {
 		return nil, err
 	}
+	s.ctl.Lock()
+	defer s.ctl.Unlock()
 	if s.player != nil {
 		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already playing")
 	}
@@ -185,7 +187,14 @@ func (n *Node) startES(s *session) *rtspError {
 	if err != nil {
 		return rtspErr(base.StatusInternalServerError, "%v", err)
 	}
+	n.mu.Lock()
+	if s.ended { // a TEARDOWN (or timeout) won the race: nothing would stop this stream
+		n.mu.Unlock()
+		st.Close()
+		return rtspErr(base.StatusSessionNotFound, "session %s ended", s.id)
+	}
 	s.player = esPlayer{st}
+	n.mu.Unlock()
 	return nil
 }
 

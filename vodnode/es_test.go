@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -53,5 +54,46 @@ func TestElementaryStreams(t *testing.T) {
 	}
 	if got := strings.Fields(string(out)); len(got) != 2 || got[0] != "h264" || got[1] != "aac" {
 		t.Errorf("ffprobe streams %q", got)
+	}
+}
+
+// TestESPlayRacingTeardown: the first PLAY of an ES session (which starts
+// its stream) racing a TEARDOWN from another connection either plays and
+// is torn down, or is answered 454: either way no stream outlives the
+// session. (The player was set without the node's lock: a TEARDOWN that
+// saw none left the stream PLAY then started running, unaccounted.)
+func TestESPlayRacingTeardown(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	for i := range 20 {
+		url := esURL(n, mint(t, fmt.Sprintf("es-race-%d", i), "sample-001", "node-1", "", time.Minute), "sample-001")
+		a, b := dialRTSP(t, n), dialRTSP(t, n)
+		res := a.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+		if res.StatusCode != 200 {
+			t.Fatalf("SETUP: %s", statusLine(res))
+		}
+		id := sessionID(res)
+		a.send("PLAY", url+"/", "Session", id)
+		if res := b.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 && res.StatusCode != 454 {
+			t.Fatalf("TEARDOWN: %s", statusLine(res))
+		}
+		if res := a.readResponse(); res.StatusCode != 200 && res.StatusCode != 454 {
+			t.Fatalf("PLAY racing a TEARDOWN: %s", statusLine(res))
+		}
+		// The stream stops: a silence of 300 ms comes within 5 s (a
+		// stream left running sends every few milliseconds to the end of
+		// the title).
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			a.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			if _, _, err := a.frame(); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: media still flows 5 s after the TEARDOWN", i)
+			}
+		}
+		a.c.Close()
+		b.c.Close()
 	}
 }

@@ -134,6 +134,8 @@ func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
+	s.ctl.Lock()
+	defer s.ctl.Unlock()
 	if s.player != nil {
 		s.player.Pause()
 	}
@@ -195,6 +197,8 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if err != nil {
 		return nil, nil, err
 	}
+	s.ctl.Lock()
+	defer s.ctl.Unlock()
 	start, perr := parseRange(req.Header["Range"])
 	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +26,7 @@ type session struct {
 	meta       store.Meta
 	expires    time.Time // the token's expiry
 	t          *store.Title
-	player     player        // nil until an ES session's first PLAY
+	player     player        // nil until an ES session's first PLAY; set under ctl and Node.mu
 	es         *esSession    // elementary-stream sessions only
 	spec       transportSpec // the (first) track's transport
 	conn       *rtspConn     // the connection that set it up
@@ -33,6 +34,10 @@ type session struct {
 	controlURL string        // the SETUP URL, echoed in RTP-Info
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
+
+	// ctl serialises PLAY, PAUSE and the SETUP of a further ES track:
+	// any connection may name the session, so two may race.
+	ctl sync.Mutex
 
 	// guarded by Node.mu
 	started bool // PLAY seen, STARTED reported
@@ -92,12 +97,13 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	} else {
 		n.releaseLocked(s.sid, s, s.expires)
 	}
+	p := s.player // an ES session's first PLAY sets it under mu, unless ended
 	n.mu.Unlock()
 
 	var bytes int64
-	if s.player != nil {
-		s.player.Close()
-		bytes = s.player.BytesSent()
+	if p != nil {
+		p.Close()
+		bytes = p.BytesSent()
 	}
 	n.store.Release(s.t)
 	if s.conn != nil {
