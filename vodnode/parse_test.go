@@ -91,7 +91,7 @@ func TestParseTransports(t *testing.T) {
 		t.Errorf("destination %v", specs[0].Destination)
 	}
 	for _, bad := range []string{"", "RTP/AVP;unicast", "RTP/SAVP;unicast;client_port=1-2", "RTP/AVP;unicast;client_port=0-1",
-		"RTP/AVP;unicast;client_port=70000", "RTP/AVP/TCP;interleaved=300-301", strings.Repeat("RTP/AVP,", 1000)} {
+		"RTP/AVP;unicast;client_port=70000", "RTP/AVP/TCP;interleaved=300-301", "RTP/AVP/TCP;interleaved=255", strings.Repeat("RTP/AVP,", 1000)} {
 		if _, err := parseTransports(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

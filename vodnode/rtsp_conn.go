@@ -30,7 +30,7 @@ type rtspConn struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session        // set up over this connection
-	channels map[int]*session           // interleaved RTP channel -> session
+	channels map[int]*session           // interleaved channel (RTP and RTCP) -> session
 	pending  map[string]*pendingRefusal // SETUPs refused for their Transport, by admission session id
 }
 
@@ -172,7 +172,7 @@ func (c *rtspConn) write(res *base.Response, req *base.Request) error {
 // frame from the client (RTCP receiver reports).
 func (c *rtspConn) onFrame(ch int) {
 	c.mu.Lock()
-	s := c.channels[ch&^1]
+	s := c.channels[ch]
 	c.mu.Unlock()
 	if s != nil {
 		s.touch(time.Now())
@@ -197,16 +197,17 @@ func (c *rtspConn) adopt(s *session, spec *transportSpec) *rtspError {
 	if spec.Mode == deliver.RTPTCP {
 		ch := spec.Interleaved[0]
 		if ch < 0 {
-			for ch = 0; c.channels[ch] != nil; ch += 2 {
+			for ch = 0; c.channels[ch] != nil || c.channels[ch+1] != nil; ch += 2 {
 			}
 			if ch > 254 {
 				return rtspErr(base.StatusUnsupportedTransport, "no free interleaved channel")
 			}
-		} else if c.channels[ch&^1] != nil {
-			return rtspErr(base.StatusUnsupportedTransport, "interleaved channel %d in use", ch)
+		} else if c.channels[ch] != nil || c.channels[ch+1] != nil {
+			// An odd pair (1-2) is allowed; it must not overlap another.
+			return rtspErr(base.StatusUnsupportedTransport, "interleaved channels %d-%d in use", ch, ch+1)
 		}
 		spec.Interleaved = [2]int{ch, ch + 1}
-		c.channels[ch&^1] = s
+		c.channels[ch], c.channels[ch+1] = s, s
 	}
 	c.sessions[s.id] = s
 	return nil

@@ -83,7 +83,7 @@ func parseTransport(entry string) (transportSpec, bool) {
 			s.ClientPorts = [2]int{a, b}
 		case "interleaved":
 			a, b, ok := parsePortRange(val, 0)
-			if !ok || a > 255 || b > 255 {
+			if !ok || a > 254 || b > 255 { // RTP on a, RTCP on a+1: both must fit in the $ frame's byte
 				return s, false
 			}
 			s.Interleaved = [2]int{a, b}

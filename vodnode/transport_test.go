@@ -61,3 +61,35 @@ func TestTransportLists(t *testing.T) {
 		t.Errorf("only unknown entries: %s, want 461", statusLine(res))
 	}
 }
+
+// TestInterleavedChannels: a pair that does not fit the $ frame's channel
+// byte (255, RTCP on 256) is 461, which leaves the token for the
+// client's next SETUP; an odd pair is served on the channels asked for,
+// and a pair overlapping another session's on the connection is 461.
+func TestInterleavedChannels(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url1 := nodeURL(n, mint(t, "il-1", "sample-001", "node-1", "", time.Minute), "sample-001") + "/trackID=0"
+	if res := c.do("SETUP", url1, "Transport", "RTP/AVP/TCP;unicast;interleaved=255"); res.StatusCode != 461 {
+		t.Fatalf("interleaved=255: %s, want 461", statusLine(res))
+	}
+	res := c.do("SETUP", url1, "Transport", "RTP/AVP/TCP;unicast;interleaved=1-2")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP with the same token after a 461: %s", statusLine(res))
+	}
+	if tr := res.Header["Transport"]; len(tr) != 1 || !strings.Contains(tr[0], "interleaved=1-2") {
+		t.Errorf("Transport %v, want interleaved=1-2", tr)
+	}
+	url2 := nodeURL(n, mint(t, "il-2", "sample-002", "node-1", "", time.Minute), "sample-002") + "/trackID=0"
+	if res := c.do("SETUP", url2, "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3"); res.StatusCode != 461 {
+		t.Fatalf("a pair overlapping another session's: %s, want 461", statusLine(res))
+	}
+	res = c.do("SETUP", url2, "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP without a pair: %s", statusLine(res))
+	}
+	if tr := res.Header["Transport"]; len(tr) != 1 || !strings.Contains(tr[0], "interleaved=4-5") {
+		t.Errorf("Transport %v, want the first free pair 4-5", tr)
+	}
+}
