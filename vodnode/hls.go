@@ -1,7 +1,6 @@
 package vodnode
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -119,36 +118,67 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 			psi = deliver.ReadPSI(hs.t, idx)
 		}
 	}
-	buf := make([]byte, len(psi)+int(s.end-s.start))
-	copy(buf, psi)
-	if _, err := hs.t.ReadAt(buf[len(psi):], s.start); err != nil {
-		http.Error(w, "read: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
+	// Read from the title as it is sent (not buffered: a segment of a
+	// title with few keyframes can be large, and a viewer may ask for
+	// several at once).
+	seg := segmentAt{psi: psi, t: hs.t, start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
-	rd := &pacedBytes{rd: bytes.NewReader(buf), hs: hs, n: n, ctx: r.Context()}
+	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), hs: hs, n: n, ctx: r.Context()}
 	http.ServeContent(w, r, fmt.Sprintf("seg-%d.ts", i), time.Time{}, rd)
 }
 
-// pacedBytes serves bytes in memory (a segment) at its viewer's pace,
-// counting them as sent.
-type pacedBytes struct {
-	rd  *bytes.Reader
+// segmentAt is an HLS segment as an io.ReaderAt: psi, then the title's
+// bytes from start.
+type segmentAt struct {
+	psi   []byte
+	t     io.ReaderAt
+	start int64
+}
+
+func (s segmentAt) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	if off < int64(len(s.psi)) {
+		n = copy(b, s.psi[off:])
+		if n == len(b) {
+			return n, nil
+		}
+		off = int64(len(s.psi))
+	}
+	m, err := s.t.ReadAt(b[n:], s.start+off-int64(len(s.psi)))
+	return n + m, err
+}
+
+// pacedSection serves a section (a segment) at its viewer's pace,
+// counting the bytes as sent.
+type pacedSection struct {
+	rd  *io.SectionReader
+	pos int64
 	hs  *httpSession
 	n   *Node
 	ctx context.Context
 }
 
-func (p *pacedBytes) Seek(off int64, whence int) (int64, error) { return p.rd.Seek(off, whence) }
+func (p *pacedSection) Seek(off int64, whence int) (int64, error) {
+	pos, err := p.rd.Seek(off, whence)
+	if err == nil {
+		p.pos = pos
+	}
+	return pos, err
+}
 
-func (p *pacedBytes) Read(b []byte) (int, error) {
-	b = b[:min(len(b), 64<<10)]
-	if p.hs.limiter != nil && p.rd.Len() > 0 {
-		if err := p.hs.limiter.WaitN(p.ctx, min(len(b), p.rd.Len())); err != nil {
+func (p *pacedSection) Read(b []byte) (int, error) {
+	left := p.rd.Size() - p.pos
+	b = b[:min(int64(len(b)), 64<<10, max(left, 0))]
+	if len(b) == 0 {
+		return 0, io.EOF
+	}
+	if p.hs.limiter != nil {
+		if err := p.hs.limiter.WaitN(p.ctx, len(b)); err != nil {
 			return 0, err
 		}
 	}
 	n, err := p.rd.Read(b)
+	p.pos += int64(n)
 	p.hs.bytes.Add(int64(n))
 	p.n.httpBytes.Add(int64(n))
 	return n, err

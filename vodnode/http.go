@@ -150,6 +150,11 @@ const (
 	httpBurst = 10
 )
 
+// maxHTTPInFlight is how many requests of one viewer (one token) a node
+// serves at once; more are 429 with Retry-After. Players keep one to a
+// few open (a range being read, the next segment, the playlist).
+const maxHTTPInFlight = 16
+
 func httpError(w http.ResponseWriter, e *rtspError) {
 	code := int(e.code)
 	switch e.code {
@@ -193,7 +198,12 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, rerr)
 		return
 	}
-	hs.active.Add(1)
+	if hs.active.Add(1) > maxHTTPInFlight {
+		hs.active.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("too many requests at once for one viewer (%d)", maxHTTPInFlight), http.StatusTooManyRequests)
+		return
+	}
 	defer func() {
 		hs.lastSeen.Store(time.Now().UnixNano())
 		hs.active.Add(-1)

@@ -128,6 +128,22 @@ func TestHLS(t *testing.T) {
 	if res.StatusCode != 200 || len(seg) < 3*188 || seg[0] != 0x47 || seg[1]&0x1f != 0 || seg[2] != 0 {
 		t.Fatalf("segment 1: %d, %d bytes", res.StatusCode, len(seg))
 	}
+	// a range of a segment is the same bytes (read from the title as it
+	// is sent, after the tables)
+	if res, part := get(t, httpURL(n, tok, "sample-001/seg-1.ts"), "Range", "bytes=100-1000"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(part, seg[100:1001]) {
+		t.Fatalf("range of segment 1: %d, %d bytes, equal %v", res.StatusCode, len(part), bytes.Equal(part, seg[100:1001]))
+	}
+	// one viewer's requests at once are bounded: beyond maxHTTPInFlight,
+	// 429 with Retry-After
+	n.mu.Lock()
+	hs := n.httpSessions["hls"]
+	n.mu.Unlock()
+	hs.active.Add(maxHTTPInFlight)
+	res, _ = get(t, httpURL(n, tok, "sample-001/seg-1.ts"))
+	hs.active.Add(-maxHTTPInFlight)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("a request beyond %d at once: %d, Retry-After %q", maxHTTPInFlight, res.StatusCode, res.Header.Get("Retry-After"))
+	}
 	// played one after the other, the segments keep every PID's continuity
 	// counter continuous (a table repeated at a segment's start is an
 	// exact duplicate: same counter)
