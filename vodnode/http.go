@@ -204,6 +204,14 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("too many requests at once for one viewer (%d)", maxHTTPInFlight), http.StatusTooManyRequests)
 		return
 	}
+	h.n.mu.Lock()
+	ended := hs.ended // ended idle between the lookup and the count above
+	h.n.mu.Unlock()
+	if ended {
+		hs.active.Add(-1)
+		httpError(w, unauthorized(reasonUsed))
+		return
+	}
 	defer func() {
 		hs.lastSeen.Store(time.Now().UnixNano())
 		hs.active.Add(-1)
@@ -341,8 +349,16 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 // endHTTPSession ends hs once, like endSession for RTSP; a session still
 // being set up is left to its setup.
 func (n *Node) endHTTPSession(hs *httpSession, reason string) {
+	n.endHTTPSessionIf(hs, reason, nil)
+}
+
+// endHTTPSessionIf ends hs as endHTTPSession does when cond (nil: always)
+// holds under Node.mu; a request counts itself in hs.active before it
+// checks hs.ended under the same lock, so an idle end and a new request
+// cannot both go ahead.
+func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool) {
 	n.mu.Lock()
-	if hs.ended || hs.t == nil {
+	if hs.ended || hs.t == nil || (cond != nil && !cond()) {
 		n.mu.Unlock()
 		return
 	}

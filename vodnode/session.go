@@ -208,7 +208,9 @@ func (n *Node) janitor() {
 				n.endSession(s, "timeout", nil)
 			}
 			for _, hs := range idleHTTP {
-				n.endHTTPSession(hs, "idle")
+				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle
+					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.SessionTimeout
+				})
 			}
 		}
 	}
