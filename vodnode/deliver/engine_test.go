@@ -380,3 +380,23 @@ func TestClockInverse(t *testing.T) {
 		t.Fatal("bitrate clock")
 	}
 }
+
+// TestSeekIntoUnfilledPart: a seek past the bytes filled so far goes by
+// the bitrate; one so far that the offset would overflow is ErrRange.
+func TestSeekIntoUnfilledPart(t *testing.T) {
+	e := startEngine(t, false)
+	data := prefix(t, loadClip(t), 3)
+	src := newFillingSource(data)
+	src.reveal(len(data) / 2)
+	srv, _ := tcpPair(t)
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Bitrate: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, npt := range []float64{1e300, 1e12} {
+		if _, err := st.Play(npt); !errors.Is(err, ErrRange) {
+			t.Fatalf("seek to %g s into the unfilled part: %v, want ErrRange", npt, err)
+		}
+	}
+}

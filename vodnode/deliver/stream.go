@@ -252,7 +252,11 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 	if s.cfg.Bitrate <= 0 {
 		return 0, 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
 	}
-	off := int64(npt * float64(s.cfg.Bitrate) / 8)
+	f := npt * float64(s.cfg.Bitrate) / 8
+	if !(f < 1<<53) { // past any title (and past int64 for a huge npt)
+		return 0, 0, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
+	}
+	off := int64(f)
 	return off - off%TSPacketSize, npt, nil
 }
 
