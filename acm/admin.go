@@ -77,6 +77,9 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
 	}
 	id := req.GetNodeId()
+	if !idPattern.MatchString(id) {
+		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", id)
+	}
 	// opMu through the change and its write: a registration's reload of
 	// the stored setting cannot come in between.
 	m.opMu.Lock()
@@ -89,7 +92,10 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	m.mu.Unlock()
 	if !registered && !known {
 		stored, err := m.readNodeSettings(ctx, false)
-		if _, ok := stored[id]; err == nil && !ok {
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (store: %v)", id, err)
+		}
+		if _, ok := stored[id]; !ok {
 			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
 		}
 	}

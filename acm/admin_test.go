@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,11 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 	// Drain: lsm stops placing there and the node is told.
 	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "nope", Draining: ptr(true)}); grpcCode(err) != codes.NotFound {
 		t.Fatalf("unknown node: %v", err)
+	}
+	for _, bad := range []string{"", "../n1", strings.Repeat("n", 129)} {
+		if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: bad, Draining: ptr(true)}); grpcCode(err) != codes.InvalidArgument {
+			t.Errorf("SetNode %q: %v, want InvalidArgument", bad, err)
+		}
 	}
 	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr[int32](-1)}); grpcCode(err) != codes.InvalidArgument {
 		t.Fatalf("negative weight: %v", err)
