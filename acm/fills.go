@@ -145,13 +145,17 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 	type key struct{ node, title string }
 	byKey := map[key]*pb.Fill{}
 	for id, ns := range m.nodes {
+		n := m.sched.Node(id)
+		down := n == nil || !n.Alive
 		for tid, t := range ns.titles {
 			if !t.GetFilling() {
 				continue
 			}
 			f := &pb.Fill{NodeId: id, TitleId: tid, StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(),
 				Prefetch: t.GetPrefetch(), State: "filling"}
-			if p := ns.pending[tid]; p != nil {
+			if down {
+				f.State = "node down" // its last report; the transfer stopped with the node
+			} else if p := ns.pending[tid]; p != nil {
 				f.State, f.SinceUnixMs = "ordered", p.at.UnixMilli()
 			} else if ns.awaiting[tid] {
 				f.State = "reserved" // starts when its viewer reaches the node

@@ -193,6 +193,25 @@ func TestVanishedOrUnstartedPrefetchFails(t *testing.T) {
 	if pl, _ := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{NodeId: "n2"}); len(pl.Replicas) != 0 {
 		t.Fatalf("a prefetch given up still in the placement: %v", pl)
 	}
+
+	// An operator's prefetch on a node that dies while it fills waits in
+	// backoff for the node (it was forgotten), and its last report shows
+	// as "node down" until the Replicator's state takes over.
+	k := e.startSimNode("n3", storageTitles, simOpts{})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n3"}); err != nil {
+		t.Fatal(err)
+	}
+	k.waitCommand(t, "prefetch t2", 1)
+	k.progress("t2", 100_000)
+	waitFor(t, 5*time.Second, "the fill reported", func() bool {
+		f := e.fill("n3", "t2")
+		return f != nil && f.State == "filling" && f.StoredBytes == 100_000
+	})
+	k.stop()
+	waitFor(t, 10*time.Second, "the dead node's prefetch in backoff", func() bool {
+		f := e.fill("n3", "t2")
+		return f != nil && f.State == "backoff" && f.Attempts == 1
+	})
 }
 
 // TestPrefetchByHand: the operator's prefetch without a node goes where

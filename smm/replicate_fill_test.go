@@ -289,3 +289,24 @@ func TestPlanBadView(t *testing.T) {
 		t.Fatalf("orders %v, want both titles", acts)
 	}
 }
+
+// TestOperatorPrefetchSurvivesItsNodesDeath: an operator's prefetch on a
+// node that dies while it fills is not forgotten: it waits in backoff
+// and is ordered again once the node is back and its backoff ended.
+func TestOperatorPrefetchSurvivesItsNodesDeath(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(2, 3)
+	now := offPeak
+	r.Prefetched("n1", "t00", 1<<30, now)
+	c.node("n1").Alive = false
+	now = now.Add(time.Minute)
+	r.Plan(now, &c.view)
+	fs := r.Fills()
+	if len(fs) != 1 || fs[0].Node != "n1" || fs[0].State != FillBackoff || fs[0].Attempts != 1 {
+		t.Fatalf("the operator's prefetch on a dead node: %+v, want it in backoff", fs)
+	}
+	c.node("n1").Alive = true
+	if acts := r.Plan(fs[0].NextTry.Add(time.Second), &c.view); !slices.Contains(acts, Action{Kind: Prefetch, Node: "n1", Title: "t00"}) {
+		t.Fatalf("not ordered again when its node is back: %v", acts)
+	}
+}

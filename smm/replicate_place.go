@@ -57,7 +57,14 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			continue
 		}
 		if ns == nil {
-			delete(r.fills, k) // the node died or left: its fill is gone
+			// The node died or left: its fill is gone. The operator's
+			// prefetch is retried after its backoff (when the node is
+			// back); a planned one is for the plan to decide again.
+			if f.byHand {
+				r.fillFailed(k, now)
+			} else {
+				delete(r.fills, k)
+			}
 			continue
 		}
 		it := ns.items[k.title]
