@@ -90,7 +90,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if m.rep != nil {
 			m.rep.FillFailed(ns.id, id, now)
 		}
-		m.log.Warn("prefetch failed: retried after backoff", "node", ns.id, "title", id, "why", why)
+		m.log.Warn("prefetch failed: retried after backoff if the plan still wants it there or the operator ordered it", "node", ns.id, "title", id, "why", why)
 	}
 	if len(done)+len(lost) > 0 {
 		m.kickPlan()
