@@ -35,7 +35,9 @@ func checkAddr(field, a string) error {
 // Register implements pb.NodeControlServer: the node joins lsm (alive,
 // its titles in the replica view), sessions of the node kept from before
 // get their reservations back, and a draining node is told so again.
-// INVALID_ARGUMENT for a malformed id, address, capacity or weight.
+// INVALID_ARGUMENT for a malformed id, address, capacity or weight;
+// ALREADY_EXISTS while a live node (heartbeats arriving) holds the id at
+// another RTSP address.
 func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
 	m := nc.m
 	if !idPattern.MatchString(req.GetNodeId()) {
@@ -67,6 +69,16 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	id := req.GetNodeId()
 	var changed []*session
 	m.mu.Lock()
+	if old := m.sched.Node(id); old != nil && old.Alive && old.RTSPAddr != req.GetRtspAddr() {
+		// Two processes with one id would take turns replacing each
+		// other's registration, and each time the manager would end the
+		// sessions the other plays. A node that moved is accepted once
+		// the old address misses its heartbeats.
+		addr := old.RTSPAddr
+		m.mu.Unlock()
+		m.log.Warn("registration refused: node id in use by a live node at another address", "node", id, "live_rtsp", addr, "refused_rtsp", req.GetRtspAddr())
+		return nil, status.Errorf(codes.AlreadyExists, "node id %q is in use by a live node at %s (its heartbeats arrive): give this node another id, or stop the other", id, addr)
+	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
 		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()),
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},

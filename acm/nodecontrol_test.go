@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,5 +355,35 @@ func TestNodeStalledThenReportsAgain(t *testing.T) {
 	// a counts again: the subscriber is at its cap.
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
 		t.Fatalf("with a back and c playing, a third session: %d", res.StatusCode)
+	}
+}
+
+// A second process registering with the id of a live node at another
+// address is refused (ALREADY_EXISTS) and changes nothing: the live
+// node keeps its registration and its sessions. The same address (the
+// node restarted) is accepted at once; another address once the old one
+// missed its heartbeats (the node moved).
+func TestDuplicateNodeIDRefused(t *testing.T) {
+	e := newManager(t, "", nil)
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	sid := e.admitOne("t1")
+	reg := func(rtsp string) error {
+		_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{NodeId: "n1", RtspAddr: rtsp,
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}})
+		return err
+	}
+	if err := reg("127.0.0.1:7009"); grpcCode(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "127.0.0.1:7001") {
+		t.Fatalf("a second process with a live node's id: %v, want ALREADY_EXISTS naming the live node", err)
+	}
+	if info := e.nodeInfo("n1"); info.RtspAddr != "127.0.0.1:7001" || e.session(sid) == nil {
+		t.Fatalf("the refused registration changed the live node: %+v, session %v", info, e.session(sid))
+	}
+	if err := reg("127.0.0.1:7001"); err != nil {
+		t.Fatalf("the node re-registering from its own address: %v", err)
+	}
+	n1.stop()
+	waitFor(t, 5*time.Second, "n1 to die", func() bool { return !e.nodeInfo("n1").Alive })
+	if err := reg("127.0.0.1:7009"); err != nil {
+		t.Fatalf("the id at a new address once the old one is dead: %v", err)
 	}
 }
