@@ -192,6 +192,7 @@ type fakeNode struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	bye    chan struct{} // closed by leave: the stream ends cleanly
 }
 
 type nodeOpts struct {
@@ -268,8 +269,8 @@ func (n *fakeNode) heartbeat() {
 	if err := st.Send(n.report()); err != nil {
 		n.t.Fatal(err)
 	}
-	done, cmds := make(chan struct{}), n.cmds
-	n.cancel, n.done = cancel, done
+	done, cmds, bye := make(chan struct{}), n.cmds, make(chan struct{})
+	n.cancel, n.done, n.bye = cancel, done, bye
 	go func() {
 		for {
 			c, err := st.Recv()
@@ -287,6 +288,9 @@ func (n *fakeNode) heartbeat() {
 			select {
 			case <-ctx.Done():
 				return
+			case <-bye:
+				st.CloseSend()
+				return
 			case <-tk.C:
 				if st.Send(n.report()) != nil {
 					return
@@ -294,6 +298,12 @@ func (n *fakeNode) heartbeat() {
 			}
 		}
 	}()
+}
+
+// leave ends the heartbeat stream cleanly, as a node that shuts down does.
+func (n *fakeNode) leave() {
+	close(n.bye)
+	<-n.done
 }
 
 // stop breaks the heartbeat stream (the node died or lost the network).

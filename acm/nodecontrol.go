@@ -2,6 +2,8 @@ package acm
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"regexp"
 	"time"
@@ -146,8 +148,9 @@ func (m *Manager) reserveOrphansLocked(ns *nodeState) (changed []*session, n int
 // node (FAILED_PRECONDITION when it has not registered); each report
 // feeds lsm and pumps the queue; commands queued for the node are sent
 // down the stream. A newer stream of the same node replaces this one
-// (ABORTED on its next report). A broken stream is noticed by the missed
-// heartbeats (lsm.Tick), not at once.
+// (ABORTED on its next report). A stream the node ends cleanly (it shuts
+// down) takes it out of service at once; a broken one is noticed by the
+// missed heartbeats (lsm.Tick).
 func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 	m := nc.m
 	r, err := stream.Recv()
@@ -187,9 +190,29 @@ func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 			return err
 		}
 		if r, err = stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				m.nodeLeft(ns, gen)
+				return nil
+			}
 			return err
 		}
 	}
+}
+
+// nodeLeft takes ns out of service at once: it ended its heartbeat stream
+// cleanly (it shuts down), so no viewer should be sent there while the
+// missed heartbeats are counted. Its sessions are orphaned as at a death
+// (the node reports their ends as it stops). A goodbye on a stream a
+// newer one replaced is ignored.
+func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ns.streamGen != gen {
+		return
+	}
+	m.sched.MarkDead(ns.id)
+	m.orphanLocked(ns, m.now())
+	m.log.Info("node left: out of service until it registers again", "node", ns.id)
 }
 
 // sendCommands sends the node's queued commands down the stream of

@@ -387,3 +387,26 @@ func TestDuplicateNodeIDRefused(t *testing.T) {
 		t.Fatalf("the id at a new address once the old one is dead: %v", err)
 	}
 }
+
+// A node that ends its heartbeat stream cleanly (it shuts down) is out of
+// service at once, not after its missed heartbeats (an hour here): the
+// next viewer goes to the other node, and its sessions are orphaned.
+func TestNodeLeavingIsOutOfServiceAtOnce(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.Scheduler.HeartbeatInterval = time.Hour })
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	sid := e.admitOne("t1")
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002"})
+	if e.session(sid).NodeId != "n1" {
+		t.Fatalf("first session on %s", e.session(sid).NodeId)
+	}
+	n1.leave()
+	waitFor(t, 5*time.Second, "n1 out of service", func() bool { return !e.nodeInfo("n1").Alive })
+	if got := e.reserved("n1"); got != 0 {
+		t.Fatalf("a node that left keeps %d bit/s reserved", got)
+	}
+	for _, title := range []string{"t1", "t2"} {
+		if id := e.admitOne(title); e.session(id).NodeId != "n2" {
+			t.Fatalf("%s sent to %s after n1 left", title, e.session(id).NodeId)
+		}
+	}
+}

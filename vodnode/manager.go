@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +41,14 @@ type managerLink struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
+	// leaving is closed by leave: the heartbeat stream says goodbye (the
+	// node shuts down) and the link does not register again; left is
+	// closed once the manager has answered the goodbye.
+	leaving   chan struct{}
+	left      chan struct{}
+	leaveOnce sync.Once
+	streaming atomic.Bool // a heartbeat stream is up
+
 	lastBytes int64
 	lastAt    time.Time
 }
@@ -51,7 +60,8 @@ func newManagerLink(n *Node) (*managerLink, error) {
 		return nil, err
 	}
 	m := &managerLink{n: n, cc: cc, client: pb.NewNodeControlClient(cc),
-		events: make(chan *pb.SessionEvent, eventQueue), quit: make(chan struct{})}
+		events: make(chan *pb.SessionEvent, eventQueue), quit: make(chan struct{}),
+		leaving: make(chan struct{}), left: make(chan struct{})}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
 }
@@ -70,6 +80,21 @@ func (m *managerLink) close() {
 		m.wg.Wait()
 		m.cc.Close()
 	})
+}
+
+// leave tells the manager the node is going (it ends the heartbeat
+// stream cleanly, and the manager takes the node out of service at once
+// instead of after its missed heartbeats) and waits up to timeout for the
+// manager's answer. The link does not register again.
+func (m *managerLink) leave(timeout time.Duration) {
+	m.leaveOnce.Do(func() { close(m.leaving) })
+	if !m.streaming.Load() {
+		return // no manager to tell
+	}
+	select {
+	case <-m.left:
+	case <-time.After(timeout):
+	}
 }
 
 // report queues a session event for the manager (dropped, with a log, when
@@ -102,6 +127,12 @@ func (m *managerLink) run() {
 	defer m.wg.Done()
 	backoff := backoffMin
 	for m.ctx.Err() == nil {
+		select {
+		case <-m.leaving:
+			<-m.ctx.Done() // shutting down: no new registration
+			return
+		default:
+		}
 		began := time.Now()
 		err := m.session()
 		if m.ctx.Err() != nil {
@@ -147,6 +178,8 @@ func (m *managerLink) session() error {
 	if err != nil {
 		return err
 	}
+	m.streaming.Store(true)
+	defer m.streaming.Store(false)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
@@ -167,6 +200,15 @@ func (m *managerLink) session() error {
 		select {
 		case <-m.ctx.Done():
 			hb.CloseSend()
+			return m.ctx.Err()
+		case <-m.leaving:
+			hb.CloseSend() // goodbye: the manager ends the stream
+			select {
+			case <-recvErr:
+			case <-time.After(2 * time.Second):
+			}
+			close(m.left)
+			<-m.ctx.Done()
 			return m.ctx.Err()
 		case err := <-recvErr:
 			return err

@@ -2,6 +2,8 @@ package vodnode
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -24,6 +26,7 @@ type fakeManager struct {
 	reports   []*pb.LoadReport
 	events    []*pb.SessionEvent
 	cmds      chan *pb.NodeCommand
+	byes      int // heartbeat streams the node ended cleanly
 }
 
 func newFakeManager() *fakeManager { return &fakeManager{cmds: make(chan *pb.NodeCommand, 16)} }
@@ -40,6 +43,13 @@ func (m *fakeManager) Heartbeat(s grpc.BidiStreamingServer[pb.LoadReport, pb.Nod
 	go func() {
 		for {
 			r, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				m.mu.Lock()
+				m.byes++
+				m.mu.Unlock()
+				errc <- nil
+				return
+			}
 			if err != nil {
 				errc <- err
 				return
@@ -193,6 +203,19 @@ func TestManagerLink(t *testing.T) {
 		res := c.do("DESCRIBE", nodeURL(n, mint(t, "adm-4", "sample-001", "node-1", "", time.Minute), "sample-001"))
 		return res.StatusCode == 503
 	})
+
+	// Closing, the node first ends its heartbeat stream cleanly (the
+	// manager takes it out of service at once), then its sessions.
+	n.Close()
+	m.mu.Lock()
+	byes := m.byes
+	m.mu.Unlock()
+	if byes != 1 {
+		t.Fatalf("heartbeat streams ended cleanly at Close: %d, want 1", byes)
+	}
+	if e := m.event("adm-3", pb.SessionEvent_KIND_ENDED); e == nil || e.GetReason() != "shutdown" {
+		t.Fatalf("the playing session's end at Close: %+v", e)
+	}
 }
 
 // TestManagerReconnect: a node started while the manager is down keeps

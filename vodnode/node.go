@@ -234,6 +234,11 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 
+	if n.mgr != nil {
+		// First out of service at the manager, so that no viewer is sent
+		// here while the node stops.
+		n.mgr.leave(2 * time.Second)
+	}
 	n.rtspLn.Close()
 	if n.httpSrv != nil {
 		n.httpSrv.close()
