@@ -190,15 +190,28 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 }
 
 // SetPolicy switches the scheduling policy at run time; reservations and
-// sessions stay. INVALID_ARGUMENT for an unknown name.
+// sessions stay. The choice is kept in the store (storedPolicy): a
+// restarted manager or the standby taking over uses it while the
+// configured policy is unchanged. INVALID_ARGUMENT for an unknown name;
+// UNAVAILABLE when the store did not take it (in use here all the same).
 func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.PolicyInfo, error) {
 	m := a.m
+	m.opMu.Lock() // through the change and its write: a takeover's load cannot come in between
+	defer m.opMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err := m.sched.SetPolicy(req.GetPolicy()); err != nil {
+		m.mu.Unlock()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	m.log.Info("scheduling policy changed by operator", "policy", req.GetPolicy())
+	info := m.policyInfoLocked()
+	m.mu.Unlock()
 	m.kickPump()
-	return m.policyInfoLocked(), nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
+		m.log.Error("store: scheduling policy not saved", "err", err)
+		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (store: %v): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), err)
+	}
+	return info, nil
 }

@@ -149,14 +149,17 @@ type Manager struct {
 	Logger *slog.Logger // nil: slog.Default()
 
 	// Run-time state, guarded by mu.
-	mu       sync.Mutex
-	sched    *lsm.Scheduler
-	storage  *smm.Storage
-	rep      *smm.Replicator // the planner when it is the Replicator, else nil
-	pins     *smm.Pins
-	planner  smm.Planner
-	seeded   map[string]float64 // title -> popularity hint applied (requests/day)
-	sessions map[string]*session
+	mu    sync.Mutex
+	sched *lsm.Scheduler
+	// configuredPolicy is the scheduling policy of the configuration
+	// (before any stored operator's choice: storedPolicy).
+	configuredPolicy string
+	storage          *smm.Storage
+	rep              *smm.Replicator // the planner when it is the Replicator, else nil
+	pins             *smm.Pins
+	planner          smm.Planner
+	seeded           map[string]float64 // title -> popularity hint applied (requests/day)
+	sessions         map[string]*session
 	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
 	userSessions map[string]int
 	// userPending counts each subscriber's requests between the session
@@ -314,6 +317,7 @@ func (m *Manager) Start() (err error) {
 		return fmt.Errorf("acm: %w", err)
 	}
 	m.Scheduler = m.sched.Config
+	m.configuredPolicy = m.sched.Policy().Name()
 	if err := m.newStorage(); err != nil {
 		return err
 	}

@@ -15,7 +15,18 @@ import (
 const (
 	stateNodeSettings = "node-settings" // map node id -> nodeSetting as JSON
 	stateEvictHolds   = "evict-holds"   // []smm.Hold as JSON
+	statePolicy       = "sched-policy"  // storedPolicy as JSON
 )
+
+// storedPolicy is the scheduling policy the operator set at run time
+// (SetPolicy), with the configured policy it replaced. A restarted
+// manager (or the standby taking over) applies it while its configured
+// policy is still that one; once the configuration names another policy
+// (the operator edited it since), the configuration wins.
+type storedPolicy struct {
+	Policy     string `json:"policy"`
+	Configured string `json:"configured"`
+}
 
 // nodeSetting is what the operator set on a node through SetNode, kept in
 // the store so that a restarted manager (or the standby taking over)
@@ -61,6 +72,34 @@ func (m *Manager) readNodeSettings(ctx context.Context, strict bool) (map[string
 	return settings, nil
 }
 
+// readPolicy returns the stored scheduling policy, nil when none; a
+// malformed value is logged and dropped.
+func (m *Manager) readPolicy(ctx context.Context) (*storedPolicy, error) {
+	b, err := m.st.State(ctx, statePolicy)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("acm: load scheduling policy: %w", err)
+	}
+	var p storedPolicy
+	if err := json.Unmarshal(b, &p); err != nil || p.Policy == "" {
+		m.log.Error("stored scheduling policy malformed: dropped", "err", err, "value", string(b))
+		return nil, nil
+	}
+	return &p, nil
+}
+
+// savePolicy stores the scheduling policy the operator set, with the
+// configured one (storedPolicy).
+func (m *Manager) savePolicy(ctx context.Context, policy string) error {
+	b, err := json.Marshal(storedPolicy{Policy: policy, Configured: m.configuredPolicy})
+	if err != nil {
+		return err
+	}
+	return m.st.PutState(ctx, statePolicy, b)
+}
+
 // readHolds returns the stored eviction holds (nil when none); a
 // malformed value as readNodeSettings.
 func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error) {
@@ -99,11 +138,28 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 			return err
 		}
 	}
+	pol, err := m.readPolicy(ctx)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nodeSettings = settings
 	for id := range m.nodes {
 		m.applyNodeSettingLocked(id, false)
+	}
+	switch {
+	case pol == nil:
+	case pol.Configured != m.configuredPolicy:
+		m.log.Info("scheduling policy set by an operator not restored: the configuration names another policy since",
+			"stored", pol.Policy, "configured_then", pol.Configured, "configured", m.configuredPolicy)
+	case m.sched.Policy().Name() == pol.Policy:
+	default:
+		if err := m.sched.SetPolicy(pol.Policy); err != nil {
+			m.log.Error("stored scheduling policy not applied", "policy", pol.Policy, "err", err)
+			break
+		}
+		m.log.Info("scheduling policy set by an operator restored (vodctl policy changes it)", "policy", pol.Policy, "configured", m.configuredPolicy)
 	}
 	if m.rep != nil {
 		m.rep.RestoreHolds(holds)

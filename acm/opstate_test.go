@@ -170,3 +170,30 @@ func TestNodeSettingFieldsMergeOnASharedStore(t *testing.T) {
 		t.Fatalf("stored %s: want n1 undrained, weight 70, overload 0.8", raw)
 	}
 }
+
+// TestPolicySurvivesRestart: the scheduling policy an operator sets is
+// kept in the store and used again by a manager restarted with the same
+// configuration; once the configuration names another policy, the
+// configuration wins.
+func TestPolicySurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e := newManager(t, dir, nil)
+	if _, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "wlc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManager(t, dir, nil)
+	if p, err := e.admin.GetPolicy(ctx, &pb.GetPolicyRequest{}); err != nil || p.Policy != "wlc" {
+		t.Fatalf("policy after a restart: %v %v, want wlc", p, err)
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManager(t, dir, func(m *Manager) { m.Scheduler.Policy = "rr" })
+	if p, err := e.admin.GetPolicy(ctx, &pb.GetPolicyRequest{}); err != nil || p.Policy != "rr" {
+		t.Fatalf("policy after the configuration changed: %v %v, want the configured rr", p, err)
+	}
+}
