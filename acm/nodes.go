@@ -34,7 +34,10 @@ type nodeState struct {
 	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
 	awaiting map[string]bool         // fills on demand placed here whose viewer has not reached the node yet
 	evicting map[string]uint64       // titles ordered evicted -> reports received at the order
-	hits     map[string]float64      // title -> requests placed on the node since it was stored
+	// stale: complete copies whose size is not the catalog's (the title
+	// was replaced at the origin), warned about once each.
+	stale map[string]bool
+	hits  map[string]float64 // title -> requests placed on the node since it was stored
 
 	protected []string      // the last ProtectCommand's titles, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)
@@ -76,6 +79,7 @@ func newNodeState(id string) *nodeState {
 		awaiting: map[string]bool{},
 		evicting: map[string]uint64{},
 		hits:     map[string]float64{},
+		stale:    map[string]bool{},
 	}
 }
 

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +451,20 @@ func TestOperatorEvictionNotUndoneByThePlanner(t *testing.T) {
 	waitFor(t, 5*time.Second, "ten more plans", func() bool { return e.storageStats().Plans >= plans+10 })
 	if got := n.count("prefetch hot"); got != 1 {
 		t.Fatalf("hot prefetched %d times on n1 after the operator evicted it", got)
+	}
+}
+
+// A complete copy whose size is not the catalog's (the title was replaced
+// at the origin under the same id) is noticed (and logged once); a copy
+// of the catalog's size is not.
+func TestStaleCopyNoticed(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, nil)
+	old := &pb.StoredTitle{TitleId: "t1", SizeBytes: 999_000, StoredBytes: 999_000}
+	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{old, stored("t2")}})
+	e.m.mu.Lock()
+	stale := maps.Clone(e.m.nodes["n1"].stale)
+	e.m.mu.Unlock()
+	if !stale["t1"] || stale["t2"] || len(stale) != 1 {
+		t.Fatalf("stale copies %v, want t1 only", stale)
 	}
 }
