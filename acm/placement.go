@@ -101,6 +101,9 @@ func (m *Manager) evictLocked(id, title string) error {
 	}
 	st := ns.titles[title]
 	if st == nil && ns.active[title] == 0 {
+		if _, ok := m.titles()[title]; !ok {
+			return status.Errorf(codes.NotFound, "node %q does not hold title %q, which is not in the catalog", id, title)
+		}
 		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
 	}
 	if ns.awaiting[title] {
