@@ -80,9 +80,19 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
 		return nil, errUserLimit
 	}
+	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
+	if m.originDown.Load() {
+		// No fill can start: only a node that holds or fills the title.
+		if m.sched.HoldersInService(t.ID) == 0 {
+			m.mu.Unlock()
+			m.log.Info("admission refused: origin unavailable and no node holds the title", "title", t.ID, "user", r.User)
+			return nil, errOriginDown
+		}
+		req.NoFill = true
+	}
 	m.userPending[r.User]++
 	m.planner.Observe(t.ID, now)
-	tk, err := m.sched.Admit(lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}, now.Add(m.QueueDeadline), now)
+	tk, err := m.sched.Admit(req, now.Add(m.QueueDeadline), now)
 	if err != nil {
 		m.pendingDoneLocked(r.User)
 		m.mu.Unlock()

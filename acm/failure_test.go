@@ -3,12 +3,14 @@ package acm
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -131,5 +133,44 @@ func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
 	}
 	if !e.nodeInfo("n1").Alive {
 		t.Fatal("node dead")
+	}
+}
+
+// While the origin fails its health checks, a title no node in service
+// holds is refused at once (RTSP and HTTP 503 with Retry-After) instead
+// of sent to a node to wait for a fill that cannot start; a title a node
+// holds is still served there. Once the origin serves again, fills are
+// admitted.
+func TestOriginDownRefusesTitlesNoNodeHolds(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OriginCheck = 50 * time.Millisecond })
+	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	waitFor(t, 5*time.Second, "the origin seen down", func() bool { return e.m.originDown.Load() })
+	res := e.describe("demo", "demo", "t2")
+	if res.StatusCode != base.StatusServiceUnavailable || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("a title no node holds, origin down: %d %v, want 503 with Retry-After", res.StatusCode, res.Header)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/t2.ts", nil)
+	req.SetBasicAuth("demo", "demo")
+	hres, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hres.Body.Close()
+	if hres.StatusCode != http.StatusServiceUnavailable || hres.Header.Get("Retry-After") == "" {
+		t.Fatalf("HTTP, origin down: %s, want 503 with Retry-After", hres.Status)
+	}
+	fill := func(id string) bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.sessions[id].Fill
+	}
+	if id := e.admitOne("t1"); e.session(id).NodeId != "n1" || fill(id) {
+		t.Fatalf("a title n1 holds, origin down: %+v", e.session(id))
+	}
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	waitFor(t, 5*time.Second, "the origin seen up", func() bool { return !e.m.originDown.Load() })
+	if id := e.admitOne("t2"); !fill(id) {
+		t.Fatalf("a title no node holds, origin back: %+v, want a fill", e.session(id))
 	}
 }

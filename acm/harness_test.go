@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/auth"
@@ -60,6 +62,7 @@ type fakeOrigin struct {
 	titles []*pb.Title
 	srv    *grpc.Server
 	addr   string
+	health *health.Server // grpc.health.v1: SERVING until a test says otherwise
 }
 
 func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
@@ -75,8 +78,9 @@ func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String()}
+	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String(), health: health.NewServer()}
 	pb.RegisterOriginServer(o.srv, o)
+	healthpb.RegisterHealthServer(o.srv, o.health)
 	go o.srv.Serve(ln)
 	t.Cleanup(o.srv.Stop)
 	return o

@@ -89,6 +89,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNoBandwidth):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "not enough bandwidth: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errOriginDown):
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1)))))
+		http.Error(w, "title not on any node and the origin is unavailable: try again later", http.StatusServiceUnavailable)
 	default:
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	}

@@ -73,6 +73,12 @@ type Manager struct {
 	// catalog only.
 	OriginAddr     string
 	CatalogRefresh time.Duration // DefaultCatalogRefresh
+	// OriginCheck is how often the origin's health is checked,
+	// DefaultOriginCheck. While it is unavailable (two failed checks in a
+	// row), a request for a title no node in service holds or fills is
+	// refused at once (503 with Retry-After) instead of sent to a node to
+	// wait for a fill that cannot start.
+	OriginCheck time.Duration
 
 	// Secret is the cluster secret (at least 16 bytes): the HMAC key of
 	// admission tokens, shared with the nodes, and of Digest nonces.
@@ -151,6 +157,9 @@ type Manager struct {
 	// Run-time state, guarded by mu.
 	mu    sync.Mutex
 	sched *lsm.Scheduler
+	// originDown is set while the origin fails its health checks
+	// (originLoop).
+	originDown atomic.Bool
 	// configuredPolicy is the scheduling policy of the configuration
 	// (before any stored operator's choice: storedPolicy).
 	configuredPolicy string
@@ -256,6 +265,7 @@ func (m *Manager) defaults() error {
 	setD(&m.TokenTTL, DefaultTokenTTL)
 	setD(&m.NoShowGrace, DefaultNoShowGrace)
 	setD(&m.QueueDeadline, DefaultQueueDeadline)
+	setD(&m.OriginCheck, DefaultOriginCheck)
 	setD(&m.CatalogRefresh, DefaultCatalogRefresh)
 	setD(&m.RestoreGrace, DefaultRestoreGrace)
 	setD(&m.PlanInterval, DefaultPlanInterval)
@@ -413,6 +423,7 @@ func (m *Manager) Start() (err error) {
 	m.goRun(m.runLeader)
 	if m.origin != nil {
 		m.goRun(m.catalogLoop)
+		m.goRun(m.originLoop)
 	}
 	m.serving = true
 	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),

@@ -3,7 +3,9 @@ package acm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -276,6 +278,10 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 		res.StatusCode = base.StatusNotFound
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
+	case errors.Is(err, errOriginDown):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (origin unavailable)"
+		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1))))}
 	case errors.Is(err, errThrottled):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (too many failed logins)"

@@ -204,6 +204,9 @@ type Request struct {
 	// title takes the session only with that much disk not in use. 0 =
 	// unknown: no disk check.
 	Bytes int64
+	// NoFill: only a node that holds or fills the title may take the
+	// session (the origin is unavailable: no fill can start).
+	NoFill bool
 
 	titleHash, clientHash uint64
 }

@@ -63,11 +63,22 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		return false
 	}
-	if !diskRoom(n, r.Bytes) {
+	if r.NoFill || !diskRoom(n, r.Bytes) {
 		_, held := n.titles[r.Title]
 		return held
 	}
 	return true
+}
+
+// HoldersInService returns how many nodes in service hold or fill title.
+func (s *Scheduler) HoldersInService(title string) int {
+	k := 0
+	for _, i := range s.holders[title] {
+		if s.InService(s.Nodes[i]) {
+			k++
+		}
+	}
+	return k
 }
 
 // weightedBps returns E, node n's egress capacity times Weight/100 in

@@ -93,5 +93,15 @@ func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
 			return i
 		}
 	}
+	if r.NoFill {
+		// Only the title's holders may take it (no fill can start): the
+		// bound, which spreads a title's load over more nodes by filling
+		// it there, gives way to the first holder along the ring.
+		for step := 0; step < len(p.ring); step++ {
+			if i := int(p.ring[(k+step)%len(p.ring)].node); s.Eligible(i, r) {
+				return i
+			}
+		}
+	}
 	return -1
 }

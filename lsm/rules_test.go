@@ -267,3 +267,34 @@ func TestPinnedTitlesAreNotRoom(t *testing.T) {
 		}
 	}
 }
+
+// A request marked NoFill (the origin is unavailable) goes only to a node
+// holding or filling its title, under every policy; none holds it: no
+// capacity. HoldersInService counts the holders a request could use.
+func TestNoFillOnlyOnHolders(t *testing.T) {
+	for _, p := range Policies() {
+		s := newTestScheduler(t, p, 1e9, 1e9, 1e9)
+		s.SetReplica("b", "film", false, 1)
+		s.SetReplica("c", "film", true, 1)
+		if err := s.SetWeight("c", 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.HoldersInService("film"); got != 1 {
+			t.Fatalf("%s: holders in service %d, want 1 (c drains)", p, got)
+		}
+		for i := range 10 {
+			r := Request{Title: "film", Client: fmt.Sprint("c", i), Bitrate: 4e6, NoFill: true}
+			res, err := s.Place(&r, t0)
+			if errors.Is(err, ErrNoCapacity) && (p == "dh" || p == "sh") {
+				continue // IPVS's dh and sh do not fall back to another node
+			}
+			if err != nil || res.NodeID != "b" || res.Fill {
+				t.Fatalf("%s: NoFill request placed %+v, %v; want b, no fill", p, res, err)
+			}
+		}
+		r := Request{Title: "other", Bitrate: 4e6, NoFill: true}
+		if res, err := s.Place(&r, t0); !errors.Is(err, ErrNoCapacity) {
+			t.Fatalf("%s: NoFill request for a title nobody holds placed %+v, %v", p, res, err)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultOriginCheck is how often the manager asks the origin's gRPC
+// health service whether it serves (Manager.OriginCheck).
+const DefaultOriginCheck = 2 * time.Second
+
+// originDownAfter is how many checks in a row must fail before the origin
+// counts as unavailable (one lost answer is not an outage).
+const originDownAfter = 2
+
+// errOriginDown refuses a request for a title no node in service holds
+// or fills while the origin is unavailable: a fill could not start, and
+// the viewer would wait at a node for bytes that do not come. RTSP 503,
+// HTTP 503, both with Retry-After.
+var errOriginDown = errors.New("origin unavailable and no node holds the title")
+
+// originLoop checks the origin every OriginCheck with the standard gRPC
+// health protocol (grpc.health.v1, which the CDP serves) and keeps
+// originDown: set after originDownAfter failed checks in a row (no
+// answer, or NOT_SERVING), cleared by the first answer that serves. An
+// origin without the health service (UNIMPLEMENTED) answered: it counts
+// as up.
+func (m *Manager) originLoop() {
+	hc := healthpb.NewHealthClient(m.origin)
+	t := time.NewTicker(m.OriginCheck)
+	defer t.Stop()
+	failed := 0
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck/2, 100*time.Millisecond))
+		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		up := err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING || status.Code(err) == codes.Unimplemented
+		switch {
+		case up:
+			failed = 0
+			if m.originDown.Swap(false) {
+				m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
+			}
+		case failed+1 < originDownAfter:
+			failed++
+		default:
+			failed++
+			if !m.originDown.Swap(true) {
+				m.log.Warn("origin unavailable: requests for titles no node holds are refused (503) until it answers",
+					"origin", m.OriginAddr, "status", res.GetStatus().String(), "err", err)
+			}
+		}
+	}
+}
