@@ -235,8 +235,16 @@ func vodPath(p string) (title, rest string, ok bool) {
 // admit authenticates, admits and redirects a DESCRIBE, SETUP or PLAY.
 func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, res *base.Response) (*base.Response, string) {
 	m := s.m
-	path := (*url.URL)(req.URL).Path
-	title, rest, ok := vodPath(path)
+	if req.URL == nil { // "*": no title
+		res.StatusCode = base.StatusNotFound
+		return res, ""
+	}
+	u := (*url.URL)(req.URL)
+	path := u.Path
+	// The title is [A-Za-z0-9._-], the same escaped or not; what follows
+	// it goes into the redirect as the client escaped it, never decoded
+	// (a decoded CR LF would split the response's headers).
+	title, rest, ok := vodPath(u.EscapedPath())
 	if !ok {
 		res.StatusCode = base.StatusNotFound
 		return res, ""

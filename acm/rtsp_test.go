@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +279,33 @@ func TestDisconnectLeavesQueue(t *testing.T) {
 	waitFor(t, 5*time.Second, "reservation released", func() bool { return e.reserved("n1") == 0 })
 	if len(e.sessions()) != 0 {
 		t.Fatalf("sessions %v", e.sessions())
+	}
+}
+
+// TestRTSPStarAndEscapedRest: DESCRIBE and SETUP of "*" (no title) are
+// 404, and the server keeps serving (they crashed the manager); what
+// follows the title goes into the redirect as the client escaped it, so
+// an encoded CR LF cannot add headers to the response.
+func TestRTSPStarAndEscapedRest(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	for _, method := range []string{"DESCRIBE", "SETUP", "PLAY", "OPTIONS"} {
+		c := e.dialRTSP()
+		fmt.Fprintf(c.nc, "%s * RTSP/1.0\r\nCSeq: 7\r\nAuthorization: Basic ZGVtbzpkZW1v\r\n\r\n", method)
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		res, err := c.c.ReadResponse()
+		if err != nil || res.StatusCode >= 500 || (method != "OPTIONS" && res.StatusCode == base.StatusFound) {
+			t.Fatalf("%s *: %v %v", method, res, err)
+		}
+	}
+	c := e.dialRTSP()
+	fmt.Fprintf(c.nc, "DESCRIBE rtsp://%s/vod/t1/x%%0d%%0aX-Injected:%%20yes%%0d%%0a RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Basic ZGVtbzpkZW1v\r\n\r\n", e.m.RTSPAddr())
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := c.c.ReadResponse()
+	if err != nil || res.StatusCode != base.StatusFound {
+		t.Fatalf("DESCRIBE with an encoded CR LF: %v %v", res, err)
+	}
+	if _, ok := res.Header["X-Injected"]; ok || !strings.HasSuffix(strings.ToLower(res.Header["Location"][0]), "/vod/t1/x%0d%0ax-injected:%20yes%0d%0a") {
+		t.Fatalf("the redirect carries the decoded path: %v", res.Header)
 	}
 }
