@@ -238,6 +238,11 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 	if err != nil {
 		return nil, unauthorized("invalid admission token")
 	}
+	if ip := client.String(); client.IsValid() && c.Client != "" && c.Client != ip {
+		// The token is the HTTP viewer's only secret: a URL copied
+		// elsewhere does not play, even while its session lives.
+		return nil, unauthorized(fmt.Sprintf("token for client %s, request from %s", c.Client, ip))
+	}
 	n.mu.Lock()
 	hs := n.httpSessions[c.Session]
 	n.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -225,5 +226,26 @@ func TestVLCHTTP(t *testing.T) {
 		if frames < 50 {
 			t.Errorf("vlc %s: %d frames\n%s", path, frames, log)
 		}
+	}
+}
+
+// TestHTTPTokenBoundToItsClient: a request of a live HTTP session's token
+// from another address is 401 (the token is the viewer's only secret: a
+// copied URL does not play elsewhere while the session lives).
+func TestHTTPTokenBoundToItsClient(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "bound", "sample-001", "node-1", "127.0.0.1", time.Minute), "sample-001.ts")
+	if res, _ := get(t, url, "Range", "bytes=0-187"); res.StatusCode != http.StatusPartialContent {
+		t.Fatalf("from the token's client: %d", res.StatusCode)
+	}
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	res, err := other.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the live session's token from 127.0.0.2: %d, want 401", res.StatusCode)
 	}
 }
