@@ -148,6 +148,12 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// Validate checks the configuration fields as Start does, without loading
+// the catalog or listening: an empty Dir, a negative SetupDelay,
+// MaxTransfers or TransferRateBps, or a ChunkBytes that is not a multiple
+// of 188 up to MaxChunkBytes. Call it before Start, not concurrently with it.
+func (s *Server) Validate() error { return s.check() }
+
 func (s *Server) check() error {
 	switch {
 	case s.Dir == "":

@@ -18,6 +18,9 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.CDP.validate(); err != nil {
+				return err
+			}
 			return runUntilSignal(newCDP(cfg.CDP))
 		},
 	}

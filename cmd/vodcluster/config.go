@@ -17,7 +17,9 @@ import (
 // Config is the YAML configuration file of every vodcluster process; each
 // subcommand reads its own section (manager, node or cdp). Unknown keys are
 // errors. Durations are Go durations ("60s", "500ms"); bit/s and bytes are
-// integers.
+// integers. A zero or absent value means the key's default; a negative one
+// is an error naming the key (validate.go), except the -1 ("no limit") of
+// max_sessions_per_user and login_failures.
 type Config struct {
 	Manager ManagerConfig `yaml:"manager"`
 	Node    NodeConfig    `yaml:"node"`
@@ -110,11 +112,11 @@ type NodeConfig struct {
 	Manager        string        `yaml:"manager"`        // manager gRPC host:port
 	Origin         string        `yaml:"origin"`         // CDP gRPC host:port
 	SecretFile     string        `yaml:"secret_file"`
-	EgressBps      int64         `yaml:"egress_bps"`      // bit/s, default 1 Gbit/s
-	MaxSessions    int           `yaml:"max_sessions"`    // 0 = bounded by egress only
-	DiskBytes      int64         `yaml:"disk_bytes"`      // bytes for titles, default 100 GB
-	Weight         int           `yaml:"weight"`          // default 100
-	SessionTimeout time.Duration `yaml:"session_timeout"` // default 60s
+	EgressBps      int64         `yaml:"egress_bps"`      // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
+	MaxSessions    int           `yaml:"max_sessions"`    // 0 = bounded by egress only; negative is an error
+	DiskBytes      int64         `yaml:"disk_bytes"`      // bytes for titles; 0 (or left out) = 100 GB; negative is an error
+	Weight         int           `yaml:"weight"`          // 0 (or left out) = 100; negative is an error
+	SessionTimeout time.Duration `yaml:"session_timeout"` // 0 (or left out) = 60s; negative is an error
 	Eviction       string        `yaml:"eviction"`        // local eviction policy when a fill needs room
 }
 
@@ -125,7 +127,7 @@ type CDPConfig struct {
 	SetupDelay      time.Duration `yaml:"setup_delay"`       // per transfer
 	MaxTransfers    int           `yaml:"max_transfers"`     // concurrent channels, 0 = unlimited
 	TransferRateBps int64         `yaml:"transfer_rate_bps"` // per transfer, 0 = unlimited
-	ChunkBytes      int           `yaml:"chunk_bytes"`       // bytes per streamed chunk, default 64 KiB
+	ChunkBytes      int           `yaml:"chunk_bytes"`       // bytes per streamed chunk: a multiple of 188 up to 1048576; 0 (or left out) = 65424 (348 TS packets, about 64 KiB)
 }
 
 // loadConfig reads path (strict YAML). An empty path gives the zero Config.

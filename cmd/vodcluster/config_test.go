@@ -5,28 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"vodcluster/acm/boss"
 )
-
-// The example configuration in deploy/ must stay loadable by the binary.
-func TestDeployConfigsLoad(t *testing.T) {
-	for _, f := range []string{"manager.yaml", "node.yaml", "cdp.yaml"} {
-		c, err := loadConfig(filepath.Join("..", "..", "deploy", "config", f))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if f == "manager.yaml" {
-			sc := schedulerConfig(c.Manager.Scheduler)
-			if err := sc.Validate(); err != nil {
-				t.Fatalf("%s: scheduler: %v", f, err)
-			}
-		}
-	}
-	if _, err := boss.LoadFile(filepath.Join("..", "..", "deploy", "config", "users.yaml")); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestConfigStrict(t *testing.T) {
 	dir := t.TempDir()
@@ -78,14 +57,6 @@ func TestConfigStrict(t *testing.T) {
 	again, err := clusterSecret(filepath.Join(dir, "k", "secret"))
 	if err != nil || string(again) != string(key) {
 		t.Fatal("clusterSecret not kept across calls")
-	}
-}
-
-func TestK8sConfigsLoad(t *testing.T) {
-	for _, f := range []string{"manager.yaml", "node.yaml", "cdp.yaml"} {
-		if _, err := loadConfig(filepath.Join("..", "..", "deploy", "k8s", "config", f)); err != nil {
-			t.Fatalf("k8s %s: %v", f, err)
-		}
 	}
 }
 

@@ -41,6 +41,9 @@ func managerCmd() *cobra.Command {
 // newManager builds the manager from its configuration section and opens
 // its state store.
 func newManager(c ManagerConfig) (*managerProcess, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
 	secret, err := readSecret(c.SecretFile)
 	if err != nil {
 		return nil, err
@@ -66,10 +69,6 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		slog.Warn("no admin_token_file: the Admin API (vodctl) is open to anyone who reaches the manager's gRPC port",
 			"grpc_listen", orString(c.GRPCListen, acm.DefaultGRPCListen))
 	}
-	sched := schedulerConfig(c.Scheduler)
-	if err := sched.Validate(); err != nil {
-		return nil, err
-	}
 	st, err := openStore(c)
 	if err != nil {
 		return nil, err
@@ -92,7 +91,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		LoginFailures:      c.LoginFailures,
 		LoginFailureRefill: c.LoginRefill,
 		RestoreGrace:       c.RestoreGrace,
-		Scheduler:          sched,
+		Scheduler:          schedulerConfig(c.Scheduler),
 		Evictor:            orString(c.Storage.Policy, c.Storage.Eviction),
 		StoragePlanner:     c.Storage.Planner,
 		PlanInterval:       c.Storage.PlanInterval,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -40,6 +39,9 @@ const (
 )
 
 func newNode(c NodeConfig) (*vodnode.Node, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
 	secret, err := readSecret(c.SecretFile)
 	if err != nil {
 		return nil, err
@@ -51,9 +53,6 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	disk := c.DiskBytes
 	if disk == 0 {
 		disk = defaultNodeDiskBytes
-	}
-	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
-		return nil, fmt.Errorf("rtp_port %d: want an even port below 65535 (RTCP takes the next), or 0", c.RTPPort)
 	}
 	return &vodnode.Node{
 		ID:             c.ID,

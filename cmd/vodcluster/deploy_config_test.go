@@ -1,0 +1,220 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"vodcluster/acm"
+	"vodcluster/acm/boss"
+)
+
+// deployConfigDirs hold the example configurations shipped in deploy/.
+var deployConfigDirs = []string{
+	filepath.Join("..", "..", "deploy", "config"),
+	filepath.Join("..", "..", "deploy", "k8s", "config"),
+}
+
+// Every example configuration shipped in deploy/ loads and passes every
+// check its process makes before it binds a port: the values of each
+// section (validate), and, with the files it names replaced by test ones,
+// the manager's store opening, the node's and the origin's own checks. A
+// new file in those directories must be one of the known kinds.
+func TestDeployExamplesValid(t *testing.T) {
+	var users *boss.File
+	if u, err := boss.LoadFile(filepath.Join(deployConfigDirs[0], "users.yaml")); err != nil {
+		t.Fatal(err)
+	} else {
+		users = u
+	}
+	checked := 0
+	for _, dir := range deployConfigDirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no example (%v)", dir, err)
+		}
+		for _, f := range files {
+			switch filepath.Base(f) {
+			case "users.yaml": // loaded above
+				continue
+			case "catalog.yaml": // the origin's catalog: cdp's TestDeployCatalogExample
+				continue
+			}
+			t.Run(strings.TrimPrefix(f, filepath.Join("..", "..")+string(filepath.Separator)), func(t *testing.T) {
+				checkExampleConfig(t, f, users)
+			})
+			checked++
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("checked %d example configs, want the manager, node and cdp ones of deploy/config and deploy/k8s/config", checked)
+	}
+}
+
+// checkExampleConfig checks one example configuration file: each section
+// it holds.
+func checkExampleConfig(t *testing.T, path string, users *boss.File) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	if len(top) == 0 {
+		t.Fatal("no section")
+	}
+	c, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	secret := filepath.Join(tmp, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for section := range top {
+		switch section {
+		case "manager":
+			m := c.Manager
+			if err := m.validate(); err != nil {
+				t.Fatalf("manager: %v", err)
+			}
+			if realm := orString(m.Realm, acm.DefaultRealm); realm != users.Realm() {
+				t.Fatalf("manager realm %q, example users.yaml's %q", realm, users.Realm())
+			}
+			if m.Store.Backend != "" && m.Store.Backend != "badger" {
+				t.Fatalf("store.backend %q: the example is checked with badger only", m.Store.Backend)
+			}
+			for _, f := range []string{m.SecretFile, m.UsersFile, m.AdminTokenFile} {
+				if f == "" || !filepath.IsAbs(f) {
+					t.Fatalf("manager: file %q: want an absolute path", f)
+				}
+			}
+			m.SecretFile, m.UsersFile = secret, filepath.Join(deployConfigDirs[0], "users.yaml")
+			m.AdminTokenFile = secret // 64 characters
+			m.DataDir = filepath.Join(tmp, "manager")
+			p, err := newManager(m)
+			if err != nil {
+				t.Fatalf("manager: %v", err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatalf("manager: close: %v", err)
+			}
+		case "node":
+			n := c.Node
+			if err := n.validate(); err != nil {
+				t.Fatalf("node: %v", err)
+			}
+			if n.ID == "" || n.DataDir == "" || n.Manager == "" || n.Origin == "" || n.AdvertiseHost == "" {
+				t.Fatalf("node: id, data_dir, manager, origin and advertise_host are needed: %+v", n)
+			}
+			n.SecretFile = secret
+			if _, err := newNode(n); err != nil {
+				t.Fatalf("node: %v", err)
+			}
+		case "cdp":
+			if err := c.CDP.validate(); err != nil {
+				t.Fatalf("cdp: %v", err)
+			}
+			if err := newCDP(c.CDP).Validate(); err != nil {
+				t.Fatalf("cdp: %v", err)
+			}
+		default:
+			t.Fatalf("unknown section %q", section)
+		}
+	}
+}
+
+// Each section's check names the key of a bad value, and reports every
+// bad key at once.
+func TestConfigValidateNamesKeys(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"cdp chunk", CDPConfig{Dir: "d", ChunkBytes: 65536}.validate(), []string{"chunk_bytes 65536", "multiple of 188"}},
+		{"cdp negatives", CDPConfig{Dir: "d", SetupDelay: -1, MaxTransfers: -1, TransferRateBps: -1}.validate(),
+			[]string{"setup_delay -1ns", "max_transfers -1", "transfer_rate_bps -1"}},
+		{"cdp dir", CDPConfig{}.validate(), []string{"dir is required"}},
+		{"node negatives", NodeConfig{DiskBytes: -5, EgressBps: -1, MaxSessions: -2, Weight: -3, SessionTimeout: -1}.validate(),
+			[]string{"disk_bytes -5: negative", "egress_bps -1: negative", "max_sessions -2", "weight -3", "session_timeout -1ns"}},
+		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above the largest"}},
+		{"node eviction", NodeConfig{Eviction: "fifo"}.validate(), []string{"eviction: ", "fifo"}},
+		{"manager durations", ManagerConfig{TokenTTL: -5e9, QueueDeadline: -1, RestoreGrace: -1, LoginRefill: -1}.validate(),
+			[]string{"token_ttl -5s: negative", "queue_deadline -1ns", "restore_grace -1ns", "login_failure_refill -1ns"}},
+		{"manager storage", ManagerConfig{Storage: StorageConfig{OriginChannels: -1, PlanInterval: -1, RetryBase: -1}}.validate(),
+			[]string{"storage.origin_channels -1: negative", "storage.plan_interval -1ns", "storage.retry_base -1ns"}},
+		{"manager scheduler", ManagerConfig{Scheduler: SchedulerConfig{A: -1, MissedHeartbeats: -1, HeartbeatInterval: -1}}.validate(),
+			[]string{"scheduler.a -1", "scheduler.missed_heartbeats -1", "scheduler.heartbeat_interval -1ns"}},
+		{"manager limits", ManagerConfig{MaxSessions: -2, LoginFailures: -5}.validate(),
+			[]string{"max_sessions_per_user -2", "login_failures -5"}},
+		{"manager store", ManagerConfig{Store: StoreConfig{LeaderTTL: -1, RedisDB: -1}}.validate(),
+			[]string{"store.leader_ttl -1ns", "store.redis_db -1"}},
+		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler: ", "nope"}},
+		{"manager storage policy", ManagerConfig{Storage: StorageConfig{Policy: "nope"}}.validate(), []string{"storage: ", "nope"}},
+	}
+	for _, c := range cases {
+		if c.err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(c.err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", c.name, c.err, w)
+			}
+		}
+	}
+	// What -1 means ("no limit") and the zero values (defaults) stay valid.
+	for _, err := range []error{
+		ManagerConfig{MaxSessions: -1, LoginFailures: -1}.validate(), ManagerConfig{}.validate(),
+		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
+	} {
+		if err != nil {
+			t.Errorf("valid section refused: %v", err)
+		}
+	}
+}
+
+// A bad value stops newNode and newManager before they read any file or
+// open the store: disk_bytes -5 no longer reaches the manager as a
+// registration it refuses forever.
+func TestNegativeValuesStopStart(t *testing.T) {
+	if _, err := newNode(NodeConfig{DiskBytes: -5, SecretFile: "/nonexistent"}); err == nil ||
+		!strings.Contains(err.Error(), "disk_bytes -5") {
+		t.Fatalf("node disk_bytes -5: %v", err)
+	}
+	if _, err := newNode(NodeConfig{EgressBps: -1, SecretFile: "/nonexistent"}); err == nil ||
+		!strings.Contains(err.Error(), "egress_bps -1") {
+		t.Fatalf("node egress_bps -1: %v", err)
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := newNode(NodeConfig{SecretFile: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Capacity.EgressBps != defaultNodeEgressBps || n.Capacity.DiskBytes != defaultNodeDiskBytes {
+		t.Fatalf("0 is not the documented default: %+v", n.Capacity)
+	}
+	f := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(f, []byte("manager:\n  token_ttl: -5s\n  storage:\n    origin_channels: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newManager(c.Manager)
+	if err == nil || !strings.Contains(err.Error(), "token_ttl -5s") || !strings.Contains(err.Error(), "storage.origin_channels -1") {
+		t.Fatalf("manager token_ttl -5s, origin_channels -1: %v", err)
+	}
+}

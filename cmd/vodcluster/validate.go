@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"vodcluster/cdp"
+	"vodcluster/cdp/tsindex"
+	"vodcluster/lsm"
+	"vodcluster/smm"
+)
+
+// Checks of a configuration section's values that need neither its files
+// (secret, users) nor the network, so that a bad value stops the process
+// at start with the key named, and the examples in deploy/ can be checked
+// by a test. Each section's check returns every problem it finds, joined.
+
+// keyCheck collects a section's problems, each naming its key.
+type keyCheck struct{ errs []error }
+
+func (k *keyCheck) failf(format string, a ...any) { k.errs = append(k.errs, fmt.Errorf(format, a...)) }
+
+func (k *keyCheck) err() error { return errors.Join(k.errs...) }
+
+// duration refuses a negative duration; 0 (or the key left out) is the
+// default, given in def.
+func (k *keyCheck) duration(key string, v time.Duration, def string) {
+	if v < 0 {
+		k.failf("%s %v: negative; give a positive duration, or 0 (or leave it out) for %s", key, v, def)
+	}
+}
+
+// count refuses a negative integer; 0 (or the key left out) means def.
+func (k *keyCheck) count(key string, v int64, def string) {
+	if v < 0 {
+		k.failf("%s %d: negative; give a positive number, or 0 (or leave it out) for %s", key, v, def)
+	}
+}
+
+// int32Count is count for a value that travels as an int32 (node weight,
+// max sessions): above math.MaxInt32 is refused too.
+func (k *keyCheck) int32Count(key string, v int64, def string) {
+	k.count(key, v, def)
+	if v > math.MaxInt32 {
+		k.failf("%s %d: above the largest allowed, %d", key, v, math.MaxInt32)
+	}
+}
+
+// limit checks a limit where -1 means none: below -1 is refused.
+func (k *keyCheck) limit(key string, v int, def string) {
+	if v < -1 {
+		k.failf("%s %d: give a positive number, -1 for no limit, or 0 (or leave it out) for %s", key, v, def)
+	}
+}
+
+// ratio refuses a negative (or NaN) number; 0 means the default.
+func (k *keyCheck) ratio(key string, v float64) {
+	if !(v >= 0) {
+		k.failf("%s %v: negative; give a positive number, or 0 (or leave it out) for the default", key, v)
+	}
+}
+
+// validate checks the manager section: no negative duration, count or
+// weight (the -1 of max_sessions_per_user and login_failures excepted),
+// a scheduling policy lsm knows with values it accepts, and a storage
+// policy and planner smm knows with values it accepts.
+func (c ManagerConfig) validate() error {
+	var k keyCheck
+	k.duration("token_ttl", c.TokenTTL, "60s")
+	k.duration("queue_deadline", c.QueueDeadline, "5s")
+	k.duration("login_failure_refill", c.LoginRefill, "30s")
+	k.duration("restore_grace", c.RestoreGrace, "30s")
+	k.limit("max_sessions_per_user", c.MaxSessions, "8")
+	k.limit("login_failures", c.LoginFailures, "10")
+
+	s := c.Scheduler
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"a", s.A}, {"b", s.B}, {"normal", s.Normal}, {"overload", s.Overload}, {"disk_pressure", s.DiskPressure},
+		{"slow_start_floor", s.SlowStartFloor}, {"lard_low", s.LARDLow}, {"lard_high", s.LARDHigh}, {"chbl_factor", s.CHBLFactor}} {
+		k.ratio("scheduler."+f.key, f.v)
+	}
+	k.count("scheduler.fill_ref_bps", s.FillRefBps, "4000000")
+	k.duration("scheduler.heartbeat_interval", s.HeartbeatInterval, "1s")
+	k.count("scheduler.missed_heartbeats", int64(s.MissedHeartbeats), "3")
+	k.duration("scheduler.slow_start", s.SlowStart, "the scheduler's default")
+
+	st := c.Storage
+	k.duration("storage.plan_interval", st.PlanInterval, "30s")
+	k.count("storage.origin_channels", int64(st.OriginChannels), "4")
+	k.duration("storage.half_life", st.HalfLife, "the default")
+	k.ratio("storage.target_utilization", st.TargetUtilization)
+	k.duration("storage.off_peak_start", st.OffPeakStart, "the default window")
+	k.duration("storage.off_peak_end", st.OffPeakEnd, "the default window")
+	k.count("storage.max_fills_per_node", int64(st.MaxFillsPerNode), "the default")
+	k.duration("storage.retry_base", st.RetryBase, "the default")
+	k.duration("storage.retry_max", st.RetryMax, "the default")
+	k.duration("storage.evict_hold", st.EvictHold, "1h")
+
+	k.count("store.redis_db", int64(c.Store.RedisDB), "database 0")
+	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
+	if err := k.err(); err != nil {
+		return err
+	}
+	// The values are not negative: what is left to check is lsm's and
+	// smm's own rules (policy names, ranges, orders).
+	if _, err := lsm.New(schedulerConfig(c.Scheduler)); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if _, err := smm.NewStorage(orString(st.Policy, st.Eviction), smm.StorageConfig{
+		Planner: st.Planner, Replicator: replicatorConfig(st),
+	}); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return nil
+}
+
+// validate checks the node section: no negative capacity, weight or
+// timeout, an RTP port pair that exists, and an eviction policy smm knows.
+func (c NodeConfig) validate() error {
+	var k keyCheck
+	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
+		k.failf("rtp_port %d: want an even port below 65535 (RTCP takes the next), or 0", c.RTPPort)
+	}
+	k.count("egress_bps", c.EgressBps, "1 Gbit/s (1000000000)")
+	k.int32Count("max_sessions", int64(c.MaxSessions), "no limit but egress_bps")
+	k.count("disk_bytes", c.DiskBytes, "100 GB (100000000000)")
+	k.int32Count("weight", int64(c.Weight), "100")
+	k.duration("session_timeout", c.SessionTimeout, "60s")
+	if c.Eviction != "" {
+		if _, err := smm.NewEvictor(c.Eviction); err != nil {
+			k.failf("eviction: %w", err)
+		}
+	}
+	return k.err()
+}
+
+// validate checks the cdp section: a title directory, no negative link
+// cost, and a chunk size the origin accepts.
+func (c CDPConfig) validate() error {
+	var k keyCheck
+	if c.Dir == "" {
+		k.failf("dir is required (the directory of the title files)")
+	}
+	k.duration("setup_delay", c.SetupDelay, "none")
+	k.count("max_transfers", int64(c.MaxTransfers), "unlimited")
+	k.count("transfer_rate_bps", c.TransferRateBps, "unlimited")
+	if c.ChunkBytes < 0 || c.ChunkBytes > cdp.MaxChunkBytes || c.ChunkBytes%tsindex.PacketSize != 0 {
+		k.failf("chunk_bytes %d: want a multiple of %d (whole MPEG-TS packets) up to %d, or 0 (or leave it out) for %d",
+			c.ChunkBytes, tsindex.PacketSize, cdp.MaxChunkBytes, cdp.DefaultChunkBytes)
+	}
+	return k.err()
+}
