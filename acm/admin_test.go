@@ -215,6 +215,9 @@ func TestStartAllOrNothing(t *testing.T) {
 		"unknown policy": {DataDir: dir, BOSS: file, Secret: testSecret, Scheduler: func() (c lsmConfig) { c = defaultLSM(); c.Policy = "zz"; return }()},
 		"unknown evict":  {DataDir: dir, BOSS: file, Secret: testSecret, Evictor: "zz"},
 		"other realm":    {DataDir: dir, BOSS: file, Secret: testSecret, Realm: "elsewhere"},
+		// A negative value is refused, not taken for the default.
+		"negative token ttl":       {DataDir: dir, BOSS: file, Secret: testSecret, TokenTTL: -5 * time.Second},
+		"negative origin channels": {DataDir: dir, BOSS: file, Secret: testSecret, OriginChannels: -1},
 	} {
 		m.RTSPListen, m.HTTPListen, m.GRPCListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		if err := m.Start(); err == nil {

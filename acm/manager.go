@@ -247,13 +247,16 @@ func addrOf(l net.Listener) string {
 }
 
 func (m *Manager) defaults() error {
+	if err := m.checkNegatives(); err != nil {
+		return err
+	}
 	set := func(p *string, v string) {
 		if *p == "" {
 			*p = v
 		}
 	}
 	setD := func(p *time.Duration, v time.Duration) {
-		if *p <= 0 {
+		if *p == 0 {
 			*p = v
 		}
 	}
@@ -272,7 +275,7 @@ func (m *Manager) defaults() error {
 	setD(&m.ShiftCheck, DefaultShiftCheck)
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
-	if m.OriginChannels <= 0 {
+	if m.OriginChannels == 0 {
 		m.OriginChannels = DefaultOriginChannels
 	}
 	if m.MaxSessionsPerUser == 0 {
@@ -307,10 +310,33 @@ func (m *Manager) defaults() error {
 	return nil
 }
 
+// checkNegatives refuses a negative duration or OriginChannels: 0 means
+// the default, and a negative value is a mistake, not a default.
+func (m *Manager) checkNegatives() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"TokenTTL", m.TokenTTL}, {"NoShowGrace", m.NoShowGrace}, {"QueueDeadline", m.QueueDeadline},
+		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
+		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
+		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))
+		}
+	}
+	if m.OriginChannels < 0 {
+		errs = append(errs, fmt.Errorf("acm: OriginChannels %d is negative (0 means the default, %d)", m.OriginChannels, DefaultOriginChannels))
+	}
+	return errors.Join(errs...)
+}
+
 // Start validates the config, opens the store, loads the catalog and the
 // session table from it, binds the three listeners and starts serving.
 // It is all or nothing: on error, everything it started is stopped
-// again. Errors: a missing BOSS or DataDir, a BOSS whose Realm() differs
+// again. Errors: a negative duration or OriginChannels, a missing BOSS or DataDir, a BOSS whose Realm() differs
 // from Realm, a Secret under 16 bytes, an unknown scheduling or storage
 // policy or planner, a Replicator parameter out of range, a store that
 // does not open or holds malformed pins, a listen address that cannot be

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -128,6 +129,7 @@ func titlesCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "titles",
 		Short: "List the catalog",
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListTitles(ctx, &v1.ListTitlesRequest{})
@@ -145,6 +147,7 @@ func nodesCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "nodes",
 		Short: "List nodes with their load",
+		Args:  cobra.NoArgs,
 		Long: "List nodes with their load.\n\n" +
 			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
@@ -178,10 +181,16 @@ func nodeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.SetNodeRequest{NodeId: args[0]}
 			if cmd.Flags().Changed("weight") {
+				if weight < 0 || weight > math.MaxInt32 {
+					return fmt.Errorf("--weight %d: want 0 (no new sessions) to %d", weight, math.MaxInt32)
+				}
 				w := int32(weight)
 				req.Weight = &w
 			}
 			if cmd.Flags().Changed("overload") {
+				if !(overload >= 0 && overload <= 1) {
+					return fmt.Errorf("--overload %v: want a utilization between 0 (the scheduler's default) and 1", overload)
+				}
 				req.Overload = &overload
 			}
 			if drain && undrain {
@@ -219,6 +228,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions (admitted and playing)",
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node})
@@ -238,7 +248,7 @@ func policyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "policy [NAME]",
 		Short: "Show the scheduling policy, or switch to NAME at run time (sessions are kept)",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  cobra.RangeArgs(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if len(args) == 1 {
@@ -263,6 +273,7 @@ func placementCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "placement",
 		Short: "List which nodes hold which titles",
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
@@ -341,6 +352,7 @@ func fillsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fills",
 		Short: "List fills from the origin in progress, with their progress",
+		Args:  cobra.NoArgs,
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), filling, backoff (failed: retried at NEXT TRY).",

@@ -5,7 +5,9 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
 
@@ -94,5 +96,74 @@ func TestHelpHidesToken(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "secret-token") || !strings.Contains(out.String(), "$VODCTL_TOKEN") {
 		t.Fatalf("help:\n%s", out.String())
+	}
+}
+
+// Every command states the arguments it takes (cobra's Args validators),
+// and wrong arguments or an out-of-range flag are refused before any call
+// reaches the manager: `nodes extra` is not `nodes`, and a weight of 2^32
+// does not wrap to 0 (drain) on its way into the int32 of the request.
+func TestArgsCheckedBeforeCall(t *testing.T) {
+	for _, c := range newRoot().Commands() {
+		if c.Args == nil && c.Name() != "help" && c.Name() != "completion" {
+			t.Errorf("vodctl %s has no Args validator", c.Name())
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		calls.Add(1)
+		return h(ctx, req)
+	}))
+	v1.RegisterAdminServer(srv, v1.UnimplementedAdminServer{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	run := func(args ...string) error {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+		return cmd.Execute()
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nodes", "extra"}, `unknown command "extra" for "vodctl nodes"`},
+		{[]string{"titles", "x"}, `unknown command "x"`},
+		{[]string{"sessions", "x"}, `unknown command "x"`},
+		{[]string{"placement", "x"}, `unknown command "x"`},
+		{[]string{"fills", "x"}, `unknown command "x"`},
+		{[]string{"policy", "lall", "wlc"}, "accepts between 0 and 1 arg(s)"},
+		{[]string{"node"}, "accepts 1 arg(s)"},
+		{[]string{"node", "n1", "n2", "--drain"}, "accepts 1 arg(s)"},
+		{[]string{"pin"}, "accepts between 1 and 2 arg(s)"},
+		{[]string{"pin", "t", "n", "x"}, "accepts between 1 and 2 arg(s)"},
+		{[]string{"play"}, "accepts 1 arg(s)"},
+		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 2147483647"},
+		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
+		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},
+		{[]string{"node", "n1", "--overload", "1.5"}, "--overload 1.5"},
+	} {
+		if err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("vodctl %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d calls reached the manager", n)
+	}
+	// In range, the call is made.
+	if err := run("node", "n1", "--weight", "2147483647"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("weight 2147483647: %v", err)
+	}
+	if err := run("nodes"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("nodes: %v", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d calls reached the manager, want 2", n)
 	}
 }
