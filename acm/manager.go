@@ -90,7 +90,10 @@ type Manager struct {
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
-	BOSS       boss.BOSS // subscriber authentication and entitlement; required
+	// BOSS is subscriber authentication and entitlement; required. A
+	// BOSS with a Watch(ctx) method (boss.WatchedFile) is watched for the
+	// manager's lifetime: Start runs Watch, Close ends it.
+	BOSS boss.BOSS
 
 	// TokenTTL is how long a redirected client has to show up at its
 	// node (the token's lifetime). A session not STARTED at its node
@@ -450,6 +453,9 @@ func (m *Manager) Start() (err error) {
 	if m.origin != nil {
 		m.goRun(m.catalogLoop)
 		m.goRun(m.originLoop)
+	}
+	if w, ok := m.BOSS.(interface{ Watch(context.Context) }); ok {
+		m.goRun(func() { w.Watch(m.ctx) })
 	}
 	m.serving = true
 	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),

@@ -106,8 +106,15 @@ func LoadFile(path string) (*File, error) {
 //	    bcrypt: $2a$10$...
 //	    ha1: 1f2e...   # MD5(demo:vodcluster:password) in hex
 //	    packages: ["*"]
+//
+// A syntax error, an unknown field and a bad user entry are reported with
+// their line ("line 7: ...").
 func ParseFile(r io.Reader) (*File, error) {
-	dec := yaml.NewDecoder(r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	var doc fileDoc
 	if err := dec.Decode(&doc); err != nil {
@@ -116,7 +123,17 @@ func ParseFile(r io.Reader) (*File, error) {
 		}
 		return nil, err
 	}
-	return NewFile(doc.Realm, doc.Users)
+	// The same document again, for the line of each user entry.
+	var lines struct {
+		Users []yaml.Node `yaml:"users"`
+	}
+	_ = yaml.Unmarshal(b, &lines)
+	return newFile(doc.Realm, doc.Users, func(i int) string {
+		if i < len(lines.Users) {
+			return fmt.Sprintf("line %d: ", lines.Users[i].Line)
+		}
+		return ""
+	})
 }
 
 // WriteFile encodes realm and users as a users file that ParseFile reads.
@@ -134,6 +151,12 @@ func WriteFile(w io.Writer, realm string, users []User) error {
 // malformed bcrypt hash or HA1, a user with neither, or an empty package
 // name.
 func NewFile(realm string, users []User) (*File, error) {
+	return newFile(realm, users, func(int) string { return "" })
+}
+
+// newFile is NewFile with where(i), the prefix of an error about users[i]
+// (its line in the file).
+func newFile(realm string, users []User, where func(i int) string) (*File, error) {
 	if realm == "" {
 		return nil, fmt.Errorf("boss: users file without realm")
 	}
@@ -149,13 +172,13 @@ func NewFile(realm string, users []User) (*File, error) {
 	for i := range users {
 		u := users[i]
 		if err := checkUser(&u); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s%w", where(i), err)
 		}
 		if c, err := bcrypt.Cost([]byte(u.Bcrypt)); err == nil {
 			cost = max(cost, c)
 		}
 		if _, dup := f.users[u.Name]; dup {
-			return nil, fmt.Errorf("boss: user %q listed twice", u.Name)
+			return nil, fmt.Errorf("%sboss: user %q listed twice", where(i), u.Name)
 		}
 		u.Packages = slices.Clone(u.Packages)
 		f.users[u.Name] = &u

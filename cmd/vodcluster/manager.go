@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +32,7 @@ func managerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer reloadOnHangup(m.users)()
 			return runUntilSignal(m)
 		},
 	}
@@ -51,7 +54,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if c.UsersFile == "" {
 		return nil, errors.New("users_file is required (the subscribers: vodcluster user NAME --file FILE)")
 	}
-	users, err := boss.LoadFile(c.UsersFile)
+	users, err := boss.WatchFile(c.UsersFile, slog.Default().With("component", "users"))
 	if err != nil {
 		return nil, fmt.Errorf("users_file: %w", err)
 	}
@@ -73,7 +76,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &managerProcess{st: st, Manager: &acm.Manager{
+	return &managerProcess{st: st, users: users, Manager: &acm.Manager{
 		Store:              st,
 		LeaderTTL:          c.Store.LeaderTTL,
 		RTSPListen:         orString(c.RTSPListen, acm.DefaultRTSPListen),
@@ -125,7 +128,32 @@ func openStore(c ManagerConfig) (store.Store, error) {
 // both (acm.Manager does not close a store it is given).
 type managerProcess struct {
 	*acm.Manager
-	st store.Store
+	st    store.Store
+	users *boss.WatchedFile // the users file, reloaded when it changes (and on SIGHUP)
+}
+
+// reloadOnHangup reloads users at every SIGHUP until the returned stop is
+// called. The manager also polls the file (boss.WatchedFile.Watch); SIGHUP
+// is for an operator who wants the change now.
+func reloadOnHangup(users *boss.WatchedFile) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				slog.Info("SIGHUP: reading the users file", "file", users.Path())
+				_ = users.Reload() // logged, the users before kept
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
 
 // Start starts the manager; on error the store is closed too.

@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/acm/boss"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -80,5 +83,66 @@ func TestManagerConfigWiring(t *testing.T) {
 	}
 	if err := call(grpc.WithPerRPCCredentials(token.Bearer(admin))); err != nil {
 		t.Fatalf("admin call with the token: %v", err)
+	}
+}
+
+// A subscriber added with `vodcluster user --file` while the manager runs
+// is let in without a restart: the manager polls its users file (401
+// before, then past authentication: 404 for a title the empty catalog
+// does not hold).
+func TestManagerSeesNewUsers(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.yaml")
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newManager(ManagerConfig{
+		RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: "127.0.0.6:0",
+		DataDir: filepath.Join(dir, "data"), SecretFile: secret, UsersFile: users,
+		LoginFailures: -1, // the polls below fail until the reload
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	get := func(user, pw string) int {
+		req, err := http.NewRequest("GET", "http://"+p.HTTPAddr()+"/vod/nothing.ts", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(user, pw)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if c := get("bob", "bob-pw"); c != http.StatusUnauthorized {
+		t.Fatalf("bob before he is added: %d", c)
+	}
+	if _, err := runUser(t, "bob-pw\n", "bob", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(4 * boss.DefaultPollInterval)
+	for i := 0; ; i++ {
+		c := get("bob", "bob-pw")
+		if c == http.StatusNotFound {
+			break
+		}
+		if c != http.StatusUnauthorized || i > 400 || time.Now().After(deadline) {
+			t.Fatalf("bob added to the users file: %d after %d tries", c, i)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if c := get("alice", "pw"); c != http.StatusNotFound {
+		t.Fatalf("alice after the reload: %d", c)
 	}
 }
