@@ -85,8 +85,11 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop})
 	}
 	m.setCatalog(ts)
+	m.health.catalogLoaded.Store(true)
 	m.applyHints()
-	if err := m.st.ReplaceTitles(ctx, ts); err != nil {
+	err = m.st.ReplaceTitles(ctx, ts)
+	m.noteStore(err)
+	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	m.log.Debug("catalog refreshed", "titles", len(ts))

@@ -16,10 +16,14 @@ import (
 // MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic),
 // admitted and redirected (302) to the node; other methods get 405 (a
 // redirect carries a reservation, so not even HEAD is answered with one).
-// GET /healthz answers 200.
+// GET /healthz answers 200 when the manager is ready to admit, 503 with
+// the reason when not (health.go); GET /livez answers 200 while the
+// process serves HTTP at all (a liveness probe: restarting the manager
+// would not bring the origin or the store back).
 func (m *Manager) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", m.serveHealthz)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})

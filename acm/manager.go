@@ -154,6 +154,10 @@ type Manager struct {
 	// load report nor reports failed within OrderTimeout counts as
 	// failed, DefaultOrderTimeout.
 	OrderTimeout time.Duration
+	// HealthCheck is how often the store is read to tell /healthz whether
+	// it answers (between the reads, the outcome of the manager's own
+	// store operations counts), DefaultHealthCheck.
+	HealthCheck time.Duration
 
 	Logger *slog.Logger // nil: slog.Default()
 
@@ -182,6 +186,7 @@ type Manager struct {
 	waiters     map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
+	health  health // readiness for /healthz (health.go)
 	// planTitles is the catalog as the storage planner sees it, built
 	// once per catalog (planTitlesOf) rather than at every plan (mu).
 	planTitles   map[string]smm.TitleInfo
@@ -278,6 +283,7 @@ func (m *Manager) defaults() error {
 	setD(&m.ShiftCheck, DefaultShiftCheck)
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
+	setD(&m.HealthCheck, DefaultHealthCheck)
 	if m.OriginChannels == 0 {
 		m.OriginChannels = DefaultOriginChannels
 	}
@@ -324,7 +330,7 @@ func (m *Manager) checkNegatives() error {
 		{"TokenTTL", m.TokenTTL}, {"NoShowGrace", m.NoShowGrace}, {"QueueDeadline", m.QueueDeadline},
 		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
 		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
-		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL},
+		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))
@@ -450,6 +456,7 @@ func (m *Manager) Start() (err error) {
 	m.goRun(m.tickLoop)
 	m.goRun(m.planLoop)
 	m.goRun(m.runLeader)
+	m.goRun(m.healthLoop)
 	if m.origin != nil {
 		m.goRun(m.catalogLoop)
 		m.goRun(m.originLoop)

@@ -125,6 +125,7 @@ func (m *Manager) persist(s *session) error {
 	default:
 		err = m.st.PutSession(ctx, snap)
 	}
+	m.noteStore(err)
 	if err != nil {
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
 	}

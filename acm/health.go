@@ -1,0 +1,96 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// DefaultHealthCheck is how often the manager checks that its store
+// answers (Manager.HealthCheck), for /healthz.
+const DefaultHealthCheck = 5 * time.Second
+
+// stateHealthProbe is the state the health check reads: never written, so
+// the store answers ErrNotFound when it works.
+const stateHealthProbe = "health-probe"
+
+// health is what /healthz reports, kept by the store operations the
+// manager makes anyway (sessions, catalog) and by healthLoop's one read
+// every HealthCheck: a probe costs no store round trip.
+type health struct {
+	// catalogLoaded: a catalog came from the origin once (it may be
+	// empty: the origin has no title).
+	catalogLoaded atomic.Bool
+	// storeDown: the last store operation failed.
+	storeDown atomic.Bool
+}
+
+// noteStore records the outcome of a store operation. ErrNotFound is an
+// answer, so a success; a cancellation says nothing about the store.
+func (m *Manager) noteStore(err error) {
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		if m.health.storeDown.Swap(false) {
+			m.log.Info("store answers again: ready")
+		}
+	case errors.Is(err, context.Canceled):
+	default:
+		if !m.health.storeDown.Swap(true) {
+			m.log.Error("store unavailable: not ready (/healthz 503) until it answers", "err", err)
+		}
+	}
+}
+
+// notReady returns why the manager cannot admit anyone, or "" when it can:
+// its store failed at the last operation, or it has no catalog (the
+// origin was never reached and the store held none).
+func (m *Manager) notReady() string {
+	if m.health.storeDown.Load() {
+		return "store unavailable"
+	}
+	if m.OriginAddr != "" && !m.health.catalogLoaded.Load() && len(m.titles()) == 0 {
+		return "no catalog yet: the origin has not been reached"
+	}
+	return ""
+}
+
+// serveHealthz answers 200 "ok" when the manager is ready, 503 with the
+// reason otherwise (the reason says no more than that: the front door is
+// public; the log has the details).
+func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if why := m.notReady(); why != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready:", why)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// healthLoop reads the store every HealthCheck, so that a store that
+// stopped (or came back) answering shows in /healthz while no session
+// changes.
+func (m *Manager) healthLoop() {
+	t := time.NewTicker(m.HealthCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, min(m.HealthCheck, 2*time.Second))
+		_, err := m.st.State(ctx, stateHealthProbe)
+		cancel()
+		if m.ctx.Err() != nil {
+			return
+		}
+		m.noteStore(err)
+	}
+}

@@ -1,0 +1,188 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+)
+
+// downStore fails every read of a state and every session write or
+// delete while down is set.
+type downStore struct {
+	store.Store
+	down  atomic.Bool
+	reads atomic.Int64
+}
+
+func (d *downStore) State(ctx context.Context, name string) ([]byte, error) {
+	d.reads.Add(1)
+	if d.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return d.Store.State(ctx, name)
+}
+
+func (d *downStore) PutSession(ctx context.Context, s store.Session) error {
+	if d.down.Load() {
+		return errors.New("connection refused")
+	}
+	return d.Store.PutSession(ctx, s)
+}
+
+func (d *downStore) DeleteSession(ctx context.Context, id string) error {
+	if d.down.Load() {
+		return errors.New("connection refused")
+	}
+	return d.Store.DeleteSession(ctx, id)
+}
+
+// probe returns the status and body of GET path on m's front door.
+func probe(t *testing.T, m *Manager, path string) (int, string) {
+	t.Helper()
+	res, err := noRedirect.Get("http://" + m.HTTPAddr() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// awaitProbe polls path every 10 ms, for at most 10 s, until it answers
+// code with a body containing body.
+func awaitProbe(t *testing.T, m *Manager, path string, code int, body string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var got int
+	var text string
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		if got, text = probe(t, m, path); got == code && strings.Contains(text, body) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: %d %q, want %d %q", path, got, text, code, body)
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.6:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startBare starts a manager on loopback with the test users, configured
+// by configure, closed at the end of the test.
+func startBare(t *testing.T, configure func(*Manager)) *Manager {
+	t.Helper()
+	file, err := boss.NewFile(DefaultRealm, testUsers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: "127.0.0.6:0",
+		DataDir: t.TempDir(), Secret: testSecret, BOSS: file, Logger: testLogger(t)}
+	configure(m)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// /healthz is 200 with a catalog and a store that answers; /livez is 200.
+func TestHealthzReady(t *testing.T) {
+	e := newManager(t, "", nil)
+	if code, body := probe(t, e.m, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("healthz %d %q", code, body)
+	}
+	if code, _ := probe(t, e.m, "/livez"); code != http.StatusOK {
+		t.Fatalf("livez %d", code)
+	}
+	// An origin reached with no title is a catalog too: ready.
+	empty := newManagerWith(t, "", nil, nil)
+	if code, body := probe(t, empty.m, "/healthz"); code != http.StatusOK {
+		t.Fatalf("origin without titles: healthz %d %q", code, body)
+	}
+}
+
+// A manager whose origin was never reached and whose store holds no
+// catalog is not ready (503, the reason said) until the origin answers;
+// one whose store holds the catalog from before is ready at once.
+func TestHealthzNoCatalog(t *testing.T) {
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	m := startBare(t, func(m *Manager) { m.OriginAddr, m.DataDir, m.CatalogRefresh = addr, dir, 100*time.Millisecond })
+	if code, body := probe(t, m, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no catalog yet") {
+		t.Fatalf("no catalog: healthz %d %q", code, body)
+	}
+	if code, _ := probe(t, m, "/livez"); code != http.StatusOK {
+		t.Fatalf("no catalog: livez %d", code)
+	}
+	o := startOrigin(t, addr, testTitles)
+	awaitProbe(t, m, "/healthz", http.StatusOK, "ok")
+	if len(m.titles()) == 0 {
+		t.Fatal("ready without the catalog")
+	}
+	m.Close()
+	o.srv.Stop()
+
+	// The catalog is in the store now: the origin down is no reason to refuse.
+	again := startBare(t, func(m *Manager) { m.OriginAddr, m.DataDir = addr, dir })
+	if code, body := probe(t, again, "/healthz"); code != http.StatusOK {
+		t.Fatalf("stored catalog, origin down: healthz %d %q", code, body)
+	}
+}
+
+// A store that stops answering makes /healthz 503 within a health check,
+// without a store read per probe, and 200 again when it is back.
+func TestHealthzStore(t *testing.T) {
+	b, err := store.OpenBadger(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ds := &downStore{Store: b}
+	e := newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ds, 20*time.Millisecond })
+	if code, _ := probe(t, e.m, "/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz %d", code)
+	}
+	ds.down.Store(true)
+	awaitProbe(t, e.m, "/healthz", http.StatusServiceUnavailable, "not ready: store unavailable")
+	if code, body := probe(t, e.m, "/healthz"); strings.Contains(body, "refused") || code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz %d %q: the store's error is for the log, not the public front door", code, body)
+	}
+	ds.down.Store(false)
+	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
+
+	// Probes are answered from the state kept: many probes, few reads.
+	before := ds.reads.Load()
+	for range 50 {
+		probe(t, e.m, "/healthz")
+	}
+	if n := ds.reads.Load() - before; n >= 50 {
+		t.Fatalf("%d store reads for 50 probes", n)
+	}
+
+	// A session write that fails counts at once.
+	e.startNode("n1", nodeOpts{})
+	ds.down.Store(true)
+	e.describe("demo", "demo", "t1")
+	if code, _ := probe(t, e.m, "/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("after a failed session write: healthz %d", code)
+	}
+	ds.down.Store(false)
+}
