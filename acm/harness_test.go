@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
+	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -62,7 +62,7 @@ type fakeOrigin struct {
 	titles []*pb.Title
 	srv    *grpc.Server
 	addr   string
-	health *health.Server // grpc.health.v1: SERVING until a test says otherwise
+	health *grpchealth.Server // grpc.health.v1: SERVING until a test says otherwise
 }
 
 func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
@@ -78,7 +78,7 @@ func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String(), health: health.NewServer()}
+	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String(), health: grpchealth.NewServer()}
 	pb.RegisterOriginServer(o.srv, o)
 	healthpb.RegisterHealthServer(o.srv, o.health)
 	go o.srv.Serve(ln)
