@@ -83,13 +83,14 @@ func TestFillSharedAndFast(t *testing.T) {
 	}
 }
 
-// TestFillFailureEndsViewers: when the origin fails mid-fill, the viewer's
-// session ends and the .part file is removed.
+// TestFillFailureEndsViewers: when the origin keeps failing mid-fill for
+// longer than FillRetryFor, the viewer's session ends and the .part file is
+// removed.
 func TestFillFailureEndsViewers(t *testing.T) {
 	o := newFakeOrigin(t)
 	o.rate = 100 << 10
 	o.fail.Store(true)
-	n := startNode(t, startOrigin(t, o))
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.FillRetryFor = 500 * time.Millisecond })
 	c := dialRTSP(t, n)
 	c.play(nodeURL(n, mint(t, "f1", "sample-003", "node-1", "", time.Minute), "sample-003"))
 	waitFor(t, 10*time.Second, "session ended", func() bool { return n.Stats().Sessions == 0 })
@@ -101,5 +102,8 @@ func TestFillFailureEndsViewers(t *testing.T) {
 	}
 	if len(n.Titles()) != 0 {
 		t.Errorf("titles after a failed fill: %+v", n.Titles())
+	}
+	if f := o.fetchCount("sample-003"); f < 2 {
+		t.Errorf("%d origin transfers, want retries before the fill failed", f)
 	}
 }

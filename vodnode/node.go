@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"vodcluster/proto/token"
@@ -45,6 +46,11 @@ type Node struct {
 	ManagerAddr string // gRPC NodeControl address; "" = standalone, no reports
 	OriginAddr  string // gRPC Origin address; "" = serve stored titles only
 	Secret      []byte // admission token HMAC key (at least 16 bytes, required)
+
+	// FillRetryFor is how long a fill from the origin keeps retrying while
+	// the origin sends nothing (an origin restart) before it fails and
+	// ends its viewers; 0 = store.DefaultRetryFor (30 s).
+	FillRetryFor time.Duration
 
 	HeartbeatInterval time.Duration // load report period; 0 = 1 s
 	SessionTimeout    time.Duration // a session without requests or RTCP this long is closed; 0 = 60 s
@@ -82,6 +88,21 @@ type Node struct {
 	reserved     int64                        // bit/s of the sessions' titles
 	slots        int                          // sessions, counting those being set up
 	closed       bool
+}
+
+// originConnectParams is how the node's connection to the origin
+// reconnects: attempts 0.2 s apart at first, at most 2 s apart (jittered by
+// a fifth), so that fills retrying through an origin restart find it again
+// within about 2 s of its return (gRPC's default waits up to 120 s); a
+// connection attempt gives up after 5 s.
+var originConnectParams = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  200 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   2 * time.Second,
+	},
+	MinConnectTimeout: 5 * time.Second,
 }
 
 // Stats is a snapshot of a node's counters, for tests and tools.
@@ -150,7 +171,8 @@ func (n *Node) Start() (err error) {
 
 	var originClient pb.OriginClient
 	if n.OriginAddr != "" {
-		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(originConnectParams))
 		if err != nil {
 			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)
 		}
@@ -159,7 +181,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.store, err = store.Open(store.Config{
 		Dir: filepath.Join(n.DataDir, "titles"), DiskBytes: n.Capacity.DiskBytes, Evictor: ev,
-		Origin: originClient, Logger: n.log,
+		Origin: originClient, Logger: n.log, RetryFor: n.FillRetryFor,
 	})
 	if err != nil {
 		return fmt.Errorf("vodnode: %w", err)

@@ -118,6 +118,7 @@ type NodeConfig struct {
 	Weight         int           `yaml:"weight"`          // 0 (or left out) = 100; negative is an error
 	SessionTimeout time.Duration `yaml:"session_timeout"` // 0 (or left out) = 60s; negative is an error
 	Eviction       string        `yaml:"eviction"`        // local eviction policy when a fill needs room
+	FillRetryFor   time.Duration `yaml:"fill_retry_for"`  // a fill the origin interrupts is retried until it sent nothing this long; default 30s
 }
 
 // CDPConfig configures `vodcluster cdp`.

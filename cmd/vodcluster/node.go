@@ -68,6 +68,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
 		Evictor:        c.Eviction,
+		FillRetryFor:   c.FillRetryFor,
 		Logger:         slog.Default().With("component", "node"),
 	}, nil
 }

@@ -1,8 +1,9 @@
 // Package store owns the titles on a VOD node's disk: the MPEG-TS files in
 // <DataDir>/titles/<id>.ts with their indexes (tsindex, persisted beside the
 // file as <id>.idx), the fills that copy a missing title from the origin
-// (CDP) into <id>.ts.part while it is already being read, and the eviction
-// that makes room for a fill with an smm.Evictor.
+// (CDP) into <id>.ts.part while it is already being read (resuming where
+// it stopped when the origin goes away for a while), and the eviction that
+// makes room for a fill with an smm.Evictor.
 //
 // Readers hold a Title between Acquire and Release; a held or filling title
 // is never evicted. Exactly one fill runs per title however many readers

@@ -15,13 +15,14 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// startFillLocked reserves room for meta, creates <id>.ts.part and starts
-// the fill's goroutine. Called with s.mu held.
+// startFillLocked reserves room for meta (checking that eviction can make
+// it; the fill evicts once the origin answers), creates <id>.ts.part and
+// starts the fill's goroutine. Called with s.mu held.
 func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 	if s.cfg.Origin == nil {
 		return nil, fmt.Errorf("%w: %q (no origin configured)", ErrUnknownTitle, meta.ID)
 	}
-	if err := s.makeRoomLocked(meta.Size); err != nil {
+	if err := s.roomLocked(meta.Size); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(s.path(meta.ID, ".ts.part"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -40,8 +41,11 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 }
 
 // fill copies the title from the origin into its .part file, publishing a
-// new View after every chunk, retrying from the offset reached on
-// transient errors, then renames the file to <id>.ts.
+// new View after every chunk, then renames the file to <id>.ts. A transfer
+// the origin interrupts is retried from the offset reached (readers go on
+// with the bytes on disk meanwhile) with the backoff of Config.Retry,
+// RetryMax and RetryFor; the fill fails when the origin sent nothing for
+// RetryFor, or at once on an error no retry can mend.
 func (s *Store) fill(t *Title) {
 	defer s.fills.Done()
 	id := t.meta.ID
@@ -49,20 +53,31 @@ func (s *Store) fill(t *Title) {
 	var off int64
 	var err error
 	start := time.Now()
-	backoff := s.cfg.Retry
+	room := false
+	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
 	for attempt := 1; ; attempt++ {
 		var n int64
-		n, err = s.fetch(t, b, off)
+		n, err = s.fetch(t, b, off, &room)
 		off += n
-		if err == nil || attempt >= s.cfg.Attempts || !retryable(err) || s.ctx.Err() != nil {
+		if err == nil || !retryable(err) || s.ctx.Err() != nil {
 			break
 		}
-		s.log.Warn("fill interrupted, retrying", "title", id, "offset", off, "attempt", attempt, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-s.ctx.Done():
+		if n > 0 {
+			r.progress()
 		}
-		backoff *= 2
+		wait, ok := r.next(time.Now())
+		if !ok {
+			err = fmt.Errorf("no byte from the origin for %v (%d attempts): %w", s.cfg.RetryFor, attempt, err)
+			break
+		}
+		s.log.Warn("fill interrupted, retrying", "title", id, "offset", off, "attempt", attempt,
+			"retry_in_s", wait.Seconds(), "err", err)
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-s.ctx.Done():
+			timer.Stop()
+		}
 	}
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
 		err = fmt.Errorf("origin sent %d bytes of %d", off, t.meta.Size)
@@ -78,7 +93,9 @@ func (s *Store) fill(t *Title) {
 }
 
 // fetch runs one Fetch from offset off and returns the bytes written.
-func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64) (int64, error) {
+// Before it writes the first bytes of the fill it makes room on the disk,
+// unless *room says that was done.
+func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int64, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off})
@@ -97,6 +114,12 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64) (int64, error) {
 		if c.GetOffset() != off+n {
 			return n, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
 		}
+		if !*room {
+			if err := s.makeRoom(); err != nil {
+				return n, err
+			}
+			*room = true
+		}
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
 			return n, err
@@ -111,7 +134,7 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64) (int64, error) {
 }
 
 func retryable(err error) bool {
-	if errors.Is(err, tsindex.ErrNotTS) {
+	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) {
 		return false
 	}
 	switch status.Code(err) {

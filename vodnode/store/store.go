@@ -43,8 +43,14 @@ type Config struct {
 	Origin    pb.OriginClient  // where missing titles are filled from; nil = none
 	Logger    *slog.Logger     // nil = slog.Default()
 	Now       func() time.Time // clock for last-access times; nil = time.Now
-	Retry     time.Duration    // first backoff between fill attempts; 0 = 200 ms
-	Attempts  int              // fill attempts (resuming at the offset reached); 0 = 3
+
+	// A fill the origin interrupts (the origin restarting, say) is retried
+	// from the offset reached, with pauses doubling from Retry up to
+	// RetryMax (each jittered into [1/2, 1] of its step), until it has
+	// received no byte for RetryFor; then it fails.
+	Retry    time.Duration // first pause before a retry; 0 = DefaultRetry (200 ms)
+	RetryMax time.Duration // longest pause between two attempts; 0 = DefaultRetryMax (2 s)
+	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
 }
 
 // Store is the set of titles on one node's disk. Safe for concurrent use.
@@ -130,10 +136,14 @@ func Open(cfg Config) (*Store, error) {
 		cfg.Evictor = smm.LRU{}
 	}
 	if cfg.Retry <= 0 {
-		cfg.Retry = 200 * time.Millisecond
+		cfg.Retry = DefaultRetry
 	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 3
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
+	cfg.RetryMax = max(cfg.RetryMax, cfg.Retry)
+	if cfg.RetryFor <= 0 {
+		cfg.RetryFor = DefaultRetryFor
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -318,8 +328,10 @@ func (s *Store) Release(t *Title) {
 	}
 }
 
-// makeRoomLocked evicts titles so that need more bytes fit in the quota.
-func (s *Store) makeRoomLocked(need int64) error {
+// roomLocked checks that need more bytes can fit in the quota by evicting
+// titles neither held, filling nor protected, without evicting them yet
+// (a fill evicts when the origin sends its first bytes: makeRoom).
+func (s *Store) roomLocked(need int64) error {
 	if s.cfg.DiskBytes <= 0 {
 		return nil
 	}
@@ -327,6 +339,31 @@ func (s *Store) makeRoomLocked(need int64) error {
 		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
 	}
 	over := s.used + need - s.cfg.DiskBytes
+	for _, t := range s.titles {
+		if over <= 0 {
+			return nil
+		}
+		if t.refs == 0 && !t.filling && !s.protected[t.meta.ID] {
+			over -= t.meta.Size
+		}
+	}
+	if over > 0 {
+		return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
+	}
+	return nil
+}
+
+// makeRoom evicts titles until the stored and filling titles (whose full
+// sizes s.used counts) fit in the quota. A fill calls it when the origin
+// has sent its first bytes, so that a fill the origin cannot serve evicts
+// nothing.
+func (s *Store) makeRoom() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.DiskBytes <= 0 {
+		return nil
+	}
+	over := s.used - s.cfg.DiskBytes
 	if over <= 0 {
 		return nil
 	}
@@ -340,7 +377,7 @@ func (s *Store) makeRoomLocked(need int64) error {
 	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
 	victims, ok := s.cfg.Evictor.Victims(items, over, s.cfg.Now())
 	if !ok {
-		return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
+		return fmt.Errorf("%w: %d bytes over the quota of %d, the rest is in use", ErrNoSpace, over, s.cfg.DiskBytes)
 	}
 	for _, id := range victims {
 		s.log.Info("evicting title to make room", "title", id, "policy", s.cfg.Evictor.Name())

@@ -67,7 +67,7 @@ func sample(t *testing.T) []byte {
 	return b
 }
 
-func startOrigin(t *testing.T, o *origin) pb.OriginClient {
+func startOrigin(t *testing.T, o pb.OriginServer) pb.OriginClient {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
