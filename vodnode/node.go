@@ -118,7 +118,8 @@ type Stats struct {
 // a ManagerAddr, reporting. It is all-or-nothing: on error everything
 // started is stopped again. Errors: ID or DataDir missing, a Secret shorter
 // than 16 bytes, an unknown Evictor, a store that cannot be opened (a
-// stored file that is not MPEG-TS), a port that cannot be bound.
+// stored file that is not MPEG-TS, a DataDir another node process holds),
+// a port that cannot be bound.
 func (n *Node) Start() (err error) {
 	if n.ID == "" || n.DataDir == "" {
 		return errors.New("vodnode: ID and DataDir are required")
@@ -183,6 +184,9 @@ func (n *Node) Start() (err error) {
 		Dir: filepath.Join(n.DataDir, "titles"), DiskBytes: n.Capacity.DiskBytes, Evictor: ev,
 		Origin: originClient, Logger: n.log, RetryFor: n.FillRetryFor,
 	})
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("vodnode: data_dir %s is in use by another node process: %w", n.DataDir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("vodnode: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +97,28 @@ func TestFillSurvivesOriginRestart(t *testing.T) {
 		t.Fatalf("stored title differs from the origin's (%d of %d bytes, %v)", len(stored), len(o.titles["sample-004"]), err)
 	}
 	t.Logf("%d RTP frames during the 1.5 s outage, %d origin transfers", frames, o.fetchCount("sample-004"))
+}
+
+// TestDataDirInUse: a second node on the data_dir of a running node does
+// not start, and says why; once the first has stopped it starts.
+func TestDataDirInUse(t *testing.T) {
+	n1 := startNode(t, "")
+	second := func() *Node {
+		return &Node{ID: "node-2", DataDir: n1.DataDir, Secret: testSecret, Pacers: 1, Logger: testLogger()}
+	}
+	n2 := second()
+	err := n2.Start()
+	if err == nil {
+		n2.Close()
+		t.Fatal("a second node started on the same data_dir")
+	}
+	if want := "data_dir " + n1.DataDir + " is in use by another node process"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want it to say %q", err, want)
+	}
+	n1.Close()
+	n3 := second()
+	if err := n3.Start(); err != nil {
+		t.Fatalf("after the first node stopped: %v", err)
+	}
+	n3.Close()
 }

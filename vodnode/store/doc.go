@@ -3,7 +3,9 @@
 // file as <id>.idx), the fills that copy a missing title from the origin
 // (CDP) into <id>.ts.part while it is already being read (resuming where
 // it stopped when the origin goes away for a while), and the eviction that
-// makes room for a fill with an smm.Evictor.
+// makes room for a fill with an smm.Evictor. An open Store holds an
+// exclusive flock(2) on <DataDir>/titles/.lock, so that no two processes
+// share the directory.
 //
 // Readers hold a Title between Acquire and Release; a held or filling title
 // is never evicted. Exactly one fill runs per title however many readers

@@ -26,6 +26,7 @@ var (
 	ErrInUse        = errors.New("store: title in use")          // playing or filling: not evicted
 	ErrOrigin       = errors.New("store: origin unavailable")    // the origin could not be asked
 	ErrBadID        = errors.New("store: invalid title id")      // not [A-Za-z0-9._-]{1,128}
+	ErrLocked       = errors.New("store: directory in use")      // another process (or Store) holds the directory's lock
 	errClosedStore  = errors.New("store: closed")
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
 }
 
+// LockFile is the file in Config.Dir whose flock(2) an open Store holds,
+// so that two processes never share the directory.
+const LockFile = ".lock"
+
 // Store is the set of titles on one node's disk. Safe for concurrent use.
 type Store struct {
 	cfg Config
@@ -62,6 +67,8 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	fills  sync.WaitGroup
+
+	lock *os.File // holds the flock on Dir's LockFile; nil where there is none
 
 	mu          sync.Mutex
 	titles      map[string]*Title
@@ -121,10 +128,12 @@ func (s *Store) TakeFailures() []Failure {
 	return f
 }
 
-// Open scans cfg.Dir (removing leftover .part files of interrupted fills),
+// Open locks cfg.Dir (an exclusive flock(2) on its LockFile, held until
+// Close), scans it (removing leftover .part files of interrupted fills),
 // indexes every <id>.ts (reusing a persisted <id>.idx when it matches the
 // file) and returns the Store. Errors: the directory cannot be created or
-// read, or a stored file is not MPEG-TS.
+// read, it is locked by another process or Store (wraps ErrLocked), or a
+// stored file is not MPEG-TS.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -148,16 +157,22 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		cat:       &catalog{origin: cfg.Origin, titles: map[string]Meta{}},
 		titles:    map[string]*Title{},
 		fillsByID: map[string]int{},
+		lock:      lock,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.scan(); err != nil {
 		s.closeFiles()
+		s.unlock()
 		return nil, err
 	}
 	if cfg.DiskBytes > 0 && s.used > cfg.DiskBytes {
@@ -480,15 +495,28 @@ func (s *Store) ActiveFills() int {
 func (s *Store) OriginBytes() int64 { return s.originBytes.Load() }
 
 // Close stops the fills in progress (their .part files are removed), waits
-// for them and closes the title files.
+// for them, closes the title files and releases the directory's lock.
 func (s *Store) Close() error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
 	s.fills.Wait()
 	s.closeFiles()
+	s.unlock()
 	return nil
+}
+
+// unlock releases the lock on the directory.
+func (s *Store) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
 }
 
 func (s *Store) closeFiles() {
