@@ -138,10 +138,17 @@ func (n *Node) releaseLocked(sid string, owner any, expires time.Time) {
 // retried on its connection before the refusal ends the admission session.
 const setupRetryGrace = 2 * time.Second
 
-// retryable reports whether a SETUP refused with e may be retried with
-// another Transport header.
+// retryable reports whether a SETUP refused with e may be retried on its
+// connection with another request: another Transport header (461, 400),
+// a track's URL instead of the aggregate one (459), or a track that
+// exists (404). A refusal for the node's sake (capacity, the origin, the
+// token) is final.
 func retryable(e *rtspError) bool {
-	return e.code == base.StatusUnsupportedTransport || e.code == base.StatusBadRequest
+	switch e.code {
+	case base.StatusUnsupportedTransport, base.StatusBadRequest, base.StatusAggregateOperationNotAllowed, base.StatusNotFound:
+		return true
+	}
+	return false
 }
 
 // pendingRefusal is a SETUP refused for its Transport, waiting for a

@@ -97,3 +97,22 @@ func TestESPlayRacingTeardown(t *testing.T) {
 		b.c.Close()
 	}
 }
+
+// TestESSetupMistakeKeepsTheToken: a SETUP of an ES session's aggregate
+// URL (459) or of a track that does not exist (404) can be corrected on
+// the same connection: the token is not spent by the mistake.
+func TestESSetupMistakeKeepsTheToken(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := esURL(n, mint(t, "es-mistake", "sample-001", "node-1", "", time.Minute), "sample-001")
+	if res := c.do("SETUP", url, "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 459 {
+		t.Fatalf("SETUP of the aggregate URL: %s, want 459", statusLine(res))
+	}
+	if res := c.do("SETUP", url+"/trackID=3", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 404 {
+		t.Fatalf("SETUP of trackID=3: %s, want 404", statusLine(res))
+	}
+	if res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 200 {
+		t.Fatalf("SETUP of trackID=1 after the mistakes: %s, want 200", statusLine(res))
+	}
+}
