@@ -73,13 +73,20 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		return
 	}
 	var b strings.Builder
-	target := 1.0
+	// A playlist's reloads may only append (RFC 8216 §6.2.1): the target
+	// duration leaves room for segments longer than hlsTarget (cut at the
+	// first keyframe past it), so it does not grow as the fill reveals
+	// them (each EXTINF rounded must stay within it, §4.3.3.1); and a
+	// viewer who was given an EVENT playlist while the title filled keeps
+	// it, completed by EXT-X-ENDLIST.
+	target := 2 * hlsTarget
 	for _, s := range segs {
-		target = math.Max(target, math.Ceil(s.dur))
+		target = math.Max(target, math.Round(s.dur))
 	}
-	kind := "EVENT"
-	if complete {
-		kind = "VOD"
+	kind := "VOD"
+	if !complete || hs.hlsEvent.Load() {
+		kind = "EVENT"
+		hs.hlsEvent.Store(true)
 	}
 	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:%s\n", int(target), kind)
 	for i, s := range segs {

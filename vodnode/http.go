@@ -137,6 +137,7 @@ type httpSession struct {
 
 	lastSeen atomic.Int64
 	active   atomic.Int32
+	hlsEvent atomic.Bool // an EVENT playlist was served: its reloads stay EVENT
 	bytes    atomic.Int64
 	ended    bool // guarded by Node.mu
 }

@@ -114,14 +114,25 @@ func TestHLS(t *testing.T) {
 	n := startNode(t, startOrigin(t, o), withHTTP)
 	tok := mint(t, "hls", "sample-001", "node-1", "", time.Minute)
 	url := httpURL(n, tok, "sample-001/index.m3u8")
+	// Reloads of one viewer's playlist while the title fills only append
+	// (RFC 8216 §6.2.1): the first lines (target duration, type) stay.
+	var head string
 	waitFor(t, 5*time.Second, "fill", func() bool {
 		_, b := get(t, url)
+		lines := strings.SplitN(string(b), "\n", 6)
+		h := strings.Join(lines[:min(5, len(lines))], "\n")
+		if head == "" {
+			head = h
+		} else if h != head {
+			t.Fatalf("a reload changed the playlist's head:\n%s\nthen:\n%s", head, h)
+		}
 		return strings.Contains(string(b), "#EXT-X-ENDLIST")
 	})
-	res, b := get(t, url)
+	// A new viewer of the complete title gets a VOD playlist.
+	res, b := get(t, httpURL(n, mint(t, "hls-vod", "sample-001", "node-1", "", time.Minute), "sample-001/index.m3u8"))
 	pl := string(b)
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/vnd.apple.mpegurl" ||
-		!strings.Contains(pl, "#EXT-X-PLAYLIST-TYPE:VOD") || strings.Count(pl, "#EXTINF:") < 4 {
+		!strings.Contains(pl, "#EXT-X-PLAYLIST-TYPE:VOD") || !strings.Contains(pl, "#EXT-X-TARGETDURATION:8") || strings.Count(pl, "#EXTINF:") < 4 {
 		t.Fatalf("playlist %d:\n%s", res.StatusCode, pl)
 	}
 	// every segment after the first starts with PAT and PMT, then a keyframe
