@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -299,4 +300,29 @@ func waitPrefetch(t *testing.T, n *Node, title string) {
 		t.Fatal(err)
 	}
 	waitComplete(t, n, title)
+}
+
+// TestSeekToTheAdvertisedEnd: a PLAY from just before the duration the
+// SDP advertised plays (from the last keyframe) instead of 457; from the
+// duration on, 457.
+func TestSeekToTheAdvertisedEnd(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "seek-end", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("DESCRIBE", url)
+	_, after, ok := strings.Cut(string(res.Body), "a=range:npt=0-")
+	dur, err := strconv.ParseFloat(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 64)
+	if res.StatusCode != 200 || !ok || err != nil {
+		t.Fatalf("DESCRIBE: %s, a=range %q", statusLine(res), after)
+	}
+	id := c.play(url)
+	waitComplete(t, n, "sample-001")
+	res = c.do("PLAY", url+"/", "Session", id, "Range", fmt.Sprintf("npt=%.3f-", dur-0.05))
+	if res.StatusCode != 200 {
+		t.Fatalf("PLAY from %.3f s, the SDP's duration %.3f s: %s", dur-0.05, dur, statusLine(res))
+	}
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", fmt.Sprintf("npt=%.3f-", dur+0.002)); res.StatusCode != 457 {
+		t.Fatalf("PLAY from the SDP's duration: %s, want 457", statusLine(res))
+	}
 }

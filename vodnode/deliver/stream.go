@@ -236,6 +236,14 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 		return 0, 0, nil
 	}
 	if complete && ck.ok() && npt >= ck.npt(idx.Size) {
+		// The duration a client was told (the SDP's a=range) counts the
+		// last frames past the last clock reference: a start up to a
+		// second beyond it plays from the last keyframe.
+		if npt < ck.npt(idx.Size)+endSlack {
+			if off, at := ck.keyframeBefore(npt); off >= 0 {
+				return off, at, nil
+			}
+		}
 		return 0, 0, ErrRange
 	}
 	if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
@@ -259,6 +267,10 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 	off := int64(f)
 	return off - off%TSPacketSize, npt, nil
 }
+
+// endSlack is how far past a complete title's last clock reference a
+// seek still plays (from the last keyframe), seconds.
+const endSlack = 1.0
 
 // Pause stops sending and returns the position, seconds; Play(-1) resumes
 // there.
