@@ -331,6 +331,7 @@ func (m *Manager) checkNegatives() error {
 		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
 		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
 		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
+		{"OriginCheck", m.OriginCheck},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))
@@ -409,7 +410,8 @@ func (m *Manager) Start() (err error) {
 		return err
 	}
 	if m.OriginAddr != "" {
-		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(originConnectParams)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
 	}

@@ -140,15 +140,11 @@ const setupRetryGrace = 2 * time.Second
 
 // retryable reports whether a SETUP refused with e may be retried on its
 // connection with another request: another Transport header (461, 400),
-// a track's URL instead of the aggregate one (459), or a track that
-// exists (404). A refusal for the node's sake (capacity, the origin, the
-// token) is final.
+// a track's URL instead of the aggregate one or a track that exists
+// (fixable: 459, 404). A refusal for the node's sake (capacity, the
+// origin, an unknown title, the token) is final.
 func retryable(e *rtspError) bool {
-	switch e.code {
-	case base.StatusUnsupportedTransport, base.StatusBadRequest, base.StatusAggregateOperationNotAllowed, base.StatusNotFound:
-		return true
-	}
-	return false
+	return e.fixable || e.code == base.StatusUnsupportedTransport || e.code == base.StatusBadRequest
 }
 
 // pendingRefusal is a SETUP refused for its Transport, waiting for a

@@ -102,9 +102,9 @@ func esTrack(tr *deliver.ESTracks, track int) (int, *rtspError) {
 	case track == 2 && tr.Audio != nil:
 		return 1, nil
 	case track < 0:
-		return 0, rtspErr(base.StatusAggregateOperationNotAllowed, "SETUP a track: trackID=1 (video) or trackID=2 (audio)")
+		return 0, fixableErr(base.StatusAggregateOperationNotAllowed, "SETUP a track: trackID=1 (video) or trackID=2 (audio)")
 	}
-	return 0, rtspErr(base.StatusNotFound, "no track %d", track)
+	return 0, fixableErr(base.StatusNotFound, "no track %d", track)
 }
 
 // addESTrack records the transport of one track of an ES session.

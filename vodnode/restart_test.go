@@ -28,7 +28,7 @@ func (r *restartableOrigin) start() {
 	r.t.Helper()
 	addr := r.addr
 	if addr == "" {
-		addr = "127.0.0.1:0"
+		addr = reusableAddr(r.t) // below the ephemeral range: no outgoing connection takes it while stopped
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

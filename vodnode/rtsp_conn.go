@@ -39,12 +39,23 @@ type rtspError struct {
 	code   base.StatusCode
 	reason string
 	header base.Header
+	// fixable: the client's request named the wrong thing (a track that
+	// does not exist, the aggregate URL of tracks), which it can correct
+	// on its connection (retryable).
+	fixable bool
 }
 
 func (e *rtspError) Error() string { return fmt.Sprintf("%d %s", e.code, e.reason) }
 
 func rtspErr(code base.StatusCode, format string, args ...any) *rtspError {
 	return &rtspError{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+// fixableErr is rtspErr for a request the client can correct (fixable).
+func fixableErr(code base.StatusCode, format string, args ...any) *rtspError {
+	e := rtspErr(code, format, args...)
+	e.fixable = true
+	return e
 }
 
 // unauthorized is a 401 with a Bearer challenge (RFC 6750 §3).

@@ -23,7 +23,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		return nil, err
 	}
 	if !tg.ES && tg.Track > 0 {
-		return nil, rtspErr(base.StatusNotFound, "no track %d (the title has trackID=0 only)", tg.Track)
+		return nil, fixableErr(base.StatusNotFound, "no track %d (the title has trackID=0 only)", tg.Track)
 	}
 	claims, err := c.n.verifyStart(tg, c.remote)
 	if err != nil {

@@ -326,3 +326,30 @@ func TestSeekToTheAdvertisedEnd(t *testing.T) {
 		t.Fatalf("PLAY from the SDP's duration: %s, want 457", statusLine(res))
 	}
 }
+
+// TestESSeekToTheAdvertisedEnd: TestSeekToTheAdvertisedEnd for an
+// elementary-stream session.
+func TestESSeekToTheAdvertisedEnd(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := esURL(n, mint(t, "es-seek-end", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("DESCRIBE", url)
+	_, after, ok := strings.Cut(string(res.Body), "a=range:npt=0-")
+	dur, err := strconv.ParseFloat(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 64)
+	if res.StatusCode != 200 || !ok || err != nil {
+		t.Fatalf("DESCRIBE: %s, a=range %q", statusLine(res), after)
+	}
+	res = c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	waitComplete(t, n, "sample-001")
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", fmt.Sprintf("npt=%.3f-", dur-0.05)); res.StatusCode != 200 {
+		t.Fatalf("PLAY from %.3f s, the SDP's duration %.3f s: %s", dur-0.05, dur, statusLine(res))
+	}
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", fmt.Sprintf("npt=%.3f-", dur+0.002)); res.StatusCode != 457 {
+		t.Fatalf("PLAY from the SDP's duration: %s, want 457", statusLine(res))
+	}
+}

@@ -213,8 +213,8 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	}
 	ck := clockOf{idx: idx, bitrate: s.cfg.Bitrate}
 	if npt >= 0 {
-		if complete && ck.ok() && npt >= ck.npt(idx.Size) {
-			return info, ErrRange
+		if complete && ck.ok() && npt >= ck.npt(idx.Size)+endSlack {
+			return info, ErrRange // within endSlack: from the last keyframe, as Stream does
 		}
 		s.pos = 0
 		if off, _ := ck.keyframeBefore(npt); off >= 0 && npt > 0 && ck.ok() {
