@@ -13,6 +13,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/deliver"
 )
 
@@ -24,7 +25,7 @@ type rtspConn struct {
 	n      *Node
 	nc     net.Conn
 	cw     *deliver.ConnWriter
-	rd     *rtspReader
+	rd     *rtspwire.Reader
 	remote netip.Addr
 	local  netip.Addr
 
@@ -83,7 +84,7 @@ func (n *Node) acceptRTSP() {
 			continue
 		}
 		c := &rtspConn{
-			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: newRTSPReader(nc),
+			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: rtspwire.NewReader(nc),
 			sessions: map[string]*session{}, channels: map[int]*session{}, pending: map[string]*pendingRefusal{},
 		}
 		if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
@@ -112,14 +113,14 @@ func (c *rtspConn) serve() {
 	defer c.close()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
-		msg, err := c.rd.next()
+		msg, err := c.rd.Next()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && c.hasSessions() {
 				continue
 			}
-			var fe *framingError
+			var fe *rtspwire.FramingError
 			if errors.As(err, &fe) {
-				c.n.log.Debug("rtsp request unreadable", "remote", c.remote, "status", int(fe.code), "reason", fe.reason)
+				c.n.log.Debug("rtsp request unreadable", "remote", c.remote, "status", int(fe.Code), "reason", fe.Reason)
 				c.refuseAndClose(fe)
 			}
 			return
@@ -133,8 +134,8 @@ func (c *rtspConn) serve() {
 			if after != nil {
 				after()
 			}
-		case frame:
-			c.onFrame(m.channel)
+		case rtspwire.Frame:
+			c.onFrame(m.Channel)
 		}
 	}
 }
@@ -144,11 +145,11 @@ func (c *rtspConn) serve() {
 // what the client still sends is read away for a moment (so that the
 // kernel does not reset the connection before the client reads the
 // response).
-func (c *rtspConn) refuseAndClose(fe *framingError) {
-	res := errResponse(rtspErr(fe.code, "%s", fe.reason))
+func (c *rtspConn) refuseAndClose(fe *rtspwire.FramingError) {
+	res := errResponse(rtspErr(fe.Code, "%s", fe.Reason))
 	res.Header["Connection"] = base.HeaderValue{"close"}
-	if fe.cseq != "" {
-		res.Header["CSeq"] = base.HeaderValue{fe.cseq}
+	if fe.CSeq != "" {
+		res.Header["CSeq"] = base.HeaderValue{fe.CSeq}
 	}
 	if c.write(res, nil) != nil {
 		return

@@ -2,7 +2,6 @@ package vodnode
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"strings"
@@ -91,39 +90,4 @@ func TestMalformedRequests(t *testing.T) {
 	if res := c.do("SET_PARAMETER", "*", "Content-Type", "text/parameters", "Content-Length", "0"); res.StatusCode != 200 {
 		t.Errorf("SET_PARAMETER: %s", statusLine(res))
 	}
-}
-
-// FuzzRTSPReader: whatever a client sends, the reader returns requests,
-// frames or an error, never panics, and always makes progress.
-func FuzzRTSPReader(f *testing.F) {
-	for _, s := range []string{
-		"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n",
-		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd$\x01\x00\x02hi",
-		"RTSP/1.0 200 OK\r\nCSeq: 3\r\n\r\nFOO * RTSP/1.0\r\nCSeq: 4\r\n\r\n",
-		"OPTIONS * RTSP/1.0\nCSeq: 1\n\n",
-		"\x00\xff garbage",
-		"GET / HTTP/1.1\r\n\r\n",
-		"DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 99999999\r\n\r\n",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r := newRTSPReader(bytes.NewReader(b))
-		for i := 0; i <= len(b); i++ {
-			msg, err := r.next()
-			if err != nil {
-				return
-			}
-			switch m := msg.(type) {
-			case *base.Request:
-				if m.Method == "" {
-					t.Fatal("request without method")
-				}
-			case frame:
-			default:
-				t.Fatalf("message %T", msg)
-			}
-		}
-		t.Fatal("more messages than bytes")
-	})
 }

@@ -1,4 +1,4 @@
-package vodnode
+package rtspwire
 
 import (
 	"bufio"
@@ -14,42 +14,46 @@ import (
 
 // Limits of what a client may send in one message.
 const (
-	maxRequestHead = 16 << 10  // request line and headers, bytes
-	maxRequestBody = 128 << 10 // Content-Length, bytes
+	MaxRequestHead = 16 << 10  // request line and headers, bytes
+	MaxRequestBody = 128 << 10 // Content-Length, bytes
 )
 
-// rtspReader splits what a client sends on its RTSP connection into
+// Reader splits what a client sends on its RTSP connection into
 // requests (parsed by gortsplib's base.Request), interleaved frames and
 // stray responses. Unlike gortsplib's conn.Conn it never skips bytes it
-// does not understand: a message that is not a well-formed RTSP/1.0
-// request (RFC 2326 §6: CRLF line ends, token method, three-part request
-// line) is a *framingError, after which the stream cannot be trusted.
-type rtspReader struct {
+// does not understand, nor waits for a delimiter that will not come: a
+// message that is not a well-formed RTSP/1.0 request (RFC 2326 §6: CRLF
+// line ends, token method, three-part request line) is a *FramingError as
+// soon as that is clear, after which the stream cannot be trusted. Limits:
+// a request head of MaxRequestHead bytes, a body of MaxRequestBody.
+type Reader struct {
 	br *bufio.Reader
 }
 
-func newRTSPReader(r io.Reader) *rtspReader {
-	return &rtspReader{br: bufio.NewReaderSize(r, maxRequestHead)}
+// NewReader returns a Reader of r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, MaxRequestHead)}
 }
 
-// framingError is a message that cannot be read: the node answers it with
-// code (and the CSeq, when one could be found) and closes the connection.
-type framingError struct {
-	code   base.StatusCode
-	reason string
-	cseq   string
+// FramingError is a message that cannot be read: a server answers it with
+// Code (and the CSeq, when one could be found: "" otherwise) and closes
+// the connection.
+type FramingError struct {
+	Code   base.StatusCode
+	Reason string
+	CSeq   string
 }
 
-func (e *framingError) Error() string { return fmt.Sprintf("%d %s", e.code, e.reason) }
+func (e *FramingError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Reason) }
 
-// frame is an interleaved frame from the client (RTCP receiver reports);
-// only its channel matters.
-type frame struct{ channel int }
+// Frame is an interleaved frame from the client (RTCP receiver reports,
+// RFC 2326 §10.12); only its channel is kept.
+type Frame struct{ Channel int }
 
-// next returns the next *base.Request or frame. Responses from the client
-// are read and dropped (the node sends no requests). Errors: the
-// connection's read error, or a *framingError.
-func (r *rtspReader) next() (any, error) {
+// Next returns the next *base.Request or Frame. Responses from the client
+// are read and dropped (the servers send no requests). Errors: the
+// connection's read error, or a *FramingError.
+func (r *Reader) Next() (any, error) {
 	for {
 		b, err := r.br.Peek(1)
 		if err != nil {
@@ -65,9 +69,9 @@ func (r *rtspReader) next() (any, error) {
 			if _, err := r.br.Discard(4 + size); err != nil {
 				return nil, err
 			}
-			return frame{channel: ch}, nil
+			return Frame{Channel: ch}, nil
 		case !isTokenChar(b[0]):
-			return nil, &framingError{code: base.StatusBadRequest, reason: "not an RTSP request"}
+			return nil, &FramingError{Code: base.StatusBadRequest, Reason: "not an RTSP request"}
 		}
 		head, err := r.head()
 		if err != nil {
@@ -86,7 +90,7 @@ func (r *rtspReader) next() (any, error) {
 		var req base.Request
 		msg := io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))
 		if err := req.Unmarshal(bufio.NewReader(msg)); err != nil {
-			return nil, &framingError{code: base.StatusBadRequest, reason: err.Error(), cseq: cseqOf(head)}
+			return nil, &FramingError{Code: base.StatusBadRequest, Reason: err.Error(), CSeq: cseqOf(head)}
 		}
 		return &req, nil
 	}
@@ -94,14 +98,14 @@ func (r *rtspReader) next() (any, error) {
 
 // head consumes and returns the request line and headers, up to and
 // including the empty line, checking the request line as soon as it is in.
-func (r *rtspReader) head() ([]byte, error) {
+func (r *Reader) head() ([]byte, error) {
 	lineOK := false
 	for {
 		buf, _ := r.br.Peek(r.br.Buffered())
 		if !lineOK {
 			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 				if err := checkRequestLine(buf[:i+1]); err != nil {
-					err.cseq = cseqOf(buf)
+					err.CSeq = cseqOf(buf)
 					return nil, err
 				}
 				lineOK = true
@@ -111,18 +115,18 @@ func (r *rtspReader) head() ([]byte, error) {
 			if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
 				head := buf[:i+4]
 				if j := bareLF(head); j >= 0 {
-					return nil, &framingError{code: base.StatusBadRequest, reason: "header line not ended by CRLF", cseq: cseqOf(head)}
+					return nil, &FramingError{Code: base.StatusBadRequest, Reason: "header line not ended by CRLF", CSeq: cseqOf(head)}
 				}
 				out := append([]byte(nil), head...)
 				r.br.Discard(len(head))
 				return out, nil
 			}
 			if bareLF(buf) >= 0 {
-				return nil, &framingError{code: base.StatusBadRequest, reason: "header line not ended by CRLF", cseq: cseqOf(buf)}
+				return nil, &FramingError{Code: base.StatusBadRequest, Reason: "header line not ended by CRLF", CSeq: cseqOf(buf)}
 			}
 		}
-		if len(buf) >= maxRequestHead {
-			return nil, &framingError{code: base.StatusBadRequest, reason: "request head too large", cseq: cseqOf(buf)}
+		if len(buf) >= MaxRequestHead {
+			return nil, &FramingError{Code: base.StatusBadRequest, Reason: "request head too large", CSeq: cseqOf(buf)}
 		}
 		if _, err := r.br.Peek(len(buf) + 1); err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return nil, err
@@ -131,14 +135,14 @@ func (r *rtspReader) head() ([]byte, error) {
 }
 
 // body consumes and returns the body that head announces (Content-Length).
-func (r *rtspReader) body(head []byte) ([]byte, error) {
+func (r *Reader) body(head []byte) ([]byte, error) {
 	v, ok := headerOf(head, "content-length")
 	if !ok {
 		return nil, nil
 	}
 	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || n > maxRequestBody {
-		return nil, &framingError{code: base.StatusBadRequest, reason: "invalid Content-Length", cseq: cseqOf(head)}
+	if err != nil || n > MaxRequestBody {
+		return nil, &FramingError{Code: base.StatusBadRequest, Reason: "invalid Content-Length", CSeq: cseqOf(head)}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.br, b); err != nil {
@@ -149,29 +153,29 @@ func (r *rtspReader) body(head []byte) ([]byte, error) {
 
 // checkRequestLine checks "Method SP Request-URI SP RTSP-Version CRLF"
 // (RFC 2326 §6.1), or a response's status line.
-func checkRequestLine(line []byte) *framingError {
+func checkRequestLine(line []byte) *FramingError {
 	if !bytes.HasSuffix(line, []byte("\r\n")) {
-		return &framingError{code: base.StatusBadRequest, reason: "request line not ended by CRLF"}
+		return &FramingError{Code: base.StatusBadRequest, Reason: "request line not ended by CRLF"}
 	}
 	parts := strings.Split(string(line[:len(line)-2]), " ")
 	if strings.HasPrefix(parts[0], "RTSP/") {
 		return nil // a response's status line
 	}
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-		return &framingError{code: base.StatusBadRequest, reason: "malformed request line"}
+		return &FramingError{Code: base.StatusBadRequest, Reason: "malformed request line"}
 	}
 	for i := 0; i < len(parts[0]); i++ {
 		if !isTokenChar(parts[0][i]) {
-			return &framingError{code: base.StatusBadRequest, reason: "malformed method"}
+			return &FramingError{Code: base.StatusBadRequest, Reason: "malformed method"}
 		}
 	}
 	switch {
 	case parts[2] == "RTSP/1.0":
 		return nil
 	case strings.HasPrefix(parts[2], "RTSP/"):
-		return &framingError{code: base.StatusRTSPVersionNotSupported, reason: "only RTSP/1.0 is served"}
+		return &FramingError{Code: base.StatusRTSPVersionNotSupported, Reason: "only RTSP/1.0 is served"}
 	}
-	return &framingError{code: base.StatusBadRequest, reason: "not an RTSP/1.0 request"}
+	return &FramingError{Code: base.StatusBadRequest, Reason: "not an RTSP/1.0 request"}
 }
 
 // bareLF returns the index of the first LF not preceded by CR, -1 if none.

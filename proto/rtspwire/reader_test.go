@@ -1,0 +1,89 @@
+package rtspwire
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// TestReader: requests with and without a body, frames and responses
+// are told apart; what is not a well-formed RTSP/1.0 request is a
+// *FramingError with the right code and the CSeq when there is one.
+func TestReader(t *testing.T) {
+	r := NewReader(strings.NewReader("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n" +
+		"$\x01\x00\x02hi" +
+		"RTSP/1.0 200 OK\r\nCSeq: 9\r\n\r\n" +
+		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd"))
+	for i, want := range []string{"OPTIONS", "frame 1", "SET_PARAMETER"} {
+		msg, err := r.Next()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		got := ""
+		switch m := msg.(type) {
+		case *base.Request:
+			got = string(m.Method)
+		case Frame:
+			got = "frame " + string(rune('0'+m.Channel))
+		}
+		if got != want {
+			t.Fatalf("message %d: %q, want %q", i, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		raw  string
+		code base.StatusCode
+		cseq string
+	}{
+		{"GARBAGE\r\n\r\n", base.StatusBadRequest, ""},
+		{"\x00\x01 garbage", base.StatusBadRequest, ""},
+		{"OPTIONS * RTSP/1.0\nCSeq: 3\n\n", base.StatusBadRequest, "3"},
+		{"OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, ""},
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 6\r\nContent-Length: 999999999\r\n\r\n", base.StatusBadRequest, "6"},
+	} {
+		_, err := NewReader(strings.NewReader(tc.raw)).Next()
+		var fe *FramingError
+		if !errors.As(err, &fe) || fe.Code != tc.code || fe.CSeq != tc.cseq {
+			t.Errorf("%q: %v, want %d with CSeq %q", tc.raw, err, tc.code, tc.cseq)
+		}
+	}
+}
+
+// FuzzRTSPReader: whatever a client sends, the reader returns requests,
+// frames or an error, never panics, and always makes progress.
+func FuzzRTSPReader(f *testing.F) {
+	for _, s := range []string{
+		"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n",
+		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd$\x01\x00\x02hi",
+		"RTSP/1.0 200 OK\r\nCSeq: 3\r\n\r\nFOO * RTSP/1.0\r\nCSeq: 4\r\n\r\n",
+		"OPTIONS * RTSP/1.0\nCSeq: 1\n\n",
+		"\x00\xff garbage",
+		"GET / HTTP/1.1\r\n\r\n",
+		"DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 99999999\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewReader(bytes.NewReader(b))
+		for i := 0; i <= len(b); i++ {
+			msg, err := r.Next()
+			if err != nil {
+				return
+			}
+			switch m := msg.(type) {
+			case *base.Request:
+				if m.Method == "" {
+					t.Fatal("request without method")
+				}
+			case Frame:
+			default:
+				t.Fatalf("message %T", msg)
+			}
+		}
+		t.Fatal("more messages than bytes")
+	})
+}
