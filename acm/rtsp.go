@@ -17,6 +17,7 @@ import (
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
+	"vodcluster/proto/rtspwire"
 )
 
 // RTSP front door timeouts.
@@ -111,7 +112,8 @@ func (s *rtspServer) handle(nc net.Conn) {
 	}()
 	ctx, cancel := context.WithCancel(s.m.ctx)
 	defer cancel()
-	rc := conn.NewConn(nc)
+	rc := conn.NewConn(nc) // writes responses; requests come through rd
+	rd := rtspwire.NewReader(nc)
 	items := make(chan rtspItem)
 	readerDone := make(chan struct{})
 	go func() {
@@ -119,9 +121,13 @@ func (s *rtspServer) handle(nc net.Conn) {
 		defer cancel() // the client went away (or sent garbage): leave the queue
 		for {
 			nc.SetReadDeadline(time.Now().Add(rtspIdle))
-			req, err := rc.ReadRequest()
+			msg, err := rd.Next()
 			if err != nil && isNetErr(err) {
 				return
+			}
+			req, _ := msg.(*base.Request)
+			if err == nil && req == nil {
+				continue // an interleaved frame or nothing for the front door
 			}
 			select {
 			case items <- rtspItem{req, err}:
@@ -145,7 +151,16 @@ func (s *rtspServer) handle(nc net.Conn) {
 		var res *base.Response
 		granted := ""
 		if it.err != nil {
-			res = &base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{}}
+			// Unreadable (RFC 2326 §6): 400, or 505 for another RTSP
+			// version, with the CSeq when one was found; then close.
+			res = &base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{"Connection": {"close"}}}
+			var fe *rtspwire.FramingError
+			if errors.As(it.err, &fe) {
+				res.StatusCode = fe.Code
+				if fe.CSeq != "" {
+					res.Header["CSeq"] = base.HeaderValue{fe.CSeq}
+				}
+			}
 		} else {
 			res, granted = s.respond(ctx, nc, it.req)
 		}
@@ -161,6 +176,14 @@ func (s *rtspServer) handle(nc net.Conn) {
 			return
 		}
 		if it.err != nil {
+			// Close gracefully: what the client still sends is read away
+			// for a moment, so that the kernel does not reset the
+			// connection before the client reads the response.
+			if tc, ok := nc.(interface{ CloseWrite() error }); ok {
+				tc.CloseWrite()
+				nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				io.Copy(io.Discard, io.LimitReader(nc, 1<<20))
+			}
 			return
 		}
 	}

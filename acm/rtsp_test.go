@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,38 @@ func TestRTSPStarAndEscapedRest(t *testing.T) {
 	}
 	if _, ok := res.Header["X-Injected"]; ok || !strings.HasSuffix(strings.ToLower(res.Header["Location"][0]), "/vod/t1/x%0d%0ax-injected:%20yes%0d%0a") {
 		t.Fatalf("the redirect carries the decoded path: %v", res.Header)
+	}
+}
+
+// TestRTSPUnreadableRequests: what is not a well-formed RTSP/1.0 request
+// is answered at once (400, 505 for another version), with its CSeq when
+// it has one, and the connection closed; it does not wait for a
+// delimiter until the idle timeout.
+func TestRTSPUnreadableRequests(t *testing.T) {
+	e := newManager(t, "", nil)
+	for _, tc := range []struct {
+		name, raw string
+		code      base.StatusCode
+		cseq      string
+	}{
+		{"garbage", "GARBAGE\r\n\r\n", base.StatusBadRequest, ""},
+		{"LF-only lines", "OPTIONS * RTSP/1.0\nCSeq: 1\n\n", base.StatusBadRequest, "1"},
+		{"RTSP 2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
+		{"HTTP", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, ""},
+	} {
+		c := e.dialRTSP()
+		io.WriteString(c.nc, tc.raw)
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		res, err := c.c.ReadResponse()
+		if err != nil || res.StatusCode != tc.code {
+			t.Errorf("%s: %v %v, want %d", tc.name, res, err, tc.code)
+			continue
+		}
+		if got := res.Header["CSeq"]; tc.cseq != "" && (len(got) != 1 || got[0] != tc.cseq) {
+			t.Errorf("%s: CSeq %v, want %s", tc.name, got, tc.cseq)
+		}
+		if _, err := c.nc.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("%s: connection not closed: %v", tc.name, err)
+		}
 	}
 }
