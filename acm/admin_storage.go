@@ -190,6 +190,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		return nil, err
 	}
 	msg := "eviction ordered"
+	if n := m.sched.Node(node); n != nil && !n.Alive {
+		msg = fmt.Sprintf("eviction ordered; node %s is down: carried out when it is back", node)
+	}
 	planner := m.rep != nil
 	if planner {
 		m.rep.Evicted(node, title, m.now())
