@@ -132,6 +132,7 @@ type player interface {
 	SetScale(scale float64) float64
 	Close()
 	BytesSent() int64
+	WaitingForFill() bool // playing, caught up with the title's fill
 }
 
 var (
@@ -185,12 +186,16 @@ func (n *Node) janitor() {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
-			var idle []*session
+			type idleSession struct {
+				s *session
+				p player
+			}
+			var idle []idleSession
 			var idleHTTP []*httpSession
 			n.mu.Lock()
 			for _, s := range n.sessions {
 				if now.Sub(time.Unix(0, s.lastSeen.Load())) > n.SessionTimeout {
-					idle = append(idle, s)
+					idle = append(idle, idleSession{s, s.player})
 				}
 			}
 			for _, hs := range n.httpSessions {
@@ -204,8 +209,16 @@ func (n *Node) janitor() {
 				}
 			}
 			n.mu.Unlock()
-			for _, s := range idle {
-				n.endSession(s, "timeout", nil)
+			for _, c := range idle {
+				if c.p != nil && c.p.WaitingForFill() {
+					// The silence is the node's: it has sent nothing since
+					// the stream caught up with the fill (or before the
+					// fill's first byte), so the client has no RTP to
+					// answer with receiver reports.
+					c.s.touch(now)
+					continue
+				}
+				n.endSession(c.s, "timeout", nil)
 			}
 			for _, hs := range idleHTTP {
 				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle

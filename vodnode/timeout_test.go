@@ -281,3 +281,19 @@ func TestIPTVTransports(t *testing.T) {
 		c.do("TEARDOWN", url+"/", "Session", id)
 	}
 }
+
+// TestNoTimeoutWhileWaitingForTheFill: a session whose stream waits for
+// its title's fill (here the origin's first byte comes after three
+// session timeouts) is not ended for the client's silence: the node has
+// sent it nothing to answer. Its media comes once the fill begins.
+func TestNoTimeoutWhileWaitingForTheFill(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.delay = 1500 * time.Millisecond
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = 400 * time.Millisecond })
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "wait-fill", "sample-001", "node-1", "", time.Minute), "sample-001"))
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := c.frame(); err != nil {
+		t.Fatalf("no media after the fill began: %v", err)
+	}
+}

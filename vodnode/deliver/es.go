@@ -311,6 +311,10 @@ func (s *ESStream) Close() {
 // BytesSent returns the RTP bytes sent (headers included).
 func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
 
+// WaitingForFill reports false: an ES stream starts once its title's
+// head is probed and is not told apart while it waits for the fill.
+func (s *ESStream) WaitingForFill() bool { return false }
+
 func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{}) {
 	defer close(done)
 	err := s.demux(ctx, rd)

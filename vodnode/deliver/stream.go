@@ -313,6 +313,15 @@ func (s *Stream) Close() {
 	s.state = stateEnded
 }
 
+// WaitingForFill reports whether the stream plays but has caught up with
+// its title's fill: it sends nothing until more bytes arrive (a client
+// then has nothing to answer with receiver reports).
+func (s *Stream) WaitingForFill() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parked && s.state == statePlaying
+}
+
 // BytesSent returns the bytes sent for this stream (headers included).
 func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 
