@@ -192,10 +192,16 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 // SetPolicy switches the scheduling policy at run time; reservations and
 // sessions stay. The choice is kept in the store (storedPolicy): a
 // restarted manager or the standby taking over uses it while the
-// configured policy is unchanged. INVALID_ARGUMENT for an unknown name;
+// configured policy is unchanged. FAILED_PRECONDITION on a standby
+// manager (set it on the active one); INVALID_ARGUMENT for an unknown name;
 // UNAVAILABLE when the store did not take it (in use here all the same).
 func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.PolicyInfo, error) {
 	m := a.m
+	if !m.Leader() {
+		// Stored, it would replace the active manager's policy at the
+		// next takeover, unasked.
+		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): set the policy on the active manager")
+	}
 	m.opMu.Lock() // through the change and its write: a takeover's load cannot come in between
 	defer m.opMu.Unlock()
 	m.mu.Lock()

@@ -118,6 +118,11 @@ func TestFailoverToStandby(t *testing.T) {
 	if b.m.Leader() {
 		t.Fatal("the second manager took a held lock")
 	}
+	// The standby refuses a policy: stored, it would replace the active
+	// manager's at the next takeover.
+	if _, err := b.admin.SetPolicy(context.Background(), &pb.SetPolicyRequest{Policy: "rr"}); grpcCode(err) != codes.FailedPrecondition {
+		t.Fatalf("SetPolicy on the standby: %v, want FAILED_PRECONDITION", err)
+	}
 	sid3 := a.admitOne("t3") // while B stands by
 	n.setSessions(sid, sid3)
 	for _, id := range []string{sid, sid3} {
