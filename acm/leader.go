@@ -22,6 +22,10 @@ import (
 // DefaultLeaderTTL is the default lease of the planner lock (Manager.LeaderTTL).
 const DefaultLeaderTTL = 10 * time.Second
 
+// deferSteps is how many tries (a third of a ttl apart) a manager no node
+// reports to lets pass before it takes a free planner lock (leader.serves).
+const deferSteps = 6
+
 // plannerLock is the name of the lock that elects the manager whose
 // storage planner runs.
 const plannerLock = "planner"
@@ -38,6 +42,14 @@ type leader struct {
 	ttl    time.Duration
 	log    *slog.Logger
 	gained func() // called by run when the lock is taken after Start
+	// serves reports whether nodes report to this manager. One that has
+	// none lets deferSteps tries pass (2 ttl) before each attempt at the
+	// lock: after the store stalled longer than a lease, the manager
+	// the nodes (and the VIP) are on takes the lock back first, rather
+	// than a standby that would plan for a cluster it does not see. nil:
+	// never defers.
+	serves   func() bool
+	deferred int // tries let pass in a row
 
 	held atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
@@ -71,6 +83,11 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	if was {
 		ok, err = l.locker.RenewLock(ctx, plannerLock, l.holder, l.ttl)
 	} else {
+		if l.serves != nil && !l.serves() && l.deferred < deferSteps {
+			l.deferred++
+			return false, nil
+		}
+		l.deferred = 0
 		ok, err = l.locker.TryLock(ctx, plannerLock, l.holder, l.ttl)
 	}
 	switch {
@@ -170,6 +187,16 @@ func (m *Manager) startLeader() error {
 			"sessions_in_store", n)
 	}
 	m.lead.gained = m.takeOver
+	m.lead.serves = func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, n := range m.sched.Nodes {
+			if n.Alive {
+				return true
+			}
+		}
+		return false
+	}
 	return nil
 }
 

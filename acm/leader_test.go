@@ -355,3 +355,37 @@ func TestOrphanTakenOverStaysInStore(t *testing.T) {
 		}
 	}
 }
+
+// A manager no node reports to lets a free planner lock be for
+// deferSteps tries before it takes it (after a store stall, the manager
+// the nodes are on takes the lock back first); one that serves nodes
+// takes it at its first try.
+func TestLeaderWithoutNodesDefers(t *testing.T) {
+	open, _ := sharedRedis(t)
+	ctx := context.Background()
+	idle := newLeader(open(), time.Minute, testLogger(t))
+	idle.serves = func() bool { return false }
+	for i := range deferSteps {
+		if gained, err := idle.step(ctx); gained || err != nil {
+			t.Fatalf("try %d of a manager without nodes: gained %v, %v", i, gained, err)
+		}
+	}
+	busy := newLeader(open(), time.Minute, testLogger(t))
+	busy.serves = func() bool { return true }
+	if gained, err := busy.step(ctx); !gained || err != nil {
+		t.Fatalf("a manager with nodes on a free lock: gained %v, %v", gained, err)
+	}
+	if gained, _ := idle.step(ctx); gained {
+		t.Fatal("the lock taken from its holder")
+	}
+	busy.release()
+	// The failed try above started a new round of deferSteps.
+	for i := range deferSteps {
+		if gained, _ := idle.step(ctx); gained {
+			t.Fatalf("try %d after a failed one: the free lock taken at once", i)
+		}
+	}
+	if gained, err := idle.step(ctx); !gained || err != nil {
+		t.Fatalf("after deferSteps tries, a manager without nodes takes a free lock: %v, %v", gained, err)
+	}
+}
