@@ -52,6 +52,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if !ok {
 		return nil, errNoTitle
 	}
+	if m.health.storeDown.Load() {
+		// A session could not be stored: answer at once rather than
+		// after the store's timeout (the health check notices its return
+		// within HealthCheck).
+		return nil, errUnavailable
+	}
 	ok, err := m.BOSS.Entitled(ctx, r.User, t.Package)
 	switch {
 	case errors.Is(err, boss.ErrUnknownUser):

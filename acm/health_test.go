@@ -184,5 +184,17 @@ func TestHealthzStore(t *testing.T) {
 	if code, _ := probe(t, e.m, "/healthz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("after a failed session write: healthz %d", code)
 	}
+	// Meanwhile requests are refused at once (503 with Retry-After), not
+	// after the store's timeout, and nothing stays reserved.
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 503 || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("store down: %d %v, want 503 with Retry-After", res.StatusCode, res.Header)
+	}
+	if got := e.reserved("n1"); got != 0 {
+		t.Fatalf("store down: %d bit/s reserved", got)
+	}
 	ds.down.Store(false)
+	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
+		t.Fatalf("store back: %d", res.StatusCode)
+	}
 }

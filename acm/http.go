@@ -97,6 +97,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1)))))
 		http.Error(w, "title not on any node and the origin is unavailable: try again later", http.StatusServiceUnavailable)
 	default:
+		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	}
 }

@@ -319,6 +319,7 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
+		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	}
 	return res
 }
