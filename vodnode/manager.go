@@ -141,10 +141,14 @@ func (m *managerLink) run() {
 		if time.Since(began) > backoffMax {
 			backoff = backoffMin
 		}
-		if status.Code(err) == codes.Unauthenticated {
+		switch status.Code(err) {
+		case codes.Unauthenticated:
 			m.n.log.Error("the manager refuses this node's credential: its secret_file must hold the manager's cluster secret; retrying",
 				"manager", m.n.ManagerAddr, "err", err, "in", backoff)
-		} else {
+		case codes.AlreadyExists:
+			m.n.log.Error("the manager refuses this node's id: another node process with this id is live at another address; give this node its own id (retrying, in case the other moved)",
+				"id", m.n.ID, "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		default:
 			m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
 		}
 		if !m.sleep(jitter(backoff)) {
