@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,7 +39,10 @@ func userCmd() *cobra.Command {
 			pw, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 			pw = strings.TrimRight(pw, "\r\n")
 			if pw == "" {
-				return fmt.Errorf("no password on stdin (%v)", err)
+				if err != nil && !errors.Is(err, io.EOF) {
+					return fmt.Errorf("no password on stdin: %w", err)
+				}
+				return errors.New("no password on stdin: give it on the first line (echo 's3cret' | vodcluster user NAME ...)")
 			}
 			doc := usersDoc{Realm: realm}
 			if file != "" {
