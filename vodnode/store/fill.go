@@ -30,6 +30,7 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now()}
+	t.ctx, t.cancel = context.WithCancel(s.ctx)
 	t.view.Store(&View{Index: tsindex.Index{FirstPTS: -1}})
 	s.titles[meta.ID] = t
 	s.used += meta.Size
@@ -59,7 +60,7 @@ func (s *Store) fill(t *Title) {
 		var n int64
 		n, err = s.fetch(t, b, off, &room)
 		off += n
-		if err == nil || !retryable(err) || s.ctx.Err() != nil {
+		if err == nil || !retryable(err) || t.ctx.Err() != nil {
 			break
 		}
 		if n > 0 {
@@ -75,9 +76,12 @@ func (s *Store) fill(t *Title) {
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-s.ctx.Done():
+		case <-t.ctx.Done():
 			timer.Stop()
 		}
+	}
+	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
+		err = errAbandoned
 	}
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
 		err = fmt.Errorf("origin sent %d bytes of %d", off, t.meta.Size)
@@ -96,7 +100,7 @@ func (s *Store) fill(t *Title) {
 // Before it writes the first bytes of the fill it makes room on the disk,
 // unless *room says that was done.
 func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int64, error) {
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off})
 	if err != nil {
@@ -115,6 +119,13 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int6
 			return n, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
 		}
 		if !*room {
+			s.mu.Lock()
+			abandoned := t.ctx.Err() != nil
+			t.started = !abandoned // a viewer leaving now no longer cancels it
+			s.mu.Unlock()
+			if abandoned {
+				return n, errAbandoned
+			}
 			if err := s.makeRoom(); err != nil {
 				return n, err
 			}
@@ -133,8 +144,12 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int6
 	}
 }
 
+// errAbandoned ends a fill on demand whose viewers all left before the
+// origin's first byte (Store.Release): its origin channel goes to others.
+var errAbandoned = errors.New("abandoned: its viewers left before the origin's first byte")
+
 func retryable(err error) bool {
-	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) {
+	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) {
 		return false
 	}
 	switch status.Code(err) {
@@ -169,9 +184,12 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 // failFill forgets the title, removes its .part file and tells the readers.
 func (s *Store) failFill(t *Title, err error) {
 	id := t.meta.ID
-	if s.ctx.Err() != nil {
+	switch {
+	case s.ctx.Err() != nil:
 		s.log.Info("fill stopped: store closing", "title", id)
-	} else {
+	case errors.Is(err, errAbandoned):
+		s.log.Info("fill abandoned: its viewers left before the origin's first byte", "title", id)
+	default:
 		s.log.Error("fill failed", "title", id, "err", err)
 	}
 	s.mu.Lock()

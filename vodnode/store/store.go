@@ -52,7 +52,16 @@ type Config struct {
 	Retry    time.Duration // first pause before a retry; 0 = DefaultRetry (200 ms)
 	RetryMax time.Duration // longest pause between two attempts; 0 = DefaultRetryMax (2 s)
 	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
+	// AbandonAfter is how long a fill on demand left without readers
+	// before the origin's first byte waits before it is abandoned (its
+	// origin channel goes to fills someone watches); 0 = DefaultAbandonAfter.
+	AbandonAfter time.Duration
 }
+
+// DefaultAbandonAfter is Config.AbandonAfter's default: a client's
+// refused SETUP retried, or a player reconnecting, takes the fill up
+// again within it.
+const DefaultAbandonAfter = 5 * time.Second
 
 // LockFile is the file in Config.Dir whose flock(2) an open Store holds,
 // so that two processes never share the directory.
@@ -153,6 +162,9 @@ func Open(cfg Config) (*Store, error) {
 	cfg.RetryMax = max(cfg.RetryMax, cfg.Retry)
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = DefaultRetryFor
+	}
+	if cfg.AbandonAfter <= 0 {
+		cfg.AbandonAfter = DefaultAbandonAfter
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -329,17 +341,31 @@ func (s *Store) hold(id string, prefetch bool) *Title {
 	if !prefetch {
 		t.refs++
 		t.lastAccess = s.cfg.Now()
+	} else if t.filling {
+		t.prefetch = true // wanted now whoever watches: never abandoned
 	}
 	return t
 }
 
-// Release gives back a title obtained from Acquire.
+// Release gives back a title obtained from Acquire. A fill on demand left
+// without readers before the origin's first byte (waiting for an origin
+// channel) is abandoned AbandonAfter later unless a reader comes back:
+// the channel goes to fills someone watches.
 func (s *Store) Release(t *Title) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t.refs--
 	if t.refs == 0 && t.removed && t.file != nil {
 		t.file.Close()
+	}
+	if t.refs == 0 && t.filling && !t.prefetch && !t.started && t.cancel != nil {
+		time.AfterFunc(s.cfg.AbandonAfter, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if t.refs == 0 && t.filling && !t.started {
+				t.cancel()
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -43,6 +44,11 @@ type Title struct {
 	prefetch   bool
 	removed    bool
 	lastAccess time.Time
+	// fill's context: cancelled when a fill on demand is abandoned before
+	// the origin's first byte (Store.Release); started once it came.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started bool
 }
 
 type waiter struct {
