@@ -61,24 +61,22 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 			return "", false, errUnauthorized
 		}
 	}
-	ok, wait, refund := m.logins.take(ip, c.User, m.now())
+	ok, wait, fail := m.logins.take(ip, c.User, m.now())
 	if !ok {
 		m.log.Warn("login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
 		return "", false, throttled{wait}
 	}
 	switch err := m.BOSS.Authenticate(ctx, c); {
 	case errors.Is(err, boss.ErrUnauthorized):
+		fail()
 		m.log.Info("authentication failed", "user", c.User, "method", method, "client", ip)
-		return "", false, errUnauthorized // the failure taken stays spent
+		return "", false, errUnauthorized
 	case err != nil:
-		refund()
 		m.log.Error("boss: authentication backend failed", "err", err)
 		return "", false, errUnavailable
 	case expired:
-		refund()
 		return "", true, errUnauthorized
 	}
-	refund()
 	return c.User, false, nil
 }
 

@@ -31,11 +31,16 @@ const addrFactor = 10
 // pair, addrFactor times both for an address. While a bucket is empty
 // the requests under its key are refused before the credentials are
 // checked, so guessing a password costs the guesser time and the BOSS no
-// bcrypt. The pair's limit is the tight one: a household's or a hotel's
-// set-top boxes share one NAT address, and one box with a wrong password
-// must not lock the others out. The address's limit stops one address
-// from spraying guesses over many user names (100 at once, then one
-// every 3 s with the defaults). Safe for concurrent use.
+// bcrypt. Only failures spend: any number of correct logins at once pass
+// (a household's boxes reconnecting together). Guesses sent together
+// all pass the check made before any of them failed, and each failure is
+// then charged in full: the bucket goes into debt, and the key waits
+// until it has refilled past it. The pair's limit is the tight one: a
+// household's or a hotel's set-top boxes share one NAT address, and one
+// box with a wrong password must not lock the others out. The address's
+// limit stops one address from spraying guesses over many user names
+// (100 at once, then one every 3 s with the defaults). Safe for
+// concurrent use.
 type loginGuard struct {
 	burst  int
 	refill time.Duration
@@ -55,38 +60,46 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	return &loginGuard{burst: burst, refill: refill, pairs: map[string]*rate.Limiter{}, addrs: map[string]*rate.Limiter{}}
 }
 
-// take books one failed login of the client at ip for user at now, before
-// the credentials are checked, so that concurrent guesses cannot all pass
-// a check made before any of them failed. It returns ok false, and when
-// the client may try again, when the pair or the address has no failure
-// left; otherwise a refund to call when the login succeeds. IPv6 clients
-// are keyed by their /64 (one subscriber's prefix).
-func (g *loginGuard) take(ip, user string, now time.Time) (ok bool, wait time.Duration, refund func()) {
+// take checks, before the credentials are, that the client at ip may try
+// user's credentials at now: ok false, and when it may try again, while
+// the pair's or the address's bucket holds less than one failure. On ok
+// it returns fail, to call when the credentials turn out wrong: it
+// charges the failure to both buckets (into debt if need be). IPv6
+// clients are keyed by their /64 (one subscriber's prefix).
+func (g *loginGuard) take(ip, user string, now time.Time) (ok bool, wait time.Duration, fail func()) {
 	if g == nil {
 		return true, 0, func() {}
 	}
 	addr := addrKey(ip)
+	pair := addr + "\x00" + user
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if (len(g.addrs) >= loginGuardMax || len(g.pairs) >= loginGuardMax) && (now.Sub(g.pruned) >= time.Second || now.Before(g.pruned)) {
-		g.pruned = now
-		g.pruneLocked(now)
-	}
-	a := g.limiterLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor)
-	p := g.limiterLocked(g.pairs, addr+"\x00"+user, g.burst, g.refill)
-	ra := a.ReserveN(now, 1)
-	rp := p.ReserveN(now, 1)
-	if d := max(ra.DelayFrom(now), rp.DelayFrom(now)); d > 0 {
-		ra.CancelAt(now)
-		rp.CancelAt(now)
-		return false, d, nil
+	wait = max(g.waitLocked(g.addrs[addr], now, g.refill/addrFactor), g.waitLocked(g.pairs[pair], now, g.refill))
+	if wait > 0 {
+		return false, wait, nil
 	}
 	return true, 0, func() {
 		g.mu.Lock()
-		ra.CancelAt(now)
-		rp.CancelAt(now)
-		g.mu.Unlock()
+		defer g.mu.Unlock()
+		if (len(g.addrs) >= loginGuardMax || len(g.pairs) >= loginGuardMax) && (now.Sub(g.pruned) >= time.Second || now.Before(g.pruned)) {
+			g.pruned = now
+			g.pruneLocked(now)
+		}
+		g.limiterLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor).ReserveN(now, 1)
+		g.limiterLocked(g.pairs, pair, g.burst, g.refill).ReserveN(now, 1)
 	}
+}
+
+// waitLocked returns how long until l holds one failure again (0: now; a
+// missing bucket is whole), l refilling one every refill (mu held).
+func (g *loginGuard) waitLocked(l *rate.Limiter, now time.Time, refill time.Duration) time.Duration {
+	if l == nil {
+		return 0
+	}
+	if tokens := l.TokensAt(now); tokens < 1 {
+		return time.Duration((1 - tokens) * float64(refill))
+	}
+	return 0
 }
 
 // addrKey is the guard's key of a client address: the address, or an

@@ -1,21 +1,33 @@
 package acm
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"vodcluster/acm/boss"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 )
+
+// guess tries user's credentials from ip at now through g, wrong ones
+// when wrong: it reports whether the guard let the attempt through.
+func guess(g *loginGuard, ip, user string, now time.Time, wrong bool) bool {
+	ok, _, fail := g.take(ip, user, now)
+	if ok && wrong {
+		fail()
+	}
+	return ok
+}
 
 func TestLoginGuardBudget(t *testing.T) {
 	g := newLoginGuard(2, 10*time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	for i := 0; i < 2; i++ {
-		if ok, _, _ := g.take("10.0.0.1", "alice", t0); !ok {
+		if !guess(g, "10.0.0.1", "alice", t0, true) {
 			t.Fatalf("refused after %d failures, budget 2", i)
 		}
 	}
@@ -25,52 +37,47 @@ func TestLoginGuardBudget(t *testing.T) {
 	}
 	// Another user behind the same address, and the same user elsewhere,
 	// are not affected.
-	if ok, _, _ := g.take("10.0.0.1", "bob", t0); !ok {
-		t.Fatal("another user on the same IP refused")
+	if !guess(g, "10.0.0.1", "bob", t0, false) || !guess(g, "10.0.0.2", "alice", t0, false) {
+		t.Fatal("another user on the same IP, or the same user on another IP, refused")
 	}
-	if ok, _, _ := g.take("10.0.0.2", "alice", t0); !ok {
-		t.Fatal("the same user on another IP refused")
-	}
-	// A refused attempt does not spend: one is back after one refill, and
-	// a success gives its attempt back.
+	// One failure is back after one refill; a correct login spends
+	// nothing.
 	t1 := t0.Add(10 * time.Second)
-	ok, _, refund := g.take("10.0.0.1", "alice", t1)
-	if !ok {
-		t.Fatal("still refused after a refill")
+	for range 5 {
+		if !guess(g, "10.0.0.1", "alice", t1, false) {
+			t.Fatal("a correct login refused after a refill, or spent")
+		}
 	}
-	refund()
-	if ok, _, _ := g.take("10.0.0.1", "alice", t1); !ok {
-		t.Fatal("a refunded attempt was spent")
-	}
-	if ok, _, _ := g.take("10.0.0.1", "alice", t1); ok {
-		t.Fatal("not refused after spending the refill")
+	if !guess(g, "10.0.0.1", "alice", t1, true) || guess(g, "10.0.0.1", "alice", t1, false) {
+		t.Fatal("the refill's one failure not allowed, or not spent")
 	}
 	// IPv6 clients are keyed by their /64.
-	g.take("2001:db8:1:2::10", "carol", t0)
-	g.take("2001:db8:1:2::11", "carol", t0)
-	if ok, _, _ := g.take("2001:db8:1:2:ffff::1", "carol", t0); ok {
+	guess(g, "2001:db8:1:2::10", "carol", t0, true)
+	guess(g, "2001:db8:1:2::11", "carol", t0, true)
+	if guess(g, "2001:db8:1:2:ffff::1", "carol", t0, false) {
 		t.Fatal("another address of the same /64 not refused")
 	}
-	if ok, _, _ := g.take("2001:db8:1:3::10", "carol", t0); !ok {
+	if !guess(g, "2001:db8:1:3::10", "carol", t0, false) {
 		t.Fatal("another /64 refused")
 	}
 	if newLoginGuard(-1, time.Second) != nil {
 		t.Fatal("a negative budget does not disable the guard")
 	}
 	var none *loginGuard
-	if ok, _, refund := none.take("10.0.0.1", "alice", t0); !ok || refund == nil {
+	if ok, _, fail := none.take("10.0.0.1", "alice", t0); !ok || fail == nil {
 		t.Fatal("no guard refuses")
 	}
 }
 
-// Concurrent wrong guesses each spend an attempt before the credentials
-// are checked: no more than the budget reach the check.
+// Correct logins at once are never refused (only failures spend);
+// wrong guesses sent at once all reach the check, and each is charged:
+// the bucket goes into debt and the pair waits until it refills past it.
 func TestLoginGuardConcurrent(t *testing.T) {
-	g := newLoginGuard(3, time.Hour)
+	g := newLoginGuard(3, time.Minute)
 	t0 := time.Unix(1_000_000, 0)
 	var passed atomic.Int32
 	var wg sync.WaitGroup
-	for i := 0; i < 32; i++ {
+	for range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -80,25 +87,40 @@ func TestLoginGuardConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := passed.Load(); got != 3 {
-		t.Fatalf("%d guesses reached the check, budget 3", got)
+	if got := passed.Load(); got != 32 {
+		t.Fatalf("%d of 32 correct logins at once let through", got)
+	}
+	fails := make([]func(), 0, 32)
+	for range 32 { // 32 guesses in flight before any fails
+		ok, _, fail := g.take("10.0.0.2", "bob", t0)
+		if !ok {
+			t.Fatal("a guess refused before any failed")
+		}
+		fails = append(fails, fail)
+	}
+	for _, f := range fails {
+		f()
+	}
+	ok, wait, _ := g.take("10.0.0.2", "bob", t0)
+	if ok || wait < 29*time.Minute || wait > 30*time.Minute {
+		t.Fatalf("after 32 failures on a budget of 3 (1 a minute): ok %v, wait %v, want about 30 min", ok, wait)
 	}
 }
 
 func TestLoginGuardPrunes(t *testing.T) {
 	g := newLoginGuard(1, time.Second)
 	t0 := time.Unix(1_000_000, 0)
-	// A flood of pairs from many addresses fills the tables with spent
-	// buckets.
+	// A flood of failures from many addresses and names fills the tables
+	// with spent buckets.
 	for i := 0; i < loginGuardMax; i++ {
-		g.take("10.1."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250), "junk"+strconv.Itoa(i), t0)
+		guess(g, "10.1."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250), "junk"+strconv.Itoa(i), t0, true)
 	}
-	g.take("10.0.0.9", "victim", t0) // the victim's one failure
+	guess(g, "10.0.0.9", "victim", t0, true) // the victim's one failure
 	// The tables stay bounded, and the limit stays on: the victim's next
 	// guesses are refused, whatever the flood evicted.
 	refused := 0
 	for range 200 {
-		if ok, _, _ := g.take("10.0.0.9", "victim", t0); !ok {
+		if !guess(g, "10.0.0.9", "victim", t0, true) {
 			refused++
 		}
 	}
@@ -109,11 +131,11 @@ func TestLoginGuardPrunes(t *testing.T) {
 		t.Fatalf("only %d of 200 guesses refused in a flood", refused)
 	}
 	// Once their budgets are whole again they are forgotten.
-	g.take("10.0.0.9", "late", t0.Add(time.Minute))
+	guess(g, "10.0.0.9", "late", t0.Add(time.Hour), true)
 	if len(g.pairs) != 1 || len(g.addrs) != 1 {
 		t.Fatalf("%d pairs and %d addresses kept, want the new one", len(g.pairs), len(g.addrs))
 	}
-	if ok, _, _ := g.take("10.0.0.9", "late", t0.Add(time.Minute)); ok {
+	if guess(g, "10.0.0.9", "late", t0.Add(time.Hour), false) {
 		t.Fatal("the new pair's failure was lost")
 	}
 }
@@ -124,27 +146,25 @@ func TestLoginGuardPerAddress(t *testing.T) {
 	g := newLoginGuard(2, 10*time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	for i := range 20 {
-		if ok, _, _ := g.take("10.0.0.1", "user"+strconv.Itoa(i), t0); !ok {
+		if !guess(g, "10.0.0.1", "user"+strconv.Itoa(i), t0, true) {
 			t.Fatalf("refused after %d failures over many names, budget 20", i)
 		}
 	}
 	ok, wait, _ := g.take("10.0.0.1", "fresh", t0)
 	if ok || wait <= 0 || wait > time.Second {
-		t.Fatalf("the address's 21st failure: ok %v, wait %v (want about 1s)", ok, wait)
+		t.Fatalf("the address's 21st attempt: ok %v, wait %v (want about 1s)", ok, wait)
 	}
-	if ok, _, _ := g.take("10.0.0.2", "fresh", t0); !ok {
+	if !guess(g, "10.0.0.2", "fresh", t0, false) {
 		t.Fatal("another address refused")
 	}
-	// A refused attempt spends neither budget: after one address refill
-	// the fresh name has its own two.
-	if ok, _, _ := g.take("10.0.0.1", "fresh", t0.Add(time.Second)); !ok {
+	if !guess(g, "10.0.0.1", "fresh", t0.Add(time.Second), false) {
 		t.Fatal("still refused after the address's refill")
 	}
 	// IPv6: one /64 is one address.
 	for i := range 20 {
-		g.take("2001:db8::"+strconv.Itoa(i+1), "u"+strconv.Itoa(i), t0)
+		guess(g, "2001:db8::"+strconv.Itoa(i+1), "u"+strconv.Itoa(i), t0, true)
 	}
-	if ok, _, _ := g.take("2001:db8::ffff", "other", t0); ok {
+	if guess(g, "2001:db8::ffff", "other", t0, false) {
 		t.Fatal("a /64 spraying from many addresses not refused")
 	}
 }
@@ -179,4 +199,44 @@ func TestFailedLoginsThrottled(t *testing.T) {
 	if res := e.describe("kid", "kid", "t1"); res.StatusCode != base.StatusFound {
 		t.Fatalf("another user behind the same address: %d", res.StatusCode)
 	}
+}
+
+// Many correct logins of one subscriber from one address at once (a
+// household's boxes reconnecting together) are never refused as failed
+// logins: only failures spend.
+func TestCorrectLoginsAtOnceNotThrottled(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.LoginFailures, m.MaxSessionsPerUser = 3, -1
+		m.BOSS = slowBOSS{m.BOSS} // every check in flight at once, as bcrypt under load
+	})
+	e.startNode("n1", nodeOpts{egress: 100 * titleBps})
+	const n = 30
+	codes := make(chan int, n)
+	for i := range n {
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/t"+strconv.Itoa(i%3+1)+".ts", nil)
+			req.SetBasicAuth("demo", "demo")
+			res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true},
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			res.Body.Close()
+			codes <- res.StatusCode
+		}()
+	}
+	for range n {
+		if c := <-codes; c != http.StatusFound {
+			t.Errorf("a correct login among %d at once: %d, want 302", n, c)
+		}
+	}
+}
+
+// slowBOSS takes 200 ms per credential check (bcrypt's cost under load).
+type slowBOSS struct{ boss.BOSS }
+
+func (b slowBOSS) Authenticate(ctx context.Context, c boss.Credentials) error {
+	time.Sleep(200 * time.Millisecond)
+	return b.BOSS.Authenticate(ctx, c)
 }
