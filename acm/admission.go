@@ -31,6 +31,10 @@ type admitRequest struct {
 	ClientIP string // bound into the token (cip)
 	Client   string // ip:port, for the session table
 	Protocol string // store.ProtoRTSP or store.ProtoHTTP
+	// Reuse is a session granted earlier on the same RTSP connection for
+	// the same title: while its viewer has not reached the node, it gets a
+	// new token instead of a second admission.
+	Reuse string
 }
 
 // grant is an admitted request: the session, its node's addresses and the
@@ -76,6 +80,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			m.mu.Unlock()
 			return m.regrant(g, r, now)
 		}
+	}
+	if g := m.unusedGrantLocked(r, t.ID); g != nil {
+		m.mu.Unlock()
+		return m.regrant(g, r, now)
 	}
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any
@@ -244,7 +252,27 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string) *grant {
 	return nil
 }
 
-// regrant signs a new token for g's live session (sameHTTPViewerLocked).
+// unusedGrantLocked returns the grant of r.Reuse, a session of r's user
+// and title admitted earlier on the same RTSP connection whose viewer has
+// not reached its node (mu held); nil otherwise.
+func (m *Manager) unusedGrantLocked(r admitRequest, title string) *grant {
+	if r.Reuse == "" {
+		return nil
+	}
+	s := m.sessions[r.Reuse]
+	if s == nil || s.User != r.User || s.Title != title || s.State != store.StateAdmitted || !s.reserved || s.ended {
+		return nil
+	}
+	n := m.sched.Node(s.Node)
+	if n == nil || !n.Alive {
+		return nil
+	}
+	s.AdmittedAt = m.now() // the no-show clock starts with the new token
+	return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr}
+}
+
+// regrant signs a new token for g's live session (sameHTTPViewerLocked,
+// unusedGrantLocked).
 func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
 	s := g.Session
 	tok, err := m.signer.Sign(token.Claims{
@@ -255,7 +283,7 @@ func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, erro
 		return nil, errUnavailable
 	}
 	g.Token = tok
-	m.log.Info("same HTTP viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client)
+	m.log.Info("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
 	return g, nil
 }
 

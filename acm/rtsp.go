@@ -116,6 +116,7 @@ func (s *rtspServer) handle(nc net.Conn) {
 	rd := rtspwire.NewReader(nc)
 	items := make(chan rtspItem)
 	readerDone := make(chan struct{})
+	admitted := map[string]string{} // title -> session granted on this connection
 	go func() {
 		defer close(readerDone)
 		defer cancel() // the client went away (or sent garbage): leave the queue
@@ -162,7 +163,7 @@ func (s *rtspServer) handle(nc net.Conn) {
 				}
 			}
 		} else {
-			res, granted = s.respond(ctx, nc, it.req)
+			res, granted = s.respond(ctx, nc, it.req, admitted)
 		}
 		if res == nil {
 			return // the client left while waiting
@@ -196,7 +197,7 @@ func isNetErr(err error) bool {
 
 // respond answers one request; a nil response means the client went
 // away. granted is the id of the session a 302 carries.
-func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request) (res *base.Response, granted string) {
+func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request, admitted map[string]string) (res *base.Response, granted string) {
 	res = &base.Response{Header: base.Header{}}
 	cseq := req.Header["CSeq"]
 	if len(cseq) != 1 {
@@ -215,7 +216,7 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 			res.StatusCode = base.StatusSessionNotFound
 			return res, ""
 		}
-		return s.admit(ctx, nc, req, res)
+		return s.admit(ctx, nc, req, res, admitted)
 	case base.Play:
 		// PLAY belongs to a session set up on a node (RFC 2326 A.1: PLAY
 		// before SETUP is 455); a session id here is not ours.
@@ -256,7 +257,12 @@ func vodPath(p string) (title, rest string, ok bool) {
 }
 
 // admit authenticates, admits and redirects a DESCRIBE, SETUP or PLAY.
-func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, res *base.Response) (*base.Response, string) {
+// A DESCRIBE or SETUP of a title already granted on this connection
+// (admitted: title -> session), whose viewer has not reached its node
+// yet, gets a new token for that session rather than a second admission:
+// players repeat DESCRIBE (after a 401, before SETUP), and each
+// admission would hold a reservation and a slot of the subscriber's.
+func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, res *base.Response, admitted map[string]string) (*base.Response, string) {
 	m := s.m
 	if req.URL == nil { // "*": no title
 		res.StatusCode = base.StatusNotFound
@@ -281,7 +287,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if err != nil {
 		return s.fail(res, err, stale), ""
 	}
-	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP})
+	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP, Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ""
@@ -291,6 +297,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	res.StatusCode = base.StatusFound
 	res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1
 	res.Header["Location"] = base.HeaderValue{"rtsp://" + g.RTSPAddr + "/s/" + g.Token + "/vod/" + title + rest}
+	admitted[title] = g.Session.ID
 	return res, g.Session.ID
 }
 

@@ -197,8 +197,8 @@ func TestRTSPDigest(t *testing.T) {
 	if res := c.mustDo(base.Describe, "/vod/t1", digestHeader("demo", "demo", "vodcluster", fresh, "DESCRIBE", uri, "auth")); res.StatusCode != base.StatusFound {
 		t.Fatalf("after stale: %d", res.StatusCode)
 	}
-	if got := len(e.sessions()); got != 3 {
-		t.Fatalf("%d sessions, want 3 admitted", got)
+	if got := len(e.sessions()); got != 1 { // one connection, one title: one viewer
+		t.Fatalf("%d sessions, want 1 admitted", got)
 	}
 }
 
@@ -341,5 +341,44 @@ func TestRTSPUnreadableRequests(t *testing.T) {
 		if _, err := c.nc.Read(make([]byte, 1)); err != io.EOF {
 			t.Errorf("%s: connection not closed: %v", tc.name, err)
 		}
+	}
+}
+
+// TestRTSPRepeatedDescribeOneAdmission: a DESCRIBE (or SETUP) repeated on
+// one connection for a title whose viewer has not reached its node gets a
+// new token for the same session, not a second admission; another title,
+// or another connection, is another viewer.
+func TestRTSPRepeatedDescribeOneAdmission(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	c := e.dialRTSP()
+	var sid string
+	for i := range 4 {
+		method := base.Describe
+		if i == 3 {
+			method = base.Setup
+		}
+		res := c.mustDo(method, "/vod/t1", basicHeader("demo", "demo"))
+		if res.StatusCode != base.StatusFound {
+			t.Fatalf("request %d: %d", i, res.StatusCode)
+		}
+		got := e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "").Session
+		if sid == "" {
+			sid = got
+		} else if got != sid {
+			t.Fatalf("request %d on the same connection: session %s, want %s", i, got, sid)
+		}
+	}
+	if n := len(e.sessions()); n != 1 {
+		t.Fatalf("%d sessions after four requests on one connection, want 1", n)
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d bit/s, want one title's", got)
+	}
+	if res := c.mustDo(base.Describe, "/vod/t2", basicHeader("demo", "demo")); res.StatusCode != base.StatusFound {
+		t.Fatalf("another title: %d", res.StatusCode)
+	}
+	if res := e.dialRTSP().mustDo(base.Describe, "/vod/t1", basicHeader("demo", "demo")); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("a third viewer on another connection: %d, want 403 (limit 2)", res.StatusCode)
 	}
 }
