@@ -205,6 +205,13 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		return res, ""
 	}
 	res.Header["CSeq"] = cseq
+	if v, ok := req.Header["Require"]; ok && len(v) > 0 && strings.TrimSpace(v[0]) != "" {
+		// No option is supported (RFC 2326 12.32): refused before any
+		// admission, as the node would refuse it after one.
+		res.StatusCode = base.StatusOptionNotSupported
+		res.Header["Unsupported"] = v
+		return res, ""
+	}
 	_, hasSession := req.Header["Session"]
 	switch req.Method {
 	case base.Options:
@@ -239,6 +246,7 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		res.Header["Allow"] = base.HeaderValue{rtspPublic}
 	default:
 		res.StatusCode = base.StatusNotImplemented
+		res.Header["Public"] = base.HeaderValue{rtspPublic}
 	}
 	return res, ""
 }
@@ -270,11 +278,12 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	}
 	u := (*url.URL)(req.URL)
 	path := u.Path
-	// The title is [A-Za-z0-9._-], the same escaped or not; what follows
-	// it goes into the redirect as the client escaped it, never decoded
-	// (a decoded CR LF would split the response's headers).
-	title, rest, ok := vodPath(u.EscapedPath())
-	if !ok {
+	// The title is matched decoded (%2D is '-', RFC 3986 6.2.2.2); what
+	// follows it goes into the redirect as the client escaped it, never
+	// decoded (a decoded CR LF would split the response's headers).
+	escTitle, rest, _ := vodPath(u.EscapedPath())
+	title, err := url.PathUnescape(escTitle)
+	if err != nil || !idPattern.MatchString(title) {
 		res.StatusCode = base.StatusNotFound
 		return res, ""
 	}

@@ -382,3 +382,30 @@ func TestRTSPRepeatedDescribeOneAdmission(t *testing.T) {
 		t.Fatalf("a third viewer on another connection: %d, want 403 (limit 2)", res.StatusCode)
 	}
 }
+
+// TestRTSPRequireAndEncodedTitle: a Require header is 551 with
+// Unsupported before any admission (the node would refuse it after one);
+// a title with percent-encoded unreserved characters is the same title;
+// 501 lists the methods served.
+func TestRTSPRequireAndEncodedTitle(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	c := e.dialRTSP()
+	h := basicHeader("demo", "demo")
+	h["Require"] = base.HeaderValue{"com.example.foo"}
+	res := c.mustDo(base.Describe, "/vod/t1", h)
+	if res.StatusCode != base.StatusOptionNotSupported || len(res.Header["Unsupported"]) != 1 || res.Header["Unsupported"][0] != "com.example.foo" {
+		t.Fatalf("Require: %d %v", res.StatusCode, res.Header)
+	}
+	if len(e.sessions()) != 0 {
+		t.Fatal("a request refused for its Require admitted")
+	}
+	res = c.mustDo(base.Describe, "/vod/%74%31", basicHeader("demo", "demo")) // "t1"
+	if res.StatusCode != base.StatusFound {
+		t.Fatalf("percent-encoded title: %d", res.StatusCode)
+	}
+	e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "")
+	if res := c.mustDo(base.Method("FLY"), "/vod/t1", nil); res.StatusCode != base.StatusNotImplemented || len(res.Header["Public"]) != 1 {
+		t.Fatalf("unknown method: %d %v", res.StatusCode, res.Header)
+	}
+}
