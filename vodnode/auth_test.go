@@ -98,6 +98,7 @@ func TestSessionRequests(t *testing.T) {
 		{"token of another session", c.do("PLAY", nodeURL(n, other, "sample-001")+"/", "Session", id), base.StatusUnauthorized},
 		{"no token", c.do("PLAY", "rtsp://"+n.RTSPAddr()+"/vod/sample-001/", "Session", id), base.StatusUnauthorized},
 		{"range past end", c.do("PLAY", url+"/", "Session", id, "Range", "npt=30-"), base.StatusInvalidRange},
+		{"range ending before it starts", c.do("PLAY", url+"/", "Session", id, "Range", "npt=5-3"), base.StatusInvalidRange},
 		{"bad range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=abc-"), base.StatusInvalidRange},
 		{"second setup", c.do("SETUP", url+"/trackID=0", "Session", id, "Transport", "RTP/AVP/TCP;unicast"), base.StatusMethodNotValidInThisState},
 		{"record", c.do("RECORD", url+"/", "Session", id), base.StatusMethodNotAllowed},

@@ -3,6 +3,7 @@ package vodnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -183,8 +184,14 @@ func parseRange(v base.HeaderValue) (float64, error) {
 	}
 	switch r := h.Value.(type) {
 	case *headers.RangeNPT:
+		if r.End != nil && *r.End < r.Start {
+			return 0, fmt.Errorf("range ends (%v) before it starts (%v)", *r.End, r.Start)
+		}
 		return r.Start.Seconds(), nil
 	case *headers.RangeSMPTE:
+		if r.End != nil && r.End.Time < r.Start.Time {
+			return 0, fmt.Errorf("range ends before it starts")
+		}
 		return r.Start.Time.Seconds(), nil
 	}
 	return -1, nil
