@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"vodcluster/cdp/tsindex"
 	"vodcluster/vodnode/deliver"
@@ -97,7 +96,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	}
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 	w.Header().Set("Cache-Control", "no-cache")
-	http.ServeContent(w, r, "index.m3u8", time.Time{}, strings.NewReader(b.String()))
+	serveContent(w, r, "index.m3u8", int64(b.Len()), strings.NewReader(b.String()))
 }
 
 // serveSegment answers HLS segment i: its bytes, starting with a PAT and
@@ -131,7 +130,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	seg := segmentAt{psi: psi, t: hs.t, start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), hs: hs, n: n, ctx: r.Context()}
-	http.ServeContent(w, r, fmt.Sprintf("seg-%d.ts", i), time.Time{}, rd)
+	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), rd)
 }
 
 // segmentAt is an HLS segment as an io.ReaderAt: psi, then the title's

@@ -221,7 +221,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case httpTS:
 		w.Header().Set("Content-Type", "video/mp2t")
 		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n}
-		http.ServeContent(w, r, tg.Title+".ts", time.Time{}, rd)
+		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
 	case httpSegment:

@@ -1,0 +1,51 @@
+package vodnode
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestRangeCheck(t *testing.T) {
+	for v, want := range map[string]int{
+		"": rangeServe, "bytes=0-99": rangeServe, "bytes=100-": rangeServe, "bytes=-500": rangeServe,
+		"bytes=0-0,5-9": rangeServe, "Bytes = 1-2": rangeServe, "bytes=0-1,-0": rangeServe, "bytes=007-9": rangeServe,
+		"bytes=-0": rangeUnsatisfiable, "bytes=-000": rangeUnsatisfiable,
+		"items=0-5": rangeIgnored, "bytes=5-2": rangeIgnored, "bytes=abc": rangeIgnored, "bytes=-": rangeIgnored,
+		"bytes=": rangeIgnored, "bytes=1-2-3": rangeIgnored, "bytes=99999999999999999999-": rangeIgnored, "0-5": rangeIgnored,
+	} {
+		if got := rangeCheck(v); got != want {
+			t.Errorf("%q: %d, want %d", v, got, want)
+		}
+	}
+}
+
+// TestHTTPRangesRFC7233: a Range of another unit or that does not parse
+// is ignored (200, the whole title); a zero-length suffix is 416 with
+// "Content-Range: bytes */size"; a suffix range is the title's end.
+func TestHTTPRangesRFC7233(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	data := o.titles["sample-001"]
+	url := httpURL(n, mint(t, "rfc7233", "sample-001", "node-1", "", time.Minute), "sample-001.ts")
+	for _, v := range []string{"items=0-5", "bytes=5-2", "bytes=abc"} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Range", v)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close() // the headers say it: the whole title comes
+		if res.StatusCode != http.StatusOK || res.ContentLength != int64(len(data)) {
+			t.Errorf("Range %q: %d, Content-Length %d; want 200 with the whole title", v, res.StatusCode, res.ContentLength)
+		}
+	}
+	res, _ := get(t, url, "Range", "bytes=-0")
+	if cr := res.Header.Get("Content-Range"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable || cr != "bytes */"+itoa(len(data)) {
+		t.Errorf("Range bytes=-0: %d, Content-Range %q", res.StatusCode, cr)
+	}
+	if res, b := get(t, url, "Range", "bytes=-188"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-188:]) {
+		t.Errorf("Range bytes=-188: %d, %d bytes", res.StatusCode, len(b))
+	}
+}
