@@ -56,12 +56,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if !ok {
 		return nil, errNoTitle
 	}
-	if m.health.storeDown.Load() {
-		// A session could not be stored: answer at once rather than
-		// after the store's timeout (the health check notices its return
-		// within HealthCheck).
-		return nil, errUnavailable
-	}
 	ok, err := m.BOSS.Entitled(ctx, r.User, t.Package)
 	switch {
 	case errors.Is(err, boss.ErrUnknownUser):
@@ -84,6 +78,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if g := m.unusedGrantLocked(r, t.ID); g != nil {
 		m.mu.Unlock()
 		return m.regrant(g, r, now)
+	}
+	if m.health.storeDown.Load() {
+		// A new session could not be stored: answer at once rather than
+		// after the store's timeout (the health check notices its return
+		// within HealthCheck). A viewer's new token above needs no store.
+		m.mu.Unlock()
+		return nil, errUnavailable
 	}
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any

@@ -61,14 +61,18 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 			return "", false, errUnauthorized
 		}
 	}
-	ok, wait, fail := m.logins.take(ip, c.User, m.now())
+	ok, wait, done := m.logins.take(ctx, ip, c.User, m.now())
 	if !ok {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err() // left while waiting for its check
+		}
 		m.log.Warn("login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
 		return "", false, throttled{wait}
 	}
-	switch err := m.BOSS.Authenticate(ctx, c); {
+	err = m.BOSS.Authenticate(ctx, c)
+	done(errors.Is(err, boss.ErrUnauthorized), m.now())
+	switch {
 	case errors.Is(err, boss.ErrUnauthorized):
-		fail()
 		m.log.Info("authentication failed", "user", c.User, "method", method, "client", ip)
 		return "", false, errUnauthorized
 	case err != nil:

@@ -50,6 +50,14 @@ type leader struct {
 	// never defers.
 	serves   func() bool
 	deferred int // tries let pass in a row
+	// idle counts renewals in a row by a holder that took the lock in run
+	// and serves no node: after deferSteps it lets the lock go (a standby
+	// that won the race for a free lock against the manager the nodes are
+	// on, when the store came back from a stall, gives it back). A
+	// manager that took the lock at its start keeps it (alone, before its
+	// nodes registered).
+	idle     int
+	tookLate bool
 
 	held atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
@@ -80,6 +88,16 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	sent := time.Now()
 	was := l.held.Load()
 	var ok bool
+	if was && l.tookLate && l.serves != nil && !l.serves() {
+		if l.idle++; l.idle > deferSteps {
+			l.idle = 0
+			l.log.Warn("planner lock given back: no node reports to this manager")
+			l.release()
+			return false, nil
+		}
+	} else {
+		l.idle = 0
+	}
 	if was {
 		ok, err = l.locker.RenewLock(ctx, plannerLock, l.holder, l.ttl)
 	} else {
@@ -126,7 +144,11 @@ func (l *leader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if gained, _ := l.step(ctx); gained && ctx.Err() == nil && l.gained != nil {
+			gained, _ := l.step(ctx)
+			if gained {
+				l.tookLate = true
+			}
+			if gained && ctx.Err() == nil && l.gained != nil {
 				l.gained()
 			}
 		}

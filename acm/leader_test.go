@@ -389,3 +389,43 @@ func TestLeaderWithoutNodesDefers(t *testing.T) {
 		t.Fatalf("after deferSteps tries, a manager without nodes takes a free lock: %v, %v", gained, err)
 	}
 }
+
+// A manager that took the planner lock late (in run, after its start) and
+// serves no node gives it back after deferSteps renewals, so the manager
+// the nodes are on takes it; one that took it at its start keeps it.
+func TestLeaderWithoutNodesGivesTheLockBack(t *testing.T) {
+	open, _ := sharedRedis(t)
+	ctx := context.Background()
+	late := newLeader(open(), time.Minute, testLogger(t))
+	if gained, err := late.step(ctx); !gained || err != nil {
+		t.Fatalf("take: %v %v", gained, err)
+	}
+	late.serves = func() bool { return false }
+	late.tookLate = true // as run marks a lock taken after the start
+	for i := range deferSteps {
+		if late.step(ctx); !late.holds() {
+			t.Fatalf("given back after %d renewals, want %d", i, deferSteps)
+		}
+	}
+	late.step(ctx)
+	if late.holds() {
+		t.Fatal("a late holder serving no node kept the lock")
+	}
+	other := newLeader(open(), time.Minute, testLogger(t))
+	other.serves = func() bool { return true }
+	if gained, err := other.step(ctx); !gained || err != nil {
+		t.Fatalf("the manager with nodes after the give-back: %v %v", gained, err)
+	}
+	first := newLeader(open(), time.Minute, testLogger(t))
+	other.release()
+	if gained, _ := first.step(ctx); !gained {
+		t.Fatal("not taken")
+	}
+	first.serves = func() bool { return false }
+	for range 2 * deferSteps {
+		first.step(ctx)
+	}
+	if !first.holds() {
+		t.Fatal("a holder that took the lock at its start gave it back")
+	}
+}

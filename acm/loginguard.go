@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
@@ -31,11 +32,13 @@ const addrFactor = 10
 // pair, addrFactor times both for an address. While a bucket is empty
 // the requests under its key are refused before the credentials are
 // checked, so guessing a password costs the guesser time and the BOSS no
-// bcrypt. Only failures spend: any number of correct logins at once pass
-// (a household's boxes reconnecting together). Guesses sent together
-// all pass the check made before any of them failed, and each failure is
-// then charged in full: the bucket goes into debt, and the key waits
-// until it has refilled past it. The pair's limit is the tight one: a
+// bcrypt. Only failures spend, and checks in flight count against the
+// budget until they end: a check may start while the tokens left exceed
+// the checks in flight; beyond that it waits for one of them to end
+// (a correct one gives its place back, a wrong one spends it), so any
+// number of correct logins at once pass (a household's boxes reconnecting
+// together wait about one check) while guesses sent at once get no more
+// checks than the budget. The pair's limit is the tight one: a
 // household's or a hotel's set-top boxes share one NAT address, and one
 // box with a wrong password must not lock the others out. The address's
 // limit stops one address from spraying guesses over many user names
@@ -45,10 +48,17 @@ type loginGuard struct {
 	burst  int
 	refill time.Duration
 
-	mu     sync.Mutex
-	pairs  map[string]*rate.Limiter
-	addrs  map[string]*rate.Limiter
-	pruned time.Time // last scan of the full tables
+	mu      sync.Mutex
+	pairs   map[string]*guardKey
+	addrs   map[string]*guardKey
+	pruned  time.Time     // last scan of the full tables
+	changed chan struct{} // closed (and replaced) when a check ends
+}
+
+// guardKey is one pair's or address's bucket and its checks in flight.
+type guardKey struct {
+	l        *rate.Limiter
+	inflight int
 }
 
 // newLoginGuard returns a guard allowing burst failures per pair, one
@@ -57,49 +67,80 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	if burst < 0 {
 		return nil
 	}
-	return &loginGuard{burst: burst, refill: refill, pairs: map[string]*rate.Limiter{}, addrs: map[string]*rate.Limiter{}}
+	return &loginGuard{burst: max(burst, 1), refill: refill, pairs: map[string]*guardKey{}, addrs: map[string]*guardKey{},
+		changed: make(chan struct{})}
 }
 
-// take checks, before the credentials are, that the client at ip may try
-// user's credentials at now: ok false, and when it may try again, while
-// the pair's or the address's bucket holds less than one failure. On ok
-// it returns fail, to call when the credentials turn out wrong: it
-// charges the failure to both buckets (into debt if need be). IPv6
-// clients are keyed by their /64 (one subscriber's prefix).
-func (g *loginGuard) take(ip, user string, now time.Time) (ok bool, wait time.Duration, fail func()) {
+// take lets the client at ip check user's credentials at now: ok false,
+// and when it may try again, while the pair's or the address's bucket
+// holds less than one failure and no check under them is in flight;
+// while the tokens left are taken by checks in flight it waits for one
+// of them to end (or ctx: ok false, wait 0). On ok it returns done, to
+// call once with the check's outcome and its time: a failure is charged
+// to both buckets. IPv6 clients are keyed by their /64 (one subscriber's
+// prefix).
+func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (ok bool, wait time.Duration, done func(failed bool, at time.Time)) {
 	if g == nil {
-		return true, 0, func() {}
+		return true, 0, func(bool, time.Time) {}
 	}
 	addr := addrKey(ip)
 	pair := addr + "\x00" + user
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	wait = max(g.waitLocked(g.addrs[addr], now, g.refill/addrFactor), g.waitLocked(g.pairs[pair], now, g.refill))
-	if wait > 0 {
-		return false, wait, nil
-	}
-	return true, 0, func() {
+	for {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if (len(g.addrs) >= loginGuardMax || len(g.pairs) >= loginGuardMax) && (now.Sub(g.pruned) >= time.Second || now.Before(g.pruned)) {
 			g.pruned = now
 			g.pruneLocked(now)
 		}
-		g.limiterLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor).ReserveN(now, 1)
-		g.limiterLocked(g.pairs, pair, g.burst, g.refill).ReserveN(now, 1)
+		a := g.keyLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor)
+		p := g.keyLocked(g.pairs, pair, g.burst, g.refill)
+		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
+		switch {
+		case ta-float64(a.inflight) >= 1 && tp-float64(p.inflight) >= 1:
+			a.inflight++
+			p.inflight++
+			g.mu.Unlock()
+			var once sync.Once
+			return true, 0, func(failed bool, at time.Time) {
+				once.Do(func() { g.end(a, p, failed, at) })
+			}
+		case (ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
+			// Spent by failures: refused until the bucket refills.
+			wait = max(refillWait(ta, g.refill/addrFactor), refillWait(tp, g.refill))
+			g.mu.Unlock()
+			return false, wait, nil
+		}
+		ch := g.changed // the budget is held by checks in flight: wait for one
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, 0, nil
+		}
 	}
 }
 
-// waitLocked returns how long until l holds one failure again (0: now; a
-// missing bucket is whole), l refilling one every refill (mu held).
-func (g *loginGuard) waitLocked(l *rate.Limiter, now time.Time, refill time.Duration) time.Duration {
-	if l == nil {
+// end ends a check counted on a and p: a failure at time at is charged
+// (into debt if need be), and the waiting checks are woken.
+func (g *loginGuard) end(a, p *guardKey, failed bool, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a.inflight--
+	p.inflight--
+	if failed {
+		a.l.ReserveN(at, 1)
+		p.l.ReserveN(at, 1)
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// refillWait returns how long a bucket holding tokens waits to hold one
+// again, refilling one every refill.
+func refillWait(tokens float64, refill time.Duration) time.Duration {
+	if tokens >= 1 {
 		return 0
 	}
-	if tokens := l.TokensAt(now); tokens < 1 {
-		return time.Duration((1 - tokens) * float64(refill))
-	}
-	return 0
+	return time.Duration((1 - tokens) * float64(refill))
 }
 
 // addrKey is the guard's key of a client address: the address, or an
@@ -113,39 +154,41 @@ func addrKey(ip string) string {
 	return ip
 }
 
-// limiterLocked returns key's bucket in m, created with burst failures
-// and one more every refill when missing (mu held). When m is full (take
-// scans the full tables for whole buckets at most once a second), a
-// random entry makes the room, so a flood of keys neither grows the
-// table nor switches the limit off (a key of the flood's is the likely
-// one to go).
-func (g *loginGuard) limiterLocked(m map[string]*rate.Limiter, key string, burst int, refill time.Duration) *rate.Limiter {
-	if l := m[key]; l != nil {
-		return l
+// keyLocked returns key's entry in m, created with burst failures and one
+// more every refill when missing (mu held). When m is full (take scans
+// the full tables for whole buckets at most once a second), a random
+// entry without a check in flight makes the room, so a flood of keys
+// neither grows the table nor switches the limit off (a key of the
+// flood's is the likely one to go).
+func (g *loginGuard) keyLocked(m map[string]*guardKey, key string, burst int, refill time.Duration) *guardKey {
+	if k := m[key]; k != nil {
+		return k
 	}
 	if len(m) >= loginGuardMax {
-		for k := range m {
+		for k, e := range m {
 			if len(m) < loginGuardMax {
 				break
 			}
-			delete(m, k)
+			if e.inflight == 0 {
+				delete(m, k)
+			}
 		}
 	}
-	l := rate.NewLimiter(rate.Every(refill), burst)
-	m[key] = l
-	return l
+	k := &guardKey{l: rate.NewLimiter(rate.Every(refill), burst)}
+	m[key] = k
+	return k
 }
 
-// pruneLocked forgets the keys whose budget is whole again (they are as
-// if new).
+// pruneLocked forgets the keys whose budget is whole again and that have
+// no check in flight (they are as if new).
 func (g *loginGuard) pruneLocked(now time.Time) {
-	for k, l := range g.pairs {
-		if l.TokensAt(now) >= float64(g.burst) {
+	for k, e := range g.pairs {
+		if e.inflight == 0 && e.l.TokensAt(now) >= float64(g.burst) {
 			delete(g.pairs, k)
 		}
 	}
-	for k, l := range g.addrs {
-		if l.TokensAt(now) >= float64(addrFactor*g.burst) {
+	for k, e := range g.addrs {
+		if e.inflight == 0 && e.l.TokensAt(now) >= float64(addrFactor*g.burst) {
 			delete(g.addrs, k)
 		}
 	}

@@ -16,9 +16,9 @@ import (
 // guess tries user's credentials from ip at now through g, wrong ones
 // when wrong: it reports whether the guard let the attempt through.
 func guess(g *loginGuard, ip, user string, now time.Time, wrong bool) bool {
-	ok, _, fail := g.take(ip, user, now)
-	if ok && wrong {
-		fail()
+	ok, _, done := g.take(context.Background(), ip, user, now)
+	if ok {
+		done(wrong, now)
 	}
 	return ok
 }
@@ -31,7 +31,7 @@ func TestLoginGuardBudget(t *testing.T) {
 			t.Fatalf("refused after %d failures, budget 2", i)
 		}
 	}
-	ok, wait, _ := g.take("10.0.0.1", "alice", t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "alice", t0)
 	if ok || wait < 9*time.Second || wait > 10*time.Second {
 		t.Fatalf("after 2 failures: ok %v, wait %v (want about 10s)", ok, wait)
 	}
@@ -64,47 +64,67 @@ func TestLoginGuardBudget(t *testing.T) {
 		t.Fatal("a negative budget does not disable the guard")
 	}
 	var none *loginGuard
-	if ok, _, fail := none.take("10.0.0.1", "alice", t0); !ok || fail == nil {
+	if ok, _, done := none.take(context.Background(), "10.0.0.1", "alice", t0); !ok || done == nil {
 		t.Fatal("no guard refuses")
 	}
 }
 
-// Correct logins at once are never refused (only failures spend);
-// wrong guesses sent at once all reach the check, and each is charged:
-// the bucket goes into debt and the pair waits until it refills past it.
+// Correct logins at once are never refused: beyond the budget they wait
+// for the checks in flight, which give their places back. Wrong guesses
+// sent at once get no more checks than the budget: the others wait, then
+// are refused once the failures are charged.
 func TestLoginGuardConcurrent(t *testing.T) {
 	g := newLoginGuard(3, time.Minute)
 	t0 := time.Unix(1_000_000, 0)
-	var passed atomic.Int32
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if ok, _, _ := g.take("10.0.0.1", "alice", t0); ok {
-				passed.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if got := passed.Load(); got != 32 {
-		t.Fatalf("%d of 32 correct logins at once let through", got)
-	}
-	fails := make([]func(), 0, 32)
-	for range 32 { // 32 guesses in flight before any fails
-		ok, _, fail := g.take("10.0.0.2", "bob", t0)
-		if !ok {
-			t.Fatal("a guess refused before any failed")
+	ctx := context.Background()
+	run := func(user string, wrong bool) (passed, checked int32) {
+		var p, c atomic.Int32
+		var inflight, peak atomic.Int32
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, _, done := g.take(ctx, "10.0.0.1", user, t0)
+				if !ok {
+					return
+				}
+				c.Add(1)
+				if n := inflight.Add(1); n > peak.Load() {
+					peak.Store(n)
+				}
+				time.Sleep(time.Millisecond) // the credential check
+				inflight.Add(-1)
+				done(wrong, t0)
+				if !wrong {
+					p.Add(1)
+				}
+			}()
 		}
-		fails = append(fails, fail)
+		wg.Wait()
+		if peak.Load() > 3 {
+			t.Errorf("%s: %d checks in flight at once, budget 3", user, peak.Load())
+		}
+		return p.Load(), c.Load()
 	}
-	for _, f := range fails {
-		f()
+	if passed, _ := run("alice", false); passed != 32 {
+		t.Fatalf("%d of 32 correct logins at once let through", passed)
 	}
-	ok, wait, _ := g.take("10.0.0.2", "bob", t0)
-	if ok || wait < 29*time.Minute || wait > 30*time.Minute {
-		t.Fatalf("after 32 failures on a budget of 3 (1 a minute): ok %v, wait %v, want about 30 min", ok, wait)
+	if _, checked := run("bob", true); checked != 3 {
+		t.Fatalf("%d of 32 wrong guesses at once reached the check, budget 3", checked)
 	}
+	// A waiting check gives up with its client.
+	g2 := newLoginGuard(1, time.Minute)
+	ok, _, done := g2.take(ctx, "10.0.0.2", "carol", t0)
+	if !ok {
+		t.Fatal("first check refused")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", t0); ok || wait != 0 || cctx.Err() == nil {
+		t.Fatalf("a check waiting past its context: ok %v, wait %v", ok, wait)
+	}
+	done(false, t0)
 }
 
 func TestLoginGuardPrunes(t *testing.T) {
@@ -150,7 +170,7 @@ func TestLoginGuardPerAddress(t *testing.T) {
 			t.Fatalf("refused after %d failures over many names, budget 20", i)
 		}
 	}
-	ok, wait, _ := g.take("10.0.0.1", "fresh", t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "fresh", t0)
 	if ok || wait <= 0 || wait > time.Second {
 		t.Fatalf("the address's 21st attempt: ok %v, wait %v (want about 1s)", ok, wait)
 	}

@@ -15,15 +15,42 @@ import (
 // unsatisfiable (§2.1: 416 with "Content-Range: bytes */size", where
 // ServeContent answers 206 with an empty, malformed range).
 func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, rd io.ReadSeeker) {
-	switch rangeCheck(r.Header.Get("Range")) {
+	v, outcome := cleanRange(r.Header.Get("Range"))
+	switch outcome {
 	case rangeIgnored:
 		r.Header.Del("Range")
 	case rangeUnsatisfiable:
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		http.Error(w, "range not satisfiable", http.StatusRequestedRangeNotSatisfiable)
 		return
+	case rangeServe:
+		if v != "" {
+			r.Header.Set("Range", v) // as ServeContent reads it
+		}
 	}
 	http.ServeContent(w, r, name, time.Time{}, rd)
+}
+
+// cleanRange returns the Range header v as http.ServeContent reads it
+// ("bytes=" exactly, the unit matched case-insensitively as RFC 9110
+// 14.1 has it, zero-length suffixes dropped) and rangeCheck's outcome.
+func cleanRange(v string) (string, int) {
+	outcome := rangeCheck(v)
+	if outcome != rangeServe || v == "" {
+		return "", outcome
+	}
+	_, set, _ := strings.Cut(v, "=")
+	var kept []string
+	for _, spec := range strings.Split(set, ",") {
+		spec = strings.TrimSpace(spec)
+		first, last, _ := strings.Cut(spec, "-")
+		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+		if spec == "" || (first == "" && trimZeros(last) == "0") {
+			continue
+		}
+		kept = append(kept, first+"-"+last)
+	}
+	return "bytes=" + strings.Join(kept, ","), rangeServe
 }
 
 // Outcomes of rangeCheck.

@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+func TestCleanRange(t *testing.T) {
+	for v, want := range map[string]string{
+		"Bytes = 1-2": "bytes=1-2", "bytes=0-1,-0": "bytes=0-1", "bytes= 5- , -10": "bytes=5-,-10", "bytes=0-99": "bytes=0-99",
+	} {
+		if got, outcome := cleanRange(v); got != want || outcome != rangeServe {
+			t.Errorf("%q: %q (%d), want %q", v, got, outcome, want)
+		}
+	}
+}
+
 func TestRangeCheck(t *testing.T) {
 	for v, want := range map[string]int{
 		"": rangeServe, "bytes=0-99": rangeServe, "bytes=100-": rangeServe, "bytes=-500": rangeServe,
@@ -47,5 +57,10 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 	}
 	if res, b := get(t, url, "Range", "bytes=-188"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-188:]) {
 		t.Errorf("Range bytes=-188: %d, %d bytes", res.StatusCode, len(b))
+	}
+	for _, v := range []string{"Bytes=0-187", "bytes = 0-187", "bytes=0-187,-0"} {
+		if res, b := get(t, url, "Range", v); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:188]) {
+			t.Errorf("Range %q: %d, %d bytes; want the first packet", v, res.StatusCode, len(b))
+		}
 	}
 }

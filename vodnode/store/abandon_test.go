@@ -80,3 +80,46 @@ func TestAbandonedFillFreesItsChannel(t *testing.T) {
 		t.Fatalf("titles %+v (want back and pre stored), transfers cancelled %d (want the abandoned one only)", st, o.cancelled.Load())
 	}
 }
+
+// The abandon timer counts from the last reader's leaving: a reader that
+// came back and left again restarts it; a prefetch ordered after the
+// readers left keeps the fill.
+func TestAbandonCountsFromTheLastRelease(t *testing.T) {
+	data := sample(t)
+	o := &gatedOrigin{origin: &origin{titles: map[string][]byte{"again": data, "kept": data}}, gate: make(chan struct{})}
+	const after = 300 * time.Millisecond
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), AbandonAfter: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+
+	tt, err := s.Acquire(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(tt)
+	time.Sleep(after * 2 / 3) // the reader is away two thirds of the time
+	if _, err := s.Acquire(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(tt)
+	last := time.Now()
+	waitView(t, tt, 10*time.Second, "the abandoned fill's end", func(v *View) bool { return v.Err != nil })
+	if d := time.Since(last); d < after {
+		t.Fatalf("abandoned %v after its last reader left, want at least %v", d, after)
+	}
+
+	kept, err := s.Acquire(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(kept)
+	if err := s.Prefetch(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * after) // past the abandon time: the prefetch keeps it (asserted below)
+	close(o.gate)
+	waitComplete(t, kept)
+}

@@ -83,6 +83,7 @@ func (s *Store) fill(t *Title) {
 	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
 		err = errAbandoned
 	}
+	t.cancel() // the fill's context is done either way
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
 		err = fmt.Errorf("origin sent %d bytes of %d", off, t.meta.Size)
 	}

@@ -316,6 +316,8 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 		if !prefetch {
 			t.refs++
 			t.lastAccess = s.cfg.Now()
+		} else if t.filling {
+			t.prefetch = true // wanted now whoever watches: never abandoned
 		}
 		return t, nil
 	}
@@ -359,10 +361,14 @@ func (s *Store) Release(t *Title) {
 		t.file.Close()
 	}
 	if t.refs == 0 && t.filling && !t.prefetch && !t.started && t.cancel != nil {
+		t.idleGen++
+		gen := t.idleGen
 		time.AfterFunc(s.cfg.AbandonAfter, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if t.refs == 0 && t.filling && !t.started {
+			// Still without readers since this release (no reader came and
+			// went meanwhile), still waiting, and not prefetched since.
+			if t.refs == 0 && t.idleGen == gen && t.filling && !t.started && !t.prefetch {
 				t.cancel()
 			}
 		})

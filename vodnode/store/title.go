@@ -49,6 +49,7 @@ type Title struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	started bool
+	idleGen int // bumped at each release to no reader (the abandon timer's)
 }
 
 type waiter struct {
