@@ -61,7 +61,7 @@ func runFor(t *testing.T, cmd *exec.Cmd, d time.Duration) string {
 }
 
 // gstRace is the signature of a race inside GStreamer's rtspsrc at EOS
-// over UDP: the pipeline's PAUSE request is cut by its own CLOSE (the
+// (over UDP, and now and then over TCP): the pipeline's PAUSE request is cut by its own CLOSE (the
 // connection is flushed while the PAUSE is being sent), which rtspsrc
 // posts as an error (exit status 1) although it then tears the session
 // down normally. The node never sees the PAUSE.
@@ -153,7 +153,7 @@ func gstPlay(t *testing.T, n *Node, m *fakeManager, sid, title, proto string, se
 	case ctx.Err() != nil:
 		t.Errorf("%s: gst-launch-1.0 still running %v after a %.0f s title started:\n%s", sid, took, seconds, out)
 		return
-	case err != nil && proto == "udp" && gstRace(out):
+	case err != nil && gstRace(out): // seen over UDP, and rarely over TCP
 		t.Logf("%s: rtspsrc's own PAUSE/CLOSE race at EOS (exit 1 after a clean EOS and TEARDOWN):\n%s", sid, out)
 	case err != nil:
 		t.Errorf("%s: gst-launch-1.0 after %v: %v\n%s", sid, took, err, out)
