@@ -168,33 +168,40 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// parseRange returns the start of an npt (or smpte) Range header value in
-// seconds, -1 for "now" or a range without a usable start.
-func parseRange(v base.HeaderValue) (float64, error) {
+// parseRange returns the start and end of an npt (or smpte) Range header
+// value in seconds: start -1 for "now" or a range without a usable start,
+// end -1 when open.
+func parseRange(v base.HeaderValue) (start, end float64, err error) {
 	if len(v) == 0 {
-		return -1, nil
+		return -1, -1, nil
 	}
 	raw := strings.TrimSpace(v[0])
 	if strings.HasPrefix(strings.ToLower(raw), "npt=now") {
-		return -1, nil
+		return -1, -1, nil
 	}
 	var h headers.Range
 	if err := h.Unmarshal(v); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	switch r := h.Value.(type) {
 	case *headers.RangeNPT:
-		if r.End != nil && *r.End < r.Start {
-			return 0, fmt.Errorf("range ends (%v) before it starts (%v)", *r.End, r.Start)
+		if r.End == nil {
+			return r.Start.Seconds(), -1, nil
 		}
-		return r.Start.Seconds(), nil
+		if *r.End < r.Start {
+			return 0, 0, fmt.Errorf("range ends (%v) before it starts (%v)", *r.End, r.Start)
+		}
+		return r.Start.Seconds(), r.End.Seconds(), nil
 	case *headers.RangeSMPTE:
-		if r.End != nil && r.End.Time < r.Start.Time {
-			return 0, fmt.Errorf("range ends before it starts")
+		if r.End == nil {
+			return r.Start.Time.Seconds(), -1, nil
 		}
-		return r.Start.Time.Seconds(), nil
+		if r.End.Time < r.Start.Time {
+			return 0, 0, fmt.Errorf("range ends before it starts")
+		}
+		return r.Start.Time.Seconds(), r.End.Time.Seconds(), nil
 	}
-	return -1, nil
+	return -1, -1, nil
 }
 
 func formatNPT(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
@@ -206,8 +213,8 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	}
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
-	start, perr := parseRange(req.Header["Range"])
-	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) {
+	start, end, perr := parseRange(req.Header["Range"])
+	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) || math.IsNaN(end) || math.IsInf(end, 0) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
 	}
 	dur := s.duration()
@@ -235,14 +242,29 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
 	granted := s.player.SetScale(scale)
+	// The end of the client's Range, honoured in normal play of MP2T
+	// (RFC 2326 12.29: the stream pauses there); a PLAY without one plays
+	// on to the end of the title. An end at the title's end (GStreamer
+	// sends the SDP's duration) is the end of the title: the stream ends
+	// there with its BYE, and the answer stays open-ended (see below).
+	rangeEnd := ""
+	if ts, ok := s.player.(tsPlayer); ok {
+		if end >= 0 && granted == 1 && (dur <= 0 || end < dur-1) {
+			ts.SetStop(end)
+			rangeEnd = formatNPT(end)
+		} else {
+			ts.SetStop(-1)
+		}
+	}
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),
-		// open-ended, as live555 answers: "to the end" (the duration is in
-		// the SDP's a=range). With the end given, GStreamer's rtspsrc clips
-		// its segment there and its jitterbuffer's NPT timeout can leave a
+		// open-ended unless the client gave an end, as live555 answers:
+		// "to the end" (the duration is in the SDP's a=range). With an
+		// end the client did not ask for, GStreamer's rtspsrc clips its
+		// segment there and its jitterbuffer's NPT timeout can leave a
 		// clock-synced pipeline hanging at the end of the title.
-		"Range": base.HeaderValue{"npt=" + formatNPT(infos[0].NPT) + "-"},
+		"Range": base.HeaderValue{"npt=" + formatNPT(infos[0].NPT) + "-" + rangeEnd},
 		"Scale": base.HeaderValue{strconv.FormatFloat(granted, 'f', 3, 64)},
 	}
 	if s.spec.Mode != deliver.RawUDP {

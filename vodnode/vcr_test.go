@@ -353,3 +353,44 @@ func TestESSeekToTheAdvertisedEnd(t *testing.T) {
 		t.Fatalf("PLAY from the SDP's duration: %s, want 457", statusLine(res))
 	}
 }
+
+// TestPlayRangeEnd: a PLAY with an end (Range: npt=2-4) is answered with
+// that range and pauses there (RFC 2326 12.29): the last PCR sent is at
+// about 4 s and nothing more comes; a PLAY without Range goes on from
+// there to the end of the title.
+func TestPlayRangeEnd(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	idx, err := tsindex.BuildFrom(bytes.NewReader(o.titles["sample-001"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock0, _ := idx.ClockAt(0)
+	waitPrefetch(t, n, "sample-001")
+	url := nodeURL(n, mint(t, "range-end", "sample-001", "node-1", "", time.Minute), "sample-001")
+	c := dialRTSP(t, n)
+	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	id := sessionID(res)
+	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=2-4")
+	if res.StatusCode != 200 || len(res.Header["Range"]) != 1 || !strings.HasSuffix(res.Header["Range"][0], "-4.000") {
+		t.Fatalf("PLAY npt=2-4: %s %v", statusLine(res), res.Header["Range"])
+	}
+	last := int64(-1)
+	for _, m := range c.readMedia(5 * time.Second) { // the 2 s to play, then silence
+		for _, p := range m.ts {
+			if p.pid == idx.PCRPID && p.pcr >= 0 {
+				last = p.pcr
+			}
+		}
+	}
+	if at := float64(last-clock0) / tsindex.PCRHz; last < 0 || at < 3.5 || at > 4.5 {
+		t.Fatalf("last PCR at %.2f s of the stream clock, want about 4 (the Range's end)", at)
+	}
+	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 || !strings.HasSuffix(res.Header["Range"][0], "-") {
+		t.Fatalf("PLAY on: %s %v", statusLine(res), res.Header["Range"])
+	}
+	if ms := c.readMedia(time.Second); len(ms) == 0 {
+		t.Fatal("no media after a PLAY without Range")
+	}
+}

@@ -64,8 +64,13 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	avail := idx.Size
 	starving := !complete && due > avail
 	due = min(due, avail)
+	stop := s.stopOffset(ck)
+	atStop := stop >= 0 && due >= stop
+	if atStop {
+		due, starving = max(stop, s.pos), false
+	}
 	n := due - s.pos
-	if !complete || due < avail {
+	if !atStop && (!complete || due < avail) {
 		n -= n % PayloadSize
 	}
 	n = min(n, int64(s.e.MaxBurst*PayloadSize))
@@ -82,6 +87,11 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			}
 			return true
 		}
+	}
+	if stop >= 0 && s.pos >= stop && (!complete || s.pos < avail) {
+		// The Range's end: paused there, off the shard (a PLAY resumes).
+		s.state, s.stopNPT, s.queued = statePaused, -1, false
+		return false
 	}
 	if complete && s.pos >= avail {
 		s.endOfTitle(ck)

@@ -116,7 +116,8 @@ type Stream struct {
 	anchorPTS   int64   // trick play: PTS (90 kHz) due at anchorWall
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
-	injectPSI   bool // send psi before the next bytes (after a seek)
+	injectPSI   bool    // send psi before the next bytes (after a seek)
+	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 
 	bytes atomic.Int64
 }
@@ -143,7 +144,7 @@ func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
 		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
 	}
 	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
-	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1}, nil
+	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1}, nil
 }
 
 func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {
@@ -271,6 +272,25 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 // endSlack is how far past a complete title's last clock reference a
 // seek still plays (from the last keyframe), seconds.
 const endSlack = 1.0
+
+// SetStop makes normal play pause when it reaches npt seconds (the end of
+// a PLAY request's Range, RFC 2326 12.29); npt < 0 clears it. The stop
+// is cleared when reached; trick play ignores it.
+func (s *Stream) SetStop(npt float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopNPT = npt
+}
+
+// stopOffset returns the offset at which normal play pauses (the first
+// TS packet at or past stopNPT), -1 when none.
+func (s *Stream) stopOffset(ck clockOf) int64 {
+	if s.stopNPT < 0 {
+		return -1
+	}
+	off := ck.offset(ck.at(0) + int64(s.stopNPT*tsindex.PCRHz))
+	return (off + TSPacketSize - 1) / TSPacketSize * TSPacketSize
+}
 
 // Pause stops sending and returns the position, seconds; Play(-1) resumes
 // there.
