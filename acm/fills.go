@@ -191,8 +191,8 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 
 // warnStaleLocked logs, once per copy, a complete title on ns whose size
 // is not the catalog's: the title's file was replaced at the origin under
-// the same id, and the node serves its old copy until it is evicted
-// (evictStaleLocked, or vodctl evict) (mu held).
+// the same id, and the node keeps serving its old copy until it is
+// evicted (vodctl evict) (mu held).
 func (m *Manager) warnStaleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) {
 	cat := m.titles()
 	for id := range ns.stale {
@@ -206,21 +206,7 @@ func (m *Manager) warnStaleLocked(ns *nodeState, cur map[string]*pb.StoredTitle)
 			continue
 		}
 		ns.stale[id] = true
-		m.log.Warn("stale copy: its size is not the catalog's (the title was replaced at the origin); evicted once no viewer plays it and no pin holds it, the next viewer fills the new one",
+		m.log.Warn("stale copy: its size is not the catalog's (the title was replaced at the origin); the node serves the old one until it is evicted: vodctl evict TITLE NODE",
 			"node", ns.id, "title", id, "copy_bytes", t.GetSizeBytes(), "catalog_bytes", c.SizeBytes)
-	}
-}
-
-// evictStaleLocked orders the eviction of ns's stale copies that nobody
-// plays, fills or pins (mu held, after a report is applied); the others
-// are tried again at the next report. The Replicator is not told (no
-// eviction hold): the title is wanted there, in its new version.
-func (m *Manager) evictStaleLocked(ns *nodeState) {
-	for id := range ns.stale {
-		if ns.titles[id] == nil || m.evictLocked(ns.id, id) != nil {
-			continue
-		}
-		delete(ns.stale, id)
-		m.log.Info("stale copy evicted", "node", ns.id, "title", id)
 	}
 }

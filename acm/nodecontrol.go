@@ -270,7 +270,6 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	ns.reported, ns.diskFree = true, free
 	ns.wakeReportWaiters()
-	m.evictStaleLocked(ns)
 	// A node declared dead whose stream stayed up (a stall longer than the
 	// missed heartbeats) is alive again with this report: its orphaned
 	// sessions get their reservations back, and this report, like the
