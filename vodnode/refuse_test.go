@@ -23,6 +23,10 @@ func TestRefusalsReported(t *testing.T) {
 		n.ManagerAddr = maddr
 		n.Capacity.MaxSessions = 1
 	})
+	// Registered first: a node clears its own drain flag when it
+	// registers (the drain is the manager's order), which would undo the
+	// SetDraining below. The first report comes after that.
+	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
 	c := dialRTSP(t, n)
 	url := func(sid string) string {
 		return nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")
