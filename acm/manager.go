@@ -411,7 +411,7 @@ func (m *Manager) Start() (err error) {
 	}
 	if m.OriginAddr != "" {
 		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithConnectParams(originConnectParams)); err != nil {
+			grpc.WithConnectParams(pb.OriginConnectParams)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -15,20 +13,6 @@ import (
 // DefaultOriginCheck is how often the manager asks the origin's gRPC
 // health service whether it serves (Manager.OriginCheck).
 const DefaultOriginCheck = 2 * time.Second
-
-// originConnectParams is how the manager's connection to the origin
-// reconnects: attempts at most 2 s apart (gRPC's default waits up to
-// 120 s), so that the health checks, and the catalog refresh, see an
-// origin that came back within about 2 s.
-var originConnectParams = grpc.ConnectParams{
-	Backoff: backoff.Config{
-		BaseDelay:  200 * time.Millisecond,
-		Multiplier: 1.6,
-		Jitter:     0.2,
-		MaxDelay:   2 * time.Second,
-	},
-	MinConnectTimeout: 5 * time.Second,
-}
 
 // originDownAfter is how many checks in a row must fail before the origin
 // counts as unavailable (one lost answer is not an outage).

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"vodcluster/proto/token"
@@ -90,21 +89,6 @@ type Node struct {
 	closed       bool
 }
 
-// originConnectParams is how the node's connection to the origin
-// reconnects: attempts 0.2 s apart at first, at most 2 s apart (jittered by
-// a fifth), so that fills retrying through an origin restart find it again
-// within about 2 s of its return (gRPC's default waits up to 120 s); a
-// connection attempt gives up after 5 s.
-var originConnectParams = grpc.ConnectParams{
-	Backoff: backoff.Config{
-		BaseDelay:  200 * time.Millisecond,
-		Multiplier: 1.6,
-		Jitter:     0.2,
-		MaxDelay:   2 * time.Second,
-	},
-	MinConnectTimeout: 5 * time.Second,
-}
-
 // Stats is a snapshot of a node's counters, for tests and tools.
 type Stats struct {
 	Sessions     int            // sessions now
@@ -173,7 +157,7 @@ func (n *Node) Start() (err error) {
 	var originClient pb.OriginClient
 	if n.OriginAddr != "" {
 		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithConnectParams(originConnectParams))
+			grpc.WithConnectParams(pb.OriginConnectParams))
 		if err != nil {
 			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)
 		}
