@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"vodcluster/acm/auth"
@@ -51,6 +52,12 @@ type Manager struct {
 	RTSPListen string // RTSP front door listen address, DefaultRTSPListen
 	HTTPListen string // HTTP front door listen address, DefaultHTTPListen
 	GRPCListen string // NodeControl and Admin gRPC listen address, DefaultGRPCListen
+	// GRPCCreds are the transport credentials of the NodeControl and
+	// Admin gRPC server (grpctls.Server: TLS); nil: plaintext.
+	GRPCCreds credentials.TransportCredentials
+	// OriginCreds are those of the connection to OriginAddr
+	// (grpctls.Client); nil: plaintext.
+	OriginCreds credentials.TransportCredentials
 
 	// DataDir is the directory of the embedded badger store. Required
 	// unless Store is set.
@@ -410,7 +417,11 @@ func (m *Manager) Start() (err error) {
 		return err
 	}
 	if m.OriginAddr != "" {
-		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		creds := m.OriginCreds
+		if creds == nil {
+			creds = insecure.NewCredentials()
+		}
+		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(creds),
 			grpc.WithConnectParams(pb.OriginConnectParams)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
@@ -430,7 +441,8 @@ func (m *Manager) Start() (err error) {
 		// One attempt now so that a reachable origin's catalog is there
 		// when Start returns; the loop retries in the background.
 		if err := m.refreshCatalog(m.ctx, 3*time.Second); err != nil {
-			m.log.Warn("catalog: origin unavailable, serving the stored catalog", "origin", m.OriginAddr, "err", err)
+			m.log.Warn("catalog: origin unavailable, serving the stored catalog",
+				withOriginHint(err, "origin", m.OriginAddr, "err", err)...)
 		}
 	}
 	m.rtsp = &rtspServer{m: m, conns: map[net.Conn]struct{}{}}
@@ -440,7 +452,11 @@ func (m *Manager) Start() (err error) {
 	if m.AdminToken == "" && !isLoopback(m.GRPCAddr()) {
 		m.log.Warn("the Admin API is open to anyone who reaches the gRPC port: set an admin token", "grpc", m.GRPCAddr())
 	}
-	m.grpcSrv = grpc.NewServer(append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook))...)
+	srvOpts := append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook))
+	if m.GRPCCreds != nil {
+		srvOpts = append(srvOpts, grpc.Creds(m.GRPCCreds))
+	}
+	m.grpcSrv = grpc.NewServer(srvOpts...)
 	pb.RegisterNodeControlServer(m.grpcSrv, &nodeControl{m: m})
 	pb.RegisterAdminServer(m.grpcSrv, &admin{m: m})
 	m.goRun(func() { m.rtsp.serve(m.rtspLn) })

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"vodcluster/proto/grpctls"
 )
 
 // DefaultOriginCheck is how often the manager asks the origin's gRPC
@@ -58,8 +60,18 @@ func (m *Manager) originLoop() {
 			m.origin.ResetConnectBackoff() // try the origin again at the next check, not after a backoff
 			if !m.originDown.Swap(true) {
 				m.log.Warn("origin unavailable: requests for titles no node holds are refused (503) until it answers",
-					"origin", m.OriginAddr, "status", res.GetStatus().String(), "err", err)
+					withOriginHint(err, "origin", m.OriginAddr, "status", res.GetStatus().String(), "err", err)...)
 			}
 		}
 	}
+}
+
+// withOriginHint returns the log attributes args, followed by a "hint"
+// when err on the origin link comes from TLS (grpctls.Hint, with the
+// manager's keys for that link).
+func withOriginHint(err error, args ...any) []any {
+	if h := grpctls.Hint(err); h != "" {
+		args = append(args, "hint", h+" (origin_tls, origin_tls_ca_file)")
+	}
+	return args
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -62,6 +63,9 @@ type Server struct {
 	// Logger receives one line per transfer and the lifecycle; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Creds are the gRPC server's transport credentials (grpctls.Server:
+	// TLS); nil means plaintext.
+	Creds credentials.TransportCredentials
 
 	clock clock // nil means the wall clock; tests put a fake here
 
@@ -127,7 +131,11 @@ func (s *Server) Start() error {
 	}
 	s.catalog = cat
 	s.lis = lis
-	s.grpc = grpc.NewServer(grpc.WaitForHandlers(true))
+	opts := []grpc.ServerOption{grpc.WaitForHandlers(true)}
+	if s.Creds != nil {
+		opts = append(opts, grpc.Creds(s.Creds))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	vodclusterv1.RegisterOriginServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, health.NewServer())
 	s.served = make(chan struct{})

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
@@ -54,7 +54,7 @@ type managerLink struct {
 }
 
 func newManagerLink(n *Node) (*managerLink, error) {
-	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(orPlaintext(n.ManagerCreds)),
 		grpc.WithPerRPCCredentials(token.Bearer(token.NodeCredential(n.Secret))))
 	if err != nil {
 		return nil, err
@@ -149,7 +149,12 @@ func (m *managerLink) run() {
 			m.n.log.Error("the manager refuses this node's id: another node process with this id is live at another address; give this node its own id (retrying, in case the other moved)",
 				"id", m.n.ID, "manager", m.n.ManagerAddr, "err", err, "in", backoff)
 		default:
-			m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+			if h := grpctls.Hint(err); h != "" {
+				m.n.log.Error("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff,
+					"hint", h+" (manager_tls, manager_tls_ca_file)")
+			} else {
+				m.n.log.Warn("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+			}
 		}
 		if !m.sleep(jitter(backoff)) {
 			return

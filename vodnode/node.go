@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"vodcluster/proto/token"
@@ -45,6 +46,10 @@ type Node struct {
 	ManagerAddr string // gRPC NodeControl address; "" = standalone, no reports
 	OriginAddr  string // gRPC Origin address; "" = serve stored titles only
 	Secret      []byte // admission token HMAC key (at least 16 bytes, required)
+	// ManagerCreds and OriginCreds are the transport credentials of the
+	// connections to ManagerAddr and OriginAddr (grpctls.Client: TLS);
+	// nil: plaintext.
+	ManagerCreds, OriginCreds credentials.TransportCredentials
 
 	// FillRetryFor is how long a fill from the origin keeps retrying while
 	// the origin sends nothing (an origin restart) before it fails and
@@ -156,7 +161,7 @@ func (n *Node) Start() (err error) {
 
 	var originClient pb.OriginClient
 	if n.OriginAddr != "" {
-		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(orPlaintext(n.OriginCreds)),
 			grpc.WithConnectParams(pb.OriginConnectParams))
 		if err != nil {
 			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)
@@ -331,4 +336,12 @@ func portOf(addr string) int {
 	_, p, _ := net.SplitHostPort(addr)
 	v, _ := strconv.Atoi(p)
 	return v
+}
+
+// orPlaintext returns c, or plaintext credentials when c is nil.
+func orPlaintext(c credentials.TransportCredentials) credentials.TransportCredentials {
+	if c == nil {
+		return insecure.NewCredentials()
+	}
+	return c
 }

@@ -21,7 +21,11 @@ func cdpCmd() *cobra.Command {
 			if err := cfg.CDP.validate(); err != nil {
 				return err
 			}
-			return runUntilSignal(newCDP(cfg.CDP))
+			s, err := newCDP(cfg.CDP)
+			if err != nil {
+				return err
+			}
+			return runUntilSignal(s)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section cdp:)")
@@ -29,7 +33,13 @@ func cdpCmd() *cobra.Command {
 	return cmd
 }
 
-func newCDP(c CDPConfig) *cdp.Server {
+// newCDP builds the origin from its configuration section. Errors: a TLS
+// certificate and key that do not load.
+func newCDP(c CDPConfig) (*cdp.Server, error) {
+	creds, err := serverTLS("tls_cert_file", c.TLSCert, "tls_key_file", c.TLSKey)
+	if err != nil {
+		return nil, err
+	}
 	return &cdp.Server{
 		Dir:             c.Dir,
 		Listen:          orString(c.Listen, cdp.DefaultListen),
@@ -38,5 +48,6 @@ func newCDP(c CDPConfig) *cdp.Server {
 		TransferRateBps: c.TransferRateBps,
 		ChunkBytes:      c.ChunkBytes,
 		Logger:          slog.Default(),
-	}
+		Creds:           creds,
+	}, nil
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/grpc/credentials"
+
+	"vodcluster/proto/grpctls"
 )
 
 // Config is the YAML configuration file of every vodcluster process; each
@@ -33,6 +36,10 @@ type ManagerConfig struct {
 	GRPCListen     string          `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
 	DataDir        string          `yaml:"data_dir"`              // badger state directory (store.backend badger)
 	Origin         string          `yaml:"origin"`                // CDP gRPC host:port
+	OriginTLS      bool            `yaml:"origin_tls"`            // TLS to the origin, its certificate verified for origin's host
+	OriginTLSCA    string          `yaml:"origin_tls_ca_file"`    // PEM CA(s) to verify it with (implies origin_tls); empty: the system's roots
+	GRPCTLSCert    string          `yaml:"grpc_tls_cert_file"`    // PEM certificate chain of the gRPC server (nodes, vodctl); with grpc_tls_key_file: TLS
+	GRPCTLSKey     string          `yaml:"grpc_tls_key_file"`     // its PEM private key
 	SecretFile     string          `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
 	UsersFile      string          `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
 	AdminTokenFile string          `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open
@@ -105,12 +112,16 @@ type StorageConfig struct {
 type NodeConfig struct {
 	ID             string        `yaml:"id"`
 	DataDir        string        `yaml:"data_dir"`
-	RTSPListen     string        `yaml:"rtsp_listen"`    // default ":8555"
-	HTTPListen     string        `yaml:"http_listen"`    // default ":8081"
-	RTPPort        int           `yaml:"rtp_port"`       // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
-	AdvertiseHost  string        `yaml:"advertise_host"` // host clients are redirected to
-	Manager        string        `yaml:"manager"`        // manager gRPC host:port
-	Origin         string        `yaml:"origin"`         // CDP gRPC host:port
+	RTSPListen     string        `yaml:"rtsp_listen"`         // default ":8555"
+	HTTPListen     string        `yaml:"http_listen"`         // default ":8081"
+	RTPPort        int           `yaml:"rtp_port"`            // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
+	AdvertiseHost  string        `yaml:"advertise_host"`      // host clients are redirected to
+	Manager        string        `yaml:"manager"`             // manager gRPC host:port
+	Origin         string        `yaml:"origin"`              // CDP gRPC host:port
+	ManagerTLS     bool          `yaml:"manager_tls"`         // TLS to the manager, its certificate verified for manager's host
+	ManagerTLSCA   string        `yaml:"manager_tls_ca_file"` // PEM CA(s) to verify it with (implies manager_tls); empty: the system's roots
+	OriginTLS      bool          `yaml:"origin_tls"`          // TLS to the origin, as for the manager
+	OriginTLSCA    string        `yaml:"origin_tls_ca_file"`  // PEM CA(s) for the origin (implies origin_tls)
 	SecretFile     string        `yaml:"secret_file"`
 	EgressBps      int64         `yaml:"egress_bps"`      // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
 	MaxSessions    int           `yaml:"max_sessions"`    // 0 = bounded by egress only; negative is an error
@@ -129,6 +140,8 @@ type CDPConfig struct {
 	MaxTransfers    int           `yaml:"max_transfers"`     // concurrent channels, 0 = unlimited
 	TransferRateBps int64         `yaml:"transfer_rate_bps"` // per transfer, 0 = unlimited
 	ChunkBytes      int           `yaml:"chunk_bytes"`       // bytes per streamed chunk: a multiple of 188 up to 1048576; 0 (or left out) = 65424 (348 TS packets, about 64 KiB)
+	TLSCert         string        `yaml:"tls_cert_file"`     // PEM certificate chain of the gRPC server; with tls_key_file: TLS
+	TLSKey          string        `yaml:"tls_key_file"`      // its PEM private key
 }
 
 // loadConfig reads path (strict YAML). An empty path gives the zero Config.
@@ -216,4 +229,32 @@ func orDuration(v, def time.Duration) time.Duration {
 		return def
 	}
 	return v
+}
+
+// serverTLS returns the gRPC server credentials of a certificate and key
+// pair named by the keys certKey and keyKey: nil (plaintext) when both
+// are empty. Errors name the keys.
+func serverTLS(certKey, cert, keyKey, key string) (credentials.TransportCredentials, error) {
+	if cert == "" && key == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, fmt.Errorf("%s and %s go together (TLS needs both)", certKey, keyKey)
+	}
+	c, err := grpctls.Server(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", certKey, keyKey, err)
+	}
+	return c, nil
+}
+
+// clientTLS returns the gRPC client credentials of a link configured by
+// the keys prefix+"_tls" and prefix+"_tls_ca_file": plaintext unless on
+// or caFile is set. Errors name the key.
+func clientTLS(prefix string, on bool, caFile string) (credentials.TransportCredentials, error) {
+	c, err := grpctls.Client(on || caFile != "", caFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s_tls_ca_file: %w", prefix, err)
+	}
+	return c, nil
 }

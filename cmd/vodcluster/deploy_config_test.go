@@ -121,7 +121,11 @@ func checkExampleConfig(t *testing.T, path string, users *boss.File) {
 			if err := c.CDP.validate(); err != nil {
 				t.Fatalf("cdp: %v", err)
 			}
-			if err := newCDP(c.CDP).Validate(); err != nil {
+			s, err := newCDP(c.CDP)
+			if err != nil {
+				t.Fatalf("cdp: %v", err)
+			}
+			if err := s.Validate(); err != nil {
 				t.Fatalf("cdp: %v", err)
 			}
 		default:

@@ -51,6 +51,14 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	grpcCreds, err := serverTLS("grpc_tls_cert_file", c.GRPCTLSCert, "grpc_tls_key_file", c.GRPCTLSKey)
+	if err != nil {
+		return nil, err
+	}
+	originCreds, err := clientTLS("origin", c.OriginTLS, c.OriginTLSCA)
+	if err != nil {
+		return nil, err
+	}
 	if c.UsersFile == "" {
 		return nil, errors.New("users_file is required (the subscribers: vodcluster user NAME --file FILE)")
 	}
@@ -84,6 +92,8 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		GRPCListen:         orString(c.GRPCListen, acm.DefaultGRPCListen),
 		DataDir:            c.DataDir,
 		OriginAddr:         c.Origin,
+		GRPCCreds:          grpcCreds,
+		OriginCreds:        originCreds,
 		Secret:             secret,
 		Realm:              c.Realm,
 		BOSS:               users,

@@ -46,6 +46,14 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	managerCreds, err := clientTLS("manager", c.ManagerTLS, c.ManagerTLSCA)
+	if err != nil {
+		return nil, err
+	}
+	originCreds, err := clientTLS("origin", c.OriginTLS, c.OriginTLSCA)
+	if err != nil {
+		return nil, err
+	}
 	egress := c.EgressBps
 	if egress == 0 {
 		egress = defaultNodeEgressBps
@@ -65,6 +73,8 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Weight:         c.Weight,
 		ManagerAddr:    c.Manager,
 		OriginAddr:     c.Origin,
+		ManagerCreds:   managerCreds,
+		OriginCreds:    originCreds,
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
 		Evictor:        c.Eviction,

@@ -14,12 +14,12 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/probe"
+	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -29,6 +29,8 @@ type globals struct {
 	token   string
 	json    bool
 	timeout time.Duration
+	tls     bool   // TLS to the manager
+	tlsCA   string // PEM CA(s) to verify the manager with (implies tls)
 }
 
 func newRoot() *cobra.Command {
@@ -47,6 +49,8 @@ func newRoot() *cobra.Command {
 			g.token = os.Getenv("VODCTL_TOKEN")
 		}
 	}
+	root.PersistentFlags().BoolVar(&g.tls, "tls", os.Getenv("VODCTL_TLS") == "1", "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca ($VODCTL_TLS=1)")
+	root.PersistentFlags().StringVar(&g.tlsCA, "tls-ca", os.Getenv("VODCTL_TLS_CA"), "PEM CA file to verify the manager's certificate with; implies --tls ($VODCTL_TLS_CA)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
@@ -94,7 +98,11 @@ func playCmd(g *globals) *cobra.Command {
 
 // admin dials the manager and runs f with an Admin client.
 func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Message, error), table func(m proto.Message, w *tabwriter.Writer)) error {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	creds, err := grpctls.Client(g.tls || g.tlsCA != "", g.tlsCA)
+	if err != nil {
+		return fmt.Errorf("--tls-ca: %w", err)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if g.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)))
 	}
@@ -394,7 +402,16 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:
-		if strings.Contains(st.Message(), "connection error") { // the client's transport, not the manager's answer
+		msg := st.Message()
+		switch {
+		case !strings.Contains(msg, "connection error"): // the manager's answer, not the client's transport
+		case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
+			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
+		case strings.Contains(msg, "does not look like a TLS handshake"):
+			return fmt.Errorf("%w (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", err, g.manager)
+		case !g.tls && g.tlsCA == "":
+			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", err, g.manager)
+		default:
 			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
 		}
 	case codes.DeadlineExceeded:

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/grpctls"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -191,7 +192,11 @@ func (s *Store) failFill(t *Title, err error) {
 	case errors.Is(err, errAbandoned):
 		s.log.Info("fill abandoned: its viewers left before the origin's first byte", "title", id)
 	default:
-		s.log.Error("fill failed", "title", id, "err", err)
+		if h := grpctls.Hint(err); h != "" {
+			s.log.Error("fill failed", "title", id, "err", err, "hint", h+" (origin_tls, origin_tls_ca_file)")
+		} else {
+			s.log.Error("fill failed", "title", id, "err", err)
+		}
 	}
 	s.mu.Lock()
 	if s.ctx.Err() == nil && len(s.failures) < maxFailures {

@@ -1,0 +1,145 @@
+package grpctls
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Server returns the transport credentials of a gRPC server that speaks
+// TLS 1.2 or later with the certificate chain of certFile and the private
+// key of keyFile (PEM). Both files are read now and again at a handshake
+// after either file's modification time changed (checked at most once a
+// second), so a renewed certificate is served to new connections without
+// a restart; while the renewed pair cannot be loaded (half written, or a
+// key that does not match) the last good pair is served and the files are
+// tried again a second later.
+//
+// Errors: a missing file name, or a pair that cannot be read or does not
+// match (the message names both files).
+func Server(certFile, keyFile string) (credentials.TransportCredentials, error) {
+	return newServer(certFile, keyFile, time.Now)
+}
+
+// newServer is Server with the clock of the reload check.
+func newServer(certFile, keyFile string, now func() time.Time) (credentials.TransportCredentials, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("grpctls: a server needs both a certificate file and a key file")
+	}
+	r := &reloader{certFile: certFile, keyFile: keyFile, now: now}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(&tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
+	}), nil
+}
+
+// Client returns the transport credentials of a gRPC client: plaintext
+// when enabled is false (caFile must then be empty), else TLS 1.2 or later
+// with the server's certificate verified for the host of the address
+// dialled (gRPC's authority) against the PEM certificates of caFile, or
+// the system's roots when caFile is "".
+//
+// Errors: a caFile given without enabled, an unreadable caFile or one
+// holding no PEM certificate.
+func Client(enabled bool, caFile string) (credentials.TransportCredentials, error) {
+	if !enabled {
+		if caFile != "" {
+			return nil, fmt.Errorf("grpctls: CA file %s given but TLS is off", caFile)
+		}
+		return insecure.NewCredentials(), nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("grpctls: CA file: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("grpctls: CA file %s holds no PEM certificate", caFile)
+		}
+	}
+	return credentials.NewTLS(c), nil
+}
+
+// reloader holds a certificate and key pair and reloads it when either
+// file's modification time changes.
+type reloader struct {
+	certFile, keyFile string
+	now               func() time.Time // the clock of the once-a-second check
+
+	mu        sync.Mutex
+	cert      *tls.Certificate
+	certMod   time.Time
+	keyMod    time.Time
+	checkedAt time.Time
+}
+
+// load reads the pair if either file changed since the last load. The
+// caller holds r.mu, or r is not shared yet.
+func (r *reloader) load() error {
+	ci, err := os.Stat(r.certFile)
+	if err != nil {
+		return fmt.Errorf("grpctls: certificate: %w", err)
+	}
+	ki, err := os.Stat(r.keyFile)
+	if err != nil {
+		return fmt.Errorf("grpctls: key: %w", err)
+	}
+	if r.cert != nil && ci.ModTime().Equal(r.certMod) && ki.ModTime().Equal(r.keyMod) {
+		return nil
+	}
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("grpctls: certificate %s and key %s: %w", r.certFile, r.keyFile, err)
+	}
+	r.cert, r.certMod, r.keyMod = &c, ci.ModTime(), ki.ModTime()
+	return nil
+}
+
+// get returns the current pair, reloading it first when the files changed
+// and the last check is more than a second old. A failed reload keeps
+// serving the last good pair.
+func (r *reloader) get() (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := r.now(); now.Sub(r.checkedAt) >= time.Second {
+		r.checkedAt = now
+		_ = r.load() // a half-written renewal: keep the last good pair
+	}
+	return r.cert, nil
+}
+
+// Hint explains a gRPC connection error that comes from TLS being set up
+// on one side of a link only, or from a certificate the client does not
+// trust, in an operator's words; it returns "" for any other error (nil
+// included). The words name no configuration key: the caller adds the
+// keys or flags of its link.
+func Hint(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	switch {
+	case !strings.Contains(msg, "connection error"):
+		return ""
+	case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
+		return "TLS: the server's certificate is not trusted for this address (CA file, or the certificate's names)"
+	case strings.Contains(msg, "does not look like a TLS handshake"):
+		return "TLS: this link has TLS on but the server speaks plaintext gRPC"
+	case strings.Contains(msg, "server preface"):
+		return "the server closed the connection at once: if it has a TLS certificate configured, turn TLS on for this link"
+	}
+	return ""
+}

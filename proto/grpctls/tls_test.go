@@ -1,0 +1,217 @@
+package grpctls
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"vodcluster/proto/grpctls/grpctlstest"
+)
+
+// serve starts a gRPC server with the health service on loopback.
+func serve(t *testing.T, creds credentials.TransportCredentials) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.Creds(creds))
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+// check makes one health call to addr over a new connection.
+func check(t *testing.T, addr string, creds credentials.TransportCredentials) error {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
+}
+
+func mustClient(t *testing.T, enabled bool, ca string) credentials.TransportCredentials {
+	t.Helper()
+	c, err := Client(enabled, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestServerAndClient(t *testing.T) {
+	dir := t.TempDir()
+	f, err := grpctlstest.Write(dir, "", "127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Server(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, srv)
+	if err := check(t, addr, mustClient(t, true, f.CA)); err != nil {
+		t.Fatalf("client trusting the CA: %v", err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if err := check(t, "localhost:"+port, mustClient(t, true, f.CA)); err != nil {
+		t.Fatalf("client dialling a DNS name of the certificate: %v", err)
+	}
+	// The system's roots do not hold the test CA; plaintext to a TLS
+	// server fails; a certificate for another host fails.
+	if err := check(t, addr, mustClient(t, true, "")); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("client with the system's roots: %v, want a certificate error", err)
+	}
+	if err := check(t, addr, mustClient(t, false, "")); err == nil {
+		t.Error("plaintext client reached a TLS server")
+	}
+	other, err := grpctlstest.Write(dir, "other-", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2, err := Server(other.Cert, other.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, serve(t, srv2), mustClient(t, true, other.CA)); err == nil {
+		t.Error("a certificate for 192.0.2.1 was accepted for 127.0.0.1")
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := grpctlstest.Write(dir, "a-", "127.0.0.1")
+	b, _ := grpctlstest.Write(dir, "b-", "127.0.0.1")
+	for _, c := range []struct{ cert, key, want string }{
+		{"", a.Key, "both"},
+		{a.Cert, "", "both"},
+		{dir + "/missing.pem", a.Key, "no such file"},
+		{a.Cert, b.Key, "does not match"},
+		{a.Key, a.Cert, "certificate"},
+	} {
+		if _, err := Server(c.cert, c.key); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Server(%q, %q) = %v, want an error with %q", c.cert, c.key, err, c.want)
+		}
+	}
+	notPEM := dir + "/not.pem"
+	os.WriteFile(notPEM, []byte("hello"), 0o600)
+	for _, c := range []struct {
+		on   bool
+		ca   string
+		want string
+	}{{false, a.CA, "TLS is off"}, {true, notPEM, "no PEM certificate"}, {true, dir + "/missing.pem", "no such file"}} {
+		if _, err := Client(c.on, c.ca); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Client(%v, %q) = %v, want an error with %q", c.on, c.ca, err, c.want)
+		}
+	}
+}
+
+// TestReload: a renewed certificate (here from another CA) is served to
+// new connections once the once-a-second check has passed; a pair that
+// does not load keeps the last good one.
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	old, err := grpctlstest.Write(dir, "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	srv, err := newServer(old.Cert, old.Key, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, srv)
+	oldCA := dir + "/old-ca.pem"
+	if err := os.Rename(old.CA, oldCA); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, addr, mustClient(t, true, oldCA)); err != nil {
+		t.Fatal(err)
+	}
+	bump := func(paths ...string) {
+		t.Helper()
+		m := time.Now().Add(time.Duration(clock.Load()%1000+1) * time.Second)
+		for _, p := range paths {
+			if err := os.Chtimes(p, m, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Add(int64(2 * time.Second))
+	}
+
+	// A half-written renewal (a key that is not PEM): the old pair stays.
+	os.WriteFile(old.Key, []byte("half"), 0o600)
+	bump(old.Key)
+	if err := check(t, addr, mustClient(t, true, oldCA)); err != nil {
+		t.Fatalf("after a bad renewal: %v (the last good pair should be served)", err)
+	}
+
+	renewed, err := grpctlstest.Write(dir, "", "127.0.0.1") // same file names, new CA
+	if err != nil {
+		t.Fatal(err)
+	}
+	bump(renewed.Cert, renewed.Key)
+	if err := check(t, addr, mustClient(t, true, renewed.CA)); err != nil {
+		t.Fatalf("renewed certificate not served: %v", err)
+	}
+	if err := check(t, addr, mustClient(t, true, oldCA)); err == nil {
+		t.Error("the old certificate is still served after the renewal")
+	}
+}
+
+// Hint names the TLS mismatch behind each connection error of a link
+// configured on one side only, and nothing for other errors.
+func TestHint(t *testing.T) {
+	dir := t.TempDir()
+	f, err := grpctlstest.Write(dir, "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := grpctlstest.Write(dir, "other-", "127.0.0.1")
+	srv, err := Server(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr := serve(t, srv)
+	plainAddr := serve(t, insecureServer())
+	for _, c := range []struct {
+		name  string
+		addr  string
+		creds credentials.TransportCredentials
+		want  string
+	}{
+		{"plaintext to TLS", tlsAddr, mustClient(t, false, ""), "turn TLS on"},
+		{"TLS to plaintext", plainAddr, mustClient(t, true, f.CA), "server speaks plaintext"},
+		{"untrusted", tlsAddr, mustClient(t, true, other.CA), "not trusted"},
+		{"fine", tlsAddr, mustClient(t, true, f.CA), ""},
+	} {
+		err := check(t, c.addr, c.creds)
+		if h := Hint(err); (c.want == "" && h != "") || !strings.Contains(h, c.want) {
+			t.Errorf("%s: Hint(%v) = %q, want %q", c.name, err, h, c.want)
+		}
+	}
+	if h := Hint(errors.New("rpc error: code = NotFound desc = no such title")); h != "" {
+		t.Errorf("Hint of a NotFound: %q", h)
+	}
+}
+
+func insecureServer() credentials.TransportCredentials { return insecure.NewCredentials() }
