@@ -18,6 +18,22 @@ end
 return 0
 `)
 
+// takeScript takes the lock KEYS[1] for ARGV[1] for ARGV[2] ms when it is
+// free, or extends it by that when ARGV[1] holds it: 1 when ARGV[1] holds
+// it afterwards, 0 when another does.
+var takeScript = redis.NewScript(`
+local cur = redis.call("GET", KEYS[1])
+if cur == false then
+	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+	return 1
+end
+if cur == ARGV[1] then
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	return 1
+end
+return 0
+`)
+
 // unlockScript deletes the lock KEYS[1] when ARGV[1] holds it
 // (compare-and-delete): 1 when released, 0 otherwise.
 var unlockScript = redis.NewScript(`
@@ -79,9 +95,12 @@ func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
 	return nil
 }
 
-// TryLock implements Locker with SET key holder NX PX ttl. When the SET
-// finds the key taken, a GET tells whether holder is the one holding it
-// (a retried SET whose first attempt took the lock).
+// TryLock implements Locker with a take-or-extend script: the lock is
+// taken when free (SET PX), and extended by ttl when holder already holds
+// it (a retried take whose first attempt took the lock, or a renewal whose
+// answer was lost): a true answer always means the lock's lease is ttl from
+// now, so that the caller's lease, counted from when it sent the call,
+// never outlasts the key.
 func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	if err := checkLock(name, holder, ttl, true); err != nil {
 		return false, err
@@ -89,22 +108,11 @@ func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Durat
 	if err := r.check(); err != nil {
 		return false, err
 	}
-	k := r.key(redisLock + name)
-	err := r.c.Do(ctx, "SET", k, holder, "NX", "PX", ttl.Milliseconds()).Err()
-	if err == nil {
-		return true, nil
-	}
-	if !errors.Is(err, redis.Nil) {
-		return false, r.wrap("lock "+name, err)
-	}
-	cur, err := r.c.Get(ctx, k).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil // expired between the two calls: the next try takes it
-	}
+	n, err := takeScript.Run(ctx, r.c, []string{r.key(redisLock + name)}, holder, ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, r.wrap("lock "+name, err)
 	}
-	return cur == holder, nil
+	return n == 1, nil
 }
 
 // RenewLock implements Locker with a compare-and-pexpire script.

@@ -160,8 +160,15 @@ func TestRedisLock(t *testing.T) {
 	if must(r2.TryLock(ctx, "planner", "b", time.Minute)) {
 		t.Fatal("held lock taken by another holder")
 	}
+	// A take by the holder extends the lease: true always means ttl from
+	// now (a renewal whose answer was lost left the key with a short
+	// lease; the holder's next take must not trust it).
+	srv.Client(t).PExpire(ctx, DefaultRedisPrefix+"lock:planner", 200*time.Millisecond)
 	if !must(r.TryLock(ctx, "planner", "a", time.Minute)) {
 		t.Fatal("holder's second TryLock says not held")
+	}
+	if ttl := srv.Client(t).PTTL(ctx, DefaultRedisPrefix+"lock:planner").Val(); ttl <= 30*time.Second {
+		t.Fatalf("ttl after the holder's second take for a minute: %v", ttl)
 	}
 	if must(r2.RenewLock(ctx, "planner", "b", time.Minute)) {
 		t.Fatal("renewed by a holder that does not hold it")
