@@ -107,6 +107,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	m.userPending[r.User]++
 	m.planner.Observe(t.ID, now)
+	// The requests already waiting go first: capacity freed since the
+	// last pump (a release whose kick the pump loop has not seen yet)
+	// is theirs, not this request's.
+	m.pumpLocked(now)
 	tk, err := m.sched.Admit(req, now.Add(m.QueueDeadline), now)
 	if err != nil {
 		m.pendingDoneLocked(r.User)
@@ -315,16 +319,8 @@ func (m *Manager) pumpLoop() {
 		case <-m.kick:
 		case <-timer.C:
 		}
-		now := m.now()
 		m.mu.Lock()
-		for _, tk := range m.sched.Pump(now) {
-			if ch, ok := m.waiters[tk]; ok {
-				delete(m.waiters, tk)
-				close(ch)
-			} else if tk.Err == nil {
-				m.sched.Release(tk.Res) // nobody waits for it any more
-			}
-		}
+		m.pumpLocked(m.now())
 		next, ok := m.sched.NextDeadline()
 		m.mu.Unlock()
 		if !timer.Stop() {
@@ -337,6 +333,19 @@ func (m *Manager) pumpLoop() {
 			timer.Reset(max(next.Sub(m.now()), 0))
 		} else {
 			timer.Reset(time.Hour)
+		}
+	}
+}
+
+// pumpLocked retries the admission queue at now and wakes the waiters
+// whose tickets finished (mu held).
+func (m *Manager) pumpLocked(now time.Time) {
+	for _, tk := range m.sched.Pump(now) {
+		if ch, ok := m.waiters[tk]; ok {
+			delete(m.waiters, tk)
+			close(ch)
+		} else if tk.Err == nil {
+			m.sched.Release(tk.Res) // nobody waits for it any more
 		}
 	}
 }

@@ -429,3 +429,50 @@ func TestLeaderWithoutNodesGivesTheLockBack(t *testing.T) {
 		t.Fatal("a holder that took the lock at its start gave it back")
 	}
 }
+
+// lossyLocker is the shared Redis store with two renewals failing as a
+// network fault makes them fail: the first reaches Redis (the lease is
+// extended) and its answer is lost, the second never gets there.
+type lossyLocker struct {
+	store.Locker
+	renewals int
+}
+
+func (l *lossyLocker) RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	l.renewals++
+	switch l.renewals {
+	case 1:
+		l.Locker.RenewLock(ctx, name, holder, ttl)
+		return false, context.DeadlineExceeded
+	case 2:
+		return false, context.DeadlineExceeded
+	}
+	return l.Locker.RenewLock(ctx, name, holder, ttl)
+}
+
+// After a renewal whose answer was lost and one that failed, the manager
+// takes the lock again and its lease is counted from then: the key must
+// outlast that lease, so that a standby does not take the lock while the
+// manager still believes it holds it. The steps follow the lease's own
+// timing (ttl/3 apart, as run does).
+func TestPlannerLockAfterLostRenewal(t *testing.T) {
+	open, _ := sharedRedis(t)
+	const ttl = 900 * time.Millisecond
+	a := newLeader(&lossyLocker{Locker: open()}, ttl, testLogger(t))
+	b := newLeader(open(), ttl, testLogger(t))
+	ctx := context.Background()
+	a.step(ctx) // t=0: taken
+	time.Sleep(ttl / 3)
+	a.step(ctx) // renewal applied, its answer lost
+	time.Sleep(ttl / 3)
+	a.step(ctx) // renewal lost: the lease runs short
+	time.Sleep(ttl / 3)
+	a.step(ctx)                             // takes its own key again: lease until ~5/3 ttl
+	time.Sleep(ttl/3 + 50*time.Millisecond) // past where the key would have expired unextended
+	if _, err := b.step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.holds() && b.holds() {
+		t.Fatal("both managers hold the planner lock")
+	}
+}

@@ -24,7 +24,9 @@ func (s *Scheduler) Queued() int { return len(s.queue.items) }
 // otherwise it queues r until deadline and returns its ticket, not Done.
 // Requests are served in arrival order: a new request does not overtake
 // one that waits, unless the waiting one cannot be placed now and the new
-// one can (no node stays idle behind a large request). Errors other than
+// one can (no node stays idle behind a large request): Admit itself does
+// not retry the queue, so a caller that releases capacity keeps that order
+// by calling Pump before the next Admit. Errors other than
 // ErrNoCapacity and ErrNoNode (a malformed request) are returned at once.
 func (s *Scheduler) Admit(r Request, deadline, now time.Time) (*Ticket, error) {
 	t := &Ticket{Req: r, Deadline: deadline, Enqueued: now}

@@ -1,0 +1,50 @@
+package acm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// slowDelete is a store whose session deletes take a while (a remote
+// store, a disk flush).
+type slowDelete struct {
+	store.Store
+	d time.Duration
+}
+
+func (s slowDelete) DeleteSession(ctx context.Context, id string) error {
+	time.Sleep(s.d) // the store's latency, not a synchronisation
+	return s.Store.DeleteSession(ctx, id)
+}
+
+// The admission queue is first come, first served: a request that
+// arrives after one already waiting does not take the capacity a release
+// freed before the pump ran (the ended session is stored before the pump
+// is kicked, here slowly), the waiting one does.
+func TestQueueOrderAfterRelease(t *testing.T) {
+	dir := t.TempDir()
+	b, err := store.OpenBadger(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	e := newManager(t, dir, func(m *Manager) {
+		m.Store = slowDelete{b, 500 * time.Millisecond}
+		m.QueueDeadline = 2 * time.Second
+	})
+	n := e.startNode("n1", nodeOpts{egress: titleBps}) // room for one viewer
+	a := e.admitOne("t1")
+	first := make(chan int, 1)
+	go func() { first <- int(e.describe("demo", "demo", "t2").StatusCode) }()
+	waitFor(t, 2*time.Second, "the first request to queue", func() bool { return e.queued() == 1 })
+	go n.event(a, pb.SessionEvent_KIND_ENDED) // A ends: room for the waiting request
+	waitFor(t, 2*time.Second, "the release", func() bool { return e.reserved("n1") == 0 })
+	late := e.describe("demo", "demo", "t3").StatusCode // arrives after the waiting one
+	if got := <-first; got != 302 || late == 302 {
+		t.Errorf("the request waiting first got %d; the one that came later got %d", got, late)
+	}
+}
