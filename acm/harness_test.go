@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +194,7 @@ type fakeNode struct {
 	diskFree int64
 	failed   []*pb.FillFailure // sent with the next report, once
 	frozen   []*pb.StoredTitle // when set, reported instead of titles (a stale view)
+	stale    []string          // when set, the next report's sessions instead of sessions, once
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -257,8 +259,12 @@ func (n *fakeNode) report() *pb.LoadReport {
 	if n.frozen != nil {
 		titles = n.frozen
 	}
+	sessions := n.sessions
+	if n.stale != nil {
+		sessions, n.stale = n.stale, nil
+	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
-		SessionIds: append([]string(nil), n.sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed}
+		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed}
 	n.failed = nil
 	return r
 }
@@ -338,7 +344,18 @@ func (n *fakeNode) setSessions(ids ...string) {
 	n.mu.Unlock()
 }
 
+// event reports a session event of sid, and lists sid in the following
+// load reports from a STARTED until its ENDED, as a node does (a node
+// lists a session before it reports it STARTED).
 func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
+	n.mu.Lock()
+	switch i := slices.Index(n.sessions, sid); {
+	case kind == pb.SessionEvent_KIND_STARTED && i < 0:
+		n.sessions = append(slices.Clip(n.sessions), sid)
+	case kind == pb.SessionEvent_KIND_ENDED && i >= 0:
+		n.sessions = slices.Delete(slices.Clone(n.sessions), i, i+1)
+	}
+	n.mu.Unlock()
 	_, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: kind, Reason: "test"})
 	return err
 }

@@ -284,15 +284,27 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		alive[id] = true
 		if s := ns.sessions[id]; s != nil && s.State == store.StateAdmitted {
 			// Its STARTED event was lost: the node says it plays.
-			s.State, s.StartedAt = store.StatePlaying, now
+			s.State, s.StartedAt, s.playingAt = store.StatePlaying, now, ns.reports
 			changed = append(changed, s)
 		}
 	}
-	if ns.awaitFirst {
-		ns.awaitFirst = false
-		for _, s := range ns.sessionList() {
-			if s.State == store.StatePlaying && !alive[s.ID] {
-				m.endLocked(s, "not on its node after the node registered")
+	first := ns.awaitFirst
+	ns.awaitFirst = false
+	for _, s := range ns.sessions {
+		switch {
+		case s.State != store.StatePlaying:
+		case alive[s.ID]:
+			s.absent = 0
+		case first:
+			m.endLocked(s, "not on its node after the node registered")
+			changed = append(changed, s)
+		case s.playingAt+1 < ns.reports:
+			// Playing here before the previous report was applied, so
+			// on the node before this report was taken: its ENDED was
+			// lost (a node drops events it cannot send). Two such
+			// reports in a row end it: one may race a STARTED.
+			if s.absent++; s.absent >= 2 {
+				m.endLocked(s, "not on its node for two load reports (its ENDED was lost)")
 				changed = append(changed, s)
 			}
 		}
@@ -333,6 +345,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	if ev.GetKind() == pb.SessionEvent_KIND_STARTED {
 		if s.State == store.StateAdmitted {
 			s.State, s.StartedAt = store.StatePlaying, at
+			if ns := m.nodes[s.Node]; ns != nil {
+				s.playingAt = ns.reports
+			}
 		}
 	} else {
 		reason := ev.GetReason()

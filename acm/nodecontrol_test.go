@@ -410,3 +410,45 @@ func TestNodeLeavingIsOutOfServiceAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A playing session whose ENDED event was lost (a node drops events it
+// cannot send) is ended when the node's load reports stop listing it: its
+// reservation and its subscriber's slot come back. One that keeps being
+// listed, or whose STARTED raced a report, stays.
+func TestLostEndedReconciledByReports(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	a, b := e.admitOne("t1"), e.admitOne("t2")
+	for _, s := range []string{a, b} {
+		if err := n.event(s, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.setSessions(a, b)
+	at := e.reports("n1")
+	waitFor(t, 5*time.Second, "two reports listing both", func() bool { return e.reports("n1") >= at+2 })
+	n.setSessions(b) // a ended at the node; its ENDED never arrives
+	waitFor(t, 5*time.Second, "the session absent from the reports to end", func() bool { return e.session(a) == nil })
+	if s := e.session(b); s == nil || s.State != "playing" {
+		t.Fatalf("the session the reports list: %v", s)
+	}
+	if got := e.reserved("n1"); got != titleBps {
+		t.Fatalf("reserved %d bit/s, want one session's %d", got, titleBps)
+	}
+
+	// A STARTED that arrives before a report taken before the session
+	// started (the node lists c from then on; the report after the
+	// STARTED is the stale one): not ended.
+	c := e.admitOne("t3")
+	n.mu.Lock() // no report is taken meanwhile
+	n.sessions, n.stale = []string{b, c}, []string{b}
+	if _, err := e.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: "n1", SessionId: c, Kind: pb.SessionEvent_KIND_STARTED}); err != nil {
+		t.Fatal(err)
+	}
+	at = e.reports("n1")
+	n.mu.Unlock()
+	waitFor(t, 5*time.Second, "the stale report and two more", func() bool { return e.reports("n1") >= at+3 })
+	if s := e.session(c); s == nil || s.State != "playing" {
+		t.Fatalf("a session whose STARTED came before its first listing was ended: %v", s)
+	}
+}

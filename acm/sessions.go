@@ -35,6 +35,12 @@ type session struct {
 	// other manager took it over (on a shared store its node may have
 	// registered with another manager, which holds the session now).
 	forget bool
+	// playingAt is the node's report count (nodeState.reports) when the
+	// session was seen playing; absent counts the node's reports in a
+	// row that did not list it although it played before the previous
+	// one (a lost ENDED: ended after two).
+	playingAt uint64
+	absent    int
 
 	persistMu sync.Mutex
 }
