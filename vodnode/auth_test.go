@@ -105,6 +105,11 @@ func TestSessionRequests(t *testing.T) {
 		{"keepalive", c.do("GET_PARAMETER", url+"/", "Session", id), base.StatusOK},
 		{"set parameter", c.do("SET_PARAMETER", url+"/", "Session", id), base.StatusOK},
 		{"options", c.do("OPTIONS", "*"), base.StatusOK},
+		{"keepalive at *", c.do("GET_PARAMETER", "*", "Session", id), base.StatusOK},
+		{"keepalive at * of an unknown session", c.do("GET_PARAMETER", "*", "Session", "deadbeef"), base.StatusSessionNotFound},
+		{"keepalive with the token of another session", c.do("GET_PARAMETER", nodeURL(n, other, "sample-001")+"/", "Session", id), base.StatusUnauthorized},
+		{"options of an unknown session", c.do("OPTIONS", "*", "Session", "deadbeef"), base.StatusSessionNotFound},
+		{"options of the session", c.do("OPTIONS", "*", "Session", id), base.StatusOK},
 	} {
 		if tc.res.StatusCode != tc.want {
 			t.Errorf("%s: %s, want %d", tc.name, statusLine(tc.res), tc.want)

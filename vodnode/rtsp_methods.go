@@ -38,14 +38,19 @@ func (c *rtspConn) sessionValue(s *session) base.HeaderValue {
 
 // options answers OPTIONS; it keeps alive the session it names, or,
 // without a Session header ("OPTIONS *", as some set-top boxes send), the
-// sessions set up over the connection.
+// sessions set up over the connection. A Session header that names no
+// live session (ended, timed out, or never set up here) is 454 (RFC 2326
+// §11.3.5), so that a set-top box whose keepalive is OPTIONS learns its
+// session is gone and goes back to the front door.
 func (c *rtspConn) options(req *base.Request) *base.Response {
 	res := &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Public": base.HeaderValue{publicMethods}}}
 	if id := sessionHeader(req); id != "" {
-		if s := c.n.lookupSession(id); s != nil {
-			s.touch(time.Now())
-			res.Header["Session"] = c.sessionValue(s)
+		s := c.n.lookupSession(id)
+		if s == nil {
+			return &base.Response{StatusCode: base.StatusSessionNotFound, Header: base.Header{"Public": base.HeaderValue{publicMethods}}}
 		}
+		s.touch(time.Now())
+		res.Header["Session"] = c.sessionValue(s)
 	} else {
 		c.touchAll()
 	}
@@ -154,12 +159,24 @@ func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 
 // parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200;
 // no parameters are offered). Inside a session the token is checked like
-// any in-session request; without a Session header they keep alive the
-// sessions set up over the connection.
+// any in-session request; a URL that carries no token at all ("*", the
+// server's root, as set-top boxes send) is a keepalive of the session its
+// Session header names (as OPTIONS is), 454 when that session is not
+// live. Without a Session header they keep alive the sessions set up over
+// the connection.
 func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
-	if sessionHeader(req) == "" {
+	id := sessionHeader(req)
+	if id == "" {
 		c.touchAll()
 		return &base.Response{StatusCode: base.StatusOK}, nil
+	}
+	if _, terr := requestTarget(req.URL); terr != nil {
+		s := c.n.lookupSession(id)
+		if s == nil {
+			return nil, rtspErr(base.StatusSessionNotFound, "session %s not found", id)
+		}
+		s.touch(time.Now())
+		return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 	}
 	s, _, err := c.sessionOf(req)
 	if err != nil {

@@ -63,8 +63,10 @@ func (tc *testClient) send(method, url string, hdr ...string) {
 }
 
 // TestKeepalivesAndTimeout: every transport's SETUP advertises the
-// session timeout; sessions kept alive by GET_PARAMETER, SET_PARAMETER,
-// OPTIONS (with their Session, or "OPTIONS *" on their connection) or RTCP
+// session timeout; sessions kept alive by GET_PARAMETER, SET_PARAMETER
+// (with their Session, at their URL, at "*" or at the node's root, as
+// set-top boxes send), OPTIONS (with their Session, or "OPTIONS *" on
+// their connection) or RTCP
 // receiver reports live on through three timeouts; silent ones (over TCP,
 // RTP/UDP and raw UDP) are closed after one; once the keepalives stop, all
 // are closed.
@@ -89,6 +91,8 @@ func TestKeepalivesAndTimeout(t *testing.T) {
 		{"tcp SET_PARAMETER", "MP2T/RTP/TCP;unicast", "SET_PARAMETER"},
 		{"tcp OPTIONS", "RTP/AVP/TCP;unicast", "OPTIONS"},
 		{"tcp OPTIONS *", "RTP/AVP/TCP;unicast", "OPTIONS *"},
+		{"tcp GET_PARAMETER * with Session", "RTP/AVP/TCP;unicast", "GET_PARAMETER *"},
+		{"tcp SET_PARAMETER at the node's root with Session", "RTP/AVP/TCP;unicast", "SET_PARAMETER /"},
 		{"udp RTCP", "RTP/AVP;unicast;client_port=%[1]d-%[2]d", "RTCP"},
 		{"raw udp GET_PARAMETER", "RAW/RAW/UDP;unicast;client_port=%[1]d", "GET_PARAMETER"},
 		{"tcp silent", "RTP/AVP/TCP;unicast", ""},
@@ -121,6 +125,10 @@ func TestKeepalivesAndTimeout(t *testing.T) {
 			v.keep = func() { rtcpc.WriteTo(rr, serverRTCP) }
 		case "OPTIONS *":
 			v.keep = func() { c.send("OPTIONS", "*") }
+		case "GET_PARAMETER *":
+			v.keep = func() { c.send("GET_PARAMETER", "*", "Session", v.id) }
+		case "SET_PARAMETER /":
+			v.keep = func() { c.send("SET_PARAMETER", "rtsp://"+n.RTSPAddr()+"/", "Session", v.id) }
 		default:
 			m := tc.keep
 			v.keep = func() { c.send(m, url+"/", "Session", v.id) }
