@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"vodcluster/cdp/tsindex"
@@ -88,8 +89,15 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		hs.hlsEvent.Store(true)
 	}
 	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:%s\n", int(target), kind)
+	// Segment URIs are relative to the playlist's: a token in its path
+	// (/s/<token>/...) carries over; one in its query does not (RFC 3986
+	// §5.2.2), so it is written into each segment URI.
+	query := ""
+	if tok := r.URL.Query().Get("token"); tok != "" {
+		query = "?token=" + url.QueryEscape(tok)
+	}
 	for i, s := range segs {
-		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts\n", s.dur, i)
+		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", s.dur, i, query)
 	}
 	if complete {
 		b.WriteString("#EXT-X-ENDLIST\n")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,6 +135,28 @@ func TestHLS(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/vnd.apple.mpegurl" ||
 		!strings.Contains(pl, "#EXT-X-PLAYLIST-TYPE:VOD") || !strings.Contains(pl, "#EXT-X-TARGETDURATION:8") || strings.Count(pl, "#EXTINF:") < 4 {
 		t.Fatalf("playlist %d:\n%s", res.StatusCode, pl)
+	}
+	// A playlist asked for with the token in its query: its segment URIs,
+	// resolved against it (RFC 3986 §5.2.2), carry the token.
+	qtok := mint(t, "hls-query", "sample-001", "node-1", "", time.Minute)
+	qurl := "http://" + n.HTTPAddr() + "/vod/sample-001/index.m3u8?token=" + qtok
+	res, b = get(t, qurl)
+	if res.StatusCode != 200 {
+		t.Fatalf("playlist with the token in its query: %d", res.StatusCode)
+	}
+	base, _ := neturl.Parse(qurl)
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ref, err := neturl.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, seg := get(t, base.ResolveReference(ref).String()); res.StatusCode != 200 || len(seg) < 188 {
+			t.Fatalf("segment %s of the playlist with the token in its query: %d", line, res.StatusCode)
+		}
+		break
 	}
 	// every segment after the first starts with PAT and PMT, then a keyframe
 	res, seg := get(t, httpURL(n, tok, "sample-001/seg-1.ts"))
