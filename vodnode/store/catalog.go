@@ -13,9 +13,18 @@ import (
 // requests for unknown titles do not hammer the origin.
 const catalogMinRefresh = time.Second
 
-// catalog caches the origin's ListTitles answer.
+// catalogMaxAge is how old the cached catalog may be when a fill starts:
+// an older one is read again first, so that a title replaced at the origin
+// under the same id is filled with its new size.
+const catalogMaxAge = 5 * time.Minute
+
+// catalog caches the origin's ListTitles answer. Refreshes are one at a
+// time (refreshMu) and do not hold mu, so that readers of the cache never
+// wait for the origin.
 type catalog struct {
 	origin pb.OriginClient
+
+	refreshMu sync.Mutex // one ListTitles at a time
 
 	mu      sync.Mutex
 	titles  map[string]Meta
@@ -29,32 +38,60 @@ func (c *catalog) cached(id string) (Meta, bool) {
 	return m, ok
 }
 
-// lookup returns title id from the cache, refreshing it from the origin on
-// a miss (at most once per catalogMinRefresh).
-func (c *catalog) lookup(ctx context.Context, id string, now time.Time) (Meta, error) {
+// forget drops the cached catalog's age, so that the next fill reads it
+// again: the origin sent a title of another size than the cached one.
+func (c *catalog) forget() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.titles[id]; ok {
+	c.fetched = time.Time{}
+	c.mu.Unlock()
+}
+
+// lookup returns title id from the cache, refreshing it from the origin on
+// a miss (at most once per catalogMinRefresh), and, when fresh is set (a
+// fill is about to start), when the cache is older than catalogMaxAge or
+// forgotten; a failed refresh then falls back to the cached entry.
+func (c *catalog) lookup(ctx context.Context, id string, now time.Time, fresh bool) (Meta, error) {
+	c.mu.Lock()
+	m, ok := c.titles[id]
+	stale := c.fetched.IsZero() || now.Sub(c.fetched) >= catalogMaxAge
+	c.mu.Unlock()
+	if ok && !(fresh && stale) {
 		return m, nil
 	}
 	if c.origin == nil {
+		if ok {
+			return m, nil
+		}
 		return Meta{}, fmt.Errorf("%w: %q (no origin configured)", ErrUnknownTitle, id)
 	}
-	if !c.fetched.IsZero() && now.Sub(c.fetched) < catalogMinRefresh {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	c.mu.Lock() // another refresh may have run meanwhile
+	fetched := c.fetched
+	c.mu.Unlock()
+	if !fetched.IsZero() && now.Sub(fetched) < catalogMinRefresh {
+		if m, ok := c.cached(id); ok {
+			return m, nil
+		}
 		return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := c.origin.ListTitles(ctx, &pb.ListTitlesRequest{})
 	if err != nil {
+		if ok {
+			return m, nil // the cached entry, as good as it was
+		}
 		return Meta{}, fmt.Errorf("%w: list titles: %v", ErrOrigin, err)
 	}
-	c.fetched = now
-	c.titles = make(map[string]Meta, len(res.GetTitles()))
+	titles := make(map[string]Meta, len(res.GetTitles()))
 	for _, t := range res.GetTitles() {
-		c.titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS()}
+		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS()}
 	}
-	if m, ok := c.titles[id]; ok {
+	c.mu.Lock()
+	c.titles, c.fetched = titles, now
+	c.mu.Unlock()
+	if m, ok := titles[id]; ok {
 		return m, nil
 	}
 	return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)

@@ -86,7 +86,8 @@ func (s *Store) fill(t *Title) {
 	}
 	t.cancel() // the fill's context is done either way
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
-		err = fmt.Errorf("origin sent %d bytes of %d", off, t.meta.Size)
+		err = fmt.Errorf("origin sent %d bytes of %d (the title was replaced at the origin? the next fill reads the catalog again)", off, t.meta.Size)
+		s.cat.forget()
 	}
 	if err == nil {
 		err = s.finishFill(t, b)

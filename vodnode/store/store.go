@@ -276,7 +276,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (Meta, error) {
 		}
 		return m, nil
 	}
-	return s.cat.lookup(ctx, id, s.cfg.Now())
+	return s.cat.lookup(ctx, id, s.cfg.Now(), false)
 }
 
 // Acquire returns title id held for reading (Release it when done),
@@ -303,7 +303,7 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 	if t := s.hold(id, prefetch); t != nil {
 		return t, nil
 	}
-	meta, err := s.cat.lookup(ctx, id, s.cfg.Now())
+	meta, err := s.cat.lookup(ctx, id, s.cfg.Now(), true)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,15 @@ func startOrigin(t *testing.T, o pb.OriginServer) pb.OriginClient {
 }
 
 func waitComplete(t *testing.T, tt *Title) {
+	t.Helper()
+	if err := waitEnded(t, tt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEnded waits for tt's fill to complete or fail and returns its error.
+func waitEnded(t *testing.T, tt *Title) error {
+	t.Helper()
 	done := make(chan struct{})
 	var wait func()
 	wait = func() {
@@ -102,9 +111,7 @@ func waitComplete(t *testing.T, tt *Title) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("fill did not complete")
 	}
-	if err := tt.View().Err; err != nil {
-		t.Fatal(err)
-	}
+	return tt.View().Err
 }
 
 func TestFillPersistAndReopen(t *testing.T) {

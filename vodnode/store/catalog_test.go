@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A title replaced at the origin under the same id (another size) is
+// filled in its new version once the node's cached catalog is older than
+// catalogMaxAge; a fill that meets the new size before that fails, says
+// why, and makes the next fill read the catalog again.
+func TestReplacedTitleFillsAgain(t *testing.T) {
+	a := sample(t)
+	b, err := os.ReadFile("../../cdp/samples/clip-b.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) == len(b) {
+		t.Fatal("the sample clips have the same size")
+	}
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	o := &origin{titles: map[string][]byte{"t1": a, "t2": a}}
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	fill := func(id string) *View {
+		t.Helper()
+		tt, err := s.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEnded(t, tt)
+		s.Release(tt)
+		return tt.View()
+	}
+	if v := fill("t1"); v.Err != nil {
+		t.Fatal(v.Err)
+	}
+	if err := s.Evict("t1"); err != nil {
+		t.Fatal(err)
+	}
+	o.add("t1", b)
+	o.add("t2", b)
+
+	// The cache is younger than catalogMaxAge: the fill expects the old
+	// size, fails with the reason, and the next one reads the catalog.
+	if v := fill("t2"); v.Err == nil || !strings.Contains(v.Err.Error(), "replaced at the origin") {
+		t.Fatalf("fill of a title replaced since the catalog was read: %v", v.Err)
+	}
+	if v := fill("t2"); v.Err != nil || v.Index.Size != int64(len(b)) {
+		t.Fatalf("the fill after: %v, %d bytes, want %d", v.Err, v.Index.Size, len(b))
+	}
+	if err := s.Evict("t2"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Later than catalogMaxAge: the fill reads the catalog first.
+	clock.Add(int64(catalogMaxAge))
+	o.add("t2", a)
+	if v := fill("t2"); v.Err != nil || v.Index.Size != int64(len(a)) {
+		t.Fatalf("fill after catalogMaxAge: %v, %d bytes, want %d", v.Err, v.Index.Size, len(a))
+	}
+	if m, err := s.Lookup(ctx, "t1"); err != nil || m.Size != int64(len(b)) {
+		t.Fatalf("Lookup of the replaced title: %+v, %v", m, err)
+	}
+}
