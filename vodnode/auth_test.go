@@ -110,6 +110,12 @@ func TestSessionRequests(t *testing.T) {
 		{"keepalive with the token of another session", c.do("GET_PARAMETER", nodeURL(n, other, "sample-001")+"/", "Session", id), base.StatusUnauthorized},
 		{"options of an unknown session", c.do("OPTIONS", "*", "Session", "deadbeef"), base.StatusSessionNotFound},
 		{"options of the session", c.do("OPTIONS", "*", "Session", id), base.StatusOK},
+		{"clock range", c.do("PLAY", url+"/", "Session", id, "Range", "clock=20261130T150000Z-"), base.StatusNotImplemented},
+		{"unknown range format", c.do("PLAY", url+"/", "Session", id, "Range", "frames=10-"), base.StatusNotImplemented},
+		{"range without its start", c.do("PLAY", url+"/", "Session", id, "Range", "npt=-15"), base.StatusOK},
+		{"smpte-25 range", c.do("PLAY", url+"/", "Session", id, "Range", "smpte-25=00:00:05:12-"), base.StatusOK},
+		{"reverse range with a negative Scale", c.do("PLAY", url+"/", "Session", id, "Range", "npt=10-5", "Scale", "-2"), base.StatusOK},
+		{"pause", c.do("PAUSE", url+"/", "Session", id), base.StatusOK},
 	} {
 		if tc.res.StatusCode != tc.want {
 			t.Errorf("%s: %s, want %d", tc.name, statusLine(tc.res), tc.want)

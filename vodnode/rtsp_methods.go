@@ -185,19 +185,44 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// parseRange returns the start and end of an npt (or smpte) Range header
-// value in seconds: start -1 for "now" or a range without a usable start,
-// end -1 when open.
-func parseRange(v base.HeaderValue) (start, end float64, err error) {
+// errRangeFormat is a Range in a format the node does not play from (the
+// absolute clock= format, or an unknown one): 501 (RFC 2326 §12.29).
+var errRangeFormat = errors.New("range format not supported: use npt= or smpte=")
+
+// parseRange returns the start and end of an npt or smpte (smpte-25=,
+// smpte-30-drop=: the frame count is within the second) Range header value
+// in seconds: start -1 for "now" or a range without a start ("npt=-20"),
+// end -1 when open. An end before the start is an error unless reverse
+// (a negative Scale plays from the start down towards the end). Errors:
+// errRangeFormat for a format other than those, or a malformed range.
+func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error) {
 	if len(v) == 0 {
 		return -1, -1, nil
 	}
 	raw := strings.TrimSpace(v[0])
-	if strings.HasPrefix(strings.ToLower(raw), "npt=now") {
+	lower := strings.ToLower(raw)
+	switch {
+	case strings.HasPrefix(lower, "npt=now"):
 		return -1, -1, nil
+	case strings.HasPrefix(lower, "npt=-"):
+		// RFC 2326 §3.6: "-" npt-time, a range without its start.
+		var h headers.Range
+		if err := h.Unmarshal(base.HeaderValue{"npt=0" + raw[len("npt="):]}); err != nil {
+			return 0, 0, err
+		}
+		r, ok := h.Value.(*headers.RangeNPT)
+		if !ok || r.End == nil {
+			return 0, 0, fmt.Errorf("malformed range %q", raw)
+		}
+		return -1, r.End.Seconds(), nil
+	case strings.HasPrefix(lower, "smpte-25="), strings.HasPrefix(lower, "smpte-30-drop="):
+		raw = "smpte=" + raw[strings.IndexByte(raw, '=')+1:]
+	case strings.HasPrefix(lower, "npt="), strings.HasPrefix(lower, "smpte="):
+	default:
+		return 0, 0, errRangeFormat
 	}
 	var h headers.Range
-	if err := h.Unmarshal(v); err != nil {
+	if err := h.Unmarshal(base.HeaderValue{raw}); err != nil {
 		return 0, 0, err
 	}
 	switch r := h.Value.(type) {
@@ -205,7 +230,7 @@ func parseRange(v base.HeaderValue) (start, end float64, err error) {
 		if r.End == nil {
 			return r.Start.Seconds(), -1, nil
 		}
-		if *r.End < r.Start {
+		if *r.End < r.Start && !reverse {
 			return 0, 0, fmt.Errorf("range ends (%v) before it starts (%v)", *r.End, r.Start)
 		}
 		return r.Start.Seconds(), r.End.Seconds(), nil
@@ -213,12 +238,12 @@ func parseRange(v base.HeaderValue) (start, end float64, err error) {
 		if r.End == nil {
 			return r.Start.Time.Seconds(), -1, nil
 		}
-		if r.End.Time < r.Start.Time {
+		if r.End.Time < r.Start.Time && !reverse {
 			return 0, 0, fmt.Errorf("range ends before it starts")
 		}
 		return r.Start.Time.Seconds(), r.End.Time.Seconds(), nil
 	}
-	return -1, -1, nil
+	return 0, 0, errRangeFormat
 }
 
 func formatNPT(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
@@ -230,14 +255,6 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	}
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
-	start, end, perr := parseRange(req.Header["Range"])
-	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) || math.IsNaN(end) || math.IsInf(end, 0) {
-		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
-	}
-	dur := s.duration()
-	if start >= 0 && dur > 0 && start >= dur {
-		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
-	}
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
@@ -245,6 +262,17 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 			return nil, nil, rtspErr(base.StatusBadRequest, "invalid Scale")
 		}
 		scale = sc
+	}
+	start, end, perr := parseRange(req.Header["Range"], scale < 0)
+	if errors.Is(perr, errRangeFormat) {
+		return nil, nil, rtspErr(base.StatusNotImplemented, "%v", perr)
+	}
+	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) || math.IsNaN(end) || math.IsInf(end, 0) {
+		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
+	}
+	dur := s.duration()
+	if start >= 0 && dur > 0 && start >= dur {
+		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
 	}
 	if s.player == nil {
 		if err := c.n.startES(s); err != nil {
