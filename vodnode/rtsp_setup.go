@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
@@ -214,16 +215,28 @@ func (n *Node) unreserve(bps int64) {
 }
 
 // addSession makes s, which holds its admission session's claim, live;
-// 503 when the node is closing.
+// 503 when the node is closing. A session that streams over UDP to one of
+// s's client addresses (a set-top box restarted without a TEARDOWN, set
+// up again on its fixed ports) is ended: two streams into one socket
+// corrupt both, and the client's new session is the one it plays.
 func (n *Node) addSession(s *session) *rtspError {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
+		n.mu.Unlock()
 		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
 	}
 	n.sessions[s.id] = s
+	var replaced []*session
 	for _, k := range s.peers {
+		if old := n.udpPeers[k]; old != nil && old != s && !slices.Contains(replaced, old) {
+			replaced = append(replaced, old)
+		}
 		n.udpPeers[k] = s
+	}
+	n.mu.Unlock()
+	for _, old := range replaced {
+		n.log.Info("session replaced: its client set up a new session on the same UDP port", "session", old.id, "sid", old.sid, "by", s.id)
+		n.endSession(old, "replaced by a new session on its client port", nil)
 	}
 	return nil
 }

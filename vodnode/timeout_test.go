@@ -305,3 +305,24 @@ func TestNoTimeoutWhileWaitingForTheFill(t *testing.T) {
 		t.Fatalf("no media after the fill began: %v", err)
 	}
 }
+
+// TestUDPSetupOnPortsInUse: a set-top box restarted without a TEARDOWN
+// sets up a new session to the same client ports: the old session, which
+// streamed into the same socket, is ended; the new one plays.
+func TestUDPSetupOnPortsInUse(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	rtpc, rtcpc := udpPair(t)
+	c1 := dialRTSP(t, n)
+	old := c1.setupUDP(nodeURL(n, mint(t, "box-before", "sample-001", "node-1", "", time.Minute), "sample-001"), rtpc, rtcpc)
+	c2 := dialRTSP(t, n) // the box's new connection; the old one lingers
+	url := nodeURL(n, mint(t, "box-after", "sample-002", "node-1", "", time.Minute), "sample-002")
+	id := c2.setupUDP(url, rtpc, rtcpc)
+	waitFor(t, 5*time.Second, "the old session ended", func() bool { return n.lookupSession(old) == nil })
+	if n.lookupSession(id) == nil {
+		t.Fatal("the new session on the same ports ended")
+	}
+	if res := c2.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+}
