@@ -46,25 +46,37 @@ type grant struct {
 	Token    string
 }
 
+// entitled returns title id of the catalog when user may watch it.
+// Errors: errNoTitle, errUnauthorized (the BOSS no longer knows the
+// user), errForbidden (not in the user's packages), errUnavailable (the
+// BOSS failed).
+func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, error) {
+	t, ok := m.titles()[id]
+	if !ok {
+		return store.Title{}, errNoTitle
+	}
+	ok, err := m.BOSS.Entitled(ctx, user, t.Package)
+	switch {
+	case errors.Is(err, boss.ErrUnknownUser):
+		return store.Title{}, errUnauthorized
+	case err != nil:
+		m.log.Error("boss: entitlement check failed", "user", user, "err", err)
+		return store.Title{}, errUnavailable
+	case !ok:
+		return store.Title{}, errForbidden
+	}
+	return t, nil
+}
+
 // admit runs entitlement and admission for an authenticated user. It
 // waits (first come first served) up to QueueDeadline for a node with
 // headroom, or until ctx ends (the client went away: the request leaves
 // the queue). On success the session is in the table and the store and
 // its bitrate is reserved; on any error nothing stays reserved.
 func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
-	t, ok := m.titles()[r.Title]
-	if !ok {
-		return nil, errNoTitle
-	}
-	ok, err := m.BOSS.Entitled(ctx, r.User, t.Package)
-	switch {
-	case errors.Is(err, boss.ErrUnknownUser):
-		return nil, errUnauthorized
-	case err != nil:
-		m.log.Error("boss: entitlement check failed", "user", r.User, "err", err)
-		return nil, errUnavailable
-	case !ok:
-		return nil, errForbidden
+	t, err := m.entitled(ctx, r.User, r.Title)
+	if err != nil {
+		return nil, err
 	}
 
 	now := m.now()

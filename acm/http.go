@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"vodcluster/acm/auth"
@@ -47,10 +48,13 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 	return "", "", false
 }
 
+// serveVOD answers GET with a redirect to a node, after authentication
+// and admission, and HEAD (players probe with it, RFC 7231 §4.3.2) with
+// the title's headers after authentication and entitlement only: no
+// reservation, no redirect.
 func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		// Not even HEAD: every answer to a request is a reservation.
-		w.Header().Set("Allow", "GET")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -64,6 +68,21 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		ip = h
 	}
 	user, _, err := m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
+	if err == nil && r.Method == http.MethodHead {
+		var t store.Title
+		if t, err = m.entitled(r.Context(), user, title); err == nil {
+			if rest == ".ts" {
+				w.Header().Set("Content-Type", "video/mp2t")
+				w.Header().Set("Content-Length", strconv.FormatInt(t.SizeBytes, 10))
+				w.Header().Set("Accept-Ranges", "bytes")
+			} else {
+				w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
+			}
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+	}
 	if err == nil {
 		var g *grant
 		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})

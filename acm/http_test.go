@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -76,7 +77,11 @@ func TestHTTPStatuses(t *testing.T) {
 		{"unknown form", "GET", "/vod/t1.mp4", "demo", "demo", http.StatusNotFound},
 		{"segment path", "GET", "/vod/t1/seg-1.ts", "demo", "demo", http.StatusNotFound},
 		{"post", "POST", "/vod/t1.ts", "demo", "demo", http.StatusMethodNotAllowed},
-		{"head", "HEAD", "/vod/t1.ts", "demo", "demo", http.StatusMethodNotAllowed},
+		{"head", "HEAD", "/vod/t1.ts", "demo", "demo", http.StatusOK},
+		{"head of a playlist", "HEAD", "/vod/t1/index.m3u8", "demo", "demo", http.StatusOK},
+		{"head without credentials", "HEAD", "/vod/t1.ts", "", "", http.StatusUnauthorized},
+		{"head outside packages", "HEAD", "/vod/adult-1.ts", "kid", "kid", http.StatusForbidden},
+		{"head of an unknown title", "HEAD", "/vod/zzz.ts", "demo", "demo", http.StatusNotFound},
 	} {
 		res := e.get(tc.method, tc.path, tc.user, tc.pass)
 		if res.StatusCode != tc.want {
@@ -85,6 +90,14 @@ func TestHTTPStatuses(t *testing.T) {
 		if tc.want == http.StatusUnauthorized && res.Header.Get("WWW-Authenticate") != `Basic realm="vodcluster"` {
 			t.Errorf("%s: WWW-Authenticate %q", tc.name, res.Header.Get("WWW-Authenticate"))
 		}
+	}
+	// HEAD answers the title's headers and reserves nothing.
+	if res := e.get("HEAD", "/vod/t1.ts", "demo", "demo"); res.Header.Get("Content-Type") != "video/mp2t" ||
+		res.Header.Get("Content-Length") != fmt.Sprint(e.m.titles()["t1"].SizeBytes) || res.Header.Get("Location") != "" {
+		t.Fatalf("HEAD: %v", res.Header)
+	}
+	if res := e.get("POST", "/vod/t1.ts", "demo", "demo"); res.Header.Get("Allow") != "GET, HEAD" {
+		t.Fatalf("405 Allow %q", res.Header.Get("Allow"))
 	}
 	// Digest is not offered over HTTP and not accepted.
 	req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
