@@ -188,9 +188,13 @@ type Manager struct {
 	// userPending counts each subscriber's requests between the session
 	// limit's check and their session (or refusal): waiting in the queue.
 	userPending map[string]int
-	logins      *loginGuard // failed logins per client IP and user; nil: no limit
-	nodes       map[string]*nodeState
-	waiters     map[*lsm.Ticket]chan struct{}
+	// ended remembers the sessions this manager ended lately, so that a
+	// node still playing one (cut off while it was ended) is told to end
+	// it (endUnknownLocked); sessions it never held are left alone.
+	ended   recentlyEnded
+	logins  *loginGuard // failed logins per client IP and user; nil: no limit
+	nodes   map[string]*nodeState
+	waiters map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
 	health  health // readiness for /healthz (health.go)

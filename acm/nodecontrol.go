@@ -280,8 +280,12 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		ns.awaitFirst = ns.awaitFirst || n > 0
 	}
 	alive := make(map[string]bool, len(r.GetSessionIds()))
+	var unknown []string
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true
+		if m.sessions[id] == nil && m.ended.has(id) {
+			unknown = append(unknown, id)
+		}
 		if s := ns.sessions[id]; s != nil && s.State == store.StateAdmitted {
 			// Its STARTED event was lost: the node says it plays.
 			s.State, s.StartedAt, s.playingAt = store.StatePlaying, now, ns.reports
@@ -309,10 +313,60 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			}
 		}
 	}
+	m.endUnknownLocked(ns, unknown)
 	m.mu.Unlock()
 	m.persistAll(changed)
 	m.kickPump()
 	return nil
+}
+
+// endUnknownResend is how many load reports a session the manager told
+// its node to end may still be listed before it is told again.
+const endUnknownResend = 10
+
+// endUnknownLocked tells ns to end the sessions of its report that this
+// manager ended (mu held): it ended them while the node was cut off beyond
+// RestoreGrace, and their reservations are gone, so the node's egress
+// would be spent on viewers the scheduler no longer counts, and it would
+// refuse the ones sent to it. Sessions it never held (another manager's)
+// are left alone. Each is told at its second listing in a row (the first
+// may race its ENDED), again if still listed endUnknownResend reports
+// later.
+func (m *Manager) endUnknownLocked(ns *nodeState, unknown []string) {
+	if len(unknown) == 0 {
+		clear(ns.unknownEnded)
+		return
+	}
+	if ns.unknownEnded == nil {
+		ns.unknownEnded = map[string]*[2]uint64{}
+	}
+	var tell []string
+	listed := make(map[string]bool, len(unknown))
+	for _, id := range unknown {
+		listed[id] = true
+		at := ns.unknownEnded[id]
+		switch {
+		case at == nil:
+			// The first listing may be a report taken before the node
+			// sent the session's ENDED: wait for the next.
+			ns.unknownEnded[id] = &[2]uint64{ns.reports, 0}
+		case at[1] == 0 || ns.reports >= at[1]+endUnknownResend:
+			at[1] = ns.reports
+			tell = append(tell, id)
+		}
+	}
+	for id := range ns.unknownEnded {
+		if !listed[id] {
+			delete(ns.unknownEnded, id)
+		}
+	}
+	if len(tell) == 0 {
+		return
+	}
+	m.log.Warn("node plays sessions the manager ended (while the node was cut off): told to end them",
+		"node", ns.id, "sessions", len(tell))
+	ns.push(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: tell, Reason: "ended by the manager (node cut off beyond restore_grace)"}}})
 }
 
 // ReportSession implements pb.NodeControlServer: STARTED marks the session

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +451,37 @@ func TestLostEndedReconciledByReports(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stale report and two more", func() bool { return e.reports("n1") >= at+3 })
 	if s := e.session(c); s == nil || s.State != "playing" {
 		t.Fatalf("a session whose STARTED came before its first listing was ended: %v", s)
+	}
+}
+
+// A node that still plays a session the manager ended (it was cut off
+// beyond restore_grace) is told to end it, once its reports list it twice;
+// a session the manager never held (another manager's) is left alone.
+func TestNodeToldToEndSessionsTheManagerEnded(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSessions(a, "someone-elses")
+	e.m.mu.Lock()
+	e.m.endLocked(e.m.sessions[a], "node did not come back (test)")
+	e.m.mu.Unlock()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-n.cmds:
+			end := c.GetEndSessions()
+			if end == nil {
+				continue
+			}
+			if !slices.Equal(end.GetSessionIds(), []string{a}) || end.GetReason() == "" {
+				t.Fatalf("EndSessions %v", end)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no EndSessions for the session the manager ended")
+		}
 	}
 }

@@ -39,6 +39,10 @@ type nodeState struct {
 	stale map[string]bool
 	hits  map[string]float64 // title -> requests placed on the node since it was stored
 
+	// unknownEnded: sessions the node reports that the manager ended ->
+	// the report counts when first listed so and when last told to end.
+	unknownEnded map[string]*[2]uint64
+
 	protected []string      // the last ProtectCommand's titles, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)
 }

@@ -108,6 +108,7 @@ func (m *Manager) endLocked(s *session, reason string) {
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.removeSession(s)
 	}
+	m.ended.add(s.ID, m.now())
 	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
 }
 
@@ -271,3 +272,43 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// recentlyEndedFor and recentlyEndedMax bound recentlyEnded: a session
+// is remembered this long after it ended, and at most this many.
+const (
+	recentlyEndedFor = 10 * time.Minute
+	recentlyEndedMax = 100_000
+)
+
+// recentlyEnded is the set of session ids ended in the last
+// recentlyEndedFor, oldest first (Manager.mu).
+type recentlyEnded struct {
+	ids   map[string]bool
+	order []endedAt
+}
+
+type endedAt struct {
+	id string
+	at time.Time
+}
+
+// add remembers id, ended at now, and forgets the ones too old or beyond
+// recentlyEndedMax.
+func (r *recentlyEnded) add(id string, now time.Time) {
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	drop := 0
+	for drop < len(r.order) && (now.Sub(r.order[drop].at) > recentlyEndedFor || len(r.order)-drop >= recentlyEndedMax) {
+		delete(r.ids, r.order[drop].id)
+		drop++
+	}
+	if drop > 0 {
+		r.order = append(r.order[:0], r.order[drop:]...)
+	}
+	r.ids[id] = true
+	r.order = append(r.order, endedAt{id, now})
+}
+
+// has reports whether id is remembered.
+func (r *recentlyEnded) has(id string) bool { return r.ids[id] }

@@ -212,3 +212,20 @@ func (c *rtspConn) settleAll() {
 		c.settle(sid, nil)
 	}
 }
+
+// endAdmission ends the live session of admission session sid, RTSP or
+// HTTP, with reason; false when none is live.
+func (n *Node) endAdmission(sid, reason string) bool {
+	n.mu.Lock()
+	o := n.live[sid]
+	n.mu.Unlock()
+	switch o := o.(type) {
+	case *session:
+		n.endSession(o, reason, nil)
+		return true
+	case *httpSession:
+		n.endHTTPSession(o, reason)
+		return true
+	}
+	return false
+}

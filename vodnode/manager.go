@@ -257,6 +257,18 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 	case *pb.NodeCommand_Protect:
 		n.store.SetProtected(c.Protect.GetTitleIds())
 		n.log.Info("protected titles", "titles", len(c.Protect.GetTitleIds()))
+	case *pb.NodeCommand_EndSessions:
+		reason := c.EndSessions.GetReason()
+		if reason == "" {
+			reason = "ended by the manager"
+		}
+		ended := 0
+		for _, sid := range c.EndSessions.GetSessionIds() {
+			if n.endAdmission(sid, reason) {
+				ended++
+			}
+		}
+		n.log.Warn("sessions ended by the manager, which no longer held them", "sessions", ended, "reason", reason)
 	}
 }
 

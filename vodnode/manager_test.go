@@ -188,7 +188,6 @@ func TestManagerLink(t *testing.T) {
 		return st != nil && st.GetPrefetch() && st.GetStoredBytes() == st.GetSizeBytes()
 	})
 	sess3 := c.play(nodeURL(n, mint(t, "adm-3", "sample-002", "node-1", "", time.Minute), "sample-002"))
-	_ = sess3
 	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: "sample-002"}}} // playing: ignored
 	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: "sample-001"}}} // idle: evicted
 	waitFor(t, 5*time.Second, "evicted", func() bool {
@@ -197,6 +196,14 @@ func TestManagerLink(t *testing.T) {
 	})
 	if !slices.Contains(storedIDs(n), "sample-002") {
 		t.Error("a playing title was evicted")
+	}
+	// A session the manager no longer holds is ended when it says so.
+	sess4 := c.play(nodeURL(n, mint(t, "adm-gone", "sample-002", "node-1", "", time.Minute), "sample-002"))
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: []string{"adm-gone", "never-here"}, Reason: "ended by the manager"}}}
+	waitFor(t, 5*time.Second, "the session the manager ended", func() bool { return n.lookupSession(sess4) == nil })
+	if n.lookupSession(sess3) == nil {
+		t.Fatal("EndSessions ended a session it did not name")
 	}
 	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Drain{Drain: &pb.DrainCommand{Drain: true}}}
 	waitFor(t, 5*time.Second, "draining", func() bool {

@@ -72,7 +72,7 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
@@ -867,6 +867,7 @@ type NodeCommand struct {
 	//	*NodeCommand_Evict
 	//	*NodeCommand_Drain
 	//	*NodeCommand_Protect
+	//	*NodeCommand_EndSessions
 	Command       isNodeCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -945,6 +946,15 @@ func (x *NodeCommand) GetProtect() *ProtectCommand {
 	return nil
 }
 
+func (x *NodeCommand) GetEndSessions() *EndSessionsCommand {
+	if x != nil {
+		if x, ok := x.Command.(*NodeCommand_EndSessions); ok {
+			return x.EndSessions
+		}
+	}
+	return nil
+}
+
 type isNodeCommand_Command interface {
 	isNodeCommand_Command()
 }
@@ -965,6 +975,10 @@ type NodeCommand_Protect struct {
 	Protect *ProtectCommand `protobuf:"bytes,4,opt,name=protect,proto3,oneof"`
 }
 
+type NodeCommand_EndSessions struct {
+	EndSessions *EndSessionsCommand `protobuf:"bytes,5,opt,name=end_sessions,json=endSessions,proto3,oneof"`
+}
+
 func (*NodeCommand_Prefetch) isNodeCommand_Command() {}
 
 func (*NodeCommand_Evict) isNodeCommand_Command() {}
@@ -972,6 +986,65 @@ func (*NodeCommand_Evict) isNodeCommand_Command() {}
 func (*NodeCommand_Drain) isNodeCommand_Command() {}
 
 func (*NodeCommand_Protect) isNodeCommand_Command() {}
+
+func (*NodeCommand_EndSessions) isNodeCommand_Command() {}
+
+// EndSessionsCommand ends sessions the node still plays but the manager no
+// longer holds (it ended them while the node was cut off beyond
+// restore_grace, or never admitted them): session_ids are admission
+// session ids (the token's sid, as in LoadReport.session_ids). The node
+// ends each with reason and reports nothing back for them.
+type EndSessionsCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionIds    []string               `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionsCommand) Reset() {
+	*x = EndSessionsCommand{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionsCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionsCommand) ProtoMessage() {}
+
+func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionsCommand.ProtoReflect.Descriptor instead.
+func (*EndSessionsCommand) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *EndSessionsCommand) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *EndSessionsCommand) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 // ProtectCommand lists the titles the node's own eviction (to make room
 // for a fill) must never remove: those the operator pinned to this node or
@@ -987,7 +1060,7 @@ type ProtectCommand struct {
 
 func (x *ProtectCommand) Reset() {
 	*x = ProtectCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1072,7 @@ func (x *ProtectCommand) String() string {
 func (*ProtectCommand) ProtoMessage() {}
 
 func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1085,7 @@ func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtectCommand.ProtoReflect.Descriptor instead.
 func (*ProtectCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProtectCommand) GetTitleIds() []string {
@@ -1031,7 +1104,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1116,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1129,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -1075,7 +1148,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1160,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1173,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -1119,7 +1192,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1204,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1217,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1170,7 +1243,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1255,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1268,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1262,7 +1335,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1347,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1360,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 type ListNodesRequest struct {
@@ -1298,7 +1371,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1383,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1396,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 type NodeInfo struct {
@@ -1350,7 +1423,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1435,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1448,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1499,7 +1572,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1584,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1597,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -1546,7 +1619,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1631,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1644,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -1611,7 +1684,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1696,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1709,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -1664,7 +1737,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1749,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1762,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -1771,7 +1844,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1856,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1869,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -1814,7 +1887,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1899,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1912,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 type PolicyInfo struct {
@@ -1856,7 +1929,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1941,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1954,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -1944,7 +2017,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2029,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2042,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2037,7 +2110,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2122,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2135,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2082,7 +2155,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2167,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2180,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2138,7 +2211,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2223,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2236,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2219,7 +2292,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2304,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2317,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -2280,7 +2353,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2365,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2378,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -2339,7 +2412,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2424,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2437,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2391,7 +2464,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2476,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2489,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2441,7 +2514,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2526,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2539,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 type Fill struct {
@@ -2486,7 +2559,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2571,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2584,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2586,7 +2659,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2671,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2684,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -2696,13 +2769,18 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bprefetch\x18\x03 \x01(\bR\bprefetch\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\x04 \x01(\x03R\batUnixMs\"\xfb\x01\n" +
+	"at_unix_ms\x18\x04 \x01(\x03R\batUnixMs\"\xc3\x02\n" +
 	"\vNodeCommand\x12<\n" +
 	"\bprefetch\x18\x01 \x01(\v2\x1e.vodcluster.v1.PrefetchCommandH\x00R\bprefetch\x123\n" +
 	"\x05evict\x18\x02 \x01(\v2\x1b.vodcluster.v1.EvictCommandH\x00R\x05evict\x123\n" +
 	"\x05drain\x18\x03 \x01(\v2\x1b.vodcluster.v1.DrainCommandH\x00R\x05drain\x129\n" +
-	"\aprotect\x18\x04 \x01(\v2\x1d.vodcluster.v1.ProtectCommandH\x00R\aprotectB\t\n" +
-	"\acommand\"-\n" +
+	"\aprotect\x18\x04 \x01(\v2\x1d.vodcluster.v1.ProtectCommandH\x00R\aprotect\x12F\n" +
+	"\fend_sessions\x18\x05 \x01(\v2!.vodcluster.v1.EndSessionsCommandH\x00R\vendSessionsB\t\n" +
+	"\acommand\"M\n" +
+	"\x12EndSessionsCommand\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"-\n" +
 	"\x0eProtectCommand\x12\x1b\n" +
 	"\ttitle_ids\x18\x01 \x03(\tR\btitleIds\",\n" +
 	"\x0fPrefetchCommand\x12\x19\n" +
@@ -2876,7 +2954,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -2891,32 +2969,33 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*LoadReport)(nil),            // 10: vodcluster.v1.LoadReport
 	(*FillFailure)(nil),           // 11: vodcluster.v1.FillFailure
 	(*NodeCommand)(nil),           // 12: vodcluster.v1.NodeCommand
-	(*ProtectCommand)(nil),        // 13: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),       // 14: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),          // 15: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),          // 16: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),          // 17: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),       // 18: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),      // 19: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),              // 20: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),     // 21: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),        // 22: vodcluster.v1.SetNodeRequest
-	(*ListSessionsRequest)(nil),   // 23: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),           // 24: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),  // 25: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),      // 26: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),            // 27: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),          // 28: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),      // 29: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),  // 30: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),               // 31: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil), // 32: vodcluster.v1.ListPlacementResponse
-	(*NodePin)(nil),               // 33: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),      // 34: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 35: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 36: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 37: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 38: vodcluster.v1.ListFillsResponse
+	(*EndSessionsCommand)(nil),    // 13: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),        // 14: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),       // 15: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),          // 16: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),          // 17: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),          // 18: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),       // 19: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),      // 20: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),              // 21: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),     // 22: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),        // 23: vodcluster.v1.SetNodeRequest
+	(*ListSessionsRequest)(nil),   // 24: vodcluster.v1.ListSessionsRequest
+	(*SessionInfo)(nil),           // 25: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),  // 26: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),      // 27: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),            // 28: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),          // 29: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),      // 30: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),  // 31: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),               // 32: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil), // 33: vodcluster.v1.ListPlacementResponse
+	(*NodePin)(nil),               // 34: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),      // 35: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 36: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 37: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 38: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 39: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -2924,57 +3003,58 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	9,  // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
 	9,  // 3: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
 	11, // 4: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
-	14, // 5: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	15, // 6: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	16, // 7: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	13, // 8: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	0,  // 9: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	6,  // 10: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	20, // 11: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	24, // 12: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	28, // 13: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	31, // 14: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	33, // 15: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	37, // 16: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	2,  // 17: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 18: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	7,  // 19: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	10, // 20: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	17, // 21: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	2,  // 22: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	19, // 23: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	22, // 24: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	23, // 25: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	26, // 26: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	29, // 27: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	30, // 28: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	34, // 29: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	34, // 30: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	34, // 31: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	34, // 32: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	36, // 33: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 34: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 35: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 36: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	12, // 37: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	18, // 38: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 39: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	21, // 40: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	20, // 41: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	25, // 42: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	27, // 43: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	27, // 44: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	32, // 45: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	35, // 46: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	35, // 47: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	35, // 48: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	35, // 49: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	38, // 50: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	34, // [34:51] is the sub-list for method output_type
-	17, // [17:34] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 5: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	16, // 6: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	17, // 7: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	14, // 8: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	13, // 9: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	0,  // 10: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	6,  // 11: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	21, // 12: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	25, // 13: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	29, // 14: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	32, // 15: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	34, // 16: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	38, // 17: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	2,  // 18: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 19: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	7,  // 20: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	10, // 21: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	18, // 22: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	2,  // 23: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	20, // 24: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	23, // 25: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	24, // 26: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	27, // 27: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	30, // 28: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	31, // 29: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	35, // 30: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	35, // 31: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	35, // 32: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	35, // 33: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	37, // 34: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 35: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 36: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 37: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	12, // 38: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	19, // 39: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 40: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	22, // 41: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	21, // 42: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	26, // 43: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	28, // 44: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	28, // 45: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	33, // 46: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	36, // 47: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	36, // 48: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	36, // 49: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	36, // 50: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	39, // 51: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	35, // [35:52] is the sub-list for method output_type
+	18, // [18:35] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -2987,15 +3067,16 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 		(*NodeCommand_Evict)(nil),
 		(*NodeCommand_Drain)(nil),
 		(*NodeCommand_Protect)(nil),
+		(*NodeCommand_EndSessions)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[21].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
