@@ -426,7 +426,7 @@ func (m *Manager) Start() (err error) {
 			creds = insecure.NewCredentials()
 		}
 		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(creds),
-			grpc.WithConnectParams(pb.OriginConnectParams)); err != nil {
+			grpc.WithConnectParams(pb.ConnectParams)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
 	}

@@ -162,7 +162,7 @@ func (n *Node) Start() (err error) {
 	var originClient pb.OriginClient
 	if n.OriginAddr != "" {
 		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(orPlaintext(n.OriginCreds)),
-			grpc.WithConnectParams(pb.OriginConnectParams))
+			grpc.WithConnectParams(pb.ConnectParams))
 		if err != nil {
 			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)
 		}
