@@ -386,15 +386,29 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 	n.mu.Unlock()
 	used, quota := n.store.Usage()
 	r.DiskUsedBytes = used
-	if quota > 0 {
-		r.DiskFreeBytes = max(quota-used, 0)
-	} else {
-		var st unix.Statfs_t
-		if unix.Statfs(n.DataDir, &st) == nil {
-			r.DiskFreeBytes = int64(st.Bavail) * st.Bsize
-		}
-	}
 	r.Titles = storedTitles(n.store.Titles())
+	// Free: the quota's room, but no more than the file system has once
+	// the fills in progress are written (disk_bytes may exceed the disk,
+	// or other files fill it).
+	fsFree := int64(-1)
+	var st unix.Statfs_t
+	if unix.Statfs(n.DataDir, &st) == nil {
+		fsFree = int64(st.Bavail) * st.Bsize
+		for _, t := range r.Titles {
+			if t.GetFilling() {
+				fsFree -= max(t.GetSizeBytes()-t.GetStoredBytes(), 0)
+			}
+		}
+		fsFree = max(fsFree, 0)
+	}
+	switch {
+	case quota > 0 && fsFree >= 0:
+		r.DiskFreeBytes = min(max(quota-used, 0), fsFree)
+	case quota > 0:
+		r.DiskFreeBytes = max(quota-used, 0)
+	case fsFree >= 0:
+		r.DiskFreeBytes = fsFree
+	}
 	for _, f := range n.store.TakeFailures() {
 		r.FailedFills = append(r.FailedFills, &pb.FillFailure{TitleId: f.Title, Reason: f.Reason, Prefetch: f.Prefetch, AtUnixMs: f.At.UnixMilli()})
 	}

@@ -2,11 +2,16 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A title replaced at the origin under the same id (another size) is
@@ -70,5 +75,22 @@ func TestReplacedTitleFillsAgain(t *testing.T) {
 	}
 	if m, err := s.Lookup(ctx, "t1"); err != nil || m.Size != int64(len(b)) {
 		t.Fatalf("Lookup of the replaced title: %+v, %v", m, err)
+	}
+}
+
+// A fill that cannot write to the node's own disk (full, read only) fails
+// at once: retrying the origin cannot mend it. An origin error is retried.
+func TestDiskErrorsNotRetried(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w: %v", errDisk, syscall.ENOSPC), false},
+		{fmt.Errorf("%w: %v", errDisk, syscall.EROFS), false},
+		{status.Error(codes.Unavailable, "origin restarting"), true},
+	} {
+		if got := retryable(c.err); got != c.want {
+			t.Errorf("retryable(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

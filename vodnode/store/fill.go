@@ -136,7 +136,7 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int6
 		}
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
-			return n, err
+			return n, fmt.Errorf("%w: %v", errDisk, err)
 		}
 		n += int64(len(data))
 		s.originBytes.Add(int64(len(data)))
@@ -151,8 +151,12 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int6
 // origin's first byte (Store.Release): its origin channel goes to others.
 var errAbandoned = errors.New("abandoned: its viewers left before the origin's first byte")
 
+// errDisk is a fill's failure to write to the node's own disk (full, read
+// only, failing): no retry from the origin mends it.
+var errDisk = errors.New("writing the title to the node's disk")
+
 func retryable(err error) bool {
-	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) {
+	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) || errors.Is(err, errDisk) {
 		return false
 	}
 	switch status.Code(err) {
