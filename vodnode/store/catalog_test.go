@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -91,6 +92,54 @@ func TestDiskErrorsNotRetried(t *testing.T) {
 	} {
 		if got := retryable(c.err); got != c.want {
 			t.Errorf("retryable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A damaged copy in the title directory (not MPEG-TS, or truncated since
+// its fill completed) is removed at Open, which goes on with the others:
+// the directory is a cache, and a node that would not start over one bad
+// file would crash-loop under its service manager.
+func TestDamagedCopiesRemovedAtOpen(t *testing.T) {
+	data := sample(t)
+	o := &origin{titles: map[string][]byte{"good": data, "cut": data}}
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, Origin: startOrigin(t, o)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"good", "cut"} {
+		tt, err := s.Acquire(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitComplete(t, tt)
+		s.Release(tt)
+	}
+	s.Close()
+	if err := os.Truncate(filepath.Join(dir, "cut.ts"), int64(len(data)/2/188*188)); err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 188*20)
+	junk[0] = 0x47 // a sync byte, then garbage
+	if err := os.WriteFile(filepath.Join(dir, "junk.ts"), junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open over damaged copies: %v", err)
+	}
+	defer s.Close()
+	var ids []string
+	for _, st := range s.Titles() {
+		ids = append(ids, st.ID)
+	}
+	if len(ids) != 1 || ids[0] != "good" {
+		t.Fatalf("titles after Open: %v, want good only", ids)
+	}
+	for _, f := range []string{"cut.ts", "cut.idx", "junk.ts"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s left in place: %v", f, err)
 		}
 	}
 }

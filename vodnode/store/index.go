@@ -18,6 +18,16 @@ type indexFile struct {
 // loadIndex returns the persisted index at path when it was built from a
 // file of st's size and modification time.
 func loadIndex(path string, st os.FileInfo) (*tsindex.Index, bool) {
+	x, ok := readIndex(path)
+	if !ok || x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
+		return nil, false
+	}
+	return &x.Index, true
+}
+
+// readIndex decodes the index file at path; false when there is none or
+// it does not decode.
+func readIndex(path string) (*indexFile, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false
@@ -27,10 +37,7 @@ func loadIndex(path string, st os.FileInfo) (*tsindex.Index, bool) {
 	if err := gob.NewDecoder(f).Decode(&x); err != nil {
 		return nil, false
 	}
-	if x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
-		return nil, false
-	}
-	return &x.Index, true
+	return &x, true
 }
 
 // saveIndex persists idx for the file described by st (written to a

@@ -213,7 +213,15 @@ func (s *Store) scan() error {
 				continue
 			}
 			if err := s.load(id); err != nil {
-				return err
+				if !errors.Is(err, errDamaged) {
+					return err
+				}
+				// The title directory is a cache: a damaged copy is
+				// removed, and the next viewer fills the title again.
+				s.log.Error("damaged copy removed", "title", id, "err", err)
+				os.Remove(s.path(id, ".ts"))
+				os.Remove(s.path(id, ".idx"))
+				continue
 			}
 			seen[id] = true
 		}
@@ -226,7 +234,12 @@ func (s *Store) scan() error {
 	return nil
 }
 
-// load opens and indexes one complete title.
+// errDamaged is a stored copy that cannot be served: not MPEG-TS
+// throughout, or of another size than when its fill completed (truncated).
+var errDamaged = errors.New("damaged copy")
+
+// load opens and indexes one complete title. Errors: errDamaged (wrapped)
+// for a copy to remove, else the file cannot be opened.
 func (s *Store) load(id string) error {
 	f, err := os.Open(s.path(id, ".ts"))
 	if err != nil {
@@ -239,10 +252,14 @@ func (s *Store) load(id string) error {
 	}
 	idx, ok := loadIndex(s.path(id, ".idx"), st)
 	if !ok {
+		if x, ok := readIndex(s.path(id, ".idx")); ok && x.Size != st.Size() {
+			f.Close()
+			return fmt.Errorf("%w: %d bytes, %d when its fill completed", errDamaged, st.Size(), x.Size)
+		}
 		idx, err = tsindex.BuildFrom(f)
 		if err != nil {
 			f.Close()
-			return fmt.Errorf("store: title %s: %w", id, err)
+			return fmt.Errorf("%w: %v", errDamaged, err)
 		}
 		if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
 			s.log.Warn("cannot persist index", "title", id, "err", err)
