@@ -6,6 +6,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -92,6 +93,7 @@ func (n *Node) tokenUsed(sid string) bool {
 // usedUntil is how long an ended admission session is remembered: until
 // its token expires (it is refused anyway after), at least timeout.
 func usedUntil(expires time.Time, timeout time.Duration) time.Time {
+	expires = expires.Add(token.ClockSkew) // still accepted until then
 	if min := time.Now().Add(timeout); expires.Before(min) {
 		return min
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"vodcluster/proto/token"
 )
 
 func TestTokenChecks(t *testing.T) {
@@ -21,7 +22,7 @@ func TestTokenChecks(t *testing.T) {
 		{"missing", base + "/vod/sample-001", 401},
 		{"invalid", base + "/s/not.a.token/vod/sample-001", 401},
 		{"tampered", base + "/s/" + good[:len(good)-4] + "AAAA/vod/sample-001", 401},
-		{"expired", base + "/s/" + mint(t, "s2", "sample-001", "node-1", "", -time.Second) + "/vod/sample-001", 401},
+		{"expired", base + "/s/" + mint(t, "s2", "sample-001", "node-1", "", -token.ClockSkew-time.Second) + "/vod/sample-001", 401},
 		{"other title", base + "/s/" + mint(t, "s3", "sample-002", "node-1", "", time.Minute) + "/vod/sample-001", 401},
 		{"other node", base + "/s/" + mint(t, "s4", "sample-001", "node-2", "", time.Minute) + "/vod/sample-001", 401},
 		{"other client", base + "/s/" + mint(t, "s5", "sample-001", "node-1", "10.9.9.9", time.Minute) + "/vod/sample-001", 401},

@@ -177,9 +177,12 @@ func (m *managerLink) session() error {
 	// drain ordered by a manager that is gone, or lifted while the node was
 	// away, does not outlive the registration.
 	m.n.SetDraining(false)
+	// The manager judges the node dead after missing heartbeats of its
+	// own interval: the node reports at least that often.
 	interval := m.n.HeartbeatInterval
-	if ms := res.GetHeartbeatIntervalMs(); ms > 0 && time.Duration(ms)*time.Millisecond != interval {
-		m.n.log.Debug("manager asks another heartbeat interval; keeping the node's", "manager_ms", ms, "node", interval)
+	if ms := res.GetHeartbeatIntervalMs(); ms > 0 && time.Duration(ms)*time.Millisecond < interval {
+		interval = time.Duration(ms) * time.Millisecond
+		m.n.log.Info("reporting at the manager's heartbeat interval", "interval", interval)
 	}
 	m.n.log.Info("registered with the manager", "manager", m.n.ManagerAddr)
 	ctx, cancel := context.WithCancel(m.ctx)

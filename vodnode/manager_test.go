@@ -26,7 +26,8 @@ type fakeManager struct {
 	reports   []*pb.LoadReport
 	events    []*pb.SessionEvent
 	cmds      chan *pb.NodeCommand
-	byes      int // heartbeat streams the node ended cleanly
+	byes      int           // heartbeat streams the node ended cleanly
+	interval  time.Duration // heartbeat interval it answers at registration; 0: 1 s
 }
 
 func newFakeManager() *fakeManager { return &fakeManager{cmds: make(chan *pb.NodeCommand, 16)} }
@@ -35,7 +36,11 @@ func (m *fakeManager) Register(_ context.Context, r *pb.RegisterRequest) (*pb.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.registers = append(m.registers, r)
-	return &pb.RegisterResponse{HeartbeatIntervalMs: 1000}, nil
+	iv := m.interval
+	if iv == 0 {
+		iv = time.Second
+	}
+	return &pb.RegisterResponse{HeartbeatIntervalMs: iv.Milliseconds()}, nil
 }
 
 func (m *fakeManager) Heartbeat(s grpc.BidiStreamingServer[pb.LoadReport, pb.NodeCommand]) error {
@@ -345,4 +350,22 @@ func TestManagerLinkProtectAndFailures(t *testing.T) {
 	if total != 1 {
 		t.Fatalf("the failed prefetch was reported %d times, want once", total)
 	}
+}
+
+// TestManagerHeartbeatInterval: a manager that judges liveness on a
+// shorter heartbeat interval than the node's gets reports at its own:
+// twenty reports within twenty of the node's intervals would be 20 s.
+func TestManagerHeartbeatInterval(t *testing.T) {
+	m := newFakeManager()
+	m.interval = 50 * time.Millisecond
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = time.Hour
+	})
+	waitFor(t, 10*time.Second, "twenty reports", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.reports) >= 20
+	})
 }

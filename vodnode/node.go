@@ -56,7 +56,7 @@ type Node struct {
 	// ends its viewers; 0 = store.DefaultRetryFor (30 s).
 	FillRetryFor time.Duration
 
-	HeartbeatInterval time.Duration // load report period; 0 = 1 s
+	HeartbeatInterval time.Duration // load report period; 0 = 1 s; the manager's (RegisterResponse) when shorter
 	SessionTimeout    time.Duration // a session without requests or RTCP this long is closed; 0 = 60 s
 	Evictor           string        // eviction policy name (smm); "" = lru
 	Logger            *slog.Logger  // nil = slog.Default()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -162,6 +163,9 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"store.leader_ttl -1ns", "store.redis_db -1"}},
 		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler: ", "nope"}},
 		{"manager storage policy", ManagerConfig{Storage: StorageConfig{Policy: "nope"}}.validate(), []string{"storage: ", "nope"}},
+		{"manager token ttl", ManagerConfig{TokenTTL: time.Millisecond}.validate(), []string{"token_ttl 1ms: at least 1s"}},
+		{"manager policy and eviction", ManagerConfig{Storage: StorageConfig{Policy: "gdsf", Eviction: "bogus"}}.validate(),
+			[]string{`storage.policy "gdsf" and storage.eviction "bogus"`}},
 	}
 	for _, c := range cases {
 		if c.err == nil {

@@ -102,6 +102,12 @@ func (c ManagerConfig) validate() error {
 
 	k.count("store.redis_db", int64(c.Store.RedisDB), "database 0")
 	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
+	if c.TokenTTL > 0 && c.TokenTTL < time.Second {
+		k.failf("token_ttl %v: at least 1s (a redirected player needs that long to reach its node; 60s by default)", c.TokenTTL)
+	}
+	if st.Policy != "" && st.Eviction != "" && st.Policy != st.Eviction {
+		k.failf("storage.policy %q and storage.eviction %q: eviction is the older name of policy; give one", st.Policy, st.Eviction)
+	}
 	if err := k.err(); err != nil {
 		return err
 	}

@@ -66,7 +66,14 @@ func (s *Signer) Parse(tok string) (*Claims, error) {
 	return &c, nil
 }
 
-// Verify parses tok and checks that it is unexpired at now and was issued
+// ClockSkew is how long after its expiry a token is still accepted: the
+// manager that signs it and the node that checks it have their own clocks
+// (NTP keeps them within milliseconds; this covers a node a few seconds
+// off). A node remembers a spent token at least this long past its expiry.
+const ClockSkew = 5 * time.Second
+
+// Verify parses tok and checks that it is unexpired at now (ClockSkew
+// allowed) and was issued
 // for title on node to client (an empty node or client argument, or an empty
 // client claim, is not checked). Errors wrap ErrInvalid, ErrExpired or
 // ErrScope.
@@ -75,7 +82,7 @@ func (s *Signer) Verify(tok string, now time.Time, title, node, client string) (
 	if err != nil {
 		return nil, err
 	}
-	if c.ExpiresAt == nil || !now.Before(c.ExpiresAt.Time) {
+	if c.ExpiresAt == nil || !now.Before(c.ExpiresAt.Add(ClockSkew)) {
 		return c, ErrExpired
 	}
 	if err := c.Check(title, node, client); err != nil {

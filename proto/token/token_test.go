@@ -33,7 +33,8 @@ func TestSignVerify(t *testing.T) {
 		title, node, client string
 		want                error
 	}{
-		{"expired", tok, now.Add(time.Minute), "sample-001", "n1", "", ErrExpired},
+		{"expired", tok, now.Add(time.Minute + ClockSkew), "sample-001", "n1", "", ErrExpired},
+		{"expired, within the clock skew", tok, now.Add(time.Minute + ClockSkew - time.Millisecond), "sample-001", "n1", "", nil},
 		{"other title", tok, now, "sample-002", "n1", "", ErrScope},
 		{"other node", tok, now, "sample-001", "n2", "", ErrScope},
 		{"other client", tok, now, "sample-001", "n1", "10.0.0.9", ErrScope},

@@ -268,8 +268,13 @@ func (d *demux) result() (video, audio int, seconds float64) {
 	return d.video, d.audi, seconds
 }
 
-// PlayContext is Play with a timeout of opts.Duration + 30 s.
+// PlayContext is Play with a timeout of opts.Duration + 30 s; with
+// Duration 0 (to the end of the title) there is no overall timeout: the
+// play ends when the stream does (opts.Idle without a packet).
 func PlayContext(rawURL string, opts Options) (Result, error) {
+	if opts.Duration == 0 {
+		return Play(context.Background(), rawURL, opts)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+30*time.Second)
 	defer cancel()
 	return Play(ctx, rawURL, opts)
