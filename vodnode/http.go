@@ -220,7 +220,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch tg.Kind {
 	case httpTS:
 		w.Header().Set("Content-Type", "video/mp2t")
-		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n}
+		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout}
 		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
@@ -383,12 +383,18 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 }
 
 // titleReader reads a title for http.ServeContent: its size is the
-// title's, and a read past the bytes on disk waits for the fill.
+// title's, and a read past the bytes on disk waits for the fill. With rc,
+// each read gives the write of what it returns stall to complete (a
+// client that stops reading, paused or hung, is disconnected after
+// stall; its session then ends SessionTimeout later unless it asks
+// again, as a paused player does when it resumes).
 type titleReader struct {
-	hs  *httpSession
-	n   *Node
-	ctx context.Context
-	off int64
+	hs    *httpSession
+	n     *Node
+	ctx   context.Context
+	off   int64
+	rc    *http.ResponseController
+	stall time.Duration
 }
 
 func (r *titleReader) Seek(off int64, whence int) (int64, error) {
@@ -422,6 +428,9 @@ func (r *titleReader) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := r.hs.t.ReadAt(p, r.off)
+	if r.rc != nil && r.stall > 0 {
+		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall)) // the write of these bytes
+	}
 	r.off += int64(n)
 	r.hs.bytes.Add(int64(n))
 	r.n.httpBytes.Add(int64(n))

@@ -283,3 +283,33 @@ func TestHTTPTokenBoundToItsClient(t *testing.T) {
 		t.Fatalf("the live session's token from 127.0.0.2: %d, want 401", res.StatusCode)
 	}
 }
+
+// TestHTTPStalledReaderEnded: a progressive player that stops reading
+// (hung, or paused for long) while its connection stays open is
+// disconnected once a write has waited SessionTimeout, and its session
+// ends SessionTimeout later: its reservation does not stay for as long as
+// the connection lives.
+func TestHTTPStalledReaderEnded(t *testing.T) {
+	o := newFakeOrigin(t)
+	// A title larger than what the loopback's socket buffers take in.
+	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = time.Second })
+	tok := mint(t, "stall", "long-001", "node-1", "", time.Minute)
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return serr
+	}}
+	c, err := d.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /s/%s/vod/long-001.ts HTTP/1.1\r\nHost: node\r\n\r\n", tok)
+	if _, err := io.ReadFull(c, make([]byte, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the session to start", func() bool { return n.Stats().Sessions == 1 })
+	// Reads nothing more, keeps the connection open.
+	waitFor(t, 20*time.Second, "the stalled session to end", func() bool { return n.Stats().Sessions == 0 })
+}
