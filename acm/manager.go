@@ -313,6 +313,9 @@ func (m *Manager) defaults() error {
 		// lall keeps sessions on holders when every origin channel is busy.
 		m.Scheduler.OriginChannels = m.OriginChannels
 	}
+	// A fill on demand waits in the admission queue for a free origin
+	// channel, not at a node with its viewer's session started.
+	m.Scheduler.FillNeedsChannel = true
 	m.log = m.Logger
 	if m.log == nil {
 		m.log = slog.Default()

@@ -48,3 +48,33 @@ func TestQueueOrderAfterRelease(t *testing.T) {
 		t.Errorf("the request waiting first got %d; the one that came later got %d", got, late)
 	}
 }
+
+// A request for a title no node holds, while every origin channel is
+// taken by fills, waits in the admission queue (rather than being sent to
+// a node to wait there with its session started and no media), and is
+// placed when a fill completes.
+func TestFillWaitsForOriginChannel(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.OriginChannels = 1
+		m.QueueDeadline = 10 * time.Second
+	})
+	n := e.startNode("n1", nodeOpts{})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
+		t.Fatalf("first cold title: %d", res.StatusCode)
+	}
+	got := make(chan int, 1)
+	go func() { got <- int(e.describe("demo", "demo", "t2").StatusCode) }()
+	waitFor(t, 5*time.Second, "the second cold title to wait for the channel", func() bool { return e.queued() == 1 })
+	size := e.m.titles()["t1"].SizeBytes
+	n.mu.Lock()
+	n.titles = []*pb.StoredTitle{{TitleId: "t1", SizeBytes: size, StoredBytes: size}} // t1's fill completed
+	n.mu.Unlock()
+	select {
+	case code := <-got:
+		if code != 302 {
+			t.Fatalf("after the fill completed: %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after the fill completed")
+	}
+}

@@ -325,6 +325,7 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 		res.StatusCode = base.StatusNotFound
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
+		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errOriginDown):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (origin unavailable)"

@@ -210,8 +210,8 @@ func TestQueueDeadlineThen453(t *testing.T) {
 	}
 	start := time.Now()
 	res := e.describe("demo", "demo", "t2")
-	if res.StatusCode != base.StatusNotEnoughBandwidth {
-		t.Fatalf("second: %d", res.StatusCode)
+	if res.StatusCode != base.StatusNotEnoughBandwidth || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("second: %d, Retry-After %v", res.StatusCode, res.Header["Retry-After"])
 	}
 	if waited := time.Since(start); waited < e.m.QueueDeadline {
 		t.Fatalf("refused after %v, before the queue deadline %v", waited, e.m.QueueDeadline)

@@ -51,6 +51,15 @@ type Config struct {
 	// an overloaded one, rather than order a fill that would wait for a
 	// channel. 0 = unknown: the origin is not taken into account.
 	OriginChannels int
+	// FillNeedsChannel: while Filling is at OriginChannels, no policy may
+	// place a session on a node that would have to start a fill; only a
+	// node that holds or fills the title is eligible, and a request no such
+	// node can take waits in the queue (Admit, Pump) for a channel to free
+	// up, or its deadline. The manager sets it: a viewer sent to a node to
+	// wait for a channel gets a started session and no media for as long
+	// as the fills ahead of it last. The simulator models that wait
+	// (its FillWait) and leaves it off.
+	FillNeedsChannel bool
 
 	HeartbeatInterval time.Duration // expected interval between heartbeats
 	MissedHeartbeats  int           // heartbeats missed before a node is dead

@@ -186,6 +186,10 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		return Reservation{}, ErrBadRequest
 	}
 	s.advance(now)
+	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
+		r.NoFill = true // every origin channel is taken: holders only, for this attempt
+		defer func() { r.NoFill = false }()
+	}
 	i := s.policy.Pick(s, r)
 	if i < 0 {
 		for _, n := range s.Nodes {

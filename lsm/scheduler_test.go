@@ -176,3 +176,35 @@ func TestLallSpreadsFillsOverFreeDisks(t *testing.T) {
 		t.Fatalf("three new titles filled on %v, want one per empty disk", seen)
 	}
 }
+
+// With FillNeedsChannel, a request that would need a fill while every
+// origin channel is taken waits in the queue (for every policy), one for
+// a title a node holds or fills is placed there, and the waiting one is
+// placed by Pump once a fill completes.
+func TestFillNeedsChannel(t *testing.T) {
+	for _, policy := range []string{"lall", "rr", "wlc", "lblc", "chbl"} {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy, 100e6, 100e6)
+			s.Config.OriginChannels = 1
+			s.Config.FillNeedsChannel = true
+			first, err := s.Place(&Request{Title: "cold-1", Bitrate: 4e6}, t0)
+			if err != nil || !first.Fill {
+				t.Fatalf("first cold title: %+v %v", first, err)
+			}
+			waiting, err := s.Admit(Request{Title: "cold-2", Bitrate: 4e6}, t0.Add(5*time.Second), t0)
+			if err != nil || waiting.Done {
+				t.Fatalf("a second fill with the only channel taken: %+v %v, want it queued", waiting, err)
+			}
+			if res, err := s.Place(&Request{Title: "cold-1", Bitrate: 4e6}, t0); err != nil || res.Fill || res.NodeID != first.NodeID {
+				t.Fatalf("a viewer of the title being filled: %+v %v, want its filling node", res, err)
+			}
+			if err := s.SetReplica(first.NodeID, "cold-1", false, 1); err != nil { // the fill completes
+				t.Fatal(err)
+			}
+			done := s.Pump(t0.Add(time.Second))
+			if len(done) != 1 || done[0] != waiting || waiting.Err != nil || !waiting.Res.Fill {
+				t.Fatalf("after the fill completed: %+v", waiting)
+			}
+		})
+	}
+}

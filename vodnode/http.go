@@ -145,10 +145,13 @@ type httpSession struct {
 // httpPace is how much faster than its bitrate an HTTP viewer (all the
 // requests of one token together: ranges, playlist segments, from any
 // number of connections) is served, after a burst of httpBurst seconds of
-// media (players fill a buffer before they start).
+// media (players fill a buffer before they start). A downloader that reads
+// as fast as it is sent takes httpPace times the reservation: the margin
+// lets a player refill its buffer after a hiccup, and is what egress_bps
+// must leave room for on the link (deploy/README.md).
 const (
-	httpPace  = 1.5
-	httpBurst = 10
+	httpPace  = 1.2
+	httpBurst = 5
 )
 
 // maxHTTPInFlight is how many requests of one viewer (one token) a node
