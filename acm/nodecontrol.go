@@ -149,8 +149,9 @@ func (m *Manager) reserveOrphansLocked(ns *nodeState) (changed []*session, n int
 // feeds lsm and pumps the queue; commands queued for the node are sent
 // down the stream. A newer stream of the same node replaces this one
 // (ABORTED on its next report). A stream the node ends cleanly (it shuts
-// down) takes it out of service at once; a broken one is noticed by the
-// missed heartbeats (lsm.Tick).
+// down) takes it out of service at once; a broken one (a crash, a cut
+// link) stops new sessions to it at once (lsm.SetUnreachable) until its
+// next report, and the missed heartbeats (lsm.Tick) declare it dead.
 func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 	m := nc.m
 	r, err := stream.Recv()
@@ -194,6 +195,7 @@ func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 				m.nodeLeft(ns, gen)
 				return nil
 			}
+			m.streamBroke(ns, gen, err)
 			return err
 		}
 	}
@@ -421,4 +423,21 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		m.kickPump()
 	}
 	return &pb.SessionEventAck{}, nil
+}
+
+// streamBroke takes ns out of service until its next report when its
+// heartbeat stream gen broke while current (not replaced by a newer one,
+// not the manager closing).
+func (m *Manager) streamBroke(ns *nodeState, gen uint64, err error) {
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ns.streamGen != gen {
+		return
+	}
+	if m.sched.SetUnreachable(ns.id) == nil {
+		m.log.Warn("node heartbeat stream broke: no new sessions to it until it reports again", "node", ns.id, "err", err)
+	}
 }

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -484,4 +485,29 @@ func TestNodeToldToEndSessionsTheManagerEnded(t *testing.T) {
 			t.Fatal("no EndSessions for the session the manager ended")
 		}
 	}
+}
+
+// A node whose heartbeat stream breaks (it crashed: the connection is
+// reset) gets no new viewer from then on, before its missed heartbeats
+// declare it dead; its next report puts it back in service.
+func TestBrokenStreamStopsPlacementAtOnce(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.Scheduler.MissedHeartbeats = 50 }) // dead only after 10 s
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002"})
+	unreachable := func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		n := e.m.sched.Node("n1")
+		return n.Alive && n.Unreachable
+	}
+	n1.stop()
+	waitFor(t, 5*time.Second, "n1 out of service at once", unreachable)
+	for i := range 4 {
+		res := e.describe("demo", "demo", fmt.Sprintf("t%d", i%2+1))
+		if loc := res.Header["Location"]; res.StatusCode != 302 || len(loc) != 1 || !strings.Contains(loc[0], "127.0.0.1:7002") {
+			t.Fatalf("request %d after n1's stream broke: %d %v, want n2", i, res.StatusCode, loc)
+		}
+	}
+	n1.heartbeat() // the node is back
+	waitFor(t, 5*time.Second, "n1 back in service", func() bool { return !unreachable() })
 }

@@ -64,6 +64,11 @@ type Node struct {
 	// when it falls below Config.OverloadLower times Overload. While it is
 	// set the node is not eligible (Scheduler.Eligible) for any policy.
 	OverloadFlag bool
+	// Unreachable: the node's heartbeat stream broke (a crash, a cut
+	// link): no new sessions until its next heartbeat, or until the missed
+	// heartbeats declare it dead (Scheduler.SetUnreachable). Its sessions
+	// and reservations stay meanwhile.
+	Unreachable bool
 
 	titles map[string]*replica // titles held or filling
 

@@ -9,7 +9,7 @@ import (
 // InService reports whether n may take new sessions at all: alive, not
 // draining, weight above 0.
 func (s *Scheduler) InService(n *Node) bool {
-	return n.Alive && !n.Draining && n.Weight > 0
+	return n.Alive && !n.Unreachable && !n.Draining && n.Weight > 0
 }
 
 // Ramp returns node i's slow-start share at the scheduler's current time
@@ -51,7 +51,7 @@ func (s *Scheduler) CapBps(i int) int64 {
 // size are known). This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
-	if !n.Alive || n.Draining || n.Weight <= 0 || n.OverloadFlag {
+	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
 		return false
 	}
 	if n.ReservedBps+r.Bitrate > n.Capacity.EgressBps {

@@ -196,6 +196,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 		s.revive(n, now)
 	}
 	n.LastHeartbeat = now
+	n.Unreachable = false
 	n.EgressBps = max(0, r.EgressBps)
 	n.DiskFreeBytes = r.DiskFreeBytes
 	n.ActiveFills = r.ActiveFills
@@ -366,4 +367,19 @@ func (s *Scheduler) meanWeightedBps() float64 {
 		s.meanE = sum / float64(k)
 	}
 	return s.meanE
+}
+
+// SetUnreachable takes node id out of service until its next Heartbeat
+// (Node.Unreachable): its heartbeat stream broke, and a node that crashed
+// would otherwise be sent viewers until its heartbeats are missed
+// (MissedHeartbeats intervals). Its reservations stay. Errors:
+// ErrUnknownNode.
+func (s *Scheduler) SetUnreachable(id string) error {
+	n := s.byID[id]
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	n.Unreachable = true
+	s.touch(n)
+	return nil
 }
