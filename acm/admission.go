@@ -300,7 +300,7 @@ func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, erro
 		return nil, errUnavailable
 	}
 	g.Token = tok
-	m.log.Info("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
+	m.log.Debug("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
 	return g, nil
 }
 

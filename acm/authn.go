@@ -75,6 +75,8 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 	case errors.Is(err, boss.ErrUnauthorized):
 		m.log.Info("authentication failed", "user", c.User, "method", method, "client", ip)
 		return "", false, errUnauthorized
+	case ctx.Err() != nil:
+		return "", false, ctx.Err() // left while its check waited
 	case err != nil:
 		m.log.Error("boss: authentication backend failed", "err", err)
 		return "", false, errUnavailable

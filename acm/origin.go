@@ -17,8 +17,9 @@ import (
 const DefaultOriginCheck = 2 * time.Second
 
 // originDownAfter is how many checks in a row must fail before the origin
-// counts as unavailable (one lost answer is not an outage).
-const originDownAfter = 2
+// counts as unavailable (one lost answer, or a manager busy for a few
+// seconds with a burst of logins, is not an outage).
+const originDownAfter = 3
 
 // errOriginDown refuses a request for a title no node in service holds
 // or fills while the origin is unavailable: a fill could not start, and
@@ -43,7 +44,7 @@ func (m *Manager) originLoop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck/2, 100*time.Millisecond))
+		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck, 100*time.Millisecond))
 		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 		cancel()
 		up := err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING || status.Code(err) == codes.Unimplemented

@@ -181,3 +181,29 @@ func TestParseFileStrict(t *testing.T) {
 		t.Error("empty password accepted")
 	}
 }
+
+// At most cap(bcryptSlots) bcrypt comparisons run at once: with every slot
+// taken a check waits, and ends with its context; a cached credential
+// needs no slot.
+func TestBasicChecksBounded(t *testing.T) {
+	f := newTestFile(t)
+	if err := f.Authenticate(context.Background(), Credentials{User: "demo", Password: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	for range cap(bcryptSlots) {
+		bcryptSlots <- struct{}{}
+	}
+	defer func() {
+		for range cap(bcryptSlots) {
+			<-bcryptSlots
+		}
+	}()
+	if err := f.Authenticate(context.Background(), Credentials{User: "demo", Password: "demo"}); err != nil {
+		t.Fatalf("cached credential with every slot taken: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.Authenticate(ctx, Credentials{User: "kid", Password: "pw:with:colons"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a check with every slot taken: %v, want it to wait until its context ends", err)
+	}
+}

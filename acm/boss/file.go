@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -62,10 +63,14 @@ type fileDoc struct {
 	Users []User `yaml:"users"`
 }
 
+// bcryptSlots bounds the bcrypt comparisons running at once, over every
+// File: all the cores but one, at least one.
+var bcryptSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+
 // Defaults of the Basic credential cache.
 const (
-	DefaultCacheTTL  = time.Minute // how long a verified Basic credential is trusted
-	DefaultCacheSize = 4096        // entries at most
+	DefaultCacheTTL  = 10 * time.Minute // how long a verified Basic credential is trusted (a reloaded users file starts a new cache)
+	DefaultCacheSize = 65536            // entries at most (about 100 bytes each)
 )
 
 // File is the users-file BOSS backend. It is safe for concurrent use.
@@ -232,11 +237,12 @@ func checkUser(u *User) error {
 // Realm returns the Digest realm the file's HA1 values were made for.
 func (f *File) Realm() string { return f.realm }
 
-// Authenticate implements BOSS. Basic: bcrypt comparison, a success is
-// cached for DefaultCacheTTL. Digest: the response is checked against the
+// Authenticate implements BOSS. Basic: bcrypt comparison, at most
+// bcryptSlots at once (waiting for a slot ends with ctx, returning its
+// error), a success is cached for DefaultCacheTTL. Digest: the response is checked against the
 // user's HA1, and the realm must be the file's; the nonce is the caller's
 // business (auth.Nonces). Failures wrap ErrUnauthorized.
-func (f *File) Authenticate(_ context.Context, c Credentials) error {
+func (f *File) Authenticate(ctx context.Context, c Credentials) error {
 	u := f.users[c.User]
 	switch {
 	case c.Digest != nil:
@@ -255,6 +261,16 @@ func (f *File) Authenticate(_ context.Context, c Credentials) error {
 		if ok && now.Before(exp) {
 			return nil
 		}
+		// bcrypt is meant to be slow (about 50 ms at cost 10): a burst of
+		// first logins (a failover, the evening peak) runs at most
+		// bcryptSlots at once, so that it does not starve the manager's
+		// other work; the others wait their turn or their client leaves.
+		select {
+		case bcryptSlots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-bcryptSlots }()
 		if u == nil || u.Bcrypt == "" {
 			_ = bcrypt.CompareHashAndPassword(f.dummy(), []byte(c.Password))
 			return fmt.Errorf("%w: %q", ErrUnauthorized, c.User)
