@@ -34,12 +34,16 @@ func (a *admin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitl
 
 // nodeInfoLocked describes node n (mu held).
 func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
+	egress := n.EgressBps
+	if !n.Alive {
+		egress = 0 // its last report's egress is not what it sends now
+	}
 	return &pb.NodeInfo{
 		NodeId: n.ID, RtspAddr: n.RTSPAddr, HttpAddr: n.HTTPAddr,
 		Capacity: &pb.NodeCapacity{EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes},
 		Alive:    n.Alive, Draining: n.Draining, Weight: int32(n.Weight),
 		Sessions: int32(n.Sessions), FillSessions: int32(n.FillSessions), ReservedBps: n.ReservedBps,
-		EgressBps: n.EgressBps, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
+		EgressBps: egress, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
 	}
 }
