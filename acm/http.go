@@ -87,6 +87,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		var g *grant
 		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
 		if err == nil {
+			countRequest(store.ProtoHTTP, nil)
 			w.Header().Set("Location", "http://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusFound)
@@ -96,6 +97,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		return // the client went away
 	}
+	countRequest(store.ProtoHTTP, err)
 	switch {
 	case errors.Is(err, errUnauthorized):
 		w.Header().Set("WWW-Authenticate", auth.BasicChallenge(m.Realm))

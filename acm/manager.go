@@ -19,6 +19,7 @@ import (
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/metricshttp"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
@@ -55,6 +56,10 @@ type Manager struct {
 	// GRPCCreds are the transport credentials of the NodeControl and
 	// Admin gRPC server (grpctls.Server: TLS); nil: plaintext.
 	GRPCCreds credentials.TransportCredentials
+	// MetricsListen is the address of the Prometheus /metrics endpoint
+	// (metrics.go: sessions, nodes, queue, front-door outcomes, and the
+	// Go runtime's); "" = none.
+	MetricsListen string
 	// OriginCreds are those of the connection to OriginAddr
 	// (grpctls.Client); nil: plaintext.
 	OriginCreds credentials.TransportCredentials
@@ -174,6 +179,7 @@ type Manager struct {
 	// originDown is set while the origin fails its health checks
 	// (originLoop).
 	originDown atomic.Bool
+	metrics    *metricshttp.Server // MetricsListen's endpoint, or nil
 	// configuredPolicy is the scheduling policy of the configuration
 	// (before any stored operator's choice: storedPolicy).
 	configuredPolicy string
@@ -442,6 +448,9 @@ func (m *Manager) Start() (err error) {
 	if m.grpcLn, err = net.Listen("tcp", m.GRPCListen); err != nil {
 		return fmt.Errorf("acm: grpc: %w", err)
 	}
+	if err := m.startMetrics(); err != nil {
+		return fmt.Errorf("acm: metrics: %w", err)
+	}
 
 	// Everything that can fail has succeeded: start serving.
 	if m.origin != nil {
@@ -535,6 +544,9 @@ func (m *Manager) teardown() error {
 		m.grpcSrv.Stop()
 	} else if m.grpcLn != nil {
 		m.grpcLn.Close()
+	}
+	if m.metrics != nil {
+		m.metrics.Close()
 	}
 	m.wg.Wait()
 	var err error

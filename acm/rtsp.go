@@ -303,6 +303,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		}
 		return s.fail(res, err, false), ""
 	}
+	countRequest(store.ProtoRTSP, nil)
 	res.StatusCode = base.StatusFound
 	res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1
 	res.Header["Location"] = base.HeaderValue{"rtsp://" + g.RTSPAddr + "/s/" + g.Token + "/vod/" + title + rest}
@@ -312,6 +313,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 
 func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Response {
 	m := s.m
+	countRequest(store.ProtoRTSP, err)
 	switch {
 	case errors.Is(err, errUnauthorized):
 		res.StatusCode = base.StatusUnauthorized

@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/metricshttp"
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
 
@@ -66,6 +67,9 @@ type Server struct {
 	// Creds are the gRPC server's transport credentials (grpctls.Server:
 	// TLS); nil means plaintext.
 	Creds credentials.TransportCredentials
+	// MetricsListen is the address of the Prometheus /metrics endpoint
+	// (metrics.go); "" means none.
+	MetricsListen string
 
 	clock clock // nil means the wall clock; tests put a fake here
 
@@ -75,7 +79,8 @@ type Server struct {
 	catalog *Catalog
 	lis     net.Listener
 	grpc    *grpc.Server
-	served  chan struct{} // closed when Serve has returned
+	served  chan struct{}       // closed when Serve has returned
+	metrics *metricshttp.Server // MetricsListen's endpoint, or nil
 
 	// Set by Start, read-only afterwards.
 	log   *slog.Logger
@@ -111,6 +116,10 @@ func (s *Server) Start() error {
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("cdp: %w", err)
+	}
+	if err := s.startMetrics(); err != nil {
+		lis.Close()
+		return fmt.Errorf("cdp: metrics: %w", err)
 	}
 
 	s.log = s.Logger
@@ -195,6 +204,9 @@ func (s *Server) Close() error {
 
 	srv.Stop()
 	<-served
+	if s.metrics != nil {
+		s.metrics.Close()
+	}
 	s.log.Info("origin stopped")
 	return nil
 }

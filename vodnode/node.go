@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"vodcluster/proto/metricshttp"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
@@ -38,6 +39,7 @@ type Node struct {
 	DataDir       string   // titles live in DataDir/titles (required)
 	RTSPListen    string   // RTSP listen address; "" = 127.0.0.1:0
 	HTTPListen    string   // HTTP listen address; "" = no HTTP delivery
+	MetricsListen string   // Prometheus /metrics listen address (metrics.go); "" = none
 	AdvertiseHost string   // host reported to the manager; "" = the RTSP listener's
 	RTPPort       int      // even UDP port for RTP (RTCP on the next); 0 = a free pair
 	Capacity      Capacity // limits
@@ -79,7 +81,8 @@ type Node struct {
 	wg     sync.WaitGroup
 
 	draining  atomic.Bool
-	httpBytes atomic.Int64 // bytes sent over HTTP
+	metrics   *metricshttp.Server // MetricsListen's endpoint, or nil
+	httpBytes atomic.Int64        // bytes sent over HTTP
 
 	mu           sync.Mutex
 	sessions     map[string]*session  // by RTSP session id
@@ -204,6 +207,12 @@ func (n *Node) Start() (err error) {
 		}
 		undo = append(undo, func() { n.httpSrv.close() })
 	}
+	if err = n.startMetrics(); err != nil {
+		return fmt.Errorf("vodnode: metrics: %w", err)
+	}
+	if n.metrics != nil {
+		undo = append(undo, func() { n.metrics.Close() })
+	}
 	if n.ManagerAddr != "" {
 		n.mgr, err = newManagerLink(n)
 		if err != nil {
@@ -257,6 +266,9 @@ func (n *Node) Close() error {
 	n.rtspLn.Close()
 	if n.httpSrv != nil {
 		n.httpSrv.close()
+	}
+	if n.metrics != nil {
+		n.metrics.Close()
 	}
 	for _, s := range sessions {
 		n.endSession(s, "shutdown", nil)

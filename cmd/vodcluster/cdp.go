@@ -43,6 +43,7 @@ func newCDP(c CDPConfig) (*cdp.Server, error) {
 	return &cdp.Server{
 		Dir:             c.Dir,
 		Listen:          orString(c.Listen, cdp.DefaultListen),
+		MetricsListen:   c.MetricsListen,
 		SetupDelay:      c.SetupDelay,
 		MaxTransfers:    c.MaxTransfers,
 		TransferRateBps: c.TransferRateBps,

@@ -27,16 +27,19 @@ import (
 
 // clusterOptions describes a whole cluster in one process on loopback.
 type clusterOptions struct {
-	DataDir    string // state of every part lives below it
-	Host       string // listen host, "127.0.0.1"
-	RTSPPort   int    // front door RTSP port (0 = any)
-	HTTPPort   int    // front door HTTP port (0 = any)
-	GRPCPort   int    // manager gRPC port (0 = any)
-	Nodes      int    // VOD nodes
-	NodeEgress int64  // bit/s per node
-	NodeDisk   int64  // bytes per node
-	Users      []boss.User
-	Policy     string
+	DataDir  string // state of every part lives below it
+	Host     string // listen host, "127.0.0.1"
+	RTSPPort int    // front door RTSP port (0 = any)
+	HTTPPort int    // front door HTTP port (0 = any)
+	GRPCPort int    // manager gRPC port (0 = any)
+	// MetricsPort is the manager's Prometheus /metrics port (0 = any, -1
+	// = no metrics); the origin's and the nodes' take any free port.
+	MetricsPort int
+	Nodes       int   // VOD nodes
+	NodeEgress  int64 // bit/s per node
+	NodeDisk    int64 // bytes per node
+	Users       []boss.User
+	Policy      string
 
 	OriginSetupDelay   time.Duration // per origin transfer
 	OriginRateBps      int64         // per origin transfer, bit/s
@@ -78,9 +81,16 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	if err := samples.WriteTo(originDir); err != nil {
 		return nil, err
 	}
+	metrics := func(port int) string {
+		if opts.MetricsPort < 0 {
+			return ""
+		}
+		return hostPort(opts.Host, port)
+	}
 	c.origin = &cdp.Server{
 		Dir:             originDir,
 		Listen:          net.JoinHostPort(opts.Host, "0"),
+		MetricsListen:   metrics(0),
 		SetupDelay:      opts.OriginSetupDelay,
 		MaxTransfers:    opts.OriginMaxTransfers,
 		TransferRateBps: opts.OriginRateBps,
@@ -104,6 +114,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		RTSPListen:    hostPort(opts.Host, opts.RTSPPort),
 		HTTPListen:    hostPort(opts.Host, opts.HTTPPort),
 		GRPCListen:    hostPort(opts.Host, opts.GRPCPort),
+		MetricsListen: metrics(opts.MetricsPort),
 		DataDir:       filepath.Join(opts.DataDir, "manager"),
 		OriginAddr:    c.origin.Addr(),
 		Secret:        c.secret,
@@ -124,6 +135,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 			DataDir:           filepath.Join(opts.DataDir, id),
 			RTSPListen:        net.JoinHostPort(opts.Host, "0"),
 			HTTPListen:        net.JoinHostPort(opts.Host, "0"),
+			MetricsListen:     metrics(0),
 			Capacity:          vodnode.Capacity{EgressBps: opts.NodeEgress, DiskBytes: opts.NodeDisk},
 			ManagerAddr:       c.manager.GRPCAddr(),
 			OriginAddr:        c.origin.Addr(),

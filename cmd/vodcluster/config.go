@@ -34,6 +34,7 @@ type ManagerConfig struct {
 	RTSPListen     string          `yaml:"rtsp_listen"`           // front door RTSP, default ":8554"
 	HTTPListen     string          `yaml:"http_listen"`           // front door HTTP, default ":8080"
 	GRPCListen     string          `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
+	MetricsListen  string          `yaml:"metrics_listen"`        // Prometheus /metrics; empty: none
 	DataDir        string          `yaml:"data_dir"`              // badger state directory (store.backend badger)
 	Origin         string          `yaml:"origin"`                // CDP gRPC host:port
 	OriginTLS      bool            `yaml:"origin_tls"`            // TLS to the origin, its certificate verified for origin's host
@@ -114,6 +115,7 @@ type NodeConfig struct {
 	DataDir        string        `yaml:"data_dir"`
 	RTSPListen     string        `yaml:"rtsp_listen"`         // default ":8555"
 	HTTPListen     string        `yaml:"http_listen"`         // default ":8081"
+	MetricsListen  string        `yaml:"metrics_listen"`      // Prometheus /metrics; empty: none
 	RTPPort        int           `yaml:"rtp_port"`            // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
 	AdvertiseHost  string        `yaml:"advertise_host"`      // host clients are redirected to
 	Manager        string        `yaml:"manager"`             // manager gRPC host:port
@@ -136,6 +138,7 @@ type NodeConfig struct {
 type CDPConfig struct {
 	Dir             string        `yaml:"dir"`               // titles (+ catalog.yaml)
 	Listen          string        `yaml:"listen"`            // default ":9100"
+	MetricsListen   string        `yaml:"metrics_listen"`    // Prometheus /metrics; empty: none
 	SetupDelay      time.Duration `yaml:"setup_delay"`       // per transfer
 	MaxTransfers    int           `yaml:"max_transfers"`     // concurrent channels, 0 = unlimited
 	TransferRateBps int64         `yaml:"transfer_rate_bps"` // per transfer, 0 = unlimited

@@ -90,6 +90,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		RTSPListen:         orString(c.RTSPListen, acm.DefaultRTSPListen),
 		HTTPListen:         orString(c.HTTPListen, acm.DefaultHTTPListen),
 		GRPCListen:         orString(c.GRPCListen, acm.DefaultGRPCListen),
+		MetricsListen:      c.MetricsListen,
 		DataDir:            c.DataDir,
 		OriginAddr:         c.Origin,
 		GRPCCreds:          grpcCreds,

@@ -67,6 +67,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		DataDir:        c.DataDir,
 		RTSPListen:     orString(c.RTSPListen, defaultNodeRTSPListen),
 		HTTPListen:     orString(c.HTTPListen, defaultNodeHTTPListen),
+		MetricsListen:  c.MetricsListen,
 		RTPPort:        c.RTPPort,
 		AdvertiseHost:  c.AdvertiseHost,
 		Capacity:       vodnode.Capacity{EgressBps: egress, MaxSessions: c.MaxSessions, DiskBytes: disk},

@@ -108,6 +108,7 @@ func upCmd() *cobra.Command {
 	f.IntVar(&opts.RTSPPort, "rtsp-port", 8554, "front door RTSP port")
 	f.IntVar(&opts.HTTPPort, "http-port", 8080, "front door HTTP port")
 	f.IntVar(&opts.GRPCPort, "grpc-port", 9090, "manager gRPC port (vodctl --manager)")
+	f.IntVar(&opts.MetricsPort, "metrics-port", 9464, "manager Prometheus /metrics port (the origin's and nodes' take free ports; -1: no metrics)")
 	f.IntVar(&opts.Nodes, "nodes", 3, "number of VOD nodes")
 	f.Int64Var(&opts.NodeEgress, "node-egress-bps", 100_000_000, "egress capacity per node, bit/s")
 	f.Int64Var(&opts.NodeDisk, "node-disk-bytes", 16_000_000, "disk for titles per node, bytes (the 20 sample titles take about 30 MB)")
@@ -134,6 +135,9 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  front door RTSP  rtsp://%s/vod/<title>\n", front)
 	fmt.Fprintf(w, "  front door HTTP  http://%s/vod/<title>.ts  and  /vod/<title>/index.m3u8\n", c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
+	if a := c.manager.MetricsAddr(); a != "" {
+		fmt.Fprintf(w, "  metrics          http://%s/metrics  (origin: http://%s/metrics; nodes below)\n", a, c.origin.MetricsAddr())
+	}
 	fmt.Fprintf(w, "  subscriber       %s / %s (entitled to every title)\n", demoUser, demoPassword)
 	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
 	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
@@ -142,6 +146,10 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	for _, n := range c.nodes {
-		fmt.Fprintf(w, "  node %-11s rtsp %s  http %s\n", n.ID, n.RTSPAddr(), n.HTTPAddr())
+		if m := n.MetricsAddr(); m != "" {
+			fmt.Fprintf(w, "  node %-11s rtsp %s  http %s  metrics http://%s/metrics\n", n.ID, n.RTSPAddr(), n.HTTPAddr(), m)
+		} else {
+			fmt.Fprintf(w, "  node %-11s rtsp %s  http %s\n", n.ID, n.RTSPAddr(), n.HTTPAddr())
+		}
 	}
 }

@@ -1,0 +1,160 @@
+package acm
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"vodcluster/acm/store"
+	"vodcluster/proto/metricshttp"
+)
+
+// Front-door request outcomes, the "outcome" label of
+// vodcluster_frontdoor_requests_total.
+const (
+	outcomeAdmitted     = "admitted"      // redirected to a node (a new session, or a new token for the viewer's)
+	outcomeUnauthorized = "unauthorized"  // 401: no or wrong credentials (a player's first request without them included)
+	outcomeForbidden    = "forbidden"     // the title is outside the subscriber's packages
+	outcomeUserLimit    = "user_limit"    // the subscriber has max_sessions_per_user live sessions
+	outcomeUnknownTitle = "unknown_title" // not in the catalog
+	outcomeNoCapacity   = "no_capacity"   // no node could take it within the queue deadline
+	outcomeOriginDown   = "origin_down"   // no node holds it and the origin is unavailable
+	outcomeThrottled    = "throttled"     // too many failed logins from the client
+	outcomeUnavailable  = "unavailable"   // store, BOSS or manager unavailable
+)
+
+// outcome names the front-door outcome of an admission error (nil:
+// admitted).
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return outcomeAdmitted
+	case errors.Is(err, errUnauthorized):
+		return outcomeUnauthorized
+	case errors.Is(err, errForbidden):
+		return outcomeForbidden
+	case errors.Is(err, errUserLimit):
+		return outcomeUserLimit
+	case errors.Is(err, errNoTitle):
+		return outcomeUnknownTitle
+	case errors.Is(err, errNoBandwidth):
+		return outcomeNoCapacity
+	case errors.Is(err, errOriginDown):
+		return outcomeOriginDown
+	case errors.Is(err, errThrottled):
+		return outcomeThrottled
+	}
+	return outcomeUnavailable
+}
+
+// requestsTotal counts the front door's answers by protocol and outcome.
+var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_frontdoor_requests_total",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, unavailable).",
+}, []string{"protocol", "outcome"})
+
+// countRequest counts one front-door answer of protocol with err's outcome.
+func countRequest(protocol string, err error) {
+	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
+}
+
+// metricsCollector reads the manager's state at each scrape.
+type metricsCollector struct{ m *Manager }
+
+var (
+	descSessions   = prometheus.NewDesc("vodcluster_sessions", "Live sessions, by state (admitted: redirected, not yet playing; playing) and protocol.", []string{"state", "protocol"}, nil)
+	descQueue      = prometheus.NewDesc("vodcluster_admission_queue_requests", "Requests waiting in the admission queue for a node with headroom.", nil, nil)
+	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
+	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks, else 0.", nil, nil)
+	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
+	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
+	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0.", []string{"node"}, nil)
+	descNodeDrain  = prometheus.NewDesc("vodcluster_node_draining", "1 while the node is drained (no new sessions), else 0.", []string{"node"}, nil)
+	descNodeCap    = prometheus.NewDesc("vodcluster_node_capacity_bits_per_second", "Egress the node announced, bit/s.", []string{"node"}, nil)
+	descNodeResv   = prometheus.NewDesc("vodcluster_node_reserved_bits_per_second", "Bit/s reserved by the sessions admitted to the node.", []string{"node"}, nil)
+	descNodeEgress = prometheus.NewDesc("vodcluster_node_egress_bits_per_second", "Egress the node measured over its last report interval, bit/s (0 while dead).", []string{"node"}, nil)
+	descNodeSess   = prometheus.NewDesc("vodcluster_node_sessions", "Sessions admitted to the node.", []string{"node"}, nil)
+	descNodeLoad   = prometheus.NewDesc("vodcluster_node_load", "The scheduler's load formula for the node (0.5: half its egress reserved, no fill).", []string{"node"}, nil)
+	descNodeDisk   = prometheus.NewDesc("vodcluster_node_disk_free_bytes", "Free title-cache disk the node reported, bytes.", []string{"node"}, nil)
+	descNodeTitles = prometheus.NewDesc("vodcluster_node_titles", "Titles held or filling on the node.", []string{"node"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c metricsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSessions, descQueue, descFills, descOriginUp, descLeader, descTitles,
+		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: one pass over the manager's
+// state under its lock.
+func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	type key struct{ state, protocol string }
+	sessions := map[key]int{}
+	for _, st := range []string{store.StateAdmitted, store.StatePlaying} {
+		for _, p := range []string{store.ProtoRTSP, store.ProtoHTTP} {
+			sessions[key{st, p}] = 0
+		}
+	}
+	m.mu.Lock()
+	for _, s := range m.sessions {
+		sessions[key{s.State, s.Protocol}]++
+	}
+	gauge(descQueue, float64(m.sched.Queued()))
+	gauge(descFills, float64(m.sched.Filling()))
+	for _, n := range m.sched.Nodes {
+		egress := float64(n.EgressBps)
+		if !n.Alive {
+			egress = 0
+		}
+		gauge(descNodeUp, b(n.Alive), n.ID)
+		gauge(descNodeDrain, b(n.Draining), n.ID)
+		gauge(descNodeCap, float64(n.Capacity.EgressBps), n.ID)
+		gauge(descNodeResv, float64(n.ReservedBps), n.ID)
+		gauge(descNodeEgress, egress, n.ID)
+		gauge(descNodeSess, float64(n.Sessions), n.ID)
+		gauge(descNodeLoad, m.sched.Load(n.Index), n.ID)
+		gauge(descNodeDisk, float64(n.DiskFreeBytes), n.ID)
+		gauge(descNodeTitles, float64(n.Titles()), n.ID)
+	}
+	m.mu.Unlock()
+	for k, v := range sessions {
+		gauge(descSessions, float64(v), k.state, k.protocol)
+	}
+	gauge(descOriginUp, b(m.origin != nil && !m.originDown.Load()))
+	gauge(descLeader, b(m.Leader()))
+	gauge(descTitles, float64(len(m.titles())))
+}
+
+// startMetrics serves /metrics on MetricsListen, when set.
+func (m *Manager) startMetrics() error {
+	if m.MetricsListen == "" {
+		return nil
+	}
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal)
+	if err != nil {
+		return err
+	}
+	m.metrics = srv
+	return nil
+}
+
+// MetricsAddr returns the /metrics endpoint's address, "" without one;
+// valid after Start.
+func (m *Manager) MetricsAddr() string {
+	if m.metrics == nil {
+		return ""
+	}
+	return m.metrics.Addr()
+}

@@ -1,0 +1,69 @@
+package cdp
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"vodcluster/proto/metricshttp"
+)
+
+// originCollector reads the origin's transfer counters at each scrape.
+type originCollector struct{ s *Server }
+
+var (
+	descTransfers = prometheus.NewDesc("cdp_transfers_total", "Transfers started (Fetch calls that got a channel).", nil, nil)
+	descSent      = prometheus.NewDesc("cdp_sent_bytes_total", "Title bytes sent by transfers.", nil, nil)
+	descActive    = prometheus.NewDesc("cdp_transfers_active", "Transfers holding a channel now.", nil, nil)
+	descWaiting   = prometheus.NewDesc("cdp_transfers_waiting", "Fetch calls queued for a channel now.", nil, nil)
+	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
+	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
+	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c originCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descRefused, descChannels, descTitles} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c originCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	m := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, t, v)
+	}
+	m(descTransfers, prometheus.CounterValue, float64(st.Transfers))
+	m(descSent, prometheus.CounterValue, float64(st.BytesSent))
+	m(descActive, prometheus.GaugeValue, float64(st.Active))
+	m(descWaiting, prometheus.GaugeValue, float64(st.Waiting))
+	m(descRefused, prometheus.CounterValue, float64(st.Refused))
+	m(descChannels, prometheus.GaugeValue, float64(c.s.MaxTransfers))
+	titles := 0
+	if cat := c.s.Catalog(); cat != nil {
+		titles = cat.Len()
+	}
+	m(descTitles, prometheus.GaugeValue, float64(titles))
+}
+
+// MetricsAddr returns the /metrics endpoint's address, "" without one.
+func (s *Server) MetricsAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
+}
+
+// startMetrics serves /metrics on MetricsListen, when set (s.mu held).
+func (s *Server) startMetrics() error {
+	if s.MetricsListen == "" {
+		return nil
+	}
+	srv, err := metricshttp.Serve(s.MetricsListen, originCollector{s})
+	if err != nil {
+		return err
+	}
+	s.metrics = srv
+	return nil
+}

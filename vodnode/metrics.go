@@ -1,0 +1,93 @@
+package vodnode
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"vodcluster/proto/metricshttp"
+)
+
+// nodeCollector reads the node's state at each scrape.
+type nodeCollector struct{ n *Node }
+
+var (
+	descNodeSessions = prometheus.NewDesc("vodnode_sessions", "Live sessions on the node, by protocol (rtsp, http).", []string{"protocol"}, nil)
+	descNodeReserved = prometheus.NewDesc("vodnode_reserved_bits_per_second", "Bit/s the node's live sessions reserve (their titles' bitrates).", nil, nil)
+	descNodeCapacity = prometheus.NewDesc("vodnode_capacity_bits_per_second", "Egress the node may reserve (egress_bps), bit/s.", nil, nil)
+	descNodeSent     = prometheus.NewDesc("vodnode_sent_bytes_total", "Bytes sent to viewers (RTP, RTCP and interleaving headers, and HTTP bodies).", nil, nil)
+	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
+	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
+	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
+	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole).", nil, nil)
+	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
+	descNodeTitles   = prometheus.NewDesc("vodnode_titles", "Titles held or filling.", nil, nil)
+	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin,
+		descNodeFillsNow, descNodeFills, descNodeDiskUsed, descNodeDiskCap, descNodeTitles, descNodeDraining} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	n.mu.Lock()
+	rtsp, http, reserved := len(n.sessions), 0, n.reserved
+	for _, hs := range n.httpSessions {
+		if hs.t != nil {
+			http++
+		}
+	}
+	n.mu.Unlock()
+	gauge(descNodeSessions, float64(rtsp), "rtsp")
+	gauge(descNodeSessions, float64(http), "http")
+	gauge(descNodeReserved, float64(reserved))
+	gauge(descNodeCapacity, float64(n.Capacity.EgressBps))
+	counter(descNodeSent, float64(n.bytesSent()))
+	counter(descNodeOrigin, float64(n.store.OriginBytes()))
+	gauge(descNodeFillsNow, float64(n.store.ActiveFills()))
+	started := 0
+	for _, k := range n.store.Fills() {
+		started += k
+	}
+	counter(descNodeFills, float64(started))
+	used, quota := n.store.Usage()
+	gauge(descNodeDiskUsed, float64(used))
+	gauge(descNodeDiskCap, float64(quota))
+	gauge(descNodeTitles, float64(len(n.store.Titles())))
+	draining := 0.0
+	if n.draining.Load() {
+		draining = 1
+	}
+	gauge(descNodeDraining, draining)
+}
+
+// startMetrics serves /metrics on MetricsListen, when set.
+func (n *Node) startMetrics() error {
+	if n.MetricsListen == "" {
+		return nil
+	}
+	srv, err := metricshttp.Serve(n.MetricsListen, nodeCollector{n})
+	if err != nil {
+		return err
+	}
+	n.metrics = srv
+	return nil
+}
+
+// MetricsAddr returns the /metrics endpoint's address, "" without one.
+func (n *Node) MetricsAddr() string {
+	if n.metrics == nil {
+		return ""
+	}
+	return n.metrics.Addr()
+}
