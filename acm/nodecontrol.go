@@ -266,11 +266,20 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	holdings, free := m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
 	if err := m.sched.Heartbeat(ns.id, lsm.Report{
 		EgressBps: r.GetEgressBps(), DiskFreeBytes: free, ActiveFills: int(r.GetActiveFills()), Titles: holdings,
+		DiskFault: r.GetDiskFault(),
 	}, now); err != nil {
 		m.mu.Unlock()
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	ns.reported, ns.diskFree = true, free
+	if r.GetDiskFault() != ns.diskFault {
+		ns.diskFault = r.GetDiskFault()
+		if ns.diskFault {
+			m.log.Error("node cannot write its title cache (full, read only or failing disk): it serves what it holds, no fill is sent to it", "node", ns.id)
+		} else {
+			m.log.Info("node can write its title cache again: fills resume", "node", ns.id)
+		}
+	}
 	ns.wakeReportWaiters()
 	// A node declared dead whose stream stayed up (a stall longer than the
 	// missed heartbeats) is alive again with this report: its orphaned

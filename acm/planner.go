@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"math"
 	"sort"
 	"time"
 
@@ -136,9 +137,16 @@ func (m *Manager) viewLocked(cat *map[string]store.Title, now time.Time) *smm.Cl
 			}
 		}
 		nf = max(nf, n.ActiveFills)
+		viewFills := nf
+		if ns.diskFault {
+			// It cannot write a fill: no prefetch goes there (the planner
+			// orders none to a node at its fill limit); it still serves
+			// and keeps what it holds.
+			viewFills = math.MaxInt32
+		}
 		view.Nodes = append(view.Nodes, smm.NodeView{
 			ID: n.ID, Alive: m.sched.InService(n) && ns.reported, DiskBytes: n.Capacity.DiskBytes,
-			EgressBps: n.Capacity.EgressBps, Utilization: n.Utilization(), Items: items, Fills: nf,
+			EgressBps: n.Capacity.EgressBps, Utilization: n.Utilization(), Items: items, Fills: viewFills,
 		})
 		if n.Alive {
 			fills += nf

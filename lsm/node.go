@@ -69,6 +69,10 @@ type Node struct {
 	// heartbeats declare it dead (Scheduler.SetUnreachable). Its sessions
 	// and reservations stay meanwhile.
 	Unreachable bool
+	// DiskFault: the node reported that it cannot write its title cache
+	// (full, read only, failing): it is eligible only for titles it holds
+	// or fills (no new fill), until a report says otherwise.
+	DiskFault bool
 
 	titles map[string]*replica // titles held or filling
 

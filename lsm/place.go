@@ -48,7 +48,8 @@ func (s *Scheduler) CapBps(i int) int64 {
 // headroom for r's bitrate under its (slow-start) cap, below its session
 // limit, and holding or filling r's title or with disk room for it (its
 // disk minus the titles in use or pinned there, when r.Bytes and the disk
-// size are known). This is the admission rule every policy obeys.
+// size are known) and no disk fault (Node.DiskFault). This is the
+// admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
@@ -63,7 +64,7 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		return false
 	}
-	if r.NoFill || !diskRoom(n, r.Bytes) {
+	if r.NoFill || n.DiskFault || !diskRoom(n, r.Bytes) {
 		_, held := n.titles[r.Title]
 		return held
 	}

@@ -174,6 +174,8 @@ type Report struct {
 	DiskFreeBytes int64     // bytes
 	ActiveFills   int       // origin transfers in progress
 	Titles        []Holding // every title on the node; nil leaves the replica view as it is
+	// DiskFault: the node cannot write its title cache (Node.DiskFault).
+	DiskFault bool
 }
 
 // Holding is one title on a node.
@@ -200,6 +202,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 	n.EgressBps = max(0, r.EgressBps)
 	n.DiskFreeBytes = r.DiskFreeBytes
 	n.ActiveFills = r.ActiveFills
+	n.DiskFault = r.DiskFault
 	if r.Titles != nil {
 		seen := make(map[string]struct{}, len(r.Titles))
 		for _, h := range r.Titles {

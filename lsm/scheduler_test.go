@@ -208,3 +208,27 @@ func TestFillNeedsChannel(t *testing.T) {
 		})
 	}
 }
+
+// A node that reports a disk fault takes sessions of the titles it holds
+// and no new fill.
+func TestDiskFaultNodeTakesNoFill(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "held", Bytes: 1}}, DiskFault: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		res, err := s.Place(&Request{Title: fmt.Sprint("cold-", i), Bitrate: 4e6}, t0)
+		if err != nil || res.NodeID != "b" || !res.Fill {
+			t.Fatalf("cold title: %+v %v, want a fill on b", res, err)
+		}
+	}
+	if res, err := s.Place(&Request{Title: "held", Bitrate: 4e6}, t0); err != nil || res.NodeID != "a" || res.Fill {
+		t.Fatalf("title the faulty node holds: %+v %v, want a", res, err)
+	}
+	if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "held", Bytes: 1}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if s.Node("a").DiskFault {
+		t.Fatal("fault not cleared by a report without it")
+	}
+}

@@ -367,7 +367,8 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		}
 	}
 	m.lastBytes, m.lastAt = sent, now
-	r := &pb.LoadReport{NodeId: n.ID, AtUnixMs: now.UnixMilli(), EgressBps: egress, ActiveFills: int32(n.store.ActiveFills())}
+	r := &pb.LoadReport{NodeId: n.ID, AtUnixMs: now.UnixMilli(), EgressBps: egress, ActiveFills: int32(n.store.ActiveFills()),
+		DiskFault: n.store.DiskFault()}
 	n.mu.Lock()
 	for _, s := range n.sessions {
 		r.Sessions++

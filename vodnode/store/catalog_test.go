@@ -143,3 +143,47 @@ func TestDamagedCopiesRemovedAtOpen(t *testing.T) {
 		}
 	}
 }
+
+// A failed write to the title cache is a disk fault, reported until a test
+// write, tried at most every diskFaultRetry, succeeds.
+func TestDiskFaultClearsAfterTestWrite(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "titles")
+	s, err := Open(Config{Dir: dir, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.DiskFault() {
+		t.Fatal("fault without a failed write")
+	}
+	s.noteDiskFault()
+	if !s.DiskFault() {
+		t.Fatal("no fault after a failed write")
+	}
+	// Still unwritable at the next try: the directory is gone.
+	moved := filepath.Join(parent, "away")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(diskFaultRetry))
+	if !s.DiskFault() {
+		t.Fatal("fault cleared while the cache cannot be written")
+	}
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(diskFaultRetry) / 2)
+	if !s.DiskFault() {
+		t.Fatal("tried again before diskFaultRetry")
+	}
+	clock.Add(int64(diskFaultRetry))
+	if s.DiskFault() {
+		t.Fatal("fault not cleared by a test write that succeeds")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".write-test")); !os.IsNotExist(err) {
+		t.Fatalf("test file left behind: %v", err)
+	}
+}

@@ -28,6 +28,7 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 	}
 	f, err := os.OpenFile(s.path(meta.ID, ".ts.part"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
+		s.noteDiskFault()
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now()}
@@ -136,6 +137,7 @@ func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int6
 		}
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
+			s.noteDiskFault()
 			return n, fmt.Errorf("%w: %v", errDisk, err)
 		}
 		n += int64(len(data))

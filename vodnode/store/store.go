@@ -85,6 +85,7 @@ type Store struct {
 	closed      bool
 	fillsByID   map[string]int
 	originBytes atomic.Int64
+	diskFault   atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
 	// protected are the titles the manager says the node's own eviction
 	// must keep (the operator's pins): SetProtected.
 	protected map[string]bool

@@ -670,7 +670,11 @@ type LoadReport struct {
 	// failed_fills are the fills that failed (or a prefetch the node refused)
 	// since the previous report, each reported once, so the storage manager
 	// retries them with backoff instead of waiting for a timeout.
-	FailedFills   []*FillFailure `protobuf:"bytes,12,rep,name=failed_fills,json=failedFills,proto3" json:"failed_fills,omitempty"`
+	FailedFills []*FillFailure `protobuf:"bytes,12,rep,name=failed_fills,json=failedFills,proto3" json:"failed_fills,omitempty"`
+	// disk_fault: the node's title cache could not be written lately (a full
+	// file system, one remounted read only, I/O errors): it serves the titles
+	// it holds and takes no fill until a test write succeeds again.
+	DiskFault     bool `protobuf:"varint,13,opt,name=disk_fault,json=diskFault,proto3" json:"disk_fault,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -787,6 +791,13 @@ func (x *LoadReport) GetFailedFills() []*FillFailure {
 		return x.FailedFills
 	}
 	return nil
+}
+
+func (x *LoadReport) GetDiskFault() bool {
+	if x != nil {
+		return x.DiskFault
+	}
+	return false
 }
 
 // FillFailure is one fill from the origin that ended without the whole title.
@@ -2745,7 +2756,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\afilling\x18\x04 \x01(\bR\afilling\x12\x1a\n" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
-	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xd3\x03\n" +
+	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xf2\x03\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -2763,7 +2774,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\factive_fills\x18\n" +
 	" \x01(\x05R\vactiveFills\x12'\n" +
 	"\x0fcpu_utilization\x18\v \x01(\x01R\x0ecpuUtilization\x12=\n" +
-	"\ffailed_fills\x18\f \x03(\v2\x1a.vodcluster.v1.FillFailureR\vfailedFills\"z\n" +
+	"\ffailed_fills\x18\f \x03(\v2\x1a.vodcluster.v1.FillFailureR\vfailedFills\x12\x1d\n" +
+	"\n" +
+	"disk_fault\x18\r \x01(\bR\tdiskFault\"z\n" +
 	"\vFillFailure\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
