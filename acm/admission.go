@@ -404,7 +404,7 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
 func (m *Manager) refusalLocked(t store.Title) string {
-	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.Filling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {
+	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.LiveFilling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
 	}
 	// The scheduler's admission rule (Eligible) without the disk, then

@@ -356,7 +356,8 @@ func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
 		n.sessions = slices.Delete(slices.Clone(n.sessions), i, i+1)
 	}
 	n.mu.Unlock()
-	_, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: kind, Reason: "test"})
+	_, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: kind, Reason: "test",
+		AtUnixMs: time.Now().UnixMilli()})
 	return err
 }
 

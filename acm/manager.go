@@ -156,9 +156,15 @@ type Manager struct {
 	// when a prefetch ends, a pin changes or popularity hints arrive, one
 	// heartbeat interval after a node registers, and when
 	// Replicator.Shifted says demand moved (asked every ShiftCheck).
-	PlanInterval   time.Duration // DefaultPlanInterval
-	ShiftCheck     time.Duration // DefaultShiftCheck
-	OriginChannels int           // concurrent origin transfers the planner may count on, DefaultOriginChannels
+	PlanInterval time.Duration // DefaultPlanInterval
+	ShiftCheck   time.Duration // DefaultShiftCheck
+	// OriginChannels is the origin's concurrent transfers (the CDP's
+	// max_transfers): what the planner may count on, and, when set, a
+	// limit on fills: a request that would need a fill while that many are
+	// in progress waits in the admission queue for one to end
+	// (lsm.Config.FillNeedsChannel). 0: DefaultOriginChannels for the
+	// planner, and fills on demand not held back.
+	OriginChannels int
 	// PopularitySave is how often the popularity snapshot is written to
 	// the store (and once more at Close), DefaultPopularitySave.
 	PopularitySave time.Duration
@@ -194,13 +200,9 @@ type Manager struct {
 	// userPending counts each subscriber's requests between the session
 	// limit's check and their session (or refusal): waiting in the queue.
 	userPending map[string]int
-	// ended remembers the sessions this manager ended lately, so that a
-	// node still playing one (cut off while it was ended) is told to end
-	// it (endUnknownLocked); sessions it never held are left alone.
-	ended   recentlyEnded
-	logins  *loginGuard // failed logins per client IP and user; nil: no limit
-	nodes   map[string]*nodeState
-	waiters map[*lsm.Ticket]chan struct{}
+	logins      *loginGuard // failed logins per client IP and user; nil: no limit
+	nodes       map[string]*nodeState
+	waiters     map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
 	health  health // readiness for /healthz (health.go)
@@ -301,6 +303,7 @@ func (m *Manager) defaults() error {
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
 	setD(&m.HealthCheck, DefaultHealthCheck)
+	channelsKnown := m.OriginChannels > 0
 	if m.OriginChannels == 0 {
 		m.OriginChannels = DefaultOriginChannels
 	}
@@ -320,8 +323,9 @@ func (m *Manager) defaults() error {
 		m.Scheduler.OriginChannels = m.OriginChannels
 	}
 	// A fill on demand waits in the admission queue for a free origin
-	// channel, not at a node with its viewer's session started.
-	m.Scheduler.FillNeedsChannel = true
+	// channel, not at a node with its viewer's session started, when the
+	// origin's channels are known.
+	m.Scheduler.FillNeedsChannel = channelsKnown
 	m.log = m.Logger
 	if m.log == nil {
 		m.log = slog.Default()

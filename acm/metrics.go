@@ -64,7 +64,7 @@ type metricsCollector struct{ m *Manager }
 var (
 	descSessions   = prometheus.NewDesc("vodcluster_sessions", "Live sessions, by state (admitted: redirected, not yet playing; playing) and protocol.", []string{"state", "protocol"}, nil)
 	descQueue      = prometheus.NewDesc("vodcluster_admission_queue_requests", "Requests waiting in the admission queue for a node with headroom.", nil, nil)
-	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
+	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the alive nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
 	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks, else 0.", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
@@ -112,7 +112,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		sessions[key{s.State, s.Protocol}]++
 	}
 	gauge(descQueue, float64(m.sched.Queued()))
-	gauge(descFills, float64(m.sched.Filling()))
+	gauge(descFills, float64(m.sched.LiveFilling()))
 	for _, n := range m.sched.Nodes {
 		egress := float64(n.EgressBps)
 		if !n.Alive {

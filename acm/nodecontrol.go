@@ -294,12 +294,13 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	var unknown []string
 	for _, id := range r.GetSessionIds() {
 		alive[id] = true
-		if m.sessions[id] == nil && m.ended.has(id) {
+		if m.sessions[id] == nil && ns.endedAway[id] {
 			unknown = append(unknown, id)
 		}
 		if s := ns.sessions[id]; s != nil && s.State == store.StateAdmitted {
 			// Its STARTED event was lost: the node says it plays.
 			s.State, s.StartedAt, s.playingAt = store.StatePlaying, now, ns.reports
+			s.startedNodeMs = r.GetAtUnixMs()
 			changed = append(changed, s)
 		}
 	}
@@ -310,18 +311,27 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		case s.State != store.StatePlaying:
 		case alive[s.ID]:
 			s.absent = 0
+		case s.startedNodeMs != 0 && r.GetAtUnixMs() <= s.startedNodeMs:
+			// The report was taken before the node started the session
+			// (by the node's clock): reports queue behind a slow store
+			// write, and arrive after the STARTED sent beside them.
 		case first:
 			m.endLocked(s, "not on its node after the node registered")
 			changed = append(changed, s)
 		case s.playingAt+1 < ns.reports:
-			// Playing here before the previous report was applied, so
-			// on the node before this report was taken: its ENDED was
-			// lost (a node drops events it cannot send). Two such
-			// reports in a row end it: one may race a STARTED.
+			// Playing here before the previous report was applied, and
+			// started before this report was taken: its ENDED was lost
+			// (a node drops events it cannot send). Two such reports in
+			// a row end it: one may race a STARTED.
 			if s.absent++; s.absent >= 2 {
 				m.endLocked(s, "not on its node for two load reports (its ENDED was lost)")
 				changed = append(changed, s)
 			}
+		}
+	}
+	for id := range ns.endedAway {
+		if !alive[id] {
+			delete(ns.endedAway, id) // the node does not play it
 		}
 	}
 	m.endUnknownLocked(ns, unknown)
@@ -409,7 +419,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	}
 	if ev.GetKind() == pb.SessionEvent_KIND_STARTED {
 		if s.State == store.StateAdmitted {
-			s.State, s.StartedAt = store.StatePlaying, at
+			s.State, s.StartedAt, s.startedNodeMs = store.StatePlaying, at, ev.GetAtUnixMs()
 			if ns := m.nodes[s.Node]; ns != nil {
 				s.playingAt = ns.reports
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,20 +456,22 @@ func TestLostEndedReconciledByReports(t *testing.T) {
 	}
 }
 
-// A node that still plays a session the manager ended (it was cut off
-// beyond restore_grace) is told to end it, once its reports list it twice;
-// a session the manager never held (another manager's) is left alone.
-func TestNodeToldToEndSessionsTheManagerEnded(t *testing.T) {
-	e := newManager(t, "", nil)
+// A node cut off from the manager for longer than RestoreGrace, still
+// playing its sessions when it comes back, is told to end those the
+// manager ended meanwhile (their reservations are gone), once its reports
+// list them twice; a session the manager never held (another manager's)
+// is left alone.
+func TestNodeToldToEndSessionsEndedWhileAway(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.RestoreGrace = 300 * time.Millisecond })
 	n := e.startNode("n1", nodeOpts{})
 	a := e.admitOne("t1")
 	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
 		t.Fatal(err)
 	}
+	n.stop() // the link is cut; the node plays on
+	waitFor(t, 10*time.Second, "the session ended: its node did not come back", func() bool { return e.session(a) == nil })
 	n.setSessions(a, "someone-elses")
-	e.m.mu.Lock()
-	e.m.endLocked(e.m.sessions[a], "node did not come back (test)")
-	e.m.mu.Unlock()
+	n.heartbeat() // the node is back, still playing it
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
@@ -482,7 +485,61 @@ func TestNodeToldToEndSessionsTheManagerEnded(t *testing.T) {
 			}
 			return
 		case <-deadline:
-			t.Fatal("no EndSessions for the session the manager ended")
+			t.Fatal("no EndSessions for the session the manager ended while the node was away")
+		}
+	}
+}
+
+// slowPut is a store whose write of one session takes a while (a Redis
+// hiccup, a disk flush).
+type slowPut struct {
+	store.Store
+	slow *atomic.Value // session id whose PutSession is slow
+	d    time.Duration
+}
+
+func (s slowPut) PutSession(ctx context.Context, x store.Session) error {
+	if id, _ := s.slow.Load().(string); id == x.ID {
+		time.Sleep(s.d) // the store's latency, not a synchronisation
+	}
+	return s.Store.PutSession(ctx, x)
+}
+
+// Reports that queued behind a slow store write were taken before a
+// session started (by the node's clock): they do not count as leaving it
+// out, and it is neither ended nor is the node told to end it.
+func TestQueuedReportsDoNotEndNewSession(t *testing.T) {
+	dir := t.TempDir()
+	b, err := store.OpenBadger(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	slow := &atomic.Value{}
+	slow.Store("")
+	e := newManager(t, dir, func(m *Manager) { m.Store = slowPut{b, slow, time.Second} })
+	n := e.startNode("n1", nodeOpts{})
+	x, c := e.admitOne("t1"), e.admitOne("t2")
+	slow.Store(x)
+	n.setSessions(x) // x's STARTED was lost: the next report marks it playing and persists it (1 s)
+	waitFor(t, 2*time.Second, "x playing", func() bool { s := e.session(x); return s != nil && s.State == store.StatePlaying })
+	time.Sleep(150 * time.Millisecond) // reports taken meanwhile queue behind the slow write
+	if err := n.event(c, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	at := e.reports("n1")
+	waitFor(t, 5*time.Second, "the queued reports and more", func() bool { return e.reports("n1") >= at+10 })
+	if s := e.session(c); s == nil {
+		t.Errorf("session %s, started and listed in every report taken since, was ended", c)
+	}
+	for {
+		select {
+		case cmd := <-n.cmds:
+			if end := cmd.GetEndSessions(); end != nil {
+				t.Fatalf("the node was told to end %v", end.GetSessionIds())
+			}
+		default:
+			return
 		}
 	}
 }

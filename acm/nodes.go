@@ -40,8 +40,13 @@ type nodeState struct {
 	stale map[string]bool
 	hits  map[string]float64 // title -> requests placed on the node since it was stored
 
-	// unknownEnded: sessions the node reports that the manager ended ->
-	// the report counts when first listed so and when last told to end.
+	// endedAway: sessions of the node this manager ended because the node
+	// did not come back within RestoreGrace; the node may still play them
+	// (cut off, not dead): told to end them when it lists them
+	// (endUnknownLocked), forgotten when a report does not list them.
+	endedAway map[string]bool
+	// unknownEnded: of those, the ones the node listed -> the report
+	// counts when first listed and when last told to end.
 	unknownEnded map[string]*[2]uint64
 
 	protected []string      // the last ProtectCommand's titles, sorted
@@ -74,17 +79,18 @@ type pendingFill struct {
 
 func newNodeState(id string) *nodeState {
 	return &nodeState{
-		id:       id,
-		wake:     make(chan struct{}, 1),
-		titles:   map[string]*pb.StoredTitle{},
-		sessions: map[string]*session{},
-		active:   map[string]int{},
-		pending:  map[string]*pendingFill{},
-		filling:  map[string]bool{},
-		awaiting: map[string]bool{},
-		evicting: map[string]uint64{},
-		hits:     map[string]float64{},
-		stale:    map[string]bool{},
+		id:        id,
+		wake:      make(chan struct{}, 1),
+		titles:    map[string]*pb.StoredTitle{},
+		sessions:  map[string]*session{},
+		active:    map[string]int{},
+		pending:   map[string]*pendingFill{},
+		filling:   map[string]bool{},
+		awaiting:  map[string]bool{},
+		evicting:  map[string]uint64{},
+		hits:      map[string]float64{},
+		stale:     map[string]bool{},
+		endedAway: map[string]bool{},
 	}
 }
 

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,5 +77,46 @@ func TestFillWaitsForOriginChannel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("still waiting after the fill completed")
+	}
+}
+
+// A node that crashed in the middle of a fill holds no origin channel:
+// a title no live node holds is placed on the idle node.
+func TestCrashedFillerHoldsNoChannel(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.OriginChannels = 1
+		m.QueueDeadline = time.Second
+	})
+	n1 := e.startNode("n1", nodeOpts{})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
+		t.Fatalf("t1: %d", res.StatusCode)
+	}
+	size := e.m.titles()["t1"].SizeBytes
+	n1.mu.Lock()
+	n1.titles = []*pb.StoredTitle{{TitleId: "t1", SizeBytes: size, StoredBytes: size / 2, Filling: true}}
+	n1.mu.Unlock()
+	at := e.reports("n1")
+	waitFor(t, 2*time.Second, "the fill in a report", func() bool { return e.reports("n1") > at+1 })
+	n1.stop() // n1 crashes mid-fill
+	e.startNode("n2", nodeOpts{})
+	waitFor(t, 5*time.Second, "n1 dead", func() bool { return !e.nodeInfo("n1").Alive })
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 302 {
+		t.Fatalf("t2 with n2 idle and n1 dead: %d", res.StatusCode)
+	}
+}
+
+// Without the origin's channels configured (OriginChannels 0: the
+// planner's default), fills on demand are not held back.
+func TestUnconfiguredChannelsDoNotLimitFills(t *testing.T) {
+	var titles []*pb.Title
+	for i := range 6 {
+		titles = append(titles, &pb.Title{Id: fmt.Sprintf("c%d", i), Name: "c", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "kids"})
+	}
+	e := newManagerWith(t, "", titles, nil)
+	e.startNode("n1", nodeOpts{egress: 100 * titleBps})
+	for i := range 6 {
+		if res := e.describe("demo", "demo", fmt.Sprintf("c%d", i)); res.StatusCode != 302 {
+			t.Fatalf("cold title %d of 6 with origin_channels not set: %d", i+1, res.StatusCode)
+		}
 	}
 }

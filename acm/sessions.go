@@ -41,6 +41,10 @@ type session struct {
 	// one (a lost ENDED: ended after two).
 	playingAt uint64
 	absent    int
+	// startedNodeMs is when the node started it, on the node's clock (its
+	// STARTED event, or the first report that listed it); 0: unknown. A
+	// report taken before then does not count as leaving it out.
+	startedNodeMs int64
 
 	persistMu sync.Mutex
 }
@@ -108,7 +112,6 @@ func (m *Manager) endLocked(s *session, reason string) {
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.removeSession(s)
 	}
-	m.ended.add(s.ID, m.now())
 	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
 }
 
@@ -170,11 +173,17 @@ func (m *Manager) tickLoop() {
 func (m *Manager) tick(now time.Time) {
 	var changed []*session
 	m.mu.Lock()
-	for _, n := range m.sched.Tick(now) {
+	dead := m.sched.Tick(now)
+	for _, n := range dead {
 		m.log.Warn("node dead: missed heartbeats", "node", n.ID, "last_heartbeat", n.LastHeartbeat)
 		if ns := m.nodes[n.ID]; ns != nil {
 			m.orphanLocked(ns, now)
 		}
+	}
+	if len(dead) > 0 {
+		// Its fills hold no origin channel any more: a request waiting
+		// for one may go ahead.
+		defer m.kickPump()
 	}
 	noShow := m.TokenTTL + m.NoShowGrace
 	for _, s := range m.sessions {
@@ -184,6 +193,9 @@ func (m *Manager) tick(now time.Time) {
 			// touch, so no no-show; it ends once the grace is over.
 			if now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace {
 				m.endLocked(s, "node did not come back")
+				if ns := m.nodes[s.Node]; ns != nil {
+					ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
+				}
 				s.forget = m.lead != nil
 				changed = append(changed, s)
 			}
@@ -272,43 +284,3 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-// recentlyEndedFor and recentlyEndedMax bound recentlyEnded: a session
-// is remembered this long after it ended, and at most this many.
-const (
-	recentlyEndedFor = 10 * time.Minute
-	recentlyEndedMax = 100_000
-)
-
-// recentlyEnded is the set of session ids ended in the last
-// recentlyEndedFor, oldest first (Manager.mu).
-type recentlyEnded struct {
-	ids   map[string]bool
-	order []endedAt
-}
-
-type endedAt struct {
-	id string
-	at time.Time
-}
-
-// add remembers id, ended at now, and forgets the ones too old or beyond
-// recentlyEndedMax.
-func (r *recentlyEnded) add(id string, now time.Time) {
-	if r.ids == nil {
-		r.ids = map[string]bool{}
-	}
-	drop := 0
-	for drop < len(r.order) && (now.Sub(r.order[drop].at) > recentlyEndedFor || len(r.order)-drop >= recentlyEndedMax) {
-		delete(r.ids, r.order[drop].id)
-		drop++
-	}
-	if drop > 0 {
-		r.order = append(r.order[:0], r.order[drop:]...)
-	}
-	r.ids[id] = true
-	r.order = append(r.order, endedAt{id, now})
-}
-
-// has reports whether id is remembered.
-func (r *recentlyEnded) has(id string) bool { return r.ids[id] }

@@ -74,7 +74,8 @@ type Node struct {
 	// or fills (no new fill), until a report says otherwise.
 	DiskFault bool
 
-	titles map[string]*replica // titles held or filling
+	titles  map[string]*replica // titles held or filling
+	filling int                 // of titles, those filling
 
 	operatorWeight bool // Weight was set by SetWeight: a re-registration keeps it
 }

@@ -187,7 +187,7 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		return Reservation{}, ErrBadRequest
 	}
 	s.advance(now)
-	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
+	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.LiveFilling() >= s.Config.OriginChannels {
 		r.NoFill = true // every origin channel is taken: holders only, for this attempt
 		defer func() { r.NoFill = false }()
 	}
@@ -245,4 +245,20 @@ func (s *Scheduler) Release(res Reservation) {
 	n := s.Nodes[res.Node]
 	s.unbook(n, res.Title, res.Bitrate)
 	s.touch(n)
+}
+
+// LiveFilling returns the fills in progress on alive nodes: those of a
+// dead node hold no origin channel (its transfers broke with it), though
+// its replica view keeps them until it reports again.
+func (s *Scheduler) LiveFilling() int {
+	k := s.filling
+	if k < s.Config.OriginChannels {
+		return k // the common case, without a pass over the nodes
+	}
+	for _, n := range s.Nodes {
+		if !n.Alive {
+			k -= n.filling
+		}
+	}
+	return k
 }

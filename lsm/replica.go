@@ -12,9 +12,11 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	}
 	if r.filling {
 		s.filling--
+		n.filling--
 	}
 	if filling {
 		s.filling++
+		n.filling++
 	}
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
@@ -68,6 +70,7 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	}
 	if r.filling {
 		s.filling--
+		n.filling--
 	}
 	n.StoredBytes -= r.bytes
 	n.FillSessions = max(0, n.FillSessions-r.fills)

@@ -198,7 +198,10 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 		s.revive(n, now)
 	}
 	n.LastHeartbeat = now
-	n.Unreachable = false
+	if n.Unreachable {
+		n.Unreachable = false
+		s.version++ // back in service: the hash policies rebuild their tables
+	}
 	n.EgressBps = max(0, r.EgressBps)
 	n.DiskFreeBytes = r.DiskFreeBytes
 	n.ActiveFills = r.ActiveFills
@@ -382,7 +385,10 @@ func (s *Scheduler) SetUnreachable(id string) error {
 	if n == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
-	n.Unreachable = true
+	if !n.Unreachable {
+		n.Unreachable = true
+		s.version++ // out of service: the hash policies rebuild their tables
+	}
 	s.touch(n)
 	return nil
 }

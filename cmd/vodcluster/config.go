@@ -98,7 +98,7 @@ type StorageConfig struct {
 	Eviction          string        `yaml:"eviction"`           // older name of policy
 	Planner           string        `yaml:"planner"`            // replicate (default) or none (fills on demand only)
 	PlanInterval      time.Duration `yaml:"plan_interval"`      // how often the planner runs, default 30s
-	OriginChannels    int           `yaml:"origin_channels"`    // concurrent origin transfers the planner may count on
+	OriginChannels    int           `yaml:"origin_channels"`    // the origin's concurrent transfers: the planner's budget and, when set, a limit on fills (a viewer waits in the queue for one)
 	HalfLife          time.Duration `yaml:"half_life"`          // popularity half-life for demand and replica counts
 	TargetUtilization float64       `yaml:"target_utilization"` // share of a node's egress expected demand may take
 	OffPeakStart      time.Duration `yaml:"off_peak_start"`     // preferred prefetch window, time of day (e.g. 2h)
