@@ -95,6 +95,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Context().Err() != nil {
+		countRequest(store.ProtoHTTP, r.Context().Err())
 		return // the client went away
 	}
 	countRequest(store.ProtoHTTP, err)

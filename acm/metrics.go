@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ const (
 	outcomeOriginDown   = "origin_down"   // no node holds it and the origin is unavailable
 	outcomeThrottled    = "throttled"     // too many failed logins from the client
 	outcomeUnavailable  = "unavailable"   // store, BOSS or manager unavailable
+	outcomeClientGone   = "client_gone"   // the client left before the answer (gave up waiting in the queue)
 )
 
 // outcome names the front-door outcome of an admission error (nil:
@@ -43,6 +45,8 @@ func outcome(err error) string {
 		return outcomeOriginDown
 	case errors.Is(err, errThrottled):
 		return outcomeThrottled
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeClientGone
 	}
 	return outcomeUnavailable
 }
@@ -50,7 +54,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, unavailable).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // countRequest counts one front-door answer of protocol with err's outcome.

@@ -263,6 +263,9 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		return status.Errorf(codes.Aborted, "heartbeat stream of node %q replaced by a newer one", ns.id)
 	}
 	ns.reports++
+	if n := m.sched.Node(ns.id); n != nil && !n.Alive {
+		m.log.Info("node back: its heartbeats arrive again", "node", ns.id)
+	}
 	holdings, free := m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
 	if err := m.sched.Heartbeat(ns.id, lsm.Report{
 		EgressBps: r.GetEgressBps(), DiskFreeBytes: free, ActiveFills: int(r.GetActiveFills()), Titles: holdings,

@@ -299,6 +299,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP, Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
+			countRequest(store.ProtoRTSP, ctx.Err())
 			return nil, ""
 		}
 		return s.fail(res, err, false), ""

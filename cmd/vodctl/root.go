@@ -405,6 +405,8 @@ func (g *globals) explain(err error) error {
 		msg := st.Message()
 		switch {
 		case !strings.Contains(msg, "connection error"): // the manager's answer, not the client's transport
+		case strings.Contains(msg, "is valid for") || strings.Contains(msg, "not valid for any names"):
+			return fmt.Errorf("%w (the manager's certificate does not name %s: give --manager a name or IP address it holds)", err, g.manager)
 		case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
 			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
 		case strings.Contains(msg, "does not look like a TLS handshake"):

@@ -75,6 +75,7 @@ func TestTLSFlags(t *testing.T) {
 		{"system roots", tlsAddr, []string{"--tls"}, "give its CA with --tls-ca"},
 		{"TLS to plaintext", plainAddr, []string{"--tls-ca", f.CA}, "speaks plaintext gRPC"},
 		{"CA not a certificate", tlsAddr, []string{"--tls-ca", f.Key}, "--tls-ca: grpctls: CA file"},
+		{"a name the certificate does not hold", "localhost:" + tlsAddr[strings.LastIndexByte(tlsAddr, ':')+1:], []string{"--tls-ca", f.CA}, "does not name localhost"},
 	} {
 		err := run(c.addr, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
+	"vodcluster/proto/grpctls"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -23,6 +25,7 @@ const catalogMaxAge = 5 * time.Minute
 // wait for the origin.
 type catalog struct {
 	origin pb.OriginClient
+	log    *slog.Logger // a failed refresh is logged, with a TLS hint when that is the matter
 
 	refreshMu sync.Mutex // one ListTitles at a time
 
@@ -79,6 +82,13 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, fresh bo
 	defer cancel()
 	res, err := c.origin.ListTitles(ctx, &pb.ListTitlesRequest{})
 	if err != nil {
+		if c.log != nil {
+			if h := grpctls.Hint(err); h != "" {
+				c.log.Error("origin catalog not read", "err", err, "hint", h+" (origin_tls, origin_tls_ca_file)")
+			} else {
+				c.log.Warn("origin catalog not read", "err", err)
+			}
+		}
 		if ok {
 			return m, nil // the cached entry, as good as it was
 		}

@@ -125,6 +125,9 @@ func TestDamagedCopiesRemovedAtOpen(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "junk.ts"), junk, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "empty.ts"), nil, 0o644); err != nil { // no index: nothing to play by
+		t.Fatal(err)
+	}
 	s, err = Open(Config{Dir: dir})
 	if err != nil {
 		t.Fatalf("Open over damaged copies: %v", err)
@@ -137,7 +140,7 @@ func TestDamagedCopiesRemovedAtOpen(t *testing.T) {
 	if len(ids) != 1 || ids[0] != "good" {
 		t.Fatalf("titles after Open: %v, want good only", ids)
 	}
-	for _, f := range []string{"cut.ts", "cut.idx", "junk.ts"} {
+	for _, f := range []string{"cut.ts", "cut.idx", "junk.ts", "empty.ts"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
 			t.Errorf("%s left in place: %v", f, err)
 		}

@@ -174,14 +174,20 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 	if err := t.file.Sync(); err != nil {
 		return err
 	}
-	if err := os.Rename(s.path(id, ".ts.part"), s.path(id, ".ts")); err != nil {
+	// The index first, then the rename: a complete copy (<id>.ts) always
+	// has the index that says its size, so a copy found shorter at the
+	// next start is known to be damaged (load).
+	idx := b.Index()
+	st, err := t.file.Stat()
+	if err != nil {
 		return err
 	}
-	idx := b.Index()
-	if st, err := t.file.Stat(); err == nil {
-		if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
-			s.log.Warn("cannot persist index", "title", id, "err", err)
-		}
+	if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
+		return fmt.Errorf("%w: index: %v", errDisk, err)
+	}
+	if err := os.Rename(s.path(id, ".ts.part"), s.path(id, ".ts")); err != nil {
+		os.Remove(s.path(id, ".idx"))
+		return err
 	}
 	s.mu.Lock()
 	t.filling = false

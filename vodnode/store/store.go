@@ -177,7 +177,7 @@ func Open(cfg Config) (*Store, error) {
 	s := &Store{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		cat:       &catalog{origin: cfg.Origin, titles: map[string]Meta{}},
+		cat:       &catalog{origin: cfg.Origin, log: cfg.Logger, titles: map[string]Meta{}},
 		titles:    map[string]*Title{},
 		fillsByID: map[string]int{},
 		lock:      lock,
@@ -261,6 +261,10 @@ func (s *Store) load(id string) error {
 		if err != nil {
 			f.Close()
 			return fmt.Errorf("%w: %v", errDamaged, err)
+		}
+		if len(idx.PCRs) < 2 {
+			f.Close()
+			return fmt.Errorf("%w: %d bytes with no clock to play it by (empty or cut short)", errDamaged, idx.Size)
 		}
 		if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
 			s.log.Warn("cannot persist index", "title", id, "err", err)
