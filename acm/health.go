@@ -92,5 +92,65 @@ func (m *Manager) healthLoop() {
 			return
 		}
 		m.noteStore(err)
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			m.retryDeletes()
+		}
 	}
+}
+
+// maxDeleteRetries bounds the ended sessions whose store delete failed
+// and waits to be tried again.
+const maxDeleteRetries = 100_000
+
+// deleteRetry is an ended session whose delete from the store failed.
+type deleteRetry struct {
+	s      store.Session
+	forget bool // delete only if this manager holds it (deleteOwn)
+}
+
+// retryDeleteLater keeps s, ended, to be deleted from the store when it
+// answers again (healthLoop): otherwise its entry stays in a shared store
+// until a takeover loads and ends it.
+func (m *Manager) retryDeleteLater(s store.Session, forget bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pendingDeletes == nil {
+		m.pendingDeletes = map[string]deleteRetry{}
+	}
+	if len(m.pendingDeletes) >= maxDeleteRetries {
+		return
+	}
+	m.pendingDeletes[s.ID] = deleteRetry{s: s, forget: forget}
+}
+
+// retryDeletes deletes the ended sessions whose delete failed while the
+// store was unavailable; those that fail again stay for the next check.
+func (m *Manager) retryDeletes() {
+	m.mu.Lock()
+	batch := m.pendingDeletes
+	m.pendingDeletes = nil
+	m.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	done := 0
+	for id, d := range batch {
+		if m.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		var err error
+		if d.forget {
+			err = m.deleteOwn(ctx, d.s)
+		} else {
+			err = m.st.DeleteSession(ctx, id)
+		}
+		cancel()
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			m.retryDeleteLater(d.s, d.forget)
+			continue
+		}
+		done++
+	}
+	m.log.Info("store: ended sessions deleted after the store's return", "deleted", done, "left", len(batch)-done)
 }

@@ -13,6 +13,7 @@ import (
 
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // downStore fails every read of a state and every session write or
@@ -197,4 +198,36 @@ func TestHealthzStore(t *testing.T) {
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
 		t.Fatalf("store back: %d", res.StatusCode)
 	}
+}
+
+// A session that ends while the store is down keeps its entry there only
+// until the store answers again: its delete is retried then.
+func TestDeleteRetriedWhenStoreReturns(t *testing.T) {
+	b, err := store.OpenBadger(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ds := &downStore{Store: b}
+	e := newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ds, 20*time.Millisecond })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	ds.down.Store(true)
+	if err := n.event(a, pb.SessionEvent_KIND_ENDED); err == nil {
+		t.Fatal("ENDED acknowledged while its delete failed")
+	}
+	if e.session(a) != nil {
+		t.Fatal("the session is still in the table")
+	}
+	if _, err := b.Session(context.Background(), a); err != nil {
+		t.Fatalf("the store lost the entry while down: %v", err)
+	}
+	ds.down.Store(false)
+	waitFor(t, 5*time.Second, "the entry deleted once the store answers", func() bool {
+		_, err := b.Session(context.Background(), a)
+		return errors.Is(err, store.ErrNotFound)
+	})
 }

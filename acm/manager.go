@@ -200,9 +200,12 @@ type Manager struct {
 	// userPending counts each subscriber's requests between the session
 	// limit's check and their session (or refusal): waiting in the queue.
 	userPending map[string]int
-	logins      *loginGuard // failed logins per client IP and user; nil: no limit
-	nodes       map[string]*nodeState
-	waiters     map[*lsm.Ticket]chan struct{}
+	// pendingDeletes: ended sessions whose store delete failed, retried
+	// when the store answers (health.go).
+	pendingDeletes map[string]deleteRetry
+	logins         *loginGuard // failed logins per client IP and user; nil: no limit
+	nodes          map[string]*nodeState
+	waiters        map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
 	health  health // readiness for /healthz (health.go)

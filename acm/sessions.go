@@ -138,6 +138,9 @@ func (m *Manager) persist(s *session) error {
 	m.noteStore(err)
 	if err != nil {
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
+		if gone {
+			m.retryDeleteLater(snap, forget)
+		}
 	}
 	return err
 }
