@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,44 @@ func TestMalformedRequest(t *testing.T) {
 	c.c.Write([]byte("OPTIONS * RTSP/1.0\r\n\r\n"))
 	if res := c.readResponse(); res.StatusCode != 400 {
 		t.Errorf("no CSeq: %s", statusLine(res))
+	}
+}
+
+// GET_PARAMETER with a body asks for parameters: the session's position
+// and the title's duration are answered in text/parameters; unknown ones
+// are left out (200: boxes use such requests as keepalives).
+func TestGetParameterPosition(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "params", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	waitComplete(t, n, "sample-001") // the position is known from the whole title's clock
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=10-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	if res := c.do("PAUSE", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	res = c.doBody("GET_PARAMETER", url+"/", "position\r\nduration\r\nvolume\r\n", "Session", id, "Content-Type", "text/parameters")
+	body := string(res.Body)
+	if res.StatusCode != 200 || !strings.Contains(body, "duration: ") || strings.Contains(body, "volume") {
+		t.Fatalf("GET_PARAMETER: %s %q", statusLine(res), body)
+	}
+	var pos float64
+	for _, line := range strings.Split(body, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "position: "); ok {
+			pos, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if pos < 8 || pos > 12 {
+		t.Fatalf("position %v after a seek to 10 s and a pause: %q", pos, body)
+	}
+	if res := c.do("GET_PARAMETER", url+"/", "Session", id); res.StatusCode != 200 || len(res.Body) != 0 {
+		t.Fatalf("keepalive without a body: %s %q", statusLine(res), res.Body)
 	}
 }

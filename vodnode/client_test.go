@@ -56,6 +56,25 @@ func (tc *testClient) do(method, url string, hdr ...string) *base.Response {
 	return tc.readResponse()
 }
 
+// doBody is do with a request body (Content-Length set).
+func (tc *testClient) doBody(method, url, body string, hdr ...string) *base.Response {
+	tc.t.Helper()
+	tc.cseq++
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s RTSP/1.0\r\nCSeq: %d\r\nContent-Length: %d\r\n", method, url, tc.cseq, len(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	b.WriteString("\r\n" + body)
+	tc.mu.Lock()
+	_, err := io.WriteString(tc.c, b.String())
+	tc.mu.Unlock()
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return tc.readResponse()
+}
+
 func (tc *testClient) readResponse() *base.Response {
 	tc.t.Helper()
 	tc.c.SetReadDeadline(time.Now().Add(10 * time.Second))

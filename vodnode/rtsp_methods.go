@@ -157,8 +157,12 @@ func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200;
-// no parameters are offered). Inside a session the token is checked like
+// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200).
+// A GET_PARAMETER of a session whose body names parameters (one per line,
+// RFC 2326 §10.8) gets those it knows in a text/parameters body:
+// "position" (npt of the stream, seconds, as set-top boxes ask for their
+// progress bar) and "duration" (seconds); others are left out, not 451,
+// since boxes use such requests as keepalives. Inside a session the token is checked like
 // any in-session request; a URL that carries no token at all ("*", the
 // server's root, as set-top boxes send) is a keepalive of the session its
 // Session header names (as OPTIONS is), 454 when that session is not
@@ -176,13 +180,43 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 			return nil, rtspErr(base.StatusSessionNotFound, "session %s not found", id)
 		}
 		s.touch(time.Now())
-		return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
+		return c.parameters(req, s), nil
 	}
 	s, _, err := c.sessionOf(req)
 	if err != nil {
 		return nil, err
 	}
-	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
+	return c.parameters(req, s), nil
+}
+
+// parameters answers a GET_PARAMETER of s with the parameters it knows
+// among those its body names (see parameter), or an empty 200.
+func (c *rtspConn) parameters(req *base.Request, s *session) *base.Response {
+	res := &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}
+	if req.Method != base.GetParameter || len(req.Body) == 0 {
+		return res
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(req.Body), "\n") {
+		switch name := strings.ToLower(strings.TrimSpace(line)); name {
+		case "position":
+			s.ctl.Lock()
+			ts, ok := s.player.(tsPlayer)
+			s.ctl.Unlock()
+			if ok {
+				fmt.Fprintf(&b, "position: %s\r\n", formatNPT(ts.Position()))
+			}
+		case "duration":
+			if d := s.duration(); d > 0 {
+				fmt.Fprintf(&b, "duration: %s\r\n", formatNPT(d))
+			}
+		}
+	}
+	if b.Len() > 0 {
+		res.Header["Content-Type"] = base.HeaderValue{"text/parameters"}
+		res.Body = []byte(b.String())
+	}
+	return res
 }
 
 // errRangeFormat is a Range in a format the node does not play from (the
