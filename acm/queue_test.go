@@ -120,3 +120,20 @@ func TestUnconfiguredChannelsDoNotLimitFills(t *testing.T) {
 		}
 	}
 }
+
+// A manager no node has registered with yet (a standby that just took
+// over, before its nodes reconnect) refuses a request after the queue
+// deadline, over RTSP and HTTP, and keeps serving.
+func TestNoNodeYetRefuses(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 200 * time.Millisecond })
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 453 {
+		t.Fatalf("RTSP with no node: %d", res.StatusCode)
+	}
+	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != 503 {
+		t.Fatalf("HTTP with no node: %d", res.StatusCode)
+	}
+	e.startNode("n1", nodeOpts{})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
+		t.Fatalf("after a node registered: %d", res.StatusCode)
+	}
+}

@@ -110,6 +110,9 @@ func (s *Scheduler) fillCharge() float64 {
 // result without the title is the cheapest such node, and a holder is at
 // most as dear as any of them.
 func (s *Scheduler) cheapestFill(r *Request, skipHeld bool) (int, float64) {
+	if len(s.fills.v) < 2 {
+		return -1, 0 // no node yet: an empty tree
+	}
 	f := newFillSearch(s, r, skipHeld)
 	f.visit(1, f.bound(1))
 	return f.best, f.bestC

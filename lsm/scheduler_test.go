@@ -232,3 +232,20 @@ func TestDiskFaultNodeTakesNoFill(t *testing.T) {
 		t.Fatal("fault not cleared by a report without it")
 	}
 }
+
+// A scheduler with no node refuses a request (ErrNoNode; queued by Admit)
+// under every policy, without touching structures built for nodes.
+func TestNoNodeYet(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy)
+			if _, err := s.Place(&Request{Title: "t", Client: "c", Bitrate: 4e6, Bytes: 1e6}, t0); err != ErrNoNode {
+				t.Fatalf("Place with no node: %v, want ErrNoNode", err)
+			}
+			tk, err := s.Admit(Request{Title: "t", Client: "c", Bitrate: 4e6, Bytes: 1e6}, t0.Add(time.Second), t0)
+			if err != nil || tk.Done {
+				t.Fatalf("Admit with no node: %+v %v, want it queued", tk, err)
+			}
+		})
+	}
+}
