@@ -476,3 +476,31 @@ func TestPlannerLockAfterLostRenewal(t *testing.T) {
 		t.Fatal("both managers hold the planner lock")
 	}
 }
+
+// A manager that is not the planner-lock holder but had loaded another
+// manager's sessions (it took the lock over after a store outage and gave
+// it back, its nodes reporting to the other) lets them go at the end of
+// RestoreGrace without deleting their store entries or telling the nodes
+// to end them: they are the active manager's.
+func TestStandbyLeavesLoadedSessionsToTheLeader(t *testing.T) {
+	open, _ := sharedRedis(t)
+	stB := open()
+	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	b := newManager(t, "", onShared(stB, &countPlanner{}, 300*time.Millisecond))
+	a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	waitFor(t, 5*time.Second, "A to lead", a.m.Leader)
+	if b.m.Leader() {
+		t.Fatal("B leads")
+	}
+	if n, err := b.m.loadSessions(context.Background(), ""); err != nil || n != 1 {
+		t.Fatalf("B loading the stored sessions as at a takeover: %d %v", n, err)
+	}
+	waitFor(t, 10*time.Second, "B to let the session go", func() bool { return b.session(sid) == nil })
+	if !inStore(t, stB, sid) {
+		t.Fatal("B deleted the active manager's session from the store")
+	}
+	if a.session(sid) == nil {
+		t.Fatal("the session is gone from the active manager")
+	}
+}

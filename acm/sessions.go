@@ -195,6 +195,15 @@ func (m *Manager) tick(now time.Time) {
 			// An orphan: its node may have started it while out of
 			// touch, so no no-show; it ends once the grace is over.
 			if now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace {
+				if m.lead != nil && !m.Leader() {
+					// A standby (or a manager that took the lock over
+					// and gave it back, its nodes reporting to the other
+					// one): the session is the active manager's to end.
+					// It leaves the table here; the store entry, and the
+					// node, are left alone.
+					m.endLocked(s, "node did not come back here: left to the active manager")
+					continue
+				}
 				m.endLocked(s, "node did not come back")
 				if ns := m.nodes[s.Node]; ns != nil {
 					ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
