@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +86,41 @@ func TestSchedulerConfigKeys(t *testing.T) {
 	sc = schedulerConfig(c.Manager.Scheduler)
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "fill reference") {
 		t.Fatalf("negative fill_ref_bps: %v", err)
+	}
+}
+
+// --log-level and --log-format: the levels slog knows, text or JSON;
+// anything else is refused with the flag named; --verbose is debug.
+func TestLogFlags(t *testing.T) {
+	for _, c := range []struct {
+		level, format string
+		verbose       bool
+		debug, warn   bool // enabled at debug, at info
+		err           string
+	}{
+		{"info", "text", false, false, true, ""},
+		{"warn", "json", false, false, false, ""},
+		{"WARN", "text", false, false, false, ""},
+		{"info", "text", true, true, true, ""},
+		{"loud", "text", false, false, false, "--log-level"},
+		{"info", "xml", false, false, false, "--log-format"},
+	} {
+		h, err := logHandler(c.level, c.format, c.verbose)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s/%s: %v, want an error naming %s", c.level, c.format, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s/%s: %v", c.level, c.format, err)
+		}
+		ctx := context.Background()
+		if got := h.Enabled(ctx, slog.LevelDebug); got != c.debug {
+			t.Errorf("%s verbose=%v: debug enabled %v", c.level, c.verbose, got)
+		}
+		if got := h.Enabled(ctx, slog.LevelInfo); got != c.warn {
+			t.Errorf("%s: info enabled %v, want %v", c.level, got, c.warn)
+		}
 	}
 }

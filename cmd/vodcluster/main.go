@@ -25,21 +25,28 @@ func main() {
 }
 
 func newRoot() *cobra.Command {
-	var verbose bool
+	var (
+		verbose   bool
+		level     string
+		logFormat string
+	)
 	root := &cobra.Command{
 		Use:           "vodcluster",
 		Short:         "Video-on-demand cluster manager for IPTV operators",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
-			lvl := slog.LevelInfo
-			if verbose {
-				lvl = slog.LevelDebug
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			h, err := logHandler(level, logFormat, verbose)
+			if err != nil {
+				return err
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			slog.SetDefault(slog.New(h))
+			return nil
 		},
 	}
-	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging (--log-level debug)")
+	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error (warn leaves out a line per session)")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text (key=value) or json (one object per line)")
 	root.AddCommand(managerCmd(), nodeCmd(), cdpCmd(), upCmd(), simCmd(), boundCmd(), userCmd())
 	return root
 }
@@ -60,4 +67,25 @@ func runUntilSignal(s service) error {
 	<-ctx.Done()
 	slog.Info("shutting down")
 	return s.Close()
+}
+
+// logHandler returns the log handler of the --log-level and --log-format
+// flags, writing to standard error; verbose means debug. Errors: an
+// unknown level or format.
+func logHandler(level, format string, verbose bool) (slog.Handler, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	if verbose {
+		lvl = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.NewTextHandler(os.Stderr, opts), nil
+	case "json":
+		return slog.NewJSONHandler(os.Stderr, opts), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
