@@ -134,7 +134,7 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "\nvodcluster is up: origin, manager and %d %s (data in %s)\n\n", len(c.nodes), nodes, dataDir)
 	fmt.Fprintf(w, "  front door RTSP  rtsp://%s/vod/<title>\n", front)
 	fmt.Fprintf(w, "  front door HTTP  http://%s/vod/<title>.ts  and  /vod/<title>/index.m3u8\n", c.manager.HTTPAddr())
-	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
+	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement|fills|policy)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
 	if a := c.manager.MetricsAddr(); a != "" {
 		fmt.Fprintf(w, "  metrics          http://%s/metrics  (origin: http://%s/metrics; nodes below)\n", a, c.origin.MetricsAddr())
 	}
@@ -144,7 +144,8 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  ffplay rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  gst-launch-1.0 rtspsrc location=rtsp://%s/vod/sample-003 user-id=%s user-pw=%s ! rtpmp2tdepay ! tsdemux ! fakesink\n", front, demoUser, demoPassword)
 	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
-	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
 	for _, n := range c.nodes {
 		if m := n.MetricsAddr(); m != "" {
 			fmt.Fprintf(w, "  node %-11s rtsp %s  http %s  metrics http://%s/metrics\n", n.ID, n.RTSPAddr(), n.HTTPAddr(), m)
