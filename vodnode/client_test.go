@@ -40,28 +40,18 @@ func dialRTSP(t testing.TB, n *Node) *testClient {
 // do sends a request and returns its response, skipping interleaved frames.
 func (tc *testClient) do(method, url string, hdr ...string) *base.Response {
 	tc.t.Helper()
-	tc.cseq++
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s RTSP/1.0\r\nCSeq: %d\r\n", method, url, tc.cseq)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
-	}
-	b.WriteString("\r\n")
-	tc.mu.Lock()
-	_, err := io.WriteString(tc.c, b.String())
-	tc.mu.Unlock()
-	if err != nil {
-		tc.t.Fatal(err)
-	}
-	return tc.readResponse()
+	return tc.doBody(method, url, "", hdr...)
 }
 
-// doBody is do with a request body (Content-Length set).
+// doBody is do with a request body (Content-Length set when there is one).
 func (tc *testClient) doBody(method, url, body string, hdr ...string) *base.Response {
 	tc.t.Helper()
 	tc.cseq++
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s RTSP/1.0\r\nCSeq: %d\r\nContent-Length: %d\r\n", method, url, tc.cseq, len(body))
+	fmt.Fprintf(&b, "%s %s RTSP/1.0\r\nCSeq: %d\r\n", method, url, tc.cseq)
+	if body != "" {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
 	}
