@@ -402,20 +402,21 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:
-		msg := st.Message()
-		switch {
-		case !strings.Contains(msg, "connection error"): // the manager's answer, not the client's transport
-		case strings.Contains(msg, "is valid for") || strings.Contains(msg, "not valid for any names"):
-			return fmt.Errorf("%w (the manager's certificate does not name %s: give --manager a name or IP address it holds)", err, g.manager)
-		case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
-			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
-		case strings.Contains(msg, "does not look like a TLS handshake"):
-			return fmt.Errorf("%w (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", err, g.manager)
-		case !g.tls && g.tlsCA == "":
-			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", err, g.manager)
-		default:
-			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
+		if !strings.Contains(st.Message(), "connection error") {
+			break // the manager's answer, not the client's transport
 		}
+		switch grpctls.Classify(err) {
+		case grpctls.WrongName:
+			return fmt.Errorf("%w (the manager's certificate does not name %s: give --manager a name or IP address it holds)", err, g.manager)
+		case grpctls.Untrusted:
+			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
+		case grpctls.ServerPlaintext:
+			return fmt.Errorf("%w (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", err, g.manager)
+		}
+		if !g.tls && g.tlsCA == "" {
+			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", err, g.manager)
+		}
+		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w (no answer within --timeout %v from %s)", err, g.timeout, g.manager)
 	}

@@ -121,24 +121,53 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	return r.cert, nil
 }
 
-// Hint explains a gRPC connection error that comes from TLS being set up
-// on one side of a link only, or from a certificate the client does not
-// trust, in an operator's words; it returns "" for any other error (nil
-// included). The words name no configuration key: the caller adds the
-// keys or flags of its link.
-func Hint(err error) string {
+// Mismatch is why a gRPC connection failed at its TLS setup (Classify).
+type Mismatch int
+
+// The kinds of Mismatch.
+const (
+	NoMismatch      Mismatch = iota // not a TLS matter (or no error)
+	Untrusted                       // the server's certificate is not signed by a CA the client trusts
+	WrongName                       // the certificate does not name the address dialled
+	ServerPlaintext                 // the client has TLS on, the server speaks plaintext gRPC
+	ServerTLS                       // the server closed a plaintext connection at once: it likely has TLS on
+)
+
+// Classify tells which TLS mismatch a gRPC connection error comes from,
+// from gRPC's and crypto/tls's messages; NoMismatch for any other error
+// (nil included).
+func Classify(err error) Mismatch {
 	if err == nil {
-		return ""
+		return NoMismatch
 	}
 	msg := err.Error()
 	switch {
 	case !strings.Contains(msg, "connection error"):
-		return ""
+		return NoMismatch
+	case strings.Contains(msg, "is valid for") || strings.Contains(msg, "not valid for any names"):
+		return WrongName
 	case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
-		return "TLS: the server's certificate is not trusted for this address (CA file, or the certificate's names)"
+		return Untrusted
 	case strings.Contains(msg, "does not look like a TLS handshake"):
-		return "TLS: this link has TLS on but the server speaks plaintext gRPC"
+		return ServerPlaintext
 	case strings.Contains(msg, "server preface"):
+		return ServerTLS
+	}
+	return NoMismatch
+}
+
+// Hint explains a gRPC connection error that comes from TLS being set up
+// on one side of a link only, or from a certificate the client does not
+// trust (Classify), in an operator's words; it returns "" for any other
+// error (nil included). The words name no configuration key: the caller
+// adds the keys or flags of its link.
+func Hint(err error) string {
+	switch Classify(err) {
+	case Untrusted, WrongName:
+		return "TLS: the server's certificate is not trusted for this address (CA file, or the certificate's names)"
+	case ServerPlaintext:
+		return "TLS: this link has TLS on but the server speaks plaintext gRPC"
+	case ServerTLS:
 		return "the server closed the connection at once: if it has a TLS certificate configured, turn TLS on for this link"
 	}
 	return ""
