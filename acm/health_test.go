@@ -46,6 +46,19 @@ func (d *downStore) DeleteSession(ctx context.Context, id string) error {
 	return d.Store.DeleteSession(ctx, id)
 }
 
+// managerOnDownStore starts a manager on a badger store that can be made
+// to fail (ds.down), checking its health every 20 ms.
+func managerOnDownStore(t *testing.T) (*env, *downStore, *store.Badger) {
+	t.Helper()
+	b, err := store.OpenBadger(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ds := &downStore{Store: b}
+	return newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ds, 20*time.Millisecond }), ds, b
+}
+
 // probe returns the status and body of GET path on m's front door.
 func probe(t *testing.T, m *Manager, path string) (int, string) {
 	t.Helper()
@@ -151,13 +164,7 @@ func TestHealthzNoCatalog(t *testing.T) {
 // A store that stops answering makes /healthz 503 within a health check,
 // without a store read per probe, and 200 again when it is back.
 func TestHealthzStore(t *testing.T) {
-	b, err := store.OpenBadger(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ds := &downStore{Store: b}
-	e := newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ds, 20*time.Millisecond })
+	e, ds, _ := managerOnDownStore(t)
 	if code, _ := probe(t, e.m, "/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz %d", code)
 	}
@@ -203,13 +210,7 @@ func TestHealthzStore(t *testing.T) {
 // A session that ends while the store is down keeps its entry there only
 // until the store answers again: its delete is retried then.
 func TestDeleteRetriedWhenStoreReturns(t *testing.T) {
-	b, err := store.OpenBadger(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ds := &downStore{Store: b}
-	e := newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ds, 20*time.Millisecond })
+	e, ds, b := managerOnDownStore(t)
 	n := e.startNode("n1", nodeOpts{})
 	a := e.admitOne("t1")
 	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
