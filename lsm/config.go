@@ -28,7 +28,10 @@ type Config struct {
 	// overloaded for the locality policies (lall, lblc, lblcr: see
 	// Scheduler.Overloaded); a node's own threshold (Node.Overload, set
 	// by SetOverload) replaces it for that node and also takes the node
-	// out of every policy's choice while it is above it. In (0, 1].
+	// out of every policy's choice while it is above it. In [Normal, 1]:
+	// below Normal a holder would be passed over (and its title filled
+	// again elsewhere) before the load formula sees it as loaded. 0 means
+	// 0.9, or Normal if that is higher.
 	Overload float64
 	// OverloadLower is the lower mark of a node's own overload threshold,
 	// as a share of it, in (0, 1]: a node flagged overloaded is eligible
@@ -138,6 +141,9 @@ func (c *Config) Validate() error {
 	if !(c.Overload >= 0 && c.Overload <= 1) || !(c.OverloadLower >= 0 && c.OverloadLower <= 1) {
 		return fmt.Errorf("lsm: overload threshold %v or lower mark %v out of (0, 1]", c.Overload, c.OverloadLower)
 	}
+	if c.Overload != 0 && c.Overload < c.Normal {
+		return fmt.Errorf("lsm: overload threshold %v below the normal utilization limit %v: holders would be passed over, and their titles filled again elsewhere, before they are loaded", c.Overload, c.Normal)
+	}
 	if c.FillRefBps < 0 || c.OriginChannels < 0 {
 		return fmt.Errorf("lsm: fill reference %d bit/s and origin channels %d must be >= 0", c.FillRefBps, c.OriginChannels)
 	}
@@ -163,7 +169,7 @@ func (c Config) withDefaults() Config {
 		c.Policy = DefaultPolicy
 	}
 	if c.Overload == 0 {
-		c.Overload = d.Overload
+		c.Overload = max(d.Overload, c.Normal)
 	}
 	if c.OverloadLower == 0 {
 		c.OverloadLower = d.OverloadLower

@@ -249,3 +249,15 @@ func TestNoNodeYet(t *testing.T) {
 		})
 	}
 }
+
+// An unset overload threshold is never below the normal limit: a normal
+// limit above the default 0.9 raises it.
+func TestOverloadDefaultFollowsNormal(t *testing.T) {
+	for _, c := range []struct{ normal, want float64 }{{0.8, 0.9}, {0.95, 0.95}} {
+		cfg := DefaultConfig()
+		cfg.Normal, cfg.Overload = c.normal, 0
+		if got := cfg.withDefaults().Overload; got != c.want {
+			t.Errorf("normal %v: overload %v, want %v", c.normal, got, c.want)
+		}
+	}
+}

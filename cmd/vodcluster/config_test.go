@@ -87,6 +87,15 @@ func TestSchedulerConfigKeys(t *testing.T) {
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "fill reference") {
 		t.Fatalf("negative fill_ref_bps: %v", err)
 	}
+	// A holder passed over before the formula sees it loaded: refused.
+	os.WriteFile(f, []byte("manager:\n  scheduler:\n    normal: 0.85\n    overload: 0.7\n"), 0o600)
+	if c, err = loadConfig(f); err != nil {
+		t.Fatal(err)
+	}
+	sc = schedulerConfig(c.Manager.Scheduler)
+	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "below the normal utilization limit") {
+		t.Fatalf("overload below normal: %v", err)
+	}
 }
 
 // --log-level and --log-format: the levels slog knows, text or JSON;
