@@ -22,6 +22,7 @@ var (
 	errUserLimit    = errors.New("subscriber has too many sessions")       // RTSP 403, HTTP 429
 	errUnavailable  = errors.New("service unavailable")                    // 503: BOSS or store down, shutting down
 	errThrottled    = errors.New("too many failed logins")                 // RTSP 503, HTTP 429, + Retry-After
+	errRateLimited  = errors.New("subscriber over the request limit")      // RTSP 503, HTTP 429, + Retry-After
 )
 
 // admitRequest is one request for a title at a front door.

@@ -13,16 +13,20 @@ import (
 	"vodcluster/acm/boss"
 )
 
-// throttled is errThrottled with the time until the client may try again.
-type throttled struct{ wait time.Duration }
+// retryLater is a refusal (errThrottled, errRateLimited) with the time
+// until the client may try again.
+type retryLater struct {
+	err  error
+	wait time.Duration
+}
 
-func (t throttled) Error() string { return errThrottled.Error() }
-func (t throttled) Unwrap() error { return errThrottled }
+func (t retryLater) Error() string { return t.err.Error() }
+func (t retryLater) Unwrap() error { return t.err }
 
-// retryAfter returns err's wait in whole seconds (at least 1) for a
-// Retry-After header.
+// retryAfter returns err's wait (a retryLater's) in whole seconds, at
+// least 1, for a Retry-After header.
 func retryAfter(err error) string {
-	var t throttled
+	var t retryLater
 	s := 1
 	if errors.As(err, &t) {
 		s = max(int(math.Ceil(t.wait.Seconds())), 1)
@@ -33,9 +37,9 @@ func retryAfter(err error) string {
 // authenticate checks the Authorization header value sent with a request
 // of method for path by the client at ip. It returns the user, or
 // errUnauthorized (stale is true when the only fault was an expired
-// Digest nonce: the client may retry with a fresh one), a throttled error
-// (the client IP and user name ran out of failed logins: see loginGuard)
-// or errUnavailable (the BOSS failed). Digest is accepted only when
+// Digest nonce: the client may retry with a fresh one), a retryLater
+// wrapping errThrottled (the client IP and user name ran out of failed
+// logins: see loginGuard) or errUnavailable (the BOSS failed). Digest is accepted only when
 // digest is true.
 func (m *Manager) authenticate(ctx context.Context, method, path, header, ip string, digest bool) (user string, stale bool, err error) {
 	if header == "" {
@@ -67,7 +71,7 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 			return "", false, ctx.Err() // left while waiting for its check
 		}
 		m.log.Warn("login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
-		return "", false, throttled{wait}
+		return "", false, retryLater{errThrottled, wait}
 	}
 	err = m.BOSS.Authenticate(ctx, c)
 	done(errors.Is(err, boss.ErrUnauthorized), m.now())

@@ -48,8 +48,9 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 	return "", "", false
 }
 
-// serveVOD answers GET with a redirect to a node, after authentication
-// and admission, and HEAD (players probe with it, RFC 7231 §4.3.2) with
+// serveVOD answers GET with a redirect to a node, after authentication,
+// the subscriber's request limit (Manager.RequestsPerUser) and admission,
+// and HEAD (players probe with it, RFC 7231 §4.3.2) with
 // the title's headers after authentication and entitlement only: no
 // reservation, no redirect.
 func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
@@ -84,6 +85,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err == nil {
+		err = m.checkRequestRate(user, store.ProtoHTTP, title)
+	}
+	if err == nil {
 		var g *grant
 		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
 		if err == nil {
@@ -110,6 +114,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errThrottled):
 		w.Header().Set("Retry-After", retryAfter(err))
 		http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
+	case errors.Is(err, errRateLimited):
+		w.Header().Set("Retry-After", retryAfter(err))
+		http.Error(w, "too many requests: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
 	case errors.Is(err, errNoBandwidth):

@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Defaults of the failed-login limit (Manager.LoginFailures,
@@ -15,12 +13,6 @@ const (
 	DefaultLoginFailures      = 10
 	DefaultLoginFailureRefill = 30 * time.Second
 )
-
-// loginGuardMax is the number of (client IP, user) pairs, and of client
-// addresses, the guard remembers. When a table is full, the entries whose
-// budget is whole again are forgotten (a scan at most once a second);
-// if none are, a random entry is (most of a full table is a flood's).
-const loginGuardMax = 100_000
 
 // addrFactor scales the per-pair budget to the per-address one: an
 // address may fail addrFactor times more often, over every user name.
@@ -42,23 +34,17 @@ const addrFactor = 10
 // household's or a hotel's set-top boxes share one NAT address, and one
 // box with a wrong password must not lock the others out. The address's
 // limit stops one address from spraying guesses over many user names
-// (100 at once, then one every 3 s with the defaults). Safe for
-// concurrent use.
+// (100 at once, then one every 3 s with the defaults). Each table holds
+// at most bucketTableMax keys (bucketTable: a key with a check in flight
+// is never forgotten). Safe for concurrent use.
 type loginGuard struct {
 	burst  int
 	refill time.Duration
 
 	mu      sync.Mutex
-	pairs   map[string]*guardKey
-	addrs   map[string]*guardKey
-	pruned  time.Time     // last scan of the full tables
+	pairs   *bucketTable  // by client address and user name; inflight: checks in flight
+	addrs   *bucketTable  // by client address
 	changed chan struct{} // closed (and replaced) when a check ends
-}
-
-// guardKey is one pair's or address's bucket and its checks in flight.
-type guardKey struct {
-	l        *rate.Limiter
-	inflight int
 }
 
 // newLoginGuard returns a guard allowing burst failures per pair, one
@@ -67,7 +53,10 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	if burst < 0 {
 		return nil
 	}
-	return &loginGuard{burst: max(burst, 1), refill: refill, pairs: map[string]*guardKey{}, addrs: map[string]*guardKey{},
+	burst = max(burst, 1)
+	return &loginGuard{burst: burst, refill: refill,
+		pairs:   newBucketTable(burst, refill, bucketTableMax),
+		addrs:   newBucketTable(addrFactor*burst, refill/addrFactor, bucketTableMax),
 		changed: make(chan struct{})}
 }
 
@@ -87,12 +76,8 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (
 	pair := addr + "\x00" + user
 	for {
 		g.mu.Lock()
-		if (len(g.addrs) >= loginGuardMax || len(g.pairs) >= loginGuardMax) && (now.Sub(g.pruned) >= time.Second || now.Before(g.pruned)) {
-			g.pruned = now
-			g.pruneLocked(now)
-		}
-		a := g.keyLocked(g.addrs, addr, addrFactor*g.burst, g.refill/addrFactor)
-		p := g.keyLocked(g.pairs, pair, g.burst, g.refill)
+		a := g.addrs.get(addr, now)
+		p := g.pairs.get(pair, now)
 		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
 		switch {
 		case ta-float64(a.inflight) >= 1 && tp-float64(p.inflight) >= 1:
@@ -121,7 +106,7 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (
 
 // end ends a check counted on a and p: a failure at time at is charged
 // (into debt if need be), and the waiting checks are woken.
-func (g *loginGuard) end(a, p *guardKey, failed bool, at time.Time) {
+func (g *loginGuard) end(a, p *bucket, failed bool, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
@@ -134,15 +119,6 @@ func (g *loginGuard) end(a, p *guardKey, failed bool, at time.Time) {
 	g.changed = make(chan struct{})
 }
 
-// refillWait returns how long a bucket holding tokens waits to hold one
-// again, refilling one every refill.
-func refillWait(tokens float64, refill time.Duration) time.Duration {
-	if tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - tokens) * float64(refill))
-}
-
 // addrKey is the guard's key of a client address: the address, or an
 // IPv6 address's /64.
 func addrKey(ip string) string {
@@ -152,44 +128,4 @@ func addrKey(ip string) string {
 		}
 	}
 	return ip
-}
-
-// keyLocked returns key's entry in m, created with burst failures and one
-// more every refill when missing (mu held). When m is full (take scans
-// the full tables for whole buckets at most once a second), a random
-// entry without a check in flight makes the room, so a flood of keys
-// neither grows the table nor switches the limit off (a key of the
-// flood's is the likely one to go).
-func (g *loginGuard) keyLocked(m map[string]*guardKey, key string, burst int, refill time.Duration) *guardKey {
-	if k := m[key]; k != nil {
-		return k
-	}
-	if len(m) >= loginGuardMax {
-		for k, e := range m {
-			if len(m) < loginGuardMax {
-				break
-			}
-			if e.inflight == 0 {
-				delete(m, k)
-			}
-		}
-	}
-	k := &guardKey{l: rate.NewLimiter(rate.Every(refill), burst)}
-	m[key] = k
-	return k
-}
-
-// pruneLocked forgets the keys whose budget is whole again and that have
-// no check in flight (they are as if new).
-func (g *loginGuard) pruneLocked(now time.Time) {
-	for k, e := range g.pairs {
-		if e.inflight == 0 && e.l.TokensAt(now) >= float64(g.burst) {
-			delete(g.pairs, k)
-		}
-	}
-	for k, e := range g.addrs {
-		if e.inflight == 0 && e.l.TokensAt(now) >= float64(addrFactor*g.burst) {
-			delete(g.addrs, k)
-		}
-	}
 }

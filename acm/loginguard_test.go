@@ -132,7 +132,7 @@ func TestLoginGuardPrunes(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	// A flood of failures from many addresses and names fills the tables
 	// with spent buckets.
-	for i := 0; i < loginGuardMax; i++ {
+	for i := 0; i < bucketTableMax; i++ {
 		guess(g, "10.1."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250), "junk"+strconv.Itoa(i), t0, true)
 	}
 	guess(g, "10.0.0.9", "victim", t0, true) // the victim's one failure
@@ -144,16 +144,16 @@ func TestLoginGuardPrunes(t *testing.T) {
 			refused++
 		}
 	}
-	if len(g.pairs) > loginGuardMax || len(g.addrs) > loginGuardMax {
-		t.Fatalf("tables grew past their bound: %d pairs, %d addresses", len(g.pairs), len(g.addrs))
+	if len(g.pairs.keys) > bucketTableMax || len(g.addrs.keys) > bucketTableMax {
+		t.Fatalf("tables grew past their bound: %d pairs, %d addresses", len(g.pairs.keys), len(g.addrs.keys))
 	}
 	if refused < 190 {
 		t.Fatalf("only %d of 200 guesses refused in a flood", refused)
 	}
 	// Once their budgets are whole again they are forgotten.
 	guess(g, "10.0.0.9", "late", t0.Add(time.Hour), true)
-	if len(g.pairs) != 1 || len(g.addrs) != 1 {
-		t.Fatalf("%d pairs and %d addresses kept, want the new one", len(g.pairs), len(g.addrs))
+	if len(g.pairs.keys) != 1 || len(g.addrs.keys) != 1 {
+		t.Fatalf("%d pairs and %d addresses kept, want the new one", len(g.pairs.keys), len(g.addrs.keys))
 	}
 	if guess(g, "10.0.0.9", "late", t0.Add(time.Hour), false) {
 		t.Fatal("the new pair's failure was lost")
@@ -226,7 +226,7 @@ func TestFailedLoginsThrottled(t *testing.T) {
 // logins: only failures spend.
 func TestCorrectLoginsAtOnceNotThrottled(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) {
-		m.LoginFailures, m.MaxSessionsPerUser = 3, -1
+		m.LoginFailures, m.MaxSessionsPerUser, m.RequestsPerUser = 3, -1, -1
 		m.BOSS = slowBOSS{m.BOSS} // every check in flight at once, as bcrypt under load
 	})
 	e.startNode("n1", nodeOpts{egress: 100 * titleBps})

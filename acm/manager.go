@@ -131,6 +131,15 @@ type Manager struct {
 	// DefaultLoginFailures; < 0 means no limit.
 	LoginFailures      int
 	LoginFailureRefill time.Duration // DefaultLoginFailureRefill
+	// RequestsPerUser is how many front-door title requests (RTSP
+	// DESCRIBE or SETUP, HTTP GET of a title) one subscriber may make at
+	// once over RTSP and HTTP; one more is allowed every RequestRefill
+	// (ratelimit.go). Beyond, a request is refused after authentication,
+	// before admission (RTSP 503, HTTP 429, with Retry-After). Keepalives,
+	// other methods, HEAD and failed logins are not counted. 0 means
+	// DefaultRequestsPerUser; < 0 means no limit.
+	RequestsPerUser int
+	RequestRefill   time.Duration // DefaultRequestRefill
 	// RestoreGrace is how long a session without a reservation waits for
 	// its node before it ends: one loaded from the store at Start (or at a
 	// takeover, or when its node registers), or one orphaned when its node
@@ -203,7 +212,8 @@ type Manager struct {
 	// pendingDeletes: ended sessions whose store delete failed, retried
 	// when the store answers (health.go).
 	pendingDeletes map[string]deleteRetry
-	logins         *loginGuard // failed logins per client IP and user; nil: no limit
+	logins         *loginGuard     // failed logins per client IP and user; nil: no limit
+	requests       *requestLimiter // title requests per subscriber; nil: no limit
 	nodes          map[string]*nodeState
 	waiters        map[*lsm.Ticket]chan struct{}
 
@@ -318,6 +328,11 @@ func (m *Manager) defaults() error {
 	}
 	setD(&m.LoginFailureRefill, DefaultLoginFailureRefill)
 	m.logins = newLoginGuard(m.LoginFailures, m.LoginFailureRefill)
+	if m.RequestsPerUser == 0 {
+		m.RequestsPerUser = DefaultRequestsPerUser
+	}
+	setD(&m.RequestRefill, DefaultRequestRefill)
+	m.requests = newRequestLimiter(m.RequestsPerUser, m.RequestRefill)
 	if m.Scheduler == (lsm.Config{}) {
 		m.Scheduler = lsm.DefaultConfig()
 	}
@@ -358,7 +373,7 @@ func (m *Manager) checkNegatives() error {
 		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
 		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
 		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
-		{"OriginCheck", m.OriginCheck},
+		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))

@@ -21,6 +21,7 @@ const (
 	outcomeNoCapacity   = "no_capacity"   // no node could take it within the queue deadline
 	outcomeOriginDown   = "origin_down"   // no node holds it and the origin is unavailable
 	outcomeThrottled    = "throttled"     // too many failed logins from the client
+	outcomeRateLimited  = "rate_limited"  // the subscriber is over requests_per_user (title requests at once, refilled every request_refill)
 	outcomeUnavailable  = "unavailable"   // store, BOSS or manager unavailable
 	outcomeClientGone   = "client_gone"   // the client left before the answer (gave up waiting in the queue)
 )
@@ -45,6 +46,8 @@ func outcome(err error) string {
 		return outcomeOriginDown
 	case errors.Is(err, errThrottled):
 		return outcomeThrottled
+	case errors.Is(err, errRateLimited):
+		return outcomeRateLimited
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return outcomeClientGone
 	}
@@ -54,7 +57,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // countRequest counts one front-door answer of protocol with err's outcome.

@@ -264,7 +264,8 @@ func vodPath(p string) (title, rest string, ok bool) {
 	return title, rest, idPattern.MatchString(title)
 }
 
-// admit authenticates, admits and redirects a DESCRIBE, SETUP or PLAY.
+// admit authenticates, charges to the subscriber's request limit
+// (Manager.RequestsPerUser), admits and redirects a DESCRIBE or SETUP.
 // A DESCRIBE or SETUP of a title already granted on this connection
 // (admitted: title -> session), whose viewer has not reached its node
 // yet, gets a new token for that session rather than a second admission:
@@ -295,6 +296,9 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	user, stale, err := m.authenticate(ctx, string(req.Method), path, authz, ip, true)
 	if err != nil {
 		return s.fail(res, err, stale), ""
+	}
+	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
+		return s.fail(res, err, false), ""
 	}
 	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP, Reuse: admitted[title]})
 	if err != nil {
@@ -336,6 +340,12 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 	case errors.Is(err, errThrottled):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (too many failed logins)"
+		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
+	case errors.Is(err, errRateLimited):
+		// RTSP has no 429: 503 with Retry-After (RFC 2326 section 7.1.1,
+		// 12.27), as for too many failed logins.
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (too many requests)"
 		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable

@@ -22,7 +22,7 @@ import (
 // errors. Durations are Go durations ("60s", "500ms"); bit/s and bytes are
 // integers. A zero or absent value means the key's default; a negative one
 // is an error naming the key (validate.go), except the -1 ("no limit") of
-// max_sessions_per_user and login_failures.
+// max_sessions_per_user, login_failures and requests_per_user.
 type Config struct {
 	Manager ManagerConfig `yaml:"manager"`
 	Node    NodeConfig    `yaml:"node"`
@@ -50,6 +50,8 @@ type ManagerConfig struct {
 	MaxSessions    int             `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
 	LoginFailures  int             `yaml:"login_failures"`        // failed logins per client IP and user before refusals (ten times that per IP over all names), default 10; -1 = no limit
 	LoginRefill    time.Duration   `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
+	UserRequests   int             `yaml:"requests_per_user"`     // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
+	RequestRefill  time.Duration   `yaml:"request_refill"`        // one more title request allowed every, default 500ms
 	RestoreGrace   time.Duration   `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`

@@ -151,14 +151,14 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"disk_bytes -5: negative", "egress_bps -1: negative", "max_sessions -2", "weight -3", "session_timeout -1ns", "fill_retry_for -1ns"}},
 		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above the largest"}},
 		{"node eviction", NodeConfig{Eviction: "fifo"}.validate(), []string{"eviction: ", "fifo"}},
-		{"manager durations", ManagerConfig{TokenTTL: -5e9, QueueDeadline: -1, RestoreGrace: -1, LoginRefill: -1}.validate(),
-			[]string{"token_ttl -5s: negative", "queue_deadline -1ns", "restore_grace -1ns", "login_failure_refill -1ns"}},
+		{"manager durations", ManagerConfig{TokenTTL: -5e9, QueueDeadline: -1, RestoreGrace: -1, LoginRefill: -1, RequestRefill: -1}.validate(),
+			[]string{"token_ttl -5s: negative", "queue_deadline -1ns", "restore_grace -1ns", "login_failure_refill -1ns", "request_refill -1ns"}},
 		{"manager storage", ManagerConfig{Storage: StorageConfig{OriginChannels: -1, PlanInterval: -1, RetryBase: -1}}.validate(),
 			[]string{"storage.origin_channels -1: negative", "storage.plan_interval -1ns", "storage.retry_base -1ns"}},
 		{"manager scheduler", ManagerConfig{Scheduler: SchedulerConfig{A: -1, MissedHeartbeats: -1, HeartbeatInterval: -1}}.validate(),
 			[]string{"scheduler.a -1", "scheduler.missed_heartbeats -1", "scheduler.heartbeat_interval -1ns"}},
-		{"manager limits", ManagerConfig{MaxSessions: -2, LoginFailures: -5}.validate(),
-			[]string{"max_sessions_per_user -2", "login_failures -5"}},
+		{"manager limits", ManagerConfig{MaxSessions: -2, LoginFailures: -5, UserRequests: -3}.validate(),
+			[]string{"max_sessions_per_user -2", "login_failures -5", "requests_per_user -3: give a positive number, -1 for no limit"}},
 		{"manager store", ManagerConfig{Store: StoreConfig{LeaderTTL: -1, RedisDB: -1}}.validate(),
 			[]string{"store.leader_ttl -1ns", "store.redis_db -1"}},
 		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler: ", "nope"}},
@@ -180,7 +180,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	}
 	// What -1 means ("no limit") and the zero values (defaults) stay valid.
 	for _, err := range []error{
-		ManagerConfig{MaxSessions: -1, LoginFailures: -1}.validate(), ManagerConfig{}.validate(),
+		ManagerConfig{MaxSessions: -1, LoginFailures: -1, UserRequests: -1}.validate(), ManagerConfig{}.validate(),
 		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
 	} {
 		if err != nil {

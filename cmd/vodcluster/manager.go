@@ -104,6 +104,8 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		MaxSessionsPerUser: c.MaxSessions,
 		LoginFailures:      c.LoginFailures,
 		LoginFailureRefill: c.LoginRefill,
+		RequestsPerUser:    c.UserRequests,
+		RequestRefill:      c.RequestRefill,
 		RestoreGrace:       c.RestoreGrace,
 		Scheduler:          schedulerConfig(c.Scheduler),
 		Evictor:            orString(c.Storage.Policy, c.Storage.Eviction),

@@ -22,7 +22,8 @@ import (
 
 // The manager section's keys reach the manager: the admin token guards
 // the Admin API (a call without it is UNAUTHENTICATED, with it served),
-// and the per-user and login limits are the configured ones.
+// and the per-user session, request and login limits are the configured
+// ones.
 func TestManagerConfigWiring(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -50,6 +51,8 @@ func TestManagerConfigWiring(t *testing.T) {
   max_sessions_per_user: 3
   login_failures: 4
   login_failure_refill: 1m
+  requests_per_user: 5
+  request_refill: 2s
   restore_grace: 45s
 `, filepath.Join(dir, "data"), secret, filepath.Join(dir, "users.yaml"), tokenFile))
 	c, err := loadConfig(cfg)
@@ -61,9 +64,10 @@ func TestManagerConfigWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Manager
-	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 {
-		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v",
-			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill)
+	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 ||
+		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 {
+		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v",
+			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill)
 	}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)

@@ -63,17 +63,20 @@ func (k *keyCheck) ratio(key string, v float64) {
 }
 
 // validate checks the manager section: no negative duration, count or
-// weight (the -1 of max_sessions_per_user and login_failures excepted),
-// a scheduling policy lsm knows with values it accepts, and a storage
-// policy and planner smm knows with values it accepts.
+// weight (the -1 of max_sessions_per_user, login_failures and
+// requests_per_user excepted), a scheduling policy lsm knows with values
+// it accepts, and a storage policy and planner smm knows with values it
+// accepts.
 func (c ManagerConfig) validate() error {
 	var k keyCheck
 	k.duration("token_ttl", c.TokenTTL, "60s")
 	k.duration("queue_deadline", c.QueueDeadline, "5s")
 	k.duration("login_failure_refill", c.LoginRefill, "30s")
+	k.duration("request_refill", c.RequestRefill, "500ms")
 	k.duration("restore_grace", c.RestoreGrace, "30s")
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
+	k.limit("requests_per_user", c.UserRequests, "20")
 
 	s := c.Scheduler
 	for _, f := range []struct {
