@@ -39,12 +39,12 @@ func flagged(t *testing.T, yaml string, args ...string) (Config, error) {
 // A scheduler parameter set to 0, by flag or YAML, is 0; one not set is
 // lsm's default; 0 where lsm needs a positive value is an error.
 func TestSchedulerParamsZeroMeansZero(t *testing.T) {
-	run, err := flagged(t, "", "--load-a", "0", "--disk-pressure", "0", "--slow-start", "0", "--lsm-origin-channels", "0", "--overload", "0.7")
+	run, err := flagged(t, "", "--load-a", "0", "--disk-pressure", "0", "--slow-start", "0", "--lsm-origin-channels", "0", "--overload", "0.85")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := run.lsmConfig("lall")
-	if l.A != 0 || l.DiskPressure != 0 || l.SlowStart != 0 || l.OriginChannels != 0 || l.Overload != 0.7 || l.B != 1 {
+	if l.A != 0 || l.DiskPressure != 0 || l.SlowStart != 0 || l.OriginChannels != 0 || l.Overload != 0.85 || l.B != 1 {
 		t.Fatalf("flags: a %v disk %v slow start %v origin %d overload %v b %v", l.A, l.DiskPressure, l.SlowStart, l.OriginChannels, l.Overload, l.B)
 	}
 	run, err = flagged(t, "")
