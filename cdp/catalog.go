@@ -45,6 +45,11 @@ type Title struct {
 	DurationS  float64 // play time, seconds, from the PCRs (tsindex.Index.Duration)
 	BitrateBps int64   // mean bitrate, bit/s: SizeBytes*8/DurationS, rounded
 	SizeBytes  int64   // file size, bytes, a multiple of 188
+	// Version identifies the file's bytes: the first 128 bits of its
+	// SHA-256 (FIPS 180-4), 32 hex digits, computed at load. Titles of
+	// one file share it; a file replaced by other bytes gets another.
+	// Nodes resume a partly filled title only from the same version.
+	Version string
 	// PopularityPerDay is the operator's hint of the title's demand in
 	// expected requests per day (catalog.yaml popularity:); 0 = none. The
 	// storage manager takes it as a prior of the request rate.
@@ -60,6 +65,7 @@ func (t Title) Proto() *vodclusterv1.Title {
 		BitrateBps: t.BitrateBps,
 		SizeBytes:  t.SizeBytes,
 		Package:    t.Package,
+		Version:    t.Version,
 
 		PopularityPerDay: t.PopularityPerDay,
 	}

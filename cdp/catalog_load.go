@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -224,6 +226,7 @@ func scanDir(dir string) ([]entry, error) {
 type fileMeta struct {
 	size     int64   // bytes
 	duration float64 // seconds
+	version  string  // Title.Version
 }
 
 // measure scans every distinct file of entries once and fills in the
@@ -262,13 +265,15 @@ func measure(entries []entry) error {
 		m := byPath[entries[i].Path]
 		entries[i].SizeBytes = m.size
 		entries[i].DurationS = m.duration
+		entries[i].Version = m.version
 		entries[i].BitrateBps = int64(math.Round(float64(m.size) * 8 / m.duration))
 	}
 	return nil
 }
 
 // scanFile checks that path is a whole MPEG-TS file with a clock and
-// returns its size and duration.
+// returns its size, duration and version (the SHA-256 of the bytes read
+// for the index, in the same pass).
 func scanFile(path string) (fileMeta, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -287,7 +292,8 @@ func scanFile(path string) (fileMeta, error) {
 	case size%tsindex.PacketSize != 0:
 		return fileMeta{}, fmt.Errorf("size %d bytes is not a whole number of %d-byte MPEG-TS packets", size, tsindex.PacketSize)
 	}
-	idx, err := tsindex.BuildFrom(f)
+	h := sha256.New()
+	idx, err := tsindex.BuildFrom(io.TeeReader(f, h))
 	if err != nil {
 		return fileMeta{}, err
 	}
@@ -298,5 +304,5 @@ func scanFile(path string) (fileMeta, error) {
 	if !(d > 0) || math.IsInf(d, 0) {
 		return fileMeta{}, fmt.Errorf("no play time: fewer than two PCRs in %d packets", idx.Size/tsindex.PacketSize)
 	}
-	return fileMeta{size: idx.Size, duration: d}, nil
+	return fileMeta{size: idx.Size, duration: d, version: hex.EncodeToString(h.Sum(nil)[:16])}, nil
 }

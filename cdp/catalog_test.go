@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"sort"
@@ -243,6 +245,27 @@ func TestLoadCatalogSharedAndAbsoluteFiles(t *testing.T) {
 	}
 	if x.SizeBytes != int64(len(clip)) || y.SizeBytes != x.SizeBytes || z.DurationS != x.DurationS {
 		t.Errorf("metadata differs: %+v %+v %+v", x, y, z)
+	}
+	// The version is the bytes': the same for copies of one file, another
+	// for a file of the same size whose bytes differ.
+	sum := sha256.Sum256(clip)
+	if want := hex.EncodeToString(sum[:16]); x.Version != want || y.Version != want || z.Version != want {
+		t.Errorf("versions %q %q %q, want %q", x.Version, y.Version, z.Version, want)
+	}
+	changed := append([]byte(nil), clip...)
+	changed[188*100+187] ^= 0xff // one payload byte
+	if err := os.WriteFile(abs, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err = LoadCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z2, _ := cat.Title("z"); z2.SizeBytes != z.SizeBytes || z2.Version == z.Version {
+		t.Errorf("a file with one byte changed: %d bytes version %q, was %d bytes version %q", z2.SizeBytes, z2.Version, z.SizeBytes, z.Version)
+	}
+	if x2, _ := cat.Title("x"); x2.Version != x.Version {
+		t.Errorf("version of an unchanged file changed: %q, was %q", x2.Version, x.Version)
 	}
 }
 

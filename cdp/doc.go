@@ -6,7 +6,9 @@
 //
 // The catalog is a directory of .ts files, described by an optional
 // catalog.yaml (see LoadCatalog). Every title file is scanned once at load
-// with cdp/tsindex for its duration and mean bitrate.
+// with cdp/tsindex for its duration and mean bitrate, and hashed (SHA-256)
+// for its version, which a node's Fetch may name (if_version) so that the
+// bytes it resumes from are never mixed with those of a replaced file.
 //
 // Server models the cost of the upstream link described in the seed
 // documents: each transfer waits for one of MaxTransfers channels, pays a

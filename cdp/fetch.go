@@ -21,6 +21,8 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 // title, bytes. Errors, as gRPC status codes:
 //   - INVALID_ARGUMENT: a negative offset or length;
 //   - NOT_FOUND: a title id that is not in the catalog;
+//   - FAILED_PRECONDITION: if_version is set and is not the title's
+//     Version (its file was replaced: the caller's bytes are of another);
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
@@ -43,6 +45,9 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	t, ok := cat.Title(req.GetTitleId())
 	if !ok {
 		return status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+	}
+	if v := req.GetIfVersion(); v != "" && v != t.Version {
+		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", t.ID, t.Version, v)
 	}
 	if off > t.SizeBytes {
 		return status.Errorf(codes.OutOfRange, "offset %d is past the end of title %q (%d bytes)", off, t.ID, t.SizeBytes)

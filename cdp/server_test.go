@@ -168,7 +168,8 @@ func TestListTitles(t *testing.T) {
 	for i, w := range want {
 		g := got[i]
 		if g.GetId() != w.ID || g.GetName() != w.Name || g.GetPackage() != w.Package ||
-			g.GetSizeBytes() != w.SizeBytes || g.GetBitrateBps() != w.BitrateBps || g.GetDurationS() != w.DurationS {
+			g.GetSizeBytes() != w.SizeBytes || g.GetBitrateBps() != w.BitrateBps || g.GetDurationS() != w.DurationS ||
+			g.GetVersion() != w.Version || len(w.Version) != 32 {
 			t.Errorf("title %d: %v, want %+v", i, g, w)
 		}
 	}
@@ -266,8 +267,22 @@ func TestFetchErrors(t *testing.T) {
 	wantCode(t, err, codes.OutOfRange, "past the end")
 	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 1 << 62, Length: 1 << 62}, DefaultChunkBytes)
 	wantCode(t, err, codes.OutOfRange, "past the end")
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188, IfVersion: "0123"}, DefaultChunkBytes)
+	wantCode(t, err, codes.FailedPrecondition, `title "sample-001" is version `)
 	if st := s.Stats(); st.Transfers != 0 || st.BytesSent != 0 || st.Active != 0 {
 		t.Errorf("refused requests counted as transfers: %+v", st)
+	}
+}
+
+// A fetch naming the title's version (if_version) is served as without:
+// the bytes the caller holds are of the version the origin serves.
+func TestFetchIfVersion(t *testing.T) {
+	s, c := startServer(t, nil)
+	ti, _ := s.Catalog().Title("sample-002")
+	clip := readClip(t, "clip-b.ts")
+	got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-002", Offset: 188 * 100, IfVersion: ti.Version}, DefaultChunkBytes)
+	if err != nil || !bytes.Equal(got, clip[188*100:]) {
+		t.Fatalf("fetch with the title's version: %d bytes, %v", len(got), err)
 	}
 }
 

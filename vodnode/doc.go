@@ -6,7 +6,8 @@
 // elementary-stream mode; PAUSE, seek and Scale trick play; the session
 // stays, paused at the end of the title, until TEARDOWN or its timeout),
 // paced in real time by the delivery engine (vodnode/deliver) from titles
-// on local disk, filled from the origin while they play (vodnode/store);
+// on local disk, filled from the origin while they play (vodnode/store;
+// a fill cut short keeps its bytes for the next one to resume from);
 // and HTTP delivery of the same titles (progressive MPEG-TS with byte
 // ranges, HLS cut at keyframes). One admission token starts one viewer's
 // session (admission.go). It registers with the manager, reports its load

@@ -1,11 +1,14 @@
 package vodnode
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // TestFillSharedAndFast: two viewers of a title not on disk share one
@@ -84,26 +87,57 @@ func TestFillSharedAndFast(t *testing.T) {
 }
 
 // TestFillFailureEndsViewers: when the origin keeps failing mid-fill for
-// longer than FillRetryFor, the viewer's session ends and the .part file is
-// removed.
+// longer than FillRetryFor, the viewer's session ends; the bytes filled
+// stay as a partial, not a title of the node (the manager's report counts
+// them as free disk), and the next viewer's fill, once the origin works
+// again, fetches only the bytes after them.
 func TestFillFailureEndsViewers(t *testing.T) {
 	o := newFakeOrigin(t)
-	o.rate = 100 << 10
 	o.fail.Store(true)
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.FillRetryFor = 500 * time.Millisecond })
+	data := o.titles["sample-003"]
+	size := int64(len(data))
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.FillRetryFor = 500 * time.Millisecond
+		n.Capacity.DiskBytes = 4 * size
+	})
 	c := dialRTSP(t, n)
 	c.play(nodeURL(n, mint(t, "f1", "sample-003", "node-1", "", time.Minute), "sample-003"))
 	waitFor(t, 10*time.Second, "session ended", func() bool { return n.Stats().Sessions == 0 })
+	waitFor(t, 5*time.Second, "partial kept", func() bool { return len(n.store.Partials()) == 1 })
 	dir := filepath.Join(n.DataDir, "titles")
-	for _, f := range []string{"sample-003.ts.part", "sample-003.ts"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
-			t.Errorf("%s exists after a failed fill", f)
-		}
+	if _, err := os.Stat(filepath.Join(dir, "sample-003.ts")); !os.IsNotExist(err) {
+		t.Errorf("sample-003.ts exists after a failed fill: %v", err)
+	}
+	p := n.store.Partials()[0]
+	st, err := os.Stat(filepath.Join(dir, "sample-003.ts.part"))
+	if err != nil || st.Size() != p.Stored || p.Stored == 0 || p.Stored%tsindex.PacketSize != 0 {
+		t.Fatalf("partial %+v, file %v %v", p, st, err)
 	}
 	if len(n.Titles()) != 0 {
 		t.Errorf("titles after a failed fill: %+v", n.Titles())
 	}
 	if f := o.fetchCount("sample-003"); f < 2 {
 		t.Errorf("%d origin transfers, want retries before the fill failed", f)
+	}
+	r := (&managerLink{n: n}).loadReport()
+	if len(r.GetTitles()) != 0 || r.GetDiskUsedBytes() != 0 || r.GetDiskFreeBytes() != 4*size {
+		t.Errorf("load report with a partial: titles %v, used %d, free %d, want none, 0, %d",
+			r.GetTitles(), r.GetDiskUsedBytes(), r.GetDiskFreeBytes(), 4*size)
+	}
+
+	o.fail.Store(false)
+	fetches := o.fetchCount("sample-003")
+	c2 := dialRTSP(t, n)
+	c2.play(nodeURL(n, mint(t, "f2", "sample-003", "node-1", "", time.Minute), "sample-003"))
+	if _, _, err := c2.frame(); err != nil {
+		t.Fatalf("first frame of the resumed title: %v", err)
+	}
+	waitComplete(t, n, "sample-003")
+	if offs := o.fetchOffsets("sample-003")[fetches:]; len(offs) != 1 || offs[0] != p.Stored {
+		t.Errorf("fetches of the resumed fill from %v, want one from %d", offs, p.Stored)
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, "sample-003.ts"))
+	if err != nil || !bytes.Equal(stored, data) {
+		t.Fatalf("stored title differs from the origin's (%d of %d bytes, %v)", len(stored), size, err)
 	}
 }

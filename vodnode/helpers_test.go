@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -38,6 +40,7 @@ type fakeOrigin struct {
 
 	mu      sync.Mutex
 	fetches map[string]int
+	offsets map[string][]int64 // every fetch's offset, per title
 	lists   int
 	done    map[string]chan struct{} // closed when a transfer of the title completes
 }
@@ -89,9 +92,17 @@ func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.Lis
 	res := &pb.ListTitlesResponse{}
 	for id, d := range o.titles {
 		x, _ := tsindex.BuildFrom(bytes.NewReader(d))
-		res.Titles = append(res.Titles, &pb.Title{Id: id, Name: id, DurationS: x.Duration(), BitrateBps: int64(float64(len(d)) * 8 / x.Duration()), SizeBytes: int64(len(d))})
+		res.Titles = append(res.Titles, &pb.Title{Id: id, Name: id, DurationS: x.Duration(), BitrateBps: int64(float64(len(d)) * 8 / x.Duration()),
+			SizeBytes: int64(len(d)), Version: titleVersion(d)})
 	}
 	return res, nil
+}
+
+// titleVersion is a title's version as the CDP gives it (the first 128
+// bits of its SHA-256, hex).
+func titleVersion(d []byte) string {
+	sum := sha256.Sum256(d)
+	return hex.EncodeToString(sum[:16])
 }
 
 func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServer[pb.FetchChunk]) error {
@@ -99,8 +110,15 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	if !ok {
 		return status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
 	}
+	if v := req.GetIfVersion(); v != "" && v != titleVersion(d) {
+		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", req.GetTitleId(), titleVersion(d), v)
+	}
 	o.mu.Lock()
 	o.fetches[req.GetTitleId()]++
+	if o.offsets == nil {
+		o.offsets = map[string][]int64{}
+	}
+	o.offsets[req.GetTitleId()] = append(o.offsets[req.GetTitleId()], req.GetOffset())
 	done := o.done[req.GetTitleId()]
 	if done == nil {
 		done = make(chan struct{})
@@ -133,6 +151,13 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	}
 	close(done)
 	return nil
+}
+
+// fetchOffsets returns the offset of every fetch of title id, in order.
+func (o *fakeOrigin) fetchOffsets(id string) []int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]int64(nil), o.offsets[id]...)
 }
 
 func (o *fakeOrigin) fetchCount(id string) int {

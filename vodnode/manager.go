@@ -389,6 +389,14 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 	}
 	n.mu.Unlock()
 	used, quota := n.store.Usage()
+	// Partials (fills that stopped short, kept to resume) are not copies:
+	// not in the titles, and their bytes count as free, since the node
+	// removes them before anything else when a fill needs room.
+	var partial int64
+	for _, p := range n.store.Partials() {
+		partial += p.Stored
+	}
+	used -= partial
 	r.DiskUsedBytes = used
 	r.Titles = storedTitles(n.store.Titles())
 	// Free: the quota's room, but no more than the file system has once
@@ -397,7 +405,7 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 	fsFree := int64(-1)
 	var st unix.Statfs_t
 	if unix.Statfs(n.DataDir, &st) == nil {
-		fsFree = int64(st.Bavail) * st.Bsize
+		fsFree = int64(st.Bavail)*st.Bsize + partial
 		for _, t := range r.Titles {
 			if t.GetFilling() {
 				fsFree -= max(t.GetSizeBytes()-t.GetStoredBytes(), 0)

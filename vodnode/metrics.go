@@ -17,7 +17,8 @@ var (
 	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
-	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole).", nil, nil)
+	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole) and of partial fills.", nil, nil)
+	descNodePartial  = prometheus.NewDesc("vodnode_partial_bytes", "Bytes of partial fills: titles whose fill stopped short, kept to resume (removed first when a fill needs room).", nil, nil)
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
 	descNodeTitles   = prometheus.NewDesc("vodnode_titles", "Titles held or filling.", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
@@ -26,7 +27,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin,
-		descNodeFillsNow, descNodeFills, descNodeDiskUsed, descNodeDiskCap, descNodeTitles, descNodeDraining} {
+		descNodeFillsNow, descNodeFills, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining} {
 		ch <- d
 	}
 }
@@ -62,6 +63,11 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descNodeFills, float64(started))
 	used, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
+	var partial int64
+	for _, p := range n.store.Partials() {
+		partial += p.Stored
+	}
+	gauge(descNodePartial, float64(partial))
 	gauge(descNodeDiskCap, float64(quota))
 	gauge(descNodeTitles, float64(len(n.store.Titles())))
 	draining := 0.0

@@ -99,6 +99,51 @@ func TestFillSurvivesOriginRestart(t *testing.T) {
 	t.Logf("%d RTP frames during the 1.5 s outage, %d origin transfers", frames, o.fetchCount("sample-004"))
 }
 
+// TestFillResumesAfterNodeRestart: a node stopped while it fills a title
+// keeps the bytes it has; started again on the same data_dir, it does not
+// list the title, and a viewer's fill asks the origin only for the bytes
+// after them and ends with the origin's title byte for byte.
+func TestFillResumesAfterNodeRestart(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.rate = 200 << 10 // bytes/s
+	addr := startOrigin(t, o)
+	const id = "short-001"
+	data := o.titles[id]
+	n1 := startNode(t, addr)
+	dir := n1.DataDir
+	c := dialRTSP(t, n1)
+	c.play(nodeURL(n1, mint(t, "r1", id, "node-1", "", time.Minute), id))
+	waitFor(t, 10*time.Second, "100 kB filled", func() bool {
+		st := n1.Titles()
+		return len(st) == 1 && st[0].Stored >= 100<<10
+	})
+	n1.Close()
+	st, err := os.Stat(filepath.Join(dir, "titles", id+".ts.part"))
+	if err != nil || st.Size() < 100<<10 || st.Size() >= int64(len(data)) {
+		t.Fatalf("partial after the node stopped: %v %v", st, err)
+	}
+	kept := st.Size()
+	fetches := o.fetchCount(id)
+
+	n2 := startNode(t, addr, func(n *Node) { n.DataDir = dir })
+	if len(n2.Titles()) != 0 {
+		t.Fatalf("titles of the restarted node: %+v, want the partial not listed", n2.Titles())
+	}
+	c2 := dialRTSP(t, n2)
+	c2.play(nodeURL(n2, mint(t, "r2", id, "node-1", "", time.Minute), id))
+	if _, _, err := c2.frame(); err != nil {
+		t.Fatalf("first frame after the restart: %v", err)
+	}
+	waitComplete(t, n2, id)
+	if offs := o.fetchOffsets(id)[fetches:]; len(offs) != 1 || offs[0] != kept {
+		t.Errorf("fetches after the restart from %v, want one from %d", offs, kept)
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, "titles", id+".ts"))
+	if err != nil || !bytes.Equal(stored, data) {
+		t.Fatalf("stored title differs from the origin's (%d of %d bytes, %v)", len(stored), len(data), err)
+	}
+}
+
 // TestDataDirInUse: a second node on the data_dir of a running node does
 // not start, and says why; once the first has stopped it starts.
 func TestDataDirInUse(t *testing.T) {

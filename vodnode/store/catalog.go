@@ -50,15 +50,16 @@ func (c *catalog) forget() {
 }
 
 // lookup returns title id from the cache, refreshing it from the origin on
-// a miss (at most once per catalogMinRefresh), and, when fresh is set (a
-// fill is about to start), when the cache is older than catalogMaxAge or
-// forgotten; a failed refresh then falls back to the cached entry.
-func (c *catalog) lookup(ctx context.Context, id string, now time.Time, fresh bool) (Meta, error) {
+// a miss (at most once per catalogMinRefresh), and, when maxAge is not
+// negative, when the cache is maxAge old or forgotten (catalogMaxAge
+// before a fill, catalogMinRefresh before one resuming a partial); a
+// failed refresh then falls back to the cached entry.
+func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge time.Duration) (Meta, error) {
 	c.mu.Lock()
 	m, ok := c.titles[id]
-	stale := c.fetched.IsZero() || now.Sub(c.fetched) >= catalogMaxAge
+	stale := maxAge >= 0 && (c.fetched.IsZero() || now.Sub(c.fetched) >= maxAge)
 	c.mu.Unlock()
-	if ok && !(fresh && stale) {
+	if ok && !stale {
 		return m, nil
 	}
 	if c.origin == nil {
@@ -96,7 +97,7 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, fresh bo
 	}
 	titles := make(map[string]Meta, len(res.GetTitles()))
 	for _, t := range res.GetTitles() {
-		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS()}
+		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
 	}
 	c.mu.Lock()
 	c.titles, c.fetched = titles, now

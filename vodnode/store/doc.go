@@ -2,8 +2,11 @@
 // <DataDir>/titles/<id>.ts with their indexes (tsindex, persisted beside the
 // file as <id>.idx), the fills that copy a missing title from the origin
 // (CDP) into <id>.ts.part while it is already being read (resuming where
-// it stopped when the origin goes away for a while), and the eviction that
-// makes room for a fill with an smm.Evictor. An open Store holds an
+// it stopped when the origin goes away for a while), the partials that
+// fills stopped short leave for the next fill of their title to resume
+// from (partial.go: <id>.ts.part with <id>.ts.part.meta, never served as
+// the title), and the eviction that makes room for a fill: partials
+// first, then whole titles chosen by an smm.Evictor. An open Store holds an
 // exclusive flock(2) on <DataDir>/titles/.lock, so that no two processes
 // share the directory.
 //

@@ -17,63 +17,151 @@ import (
 )
 
 // startFillLocked reserves room for meta (checking that eviction can make
-// it; the fill evicts once the origin answers), creates <id>.ts.part and
-// starts the fill's goroutine. Called with s.mu held.
+// it; the fill evicts once the origin answers) and starts the fill's
+// goroutine: from the title's partial when one of meta's size and version
+// is kept (a partial of another is removed), else from an empty
+// <id>.ts.part, with the partial's record (partial.go) when the origin
+// gave a version. Called with s.mu held.
 func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 	if s.cfg.Origin == nil {
 		return nil, fmt.Errorf("%w: %q (no origin configured)", ErrUnknownTitle, meta.ID)
 	}
-	if err := s.roomLocked(meta.Size); err != nil {
+	s.expirePartialsLocked()
+	part := s.path(meta.ID, ".ts.part")
+	var f *os.File
+	p := s.partials[meta.ID]
+	if p != nil && !p.resumable(meta) {
+		s.dropPartialLocked(p, fmt.Sprintf("of another version of the title (%d bytes, version %q; the origin's: %d bytes, version %q)",
+			p.meta.Size, p.meta.Version, meta.Size, meta.Version))
+		p = nil
+	}
+	if p != nil {
+		var err error
+		if f, err = os.OpenFile(part, os.O_RDWR, 0); err != nil {
+			s.dropPartialLocked(p, err.Error())
+			p = nil
+		}
+	}
+	need := meta.Size
+	if p != nil {
+		need -= p.bytes
+	}
+	if err := s.roomLocked(need, meta.ID); err != nil {
+		if f != nil {
+			f.Close()
+		}
 		return nil, err
 	}
-	f, err := os.OpenFile(s.path(meta.ID, ".ts.part"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		s.noteDiskFault()
-		return nil, fmt.Errorf("store: %w", err)
+	if p != nil {
+		delete(s.partials, meta.ID) // the fill's now; s.used already counts its bytes
+	} else {
+		var err error
+		f, err = os.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err == nil && meta.Version != "" {
+			err = s.writePartialRecord(meta)
+		} else if err == nil {
+			err = os.Remove(s.path(meta.ID, partialMetaExt))
+			if errors.Is(err, os.ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			s.removePartialFiles(meta.ID)
+			s.noteDiskFault()
+			return nil, fmt.Errorf("store: %w", err)
+		}
 	}
-	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now()}
+	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now(), resume: p != nil}
 	t.ctx, t.cancel = context.WithCancel(s.ctx)
 	t.view.Store(&View{Index: tsindex.Index{FirstPTS: -1}})
 	s.titles[meta.ID] = t
-	s.used += meta.Size
+	s.used += need
 	s.fillsByID[meta.ID]++
 	s.fills.Add(1)
 	go s.fill(t)
-	s.log.Info("fill started", "title", meta.ID, "size_bytes", meta.Size, "prefetch", prefetch)
+	if p != nil {
+		s.log.Info("fill started from a partial", "title", meta.ID, "size_bytes", meta.Size, "partial_bytes", p.bytes, "prefetch", prefetch)
+	} else {
+		s.log.Info("fill started", "title", meta.ID, "size_bytes", meta.Size, "prefetch", prefetch)
+	}
 	return t, nil
 }
 
 // fill copies the title from the origin into its .part file, publishing a
-// new View after every chunk, then renames the file to <id>.ts. A transfer
-// the origin interrupts is retried from the offset reached (readers go on
-// with the bytes on disk meanwhile) with the backoff of Config.Retry,
-// RetryMax and RetryFor; the fill fails when the origin sent nothing for
-// RetryFor, or at once on an error no retry can mend.
+// new View after every chunk, then renames the file to <id>.ts. A fill
+// resuming a partial first indexes the bytes on disk (resumeFrom) and asks
+// the origin for the rest only. A transfer the origin interrupts is
+// retried from the offset reached (readers go on with the bytes on disk
+// meanwhile) with the backoff of Config.Retry, RetryMax and RetryFor; the
+// fill fails when the origin sent nothing for RetryFor, or at once on an
+// error no retry can mend. Every transfer names the title's version
+// (if_version), so that bytes of a title replaced at the origin are never
+// appended to those of the old one.
 func (s *Store) fill(t *Title) {
 	defer s.fills.Done()
 	id := t.meta.ID
 	b := tsindex.NewBuilder()
-	var off int64
+	var off, fetched int64
 	var err error
 	start := time.Now()
+	indexed := true // the file's bytes are those of b (cut to them when kept)
+	if t.resume {
+		indexed = false
+		if b, off, err = s.resumeFrom(t); err == nil {
+			indexed = true
+			s.log.Info("fill resumed", "title", id, "offset", off, "size_bytes", t.meta.Size)
+		}
+	}
+	if err == nil {
+		fetched, err = s.transfer(t, b, off)
+		off += fetched
+	}
+	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
+		err = errAbandoned
+	}
+	t.cancel() // the fill's context is done either way
+	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
+		err = fmt.Errorf("origin sent %d bytes of %d (%w? the next fill reads the catalog again)", off, t.meta.Size, errReplaced)
+	}
+	if status.Code(err) == codes.FailedPrecondition { // another version: if_version
+		err = fmt.Errorf("%w (the next fill reads the catalog again): %w", errReplaced, err)
+	}
+	if errors.Is(err, errReplaced) {
+		s.cat.forget()
+	}
+	if err == nil {
+		err = s.finishFill(t, b)
+	}
+	if err != nil {
+		s.failFill(t, err, indexed)
+		return
+	}
+	s.log.Info("fill complete", "title", id, "bytes", off, "origin_bytes", fetched, "seconds", time.Since(start).Seconds())
+}
+
+// transfer fetches t's bytes from offset off to the end, retrying the
+// transfers the origin interrupts, and returns the bytes written.
+func (s *Store) transfer(t *Title, b *tsindex.Builder, off int64) (int64, error) {
+	var fetched int64
 	room := false
 	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
 	for attempt := 1; ; attempt++ {
-		var n int64
-		n, err = s.fetch(t, b, off, &room)
-		off += n
+		n, err := s.fetch(t, b, off+fetched, &room)
+		fetched += n
 		if err == nil || !retryable(err) || t.ctx.Err() != nil {
-			break
+			return fetched, err
 		}
 		if n > 0 {
 			r.progress()
 		}
 		wait, ok := r.next(time.Now())
 		if !ok {
-			err = fmt.Errorf("no byte from the origin for %v (%d attempts): %w", s.cfg.RetryFor, attempt, err)
-			break
+			return fetched, fmt.Errorf("no byte from the origin for %v (%d attempts): %w", s.cfg.RetryFor, attempt, err)
 		}
-		s.log.Warn("fill interrupted, retrying", "title", id, "offset", off, "attempt", attempt,
+		s.log.Warn("fill interrupted, retrying", "title", t.meta.ID, "offset", off+fetched, "attempt", attempt,
 			"retry_in_s", wait.Seconds(), "err", err)
 		timer := time.NewTimer(wait)
 		select {
@@ -82,23 +170,12 @@ func (s *Store) fill(t *Title) {
 			timer.Stop()
 		}
 	}
-	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
-		err = errAbandoned
-	}
-	t.cancel() // the fill's context is done either way
-	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
-		err = fmt.Errorf("origin sent %d bytes of %d (the title was replaced at the origin? the next fill reads the catalog again)", off, t.meta.Size)
-		s.cat.forget()
-	}
-	if err == nil {
-		err = s.finishFill(t, b)
-	}
-	if err != nil {
-		s.failFill(t, err)
-		return
-	}
-	s.log.Info("fill complete", "title", id, "bytes", off, "seconds", time.Since(start).Seconds())
 }
+
+// errReplaced is a fill that got another number of bytes than the
+// catalog's size, or that the origin refused as of another version: the
+// title was replaced at the origin.
+var errReplaced = errors.New("the title was replaced at the origin")
 
 // fetch runs one Fetch from offset off and returns the bytes written.
 // Before it writes the first bytes of the fill it makes room on the disk,
@@ -106,7 +183,7 @@ func (s *Store) fill(t *Title) {
 func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int64, error) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
-	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off})
+	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version})
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +239,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch status.Code(err) {
-	case codes.NotFound, codes.OutOfRange, codes.InvalidArgument, codes.PermissionDenied, codes.Canceled:
+	case codes.NotFound, codes.OutOfRange, codes.InvalidArgument, codes.PermissionDenied, codes.Canceled, codes.FailedPrecondition:
 		return false
 	}
 	return true
@@ -189,6 +266,7 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 		os.Remove(s.path(id, ".idx"))
 		return err
 	}
+	os.Remove(s.path(id, partialMetaExt))
 	s.mu.Lock()
 	t.filling = false
 	s.mu.Unlock()
@@ -196,9 +274,15 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 	return nil
 }
 
-// failFill forgets the title, removes its .part file and tells the readers.
-func (s *Store) failFill(t *Title, err error) {
+// failFill forgets the title, keeps its bytes as a partial (cut to the
+// whole packets indexed, when indexed says the index is the file's) or
+// removes its .part file (keepPartial), and tells the readers.
+func (s *Store) failFill(t *Title, err error, indexed bool) {
 	id := t.meta.ID
+	var kept int64
+	if keepPartial(t, err) {
+		kept = s.keepBytes(t, indexed)
+	}
 	switch {
 	case s.ctx.Err() != nil:
 		s.log.Info("fill stopped: store closing", "title", id)
@@ -224,9 +308,39 @@ func (s *Store) failFill(t *Title, err error) {
 	if t.refs == 0 {
 		t.file.Close()
 	}
+	// Under s.mu: a fill of the title started once it is out of s.titles
+	// finds the partial, or no file.
+	if kept > 0 {
+		s.partials[id] = &partial{meta: t.meta, bytes: kept, since: s.cfg.Now()}
+		s.used += kept
+	} else {
+		s.removePartialFiles(id)
+	}
 	s.mu.Unlock()
-	os.Remove(s.path(id, ".ts.part"))
+	if kept > 0 {
+		s.log.Info("partial fill kept to resume", "title", id, "bytes", kept, "size_bytes", t.meta.Size)
+	}
 	v := *t.View()
 	v.Err = fmt.Errorf("fill of %s failed: %w", id, err)
 	t.publish(&v)
+}
+
+// keepBytes readies the bytes of t's stopped fill to be kept: cut to the
+// whole packets indexed (when indexed; else, a resume stopped while
+// checking them, left as they are, checked at the next resume) and synced.
+// It returns their count, 0 when there are none or they cannot be kept.
+func (s *Store) keepBytes(t *Title, indexed bool) int64 {
+	if indexed {
+		if err := t.file.Truncate(t.View().Index.Size); err != nil {
+			return 0
+		}
+	}
+	if err := t.file.Sync(); err != nil {
+		return 0
+	}
+	st, err := t.file.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }

@@ -45,6 +45,9 @@ func (o *flakyOrigin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[p
 	d := o.titles[req.GetTitleId()]
 	o.fetches++
 	o.origin.mu.Unlock()
+	if err := checkVersion(req, d); err != nil {
+		return err
+	}
 	for off := req.GetOffset(); off < min(o.cut, int64(len(d))); off += 64 << 10 {
 		if err := s.Send(&pb.FetchChunk{Offset: off, Data: d[off:min(off+64<<10, o.cut)]}); err != nil {
 			return err

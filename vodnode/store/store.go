@@ -56,6 +56,10 @@ type Config struct {
 	// before the origin's first byte waits before it is abandoned (its
 	// origin channel goes to fills someone watches); 0 = DefaultAbandonAfter.
 	AbandonAfter time.Duration
+	// PartialMaxAge is how long the beginning of a title whose fill
+	// stopped short (a partial, partial.go) is kept for its next fill to
+	// resume from before it is removed; 0 = DefaultPartialMaxAge (24 h).
+	PartialMaxAge time.Duration
 }
 
 // DefaultAbandonAfter is Config.AbandonAfter's default: a client's
@@ -76,12 +80,14 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	fills  sync.WaitGroup
+	bg     sync.WaitGroup // the sweep of partials
 
 	lock *os.File // holds the flock on Dir's LockFile; nil where there is none
 
 	mu          sync.Mutex
 	titles      map[string]*Title
-	used        int64 // bytes of stored titles plus the full size of filling ones
+	partials    map[string]*partial // titles whose fill stopped short, kept to resume (not in titles)
+	used        int64               // bytes of stored titles, the full size of filling ones and the partials' bytes
 	closed      bool
 	fillsByID   map[string]int
 	originBytes atomic.Int64
@@ -139,9 +145,11 @@ func (s *Store) TakeFailures() []Failure {
 }
 
 // Open locks cfg.Dir (an exclusive flock(2) on its LockFile, held until
-// Close), scans it (removing leftover .part files of interrupted fills),
-// indexes every <id>.ts (reusing a persisted <id>.idx when it matches the
-// file) and returns the Store. Errors: the directory cannot be created or
+// Close), scans it (keeping the partials of fills that stopped short when
+// their record says what they begin, removing other .part files and, over
+// the quota or PartialMaxAge, the partials), indexes every <id>.ts (reusing
+// a persisted <id>.idx when it matches the file) and returns the Store.
+// Errors: the directory cannot be created or
 // read, it is locked by another process or Store (wraps ErrLocked), or a
 // stored file is not MPEG-TS.
 func Open(cfg Config) (*Store, error) {
@@ -167,6 +175,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.AbandonAfter <= 0 {
 		cfg.AbandonAfter = DefaultAbandonAfter
 	}
+	if cfg.PartialMaxAge <= 0 {
+		cfg.PartialMaxAge = DefaultPartialMaxAge
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -179,6 +190,7 @@ func Open(cfg Config) (*Store, error) {
 		log:       cfg.Logger,
 		cat:       &catalog{origin: cfg.Origin, log: cfg.Logger, titles: map[string]Meta{}},
 		titles:    map[string]*Title{},
+		partials:  map[string]*partial{},
 		fillsByID: map[string]int{},
 		lock:      lock,
 	}
@@ -188,9 +200,15 @@ func Open(cfg Config) (*Store, error) {
 		s.unlock()
 		return nil, err
 	}
+	s.expirePartialsLocked()
+	if cfg.DiskBytes > 0 && s.used > cfg.DiskBytes {
+		s.dropPartialsLocked(s.used-cfg.DiskBytes, "over the disk quota")
+	}
 	if cfg.DiskBytes > 0 && s.used > cfg.DiskBytes {
 		s.log.Warn("stored titles exceed the disk quota", "used_bytes", s.used, "disk_bytes", cfg.DiskBytes)
 	}
+	s.bg.Add(1)
+	go s.sweepPartials()
 	return s, nil
 }
 
@@ -202,11 +220,12 @@ func (s *Store) scan() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	seen := map[string]bool{}
+	var parts []string
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case strings.HasSuffix(name, ".ts.part"):
-			os.Remove(filepath.Join(s.cfg.Dir, name))
+		case strings.HasSuffix(name, ".ts.part") && !e.IsDir():
+			parts = append(parts, strings.TrimSuffix(name, ".ts.part"))
 		case strings.HasSuffix(name, ".ts") && !e.IsDir():
 			id := strings.TrimSuffix(name, ".ts")
 			if !ValidID(id) {
@@ -227,9 +246,18 @@ func (s *Store) scan() error {
 			seen[id] = true
 		}
 	}
+	for _, id := range parts {
+		s.loadPartial(id)
+	}
 	for _, e := range ents {
 		if id, ok := strings.CutSuffix(e.Name(), ".idx"); ok && !seen[id] {
 			os.Remove(filepath.Join(s.cfg.Dir, e.Name()))
+		}
+		if id, ok := strings.CutSuffix(e.Name(), partialMetaExt); ok && s.partials[id] == nil {
+			os.Remove(filepath.Join(s.cfg.Dir, e.Name())) // a record without its .part
+		}
+		if strings.HasSuffix(e.Name(), partialMetaExt+".tmp") {
+			os.Remove(filepath.Join(s.cfg.Dir, e.Name())) // a record's write cut short
 		}
 	}
 	return nil
@@ -298,7 +326,7 @@ func (s *Store) Lookup(ctx context.Context, id string) (Meta, error) {
 		}
 		return m, nil
 	}
-	return s.cat.lookup(ctx, id, s.cfg.Now(), false)
+	return s.cat.lookup(ctx, id, s.cfg.Now(), -1)
 }
 
 // Acquire returns title id held for reading (Release it when done),
@@ -325,7 +353,17 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 	if t := s.hold(id, prefetch); t != nil {
 		return t, nil
 	}
-	meta, err := s.cat.lookup(ctx, id, s.cfg.Now(), true)
+	// A fill reads a catalog older than catalogMaxAge again; one that
+	// would resume a partial, any but the last second's: a title replaced
+	// at the origin since shows its new version, and the partial goes.
+	s.mu.Lock()
+	_, resume := s.partials[id]
+	s.mu.Unlock()
+	maxAge := catalogMaxAge
+	if resume {
+		maxAge = catalogMinRefresh
+	}
+	meta, err := s.cat.lookup(ctx, id, s.cfg.Now(), maxAge)
 	if err != nil {
 		return nil, err
 	}
@@ -397,96 +435,6 @@ func (s *Store) Release(t *Title) {
 	}
 }
 
-// roomLocked checks that need more bytes can fit in the quota by evicting
-// titles neither held, filling nor protected, without evicting them yet
-// (a fill evicts when the origin sends its first bytes: makeRoom).
-func (s *Store) roomLocked(need int64) error {
-	if s.cfg.DiskBytes <= 0 {
-		return nil
-	}
-	if need > s.cfg.DiskBytes {
-		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
-	}
-	over := s.used + need - s.cfg.DiskBytes
-	for _, t := range s.titles {
-		if over <= 0 {
-			return nil
-		}
-		if t.refs == 0 && !t.filling && !s.protected[t.meta.ID] {
-			over -= t.meta.Size
-		}
-	}
-	if over > 0 {
-		return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
-	}
-	return nil
-}
-
-// makeRoom evicts titles until the stored and filling titles (whose full
-// sizes s.used counts) fit in the quota. A fill calls it when the origin
-// has sent its first bytes, so that a fill the origin cannot serve evicts
-// nothing.
-func (s *Store) makeRoom() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.DiskBytes <= 0 {
-		return nil
-	}
-	over := s.used - s.cfg.DiskBytes
-	if over <= 0 {
-		return nil
-	}
-	items := make([]smm.Item, 0, len(s.titles))
-	for _, t := range s.titles {
-		items = append(items, smm.Item{
-			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling, LastAccess: t.lastAccess,
-			Pinned: s.protected[t.meta.ID],
-		})
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
-	victims, ok := s.cfg.Evictor.Victims(items, over, s.cfg.Now())
-	if !ok {
-		return fmt.Errorf("%w: %d bytes over the quota of %d, the rest is in use", ErrNoSpace, over, s.cfg.DiskBytes)
-	}
-	for _, id := range victims {
-		s.log.Info("evicting title to make room", "title", id, "policy", s.cfg.Evictor.Name())
-		s.removeLocked(s.titles[id])
-	}
-	return nil
-}
-
-// Evict removes title id from the disk. Errors wrap ErrUnknownTitle (not
-// stored) or ErrInUse (held by a reader or filling).
-func (s *Store) Evict(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.titles[id]
-	if !ok {
-		return fmt.Errorf("%w: %q not stored", ErrUnknownTitle, id)
-	}
-	if t.refs > 0 || t.filling {
-		return fmt.Errorf("%w: %q", ErrInUse, id)
-	}
-	s.removeLocked(t)
-	return nil
-}
-
-func (s *Store) removeLocked(t *Title) {
-	if t == nil || t.removed {
-		return
-	}
-	delete(s.titles, t.meta.ID)
-	s.used -= t.meta.Size
-	t.removed = true
-	if t.refs == 0 && t.file != nil {
-		t.file.Close()
-	}
-	if !t.filling {
-		os.Remove(s.path(t.meta.ID, ".ts"))
-		os.Remove(s.path(t.meta.ID, ".idx"))
-	}
-}
-
 // Status is one title on the node as the manager's load report shows it.
 type Status struct {
 	ID         string
@@ -498,7 +446,8 @@ type Status struct {
 	LastAccess time.Time
 }
 
-// Titles returns the stored and filling titles, sorted by id.
+// Titles returns the stored and filling titles, sorted by id (not the
+// partials: Partials).
 func (s *Store) Titles() []Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -514,7 +463,7 @@ func (s *Store) Titles() []Status {
 }
 
 // Usage returns the bytes taken by stored titles (filling ones at their
-// full size) and the quota (0 = unlimited).
+// full size) and partials, and the quota (0 = unlimited).
 func (s *Store) Usage() (used, quota int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -548,8 +497,9 @@ func (s *Store) ActiveFills() int {
 // OriginBytes returns the bytes received from the origin since Open.
 func (s *Store) OriginBytes() int64 { return s.originBytes.Load() }
 
-// Close stops the fills in progress (their .part files are removed), waits
-// for them, closes the title files and releases the directory's lock.
+// Close stops the fills in progress (their bytes are kept as partials
+// when the origin gave the title's version, else removed), waits for them,
+// closes the title files and releases the directory's lock.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -560,6 +510,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.fills.Wait()
+	s.bg.Wait()
 	s.closeFiles()
 	s.unlock()
 	return nil

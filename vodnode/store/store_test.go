@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -32,9 +34,24 @@ func (o *origin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTit
 	o.lists++
 	res := &pb.ListTitlesResponse{}
 	for id, d := range o.titles {
-		res.Titles = append(res.Titles, &pb.Title{Id: id, SizeBytes: int64(len(d)), BitrateBps: 600_000, DurationS: 20})
+		res.Titles = append(res.Titles, &pb.Title{Id: id, SizeBytes: int64(len(d)), BitrateBps: 600_000, DurationS: 20, Version: version(d)})
 	}
 	return res, nil
+}
+
+// version is a title's version as the CDP gives it (the first 128 bits of
+// its SHA-256, hex).
+func version(d []byte) string {
+	sum := sha256.Sum256(d)
+	return hex.EncodeToString(sum[:16])
+}
+
+// checkVersion answers a fetch whose if_version is not d's as the CDP does.
+func checkVersion(req *pb.FetchRequest, d []byte) error {
+	if v := req.GetIfVersion(); v != "" && v != version(d) {
+		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", req.GetTitleId(), version(d), v)
+	}
+	return nil
 }
 
 func (o *origin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.FetchChunk]) error {
@@ -44,6 +61,9 @@ func (o *origin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.Fet
 	o.mu.Unlock()
 	if !ok {
 		return status.Error(codes.NotFound, "no such title")
+	}
+	if err := checkVersion(req, d); err != nil {
+		return err
 	}
 	for off := req.GetOffset(); off < int64(len(d)); off += 64 << 10 {
 		if err := s.Send(&pb.FetchChunk{Offset: off, Data: d[off:min(off+64<<10, int64(len(d)))]}); err != nil {

@@ -17,6 +17,9 @@ type Meta struct {
 	Size     int64   // bytes of the whole title
 	Bitrate  int64   // mean bitrate, bit/s
 	Duration float64 // play time, seconds
+	// Version identifies the title's bytes at the origin (pb.Title.version);
+	// "" when unknown (a stored copy, or an origin that gives none).
+	Version string
 }
 
 // View is what a reader may use of a title at one moment. Index.Size is the
@@ -50,6 +53,9 @@ type Title struct {
 	cancel  context.CancelFunc
 	started bool
 	idleGen int // bumped at each release to no reader (the abandon timer's)
+	// resume: the fill goes on from a partial kept by an earlier one (its
+	// .part file, opened without truncation).
+	resume bool
 }
 
 type waiter struct {

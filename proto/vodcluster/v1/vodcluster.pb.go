@@ -89,8 +89,13 @@ type Title struct {
 	// 0 = no hint. The storage manager takes it as a prior of the title's
 	// request rate, so a promoted title is prefetched before its first viewer.
 	PopularityPerDay float64 `protobuf:"fixed64,7,opt,name=popularity_per_day,json=popularityPerDay,proto3" json:"popularity_per_day,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// version identifies the title's bytes at the origin: it changes whenever
+	// they do (the CDP gives the first 128 bits of the SHA-256 of the file,
+	// hex). A node resumes a partly filled title only from a partial of the
+	// same version. Empty when the origin gives none.
+	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Title) Reset() {
@@ -170,6 +175,13 @@ func (x *Title) GetPopularityPerDay() float64 {
 		return x.PopularityPerDay
 	}
 	return 0
+}
+
+func (x *Title) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type ListTitlesRequest struct {
@@ -253,11 +265,15 @@ func (x *ListTitlesResponse) GetTitles() []*Title {
 }
 
 type FetchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`               // bytes
-	Length        int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`               // bytes; 0 = to the end
-	NoWait        bool                   `protobuf:"varint,4,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"` // fail at once with RESOURCE_EXHAUSTED instead of queueing for a channel
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TitleId string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	Offset  int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`               // bytes
+	Length  int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`               // bytes; 0 = to the end
+	NoWait  bool                   `protobuf:"varint,4,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"` // fail at once with RESOURCE_EXHAUSTED instead of queueing for a channel
+	// if_version, when set, is the Title.version the caller's bytes so far
+	// belong to: the origin answers FAILED_PRECONDITION, sending nothing,
+	// when its title is of another version (replaced under the same id).
+	IfVersion     string `protobuf:"bytes,5,opt,name=if_version,json=ifVersion,proto3" json:"if_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +334,13 @@ func (x *FetchRequest) GetNoWait() bool {
 		return x.NoWait
 	}
 	return false
+}
+
+func (x *FetchRequest) GetIfVersion() string {
+	if x != nil {
+		return x.IfVersion
+	}
+	return ""
 }
 
 type FetchChunk struct {
@@ -2709,7 +2732,7 @@ var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
 
 const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\xd2\x01\n" +
+	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\xec\x01\n" +
 	"\x05Title\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -2720,15 +2743,18 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\apackage\x18\x06 \x01(\tR\apackage\x12,\n" +
-	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\"\x13\n" +
+	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\x13\n" +
 	"\x11ListTitlesRequest\"B\n" +
 	"\x12ListTitlesResponse\x12,\n" +
-	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\"r\n" +
+	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\"\x91\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x17\n" +
-	"\ano_wait\x18\x04 \x01(\bR\x06noWait\"8\n" +
+	"\ano_wait\x18\x04 \x01(\bR\x06noWait\x12\x1d\n" +
+	"\n" +
+	"if_version\x18\x05 \x01(\tR\tifVersion\"8\n" +
 	"\n" +
 	"FetchChunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x12\n" +

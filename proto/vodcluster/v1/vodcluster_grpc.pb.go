@@ -39,7 +39,8 @@ type OriginClient interface {
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
-	// transfer channel is busy and the caller asked not to wait.
+	// transfer channel is busy and the caller asked not to wait,
+	// FAILED_PRECONDITION when if_version is not the title's version.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchChunk], error)
 }
 
@@ -91,7 +92,8 @@ type OriginServer interface {
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
-	// transfer channel is busy and the caller asked not to wait.
+	// transfer channel is busy and the caller asked not to wait,
+	// FAILED_PRECONDITION when if_version is not the title's version.
 	Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchChunk]) error
 	mustEmbedUnimplementedOriginServer()
 }
