@@ -132,18 +132,18 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	}
 	m.opMu.Lock() // through the hold's change and its write
 	defer m.opMu.Unlock()
-	m.mu.Lock()
+	unlock := m.lockBetweenPlans()
 	now := m.now()
 	id := req.GetNodeId()
 	if id == "" {
 		var err error
 		if id, err = m.chooseNodeLocked(t, now); err != nil {
-			m.mu.Unlock()
+			unlock()
 			return nil, err
 		}
 	}
 	if err := m.prefetchLocked(id, t, now); err != nil {
-		m.mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	lifted := false
@@ -151,7 +151,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		lifted = m.rep.Held(id, t.ID, now)
 		m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
 	}
-	m.mu.Unlock()
+	unlock()
 	msg := "prefetch ordered"
 	if lifted {
 		msg += "; the eviction hold there is lifted"
@@ -180,13 +180,13 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	node, title := req.GetNodeId(), req.GetTitleId()
 	m.opMu.Lock() // through the hold's change and its write
 	defer m.opMu.Unlock()
-	m.mu.Lock()
+	unlock := m.lockBetweenPlans()
 	if err := m.evictLocked(node, title); err != nil {
 		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
-			m.mu.Unlock()
+			unlock()
 			return &pb.PlacementAck{NodeId: node, Message: "not on the node: its failed prefetch there is cancelled"}, nil
 		}
-		m.mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	msg := "eviction ordered"
@@ -198,7 +198,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		m.rep.Evicted(node, title, m.now())
 		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)
 	}
-	m.mu.Unlock()
+	unlock()
 	if planner {
 		if err := m.saveHoldOpLocked(node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
@@ -224,6 +224,19 @@ func (a *admin) Pin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementA
 // fails (the pin then stays).
 func (a *admin) Unpin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	return a.m.changePin(req, false)
+}
+
+// lockBetweenPlans takes planMu and mu, and returns what gives them back:
+// the operator's prefetch and evict wait for a plan in progress, so that
+// the plan's orders, decided on the state before them, and the
+// Replicator's answers (a failed prefetch cancelled) do not cross them.
+func (m *Manager) lockBetweenPlans() (unlock func()) {
+	m.planMu.Lock()
+	m.mu.Lock()
+	return func() {
+		m.mu.Unlock()
+		m.planMu.Unlock()
+	}
 }
 
 // checkIDs validates a PlacementRequest's title (required) and node.

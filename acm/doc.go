@@ -19,7 +19,10 @@
 // the Replicator planner) observes every request and every session's
 // length, plans every PlanInterval and early when demand shifts, and its
 // prefetch and evict orders go down the nodes' heartbeat streams in order
-// (planner.go, placement.go). The outcome of each fill is learnt from the
+// (planner.go, placement.go). A plan is computed without the manager's
+// lock, on a snapshot of the nodes and a copy of the Replicator, so the
+// front door does not wait for it; each order is checked against the
+// state when it is carried out. The outcome of each fill is learnt from the
 // nodes' load reports (done, failed, vanished, never started) and fed
 // back for retries with backoff (fills.go). A fill on demand makes room
 // with the node's Evictor, never evicting a title playing, filling or

@@ -132,10 +132,10 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	}
 	for id := range ns.hits {
 		if cur[id] == nil {
-			delete(ns.hits, id)
+			ns.dropHit(id)
 		}
 	}
-	ns.titles = cur
+	ns.replaceTitles(cur)
 	return holdings, diskFree
 }
 

@@ -159,7 +159,9 @@ type Manager struct {
 	// Replicator tunes the Replicator (zero fields: smm's defaults).
 	Replicator smm.ReplicatorConfig
 	// Planner, when set, replaces the storage policy's planner (the
-	// policy's evictors stay); nil: the storage policy's.
+	// policy's evictors stay); nil: the storage policy's. A Replicator
+	// computes its plans without the manager's lock (on a copy,
+	// smm.PlanJob); another Planner plans under it, like Observe.
 	Planner smm.Planner
 	// PlanInterval is how often the planner plans; it also plans at once
 	// when a prefetch ends, a pin changes or popularity hints arrive, one
@@ -199,7 +201,7 @@ type Manager struct {
 	// (before any stored operator's choice: storedPolicy).
 	configuredPolicy string
 	storage          *smm.Storage
-	rep              *smm.Replicator // the planner when it is the Replicator, else nil
+	rep              *smm.Replicator // the planner when it is the Replicator, else nil; a plan computes on a copy of it (plan)
 	pins             *smm.Pins
 	planner          smm.Planner
 	seeded           map[string]float64 // title -> popularity hint applied (requests/day)
@@ -219,8 +221,11 @@ type Manager struct {
 
 	catalog atomic.Pointer[map[string]store.Title]
 	health  health // readiness for /healthz (health.go)
+	// planMu serialises plans (plan); the planner computes holding it,
+	// not mu. Taken before mu.
+	planMu sync.Mutex
 	// planTitles is the catalog as the storage planner sees it, built
-	// once per catalog (planTitlesOf) rather than at every plan (mu).
+	// once per catalog (planTitlesOf) rather than at every plan (planMu).
 	planTitles   map[string]smm.TitleInfo
 	planTitlesOf *map[string]store.Title
 	st           store.Store
@@ -258,6 +263,10 @@ type Manager struct {
 	grpcSrv    *grpc.Server
 	closeOnce  sync.Once
 	closeError error
+
+	// evictHook, set by tests before Start, sees every eviction as it is
+	// ordered (mu held), before the command is queued.
+	evictHook func(ns *nodeState, title string)
 }
 
 // RTSPAddr returns the bound RTSP front door address (host:port), "" before Start.

@@ -107,9 +107,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// which an operator may have changed while it was away.
 	m.applyNodeSettingLocked(id, true)
 	m.sendProtectLocked(ns, true)
+	sessions := len(ns.sessions)
 	m.mu.Unlock()
 	m.log.Info("node registered", "node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
-		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", len(ns.sessions))
+		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", sessions)
 	m.persistAll(changed)
 	m.kickPump()
 	m.kickPlanSoon() // new room and egress to plan for, with the nodes starting along

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"time"
 
@@ -13,7 +14,10 @@ const cmdQueue = 256
 
 // nodeState is the manager's side of one registered node: the commands
 // waiting for its heartbeat stream, its last load report, and its
-// sessions. Guarded by Manager.mu, except wake (a channel).
+// sessions. Guarded by Manager.mu, except wake (a channel). The maps
+// titles, active and hits are read by a plan in progress without mu
+// (share): they are changed only through the methods below, which copy a
+// shared map before changing it (copy on write).
 type nodeState struct {
 	id    string
 	queue []*pb.NodeCommand // commands not yet sent, oldest first
@@ -30,6 +34,9 @@ type nodeState struct {
 	titles    map[string]*pb.StoredTitle // last report, adjusted by commands since
 	sessions  map[string]*session        // live sessions placed on the node
 	active    map[string]int             // title -> live sessions of it on the node
+	// titlesShared, activeShared, hitsShared: the map is read by a plan
+	// in progress (share), copied before it changes.
+	titlesShared, activeShared, hitsShared bool
 
 	pending  map[string]*pendingFill // prefetches ordered, not yet in a load report
 	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
@@ -99,6 +106,7 @@ func (ns *nodeState) addSession(s *session) {
 		return
 	}
 	ns.sessions[s.ID] = s
+	ownMap(&ns.active, &ns.activeShared)
 	ns.active[s.Title]++
 }
 
@@ -107,9 +115,63 @@ func (ns *nodeState) removeSession(s *session) {
 		return
 	}
 	delete(ns.sessions, s.ID)
+	ownMap(&ns.active, &ns.activeShared)
 	if ns.active[s.Title]--; ns.active[s.Title] <= 0 {
 		delete(ns.active, s.Title)
 	}
+}
+
+// share marks titles, active and hits as read by a plan in progress
+// without mu: each is copied before its next change, until unshare.
+func (ns *nodeState) share() {
+	ns.titlesShared, ns.activeShared, ns.hitsShared = true, true, true
+}
+
+// unshare ends share: the plan no longer reads the maps.
+func (ns *nodeState) unshare() {
+	ns.titlesShared, ns.activeShared, ns.hitsShared = false, false, false
+}
+
+// ownMap makes *m the node's own to change: a copy when *shared.
+func ownMap[V any](m *map[string]V, shared *bool) {
+	if *shared {
+		c := make(map[string]V, len(*m)+1)
+		maps.Copy(c, *m)
+		*m, *shared = c, false
+	}
+}
+
+// setTitle sets title id's entry in titles.
+func (ns *nodeState) setTitle(id string, st *pb.StoredTitle) {
+	ownMap(&ns.titles, &ns.titlesShared)
+	ns.titles[id] = st
+}
+
+// dropTitle removes title id from titles and its hits.
+func (ns *nodeState) dropTitle(id string) {
+	ownMap(&ns.titles, &ns.titlesShared)
+	delete(ns.titles, id)
+	ns.dropHit(id)
+}
+
+// replaceTitles makes cur, a new map, the node's titles.
+func (ns *nodeState) replaceTitles(cur map[string]*pb.StoredTitle) {
+	ns.titles, ns.titlesShared = cur, false
+}
+
+// addHit counts one request for title id placed on the node.
+func (ns *nodeState) addHit(id string) {
+	ownMap(&ns.hits, &ns.hitsShared)
+	ns.hits[id]++
+}
+
+// dropHit forgets the hits of title id.
+func (ns *nodeState) dropHit(id string) {
+	if _, ok := ns.hits[id]; !ok {
+		return
+	}
+	ownMap(&ns.hits, &ns.hitsShared)
+	delete(ns.hits, id)
 }
 
 // sessionList returns the node's sessions (a copy: ending them edits the map).

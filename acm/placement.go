@@ -16,26 +16,15 @@ import (
 // after the evictions that make its room (chosen by the node's Evictor,
 // never a title in use or pinned). NOT_FOUND for an unknown node,
 // FAILED_PRECONDITION for a node out of service, ALREADY_EXISTS when the
-// node holds, fills or was ordered to fill t, RESOURCE_EXHAUSTED when no
-// room can be made or the node's command queue is full; on error nothing
-// was ordered.
+// node holds, fills or was ordered to fill t, or a viewer admitted there
+// plays or awaits it (its fill on demand starts when the viewer arrives),
+// RESOURCE_EXHAUSTED when t is larger than the node's disk, no room can
+// be made or the node's command queue is full; on error nothing was
+// ordered.
 func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error {
-	ns := m.nodes[id]
-	n := m.sched.Node(id)
-	if ns == nil || n == nil {
-		return status.Errorf(codes.NotFound, "node %q is not registered", id)
-	}
-	if !m.sched.InService(n) {
-		return status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", id)
-	}
-	if ns.titles[t.ID] != nil {
-		return status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
-	}
-	if d := n.Capacity.DiskBytes; d > 0 && t.SizeBytes > d {
-		return status.Errorf(codes.ResourceExhausted, "title %q (%d bytes) is larger than the disk of node %q (%d bytes)", t.ID, t.SizeBytes, id, d)
-	}
-	if len(ns.queue) >= cmdQueue {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+	ns, err := m.prefetchCheckLocked(id, t)
+	if err != nil {
+		return err
 	}
 	if _, err := m.makeRoomLocked(ns, t, now, true); err != nil {
 		return err
@@ -43,12 +32,38 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	if !ns.push(prefetchCmd(t.ID)) {
 		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
 	}
-	ns.titles[t.ID] = &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true}
+	ns.setTitle(t.ID, &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true})
 	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes}
 	ns.diskFree -= t.SizeBytes
 	_ = m.sched.SetReplica(id, t.ID, true, t.SizeBytes)
 	m.log.Info("prefetch ordered", "node", id, "title", t.ID, "size_bytes", t.SizeBytes)
 	return nil
+}
+
+// prefetchCheckLocked makes the checks of prefetchLocked that come before
+// any room is made (mu held), with its errors, and returns the node.
+func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, error) {
+	ns := m.nodes[id]
+	n := m.sched.Node(id)
+	if ns == nil || n == nil {
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
+	}
+	if !m.sched.InService(n) {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", id)
+	}
+	if ns.titles[t.ID] != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
+	}
+	if ns.active[t.ID] > 0 {
+		return nil, status.Errorf(codes.AlreadyExists, "a viewer admitted on node %q plays or awaits %q (its fill starts when the viewer arrives)", id, t.ID)
+	}
+	if d := n.Capacity.DiskBytes; d > 0 && t.SizeBytes > d {
+		return nil, status.Errorf(codes.ResourceExhausted, "title %q (%d bytes) is larger than the disk of node %q (%d bytes)", t.ID, t.SizeBytes, id, d)
+	}
+	if len(ns.queue) >= cmdQueue {
+		return nil, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+	}
+	return ns, nil
 }
 
 // errNoRoom is makeRoomLocked's refusal when all is required.
@@ -130,13 +145,15 @@ func (m *Manager) evictLocked(id, title string) error {
 // Evictor's own choice, so its history of the title is dropped too. It
 // reports false when the node's command queue is full.
 func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) bool {
+	if m.evictHook != nil {
+		m.evictHook(ns, title)
+	}
 	if !ns.push(evictCmd(title)) {
 		m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", title)
 		return false
 	}
 	ns.diskFree += ns.titles[title].GetStoredBytes()
-	delete(ns.titles, title)
-	delete(ns.hits, title)
+	ns.dropTitle(title)
 	ns.evicting[title] = ns.reports
 	_ = m.sched.DropReplica(ns.id, title)
 	if r, ok := m.storage.Evictor(ns.id).(smm.Recorder); ok && forget {
@@ -165,7 +182,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
 	}
 	if m.rep != nil {
-		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(m.catalog.Load(), now), now)
+		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(map[string]smm.TitleInfo{t.ID: planTitle(t)}), now)
 		switch {
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)

@@ -26,6 +26,7 @@ type simNode struct {
 	failing      bool     // prefetches are refused and reported failed
 	deaf         bool     // prefetches are ignored (never started, never reported)
 	autoComplete bool     // prefetches complete at once
+	doubles      []string // prefetches of a title already on the disk (a second fill)
 	done         chan struct{}
 }
 
@@ -90,6 +91,7 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 			return
 		}
 		if n.find(id) != nil {
+			n.doubles = append(n.doubles, id)
 			return
 		}
 		st := &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], Filling: true, Prefetch: true}

@@ -196,7 +196,7 @@ func (m *Manager) applyHints() {
 // recordLocked notes one request for t placed on ns: the node's hit count
 // and its Evictor's history (smm.Recorder).
 func (m *Manager) recordLocked(ns *nodeState, t store.Title, now time.Time) {
-	ns.hits[t.ID]++
+	ns.addHit(t.ID)
 	if r, ok := m.storage.Evictor(ns.id).(smm.Recorder); ok {
 		r.Record(t.ID, t.SizeBytes, now)
 	}

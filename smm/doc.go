@@ -23,7 +23,10 @@
 // smm is pure decision code: no sockets, no goroutines, no time.Now;
 // every call takes the current time, so the manager and the simulator (on
 // a virtual clock) run the same code. Its types are not safe for
-// concurrent use (the manager serialises calls); the only lock is the
-// RWMutex of the eviction policy registry (RegisterEvictor, Evictors,
-// NewEvictor).
+// concurrent use (the manager serialises calls), with one exception: a
+// Replicator's Plan can be split (StartPlan, PlanJob.Run, FinishPlan) so
+// that its computation runs on a copy of the Replicator's state, without
+// the caller's lock, while the Replicator is used (replicate_job.go). The
+// only lock is the RWMutex of the eviction policy registry
+// (RegisterEvictor, Evictors, NewEvictor).
 package smm

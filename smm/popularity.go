@@ -29,6 +29,7 @@ type Popularity struct {
 	entries []popEntry
 	sorted  []string // titles, sorted; nil when stale
 	added   []string // titles created since sorted was built (not in it)
+	stale   bool     // index to be rebuilt (a copy for a plan job: reindex)
 
 	// Cluster-wide decayed session statistics: sum of watched fractions
 	// of the title's duration, and their weight.

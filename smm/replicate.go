@@ -33,7 +33,9 @@ import (
 // Titles are never evicted just because the plan dropped them: they stay
 // until their room is needed, by a prefetch or by a fill on demand (the
 // Evictor of Storage ranks unplanned titles first), so a plan that moves
-// costs no origin bytes until it must. Not safe for concurrent use.
+// costs no origin bytes until it must. Not safe for concurrent use; a
+// Plan can be split so that its computation runs without the caller's
+// lock (StartPlan, PlanJob).
 type Replicator struct {
 	cfg  ReplicatorConfig
 	pop  *Popularity // demand: HalfLife
@@ -52,6 +54,9 @@ type Replicator struct {
 	// held are the (node, title) pairs the operator evicted by hand, with
 	// the end of their hold (EvictHold): not planned there until then.
 	held map[fillKey]time.Time
+
+	job   *PlanJob       // the plan in progress (StartPlan), nil when none
+	spare [2]*Popularity // buffers for the next job's copies of pop and rank
 }
 
 // titlePlan is one title's planned placement.
@@ -116,6 +121,9 @@ func (r *Replicator) Stats() ReplicatorStats { return r.stats }
 
 // Observe implements Planner: one request for title.
 func (r *Replicator) Observe(title string, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.Observe(title, now) })
+	}
 	r.pop.Observe(title, now)
 	r.rank.Observe(title, now)
 }
@@ -124,6 +132,9 @@ func (r *Replicator) Observe(title string, now time.Time) {
 // 0 when unknown) ended after watched seconds, to learn how long sessions
 // last (Popularity.ObserveSession).
 func (r *Replicator) SessionEnded(title string, watched, duration float64, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.SessionEnded(title, watched, duration, now) })
+	}
 	r.pop.ObserveSession(title, watched, duration, now)
 }
 
@@ -134,6 +145,9 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 // operator's prefetch of it there (Prefetched) lifts the hold. The
 // manager persists them (Holds, RestoreHolds).
 func (r *Replicator) Evicted(node, title string, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.Evicted(node, title, now) })
+	}
 	k := fillKey{node, title}
 	r.held[k] = now.Add(r.cfg.EvictHold)
 	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
@@ -148,6 +162,9 @@ func (r *Replicator) Held(node, title string, now time.Time) bool { return r.isH
 // CancelPrefetch forgets the operator's prefetch of title on node that
 // failed and waits for its retry; it reports whether there was one.
 func (r *Replicator) CancelPrefetch(node, title string) bool {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.CancelPrefetch(node, title) })
+	}
 	k := fillKey{node, title}
 	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
 		delete(r.fills, k)
@@ -185,6 +202,9 @@ func (r *Replicator) Holds(now time.Time) []Hold {
 // RestoreHolds replaces the eviction holds with hs (from Holds, possibly
 // of another manager). Holds with an empty node or title are skipped.
 func (r *Replicator) RestoreHolds(hs []Hold) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.RestoreHolds(hs) })
+	}
 	r.held = make(map[fillKey]time.Time, len(hs))
 	for _, h := range hs {
 		if h.Node != "" && h.Title != "" {
@@ -246,8 +266,12 @@ type demandOf struct {
 	planned    bool    // in the previous plan
 }
 
-// Plan implements Planner.
+// Plan implements Planner. It must not be called during a plan job
+// (StartPlan to FinishPlan or AbortPlan): it panics.
 func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
+	if r.job != nil {
+		panic("smm: Plan while a plan job is in progress")
+	}
 	r.stats.Plans++
 	if c == nil {
 		return nil

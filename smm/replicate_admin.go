@@ -140,6 +140,9 @@ func (r *Replicator) SnapshotPopularity(now time.Time) PopularityState {
 // so the hottest titles are prefetched at once). It fails on a malformed
 // entry, and then changes nothing.
 func (r *Replicator) RestorePopularity(s PopularityState) error {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { _ = r.RestorePopularity(s) })
+	}
 	if err := (&Popularity{HalfLife: r.pop.HalfLife}).Restore(s.Demand, s.At); err != nil {
 		return err
 	}
@@ -156,6 +159,9 @@ func (r *Replicator) RestorePopularity(s PopularityState) error {
 // operator promotes), which Plan places and prefetches like an observed
 // one. It fails on an empty title or a negative or non-finite rate.
 func (r *Replicator) Seed(title string, rate float64, now time.Time) error {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { _ = r.Seed(title, rate, now) })
+	}
 	if err := r.pop.Seed(title, rate, now); err != nil {
 		return err
 	}

@@ -73,7 +73,10 @@ func (r *Replicator) Fills() []FillStatus {
 
 // FillDone tells the Replicator that a fill of title on node completed
 // (prefetch or not): its retry state is cleared.
-func (r *Replicator) FillDone(node, title string, _ time.Time) {
+func (r *Replicator) FillDone(node, title string, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.FillDone(node, title, now) })
+	}
 	r.fillDone(fillKey{node, title})
 }
 
@@ -82,6 +85,9 @@ func (r *Replicator) FillDone(node, title string, _ time.Time) {
 // that node before a backoff of RetryBase doubling per failure up to
 // RetryMax, jittered in [1/2, 1] of the step.
 func (r *Replicator) FillFailed(node, title string, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.FillFailed(node, title, now) })
+	}
 	k := fillKey{node, title}
 	if r.fills[k] == nil {
 		r.fills[k] = &fillRec{at: now}
@@ -92,6 +98,9 @@ func (r *Replicator) FillFailed(node, title string, now time.Time) {
 // Prefetched registers a prefetch ordered outside Plan (by the operator),
 // so Plan never orders a second fill of it and tracks its outcome.
 func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.Prefetched(node, title, bytes, now) })
+	}
 	k := fillKey{node, title}
 	f := r.fills[k]
 	if f == nil {
