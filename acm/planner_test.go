@@ -248,16 +248,18 @@ func TestPlansBesideFrontDoorRace(t *testing.T) {
 		ns := e.m.nodes[node]
 		return ns != nil && ns.titles[title].GetStoredBytes() > 0
 	}
-	nodeOf := func(sid string) *simNode {
+	// nodeOf returns the node of session sid, and whether it was placed
+	// there with a fill (the node lacked the title).
+	nodeOf := func(sid string) (*simNode, bool) {
 		e.m.mu.Lock()
 		s := e.m.sessions[sid]
 		e.m.mu.Unlock()
 		if s == nil {
-			return nil
+			return nil, false
 		}
 		nodesMu.Lock()
 		defer nodesMu.Unlock()
-		return nodes[s.Node]
+		return nodes[s.Node], s.Fill
 	}
 
 	stop := make(chan struct{})
@@ -350,7 +352,7 @@ func TestPlansBesideFrontDoorRace(t *testing.T) {
 					errs <- err
 					return
 				}
-				n := nodeOf(claims.Session)
+				n, fill := nodeOf(claims.Session)
 				if n == nil {
 					continue // ended already (its node died)
 				}
@@ -358,9 +360,11 @@ func TestPlansBesideFrontDoorRace(t *testing.T) {
 					_ = n.event(claims.Session, pb.SessionEvent_KIND_ENDED) // never started
 					continue
 				}
-				filled := !n.has(id)
+				// The viewer's fill, at once (a viewer placed where the
+				// title is ordered plays from the prefetch).
+				filled := fill && !n.has(id)
 				if filled {
-					n.complete(id) // the viewer's fill, at once
+					n.complete(id)
 				}
 				_ = n.event(claims.Session, pb.SessionEvent_KIND_STARTED)
 				live = append(live, playing{claims.Session, id, n, filled})
