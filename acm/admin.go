@@ -48,7 +48,8 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 	}
 }
 
-// ListNodes returns every node ever registered, in id order, with its
+// ListNodes returns every node registered with this manager and not
+// forgotten since (ForgetNode), dead ones included, in id order, with its
 // load (lsm.Load), reservations and liveness.
 func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesResponse, error) {
 	m := a.m

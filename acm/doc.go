@@ -12,7 +12,9 @@
 // to the chosen node with a signed admission token. It owns the session
 // table and the catalog, kept in a Store that survives restarts, and the
 // manager's gRPC services: NodeControl (registration, heartbeats with
-// commands back, session events, node death, no-show release) and Admin.
+// commands back, session events, node death, no-show release) and Admin
+// (an operator forgets a dead or decommissioned node with everything
+// kept of it, forget.go).
 //
 // It runs the storage manager's decisions (smm) against the real nodes:
 // the storage policy chosen by name (Manager.Evictor, default gdsf with

@@ -246,14 +246,16 @@ func (m *Manager) releaseLeader() {
 }
 
 // takeOver makes a standby the active manager when it takes the planner
-// lock: the sessions in the store that are not in the table are loaded
-// (those of registered nodes get their reservations at once, the others
-// when their node registers, or end RestoreGrace from now), and the
-// operator's pins and the popularity snapshot the previous leader saved
-// replace this manager's; then it plans.
+// lock: the nodes an operator forgot on the previous leader are forgotten
+// here too (dropForgotten), the sessions in the store that are not in the
+// table are loaded (those of registered nodes get their reservations at
+// once, the others when their node registers, or end RestoreGrace from
+// now), and the operator's pins and the popularity snapshot the previous
+// leader saved replace this manager's; then it plans.
 func (m *Manager) takeOver() {
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
+	m.dropForgotten(ctx)
 	loaded, err := m.loadSessions(ctx, "")
 	if err != nil {
 		m.log.Error("taking over: sessions not loaded; they load when their nodes register", "err", err)

@@ -65,7 +65,10 @@ func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
 }
 
-// metricsCollector reads the manager's state at each scrape.
+// metricsCollector reads the manager's state at each scrape. The
+// vodcluster_node_* series of the active manager cover every node it
+// knows (a dead one until forgotten); those of a standby only the nodes
+// alive there.
 type metricsCollector struct{ m *Manager }
 
 var (
@@ -75,7 +78,7 @@ var (
 	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks, else 0.", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
-	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0.", []string{"node"}, nil)
+	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget). A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)
 	descNodeDrain  = prometheus.NewDesc("vodcluster_node_draining", "1 while the node is drained (no new sessions), else 0.", []string{"node"}, nil)
 	descNodeCap    = prometheus.NewDesc("vodcluster_node_capacity_bits_per_second", "Egress the node announced, bit/s.", []string{"node"}, nil)
 	descNodeResv   = prometheus.NewDesc("vodcluster_node_reserved_bits_per_second", "Bit/s reserved by the sessions admitted to the node.", []string{"node"}, nil)
@@ -120,7 +123,16 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descQueue, float64(m.sched.Queued()))
 	gauge(descFills, float64(m.sched.LiveFilling()))
+	// Per-node series: the active manager exports every node it knows,
+	// a dead one with vodcluster_node_up 0 until an operator forgets it
+	// (vodctl node forget); a standby only those alive here (their
+	// heartbeats arrive at it): its record of a node that went back to
+	// the active manager is stale, and would alert as down.
+	standby := !m.Leader()
 	for _, n := range m.sched.Nodes {
+		if standby && !n.Alive {
+			continue
+		}
 		egress := float64(n.EgressBps)
 		if !n.Alive {
 			egress = 0

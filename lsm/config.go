@@ -270,7 +270,7 @@ func mix64(z uint64) uint64 {
 
 // Reservation is a granted placement: bit/s reserved on one node.
 type Reservation struct {
-	Node    int    // index in Scheduler.Nodes
+	Node    int    // index in Scheduler.Nodes when made (RemoveNode may move the node down; Release then finds it by NodeID)
 	NodeID  string // node id
 	Title   string
 	Bitrate int64 // bit/s reserved

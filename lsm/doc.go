@@ -12,7 +12,8 @@
 // that found no node, with their deadlines.
 //
 // Files: config.go (Config, Request, Reservation, errors), scheduler.go
-// (nodes, heartbeats, liveness), replica.go (replica and reservation
+// (nodes, heartbeats, liveness), remove.go (RemoveNode: a decommissioned
+// node forgotten), replica.go (replica and reservation
 // bookkeeping), place.go (admission rule, load, Place/Reserve/Release),
 // queue.go (Admit/Pump), filltree.go (the default policy's search for a
 // fill node), policy*.go (one file per family).

@@ -26,7 +26,7 @@ const DefaultWeight = 100
 // from them, so a direct write goes unnoticed until the node's next event).
 type Node struct {
 	NodeSpec
-	Index int // position in Scheduler.Nodes, stable for the node's lifetime
+	Index int // position in Scheduler.Nodes; moves down only when RemoveNode removes a node before it
 
 	Alive         bool      // heartbeats arrive
 	Draining      bool      // no new sessions; playing ones stay (also when Weight is 0)

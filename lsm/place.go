@@ -233,16 +233,17 @@ func (s *Scheduler) reserve(i int, r *Request) Reservation {
 	return Reservation{Node: i, NodeID: n.ID, Title: r.Title, Bitrate: r.Bitrate, Fill: fill}
 }
 
-// Release returns a reservation's bitrate to its node. Releasing a
-// reservation twice, or one the ledger does not have (its node index out
-// of range, or more bit/s or sessions than the node has reserved), is the
-// caller's bug: the counters stop at zero and Anomalies counts it.
+// Release returns a reservation's bitrate to its node (found by index,
+// or by NodeID when RemoveNode moved it). Releasing a reservation twice,
+// or one the ledger does not have (no such node, or more bit/s or
+// sessions than the node has reserved), is the caller's bug: the counters
+// stop at zero and Anomalies counts it.
 func (s *Scheduler) Release(res Reservation) {
-	if res.Node < 0 || res.Node >= len(s.Nodes) {
+	n := s.nodeOf(res)
+	if n == nil {
 		s.anomalies.UnbalancedReleases++
 		return
 	}
-	n := s.Nodes[res.Node]
 	s.unbook(n, res.Title, res.Bitrate)
 	s.touch(n)
 }

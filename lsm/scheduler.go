@@ -10,7 +10,7 @@ import (
 // and the policy. It is not safe for concurrent use.
 type Scheduler struct {
 	Config Config
-	Nodes  []*Node // every node ever registered, by Index
+	Nodes  []*Node // every node registered and not removed (RemoveNode), by Index
 
 	byID   map[string]*Node
 	policy Policy
@@ -92,7 +92,7 @@ func (s *Scheduler) SetPolicy(name string) error {
 func (s *Scheduler) Now() time.Time { return s.now }
 
 // Version returns a counter that changes whenever a node joins, dies,
-// drains or changes weight or capacity: policies with tables built over
+// drains, changes weight or capacity, or is removed: policies with tables built over
 // the nodes in service (dh, sh, mh, chbl) rebuild them when it moves.
 func (s *Scheduler) Version() uint64 { return s.version }
 

@@ -102,6 +102,18 @@ func (s *Storage) Evictor(node string) Evictor {
 	return ev
 }
 
+// ForgetNode forgets node at now: the operator decommissioned it. Its
+// Evictor's state goes (a node registering later under the same id gets
+// a new one), and so does the Replicator's state of it
+// (Replicator.ForgetNode, whose counts it returns; 0, 0 without one).
+func (s *Storage) ForgetNode(node string, now time.Time) (fills, holds int) {
+	delete(s.nodes, node)
+	if s.Replicator != nil {
+		return s.Replicator.ForgetNode(node, now)
+	}
+	return 0, 0
+}
+
 // nodeEvictor is a node's Evictor within a Storage.
 type nodeEvictor struct {
 	base Evictor

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -29,8 +30,9 @@ type globals struct {
 	token   string
 	json    bool
 	timeout time.Duration
-	tls     bool   // TLS to the manager
-	tlsCA   string // PEM CA(s) to verify the manager with (implies tls)
+	tls     bool      // TLS to the manager
+	tlsCA   string    // PEM CA(s) to verify the manager with (implies tls)
+	out     io.Writer // where admin calls print: the command's output (os.Stdout unless a test sets it)
 }
 
 func newRoot() *cobra.Command {
@@ -45,6 +47,7 @@ func newRoot() *cobra.Command {
 	// The token's default is read at run time, not shown in --help.
 	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		g.out = cmd.OutOrStdout()
 		if !cmd.Flags().Changed("token") {
 			g.token = os.Getenv("VODCTL_TOKEN")
 		}
@@ -117,6 +120,9 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	if err != nil {
 		return g.explain(err)
 	}
+	if g.out == nil {
+		g.out = os.Stdout
+	}
 	if g.json || table == nil {
 		b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(m)
 		if err != nil {
@@ -125,10 +131,10 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		var pretty any
 		_ = json.Unmarshal(b, &pretty)
 		out, _ := json.MarshalIndent(pretty, "", "  ")
-		fmt.Println(string(out))
+		fmt.Fprintln(g.out, string(out))
 		return nil
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(g.out, 0, 4, 2, ' ', 0)
 	table(m, w)
 	return w.Flush()
 }
@@ -183,8 +189,8 @@ func nodeCmd(g *globals) *cobra.Command {
 	var drain, undrain bool
 	cmd := &cobra.Command{
 		Use:     "node NODE_ID",
-		Short:   "Change a node's weight or drain it (no new sessions; playing ones stay)",
-		Example: "  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200",
+		Short:   "Change a node's weight or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
+		Example: "  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.SetNodeRequest{NodeId: args[0]}
@@ -224,11 +230,37 @@ func nodeCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	cmd.AddCommand(nodeForgetCmd(g))
 	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight (0 = no new sessions)")
 	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization (0..1] above which the node counts as overloaded (0 = the scheduler's default)")
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd
+}
+
+func nodeForgetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget NODE_ID",
+		Short: "Forget a dead or decommissioned node: it leaves the node list, placement and metrics",
+		Long: "Forget a dead or decommissioned node. It leaves the node list, the scheduler, the placement\n" +
+			"and the manager's metrics; the sessions left on it end; the commands queued for its return\n" +
+			"are dropped; its stored setting (drain, weight, overload), eviction holds and pins are\n" +
+			"removed (the titles unpinned are listed: pin them elsewhere if they should stay pinned).\n" +
+			"A node registering later under the id starts fresh.\n\n" +
+			"Refused while the node is alive: drain it, let its sessions end, stop it, and forget it once\n" +
+			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.",
+		Example: "  vodctl node node-3 --drain\n  vodctl sessions --node node-3   # until none are left\n" +
+			"  # stop the node (systemctl stop vodcluster-node), then:\n  vodctl node forget node-3",
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ForgetNode(ctx, &v1.ForgetNodeRequest{NodeId: args[0]})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				r := m.(*v1.ForgetNodeResponse)
+				fmt.Fprintf(w, "node %s:\t%s\n", r.NodeId, r.Message)
+			})
+		},
+	}
 }
 
 func sessionsCmd(g *globals) *cobra.Command {

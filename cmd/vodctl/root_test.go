@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -141,6 +144,7 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		{[]string{"policy", "lall", "wlc"}, "accepts between 0 and 1 arg(s)"},
 		{[]string{"node"}, "accepts 1 arg(s)"},
 		{[]string{"node", "n1", "n2", "--drain"}, "accepts 1 arg(s)"},
+		{[]string{"node", "forget"}, "accepts 1 arg(s)"},
 		{[]string{"pin"}, "accepts between 1 and 2 arg(s)"},
 		{[]string{"pin", "t", "n", "x"}, "accepts between 1 and 2 arg(s)"},
 		{[]string{"play"}, "accepts 1 arg(s)"},
@@ -165,5 +169,92 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d calls reached the manager, want 2", n)
+	}
+}
+
+// forgetAdmin answers ForgetNode as a manager does: alive for "live",
+// unknown for anything but "gone", which it forgets.
+type forgetAdmin struct {
+	v1.UnimplementedAdminServer
+	mu    sync.Mutex
+	asked []string
+}
+
+func (a *forgetAdmin) calls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.asked)
+}
+
+func (a *forgetAdmin) ForgetNode(_ context.Context, req *v1.ForgetNodeRequest) (*v1.ForgetNodeResponse, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.GetNodeId())
+	a.mu.Unlock()
+	switch req.GetNodeId() {
+	case "live":
+		return nil, status.Error(codes.FailedPrecondition, "node live is alive (last heartbeat 1s ago): drain it")
+	case "gone":
+		return &v1.ForgetNodeResponse{NodeId: "gone", Registered: true, SessionsEnded: 2, UnpinnedTitles: []string{"t1"},
+			Message: "forgotten; 2 sessions left on it ended; unpinned t1 (pin them elsewhere: vodctl pin TITLE NODE)"}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored state", req.GetNodeId())
+}
+
+// vodctl node forget ID calls ForgetNode (not SetNode on a node called
+// "forget"), prints the manager's summary, or the whole answer with
+// --json, and passes the manager's refusals on with their code; a
+// missing or extra ID is refused before any call.
+func TestNodeForget(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := &forgetAdmin{}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, fa)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	run := func(args ...string) (string, error) {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	for _, args := range [][]string{{"node", "forget"}, {"node", "forget", "a", "b"}} {
+		if _, err := run(args...); err == nil || !strings.Contains(err.Error(), "accepts 1 arg(s)") {
+			t.Errorf("vodctl %s: %v", strings.Join(args, " "), err)
+		}
+	}
+	if c := fa.calls(); len(c) != 0 {
+		t.Fatalf("calls made for wrong arguments: %v", c)
+	}
+	out, err := run("node", "forget", "gone")
+	if err != nil || !strings.Contains(out, "node gone:") || !strings.Contains(out, "2 sessions left on it ended") ||
+		!strings.Contains(out, "unpinned t1") {
+		t.Fatalf("forget gone: %v\n%s", err, out)
+	}
+	out, err = run("--json", "node", "forget", "gone")
+	var got struct {
+		NodeID         string   `json:"nodeId"`
+		SessionsEnded  int      `json:"sessionsEnded"`
+		UnpinnedTitles []string `json:"unpinnedTitles"`
+		HoldsRemoved   int      `json:"holdsRemoved"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.NodeID != "gone" || got.SessionsEnded != 2 ||
+		len(got.UnpinnedTitles) != 1 || !strings.Contains(out, `"holdsRemoved": 0`) {
+		t.Fatalf("forget --json: %v %+v\n%s", err, got, out)
+	}
+	if _, err := run("node", "forget", "live"); status.Code(err) != codes.FailedPrecondition ||
+		!strings.HasPrefix(err.Error(), "FailedPrecondition: node live is alive") {
+		t.Fatalf("forget a live node: %v", err)
+	}
+	if _, err := run("node", "forget", "nope"); status.Code(err) != codes.NotFound {
+		t.Fatalf("forget an unknown node: %v", err)
+	}
+	if want := []string{"gone", "gone", "live", "nope"}; !slices.Equal(fa.calls(), want) {
+		t.Fatalf("ForgetNode calls %v, want %v", fa.calls(), want)
 	}
 }

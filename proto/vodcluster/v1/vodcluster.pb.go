@@ -272,7 +272,9 @@ type FetchRequest struct {
 	NoWait  bool                   `protobuf:"varint,4,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"` // fail at once with RESOURCE_EXHAUSTED instead of queueing for a channel
 	// if_version, when set, is the Title.version the caller's bytes so far
 	// belong to: the origin answers FAILED_PRECONDITION, sending nothing,
-	// when its title is of another version (replaced under the same id).
+	// when its title is of another version (replaced under the same id), or
+	// when the title's file changed since the origin read its catalog (the
+	// version of its bytes is then unknown until the origin reads it again).
 	IfVersion     string `protobuf:"bytes,5,opt,name=if_version,json=ifVersion,proto3" json:"if_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1709,6 +1711,159 @@ func (x *SetNodeRequest) GetOverload() float64 {
 	return 0
 }
 
+type ForgetNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetNodeRequest) Reset() {
+	*x = ForgetNodeRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetNodeRequest) ProtoMessage() {}
+
+func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetNodeRequest.ProtoReflect.Descriptor instead.
+func (*ForgetNodeRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ForgetNodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+// ForgetNodeResponse says what forgetting the node removed.
+type ForgetNodeResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	NodeId          string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Registered      bool                   `protobuf:"varint,2,opt,name=registered,proto3" json:"registered,omitempty"`                                  // it was in the node list (else only stored state of it was left)
+	SessionsEnded   int32                  `protobuf:"varint,3,opt,name=sessions_ended,json=sessionsEnded,proto3" json:"sessions_ended,omitempty"`       // sessions left on it (orphaned when it died), ended and deleted from the store
+	UnpinnedTitles  []string               `protobuf:"bytes,4,rep,name=unpinned_titles,json=unpinnedTitles,proto3" json:"unpinned_titles,omitempty"`     // titles that were pinned to it: pin them elsewhere if they should stay pinned
+	SettingRemoved  bool                   `protobuf:"varint,5,opt,name=setting_removed,json=settingRemoved,proto3" json:"setting_removed,omitempty"`    // its stored operator setting (drain, weight, overload threshold) was removed
+	HoldsRemoved    int32                  `protobuf:"varint,6,opt,name=holds_removed,json=holdsRemoved,proto3" json:"holds_removed,omitempty"`          // eviction holds on it removed
+	CommandsDropped int32                  `protobuf:"varint,7,opt,name=commands_dropped,json=commandsDropped,proto3" json:"commands_dropped,omitempty"` // commands queued for its return (evictions, prefetches, drain) dropped
+	FillsDropped    int32                  `protobuf:"varint,8,opt,name=fills_dropped,json=fillsDropped,proto3" json:"fills_dropped,omitempty"`          // prefetches ordered on it, in flight or waiting for a retry, dropped
+	Message         string                 `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`                                         // a summary for the operator
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ForgetNodeResponse) Reset() {
+	*x = ForgetNodeResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetNodeResponse) ProtoMessage() {}
+
+func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetNodeResponse.ProtoReflect.Descriptor instead.
+func (*ForgetNodeResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ForgetNodeResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ForgetNodeResponse) GetRegistered() bool {
+	if x != nil {
+		return x.Registered
+	}
+	return false
+}
+
+func (x *ForgetNodeResponse) GetSessionsEnded() int32 {
+	if x != nil {
+		return x.SessionsEnded
+	}
+	return 0
+}
+
+func (x *ForgetNodeResponse) GetUnpinnedTitles() []string {
+	if x != nil {
+		return x.UnpinnedTitles
+	}
+	return nil
+}
+
+func (x *ForgetNodeResponse) GetSettingRemoved() bool {
+	if x != nil {
+		return x.SettingRemoved
+	}
+	return false
+}
+
+func (x *ForgetNodeResponse) GetHoldsRemoved() int32 {
+	if x != nil {
+		return x.HoldsRemoved
+	}
+	return 0
+}
+
+func (x *ForgetNodeResponse) GetCommandsDropped() int32 {
+	if x != nil {
+		return x.CommandsDropped
+	}
+	return 0
+}
+
+func (x *ForgetNodeResponse) GetFillsDropped() int32 {
+	if x != nil {
+		return x.FillsDropped
+	}
+	return 0
+}
+
+func (x *ForgetNodeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type ListSessionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"` // filter; empty = all
@@ -1718,7 +1873,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1885,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1898,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -1771,7 +1926,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1938,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1951,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -1878,7 +2033,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2045,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2058,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -1921,7 +2076,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2088,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2101,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 type PolicyInfo struct {
@@ -1963,7 +2118,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2130,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2143,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2051,7 +2206,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2218,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2231,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2144,7 +2299,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2311,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2324,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2189,7 +2344,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2356,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2369,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2245,7 +2400,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +2412,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +2425,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2326,7 +2481,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2493,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2506,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -2387,7 +2542,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2554,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2567,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -2446,7 +2601,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2613,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2626,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2498,7 +2653,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2665,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2678,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2548,7 +2703,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +2715,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +2728,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 type Fill struct {
@@ -2593,7 +2748,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2760,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2773,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2693,7 +2848,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2860,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2873,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -2875,7 +3030,21 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\boverload\x18\x04 \x01(\x01H\x02R\boverload\x88\x01\x01B\t\n" +
 	"\a_weightB\v\n" +
 	"\t_drainingB\v\n" +
-	"\t_overload\".\n" +
+	"\t_overload\",\n" +
+	"\x11ForgetNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\xd5\x02\n" +
+	"\x12ForgetNodeResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x02 \x01(\bR\n" +
+	"registered\x12%\n" +
+	"\x0esessions_ended\x18\x03 \x01(\x05R\rsessionsEnded\x12'\n" +
+	"\x0funpinned_titles\x18\x04 \x03(\tR\x0eunpinnedTitles\x12'\n" +
+	"\x0fsetting_removed\x18\x05 \x01(\bR\x0esettingRemoved\x12#\n" +
+	"\rholds_removed\x18\x06 \x01(\x05R\fholdsRemoved\x12)\n" +
+	"\x10commands_dropped\x18\a \x01(\x05R\x0fcommandsDropped\x12#\n" +
+	"\rfills_dropped\x18\b \x01(\x05R\ffillsDropped\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessage\".\n" +
 	"\x13ListSessionsRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\xba\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
@@ -2964,12 +3133,14 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xa1\a\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xf4\a\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12N\n" +
 	"\tListNodes\x12\x1f.vodcluster.v1.ListNodesRequest\x1a .vodcluster.v1.ListNodesResponse\x12A\n" +
-	"\aSetNode\x12\x1d.vodcluster.v1.SetNodeRequest\x1a\x17.vodcluster.v1.NodeInfo\x12W\n" +
+	"\aSetNode\x12\x1d.vodcluster.v1.SetNodeRequest\x1a\x17.vodcluster.v1.NodeInfo\x12Q\n" +
+	"\n" +
+	"ForgetNode\x12 .vodcluster.v1.ForgetNodeRequest\x1a!.vodcluster.v1.ForgetNodeResponse\x12W\n" +
 	"\fListSessions\x12\".vodcluster.v1.ListSessionsRequest\x1a#.vodcluster.v1.ListSessionsResponse\x12G\n" +
 	"\tGetPolicy\x12\x1f.vodcluster.v1.GetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12G\n" +
 	"\tSetPolicy\x12\x1f.vodcluster.v1.SetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12Z\n" +
@@ -2993,7 +3164,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -3019,22 +3190,24 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*NodeInfo)(nil),              // 21: vodcluster.v1.NodeInfo
 	(*ListNodesResponse)(nil),     // 22: vodcluster.v1.ListNodesResponse
 	(*SetNodeRequest)(nil),        // 23: vodcluster.v1.SetNodeRequest
-	(*ListSessionsRequest)(nil),   // 24: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),           // 25: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),  // 26: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),      // 27: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),            // 28: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),          // 29: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),      // 30: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),  // 31: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),               // 32: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil), // 33: vodcluster.v1.ListPlacementResponse
-	(*NodePin)(nil),               // 34: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),      // 35: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 36: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 37: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 38: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 39: vodcluster.v1.ListFillsResponse
+	(*ForgetNodeRequest)(nil),     // 24: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),    // 25: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),   // 26: vodcluster.v1.ListSessionsRequest
+	(*SessionInfo)(nil),           // 27: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),  // 28: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),      // 29: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),            // 30: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),          // 31: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),      // 32: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),  // 33: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),               // 34: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil), // 35: vodcluster.v1.ListPlacementResponse
+	(*NodePin)(nil),               // 36: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),      // 37: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 38: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 39: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 40: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 41: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -3050,11 +3223,11 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	0,  // 10: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
 	6,  // 11: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
 	21, // 12: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	25, // 13: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	29, // 14: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	32, // 15: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	34, // 16: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	38, // 17: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	27, // 13: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	31, // 14: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	34, // 15: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	36, // 16: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	40, // 17: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
 	2,  // 18: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
 	4,  // 19: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
 	7,  // 20: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
@@ -3063,34 +3236,36 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	2,  // 23: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
 	20, // 24: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
 	23, // 25: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	24, // 26: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	27, // 27: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	30, // 28: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	31, // 29: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	35, // 30: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	35, // 31: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	35, // 32: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	35, // 33: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	37, // 34: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 35: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 36: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 37: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	12, // 38: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	19, // 39: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 40: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	22, // 41: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	21, // 42: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	26, // 43: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	28, // 44: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	28, // 45: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	33, // 46: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	36, // 47: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	36, // 48: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	36, // 49: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	36, // 50: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	39, // 51: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	35, // [35:52] is the sub-list for method output_type
-	18, // [18:35] is the sub-list for method input_type
+	24, // 26: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	26, // 27: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	29, // 28: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	32, // 29: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	33, // 30: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	37, // 31: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	37, // 32: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	37, // 33: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	37, // 34: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	39, // 35: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 36: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 37: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 38: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	12, // 39: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	19, // 40: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 41: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	22, // 42: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	21, // 43: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	25, // 44: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	28, // 45: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	30, // 46: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	30, // 47: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	35, // 48: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	38, // 49: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	38, // 50: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	38, // 51: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	38, // 52: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	41, // 53: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	36, // [36:54] is the sub-list for method output_type
+	18, // [18:36] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -3115,7 +3290,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -40,7 +40,8 @@ type OriginClient interface {
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
-	// FAILED_PRECONDITION when if_version is not the title's version.
+	// FAILED_PRECONDITION when if_version is not the title's version or the
+	// title's file changed since the origin read its catalog.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchChunk], error)
 }
 
@@ -93,7 +94,8 @@ type OriginServer interface {
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
-	// FAILED_PRECONDITION when if_version is not the title's version.
+	// FAILED_PRECONDITION when if_version is not the title's version or the
+	// title's file changed since the origin read its catalog.
 	Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchChunk]) error
 	mustEmbedUnimplementedOriginServer()
 }
@@ -372,6 +374,7 @@ const (
 	Admin_ListTitles_FullMethodName    = "/vodcluster.v1.Admin/ListTitles"
 	Admin_ListNodes_FullMethodName     = "/vodcluster.v1.Admin/ListNodes"
 	Admin_SetNode_FullMethodName       = "/vodcluster.v1.Admin/SetNode"
+	Admin_ForgetNode_FullMethodName    = "/vodcluster.v1.Admin/ForgetNode"
 	Admin_ListSessions_FullMethodName  = "/vodcluster.v1.Admin/ListSessions"
 	Admin_GetPolicy_FullMethodName     = "/vodcluster.v1.Admin/GetPolicy"
 	Admin_SetPolicy_FullMethodName     = "/vodcluster.v1.Admin/SetPolicy"
@@ -393,6 +396,14 @@ type AdminClient interface {
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
 	SetNode(ctx context.Context, in *SetNodeRequest, opts ...grpc.CallOption) (*NodeInfo, error)
+	// ForgetNode forgets a dead or decommissioned node: it leaves the node
+	// list, the scheduler and the metrics; its stored operator setting,
+	// eviction holds and pins, the commands queued for its return and the
+	// sessions left on it go. A node registering later under the id starts
+	// fresh. FAILED_PRECONDITION while the node is alive (drain and stop it
+	// first) or on a standby manager; NOT_FOUND for an id neither
+	// registered nor with stored state; UNAVAILABLE when the store fails.
+	ForgetNode(ctx context.Context, in *ForgetNodeRequest, opts ...grpc.CallOption) (*ForgetNodeResponse, error)
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
@@ -450,6 +461,16 @@ func (c *adminClient) SetNode(ctx context.Context, in *SetNodeRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(NodeInfo)
 	err := c.cc.Invoke(ctx, Admin_SetNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ForgetNode(ctx context.Context, in *ForgetNodeRequest, opts ...grpc.CallOption) (*ForgetNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForgetNodeResponse)
+	err := c.cc.Invoke(ctx, Admin_ForgetNode_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -556,6 +577,14 @@ type AdminServer interface {
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
 	SetNode(context.Context, *SetNodeRequest) (*NodeInfo, error)
+	// ForgetNode forgets a dead or decommissioned node: it leaves the node
+	// list, the scheduler and the metrics; its stored operator setting,
+	// eviction holds and pins, the commands queued for its return and the
+	// sessions left on it go. A node registering later under the id starts
+	// fresh. FAILED_PRECONDITION while the node is alive (drain and stop it
+	// first) or on a standby manager; NOT_FOUND for an id neither
+	// registered nor with stored state; UNAVAILABLE when the store fails.
+	ForgetNode(context.Context, *ForgetNodeRequest) (*ForgetNodeResponse, error)
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
@@ -597,6 +626,9 @@ func (UnimplementedAdminServer) ListNodes(context.Context, *ListNodesRequest) (*
 }
 func (UnimplementedAdminServer) SetNode(context.Context, *SetNodeRequest) (*NodeInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetNode not implemented")
+}
+func (UnimplementedAdminServer) ForgetNode(context.Context, *ForgetNodeRequest) (*ForgetNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForgetNode not implemented")
 }
 func (UnimplementedAdminServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
@@ -696,6 +728,24 @@ func _Admin_SetNode_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).SetNode(ctx, req.(*SetNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ForgetNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ForgetNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ForgetNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ForgetNode(ctx, req.(*ForgetNodeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -880,6 +930,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetNode",
 			Handler:    _Admin_SetNode_Handler,
+		},
+		{
+			MethodName: "ForgetNode",
+			Handler:    _Admin_ForgetNode_Handler,
 		},
 		{
 			MethodName: "ListSessions",

@@ -1,0 +1,344 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// stateForgotten names the nodes operators forgot on a shared store (map
+// node id -> when, Unix ms, as JSON): a standby that knew such a node
+// forgets it too when it takes over (dropForgotten).
+const stateForgotten = "forgotten-nodes"
+
+// forgottenKeep is how long a forget is remembered in stateForgotten for
+// the standby (entries older are dropped at the next forget): a standby
+// that takes over later still lists the node, dead, until it is forgotten
+// there too.
+const forgottenKeep = 30 * 24 * time.Hour
+
+// ForgetNode forgets a dead or decommissioned node (vodctl node forget):
+// it leaves the scheduler and the node list, and so the placement, the
+// fills and the metrics; the sessions left on it (orphaned when it died)
+// end, their entries deleted from the store; the commands queued for its
+// return (evictions, prefetches, drain) are dropped; the storage
+// manager's prefetches on it and its eviction holds go; its stored
+// operator setting (drain, weight, overload threshold) and its pins are
+// removed from the store. Pins to the node are removed rather than
+// refused: they protect nothing on a node that is gone, and the answer
+// names their titles to pin elsewhere. A node registering later under
+// the id starts fresh. On a shared store the forget is also recorded
+// (stateForgotten), so that a standby that knew the node forgets it when
+// it takes over.
+//
+// Errors: INVALID_ARGUMENT for a malformed id; FAILED_PRECONDITION while
+// the node is alive (its heartbeats arrive: drain it, stop it, and forget
+// it once it is listed dead), and on a standby manager (it does not see
+// whether the node reports to the active one); NOT_FOUND for an id
+// neither registered nor with stored state; UNAVAILABLE when the store
+// does not answer: before any change when its state cannot be read, or
+// after the node was forgotten in this manager when a write fails (the
+// message says what is left in the store; forgetting again removes it).
+func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.ForgetNodeResponse, error) {
+	m := a.m
+	id := req.GetNodeId()
+	if !idPattern.MatchString(id) {
+		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", id)
+	}
+	if !m.Leader() {
+		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): forget the node on the active manager; a standby forgets it when it takes over")
+	}
+	// pinsMu, opMu: the pins, node settings and holds do not change
+	// between the reads and the writes below, nor does a registration's
+	// reload of the node's setting come in between.
+	m.pinsMu.Lock()
+	defer m.pinsMu.Unlock()
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := m.readStoredNodeState(ctx)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (store: %v)", id, err)
+	}
+
+	out := &pb.ForgetNodeResponse{NodeId: id}
+	now := m.now()
+	unlock := m.lockBetweenPlans()
+	n := m.sched.Node(id)
+	if n != nil && n.Alive {
+		ago := now.Sub(n.LastHeartbeat).Round(time.Millisecond)
+		dead := time.Duration(m.sched.Config.MissedHeartbeats) * m.sched.Config.HeartbeatInterval
+		unlock()
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"node %s is alive (last heartbeat %v ago): drain it (vodctl node %s --drain), let its sessions end, stop it, and forget it once vodctl nodes lists it dead (%v after its last heartbeat, at once when it shuts down cleanly)",
+			id, ago, id, dead)
+	}
+	var ended []*session
+	for _, s := range m.sessions {
+		if s.Node == id {
+			ended = append(ended, s)
+		}
+	}
+	_, setHere := m.nodeSettings[id]
+	_, setStored := st.settings[id]
+	unpinned := slices.Concat(m.pins.NodePins(id), st.pins.NodePins(id))
+	slices.Sort(unpinned)
+	unpinned = slices.Compact(unpinned)
+	storedHolds := 0
+	for _, h := range st.holds {
+		if h.Node == id {
+			storedHolds++
+		}
+	}
+	if n == nil && m.nodes[id] == nil && len(ended) == 0 && !setHere && !setStored && len(unpinned) == 0 && storedHolds == 0 {
+		unlock()
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored state", id)
+	}
+	for _, s := range ended {
+		m.endLocked(s, "node forgotten by the operator")
+		s.forget = m.lead != nil // on a shared store, only this manager's entries
+	}
+	commands, fills, holds, err := m.dropNodeLocked(id, now)
+	if err != nil {
+		unlock()
+		m.persistAll(ended)
+		return nil, status.Errorf(codes.Internal, "node %s not forgotten: %v", id, err)
+	}
+	delete(m.nodeSettings, id)
+	for _, t := range m.pins.NodePins(id) {
+		m.pins.Unpin(id, t)
+	}
+	pins, perr := json.Marshal(m.pins)
+	unlock()
+	m.log.Info("node forgotten by operator", "node", id, "registered", n != nil, "sessions_ended", len(ended),
+		"unpinned", len(unpinned), "commands_dropped", commands)
+
+	out.Registered = n != nil
+	out.SessionsEnded = int32(len(ended))
+	out.UnpinnedTitles = unpinned
+	out.SettingRemoved = setHere || setStored
+	out.HoldsRemoved = int32(max(holds, storedHolds))
+	out.CommandsDropped = int32(commands)
+	out.FillsDropped = int32(fills)
+
+	// The store: the sessions' entries, then the node's setting, holds
+	// and pins, then the forget for a standby.
+	deletesLeft := 0
+	for _, s := range ended {
+		if m.persist(s) != nil {
+			deletesLeft++ // retried when the store answers (retryDeleteLater)
+		}
+	}
+	var failed []string
+	note := func(what string, err error) {
+		if err != nil {
+			m.log.Error("store: forgotten node's state not removed", "node", id, "state", what, "err", err)
+			failed = append(failed, fmt.Sprintf("%s (%v)", what, err))
+		}
+	}
+	if setStored {
+		delete(st.settings, id)
+		note("its operator setting", m.putStateJSON(ctx, stateNodeSettings, st.settings))
+	}
+	if storedHolds > 0 {
+		note("its eviction holds", m.putStateJSON(ctx, stateEvictHolds,
+			slices.DeleteFunc(st.holds, func(h smm.Hold) bool { return h.Node == id || !now.Before(h.Until) })))
+	}
+	if len(unpinned) > 0 {
+		if perr == nil {
+			perr = m.st.PutState(ctx, statePins, pins)
+		}
+		note("its pins", perr)
+	}
+	if m.lead != nil {
+		note("the record of the forget for the standby", m.saveForgotten(ctx, id, now))
+	}
+	m.kickPump()
+	m.kickPlan() // the plan drops the node now
+	out.Message = forgetSummary(out)
+	if deletesLeft > 0 {
+		out.Message += fmt.Sprintf("; %d session entries are deleted from the store when it answers again", deletesLeft)
+	}
+	if len(failed) > 0 {
+		return nil, status.Errorf(codes.Unavailable,
+			"node %s forgotten in this manager, but not removed from the store: %s; run vodctl node forget %s again when the store answers (until then a manager restart or a takeover applies them to a node registering under the id)",
+			id, strings.Join(failed, ", "), id)
+	}
+	return out, nil
+}
+
+// forgetSummary says in one line what forgetting a node removed.
+func forgetSummary(r *pb.ForgetNodeResponse) string {
+	parts := []string{"forgotten"}
+	if !r.GetRegistered() {
+		parts[0] = "not registered; its stored state removed"
+	}
+	if k := r.GetSessionsEnded(); k > 0 {
+		parts = append(parts, fmt.Sprintf("%d sessions left on it ended", k))
+	}
+	if r.GetSettingRemoved() {
+		parts = append(parts, "its operator setting (drain, weight, overload) removed")
+	}
+	if k := r.GetHoldsRemoved(); k > 0 {
+		parts = append(parts, fmt.Sprintf("%d eviction holds removed", k))
+	}
+	if k := r.GetCommandsDropped(); k > 0 {
+		parts = append(parts, fmt.Sprintf("%d commands queued for its return dropped", k))
+	}
+	if k := r.GetFillsDropped(); k > 0 {
+		parts = append(parts, fmt.Sprintf("%d prefetches on it dropped", k))
+	}
+	if ts := r.GetUnpinnedTitles(); len(ts) > 0 {
+		parts = append(parts, fmt.Sprintf("unpinned %s (pin them elsewhere: vodctl pin TITLE NODE)", strings.Join(ts, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// storedNodeState is the stored operator state keyed by node.
+type storedNodeState struct {
+	settings map[string]nodeSetting
+	holds    []smm.Hold
+	pins     *smm.Pins
+}
+
+// readStoredNodeState reads the stored node settings, eviction holds and
+// pins (opMu and pinsMu held). A malformed value is an error: writing
+// over it would lose the other nodes' entries.
+func (m *Manager) readStoredNodeState(ctx context.Context) (storedNodeState, error) {
+	var st storedNodeState
+	var err error
+	if st.settings, err = m.readNodeSettings(ctx, true); err != nil {
+		return st, err
+	}
+	if st.holds, err = m.readHolds(ctx, true); err != nil {
+		return st, err
+	}
+	st.pins = &smm.Pins{}
+	b, err := m.st.State(ctx, statePins)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return st, fmt.Errorf("acm: load pins: %w", err)
+	default:
+		if err := st.pins.UnmarshalJSON(b); err != nil {
+			return st, fmt.Errorf("acm: stored pins: %w: %v", errMalformed, err)
+		}
+	}
+	return st, nil
+}
+
+// putStateJSON stores v as JSON under name.
+func (m *Manager) putStateJSON(ctx context.Context, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return m.st.PutState(ctx, name, b)
+}
+
+// dropNodeLocked removes node id from this manager's memory (planMu and mu
+// held): the scheduler (lsm.Scheduler.RemoveNode: it must be dead, its
+// sessions' reservations released), its nodeState with the commands
+// queued for it (returned: how many) and its heartbeat stream (a report
+// still arriving on it is refused, and the node registers again), and the
+// storage manager's state of it (returned: prefetches and holds dropped).
+// Sessions naming the node are the caller's.
+func (m *Manager) dropNodeLocked(id string, now time.Time) (commands, fills, holds int, err error) {
+	if m.sched.Node(id) != nil {
+		if err := m.sched.RemoveNode(id); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if ns := m.nodes[id]; ns != nil {
+		commands = len(ns.queue)
+		ns.queue = nil
+		ns.streamGen++ // its stream's reports are refused (ABORTED) from now
+		ns.stopStream()
+		ns.wakeReportWaiters()
+		delete(m.nodes, id)
+	}
+	fills, holds = m.storage.ForgetNode(id, now)
+	if m.rep != nil && m.rep != m.storage.Replicator {
+		f, h := m.rep.ForgetNode(id, now)
+		fills, holds = fills+f, holds+h
+	}
+	return commands, fills, holds, nil
+}
+
+// readForgotten returns the stored forgets (node id -> when); a malformed
+// value is logged and dropped.
+func (m *Manager) readForgotten(ctx context.Context) (map[string]int64, error) {
+	list := map[string]int64{}
+	b, err := m.st.State(ctx, stateForgotten)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if err := json.Unmarshal(b, &list); err != nil {
+			m.log.Error("stored forgotten nodes malformed: dropped", "err", err)
+			list = map[string]int64{}
+		}
+	}
+	return list, nil
+}
+
+// saveForgotten records in the store that node id was forgotten at now,
+// dropping the records older than forgottenKeep (opMu held).
+func (m *Manager) saveForgotten(ctx context.Context, id string, now time.Time) error {
+	list, err := m.readForgotten(ctx)
+	if err != nil {
+		return err
+	}
+	for k, ms := range list {
+		if now.Sub(time.UnixMilli(ms)) > forgottenKeep {
+			delete(list, k)
+		}
+	}
+	list[id] = now.UnixMilli()
+	return m.putStateJSON(ctx, stateForgotten, list)
+}
+
+// dropForgotten, when this manager takes over on a shared store, forgets
+// the nodes an operator forgot on the active manager that this one still
+// knows from before (it served them once): dead here and last heard of
+// before the forget. Only its memory changes (the forget cleaned the
+// store); sessions naming such a node stay, without reservation, for a
+// node registering under the id (as after a restart), and end after
+// RestoreGrace otherwise.
+func (m *Manager) dropForgotten(ctx context.Context) {
+	list, err := m.readForgotten(ctx)
+	if err != nil {
+		m.log.Error("taking over: forgotten nodes not read; forget them here if listed (vodctl node forget)", "err", err)
+		return
+	}
+	if len(list) == 0 {
+		return
+	}
+	now := m.now()
+	unlock := m.lockBetweenPlans()
+	defer unlock()
+	for id, ms := range list {
+		n := m.sched.Node(id)
+		if n == nil || n.Alive || !n.LastHeartbeat.Before(time.UnixMilli(ms)) {
+			continue
+		}
+		if _, _, _, err := m.dropNodeLocked(id, now); err != nil {
+			m.log.Error("taking over: node forgotten on the active manager not forgotten here", "node", id, "err", err)
+			continue
+		}
+		m.log.Info("taking over: node forgotten on the active manager, forgotten here too", "node", id)
+	}
+}
