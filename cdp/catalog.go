@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 
@@ -54,6 +55,19 @@ type Title struct {
 	// expected requests per day (catalog.yaml popularity:); 0 = none. The
 	// storage manager takes it as a prior of the request rate.
 	PopularityPerDay float64
+
+	// file is Path as the load scanned it (nil for a title not loaded by
+	// LoadCatalog): Version describes its bytes only while Path is still
+	// that file (changed reports otherwise).
+	file os.FileInfo
+}
+
+// changed reports whether st, the file now at Path, is not the one the
+// catalog's load scanned: another file (renamed over it), or one of
+// another size or modification time (rewritten in place). Its bytes are
+// then not known to be Version's.
+func (t Title) changed(st os.FileInfo) bool {
+	return t.file != nil && (!os.SameFile(t.file, st) || st.Size() != t.file.Size() || !st.ModTime().Equal(t.file.ModTime()))
 }
 
 // Proto returns the title in its wire form (the file path stays private).

@@ -227,6 +227,7 @@ type fileMeta struct {
 	size     int64   // bytes
 	duration float64 // seconds
 	version  string  // Title.Version
+	file     os.FileInfo
 }
 
 // measure scans every distinct file of entries once and fills in the
@@ -266,6 +267,7 @@ func measure(entries []entry) error {
 		entries[i].SizeBytes = m.size
 		entries[i].DurationS = m.duration
 		entries[i].Version = m.version
+		entries[i].file = m.file
 		entries[i].BitrateBps = int64(math.Round(float64(m.size) * 8 / m.duration))
 	}
 	return nil
@@ -304,5 +306,5 @@ func scanFile(path string) (fileMeta, error) {
 	if !(d > 0) || math.IsInf(d, 0) {
 		return fileMeta{}, fmt.Errorf("no play time: fewer than two PCRs in %d packets", idx.Size/tsindex.PacketSize)
 	}
-	return fileMeta{size: idx.Size, duration: d, version: hex.EncodeToString(h.Sum(nil)[:16])}, nil
+	return fileMeta{size: idx.Size, duration: d, version: hex.EncodeToString(h.Sum(nil)[:16]), file: st}, nil
 }

@@ -22,7 +22,10 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //   - INVALID_ARGUMENT: a negative offset or length;
 //   - NOT_FOUND: a title id that is not in the catalog;
 //   - FAILED_PRECONDITION: if_version is set and is not the title's
-//     Version (its file was replaced: the caller's bytes are of another);
+//     Version (its file was replaced: the caller's bytes are of another),
+//     or the title's file changed since the catalog was loaded (rewritten,
+//     or another renamed over it: its bytes are of a version not known
+//     until the origin restarts and scans it);
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
@@ -59,6 +62,23 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	if off == end {
 		return nil
 	}
+	// The file is opened before a channel is taken, so that a fetch whose
+	// version cannot be vouched for is refused without one.
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
+	}
+	defer f.Close()
+	if req.GetIfVersion() != "" {
+		st, err := f.Stat()
+		if err != nil {
+			return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
+		}
+		if t.changed(st) {
+			return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; restart the origin to serve the new file",
+				t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
+		}
+	}
 
 	release, err := s.acquire(ctx, req.GetNoWait())
 	if err != nil {
@@ -69,7 +89,7 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	defer s.stats.end()
 
 	began := time.Now()
-	sent, err := s.transfer(ctx, stream, t, off, end)
+	sent, err := s.transfer(ctx, stream, f, t, off, end)
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
 	return err
@@ -97,15 +117,9 @@ func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err 
 	return func() { s.slots.Release(1) }, nil
 }
 
-// transfer pays the setup delay, then sends [off, end) of t paced to the
-// transfer rate. It returns the bytes sent.
-func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], t Title, off, end int64) (int64, error) {
-	f, err := os.Open(t.Path)
-	if err != nil {
-		return 0, status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
-	}
-	defer f.Close()
-
+// transfer pays the setup delay, then sends [off, end) of t, read from f
+// (its file), paced to the transfer rate. It returns the bytes sent.
+func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], f *os.File, t Title, off, end int64) (int64, error) {
 	if s.SetupDelay > 0 {
 		if err := s.clk.Sleep(ctx, s.SetupDelay); err != nil {
 			return 0, status.FromContextError(err).Err()

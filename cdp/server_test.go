@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +284,51 @@ func TestFetchIfVersion(t *testing.T) {
 	got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-002", Offset: 188 * 100, IfVersion: ti.Version}, DefaultChunkBytes)
 	if err != nil || !bytes.Equal(got, clip[188*100:]) {
 		t.Fatalf("fetch with the title's version: %d bytes, %v", len(got), err)
+	}
+}
+
+// A title's file changed since the origin loaded its catalog (rewritten
+// in place, or another file renamed over it) is no longer the version the
+// catalog gives: a fetch naming that version is refused
+// (FAILED_PRECONDITION, no transfer), one naming none is served the file
+// as it is, as before versions.
+func TestFetchIfVersionOfAChangedFile(t *testing.T) {
+	clip := readClip(t, "clip-c.ts")
+	for _, c := range []struct {
+		name  string
+		write func(path string, b []byte) error
+	}{
+		{"rewritten in place", func(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }},
+		{"renamed over", func(path string, b []byte) error {
+			if err := os.WriteFile(path+".new", b, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(path+".new", path)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, cl := startServer(t, nil)
+			ti, _ := s.Catalog().Title("sample-003")
+			changed := append([]byte(nil), clip...)
+			changed[188*100+187] ^= 0xff
+			if err := c.write(ti.Path, changed); err != nil {
+				t.Fatal(err)
+			}
+			// another modification time than the scan's, as any later write has
+			if err := os.Chtimes(ti.Path, time.Time{}, time.Now().Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, err := fetch(ctx, cl, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: 188, IfVersion: ti.Version}, DefaultChunkBytes)
+			wantCode(t, err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+			if st := s.Stats(); st.Transfers != 0 || st.BytesSent != 0 {
+				t.Errorf("a refused fetch counted as a transfer: %+v", st)
+			}
+			got, err := fetch(ctx, cl, &vodclusterv1.FetchRequest{TitleId: "sample-003"}, DefaultChunkBytes)
+			if err != nil || !bytes.Equal(got, changed) {
+				t.Fatalf("fetch naming no version: %d bytes, %v", len(got), err)
+			}
+		})
 	}
 }
 
