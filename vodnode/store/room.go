@@ -36,11 +36,14 @@ func (s *Store) roomLocked(need int64, id string) error {
 
 // makeRoom removes partials (oldest first), then evicts titles, until
 // the stored and filling titles (whose full sizes s.used counts) and the
-// partials left fit in the quota. A fill calls it when the origin has sent
-// its first bytes, so that a fill the origin cannot serve removes nothing.
+// partials left fit in the quota; it also removes partials while the file
+// system lacks room for the bytes the fills in progress have still to
+// write (fsRoomLocked). A fill calls it when the origin has sent its first
+// bytes, so that a fill the origin cannot serve removes nothing.
 func (s *Store) makeRoom() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fsRoomLocked()
 	if s.cfg.DiskBytes <= 0 {
 		return nil
 	}
@@ -68,6 +71,32 @@ func (s *Store) makeRoom() error {
 		s.removeLocked(s.titles[id])
 	}
 	return nil
+}
+
+// fsRoomLocked removes partials, oldest first, while the file system's
+// free bytes are fewer than those the fills in progress have still to
+// write (s.mu held). The node reports partials to the manager as free
+// disk, file system included (vodnode's load report), so they must go
+// when a fill needs their room there, and not only when the quota is
+// reached: disk_bytes may exceed the disk, or other files fill it. Whole
+// titles are the manager's to evict; it counts the file system's room.
+func (s *Store) fsRoomLocked() {
+	if len(s.partials) == 0 || s.fsAvail == nil {
+		return
+	}
+	free, ok := s.fsAvail()
+	if !ok {
+		return
+	}
+	var need int64
+	for _, t := range s.titles {
+		if t.filling {
+			need += max(t.meta.Size-t.View().Index.Size, 0)
+		}
+	}
+	if short := need - free; short > 0 {
+		s.dropPartialsLocked(short, "room on the file system for a fill")
+	}
 }
 
 // Evict removes title id from the disk, or its partial when only that is

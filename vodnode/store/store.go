@@ -97,6 +97,9 @@ type Store struct {
 	protected map[string]bool
 	// failures are the fills that failed since TakeFailures last ran.
 	failures []Failure
+	// fsAvail returns the bytes free on Dir's file system (fsAvail(Dir));
+	// false when unknown.
+	fsAvail func() (int64, bool)
 }
 
 // Failure is one fill that ended without the whole title, or a prefetch
@@ -193,6 +196,7 @@ func Open(cfg Config) (*Store, error) {
 		partials:  map[string]*partial{},
 		fillsByID: map[string]int{},
 		lock:      lock,
+		fsAvail:   func() (int64, bool) { return fsAvail(cfg.Dir) },
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.scan(); err != nil {
