@@ -230,11 +230,19 @@ func (s *Store) sweepPartials() {
 
 // resumeFrom indexes the bytes a stopped fill left in t's .part file,
 // checking them packet by packet (a node that crashed may have left a tail
-// never written: zeros, no sync byte), cuts the file after the last whole
-// valid packet and returns the Builder that goes on with the origin's
-// bytes and the offset to fetch from. Readers get the kept bytes as they
-// are indexed. Errors: t's fill cancelled (the file is left as it was),
-// or errDisk (wrapped) when the file cannot be read or cut.
+// never written: zeros, no sync byte), cuts the file before the packet
+// that precedes the first bad one (see below) and returns the Builder that
+// goes on with the origin's bytes and the offset to fetch from. Readers
+// get the kept bytes as they are indexed. Errors: t's fill cancelled (the
+// file is left as it was), or errDisk (wrapped) when the file cannot be
+// read or cut.
+//
+// A machine that lost power keeps a file's size but may lose its pages
+// (or blocks) from any one on: they read back as zeros. Packets of 188
+// bytes do not line up with pages, so the packet before the first one
+// without its sync byte may have begun in a page that was written and
+// ended in one that was not: its sync byte is there, its tail is zeros.
+// That packet is fetched again too.
 func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
 	st, err := t.file.Stat()
 	if err != nil {
@@ -243,10 +251,12 @@ func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
 	end := min(st.Size(), t.meta.Size) / tsindex.PacketSize * tsindex.PacketSize
 	b, n, err := s.index(t, end, true)
 	if errors.Is(err, tsindex.ErrNotTS) {
-		// [0, n) is valid: index it again with a Builder that saw nothing
-		// else, publishing only the end (views never shrink: those of the
-		// first pass stopped before the read holding the bad packet).
-		s.log.Warn("partial fill cut at its first bad packet", "title", t.meta.ID, "offset", n, "bytes", st.Size(), "err", err)
+		// [0, n) passed the check, all but its last packet is kept: index
+		// that again with a Builder that saw nothing else, publishing only
+		// the end (views never shrink: those of the first pass stopped
+		// one read before the read holding the bad packet).
+		s.log.Warn("partial fill cut before its first bad packet", "title", t.meta.ID, "offset", n, "bytes", st.Size(), "err", err)
+		n = max(n-tsindex.PacketSize, 0)
 		if b, n, err = s.index(t, n, false); err == nil {
 			t.publish(&View{Index: *b.Index()})
 		}
@@ -264,13 +274,16 @@ func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
 }
 
 // index feeds [0, end) of t's file, end a multiple of the packet size, to
-// a new Builder, publishing the view after every read when publish is set,
-// and returns it with the bytes indexed. Errors: tsindex.ErrNotTS
-// (wrapped) at the first bad packet, whose offset the count then is; t's
-// fill cancelled; errDisk.
+// a new Builder and returns it with the bytes indexed. When publish is
+// set it publishes the view of the bytes read up to the read before the
+// last (so that a bad packet found in a read leaves the views at least a
+// read short of it), and the whole view once every read passed. Errors:
+// tsindex.ErrNotTS (wrapped) at the first bad packet, whose offset the
+// count then is; t's fill cancelled; errDisk.
 func (s *Store) index(t *Title, end int64, publish bool) (*tsindex.Builder, int64, error) {
 	b := tsindex.NewBuilder()
 	buf := make([]byte, 1024*tsindex.PacketSize)
+	var prev *View // the view as of the read before the last
 	for off := int64(0); off < end; {
 		if err := t.ctx.Err(); err != nil {
 			return nil, 0, status.FromContextError(err).Err()
@@ -285,8 +298,14 @@ func (s *Store) index(t *Title, end int64, publish bool) (*tsindex.Builder, int6
 		}
 		off += int64(n)
 		if publish {
-			t.publish(&View{Index: *b.Index()})
+			if prev != nil {
+				t.publish(prev)
+			}
+			prev = &View{Index: *b.Index()}
 		}
+	}
+	if prev != nil {
+		t.publish(prev)
 	}
 	return b, end, nil
 }
