@@ -361,9 +361,15 @@ func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
 	return err
 }
 
-// waitFor polls cond every 10 ms until it holds or d passes.
+// waitForMin is the least bound of waitFor.
+const waitForMin = 10 * time.Second
+
+// waitFor polls cond every 10 ms until it holds or d passes; d is at
+// least waitForMin, a bound for a loaded CI machine under the race
+// detector (the wait ends as soon as cond holds).
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, waitForMin)
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {

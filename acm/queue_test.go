@@ -35,7 +35,7 @@ func TestQueueOrderAfterRelease(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	e := newManager(t, dir, func(m *Manager) {
 		m.Store = slowDelete{b, 500 * time.Millisecond}
-		m.QueueDeadline = 2 * time.Second
+		m.QueueDeadline = 4 * time.Second // the wait for the release, loaded under -race, and the late request's
 	})
 	n := e.startNode("n1", nodeOpts{egress: titleBps}) // room for one viewer
 	a := e.admitOne("t1")
