@@ -120,7 +120,11 @@ func sortFills(fs []*pb.Fill) {
 // out of service, ALREADY_EXISTS when the node holds, fills or was
 // ordered to fill it (with no node: when every node in service does),
 // RESOURCE_EXHAUSTED when no room can be made or the
-// node's command queue is full.
+// node's command queue is full. With the Replicator, a prefetch on a node
+// with max_fills_per_node fills, or while fills take every origin
+// channel, is queued (OK, its message says so): the first plan with a
+// slot orders it, ahead of the plan's own prefetches (smm
+// Replicator.Queued); vodctl fills lists it as queued.
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	if err := checkIDs(req); err != nil {
@@ -142,17 +146,32 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 			return nil, err
 		}
 	}
-	if err := m.prefetchLocked(id, t, now); err != nil {
+	wait := m.prefetchWaitLocked(id)
+	if _, err := m.prefetchCheckLocked(id, t); err != nil {
 		unlock()
 		return nil, err
+	}
+	if wait == "" {
+		if err := m.prefetchLocked(id, t, now); err != nil {
+			unlock()
+			return nil, err
+		}
 	}
 	lifted := false
 	if m.rep != nil {
 		lifted = m.rep.Held(id, t.ID, now)
-		m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
+		if wait == "" {
+			m.rep.Prefetched(id, t.ID, t.SizeBytes, now)
+		} else {
+			m.rep.Queued(id, t.ID, t.SizeBytes, now)
+		}
 	}
 	unlock()
 	msg := "prefetch ordered"
+	if wait != "" {
+		msg = "prefetch queued: " + wait + "; ordered when a fill there ends and a channel is free (vodctl fills lists it)"
+		m.log.Info("prefetch queued", "node", id, "title", t.ID, "why", wait)
+	}
 	if lifted {
 		msg += "; the eviction hold there is lifted"
 	}
@@ -173,8 +192,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
 // kept in the store (when the store fails, the answer says the hold is
 // not saved); and a title not on the node whose prefetch by the
-// operator failed there and waits for a retry has that prefetch
-// cancelled (OK).
+// operator failed there and waits for a retry, or is queued for a fill
+// slot, has that prefetch cancelled (OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
@@ -184,7 +203,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	if err := m.evictLocked(node, title); err != nil {
 		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
 			unlock()
-			return &pb.PlacementAck{NodeId: node, Message: "not on the node: its failed prefetch there is cancelled"}, nil
+			return &pb.PlacementAck{NodeId: node, Message: "not on the node: the operator's prefetch there, failed or queued, is cancelled"}, nil
 		}
 		unlock()
 		return nil, err

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -15,7 +16,8 @@ import (
 // prefetchLocked orders a fill of t on node id ahead of demand (mu held),
 // after the evictions that make its room (chosen by the node's Evictor,
 // never a title in use or pinned). NOT_FOUND for an unknown node,
-// FAILED_PRECONDITION for a node out of service, ALREADY_EXISTS when the
+// FAILED_PRECONDITION for a node out of service or with a disk fault,
+// ALREADY_EXISTS when the
 // node holds, fills or was ordered to fill t, or a viewer admitted there
 // plays or awaits it (its fill on demand starts when the viewer arrives),
 // RESOURCE_EXHAUSTED when t is larger than the node's disk, no room can
@@ -40,6 +42,48 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	return nil
 }
 
+// nodeFills is a node's fills in progress or ordered: the titles its
+// last report and the orders since show filling, or the fills the node
+// counted in its report if more.
+func nodeFills(titles map[string]*pb.StoredTitle, activeFills int) int {
+	nf := 0
+	for _, st := range titles {
+		if st.GetFilling() {
+			nf++
+		}
+	}
+	return max(nf, activeFills)
+}
+
+// prefetchWaitLocked says why an operator's prefetch on node id cannot be
+// ordered now (mu held): the node has the storage section's
+// max_fills_per_node fills (smm.ReplicatorConfig.MaxFillsPerNode), or
+// fills on live nodes take every origin channel (OriginChannels), as the
+// planner's own prefetches wait; "" when it can (always without the
+// Replicator).
+func (m *Manager) prefetchWaitLocked(id string) string {
+	if m.rep == nil {
+		return ""
+	}
+	ns, n := m.nodes[id], m.sched.Node(id)
+	if ns == nil || n == nil {
+		return ""
+	}
+	if nf, max := nodeFills(ns.titles, n.ActiveFills), m.rep.Config().MaxFillsPerNode; nf >= max {
+		return fmt.Sprintf("node %q has %d fills in progress (max_fills_per_node %d)", id, nf, max)
+	}
+	fills := 0
+	for _, o := range m.sched.Nodes {
+		if ons := m.nodes[o.ID]; ons != nil && o.Alive {
+			fills += nodeFills(ons.titles, o.ActiveFills)
+		}
+	}
+	if fills >= m.OriginChannels {
+		return fmt.Sprintf("fills take all %d origin channels", m.OriginChannels)
+	}
+	return ""
+}
+
 // prefetchCheckLocked makes the checks of prefetchLocked that come before
 // any room is made (mu held), with its errors, and returns the node.
 func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, error) {
@@ -50,6 +94,9 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 	}
 	if !m.sched.InService(n) {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", id)
+	}
+	if ns.diskFault {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault)", id)
 	}
 	if ns.titles[t.ID] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)

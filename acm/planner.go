@@ -163,10 +163,7 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 		if !ok {
 			return t, status.Errorf(codes.NotFound, "title %q is not in the catalog", a.Title)
 		}
-		ns, err := m.prefetchCheckLocked(a.Node, t)
-		if err == nil && ns.diskFault {
-			err = status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache", a.Node)
-		}
+		_, err := m.prefetchCheckLocked(a.Node, t)
 		return t, err
 	}
 	for i, a := range acts {
@@ -278,13 +275,7 @@ func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
 	for i := range s.nodes {
 		n := &s.nodes[i]
 		items := planItems(n.id, n.titles, n.active, n.hits, s.pins, "")
-		nf := 0
-		for i := range items {
-			if items[i].Filling {
-				nf++
-			}
-		}
-		nf = max(nf, n.activeFills)
+		nf := nodeFills(n.titles, n.activeFills)
 		viewFills := nf
 		if n.diskFault {
 			// It cannot write a fill: no prefetch goes there (the planner

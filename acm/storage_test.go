@@ -9,6 +9,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/acm/store"
@@ -466,5 +467,49 @@ func TestStaleCopyNoticed(t *testing.T) {
 	e.m.mu.Unlock()
 	if !stale["t1"] || stale["t2"] || len(stale) != 1 {
 		t.Fatalf("stale copies %v, want t1 only", stale)
+	}
+}
+
+// An operator's prefetch on a node at its fill limit (max_fills_per_node)
+// is queued, not ordered beside the fills already running, listed as
+// queued, and ordered by the plan as soon as a fill there ends; one on a
+// node that reports a disk fault is refused.
+func TestOperatorPrefetchQueuedAtFillLimit(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.Replicator.MaxFillsPerNode = 1
+	})
+	n := e.startSimNode("n1", storageTitles, simOpts{})
+	n.waitCommand(t, "prefetch hot", 1)
+	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ack.GetMessage(), "queued") || !strings.Contains(ack.GetMessage(), "max_fills_per_node 1") {
+		t.Fatalf("answer %q: want it queued at the fill limit", ack.GetMessage())
+	}
+	if f := e.fill("n1", "t1"); f == nil || f.State != "queued" || !f.Prefetch {
+		t.Fatalf("fill listed %+v, want queued", f)
+	}
+	for range 3 { // plans come every 100 ms: none orders it beside hot's fill
+		e.m.plan(time.Now())
+	}
+	if k := n.count("prefetch t1"); k != 0 {
+		t.Fatalf("queued prefetch ordered %d times while the node was at its fill limit", k)
+	}
+	n.complete("hot")
+	n.waitCommand(t, "prefetch t1", 1)
+	n.complete("t1")
+	waitFor(t, 5*time.Second, "the queued prefetch done", func() bool {
+		s := e.storageStats()
+		return e.fill("n1", "t1") == nil && s.Retries == 0 && s.FillsFailed == 0
+	})
+
+	e.m.mu.Lock()
+	e.m.nodes["n1"].diskFault = true
+	e.m.mu.Unlock()
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); status.Code(err) != codes.FailedPrecondition ||
+		!strings.Contains(err.Error(), "disk fault") {
+		t.Fatalf("prefetch on a node with a disk fault: %v", err)
 	}
 }

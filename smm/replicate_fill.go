@@ -18,7 +18,8 @@ type fillRec struct {
 	backoff  bool      // failed; not to be ordered again before next
 	next     time.Time
 	attempts int  // failures so far
-	byHand   bool // ordered by the operator (Prefetched), not by a plan
+	byHand   bool // ordered by the operator (Prefetched, Queued), not by a plan
+	queued   bool // the operator's, waiting for a fill slot (Queued); backoff too, with next its order time
 }
 
 // FillState says where a prefetch stands.
@@ -29,6 +30,7 @@ const (
 	FillOrdered FillState = "ordered" // ordered, not yet seen on its node
 	FillFilling FillState = "filling" // on its node, not yet complete
 	FillBackoff FillState = "backoff" // failed; retried after NextTry
+	FillQueued  FillState = "queued"  // the operator's, waiting for a fill slot on its node or an origin channel
 )
 
 // FillStatus is one prefetch as the admin API lists it (bytes received come
@@ -55,6 +57,8 @@ func (r *Replicator) Fills() []FillStatus {
 		}
 		s := FillStatus{Node: k.node, Title: k.title, Bytes: f.bytes, Since: f.at, Attempts: f.attempts, State: FillOrdered}
 		switch {
+		case f.queued:
+			s.State = FillQueued
 		case f.backoff:
 			s.State, s.NextTry = FillBackoff, f.next
 		case f.seen:
@@ -110,6 +114,22 @@ func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) 
 	// A new order: earlier failures of the pair do not count against its
 	// retries.
 	f.bytes, f.at, f.seen, f.backoff, f.byHand, f.attempts = bytes, now, false, false, true, 0
+	delete(r.held, k) // the operator wants it there again
+}
+
+// Queued registers the operator's prefetch of title (bytes) on node that
+// could not be ordered at now because the node has MaxFillsPerNode fills
+// in progress or no origin channel is free: the first plan with a fill
+// slot there and a free channel orders it, ahead of the plan's own
+// prefetches (as a retry of the operator's failed prefetch is); until
+// then Fills lists it as FillQueued, CancelPrefetch and Evicted drop it,
+// and Plan orders no other fill of it there.
+func (r *Replicator) Queued(node, title string, bytes int64, now time.Time) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.Queued(node, title, bytes, now) })
+	}
+	k := fillKey{node, title}
+	r.fills[k] = &fillRec{bytes: bytes, at: now, backoff: true, next: now, byHand: true, queued: true}
 	delete(r.held, k) // the operator wants it there again
 }
 
@@ -219,8 +239,9 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			cands = append(cands, candidate{d, ns, u})
 		}
 	}
-	// The operator's prefetches that failed: retried when their backoff
-	// ends, as the operator asked for them.
+	// The operator's prefetches that failed, retried when their backoff
+	// ends, and those queued for a fill slot (Queued): ordered first, as
+	// the operator asked for them.
 	for _, k := range r.sortedFillKeys() {
 		f := r.fills[k]
 		if !f.byHand || !f.backoff || now.Before(f.next) || r.isHeld(k.node, k.title, now) {
@@ -274,7 +295,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			r.stats.Evictions++
 		}
 		out = append(out, Action{Kind: Prefetch, Node: ns.v.ID, Title: d.id})
-		if f := r.fills[k]; f != nil && f.backoff {
+		if f := r.fills[k]; f != nil && f.backoff && !f.queued {
 			r.stats.Retries++
 		}
 		att, byHand := 0, false

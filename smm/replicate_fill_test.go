@@ -310,3 +310,34 @@ func TestOperatorPrefetchSurvivesItsNodesDeath(t *testing.T) {
 		t.Fatalf("not ordered again when its node is back: %v", acts)
 	}
 }
+
+// TestQueuedOperatorPrefetch: an operator's prefetch queued for a fill
+// slot is listed as queued, not ordered while its node is at
+// MaxFillsPerNode, ordered ahead of the plan's own prefetches once a slot
+// frees (not counted as a retry), and dropped by CancelPrefetch.
+func TestQueuedOperatorPrefetch(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{MaxFillsPerNode: 1})
+	c := newCluster(1, 3)
+	now := offPeak
+	seed(t, r, "t01", 5, now) // the plan's own candidate
+	r.Queued("n0", "t02", 1<<30, now)
+	if fs := r.Fills(); len(fs) != 1 || fs[0].State != FillQueued || !fs[0].NextTry.IsZero() {
+		t.Fatalf("fills %+v, want one queued", fs)
+	}
+	c.node("n0").Fills = 1
+	if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
+		t.Fatalf("orders %v on a node at its fill limit", acts)
+	}
+	c.node("n0").Fills = 0
+	acts := r.Plan(now.Add(2*time.Second), &c.view)
+	if len(acts) != 1 || acts[0] != (Action{Kind: Prefetch, Node: "n0", Title: "t02"}) {
+		t.Fatalf("orders %v, want the queued prefetch first and alone (one slot)", acts)
+	}
+	if s := r.Stats(); s.Retries != 0 {
+		t.Fatalf("a queued prefetch ordered counts as a retry: %+v", s)
+	}
+	r.Queued("n0", "t00", 1<<30, now)
+	if !r.CancelPrefetch("n0", "t00") || slices.ContainsFunc(r.Fills(), func(f FillStatus) bool { return f.Title == "t00" }) {
+		t.Fatalf("queued prefetch not cancelled: %+v", r.Fills())
+	}
+}

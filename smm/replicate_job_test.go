@@ -69,7 +69,11 @@ func TestPlanJobIsPlanThenCalls(t *testing.T) {
 				case 3:
 					todo = append(todo, func(r *Replicator, _ *Pins) { r.FillFailed(n, id, now) })
 				case 4:
-					todo = append(todo, func(r *Replicator, _ *Pins) { r.Prefetched(n, id, c.Titles[id].Bytes, now) })
+					if rng.IntN(2) == 0 {
+						todo = append(todo, func(r *Replicator, _ *Pins) { r.Prefetched(n, id, c.Titles[id].Bytes, now) })
+					} else {
+						todo = append(todo, func(r *Replicator, _ *Pins) { r.Queued(n, id, c.Titles[id].Bytes, now) })
+					}
 				case 5:
 					todo = append(todo, func(r *Replicator, _ *Pins) { r.Evicted(n, id, now) })
 				case 6:

@@ -395,7 +395,8 @@ func fillsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
-			"waiting for its viewer to reach the node), filling, backoff (failed: retried at NEXT TRY).",
+			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
+			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY).",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListFills(ctx, &v1.ListFillsRequest{})
@@ -403,7 +404,7 @@ func fillsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH\tATTEMPTS\tNEXT TRY")
 				for _, f := range m.(*v1.ListFillsResponse).Fills {
 					pct := "?"
-					if f.State == "ordered" || f.State == "reserved" || f.State == "backoff" {
+					if f.State == "ordered" || f.State == "reserved" || f.State == "queued" || f.State == "backoff" {
 						pct = "-"
 					} else if f.SizeBytes > 0 {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
