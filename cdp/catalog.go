@@ -5,6 +5,10 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
@@ -58,16 +62,24 @@ type Title struct {
 
 	// file is Path as the load scanned it (nil for a title not loaded by
 	// LoadCatalog): Version describes its bytes only while Path is still
-	// that file (changed reports otherwise).
+	// that file (checkFile).
 	file os.FileInfo
 }
 
-// changed reports whether st, the file now at Path, is not the one the
-// catalog's load scanned: another file (renamed over it), or one of
-// another size or modification time (rewritten in place). Its bytes are
-// then not known to be Version's.
-func (t Title) changed(st os.FileInfo) bool {
-	return t.file != nil && (!os.SameFile(t.file, st) || st.Size() != t.file.Size() || !st.ModTime().Equal(t.file.ModTime()))
+// checkFile returns nil when st (with err, from a Stat of the file now at
+// Path) is the file the catalog's load scanned, so that its bytes are
+// Version's; FAILED_PRECONDITION when it is another file (renamed over
+// it) or one of another size or modification time (rewritten in place);
+// INTERNAL when err is set.
+func (t Title) checkFile(st os.FileInfo, err error) error {
+	if err != nil {
+		return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
+	}
+	if t.file == nil || (os.SameFile(t.file, st) && st.Size() == t.file.Size() && st.ModTime().Equal(t.file.ModTime())) {
+		return nil
+	}
+	return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; restart the origin to serve the new file",
+		t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
 }
 
 // Proto returns the title in its wire form (the file path stays private).

@@ -62,21 +62,13 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	if off == end {
 		return nil
 	}
-	// The file is opened before a channel is taken, so that a fetch whose
-	// version cannot be vouched for is refused without one.
-	f, err := os.Open(t.Path)
-	if err != nil {
-		return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
-	}
-	defer f.Close()
-	if req.GetIfVersion() != "" {
-		st, err := f.Stat()
-		if err != nil {
-			return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
-		}
-		if t.changed(st) {
-			return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; restart the origin to serve the new file",
-				t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
+	// A fetch whose version the file no longer has is refused before it
+	// takes a channel, and again, on the file it reads, once it has one
+	// (the file may change while it waits).
+	checkFile := req.GetIfVersion() != ""
+	if checkFile {
+		if err := t.checkFile(os.Stat(t.Path)); err != nil {
+			return err
 		}
 	}
 
@@ -89,7 +81,7 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	defer s.stats.end()
 
 	began := time.Now()
-	sent, err := s.transfer(ctx, stream, f, t, off, end)
+	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
 	return err
@@ -117,9 +109,22 @@ func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err 
 	return func() { s.slots.Release(1) }, nil
 }
 
-// transfer pays the setup delay, then sends [off, end) of t, read from f
-// (its file), paced to the transfer rate. It returns the bytes sent.
-func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], f *os.File, t Title, off, end int64) (int64, error) {
+// transfer pays the setup delay, then sends [off, end) of t paced to the
+// transfer rate, after checking, with checkFile, that the file it opened
+// is still the one the catalog's load scanned (Title.checkFile). It
+// returns the bytes sent.
+func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], t Title, off, end int64, checkFile bool) (int64, error) {
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return 0, status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
+	}
+	defer f.Close()
+	if checkFile {
+		if err := t.checkFile(f.Stat()); err != nil {
+			return 0, err
+		}
+	}
+
 	if s.SetupDelay > 0 {
 		if err := s.clk.Sleep(ctx, s.SetupDelay); err != nil {
 			return 0, status.FromContextError(err).Err()

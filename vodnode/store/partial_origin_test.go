@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/connectivity"
 )
 
 // A title's file changed at the origin while the origin runs (its catalog,
@@ -83,6 +85,13 @@ func TestPartialNotJoinedToAFileChangedUnderTheOrigin(t *testing.T) {
 			s.Release(tt)
 			s.fills.Wait()
 			o.stop()
+			// the node's connection sees the origin go before it comes back
+			// (else its catalog read may meet the old connection's end)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if o.cc.GetState() == connectivity.Ready && !o.cc.WaitForStateChange(wctx, connectivity.Ready) {
+				t.Fatal("the node's connection stayed ready after the origin stopped")
+			}
+			cancel()
 			o.start(0)
 			o.ready()
 			clk.add(2 * catalogMinRefresh)
