@@ -22,11 +22,16 @@ type admin struct {
 	m *Manager
 }
 
-// ListTitles returns the catalog in id order.
-func (a *admin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
+// ListTitles returns the catalog in id order, whole or the page req asks
+// for (pb.TitlePage); INVALID_ARGUMENT for a negative page_size.
+func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
 	ts := a.m.sortedTitles()
-	out := &pb.ListTitlesResponse{Titles: make([]*pb.Title, 0, len(ts))}
-	for _, t := range ts {
+	start, end, next, err := pb.TitlePage(len(ts), func(i int) string { return ts[i].ID }, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListTitlesResponse{Titles: make([]*pb.Title, 0, end-start), NextPageToken: next}
+	for _, t := range ts[start:end] {
 		out.Titles = append(out.Titles, titleProto(t))
 	}
 	return out, nil

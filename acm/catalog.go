@@ -19,19 +19,17 @@ func (m *Manager) setCatalog(ts []store.Title) {
 	for _, t := range ts {
 		c[t.ID] = t
 	}
+	sorted := make([]store.Title, 0, len(c))
+	for _, t := range c {
+		sorted = append(sorted, t)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	m.catalog.Store(&c)
+	m.catalogSorted.Store(&sorted)
 }
 
-// sortedTitles returns the catalog in id order.
-func (m *Manager) sortedTitles() []store.Title {
-	c := m.titles()
-	out := make([]store.Title, 0, len(c))
-	for _, t := range c {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+// sortedTitles returns the catalog in id order (read only).
+func (m *Manager) sortedTitles() []store.Title { return *m.catalogSorted.Load() }
 
 // catalogLoop refreshes the catalog from the origin every CatalogRefresh;
 // after a failure it retries sooner, backing off from 1 s up to the
@@ -57,20 +55,21 @@ func (m *Manager) catalogLoop() {
 	}
 }
 
-// refreshCatalog loads the catalog from the origin, stores it and serves
+// refreshCatalog loads the catalog from the origin (a page at a time:
+// pb.ListAllTitles), stores it and serves
 // it, and feeds new popularity hints to the storage manager. Titles with
 // a malformed id or no bitrate are skipped, a malformed hint is dropped
 // (logged).
 func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := pb.NewOriginClient(m.origin).ListTitles(ctx, &pb.ListTitlesRequest{})
+	titles, err := pb.ListAllTitles(ctx, pb.NewOriginClient(m.origin).ListTitles)
 	if err != nil {
 		return err
 	}
-	ts := make([]store.Title, 0, len(resp.GetTitles()))
-	seen := map[string]bool{}
-	for _, t := range resp.GetTitles() {
+	ts := make([]store.Title, 0, len(titles))
+	seen := make(map[string]bool, len(titles))
+	for _, t := range titles {
 		if !idPattern.MatchString(t.GetId()) || t.GetBitrateBps() <= 0 || seen[t.GetId()] {
 			m.log.Warn("catalog: title skipped (bad id, no bitrate or duplicate)", "title", t.GetId(), "bitrate_bps", t.GetBitrateBps())
 			continue

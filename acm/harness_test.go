@@ -66,10 +66,16 @@ type fakeOrigin struct {
 	health *grpchealth.Server // grpc.health.v1: SERVING until a test says otherwise
 }
 
-func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
+// ListTitles pages as the real origin does (pb.TitlePage); titles more
+// than a page must be in id order.
+func (o *fakeOrigin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return &pb.ListTitlesResponse{Titles: o.titles}, nil
+	start, end, next, err := pb.TitlePage(len(o.titles), func(i int) string { return o.titles[i].GetId() }, req)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ListTitlesResponse{Titles: o.titles[start:end], NextPageToken: next}, nil
 }
 
 // startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port).

@@ -220,7 +220,10 @@ type Manager struct {
 	waiters        map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
-	health  health // readiness for /healthz (health.go)
+	// catalogSorted is the same catalog in id order (Admin.ListTitles
+	// pages over it), stored with catalog by setCatalog.
+	catalogSorted atomic.Pointer[[]store.Title]
+	health        health // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex
@@ -430,8 +433,7 @@ func (m *Manager) Start() (err error) {
 	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.startedAt = time.Now()
-	empty := map[string]store.Title{}
-	m.catalog.Store(&empty)
+	m.setCatalog(nil)
 
 	defer func() {
 		if err != nil {

@@ -232,12 +232,22 @@ func (s *Server) Catalog() *Catalog {
 // Stats returns a snapshot of the transfer counters.
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
 
-// ListTitles returns the whole catalog sorted by id (Origin.ListTitles).
-// It returns UNAVAILABLE when the server was not started.
-func (s *Server) ListTitles(context.Context, *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
+// ListTitles returns the catalog sorted by id, whole or the page req asks
+// for (Origin.ListTitles, vodclusterv1.TitlePage). It returns UNAVAILABLE
+// when the server was not started, INVALID_ARGUMENT for a negative
+// page_size.
+func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
 	cat := s.Catalog()
 	if cat == nil {
 		return nil, errNotStarted
 	}
-	return &vodclusterv1.ListTitlesResponse{Titles: cat.Proto()}, nil
+	start, end, next, err := vodclusterv1.TitlePage(len(cat.titles), func(i int) string { return cat.titles[i].ID }, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*vodclusterv1.Title, 0, end-start)
+	for _, t := range cat.titles[start:end] {
+		out = append(out, t.Proto())
+	}
+	return &vodclusterv1.ListTitlesResponse{Titles: out, NextPageToken: next}, nil
 }

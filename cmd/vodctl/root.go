@@ -146,7 +146,11 @@ func titlesCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ListTitles(ctx, &v1.ListTitlesRequest{})
+				ts, err := v1.ListAllTitles(ctx, c.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
+				if err != nil {
+					return nil, err
+				}
+				return &v1.ListTitlesResponse{Titles: ts}, nil
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
 				for _, t := range m.(*v1.ListTitlesResponse).Titles {

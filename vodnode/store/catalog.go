@@ -81,7 +81,7 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	res, err := c.origin.ListTitles(ctx, &pb.ListTitlesRequest{})
+	list, err := pb.ListAllTitles(ctx, c.origin.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
 	if err != nil {
 		if c.log != nil {
 			if h := grpctls.Hint(err); h != "" {
@@ -95,8 +95,8 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 		}
 		return Meta{}, fmt.Errorf("%w: list titles: %v", ErrOrigin, err)
 	}
-	titles := make(map[string]Meta, len(res.GetTitles()))
-	for _, t := range res.GetTitles() {
+	titles := make(map[string]Meta, len(list))
+	for _, t := range list {
 		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
 	}
 	c.mu.Lock()

@@ -184,8 +184,17 @@ func (x *Title) GetVersion() string {
 	return ""
 }
 
+// ListTitlesRequest asks for the catalog in id order, a page at a time
+// (paging as in Google's AIP-158): a large catalog in one message would
+// pass gRPC's default 4 MB receive limit (about 40,000 titles).
 type ListTitlesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size is the most titles one answer holds; 0 = every title in one
+	// answer (what a caller that predates paging gets).
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token continues the listing: the next_page_token of the previous
+	// answer (titles with an id after it); empty = from the first title.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -220,9 +229,26 @@ func (*ListTitlesRequest) Descriptor() ([]byte, []int) {
 	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{1}
 }
 
+func (x *ListTitlesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTitlesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListTitlesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Titles        []*Title               `protobuf:"bytes,1,rep,name=titles,proto3" json:"titles,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Titles []*Title               `protobuf:"bytes,1,rep,name=titles,proto3" json:"titles,omitempty"`
+	// next_page_token, when not empty, is the page_token of the next page;
+	// empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +288,13 @@ func (x *ListTitlesResponse) GetTitles() []*Title {
 		return x.Titles
 	}
 	return nil
+}
+
+func (x *ListTitlesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type FetchRequest struct {
@@ -2899,10 +2932,14 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\apackage\x18\x06 \x01(\tR\apackage\x12,\n" +
 	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\x13\n" +
-	"\x11ListTitlesRequest\"B\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"O\n" +
+	"\x11ListTitlesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
 	"\x12ListTitlesResponse\x12,\n" +
-	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\"\x91\x01\n" +
+	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x91\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +

@@ -34,7 +34,9 @@ const (
 //
 // Origin is the CDP: the operator's full catalog and its bytes.
 type OriginClient interface {
-	// ListTitles returns the whole catalog.
+	// ListTitles returns the catalog in id order, whole or a page at a
+	// time (ListTitlesRequest.page_size). INVALID_ARGUMENT for a negative
+	// page_size.
 	ListTitles(ctx context.Context, in *ListTitlesRequest, opts ...grpc.CallOption) (*ListTitlesResponse, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
@@ -88,7 +90,9 @@ type Origin_FetchClient = grpc.ServerStreamingClient[FetchChunk]
 //
 // Origin is the CDP: the operator's full catalog and its bytes.
 type OriginServer interface {
-	// ListTitles returns the whole catalog.
+	// ListTitles returns the catalog in id order, whole or a page at a
+	// time (ListTitlesRequest.page_size). INVALID_ARGUMENT for a negative
+	// page_size.
 	ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
@@ -392,6 +396,8 @@ const (
 //
 // Admin is the operator's API (vodctl).
 type AdminClient interface {
+	// ListTitles returns the manager's catalog in id order, whole or a page
+	// at a time, as Origin.ListTitles.
 	ListTitles(ctx context.Context, in *ListTitlesRequest, opts ...grpc.CallOption) (*ListTitlesResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
@@ -573,6 +579,8 @@ func (c *adminClient) ListFills(ctx context.Context, in *ListFillsRequest, opts 
 //
 // Admin is the operator's API (vodctl).
 type AdminServer interface {
+	// ListTitles returns the manager's catalog in id order, whole or a page
+	// at a time, as Origin.ListTitles.
 	ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.

@@ -1,0 +1,57 @@
+package acm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// A catalog too large for one gRPC message (the default 4 MB receive
+// limit: about 40,000 titles) is read from the origin a page at a time
+// and served to vodctl the same way: the manager admits to its last
+// title, and Admin.ListTitles lists every title in id order.
+func TestLargeCatalogPaged(t *testing.T) {
+	const n = 50_000
+	long := strings.Repeat("x", 60)
+	titles := make([]*pb.Title, n)
+	for i := range titles {
+		titles[i] = &pb.Title{Id: fmt.Sprintf("t%06d", i), Name: fmt.Sprintf("Title %d %s", i, long),
+			DurationS: 20, BitrateBps: titleBps, SizeBytes: 1_500_000, Package: "kids"}
+	}
+	e := newManagerWith(t, "", titles, nil)
+	ctx := context.Background()
+	if _, err := e.origin.ListTitles(ctx, &pb.ListTitlesRequest{PageSize: -1}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("page_size -1: %v, want InvalidArgument", err)
+	}
+	waitFor(t, 10*time.Second, "the catalog", func() bool { return len(e.m.titles()) == n })
+
+	if _, err := e.admin.ListTitles(ctx, &pb.ListTitlesRequest{}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("the whole catalog in one answer: %v, want it past the 4 MB receive limit (the test's premise)", err)
+	}
+	all, err := pb.ListAllTitles(ctx, e.admin.ListTitles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n || all[0].GetId() != "t000000" || all[n-1].GetId() != fmt.Sprintf("t%06d", n-1) {
+		t.Fatalf("%d titles listed, want %d from t000000", len(all), n)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].GetId() >= all[i].GetId() {
+			t.Fatalf("titles %d and %d out of order: %s, %s", i-1, i, all[i-1].GetId(), all[i].GetId())
+		}
+	}
+	res, err := e.admin.ListTitles(ctx, &pb.ListTitlesRequest{PageSize: 2, PageToken: "t000100"})
+	if err != nil || len(res.GetTitles()) != 2 || res.GetTitles()[0].GetId() != "t000101" || res.GetNextPageToken() != "t000102" {
+		t.Fatalf("page of 2 after t000100: %v, %v; want t000101, t000102 and a next page", res, err)
+	}
+	if _, err := e.admin.ListTitles(ctx, &pb.ListTitlesRequest{PageSize: -1}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Admin page_size -1: %v, want InvalidArgument", err)
+	}
+}
