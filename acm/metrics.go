@@ -60,6 +60,14 @@ var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
+// planSeconds is how long the storage plans of this manager took, from
+// the view's snapshot to the last order carried out (plan).
+var planSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "vodcluster_plan_duration_seconds",
+	Help:    "Storage plans of this manager (the planner lock's holder) and how long each took, seconds: the snapshot of the nodes, the view of the catalog, the plan and the orders carried out.",
+	Buckets: prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms .. 16 s
+})
+
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
@@ -161,7 +169,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds)
 	if err != nil {
 		return err
 	}

@@ -106,11 +106,13 @@ func (m *Manager) plan(now time.Time) {
 	}
 	m.planMu.Lock()
 	defer m.planMu.Unlock()
+	if _, none := m.planner.(smm.NoPlanner); none && m.rep == nil {
+		return // it orders nothing: no view to build
+	}
+	start := time.Now()
+	defer func() { planSeconds.Observe(time.Since(start).Seconds()) }()
 	catp := m.catalog.Load()
 	if m.rep == nil {
-		if _, none := m.planner.(smm.NoPlanner); none {
-			return // it orders nothing: no view to build
-		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		view := m.planSnapshotLocked(false).view(m.planTitlesFor(catp))
