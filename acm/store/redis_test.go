@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,5 +307,71 @@ func TestRedisDeleteSessionHeldBy(t *testing.T) {
 		if gone := errors.Is(err, ErrNotFound); gone != (c.want || c.id == "missing") {
 			t.Fatalf("%s by %q: gone %v", c.id, c.managers, gone)
 		}
+	}
+}
+
+// TestRedisUnchangedCatalogNotRewritten: ReplaceTitles with the catalog
+// already stored writes nothing (the manager refreshes it every minute);
+// a changed title, or a titles hash Redis lost, is written.
+func TestRedisUnchangedCatalogNotRewritten(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	raw := srv.Client(t)
+	writes := func() int64 {
+		t.Helper()
+		info, err := raw.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls int64
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_hset:") {
+				fmt.Sscanf(strings.TrimPrefix(line, "cmdstat_hset:"), "calls=%d", &calls)
+			}
+		}
+		return calls
+	}
+	cat := make([]Title, 2500) // three HSETs of redisBatch
+	for i := range cat {
+		cat[i] = Title{ID: fmt.Sprintf("t%04d", i), Name: "T", BitrateBps: 600_000}
+	}
+	if err := r.ReplaceTitles(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	first := writes()
+	if first != 3 {
+		t.Fatalf("%d HSETs for the first catalog, want 3", first)
+	}
+	if err := r.ReplaceTitles(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); got != first {
+		t.Fatalf("the unchanged catalog written again: %d HSETs, want %d", got, first)
+	}
+	cat[7].Name = "renamed"
+	if err := r.ReplaceTitles(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); got != first+3 {
+		t.Fatalf("a changed catalog: %d HSETs, want %d", got, first+3)
+	}
+	if ts, err := r.Titles(ctx); err != nil || len(ts) != len(cat) || ts[7].Name != "renamed" {
+		t.Fatalf("stored catalog after the change: %d titles, %v", len(ts), err)
+	}
+	if err := raw.Del(ctx, "vodcluster:titles").Err(); err != nil { // Redis lost the hash, not the digest
+		t.Fatal(err)
+	}
+	if err := r.ReplaceTitles(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := r.Titles(ctx); err != nil || len(ts) != len(cat) {
+		t.Fatalf("catalog lost by Redis not written again: %d titles, %v", len(ts), err)
+	}
+	if err := r.ReplaceTitles(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := r.Titles(ctx); err != nil || len(ts) != 0 {
+		t.Fatalf("empty catalog: %d titles, %v", len(ts), err)
 	}
 }
