@@ -85,7 +85,7 @@ func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(), addr: ln.Addr().String(), health: grpchealth.NewServer()}
+	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement)), addr: ln.Addr().String(), health: grpchealth.NewServer()}
 	pb.RegisterOriginServer(o.srv, o)
 	healthpb.RegisterHealthServer(o.srv, o.health)
 	go o.srv.Serve(ln)

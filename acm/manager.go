@@ -468,7 +468,7 @@ func (m *Manager) Start() (err error) {
 			creds = insecure.NewCredentials()
 		}
 		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(creds),
-			grpc.WithConnectParams(pb.ConnectParams)); err != nil {
+			grpc.WithConnectParams(pb.ConnectParams), grpc.WithKeepaliveParams(pb.Keepalive)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
 	}
@@ -501,7 +501,7 @@ func (m *Manager) Start() (err error) {
 	if m.AdminToken == "" && !isLoopback(m.GRPCAddr()) {
 		m.log.Warn("the Admin API is open to anyone who reaches the gRPC port: set an admin token", "grpc", m.GRPCAddr())
 	}
-	srvOpts := append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook))
+	srvOpts := append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook), grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))
 	if m.GRPCCreds != nil {
 		srvOpts = append(srvOpts, grpc.Creds(m.GRPCCreds))
 	}

@@ -140,7 +140,7 @@ func (s *Server) Start() error {
 	}
 	s.catalog = cat
 	s.lis = lis
-	opts := []grpc.ServerOption{grpc.WaitForHandlers(true)}
+	opts := []grpc.ServerOption{grpc.WaitForHandlers(true), grpc.KeepaliveEnforcementPolicy(vodclusterv1.KeepaliveEnforcement)}
 	if s.Creds != nil {
 		opts = append(opts, grpc.Creds(s.Creds))
 	}

@@ -182,7 +182,7 @@ func serveGRPC(t testing.TB, register func(*grpc.Server)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))
 	register(s)
 	go s.Serve(l)
 	t.Cleanup(s.Stop)

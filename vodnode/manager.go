@@ -55,7 +55,7 @@ type managerLink struct {
 
 func newManagerLink(n *Node) (*managerLink, error) {
 	cc, err := grpc.NewClient(n.ManagerAddr, grpc.WithTransportCredentials(orPlaintext(n.ManagerCreds)),
-		grpc.WithConnectParams(pb.ConnectParams),
+		grpc.WithConnectParams(pb.ConnectParams), grpc.WithKeepaliveParams(pb.Keepalive),
 		grpc.WithPerRPCCredentials(token.Bearer(token.NodeCredential(n.Secret))))
 	if err != nil {
 		return nil, err

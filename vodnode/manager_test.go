@@ -247,7 +247,7 @@ func TestManagerReconnect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := grpc.NewServer()
+		s := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))
 		pb.RegisterNodeControlServer(s, m)
 		go s.Serve(l)
 		return s

@@ -35,7 +35,7 @@ func (r *restartableOrigin) start() {
 		r.t.Fatal(err)
 	}
 	r.addr = l.Addr().String()
-	r.srv = grpc.NewServer()
+	r.srv = grpc.NewServer(grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))
 	pb.RegisterOriginServer(r.srv, r.o)
 	go r.srv.Serve(l)
 }
