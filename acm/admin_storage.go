@@ -122,9 +122,11 @@ func sortFills(fs []*pb.Fill) {
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
-// channel, is queued (OK, its message says so): the first plan with a
-// slot orders it, ahead of the plan's own prefetches (smm
-// Replicator.Queued); vodctl fills lists it as queued.
+// channel, is queued (OK, its message says so) when its room could be
+// made now with the prefetches queued there before it (else
+// RESOURCE_EXHAUSTED): the first plan with a slot orders it, ahead of the
+// plan's own prefetches (smm Replicator.Queued); vodctl fills lists it as
+// queued.
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	if err := checkIDs(req); err != nil {
@@ -147,7 +149,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		}
 	}
 	wait := m.prefetchWaitLocked(id)
-	if _, err := m.prefetchCheckLocked(id, t); err != nil {
+	ns, err := m.prefetchCheckLocked(id, t)
+	if err == nil && wait != "" {
+		err = m.queueRoomLocked(ns, t, now)
+	}
+	if err != nil {
 		unlock()
 		return nil, err
 	}

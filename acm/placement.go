@@ -84,6 +84,33 @@ func (m *Manager) prefetchWaitLocked(id string) string {
 	return ""
 }
 
+// queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's
+// prefetch of t on ns (mu held, with the Replicator) when its room could
+// not be made now with the operator's prefetches already queued there
+// counted as taken: the titles neither playing, filling nor pinned (the
+// node's Evictor asked, nothing evicted) free too little. Room that only
+// fills ending would free is not counted: such a prefetch is refused, as
+// one ordered at once would be.
+func (m *Manager) queueRoomLocked(ns *nodeState, t store.Title, now time.Time) error {
+	if !ns.reported || t.SizeBytes <= 0 {
+		return nil
+	}
+	need := t.SizeBytes - ns.diskFree
+	for _, f := range m.rep.Fills() {
+		if f.Node == ns.id && f.State == smm.FillQueued && f.Title != t.ID {
+			need += f.Bytes
+		}
+	}
+	if need <= 0 {
+		return nil
+	}
+	if _, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, t.ID), need, now); !ok {
+		return status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed with the prefetches queued there, the rest is playing, filling or pinned",
+			errNoRoom, ns.id, t.ID, need)
+	}
+	return nil
+}
+
 // prefetchCheckLocked makes the checks of prefetchLocked that come before
 // any room is made (mu held), with its errors, and returns the node.
 func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, error) {

@@ -44,6 +44,10 @@ type clusterOptions struct {
 	OriginSetupDelay   time.Duration // per origin transfer
 	OriginRateBps      int64         // per origin transfer, bit/s
 	OriginMaxTransfers int           // concurrent origin transfers
+	// MaxFillsPerNode is the fills in progress on a node beyond which the
+	// planner's and the operator's prefetches wait (0: the storage
+	// default, smm.DefaultReplicatorConfig).
+	MaxFillsPerNode int
 
 	QueueDeadline time.Duration
 	Heartbeat     time.Duration
@@ -125,6 +129,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		OriginChannels: opts.OriginMaxTransfers,
 		Logger:         opts.Logger.With("component", "manager"),
 	}
+	c.manager.Replicator.MaxFillsPerNode = opts.MaxFillsPerNode
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

@@ -47,6 +47,7 @@ func restartManager(t *testing.T, c *cluster, tune func(*acm.Manager)) {
 		DataDir: filepath.Join(c.opts.DataDir, "manager"), OriginAddr: c.origin.Addr(), Secret: c.secret, BOSS: users,
 		QueueDeadline: c.opts.QueueDeadline, Scheduler: sched, Logger: c.opts.Logger.With("component", "manager"),
 	}
+	m.Replicator.MaxFillsPerNode = c.opts.MaxFillsPerNode
 	if tune != nil {
 		tune(m)
 	}
@@ -243,7 +244,12 @@ func TestStorageEvictionNeverCutsAPlay(t *testing.T) {
 	needTool(t, "ffmpeg")
 	// Room for five sample titles (7.6 MB at most; the planner fills 90%
 	// of a disk): the three promoted, the played one and one more.
-	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.NodeDisk = 8_500_000 })
+	// The operator's four prefetches below are ordered at once (not
+	// queued behind the fill limit): the disk is then all playing or
+	// filling.
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) {
+		o.NodeDisk, o.MaxFillsPerNode, o.OriginMaxTransfers = 8_500_000, 8, 8
+	})
 	adm := c.admin(t)
 	ctx := context.Background()
 	for _, p := range promoted {
@@ -308,7 +314,10 @@ func TestStorageEvictionNeverCutsAPlay(t *testing.T) {
 // are prefetched, survive a manager restart, and their titles are never
 // evicted when prefetches fill the disk.
 func TestStoragePinsSurviveRestartAndPressure(t *testing.T) {
-	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.NodeDisk = 8_500_000; restartablePorts(t)(o) })
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) {
+		o.NodeDisk, o.MaxFillsPerNode, o.OriginMaxTransfers = 8_500_000, 8, 8 // the prefetches below ordered at once
+		restartablePorts(t)(o)
+	})
 	adm := c.admin(t)
 	ctx := context.Background()
 	const toNode, toCluster = "sample-008", "sample-009"
