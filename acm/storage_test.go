@@ -472,14 +472,15 @@ func TestStaleCopyNoticed(t *testing.T) {
 
 // An operator's prefetch on a node at its fill limit (max_fills_per_node)
 // is queued, not ordered beside the fills already running, listed as
-// queued, and ordered by the plan as soon as a fill there ends; one on a
-// node that reports a disk fault is refused.
+// queued, and ordered by the plan as soon as a fill there ends; one whose
+// room could not be made beside those queued, and one on a node that
+// reports a disk fault, are refused.
 func TestOperatorPrefetchQueuedAtFillLimit(t *testing.T) {
 	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
 		fastStorage(m)
 		m.Replicator.MaxFillsPerNode = 1
 	})
-	n := e.startSimNode("n1", storageTitles, simOpts{})
+	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_500_000}) // hot, t1 and half a title
 	n.waitCommand(t, "prefetch hot", 1)
 	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 	if err != nil {
@@ -490,6 +491,10 @@ func TestOperatorPrefetchQueuedAtFillLimit(t *testing.T) {
 	}
 	if f := e.fill("n1", "t1"); f == nil || f.State != "queued" || !f.Prefetch {
 		t.Fatalf("fill listed %+v, want queued", f)
+	}
+	// No room for a second one beside hot's fill and t1's queued prefetch.
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("queueing a prefetch with no room for it: %v, want ResourceExhausted", err)
 	}
 	for range 3 { // plans come every 100 ms: none orders it beside hot's fill
 		e.m.plan(time.Now())
