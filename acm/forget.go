@@ -3,7 +3,6 @@ package acm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -225,18 +223,8 @@ func (m *Manager) readStoredNodeState(ctx context.Context) (storedNodeState, err
 	if st.holds, err = m.readHolds(ctx, true); err != nil {
 		return st, err
 	}
-	st.pins = &smm.Pins{}
-	b, err := m.st.State(ctx, statePins)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return st, fmt.Errorf("acm: load pins: %w", err)
-	default:
-		if err := st.pins.UnmarshalJSON(b); err != nil {
-			return st, fmt.Errorf("acm: stored pins: %w: %v", errMalformed, err)
-		}
-	}
-	return st, nil
+	st.pins, err = readStateJSON(m, ctx, statePins, "pins", true, func() *smm.Pins { return &smm.Pins{} })
+	return st, err
 }
 
 // putStateJSON stores v as JSON under name.
@@ -280,19 +268,7 @@ func (m *Manager) dropNodeLocked(id string, now time.Time) (commands, fills, hol
 // readForgotten returns the stored forgets (node id -> when); a malformed
 // value is logged and dropped.
 func (m *Manager) readForgotten(ctx context.Context) (map[string]int64, error) {
-	list := map[string]int64{}
-	b, err := m.st.State(ctx, stateForgotten)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, err
-	default:
-		if err := json.Unmarshal(b, &list); err != nil {
-			m.log.Error("stored forgotten nodes malformed: dropped", "err", err)
-			list = map[string]int64{}
-		}
-	}
-	return list, nil
+	return readStateJSON(m, ctx, stateForgotten, "forgotten nodes", false, func() map[string]int64 { return map[string]int64{} })
 }
 
 // saveForgotten records in the store that node id was forgotten at now,

@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,26 +51,40 @@ func (s nodeSetting) isZero() bool { return !s.Draining && s.Weight == nil && s.
 var errMalformed = errors.New("stored operator state malformed")
 
 // readNodeSettings returns the stored node settings (empty when none). A
-// malformed value gives an empty map and errMalformed when strict, else
-// is logged and dropped: it only loses operators' settings, which
-// SetNode can make again.
+// malformed value gives errMalformed when strict, else is logged and
+// dropped: it only loses operators' settings, which SetNode can make
+// again.
 func (m *Manager) readNodeSettings(ctx context.Context, strict bool) (map[string]nodeSetting, error) {
-	settings := map[string]nodeSetting{}
-	b, err := m.st.State(ctx, stateNodeSettings)
+	return readStateJSON(m, ctx, stateNodeSettings, "node settings", strict, func() map[string]nodeSetting { return map[string]nodeSetting{} })
+}
+
+// readStateJSON decodes the stored state name (what names it in errors
+// and logs) into a value made by empty, which it returns as it is when
+// nothing is stored or the stored value is JSON null (a nil map would
+// panic at its first write). A value that does not decode gives
+// errMalformed (wrapped) when strict, else is logged and dropped
+// (empty()); an error of the store is returned wrapped.
+func readStateJSON[T any](m *Manager, ctx context.Context, name, what string, strict bool, empty func() T) (T, error) {
+	v := empty()
+	b, err := m.st.State(ctx, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		return v, nil
 	case err != nil:
-		return nil, fmt.Errorf("acm: load node settings: %w", err)
-	default:
-		if err := json.Unmarshal(b, &settings); err != nil {
-			if strict {
-				return nil, fmt.Errorf("acm: node settings: %w: %v", errMalformed, err)
-			}
-			m.log.Error("stored node settings malformed: dropped", "err", err)
-			settings = map[string]nodeSetting{}
-		}
+		var zero T
+		return zero, fmt.Errorf("acm: load %s: %w", what, err)
+	case bytes.Equal(bytes.TrimSpace(b), []byte("null")):
+		return v, nil
 	}
-	return settings, nil
+	if err := json.Unmarshal(b, &v); err != nil {
+		if strict {
+			var zero T
+			return zero, fmt.Errorf("acm: stored %s: %w: %v", what, errMalformed, err)
+		}
+		m.log.Error("stored "+what+" malformed: dropped", "err", err)
+		return empty(), nil
+	}
+	return v, nil
 }
 
 // readPolicy returns the stored scheduling policy, nil when none; a
@@ -103,22 +118,7 @@ func (m *Manager) savePolicy(ctx context.Context, policy string) error {
 // readHolds returns the stored eviction holds (nil when none); a
 // malformed value as readNodeSettings.
 func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error) {
-	var holds []smm.Hold
-	b, err := m.st.State(ctx, stateEvictHolds)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("acm: load eviction holds: %w", err)
-	default:
-		if err := json.Unmarshal(b, &holds); err != nil {
-			if strict {
-				return nil, fmt.Errorf("acm: eviction holds: %w: %v", errMalformed, err)
-			}
-			m.log.Error("stored eviction holds malformed: dropped", "err", err)
-			holds = nil
-		}
-	}
-	return holds, nil
+	return readStateJSON(m, ctx, stateEvictHolds, "eviction holds", strict, func() []smm.Hold { return nil })
 }
 
 // loadOpState reads the node settings and, with a Replicator, the

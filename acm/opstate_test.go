@@ -197,3 +197,32 @@ func TestPolicySurvivesRestart(t *testing.T) {
 		t.Fatalf("policy after the configuration changed: %v %v, want the configured rr", p, err)
 	}
 }
+
+// Stored operator state that is JSON null (a nil map or slice marshalled
+// by hand or by a tool) reads as none: the operator's changes merge into
+// it (a nil map from it made SetNode panic, taking the manager down), and
+// forgetting a node reads it.
+func TestStoredNullStateReadsAsNone(t *testing.T) {
+	ctx := context.Background()
+	e := newManagerWith(t, "", storageTitles, fastStorage)
+	e.startSimNode("n1", storageTitles, simOpts{})
+	for _, name := range []string{stateNodeSettings, stateEvictHolds, statePins, stateForgotten} {
+		if err := e.m.st.PutState(ctx, name, []byte("null")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr(int32(40))}); err != nil {
+		t.Fatalf("SetNode over stored null settings: %v", err)
+	}
+	b, err := e.m.st.State(ctx, stateNodeSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]nodeSetting
+	if err := json.Unmarshal(b, &got); err != nil || got["n1"].Weight == nil || *got["n1"].Weight != 40 {
+		t.Fatalf("stored settings %s (%v), want n1's weight 40", b, err)
+	}
+	if _, err := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "gone"}); grpcCode(err) != codes.NotFound {
+		t.Fatalf("forget an unknown node over stored null state: %v, want NOT_FOUND", err)
+	}
+}
