@@ -388,14 +388,10 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		r.SessionIds = append(r.SessionIds, hs.sid)
 	}
 	n.mu.Unlock()
-	used, quota := n.store.Usage()
 	// Partials (fills that stopped short, kept to resume) are not copies:
 	// not in the titles, and their bytes count as free, since the node
 	// removes them before anything else when a fill needs room.
-	var partial int64
-	for _, p := range n.store.Partials() {
-		partial += p.Stored
-	}
+	used, partial, quota := n.store.Usage()
 	used -= partial
 	r.DiskUsedBytes = used
 	r.Titles = storedTitles(n.store.Titles())

@@ -61,12 +61,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		started += k
 	}
 	counter(descNodeFills, float64(started))
-	used, quota := n.store.Usage()
+	used, partial, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
-	var partial int64
-	for _, p := range n.store.Partials() {
-		partial += p.Stored
-	}
 	gauge(descNodePartial, float64(partial))
 	gauge(descNodeDiskCap, float64(quota))
 	gauge(descNodeTitles, float64(len(n.store.Titles())))

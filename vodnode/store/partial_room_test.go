@@ -67,7 +67,7 @@ func TestPartialsMakeRoomOnTheFileSystem(t *testing.T) {
 	if ps := s.Partials(); len(ps) != 1 || ps[0].ID != "p3" {
 		t.Errorf("partials after a fill the file system lacked room for: %+v, want p3 only", ps)
 	}
-	if used, _ := s.Usage(); used != 2*size+cut {
+	if used, _, _ := s.Usage(); used != 2*size+cut {
 		t.Errorf("used %d bytes, want two titles and one partial: %d", used, 2*size+cut)
 	}
 }

@@ -202,8 +202,8 @@ func TestPartialResumedAfterOriginOutage(t *testing.T) {
 	if st := s.Titles(); len(st) != 0 {
 		t.Errorf("titles with only a partial: %+v", st)
 	}
-	if used, _ := s.Usage(); used != p.Stored {
-		t.Errorf("used %d bytes, want the partial's %d", used, p.Stored)
+	if used, partial, _ := s.Usage(); used != p.Stored || partial != p.Stored {
+		t.Errorf("used %d bytes, %d of partials, want the partial's %d", used, partial, p.Stored)
 	}
 	if got := s.OriginBytes(); got != p.Stored {
 		t.Errorf("%d bytes received, %d kept", got, p.Stored)
@@ -228,8 +228,8 @@ func TestPartialResumedAfterOriginOutage(t *testing.T) {
 		t.Errorf("%d bytes received from the origin for a title of %d", got, size)
 	}
 	checkWhole(t, s, tt, data)
-	if used, _ := s.Usage(); used != size {
-		t.Errorf("used %d bytes, want the title's %d", used, size)
+	if used, partial, _ := s.Usage(); used != size || partial != 0 {
+		t.Errorf("used %d bytes, %d of partials, want the title's %d, none", used, partial, size)
 	}
 }
 
@@ -418,7 +418,7 @@ func TestPartialNeverServedAsComplete(t *testing.T) {
 			t.Errorf("%s after the partial's eviction: %v", ext, err)
 		}
 	}
-	if used, _ := s.Usage(); used != 0 {
+	if used, _, _ := s.Usage(); used != 0 {
 		t.Errorf("used %d bytes after the partial's eviction", used)
 	}
 }
@@ -466,7 +466,7 @@ func TestPartialsMakeRoomFirstAndExpire(t *testing.T) {
 	if ps := s.Partials(); len(ps) != 2 || ps[0].Stored != cut || ps[1].Stored != cut {
 		t.Fatalf("partials %+v, want p1 and p2 of %d bytes", ps, cut)
 	}
-	if used, _ := s.Usage(); used != size+2*cut {
+	if used, _, _ := s.Usage(); used != size+2*cut {
 		t.Fatalf("used %d, want %d", used, size+2*cut)
 	}
 
@@ -491,7 +491,7 @@ func TestPartialsMakeRoomFirstAndExpire(t *testing.T) {
 	if ps := s.Partials(); len(ps) != 0 {
 		t.Errorf("partials after PartialMaxAge: %+v", ps)
 	}
-	if used, _ := s.Usage(); used != 2*size {
+	if used, _, _ := s.Usage(); used != 2*size {
 		t.Errorf("used %d, want %d", used, 2*size)
 	}
 

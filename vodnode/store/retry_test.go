@@ -211,7 +211,7 @@ func TestFillFailsAfterRetryFor(t *testing.T) {
 	if st := s.Titles(); len(st) != 1 || st[0].ID != "keep" {
 		t.Errorf("titles %+v, want keep still stored", st)
 	}
-	if used, _ := s.Usage(); used != int64(len(data)) {
+	if used, _, _ := s.Usage(); used != int64(len(data)) {
 		t.Errorf("used %d bytes, want %d", used, len(data))
 	}
 }

@@ -467,11 +467,12 @@ func (s *Store) Titles() []Status {
 }
 
 // Usage returns the bytes taken by stored titles (filling ones at their
-// full size) and partials, and the quota (0 = unlimited).
-func (s *Store) Usage() (used, quota int64) {
+// full size) and partials, the bytes of the partials among them (read at
+// the same moment), and the quota (0 = unlimited).
+func (s *Store) Usage() (used, partial, quota int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.used, s.cfg.DiskBytes
+	return s.used, s.partialBytesLocked(""), s.cfg.DiskBytes
 }
 
 // Fills returns how many fills were started per title since Open.

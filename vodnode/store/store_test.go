@@ -195,7 +195,7 @@ func TestFillPersistAndReopen(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "t1.ts")); !os.IsNotExist(err) {
 		t.Error("evicted file remains")
 	}
-	if used, _ := s2.Usage(); used != 0 {
+	if used, _, _ := s2.Usage(); used != 0 {
 		t.Errorf("used %d after eviction", used)
 	}
 }
