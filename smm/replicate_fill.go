@@ -166,6 +166,13 @@ func (r *Replicator) blocked(k fillKey, now time.Time) bool {
 	return f != nil && (!f.backoff || now.Before(f.next))
 }
 
+// byHand reports whether k is the operator's prefetch (Prefetched,
+// Queued) still tracked.
+func (r *Replicator) byHand(k fillKey) bool {
+	f := r.fills[k]
+	return f != nil && f.byHand
+}
+
 // maxHandRetries is how many times an operator's prefetch is tried before
 // it is given up (with the default backoff, 30 s doubling up to 30 min
 // and jittered, the tries spread over one to two hours).
@@ -216,6 +223,11 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			switch {
 			case r.pins.Pinned(id, d.id) || (copies == 0 && r.pins.Pinned("", d.id)):
 				u = math.Inf(1) // the operator asked for it
+			case r.byHand(fillKey{id, d.id}):
+				// The operator's prefetch there, queued or failed and due
+				// again: the loop below leaves the pairs the plan wants to
+				// this one, so it keeps the operator's urgency here.
+				u = math.Inf(1)
 			case copies == 0:
 				// A viewer would wait for a fill: worth the bytes when
 				// MinExpected requests are expected within the horizon

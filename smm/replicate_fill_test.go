@@ -341,3 +341,31 @@ func TestQueuedOperatorPrefetch(t *testing.T) {
 		t.Fatalf("queued prefetch not cancelled: %+v", r.Fills())
 	}
 }
+
+// TestOperatorPrefetchRetriedWhereThePlanWantsIt: the operator's failed
+// prefetch of a title the plan also wants on that node, with too little
+// demand for the plan to fill it there itself (at the peak, no copy, a
+// request or two expected), is ordered again when its backoff ends: the
+// plan's own candidate of the pair takes the operator's urgency instead
+// of being skipped.
+func TestOperatorPrefetchRetriedWhereThePlanWantsIt(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(1, 1)
+	now := peak
+	seed(t, r, "t00", 1e-4, now) // a viewer asked once: planned on n0, not worth a fill at the peak
+	if acts := r.Plan(now, &c.view); len(acts) != 0 {
+		t.Fatalf("the plan's own orders %v, want none (too little demand)", acts)
+	}
+	if !r.Planned("n0", "t00") {
+		t.Fatal("t00 not planned on n0: the test does not reach its case")
+	}
+	r.Prefetched("n0", "t00", 1<<30, now)
+	r.FillFailed("n0", "t00", now) // the origin stalled
+	fs := r.Fills()
+	if len(fs) != 1 || fs[0].State != FillBackoff {
+		t.Fatalf("fills %+v, want the operator's prefetch in backoff", fs)
+	}
+	if acts := r.Plan(fs[0].NextTry.Add(time.Second), &c.view); !slices.Equal(acts, []Action{{Prefetch, "n0", "t00"}}) {
+		t.Fatalf("after its backoff: orders %v, want the operator's prefetch again", acts)
+	}
+}
