@@ -130,7 +130,7 @@ const (
 	Untrusted                       // the server's certificate is not signed by a CA the client trusts
 	WrongName                       // the certificate does not name the address dialled
 	ServerPlaintext                 // the client has TLS on, the server speaks plaintext gRPC
-	ServerTLS                       // the server closed a plaintext connection at once: it likely has TLS on
+	ServerTLS                       // the server closed a plaintext connection at once: it likely has TLS on (not a server that never answered)
 )
 
 // Classify tells which TLS mismatch a gRPC connection error comes from,
@@ -150,7 +150,11 @@ func Classify(err error) Mismatch {
 		return Untrusted
 	case strings.Contains(msg, "does not look like a TLS handshake"):
 		return ServerPlaintext
-	case strings.Contains(msg, "server preface"):
+	case strings.Contains(msg, "server preface") && !strings.Contains(msg, "use of closed network connection"):
+		// The server closed the connection (EOF, reset) on the client's
+		// preface. A connection the client closed itself while waiting
+		// for the server's preface (its connect timeout) is a server
+		// that accepted and never answered: stopped or overloaded.
 		return ServerTLS
 	}
 	return NoMismatch

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -209,9 +210,55 @@ func TestHint(t *testing.T) {
 			t.Errorf("%s: Hint(%v) = %q, want %q", c.name, err, h, c.want)
 		}
 	}
+	// A server that accepts and never answers (stopped with SIGSTOP,
+	// overloaded): the client gives up waiting for its preface, which is
+	// no TLS matter.
+	if err := checkSilent(t); err == nil || !strings.Contains(err.Error(), "server preface") {
+		t.Fatalf("a silent server: %v, want a wait for its preface that failed", err)
+	} else if h := Hint(err); h != "" {
+		t.Errorf("a silent server: Hint(%v) = %q, want none", err, h)
+	}
 	if h := Hint(errors.New("rpc error: code = NotFound desc = no such title")); h != "" {
 		t.Errorf("Hint of a NotFound: %q", h)
 	}
+}
+
+// checkSilent makes one health call, with a connect timeout of 300 ms,
+// to a listener that accepts connections and never writes.
+func checkSilent(t *testing.T) error {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn // held open, never answered
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return // closed by the cleanup
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { lis.Close(); <-done })
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 300 * time.Millisecond, Backoff: backoff.DefaultConfig}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
 }
 
 func insecureServer() credentials.TransportCredentials { return insecure.NewCredentials() }
