@@ -33,7 +33,9 @@ const forgottenKeep = 30 * 24 * time.Hour
 // return (evictions, prefetches, drain) are dropped; the storage
 // manager's prefetches on it and its eviction holds go; its stored
 // operator setting (drain, weight, overload threshold) and its pins are
-// removed from the store. Pins to the node are removed rather than
+// removed from the store. Should the node come back (it was cut off, not
+// dead) still playing the sessions ended here, it is told to end them,
+// as after RestoreGrace. Pins to the node are removed rather than
 // refused: they protect nothing on a node that is gone, and the answer
 // names their titles to pin elsewhere. A node registering later under
 // the id starts fresh. On a shared store the forget is also recorded
@@ -107,6 +109,15 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	for _, s := range ended {
 		m.endLocked(s, "node forgotten by the operator")
 		s.forget = m.lead != nil // on a shared store, only this manager's entries
+	}
+	if len(ended) > 0 {
+		// A node that was cut off rather than dead may come back playing
+		// them, their reservations gone: it is told to end them then.
+		ids := m.forgotEnded[id]
+		for _, s := range ended {
+			ids = append(ids, s.ID)
+		}
+		m.forgotEnded[id] = ids
 	}
 	commands, fills, holds, err := m.dropNodeLocked(id, now)
 	if err != nil {

@@ -355,3 +355,49 @@ func TestForgetNodeOnASharedStore(t *testing.T) {
 		t.Fatalf("n1 registered with the new leader: %+v, want a fresh node", info)
 	}
 }
+
+// A node forgotten while cut off (not dead: its viewers play on) that
+// comes back under its id still playing a session the forget ended is
+// told to end it, as after RestoreGrace: its reservation is gone.
+func TestForgottenNodeBackToldToEndItsSessions(t *testing.T) {
+	ctx := context.Background()
+	e := newManager(t, "", nil)
+	n1 := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n1.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n1.stop() // the link is cut; the node plays on
+	waitFor(t, 10*time.Second, "n1 dead", func() bool { return !e.nodeInfo("n1").Alive })
+	if r, err := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n1"}); err != nil || r.SessionsEnded != 1 {
+		t.Fatalf("forget: %+v %v", r, err)
+	}
+
+	// Back under its id, its reports listing the session from the first.
+	back := &fakeNode{t: t, id: "n1", nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), diskFree: 1 << 40, sessions: []string{a}}
+	if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n1", RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2",
+		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+		t.Fatal(err)
+	}
+	back.heartbeat()
+	t.Cleanup(back.stop)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-back.cmds:
+			end := c.GetEndSessions()
+			if end == nil {
+				continue
+			}
+			if !slices.Equal(end.GetSessionIds(), []string{a}) {
+				t.Fatalf("EndSessions %v, want [%s]", end.GetSessionIds(), a)
+			}
+			if e.session(a) != nil {
+				t.Fatal("the ended session is listed again")
+			}
+			return
+		case <-deadline:
+			t.Fatal("the node back from a forget was not told to end the session the forget ended")
+		}
+	}
+}

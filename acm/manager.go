@@ -217,7 +217,12 @@ type Manager struct {
 	logins         *loginGuard     // failed logins per client IP and user; nil: no limit
 	requests       *requestLimiter // title requests per subscriber; nil: no limit
 	nodes          map[string]*nodeState
-	waiters        map[*lsm.Ticket]chan struct{}
+	// forgotEnded: sessions ended because the operator forgot their node
+	// (ForgetNode), by node id, until a node registers under the id: a
+	// node that was cut off, not dead, may still play them, and is told
+	// to end them (nodeState.endedAway).
+	forgotEnded map[string][]string
+	waiters     map[*lsm.Ticket]chan struct{}
 
 	catalog atomic.Pointer[map[string]store.Title]
 	// catalogSorted is the same catalog in id order (Admin.ListTitles
@@ -426,6 +431,7 @@ func (m *Manager) Start() (err error) {
 	m.userSessions = map[string]int{}
 	m.userPending = map[string]int{}
 	m.nodes = map[string]*nodeState{}
+	m.forgotEnded = map[string][]string{}
 	m.nodeSettings = map[string]nodeSetting{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)

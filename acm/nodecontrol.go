@@ -93,6 +93,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if ns == nil {
 		ns = newNodeState(id)
 		m.nodes[id] = ns
+		for _, sid := range m.forgotEnded[id] {
+			ns.endedAway[sid] = true // to end if it plays them (endUnknownLocked)
+		}
+		delete(m.forgotEnded, id)
 		for _, s := range m.sessions {
 			if s.Node == id {
 				ns.addSession(s)

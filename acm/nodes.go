@@ -48,7 +48,8 @@ type nodeState struct {
 	hits  map[string]float64 // title -> requests placed on the node since it was stored
 
 	// endedAway: sessions of the node this manager ended because the node
-	// did not come back within RestoreGrace; the node may still play them
+	// did not come back within RestoreGrace, or because the operator
+	// forgot the node (Manager.forgotEnded); the node may still play them
 	// (cut off, not dead): told to end them when it lists them
 	// (endUnknownLocked), forgotten when a report does not list them.
 	endedAway map[string]bool
