@@ -311,11 +311,12 @@ func TestFillingSourceWaits(t *testing.T) {
 	}
 }
 
-// TestFailedFillEndsStream checks that a fill error ends the stream.
+// TestFailedFillEndsStream checks that a fill error ends the stream, and
+// that the client gets an RTCP BYE saying so.
 func TestFailedFillEndsStream(t *testing.T) {
 	e := startEngine(t, false)
 	src := newFillingSource(loadClip(t))
-	srv, _ := tcpPair(t)
+	srv, cli := tcpPair(t)
 	done := make(chan ended, 1)
 	st, _ := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0),
 		OnEnd: func(r EndReason, err error) { done <- ended{r, err} }})
@@ -331,6 +332,33 @@ func TestFailedFillEndsStream(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("stream did not end")
+	}
+	// The interleaved frames up to the BYE on the RTCP channel.
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	for {
+		if _, err := io.ReadFull(cli, hdr); err != nil {
+			t.Fatalf("no RTCP BYE after the failed fill: %v", err)
+		}
+		l := int(hdr[2])<<8 | int(hdr[3])
+		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		if hdr[1] != 1 {
+			continue
+		}
+		ps, err := rtcp.Unmarshal(buf[:l])
+		if err != nil {
+			t.Fatalf("RTCP frame: %v", err)
+		}
+		for _, p := range ps {
+			if b, ok := p.(*rtcp.Goodbye); ok {
+				if b.Reason != "fill failed" {
+					t.Fatalf("BYE reason %q", b.Reason)
+				}
+				return
+			}
+		}
 	}
 }
 

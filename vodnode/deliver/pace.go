@@ -21,6 +21,10 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
+		// The title's fill failed: the client is told the stream ends
+		// (an RTSP client over TCP would otherwise wait in silence until
+		// its keepalive meets the ended session).
+		s.abortBye("fill failed")
 		s.finish(EndError, err)
 		return false
 	}
@@ -262,6 +266,28 @@ func (s *Stream) bye(ck clockOf) {
 	if err != nil {
 		return
 	}
+	s.sendControl(b)
+}
+
+// abortBye sends an RTCP BYE with reason for a stream ended before the
+// end of its title, after an empty receiver report (RFC 3550 §6.1: a
+// compound packet starts with a report; the sender report's RTP time is
+// not known without the title's clock).
+func (s *Stream) abortBye(reason string) {
+	if s.cfg.Mode == RawUDP {
+		return
+	}
+	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: s.cfg.SSRC},
+		&rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: reason}})
+	if err != nil {
+		return
+	}
+	s.sendControl(b)
+}
+
+// sendControl sends the compound RTCP packet b on the stream's RTCP path
+// (UDP, or its interleaved channel), without waiting.
+func (s *Stream) sendControl(b []byte) {
 	switch s.cfg.Mode {
 	case RTPUDP:
 		s.sendRTCP(b)
