@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"vodcluster/cdp/tsindex"
 )
@@ -23,26 +22,8 @@ const pageSize = 4096
 func TestPartialAfterAPowerLossResumedWhole(t *testing.T) {
 	data := sample(t)
 	size := int64(len(data))
-	o := newCDPOrigin(t, map[string][]byte{"t1": data})
-	o.start(8_000_000)
-	dir := t.TempDir()
-	cfg := Config{Dir: dir, Origin: o.client()}
-	s1, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tt, err := s1.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitView(t, tt, 10*time.Second, "the first bytes", func(v *View) bool { return v.Index.Size >= 600<<10 })
-	s1.Release(tt)
-	s1.Close()
-	part := filepath.Join(dir, "t1.ts.part")
-	st, err := os.Stat(part)
-	if err != nil || st.Size() < 600<<10 || st.Size() >= size {
-		t.Fatalf("partial after the node stopped: %v, %v", st, err)
-	}
+	o, cfg, partSize := stopMidFill(t, data, 600<<10)
+	part := filepath.Join(cfg.Dir, "t1.ts.part")
 	// The pages from the first at or after 300 KiB that does not begin a
 	// packet on lost: zeros up to the file's end.
 	lost := int64(300<<10) / pageSize * pageSize
@@ -53,7 +34,7 @@ func TestPartialAfterAPowerLossResumedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt(make([]byte, st.Size()-lost), lost); err != nil {
+	if _, err := f.WriteAt(make([]byte, partSize-lost), lost); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -65,7 +46,7 @@ func TestPartialAfterAPowerLossResumedWhole(t *testing.T) {
 	}
 	defer s2.Close()
 	before := o.sent()
-	tt, err = s2.Acquire(context.Background(), "t1")
+	tt, err := s2.Acquire(context.Background(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,12 +35,7 @@ func TestPartialNotJoinedToAFileChangedUnderTheOrigin(t *testing.T) {
 			o := newCDPOrigin(t, map[string][]byte{"t1": data})
 			o.start(8_000_000)
 			clk := newTestClock()
-			s, err := Open(Config{Dir: t.TempDir(), Origin: o.client(), Now: clk.now,
-				Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openCutStore(t, o, clk, 300*time.Millisecond)
 			p := cutFill(t, s, o, "t1", 300<<10)
 			o.start(0)
 			o.ready()

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,8 +18,7 @@ func TestPartialsMakeRoomOnTheFileSystem(t *testing.T) {
 	const cut = 188 * 2000
 	o := newFlakyOrigin(map[string][]byte{"p1": data, "p2": data, "p3": data, "new": data, "next": data}, cut)
 	clk := newTestClock()
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: clk.now, DiskBytes: 100 * size,
-		Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 200 * time.Millisecond})
+	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: clk.now, DiskBytes: 100 * size}, 200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,21 +27,9 @@ func TestPartialsMakeRoomOnTheFileSystem(t *testing.T) {
 	var free atomic.Int64
 	free.Store(10 * size)
 	s.fsAvail = func() (int64, bool) { return free.Load(), true }
-	ctx := context.Background()
-	fill := func(id string) error {
-		t.Helper()
-		tt, err := s.Acquire(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Release(tt)
-		err = waitEnded(t, tt)
-		s.fills.Wait()
-		return err
-	}
 	o.down.Store(true)
 	for _, id := range []string{"p1", "p2", "p3"} {
-		if fill(id) == nil {
+		if fillEnded(t, s, id) == nil {
 			t.Fatalf("fill of %s from a down origin completed", id)
 		}
 		clk.add(time.Minute)
@@ -51,7 +37,7 @@ func TestPartialsMakeRoomOnTheFileSystem(t *testing.T) {
 	o.down.Store(false)
 
 	// Room on the file system: no partial goes.
-	if err := fill("new"); err != nil {
+	if err := fillEnded(t, s, "new"); err != nil {
 		t.Fatal(err)
 	}
 	if ps := s.Partials(); len(ps) != 3 {
@@ -61,7 +47,7 @@ func TestPartialsMakeRoomOnTheFileSystem(t *testing.T) {
 	// Room for the next title but for one and a half partials: the two
 	// oldest go, the newest stays.
 	free.Store(size - cut - cut/2)
-	if err := fill("next"); err != nil {
+	if err := fillEnded(t, s, "next"); err != nil {
 		t.Fatal(err)
 	}
 	if ps := s.Partials(); len(ps) != 1 || ps[0].ID != "p3" {

@@ -149,6 +149,72 @@ func cutFill(t *testing.T, s *Store, o *cdpOrigin, id string, min int64) Partial
 	return ps[0]
 }
 
+// openCutStore opens a store on a new directory filling from o, with the
+// test clock clk (nil: the wall clock) and the short retry backoff the
+// partial tests cut fills with (a fill whose origin is gone fails after
+// retryFor); closed when the test ends.
+func openCutStore(t *testing.T, o *cdpOrigin, clk *testClock, retryFor time.Duration) *Store {
+	t.Helper()
+	cfg := quickRetry(Config{Dir: t.TempDir(), Origin: o.client()}, retryFor)
+	if clk != nil {
+		cfg.Now = clk.now
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// quickRetry returns cfg with the short retry backoff of the partial
+// tests: a fill whose origin is gone fails after retryFor.
+func quickRetry(cfg Config, retryFor time.Duration) Config {
+	cfg.Retry, cfg.RetryMax, cfg.RetryFor = 20*time.Millisecond, 100*time.Millisecond, retryFor
+	return cfg
+}
+
+// fillEnded fills id in s to its end, whole or failed, and returns how it
+// ended (nil: complete) once s has no fill left.
+func fillEnded(t *testing.T, s *Store, id string) error {
+	t.Helper()
+	tt, err := s.Acquire(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(tt)
+	err = waitEnded(t, tt)
+	s.fills.Wait()
+	return err
+}
+
+// stopMidFill fills t1 (data) from a new origin at 1 MB/s into a store on
+// a new directory, and closes the store, as a node stops, once at least
+// min bytes are on disk. It returns the origin, the store's Config (to
+// Open it again) and the size of the .part file the stop left.
+func stopMidFill(t *testing.T, data []byte, min int64) (*cdpOrigin, Config, int64) {
+	t.Helper()
+	o := newCDPOrigin(t, map[string][]byte{"t1": data})
+	o.start(8_000_000)
+	cfg := Config{Dir: t.TempDir(), Origin: o.client()}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := s.Acquire(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, tt, 10*time.Second, "the first bytes", func(v *View) bool { return v.Index.Size >= min })
+	s.Release(tt)
+	s.Close() // mid-fill
+	st, err := os.Stat(filepath.Join(cfg.Dir, "t1.ts.part"))
+	if err != nil || st.Size() < min || st.Size() >= int64(len(data)) || st.Size()%tsindex.PacketSize != 0 {
+		t.Fatalf("partial after the node stopped: %v, %v", st, err)
+	}
+	return o, cfg, st.Size()
+}
+
 // checkWhole checks that id is stored complete, byte for byte want, with
 // the index a fill in one go builds.
 func checkWhole(t *testing.T, s *Store, tt *Title, want []byte) {
@@ -189,12 +255,7 @@ func TestPartialResumedAfterOriginOutage(t *testing.T) {
 	o := newCDPOrigin(t, map[string][]byte{"t1": data})
 	o.start(8_000_000) // 1 MB/s: the 1.5 MB title takes 1.5 s
 	clk := newTestClock()
-	s, err := Open(Config{Dir: t.TempDir(), Origin: o.client(), Now: clk.now,
-		Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCutStore(t, o, clk, 300*time.Millisecond)
 	p := cutFill(t, s, o, "t1", 300<<10)
 	if p.Stored >= size || p.Size != size || p.Version != version(data) {
 		t.Fatalf("partial %+v, want part of %d bytes of version %s", p, size, version(data))
@@ -241,28 +302,9 @@ func TestPartialResumedAfterOriginOutage(t *testing.T) {
 func TestPartialResumedAfterNodeRestart(t *testing.T) {
 	data := sample(t)
 	size := int64(len(data))
-	o := newCDPOrigin(t, map[string][]byte{"t1": data})
-	o.start(8_000_000)
-	dir := t.TempDir()
-	cfg := Config{Dir: dir, Origin: o.client()}
-	s1, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tt, err := s1.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitView(t, tt, 10*time.Second, "the first bytes", func(v *View) bool { return v.Index.Size >= 300<<10 })
-	s1.Release(tt)
-	s1.Close() // mid-fill
-	st, err := os.Stat(filepath.Join(dir, "t1.ts.part"))
-	if err != nil || st.Size() < 300<<10 || st.Size() >= size || st.Size()%tsindex.PacketSize != 0 {
-		t.Fatalf("partial after the node stopped: %v, %v", st, err)
-	}
-	kept := st.Size()
+	o, cfg, kept := stopMidFill(t, data, 300<<10)
 	// what a crash may leave: blocks allocated, never written
-	f, err := os.OpenFile(filepath.Join(dir, "t1.ts.part"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(cfg.Dir, "t1.ts.part"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +326,7 @@ func TestPartialResumedAfterNodeRestart(t *testing.T) {
 	if err := s2.Prefetch(context.Background(), "t1"); err != nil {
 		t.Fatal(err)
 	}
-	tt, err = s2.Acquire(context.Background(), "t1")
+	tt, err := s2.Acquire(context.Background(), "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,12 +364,7 @@ func TestPartialOfAnotherVersionDiscarded(t *testing.T) {
 			o := newCDPOrigin(t, map[string][]byte{"t1": data})
 			o.start(8_000_000)
 			clk := newTestClock()
-			s, err := Open(Config{Dir: t.TempDir(), Origin: o.client(), Now: clk.now,
-				Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openCutStore(t, o, clk, 300*time.Millisecond)
 			cutFill(t, s, o, "t1", 300<<10)
 			o.put(map[string][]byte{"t1": c.next})
 			o.start(0)
@@ -371,12 +408,7 @@ func TestPartialNeverServedAsComplete(t *testing.T) {
 	data := sample(t)
 	o := newCDPOrigin(t, map[string][]byte{"t1": data})
 	o.start(8_000_000)
-	s, err := Open(Config{Dir: t.TempDir(), Origin: o.client(),
-		Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCutStore(t, o, nil, 300*time.Millisecond)
 	p := cutFill(t, s, o, "t1", 300<<10)
 	s.TakeFailures()
 
@@ -434,33 +466,20 @@ func TestPartialsMakeRoomFirstAndExpire(t *testing.T) {
 	o := newFlakyOrigin(map[string][]byte{"keep": data, "p1": data, "p2": data, "new": data}, cut)
 	clk := newTestClock()
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, Origin: startOrigin(t, o), Now: clk.now, DiskBytes: 2*size + cut,
-		Retry: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, RetryFor: 200 * time.Millisecond}
+	cfg := quickRetry(Config{Dir: dir, Origin: startOrigin(t, o), Now: clk.now, DiskBytes: 2*size + cut}, 200*time.Millisecond)
 	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	fill := func(id string) error {
-		t.Helper()
-		tt, err := s.Acquire(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Release(tt)
-		err = waitEnded(t, tt)
-		s.fills.Wait()
-		return err
-	}
-	if err := fill("keep"); err != nil {
+	if err := fillEnded(t, s, "keep"); err != nil {
 		t.Fatal(err)
 	}
 	o.down.Store(true)
-	if fill("p1") == nil {
+	if fillEnded(t, s, "p1") == nil {
 		t.Fatal("fill of p1 from a down origin completed")
 	}
 	clk.add(time.Minute)
-	if fill("p2") == nil {
+	if fillEnded(t, s, "p2") == nil {
 		t.Fatal("fill of p2 from a down origin completed")
 	}
 	if ps := s.Partials(); len(ps) != 2 || ps[0].Stored != cut || ps[1].Stored != cut {
@@ -472,7 +491,7 @@ func TestPartialsMakeRoomFirstAndExpire(t *testing.T) {
 
 	// "new" needs the room of one partial: the oldest, p1, goes.
 	o.down.Store(false)
-	if err := fill("new"); err != nil {
+	if err := fillEnded(t, s, "new"); err != nil {
 		t.Fatal(err)
 	}
 	if ps := s.Partials(); len(ps) != 1 || ps[0].ID != "p2" {
@@ -497,7 +516,7 @@ func TestPartialsMakeRoomFirstAndExpire(t *testing.T) {
 
 	// and at Open, by the .part's modification time
 	o.down.Store(true)
-	if fill("p1") == nil {
+	if fillEnded(t, s, "p1") == nil {
 		t.Fatal("fill of p1 from a down origin completed")
 	}
 	s.Close()
