@@ -175,7 +175,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	unlock()
 	msg := "prefetch ordered"
 	if wait != "" {
-		msg = "prefetch queued: " + wait + "; ordered when a fill there ends and a channel is free (vodctl fills lists it)"
+		msg = "prefetch queued: " + wait + "; ordered by the first plan with a fill slot there and a free origin channel (vodctl fills lists it)"
 		m.log.Info("prefetch queued", "node", id, "title", t.ID, "why", wait)
 	}
 	if lifted {
