@@ -395,7 +395,7 @@ func (m *Manager) endUnknownLocked(ns *nodeState, unknown []string) {
 	m.log.Warn("node plays sessions the manager ended (while the node was cut off): told to end them",
 		"node", ns.id, "sessions", len(tell))
 	ns.push(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
-		SessionIds: tell, Reason: "ended by the manager (node cut off beyond restore_grace)"}}})
+		SessionIds: tell, Reason: "ended by the manager while the node was cut off (beyond restore_grace, or the node forgotten)"}}})
 }
 
 // ReportSession implements pb.NodeControlServer: STARTED marks the session
