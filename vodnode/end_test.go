@@ -137,3 +137,40 @@ func TestEndOfTitleKeepsSession(t *testing.T) {
 		})
 	}
 }
+
+// TestEndedByManagerSendsBye: a session the node ends on the manager's
+// order (EndSessionsCommand) tells its RTSP client with an RTCP BYE
+// carrying the reason, so the player stops at once instead of waiting in
+// silence for its next keepalive.
+func TestEndedByManagerSendsBye(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "bye-1", "sample-001", "node-1", "", time.Minute), "sample-001"))
+	if _, _, err := c.frame(); err != nil {
+		t.Fatalf("first frame: %v", err)
+	}
+	const reason = "ended by the manager (test)"
+	if !n.endAdmission("bye-1", reason) {
+		t.Fatal("no live session to end")
+	}
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		ch, b, err := c.frame()
+		if err != nil {
+			t.Fatalf("no RTCP BYE before %v", err)
+		}
+		if ch != 1 {
+			continue
+		}
+		ps, _ := rtcp.Unmarshal(b)
+		if i := slices.IndexFunc(ps, func(p rtcp.Packet) bool { _, ok := p.(*rtcp.Goodbye); return ok }); i >= 0 {
+			if got := ps[i].(*rtcp.Goodbye).Reason; got != reason {
+				t.Fatalf("BYE reason %q, want %q", got, reason)
+			}
+			break
+		}
+	}
+	if got := n.Stats().Sessions; got != 0 {
+		t.Fatalf("%d sessions after the end", got)
+	}
+}

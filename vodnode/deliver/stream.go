@@ -333,6 +333,21 @@ func (s *Stream) Close() {
 	s.state = stateEnded
 }
 
+// Abort stops the stream for good without calling OnEnd, like Close,
+// and tells its client with an RTCP BYE carrying reason (RFC 3550 §6.6)
+// that the stream ends: an RTSP player learns at once, not at its next
+// keepalive, that a session the node ends on its own is gone. Nothing is
+// sent in RawUDP mode or for a stream that had ended.
+func (s *Stream) Abort(reason string) {
+	s.mu.Lock()
+	ended := s.state == stateEnded
+	s.state = stateEnded
+	s.mu.Unlock()
+	if !ended {
+		s.abortBye(reason)
+	}
+}
+
 // WaitingForFill reports whether the stream plays but has caught up with
 // its title's fill: it sends nothing until more bytes arrive (a client
 // then has nothing to answer with receiver reports).
