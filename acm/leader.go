@@ -60,6 +60,11 @@ type leader struct {
 	tookLate bool
 
 	held atomic.Bool
+	// taking is set while a lock taken in run is being taken over
+	// (gained has not yet loaded the previous leader's sessions): the
+	// manager does not count itself the leader meanwhile, so that its
+	// planner does not plan without those sessions.
+	taking atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
 	// unless a renewal succeeds: 2/3 of a ttl after the last successful
 	// one was sent.
@@ -69,7 +74,7 @@ type leader struct {
 // holds reports whether the lock is held now: taken or renewed, and its
 // lease not running short.
 func (l *leader) holds() bool {
-	return l.held.Load() && time.Now().UnixNano() < l.until.Load()
+	return l.held.Load() && !l.taking.Load() && time.Now().UnixNano() < l.until.Load()
 }
 
 func newLeader(l store.Locker, ttl time.Duration, log *slog.Logger) *leader {
@@ -127,6 +132,9 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		return false, nil
 	}
 	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
+	if !was && l.gained != nil {
+		l.taking.Store(true) // run clears it once gained has run
+	}
 	l.held.Store(true)
 	if !was {
 		l.log.Info("planner lock taken: this manager plans", "holder", l.holder, "ttl", l.ttl)
@@ -147,9 +155,10 @@ func (l *leader) run(ctx context.Context) {
 			gained, _ := l.step(ctx)
 			if gained {
 				l.tookLate = true
-			}
-			if gained && ctx.Err() == nil && l.gained != nil {
-				l.gained()
+				if ctx.Err() == nil && l.gained != nil {
+					l.gained()
+				}
+				l.taking.Store(false)
 			}
 		}
 	}
@@ -173,7 +182,9 @@ func (l *leader) release() {
 // Leader reports whether this manager holds the planner lock: its storage
 // planner runs and it saves the popularity snapshot. A manager on a store
 // of its own (badger) always does; on a shared store (Redis) only the one
-// that took the lock does, the others stand by.
+// that took the lock does, the others stand by. A standby that takes the
+// lock counts itself the leader only once it has loaded the previous
+// leader's sessions (takeOver).
 func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
 
 // startLeader, at Start, takes part in the planner lock when the store is
@@ -267,6 +278,7 @@ func (m *Manager) takeOver() {
 		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
 	}
 	m.log.Info("active: took over planning", "sessions_loaded", loaded)
+	m.lead.taking.Store(false) // Leader from now, before the plan it asks for
 	m.kickPlan()
 }
 
