@@ -74,8 +74,9 @@ type Node struct {
 	// or fills (no new fill), until a report says otherwise.
 	DiskFault bool
 
-	titles  map[string]*replica // titles held or filling
-	filling int                 // of titles, those filling
+	titles   map[string]*replica // titles held or filling
+	filling  int                 // of titles, those filling
+	partials map[string]Partial  // partly filled titles kept to resume (partial.go), by title
 
 	operatorWeight bool // Weight was set by SetWeight: a re-registration keeps it
 }

@@ -18,7 +18,10 @@ func init() {
 //     fill charge A*Config.FillRefBps/Ē (Ē the mean E of the nodes in
 //     service: A reference sessions, the seed's a, at the cluster's mean
 //     capacity) plus Config.DiskPressure times the share of the node's
-//     disk in use.
+//     disk in use; on a node that keeps a partial of the title (Partial:
+//     the beginning of a fill cut short, which its next fill resumes) the
+//     fill charge is scaled by the share of the title's bytes missing
+//     there, what the origin still has to send.
 //
 // The fill charge is the same on every node and for every title: what a
 // fill costs is the origin transfer and the churn of a disk, not the
@@ -41,7 +44,8 @@ func init() {
 // (Pai et al., ASPLOS 1998).
 //
 // A decision costs O(replicas of the title) plus a search of the
-// scheduler's fill tree, O(log n) nodes in the usual case (see fillTree).
+// scheduler's fill tree, O(log n) nodes in the usual case (see fillTree),
+// plus O(nodes with a partial of the title).
 type LocalityLeastLoad struct{}
 
 var _ Policy = (*LocalityLeastLoad)(nil)
@@ -75,21 +79,31 @@ func (*LocalityLeastLoad) Pick(s *Scheduler, r *Request) int {
 	if best >= 0 && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
 		return best // a fill would wait for an origin channel
 	}
+	// A node with a partial of the title is charged only for the share
+	// missing there: it may beat the cheapest fill elsewhere.
+	p, partialCost := s.cheapestPartial(r)
 	f, fillCost := s.cheapestFill(r, false)
 	if _, held := s.holds(f, r.Title); held {
 		// The cheapest node holds the title: every fill costs at least
 		// as much, plus the charge. Only when the best holder costs more
-		// than that (an overloaded cheapest holder, a cool one dearer)
-		// is the cheapest node without the title needed.
-		if bestCost <= fillCost+s.fillCharge() {
+		// than that (an overloaded cheapest holder, a cool one dearer),
+		// or than a fill on a node with a partial, is a node without the
+		// title needed.
+		if bestCost <= fillCost+s.fillCharge() && (p < 0 || bestCost <= partialCost) {
 			return best
 		}
 		f, fillCost = s.cheapestFill(r, true)
 	}
+	if f >= 0 {
+		fillCost += s.fillCharge()
+	}
+	if p >= 0 && (f < 0 || partialCost < fillCost) {
+		f, fillCost = p, partialCost
+	}
 	if f < 0 {
 		return best
 	}
-	if best >= 0 && bestCost <= fillCost+s.fillCharge() {
+	if best >= 0 && bestCost <= fillCost {
 		return best
 	}
 	return f

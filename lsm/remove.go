@@ -34,6 +34,7 @@ func (s *Scheduler) RemoveNode(id string) error {
 	for t := range n.titles {
 		s.dropReplica(n, t)
 	}
+	s.setPartials(n, nil)
 	i := n.Index
 	copy(s.Nodes[i:], s.Nodes[i+1:])
 	s.Nodes[len(s.Nodes)-1] = nil

@@ -21,9 +21,11 @@ type Scheduler struct {
 	version   uint64    // bumped when a node's in-service state, weight or capacity changes
 
 	holders map[string][]int32 // title -> indexes of nodes holding or filling it
-	fills   fillTree           // per node: the default policy's cost of a fill there
-	filling int                // replicas filling in the replica view, all nodes
-	spare   []*replica         // dropped replica records, for reuse
+	// partialAt: title -> nodes with a partial of it (Report.Partials).
+	partialAt map[string][]*Node
+	fills     fillTree   // per node: the default policy's cost of a fill there
+	filling   int        // replicas filling in the replica view, all nodes
+	spare     []*replica // dropped replica records, for reuse
 
 	meanE        float64 // mean weighted capacity of the nodes in service, bit/s
 	meanEVersion uint64  // version meanE was computed at, +1 (0: never)
@@ -174,6 +176,10 @@ type Report struct {
 	DiskFreeBytes int64     // bytes
 	ActiveFills   int       // origin transfers in progress
 	Titles        []Holding // every title on the node; nil leaves the replica view as it is
+	// Partials are the partly filled titles the node keeps to resume
+	// their fills (partial.go), replaced with Titles: ignored when Titles
+	// is nil.
+	Partials []Partial
 	// DiskFault: the node cannot write its title cache (Node.DiskFault).
 	DiskFault bool
 }
@@ -221,6 +227,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 				s.dropReplica(n, t)
 			}
 		}
+		s.setPartials(n, r.Partials)
 	}
 	s.touch(n)
 	return nil
