@@ -141,7 +141,10 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 
 // fillListLocked merges the fills the nodes report (with their progress) with
 // the Replicator's prefetches (ordered, filling, in backoff with their
-// attempts and next retry), in (node, title) order (mu held).
+// attempts and next retry), in (node, title) order (mu held). A fill not
+// in progress (ordered, reserved, queued, in backoff) shows the bytes of
+// the node's partial of the title, if it reports one: what its next
+// attempt resumes from.
 func (m *Manager) fillListLocked() []*pb.Fill {
 	type key struct{ node, title string }
 	byKey := map[key]*pb.Fill{}
@@ -161,6 +164,9 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 			} else if ns.awaiting[tid] {
 				f.State = "reserved" // starts when its viewer reaches the node
 			}
+			if p := ns.partials[tid]; p != nil && f.State != "filling" && f.StoredBytes == 0 {
+				f.StoredBytes = p.GetStoredBytes() // the fill resumes from the node's partial
+			}
 			byKey[key{id, tid}] = f
 		}
 	}
@@ -170,6 +176,13 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 			f := byKey[k]
 			if f == nil {
 				f = &pb.Fill{NodeId: fs.Node, TitleId: fs.Title, SizeBytes: fs.Bytes, Prefetch: true, State: string(fs.State)}
+				if ns := m.nodes[fs.Node]; ns != nil {
+					// In backoff or queued: the bytes the node keeps of
+					// it (a partial), which its next attempt resumes from.
+					if p := ns.partials[fs.Title]; p != nil {
+						f.StoredBytes = p.GetStoredBytes()
+					}
+				}
 				byKey[k] = f
 			}
 			f.Attempts = int32(fs.Attempts)

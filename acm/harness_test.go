@@ -198,9 +198,10 @@ type fakeNode struct {
 	titles   []*pb.StoredTitle
 	sessions []string
 	diskFree int64
-	failed   []*pb.FillFailure // sent with the next report, once
-	frozen   []*pb.StoredTitle // when set, reported instead of titles (a stale view)
-	stale    []string          // when set, the next report's sessions instead of sessions, once
+	failed   []*pb.FillFailure  // sent with the next report, once
+	frozen   []*pb.StoredTitle  // when set, reported instead of titles (a stale view)
+	stale    []string           // when set, the next report's sessions instead of sessions, once
+	partials []*pb.PartialTitle // fills cut short it keeps to resume
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -270,7 +271,7 @@ func (n *fakeNode) report() *pb.LoadReport {
 		sessions, n.stale = n.stale, nil
 	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
-		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed}
+		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials}
 	n.failed = nil
 	return r
 }

@@ -37,7 +37,7 @@ func checkAddr(field, a string) error {
 // Register implements pb.NodeControlServer: the node joins lsm (alive,
 // its titles in the replica view), sessions of the node kept from before
 // get their reservations back, and a draining node is told so again.
-// INVALID_ARGUMENT for a malformed id, address, capacity or weight;
+// INVALID_ARGUMENT for a malformed id, address, capacity, weight or partial;
 // ALREADY_EXISTS while a live node (heartbeats arriving) holds the id at
 // another RTSP address.
 func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
@@ -66,6 +66,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			return nil, status.Errorf(codes.InvalidArgument, "stored title without title_id")
 		}
 		used += t.GetStoredBytes()
+	}
+	if why := checkPartials(req.GetPartials()); why != "" {
+		return nil, status.Error(codes.InvalidArgument, why)
 	}
 	now := m.now()
 	id := req.GetNodeId()
@@ -104,7 +107,8 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		}
 	}
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
-	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, DiskFreeBytes: free}, now)
+	partials := m.syncPartialsLocked(ns, req.GetPartials())
+	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	changed, _ = m.reserveOrphansLocked(ns)
 	// The node refuses sessions while it drains: tell it the drain state,
@@ -274,6 +278,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	holdings, free := m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
 	if err := m.sched.Heartbeat(ns.id, lsm.Report{
 		EgressBps: r.GetEgressBps(), DiskFreeBytes: free, ActiveFills: int(r.GetActiveFills()), Titles: holdings,
+		Partials:  m.syncPartialsLocked(ns, r.GetPartials()),
 		DiskFault: r.GetDiskFault(),
 	}, now); err != nil {
 		m.mu.Unlock()

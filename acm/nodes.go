@@ -46,6 +46,10 @@ type nodeState struct {
 	// was replaced at the origin), warned about once each.
 	stale map[string]bool
 	hits  map[string]float64 // title -> requests placed on the node since it was stored
+	// partials: the last report's partials (fills cut short, kept to
+	// resume) by title; replaced whole, never changed in place
+	// (syncPartialsLocked), so a plan reads it without mu. nil when none.
+	partials map[string]*pb.PartialTitle
 
 	// endedAway: sessions of the node this manager ended because the node
 	// did not come back within RestoreGrace, or because the operator

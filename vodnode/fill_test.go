@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"vodcluster/cdp/tsindex"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // TestFillSharedAndFast: two viewers of a title not on disk share one
@@ -123,6 +124,14 @@ func TestFillFailureEndsViewers(t *testing.T) {
 	if len(r.GetTitles()) != 0 || r.GetDiskUsedBytes() != 0 || r.GetDiskFreeBytes() != 4*size {
 		t.Errorf("load report with a partial: titles %v, used %d, free %d, want none, 0, %d",
 			r.GetTitles(), r.GetDiskUsedBytes(), r.GetDiskFreeBytes(), 4*size)
+	}
+	// The report and the registration name the partial, for the manager
+	// to send the title's next viewer here.
+	for what, ps := range map[string][]*pb.PartialTitle{"load report": r.GetPartials(), "registration": n.registerRequest().GetPartials()} {
+		if len(ps) != 1 || ps[0].GetTitleId() != "sample-003" || ps[0].GetStoredBytes() != p.Stored ||
+			ps[0].GetSizeBytes() != size || ps[0].GetVersion() == "" || ps[0].GetSinceUnixMs() <= 0 {
+			t.Errorf("%s's partials %v, want sample-003's %d of %d bytes with its version", what, ps, p.Stored, size)
+		}
 	}
 
 	o.fail.Store(false)

@@ -338,9 +338,23 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		Capacity: &pb.NodeCapacity{
 			EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes,
 		},
-		Titles: storedTitles(n.store.Titles()),
-		Weight: int32(n.Weight),
+		Titles:   storedTitles(n.store.Titles()),
+		Weight:   int32(n.Weight),
+		Partials: partialTitles(n.store.Partials()),
 	}
+}
+
+// partialTitles describes the store's partials (fills cut short, kept to
+// resume) for the manager, which prefers their nodes for the titles' next
+// fills.
+func partialTitles(ps []store.Partial) []*pb.PartialTitle {
+	out := make([]*pb.PartialTitle, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, &pb.PartialTitle{
+			TitleId: p.ID, SizeBytes: p.Size, StoredBytes: p.Stored, Version: p.Version, SinceUnixMs: p.Since.UnixMilli(),
+		})
+	}
+	return out
 }
 
 func storedTitles(ts []store.Status) []*pb.StoredTitle {
@@ -395,6 +409,7 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 	used -= partial
 	r.DiskUsedBytes = used
 	r.Titles = storedTitles(n.store.Titles())
+	r.Partials = partialTitles(n.store.Partials())
 	// Free: the quota's room, but no more than the file system has once
 	// the fills in progress are written (disk_bytes may exceed the disk,
 	// or other files fill it).

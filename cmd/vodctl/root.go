@@ -400,7 +400,9 @@ func fillsCmd(g *globals) *cobra.Command {
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
-			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY).",
+			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY).\n" +
+			"STORED of a fill not in progress is what the node kept of an earlier fill cut short (a partial,\n" +
+			"PROGRESS \"NN% kept\"): its next attempt fetches only the rest from the origin.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListFills(ctx, &v1.ListFillsRequest{})
@@ -410,6 +412,9 @@ func fillsCmd(g *globals) *cobra.Command {
 					pct := "?"
 					if f.State == "ordered" || f.State == "reserved" || f.State == "queued" || f.State == "backoff" {
 						pct = "-"
+						if f.StoredBytes > 0 && f.SizeBytes > 0 {
+							pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "% kept"
+						}
 					} else if f.SizeBytes > 0 {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}

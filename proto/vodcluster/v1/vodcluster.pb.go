@@ -72,7 +72,7 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
@@ -497,8 +497,9 @@ type RegisterRequest struct {
 	RtspAddr      string                 `protobuf:"bytes,2,opt,name=rtsp_addr,json=rtspAddr,proto3" json:"rtsp_addr,omitempty"` // host:port clients are redirected to for RTSP
 	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
 	Capacity      *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`  // what is on its disk now
-	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"` // scheduling weight, default 100
+	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`     // what is on its disk now
+	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`    // scheduling weight, default 100
+	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"` // fills cut short kept to resume, as in LoadReport
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -573,6 +574,13 @@ func (x *RegisterRequest) GetWeight() int32 {
 		return x.Weight
 	}
 	return 0
+}
+
+func (x *RegisterRequest) GetPartials() []*PartialTitle {
+	if x != nil {
+		return x.Partials
+	}
+	return nil
 }
 
 type RegisterResponse struct {
@@ -732,7 +740,14 @@ type LoadReport struct {
 	// disk_fault: the node's title cache could not be written lately (a full
 	// file system, one remounted read only, I/O errors): it serves the titles
 	// it holds and takes no fill until a test write succeeds again.
-	DiskFault     bool `protobuf:"varint,13,opt,name=disk_fault,json=diskFault,proto3" json:"disk_fault,omitempty"`
+	DiskFault bool `protobuf:"varint,13,opt,name=disk_fault,json=diskFault,proto3" json:"disk_fault,omitempty"`
+	// partials are the titles whose fill stopped short and whose beginning
+	// the node keeps to resume from: its next fill of such a title fetches
+	// only the bytes missing. They are no copies (not in titles, never
+	// served), their bytes count as free (disk_free_bytes: the node removes
+	// them first when a fill needs room), and the node removes one not
+	// resumed within a day.
+	Partials      []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,6 +873,92 @@ func (x *LoadReport) GetDiskFault() bool {
 	return false
 }
 
+func (x *LoadReport) GetPartials() []*PartialTitle {
+	if x != nil {
+		return x.Partials
+	}
+	return nil
+}
+
+// PartialTitle is the beginning of a title kept on a node's disk after its
+// fill stopped short (the origin away, the fill abandoned by its viewers,
+// the node stopping).
+type PartialTitle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	SizeBytes     int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`         // bytes of the whole title, as its fill started
+	StoredBytes   int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`   // bytes on disk, the title's first stored_bytes
+	Version       string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`                               // the origin's Title.version of those bytes
+	SinceUnixMs   int64                  `protobuf:"varint,5,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"` // when its fill stopped
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartialTitle) Reset() {
+	*x = PartialTitle{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartialTitle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartialTitle) ProtoMessage() {}
+
+func (x *PartialTitle) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartialTitle.ProtoReflect.Descriptor instead.
+func (*PartialTitle) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PartialTitle) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *PartialTitle) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *PartialTitle) GetStoredBytes() int64 {
+	if x != nil {
+		return x.StoredBytes
+	}
+	return 0
+}
+
+func (x *PartialTitle) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PartialTitle) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
 // FillFailure is one fill from the origin that ended without the whole title.
 type FillFailure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -871,7 +972,7 @@ type FillFailure struct {
 
 func (x *FillFailure) Reset() {
 	*x = FillFailure{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +984,7 @@ func (x *FillFailure) String() string {
 func (*FillFailure) ProtoMessage() {}
 
 func (x *FillFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +997,7 @@ func (x *FillFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FillFailure.ProtoReflect.Descriptor instead.
 func (*FillFailure) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FillFailure) GetTitleId() string {
@@ -944,7 +1045,7 @@ type NodeCommand struct {
 
 func (x *NodeCommand) Reset() {
 	*x = NodeCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1057,7 @@ func (x *NodeCommand) String() string {
 func (*NodeCommand) ProtoMessage() {}
 
 func (x *NodeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1070,7 @@ func (x *NodeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCommand.ProtoReflect.Descriptor instead.
 func (*NodeCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeCommand) GetCommand() isNodeCommand_Command {
@@ -1073,7 +1174,7 @@ type EndSessionsCommand struct {
 
 func (x *EndSessionsCommand) Reset() {
 	*x = EndSessionsCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1186,7 @@ func (x *EndSessionsCommand) String() string {
 func (*EndSessionsCommand) ProtoMessage() {}
 
 func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1199,7 @@ func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsCommand.ProtoReflect.Descriptor instead.
 func (*EndSessionsCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EndSessionsCommand) GetSessionIds() []string {
@@ -1129,7 +1230,7 @@ type ProtectCommand struct {
 
 func (x *ProtectCommand) Reset() {
 	*x = ProtectCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1242,7 @@ func (x *ProtectCommand) String() string {
 func (*ProtectCommand) ProtoMessage() {}
 
 func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1255,7 @@ func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtectCommand.ProtoReflect.Descriptor instead.
 func (*ProtectCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProtectCommand) GetTitleIds() []string {
@@ -1173,7 +1274,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1286,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1299,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -1217,7 +1318,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1330,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1343,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -1261,7 +1362,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1374,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1387,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1312,7 +1413,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1425,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1438,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1404,7 +1505,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1517,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1530,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 type ListNodesRequest struct {
@@ -1440,7 +1541,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1553,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1566,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 type NodeInfo struct {
@@ -1492,7 +1593,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1605,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1618,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1641,7 +1742,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1754,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1767,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -1688,7 +1789,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1801,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1814,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -1753,7 +1854,7 @@ type ForgetNodeRequest struct {
 
 func (x *ForgetNodeRequest) Reset() {
 	*x = ForgetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1866,7 @@ func (x *ForgetNodeRequest) String() string {
 func (*ForgetNodeRequest) ProtoMessage() {}
 
 func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1879,7 @@ func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeRequest.ProtoReflect.Descriptor instead.
 func (*ForgetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ForgetNodeRequest) GetNodeId() string {
@@ -1806,7 +1907,7 @@ type ForgetNodeResponse struct {
 
 func (x *ForgetNodeResponse) Reset() {
 	*x = ForgetNodeResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +1919,7 @@ func (x *ForgetNodeResponse) String() string {
 func (*ForgetNodeResponse) ProtoMessage() {}
 
 func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +1932,7 @@ func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeResponse.ProtoReflect.Descriptor instead.
 func (*ForgetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ForgetNodeResponse) GetNodeId() string {
@@ -1906,7 +2007,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2019,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2032,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -1959,7 +2060,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2072,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2085,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2066,7 +2167,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2179,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2192,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2109,7 +2210,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2222,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2235,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 type PolicyInfo struct {
@@ -2151,7 +2252,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2264,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2277,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2239,7 +2340,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2352,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2365,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2332,7 +2433,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2445,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2458,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2377,7 +2478,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2490,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2503,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2433,7 +2534,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2546,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2559,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2514,7 +2615,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2627,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2640,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -2575,7 +2676,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2688,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2701,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -2634,7 +2735,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2646,7 +2747,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2659,7 +2760,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2686,7 +2787,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2799,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2812,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2736,7 +2837,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2849,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,27 +2862,31 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 type Fill struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	TitleId       string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	StoredBytes   int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
-	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	Prefetch      bool                   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
-	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (a prefetch not yet on the node), reserved (a fill on demand waiting for its viewer to reach the node), filling, backoff (failed; retried at next_try_unix_ms)
-	Attempts      int32                  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`                                    // failures of this prefetch so far
-	NextTryUnixMs int64                  `protobuf:"varint,8,opt,name=next_try_unix_ms,json=nextTryUnixMs,proto3" json:"next_try_unix_ms,omitempty"` // backoff only: earliest retry
-	SinceUnixMs   int64                  `protobuf:"varint,9,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`         // ordered, or failed last; 0 when unknown (a fill on demand)
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	NodeId  string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	TitleId string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	// stored_bytes are the bytes on the node: received so far while
+	// filling; for a fill not in progress (ordered, reserved, queued,
+	// backoff), those of the node's partial of the title (a fill cut short,
+	// PartialTitle), which its next attempt resumes from, else 0.
+	StoredBytes   int64  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
+	SizeBytes     int64  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	Prefetch      bool   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	State         string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (a prefetch not yet on the node), reserved (a fill on demand waiting for its viewer to reach the node), filling, backoff (failed; retried at next_try_unix_ms)
+	Attempts      int32  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`                                    // failures of this prefetch so far
+	NextTryUnixMs int64  `protobuf:"varint,8,opt,name=next_try_unix_ms,json=nextTryUnixMs,proto3" json:"next_try_unix_ms,omitempty"` // backoff only: earliest retry
+	SinceUnixMs   int64  `protobuf:"varint,9,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`         // ordered, or failed last; 0 when unknown (a fill on demand)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2898,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2911,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2881,7 +2986,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +2998,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +3011,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -2956,14 +3061,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xe9\x01\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xa2\x02\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x127\n" +
 	"\bcapacity\x18\x04 \x01(\v2\x1b.vodcluster.v1.NodeCapacityR\bcapacity\x122\n" +
 	"\x06titles\x18\x05 \x03(\v2\x1a.vodcluster.v1.StoredTitleR\x06titles\x12\x16\n" +
-	"\x06weight\x18\x06 \x01(\x05R\x06weight\"F\n" +
+	"\x06weight\x18\x06 \x01(\x05R\x06weight\x127\n" +
+	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xeb\x01\n" +
 	"\vStoredTitle\x12\x19\n" +
@@ -2974,7 +3080,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\afilling\x18\x04 \x01(\bR\afilling\x12\x1a\n" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
-	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xf2\x03\n" +
+	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xab\x04\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -2994,7 +3100,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0fcpu_utilization\x18\v \x01(\x01R\x0ecpuUtilization\x12=\n" +
 	"\ffailed_fills\x18\f \x03(\v2\x1a.vodcluster.v1.FillFailureR\vfailedFills\x12\x1d\n" +
 	"\n" +
-	"disk_fault\x18\r \x01(\bR\tdiskFault\"z\n" +
+	"disk_fault\x18\r \x01(\bR\tdiskFault\x127\n" +
+	"\bpartials\x18\x0e \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\"\xa9\x01\n" +
+	"\fPartialTitle\x12\x19\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\fstored_bytes\x18\x03 \x01(\x03R\vstoredBytes\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\x12\"\n" +
+	"\rsince_unix_ms\x18\x05 \x01(\x03R\vsinceUnixMs\"z\n" +
 	"\vFillFailure\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
@@ -3201,7 +3315,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -3214,98 +3328,101 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*RegisterResponse)(nil),      // 8: vodcluster.v1.RegisterResponse
 	(*StoredTitle)(nil),           // 9: vodcluster.v1.StoredTitle
 	(*LoadReport)(nil),            // 10: vodcluster.v1.LoadReport
-	(*FillFailure)(nil),           // 11: vodcluster.v1.FillFailure
-	(*NodeCommand)(nil),           // 12: vodcluster.v1.NodeCommand
-	(*EndSessionsCommand)(nil),    // 13: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),        // 14: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),       // 15: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),          // 16: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),          // 17: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),          // 18: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),       // 19: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),      // 20: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),              // 21: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),     // 22: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),        // 23: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),     // 24: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),    // 25: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),   // 26: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),           // 27: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),  // 28: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),      // 29: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),            // 30: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),          // 31: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),      // 32: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),  // 33: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),               // 34: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil), // 35: vodcluster.v1.ListPlacementResponse
-	(*NodePin)(nil),               // 36: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),      // 37: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 38: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 39: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 40: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 41: vodcluster.v1.ListFillsResponse
+	(*PartialTitle)(nil),          // 11: vodcluster.v1.PartialTitle
+	(*FillFailure)(nil),           // 12: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),           // 13: vodcluster.v1.NodeCommand
+	(*EndSessionsCommand)(nil),    // 14: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),        // 15: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),       // 16: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),          // 17: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),          // 18: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),          // 19: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),       // 20: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),      // 21: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),              // 22: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),     // 23: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),        // 24: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),     // 25: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),    // 26: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),   // 27: vodcluster.v1.ListSessionsRequest
+	(*SessionInfo)(nil),           // 28: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),  // 29: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),      // 30: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),            // 31: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),          // 32: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),      // 33: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),  // 34: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),               // 35: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil), // 36: vodcluster.v1.ListPlacementResponse
+	(*NodePin)(nil),               // 37: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),      // 38: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 39: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 40: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 41: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 42: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
 	6,  // 1: vodcluster.v1.RegisterRequest.capacity:type_name -> vodcluster.v1.NodeCapacity
 	9,  // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
-	9,  // 3: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
-	11, // 4: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
-	15, // 5: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	16, // 6: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	17, // 7: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	14, // 8: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	13, // 9: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
-	0,  // 10: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	6,  // 11: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	21, // 12: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	27, // 13: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	31, // 14: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	34, // 15: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	36, // 16: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	40, // 17: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	2,  // 18: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 19: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	7,  // 20: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	10, // 21: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	18, // 22: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	2,  // 23: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	20, // 24: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	23, // 25: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	24, // 26: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	26, // 27: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	29, // 28: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	32, // 29: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	33, // 30: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	37, // 31: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	37, // 32: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	37, // 33: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	37, // 34: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	39, // 35: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 36: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 37: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 38: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	12, // 39: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	19, // 40: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 41: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	22, // 42: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	21, // 43: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	25, // 44: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	28, // 45: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	30, // 46: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	30, // 47: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	35, // 48: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	38, // 49: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	38, // 50: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	38, // 51: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	38, // 52: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	41, // 53: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	36, // [36:54] is the sub-list for method output_type
-	18, // [18:36] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	11, // 3: vodcluster.v1.RegisterRequest.partials:type_name -> vodcluster.v1.PartialTitle
+	9,  // 4: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
+	12, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
+	11, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
+	16, // 7: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	17, // 8: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	18, // 9: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	15, // 10: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	14, // 11: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	0,  // 12: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	6,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	22, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	28, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	32, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	35, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	37, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	41, // 19: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	2,  // 20: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 21: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	7,  // 22: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	10, // 23: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	19, // 24: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	2,  // 25: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	21, // 26: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	24, // 27: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	25, // 28: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	27, // 29: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	30, // 30: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	33, // 31: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	34, // 32: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	38, // 33: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	38, // 34: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	38, // 35: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	38, // 36: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	40, // 37: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 38: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 39: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 40: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	13, // 41: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	20, // 42: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 43: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	23, // 44: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	22, // 45: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	26, // 46: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	29, // 47: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	31, // 48: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	31, // 49: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	36, // 50: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	39, // 51: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	39, // 52: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	39, // 53: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	39, // 54: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	42, // 55: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	38, // [38:56] is the sub-list for method output_type
+	20, // [20:38] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -3313,21 +3430,21 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[11].OneofWrappers = []any{
+	file_vodcluster_v1_vodcluster_proto_msgTypes[12].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),
 		(*NodeCommand_Evict)(nil),
 		(*NodeCommand_Drain)(nil),
 		(*NodeCommand_Protect)(nil),
 		(*NodeCommand_EndSessions)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[22].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

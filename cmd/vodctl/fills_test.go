@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// fillsAdmin answers ListFills with a fill in progress, one in backoff
+// whose node keeps a partial of it, and one queued with none.
+type fillsAdmin struct{ v1.UnimplementedAdminServer }
+
+func (fillsAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
+	return &v1.ListFillsResponse{Fills: []*v1.Fill{
+		{NodeId: "n1", TitleId: "a", State: "filling", StoredBytes: 500, SizeBytes: 1000},
+		{NodeId: "n1", TitleId: "b", State: "backoff", StoredBytes: 250, SizeBytes: 1000, Prefetch: true, Attempts: 1, NextTryUnixMs: 1},
+		{NodeId: "n2", TitleId: "c", State: "queued", SizeBytes: 1000, Prefetch: true},
+	}}, nil
+}
+
+// vodctl fills shows the bytes a fill not in progress resumes from (the
+// node's partial) as "NN% kept", and "-" when there are none.
+func TestFillsShowKeptBytes(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, fillsAdmin{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "fills"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		f := strings.Fields(l)
+		rows[f[1]] = f
+	}
+	if r := rows["a"]; len(r) < 5 || r[3] != "50%" || r[4] != "500" {
+		t.Errorf("filling: %v", r)
+	}
+	if r := rows["b"]; len(r) < 6 || r[2] != "backoff" || r[3] != "25%" || r[4] != "kept" || r[5] != "250" {
+		t.Errorf("backoff with a partial: %v", r)
+	}
+	if r := rows["c"]; len(r) < 5 || r[2] != "queued" || r[3] != "-" || r[4] != "0" {
+		t.Errorf("queued without a partial: %v", r)
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}
