@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -53,6 +54,20 @@ func TestPlacementPrefersANodeWithAPartial(t *testing.T) {
 	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t1", "")
 	// n2's partial of t3 is of another size than the catalog's: no use.
 	e.tokenOf(e.describe("demo", "demo", "t3").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t3", "")
+
+	// The storage planner sees the partial of the catalog's size too.
+	e.m.mu.Lock()
+	v := e.m.viewLocked(nil)
+	e.m.mu.Unlock()
+	for _, n := range v.Nodes {
+		want := map[string]int64(nil)
+		if n.ID == "n2" {
+			want = map[string]int64{"t1": 1_200_000}
+		}
+		if !maps.Equal(n.Partials, want) {
+			t.Errorf("planner's view of %s's partials: %v, want %v", n.ID, n.Partials, want)
+		}
+	}
 }
 
 // TestRegisterRefusesAMalformedPartial: a registration whose partial has

@@ -227,6 +227,7 @@ type nodeSnapshot struct {
 	titles      map[string]*pb.StoredTitle
 	active      map[string]int
 	hits        map[string]float64
+	partials    map[string]*pb.PartialTitle // replaced whole on a report, never changed: read without mu
 }
 
 // planSnapshotLocked takes the planner's snapshot of the registered nodes
@@ -251,7 +252,7 @@ func (m *Manager) planSnapshotLocked(share bool) *planSnapshot {
 		s.nodes = append(s.nodes, nodeSnapshot{
 			id: n.ID, alive: n.Alive, inService: m.sched.InService(n) && ns.reported, diskFault: ns.diskFault,
 			diskBytes: n.Capacity.DiskBytes, egressBps: n.Capacity.EgressBps, utilization: n.Utilization(),
-			activeFills: n.ActiveFills, titles: ns.titles, active: ns.active, hits: ns.hits,
+			activeFills: n.ActiveFills, titles: ns.titles, active: ns.active, hits: ns.hits, partials: ns.partials,
 		})
 	}
 	return s
@@ -268,7 +269,7 @@ func (s *planSnapshot) release() {
 
 // view builds the planner's view from the snapshot (without mu when the
 // snapshot shares): every registered node with its titles (stored,
-// filling, prefetches ordered), in service or not, the catalog titles,
+// filling, prefetches ordered) and partials, in service or not, the catalog titles,
 // and the origin channels still free (OriginChannels minus the fills in
 // progress or ordered on live nodes).
 func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
@@ -285,9 +286,16 @@ func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
 			// and keeps what it holds.
 			viewFills = math.MaxInt32
 		}
+		var partials map[string]int64
+		if len(n.partials) > 0 {
+			partials = make(map[string]int64, len(n.partials))
+			for id, p := range n.partials {
+				partials[id] = p.GetStoredBytes()
+			}
+		}
 		view.Nodes = append(view.Nodes, smm.NodeView{
 			ID: n.id, Alive: n.inService, DiskBytes: n.diskBytes,
-			EgressBps: n.egressBps, Utilization: n.utilization, Items: items, Fills: viewFills,
+			EgressBps: n.egressBps, Utilization: n.utilization, Items: items, Fills: viewFills, Partials: partials,
 		})
 		if n.alive {
 			fills += nf

@@ -21,6 +21,12 @@ type NodeView struct {
 	// filling ones, Filling for fills in progress (Bytes: the whole size).
 	Items []Item
 	Fills int // fills (demand and prefetch) in progress on the node
+	// Partials are the titles whose fill stopped short on the node and
+	// whose first bytes it keeps to resume from (title -> bytes kept; not
+	// Items: never served, and the node removes them first when it needs
+	// room): a prefetch there fetches only the rest from the origin. nil
+	// when none. Shared: a Planner must not modify it.
+	Partials map[string]int64
 }
 
 // ClusterView is the state a Planner plans from.

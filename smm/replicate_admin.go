@@ -16,7 +16,8 @@ var (
 
 // ChooseNode picks the node for a prefetch of title ordered by the
 // operator without naming one: a node the plan wants it on, else the alive
-// node where expected load per egress plus used bytes per disk is lowest;
+// node where expected load per egress plus used bytes per disk (less a
+// partial of the title there, NodeView.Partials) is lowest;
 // only nodes that lack the title and can make room for it (free space plus
 // titles neither in use, pinned nor planned there). It fails with
 // ErrUnknownTitle when title is not in c.Titles and ErrNoRoom when no node
@@ -50,7 +51,9 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 		if has || v.DiskBytes-used+free < info.Bytes {
 			continue
 		}
-		s := v.Utilization + float64(used)/float64(max(v.DiskBytes, 1))
+		// As in bestNode, the bytes of a partial of the title the node
+		// keeps are bytes the prefetch does not bring to its disk.
+		s := v.Utilization + float64(used-partialOf(v, title, info.Bytes))/float64(max(v.DiskBytes, 1))
 		opts = append(opts, opt{v.ID, r.Planned(v.ID, title), s})
 	}
 	if len(opts) == 0 {

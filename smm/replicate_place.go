@@ -186,7 +186,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			}
 		}
 		for len(chosen) < k && (d.pinned || budget >= float64(size)) {
-			ns := r.bestNode(alive, size, share, skip)
+			ns := r.bestNode(alive, d.id, size, share, skip)
 			if ns == nil {
 				break
 			}
@@ -200,10 +200,16 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 	r.plan = next
 }
 
-// bestNode returns the node where adding a replica of size bytes carrying
-// share bit/s leaves the lowest expected load per egress plus planned
-// bytes per disk, among those with room in their plan; nil if none.
-func (r *Replicator) bestNode(alive []*nodeState, size int64, share float64, skip func(string) bool) *nodeState {
+// bestNode returns the node where adding a replica of title (size bytes)
+// carrying share bit/s leaves the lowest expected load per egress plus
+// bytes per disk, among those with room in their plan; nil if none. The
+// bytes per disk are the titles planned on the node plus what the replica
+// brings from the origin: the title's size, less the bytes of a partial
+// of it the node keeps (NodeView.Partials), which its fill resumes from.
+// So among nodes otherwise alike the one with most of the title already
+// there gets the replica, and a byte the origin need not send weighs as
+// much as a byte of disk planned.
+func (r *Replicator) bestNode(alive []*nodeState, title string, size int64, share float64, skip func(string) bool) *nodeState {
 	var best *nodeState
 	bestScore := math.Inf(1)
 	for _, ns := range alive {
@@ -211,12 +217,21 @@ func (r *Replicator) bestNode(alive []*nodeState, size int64, share float64, ski
 			continue
 		}
 		load := (ns.planLoad + share) / (r.cfg.TargetUtilization * float64(ns.v.EgressBps))
-		disk := float64(ns.planBytes+size) / ns.diskTarget
+		disk := float64(ns.planBytes+size-partialOf(ns.v, title, size)) / ns.diskTarget
 		if s := load + disk; s < bestScore {
 			best, bestScore = ns, s
 		}
 	}
 	return best
+}
+
+// partialOf returns the bytes of title, of size bytes, that node v keeps
+// from a fill cut short (NodeView.Partials), in [0, size].
+func partialOf(v *NodeView, title string, size int64) int64 {
+	if v.Partials == nil {
+		return 0
+	}
+	return min(max(v.Partials[title], 0), max(size, 0))
 }
 
 func (p *titlePlan) has(node string) bool {
