@@ -340,6 +340,10 @@ func (n *Node) bytesSent() int64 {
 // Titles returns the titles on the node's disk (complete or filling).
 func (n *Node) Titles() []store.Status { return n.store.Titles() }
 
+// Partials returns the partly filled titles the node keeps to resume their
+// fills from (fills cut short), by title id; they are not in Titles.
+func (n *Node) Partials() []store.Partial { return n.store.Partials() }
+
 // SetDraining stops (true) or resumes (false) accepting new sessions;
 // sessions in progress go on.
 func (n *Node) SetDraining(v bool) { n.draining.Store(v) }

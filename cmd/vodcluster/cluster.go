@@ -48,6 +48,9 @@ type clusterOptions struct {
 	// planner's and the operator's prefetches wait (0: the storage
 	// default, smm.DefaultReplicatorConfig).
 	MaxFillsPerNode int
+	// StoragePlanner is the manager's storage planner (smm.PlannerNone:
+	// fills on demand only); "" = the storage policy's default.
+	StoragePlanner string
 
 	QueueDeadline time.Duration
 	Heartbeat     time.Duration
@@ -130,30 +133,43 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		Logger:         opts.Logger.With("component", "manager"),
 	}
 	c.manager.Replicator.MaxFillsPerNode = opts.MaxFillsPerNode
+	c.manager.StoragePlanner = opts.StoragePlanner
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	for i := 1; i <= opts.Nodes; i++ {
 		id := fmt.Sprintf("node-%d", i)
-		n := &vodnode.Node{
-			ID:                id,
-			DataDir:           filepath.Join(opts.DataDir, id),
-			RTSPListen:        net.JoinHostPort(opts.Host, "0"),
-			HTTPListen:        net.JoinHostPort(opts.Host, "0"),
-			MetricsListen:     metrics(0),
-			Capacity:          vodnode.Capacity{EgressBps: opts.NodeEgress, DiskBytes: opts.NodeDisk},
-			ManagerAddr:       c.manager.GRPCAddr(),
-			OriginAddr:        c.origin.Addr(),
-			Secret:            c.secret,
-			HeartbeatInterval: opts.Heartbeat,
-			Logger:            opts.Logger.With("component", "node"),
-		}
+		n := c.newNode(id)
 		if err := n.Start(); err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	return c, nil
+}
+
+// newNode returns node id of the cluster, not started: its data in
+// DataDir/id, any free ports on the cluster's host. A node made again with
+// the same id (after Close) finds its disk as it was left.
+func (c *cluster) newNode(id string) *vodnode.Node {
+	opts := c.opts
+	metrics := ""
+	if opts.MetricsPort >= 0 {
+		metrics = hostPort(opts.Host, 0)
+	}
+	return &vodnode.Node{
+		ID:                id,
+		DataDir:           filepath.Join(opts.DataDir, id),
+		RTSPListen:        net.JoinHostPort(opts.Host, "0"),
+		HTTPListen:        net.JoinHostPort(opts.Host, "0"),
+		MetricsListen:     metrics,
+		Capacity:          vodnode.Capacity{EgressBps: opts.NodeEgress, DiskBytes: opts.NodeDisk},
+		ManagerAddr:       c.manager.GRPCAddr(),
+		OriginAddr:        c.origin.Addr(),
+		Secret:            c.secret,
+		HeartbeatInterval: opts.Heartbeat,
+		Logger:            opts.Logger.With("component", "node"),
+	}
 }
 
 func hostPort(host string, port int) string {
