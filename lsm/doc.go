@@ -16,7 +16,9 @@
 // node forgotten), replica.go (replica and reservation
 // bookkeeping), place.go (admission rule, load, Place/Reserve/Release),
 // queue.go (Admit/Pump), filltree.go (the default policy's search for a
-// fill node), policy*.go (one file per family).
+// fill node), partial.go (the nodes' partly filled titles, which the
+// default policy charges only for the bytes missing), policy*.go (one file
+// per family).
 //
 // lsm is pure decision code: no sockets, no goroutines, and no time.Now;
 // every call takes the current time. A Scheduler is not safe for

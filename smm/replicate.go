@@ -23,7 +23,8 @@ import (
 //     place against up to KeepBonus times better ones; pinned titles first;
 //  4. places the replicas, most demanded first: on the nodes that already
 //     hold the title, then on the node where expected load per egress and
-//     planned bytes per disk are lowest;
+//     planned bytes per disk are lowest (a partial of the title there,
+//     NodeView.Partials, counts as bytes already on its disk);
 //  5. orders the prefetches the plan lacks, most urgent first, within the
 //     free origin channels, MaxFillsPerNode and the off-peak rule, each
 //     after the evictions that make its room (titles not planned on that
