@@ -25,6 +25,14 @@ type Engine struct {
 	SRInterval time.Duration // RTCP sender report period; 0 = 5 s
 	UDP        *UDPServer    // ports of the UDP streams; nil = no UDP streams
 	Logger     *slog.Logger  // nil = slog.Default()
+	// ByeDelay is how long the end-of-title RTCP BYE of a stream over UDP
+	// follows its last RTP packet; 0 = 500 ms, <0 = none. RTP and RTCP
+	// travel on two sockets, and a player that finds both readable may
+	// take the BYE first and drop the packets still queued (ffmpeg's RTP
+	// reader polls RTCP before RTP and ends at the BYE: the last audio of
+	// every title was lost). Over TCP the BYE follows in the same byte
+	// stream and is sent at once.
+	ByeDelay time.Duration
 
 	epoch     time.Time
 	shards    []*shard
@@ -76,6 +84,12 @@ func (e *Engine) init() {
 	}
 	if e.SRInterval <= 0 {
 		e.SRInterval = 5 * time.Second
+	}
+	switch {
+	case e.ByeDelay == 0:
+		e.ByeDelay = 500 * time.Millisecond
+	case e.ByeDelay < 0:
+		e.ByeDelay = 0
 	}
 	if e.Logger == nil {
 		e.Logger = slog.Default()

@@ -161,6 +161,7 @@ type ESStream struct {
 	lastTS  [2]uint32    // RTP timestamp of the last packet per track
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
+	plays   uint64 // bumped by Resume: a late BYE of an earlier play is not sent
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -254,6 +255,7 @@ func (s *ESStream) Resume() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
+	s.plays++
 	idx, _, _ := s.cfg.Source.State()
 	r := &pacedReader{ctx: ctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick}
 	if s.pos > 0 {
@@ -343,8 +345,22 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 		s.ended = true
 	}
 	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
+	plays := s.plays
 	s.mu.Unlock()
-	s.sendRTCP(bye)
+	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && reason == EndOfTitle {
+		// after the last packets, as Stream.endOfTitle does, unless
+		// played again or closed meanwhile
+		time.AfterFunc(s.e.ByeDelay, func() {
+			s.mu.Lock()
+			still := !s.ended && s.plays == plays && s.cancel == nil
+			s.mu.Unlock()
+			if still {
+				s.sendRTCP(bye)
+			}
+		})
+	} else {
+		s.sendRTCP(bye)
+	}
 	if s.cfg.OnEnd != nil {
 		go s.cfg.OnEnd(reason, err) // the callback may Close the stream
 	}

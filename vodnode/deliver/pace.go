@@ -255,18 +255,19 @@ func (s *Stream) senderReport(ck clockOf) []byte {
 	return b
 }
 
-// bye sends a final sender report and an RTCP BYE (RFC 3550 §6.6).
-func (s *Stream) bye(ck clockOf) {
+// byePacket returns a final sender report and an RTCP BYE (RFC 3550
+// §6.6) as one compound packet; nil in RawUDP mode (no RTCP).
+func (s *Stream) byePacket(ck clockOf) []byte {
 	if s.cfg.Mode == RawUDP {
-		return
+		return nil
 	}
 	sr := &rtcp.SenderReport{SSRC: s.cfg.SSRC, NTPTime: ntpTime(time.Now()), RTPTime: s.rtpTime(ck, s.pos),
 		PacketCount: s.packets, OctetCount: s.octets}
 	b, err := rtcp.Marshal([]rtcp.Packet{sr, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: "end of title"}})
 	if err != nil {
-		return
+		return nil
 	}
-	s.sendControl(b)
+	return b
 }
 
 // abortBye sends an RTCP BYE with reason for a stream ended before the

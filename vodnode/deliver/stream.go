@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pion/rtp"
 
@@ -360,11 +361,27 @@ func (s *Stream) WaitingForFill() bool {
 // BytesSent returns the bytes sent for this stream (headers included).
 func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 
-// endOfTitle sends the final sender report and BYE and leaves the stream
-// paused at the end, where a Seek can take it back (RFC 2326 §10.5: the
-// session lives on until TEARDOWN); OnEnd hears EndOfTitle.
+// endOfTitle sends the final sender report and BYE (over UDP ByeDelay
+// later, after the last packets, which the shard flushes only after this
+// step, and unless the stream was resumed or closed meanwhile) and leaves
+// the stream paused at the end, where a Seek can take it back (RFC 2326
+// §10.5: the session lives on until TEARDOWN); OnEnd hears EndOfTitle.
 func (s *Stream) endOfTitle(ck clockOf) {
-	s.bye(ck)
+	if b := s.byePacket(ck); b != nil {
+		if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
+			gen := s.gen
+			time.AfterFunc(s.e.ByeDelay, func() {
+				s.mu.Lock()
+				still := s.state == statePaused && s.gen == gen
+				s.mu.Unlock()
+				if still {
+					s.sendControl(b)
+				}
+			})
+		} else {
+			s.sendControl(b)
+		}
+	}
 	s.state = statePaused
 	s.queued = false
 	s.kf = -1

@@ -1,0 +1,75 @@
+package vodnode
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// audioFrames returns how many audio frames ffmpeg decodes from input (a
+// file or an RTSP URL, with the options before it), reading it to its end.
+func audioFrames(t *testing.T, input ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error"}, input...)
+	args = append(args, "-map", "0:a", "-f", "framecrc", "-")
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("ffmpeg %v: %v\n%s", input, err, stderr.String())
+	}
+	n := 0
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if len(line) > 0 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFFmpegGetsTheTitlesEnd: ffmpeg playing a whole title over RTSP, in
+// MP2T and elementary-stream mode, over TCP and UDP, decodes every audio
+// frame of the title, the last ones too. Over UDP the end-of-title BYE
+// travels on the RTCP socket beside the RTP one, and ffmpeg, which reads
+// RTCP first when both are readable and stops at the BYE, lost the last
+// quarter second of every title while the BYE went out with (or before)
+// the last RTP packets.
+func TestFFmpegGetsTheTitlesEnd(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	const title = "sample-001"
+	file := filepath.Join(t.TempDir(), title+".ts")
+	if err := os.WriteFile(file, o.titles[title], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := audioFrames(t, "-i", file)
+	if want < 100 {
+		t.Fatalf("the title has %d audio frames", want)
+	}
+	for _, mode := range []string{"mp2t", "es"} {
+		for _, tr := range []string{"tcp", "udp"} {
+			t.Run(mode+"-"+tr, func(t *testing.T) {
+				t.Parallel()
+				tok := mint(t, "tail-"+mode+"-"+tr, title, "node-1", "", time.Minute)
+				url := nodeURL(n, tok, title)
+				if mode == "es" {
+					url = esURL(n, tok, title)
+				}
+				if got := audioFrames(t, "-rtsp_transport", tr, "-i", url); got != want {
+					t.Errorf("%s over %s: %d audio frames, the title has %d", mode, tr, got, want)
+				}
+			})
+		}
+	}
+}
