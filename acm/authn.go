@@ -39,7 +39,10 @@ func retryAfter(err error) string {
 // errUnauthorized (stale is true when the only fault was an expired
 // Digest nonce: the client may retry with a fresh one), a retryLater
 // wrapping errThrottled (the client IP and user name ran out of failed
-// logins: see loginGuard) or errUnavailable (the BOSS failed). Digest is accepted only when
+// logins: see loginGuard) or errUnavailable (the BOSS failed). The
+// credentials that last failed for the user from ip, sent again, are
+// refused (errUnauthorized) without a check or a charge
+// (loginGuard.repeated). Digest is accepted only when
 // digest is true.
 func (m *Manager) authenticate(ctx context.Context, method, path, header, ip string, digest bool) (user string, stale bool, err error) {
 	if header == "" {
@@ -65,7 +68,12 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 			return "", false, errUnauthorized
 		}
 	}
-	ok, wait, done := m.logins.take(ctx, ip, c.User, m.now())
+	cred := credKeyOf(header)
+	if m.logins.repeated(ip, c.User, cred, m.now()) {
+		m.log.Debug("authentication failed again with the same credentials", "user", c.User, "method", method, "client", ip)
+		return "", false, errUnauthorized
+	}
+	ok, wait, done := m.logins.take(ctx, ip, c.User, cred, m.now())
 	if !ok {
 		if ctx.Err() != nil {
 			return "", false, ctx.Err() // left while waiting for its check

@@ -22,6 +22,10 @@ type bucket struct {
 	// noted is when a refusal under the key was last logged above debug
 	// (requestLimiter); zero: never.
 	noted time.Time
+	// failed identifies the credentials whose check last failed under the
+	// key and failedAt when (loginGuard); zero: none.
+	failed   credKey
+	failedAt time.Time
 }
 
 // bucketTable is a bounded table of token buckets by key, each allowing

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/netip"
 	"sync"
 	"time"
@@ -60,15 +61,42 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 		changed: make(chan struct{})}
 }
 
+// credKey identifies the credentials of a request: the first 128 bits
+// of the SHA-256 of its Authorization header's value.
+type credKey [16]byte
+
+// credKeyOf returns the credKey of an Authorization header's value.
+func credKeyOf(header string) credKey {
+	sum := sha256.Sum256([]byte(header))
+	return credKey(sum[:16])
+}
+
+// repeated reports whether cred are the credentials whose check last
+// failed for user from ip, less than the pair's refill ago: the client
+// resends what it was refused (GStreamer's rtspsrc sends a wrong
+// password eight times before it gives up), which is no new guess. It
+// is refused again without a check and without a charge, so that one
+// mistyped password does not spend the budget of a household's boxes.
+func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pairs.get(addrKey(ip)+"\x00"+user, now)
+	return !p.failedAt.IsZero() && p.failed == cred && now.Sub(p.failedAt) < g.refill && !now.Before(p.failedAt)
+}
+
 // take lets the client at ip check user's credentials at now: ok false,
 // and when it may try again, while the pair's or the address's bucket
 // holds less than one failure and no check under them is in flight;
 // while the tokens left are taken by checks in flight it waits for one
 // of them to end (or ctx: ok false, wait 0). On ok it returns done, to
 // call once with the check's outcome and its time: a failure is charged
-// to both buckets. IPv6 clients are keyed by their /64 (one subscriber's
+// to both buckets and cred (the credentials checked) is remembered for
+// repeated. IPv6 clients are keyed by their /64 (one subscriber's
 // prefix).
-func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (ok bool, wait time.Duration, done func(failed bool, at time.Time)) {
+func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, now time.Time) (ok bool, wait time.Duration, done func(failed bool, at time.Time)) {
 	if g == nil {
 		return true, 0, func(bool, time.Time) {}
 	}
@@ -86,7 +114,7 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (
 			g.mu.Unlock()
 			var once sync.Once
 			return true, 0, func(failed bool, at time.Time) {
-				once.Do(func() { g.end(a, p, failed, at) })
+				once.Do(func() { g.end(a, p, cred, failed, at) })
 			}
 		case (ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
 			// Spent by failures: refused until the bucket refills.
@@ -104,9 +132,10 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, now time.Time) (
 	}
 }
 
-// end ends a check counted on a and p: a failure at time at is charged
-// (into debt if need be), and the waiting checks are woken.
-func (g *loginGuard) end(a, p *bucket, failed bool, at time.Time) {
+// end ends a check of cred counted on a and p: a failure at time at is
+// charged (into debt if need be) and cred remembered as the pair's last
+// failed credentials, and the waiting checks are woken.
+func (g *loginGuard) end(a, p *bucket, cred credKey, failed bool, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
@@ -114,6 +143,7 @@ func (g *loginGuard) end(a, p *bucket, failed bool, at time.Time) {
 	if failed {
 		a.l.ReserveN(at, 1)
 		p.l.ReserveN(at, 1)
+		p.failed, p.failedAt = cred, at
 	}
 	close(g.changed)
 	g.changed = make(chan struct{})

@@ -16,7 +16,7 @@ import (
 // guess tries user's credentials from ip at now through g, wrong ones
 // when wrong: it reports whether the guard let the attempt through.
 func guess(g *loginGuard, ip, user string, now time.Time, wrong bool) bool {
-	ok, _, done := g.take(context.Background(), ip, user, now)
+	ok, _, done := g.take(context.Background(), ip, user, credKey{}, now)
 	if ok {
 		done(wrong, now)
 	}
@@ -31,7 +31,7 @@ func TestLoginGuardBudget(t *testing.T) {
 			t.Fatalf("refused after %d failures, budget 2", i)
 		}
 	}
-	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "alice", t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, t0)
 	if ok || wait < 9*time.Second || wait > 10*time.Second {
 		t.Fatalf("after 2 failures: ok %v, wait %v (want about 10s)", ok, wait)
 	}
@@ -64,7 +64,7 @@ func TestLoginGuardBudget(t *testing.T) {
 		t.Fatal("a negative budget does not disable the guard")
 	}
 	var none *loginGuard
-	if ok, _, done := none.take(context.Background(), "10.0.0.1", "alice", t0); !ok || done == nil {
+	if ok, _, done := none.take(context.Background(), "10.0.0.1", "alice", credKey{}, t0); !ok || done == nil {
 		t.Fatal("no guard refuses")
 	}
 }
@@ -85,7 +85,7 @@ func TestLoginGuardConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, _, done := g.take(ctx, "10.0.0.1", user, t0)
+				ok, _, done := g.take(ctx, "10.0.0.1", user, credKey{}, t0)
 				if !ok {
 					return
 				}
@@ -115,13 +115,13 @@ func TestLoginGuardConcurrent(t *testing.T) {
 	}
 	// A waiting check gives up with its client.
 	g2 := newLoginGuard(1, time.Minute)
-	ok, _, done := g2.take(ctx, "10.0.0.2", "carol", t0)
+	ok, _, done := g2.take(ctx, "10.0.0.2", "carol", credKey{}, t0)
 	if !ok {
 		t.Fatal("first check refused")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", t0); ok || wait != 0 || cctx.Err() == nil {
+	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", credKey{}, t0); ok || wait != 0 || cctx.Err() == nil {
 		t.Fatalf("a check waiting past its context: ok %v, wait %v", ok, wait)
 	}
 	done(false, t0)
@@ -170,7 +170,7 @@ func TestLoginGuardPerAddress(t *testing.T) {
 			t.Fatalf("refused after %d failures over many names, budget 20", i)
 		}
 	}
-	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "fresh", t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, t0)
 	if ok || wait <= 0 || wait > time.Second {
 		t.Fatalf("the address's 21st attempt: ok %v, wait %v (want about 1s)", ok, wait)
 	}
@@ -197,7 +197,8 @@ func TestFailedLoginsThrottled(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.LoginFailures = 3; m.LoginFailureRefill = time.Hour })
 	e.startNode("n1", nodeOpts{})
 	for i := 0; i < 3; i++ {
-		if res := e.describe("demo", "wrong", "t1"); res.StatusCode != base.StatusUnauthorized {
+		// three guesses (the same wrong password sent again is no new one)
+		if res := e.describe("demo", "wrong"+strconv.Itoa(i), "t1"); res.StatusCode != base.StatusUnauthorized {
 			t.Fatalf("wrong password %d: %d", i, res.StatusCode)
 		}
 	}

@@ -47,10 +47,16 @@ func NewNonces(secret []byte, ttl time.Duration) *Nonces {
 // TTL returns how long a nonce is accepted after issue.
 func (n *Nonces) TTL() time.Duration { return n.ttl }
 
-// Issue returns a fresh nonce stamped with now.
+// Issue returns a nonce stamped with now, to the second: the nonces
+// issued within one second are the same, so that a client resending the
+// credentials it was refused (GStreamer's rtspsrc sends a wrong password
+// eight times, taking each 401's nonce) sends the same Authorization
+// header, which the front door's failed-login limit counts once. (The
+// nonces guard nothing more than their age: any of them may be replayed
+// until it expires.)
 func (n *Nonces) Issue(now time.Time) string {
 	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], uint64(now.UnixMilli()))
+	binary.BigEndian.PutUint64(ts[:], uint64(now.Unix()*1000))
 	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
 }
 
