@@ -425,45 +425,77 @@ func TestProtectCommandCarriesPins(t *testing.T) {
 // report says both are playing (sessions this manager does not know of):
 // the manager waits for the node's next report before answering, then
 // evicts the title the fresh report shows idle.
+//
+// The node reports by hand, each report when the test sends it, so that
+// the report the admission waits for is the fresh one (a node reporting
+// on its own ticker could send it, or a stale one, before the test saw
+// the admission wait); the heartbeat interval is long, as the admission
+// waits two of them at most for the report.
 func TestFillWaitsForAFreshReportWhenTheNodeSaysInUse(t *testing.T) {
-	e := newManager(t, "", nil)
+	e := newManager(t, "", func(m *Manager) { m.Scheduler.HeartbeatInterval = 10 * time.Second })
 	playing := func(id string, sessions int32) *pb.StoredTitle {
 		return &pb.StoredTitle{TitleId: id, StoredBytes: 1_500_000, SizeBytes: 1_500_000, Sessions: sessions}
 	}
-	n := e.startNode("n1", nodeOpts{disk: 3_000_000, diskFree: 1, titles: []*pb.StoredTitle{playing("t1", 1), playing("t2", 1)}})
-	n.mu.Lock()
-	n.frozen = []*pb.StoredTitle{playing("t1", 1), playing("t2", 1)} // the stale view while the admission waits
-	n.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stale := []*pb.StoredTitle{playing("t1", 1), playing("t2", 1)}
+	if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n1", RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2",
+		Titles: stale, Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 3_000_000}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.nc.Heartbeat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evicted := make(chan string, 16)
+	go func() {
+		for {
+			c, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if ev := c.GetEvict(); ev != nil {
+				evicted <- ev.GetTitleId()
+			}
+		}
+	}()
+	report := func(what string, titles ...*pb.StoredTitle) {
+		t.Helper()
+		at := e.reports("n1")
+		if err := st.Send(&pb.LoadReport{NodeId: "n1", AtUnixMs: time.Now().UnixMilli(), Titles: titles, DiskFreeBytes: 1}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, what, func() bool { return e.reports("n1") > at })
+	}
+	report("the first report", stale...)
 	admitted := make(chan *base.Response, 1)
 	go func() { admitted <- e.describe("demo", "demo", "t3") }()
-	waitFor(t, 5*time.Second, "the admission to wait for a report", func() bool {
+	waitFor(t, 10*time.Second, "the admission to wait for a report", func() bool {
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()
 		return e.m.nodes["n1"].reportCh != nil
 	})
-	n.mu.Lock()
-	n.frozen, n.titles = nil, []*pb.StoredTitle{playing("t1", 1), playing("t2", 0)} // t2's viewer left
-	n.mu.Unlock()
+	select {
+	case title := <-evicted:
+		t.Fatalf("evicted %s from the stale view", title)
+	default:
+	}
+	report("the fresh report", playing("t1", 1), playing("t2", 0)) // t2's viewer left
 	select {
 	case res := <-admitted:
 		if res.StatusCode != base.StatusFound {
 			t.Fatalf("admission after the fresh report: %d", res.StatusCode)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("admission never answered")
 	}
-	for {
-		select {
-		case c := <-n.cmds:
-			if ev := c.GetEvict(); ev != nil {
-				if ev.GetTitleId() != "t2" {
-					t.Fatalf("evicted %s, want t2 (t1 plays)", ev.GetTitleId())
-				}
-				return
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no eviction ordered")
+	select {
+	case title := <-evicted:
+		if title != "t2" {
+			t.Fatalf("evicted %s, want t2 (t1 plays)", title)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no eviction ordered")
 	}
 }
 
