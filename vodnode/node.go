@@ -99,10 +99,11 @@ type Node struct {
 
 // Stats is a snapshot of a node's counters, for tests and tools.
 type Stats struct {
-	Sessions     int            // sessions now
-	FillsStarted map[string]int // fills started since Start, per title
-	OriginBytes  int64          // bytes received from the origin
-	BytesSent    int64          // bytes sent to clients (RTP/RTCP and interleaving headers included)
+	Sessions       int            // sessions now
+	FillsStarted   map[string]int // fills started since Start, per title
+	FillsCompleted map[string]int // fills completed (the title stored whole) since Start, per title
+	OriginBytes    int64          // bytes received from the origin
+	BytesSent      int64          // bytes sent to clients (RTP/RTCP and interleaving headers included)
 }
 
 // Start validates the configuration, opens the store (indexing the stored
@@ -325,10 +326,11 @@ func (n *Node) Stats() Stats {
 	}
 	n.mu.Unlock()
 	return Stats{
-		Sessions:     ns,
-		FillsStarted: n.store.Fills(),
-		OriginBytes:  n.store.OriginBytes(),
-		BytesSent:    n.bytesSent(),
+		Sessions:       ns,
+		FillsStarted:   n.store.Fills(),
+		FillsCompleted: n.store.FillsCompleted(),
+		OriginBytes:    n.store.OriginBytes(),
+		BytesSent:      n.bytesSent(),
 	}
 }
 

@@ -83,20 +83,19 @@ func (c *cluster) on(i int, title string) bool {
 }
 
 // diskWatch looks at one node's disk every 10 ms until Stop: whether the
-// guarded titles were always there, which titles it ever saw complete,
-// and the fewest of a set of titles it saw there at once.
+// guarded titles were always there, and the fewest of a set of titles it
+// saw there at once.
 type diskWatch struct {
 	mu      sync.Mutex
-	missing []string        // guarded titles seen absent
-	held    map[string]bool // titles seen complete
-	fewest  int             // fewest of the counted titles seen at once
+	missing []string // guarded titles seen absent
+	fewest  int      // fewest of the counted titles seen at once
 
 	stop, done chan struct{}
 	once       sync.Once
 }
 
 func watchDisk(c *cluster, i int, guard, counted []string) *diskWatch {
-	w := &diskWatch{held: map[string]bool{}, fewest: len(counted), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &diskWatch{fewest: len(counted), stop: make(chan struct{}), done: make(chan struct{})}
 	n := c.nodes[i]
 	go func() {
 		defer close(w.done)
@@ -105,9 +104,6 @@ func watchDisk(c *cluster, i int, guard, counted []string) *diskWatch {
 			w.mu.Lock()
 			for _, s := range n.Titles() {
 				on[s.ID] = true
-				if !s.Filling && s.Stored == s.Size {
-					w.held[s.ID] = true
-				}
 			}
 			for _, g := range guard {
 				if !on[g] && !slices.Contains(w.missing, g) {
@@ -138,10 +134,11 @@ func (w *diskWatch) Stop() {
 	<-w.done
 }
 
-func (w *diskWatch) sawHeld(title string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.held[title]
+// filled reports whether node i completed a fill of title (stored it
+// whole) since it started, even if the title was evicted at once after:
+// a look at its disk could miss that.
+func (c *cluster) filled(i int, title string) bool {
+	return c.nodes[i].Stats().FillsCompleted[title] > 0
 }
 
 func (w *diskWatch) result() (missing []string, fewest int) {
@@ -284,10 +281,10 @@ func TestStorageEvictionNeverCutsAPlay(t *testing.T) {
 	if _, err := adm.Prefetch(ctx, &v1.PlacementRequest{TitleId: "sample-014", NodeId: "node-1"}); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("prefetch onto a disk of titles playing or filling: %v, want ResourceExhausted", err)
 	}
-	// (Once complete, the planner may evict them again for the promoted
-	// titles: they were each seen complete at least once.)
+	// (Once complete, the planner may evict them again, at once, for the
+	// promoted titles: each must have completed once on the node.)
 	for _, title := range more {
-		eventually(t, 30*time.Second, title+" on node-1", func() bool { return w.sawHeld(title) })
+		eventually(t, 30*time.Second, title+" on node-1", func() bool { return c.filled(0, title) })
 	}
 
 	p := <-done
@@ -365,14 +362,14 @@ func TestStoragePinsSurviveRestartAndPressure(t *testing.T) {
 		t.Fatalf("prefetch onto a disk of pinned and filling titles: %v, want ResourceExhausted", err)
 	}
 	for _, title := range more {
-		eventually(t, 30*time.Second, title+" on node-1", func() bool { return w.sawHeld(title) })
+		eventually(t, 30*time.Second, title+" on node-1", func() bool { return c.filled(0, title) })
 	}
 	// And a fill on demand onto the full disk.
 	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-014"), "tcp", 2)
 	if p.Err != nil || p.Frames < 45 {
 		t.Fatalf("play: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
 	}
-	eventually(t, 30*time.Second, "sample-014 on node-1", func() bool { return w.sawHeld("sample-014") })
+	eventually(t, 30*time.Second, "sample-014 on node-1", func() bool { return c.filled(0, "sample-014") })
 	w.Stop()
 	missing, fewest := w.result()
 	if len(missing) > 0 {

@@ -269,6 +269,7 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 	os.Remove(s.path(id, partialMetaExt))
 	s.mu.Lock()
 	t.filling = false
+	s.doneByID[id]++
 	s.mu.Unlock()
 	t.publish(&View{Index: *idx, Complete: true})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,7 +90,8 @@ type Store struct {
 	partials    map[string]*partial // titles whose fill stopped short, kept to resume (not in titles)
 	used        int64               // bytes of stored titles, the full size of filling ones and the partials' bytes
 	closed      bool
-	fillsByID   map[string]int
+	fillsByID   map[string]int // fills started per title since Open
+	doneByID    map[string]int // fills completed per title since Open
 	originBytes atomic.Int64
 	diskFault   atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
 	// protected are the titles the manager says the node's own eviction
@@ -195,6 +197,7 @@ func Open(cfg Config) (*Store, error) {
 		titles:    map[string]*Title{},
 		partials:  map[string]*partial{},
 		fillsByID: map[string]int{},
+		doneByID:  map[string]int{},
 		lock:      lock,
 		fsAvail:   func() (int64, bool) { return fsAvail(cfg.Dir) },
 	}
@@ -484,6 +487,16 @@ func (s *Store) Fills() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// FillsCompleted returns how many fills completed (the title stored
+// whole) per title since Open, counted before the readers are told. A
+// title evicted at once after its fill counts too: Titles, a look at
+// one moment, can miss it.
+func (s *Store) FillsCompleted() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.doneByID)
 }
 
 // ActiveFills returns the number of fills in progress.

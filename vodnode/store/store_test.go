@@ -160,6 +160,9 @@ func TestFillPersistAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitComplete(t, tt)
+	if n := s.FillsCompleted()["t1"]; n != 1 {
+		t.Errorf("fills of t1 completed: %d, want 1", n)
+	}
 	if err := s.Evict("t1"); !errors.Is(err, ErrInUse) {
 		t.Errorf("evict in use: %v", err)
 	}
@@ -221,6 +224,9 @@ func TestNotTSFails(t *testing.T) {
 	s.Release(tt)
 	if len(s.Titles()) != 0 {
 		t.Errorf("failed title kept: %+v", s.Titles())
+	}
+	if n := s.FillsCompleted()["junk"]; n != 0 {
+		t.Errorf("a failed fill counted as completed (%d)", n)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
