@@ -72,6 +72,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	all := len(segs)
 	var b strings.Builder
 	// A playlist's reloads may only append (RFC 8216 §6.2.1): the target
 	// duration leaves room for segments longer than hlsTarget (cut at the
@@ -87,8 +88,14 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	if !complete || hs.hlsEvent.Load() {
 		kind = "EVENT"
 		hs.hlsEvent.Store(true)
+		segs = segs[:eventShown(hs, len(segs))]
 	}
 	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:%s\n", int(target), kind)
+	if kind == "EVENT" {
+		// where the title starts, for the players that read it (§4.3.5.2;
+		// see eventShown for the others)
+		b.WriteString("#EXT-X-START:TIME-OFFSET=0,PRECISE=YES\n")
+	}
 	// Segment URIs are relative to the playlist's: a token in its path
 	// (/s/<token>/...) carries over; one in its query does not (RFC 3986
 	// §5.2.2), so it is written into each segment URI.
@@ -99,12 +106,39 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	for i, s := range segs {
 		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", s.dur, i, query)
 	}
-	if complete {
+	if complete && len(segs) == all {
 		b.WriteString("#EXT-X-ENDLIST\n")
 	}
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 	w.Header().Set("Cache-Control", "no-cache")
 	serveContent(w, r, "index.m3u8", int64(b.Len()), strings.NewReader(b.String()))
+}
+
+// eventAhead is how many segments an EVENT playlist lists past the
+// highest one its viewer asked for (see eventShown).
+const eventAhead = 3
+
+// eventShown returns how many of the n segments readable now an EVENT
+// playlist (a title being filled) lists to the viewer hs: up to
+// eventAhead past the highest segment it asked for, never fewer than its
+// last playlist listed (reloads only append, RFC 8216 §6.2.1). A
+// playlist without EXT-X-ENDLIST is live to players, which start three
+// segments (or target durations) before its end (§6.3.3: ffmpeg, VLC,
+// hls.js): given every segment filled so far, a viewer joining a fill in
+// progress started near the fill's edge and missed the title's beginning.
+// Listed eventAhead at first, it starts at 0; a player coming back to
+// the same session starts near where it was.
+func eventShown(hs *httpSession, n int) int {
+	want := int64(min(n, int(hs.hlsAsked.Load())+eventAhead))
+	for {
+		shown := hs.hlsShown.Load()
+		if want <= shown {
+			return int(min(shown, int64(n)))
+		}
+		if hs.hlsShown.CompareAndSwap(shown, want) {
+			return int(want)
+		}
+	}
 }
 
 // serveSegment answers HLS segment i: its bytes, starting with a PAT and
@@ -121,6 +155,9 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		}
 		http.Error(w, "no such segment", http.StatusNotFound)
 		return
+	}
+	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
+		asked = hs.hlsAsked.Load()
 	}
 	s := segs[i]
 	var psi []byte

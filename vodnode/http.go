@@ -137,7 +137,9 @@ type httpSession struct {
 
 	lastSeen atomic.Int64
 	active   atomic.Int32
-	hlsEvent atomic.Bool // an EVENT playlist was served: its reloads stay EVENT
+	hlsEvent atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
+	hlsAsked atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
+	hlsShown atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
 	bytes    atomic.Int64
 	ended    bool // guarded by Node.mu
 }

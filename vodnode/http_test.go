@@ -117,9 +117,14 @@ func TestHLS(t *testing.T) {
 	url := httpURL(n, tok, "sample-001/index.m3u8")
 	// Reloads of one viewer's playlist while the title fills only append
 	// (RFC 8216 §6.2.1): the first lines (target duration, type) stay.
+	// The viewer asks for (a byte of) the last segment listed, as a player
+	// does: an EVENT playlist lists a few segments past the viewer's.
 	var head string
 	waitFor(t, 5*time.Second, "fill", func() bool {
 		_, b := get(t, url)
+		if i := strings.Count(string(b), "#EXTINF:"); i > 0 {
+			get(t, httpURL(n, tok, fmt.Sprintf("sample-001/seg-%d.ts", i-1)), "Range", "bytes=0-0")
+		}
 		lines := strings.SplitN(string(b), "\n", 6)
 		h := strings.Join(lines[:min(5, len(lines))], "\n")
 		if head == "" {

@@ -14,10 +14,18 @@ import (
 // file or an RTSP URL, with the options before it), reading it to its end.
 func audioFrames(t *testing.T, input ...string) int {
 	t.Helper()
+	return decodedFrames(t, "0:a", input...)
+}
+
+// decodedFrames returns how many frames of the streams picked by stream
+// (an ffmpeg -map, e.g. 0:v) ffmpeg decodes from input, read to its end
+// (at most 40 s), every frame counted once (no frame-rate conversion).
+func decodedFrames(t *testing.T, stream string, input ...string) int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error"}, input...)
-	args = append(args, "-map", "0:a", "-f", "framecrc", "-")
+	args = append(args, "-map", stream, "-fps_mode", "passthrough", "-f", "framecrc", "-")
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
 	cmd.Stderr = &stderr
