@@ -153,7 +153,7 @@ func testUDPPacedRTP(t *testing.T, gso bool) {
 
 // readFrames reads interleaved frames from r, returning RTP payload bytes
 // per channel, until want payload bytes arrived or the deadline.
-func readFrames(t *testing.T, c net.Conn, want int, deadline time.Duration) (media []byte, rtcpFrames int, firstAt time.Duration) {
+func readFrames(t *testing.T, c net.Conn, want int, deadline time.Duration) (media []byte, rtcpFrames int, firstAt time.Time) {
 	t.Helper()
 	start := time.Now()
 	c.SetReadDeadline(start.Add(deadline))
@@ -178,8 +178,8 @@ func readFrames(t *testing.T, c net.Conn, want int, deadline time.Duration) (med
 		if err := p.Unmarshal(buf[:l]); err != nil {
 			t.Fatal(err)
 		}
-		if firstAt == 0 {
-			firstAt = time.Since(start)
+		if firstAt.IsZero() {
+			firstAt = time.Now()
 		}
 		media = append(media, p.Payload...)
 	}
@@ -286,8 +286,10 @@ func TestFillingSourceWaits(t *testing.T) {
 	if _, err := st.Play(0); err != nil {
 		t.Fatal(err)
 	}
+	revealed := make(chan time.Time, 1) // when the first bytes were revealed
 	go func() {
 		time.Sleep(200 * time.Millisecond)
+		revealed <- time.Now()
 		for n := 0; n < len(data); {
 			n = min(n+64*1024, len(data))
 			src.reveal(n)
@@ -298,8 +300,8 @@ func TestFillingSourceWaits(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Fatal("payload differs")
 	}
-	if first < 150*time.Millisecond || first > 2*time.Second {
-		t.Errorf("first media after %v (bytes revealed after 200 ms)", first)
+	if at := <-revealed; first.Before(at) || first.Sub(at) > 2*time.Second {
+		t.Errorf("first media %v after the first bytes were revealed", first.Sub(at))
 	}
 	select {
 	case d := <-done:
