@@ -1587,8 +1587,14 @@ type NodeInfo struct {
 	Titles              int32                  `protobuf:"varint,14,opt,name=titles,proto3" json:"titles,omitempty"`
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,15,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
 	Overload            float64                `protobuf:"fixed64,16,opt,name=overload,proto3" json:"overload,omitempty"` // the node's overload threshold, utilization; 0 = the scheduler's default
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// partials and partial_bytes: the partial fills the node's last report
+	// listed (fills cut short, kept to resume; not in titles) and the bytes
+	// they hold on its disk. The node counts those bytes in
+	// disk_free_bytes: it removes partials first when a fill needs room.
+	Partials      int32 `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
+	PartialBytes  int64 `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -1729,6 +1735,20 @@ func (x *NodeInfo) GetLastHeartbeatUnixMs() int64 {
 func (x *NodeInfo) GetOverload() float64 {
 	if x != nil {
 		return x.Overload
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetPartials() int32 {
+	if x != nil {
+		return x.Partials
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetPartialBytes() int64 {
+	if x != nil {
+		return x.PartialBytes
 	}
 	return 0
 }
@@ -2605,10 +2625,13 @@ func (x *Replica) GetPinned() bool {
 }
 
 type ListPlacementResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Replicas      []*Replica             `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	ClusterPins   []string               `protobuf:"bytes,2,rep,name=cluster_pins,json=clusterPins,proto3" json:"cluster_pins,omitempty"` // titles pinned to the cluster
-	NodePins      []*NodePin             `protobuf:"bytes,3,rep,name=node_pins,json=nodePins,proto3" json:"node_pins,omitempty"`          // titles pinned to a node, whether the node has them yet or not
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Replicas    []*Replica             `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	ClusterPins []string               `protobuf:"bytes,2,rep,name=cluster_pins,json=clusterPins,proto3" json:"cluster_pins,omitempty"` // titles pinned to the cluster
+	NodePins    []*NodePin             `protobuf:"bytes,3,rep,name=node_pins,json=nodePins,proto3" json:"node_pins,omitempty"`          // titles pinned to a node, whether the node has them yet or not
+	// partials are the partial fills the nodes keep (no replicas: never
+	// served, not in replicas), filtered as replicas, in (title, node) order.
+	Partials      []*NodePartial `protobuf:"bytes,4,rep,name=partials,proto3" json:"partials,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2664,6 +2687,110 @@ func (x *ListPlacementResponse) GetNodePins() []*NodePin {
 	return nil
 }
 
+func (x *ListPlacementResponse) GetPartials() []*NodePartial {
+	if x != nil {
+		return x.Partials
+	}
+	return nil
+}
+
+// NodePartial is a partial fill on one node (PartialTitle as the node's
+// last report gives it): the beginning of a title kept after its fill
+// stopped short, which the title's next fill there resumes from.
+type NodePartial struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NodeId      string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	TitleId     string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	StoredBytes int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`   // bytes on the node's disk, the title's first stored_bytes
+	SizeBytes   int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`         // bytes of the whole title, as its fill started
+	SinceUnixMs int64                  `protobuf:"varint,5,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"` // when its fill stopped
+	Pinned      bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`                                // the title is pinned to the node or the cluster (Evict refuses it)
+	// stale: size_bytes is not the catalog's (the title was replaced at the
+	// origin): never resumed, the node removes it at the title's next fill.
+	Stale         bool `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePartial) Reset() {
+	*x = NodePartial{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePartial) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePartial) ProtoMessage() {}
+
+func (x *NodePartial) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
+func (*NodePartial) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *NodePartial) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodePartial) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *NodePartial) GetStoredBytes() int64 {
+	if x != nil {
+		return x.StoredBytes
+	}
+	return 0
+}
+
+func (x *NodePartial) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *NodePartial) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *NodePartial) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+func (x *NodePartial) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
 // NodePin is a title pinned to one node, and where it stands.
 type NodePin struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2676,7 +2803,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2815,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2828,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -2735,7 +2862,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +2874,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +2887,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2787,7 +2914,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +2926,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +2939,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -2837,7 +2964,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2976,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2989,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 type Fill struct {
@@ -2886,7 +3013,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3025,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3038,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -2986,7 +3113,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3125,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3138,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3152,7 +3279,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\x88\x04\n" +
+	"\x10ListNodesRequest\"\xc9\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3171,7 +3298,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x04load\x18\r \x01(\x01R\x04load\x12\x16\n" +
 	"\x06titles\x18\x0e \x01(\x05R\x06titles\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\x0f \x01(\x03R\x13lastHeartbeatUnixMs\x12\x1a\n" +
-	"\boverload\x18\x10 \x01(\x01R\boverload\"B\n" +
+	"\boverload\x18\x10 \x01(\x01R\boverload\x12\x1a\n" +
+	"\bpartials\x18\x11 \x01(\x05R\bpartials\x12#\n" +
+	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\"B\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
@@ -3248,11 +3377,21 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\afilling\x18\x05 \x01(\bR\afilling\x12\x16\n" +
-	"\x06pinned\x18\x06 \x01(\bR\x06pinned\"\xa3\x01\n" +
+	"\x06pinned\x18\x06 \x01(\bR\x06pinned\"\xdb\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
-	"\tnode_pins\x18\x03 \x03(\v2\x16.vodcluster.v1.NodePinR\bnodePins\"S\n" +
+	"\tnode_pins\x18\x03 \x03(\v2\x16.vodcluster.v1.NodePinR\bnodePins\x126\n" +
+	"\bpartials\x18\x04 \x03(\v2\x1a.vodcluster.v1.NodePartialR\bpartials\"\xd5\x01\n" +
+	"\vNodePartial\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
+	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
+	"\fstored_bytes\x18\x03 \x01(\x03R\vstoredBytes\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\"\n" +
+	"\rsince_unix_ms\x18\x05 \x01(\x03R\vsinceUnixMs\x12\x16\n" +
+	"\x06pinned\x18\x06 \x01(\bR\x06pinned\x12\x14\n" +
+	"\x05stale\x18\a \x01(\bR\x05stale\"S\n" +
 	"\aNodePin\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -3315,7 +3454,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                 // 1: vodcluster.v1.Title
@@ -3354,12 +3493,13 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*ListPlacementRequest)(nil),  // 34: vodcluster.v1.ListPlacementRequest
 	(*Replica)(nil),               // 35: vodcluster.v1.Replica
 	(*ListPlacementResponse)(nil), // 36: vodcluster.v1.ListPlacementResponse
-	(*NodePin)(nil),               // 37: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),      // 38: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 39: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 40: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 41: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 42: vodcluster.v1.ListFillsResponse
+	(*NodePartial)(nil),           // 37: vodcluster.v1.NodePartial
+	(*NodePin)(nil),               // 38: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),      // 39: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),          // 40: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),      // 41: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                  // 42: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),     // 43: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -3380,49 +3520,50 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	28, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
 	32, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
 	35, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	37, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	41, // 19: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	2,  // 20: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 21: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	7,  // 22: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	10, // 23: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	19, // 24: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	2,  // 25: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	21, // 26: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	24, // 27: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	25, // 28: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	27, // 29: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	30, // 30: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	33, // 31: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	34, // 32: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	38, // 33: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	38, // 34: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	38, // 35: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	38, // 36: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	40, // 37: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	3,  // 38: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	5,  // 39: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	8,  // 40: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	13, // 41: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	20, // 42: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	3,  // 43: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	23, // 44: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	22, // 45: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	26, // 46: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	29, // 47: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	31, // 48: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	31, // 49: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	36, // 50: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	39, // 51: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	39, // 52: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	39, // 53: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	39, // 54: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	42, // 55: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	38, // [38:56] is the sub-list for method output_type
-	20, // [20:38] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	38, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	37, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	42, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	2,  // 21: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 22: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	7,  // 23: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	10, // 24: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	19, // 25: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	2,  // 26: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	21, // 27: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	24, // 28: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	25, // 29: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	27, // 30: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	30, // 31: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	33, // 32: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	34, // 33: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	39, // 34: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	39, // 35: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	39, // 36: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	39, // 37: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	41, // 38: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	3,  // 39: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	5,  // 40: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	8,  // 41: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	13, // 42: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	20, // 43: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	3,  // 44: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	23, // 45: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	22, // 46: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	26, // 47: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	29, // 48: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	31, // 49: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	31, // 50: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	36, // 51: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	40, // 52: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	40, // 53: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	40, // 54: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	40, // 55: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	43, // 56: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	39, // [39:57] is the sub-list for method output_type
+	21, // [21:39] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -3444,7 +3585,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -415,15 +415,18 @@ type AdminClient interface {
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// ListPlacement lists the replicas (title -> nodes, node -> titles with
-	// bytes) with their pins, and the titles pinned to the cluster.
+	// bytes) with their pins, the titles pinned to the cluster, and the
+	// partial fills the nodes keep.
 	ListPlacement(ctx context.Context, in *ListPlacementRequest, opts ...grpc.CallOption) (*ListPlacementResponse, error)
 	// Prefetch orders a fill of a title ahead of demand, on a node or (no
 	// node) where the storage manager chooses. NOT_FOUND: unknown title or
 	// node; ALREADY_EXISTS: the node holds or fills it; RESOURCE_EXHAUSTED: no
 	// room can be made (everything else is playing, filling or pinned).
 	Prefetch(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
-	// Evict removes a title from a node. NOT_FOUND: unknown node or title not
-	// held; FAILED_PRECONDITION: playing, filling or pinned there.
+	// Evict removes a title from a node: its copy, or its partial fill (a
+	// fill cut short, NodePartial) when the node keeps only that. NOT_FOUND:
+	// unknown node, or neither a copy nor a partial there; FAILED_PRECONDITION:
+	// playing, filling or pinned there.
 	Evict(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
@@ -598,15 +601,18 @@ type AdminServer interface {
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(context.Context, *SetPolicyRequest) (*PolicyInfo, error)
 	// ListPlacement lists the replicas (title -> nodes, node -> titles with
-	// bytes) with their pins, and the titles pinned to the cluster.
+	// bytes) with their pins, the titles pinned to the cluster, and the
+	// partial fills the nodes keep.
 	ListPlacement(context.Context, *ListPlacementRequest) (*ListPlacementResponse, error)
 	// Prefetch orders a fill of a title ahead of demand, on a node or (no
 	// node) where the storage manager chooses. NOT_FOUND: unknown title or
 	// node; ALREADY_EXISTS: the node holds or fills it; RESOURCE_EXHAUSTED: no
 	// room can be made (everything else is playing, filling or pinned).
 	Prefetch(context.Context, *PlacementRequest) (*PlacementAck, error)
-	// Evict removes a title from a node. NOT_FOUND: unknown node or title not
-	// held; FAILED_PRECONDITION: playing, filling or pinned there.
+	// Evict removes a title from a node: its copy, or its partial fill (a
+	// fill cut short, NodePartial) when the node keeps only that. NOT_FOUND:
+	// unknown node, or neither a copy nor a partial there; FAILED_PRECONDITION:
+	// playing, filling or pinned there.
 	Evict(context.Context, *PlacementRequest) (*PlacementAck, error)
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
