@@ -2,6 +2,9 @@ package cdp
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,3 +44,26 @@ func BenchmarkFetchUnlimited(b *testing.B) { benchFetch(b, 0) }
 // BenchmarkFetchPaced80M shows the pacing: the reported bit/s stays at or
 // just above 80 Mbit/s (the first chunk of each transfer is a burst).
 func BenchmarkFetchPaced80M(b *testing.B) { benchFetch(b, 80_000_000) }
+
+// BenchmarkCatalogPoll measures one look of the catalog watch at a
+// directory of 10,000 title files without catalog.yaml (what each
+// catalog_poll_interval costs the origin; it grows with the titles).
+func BenchmarkCatalogPoll(b *testing.B) {
+	dir := b.TempDir()
+	paths := make([]string, 10_000)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("title-%05d.ts", i))
+		if err := os.WriteFile(paths[i], nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seen := listState(dir)
+	seen.stat(paths)
+	for b.Loop() {
+		cur := listState(dir)
+		cur.stat(paths)
+		if !cur.equal(seen) {
+			b.Fatal("an unchanged directory looks changed")
+		}
+	}
+}

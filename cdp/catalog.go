@@ -75,10 +75,10 @@ func (t Title) checkFile(st os.FileInfo, err error) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
 	}
-	if t.file == nil || (os.SameFile(t.file, st) && st.Size() == t.file.Size() && st.ModTime().Equal(t.file.ModTime())) {
+	if t.file == nil || sameFile(t.file, st) {
 		return nil
 	}
-	return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; restart the origin to serve the new file",
+	return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; the origin serves the new file once it has read its directory again (it looks every few seconds; SIGHUP: at once)",
 		t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
 }
 

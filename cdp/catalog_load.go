@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
@@ -62,12 +63,24 @@ type entry struct {
 // 0x47, and carry at least two PCRs (so that its duration is known). Any bad
 // file fails the whole load with an error naming the file and the title.
 func LoadCatalog(dir string) (*Catalog, error) {
+	cat, _, err := loadCatalog(dir, nil, nil)
+	return cat, err
+}
+
+// loadCatalog loads the catalog of dir like LoadCatalog, scanning only the
+// files that are not prev's as prev's load scanned them (same file, size
+// and modification time: their size, duration and version are taken from
+// prev; prev may be nil). It returns the number of files scanned. When
+// named is not nil, it is given the files the titles name as soon as they
+// are known (before they are scanned, so also when a scan fails): the
+// files a watcher of dir must look at (Server's catalog watch).
+func loadCatalog(dir string, prev *Catalog, named func([]string)) (*Catalog, int, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cdp: catalog directory: %w", err)
+		return nil, 0, fmt.Errorf("cdp: catalog directory: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("cdp: catalog directory %s is not a directory", dir)
+		return nil, 0, fmt.Errorf("cdp: catalog directory %s is not a directory", dir)
 	}
 	var entries []entry
 	doc := filepath.Join(dir, CatalogFile)
@@ -76,24 +89,32 @@ func LoadCatalog(dir string) (*Catalog, error) {
 	case err == nil:
 		entries, err = parseCatalog(data, dir)
 		if err != nil {
-			return nil, fmt.Errorf("cdp: %s: %w", doc, err)
+			return nil, 0, fmt.Errorf("cdp: %s: %w", doc, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
 		entries, err = scanDir(dir)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	default:
-		return nil, fmt.Errorf("cdp: %w", err)
+		return nil, 0, fmt.Errorf("cdp: %w", err)
 	}
-	if err := measure(entries); err != nil {
-		return nil, err
+	if named != nil {
+		paths := make([]string, len(entries))
+		for i, e := range entries {
+			paths[i] = e.Path
+		}
+		named(paths)
+	}
+	scanned, err := measure(entries, prev)
+	if err != nil {
+		return nil, 0, err
 	}
 	titles := make([]Title, len(entries))
 	for i, e := range entries {
 		titles[i] = e.Title
 	}
-	return newCatalog(titles), nil
+	return newCatalog(titles), scanned, nil
 }
 
 // parseCatalog decodes a catalog.yaml document and checks its entries;
@@ -230,9 +251,10 @@ type fileMeta struct {
 	file     os.FileInfo
 }
 
-// measure scans every distinct file of entries once and fills in the
-// titles' size, duration and bitrate.
-func measure(entries []entry) error {
+// measure scans every distinct file of entries once, unless prev's load
+// scanned it as it is now, and fills in the titles' size, duration,
+// bitrate and version. It returns the number of files scanned.
+func measure(entries []entry, prev *Catalog) (int, error) {
 	firstUse := make(map[string]int) // path -> index of the first entry using it
 	var paths []string
 	for i, e := range entries {
@@ -241,11 +263,20 @@ func measure(entries []entry) error {
 			paths = append(paths, e.Path)
 		}
 	}
+	known := prev.files()
 	metas := make([]fileMeta, len(paths))
+	var scanned atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, p := range paths {
 		g.Go(func() error {
+			if m, ok := known[p]; ok {
+				if st, err := os.Stat(p); err == nil && sameFile(m.file, st) {
+					metas[i] = m
+					return nil
+				}
+			}
+			scanned.Add(1)
 			m, err := scanFile(p)
 			if err != nil {
 				e := entries[firstUse[p]]
@@ -256,7 +287,7 @@ func measure(entries []entry) error {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return 0, err
 	}
 	byPath := make(map[string]fileMeta, len(paths))
 	for i, p := range paths {
@@ -270,7 +301,29 @@ func measure(entries []entry) error {
 		entries[i].file = m.file
 		entries[i].BitrateBps = int64(math.Round(float64(m.size) * 8 / m.duration))
 	}
-	return nil
+	return int(scanned.Load()), nil
+}
+
+// files returns what the load of c learnt of each title file, by path
+// (nil for a nil c).
+func (c *Catalog) files() map[string]fileMeta {
+	if c == nil {
+		return nil
+	}
+	out := make(map[string]fileMeta, len(c.titles))
+	for _, t := range c.titles {
+		if t.file != nil {
+			out[t.Path] = fileMeta{size: t.SizeBytes, duration: t.DurationS, version: t.Version, file: t.file}
+		}
+	}
+	return out
+}
+
+// sameFile reports whether st is the file was described when it was
+// scanned: the same file (not another renamed over it), of the same size
+// and modification time.
+func sameFile(was, st os.FileInfo) bool {
+	return os.SameFile(was, st) && st.Size() == was.Size() && st.ModTime().Equal(was.ModTime())
 }
 
 // scanFile checks that path is a whole MPEG-TS file with a clock and

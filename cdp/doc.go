@@ -9,6 +9,9 @@
 // with cdp/tsindex for its duration and mean bitrate, and hashed (SHA-256)
 // for its version, which a node's Fetch may name (if_version) so that the
 // bytes it resumes from are never mixed with those of a replaced file.
+// A started Server watches the directory (reload.go) and reads it again
+// when it changes, scanning only new and changed files; a catalog that
+// does not load is refused and the one before kept.
 //
 // Server models the cost of the upstream link described in the seed
 // documents: each transfer waits for one of MaxTransfers channels, pays a

@@ -25,7 +25,7 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //     Version (its file was replaced: the caller's bytes are of another),
 //     or the title's file changed since the catalog was loaded (rewritten,
 //     or another renamed over it: its bytes are of a version not known
-//     until the origin restarts and scans it);
+//     until the origin reads its directory again and scans it);
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without

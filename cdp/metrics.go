@@ -17,11 +17,13 @@ var (
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
 	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)
+	descReloads   = prometheus.NewDesc("cdp_catalog_reloads_total", "Catalogs read again after start, by result: loaded, or refused (the catalog before kept).", []string{"result"}, nil)
+	descStale     = prometheus.NewDesc("cdp_catalog_stale", "1 while the last catalog reload was refused: the titles served are not what the title directory holds.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c originCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descRefused, descChannels, descTitles} {
+	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descRefused, descChannels, descTitles, descReloads, descStale} {
 		ch <- d
 	}
 }
@@ -38,6 +40,13 @@ func (c originCollector) Collect(ch chan<- prometheus.Metric) {
 	m(descWaiting, prometheus.GaugeValue, float64(st.Waiting))
 	m(descRefused, prometheus.CounterValue, float64(st.Refused))
 	m(descChannels, prometheus.GaugeValue, float64(c.s.MaxTransfers))
+	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(st.CatalogReloads), "loaded")
+	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(st.CatalogRefused), "refused")
+	stale := 0.0
+	if st.CatalogStale {
+		stale = 1
+	}
+	m(descStale, prometheus.GaugeValue, stale)
 	titles := 0
 	if cat := c.s.Catalog(); cat != nil {
 		titles = cat.Len()

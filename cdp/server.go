@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +46,8 @@ type Server struct {
 	// added to the contract later (required by the generated code).
 	vodclusterv1.UnimplementedOriginServer
 
-	// Dir is the title directory, loaded with LoadCatalog at Start.
+	// Dir is the title directory, loaded like LoadCatalog at Start and
+	// again when it changes (CatalogPoll, Reload).
 	Dir string
 	// Listen is the TCP address of the gRPC server, host:port; port 0 picks
 	// a free one (see Addr). Empty means DefaultListen.
@@ -70,6 +72,11 @@ type Server struct {
 	// MetricsListen is the address of the Prometheus /metrics endpoint
 	// (metrics.go); "" means none.
 	MetricsListen string
+	// CatalogPoll is how often the title directory is looked at for
+	// changes (catalog.yaml, title files added, removed or replaced), which
+	// are then loaded (Reload); 0 means DefaultCatalogPoll, a negative
+	// value never (Reload only).
+	CatalogPoll time.Duration
 
 	clock clock // nil means the wall clock; tests put a fake here
 
@@ -89,6 +96,11 @@ type Server struct {
 	slots *semaphore.Weighted // nil when MaxTransfers is 0
 
 	stats counters
+
+	reloadMu  sync.Mutex    // serialises loads of the catalog
+	seen      dirState      // the directory as last loaded, or refused (reloadMu)
+	watched   []string      // the title files the last load named (reloadMu)
+	watchDone chan struct{} // closed by Close to stop the watch
 }
 
 var _ vodclusterv1.OriginServer = (*Server)(nil)
@@ -105,7 +117,7 @@ func (s *Server) Start() error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	cat, err := LoadCatalog(s.Dir)
+	cat, _, err := s.loadDir(nil)
 	if err != nil {
 		return err
 	}
@@ -162,6 +174,10 @@ func (s *Server) Start() error {
 			s.log.Error("origin gRPC server stopped", "err", err)
 		}
 	}()
+	s.watchDone = make(chan struct{})
+	if poll := cmp.Or(s.CatalogPoll, DefaultCatalogPoll); poll > 0 {
+		go s.watch(poll, s.watchDone)
+	}
 	return nil
 }
 
@@ -200,6 +216,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	srv, served := s.grpc, s.served
+	close(s.watchDone)
 	s.mu.Unlock()
 
 	srv.Stop()
@@ -222,7 +239,8 @@ func (s *Server) Addr() string {
 	return s.lis.Addr().String()
 }
 
-// Catalog returns the catalog loaded by Start, or nil before Start.
+// Catalog returns the catalog in use (loaded by Start or the last Reload
+// that loaded), or nil before Start.
 func (s *Server) Catalog() *Catalog {
 	s.mu.Lock()
 	defer s.mu.Unlock()

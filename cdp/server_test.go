@@ -89,10 +89,11 @@ func (c *fakeClock) waitEntered(t *testing.T, n int) {
 }
 
 // startServer starts an origin on the sample titles over 127.0.0.1:0 with
-// the settings set by configure, and returns it with a client.
+// the settings set by configure (the catalog is not watched unless it sets
+// CatalogPoll), and returns it with a client.
 func startServer(t *testing.T, configure func(*Server)) (*Server, vodclusterv1.OriginClient) {
 	t.Helper()
-	s := &Server{Dir: sampleDir(t), Listen: "127.0.0.1:0", Logger: quiet}
+	s := &Server{Dir: sampleDir(t), Listen: "127.0.0.1:0", Logger: quiet, CatalogPoll: -1}
 	if configure != nil {
 		configure(s)
 	}

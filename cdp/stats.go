@@ -22,6 +22,13 @@ type Stats struct {
 	Waiting int
 	// Refused counts no_wait Fetch calls refused with RESOURCE_EXHAUSTED.
 	Refused int64
+	// CatalogReloads counts catalogs loaded again after Start (Reload).
+	CatalogReloads int64
+	// CatalogRefused counts reloads refused (the catalog before kept).
+	CatalogRefused int64
+	// CatalogStale is true while the last reload was refused: the catalog
+	// served is not what the title directory holds.
+	CatalogStale bool
 }
 
 // counters is the live form of Stats.
@@ -76,5 +83,17 @@ func (c *counters) end() {
 func (c *counters) sent(n int) {
 	c.mu.Lock()
 	c.s.BytesSent += int64(n)
+	c.mu.Unlock()
+}
+
+// catalogLoad records a reload of the catalog, loaded or refused.
+func (c *counters) catalogLoad(loaded bool) {
+	c.mu.Lock()
+	if loaded {
+		c.s.CatalogReloads++
+	} else {
+		c.s.CatalogRefused++
+	}
+	c.s.CatalogStale = !loaded
 	c.mu.Unlock()
 }

@@ -25,6 +25,7 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer onHangup("reading the title directory", "dir", s.Dir, s.Reload)()
 			return runUntilSignal(s)
 		},
 	}
@@ -48,6 +49,7 @@ func newCDP(c CDPConfig) (*cdp.Server, error) {
 		MaxTransfers:    c.MaxTransfers,
 		TransferRateBps: c.TransferRateBps,
 		ChunkBytes:      c.ChunkBytes,
+		CatalogPoll:     c.CatalogPoll,
 		Logger:          slog.Default(),
 		Creds:           creds,
 	}, nil

@@ -54,7 +54,10 @@ type clusterOptions struct {
 
 	QueueDeadline time.Duration
 	Heartbeat     time.Duration
-	Logger        *slog.Logger
+	// CatalogRefresh is how often the manager reads the origin's catalog
+	// (0: acm.DefaultCatalogRefresh).
+	CatalogRefresh time.Duration
+	Logger         *slog.Logger
 }
 
 // cluster is a running in-process cluster: origin, manager, nodes.
@@ -134,6 +137,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	}
 	c.manager.Replicator.MaxFillsPerNode = opts.MaxFillsPerNode
 	c.manager.StoragePlanner = opts.StoragePlanner
+	c.manager.CatalogRefresh = opts.CatalogRefresh
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

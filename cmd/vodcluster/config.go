@@ -53,6 +53,7 @@ type ManagerConfig struct {
 	UserRequests   int             `yaml:"requests_per_user"`     // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
 	RequestRefill  time.Duration   `yaml:"request_refill"`        // one more title request allowed every, default 500ms
 	RestoreGrace   time.Duration   `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
+	CatalogRefresh time.Duration   `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`
 	Store          StoreConfig     `yaml:"store"`
@@ -138,15 +139,16 @@ type NodeConfig struct {
 
 // CDPConfig configures `vodcluster cdp`.
 type CDPConfig struct {
-	Dir             string        `yaml:"dir"`               // titles (+ catalog.yaml)
-	Listen          string        `yaml:"listen"`            // default ":9100"
-	MetricsListen   string        `yaml:"metrics_listen"`    // Prometheus /metrics; empty: none
-	SetupDelay      time.Duration `yaml:"setup_delay"`       // per transfer
-	MaxTransfers    int           `yaml:"max_transfers"`     // concurrent channels, 0 = unlimited
-	TransferRateBps int64         `yaml:"transfer_rate_bps"` // per transfer, 0 = unlimited
-	ChunkBytes      int           `yaml:"chunk_bytes"`       // bytes per streamed chunk: a multiple of 188 up to 1048576; 0 (or left out) = 65424 (348 TS packets, about 64 KiB)
-	TLSCert         string        `yaml:"tls_cert_file"`     // PEM certificate chain of the gRPC server; with tls_key_file: TLS
-	TLSKey          string        `yaml:"tls_key_file"`      // its PEM private key
+	Dir             string        `yaml:"dir"`                   // titles (+ catalog.yaml)
+	Listen          string        `yaml:"listen"`                // default ":9100"
+	MetricsListen   string        `yaml:"metrics_listen"`        // Prometheus /metrics; empty: none
+	SetupDelay      time.Duration `yaml:"setup_delay"`           // per transfer
+	MaxTransfers    int           `yaml:"max_transfers"`         // concurrent channels, 0 = unlimited
+	TransferRateBps int64         `yaml:"transfer_rate_bps"`     // per transfer, 0 = unlimited
+	ChunkBytes      int           `yaml:"chunk_bytes"`           // bytes per streamed chunk: a multiple of 188 up to 1048576; 0 (or left out) = 65424 (348 TS packets, about 64 KiB)
+	CatalogPoll     time.Duration `yaml:"catalog_poll_interval"` // how often dir is looked at for new, removed or replaced titles (then read again without a restart), default 5s; -1s = never (SIGHUP only)
+	TLSCert         string        `yaml:"tls_cert_file"`         // PEM certificate chain of the gRPC server; with tls_key_file: TLS
+	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
 }
 
 // loadConfig reads path (strict YAML). An empty path gives the zero Config.

@@ -107,6 +107,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		RequestsPerUser:    c.UserRequests,
 		RequestRefill:      c.RequestRefill,
 		RestoreGrace:       c.RestoreGrace,
+		CatalogRefresh:     c.CatalogRefresh,
 		Scheduler:          schedulerConfig(c.Scheduler),
 		Evictor:            orString(c.Storage.Policy, c.Storage.Eviction),
 		StoragePlanner:     c.Storage.Planner,
@@ -149,6 +150,13 @@ type managerProcess struct {
 // called. The manager also polls the file (boss.WatchedFile.Watch); SIGHUP
 // is for an operator who wants the change now.
 func reloadOnHangup(users *boss.WatchedFile) (stop func()) {
+	return onHangup("reading the users file", "file", users.Path(), users.Reload)
+}
+
+// onHangup calls reload (which logs its own failures) at every SIGHUP,
+// after logging what it does on which path, until the returned stop is
+// called.
+func onHangup(what, key, path string, reload func() error) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -158,8 +166,8 @@ func reloadOnHangup(users *boss.WatchedFile) (stop func()) {
 			case <-done:
 				return
 			case <-hup:
-				slog.Info("SIGHUP: reading the users file", "file", users.Path())
-				_ = users.Reload() // logged, the users before kept
+				slog.Info("SIGHUP: "+what, key, path)
+				_ = reload() // logged, the state before kept
 			}
 		}
 	}()

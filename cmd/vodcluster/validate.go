@@ -74,6 +74,7 @@ func (c ManagerConfig) validate() error {
 	k.duration("login_failure_refill", c.LoginRefill, "30s")
 	k.duration("request_refill", c.RequestRefill, "500ms")
 	k.duration("restore_grace", c.RestoreGrace, "30s")
+	k.duration("catalog_refresh", c.CatalogRefresh, "1m")
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
 	k.limit("requests_per_user", c.UserRequests, "20")
@@ -158,6 +159,10 @@ func (c CDPConfig) validate() error {
 	k.duration("setup_delay", c.SetupDelay, "none")
 	k.count("max_transfers", int64(c.MaxTransfers), "unlimited")
 	k.count("transfer_rate_bps", c.TransferRateBps, "unlimited")
+	if c.CatalogPoll > 0 && c.CatalogPoll < time.Second {
+		k.failf("catalog_poll_interval %v: want 1s or more (each look stats every title file), 0 (or leave it out) for %v, or -1s to read the directory on SIGHUP only",
+			c.CatalogPoll, cdp.DefaultCatalogPoll)
+	}
 	if c.ChunkBytes < 0 || c.ChunkBytes > cdp.MaxChunkBytes || c.ChunkBytes%tsindex.PacketSize != 0 {
 		k.failf("chunk_bytes %d: want a multiple of %d (whole MPEG-TS packets) up to %d, or 0 (or leave it out) for %d",
 			c.ChunkBytes, tsindex.PacketSize, cdp.MaxChunkBytes, cdp.DefaultChunkBytes)

@@ -1,0 +1,186 @@
+package cdp
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultCatalogPoll is how often a started Server looks whether its
+// title directory changed when Server.CatalogPoll is 0.
+const DefaultCatalogPoll = 5 * time.Second
+
+// dirState is what a catalog watch looks at: the stat of each path it
+// watches (catalog.yaml, the *.ts files of a directory without one, the
+// files the titles name), nil for a path that could not be stat'ed.
+type dirState map[string]os.FileInfo
+
+// equal reports whether d and o describe the same files, each the same
+// file (not another renamed over it) of the same size and modification
+// time.
+func (d dirState) equal(o dirState) bool {
+	if len(d) != len(o) {
+		return false
+	}
+	for p, a := range d {
+		b, ok := o[p]
+		switch {
+		case !ok, (a == nil) != (b == nil):
+			return false
+		case a != nil && !sameFile(a, b):
+			return false
+		}
+	}
+	return true
+}
+
+// stat adds the stat of each path to d, but for those d has already.
+func (d dirState) stat(paths []string) {
+	for _, p := range paths {
+		if _, ok := d[p]; ok {
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			st = nil
+		}
+		d[p] = st
+	}
+}
+
+// listState returns the state of dir's catalog.yaml and, when dir has
+// none, of its *.ts files (the titles of a directory without a catalog).
+func listState(dir string) dirState {
+	d := dirState{}
+	doc := filepath.Join(dir, CatalogFile)
+	d.stat([]string{dir, doc})
+	if d[doc] != nil {
+		return d
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return d
+	}
+	var ts []string
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".ts") && !de.IsDir() {
+			ts = append(ts, filepath.Join(dir, de.Name()))
+		}
+	}
+	d.stat(ts)
+	return d
+}
+
+// loadDir loads the catalog of s.Dir, reusing what prev (nil at Start)
+// learnt of the files that did not change, and records in s.seen and
+// s.watched the state it loaded, refused or not (s.reloadMu held, or
+// before Start returns). The state of each file is taken before it is
+// read, so that a change during the load is seen by the next poll.
+func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
+	seen := listState(s.Dir)
+	watched := s.watched
+	cat, scanned, err := loadCatalog(s.Dir, prev, func(paths []string) { watched = paths })
+	seen.stat(watched)
+	s.seen, s.watched = seen, watched
+	return cat, scanned, err
+}
+
+// Reload reads the title directory again at once (the origin calls it on
+// SIGHUP; the watch started by Start calls it when the directory changed)
+// and, when it loads, serves the new catalog from then on: new titles can
+// be filled, removed ones are NOT_FOUND, and a replaced file is served
+// under its new version (nodes holding part of the old one start over;
+// transfers in progress finish from the file they opened). Only files
+// that are new or changed are scanned. A catalog that does not load (a
+// catalog.yaml that does not parse, a title file missing or not whole
+// MPEG-TS, e.g. one still being copied) is refused with an error naming
+// the file and the line, logged, and the titles loaded before stay in use.
+// It returns that error, or one saying the server is not started or
+// closed.
+func (s *Server) Reload() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.mu.Lock()
+	old, ok := s.catalog, s.started && !s.closed
+	s.mu.Unlock()
+	if !ok {
+		return errNotStarted
+	}
+	began := time.Now()
+	cat, scanned, err := s.loadDir(old)
+	if err != nil {
+		s.stats.catalogLoad(false)
+		s.log.Error("catalog not reloaded: the titles loaded before stay in use", "dir", s.Dir, "err", err)
+		return err
+	}
+	s.mu.Lock()
+	s.catalog = cat
+	s.mu.Unlock()
+	s.stats.catalogLoad(true)
+	d := diffCatalogs(old, cat)
+	s.log.Info("catalog reloaded", "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
+		"replaced", d.replaced, "changed", d.changed, "files_scanned", scanned,
+		"wall", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// catalogDiff counts the titles two catalogs do not share.
+type catalogDiff struct {
+	added, removed int
+	replaced       int // same id, another version
+	changed        int // same id and version, other metadata (name, package, popularity)
+}
+
+func diffCatalogs(old, cur *Catalog) catalogDiff {
+	var d catalogDiff
+	for _, t := range cur.titles {
+		o, ok := old.Title(t.ID)
+		switch {
+		case !ok:
+			d.added++
+		case o.Version != t.Version:
+			d.replaced++
+		case o.Name != t.Name || o.Package != t.Package || o.PopularityPerDay != t.PopularityPerDay:
+			d.changed++
+		}
+	}
+	for _, o := range old.titles {
+		if _, ok := cur.Title(o.ID); !ok {
+			d.removed++
+		}
+	}
+	return d
+}
+
+// watch polls the title directory every interval until done is closed and
+// reloads the catalog when it changed since the last load and has stayed
+// the same for one more interval (a file still being copied changes at
+// every poll: it is read once the copy is over).
+func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last dirState // the previous poll's state, when it differed from the loaded one
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		s.reloadMu.Lock()
+		seen, watched := s.seen, s.watched
+		s.reloadMu.Unlock()
+		cur := listState(s.Dir)
+		cur.stat(watched)
+		if cur.equal(seen) {
+			last = nil
+			continue
+		}
+		if last == nil || !cur.equal(last) {
+			last = cur
+			continue
+		}
+		last = nil
+		_ = s.Reload() // logged; the catalog before stays in use
+	}
+}
