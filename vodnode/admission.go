@@ -216,22 +216,15 @@ func (c *rtspConn) settleAll() {
 }
 
 // endAdmission ends the live session of admission session sid, RTSP or
-// HTTP, with reason (an MP2T RTP stream's client hears an RTCP BYE with
-// it first); false when none is live.
+// HTTP, with reason (an RTSP client hears an RTCP BYE with it on each
+// track, MP2T or elementary streams); false when none is live.
 func (n *Node) endAdmission(sid, reason string) bool {
 	n.mu.Lock()
 	o := n.live[sid]
-	var p player
-	if s, ok := o.(*session); ok {
-		p = s.player
-	}
 	n.mu.Unlock()
 	switch o := o.(type) {
 	case *session:
-		if tp, ok := p.(tsPlayer); ok {
-			tp.Abort(reason)
-		}
-		n.endSession(o, reason, nil)
+		n.abortSession(o, reason)
 		return true
 	case *httpSession:
 		n.endHTTPSession(o, reason)

@@ -163,6 +163,37 @@ func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec t
 
 // startES creates the ES playback of s at its first PLAY.
 func (n *Node) startES(s *session) *rtspError {
+	cfg := n.esConfig(s)
+	st, err := n.engine.NewESStream(cfg)
+	if err != nil {
+		return rtspErr(base.StatusInternalServerError, "%v", err)
+	}
+	n.mu.Lock()
+	if s.ended { // a TEARDOWN (or timeout) won the race: nothing would stop this stream
+		n.mu.Unlock()
+		st.Close()
+		return rtspErr(base.StatusSessionNotFound, "session %s ended", s.id)
+	}
+	s.player = esPlayer{st}
+	n.mu.Unlock()
+	return nil
+}
+
+// abortES sends the RTCP BYE with reason on each track of s, an ES
+// session set up but never played (it has no stream yet), as an MP2T
+// session's client gets it from its stream created at SETUP.
+func (n *Node) abortES(s *session, reason string) {
+	st, err := n.engine.NewESStream(n.esConfig(s))
+	if err != nil {
+		n.log.Debug("no BYE for an unplayed ES session", "session", s.id, "err", err)
+		return
+	}
+	st.Abort(reason)
+}
+
+// esConfig is the playback of s's tracks as set up, with new random SSRCs,
+// first sequence numbers and RTP timestamps (RFC 3550 §5.1).
+func (n *Node) esConfig(s *session) deliver.ESConfig {
 	es := s.es
 	var ids [30]byte
 	rand.Read(ids[:])
@@ -178,24 +209,14 @@ func (n *Node) startES(s *session) *rtspError {
 		cfg.Mode = spec.Mode
 		switch spec.Mode {
 		case deliver.RTPTCP:
-			cfg.Conn, cfg.Channel[i] = s.conn.cw, spec.Interleaved[0]
+			if s.conn != nil {
+				cfg.Conn, cfg.Channel[i] = s.conn.cw, spec.Interleaved[0]
+			}
 		case deliver.RTPUDP:
 			cfg.Dest[i], cfg.RTCP[i] = es.dest[i], es.rtcp[i]
 		}
 	}
-	st, err := n.engine.NewESStream(cfg)
-	if err != nil {
-		return rtspErr(base.StatusInternalServerError, "%v", err)
-	}
-	n.mu.Lock()
-	if s.ended { // a TEARDOWN (or timeout) won the race: nothing would stop this stream
-		n.mu.Unlock()
-		st.Close()
-		return rtspErr(base.StatusSessionNotFound, "session %s ended", s.id)
-	}
-	s.player = esPlayer{st}
-	n.mu.Unlock()
-	return nil
+	return cfg
 }
 
 // trackURLs returns the SETUP URL of each track of s, in PlayInfo order.

@@ -62,20 +62,30 @@ func (n *Node) lookupSession(id string) *session {
 // endSession ends s once: stops its stream, releases its title and its
 // bandwidth, remembers its token as used, and reports ENDED.
 func (n *Node) endSession(s *session, reason string, cause error) {
-	n.finishSession(s, reason, cause, nil)
+	n.finishSession(s, reason, cause, nil, false)
+}
+
+// abortSession ends s like endSession, on the node's own initiative (the
+// manager's order), and tells its RTSP client with an RTCP BYE carrying
+// reason on each of its tracks (MP2T or elementary streams, played or
+// only set up), so that the player stops at once rather than at its next
+// keepalive. False when s had ended.
+func (n *Node) abortSession(s *session, reason string) bool {
+	return n.finishSession(s, reason, nil, nil, true)
 }
 
 // replaceSession ends s for next, a new session of the same admission
 // session set up over the same connection, which takes over its claim:
 // nothing is reported and the token is not spent. False when s had ended.
 func (n *Node) replaceSession(s, next *session) bool {
-	return n.finishSession(s, "replaced by a new SETUP on its connection", nil, next)
+	return n.finishSession(s, "replaced by a new SETUP on its connection", nil, next, false)
 }
 
-// finishSession ends s once (false if it had ended): stops its stream,
-// releases its title and bandwidth and, without a successor (next nil),
-// spends its token and reports ENDED.
-func (n *Node) finishSession(s *session, reason string, cause error, next *session) bool {
+// finishSession ends s once (false if it had ended): stops its stream
+// (with an RTCP BYE carrying reason when bye is set), releases its title
+// and bandwidth and, without a successor (next nil), spends its token and
+// reports ENDED.
+func (n *Node) finishSession(s *session, reason string, cause error, next *session, bye bool) bool {
 	n.mu.Lock()
 	if s.ended {
 		n.mu.Unlock()
@@ -101,8 +111,15 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	n.mu.Unlock()
 
 	var bytes int64
-	if p != nil {
+	switch {
+	case p != nil && bye:
+		p.Abort(reason)
+	case p != nil:
 		p.Close()
+	case bye && s.es != nil:
+		n.abortES(s, reason) // set up, not played yet: no stream
+	}
+	if p != nil {
 		bytes = p.BytesSent()
 	}
 	n.store.Release(s.t)
@@ -131,6 +148,7 @@ type player interface {
 	Pause() float64
 	SetScale(scale float64) float64
 	Close()
+	Abort(reason string) // Close, telling the client with an RTCP BYE
 	BytesSent() int64
 	WaitingForFill() bool // playing, caught up with the title's fill
 }

@@ -310,7 +310,32 @@ func (s *ESStream) Close() {
 	s.stop()
 }
 
-// BytesSent returns the RTP bytes sent (headers included).
+// Abort stops the stream for good without calling OnEnd, like Close, and
+// tells its client with an RTCP BYE carrying reason (RFC 3550 §6.6) on
+// every track set up, after the track's last RTP packet, as Stream.Abort
+// does: an RTSP player learns at once, not at its next keepalive, that a
+// session the node ends on its own is gone (ffmpeg stops once every track
+// has had its BYE). Over TCP the BYE is dropped rather than waited for
+// when the connection's queue cannot take it. Nothing is sent for a stream
+// that had ended; a stream never played sends each BYE after an empty
+// receiver report.
+func (s *ESStream) Abort(reason string) {
+	s.mu.Lock()
+	ended := s.ended
+	s.ended = true
+	s.mu.Unlock()
+	s.stop() // the goroutine sends nothing more
+	if ended {
+		return
+	}
+	s.mu.Lock()
+	bye := s.reportsLocked(reason)
+	s.mu.Unlock()
+	s.sendRTCP(bye, false)
+}
+
+// BytesSent returns the RTP and RTCP bytes sent (headers and interleaving
+// included, UDP/IP headers not).
 func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
 
 // WaitingForFill reports false: an ES stream starts once its title's
@@ -340,9 +365,14 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 		// paused at the end: a Seek can take it back
 		idx, _, _ := s.cfg.Source.State()
 		s.pos = idx.Size
-		bye = s.reportsLocked(true)
+		bye = s.reportsLocked("end of title")
 	} else {
 		s.ended = true
+		if _, _, ferr := s.cfg.Source.State(); ferr != nil && reason == EndError {
+			// The title's fill failed: the client is told the stream
+			// ends, as Stream tells it.
+			bye = s.reportsLocked("fill failed")
+		}
 	}
 	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
 	plays := s.plays
@@ -355,11 +385,11 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 			still := !s.ended && s.plays == plays && s.cancel == nil
 			s.mu.Unlock()
 			if still {
-				s.sendRTCP(bye)
+				s.sendRTCP(bye, true)
 			}
 		})
 	} else {
-		s.sendRTCP(bye)
+		s.sendRTCP(bye, true)
 	}
 	if s.cfg.OnEnd != nil {
 		go s.cfg.OnEnd(reason, err) // the callback may Close the stream
@@ -420,8 +450,9 @@ func (s *ESStream) track(i int) bool {
 }
 
 // reportsLocked returns, per track set up, an RTCP sender report (RFC 3550
-// §6.4.1) for now, followed by a BYE (§6.6) when bye is set; s.mu held.
-func (s *ESStream) reportsLocked(bye bool) [2][]byte {
+// §6.4.1) for now, followed by a BYE (§6.6) with reason bye when bye is
+// not empty; s.mu held.
+func (s *ESStream) reportsLocked(bye string) [2][]byte {
 	var out [2][]byte
 	for i := range 2 {
 		out[i] = s.reportLocked(i, bye)
@@ -429,30 +460,53 @@ func (s *ESStream) reportsLocked(bye bool) [2][]byte {
 	return out
 }
 
-// reportLocked is reportsLocked for track i: nil when it sent nothing.
-func (s *ESStream) reportLocked(i int, bye bool) []byte {
-	if !s.track(i) || s.packets[i] == 0 {
+// reportLocked is reportsLocked for track i: nil when the track was not
+// set up, or sent nothing and bye is empty. A track that sent nothing
+// starts its BYE with an empty receiver report (§6.1: a compound packet
+// starts with a report).
+func (s *ESStream) reportLocked(i int, bye string) []byte {
+	if !s.track(i) {
 		return nil
 	}
-	ps := []rtcp.Packet{&rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(time.Now()), RTPTime: s.lastTS[i],
-		PacketCount: s.packets[i], OctetCount: s.octets[i]}}
-	if bye {
-		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: "end of title"})
+	var ps []rtcp.Packet
+	switch {
+	case s.packets[i] > 0:
+		ps = append(ps, &rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(time.Now()), RTPTime: s.lastTS[i],
+			PacketCount: s.packets[i], OctetCount: s.octets[i]})
+	case bye != "":
+		ps = append(ps, &rtcp.ReceiverReport{SSRC: s.cfg.SSRC[i]})
+	default:
+		return nil
 	}
-	b, _ := rtcp.Marshal(ps)
+	if bye != "" {
+		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: bye})
+	}
+	b, err := rtcp.Marshal(ps)
+	if err != nil {
+		return nil
+	}
 	return b
 }
 
 // sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
-// channel + 1) over TCP, to the client's RTCP port over UDP.
-func (s *ESStream) sendRTCP(pkts [2][]byte) {
+// channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
+// waits for room in the connection's queue when wait is set (the stream's
+// own goroutine), else drops what the queue cannot take at once.
+func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) {
 	for i, b := range pkts {
 		if b == nil {
 			continue
 		}
+		sent := len(b)
 		switch s.cfg.Mode {
 		case RTPTCP:
-			if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)); err != nil {
+			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
+			sent = len(frame)
+			if wait {
+				if _, err := s.cfg.Conn.Write(frame); err != nil {
+					continue
+				}
+			} else if ok, _ := s.cfg.Conn.TryWrite(frame); !ok {
 				continue
 			}
 		case RTPUDP:
@@ -463,8 +517,8 @@ func (s *ESStream) sendRTCP(pkts [2][]byte) {
 				continue
 			}
 		}
-		s.bytes.Add(int64(len(b)))
-		s.e.bytesSent.Add(int64(len(b)))
+		s.bytes.Add(int64(sent))
+		s.e.bytesSent.Add(int64(sent))
 	}
 }
 
@@ -476,10 +530,10 @@ func (s *ESStream) send(i int, pkts []*rtp.Packet, ts uint32) error {
 		var srs [2][]byte
 		if now := time.Now(); now.After(s.nextSR[i]) {
 			s.nextSR[i] = now.Add(s.e.SRInterval)
-			srs[i] = s.reportLocked(i, false)
+			srs[i] = s.reportLocked(i, "")
 		}
 		s.mu.Unlock()
-		s.sendRTCP(srs)
+		s.sendRTCP(srs, true)
 	}()
 	for _, p := range pkts {
 		p.Timestamp += ts // the encoders stamp each packet from 0 (AAC: its first AU's offset)
