@@ -637,8 +637,13 @@ type StoredTitle struct {
 	Prefetch         bool                   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`                          // the fill was ordered ahead of demand
 	Sessions         int32                  `protobuf:"varint,6,opt,name=sessions,proto3" json:"sessions,omitempty"`                          // sessions playing it now
 	LastAccessUnixMs int64                  `protobuf:"varint,7,opt,name=last_access_unix_ms,json=lastAccessUnixMs,proto3" json:"last_access_unix_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// version is the origin's Title.version of the copy's bytes ("" when the
+	// node does not know it). A complete copy of another version than the
+	// catalog's is stale: the manager sends it no new viewer and evicts it
+	// once no session plays it, so that the title is filled again.
+	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StoredTitle) Reset() {
@@ -718,6 +723,13 @@ func (x *StoredTitle) GetLastAccessUnixMs() int64 {
 		return x.LastAccessUnixMs
 	}
 	return 0
+}
+
+func (x *StoredTitle) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type LoadReport struct {
@@ -3198,7 +3210,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06weight\x18\x06 \x01(\x05R\x06weight\x127\n" +
 	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\"F\n" +
 	"\x10RegisterResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xeb\x01\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
 	"\n" +
@@ -3207,7 +3219,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\afilling\x18\x04 \x01(\bR\afilling\x12\x1a\n" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
-	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\"\xab\x04\n" +
+	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\x12\x18\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\xab\x04\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
