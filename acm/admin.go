@@ -43,6 +43,11 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 	if !n.Alive {
 		egress = 0 // its last report's egress is not what it sends now
 	}
+	var partials int
+	var partialBytes int64
+	if ns := m.nodes[n.ID]; ns != nil {
+		partials, partialBytes = ns.partialBytes()
+	}
 	return &pb.NodeInfo{
 		NodeId: n.ID, RtspAddr: n.RTSPAddr, HttpAddr: n.HTTPAddr,
 		Capacity: &pb.NodeCapacity{EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes},
@@ -50,12 +55,14 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		Sessions: int32(n.Sessions), FillSessions: int32(n.FillSessions), ReservedBps: n.ReservedBps,
 		EgressBps: egress, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
+		Partials: int32(partials), PartialBytes: partialBytes,
 	}
 }
 
 // ListNodes returns every node registered with this manager and not
 // forgotten since (ForgetNode), dead ones included, in id order, with its
-// load (lsm.Load), reservations and liveness.
+// load (lsm.Load), reservations, liveness, and the partial fills its last
+// report listed with their bytes.
 func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesResponse, error) {
 	m := a.m
 	m.mu.Lock()

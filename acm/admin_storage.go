@@ -16,10 +16,11 @@ import (
 // ListPlacement returns the replica view (node -> titles stored, filling
 // or ordered, from the nodes' reports and the orders since), each with
 // whether a pin protects it there, filtered by title and/or node, in
-// (title, node) order; the titles pinned to the cluster (filtered by
-// title); and the pins to a node with where each stands (stored, filling,
-// missing, or unknown node), filtered by title and node, in (node, title)
-// order. NOT_FOUND for a title neither in the catalog nor pinned, or a
+// (title, node) order; the partial fills the nodes' last reports list
+// (never copies: not in the replicas), filtered and ordered alike; the
+// titles pinned to the cluster (filtered by title); and the pins to a
+// node with where each stands (stored, filling, missing, or unknown
+// node), filtered by title and node, in (node, title) order. NOT_FOUND for a title neither in the catalog nor pinned, or a
 // node neither registered nor with pins.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
@@ -55,6 +56,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 				Pinned: m.pins.Protects(id, t.GetTitleId())})
 		}
 	}
+	out.Partials = m.partialListLocked(req.GetNodeId(), req.GetTitleId())
 	for _, p := range m.pins.List() {
 		if req.GetTitleId() != "" && p.Title != req.GetTitleId() {
 			continue
@@ -189,9 +191,12 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	return &pb.PlacementAck{NodeId: id, Message: msg}, nil
 }
 
-// Evict orders a node to remove a title. NOT_FOUND for an unknown node or
-// a title the node does not hold, FAILED_PRECONDITION while a session
-// plays or fills it there (an eviction never cuts a playing session),
+// Evict orders a node to remove a title: its copy, or, when the node has
+// none but keeps a partial fill of it (a fill cut short, kept to resume),
+// that partial (the answer says so). NOT_FOUND for an unknown node or
+// a title the node neither holds nor keeps a partial of,
+// FAILED_PRECONDITION while a session plays or fills it there (an
+// eviction never cuts a playing session, nor a fill resuming a partial),
 // while it is reserved there for an admitted viewer, or while it is
 // pinned, RESOURCE_EXHAUSTED when the node's command queue is
 // full. With the Replicator, the title is then not planned on that node
@@ -206,7 +211,8 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	m.opMu.Lock() // through the hold's change and its write
 	defer m.opMu.Unlock()
 	unlock := m.lockBetweenPlans()
-	if err := m.evictLocked(node, title); err != nil {
+	partial, err := m.evictCopyOrPartialLocked(node, title)
+	if err != nil {
 		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
 			unlock()
 			return &pb.PlacementAck{NodeId: node, Message: "not on the node: the operator's prefetch there, failed or queued, is cancelled"}, nil
@@ -215,8 +221,12 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		return nil, err
 	}
 	msg := "eviction ordered"
+	if partial != nil {
+		msg = fmt.Sprintf("no copy there: removal of its partial fill ordered (%d of %d bytes kept, %.0f%%)",
+			partial.GetStoredBytes(), partial.GetSizeBytes(), 100*float64(partial.GetStoredBytes())/float64(partial.GetSizeBytes()))
+	}
 	if n := m.sched.Node(node); n != nil && !n.Alive {
-		msg = fmt.Sprintf("eviction ordered; node %s is down: carried out when it is back", node)
+		msg += fmt.Sprintf("; node %s is down: carried out when it is back", node)
 	}
 	planner := m.rep != nil
 	if planner {

@@ -50,6 +50,14 @@ type nodeState struct {
 	// resume) by title; replaced whole, never changed in place
 	// (syncPartialsLocked), so a plan reads it without mu. nil when none.
 	partials map[string]*pb.PartialTitle
+	// reportedPartials: every well-formed partial of the last report, those
+	// of a size not the catalog's included (stale), for the operator's
+	// listing and eviction; replaced whole too. nil when none.
+	reportedPartials map[string]*pb.PartialTitle
+	// evictingPartials: partials ordered removed -> reports received at
+	// the order; a report sent before the node had the order still lists
+	// them.
+	evictingPartials map[string]uint64
 
 	// endedAway: sessions of the node this manager ended because the node
 	// did not come back within RestoreGrace, or because the operator

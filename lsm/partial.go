@@ -1,5 +1,7 @@
 package lsm
 
+import "fmt"
+
 // A partial is the beginning of a title kept on a node's disk after its
 // fill stopped short (the origin away, the fill abandoned, the node
 // stopping): the node's next fill of the title resumes from it and asks
@@ -104,4 +106,19 @@ func (s *Scheduler) cheapestPartial(r *Request) (int, float64) {
 		}
 	}
 	return best, bestC
+}
+
+// DropPartial forgets node id's partial of title (its removal was
+// ordered) until a report lists it again. ErrUnknownNode for an unknown
+// node; no partial is no error.
+func (s *Scheduler) DropPartial(id, title string) error {
+	n := s.byID[id]
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	if _, ok := n.partials[title]; ok {
+		delete(n.partials, title)
+		s.unindexPartial(n, title)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package lsm
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -150,5 +151,33 @@ func TestRRIgnoresPartials(t *testing.T) {
 	}
 	if got := seq(t, s, 4, same(""), 4e6); got != "abab" {
 		t.Fatalf("rr with a partial on b: %s", got)
+	}
+}
+
+// DropPartial forgets a node's partial at once (its removal ordered): the
+// next placement of its title goes by load alone, as without it; a report
+// listing it again brings it back. Unknown node: ErrUnknownNode.
+func TestDropPartial(t *testing.T) {
+	s := partialSched(t, 10, 9e8)
+	if err := s.DropPartial("a", "film"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Partial("a", "film"); ok {
+		t.Fatal("partial still known after DropPartial")
+	}
+	if err := s.DropPartial("a", "film"); err != nil {
+		t.Errorf("dropping it again: %v", err)
+	}
+	if res := placeFilm(t, s); res.NodeID != "b" {
+		t.Errorf("placed on %s after the partial was dropped, want b (the idler node)", res.NodeID)
+	}
+	if err := s.DropPartial("zz", "film"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("unknown node: %v, want ErrUnknownNode", err)
+	}
+	if err := s.Heartbeat("a", Report{Titles: []Holding{}, Partials: []Partial{{Title: "film", Bytes: 9e8, Size: 1e9}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := s.Partial("a", "film"); !ok || p.Bytes != 9e8 {
+		t.Errorf("partial after a report listed it again: %+v %v", p, ok)
 	}
 }
