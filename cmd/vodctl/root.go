@@ -170,17 +170,20 @@ func nodesCmd(g *globals) *cobra.Command {
 			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
 			"the bit/s of sessions served from disk and from a fill, E the node's weighted capacity,\n" +
-			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.",
+			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.\n" +
+			"PARTIALS are the partial fills the node keeps (fills cut short, kept for the title's next\n" +
+			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
+			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)")
+				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)")
 				for _, n := range m.(*v1.ListNodesResponse).Nodes {
-					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 						n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
-						float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9)
+						float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
 				}
 			})
 		},
@@ -316,8 +319,15 @@ func placementCmd(g *globals) *cobra.Command {
 	var title, node string
 	cmd := &cobra.Command{
 		Use:   "placement",
-		Short: "List which nodes hold which titles",
+		Short: "List which nodes hold which titles, and the partial fills they keep",
 		Args:  cobra.NoArgs,
+		Long: "List which nodes hold which titles (complete or filling), the pins, and the partial fills\n" +
+			"the nodes keep.\n\n" +
+			"A partial fill is the beginning of a title a node kept after its fill stopped short (the origin\n" +
+			"away, its viewers gone, the node stopped): not served, the title's next fill on that node resumes\n" +
+			"from it. KEPT is \"partial NN%\" of the title's size, or \"stale NN%\" when that size is no longer\n" +
+			"the catalog's (replaced at the origin: never resumed, removed at the title's next fill there).\n" +
+			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
@@ -333,6 +343,16 @@ func placementCmd(g *globals) *cobra.Command {
 				for _, p := range r.NodePins {
 					fmt.Fprintf(w, "pinned to node %s:\t%s (%s)\n", p.NodeId, p.TitleId, p.State)
 				}
+				if len(r.Partials) > 0 {
+					// A line without a tab ends tabwriter's columns: the
+					// partials align among themselves.
+					fmt.Fprintln(w, "\npartial fills (not served; the next fill there resumes them):")
+					fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tKEPT\tPINNED\tSINCE")
+					for _, p := range r.Partials {
+						fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%v\t%s\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes,
+							partialKept(p), p.Pinned, unixMs(p.SinceUnixMs))
+					}
+				}
 			})
 		},
 	}
@@ -344,7 +364,7 @@ func placementCmd(g *globals) *cobra.Command {
 func placementActionCmd(g *globals, verb string) *cobra.Command {
 	short := map[string]string{
 		"prefetch": "Order a fill of TITLE from the origin (on NODE, or where the storage manager chooses)",
-		"evict":    "Remove TITLE from NODE (refused while it plays or fills); NODE is required",
+		"evict":    "Remove TITLE from NODE, or its partial fill there (refused while it plays or fills); NODE is required",
 		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
 		"unpin":    "Remove a pin",
 	}[verb]
@@ -383,6 +403,28 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&node, "node", "", "the NODE (same as the second argument)")
 	return cmd
+}
+
+// partialKept describes how much of its title a partial fill holds:
+// "partial NN%", or "stale NN%" when its size is no longer the catalog's.
+func partialKept(p *v1.NodePartial) string {
+	pct := "?"
+	if p.SizeBytes > 0 {
+		pct = strconv.FormatFloat(100*float64(p.StoredBytes)/float64(p.SizeBytes), 'f', 0, 64) + "%"
+	}
+	if p.Stale {
+		return "stale " + pct
+	}
+	return "partial " + pct
+}
+
+// unixMs formats milliseconds since the Unix epoch as local time, "-"
+// for 0 (unknown).
+func unixMs(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).Format("2006-01-02 15:04:05 MST")
 }
 
 func orCluster(n string) string {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// partialsAdmin answers ListPlacement with one copy and two partial
+// fills (one stale), or, with none, the copy alone; and ListNodes with a
+// node keeping two partials.
+type partialsAdmin struct {
+	v1.UnimplementedAdminServer
+	none bool
+}
+
+func (a partialsAdmin) ListPlacement(context.Context, *v1.ListPlacementRequest) (*v1.ListPlacementResponse, error) {
+	r := &v1.ListPlacementResponse{Replicas: []*v1.Replica{{NodeId: "n1", TitleId: "a", StoredBytes: 1000, SizeBytes: 1000}}}
+	if !a.none {
+		r.Partials = []*v1.NodePartial{
+			{NodeId: "n1", TitleId: "b", StoredBytes: 370, SizeBytes: 1000, SinceUnixMs: 1_700_000_000_000},
+			{NodeId: "n2", TitleId: "c", StoredBytes: 900, SizeBytes: 999, Pinned: true, Stale: true},
+		}
+	}
+	return r, nil
+}
+
+func (partialsAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
+	return &v1.ListNodesResponse{Nodes: []*v1.NodeInfo{{NodeId: "n1", RtspAddr: "127.0.0.1:1", Alive: true, Titles: 1,
+		DiskFreeBytes: 2_000_000_000, Capacity: &v1.NodeCapacity{DiskBytes: 4_000_000_000}, Partials: 2, PartialBytes: 1_270_000_000}}}, nil
+}
+
+// runVodctl runs vodctl with args against an Admin server serving a and
+// returns its output.
+func runVodctl(t *testing.T, a v1.AdminServer, args ...string) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, a)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("vodctl %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+// vodctl placement lists the partial fills after the copies, in a table of
+// their own ("partial NN%", "stale NN%"); without partials its output is
+// the copies' table alone, as before.
+func TestPlacementListsPartials(t *testing.T) {
+	plain := runVodctl(t, partialsAdmin{none: true}, "placement")
+	lines := strings.Split(strings.TrimSpace(plain), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE NODE STORED(bytes) SIZE(bytes) FILLING PINNED" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "a n1 1000 1000 false false" {
+		t.Fatalf("placement without partials:\n%s", plain)
+	}
+
+	out := runVodctl(t, partialsAdmin{}, "placement")
+	if !strings.HasPrefix(out, plain) {
+		t.Errorf("the copies' table changed with partials beside it:\n%s\nwant it to begin with:\n%s", out, plain)
+	}
+	rows := map[string][]string{}
+	head := false
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "TITLE" && strings.Contains(l, "KEPT"):
+			head = true
+		case head && len(f) > 0:
+			rows[f[0]] = f
+		}
+	}
+	if r := rows["b"]; len(r) < 7 || r[1] != "n1" || r[2] != "370" || r[3] != "1000" || r[4] != "partial" || r[5] != "37%" || r[6] != "false" {
+		t.Errorf("partial b: %v", r)
+	}
+	if r := rows["c"]; len(r) != 8 || r[1] != "n2" || r[4] != "stale" || r[5] != "90%" || r[6] != "true" || r[7] != "-" {
+		t.Errorf("stale partial c: %v", r)
+	}
+	if t.Failed() {
+		t.Log("\n" + out)
+	}
+}
+
+// vodctl nodes gives each node's partial fills and their bytes in two
+// columns after the others.
+func TestNodesListPartials(t *testing.T) {
+	out := runVodctl(t, partialsAdmin{}, "nodes")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("nodes:\n%s", out)
+	}
+	h, r := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if h[len(h)-2] != "PARTIALS" || h[len(h)-1] != "PARTIAL(GB)" || r[len(r)-2] != "2" || r[len(r)-1] != "1.270" {
+		t.Errorf("nodes:\n%s", out)
+	}
+	if r[len(r)-4] != "2.000" || r[len(r)-3] != "4.000" {
+		t.Errorf("DISK FREE(GB) and DISK(GB) moved:\n%s", out)
+	}
+}
