@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	v1 "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
+	"vodcluster/vodnode"
 )
 
 // frontGet asks the front door for path over HTTP as demo (with the
@@ -84,19 +88,15 @@ func (c *cluster) nodeAt(t *testing.T, host string) int {
 	return -1
 }
 
-// TestPartialFillResumedWhereItWasCut: a fill cut short on node A (the
-// node stopped in the middle of it) leaves a partial; A comes back and
-// reports it; the manager sends the title's next viewer to A, though the
-// other node is as idle and first in the scheduler's order, and A fetches
-// only the bytes missing from the origin. Storage planning is off, so the origin's only transfers are the
-// viewers' fills.
-func TestPartialFillResumedWhereItWasCut(t *testing.T) {
-	const title = "sample-004" // clip-a.ts, 20 s
-	c := startTestCluster(t, 2, 100_000_000, func(o *clusterOptions) {
-		o.OriginRateBps = 1_000_000 // the title's fill takes about 12 s
-		o.StoragePlanner = smm.PlannerNone
-	})
-	want, err := os.ReadFile(filepath.Join(c.opts.DataDir, "cdp", "clip-a.ts"))
+// cutFill leaves a partial of title on node-2 (A): the title's first
+// viewer, sent to A while node-1 drains, reads its beginning and leaves;
+// A stops once a quarter of the title is filled and starts again, keeping
+// the fill's bytes as a partial. It returns A's index, the restarted node
+// (registered again with the manager) and the title's bytes: the origin's
+// file.
+func cutFill(t *testing.T, c *cluster, title, file string) (int, *vodnode.Node, []byte) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join(c.opts.DataDir, "cdp", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,6 @@ func TestPartialFillResumedWhereItWasCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the origin's transfer to end", func() bool { return c.origin.Stats().Active == 0 })
-	sent := c.origin.Stats().BytesSent
 
 	restarted := c.newNode(nodeA.ID)
 	if err := restarted.Start(); err != nil {
@@ -149,7 +148,6 @@ func TestPartialFillResumedWhereItWasCut(t *testing.T) {
 	if len(ps) != 1 || ps[0].ID != title || ps[0].Stored < size/4 || ps[0].Stored >= size {
 		t.Fatalf("partials of the restarted node: %+v, want some of %s's %d bytes", ps, title, size)
 	}
-	kept := ps[0].Stored
 	eventually(t, 10*time.Second, "A registered again", func() bool {
 		r, err := admin.ListNodes(t.Context(), &v1.ListNodesRequest{})
 		if err != nil {
@@ -162,9 +160,48 @@ func TestPartialFillResumedWhereItWasCut(t *testing.T) {
 		}
 		return false
 	})
+	return a, restarted, want
+}
+
+// TestPartialFillResumedWhereItWasCut: a fill cut short on node A (the
+// node stopped in the middle of it) leaves a partial; A comes back and
+// reports it, and the admin API lists it (placement and node); the
+// manager sends the title's next viewer to A, though the other node is as
+// idle and first in the scheduler's order, and A fetches only the bytes
+// missing from the origin. Storage planning is off, so the origin's only
+// transfers are the viewers' fills.
+func TestPartialFillResumedWhereItWasCut(t *testing.T) {
+	const title = "sample-004" // clip-a.ts, 20 s
+	c := startTestCluster(t, 2, 100_000_000, func(o *clusterOptions) {
+		o.OriginRateBps = 1_000_000 // the title's fill takes about 12 s
+		o.StoragePlanner = smm.PlannerNone
+	})
+	a, restarted, want := cutFill(t, c, title, "clip-a.ts")
+	size := int64(len(want))
+	sent := c.origin.Stats().BytesSent // the cut fill's
+	kept := restarted.Partials()[0].Stored
+	admin := c.admin(t)
+
+	// The operator sees the partial and the disk it holds.
+	pl, err := admin.ListPlacement(t.Context(), &v1.ListPlacementRequest{TitleId: title})
+	if err != nil || len(pl.GetReplicas()) != 0 || len(pl.GetPartials()) != 1 {
+		t.Fatalf("placement of %s with a partial on A: %v %v", title, pl, err)
+	}
+	if p := pl.GetPartials()[0]; p.GetNodeId() != restarted.ID || p.GetStoredBytes() != kept || p.GetSizeBytes() != size || p.GetStale() || p.GetSinceUnixMs() <= 0 {
+		t.Fatalf("placement's partial %v, want %s's %d of %d bytes on %s", p, title, kept, size, restarted.ID)
+	}
+	nodes, err := admin.ListNodes(t.Context(), &v1.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.GetNodes() {
+		if n.GetNodeId() == restarted.ID && (n.GetPartials() != 1 || n.GetPartialBytes() != kept || n.GetTitles() != 0) {
+			t.Fatalf("A in the node list: %d partials of %d bytes, %d titles; want 1 of %d, 0", n.GetPartials(), n.GetPartialBytes(), n.GetTitles(), kept)
+		}
+	}
 
 	// The next viewer goes to A, which resumes the fill.
-	loc = c.frontGet(t, "/vod/"+title+".ts", "")
+	loc := c.frontGet(t, "/vod/"+title+".ts", "")
 	if loc.Host != restarted.HTTPAddr() {
 		t.Fatalf("next viewer sent to %s, want A (%s) with its partial of %d bytes", loc.Host, restarted.HTTPAddr(), kept)
 	}
@@ -193,5 +230,38 @@ func TestPartialFillResumedWhereItWasCut(t *testing.T) {
 	}
 	if got := nodeGet(t, loc, fmt.Sprintf("bytes=%d-%d", size-1880, size-1), -1); !bytes.Equal(got, want[size-1880:]) {
 		t.Fatalf("the title's last 1880 bytes on A differ from the origin's (%d bytes)", len(got))
+	}
+}
+
+// TestPartialFillEvictedByTheOperator: the operator's eviction (vodctl
+// evict, Admin.Evict) of a title a node keeps only a partial of removes
+// the partial's files on that node, through the EvictCommand a copy's
+// eviction uses; the manager lists it no more, and evicting it again is
+// NOT_FOUND.
+func TestPartialFillEvictedByTheOperator(t *testing.T) {
+	const title = "sample-004" // clip-a.ts
+	c := startTestCluster(t, 2, 100_000_000, func(o *clusterOptions) {
+		o.OriginRateBps = 1_000_000
+		o.StoragePlanner = smm.PlannerNone
+	})
+	_, nodeA, _ := cutFill(t, c, title, "clip-a.ts")
+	part := filepath.Join(nodeA.DataDir, "titles", title+".ts.part")
+	if !fileExists(part) || !fileExists(part+".meta") {
+		t.Fatalf("no partial's files on %s before the eviction", nodeA.ID)
+	}
+	admin := c.admin(t)
+	ack, err := admin.Evict(t.Context(), &v1.PlacementRequest{TitleId: title, NodeId: nodeA.ID})
+	if err != nil || !contains(ack.GetMessage(), "partial fill") {
+		t.Fatalf("evicting the partial: %v %v", ack, err)
+	}
+	eventually(t, 10*time.Second, "the partial's files removed on A", func() bool {
+		return len(nodeA.Partials()) == 0 && !fileExists(part) && !fileExists(part+".meta")
+	})
+	eventually(t, 10*time.Second, "the placement without the partial", func() bool {
+		pl, err := admin.ListPlacement(t.Context(), &v1.ListPlacementRequest{})
+		return err == nil && len(pl.GetPartials()) == 0
+	})
+	if _, err := admin.Evict(t.Context(), &v1.PlacementRequest{TitleId: title, NodeId: nodeA.ID}); status.Code(err) != codes.NotFound {
+		t.Fatalf("evicting it again: %v, want NOT_FOUND", err)
 	}
 }
