@@ -17,8 +17,9 @@ const DefaultCatalogPoll = 5 * time.Second
 type dirState map[string]os.FileInfo
 
 // equal reports whether d and o describe the same files, each the same
-// file (not another renamed over it) of the same size and modification
-// time.
+// file (not another renamed over it) of the same size, modification time
+// and mode (a chmod that makes an unreadable file readable is a change:
+// the load it failed is tried again).
 func (d dirState) equal(o dirState) bool {
 	if len(d) != len(o) {
 		return false
@@ -28,7 +29,7 @@ func (d dirState) equal(o dirState) bool {
 		switch {
 		case !ok, (a == nil) != (b == nil):
 			return false
-		case a != nil && !sameFile(a, b):
+		case a != nil && (!sameFile(a, b) || a.Mode() != b.Mode()):
 			return false
 		}
 	}
@@ -76,12 +77,21 @@ func listState(dir string) dirState {
 // learnt of the files that did not change, and records in s.seen and
 // s.watched the state it loaded, refused or not (s.reloadMu held, or
 // before Start returns). The state of each file is taken before it is
-// read, so that a change during the load is seen by the next poll.
+// read (the title files' as soon as the load names them, before their
+// scan), so that a change during the load is seen by the next poll: a
+// file replaced while the load ran is read again, not served under the
+// version of the file before.
 func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 	seen := listState(s.Dir)
 	watched := s.watched
-	cat, scanned, err := loadCatalog(s.Dir, prev, func(paths []string) { watched = paths })
-	seen.stat(watched)
+	cat, scanned, err := loadCatalog(s.Dir, prev, func(paths []string) {
+		watched = paths
+		seen.stat(paths)
+	})
+	if s.afterLoad != nil {
+		s.afterLoad()
+	}
+	seen.stat(watched) // the load failed before naming its files: those named before
 	s.seen, s.watched = seen, watched
 	return cat, scanned, err
 }
@@ -96,6 +106,9 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 // catalog.yaml that does not parse, a title file missing or not whole
 // MPEG-TS, e.g. one still being copied) is refused with an error naming
 // the file and the line, logged, and the titles loaded before stay in use.
+// A catalog that loads but withdraws every title, or a catalog.yaml gone
+// (the directory's *.ts files are then the titles, see LoadCatalog), is
+// served and logged as a warning.
 // It returns that error, or one saying the server is not started or
 // closed.
 func (s *Server) Reload() error {
@@ -108,6 +121,8 @@ func (s *Server) Reload() error {
 		return errNotStarted
 	}
 	began := time.Now()
+	doc := filepath.Join(s.Dir, CatalogFile)
+	hadDoc := s.seen[doc] != nil
 	cat, scanned, err := s.loadDir(old)
 	if err != nil {
 		s.stats.catalogLoad(false)
@@ -122,6 +137,13 @@ func (s *Server) Reload() error {
 	s.log.Info("catalog reloaded", "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
 		"replaced", d.replaced, "changed", d.changed, "files_scanned", scanned,
 		"wall", time.Since(began).Round(time.Millisecond))
+	switch {
+	case hadDoc && s.seen[doc] == nil:
+		s.log.Warn("catalog.yaml is gone: the titles are now the directory's *.ts files, in package "+DefaultPackage+"; put it back to serve its titles again",
+			"dir", s.Dir, "titles", cat.Len(), "removed", d.removed)
+	case cat.Len() == 0 && old.Len() > 0:
+		s.log.Warn("catalog is empty: every title withdrawn", "dir", s.Dir, "removed", d.removed)
+	}
 	return nil
 }
 
@@ -167,12 +189,8 @@ func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		s.reloadMu.Lock()
-		seen, watched := s.seen, s.watched
-		s.reloadMu.Unlock()
-		cur := listState(s.Dir)
-		cur.stat(watched)
-		if cur.equal(seen) {
+		cur, changed := s.dirChanged()
+		if !changed {
 			last = nil
 			continue
 		}
@@ -183,4 +201,15 @@ func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
 		last = nil
 		_ = s.Reload() // logged; the catalog before stays in use
 	}
+}
+
+// dirChanged returns the state of the title directory now and whether it
+// differs from the one last loaded or refused.
+func (s *Server) dirChanged() (dirState, bool) {
+	s.reloadMu.Lock()
+	seen, watched := s.seen, s.watched
+	s.reloadMu.Unlock()
+	cur := listState(s.Dir)
+	cur.stat(watched)
+	return cur, !cur.equal(seen)
 }

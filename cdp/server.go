@@ -101,6 +101,7 @@ type Server struct {
 	seen      dirState      // the directory as last loaded, or refused (reloadMu)
 	watched   []string      // the title files the last load named (reloadMu)
 	watchDone chan struct{} // closed by Close to stop the watch
+	afterLoad func()        // tests: called by each load once it has read the directory, before its state is kept
 }
 
 var _ vodclusterv1.OriginServer = (*Server)(nil)
