@@ -81,7 +81,8 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 			pop = 0
 		}
 		ts = append(ts, store.Title{ID: t.GetId(), Name: t.GetName(), DurationS: t.GetDurationS(),
-			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop})
+			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop,
+			Version: t.GetVersion()})
 	}
 	m.setCatalog(ts)
 	m.health.catalogLoaded.Store(true)
@@ -97,5 +98,5 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 
 func titleProto(t store.Title) *pb.Title {
 	return &pb.Title{Id: t.ID, Name: t.Name, DurationS: t.DurationS, BitrateBps: t.BitrateBps, SizeBytes: t.SizeBytes,
-		Package: t.Package, PopularityPerDay: t.PopularityPerDay}
+		Package: t.Package, PopularityPerDay: t.PopularityPerDay, Version: t.Version}
 }

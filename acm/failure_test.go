@@ -143,7 +143,7 @@ func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
 // admitted.
 func TestOriginDownRefusesTitlesNoNodeHolds(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.OriginCheck = 50 * time.Millisecond })
-	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
+	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
 	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	waitFor(t, 5*time.Second, "the origin seen down", func() bool { return e.m.originDown.Load() })
 	res := e.describe("demo", "demo", "t2")

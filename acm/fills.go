@@ -43,7 +43,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			delete(ns.evicting, id) // evicted
 		}
 	}
-	m.warnStaleLocked(ns, cur)
+	stale := m.staleLocked(ns, cur)
 
 	done := map[string]bool{}
 	lost := map[string]string{} // title -> why, prefetches only
@@ -128,7 +128,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if t.GetFilling() {
 			b = max(b, t.GetSizeBytes())
 		}
-		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id)})
+		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id), Stale: stale[id]})
 	}
 	for id := range ns.hits {
 		if cur[id] == nil {
@@ -200,26 +200,4 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 	}
 	sortFills(out)
 	return out
-}
-
-// warnStaleLocked logs, once per copy, a complete title on ns whose size
-// is not the catalog's: the title's file was replaced at the origin under
-// the same id, and the node keeps serving its old copy until it is
-// evicted (vodctl evict) (mu held).
-func (m *Manager) warnStaleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) {
-	cat := m.titles()
-	for id := range ns.stale {
-		if t := cur[id]; t == nil || t.GetSizeBytes() == cat[id].SizeBytes {
-			delete(ns.stale, id)
-		}
-	}
-	for id, t := range cur {
-		c, ok := cat[id]
-		if !ok || t.GetFilling() || c.SizeBytes <= 0 || t.GetSizeBytes() == c.SizeBytes || ns.stale[id] {
-			continue
-		}
-		ns.stale[id] = true
-		m.log.Warn("stale copy: its size is not the catalog's (the title was replaced at the origin); the node serves the old one until it is evicted: vodctl evict TITLE NODE",
-			"node", ns.id, "title", id, "copy_bytes", t.GetSizeBytes(), "catalog_bytes", c.SizeBytes)
-	}
 }

@@ -102,7 +102,10 @@ func TestForgetNode(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	e := newManager(t, dir, withMetrics)
-	n1 := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{stored("t1"), stored("t2"), stored("t3")}})
+	whole := func(id string) *pb.StoredTitle { // a copy of testTitles' size
+		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_500_000, StoredBytes: 1_500_000}
+	}
+	n1 := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{whole("t1"), whole("t2"), whole("t3")}})
 	e.startNode("n2", nodeOpts{})
 	sid := e.admitOne("t1") // on n1, its holder
 	if err := n1.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {

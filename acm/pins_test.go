@@ -250,7 +250,7 @@ func TestPopularityRestoredAfterRestart(t *testing.T) {
 func TestEvictedTitleNotBackFromAStaleReport(t *testing.T) {
 	e := newManager(t, "", nil)
 	// A fakeNode that ignores commands: it keeps reporting t1.
-	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 100, StoredBytes: 100}}})
+	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
 	if _, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package acm
 
 import (
 	"context"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -456,17 +455,18 @@ func TestOperatorEvictionNotUndoneByThePlanner(t *testing.T) {
 }
 
 // A complete copy whose size is not the catalog's (the title was replaced
-// at the origin under the same id) is noticed (and logged once); a copy
-// of the catalog's size is not.
-func TestStaleCopyNoticed(t *testing.T) {
+// at the origin under the same id, the node does not know the copy's
+// version) and that no one plays is evicted; a copy of the catalog's size
+// is not.
+func TestStaleCopyEvicted(t *testing.T) {
 	e := newManagerWith(t, "", storageTitles, nil)
 	old := &pb.StoredTitle{TitleId: "t1", SizeBytes: 999_000, StoredBytes: 999_000}
-	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{old, stored("t2")}})
-	e.m.mu.Lock()
-	stale := maps.Clone(e.m.nodes["n1"].stale)
-	e.m.mu.Unlock()
-	if !stale["t1"] || stale["t2"] || len(stale) != 1 {
-		t.Fatalf("stale copies %v, want t1 only", stale)
+	n := e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{old, stored("t2")}})
+	n.waitCommand(t, "evict t1", 1)
+	e.nextReport("n1")
+	e.nextReport("n1")
+	if n.count("evict t2") != 0 || n.count("evict t1") != 1 {
+		t.Fatalf("commands %v, want t1 evicted once, t2 kept", n.commands())
 	}
 }
 

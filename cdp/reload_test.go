@@ -230,3 +230,38 @@ func TestReloadNotStarted(t *testing.T) {
 	s.Close()
 	wantCode(t, s.Reload(), codes.Unavailable, "origin not started")
 }
+
+// GetTitle answers from the catalog in use: a title published after
+// start is found once the directory is read again; errors as documented.
+func TestGetTitle(t *testing.T) {
+	s, c := startServer(t, nil)
+	ctx := context.Background()
+	ti, err := c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "sample-002"})
+	want, _ := s.Catalog().Title("sample-002")
+	if err != nil || ti.GetVersion() != want.Version || ti.GetSizeBytes() != want.SizeBytes || ti.GetPackage() != "basic" {
+		t.Fatalf("GetTitle(sample-002) = %v, %v; want %+v", ti, err, want)
+	}
+	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "new"})
+	wantCode(t, err, codes.NotFound, `title "new" is not in the origin's catalog`)
+	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{})
+	wantCode(t, err, codes.InvalidArgument, "title_id is empty")
+
+	clip := readClip(t, "clip-a.ts")
+	if err := os.WriteFile(filepath.Join(s.Dir, "new.ts"), clip, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir, CatalogFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("  - id: new\n    file: new.ts\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if ti, err := c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "new"}); err != nil || ti.GetSizeBytes() != int64(len(clip)) {
+		t.Fatalf("GetTitle(new) after the reload = %v, %v", ti, err)
+	}
+}

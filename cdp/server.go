@@ -12,9 +12,11 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
 	"vodcluster/proto/metricshttp"
@@ -269,4 +271,24 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 		out = append(out, t.Proto())
 	}
 	return &vodclusterv1.ListTitlesResponse{Titles: out, NextPageToken: next}, nil
+}
+
+// GetTitle returns title req.title_id as the catalog in use has it
+// (Origin.GetTitle): nodes ask it before a fill, so that they fill the
+// version the origin serves now, however old their copy of the catalog.
+// It returns UNAVAILABLE when the server was not started, INVALID_ARGUMENT
+// for an empty id, NOT_FOUND for a title not in the catalog.
+func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) (*vodclusterv1.Title, error) {
+	cat := s.Catalog()
+	if cat == nil {
+		return nil, errNotStarted
+	}
+	if req.GetTitleId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "title_id is empty")
+	}
+	t, ok := cat.Title(req.GetTitleId())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+	}
+	return t.Proto(), nil
 }

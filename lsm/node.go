@@ -76,6 +76,7 @@ type Node struct {
 
 	titles   map[string]*replica // titles held or filling
 	filling  int                 // of titles, those filling
+	stale    int                 // of titles, stale copies (Holding.Stale)
 	partials map[string]Partial  // partly filled titles kept to resume (partial.go), by title
 
 	operatorWeight bool // Weight was set by SetWeight: a re-registration keeps it
@@ -85,6 +86,7 @@ type Node struct {
 type replica struct {
 	filling  bool
 	pinned   bool  // the operator pinned it there (Holding.Pinned): never evicted
+	stale    bool  // a copy of a version the origin no longer serves (Holding.Stale)
 	bytes    int64 // size on disk (the whole title while filling, when known)
 	sessions int   // reservations on the node for this title
 	fills    int   // of those, served from the fill in progress (in Node.FillSessions)

@@ -48,12 +48,18 @@ func (s *Scheduler) CapBps(i int) int64 {
 // headroom for r's bitrate under its (slow-start) cap, below its session
 // limit, and holding or filling r's title or with disk room for it (its
 // disk minus the titles in use or pinned there, when r.Bytes and the disk
-// size are known) and no disk fault (Node.DiskFault). This is the
-// admission rule every policy obeys.
+// size are known) and no disk fault (Node.DiskFault), and not holding a
+// stale copy of it (Holding.Stale) while the origin can fill the title.
+// This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
 		return false
+	}
+	if n.stale > 0 && !r.NoFill {
+		if c := n.titles[r.Title]; c != nil && c.stale {
+			return false
+		}
 	}
 	if n.ReservedBps+r.Bitrate > n.Capacity.EgressBps {
 		return false

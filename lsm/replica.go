@@ -58,6 +58,21 @@ func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
 	}
 }
 
+// setStale records whether the copy of title n holds is stale
+// (Holding.Stale). Nothing happens when n has no such title.
+func (s *Scheduler) setStale(n *Node, title string, stale bool) {
+	r := n.titles[title]
+	if r == nil || r.stale == stale {
+		return
+	}
+	r.stale = stale
+	if stale {
+		n.stale++
+	} else {
+		n.stale--
+	}
+}
+
 // dropReplica forgets title on n. Sessions still reserved for it stay
 // reserved (they are released as usual) but no longer count as Nd.
 func (s *Scheduler) dropReplica(n *Node, title string) {
@@ -71,6 +86,9 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	if r.filling {
 		s.filling--
 		n.filling--
+	}
+	if r.stale {
+		n.stale--
 	}
 	n.StoredBytes -= r.bytes
 	n.FillSessions = max(0, n.FillSessions-r.fills)

@@ -190,6 +190,11 @@ type Holding struct {
 	Bytes   int64 // bytes stored
 	Filling bool  // a fill is in progress
 	Pinned  bool  // pinned to the node or the cluster: the node never evicts it
+	// Stale: the copy is of a version of the title the origin no longer
+	// serves (its file was replaced there). The node takes no new session
+	// of the title (Scheduler.Eligible), unless the origin is unavailable
+	// (Request.NoFill), until the copy is evicted and filled again.
+	Stale bool
 }
 
 // Heartbeat records a load report from node id. A dead node that reports
@@ -221,6 +226,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 			seen[h.Title] = struct{}{}
 			s.setReplica(n, h.Title, h.Filling, h.Bytes)
 			s.setPinned(n, h.Title, h.Pinned)
+			s.setStale(n, h.Title, h.Stale && !h.Filling)
 		}
 		for t := range n.titles {
 			if _, ok := seen[t]; !ok {

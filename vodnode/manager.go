@@ -362,7 +362,7 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 	for _, t := range ts {
 		out = append(out, &pb.StoredTitle{
 			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch,
-			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(),
+			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(), Version: t.Version,
 		})
 	}
 	return out

@@ -25,6 +25,10 @@ type Title struct {
 	// PopularityPerDay is the operator's hint of the title's demand,
 	// expected requests per day; 0 = none.
 	PopularityPerDay float64 `json:"popularity_per_day,omitempty"`
+	// Version identifies the bytes of the title's file at the origin
+	// (cdp.Title.Version, 32 hex digits); "" when the origin gives none.
+	// A node's copy of another version is stale.
+	Version string `json:"version,omitempty"`
 }
 
 // StateNamePattern is the shape of a PutState name.

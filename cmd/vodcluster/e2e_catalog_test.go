@@ -76,3 +76,90 @@ func TestPublishAndWithdrawWithoutRestart(t *testing.T) {
 		t.Errorf("a withdrawn title: want 404:\n%s", out)
 	}
 }
+
+// A title's file replaced at the origin under the same id, with bytes of
+// the same size (a fixed encode): the node's copy of the old version is
+// stale, evicted as no one plays it, and the next viewer's fill brings the
+// new version from the origin.
+func TestReplacedTitleIsFilledAgain(t *testing.T) {
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.CatalogRefresh = 200 * time.Millisecond })
+	dir := c.origin.Dir
+	clip, err := os.ReadFile(filepath.Join(dir, "clip-b.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "film", clip)
+	url := c.frontURL("demo", "demo", "film")
+	if p := runFFmpeg(t, url, "tcp", 1); p.Err != nil || p.Frames < 20 {
+		t.Fatalf("first play: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+	eventually(t, 15*time.Second, "film's fill complete", func() bool { return len(c.holders("film")) == 1 })
+	v1, _ := c.origin.Catalog().Title("film")
+
+	fixed := append([]byte(nil), clip...)
+	fixed[188*1000+100] ^= 0xff // a payload byte: same size, another version
+	path := filepath.Join(dir, "film.ts")
+	if err := os.WriteFile(path+".new", fixed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.origin.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	v2, _ := c.origin.Catalog().Title("film")
+	if v2.Version == v1.Version {
+		t.Fatal("the replaced file kept its version")
+	}
+	eventually(t, 15*time.Second, "the stale copy evicted", func() bool { return len(c.holders("film")) == 0 })
+
+	if p := runFFmpeg(t, url, "tcp", 1); p.Err != nil || p.Frames < 20 {
+		t.Fatalf("play after the replacement: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+	eventually(t, 15*time.Second, "film filled again", func() bool { return len(c.holders("film")) == 1 })
+	for _, st := range c.nodes[0].Titles() {
+		if st.ID == "film" && st.Version != v2.Version {
+			t.Errorf("the node's copy is version %s, want the new %s", st.Version, v2.Version)
+		}
+	}
+	if n := c.nodeFills("film"); n != 2 {
+		t.Errorf("film filled %d times, want 2", n)
+	}
+}
+
+// publish adds title id with the bytes data to the running cluster's
+// origin (its file and its catalog entry, package basic), has the origin
+// read its directory, and waits for the manager to list it.
+func publish(t *testing.T, c *cluster, id string, data []byte) {
+	t.Helper()
+	dir := c.origin.Dir
+	if err := os.WriteFile(filepath.Join(dir, id+".ts"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docPath := filepath.Join(dir, "catalog.yaml")
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = append(doc, "  - id: "+id+"\n    file: "+id+".ts\n    package: basic\n"...)
+	if err := os.WriteFile(docPath, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.origin.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	adm := c.admin(t)
+	eventually(t, 15*time.Second, "the manager lists "+id, func() bool {
+		resp, err := adm.ListTitles(context.Background(), &v1.ListTitlesRequest{})
+		if err != nil {
+			return false
+		}
+		for _, ti := range resp.GetTitles() {
+			if ti.GetId() == id {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"vodcluster/proto/grpctls"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -47,6 +50,47 @@ func (c *catalog) forget() {
 	c.mu.Lock()
 	c.fetched = time.Time{}
 	c.mu.Unlock()
+}
+
+// fresh returns title id as the origin serves it now (Origin.GetTitle), and
+// keeps it in the cache: a fill starts from it, so that it asks for the
+// version the origin has, however old the cached catalog. A title the
+// origin does not have (NOT_FOUND: withdrawn) is ErrUnknownTitle. When the
+// origin does not answer, the cached entry is used, or without one lookup
+// (maxAge as there); an origin that predates GetTitle (UNIMPLEMENTED) is
+// read with lookup.
+func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge time.Duration) (Meta, error) {
+	if c.origin == nil {
+		return c.lookup(ctx, id, now, maxAge)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	t, err := c.origin.GetTitle(cctx, &pb.GetTitleRequest{TitleId: id})
+	cancel()
+	switch status.Code(err) {
+	case codes.OK:
+		m := Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
+		if m.ID != id {
+			return Meta{}, fmt.Errorf("%w: asked for title %q, the origin answered %q", ErrOrigin, id, m.ID)
+		}
+		c.mu.Lock()
+		if c.titles == nil {
+			c.titles = map[string]Meta{}
+		}
+		c.titles[id] = m
+		c.mu.Unlock()
+		return m, nil
+	case codes.NotFound:
+		c.mu.Lock()
+		delete(c.titles, id)
+		c.mu.Unlock()
+		return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)
+	case codes.Unimplemented:
+		return c.lookup(ctx, id, now, maxAge)
+	}
+	if m, ok := c.cached(id); ok {
+		return m, nil // as good as it was: the fill rides out the origin's outage
+	}
+	return c.lookup(ctx, id, now, maxAge)
 }
 
 // lookup returns title id from the cache, refreshing it from the origin on

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // A title replaced at the origin under the same id (another size) is
@@ -188,5 +191,69 @@ func TestDiskFaultClearsAfterTestWrite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".write-test")); !os.IsNotExist(err) {
 		t.Fatalf("test file left behind: %v", err)
+	}
+}
+
+// currentOrigin is an origin that answers GetTitle, as cdp.Server does.
+type currentOrigin struct{ *origin }
+
+func (o currentOrigin) GetTitle(_ context.Context, req *pb.GetTitleRequest) (*pb.Title, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d, ok := o.titles[req.GetTitleId()]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+	}
+	return &pb.Title{Id: req.GetTitleId(), SizeBytes: int64(len(d)), BitrateBps: 600_000, DurationS: 20, Version: version(d)}, nil
+}
+
+// With an origin that answers GetTitle, a fill asks it for the title as
+// it is now: a title replaced at the origin is filled in its new version
+// at the first fill, however young the cached catalog, and one withdrawn
+// there is unknown, both without reading the whole catalog again.
+func TestFillAsksTheOriginForTheTitle(t *testing.T) {
+	a := sample(t)
+	b, err := os.ReadFile("../../cdp/samples/clip-b.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &origin{titles: map[string][]byte{"t1": a, "t2": a}}
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, currentOrigin{o})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Lookup(ctx, "t2"); err != nil { // the catalog cached
+		t.Fatal(err)
+	}
+	fill := func(id string) *View {
+		t.Helper()
+		tt, err := s.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEnded(t, tt)
+		s.Release(tt)
+		return tt.View()
+	}
+	o.add("t1", b)
+	if v := fill("t1"); v.Err != nil || v.Index.Size != int64(len(b)) {
+		t.Fatalf("fill of a title replaced since the catalog was read: %v, %d bytes, want %d", v.Err, v.Index.Size, len(b))
+	}
+	if st := s.Titles(); len(st) != 1 || st[0].Version != version(b) {
+		t.Fatalf("titles %+v: want t1 of version %s", st, version(b))
+	}
+	o.mu.Lock()
+	delete(o.titles, "t2")
+	lists := o.lists
+	o.mu.Unlock()
+	if _, err := s.Acquire(ctx, "t2"); !errors.Is(err, ErrUnknownTitle) {
+		t.Fatalf("a title withdrawn at the origin: %v, want ErrUnknownTitle", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lists != lists {
+		t.Errorf("the catalog was read %d more times", o.lists-lists)
 	}
 }

@@ -6,7 +6,10 @@
 // fills stopped short leave for the next fill of their title to resume
 // from (partial.go: <id>.ts.part with <id>.ts.part.meta, never served as
 // the title), and the eviction that makes room for a fill: partials
-// first, then whole titles chosen by an smm.Evictor. An open Store holds an
+// first, then whole titles chosen by an smm.Evictor. Before a fill it asks
+// the origin for the title as it is now (Origin.GetTitle), so that it
+// fills the version the origin serves; each copy's version is kept in its
+// index and reported, so that the manager can evict a stale one. An open Store holds an
 // exclusive flock(2) on <DataDir>/titles/.lock, so that no two processes
 // share the directory.
 //

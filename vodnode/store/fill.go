@@ -259,7 +259,7 @@ func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
 	if err != nil {
 		return err
 	}
-	if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
+	if err := saveIndex(s.path(id, ".idx"), st, idx, t.meta.Version); err != nil {
 		return fmt.Errorf("%w: index: %v", errDisk, err)
 	}
 	if err := os.Rename(s.path(id, ".ts.part"), s.path(id, ".ts")); err != nil {

@@ -13,16 +13,21 @@ type indexFile struct {
 	Size    int64
 	ModUnix int64 // nanoseconds
 	Index   tsindex.Index
+	// Version is the origin's version of the bytes (Meta.Version), ""
+	// when not known (an index written before versions, or rebuilt from
+	// a copy found without one).
+	Version string
 }
 
-// loadIndex returns the persisted index at path when it was built from a
-// file of st's size and modification time.
-func loadIndex(path string, st os.FileInfo) (*tsindex.Index, bool) {
+// loadIndex returns the persisted index at path, and the version of the
+// bytes it describes, when it was built from a file of st's size and
+// modification time.
+func loadIndex(path string, st os.FileInfo) (*tsindex.Index, string, bool) {
 	x, ok := readIndex(path)
 	if !ok || x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
-		return nil, false
+		return nil, "", false
 	}
-	return &x.Index, true
+	return &x.Index, x.Version, true
 }
 
 // readIndex decodes the index file at path; false when there is none or
@@ -40,15 +45,15 @@ func readIndex(path string) (*indexFile, bool) {
 	return &x, true
 }
 
-// saveIndex persists idx for the file described by st (written to a
-// temporary file, then renamed).
-func saveIndex(path string, st os.FileInfo, idx *tsindex.Index) error {
+// saveIndex persists idx for the file described by st, whose bytes are
+// the origin's version (written to a temporary file, then renamed).
+func saveIndex(path string, st os.FileInfo, idx *tsindex.Index, version string) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx})
+	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx, Version: version})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

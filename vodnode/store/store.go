@@ -286,7 +286,7 @@ func (s *Store) load(id string) error {
 		f.Close()
 		return fmt.Errorf("store: %w", err)
 	}
-	idx, ok := loadIndex(s.path(id, ".idx"), st)
+	idx, version, ok := loadIndex(s.path(id, ".idx"), st)
 	if !ok {
 		if x, ok := readIndex(s.path(id, ".idx")); ok && x.Size != st.Size() {
 			f.Close()
@@ -301,12 +301,12 @@ func (s *Store) load(id string) error {
 			f.Close()
 			return fmt.Errorf("%w: %d bytes with no clock to play it by (empty or cut short)", errDamaged, idx.Size)
 		}
-		if err := saveIndex(s.path(id, ".idx"), st, idx); err != nil {
+		if err := saveIndex(s.path(id, ".idx"), st, idx, ""); err != nil {
 			s.log.Warn("cannot persist index", "title", id, "err", err)
 		}
 	}
 	t := &Title{
-		meta:       Meta{ID: id, Size: idx.Size, Bitrate: idx.Bitrate(), Duration: idx.Duration()},
+		meta:       Meta{ID: id, Size: idx.Size, Bitrate: idx.Bitrate(), Duration: idx.Duration(), Version: version},
 		file:       f,
 		lastAccess: st.ModTime(),
 	}
@@ -360,9 +360,11 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 	if t := s.hold(id, prefetch); t != nil {
 		return t, nil
 	}
-	// A fill reads a catalog older than catalogMaxAge again; one that
-	// would resume a partial, any but the last second's: a title replaced
-	// at the origin since shows its new version, and the partial goes.
+	// A fill asks the origin for the title as it is now (a title replaced
+	// at the origin shows its new version, and a partial of the old one
+	// goes); with an origin that predates that question, it reads a
+	// catalog older than catalogMaxAge again, or, to resume a partial,
+	// any but the last second's.
 	s.mu.Lock()
 	_, resume := s.partials[id]
 	s.mu.Unlock()
@@ -370,7 +372,7 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 	if resume {
 		maxAge = catalogMinRefresh
 	}
-	meta, err := s.cat.lookup(ctx, id, s.cfg.Now(), maxAge)
+	meta, err := s.cat.fresh(ctx, id, s.cfg.Now(), maxAge)
 	if err != nil {
 		return nil, err
 	}
@@ -451,6 +453,9 @@ type Status struct {
 	Prefetch   bool // the fill was ordered ahead of demand
 	Readers    int  // Acquire holds (sessions)
 	LastAccess time.Time
+	// Version is the origin's version of the bytes (Meta.Version); ""
+	// when not known (a copy indexed again at start without its record).
+	Version string
 }
 
 // Titles returns the stored and filling titles, sorted by id (not the
@@ -462,7 +467,7 @@ func (s *Store) Titles() []Status {
 	for _, t := range s.titles {
 		out = append(out, Status{
 			ID: t.meta.ID, Size: t.meta.Size, Stored: t.View().Index.Size, Filling: t.filling,
-			Prefetch: t.prefetch, Readers: t.refs, LastAccess: t.lastAccess,
+			Prefetch: t.prefetch, Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -163,6 +163,9 @@ func TestFillPersistAndReopen(t *testing.T) {
 	if n := s.FillsCompleted()["t1"]; n != 1 {
 		t.Errorf("fills of t1 completed: %d, want 1", n)
 	}
+	if st := s.Titles(); len(st) != 1 || st[0].Version != version(data) {
+		t.Errorf("titles %+v: want t1 of version %s", st, version(data))
+	}
 	if err := s.Evict("t1"); !errors.Is(err, ErrInUse) {
 		t.Errorf("evict in use: %v", err)
 	}
@@ -185,8 +188,8 @@ func TestFillPersistAndReopen(t *testing.T) {
 		t.Error(".part not removed")
 	}
 	st := s2.Titles()
-	if len(st) != 1 || st[0].ID != "t1" || st[0].Stored != int64(len(data)) || st[0].Filling {
-		t.Fatalf("titles after reopen %+v", st)
+	if len(st) != 1 || st[0].ID != "t1" || st[0].Stored != int64(len(data)) || st[0].Filling || st[0].Version != version(data) {
+		t.Fatalf("titles after reopen %+v (the copy's version kept with its index: want %s)", st, version(data))
 	}
 	m, err := s2.Lookup(ctx, "t1")
 	if err != nil || m.Duration < 19 || m.Bitrate < 500_000 {

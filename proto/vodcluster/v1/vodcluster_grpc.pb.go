@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Origin_ListTitles_FullMethodName = "/vodcluster.v1.Origin/ListTitles"
+	Origin_GetTitle_FullMethodName   = "/vodcluster.v1.Origin/GetTitle"
 	Origin_Fetch_FullMethodName      = "/vodcluster.v1.Origin/Fetch"
 )
 
@@ -38,6 +39,11 @@ type OriginClient interface {
 	// time (ListTitlesRequest.page_size). INVALID_ARGUMENT for a negative
 	// page_size.
 	ListTitles(ctx context.Context, in *ListTitlesRequest, opts ...grpc.CallOption) (*ListTitlesResponse, error)
+	// GetTitle returns one title of the catalog as the origin serves it
+	// now (a node asks it before a fill, so that it fills the version the
+	// origin has). NOT_FOUND for a title not in the catalog,
+	// INVALID_ARGUMENT for an empty title_id.
+	GetTitle(ctx context.Context, in *GetTitleRequest, opts ...grpc.CallOption) (*Title, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
@@ -59,6 +65,16 @@ func (c *originClient) ListTitles(ctx context.Context, in *ListTitlesRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListTitlesResponse)
 	err := c.cc.Invoke(ctx, Origin_ListTitles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *originClient) GetTitle(ctx context.Context, in *GetTitleRequest, opts ...grpc.CallOption) (*Title, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Title)
+	err := c.cc.Invoke(ctx, Origin_GetTitle_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +110,11 @@ type OriginServer interface {
 	// time (ListTitlesRequest.page_size). INVALID_ARGUMENT for a negative
 	// page_size.
 	ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error)
+	// GetTitle returns one title of the catalog as the origin serves it
+	// now (a node asks it before a fill, so that it fills the version the
+	// origin has). NOT_FOUND for a title not in the catalog,
+	// INVALID_ARGUMENT for an empty title_id.
+	GetTitle(context.Context, *GetTitleRequest) (*Title, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
 	// length 0 means to the end. NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
@@ -113,6 +134,9 @@ type UnimplementedOriginServer struct{}
 
 func (UnimplementedOriginServer) ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTitles not implemented")
+}
+func (UnimplementedOriginServer) GetTitle(context.Context, *GetTitleRequest) (*Title, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTitle not implemented")
 }
 func (UnimplementedOriginServer) Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchChunk]) error {
 	return status.Error(codes.Unimplemented, "method Fetch not implemented")
@@ -156,6 +180,24 @@ func _Origin_ListTitles_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Origin_GetTitle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTitleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OriginServer).GetTitle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Origin_GetTitle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OriginServer).GetTitle(ctx, req.(*GetTitleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Origin_Fetch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(FetchRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -177,6 +219,10 @@ var Origin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTitles",
 			Handler:    _Origin_ListTitles_Handler,
+		},
+		{
+			MethodName: "GetTitle",
+			Handler:    _Origin_GetTitle_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,122 @@
+package acm
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// evictions returns the titles of the evictions among the commands n has
+// received so far (without waiting).
+func (n *fakeNode) evictions() []string {
+	var out []string
+	for {
+		select {
+		case c := <-n.cmds:
+			if ev := c.GetEvict(); ev != nil {
+				out = append(out, ev.GetTitleId())
+			}
+		default:
+			return out
+		}
+	}
+}
+
+// A title replaced at the origin (the catalog has version v2) leaves stale
+// copies on nodes: n1's copy of t1 is v1 and a viewer plays it. The
+// manager sends new viewers of t1 elsewhere (a fill of v2 on n2) and
+// leaves the playing copy alone; once its session has ended the copy is
+// evicted. A copy of the catalog's version (t2) and one whose version the
+// node does not know but whose size is the catalog's (t3) are not stale;
+// one of another size without a version (adult-1) is, and is evicted at
+// once as no one plays it.
+func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
+	titles := make([]*pb.Title, len(testTitles))
+	for i, ti := range testTitles {
+		c := proto.CloneOf(ti)
+		c.Version = "v2"
+		titles[i] = c
+	}
+	e := newManagerWith(t, "", titles, nil)
+	held := func(sessions int32) []*pb.StoredTitle {
+		return []*pb.StoredTitle{
+			{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v1", Sessions: sessions},
+			{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v2"},
+			{TitleId: "t3", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+		}
+	}
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps, titles: append(held(1),
+		&pb.StoredTitle{TitleId: "adult-1", SizeBytes: 1_000_000, StoredBytes: 1_000_000})})
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: 10 * titleBps})
+	e.nextReport("n1")
+	e.nextReport("n1")
+
+	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t1", "")
+	e.tokenOf(e.describe("demo", "demo", "t2").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
+	e.tokenOf(e.describe("demo", "demo", "t3").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t3", "")
+	waitFor(t, 5*time.Second, "the eviction of adult-1, stale and idle", func() bool {
+		n1.mu.Lock()
+		defer n1.mu.Unlock()
+		for _, id := range n1.evictions() {
+			if id != "adult-1" {
+				t.Fatalf("%s evicted, want adult-1 only", id)
+			}
+			n1.titles = held(1) // the node carries out the order
+			return true
+		}
+		return false
+	})
+
+	e.nextReport("n1")
+	e.nextReport("n1")
+	if ev := n1.evictions(); len(ev) > 0 {
+		t.Fatalf("evicted %v while t1's stale copy plays; want nothing", ev)
+	}
+
+	// t1's viewer leaves: its stale copy goes.
+	n1.mu.Lock()
+	n1.titles = held(0)
+	n1.mu.Unlock()
+	waitFor(t, 5*time.Second, "the eviction of t1's stale copy once unused", func() bool {
+		ev := n1.evictions()
+		for _, id := range ev {
+			if id != "t1" {
+				t.Fatalf("%s evicted, want t1", id)
+			}
+		}
+		return len(ev) > 0
+	})
+}
+
+// While the origin is down a stale copy is the best the cluster has: it
+// is kept and played (no fill could start); once the origin is back it
+// is evicted.
+func TestStaleCopyKeptWhileTheOriginIsDown(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OriginCheck = 50 * time.Millisecond })
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	waitFor(t, 5*time.Second, "the origin seen down", func() bool { return e.m.originDown.Load() })
+	n := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 999_000, StoredBytes: 999_000}}})
+	e.nextReport("n1")
+	e.nextReport("n1")
+	if ev := n.evictions(); len(ev) > 0 {
+		t.Fatalf("evicted %v with the origin down", ev)
+	}
+	sid := e.admitOne("t1")
+	if s := e.session(sid); s.GetNodeId() != "n1" {
+		t.Fatalf("the viewer of t1 with the origin down: %+v, want on n1", s)
+	}
+	for _, k := range []pb.SessionEvent_Kind{pb.SessionEvent_KIND_STARTED, pb.SessionEvent_KIND_ENDED} {
+		if err := n.event(sid, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	waitFor(t, 5*time.Second, "the stale copy evicted once the origin is back", func() bool {
+		return slices.Contains(n.evictions(), "t1")
+	})
+}

@@ -1,0 +1,55 @@
+package lsm
+
+import (
+	"testing"
+)
+
+// A node holding a stale copy of a title (replaced at the origin) takes no
+// new session of it under any policy while the origin can fill it: the
+// viewer goes to another node, which fills the new version. With the
+// origin away (NoFill) the stale copy is better than nothing. A report
+// without the copy (evicted) or with it no longer stale makes the node
+// eligible again.
+func TestStaleCopyTakesNoNewSession(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy, 100e6, 100e6)
+			stale := Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}, {Title: "other", Bytes: 1e6}}}
+			if err := s.Heartbeat("a", stale, t0); err != nil {
+				t.Fatal(err)
+			}
+			a := s.Node("a").Index
+			if s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) {
+				t.Fatal("a node with a stale copy is eligible for its title")
+			}
+			if !s.Eligible(a, &Request{Title: "other", Bitrate: 4e6}) {
+				t.Fatal("a stale copy made the node ineligible for another title")
+			}
+			if !s.Eligible(a, &Request{Title: "film", Bitrate: 4e6, NoFill: true}) {
+				t.Fatal("with the origin away the stale copy is refused too")
+			}
+			for i := range 6 {
+				res, err := s.Place(&Request{Title: "film", Client: string(rune('a' + i)), Bitrate: 4e6, Bytes: 1e6}, t0)
+				if err != nil || res.NodeID != "b" {
+					t.Fatalf("viewer %d of the replaced title: %+v %v, want node b", i, res, err)
+				}
+				s.Release(res)
+			}
+			if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "other", Bytes: 1e6}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) || s.Node("a").stale != 0 {
+				t.Fatalf("after the stale copy's eviction: not eligible (stale count %d)", s.Node("a").stale)
+			}
+			if err := s.Heartbeat("a", stale, t0); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "film", Bytes: 1e6}, {Title: "other", Bytes: 1e6}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) || s.Node("a").stale != 0 {
+				t.Fatalf("a copy reported current again: not eligible (stale count %d)", s.Node("a").stale)
+			}
+		})
+	}
+}
