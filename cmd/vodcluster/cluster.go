@@ -22,6 +22,7 @@ import (
 	"vodcluster/cdp/samples"
 	"vodcluster/lsm"
 	v1 "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
 	"vodcluster/vodnode"
 )
 
@@ -57,7 +58,11 @@ type clusterOptions struct {
 	// CatalogRefresh is how often the manager reads the origin's catalog
 	// (0: acm.DefaultCatalogRefresh).
 	CatalogRefresh time.Duration
-	Logger         *slog.Logger
+	// OffPeak is the planner's off-peak window, when it prefetches with
+	// every free origin channel (zero: the storage default, 02:00-08:00
+	// UTC; Start == End, not zero: never).
+	OffPeak smm.Window
+	Logger  *slog.Logger
 }
 
 // cluster is a running in-process cluster: origin, manager, nodes.
@@ -138,6 +143,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.Replicator.MaxFillsPerNode = opts.MaxFillsPerNode
 	c.manager.StoragePlanner = opts.StoragePlanner
 	c.manager.CatalogRefresh = opts.CatalogRefresh
+	c.manager.Replicator.OffPeak = opts.OffPeak
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

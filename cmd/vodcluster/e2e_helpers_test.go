@@ -22,6 +22,7 @@ import (
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
 	v1 "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
 )
 
 // needTool returns the path of a real client the end-to-end tests drive;
@@ -74,7 +75,11 @@ func startTestCluster(t *testing.T, nodes int, egress int64, mutate func(*cluste
 		OriginMaxTransfers: 4,
 		QueueDeadline:      time.Second,
 		Heartbeat:          200 * time.Millisecond,
-		Logger:             quietLogger(),
+		// Never off-peak: the planner behaves the same at any time of day
+		// the tests run (off-peak it prefetches with every free origin
+		// channel, and a viewer's fill may wait for one).
+		OffPeak: smm.Window{Start: time.Hour, End: time.Hour},
+		Logger:  quietLogger(),
 	}
 	if mutate != nil {
 		mutate(&opts)
