@@ -1,7 +1,9 @@
 package cdp
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -72,6 +74,9 @@ type Title struct {
 // it) or one of another size or modification time (rewritten in place);
 // INTERNAL when err is set.
 func (t Title) checkFile(st os.FileInfo, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errGone(t)
+	}
 	if err != nil {
 		return status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
 	}
@@ -80,6 +85,12 @@ func (t Title) checkFile(st os.FileInfo, err error) error {
 	}
 	return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; the origin serves the new file once it has read its directory again (it looks every few seconds; SIGHUP: at once)",
 		t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
+}
+
+// errGone is NOT_FOUND for title t whose file is no longer at its path (a
+// node does not retry it).
+func errGone(t Title) error {
+	return status.Errorf(codes.NotFound, "title %q: its file %s is gone from the origin (withdrawn? remove its catalog entry)", t.ID, t.Path)
 }
 
 // Proto returns the title in its wire form (the file path stays private).

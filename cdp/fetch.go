@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"time"
 
@@ -20,12 +22,16 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 // the title, means up to the end. Each chunk carries its offset in the
 // title, bytes. Errors, as gRPC status codes:
 //   - INVALID_ARGUMENT: a negative offset or length;
-//   - NOT_FOUND: a title id that is not in the catalog;
+//   - NOT_FOUND: a title id that is not in the catalog, or whose file is
+//     gone from its path (withdrawn before its catalog entry);
 //   - FAILED_PRECONDITION: if_version is set and is not the title's
 //     Version (its file was replaced: the caller's bytes are of another),
 //     or the title's file changed since the catalog was loaded (rewritten,
 //     or another renamed over it: its bytes are of a version not known
-//     until the origin reads its directory again and scans it);
+//     until the origin reads its directory again and scans it), checked
+//     before the transfer and, when if_version is set, after every chunk
+//     read (a file written over in place during the transfer ends it
+//     before a byte of the new version is sent);
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
@@ -115,6 +121,9 @@ func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err 
 // returns the bytes sent.
 func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], t Title, off, end int64, checkFile bool) (int64, error) {
 	f, err := os.Open(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, errGone(t)
+	}
 	if err != nil {
 		return 0, status.Errorf(codes.Internal, "title %q: %v", t.ID, err)
 	}
@@ -140,6 +149,13 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 		n := int(min(int64(s.chunk), end-pos))
 		if _, err := f.ReadAt(buf[:n], pos); err != nil {
 			return sent, status.Errorf(codes.Internal, "title %q: reading %d bytes at %d: %v", t.ID, n, pos, err)
+		}
+		if checkFile {
+			// A file written over in place since it was opened: the bytes
+			// just read may be of another version; none of them is sent.
+			if err := t.checkFile(f.Stat()); err != nil {
+				return sent, err
+			}
 		}
 		if lim != nil {
 			now := s.clk.Now()

@@ -3,6 +3,7 @@ package cdp
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -242,5 +243,60 @@ func TestNotStarted(t *testing.T) {
 	}
 	if s.Addr() != "" || s.Catalog() != nil || s.Stats().Transfers != 0 {
 		t.Error("unstarted server has state")
+	}
+}
+
+// A title's file written over in place during a transfer naming its
+// version (a `cp` onto it) ends the transfer before a byte read after the
+// change is sent: FAILED_PRECONDITION, so that a node never keeps a copy
+// made of two versions.
+func TestFetchEndsWhenTheFileIsWrittenOverInPlace(t *testing.T) {
+	const chunk = 100 * 188
+	clk := newFakeClock(true)
+	s, c := startServer(t, func(s *Server) {
+		s.TransferRateBps = 80_000_000
+		s.ChunkBytes = chunk
+		s.clock = clk
+	})
+	ti, _ := s.Catalog().Title("sample-003")
+	clip := readClip(t, "clip-c.ts")
+	type result struct {
+		got []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", IfVersion: ti.Version}, chunk)
+		done <- result{got, err}
+	}()
+	clk.waitEntered(t, 1) // the first chunk read, paced
+	other := append([]byte(nil), clip...)
+	for i := chunk; i < len(other); i += 188 {
+		other[i+100] ^= 0xff
+	}
+	if err := os.WriteFile(ti.Path, other, 0o644); err != nil { // same inode, truncated and written
+		t.Fatal(err)
+	}
+	later(t, ti.Path)
+	close(clk.gate)
+	r := <-done
+	wantCode(t, r.err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+	if !bytes.Equal(r.got, clip[:len(r.got)]) || len(r.got) > chunk {
+		t.Fatalf("%d bytes sent before the refusal; want at most the first chunk, of the old file", len(r.got))
+	}
+}
+
+// A title whose file is gone from the origin while its catalog entry is
+// still there is NOT_FOUND (a node does not retry it), with or without a
+// version.
+func TestFetchOfAFileGone(t *testing.T) {
+	s, c := startServer(t, nil)
+	ti, _ := s.Catalog().Title("sample-001")
+	if err := os.Remove(ti.Path); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"", ti.Version} {
+		_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-001", IfVersion: v}, DefaultChunkBytes)
+		wantCode(t, err, codes.NotFound, `title "sample-001": its file `+ti.Path+` is gone from the origin`)
 	}
 }

@@ -1,6 +1,8 @@
 package cdp
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +57,7 @@ func (d dirState) stat(paths []string) {
 func listState(dir string) dirState {
 	d := dirState{}
 	doc := filepath.Join(dir, CatalogFile)
-	d.stat([]string{dir, doc})
+	d.stat([]string{doc}) // not dir: its modification time changes with any file made there
 	if d[doc] != nil {
 		return d
 	}
@@ -134,7 +136,11 @@ func (s *Server) Reload() error {
 	s.mu.Unlock()
 	s.stats.catalogLoad(true)
 	d := diffCatalogs(old, cat)
-	s.log.Info("catalog reloaded", "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
+	level := slog.LevelInfo
+	if d == (catalogDiff{}) {
+		level = slog.LevelDebug // a file touched, a comment edited: nothing a viewer sees
+	}
+	s.log.Log(context.Background(), level, "catalog reloaded", "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
 		"replaced", d.replaced, "changed", d.changed, "files_scanned", scanned,
 		"wall", time.Since(began).Round(time.Millisecond))
 	switch {
