@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"vodcluster/acm/store"
@@ -84,6 +86,7 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop,
 			Version: t.GetVersion()})
 	}
+	m.logCatalogChange(ts)
 	m.setCatalog(ts)
 	m.health.catalogLoaded.Store(true)
 	m.applyHints()
@@ -94,6 +97,46 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 	}
 	m.log.Debug("catalog refreshed", "titles", len(ts))
 	return nil
+}
+
+// logCatalogChange logs, before ts replaces it, how the catalog changed:
+// titles published, withdrawn and replaced (another version), with up to
+// five ids of each. The first catalog loaded is logged with its size.
+func (m *Manager) logCatalogChange(ts []store.Title) {
+	old := m.titles()
+	if len(old) == 0 {
+		m.log.Info("catalog loaded", "titles", len(ts))
+		return
+	}
+	var added, replaced, removed []string
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		seen[t.ID] = true
+		switch o, ok := old[t.ID]; {
+		case !ok:
+			added = append(added, t.ID)
+		case (o.Version != "" && o.Version != t.Version) || o.SizeBytes != t.SizeBytes:
+			replaced = append(replaced, t.ID)
+		}
+	}
+	for id := range old {
+		if !seen[id] {
+			removed = append(removed, id)
+		}
+	}
+	if len(added)+len(replaced)+len(removed) == 0 {
+		return
+	}
+	some := func(ids []string) string {
+		slices.Sort(ids)
+		if len(ids) > 5 {
+			return strings.Join(ids[:5], ",") + ",..."
+		}
+		return strings.Join(ids, ",")
+	}
+	m.log.Info("catalog changed at the origin", "titles", len(ts),
+		"published", len(added), "withdrawn", len(removed), "replaced", len(replaced),
+		"published_ids", some(added), "withdrawn_ids", some(removed), "replaced_ids", some(replaced))
 }
 
 func titleProto(t store.Title) *pb.Title {
