@@ -1,6 +1,9 @@
 package lsm
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // A partial is the beginning of a title kept on a node's disk after its
 // fill stopped short (the origin away, the fill abandoned, the node
@@ -69,18 +72,21 @@ func (s *Scheduler) setPartials(n *Node, ps []Partial) {
 
 // unindexPartial removes n from the nodes with a partial of title.
 func (s *Scheduler) unindexPartial(n *Node, title string) {
-	ns := s.partialAt[title]
-	for k, m := range ns {
-		if m == n {
-			ns[k] = ns[len(ns)-1]
-			ns = ns[:len(ns)-1]
-			break
-		}
+	unindex(s.partialAt, title, n)
+}
+
+// unindex removes one v from idx[key], the last element taking its place
+// (the order is not kept), and the key when nothing is left under it.
+func unindex[K, V comparable](idx map[K][]V, key K, v V) {
+	vs := idx[key]
+	if k := slices.Index(vs, v); k >= 0 {
+		vs[k] = vs[len(vs)-1]
+		vs = vs[:len(vs)-1]
 	}
-	if len(ns) == 0 {
-		delete(s.partialAt, title)
+	if len(vs) == 0 {
+		delete(idx, key)
 	} else {
-		s.partialAt[title] = ns
+		idx[key] = vs
 	}
 }
 

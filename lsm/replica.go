@@ -98,19 +98,7 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 		*r = replica{}
 		s.spare = append(s.spare, r)
 	}
-	h := s.holders[title]
-	for k, i := range h {
-		if int(i) == n.Index {
-			h[k] = h[len(h)-1]
-			h = h[:len(h)-1]
-			break
-		}
-	}
-	if len(h) == 0 {
-		delete(s.holders, title)
-	} else {
-		s.holders[title] = h
-	}
+	unindex(s.holders, title, int32(n.Index))
 }
 
 // book counts one more session of bitrate bit/s for title on n, creating
