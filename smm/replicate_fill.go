@@ -193,8 +193,11 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 	// prefetches by hand).
 	free := max(c.OriginFree, 0)
 	slots := free
+	if offPeak && free > 1 {
+		slots = free - 1 // one left for a viewer's fill: a cold title's viewer does not wait for a prefetch
+	}
 	if !offPeak {
-		slots = int(float64(slots) * r.cfg.PeakOriginShare)
+		slots = int(float64(free) * r.cfg.PeakOriginShare)
 	}
 	if free == 0 {
 		return nil

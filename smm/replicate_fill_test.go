@@ -144,7 +144,9 @@ func titleID(i int) string { return "t" + string(rune('0'+i/10)) + string(rune('
 // TestOffPeakPreference: outside the off-peak window an extra replica
 // whose copies carry today's demand waits, while one whose copies do not,
 // or a title nobody holds, is prefetched, within PeakOriginShare of the
-// free channels; in the window everything planned is ordered.
+// free channels; in the window everything planned is ordered, with all
+// free channels but one (left for a viewer's fill of a cold title), or
+// the only one free.
 func TestOffPeakPreference(t *testing.T) {
 	// t00 is held by n0 and planned for 2 replicas (8 Gbit/s at the
 	// remembered peak; one copy carries 7 Gbit/s at the target);
@@ -160,7 +162,9 @@ func TestOffPeakPreference(t *testing.T) {
 		{peak, 2, 1.6, 0.01, 1, false}, // half of 2 channels: one absent title
 		{peak, 2, 1.6, 0, 0, false},    // its copy carries 6.4 Gbit/s: wait
 		{peak, 2, 2.0, 0, 1, true},     // 8 Gbit/s: above its copy: urgent
-		{offPeak, 4, 1.6, 0.01, 4, true},
+		{offPeak, 5, 1.6, 0.01, 4, true},
+		{offPeak, 4, 1.6, 0.01, 3, false}, // the absent titles first
+		{offPeak, 1, 1.6, 0, 1, true},
 	} {
 		r := newRep(t, ReplicatorConfig{PeakOriginShare: 0.5})
 		c := newCluster(4, 4)

@@ -49,7 +49,9 @@ type ReplicatorConfig struct {
 	// OffPeak is the daily window preferred for prefetches, in Location.
 	// Outside it only urgent prefetches are ordered (a title's copies
 	// cannot carry its demand now, or it has none and is in demand), with
-	// at most PeakOriginShare of the free origin channels.
+	// at most PeakOriginShare of the free origin channels; inside it, with
+	// every free channel but one (left for a viewer's fill), or the only
+	// one free.
 	OffPeak         Window
 	Location        *time.Location
 	PeakOriginShare float64
