@@ -186,7 +186,9 @@ func (s *Scheduler) touch(n *Node) {
 }
 
 // Place chooses a node for r with the current policy and reserves r's
-// bitrate on it. It returns ErrBadRequest, ErrNoNode when no node is in
+// bitrate on it. When no node is eligible and some hold a stale copy of
+// r's title (Holding.Stale), it chooses among the title's holders, stale
+// copies included: the old version rather than a refusal. It returns ErrBadRequest, ErrNoNode when no node is in
 // service, or ErrNoCapacity when none has headroom.
 func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	if r.Title == "" || r.Bitrate <= 0 {
@@ -198,6 +200,14 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		defer func() { r.NoFill = false }()
 	}
 	i := s.policy.Pick(s, r)
+	if i < 0 && !r.NoFill && s.staleHeld(r.Title) {
+		// No node can take the viewer with a fill of the new version (the
+		// nodes without the title have no room or headroom, the others
+		// hold a stale copy): the old version rather than a refusal.
+		r.NoFill = true
+		defer func() { r.NoFill = false }()
+		i = s.policy.Pick(s, r)
+	}
 	if i < 0 {
 		for _, n := range s.Nodes {
 			if s.InService(n) {
@@ -211,6 +221,17 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		return Reservation{}, fmt.Errorf("lsm: policy %s picked ineligible node %d", s.policy.Name(), i)
 	}
 	return s.reserve(i, r), nil
+}
+
+// staleHeld reports whether a node holds a stale copy of title
+// (Holding.Stale).
+func (s *Scheduler) staleHeld(title string) bool {
+	for _, i := range s.holders[title] {
+		if r := s.Nodes[i].titles[title]; r != nil && r.stale {
+			return true
+		}
+	}
+	return false
 }
 
 // Reserve books bitrate on node id for title without asking the policy: the

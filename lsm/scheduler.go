@@ -193,7 +193,8 @@ type Holding struct {
 	// Stale: the copy is of a version of the title the origin no longer
 	// serves (its file was replaced there). The node takes no new session
 	// of the title (Scheduler.Eligible), unless the origin is unavailable
-	// (Request.NoFill), until the copy is evicted and filled again.
+	// (Request.NoFill) or no node can take the session with a fill
+	// (Scheduler.Place), until the copy is evicted and filled again.
 	Stale bool
 }
 

@@ -53,3 +53,41 @@ func TestStaleCopyTakesNoNewSession(t *testing.T) {
 		})
 	}
 }
+
+// A title replicated on every node and replaced at the origin: every node
+// holds a stale copy, and none can fill the new version (a node keeps one
+// copy of a title). A new viewer is placed on a stale copy rather than
+// refused (queued until its deadline) for as long as the copies play: the
+// old version is better than nothing, as with the origin away.
+func TestStaleCopyOnEveryNodeStillServes(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy, 100e6, 100e6)
+			stale := Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}}}
+			for _, id := range []string{"a", "b"} {
+				if err := s.Heartbeat(id, stale, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.Place(&Request{Title: "film", Client: "x", Bitrate: 4e6, Bytes: 1e6}, t0)
+			if err != nil || res.Fill {
+				t.Fatalf("viewer of a title every node holds stale: %+v %v, want a stale holder", res, err)
+			}
+			// A node without the title that can fill it is still preferred.
+			s.Release(res)
+			if _, err := s.AddNode(NodeSpec{ID: "c", Capacity: Capacity{EgressBps: 100e6}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				res, err := s.Place(&Request{Title: "film", Client: string(rune('a' + i)), Bitrate: 4e6, Bytes: 1e6}, t0)
+				if err != nil || res.NodeID != "c" {
+					t.Fatalf("viewer %d with node c able to fill: %+v %v, want node c", i, res, err)
+				}
+				s.Release(res)
+				if err := s.Heartbeat("c", Report{Titles: []Holding{}}, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
