@@ -106,7 +106,9 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	for i, s := range segs {
 		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", s.dur, i, query)
 	}
-	if complete && len(segs) == all {
+	if (complete || err != nil) && len(segs) == all {
+		// complete, or its fill failed: the player plays what there is,
+		// then ends
 		b.WriteString("#EXT-X-ENDLIST\n")
 	}
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")

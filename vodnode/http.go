@@ -446,17 +446,18 @@ func (r *titleReader) Read(p []byte) (int, error) {
 }
 
 // waitBytes waits until title t has bytes past off on disk and returns how
-// many it has (the file size once complete).
+// many it has (the file size once complete). Errors: the fill's once it
+// failed with no bytes past off (those before are still served), or ctx's.
 func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 	for {
 		v := t.View()
 		switch {
-		case v.Err != nil:
-			return 0, v.Err
 		case v.Complete:
 			return t.Meta().Size, nil
 		case v.Index.Size > off:
 			return v.Index.Size, nil
+		case v.Err != nil:
+			return 0, v.Err
 		}
 		ch := make(chan struct{})
 		if !t.Notify(off, func() { close(ch) }) {

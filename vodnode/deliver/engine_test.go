@@ -313,8 +313,9 @@ func TestFillingSourceWaits(t *testing.T) {
 	}
 }
 
-// TestFailedFillEndsStream checks that a fill error ends the stream, and
-// that the client gets an RTCP BYE saying so.
+// TestFailedFillEndsStream checks that a fill error ends the stream once
+// it has played the bytes the fill left (every one of them), and that the
+// client gets an RTCP BYE saying so.
 func TestFailedFillEndsStream(t *testing.T) {
 	e := startEngine(t, false)
 	src := newFillingSource(loadClip(t))
@@ -335,9 +336,11 @@ func TestFailedFillEndsStream(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("stream did not end")
 	}
-	// The interleaved frames up to the BYE on the RTCP channel.
+	// The interleaved frames up to the BYE on the RTCP channel: the media
+	// before it are the bytes the fill left.
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
 	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	media := 0
 	for {
 		if _, err := io.ReadFull(cli, hdr); err != nil {
 			t.Fatalf("no RTCP BYE after the failed fill: %v", err)
@@ -347,6 +350,7 @@ func TestFailedFillEndsStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		if hdr[1] != 1 {
+			media += l - 12 // the RTP header
 			continue
 		}
 		ps, err := rtcp.Unmarshal(buf[:l])
@@ -357,6 +361,9 @@ func TestFailedFillEndsStream(t *testing.T) {
 			if b, ok := p.(*rtcp.Goodbye); ok {
 				if b.Reason != "fill failed" {
 					t.Fatalf("BYE reason %q", b.Reason)
+				}
+				if media != 188*100 {
+					t.Fatalf("%d bytes of media before the BYE, want the %d the fill left", media, 188*100)
 				}
 				return
 			}

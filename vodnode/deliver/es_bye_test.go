@@ -129,14 +129,14 @@ func TestESAbortUnplayed(t *testing.T) {
 	}
 }
 
-// TestESFailedFillSendsBye: a fill error ends an ES stream (OnEnd hears
-// EndError) and each track's client gets an RTCP BYE, reason "fill
-// failed", as an MP2T stream's does.
+// TestESFailedFillSendsBye: a fill error ends an ES stream once it has
+// played the bytes the fill left (OnEnd hears EndError) and each track's
+// client gets an RTCP BYE, reason "fill failed", as an MP2T stream's does.
 func TestESFailedFillSendsBye(t *testing.T) {
 	e := startEngine(t, false)
 	data := loadClip(t)
 	src := newFillingSource(data)
-	src.reveal(len(data) / 2)
+	src.reveal(188 * 200)
 	ends := make(chan ended, 1)
 	st, cli := esTCPStream(t, e, src, func(r EndReason, err error) { ends <- ended{r, err} })
 	if _, err := st.Seek(0); err != nil {
@@ -146,7 +146,7 @@ func TestESFailedFillSendsBye(t *testing.T) {
 	src.mu.Lock()
 	src.err = errors.New("origin gone")
 	src.mu.Unlock()
-	src.reveal(len(data)/2 + 188*100)
+	src.reveal(188 * 300) // about 0.75 s of play
 	reasons, _ := readByes(t, cli)
 	if reasons != [2]string{"fill failed", "fill failed"} {
 		t.Errorf("BYE reasons %q", reasons)

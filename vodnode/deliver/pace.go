@@ -21,12 +21,16 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
-		// The title's fill failed: the client is told the stream ends
-		// (an RTSP client over TCP would otherwise wait in silence until
-		// its keepalive meets the ended session).
-		s.abortBye("fill failed")
-		s.finish(EndError, err)
-		return false
+		if s.pos+TSPacketSize > idx.Size || s.trick() {
+			// The title's fill failed and the stream has played what it
+			// left: the client is told the stream ends (an RTSP client
+			// over TCP would otherwise wait in silence until its
+			// keepalive meets the ended session).
+			s.abortBye("fill failed")
+			s.finish(EndError, err)
+			return false
+		}
+		complete = true // the bytes the fill left are played to their end first
 	}
 	ck := s.clock(idx, complete)
 	if !ck.ok() {
@@ -98,6 +102,11 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		return false
 	}
 	if complete && s.pos >= avail {
+		if err != nil {
+			s.abortBye("fill failed")
+			s.finish(EndError, err)
+			return false
+		}
 		s.endOfTitle(ck)
 		return false
 	}

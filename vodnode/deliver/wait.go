@@ -10,15 +10,17 @@ import (
 
 // WaitAvailable waits until src has bytes past offset off (or is complete,
 // or failed) and returns how many bytes are readable. Errors: the fill's
-// error, or ctx's.
+// error once it failed with no bytes past off on disk (those before its
+// failure are still read: a viewer plays on to where the fill stopped),
+// or ctx's.
 func WaitAvailable(ctx context.Context, src Source, off int64) (int64, error) {
 	for {
 		idx, complete, err := src.State()
 		switch {
+		case idx.Size > off || (complete && err == nil):
+			return idx.Size, nil
 		case err != nil:
 			return 0, err
-		case complete || idx.Size > off:
-			return idx.Size, nil
 		}
 		ch := make(chan struct{})
 		if !src.Notify(off, func() { close(ch) }) {
@@ -57,7 +59,12 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 	for {
 		idx, complete, err := r.src.State()
 		if err != nil {
-			return 0, err
+			// The fill failed: the bytes it left are played to their end
+			// (as if complete), then its error.
+			if r.off+TSPacketSize > idx.Size {
+				return 0, err
+			}
+			complete = true
 		}
 		if complete && r.off >= idx.Size {
 			return 0, io.EOF
