@@ -28,26 +28,50 @@ func (m *Manager) setCatalog(ts []store.Title) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	m.catalog.Store(&c)
 	m.catalogSorted.Store(&sorted)
+	m.catalogGen.Add(1)
+}
+
+// catalogKickMin is the least time between two reads of the catalog that
+// a node's report asked for (kickCatalog).
+const catalogKickMin = time.Second
+
+// kickCatalog asks catalogLoop to read the catalog again now.
+func (m *Manager) kickCatalog() {
+	select {
+	case m.catalogKick <- struct{}{}:
+	default:
+	}
 }
 
 // sortedTitles returns the catalog in id order (read only).
 func (m *Manager) sortedTitles() []store.Title { return *m.catalogSorted.Load() }
 
-// catalogLoop refreshes the catalog from the origin every CatalogRefresh;
-// after a failure it retries sooner, backing off from 1 s up to the
-// refresh interval.
+// catalogLoop refreshes the catalog from the origin every CatalogRefresh,
+// and when kicked (kickCatalog: at most once per catalogKickMin); after a
+// failure it retries sooner, backing off from 1 s up to the refresh
+// interval.
 func (m *Manager) catalogLoop() {
 	backoff := time.Second
 	wait := m.CatalogRefresh
 	if len(m.titles()) == 0 {
 		wait = backoff
 	}
+	last := time.Now() // Start read it
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-m.catalogKick:
+			if d := catalogKickMin - time.Since(last); d > 0 {
+				select {
+				case <-m.ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 		}
+		last = time.Now()
 		if err := m.refreshCatalog(m.ctx, 10*time.Second); err != nil {
 			m.log.Warn("catalog: refresh failed", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
 			wait, backoff = backoff, min(backoff*2, m.CatalogRefresh)

@@ -228,7 +228,14 @@ type Manager struct {
 	// catalogSorted is the same catalog in id order (Admin.ListTitles
 	// pages over it), stored with catalog by setCatalog.
 	catalogSorted atomic.Pointer[[]store.Title]
-	health        health // readiness for /healthz (health.go)
+	// catalogGen counts the catalogs set (setCatalog): a copy of another
+	// version than the catalog's is stale only once a catalog read after
+	// the manager first saw it still disagrees (staleLocked).
+	catalogGen atomic.Uint64
+	// catalogKick asks catalogLoop for a read of the catalog now (a node
+	// reported a copy of a version the catalog does not have).
+	catalogKick chan struct{}
+	health      health // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex
@@ -336,6 +343,7 @@ func (m *Manager) Start() (err error) {
 	m.nodeSettings = map[string]nodeSetting{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
+	m.catalogKick = make(chan struct{}, 1)
 	m.planKick = make(chan struct{}, 1)
 	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())

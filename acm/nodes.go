@@ -42,9 +42,9 @@ type nodeState struct {
 	filling  map[string]bool         // titles filling in the last report -> ordered ahead of demand
 	awaiting map[string]bool         // fills on demand placed here whose viewer has not reached the node yet
 	evicting map[string]uint64       // titles ordered evicted -> reports received at the order
-	// stale: complete copies whose size is not the catalog's (the title
-	// was replaced at the origin), warned about once each.
-	stale map[string]bool
+	// stale: complete copies of another version (or size) than the
+	// catalog's, by title (staleLocked).
+	stale map[string]*staleCopySeen
 	hits  map[string]float64 // title -> requests placed on the node since it was stored
 	// partials: the last report's partials (fills cut short, kept to
 	// resume) by title; replaced whole, never changed in place
@@ -109,7 +109,7 @@ func newNodeState(id string) *nodeState {
 		awaiting:  map[string]bool{},
 		evicting:  map[string]uint64{},
 		hits:      map[string]float64{},
-		stale:     map[string]bool{},
+		stale:     map[string]*staleCopySeen{},
 		endedAway: map[string]bool{},
 	}
 }

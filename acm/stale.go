@@ -4,20 +4,33 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
+// staleCopySeen is a complete copy on a node of another version (or
+// size) than the catalog's (nodeState.stale).
+type staleCopySeen struct {
+	gen    uint64 // Manager.catalogGen when the manager first saw it
+	warned bool   // logged as stale
+}
+
 // staleLocked finds the complete copies of ns's report (cur) that are
 // stale: the title's file was replaced at the origin, so the copy's
 // version (or, for a copy whose version the node does not know, its size)
-// is not the catalog's. A stale copy no session plays is evicted at once
-// unless the origin is down (then it is the best the cluster has: lsm
-// lets viewers play it while no fill can start) (removed from cur; a pin
-// does not keep it, as the pin is the title's,
-// not the old version's: the planner fills a pinned title again first);
-// one that is playing stays and takes no new viewer (lsm.Holding.Stale),
-// and is evicted at the first report where its sessions have ended. Each
-// stale copy is logged once. It returns the stale copies left in cur
-// (mu held).
+// is not the catalog's. The manager's catalog may be older than the copy
+// (a node asks the origin for the title before each fill, the manager
+// reads the catalog every catalog_refresh), so a copy that disagrees with
+// it is stale only once a catalog read after the manager first saw the
+// copy still disagrees: the first sight asks for a read at once
+// (kickCatalog; with no origin to read, the catalog is taken as it is).
+// A stale copy no session plays is evicted at once unless the origin is
+// down (then it is the best the cluster has: lsm lets viewers play it
+// while no fill can start) (removed from cur; a pin does not keep it, as
+// the pin is the title's, not the old version's: the planner fills a
+// pinned title again first); one that is playing stays and takes no new
+// viewer (lsm.Holding.Stale), and is evicted at the first report where
+// its sessions have ended. Each stale copy is logged once. It returns the
+// stale copies left in cur (mu held).
 func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map[string]bool {
 	cat := m.titles()
+	gen := m.catalogGen.Load()
 	var left map[string]bool
 	for id, t := range cur {
 		c, ok := cat[id]
@@ -25,8 +38,19 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 			delete(ns.stale, id)
 			continue
 		}
-		if !ns.stale[id] {
-			ns.stale[id] = true
+		seen := ns.stale[id]
+		if seen == nil {
+			seen = &staleCopySeen{gen: gen}
+			ns.stale[id] = seen
+			if m.origin != nil {
+				m.kickCatalog()
+			}
+		}
+		if m.origin != nil && gen <= seen.gen {
+			continue // not stale until the catalog read again says so
+		}
+		if !seen.warned {
+			seen.warned = true
 			m.log.Warn("stale copy: the title was replaced at the origin; the node's copy is evicted once no session plays it, and the title filled again",
 				"node", ns.id, "title", id, "copy_bytes", t.GetSizeBytes(), "copy_version", t.GetVersion(),
 				"catalog_bytes", c.SizeBytes, "catalog_version", c.Version, "sessions", t.GetSessions())

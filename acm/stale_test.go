@@ -34,7 +34,8 @@ func (n *fakeNode) evictions() []string {
 // evicted. A copy of the catalog's version (t2) and one whose version the
 // node does not know but whose size is the catalog's (t3) are not stale;
 // one of another size without a version (adult-1) is, and is evicted at
-// once as no one plays it.
+// once as no one plays it (once the catalog read again, at the manager's
+// first sight of the copies, confirms it).
 func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
 	titles := make([]*pb.Title, len(testTitles))
 	for i, ti := range testTitles {
@@ -56,9 +57,6 @@ func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
 	e.nextReport("n1")
 	e.nextReport("n1")
 
-	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t1", "")
-	e.tokenOf(e.describe("demo", "demo", "t2").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
-	e.tokenOf(e.describe("demo", "demo", "t3").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t3", "")
 	waitFor(t, 5*time.Second, "the eviction of adult-1, stale and idle", func() bool {
 		n1.mu.Lock()
 		defer n1.mu.Unlock()
@@ -71,6 +69,11 @@ func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
 		}
 		return false
 	})
+	// adult-1 and t1 were seen stale at once: t1's copy is stale too now.
+	e.nextReport("n1")
+	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t1", "")
+	e.tokenOf(e.describe("demo", "demo", "t2").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
+	e.tokenOf(e.describe("demo", "demo", "t3").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t3", "")
 
 	e.nextReport("n1")
 	e.nextReport("n1")
@@ -119,4 +122,46 @@ func TestStaleCopyKeptWhileTheOriginIsDown(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stale copy evicted once the origin is back", func() bool {
 		return slices.Contains(n.evictions(), "t1")
 	})
+}
+
+// The origin replaced t1 (v1 -> v2) and a node filled the new version
+// (it asks the origin before each fill) before the manager read the
+// catalog again: the node's copy is of a version the manager's catalog
+// does not have yet. It is the origin's current version, not a stale
+// copy: it must not be evicted (then filled again, evicted again, until
+// the next catalog_refresh), nor passed over by viewers.
+func TestCopyNewerThanTheManagersCatalogIsKept(t *testing.T) {
+	titles := make([]*pb.Title, len(testTitles))
+	for i, ti := range testTitles {
+		c := proto.CloneOf(ti)
+		c.Version = "v1"
+		titles[i] = c
+	}
+	e := newManagerWith(t, "", titles, nil)
+	e.origin.mu.Lock()
+	for i, ti := range e.origin.titles {
+		if ti.GetId() == "t1" {
+			c := proto.CloneOf(ti)
+			c.Version = "v2"
+			e.origin.titles[i] = c
+		}
+	}
+	e.origin.mu.Unlock()
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps, titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v2"},
+	}})
+	// The copy's version makes the manager read the catalog at once,
+	// not at the next catalog_refresh (1 min).
+	waitFor(t, 5*time.Second, "the manager's catalog with t1 v2", func() bool {
+		return e.m.titles()["t1"].Version == "v2"
+	})
+	for range 3 {
+		e.nextReport("n1")
+	}
+	if ev := n1.evictions(); len(ev) > 0 {
+		t.Fatalf("evicted %v, the origin's current version of t1; want nothing", ev)
+	}
+	if sid := e.admitOne("t1"); e.session(sid).GetNodeId() != "n1" {
+		t.Fatalf("the viewer of t1: %+v, want on n1 (its copy is current)", e.session(sid))
+	}
 }
