@@ -9,7 +9,12 @@
 // first, then whole titles chosen by an smm.Evictor. Before a fill it asks
 // the origin for the title as it is now (Origin.GetTitle), so that it
 // fills the version the origin serves; each copy's version is kept in its
-// index and reported, so that the manager can evict a stale one. An open Store holds an
+// index and reported, so that the manager can evict a stale one. A fill
+// hashes its bytes as it writes them (a resumed one, the partial's as it
+// indexes them again) and keeps the copy only when they are the version the
+// origin announced (the CDP's: the first 128 bits of their SHA-256); else
+// it fails, keeps neither copy nor partial, and the next fill asks the
+// origin again. An origin that gives no version is not checked. An open Store holds an
 // exclusive flock(2) on <DataDir>/titles/.lock, so that no two processes
 // share the directory.
 //

@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"time"
@@ -99,11 +102,13 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 // fill fails when the origin sent nothing for RetryFor, or at once on an
 // error no retry can mend. Every transfer names the title's version
 // (if_version), so that bytes of a title replaced at the origin are never
-// appended to those of the old one.
+// appended to those of the old one, and the bytes are hashed as they are
+// written (fillWriter): a copy whose hash is not the version fails
+// (errMismatch) and is not kept, not even as a partial.
 func (s *Store) fill(t *Title) {
 	defer s.fills.Done()
 	id := t.meta.ID
-	b := tsindex.NewBuilder()
+	b := newFillWriter(t.meta)
 	var off, fetched int64
 	var err error
 	start := time.Now()
@@ -129,7 +134,10 @@ func (s *Store) fill(t *Title) {
 	if status.Code(err) == codes.FailedPrecondition { // another version: if_version
 		err = fmt.Errorf("%w (the next fill reads the catalog again): %w", errReplaced, err)
 	}
-	if errors.Is(err, errReplaced) {
+	if err == nil {
+		err = b.verify(t.meta, off)
+	}
+	if errors.Is(err, errReplaced) || errors.Is(err, errMismatch) {
 		s.cat.forget()
 	}
 	if err == nil {
@@ -144,7 +152,7 @@ func (s *Store) fill(t *Title) {
 
 // transfer fetches t's bytes from offset off to the end, retrying the
 // transfers the origin interrupts, and returns the bytes written.
-func (s *Store) transfer(t *Title, b *tsindex.Builder, off int64) (int64, error) {
+func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 	var fetched int64
 	room := false
 	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
@@ -177,10 +185,60 @@ func (s *Store) transfer(t *Title, b *tsindex.Builder, off int64) (int64, error)
 // title was replaced at the origin.
 var errReplaced = errors.New("the title was replaced at the origin")
 
+// errMismatch is a fill whose bytes, all received, do not hash to the
+// version the origin announced for them: an origin sending other bytes
+// than it describes, or a partial resumed whose bytes changed on the
+// node's disk. The copy is not kept, and the next fill asks the origin
+// again.
+var errMismatch = errors.New("bytes do not match the origin's version")
+
+// A fillWriter takes a fill's bytes in file order (those of a partial
+// resumed, then the origin's): it indexes them and, when the origin gave
+// the title's version, hashes them to check that version before the copy
+// is kept (verify). The version is the CDP's: the first 128 bits of the
+// SHA-256 of the whole file, hex (pb.Title.version; cdp scanFile).
+type fillWriter struct {
+	*tsindex.Builder
+	h hash.Hash // nil: no version to check
+}
+
+// newFillWriter returns the fillWriter of a fill of m, hashing only when
+// m.Version is set.
+func newFillWriter(m Meta) *fillWriter {
+	w := &fillWriter{Builder: tsindex.NewBuilder()}
+	if m.Version != "" {
+		w.h = sha256.New()
+	}
+	return w
+}
+
+// Write hashes p and indexes it. Errors: those of tsindex.Builder.Write
+// (tsindex.ErrNotTS).
+func (w *fillWriter) Write(p []byte) (int, error) {
+	if w.h != nil {
+		w.h.Write(p) // never fails
+	}
+	return w.Builder.Write(p)
+}
+
+// verify checks the n bytes written, the whole title, against m.Version:
+// nil when they match or when there is no version; else errMismatch
+// (wrapped), saying the version announced and the bytes' own.
+func (w *fillWriter) verify(m Meta, n int64) error {
+	if w.h == nil {
+		return nil
+	}
+	if got := hex.EncodeToString(w.h.Sum(nil)[:16]); got != m.Version {
+		return fmt.Errorf("%w %s: the %d bytes received hash to %s (first 128 bits of their SHA-256); "+
+			"the copy is not kept and the next fill asks the origin again", errMismatch, m.Version, n, got)
+	}
+	return nil
+}
+
 // fetch runs one Fetch from offset off and returns the bytes written.
 // Before it writes the first bytes of the fill it makes room on the disk,
 // unless *room says that was done.
-func (s *Store) fetch(t *Title, b *tsindex.Builder, off int64, room *bool) (int64, error) {
+func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, error) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version})
@@ -245,8 +303,9 @@ func retryable(err error) bool {
 	return true
 }
 
-// finishFill makes the .part file the title's file and persists the index.
-func (s *Store) finishFill(t *Title, b *tsindex.Builder) error {
+// finishFill makes the .part file the title's file and persists the index
+// (its bytes checked against the title's version before: fill).
+func (s *Store) finishFill(t *Title, b *fillWriter) error {
 	id := t.meta.ID
 	if err := t.file.Sync(); err != nil {
 		return err

@@ -231,8 +231,9 @@ func (s *Store) sweepPartials() {
 // resumeFrom indexes the bytes a stopped fill left in t's .part file,
 // checking them packet by packet (a node that crashed may have left a tail
 // never written: zeros, no sync byte), cuts the file before the packet
-// that precedes the first bad one (see below) and returns the Builder that
-// goes on with the origin's bytes and the offset to fetch from. Readers
+// that precedes the first bad one (see below) and returns the fillWriter
+// (index and hash of the kept bytes) that goes on with the origin's bytes
+// and the offset to fetch from. Readers
 // get the kept bytes as they are indexed. Errors: t's fill cancelled (the
 // file is left as it was), or errDisk (wrapped) when the file cannot be
 // read or cut.
@@ -243,7 +244,7 @@ func (s *Store) sweepPartials() {
 // without its sync byte may have begun in a page that was written and
 // ended in one that was not: its sync byte is there, its tail is zeros.
 // That packet is fetched again too.
-func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
+func (s *Store) resumeFrom(t *Title) (*fillWriter, int64, error) {
 	st, err := t.file.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %v", errDisk, err)
@@ -252,9 +253,9 @@ func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
 	b, n, err := s.index(t, end, true)
 	if errors.Is(err, tsindex.ErrNotTS) {
 		// [0, n) passed the check, all but its last packet is kept: index
-		// that again with a Builder that saw nothing else, publishing only
-		// the end (views never shrink: those of the first pass stopped
-		// one read before the read holding the bad packet).
+		// (and hash) that again with a fillWriter that saw nothing else,
+		// publishing only the end (views never shrink: those of the first
+		// pass stopped one read before the read holding the bad packet).
 		s.log.Warn("partial fill cut before its first bad packet", "title", t.meta.ID, "offset", n, "bytes", st.Size(), "err", err)
 		n = max(n-tsindex.PacketSize, 0)
 		if b, n, err = s.index(t, n, false); err == nil {
@@ -274,14 +275,15 @@ func (s *Store) resumeFrom(t *Title) (*tsindex.Builder, int64, error) {
 }
 
 // index feeds [0, end) of t's file, end a multiple of the packet size, to
-// a new Builder and returns it with the bytes indexed. When publish is
+// a new fillWriter (indexed, and hashed when t's version is known) and
+// returns it with the bytes indexed. When publish is
 // set it publishes the view of the bytes read up to the read before the
 // last (so that a bad packet found in a read leaves the views at least a
 // read short of it), and the whole view once every read passed. Errors:
 // tsindex.ErrNotTS (wrapped) at the first bad packet, whose offset the
 // count then is; t's fill cancelled; errDisk.
-func (s *Store) index(t *Title, end int64, publish bool) (*tsindex.Builder, int64, error) {
-	b := tsindex.NewBuilder()
+func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, error) {
+	b := newFillWriter(t.meta)
 	buf := make([]byte, 1024*tsindex.PacketSize)
 	var prev *View // the view as of the read before the last
 	for off := int64(0); off < end; {
@@ -313,11 +315,11 @@ func (s *Store) index(t *Title, end int64, publish bool) (*tsindex.Builder, int6
 // keepPartial reports whether the bytes of t's fill, which ended with err,
 // are worth keeping for the next fill: the origin gave the title's version,
 // and err is not about the bytes themselves (not MPEG-TS, another size or
-// version at the origin), the node's disk, or a title the origin no longer
-// has.
+// version at the origin, not the version announced), the node's disk, or a
+// title the origin no longer has.
 func keepPartial(t *Title, err error) bool {
 	if t.meta.Version == "" || errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, errDisk) ||
-		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) {
+		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) {
 		return false
 	}
 	switch status.Code(err) {

@@ -79,7 +79,7 @@ func (o *origin) add(id string, d []byte) {
 	o.mu.Unlock()
 }
 
-func sample(t *testing.T) []byte {
+func sample(t testing.TB) []byte {
 	b, err := os.ReadFile("../../cdp/samples/clip-a.ts")
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func sample(t *testing.T) []byte {
 	return b
 }
 
-func startOrigin(t *testing.T, o pb.OriginServer) pb.OriginClient {
+func startOrigin(t testing.TB, o pb.OriginServer) pb.OriginClient {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func startOrigin(t *testing.T, o pb.OriginServer) pb.OriginClient {
 	return pb.NewOriginClient(cc)
 }
 
-func waitComplete(t *testing.T, tt *Title) {
+func waitComplete(t testing.TB, tt *Title) {
 	t.Helper()
 	if err := waitEnded(t, tt); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func waitComplete(t *testing.T, tt *Title) {
 }
 
 // waitEnded waits for tt's fill to complete or fail and returns its error.
-func waitEnded(t *testing.T, tt *Title) error {
+func waitEnded(t testing.TB, tt *Title) error {
 	t.Helper()
 	done := make(chan struct{})
 	var wait func()
