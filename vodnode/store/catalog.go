@@ -63,7 +63,9 @@ func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge ti
 	if c.origin == nil {
 		return c.lookup(ctx, id, now, maxAge)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Short: with the origin away, the cached entry does (the fill rides
+	// out the outage), and a viewer's setup waits on this.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	t, err := c.origin.GetTitle(cctx, &pb.GetTitleRequest{TitleId: id})
 	cancel()
 	switch status.Code(err) {

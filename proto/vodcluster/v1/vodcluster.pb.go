@@ -89,10 +89,12 @@ type Title struct {
 	// 0 = no hint. The storage manager takes it as a prior of the title's
 	// request rate, so a promoted title is prefetched before its first viewer.
 	PopularityPerDay float64 `protobuf:"fixed64,7,opt,name=popularity_per_day,json=popularityPerDay,proto3" json:"popularity_per_day,omitempty"`
-	// version identifies the title's bytes at the origin: it changes whenever
-	// they do (the CDP gives the first 128 bits of the SHA-256 of the file,
-	// hex). A node resumes a partly filled title only from a partial of the
-	// same version. Empty when the origin gives none.
+	// version identifies the title's bytes at the origin: the first 128 bits
+	// of the SHA-256 (FIPS 180-4) of the whole title, 32 lowercase hex
+	// digits, so it changes whenever they do. A node resumes a partly filled
+	// title only from a partial of the same version, and keeps a fill only
+	// when its bytes hash to it. Empty when the origin gives none (nothing
+	// is checked).
 	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
