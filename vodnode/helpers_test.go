@@ -37,6 +37,7 @@ type fakeOrigin struct {
 	delay  time.Duration
 	rate   int64 // bytes/s per transfer; 0 = unlimited
 	fail   atomic.Bool
+	failAt atomic.Int64 // > 0: transfers send the bytes below it, then fail (DataLoss)
 
 	mu      sync.Mutex
 	fetches map[string]int
@@ -145,6 +146,12 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 			}
 		}
 		end := min(off+chunk, int64(len(d)))
+		if fa := o.failAt.Load(); fa > 0 {
+			if off >= fa {
+				return status.Error(codes.DataLoss, "origin failure at a set offset (test)")
+			}
+			end = min(end, fa)
+		}
 		if err := stream.Send(&pb.FetchChunk{Offset: off, Data: d[off:end]}); err != nil {
 			return err
 		}

@@ -81,3 +81,42 @@ func TestFFmpegGetsTheTitlesEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestFFmpegPlaysToWhereTheFillStopped: the origin fails for good a
+// quarter into a title while ffmpeg plays it over RTSP, in MP2T and
+// elementary-stream mode: the fill fails (after fill_retry_for), and
+// ffmpeg still decodes every audio frame of the bytes the fill left,
+// then stops at the node's BYE ("fill failed"), exiting cleanly.
+func TestFFmpegPlaysToWhereTheFillStopped(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	const title = "sample-002"
+	o := newFakeOrigin(t)
+	data := o.titles[title]
+	cut := int64(len(data)/4) / 188 * 188
+	o.failAt.Store(cut)
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.FillRetryFor = 300 * time.Millisecond })
+	file := filepath.Join(t.TempDir(), "left.ts")
+	if err := os.WriteFile(file, data[:cut], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := audioFrames(t, "-i", file)
+	for _, mode := range []string{"mp2t", "es"} {
+		for _, tr := range []string{"tcp", "udp"} {
+			t.Run(mode+"-"+tr, func(t *testing.T) {
+				tok := mint(t, "cut-"+mode+"-"+tr, title, "node-1", "", time.Minute)
+				url := nodeURL(n, tok, title)
+				if mode == "es" {
+					url = esURL(n, tok, title)
+				}
+				// Each run after the first finds the title failed and
+				// gone (a partial): it fills again, to the same cut.
+				if got := audioFrames(t, "-rtsp_transport", tr, "-i", url); got < want-2 || got > want {
+					t.Errorf("%s over %s: %d audio frames, the fill left %d", mode, tr, got, want)
+				}
+			})
+		}
+	}
+}

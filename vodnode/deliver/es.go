@@ -349,9 +349,13 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 		return // stopped by Seek, Pause or Close
 	}
 	reason := EndError
+	failed := false
 	switch {
 	case errors.Is(err, io.EOF):
 		reason, err = EndOfTitle, nil
+		if _, _, ferr := s.cfg.Source.State(); ferr != nil {
+			reason, err, failed = EndError, ferr, true // the end of what the failed fill left
+		}
 	case errors.Is(err, ErrQueueFull):
 		reason = EndSlow
 	}
@@ -372,6 +376,7 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 			// The title's fill failed: the client is told the stream
 			// ends, as Stream tells it.
 			bye = s.reportsLocked("fill failed")
+			failed = true
 		}
 	}
 	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
@@ -388,6 +393,9 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 				s.sendRTCP(bye, true)
 			}
 		})
+	} else if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && failed {
+		// after the last packets too: the stream has ended for good
+		time.AfterFunc(s.e.ByeDelay, func() { s.sendRTCP(bye, true) })
 	} else {
 		s.sendRTCP(bye, true)
 	}

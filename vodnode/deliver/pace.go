@@ -26,7 +26,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			// left: the client is told the stream ends (an RTSP client
 			// over TCP would otherwise wait in silence until its
 			// keepalive meets the ended session).
-			s.abortBye("fill failed")
+			s.fillFailedBye()
 			s.finish(EndError, err)
 			return false
 		}
@@ -103,7 +103,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if complete && s.pos >= avail {
 		if err != nil {
-			s.abortBye("fill failed")
+			s.fillFailedBye()
 			s.finish(EndError, err)
 			return false
 		}
@@ -293,6 +293,17 @@ func (s *Stream) abortBye(reason string) {
 		return
 	}
 	s.sendControl(b)
+}
+
+// fillFailedBye tells the client that the stream ends because its title's
+// fill failed: over UDP after Engine.ByeDelay, so that the BYE follows the
+// last RTP packets (as endOfTitle's does), at once otherwise.
+func (s *Stream) fillFailedBye() {
+	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
+		time.AfterFunc(s.e.ByeDelay, func() { s.abortBye("fill failed") })
+		return
+	}
+	s.abortBye("fill failed")
 }
 
 // sendControl sends the compound RTCP packet b on the stream's RTCP path

@@ -60,9 +60,11 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		idx, complete, err := r.src.State()
 		if err != nil {
 			// The fill failed: the bytes it left are played to their end
-			// (as if complete), then its error.
+			// (as if complete), then io.EOF, so that a demuxer hands out
+			// the frames it holds; the reader's owner tells the end of the
+			// title from a failure by the source's error.
 			if r.off+TSPacketSize > idx.Size {
-				return 0, err
+				return 0, io.EOF
 			}
 			complete = true
 		}
