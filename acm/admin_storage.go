@@ -173,6 +173,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		} else {
 			m.rep.Queued(id, t.ID, t.SizeBytes, now)
 		}
+		m.noteHandOrderLocked(id, t.ID)
 	}
 	unlock()
 	msg := "prefetch ordered"
@@ -182,6 +183,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	}
 	if lifted {
 		msg += "; the eviction hold there is lifted"
+	}
+	// The order outlives a restart or a takeover until carried out.
+	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {
+		m.log.Error("store: prefetch order not saved", "node", id, "title", t.ID, "err", err)
+		msg += fmt.Sprintf(" (order not saved, store: %v: a manager restart before it is carried out forgets it)", err)
 	}
 	// Also a hold another manager sharing the store wrote: lifted there too.
 	if err := m.saveHoldOpLocked(id, t.ID); err != nil {
@@ -214,8 +220,14 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	partial, err := m.evictCopyOrPartialLocked(node, title)
 	if err != nil {
 		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
+			delete(m.handOrders, [2]string{node, title})
 			unlock()
-			return &pb.PlacementAck{NodeId: node, Message: "not on the node: the operator's prefetch there, failed or queued, is cancelled"}, nil
+			msg := "not on the node: the operator's prefetch there, failed or queued, is cancelled"
+			if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+				m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
+				msg += fmt.Sprintf(" (its stored order not removed, store: %v: a manager restart may order it again)", err)
+			}
+			return &pb.PlacementAck{NodeId: node, Message: msg}, nil
 		}
 		unlock()
 		return nil, err

@@ -83,6 +83,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			m.rep.FillDone(ns.id, id, now)
 		}
 		delete(lost, id)
+		m.orderDoneLocked(ns.id, id, false)
 	}
 	for id, why := range lost {
 		if cur[id] != nil && cur[id].GetFilling() {
@@ -122,6 +123,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			diskFree -= size
 		}
 	}
+	m.restorePrefetchesLocked(ns, cur, now)
 	holdings := make([]lsm.Holding, 0, len(cur))
 	for id, t := range cur {
 		b := t.GetStoredBytes()

@@ -171,6 +171,15 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		}
 		note("its pins", perr)
 	}
+	note("its prefetch orders", m.dropNodePrefetchOrdersOpLocked(ctx, id))
+	m.mu.Lock()
+	delete(m.restoring, id)
+	for k := range m.handOrders {
+		if k[0] == id {
+			delete(m.handOrders, k)
+		}
+	}
+	m.mu.Unlock()
 	if m.lead != nil {
 		note("the record of the forget for the standby", m.saveForgotten(ctx, id, now))
 	}

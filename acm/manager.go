@@ -267,7 +267,14 @@ type Manager struct {
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting
-	serving      bool // Start succeeded: Close saves the popularity snapshot
+	// restoring: the operator's stored prefetch orders loaded at Start or
+	// takeover, by node, queued again at each node's next report
+	// (prefetchstate.go; mu). handOrders: the operator's orders this
+	// manager knows, whose stored entry goes once the node reports the
+	// title complete (mu).
+	restoring  map[string][]opPrefetch
+	handOrders map[[2]string]bool
+	serving    bool // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener

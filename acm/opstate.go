@@ -122,7 +122,7 @@ func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error
 }
 
 // loadOpState reads the node settings and, with a Replicator, the
-// eviction holds from the store (at Start and when taking over), applies
+// eviction holds and the operator's prefetch orders from the store (at Start and when taking over), applies
 // the settings to the registered nodes and tells each node whose drain
 // state this changes.
 func (m *Manager) loadOpState(ctx context.Context) error {
@@ -140,6 +140,9 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 	}
 	pol, err := m.readPolicy(ctx)
 	if err != nil {
+		return err
+	}
+	if err := m.loadPrefetchOrders(ctx); err != nil {
 		return err
 	}
 	m.mu.Lock()

@@ -1,0 +1,160 @@
+package acm
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// statePrefetches is the state key of the operator's prefetch orders.
+const statePrefetches = "prefetches" // []opPrefetch as JSON
+
+// prefetchOrderTTL is how long an operator's prefetch order is kept in the
+// store to be carried out by a restarted manager (or the standby taking
+// over): longer than its retries last (smm's maxHandRetries, one to two
+// hours with the default backoff).
+const prefetchOrderTTL = 6 * time.Hour
+
+// opPrefetch is an operator's prefetch order (Admin.Prefetch) as the store
+// keeps it: a manager that restarts, or the standby that takes over, while
+// the order waits (queued behind the node's fill limit or the origin's
+// channels, or in backoff after a failed fill) queues it again when the
+// node next reports without the title, instead of dropping it.
+type opPrefetch struct {
+	Node  string    `json:"node"`
+	Title string    `json:"title"`
+	At    time.Time `json:"at"` // when the operator ordered it
+}
+
+// readPrefetchOrders returns the stored prefetch orders (nil when none); a
+// malformed value as readNodeSettings.
+func (m *Manager) readPrefetchOrders(ctx context.Context, strict bool) ([]opPrefetch, error) {
+	return readStateJSON(m, ctx, statePrefetches, "prefetch orders", strict, func() []opPrefetch { return nil })
+}
+
+// savePrefetchOrderOpLocked adds the operator's order of title on node (or,
+// with keep false, removes it) to the stored orders, dropping those older
+// than prefetchOrderTTL on the way (opMu held). Without a Replicator there
+// is nothing to restore orders into: nothing is stored.
+func (m *Manager) savePrefetchOrderOpLocked(node, title string, keep bool) error {
+	if m.rep == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored, err := m.readPrefetchOrders(ctx, true)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	now := m.now()
+	m.mu.Unlock()
+	had := len(stored)
+	stored = slices.DeleteFunc(stored, func(o opPrefetch) bool {
+		return (o.Node == node && o.Title == title) || now.Sub(o.At) > prefetchOrderTTL
+	})
+	if !keep && len(stored) == had {
+		return nil
+	}
+	if keep {
+		stored = append(stored, opPrefetch{Node: node, Title: title, At: now})
+	}
+	return m.putStateJSON(ctx, statePrefetches, stored)
+}
+
+// loadPrefetchOrders reads the stored prefetch orders into the ones to
+// restore, by node (at Start and when taking over; opMu held): each is
+// queued again (smm Replicator.Queued) at its node's next report unless
+// the node holds or fills the title then (restorePrefetchesLocked).
+func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
+	if m.rep == nil {
+		return nil
+	}
+	stored, err := m.readPrefetchOrders(ctx, false)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.restoring = map[string][]opPrefetch{}
+	for _, o := range stored {
+		if now.Sub(o.At) <= prefetchOrderTTL {
+			m.restoring[o.Node] = append(m.restoring[o.Node], o)
+		}
+	}
+	return nil
+}
+
+// restorePrefetchesLocked queues again the stored prefetch orders of ns
+// (loadPrefetchOrders) whose title it neither holds nor fills in its
+// report (cur), once, at its first report since they were loaded (mu
+// held). The plan orders them first, as it does the operator's.
+func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) {
+	orders, ok := m.restoring[ns.id]
+	if !ok || m.rep == nil {
+		return
+	}
+	delete(m.restoring, ns.id)
+	cat := m.titles()
+	for _, o := range orders {
+		t, known := cat[o.Title]
+		if cur[o.Title] != nil || !known {
+			if known {
+				m.orderDoneLocked(ns.id, o.Title, true)
+			}
+			continue // carried out (or being), or withdrawn since
+		}
+		m.noteHandOrderLocked(ns.id, o.Title)
+		m.rep.Queued(ns.id, o.Title, t.SizeBytes, now)
+		m.log.Info("operator's prefetch restored: queued", "node", ns.id, "title", o.Title, "ordered", o.At)
+	}
+}
+
+// noteHandOrderLocked records that the operator ordered title on node (mu
+// held): its stored order goes once the node reports the title complete.
+func (m *Manager) noteHandOrderLocked(node, title string) {
+	if m.handOrders == nil {
+		m.handOrders = map[[2]string]bool{}
+	}
+	m.handOrders[[2]string{node, title}] = true
+}
+
+// orderDoneLocked forgets the operator's order of title on node when there
+// is one (or always, with force), and removes it from the store in the
+// background (mu held): carried out, a restart must not order it again
+// after the title's eviction.
+func (m *Manager) orderDoneLocked(node, title string, force bool) {
+	k := [2]string{node, title}
+	if !m.handOrders[k] && !force {
+		return
+	}
+	delete(m.handOrders, k)
+	if m.ctx.Err() != nil {
+		return // closing: the order goes at its TTL
+	}
+	go func() {
+		m.opMu.Lock()
+		defer m.opMu.Unlock()
+		if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+			m.log.Warn("store: carried out prefetch order not removed (dropped after "+prefetchOrderTTL.String()+")", "node", node, "title", title, "err", err)
+		}
+	}()
+}
+
+// dropNodePrefetchOrdersOpLocked removes node's prefetch orders from the
+// store (a node forgotten; opMu held).
+func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node string) error {
+	stored, err := m.readPrefetchOrders(ctx, true)
+	if err != nil {
+		return err
+	}
+	had := len(stored)
+	stored = slices.DeleteFunc(stored, func(o opPrefetch) bool { return o.Node == node })
+	if len(stored) == had {
+		return nil
+	}
+	return m.putStateJSON(ctx, statePrefetches, stored)
+}
