@@ -145,16 +145,24 @@ func (r *rtspc) frame() (int, []byte, error) {
 // the sequence number of the last one.
 func (r *rtspc) rtpFor(d time.Duration) (n int, last uint16) {
 	end := time.Now().Add(d)
-	for {
+	for time.Now().Before(end) {
 		r.c.SetReadDeadline(end)
+		if _, err := r.br.Peek(1); err != nil {
+			return n, last
+		}
+		// A frame has begun: it is read whole, past the end if need be
+		// (a deadline in its middle would leave the rest of it to be
+		// read as the next response).
+		r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		ch, b, err := r.frame()
 		if err != nil {
-			return n, last
+			r.t.Fatalf("interleaved frame: %v", err)
 		}
 		if ch%2 == 0 && len(b) >= 4 {
 			n, last = n+1, uint16(b[2])<<8|uint16(b[3])
 		}
 	}
+	return n, last
 }
 
 // nptStart returns the start of a response's Range (npt=<start>-), -1
