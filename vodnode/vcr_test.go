@@ -95,9 +95,16 @@ func (tc *testClient) readMedia(d time.Duration) []media {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		tc.c.SetReadDeadline(end)
+		if _, err := tc.br.Peek(1); err != nil {
+			break
+		}
+		// A frame has begun: it is read whole, past the end if need be
+		// (a deadline in its middle would leave the rest of it to be read
+		// as the next response).
+		tc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		ch, b, err := tc.frame()
 		if err != nil {
-			break
+			tc.t.Fatalf("interleaved frame: %v", err)
 		}
 		if ch != 0 {
 			continue
