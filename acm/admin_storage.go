@@ -51,9 +51,10 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 			if req.GetTitleId() != "" && t.GetTitleId() != req.GetTitleId() {
 				continue
 			}
+			seen := ns.stale[t.GetTitleId()]
 			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
 				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(),
-				Pinned: m.pins.Protects(id, t.GetTitleId())})
+				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion()})
 		}
 	}
 	out.Partials = m.partialListLocked(req.GetNodeId(), req.GetTitleId())

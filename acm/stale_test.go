@@ -80,6 +80,15 @@ func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
 	if ev := n1.evictions(); len(ev) > 0 {
 		t.Fatalf("evicted %v while t1's stale copy plays; want nothing", ev)
 	}
+	// The operator sees which copy is stale (vodctl placement).
+	for _, r := range e.placement("n1").GetReplicas() {
+		if want := r.GetTitleId() == "t1"; r.GetStale() != want {
+			t.Errorf("placement of %s on n1: stale %v (version %q), want %v", r.GetTitleId(), r.GetStale(), r.GetVersion(), want)
+		}
+		if r.GetTitleId() == "t1" && r.GetVersion() != "v1" {
+			t.Errorf("placement of t1 on n1: version %q, want the copy's v1", r.GetVersion())
+		}
+	}
 
 	// t1's viewer leaves: its stale copy goes.
 	n1.mu.Lock()

@@ -327,15 +327,17 @@ func placementCmd(g *globals) *cobra.Command {
 			"away, its viewers gone, the node stopped): not served, the title's next fill on that node resumes\n" +
 			"from it. KEPT is \"partial NN%\" of the title's size, or \"stale NN%\" when that size is no longer\n" +
 			"the catalog's (replaced at the origin: never resumed, removed at the title's next fill there).\n" +
-			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).",
+			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
+			"STALE marks a complete copy of a version the origin no longer serves (the title was replaced\n" +
+			"there): it takes no new viewer, and the manager evicts it once no session plays it.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				r := m.(*v1.ListPlacementResponse)
-				fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED")
+				fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED\tSTALE")
 				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned)
+					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned, p.Stale)
 				}
 				if len(r.ClusterPins) > 0 {
 					fmt.Fprintf(w, "pinned to the cluster:\t%s\n", strings.Join(r.ClusterPins, ", "))

@@ -2600,13 +2600,18 @@ func (x *ListPlacementRequest) GetNodeId() string {
 }
 
 type Replica struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	TitleId       string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	StoredBytes   int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
-	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	Filling       bool                   `protobuf:"varint,5,opt,name=filling,proto3" json:"filling,omitempty"`
-	Pinned        bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	NodeId      string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	TitleId     string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	StoredBytes int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	Filling     bool                   `protobuf:"varint,5,opt,name=filling,proto3" json:"filling,omitempty"`
+	Pinned      bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	// stale: a complete copy of a version the origin no longer serves (the
+	// title was replaced there): it takes no new viewer and is evicted once
+	// no session plays it.
+	Stale         bool   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
+	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // the copy's StoredTitle.version ("" when unknown)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2681,6 +2686,20 @@ func (x *Replica) GetPinned() bool {
 		return x.Pinned
 	}
 	return false
+}
+
+func (x *Replica) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *Replica) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type ListPlacementResponse struct {
@@ -3431,7 +3450,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\"J\n" +
 	"\x14ListPlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xb1\x01\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xe1\x01\n" +
 	"\aReplica\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
@@ -3439,7 +3458,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\afilling\x18\x05 \x01(\bR\afilling\x12\x16\n" +
-	"\x06pinned\x18\x06 \x01(\bR\x06pinned\"\xdb\x01\n" +
+	"\x06pinned\x18\x06 \x01(\bR\x06pinned\x12\x14\n" +
+	"\x05stale\x18\a \x01(\bR\x05stale\x12\x18\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\xdb\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
