@@ -11,6 +11,16 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
+// versioned returns copies of titles, each of version v.
+func versioned(titles []*pb.Title, v string) []*pb.Title {
+	out := make([]*pb.Title, len(titles))
+	for i, ti := range titles {
+		out[i] = proto.CloneOf(ti)
+		out[i].Version = v
+	}
+	return out
+}
+
 // evictions returns the titles of the evictions among the commands n has
 // received so far (without waiting).
 func (n *fakeNode) evictions() []string {
@@ -37,13 +47,7 @@ func (n *fakeNode) evictions() []string {
 // once as no one plays it (once the catalog read again, at the manager's
 // first sight of the copies, confirms it).
 func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
-	titles := make([]*pb.Title, len(testTitles))
-	for i, ti := range testTitles {
-		c := proto.CloneOf(ti)
-		c.Version = "v2"
-		titles[i] = c
-	}
-	e := newManagerWith(t, "", titles, nil)
+	e := newManagerWith(t, "", versioned(testTitles, "v2"), nil)
 	held := func(sessions int32) []*pb.StoredTitle {
 		return []*pb.StoredTitle{
 			{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v1", Sessions: sessions},
@@ -140,13 +144,7 @@ func TestStaleCopyKeptWhileTheOriginIsDown(t *testing.T) {
 // copy: it must not be evicted (then filled again, evicted again, until
 // the next catalog_refresh), nor passed over by viewers.
 func TestCopyNewerThanTheManagersCatalogIsKept(t *testing.T) {
-	titles := make([]*pb.Title, len(testTitles))
-	for i, ti := range testTitles {
-		c := proto.CloneOf(ti)
-		c.Version = "v1"
-		titles[i] = c
-	}
-	e := newManagerWith(t, "", titles, nil)
+	e := newManagerWith(t, "", versioned(testTitles, "v1"), nil)
 	e.origin.mu.Lock()
 	for i, ti := range e.origin.titles {
 		if ti.GetId() == "t1" {

@@ -40,16 +40,7 @@ func TestReplacedTitleFillsAgain(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	fill := func(id string) *View {
-		t.Helper()
-		tt, err := s.Acquire(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitEnded(t, tt)
-		s.Release(tt)
-		return tt.View()
-	}
+	fill := func(id string) *View { t.Helper(); return fillOnce(t, s, id) }
 	if v := fill("t1"); v.Err != nil {
 		t.Fatal(v.Err)
 	}
@@ -227,16 +218,7 @@ func TestFillAsksTheOriginForTheTitle(t *testing.T) {
 	if _, err := s.Lookup(ctx, "t2"); err != nil { // the catalog cached
 		t.Fatal(err)
 	}
-	fill := func(id string) *View {
-		t.Helper()
-		tt, err := s.Acquire(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitEnded(t, tt)
-		s.Release(tt)
-		return tt.View()
-	}
+	fill := func(id string) *View { t.Helper(); return fillOnce(t, s, id) }
 	o.add("t1", b)
 	if v := fill("t1"); v.Err != nil || v.Index.Size != int64(len(b)) {
 		t.Fatalf("fill of a title replaced since the catalog was read: %v, %d bytes, want %d", v.Err, v.Index.Size, len(b))
@@ -256,4 +238,18 @@ func TestFillAsksTheOriginForTheTitle(t *testing.T) {
 	if o.lists != lists {
 		t.Errorf("the catalog was read %d more times", o.lists-lists)
 	}
+}
+
+// fillOnce acquires title id of s (a fill when it is not on the node),
+// waits for the fill to end and releases it; it returns the title's last
+// view (View.Err: the fill's error).
+func fillOnce(t *testing.T, s *Store, id string) *View {
+	t.Helper()
+	tt, err := s.Acquire(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, tt)
+	s.Release(tt)
+	return tt.View()
 }
