@@ -117,6 +117,9 @@ func TestFillFailureEndsViewers(t *testing.T) {
 	if len(n.Titles()) != 0 {
 		t.Errorf("titles after a failed fill: %+v", n.Titles())
 	}
+	if f := n.store.FillsFailed(); f["origin"] != 1 || len(f) != 1 {
+		t.Errorf("fills failed by cause %v, want one for the origin", f)
+	}
 	if f := o.fetchCount("sample-003"); f < 2 {
 		t.Errorf("%d origin transfers, want retries before the fill failed", f)
 	}

@@ -17,6 +17,7 @@ var (
 	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
+	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte).", []string{"cause"}, nil)
 	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole) and of partial fills.", nil, nil)
 	descNodePartial  = prometheus.NewDesc("vodnode_partial_bytes", "Bytes of partial fills: titles whose fill stopped short, kept to resume (removed first when a fill needs room).", nil, nil)
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
@@ -27,7 +28,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin,
-		descNodeFillsNow, descNodeFills, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining} {
+		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining} {
 		ch <- d
 	}
 }
@@ -61,6 +62,10 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		started += k
 	}
 	counter(descNodeFills, float64(started))
+	failed := n.store.FillsFailed()
+	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned"} {
+		ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.CounterValue, float64(failed[cause]), cause)
+	}
 	used, partial, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
 	gauge(descNodePartial, float64(partial))

@@ -84,4 +84,8 @@ func TestMetricsFollowAPlay(t *testing.T) {
 			t.Errorf("%s = %v after a play, want > 0", c.series, v)
 		}
 	}
+	// Series present at 0: an alert on failed fills has something to read.
+	if v := scrape(t, n, `vodnode_fills_failed_total{cause="origin"}`); v != 0 {
+		t.Errorf(`vodnode_fills_failed_total{cause="origin"} = %v after a good play, want 0`, v)
+	}
 }

@@ -334,6 +334,29 @@ func (s *Store) finishFill(t *Title, b *fillWriter) error {
 	return nil
 }
 
+// FailCause classes a fill's error for metrics: "abandoned" (its viewers
+// left before the origin's first byte), "replaced" (the title has another
+// size or version at the origin now), "mismatch" (the bytes did not hash
+// to the origin's version), "disk" (the node's disk could not take them:
+// write errors, no room), "not_found" (the origin no longer has the
+// title), else "origin" (the origin failed or stayed away longer than the
+// retries allow).
+func FailCause(err error) string {
+	switch {
+	case errors.Is(err, errAbandoned):
+		return "abandoned"
+	case errors.Is(err, errReplaced):
+		return "replaced"
+	case errors.Is(err, errMismatch):
+		return "mismatch"
+	case errors.Is(err, errDisk), errors.Is(err, ErrNoSpace):
+		return "disk"
+	case status.Code(err) == codes.NotFound:
+		return "not_found"
+	}
+	return "origin"
+}
+
 // failFill forgets the title, keeps its bytes as a partial (cut to the
 // whole packets indexed, when indexed says the index is the file's) or
 // removes its .part file (keepPartial), and tells the readers.
@@ -356,6 +379,9 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 		}
 	}
 	s.mu.Lock()
+	if s.ctx.Err() == nil {
+		s.failedBy[FailCause(err)]++
+	}
 	if s.ctx.Err() == nil && len(s.failures) < maxFailures {
 		s.failures = append(s.failures, Failure{Title: id, Reason: err.Error(), Prefetch: t.prefetch, At: s.cfg.Now()})
 	}

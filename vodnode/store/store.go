@@ -92,6 +92,7 @@ type Store struct {
 	closed      bool
 	fillsByID   map[string]int // fills started per title since Open
 	doneByID    map[string]int // fills completed per title since Open
+	failedBy    map[string]int // fills failed since Open, by FailCause
 	originBytes atomic.Int64
 	diskFault   atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
 	// protected are the titles the manager says the node's own eviction
@@ -198,6 +199,7 @@ func Open(cfg Config) (*Store, error) {
 		partials:  map[string]*partial{},
 		fillsByID: map[string]int{},
 		doneByID:  map[string]int{},
+		failedBy:  map[string]int{},
 		lock:      lock,
 		fsAvail:   func() (int64, bool) { return fsAvail(cfg.Dir) },
 	}
@@ -502,6 +504,14 @@ func (s *Store) FillsCompleted() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.doneByID)
+}
+
+// FillsFailed returns how many fills failed since Open, by cause
+// (FailCause); a fill stopped by Close is not counted.
+func (s *Store) FillsFailed() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.failedBy)
 }
 
 // ActiveFills returns the number of fills in progress.

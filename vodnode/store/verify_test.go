@@ -101,6 +101,9 @@ func TestFillOfOtherBytesThanTheVersionFails(t *testing.T) {
 		t.Fatalf("fill of other bytes than the version announced: %v", err)
 	}
 	noCopyLeft(t, s, "t1")
+	if f := s.FillsFailed(); f["mismatch"] != 1 || len(f) != 1 {
+		t.Errorf("fills failed by cause %v, want one mismatch", f)
+	}
 	if n := s.FillsCompleted()["t1"]; n != 0 {
 		t.Errorf("%d fills of t1 completed, want 0", n)
 	}
