@@ -32,8 +32,9 @@ const forgottenKeep = 30 * 24 * time.Hour
 // end, their entries deleted from the store; the commands queued for its
 // return (evictions, prefetches, drain) are dropped; the storage
 // manager's prefetches on it and its eviction holds go; its stored
-// operator setting (drain, weight, overload threshold) and its pins are
-// removed from the store. Should the node come back (it was cut off, not
+// operator setting (drain, weight, overload threshold), the operator's
+// prefetch orders for it (statePrefetches) and its pins are removed from
+// the store. Should the node come back (it was cut off, not
 // dead) still playing the sessions ended here, it is told to end them,
 // as after RestoreGrace. Pins to the node are removed rather than
 // refused: they protect nothing on a node that is gone, and the answer

@@ -103,7 +103,9 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 // and, when it loads, serves the new catalog from then on: new titles can
 // be filled, removed ones are NOT_FOUND, and a replaced file is served
 // under its new version (nodes holding part of the old one start over;
-// transfers in progress finish from the file they opened). Only files
+// transfers in progress finish from the file they opened when the new one
+// was renamed over it, and end, FAILED_PRECONDITION, when it was written
+// over in place: see Fetch). Only files
 // that are new or changed are scanned. A catalog that does not load (a
 // catalog.yaml that does not parse, a title file missing or not whole
 // MPEG-TS, e.g. one still being copied) is refused with an error naming

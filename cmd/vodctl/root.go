@@ -329,7 +329,8 @@ func placementCmd(g *globals) *cobra.Command {
 			"the catalog's (replaced at the origin: never resumed, removed at the title's next fill there).\n" +
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STALE marks a complete copy of a version the origin no longer serves (the title was replaced\n" +
-			"there): it takes no new viewer, and the manager evicts it once no session plays it.",
+			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
+			"manager evicts it once no session plays it (not while the origin is down).",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
@@ -370,10 +371,19 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
 		"unpin":    "Remove a pin",
 	}[verb]
+	long := map[string]string{
+		"prefetch": short + ".\n\n" +
+			"Not held to the off-peak window. On a node with max_fills_per_node fills in progress, or while\n" +
+			"fills take every origin channel, it is queued (vodctl fills: queued) and ordered at the first\n" +
+			"plan with a slot. The order is kept in the manager's store until carried out (6 hours at most),\n" +
+			"so a restarted manager or the standby taking over orders it again; vodctl evict TITLE NODE\n" +
+			"cancels it. A failed fill is retried with backoff, 10 attempts in all.",
+	}[verb]
 	var node string
 	cmd := &cobra.Command{
 		Use:   verb + " TITLE [NODE]",
 		Short: short,
+		Long:  long,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
@@ -444,7 +454,8 @@ func fillsCmd(g *globals) *cobra.Command {
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
-			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY).\n" +
+			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY),\n" +
+			"node down (in the last report of a node now missing its heartbeats).\n" +
 			"STORED of a fill not in progress is what the node kept of an earlier fill cut short (a partial,\n" +
 			"PROGRESS \"NN% kept\"): its next attempt fetches only the rest from the origin.",
 		RunE: func(*cobra.Command, []string) error {

@@ -25,7 +25,8 @@ type Engine struct {
 	SRInterval time.Duration // RTCP sender report period; 0 = 5 s
 	UDP        *UDPServer    // ports of the UDP streams; nil = no UDP streams
 	Logger     *slog.Logger  // nil = slog.Default()
-	// ByeDelay is how long the end-of-title RTCP BYE of a stream over UDP
+	// ByeDelay is how long the RTCP BYE at the end of the title, or at
+	// the end of the bytes a failed fill left, of a stream over UDP
 	// follows its last RTP packet; 0 = 500 ms, <0 = none. RTP and RTCP
 	// travel on two sockets, and a player that finds both readable may
 	// take the BYE first and drop the packets still queued (ffmpeg's RTP

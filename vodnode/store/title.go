@@ -18,7 +18,8 @@ type Meta struct {
 	Bitrate  int64   // mean bitrate, bit/s
 	Duration float64 // play time, seconds
 	// Version identifies the title's bytes at the origin (pb.Title.version);
-	// "" when unknown (a stored copy, or an origin that gives none).
+	// "" when unknown (a copy whose index predates versions or was rebuilt
+	// at start without its record, or an origin that gives none).
 	Version string
 }
 
