@@ -45,7 +45,7 @@ func (m *Manager) syncPartialsLocked(ns *nodeState, reported []*pb.PartialTitle)
 			all = make(map[string]*pb.PartialTitle, len(reported))
 		}
 		all[id] = p
-		if t, ok := cat[id]; ok && t.SizeBytes > 0 && t.SizeBytes != p.GetSizeBytes() {
+		if t, ok := cat[id]; ok && stalePartial(p, t.SizeBytes, t.Version) {
 			continue
 		}
 		if kept == nil {
@@ -106,7 +106,7 @@ func (m *Manager) partialListLocked(node, title string) []*pb.NodePartial {
 			t, known := cat[tid]
 			out = append(out, &pb.NodePartial{NodeId: id, TitleId: tid, StoredBytes: p.GetStoredBytes(),
 				SizeBytes: p.GetSizeBytes(), SinceUnixMs: p.GetSinceUnixMs(), Pinned: m.pins.Protects(id, tid),
-				Stale: known && t.SizeBytes > 0 && t.SizeBytes != p.GetSizeBytes()})
+				Stale: known && stalePartial(p, t.SizeBytes, t.Version)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -170,4 +170,15 @@ func (m *Manager) evictCopyOrPartialLocked(id, title string) (*pb.PartialTitle, 
 		}
 	}
 	return nil, m.evictLocked(id, title)
+}
+
+// stalePartial reports whether partial p is not of the catalog's version of
+// its title (size bytes, version): versions are compared when both are
+// known, sizes otherwise. The node removes a stale partial at the title's
+// next fill there, so it is no head start.
+func stalePartial(p *pb.PartialTitle, size int64, version string) bool {
+	if v := p.GetVersion(); v != "" && version != "" {
+		return v != version
+	}
+	return size > 0 && p.GetSizeBytes() != size
 }

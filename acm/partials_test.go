@@ -110,3 +110,26 @@ func TestFillsShowThePartialOfAFillInBackoff(t *testing.T) {
 		return f != nil && f.State == "backoff" && f.StoredBytes == 250_000 && f.SizeBytes == 1_000_000
 	})
 }
+
+// A partial of another version of its title than the catalog's, of the
+// same size (the title's file replaced by other bytes), is stale: no head
+// start for the title's next viewer, and listed so; a partial of the
+// catalog's version draws its viewer.
+func TestPartialOfAnotherVersionIsStale(t *testing.T) {
+	e := newManagerWith(t, "", versioned(testTitles, "v2"), nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps})
+	n2 := e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: 10 * titleBps})
+	n2.setPartials(
+		&pb.PartialTitle{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_200_000, Version: "v1"},
+		&pb.PartialTitle{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_200_000, Version: "v2"},
+	)
+	e.nextReport("n2")
+	e.nextReport("n2")
+	e.tokenOf(e.describe("demo", "demo", "t2").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t2", "")
+	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t1", "")
+	for _, p := range e.placement("n2").GetPartials() {
+		if want := p.GetTitleId() == "t1"; p.GetStale() != want {
+			t.Errorf("partial of %s listed stale %v, want %v", p.GetTitleId(), p.GetStale(), want)
+		}
+	}
+}
