@@ -27,14 +27,17 @@ type staleCopySeen struct {
 // pinned title again first); one that is playing stays and takes no new
 // viewer (lsm.Holding.Stale), and is evicted at the first report where
 // its sessions have ended. Each stale copy is logged once. It returns the
-// stale copies left in cur (mu held).
+// stale copies left in cur (mu held). A fill of another version than the
+// catalog's (begun before the title's file was replaced at the origin) is
+// stale too once confirmed in the same way: it takes no new viewer (they
+// would play the old version), and is evicted once complete and unused.
 func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map[string]bool {
 	cat := m.titles()
 	gen := m.catalogGen.Load()
 	var left map[string]bool
 	for id, t := range cur {
 		c, ok := cat[id]
-		if !ok || t.GetFilling() || !staleCopy(t, c.SizeBytes, c.Version) {
+		if !ok || !staleCopy(t, c.SizeBytes, c.Version) {
 			delete(ns.stale, id)
 			continue
 		}
@@ -53,7 +56,17 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 			seen.warned = true
 			m.log.Warn("stale copy: the title was replaced at the origin; the node's copy is evicted once no session plays it, and the title filled again",
 				"node", ns.id, "title", id, "copy_bytes", t.GetSizeBytes(), "copy_version", t.GetVersion(),
-				"catalog_bytes", c.SizeBytes, "catalog_version", c.Version, "sessions", t.GetSessions())
+				"catalog_bytes", c.SizeBytes, "catalog_version", c.Version, "sessions", t.GetSessions(), "filling", t.GetFilling())
+		}
+		if t.GetFilling() {
+			// A fill of the old version (begun before the file was
+			// replaced): its viewers play on, new ones go elsewhere; it is
+			// evicted as a copy once complete and unused.
+			if left == nil {
+				left = map[string]bool{}
+			}
+			left[id] = true
+			continue
 		}
 		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && m.orderEvictLocked(ns, id, false) {
 			m.log.Info("stale copy evicted", "node", ns.id, "title", id)

@@ -172,3 +172,38 @@ func TestCopyNewerThanTheManagersCatalogIsKept(t *testing.T) {
 		t.Fatalf("the viewer of t1: %+v, want on n1 (its copy is current)", e.session(sid))
 	}
 }
+
+// A fill of t1's old version (v1) that a node began before the file was
+// replaced at the origin (the catalog now has v2): a new viewer of t1 is
+// sent to another node (a fill of v2), not to the fill of v1, where it
+// would play the old version; the fill is not evicted while it runs.
+// A fill of the catalog's version takes new viewers.
+func TestFillOfTheOldVersionTakesNoNewViewer(t *testing.T) {
+	e := newManagerWith(t, "", versioned(testTitles, "v2"), nil)
+	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps, titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 500_000, Filling: true, Version: "v1", Sessions: 1},
+		{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 500_000, Filling: true, Version: "v2", Sessions: 1},
+	}})
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: 20 * titleBps})
+	// The first sight of the disagreeing fill asks for a catalog read,
+	// which must confirm it.
+	waitFor(t, 5*time.Second, "the fill of t1 v1 seen stale", func() bool {
+		e.nextReport("n1")
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		s := e.m.nodes["n1"].stale["t1"]
+		return s != nil && e.m.catalogGen.Load() > s.gen
+	})
+	e.nextReport("n1")
+	e.tokenOf(e.describe("demo", "demo", "t1").Header["Location"][0], "rtsp", "127.0.0.1:7002", "t1", "")
+	e.tokenOf(e.describe("demo", "demo", "t2").Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
+	if ev := n1.evictions(); len(ev) > 0 {
+		t.Fatalf("evicted %v while filling; want nothing", ev)
+	}
+	// The operator sees the fill of t1 as stale (vodctl placement).
+	for _, r := range e.placement("n1").GetReplicas() {
+		if want := r.GetTitleId() == "t1"; r.GetStale() != want || !r.GetFilling() {
+			t.Errorf("placement of %s on n1: stale %v filling %v, want stale %v, filling", r.GetTitleId(), r.GetStale(), r.GetFilling(), want)
+		}
+	}
+}

@@ -194,7 +194,9 @@ type Holding struct {
 	// serves (its file was replaced there). The node takes no new session
 	// of the title (Scheduler.Eligible), unless the origin is unavailable
 	// (Request.NoFill) or no node can take the session with a fill
-	// (Scheduler.Place), until the copy is evicted and filled again.
+	// (Scheduler.Place), until the copy is evicted and filled again. A
+	// fill may be stale too (a fill of the old version, begun before the
+	// file was replaced): its viewers play on, new ones go elsewhere.
 	Stale bool
 }
 
@@ -227,7 +229,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 			seen[h.Title] = struct{}{}
 			s.setReplica(n, h.Title, h.Filling, h.Bytes)
 			s.setPinned(n, h.Title, h.Pinned)
-			s.setStale(n, h.Title, h.Stale && !h.Filling)
+			s.setStale(n, h.Title, h.Stale)
 		}
 		for t := range n.titles {
 			if _, ok := seen[t]; !ok {

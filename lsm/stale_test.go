@@ -91,3 +91,42 @@ func TestStaleCopyOnEveryNodeStillServes(t *testing.T) {
 		})
 	}
 }
+
+// A fill of the old version (begun before the title's file was replaced
+// at the origin) is stale too: its viewers play on, and a new viewer goes
+// to a node that fills the new version rather than joining the old
+// version's fill, under every policy.
+func TestStaleFillTakesNoNewSession(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy, 100e6, 100e6)
+			if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Filling: true, Stale: true}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			a := s.Node("a").Index
+			if s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) {
+				t.Fatal("a node filling a stale version is eligible for its title")
+			}
+			for i := range 6 {
+				res, err := s.Place(&Request{Title: "film", Client: string(rune('a' + i)), Bitrate: 4e6, Bytes: 1e6}, t0)
+				if err != nil || res.NodeID != "b" {
+					t.Fatalf("viewer %d of the replaced title: %+v %v, want node b", i, res, err)
+				}
+				s.Release(res)
+			}
+			// The fill completes, still stale, then is evicted.
+			if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) || s.Node("a").stale != 1 {
+				t.Fatalf("the stale fill completed: eligible or stale count %d, want 1", s.Node("a").stale)
+			}
+			if err := s.Heartbeat("a", Report{Titles: []Holding{}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Eligible(a, &Request{Title: "film", Bitrate: 4e6}) || s.Node("a").stale != 0 {
+				t.Fatalf("after the stale copy's eviction: not eligible (stale count %d)", s.Node("a").stale)
+			}
+		})
+	}
+}
