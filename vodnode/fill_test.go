@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,33 @@ func TestFillFailureEndsViewers(t *testing.T) {
 	stored, err := os.ReadFile(filepath.Join(dir, "sample-003.ts"))
 	if err != nil || !bytes.Equal(stored, data) {
 		t.Fatalf("stored title differs from the origin's (%d of %d bytes, %v)", len(stored), size, err)
+	}
+}
+
+// TestPlayOfAFailedFillIsUnavailable: a viewer whose title's fill fails
+// before its first byte (the title's file written over in place at the
+// origin, which refuses the transfer until it has read its catalog again)
+// gets 503 Service Unavailable at PLAY, as when the origin is away, not
+// 500; once the origin serves the title again, the next viewer plays it.
+func TestPlayOfAFailedFillIsUnavailable(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.replaced.Store(true)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "r1", "sample-004", "node-1", "", time.Minute), "sample-004")
+	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "the fill refused by the origin", func() bool { return n.store.FillsFailed()["replaced"] == 1 })
+	res = c.do("PLAY", url+"/", "Session", sessionID(res), "Range", "npt=0.000-")
+	if res.StatusCode != 503 || !strings.Contains(string(res.Body), "replaced at the origin") {
+		t.Fatalf("PLAY of a title whose fill failed before its first byte: %s, want 503 naming the replacement", statusLine(res))
+	}
+	o.replaced.Store(false)
+	c2 := dialRTSP(t, n)
+	c2.play(nodeURL(n, mint(t, "r2", "sample-004", "node-1", "", time.Minute), "sample-004"))
+	if _, _, err := c2.frame(); err != nil {
+		t.Fatalf("first frame once the origin serves the title: %v", err)
 	}
 }

@@ -38,6 +38,10 @@ type fakeOrigin struct {
 	rate   int64 // bytes/s per transfer; 0 = unlimited
 	fail   atomic.Bool
 	failAt atomic.Int64 // > 0: transfers send the bytes below it, then fail (DataLoss)
+	// replaced: transfers are refused as the CDP refuses those of a file
+	// written over in place before it has read its catalog again
+	// (FailedPrecondition), while the catalog still gives the old version.
+	replaced atomic.Bool
 
 	mu      sync.Mutex
 	fetches map[string]int
@@ -110,6 +114,9 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	d, ok := o.titles[req.GetTitleId()]
 	if !ok {
 		return status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
+	}
+	if o.replaced.Load() {
+		return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (test)", req.GetTitleId())
 	}
 	if v := req.GetIfVersion(); v != "" && v != titleVersion(d) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", req.GetTitleId(), titleVersion(d), v)

@@ -317,6 +317,12 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if errors.Is(serr, deliver.ErrRange) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "%v", serr)
 	}
+	if errors.Is(serr, store.ErrFillFailed) {
+		// Nothing to play from start: the fill stopped before it (the
+		// origin away, the title replaced there). A later request fills
+		// again.
+		return nil, nil, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
+	}
 	if serr != nil {
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}

@@ -407,7 +407,7 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 		s.log.Info("partial fill kept to resume", "title", id, "bytes", kept, "size_bytes", t.meta.Size)
 	}
 	v := *t.View()
-	v.Err = fmt.Errorf("fill of %s failed: %w", id, err)
+	v.Err = &fillError{id: id, err: err}
 	t.publish(&v)
 }
 
@@ -430,3 +430,13 @@ func (s *Store) keepBytes(t *Title, indexed bool) int64 {
 	}
 	return st.Size()
 }
+
+// fillError is a failed fill's error (View.Err): "fill of ID failed: ...",
+// errors.Is ErrFillFailed and the cause.
+type fillError struct {
+	id  string
+	err error
+}
+
+func (e *fillError) Error() string   { return fmt.Sprintf("fill of %s failed: %v", e.id, e.err) }
+func (e *fillError) Unwrap() []error { return []error{ErrFillFailed, e.err} }

@@ -26,6 +26,7 @@ var (
 	ErrNoSpace      = errors.New("store: not enough disk space") // eviction cannot free enough bytes
 	ErrInUse        = errors.New("store: title in use")          // playing or filling: not evicted
 	ErrOrigin       = errors.New("store: origin unavailable")    // the origin could not be asked
+	ErrFillFailed   = errors.New("store: fill failed")           // a title's fill stopped before its end (View.Err): the origin away longer than RetryFor, the title replaced there
 	ErrBadID        = errors.New("store: invalid title id")      // not [A-Za-z0-9._-]{1,128}
 	ErrLocked       = errors.New("store: directory in use")      // another process (or Store) holds the directory's lock
 	errClosedStore  = errors.New("store: closed")
