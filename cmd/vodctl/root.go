@@ -325,8 +325,9 @@ func placementCmd(g *globals) *cobra.Command {
 			"the nodes keep.\n\n" +
 			"A partial fill is the beginning of a title a node kept after its fill stopped short (the origin\n" +
 			"away, its viewers gone, the node stopped): not served, the title's next fill on that node resumes\n" +
-			"from it. KEPT is \"partial NN%\" of the title's size, or \"stale NN%\" when that size is no longer\n" +
-			"the catalog's (replaced at the origin: never resumed, removed at the title's next fill there).\n" +
+			"from it. KEPT is \"partial NN%\" of the title's size, or \"stale NN%\" when its version (or size)\n" +
+			"is no longer the catalog's (replaced at the origin: never resumed, removed at the title's next\n" +
+			"fill there).\n" +
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STALE marks a complete copy of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
@@ -418,7 +419,8 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 }
 
 // partialKept describes how much of its title a partial fill holds:
-// "partial NN%", or "stale NN%" when its size is no longer the catalog's.
+// "partial NN%", or "stale NN%" when its version (or size) is no longer the
+// catalog's.
 func partialKept(p *v1.NodePartial) string {
 	pct := "?"
 	if p.SizeBytes > 0 {

@@ -2783,8 +2783,9 @@ type NodePartial struct {
 	SizeBytes   int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`         // bytes of the whole title, as its fill started
 	SinceUnixMs int64                  `protobuf:"varint,5,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"` // when its fill stopped
 	Pinned      bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`                                // the title is pinned to the node or the cluster (Evict refuses it)
-	// stale: size_bytes is not the catalog's (the title was replaced at the
-	// origin): never resumed, the node removes it at the title's next fill.
+	// stale: its version (or, when either is unknown, size_bytes) is not the
+	// catalog's (the title was replaced at the origin): never resumed, the
+	// node removes it at the title's next fill.
 	Stale         bool `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
