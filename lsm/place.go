@@ -188,7 +188,8 @@ func (s *Scheduler) touch(n *Node) {
 // Place chooses a node for r with the current policy and reserves r's
 // bitrate on it. When no node is eligible and some hold a stale copy of
 // r's title (Holding.Stale), it chooses among the title's holders, stale
-// copies included: the old version rather than a refusal. It returns ErrBadRequest, ErrNoNode when no node is in
+// copies included, the one already playing it most (staleFallback): the
+// old version rather than a refusal, on as few copies as can take it. It returns ErrBadRequest, ErrNoNode when no node is in
 // service, or ErrNoCapacity when none has headroom.
 func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	if r.Title == "" || r.Bitrate <= 0 {
@@ -206,7 +207,7 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		// hold a stale copy): the old version rather than a refusal.
 		r.NoFill = true
 		defer func() { r.NoFill = false }()
-		i = s.policy.Pick(s, r)
+		i = s.staleFallback(r)
 	}
 	if i < 0 {
 		for _, n := range s.Nodes {
@@ -221,6 +222,27 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 		return Reservation{}, fmt.Errorf("lsm: policy %s picked ineligible node %d", s.policy.Name(), i)
 	}
 	return s.reserve(i, r), nil
+}
+
+// staleFallback chooses, among the nodes eligible for r (r.NoFill set:
+// holders only, stale copies included), the one with the most sessions of
+// r's title, then the least loaded; -1 when none. Not the policy's
+// choice: spreading the viewers of the old version over every stale copy
+// would keep each one playing, so none would ever be evicted and filled
+// with the new version; piled on one, the others drain.
+func (s *Scheduler) staleFallback(r *Request) int {
+	best, bestSessions, bestLoad := -1, -1, 0.0
+	for _, i := range s.holders[r.Title] {
+		n := int(i)
+		if !s.Eligible(n, r) {
+			continue
+		}
+		k, load := s.Nodes[n].titles[r.Title].sessions, s.Load(n)
+		if k > bestSessions || (k == bestSessions && load < bestLoad) {
+			best, bestSessions, bestLoad = n, k, load
+		}
+	}
+	return best
 }
 
 // staleHeld reports whether a node holds a stale copy of title

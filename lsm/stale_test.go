@@ -130,3 +130,34 @@ func TestStaleFillTakesNoNewSession(t *testing.T) {
 		})
 	}
 }
+
+// With every holder of a title stale and no node able to fill it, new
+// viewers pile on the stale copy already playing it most (within its
+// capacity), under every policy: the other copies drain, are evicted and
+// filled with the new version; spread over all, none would ever drain.
+func TestStaleFallbackConcentrates(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			s := newTestScheduler(t, policy, 20e6, 20e6)
+			stale := Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}}}
+			for _, id := range []string{"a", "b"} {
+				if err := s.Heartbeat(id, stale, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Reserve("b", "film", 4e6); err != nil { // b plays it once
+				t.Fatal(err)
+			}
+			for i := range 4 { // b has room for 5 sessions of 4 Mbit/s in 20
+				res, err := s.Place(&Request{Title: "film", Client: string(rune('a' + i)), Bitrate: 4e6, Bytes: 1e6}, t0)
+				if err != nil || res.NodeID != "b" {
+					t.Fatalf("viewer %d: %+v %v, want b, the stale copy playing it most", i, res, err)
+				}
+			}
+			// b is full: the next goes to a.
+			if res, err := s.Place(&Request{Title: "film", Client: "z", Bitrate: 4e6, Bytes: 1e6}, t0); err != nil || res.NodeID != "a" {
+				t.Fatalf("viewer with b full: %+v %v, want a", res, err)
+			}
+		})
+	}
+}
