@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -169,8 +170,15 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		if !ok {
 			return fetched, fmt.Errorf("no byte from the origin for %v (%d attempts): %w", s.cfg.RetryFor, attempt, err)
 		}
-		s.log.Warn("fill interrupted, retrying", "title", t.meta.ID, "offset", off+fetched, "attempt", attempt,
-			"retry_in_s", wait.Seconds(), "err", err)
+		// One warning per outage (the first attempt since bytes last came),
+		// the retries after it at debug: an origin away for fill_retry_for
+		// would otherwise log some twenty lines per fill.
+		level := slog.LevelDebug
+		if attempt == 1 || n > 0 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(t.ctx, level, "fill interrupted, retrying", "title", t.meta.ID, "offset", off+fetched, "attempt", attempt,
+			"retry_in_s", wait.Seconds(), "retry_for_s", s.cfg.RetryFor.Seconds(), "err", err)
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
