@@ -104,6 +104,11 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			ns.filling[id] = t.GetPrefetch()
 		}
 	}
+	for _, s := range ns.sessions {
+		if s.reserved && s.res.Fill && cur[s.Title] != nil {
+			s.fillSeen = true // the node's own report shows the session's fill
+		}
+	}
 	// Prefetches ordered and fills placed whose viewer has not arrived
 	// yet are not in the report: keep them in the view so that nothing
 	// fills them twice and their room stays counted.
@@ -115,8 +120,10 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	clear(ns.awaiting)
 	for _, s := range ns.sessions {
 		// Until the node's report shows its fill (even once the viewer
-		// started: the report may be older than the fill).
-		if s.reserved && s.res.Fill && cur[s.Title] == nil {
+		// started: the report may be older than the fill); once shown, a
+		// title gone from the report is gone from the node (the fill
+		// failed, or the title was evicted after it).
+		if s.reserved && s.res.Fill && cur[s.Title] == nil && !s.fillSeen {
 			size := cat[s.Title].SizeBytes
 			cur[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: size, Filling: true}
 			ns.awaiting[s.Title] = true

@@ -45,6 +45,11 @@ type session struct {
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.
 	startedNodeMs int64
+	// fillSeen: a report of its node showed the title (filling or held)
+	// since the session was placed with a fill (res.Fill): the manager no
+	// longer stands in for the fill's report (syncTitlesLocked), so a fill
+	// that failed there leaves the node's view.
+	fillSeen bool
 
 	persistMu sync.Mutex
 }
