@@ -37,6 +37,18 @@ func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.Li
 	return out, nil
 }
 
+// RefreshCatalog reads the origin's catalog now (Admin.RefreshCatalog) and
+// answers how the manager's catalog changed. UNAVAILABLE when the origin
+// cannot be read (the catalog before stays in use), or when the catalog
+// was read but could not be written to the store (it is served).
+func (a *admin) RefreshCatalog(ctx context.Context, _ *pb.RefreshCatalogRequest) (*pb.RefreshCatalogResponse, error) {
+	c, err := a.m.readCatalog(ctx, 10*time.Second)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "catalog not read from the origin %s: %v", a.m.OriginAddr, err)
+	}
+	return &pb.RefreshCatalogResponse{Titles: int32(len(a.m.titles())), Published: c.published, Withdrawn: c.withdrawn, Replaced: c.replaced}, nil
+}
+
 // nodeInfoLocked describes node n (mu held).
 func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 	egress := n.EgressBps

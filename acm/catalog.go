@@ -87,11 +87,20 @@ func (m *Manager) catalogLoop() {
 // a malformed id or no bitrate are skipped, a malformed hint is dropped
 // (logged).
 func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) error {
+	_, err := m.readCatalog(ctx, timeout)
+	return err
+}
+
+// readCatalog is refreshCatalog, returning how the catalog changed
+// (catalogChange); one read at a time (catalogMu).
+func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catalogChange, error) {
+	m.catalogMu.Lock()
+	defer m.catalogMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	titles, err := pb.ListAllTitles(ctx, pb.NewOriginClient(m.origin).ListTitles)
 	if err != nil {
-		return err
+		return catalogChange{}, err
 	}
 	ts := make([]store.Title, 0, len(titles))
 	seen := make(map[string]bool, len(titles))
@@ -110,57 +119,68 @@ func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) err
 			BitrateBps: t.GetBitrateBps(), SizeBytes: t.GetSizeBytes(), Package: t.GetPackage(), PopularityPerDay: pop,
 			Version: t.GetVersion()})
 	}
-	m.logCatalogChange(ts)
+	change := m.logCatalogChange(ts)
 	m.setCatalog(ts)
 	m.health.catalogLoaded.Store(true)
 	m.applyHints()
 	err = m.st.ReplaceTitles(ctx, ts)
 	m.noteStore(err)
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return change, fmt.Errorf("store: %w", err)
 	}
 	m.log.Debug("catalog refreshed", "titles", len(ts))
-	return nil
+	return change, nil
+}
+
+// catalogChange is how a read of the origin's catalog changed the
+// manager's: the ids (sorted) of the titles published, withdrawn and
+// replaced (another version or size) since the previous read.
+type catalogChange struct {
+	published, withdrawn, replaced []string
 }
 
 // logCatalogChange logs, before ts replaces it, how the catalog changed:
 // titles published, withdrawn and replaced (another version), with up to
-// five ids of each. The first catalog loaded is logged with its size.
-func (m *Manager) logCatalogChange(ts []store.Title) {
+// five ids of each, and returns the change. The first catalog loaded is
+// logged with its size (no change returned).
+func (m *Manager) logCatalogChange(ts []store.Title) catalogChange {
 	old := m.titles()
 	if len(old) == 0 {
 		m.log.Info("catalog loaded", "titles", len(ts))
-		return
+		return catalogChange{}
 	}
-	var added, replaced, removed []string
+	var c catalogChange
 	seen := make(map[string]bool, len(ts))
 	for _, t := range ts {
 		seen[t.ID] = true
 		switch o, ok := old[t.ID]; {
 		case !ok:
-			added = append(added, t.ID)
+			c.published = append(c.published, t.ID)
 		case (o.Version != "" && o.Version != t.Version) || o.SizeBytes != t.SizeBytes:
-			replaced = append(replaced, t.ID)
+			c.replaced = append(c.replaced, t.ID)
 		}
 	}
 	for id := range old {
 		if !seen[id] {
-			removed = append(removed, id)
+			c.withdrawn = append(c.withdrawn, id)
 		}
 	}
-	if len(added)+len(replaced)+len(removed) == 0 {
-		return
+	for _, ids := range [][]string{c.published, c.withdrawn, c.replaced} {
+		slices.Sort(ids)
+	}
+	if len(c.published)+len(c.replaced)+len(c.withdrawn) == 0 {
+		return c
 	}
 	some := func(ids []string) string {
-		slices.Sort(ids)
 		if len(ids) > 5 {
 			return strings.Join(ids[:5], ",") + ",..."
 		}
 		return strings.Join(ids, ",")
 	}
 	m.log.Info("catalog changed at the origin", "titles", len(ts),
-		"published", len(added), "withdrawn", len(removed), "replaced", len(replaced),
-		"published_ids", some(added), "withdrawn_ids", some(removed), "replaced_ids", some(replaced))
+		"published", len(c.published), "withdrawn", len(c.withdrawn), "replaced", len(c.replaced),
+		"published_ids", some(c.published), "withdrawn_ids", some(c.withdrawn), "replaced_ids", some(c.replaced))
+	return c
 }
 
 func titleProto(t store.Title) *pb.Title {

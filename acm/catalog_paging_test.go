@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,38 @@ func TestLargeCatalogPaged(t *testing.T) {
 	}
 	if _, err := e.admin.ListTitles(ctx, &pb.ListTitlesRequest{PageSize: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Admin page_size -1: %v, want InvalidArgument", err)
+	}
+}
+
+// Admin.RefreshCatalog reads the origin's catalog at once and says what
+// changed: titles published, withdrawn and replaced there; with the
+// origin away it is UNAVAILABLE and the catalog before stays.
+func TestAdminRefreshCatalog(t *testing.T) {
+	e := newManagerWith(t, "", versioned(testTitles, "v1"), nil)
+	ctx := context.Background()
+	e.origin.mu.Lock()
+	titles := versioned(testTitles, "v1")
+	titles[0].Version = "v2" // replaced
+	titles = append(titles[:len(titles)-1:len(titles)-1], &pb.Title{Id: "zz-new", Name: "New", DurationS: 20, BitrateBps: 600_000, SizeBytes: 1_500_000, Package: "kids"})
+	e.origin.titles = titles
+	e.origin.mu.Unlock()
+	r, err := e.admin.RefreshCatalog(ctx, &pb.RefreshCatalogRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetTitles() != int32(len(testTitles)) || !slices.Equal(r.GetPublished(), []string{"zz-new"}) ||
+		!slices.Equal(r.GetWithdrawn(), []string{testTitles[len(testTitles)-1].GetId()}) ||
+		!slices.Equal(r.GetReplaced(), []string{testTitles[0].GetId()}) {
+		t.Fatalf("refresh: %v", r)
+	}
+	if _, ok := e.m.titles()["zz-new"]; !ok {
+		t.Fatal("the published title is not in the manager's catalog after the refresh")
+	}
+	e.origin.srv.Stop()
+	if _, err := e.admin.RefreshCatalog(ctx, &pb.RefreshCatalogRequest{}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("refresh with the origin away: %v, want UNAVAILABLE", err)
+	}
+	if _, ok := e.m.titles()["zz-new"]; !ok || len(e.m.titles()) != len(testTitles) {
+		t.Fatal("a failed refresh changed the catalog")
 	}
 }

@@ -235,7 +235,8 @@ type Manager struct {
 	// catalogKick asks catalogLoop for a read of the catalog now (a node
 	// reported a copy of a version the catalog does not have).
 	catalogKick chan struct{}
-	health      health // readiness for /healthz (health.go)
+	catalogMu   sync.Mutex // one read of the origin's catalog at a time (readCatalog)
+	health      health     // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex

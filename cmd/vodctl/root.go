@@ -140,12 +140,24 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 }
 
 func titlesCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var refresh bool
+	cmd := &cobra.Command{
 		Use:   "titles",
 		Short: "List the catalog",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Long: "List the manager's catalog, which it reads from the origin every catalog_refresh (1 min).\n\n" +
+			"--refresh has it read the origin's catalog now first (after titles were published, withdrawn\n" +
+			"or replaced there) and says what changed, on standard error.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				if refresh {
+					r, err := c.RefreshCatalog(ctx, &v1.RefreshCatalogRequest{})
+					if err != nil {
+						return nil, err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "catalog read from the origin: %d titles; published %d %v, withdrawn %d %v, replaced %d %v\n",
+						r.Titles, len(r.Published), r.Published, len(r.Withdrawn), r.Withdrawn, len(r.Replaced), r.Replaced)
+				}
 				ts, err := v1.ListAllTitles(ctx, c.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
 				if err != nil {
 					return nil, err
@@ -159,6 +171,8 @@ func titlesCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&refresh, "refresh", false, "have the manager read the origin's catalog now first, and say what changed")
+	return cmd
 }
 
 func nodesCmd(g *globals) *cobra.Command {

@@ -72,7 +72,7 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
@@ -186,6 +186,113 @@ func (x *Title) GetVersion() string {
 	return ""
 }
 
+type RefreshCatalogRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshCatalogRequest) Reset() {
+	*x = RefreshCatalogRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshCatalogRequest) ProtoMessage() {}
+
+func (x *RefreshCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshCatalogRequest.ProtoReflect.Descriptor instead.
+func (*RefreshCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{1}
+}
+
+// RefreshCatalogResponse is how the manager's catalog changed with the
+// read: the ids (sorted) of the titles published, withdrawn and replaced
+// (another version or size) at the origin since its previous read.
+type RefreshCatalogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Titles        int32                  `protobuf:"varint,1,opt,name=titles,proto3" json:"titles,omitempty"` // titles in the catalog now
+	Published     []string               `protobuf:"bytes,2,rep,name=published,proto3" json:"published,omitempty"`
+	Withdrawn     []string               `protobuf:"bytes,3,rep,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	Replaced      []string               `protobuf:"bytes,4,rep,name=replaced,proto3" json:"replaced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshCatalogResponse) Reset() {
+	*x = RefreshCatalogResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshCatalogResponse) ProtoMessage() {}
+
+func (x *RefreshCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshCatalogResponse.ProtoReflect.Descriptor instead.
+func (*RefreshCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RefreshCatalogResponse) GetTitles() int32 {
+	if x != nil {
+		return x.Titles
+	}
+	return 0
+}
+
+func (x *RefreshCatalogResponse) GetPublished() []string {
+	if x != nil {
+		return x.Published
+	}
+	return nil
+}
+
+func (x *RefreshCatalogResponse) GetWithdrawn() []string {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return nil
+}
+
+func (x *RefreshCatalogResponse) GetReplaced() []string {
+	if x != nil {
+		return x.Replaced
+	}
+	return nil
+}
+
 // GetTitleRequest names one title of the origin's catalog.
 type GetTitleRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -196,7 +303,7 @@ type GetTitleRequest struct {
 
 func (x *GetTitleRequest) Reset() {
 	*x = GetTitleRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[1]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +315,7 @@ func (x *GetTitleRequest) String() string {
 func (*GetTitleRequest) ProtoMessage() {}
 
 func (x *GetTitleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[1]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +328,7 @@ func (x *GetTitleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTitleRequest.ProtoReflect.Descriptor instead.
 func (*GetTitleRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{1}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetTitleRequest) GetTitleId() string {
@@ -248,7 +355,7 @@ type ListTitlesRequest struct {
 
 func (x *ListTitlesRequest) Reset() {
 	*x = ListTitlesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[2]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +367,7 @@ func (x *ListTitlesRequest) String() string {
 func (*ListTitlesRequest) ProtoMessage() {}
 
 func (x *ListTitlesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[2]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +380,7 @@ func (x *ListTitlesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTitlesRequest.ProtoReflect.Descriptor instead.
 func (*ListTitlesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{2}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListTitlesRequest) GetPageSize() int32 {
@@ -302,7 +409,7 @@ type ListTitlesResponse struct {
 
 func (x *ListTitlesResponse) Reset() {
 	*x = ListTitlesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[3]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +421,7 @@ func (x *ListTitlesResponse) String() string {
 func (*ListTitlesResponse) ProtoMessage() {}
 
 func (x *ListTitlesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[3]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +434,7 @@ func (x *ListTitlesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTitlesResponse.ProtoReflect.Descriptor instead.
 func (*ListTitlesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{3}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListTitlesResponse) GetTitles() []*Title {
@@ -362,7 +469,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[4]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +481,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[4]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +494,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{4}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FetchRequest) GetTitleId() string {
@@ -435,7 +542,7 @@ type FetchChunk struct {
 
 func (x *FetchChunk) Reset() {
 	*x = FetchChunk{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[5]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +554,7 @@ func (x *FetchChunk) String() string {
 func (*FetchChunk) ProtoMessage() {}
 
 func (x *FetchChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[5]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +567,7 @@ func (x *FetchChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchChunk.ProtoReflect.Descriptor instead.
 func (*FetchChunk) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{5}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FetchChunk) GetOffset() int64 {
@@ -489,7 +596,7 @@ type NodeCapacity struct {
 
 func (x *NodeCapacity) Reset() {
 	*x = NodeCapacity{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[6]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +608,7 @@ func (x *NodeCapacity) String() string {
 func (*NodeCapacity) ProtoMessage() {}
 
 func (x *NodeCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[6]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +621,7 @@ func (x *NodeCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCapacity.ProtoReflect.Descriptor instead.
 func (*NodeCapacity) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{6}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeCapacity) GetEgressBps() int64 {
@@ -553,7 +660,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[7]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +672,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[7]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +685,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{7}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterRequest) GetNodeId() string {
@@ -639,7 +746,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[8]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +758,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[8]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +771,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{8}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegisterResponse) GetHeartbeatIntervalMs() int64 {
@@ -695,7 +802,7 @@ type StoredTitle struct {
 
 func (x *StoredTitle) Reset() {
 	*x = StoredTitle{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[9]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +814,7 @@ func (x *StoredTitle) String() string {
 func (*StoredTitle) ProtoMessage() {}
 
 func (x *StoredTitle) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[9]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +827,7 @@ func (x *StoredTitle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredTitle.ProtoReflect.Descriptor instead.
 func (*StoredTitle) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{9}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StoredTitle) GetTitleId() string {
@@ -813,7 +920,7 @@ type LoadReport struct {
 
 func (x *LoadReport) Reset() {
 	*x = LoadReport{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +932,7 @@ func (x *LoadReport) String() string {
 func (*LoadReport) ProtoMessage() {}
 
 func (x *LoadReport) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[10]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +945,7 @@ func (x *LoadReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
 func (*LoadReport) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{10}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LoadReport) GetNodeId() string {
@@ -955,7 +1062,7 @@ type PartialTitle struct {
 
 func (x *PartialTitle) Reset() {
 	*x = PartialTitle{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1074,7 @@ func (x *PartialTitle) String() string {
 func (*PartialTitle) ProtoMessage() {}
 
 func (x *PartialTitle) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[11]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1087,7 @@ func (x *PartialTitle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartialTitle.ProtoReflect.Descriptor instead.
 func (*PartialTitle) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{11}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PartialTitle) GetTitleId() string {
@@ -1031,7 +1138,7 @@ type FillFailure struct {
 
 func (x *FillFailure) Reset() {
 	*x = FillFailure{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1150,7 @@ func (x *FillFailure) String() string {
 func (*FillFailure) ProtoMessage() {}
 
 func (x *FillFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[12]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1163,7 @@ func (x *FillFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FillFailure.ProtoReflect.Descriptor instead.
 func (*FillFailure) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{12}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FillFailure) GetTitleId() string {
@@ -1104,7 +1211,7 @@ type NodeCommand struct {
 
 func (x *NodeCommand) Reset() {
 	*x = NodeCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1223,7 @@ func (x *NodeCommand) String() string {
 func (*NodeCommand) ProtoMessage() {}
 
 func (x *NodeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1236,7 @@ func (x *NodeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCommand.ProtoReflect.Descriptor instead.
 func (*NodeCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeCommand) GetCommand() isNodeCommand_Command {
@@ -1233,7 +1340,7 @@ type EndSessionsCommand struct {
 
 func (x *EndSessionsCommand) Reset() {
 	*x = EndSessionsCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1352,7 @@ func (x *EndSessionsCommand) String() string {
 func (*EndSessionsCommand) ProtoMessage() {}
 
 func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1365,7 @@ func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsCommand.ProtoReflect.Descriptor instead.
 func (*EndSessionsCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EndSessionsCommand) GetSessionIds() []string {
@@ -1289,7 +1396,7 @@ type ProtectCommand struct {
 
 func (x *ProtectCommand) Reset() {
 	*x = ProtectCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1408,7 @@ func (x *ProtectCommand) String() string {
 func (*ProtectCommand) ProtoMessage() {}
 
 func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1421,7 @@ func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtectCommand.ProtoReflect.Descriptor instead.
 func (*ProtectCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProtectCommand) GetTitleIds() []string {
@@ -1333,7 +1440,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1452,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1465,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -1377,7 +1484,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1496,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1509,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -1421,7 +1528,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1540,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1553,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1472,7 +1579,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1591,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1604,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1564,7 +1671,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1683,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1696,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 type ListNodesRequest struct {
@@ -1600,7 +1707,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1719,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1732,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 type NodeInfo struct {
@@ -1658,7 +1765,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1777,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1790,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1821,7 +1928,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1940,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1953,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -1868,7 +1975,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +1987,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2000,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -1933,7 +2040,7 @@ type ForgetNodeRequest struct {
 
 func (x *ForgetNodeRequest) Reset() {
 	*x = ForgetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2052,7 @@ func (x *ForgetNodeRequest) String() string {
 func (*ForgetNodeRequest) ProtoMessage() {}
 
 func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2065,7 @@ func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeRequest.ProtoReflect.Descriptor instead.
 func (*ForgetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ForgetNodeRequest) GetNodeId() string {
@@ -1986,7 +2093,7 @@ type ForgetNodeResponse struct {
 
 func (x *ForgetNodeResponse) Reset() {
 	*x = ForgetNodeResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2105,7 @@ func (x *ForgetNodeResponse) String() string {
 func (*ForgetNodeResponse) ProtoMessage() {}
 
 func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2118,7 @@ func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeResponse.ProtoReflect.Descriptor instead.
 func (*ForgetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ForgetNodeResponse) GetNodeId() string {
@@ -2086,7 +2193,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2205,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2218,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -2139,7 +2246,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2258,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2271,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2246,7 +2353,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2365,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2378,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2289,7 +2396,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2408,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2421,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 type PolicyInfo struct {
@@ -2331,7 +2438,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2450,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2463,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2419,7 +2526,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2538,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2551,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2512,7 +2619,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2631,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2644,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2557,7 +2664,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2676,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2689,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2618,7 +2725,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2737,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2750,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2716,7 +2823,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +2835,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +2848,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -2793,7 +2900,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +2912,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +2925,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -2882,7 +2989,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2894,7 +3001,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2907,7 +3014,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -2941,7 +3048,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +3060,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +3073,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -2993,7 +3100,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3112,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3125,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -3043,7 +3150,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3162,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3175,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 type Fill struct {
@@ -3092,7 +3199,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3211,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3224,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -3192,7 +3299,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3204,7 +3311,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3217,7 +3324,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3243,7 +3350,13 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\apackage\x18\x06 \x01(\tR\apackage\x12,\n" +
 	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\",\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\x17\n" +
+	"\x15RefreshCatalogRequest\"\x88\x01\n" +
+	"\x16RefreshCatalogResponse\x12\x16\n" +
+	"\x06titles\x18\x01 \x01(\x05R\x06titles\x12\x1c\n" +
+	"\tpublished\x18\x02 \x03(\tR\tpublished\x12\x1c\n" +
+	"\twithdrawn\x18\x03 \x03(\tR\twithdrawn\x12\x1a\n" +
+	"\breplaced\x18\x04 \x03(\tR\breplaced\",\n" +
 	"\x0fGetTitleRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\"O\n" +
 	"\x11ListTitlesRequest\x12\x1b\n" +
@@ -3508,10 +3621,11 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xf4\a\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xd3\b\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
-	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12N\n" +
+	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12]\n" +
+	"\x0eRefreshCatalog\x12$.vodcluster.v1.RefreshCatalogRequest\x1a%.vodcluster.v1.RefreshCatalogResponse\x12N\n" +
 	"\tListNodes\x12\x1f.vodcluster.v1.ListNodesRequest\x1a .vodcluster.v1.ListNodesResponse\x12A\n" +
 	"\aSetNode\x12\x1d.vodcluster.v1.SetNodeRequest\x1a\x17.vodcluster.v1.NodeInfo\x12Q\n" +
 	"\n" +
@@ -3539,116 +3653,120 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
-	(SessionEvent_Kind)(0),        // 0: vodcluster.v1.SessionEvent.Kind
-	(*Title)(nil),                 // 1: vodcluster.v1.Title
-	(*GetTitleRequest)(nil),       // 2: vodcluster.v1.GetTitleRequest
-	(*ListTitlesRequest)(nil),     // 3: vodcluster.v1.ListTitlesRequest
-	(*ListTitlesResponse)(nil),    // 4: vodcluster.v1.ListTitlesResponse
-	(*FetchRequest)(nil),          // 5: vodcluster.v1.FetchRequest
-	(*FetchChunk)(nil),            // 6: vodcluster.v1.FetchChunk
-	(*NodeCapacity)(nil),          // 7: vodcluster.v1.NodeCapacity
-	(*RegisterRequest)(nil),       // 8: vodcluster.v1.RegisterRequest
-	(*RegisterResponse)(nil),      // 9: vodcluster.v1.RegisterResponse
-	(*StoredTitle)(nil),           // 10: vodcluster.v1.StoredTitle
-	(*LoadReport)(nil),            // 11: vodcluster.v1.LoadReport
-	(*PartialTitle)(nil),          // 12: vodcluster.v1.PartialTitle
-	(*FillFailure)(nil),           // 13: vodcluster.v1.FillFailure
-	(*NodeCommand)(nil),           // 14: vodcluster.v1.NodeCommand
-	(*EndSessionsCommand)(nil),    // 15: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),        // 16: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),       // 17: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),          // 18: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),          // 19: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),          // 20: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),       // 21: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),      // 22: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),              // 23: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),     // 24: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),        // 25: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),     // 26: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),    // 27: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),   // 28: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),           // 29: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),  // 30: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),      // 31: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),            // 32: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),          // 33: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),      // 34: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),  // 35: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),               // 36: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil), // 37: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),           // 38: vodcluster.v1.NodePartial
-	(*NodePin)(nil),               // 39: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),      // 40: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),          // 41: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),      // 42: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                  // 43: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),     // 44: vodcluster.v1.ListFillsResponse
+	(SessionEvent_Kind)(0),         // 0: vodcluster.v1.SessionEvent.Kind
+	(*Title)(nil),                  // 1: vodcluster.v1.Title
+	(*RefreshCatalogRequest)(nil),  // 2: vodcluster.v1.RefreshCatalogRequest
+	(*RefreshCatalogResponse)(nil), // 3: vodcluster.v1.RefreshCatalogResponse
+	(*GetTitleRequest)(nil),        // 4: vodcluster.v1.GetTitleRequest
+	(*ListTitlesRequest)(nil),      // 5: vodcluster.v1.ListTitlesRequest
+	(*ListTitlesResponse)(nil),     // 6: vodcluster.v1.ListTitlesResponse
+	(*FetchRequest)(nil),           // 7: vodcluster.v1.FetchRequest
+	(*FetchChunk)(nil),             // 8: vodcluster.v1.FetchChunk
+	(*NodeCapacity)(nil),           // 9: vodcluster.v1.NodeCapacity
+	(*RegisterRequest)(nil),        // 10: vodcluster.v1.RegisterRequest
+	(*RegisterResponse)(nil),       // 11: vodcluster.v1.RegisterResponse
+	(*StoredTitle)(nil),            // 12: vodcluster.v1.StoredTitle
+	(*LoadReport)(nil),             // 13: vodcluster.v1.LoadReport
+	(*PartialTitle)(nil),           // 14: vodcluster.v1.PartialTitle
+	(*FillFailure)(nil),            // 15: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),            // 16: vodcluster.v1.NodeCommand
+	(*EndSessionsCommand)(nil),     // 17: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),         // 18: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),        // 19: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),           // 20: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),           // 21: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),           // 22: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),        // 23: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),       // 24: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),               // 25: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),      // 26: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),         // 27: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),      // 28: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),     // 29: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),    // 30: vodcluster.v1.ListSessionsRequest
+	(*SessionInfo)(nil),            // 31: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),   // 32: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),       // 33: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),             // 34: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),           // 35: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),       // 36: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),   // 37: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                // 38: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),  // 39: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),            // 40: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                // 41: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),       // 42: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),           // 43: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),       // 44: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                   // 45: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),      // 46: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
-	7,  // 1: vodcluster.v1.RegisterRequest.capacity:type_name -> vodcluster.v1.NodeCapacity
-	10, // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
-	12, // 3: vodcluster.v1.RegisterRequest.partials:type_name -> vodcluster.v1.PartialTitle
-	10, // 4: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
-	13, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
-	12, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
-	17, // 7: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	18, // 8: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	19, // 9: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	16, // 10: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	15, // 11: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	9,  // 1: vodcluster.v1.RegisterRequest.capacity:type_name -> vodcluster.v1.NodeCapacity
+	12, // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
+	14, // 3: vodcluster.v1.RegisterRequest.partials:type_name -> vodcluster.v1.PartialTitle
+	12, // 4: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
+	15, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
+	14, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
+	19, // 7: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	20, // 8: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	21, // 9: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	18, // 10: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	17, // 11: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
 	0,  // 12: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	7,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	23, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	29, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	33, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	36, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	39, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	38, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	43, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	3,  // 21: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 22: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	5,  // 23: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	8,  // 24: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	11, // 25: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	20, // 26: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	3,  // 27: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	22, // 28: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	25, // 29: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	26, // 30: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	28, // 31: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	31, // 32: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	34, // 33: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	35, // 34: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	40, // 35: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	40, // 36: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	40, // 37: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	40, // 38: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	42, // 39: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	4,  // 40: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 41: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	6,  // 42: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	9,  // 43: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	14, // 44: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	21, // 45: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	4,  // 46: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	24, // 47: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	23, // 48: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	27, // 49: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	30, // 50: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	32, // 51: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	32, // 52: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	37, // 53: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	41, // 54: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	41, // 55: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	41, // 56: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	41, // 57: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	44, // 58: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	40, // [40:59] is the sub-list for method output_type
-	21, // [21:40] is the sub-list for method input_type
+	9,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	25, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	31, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	35, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	38, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	41, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	40, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	45, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	5,  // 21: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 22: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 23: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 24: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 25: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	22, // 26: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 27: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 28: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	24, // 29: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	27, // 30: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	28, // 31: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	30, // 32: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	33, // 33: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	36, // 34: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	37, // 35: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	42, // 36: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	42, // 37: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	42, // 38: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	42, // 39: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	44, // 40: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 41: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 42: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 43: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 44: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	16, // 45: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	23, // 46: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 47: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 48: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	26, // 49: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	25, // 50: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	29, // 51: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	32, // 52: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	34, // 53: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	34, // 54: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	39, // 55: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	43, // 56: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	43, // 57: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	43, // 58: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	43, // 59: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	46, // 60: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	41, // [41:61] is the sub-list for method output_type
+	21, // [21:41] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -3659,21 +3777,21 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[13].OneofWrappers = []any{
+	file_vodcluster_v1_vodcluster_proto_msgTypes[15].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),
 		(*NodeCommand_Evict)(nil),
 		(*NodeCommand_Drain)(nil),
 		(*NodeCommand_Protect)(nil),
 		(*NodeCommand_EndSessions)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[24].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -421,19 +421,20 @@ var NodeControl_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Admin_ListTitles_FullMethodName    = "/vodcluster.v1.Admin/ListTitles"
-	Admin_ListNodes_FullMethodName     = "/vodcluster.v1.Admin/ListNodes"
-	Admin_SetNode_FullMethodName       = "/vodcluster.v1.Admin/SetNode"
-	Admin_ForgetNode_FullMethodName    = "/vodcluster.v1.Admin/ForgetNode"
-	Admin_ListSessions_FullMethodName  = "/vodcluster.v1.Admin/ListSessions"
-	Admin_GetPolicy_FullMethodName     = "/vodcluster.v1.Admin/GetPolicy"
-	Admin_SetPolicy_FullMethodName     = "/vodcluster.v1.Admin/SetPolicy"
-	Admin_ListPlacement_FullMethodName = "/vodcluster.v1.Admin/ListPlacement"
-	Admin_Prefetch_FullMethodName      = "/vodcluster.v1.Admin/Prefetch"
-	Admin_Evict_FullMethodName         = "/vodcluster.v1.Admin/Evict"
-	Admin_Pin_FullMethodName           = "/vodcluster.v1.Admin/Pin"
-	Admin_Unpin_FullMethodName         = "/vodcluster.v1.Admin/Unpin"
-	Admin_ListFills_FullMethodName     = "/vodcluster.v1.Admin/ListFills"
+	Admin_ListTitles_FullMethodName     = "/vodcluster.v1.Admin/ListTitles"
+	Admin_RefreshCatalog_FullMethodName = "/vodcluster.v1.Admin/RefreshCatalog"
+	Admin_ListNodes_FullMethodName      = "/vodcluster.v1.Admin/ListNodes"
+	Admin_SetNode_FullMethodName        = "/vodcluster.v1.Admin/SetNode"
+	Admin_ForgetNode_FullMethodName     = "/vodcluster.v1.Admin/ForgetNode"
+	Admin_ListSessions_FullMethodName   = "/vodcluster.v1.Admin/ListSessions"
+	Admin_GetPolicy_FullMethodName      = "/vodcluster.v1.Admin/GetPolicy"
+	Admin_SetPolicy_FullMethodName      = "/vodcluster.v1.Admin/SetPolicy"
+	Admin_ListPlacement_FullMethodName  = "/vodcluster.v1.Admin/ListPlacement"
+	Admin_Prefetch_FullMethodName       = "/vodcluster.v1.Admin/Prefetch"
+	Admin_Evict_FullMethodName          = "/vodcluster.v1.Admin/Evict"
+	Admin_Pin_FullMethodName            = "/vodcluster.v1.Admin/Pin"
+	Admin_Unpin_FullMethodName          = "/vodcluster.v1.Admin/Unpin"
+	Admin_ListFills_FullMethodName      = "/vodcluster.v1.Admin/ListFills"
 )
 
 // AdminClient is the client API for Admin service.
@@ -445,6 +446,11 @@ type AdminClient interface {
 	// ListTitles returns the manager's catalog in id order, whole or a page
 	// at a time, as Origin.ListTitles.
 	ListTitles(ctx context.Context, in *ListTitlesRequest, opts ...grpc.CallOption) (*ListTitlesResponse, error)
+	// RefreshCatalog reads the origin's catalog now (rather than at the next
+	// catalog_refresh), e.g. after titles were published there, and says
+	// how it changed. UNAVAILABLE when the origin cannot be read (the
+	// catalog before stays in use).
+	RefreshCatalog(ctx context.Context, in *RefreshCatalogRequest, opts ...grpc.CallOption) (*RefreshCatalogResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
 	SetNode(ctx context.Context, in *SetNodeRequest, opts ...grpc.CallOption) (*NodeInfo, error)
@@ -496,6 +502,16 @@ func (c *adminClient) ListTitles(ctx context.Context, in *ListTitlesRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListTitlesResponse)
 	err := c.cc.Invoke(ctx, Admin_ListTitles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RefreshCatalog(ctx context.Context, in *RefreshCatalogRequest, opts ...grpc.CallOption) (*RefreshCatalogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefreshCatalogResponse)
+	err := c.cc.Invoke(ctx, Admin_RefreshCatalog_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -631,6 +647,11 @@ type AdminServer interface {
 	// ListTitles returns the manager's catalog in id order, whole or a page
 	// at a time, as Origin.ListTitles.
 	ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error)
+	// RefreshCatalog reads the origin's catalog now (rather than at the next
+	// catalog_refresh), e.g. after titles were published there, and says
+	// how it changed. UNAVAILABLE when the origin cannot be read (the
+	// catalog before stays in use).
+	RefreshCatalog(context.Context, *RefreshCatalogRequest) (*RefreshCatalogResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
 	SetNode(context.Context, *SetNodeRequest) (*NodeInfo, error)
@@ -680,6 +701,9 @@ type UnimplementedAdminServer struct{}
 
 func (UnimplementedAdminServer) ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTitles not implemented")
+}
+func (UnimplementedAdminServer) RefreshCatalog(context.Context, *RefreshCatalogRequest) (*RefreshCatalogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefreshCatalog not implemented")
 }
 func (UnimplementedAdminServer) ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListNodes not implemented")
@@ -752,6 +776,24 @@ func _Admin_ListTitles_Handler(srv interface{}, ctx context.Context, dec func(in
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).ListTitles(ctx, req.(*ListTitlesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RefreshCatalog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefreshCatalogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RefreshCatalog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RefreshCatalog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RefreshCatalog(ctx, req.(*RefreshCatalogRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -982,6 +1024,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTitles",
 			Handler:    _Admin_ListTitles_Handler,
+		},
+		{
+			MethodName: "RefreshCatalog",
+			Handler:    _Admin_RefreshCatalog_Handler,
 		},
 		{
 			MethodName: "ListNodes",
