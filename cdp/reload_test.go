@@ -246,6 +246,17 @@ func TestGetTitle(t *testing.T) {
 	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{})
 	wantCode(t, err, codes.InvalidArgument, "title_id is empty")
 
+	// A file written over in place, not read again yet: FAILED_PRECONDITION.
+	ti3, _ := s.Catalog().Title("sample-003")
+	changed := readClip(t, "clip-c.ts")
+	changed[188*10+100] ^= 0xff
+	if err := os.WriteFile(ti3.Path, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later(t, ti3.Path)
+	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "sample-003"})
+	wantCode(t, err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+
 	clip := readClip(t, "clip-a.ts")
 	if err := os.WriteFile(filepath.Join(s.Dir, "new.ts"), clip, 0o644); err != nil {
 		t.Fatal(err)

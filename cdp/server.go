@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -277,7 +278,10 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 // (Origin.GetTitle): nodes ask it before a fill, so that they fill the
 // version the origin serves now, however old their copy of the catalog.
 // It returns UNAVAILABLE when the server was not started, INVALID_ARGUMENT
-// for an empty id, NOT_FOUND for a title not in the catalog.
+// for an empty id, NOT_FOUND for a title not in the catalog or whose file
+// is gone, FAILED_PRECONDITION while its file is not the one the catalog
+// describes (written over since; until the directory is read again a fill
+// of it would be refused).
 func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) (*vodclusterv1.Title, error) {
 	cat := s.Catalog()
 	if cat == nil {
@@ -289,6 +293,9 @@ func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) 
 	t, ok := cat.Title(req.GetTitleId())
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+	}
+	if err := t.checkFile(os.Stat(t.Path)); err != nil {
+		return nil, err
 	}
 	return t.Proto(), nil
 }

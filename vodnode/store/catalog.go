@@ -55,7 +55,8 @@ func (c *catalog) forget() {
 // fresh returns title id as the origin serves it now (Origin.GetTitle), and
 // keeps it in the cache: a fill starts from it, so that it asks for the
 // version the origin has, however old the cached catalog. A title the
-// origin does not have (NOT_FOUND: withdrawn) is ErrUnknownTitle. When the
+// origin does not have (NOT_FOUND: withdrawn) is ErrUnknownTitle; one
+// whose file is being replaced there (FAILED_PRECONDITION) is ErrOrigin. When the
 // origin does not answer, the cached entry is used, or without one lookup
 // (maxAge as there); an origin that predates GetTitle (UNIMPLEMENTED) is
 // read with lookup.
@@ -86,6 +87,10 @@ func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge ti
 		delete(c.titles, id)
 		c.mu.Unlock()
 		return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)
+	case codes.FailedPrecondition:
+		// The title's file is being replaced at the origin: no fill can
+		// start until the origin has read it again (seconds).
+		return Meta{}, fmt.Errorf("%w: title %q: %v", ErrOrigin, id, status.Convert(err).Message())
 	case codes.Unimplemented:
 		return c.lookup(ctx, id, now, maxAge)
 	}

@@ -191,6 +191,9 @@ type currentOrigin struct{ *origin }
 func (o currentOrigin) GetTitle(_ context.Context, req *pb.GetTitleRequest) (*pb.Title, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if req.GetTitleId() == "t3" {
+		return nil, status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog", req.GetTitleId())
+	}
 	d, ok := o.titles[req.GetTitleId()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
@@ -233,10 +236,22 @@ func TestFillAsksTheOriginForTheTitle(t *testing.T) {
 	if _, err := s.Acquire(ctx, "t2"); !errors.Is(err, ErrUnknownTitle) {
 		t.Fatalf("a title withdrawn at the origin: %v, want ErrUnknownTitle", err)
 	}
+	// A title whose file is being replaced at the origin: no fill now,
+	// ErrOrigin (a viewer's 503), no fetch.
+	o.add("t3", a)
+	o.mu.Lock()
+	fetches := o.fetches
+	o.mu.Unlock()
+	if _, err := s.Acquire(ctx, "t3"); !errors.Is(err, ErrOrigin) || !strings.Contains(err.Error(), "its file changed") {
+		t.Fatalf("a title being replaced at the origin: %v, want ErrOrigin", err)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.lists != lists {
 		t.Errorf("the catalog was read %d more times", o.lists-lists)
+	}
+	if o.fetches != fetches {
+		t.Errorf("%d fetches of a title being replaced", o.fetches-fetches)
 	}
 }
 
