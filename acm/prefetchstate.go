@@ -91,7 +91,11 @@ func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
 // restorePrefetchesLocked queues again the stored prefetch orders of ns
 // (loadPrefetchOrders) whose title it neither holds nor fills in its
 // report (cur), once, at its first report since they were loaded (mu
-// held). The plan orders them first, as it does the operator's.
+// held). The plan orders them first, as it does the operator's. An order
+// the node is filling then is tracked as the operator's prefetch in
+// flight (smm Replicator.Prefetched) and stays in the store until the
+// node reports the title complete: a fill that fails after the takeover
+// is retried, as it would have been by the manager that ordered it.
 func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) {
 	orders, ok := m.restoring[ns.id]
 	if !ok || m.rep == nil {
@@ -101,6 +105,12 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	cat := m.titles()
 	for _, o := range orders {
 		t, known := cat[o.Title]
+		if c := cur[o.Title]; known && c.GetFilling() {
+			m.noteHandOrderLocked(ns.id, o.Title)
+			m.rep.Prefetched(ns.id, o.Title, t.SizeBytes, now)
+			m.log.Info("operator's prefetch restored: filling", "node", ns.id, "title", o.Title, "ordered", o.At)
+			continue
+		}
 		if cur[o.Title] != nil || !known {
 			if known {
 				m.orderDoneLocked(ns.id, o.Title, true)
