@@ -20,8 +20,10 @@ import (
 // (never copies: not in the replicas), filtered and ordered alike; the
 // titles pinned to the cluster (filtered by title); and the pins to a
 // node with where each stands (stored, filling, missing, or unknown
-// node), filtered by title and node, in (node, title) order. NOT_FOUND for a title neither in the catalog nor pinned, or a
-// node neither registered nor with pins.
+// node), filtered by title and node, in (node, title) order. NOT_FOUND
+// for a title neither in the catalog, pinned, nor held or kept partly by
+// a node (a title withdrawn at the origin is listed while copies of it
+// remain), or a node neither registered nor with pins.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
 	out := &pb.ListPlacementResponse{}
@@ -34,9 +36,9 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		pinnedNode = pinnedNode || (p.Node != "" && p.Node == req.GetNodeId())
 	}
 	if id := req.GetTitleId(); id != "" && !pinnedTitle {
-		if _, ok := m.titles()[id]; !ok {
+		if _, ok := m.titles()[id]; !ok && !m.heldAnywhereLocked(id) {
 			m.mu.Unlock()
-			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", id)
+			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog and no node holds it", id)
 		}
 	}
 	if id := req.GetNodeId(); id != "" && m.nodes[id] == nil && !pinnedNode {
@@ -285,6 +287,17 @@ func (m *Manager) lockBetweenPlans() (unlock func()) {
 		m.mu.Unlock()
 		m.planMu.Unlock()
 	}
+}
+
+// heldAnywhereLocked reports whether a node's view lists title, a copy or
+// a partial (mu held).
+func (m *Manager) heldAnywhereLocked(title string) bool {
+	for _, ns := range m.nodes {
+		if ns.titles[title] != nil || ns.reportedPartials[title] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkIDs validates a PlacementRequest's title (required) and node.

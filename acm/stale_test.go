@@ -1,11 +1,14 @@
 package acm
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	pb "vodcluster/proto/vodcluster/v1"
@@ -205,5 +208,20 @@ func TestFillOfTheOldVersionTakesNoNewViewer(t *testing.T) {
 		if want := r.GetTitleId() == "t1"; r.GetStale() != want || !r.GetFilling() {
 			t.Errorf("placement of %s on n1: stale %v filling %v, want stale %v, filling", r.GetTitleId(), r.GetStale(), r.GetFilling(), want)
 		}
+	}
+}
+
+// A title withdrawn at the origin whose copy a node still holds is listed
+// by a placement filtered on it (the operator finds it to evict it); a
+// title neither in the catalog nor on a node is NOT_FOUND.
+func TestPlacementOfAWithdrawnTitle(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "gone", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
+	r, err := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{TitleId: "gone"})
+	if err != nil || len(r.GetReplicas()) != 1 || r.GetReplicas()[0].GetNodeId() != "n1" {
+		t.Fatalf("placement of a withdrawn title n1 holds: %v %v", r, err)
+	}
+	if _, err := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{TitleId: "never"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("placement of an unknown title: %v, want NOT_FOUND", err)
 	}
 }
