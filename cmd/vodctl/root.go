@@ -343,7 +343,7 @@ func placementCmd(g *globals) *cobra.Command {
 			"is no longer the catalog's (replaced at the origin: never resumed, removed at the title's next\n" +
 			"fill there).\n" +
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
-			"STALE marks a complete copy of a version the origin no longer serves (the title was replaced\n" +
+			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
 			"manager evicts it once no session plays it (not while the origin is down).",
 		RunE: func(*cobra.Command, []string) error {

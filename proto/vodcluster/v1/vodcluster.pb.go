@@ -792,9 +792,10 @@ type StoredTitle struct {
 	Sessions         int32                  `protobuf:"varint,6,opt,name=sessions,proto3" json:"sessions,omitempty"`                          // sessions playing it now
 	LastAccessUnixMs int64                  `protobuf:"varint,7,opt,name=last_access_unix_ms,json=lastAccessUnixMs,proto3" json:"last_access_unix_ms,omitempty"`
 	// version is the origin's Title.version of the copy's bytes ("" when the
-	// node does not know it). A complete copy of another version than the
+	// node does not know it). A copy (or a fill) of another version than the
 	// catalog's is stale: the manager sends it no new viewer and evicts it
-	// once no session plays it, so that the title is filled again.
+	// once complete and no session plays it, so that the title is filled
+	// again.
 	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2714,9 +2715,9 @@ type Replica struct {
 	SizeBytes   int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	Filling     bool                   `protobuf:"varint,5,opt,name=filling,proto3" json:"filling,omitempty"`
 	Pinned      bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
-	// stale: a complete copy of a version the origin no longer serves (the
-	// title was replaced there): it takes no new viewer and is evicted once
-	// no session plays it.
+	// stale: a copy, or a fill, of a version the origin no longer serves
+	// (the title was replaced there): it takes no new viewer and is evicted
+	// once complete and no session plays it.
 	Stale         bool   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
 	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // the copy's StoredTitle.version ("" when unknown)
 	unknownFields protoimpl.UnknownFields
