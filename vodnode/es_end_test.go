@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -111,11 +109,7 @@ func TestFFmpegStopsWhenTheManagerEnds(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
 	const title = "sample-001"
-	file := filepath.Join(t.TempDir(), title+".ts")
-	if err := os.WriteFile(file, o.titles[title], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	whole := audioFrames(t, "-i", file)
+	whole := bytesFrames(t, "0:a", o.titles[title])
 	for _, mode := range []string{"mp2t", "es"} {
 		for _, tr := range []string{"tcp", "udp"} {
 			t.Run(mode+"-"+tr, func(t *testing.T) {

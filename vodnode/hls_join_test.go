@@ -1,9 +1,7 @@
 package vodnode
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +24,7 @@ func TestHLSJoinsAFillFromTheStart(t *testing.T) {
 	o.rate = 100 << 10 // bytes/s: the 1.5 MB title fills in about 15 s
 	n := startNode(t, startOrigin(t, o), withHTTP)
 	const title = "sample-002"
-	file := filepath.Join(t.TempDir(), title+".ts")
-	if err := os.WriteFile(file, o.titles[title], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := decodedFrames(t, "0:v", "-i", file)
+	want := bytesFrames(t, "0:v", o.titles[title])
 	if err := n.store.Prefetch(n.ctx, title); err != nil {
 		t.Fatal(err)
 	}

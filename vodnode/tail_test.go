@@ -17,6 +17,17 @@ func audioFrames(t *testing.T, input ...string) int {
 	return decodedFrames(t, "0:a", input...)
 }
 
+// bytesFrames returns how many frames of the streams picked by stream
+// ffmpeg decodes from the MPEG-TS bytes data (written to a file first).
+func bytesFrames(t *testing.T, stream string, data []byte) int {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "title.ts")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return decodedFrames(t, stream, "-i", file)
+}
+
 // decodedFrames returns how many frames of the streams picked by stream
 // (an ffmpeg -map, e.g. 0:v) ffmpeg decodes from input, read to its end
 // (at most 40 s), every frame counted once (no frame-rate conversion).
@@ -57,11 +68,7 @@ func TestFFmpegGetsTheTitlesEnd(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
 	const title = "sample-001"
-	file := filepath.Join(t.TempDir(), title+".ts")
-	if err := os.WriteFile(file, o.titles[title], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := audioFrames(t, "-i", file)
+	want := bytesFrames(t, "0:a", o.titles[title])
 	if want < 100 {
 		t.Fatalf("the title has %d audio frames", want)
 	}
@@ -98,11 +105,7 @@ func TestFFmpegPlaysToWhereTheFillStopped(t *testing.T) {
 	cut := int64(len(data)/4) / 188 * 188
 	o.failAt.Store(cut)
 	n := startNode(t, startOrigin(t, o), func(n *Node) { n.FillRetryFor = 300 * time.Millisecond })
-	file := filepath.Join(t.TempDir(), "left.ts")
-	if err := os.WriteFile(file, data[:cut], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := audioFrames(t, "-i", file)
+	want := bytesFrames(t, "0:a", data[:cut])
 	for _, mode := range []string{"mp2t", "es"} {
 		for _, tr := range []string{"tcp", "udp"} {
 			t.Run(mode+"-"+tr, func(t *testing.T) {
