@@ -172,13 +172,9 @@ func (m *Manager) evictCopyOrPartialLocked(id, title string) (*pb.PartialTitle, 
 	return nil, m.evictLocked(id, title)
 }
 
-// stalePartial reports whether partial p is not of the catalog's version of
-// its title (size bytes, version): versions are compared when both are
-// known, sizes otherwise. The node removes a stale partial at the title's
-// next fill there, so it is no head start.
+// stalePartial reports whether partial p is not of the catalog's version
+// of its title (size bytes, version): see otherVersion. The node removes a
+// stale partial at the title's next fill there, so it is no head start.
 func stalePartial(p *pb.PartialTitle, size int64, version string) bool {
-	if v := p.GetVersion(); v != "" && version != "" {
-		return v != version
-	}
-	return size > 0 && p.GetSizeBytes() != size
+	return otherVersion(p.GetVersion(), p.GetSizeBytes(), version, size)
 }

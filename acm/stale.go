@@ -88,11 +88,18 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 }
 
 // staleCopy reports whether copy t is not the catalog's version of its
-// title (size bytes, version): versions are compared when both are known,
-// sizes otherwise.
+// title (size bytes, version): see otherVersion.
 func staleCopy(t *pb.StoredTitle, size int64, version string) bool {
-	if v := t.GetVersion(); v != "" && version != "" {
-		return v != version
+	return otherVersion(t.GetVersion(), t.GetSizeBytes(), version, size)
+}
+
+// otherVersion reports whether bytes of version v and whole-title size n
+// (a node's copy, fill or partial) are not the catalog's version of the
+// title (catVersion, catSize): versions are compared when both are known,
+// sizes otherwise (a node or an origin that gives no version).
+func otherVersion(v string, n int64, catVersion string, catSize int64) bool {
+	if v != "" && catVersion != "" {
+		return v != catVersion
 	}
-	return size > 0 && t.GetSizeBytes() != size
+	return catSize > 0 && n != catSize
 }
