@@ -23,6 +23,11 @@ var (
 	errUnavailable  = errors.New("service unavailable")                    // 503: BOSS or store down, shutting down
 	errThrottled    = errors.New("too many failed logins")                 // RTSP 503, HTTP 429, + Retry-After
 	errRateLimited  = errors.New("subscriber over the request limit")      // RTSP 503, HTTP 429, + Retry-After
+	// errChallenge is the 401 that asks for credentials, not one that
+	// refuses them: the request carried none (a player's first request),
+	// or a Digest nonce that expired or was already used with the same
+	// response. It wraps errUnauthorized.
+	errChallenge = fmt.Errorf("%w: credentials required", errUnauthorized)
 )
 
 // admitRequest is one request for a title at a front door.

@@ -36,8 +36,10 @@ func retryAfter(err error) string {
 
 // authenticate checks the Authorization header value sent with a request
 // of method for path by the client at ip. It returns the user, or
-// errUnauthorized (stale is true when the only fault was an expired
-// Digest nonce: the client may retry with a fresh one), a retryLater
+// errUnauthorized (errChallenge when there was no header, or the only
+// fault was a Digest nonce expired or a Digest response already accepted
+// once: then stale is true and the client may retry with a fresh nonce,
+// see auth.Replays), a retryLater
 // wrapping errThrottled (the client IP and user name ran out of failed
 // logins: see loginGuard) or errUnavailable (the BOSS failed). The
 // credentials that last failed for the user from ip, sent again, are
@@ -46,7 +48,7 @@ func retryAfter(err error) string {
 // digest is true.
 func (m *Manager) authenticate(ctx context.Context, method, path, header, ip string, digest bool) (user string, stale bool, err error) {
 	if header == "" {
-		return "", false, errUnauthorized
+		return "", false, errChallenge
 	}
 	c, err := auth.Parse(header, method)
 	if err != nil {
@@ -93,7 +95,10 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 		m.log.Error("boss: authentication backend failed", "err", err)
 		return "", false, errUnavailable
 	case expired:
-		return "", true, errUnauthorized
+		return "", true, errChallenge
+	case c.Digest != nil && !m.replays.First(c.Digest.Nonce, c.Digest.Response, m.now()):
+		m.log.Debug("digest response sent again: a fresh nonce is asked for", "user", c.User, "method", method, "client", ip)
+		return "", true, errChallenge
 	}
 	return c.User, false, nil
 }

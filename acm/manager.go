@@ -250,6 +250,7 @@ type Manager struct {
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces
+	replays        *auth.Replays // Digest responses accepted within the nonce TTL
 	log            *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
@@ -334,6 +335,7 @@ func (m *Manager) Start() (err error) {
 		return fmt.Errorf("acm: secret: %w", err)
 	}
 	m.nonces = auth.NewNonces(m.Secret, 0)
+	m.replays = auth.NewReplays(m.nonces.TTL(), 0)
 	if m.sched, err = lsm.New(m.Scheduler); err != nil {
 		return fmt.Errorf("acm: %w", err)
 	}
@@ -384,6 +386,12 @@ func (m *Manager) Start() (err error) {
 	}
 	if err := m.startLeader(); err != nil {
 		return err
+	}
+	m.mu.Lock()
+	restored := len(m.sessions)
+	m.mu.Unlock()
+	if restored > 0 && m.Leader() { // a standby leaves them (startLeader)
+		m.log.Info("session table restored", "sessions", restored, "titles", len(m.titles()))
 	}
 	if m.OriginAddr != "" {
 		creds := m.OriginCreds

@@ -14,7 +14,8 @@ import (
 // vodcluster_frontdoor_requests_total.
 const (
 	outcomeAdmitted     = "admitted"      // redirected to a node (a new session, or a new token for the viewer's)
-	outcomeUnauthorized = "unauthorized"  // 401: no or wrong credentials (a player's first request without them included)
+	outcomeChallenged   = "challenged"    // 401 asking for credentials: none sent (a player's first request), or a Digest nonce expired or used
+	outcomeUnauthorized = "unauthorized"  // 401: wrong or malformed credentials
 	outcomeForbidden    = "forbidden"     // the title is outside the subscriber's packages
 	outcomeUserLimit    = "user_limit"    // the subscriber has max_sessions_per_user live sessions
 	outcomeUnknownTitle = "unknown_title" // not in the catalog
@@ -32,6 +33,8 @@ func outcome(err error) string {
 	switch {
 	case err == nil:
 		return outcomeAdmitted
+	case errors.Is(err, errChallenge):
+		return outcomeChallenged
 	case errors.Is(err, errUnauthorized):
 		return outcomeUnauthorized
 	case errors.Is(err, errForbidden):
@@ -57,7 +60,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, challenged, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // planSeconds is how long the storage plans of this manager took, from

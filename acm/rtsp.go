@@ -322,7 +322,13 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 	switch {
 	case errors.Is(err, errUnauthorized):
 		res.StatusCode = base.StatusUnauthorized
-		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, m.nonces.Issue(m.now()), stale, true)
+		nonce := m.nonces.Issue(m.now())
+		if stale {
+			// The client's nonce expired or its response was used: the
+			// nonce of this second may be the one it used.
+			nonce = m.nonces.IssueFresh(m.now())
+		}
+		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, nonce, stale, true)
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
 	case errors.Is(err, errUserLimit):

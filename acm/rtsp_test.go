@@ -134,13 +134,24 @@ func TestRTSPMalformedRequestGets400(t *testing.T) {
 	}
 }
 
-// digestHeader builds the Authorization a client computes for a challenge nonce.
+// digestHeader builds the Authorization a client computes for a challenge
+// nonce (with qop "auth": the nonce's first request, nc 1).
 func digestHeader(user, pass, realm, nonce, method, uri, qop string) base.Header {
-	d := &boss.DigestResponse{Username: user, Realm: realm, Nonce: nonce, URI: uri, Method: method, QOP: qop}
-	v := `Digest username="` + user + `", realm="` + realm + `", nonce="` + nonce + `", uri="` + uri + `"`
+	nc := ""
 	if qop != "" {
-		d.NC, d.CNonce = "00000001", "c0ffee"
-		v += `, qop=auth, nc=00000001, cnonce="c0ffee"`
+		nc = "00000001"
+	}
+	return digestHeaderNC(user, pass, realm, nonce, method, uri, nc)
+}
+
+// digestHeaderNC builds the Authorization of the nc-th request (8 hex
+// digits; "": no qop) with nonce.
+func digestHeaderNC(user, pass, realm, nonce, method, uri, nc string) base.Header {
+	d := &boss.DigestResponse{Username: user, Realm: realm, Nonce: nonce, URI: uri, Method: method}
+	v := `Digest username="` + user + `", realm="` + realm + `", nonce="` + nonce + `", uri="` + uri + `"`
+	if nc != "" {
+		d.QOP, d.NC, d.CNonce = "auth", nc, "c0ffee"
+		v += `, qop=auth, nc=` + nc + `, cnonce="c0ffee"`
 	}
 	v += `, response="` + d.Expected(boss.HA1(user, realm, pass)) + `"`
 	return base.Header{"Authorization": base.HeaderValue{v}}

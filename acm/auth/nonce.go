@@ -27,7 +27,7 @@ const nonceSkew = 5 * time.Second
 // HMAC-SHA256(key, time bytes)[:16], the key derived from the cluster
 // secret. Nothing is stored, so every manager sharing the secret accepts
 // the nonces of the others; a nonce may be replayed until it expires (no
-// nonce-count tracking). Safe for concurrent use.
+// nonce-count tracking here: see Replays). Safe for concurrent use.
 type Nonces struct {
 	key []byte
 	ttl time.Duration
@@ -51,12 +51,28 @@ func (n *Nonces) TTL() time.Duration { return n.ttl }
 // issued within one second are the same, so that a client resending the
 // credentials it was refused (GStreamer's rtspsrc sends a wrong password
 // eight times, taking each 401's nonce) sends the same Authorization
-// header, which the front door's failed-login limit counts once. (The
-// nonces guard nothing more than their age: any of them may be replayed
-// until it expires.)
+// header, which the front door's failed-login limit counts once. (A
+// nonce guards nothing more than its age: Replays refuses a response
+// sent twice.)
 func (n *Nonces) Issue(now time.Time) string {
 	var ts [8]byte
 	binary.BigEndian.PutUint64(ts[:], uint64(now.Unix()*1000))
+	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
+}
+
+// IssueFresh returns a nonce stamped with now to the millisecond, never
+// on a whole second, so that it differs from Issue's nonce of the same
+// second: the nonce of a stale=true challenge, for a client whose Digest
+// response was refused as already used (see Replays) or whose nonce
+// expired, which could otherwise be sent a nonce it used this second and
+// compute a refused response again.
+func (n *Nonces) IssueFresh(now time.Time) string {
+	ms := now.UnixMilli()
+	if ms%1000 == 0 {
+		ms++
+	}
+	var ts [8]byte
+	binary.BigEndian.PutUint64(ts[:], uint64(ms))
 	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
 }
 
