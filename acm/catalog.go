@@ -49,14 +49,15 @@ func (m *Manager) sortedTitles() []store.Title { return *m.catalogSorted.Load() 
 // catalogLoop refreshes the catalog from the origin every CatalogRefresh,
 // and when kicked (kickCatalog: at most once per catalogKickMin); after a
 // failure it retries sooner, backing off from 1 s up to the refresh
-// interval.
+// interval, and warns once per outage (at debug level after that).
 func (m *Manager) catalogLoop() {
 	backoff := time.Second
 	wait := m.CatalogRefresh
 	if len(m.titles()) == 0 {
 		wait = backoff
 	}
-	last := time.Now() // Start read it
+	last := time.Now()         // Start read it
+	var failingSince time.Time // the first failure of the present outage
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -73,9 +74,18 @@ func (m *Manager) catalogLoop() {
 		}
 		last = time.Now()
 		if err := m.refreshCatalog(m.ctx, 10*time.Second); err != nil {
-			m.log.Warn("catalog: refresh failed", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
+			if failingSince.IsZero() { // one warning per outage
+				failingSince = last
+				m.log.Warn("catalog: refresh failed, retrying", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
+			} else {
+				m.log.Debug("catalog: refresh failed again", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
+			}
 			wait, backoff = backoff, min(backoff*2, m.CatalogRefresh)
 			continue
+		}
+		if !failingSince.IsZero() {
+			m.log.Info("catalog: refresh works again", "origin", m.OriginAddr, "failed_for", time.Since(failingSince).Round(time.Second))
+			failingSince = time.Time{}
 		}
 		wait, backoff = m.CatalogRefresh, time.Second
 	}

@@ -51,6 +51,9 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		switch t := cur[id]; {
 		case t != nil && !t.GetFilling():
 			done[id] = true
+		case t == nil && pre && seen[id]:
+			// Reported, then left out by staleLocked's eviction.
+			lost[id] = "completed a version the origin has since replaced (the copy is evicted as stale)"
 		case t == nil && pre:
 			lost[id] = "vanished from the node before completing"
 		}

@@ -84,9 +84,6 @@ func (m *Manager) restore() error {
 		m.sessions[s.ID] = &session{Session: s, restored: true}
 		m.userSessions[s.User]++
 	}
-	if len(ss) > 0 {
-		m.log.Info("session table restored", "sessions", len(m.sessions), "titles", len(titles))
-	}
 	return nil
 }
 
