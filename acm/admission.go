@@ -28,6 +28,9 @@ var (
 	// or a Digest nonce that expired or was already used with the same
 	// response. It wraps errUnauthorized.
 	errChallenge = fmt.Errorf("%w: credentials required", errUnauthorized)
+	// errTokenTitle is the 403 of a subscriber token that opens another
+	// title. It wraps errForbidden.
+	errTokenTitle = fmt.Errorf("%w: the subscriber token opens another title", errForbidden)
 )
 
 // admitRequest is one request for a title at a front door.

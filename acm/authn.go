@@ -103,6 +103,55 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 	return c.User, false, nil
 }
 
+// tokenRefused is the 401 of a subscriber token that does not verify,
+// with the reason for the Bearer challenge's error_description. It wraps
+// errUnauthorized.
+type tokenRefused struct{ reason string }
+
+func (e tokenRefused) Error() string { return "subscriber token refused: " + e.reason }
+func (e tokenRefused) Unwrap() error { return errUnauthorized }
+
+// subscriberToken returns the subscriber token a request carries: the
+// Bearer credentials of its Authorization header, else, when subscriber
+// tokens are accepted, its URL's token query parameter (query: the
+// URL's raw query). ok is false when it carries none.
+func (m *Manager) subscriberToken(header, query string) (tok string, ok bool) {
+	if scheme, cred, found := strings.Cut(header, " "); found && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(cred), true
+	}
+	if m.SubscriberTokens == nil || query == "" {
+		return "", false
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil || !v.Has("token") {
+		return "", false
+	}
+	return v.Get("token"), true
+}
+
+// authenticateToken checks subscriber token raw (see
+// Manager.SubscriberTokens) presented by the client at ip for title, and
+// returns the subscriber it names. Errors: tokenRefused (no token
+// accepted here, or it does not verify), errTokenTitle (the token opens
+// another title). The entitlement is checked at admission, as for a
+// password.
+func (m *Manager) authenticateToken(raw, title, ip string) (string, error) {
+	if m.SubscriberTokens == nil {
+		return "", tokenRefused{"subscriber tokens are not accepted by this front door"}
+	}
+	c, err := m.SubscriberTokens.Verify(raw, ip, m.now())
+	if err != nil {
+		reason := strings.TrimPrefix(err.Error(), auth.ErrTokenRefused.Error()+": ")
+		m.log.Info("subscriber token refused", "client", ip, "title", title, "why", reason)
+		return "", tokenRefused{reason}
+	}
+	if c.Title != "" && c.Title != title {
+		m.log.Info("subscriber token for another title", "user", c.Subject, "client", ip, "title", title, "token_title", c.Title)
+		return "", errTokenTitle
+	}
+	return c.Subject, nil
+}
+
 // sameResource reports whether a Digest uri (absolute URL or path) names
 // path; the host is not compared (clients reach the front door by many
 // names and addresses).

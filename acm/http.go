@@ -14,7 +14,8 @@ import (
 )
 
 // httpHandler is the HTTP front door: GET /vod/<title>.ts (progressive
-// MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic),
+// MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic,
+// or a subscriber token: Manager.SubscriberTokens),
 // admitted and redirected (302) to the node; other methods get 405 (a
 // redirect carries a reservation, so not even HEAD is answered with one).
 // GET /healthz answers 200 when the manager is ready to admit, 503 with
@@ -68,7 +69,13 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if h, _, e := net.SplitHostPort(addr); e == nil {
 		ip = h
 	}
-	user, _, err := m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
+	var user string
+	var err error
+	if tok, ok := m.subscriberToken(r.Header.Get("Authorization"), r.URL.RawQuery); ok {
+		user, err = m.authenticateToken(tok, title, ip)
+	} else {
+		user, _, err = m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
+	}
 	if err == nil && r.Method == http.MethodHead {
 		var t store.Title
 		if t, err = m.entitled(r.Context(), user, title); err == nil {
@@ -105,8 +112,14 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	countRequest(store.ProtoHTTP, err)
 	switch {
 	case errors.Is(err, errUnauthorized):
-		w.Header().Set("WWW-Authenticate", auth.BasicChallenge(m.Realm))
+		var tr tokenRefused
+		if errors.As(err, &tr) {
+			w.Header().Add("WWW-Authenticate", auth.BearerChallenge(m.Realm, tr.reason))
+		}
+		w.Header().Add("WWW-Authenticate", auth.BasicChallenge(m.Realm))
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	case errors.Is(err, errTokenTitle):
+		http.Error(w, "forbidden: the token opens another title", http.StatusForbidden)
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):

@@ -102,6 +102,12 @@ type Manager struct {
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
+	// SubscriberTokens, when set, lets a player present a subscriber
+	// token (a JWT the operator's portal signs: auth.SubscriberTokens)
+	// instead of a password: as the title URL's token query parameter
+	// (RTSP and HTTP) or as "Authorization: Bearer". Nil: a Bearer header
+	// is refused (401) and a token parameter ignored.
+	SubscriberTokens *auth.SubscriberTokens
 	// BOSS is subscriber authentication and entitlement; required. A
 	// BOSS with a Watch(ctx) method (boss.WatchedFile) is watched for the
 	// manager's lifetime: Start runs Watch, Close ends it.

@@ -293,7 +293,13 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		authz = v[0]
 	}
 	ip, addr := remote(nc)
-	user, stale, err := m.authenticate(ctx, string(req.Method), path, authz, ip, true)
+	var user string
+	var stale bool
+	if tok, ok := m.subscriberToken(authz, u.RawQuery); ok {
+		user, err = m.authenticateToken(tok, title, ip)
+	} else {
+		user, stale, err = m.authenticate(ctx, string(req.Method), path, authz, ip, true)
+	}
 	if err != nil {
 		return s.fail(res, err, stale), ""
 	}
@@ -329,6 +335,13 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 			nonce = m.nonces.IssueFresh(m.now())
 		}
 		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, nonce, stale, true)
+		var tr tokenRefused
+		if errors.As(err, &tr) {
+			res.Header["WWW-Authenticate"] = append(base.HeaderValue{auth.BearerChallenge(m.Realm, tr.reason)}, res.Header["WWW-Authenticate"]...)
+		}
+	case errors.Is(err, errTokenTitle):
+		res.StatusCode = base.StatusForbidden
+		res.StatusMessage = "Forbidden (the token opens another title)"
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
 	case errors.Is(err, errUserLimit):

@@ -160,6 +160,13 @@ func BasicChallenge(realm string) string {
 	return fmt.Sprintf(`Basic realm="%s"`, quote(realm))
 }
 
+// BearerChallenge returns the WWW-Authenticate value refusing a bearer
+// token (a subscriber token) for realm: error="invalid_token" with the
+// reason as error_description (RFC 6750 section 3).
+func BearerChallenge(realm, reason string) string {
+	return fmt.Sprintf(`Bearer realm="%s", error="invalid_token", error_description="%s"`, quote(realm), quote(reason))
+}
+
 func quote(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }

@@ -62,7 +62,11 @@ type clusterOptions struct {
 	// every free origin channel (zero: the storage default, 02:00-08:00
 	// UTC; Start == End, not zero: never).
 	OffPeak smm.Window
-	Logger  *slog.Logger
+	// PortalSecretFile, when set, is the HMAC secret of the subscriber
+	// tokens the front door accepts (manager.subscriber_tokens.secret_file;
+	// created with a random secret when missing). Empty: no tokens.
+	PortalSecretFile string
+	Logger           *slog.Logger
 }
 
 // cluster is a running in-process cluster: origin, manager, nodes.
@@ -144,6 +148,16 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.StoragePlanner = opts.StoragePlanner
 	c.manager.CatalogRefresh = opts.CatalogRefresh
 	c.manager.Replicator.OffPeak = opts.OffPeak
+	if opts.PortalSecretFile != "" {
+		if _, err := clusterSecret(opts.PortalSecretFile); err != nil {
+			return nil, fmt.Errorf("portal secret: %w", err)
+		}
+		tokens, err := SubscriberTokensConfig{SecretFile: opts.PortalSecretFile}.subscriberTokens()
+		if err != nil {
+			return nil, err
+		}
+		c.manager.SubscriberTokens = tokens
+	}
 	if err := c.manager.Start(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/credentials"
 
+	"vodcluster/acm/auth"
 	"vodcluster/proto/grpctls"
 )
 
@@ -57,6 +58,52 @@ type ManagerConfig struct {
 	Scheduler      SchedulerConfig `yaml:"scheduler"`
 	Storage        StorageConfig   `yaml:"storage"`
 	Store          StoreConfig     `yaml:"store"`
+	// SubscriberTokens: the operator's portal's signed tokens (JWT) the
+	// front door accepts instead of a password; off when neither file is
+	// set.
+	SubscriberTokens SubscriberTokensConfig `yaml:"subscriber_tokens"`
+}
+
+// SubscriberTokensConfig is manager.subscriber_tokens: how the front
+// door verifies the subscriber tokens (JWT, RFC 7519) an operator's portal
+// signs and players present as ?token= in the title's URL or as
+// "Authorization: Bearer" (auth.SubscriberTokens). Exactly one of
+// key_file and secret_file enables them.
+type SubscriberTokensConfig struct {
+	KeyFile    string        `yaml:"key_file"`    // PEM public key(s) of the portal: RS256/384/512, PS*, ES256/384/512, EdDSA (several: any verifies, for a key rotation)
+	SecretFile string        `yaml:"secret_file"` // or a key shared with the portal (HS256/384/512): the file's bytes as they are (a final newline dropped), at least 32
+	Issuer     string        `yaml:"issuer"`      // the iss a token must carry; empty: not checked
+	Audience   string        `yaml:"audience"`    // a value a token's aud must hold; empty: not checked
+	Leeway     time.Duration `yaml:"leeway"`      // clock skew allowed on exp, nbf and iat, default 30s
+}
+
+// subscriberTokens builds the verifier of c, nil when tokens are off.
+// Errors: a file that cannot be read or holds no usable key, both files
+// set, a negative leeway.
+func (c SubscriberTokensConfig) subscriberTokens() (*auth.SubscriberTokens, error) {
+	if c.KeyFile == "" && c.SecretFile == "" {
+		return nil, nil
+	}
+	cfg := auth.SubscriberTokenConfig{Issuer: c.Issuer, Audience: c.Audience, Leeway: c.Leeway}
+	if c.KeyFile != "" {
+		b, err := os.ReadFile(c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("subscriber_tokens.key_file: %w", err)
+		}
+		cfg.PublicKeysPEM = b
+	}
+	if c.SecretFile != "" {
+		b, err := readTokenSecret(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("subscriber_tokens.secret_file: %w", err)
+		}
+		cfg.HMACSecret = b
+	}
+	v, err := auth.NewSubscriberTokens(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("manager.subscriber_tokens (%s%s): %w", c.KeyFile, c.SecretFile, err)
+	}
+	return v, nil
 }
 
 // StoreConfig chooses the manager's state store: badger in data_dir (the

@@ -47,7 +47,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging (--log-level debug)")
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error (warn leaves out a line per session)")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text (key=value) or json (one object per line)")
-	root.AddCommand(managerCmd(), nodeCmd(), cdpCmd(), upCmd(), simCmd(), boundCmd(), userCmd())
+	root.AddCommand(managerCmd(), nodeCmd(), cdpCmd(), upCmd(), simCmd(), boundCmd(), userCmd(), subscriberTokenCmd())
 	return root
 }
 

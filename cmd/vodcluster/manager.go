@@ -80,6 +80,10 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		slog.Warn("no admin_token_file: the Admin API (vodctl) is open to anyone who reaches the manager's gRPC port",
 			"grpc_listen", orString(c.GRPCListen, acm.DefaultGRPCListen))
 	}
+	tokens, err := c.SubscriberTokens.subscriberTokens()
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(c)
 	if err != nil {
 		return nil, err
@@ -99,6 +103,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		Realm:              c.Realm,
 		BOSS:               users,
 		AdminToken:         adminToken,
+		SubscriberTokens:   tokens,
 		TokenTTL:           c.TokenTTL,
 		QueueDeadline:      c.QueueDeadline,
 		MaxSessionsPerUser: c.MaxSessions,

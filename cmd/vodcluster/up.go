@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -51,6 +52,7 @@ func upCmd() *cobra.Command {
 				dataDir = d
 			}
 			opts.DataDir = dataDir
+			opts.PortalSecretFile = filepath.Join(dataDir, "portal-secret")
 			demo, err := boss.NewUser(demoUser, demoPassword, acm.DefaultRealm, []string{boss.AllPackages})
 			if err != nil {
 				return err
@@ -146,6 +148,13 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
+	if f := c.opts.PortalSecretFile; f != "" {
+		// A player given a portal's subscriber token needs no password.
+		if tok, err := signSubscriberToken(tokenRequest{User: demoUser, TTL: time.Hour, SecretFile: f}, time.Now()); err == nil {
+			fmt.Fprintf(w, "  ffplay 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (bin/vodcluster subscriber-token --secret-file %s --user %s)\n",
+				c.manager.HTTPAddr(), tok, f, demoUser)
+		}
+	}
 	for _, n := range c.nodes {
 		if m := n.MetricsAddr(); m != "" {
 			fmt.Fprintf(w, "  node %-11s rtsp %s  http %s  metrics http://%s/metrics\n", n.ID, n.RTSPAddr(), n.HTTPAddr(), m)

@@ -1,0 +1,197 @@
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ErrTokenRefused is the error of SubscriberTokens.Verify for a token that
+// does not verify (wrapped with the reason; test with errors.Is).
+var ErrTokenRefused = errors.New("subscriber token refused")
+
+// DefaultTokenLeeway is the clock skew allowed on a subscriber token's
+// exp, nbf and iat when SubscriberTokenConfig.Leeway is 0.
+const DefaultTokenLeeway = 30 * time.Second
+
+// SubscriberClaims are the claims of a subscriber token: the registered
+// claims of RFC 7519 section 4.1 (sub, the subscriber's name at the BOSS,
+// and exp are required) and two of the operator's own, both optional.
+type SubscriberClaims struct {
+	jwt.RegisteredClaims
+	// Title, when set, is the only title the token opens (a title id).
+	Title string `json:"title,omitempty"`
+	// IP, when set, is the only client address the token is good from
+	// (IPv4 or IPv6, as the front door sees the client).
+	IP string `json:"ip,omitempty"`
+}
+
+// SubscriberTokenConfig says which subscriber tokens a SubscriberTokens
+// accepts. Exactly one of PublicKeysPEM and HMACSecret is set.
+type SubscriberTokenConfig struct {
+	// PublicKeysPEM holds one or more PEM blocks: PUBLIC KEY (PKIX: RSA,
+	// ECDSA or Ed25519), RSA PUBLIC KEY (PKCS #1) or CERTIFICATE (its
+	// key). A token verifies against any of them (several while the
+	// portal's key is rotated). Algorithms: RS256/384/512 and
+	// PS256/384/512 for RSA, ES256/384/512 for ECDSA, EdDSA for Ed25519.
+	PublicKeysPEM []byte
+	// HMACSecret is a key shared with the portal (HS256/384/512), at
+	// least 32 bytes.
+	HMACSecret []byte
+	// Issuer, when set, is the iss a token must carry.
+	Issuer string
+	// Audience, when set, must be among a token's aud.
+	Audience string
+	// Leeway is the clock skew allowed on exp, nbf and iat
+	// (DefaultTokenLeeway when 0).
+	Leeway time.Duration
+}
+
+// SubscriberTokens verifies subscriber tokens: JSON Web Tokens (RFC 7519)
+// that the operator's portal (the middleware a set-top box logs in to)
+// signs for a subscriber and hands to the player in the title's URL
+// (?token=...) or as "Authorization: Bearer" (RFC 6750), so that the
+// player needs no password. The front door takes the subscriber from sub
+// and checks the entitlement with the BOSS as for a password. A token is
+// good until its exp, as often as it is presented (a bearer credential:
+// keep exp short, or bind it to a title or a client address). Safe for
+// concurrent use.
+type SubscriberTokens struct {
+	keys    jwt.VerificationKeySet
+	methods []string
+	parser  func(now time.Time) *jwt.Parser
+}
+
+// NewSubscriberTokens returns a verifier for c. Errors: neither or both of
+// PublicKeysPEM and HMACSecret, a PEM block that holds no supported
+// public key, an HMAC secret shorter than 32 bytes, a negative leeway.
+func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
+	if (len(c.PublicKeysPEM) == 0) == (len(c.HMACSecret) == 0) {
+		return nil, errors.New("subscriber tokens: want public keys or an HMAC secret, one of the two")
+	}
+	if c.Leeway < 0 {
+		return nil, fmt.Errorf("subscriber tokens: leeway %v is negative", c.Leeway)
+	}
+	if c.Leeway == 0 {
+		c.Leeway = DefaultTokenLeeway
+	}
+	v := &SubscriberTokens{}
+	if len(c.HMACSecret) > 0 {
+		if len(c.HMACSecret) < 32 {
+			return nil, fmt.Errorf("subscriber tokens: HMAC secret of %d bytes, want at least 32", len(c.HMACSecret))
+		}
+		v.keys.Keys = []jwt.VerificationKey{c.HMACSecret}
+		v.methods = []string{"HS256", "HS384", "HS512"}
+	} else {
+		keys, err := parsePublicKeys(c.PublicKeysPEM)
+		if err != nil {
+			return nil, fmt.Errorf("subscriber tokens: %w", err)
+		}
+		for _, k := range keys {
+			var ms []string
+			switch k.(type) {
+			case *rsa.PublicKey:
+				ms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
+			case *ecdsa.PublicKey:
+				ms = []string{"ES256", "ES384", "ES512"}
+			case ed25519.PublicKey:
+				ms = []string{"EdDSA"}
+			}
+			v.keys.Keys = append(v.keys.Keys, k)
+			for _, m := range ms {
+				if !slices.Contains(v.methods, m) {
+					v.methods = append(v.methods, m)
+				}
+			}
+		}
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(v.methods), jwt.WithExpirationRequired(),
+		jwt.WithLeeway(c.Leeway), jwt.WithIssuedAt()}
+	if c.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(c.Issuer))
+	}
+	if c.Audience != "" {
+		opts = append(opts, jwt.WithAudience(c.Audience))
+	}
+	v.parser = func(now time.Time) *jwt.Parser {
+		return jwt.NewParser(append(opts, jwt.WithTimeFunc(func() time.Time { return now }))...)
+	}
+	return v, nil
+}
+
+// parsePublicKeys reads every PEM block of b as a public key.
+func parsePublicKeys(b []byte) ([]any, error) {
+	var keys []any
+	for n := 1; ; n++ {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		var k any
+		var err error
+		switch blk.Type {
+		case "PUBLIC KEY":
+			k, err = x509.ParsePKIXPublicKey(blk.Bytes)
+		case "RSA PUBLIC KEY":
+			k, err = x509.ParsePKCS1PublicKey(blk.Bytes)
+		case "CERTIFICATE":
+			var cert *x509.Certificate
+			if cert, err = x509.ParseCertificate(blk.Bytes); err == nil {
+				k = cert.PublicKey
+			}
+		default:
+			err = fmt.Errorf("type %q, want PUBLIC KEY, RSA PUBLIC KEY or CERTIFICATE", blk.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("PEM block %d: %w", n, err)
+		}
+		switch k.(type) {
+		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		default:
+			return nil, fmt.Errorf("PEM block %d: a %T key, want RSA, ECDSA or Ed25519", n, k)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no PEM public key found")
+	}
+	return keys, nil
+}
+
+// Verify checks raw (the compact JWS form) at now for a request from
+// clientIP and returns its claims. Errors: ErrTokenRefused wrapped with
+// the reason: malformed, signed with another key or an algorithm not
+// allowed, expired or not yet valid, another issuer or audience, no sub,
+// or an ip claim that is not clientIP.
+func (v *SubscriberTokens) Verify(raw, clientIP string, now time.Time) (*SubscriberClaims, error) {
+	var c SubscriberClaims
+	keys := v.keys
+	_, err := v.parser(now).ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return keys, nil })
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrTokenRefused, err)
+	case c.Subject == "":
+		return nil, fmt.Errorf("%w: no sub (subscriber)", ErrTokenRefused)
+	case c.IP != "" && !sameAddr(c.IP, clientIP):
+		return nil, fmt.Errorf("%w: bound to another client address", ErrTokenRefused)
+	}
+	return &c, nil
+}
+
+// sameAddr reports whether a and b are the same IP address (an IPv4
+// address and its IPv6-mapped form are the same).
+func sameAddr(a, b string) bool {
+	x, err1 := netip.ParseAddr(a)
+	y, err2 := netip.ParseAddr(b)
+	return err1 == nil && err2 == nil && x.Unmap() == y.Unmap()
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/spf13/cobra"
+
+	"vodcluster/acm/auth"
+)
+
+// tokenRequest is what subscriber-token signs: the claims of
+// auth.SubscriberClaims and the key.
+type tokenRequest struct {
+	User, Title, IP, Issuer, Audience string
+	TTL                               time.Duration
+	SecretFile, KeyFile, Alg          string
+}
+
+func subscriberTokenCmd() *cobra.Command {
+	var r tokenRequest
+	cmd := &cobra.Command{
+		Use:   "subscriber-token",
+		Short: "Sign a subscriber token (JWT) as an operator's portal would, to try manager.subscriber_tokens",
+		Long: "subscriber-token prints a JSON Web Token for a subscriber, signed with the portal's key:\n" +
+			"the HMAC secret the manager's subscriber_tokens.secret_file holds (HS256), or the private\n" +
+			"key whose public key its key_file holds (RS256, ES256/384/512 by curve, EdDSA). A player\n" +
+			"presents it as ?token=... in the title's URL or as \"Authorization: Bearer ...\". The\n" +
+			"operator's portal signs its own tokens; this is for trying a configuration.",
+		Example: "  vodcluster subscriber-token --secret-file /etc/vodcluster/portal-secret --user alice --ttl 4h\n" +
+			"  ffplay \"http://front:8080/vod/sample-004/index.m3u8?token=$(vodcluster subscriber-token --secret-file portal-secret --user alice)\"",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tok, err := signSubscriberToken(r, time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&r.User, "user", "", "the subscriber (sub): a name the manager's users file knows")
+	f.StringVar(&r.Title, "title", "", "the only title the token opens (title claim); empty: any the subscriber is entitled to")
+	f.StringVar(&r.IP, "ip", "", "the only client address the token is good from (ip claim); empty: any")
+	f.DurationVar(&r.TTL, "ttl", time.Hour, "how long the token is good (exp)")
+	f.StringVar(&r.Issuer, "issuer", "", "iss, when the manager's subscriber_tokens.issuer is set")
+	f.StringVar(&r.Audience, "audience", "", "aud, when the manager's subscriber_tokens.audience is set")
+	f.StringVar(&r.SecretFile, "secret-file", "", "HMAC secret shared with the manager (its subscriber_tokens.secret_file)")
+	f.StringVar(&r.KeyFile, "key-file", "", "PEM private key (PKCS #8, PKCS #1 RSA or SEC 1 EC) whose public key the manager's key_file holds")
+	f.StringVar(&r.Alg, "alg", "", "signing algorithm (default: HS256, RS256, ES256/384/512 by curve or EdDSA, from the key)")
+	_ = cmd.MarkFlagRequired("user")
+	return cmd
+}
+
+// signSubscriberToken signs r's claims at now. Errors: no user, a ttl
+// that is not positive, an ip that is not an address, neither or both
+// key files, a key that cannot be read or used with the algorithm.
+func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
+	switch {
+	case r.User == "":
+		return "", errors.New("--user is required")
+	case r.TTL <= 0:
+		return "", fmt.Errorf("--ttl %v: want a positive duration", r.TTL)
+	case (r.SecretFile == "") == (r.KeyFile == ""):
+		return "", errors.New("give --secret-file (HMAC) or --key-file (private key), one of the two")
+	}
+	if r.IP != "" {
+		if _, err := netip.ParseAddr(r.IP); err != nil {
+			return "", fmt.Errorf("--ip %q: not an IP address", r.IP)
+		}
+	}
+	var key any
+	alg := r.Alg
+	if r.SecretFile != "" {
+		b, err := readTokenSecret(r.SecretFile)
+		if err != nil {
+			return "", err
+		}
+		key = b
+		if alg == "" {
+			alg = "HS256"
+		}
+	} else {
+		var err error
+		if key, err = readPrivateKey(r.KeyFile); err != nil {
+			return "", err
+		}
+		if alg == "" {
+			alg = defaultAlg(key)
+		}
+	}
+	m := jwt.GetSigningMethod(alg)
+	if m == nil || alg == "none" {
+		return "", fmt.Errorf("--alg %q: not a signing algorithm", alg)
+	}
+	c := auth.SubscriberClaims{Title: r.Title, IP: r.IP, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: r.User, Issuer: r.Issuer, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(r.TTL))}}
+	if r.Audience != "" {
+		c.Audience = jwt.ClaimStrings{r.Audience}
+	}
+	tok, err := jwt.NewWithClaims(m, c).SignedString(key)
+	if err != nil {
+		return "", fmt.Errorf("sign with %s: %w", alg, err)
+	}
+	return tok, nil
+}
+
+// readTokenSecret reads a subscriber-token HMAC secret: the file's bytes
+// as they are, a final newline dropped.
+func readTokenSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b, "\r\n"), nil
+}
+
+// readPrivateKey reads the first PEM private key of path.
+func readPrivateKey(path string) (any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return nil, fmt.Errorf("%s: no PEM private key (PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)", path)
+		}
+		var k any
+		switch blk.Type {
+		case "PRIVATE KEY":
+			k, err = x509.ParsePKCS8PrivateKey(blk.Bytes)
+		case "RSA PRIVATE KEY":
+			k, err = x509.ParsePKCS1PrivateKey(blk.Bytes)
+		case "EC PRIVATE KEY":
+			k, err = x509.ParseECPrivateKey(blk.Bytes)
+		default:
+			continue // EC PARAMETERS and the like
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return k, nil
+	}
+}
+
+// defaultAlg names the JWS algorithm for a private key.
+func defaultAlg(k any) string {
+	switch k := k.(type) {
+	case *rsa.PrivateKey:
+		return "RS256"
+	case *ecdsa.PrivateKey:
+		switch k.Curve.Params().BitSize {
+		case 384:
+			return "ES384"
+		case 521:
+			return "ES512"
+		}
+		return "ES256"
+	case ed25519.PrivateKey:
+		return "EdDSA"
+	}
+	return ""
+}
