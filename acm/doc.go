@@ -4,8 +4,9 @@
 //
 // It owns the front doors (RTSP, rtsp://front/vod/<title>, and HTTP,
 // /vod/<title>.ts and /vod/<title>/index.m3u8): authentication against the
-// BOSS (Basic and Digest; failed logins limited per client address and
-// user, loginguard.go), a limit on each subscriber's title requests
+// BOSS (Basic and Digest, each Digest answer accepted once; failed logins
+// limited per client address and user, loginguard.go) or with a subscriber
+// token the operator's portal signed (authn.go), a limit on each subscriber's title requests
 // (ratelimit.go), entitlement, admission (the title's bitrate is
 // reserved on a node chosen by lsm, or the request waits first come first
 // served until the queue deadline, then 453 / 503), and the redirect (302)
