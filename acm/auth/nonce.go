@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,8 +30,9 @@ const nonceSkew = 5 * time.Second
 // the nonces of the others; a nonce may be replayed until it expires (no
 // nonce-count tracking here: see Replays). Safe for concurrent use.
 type Nonces struct {
-	key []byte
-	ttl time.Duration
+	key       []byte
+	ttl       time.Duration
+	lastFresh atomic.Int64 // the last IssueFresh stamp, Unix ms
 }
 
 // NewNonces returns a nonce issuer whose nonces live ttl (DefaultNonceTTL
@@ -62,15 +64,34 @@ func (n *Nonces) Issue(now time.Time) string {
 
 // IssueFresh returns a nonce stamped with now to the millisecond, never
 // on a whole second, so that it differs from Issue's nonce of the same
-// second: the nonce of a stale=true challenge, for a client whose Digest
+// second, and never the one it returned before (up to 1,000 a second): the nonce of a stale=true challenge, for a client whose Digest
 // response was refused as already used (see Replays) or whose nonce
 // expired, which could otherwise be sent a nonce it used this second and
 // compute a refused response again.
 func (n *Nonces) IssueFresh(now time.Time) string {
+	// Each stamp is past the last one (up to a second ahead of now), so
+	// clients refused together, having sent the same response, get
+	// distinct nonces and do not collide again.
 	ms := now.UnixMilli()
-	if ms%1000 == 0 {
-		ms++
+	stamp := ms
+	for {
+		last := n.lastFresh.Load()
+		next := max(ms, last+1)
+		if next%1000 == 0 {
+			next++
+		}
+		if next > ms+1000 {
+			break // over 1,000 a second: stamps are shared again
+		}
+		if n.lastFresh.CompareAndSwap(last, next) {
+			stamp = next
+			break
+		}
 	}
+	if stamp%1000 == 0 {
+		stamp++
+	}
+	ms = stamp
 	var ts [8]byte
 	binary.BigEndian.PutUint64(ts[:], uint64(ms))
 	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))

@@ -70,3 +70,20 @@ func TestIssueFreshDiffersFromTheSecondsNonce(t *testing.T) {
 		}
 	}
 }
+
+// TestIssueFreshNoncesAreDistinct: clients refused in the same
+// millisecond (they had sent the same response) get distinct nonces.
+func TestIssueFreshNoncesAreDistinct(t *testing.T) {
+	n := NewNonces([]byte("secret-0123456789abcdef"), 0)
+	seen := map[string]bool{}
+	for range 50 {
+		f := n.IssueFresh(t0)
+		if seen[f] {
+			t.Fatal("a fresh nonce issued twice")
+		}
+		seen[f] = true
+		if err := n.Check(f, t0); err != nil {
+			t.Fatalf("fresh nonce refused: %v", err)
+		}
+	}
+}
