@@ -102,6 +102,13 @@ type Manager struct {
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
+	// SessionRecordsFile, when set, is the file the manager appends one
+	// JSON line to for every session that ends on it (user, title, node,
+	// protocol, client, admitted/started/ended times, seconds played,
+	// bytes sent, why it ended: records.go), for billing, royalty reports
+	// and analytics; ReopenSessionRecords opens it again after a log
+	// rotation. Empty: none.
+	SessionRecordsFile string
 	// SubscriberTokens, when set, lets a player present a subscriber
 	// token (a JWT the operator's portal signs: auth.SubscriberTokens)
 	// instead of a password: as the title URL's token query parameter
@@ -256,7 +263,8 @@ type Manager struct {
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces
-	replays        *auth.Replays // Digest responses accepted within the nonce TTL
+	records        *sessionRecords // nil without SessionRecordsFile
+	replays        *auth.Replays   // Digest responses accepted within the nonce TTL
 	log            *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
@@ -421,6 +429,11 @@ func (m *Manager) Start() (err error) {
 	if err := m.startMetrics(); err != nil {
 		return fmt.Errorf("acm: metrics: %w", err)
 	}
+	if m.SessionRecordsFile != "" {
+		if m.records, err = openSessionRecords(m.SessionRecordsFile, m.log); err != nil {
+			return fmt.Errorf("acm: %w", err)
+		}
+	}
 
 	// Everything that can fail has succeeded: start serving.
 	if m.origin != nil {
@@ -519,6 +532,7 @@ func (m *Manager) teardown() error {
 		m.metrics.Close()
 	}
 	m.wg.Wait()
+	m.records.close()
 	var err error
 	if m.serving && m.Leader() {
 		m.savePopularity()

@@ -444,6 +444,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		}
 		if !s.ended {
 			m.sessionEndedLocked(s, at)
+			s.bytesSent = ev.GetBytesSent()
 		}
 		m.endLocked(s, reason)
 	}

@@ -41,6 +41,9 @@ type session struct {
 	// one (a lost ENDED: ended after two).
 	playingAt uint64
 	absent    int
+	// bytesSent is what the node sent, from its ENDED event (0 until
+	// then): for the session record.
+	bytesSent int64
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.
@@ -115,7 +118,14 @@ func (m *Manager) endLocked(s *session, reason string) {
 		ns.removeSession(s)
 	}
 	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
+	if reason != reasonLeftToActive {
+		m.sessionRecordLocked(s, reason, m.now())
+	}
 }
+
+// reasonLeftToActive ends a session on a standby without ending it: the
+// active manager holds it (no session record here).
+const reasonLeftToActive = "node did not come back here: left to the active manager"
 
 // persist writes s's current state to the store (or deletes it when it
 // ended). Concurrent persists of one session are serialised and each
@@ -203,7 +213,7 @@ func (m *Manager) tick(now time.Time) {
 					// one): the session is the active manager's to end.
 					// It leaves the table here; the store entry, and the
 					// node, are left alone.
-					m.endLocked(s, "node did not come back here: left to the active manager")
+					m.endLocked(s, reasonLeftToActive)
 					continue
 				}
 				m.endLocked(s, "node did not come back")

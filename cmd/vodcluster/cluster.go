@@ -66,7 +66,10 @@ type clusterOptions struct {
 	// tokens the front door accepts (manager.subscriber_tokens.secret_file;
 	// created with a random secret when missing). Empty: no tokens.
 	PortalSecretFile string
-	Logger           *slog.Logger
+	// SessionRecordsFile, when set, gets a JSON line per ended session
+	// (manager.session_records_file).
+	SessionRecordsFile string
+	Logger             *slog.Logger
 }
 
 // cluster is a running in-process cluster: origin, manager, nodes.
@@ -148,6 +151,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.StoragePlanner = opts.StoragePlanner
 	c.manager.CatalogRefresh = opts.CatalogRefresh
 	c.manager.Replicator.OffPeak = opts.OffPeak
+	c.manager.SessionRecordsFile = opts.SessionRecordsFile
 	if opts.PortalSecretFile != "" {
 		if _, err := clusterSecret(opts.PortalSecretFile); err != nil {
 			return nil, fmt.Errorf("portal secret: %w", err)

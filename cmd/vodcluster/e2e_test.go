@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +295,31 @@ func TestHTTPThroughFrontDoor(t *testing.T) {
 	p := runFFmpegInput(t, fmt.Sprintf("http://demo:demo@%s/vod/sample-006/index.m3u8", front), 4)
 	if p.Err != nil || p.Frames < 95 {
 		t.Fatalf("HLS: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+}
+
+// TestSessionRecordOfARealPlay: a viewer's play through the front door
+// leaves one session record, with the bytes the node sent and the seconds
+// played.
+func TestSessionRecordOfARealPlay(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.SessionRecordsFile = records })
+	if p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-002"), "tcp", 2); p.Err != nil || p.Frames < 45 {
+		t.Fatalf("play: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+	var rec struct {
+		User, Title, Node, Protocol, Reason string
+		PlayedS                             float64 `json:"played_s"`
+		BytesSent                           int64   `json:"bytes_sent"`
+	}
+	eventually(t, 10*time.Second, "the play's session record", func() bool {
+		b, err := os.ReadFile(records)
+		return err == nil && len(b) > 0 && json.Unmarshal(b, &rec) == nil
+	})
+	// 2 s of a 600 kbit/s title (plus what the node sends ahead) is at
+	// least 150 kB.
+	if rec.User != "demo" || rec.Title != "sample-002" || rec.Node != "node-1" || rec.Protocol != "rtsp" ||
+		rec.BytesSent < 150_000 || rec.PlayedS <= 0 || rec.Reason == "" {
+		t.Fatalf("record %+v", rec)
 	}
 }

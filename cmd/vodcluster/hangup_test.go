@@ -56,3 +56,43 @@ func TestCDPReadsItsDirectoryOnSIGHUP(t *testing.T) {
 		t.Fatalf("after SIGHUP the catalog has %d titles, want first and second", s.Catalog().Len())
 	}
 }
+
+// SIGHUP makes `vodcluster manager` reopen its session records file: moved
+// away by a log rotation, it is created again (and the records written
+// before stay in the moved file).
+func TestManagerReopensSessionRecordsOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "users.yaml")
+	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join(dir, "sessions.jsonl")
+	p, err := newManager(ManagerConfig{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+		DataDir: filepath.Join(dir, "data"), SecretFile: secret, UsersFile: users, SessionRecordsFile: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := os.Stat(records); err != nil {
+		t.Fatalf("the records file is not created at start: %v", err)
+	}
+	stop := reloadOnHangup(p.users, p.Manager)
+	defer stop()
+	if err := os.Rename(records, records+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the records file opened again after SIGHUP", func() bool {
+		_, err := os.Stat(records)
+		return err == nil
+	})
+}

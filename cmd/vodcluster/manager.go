@@ -32,7 +32,7 @@ func managerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer reloadOnHangup(m.users)()
+			defer reloadOnHangup(m.users, m.Manager)()
 			return runUntilSignal(m)
 		},
 	}
@@ -103,6 +103,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		Realm:              c.Realm,
 		BOSS:               users,
 		AdminToken:         adminToken,
+		SessionRecordsFile: c.SessionRecordsFile,
 		SubscriberTokens:   tokens,
 		TokenTTL:           c.TokenTTL,
 		QueueDeadline:      c.QueueDeadline,
@@ -151,11 +152,14 @@ type managerProcess struct {
 	users *boss.WatchedFile // the users file, reloaded when it changes (and on SIGHUP)
 }
 
-// reloadOnHangup reloads users at every SIGHUP until the returned stop is
-// called. The manager also polls the file (boss.WatchedFile.Watch); SIGHUP
-// is for an operator who wants the change now.
-func reloadOnHangup(users *boss.WatchedFile) (stop func()) {
-	return onHangup("reading the users file", "file", users.Path(), users.Reload)
+// reloadOnHangup reads the users file again and reopens the session
+// records file (log rotation) at every SIGHUP until the returned stop is
+// called.
+func reloadOnHangup(users *boss.WatchedFile, m *acm.Manager) (stop func()) {
+	return onHangup("reading the users file (and reopening the session records file)", "file", users.Path(), func() error {
+		err := users.Reload()
+		return errors.Join(err, m.ReopenSessionRecords())
+	})
 }
 
 // onHangup calls reload (which logs its own failures) at every SIGHUP,

@@ -53,6 +53,7 @@ func upCmd() *cobra.Command {
 			}
 			opts.DataDir = dataDir
 			opts.PortalSecretFile = filepath.Join(dataDir, "portal-secret")
+			opts.SessionRecordsFile = filepath.Join(dataDir, "sessions.jsonl")
 			demo, err := boss.NewUser(demoUser, demoPassword, acm.DefaultRealm, []string{boss.AllPackages})
 			if err != nil {
 				return err
@@ -141,6 +142,9 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 		fmt.Fprintf(w, "  metrics          http://%s/metrics  (origin: http://%s/metrics; nodes below)\n", a, c.origin.MetricsAddr())
 	}
 	fmt.Fprintf(w, "  subscriber       %s / %s (entitled to every title)\n", demoUser, demoPassword)
+	if f := c.opts.SessionRecordsFile; f != "" {
+		fmt.Fprintf(w, "  session records  %s  (a JSON line per ended session)\n", f)
+	}
 	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
 	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  ffplay rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)

@@ -1,0 +1,198 @@
+package acm
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// sessionRecord is one line of the session records file
+// (Manager.SessionRecordsFile): a call detail record of a session that
+// ended, for the operator's billing, royalty reports (plays per title) and
+// analytics. Times are RFC 3339 in UTC.
+type sessionRecord struct {
+	Session    string    `json:"session"`     // admission session id
+	User       string    `json:"user"`        // subscriber
+	Title      string    `json:"title"`       // title id
+	Node       string    `json:"node"`        // node that served it
+	Protocol   string    `json:"protocol"`    // rtsp or http
+	Client     string    `json:"client"`      // client address at admission
+	BitrateBps int64     `json:"bitrate_bps"` // bit/s reserved
+	Fill       bool      `json:"fill"`        // the node filled the title from the origin for it
+	AdmittedAt time.Time `json:"admitted_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"` // absent: never started at the node
+	EndedAt    time.Time `json:"ended_at"`
+	// PlayedS is the session's length from its start to its end, seconds
+	// (wall time, pauses included); 0 when it never started.
+	PlayedS float64 `json:"played_s"`
+	// BytesSent is what the node sent, as it counted (payload bytes of
+	// MPEG-TS or elementary streams); 0 when the node did not say (it
+	// died, or the viewer never came).
+	BytesSent int64  `json:"bytes_sent"`
+	Reason    string `json:"reason"` // why it ended: teardown, timeout, end of title, no-show, ...
+}
+
+// sessionRecordsTotal counts the session records by result.
+var sessionRecordsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_session_records_total",
+	Help: "Session records (one per ended session) of this manager by result: written to session_records_file, dropped (the writer was behind by sessionRecordQueue records), failed (the write failed).",
+}, []string{"result"})
+
+// sessionRecordQueue is how many records may wait for the writer; more
+// are dropped (counted) rather than hold the manager up.
+const sessionRecordQueue = 8192
+
+// sessionRecords appends records to a file from a goroutine of its own,
+// so that a slow disk never holds the manager's lock.
+type sessionRecords struct {
+	path   string
+	log    *slog.Logger
+	mu     sync.Mutex // closed, and sends on ch against close
+	closed bool
+	ch     chan sessionRecord
+	reopen chan chan error
+	done   chan struct{}
+}
+
+// openSessionRecords opens path for appending (created 0640 when
+// missing) and starts the writer. Errors: the file cannot be opened.
+func openSessionRecords(path string, log *slog.Logger) (*sessionRecords, error) {
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &sessionRecords{path: path, log: log, ch: make(chan sessionRecord, sessionRecordQueue),
+		reopen: make(chan chan error), done: make(chan struct{})}
+	go r.run(f)
+	return r, nil
+}
+
+func openAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("session records: %w", err)
+	}
+	return f, nil
+}
+
+// add queues rec; a nil r, or a closed one, drops it silently.
+func (r *sessionRecords) add(rec sessionRecord) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.ch <- rec:
+	default:
+		sessionRecordsTotal.WithLabelValues("dropped").Inc()
+	}
+}
+
+// run writes each record as one line, reopening the file when asked.
+func (r *sessionRecords) run(f *os.File) {
+	defer close(r.done)
+	failing := false
+	for {
+		select {
+		case rec, ok := <-r.ch:
+			if !ok {
+				if err := f.Close(); err != nil {
+					r.log.Error("session records: close", "file", r.path, "err", err)
+				}
+				return
+			}
+			line, err := json.Marshal(rec)
+			if err == nil {
+				_, err = f.Write(append(line, '\n')) // one write: whole lines with O_APPEND
+			}
+			switch {
+			case err != nil:
+				sessionRecordsTotal.WithLabelValues("failed").Inc()
+				if !failing {
+					r.log.Error("session records: write failed (records are lost until it works again)", "file", r.path, "err", err)
+				}
+				failing = true
+			default:
+				sessionRecordsTotal.WithLabelValues("written").Inc()
+				if failing {
+					r.log.Info("session records: writing again", "file", r.path)
+				}
+				failing = false
+			}
+		case reply := <-r.reopen:
+			nf, err := openAppend(r.path)
+			if err == nil {
+				f.Close()
+				f = nf
+			}
+			reply <- err
+		}
+	}
+}
+
+// Reopen closes the file and opens path again (after logrotate moved it
+// away). Errors: the file cannot be opened (the old one stays in use).
+func (r *sessionRecords) Reopen() error {
+	reply := make(chan error, 1)
+	select {
+	case r.reopen <- reply:
+		return <-reply
+	case <-r.done:
+		return fmt.Errorf("session records: closed")
+	}
+}
+
+// close writes the records queued and closes the file.
+func (r *sessionRecords) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.ch)
+	}
+	r.mu.Unlock()
+	<-r.done
+}
+
+// ReopenSessionRecords opens Manager.SessionRecordsFile again, for log
+// rotation (logrotate's postrotate, or SIGHUP to the process). It returns
+// nil without a records file; errors: the file cannot be opened (writing
+// goes on to the old one).
+func (m *Manager) ReopenSessionRecords() error {
+	if m.records == nil {
+		return nil
+	}
+	err := m.records.Reopen()
+	if err != nil {
+		m.log.Error("session records: reopen failed, writing on to the file open before", "file", m.SessionRecordsFile, "err", err)
+	}
+	return err
+}
+
+// sessionRecordLocked queues the record of s, which ended at now for reason.
+func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) {
+	if m.records == nil {
+		return
+	}
+	rec := sessionRecord{
+		Session: s.ID, User: s.User, Title: s.Title, Node: s.Node, Protocol: s.Protocol, Client: s.ClientAddr,
+		BitrateBps: s.BitrateBps, Fill: s.Fill, AdmittedAt: s.AdmittedAt.UTC(), EndedAt: now.UTC(),
+		BytesSent: s.bytesSent, Reason: reason,
+	}
+	if !s.StartedAt.IsZero() {
+		rec.StartedAt = s.StartedAt.UTC()
+		rec.PlayedS = max(0, now.Sub(s.StartedAt).Round(time.Millisecond).Seconds())
+	}
+	m.records.add(rec)
+}

@@ -1,0 +1,111 @@
+package acm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/acm/boss"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// readRecords reads the session records of path.
+func readRecords(t *testing.T, path string) []sessionRecord {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []sessionRecord
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r sessionRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestSessionRecords: each session that ends leaves one JSON line in the
+// records file: one played and torn down at its node with the bytes the
+// node sent and the seconds it played, one whose viewer never came
+// (no-show, never started); after the file is moved away (log rotation)
+// and reopened, records go to a new file; Close writes what is queued.
+func TestSessionRecords(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) {
+		m.SessionRecordsFile = path
+		m.TokenTTL, m.NoShowGrace = 300*time.Millisecond, 100*time.Millisecond
+	})
+	n := e.startNode("n1", nodeOpts{})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("describe: %d", res.StatusCode)
+	}
+	sid := e.sessions()[0].GetSessionId()
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: "n1", SessionId: sid, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: "teardown", BytesSent: 123456, AtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the record of the played session", func() bool { return len(readRecords(t, path)) == 1 })
+	r := readRecords(t, path)[0]
+	if r.Session != sid || r.User != "demo" || r.Title != "t1" || r.Node != "n1" || r.Protocol != "rtsp" || r.Reason != "teardown" ||
+		r.BytesSent != 123456 || r.BitrateBps != titleBps || r.StartedAt.IsZero() || r.AdmittedAt.After(r.StartedAt) ||
+		r.EndedAt.Before(r.StartedAt) || r.PlayedS != r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).Seconds() || r.Client == "" {
+		t.Fatalf("record %+v", r)
+	}
+
+	// Log rotation: the file moved away, the manager told to reopen.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.ReopenSessionRecords(); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusFound {
+		t.Fatalf("describe: %d", res.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the no-show's record in the new file", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r = readRecords(t, path)[0]
+	if r.Title != "t2" || r.Reason != "no-show" || !r.StartedAt.IsZero() || r.PlayedS != 0 || r.BytesSent != 0 {
+		t.Fatalf("no-show record %+v", r)
+	}
+	if got := readRecords(t, path+".1"); len(got) != 1 {
+		t.Fatalf("%d records in the rotated file, want the 1 written before", len(got))
+	}
+}
+
+// TestSessionRecordsFileUnusable: a records file that cannot be opened
+// fails Start, naming it.
+func TestSessionRecordsFileUnusable(t *testing.T) {
+	file, err := boss.NewFile(DefaultRealm, testUsers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{DataDir: t.TempDir(), BOSS: file, Secret: testSecret, RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+		GRPCListen: "127.0.0.1:0", SessionRecordsFile: filepath.Join(t.TempDir(), "no", "such", "dir", "sessions.jsonl")}
+	err = m.Start()
+	if err == nil {
+		m.Close()
+		t.Fatal("Start with an unopenable session records file succeeded")
+	}
+	if !strings.Contains(err.Error(), "session records") || !strings.Contains(err.Error(), "sessions.jsonl") {
+		t.Fatalf("error %q does not name the session records file", err)
+	}
+}
