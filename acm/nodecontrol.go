@@ -444,7 +444,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		}
 		if !s.ended {
 			m.sessionEndedLocked(s, at)
-			s.bytesSent = ev.GetBytesSent()
+			s.bytesSent, s.endedAt = ev.GetBytesSent(), at
 		}
 		m.endLocked(s, reason)
 	}

@@ -26,7 +26,10 @@ type sessionRecord struct {
 	Fill       bool      `json:"fill"`        // the node filled the title from the origin for it
 	AdmittedAt time.Time `json:"admitted_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"` // absent: never started at the node
-	EndedAt    time.Time `json:"ended_at"`
+	// EndedAt is when the viewer left: its TEARDOWN or last request, its
+	// last sign of life for one that timed out (as its node reported),
+	// or when the manager ended it.
+	EndedAt time.Time `json:"ended_at"`
 	// PlayedS is the session's length from its start to its end, seconds
 	// (wall time, pauses included); 0 when it never started.
 	PlayedS float64 `json:"played_s"`
@@ -184,6 +187,9 @@ func (m *Manager) ReopenSessionRecords() error {
 func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) {
 	if m.records == nil {
 		return
+	}
+	if !s.endedAt.IsZero() {
+		now = s.endedAt // the node's ENDED
 	}
 	rec := sessionRecord{
 		Session: s.ID, User: s.User, Title: s.Title, Node: s.Node, Protocol: s.Protocol, Client: s.ClientAddr,

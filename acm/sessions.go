@@ -44,6 +44,9 @@ type session struct {
 	// bytesSent is what the node sent, from its ENDED event (0 until
 	// then): for the session record.
 	bytesSent int64
+	// endedAt is when it ended by its node's ENDED event (the viewer's
+	// last sign of life for a timeout); zero: when the manager ended it.
+	endedAt time.Time
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.

@@ -382,8 +382,12 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 	n.store.Release(hs.t)
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
 	if n.mgr != nil {
+		at := time.Now()
+		if reason == "idle" {
+			at = time.Unix(0, hs.lastSeen.Load()) // the end of its last request, not the idle timeout's
+		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
-			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: time.Now().UnixMilli()})
+			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli()})
 	}
 }
 

@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 func httpURL(n *Node, tok, path string) string {
@@ -96,14 +100,26 @@ func TestHTTPProgressiveAndRanges(t *testing.T) {
 	}
 }
 
+// TestHTTPSessionEnds: an HTTP session ends SessionTimeout after its last
+// request; its ENDED carries the bytes sent and the time its last request
+// ended (when the viewer left, for the session record), not the time the
+// idle timeout fired.
 func TestHTTPSessionEnds(t *testing.T) {
 	o := newFakeOrigin(t)
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = 500 * time.Millisecond })
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = 500 * time.Millisecond; n.ManagerAddr = maddr })
 	tok := mint(t, "h-end", "sample-002", "node-1", "", time.Minute)
 	if res, _ := get(t, httpURL(n, tok, "sample-002.ts"), "Range", "bytes=0-187"); res.StatusCode != 206 {
 		t.Fatalf("GET: %d", res.StatusCode)
 	}
+	answered := time.Now()
 	waitFor(t, 5*time.Second, "idle HTTP session ended", func() bool { return n.Stats().Sessions == 0 })
+	waitFor(t, 5*time.Second, "ENDED", func() bool { return m.event("h-end", pb.SessionEvent_KIND_ENDED) != nil })
+	e := m.event("h-end", pb.SessionEvent_KIND_ENDED)
+	if at := time.UnixMilli(e.GetAtUnixMs()); e.GetReason() != "idle" || e.GetBytesSent() != 188 || at.After(answered) {
+		t.Errorf("ENDED %+v at %v, want reason idle, 188 bytes, at the last request's end (by %v, before the idle timeout)", e, at, answered)
+	}
 	if res, _ := get(t, httpURL(n, tok, "sample-002.ts")); res.StatusCode != 401 {
 		t.Errorf("token reused after the session ended: %d", res.StatusCode)
 	}

@@ -132,9 +132,13 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	n.log.Info("session ended", attrs...)
 	if n.mgr != nil && next == nil {
+		at := time.Now()
+		if reason == "timeout" {
+			at = time.Unix(0, s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+		}
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
-			Reason: reason, BytesSent: bytes, AtUnixMs: time.Now().UnixMilli(),
+			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(),
 		})
 	}
 	return true

@@ -11,6 +11,9 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 func udpPair(t *testing.T) (*net.UDPConn, *net.UDPConn) {
@@ -324,5 +327,24 @@ func TestUDPSetupOnPortsInUse(t *testing.T) {
 	}
 	if res := c2.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
 		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+}
+
+// TestTimeoutEndedAtLastSignOfLife: a session that times out is reported
+// ENDED at the client's last sign of life (here its PLAY), not when the
+// timeout fired: the session record's end and the watch time the storage
+// manager learns are the viewer's.
+func TestTimeoutEndedAtLastSignOfLife(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = 400 * time.Millisecond; n.ManagerAddr = maddr })
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "gone-silent", "sample-001", "node-1", "", time.Minute), "sample-001"))
+	played := time.Now()
+	waitFor(t, 10*time.Second, "ENDED", func() bool { return m.event("gone-silent", pb.SessionEvent_KIND_ENDED) != nil })
+	e := m.event("gone-silent", pb.SessionEvent_KIND_ENDED)
+	if at := time.UnixMilli(e.GetAtUnixMs()); e.GetReason() != "timeout" || at.After(played) || e.GetBytesSent() == 0 {
+		t.Fatalf("ENDED %+v at %v, want reason timeout, at the PLAY (by %v), bytes sent", e, at, played)
 	}
 }
