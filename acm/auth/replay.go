@@ -1,13 +1,14 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 )
 
 // DefaultReplayCap is the most Digest responses a Replays remembers at
-// once (about 100 bytes each): 3,300 accepted Digest logins a second for
-// the 5-minute DefaultNonceTTL.
+// once (about 100 bytes each, 100 MB in all): 3,300 accepted Digest logins
+// a second for the 5-minute DefaultNonceTTL.
 const DefaultReplayCap = 1 << 20
 
 // Replays remembers the Digest responses accepted within the nonce TTL so
@@ -21,12 +22,28 @@ const DefaultReplayCap = 1 << 20
 // without qop that sends the same request twice with one nonce takes one
 // more round trip. What a Replays holds lives in this process only:
 // managers sharing a secret do not share it. Safe for concurrent use.
+//
+// A response is remembered as 16 bytes of SHA-256(nonce, response), in a
+// set and in a queue in the order accepted: all are remembered for the
+// same time, so the expired ones are at the queue's head and each First
+// forgets them at a cost of O(1) amortized, full or not.
 type Replays struct {
-	mu        sync.Mutex
-	ttl       time.Duration
-	cap       int
-	seen      map[string]time.Time // nonce+" "+response -> when it may be forgotten
-	nextSweep time.Time
+	mu    sync.Mutex
+	ttl   time.Duration
+	cap   int
+	seen  map[replayKey]struct{}
+	queue []replayEntry // oldest first, from head
+	head  int
+}
+
+// replayKey names a nonce and response: SHA-256 of both, truncated.
+type replayKey [16]byte
+
+// replayEntry is a remembered response and when it may be forgotten
+// (Unix ns).
+type replayEntry struct {
+	key   replayKey
+	until int64
 }
 
 // NewReplays returns a Replays remembering each response for ttl (the
@@ -39,7 +56,7 @@ func NewReplays(ttl time.Duration, capacity int) *Replays {
 	if capacity <= 0 {
 		capacity = DefaultReplayCap
 	}
-	return &Replays{ttl: ttl, cap: capacity, seen: make(map[string]time.Time)}
+	return &Replays{ttl: ttl, cap: capacity, seen: make(map[replayKey]struct{})}
 }
 
 // First records the response sent with nonce at now and reports whether
@@ -49,28 +66,35 @@ func NewReplays(ttl time.Duration, capacity int) *Replays {
 // remembered and none has expired, First returns true without recording
 // (the nonce's age still bounds a replay).
 func (r *Replays) First(nonce, response string, now time.Time) bool {
-	key := nonce + " " + response
+	h := sha256.New()
+	h.Write([]byte(nonce))
+	h.Write([]byte{0})
+	h.Write([]byte(response))
+	var key replayKey
+	copy(key[:], h.Sum(nil))
+	t := now.UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if until, ok := r.seen[key]; ok && now.Before(until) {
+	for r.head < len(r.queue) && r.queue[r.head].until <= t {
+		delete(r.seen, r.queue[r.head].key)
+		r.head++
+	}
+	if r.head > len(r.queue)/2 {
+		// Half the queue is forgotten: move the rest down (amortized O(1)).
+		r.queue = r.queue[:copy(r.queue, r.queue[r.head:])]
+		r.head = 0
+	}
+	if _, ok := r.seen[key]; ok {
 		return false
 	}
-	if !now.Before(r.nextSweep) || len(r.seen) >= r.cap {
-		for k, until := range r.seen {
-			if !now.Before(until) {
-				delete(r.seen, k)
-			}
-		}
-		r.nextSweep = now.Add(r.ttl / 10)
-	}
 	if len(r.seen) < r.cap {
-		r.seen[key] = now.Add(r.ttl + nonceSkew)
+		r.seen[key] = struct{}{}
+		r.queue = append(r.queue, replayEntry{key, now.Add(r.ttl + nonceSkew).UnixNano()})
 	}
 	return true
 }
 
-// Len returns how many responses are remembered (expired ones not yet
-// swept included).
+// Len returns how many responses are remembered.
 func (r *Replays) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -85,5 +86,67 @@ func TestIssueFreshNoncesAreDistinct(t *testing.T) {
 		if err := n.Check(f, t0); err != nil {
 			t.Fatalf("fresh nonce refused: %v", err)
 		}
+	}
+}
+
+// TestReplaysForgetInOrder: each response is forgotten its own TTL after
+// it was accepted, not with those accepted before it.
+func TestReplaysForgetInOrder(t *testing.T) {
+	r := NewReplays(time.Minute, 2)
+	r.First("n", "a", t0)
+	r.First("n", "b", t0.Add(30*time.Second))
+	at := t0.Add(time.Minute + nonceSkew)
+	if r.First("n", "b", at) {
+		t.Fatal("b, accepted 30 s after a, forgotten with a")
+	}
+	if r.Len() != 1 || !r.First("n", "a", at) {
+		t.Fatalf("a not forgotten at its TTL (%d remembered)", r.Len())
+	}
+	if r.First("n", "a", at) || r.Len() != 2 {
+		t.Fatalf("a, accepted again, not remembered (%d)", r.Len())
+	}
+}
+
+// TestReplaysMemoryPerResponse: a remembered response takes about 100
+// bytes (DefaultReplayCap's figure), whatever the length of the nonce and
+// response strings: a subscriber who knows a password can fill a Replays
+// with a million right answers (one per nonce count) in the nonce TTL.
+func TestReplaysMemoryPerResponse(t *testing.T) {
+	const n = 1 << 17
+	nonce := "0000019a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e"
+	responses := make([]string, n)
+	for i := range responses {
+		responses[i] = fmt.Sprintf("%032x", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := NewReplays(time.Minute, 0)
+	for _, resp := range responses {
+		r.First(nonce, resp, t0)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if r.Len() != n {
+		t.Fatalf("%d remembered, want %d", r.Len(), n)
+	}
+	if per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n; per > 110 {
+		t.Fatalf("%d bytes per remembered response, want about 100 at most", per)
+	}
+	runtime.KeepAlive(responses)
+}
+
+// BenchmarkReplaysFirstAtCap: a response checked when the Replays is full
+// and none has expired costs about what it does otherwise (no scan of the
+// million remembered).
+func BenchmarkReplaysFirstAtCap(b *testing.B) {
+	r := NewReplays(DefaultNonceTTL, 0)
+	nonce := "0000019a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e"
+	for i := range DefaultReplayCap {
+		r.First(nonce, fmt.Sprintf("%032x", i), t0)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		r.First(nonce, fmt.Sprintf("x%031x", i), t0.Add(time.Second))
 	}
 }
