@@ -23,6 +23,11 @@ var ErrTokenRefused = errors.New("subscriber token refused")
 // exp, nbf and iat when SubscriberTokenConfig.Leeway is 0.
 const DefaultTokenLeeway = 30 * time.Second
 
+// MinTokenSecret is the shortest HMAC secret a SubscriberTokens accepts,
+// in bytes (RFC 7518 section 3.2: at least the hash's output, 256 bits
+// for HS256).
+const MinTokenSecret = 32
+
 // SubscriberClaims are the claims of a subscriber token: the registered
 // claims of RFC 7519 section 4.1 (sub, the subscriber's name at the BOSS,
 // and exp are required) and two of the operator's own, both optional.
@@ -86,8 +91,8 @@ func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
 	}
 	v := &SubscriberTokens{}
 	if len(c.HMACSecret) > 0 {
-		if len(c.HMACSecret) < 32 {
-			return nil, fmt.Errorf("subscriber tokens: HMAC secret of %d bytes, want at least 32", len(c.HMACSecret))
+		if len(c.HMACSecret) < MinTokenSecret {
+			return nil, fmt.Errorf("subscriber tokens: HMAC secret of %d bytes, want at least %d", len(c.HMACSecret), MinTokenSecret)
 		}
 		v.keys.Keys = []jwt.VerificationKey{c.HMACSecret}
 		v.methods = []string{"HS256", "HS384", "HS512"}

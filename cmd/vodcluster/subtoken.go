@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
@@ -65,7 +66,8 @@ func subscriberTokenCmd() *cobra.Command {
 
 // signSubscriberToken signs r's claims at now. Errors: no user, a ttl
 // that is not positive, an ip that is not an address, neither or both
-// key files, a key that cannot be read or used with the algorithm.
+// key files, a secret shorter than auth.MinTokenSecret, a key that cannot
+// be read or used with the algorithm.
 func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 	switch {
 	case r.User == "":
@@ -86,6 +88,11 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 		b, err := readTokenSecret(r.SecretFile)
 		if err != nil {
 			return "", err
+		}
+		if len(b) < auth.MinTokenSecret {
+			// The manager refuses such a secret: a token signed with it
+			// would verify nowhere.
+			return "", fmt.Errorf("--secret-file %s: %d bytes, want at least %d", r.SecretFile, len(b), auth.MinTokenSecret)
 		}
 		key = b
 		if alg == "" {
@@ -126,7 +133,8 @@ func readTokenSecret(path string) ([]byte, error) {
 	return bytes.TrimRight(b, "\r\n"), nil
 }
 
-// readPrivateKey reads the first PEM private key of path.
+// readPrivateKey reads the first PEM private key of path. Errors: none
+// found, or one that is not an RSA, ECDSA or Ed25519 key.
 func readPrivateKey(path string) (any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -151,7 +159,13 @@ func readPrivateKey(path string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return k, nil
+		switch k.(type) {
+		case *rsa.PrivateKey, *ecdsa.PrivateKey, ed25519.PrivateKey:
+			return k, nil
+		case *ecdh.PrivateKey:
+			return nil, fmt.Errorf("%s: an X25519 or ECDH key, want RSA, ECDSA or Ed25519 (a signing key)", path)
+		}
+		return nil, fmt.Errorf("%s: a %T key, want RSA, ECDSA or Ed25519", path, k)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -58,6 +59,11 @@ func TestSubscriberTokenCommand(t *testing.T) {
 	derEdPub, _ := x509.MarshalPKIXPublicKey(edPub)
 	edKey := writePEM(t, dir, "ed.key", "PRIVATE KEY", derEd8)
 	edPubFile := writePEM(t, dir, "ed.pub", "PUBLIC KEY", derEdPub)
+	xk, _ := ecdh.X25519().GenerateKey(rand.Reader)
+	derX8, _ := x509.MarshalPKCS8PrivateKey(xk)
+	xKey := writePEM(t, dir, "x25519.key", "PRIVATE KEY", derX8)
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc\n"), 0o600)
 
 	for _, tc := range []struct {
 		name string
@@ -102,6 +108,9 @@ func TestSubscriberTokenCommand(t *testing.T) {
 		{[]string{"--user", "a", "--secret-file", secret, "--alg", "none"}, "--alg"},
 		{[]string{"--user", "a", "--key-file", ecPub}, "no PEM private key"},
 		{[]string{"--user", "a", "--key-file", ecPriv, "--alg", "RS256"}, "RS256"},
+		{[]string{"--user", "a", "--secret-file", short}, "at least 32"},
+		{[]string{"--user", "a", "--secret-file", os.DevNull}, "at least 32"},
+		{[]string{"--user", "a", "--key-file", xKey}, "X25519"},
 	} {
 		if _, err := runSubscriberToken(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
@@ -113,8 +122,6 @@ func TestSubscriberTokenCommand(t *testing.T) {
 	if _, err := (SubscriberTokensConfig{KeyFile: ecPriv}).subscriberTokens(); err == nil || !strings.Contains(err.Error(), "portal.key") {
 		t.Errorf("key_file with a private key: %v", err)
 	}
-	short := filepath.Join(dir, "short")
-	os.WriteFile(short, []byte("abc\n"), 0o600)
 	if _, err := (SubscriberTokensConfig{SecretFile: short}).subscriberTokens(); err == nil || !strings.Contains(err.Error(), "32") {
 		t.Errorf("short secret: %v", err)
 	}
