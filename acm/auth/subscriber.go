@@ -71,7 +71,7 @@ type SubscriberTokenConfig struct {
 // keep exp short, or bind it to a title or a client address). Safe for
 // concurrent use.
 type SubscriberTokens struct {
-	keys    jwt.VerificationKeySet
+	keys    map[string]jwt.VerificationKeySet // by alg: the keys of its kind
 	methods []string
 	parser  func(now time.Time) *jwt.Parser
 }
@@ -89,13 +89,15 @@ func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
 	if c.Leeway == 0 {
 		c.Leeway = DefaultTokenLeeway
 	}
-	v := &SubscriberTokens{}
+	v := &SubscriberTokens{keys: make(map[string]jwt.VerificationKeySet)}
 	if len(c.HMACSecret) > 0 {
 		if len(c.HMACSecret) < MinTokenSecret {
 			return nil, fmt.Errorf("subscriber tokens: HMAC secret of %d bytes, want at least %d", len(c.HMACSecret), MinTokenSecret)
 		}
-		v.keys.Keys = []jwt.VerificationKey{c.HMACSecret}
 		v.methods = []string{"HS256", "HS384", "HS512"}
+		for _, m := range v.methods {
+			v.keys[m] = jwt.VerificationKeySet{Keys: []jwt.VerificationKey{c.HMACSecret}}
+		}
 	} else {
 		keys, err := parsePublicKeys(c.PublicKeysPEM)
 		if err != nil {
@@ -111,11 +113,13 @@ func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
 			case ed25519.PublicKey:
 				ms = []string{"EdDSA"}
 			}
-			v.keys.Keys = append(v.keys.Keys, k)
 			for _, m := range ms {
 				if !slices.Contains(v.methods, m) {
 					v.methods = append(v.methods, m)
 				}
+				// Only the keys of a token's kind are tried: its refusal
+				// then names the signature, not another kind of key.
+				v.keys[m] = jwt.VerificationKeySet{Keys: append(v.keys[m].Keys, k)}
 			}
 		}
 	}
@@ -180,8 +184,13 @@ func parsePublicKeys(b []byte) ([]any, error) {
 // or an ip claim that is not clientIP.
 func (v *SubscriberTokens) Verify(raw, clientIP string, now time.Time) (*SubscriberClaims, error) {
 	var c SubscriberClaims
-	keys := v.keys
-	_, err := v.parser(now).ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return keys, nil })
+	_, err := v.parser(now).ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+		ks, ok := v.keys[t.Method.Alg()]
+		if !ok { // not reached: the parser allows only the methods of v.keys
+			return nil, fmt.Errorf("no key for %s", t.Method.Alg())
+		}
+		return ks, nil
+	})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrTokenRefused, err)

@@ -61,6 +61,13 @@ func TestSubscriberTokensOfEachKeyKind(t *testing.T) {
 			t.Errorf("%s: %+v %v", name, c, err)
 		}
 	}
+	// A token signed by a key not in the file is refused for its
+	// signature, not for the type of the other keys tried.
+	stranger, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	_, err = v.Verify(sign(t, jwt.SigningMethodES256, stranger, claims()), "192.0.2.1", t0)
+	if !errors.Is(err, ErrTokenRefused) || !strings.Contains(err.Error(), "signature is invalid") || strings.Contains(err.Error(), "type") {
+		t.Errorf("a stranger's ES256 token: %v, want a refusal naming the signature", err)
+	}
 	secret := []byte(strings.Repeat("k", 32))
 	h, err := NewSubscriberTokens(SubscriberTokenConfig{HMACSecret: secret, Issuer: "portal", Audience: "vod"})
 	if err != nil {
