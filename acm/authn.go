@@ -152,6 +152,20 @@ func (m *Manager) authenticateToken(raw, title, ip string) (string, error) {
 	return c.Subject, nil
 }
 
+// tokenSubscriberErr returns err, the error of entitlement or admission
+// for the subscriber a token named (sub, from ip), with the errUnauthorized
+// of a subscriber the BOSS does not know made the token's refusal: its
+// 401 names the token (Bearer invalid_token) rather than asking a player
+// that has no password for one.
+func (m *Manager) tokenSubscriberErr(err error, sub, ip string) error {
+	var tr tokenRefused
+	if errors.Is(err, errUnauthorized) && !errors.As(err, &tr) {
+		m.log.Info("subscriber token for a subscriber the BOSS does not know", "user", sub, "client", ip)
+		return tokenRefused{"the subscriber is not known"}
+	}
+	return err
+}
+
 // sameResource reports whether a Digest uri (absolute URL or path) names
 // path; the host is not compared (clients reach the front door by many
 // names and addresses).

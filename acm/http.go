@@ -71,7 +71,8 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	}
 	var user string
 	var err error
-	if tok, ok := m.subscriberToken(r.Header.Get("Authorization"), r.URL.RawQuery); ok {
+	tok, viaToken := m.subscriberToken(r.Header.Get("Authorization"), r.URL.RawQuery)
+	if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
 		user, _, err = m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
@@ -108,6 +109,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		countRequest(store.ProtoHTTP, r.Context().Err())
 		return // the client went away
+	}
+	if viaToken && user != "" {
+		err = m.tokenSubscriberErr(err, user, ip)
 	}
 	countRequest(store.ProtoHTTP, err)
 	switch {

@@ -295,7 +295,8 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	ip, addr := remote(nc)
 	var user string
 	var stale bool
-	if tok, ok := m.subscriberToken(authz, u.RawQuery); ok {
+	tok, viaToken := m.subscriberToken(authz, u.RawQuery)
+	if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
 		user, stale, err = m.authenticate(ctx, string(req.Method), path, authz, ip, true)
@@ -311,6 +312,9 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		if ctx.Err() != nil {
 			countRequest(store.ProtoRTSP, ctx.Err())
 			return nil, ""
+		}
+		if viaToken {
+			err = m.tokenSubscriberErr(err, user, ip)
 		}
 		return s.fail(res, err, false), ""
 	}

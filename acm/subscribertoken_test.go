@@ -94,7 +94,7 @@ func TestSubscriberTokens(t *testing.T) {
 		"forged":           {ok[:len(ok)-4] + "AAAA", "t1", base.StatusUnauthorized, "signature"},
 		"another address":  {portalToken(t, "demo", "", "192.0.2.7", time.Minute), "t1", base.StatusUnauthorized, "address"},
 		"another title":    {portalToken(t, "demo", "t2", "", time.Minute), "t1", base.StatusForbidden, ""},
-		"unknown user":     {portalToken(t, "nobody", "", "", time.Minute), "t1", base.StatusUnauthorized, ""},
+		"unknown user":     {portalToken(t, "nobody", "", "", time.Minute), "t1", base.StatusUnauthorized, "not known"},
 		"not entitled":     {portalToken(t, "kid", "", "", time.Minute), "adult-1", base.StatusForbidden, ""},
 		"garbage in query": {"%zz", "t1", base.StatusUnauthorized, ""},
 	} {
@@ -129,6 +129,13 @@ func TestSubscriberTokens(t *testing.T) {
 	if wa := r.Header.Values("WWW-Authenticate"); r.StatusCode != http.StatusUnauthorized || len(wa) != 2 ||
 		!strings.HasPrefix(wa[0], "Bearer ") || !strings.Contains(wa[0], "expired") || !strings.HasPrefix(wa[1], "Basic ") {
 		t.Fatalf("HTTP expired token: %d %q", r.StatusCode, wa)
+	}
+	// A token naming a subscriber the BOSS does not know: its 401 names
+	// the token, and asks for no password first.
+	r = httpGet(t, e, "/vod/t1.ts?token="+portalToken(t, "nobody", "", "", time.Minute), "")
+	if wa := r.Header.Values("WWW-Authenticate"); r.StatusCode != http.StatusUnauthorized || len(wa) != 2 ||
+		!strings.HasPrefix(wa[0], "Bearer ") || !strings.Contains(wa[0], "not known") {
+		t.Fatalf("HTTP token of an unknown subscriber: %d %q", r.StatusCode, wa)
 	}
 	if r := httpGet(t, e, "/vod/t1.ts?token="+portalToken(t, "demo", "t2", "", time.Minute), ""); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("HTTP token for another title: %d", r.StatusCode)
