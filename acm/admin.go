@@ -174,7 +174,7 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 	m.mu.Lock()
 	var ss []store.Session
 	for _, s := range m.sessions {
-		if req.GetNodeId() == "" || s.Node == req.GetNodeId() {
+		if (req.GetNodeId() == "" || s.Node == req.GetNodeId()) && (req.GetUser() == "" || s.User == req.GetUser()) {
 			ss = append(ss, s.Session)
 		}
 	}

@@ -264,8 +264,11 @@ type Manager struct {
 	nodeCredential string
 	nonces         *auth.Nonces
 	records        *sessionRecords // nil without SessionRecordsFile
-	replays        *auth.Replays   // Digest responses accepted within the nonce TTL
-	log            *slog.Logger
+	// heldRecords: records of sessions the operator ended, waiting for
+	// their nodes' ENDED (mu).
+	heldRecords map[string]heldRecord
+	replays     *auth.Replays // Digest responses accepted within the nonce TTL
+	log         *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
 	// registered end RestoreGrace after it.
@@ -532,6 +535,9 @@ func (m *Manager) teardown() error {
 		m.metrics.Close()
 	}
 	m.wg.Wait()
+	m.mu.Lock()
+	m.flushHeldRecordsLocked(m.now(), true)
+	m.mu.Unlock()
 	m.records.close()
 	var err error
 	if m.serving && m.Leader() {

@@ -423,6 +423,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	m.mu.Lock()
 	s := m.sessions[ev.GetSessionId()]
 	switch {
+	case s == nil && m.recordEndedLocked(ev, at):
+		m.mu.Unlock()
+		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
 	case s == nil:
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())

@@ -200,5 +200,9 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		rec.StartedAt = s.StartedAt.UTC()
 		rec.PlayedS = max(0, now.Sub(s.StartedAt).Round(time.Millisecond).Seconds())
 	}
+	if s.holdRecord {
+		m.holdRecordLocked(rec, now)
+		return
+	}
 	m.records.add(rec)
 }

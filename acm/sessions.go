@@ -44,6 +44,9 @@ type session struct {
 	// bytesSent is what the node sent, from its ENDED event (0 until
 	// then): for the session record.
 	bytesSent int64
+	// holdRecord: its session record waits for its node's ENDED (the
+	// operator ended it: admin_sessions.go).
+	holdRecord bool
 	// endedAt is when it ended by its node's ENDED event (the viewer's
 	// last sign of life for a timeout); zero: when the manager ended it.
 	endedAt time.Time
@@ -203,6 +206,7 @@ func (m *Manager) tick(now time.Time) {
 		// for one may go ahead.
 		defer m.kickPump()
 	}
+	m.flushHeldRecordsLocked(now, false)
 	noShow := m.TokenTTL + m.NoShowGrace
 	for _, s := range m.sessions {
 		switch {

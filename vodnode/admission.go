@@ -100,6 +100,20 @@ func usedUntil(expires time.Time, timeout time.Duration) time.Time {
 	return expires
 }
 
+// refuseTokens spends the tokens of admission sessions sids until until
+// (plus the clock skew tokens are allowed): a viewer the manager ended
+// before it reached the node is refused here (401, token spent).
+func (n *Node) refuseTokens(sids []string, until time.Time) {
+	until = until.Add(token.ClockSkew)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, sid := range sids {
+		if u, ok := n.used[sid]; !ok || u.Before(until) {
+			n.used[sid] = until
+		}
+	}
+}
+
 // refuseStart ends an admission session that the node refused to start
 // with e, after its token was accepted: owner's claim (nil for a DESCRIBE,
 // which claims nothing) is dropped, the token is spent, and the manager

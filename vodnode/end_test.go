@@ -174,3 +174,27 @@ func TestEndedByManagerSendsBye(t *testing.T) {
 		t.Fatalf("%d sessions after the end", got)
 	}
 }
+
+// TestEndSessionsRefusesLateViewers: the manager's EndSessions (the
+// operator ended a subscriber's sessions) ends the one playing, with an
+// RTCP BYE over TCP, and spends the token of the one not yet at the node:
+// its viewer, arriving later with its token, is refused (401).
+func TestEndSessionsRefusesLateViewers(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "cut-playing", "sample-001", "node-1", "", time.Minute), "sample-001"))
+	late := nodeURL(n, mint(t, "cut-late", "sample-002", "node-1", "", time.Minute), "sample-002")
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: []string{"cut-playing", "cut-late"}, Reason: "ended by the operator: account suspended",
+		RefuseUntilUnixMs: time.Now().Add(time.Minute).UnixMilli()}}}
+	waitFor(t, 5*time.Second, "ENDED of the playing session", func() bool { return m.event("cut-playing", pb.SessionEvent_KIND_ENDED) != nil })
+	if e := m.event("cut-playing", pb.SessionEvent_KIND_ENDED); e.GetReason() != "ended by the operator: account suspended" {
+		t.Fatalf("ENDED %+v", e)
+	}
+	if res := dialRTSP(t, n).do("DESCRIBE", late); res.StatusCode != 401 {
+		t.Fatalf("the late viewer's DESCRIBE: %s, want 401", statusLine(res))
+	}
+}

@@ -272,7 +272,10 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 				ended++
 			}
 		}
-		n.log.Warn("sessions ended by the manager, which no longer held them", "sessions", ended, "reason", reason)
+		if ms := c.EndSessions.GetRefuseUntilUnixMs(); ms > 0 {
+			n.refuseTokens(c.EndSessions.GetSessionIds(), time.UnixMilli(ms))
+		}
+		n.log.Warn("sessions ended by the manager", "sessions", ended, "of", len(c.EndSessions.GetSessionIds()), "reason", reason)
 	}
 }
 

@@ -323,3 +323,44 @@ func TestSessionRecordOfARealPlay(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 }
+
+// TestOperatorCutsOffASubscriber: while ffmpeg plays a 20 s title, the
+// operator ends the subscriber's sessions (vodctl sessions end --user):
+// ffmpeg stops long before the title's end (the node's RTCP BYE), the
+// manager holds no session of it, and the session record says why, with
+// the bytes the node sent.
+func TestOperatorCutsOffASubscriber(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) { o.SessionRecordsFile = records })
+	adm := c.admin(t)
+	done := make(chan ffmpegPlay, 1)
+	go func() { done <- runFFmpeg(t, c.frontURL("demo", "demo", "sample-003"), "tcp", 18) }()
+	eventually(t, 15*time.Second, "the viewer playing (100 kB sent)", func() bool {
+		ls, err := adm.ListSessions(context.Background(), &v1.ListSessionsRequest{User: "demo"})
+		return err == nil && len(ls.GetSessions()) == 1 && ls.GetSessions()[0].GetState() == "playing" && c.nodes[0].Stats().BytesSent > 100_000
+	})
+	res, err := adm.EndSessions(context.Background(), &v1.EndSessionsRequest{User: "demo", Reason: "account suspended"})
+	if err != nil || len(res.GetSessionIds()) != 1 {
+		t.Fatalf("EndSessions: %v %v", res, err)
+	}
+	var p ffmpegPlay
+	select {
+	case p = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ffmpeg still running 30 s after its session was ended")
+	}
+	if p.Wall > 12*time.Second {
+		t.Fatalf("ffmpeg played on for %v after its session was ended (18 s asked)\n%s", p.Wall, p.Out)
+	}
+	var rec struct {
+		Reason    string
+		BytesSent int64 `json:"bytes_sent"`
+	}
+	eventually(t, 15*time.Second, "the cut session's record", func() bool {
+		b, err := os.ReadFile(records)
+		return err == nil && len(b) > 0 && json.Unmarshal(b, &rec) == nil
+	})
+	if rec.Reason != "ended by the operator: account suspended" || rec.BytesSent == 0 {
+		t.Fatalf("record %+v", rec)
+	}
+}

@@ -285,14 +285,14 @@ func nodeForgetCmd(g *globals) *cobra.Command {
 }
 
 func sessionsCmd(g *globals) *cobra.Command {
-	var node string
+	var node, user string
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions (admitted and playing)",
+		Short: "List sessions (admitted and playing); sessions end: end some now",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node})
+				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node, User: user})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				fmt.Fprintln(w, "SESSION\tUSER\tTITLE\tNODE\tSTATE\tPROTOCOL\tCLIENT\tBITRATE(kbit/s)")
 				for _, s := range m.(*v1.ListSessionsResponse).Sessions {
@@ -302,6 +302,35 @@ func sessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "only this node's sessions")
+	cmd.Flags().StringVar(&user, "user", "", "only this subscriber's sessions")
+	cmd.AddCommand(endSessionsCmd(g))
+	return cmd
+}
+
+func endSessionsCmd(g *globals) *cobra.Command {
+	var user, reason string
+	cmd := &cobra.Command{
+		Use:   "end [SESSION ...]",
+		Short: "End sessions now: the ones named, or every session of --user (their viewers are cut off)",
+		Example: "  vodctl sessions end 5bb32f90487153e79cb89c1b81e6fb53\n" +
+			"  vodctl sessions end --user alice --reason 'account suspended'",
+		RunE: func(_ *cobra.Command, args []string) error {
+			if (len(args) == 0) == (user == "") {
+				return fmt.Errorf("name the sessions, or give --user, one of the two")
+			}
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.EndSessions(ctx, &v1.EndSessionsRequest{SessionIds: args, User: user, Reason: reason})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				ids := m.(*v1.EndSessionsResponse).SessionIds
+				fmt.Fprintf(w, "ended %d session(s):\n", len(ids))
+				for _, id := range ids {
+					fmt.Fprintln(w, id)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&user, "user", "", "end every session of this subscriber")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (logged, sent to the viewer in the RTCP BYE, kept in the session records)")
 	return cmd
 }
 

@@ -1328,15 +1328,20 @@ func (*NodeCommand_EndSessions) isNodeCommand_Command() {}
 
 // EndSessionsCommand ends sessions the node still plays but the manager no
 // longer holds (it ended them while the node was cut off beyond
-// restore_grace, or never admitted them): session_ids are admission
-// session ids (the token's sid, as in LoadReport.session_ids). The node
-// ends each with reason and reports nothing back for them.
+// restore_grace, never admitted them, or the operator ended them:
+// Admin.EndSessions): session_ids are admission session ids (the token's
+// sid, as in LoadReport.session_ids). The node ends each with reason (an
+// RTSP viewer hears it in an RTCP BYE) and reports it ENDED as any other.
 type EndSessionsCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionIds    []string               `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SessionIds []string               `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	Reason     string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// refuse_until_unix_ms, when set, is until when the node refuses the
+	// tokens of these sessions that it has not seen used (a viewer admitted
+	// but not yet at the node): every token of them expires before then.
+	RefuseUntilUnixMs int64 `protobuf:"varint,3,opt,name=refuse_until_unix_ms,json=refuseUntilUnixMs,proto3" json:"refuse_until_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *EndSessionsCommand) Reset() {
@@ -1381,6 +1386,13 @@ func (x *EndSessionsCommand) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *EndSessionsCommand) GetRefuseUntilUnixMs() int64 {
+	if x != nil {
+		return x.RefuseUntilUnixMs
+	}
+	return 0
 }
 
 // ProtectCommand lists the titles the node's own eviction (to make room
@@ -2188,6 +2200,7 @@ func (x *ForgetNodeResponse) GetMessage() string {
 type ListSessionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"` // filter; empty = all
+	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`                   // filter: one subscriber's; empty = all
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2229,6 +2242,117 @@ func (x *ListSessionsRequest) GetNodeId() string {
 	return ""
 }
 
+func (x *ListSessionsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+type EndSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionIds    []string               `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"` // these sessions; or
+	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`                               // every session of this subscriber
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                           // logged, told to the node and in the session records; empty: "ended by the operator"
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionsRequest) Reset() {
+	*x = EndSessionsRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionsRequest) ProtoMessage() {}
+
+func (x *EndSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionsRequest.ProtoReflect.Descriptor instead.
+func (*EndSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *EndSessionsRequest) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *EndSessionsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *EndSessionsRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type EndSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionIds    []string               `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"` // the sessions ended, sorted
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionsResponse) Reset() {
+	*x = EndSessionsResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionsResponse) ProtoMessage() {}
+
+func (x *EndSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionsResponse.ProtoReflect.Descriptor instead.
+func (*EndSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *EndSessionsResponse) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
 type SessionInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -2247,7 +2371,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2383,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2396,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2354,7 +2478,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2490,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2503,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2397,7 +2521,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2533,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2546,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 type PolicyInfo struct {
@@ -2439,7 +2563,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2575,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2588,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2527,7 +2651,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2539,7 +2663,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2552,7 +2676,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2620,7 +2744,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2756,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2769,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2665,7 +2789,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2801,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2814,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2726,7 +2850,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +2862,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +2875,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2824,7 +2948,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2960,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2973,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -2901,7 +3025,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3037,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3050,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -2990,7 +3114,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3126,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3139,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -3049,7 +3173,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3185,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3198,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -3101,7 +3225,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3237,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3250,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -3151,7 +3275,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3287,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3300,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 type Fill struct {
@@ -3200,7 +3324,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3336,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3349,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -3300,7 +3424,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3436,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3449,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3444,11 +3568,12 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05drain\x18\x03 \x01(\v2\x1b.vodcluster.v1.DrainCommandH\x00R\x05drain\x129\n" +
 	"\aprotect\x18\x04 \x01(\v2\x1d.vodcluster.v1.ProtectCommandH\x00R\aprotect\x12F\n" +
 	"\fend_sessions\x18\x05 \x01(\v2!.vodcluster.v1.EndSessionsCommandH\x00R\vendSessionsB\t\n" +
-	"\acommand\"M\n" +
+	"\acommand\"~\n" +
 	"\x12EndSessionsCommand\x12\x1f\n" +
 	"\vsession_ids\x18\x01 \x03(\tR\n" +
 	"sessionIds\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"-\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12/\n" +
+	"\x14refuse_until_unix_ms\x18\x03 \x01(\x03R\x11refuseUntilUnixMs\"-\n" +
 	"\x0eProtectCommand\x12\x1b\n" +
 	"\ttitle_ids\x18\x01 \x03(\tR\btitleIds\",\n" +
 	"\x0fPrefetchCommand\x12\x19\n" +
@@ -3520,9 +3645,18 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\rholds_removed\x18\x06 \x01(\x05R\fholdsRemoved\x12)\n" +
 	"\x10commands_dropped\x18\a \x01(\x05R\x0fcommandsDropped\x12#\n" +
 	"\rfills_dropped\x18\b \x01(\x05R\ffillsDropped\x12\x18\n" +
-	"\amessage\x18\t \x01(\tR\amessage\".\n" +
+	"\amessage\x18\t \x01(\tR\amessage\"B\n" +
 	"\x13ListSessionsRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\xba\x02\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\"a\n" +
+	"\x12EndSessionsRequest\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"6\n" +
+	"\x13EndSessionsResponse\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\"\xba\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -3622,7 +3756,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xd3\b\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xa9\t\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12]\n" +
@@ -3631,7 +3765,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\aSetNode\x12\x1d.vodcluster.v1.SetNodeRequest\x1a\x17.vodcluster.v1.NodeInfo\x12Q\n" +
 	"\n" +
 	"ForgetNode\x12 .vodcluster.v1.ForgetNodeRequest\x1a!.vodcluster.v1.ForgetNodeResponse\x12W\n" +
-	"\fListSessions\x12\".vodcluster.v1.ListSessionsRequest\x1a#.vodcluster.v1.ListSessionsResponse\x12G\n" +
+	"\fListSessions\x12\".vodcluster.v1.ListSessionsRequest\x1a#.vodcluster.v1.ListSessionsResponse\x12T\n" +
+	"\vEndSessions\x12!.vodcluster.v1.EndSessionsRequest\x1a\".vodcluster.v1.EndSessionsResponse\x12G\n" +
 	"\tGetPolicy\x12\x1f.vodcluster.v1.GetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12G\n" +
 	"\tSetPolicy\x12\x1f.vodcluster.v1.SetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12Z\n" +
 	"\rListPlacement\x12#.vodcluster.v1.ListPlacementRequest\x1a$.vodcluster.v1.ListPlacementResponse\x12H\n" +
@@ -3654,7 +3789,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),         // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                  // 1: vodcluster.v1.Title
@@ -3687,22 +3822,24 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*ForgetNodeRequest)(nil),      // 28: vodcluster.v1.ForgetNodeRequest
 	(*ForgetNodeResponse)(nil),     // 29: vodcluster.v1.ForgetNodeResponse
 	(*ListSessionsRequest)(nil),    // 30: vodcluster.v1.ListSessionsRequest
-	(*SessionInfo)(nil),            // 31: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),   // 32: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),       // 33: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),             // 34: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),           // 35: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),       // 36: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),   // 37: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),                // 38: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil),  // 39: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),            // 40: vodcluster.v1.NodePartial
-	(*NodePin)(nil),                // 41: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),       // 42: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),           // 43: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),       // 44: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                   // 45: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),      // 46: vodcluster.v1.ListFillsResponse
+	(*EndSessionsRequest)(nil),     // 31: vodcluster.v1.EndSessionsRequest
+	(*EndSessionsResponse)(nil),    // 32: vodcluster.v1.EndSessionsResponse
+	(*SessionInfo)(nil),            // 33: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),   // 34: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),       // 35: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),             // 36: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),           // 37: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),       // 38: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),   // 39: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                // 40: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),  // 41: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),            // 42: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                // 43: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),       // 44: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),           // 45: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),       // 46: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                   // 47: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),      // 48: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -3720,12 +3857,12 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	0,  // 12: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
 	9,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
 	25, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	31, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	35, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	38, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	41, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	40, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	45, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	33, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	37, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	40, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	43, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	42, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	47, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
 	5,  // 21: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
 	4,  // 22: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
 	7,  // 23: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
@@ -3738,36 +3875,38 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	27, // 30: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
 	28, // 31: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
 	30, // 32: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	33, // 33: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	36, // 34: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	37, // 35: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	42, // 36: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	42, // 37: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	42, // 38: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	42, // 39: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	44, // 40: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 41: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 42: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 43: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 44: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	16, // 45: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	23, // 46: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 47: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 48: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	26, // 49: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	25, // 50: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	29, // 51: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	32, // 52: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	34, // 53: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	34, // 54: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	39, // 55: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	43, // 56: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	43, // 57: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	43, // 58: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	43, // 59: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	46, // 60: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	41, // [41:61] is the sub-list for method output_type
-	21, // [21:41] is the sub-list for method input_type
+	31, // 33: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	35, // 34: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	38, // 35: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	39, // 36: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	44, // 37: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	44, // 38: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	44, // 39: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	44, // 40: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	46, // 41: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 42: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 43: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 44: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 45: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	16, // 46: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	23, // 47: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 48: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 49: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	26, // 50: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	25, // 51: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	29, // 52: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	34, // 53: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	32, // 54: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	36, // 55: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	36, // 56: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	41, // 57: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	45, // 58: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	45, // 59: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	45, // 60: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	45, // 61: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	48, // 62: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	42, // [42:63] is the sub-list for method output_type
+	21, // [21:42] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -3792,7 +3931,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -427,6 +427,7 @@ const (
 	Admin_SetNode_FullMethodName        = "/vodcluster.v1.Admin/SetNode"
 	Admin_ForgetNode_FullMethodName     = "/vodcluster.v1.Admin/ForgetNode"
 	Admin_ListSessions_FullMethodName   = "/vodcluster.v1.Admin/ListSessions"
+	Admin_EndSessions_FullMethodName    = "/vodcluster.v1.Admin/EndSessions"
 	Admin_GetPolicy_FullMethodName      = "/vodcluster.v1.Admin/GetPolicy"
 	Admin_SetPolicy_FullMethodName      = "/vodcluster.v1.Admin/SetPolicy"
 	Admin_ListPlacement_FullMethodName  = "/vodcluster.v1.Admin/ListPlacement"
@@ -463,6 +464,16 @@ type AdminClient interface {
 	// registered nor with stored state; UNAVAILABLE when the store fails.
 	ForgetNode(ctx context.Context, in *ForgetNodeRequest, opts ...grpc.CallOption) (*ForgetNodeResponse, error)
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	// EndSessions ends sessions at once, by the operator's order (a
+	// subscriber cut off, an account shared): the ones named, or every
+	// session of a subscriber. Each is ended in the session table (its
+	// reservation released, a session record written) and by its node (an
+	// RTSP viewer gets an RTCP BYE and the connection is closed, an HTTP one
+	// is refused from then on; a viewer not yet at the node is refused
+	// there). INVALID_ARGUMENT for neither or both of session_ids and user;
+	// NOT_FOUND when no session matches (none of the ids is live);
+	// FAILED_PRECONDITION on a standby manager.
+	EndSessions(ctx context.Context, in *EndSessionsRequest, opts ...grpc.CallOption) (*EndSessionsResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
@@ -552,6 +563,16 @@ func (c *adminClient) ListSessions(ctx context.Context, in *ListSessionsRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListSessionsResponse)
 	err := c.cc.Invoke(ctx, Admin_ListSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) EndSessions(ctx context.Context, in *EndSessionsRequest, opts ...grpc.CallOption) (*EndSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EndSessionsResponse)
+	err := c.cc.Invoke(ctx, Admin_EndSessions_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -664,6 +685,16 @@ type AdminServer interface {
 	// registered nor with stored state; UNAVAILABLE when the store fails.
 	ForgetNode(context.Context, *ForgetNodeRequest) (*ForgetNodeResponse, error)
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// EndSessions ends sessions at once, by the operator's order (a
+	// subscriber cut off, an account shared): the ones named, or every
+	// session of a subscriber. Each is ended in the session table (its
+	// reservation released, a session record written) and by its node (an
+	// RTSP viewer gets an RTCP BYE and the connection is closed, an HTTP one
+	// is refused from then on; a viewer not yet at the node is refused
+	// there). INVALID_ARGUMENT for neither or both of session_ids and user;
+	// NOT_FOUND when no session matches (none of the ids is live);
+	// FAILED_PRECONDITION on a standby manager.
+	EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(context.Context, *SetPolicyRequest) (*PolicyInfo, error)
@@ -716,6 +747,9 @@ func (UnimplementedAdminServer) ForgetNode(context.Context, *ForgetNodeRequest) 
 }
 func (UnimplementedAdminServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedAdminServer) EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EndSessions not implemented")
 }
 func (UnimplementedAdminServer) GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPolicy not implemented")
@@ -866,6 +900,24 @@ func _Admin_ListSessions_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).ListSessions(ctx, req.(*ListSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_EndSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EndSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).EndSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_EndSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).EndSessions(ctx, req.(*EndSessionsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1044,6 +1096,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSessions",
 			Handler:    _Admin_ListSessions_Handler,
+		},
+		{
+			MethodName: "EndSessions",
+			Handler:    _Admin_EndSessions_Handler,
 		},
 		{
 			MethodName: "GetPolicy",

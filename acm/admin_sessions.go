@@ -1,0 +1,147 @@
+package acm
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// defaultEndReason is the reason of an operator's EndSessions without one.
+const defaultEndReason = "ended by the operator"
+
+// maxEndReason is the longest reason EndSessions takes, bytes (it goes
+// into an RTCP BYE, whose reason is at most 255 bytes).
+const maxEndReason = 200
+
+// heldRecordWait is how long the session record of a session the operator
+// ended waits for its node's ENDED (which brings the bytes it sent) before
+// it is written without them.
+const heldRecordWait = 10 * time.Second
+
+// heldRecord is the session record of a session the operator ended, held
+// until its node reports it ENDED (heldRecordWait at most).
+type heldRecord struct {
+	rec   sessionRecord
+	since time.Time
+}
+
+// EndSessions implements pb.AdminServer: the operator ends sessions now,
+// by id or every one of a subscriber. Each ends in the table (reservation
+// released) and is ended by its node, told at once over its heartbeat
+// stream; a viewer not yet at its node is refused there until its tokens
+// expire. Errors: INVALID_ARGUMENT (neither or both of ids and user, a
+// reason too long or not printable), NOT_FOUND (no live session matches),
+// FAILED_PRECONDITION on a standby.
+func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.EndSessionsResponse, error) {
+	m := a.m
+	ids, user := req.GetSessionIds(), req.GetUser()
+	switch {
+	case len(ids) == 0 && user == "":
+		return nil, status.Error(codes.InvalidArgument, "name the sessions (session_ids) or the subscriber (user) whose sessions end")
+	case len(ids) > 0 && user != "":
+		return nil, status.Error(codes.InvalidArgument, "session_ids and user both given: give one of the two")
+	case len(req.GetReason()) > maxEndReason || strings.ContainsFunc(req.GetReason(), func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
+	}
+	if !m.Leader() {
+		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): end the sessions on the active manager")
+	}
+	reason := defaultEndReason
+	if r := strings.TrimSpace(req.GetReason()); r != "" {
+		reason = defaultEndReason + ": " + r
+	}
+	now := m.now()
+	m.mu.Lock()
+	var ended []*session
+	if user != "" {
+		for _, s := range m.sessions {
+			if s.User == user {
+				ended = append(ended, s)
+			}
+		}
+	} else {
+		for _, id := range ids {
+			if s := m.sessions[id]; s != nil && !slices.Contains(ended, s) {
+				ended = append(ended, s)
+			}
+		}
+	}
+	if len(ended) == 0 {
+		m.mu.Unlock()
+		if user != "" {
+			return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session", user)
+		}
+		return nil, status.Error(codes.NotFound, "none of the sessions is live (ended, or never admitted)")
+	}
+	byNode := map[string][]string{}
+	out := &pb.EndSessionsResponse{}
+	for _, s := range ended {
+		s.holdRecord = true
+		m.endLocked(s, reason)
+		s.forget = m.lead != nil
+		byNode[s.Node] = append(byNode[s.Node], s.ID)
+		if ns := m.nodes[s.Node]; ns != nil {
+			ns.endedAway[s.ID] = true // told again if its node still lists it (endUnknownLocked)
+		}
+		out.SessionIds = append(out.SessionIds, s.ID)
+	}
+	// Every token of these sessions was signed by now and lives TokenTTL.
+	until := now.Add(m.TokenTTL).UnixMilli()
+	for node, sids := range byNode {
+		if ns := m.nodes[node]; ns != nil {
+			ns.push(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+				SessionIds: sids, Reason: reason, RefuseUntilUnixMs: until}}})
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(out.SessionIds)
+	m.log.Warn("sessions ended by the operator", "sessions", len(ended), "user", user, "reason", reason)
+	m.persistAll(ended)
+	m.kickPump()
+	return out, nil
+}
+
+// holdRecordLocked keeps rec until the node's ENDED of its session
+// (recordEndedLocked) or heldRecordWait (flushHeldRecordsLocked).
+func (m *Manager) holdRecordLocked(rec sessionRecord, now time.Time) {
+	if m.heldRecords == nil {
+		m.heldRecords = map[string]heldRecord{}
+	}
+	m.heldRecords[rec.Session] = heldRecord{rec: rec, since: now}
+}
+
+// recordEndedLocked completes the held record of session sid with what
+// its node's ENDED says (bytes sent, when) and writes it; false when none
+// is held.
+func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
+	h, ok := m.heldRecords[ev.GetSessionId()]
+	if !ok || ev.GetKind() != pb.SessionEvent_KIND_ENDED || (ev.GetNodeId() != "" && ev.GetNodeId() != h.rec.Node) {
+		return false
+	}
+	delete(m.heldRecords, ev.GetSessionId())
+	h.rec.BytesSent = ev.GetBytesSent()
+	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt) && !at.Before(h.rec.StartedAt) {
+		h.rec.EndedAt = at.UTC()
+		h.rec.PlayedS = at.Sub(h.rec.StartedAt).Round(time.Millisecond).Seconds()
+	}
+	m.records.add(h.rec)
+	return true
+}
+
+// flushHeldRecordsLocked writes the held records whose node has not said
+// ENDED within heldRecordWait (dead, or the viewer never came), without
+// the bytes sent; all of them when all is set (Close).
+func (m *Manager) flushHeldRecordsLocked(now time.Time, all bool) {
+	for id, h := range m.heldRecords {
+		if all || now.Sub(h.since) >= heldRecordWait {
+			delete(m.heldRecords, id)
+			m.records.add(h.rec)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package acm
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// endCommand waits (at most 5 s) for an EndSessionsCommand to reach n.
+func (n *fakeNode) endCommand(t *testing.T) *pb.EndSessionsCommand {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-n.cmds:
+			if end := c.GetEndSessions(); end != nil {
+				return end
+			}
+		case <-deadline:
+			t.Fatalf("no EndSessions command reached %s within 5 s", n.id)
+			return nil
+		}
+	}
+}
+
+// TestOperatorEndsSessions: vodctl sessions end --user ends every session
+// of the subscriber at once: out of the table, reservations released, the
+// node told (with the reason, and until when to refuse their tokens), the
+// other subscriber's session untouched; the session record of the one
+// that played waits for its node's ENDED and carries its bytes; the one
+// that never reached the node is recorded without them. Bad requests are
+// refused.
+func TestOperatorEndsSessions(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = records })
+	n := e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	for _, d := range []struct{ user, title string }{{"demo", "t1"}, {"demo", "t2"}, {"kid", "t3"}} {
+		if res := e.describe(d.user, d.user, d.title); res.StatusCode != base.StatusFound {
+			t.Fatalf("%s %s: %d", d.user, d.title, res.StatusCode)
+		}
+	}
+	ls, err := e.admin.ListSessions(ctx, &pb.ListSessionsRequest{User: "demo"})
+	if err != nil || len(ls.GetSessions()) != 2 {
+		t.Fatalf("demo's sessions: %v %v", ls, err)
+	}
+	var demo []string
+	var played string
+	for _, s := range ls.GetSessions() {
+		demo = append(demo, s.GetSessionId())
+		if s.GetTitleId() == "t1" {
+			played = s.GetSessionId()
+		}
+	}
+	slices.Sort(demo)
+	if err := n.event(played, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, req := range map[string]*pb.EndSessionsRequest{
+		"neither":      {},
+		"both":         {SessionIds: demo, User: "demo"},
+		"control char": {User: "demo", Reason: "bad\r\nreason"},
+		"long reason":  {User: "demo", Reason: strings.Repeat("x", 300)},
+	} {
+		if _, err := e.admin.EndSessions(ctx, req); grpcCode(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	for name, req := range map[string]*pb.EndSessionsRequest{
+		"unknown session": {SessionIds: []string{"0123456789abcdef0123456789abcdef"}},
+		"nobody's":        {User: "nobody"},
+	} {
+		if _, err := e.admin.EndSessions(ctx, req); grpcCode(err) != codes.NotFound {
+			t.Errorf("%s: %v, want NOT_FOUND", name, err)
+		}
+	}
+
+	before := time.Now()
+	res, err := e.admin.EndSessions(ctx, &pb.EndSessionsRequest{User: "demo", Reason: "account suspended"})
+	if err != nil || !slices.Equal(res.GetSessionIds(), demo) {
+		t.Fatalf("EndSessions: %v %v, want %v", res, err, demo)
+	}
+	cmd := n.endCommand(t)
+	got := slices.Sorted(slices.Values(cmd.GetSessionIds()))
+	if !slices.Equal(got, demo) || cmd.GetReason() != "ended by the operator: account suspended" ||
+		time.UnixMilli(cmd.GetRefuseUntilUnixMs()).Before(before.Add(e.m.TokenTTL-time.Second)) {
+		t.Fatalf("node told %+v, want %v ended with the reason, tokens refused for a token TTL", cmd, demo)
+	}
+	if ss := e.sessions(); len(ss) != 1 || ss[0].GetUser() != "kid" {
+		t.Fatalf("sessions left %v, want kid's only", ss)
+	}
+	if r := e.reserved("n1"); r != titleBps {
+		t.Fatalf("reserved %d bit/s on n1, want kid's %d", r, titleBps)
+	}
+
+	// The node reports the played one ENDED with what it sent: its record
+	// is written with the bytes (the manager acknowledges the event).
+	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: played, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: cmd.GetReason(), BytesSent: 4242, AtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatalf("the ENDED of an operator-ended session: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the played session's record", func() bool { return len(readRecords(t, records)) == 1 })
+	r := readRecords(t, records)[0]
+	if r.Session != played || r.BytesSent != 4242 || r.Reason != "ended by the operator: account suspended" || r.StartedAt.IsZero() {
+		t.Fatalf("record %+v", r)
+	}
+	// The other never reached the node: its record is written once the
+	// wait for an ENDED is over (here: forced), without bytes.
+	e.m.mu.Lock()
+	e.m.flushHeldRecordsLocked(time.Now().Add(heldRecordWait), false)
+	e.m.mu.Unlock()
+	waitFor(t, 5*time.Second, "the unstarted session's record", func() bool { return len(readRecords(t, records)) == 2 })
+	if r := readRecords(t, records)[1]; r.BytesSent != 0 || !r.StartedAt.IsZero() || r.Title != "t2" {
+		t.Fatalf("record %+v", r)
+	}
+}
