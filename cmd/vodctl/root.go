@@ -314,10 +314,13 @@ func endSessionsCmd(g *globals) *cobra.Command {
 		Short: "End sessions now: the ones named, or every session of --user (their viewers are cut off)",
 		Example: "  vodctl sessions end 5bb32f90487153e79cb89c1b81e6fb53\n" +
 			"  vodctl sessions end --user alice --reason 'account suspended'",
-		RunE: func(_ *cobra.Command, args []string) error {
+		Args: func(_ *cobra.Command, args []string) error {
 			if (len(args) == 0) == (user == "") {
 				return fmt.Errorf("name the sessions, or give --user, one of the two")
 			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.EndSessions(ctx, &v1.EndSessionsRequest{SessionIds: args, User: user, Reason: reason})
 			}, func(m proto.Message, w *tabwriter.Writer) {

@@ -137,6 +137,8 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		want string
 	}{
 		{[]string{"nodes", "extra"}, `unknown command "extra" for "vodctl nodes"`},
+		{[]string{"sessions", "end"}, "name the sessions, or give --user"},
+		{[]string{"sessions", "end", "abc", "--user", "alice"}, "name the sessions, or give --user"},
 		{[]string{"titles", "x"}, `unknown command "x"`},
 		{[]string{"sessions", "x"}, `unknown command "x"`},
 		{[]string{"placement", "x"}, `unknown command "x"`},
