@@ -11,13 +11,16 @@ import (
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
+	"vodcluster/proto/httpcors"
 )
 
 // httpHandler is the HTTP front door: GET /vod/<title>.ts (progressive
 // MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic,
 // or a subscriber token: Manager.SubscriberTokens),
-// admitted and redirected (302) to the node; other methods get 405 (a
-// redirect carries a reservation, so not even HEAD is answered with one).
+// admitted and redirected (302) to the node; OPTIONS is answered for
+// browsers (CORS: every answer allows any origin, package httpcors);
+// other methods get 405 (a redirect carries a reservation, so not even
+// HEAD is answered with one).
 // GET /healthz answers 200 when the manager is ready to admit, 503 with
 // the reason when not (health.go); GET /livez answers 200 while the
 // process serves HTTP at all (a liveness probe: restarting the manager
@@ -55,8 +58,12 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 // the title's headers after authentication and entitlement only: no
 // reservation, no redirect.
 func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
+	httpcors.Header(w.Header()) // browser players on the operator's pages
+	if httpcors.Options(w, r) {
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Allow", httpcors.Methods)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

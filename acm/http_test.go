@@ -42,7 +42,7 @@ func TestHTTPRedirects(t *testing.T) {
 	e := newManager(t, "", nil)
 	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
 	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound || res.Header.Get("Cache-Control") != "no-store" {
+	if res.StatusCode != http.StatusFound || res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("ts: %d %v", res.StatusCode, res.Header)
 	}
 	c := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
@@ -96,8 +96,22 @@ func TestHTTPStatuses(t *testing.T) {
 		res.Header.Get("Content-Length") != fmt.Sprint(e.m.titles()["t1"].SizeBytes) || res.Header.Get("Location") != "" {
 		t.Fatalf("HEAD: %v", res.Header)
 	}
-	if res := e.get("POST", "/vod/t1.ts", "demo", "demo"); res.Header.Get("Allow") != "GET, HEAD" {
-		t.Fatalf("405 Allow %q", res.Header.Get("Allow"))
+	if res := e.get("POST", "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD, OPTIONS" {
+		t.Fatalf("POST: %d, Allow %q", res.StatusCode, res.Header.Get("Allow"))
+	}
+	// Browser players on another origin (hls.js on the operator's page):
+	// the preflight is answered (no credentials needed for it, nothing
+	// reserved), and every answer, the 401 and the 302 included, allows
+	// any origin and lets the page read Location and Content-Range.
+	if res := e.get("OPTIONS", "/vod/t1/index.m3u8", "", ""); res.StatusCode != http.StatusNoContent ||
+		res.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(res.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight: %d %v", res.StatusCode, res.Header)
+	}
+	for _, auth := range [][3]string{{"", "", "t1"}, {"demo", "demo", "nothing"}} {
+		res := e.get("GET", "/vod/"+auth[2]+".ts", auth[0], auth[1])
+		if res.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "Location") {
+			t.Fatalf("GET as %q: %d without CORS headers: %v", auth[0], res.StatusCode, res.Header)
+		}
 	}
 	// Digest is not offered over HTTP and not accepted.
 	req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)

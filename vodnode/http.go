@@ -16,6 +16,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"golang.org/x/time/rate"
 
+	"vodcluster/proto/httpcors"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
 )
@@ -181,8 +182,12 @@ func httpError(w http.ResponseWriter, e *rtspError) {
 }
 
 func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	httpcors.Header(w.Header()) // browser players (hls.js) from other origins
+	if httpcors.Options(w, r) {
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Allow", httpcors.Methods)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

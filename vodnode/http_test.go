@@ -98,6 +98,21 @@ func TestHTTPProgressiveAndRanges(t *testing.T) {
 	if err != nil || post.StatusCode != 405 {
 		t.Errorf("POST: %v %v", post.Status, err)
 	}
+	// A browser's preflight (hls.js on the operator's page, another
+	// origin) is answered without a token; the refusals carry the CORS
+	// headers too, so the page can read why.
+	req, _ := http.NewRequest(http.MethodOptions, httpURL(n, "x", "sample-001/seg-1.ts"), nil)
+	req.Header.Set("Origin", "https://portal.example.net")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "range")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(res.Header.Get("Access-Control-Allow-Headers"), "Range") {
+		t.Errorf("preflight: %v %v", res, err)
+	}
+	if res, _ := get(t, httpURL(n, "not-a-token", "sample-001.ts")); res.StatusCode != 401 || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") {
+		t.Errorf("refusal without CORS headers: %d %v", res.StatusCode, res.Header)
+	}
 }
 
 // TestHTTPSessionEnds: an HTTP session ends SessionTimeout after its last
@@ -153,7 +168,7 @@ func TestHLS(t *testing.T) {
 	// A new viewer of the complete title gets a VOD playlist.
 	res, b := get(t, httpURL(n, mint(t, "hls-vod", "sample-001", "node-1", "", time.Minute), "sample-001/index.m3u8"))
 	pl := string(b)
-	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/vnd.apple.mpegurl" ||
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/vnd.apple.mpegurl" || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
 		!strings.Contains(pl, "#EXT-X-PLAYLIST-TYPE:VOD") || !strings.Contains(pl, "#EXT-X-TARGETDURATION:8") || strings.Count(pl, "#EXTINF:") < 4 {
 		t.Fatalf("playlist %d:\n%s", res.StatusCode, pl)
 	}
