@@ -128,6 +128,9 @@ func TestSubscriberTokenCommand(t *testing.T) {
 	for _, c := range []ManagerConfig{
 		{SubscriberTokens: SubscriberTokensConfig{KeyFile: ecPub, SecretFile: secret}},
 		{SubscriberTokens: SubscriberTokensConfig{SecretFile: secret, Leeway: -time.Second}},
+		// An issuer with no key: tokens would be off without a word.
+		{SubscriberTokens: SubscriberTokensConfig{Issuer: "portal"}},
+		{SubscriberTokens: SubscriberTokensConfig{Audience: "vod", Leeway: time.Minute}},
 	} {
 		if err := c.validate(); err == nil || !strings.Contains(err.Error(), "subscriber_tokens") {
 			t.Errorf("%+v: %v", c.SubscriberTokens, err)

@@ -82,6 +82,9 @@ func (c ManagerConfig) validate() error {
 	if c.SubscriberTokens.KeyFile != "" && c.SubscriberTokens.SecretFile != "" {
 		k.failf("subscriber_tokens: key_file and secret_file both set; give the portal's public key(s) or a shared secret, not both")
 	}
+	if st := c.SubscriberTokens; st.KeyFile == "" && st.SecretFile == "" && (st.Issuer != "" || st.Audience != "" || st.Leeway != 0) {
+		k.failf("subscriber_tokens: issuer, audience or leeway set without key_file or secret_file; give the portal's public key(s) or a shared secret (or leave the section out: no tokens)")
+	}
 
 	s := c.Scheduler
 	for _, f := range []struct {
