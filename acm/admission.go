@@ -49,10 +49,20 @@ type admitRequest struct {
 // grant is an admitted request: the session, its node's addresses and the
 // signed token.
 type grant struct {
-	Session  store.Session
-	RTSPAddr string
-	HTTPAddr string
-	Token    string
+	Session    store.Session
+	RTSPAddr   string
+	HTTPAddr   string
+	HTTPScheme string // "http", or "https" for a node with HTTPS
+	Token      string
+}
+
+// httpSchemeLocked is the scheme of node id's HTTP address: https when it
+// registered with HTTPS (mu held).
+func (m *Manager) httpSchemeLocked(id string) string {
+	if ns := m.nodes[id]; ns != nil && ns.httpTLS {
+		return "https"
+	}
+	return "http"
 }
 
 // entitled returns title id of the catalog when user may watch it.
@@ -201,7 +211,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)
 	}
-	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr}
+	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr, HTTPScheme: m.httpSchemeLocked(node.ID)}
 	m.mu.Unlock()
 
 	fail := func(why string, err error) (*grant, error) {
@@ -273,7 +283,7 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string) *grant {
 		if n == nil || !n.Alive || n.HTTPAddr == "" {
 			continue
 		}
-		return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr}
+		return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: m.httpSchemeLocked(n.ID)}
 	}
 	return nil
 }
@@ -294,7 +304,7 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string) *grant {
 		return nil
 	}
 	s.AdmittedAt = m.now() // the no-show clock starts with the new token
-	return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr}
+	return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: m.httpSchemeLocked(n.ID)}
 }
 
 // regrant signs a new token for g's live session (sameHTTPViewerLocked,

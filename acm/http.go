@@ -107,7 +107,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
 		if err == nil {
 			countRequest(store.ProtoHTTP, nil)
-			w.Header().Set("Location", "http://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
+			w.Header().Set("Location", g.HTTPScheme+"://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusFound)
 			return

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,6 +103,11 @@ type Manager struct {
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
+	// HTTPTLS, when set, makes the HTTP front door HTTPS (only) with this
+	// configuration (grpctls.ServerConfig: a certificate reloaded when
+	// renewed): browser players on https:// pages may not load http://
+	// video. Nil: plain HTTP.
+	HTTPTLS *tls.Config
 	// SessionRecordsFile, when set, is the file the manager appends one
 	// JSON line to for every session that ends on it (user, title, node,
 	// protocol, client, admitted/started/ended times, seconds played,
@@ -425,6 +431,9 @@ func (m *Manager) Start() (err error) {
 	}
 	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
 		return fmt.Errorf("acm: http: %w", err)
+	}
+	if m.HTTPTLS != nil {
+		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
 	}
 	if m.grpcLn, err = net.Listen("tcp", m.GRPCListen); err != nil {
 		return fmt.Errorf("acm: grpc: %w", err)

@@ -106,6 +106,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			}
 		}
 	}
+	ns.httpTLS = req.GetHttpTls()
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
 	partials := m.syncPartialsLocked(ns, req.GetPartials())
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)

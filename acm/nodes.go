@@ -59,6 +59,9 @@ type nodeState struct {
 	// them.
 	evictingPartials map[string]uint64
 
+	// httpTLS: its HTTP address speaks HTTPS (RegisterRequest.http_tls).
+	httpTLS bool
+
 	// endedAway: sessions of the node this manager ended because the node
 	// did not come back within RestoreGrace, or because the operator
 	// forgot the node (Manager.forgotEnded); the node may still play them

@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ func (h *httpServer) start(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if h.n.HTTPTLS != nil {
+		ln = tls.NewListener(ln, h.n.HTTPTLS)
 	}
 	h.ln = ln
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

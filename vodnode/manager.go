@@ -338,6 +338,7 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		NodeId:   n.ID,
 		RtspAddr: n.advertised(n.RTSPAddr()),
 		HttpAddr: n.advertised(n.HTTPAddr()),
+		HttpTls:  n.HTTPTLS != nil && n.HTTPAddr() != "",
 		Capacity: &pb.NodeCapacity{
 			EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes,
 		},

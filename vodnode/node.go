@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,10 +36,14 @@ type Capacity struct {
 // Node is a VOD server node. Set the exported fields, then Start; Close
 // stops it. Zero values take the defaults given.
 type Node struct {
-	ID            string   // node id, as the admission tokens name it (required)
-	DataDir       string   // titles live in DataDir/titles (required)
-	RTSPListen    string   // RTSP listen address; "" = 127.0.0.1:0
-	HTTPListen    string   // HTTP listen address; "" = no HTTP delivery
+	ID         string // node id, as the admission tokens name it (required)
+	DataDir    string // titles live in DataDir/titles (required)
+	RTSPListen string // RTSP listen address; "" = 127.0.0.1:0
+	HTTPListen string // HTTP listen address; "" = no HTTP delivery
+	// HTTPTLS, when set, makes HTTPListen HTTPS (only) with this
+	// configuration (grpctls.ServerConfig), and the node registers so:
+	// the front door redirects HTTP viewers to https://. Nil: plain HTTP.
+	HTTPTLS       *tls.Config
 	MetricsListen string   // Prometheus /metrics listen address (metrics.go); "" = none
 	AdvertiseHost string   // host reported to the manager; "" = the RTSP listener's
 	RTPPort       int      // even UDP port for RTP (RTCP on the next); 0 = a free pair

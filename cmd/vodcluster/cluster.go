@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -69,7 +70,10 @@ type clusterOptions struct {
 	// SessionRecordsFile, when set, gets a JSON line per ended session
 	// (manager.session_records_file).
 	SessionRecordsFile string
-	Logger             *slog.Logger
+	// HTTPTLS, when set, makes the front door's and the nodes' HTTP
+	// HTTPS (http_tls_cert_file).
+	HTTPTLS *tls.Config
+	Logger  *slog.Logger
 }
 
 // cluster is a running in-process cluster: origin, manager, nodes.
@@ -152,6 +156,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.CatalogRefresh = opts.CatalogRefresh
 	c.manager.Replicator.OffPeak = opts.OffPeak
 	c.manager.SessionRecordsFile = opts.SessionRecordsFile
+	c.manager.HTTPTLS = opts.HTTPTLS
 	if opts.PortalSecretFile != "" {
 		if _, err := clusterSecret(opts.PortalSecretFile); err != nil {
 			return nil, fmt.Errorf("portal secret: %w", err)
@@ -196,6 +201,7 @@ func (c *cluster) newNode(id string) *vodnode.Node {
 		OriginAddr:        c.origin.Addr(),
 		Secret:            c.secret,
 		HeartbeatInterval: opts.Heartbeat,
+		HTTPTLS:           opts.HTTPTLS,
 		Logger:            opts.Logger.With("component", "node"),
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -42,6 +43,8 @@ type ManagerConfig struct {
 	OriginTLSCA    string        `yaml:"origin_tls_ca_file"`    // PEM CA(s) to verify it with (implies origin_tls); empty: the system's roots
 	GRPCTLSCert    string        `yaml:"grpc_tls_cert_file"`    // PEM certificate chain of the gRPC server (nodes, vodctl); with grpc_tls_key_file: TLS
 	GRPCTLSKey     string        `yaml:"grpc_tls_key_file"`     // its PEM private key
+	HTTPTLSCert    string        `yaml:"http_tls_cert_file"`    // PEM certificate chain of the HTTP front door; with http_tls_key_file it speaks HTTPS only
+	HTTPTLSKey     string        `yaml:"http_tls_key_file"`     // its PEM private key
 	SecretFile     string        `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
 	UsersFile      string        `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
 	AdminTokenFile string        `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open
@@ -178,13 +181,15 @@ type NodeConfig struct {
 	OriginTLS      bool          `yaml:"origin_tls"`          // TLS to the origin, as for the manager
 	OriginTLSCA    string        `yaml:"origin_tls_ca_file"`  // PEM CA(s) for the origin (implies origin_tls)
 	SecretFile     string        `yaml:"secret_file"`
-	EgressBps      int64         `yaml:"egress_bps"`      // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
-	MaxSessions    int           `yaml:"max_sessions"`    // 0 = bounded by egress only; negative is an error
-	DiskBytes      int64         `yaml:"disk_bytes"`      // bytes for titles; 0 (or left out) = 100 GB; negative is an error
-	Weight         int           `yaml:"weight"`          // 0 (or left out) = 100; negative is an error
-	SessionTimeout time.Duration `yaml:"session_timeout"` // 0 (or left out) = 60s; negative is an error
-	Eviction       string        `yaml:"eviction"`        // local eviction policy when a fill needs room
-	FillRetryFor   time.Duration `yaml:"fill_retry_for"`  // a fill the origin interrupts is retried until it sent nothing this long; default 30s
+	HTTPTLSCert    string        `yaml:"http_tls_cert_file"` // PEM certificate chain of the node's HTTP (for its advertise_host's name); with http_tls_key_file it speaks HTTPS only, and viewers are redirected to https://
+	HTTPTLSKey     string        `yaml:"http_tls_key_file"`  // its PEM private key
+	EgressBps      int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
+	MaxSessions    int           `yaml:"max_sessions"`       // 0 = bounded by egress only; negative is an error
+	DiskBytes      int64         `yaml:"disk_bytes"`         // bytes for titles; 0 (or left out) = 100 GB; negative is an error
+	Weight         int           `yaml:"weight"`             // 0 (or left out) = 100; negative is an error
+	SessionTimeout time.Duration `yaml:"session_timeout"`    // 0 (or left out) = 60s; negative is an error
+	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
+	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
 }
 
 // CDPConfig configures `vodcluster cdp`.
@@ -299,6 +304,23 @@ func serverTLS(certKey, cert, keyKey, key string) (credentials.TransportCredenti
 		return nil, fmt.Errorf("%s and %s go together (TLS needs both)", certKey, keyKey)
 	}
 	c, err := grpctls.Server(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", certKey, keyKey, err)
+	}
+	return c, nil
+}
+
+// httpsTLS returns the HTTPS configuration of the keys certKey and keyKey
+// (a certificate reloaded when renewed), nil when neither is set. Errors
+// name the keys.
+func httpsTLS(certKey, cert, keyKey, key string) (*tls.Config, error) {
+	if cert == "" && key == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, fmt.Errorf("%s and %s go together (HTTPS needs both)", certKey, keyKey)
+	}
+	c, err := grpctls.ServerConfig(cert, key)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", certKey, keyKey, err)
 	}

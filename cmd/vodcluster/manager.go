@@ -55,6 +55,10 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpTLS, err := httpsTLS("http_tls_cert_file", c.HTTPTLSCert, "http_tls_key_file", c.HTTPTLSKey)
+	if err != nil {
+		return nil, err
+	}
 	originCreds, err := clientTLS("origin", c.OriginTLS, c.OriginTLSCA)
 	if err != nil {
 		return nil, err
@@ -104,6 +108,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		BOSS:               users,
 		AdminToken:         adminToken,
 		SessionRecordsFile: c.SessionRecordsFile,
+		HTTPTLS:            httpTLS,
 		SubscriberTokens:   tokens,
 		TokenTTL:           c.TokenTTL,
 		QueueDeadline:      c.QueueDeadline,

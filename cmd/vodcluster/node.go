@@ -54,6 +54,10 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpTLS, err := httpsTLS("http_tls_cert_file", c.HTTPTLSCert, "http_tls_key_file", c.HTTPTLSKey)
+	if err != nil {
+		return nil, err
+	}
 	egress := c.EgressBps
 	if egress == 0 {
 		egress = defaultNodeEgressBps
@@ -78,6 +82,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		OriginCreds:    originCreds,
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
+		HTTPTLS:        httpTLS,
 		Evictor:        c.Eviction,
 		FillRetryFor:   c.FillRetryFor,
 		Logger:         slog.Default().With("component", "node"),

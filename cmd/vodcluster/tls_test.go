@@ -209,4 +209,12 @@ func TestTLSConfigErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "grpc_tls_cert_file and grpc_tls_key_file") {
 		t.Errorf("manager with a key and no certificate: %v", err)
 	}
+	if _, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: secret, HTTPTLSCert: pki.Cert}); err == nil ||
+		!strings.Contains(err.Error(), "http_tls_cert_file and http_tls_key_file") {
+		t.Errorf("manager with an HTTPS certificate and no key: %v", err)
+	}
+	if _, err := newNode(NodeConfig{SecretFile: secret, HTTPTLSCert: pki.Cert, HTTPTLSKey: pki.CA}); err == nil ||
+		!strings.Contains(err.Error(), "http_tls_cert_file/http_tls_key_file") {
+		t.Errorf("node with an HTTPS key file that holds a certificate: %v", err)
+	}
 }

@@ -31,6 +31,21 @@ func Server(certFile, keyFile string) (credentials.TransportCredentials, error) 
 
 // newServer is Server with the clock of the reload check.
 func newServer(certFile, keyFile string, now func() time.Time) (credentials.TransportCredentials, error) {
+	c, err := newServerConfig(certFile, keyFile, now)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(c), nil
+}
+
+// ServerConfig is Server's TLS configuration, for a server that is not
+// gRPC: the HTTPS front door and the nodes' HTTPS (package crypto/tls;
+// tls.NewListener). The pair is reloaded as Server's. Errors: as Server.
+func ServerConfig(certFile, keyFile string) (*tls.Config, error) {
+	return newServerConfig(certFile, keyFile, time.Now)
+}
+
+func newServerConfig(certFile, keyFile string, now func() time.Time) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("grpctls: a server needs both a certificate file and a key file")
 	}
@@ -38,10 +53,10 @@ func newServer(certFile, keyFile string, now func() time.Time) (credentials.Tran
 	if err := r.load(); err != nil {
 		return nil, err
 	}
-	return credentials.NewTLS(&tls.Config{
+	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
-	}), nil
+	}, nil
 }
 
 // Client returns the transport credentials of a gRPC client: plaintext

@@ -651,9 +651,10 @@ type RegisterRequest struct {
 	RtspAddr      string                 `protobuf:"bytes,2,opt,name=rtsp_addr,json=rtspAddr,proto3" json:"rtsp_addr,omitempty"` // host:port clients are redirected to for RTSP
 	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
 	Capacity      *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`     // what is on its disk now
-	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`    // scheduling weight, default 100
-	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"` // fills cut short kept to resume, as in LoadReport
+	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                   // what is on its disk now
+	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                  // scheduling weight, default 100
+	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`               // fills cut short kept to resume, as in LoadReport
+	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"` // http_addr speaks HTTPS: HTTP viewers are redirected to https://
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -735,6 +736,13 @@ func (x *RegisterRequest) GetPartials() []*PartialTitle {
 		return x.Partials
 	}
 	return nil
+}
+
+func (x *RegisterRequest) GetHttpTls() bool {
+	if x != nil {
+		return x.HttpTls
+	}
+	return false
 }
 
 type RegisterResponse struct {
@@ -3507,7 +3515,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xa2\x02\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xbd\x02\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3515,7 +3523,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bcapacity\x18\x04 \x01(\v2\x1b.vodcluster.v1.NodeCapacityR\bcapacity\x122\n" +
 	"\x06titles\x18\x05 \x03(\v2\x1a.vodcluster.v1.StoredTitleR\x06titles\x12\x16\n" +
 	"\x06weight\x18\x06 \x01(\x05R\x06weight\x127\n" +
-	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\"F\n" +
+	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\x12\x19\n" +
+	"\bhttp_tls\x18\b \x01(\bR\ahttpTls\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
