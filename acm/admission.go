@@ -126,7 +126,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
 		return nil, errUserLimit
 	}
-	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
+	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
+		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
 	if m.originDown.Load() {
 		// No fill can start: only a node that holds or fills the title.
 		if m.sched.HoldersInService(t.ID) == 0 {

@@ -216,6 +216,7 @@ type nodeOpts struct {
 	diskFree int64
 	noHTTP   bool  // register without an HTTP address
 	disk     int64 // capacity.disk_bytes, default 1 TiB
+	site     string
 }
 
 func (e *env) startNode(id string, o nodeOpts) *fakeNode {
@@ -237,7 +238,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	}
 	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
-		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles,
+		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
 	})
 	if err != nil {

@@ -103,6 +103,16 @@ type Manager struct {
 	// NodeControl calls always carry the node credential derived from
 	// Secret (token.NodeCredential).
 	AdminToken string
+	// Sites are the operator's sites (points of presence) and the client
+	// addresses each serves: a viewer whose address falls in a site's
+	// prefixes (the longest match) is placed on that site's nodes
+	// (registered with the site) while one can take it, then, unless
+	// SiteOnly, on any node. Empty: no sites. Errors at Start: a site
+	// without a name or prefixes, a name or prefix given twice.
+	Sites []Site
+	// SiteOnly keeps viewers of a site on its nodes: refused (453 / 503)
+	// rather than served from another site.
+	SiteOnly bool
 	// HTTPTLS, when set, makes the HTTP front door HTTPS (only) with this
 	// configuration (grpctls.ServerConfig: a certificate reloaded when
 	// renewed): browser players on https:// pages may not load http://
@@ -274,6 +284,7 @@ type Manager struct {
 	// their nodes' ENDED (mu).
 	heldRecords map[string]heldRecord
 	replays     *auth.Replays // Digest responses accepted within the nonce TTL
+	sites       *siteTable    // Sites by prefix
 	log         *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
@@ -359,6 +370,9 @@ func (m *Manager) Start() (err error) {
 	}
 	m.nonces = auth.NewNonces(m.Secret, 0)
 	m.replays = auth.NewReplays(m.nonces.TTL(), 0)
+	if m.sites, err = newSiteTable(m.Sites); err != nil {
+		return fmt.Errorf("acm: sites: %w", err)
+	}
 	if m.sched, err = lsm.New(m.Scheduler); err != nil {
 		return fmt.Errorf("acm: %w", err)
 	}

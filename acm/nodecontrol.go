@@ -85,7 +85,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		return nil, status.Errorf(codes.AlreadyExists, "node id %q is in use by a live node at %s (its heartbeats arrive): give this node another id, or stop the other", id, addr)
 	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
-		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()),
+		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(),
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
 	}, now)
 	if err != nil {

@@ -222,6 +222,15 @@ type Request struct {
 	// NoFill: only a node that holds or fills the title may take the
 	// session (the origin is unavailable: no fill can start).
 	NoFill bool
+	// Site is the client's site (the manager maps client addresses to
+	// the operator's sites): when set, Place tries the nodes of that
+	// site (NodeSpec.Site) first, with the policy's own choice among
+	// them, then, unless SiteOnly, every node: a viewer is served across
+	// sites rather than refused. "" = any node.
+	Site     string
+	SiteOnly bool
+	// restrict is the site Eligible keeps to during Place's first try.
+	restrict string
 
 	titleHash, clientHash uint64
 }

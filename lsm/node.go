@@ -16,6 +16,9 @@ type NodeSpec struct {
 	HTTPAddr string   // host:port for HTTP redirects
 	Capacity Capacity // limits admission works with
 	Weight   int      // relative scheduling weight; 0 at registration means DefaultWeight
+	// Site is the operator's site (point of presence) the node stands in,
+	// for Request.Site; "" = none.
+	Site string
 }
 
 // DefaultWeight is the weight of a node that announces none.

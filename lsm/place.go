@@ -49,11 +49,15 @@ func (s *Scheduler) CapBps(i int) int64 {
 // limit, and holding or filling r's title or with disk room for it (its
 // disk minus the titles in use or pinned there, when r.Bytes and the disk
 // size are known) and no disk fault (Node.DiskFault), and not holding a
-// stale copy of it (Holding.Stale) while the origin can fill the title.
-// This is the admission rule every policy obeys.
+// stale copy of it (Holding.Stale) while the origin can fill the title,
+// and in the request's site while Place tries that site first
+// (Request.Site). This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
+		return false
+	}
+	if r.restrict != "" && n.Site != r.restrict {
 		return false
 	}
 	if n.stale > 0 && !r.NoFill {
@@ -189,13 +193,29 @@ func (s *Scheduler) touch(n *Node) {
 // bitrate on it. When no node is eligible and some hold a stale copy of
 // r's title (Holding.Stale), it chooses among the title's holders, stale
 // copies included, the one already playing it most (staleFallback): the
-// old version rather than a refusal, on as few copies as can take it. It returns ErrBadRequest, ErrNoNode when no node is in
-// service, or ErrNoCapacity when none has headroom.
+// old version rather than a refusal, on as few copies as can take it.
+// With r.Site it first chooses among the nodes of that site, then (unless
+// r.SiteOnly) among all. It returns ErrBadRequest, ErrNoNode when no node
+// is in service, or ErrNoCapacity when none has headroom.
 func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	if r.Title == "" || r.Bitrate <= 0 {
 		return Reservation{}, ErrBadRequest
 	}
 	s.advance(now)
+	if r.Site == "" {
+		return s.place(r)
+	}
+	r.restrict = r.Site
+	res, err := s.place(r)
+	r.restrict = ""
+	if err == nil || r.SiteOnly {
+		return res, err
+	}
+	return s.place(r) // no node of the site can: any node
+}
+
+// place is Place with r's restriction as it is.
+func (s *Scheduler) place(r *Request) (Reservation, error) {
 	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.LiveFilling() >= s.Config.OriginChannels {
 		r.NoFill = true // every origin channel is taken: holders only, for this attempt
 		defer func() { r.NoFill = false }()

@@ -339,6 +339,7 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		RtspAddr: n.advertised(n.RTSPAddr()),
 		HttpAddr: n.advertised(n.HTTPAddr()),
 		HttpTls:  n.HTTPTLS != nil && n.HTTPAddr() != "",
+		Site:     n.Site,
 		Capacity: &pb.NodeCapacity{
 			EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes,
 		},

@@ -40,6 +40,10 @@ type Node struct {
 	DataDir    string // titles live in DataDir/titles (required)
 	RTSPListen string // RTSP listen address; "" = 127.0.0.1:0
 	HTTPListen string // HTTP listen address; "" = no HTTP delivery
+	// Site is the operator's site (point of presence) the node stands in:
+	// the manager keeps viewers of that site's client addresses on its
+	// nodes first (acm.Manager.Sites). "" = none.
+	Site string
 	// HTTPTLS, when set, makes HTTPListen HTTPS (only) with this
 	// configuration (grpctls.ServerConfig), and the node registers so:
 	// the front door redirects HTTP viewers to https://. Nil: plain HTTP.

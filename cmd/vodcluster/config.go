@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/credentials"
 
+	"vodcluster/acm"
 	"vodcluster/acm/auth"
 	"vodcluster/proto/grpctls"
 )
@@ -60,14 +62,44 @@ type ManagerConfig struct {
 	CatalogRefresh time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	// SessionRecordsFile: one JSON line per ended session (billing,
 	// royalties, analytics); reopened on SIGHUP after a log rotation.
-	SessionRecordsFile string          `yaml:"session_records_file"`
-	Scheduler          SchedulerConfig `yaml:"scheduler"`
-	Storage            StorageConfig   `yaml:"storage"`
-	Store              StoreConfig     `yaml:"store"`
+	SessionRecordsFile string `yaml:"session_records_file"`
+	// Sites: the operator's sites and their client prefixes; viewers are
+	// placed on their site's nodes first (node config site).
+	Sites []SiteConfig `yaml:"sites"`
+	// SiteOnly: a viewer whose site's nodes cannot take it is refused
+	// rather than served from another site.
+	SiteOnly  bool            `yaml:"site_only"`
+	Scheduler SchedulerConfig `yaml:"scheduler"`
+	Storage   StorageConfig   `yaml:"storage"`
+	Store     StoreConfig     `yaml:"store"`
 	// SubscriberTokens: the operator's portal's signed tokens (JWT) the
 	// front door accepts instead of a password; off when neither file is
 	// set.
 	SubscriberTokens SubscriberTokensConfig `yaml:"subscriber_tokens"`
+}
+
+// SiteConfig is one of manager.sites: a site's name (as its nodes'
+// site key) and the client address prefixes (CIDR) it serves.
+type SiteConfig struct {
+	Name    string   `yaml:"name"`
+	Clients []string `yaml:"clients"` // e.g. 10.1.0.0/16, 2001:db8:1::/48
+}
+
+// sites parses manager.sites. Errors name the site and the prefix.
+func sites(cs []SiteConfig) ([]acm.Site, error) {
+	out := make([]acm.Site, 0, len(cs))
+	for _, c := range cs {
+		s := acm.Site{Name: c.Name}
+		for _, p := range c.Clients {
+			pr, err := netip.ParsePrefix(p)
+			if err != nil {
+				return nil, fmt.Errorf("sites: %q: client prefix %q: want CIDR (10.1.0.0/16, 2001:db8::/32)", c.Name, p)
+			}
+			s.Clients = append(s.Clients, pr)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // SubscriberTokensConfig is manager.subscriber_tokens: how the front
@@ -181,6 +213,7 @@ type NodeConfig struct {
 	OriginTLS      bool          `yaml:"origin_tls"`          // TLS to the origin, as for the manager
 	OriginTLSCA    string        `yaml:"origin_tls_ca_file"`  // PEM CA(s) for the origin (implies origin_tls)
 	SecretFile     string        `yaml:"secret_file"`
+	Site           string        `yaml:"site"`               // the operator's site (point of presence) of the node: viewers of its client prefixes (manager.sites) come here first
 	HTTPTLSCert    string        `yaml:"http_tls_cert_file"` // PEM certificate chain of the node's HTTP (for its advertise_host's name); with http_tls_key_file it speaks HTTPS only, and viewers are redirected to https://
 	HTTPTLSKey     string        `yaml:"http_tls_key_file"`  // its PEM private key
 	EgressBps      int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error

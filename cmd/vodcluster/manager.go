@@ -59,6 +59,10 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	siteList, err := sites(c.Sites)
+	if err != nil {
+		return nil, err
+	}
 	originCreds, err := clientTLS("origin", c.OriginTLS, c.OriginTLSCA)
 	if err != nil {
 		return nil, err
@@ -109,6 +113,8 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		AdminToken:         adminToken,
 		SessionRecordsFile: c.SessionRecordsFile,
 		HTTPTLS:            httpTLS,
+		Sites:              siteList,
+		SiteOnly:           c.SiteOnly,
 		SubscriberTokens:   tokens,
 		TokenTTL:           c.TokenTTL,
 		QueueDeadline:      c.QueueDeadline,

@@ -83,6 +83,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
 		HTTPTLS:        httpTLS,
+		Site:           c.Site,
 		Evictor:        c.Eviction,
 		FillRetryFor:   c.FillRetryFor,
 		Logger:         slog.Default().With("component", "node"),

@@ -218,3 +218,25 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Errorf("node with an HTTPS key file that holds a certificate: %v", err)
 	}
 }
+
+// manager.sites and node site reach the manager and the node; a prefix
+// that is not CIDR is refused naming the site.
+func TestSitesConfig(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: secret, Sites: []SiteConfig{{Name: "north", Clients: []string{"10.0.0.0/33"}}}}); err == nil ||
+		!strings.Contains(err.Error(), `"north"`) || !strings.Contains(err.Error(), "10.0.0.0/33") {
+		t.Errorf("a bad prefix: %v", err)
+	}
+	got, err := sites([]SiteConfig{{Name: "north", Clients: []string{"10.0.0.0/8", "2001:db8::/32"}}})
+	if err != nil || len(got) != 1 || len(got[0].Clients) != 2 || got[0].Clients[1].Bits() != 32 {
+		t.Fatalf("sites: %+v %v", got, err)
+	}
+	n, err := newNode(NodeConfig{ID: "n1", DataDir: dir, SecretFile: secret, Site: "north"})
+	if err != nil || n.Site != "north" {
+		t.Fatalf("node site: %v %v", n, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -192,12 +193,22 @@ func nodesCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)")
-				for _, n := range m.(*v1.ListNodesResponse).Nodes {
-					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f\n", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+				nodes := m.(*v1.ListNodesResponse).Nodes
+				sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
+				head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
+				if sited {
+					head += "\tSITE"
+				}
+				fmt.Fprintln(w, head)
+				for _, n := range nodes {
+					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 						n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
 						float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
+					if sited {
+						fmt.Fprintf(w, "\t%s", n.Site)
+					}
+					fmt.Fprintln(w)
 				}
 			})
 		},

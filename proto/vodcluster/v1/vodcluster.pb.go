@@ -655,6 +655,7 @@ type RegisterRequest struct {
 	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                  // scheduling weight, default 100
 	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`               // fills cut short kept to resume, as in LoadReport
 	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"` // http_addr speaks HTTPS: HTTP viewers are redirected to https://
+	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                       // the operator's site (point of presence) it stands in; "" = none
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -743,6 +744,13 @@ func (x *RegisterRequest) GetHttpTls() bool {
 		return x.HttpTls
 	}
 	return false
+}
+
+func (x *RegisterRequest) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
 }
 
 type RegisterResponse struct {
@@ -1778,8 +1786,9 @@ type NodeInfo struct {
 	// listed (fills cut short, kept to resume; not in titles) and the bytes
 	// they hold on its disk. The node counts those bytes in
 	// disk_free_bytes: it removes partials first when a fill needs room.
-	Partials      int32 `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
-	PartialBytes  int64 `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
+	Partials      int32  `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
+	PartialBytes  int64  `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
+	Site          string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"` // the node's site (RegisterRequest.site)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1938,6 +1947,13 @@ func (x *NodeInfo) GetPartialBytes() int64 {
 		return x.PartialBytes
 	}
 	return 0
+}
+
+func (x *NodeInfo) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
 }
 
 type ListNodesResponse struct {
@@ -3515,7 +3531,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xbd\x02\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xd1\x02\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3524,7 +3540,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06titles\x18\x05 \x03(\v2\x1a.vodcluster.v1.StoredTitleR\x06titles\x12\x16\n" +
 	"\x06weight\x18\x06 \x01(\x05R\x06weight\x127\n" +
 	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\x12\x19\n" +
-	"\bhttp_tls\x18\b \x01(\bR\ahttpTls\"F\n" +
+	"\bhttp_tls\x18\b \x01(\bR\ahttpTls\x12\x12\n" +
+	"\x04site\x18\t \x01(\tR\x04site\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
@@ -3609,7 +3626,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xc9\x04\n" +
+	"\x10ListNodesRequest\"\xdd\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3630,7 +3647,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x16last_heartbeat_unix_ms\x18\x0f \x01(\x03R\x13lastHeartbeatUnixMs\x12\x1a\n" +
 	"\boverload\x18\x10 \x01(\x01R\boverload\x12\x1a\n" +
 	"\bpartials\x18\x11 \x01(\x05R\bpartials\x12#\n" +
-	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\"B\n" +
+	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\x12\x12\n" +
+	"\x04site\x18\x13 \x01(\tR\x04site\"B\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +

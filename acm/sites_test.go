@@ -1,0 +1,76 @@
+package acm
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+func TestSiteTable(t *testing.T) {
+	p := netip.MustParsePrefix
+	st, err := newSiteTable([]Site{
+		{Name: "north", Clients: []netip.Prefix{p("10.0.0.0/8"), p("2001:db8:1::/48")}},
+		{Name: "north-lab", Clients: []netip.Prefix{p("10.9.0.0/16")}},
+		{Name: "south", Clients: []netip.Prefix{p("192.0.2.0/24")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ip, want := range map[string]string{
+		"10.1.2.3": "north", "10.9.1.1": "north-lab", "::ffff:10.1.2.3": "north", "2001:db8:1::7": "north",
+		"192.0.2.44": "south", "198.51.100.1": "", "not an address": "",
+	} {
+		if got := st.siteOf(ip); got != want {
+			t.Errorf("%s: site %q, want %q", ip, got, want)
+		}
+	}
+	for name, sites := range map[string][]Site{
+		"no name":        {{Clients: []netip.Prefix{p("10.0.0.0/8")}}},
+		"no prefix":      {{Name: "a"}},
+		"twice":          {{Name: "a", Clients: []netip.Prefix{p("10.0.0.0/8")}}, {Name: "a", Clients: []netip.Prefix{p("11.0.0.0/8")}}},
+		"shared prefix":  {{Name: "a", Clients: []netip.Prefix{p("10.0.0.0/8")}}, {Name: "b", Clients: []netip.Prefix{p("10.1.0.0/8")}}},
+		"invalid prefix": {{Name: "a", Clients: []netip.Prefix{{}}}},
+	} {
+		if _, err := newSiteTable(sites); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestViewersStayInTheirSite: with the loopback clients in site "north",
+// viewers go to north's node even when the south's is idle and holds the
+// title; once north's node is full they are served from the south
+// (overflow), or, with SiteOnly, refused 453.
+func TestViewersStayInTheirSite(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		e := newManager(t, "", func(m *Manager) {
+			m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+			m.SiteOnly = only
+			m.QueueDeadline = 1
+		})
+		e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 2 * titleBps, site: "north"})
+		e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+		for _, title := range []string{"t1", "t2"} {
+			res := e.describe("demo", "demo", title)
+			if res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7001") {
+				t.Fatalf("only=%v %s: %d %v, want north-1 (7001)", only, title, res.StatusCode, res.Header["Location"])
+			}
+		}
+		res := e.describe("demo", "demo", "t3") // north-1 is full
+		switch {
+		case only && res.StatusCode != base.StatusNotEnoughBandwidth:
+			t.Fatalf("site only, the site full: %d, want 453", res.StatusCode)
+		case !only && (res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7002")):
+			t.Fatalf("the site full: %d %v, want south-1 (7002)", res.StatusCode, res.Header["Location"])
+		}
+		nodes, err := e.admin.ListNodes(context.Background(), &pb.ListNodesRequest{})
+		if err != nil || nodes.GetNodes()[0].GetSite() != "north" || nodes.GetNodes()[1].GetSite() != "south" {
+			t.Fatalf("ListNodes sites: %v %v", nodes, err)
+		}
+	}
+}
