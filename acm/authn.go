@@ -122,8 +122,10 @@ func (m *Manager) subscriberToken(header, query string) (tok string, ok bool) {
 	if m.SubscriberTokens == nil || query == "" {
 		return "", false
 	}
-	v, err := url.ParseQuery(query)
-	if err != nil || !v.Has("token") {
+	// The pairs that parse count: a malformed one elsewhere in the query
+	// (players append their own parameters) does not hide the token.
+	v, _ := url.ParseQuery(query)
+	if !v.Has("token") {
 		return "", false
 	}
 	return v.Get("token"), true

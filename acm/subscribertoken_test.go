@@ -110,6 +110,10 @@ func TestSubscriberTokens(t *testing.T) {
 			}
 		}
 	}
+	// A malformed parameter beside the token does not hide it.
+	if res := e.dialRTSP().mustDo(base.Describe, "/vod/t3?x=%zz&token="+ok+"&y=a;b", nil); res.StatusCode != base.StatusFound {
+		t.Fatalf("token beside malformed parameters: %d", res.StatusCode)
+	}
 	// A token bound to the player's own address, and for its title, plays.
 	if res := e.dialRTSP().mustDo(base.Describe, "/vod/t3?token="+portalToken(t, "demo", "t3", "127.0.0.1", time.Minute), nil); res.StatusCode != base.StatusFound {
 		t.Fatalf("a token bound to the client and title: %d", res.StatusCode)
