@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net/url"
 	"strconv"
@@ -144,7 +145,11 @@ func (m *Manager) authenticateToken(raw, title, ip string) (string, error) {
 	c, err := m.SubscriberTokens.Verify(raw, ip, m.now())
 	if err != nil {
 		reason := strings.TrimPrefix(err.Error(), auth.ErrTokenRefused.Error()+": ")
-		m.log.Info("subscriber token refused", "client", ip, "title", title, "why", reason)
+		lvl := slog.LevelInfo
+		if !m.refusalLog.Allow() {
+			lvl = slog.LevelDebug // a flood of bad tokens: counted (unauthorized), not each logged
+		}
+		m.log.Log(context.Background(), lvl, "subscriber token refused", "client", ip, "title", title, "why", reason)
 		return "", tokenRefused{reason}
 	}
 	if c.Title != "" && c.Title != title {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -285,7 +286,10 @@ type Manager struct {
 	heldRecords map[string]heldRecord
 	replays     *auth.Replays // Digest responses accepted within the nonce TTL
 	sites       *siteTable    // Sites by prefix
-	log         *slog.Logger
+	// refusalLog: refused subscriber tokens are logged at Info up to 1 a
+	// second (bursts of 10), the rest at Debug.
+	refusalLog *rate.Limiter
+	log        *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
 	// registered end RestoreGrace after it.
@@ -370,6 +374,7 @@ func (m *Manager) Start() (err error) {
 	}
 	m.nonces = auth.NewNonces(m.Secret, 0)
 	m.replays = auth.NewReplays(m.nonces.TTL(), 0)
+	m.refusalLog = rate.NewLimiter(1, 10)
 	if m.sites, err = newSiteTable(m.Sites); err != nil {
 		return fmt.Errorf("acm: sites: %w", err)
 	}

@@ -23,6 +23,10 @@ var ErrTokenRefused = errors.New("subscriber token refused")
 // exp, nbf and iat when SubscriberTokenConfig.Leeway is 0.
 const DefaultTokenLeeway = 30 * time.Second
 
+// MaxTokenLeeway is the largest leeway NewSubscriberTokens takes: more is
+// not clock skew, it lengthens every token.
+const MaxTokenLeeway = 5 * time.Minute
+
 // MinTokenSecret is the shortest HMAC secret a SubscriberTokens accepts,
 // in bytes (RFC 7518 section 3.2: at least the hash's output, 256 bits
 // for HS256).
@@ -83,8 +87,8 @@ func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
 	if (len(c.PublicKeysPEM) == 0) == (len(c.HMACSecret) == 0) {
 		return nil, errors.New("subscriber tokens: want public keys or an HMAC secret, one of the two")
 	}
-	if c.Leeway < 0 {
-		return nil, fmt.Errorf("subscriber tokens: leeway %v is negative", c.Leeway)
+	if c.Leeway < 0 || c.Leeway > MaxTokenLeeway {
+		return nil, fmt.Errorf("subscriber tokens: leeway %v: want 0 (the default, %v) up to %v", c.Leeway, DefaultTokenLeeway, MaxTokenLeeway)
 	}
 	if c.Leeway == 0 {
 		c.Leeway = DefaultTokenLeeway

@@ -138,6 +138,7 @@ func TestSubscriberTokenConfigErrors(t *testing.T) {
 		"no PEM":           {PublicKeysPEM: []byte("hello")},
 		"a private key":    {PublicKeysPEM: priv},
 		"negative leeway":  {HMACSecret: []byte(strings.Repeat("k", 32)), Leeway: -time.Second},
+		"huge leeway":      {HMACSecret: []byte(strings.Repeat("k", 32)), Leeway: 100 * time.Hour},
 		"broken PEM block": {PublicKeysPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: []byte("x")})},
 	} {
 		if _, err := NewSubscriberTokens(c); err == nil {
