@@ -112,7 +112,7 @@ type SubscriberTokensConfig struct {
 	SecretFile string        `yaml:"secret_file"` // or a key shared with the portal (HS256/384/512): the file's bytes as they are (a final newline dropped), at least 32
 	Issuer     string        `yaml:"issuer"`      // the iss a token must carry; empty: not checked
 	Audience   string        `yaml:"audience"`    // a value a token's aud must hold; empty: not checked
-	Leeway     time.Duration `yaml:"leeway"`      // clock skew allowed on exp, nbf and iat, default 30s
+	Leeway     time.Duration `yaml:"leeway"`      // clock skew allowed on exp, nbf and iat, default 30s, at most 5m
 }
 
 // subscriberTokens builds the verifier of c, nil when tokens are off.
