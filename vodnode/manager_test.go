@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"vodcluster/proto/grpctls"
+	"vodcluster/proto/grpctls/grpctlstest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -368,4 +370,40 @@ func TestManagerHeartbeatInterval(t *testing.T) {
 		defer m.mu.Unlock()
 		return len(m.reports) >= 20
 	})
+}
+
+// A node registers its site and, with HTTPS, http_tls, so that the
+// manager keeps its site's viewers on it and redirects HTTP viewers to
+// https://; a node without them registers neither.
+func TestRegistrationCarriesSiteAndHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	f, err := grpctlstest.Write(dir, "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := grpctls.ServerConfig(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		site  string
+		https bool
+	}{{"north", true}, {"", false}} {
+		o := newFakeOrigin(t)
+		m := newFakeManager()
+		maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+		startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+			n.ManagerAddr, n.Site = maddr, tc.site
+			if tc.https {
+				n.HTTPTLS = cfg
+			}
+		})
+		waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+		m.mu.Lock()
+		r := m.registers[0]
+		m.mu.Unlock()
+		if r.GetSite() != tc.site || r.GetHttpTls() != tc.https {
+			t.Fatalf("registered site %q http_tls %v, want %q %v", r.GetSite(), r.GetHttpTls(), tc.site, tc.https)
+		}
+	}
 }
