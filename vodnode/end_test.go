@@ -1,8 +1,13 @@
 package vodnode
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -196,5 +201,42 @@ func TestEndSessionsRefusesLateViewers(t *testing.T) {
 	}
 	if res := dialRTSP(t, n).do("DESCRIBE", late); res.StatusCode != 401 {
 		t.Fatalf("the late viewer's DESCRIBE: %s, want 401", statusLine(res))
+	}
+}
+
+// TestEndedByManagerCutsHTTPDownload: a progressive HTTP download the node
+// ends on the manager's order (the operator ended the session, or the
+// manager no longer holds it) stops at once: its one long GET is cut
+// before the title's end, not left to stream the whole title on a
+// reservation the manager has released.
+func TestEndedByManagerCutsHTTPDownload(t *testing.T) {
+	o := newFakeOrigin(t)
+	// Paced at 1.2 times its bitrate after a 5 s burst: minutes long.
+	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	tok := mint(t, "cut-http", "long-001", "node-1", "", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, tok, "long-001.ts"), nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", res.Status)
+	}
+	if _, err := io.ReadFull(res.Body, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if !n.endAdmission("cut-http", "ended by the manager (test)") {
+		t.Fatal("no live session to end")
+	}
+	got, err := io.Copy(io.Discard, res.Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("the download after its session ended: %d more bytes, %v; want it cut (unexpected EOF)", got, err)
+	}
+	if got := n.Stats().Sessions; got != 0 {
+		t.Fatalf("%d sessions after the end", got)
 	}
 }

@@ -225,6 +225,9 @@ func (p *pacedSection) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, io.EOF
 	}
+	if err := p.ctx.Err(); err != nil {
+		return 0, err // the session ended, or the client left
+	}
 	if p.hs.limiter != nil {
 		if err := p.hs.limiter.WaitN(p.ctx, len(b)); err != nil {
 			return 0, err

@@ -139,6 +139,10 @@ type httpSession struct {
 
 	ready chan struct{} // closed once set up (or refused: err)
 	err   *rtspError
+	// gone is done once the session ended: its requests in progress (a
+	// progressive download, a segment being paced) are cut then.
+	gone     context.Context
+	goneStop context.CancelFunc
 
 	lastSeen atomic.Int64
 	active   atomic.Int32
@@ -231,6 +235,12 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hs.lastSeen.Store(time.Now().UnixNano())
 		hs.active.Add(-1)
 	}()
+	// A session ended meanwhile (the manager's order) cuts this request:
+	// its reservation is gone.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(hs.gone, cancel)()
+	r = r.WithContext(ctx)
 	switch tg.Kind {
 	case httpTS:
 		w.Header().Set("Content-Type", "video/mp2t")
@@ -269,6 +279,7 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 		return nil, rerr
 	}
 	hs = &httpSession{sid: claims.Session, title: tg.Title, ready: make(chan struct{})}
+	hs.gone, hs.goneStop = context.WithCancel(context.Background())
 	if claims.ExpiresAt != nil {
 		hs.expires = claims.ExpiresAt.Time
 	}
@@ -383,6 +394,7 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 		return
 	}
 	hs.ended = true
+	hs.goneStop() // its requests in progress stop
 	delete(n.httpSessions, hs.sid)
 	n.reserved -= hs.meta.Bitrate
 	n.slots--
@@ -433,6 +445,9 @@ func (r *titleReader) Seek(off int64, whence int) (int64, error) {
 func (r *titleReader) Read(p []byte) (int, error) {
 	if r.off >= r.hs.meta.Size {
 		return 0, io.EOF
+	}
+	if err := r.ctx.Err(); err != nil {
+		return 0, err // the session ended, or the client left
 	}
 	p = p[:min(len(p), 64<<10)]
 	avail, err := waitBytes(r.ctx, r.hs.t, r.off)
