@@ -108,9 +108,15 @@ func (n *Node) refuseTokens(sids []string, until time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, sid := range sids {
-		if u, ok := n.used[sid]; !ok || u.Before(until) {
-			n.used[sid] = until
-		}
+		n.spendLocked(sid, until)
+	}
+}
+
+// spendLocked spends the token of admission session sid until until, or
+// longer when it was spent so already (refuseTokens); under n.mu.
+func (n *Node) spendLocked(sid string, until time.Time) {
+	if u, ok := n.used[sid]; !ok || u.Before(until) {
+		n.used[sid] = until
 	}
 }
 
@@ -130,7 +136,7 @@ func (n *Node) refuseStart(sid, title string, expires time.Time, owner any, e *r
 	if hs, ok := owner.(*httpSession); ok && n.httpSessions[sid] == hs {
 		delete(n.httpSessions, sid)
 	}
-	n.used[sid] = usedUntil(expires, n.SessionTimeout)
+	n.spendLocked(sid, usedUntil(expires, n.SessionTimeout))
 	n.mu.Unlock()
 	reason := fmt.Sprintf("refused: %d %s", int(e.code), e.reason)
 	n.log.Info("session refused", "sid", sid, "title", title, "reason", reason)
@@ -147,7 +153,7 @@ func (n *Node) releaseLocked(sid string, owner any, expires time.Time) {
 	if n.live[sid] == owner {
 		delete(n.live, sid)
 	}
-	n.used[sid] = usedUntil(expires, n.SessionTimeout)
+	n.spendLocked(sid, usedUntil(expires, n.SessionTimeout))
 }
 
 // setupRetryGrace is how long a SETUP refused for its Transport may be
@@ -231,10 +237,22 @@ func (c *rtspConn) settleAll() {
 
 // endAdmission ends the live session of admission session sid, RTSP or
 // HTTP, with reason (an RTSP client hears an RTCP BYE with it on each
-// track, MP2T or elementary streams); false when none is live.
+// track, MP2T or elementary streams); false when none is live. A session
+// still being set up is left to its setup, which refuses it when its
+// token was spent meanwhile (refuseTokens first).
 func (n *Node) endAdmission(sid, reason string) bool {
 	n.mu.Lock()
 	o := n.live[sid]
+	switch s := o.(type) {
+	case *session:
+		if n.sessions[s.id] != s {
+			o = nil // its SETUP is in progress (addSession checks the token)
+		}
+	case *httpSession:
+		if s.t == nil {
+			o = nil // its first request is setting it up (startHTTPSession checks the token)
+		}
+	}
 	n.mu.Unlock()
 	switch o := o.(type) {
 	case *session:

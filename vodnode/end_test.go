@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -239,4 +242,76 @@ func TestEndedByManagerCutsHTTPDownload(t *testing.T) {
 	if got := n.Stats().Sessions; got != 0 {
 		t.Fatalf("%d sessions after the end", got)
 	}
+}
+
+// gatedOrigin is a fakeOrigin whose GetTitle (asked before each fill)
+// waits, once armed, until the test lets it go: a viewer's setup is held
+// in the middle (its token claimed, its bandwidth reserved, the title not
+// yet acquired).
+type gatedOrigin struct {
+	*fakeOrigin
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (o *gatedOrigin) GetTitle(ctx context.Context, _ *pb.GetTitleRequest) (*pb.Title, error) {
+	if o.armed.CompareAndSwap(true, false) {
+		o.entered <- struct{}{}
+		select {
+		case <-o.release:
+		case <-ctx.Done():
+		}
+	}
+	return nil, status.Error(codes.Unimplemented, "GetTitle (test): use the catalog")
+}
+
+// TestEndSessionsDuringSetup: the manager's EndSessions (the operator cut
+// the viewer off) arriving while the viewer's RTSP SETUP or first HTTP
+// request is being set up refuses that setup (401, token spent) and
+// leaves the node's counts as they were: no session set up after its end
+// plays on, and the node does not crash on a session without its title.
+func TestEndSessionsDuringSetup(t *testing.T) {
+	o := &gatedOrigin{fakeOrigin: newFakeOrigin(t), entered: make(chan struct{}), release: make(chan struct{})}
+	oaddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) })
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, oaddr, withHTTP, func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
+	endDuringSetup := func(t *testing.T, sid string, setup func() int) {
+		o.armed.Store(true)
+		code := make(chan int, 1)
+		go func() { code <- setup() }()
+		<-o.entered // the setup holds its claim and its reservation
+		n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+			SessionIds: []string{sid}, Reason: "ended by the operator: test", RefuseUntilUnixMs: time.Now().Add(time.Minute).UnixMilli()}}})
+		o.release <- struct{}{}
+		if got := <-code; got != 401 {
+			t.Errorf("the setup the operator ended meanwhile: %d, want 401", got)
+		}
+		n.mu.Lock()
+		reserved, slots := n.reserved, n.slots
+		n.mu.Unlock()
+		if got := n.Stats().Sessions; got != 0 || reserved != 0 || slots != 0 {
+			t.Errorf("after the end: %d sessions, %d bit/s and %d slots reserved; want none", got, reserved, slots)
+		}
+		waitFor(t, 5*time.Second, "ENDED", func() bool { return m.event(sid, pb.SessionEvent_KIND_ENDED) != nil })
+	}
+	t.Run("rtsp", func(t *testing.T) {
+		url := nodeURL(n, mint(t, "cut-setup-rtsp", "sample-001", "node-1", "", time.Minute), "sample-001")
+		c := dialRTSP(t, n)
+		endDuringSetup(t, "cut-setup-rtsp", func() int {
+			return int(c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast").StatusCode)
+		})
+	})
+	t.Run("http", func(t *testing.T) {
+		url := httpURL(n, mint(t, "cut-setup-http", "sample-002", "node-1", "", time.Minute), "sample-002.ts")
+		endDuringSetup(t, "cut-setup-http", func() int {
+			res, err := http.Get(url)
+			if err != nil {
+				return 0
+			}
+			res.Body.Close()
+			return res.StatusCode
+		})
+	})
 }

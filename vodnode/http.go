@@ -366,6 +366,11 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 		n.store.Release(t)
 		return fail(rtspErr(base.StatusServiceUnavailable, "node shutting down"))
 	}
+	if _, used := n.used[hs.sid]; used { // the manager ended it meanwhile (refuseTokens)
+		n.mu.Unlock()
+		n.store.Release(t)
+		return fail(unauthorized(reasonUsed))
+	}
 	hs.t = t
 	n.mu.Unlock()
 	filled := !t.View().Complete

@@ -266,14 +266,16 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 		if reason == "" {
 			reason = "ended by the manager"
 		}
+		// Tokens first: a setup in progress, which endAdmission leaves
+		// alone, is refused when it completes.
+		if ms := c.EndSessions.GetRefuseUntilUnixMs(); ms > 0 {
+			n.refuseTokens(c.EndSessions.GetSessionIds(), time.UnixMilli(ms))
+		}
 		ended := 0
 		for _, sid := range c.EndSessions.GetSessionIds() {
 			if n.endAdmission(sid, reason) {
 				ended++
 			}
-		}
-		if ms := c.EndSessions.GetRefuseUntilUnixMs(); ms > 0 {
-			n.refuseTokens(c.EndSessions.GetSessionIds(), time.UnixMilli(ms))
 		}
 		n.log.Warn("sessions ended by the manager", "sessions", ended, "of", len(c.EndSessions.GetSessionIds()), "reason", reason)
 	}

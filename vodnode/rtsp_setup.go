@@ -215,7 +215,8 @@ func (n *Node) unreserve(bps int64) {
 }
 
 // addSession makes s, which holds its admission session's claim, live;
-// 503 when the node is closing. A session that streams over UDP to one of
+// 503 when the node is closing, 401 when its token was spent meanwhile
+// (the manager ended the admission session: refuseTokens). A session that streams over UDP to one of
 // s's client addresses (a set-top box restarted without a TEARDOWN, set
 // up again on its fixed ports) is ended: two streams into one socket
 // corrupt both, and the client's new session is the one it plays.
@@ -224,6 +225,10 @@ func (n *Node) addSession(s *session) *rtspError {
 	if n.closed {
 		n.mu.Unlock()
 		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
+	}
+	if _, used := n.used[s.sid]; used {
+		n.mu.Unlock()
+		return unauthorized(reasonUsed)
 	}
 	n.sessions[s.id] = s
 	var replaced []*session
