@@ -88,6 +88,10 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 		byNode[s.Node] = append(byNode[s.Node], s.ID)
 		if ns := m.nodes[s.Node]; ns != nil {
 			ns.endedAway[s.ID] = true // told again if its node still lists it (endUnknownLocked)
+		} else {
+			// Restored, its node not registered here yet: told when it
+			// registers, if it plays it still.
+			m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
 		}
 		out.SessionIds = append(out.SessionIds, s.ID)
 	}

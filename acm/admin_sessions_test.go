@@ -123,3 +123,31 @@ func TestOperatorEndsSessions(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// TestOperatorEndsSessionOfNodeNotBack: a session the operator ends while
+// its node has not registered since the manager restarted (its session
+// restored from the store) is ended at the node when the node comes back
+// still playing it, as after a forget: its reservation is gone.
+func TestOperatorEndsSessionOfNodeNotBack(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newManager(t, dir, nil)
+	if _, err := e2.admin.EndSessions(context.Background(), &pb.EndSessionsRequest{SessionIds: []string{a}}); err != nil {
+		t.Fatalf("EndSessions of a restored session: %v", err)
+	}
+	n2 := e2.registerOnly("n1", a) // it played on, cut off from the manager
+	n2.heartbeat()
+	t.Cleanup(n2.stop)
+	if cmd := n2.endCommand(t); !slices.Contains(cmd.GetSessionIds(), a) {
+		t.Fatalf("node told to end %v, want %s", cmd.GetSessionIds(), a)
+	}
+}

@@ -248,7 +248,8 @@ type Manager struct {
 	requests       *requestLimiter // title requests per subscriber; nil: no limit
 	nodes          map[string]*nodeState
 	// forgotEnded: sessions ended because the operator forgot their node
-	// (ForgetNode), by node id, until a node registers under the id: a
+	// (ForgetNode), or ended them (EndSessions) before their node
+	// registered here, by node id, until a node registers under the id: a
 	// node that was cut off, not dead, may still play them, and is told
 	// to end them (nodeState.endedAway).
 	forgotEnded map[string][]string
