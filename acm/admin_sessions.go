@@ -132,7 +132,7 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 	h.rec.BytesSent = ev.GetBytesSent()
 	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt) && !at.Before(h.rec.StartedAt) {
 		h.rec.EndedAt = at.UTC()
-		h.rec.PlayedS = at.Sub(h.rec.StartedAt).Round(time.Millisecond).Seconds()
+		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt))
 	}
 	m.records.add(h.rec)
 	return true

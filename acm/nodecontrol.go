@@ -107,6 +107,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		}
 	}
 	ns.httpTLS = req.GetHttpTls()
+	if m.HTTPTLS != nil && req.GetHttpAddr() != "" && !ns.httpTLS {
+		m.log.Warn("node serves plain HTTP behind the HTTPS front door: its HTTP viewers are redirected to http:// (browsers on https:// pages refuse it, and their tokens travel in clear); give it http_tls_cert_file",
+			"node", id, "http", req.GetHttpAddr())
+	}
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
 	partials := m.syncPartialsLocked(ns, req.GetPartials())
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)

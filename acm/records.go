@@ -183,6 +183,12 @@ func (m *Manager) ReopenSessionRecords() error {
 	return err
 }
 
+// playedSeconds is d in seconds to the millisecond (2.788, not
+// 2.7880000000000003 in the JSON), 0 when negative.
+func playedSeconds(d time.Duration) float64 {
+	return float64(max(0, d.Milliseconds())) / 1000
+}
+
 // sessionRecordLocked queues the record of s, which ended at now for reason.
 func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) {
 	if m.records == nil {
@@ -198,7 +204,7 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 	}
 	if !s.StartedAt.IsZero() {
 		rec.StartedAt = s.StartedAt.UTC()
-		rec.PlayedS = max(0, now.Sub(s.StartedAt).Round(time.Millisecond).Seconds())
+		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}
 	if s.holdRecord {
 		m.holdRecordLocked(rec, now)

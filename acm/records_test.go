@@ -64,7 +64,7 @@ func TestSessionRecords(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Session != sid || r.User != "demo" || r.Title != "t1" || r.Node != "n1" || r.Protocol != "rtsp" || r.Reason != "teardown" ||
 		r.BytesSent != 123456 || r.BitrateBps != titleBps || r.StartedAt.IsZero() || r.StartedAt.Before(r.AdmittedAt.Add(-time.Second)) || // the node's clock, to the ms
-		r.EndedAt.Before(r.StartedAt) || r.PlayedS != r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).Seconds() || r.Client == "" {
+		r.EndedAt.Before(r.StartedAt) || r.PlayedS != float64(r.EndedAt.Sub(r.StartedAt).Milliseconds())/1000 || r.Client == "" {
 		t.Fatalf("record %+v", r)
 	}
 
@@ -107,5 +107,29 @@ func TestSessionRecordsFileUnusable(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "session records") || !strings.Contains(err.Error(), "sessions.jsonl") {
 		t.Fatalf("error %q does not name the session records file", err)
+	}
+}
+
+// TestSessionRecordOfADeadNode: a session whose node died and did not come
+// back within RestoreGrace is recorded as ending when the node was last
+// heard of (its last heartbeat, or the session's start when that came
+// later), not when the grace ran out.
+func TestSessionRecordOfADeadNode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = 2 * time.Second })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+	cut := time.Now()
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended by the node's last heartbeat (before %v)", r, cut)
 	}
 }

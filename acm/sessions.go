@@ -223,6 +223,11 @@ func (m *Manager) tick(now time.Time) {
 					m.endLocked(s, reasonLeftToActive)
 					continue
 				}
+				if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() && n.LastHeartbeat.Before(now) {
+					// The record ends when the node, or the session, was
+					// last heard of, not a restore_grace later.
+					s.endedAt = later(n.LastHeartbeat, s.StartedAt)
+				}
 				m.endLocked(s, "node did not come back")
 				if ns := m.nodes[s.Node]; ns != nil {
 					ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
