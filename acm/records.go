@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -16,12 +17,17 @@ import (
 // ended, for the operator's billing, royalty reports (plays per title) and
 // analytics. Times are RFC 3339 in UTC.
 type sessionRecord struct {
-	Session    string    `json:"session"`     // admission session id
-	User       string    `json:"user"`        // subscriber
-	Title      string    `json:"title"`       // title id
-	Node       string    `json:"node"`        // node that served it
-	Protocol   string    `json:"protocol"`    // rtsp or http
-	Client     string    `json:"client"`      // client address at admission
+	Session  string `json:"session"`  // admission session id
+	User     string `json:"user"`     // subscriber
+	Title    string `json:"title"`    // title id
+	Node     string `json:"node"`     // node that served it
+	Protocol string `json:"protocol"` // rtsp or http
+	Client   string `json:"client"`   // client address at admission
+	// ClientSite and NodeSite are the client's site (Manager.Sites) and
+	// the node's, when sites are set: a session served across sites has
+	// two different ones.
+	ClientSite string    `json:"client_site,omitempty"`
+	NodeSite   string    `json:"node_site,omitempty"`
 	BitrateBps int64     `json:"bitrate_bps"` // bit/s reserved
 	Fill       bool      `json:"fill"`        // the node filled the title from the origin for it
 	AdmittedAt time.Time `json:"admitted_at"`
@@ -197,8 +203,20 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 	if !s.endedAt.IsZero() {
 		now = s.endedAt // the node's ENDED
 	}
+	var clientSite, nodeSite string
+	if m.sites != nil && len(m.sites.prefixes) > 0 {
+		host, _, err := net.SplitHostPort(s.ClientAddr)
+		if err != nil {
+			host = s.ClientAddr
+		}
+		clientSite = m.sites.siteOf(host)
+		if n := m.sched.Node(s.Node); n != nil {
+			nodeSite = n.Site
+		}
+	}
 	rec := sessionRecord{
 		Session: s.ID, User: s.User, Title: s.Title, Node: s.Node, Protocol: s.Protocol, Client: s.ClientAddr,
+		ClientSite: clientSite, NodeSite: nodeSite,
 		BitrateBps: s.BitrateBps, Fill: s.Fill, AdmittedAt: s.AdmittedAt.UTC(), EndedAt: now.UTC(),
 		BytesSent: s.bytesSent, Reason: reason,
 	}

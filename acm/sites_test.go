@@ -2,9 +2,12 @@ package acm
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
@@ -48,10 +51,12 @@ func TestSiteTable(t *testing.T) {
 // (overflow), or, with SiteOnly, refused 453.
 func TestViewersStayInTheirSite(t *testing.T) {
 	for _, only := range []bool{false, true} {
+		records := filepath.Join(t.TempDir(), "sessions.jsonl")
 		e := newManager(t, "", func(m *Manager) {
 			m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 			m.SiteOnly = only
 			m.QueueDeadline = 1
+			m.SessionRecordsFile = records
 		})
 		e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 2 * titleBps, site: "north"})
 		e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
@@ -71,6 +76,29 @@ func TestViewersStayInTheirSite(t *testing.T) {
 		nodes, err := e.admin.ListNodes(context.Background(), &pb.ListNodesRequest{})
 		if err != nil || nodes.GetNodes()[0].GetSite() != "north" || nodes.GetNodes()[1].GetSite() != "south" {
 			t.Fatalf("ListNodes sites: %v %v", nodes, err)
+		}
+		// The session records say which site each was served from.
+		if _, err := e.admin.EndSessions(context.Background(), &pb.EndSessionsRequest{User: "demo"}); err != nil {
+			t.Fatal(err)
+		}
+		e.m.mu.Lock()
+		e.m.flushHeldRecordsLocked(time.Now(), true)
+		e.m.mu.Unlock()
+		want := map[string]int{"north/north": 2}
+		if !only {
+			want["north/south"] = 1
+		}
+		total := 0
+		for _, k := range want {
+			total += k
+		}
+		waitFor(t, 5*time.Second, "the records", func() bool { return len(readRecords(t, records)) == total })
+		got := map[string]int{}
+		for _, r := range readRecords(t, records) {
+			got[r.ClientSite+"/"+r.NodeSite]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("only=%v: records by client/node site %v, want %v", only, got, want)
 		}
 	}
 }
