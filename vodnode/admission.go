@@ -117,6 +117,7 @@ func (n *Node) refuseTokens(sids []string, until time.Time) {
 func (n *Node) spendLocked(sid string, until time.Time) {
 	if u, ok := n.used[sid]; !ok || u.Before(until) {
 		n.used[sid] = until
+		n.usedDirty = true
 	}
 }
 

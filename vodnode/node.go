@@ -97,6 +97,7 @@ type Node struct {
 	sessions     map[string]*session  // by RTSP session id
 	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
 	used         map[string]time.Time // admission sessions that ended here, until their token expires
+	usedDirty    bool                 // used changed since usedTokensFile was written
 	live         map[string]any       // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
 	httpSessions map[string]*httpSession      // by admission session id
@@ -193,6 +194,7 @@ func (n *Node) Start() (err error) {
 		return fmt.Errorf("vodnode: %w", err)
 	}
 	undo = append(undo, func() { n.store.Close() })
+	n.loadUsedTokens(time.Now()) // the data dir is this process's now
 
 	n.rtspLn, err = net.Listen("tcp", n.RTSPListen)
 	if err != nil {
@@ -295,6 +297,7 @@ func (n *Node) Close() error {
 	n.cancel()
 	n.udp.Close()
 	n.wg.Wait()
+	n.saveUsedTokens(time.Now(), true) // the sessions ended above spent theirs
 	n.engine.Close()
 	n.store.Close()
 	if n.origin != nil {

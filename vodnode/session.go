@@ -196,13 +196,15 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	}
 }
 
-// janitor ends sessions idle for SessionTimeout and forgets used tokens
-// once they expire.
+// janitor ends sessions idle for SessionTimeout, forgets used tokens once
+// they expire, and writes the spent tokens to usedTokensFile every
+// usedSavePeriod when they changed.
 func (n *Node) janitor() {
 	defer n.wg.Done()
 	period := min(time.Second, n.SessionTimeout/4)
 	t := time.NewTicker(period)
 	defer t.Stop()
+	var saved time.Time // usedTokensFile last written
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -231,6 +233,10 @@ func (n *Node) janitor() {
 				}
 			}
 			n.mu.Unlock()
+			if now.Sub(saved) >= usedSavePeriod {
+				n.saveUsedTokens(now, false)
+				saved = now
+			}
 			for _, c := range idle {
 				if c.p != nil && c.p.WaitingForFill() {
 					// The silence is the node's: it has sent nothing since

@@ -1,0 +1,60 @@
+package vodnode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSpentTokensOutliveARestart: a token spent by a session that ended
+// is still refused (401) by the node restarted on the same data dir within
+// the token's life; entries that expired are not carried, and a file that
+// does not parse does not stop the node.
+func TestSpentTokensOutliveARestart(t *testing.T) {
+	o := newFakeOrigin(t)
+	addr := startOrigin(t, o)
+	dir := t.TempDir()
+	first := startNode(t, addr, func(n *Node) { n.DataDir = dir })
+	tok := mint(t, "spent-once", "sample-001", "node-1", "", time.Minute)
+	c := dialRTSP(t, first)
+	id := c.play(nodeURL(first, tok, "sample-001"))
+	if res := c.do("TEARDOWN", nodeURL(first, tok, "sample-001")+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "the session ended", func() bool { return first.Stats().Sessions == 0 })
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startNode(t, addr, func(n *Node) { n.DataDir = dir })
+	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, tok, "sample-001")); res.StatusCode != 401 {
+		t.Fatalf("the spent token after a restart: %s, want 401", statusLine(res))
+	}
+	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mint(t, "fresh", "sample-001", "node-1", "", time.Minute), "sample-001")); res.StatusCode != 200 {
+		t.Fatalf("a fresh token after a restart: %s", statusLine(res))
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Expired entries are dropped at load; a broken file is ignored.
+	path := filepath.Join(dir, usedTokensFile)
+	past := time.Now().Add(-time.Minute).UnixMilli()
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"until_unix_ms":{"long-gone":%d}}`, past)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := startNode(t, addr, func(n *Node) { n.DataDir = dir })
+	third.mu.Lock()
+	_, kept := third.used["long-gone"]
+	third.mu.Unlock()
+	if kept {
+		t.Fatal("an expired spent token was carried over")
+	}
+	third.Close()
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startNode(t, addr, func(n *Node) { n.DataDir = dir }) // starts (the file is logged and left)
+}
