@@ -214,6 +214,18 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	return s.place(r) // no node of the site can: any node
 }
 
+// tableKey is the key of r's title in a policy's title table (lblc,
+// lard): the title, and the site while Place keeps to it, so that each
+// site keeps its own node for the title (viewers of two sites in turn
+// would otherwise move the title back and forth, to a new node of the
+// site each time).
+func (r *Request) tableKey() string {
+	if r.restrict == "" {
+		return r.Title
+	}
+	return r.restrict + "\x00" + r.Title
+}
+
 // place is Place with r's restriction as it is.
 func (s *Scheduler) place(r *Request) (Reservation, error) {
 	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.LiveFilling() >= s.Config.OriginChannels {

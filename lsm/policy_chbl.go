@@ -24,9 +24,11 @@ type ringPoint struct {
 // points of the nodes in service (points in proportion to capacity times
 // Weight/100) and walks clockwise to the first node that is eligible and
 // whose utilization after taking the session stays within Config.CHBLFactor
-// times the cluster's mean utilization after it. Titles thus stick to one
-// node until it is c times busier than the mean, then spill to the next
-// node on the ring, the same one for every request of the title.
+// times the cluster's mean utilization after it (the mean of the site's
+// nodes while Place keeps to a site, Request.Site: the ring walk passes
+// over the other sites' nodes). Titles thus stick to one node until it is
+// c times busier than the mean, then spill to the next node on the ring,
+// the same one for every request of the title.
 type BoundedLoadHashing struct {
 	version uint64
 	ring    []ringPoint
@@ -65,15 +67,26 @@ func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
 		return -1
 	}
 	var reserved int64
+	capBps := p.capBps
+	if r.restrict != "" {
+		capBps = 0 // the mean of the site's nodes, among which Place chooses
+	}
 	for _, n := range s.Nodes {
-		if s.InService(n) {
-			reserved += n.ReservedBps
+		if !s.InService(n) || (r.restrict != "" && n.Site != r.restrict) {
+			continue
 		}
+		reserved += n.ReservedBps
+		if r.restrict != "" {
+			capBps += float64(n.Capacity.EgressBps)
+		}
+	}
+	if capBps <= 0 {
+		return -1 // no node of the site in service
 	}
 	// The paper's bound is ceil(c*m/n) balls per bin; with sessions of
 	// r.Bitrate as balls and bins of unequal capacity, a node may hold
 	// ceil(c * mean utilization * its capacity / r.Bitrate) sessions' worth.
-	mean := float64(reserved+r.Bitrate) / p.capBps
+	mean := float64(reserved+r.Bitrate) / capBps
 	b := float64(r.Bitrate)
 	for len(p.seen) < len(s.Nodes) {
 		p.seen = append(p.seen, 0)

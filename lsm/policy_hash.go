@@ -15,16 +15,16 @@ func bucketCount(n int) int {
 	return size
 }
 
-// buildBuckets assigns size buckets to the nodes in service, in
-// proportion to weight(i) (or equally when weighted is false), interleaved
-// by smooth weighted round robin. It returns nil when no node is in
-// service.
-func buildBuckets(s *Scheduler, size int, weighted bool) []int32 {
+// buildBuckets assigns size buckets to the nodes in service (those of
+// site, when not ""), in proportion to weight(i) (or equally when
+// weighted is false), interleaved by smooth weighted round robin. It
+// returns nil when no node is in service.
+func buildBuckets(s *Scheduler, size int, weighted bool, site string) []int32 {
 	var ids []int
 	var ws []float64
 	total := 0.0
 	for i, n := range s.Nodes {
-		if !s.InService(n) {
+		if !s.InService(n) || (site != "" && n.Site != site) {
 			continue
 		}
 		w := 1.0
@@ -58,10 +58,13 @@ func buildBuckets(s *Scheduler, size int, weighted bool) []int32 {
 // (weights ignored, as in the kernel); when that node is not eligible the
 // session is refused, as the kernel refuses. The table is rebuilt when a
 // node joins, dies, drains or changes weight (keepalived removes dead
-// real servers, which rebuilds the kernel's table the same way).
+// real servers, which rebuilds the kernel's table the same way). While
+// Place keeps to a site (Request.Site) the table is one over that site's
+// nodes: a title has its one node in each site.
 type DestinationHashing struct {
 	version uint64
 	buckets []int32
+	sites   map[string][]int32 // per site, built at its first request since version
 }
 
 var _ Policy = (*DestinationHashing)(nil)
@@ -72,12 +75,24 @@ func (*DestinationHashing) Name() string { return "dh" }
 // Pick implements Policy.
 func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false, ""), s.Version()
+		clear(p.sites)
 	}
-	if len(p.buckets) == 0 {
+	buckets := p.buckets
+	if r.restrict != "" {
+		var ok bool
+		if buckets, ok = p.sites[r.restrict]; !ok {
+			if p.sites == nil {
+				p.sites = map[string][]int32{}
+			}
+			buckets = buildBuckets(s, bucketCount(len(s.Nodes)), false, r.restrict)
+			p.sites[r.restrict] = buckets
+		}
+	}
+	if len(buckets) == 0 {
 		return -1
 	}
-	i := int(p.buckets[r.TitleHash()%uint64(len(p.buckets))])
+	i := int(buckets[r.TitleHash()%uint64(len(buckets))])
 	if !s.Eligible(i, r) {
 		return -1
 	}
@@ -102,7 +117,7 @@ func (*SourceHashing) Name() string { return "sh" }
 // Pick implements Policy.
 func (p *SourceHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true, ""), s.Version()
 	}
 	return lookupFallback(s, r, p.buckets, r.ClientHash())
 }

@@ -41,7 +41,8 @@ func lardMove(s *Scheduler, i int) bool {
 // 1998) keeps a table title -> node. A new title goes to the least
 // utilized node; a known title stays on its node unless that node is not
 // eligible or lardMove says to move it, and then goes to the least utilized
-// node, which becomes its node. Load is utilization, so T_low and T_high
+// node, which becomes its node (a node per site and title while Place
+// keeps to a site, Request.Site). Load is utilization, so T_low and T_high
 // (Config.LARDLow, LARDHigh) are fractions of capacity, not the paper's
 // connection counts.
 type LARD struct {
@@ -55,7 +56,8 @@ func (*LARD) Name() string { return "lard" }
 
 // Pick implements Policy.
 func (p *LARD) Pick(s *Scheduler, r *Request) int {
-	if e, ok := p.table[r.Title]; ok {
+	key := r.tableKey()
+	if e, ok := p.table[key]; ok {
 		i := int(e)
 		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, i) {
 			return i
@@ -63,7 +65,7 @@ func (p *LARD) Pick(s *Scheduler, r *Request) int {
 	}
 	i := leastUtilized(s, r)
 	if i >= 0 {
-		p.table[r.Title] = int32(i)
+		p.table[key] = int32(i)
 	}
 	return i
 }

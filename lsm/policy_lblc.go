@@ -39,7 +39,8 @@ type lblcEntry struct {
 // keeps a table title -> node. A title goes to its node while that node is
 // eligible and not overloaded (lblcOverloaded); otherwise, and for a title
 // not in the table or unused for Config.LBLCExpiration, it goes to the wlc
-// choice, which becomes the title's node.
+// choice, which becomes the title's node. While Place keeps to a site
+// (Request.Site) the table has a node per site and title.
 type LBLC struct {
 	table map[string]lblcEntry
 }
@@ -51,18 +52,18 @@ func (*LBLC) Name() string { return "lblc" }
 
 // Pick implements Policy.
 func (p *LBLC) Pick(s *Scheduler, r *Request) int {
-	now := s.Now()
-	if e, ok := p.table[r.Title]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
+	now, key := s.Now(), r.tableKey()
+	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
 		i := int(e.node)
 		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, i) {
 			e.lastUse = now
-			p.table[r.Title] = e
+			p.table[key] = e
 			return i
 		}
 	}
 	i := leastPerWeight(s, r, 0)
 	if i >= 0 {
-		p.table[r.Title] = lblcEntry{node: int32(i), lastUse: now}
+		p.table[key] = lblcEntry{node: int32(i), lastUse: now}
 	}
 	return i
 }

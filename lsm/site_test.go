@@ -24,22 +24,17 @@ func sitedScheduler(t *testing.T, policy string) *Scheduler {
 	return s
 }
 
-// Every policy (but dh, which keeps a title on its one node, and chbl,
-// whose bound is the cluster's) keeps a viewer of a site on that site's nodes while they
-// can take it, even when another site's node holds the title or is less
-// loaded; when they cannot, the viewer goes to another site's node
-// (overflow), unless SiteOnly (refused: ErrNoCapacity). A request without
-// a site goes anywhere.
+// Every policy (but dh, which keeps a title on its one node of the site)
+// keeps a viewer of a site on that site's nodes while they can take it,
+// even when another site's node holds the title or is less loaded; when
+// they cannot, the viewer goes to another site's node (overflow), unless
+// SiteOnly (refused: ErrNoCapacity). A request without a site goes
+// anywhere.
 func TestEveryPolicyKeepsViewersInTheirSite(t *testing.T) {
 	for _, p := range Policies() {
-		switch p {
-		case "chbl":
-			// Its bound is c times the cluster's average load: the
-			// south's only node is passed over above it, and its viewers
-			// overflow to the north sooner (documented).
-			continue
-		case "dh":
-			// A title's one node whatever the site (documented).
+		if p == "dh" {
+			// A title's one node in the site: the north's second node
+			// never takes "film" (TestSiteOnlyRefusesOnlyWhenTheSiteIsFull).
 			continue
 		}
 		s := sitedScheduler(t, p)
@@ -48,7 +43,8 @@ func TestEveryPolicyKeepsViewersInTheirSite(t *testing.T) {
 			r := Request{Title: "film", Client: fmt.Sprint("s", i), Bitrate: 4e6, Site: "south"}
 			res, err := s.Place(&r, t0)
 			if err != nil || res.NodeID != "c" {
-				t.Fatalf("%s: south viewer %d: %+v %v, want c", p, i, res, err)
+				t.Errorf("%s: south viewer %d: %+v %v, want c", p, i, res, err)
+				break
 			}
 		}
 		for i := range 10 { // the north's two nodes take 10
@@ -92,5 +88,71 @@ func TestSiteOverflowAndNoSite(t *testing.T) {
 	}
 	if over.restrict != "" || none.restrict != "" {
 		t.Fatal("the first try's restriction stays on the request")
+	}
+}
+
+// With SiteOnly a viewer is refused only when its own site's nodes are
+// full (for dh: the title's node in the site, as dh refuses when its node
+// is), under every policy: dh hashes a title among the site's nodes, and
+// chbl's bound is the mean load of the site's nodes (with the cluster's
+// mean, the south idle, chbl refused north viewers while the north had
+// room; dh refused the titles it hashed to the south).
+func TestSiteOnlyRefusesOnlyWhenTheSiteIsFull(t *testing.T) {
+	for _, p := range Policies() {
+		s := sitedScheduler(t, p)
+		placed, refused := 0, false // a and b: 2 x 20 Mbit/s, 10 x 4 Mbit/s
+		for i := 0; i < 100 && placed < 10; i++ {
+			r := Request{Title: fmt.Sprint("title-", i), Client: fmt.Sprint("n", i), Bitrate: 4e6, Site: "north", SiteOnly: true}
+			res, err := s.Place(&r, t0)
+			if err == nil && res.NodeID != "c" {
+				placed++
+				continue
+			}
+			if dh, ok := s.policy.(*DestinationHashing); ok && err != nil {
+				b := dh.sites["north"]
+				if n := s.Nodes[b[r.TitleHash()%uint64(len(b))]]; n.Site == "north" && n.ReservedBps+4e6 > n.Capacity.EgressBps {
+					continue // the title's north node is full
+				}
+			}
+			t.Errorf("%s: north viewer %d with the north not full (%d placed): %+v %v", p, i, placed, res, err)
+			refused = true
+			break
+		}
+		if placed < 10 {
+			if !refused {
+				t.Errorf("%s: %d north viewers placed, want 10", p, placed)
+			}
+			continue
+		}
+		r := Request{Title: "title-x", Client: "late", Bitrate: 4e6, Site: "north", SiteOnly: true}
+		if _, err := s.Place(&r, t0); !errors.Is(err, ErrNoCapacity) {
+			t.Errorf("%s: north full: %v, want ErrNoCapacity", p, err)
+		}
+	}
+}
+
+// The table policies keep a title's node (lblc, lard) or set (lblcr,
+// lard/r) per site, and dh a title's node per site: viewers of one title from two sites in turn do not
+// move it back and forth, each site's viewers stay on the node that
+// took the title's first one there (they were spread over the north by
+// the wlc or least-utilized choice, a fill on every node).
+func TestTablePoliciesKeepATitleInEachSite(t *testing.T) {
+	for _, p := range []string{"lblc", "lblcr", "lard", "lard/r", "dh"} {
+		s := sitedScheduler(t, p)
+		north := ""
+		for i := range 4 {
+			r := Request{Title: "film", Client: fmt.Sprint("n", i), Bitrate: 2e6, Site: "north"}
+			res, err := s.Place(&r, t0)
+			if err != nil || res.NodeID == "c" || (north != "" && res.NodeID != north) {
+				t.Errorf("%s: north viewer %d: %+v %v, want the north node of the first (%q)", p, i, res, err, north)
+				break
+			}
+			north = res.NodeID
+			r = Request{Title: "film", Client: fmt.Sprint("s", i), Bitrate: 2e6, Site: "south"}
+			if res, err := s.Place(&r, t0); err != nil || res.NodeID != "c" {
+				t.Errorf("%s: south viewer %d: %+v %v, want c", p, i, res, err)
+				break
+			}
+		}
 	}
 }
