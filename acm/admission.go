@@ -183,7 +183,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	m.pendingDoneLocked(r.User) // a session from here on, or nothing
 	if tk.Err != nil {
-		why := m.refusalLocked(t)
+		site := ""
+		if req.SiteOnly {
+			site = req.Site
+		}
+		why := m.refusalInLocked(t, site)
 		m.mu.Unlock()
 		m.log.Info("admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
@@ -213,6 +217,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.fillRoomLocked(ctx, ns, s, t, now)
 	}
 	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr, HTTPScheme: m.httpSchemeLocked(node.ID)}
+	nodeSite := node.Site
 	m.mu.Unlock()
 
 	fail := func(why string, err error) (*grant, error) {
@@ -246,8 +251,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if err != nil {
 		return fail("token", err)
 	}
-	m.log.Info("admitted", "session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
-		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client)
+	attrs := []any{"session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
+		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client}
+	if req.Site != "" {
+		attrs = append(attrs, "site", req.Site, "node_site", nodeSite) // two sites: served across
+	}
+	m.log.Info("admitted", attrs...)
 	return g, nil
 }
 
@@ -423,18 +432,42 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 // refusalLocked says why no node could take a session of t (mu held): no
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
-func (m *Manager) refusalLocked(t store.Title) string {
+func (m *Manager) refusalLocked(t store.Title) string { return m.refusalInLocked(t, "") }
+
+// refusalInLocked is refusalLocked among the nodes of site, a viewer's
+// site it is kept to (SiteOnly); "" = every node.
+func (m *Manager) refusalInLocked(t store.Title, site string) string {
 	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.LiveFilling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
+	}
+	which := "no node"
+	if site != "" {
+		which = fmt.Sprintf("no node of the viewer's site %q (site_only)", site)
+		inService := false
+		for _, n := range m.sched.Nodes {
+			if n.Site == site && m.sched.InService(n) {
+				inService = true
+				break
+			}
+		}
+		if !inService {
+			return which + " is in service (alive, not drained, weight above 0)"
+		}
 	}
 	// The scheduler's admission rule (Eligible) without the disk, then
 	// with it: a node that passes the first and not the second lacks room.
 	noDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps}
 	withDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
-	for i := range m.sched.Nodes {
-		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
-			return "no node that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
+	for i, n := range m.sched.Nodes {
+		if site != "" && n.Site != site {
+			continue
 		}
+		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
+			return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
+		}
+	}
+	if site != "" {
+		return which + " has headroom for the title (egress, session cap, slow start or overload)"
 	}
 	return "no node in service has headroom for the title (egress, session cap, slow start or overload)"
 }

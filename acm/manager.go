@@ -108,8 +108,11 @@ type Manager struct {
 	// addresses each serves: a viewer whose address falls in a site's
 	// prefixes (the longest match) is placed on that site's nodes
 	// (registered with the site) while one can take it, then, unless
-	// SiteOnly, on any node. Empty: no sites. Errors at Start: a site
-	// without a name or prefixes, a name or prefix given twice.
+	// SiteOnly, on any node. An IPv4-mapped prefix (::ffff:a.b.c.d/n,
+	// n >= 96) counts as its IPv4 prefix. A node registering with a site
+	// none of Sites names is logged as a warning. Empty: no sites. Errors
+	// at Start: a site without a name or prefixes, a name or prefix given
+	// twice, an IPv4-mapped prefix wider than /96.
 	Sites []Site
 	// SiteOnly keeps viewers of a site on its nodes: refused (453 / 503)
 	// rather than served from another site.

@@ -122,8 +122,16 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	m.sendProtectLocked(ns, true)
 	sessions := len(ns.sessions)
 	m.mu.Unlock()
-	m.log.Info("node registered", "node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
-		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", sessions)
+	attrs := []any{"node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
+		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", sessions}
+	if site := req.GetSite(); site != "" {
+		attrs = append(attrs, "site", site)
+	}
+	m.log.Info("node registered", attrs...)
+	if site := req.GetSite(); len(m.Sites) > 0 && site != "" && !m.sites.has(site) {
+		m.log.Warn("node's site is none of the manager's sites: no viewer is placed there first (a misspelt site, or manager.sites lacks it)",
+			"node", id, "site", site, "sites", m.sites.namesList())
+	}
 	m.persistAll(changed)
 	m.kickPump()
 	m.kickPlanSoon() // new room and egress to plan for, with the nodes starting along

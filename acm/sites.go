@@ -3,6 +3,7 @@ package acm
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 )
 
 // Site is one of the operator's sites (points of presence): its name, as
@@ -16,6 +17,7 @@ type Site struct {
 // siteTable maps a client address to its site by the longest prefix.
 type siteTable struct {
 	prefixes []sitePrefix // by descending length
+	names    []string     // the sites, in the operator's order
 }
 
 type sitePrefix struct {
@@ -25,7 +27,8 @@ type sitePrefix struct {
 
 // newSiteTable checks sites and indexes their prefixes. Errors: a site
 // without a name or prefixes, a name given twice, a prefix in two sites
-// (or twice in one), an invalid prefix.
+// (or twice in one), an invalid prefix, an IPv4-mapped IPv6 prefix wider
+// than ::ffff:0:0/96 (a narrower one counts as its IPv4 prefix).
 func newSiteTable(sites []Site) (*siteTable, error) {
 	t := &siteTable{}
 	names := map[string]bool{}
@@ -40,12 +43,23 @@ func newSiteTable(sites []Site) (*siteTable, error) {
 			return nil, fmt.Errorf("site %q has no client prefixes", s.Name)
 		}
 		names[s.Name] = true
+		t.names = append(t.names, s.Name)
 		for _, p := range s.Clients {
 			if !p.IsValid() {
 				return nil, fmt.Errorf("site %q: an invalid prefix", s.Name)
 			}
+			if p.Addr().Is4In6() {
+				// Client addresses are matched unmapped (siteOf): an
+				// IPv4-mapped prefix is the IPv4 one.
+				if p.Bits() < 96 {
+					return nil, fmt.Errorf("site %q: prefix %s is wider than the IPv4-mapped addresses (::ffff:0:0/96): give IPv4 clients as IPv4 prefixes", s.Name, p)
+				}
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
 			p = p.Masked()
-			if other, dup := seen[p]; dup {
+			if other, dup := seen[p]; dup && other == s.Name {
+				return nil, fmt.Errorf("site %q: prefix %s given twice", s.Name, p)
+			} else if dup {
 				return nil, fmt.Errorf("prefix %s is in sites %q and %q", p, other, s.Name)
 			}
 			seen[p] = s.Name
@@ -79,4 +93,17 @@ func (t *siteTable) siteOf(ip string) string {
 		}
 	}
 	return ""
+}
+
+// has reports whether name is one of the sites.
+func (t *siteTable) has(name string) bool {
+	return t != nil && slices.Contains(t.names, name)
+}
+
+// namesList returns the sites' names, in the operator's order.
+func (t *siteTable) namesList() []string {
+	if t == nil {
+		return nil
+	}
+	return t.names
 }

@@ -1,11 +1,14 @@
 package acm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ func TestSiteTable(t *testing.T) {
 		{Name: "north", Clients: []netip.Prefix{p("10.0.0.0/8"), p("2001:db8:1::/48")}},
 		{Name: "north-lab", Clients: []netip.Prefix{p("10.9.0.0/16")}},
 		{Name: "south", Clients: []netip.Prefix{p("192.0.2.0/24")}},
+		{Name: "east", Clients: []netip.Prefix{p("::ffff:203.0.113.0/120")}}, // IPv4-mapped: 203.0.113.0/24
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +31,22 @@ func TestSiteTable(t *testing.T) {
 	for ip, want := range map[string]string{
 		"10.1.2.3": "north", "10.9.1.1": "north-lab", "::ffff:10.1.2.3": "north", "2001:db8:1::7": "north",
 		"192.0.2.44": "south", "198.51.100.1": "", "not an address": "",
+		"203.0.113.9": "east", "::ffff:203.0.113.9": "east",
 	} {
 		if got := st.siteOf(ip); got != want {
 			t.Errorf("%s: site %q, want %q", ip, got, want)
+		}
+	}
+	for name, c := range map[string]struct {
+		sites []Site
+		want  string
+	}{
+		"twice in one site": {[]Site{{Name: "a", Clients: []netip.Prefix{p("10.0.0.0/8"), p("10.1.0.0/8")}}}, `site "a": prefix 10.0.0.0/8 given twice`},
+		"mapped, too wide":  {[]Site{{Name: "a", Clients: []netip.Prefix{p("::ffff:0:0/80")}}}, `site "a": prefix ::ffff:0.0.0.0/80 is wider`},
+		"mapped and IPv4":   {[]Site{{Name: "a", Clients: []netip.Prefix{p("10.0.0.0/8")}}, {Name: "b", Clients: []netip.Prefix{p("::ffff:10.0.0.0/104")}}}, `prefix 10.0.0.0/8 is in sites "a" and "b"`},
+	} {
+		if _, err := newSiteTable(c.sites); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
 	for name, sites := range map[string][]Site{
@@ -99,6 +116,69 @@ func TestViewersStayInTheirSite(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("only=%v: records by client/node site %v, want %v", only, got, want)
+		}
+	}
+}
+
+// syncBuffer is a log destination tests read while the manager writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// The operator's log says which site a viewer is kept to when site_only
+// refuses it (it said no node had headroom, with the other site idle),
+// or that none of its site's nodes is in service (drained), a
+// node's site at registration, a warning for a site none of
+// manager.sites names, and the sites of an admission.
+func TestSiteLogs(t *testing.T) {
+	var log syncBuffer
+	e := newManager(t, "", func(m *Manager) {
+		m.Sites = []Site{
+			{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+			{Name: "south", Clients: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}},
+		}
+		m.SiteOnly = true
+		m.QueueDeadline = 1
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", egress: titleBps, site: "north"})
+	e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south"})
+	e.startNode("west-1", nodeOpts{rtsp: "127.0.0.1:7003", site: "wets"})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("t1: %d, want 302", res.StatusCode)
+	}
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("t2 with the north full: %d, want 453", res.StatusCode)
+	}
+	if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: "north-1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("t3 with the north drained: %d, want 453", res.StatusCode)
+	}
+	out := log.String()
+	for _, want := range []string{
+		`msg="node registered" node=north-1`, `site=north`,
+		`level=WARN msg="node's site is none of the manager's sites`, `node=west-1 site=wets sites="[north south]"`,
+		`msg=admitted`, `site=north node_site=north`,
+		`no node of the viewer's site \"north\" (site_only) has headroom`,
+		`no node of the viewer's site \"north\" (site_only) is in service`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
 		}
 	}
 }
