@@ -227,7 +227,10 @@ type Request struct {
 	// site (NodeSpec.Site) first, with the policy's own choice among
 	// them, then, unless SiteOnly, every node: a viewer is served across
 	// sites rather than refused. "" = any node.
-	Site     string
+	Site string
+	// SiteOnly keeps r to the nodes of Site: when none of them can take
+	// it, Place fails (ErrNoCapacity) rather than try the other nodes.
+	// Without Site it has no effect.
 	SiteOnly bool
 	// restrict is the site Eligible keeps to during Place's first try.
 	restrict string
