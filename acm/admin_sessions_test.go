@@ -151,3 +151,29 @@ func TestOperatorEndsSessionOfNodeNotBack(t *testing.T) {
 		t.Fatalf("node told to end %v, want %s", cmd.GetSessionIds(), a)
 	}
 }
+
+// TestRestoredSessionEndedAwayIsToldToItsNode: a session restored at a
+// manager restart whose node does not register within RestoreGrace is
+// ended; when the node registers later, still playing it (it was cut off,
+// not dead), it is told to end it (its reservation is gone).
+func TestRestoredSessionEndedAwayIsToldToItsNode(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newManager(t, dir, func(m *Manager) { m.RestoreGrace = 200 * time.Millisecond })
+	waitFor(t, 10*time.Second, "the restored session ended: its node did not come back", func() bool { return e2.session(a) == nil })
+	n2 := e2.registerOnly("n1", a) // it played on, cut off from the manager
+	n2.heartbeat()
+	t.Cleanup(n2.stop)
+	if cmd := n2.endCommand(t); !slices.Contains(cmd.GetSessionIds(), a) {
+		t.Fatalf("node told to end %v, want %s", cmd.GetSessionIds(), a)
+	}
+}

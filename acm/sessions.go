@@ -231,6 +231,10 @@ func (m *Manager) tick(now time.Time) {
 				m.endLocked(s, "node did not come back")
 				if ns := m.nodes[s.Node]; ns != nil {
 					ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
+				} else {
+					// Restored, its node not registered since: told when
+					// it registers, if it plays it still (as after a forget).
+					m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
 				}
 				s.forget = m.lead != nil
 				changed = append(changed, s)
