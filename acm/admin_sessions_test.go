@@ -129,18 +129,7 @@ func TestOperatorEndsSessions(t *testing.T) {
 // restored from the store) is ended at the node when the node comes back
 // still playing it, as after a forget: its reservation is gone.
 func TestOperatorEndsSessionOfNodeNotBack(t *testing.T) {
-	dir := t.TempDir()
-	e := newManager(t, dir, nil)
-	n := e.startNode("n1", nodeOpts{})
-	a := e.admitOne("t1")
-	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.stop()
-	if err := e.m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e2 := newManager(t, dir, nil)
+	e2, a := restartedWithNodeAway(t, nil)
 	if _, err := e2.admin.EndSessions(context.Background(), &pb.EndSessionsRequest{SessionIds: []string{a}}); err != nil {
 		t.Fatalf("EndSessions of a restored session: %v", err)
 	}
@@ -157,6 +146,21 @@ func TestOperatorEndsSessionOfNodeNotBack(t *testing.T) {
 // ended; when the node registers later, still playing it (it was cut off,
 // not dead), it is told to end it (its reservation is gone).
 func TestRestoredSessionEndedAwayIsToldToItsNode(t *testing.T) {
+	e2, a := restartedWithNodeAway(t, func(m *Manager) { m.RestoreGrace = 200 * time.Millisecond })
+	waitFor(t, 10*time.Second, "the restored session ended: its node did not come back", func() bool { return e2.session(a) == nil })
+	n2 := e2.registerOnly("n1", a) // it played on, cut off from the manager
+	n2.heartbeat()
+	t.Cleanup(n2.stop)
+	if cmd := n2.endCommand(t); !slices.Contains(cmd.GetSessionIds(), a) {
+		t.Fatalf("node told to end %v, want %s", cmd.GetSessionIds(), a)
+	}
+}
+
+// restartedWithNodeAway plays session a on node n1, cuts n1 off, and
+// restarts the manager (configured by configure) on the same state: a is
+// restored there, its node not registered.
+func restartedWithNodeAway(t *testing.T, configure func(*Manager)) (*env, string) {
+	t.Helper()
 	dir := t.TempDir()
 	e := newManager(t, dir, nil)
 	n := e.startNode("n1", nodeOpts{})
@@ -168,12 +172,5 @@ func TestRestoredSessionEndedAwayIsToldToItsNode(t *testing.T) {
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e2 := newManager(t, dir, func(m *Manager) { m.RestoreGrace = 200 * time.Millisecond })
-	waitFor(t, 10*time.Second, "the restored session ended: its node did not come back", func() bool { return e2.session(a) == nil })
-	n2 := e2.registerOnly("n1", a) // it played on, cut off from the manager
-	n2.heartbeat()
-	t.Cleanup(n2.stop)
-	if cmd := n2.endCommand(t); !slices.Contains(cmd.GetSessionIds(), a) {
-		t.Fatalf("node told to end %v, want %s", cmd.GetSessionIds(), a)
-	}
+	return newManager(t, dir, configure), a
 }
