@@ -244,6 +244,54 @@ func TestEndedByManagerCutsHTTPDownload(t *testing.T) {
 	}
 }
 
+// TestEndedByManagerHTTPEndsAtLastRequest: the ENDED of an HTTP session
+// the manager ends (vodctl sessions end) while none of its requests is in
+// progress carries the end of its last request, as an idle timeout's
+// does: the session record counts the time the viewer was there, not the
+// minute it sat idle before the operator's order. One ended in the middle
+// of a download ends at the order.
+func TestEndedByManagerHTTPEndsAtLastRequest(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.ManagerAddr = maddr })
+
+	idleTok := mint(t, "cut-idle", "sample-002", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(n, idleTok, "sample-002.ts"), "Range", "bytes=0-187"); res.StatusCode != 206 {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	answered := time.Now()
+	time.Sleep(20 * time.Millisecond) // time passes before the order: an ENDED at the order is later than the last request
+	if !n.endAdmission("cut-idle", "ended by the operator (test)") {
+		t.Fatal("no live session to end")
+	}
+	waitFor(t, 5*time.Second, "ENDED of the idle session", func() bool { return m.event("cut-idle", pb.SessionEvent_KIND_ENDED) != nil })
+	if e := m.event("cut-idle", pb.SessionEvent_KIND_ENDED); time.UnixMilli(e.GetAtUnixMs()).After(answered) {
+		t.Errorf("ENDED of the idle session at %v, want at its last request's end (by %v)", time.UnixMilli(e.GetAtUnixMs()), answered)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, mint(t, "cut-busy", "long-001", "node-1", "", time.Minute), "long-001.ts"), nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := io.ReadFull(res.Body, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	ordered := time.Now()
+	if !n.endAdmission("cut-busy", "ended by the operator (test)") {
+		t.Fatal("no live download to end")
+	}
+	waitFor(t, 5*time.Second, "ENDED of the download", func() bool { return m.event("cut-busy", pb.SessionEvent_KIND_ENDED) != nil })
+	if at := m.event("cut-busy", pb.SessionEvent_KIND_ENDED).GetAtUnixMs(); at < ordered.UnixMilli() {
+		t.Errorf("ENDED of the download at %v, want at the order (%v): it was still being served", time.UnixMilli(at), ordered)
+	}
+}
+
 // gatedOrigin is a fakeOrigin whose GetTitle (asked before each fill)
 // waits, once armed, until the test lets it go: a viewer's setup is held
 // in the middle (its token claimed, its bandwidth reserved, the title not

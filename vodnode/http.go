@@ -399,6 +399,8 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 		return
 	}
 	hs.ended = true
+	// No request in progress: the viewer left at its last request's end.
+	idle := hs.active.Load() == 0
 	hs.goneStop() // its requests in progress stop
 	delete(n.httpSessions, hs.sid)
 	n.reserved -= hs.meta.Bitrate
@@ -408,9 +410,12 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 	n.store.Release(hs.t)
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
 	if n.mgr != nil {
+		// Ended idle (timed out, by the manager's order or at shutdown):
+		// the end of its last request, not the time of the end, which
+		// the session record would count as watched.
 		at := time.Now()
-		if reason == "idle" {
-			at = time.Unix(0, hs.lastSeen.Load()) // the end of its last request, not the idle timeout's
+		if idle {
+			at = time.Unix(0, hs.lastSeen.Load())
 		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
 			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli()})
