@@ -128,6 +128,9 @@ func (c SubscriberTokensConfig) subscriberTokens() (*auth.SubscriberTokens, erro
 		if err != nil {
 			return nil, fmt.Errorf("subscriber_tokens.key_file: %w", err)
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, fmt.Errorf("subscriber_tokens.key_file %s is empty: put the portal's PEM public key(s) in it", c.KeyFile)
+		}
 		cfg.PublicKeysPEM = b
 	}
 	if c.SecretFile != "" {

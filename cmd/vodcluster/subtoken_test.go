@@ -62,6 +62,11 @@ func TestSubscriberTokenCommand(t *testing.T) {
 	xk, _ := ecdh.X25519().GenerateKey(rand.Reader)
 	derX8, _ := x509.MarshalPKCS8PrivateKey(xk)
 	xKey := writePEM(t, dir, "x25519.key", "PRIVATE KEY", derX8)
+	empty := filepath.Join(dir, "empty.pem")
+	os.WriteFile(empty, nil, 0o600)
+	if _, err := (SubscriberTokensConfig{KeyFile: empty}).subscriberTokens(); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("empty key_file: %v", err)
+	}
 	short := filepath.Join(dir, "short")
 	os.WriteFile(short, []byte("abc\n"), 0o600)
 
