@@ -145,12 +145,17 @@ type httpSession struct {
 	goneStop context.CancelFunc
 
 	lastSeen atomic.Int64
-	active   atomic.Int32
-	hlsEvent atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
-	hlsAsked atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
-	hlsShown atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
-	bytes    atomic.Int64
-	ended    bool // guarded by Node.mu
+	// lastActive is when the viewer last took bytes or ended a request,
+	// Unix ns: lastSeen, but for a request cut by a stalled write (a
+	// paused player) the end of its last write that went through. The
+	// session's end when it ended idle (the session record's).
+	lastActive atomic.Int64
+	active     atomic.Int32
+	hlsEvent   atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
+	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
+	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
+	bytes      atomic.Int64
+	ended      bool // guarded by Node.mu
 }
 
 // httpPace is how much faster than its bitrate an HTTP viewer (all the
@@ -231,8 +236,15 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, unauthorized(reasonUsed))
 		return
 	}
+	aw := &activityWriter{ResponseWriter: w}
+	w = aw
 	defer func() {
-		hs.lastSeen.Store(time.Now().UnixNano())
+		end := time.Now()
+		hs.lastSeen.Store(end.UnixNano())
+		if aw.failed && !aw.lastOK.IsZero() {
+			end = aw.lastOK // a stalled player: not reading since
+		}
+		hs.lastActive.Store(end.UnixNano())
 		hs.active.Add(-1)
 	}()
 	// A session ended meanwhile (the manager's order) cuts this request:
@@ -284,6 +296,7 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 		hs.expires = claims.ExpiresAt.Time
 	}
 	hs.lastSeen.Store(time.Now().UnixNano())
+	hs.lastActive.Store(hs.lastSeen.Load())
 	n.mu.Lock()
 	switch other := n.live[hs.sid].(type) {
 	case *httpSession: // another request of the viewer got here first
@@ -415,12 +428,34 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 		// the session record would count as watched.
 		at := time.Now()
 		if idle {
-			at = time.Unix(0, hs.lastSeen.Load())
+			at = time.Unix(0, hs.lastActive.Load())
 		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
 			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli()})
 	}
 }
+
+// activityWriter records when the viewer last took bytes: the end of the
+// last write that went through, and whether one failed (its write
+// deadline passed: the player stopped reading).
+type activityWriter struct {
+	http.ResponseWriter
+	lastOK time.Time
+	failed bool
+}
+
+func (a *activityWriter) Write(p []byte) (int, error) {
+	n, err := a.ResponseWriter.Write(p)
+	if err != nil {
+		a.failed = true
+	} else {
+		a.lastOK = time.Now()
+	}
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (a *activityWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // titleReader reads a title for http.ServeContent: its size is the
 // title's, and a read past the bytes on disk waits for the fill. With rc,

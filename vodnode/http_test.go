@@ -324,12 +324,15 @@ func TestHTTPTokenBoundToItsClient(t *testing.T) {
 // (hung, or paused for long) while its connection stays open is
 // disconnected once a write has waited SessionTimeout, and its session
 // ends SessionTimeout later: its reservation does not stay for as long as
-// the connection lives.
+// the connection lives. Its ENDED is dated by its last write that went
+// through, not the write deadline (the session record's end).
 func TestHTTPStalledReaderEnded(t *testing.T) {
 	o := newFakeOrigin(t)
 	// A title larger than what the loopback's socket buffers take in.
 	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = time.Second })
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = time.Second; n.ManagerAddr = maddr })
 	tok := mint(t, "stall", "long-001", "node-1", "", time.Minute)
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -348,4 +351,14 @@ func TestHTTPStalledReaderEnded(t *testing.T) {
 	waitFor(t, 5*time.Second, "the session to start", func() bool { return n.Stats().Sessions == 1 })
 	// Reads nothing more, keeps the connection open.
 	waitFor(t, 20*time.Second, "the stalled session to end", func() bool { return n.Stats().Sessions == 0 })
+	waitFor(t, 5*time.Second, "ENDED", func() bool { return m.event("stall", pb.SessionEvent_KIND_ENDED) != nil })
+	seen := time.Now()
+	// The write that stalled waited SessionTimeout after the last one
+	// that went through, and the session ended SessionTimeout after that
+	// request: the end reported (the last write that went through) is at
+	// least 2 s before the ENDED was seen; the stalled request's end
+	// would be 1 s and a little before.
+	if at := time.UnixMilli(m.event("stall", pb.SessionEvent_KIND_ENDED).GetAtUnixMs()); at.After(seen.Add(-1900 * time.Millisecond)) {
+		t.Fatalf("ENDED at %v, %v before it was seen: want the last write that went through, 2 SessionTimeouts (2 s) before", at, seen.Sub(at))
+	}
 }
