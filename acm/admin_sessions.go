@@ -35,9 +35,11 @@ type heldRecord struct {
 // by id or every one of a subscriber. Each ends in the table (reservation
 // released) and is ended by its node, told at once over its heartbeat
 // stream; a viewer not yet at its node is refused there until its tokens
-// expire. Errors: INVALID_ARGUMENT (neither or both of ids and user, a
-// reason too long or not printable), NOT_FOUND (no live session matches),
-// FAILED_PRECONDITION on a standby.
+// expire. By user, the subscriber's requests waiting in the admission
+// queue are refused (errEndedByOperator, 403) before the reservations
+// are freed. Errors: INVALID_ARGUMENT (neither or both of ids and user, a
+// reason too long or not printable), NOT_FOUND (no live session and no
+// waiting request matches), FAILED_PRECONDITION on a standby.
 func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.EndSessionsResponse, error) {
 	m := a.m
 	ids, user := req.GetSessionIds(), req.GetUser()
@@ -58,6 +60,18 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 	}
 	now := m.now()
 	m.mu.Lock()
+	// The subscriber's requests waiting in the admission queue go first:
+	// the reservations freed below must not admit them.
+	dropped := 0
+	if user != "" {
+		for tk, ch := range m.waiters {
+			if tk.Req.Client == user && m.sched.Cancel(tk, errEndedByOperator) {
+				delete(m.waiters, tk)
+				close(ch)
+				dropped++
+			}
+		}
+	}
 	var ended []*session
 	if user != "" {
 		for _, s := range m.sessions {
@@ -71,6 +85,11 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 				ended = append(ended, s)
 			}
 		}
+	}
+	if len(ended) == 0 && dropped > 0 {
+		m.mu.Unlock()
+		m.log.Warn("sessions ended by the operator", "sessions", 0, "queued_requests_refused", dropped, "user", user)
+		return &pb.EndSessionsResponse{}, nil
 	}
 	if len(ended) == 0 {
 		m.mu.Unlock()
@@ -105,7 +124,7 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 	}
 	m.mu.Unlock()
 	slices.Sort(out.SessionIds)
-	m.log.Warn("sessions ended by the operator", "sessions", len(ended), "user", user, "reason", reason)
+	m.log.Warn("sessions ended by the operator", "sessions", len(ended), "queued_requests_refused", dropped, "user", user, "reason", reason)
 	m.persistAll(ended)
 	m.kickPump()
 	return out, nil

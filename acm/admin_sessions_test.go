@@ -174,3 +174,50 @@ func restartedWithNodeAway(t *testing.T, configure func(*Manager)) (*env, string
 	}
 	return newManager(t, dir, configure), a
 }
+
+// TestOperatorEndRefusesQueuedRequests: a request of the subscriber
+// waiting in the admission queue (the node full) when the operator ends
+// the subscriber's sessions is refused (403), not admitted on the
+// reservation the end frees; another subscriber's waiting request is
+// admitted on it.
+func TestOperatorEndRefusesQueuedRequests(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 20 * time.Second })
+	e.startNode("n1", nodeOpts{egress: titleBps})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("first: %d", res.StatusCode)
+	}
+	type answer struct {
+		who  string
+		code base.StatusCode
+	}
+	answers := make(chan answer, 2)
+	for _, who := range []string{"demo", "kid"} {
+		go func() {
+			res, err := e.dialRTSP().do(base.Describe, "/vod/t2", basicHeader(who, who))
+			if err != nil {
+				answers <- answer{who, 0}
+				return
+			}
+			answers <- answer{who, res.StatusCode}
+		}()
+		waitFor(t, 5*time.Second, who+"'s request queued", func() bool { return e.queued() >= map[string]int{"demo": 1, "kid": 2}[who] })
+	}
+	if _, err := e.admin.EndSessions(context.Background(), &pb.EndSessionsRequest{User: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]base.StatusCode{}
+	for range 2 {
+		select {
+		case a := <-answers:
+			got[a.who] = a.code
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answers so far %v: a queued request not answered", got)
+		}
+	}
+	if got["demo"] != base.StatusForbidden || got["kid"] != base.StatusFound {
+		t.Fatalf("answers %v: want demo's queued request 403, kid's admitted", got)
+	}
+	if ss := e.sessions(); len(ss) != 1 || ss[0].GetUser() != "kid" {
+		t.Fatalf("sessions %v, want kid's only", ss)
+	}
+}

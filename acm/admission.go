@@ -31,6 +31,10 @@ var (
 	// errTokenTitle is the 403 of a subscriber token that opens another
 	// title. It wraps errForbidden.
 	errTokenTitle = fmt.Errorf("%w: the subscriber token opens another title", errForbidden)
+	// errEndedByOperator is the 403 of a request that waited in the
+	// admission queue while the operator ended its subscriber's sessions
+	// (Admin.EndSessions by user). It wraps errForbidden.
+	errEndedByOperator = fmt.Errorf("%w: the operator ended the subscriber's sessions", errForbidden)
 )
 
 // admitRequest is one request for a title at a front door.
@@ -182,6 +186,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 	}
 	m.pendingDoneLocked(r.User) // a session from here on, or nothing
+	if errors.Is(tk.Err, errEndedByOperator) {
+		m.mu.Unlock()
+		m.log.Info("admission refused: the operator ended the subscriber's sessions while it waited", "title", t.ID, "user", r.User)
+		return nil, errEndedByOperator
+	}
 	if tk.Err != nil {
 		site := ""
 		if req.SiteOnly {

@@ -346,6 +346,9 @@ func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Respo
 	case errors.Is(err, errTokenTitle):
 		res.StatusCode = base.StatusForbidden
 		res.StatusMessage = "Forbidden (the token opens another title)"
+	case errors.Is(err, errEndedByOperator):
+		res.StatusCode = base.StatusForbidden
+		res.StatusMessage = "Forbidden (sessions ended by the operator)"
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
 	case errors.Is(err, errUserLimit):

@@ -470,8 +470,10 @@ type AdminClient interface {
 	// reservation released, a session record written) and by its node (an
 	// RTSP viewer gets an RTCP BYE and the connection is closed, an HTTP one
 	// is refused from then on; a viewer not yet at the node is refused
-	// there). INVALID_ARGUMENT for neither or both of session_ids and user;
-	// NOT_FOUND when no session matches (none of the ids is live);
+	// there). By user, the subscriber's requests waiting in the admission
+	// queue are refused too (403). INVALID_ARGUMENT for neither or both of
+	// session_ids and user; NOT_FOUND when nothing matches (none of the ids
+	// is live; the user has no session and no waiting request);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(ctx context.Context, in *EndSessionsRequest, opts ...grpc.CallOption) (*EndSessionsResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
@@ -691,8 +693,10 @@ type AdminServer interface {
 	// reservation released, a session record written) and by its node (an
 	// RTSP viewer gets an RTCP BYE and the connection is closed, an HTTP one
 	// is refused from then on; a viewer not yet at the node is refused
-	// there). INVALID_ARGUMENT for neither or both of session_ids and user;
-	// NOT_FOUND when no session matches (none of the ids is live);
+	// there). By user, the subscriber's requests waiting in the admission
+	// queue are refused too (403). INVALID_ARGUMENT for neither or both of
+	// session_ids and user; NOT_FOUND when nothing matches (none of the ids
+	// is live; the user has no session and no waiting request);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
