@@ -86,7 +86,7 @@ func (t *siteTable) siteOf(ip string) string {
 	if err != nil {
 		return ""
 	}
-	a = a.Unmap()
+	a = a.Unmap().WithZone("") // a link-local client's zone (fe80::1%eth0) is not part of a prefix
 	for _, p := range t.prefixes {
 		if p.p.Contains(a) {
 			return p.site

@@ -29,7 +29,7 @@ func TestSiteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for ip, want := range map[string]string{
-		"10.1.2.3": "north", "10.9.1.1": "north-lab", "::ffff:10.1.2.3": "north", "2001:db8:1::7": "north",
+		"10.1.2.3": "north", "10.9.1.1": "north-lab", "::ffff:10.1.2.3": "north", "2001:db8:1::7": "north", "2001:db8:1::7%eth0": "north",
 		"192.0.2.44": "south", "198.51.100.1": "", "not an address": "",
 		"203.0.113.9": "east", "::ffff:203.0.113.9": "east",
 	} {
