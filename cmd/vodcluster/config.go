@@ -333,28 +333,29 @@ func orDuration(v, def time.Duration) time.Duration {
 // pair named by the keys certKey and keyKey: nil (plaintext) when both
 // are empty. Errors name the keys.
 func serverTLS(certKey, cert, keyKey, key string) (credentials.TransportCredentials, error) {
-	if cert == "" && key == "" {
-		return nil, nil
+	c, err := serverTLSConfig(certKey, cert, keyKey, key)
+	if c == nil || err != nil {
+		return nil, err
 	}
-	if cert == "" || key == "" {
-		return nil, fmt.Errorf("%s and %s go together (TLS needs both)", certKey, keyKey)
-	}
-	c, err := grpctls.Server(cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("%s/%s: %w", certKey, keyKey, err)
-	}
-	return c, nil
+	return credentials.NewTLS(c), nil
 }
 
 // httpsTLS returns the HTTPS configuration of the keys certKey and keyKey
 // (a certificate reloaded when renewed), nil when neither is set. Errors
 // name the keys.
 func httpsTLS(certKey, cert, keyKey, key string) (*tls.Config, error) {
+	return serverTLSConfig(certKey, cert, keyKey, key)
+}
+
+// serverTLSConfig is the TLS server configuration of the pair named by
+// certKey and keyKey (grpctls.ServerConfig), nil when neither is set.
+// Errors name the keys.
+func serverTLSConfig(certKey, cert, keyKey, key string) (*tls.Config, error) {
 	if cert == "" && key == "" {
 		return nil, nil
 	}
 	if cert == "" || key == "" {
-		return nil, fmt.Errorf("%s and %s go together (HTTPS needs both)", certKey, keyKey)
+		return nil, fmt.Errorf("%s and %s go together (TLS needs both)", certKey, keyKey)
 	}
 	c, err := grpctls.ServerConfig(cert, key)
 	if err != nil {
