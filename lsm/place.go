@@ -57,7 +57,7 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
 		return false
 	}
-	if r.restrict != "" && n.Site != r.restrict {
+	if !r.inScope(n) {
 		return false
 	}
 	if n.stale > 0 && !r.NoFill {
@@ -224,6 +224,12 @@ func (r *Request) tableKey() string {
 		return r.Title
 	}
 	return r.restrict + "\x00" + r.Title
+}
+
+// inScope reports whether node n is among those Place chooses from now:
+// n is of r's site while Place keeps to it, any node otherwise.
+func (r *Request) inScope(n *Node) bool {
+	return r.restrict == "" || n.Site == r.restrict
 }
 
 // place is Place with r's restriction as it is.

@@ -20,10 +20,11 @@ func leastUtilized(s *Scheduler, r *Request) int {
 	return best
 }
 
-// anyBelow reports whether some node in service has utilization below u.
-func anyBelow(s *Scheduler, u float64) bool {
+// anyBelow reports whether some node in service, in r's site while Place
+// keeps to it, has utilization below u.
+func anyBelow(s *Scheduler, r *Request, u float64) bool {
 	for _, n := range s.Nodes {
-		if s.InService(n) && n.Utilization() < u {
+		if s.InService(n) && r.inScope(n) && n.Utilization() < u {
 			return true
 		}
 	}
@@ -31,10 +32,11 @@ func anyBelow(s *Scheduler, u float64) bool {
 }
 
 // lardMove is LARD's reassignment test for a title on node i: i is above
-// T_high while some node is below T_low, or i is at 2*T_high or more.
-func lardMove(s *Scheduler, i int) bool {
+// T_high while some node (of r's site, while Place keeps to it) is below
+// T_low, or i is at 2*T_high or more.
+func lardMove(s *Scheduler, r *Request, i int) bool {
 	u := s.Nodes[i].Utilization()
-	return (u > s.Config.LARDHigh && anyBelow(s, s.Config.LARDLow)) || u >= 2*s.Config.LARDHigh
+	return (u > s.Config.LARDHigh && anyBelow(s, r, s.Config.LARDLow)) || u >= 2*s.Config.LARDHigh
 }
 
 // LARD ("lard": locality-aware request distribution, Pai et al., ASPLOS
@@ -59,7 +61,7 @@ func (p *LARD) Pick(s *Scheduler, r *Request) int {
 	key := r.tableKey()
 	if e, ok := p.table[key]; ok {
 		i := int(e)
-		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, i) {
+		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, r, i) {
 			return i
 		}
 	}
@@ -107,7 +109,7 @@ func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 			best = i
 		}
 	}
-	if best < 0 || lardMove(s, best) {
+	if best < 0 || lardMove(s, r, best) {
 		if j := leastUtilized(s, r); j >= 0 {
 			set.add(j, now)
 			best = j

@@ -10,13 +10,15 @@ func init() {
 // lblcOverloaded is the overload test of Linux IPVS lblc/lblcr adapted to
 // bit/s: node i is above its overload threshold (Scheduler.Overloaded)
 // while some node in service is below half of its own threshold. (The
-// kernel compares active connections with the weight.)
-func lblcOverloaded(s *Scheduler, i int) bool {
+// kernel compares active connections with the weight.) While Place keeps
+// to r's site only that site's nodes count: a node of another site being
+// idle is no reason to move the title within this one.
+func lblcOverloaded(s *Scheduler, r *Request, i int) bool {
 	if !s.Overloaded(i) {
 		return false
 	}
 	for j, n := range s.Nodes {
-		if j == i || !s.InService(n) {
+		if j == i || !s.InService(n) || !r.inScope(n) {
 			continue
 		}
 		th := n.Overload
@@ -55,7 +57,7 @@ func (p *LBLC) Pick(s *Scheduler, r *Request) int {
 	now, key := s.Now(), r.tableKey()
 	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
 		i := int(e.node)
-		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, i) {
+		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, r, i) {
 			e.lastUse = now
 			p.table[key] = e
 			return i
@@ -128,7 +130,7 @@ func (p *LBLCR) Pick(s *Scheduler, r *Request) int {
 		}
 	}
 	i := setExtreme(s, set, r, false)
-	if i < 0 || lblcOverloaded(s, i) {
+	if i < 0 || lblcOverloaded(s, r, i) {
 		j := leastPerWeight(s, r, 0)
 		if j < 0 {
 			return i

@@ -156,3 +156,40 @@ func TestTablePoliciesKeepATitleInEachSite(t *testing.T) {
 		}
 	}
 }
+
+// While a viewer's site has nodes that can take it, the overload tests of
+// the table policies (lblc's "some node below half its threshold", lard's
+// "some node below T_low") look at that site's nodes only: a title's
+// loaded north node with the other north node busy too keeps the title,
+// however idle the south is (moving it would only fill it again on the
+// other, busy, north node).
+func TestTablePoliciesJudgeOverloadWithinTheSite(t *testing.T) {
+	for _, p := range []string{"lblc", "lblcr", "lard", "lard/r"} {
+		s := sitedScheduler(t, p)
+		r := Request{Title: "film", Client: "first", Bitrate: 1e6, Site: "north"}
+		res, err := s.Place(&r, t0)
+		if err != nil || res.NodeID == "c" {
+			t.Fatalf("%s: first north viewer: %+v %v", p, res, err)
+		}
+		holder, other := s.Nodes[0], s.Nodes[1] // a and b
+		if res.NodeID == "b" {
+			holder, other = other, holder
+		}
+		// The holder at 0.95 (above lblc's 0.9 and lard's T_high 0.85,
+		// below 2 T_high), the other north node at 0.5 (above half of 0.9
+		// and above T_low 0.4), the south idle.
+		holder.EgressBps, other.EgressBps = 19e6, 10e6
+		r = Request{Title: "film", Client: "second", Bitrate: 1e6, Site: "north"}
+		res, err = s.Place(&r, t0)
+		if err != nil || res.NodeID != holder.ID {
+			t.Errorf("%s: north viewer with its site busy: %+v %v, want the title's node %s", p, res, err, holder.ID)
+		}
+		// With the other north node idle, the title moves there (still
+		// in the north).
+		other.EgressBps = 0
+		r = Request{Title: "film", Client: "third", Bitrate: 1e6, Site: "north"}
+		if res, err = s.Place(&r, t0); err != nil || res.NodeID != other.ID {
+			t.Errorf("%s: north viewer with the title's node overloaded and %s idle: %+v %v", p, other.ID, res, err)
+		}
+	}
+}
