@@ -55,18 +55,33 @@ type admitRequest struct {
 type grant struct {
 	Session    store.Session
 	RTSPAddr   string
+	RTSPSAddr  string // the node's RTSPS address, "" when it has none
 	HTTPAddr   string
 	HTTPScheme string // "http", or "https" for a node with HTTPS
 	Token      string
 }
 
-// httpSchemeLocked is the scheme of node id's HTTP address: https when it
-// registered with HTTPS (mu held).
-func (m *Manager) httpSchemeLocked(id string) string {
-	if ns := m.nodes[id]; ns != nil && ns.httpTLS {
-		return "https"
+// grantLocked is the grant of session s on node n, with n's addresses as
+// it registered them (mu held); the token is signed later.
+func (m *Manager) grantLocked(s store.Session, n *lsm.Node) *grant {
+	g := &grant{Session: s, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: "http"}
+	if ns := m.nodes[n.ID]; ns != nil {
+		if ns.httpTLS {
+			g.HTTPScheme = "https"
+		}
+		g.RTSPSAddr = ns.rtspsAddr
 	}
-	return "http"
+	return g
+}
+
+// rtspURL is the scheme and address of g's node for an RTSP viewer:
+// rtsps:// when the viewer came over RTSPS (overTLS) and the node has an
+// RTSPS listener, rtsp:// otherwise.
+func (g *grant) rtspURL(overTLS bool) string {
+	if overTLS && g.RTSPSAddr != "" {
+		return "rtsps://" + g.RTSPSAddr
+	}
+	return "rtsp://" + g.RTSPAddr
 }
 
 // entitled returns title id of the catalog when user may watch it.
@@ -225,7 +240,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)
 	}
-	g := &grant{Session: s.Session, RTSPAddr: node.RTSPAddr, HTTPAddr: node.HTTPAddr, HTTPScheme: m.httpSchemeLocked(node.ID)}
+	g := m.grantLocked(s.Session, node)
 	nodeSite := node.Site
 	m.mu.Unlock()
 
@@ -302,7 +317,7 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string) *grant {
 		if n == nil || !n.Alive || n.HTTPAddr == "" {
 			continue
 		}
-		return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: m.httpSchemeLocked(n.ID)}
+		return m.grantLocked(s.Session, n)
 	}
 	return nil
 }
@@ -323,7 +338,7 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string) *grant {
 		return nil
 	}
 	s.AdmittedAt = m.now() // the no-show clock starts with the new token
-	return &grant{Session: s.Session, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: m.httpSchemeLocked(n.ID)}
+	return m.grantLocked(s.Session, n)
 }
 
 // regrant signs a new token for g's live session (sameHTTPViewerLocked,

@@ -30,6 +30,7 @@ import (
 // Defaults of the Manager's config fields.
 const (
 	DefaultRTSPListen    = ":8554"
+	DefaultRTSPSListen   = ":8322" // RTSPS front door, when it has a certificate
 	DefaultHTTPListen    = ":8080"
 	DefaultGRPCListen    = ":9090"
 	DefaultRealm         = "vodcluster"
@@ -122,6 +123,14 @@ type Manager struct {
 	// renewed): browser players on https:// pages may not load http://
 	// video. Nil: plain HTTP.
 	HTTPTLS *tls.Config
+	// RTSPSListen and RTSPTLS, both set, add an RTSPS front door (RTSP
+	// over TLS, rtsps://) beside the plain RTSP one, with this
+	// configuration (grpctls.ServerConfig): credentials, tokens and the
+	// redirect travel encrypted, and its viewers are redirected to their
+	// node's RTSPS address (RegisterRequest.rtsps_addr; rtsp:// to a node
+	// without one, with a warning when it registers). "" or nil: none.
+	RTSPSListen string
+	RTSPTLS     *tls.Config
 	// SessionRecordsFile, when set, is the file the manager appends one
 	// JSON line to for every session that ends on it (user, title, node,
 	// protocol, client, admitted/started/ended times, seconds played,
@@ -322,6 +331,7 @@ type Manager struct {
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
+	rtspsLn    net.Listener // nil: no RTSPS front door
 	rtsp       *rtspServer
 	httpLn     net.Listener
 	httpSrv    *http.Server
@@ -333,32 +343,6 @@ type Manager struct {
 	// evictHook, set by tests before Start, sees every eviction as it is
 	// ordered (mu held), before the command is queued.
 	evictHook func(ns *nodeState, title string)
-}
-
-// RTSPAddr returns the bound RTSP front door address (host:port), "" before Start.
-func (m *Manager) RTSPAddr() string { return addrOf(m.rtspLn) }
-
-// HTTPAddr returns the bound HTTP front door address (host:port), "" before Start.
-func (m *Manager) HTTPAddr() string { return addrOf(m.httpLn) }
-
-// GRPCAddr returns the bound gRPC address (host:port), "" before Start.
-func (m *Manager) GRPCAddr() string { return addrOf(m.grpcLn) }
-
-// isLoopback reports whether addr (host:port) is on a loopback address.
-func isLoopback(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-func addrOf(l net.Listener) string {
-	if l == nil {
-		return ""
-	}
-	return l.Addr().String()
 }
 
 // Start validates the config, opens the store, loads the catalog and the
@@ -449,17 +433,8 @@ func (m *Manager) Start() (err error) {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}
 	}
-	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
-		return fmt.Errorf("acm: rtsp: %w", err)
-	}
-	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
-		return fmt.Errorf("acm: http: %w", err)
-	}
-	if m.HTTPTLS != nil {
-		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
-	}
-	if m.grpcLn, err = net.Listen("tcp", m.GRPCListen); err != nil {
-		return fmt.Errorf("acm: grpc: %w", err)
+	if err := m.listen(); err != nil {
+		return err
 	}
 	if err := m.startMetrics(); err != nil {
 		return fmt.Errorf("acm: metrics: %w", err)
@@ -494,6 +469,9 @@ func (m *Manager) Start() (err error) {
 	pb.RegisterNodeControlServer(m.grpcSrv, &nodeControl{m: m})
 	pb.RegisterAdminServer(m.grpcSrv, &admin{m: m})
 	m.goRun(func() { m.rtsp.serve(m.rtspLn) })
+	if m.rtspsLn != nil {
+		m.goRun(func() { m.rtsp.serve(m.rtspsLn) })
+	}
 	m.goRun(func() {
 		if err := m.httpSrv.Serve(m.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.log.Error("http front door stopped", "err", err)
@@ -517,7 +495,7 @@ func (m *Manager) Start() (err error) {
 		m.goRun(func() { w.Watch(m.ctx) })
 	}
 	m.serving = true
-	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),
+	m.log.Info("manager started", "rtsp", m.RTSPAddr(), "rtsps", m.RTSPSAddr(), "http", m.HTTPAddr(), "grpc", m.GRPCAddr(),
 		"policy", m.sched.Config.Policy, "storage", m.storage.Name, "planner", m.plannerName(), "leader", m.Leader())
 	return nil
 }
@@ -545,8 +523,12 @@ func (m *Manager) teardown() error {
 	}
 	if m.rtsp != nil {
 		m.rtsp.close()
-	} else if m.rtspLn != nil {
-		m.rtspLn.Close()
+	} else {
+		for _, ln := range []net.Listener{m.rtspLn, m.rtspsLn} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
 	}
 	if m.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

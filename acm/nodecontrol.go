@@ -106,7 +106,11 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			}
 		}
 	}
-	ns.httpTLS = req.GetHttpTls()
+	ns.httpTLS, ns.rtspsAddr = req.GetHttpTls(), req.GetRtspsAddr()
+	if m.RTSPTLS != nil && ns.rtspsAddr == "" {
+		m.log.Warn("node has no RTSPS listener: viewers that come to the front door over RTSPS are redirected to its plain rtsp:// address (their media and tokens travel in clear); give it rtsps_listen and rtsp_tls_cert_file",
+			"node", id, "rtsp", req.GetRtspAddr())
+	}
 	if m.HTTPTLS != nil && req.GetHttpAddr() != "" && !ns.httpTLS {
 		m.log.Warn("node serves plain HTTP behind the HTTPS front door: its HTTP viewers are redirected to http:// (browsers on https:// pages refuse it, and their tokens travel in clear); give it http_tls_cert_file",
 			"node", id, "http", req.GetHttpAddr())
@@ -124,6 +128,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	m.mu.Unlock()
 	attrs := []any{"node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
 		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", sessions}
+	if a := req.GetRtspsAddr(); a != "" {
+		attrs = append(attrs, "rtsps", a)
+	}
 	if site := req.GetSite(); site != "" {
 		attrs = append(attrs, "site", site)
 	}

@@ -61,6 +61,8 @@ type nodeState struct {
 
 	// httpTLS: its HTTP address speaks HTTPS (RegisterRequest.http_tls).
 	httpTLS bool
+	// rtspsAddr: its RTSPS address (RegisterRequest.rtsps_addr), "" = none.
+	rtspsAddr string
 
 	// endedAway: sessions of the node this manager ended because the node
 	// did not come back within RestoreGrace, or because the operator

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,14 +41,16 @@ type rtspServer struct {
 	wg sync.WaitGroup
 
 	mu     sync.Mutex
-	ln     net.Listener
+	lns    []net.Listener // RTSP, and RTSPS when set up
 	conns  map[net.Conn]struct{}
 	closed bool
 }
 
+// serve accepts the connections of ln (the RTSP or the RTSPS listener)
+// until close.
 func (s *rtspServer) serve(ln net.Listener) {
 	s.mu.Lock()
-	s.ln = ln
+	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
 	var delay time.Duration
 	for {
@@ -85,10 +88,10 @@ func (s *rtspServer) serve(ln net.Listener) {
 func (s *rtspServer) close() {
 	s.mu.Lock()
 	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
-	} else if s.m.rtspLn != nil {
-		s.m.rtspLn.Close()
+	for _, ln := range append(s.lns, s.m.rtspLn, s.m.rtspsLn) {
+		if ln != nil {
+			ln.Close() // a second Close of one is harmless
+		}
 	}
 	for c := range s.conns {
 		c.Close()
@@ -321,7 +324,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	countRequest(store.ProtoRTSP, nil)
 	res.StatusCode = base.StatusFound
 	res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1
-	res.Header["Location"] = base.HeaderValue{"rtsp://" + g.RTSPAddr + "/s/" + g.Token + "/vod/" + title + rest}
+	res.Header["Location"] = base.HeaderValue{g.rtspURL(isTLS(nc)) + "/s/" + g.Token + "/vod/" + title + rest}
 	admitted[title] = g.Session.ID
 	return res, g.Session.ID
 }
@@ -387,4 +390,10 @@ func remote(nc net.Conn) (ip, addr string) {
 		return h, addr
 	}
 	return addr, addr
+}
+
+// isTLS reports whether nc came through the RTSPS listener.
+func isTLS(nc net.Conn) bool {
+	_, ok := nc.(*tls.Conn)
+	return ok
 }

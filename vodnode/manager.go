@@ -337,11 +337,12 @@ func (m *managerLink) sendEvents() {
 // registerRequest describes the node for Register.
 func (n *Node) registerRequest() *pb.RegisterRequest {
 	return &pb.RegisterRequest{
-		NodeId:   n.ID,
-		RtspAddr: n.advertised(n.RTSPAddr()),
-		HttpAddr: n.advertised(n.HTTPAddr()),
-		HttpTls:  n.HTTPTLS != nil && n.HTTPAddr() != "",
-		Site:     n.Site,
+		NodeId:    n.ID,
+		RtspAddr:  n.advertised(n.RTSPAddr()),
+		HttpAddr:  n.advertised(n.HTTPAddr()),
+		HttpTls:   n.HTTPTLS != nil && n.HTTPAddr() != "",
+		RtspsAddr: n.advertised(n.RTSPSAddr()),
+		Site:      n.Site,
 		Capacity: &pb.NodeCapacity{
 			EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes,
 		},

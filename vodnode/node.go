@@ -47,7 +47,15 @@ type Node struct {
 	// HTTPTLS, when set, makes HTTPListen HTTPS (only) with this
 	// configuration (grpctls.ServerConfig), and the node registers so:
 	// the front door redirects HTTP viewers to https://. Nil: plain HTTP.
-	HTTPTLS       *tls.Config
+	HTTPTLS *tls.Config
+	// RTSPSListen and RTSPTLS, both set, add an RTSPS listener (RTSP over
+	// TLS, rtsps://) beside the plain one, with this configuration
+	// (grpctls.ServerConfig); the node registers its address, and the
+	// front door sends viewers that came to it over RTSPS there. Media go
+	// interleaved in the TLS connection; a viewer may still ask for UDP,
+	// whose packets are not encrypted. "" or nil: no RTSPS.
+	RTSPSListen   string
+	RTSPTLS       *tls.Config
 	MetricsListen string   // Prometheus /metrics listen address (metrics.go); "" = none
 	AdvertiseHost string   // host reported to the manager; "" = the RTSP listener's
 	RTPPort       int      // even UDP port for RTP (RTCP on the next); 0 = a free pair
@@ -80,6 +88,7 @@ type Node struct {
 	engine  *deliver.Engine
 	udp     *deliver.UDPServer
 	rtspLn  net.Listener
+	rtspsLn net.Listener // nil: no RTSPS
 	httpSrv *httpServer
 	origin  *grpc.ClientConn
 	mgr     *managerLink
@@ -201,6 +210,17 @@ func (n *Node) Start() (err error) {
 		return fmt.Errorf("vodnode: rtsp listen: %w", err)
 	}
 	undo = append(undo, func() { n.rtspLn.Close() })
+	if (n.RTSPSListen == "") != (n.RTSPTLS == nil) {
+		return errors.New("vodnode: RTSPS needs both a listen address and a TLS configuration")
+	}
+	if n.RTSPTLS != nil {
+		ln, err := net.Listen("tcp", n.RTSPSListen)
+		if err != nil {
+			return fmt.Errorf("vodnode: rtsps listen: %w", err)
+		}
+		n.rtspsLn = tls.NewListener(ln, n.RTSPTLS)
+		undo = append(undo, func() { n.rtspsLn.Close() })
+	}
 	host, _, _ := net.SplitHostPort(n.rtspLn.Addr().String())
 	n.udp, err = deliver.ListenUDP(host, n.RTPPort)
 	if err != nil {
@@ -234,7 +254,11 @@ func (n *Node) Start() (err error) {
 	}
 
 	n.wg.Add(4)
-	go n.acceptRTSP()
+	go n.acceptRTSP(n.rtspLn)
+	if n.rtspsLn != nil {
+		n.wg.Add(1)
+		go n.acceptRTSP(n.rtspsLn)
+	}
 	go n.readUDP(n.udp.RTP)
 	go n.readUDP(n.udp.RTCP)
 	go n.janitor()
@@ -242,7 +266,7 @@ func (n *Node) Start() (err error) {
 		n.mgr.start()
 	}
 	rtp, rtcp := n.udp.Ports()
-	n.log.Info("node started", "rtsp", n.RTSPAddr(), "http", n.HTTPAddr(), "rtp_port", rtp, "rtcp_port", rtcp,
+	n.log.Info("node started", "rtsp", n.RTSPAddr(), "rtsps", n.RTSPSAddr(), "http", n.HTTPAddr(), "rtp_port", rtp, "rtcp_port", rtcp,
 		"titles", len(n.store.Titles()))
 	return nil
 }
@@ -276,6 +300,9 @@ func (n *Node) Close() error {
 		n.mgr.leave(2 * time.Second)
 	}
 	n.rtspLn.Close()
+	if n.rtspsLn != nil {
+		n.rtspsLn.Close()
+	}
 	if n.httpSrv != nil {
 		n.httpSrv.close()
 	}
@@ -309,6 +336,15 @@ func (n *Node) Close() error {
 // RTSPAddr returns the RTSP listener's address (host:port); valid after
 // Start.
 func (n *Node) RTSPAddr() string { return n.rtspLn.Addr().String() }
+
+// RTSPSAddr returns the RTSPS listener's address (host:port), "" without
+// RTSPS; valid after Start.
+func (n *Node) RTSPSAddr() string {
+	if n.rtspsLn == nil {
+		return ""
+	}
+	return n.rtspsLn.Addr().String()
+}
 
 // HTTPAddr returns the HTTP listener's address, "" without HTTP.
 func (n *Node) HTTPAddr() string {

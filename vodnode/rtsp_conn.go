@@ -67,10 +67,11 @@ func unauthorized(reason string) *rtspError {
 	return e
 }
 
-func (n *Node) acceptRTSP() {
+// acceptRTSP serves the RTSP (or RTSPS) connections of ln.
+func (n *Node) acceptRTSP(ln net.Listener) {
 	defer n.wg.Done()
 	for {
-		nc, err := n.rtspLn.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if n.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -241,6 +242,7 @@ func (c *rtspConn) forget(s *session) {
 // on, RFC 2326 §1.1: a session is not bound to a connection) and forgets it.
 func (c *rtspConn) close() {
 	c.nc.Close()
+	c.cw.Close()
 	c.mu.Lock()
 	var tcp []*session
 	for _, s := range c.sessions {

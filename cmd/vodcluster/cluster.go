@@ -73,6 +73,9 @@ type clusterOptions struct {
 	// HTTPTLS, when set, makes the front door's and the nodes' HTTP
 	// HTTPS (http_tls_cert_file).
 	HTTPTLS *tls.Config
+	// RTSPTLS, when set, adds RTSPS listeners on any free port to the
+	// front door and the nodes (rtsp_tls_cert_file).
+	RTSPTLS *tls.Config
 	Logger  *slog.Logger
 }
 
@@ -157,6 +160,9 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.Replicator.OffPeak = opts.OffPeak
 	c.manager.SessionRecordsFile = opts.SessionRecordsFile
 	c.manager.HTTPTLS = opts.HTTPTLS
+	if opts.RTSPTLS != nil {
+		c.manager.RTSPTLS, c.manager.RTSPSListen = opts.RTSPTLS, hostPort(opts.Host, 0)
+	}
 	if opts.PortalSecretFile != "" {
 		if _, err := clusterSecret(opts.PortalSecretFile); err != nil {
 			return nil, fmt.Errorf("portal secret: %w", err)
@@ -190,6 +196,10 @@ func (c *cluster) newNode(id string) *vodnode.Node {
 	if opts.MetricsPort >= 0 {
 		metrics = hostPort(opts.Host, 0)
 	}
+	rtsps := ""
+	if opts.RTSPTLS != nil {
+		rtsps = hostPort(opts.Host, 0)
+	}
 	return &vodnode.Node{
 		ID:                id,
 		DataDir:           filepath.Join(opts.DataDir, id),
@@ -202,6 +212,8 @@ func (c *cluster) newNode(id string) *vodnode.Node {
 		Secret:            c.secret,
 		HeartbeatInterval: opts.Heartbeat,
 		HTTPTLS:           opts.HTTPTLS,
+		RTSPTLS:           opts.RTSPTLS,
+		RTSPSListen:       rtsps,
 		Logger:            opts.Logger.With("component", "node"),
 	}
 }

@@ -47,6 +47,9 @@ type ManagerConfig struct {
 	GRPCTLSKey     string        `yaml:"grpc_tls_key_file"`     // its PEM private key
 	HTTPTLSCert    string        `yaml:"http_tls_cert_file"`    // PEM certificate chain of the HTTP front door; with http_tls_key_file it speaks HTTPS only
 	HTTPTLSKey     string        `yaml:"http_tls_key_file"`     // its PEM private key
+	RTSPTLSCert    string        `yaml:"rtsp_tls_cert_file"`    // PEM certificate chain of an RTSPS front door (rtsps://) beside the plain RTSP one; with rtsp_tls_key_file
+	RTSPTLSKey     string        `yaml:"rtsp_tls_key_file"`     // its PEM private key
+	RTSPSListen    string        `yaml:"rtsps_listen"`          // RTSPS front door, default ":8322" (with rtsp_tls_cert_file)
 	SecretFile     string        `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
 	UsersFile      string        `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
 	AdminTokenFile string        `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open
@@ -219,6 +222,9 @@ type NodeConfig struct {
 	Site           string        `yaml:"site"`               // the operator's site (point of presence) of the node: viewers of its client prefixes (manager.sites) come here first
 	HTTPTLSCert    string        `yaml:"http_tls_cert_file"` // PEM certificate chain of the node's HTTP (for its advertise_host's name); with http_tls_key_file it speaks HTTPS only, and viewers are redirected to https://
 	HTTPTLSKey     string        `yaml:"http_tls_key_file"`  // its PEM private key
+	RTSPTLSCert    string        `yaml:"rtsp_tls_cert_file"` // PEM certificate chain of an RTSPS listener (for its advertise_host's name) beside the plain RTSP one, where viewers that came to the front door over RTSPS are sent; with rtsp_tls_key_file
+	RTSPTLSKey     string        `yaml:"rtsp_tls_key_file"`  // its PEM private key
+	RTSPSListen    string        `yaml:"rtsps_listen"`       // RTSPS, default ":8323" (with rtsp_tls_cert_file)
 	EgressBps      int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
 	MaxSessions    int           `yaml:"max_sessions"`       // 0 = bounded by egress only; negative is an error
 	DiskBytes      int64         `yaml:"disk_bytes"`         // bytes for titles; 0 (or left out) = 100 GB; negative is an error

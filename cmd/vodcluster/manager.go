@@ -59,6 +59,16 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	rtspTLS, err := serverTLSConfig("rtsp_tls_cert_file", c.RTSPTLSCert, "rtsp_tls_key_file", c.RTSPTLSKey)
+	if err != nil {
+		return nil, err
+	}
+	rtspsListen := ""
+	if rtspTLS != nil {
+		rtspsListen = orString(c.RTSPSListen, acm.DefaultRTSPSListen)
+	} else if c.RTSPSListen != "" {
+		return nil, errors.New("rtsps_listen needs rtsp_tls_cert_file and rtsp_tls_key_file")
+	}
 	siteList, err := sites(c.Sites)
 	if err != nil {
 		return nil, err
@@ -113,6 +123,8 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		AdminToken:         adminToken,
 		SessionRecordsFile: c.SessionRecordsFile,
 		HTTPTLS:            httpTLS,
+		RTSPTLS:            rtspTLS,
+		RTSPSListen:        rtspsListen,
 		Sites:              siteList,
 		SiteOnly:           c.SiteOnly,
 		SubscriberTokens:   tokens,

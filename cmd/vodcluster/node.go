@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -34,8 +35,11 @@ func nodeCmd() *cobra.Command {
 const (
 	defaultNodeRTSPListen = ":8555"
 	defaultNodeHTTPListen = ":8081"
-	defaultNodeEgressBps  = 1_000_000_000   // 1 Gbit/s
-	defaultNodeDiskBytes  = 100_000_000_000 // 100 GB
+	// defaultNodeRTSPSListen is the node's RTSPS port when it has an RTSPS
+	// certificate (rtsp_tls_cert_file) and no rtsps_listen.
+	defaultNodeRTSPSListen = ":8323"
+	defaultNodeEgressBps   = 1_000_000_000   // 1 Gbit/s
+	defaultNodeDiskBytes   = 100_000_000_000 // 100 GB
 )
 
 func newNode(c NodeConfig) (*vodnode.Node, error) {
@@ -57,6 +61,16 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	httpTLS, err := httpsTLS("http_tls_cert_file", c.HTTPTLSCert, "http_tls_key_file", c.HTTPTLSKey)
 	if err != nil {
 		return nil, err
+	}
+	rtspTLS, err := serverTLSConfig("rtsp_tls_cert_file", c.RTSPTLSCert, "rtsp_tls_key_file", c.RTSPTLSKey)
+	if err != nil {
+		return nil, err
+	}
+	rtspsListen := ""
+	if rtspTLS != nil {
+		rtspsListen = orString(c.RTSPSListen, defaultNodeRTSPSListen)
+	} else if c.RTSPSListen != "" {
+		return nil, errors.New("rtsps_listen needs rtsp_tls_cert_file and rtsp_tls_key_file")
 	}
 	egress := c.EgressBps
 	if egress == 0 {
@@ -83,6 +97,8 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Secret:         secret,
 		SessionTimeout: c.SessionTimeout,
 		HTTPTLS:        httpTLS,
+		RTSPTLS:        rtspTLS,
+		RTSPSListen:    rtspsListen,
 		Site:           c.Site,
 		Evictor:        c.Eviction,
 		FillRetryFor:   c.FillRetryFor,

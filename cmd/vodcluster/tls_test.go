@@ -217,6 +217,27 @@ func TestTLSConfigErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "http_tls_cert_file/http_tls_key_file") {
 		t.Errorf("node with an HTTPS key file that holds a certificate: %v", err)
 	}
+	if _, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: secret, RTSPTLSCert: pki.Cert}); err == nil ||
+		!strings.Contains(err.Error(), "rtsp_tls_cert_file and rtsp_tls_key_file") {
+		t.Errorf("manager with an RTSPS certificate and no key: %v", err)
+	}
+	if _, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: secret, RTSPSListen: ":8322"}); err == nil ||
+		!strings.Contains(err.Error(), "rtsps_listen needs rtsp_tls_cert_file") {
+		t.Errorf("manager with rtsps_listen and no certificate: %v", err)
+	}
+	if _, err := newNode(NodeConfig{SecretFile: secret, RTSPSListen: ":8323"}); err == nil ||
+		!strings.Contains(err.Error(), "rtsps_listen needs rtsp_tls_cert_file") {
+		t.Errorf("node with rtsps_listen and no certificate: %v", err)
+	}
+	users := filepath.Join(deployConfigDirs[0], "users.yaml")
+	m, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: users, DataDir: t.TempDir(), RTSPTLSCert: pki.Cert, RTSPTLSKey: pki.Key})
+	if err != nil || m.RTSPTLS == nil || m.RTSPSListen != ":8322" {
+		t.Errorf("manager with an RTSPS certificate: %v; %+v", err, m)
+	}
+	n, err := newNode(NodeConfig{SecretFile: secret, RTSPTLSCert: pki.Cert, RTSPTLSKey: pki.Key})
+	if err != nil || n.RTSPTLS == nil || n.RTSPSListen != ":8323" {
+		t.Errorf("node with an RTSPS certificate: %v; %+v", err, n)
+	}
 }
 
 // manager.sites and node site reach the manager and the node; a prefix

@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -18,15 +19,31 @@ const DefaultQueueLimit = 512 << 10
 // connection's request handler (responses, blocking) and the pacer
 // (interleaved media, never blocking). Bytes the socket does not take at
 // once are queued, up to a limit; the pacer then holds its media back.
+//
+// A TLS connection (RTSPS) cannot be written without blocking (crypto/tls
+// writes whole records): its ConnWriter queues every write and a goroutine
+// of its own writes the queue, so a slow RTSPS viewer holds back only its
+// own media, as a slow plain one does. Close stops that goroutine.
 type ConnWriter struct {
 	c       net.Conn
-	rc      syscall.RawConn // nil: the conn has no fd, writes block
+	rc      syscall.RawConn // nil: the conn has no fd, writes block (or, async, a goroutine writes)
 	limit   int
 	timeout time.Duration
 
 	mu      sync.Mutex
 	pending []byte
 	err     error
+
+	// async: a goroutine (run) writes the queue (TLS connections).
+	async    bool
+	kick     chan struct{} // cap 1: the queue has bytes
+	quit     chan struct{} // closed by Close
+	inflight int           // bytes run is writing now
+	written  uint64        // bytes run has written in all
+	queued   uint64        // bytes queued in all
+	drained  *sync.Cond    // on mu: run wrote a batch, or failed
+	spare    []byte
+	stop     sync.Once
 
 	// non-blocking write state, bound once to avoid a closure per write
 	wbuf []byte
@@ -46,6 +63,12 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 		timeout = 10 * time.Second
 	}
 	w := &ConnWriter{c: c, limit: limit, timeout: timeout}
+	if _, ok := c.(*tls.Conn); ok {
+		w.async, w.kick, w.quit = true, make(chan struct{}, 1), make(chan struct{})
+		w.drained = sync.NewCond(&w.mu)
+		go w.run()
+		return w
+	}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			w.rc = rc
@@ -62,6 +85,9 @@ var ErrQueueFull = errors.New("deliver: connection send queue full (slow client)
 // Write writes b after whatever is queued, blocking until done or the
 // timeout; used for RTSP responses. A failed write fails the writer.
 func (w *ConnWriter) Write(b []byte) (int, error) {
+	if w.async {
+		return w.writeAsync(b)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -95,6 +121,13 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	if w.err != nil {
 		return false, w.err
 	}
+	if w.async {
+		if w.inflight+len(w.pending)+len(b) > w.limit {
+			return false, nil
+		}
+		w.enqueueLocked(b)
+		return true, nil
+	}
 	if len(w.pending) > 0 {
 		if err := w.flushLocked(); err != nil {
 			return false, err
@@ -122,7 +155,112 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 func (w *ConnWriter) Queued() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending)
+	return len(w.pending) + w.inflight
+}
+
+// Close stops the goroutine of a TLS connection's writer (what is still
+// queued is not written); the connection itself is the caller's to close.
+// Writes after Close fail with net.ErrClosed. It does nothing for other
+// connections.
+func (w *ConnWriter) Close() {
+	if !w.async {
+		return
+	}
+	w.stop.Do(func() {
+		close(w.quit)
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = net.ErrClosed
+		}
+		w.drained.Broadcast()
+		w.mu.Unlock()
+	})
+}
+
+// enqueueLocked queues b for run (mu held).
+func (w *ConnWriter) enqueueLocked(b []byte) {
+	w.pending = append(w.pending, b...)
+	w.queued += uint64(len(b))
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeAsync is Write for an async writer: b is queued (whatever the
+// limit: a response is never dropped) and Write waits until run has
+// written it, failed, or the timeout passed.
+func (w *ConnWriter) writeAsync(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.enqueueLocked(b)
+	end := w.queued
+	timer := time.AfterFunc(w.timeout, func() {
+		w.mu.Lock()
+		if w.written < end && w.err == nil {
+			w.err = errWriteTimeout
+			w.c.Close() // unblocks run's write
+		}
+		w.drained.Broadcast()
+		w.mu.Unlock()
+	})
+	defer timer.Stop()
+	for w.written < end && w.err == nil {
+		w.drained.Wait()
+	}
+	if w.written >= end {
+		return len(b), nil
+	}
+	return 0, w.err
+}
+
+// errWriteTimeout fails an async writer whose response could not be written
+// within its timeout.
+var errWriteTimeout = errors.New("deliver: write timed out (client not reading)")
+
+// run writes the queue of an async writer, one batch at a time (what was
+// queued while the last was written), until Close or a write fails. A batch
+// that the connection does not take within the timeout fails it.
+func (w *ConnWriter) run() {
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-w.kick:
+		}
+		w.mu.Lock()
+		batch := w.pending
+		w.pending, w.spare = w.spare[:0], nil
+		w.inflight = len(batch)
+		w.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		n, err := w.c.Write(batch)
+		w.mu.Lock()
+		w.inflight = 0
+		w.written += uint64(n)
+		w.spare = batch[:0]
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		failed := w.err != nil
+		if !failed && len(w.pending) > 0 {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+		w.drained.Broadcast()
+		w.mu.Unlock()
+		if failed {
+			return
+		}
+	}
 }
 
 func (w *ConnWriter) flushLocked() error {

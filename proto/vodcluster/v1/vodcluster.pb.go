@@ -651,11 +651,12 @@ type RegisterRequest struct {
 	RtspAddr      string                 `protobuf:"bytes,2,opt,name=rtsp_addr,json=rtspAddr,proto3" json:"rtsp_addr,omitempty"` // host:port clients are redirected to for RTSP
 	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
 	Capacity      *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                   // what is on its disk now
-	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                  // scheduling weight, default 100
-	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`               // fills cut short kept to resume, as in LoadReport
-	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"` // http_addr speaks HTTPS: HTTP viewers are redirected to https://
-	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                       // the operator's site (point of presence) it stands in; "" = none
+	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                         // what is on its disk now
+	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                        // scheduling weight, default 100
+	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`                     // fills cut short kept to resume, as in LoadReport
+	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"`       // http_addr speaks HTTPS: HTTP viewers are redirected to https://
+	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                             // the operator's site (point of presence) it stands in; "" = none
+	RtspsAddr     string                 `protobuf:"bytes,10,opt,name=rtsps_addr,json=rtspsAddr,proto3" json:"rtsps_addr,omitempty"` // host:port of its RTSPS (RTSP over TLS) listener, where viewers that came to the front door over RTSPS are redirected; "" = none
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -749,6 +750,13 @@ func (x *RegisterRequest) GetHttpTls() bool {
 func (x *RegisterRequest) GetSite() string {
 	if x != nil {
 		return x.Site
+	}
+	return ""
+}
+
+func (x *RegisterRequest) GetRtspsAddr() string {
+	if x != nil {
+		return x.RtspsAddr
 	}
 	return ""
 }
@@ -3531,7 +3539,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xd1\x02\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xf0\x02\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3541,7 +3549,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06weight\x18\x06 \x01(\x05R\x06weight\x127\n" +
 	"\bpartials\x18\a \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\x12\x19\n" +
 	"\bhttp_tls\x18\b \x01(\bR\ahttpTls\x12\x12\n" +
-	"\x04site\x18\t \x01(\tR\x04site\"F\n" +
+	"\x04site\x18\t \x01(\tR\x04site\x12\x1d\n" +
+	"\n" +
+	"rtsps_addr\x18\n" +
+	" \x01(\tR\trtspsAddr\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
 	"\vStoredTitle\x12\x19\n" +

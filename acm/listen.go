@@ -1,0 +1,67 @@
+package acm
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// listen binds the front doors (RTSP, RTSPS when configured, HTTP or
+// HTTPS) and the gRPC port. Errors name the listener; what was bound
+// before the error stays bound for teardown to close.
+func (m *Manager) listen() (err error) {
+	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
+		return fmt.Errorf("acm: rtsp: %w", err)
+	}
+	if (m.RTSPSListen == "") != (m.RTSPTLS == nil) {
+		return errors.New("acm: RTSPS needs both a listen address and a TLS configuration")
+	}
+	if m.RTSPTLS != nil {
+		ln, err := net.Listen("tcp", m.RTSPSListen)
+		if err != nil {
+			return fmt.Errorf("acm: rtsps: %w", err)
+		}
+		m.rtspsLn = tls.NewListener(ln, m.RTSPTLS)
+	}
+	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
+		return fmt.Errorf("acm: http: %w", err)
+	}
+	if m.HTTPTLS != nil {
+		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
+	}
+	if m.grpcLn, err = net.Listen("tcp", m.GRPCListen); err != nil {
+		return fmt.Errorf("acm: grpc: %w", err)
+	}
+	return nil
+}
+
+// RTSPAddr returns the bound RTSP front door address (host:port), "" before Start.
+func (m *Manager) RTSPAddr() string { return addrOf(m.rtspLn) }
+
+// RTSPSAddr returns the bound RTSPS front door address (host:port), ""
+// before Start or without RTSPS.
+func (m *Manager) RTSPSAddr() string { return addrOf(m.rtspsLn) }
+
+// HTTPAddr returns the bound HTTP front door address (host:port), "" before Start.
+func (m *Manager) HTTPAddr() string { return addrOf(m.httpLn) }
+
+// GRPCAddr returns the bound gRPC address (host:port), "" before Start.
+func (m *Manager) GRPCAddr() string { return addrOf(m.grpcLn) }
+
+// isLoopback reports whether addr (host:port) is on a loopback address.
+func isLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}
