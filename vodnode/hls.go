@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"vodcluster/cdp/tsindex"
 	"vodcluster/vodnode/deliver"
@@ -158,6 +159,9 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		http.Error(w, "no such segment", http.StatusNotFound)
 		return
 	}
+	if asked := hs.hlsAsked.Load(); asked > 0 && (int64(i) > asked || int64(i+1) < asked) {
+		hs.pacing.seeked(time.Now()) // not the next segment nor the last one again: the player jumped
+	}
 	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
 		asked = hs.hlsAsked.Load()
 	}
@@ -228,10 +232,8 @@ func (p *pacedSection) Read(b []byte) (int, error) {
 	if err := p.ctx.Err(); err != nil {
 		return 0, err // the session ended, or the client left
 	}
-	if p.hs.limiter != nil {
-		if err := p.hs.limiter.WaitN(p.ctx, len(b)); err != nil {
-			return 0, err
-		}
+	if err := p.hs.pacing.wait(p.ctx, len(b)); err != nil {
+		return 0, err
 	}
 	n, err := p.rd.Read(b)
 	p.pos += int64(n)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
-	"golang.org/x/time/rate"
 
 	"vodcluster/proto/httpcors"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -133,9 +132,9 @@ func urlQuery(raw string) (string, error) {
 type httpSession struct {
 	sid, title string
 	meta       store.Meta
-	expires    time.Time     // the token's expiry
-	t          *store.Title  // set (under Node.mu) once set up
-	limiter    *rate.Limiter // paces the bytes at a multiple of the title's bitrate
+	expires    time.Time    // the token's expiry
+	t          *store.Title // set (under Node.mu) once set up
+	pacing     pacing       // paces the bytes at a multiple of the title's bitrate (httppace.go)
 
 	ready chan struct{} // closed once set up (or refused: err)
 	err   *rtspError
@@ -155,7 +154,8 @@ type httpSession struct {
 	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
 	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
 	bytes      atomic.Int64
-	ended      bool // guarded by Node.mu
+	readTo     atomic.Int64 // offset a progressive read of the title last reached
+	ended      bool         // guarded by Node.mu
 }
 
 // httpPace is how much faster than its bitrate an HTTP viewer (all the
@@ -369,10 +369,7 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	if serr != nil {
 		return fail(storeError(serr))
 	}
-	if meta.Bitrate > 0 {
-		bps := float64(meta.Bitrate) / 8
-		hs.limiter = rate.NewLimiter(rate.Limit(bps*httpPace), max(int(bps*httpBurst), 256<<10))
-	}
+	hs.pacing.start(meta.Bitrate)
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -464,12 +461,15 @@ func (a *activityWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter 
 // stall; its session then ends SessionTimeout later unless it asks
 // again, as a paused player does when it resumes).
 type titleReader struct {
-	hs    *httpSession
-	n     *Node
-	ctx   context.Context
-	off   int64
-	rc    *http.ResponseController
-	stall time.Duration
+	hs  *httpSession
+	n   *Node
+	ctx context.Context
+	off int64
+	// reading: Read was called (ServeContent seeks to the end and back
+	// before; only where the first read starts tells a seek).
+	reading bool
+	rc      *http.ResponseController
+	stall   time.Duration
 }
 
 func (r *titleReader) Seek(off int64, whence int) (int64, error) {
@@ -500,16 +500,21 @@ func (r *titleReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	p = p[:min(int64(len(p)), avail-r.off)]
-	if r.hs.limiter != nil {
-		if err := r.hs.limiter.WaitN(r.ctx, len(p)); err != nil {
-			return 0, err
+	if !r.reading {
+		r.reading = true
+		if r.hs.bytes.Load() > 0 && r.off != r.hs.readTo.Load() {
+			r.hs.pacing.seeked(time.Now()) // a range elsewhere than where the viewer was
 		}
+	}
+	if err := r.hs.pacing.wait(r.ctx, len(p)); err != nil {
+		return 0, err
 	}
 	n, err := r.hs.t.ReadAt(p, r.off)
 	if r.rc != nil && r.stall > 0 {
 		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall)) // the write of these bytes
 	}
 	r.off += int64(n)
+	r.hs.readTo.Store(r.off)
 	r.hs.bytes.Add(int64(n))
 	r.n.httpBytes.Add(int64(n))
 	if err == io.EOF && n > 0 {

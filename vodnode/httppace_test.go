@@ -1,0 +1,93 @@
+package vodnode
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A seek gives the viewer its burst back, at most once per
+// httpSeekRefill; without a bitrate nothing is paced.
+func TestPacingSeekRefill(t *testing.T) {
+	var p pacing
+	p.start(8_000_000) // 1 MB/s: a 5 MB burst
+	burst := float64(p.burst)
+	if p.burst != 5_000_000 || p.lim.Load().Tokens() < burst*0.99 {
+		t.Fatalf("burst %d, tokens %.0f", p.burst, p.lim.Load().Tokens())
+	}
+	spend := func() {
+		t.Helper()
+		if !p.lim.Load().AllowN(time.Now(), p.burst) {
+			t.Fatal("could not spend the burst")
+		}
+	}
+	full := func() bool { return p.lim.Load().Tokens() >= burst*0.9 }
+	spend()
+	t0 := time.Now()
+	p.seeked(t0)
+	if !full() {
+		t.Fatalf("first seek: %.0f bytes of burst, want %d", p.lim.Load().Tokens(), p.burst)
+	}
+	spend()
+	p.seeked(t0.Add(httpSeekRefill - time.Second))
+	if full() {
+		t.Fatal("a second seek within httpSeekRefill got the burst back")
+	}
+	p.seeked(t0.Add(httpSeekRefill))
+	if !full() {
+		t.Fatal("a seek httpSeekRefill after the last refill did not get the burst back")
+	}
+
+	var none pacing
+	none.start(0)
+	none.seeked(time.Now())
+	if err := none.wait(t.Context(), 1<<30); err != nil || none.lim.Load() != nil {
+		t.Fatalf("unpaced: %v", err)
+	}
+}
+
+// Over HTTP: the next HLS segment and a range that continues the download
+// are not seeks; a segment further on, or a range elsewhere, is.
+func TestHTTPSeekDetected(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	session := func(sid string) *httpSession {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.httpSessions[sid]
+	}
+	refilled := func(sid string) bool { return session(sid).pacing.lastRefill.Load() != 0 }
+
+	hls := mint(t, "hls-seek", "sample-001", "node-1", "", time.Minute)
+	for _, seg := range []int{0, 1, 1, 2} { // in order, one asked again
+		if res, _ := get(t, httpURL(n, hls, fmt.Sprintf("sample-001/seg-%d.ts", seg))); res.StatusCode != 200 {
+			t.Fatalf("seg-%d: %d", seg, res.StatusCode)
+		}
+	}
+	if refilled("hls-seek") {
+		t.Fatal("segments in order counted as a seek")
+	}
+	if res, _ := get(t, httpURL(n, hls, "sample-001/seg-4.ts")); res.StatusCode != 200 {
+		t.Fatalf("seg-4: %d", res.StatusCode)
+	}
+	if !refilled("hls-seek") {
+		t.Fatal("a jump from segment 2 to 4 did not count as a seek")
+	}
+
+	ts := mint(t, "ts-seek", "sample-001", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(n, ts, "sample-001.ts"), "Range", "bytes=0-99999"); res.StatusCode != 206 {
+		t.Fatalf("first range: %d", res.StatusCode)
+	}
+	if res, _ := get(t, httpURL(n, ts, "sample-001.ts"), "Range", "bytes=100000-199999"); res.StatusCode != 206 {
+		t.Fatalf("continuing range: %d", res.StatusCode)
+	}
+	if refilled("ts-seek") {
+		t.Fatal("a range continuing the download counted as a seek")
+	}
+	if res, _ := get(t, httpURL(n, ts, "sample-001.ts"), "Range", "bytes=1000000-1099999"); res.StatusCode != 206 {
+		t.Fatalf("range elsewhere: %d", res.StatusCode)
+	}
+	if !refilled("ts-seek") {
+		t.Fatal("a range elsewhere did not count as a seek")
+	}
+}
