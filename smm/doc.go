@@ -4,13 +4,15 @@
 //
 // It owns:
 //   - Popularity: per-title decayed request rates and expected demand in
-//     bit/s (popularity.go);
+//     bit/s, and each viewers' site's share of it (popularity*.go);
 //   - the eviction policies, small named implementations of Evictor: gdsf
 //     (default), gdsf-classic, lfu, lru, w-tinylfu (evict*.go, sketch.go);
 //   - Pins, the operator's pins to a node or to the cluster (pins.go);
 //   - Replicator, the default Planner: replica counts with hysteresis,
 //     placement, prefetch ordering with an off-peak window, per-node fill
-//     limits and retry backoff (replicat*.go);
+//     limits and retry backoff; with sites (NodeView.Site, SitePlanner),
+//     each title's replicas at the sites whose viewers ask for it
+//     (replicat*.go);
 //   - Storage, a storage policy by name: a Planner and the Evictor of each
 //     node's disk that work together (storage.go).
 //

@@ -17,6 +17,10 @@ type NodeView struct {
 	DiskBytes   int64   // disk capacity for titles, bytes
 	EgressBps   int64   // egress capacity, bit/s
 	Utilization float64 // reserved (or measured, whichever is larger) egress / capacity
+	// Site is the node's site (its point of presence), "" when none: the
+	// Replicator places a title's replicas at the sites whose viewers
+	// ask for it (SitePlanner).
+	Site string
 	// Items are the titles stored or filling: InUse for playing or
 	// filling ones, Filling for fills in progress (Bytes: the whole size).
 	Items []Item
@@ -66,7 +70,8 @@ type Action struct {
 }
 
 // Planner decides replication, prefetch and eviction from popularity.
-// Observe is called for every request (admitted or not); Plan is called
+// Observe is called for every request (admitted or not; through the
+// function Observe, with the viewer's site, for a SitePlanner); Plan is called
 // periodically (and after demand shifts) with the cluster's state and
 // returns the orders to carry out now, in order: an Evict before the
 // Prefetch it makes room for. The default is Replicator (through Storage);
@@ -75,6 +80,27 @@ type Action struct {
 type Planner interface {
 	Observe(title string, now time.Time)
 	Plan(now time.Time, c *ClusterView) []Action
+}
+
+// SitePlanner is a Planner that plans per site: ObserveSite is Observe
+// with the site of the viewer who asked ("" = none, or not known), and
+// Plan places a title's replicas, and orders its prefetches, on the nodes
+// (NodeView.Site) of the sites whose viewers ask for it. The Replicator
+// is one. Call it through Observe, which falls back to Planner.Observe.
+type SitePlanner interface {
+	Planner
+	ObserveSite(title, site string, now time.Time)
+}
+
+// Observe tells p of one request for title at now by a viewer of site
+// ("" = none): p.ObserveSite when p is a SitePlanner, else p.Observe (the
+// site is then not used).
+func Observe(p Planner, title, site string, now time.Time) {
+	if sp, ok := p.(SitePlanner); ok {
+		sp.ObserveSite(title, site, now)
+		return
+	}
+	p.Observe(title, now)
 }
 
 // NoPlanner orders nothing: titles are filled on demand only and evicted

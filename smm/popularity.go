@@ -35,6 +35,13 @@ type Popularity struct {
 	// of the title's duration, and their weight.
 	fracSum, fracN float64
 	statsAt        time.Time
+
+	// Where each title's requests come from (ObserveSite,
+	// popularity_sites.go): sites are the viewers' sites met so far, and
+	// shares holds len(sites) shares per entry, in entries' order; both
+	// nil until a request names a site.
+	sites  []string
+	shares []float32
 }
 
 // popEntry is one title's record in Popularity.entries.
@@ -88,6 +95,12 @@ func (p *Popularity) decay(x *pop, now time.Time) {
 // get returns title's record, created when missing, decayed to now. The
 // pointer is valid until the next record is created or pruned.
 func (p *Popularity) get(title string, now time.Time) *pop {
+	_, x := p.getAt(title, now)
+	return x
+}
+
+// getAt is get that also returns the record's index in entries.
+func (p *Popularity) getAt(title string, now time.Time) (int32, *pop) {
 	if p.index == nil {
 		p.index = map[string]int32{}
 	}
@@ -95,6 +108,7 @@ func (p *Popularity) get(title string, now time.Time) *pop {
 	if !ok {
 		i = int32(len(p.entries))
 		p.entries = append(p.entries, popEntry{title: title, pop: pop{at: now}})
+		p.growShares()
 		p.index[title] = i
 		if p.sorted != nil {
 			p.added = append(p.added, title)
@@ -102,7 +116,7 @@ func (p *Popularity) get(title string, now time.Time) *pop {
 	}
 	x := &p.entries[i].pop
 	p.decay(x, now)
-	return x
+	return i, x
 }
 
 // lookup returns title's record without decaying it, nil when it has none.
@@ -113,11 +127,10 @@ func (p *Popularity) lookup(title string) *pop {
 	return nil
 }
 
-// Observe counts one request for title at now.
+// Observe counts one request for title at now, from no site in
+// particular (ObserveSite with site "").
 func (p *Popularity) Observe(title string, now time.Time) {
-	x := p.get(title, now)
-	x.rate++
-	x.count++
+	p.ObserveSite(title, "", now)
 }
 
 // ObserveSession records the end of a session of title that lasted
@@ -211,18 +224,20 @@ func (p *Popularity) Demand(title string, bitrate int64, duration float64, now t
 	return r * p.MeanSession(title, duration, now) * float64(bitrate)
 }
 
-// rateAndDemand returns Rate and Demand of title at now with one lookup.
-func (p *Popularity) rateAndDemand(title string, bitrate int64, duration float64, now time.Time) (rate, demand float64) {
-	x := p.lookup(title)
-	if x == nil {
-		return 0, 0
+// rateAndDemand returns Rate and Demand of title at now with one lookup,
+// and title's index in entries (-1 when it has no record).
+func (p *Popularity) rateAndDemand(title string, bitrate int64, duration float64, now time.Time) (rate, demand float64, idx int32) {
+	i, ok := p.index[title]
+	if !ok {
+		return 0, 0, -1
 	}
+	x := &p.entries[i].pop
 	p.decay(x, now)
 	rate = x.rate * math.Ln2 / p.halfLife().Seconds()
 	if rate == 0 || bitrate <= 0 {
-		return rate, 0
+		return rate, 0, i
 	}
-	return rate, rate * p.meanSession(x, duration) * float64(bitrate)
+	return rate, rate * p.meanSession(x, duration) * float64(bitrate), i
 }
 
 // each calls f with every title's record decayed to now, in no set order.
@@ -298,6 +313,7 @@ func (p *Popularity) Prune(minWeight float64, now time.Time) int {
 		}
 		p.entries[last] = popEntry{}
 		p.entries = p.entries[:last]
+		p.moveShares(last, i)
 		n++
 	}
 	if n > 0 && p.sorted != nil {
@@ -319,6 +335,9 @@ type PopularityEntry struct {
 	Title  string  `json:"title"`
 	Count  int64   `json:"count"`  // requests seen
 	Weight float64 `json:"weight"` // decayed request count at the snapshot's time
+	// Sites are the viewers' sites' shares of Weight (ObserveSite), by
+	// site; none when no request named a site.
+	Sites []SiteShare `json:"sites,omitempty"`
 }
 
 // Snapshot returns every title's state at now, sorted by title, for the
@@ -326,20 +345,26 @@ type PopularityEntry struct {
 func (p *Popularity) Snapshot(now time.Time) []PopularityEntry {
 	out := make([]PopularityEntry, 0, len(p.entries))
 	for _, t := range p.Titles() {
-		x := p.lookup(t)
+		i := p.index[t]
+		x := &p.entries[i].pop
 		p.decay(x, now)
-		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate})
+		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate, Sites: p.sharesOf(i)})
 	}
 	return out
 }
 
 // Restore loads entries taken by Snapshot at time at (replacing the state
-// of those titles). It fails on an empty title or a negative or non-finite
-// weight, and then changes nothing.
+// of those titles, their site shares included). It fails on an empty
+// title, a negative or non-finite weight, or malformed site shares (an
+// empty or repeated site, a share outside [0, 1], shares summing to more
+// than 1), and then changes nothing.
 func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	for _, e := range entries {
 		if e.Title == "" || !(e.Weight >= 0) || math.IsInf(e.Weight, 0) || e.Count < 0 {
 			return fmt.Errorf("smm: bad popularity entry %+v", e)
+		}
+		if err := checkShares(e.Sites); err != nil {
+			return fmt.Errorf("title %q: %w", e.Title, err)
 		}
 	}
 	if p.index == nil {
@@ -347,25 +372,36 @@ func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	}
 	for _, e := range entries {
 		rec := popEntry{title: e.Title, pop: pop{count: e.Count, rate: e.Weight, at: at}}
-		if i, ok := p.index[e.Title]; ok {
+		i, ok := p.index[e.Title]
+		if ok {
 			p.entries[i] = rec
-			continue
+		} else {
+			i = int32(len(p.entries))
+			p.index[e.Title] = i
+			p.entries = append(p.entries, rec)
+			p.growShares()
 		}
-		p.index[e.Title] = int32(len(p.entries))
-		p.entries = append(p.entries, rec)
+		if len(e.Sites) > 0 || p.shares != nil {
+			p.setShares(i, e.Sites)
+		}
 	}
 	p.sorted, p.added = nil, nil
 	return nil
 }
 
 // Seed sets title's rate at now to rate requests per second (a prior, e.g.
-// from an operator's list of new releases); the request count is kept. It
-// fails on a negative or non-finite rate.
+// from an operator's list of new releases); the request count is kept. A
+// rate raised counts as from no site: the sites' shares (ObserveSite)
+// shrink in proportion. It fails on a negative or non-finite rate.
 func (p *Popularity) Seed(title string, rate float64, now time.Time) error {
 	if title == "" || !(rate >= 0) || math.IsInf(rate, 0) {
 		return fmt.Errorf("smm: bad seed %q rate %v", title, rate)
 	}
-	x := p.get(title, now)
-	x.rate = rate * p.halfLife().Seconds() / math.Ln2
+	i, x := p.getAt(title, now)
+	w := rate * p.halfLife().Seconds() / math.Ln2
+	if p.shares != nil && w > x.rate {
+		p.scaleShares(i, x.rate/w)
+	}
+	x.rate = w
 	return nil
 }

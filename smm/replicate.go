@@ -24,7 +24,11 @@ import (
 //  4. places the replicas, most demanded first: on the nodes that already
 //     hold the title, then on the node where expected load per egress and
 //     planned bytes per disk are lowest (a partial of the title there,
-//     NodeView.Partials, counts as bytes already on its disk);
+//     NodeView.Partials, counts as bytes already on its disk); when nodes
+//     have sites, a title's count is first apportioned to the sites by
+//     their viewers' share of its demand (ObserveSite), each site's
+//     replicas placed on its own nodes, the rest anywhere
+//     (replicate_sites.go);
 //  5. orders the prefetches the plan lacks, most urgent first, within the
 //     free origin channels, MaxFillsPerNode and the off-peak rule, each
 //     after the evictions that make its room (titles not planned on that
@@ -55,6 +59,15 @@ type Replicator struct {
 	// held are the (node, title) pairs the operator evicted by hand, with
 	// the end of their hold (EvictHold): not planned there until then.
 	held map[fillKey]time.Time
+
+	// Sites (replicate_sites.go): nodeSite maps the last view's alive
+	// nodes to their sites, nil when none has one; siteK is, per title,
+	// the replicas the plan gives each site (nil without sites); sites
+	// are the sites of the alive nodes during a Plan (nil without, and
+	// between Plans).
+	nodeSite map[string]string
+	siteK    map[string][]siteCount
+	sites    *planSites
 
 	job   *PlanJob       // the plan in progress (StartPlan), nil when none
 	spare [2]*Popularity // buffers for the next job's copies of pop and rank
@@ -120,12 +133,22 @@ func (r *Replicator) Pins() *Pins { return r.pins }
 // Stats returns the counters so far.
 func (r *Replicator) Stats() ReplicatorStats { return r.stats }
 
-// Observe implements Planner: one request for title.
+// Observe implements Planner: one request for title, by a viewer of no
+// site in particular (ObserveSite with site "").
 func (r *Replicator) Observe(title string, now time.Time) {
+	r.ObserveSite(title, "", now)
+}
+
+// ObserveSite implements SitePlanner: one request for title by a viewer
+// of site ("" = none or not known). The demand tracker keeps each site's
+// share of the title's demand (Popularity.ObserveSite), from which Plan
+// apportions the title's replicas to the sites of the nodes; the ranking
+// of titles by value stays the cluster's.
+func (r *Replicator) ObserveSite(title, site string, now time.Time) {
 	if r.job != nil {
-		r.logged(func(r *Replicator) { r.Observe(title, now) })
+		r.logged(func(r *Replicator) { r.ObserveSite(title, site, now) })
 	}
-	r.pop.Observe(title, now)
+	r.pop.ObserveSite(title, site, now)
 	r.rank.Observe(title, now)
 }
 
@@ -243,11 +266,17 @@ func (r *Replicator) PlannedNodes(title string) (nodes []string, replicas int) {
 }
 
 // Copies returns how many alive nodes other than node held or were filling
-// title at the last Plan.
+// title at the last Plan; when node has a site, how many of its site's
+// nodes did (a copy at another site does not serve node's site's viewers
+// first: it is no spare of node's copy).
 func (r *Replicator) Copies(node, title string) int {
+	site := ""
+	if r.nodeSite != nil {
+		site = r.nodeSite[node]
+	}
 	n := 0
 	for _, h := range r.holders[title] {
-		if h != node {
+		if h != node && (site == "" || r.nodeSite[h] == site) {
 			n++
 		}
 	}
@@ -265,6 +294,7 @@ type demandOf struct {
 	pinned     bool    // pinned to the cluster or to a node
 	nodePinned bool    // pinned to a node
 	planned    bool    // in the previous plan
+	popIdx     int32   // its record in the demand tracker (its sites' shares), -1 when none
 }
 
 // Plan implements Planner. It must not be called during a plan job
@@ -278,6 +308,7 @@ func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
 		return nil
 	}
 	alive := r.sync(now, c)
+	r.sites = r.groupSites(alive)
 	ds := r.demands(now, c)
 	r.at = now
 	r.rememberTop(now)
@@ -285,7 +316,9 @@ func (r *Replicator) Plan(now time.Time, c *ClusterView) []Action {
 		return nil
 	}
 	r.place(ds, alive, c)
-	return r.prefetches(now, ds, alive, c)
+	acts := r.prefetches(now, ds, alive, c)
+	r.sites = nil // it holds the view's nodes
+	return acts
 }
 
 // demands estimates every known title's demand, scaled to the peak.
@@ -301,7 +334,7 @@ func (r *Replicator) demands(now time.Time, c *ClusterView) []demandOf {
 			return
 		}
 		d := demandOf{id: id, info: info}
-		d.rate, d.demand = r.pop.rateAndDemand(id, info.Bitrate, info.Duration, now)
+		d.rate, d.demand, d.popIdx = r.pop.rateAndDemand(id, info.Bitrate, info.Duration, now)
 		if !(d.demand >= 0) || math.IsInf(d.demand, 0) {
 			d.demand = 0 // a catalog entry with a nonsensical duration
 		}

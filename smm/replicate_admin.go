@@ -15,7 +15,9 @@ var (
 )
 
 // ChooseNode picks the node for a prefetch of title ordered by the
-// operator without naming one: a node the plan wants it on, else the alive
+// operator without naming one: a node the plan wants it on, else a node
+// of the site whose viewers make the largest share of the title's demand
+// (ObserveSite; when nodes have sites), else the alive
 // node where expected load per egress plus used bytes per disk (less a
 // partial of the title there, NodeView.Partials) is lowest;
 // only nodes that lack the title and can make room for it (free space plus
@@ -30,6 +32,7 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 	type opt struct {
 		id      string
 		planned bool
+		share   float64 // of the title's demand, by viewers of the node's site
 		score   float64
 	}
 	var opts []opt
@@ -54,7 +57,7 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 		// As in bestNode, the bytes of a partial of the title the node
 		// keeps are bytes the prefetch does not bring to its disk.
 		s := v.Utilization + float64(used-partialOf(v, title, info.Bytes))/float64(max(v.DiskBytes, 1))
-		opts = append(opts, opt{v.ID, r.Planned(v.ID, title), s})
+		opts = append(opts, opt{v.ID, r.Planned(v.ID, title), r.pop.SiteShare(title, v.Site), s})
 	}
 	if len(opts) == 0 {
 		return "", fmt.Errorf("%w: %q", ErrNoRoom, title)
@@ -62,6 +65,9 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 	sort.SliceStable(opts, func(i, j int) bool {
 		if opts[i].planned != opts[j].planned {
 			return opts[i].planned
+		}
+		if opts[i].share != opts[j].share {
+			return opts[i].share > opts[j].share
 		}
 		return opts[i].score < opts[j].score
 	})

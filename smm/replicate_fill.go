@@ -222,6 +222,14 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			if ns == nil || ns.items[d.id] != nil || r.blocked(fillKey{id, d.id}, now) {
 				continue
 			}
+			// With sites, the figures of ns's site when its viewers ask
+			// for the title (siteDemand): its share of the demand, its
+			// nodes' capacity and its copies.
+			rate, demand, pk, cref, cs := d.rate, d.demand, d.peak, capRef, copies
+			siteShare, siteCap, siteCopies := r.siteDemand(d, ns)
+			if siteShare > 0 {
+				rate, demand, pk, cref, cs = siteShare*rate, siteShare*demand, siteShare*pk, siteCap, siteCopies
+			}
 			var u float64
 			switch {
 			case r.pins.Pinned(id, d.id) || (copies == 0 && r.pins.Pinned("", d.id)):
@@ -243,10 +251,22 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 					continue
 				}
 				u = 1e6 * (1 + d.value)
+			case cs == 0:
+				// None at ns's site, whose viewers ask: they fill from the
+				// origin (or are served across sites). As above, at the
+				// site's request rate.
+				h := horizon
+				if !offPeak {
+					h /= 4
+				}
+				if rate*h < r.cfg.MinExpected {
+					continue
+				}
+				u = 1e6 * siteShare * (1 + d.value)
 			case offPeak:
-				u = d.peak / (capRef * float64(copies)) // prepare for the peak
+				u = pk / (cref * float64(cs)) // prepare for the peak
 			default:
-				u = d.demand / (capRef * float64(copies))
+				u = demand / (cref * float64(cs))
 				if u < r.cfg.AddAbove {
 					continue // its copies carry today's demand: wait for off-peak
 				}
@@ -330,10 +350,12 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 }
 
 // roomOn chooses titles to evict from ns to free need bytes for a
-// prefetch: never one in use or pinned, nor one planned on ns unless the
-// prefetch is of a title pinned to ns (the operator's pin outranks what
-// the plan wants there); the lowest gdsf priority (cluster-wide request
-// rate, divided among the copies) first.
+// prefetch: never one in use or pinned, nor one planned on ns, nor ns's
+// site's only copy of a title the plan places at that site
+// (siteOnlyCopy), unless the prefetch is of a title pinned to ns (the
+// operator's pin outranks what the plan wants there); the lowest gdsf
+// priority (cluster-wide request rate, divided among the copies: with
+// sites, those of ns's site, Copies) first.
 func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time, pinnedHere bool) ([]string, bool) {
 	v, ok := r.roomAmong(ns, need, now, false)
 	if ok || !pinnedHere {
@@ -347,7 +369,7 @@ func (r *Replicator) roomOn(ns *nodeState, need int64, now time.Time, pinnedHere
 func (r *Replicator) roomAmong(ns *nodeState, need int64, now time.Time, planned bool) ([]string, bool) {
 	items := make([]Item, 0, len(ns.items))
 	for t, it := range ns.items {
-		if !planned && r.Planned(ns.v.ID, t) {
+		if !planned && (r.Planned(ns.v.ID, t) || r.siteOnlyCopy(ns, t)) {
 			continue
 		}
 		x := *it

@@ -53,6 +53,7 @@ func (r *Replicator) StartPlan(now time.Time) *PlanJob {
 		cfg: r.cfg, pop: r.pop.copyInto(r.spare[0]), rank: r.rank.copyInto(r.spare[1]), pins: r.pins.Clone(),
 		plan: r.plan, fills: make(map[fillKey]*fillRec, len(r.fills)), peak: r.peak, at: r.at, stats: r.stats,
 		holders: r.holders, lastTop: r.lastTop, held: maps.Clone(r.held),
+		nodeSite: r.nodeSite, siteK: r.siteK, // replaced by Plan, never changed in place
 	}
 	r.spare = [2]*Popularity{}
 	for k, f := range r.fills {
@@ -98,6 +99,7 @@ func (r *Replicator) FinishPlan(j *PlanJob) []Action {
 	r.spare = [2]*Popularity{w.pop, w.rank}
 	r.plan, r.fills, r.peak, r.at, r.stats = w.plan, w.fills, w.peak, w.at, w.stats
 	r.holders, r.lastTop, r.held = w.holders, w.lastTop, w.held
+	r.nodeSite, r.siteK = w.nodeSite, w.siteK
 	for _, f := range j.log {
 		f(r)
 	}
@@ -136,10 +138,16 @@ func (p *Popularity) copyInto(dst *Popularity) *Popularity {
 	if dst == nil {
 		dst = &Popularity{}
 	}
-	entries, index := append(dst.entries[:0], p.entries...), dst.index
+	entries, index, shares := append(dst.entries[:0], p.entries...), dst.index, dst.shares
 	*dst = *p
 	dst.entries, dst.index, dst.stale = entries, index, true
 	dst.added = slices.Clone(p.added)
+	// The sites' shares, in dst's buffer too; the list of sites is never
+	// changed in place (siteIndex appends to a new slice): shared.
+	dst.shares = nil
+	if p.shares != nil {
+		dst.shares = append(shares[:0], p.shares...)
+	}
 	return dst
 }
 

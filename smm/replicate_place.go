@@ -15,6 +15,7 @@ type nodeState struct {
 	planBytes  int64   // bytes of the titles planned on it
 	planLoad   float64 // expected peak demand of the titles planned on it, bit/s
 	diskTarget float64 // bytes the plan may fill: DiskFill * DiskBytes
+	site       int     // its site's index in the Plan's planSites.groups, -1 when none
 }
 
 // sync reads the view: the alive nodes, who holds what, and the fate of
@@ -29,7 +30,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			continue
 		}
 		ns := &nodeState{v: v, items: make(map[string]*Item, len(v.Items)), fills: max(v.Fills, 0),
-			diskTarget: r.cfg.DiskFill * float64(max(v.DiskBytes, 0))}
+			diskTarget: r.cfg.DiskFill * float64(max(v.DiskBytes, 0)), site: -1}
 		for j := range v.Items {
 			it := &v.Items[j]
 			if it.Title == "" || ns.items[it.Title] != nil {
@@ -111,7 +112,10 @@ func (r *Replicator) replicas(x float64, prev, n int) int {
 	return min(k, max(n, 1))
 }
 
-// place computes the new plan.
+// place computes the new plan: per title, its replica count (replicas),
+// then its nodes: those it is pinned to, then, with sites, each site's
+// replicas on its own nodes (replicate_sites.go), then the rest anywhere
+// (fill).
 func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 	capRef := r.capRef(alive)
 	var budget float64
@@ -121,6 +125,11 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		byID[ns.v.ID] = ns
 	}
 	next := make(map[string]*titlePlan, len(r.plan))
+	sites := r.sites
+	var nextK map[string][]siteCount
+	if sites != nil {
+		nextK = make(map[string][]siteCount, len(r.siteK))
+	}
 	for i := range ds {
 		d := &ds[i]
 		if !d.pinned && d.value <= 0 {
@@ -156,48 +165,91 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		// skip: taken, or evicted there by the operator (a pin to the
 		// node, taken first, is not skipped).
 		skip := func(id string) bool { return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) }
+		// count is how many nodes are chosen, of site g (-1: of any).
+		count := func(g int) int {
+			if g < 0 {
+				return len(chosen)
+			}
+			n := 0
+			for _, id := range chosen {
+				if byID[id].site == g {
+					n++
+				}
+			}
+			return n
+		}
+		full := func(want, g int) bool {
+			return len(chosen) >= k || count(g) >= want || (!d.pinned && budget < float64(size))
+		}
+		// fill chooses nodes of site g (-1: any) until want are chosen
+		// there: those that hold the title or fill it, the previously
+		// planned first; those planned before whose copy is still to
+		// come; then new ones, one at each site of prefer (a site's
+		// index) in turn, then the best of nodes.
+		fill := func(want, g int, prefer []int, nodes []*nodeState) {
+			for _, pass := range []bool{true, false} {
+				for _, id := range r.holders[d.id] {
+					if full(want, g) {
+						break
+					}
+					ns := byID[id]
+					if ns == nil || (g >= 0 && ns.site != g) || skip(id) || (prev.has(id) != pass) {
+						continue
+					}
+					take(ns)
+				}
+			}
+			if prev != nil {
+				for _, id := range prev.nodes {
+					if full(want, g) {
+						break
+					}
+					if ns := byID[id]; ns != nil && (g < 0 || ns.site == g) && !skip(id) && ns.planBytes+size <= int64(ns.diskTarget) {
+						take(ns)
+					}
+				}
+			}
+			for _, s := range prefer {
+				if full(want, g) {
+					break
+				}
+				if ns := r.bestNode(sites.groups[s].nodes, d.id, size, share, skip); ns != nil {
+					take(ns)
+				}
+			}
+			for !full(want, g) {
+				ns := r.bestNode(nodes, d.id, size, share, skip)
+				if ns == nil {
+					break
+				}
+				take(ns)
+			}
+		}
 		for _, id := range pinnedTo {
 			if ns := byID[id]; ns != nil && !has(id) {
 				take(ns)
 			}
 		}
-		// Nodes that hold it or fill it, the previously planned first.
-		for _, pass := range []bool{true, false} {
-			for _, id := range r.holders[d.id] {
-				if len(chosen) >= k || (!d.pinned && budget < float64(size)) {
-					break
-				}
-				ns := byID[id]
-				if ns == nil || skip(id) || (prev.has(id) != pass) {
-					continue
-				}
-				take(ns)
+		var prefer []int
+		if sites != nil {
+			if counts := r.quotas(sites, d, k, r.siteK[d.id]); counts != nil {
+				nextK[d.id] = counts
 			}
-		}
-		// Nodes planned before whose copy is still to come.
-		if prev != nil {
-			for _, id := range prev.nodes {
-				if len(chosen) >= k || (!d.pinned && budget < float64(size)) {
-					break
-				}
-				if ns := byID[id]; ns != nil && !skip(id) && ns.planBytes+size <= int64(ns.diskTarget) {
-					take(ns)
-				}
+			for _, g := range sites.order {
+				fill(sites.k[g], g, nil, sites.groups[g].nodes)
 			}
+			prefer = sites.spread
 		}
-		for len(chosen) < k && (d.pinned || budget >= float64(size)) {
-			ns := r.bestNode(alive, d.id, size, share, skip)
-			if ns == nil {
-				break
-			}
-			take(ns)
-		}
+		fill(k, -1, prefer, alive)
 		if len(chosen) > 0 {
 			next[d.id] = &titlePlan{replicas: k, nodes: chosen}
+		} else if nextK != nil {
+			delete(nextK, d.id)
 		}
 	}
 	r.stats.PlanChanges += planDiff(r.plan, next)
 	r.plan = next
+	r.siteK = nextK
 }
 
 // bestNode returns the node where adding a replica of title (size bytes)

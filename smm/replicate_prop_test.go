@@ -225,10 +225,16 @@ func TestShifted(t *testing.T) {
 }
 
 // BenchmarkPlan measures one Plan over a warm cluster: 20 nodes and 5,000
-// titles (the simulator's default), and 100 nodes and 100,000 titles.
+// titles (the simulator's default), and 100 nodes and 100,000 titles;
+// then those 100 nodes at 4 sites, with 70% of each title's viewers at
+// one site and the rest spread over all four.
 func BenchmarkPlan(b *testing.B) {
-	for _, sz := range []struct{ nodes, titles int }{{20, 5_000}, {100, 100_000}} {
-		b.Run(fmt.Sprintf("nodes=%d/titles=%d", sz.nodes, sz.titles), func(b *testing.B) {
+	for _, sz := range []struct{ nodes, titles, sites int }{{20, 5_000, 0}, {100, 100_000, 0}, {100, 100_000, 4}} {
+		name := fmt.Sprintf("nodes=%d/titles=%d", sz.nodes, sz.titles)
+		if sz.sites > 0 {
+			name = fmt.Sprintf("sites=%d/", sz.sites) + name
+		}
+		b.Run(name, func(b *testing.B) {
 			r, _ := NewReplicator(ReplicatorConfig{}, nil)
 			c := &ClusterView{Titles: map[string]TitleInfo{}, OriginFree: 8}
 			rng := rand.New(rand.NewPCG(1, 1))
@@ -238,10 +244,22 @@ func BenchmarkPlan(b *testing.B) {
 			}
 			for i := range sz.nodes {
 				c.Nodes = append(c.Nodes, NodeView{ID: fmt.Sprintf("n%03d", i), Alive: true, DiskBytes: int64(sz.titles) << 30 / int64(sz.nodes) / 2, EgressBps: 10e9})
+				if sz.sites > 0 {
+					c.Nodes[i].Site = fmt.Sprint("s", i%sz.sites)
+				}
 			}
 			now := offPeak
 			for range 20 * sz.titles {
-				r.Observe(fmt.Sprintf("t%06d", int(float64(sz.titles)*rng.Float64()*rng.Float64()*rng.Float64())), now)
+				i := int(float64(sz.titles) * rng.Float64() * rng.Float64() * rng.Float64())
+				if sz.sites == 0 {
+					r.Observe(fmt.Sprintf("t%06d", i), now)
+					continue
+				}
+				site := i % sz.sites
+				if rng.Float64() >= 0.7 {
+					site = rng.IntN(sz.sites)
+				}
+				r.ObserveSite(fmt.Sprintf("t%06d", i), fmt.Sprint("s", site), now)
 			}
 			apply := func(acts []Action) {
 				for _, a := range acts {
