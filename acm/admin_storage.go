@@ -15,12 +15,12 @@ import (
 
 // ListPlacement returns the replica view (node -> titles stored, filling
 // or ordered, from the nodes' reports and the orders since), each with
-// whether a pin protects it there, filtered by title and/or node, in
-// (title, node) order; the partial fills the nodes' last reports list
-// (never copies: not in the replicas), filtered and ordered alike; the
-// titles pinned to the cluster (filtered by title); and the pins to a
-// node with where each stands (stored, filling, missing, or unknown
-// node), filtered by title and node, in (node, title) order. NOT_FOUND
+// whether a pin protects it there and its node's site, filtered by title
+// and/or node, in (title, node) order; the partial fills the nodes' last
+// reports list (never copies: not in the replicas), filtered and ordered
+// alike; the titles pinned to the cluster (filtered by title); and the
+// pins to a node with where each stands (stored, filling, missing, or
+// unknown node), filtered by title and node, in (node, title) order. NOT_FOUND
 // for a title neither in the catalog, pinned, nor held or kept partly by
 // a node (a title withdrawn at the origin is listed while copies of it
 // remain), or a node neither registered nor with pins.
@@ -49,6 +49,10 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		if req.GetNodeId() != "" && id != req.GetNodeId() {
 			continue
 		}
+		site := ""
+		if n := m.sched.Node(id); n != nil {
+			site = n.Site
+		}
 		for _, t := range ns.titles {
 			if req.GetTitleId() != "" && t.GetTitleId() != req.GetTitleId() {
 				continue
@@ -56,7 +60,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 			seen := ns.stale[t.GetTitleId()]
 			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
 				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(),
-				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion()})
+				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion(), Site: site})
 		}
 	}
 	out.Partials = m.partialListLocked(req.GetNodeId(), req.GetTitleId())

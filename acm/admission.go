@@ -11,6 +11,7 @@ import (
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	"vodcluster/proto/token"
+	"vodcluster/smm"
 )
 
 // Admission outcomes the front doors map to RTSP and HTTP statuses.
@@ -157,7 +158,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		req.NoFill = true
 	}
 	m.userPending[r.User]++
-	m.planner.Observe(t.ID, now)
+	smm.Observe(m.planner, t.ID, req.Site, now) // the storage planner places replicas where viewers ask
 	// The requests already waiting go first: capacity freed since the
 	// last pump (a release whose kick the pump loop has not seen yet)
 	// is theirs, not this request's.

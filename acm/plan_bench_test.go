@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,9 @@ import (
 // process (no heartbeats, none declared dead), each holding the most
 // requested titles round robin up to nine tenths of a disk sized for half
 // the catalog over all nodes, and a popularity learnt from 20 requests
-// per title drawn with a long tail.
+// per title drawn with a long tail. newPlanBenchSites puts the nodes at
+// sites (node i at site i mod sites), 70% of each title's requests from
+// one site, the rest from any.
 type planBench struct {
 	e   *env
 	now time.Time
@@ -27,10 +30,20 @@ type planBench struct {
 
 func newPlanBench(b *testing.B, nodes, titles int) *planBench {
 	b.Helper()
+	return newPlanBenchSites(b, nodes, titles, 0)
+}
+
+// newPlanBenchSites is newPlanBench with the nodes at sites sites.
+func newPlanBenchSites(b *testing.B, nodes, titles, sites int) *planBench {
+	b.Helper()
+	siteOf := func(i int) string { return fmt.Sprint("s", i%max(sites, 1)) }
 	e := newManager(b, "", func(m *Manager) {
 		m.PlanInterval, m.ShiftCheck, m.PopularitySave, m.CatalogRefresh = time.Hour, time.Hour, time.Hour, time.Hour
 		m.Scheduler.HeartbeatInterval = time.Hour
 		m.Replicator.OffPeak = smm.Window{Start: 0, End: 24 * time.Hour}
+		for i := range sites {
+			m.Sites = append(m.Sites, Site{Name: siteOf(i), Clients: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)}})
+		}
 	})
 	m := e.m
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -44,7 +57,16 @@ func newPlanBench(b *testing.B, nodes, titles int) *planBench {
 	now := time.Now()
 	m.mu.Lock()
 	for range 20 * titles {
-		m.planner.Observe(ts[int(float64(titles)*rng.Float64()*rng.Float64()*rng.Float64())].ID, now)
+		i := int(float64(titles) * rng.Float64() * rng.Float64() * rng.Float64())
+		if sites == 0 {
+			m.planner.Observe(ts[i].ID, now)
+			continue
+		}
+		site := i % sites
+		if rng.Float64() >= 0.7 {
+			site = rng.IntN(sites)
+		}
+		smm.Observe(m.planner, ts[i].ID, siteOf(site), now)
 	}
 	m.mu.Unlock()
 	disk := total / int64(nodes) / 2
@@ -61,8 +83,12 @@ func newPlanBench(b *testing.B, nodes, titles int) *planBench {
 	}
 	nc := &nodeControl{m: m}
 	for i := range nodes {
+		site := ""
+		if sites > 0 {
+			site = siteOf(i)
+		}
 		_, err := nc.Register(context.Background(), &pb.RegisterRequest{
-			NodeId: fmt.Sprintf("n%02d", i), RtspAddr: "127.0.0.1:1", Titles: held[i],
+			NodeId: fmt.Sprintf("n%02d", i), RtspAddr: "127.0.0.1:1", Titles: held[i], Site: site,
 			Capacity: &pb.NodeCapacity{EgressBps: 10_000_000_000, DiskBytes: disk},
 		})
 		if err != nil {
@@ -125,8 +151,14 @@ func lockProbe(m *Manager) (stop func() time.Duration) {
 // planner's view; smm-plan-ms: the Replicator's plan), and the longest a
 // goroutine waits for m.mu during a plan (max-wait-ms: what a front-door
 // admission arriving then waits).
-func BenchmarkPlanLock(b *testing.B) {
-	p := newPlanBench(b, 20, 100_000)
+func BenchmarkPlanLock(b *testing.B) { benchPlanLock(b, 0) }
+
+// BenchmarkPlanLockSites is BenchmarkPlanLock with the 20 nodes at 4
+// sites and each title's viewers mostly at one of them (newPlanBench).
+func BenchmarkPlanLockSites(b *testing.B) { benchPlanLock(b, 4) }
+
+func benchPlanLock(b *testing.B, sites int) {
+	p := newPlanBenchSites(b, 20, 100_000, sites)
 	m := p.e.m
 	var snap, view, plan, finish, worst time.Duration
 	n, acted := 0, 0

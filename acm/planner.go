@@ -217,8 +217,9 @@ type planSnapshot struct {
 // nodeSnapshot is one registered node in a planSnapshot.
 type nodeSnapshot struct {
 	id          string
-	alive       bool // heartbeats arrive (lsm)
-	inService   bool // in service (lsm) and its free disk reported
+	site        string // its site (lsm.NodeSpec.Site), "" when none
+	alive       bool   // heartbeats arrive (lsm)
+	inService   bool   // in service (lsm) and its free disk reported
 	diskFault   bool
 	diskBytes   int64   // bytes
 	egressBps   int64   // bit/s
@@ -250,7 +251,7 @@ func (m *Manager) planSnapshotLocked(share bool) *planSnapshot {
 			s.shared = append(s.shared, ns)
 		}
 		s.nodes = append(s.nodes, nodeSnapshot{
-			id: n.ID, alive: n.Alive, inService: m.sched.InService(n) && ns.reported, diskFault: ns.diskFault,
+			id: n.ID, site: n.Site, alive: n.Alive, inService: m.sched.InService(n) && ns.reported, diskFault: ns.diskFault,
 			diskBytes: n.Capacity.DiskBytes, egressBps: n.Capacity.EgressBps, utilization: n.Utilization(),
 			activeFills: n.ActiveFills, titles: ns.titles, active: ns.active, hits: ns.hits, partials: ns.partials,
 		})
@@ -294,7 +295,7 @@ func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
 			}
 		}
 		view.Nodes = append(view.Nodes, smm.NodeView{
-			ID: n.id, Alive: n.inService, DiskBytes: n.diskBytes,
+			ID: n.id, Site: n.site, Alive: n.inService, DiskBytes: n.diskBytes,
 			EgressBps: n.egressBps, Utilization: n.utilization, Items: items, Fills: viewFills, Partials: partials,
 		})
 		if n.alive {

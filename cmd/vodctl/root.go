@@ -388,15 +388,27 @@ func placementCmd(g *globals) *cobra.Command {
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
-			"manager evicts it once no session plays it (not while the origin is down).",
+			"manager evicts it once no session plays it (not while the origin is down).\n\n" +
+			"SITE, when a node names its site, is the holder's: the storage planner places a title's\n" +
+			"replicas at the sites whose viewers ask for it (docs/storage.md, Sites).",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				r := m.(*v1.ListPlacementResponse)
-				fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED\tSTALE")
+				// SITE, the holder's site, only when a holder has one.
+				sited := slices.ContainsFunc(r.Replicas, func(p *v1.Replica) bool { return p.Site != "" })
+				head := "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED\tSTALE"
+				if sited {
+					head += "\tSITE"
+				}
+				fmt.Fprintln(w, head)
 				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned, p.Stale)
+					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned, p.Stale)
+					if sited {
+						fmt.Fprintf(w, "\t%s", p.Site)
+					}
+					fmt.Fprintln(w)
 				}
 				if len(r.ClusterPins) > 0 {
 					fmt.Fprintf(w, "pinned to the cluster:\t%s\n", strings.Join(r.ClusterPins, ", "))

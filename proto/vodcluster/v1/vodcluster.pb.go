@@ -2876,6 +2876,7 @@ type Replica struct {
 	// once complete and no session plays it.
 	Stale         bool   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
 	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // the copy's StoredTitle.version ("" when unknown)
+	Site          string `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`       // the node's site (node config site); "" when none
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2962,6 +2963,13 @@ func (x *Replica) GetStale() bool {
 func (x *Replica) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *Replica) GetSite() string {
+	if x != nil {
+		return x.Site
 	}
 	return ""
 }
@@ -3737,7 +3745,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\"J\n" +
 	"\x14ListPlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xe1\x01\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xf5\x01\n" +
 	"\aReplica\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
@@ -3747,7 +3755,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\afilling\x18\x05 \x01(\bR\afilling\x12\x16\n" +
 	"\x06pinned\x18\x06 \x01(\bR\x06pinned\x12\x14\n" +
 	"\x05stale\x18\a \x01(\bR\x05stale\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\xdb\x01\n" +
+	"\aversion\x18\b \x01(\tR\aversion\x12\x12\n" +
+	"\x04site\x18\t \x01(\tR\x04site\"\xdb\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
