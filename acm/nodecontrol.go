@@ -285,6 +285,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		return status.Errorf(codes.InvalidArgument, "report for node %q on the stream of node %q", r.GetNodeId(), ns.id)
 	}
 	now := m.now()
+	print, titles := reportPrint(r) // before the lock: reportsteady.go
 	var changed []*session
 	m.mu.Lock()
 	if ns.streamGen != gen {
@@ -292,17 +293,33 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		return status.Errorf(codes.Aborted, "heartbeat stream of node %q replaced by a newer one", ns.id)
 	}
 	ns.reports++
-	if n := m.sched.Node(ns.id); n != nil && !n.Alive {
+	sn := m.sched.Node(ns.id)
+	if sn != nil && !sn.Alive {
 		m.log.Info("node back: its heartbeats arrive again", "node", ns.id)
 	}
-	holdings, free := m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
-	if err := m.sched.Heartbeat(ns.id, lsm.Report{
-		EgressBps: r.GetEgressBps(), DiskFreeBytes: free, ActiveFills: int(r.GetActiveFills()), Titles: holdings,
-		Partials:  m.syncPartialsLocked(ns, r.GetPartials()),
-		DiskFault: r.GetDiskFault(),
-	}, now); err != nil {
+	hb := lsm.Report{EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), ActiveFills: int(r.GetActiveFills()), DiskFault: r.GetDiskFault()}
+	steady := m.steadyLocked(ns, sn, print, r)
+	var quiet bool
+	catGen := m.catalogGen.Load()
+	if steady {
+		ns.replaceTitles(titles) // the session counts and access times of this report
+	} else {
+		quiet = m.quietLocked(ns) && len(r.GetFailedFills()) == 0
+		hb.Titles, hb.DiskFreeBytes = m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
+		hb.Partials = m.syncPartialsLocked(ns, r.GetPartials())
+	}
+	if err := m.sched.Heartbeat(ns.id, hb, now); err != nil {
 		m.mu.Unlock()
 		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	free := hb.DiskFreeBytes
+	if !steady {
+		// Applied as it was (quiet before and after): the next report
+		// saying the same is steady.
+		ns.steady = steadyState{}
+		if quiet && m.quietLocked(ns) && sn != nil {
+			ns.steady = steadyState{print: print, epoch: sn.ViewEpoch(), gen: catGen}
+		}
 	}
 	ns.reported, ns.diskFree = true, free
 	if r.GetDiskFault() != ns.diskFault {

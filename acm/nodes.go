@@ -45,7 +45,10 @@ type nodeState struct {
 	// stale: complete copies of another version (or size) than the
 	// catalog's, by title (staleLocked).
 	stale map[string]*staleCopySeen
-	hits  map[string]float64 // title -> requests placed on the node since it was stored
+	// steady: the last report applied in full, to tell a steady one
+	// (reportsteady.go).
+	steady steadyState
+	hits   map[string]float64 // title -> requests placed on the node since it was stored
 	// partials: the last report's partials (fills cut short, kept to
 	// resume) by title; replaced whole, never changed in place
 	// (syncPartialsLocked), so a plan reads it without mu. nil when none.

@@ -81,6 +81,8 @@ type Node struct {
 	filling  int                 // of titles, those filling
 	stale    int                 // of titles, stale copies (Holding.Stale)
 	partials map[string]Partial  // partly filled titles kept to resume (partial.go), by title
+	// viewEpoch counts the changes to titles and partials (ViewEpoch).
+	viewEpoch uint64
 
 	operatorWeight bool // Weight was set by SetWeight: a re-registration keeps it
 }
@@ -140,3 +142,11 @@ func (n *Node) ramp(now time.Time, window time.Duration, floor float64) float64 
 	done := 1 - float64(left)/float64(window)
 	return floor + (1-floor)*done
 }
+
+// ViewEpoch counts the changes made to the node's replica view (its
+// titles held or filling, their pins and stale marks, its partials):
+// by load reports (Scheduler.Heartbeat with Titles) and outside them (a
+// placement that books a new fill, SetReplica, DropReplica, SetPinned,
+// DropPartial). A caller that applied a report and finds the epoch
+// unchanged at the next one knows the view is still that report's.
+func (n *Node) ViewEpoch() uint64 { return n.viewEpoch }

@@ -49,6 +49,7 @@ func (s *Scheduler) setPartials(n *Node, ps []Partial) {
 	if len(n.partials) == 0 && len(ps) == 0 {
 		return
 	}
+	n.viewEpoch++
 	for t := range n.partials {
 		s.unindexPartial(n, t)
 	}
@@ -123,6 +124,7 @@ func (s *Scheduler) DropPartial(id, title string) error {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
 	if _, ok := n.partials[title]; ok {
+		n.viewEpoch++
 		delete(n.partials, title)
 		s.unindexPartial(n, title)
 	}

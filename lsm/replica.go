@@ -4,6 +4,7 @@ package lsm
 // bytes bytes (while filling, the largest size heard: a heartbeat reports
 // the bytes stored so far, the fill was booked with the whole title).
 func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64) {
+	n.viewEpoch++
 	r := n.titles[title]
 	if r == nil {
 		r = s.newReplica()
@@ -48,6 +49,7 @@ func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
 	if r == nil || r.pinned == pinned {
 		return
 	}
+	n.viewEpoch++
 	was := r.inUse()
 	r.pinned = pinned
 	switch now := r.inUse(); {
@@ -65,6 +67,7 @@ func (s *Scheduler) setStale(n *Node, title string, stale bool) {
 	if r == nil || r.stale == stale {
 		return
 	}
+	n.viewEpoch++
 	r.stale = stale
 	if stale {
 		n.stale++
@@ -76,6 +79,7 @@ func (s *Scheduler) setStale(n *Node, title string, stale bool) {
 // dropReplica forgets title on n. Sessions still reserved for it stay
 // reserved (they are released as usual) but no longer count as Nd.
 func (s *Scheduler) dropReplica(n *Node, title string) {
+	n.viewEpoch++
 	r := n.titles[title]
 	if r == nil {
 		return
