@@ -281,6 +281,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if req.Site != "" {
 		attrs = append(attrs, "site", req.Site, "node_site", nodeSite) // two sites: served across
 	}
+	if req.Site != "" || nodeSite != "" {
+		siteAdmissions.WithLabelValues(req.Site, nodeSite).Inc()
+	}
 	m.log.Info("admitted", attrs...)
 	return g, nil
 }

@@ -71,6 +71,13 @@ var planSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms .. 16 s
 })
 
+// siteAdmissions counts new sessions by the viewer's site and the
+// chosen node's, when either has one (manager sites, node site).
+var siteAdmissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_site_admissions_total",
+	Help: "New sessions admitted, by the viewer's site (client_site: the site of the manager's sites whose prefix holds its address; empty for none) and the site of the node it was sent to (node_site; empty for none). client_site != node_site: served across sites. Counted only when either has a site.",
+}, []string{"client_site", "node_site"})
+
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
@@ -98,12 +105,13 @@ var (
 	descNodeLoad   = prometheus.NewDesc("vodcluster_node_load", "The scheduler's load formula for the node (0.5: half its egress reserved, no fill).", []string{"node"}, nil)
 	descNodeDisk   = prometheus.NewDesc("vodcluster_node_disk_free_bytes", "Free title-cache disk the node reported, bytes.", []string{"node"}, nil)
 	descNodeTitles = prometheus.NewDesc("vodcluster_node_titles", "Titles held or filling on the node.", []string{"node"}, nil)
+	descNodeInfo   = prometheus.NewDesc("vodcluster_node_info", "1 for each node, labelled with its site (empty for none): join on node to sum the other vodcluster_node_* series by site.", []string{"node", "site"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descQueue, descFills, descOriginUp, descLeader, descTitles,
-		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles} {
+		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles, descNodeInfo} {
 		ch <- d
 	}
 }
@@ -157,6 +165,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNodeLoad, m.sched.Load(n.Index), n.ID)
 		gauge(descNodeDisk, float64(n.DiskFreeBytes), n.ID)
 		gauge(descNodeTitles, float64(n.Titles()), n.ID)
+		gauge(descNodeInfo, 1, n.ID, n.Site)
 	}
 	m.mu.Unlock()
 	for k, v := range sessions {
@@ -172,7 +181,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions)
 	if err != nil {
 		return err
 	}

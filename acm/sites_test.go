@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -75,6 +78,14 @@ func TestViewersStayInTheirSite(t *testing.T) {
 			m.QueueDeadline = 1
 			m.SessionRecordsFile = records
 		})
+		counted := func(client, node string) float64 {
+			var d dto.Metric
+			if err := siteAdmissions.WithLabelValues(client, node).Write(&d); err != nil {
+				t.Fatal(err)
+			}
+			return d.GetCounter().GetValue()
+		}
+		inSite, across := counted("north", "north"), counted("north", "south")
 		e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 2 * titleBps, site: "north"})
 		e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
 		for _, title := range []string{"t1", "t2"} {
@@ -89,6 +100,16 @@ func TestViewersStayInTheirSite(t *testing.T) {
 			t.Fatalf("site only, the site full: %d, want 453", res.StatusCode)
 		case !only && (res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7002")):
 			t.Fatalf("the site full: %d %v, want south-1 (7002)", res.StatusCode, res.Header["Location"])
+		}
+		wantAcross := 1.0
+		if only {
+			wantAcross = 0
+		}
+		if d, a := counted("north", "north")-inSite, counted("north", "south")-across; d != 2 || a != wantAcross {
+			t.Errorf("only=%v: vodcluster_site_admissions_total north/north +%v, north/south +%v; want +2, +%v", only, d, a, wantAcross)
+		}
+		if got := nodeInfo(t, e.m); got != "north-1=north south-1=south" {
+			t.Errorf("vodcluster_node_info: %q", got)
 		}
 		nodes, err := e.admin.ListNodes(context.Background(), &pb.ListNodesRequest{})
 		if err != nil || nodes.GetNodes()[0].GetSite() != "north" || nodes.GetNodes()[1].GetSite() != "south" {
@@ -181,4 +202,33 @@ func TestSiteLogs(t *testing.T) {
 			t.Errorf("the log lacks %s:\n%s", want, out)
 		}
 	}
+}
+
+// nodeInfo returns the vodcluster_node_info series of m's collector as
+// "node=site ...", sorted.
+func nodeInfo(t *testing.T, m *Manager) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metricsCollector{m}); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fams {
+		if f.GetName() != "vodcluster_node_info" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range mt.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out = append(out, l["node"]+"="+l["site"])
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
