@@ -109,3 +109,32 @@ func TestDigestResponseAcceptedOnce(t *testing.T) {
 		t.Fatalf("HTTP counted challenged +%v, unauthorized +%v; want +1, +1", ch-ch0, un-un0)
 	}
 }
+
+// Two boxes of one household whose Digest clients send no qop (gortsplib,
+// GStreamer, live555) start the same title in the same second: each
+// connection gets a nonce of its own, so their responses differ and both
+// are admitted at once (gortsplib gives up on the stale=true 401 a shared
+// nonce earned the second box). One connection's challenges within the
+// second share a nonce (a wrong password resent is the same header).
+func TestDigestNoncePerConnection(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	a, b := e.dialRTSP(), e.dialRTSP()
+	na := nonceOf(t, a.mustDo(base.Describe, "/vod/t1", nil))
+	nb := nonceOf(t, b.mustDo(base.Describe, "/vod/t1", nil))
+	if na == nb {
+		t.Fatalf("two connections got the same nonce %s", na)
+	}
+	if again := nonceOf(t, a.mustDo(base.Describe, "/vod/t1", nil)); again != na && again[:16] == na[:16] {
+		t.Fatalf("one connection's challenges in one second: nonces %s, %s", na, again)
+	}
+	for _, c := range []struct {
+		rc    *rtspClient
+		nonce string
+	}{{a, na}, {b, nb}} {
+		h := digestHeader("demo", "demo", "vodcluster", c.nonce, "DESCRIBE", c.rc.url("/vod/t1"), "")
+		if res := c.rc.mustDo(base.Describe, "/vod/t1", h); res.StatusCode != base.StatusFound {
+			t.Fatalf("no-qop Digest with its connection's nonce: %d, want 302", res.StatusCode)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"net"
@@ -305,10 +306,10 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		user, stale, err = m.authenticate(ctx, string(req.Method), path, authz, ip, true)
 	}
 	if err != nil {
-		return s.fail(res, err, stale), ""
+		return s.fail(nc, res, err, stale), ""
 	}
 	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
-		return s.fail(res, err, false), ""
+		return s.fail(nc, res, err, false), ""
 	}
 	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP, Reuse: admitted[title]})
 	if err != nil {
@@ -319,7 +320,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		if viaToken {
 			err = m.tokenSubscriberErr(err, user, ip)
 		}
-		return s.fail(res, err, false), ""
+		return s.fail(nc, res, err, false), ""
 	}
 	countRequest(store.ProtoRTSP, nil)
 	res.StatusCode = base.StatusFound
@@ -329,13 +330,16 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	return res, g.Session.ID
 }
 
-func (s *rtspServer) fail(res *base.Response, err error, stale bool) *base.Response {
+// fail answers a refused admission on connection nc: the RTSP status of
+// err, with a Digest challenge (its nonce the connection's: IssueTo) for a
+// 401.
+func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool) *base.Response {
 	m := s.m
 	countRequest(store.ProtoRTSP, err)
 	switch {
 	case errors.Is(err, errUnauthorized):
 		res.StatusCode = base.StatusUnauthorized
-		nonce := m.nonces.Issue(m.now())
+		nonce := m.nonces.IssueTo(m.now(), connKey(nc))
 		if stale {
 			// The client's nonce expired or its response was used: the
 			// nonce of this second may be the one it used.
@@ -396,4 +400,13 @@ func remote(nc net.Conn) (ip, addr string) {
 func isTLS(nc net.Conn) bool {
 	_, ok := nc.(*tls.Conn)
 	return ok
+}
+
+// connKeySeed keys connKey, one per process.
+var connKeySeed = maphash.MakeSeed()
+
+// connKey is a key of nc for its Digest nonces (auth.Nonces.IssueTo): a
+// hash of its two addresses, the same for all its challenges.
+func connKey(nc net.Conn) uint64 {
+	return maphash.String(connKeySeed, nc.RemoteAddr().String()+" "+nc.LocalAddr().String())
 }

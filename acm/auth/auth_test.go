@@ -2,6 +2,8 @@ package auth
 
 import (
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -106,5 +108,31 @@ func TestChallenge(t *testing.T) {
 	}
 	if c := Challenge("r", "N", false, false); len(c) != 1 || strings.Contains(c[0], "stale") {
 		t.Fatalf("%q", c)
+	}
+}
+
+// IssueTo: one connection's nonce within a second is the same, another
+// connection's differs; both check. A nonce of the earlier form (no
+// connection key) still checks; a tampered key does not.
+func TestNonceIssueTo(t *testing.T) {
+	n := NewNonces([]byte("0123456789abcdef0123456789abcdef"), 0)
+	a, a2, b := n.IssueTo(t0, 1), n.IssueTo(t0.Add(999*time.Millisecond), 1), n.IssueTo(t0, 2)
+	if a != a2 || a == b {
+		t.Fatalf("conn 1: %s, %s; conn 2: %s", a, a2, b)
+	}
+	for _, nonce := range []string{a, b, n.Issue(t0), n.IssueFresh(t0)} {
+		if err := n.Check(nonce, t0.Add(time.Second)); err != nil {
+			t.Errorf("%s: %v", nonce, err)
+		}
+	}
+	var ts [8]byte
+	binary.BigEndian.PutUint64(ts[:], uint64(t0.UnixMilli()))
+	legacy := hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
+	if err := n.Check(legacy, t0.Add(time.Second)); err != nil {
+		t.Errorf("nonce of the earlier form: %v", err)
+	}
+	tampered := a[:16] + "00000000000000ff" + a[32:]
+	if err := n.Check(tampered, t0.Add(time.Second)); !errors.Is(err, ErrNonceInvalid) {
+		t.Errorf("nonce with another connection key: %v", err)
 	}
 }

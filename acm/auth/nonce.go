@@ -24,11 +24,14 @@ const DefaultNonceTTL = 5 * time.Minute
 const nonceSkew = 5 * time.Second
 
 // Nonces issues and checks stateless Digest nonces: 16 hex digits of the
-// issue time (Unix ms, big endian) followed by 32 hex digits of
-// HMAC-SHA256(key, time bytes)[:16], the key derived from the cluster
-// secret. Nothing is stored, so every manager sharing the secret accepts
-// the nonces of the others; a nonce may be replayed until it expires (no
-// nonce-count tracking here: see Replays). Safe for concurrent use.
+// issue time (Unix ms, big endian), 16 of the connection's key (IssueTo;
+// 0 for Issue and IssueFresh), then 32 hex digits of HMAC-SHA256(key,
+// time and connection bytes)[:16], the key derived from the cluster
+// secret. (Nonces of the first form, without the connection's key, are
+// still accepted: those issued before an upgrade.) Nothing is stored, so
+// every manager sharing the secret accepts the nonces of the others; a
+// nonce may be replayed until it expires (no nonce-count tracking here:
+// see Replays). Safe for concurrent use.
 type Nonces struct {
 	key       []byte
 	ttl       time.Duration
@@ -56,10 +59,25 @@ func (n *Nonces) TTL() time.Duration { return n.ttl }
 // header, which the front door's failed-login limit counts once. (A
 // nonce guards nothing more than its age: Replays refuses a response
 // sent twice.)
-func (n *Nonces) Issue(now time.Time) string {
-	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], uint64(now.Unix()*1000))
-	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
+func (n *Nonces) Issue(now time.Time) string { return n.IssueTo(now, 0) }
+
+// IssueTo is Issue for the client connection whose key is conn (a hash of
+// its addresses): the same nonce for its challenges within one second,
+// another one for another connection's. Digest clients that send no qop
+// (and so no cnonce: GStreamer, live555, gortsplib) of one account that
+// start at the same second on several boxes then compute different
+// responses, none refused as a replay of another's (gortsplib does not
+// retry after a stale=true 401).
+func (n *Nonces) IssueTo(now time.Time, conn uint64) string {
+	return n.encode(uint64(now.Unix()*1000), conn)
+}
+
+// encode is the nonce of stamp (Unix ms) and conn.
+func (n *Nonces) encode(stamp, conn uint64) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], stamp)
+	binary.BigEndian.PutUint64(b[8:], conn)
+	return hex.EncodeToString(b[:]) + hex.EncodeToString(n.mac(b[:]))
 }
 
 // IssueFresh returns a nonce stamped with now to the millisecond, never
@@ -91,10 +109,7 @@ func (n *Nonces) IssueFresh(now time.Time) string {
 	if stamp%1000 == 0 {
 		stamp++
 	}
-	ms = stamp
-	var ts [8]byte
-	binary.BigEndian.PutUint64(ts[:], uint64(ms))
-	return hex.EncodeToString(ts[:]) + hex.EncodeToString(n.mac(ts[:]))
+	return n.encode(uint64(stamp), 0)
 }
 
 func (n *Nonces) mac(ts []byte) []byte {
@@ -103,15 +118,16 @@ func (n *Nonces) mac(ts []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// Check reports whether nonce was issued by Issue with the same secret and
+// Check reports whether nonce was issued by Issue, IssueTo or IssueFresh
+// (or the same of an earlier version, without the connection's key) with the same secret and
 // is still valid at now: ErrNonceInvalid for a forged or malformed nonce
 // or one stamped in the future, ErrNonceStale for one older than the TTL.
 func (n *Nonces) Check(nonce string, now time.Time) error {
 	raw, err := hex.DecodeString(nonce)
-	if err != nil || len(raw) != 24 {
+	if err != nil || (len(raw) != 32 && len(raw) != 24) { // 24: without the connection's key
 		return ErrNonceInvalid
 	}
-	if !hmac.Equal(raw[8:], n.mac(raw[:8])) {
+	if signed := len(raw) - 16; !hmac.Equal(raw[signed:], n.mac(raw[:signed])) {
 		return ErrNonceInvalid
 	}
 	issued := time.UnixMilli(int64(binary.BigEndian.Uint64(raw[:8])))
