@@ -376,8 +376,15 @@ func startChromium(t *testing.T, chromium, u string) *browser {
 		"--enable-logging=stderr", "--v=0",
 		u,
 	}
+	// Its own temporary files (org.chromium.Chromium.*, which it leaves
+	// behind) go to dir too.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
 	cmd := exec.Command(chromium, args...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	cmd.Env = append(os.Environ(), "HOME="+dir, "TMPDIR="+tmp, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
