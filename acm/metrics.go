@@ -60,7 +60,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, http) and outcome (admitted, challenged, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // planSeconds is how long the storage plans of this manager took, from
@@ -132,7 +132,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	type key struct{ state, protocol string }
 	sessions := map[key]int{}
 	for _, st := range []string{store.StateAdmitted, store.StatePlaying} {
-		for _, p := range []string{store.ProtoRTSP, store.ProtoHTTP} {
+		for _, p := range []string{store.ProtoRTSP, store.ProtoRTSPS, store.ProtoHTTP} {
 			sessions[key{st, p}] = 0
 		}
 	}

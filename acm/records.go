@@ -21,7 +21,7 @@ type sessionRecord struct {
 	User     string `json:"user"`     // subscriber
 	Title    string `json:"title"`    // title id
 	Node     string `json:"node"`     // node that served it
-	Protocol string `json:"protocol"` // rtsp or http
+	Protocol string `json:"protocol"` // rtsp, rtsps or http
 	Client   string `json:"client"`   // client address at admission
 	// ClientSite and NodeSite are the client's site (Manager.Sites) and
 	// the node's, when sites are set: a session served across sites has

@@ -311,10 +311,10 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
 		return s.fail(nc, res, err, false), ""
 	}
-	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoRTSP, Reuse: admitted[title]})
+	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc), Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
-			countRequest(store.ProtoRTSP, ctx.Err())
+			countRequest(rtspProto(nc), ctx.Err())
 			return nil, ""
 		}
 		if viaToken {
@@ -322,7 +322,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		}
 		return s.fail(nc, res, err, false), ""
 	}
-	countRequest(store.ProtoRTSP, nil)
+	countRequest(rtspProto(nc), nil)
 	res.StatusCode = base.StatusFound
 	res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1
 	res.Header["Location"] = base.HeaderValue{g.rtspURL(isTLS(nc)) + "/s/" + g.Token + "/vod/" + title + rest}
@@ -335,7 +335,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 // 401.
 func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool) *base.Response {
 	m := s.m
-	countRequest(store.ProtoRTSP, err)
+	countRequest(rtspProto(nc), err)
 	switch {
 	case errors.Is(err, errUnauthorized):
 		res.StatusCode = base.StatusUnauthorized
@@ -394,6 +394,15 @@ func remote(nc net.Conn) (ip, addr string) {
 		return h, addr
 	}
 	return addr, addr
+}
+
+// rtspProto is the protocol of nc's sessions and front-door answers:
+// store.ProtoRTSPS through the RTSPS listener, store.ProtoRTSP otherwise.
+func rtspProto(nc net.Conn) string {
+	if isTLS(nc) {
+		return store.ProtoRTSPS
+	}
+	return store.ProtoRTSP
 }
 
 // isTLS reports whether nc came through the RTSPS listener.

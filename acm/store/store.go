@@ -43,8 +43,9 @@ const (
 
 // Session protocols.
 const (
-	ProtoRTSP = "rtsp"
-	ProtoHTTP = "http"
+	ProtoRTSP  = "rtsp"
+	ProtoRTSPS = "rtsps" // RTSP over TLS (the RTSPS front door)
+	ProtoHTTP  = "http"
 )
 
 // Session is one admission: a viewer's playback of one title on one node,
@@ -58,7 +59,7 @@ type Session struct {
 	BitrateBps int64     `json:"bitrate_bps"` // bit/s reserved
 	Fill       bool      `json:"fill"`        // the placement ordered a fill from the origin
 	State      string    `json:"state"`       // StateAdmitted, StatePlaying, StateEnded
-	Protocol   string    `json:"protocol"`    // ProtoRTSP or ProtoHTTP
+	Protocol   string    `json:"protocol"`    // ProtoRTSP, ProtoRTSPS or ProtoHTTP
 	AdmittedAt time.Time `json:"admitted_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	// Manager is, on a store shared by several managers, the one that

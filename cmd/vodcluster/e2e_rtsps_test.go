@@ -102,6 +102,15 @@ func TestRTSPSThroughFrontDoor(t *testing.T) {
 		t.Fatalf("plain RTSP to the RTSPS port answered %q", line)
 	}
 
+	// The manager tells the RTSPS viewer's session from the plain one's.
+	protos := map[string]int{}
+	for _, s := range sessions(t, c.admin(t)) {
+		protos[s.GetProtocol()]++
+	}
+	if protos["rtsps"] != 1 || protos["rtsp"] != 1 {
+		t.Errorf("sessions by protocol %v, want one rtsps and one rtsp", protos)
+	}
+
 	url := fmt.Sprintf("rtsps://demo:demo@%s/vod/sample-006", c.manager.RTSPSAddr())
 	if p := ffmpegRun(t, 3, "-i", url); p.Err != nil || p.Frames < 70 {
 		t.Fatalf("ffmpeg over RTSPS: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
