@@ -114,6 +114,9 @@ func (s *rtspServer) handle(nc net.Conn) {
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
+	if !handshake(nc) {
+		return
+	}
 	ctx, cancel := context.WithCancel(s.m.ctx)
 	defer cancel()
 	rc := conn.NewConn(nc) // writes responses; requests come through rd
@@ -403,6 +406,27 @@ func rtspProto(nc net.Conn) string {
 		return store.ProtoRTSPS
 	}
 	return store.ProtoRTSP
+}
+
+// tlsHandshakeTimeout bounds an RTSPS client's TLS handshake: a listener
+// facing the Internet does not keep a connection that never completes one
+// for the whole idle timeout. A variable for tests.
+var tlsHandshakeTimeout = 10 * time.Second
+
+// handshake completes the TLS handshake of an RTSPS connection within
+// tlsHandshakeTimeout; false when it failed (the connection is to be
+// closed). Plain connections pass.
+func handshake(nc net.Conn) bool {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	return true
 }
 
 // isTLS reports whether nc came through the RTSPS listener.

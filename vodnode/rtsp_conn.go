@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,10 @@ import (
 	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/deliver"
 )
+
+// tlsHandshakeTimeout bounds an RTSPS client's TLS handshake (a variable
+// for tests).
+var tlsHandshakeTimeout = 10 * time.Second
 
 // maxSessionsPerConn bounds the sessions one RTSP connection may set up.
 const maxSessionsPerConn = 64
@@ -112,6 +117,16 @@ func (n *Node) acceptRTSP(ln net.Listener) {
 func (c *rtspConn) serve() {
 	defer c.n.wg.Done()
 	defer c.close()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// An RTSPS client has tlsHandshakeTimeout to complete its
+		// handshake, not the whole session timeout.
+		tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			c.n.log.Debug("rtsps handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return
+		}
+		tc.SetDeadline(time.Time{})
+	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
 		msg, err := c.rd.Next()

@@ -1,0 +1,65 @@
+package vodnode
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/proto/grpctls"
+	"vodcluster/proto/grpctls/grpctlstest"
+)
+
+// The node's RTSPS listener answers RTSP inside TLS (verified against
+// the CA), and closes a client that does not complete its handshake after
+// tlsHandshakeTimeout rather than the session timeout.
+func TestRTSPSListener(t *testing.T) {
+	was := tlsHandshakeTimeout
+	t.Cleanup(func() { tlsHandshakeTimeout = was }) // after the server's own cleanup
+	tlsHandshakeTimeout = 200 * time.Millisecond
+	f, err := grpctlstest.Write(t.TempDir(), "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := grpctls.ServerConfig(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) { n.RTSPTLS, n.RTSPSListen = cfg, "127.0.0.1:0" })
+	if n.RTSPSAddr() == "" || n.registerRequest().GetRtspsAddr() != n.RTSPSAddr() {
+		t.Fatalf("RTSPS address %q, registered %q", n.RTSPSAddr(), n.registerRequest().GetRtspsAddr())
+	}
+
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	tc, err := tls.Dial("tcp", n.RTSPSAddr(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("TLS to the node (verified): %v", err)
+	}
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(tc, "OPTIONS rtsps://%s/ RTSP/1.0\r\nCSeq: 1\r\n\r\n", n.RTSPSAddr())
+	if line, err := bufio.NewReader(tc).ReadString('\n'); err != nil || !strings.HasPrefix(line, "RTSP/1.0 200") {
+		t.Fatalf("OPTIONS over RTSPS: %q %v", line, err)
+	}
+
+	nc, err := net.Dial("tcp", n.RTSPSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(nc); err != nil {
+		t.Fatalf("a client that never starts its handshake: %v, want the connection closed", err)
+	}
+}
