@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
@@ -14,7 +15,8 @@ import (
 // (synchronously), the token signed and the 302 written. Each session is
 // ended by a node event outside the timer so capacity never runs out.
 func BenchmarkRTSPDescribeToRedirect(b *testing.B) {
-	e := newManager(b, "", nil)
+	// One subscriber asks as fast as it can: no requests_per_user limit.
+	e := newManager(b, "", func(m *Manager) { m.RequestsPerUser = -1 })
 	n := e.startNode("n1", nodeOpts{egress: 2 * titleBps})
 	c := e.dialRTSP()
 	h := basicHeader("demo", "demo")
@@ -37,15 +39,21 @@ func BenchmarkRTSPDescribeToRedirect(b *testing.B) {
 }
 
 // BenchmarkDigestCheck measures the front door's Digest path: header
-// parse, nonce HMAC check and the response check against the HA1.
+// parse, nonce HMAC check, the response check against the HA1, and the
+// replay cache (each answer is accepted once: the requests count up nc,
+// as a client's do, their headers made before the timer starts).
 func BenchmarkDigestCheck(b *testing.B) {
 	e := newManager(b, "", nil)
 	c := e.dialRTSP()
 	nonce := e.m.nonces.Issue(timeNow())
-	authz := digestHeader("demo", "demo", "vodcluster", nonce, "DESCRIBE", c.url("/vod/t1"), "auth")["Authorization"][0]
+	authz := make([]string, b.N)
+	for i := range authz {
+		authz[i] = digestHeaderNC("demo", "demo", "vodcluster", nonce, "DESCRIBE", c.url("/vod/t1"), fmt.Sprintf("%08x", i+1))["Authorization"][0]
+	}
 	ctx := b.Context()
-	for b.Loop() {
-		if _, _, err := e.m.authenticate(ctx, "DESCRIBE", "/vod/t1", authz, "127.0.0.1", true); err != nil {
+	b.ResetTimer()
+	for i := range b.N {
+		if _, _, err := e.m.authenticate(ctx, "DESCRIBE", "/vod/t1", authz[i], "127.0.0.1", true); err != nil {
 			b.Fatal(err)
 		}
 	}
