@@ -120,6 +120,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 
 	now := m.now()
 	m.mu.Lock()
+	if m.suspendedLocked(r.User, now) {
+		m.mu.Unlock()
+		return nil, errSuspended
+	}
 	if r.Protocol == store.ProtoHTTP {
 		if g := m.sameHTTPViewerLocked(r, t.ID); g != nil {
 			m.mu.Unlock()

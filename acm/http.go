@@ -133,6 +133,8 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: the token opens another title", http.StatusForbidden)
 	case errors.Is(err, errEndedByOperator):
 		http.Error(w, "forbidden: the operator ended your sessions", http.StatusForbidden)
+	case errors.Is(err, errSuspended):
+		http.Error(w, "forbidden: suspended by the operator", http.StatusForbidden)
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):

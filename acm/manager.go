@@ -317,6 +317,9 @@ type Manager struct {
 	wg       sync.WaitGroup
 	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
 	opMu     sync.Mutex // serialises the operator's node settings and eviction holds: their changes with their writes to the store, and their reloads
+	// suspended: the operator's suspended subscribers (suspend.go), by
+	// user; replaced whole (mu).
+	suspended map[string]suspension
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting

@@ -17,6 +17,7 @@ const (
 	outcomeChallenged   = "challenged"    // 401 asking for credentials: none sent (a player's first request), or a Digest nonce expired or used
 	outcomeUnauthorized = "unauthorized"  // 401: wrong or malformed credentials
 	outcomeForbidden    = "forbidden"     // the title is outside the subscriber's packages
+	outcomeSuspended    = "suspended"     // the operator suspended the subscriber (vodctl suspend)
 	outcomeUserLimit    = "user_limit"    // the subscriber has max_sessions_per_user live sessions
 	outcomeUnknownTitle = "unknown_title" // not in the catalog
 	outcomeNoCapacity   = "no_capacity"   // no node could take it within the queue deadline
@@ -37,6 +38,8 @@ func outcome(err error) string {
 		return outcomeChallenged
 	case errors.Is(err, errUnauthorized):
 		return outcomeUnauthorized
+	case errors.Is(err, errSuspended):
+		return outcomeSuspended
 	case errors.Is(err, errForbidden):
 		return outcomeForbidden
 	case errors.Is(err, errUserLimit):
@@ -60,7 +63,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, suspended, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // planSeconds is how long the storage plans of this manager took, from

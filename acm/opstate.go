@@ -121,7 +121,7 @@ func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error
 	return readStateJSON(m, ctx, stateEvictHolds, "eviction holds", strict, func() []smm.Hold { return nil })
 }
 
-// loadOpState reads the node settings and, with a Replicator, the
+// loadOpState reads the node settings, the suspended subscribers and, with a Replicator, the
 // eviction holds and the operator's prefetch orders from the store (at Start and when taking over), applies
 // the settings to the registered nodes and tells each node whose drain
 // state this changes.
@@ -145,8 +145,13 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 	if err := m.loadPrefetchOrders(ctx); err != nil {
 		return err
 	}
+	susp, err := m.readSuspensions(ctx, m.now())
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.suspended = susp
 	m.nodeSettings = settings
 	for id := range m.nodes {
 		m.applyNodeSettingLocked(id, false)

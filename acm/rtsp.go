@@ -359,6 +359,9 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 	case errors.Is(err, errEndedByOperator):
 		res.StatusCode = base.StatusForbidden
 		res.StatusMessage = "Forbidden (sessions ended by the operator)"
+	case errors.Is(err, errSuspended):
+		res.StatusCode = base.StatusForbidden
+		res.StatusMessage = "Forbidden (suspended by the operator)"
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
 	case errors.Is(err, errUserLimit):

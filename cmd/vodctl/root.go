@@ -59,7 +59,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
-		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g))
+		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), suspendCmd(g), suspensionsCmd(g))
 	return root
 }
 

@@ -2385,6 +2385,216 @@ func (x *EndSessionsResponse) GetSessionIds() []string {
 	return nil
 }
 
+type SuspendRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	DurationS     int64                  `protobuf:"varint,2,opt,name=duration_s,json=durationS,proto3" json:"duration_s,omitempty"` // from now, seconds; 0 lifts the suspension
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                         // logged and listed; empty: none given
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendRequest) Reset() {
+	*x = SuspendRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendRequest) ProtoMessage() {}
+
+func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
+func (*SuspendRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SuspendRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *SuspendRequest) GetDurationS() int64 {
+	if x != nil {
+		return x.DurationS
+	}
+	return 0
+}
+
+func (x *SuspendRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Suspension is a subscriber whose new title requests the front door
+// refuses until until_unix_ms.
+type Suspension struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	UntilUnixMs   int64                  `protobuf:"varint,2,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // 0 in the answer of a lift
+	SinceUnixMs   int64                  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Suspension) Reset() {
+	*x = Suspension{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Suspension) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Suspension) ProtoMessage() {}
+
+func (x *Suspension) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Suspension.ProtoReflect.Descriptor instead.
+func (*Suspension) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Suspension) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *Suspension) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+func (x *Suspension) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *Suspension) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ListSuspensionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSuspensionsRequest) Reset() {
+	*x = ListSuspensionsRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSuspensionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSuspensionsRequest) ProtoMessage() {}
+
+func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSuspensionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSuspensionsRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+}
+
+type ListSuspensionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Suspensions   []*Suspension          `protobuf:"bytes,1,rep,name=suspensions,proto3" json:"suspensions,omitempty"` // in force now, by user
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSuspensionsResponse) Reset() {
+	*x = ListSuspensionsResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSuspensionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSuspensionsResponse) ProtoMessage() {}
+
+func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSuspensionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSuspensionsResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListSuspensionsResponse) GetSuspensions() []*Suspension {
+	if x != nil {
+		return x.Suspensions
+	}
+	return nil
+}
+
 type SessionInfo struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -2403,7 +2613,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2625,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2638,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2510,7 +2720,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2732,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2745,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2553,7 +2763,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2775,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2788,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 type PolicyInfo struct {
@@ -2595,7 +2805,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2817,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2830,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2683,7 +2893,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2695,7 +2905,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2708,7 +2918,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2776,7 +2986,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2998,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3011,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -2821,7 +3031,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +3043,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +3056,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -2883,7 +3093,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +3105,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,7 +3118,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -2988,7 +3198,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3210,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3223,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -3065,7 +3275,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3287,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3300,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -3154,7 +3364,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +3376,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +3389,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -3213,7 +3423,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3435,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3448,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -3265,7 +3475,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3487,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3500,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -3315,7 +3525,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3537,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3550,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
 }
 
 type Fill struct {
@@ -3364,7 +3574,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3586,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3599,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -3464,7 +3674,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3686,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3699,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3702,7 +3912,21 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"6\n" +
 	"\x13EndSessionsResponse\x12\x1f\n" +
 	"\vsession_ids\x18\x01 \x03(\tR\n" +
-	"sessionIds\"\xba\x02\n" +
+	"sessionIds\"[\n" +
+	"\x0eSuspendRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
+	"\n" +
+	"duration_s\x18\x02 \x01(\x03R\tdurationS\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x80\x01\n" +
+	"\n" +
+	"Suspension\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\"\n" +
+	"\runtil_unix_ms\x18\x02 \x01(\x03R\vuntilUnixMs\x12\"\n" +
+	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x18\n" +
+	"\x16ListSuspensionsRequest\"V\n" +
+	"\x17ListSuspensionsResponse\x12;\n" +
+	"\vsuspensions\x18\x01 \x03(\v2\x19.vodcluster.v1.SuspensionR\vsuspensions\"\xba\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -3803,7 +4027,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xa9\t\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xda\n" +
+	"\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12]\n" +
@@ -3813,7 +4038,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"ForgetNode\x12 .vodcluster.v1.ForgetNodeRequest\x1a!.vodcluster.v1.ForgetNodeResponse\x12W\n" +
 	"\fListSessions\x12\".vodcluster.v1.ListSessionsRequest\x1a#.vodcluster.v1.ListSessionsResponse\x12T\n" +
-	"\vEndSessions\x12!.vodcluster.v1.EndSessionsRequest\x1a\".vodcluster.v1.EndSessionsResponse\x12G\n" +
+	"\vEndSessions\x12!.vodcluster.v1.EndSessionsRequest\x1a\".vodcluster.v1.EndSessionsResponse\x12M\n" +
+	"\x11SuspendSubscriber\x12\x1d.vodcluster.v1.SuspendRequest\x1a\x19.vodcluster.v1.Suspension\x12`\n" +
+	"\x0fListSuspensions\x12%.vodcluster.v1.ListSuspensionsRequest\x1a&.vodcluster.v1.ListSuspensionsResponse\x12G\n" +
 	"\tGetPolicy\x12\x1f.vodcluster.v1.GetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12G\n" +
 	"\tSetPolicy\x12\x1f.vodcluster.v1.SetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12Z\n" +
 	"\rListPlacement\x12#.vodcluster.v1.ListPlacementRequest\x1a$.vodcluster.v1.ListPlacementResponse\x12H\n" +
@@ -3836,57 +4063,61 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
-	(SessionEvent_Kind)(0),         // 0: vodcluster.v1.SessionEvent.Kind
-	(*Title)(nil),                  // 1: vodcluster.v1.Title
-	(*RefreshCatalogRequest)(nil),  // 2: vodcluster.v1.RefreshCatalogRequest
-	(*RefreshCatalogResponse)(nil), // 3: vodcluster.v1.RefreshCatalogResponse
-	(*GetTitleRequest)(nil),        // 4: vodcluster.v1.GetTitleRequest
-	(*ListTitlesRequest)(nil),      // 5: vodcluster.v1.ListTitlesRequest
-	(*ListTitlesResponse)(nil),     // 6: vodcluster.v1.ListTitlesResponse
-	(*FetchRequest)(nil),           // 7: vodcluster.v1.FetchRequest
-	(*FetchChunk)(nil),             // 8: vodcluster.v1.FetchChunk
-	(*NodeCapacity)(nil),           // 9: vodcluster.v1.NodeCapacity
-	(*RegisterRequest)(nil),        // 10: vodcluster.v1.RegisterRequest
-	(*RegisterResponse)(nil),       // 11: vodcluster.v1.RegisterResponse
-	(*StoredTitle)(nil),            // 12: vodcluster.v1.StoredTitle
-	(*LoadReport)(nil),             // 13: vodcluster.v1.LoadReport
-	(*PartialTitle)(nil),           // 14: vodcluster.v1.PartialTitle
-	(*FillFailure)(nil),            // 15: vodcluster.v1.FillFailure
-	(*NodeCommand)(nil),            // 16: vodcluster.v1.NodeCommand
-	(*EndSessionsCommand)(nil),     // 17: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),         // 18: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),        // 19: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),           // 20: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),           // 21: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),           // 22: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),        // 23: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),       // 24: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),               // 25: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),      // 26: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),         // 27: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),      // 28: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),     // 29: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),    // 30: vodcluster.v1.ListSessionsRequest
-	(*EndSessionsRequest)(nil),     // 31: vodcluster.v1.EndSessionsRequest
-	(*EndSessionsResponse)(nil),    // 32: vodcluster.v1.EndSessionsResponse
-	(*SessionInfo)(nil),            // 33: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),   // 34: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),       // 35: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),             // 36: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),           // 37: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),       // 38: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),   // 39: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),                // 40: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil),  // 41: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),            // 42: vodcluster.v1.NodePartial
-	(*NodePin)(nil),                // 43: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),       // 44: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),           // 45: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),       // 46: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                   // 47: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),      // 48: vodcluster.v1.ListFillsResponse
+	(SessionEvent_Kind)(0),          // 0: vodcluster.v1.SessionEvent.Kind
+	(*Title)(nil),                   // 1: vodcluster.v1.Title
+	(*RefreshCatalogRequest)(nil),   // 2: vodcluster.v1.RefreshCatalogRequest
+	(*RefreshCatalogResponse)(nil),  // 3: vodcluster.v1.RefreshCatalogResponse
+	(*GetTitleRequest)(nil),         // 4: vodcluster.v1.GetTitleRequest
+	(*ListTitlesRequest)(nil),       // 5: vodcluster.v1.ListTitlesRequest
+	(*ListTitlesResponse)(nil),      // 6: vodcluster.v1.ListTitlesResponse
+	(*FetchRequest)(nil),            // 7: vodcluster.v1.FetchRequest
+	(*FetchChunk)(nil),              // 8: vodcluster.v1.FetchChunk
+	(*NodeCapacity)(nil),            // 9: vodcluster.v1.NodeCapacity
+	(*RegisterRequest)(nil),         // 10: vodcluster.v1.RegisterRequest
+	(*RegisterResponse)(nil),        // 11: vodcluster.v1.RegisterResponse
+	(*StoredTitle)(nil),             // 12: vodcluster.v1.StoredTitle
+	(*LoadReport)(nil),              // 13: vodcluster.v1.LoadReport
+	(*PartialTitle)(nil),            // 14: vodcluster.v1.PartialTitle
+	(*FillFailure)(nil),             // 15: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),             // 16: vodcluster.v1.NodeCommand
+	(*EndSessionsCommand)(nil),      // 17: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),          // 18: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),         // 19: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),            // 20: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),            // 21: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),            // 22: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),         // 23: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),        // 24: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),                // 25: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),       // 26: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),          // 27: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),       // 28: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),      // 29: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),     // 30: vodcluster.v1.ListSessionsRequest
+	(*EndSessionsRequest)(nil),      // 31: vodcluster.v1.EndSessionsRequest
+	(*EndSessionsResponse)(nil),     // 32: vodcluster.v1.EndSessionsResponse
+	(*SuspendRequest)(nil),          // 33: vodcluster.v1.SuspendRequest
+	(*Suspension)(nil),              // 34: vodcluster.v1.Suspension
+	(*ListSuspensionsRequest)(nil),  // 35: vodcluster.v1.ListSuspensionsRequest
+	(*ListSuspensionsResponse)(nil), // 36: vodcluster.v1.ListSuspensionsResponse
+	(*SessionInfo)(nil),             // 37: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),    // 38: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),        // 39: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),              // 40: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),            // 41: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),        // 42: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),    // 43: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                 // 44: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),   // 45: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),             // 46: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                 // 47: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),        // 48: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),            // 49: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),        // 50: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                    // 51: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),       // 52: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -3904,59 +4135,64 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	0,  // 12: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
 	9,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
 	25, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	33, // 15: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	37, // 16: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	40, // 17: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	43, // 18: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	42, // 19: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	47, // 20: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	5,  // 21: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 22: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	7,  // 23: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	10, // 24: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	13, // 25: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	22, // 26: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	5,  // 27: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 28: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
-	24, // 29: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	27, // 30: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	28, // 31: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	30, // 32: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	31, // 33: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
-	35, // 34: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	38, // 35: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	39, // 36: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	44, // 37: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	44, // 38: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	44, // 39: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	44, // 40: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	46, // 41: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 42: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 43: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 44: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 45: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	16, // 46: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	23, // 47: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 48: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 49: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	26, // 50: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	25, // 51: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	29, // 52: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	34, // 53: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	32, // 54: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	36, // 55: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	36, // 56: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	41, // 57: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	45, // 58: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	45, // 59: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	45, // 60: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	45, // 61: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	48, // 62: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	42, // [42:63] is the sub-list for method output_type
-	21, // [21:42] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	34, // 15: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
+	37, // 16: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	41, // 17: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	44, // 18: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	47, // 19: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	46, // 20: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	51, // 21: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	5,  // 22: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 23: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 24: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 25: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 26: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	22, // 27: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 28: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 29: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	24, // 30: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	27, // 31: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	28, // 32: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	30, // 33: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	31, // 34: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	33, // 35: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
+	35, // 36: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	39, // 37: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	42, // 38: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	43, // 39: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	48, // 40: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	48, // 41: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	48, // 42: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	48, // 43: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	50, // 44: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 45: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 46: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 47: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 48: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	16, // 49: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	23, // 50: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 51: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 52: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	26, // 53: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	25, // 54: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	29, // 55: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	38, // 56: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	32, // 57: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	34, // 58: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	36, // 59: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	40, // 60: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	40, // 61: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	45, // 62: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	49, // 63: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	49, // 64: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	49, // 65: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	49, // 66: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	52, // 67: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	45, // [45:68] is the sub-list for method output_type
+	22, // [22:45] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -3978,7 +4214,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -421,21 +421,23 @@ var NodeControl_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Admin_ListTitles_FullMethodName     = "/vodcluster.v1.Admin/ListTitles"
-	Admin_RefreshCatalog_FullMethodName = "/vodcluster.v1.Admin/RefreshCatalog"
-	Admin_ListNodes_FullMethodName      = "/vodcluster.v1.Admin/ListNodes"
-	Admin_SetNode_FullMethodName        = "/vodcluster.v1.Admin/SetNode"
-	Admin_ForgetNode_FullMethodName     = "/vodcluster.v1.Admin/ForgetNode"
-	Admin_ListSessions_FullMethodName   = "/vodcluster.v1.Admin/ListSessions"
-	Admin_EndSessions_FullMethodName    = "/vodcluster.v1.Admin/EndSessions"
-	Admin_GetPolicy_FullMethodName      = "/vodcluster.v1.Admin/GetPolicy"
-	Admin_SetPolicy_FullMethodName      = "/vodcluster.v1.Admin/SetPolicy"
-	Admin_ListPlacement_FullMethodName  = "/vodcluster.v1.Admin/ListPlacement"
-	Admin_Prefetch_FullMethodName       = "/vodcluster.v1.Admin/Prefetch"
-	Admin_Evict_FullMethodName          = "/vodcluster.v1.Admin/Evict"
-	Admin_Pin_FullMethodName            = "/vodcluster.v1.Admin/Pin"
-	Admin_Unpin_FullMethodName          = "/vodcluster.v1.Admin/Unpin"
-	Admin_ListFills_FullMethodName      = "/vodcluster.v1.Admin/ListFills"
+	Admin_ListTitles_FullMethodName        = "/vodcluster.v1.Admin/ListTitles"
+	Admin_RefreshCatalog_FullMethodName    = "/vodcluster.v1.Admin/RefreshCatalog"
+	Admin_ListNodes_FullMethodName         = "/vodcluster.v1.Admin/ListNodes"
+	Admin_SetNode_FullMethodName           = "/vodcluster.v1.Admin/SetNode"
+	Admin_ForgetNode_FullMethodName        = "/vodcluster.v1.Admin/ForgetNode"
+	Admin_ListSessions_FullMethodName      = "/vodcluster.v1.Admin/ListSessions"
+	Admin_EndSessions_FullMethodName       = "/vodcluster.v1.Admin/EndSessions"
+	Admin_SuspendSubscriber_FullMethodName = "/vodcluster.v1.Admin/SuspendSubscriber"
+	Admin_ListSuspensions_FullMethodName   = "/vodcluster.v1.Admin/ListSuspensions"
+	Admin_GetPolicy_FullMethodName         = "/vodcluster.v1.Admin/GetPolicy"
+	Admin_SetPolicy_FullMethodName         = "/vodcluster.v1.Admin/SetPolicy"
+	Admin_ListPlacement_FullMethodName     = "/vodcluster.v1.Admin/ListPlacement"
+	Admin_Prefetch_FullMethodName          = "/vodcluster.v1.Admin/Prefetch"
+	Admin_Evict_FullMethodName             = "/vodcluster.v1.Admin/Evict"
+	Admin_Pin_FullMethodName               = "/vodcluster.v1.Admin/Pin"
+	Admin_Unpin_FullMethodName             = "/vodcluster.v1.Admin/Unpin"
+	Admin_ListFills_FullMethodName         = "/vodcluster.v1.Admin/ListFills"
 )
 
 // AdminClient is the client API for Admin service.
@@ -476,6 +478,17 @@ type AdminClient interface {
 	// is live; the user has no session and no waiting request);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(ctx context.Context, in *EndSessionsRequest, opts ...grpc.CallOption) (*EndSessionsResponse, error)
+	// SuspendSubscriber refuses a subscriber's new title requests at the
+	// front door (403, "suspended by the operator") for duration_s seconds
+	// (at most a year), with the reason logged; duration_s 0 lifts the
+	// suspension. Sessions already playing are not ended (EndSessions
+	// does). Kept in the store: a restart or a takeover keeps it.
+	// INVALID_ARGUMENT for no user, a negative or too long duration, or a
+	// reason too long or not printable; NOT_FOUND lifting a subscriber not
+	// suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// the store cannot keep it (nothing changed).
+	SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error)
+	ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
@@ -575,6 +588,26 @@ func (c *adminClient) EndSessions(ctx context.Context, in *EndSessionsRequest, o
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(EndSessionsResponse)
 	err := c.cc.Invoke(ctx, Admin_EndSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Suspension)
+	err := c.cc.Invoke(ctx, Admin_SuspendSubscriber_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSuspensionsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListSuspensions_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -699,6 +732,17 @@ type AdminServer interface {
 	// is live; the user has no session and no waiting request);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error)
+	// SuspendSubscriber refuses a subscriber's new title requests at the
+	// front door (403, "suspended by the operator") for duration_s seconds
+	// (at most a year), with the reason logged; duration_s 0 lifts the
+	// suspension. Sessions already playing are not ended (EndSessions
+	// does). Kept in the store: a restart or a takeover keeps it.
+	// INVALID_ARGUMENT for no user, a negative or too long duration, or a
+	// reason too long or not printable; NOT_FOUND lifting a subscriber not
+	// suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// the store cannot keep it (nothing changed).
+	SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error)
+	ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	SetPolicy(context.Context, *SetPolicyRequest) (*PolicyInfo, error)
@@ -754,6 +798,12 @@ func (UnimplementedAdminServer) ListSessions(context.Context, *ListSessionsReque
 }
 func (UnimplementedAdminServer) EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndSessions not implemented")
+}
+func (UnimplementedAdminServer) SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error) {
+	return nil, status.Error(codes.Unimplemented, "method SuspendSubscriber not implemented")
+}
+func (UnimplementedAdminServer) ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSuspensions not implemented")
 }
 func (UnimplementedAdminServer) GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPolicy not implemented")
@@ -922,6 +972,42 @@ func _Admin_EndSessions_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).EndSessions(ctx, req.(*EndSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SuspendSubscriber_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SuspendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SuspendSubscriber(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SuspendSubscriber_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SuspendSubscriber(ctx, req.(*SuspendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListSuspensions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSuspensionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListSuspensions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListSuspensions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListSuspensions(ctx, req.(*ListSuspensionsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1104,6 +1190,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EndSessions",
 			Handler:    _Admin_EndSessions_Handler,
+		},
+		{
+			MethodName: "SuspendSubscriber",
+			Handler:    _Admin_SuspendSubscriber_Handler,
+		},
+		{
+			MethodName: "ListSuspensions",
+			Handler:    _Admin_ListSuspensions_Handler,
 		},
 		{
 			MethodName: "GetPolicy",

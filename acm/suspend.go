@@ -1,0 +1,135 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// stateSuspensions is the store's state entry of the operator's
+// suspensions (map user -> suspension, JSON).
+const stateSuspensions = "suspensions"
+
+// maxSuspension is the longest suspension SuspendSubscriber takes.
+const maxSuspension = 366 * 24 * time.Hour
+
+// suspension is a subscriber whose new title requests the front door
+// refuses (errSuspended) until Until.
+type suspension struct {
+	Until  time.Time `json:"until"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// errSuspended is the 403 of a request of a subscriber the operator
+// suspended (Admin.SuspendSubscriber). It wraps errForbidden.
+var errSuspended = fmt.Errorf("%w: the subscriber is suspended by the operator", errForbidden)
+
+// suspendedLocked reports whether user is suspended at now (mu held).
+func (m *Manager) suspendedLocked(user string, now time.Time) bool {
+	s, ok := m.suspended[user]
+	return ok && now.Before(s.Until)
+}
+
+// liveSuspensions returns the suspensions of susp in force at now.
+func liveSuspensions(susp map[string]suspension, now time.Time) map[string]suspension {
+	out := make(map[string]suspension, len(susp))
+	for u, s := range susp {
+		if now.Before(s.Until) {
+			out[u] = s
+		}
+	}
+	return out
+}
+
+// readSuspensions returns the stored suspensions still in force at now; a
+// malformed entry is logged and dropped.
+func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[string]suspension, error) {
+	susp, err := readStateJSON(m, ctx, stateSuspensions, "suspensions", false, func() map[string]suspension { return map[string]suspension{} })
+	if err != nil {
+		return nil, err
+	}
+	return liveSuspensions(susp, now), nil
+}
+
+// SuspendSubscriber implements pb.AdminServer: the subscriber's new title
+// requests are refused (403) until now + duration_s, or no longer
+// (duration_s 0). The change is written to the store before it applies:
+// a manager restarted, or one taking over, keeps it. Errors as the proto
+// says.
+func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (*pb.Suspension, error) {
+	m := a.m
+	user, d := req.GetUser(), time.Duration(req.GetDurationS())*time.Second
+	reason := strings.TrimSpace(req.GetReason())
+	switch {
+	case user == "":
+		return nil, status.Error(codes.InvalidArgument, "name the subscriber (user)")
+	case req.GetDurationS() < 0 || d > maxSuspension || req.GetDurationS() > int64(maxSuspension/time.Second):
+		return nil, status.Errorf(codes.InvalidArgument, "duration_s %d: from 0 (lift) to %d (a year)", req.GetDurationS(), int64(maxSuspension/time.Second))
+	case len(reason) > maxEndReason || strings.ContainsFunc(reason, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
+	}
+	if !m.Leader() {
+		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby: suspend the subscriber on the active manager")
+	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	now := m.now()
+	m.mu.Lock()
+	next := liveSuspensions(m.suspended, now)
+	m.mu.Unlock()
+	out := &pb.Suspension{User: user, Reason: reason}
+	if d == 0 {
+		if _, ok := next[user]; !ok {
+			return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended", user)
+		}
+		delete(next, user)
+	} else {
+		s := suspension{Until: now.Add(d), Since: now, Reason: reason}
+		next[user] = s
+		out.UntilUnixMs, out.SinceUnixMs = s.Until.UnixMilli(), s.Since.UnixMilli()
+	}
+	blob, err := json.Marshal(next)
+	if err == nil {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = m.st.PutState(sctx, stateSuspensions, blob)
+		cancel()
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "suspension not changed: store: %v", err)
+	}
+	m.mu.Lock()
+	m.suspended = next
+	m.mu.Unlock()
+	if d == 0 {
+		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
+	} else {
+		m.log.Info("subscriber suspended by the operator: new title requests refused (403)", "user", user, "until", now.Add(d).UTC().Format(time.RFC3339), "reason", reason)
+	}
+	return out, nil
+}
+
+// ListSuspensions implements pb.AdminServer: the suspensions in force, by
+// user.
+func (a *admin) ListSuspensions(context.Context, *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
+	m := a.m
+	now := m.now()
+	m.mu.Lock()
+	live := liveSuspensions(m.suspended, now)
+	m.mu.Unlock()
+	out := &pb.ListSuspensionsResponse{}
+	for _, u := range slices.Sorted(maps.Keys(live)) {
+		s := live[u]
+		out.Suspensions = append(out.Suspensions, &pb.Suspension{User: u, UntilUnixMs: s.Until.UnixMilli(), SinceUnixMs: s.Since.UnixMilli(), Reason: s.Reason})
+	}
+	return out, nil
+}

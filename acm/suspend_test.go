@@ -1,0 +1,75 @@
+package acm
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// The operator suspends a subscriber: its new title requests are refused
+// (RTSP and HTTP 403), other subscribers' are not, the suspension is
+// listed and outlives a manager restart, and lifting it lets the
+// subscriber in again. Bad requests are refused with INVALID_ARGUMENT or
+// NOT_FOUND.
+func TestSuspendSubscriber(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	s, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600, Reason: "account shared"})
+	if err != nil || s.GetUntilUnixMs()-s.GetSinceUnixMs() != 3_600_000 {
+		t.Fatalf("suspend: %v %v", s, err)
+	}
+	check := func(when string, want base.StatusCode) {
+		t.Helper()
+		if res := e.describe("demo", "demo", "t1"); res.StatusCode != want {
+			t.Fatalf("%s: DESCRIBE of demo: %d %s, want %d", when, res.StatusCode, res.StatusMessage, want)
+		}
+	}
+	check("suspended", base.StatusForbidden)
+	if res := e.get(http.MethodGet, "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("suspended: HTTP GET of demo: %d, want 403", res.StatusCode)
+	}
+	if res := e.describe("kid", "kid", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("another subscriber: %d, want 302", res.StatusCode)
+	}
+	list, err := e.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{})
+	if err != nil || len(list.GetSuspensions()) != 1 || list.GetSuspensions()[0].GetUser() != "demo" || list.GetSuspensions()[0].GetReason() != "account shared" {
+		t.Fatalf("list: %v %v", list, err)
+	}
+
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManager(t, dir, nil)
+	e.startNode("n1", nodeOpts{})
+	check("suspended, after a restart", base.StatusForbidden)
+
+	if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo"}); err != nil {
+		t.Fatalf("lift: %v", err)
+	}
+	check("lifted", base.StatusFound)
+	if list, _ := e.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{}); len(list.GetSuspensions()) != 0 {
+		t.Fatalf("after the lift: %v", list)
+	}
+
+	for _, c := range []struct {
+		req  *pb.SuspendRequest
+		code codes.Code
+	}{
+		{&pb.SuspendRequest{DurationS: 60}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo", DurationS: -1}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo", DurationS: 400 * 86400}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo", DurationS: 60, Reason: "bad\x01reason"}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo"}, codes.NotFound}, // not suspended any more
+	} {
+		if _, err := e.admin.SuspendSubscriber(ctx, c.req); grpcCode(err) != c.code {
+			t.Errorf("%v: %v, want %v", c.req, err, c.code)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// suspendCmd is `vodctl suspend USER --for DURATION | --lift`.
+func suspendCmd(g *globals) *cobra.Command {
+	var (
+		dur    time.Duration
+		lift   bool
+		reason string
+	)
+	cmd := &cobra.Command{
+		Use:   "suspend USER",
+		Short: "Refuse a subscriber's new title requests (403) for a while, or --lift it; vodctl sessions end --user ends what plays",
+		Example: "  vodctl suspend alice --for 24h --reason 'account shared'\n" +
+			"  vodctl sessions end --user alice --reason 'account shared'\n" +
+			"  vodctl suspend alice --lift",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("name one subscriber")
+			}
+			if lift == (dur != 0) {
+				return fmt.Errorf("give --for DURATION (1s to 8784h) or --lift, one of the two")
+			}
+			if dur < 0 || (dur > 0 && dur < time.Second) {
+				return fmt.Errorf("--for %v: at least 1s", dur)
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.SuspendSubscriber(ctx, &v1.SuspendRequest{User: args[0], DurationS: int64(dur / time.Second), Reason: reason})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				s := m.(*v1.Suspension)
+				if s.UntilUnixMs == 0 {
+					fmt.Fprintf(w, "%s: suspension lifted\n", s.User)
+					return
+				}
+				fmt.Fprintf(w, "%s: suspended until %s\n", s.User, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339))
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&dur, "for", 0, "how long (e.g. 30m, 24h; at most a year)")
+	cmd.Flags().BoolVar(&lift, "lift", false, "lift the subscriber's suspension")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (logged and listed)")
+	return cmd
+}
+
+// suspensionsCmd is `vodctl suspensions`.
+func suspensionsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "suspensions",
+		Short: "List the suspended subscribers",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListSuspensions(ctx, &v1.ListSuspensionsRequest{})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				fmt.Fprintln(w, "USER\tUNTIL\tSINCE\tREASON")
+				for _, s := range m.(*v1.ListSuspensionsResponse).Suspensions {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.User, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339),
+						time.UnixMilli(s.SinceUnixMs).UTC().Format(time.RFC3339), s.Reason)
+				}
+			})
+		},
+	}
+}

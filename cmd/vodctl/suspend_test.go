@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// suspendAdmin records the suspensions asked for.
+type suspendAdmin struct {
+	v1.UnimplementedAdminServer
+	mu   sync.Mutex
+	reqs []*v1.SuspendRequest
+}
+
+func (a *suspendAdmin) SuspendSubscriber(_ context.Context, r *v1.SuspendRequest) (*v1.Suspension, error) {
+	a.mu.Lock()
+	a.reqs = append(a.reqs, r)
+	a.mu.Unlock()
+	s := &v1.Suspension{User: r.User, Reason: r.Reason}
+	if r.DurationS > 0 {
+		s.SinceUnixMs, s.UntilUnixMs = 1_800_000_000_000, 1_800_000_000_000+r.DurationS*1000
+	}
+	return s, nil
+}
+
+func (a *suspendAdmin) ListSuspensions(context.Context, *v1.ListSuspensionsRequest) (*v1.ListSuspensionsResponse, error) {
+	return &v1.ListSuspensionsResponse{Suspensions: []*v1.Suspension{
+		{User: "alice", SinceUnixMs: 1_800_000_000_000, UntilUnixMs: 1_800_086_400_000, Reason: "account shared"}}}, nil
+}
+
+// vodctl suspend checks its arguments before it calls the manager, sends
+// the duration in seconds (0 to lift), and prints what the manager says;
+// vodctl suspensions lists them.
+func TestSuspend(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := &suspendAdmin{}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, fa)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	run := func(args ...string) (string, error) {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	for args, want := range map[string]string{
+		"suspend alice":                    "--for DURATION",
+		"suspend alice --for 1h --lift":    "one of the two",
+		"suspend --for 1h":                 "name one subscriber",
+		"suspend alice --for 10ms":         "at least 1s",
+		"suspend alice bob --for 1h":       "name one subscriber",
+		"suspend alice --for -1h --reason": "flag needs an argument",
+	} {
+		if _, err := run(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("vodctl %s: %v, want %q", args, err, want)
+		}
+	}
+	if len(fa.reqs) != 0 {
+		t.Fatalf("calls made for wrong arguments: %v", fa.reqs)
+	}
+	if out, err := run("suspend", "alice", "--for", "24h", "--reason", "account shared"); err != nil || !strings.Contains(out, "alice: suspended until 2027-01-") {
+		t.Fatalf("suspend: %v\n%s", err, out)
+	}
+	if out, err := run("suspend", "alice", "--lift"); err != nil || !strings.Contains(out, "alice: suspension lifted") {
+		t.Fatalf("lift: %v\n%s", err, out)
+	}
+	if r := fa.reqs; len(r) != 2 || r[0].DurationS != 86400 || r[0].Reason != "account shared" || r[1].DurationS != 0 {
+		t.Fatalf("requests %v", r)
+	}
+	if out, err := run("suspensions"); err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, "account shared") {
+		t.Fatalf("suspensions: %v\n%s", err, out)
+	}
+}
