@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
@@ -109,6 +110,14 @@ func TestRTSPSThroughFrontDoor(t *testing.T) {
 	}
 	if protos["rtsps"] != 1 || protos["rtsp"] != 1 {
 		t.Errorf("sessions by protocol %v, want one rtsps and one rtsp", protos)
+	}
+
+	// vodctl play's client (gortsplib) over RTSPS, verifying both
+	// certificates against the CA (vodctl play --rtsps-ca).
+	res, err := probe.PlayContext(fmt.Sprintf("rtsps://demo:demo@%s/vod/sample-005", c.manager.RTSPSAddr()),
+		probe.Options{Duration: 2 * time.Second, TLSConfig: &tls.Config{RootCAs: roots}})
+	if err != nil || res.VideoFrames < 30 || res.Server != node.RTSPSAddr() {
+		t.Fatalf("probe over RTSPS: %v, %+v; want frames from %s", err, res, node.RTSPSAddr())
 	}
 
 	url := fmt.Sprintf("rtsps://demo:demo@%s/vod/sample-006", c.manager.RTSPSAddr())

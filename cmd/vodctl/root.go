@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
@@ -68,36 +67,6 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
-}
-
-func playCmd(g *globals) *cobra.Command {
-	var opts probe.Options
-	cmd := &cobra.Command{
-		Use:   "play URL",
-		Short: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s",
-		Example: "  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-001 --duration 5s\n" +
-			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := probe.PlayContext(args[0], opts)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), res)
-			}
-			if res.VideoFrames == 0 {
-				return fmt.Errorf("no video frame received")
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&opts.Transport, "transport", "tcp", "RTP transport: tcp (interleaved) or udp")
-	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end)")
-	return cmd
 }
 
 // admin dials the manager and runs f with an Admin client.

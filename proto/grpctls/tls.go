@@ -76,16 +76,28 @@ func Client(enabled bool, caFile string) (credentials.TransportCredentials, erro
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		b, err := os.ReadFile(caFile)
+		pool, err := CertPool(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("grpctls: CA file: %w", err)
+			return nil, err
 		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("grpctls: CA file %s holds no PEM certificate", caFile)
-		}
+		c.RootCAs = pool
 	}
 	return credentials.NewTLS(c), nil
+}
+
+// CertPool returns the PEM certificates of caFile as a pool to verify
+// servers with (tls.Config.RootCAs). Errors: an unreadable file, or one
+// holding no PEM certificate.
+func CertPool(caFile string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("grpctls: CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("grpctls: CA file %s holds no PEM certificate", caFile)
+	}
+	return pool, nil
 }
 
 // reloader holds a certificate and key pair and reloads it when either

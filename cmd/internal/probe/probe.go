@@ -8,6 +8,7 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ type Options struct {
 	// Idle ends the play when no packet arrived for this long after the
 	// first one (the end of the title); default 3 s.
 	Idle time.Duration
+	// TLSConfig verifies rtsps:// servers (the front door's and the
+	// node's certificates); nil: the system's roots.
+	TLSConfig *tls.Config
 }
 
 // Result is what a play received.
@@ -93,7 +97,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	if opts.Idle <= 0 {
 		opts.Idle = 3 * time.Second
 	}
-	c := &gortsplib.Client{Transport: &tr}
+	c := &gortsplib.Client{Transport: &tr, TLSConfig: opts.TLSConfig}
 	start := time.Now()
 	if err := c.Start(u.Scheme, u.Host); err != nil {
 		return res, fmt.Errorf("probe: %w", err)

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"vodcluster/cmd/internal/probe"
+	"vodcluster/proto/grpctls"
+)
+
+// playCmd is `vodctl play URL`: the probe client plays a title through
+// the front door.
+func playCmd(g *globals) *cobra.Command {
+	var opts probe.Options
+	var rtspsCA string
+	cmd := &cobra.Command{
+		Use:   "play URL",
+		Short: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s",
+		Example: "  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-001 --duration 5s\n" +
+			"  vodctl play --rtsps-ca ca.pem rtsps://demo:demo@vod.example.net:8322/vod/sample-001\n" +
+			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if rtspsCA != "" {
+				pool, err := grpctls.CertPool(rtspsCA)
+				if err != nil {
+					return fmt.Errorf("--rtsps-ca: %w", err)
+				}
+				opts.TLSConfig = &tls.Config{RootCAs: pool}
+			}
+			res, err := probe.PlayContext(args[0], opts)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), res)
+			}
+			if res.VideoFrames == 0 {
+				return fmt.Errorf("no video frame received")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Transport, "transport", "tcp", "RTP transport: tcp (interleaved) or udp")
+	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end)")
+	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
+	return cmd
+}
