@@ -357,7 +357,7 @@ func (p *Popularity) Snapshot(now time.Time) []PopularityEntry {
 // of those titles, their site shares included). It fails on an empty
 // title, a negative or non-finite weight, or malformed site shares (an
 // empty or repeated site, a share outside [0, 1], shares summing to more
-// than 1), and then changes nothing.
+// than 1 beyond rounding: shareSumSlack), and then changes nothing.
 func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	for _, e := range entries {
 		if e.Title == "" || !(e.Weight >= 0) || math.IsInf(e.Weight, 0) || e.Count < 0 {

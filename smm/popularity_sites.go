@@ -153,24 +153,47 @@ func (p *Popularity) SiteShares(title string) []SiteShare {
 	return p.sharesOf(i)
 }
 
-// sharesOf returns record i's shares above 0, by site name.
+// sharesOf returns record i's shares above 0, by site name, summing to at
+// most 1: the float32 shares' rounding lets their sum drift above 1 (by
+// up to about 1e-3 for a title asked for many times), and such a sum is
+// scaled back to 1.
 func (p *Popularity) sharesOf(i int32) []SiteShare {
 	var out []SiteShare
+	var sum float64
 	for j, row := 0, p.row(i); j < len(row); j++ {
 		if s := shareAt(row, j); s > 0 {
 			out = append(out, SiteShare{Site: p.sites[j], Share: s})
+			sum += s
 		}
 	}
+	scaleTo1(out, sum)
 	slices.SortFunc(out, func(a, b SiteShare) int { return strings.Compare(a.Site, b.Site) })
 	return out
 }
+
+// scaleTo1 scales shares, of sum sum, down to a sum of 1 (up to float64
+// rounding) when sum is above 1.
+func scaleTo1(ss []SiteShare, sum float64) {
+	if sum <= 1 {
+		return
+	}
+	for k := range ss {
+		ss[k].Share = min(ss[k].Share/sum, 1)
+	}
+}
+
+// shareSumSlack is how far above 1 a snapshot's shares may sum: the drift
+// of float32 shares' rounding (snapshots taken before sharesOf scaled
+// them); Restore scales such shares to 1.
+const shareSumSlack = 1e-2
 
 // Sites returns the viewers' sites met so far, in the order met. The
 // slice is shared: do not modify it.
 func (p *Popularity) Sites() []string { return p.sites }
 
 // checkShares checks a snapshot entry's site shares: named sites, once
-// each, shares in [0, 1] summing to at most 1 (with rounding).
+// each, shares in [0, 1] summing to at most 1 (with the rounding of
+// shareSumSlack).
 func checkShares(ss []SiteShare) error {
 	var sum float64
 	for i, s := range ss {
@@ -182,23 +205,29 @@ func checkShares(ss []SiteShare) error {
 		}
 		sum += s.Share
 	}
-	if sum > 1+1e-6 || math.IsNaN(sum) {
+	if sum > 1+shareSumSlack || math.IsNaN(sum) {
 		return fmt.Errorf("smm: site shares sum to %v > 1", sum)
 	}
 	return nil
 }
 
-// setShares replaces record i's shares with ss (checked by checkShares);
-// a site beyond MaxSites is dropped.
+// setShares replaces record i's shares with ss (checked by checkShares;
+// a sum above 1 is scaled to 1); a site beyond MaxSites is dropped.
 func (p *Popularity) setShares(i int32, ss []SiteShare) {
+	var sum float64
 	for _, s := range ss {
 		p.siteIndex(s.Site, true)
+		sum += s.Share
+	}
+	f := 1.0
+	if sum > 1 {
+		f = 1 / sum
 	}
 	row := p.row(i)
 	clear(row)
 	for _, s := range ss {
 		if j := p.siteIndex(s.Site, false); j >= 0 {
-			row[j] = float32(s.Share)
+			row[j] = float32(s.Share * f)
 		}
 	}
 }
