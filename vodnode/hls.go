@@ -159,8 +159,11 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		http.Error(w, "no such segment", http.StatusNotFound)
 		return
 	}
-	if asked := hs.hlsAsked.Load(); asked > 0 && (int64(i) > asked || int64(i+1) < asked) {
-		hs.pacing.seeked(time.Now()) // not the next segment nor the last one again: the player jumped
+	if last := hs.hlsLast.Swap(int64(i + 1)); last > 0 && (int64(i) > last || int64(i+2) < last) {
+		// Neither the segment after the last asked for, nor that one
+		// again, nor the one before it (two fetched at once, answered
+		// out of order): the player jumped.
+		hs.pacing.seeked(time.Now())
 	}
 	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
 		asked = hs.hlsAsked.Load()

@@ -91,3 +91,37 @@ func TestHTTPSeekDetected(t *testing.T) {
 		t.Fatal("a range elsewhere did not count as a seek")
 	}
 }
+
+// After a seek back, the segments that follow in order are no seeks,
+// though they lie below the furthest one asked for (they counted as one
+// each, every httpSeekRefill, until the player passed that segment again).
+func TestHLSPlayAfterSeekBackIsNoSeek(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	hls := mint(t, "hls-back", "sample-001", "node-1", "", time.Minute)
+	seg := func(i int) {
+		t.Helper()
+		if res, _ := get(t, httpURL(n, hls, fmt.Sprintf("sample-001/seg-%d.ts", i))); res.StatusCode != 200 {
+			t.Fatalf("seg-%d: %d", i, res.StatusCode)
+		}
+	}
+	for i := range 3 {
+		seg(i)
+	}
+	n.mu.Lock()
+	hs := n.httpSessions["hls-back"]
+	n.mu.Unlock()
+	if hs.pacing.lastRefill.Load() != 0 {
+		t.Fatal("segments in order counted as a seek")
+	}
+	seg(0) // back from 2 to 0: a seek
+	if hs.pacing.lastRefill.Load() == 0 {
+		t.Fatal("a jump back from segment 2 to 0 did not count as a seek")
+	}
+	hs.pacing.lastRefill.Store(0) // as if httpSeekRefill had passed
+	seg(1)
+	seg(2)
+	if hs.pacing.lastRefill.Load() != 0 {
+		t.Fatal("segments 1 and 2 in order after the seek back to 0 counted as a seek")
+	}
+}
