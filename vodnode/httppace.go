@@ -51,8 +51,8 @@ func (p *pacing) wait(ctx context.Context, n int) error {
 // seeked tells that the viewer jumped to another place of the title (an
 // HLS segment that does not follow the last it asked for, a byte range
 // elsewhere than where its download was): it gets its burst back, unless
-// a seek got it less than httpSeekRefill ago. Requests in progress finish
-// at the old pace.
+// a seek got it less than httpSeekRefill ago. Requests in progress share
+// the new bucket (each wait takes the bucket of the moment).
 func (p *pacing) seeked(now time.Time) {
 	if p.lim.Load() == nil {
 		return
