@@ -95,6 +95,9 @@ func (s *rtspServer) close() {
 		}
 	}
 	for c := range s.conns {
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn() // no close-notify (up to 5 s to a client that does not read) under mu
+		}
 		c.Close()
 	}
 	s.mu.Unlock()

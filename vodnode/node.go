@@ -316,7 +316,7 @@ func (n *Node) Close() error {
 		n.endHTTPSession(hs, "shutdown")
 	}
 	for _, c := range conns {
-		c.nc.Close()
+		deliver.CloseNow(c.nc) // a stalled RTSPS viewer does not hold the stop
 	}
 	if n.mgr != nil {
 		n.mgr.close()

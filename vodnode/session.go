@@ -191,7 +191,7 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 		}
 		n.endSession(s, string(r), err)
 		if r == deliver.EndSlow && s.conn != nil && s.spec.Mode == deliver.RTPTCP {
-			s.conn.nc.Close() // the connection is hopelessly behind
+			deliver.CloseNow(s.conn.nc) // the connection is hopelessly behind
 		}
 	}
 }

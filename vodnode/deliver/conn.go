@@ -158,8 +158,9 @@ func (w *ConnWriter) Queued() int {
 	return len(w.pending) + w.inflight
 }
 
-// Close stops the goroutine of a TLS connection's writer (what is still
-// queued is not written); the connection itself is the caller's to close.
+// Close stops the goroutine of a TLS connection's writer (a batch it had
+// already taken may still be written; the rest of the queue is not); the
+// connection itself is the caller's to close (close it first).
 // Writes after Close fail with net.ErrClosed. It does nothing for other
 // connections.
 func (w *ConnWriter) Close() {
@@ -202,7 +203,7 @@ func (w *ConnWriter) writeAsync(b []byte) (int, error) {
 		w.mu.Lock()
 		if w.written < end && w.err == nil {
 			w.err = errWriteTimeout
-			w.c.Close() // unblocks run's write
+			CloseNow(w.c) // unblocks run's write
 		}
 		w.drained.Broadcast()
 		w.mu.Unlock()
@@ -307,4 +308,15 @@ func (w *ConnWriter) writeSome(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// CloseNow closes c at once: a TLS connection's socket is closed without
+// the close-notify alert that tls.Conn.Close writes first (up to 5 s to a
+// client that does not read: a slow or stalled viewer, whose connection
+// is being given up on). Its error is the socket's.
+func CloseNow(c net.Conn) error {
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn().Close()
+	}
+	return c.Close()
 }
