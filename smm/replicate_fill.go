@@ -291,7 +291,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		if ns == nil || ns.items[k.title] != nil || !known || info.Bytes <= 0 || r.plan[k.title].has(k.node) {
 			continue // node gone, title there or gone, or a plan candidate above
 		}
-		cands = append(cands, candidate{&demandOf{id: k.title, info: info}, ns, math.Inf(1)})
+		cands = append(cands, candidate{&demandOf{id: k.title, info: info, popIdx: -1}, ns, math.Inf(1)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].urgency != cands[j].urgency {
