@@ -20,7 +20,7 @@ import (
 func NewCommand() *cobra.Command {
 	var (
 		configFile, policy, policies, plotFile, traceFile string
-		storages                                          string
+		storages, siteAware                               string
 		asJSON, asMarkdown                                bool
 		rf                                                runFlags
 	)
@@ -39,7 +39,10 @@ is the side-by-side storage table. --trace-out writes the requests as CSV,
 one row per placement (a viewer resumed after a node failure has two) and
 one per refusal (node -1): ` + "`vodcluster bound --capacity <cluster disk bytes> FILE`" + `
 recomputes the bound from the served rows (add --any-warm after
---warmup-days).`,
+--warmup-days). --sites N splits nodes and viewers over N sites, each with
+its own taste (--site-local) and adds the sessions and bytes served across
+sites; --site-aware all,scheduler,none runs the same demand with the
+scheduler and planner told the sites, the scheduler only, and neither.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := Default()
@@ -73,6 +76,14 @@ recomputes the bound from the served rows (add --any-warm after
 						if p = strings.TrimSpace(p); p != "" {
 							run.StoragePolicies = append(run.StoragePolicies, p)
 						}
+					}
+				}
+			}
+			if cmd.Flags().Changed("site-aware") {
+				run.Sites.Aware = nil
+				for _, a := range strings.Split(siteAware, ",") {
+					if a = strings.TrimSpace(a); a != "" {
+						run.Sites.Aware = append(run.Sites.Aware, a)
 					}
 				}
 			}
@@ -133,6 +144,7 @@ recomputes the bound from the served rows (add --any-warm after
 	f.StringVar(&plotFile, "plot", "", "write an SVG of each node's load over time for the chosen policy")
 	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill,end_s), with the first storage policy")
 	f.StringVar(&storages, "storage-policies", "", "comma-separated storage policies to run each with every scheduling policy, or all: "+strings.Join(smm.StoragePolicies(), ","))
+	f.StringVar(&siteAware, "site-aware", SiteAwareAll, "with --sites: comma-separated runs by what knows the sites: all (scheduler and planner), scheduler (scheduler only), none")
 	rf.bind(cmd)
 	return cmd
 }
@@ -174,6 +186,9 @@ func (rf *runFlags) bind(cmd *cobra.Command) {
 	f.Int64Var(&cfg.CDP.ChannelBps, "cdp-channel-bps", cfg.CDP.ChannelBps, "bit/s per origin transfer")
 	f.DurationVar(&cfg.CDP.SetupDelay, "cdp-setup", cfg.CDP.SetupDelay, "setup delay per origin transfer")
 	f.Float64Var(&cfg.Failures.PerDay, "failures", cfg.Failures.PerDay, "node outages per day")
+	f.IntVar(&cfg.Sites.Count, "sites", cfg.Sites.Count, "sites: nodes round robin and subscribers (by number) split over site-1..site-N; 0 or 1: none")
+	f.Float64Var(&cfg.Sites.Local, "site-local", cfg.Sites.Local, "with --sites: share of each site's requests that follow the site's own title ranking")
+	f.BoolVar(&cfg.Sites.Only, "site-only", cfg.Sites.Only, "with --sites: keep viewers to their site's nodes (refused rather than served across sites)")
 	d := lsm.DefaultConfig()
 	f.Float64Var(&sp.a, "load-a", d.A, "lall: weight a of a session served from a fill (0 allowed)")
 	f.Float64Var(&sp.b, "load-b", d.B, "lall: overload penalty b (0 allowed)")
@@ -208,6 +223,9 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	set("cdp-channel-bps", func() { run.CDP.ChannelBps = flagged.CDP.ChannelBps })
 	set("cdp-setup", func() { run.CDP.SetupDelay = flagged.CDP.SetupDelay })
 	set("failures", func() { run.Failures.PerDay = flagged.Failures.PerDay })
+	set("sites", func() { run.Sites.Count = flagged.Sites.Count })
+	set("site-local", func() { run.Sites.Local = flagged.Sites.Local })
+	set("site-only", func() { run.Sites.Only = flagged.Sites.Only })
 	p := &run.Scheduler
 	set("load-a", func() { p.A = &sp.a })
 	set("load-b", func() { p.B = &sp.b })

@@ -48,6 +48,9 @@ type Config struct {
 	Cluster   Cluster         `yaml:"cluster"`
 	CDP       CDP             `yaml:"cdp"`
 	Failures  Failures        `yaml:"failures"`
+	// Sites splits nodes and viewers into sites (sites.go); by default
+	// there are none.
+	Sites Sites `yaml:"sites"`
 
 	// SampleInterval is the period of the load samples behind peak-to-mean
 	// and the plot.
@@ -163,7 +166,8 @@ type Failures struct {
 // noon among the top 100; 20 nodes in three sizes (4 x 8 Gbit/s, 8 x
 // 3 Gbit/s, 8 x 1.5 Gbit/s: 68 Gbit/s) whose disks together hold half of
 // the catalog's bytes; an origin with 48 channels of 1 Gbit/s and a 2 s
-// setup delay; two node outages a day of 30 minutes on average.
+// setup delay; two node outages a day of 30 minutes on average; no sites
+// (with Sites.Count > 1, 30% of each site's requests by its own ranking).
 func Default() Config {
 	return Config{
 		Seed:           1,
@@ -210,6 +214,7 @@ func Default() Config {
 			FillWait:   10 * time.Second,
 		},
 		Failures: Failures{PerDay: 2, DownMean: 30 * time.Minute, KeepDisk: true},
+		Sites:    Sites{Local: 0.3},
 	}
 }
 
@@ -313,6 +318,9 @@ func (c *Config) Validate() error {
 	}
 	if nodes < 1 || nodes > 10_000 {
 		return bad("%d nodes out of 1..10000", nodes)
+	}
+	if err := c.Sites.validate(nodes); err != nil {
+		return err
 	}
 	known := map[string]bool{}
 	for _, p := range lsm.Policies() {

@@ -80,6 +80,10 @@ func generate(cfg *Config, nodes int) *demand {
 		d.titles = append(d.titles, newTitle())
 		d.initialBytes += d.titles[i].bytes
 	}
+	taste := newSiteTaste(&cfg.Sites, cfg.Seed) // nil without sites
+	if taste != nil {
+		taste.add(0, len(d.titles))
+	}
 
 	// Popularity: title at rank k has weight 1/k^alpha; ranks are a random
 	// permutation of the catalog.
@@ -121,12 +125,16 @@ func generate(cfg *Config, nodes int) *demand {
 	for t := rng.ExpFloat64() / lmax; t < end; t += rng.ExpFloat64() / lmax {
 		changed := false
 		for t >= nextNew {
+			lo := len(d.titles)
 			for j := 0; j < dm.NewTitlesPerDay; j++ {
 				nt := newTitle()
 				nt.avail = nextNew
 				d.titles = append(d.titles, nt)
 				rank := 1 + rng.IntN(dm.NewTitleTopRank)
 				weight = append(weight, math.Pow(float64(rank), -dm.ZipfAlpha))
+			}
+			if taste != nil {
+				taste.add(lo, len(d.titles))
 			}
 			nextNew += day
 			changed = true
@@ -155,8 +163,12 @@ func generate(cfg *Config, nodes int) *demand {
 		} else {
 			watch = dm.WatchMedian.Seconds() * math.Exp(dm.WatchSigma*rng.NormFloat64())
 		}
+		sub := int32(rng.IntN(dm.Subscribers))
+		if taste != nil {
+			ti = taste.pick(sub, ti) // the viewer's site's own ranking, for a share of its requests
+		}
 		watch = math.Max(10, math.Min(watch, d.titles[ti].dur))
-		d.reqs = append(d.reqs, request{t: t, title: int32(ti), sub: int32(rng.IntN(dm.Subscribers)), watch: watch})
+		d.reqs = append(d.reqs, request{t: t, title: int32(ti), sub: sub, watch: watch})
 	}
 
 	// Outages: Poisson in time, on a node drawn uniformly; a node already

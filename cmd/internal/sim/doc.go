@@ -6,7 +6,8 @@
 // early-abandon share and a long tail, heterogeneous nodes whose disks are
 // caches of whole titles run by an smm storage policy (smm.NewStorage: the
 // planner, and an Evictor per disk), an origin (CDP) with limited channels
-// and a setup delay, and node failures and returns.
+// and a setup delay, node failures and returns, and optionally sites with
+// their own tastes (Sites) and the traffic served across them.
 //
 // It owns: the demand and cluster model (Config, with defaults and strict
 // YAML loading), the event loop that runs each storage and scheduling

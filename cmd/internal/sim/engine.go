@@ -67,6 +67,14 @@ type engine struct {
 	cdp      cdpState
 	fills    []*fillJob
 	decision []int64 // ns per Admit
+
+	// Sites (sites.go): their count (0 without), each node's site index
+	// (-1 without), their names, and whether the scheduler and the
+	// planner are told them.
+	sites                 int
+	nodeSite              []int
+	siteNames             []string
+	schedSites, planSites bool
 }
 
 func newEngine(cfg *Config, d *demand, policy string) (*engine, error) {
@@ -95,6 +103,16 @@ func newEngine(cfg *Config, d *demand, policy string) (*engine, error) {
 		e.byID[t.id] = int32(i)
 	}
 	e.res = Result{Policy: policy, StoragePolicy: st.Name, WarmupDays: cfg.WarmupDays}
+	if s := &cfg.Sites; s.on() {
+		aware := s.aware()[0]
+		e.sites = s.Count
+		e.schedSites = aware != SiteAwareNone
+		e.planSites = aware == SiteAwareAll
+		for k := 0; k < s.Count; k++ {
+			e.siteNames = append(e.siteNames, siteName(k))
+		}
+		e.res.SiteFigures = &SiteFigures{Sites: s.Count, SiteAware: aware, SiteLocal: s.Local, SiteOnly: s.Only}
+	}
 	if err := e.buildNodes(); err != nil {
 		return nil, err
 	}
@@ -123,6 +141,14 @@ func (e *engine) buildNodes() error {
 					DiskBytes: int64(total * k.DiskWeight / wsum),
 				},
 			}
+			site := -1
+			if e.sites > 0 {
+				site = len(e.nodes) % e.sites // round robin over the classes
+				if e.schedSites {
+					spec.Site = e.siteNames[site]
+				}
+			}
+			e.nodeSite = append(e.nodeSite, site)
 			if _, err := e.sched.AddNode(spec, at(0)); err != nil {
 				return err
 			}
@@ -234,11 +260,18 @@ func (e *engine) handle(x event) error {
 // a request is asked.
 func (e *engine) ask(r request, orig, fresh bool) error {
 	t := &e.d.titles[r.title]
-	e.plan.Observe(t.id, at(e.now))
+	req := lsm.Request{Title: t.id, Client: e.sub(r.sub), Bitrate: t.bitrate, Bytes: t.bytes}
+	if vs := e.viewerSite(r.sub); vs < 0 || !e.planSites {
+		e.plan.Observe(t.id, at(e.now))
+	} else {
+		smm.Observe(e.plan, t.id, e.siteNames[vs], at(e.now))
+	}
+	if vs := e.viewerSite(r.sub); vs >= 0 && e.schedSites {
+		req.Site, req.SiteOnly = e.siteNames[vs], e.cfg.Sites.Only
+	}
 	if fresh && e.counted(true, r.t) {
 		e.res.Requested++
 	}
-	req := lsm.Request{Title: t.id, Client: e.sub(r.sub), Bitrate: t.bitrate, Bytes: t.bytes}
 	wall := time.Now()
 	tk, err := e.sched.Admit(req, at(e.now+e.cfg.Scheduler.QueueWait.Seconds()), at(e.now))
 	e.decision = append(e.decision, time.Since(wall).Nanoseconds())
@@ -383,6 +416,9 @@ func (e *engine) play(sid int32) {
 	case e.counted(s.orig, s.asked):
 		e.res.Admitted++
 		s.trace = e.trace(s.placed, s.title, s.res.Node, s.res.Fill)
+		if e.sites > 0 && e.nodeSite[s.res.Node] != e.viewerSite(s.sub) {
+			e.res.SessionsAcrossSites++
+		}
 	case !s.orig && e.measuring():
 		// A viewer resuming after a failure: the demand it serves (and
 		// any fill it needs) has its own row in the trace.
@@ -410,6 +446,7 @@ func (e *engine) endSession(sid int32) {
 	e.sched.Release(s.res)
 	n.bps -= s.res.Bitrate
 	if s.playing {
+		e.streamed(s)
 		if s.trace >= 0 {
 			e.res.Trace[s.trace].End = e.now
 		}

@@ -86,6 +86,9 @@ type Result struct {
 	// a node's capacity; always 0 unless there is a bug.
 	UnbalancedReleases int64 `json:"lsm_unbalanced_releases"`
 	OverCapacity       int64 `json:"lsm_over_capacity"`
+	// SiteFigures are the traffic between sites, only in a run with sites
+	// (nil without: no such fields in the JSON).
+	*SiteFigures
 
 	Loads *LoadSeries `json:"-"` // per-node utilization over time, for the plot
 	// Trace is every original request, in the order decided, and every
@@ -152,6 +155,7 @@ func (e *engine) finish(wall time.Duration) error {
 	e.res.PeakToMean, e.res.PeakUtilization = peakToMean(e.series, e.nodes)
 	an := e.sched.Anomalies()
 	e.res.UnbalancedReleases, e.res.OverCapacity = an.UnbalancedReleases, an.OverCapacity
+	e.res.siteRatios()
 	err := e.bound()
 	e.res.WallSeconds = wall.Seconds() + time.Since(start).Seconds()
 	return err
@@ -210,8 +214,10 @@ func peakToMean(s *LoadSeries, nodes []*node) (float64, float64) {
 // Run simulates cfg's demand once per storage policy (Config.StoragePolicies,
 // or StoragePolicy) and scheduling policy (Config.Policies, or all) and
 // returns one Result per pair, storage policy by storage policy, in that
-// order. The demand is drawn once from the seed, so every run sees the
-// same requests and failures. It fails on an invalid configuration.
+// order; with sites (Config.Sites), the whole set once per awareness mode
+// (Sites.Aware), in that order. The demand is drawn once from the seed, so
+// every run sees the same requests and failures. It fails on an invalid
+// configuration.
 func Run(cfg Config) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -222,19 +228,24 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	d := generate(&cfg, nodes)
 	var out []Result
-	for _, sp := range cfg.storagePolicies() {
-		c := cfg
-		c.StoragePolicy = sp
-		for _, p := range cfg.policies() {
-			e, err := newEngine(&c, d, p)
-			if err != nil {
-				return nil, err
+	for _, aware := range cfg.Sites.aware() {
+		for _, sp := range cfg.storagePolicies() {
+			c := cfg
+			c.StoragePolicy = sp
+			if aware != "" {
+				c.Sites.Aware = []string{aware}
 			}
-			r, err := e.run()
-			if err != nil {
-				return nil, err
+			for _, p := range cfg.policies() {
+				e, err := newEngine(&c, d, p)
+				if err != nil {
+					return nil, err
+				}
+				r, err := e.run()
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, r)
 			}
-			out = append(out, r)
 		}
 	}
 	return out, nil

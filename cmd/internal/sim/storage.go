@@ -277,6 +277,9 @@ func (e *engine) planRound() {
 		ln := e.sched.Nodes[i]
 		nv := smm.NodeView{ID: n.spec.ID, Alive: e.sched.InService(ln), DiskBytes: n.spec.Capacity.DiskBytes,
 			EgressBps: n.spec.Capacity.EgressBps, Utilization: ln.Utilization()}
+		if e.planSites {
+			nv.Site = e.siteNames[e.nodeSite[i]]
+		}
 		for _, ti := range sortedTitles(n.disk) {
 			it := n.disk[ti]
 			nv.Items = append(nv.Items, smm.Item{Title: e.d.titles[ti].id, Bytes: it.bytes, InUse: it.inUse(),

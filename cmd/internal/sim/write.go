@@ -28,6 +28,34 @@ func WriteTable(w io.Writer, rs []Result) error {
 			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
 			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeSiteTable(w, rs)
+}
+
+// writeSiteTable prints, after the table of a run with sites, each run's
+// traffic between sites (SiteFigures); nothing without sites.
+func writeSiteTable(w io.Writer, rs []Result) error {
+	if len(rs) == 0 || rs[0].SiteFigures == nil {
+		return nil
+	}
+	f := rs[0].SiteFigures
+	only := ""
+	if f.SiteOnly {
+		only = ", viewers kept to their site"
+	}
+	fmt.Fprintf(w, "\n%d sites, %.0f%% of each site's requests by its own ranking%s:\n", f.Sites, 100*f.SiteLocal, only)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tstorage\tsite-aware\tadmitted\tacross sites\tratio\tstreamed TB\tacross sites TB\tratio\torigin TB\t")
+	for _, r := range rs {
+		if r.SiteFigures == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.4f\t%.2f\t%.2f\t%.4f\t%.2f\t\n", r.Policy, r.StoragePolicy, r.SiteAware,
+			r.Admitted, r.SessionsAcrossSites, r.AcrossSitesRatio, float64(r.StreamedBytes)/1e12,
+			float64(r.BytesAcrossSites)/1e12, r.BytesAcrossSitesRatio, float64(r.OriginBytes)/1e12)
+	}
 	return tw.Flush()
 }
 
@@ -50,6 +78,15 @@ func WriteMarkdown(w io.Writer, rs []Result) error {
 			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
 			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
 			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
+	}
+	if len(rs) > 0 && rs[0].SiteFigures != nil {
+		b.WriteString("\n| policy | storage | site-aware | admitted | across sites | ratio | streamed TB | across sites TB | ratio | origin TB |\n")
+		b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, r := range rs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.4f | %.2f | %.2f | %.4f | %.2f |\n", r.Policy, r.StoragePolicy, r.SiteAware,
+				r.Admitted, r.SessionsAcrossSites, r.AcrossSitesRatio, float64(r.StreamedBytes)/1e12,
+				float64(r.BytesAcrossSites)/1e12, r.BytesAcrossSitesRatio, float64(r.OriginBytes)/1e12)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
