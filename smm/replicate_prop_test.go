@@ -295,6 +295,34 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// The shift check's pass that skips records without decaying them
+// (shiftTop) names the same titles in the same order as the pass that
+// decays every record (topTitles), on trackers whose records were last
+// touched at different times, with ties and with fewer titles than
+// shiftK.
+func TestShiftTopIsTopTitles(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		a, _ := NewReplicator(ReplicatorConfig{}, nil)
+		b, _ := NewReplicator(ReplicatorConfig{}, nil)
+		now := offPeak
+		titles := 10 + rng.IntN(3000)
+		for range 5 * titles {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			id := fmt.Sprintf("t%05d", int(float64(titles)*rng.Float64()*rng.Float64()))
+			a.Observe(id, now)
+			b.Observe(id, now)
+		}
+		for _, later := range []time.Duration{0, time.Second, 90 * time.Minute} {
+			at := now.Add(later)
+			got, want := a.shiftTop(at), b.topTitles(at)
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, %v later: shiftTop %v, topTitles %v", seed, later, got, want)
+			}
+		}
+	}
+}
+
 // BenchmarkShifted measures the shift check the manager makes every
 // second (acm.DefaultShiftCheck): a pass over the demand tracker's
 // 100,000 titles for its 32 most requested.
