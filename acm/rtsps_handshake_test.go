@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"vodcluster/proto/grpctls"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -17,14 +16,7 @@ func TestRTSPSHandshakeTimeout(t *testing.T) {
 	was := tlsHandshakeTimeout
 	t.Cleanup(func() { tlsHandshakeTimeout = was }) // after the server's own cleanup
 	tlsHandshakeTimeout = 200 * time.Millisecond
-	f, err := grpctlstest.Write(t.TempDir(), "", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := grpctls.ServerConfig(f.Cert, f.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, _ := grpctlstest.TLS(t, "127.0.0.1")
 	e := newManager(t, "", func(m *Manager) { m.RTSPTLS, m.RTSPSListen = cfg, "127.0.0.1:0" })
 	for name, send := range map[string][]byte{
 		"nothing":             nil,

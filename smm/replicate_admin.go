@@ -95,34 +95,52 @@ func (r *Replicator) Shifted(now time.Time) bool {
 	return miss*4 >= max(len(top), 1)
 }
 
-// topTitles returns the shiftK titles with the highest demand-side rate.
-func (r *Replicator) topTitles(now time.Time) []string {
-	type tr struct {
-		t string
-		r float64
+// topK keeps the shiftK best (title, rate) pairs offered, highest rate
+// first (ties: the smaller id).
+type topK []titleRate
+
+type titleRate struct {
+	t string
+	r float64
+}
+
+func (a titleRate) before(b titleRate) bool { return a.r > b.r || (a.r == b.r && a.t < b.t) }
+
+// full reports whether it holds shiftK pairs; worst is then the last.
+func (k topK) full() bool { return len(k) == shiftK }
+
+// offer inserts c when it is among the shiftK best so far.
+func (k *topK) offer(c titleRate) {
+	xs := *k
+	if c.r <= 0 || (xs.full() && !c.before(xs[shiftK-1])) {
+		return
 	}
-	// Keep the best shiftK, highest first (ties: the smaller id), by
-	// insertion, in one pass over the tracker's records.
-	before := func(a, b tr) bool { return a.r > b.r || (a.r == b.r && a.t < b.t) }
-	xs := make([]tr, 0, shiftK+1)
-	r.pop.each(now, func(t string, x *pop) {
-		c := tr{t, x.rate * math.Ln2 / r.pop.halfLife().Seconds()}
-		if c.r <= 0 || (len(xs) == shiftK && !before(c, xs[shiftK-1])) {
-			return
-		}
-		i := sort.Search(len(xs), func(i int) bool { return before(c, xs[i]) })
-		xs = append(xs, tr{})
-		copy(xs[i+1:], xs[i:])
-		xs[i] = c
-		if len(xs) > shiftK {
-			xs = xs[:shiftK]
-		}
-	})
-	out := make([]string, len(xs))
-	for i, x := range xs {
+	i := sort.Search(len(xs), func(i int) bool { return c.before(xs[i]) })
+	xs = append(xs, titleRate{})
+	copy(xs[i+1:], xs[i:])
+	xs[i] = c
+	if len(xs) > shiftK {
+		xs = xs[:shiftK]
+	}
+	*k = xs
+}
+
+// titles returns the titles kept, best first.
+func (k topK) titles() []string {
+	out := make([]string, len(k))
+	for i, x := range k {
 		out[i] = x.t
 	}
 	return out
+}
+
+// topTitles returns the shiftK titles with the highest demand-side rate,
+// in one pass over the tracker's records, each decayed to now.
+func (r *Replicator) topTitles(now time.Time) []string {
+	h := r.pop.halfLife().Seconds()
+	top := make(topK, 0, shiftK+1)
+	r.pop.each(now, func(t string, x *pop) { top.offer(titleRate{t, x.rate * math.Ln2 / h}) })
+	return top.titles()
 }
 
 // shiftTop is topTitles without decaying the tracker's records (the
@@ -133,40 +151,21 @@ func (r *Replicator) topTitles(now time.Time) []string {
 // passed with one comparison; only the others pay for the decay factor.
 // Same titles, same order as topTitles.
 func (r *Replicator) shiftTop(now time.Time) []string {
-	type tr struct {
-		t string
-		r float64
-	}
-	before := func(a, b tr) bool { return a.r > b.r || (a.r == b.r && a.t < b.t) }
-	perSec := math.Ln2 / r.pop.halfLife().Seconds()
-	xs := make([]tr, 0, shiftK+1)
+	h := r.pop.halfLife().Seconds()
+	top := make(topK, 0, shiftK+1)
 	p := r.pop
 	for i := range p.entries {
 		e := &p.entries[i]
-		if len(xs) == shiftK && e.rate*perSec < xs[shiftK-1].r {
+		if top.full() && e.rate*math.Ln2/h < top[shiftK-1].r {
 			continue
 		}
 		rate := e.rate
 		if now.After(e.at) {
 			rate *= p.factor(e.at, now)
 		}
-		c := tr{e.title, rate * perSec}
-		if c.r <= 0 || (len(xs) == shiftK && !before(c, xs[shiftK-1])) {
-			continue
-		}
-		j := sort.Search(len(xs), func(j int) bool { return before(c, xs[j]) })
-		xs = append(xs, tr{})
-		copy(xs[j+1:], xs[j:])
-		xs[j] = c
-		if len(xs) > shiftK {
-			xs = xs[:shiftK]
-		}
+		top.offer(titleRate{e.title, rate * math.Ln2 / h})
 	}
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = x.t
-	}
-	return out
+	return top.titles()
 }
 
 func (r *Replicator) rememberTop(now time.Time) {

@@ -3,16 +3,13 @@ package vodnode
 import (
 	"bufio"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"vodcluster/proto/grpctls"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -23,26 +20,14 @@ func TestRTSPSListener(t *testing.T) {
 	was := tlsHandshakeTimeout
 	t.Cleanup(func() { tlsHandshakeTimeout = was }) // after the server's own cleanup
 	tlsHandshakeTimeout = 200 * time.Millisecond
-	f, err := grpctlstest.Write(t.TempDir(), "", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := grpctls.ServerConfig(f.Cert, f.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) { n.RTSPTLS, n.RTSPSListen = cfg, "127.0.0.1:0" })
 	if n.RTSPSAddr() == "" || n.registerRequest().GetRtspsAddr() != n.RTSPSAddr() {
 		t.Fatalf("RTSPS address %q, registered %q", n.RTSPSAddr(), n.registerRequest().GetRtspsAddr())
 	}
 
-	pem, err := os.ReadFile(f.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	tc, err := tls.Dial("tcp", n.RTSPSAddr(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	cliCfg.ServerName = "127.0.0.1"
+	tc, err := tls.Dial("tcp", n.RTSPSAddr(), cliCfg)
 	if err != nil {
 		t.Fatalf("TLS to the node (verified): %v", err)
 	}

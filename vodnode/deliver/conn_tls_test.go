@@ -3,11 +3,9 @@ package deliver
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -18,23 +16,10 @@ import (
 // keeps the client's receive window small, as tcpPairBuf.
 func tlsPair(t *testing.T, rcvbuf int) (server *tls.Conn, client *tls.Conn) {
 	t.Helper()
-	f, err := grpctlstest.Write(t.TempDir(), "", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(f.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
+	_, srvCfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
+	cliCfg.ServerName = "127.0.0.1"
 	s, c := tcpPairBuf(t, rcvbuf)
-	server = tls.Server(s, &tls.Config{Certificates: []tls.Certificate{cert}})
-	client = tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	server, client = tls.Server(s, srvCfg), tls.Client(c, cliCfg)
 	errc := make(chan error, 1)
 	go func() { errc <- server.Handshake() }()
 	if err := client.Handshake(); err != nil {
