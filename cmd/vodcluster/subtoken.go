@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"vodcluster/acm/auth"
+	"vodcluster/cdp"
 )
 
 // tokenRequest is what subscriber-token signs: the claims of
@@ -65,7 +66,8 @@ func subscriberTokenCmd() *cobra.Command {
 }
 
 // signSubscriberToken signs r's claims at now. Errors: no user, a ttl
-// that is not positive, an ip that is not an address, neither or both
+// that is not positive, a title that is no title id (cdp.ValidID), an ip
+// that is not an address, neither or both
 // key files, a secret shorter than auth.MinTokenSecret, a key that cannot
 // be read or used with the algorithm.
 func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
@@ -76,6 +78,11 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 		return "", fmt.Errorf("--ttl %v: want a positive duration", r.TTL)
 	case (r.SecretFile == "") == (r.KeyFile == ""):
 		return "", errors.New("give --secret-file (HMAC) or --key-file (private key), one of the two")
+	}
+	if r.Title != "" {
+		if err := cdp.ValidID(r.Title); err != nil {
+			return "", fmt.Errorf("--title: %w (a title id of the catalog)", err)
+		}
 	}
 	if r.IP != "" {
 		if _, err := netip.ParseAddr(r.IP); err != nil {

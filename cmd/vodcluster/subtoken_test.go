@@ -110,6 +110,7 @@ func TestSubscriberTokenCommand(t *testing.T) {
 		{[]string{"--user", "a", "--secret-file", secret, "--key-file", ecPriv}, "one of the two"},
 		{[]string{"--user", "a", "--secret-file", secret, "--ttl", "0s"}, "--ttl"},
 		{[]string{"--user", "a", "--secret-file", secret, "--ip", "box-7"}, "--ip"},
+		{[]string{"--user", "a", "--secret-file", secret, "--title", "sample 003/index.m3u8"}, "--title"},
 		{[]string{"--user", "a", "--secret-file", secret, "--alg", "none"}, "--alg"},
 		{[]string{"--user", "a", "--key-file", ecPub}, "no PEM private key"},
 		{[]string{"--user", "a", "--key-file", ecPriv, "--alg", "RS256"}, "RS256"},
