@@ -13,17 +13,18 @@ import (
 )
 
 // WriteTable prints the results side by side, one row per run, after a
-// line giving the cluster's total disk (the capacity of the bounds).
+// line giving the cluster's total disk (the capacity of the bounds), with
+// a site-aware column when the runs have sites, then their table of sites.
 // Bytes are in TB (10^12), decision times in ns.
 func WriteTable(w io.Writer, rs []Result) error {
 	if len(rs) > 0 {
 		fmt.Fprintf(w, "cluster disk %d bytes (%.2f TB)%s\n", rs[0].DiskBytes, float64(rs[0].DiskBytes)/1e12, warmupNote(rs[0]))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tstorage\trequested\tadmitted\trefused\tno copy\tqos viol.\tpeak/mean\torigin fetches\torigin TB\tbound TB\tratio\tinstant TB\tmoves\tpeak cdp\treplica fills\tp50 ns\tp99 ns\t")
+	fmt.Fprintln(tw, "policy\tstorage\t"+siteAwareCell(rs, "site-aware", "\t")+"requested\tadmitted\trefused\tno copy\tqos viol.\tpeak/mean\torigin fetches\torigin TB\tbound TB\tratio\tinstant TB\tmoves\tpeak cdp\treplica fills\tp50 ns\tp99 ns\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%d\t%d\t%d\t%d\t%d\t\n",
-			r.Policy, r.StoragePolicy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+		fmt.Fprintf(tw, "%s\t%s\t%s%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%d\t%d\t%d\t%d\t%d\t\n",
+			r.Policy, r.StoragePolicy, siteAwareCell(rs, siteAwareOf(r), "\t"), r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
 			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
 			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
 			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
@@ -59,6 +60,24 @@ func writeSiteTable(w io.Writer, rs []Result) error {
 	return tw.Flush()
 }
 
+// siteAwareCell returns cell followed by sep when the runs have sites
+// (their rows share policy and storage policy, --site-aware tells them
+// apart), "" without sites.
+func siteAwareCell(rs []Result, cell, sep string) string {
+	if len(rs) == 0 || rs[0].SiteFigures == nil {
+		return ""
+	}
+	return cell + sep
+}
+
+// siteAwareOf returns what knew the sites in run r, "" without sites.
+func siteAwareOf(r Result) string {
+	if r.SiteFigures == nil {
+		return ""
+	}
+	return r.SiteAware
+}
+
 func warmupNote(r Result) string {
 	if r.WarmupDays == 0 {
 		return ", measured from empty disks"
@@ -70,11 +89,11 @@ func warmupNote(r Result) string {
 // the scheduling columns, then the storage ones.
 func WriteMarkdown(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| policy | storage | requested | admitted | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | bound TB | ratio to bound | instant bound TB | placement moves | peak CDP | replica fills | p50 ns | p99 ns |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| policy | storage | " + siteAwareCell(rs, "site-aware", " | ") + "requested | admitted | refused | no copy | QoS violations | peak/mean | origin fetches | origin TB | bound TB | ratio to bound | instant bound TB | placement moves | peak CDP | replica fills | p50 ns | p99 ns |\n")
+	b.WriteString("|---|---|" + siteAwareCell(rs, "---", "|") + "--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %.3f | %d | %.2f | %.2f | %.3f | %.2f | %d | %d | %d | %d | %d |\n",
-			r.Policy, r.StoragePolicy, r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
+		fmt.Fprintf(&b, "| %s | %s | %s%d | %d | %d | %d | %d | %.3f | %d | %.2f | %.2f | %.3f | %.2f | %d | %d | %d | %d | %d |\n",
+			r.Policy, r.StoragePolicy, siteAwareCell(rs, siteAwareOf(r), " | "), r.Requested, r.Admitted, r.Refused, r.RefusedNoCopy, r.QoSViolations,
 			r.PeakToMean, r.OriginFetches, float64(r.OriginBytes)/1e12, float64(r.BoundOriginBytes)/1e12,
 			r.OriginBytesRatioToBound, float64(r.BoundInstantOriginBytes)/1e12, r.PlacementMoves,
 			r.PeakCDPTransfers, r.ReplicaFills, r.DecisionP50Ns, r.DecisionP99Ns)
