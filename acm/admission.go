@@ -152,6 +152,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
+	if r.Protocol == store.ProtoRTSPS {
+		req.Requires = lsm.FeatureRTSPS // its player cannot follow a redirect to plain RTSP
+	}
 	if m.originDown.Load() {
 		// No fill can start: only a node that holds or fills the title.
 		if m.sched.HoldersInService(t.ID) == 0 {
@@ -216,7 +219,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		if req.SiteOnly {
 			site = req.Site
 		}
-		why := m.refusalInLocked(t, site)
+		why := m.refusalInLocked(t, site, req.Requires)
 		m.mu.Unlock()
 		m.log.Info("admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
@@ -464,11 +467,24 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 // refusalLocked says why no node could take a session of t (mu held): no
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
-func (m *Manager) refusalLocked(t store.Title) string { return m.refusalInLocked(t, "") }
+func (m *Manager) refusalLocked(t store.Title) string { return m.refusalInLocked(t, "", 0) }
 
 // refusalInLocked is refusalLocked among the nodes of site, a viewer's
-// site it is kept to (SiteOnly); "" = every node.
-func (m *Manager) refusalInLocked(t store.Title, site string) string {
+// site it is kept to (SiteOnly); "" = every node; and for a request that
+// requires features (an RTSPS viewer: only nodes with RTSPS).
+func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Feature) string {
+	if requires&lsm.FeatureRTSPS != 0 {
+		rtsps := false
+		for _, n := range m.sched.Nodes {
+			if n.Features&lsm.FeatureRTSPS != 0 && m.sched.InService(n) {
+				rtsps = true
+				break
+			}
+		}
+		if !rtsps {
+			return "the viewer came over RTSPS and no node in service has RTSPS (node rtsp_tls_cert_file): its player cannot follow a redirect to plain RTSP"
+		}
+	}
 	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.LiveFilling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
 	}

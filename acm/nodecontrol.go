@@ -84,8 +84,12 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		m.log.Warn("registration refused: node id in use by a live node at another address", "node", id, "live_rtsp", addr, "refused_rtsp", req.GetRtspAddr())
 		return nil, status.Errorf(codes.AlreadyExists, "node id %q is in use by a live node at %s (its heartbeats arrive): give this node another id, or stop the other", id, addr)
 	}
+	var features lsm.Feature
+	if req.GetRtspsAddr() != "" {
+		features |= lsm.FeatureRTSPS
+	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
-		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(),
+		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(), Features: features,
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
 	}, now)
 	if err != nil {
@@ -108,7 +112,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	ns.httpTLS, ns.rtspsAddr = req.GetHttpTls(), req.GetRtspsAddr()
 	if m.RTSPTLS != nil && ns.rtspsAddr == "" {
-		m.log.Warn("node has no RTSPS listener: viewers that come to the front door over RTSPS are redirected to its plain rtsp:// address (their media and tokens travel in clear); give it rtsps_listen and rtsp_tls_cert_file",
+		m.log.Warn("node has no RTSPS listener: viewers that come to the front door over RTSPS are not sent to it (their players cannot follow a redirect to plain RTSP); give it rtsp_tls_cert_file",
 			"node", id, "rtsp", req.GetRtspAddr())
 	}
 	if m.HTTPTLS != nil && req.GetHttpAddr() != "" && !ns.httpTLS {

@@ -232,6 +232,9 @@ type Request struct {
 	// it, Place fails (ErrNoCapacity) rather than try the other nodes.
 	// Without Site it has no effect.
 	SiteOnly bool
+	// Requires are the features a node must offer to take r
+	// (NodeSpec.Features); none: any node.
+	Requires Feature
 	// restrict is the site Eligible keeps to during Place's first try.
 	restrict string
 

@@ -19,7 +19,22 @@ type NodeSpec struct {
 	// Site is the operator's site (point of presence) the node stands in,
 	// for Request.Site; "" = none.
 	Site string
+	// Features are what the node offers that some requests need
+	// (Request.Requires), e.g. FeatureRTSPS.
+	Features Feature
 }
+
+// Feature is one thing a node offers that a request may require (a bit of
+// a set).
+type Feature uint8
+
+// Features of nodes.
+const (
+	// FeatureRTSPS: the node has an RTSPS (RTSP over TLS) address. A
+	// viewer that came over RTSPS cannot follow a redirect to plain RTSP
+	// (ffmpeg speaks TLS to it, gortsplib refuses to downgrade).
+	FeatureRTSPS Feature = 1 << iota
+)
 
 // DefaultWeight is the weight of a node that announces none.
 const DefaultWeight = 100

@@ -51,13 +51,14 @@ func (s *Scheduler) CapBps(i int) int64 {
 // size are known) and no disk fault (Node.DiskFault), and not holding a
 // stale copy of it (Holding.Stale) while the origin can fill the title,
 // and in the request's site while Place tries that site first
-// (Request.Site). This is the admission rule every policy obeys.
+// (Request.Site), and offering what the request requires
+// (Request.Requires). This is the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
 		return false
 	}
-	if !r.inScope(n) {
+	if !r.inScope(n) || r.Requires&^n.Features != 0 {
 		return false
 	}
 	if n.stale > 0 && !r.NoFill {

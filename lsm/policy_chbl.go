@@ -25,8 +25,9 @@ type ringPoint struct {
 // Weight/100) and walks clockwise to the first node that is eligible and
 // whose utilization after taking the session stays within Config.CHBLFactor
 // times the cluster's mean utilization after it (the mean of the site's
-// nodes while Place keeps to a site, Request.Site: the ring walk passes
-// over the other sites' nodes). Titles thus stick to one node until it is
+// nodes while Place keeps to a site, Request.Site, and of the nodes that
+// offer what the request requires, Request.Requires: the ring walk passes
+// over the others). Titles thus stick to one node until it is
 // c times busier than the mean, then spill to the next node on the ring,
 // the same one for every request of the title.
 type BoundedLoadHashing struct {
@@ -68,15 +69,16 @@ func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
 	}
 	var reserved int64
 	capBps := p.capBps
-	if r.restrict != "" {
-		capBps = 0 // the mean of the site's nodes, among which Place chooses
+	narrow := r.restrict != "" || r.Requires != 0
+	if narrow {
+		capBps = 0 // the mean of the nodes among which Place chooses
 	}
 	for _, n := range s.Nodes {
-		if !s.InService(n) || (r.restrict != "" && n.Site != r.restrict) {
+		if !s.InService(n) || !r.inScope(n) || r.Requires&^n.Features != 0 {
 			continue
 		}
 		reserved += n.ReservedBps
-		if r.restrict != "" {
+		if narrow {
 			capBps += float64(n.Capacity.EgressBps)
 		}
 	}

@@ -16,15 +16,15 @@ func bucketCount(n int) int {
 }
 
 // buildBuckets assigns size buckets to the nodes in service (those of
-// site, when not ""), in proportion to weight(i) (or equally when
-// weighted is false), interleaved by smooth weighted round robin. It
-// returns nil when no node is in service.
-func buildBuckets(s *Scheduler, size int, weighted bool, site string) []int32 {
+// site, when not "", that offer requires), in proportion to weight(i) (or
+// equally when weighted is false), interleaved by smooth weighted round
+// robin. It returns nil when no node is in service.
+func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires Feature) []int32 {
 	var ids []int
 	var ws []float64
 	total := 0.0
 	for i, n := range s.Nodes {
-		if !s.InService(n) || (site != "" && n.Site != site) {
+		if !s.InService(n) || (site != "" && n.Site != site) || requires&^n.Features != 0 {
 			continue
 		}
 		w := 1.0
@@ -60,11 +60,12 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string) []int32 {
 // node joins, dies, drains or changes weight (keepalived removes dead
 // real servers, which rebuilds the kernel's table the same way). While
 // Place keeps to a site (Request.Site) the table is one over that site's
-// nodes: a title has its one node in each site.
+// nodes: a title has its one node in each site; likewise over the nodes
+// that offer what a request requires (Request.Requires).
 type DestinationHashing struct {
 	version uint64
 	buckets []int32
-	sites   map[string][]int32 // per site, built at its first request since version
+	sites   map[string][]int32 // per site and required features, built at their first request since version
 }
 
 var _ Policy = (*DestinationHashing)(nil)
@@ -75,18 +76,19 @@ func (*DestinationHashing) Name() string { return "dh" }
 // Pick implements Policy.
 func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false, ""), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0), s.Version()
 		clear(p.sites)
 	}
 	buckets := p.buckets
-	if r.restrict != "" {
+	if r.restrict != "" || r.Requires != 0 {
+		key := r.restrict + "\x00" + string(rune(r.Requires))
 		var ok bool
-		if buckets, ok = p.sites[r.restrict]; !ok {
+		if buckets, ok = p.sites[key]; !ok {
 			if p.sites == nil {
 				p.sites = map[string][]int32{}
 			}
-			buckets = buildBuckets(s, bucketCount(len(s.Nodes)), false, r.restrict)
-			p.sites[r.restrict] = buckets
+			buckets = buildBuckets(s, bucketCount(len(s.Nodes)), false, r.restrict, r.Requires)
+			p.sites[key] = buckets
 		}
 	}
 	if len(buckets) == 0 {
@@ -117,7 +119,7 @@ func (*SourceHashing) Name() string { return "sh" }
 // Pick implements Policy.
 func (p *SourceHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true, ""), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true, "", 0), s.Version()
 	}
 	return lookupFallback(s, r, p.buckets, r.ClientHash())
 }

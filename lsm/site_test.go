@@ -109,7 +109,7 @@ func TestSiteOnlyRefusesOnlyWhenTheSiteIsFull(t *testing.T) {
 				continue
 			}
 			if dh, ok := s.policy.(*DestinationHashing); ok && err != nil {
-				b := dh.sites["north"]
+				b := dh.sites["north\x00\x00"]
 				if n := s.Nodes[b[r.TitleHash()%uint64(len(b))]]; n.Site == "north" && n.ReservedBps+4e6 > n.Capacity.EgressBps {
 					continue // the title's north node is full
 				}
