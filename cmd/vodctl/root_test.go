@@ -207,24 +207,8 @@ func (a *forgetAdmin) ForgetNode(_ context.Context, req *v1.ForgetNodeRequest) (
 // --json, and passes the manager's refusals on with their code; a
 // missing or extra ID is refused before any call.
 func TestNodeForget(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fa := &forgetAdmin{}
-	srv := grpc.NewServer()
-	v1.RegisterAdminServer(srv, fa)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	run := func(args ...string) (string, error) {
-		cmd := newRoot()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
-		err := cmd.Execute()
-		return out.String(), err
-	}
+	run := vodctlAgainst(t, fa)
 	for _, args := range [][]string{{"node", "forget"}, {"node", "forget", "a", "b"}} {
 		if _, err := run(args...); err == nil || !strings.Contains(err.Error(), "accepts 1 arg(s)") {
 			t.Errorf("vodctl %s: %v", strings.Join(args, " "), err)
@@ -258,5 +242,29 @@ func TestNodeForget(t *testing.T) {
 	}
 	if want := []string{"gone", "gone", "live", "nope"}; !slices.Equal(fa.calls(), want) {
 		t.Fatalf("ForgetNode calls %v, want %v", fa.calls(), want)
+	}
+}
+
+// vodctlAgainst serves adm as the Admin API on loopback (stopped when the
+// test ends) and returns a runner of vodctl commands against it: their
+// output (stdout and stderr) and error.
+func vodctlAgainst(t *testing.T, adm v1.AdminServer) func(args ...string) (string, error) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, adm)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return func(args ...string) (string, error) {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
+		err := cmd.Execute()
+		return out.String(), err
 	}
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
-
-	"google.golang.org/grpc"
 
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -40,24 +36,8 @@ func (a *suspendAdmin) ListSuspensions(context.Context, *v1.ListSuspensionsReque
 // the duration in seconds (0 to lift), and prints what the manager says;
 // vodctl suspensions lists them.
 func TestSuspend(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fa := &suspendAdmin{}
-	srv := grpc.NewServer()
-	v1.RegisterAdminServer(srv, fa)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	run := func(args ...string) (string, error) {
-		cmd := newRoot()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
-		err := cmd.Execute()
-		return out.String(), err
-	}
+	run := vodctlAgainst(t, fa)
 	for args, want := range map[string]string{
 		"suspend alice":                    "--for DURATION",
 		"suspend alice --for 1h --lift":    "one of the two",
