@@ -19,6 +19,13 @@ const defaultEndReason = "ended by the operator"
 // into an RTCP BYE, whose reason is at most 255 bytes).
 const maxEndReason = 200
 
+// badReason reports whether an operator's reason (EndSessions,
+// SuspendSubscriber) is refused: longer than maxEndReason bytes, or with
+// control characters.
+func badReason(reason string) bool {
+	return len(reason) > maxEndReason || strings.ContainsFunc(reason, func(r rune) bool { return r < ' ' || r == 0x7f })
+}
+
 // heldRecordWait is how long the session record of a session the operator
 // ended waits for its node's ENDED (which brings the bytes it sent) before
 // it is written without them.
@@ -48,7 +55,7 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 		return nil, status.Error(codes.InvalidArgument, "name the sessions (session_ids) or the subscriber (user) whose sessions end")
 	case len(ids) > 0 && user != "":
 		return nil, status.Error(codes.InvalidArgument, "session_ids and user both given: give one of the two")
-	case len(req.GetReason()) > maxEndReason || strings.ContainsFunc(req.GetReason(), func(r rune) bool { return r < ' ' || r == 0x7f }):
+	case badReason(req.GetReason()):
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
 	}
 	if !m.Leader() {

@@ -75,7 +75,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		return nil, status.Error(codes.InvalidArgument, "name the subscriber (user)")
 	case req.GetDurationS() < 0 || d > maxSuspension || req.GetDurationS() > int64(maxSuspension/time.Second):
 		return nil, status.Errorf(codes.InvalidArgument, "duration_s %d: from 0 (lift) to %d (a year)", req.GetDurationS(), int64(maxSuspension/time.Second))
-	case len(reason) > maxEndReason || strings.ContainsFunc(reason, func(r rune) bool { return r < ' ' || r == 0x7f }):
+	case badReason(reason):
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
 	}
 	if !m.Leader() {
