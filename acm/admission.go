@@ -152,9 +152,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
-	if r.Protocol == store.ProtoRTSPS {
-		req.Requires = lsm.FeatureRTSPS // its player cannot follow a redirect to plain RTSP
-	}
+	req.Requires = m.requiresLocked(r.Protocol)
 	if m.originDown.Load() {
 		// No fill can start: only a node that holds or fills the title.
 		if m.sched.HoldersInService(t.ID) == 0 {
@@ -469,20 +467,54 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 // titles playing, filling or pinned), for the operator's log.
 func (m *Manager) refusalLocked(t store.Title) string { return m.refusalInLocked(t, "", 0) }
 
+// requiresLocked is what a node must offer to take a viewer that came
+// over protocol (mu held): RTSPS for an RTSPS viewer (its player cannot
+// follow a redirect to plain RTSP), an HTTP address for an HTTP viewer,
+// and HTTPS too behind an HTTPS front door (a browser on an https:// page
+// refuses a redirect to http://, and the token in the URL would travel in
+// clear).
+func (m *Manager) requiresLocked(protocol string) lsm.Feature {
+	switch protocol {
+	case store.ProtoRTSPS:
+		return lsm.FeatureRTSPS
+	case store.ProtoHTTP:
+		if m.HTTPTLS != nil {
+			return lsm.FeatureHTTP | lsm.FeatureHTTPS
+		}
+		return lsm.FeatureHTTP
+	}
+	return 0
+}
+
+// featureRefusals say why a viewer requiring a feature is refused when no
+// node in service offers it, for the operator's log.
+var featureRefusals = []struct {
+	f   lsm.Feature
+	why string
+}{
+	{lsm.FeatureRTSPS, "the viewer came over RTSPS and no node in service has RTSPS (node rtsp_tls_cert_file): its player cannot follow a redirect to plain RTSP"},
+	{lsm.FeatureHTTP, "the viewer came over HTTP and no node in service has an HTTP address (node http_listen)"},
+	{lsm.FeatureHTTPS, "the viewer came over HTTPS and no node in service has HTTPS (node http_tls_cert_file): a browser on an https:// page refuses a redirect to http://"},
+}
+
 // refusalInLocked is refusalLocked among the nodes of site, a viewer's
 // site it is kept to (SiteOnly); "" = every node; and for a request that
-// requires features (an RTSPS viewer: only nodes with RTSPS).
+// requires features (an RTSPS viewer: only nodes with RTSPS; see
+// requiresLocked).
 func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Feature) string {
-	if requires&lsm.FeatureRTSPS != 0 {
-		rtsps := false
+	for _, fr := range featureRefusals {
+		if requires&fr.f == 0 {
+			continue
+		}
+		offered := false
 		for _, n := range m.sched.Nodes {
-			if n.Features&lsm.FeatureRTSPS != 0 && m.sched.InService(n) {
-				rtsps = true
+			if n.Features&fr.f != 0 && m.sched.InService(n) {
+				offered = true
 				break
 			}
 		}
-		if !rtsps {
-			return "the viewer came over RTSPS and no node in service has RTSPS (node rtsp_tls_cert_file): its player cannot follow a redirect to plain RTSP"
+		if !offered {
+			return fr.why
 		}
 	}
 	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.LiveFilling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {

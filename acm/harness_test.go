@@ -218,6 +218,7 @@ type nodeOpts struct {
 	disk     int64 // capacity.disk_bytes, default 1 TiB
 	site     string
 	rtsps    string // its RTSPS address; "" = none
+	httpTLS  bool   // its HTTP address speaks HTTPS
 }
 
 func (e *env) startNode(id string, o nodeOpts) *fakeNode {
@@ -239,7 +240,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	}
 	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
-		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps,
+		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
 	})
 	if err != nil {

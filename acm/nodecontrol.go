@@ -88,6 +88,12 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if req.GetRtspsAddr() != "" {
 		features |= lsm.FeatureRTSPS
 	}
+	if req.GetHttpAddr() != "" {
+		features |= lsm.FeatureHTTP
+		if req.GetHttpTls() {
+			features |= lsm.FeatureHTTPS
+		}
+	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
 		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(), Features: features,
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
@@ -116,7 +122,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			"node", id, "rtsp", req.GetRtspAddr())
 	}
 	if m.HTTPTLS != nil && req.GetHttpAddr() != "" && !ns.httpTLS {
-		m.log.Warn("node serves plain HTTP behind the HTTPS front door: its HTTP viewers are redirected to http:// (browsers on https:// pages refuse it, and their tokens travel in clear); give it http_tls_cert_file",
+		m.log.Warn("node serves plain HTTP behind the HTTPS front door: HTTP viewers are not sent to it (browsers on https:// pages refuse a redirect to http://, and their tokens would travel in clear); give it http_tls_cert_file",
 			"node", id, "http", req.GetHttpAddr())
 	}
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)

@@ -34,6 +34,14 @@ const (
 	// viewer that came over RTSPS cannot follow a redirect to plain RTSP
 	// (ffmpeg speaks TLS to it, gortsplib refuses to downgrade).
 	FeatureRTSPS Feature = 1 << iota
+	// FeatureHTTP: the node has an HTTP address (progressive and HLS
+	// delivery). A node started without one serves RTSP only.
+	FeatureHTTP
+	// FeatureHTTPS: the node's HTTP address speaks HTTPS. Behind an HTTPS
+	// front door, a browser on an https:// page refuses a redirect to
+	// http:// (mixed content), and the session token in the URL would
+	// travel in clear.
+	FeatureHTTPS
 )
 
 // DefaultWeight is the weight of a node that announces none.
