@@ -10,7 +10,7 @@ import (
 type nodeCollector struct{ n *Node }
 
 var (
-	descNodeSessions = prometheus.NewDesc("vodnode_sessions", "Live sessions on the node, by protocol (rtsp, http).", []string{"protocol"}, nil)
+	descNodeSessions = prometheus.NewDesc("vodnode_sessions", "Live sessions on the node, by protocol (rtsp, rtsps, http).", []string{"protocol"}, nil)
 	descNodeReserved = prometheus.NewDesc("vodnode_reserved_bits_per_second", "Bit/s the node's live sessions reserve (their titles' bitrates).", nil, nil)
 	descNodeCapacity = prometheus.NewDesc("vodnode_capacity_bits_per_second", "Egress the node may reserve (egress_bps), bit/s.", nil, nil)
 	descNodeSent     = prometheus.NewDesc("vodnode_sent_bytes_total", "Bytes sent to viewers (RTP, RTCP and interleaving headers, and HTTP bodies).", nil, nil)
@@ -43,7 +43,14 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 	}
 	n.mu.Lock()
-	rtsp, http, reserved := len(n.sessions), 0, n.reserved
+	rtsp, rtsps, http, reserved := 0, 0, 0, n.reserved
+	for _, s := range n.sessions {
+		if s.rtsps {
+			rtsps++
+		} else {
+			rtsp++
+		}
+	}
 	for _, hs := range n.httpSessions {
 		if hs.t != nil {
 			http++
@@ -51,6 +58,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	n.mu.Unlock()
 	gauge(descNodeSessions, float64(rtsp), "rtsp")
+	gauge(descNodeSessions, float64(rtsps), "rtsps")
 	gauge(descNodeSessions, float64(http), "http")
 	gauge(descNodeReserved, float64(reserved))
 	gauge(descNodeCapacity, float64(n.Capacity.EgressBps))

@@ -112,6 +112,12 @@ func (n *Node) acceptRTSP(ln net.Listener) {
 	}
 }
 
+// overTLS tells whether c came in through the RTSPS listener.
+func (c *rtspConn) overTLS() bool {
+	_, ok := c.nc.(*tls.Conn)
+	return ok
+}
+
 // serve reads requests and interleaved frames until the connection closes;
 // then the sessions interleaved in it end.
 func (c *rtspConn) serve() {

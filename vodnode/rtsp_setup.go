@@ -30,7 +30,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{id: newSessionID(), sid: claims.Session, title: tg.Title, conn: c, controlURL: req.URL.String()}
+	s := &session{id: newSessionID(), sid: claims.Session, title: tg.Title, conn: c, controlURL: req.URL.String(), rtsps: c.overTLS()}
 	if claims.ExpiresAt != nil {
 		s.expires = claims.ExpiresAt.Time
 	}

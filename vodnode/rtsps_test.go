@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -36,6 +39,23 @@ func TestRTSPSListener(t *testing.T) {
 	fmt.Fprintf(tc, "OPTIONS rtsps://%s/ RTSP/1.0\r\nCSeq: 1\r\n\r\n", n.RTSPSAddr())
 	if line, err := bufio.NewReader(tc).ReadString('\n'); err != nil || !strings.HasPrefix(line, "RTSP/1.0 200") {
 		t.Fatalf("OPTIONS over RTSPS: %q %v", line, err)
+	}
+
+	// A session played over RTSPS counts under rtsps in vodnode_sessions,
+	// one over plain RTSP under rtsp.
+	sc, err := tls.Dial("tcp", n.RTSPSAddr(), cliCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	secure := &testClient{t: t, c: sc, br: bufio.NewReader(sc)}
+	secure.play("rtsps://" + n.RTSPSAddr() + "/s/" + mint(t, "over-tls", "sample-001", "node-1", "127.0.0.1", time.Minute) + "/vod/sample-001")
+	dialRTSP(t, n).play(nodeURL(n, mint(t, "plain", "sample-002", "node-1", "127.0.0.1", time.Minute), "sample-002"))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(nodeCollector{n})
+	want := "vodnode_sessions{protocol=\"http\"} 0\nvodnode_sessions{protocol=\"rtsp\"} 1\nvodnode_sessions{protocol=\"rtsps\"} 1\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader("# HELP vodnode_sessions Live sessions on the node, by protocol (rtsp, rtsps, http).\n# TYPE vodnode_sessions gauge\n"+want), "vodnode_sessions"); err != nil {
+		t.Error(err)
 	}
 
 	nc, err := net.Dial("tcp", n.RTSPSAddr())

@@ -32,6 +32,7 @@ type session struct {
 	conn       *rtspConn     // the connection that set it up
 	peers      []udpKey      // UDP: the client's media and RTCP addresses
 	controlURL string        // the SETUP URL, echoed in RTP-Info
+	rtsps      bool          // set up over RTSPS (RTSP over TLS)
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
 
