@@ -370,12 +370,18 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		switch {
 		case s.State != store.StatePlaying:
 		case alive[s.ID]:
-			s.absent = 0
+			s.absent, s.heardUntil = 0, time.Time{}
 		case s.startedNodeMs != 0 && r.GetAtUnixMs() <= s.startedNodeMs:
 			// The report was taken before the node started the session
 			// (by the node's clock): reports queue behind a slow store
 			// write, and arrive after the STARTED sent beside them.
 		case first:
+			if !s.heardUntil.IsZero() && s.endedAt.IsZero() {
+				// Its node died and came back without it (restarted):
+				// it ended by the time the node was last heard of, not
+				// when it registered again.
+				s.endedAt = later(s.heardUntil, s.StartedAt)
+			}
 			m.endLocked(s, "not on its node after the node registered")
 			changed = append(changed, s)
 		case s.playingAt+1 < ns.reports:

@@ -133,3 +133,34 @@ func TestSessionRecordOfADeadNode(t *testing.T) {
 		t.Fatalf("record %+v: want it ended by the node's last heartbeat (before %v)", r, cut)
 	}
 }
+
+// TestSessionRecordOfANodeBackWithoutIt: a session whose node died and
+// registered again without it (a restarted node) is recorded as ending
+// when the node was last heard of before it died, not when it registered
+// again: played_s, which operators bill by, leaves the outage out.
+func TestSessionRecordOfANodeBackWithoutIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+	cut := time.Now()
+	waitFor(t, 10*time.Second, "the node dead and its session orphaned", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		s := e.m.sessions[a]
+		return s != nil && !s.orphaned.IsZero()
+	})
+	e.startNode("n1", nodeOpts{}) // restarted: it plays nothing
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended by the node's last heartbeat before it died (before %v)", r, cut)
+	}
+}

@@ -50,6 +50,11 @@ type session struct {
 	// endedAt is when it ended by its node's ENDED event (the viewer's
 	// last sign of life for a timeout); zero: when the manager ended it.
 	endedAt time.Time
+	// heardUntil is when its node was last heard of before it died
+	// (orphanLocked), kept when the node comes back; zero again once a
+	// report of the node lists the session. A session the node's first
+	// report after it came back does not list ended by then (its record).
+	heardUntil time.Time
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.
@@ -258,6 +263,10 @@ func (m *Manager) tick(now time.Time) {
 // first report ends those it no longer plays; those still orphaned
 // RestoreGrace later end (tick).
 func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
+	var heard time.Time
+	if node := m.sched.Node(ns.id); node != nil {
+		heard = node.LastHeartbeat
+	}
 	n := 0
 	for _, s := range ns.sessionList() {
 		if s.reserved {
@@ -265,6 +274,9 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 			s.reserved = false
 		}
 		s.restored, s.orphaned = true, now
+		if !heard.IsZero() {
+			s.heardUntil = heard
+		}
 		m.uncountLocked(s)
 		n++
 	}
