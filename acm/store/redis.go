@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +80,7 @@ var (
 // negative DB, or a server that cannot be reached or refuses the
 // credentials.
 func OpenRedis(opts RedisOptions) (*Redis, error) {
+	redisLogOnce.Do(func() { redis.SetLogger(redisLog{}) })
 	if opts.Addr == "" {
 		return nil, errors.New("store: redis: empty address")
 	}
@@ -112,6 +116,22 @@ func OpenRedis(opts RedisOptions) (*Redis, error) {
 	}
 	return &Redis{c: c, prefix: opts.Prefix}, nil
 }
+
+// redisLog takes go-redis's own messages (a connection pool that failed
+// to dial, retried, ...), which it would print to standard error in a
+// format of its own, into the process's log (slog.Default), so that they
+// follow --log-format: at debug level, with component=redis, since the
+// failures they tell of reach the manager as the errors of its store
+// calls, which it logs itself ("store unavailable").
+type redisLog struct{}
+
+// Printf implements go-redis's internal.Logging.
+func (redisLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.Default().DebugContext(ctx, strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "component", "redis")
+}
+
+// redisLogOnce installs redisLog (go-redis has one logger per process).
+var redisLogOnce sync.Once
 
 // Prefix returns the key prefix in use.
 func (r *Redis) Prefix() string { return r.prefix }

@@ -1,13 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,4 +378,55 @@ func TestRedisUnchangedCatalogNotRewritten(t *testing.T) {
 	if ts, err := r.Titles(ctx); err != nil || len(ts) != 0 {
 		t.Fatalf("empty catalog: %d titles, %v", len(ts), err)
 	}
+}
+
+// TestRedisLogsThroughSlog: go-redis's own messages (here its connection
+// pool failing to dial a server that stopped) go to the process's log
+// (slog.Default, component=redis), not to standard error in go-redis's
+// format, which broke --log-format json.
+func TestRedisLogsThroughSlog(t *testing.T) {
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr, DialTimeout: time.Second})
+	var buf syncBuf
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := r.State(ctx, "pins"); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	var seen bool
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec struct{ Msg, Component string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		seen = seen || (rec.Component == "redis" && strings.Contains(rec.Msg, "dial"))
+	}
+	if !seen {
+		t.Fatalf("no go-redis message in the process's log: %q", buf.String())
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent writes (log handlers).
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
