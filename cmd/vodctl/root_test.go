@@ -154,6 +154,9 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
 		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},
 		{[]string{"node", "n1", "--overload", "1.5"}, "--overload 1.5"},
+		// A bare host: gRPC would dial its port 443.
+		{[]string{"--manager", "127.0.0.1", "nodes"}, `--manager "127.0.0.1": want HOST:PORT`},
+		{[]string{"--manager", "127.0.0.1:", "nodes"}, "want HOST:PORT"},
 	} {
 		if err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("vodctl %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
