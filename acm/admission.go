@@ -538,13 +538,21 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 	// with it: a node that passes the first and not the second lacks room.
 	noDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps}
 	withDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
+	lacksRoom, tooSmall := false, true
 	for i, n := range m.sched.Nodes {
 		if site != "" && n.Site != site {
 			continue
 		}
 		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
-			return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
+			lacksRoom = true
+			tooSmall = tooSmall && n.Capacity.DiskBytes > 0 && n.Capacity.DiskBytes < t.SizeBytes
 		}
+	}
+	switch {
+	case lacksRoom && tooSmall:
+		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes)
+	case lacksRoom:
+		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
 	}
 	if site != "" {
 		return which + " has headroom for the title (egress, session cap, slow start or overload)"

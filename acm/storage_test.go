@@ -518,3 +518,21 @@ func TestOperatorPrefetchQueuedAtFillLimit(t *testing.T) {
 		t.Fatalf("prefetch on a node with a disk fault: %v", err)
 	}
 }
+
+// TestTitleLargerThanEveryDisk: a title larger than the whole disk of
+// every node that could take its viewer is refused (453) with that reason
+// in the manager's log, not as a disk taken by titles playing, filling or
+// pinned (the node's disk is empty).
+func TestTitleLargerThanEveryDisk(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{disk: 1_000_000})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("a title larger than the only disk: %d, want 453", res.StatusCode)
+	}
+	e.m.mu.Lock()
+	why := e.m.refusalLocked(store.Title{ID: "t1", BitrateBps: titleBps, SizeBytes: 1_500_000})
+	e.m.mu.Unlock()
+	if !strings.Contains(why, "a disk as large as the title (1500000 bytes") {
+		t.Fatalf("the refusal logged as %q", why)
+	}
+}
