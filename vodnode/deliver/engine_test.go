@@ -437,3 +437,50 @@ func TestSeekIntoUnfilledPart(t *testing.T) {
 		}
 	}
 }
+
+// TestSeekIntoUnfilledPartStartsAtKeyframe: a seek past the bytes filled
+// so far starts, once the fill reaches it, at the keyframe presented at or
+// before the asked time (after the PAT and PMT), not in the middle of a
+// picture at the offset the bitrate gave.
+func TestSeekIntoUnfilledPartStartsAtKeyframe(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	full, err := tsindex.BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const target = 12.3 // seconds, between two keyframes of the sample
+	kfOff, kfNPT := clockOf{idx: full}.keyframeBefore(target)
+	if kfOff < 0 || kfNPT >= target-0.1 {
+		t.Fatalf("sample: keyframe before %g s at %d (%.3f s), want one well before", target, kfOff, kfNPT)
+	}
+	src := newFillingSource(data)
+	src.reveal(len(data) / 4)
+	srv, cli := tcpPair(t)
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), SSRC: 7, Bitrate: full.Bitrate()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Play(target); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the fill goes on, in steps
+		for i := 1; i <= 8; i++ {
+			time.Sleep(10 * time.Millisecond)
+			src.reveal(len(data)/4 + i*(len(data)-len(data)/4)/8)
+		}
+	}()
+	media, _, _ := readFrames(t, cli, 20*PayloadSize, 5*time.Second)
+	for i := 0; i+TSPacketSize <= len(media); i += TSPacketSize {
+		p := media[i : i+TSPacketSize]
+		if pid := uint16(p[1]&0x1f)<<8 | uint16(p[2]); pid != full.VideoPID {
+			continue
+		}
+		if !bytes.Equal(p, data[kfOff:kfOff+TSPacketSize]) {
+			t.Fatalf("the first video packet after the seek to %g s is not the keyframe at %.3f s (offset %d)", target, kfNPT, kfOff)
+		}
+		return
+	}
+	t.Fatal("no video packet after the seek")
+}

@@ -118,6 +118,7 @@ type Stream struct {
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
 	injectPSI   bool    // send psi before the next bytes (after a seek)
+	seekTo      float64 // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
 	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 
 	bytes atomic.Int64
@@ -145,7 +146,7 @@ func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
 		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
 	}
 	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
-	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1}, nil
+	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1, seekTo: -1}, nil
 }
 
 func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {
@@ -169,8 +170,9 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 // Seek stops sending (a playing stream is paused) and, for npt >= 0, moves
 // to the keyframe presented at or before npt seconds of normal play time
 // (the presentation time from the title's first picture; into a part
-// still filling: to the offset the bitrate gives); npt < 0 keeps the
-// position. It returns the position (npt) and the RTP sequence number and
+// still filling: to that keyframe once the fill has indexed npt, the
+// stream waiting until then, and the position returned is npt itself);
+// npt < 0 keeps the position. It returns the position (npt) and the RTP sequence number and
 // timestamp the stream will go on with. Errors: ErrRange when npt is at or past the end of a complete
 // title, ErrEnded, or the fill's error.
 func (s *Stream) Seek(npt float64) (PlayInfo, error) {
@@ -187,11 +189,15 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
 	seekNPT := -1.0
 	if npt >= 0 {
-		off, at, err := s.seekOffset(idx, complete, ck, npt)
+		off, at, estimated, err := s.seekOffset(idx, complete, ck, npt)
 		if err != nil {
 			return PlayInfo{}, err
 		}
 		s.pos, seekNPT = off, at
+		s.seekTo = -1
+		if estimated {
+			s.seekTo = npt
+		}
 		s.kf = -1
 		s.injectPSI = off > 0
 	}
@@ -232,10 +238,11 @@ func (s *Stream) Resume() {
 
 // seekOffset returns where a play from npt seconds starts and its npt:
 // the keyframe presented at or before npt; into a part still filling
-// without keyframes indexed, the offset the bitrate gives.
-func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (int64, float64, error) {
+// without keyframes indexed, the offset the bitrate gives (estimated true:
+// step moves it to the keyframe once the fill has indexed npt).
+func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (off int64, at float64, estimated bool, err error) {
 	if npt == 0 {
-		return 0, 0, nil
+		return 0, 0, false, nil
 	}
 	if complete && ck.ok() && npt >= ck.npt(idx.Size) {
 		// The duration a client was told (the SDP's a=range) counts the
@@ -243,31 +250,31 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 		// second beyond it plays from the last keyframe.
 		if npt < ck.npt(idx.Size)+endSlack {
 			if off, at := ck.keyframeBefore(npt); off >= 0 {
-				return off, at, nil
+				return off, at, false, nil
 			}
 		}
-		return 0, 0, ErrRange
+		return 0, 0, false, ErrRange
 	}
 	if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
 		if !ck.ok() {
-			return 0, 0, nil
+			return 0, 0, false, nil
 		}
 		if off, at := ck.keyframeBefore(npt); off >= 0 {
-			return off, at, nil
+			return off, at, false, nil
 		}
-		off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
+		off = ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
 		off = max(off-off%TSPacketSize, 0)
-		return off, ck.npt(off), nil
+		return off, ck.npt(off), false, nil
 	}
 	if s.cfg.Bitrate <= 0 {
-		return 0, 0, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
+		return 0, 0, false, fmt.Errorf("%w: no bitrate to seek into the unfilled part", ErrRange)
 	}
 	f := npt * float64(s.cfg.Bitrate) / 8
 	if !(f < 1<<53) { // past any title (and past int64 for a huge npt)
-		return 0, 0, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
+		return 0, 0, false, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
 	}
-	off := int64(f)
-	return off - off%TSPacketSize, npt, nil
+	o := int64(f)
+	return o - o%TSPacketSize, npt, true, nil
 }
 
 // endSlack is how far past a complete title's last clock reference a
