@@ -222,14 +222,16 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 // sessions stay. The choice is kept in the store (storedPolicy): a
 // restarted manager or the standby taking over uses it while the
 // configured policy is unchanged. FAILED_PRECONDITION on a standby
-// manager (set it on the active one); INVALID_ARGUMENT for an unknown name;
-// UNAVAILABLE when the store did not take it (in use here all the same).
+// manager (set it on the active one); INVALID_ARGUMENT for an unknown
+// name; UNAVAILABLE when the store did not take it (in use here all the
+// same), or does not answer so that no manager holds the planner lock
+// (notLeader).
 func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.PolicyInfo, error) {
 	m := a.m
 	if !m.Leader() {
 		// Stored, it would replace the active manager's policy at the
 		// next takeover, unasked.
-		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): set the policy on the active manager")
+		return nil, m.notLeader("set the policy on the active manager")
 	}
 	m.opMu.Lock() // through the change and its write: a takeover's load cannot come in between
 	defer m.opMu.Unlock()
@@ -249,4 +251,16 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (store: %v): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), err)
 	}
 	return info, nil
+}
+
+// notLeader is the answer to an operator's change that only the manager
+// holding the planner lock makes, asked of one that does not; todo says
+// where to make it. FAILED_PRECONDITION on a standby; UNAVAILABLE while
+// the store does not answer, when no manager can hold or take the lock
+// (the active one loses it too): the change can be made once it answers.
+func (m *Manager) notLeader(todo string) error {
+	if m.health.storeDown.Load() {
+		return status.Error(codes.Unavailable, "the store does not answer, so no manager holds the planner lock (the active manager's role): try again once it answers, and "+todo)
+	}
+	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }

@@ -46,7 +46,8 @@ type heldRecord struct {
 // queue are refused (errEndedByOperator, 403) before the reservations
 // are freed. Errors: INVALID_ARGUMENT (neither or both of ids and user, a
 // reason too long or not printable), NOT_FOUND (no live session and no
-// waiting request matches), FAILED_PRECONDITION on a standby.
+// waiting request matches), FAILED_PRECONDITION on a standby, UNAVAILABLE
+// while the store does not answer (notLeader).
 func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.EndSessionsResponse, error) {
 	m := a.m
 	ids, user := req.GetSessionIds(), req.GetUser()
@@ -59,7 +60,7 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
 	}
 	if !m.Leader() {
-		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): end the sessions on the active manager")
+		return nil, m.notLeader("end the sessions on the active manager")
 	}
 	reason := defaultEndReason
 	if r := strings.TrimSpace(req.GetReason()); r != "" {

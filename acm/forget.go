@@ -58,7 +58,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", id)
 	}
 	if !m.Leader() {
-		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): forget the node on the active manager; a standby forgets it when it takes over")
+		return nil, m.notLeader("forget the node on the active manager; a standby forgets it when it takes over")
 	}
 	// pinsMu, opMu: the pins, node settings and holds do not change
 	// between the reads and the writes below, nor does a registration's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -509,5 +510,40 @@ func TestStandbyLeavesLoadedSessionsToTheLeader(t *testing.T) {
 	}
 	if a.session(sid) == nil {
 		t.Fatal("the session is gone from the active manager")
+	}
+}
+
+// TestStoreDownNoLeaderAnswer: while the shared store does not answer, no
+// manager can hold the planner lock: the changes only the active manager
+// makes are refused as UNAVAILABLE, saying so, on either manager, not as
+// a standby's FAILED_PRECONDITION naming another manager as the active one.
+func TestStoreDownNoLeaderAnswer(t *testing.T) {
+	open, srv := sharedRedis(t)
+	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	b := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	if !a.m.Leader() || b.m.Leader() {
+		t.Fatal("want a active and b standby")
+	}
+	ctx := context.Background()
+	if _, err := b.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"}); grpcCode(err) != codes.FailedPrecondition {
+		t.Fatalf("SetPolicy on the standby: %v, want FAILED_PRECONDITION", err)
+	}
+	srv.Stop()
+	for _, e := range []*env{a, b} {
+		waitFor(t, 10*time.Second, "the store seen down and the lock lost", func() bool {
+			return e.m.health.storeDown.Load() && !e.m.Leader()
+		})
+	}
+	for name, e := range map[string]*env{"active": a, "standby": b} {
+		calls := map[string]error{}
+		_, calls["SetPolicy"] = e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"})
+		_, calls["EndSessions"] = e.admin.EndSessions(ctx, &pb.EndSessionsRequest{User: "demo"})
+		_, calls["ForgetNode"] = e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n1"})
+		_, calls["SuspendSubscriber"] = e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 60})
+		for call, err := range calls {
+			if grpcCode(err) != codes.Unavailable || !strings.Contains(err.Error(), "the store does not answer") {
+				t.Errorf("%s on the %s manager with the store down: %v, want UNAVAILABLE naming the store", call, name, err)
+			}
+		}
 	}
 }

@@ -79,7 +79,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
 	}
 	if !m.Leader() {
-		return nil, status.Error(codes.FailedPrecondition, "this manager is the standby: suspend the subscriber on the active manager")
+		return nil, m.notLeader("suspend the subscriber on the active manager")
 	}
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
