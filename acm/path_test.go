@@ -13,6 +13,13 @@ func TestVODPaths(t *testing.T) {
 		{"/vod/", "", "", false},
 		{"/vod/x y", "", "", false},
 		{"/live/x", "", "", false},
+		{"/vod/t/es", "t", "/es", true},
+		{"/vod/t/es/trackID=1", "t", "/es/trackID=1", true},
+		{"/vod/t/trackID=0/", "t", "/trackID=0/", true},
+		{"/vod/sample-001/../sample-002", "", "", false},
+		{"/vod/sample-001/es/x", "", "", false},
+		{"/vod/t/trackID=x", "", "", false},
+		{"/vod/t/index.m3u8", "", "", false},
 	} {
 		title, rest, ok := vodPath(tc.p)
 		if ok != tc.ok || (ok && (title != tc.title || rest != tc.rest)) {

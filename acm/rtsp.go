@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -261,7 +262,12 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 	return res, ""
 }
 
-// vodPath splits "/vod/<title>[/<rest>]" into the title and "/<rest>".
+// vodPath splits "/vod/<title>[/<rest>]" into the title and "/<rest>",
+// where rest is what a node serves after a title: "/es" (elementary
+// streams), then a track's control "/trackID=N", then "/", each optional
+// (vodnode's parseTarget). Any other rest (another path, "..") is not a
+// path of the front door (404): admitted, its viewer would be refused at
+// the node.
 func vodPath(p string) (title, rest string, ok bool) {
 	p, ok = strings.CutPrefix(p, "/vod/")
 	if !ok {
@@ -271,8 +277,15 @@ func vodPath(p string) (title, rest string, ok bool) {
 	if rest != "" {
 		rest = "/" + rest
 	}
+	if !restPattern.MatchString(rest) {
+		return "", "", false
+	}
 	return title, rest, idPattern.MatchString(title)
 }
+
+// restPattern is the part of an RTSP URL after /vod/<title> that nodes
+// serve (vodPath).
+var restPattern = regexp.MustCompile(`^(/es)?(/trackID=[0-9]{1,3})?/?$`)
 
 // admit authenticates, charges to the subscriber's request limit
 // (Manager.RequestsPerUser), admits and redirects a DESCRIBE or SETUP.
