@@ -38,6 +38,9 @@ type rtspConn struct {
 	sessions map[string]*session        // set up over this connection
 	channels map[int]*session           // interleaved channel (RTP and RTCP) -> session
 	pending  map[string]*pendingRefusal // SETUPs refused for their Transport, by admission session id
+	// described are the admission sessions DESCRIBEd on the connection
+	// (abandonDescribed).
+	described map[string]described
 }
 
 // rtspError is a request that failed with an RTSP status.
@@ -276,6 +279,7 @@ func (c *rtspConn) close() {
 		c.n.endSession(s, string(deliver.EndClosed), nil)
 	}
 	c.settleAll()
+	c.abandonDescribed()
 	c.n.mu.Lock()
 	delete(c.n.conns, c)
 	c.n.mu.Unlock()

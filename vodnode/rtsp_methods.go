@@ -121,6 +121,11 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 			return fail(rtspErr(base.StatusInternalServerError, "%v", serr))
 		}
 	}
+	var exp time.Time
+	if claims.ExpiresAt != nil {
+		exp = claims.ExpiresAt.Time
+	}
+	c.noteDescribed(claims.Session, tg.Title, exp)
 	cb := req.URL.String()
 	if !strings.HasSuffix(cb, "/") {
 		cb += "/"

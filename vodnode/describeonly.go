@@ -1,0 +1,90 @@
+package vodnode
+
+import (
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// describeOnlyGrace is how long after an RTSP connection closes the node
+// waits for a SETUP of an admission session that was only DESCRIBEd on it
+// (a player that probes a title for its SDP and hangs up, a box that gave
+// up) before it ends the admission session: the manager then releases the
+// reservation, and the subscriber's session count, at once instead of at
+// its no-show timeout (token_ttl + 10 s). A client that DESCRIBEs on one
+// connection and SETUPs on another does so within milliseconds.
+var describeOnlyGrace = 10 * time.Second
+
+// described is an admission session whose DESCRIBE the node answered on a
+// connection.
+type described struct {
+	title   string
+	expires time.Time // the token's expiry
+}
+
+// noteDescribed remembers that c answered a DESCRIBE of admission session
+// sid (title, token expiry).
+func (c *rtspConn) noteDescribed(sid, title string, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.described == nil {
+		c.described = map[string]described{}
+	}
+	c.described[sid] = described{title, expires}
+}
+
+// abandonDescribed arms, when c closes, the end of the admission sessions
+// DESCRIBEd on it: each one that no SETUP made live on any connection and
+// that did not end otherwise within describeOnlyGrace is ended
+// (endDescribedOnly).
+func (c *rtspConn) abandonDescribed() {
+	c.mu.Lock()
+	ds := c.described
+	c.described = nil
+	c.mu.Unlock()
+	if len(ds) == 0 {
+		return
+	}
+	time.AfterFunc(describeOnlyGrace, func() {
+		for sid, d := range ds {
+			c.n.endDescribedOnly(sid, d)
+		}
+		if describedSettled != nil {
+			describedSettled()
+		}
+	})
+}
+
+// describedSettled, when set (by tests), is called once a closed
+// connection's DESCRIBE-only sessions were looked at.
+var describedSettled func()
+
+// endDescribedOnly ends admission session sid, DESCRIBEd on a connection
+// that closed describeOnlyGrace ago, unless a session of it is live or its
+// token is spent (it played, or was refused, ended or replaced): the token
+// is spent and the manager hears ENDED, reason "no-show: described only".
+func (n *Node) endDescribedOnly(sid string, d described) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	if _, live := n.live[sid]; live {
+		n.mu.Unlock()
+		return
+	}
+	if _, used := n.used[sid]; used {
+		n.mu.Unlock()
+		return
+	}
+	n.spendLocked(sid, usedUntil(d.expires, n.SessionTimeout))
+	n.mu.Unlock()
+	const reason = "no-show: described only, connection closed before SETUP"
+	n.log.Info("session ended", "sid", sid, "title", d.title, "reason", reason)
+	if n.mgr != nil {
+		n.mgr.report(&pb.SessionEvent{
+			NodeId: n.ID, SessionId: sid, TitleId: d.title, Kind: pb.SessionEvent_KIND_ENDED,
+			Reason: reason, AtUnixMs: time.Now().UnixMilli(),
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package vodnode
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// TestDescribeOnlyEndsAfterGrace: a client that DESCRIBEs a title with
+// its token and hangs up without a SETUP has its admission session ended
+// describeOnlyGrace after the connection closed (ENDED, reason no-show, and
+// the token spent), so the manager releases the reservation then rather
+// than at its no-show timeout. A client that DESCRIBEs on one connection
+// and SETUPs on another within the grace plays on; one that plays and
+// closes its connection (UDP) is not ended for it.
+func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
+	was := describeOnlyGrace
+	t.Cleanup(func() { describeOnlyGrace = was })
+	describeOnlyGrace = 300 * time.Millisecond
+	settled := make(chan struct{}, 4)
+	describedSettled = func() { settled <- struct{}{} }
+	t.Cleanup(func() { describedSettled = nil })
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) { n.ManagerAddr = maddr })
+	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	url := func(sid string) string {
+		return nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")
+	}
+
+	probe, other, udp := url("d-probe"), url("d-other"), url("d-udp")
+	c := dialRTSP(t, n)
+	for _, u := range []string{probe, other, udp} {
+		if res := c.do("DESCRIBE", u); res.StatusCode != 200 {
+			t.Fatalf("DESCRIBE: %s", statusLine(res))
+		}
+	}
+	// d-udp plays over UDP on this connection, which then closes.
+	res := c.do("SETUP", udp+"/trackID=0", "Transport", "RTP/AVP;unicast;client_port=9700-9701")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP over UDP: %s", statusLine(res))
+	}
+	if res := c.do("PLAY", udp+"/", "Session", sessionID(res)); res.StatusCode != 200 {
+		t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	c.c.Close()
+	// d-other SETUPs on a new connection at once.
+	id := dialRTSP(t, n).play(other)
+
+	select {
+	case <-settled: // the first connection's sessions were looked at
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
+	}
+	waitFor(t, 5*time.Second, "ENDED of the DESCRIBE-only session", func() bool {
+		return m.event("d-probe", pb.SessionEvent_KIND_ENDED) != nil
+	})
+	if e := m.event("d-probe", pb.SessionEvent_KIND_ENDED); !strings.HasPrefix(e.GetReason(), "no-show") || e.GetTitleId() != "sample-001" {
+		t.Errorf("ENDED %+v, want reason no-show", e)
+	}
+	if !n.tokenUsed("d-probe") {
+		t.Error("the DESCRIBE-only token is not spent")
+	}
+	if res := dialRTSP(t, n).do("SETUP", probe+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 401 {
+		t.Errorf("SETUP after the grace: %s, want 401", statusLine(res))
+	}
+	// The others were looked at with it and not ended.
+	for _, sid := range []string{"d-other", "d-udp"} {
+		if n.tokenUsed(sid) {
+			t.Errorf("%s: token spent", sid)
+		}
+		if e := m.event(sid, pb.SessionEvent_KIND_ENDED); e != nil {
+			t.Errorf("%s ended: %+v", sid, e)
+		}
+	}
+	if n.lookupSession(id) == nil {
+		t.Error("the session set up on another connection is gone")
+	}
+}
