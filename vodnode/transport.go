@@ -99,7 +99,8 @@ func parseTransport(entry string) (transportSpec, bool) {
 	return s, true
 }
 
-// parsePortRange parses "a" or "a-b" with min <= a, b <= 65535. A single
+// parsePortRange parses "a" or "a-b" with min <= a <= b <= 65535 (a
+// descending range is no pair: RTP on a, RTCP on a port below it). A single
 // value means a and a+1 for RTP pairs; callers that need one port ignore b.
 func parsePortRange(v string, min int) (int, int, bool) {
 	as, bs, two := strings.Cut(v, "-")
@@ -114,7 +115,7 @@ func parsePortRange(v string, min int) (int, int, bool) {
 		return a, a + 1, true
 	}
 	b, err := strconv.Atoi(bs)
-	if err != nil || b < min || b > 65535 {
+	if err != nil || b < a || b > 65535 {
 		return 0, 0, false
 	}
 	return a, b, true

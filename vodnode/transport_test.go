@@ -9,7 +9,8 @@ import (
 
 // TestTransportLists: a Transport list is served by its first entry the
 // node knows, wherever the entries it does not know (other profiles,
-// multicast, record mode, no client port) stand in it: before, after,
+// multicast, record mode, no client port, a descending port or channel
+// range) stand in it: before, after,
 // around; each profile of RFC 2326 and of IPTV set-top boxes.
 func TestTransportLists(t *testing.T) {
 	o := newFakeOrigin(t)
@@ -31,6 +32,8 @@ func TestTransportLists(t *testing.T) {
 		"RTP/AVP;multicast;port=5004-5005",
 		"RTP/AVP;unicast;client_port=5006-5007;mode=record",
 		"MP2T/UDP;unicast",
+		"RTP/AVP;unicast;client_port=5009-5008", // descending
+		"RTP/AVP/TCP;unicast;interleaved=3-2",
 	}
 	i := 0
 	for _, k := range known {
