@@ -458,9 +458,12 @@ func (m *Manager) endUnknownLocked(ns *nodeState, unknown []string) {
 
 // ReportSession implements pb.NodeControlServer: STARTED marks the session
 // playing; ENDED releases its reservation and removes it. INVALID_ARGUMENT
-// for a missing session id or kind, NOT_FOUND for a session the manager
-// does not hold (never admitted, or already ended and released),
-// FAILED_PRECONDITION when the reporting node is not the session's node.
+// for a missing session id or kind, UNAVAILABLE for a session the manager
+// does not hold from a node not registered with it (yet: it loads the
+// node's sessions from the store when it registers, and the node retries),
+// NOT_FOUND for a session the manager does not hold otherwise (never
+// admitted, or already ended and released), FAILED_PRECONDITION when the
+// reporting node is not the session's node.
 func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*pb.SessionEventAck, error) {
 	m := nc.m
 	if ev.GetSessionId() == "" {
@@ -479,6 +482,13 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	case s == nil && m.recordEndedLocked(ev, at):
 		m.mu.Unlock()
 		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
+	case s == nil && ev.GetNodeId() != "" && !m.registeredLocked(ev.GetNodeId()):
+		// A node that reports before it registered here (the front
+		// door's address moved to this manager after a failover): its
+		// sessions load when it registers, so the event is retried then,
+		// not dropped with the bytes and the end time it carries.
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "node %s has not registered with this manager yet: report session %s again once it has (its sessions load then)", ev.GetNodeId(), ev.GetSessionId())
 	case s == nil:
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
@@ -512,6 +522,13 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		m.kickPump()
 	}
 	return &pb.SessionEventAck{}, nil
+}
+
+// registeredLocked reports whether node id registered with this manager
+// and is alive here (mu held).
+func (m *Manager) registeredLocked(id string) bool {
+	n := m.sched.Node(id)
+	return n != nil && n.Alive && m.nodes[id] != nil
 }
 
 // streamBroke takes ns out of service until its next report when its

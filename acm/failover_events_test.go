@@ -1,0 +1,58 @@
+package acm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// TestEndedBeforeTheNodeRegistered: after a failover the front door's
+// address reaches the standby before the node has registered with it; a
+// session that ends then is reported to a manager that has not loaded the
+// node's sessions. The event is refused as UNAVAILABLE (the node retries),
+// not NOT_FOUND (the node drops it); once the node registered, the same
+// event ends the session with the node's bytes and end time in its
+// record. A session unknown from a registered node is still NOT_FOUND.
+func TestEndedBeforeTheNodeRegistered(t *testing.T) {
+	open, _ := sharedRedis(t)
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
+	b := newManager(t, "", func(m *Manager) {
+		onShared(open(), &countPlanner{}, time.Minute)(m)
+		m.SessionRecordsFile = records
+	})
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+
+	endedAt := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
+	ended := &pb.SessionEvent{NodeId: "n1", SessionId: sid, TitleId: "t1", Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: "teardown", BytesSent: 5_111_012, AtUnixMs: endedAt.UnixMilli()}
+	if _, err := b.nc.ReportSession(context.Background(), ended); grpcCode(err) != codes.Unavailable {
+		t.Fatalf("ENDED from a node not registered here yet: %v, want UNAVAILABLE", err)
+	}
+	b.registerWith("n1", sid)
+	if _, err := b.nc.ReportSession(context.Background(), ended); err != nil {
+		t.Fatalf("ENDED once the node registered: %v", err)
+	}
+	if s := b.session(sid); s != nil || b.reserved("n1") != 0 {
+		t.Fatalf("after ENDED: session %+v, reserved %d", s, b.reserved("n1"))
+	}
+	unknown := &pb.SessionEvent{NodeId: "n1", SessionId: "never-admitted", Kind: pb.SessionEvent_KIND_ENDED}
+	if _, err := b.nc.ReportSession(context.Background(), unknown); grpcCode(err) != codes.NotFound {
+		t.Fatalf("ENDED of an unknown session from a registered node: %v, want NOT_FOUND", err)
+	}
+	b.m.Close() // writes what is queued
+	rs := readRecords(t, records)
+	if len(rs) != 1 || rs[0].Session != sid || rs[0].BytesSent != 5_111_012 || !rs[0].EndedAt.Equal(endedAt) || rs[0].Reason != "teardown" {
+		t.Fatalf("records %+v, want one of %s with the node's bytes and end time %v", rs, sid, endedAt)
+	}
+}
