@@ -96,7 +96,8 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // when it registers). NOT_FOUND for a node neither registered nor with a
 // stored setting, INVALID_ARGUMENT for a negative weight, UNAVAILABLE when
 // the store fails: the change then holds in this manager only, and the
-// message says so.
+// message says so. On a standby, a node not registered with it is
+// FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
 	if req.Weight != nil && req.GetWeight() < 0 {
@@ -118,7 +119,13 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	m.mu.Lock()
 	_, known := m.nodeSettings[id]
 	registered := m.sched.Node(id) != nil
+	servedHere := m.registeredLocked(id)
 	m.mu.Unlock()
+	if !servedHere && !m.Leader() {
+		// Stored, it would reach the node only at the next takeover,
+		// replacing whatever the active manager set meanwhile.
+		return nil, m.notLeader("change the node on the active manager, or on the manager it is registered with")
+	}
 	if !registered && !known {
 		stored, err := m.readNodeSettings(ctx, false)
 		if err != nil {

@@ -90,8 +90,9 @@ func waitDrainCmd(t *testing.T, n *fakeNode, want bool) {
 // drain made on the leader reaches the standby when the node moves there
 // (the node is told it drains), and survives the takeover; an undrain
 // made on the leader after the standby started is what the standby
-// applies; a setting made on the standby keeps the leader's entries in
-// the store.
+// applies; a setting made on the standby for a node registered with it
+// keeps the leader's entries in the store, one for a node it does not
+// serve is refused.
 func TestNodeSettingsOnASharedStore(t *testing.T) {
 	open, _ := sharedRedis(t)
 	ctx := context.Background()
@@ -109,6 +110,11 @@ func TestNodeSettingsOnASharedStore(t *testing.T) {
 	waitDrainCmd(t, n2, true)
 	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2", Draining: ptr(false)}); err != nil {
 		t.Fatal(err)
+	}
+	// A change asked of the standby for a node it does not serve would
+	// wait in the store for a takeover: refused, naming the active one.
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n3", Weight: ptr(int32(60))}); grpcCode(err) != codes.FailedPrecondition {
+		t.Fatalf("standby, node registered with the leader: %v, want FAILED_PRECONDITION", err)
 	}
 	// The nodes move to the standby (the front door's address moved).
 	n1.stop()
@@ -159,6 +165,7 @@ func TestNodeSettingFieldsMergeOnASharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute)) // loads n1 draining
+	a.registerWith("n1")                                                   // the standby serves it too (a standby changes only the nodes it serves)
 	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false), Weight: ptr(int32(70))}); err != nil {
 		t.Fatal(err)
 	}
