@@ -175,7 +175,9 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 }
 
 // ListSessions returns the live sessions (admitted and playing), by
-// admission time, of one node or of all.
+// admission time, of one node or of all, of one subscriber or of all.
+// NOT_FOUND for a node the manager does not know (neither registered
+// since it started nor holding sessions).
 func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
 	m := a.m
 	m.mu.Lock()
@@ -184,6 +186,10 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 		if (req.GetNodeId() == "" || s.Node == req.GetNodeId()) && (req.GetUser() == "" || s.User == req.GetUser()) {
 			ss = append(ss, s.Session)
 		}
+	}
+	if id := req.GetNodeId(); id != "" && len(ss) == 0 && m.sched.Node(id) == nil && m.nodes[id] == nil {
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "node %q is not known to this manager (vodctl nodes lists them)", id)
 	}
 	m.mu.Unlock()
 	sort.Slice(ss, func(i, j int) bool {

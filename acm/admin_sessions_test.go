@@ -52,6 +52,12 @@ func TestOperatorEndsSessions(t *testing.T) {
 	if err != nil || len(ls.GetSessions()) != 2 {
 		t.Fatalf("demo's sessions: %v %v", ls, err)
 	}
+	if _, err := e.admin.ListSessions(ctx, &pb.ListSessionsRequest{NodeId: "nosuch"}); grpcCode(err) != codes.NotFound {
+		t.Fatalf("sessions of an unknown node: %v, want NOT_FOUND", err)
+	}
+	if ls, err := e.admin.ListSessions(ctx, &pb.ListSessionsRequest{NodeId: "n1", User: "nobody"}); err != nil || len(ls.GetSessions()) != 0 {
+		t.Fatalf("a known node's sessions of a subscriber without any: %v %v", ls, err)
+	}
 	var demo []string
 	var played string
 	for _, s := range ls.GetSessions() {
