@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/cmd/internal/probe"
 	"vodcluster/vodnode"
 )
 
@@ -197,5 +198,12 @@ func TestElementaryStreamsThroughFrontDoor(t *testing.T) {
 	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-019/es"), "udp", 3)
 	if p.Err != nil || p.Frames < 70 || p.Frames > 80 {
 		t.Errorf("ES over UDP: %v, %d frames in 3 s\n%s", p.Err, p.Frames, p.Out)
+	}
+	// vodctl play's client counts the tracks' access units (25 fps video,
+	// ~47 AAC frames a second at 48 kHz) and the media's seconds by the
+	// video's RTP clock.
+	res, err := probe.PlayContext(c.frontURL("demo", "demo", "sample-017/es"), probe.Options{Duration: 3 * time.Second})
+	if err != nil || res.VideoFrames < 55 || res.VideoFrames > 80 || res.AudioFrames < 90 || res.MediaSeconds < 2.2 || res.MediaSeconds > 3.2 {
+		t.Errorf("probe of the ES URL: %v, %+v", err, res)
 	}
 }

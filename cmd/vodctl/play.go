@@ -22,7 +22,8 @@ func playCmd(g *globals) *cobra.Command {
 		Short: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s",
 		Example: "  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-001 --duration 5s\n" +
 			"  vodctl play --rtsps-ca ca.pem rtsps://demo:demo@vod.example.net:8322/vod/sample-001\n" +
-			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002",
+			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002\n" +
+			"  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-003/es   # H.264 + AAC tracks",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rtspsCA != "" {

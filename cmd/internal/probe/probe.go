@@ -1,9 +1,10 @@
 // Package probe is the project's own playback client: it plays a title
 // from an RTSP URL (following the front door's redirect, as a set-top box
-// does), demultiplexes the MPEG-TS it receives and reports what arrived:
-// video frames decoded from the stream's access units, seconds of media
-// (by the PCR inside the stream), wall seconds and bit/s. `vodctl play`
-// and `vodcluster up --play` use it.
+// does), demultiplexes the MPEG-TS it receives, or depacketizes the H.264,
+// H.265 and AAC tracks of an elementary-stream URL (/es), and reports what
+// arrived: video frames (access units), audio frames, seconds of media (by
+// the PCR inside the MPEG-TS, or the video's RTP clock), wall seconds and
+// bit/s. `vodctl play` and `vodcluster up --play` use it.
 package probe
 
 import (
@@ -44,7 +45,7 @@ type Result struct {
 	Server       string  `json:"server"`       // host:port that finally served the stream (after redirects)
 	VideoFrames  int     `json:"video_frames"` // H.264/H.265 access units demultiplexed from the stream
 	AudioFrames  int     `json:"audio_frames"` // AAC access units
-	MediaSeconds float64 `json:"media_s"`      // span of the PCRs received, seconds
+	MediaSeconds float64 `json:"media_s"`      // span of the PCRs received (elementary streams: of the video's RTP timestamps), seconds
 	WallSeconds  float64 `json:"wall_s"`       // from PLAY's reply to the last packet, seconds
 	Bytes        int64   `json:"bytes"`        // RTP payload bytes received
 	Packets      int64   `json:"packets"`      // RTP packets received
@@ -74,8 +75,9 @@ func (r Result) String() string {
 		r.BitrateBps()/1000, r.SetupSeconds*1000)
 }
 
-// ErrNoMPEGTS is returned when the server offers no MPEG-TS (payload 33) media.
-var ErrNoMPEGTS = errors.New("probe: the stream has no MPEG-TS media")
+// ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
+// 33) nor H.264/H.265/AAC elementary-stream media.
+var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H.265 or AAC media")
 
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
 // Errors: a bad URL, a refused request (the error carries the RTSP status,
@@ -108,40 +110,24 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		return res, fmt.Errorf("probe: DESCRIBE: %w", err)
 	}
 	res.Server = c.Host
-	var medi *description.Media
-	var forma *format.MPEGTS
-	for _, m := range desc.Medias {
-		for _, f := range m.Formats {
-			if ts, ok := f.(*format.MPEGTS); ok {
-				medi, forma = m, ts
-			}
-		}
-	}
-	if forma == nil {
-		return res, ErrNoMPEGTS
-	}
-	if _, err := c.Setup(desc.BaseURL, medi, 0, 0); err != nil {
-		return res, fmt.Errorf("probe: SETUP: %w", err)
-	}
-
-	pr, pw := io.Pipe()
-	d := newDemux(pr)
 	var packets, bytes atomic.Int64
 	var last atomic.Int64 // unix ns of the last packet
 	got := make(chan struct{}, 1)
-	c.OnPacketRTP(medi, forma, func(pkt *rtp.Packet) {
+	onPacket := func(pkt *rtp.Packet) {
 		packets.Add(1)
 		bytes.Add(int64(len(pkt.Payload)))
 		last.Store(time.Now().UnixNano())
-		d.feed(pkt.Payload)
-		pw.Write(pkt.Payload) //nolint:errcheck // the demuxer ends with the pipe
 		select {
 		case got <- struct{}{}:
 		default:
 		}
-	})
+	}
+	counter, err := setupCounter(c, desc, onPacket)
+	if err != nil {
+		return res, err
+	}
+	defer counter.close()
 	if _, err := c.Play(nil); err != nil {
-		pw.Close()
 		return res, fmt.Errorf("probe: PLAY: %w", err)
 	}
 	played := time.Now()
@@ -166,7 +152,6 @@ loop:
 			break loop
 		case err := <-waitErr:
 			if packets.Load() == 0 {
-				pw.Close()
 				return res, fmt.Errorf("probe: session ended before any media: %w", err)
 			}
 			break loop
@@ -175,7 +160,6 @@ loop:
 			l := last.Load()
 			if l == 0 {
 				if time.Since(played) > 10*time.Second {
-					pw.Close()
 					return res, errors.New("probe: no media within 10 s of PLAY")
 				}
 				continue
@@ -186,16 +170,65 @@ loop:
 		}
 	}
 	c.Close()
-	pw.Close()
-	d.wait()
+	counter.close()
 	res.Packets = packets.Load()
 	res.Bytes = bytes.Load()
 	if l := last.Load(); l > 0 {
 		res.WallSeconds = time.Unix(0, l).Sub(played).Seconds()
 	}
-	res.VideoFrames, res.AudioFrames, res.MediaSeconds = d.result()
+	res.VideoFrames, res.AudioFrames, res.MediaSeconds = counter.result()
 	return res, nil
 }
+
+// counter counts what a play received: video and audio access units and
+// seconds of media.
+type counter interface {
+	result() (video, audio int, seconds float64)
+	close() // idempotent
+}
+
+// setupCounter sets up the media of desc the probe can count, MPEG-TS
+// (the node's default: one media, payload 33) or else elementary streams
+// (H.264/H.265 video, AAC audio: the node's /es URLs), with onPacket
+// called on every RTP packet. ErrNoMPEGTS when desc has neither.
+func setupCounter(c *gortsplib.Client, desc *description.Session, onPacket func(*rtp.Packet)) (counter, error) {
+	for _, m := range desc.Medias {
+		for _, f := range m.Formats {
+			ts, ok := f.(*format.MPEGTS)
+			if !ok {
+				continue
+			}
+			if _, err := c.Setup(desc.BaseURL, m, 0, 0); err != nil {
+				return nil, fmt.Errorf("probe: SETUP: %w", err)
+			}
+			pr, pw := io.Pipe()
+			d := newDemux(pr)
+			c.OnPacketRTP(m, ts, func(pkt *rtp.Packet) {
+				onPacket(pkt)
+				d.feed(pkt.Payload)
+				pw.Write(pkt.Payload) //nolint:errcheck // the demuxer ends with the pipe
+			})
+			return &tsCounter{d: d, pw: pw}, nil
+		}
+	}
+	return setupES(c, desc, onPacket)
+}
+
+// tsCounter is the counter of an MPEG-TS play.
+type tsCounter struct {
+	d    *demux
+	pw   *io.PipeWriter
+	once sync.Once
+}
+
+func (t *tsCounter) close() {
+	t.once.Do(func() {
+		t.pw.Close()
+		t.d.wait()
+	})
+}
+
+func (t *tsCounter) result() (int, int, float64) { return t.d.result() }
 
 // demux counts access units with mediacommon's MPEG-TS reader and the PCR
 // span with tsindex.
