@@ -61,7 +61,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		s.anchorClock, s.anchorWall, s.anchored = ck.at(s.pos), now, true
 	}
 	if s.injectPSI {
-		if psi := s.loadPSI(idx); len(psi) > 0 {
+		if psi := s.seekPSI(idx); len(psi) > 0 {
 			sh.reserve(len(psi), 1)
 			buf := sh.arenaTake(len(psi))
 			copy(buf, psi)
