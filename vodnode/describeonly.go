@@ -6,14 +6,15 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// describeOnlyGrace is how long after an RTSP connection closes the node
+// defaultDescribeGrace is how long after an RTSP connection closes the node
 // waits for a SETUP of an admission session that was only DESCRIBEd on it
 // (a player that probes a title for its SDP and hangs up, a box that gave
 // up) before it ends the admission session: the manager then releases the
 // reservation, and the subscriber's session count, at once instead of at
 // its no-show timeout (token_ttl + 10 s). A client that DESCRIBEs on one
 // connection and SETUPs on another does so within milliseconds.
-var describeOnlyGrace = 10 * time.Second
+// Node.describeGrace, when set (by tests), replaces it for one node.
+const defaultDescribeGrace = 10 * time.Second
 
 // described is an admission session whose DESCRIBE the node answered on a
 // connection.
@@ -35,8 +36,8 @@ func (c *rtspConn) noteDescribed(sid, title string, expires time.Time) {
 
 // abandonDescribed arms, when c closes, the end of the admission sessions
 // DESCRIBEd on it: each one that no SETUP made live on any connection and
-// that did not end otherwise within describeOnlyGrace is ended
-// (endDescribedOnly).
+// that did not end otherwise within the grace (defaultDescribeGrace) is
+// ended (endDescribedOnly).
 func (c *rtspConn) abandonDescribed() {
 	c.mu.Lock()
 	ds := c.described
@@ -45,22 +46,22 @@ func (c *rtspConn) abandonDescribed() {
 	if len(ds) == 0 {
 		return
 	}
-	time.AfterFunc(describeOnlyGrace, func() {
+	grace := c.n.describeGrace
+	if grace <= 0 {
+		grace = defaultDescribeGrace
+	}
+	time.AfterFunc(grace, func() {
 		for sid, d := range ds {
 			c.n.endDescribedOnly(sid, d)
 		}
-		if describedSettled != nil {
-			describedSettled()
+		if f := c.n.describedSettled; f != nil {
+			f() // a test's hook: this node's closed connection was looked at
 		}
 	})
 }
 
-// describedSettled, when set (by tests), is called once a closed
-// connection's DESCRIBE-only sessions were looked at.
-var describedSettled func()
-
 // endDescribedOnly ends admission session sid, DESCRIBEd on a connection
-// that closed describeOnlyGrace ago, unless a session of it is live or its
+// that closed the grace ago, unless a session of it is live or its
 // token is spent (it played, or was refused, ended or replaced): the token
 // is spent and the manager hears ENDED, reason "no-show: described only".
 func (n *Node) endDescribedOnly(sid string, d described) {

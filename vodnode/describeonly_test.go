@@ -12,21 +12,20 @@ import (
 
 // TestDescribeOnlyEndsAfterGrace: a client that DESCRIBEs a title with
 // its token and hangs up without a SETUP has its admission session ended
-// describeOnlyGrace after the connection closed (ENDED, reason no-show, and
+// the grace after the connection closed (ENDED, reason no-show, and
 // the token spent), so the manager releases the reservation then rather
 // than at its no-show timeout. A client that DESCRIBEs on one connection
 // and SETUPs on another within the grace plays on; one that plays and
 // closes its connection (UDP) is not ended for it.
 func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
-	was := describeOnlyGrace
-	t.Cleanup(func() { describeOnlyGrace = was })
-	describeOnlyGrace = 300 * time.Millisecond
 	settled := make(chan struct{}, 4)
-	describedSettled = func() { settled <- struct{}{} }
-	t.Cleanup(func() { describedSettled = nil })
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) { n.ManagerAddr = maddr })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.describeGrace = 300 * time.Millisecond
+		n.describedSettled = func() { settled <- struct{}{} }
+	})
 	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
 	url := func(sid string) string {
 		return nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")

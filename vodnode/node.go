@@ -102,6 +102,11 @@ type Node struct {
 	metrics   *metricshttp.Server // MetricsListen's endpoint, or nil
 	httpBytes atomic.Int64        // bytes sent over HTTP
 
+	// describeGrace and describedSettled: see describeonly.go (tests set
+	// them before Start; zero: defaultDescribeGrace, no hook).
+	describeGrace    time.Duration
+	describedSettled func()
+
 	mu           sync.Mutex
 	sessions     map[string]*session  // by RTSP session id
 	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
