@@ -176,6 +176,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 			s.start = at // the stream's own tables, continuity counters and all
 		} else {
 			psi = deliver.ReadPSI(hs.t, idx)
+			deliver.ContinuePSI(psi, hs.t, s.start, idx.PMTPID) // one sequence with the segment's own tables
 		}
 	}
 	// Read from the title as it is sent (not buffered: a segment of a

@@ -6,20 +6,21 @@ import (
 	"vodcluster/cdp/tsindex"
 )
 
-// psiLookahead is how far past a seek point continuePSI looks for the
+// psiLookahead is how far past a seek point ContinuePSI looks for the
 // stream's next PAT and PMT, bytes: muxers repeat them every 100 ms or so
 // (ffmpeg, broadcast practice; ETSI TR 101 290 asks for at most 500 ms).
 const psiLookahead = 512 * TSPacketSize
 
-// continuePSI sets the continuity counters of the PAT and PMT packets in
+// ContinuePSI sets the continuity counters of the PAT and PMT packets in
 // psi (a copy of the title's, sent before the bytes at off after a seek)
 // to one less than those of the next PAT and PMT at or after off, so that
 // a decoder checking continuity (ISO/IEC 13818-1 §2.4.3.3; ffmpeg's
 // "Continuity check failed", a TR 101 290 continuity count error in an
 // operator's probe) sees the tables and the stream that follows as one
-// sequence. A table whose next occurrence is not within psiLookahead of
+// sequence (the node's HLS segments that start without the stream's own
+// tables use it too). A table whose next occurrence is not within psiLookahead of
 // off (or not read yet, during a fill) keeps its counter.
-func continuePSI(psi []byte, r io.ReaderAt, off int64, pmtPID uint16) {
+func ContinuePSI(psi []byte, r io.ReaderAt, off int64, pmtPID uint16) {
 	ahead := make([]byte, psiLookahead)
 	n, _ := r.ReadAt(ahead, off)
 	next := map[uint16]byte{} // PID -> continuity counter of its next packet
@@ -44,7 +45,7 @@ func continuePSI(psi []byte, r io.ReaderAt, off int64, pmtPID uint16) {
 
 // seekPSI returns the title's PAT and PMT to send before the bytes at the
 // stream's position after a seek, their counters continuing into the
-// stream there (continuePSI; made once per position: a send that must
+// stream there (ContinuePSI; made once per position: a send that must
 // wait asks again).
 func (s *Stream) seekPSI(idx *tsindex.Index) []byte {
 	psi := s.loadPSI(idx)
@@ -53,7 +54,7 @@ func (s *Stream) seekPSI(idx *tsindex.Index) []byte {
 	}
 	if s.psiSeek == nil || s.psiSeekAt != s.pos {
 		s.psiSeek = append(s.psiSeek[:0], psi...)
-		continuePSI(s.psiSeek, s.cfg.Source, s.pos, idx.PMTPID)
+		ContinuePSI(s.psiSeek, s.cfg.Source, s.pos, idx.PMTPID)
 		s.psiSeekAt = s.pos
 	}
 	return s.psiSeek

@@ -118,7 +118,7 @@ type Stream struct {
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
 	injectPSI   bool    // send psi before the next bytes (after a seek)
-	psiSeek     []byte  // psi with the counters continuePSI set for psiSeekAt
+	psiSeek     []byte  // psi with the counters ContinuePSI set for psiSeekAt
 	psiSeekAt   int64   // offset psiSeek was made for; -1 = none
 	seekTo      float64 // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
 	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
