@@ -15,7 +15,8 @@ import (
 // address reaches the standby before the node has registered with it; a
 // session that ends then is reported to a manager that has not loaded the
 // node's sessions. The event is refused as UNAVAILABLE (the node retries),
-// not NOT_FOUND (the node drops it); once the node registered, the same
+// not NOT_FOUND (the node drops it), when the store holds the session;
+// once the node registered, the same
 // event ends the session with the node's bytes and end time in its
 // record. A session unknown from a registered node is still NOT_FOUND.
 func TestEndedBeforeTheNodeRegistered(t *testing.T) {
@@ -38,6 +39,12 @@ func TestEndedBeforeTheNodeRegistered(t *testing.T) {
 		Reason: "teardown", BytesSent: 5_111_012, AtUnixMs: endedAt.UnixMilli()}
 	if _, err := b.nc.ReportSession(context.Background(), ended); grpcCode(err) != codes.Unavailable {
 		t.Fatalf("ENDED from a node not registered here yet: %v, want UNAVAILABLE", err)
+	}
+	// One the store does not hold (the node left, its sessions ended and
+	// released) is NOT_FOUND: nothing to wait for.
+	gone := &pb.SessionEvent{NodeId: "n9", SessionId: "ended-long-ago", Kind: pb.SessionEvent_KIND_ENDED}
+	if _, err := b.nc.ReportSession(context.Background(), gone); grpcCode(err) != codes.NotFound {
+		t.Fatalf("ENDED of a session the store does not hold, from a node not registered here: %v, want NOT_FOUND", err)
 	}
 	b.registerWith("n1", sid)
 	if _, err := b.nc.ReportSession(context.Background(), ended); err != nil {

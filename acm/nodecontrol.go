@@ -459,8 +459,9 @@ func (m *Manager) endUnknownLocked(ns *nodeState, unknown []string) {
 // ReportSession implements pb.NodeControlServer: STARTED marks the session
 // playing; ENDED releases its reservation and removes it. INVALID_ARGUMENT
 // for a missing session id or kind, UNAVAILABLE for a session the manager
-// does not hold from a node not registered with it (yet: it loads the
-// node's sessions from the store when it registers, and the node retries),
+// does not hold but the store does, from a node not registered with it
+// (yet: it loads the node's sessions from the store when it registers,
+// and the node retries),
 // NOT_FOUND for a session the manager does not hold otherwise (never
 // admitted, or already ended and released), FAILED_PRECONDITION when the
 // reporting node is not the session's node.
@@ -483,12 +484,15 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		m.mu.Unlock()
 		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
 	case s == nil && ev.GetNodeId() != "" && !m.registeredLocked(ev.GetNodeId()):
-		// A node that reports before it registered here (the front
-		// door's address moved to this manager after a failover): its
-		// sessions load when it registers, so the event is retried then,
-		// not dropped with the bytes and the end time it carries.
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "node %s has not registered with this manager yet: report session %s again once it has (its sessions load then)", ev.GetNodeId(), ev.GetSessionId())
+		if m.storedLive(ev.GetSessionId()) {
+			// A node that reports before it registered here (the front
+			// door's address moved to this manager after a failover): its
+			// sessions load when it registers, so the event is retried
+			// then, not dropped with the bytes and the end time it carries.
+			return nil, status.Errorf(codes.Unavailable, "node %s has not registered with this manager yet: report session %s again once it has (its sessions load then)", ev.GetNodeId(), ev.GetSessionId())
+		}
+		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
 	case s == nil:
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
@@ -522,6 +526,21 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		m.kickPump()
 	}
 	return &pb.SessionEventAck{}, nil
+}
+
+// storedLive reports whether the store holds session id as live (not
+// ended), or cannot say (it does not answer within 2 s).
+func (m *Manager) storedLive(id string) bool {
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	st, err := m.st.Session(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false
+	case err != nil:
+		return true
+	}
+	return st.State != store.StateEnded
 }
 
 // registeredLocked reports whether node id registered with this manager
