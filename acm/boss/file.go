@@ -239,7 +239,10 @@ func (f *File) Realm() string { return f.realm }
 
 // Authenticate implements BOSS. Basic: bcrypt comparison, at most
 // bcryptSlots at once (waiting for a slot ends with ctx, returning its
-// error), a success is cached for DefaultCacheTTL. Digest: the response is checked against the
+// error), a success is cached for DefaultCacheTTL, and a check that
+// waited for a slot while the same credential was verified takes that
+// verification (a burst of one subscriber's requests costs one bcrypt).
+// Digest: the response is checked against the
 // user's HA1, and the realm must be the file's; the nonce is the caller's
 // business (auth.Nonces). Failures wrap ErrUnauthorized.
 func (f *File) Authenticate(ctx context.Context, c Credentials) error {
@@ -255,10 +258,7 @@ func (f *File) Authenticate(ctx context.Context, c Credentials) error {
 	default:
 		key := sha256.Sum256([]byte(c.User + "\x00" + c.Password))
 		now := f.now()
-		f.mu.Lock()
-		exp, ok := f.cache[key]
-		f.mu.Unlock()
-		if ok && now.Before(exp) {
+		if f.verified(key, now) {
 			return nil
 		}
 		// bcrypt is meant to be slow (about 50 ms at cost 10): a burst of
@@ -271,6 +271,11 @@ func (f *File) Authenticate(ctx context.Context, c Credentials) error {
 			return ctx.Err()
 		}
 		defer func() { <-bcryptSlots }()
+		// A check of the same credential that held a slot meanwhile (the
+		// same subscriber's requests at once) may have verified it.
+		if f.verified(key, now) {
+			return nil
+		}
 		if u == nil || u.Bcrypt == "" {
 			_ = bcrypt.CompareHashAndPassword(f.dummy(), []byte(c.Password))
 			return fmt.Errorf("%w: %q", ErrUnauthorized, c.User)
@@ -281,6 +286,15 @@ func (f *File) Authenticate(ctx context.Context, c Credentials) error {
 		f.remember(key, now)
 		return nil
 	}
+}
+
+// verified reports whether the Basic credential key was verified and its
+// cache entry is still good at now.
+func (f *File) verified(key [sha256.Size]byte, now time.Time) bool {
+	f.mu.Lock()
+	exp, ok := f.cache[key]
+	f.mu.Unlock()
+	return ok && now.Before(exp)
 }
 
 // remember caches a verified Basic credential, keeping at most cacheSize
