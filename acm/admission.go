@@ -517,7 +517,7 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 			return fr.why
 		}
 	}
-	if c := m.sched.Config; c.FillNeedsChannel && c.OriginChannels > 0 && m.sched.LiveFilling() >= c.OriginChannels && m.sched.HoldersInService(t.ID) == 0 {
+	if m.sched.OriginChannelsBusy() && m.sched.HoldersInService(t.ID) == 0 {
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
 	}
 	which := "no node"

@@ -70,3 +70,34 @@ func TestUnreachableNodeBackInHashTables(t *testing.T) {
 		})
 	}
 }
+
+// LiveFilling counts only the fills of alive nodes also while they are
+// fewer than the origin's channels (the manager's vodcluster_fills: a
+// node killed during a fill showed it in progress, with no transfer at
+// the origin, until the node came back).
+func TestLiveFillingLeavesOutDeadNodeBelowChannels(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	s.Config.OriginChannels = 4
+	s.Config.FillNeedsChannel = true
+	res, err := s.Place(&Request{Title: "cold-1", Bitrate: 4e6}, t0)
+	if err != nil || !res.Fill {
+		t.Fatalf("first fill: %+v %v", res, err)
+	}
+	if got := s.LiveFilling(); got != 1 {
+		t.Fatalf("LiveFilling with one fill on an alive node = %d, want 1", got)
+	}
+	other := "a"
+	if res.NodeID == "a" {
+		other = "b"
+	}
+	late := t0.Add(time.Minute)
+	if err := s.Heartbeat(other, Report{Titles: []Holding{}}, late); err != nil {
+		t.Fatal(err)
+	}
+	if dead := s.Tick(late); len(dead) != 1 || dead[0].ID != res.NodeID {
+		t.Fatalf("dead: %v", dead)
+	}
+	if got := s.LiveFilling(); got != 0 {
+		t.Errorf("LiveFilling with the only fill on dead node %s = %d, want 0", res.NodeID, got)
+	}
+}

@@ -235,7 +235,7 @@ func (r *Request) inScope(n *Node) bool {
 
 // place is Place with r's restriction as it is.
 func (s *Scheduler) place(r *Request) (Reservation, error) {
-	if !r.NoFill && s.Config.FillNeedsChannel && s.Config.OriginChannels > 0 && s.LiveFilling() >= s.Config.OriginChannels {
+	if !r.NoFill && s.OriginChannelsBusy() {
 		r.NoFill = true // every origin channel is taken: holders only, for this attempt
 		defer func() { r.NoFill = false }()
 	}
@@ -338,11 +338,13 @@ func (s *Scheduler) Release(res Reservation) {
 
 // LiveFilling returns the fills in progress on alive nodes: those of a
 // dead node hold no origin channel (its transfers broke with it), though
-// its replica view keeps them until it reports again.
+// its replica view keeps them until it reports again. It passes over the
+// nodes while any fill is in progress (the metrics and the admin API ask
+// it); a decision asks OriginChannelsBusy.
 func (s *Scheduler) LiveFilling() int {
 	k := s.filling
-	if k < s.Config.OriginChannels {
-		return k // the common case, without a pass over the nodes
+	if k == 0 {
+		return 0
 	}
 	for _, n := range s.Nodes {
 		if !n.Alive {
@@ -350,4 +352,17 @@ func (s *Scheduler) LiveFilling() int {
 		}
 	}
 	return k
+}
+
+// OriginChannelsBusy reports whether Config.FillNeedsChannel holds new
+// fills back: it is set, Config.OriginChannels > 0, and the fills on alive
+// nodes (LiveFilling) reach OriginChannels. While the fills in the view,
+// dead nodes' included, are fewer than the channels, it answers without a
+// pass over the nodes.
+func (s *Scheduler) OriginChannelsBusy() bool {
+	c := &s.Config
+	if !c.FillNeedsChannel || c.OriginChannels <= 0 || s.filling < c.OriginChannels {
+		return false
+	}
+	return s.LiveFilling() >= c.OriginChannels
 }
