@@ -54,37 +54,29 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			if err := rf.apply(cmd, &run); err != nil {
 				return err
 			}
+			var err error
 			switch {
 			case cmd.Flags().Changed("policies"):
 				run.Policies = nil
 				if policies != "all" {
-					for _, p := range strings.Split(policies, ",") {
-						if p = strings.TrimSpace(p); p != "" {
-							run.Policies = append(run.Policies, p)
-						}
+					if run.Policies, err = splitList("policies", policies); err != nil {
+						return err
 					}
 				}
 			case policy != "":
 				run.Policies = []string{policy}
 			}
 			if cmd.Flags().Changed("storage-policies") {
-				run.StoragePolicies = nil
-				if storages == "all" {
-					run.StoragePolicies = smm.StoragePolicies()
-				} else {
-					for _, p := range strings.Split(storages, ",") {
-						if p = strings.TrimSpace(p); p != "" {
-							run.StoragePolicies = append(run.StoragePolicies, p)
-						}
+				run.StoragePolicies = smm.StoragePolicies()
+				if storages != "all" {
+					if run.StoragePolicies, err = splitList("storage-policies", storages); err != nil {
+						return err
 					}
 				}
 			}
 			if cmd.Flags().Changed("site-aware") {
-				run.Sites.Aware = nil
-				for _, a := range strings.Split(siteAware, ",") {
-					if a = strings.TrimSpace(a); a != "" {
-						run.Sites.Aware = append(run.Sites.Aware, a)
-					}
+				if run.Sites.Aware, err = splitList("site-aware", siteAware); err != nil {
+					return err
 				}
 			}
 			if err := run.Validate(); err != nil {
@@ -101,6 +93,18 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 				return fmt.Errorf("sim: policy %q for --plot/--trace-out is not among those run", focus)
 			}
 			focusStorage := run.storagePolicies()[0]
+			// The output files are created before the runs, so a path that
+			// cannot be written fails at once rather than after them.
+			plot, err := createOutput(plotFile)
+			if err != nil {
+				return err
+			}
+			defer plot.discard()
+			trace, err := createOutput(traceFile)
+			if err != nil {
+				return err
+			}
+			defer trace.discard()
 			rs, err := Run(run)
 			if err != nil {
 				return err
@@ -121,15 +125,11 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 				if r.Policy != focus || r.StoragePolicy != focusStorage {
 					continue
 				}
-				if plotFile != "" {
-					if err := writeFile(plotFile, func(f *os.File) error { return WriteSVG(f, r.Loads) }); err != nil {
-						return err
-					}
+				if err := plot.write(func(f *os.File) error { return WriteSVG(f, r.Loads) }); err != nil {
+					return err
 				}
-				if traceFile != "" {
-					if err := writeFile(traceFile, func(f *os.File) error { return WriteTraceCSV(f, r.Trace) }); err != nil {
-						return err
-					}
+				if err := trace.write(func(f *os.File) error { return WriteTraceCSV(f, r.Trace) }); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -142,7 +142,7 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 	f.BoolVar(&asJSON, "json", false, "print a JSON array, one object per policy")
 	f.BoolVar(&asMarkdown, "markdown", false, "print a Markdown table")
 	f.StringVar(&plotFile, "plot", "", "write an SVG of each node's load over time for the chosen policy")
-	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill,end_s), with the first storage policy")
+	f.StringVar(&traceFile, "trace-out", "", "write the chosen policy's request trace as CSV (time_s,title,bytes,node,fill,end_s), with the first storage policy (and the first --site-aware)")
 	f.StringVar(&storages, "storage-policies", "", "comma-separated storage policies to run each with every scheduling policy, or all: "+strings.Join(smm.StoragePolicies(), ","))
 	f.StringVar(&siteAware, "site-aware", SiteAwareAll, "with --sites: comma-separated runs by what knows the sites: all (scheduler and planner), scheduler (scheduler only), none")
 	rf.bind(cmd)
@@ -242,6 +242,21 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	return nil
 }
 
+// splitList returns the comma-separated names of flag name's value, or an
+// error when it names none (an empty value is a mistake, not "all").
+func splitList(name, value string) ([]string, error) {
+	var list []string
+	for _, v := range strings.Split(value, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			list = append(list, v)
+		}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("sim: --%s %q names nothing", name, value)
+	}
+	return list, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -251,14 +266,45 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func writeFile(path string, write func(*os.File) error) error {
+// output is a file named by a flag, created before the runs; nil when the
+// flag is not given.
+type output struct {
+	f    *os.File
+	done bool
+}
+
+// createOutput creates path, or returns nil for "".
+func createOutput(path string) (*output, error) {
+	if path == "" {
+		return nil, nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
+		return nil, err
+	}
+	return &output{f: f}, nil
+}
+
+// write fills the file with write and closes it; a nil output, or one
+// written before (the first run of the chosen policies wins: several
+// --site-aware settings run it once each), writes nothing.
+func (o *output) write(write func(*os.File) error) error {
+	if o == nil || o.done {
+		return nil
+	}
+	o.done = true
+	if err := write(o.f); err != nil {
+		o.f.Close()
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
+	return o.f.Close()
+}
+
+// discard closes and removes a file never written (the runs failed).
+func (o *output) discard() {
+	if o == nil || o.done {
+		return
 	}
-	return f.Close()
+	o.f.Close()
+	os.Remove(o.f.Name())
 }

@@ -192,7 +192,7 @@ func (e *engine) run() (Result, error) {
 			break
 		}
 		x := e.ev.pop()
-		if x.t > end && x.kind != evEnd && x.kind != evFillFirst && x.kind != evFillDone {
+		if x.t > end && !settles(x.kind) {
 			continue // nothing new after the end; sessions and fills run out
 		}
 		e.now = x.t
@@ -204,6 +204,19 @@ func (e *engine) run() (Result, error) {
 		return Result{}, err
 	}
 	return e.res, nil
+}
+
+// settles reports whether an event of kind k is still handled after the
+// simulated days end: those that end sessions and fills already begun, and
+// those that decide requests already asked (a viewer in the admission
+// queue at its deadline, one waiting for an origin channel at its
+// patience), so every request asked is admitted or refused.
+func settles(k evKind) bool {
+	switch k {
+	case evEnd, evFillFirst, evFillDone, evDeadline, evPatience:
+		return true
+	}
+	return false
 }
 
 func (e *engine) handle(x event) error {

@@ -355,3 +355,25 @@ func BenchmarkSimDay(b *testing.B) {
 		}
 	}
 }
+
+// TestEveryRequestDecidedAtTheEnd: a request still in the admission queue
+// when the simulated day ends is refused at its deadline, not left out of
+// the figures. One title larger than every disk, so no node can take it and
+// each viewer waits the whole queue wait (an hour): those of the last hour
+// are decided after the end.
+func TestEveryRequestDecidedAtTheEnd(t *testing.T) {
+	c := small()
+	c.Demand.Titles, c.Demand.NewTitlesPerDay, c.Demand.Subscribers = 1, 0, 2000
+	c.Scheduler.QueueWait = time.Hour
+	c.Failures.PerDay = 0
+	c.Policies = []string{"lall"}
+	rs, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if r.Requested < 100 || r.Admitted != 0 || r.Refused != r.Requested {
+		t.Fatalf("requested %d admitted %d refused %d: every request refused", r.Requested, r.Admitted, r.Refused)
+	}
+	checkTrace(t, r)
+}

@@ -1,0 +1,72 @@
+package sim
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCommand runs `vodcluster sim` with args and returns its standard
+// output and error.
+func runCommand(args ...string) (string, error) {
+	cmd := NewCommand()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as under the root command
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// An output file that cannot be created fails the command before the runs:
+// nothing is printed, rather than the figures and then the error.
+func TestCommandOutputFileCheckedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "x")
+	for _, flag := range []string{"--trace-out", "--plot"} {
+		out, err := runCommand("--subscribers", "2000", "--titles", "100", "--nodes", "3", "--policies", "lall", flag, missing)
+		if err == nil || !strings.Contains(err.Error(), "no such file") || out != "" {
+			t.Fatalf("%s %s: err %v, printed %q", flag, missing, err, out)
+		}
+	}
+	// A run that fails leaves no empty output file behind.
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	if _, err := runCommand("--policies", "lall", "--cdp-channel-bps", "1000", "--trace-out", trace); err == nil {
+		t.Fatal("a title above the channel rate accepted")
+	}
+	if _, err := os.Stat(trace); err == nil {
+		t.Fatalf("%s left behind by a failed run", trace)
+	}
+}
+
+// An empty list is an error, not every policy (or the default).
+func TestCommandEmptyListsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"--policies", ""}, {"--policies", " , "}, {"--storage-policies", ""}, {"--site-aware", ","},
+	} {
+		if _, err := runCommand(append(args, "--subscribers", "100")...); err == nil || !strings.Contains(err.Error(), "names nothing") {
+			t.Fatalf("%q: %v", args, err)
+		}
+	}
+}
+
+// With several --site-aware settings the trace is the first one's (the
+// policy runs once per setting), as with several storage policies.
+func TestCommandTraceOfTheFirstSiteAwareRun(t *testing.T) {
+	dir := t.TempDir()
+	both, first := filepath.Join(dir, "both.csv"), filepath.Join(dir, "first.csv")
+	common := []string{"--subscribers", "5000", "--titles", "200", "--nodes", "4", "--sites", "2", "--policies", "lall"}
+	if _, err := runCommand(append(common, "--site-aware", "all,none", "--trace-out", both)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCommand(append(common, "--site-aware", "all", "--trace-out", first)...); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(both)
+	b, _ := os.ReadFile(first)
+	if len(b) < 100 || !bytes.Equal(a, b) {
+		t.Fatalf("trace of all,none (%d bytes) is not that of all (%d bytes)", len(a), len(b))
+	}
+}
