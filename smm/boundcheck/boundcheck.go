@@ -70,6 +70,19 @@ func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound
 			res.TraceFillBytes += r.Bytes
 		}
 	}
+	if policies == nil {
+		policies = smm.Evictors()
+	}
+	// The names are checked before the bounds, which take tens of seconds
+	// on a simulated day.
+	evs := make([]smm.Evictor, 0, len(policies))
+	for _, p := range policies {
+		ev, err := smm.NewEvictor(strings.TrimSpace(p))
+		if err != nil {
+			return res, err
+		}
+		evs = append(evs, ev)
+	}
 	reqs := bound.ServedRequests(recs)
 	res.Served = len(reqs)
 	inst, err := bound.Compute(reqs, capacity, opt)
@@ -86,14 +99,7 @@ func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound
 	if res.Residency {
 		run = replay.RunSessions
 	}
-	if policies == nil {
-		policies = smm.Evictors()
-	}
-	for _, p := range policies {
-		ev, err := smm.NewEvictor(strings.TrimSpace(p))
-		if err != nil {
-			return res, err
-		}
+	for _, ev := range evs {
 		r, err := run(reqs, capacity, ev)
 		if err != nil {
 			return res, err
@@ -202,8 +208,15 @@ func NewCommand() *cobra.Command {
 				return fmt.Errorf("%s: %w", trace, err)
 			}
 			var ps []string
-			if policies != "" {
-				ps = strings.Split(policies, ",")
+			if cmd.Flags().Changed("policies") {
+				for _, p := range strings.Split(policies, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						ps = append(ps, p)
+					}
+				}
+				if len(ps) == 0 {
+					return fmt.Errorf("bound: --policies %q names no policy", policies)
+				}
 			}
 			res, err := CheckWith(recs, capacity, ps, bound.Options{AnyWarm: anyWarm})
 			if err != nil {

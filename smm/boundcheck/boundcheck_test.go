@@ -95,3 +95,36 @@ func TestCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// The policies named are checked before the bounds are computed (a
+// simulated day takes tens of seconds), an empty entry names none, and a
+// --policies naming nothing is an error rather than every policy.
+func TestCommandPolicyNames(t *testing.T) {
+	dir := t.TempDir()
+	tooBig := filepath.Join(dir, "big.csv")
+	os.WriteFile(tooBig, []byte("time_s,title,bytes,node,fill,end_s\n1,a,2000,n1,true,2\n"), 0o644)
+	ok := filepath.Join(dir, "ok.csv")
+	os.WriteFile(ok, []byte("time_s,title,bytes,node,fill,end_s\n1,a,100,n1,true,2\n3,b,200,n1,true,4\n5,a,100,n1,true,6\n"), 0o644)
+	run := func(args ...string) (string, error) {
+		cmd := NewCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	if _, err := run("--capacity", "1000", "--policies", "belady", tooBig); err == nil || !strings.Contains(err.Error(), "unknown eviction policy") {
+		t.Fatalf("unknown policy with an infeasible trace: %v", err)
+	}
+	for _, p := range []string{"", " , "} {
+		if _, err := run("--capacity", "1000", "--policies", p, ok); err == nil || !strings.Contains(err.Error(), "names no policy") {
+			t.Fatalf("--policies %q: %v", p, err)
+		}
+	}
+	out, err := run("--capacity", "1000", "--json", "--policies", "lru,,gdsf", ok)
+	var res Result
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || len(res.Policies) != 2 {
+		t.Fatalf("lru,,gdsf: %v, %d policies: %s", err, len(res.Policies), out)
+	}
+}
