@@ -370,7 +370,7 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	if serr != nil {
 		return fail(storeError(serr))
 	}
-	hs.pacing.start(meta.Bitrate)
+	hs.pacing.start(meta.Bitrate, n.httpBursts)
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -416,6 +416,7 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 	delete(n.httpSessions, hs.sid)
 	n.reserved -= hs.meta.Bitrate
 	n.slots--
+	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
 	n.releaseLocked(hs.sid, hs, hs.expires)
 	n.mu.Unlock()
 	n.store.Release(hs.t)

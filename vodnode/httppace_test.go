@@ -10,7 +10,7 @@ import (
 // httpSeekRefill; without a bitrate nothing is paced.
 func TestPacingSeekRefill(t *testing.T) {
 	var p pacing
-	p.start(8_000_000) // 1 MB/s: a 5 MB burst
+	p.start(8_000_000, nil) // 1 MB/s: a 5 MB burst
 	burst := float64(p.burst)
 	if p.burst != 5_000_000 || p.lim.Load().Tokens() < burst*0.99 {
 		t.Fatalf("burst %d, tokens %.0f", p.burst, p.lim.Load().Tokens())
@@ -39,7 +39,7 @@ func TestPacingSeekRefill(t *testing.T) {
 	}
 
 	var none pacing
-	none.start(0)
+	none.start(0, nil)
 	none.seeked(time.Now())
 	if err := none.wait(t.Context(), 1<<30); err != nil || none.lim.Load() != nil {
 		t.Fatalf("unpaced: %v", err)
@@ -123,5 +123,54 @@ func TestHLSPlayAfterSeekBackIsNoSeek(t *testing.T) {
 	seg(2)
 	if hs.pacing.lastRefill.Load() != 0 {
 		t.Fatal("segments 1 and 2 in order after the seek back to 0 counted as a seek")
+	}
+}
+
+// The node's burst pool grants HTTP viewers' bursts only within the
+// egress no session reserves: ten viewers of a 0.6 Mbit/s title (375 KB
+// bursts) starting in the same instant on a node with 8 Mbit/s spare
+// (1 MB a second) get 1 MB of bursts between them, the rest start at
+// their pace; a second later the pool has refilled; with every bit/s
+// reserved, none; without a capacity, every burst whole.
+func TestBurstPoolSharesOutBursts(t *testing.T) {
+	now := time.Now()
+	pool := newBurstPool(20_000_000)
+	pool.setSpare(8_000_000)
+	tokens := func(p *pacing, at time.Time) int { return int(p.lim.Load().TokensAt(at)) }
+	total, full := 0, 0
+	for range 10 {
+		var p pacing
+		p.pool = pool
+		p.limit, p.burst = 75_000*httpPace, 375_000
+		p.lim.Store(p.newLimiter(now))
+		got := tokens(&p, now)
+		total += got
+		if got == p.burst {
+			full++
+		}
+	}
+	if total < 990_000 || total > 1_000_000 || full != 2 {
+		t.Fatalf("bursts granted %d bytes (%d whole), want the pool's 1 MB (2 whole)", total, full)
+	}
+	var late pacing
+	late.pool, late.limit, late.burst = pool, 75_000*httpPace, 375_000
+	late.lim.Store(late.newLimiter(now.Add(time.Second)))
+	if got := tokens(&late, now.Add(time.Second)); got != late.burst {
+		t.Fatalf("a second later: %d bytes of burst, want %d", got, late.burst)
+	}
+	pool.setSpare(0)
+	var none pacing
+	none.pool, none.limit, none.burst = pool, 75_000*httpPace, 375_000
+	none.lim.Store(none.newLimiter(now.Add(3 * time.Second)))
+	if got := tokens(&none, now.Add(3*time.Second)); got != 0 {
+		t.Fatalf("every bit/s reserved: %d bytes of burst, want 0", got)
+	}
+	if newBurstPool(0) != nil {
+		t.Fatal("a node without an egress capacity has a pool")
+	}
+	var free pacing
+	free.start(600_000, nil)
+	if got := tokens(&free, time.Now()); got < free.burst-1000 {
+		t.Fatalf("no pool: %d bytes of burst, want %d", got, free.burst)
 	}
 }

@@ -117,6 +117,7 @@ type Node struct {
 	httpSessions map[string]*httpSession      // by admission session id
 	esTracks     map[string]*deliver.ESTracks // probed elementary streams, by title
 	reserved     int64                        // bit/s of the sessions' titles
+	httpBursts   *burstPool                   // the HTTP viewers' bursts, within the egress not reserved (nil: no egress capacity); its spare follows reserved
 	slots        int                          // sessions, counting those being set up
 	closed       bool
 }
@@ -173,6 +174,7 @@ func (n *Node) Start() (err error) {
 	n.live = map[string]any{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}
+	n.httpBursts = newBurstPool(n.Capacity.EgressBps)
 	n.esTracks = map[string]*deliver.ESTracks{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 

@@ -203,6 +203,7 @@ func (n *Node) reserve(bps int64) *rtspError {
 	}
 	n.reserved += bps
 	n.slots++
+	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
 	return nil
 }
 
@@ -211,6 +212,7 @@ func (n *Node) unreserve(bps int64) {
 	n.mu.Lock()
 	n.reserved -= bps
 	n.slots--
+	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
 	n.mu.Unlock()
 }
 

@@ -101,6 +101,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	n.reserved -= s.meta.Bitrate
 	n.slots--
+	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
 	if next != nil {
 		if n.live[s.sid] == any(s) {
 			n.live[s.sid] = next
