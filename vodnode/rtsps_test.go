@@ -49,7 +49,20 @@ func TestRTSPSListener(t *testing.T) {
 	}
 	defer sc.Close()
 	secure := &testClient{t: t, c: sc, br: bufio.NewReader(sc)}
-	secure.play("rtsps://" + n.RTSPSAddr() + "/s/" + mint(t, "over-tls", "sample-001", "node-1", "127.0.0.1", time.Minute) + "/vod/sample-001")
+	// Over RTSPS the media go inside the TLS connection: a SETUP asking
+	// for UDP only is 461 (the token stays good for the retry), a list
+	// with UDP first gets its interleaved entry.
+	tlsURL := "rtsps://" + n.RTSPSAddr() + "/s/" + mint(t, "over-tls", "sample-001", "node-1", "127.0.0.1", time.Minute) + "/vod/sample-001"
+	if res := secure.do("SETUP", tlsURL+"/trackID=0", "Transport", "RTP/AVP;unicast;client_port=9800-9801"); res.StatusCode != 461 {
+		t.Fatalf("SETUP over RTSPS asking for UDP: %s, want 461", statusLine(res))
+	}
+	res := secure.do("SETUP", tlsURL+"/trackID=0", "Transport", "RTP/AVP;unicast;client_port=9800-9801,RTP/AVP/TCP;unicast;interleaved=0-1")
+	if tr := res.Header["Transport"]; res.StatusCode != 200 || len(tr) != 1 || !strings.HasPrefix(tr[0], "RTP/AVP/TCP;") {
+		t.Fatalf("SETUP over RTSPS, UDP then TCP: %s %v, want the interleaved entry", statusLine(res), tr)
+	}
+	if res := secure.do("PLAY", tlsURL+"/", "Session", sessionID(res)); res.StatusCode != 200 {
+		t.Fatalf("PLAY over RTSPS: %s", statusLine(res))
+	}
 	dialRTSP(t, n).play(nodeURL(n, mint(t, "plain", "sample-002", "node-1", "127.0.0.1", time.Minute), "sample-002"))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(nodeCollector{n})

@@ -36,6 +36,30 @@ var profiles = map[string]deliver.Mode{
 // errNoTransport means no entry of the header can be served (461).
 var errNoTransport = errors.New("no supported transport (RTP/AVP, RTP/AVP/TCP, MP2T/RTP/UDP, MP2T/RTP/TCP, MP2T/UDP, RAW/RAW/UDP; unicast)")
 
+// transportsOf is parseTransports for a SETUP on c: over RTSPS only the
+// interleaved entries (RTP/AVP/TCP, MP2T/RTP/TCP), so that the media go
+// inside the TLS connection, not in clear over UDP; an error naming that
+// (461) when the header has no such entry.
+func (c *rtspConn) transportsOf(v string) ([]transportSpec, error) {
+	specs, err := parseTransports(v)
+	if err != nil || !c.overTLS() {
+		return specs, err
+	}
+	tcp := specs[:0]
+	for _, s := range specs {
+		if s.Mode == deliver.RTPTCP {
+			tcp = append(tcp, s)
+		}
+	}
+	if len(tcp) == 0 {
+		return nil, errRTSPSNeedsTCP
+	}
+	return tcp, nil
+}
+
+// errRTSPSNeedsTCP refuses a SETUP over RTSPS that asks for UDP only.
+var errRTSPSNeedsTCP = errors.New("over RTSPS the media go interleaved in the TLS connection (RTP/AVP/TCP or MP2T/RTP/TCP): UDP would carry them in clear")
+
 // parseTransports returns the entries of a Transport header value the node
 // can serve, in the client's order of preference. Entries with an unknown
 // profile, multicast, a record mode or missing client ports are skipped;
