@@ -42,7 +42,11 @@ func upCmd() *cobra.Command {
 			"and three VOD nodes, with a demo subscriber demo/demo entitled to every title. It runs\n" +
 			"until SIGINT or SIGTERM. With --play it plays a title through the front door once the\n" +
 			"cluster is up and prints what was received.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkUpFlags(opts, play, playDuration, transport, once); err != nil {
+				return err
+			}
 			if dataDir == "" {
 				d, cleanup, err := tempDataDir()
 				if err != nil {
@@ -121,11 +125,49 @@ func upCmd() *cobra.Command {
 	f.IntVar(&opts.OriginMaxTransfers, "origin-channels", 4, "origin: concurrent transfers")
 	f.DurationVar(&opts.QueueDeadline, "queue-deadline", 5*time.Second, "how long a request waits for a node before 453")
 	f.StringVar(&play, "play", "", "play this title through the front door once up, and print what was received")
-	f.DurationVar(&playDuration, "play-duration", 5*time.Second, "how long --play plays")
+	f.DurationVar(&playDuration, "play-duration", 5*time.Second, "how long --play plays (0 = to the end of the title)")
 	f.StringVar(&transport, "transport", "tcp", "--play transport: tcp or udp")
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
 	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
 	return cmd
+}
+
+// maxUpNodes bounds --nodes: every node of `up` runs in this process with
+// its own listeners and title cache.
+const maxUpNodes = 100
+
+// checkUpFlags refuses the values of up's flags that would start a cluster
+// that cannot play (no node, a node with no egress or disk) or run one
+// without end (a million nodes), or fail only once the cluster is up.
+func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, transport string, once bool) error {
+	switch {
+	case o.Nodes < 1 || o.Nodes > maxUpNodes:
+		return fmt.Errorf("up: --nodes %d out of 1..%d", o.Nodes, maxUpNodes)
+	case o.NodeEgress <= 0:
+		return fmt.Errorf("up: --node-egress-bps %d must be > 0", o.NodeEgress)
+	case o.NodeDisk <= 0:
+		return fmt.Errorf("up: --node-disk-bytes %d must be > 0", o.NodeDisk)
+	case o.MetricsPort < -1:
+		return fmt.Errorf("up: --metrics-port %d: a port, 0 for any, or -1 for none", o.MetricsPort)
+	case playDuration < 0:
+		return fmt.Errorf("up: --play-duration %v is negative (0 plays to the end)", playDuration)
+	case transport != "tcp" && transport != "udp":
+		return fmt.Errorf("up: --transport %q: want tcp or udp", transport)
+	case once && play == "":
+		return fmt.Errorf("up: --once stops the cluster after --play: give --play TITLE")
+	}
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"rtsp-port", o.RTSPPort}, {"http-port", o.HTTPPort}, {"grpc-port", o.GRPCPort}, {"metrics-port", o.MetricsPort}} {
+		if p.port > 65535 {
+			return fmt.Errorf("up: --%s %d out of 0..65535", p.name, p.port)
+		}
+		if p.port < 0 && p.name != "metrics-port" {
+			return fmt.Errorf("up: --%s %d out of 0..65535", p.name, p.port)
+		}
+	}
+	return nil
 }
 
 func printBanner(w io.Writer, c *cluster, dataDir string) {
