@@ -80,10 +80,14 @@ func (r Result) String() string {
 var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H.265 or AAC media")
 
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
-// Errors: a bad URL, a refused request (the error carries the RTSP status,
-// e.g. 401, 403, 404, 453), ErrNoMPEGTS, or a transport failure.
+// Errors: a bad URL, transport or negative Duration, a refused request
+// (the error carries the RTSP status, e.g. 401, 403, 404, 453),
+// ErrNoMPEGTS, or a transport failure.
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: rawURL}
+	if opts.Duration < 0 {
+		return res, fmt.Errorf("probe: duration %v is negative (0 plays to the end)", opts.Duration)
+	}
 	u, err := base.ParseURL(rawURL)
 	if err != nil {
 		return res, fmt.Errorf("probe: %w", err)
