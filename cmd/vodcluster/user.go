@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ func userCmd() *cobra.Command {
 					return fmt.Errorf("no password on stdin: %w", err)
 				}
 				return errors.New("no password on stdin: give it on the first line (echo 's3cret' | vodcluster user NAME ...)")
+			}
+			if slices.ContainsFunc(packages, func(p string) bool { return strings.TrimSpace(p) == "" }) || len(packages) == 0 {
+				return errors.New("--package: an empty package name entitles the subscriber to nothing; name a package, or * for all")
 			}
 			doc := usersDoc{Realm: realm}
 			if file != "" {

@@ -61,6 +61,9 @@ func TestUserFileAddReplaceAndAuthenticate(t *testing.T) {
 	if _, err := runUser(t, "x\n", "bad:name", "--file", f); err == nil {
 		t.Fatal("bad name accepted")
 	}
+	if _, err := runUser(t, "x\n", "dave", "--file", f, "--package", ""); err == nil || !strings.Contains(err.Error(), "empty package") {
+		t.Fatalf("an empty package name: %v", err)
+	}
 }
 
 // Updating a users file keeps its mode (the manager's service account
