@@ -54,7 +54,7 @@ type Result struct {
 
 // Check computes the bounds and replays policies (eviction policy names;
 // nil means all) over the served requests of recs with a cache of
-// capacity bytes. It fails on a malformed trace, a negative capacity, a
+// capacity bytes. It fails on a malformed or empty trace, a negative capacity, a
 // trace whose sessions in progress need more than capacity
 // (bound.ErrInfeasible) or an unknown policy.
 func Check(recs []bound.Record, capacity int64, policies []string) (Result, error) {
@@ -64,6 +64,9 @@ func Check(recs []bound.Record, capacity int64, policies []string) (Result, erro
 // CheckWith is Check with bound options (AnyWarm for a trace measured
 // after a warm-up, as `vodcluster sim --warmup-days` writes it).
 func CheckWith(recs []bound.Record, capacity int64, policies []string, opt bound.Options) (Result, error) {
+	if len(recs) == 0 {
+		return Result{}, fmt.Errorf("%w: no requests (only the header)", bound.ErrBadTrace)
+	}
 	res := Result{Rows: len(recs), Capacity: capacity, Residency: bound.HasEnds(recs), AnyWarm: opt.AnyWarm}
 	for _, r := range recs {
 		if r.Fill {

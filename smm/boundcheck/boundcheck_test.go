@@ -79,7 +79,10 @@ func TestCommandErrors(t *testing.T) {
 	p := writeTrace(t)
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	os.WriteFile(bad, []byte("time_s,title,bytes,node,fill\n1,a,-1,n,true\n"), 0o644)
+	headerOnly := filepath.Join(t.TempDir(), "header.csv")
+	os.WriteFile(headerOnly, []byte("time_s,title,bytes,node,fill,end_s\n"), 0o644)
 	for _, args := range [][]string{
+		{"--trace", headerOnly, "--capacity", "10"},
 		{"--trace", p},
 		{"--capacity", "10"},
 		{"--trace", filepath.Join(t.TempDir(), "missing.csv"), "--capacity", "10"},
