@@ -125,6 +125,13 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 	}
 	tok, err := jwt.NewWithClaims(m, c).SignedString(key)
 	if err != nil {
+		fit := defaultAlg(key)
+		if _, secret := key.([]byte); secret {
+			fit = "HS256, HS384 or HS512"
+		}
+		if fit != "" && fit != alg {
+			return "", fmt.Errorf("--alg %s does not fit the key given: it signs with %s (%v)", alg, fit, err)
+		}
 		return "", fmt.Errorf("sign with %s: %w", alg, err)
 	}
 	return tok, nil

@@ -114,6 +114,8 @@ func TestSubscriberTokenCommand(t *testing.T) {
 		{[]string{"--user", "a", "--secret-file", secret, "--alg", "none"}, "--alg"},
 		{[]string{"--user", "a", "--key-file", ecPub}, "no PEM private key"},
 		{[]string{"--user", "a", "--key-file", ecPriv, "--alg", "RS256"}, "RS256"},
+		{[]string{"--user", "a", "--key-file", ecPriv, "--alg", "ES256"}, "it signs with ES384"}, // a P-384 key
+		{[]string{"--user", "a", "--secret-file", secret, "--alg", "RS256"}, "it signs with HS256"},
 		{[]string{"--user", "a", "--secret-file", short}, "at least 32"},
 		{[]string{"--user", "a", "--secret-file", os.DevNull}, "at least 32"},
 		{[]string{"--user", "a", "--key-file", xKey}, "X25519"},
