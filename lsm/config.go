@@ -49,12 +49,12 @@ type Config struct {
 
 	// OriginChannels is the origin's (CDP's) number of concurrent
 	// transfers, as the manager configures it for the storage planner.
-	// When the replica view has that many fills in progress (Filling),
-	// the default policy sends a request to a holder with headroom, even
+	// When the replica view has that many fills in progress on alive
+	// nodes (LiveFilling), the default policy sends a request to a holder with headroom, even
 	// an overloaded one, rather than order a fill that would wait for a
 	// channel. 0 = unknown: the origin is not taken into account.
 	OriginChannels int
-	// FillNeedsChannel: while Filling is at OriginChannels, no policy may
+	// FillNeedsChannel: while LiveFilling is at OriginChannels, no policy may
 	// place a session on a node that would have to start a fill; only a
 	// node that holds or fills the title is eligible, and a request no such
 	// node can take waits in the queue (Admit, Pump) for a channel to free

@@ -101,3 +101,50 @@ func TestLiveFillingLeavesOutDeadNodeBelowChannels(t *testing.T) {
 		t.Errorf("LiveFilling with the only fill on dead node %s = %d, want 0", res.NodeID, got)
 	}
 }
+
+// The default policy's shortcut for a busy origin (a holder takes the
+// session whatever its load rather than order a fill that would wait for
+// a channel) counts only the fills of alive nodes: with one channel and
+// the only fill in the view on a dead node, a session for a title whose
+// holder is dearer than a fill goes to a fill, as it does without the
+// dead node's fill.
+func TestLallFullOriginLeavesOutDeadNodeFills(t *testing.T) {
+	place := func(deadFill bool) Reservation {
+		s := newTestScheduler(t, "lall", 100e6, 100e6, 100e6)
+		s.Config.OriginChannels = 1
+		s.Config.A = 0.1 // a fill costs less than a tenth of a session more: b's first viewer's load outweighs it
+		if err := s.SetReplica("b", "film", false, 1); err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		if deadFill {
+			if err := s.SetReplica("c", "cold", true, 1); err != nil {
+				t.Fatal(err)
+			}
+			now = t0.Add(time.Minute)
+			if err := s.Heartbeat("a", Report{Titles: []Holding{}}, now); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Heartbeat("b", Report{Titles: []Holding{{Title: "film", Bytes: 1}}}, now); err != nil {
+				t.Fatal(err)
+			}
+			if dead := s.Tick(now); len(dead) != 1 || dead[0].ID != "c" {
+				t.Fatalf("dead: %v", dead)
+			}
+		}
+		if res, err := s.Place(&Request{Title: "film", Bitrate: 2e6}, now); err != nil || res.NodeID != "b" {
+			t.Fatalf("first viewer: %+v %v, want the holder b", res, err)
+		}
+		res, err := s.Place(&Request{Title: "film", Bitrate: 2e6}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := place(false); !res.Fill || res.NodeID == "b" {
+		t.Fatalf("second viewer without a dead node's fill: %+v, want a fill on a or c", res)
+	}
+	if res := place(true); !res.Fill || res.NodeID != "a" {
+		t.Errorf("second viewer, the only fill in the view on dead node c: %+v, want a fill on a (c's fill holds no origin channel)", res)
+	}
+}

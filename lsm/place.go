@@ -360,9 +360,13 @@ func (s *Scheduler) LiveFilling() int {
 // dead nodes' included, are fewer than the channels, it answers without a
 // pass over the nodes.
 func (s *Scheduler) OriginChannelsBusy() bool {
-	c := &s.Config
-	if !c.FillNeedsChannel || c.OriginChannels <= 0 || s.filling < c.OriginChannels {
-		return false
-	}
-	return s.LiveFilling() >= c.OriginChannels
+	return s.Config.FillNeedsChannel && s.originChannelsFull()
+}
+
+// originChannelsFull reports whether Config.OriginChannels > 0 and the
+// fills on alive nodes (LiveFilling) reach it; while the fills in the
+// view, dead nodes' included, are fewer, without a pass over the nodes.
+func (s *Scheduler) originChannelsFull() bool {
+	c := s.Config.OriginChannels
+	return c > 0 && s.filling >= c && s.LiveFilling() >= c
 }

@@ -36,8 +36,9 @@ func init() {
 // can take the session; when none can, they compete with the fill by the
 // formula, whose overload penalty B/Ul*(U-Ul) is there for that, so that
 // at the peak, with every node hot, a session does not need a fill its
-// holder could have spared. When the origin has no free channel (Filling
-// reaches Config.OriginChannels) a holder with headroom takes the session
+// holder could have spared. When the origin has no free channel (the
+// fills on alive nodes, LiveFilling, reach Config.OriginChannels: a dead
+// node's fills hold none) a holder with headroom takes the session
 // whatever its load. Source: the ACM/LSM/SMM design of the seed
 // documents, with the load formula L = Ns + a*Nd + b*max(0, U-Ul); the
 // sticky least-load rule is that of locality-aware request distribution
@@ -76,7 +77,7 @@ func (*LocalityLeastLoad) Pick(s *Scheduler, r *Request) int {
 	if best < 0 {
 		best, bestCost = hot, hotCost
 	}
-	if best >= 0 && s.Config.OriginChannels > 0 && s.filling >= s.Config.OriginChannels {
+	if best >= 0 && s.originChannelsFull() {
 		return best // a fill would wait for an origin channel
 	}
 	// A node with a partial of the title is charged only for the share
