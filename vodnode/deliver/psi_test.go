@@ -48,3 +48,39 @@ func TestSeekPSIContinuity(t *testing.T) {
 		t.Fatalf("PAT packets %d, PMT packets %d after the seek: want the injected ones and the stream's", seen[0], seen[idx.PMTPID])
 	}
 }
+
+// ContinuePSI sets each table's counter to one less than its next packet
+// with a payload at the offset (packets without a payload do not count:
+// ISO/IEC 13818-1 §2.4.3.3), and leaves a table it does not find
+// as it was; an HLS segment without its own tables gets such copies.
+func TestContinuePSI(t *testing.T) {
+	pkt := func(pid uint16, cc byte, payload bool) []byte {
+		p := make([]byte, TSPacketSize)
+		p[0], p[1], p[2] = 0x47, byte(pid>>8)&0x1f, byte(pid)
+		p[3] = cc & 0x0f
+		if payload {
+			p[3] |= 0x10
+		} else {
+			p[3] |= 0x20 // adaptation field only
+		}
+		return p
+	}
+	const pmt = 4096
+	psi := append(pkt(0, 0, true), pkt(pmt, 0, true)...)
+	var stream []byte
+	for _, p := range [][]byte{pkt(256, 3, true), pkt(0, 7, false), pkt(0, 5, true), pkt(257, 1, true), pkt(pmt, 0, true)} {
+		stream = append(stream, p...)
+	}
+	ContinuePSI(psi, bytes.NewReader(stream), 0, pmt)
+	if pat, pm := psi[3]&0x0f, psi[TSPacketSize+3]&0x0f; pat != 4 || pm != 15 {
+		t.Fatalf("counters PAT %d PMT %d, want 4 (before 5) and 15 (before 0)", pat, pm)
+	}
+	if psi[3]&0x30 != 0x10 || psi[TSPacketSize+3]&0x30 != 0x10 {
+		t.Fatal("the adaptation and payload bits changed")
+	}
+	psi = append(pkt(0, 2, true), pkt(pmt, 6, true)...)
+	ContinuePSI(psi, bytes.NewReader(stream[:2*TSPacketSize]), 0, pmt) // neither table with a payload ahead
+	if psi[3]&0x0f != 2 || psi[TSPacketSize+3]&0x0f != 6 {
+		t.Fatalf("tables not found ahead changed: %d %d", psi[3]&0x0f, psi[TSPacketSize+3]&0x0f)
+	}
+}

@@ -119,7 +119,7 @@ type Stream struct {
 	psiLoaded   bool
 	injectPSI   bool    // send psi before the next bytes (after a seek)
 	psiSeek     []byte  // psi with the counters ContinuePSI set for psiSeekAt
-	psiSeekAt   int64   // offset psiSeek was made for; -1 = none
+	psiSeekAt   int64   // offset psiSeek was made for (when psiSeek is not nil)
 	seekTo      float64 // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
 	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 
