@@ -414,9 +414,7 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 	idle := hs.active.Load() == 0
 	hs.goneStop() // its requests in progress stop
 	delete(n.httpSessions, hs.sid)
-	n.reserved -= hs.meta.Bitrate
-	n.slots--
-	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
+	n.unreserveLocked(hs.meta.Bitrate)
 	n.releaseLocked(hs.sid, hs, hs.expires)
 	n.mu.Unlock()
 	n.store.Release(hs.t)

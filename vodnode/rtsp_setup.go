@@ -210,10 +210,16 @@ func (n *Node) reserve(bps int64) *rtspError {
 // unreserve gives back what reserve took.
 func (n *Node) unreserve(bps int64) {
 	n.mu.Lock()
+	n.unreserveLocked(bps)
+	n.mu.Unlock()
+}
+
+// unreserveLocked gives back bps bit/s and a session slot, and the egress
+// to the HTTP burst pool (n.mu held).
+func (n *Node) unreserveLocked(bps int64) {
 	n.reserved -= bps
 	n.slots--
 	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
-	n.mu.Unlock()
 }
 
 // addSession makes s, which holds its admission session's claim, live;

@@ -99,9 +99,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 			delete(n.udpPeers, k)
 		}
 	}
-	n.reserved -= s.meta.Bitrate
-	n.slots--
-	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
+	n.unreserveLocked(s.meta.Bitrate)
 	if next != nil {
 		if n.live[s.sid] == any(s) {
 			n.live[s.sid] = next
