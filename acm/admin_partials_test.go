@@ -163,6 +163,15 @@ func TestAdminEvictsAPartial(t *testing.T) {
 	// The node's stream broken: no report comes while the manager's view
 	// is looked at; the order waits for the node's next stream.
 	n.stop()
+	// Once the manager has seen the stream break: an order sent down a
+	// stream the node has already left is lost (gRPC's Send does not wait
+	// for the peer), and the node's next reports would list it again.
+	waitFor(t, 5*time.Second, "the manager to see n1's stream break", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		sn := e.m.sched.Node("n1")
+		return sn != nil && sn.Unreachable
+	})
 	ack, err := evict("t2")
 	if err != nil || !strings.Contains(ack.Message, "partial fill") || !strings.Contains(ack.Message, "750000 of 1500000 bytes kept, 50%") {
 		t.Fatalf("evicting a partial: %v %v", ack, err)
