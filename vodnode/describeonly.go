@@ -35,9 +35,10 @@ func (c *rtspConn) noteDescribed(sid, title string, expires time.Time) {
 }
 
 // abandonDescribed arms, when c closes, the end of the admission sessions
-// DESCRIBEd on it: each one that no SETUP made live on any connection and
-// that did not end otherwise within the grace (defaultDescribeGrace) is
-// ended (endDescribedOnly).
+// DESCRIBEd on it: each one that no SETUP made live on any connection,
+// that no open connection has DESCRIBEd too, and that did not end
+// otherwise within the grace (defaultDescribeGrace) is ended
+// (endDescribedOnly).
 func (c *rtspConn) abandonDescribed() {
 	c.mu.Lock()
 	ds := c.described
@@ -61,9 +62,11 @@ func (c *rtspConn) abandonDescribed() {
 }
 
 // endDescribedOnly ends admission session sid, DESCRIBEd on a connection
-// that closed the grace ago, unless a session of it is live or its
-// token is spent (it played, or was refused, ended or replaced): the token
-// is spent and the manager hears ENDED, reason "no-show: described only".
+// that closed the grace ago, unless a session of it is live, its token is
+// spent (it played, or was refused, ended or replaced), or a connection
+// still open DESCRIBEd it too (its SETUP may yet come; that connection
+// arms its own end when it closes): the token is spent and the manager
+// hears ENDED, reason "no-show: described only".
 func (n *Node) endDescribedOnly(sid string, d described) {
 	n.mu.Lock()
 	if n.closed {
@@ -78,6 +81,10 @@ func (n *Node) endDescribedOnly(sid string, d described) {
 		n.mu.Unlock()
 		return
 	}
+	if n.describedOpenLocked(sid) {
+		n.mu.Unlock()
+		return
+	}
 	n.spendLocked(sid, usedUntil(d.expires, n.SessionTimeout))
 	n.mu.Unlock()
 	const reason = "no-show: described only, connection closed before SETUP"
@@ -88,4 +95,19 @@ func (n *Node) endDescribedOnly(sid string, d described) {
 			Reason: reason, AtUnixMs: time.Now().UnixMilli(),
 		})
 	}
+}
+
+// describedOpenLocked reports whether a connection still open DESCRIBEd
+// admission session sid (n.mu held; it takes each connection's mu, never
+// held while n.mu is taken).
+func (n *Node) describedOpenLocked(sid string) bool {
+	for c := range n.conns {
+		c.mu.Lock()
+		_, ok := c.described[sid]
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }

@@ -80,3 +80,42 @@ func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
 		t.Error("the session set up on another connection is gone")
 	}
 }
+
+// TestDescribeOnlyKeptWhileDescribedElsewhere: a DESCRIBE-only session
+// whose connection closed is not ended while another connection, still
+// open, has DESCRIBEd it too (a player that probed the SDP on one
+// connection and opened its own): that connection's SETUP may come after
+// the grace of the first, and ends it itself if it closes without one.
+func TestDescribeOnlyKeptWhileDescribedElsewhere(t *testing.T) {
+	settled := make(chan struct{}, 4)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.describeGrace = 200 * time.Millisecond
+		n.describedSettled = func() { settled <- struct{}{} }
+	})
+	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	u := nodeURL(n, mint(t, "d-twice", "sample-001", "node-1", "", time.Minute), "sample-001")
+
+	first := dialRTSP(t, n)
+	if res := first.do("DESCRIBE", u); res.StatusCode != 200 {
+		t.Fatalf("DESCRIBE: %s", statusLine(res))
+	}
+	second := dialRTSP(t, n)
+	if res := second.do("DESCRIBE", u); res.StatusCode != 200 {
+		t.Fatalf("DESCRIBE on the second connection: %s", statusLine(res))
+	}
+	first.c.Close()
+	select {
+	case <-settled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
+	}
+	if n.tokenUsed("d-twice") {
+		t.Error("token spent while an open connection had DESCRIBEd it")
+	}
+	if res := second.do("SETUP", u+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 200 {
+		t.Errorf("SETUP on the open connection after the first one's grace: %s, want 200", statusLine(res))
+	}
+}
