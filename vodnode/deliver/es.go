@@ -15,8 +15,6 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
-	"github.com/pion/rtcp"
-	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
 )
@@ -147,8 +145,14 @@ type ESConfig struct {
 
 // ESStream plays a title as H.264 and AAC RTP tracks, demultiplexed by
 // mediacommon's MPEG-TS reader and packetised by gortsplib's rtph264 and
-// rtpmpeg4audio encoders, paced by the title's clock. Unlike MP2T streams
-// it runs a goroutine of its own while playing.
+// rtpmpeg4audio encoders. The title is read esReadAhead past its clock
+// (the PCR) and each packet is sent when due by its own time (a video
+// access unit's DTS, an audio frame's PTS) on one timeline for both
+// tracks, so that audio, which a multiplexer places later than the video
+// of the same time, is not sent late; the RTCP sender reports map that
+// timeline to the wall clock (RFC 3550 §6.4.1), which players use to put
+// the tracks in sync. Unlike MP2T streams it runs two goroutines of its
+// own while playing (the demultiplexer and the sender).
 type ESStream struct {
 	cfg ESConfig
 	e   *Engine
@@ -165,6 +169,7 @@ type ESStream struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
+	play    *esPlay // the current play's clock and queue
 
 	bytes atomic.Int64
 }
@@ -257,29 +262,35 @@ func (s *ESStream) Resume() {
 	s.cancel, s.done = cancel, make(chan struct{})
 	s.plays++
 	idx, _, _ := s.cfg.Source.State()
-	r := &pacedReader{ctx: ctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick}
+	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
+	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead}
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
-	s.reading = r
-	go s.run(ctx, r, s.done)
+	s.reading, s.play = r, newESPlay()
+	go s.run(ctx, rcancel, r, s.play, s.done)
 }
 
-// stop ends the goroutine and keeps, as the position, the first keyframe
-// at or after what was read (so that timestamps go on forward).
+// stop ends the goroutines and keeps, as the position, the first keyframe
+// at or after the PES of the last packet sent (so that timestamps go on
+// forward); nothing sent, the position stays.
 func (s *ESStream) stop() {
 	s.mu.Lock()
-	cancel, done, r := s.cancel, s.done, s.reading
-	s.cancel, s.done, s.reading = nil, nil, nil
+	cancel, done, play := s.cancel, s.done, s.play
+	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
 	s.mu.Unlock()
 	if cancel == nil {
 		return
 	}
 	cancel()
 	<-done
+	off := play.lastSentOffset()
+	if off < 0 {
+		return
+	}
 	idx, _, _ := s.cfg.Source.State()
 	s.mu.Lock()
-	s.pos = keyframeAtOrAfter(idx, r.off)
+	s.pos = keyframeAtOrAfter(idx, off-off%TSPacketSize)
 	s.mu.Unlock()
 }
 
@@ -342,9 +353,22 @@ func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
 // head is probed and is not told apart while it waits for the fill.
 func (s *ESStream) WaitingForFill() bool { return false }
 
-func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{}) {
+func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *pacedReader, play *esPlay, done chan struct{}) {
 	defer close(done)
-	err := s.demux(ctx, rd)
+	sent := make(chan error, 1)
+	go func() {
+		err := play.sendLoop(ctx, s.sendUnit)
+		if err != nil {
+			stopReading() // a failed send ends the play
+		}
+		sent <- err
+	}()
+	err := s.demux(rd, play)
+	play.finish() // what was read is sent before the end
+	if serr := <-sent; serr != nil {
+		err = serr
+	}
+	stopReading()
 	if ctx.Err() != nil {
 		return // stopped by Seek, Pause or Close
 	}
@@ -379,7 +403,7 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 			failed = true
 		}
 	}
-	s.cancel, s.done, s.reading = nil, nil, nil // nothing left to stop
+	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil // nothing left to stop
 	plays := s.plays
 	s.mu.Unlock()
 	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && reason == EndOfTitle {
@@ -404,7 +428,11 @@ func (s *ESStream) run(ctx context.Context, rd *pacedReader, done chan struct{})
 	}
 }
 
-func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {
+// demux reads the title with mediacommon's MPEG-TS reader and pushes the
+// RTP packets of each access unit of the tracks set up to play, until the
+// reader fails (io.EOF at the end of the title, the reader's context's
+// error when stopped).
+func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 	r := &mpegts.Reader{R: rd}
 	if err := r.Initialize(); err != nil {
 		return err
@@ -418,12 +446,19 @@ func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {
 				if err := enc.Init(); err != nil {
 					return err
 				}
-				r.OnDataH264(t, func(pts, _ int64, au [][]byte) error {
+				r.OnDataH264(t, func(pts, dts int64, au [][]byte) error {
 					pkts, err := enc.Encode(au)
 					if err != nil {
 						return nil // an access unit that cannot be packetised is skipped
 					}
-					return s.send(0, pkts, s.rtpTime(0, pts))
+					ts, due := s.rtpTime(0, pts), play.unwrap(dts)
+					dues := make([]int64, len(pkts))
+					for i, p := range pkts {
+						p.Timestamp += ts // the encoder stamps from 0
+						dues[i] = due     // a picture leaves at its decoding time
+					}
+					play.push(0, rd.off, pkts, dues)
+					return nil
 				})
 			}
 		case *mpegts.CodecMPEG4Audio:
@@ -432,12 +467,22 @@ func (s *ESStream) demux(ctx context.Context, rd *pacedReader) error {
 				if err := enc.Init(); err != nil {
 					return err
 				}
+				rate := int64(s.cfg.Tracks.Audio.ClockRate())
 				r.OnDataMPEG4Audio(t, func(pts int64, aus [][]byte) error {
 					pkts, err := enc.Encode(aus)
 					if err != nil {
 						return nil
 					}
-					return s.send(1, pkts, s.rtpTime(1, pts))
+					ts, due := s.rtpTime(1, pts), play.unwrap(pts)
+					dues := make([]int64, len(pkts))
+					for i, p := range pkts {
+						// The encoder stamps each packet with its first
+						// frame's offset: each leaves at that frame's time.
+						dues[i] = due + int64(p.Timestamp)*tsindex.PTSHz/rate
+						p.Timestamp += ts
+					}
+					play.push(1, rd.off, pkts, dues)
+					return nil
 				})
 			}
 		}
@@ -457,120 +502,3 @@ func (s *ESStream) track(i int) bool {
 	return s.cfg.Dest[i] != nil
 }
 
-// reportsLocked returns, per track set up, an RTCP sender report (RFC 3550
-// §6.4.1) for now, followed by a BYE (§6.6) with reason bye when bye is
-// not empty; s.mu held.
-func (s *ESStream) reportsLocked(bye string) [2][]byte {
-	var out [2][]byte
-	for i := range 2 {
-		out[i] = s.reportLocked(i, bye)
-	}
-	return out
-}
-
-// reportLocked is reportsLocked for track i: nil when the track was not
-// set up, or sent nothing and bye is empty. A track that sent nothing
-// starts its BYE with an empty receiver report (§6.1: a compound packet
-// starts with a report).
-func (s *ESStream) reportLocked(i int, bye string) []byte {
-	if !s.track(i) {
-		return nil
-	}
-	var ps []rtcp.Packet
-	switch {
-	case s.packets[i] > 0:
-		ps = append(ps, &rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(time.Now()), RTPTime: s.lastTS[i],
-			PacketCount: s.packets[i], OctetCount: s.octets[i]})
-	case bye != "":
-		ps = append(ps, &rtcp.ReceiverReport{SSRC: s.cfg.SSRC[i]})
-	default:
-		return nil
-	}
-	if bye != "" {
-		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: bye})
-	}
-	b, err := rtcp.Marshal(ps)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
-// channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
-// waits for room in the connection's queue when wait is set (the stream's
-// own goroutine), else drops what the queue cannot take at once.
-func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) {
-	for i, b := range pkts {
-		if b == nil {
-			continue
-		}
-		sent := len(b)
-		switch s.cfg.Mode {
-		case RTPTCP:
-			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
-			sent = len(frame)
-			if wait {
-				if _, err := s.cfg.Conn.Write(frame); err != nil {
-					continue
-				}
-			} else if ok, _ := s.cfg.Conn.TryWrite(frame); !ok {
-				continue
-			}
-		case RTPUDP:
-			if s.cfg.RTCP[i] == nil {
-				continue
-			}
-			if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCP[i]); err != nil {
-				continue
-			}
-		}
-		s.bytes.Add(int64(sent))
-		s.e.bytesSent.Add(int64(sent))
-	}
-}
-
-// send stamps and sends the packets of one access unit of track i, and
-// the sender reports when they are due.
-func (s *ESStream) send(i int, pkts []*rtp.Packet, ts uint32) error {
-	defer func() {
-		s.mu.Lock()
-		var srs [2][]byte
-		if now := time.Now(); now.After(s.nextSR[i]) {
-			s.nextSR[i] = now.Add(s.e.SRInterval)
-			srs[i] = s.reportLocked(i, "")
-		}
-		s.mu.Unlock()
-		s.sendRTCP(srs, true)
-	}()
-	for _, p := range pkts {
-		p.Timestamp += ts // the encoders stamp each packet from 0 (AAC: its first AU's offset)
-		s.mu.Lock()
-		p.SequenceNumber = s.seq[i]
-		s.seq[i]++
-		s.packets[i]++
-		s.octets[i] += uint32(len(p.Payload))
-		s.lastTS[i] = p.Timestamp
-		s.mu.Unlock()
-		p.SSRC = s.cfg.SSRC[i]
-		b, err := p.Marshal()
-		if err != nil {
-			return err
-		}
-		switch s.cfg.Mode {
-		case RTPTCP:
-			ch := s.cfg.Channel[i]
-			if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(ch), b)); err != nil {
-				return fmt.Errorf("%w: %v", ErrQueueFull, err)
-			}
-			s.bytes.Add(int64(len(b) + 4))
-			s.e.bytesSent.Add(int64(len(b) + 4))
-		case RTPUDP:
-			if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
-				s.bytes.Add(int64(len(b)))
-				s.e.bytesSent.Add(int64(len(b)))
-			}
-		}
-	}
-	return nil
-}

@@ -3,7 +3,9 @@ package deliver
 import (
 	"context"
 	"io"
+	"math"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,4 +160,104 @@ func TestESStreamEnds(t *testing.T) {
 	if _, _, err := sink.ReadFrom(buf); err != nil {
 		t.Fatalf("no video packet: %v", err)
 	}
+}
+
+// TestESTracksOnOneTimeline: each packet leaves when due by its own time
+// (the title's audio PES packets sit in the file up to ~0.65 s after the
+// video of the same time, and were sent in file order), and the sender
+// reports of both tracks map their RTP clocks to the same media time, as
+// a player synchronising the tracks by RTCP needs.
+func TestESTracksOnOneTimeline(t *testing.T) {
+	e := &Engine{Shards: 1, SRInterval: 300 * time.Millisecond}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	src := newMemSource(loadClip(t))
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := float64(tr.Audio.ClockRate())
+	srv, cli := tcpPair(t)
+	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Seek(4); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	start := time.Now()
+	cli.SetReadDeadline(start.Add(3 * time.Second))
+	var late [2][]float64 // per track: arrival minus media time, seconds
+	var srMedia [2][]float64
+	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	for {
+		if _, err := io.ReadFull(cli, hdr); err != nil {
+			break
+		}
+		l := int(hdr[2])<<8 | int(hdr[3])
+		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+			break
+		}
+		at := time.Since(start).Seconds()
+		track := int(hdr[1] / 2)
+		clock := 90000.0
+		if track == 1 {
+			clock = rate
+		}
+		if hdr[1]%2 == 1 {
+			ps, err := rtcp.Unmarshal(buf[:l])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sr, ok := ps[0].(*rtcp.SenderReport); ok {
+				// the media time the report says is due at a common instant
+				sent := ntpToTime(sr.NTPTime)
+				srMedia[track] = append(srMedia[track], float64(sr.RTPTime)/clock-sent.Sub(start).Seconds())
+			}
+			continue
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		if at > 0.5 { // past the audio before the first picture, sent at once
+			late[track] = append(late[track], at-float64(p.Timestamp)/clock)
+		}
+	}
+	if len(late[0]) < 50 || len(late[1]) < 10 {
+		t.Fatalf("%d video and %d audio packets in the last 2.5 s", len(late[0]), len(late[1]))
+	}
+	// Audio frames have one time each (PTS = DTS): their lateness is flat.
+	a := slices.Clone(late[1])
+	slices.Sort(a)
+	med := a[len(a)/2]
+	dev := make([]float64, len(a))
+	for i, v := range a {
+		dev[i] = math.Abs(v - med)
+	}
+	slices.Sort(dev)
+	if d := dev[len(dev)*9/10]; d > 0.06 {
+		t.Errorf("audio packets leave from %.3f s to %.3f s after their time (median %.3f s): 90%% within %.3f s of it, want 0.06", a[0], a[len(a)-1], med, d)
+	}
+	if len(srMedia[0]) == 0 || len(srMedia[1]) == 0 {
+		t.Fatalf("sender reports: %d video, %d audio", len(srMedia[0]), len(srMedia[1]))
+	}
+	for _, v := range srMedia[0] {
+		for _, a := range srMedia[1] {
+			if d := math.Abs(v - a); d > 0.02 {
+				t.Fatalf("the tracks' sender reports map the wall clock to media times %.3f s apart (video %v, audio %v)", d, srMedia[0], srMedia[1])
+			}
+		}
+	}
+}
+
+// ntpToTime converts an NTP timestamp (RFC 3550 §4) to a time.
+func ntpToTime(v uint64) time.Time {
+	secs := int64(v>>32) - 2208988800
+	frac := int64(v&0xffffffff) * int64(time.Second) >> 32
+	return time.Unix(secs, frac)
 }

@@ -44,6 +44,7 @@ type pacedReader struct {
 	prefix  []byte // given first (the PAT and PMT after a jump)
 	bitrate int64
 	tick    time.Duration
+	ahead   time.Duration // bytes are handed out this long before they are due
 
 	anchored    bool
 	anchorWall  time.Time
@@ -95,7 +96,7 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		if !r.anchored {
 			r.anchorWall, r.anchorClock, r.anchored = now, ck.at(r.off), true
 		}
-		target := r.anchorClock + int64(now.Add(r.tick).Sub(r.anchorWall))*27/1000
+		target := r.anchorClock + int64(now.Add(r.tick+r.ahead).Sub(r.anchorWall))*27/1000
 		due := min((ck.offset(target)/TSPacketSize+1)*TSPacketSize, idx.Size)
 		if n := min(int64(len(p)), due-r.off); n > 0 {
 			m, err := r.src.ReadAt(p[:n], r.off)

@@ -1,0 +1,208 @@
+package deliver
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+	"github.com/pion/rtp"
+)
+
+// esReadAhead is how far past the stream clock (the PCR) an
+// elementary-stream play reads its title. A multiplexer may place an
+// access unit up to 1 s before its decoding time (ISO/IEC 13818-1 §2.4.2.6,
+// the T-STD's 1 s bound; ffmpeg's default -muxdelay is 0.7 s, and audio
+// PES packets carry up to 0.7 s of frames), and audio usually less ahead
+// than video: sent in file order, audio left up to ~0.7 s after the video
+// of the same time. Reading 1 s ahead and sending each access unit at its
+// own time leaves every one on time.
+const esReadAhead = time.Second
+
+// esResync is how late an access unit may be read (a fill that fell
+// behind, a stalled disk) before the play's clock moves on by that much:
+// up to it, late units go out at once to catch up; past it, the timeline
+// restarts from the late unit, as an MPEG-TS stream's does when its fill
+// catches up.
+const esResync = time.Second
+
+// esUnit is one RTP packet of an elementary-stream track waiting for its
+// send time.
+type esUnit struct {
+	track int
+	due   int64  // 90 kHz ticks, unwrapped: DTS of its video access unit, or PTS of its audio frame
+	off   int64  // bytes: the reader's offset when its PES was demultiplexed
+	n     uint64 // push order: ties keep it
+	pkt   *rtp.Packet
+}
+
+// esQueue is a min-heap of units by due time, then push order (a track's
+// units are pushed in decoding order with non-decreasing due times, so
+// each track leaves in its order).
+type esQueue []*esUnit
+
+func (q esQueue) Len() int { return len(q) }
+func (q esQueue) Less(i, j int) bool {
+	if q[i].due != q[j].due {
+		return q[i].due < q[j].due
+	}
+	return q[i].n < q[j].n
+}
+func (q esQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *esQueue) Push(x any)   { *q = append(*q, x.(*esUnit)) }
+func (q *esQueue) Pop() any {
+	old := *q
+	u := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return u
+}
+
+// esPlay is one play (Resume to stop) of an ESStream: the demultiplexer
+// pushes the RTP packets of each access unit with its decoding time, and
+// the sender sends each when the play's clock reaches it. The clock is
+// set by the first unit pushed: its time is sent at once, every other
+// unit its media time later, so that both tracks leave on one timeline
+// whatever their order in the file.
+type esPlay struct {
+	mu     sync.Mutex
+	q      esQueue
+	pushed uint64
+	wake   chan struct{}
+	ended  bool // the demultiplexer is done: the queue drains and the sender returns
+
+	td    mpegts.TimeDecoder // unwraps the 33-bit timestamps of every track
+	based bool
+	base  int64 // the first raw timestamp decoded (unwrapped 0)
+
+	clockSet   bool
+	clockWall  time.Time // when media time clockMedia is due
+	clockMedia int64     // 90 kHz ticks, unwrapped
+
+	sentOff int64 // offset of the last unit sent; -1 before the first
+}
+
+func newESPlay() *esPlay {
+	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1}
+}
+
+// unwrap returns the raw 90 kHz timestamp ts of either track as a
+// continuous count of ticks from the play's first timestamp.
+func (p *esPlay) unwrap(ts int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.based {
+		p.based, p.base = true, ts
+	}
+	return p.td.Decode(ts)
+}
+
+// push queues the packets of one access unit of track, packet i due at
+// media time dues[i] (unwrapped 90 kHz ticks), read at byte off of the
+// title. The first unit pushed sets the clock; a unit read more than
+// esResync after its time moves the clock on by its lateness.
+func (p *esPlay) push(track int, off int64, pkts []*rtp.Packet, dues []int64) {
+	if len(pkts) == 0 {
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	if !p.clockSet {
+		p.clockSet, p.clockWall, p.clockMedia = true, now, dues[0]
+	} else if late := now.Sub(p.wallOfLocked(dues[0])); late > esResync {
+		p.clockWall = p.clockWall.Add(late) // read that late: the timeline restarts here
+	}
+	for i, pkt := range pkts {
+		heap.Push(&p.q, &esUnit{track: track, due: dues[i], off: off, n: p.pushed, pkt: pkt})
+		p.pushed++
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *esPlay) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish tells the sender nothing more comes: it sends what is queued,
+// then returns.
+func (p *esPlay) finish() {
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+	p.signal()
+}
+
+// wallOfLocked returns when media time m (unwrapped 90 kHz ticks) is due.
+func (p *esPlay) wallOfLocked(m int64) time.Time {
+	return p.clockWall.Add(time.Duration(m-p.clockMedia) * time.Second / 90000)
+}
+
+// mediaNow returns the raw 90 kHz timestamp due now (what an RTCP sender
+// report maps to the wall clock), and false before the clock is set.
+func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.clockSet {
+		return 0, false
+	}
+	return p.base + p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
+}
+
+// lastSentOffset returns the offset of the last unit sent, or -1.
+func (p *esPlay) lastSentOffset() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sentOff
+}
+
+// sendLoop sends each queued unit with send when it is due, until the
+// queue is empty after finish (nil), ctx ends (its error) or send fails
+// (its error).
+func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		if len(p.q) == 0 {
+			ended := p.ended
+			p.mu.Unlock()
+			if ended {
+				return nil
+			}
+			select {
+			case <-p.wake:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		u := p.q[0]
+		if wait := time.Until(p.wallOfLocked(u.due)); wait > 0 {
+			p.mu.Unlock()
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-p.wake: // an earlier unit may have come
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		heap.Pop(&p.q)
+		p.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := send(u); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.sentOff = u.off
+		p.mu.Unlock()
+	}
+}

@@ -1,0 +1,129 @@
+package deliver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pion/rtcp"
+)
+
+// reportsLocked returns, per track set up, an RTCP sender report (RFC 3550
+// §6.4.1) for now, followed by a BYE (§6.6) with reason bye when bye is
+// not empty; s.mu held.
+func (s *ESStream) reportsLocked(bye string) [2][]byte {
+	var out [2][]byte
+	for i := range 2 {
+		out[i] = s.reportLocked(i, bye)
+	}
+	return out
+}
+
+// reportLocked is reportsLocked for track i: nil when the track was not
+// set up, or sent nothing and bye is empty. A track that sent nothing
+// starts its BYE with an empty receiver report (§6.1: a compound packet
+// starts with a report).
+func (s *ESStream) reportLocked(i int, bye string) []byte {
+	if !s.track(i) {
+		return nil
+	}
+	var ps []rtcp.Packet
+	switch {
+	case s.packets[i] > 0:
+		now := time.Now()
+		rtpNow := s.lastTS[i]
+		if s.play != nil {
+			if m, ok := s.play.mediaNow(now); ok {
+				rtpNow = s.rtpTime(i, m) // the timeline both tracks are sent on
+			}
+		}
+		ps = append(ps, &rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(now), RTPTime: rtpNow,
+			PacketCount: s.packets[i], OctetCount: s.octets[i]})
+	case bye != "":
+		ps = append(ps, &rtcp.ReceiverReport{SSRC: s.cfg.SSRC[i]})
+	default:
+		return nil
+	}
+	if bye != "" {
+		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: bye})
+	}
+	b, err := rtcp.Marshal(ps)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
+// channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
+// waits for room in the connection's queue when wait is set (the stream's
+// own goroutine), else drops what the queue cannot take at once.
+func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) {
+	for i, b := range pkts {
+		if b == nil {
+			continue
+		}
+		sent := len(b)
+		switch s.cfg.Mode {
+		case RTPTCP:
+			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
+			sent = len(frame)
+			if wait {
+				if _, err := s.cfg.Conn.Write(frame); err != nil {
+					continue
+				}
+			} else if ok, _ := s.cfg.Conn.TryWrite(frame); !ok {
+				continue
+			}
+		case RTPUDP:
+			if s.cfg.RTCP[i] == nil {
+				continue
+			}
+			if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCP[i]); err != nil {
+				continue
+			}
+		}
+		s.bytes.Add(int64(sent))
+		s.e.bytesSent.Add(int64(sent))
+	}
+}
+
+// sendUnit sends one RTP packet of track u.track, numbered in its
+// track's sequence, and the track's sender report when it is due.
+// Errors: ErrQueueFull when a TCP connection cannot take it.
+func (s *ESStream) sendUnit(u *esUnit) error {
+	i, p := u.track, u.pkt
+	s.mu.Lock()
+	p.SequenceNumber = s.seq[i]
+	s.seq[i]++
+	s.packets[i]++
+	s.octets[i] += uint32(len(p.Payload))
+	s.lastTS[i] = p.Timestamp
+	s.mu.Unlock()
+	p.SSRC = s.cfg.SSRC[i]
+	b, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	switch s.cfg.Mode {
+	case RTPTCP:
+		if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]), b)); err != nil {
+			return fmt.Errorf("%w: %v", ErrQueueFull, err)
+		}
+		s.bytes.Add(int64(len(b) + 4))
+		s.e.bytesSent.Add(int64(len(b) + 4))
+	case RTPUDP:
+		if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
+			s.bytes.Add(int64(len(b)))
+			s.e.bytesSent.Add(int64(len(b)))
+		}
+	}
+	s.mu.Lock()
+	var srs [2][]byte
+	if now := time.Now(); now.After(s.nextSR[i]) {
+		s.nextSR[i] = now.Add(s.e.SRInterval)
+		srs[i] = s.reportLocked(i, "")
+	}
+	s.mu.Unlock()
+	s.sendRTCP(srs, true)
+	return nil
+}
