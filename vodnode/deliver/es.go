@@ -501,4 +501,3 @@ func (s *ESStream) track(i int) bool {
 	}
 	return s.cfg.Dest[i] != nil
 }
-
