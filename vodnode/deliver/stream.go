@@ -3,6 +3,7 @@ package deliver
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -173,9 +174,10 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 // to the keyframe presented at or before npt seconds of normal play time
 // (the presentation time from the title's first picture; into a part
 // still filling: to that keyframe once the fill has indexed npt, the
-// stream waiting until then, and the position returned is npt itself);
-// npt < 0 keeps the position. It returns the position (npt) and the RTP sequence number and
-// timestamp the stream will go on with. Errors: ErrRange when npt is at or past the end of a complete
+// stream waiting until then, and the position returned is npt itself,
+// with the RTP timestamp of npt on the stream's clock, seekRTPTime);
+// npt < 0 keeps the position. It returns the position (npt) and the RTP
+// sequence number and timestamp the stream will go on with. Errors: ErrRange when npt is at or past the end of a complete
 // title, ErrEnded, or the fill's error.
 func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	s.mu.Lock()
@@ -189,9 +191,11 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	}
 	ck := s.clock(idx, complete)
 	info := PlayInfo{Seq: s.seq, RTPTime: s.cfg.TSBase, NPT: max(npt, 0)}
-	seekNPT := -1.0
+	seekNPT, estimated := -1.0, false
 	if npt >= 0 {
-		off, at, estimated, err := s.seekOffset(idx, complete, ck, npt)
+		var off int64
+		var at float64
+		off, at, estimated, err = s.seekOffset(idx, complete, ck, npt)
 		if err != nil {
 			return PlayInfo{}, err
 		}
@@ -214,7 +218,26 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 			info.NPT = seekNPT
 		}
 	}
+	if estimated {
+		info.RTPTime = s.seekRTPTime(ck, idx.Size, npt)
+	}
 	return info, nil
+}
+
+// seekRTPTime returns the RTP timestamp of npt seconds in the part of the
+// title not filled yet: that of the end of the bytes indexed (size), or
+// the stream's first when no clock is known yet, moved on by the time from
+// there to npt (RFC 2326 §12.33: RTP-Info's rtptime is the timestamp of
+// the Range's npt). The clock at the offset the bitrate gives for npt
+// would be extrapolated across the unfilled bytes from the last two PCRs,
+// seconds off when the title's bitrate is not the one announced, and the
+// stream starts elsewhere anyway (at npt's keyframe, once indexed).
+func (s *Stream) seekRTPTime(ck clockOf, size int64, npt float64) uint32 {
+	base, from := s.cfg.TSBase, 0.0
+	if ck.ok() {
+		base, from = s.rtpTime(ck, size), ck.npt(size)
+	}
+	return base + uint32(int64(math.Round((npt-from)*90000)))
 }
 
 // Resume starts sending from the current position, on the stream's own
