@@ -129,7 +129,7 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	if !registered && !known {
 		stored, err := m.readNodeSettings(ctx, false)
 		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (store: %v)", id, err)
+			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, storeMsg(err))
 		}
 		if _, ok := stored[id]; !ok {
 			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
@@ -169,7 +169,7 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	m.kickPump()
 	if err != nil {
 		m.log.Error("store: node setting not saved", "node", id, "err", err)
-		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (store: %v): a manager restart, a takeover or the node's next registration forgets it", id, err)
+		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): a manager restart, a takeover or the node's next registration forgets it", id, storeMsg(err))
 	}
 	return info, nil
 }
@@ -261,7 +261,7 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	defer cancel()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
-		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (store: %v): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), err)
+		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), storeMsg(err))
 	}
 	return info, nil
 }

@@ -194,12 +194,12 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	// The order outlives a restart or a takeover until carried out.
 	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {
 		m.log.Error("store: prefetch order not saved", "node", id, "title", t.ID, "err", err)
-		msg += fmt.Sprintf(" (order not saved, store: %v: a manager restart before it is carried out forgets it)", err)
+		msg += fmt.Sprintf(" (order not saved, %s: a manager restart before it is carried out forgets it)", storeMsg(err))
 	}
 	// Also a hold another manager sharing the store wrote: lifted there too.
 	if err := m.saveHoldOpLocked(id, t.ID); err != nil {
 		m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
-		msg += fmt.Sprintf(" (the stored hold not lifted, store: %v: a manager restart brings it back)", err)
+		msg += fmt.Sprintf(" (the stored hold not lifted, %s: a manager restart brings it back)", storeMsg(err))
 	}
 	return &pb.PlacementAck{NodeId: id, Message: msg}, nil
 }
@@ -232,7 +232,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 			msg := "not on the node: the operator's prefetch there, failed or queued, is cancelled"
 			if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
 				m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
-				msg += fmt.Sprintf(" (its stored order not removed, store: %v: a manager restart may order it again)", err)
+				msg += fmt.Sprintf(" (its stored order not removed, %s: a manager restart may order it again)", storeMsg(err))
 			}
 			return &pb.PlacementAck{NodeId: node, Message: msg}, nil
 		}
@@ -256,7 +256,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	if planner {
 		if err := m.saveHoldOpLocked(node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
-			msg += fmt.Sprintf(" (hold not saved, store: %v: a manager restart forgets it)", err)
+			msg += fmt.Sprintf(" (hold not saved, %s: a manager restart forgets it)", storeMsg(err))
 		}
 	}
 	return &pb.PlacementAck{NodeId: node, Message: msg}, nil
@@ -369,7 +369,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		m.syncPinnedLocked(title) // a report in between may have carried the change
 		m.mu.Unlock()
 		m.log.Error("store: pin change not persisted, undone", "title", title, "node", node, "pin", pin, "err", err)
-		return nil, status.Errorf(codes.Unavailable, "pin not %s: store: %v", verb, err)
+		return nil, status.Errorf(codes.Unavailable, "pin not %s: %s", verb, storeMsg(err))
 	}
 	m.log.Info("pin changed by operator", "title", title, "where", where, "pin", pin)
 	m.mu.Lock()

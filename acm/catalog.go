@@ -2,7 +2,6 @@ package acm
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -136,7 +135,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 	err = m.st.ReplaceTitles(ctx, ts)
 	m.noteStore(err)
 	if err != nil {
-		return change, fmt.Errorf("store: %w", err)
+		return change, err // the store says "store: …"
 	}
 	m.log.Debug("catalog refreshed", "titles", len(ts))
 	return change, nil

@@ -71,7 +71,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	defer cancel()
 	st, err := m.readStoredNodeState(ctx)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (store: %v)", id, err)
+		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (%s)", id, storeMsg(err))
 	}
 
 	out := &pb.ForgetNodeResponse{NodeId: id}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -153,4 +154,14 @@ func (m *Manager) retryDeletes() {
 		done++
 	}
 	m.log.Info("store: ended sessions deleted after the store's return", "deleted", done, "left", len(batch)-done)
+}
+
+// storeMsg returns the store's error err for a message, with one "store: "
+// in front (the store's own errors carry it already).
+func storeMsg(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "store: ") {
+		msg = "store: " + msg
+	}
+	return msg
 }

@@ -232,3 +232,18 @@ func TestDeleteRetriedWhenStoreReturns(t *testing.T) {
 		return errors.Is(err, store.ErrNotFound)
 	})
 }
+
+// TestStoreMsgOnePrefix: messages name the store once, whether or not its
+// error says "store: " itself (the store's own errors read "store: …";
+// messages read "store: store: …" before).
+func TestStoreMsgOnePrefix(t *testing.T) {
+	for in, want := range map[error]string{
+		errors.New("store: redis: 127.0.0.1:6379: connection refused"): "store: redis: 127.0.0.1:6379: connection refused",
+		errors.New("connection refused"):                               "store: connection refused",
+		context.DeadlineExceeded:                                       "store: context deadline exceeded",
+	} {
+		if got := storeMsg(in); got != want {
+			t.Errorf("storeMsg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

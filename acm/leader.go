@@ -382,10 +382,10 @@ func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnarySer
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := m.loadSessions(lctx, r.GetNodeId()); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s: its sessions not loaded from the store: %v", r.GetNodeId(), err)
+		return nil, status.Errorf(codes.Unavailable, "node %s: its sessions not loaded (%s)", r.GetNodeId(), storeMsg(err))
 	}
 	if err := m.reloadNodeSetting(lctx, r.GetNodeId()); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s: its operator setting not loaded from the store: %v", r.GetNodeId(), err)
+		return nil, status.Errorf(codes.Unavailable, "node %s: its operator setting not loaded (%s)", r.GetNodeId(), storeMsg(err))
 	}
 	return h(ctx, req)
 }

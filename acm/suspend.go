@@ -105,7 +105,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		cancel()
 	}
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "suspension not changed: store: %v", err)
+		return nil, status.Errorf(codes.Unavailable, "suspension not changed: %s", storeMsg(err))
 	}
 	m.mu.Lock()
 	m.suspended = next
