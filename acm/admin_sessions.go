@@ -31,11 +31,23 @@ func badReason(reason string) bool {
 // it is written without them.
 const heldRecordWait = 10 * time.Second
 
-// heldRecord is the session record of a session the operator ended, held
-// until its node reports it ENDED (heldRecordWait at most).
+// endedRetryWait is how long the session record of a session that its
+// node's first report after registering did not list waits for the node's
+// ENDED: refused as UNAVAILABLE before the node registered, the event is
+// retried after the node's backoff (at most 10 s apart, vodnode), which
+// comes after that first report.
+const endedRetryWait = 30 * time.Second
+
+// heldRecord is the session record of a session the operator ended, or
+// that its node's first report did not list (session.awaitEnded), held
+// until its node reports it ENDED (wait at most).
 type heldRecord struct {
 	rec   sessionRecord
 	since time.Time
+	wait  time.Duration // heldRecordWait or endedRetryWait
+	// nodeReason: the ENDED's reason replaces the record's (the manager
+	// ended the session for want of news, not for a reason of its own).
+	nodeReason bool
 }
 
 // EndSessions implements pb.AdminServer: the operator ends sessions now,
@@ -139,12 +151,13 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 }
 
 // holdRecordLocked keeps rec until the node's ENDED of its session
-// (recordEndedLocked) or heldRecordWait (flushHeldRecordsLocked).
-func (m *Manager) holdRecordLocked(rec sessionRecord, now time.Time) {
+// (recordEndedLocked) or wait (flushHeldRecordsLocked); with nodeReason
+// the ENDED's reason replaces rec's.
+func (m *Manager) holdRecordLocked(rec sessionRecord, now time.Time, wait time.Duration, nodeReason bool) {
 	if m.heldRecords == nil {
 		m.heldRecords = map[string]heldRecord{}
 	}
-	m.heldRecords[rec.Session] = heldRecord{rec: rec, since: now}
+	m.heldRecords[rec.Session] = heldRecord{rec: rec, since: now, wait: wait, nodeReason: nodeReason}
 }
 
 // recordEndedLocked completes the held record of session sid with what
@@ -157,6 +170,9 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 	}
 	delete(m.heldRecords, ev.GetSessionId())
 	h.rec.BytesSent = ev.GetBytesSent()
+	if h.nodeReason && ev.GetReason() != "" {
+		h.rec.Reason = ev.GetReason()
+	}
 	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt) && !at.Before(h.rec.StartedAt) {
 		h.rec.EndedAt = at.UTC()
 		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt))
@@ -166,11 +182,11 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 }
 
 // flushHeldRecordsLocked writes the held records whose node has not said
-// ENDED within heldRecordWait (dead, or the viewer never came), without
+// ENDED within their wait (dead, or the viewer never came), without
 // the bytes sent; all of them when all is set (Close).
 func (m *Manager) flushHeldRecordsLocked(now time.Time, all bool) {
 	for id, h := range m.heldRecords {
-		if all || now.Sub(h.since) >= heldRecordWait {
+		if all || now.Sub(h.since) >= h.wait {
 			delete(m.heldRecords, id)
 			m.records.add(h.rec)
 		}

@@ -297,8 +297,13 @@ type Manager struct {
 	// heldRecords: records of sessions the operator ended, waiting for
 	// their nodes' ENDED (mu).
 	heldRecords map[string]heldRecord
-	replays     *auth.Replays // Digest responses accepted within the nonce TTL
-	sites       *siteTable    // Sites by prefix
+	// endedRefused: sessions whose ENDED was refused as UNAVAILABLE (its
+	// node not registered here yet) -> when; the node retries it. Their
+	// node's first report, which does not list them, holds their record
+	// for the retry (session.awaitEnded). Pruned after endedRefusedKeep.
+	endedRefused map[string]time.Time
+	replays      *auth.Replays // Digest responses accepted within the nonce TTL
+	sites        *siteTable    // Sites by prefix
 	// refusalLog: refused subscriber tokens are logged at Info up to 1 a
 	// second (bursts of 10), the rest at Debug.
 	refusalLog *rate.Limiter

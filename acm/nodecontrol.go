@@ -382,6 +382,12 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 				// when it registered again.
 				s.endedAt = later(s.heardUntil, s.StartedAt)
 			}
+			if _, ok := m.endedRefused[s.ID]; ok {
+				// Its ENDED was refused before the registration: the
+				// node retries it after this report.
+				delete(m.endedRefused, s.ID)
+				s.awaitEnded = true
+			}
 			m.endLocked(s, "not on its node after the node registered")
 			changed = append(changed, s)
 		case s.playingAt+1 < ns.reports:
@@ -490,6 +496,11 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 			// door's address moved to this manager after a failover): its
 			// sessions load when it registers, so the event is retried
 			// then, not dropped with the bytes and the end time it carries.
+			if ev.GetKind() == pb.SessionEvent_KIND_ENDED {
+				m.mu.Lock()
+				m.noteEndedRefusedLocked(ev.GetSessionId(), m.now())
+				m.mu.Unlock()
+			}
 			return nil, status.Errorf(codes.Unavailable, "node %s has not registered with this manager yet: report session %s again once it has (its sessions load then)", ev.GetNodeId(), ev.GetSessionId())
 		}
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
@@ -526,6 +537,25 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		m.kickPump()
 	}
 	return &pb.SessionEventAck{}, nil
+}
+
+// endedRefusedKeep is how long endedRefused remembers a session: its node
+// may take a failover's time to register here.
+const endedRefusedKeep = 10 * time.Minute
+
+// noteEndedRefusedLocked remembers that the ENDED of session sid was
+// refused as UNAVAILABLE at now (mu held), and forgets those older than
+// endedRefusedKeep.
+func (m *Manager) noteEndedRefusedLocked(sid string, now time.Time) {
+	if m.endedRefused == nil {
+		m.endedRefused = map[string]time.Time{}
+	}
+	for id, at := range m.endedRefused {
+		if now.Sub(at) > endedRefusedKeep {
+			delete(m.endedRefused, id)
+		}
+	}
+	m.endedRefused[sid] = now
 }
 
 // storedLive reports whether the store holds session id as live (not

@@ -224,8 +224,12 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		rec.StartedAt = s.StartedAt.UTC()
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}
-	if s.holdRecord {
-		m.holdRecordLocked(rec, now)
+	switch {
+	case s.awaitEnded:
+		m.holdRecordLocked(rec, now, endedRetryWait, true)
+		return
+	case s.holdRecord:
+		m.holdRecordLocked(rec, now, heldRecordWait, false)
 		return
 	}
 	m.records.add(rec)

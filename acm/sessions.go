@@ -47,6 +47,12 @@ type session struct {
 	// holdRecord: its session record waits for its node's ENDED (the
 	// operator ended it: admin_sessions.go).
 	holdRecord bool
+	// awaitEnded: its node's first report after registering did not list
+	// it, and its ENDED was refused as UNAVAILABLE before (the node not
+	// registered here: Manager.endedRefused), which the node retries after
+	// its backoff. The record waits for it (endedRetryWait) and takes its
+	// bytes, end time and reason.
+	awaitEnded bool
 	// endedAt is when it ended by its node's ENDED event (the viewer's
 	// last sign of life for a timeout); zero: when the manager ended it.
 	endedAt time.Time
