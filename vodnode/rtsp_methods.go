@@ -332,18 +332,18 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
 	granted := s.player.SetScale(scale)
-	// The end of the client's Range, honoured in normal play of MP2T
-	// (RFC 2326 12.29: the stream pauses there); a PLAY without one plays
-	// on to the end of the title. An end at the title's end (GStreamer
-	// sends the SDP's duration) is the end of the title: the stream ends
-	// there with its BYE, and the answer stays open-ended (see below).
+	// The end of the client's Range, honoured in normal play (RFC 2326
+	// 12.29: the stream pauses there); a PLAY without one plays on to the
+	// end of the title. An end at the title's end (GStreamer sends the
+	// SDP's duration) is the end of the title: the stream ends there with
+	// its BYE, and the answer stays open-ended (see below).
 	rangeEnd := ""
-	if ts, ok := s.player.(tsPlayer); ok {
+	if st, ok := s.player.(interface{ SetStop(float64) }); ok {
 		if end >= 0 && granted == 1 && (dur <= 0 || end < dur-1) {
-			ts.SetStop(end)
+			st.SetStop(end)
 			rangeEnd = formatNPT(end)
 		} else {
-			ts.SetStop(-1)
+			st.SetStop(-1)
 		}
 	}
 	c.n.started(s)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/gortsplib/v4/pkg/headers"
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
@@ -400,4 +401,78 @@ func TestPlayRangeEnd(t *testing.T) {
 	if ms := c.readMedia(time.Second); len(ms) == 0 {
 		t.Fatal("no media after a PLAY without Range")
 	}
+}
+
+// TestESPlayRangeEnd: in elementary-stream mode too a PLAY with an end
+// (Range: npt=2-4) is answered with that range and pauses there: the last
+// picture sent is about 4 s into the title and nothing more comes; a PLAY
+// without Range goes on. (Elementary-stream sessions played on to the end
+// of the title.)
+func TestESPlayRangeEnd(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	waitPrefetch(t, n, "sample-001")
+	url := esURL(n, mint(t, "es-range-end", "sample-001", "node-1", "", time.Minute), "sample-001")
+	c := dialRTSP(t, n)
+	res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=2-4")
+	if res.StatusCode != 200 || len(res.Header["Range"]) != 1 || !strings.HasSuffix(res.Header["Range"][0], "-4.000") {
+		t.Fatalf("PLAY npt=2-4: %s %v", statusLine(res), res.Header["Range"])
+	}
+	var ri headers.RTPInfo
+	if err := ri.Unmarshal(res.Header["RTP-Info"]); err != nil || len(ri) == 0 || ri[0].Timestamp == nil {
+		t.Fatalf("RTP-Info %v: %v", res.Header["RTP-Info"], err)
+	}
+	start, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(res.Header["Range"][0], "npt="), "-4.000"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := c.readMediaRTP(5 * time.Second) // the 2 s to play, then silence
+	if len(ms) < 20 {
+		t.Fatalf("%d video packets", len(ms))
+	}
+	last := ms[len(ms)-1]
+	at := start + float64(last.Timestamp-*ri[0].Timestamp)/90000
+	t.Logf("played from %.2f s to a picture at %.2f s", start, at)
+	if at < 3.3 || at > 4.9 {
+		t.Fatalf("last picture at %.2f s (from %.2f s), want about 4 (the Range's end)", at, start)
+	}
+	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 || !strings.HasSuffix(res.Header["Range"][0], "-") {
+		t.Fatalf("PLAY on: %s %v", statusLine(res), res.Header["Range"])
+	}
+	if ms := c.readMediaRTP(time.Second); len(ms) == 0 {
+		t.Fatal("no media after a PLAY without Range")
+	}
+}
+
+// readMediaRTP reads the RTP packets of interleaved channel 0 for d.
+func (tc *testClient) readMediaRTP(d time.Duration) []rtp.Packet {
+	tc.t.Helper()
+	var out []rtp.Packet
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		tc.c.SetReadDeadline(end)
+		if _, err := tc.br.Peek(1); err != nil {
+			break
+		}
+		tc.c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a frame begun is read whole
+		ch, b, err := tc.frame()
+		if err != nil {
+			tc.t.Fatalf("interleaved frame: %v", err)
+		}
+		if ch != 0 {
+			continue
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(b); err != nil {
+			tc.t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -165,7 +165,8 @@ type ESStream struct {
 	lastTS  [2]uint32    // RTP timestamp of the last packet per track
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
-	plays   uint64 // bumped by Resume: a late BYE of an earlier play is not sent
+	plays   uint64  // bumped by Resume: a late BYE of an earlier play is not sent
+	stopNPT float64 // the next play pauses here (a PLAY Range's end), seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -198,7 +199,7 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = e.Tick
 	}
-	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq}, nil
+	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1}, nil
 }
 
 // Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
@@ -263,7 +264,7 @@ func (s *ESStream) Resume() {
 	s.plays++
 	idx, _, _ := s.cfg.Source.State()
 	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
-	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead}
+	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, stopNPT: s.stopNPT}
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
@@ -308,6 +309,17 @@ func (s *ESStream) Pause() float64 {
 		return 0
 	}
 	return ck.npt(s.pos)
+}
+
+// SetStop makes the next play (Resume) pause when it reaches npt seconds
+// (the end of a PLAY request's Range, RFC 2326 §12.29): the packets of the
+// title's bytes before it are sent, then nothing, and a Resume goes on
+// from the first keyframe at or after it. npt < 0 clears it; it is
+// cleared when reached.
+func (s *ESStream) SetStop(npt float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopNPT = npt
 }
 
 // SetScale returns 1: elementary-stream sessions play at normal speed only.
@@ -371,6 +383,18 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	stopReading()
 	if ctx.Err() != nil {
 		return // stopped by Seek, Pause or Close
+	}
+	if rd.atStop && errors.Is(err, io.EOF) {
+		// The Range's end: paused there (a Resume goes on).
+		idx, _, _ := s.cfg.Source.State()
+		s.mu.Lock()
+		if s.done == done {
+			s.pos = keyframeAtOrAfter(idx, rd.off)
+			s.stopNPT = -1
+			s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
+		}
+		s.mu.Unlock()
+		return
 	}
 	reason := EndError
 	failed := false

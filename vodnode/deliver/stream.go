@@ -318,10 +318,16 @@ func (s *Stream) SetStop(npt float64) {
 // stopOffset returns the offset at which normal play pauses (the first
 // TS packet at or past stopNPT), -1 when none.
 func (s *Stream) stopOffset(ck clockOf) int64 {
-	if s.stopNPT < 0 {
+	return stopOffsetAt(ck, s.stopNPT)
+}
+
+// stopOffsetAt returns the offset of the first TS packet at or past npt
+// seconds by clock ck, -1 when npt < 0.
+func stopOffsetAt(ck clockOf, npt float64) int64 {
+	if npt < 0 {
 		return -1
 	}
-	off := ck.offset(ck.at(0) + int64(s.stopNPT*tsindex.PCRHz))
+	off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
 	return (off + TSPacketSize - 1) / TSPacketSize * TSPacketSize
 }
 

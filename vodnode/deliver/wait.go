@@ -45,6 +45,8 @@ type pacedReader struct {
 	bitrate int64
 	tick    time.Duration
 	ahead   time.Duration // bytes are handed out this long before they are due
+	stopNPT float64       // io.EOF at the first packet at or past it (a PLAY Range's end), seconds; < 0: none
+	atStop  bool          // the io.EOF was stopNPT's
 
 	anchored    bool
 	anchorWall  time.Time
@@ -98,6 +100,13 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		}
 		target := r.anchorClock + int64(now.Add(r.tick+r.ahead).Sub(r.anchorWall))*27/1000
 		due := min((ck.offset(target)/TSPacketSize+1)*TSPacketSize, idx.Size)
+		if stop := stopOffsetAt(ck, r.stopNPT); stop >= 0 {
+			if r.off >= stop {
+				r.atStop = true
+				return 0, io.EOF
+			}
+			due = min(due, stop)
+		}
 		if n := min(int64(len(p)), due-r.off); n > 0 {
 			m, err := r.src.ReadAt(p[:n], r.off)
 			r.off += int64(m)
