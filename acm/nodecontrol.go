@@ -527,6 +527,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 			m.sessionEndedLocked(s, at)
 			s.bytesSent, s.endedAt = ev.GetBytesSent(), at
 		}
+		delete(m.endedRefused, s.ID) // retried in time: nothing to hold
 		m.endLocked(s, reason)
 	}
 	m.mu.Unlock()
