@@ -19,7 +19,8 @@ const psiLookahead = 512 * TSPacketSize
 // operator's probe) sees the tables and the stream that follows as one
 // sequence (the node's HLS segments that start without the stream's own
 // tables use it too). A table whose next occurrence is not within psiLookahead of
-// off (or not read yet, during a fill) keeps its counter.
+// off (or not read yet, during a fill, or past bytes that are not a TS
+// packet) keeps its counter.
 func ContinuePSI(psi []byte, r io.ReaderAt, off int64, pmtPID uint16) {
 	ahead := make([]byte, psiLookahead)
 	n, _ := r.ReadAt(ahead, off)
@@ -27,7 +28,7 @@ func ContinuePSI(psi []byte, r io.ReaderAt, off int64, pmtPID uint16) {
 	for i := 0; i+TSPacketSize <= n && len(next) < 2; i += TSPacketSize {
 		p := ahead[i : i+TSPacketSize]
 		if p[0] != 0x47 {
-			return
+			break // lost sync: the tables found before it still count
 		}
 		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
 		if _, seen := next[pid]; !seen && (pid == 0 || pid == pmtPID) && p[3]&0x10 != 0 { // with a payload: counted
