@@ -123,7 +123,10 @@ func TestHTTPSessionEnds(t *testing.T) {
 	o := newFakeOrigin(t)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = 500 * time.Millisecond; n.ManagerAddr = maddr })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+		n.SessionTimeout, n.HTTPIdleTimeout = 500*time.Millisecond, 500*time.Millisecond
+		n.ManagerAddr = maddr
+	})
 	tok := mint(t, "h-end", "sample-002", "node-1", "", time.Minute)
 	if res, _ := get(t, httpURL(n, tok, "sample-002.ts"), "Range", "bytes=0-187"); res.StatusCode != 206 {
 		t.Fatalf("GET: %d", res.StatusCode)
@@ -332,7 +335,7 @@ func TestHTTPStalledReaderEnded(t *testing.T) {
 	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout = time.Second; n.ManagerAddr = maddr })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = time.Second, time.Second; n.ManagerAddr = maddr })
 	tok := mint(t, "stall", "long-001", "node-1", "", time.Minute)
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -360,5 +363,60 @@ func TestHTTPStalledReaderEnded(t *testing.T) {
 	// would be 1 s and a little before.
 	if at := time.UnixMilli(m.event("stall", pb.SessionEvent_KIND_ENDED).GetAtUnixMs()); at.After(seen.Add(-1900 * time.Millisecond)) {
 		t.Fatalf("ENDED at %v, %v before it was seen: want the last write that went through, 2 SessionTimeouts (2 s) before", at, seen.Sub(at))
+	}
+}
+
+// TestHLSPauseOutlivesSessionTimeout: an HLS viewer that pauses (asks for
+// nothing once its buffer is full) keeps its session for HTTPIdleTimeout,
+// longer than the RTSP SessionTimeout: after an idle RTSP session set up
+// at the same time has timed out, the viewer's next segment is served in
+// the same session; the session then ends HTTPIdleTimeout after its last
+// request. The default is DefaultHTTPIdleTimeout, never below
+// SessionTimeout. (HTTP sessions ended after SessionTimeout: a pause
+// longer than the player's buffer plus a minute ended in 401.)
+func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	const idle = 3 * time.Second
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+		n.SessionTimeout, n.HTTPIdleTimeout, n.ManagerAddr = 300*time.Millisecond, idle, maddr
+	})
+	waitPrefetch(t, n, "sample-002")
+	tok := mint(t, "hls-pause", "sample-002", "node-1", "", time.Minute)
+	if res, b := get(t, httpURL(n, tok, "sample-002/index.m3u8")); res.StatusCode != 200 || !strings.Contains(string(b), "seg-1.ts") {
+		t.Fatalf("playlist: %d\n%s", res.StatusCode, b)
+	}
+	if res, _ := get(t, httpURL(n, tok, "sample-002/seg-0.ts")); res.StatusCode != 200 {
+		t.Fatalf("segment 0: %d", res.StatusCode)
+	}
+	// The pause: an RTSP session set up now, silent, times out meanwhile.
+	c := dialRTSP(t, n)
+	c.play(nodeURL(n, mint(t, "rtsp-idle", "sample-001", "node-1", "", time.Minute), "sample-001"))
+	waitFor(t, 5*time.Second, "the idle RTSP session to time out", func() bool {
+		return m.event("rtsp-idle", pb.SessionEvent_KIND_ENDED) != nil
+	})
+	if e := m.event("hls-pause", pb.SessionEvent_KIND_ENDED); e != nil {
+		t.Fatalf("the HLS session ended with the RTSP one: %+v", e)
+	}
+	if res, _ := get(t, httpURL(n, tok, "sample-002/seg-1.ts")); res.StatusCode != 200 {
+		t.Fatalf("segment 1 after the pause: %d, want 200 (the same session)", res.StatusCode)
+	}
+	last := time.Now()
+	waitFor(t, 3*idle, "the HLS session to end idle", func() bool { return m.event("hls-pause", pb.SessionEvent_KIND_ENDED) != nil })
+	if e, took := m.event("hls-pause", pb.SessionEvent_KIND_ENDED), time.Since(last); e.GetReason() != "idle" || took < idle {
+		t.Errorf("ENDED %+v %v after the last request, want reason idle after %v", e, took, idle)
+	}
+
+	for _, c := range []struct{ session, idle, want time.Duration }{
+		{0, 0, DefaultHTTPIdleTimeout},
+		{10 * time.Minute, 0, 10 * time.Minute},
+		{time.Minute, 30 * time.Second, time.Minute},
+		{time.Minute, 2 * time.Minute, 2 * time.Minute},
+	} {
+		n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = c.session, c.idle })
+		if n.HTTPIdleTimeout != c.want {
+			t.Errorf("SessionTimeout %v, HTTPIdleTimeout %v: %v, want %v", c.session, c.idle, n.HTTPIdleTimeout, c.want)
+		}
 	}
 }

@@ -196,7 +196,8 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	}
 }
 
-// janitor ends sessions idle for SessionTimeout, forgets used tokens once
+// janitor ends RTSP sessions idle for SessionTimeout and HTTP sessions
+// idle for HTTPIdleTimeout, forgets used tokens once
 // they expire, and writes the spent tokens to usedTokensFile every
 // usedSavePeriod when they changed.
 func (n *Node) janitor() {
@@ -223,7 +224,7 @@ func (n *Node) janitor() {
 				}
 			}
 			for _, hs := range n.httpSessions {
-				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.SessionTimeout {
+				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.HTTPIdleTimeout {
 					idleHTTP = append(idleHTTP, hs)
 				}
 			}
@@ -250,7 +251,7 @@ func (n *Node) janitor() {
 			}
 			for _, hs := range idleHTTP {
 				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle
-					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.SessionTimeout
+					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.HTTPIdleTimeout
 				})
 			}
 		}
