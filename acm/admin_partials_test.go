@@ -14,11 +14,11 @@ import (
 	"vodcluster/smm"
 )
 
-// evictCommand waits (at most 5 s) for an EvictCommand to reach n, skipping
+// evictCommand waits (at most waitForMin) for an EvictCommand to reach n, skipping
 // other commands, and returns its title.
 func (n *fakeNode) evictCommand(t *testing.T) string {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(waitForMin)
 	for {
 		select {
 		case c := <-n.cmds:
@@ -26,7 +26,7 @@ func (n *fakeNode) evictCommand(t *testing.T) string {
 				return ev.GetTitleId()
 			}
 		case <-deadline:
-			t.Fatalf("no evict command reached %s within 5 s", n.id)
+			t.Fatalf("no evict command reached %s within %v", n.id, waitForMin)
 			return ""
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// endCommand waits (at most 5 s) for an EndSessionsCommand to reach n.
+// endCommand waits (at most waitForMin) for an EndSessionsCommand to reach n.
 func (n *fakeNode) endCommand(t *testing.T) *pb.EndSessionsCommand {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(waitForMin)
 	for {
 		select {
 		case c := <-n.cmds:
@@ -25,7 +25,7 @@ func (n *fakeNode) endCommand(t *testing.T) *pb.EndSessionsCommand {
 				return end
 			}
 		case <-deadline:
-			t.Fatalf("no EndSessions command reached %s within 5 s", n.id)
+			t.Fatalf("no EndSessions command reached %s within %v", n.id, waitForMin)
 			return nil
 		}
 	}

@@ -61,7 +61,7 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 		if cmd.GetDrain() == nil || !cmd.GetDrain().Drain {
 			t.Fatalf("command %v", cmd)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("no drain command")
 	}
 	if err := n.event(a, pb.SessionEvent_KIND_ENDED); err != nil {

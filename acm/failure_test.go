@@ -92,7 +92,7 @@ func TestPlannerOrdersReachNode(t *testing.T) {
 		if cmd.GetPrefetch().GetTitleId() != "t3" {
 			t.Fatalf("command %v", cmd)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("planner's prefetch not sent")
 	}
 	p.mu.Lock()
@@ -128,7 +128,7 @@ func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
 		}
 	case cmd := <-old:
 		t.Fatalf("command %v went down the replaced stream", cmd)
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("no command on the new stream")
 	}
 	if !e.nodeInfo("n1").Alive {

@@ -309,7 +309,7 @@ func TestEvictionBeforeFill(t *testing.T) {
 		if cmd.GetEvict().GetTitleId() != "t1" {
 			t.Fatalf("command %v, want evict t1", cmd)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("no eviction command")
 	}
 	select {
@@ -472,7 +472,7 @@ func TestNodeToldToEndSessionsEndedWhileAway(t *testing.T) {
 	waitFor(t, 10*time.Second, "the session ended: its node did not come back", func() bool { return e.session(a) == nil })
 	n.setSessions(a, "someone-elses")
 	n.heartbeat() // the node is back, still playing it
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(waitForMin)
 	for {
 		select {
 		case c := <-n.cmds:

@@ -70,10 +70,10 @@ func storedSettings(t *testing.T, st store.Store) (map[string]nodeSetting, []byt
 }
 
 // waitDrainCmd waits for a DrainCommand to n with the given value,
-// skipping other commands; it fails after 5 s.
+// skipping other commands; it fails after waitForMin.
 func waitDrainCmd(t *testing.T, n *fakeNode, want bool) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(waitForMin)
 	for {
 		select {
 		case c := <-n.cmds:

@@ -18,7 +18,7 @@ func (n *fakeNode) setPartials(ps ...*pb.PartialTitle) {
 	n.partials = ps
 }
 
-// nextReport waits (at most 5 s) for the manager to apply node id's next
+// nextReport waits (at most waitForMin) for the manager to apply node id's next
 // load report.
 func (e *env) nextReport(id string) {
 	e.t.Helper()
@@ -27,8 +27,8 @@ func (e *env) nextReport(id string) {
 	e.m.mu.Unlock()
 	select {
 	case <-seen:
-	case <-time.After(5 * time.Second):
-		e.t.Fatalf("no load report of %s within 5 s", id)
+	case <-time.After(waitForMin):
+		e.t.Fatalf("no load report of %s within %v", id, waitForMin)
 	}
 }
 

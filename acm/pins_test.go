@@ -360,7 +360,7 @@ func TestFillWaitsForAFreshReport(t *testing.T) {
 	n.thaw()
 	select {
 	case <-admitted:
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("admission never answered")
 	}
 	n.waitCommand(t, "evict r", 1)
@@ -389,7 +389,7 @@ func TestProtectCommandCarriesPins(t *testing.T) {
 					t.Fatalf("protect %v, want %v", got, want)
 				}
 				return
-			case <-time.After(5 * time.Second):
+			case <-time.After(waitForMin):
 				t.Fatalf("no protect command (want %v)", want)
 			}
 		}

@@ -113,11 +113,11 @@ func TestPlanPrefetchesAtTheViewersSite(t *testing.T) {
 	}
 }
 
-// prefetchCommand waits (at most 5 s) for a PrefetchCommand to reach n,
+// prefetchCommand waits (at most waitForMin) for a PrefetchCommand to reach n,
 // skipping other commands, and returns its title.
 func (n *fakeNode) prefetchCommand(t *testing.T) string {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(waitForMin)
 	for {
 		select {
 		case c := <-n.cmds:
@@ -125,7 +125,7 @@ func (n *fakeNode) prefetchCommand(t *testing.T) string {
 				return p.GetTitleId()
 			}
 		case <-deadline:
-			t.Fatalf("no prefetch command reached %s within 5 s", n.id)
+			t.Fatalf("no prefetch command reached %s within %v", n.id, waitForMin)
 			return ""
 		}
 	}

@@ -78,7 +78,7 @@ func TestFillWaitsForOriginChannel(t *testing.T) {
 		if code != 302 {
 			t.Fatalf("after the fill completed: %d", code)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("still waiting after the fill completed")
 	}
 }

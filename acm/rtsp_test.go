@@ -262,7 +262,7 @@ func TestReleaseDuringWaitAdmits(t *testing.T) {
 			t.Fatalf("waiting request: %v", res)
 		}
 		e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:7001", "t2", "")
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitForMin):
 		t.Fatal("release did not admit the waiting request")
 	}
 	if got := e.reserved("n1"); got != titleBps {

@@ -205,10 +205,11 @@ func (n *simNode) has(id string) bool {
 	return n.find(id) != nil
 }
 
-// waitCommand waits until cmd was received at least k times.
+// waitCommand waits until cmd was received at least k times, at most
+// waitForMin.
 func (n *simNode) waitCommand(t testing.TB, cmd string, k int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitForMin)
 	for n.count(cmd) < k {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %d× %q on %s; got %v", k, cmd, n.id, n.commands())
