@@ -289,13 +289,19 @@ func runFFmpegArgs(t testing.TB, seconds float64, in ...string) ffmpegResult {
 	return r
 }
 
-// waitFor polls cond every 10 ms until it holds or the deadline passes.
+// waitForMin is the least bound of waitFor.
+const waitForMin = 10 * time.Second
+
+// waitFor polls cond every 10 ms until it holds or d passes; d is at
+// least waitForMin, a bound for a loaded CI machine under the race
+// detector (the wait ends as soon as cond holds).
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, waitForMin)
 	end := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
