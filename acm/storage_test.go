@@ -319,7 +319,11 @@ func containsStr(vs []string, sub string) bool {
 func TestSessionEndsTeachMeanSession(t *testing.T) {
 	e := newManagerWith(t, "", unhinted(), nil)
 	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
-	at := time.Now()
+	// The simulated node lists no sessions in its load reports: its
+	// sessions start (by its clock) after every report taken meanwhile,
+	// so that two reports applied between a STARTED and its ENDED (a
+	// slow machine) do not end them as lost.
+	at := time.Now().Add(time.Minute)
 	for i := 0; i < 4; i++ {
 		sid := e.admitOne("t1")
 		for _, ev := range []struct {
