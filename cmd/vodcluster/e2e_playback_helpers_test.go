@@ -87,6 +87,14 @@ func dialRTSPC(t *testing.T, hostport, user, pw string) *rtspc {
 // send writes a request; do also reads its response.
 func (r *rtspc) send(method, u string, hdr ...string) {
 	r.t.Helper()
+	if err := r.write(method, u, hdr...); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// write writes a request and returns the error (for goroutines other than
+// the test's, which cannot call t.Fatal).
+func (r *rtspc) write(method, u string, hdr ...string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cseq++
@@ -99,9 +107,8 @@ func (r *rtspc) send(method, u string, hdr ...string) {
 		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
 	}
 	b.WriteString("\r\n")
-	if _, err := io.WriteString(r.c, b.String()); err != nil {
-		r.t.Fatal(err)
-	}
+	_, err := io.WriteString(r.c, b.String())
+	return err
 }
 
 func (r *rtspc) do(method, u string, hdr ...string) *base.Response {

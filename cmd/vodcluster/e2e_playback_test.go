@@ -30,6 +30,12 @@ func TestTimeoutReleasesReservation(t *testing.T) {
 		alive bool
 	}
 	var vs []*viewer
+	// The kept-alive viewer's GET_PARAMETERs start right after its PLAY
+	// (the other viewers' setups can take longer than its 2 s timeout on a
+	// loaded machine) and go on until three timeouts after all three
+	// play.
+	until := make(chan time.Time, 1)
+	kept := make(chan error, 1)
 	for i, tr := range []string{"RTP/AVP/TCP;unicast", "RTP/AVP/TCP;unicast", "RTP/AVP;unicast;client_port=%d-%d"} {
 		v := &viewer{loc: redirect(t, c, fmt.Sprintf("sample-00%d", i+1)), alive: i == 0}
 		u, _ := url.Parse(v.loc)
@@ -53,6 +59,9 @@ func TestTimeoutReleasesReservation(t *testing.T) {
 		}
 		go io.Copy(io.Discard, v.r.br) // media and keepalive answers
 		vs = append(vs, v)
+		if v.alive {
+			go func() { kept <- keepAlive(v.r, v.loc, v.id, until) }()
+		}
 	}
 	eventually(t, 5*time.Second, "three sessions playing", func() bool {
 		n := 0
@@ -63,9 +72,9 @@ func TestTimeoutReleasesReservation(t *testing.T) {
 		}
 		return n == 3
 	})
-	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
-		vs[0].r.send("GET_PARAMETER", vs[0].loc+"/", "Session", vs[0].id)
-		time.Sleep(500 * time.Millisecond) // the keepalive period
+	until <- time.Now().Add(6 * time.Second)
+	if err := <-kept; err != nil {
+		t.Fatalf("keepalive: %v", err)
 	}
 	table := sessions(t, adm)
 	if len(table) != 1 {
@@ -76,9 +85,25 @@ func TestTimeoutReleasesReservation(t *testing.T) {
 			t.Errorf("left: %+v and %d bit/s reserved, want the session kept alive and its bitrate", s, reservedBps(t, adm))
 		}
 	}
-	eventually(t, 5*time.Second, "the last session timed out and released", func() bool {
+	eventually(t, 15*time.Second, "the last session timed out and released", func() bool {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
+}
+
+// keepAlive sends r's session id a GET_PARAMETER every 500 ms (a quarter
+// of the 2 s timeout) until the time it is given on until has passed.
+func keepAlive(r *rtspc, loc, id string, until <-chan time.Time) error {
+	var end time.Time // zero until given
+	for end.IsZero() || time.Now().Before(end) {
+		if err := r.write("GET_PARAMETER", loc+"/", "Session", id); err != nil {
+			return err
+		}
+		select {
+		case end = <-until:
+		case <-time.After(500 * time.Millisecond): // the keepalive period
+		}
+	}
+	return nil
 }
 
 // TestCapacityRefusesNextViewer: a node with egress for three viewers of
