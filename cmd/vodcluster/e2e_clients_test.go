@@ -103,7 +103,7 @@ func TestGStreamerThroughFrontDoor(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, 5*time.Second, "no session or reservation left", func() bool {
+	eventually(t, 15*time.Second, "no session or reservation left", func() bool {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
 }
@@ -249,7 +249,7 @@ func TestVCRThroughFrontDoor(t *testing.T) {
 	if res := r.do("TEARDOWN", loc+"/", "Session", id); res.StatusCode != 200 {
 		t.Fatalf("TEARDOWN: %d", res.StatusCode)
 	}
-	eventually(t, 2*time.Second, "the session and its reservation released", func() bool {
+	eventually(t, 10*time.Second, "the session and its reservation released", func() bool {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
 }

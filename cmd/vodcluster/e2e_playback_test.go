@@ -204,7 +204,7 @@ func TestRefusedSetupReleasedAtOnce(t *testing.T) {
 		t.Fatalf("SETUP: %d, want 461", res.StatusCode)
 	}
 	r.c.Close()
-	eventually(t, 5*time.Second, "the refused session released", func() bool {
+	eventually(t, 15*time.Second, "the refused session released", func() bool {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
 }
