@@ -102,7 +102,10 @@ func TestSessionEventsStartAndEndOnce(t *testing.T) {
 }
 
 func TestNoShowReleased(t *testing.T) {
-	e := newManager(t, "", func(m *Manager) { m.TokenTTL = 300 * time.Millisecond; m.NoShowGrace = 100 * time.Millisecond })
+	// The session that shows must start within TokenTTL+NoShowGrace of
+	// its admission, after a second admission: 2 s leaves a loaded
+	// machine room (the no-show's release is awaited, not slept for).
+	e := newManager(t, "", func(m *Manager) { m.TokenTTL = time.Second; m.NoShowGrace = time.Second })
 	n := e.startNode("n1", nodeOpts{})
 	shows, noShow := e.admitOne("t1"), e.admitOne("t2")
 	if err := n.event(shows, pb.SessionEvent_KIND_STARTED); err != nil {

@@ -46,7 +46,10 @@ func TestSessionRecords(t *testing.T) {
 	path := filepath.Join(dir, "sessions.jsonl")
 	e := newManager(t, "", func(m *Manager) {
 		m.SessionRecordsFile = path
-		m.TokenTTL, m.NoShowGrace = 300*time.Millisecond, 100*time.Millisecond
+		// The played session must start within TokenTTL+NoShowGrace of
+		// its admission: 2 s leaves a loaded machine room (the
+		// no-show's record is awaited, not slept for).
+		m.TokenTTL, m.NoShowGrace = time.Second, time.Second
 	})
 	n := e.startNode("n1", nodeOpts{})
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
