@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,7 @@ type ESStream struct {
 	ended   bool
 	plays   uint64  // bumped by Resume: a late BYE of an earlier play is not sent
 	stopNPT float64 // the next play pauses here (a PLAY Range's end), seconds; < 0: none
+	seekTo  float64 // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -199,7 +201,7 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = e.Tick
 	}
-	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1}, nil
+	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1, seekTo: -1}, nil
 }
 
 // Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
@@ -223,10 +225,33 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 		if complete && ck.ok() && npt >= ck.npt(idx.Size)+endSlack {
 			return info, ErrRange // within endSlack: from the last keyframe, as Stream does
 		}
-		s.pos = 0
-		if off, _ := ck.keyframeBefore(npt); off >= 0 && npt > 0 && ck.ok() {
-			s.pos = off
+		if !(npt*float64(max(s.cfg.Bitrate, 1)) < 1<<53) {
+			return info, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
 		}
+		s.pos, s.seekTo = 0, -1
+		switch {
+		case npt <= 0:
+		case !complete && (!ck.ok() || npt >= ck.npt(idx.Size)):
+			// Not indexed yet: the play starts at npt's keyframe once
+			// the fill has indexed it (see Stream's seek).
+			s.seekTo = npt
+		default:
+			if off, _ := ck.keyframeBefore(npt); off >= 0 && ck.ok() {
+				s.pos = off
+			}
+		}
+	}
+	if s.seekTo >= 0 {
+		// RTP-Info's rtptime is that of the npt asked (RFC 2326 §12.33):
+		// npt counts presentation time from the first picture.
+		pts := int64(math.Round(s.seekTo * tsindex.PTSHz))
+		if idx.FirstPTS >= 0 {
+			pts += idx.FirstPTS
+		}
+		for i := range 2 {
+			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.seekTo}
+		}
+		return info, nil
 	}
 	var pts int64
 	for _, k := range idx.Keyframes {
@@ -269,7 +294,7 @@ func (s *ESStream) Resume() {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
 	s.reading, s.play = r, newESPlay()
-	go s.run(ctx, rcancel, r, s.play, s.done)
+	go s.run(ctx, rcancel, r, s.play, s.seekTo, s.done)
 }
 
 // stop ends the goroutines and keeps, as the position, the first keyframe
@@ -300,6 +325,9 @@ func (s *ESStream) Pause() float64 {
 	s.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.seekTo >= 0 {
+		return s.seekTo // not started there yet
+	}
 	idx, complete, _ := s.cfg.Source.State()
 	ck := clockOf{idx: idx}
 	if complete {
@@ -365,20 +393,26 @@ func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
 // head is probed and is not told apart while it waits for the fill.
 func (s *ESStream) WaitingForFill() bool { return false }
 
-func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *pacedReader, play *esPlay, done chan struct{}) {
+func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *pacedReader, play *esPlay, seekTo float64, done chan struct{}) {
 	defer close(done)
-	sent := make(chan error, 1)
-	go func() {
-		err := play.sendLoop(ctx, s.sendUnit)
-		if err != nil {
-			stopReading() // a failed send ends the play
+	var err error
+	if seekTo >= 0 {
+		err = s.seekIndexed(ctx, rd, seekTo, done)
+	}
+	if err == nil {
+		sent := make(chan error, 1)
+		go func() {
+			err := play.sendLoop(ctx, s.sendUnit)
+			if err != nil {
+				stopReading() // a failed send ends the play
+			}
+			sent <- err
+		}()
+		err = s.demux(rd, play)
+		play.finish() // what was read is sent before the end
+		if serr := <-sent; serr != nil {
+			err = serr
 		}
-		sent <- err
-	}()
-	err := s.demux(rd, play)
-	play.finish() // what was read is sent before the end
-	if serr := <-sent; serr != nil {
-		err = serr
 	}
 	stopReading()
 	if ctx.Err() != nil {

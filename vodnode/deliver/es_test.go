@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
 )
 
 func TestProbeES(t *testing.T) {
@@ -260,4 +263,80 @@ func ntpToTime(v uint64) time.Time {
 	secs := int64(v>>32) - 2208988800
 	frac := int64(v&0xffffffff) * int64(time.Second) >> 32
 	return time.Unix(secs, frac)
+}
+
+// TestESSeekIntoUnfilledPart: in elementary-stream mode too a seek past
+// the bytes filled so far answers the npt asked (RTP-Info's rtptime is
+// its time) and starts, once the fill has indexed it, at the keyframe
+// presented at or before it. (It started from the title's beginning.)
+func TestESSeekIntoUnfilledPart(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	full, err := tsindex.BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const target = 12.3 // seconds, between two keyframes of the sample
+	kfOff, kfNPT := clockOf{idx: full}.keyframeBefore(target)
+	kfPTS := int64(-1)
+	for _, k := range full.Keyframes {
+		if k.Offset == kfOff {
+			kfPTS = k.PTS
+		}
+	}
+	if kfPTS < 0 || kfNPT >= target-0.1 {
+		t.Fatalf("sample: keyframe before %g s at %d (%.3f s, PTS %d), want one well before", target, kfOff, kfNPT, kfPTS)
+	}
+	src := newFillingSource(data)
+	src.reveal(len(data) / 4)
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := tcpPair(t)
+	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, -1}, Bitrate: full.Bitrate()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	info, err := st.Seek(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint32(full.FirstPTS + int64(target*tsindex.PTSHz)); info[0].NPT != target || info[0].RTPTime != want {
+		t.Errorf("seek answered npt %.3f, rtptime %d; want %g and %d", info[0].NPT, info[0].RTPTime, target, want)
+	}
+	if got := st.Pause(); got != target {
+		t.Errorf("paused before it started there: at %.3f, want %g", got, target)
+	}
+	st.Resume()
+	go func() { // the fill goes on, in steps
+		for i := 1; i <= 8; i++ {
+			time.Sleep(10 * time.Millisecond)
+			src.reveal(len(data)/4 + i*(len(data)-len(data)/4)/8)
+		}
+	}()
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	for {
+		if _, err := io.ReadFull(cli, hdr); err != nil {
+			t.Fatalf("no video packet after the seek: %v", err)
+		}
+		l := int(hdr[2])<<8 | int(hdr[3])
+		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		if hdr[1] != 0 {
+			continue
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		if p.Timestamp != uint32(kfPTS) {
+			t.Fatalf("first picture after the seek to %g s: timestamp %d (%.3f s), want the keyframe's %d (%.3f s)",
+				target, p.Timestamp, float64(int64(p.Timestamp)-full.FirstPTS)/tsindex.PTSHz, kfPTS, kfNPT)
+		}
+		return
+	}
 }

@@ -206,3 +206,41 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 		p.mu.Unlock()
 	}
 }
+
+// seekIndexed waits until the fill has indexed npt seconds of the title
+// (or completed it) and moves rd, and the stream's position, to the
+// keyframe presented at or before npt: a seek into the part of the title
+// not indexed when it was asked. Errors: the fill's, ctx's.
+func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64, done chan struct{}) error {
+	for {
+		idx, complete, err := s.cfg.Source.State()
+		if err != nil {
+			return err
+		}
+		ck := clockOf{idx: idx}
+		if complete {
+			ck.bitrate = s.cfg.Bitrate
+		}
+		if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
+			off := int64(0)
+			if ck.ok() {
+				if off, _ = ck.keyframeBefore(npt); off < 0 {
+					off = 0
+				}
+			}
+			rd.off = off
+			if off > 0 {
+				rd.prefix = ReadPSI(s.cfg.Source, idx)
+			}
+			s.mu.Lock()
+			if s.done == done {
+				s.pos, s.seekTo = off, -1
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		if _, err := WaitAvailable(ctx, s.cfg.Source, idx.Size); err != nil {
+			return err
+		}
+	}
+}
