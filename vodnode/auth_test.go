@@ -102,6 +102,15 @@ func TestSessionRequests(t *testing.T) {
 		{"range past end", c.do("PLAY", url+"/", "Session", id, "Range", "npt=30-"), base.StatusInvalidRange},
 		{"range ending before it starts", c.do("PLAY", url+"/", "Session", id, "Range", "npt=5-3"), base.StatusInvalidRange},
 		{"bad range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=abc-"), base.StatusInvalidRange},
+		// Go's float parser takes these; a time past int64 nanoseconds
+		// overflowed into "now" and played on (200).
+		{"infinite range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=inf-"), base.StatusInvalidRange},
+		{"nan range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=nan-"), base.StatusInvalidRange},
+		{"exponent range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=1e3-"), base.StatusInvalidRange},
+		{"huge range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=99999999999999999999-"), base.StatusInvalidRange},
+		{"huge range end", c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-99999999999999999999"), base.StatusInvalidRange},
+		{"hh:mm:ss range", c.do("PLAY", url+"/", "Session", id, "Range", "npt=0:00:02.5-"), base.StatusOK},
+		{"range with a time parameter", c.do("PLAY", url+"/", "Session", id, "Range", "npt=2.0-;time=19970123T143720Z"), base.StatusOK},
 		{"second setup", c.do("SETUP", url+"/trackID=0", "Session", id, "Transport", "RTP/AVP/TCP;unicast"), base.StatusMethodNotValidInThisState},
 		{"record", c.do("RECORD", url+"/", "Session", id), base.StatusMethodNotAllowed},
 		{"keepalive", c.do("GET_PARAMETER", url+"/", "Session", id), base.StatusOK},

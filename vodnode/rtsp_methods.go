@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -224,6 +225,12 @@ func (c *rtspConn) parameters(req *base.Request, s *session) *base.Response {
 	return res
 }
 
+// nptRange is the grammar of an npt Range (RFC 2326 §3.6; RFC 7826
+// §4.4.2): "now" or npt-sec (seconds, at most 9 digits: 31 years) or
+// npt-hhmmss for each end, the start or the end left out, and parameters
+// after ';' (a "time=" the node ignores).
+var nptRange = regexp.MustCompile(`^npt\s*=\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,2}:\d{1,2}(\.\d*)?)?\s*-\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,2}:\d{1,2}(\.\d*)?)?\s*(;.*)?$`)
+
 // errRangeFormat is a Range in a format the node does not play from (the
 // absolute clock= format, or an unknown one): 501 (RFC 2326 §12.29).
 var errRangeFormat = errors.New("range format not supported: use npt= or smpte=")
@@ -240,6 +247,12 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 	}
 	raw := strings.TrimSpace(v[0])
 	lower := strings.ToLower(raw)
+	if strings.HasPrefix(lower, "npt=") && !nptRange.MatchString(lower) {
+		// What Go's float parser would take besides the RFC's npt-time
+		// ("inf", "nan", exponents) or a time past any title, which
+		// overflowed into "now".
+		return 0, 0, fmt.Errorf("malformed range %q", raw)
+	}
 	switch {
 	case strings.HasPrefix(lower, "npt=now"):
 		return -1, -1, nil
