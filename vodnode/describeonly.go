@@ -3,6 +3,7 @@ package vodnode
 import (
 	"time"
 
+	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -63,7 +64,7 @@ func (c *rtspConn) abandonDescribed() {
 
 // endDescribedOnly ends admission session sid, DESCRIBEd on a connection
 // that closed the grace ago, unless a session of it is live, its token is
-// spent (it played, or was refused, ended or replaced), or a connection
+// spent (it played, or was refused, ended or replaced) or expired, or a connection
 // still open DESCRIBEd it too (its SETUP may yet come; that connection
 // arms its own end when it closes): the token is spent and the manager
 // hears ENDED, reason "no-show: described only".
@@ -82,6 +83,15 @@ func (n *Node) endDescribedOnly(sid string, d described) {
 		return
 	}
 	if n.describedOpenLocked(sid) {
+		n.mu.Unlock()
+		return
+	}
+	if time.Now().After(d.expires.Add(token.ClockSkew)) {
+		// The token can start nothing any more, and the node no longer
+		// remembers whether it played (spent tokens are forgotten once
+		// expired): a session of it has sent its own ENDED, and the
+		// manager ends an admission that never showed at its no-show
+		// timeout.
 		n.mu.Unlock()
 		return
 	}

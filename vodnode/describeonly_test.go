@@ -119,3 +119,55 @@ func TestDescribeOnlyKeptWhileDescribedElsewhere(t *testing.T) {
 		t.Errorf("SETUP on the open connection after the first one's grace: %s, want 200", statusLine(res))
 	}
 }
+
+// TestDescribedThenPlayedNotEndedAgain: a session DESCRIBEd and played on
+// a connection that closes after its token's spent entry was forgotten
+// (its token expired: the node keeps spent tokens only that long) is not
+// reported ended a second time as a no-show. (ffmpeg seeking past the end
+// got 457, its session timed out, its connection closed a minute later,
+// and 10 s after that the node reported "no-show: described only" for a
+// session the manager had already ended: NOT_FOUND and a warning.)
+func TestDescribedThenPlayedNotEndedAgain(t *testing.T) {
+	settled := make(chan struct{}, 4)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.SessionTimeout = 300 * time.Millisecond
+		n.describeGrace = 3 * time.Second // past the token's expiry and clock skew
+		n.describedSettled = func() { settled <- struct{}{} }
+	})
+	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	// Expired 3 s ago: still accepted for the clock skew (5 s) that is left.
+	u := nodeURL(n, mint(t, "d-played", "sample-001", "node-1", "", -3*time.Second), "sample-001")
+	c := dialRTSP(t, n)
+	if res := c.do("DESCRIBE", u); res.StatusCode != 200 {
+		t.Fatalf("DESCRIBE: %s", statusLine(res))
+	}
+	res := c.do("SETUP", u+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	if res := c.do("TEARDOWN", u+"/", "Session", sessionID(res)); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	c.c.Close()
+	select {
+	case <-settled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
+	}
+	// A session played and ended after the look: its ENDED goes out
+	// after anything the look sent (the node sends events in order).
+	after := nodeURL(n, mint(t, "d-after", "sample-001", "node-1", "", time.Minute), "sample-001")
+	c2 := dialRTSP(t, n)
+	res = c2.do("SETUP", after+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	c2.do("TEARDOWN", after+"/", "Session", sessionID(res))
+	waitFor(t, 10*time.Second, "the later session's ENDED", func() bool { return m.event("d-after", pb.SessionEvent_KIND_ENDED) != nil })
+	if es := m.eventsOf("d-played", pb.SessionEvent_KIND_ENDED); len(es) != 1 || strings.HasPrefix(es[0].GetReason(), "no-show") {
+		t.Errorf("ENDED events %v, want the TEARDOWN's alone", es)
+	}
+}
