@@ -210,4 +210,35 @@ func TestGetParameterPosition(t *testing.T) {
 	if res := c.do("GET_PARAMETER", url+"/", "Session", id); res.StatusCode != 200 || len(res.Body) != 0 {
 		t.Fatalf("keepalive without a body: %s %q", statusLine(res), res.Body)
 	}
+
+	// Elementary-stream mode answers it too, playing and paused (it
+	// answered the duration alone).
+	es := esURL(n, mint(t, "params-es", "sample-001", "node-1", "", time.Minute), "sample-001")
+	ce := dialRTSP(t, n)
+	res = ce.do("SETUP", es+"/trackID=1", "Transport", "RTP/AVP;unicast;client_port=9710-9711")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP /es: %s", statusLine(res))
+	}
+	eid := sessionID(res)
+	position := func(when string) float64 {
+		res := ce.doBody("GET_PARAMETER", es+"/", "position\r\n", "Session", eid, "Content-Type", "text/parameters")
+		v, ok := strings.CutPrefix(strings.TrimSpace(string(res.Body)), "position: ")
+		p, err := strconv.ParseFloat(v, 64)
+		if res.StatusCode != 200 || !ok || err != nil {
+			t.Fatalf("GET_PARAMETER position of /es %s: %s %q", when, statusLine(res), res.Body)
+		}
+		return p
+	}
+	if res := ce.do("PLAY", es+"/", "Session", eid, "Range", "npt=10-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY /es: %s", statusLine(res))
+	}
+	if p := position("playing"); p < 9 || p > 12 {
+		t.Errorf("/es position %v while playing from 10 s", p)
+	}
+	if res := ce.do("PAUSE", es+"/", "Session", eid); res.StatusCode != 200 {
+		t.Fatalf("PAUSE /es: %s", statusLine(res))
+	}
+	if p := position("paused"); p < 9 || p > 14 {
+		t.Errorf("/es position %v paused after playing from 10 s", p)
+	}
 }

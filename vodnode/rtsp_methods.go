@@ -207,10 +207,10 @@ func (c *rtspConn) parameters(req *base.Request, s *session) *base.Response {
 		switch name := strings.ToLower(strings.TrimSpace(line)); name {
 		case "position":
 			s.ctl.Lock()
-			ts, ok := s.player.(tsPlayer)
+			p, ok := s.player.(interface{ Position() float64 }) // MP2T and elementary streams
 			s.ctl.Unlock()
 			if ok {
-				fmt.Fprintf(&b, "position: %s\r\n", formatNPT(ts.Position()))
+				fmt.Fprintf(&b, "position: %s\r\n", formatNPT(p.Position()))
 			}
 		case "duration":
 			if d := s.duration(); d > 0 {

@@ -350,6 +350,35 @@ func (s *ESStream) SetStop(npt float64) {
 	s.stopNPT = npt
 }
 
+// Position returns the play position, seconds of npt (presentation time
+// from the title's first picture): while playing, the time due now on the
+// play's timeline; otherwise where the next play starts.
+func (s *ESStream) Position() float64 {
+	s.mu.Lock()
+	play, seekTo := s.play, s.seekTo
+	s.mu.Unlock()
+	if play != nil {
+		idx, _, _ := s.cfg.Source.State()
+		if m, ok := play.mediaNow(time.Now()); ok && idx.FirstPTS >= 0 {
+			return max(float64(m-idx.FirstPTS)/tsindex.PTSHz, 0)
+		}
+	}
+	if seekTo >= 0 {
+		return seekTo
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, complete, _ := s.cfg.Source.State()
+	ck := clockOf{idx: idx}
+	if complete {
+		ck.bitrate = s.cfg.Bitrate
+	}
+	if !ck.ok() {
+		return 0
+	}
+	return ck.npt(s.pos)
+}
+
 // SetScale returns 1: elementary-stream sessions play at normal speed only.
 func (s *ESStream) SetScale(float64) float64 { return 1 }
 
