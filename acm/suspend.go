@@ -61,6 +61,25 @@ func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[strin
 	return liveSuspensions(susp, now), nil
 }
 
+// maxUserName is the longest subscriber name a suspension takes, bytes
+// (the users file's limit).
+const maxUserName = 256
+
+// badUser reports whether user cannot be a subscriber's login name: longer
+// than maxUserName bytes, or with a control character (a newline split
+// the suspension table, and each change logged the whole name).
+func badUser(user string) bool {
+	if len(user) > maxUserName {
+		return true
+	}
+	for _, r := range user {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
 // SuspendSubscriber implements pb.AdminServer: the subscriber's new title
 // requests are refused (403) until now + duration_s, or no longer
 // (duration_s 0). The change is written to the store before it applies:
@@ -73,6 +92,8 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	switch {
 	case user == "":
 		return nil, status.Error(codes.InvalidArgument, "name the subscriber (user)")
+	case badUser(user):
+		return nil, status.Errorf(codes.InvalidArgument, "user: at most %d bytes, no control characters (a subscriber's login name)", maxUserName)
 	case req.GetDurationS() < 0 || d > maxSuspension || req.GetDurationS() > int64(maxSuspension/time.Second):
 		return nil, status.Errorf(codes.InvalidArgument, "duration_s %d: from 0 (lift) to %d (a year)", req.GetDurationS(), int64(maxSuspension/time.Second))
 	case badReason(reason):

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
@@ -66,6 +67,10 @@ func TestSuspendSubscriber(t *testing.T) {
 		{&pb.SuspendRequest{User: "demo", DurationS: -1}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: "demo", DurationS: 400 * 86400}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: "demo", DurationS: 60, Reason: "bad\x01reason"}, codes.InvalidArgument},
+		// A newline split the suspension table; 3 MB names were stored and logged whole.
+		{&pb.SuspendRequest{User: "demo\nroot", DurationS: 60}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "nul\x00", DurationS: 60}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: strings.Repeat("u", 257), DurationS: 60}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: "demo"}, codes.NotFound}, // not suspended any more
 	} {
 		if _, err := e.admin.SuspendSubscriber(ctx, c.req); grpcCode(err) != c.code {
