@@ -469,6 +469,8 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		}
 	case errors.Is(err, ErrQueueFull):
 		reason = EndSlow
+	case connGone(err):
+		reason = EndClosed
 	}
 	s.mu.Lock()
 	if s.ended || s.done != done {

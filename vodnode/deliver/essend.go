@@ -107,7 +107,10 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	switch s.cfg.Mode {
 	case RTPTCP:
 		if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]), b)); err != nil {
-			return fmt.Errorf("%w: %v", ErrQueueFull, err)
+			if connGone(err) {
+				return err // the client hung up
+			}
+			return fmt.Errorf("%w: %v", ErrQueueFull, err) // held back past the write timeout
 		}
 		s.bytes.Add(int64(len(b) + 4))
 		s.e.bytesSent.Add(int64(len(b) + 4))

@@ -67,7 +67,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			copy(buf, psi)
 			if ok, err := s.emit(sh, ck, now, buf, s.pos, true); err != nil || !ok {
 				if err != nil {
-					s.finish(EndError, err)
+					s.finish(writeEnd(err), err)
 					return false
 				}
 				return true
@@ -98,7 +98,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	if n > 0 {
 		sent, err := s.send(sh, ck, now, int(n))
 		if err != nil {
-			s.finish(EndError, err)
+			s.finish(writeEnd(err), err)
 			return false
 		}
 		if !sent {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pion/rtp"
@@ -42,11 +43,27 @@ type EndReason string
 
 // End reasons, as reported to the manager.
 const (
-	EndOfTitle EndReason = "end-of-title" // every byte was sent, BYE sent; the stream waits paused at the end (Seek and Resume play on)
-	EndError   EndReason = "error"        // the fill failed or the title could not be read
-	EndSlow    EndReason = "slow-client"  // the connection held the stream back MaxLag
-	EndClosed  EndReason = "connection-closed"
+	EndOfTitle EndReason = "end-of-title"      // every byte was sent, BYE sent; the stream waits paused at the end (Seek and Resume play on)
+	EndError   EndReason = "error"             // the fill failed or the title could not be read
+	EndSlow    EndReason = "slow-client"       // the connection held the stream back MaxLag
+	EndClosed  EndReason = "connection-closed" // the client's TCP connection was closed or reset under the stream
 )
+
+// writeEnd returns why a stream whose write to its client failed with err
+// ends: EndClosed when the client's connection is gone (closed here,
+// reset, a broken pipe: the client hung up while it was sent to, before
+// the RTSP connection's reader saw it), EndError otherwise.
+func writeEnd(err error) EndReason {
+	if connGone(err) {
+		return EndClosed
+	}
+	return EndError
+}
+
+// connGone reports whether err says the connection written to is gone.
+func connGone(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
 
 // PayloadType is the RTP payload type of MPEG-TS (RFC 3551: MP2T, 90 kHz).
 const PayloadType = 33

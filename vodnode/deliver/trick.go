@@ -107,7 +107,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 	m := pictureOnly(buf[len(psi):], idx.VideoPID)
 	ok, err := s.emit(sh, ck, now, buf[:len(psi)+m], k.Offset, true)
 	if err != nil {
-		s.finish(EndError, err)
+		s.finish(writeEnd(err), err)
 		return false
 	}
 	if !ok {
