@@ -248,6 +248,12 @@ func (n *Node) janitor() {
 					continue
 				}
 				n.endSession(c.s, "timeout", nil)
+				if conn := c.s.conn; conn != nil && !conn.hasSessions() {
+					// Its connection, idle too, closes now rather than
+					// at its own read deadline a timeout later (ffmpeg,
+					// answered 457 and silent, waits for the close).
+					conn.nc.SetReadDeadline(time.Now())
+				}
 			}
 			for _, hs := range idleHTTP {
 				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle

@@ -1,9 +1,11 @@
 package vodnode
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -346,5 +348,30 @@ func TestTimeoutEndedAtLastSignOfLife(t *testing.T) {
 	e := m.event("gone-silent", pb.SessionEvent_KIND_ENDED)
 	if at := time.UnixMilli(e.GetAtUnixMs()); e.GetReason() != "timeout" || at.After(played) || e.GetBytesSent() == 0 {
 		t.Fatalf("ENDED %+v at %v, want reason timeout, at the PLAY (by %v), bytes sent", e, at, played)
+	}
+}
+
+// TestTimedOutSessionClosesItsConnection: a silent client's TCP connection
+// closes when its last session times out, not a timeout later at the
+// connection's own read deadline (ffmpeg answered 457 to a seek past the
+// end sends nothing more and waits for the close: it hung for two
+// minutes).
+func TestTimedOutSessionClosesItsConnection(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second })
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "silent-tcp", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=99-"); res.StatusCode != 457 {
+		t.Fatalf("PLAY past the end: %s, want 457", statusLine(res))
+	}
+	waitFor(t, 10*time.Second, "the silent session to time out", func() bool { return n.lookupSession(id) == nil })
+	c.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond)) // half a timeout
+	if _, err := c.br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection of the timed-out session: %v, want it closed", err)
 	}
 }
