@@ -151,6 +151,7 @@ func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
 	if s.player != nil {
 		s.player.Pause()
 	}
+	s.paused.Store(true)
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
@@ -345,6 +346,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
 	granted := s.player.SetScale(scale)
+	s.paused.Store(false)
 	// The end of the client's Range, honoured in normal play (RFC 2326
 	// 12.29: the stream pauses there); a PLAY without one plays on to the
 	// end of the title. An end at the title's end (GStreamer sends the

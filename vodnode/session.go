@@ -35,6 +35,7 @@ type session struct {
 	rtsps      bool          // set up over RTSPS (RTSP over TLS)
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
+	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives HTTPIdleTimeout without a word
 
 	// ctl serialises PLAY, PAUSE and the SETUP of a further ES track:
 	// any connection may name the session, so two may race.
@@ -219,7 +220,15 @@ func (n *Node) janitor() {
 			var idleHTTP []*httpSession
 			n.mu.Lock()
 			for _, s := range n.sessions {
-				if now.Sub(time.Unix(0, s.lastSeen.Load())) > n.SessionTimeout {
+				limit := n.SessionTimeout
+				if s.paused.Load() {
+					// A player paused may stop its keepalives (ffplay
+					// reads nothing while paused, gortsplib's client
+					// stops them): it lives as long as a paused HTTP
+					// viewer does.
+					limit = n.HTTPIdleTimeout
+				}
+				if now.Sub(time.Unix(0, s.lastSeen.Load())) > limit {
 					idle = append(idle, idleSession{s, s.player})
 				}
 			}

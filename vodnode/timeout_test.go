@@ -375,3 +375,42 @@ func TestTimedOutSessionClosesItsConnection(t *testing.T) {
 		t.Fatalf("the connection of the timed-out session: %v, want it closed", err)
 	}
 }
+
+// TestPausedSessionOutlivesSessionTimeout: a session its client PAUSEd
+// lives HTTPIdleTimeout without a keepalive (ffplay reads nothing while
+// paused, gortsplib's client stops its keepalives), longer than a silent
+// playing one: after a silent session set up at the same time has timed
+// out, the paused one PLAYs on; it then times out HTTPIdleTimeout after
+// its last request. (Paused sessions timed out at SessionTimeout: 454 on
+// resume after a minute's pause.)
+func TestPausedSessionOutlivesSessionTimeout(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = 300*time.Millisecond, 2*time.Second })
+	pc, sc := dialRTSP(t, n), dialRTSP(t, n)
+	pu := nodeURL(n, mint(t, "paused", "sample-001", "node-1", "", time.Minute), "sample-001")
+	rtpc, rtcpc := udpPair(t)
+	paused := pc.setupUDP(pu, rtpc, rtcpc)
+	if res := pc.do("PLAY", pu+"/", "Session", paused); res.StatusCode != 200 {
+		t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	if res := pc.do("PAUSE", pu+"/", "Session", paused); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	rtpc2, rtcpc2 := udpPair(t)
+	silent := sc.setupUDP(nodeURL(n, mint(t, "silent", "sample-001", "node-1", "", time.Minute), "sample-001"), rtpc2, rtcpc2)
+	waitFor(t, 10*time.Second, "the silent session to time out", func() bool { return n.lookupSession(silent) == nil })
+	if n.lookupSession(paused) == nil {
+		t.Fatal("the paused session timed out with the silent one")
+	}
+	if res := pc.do("PLAY", pu+"/", "Session", paused); res.StatusCode != 200 {
+		t.Fatalf("PLAY after the pause: %s, want 200", statusLine(res))
+	}
+	if res := pc.do("PAUSE", pu+"/", "Session", paused); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	last := time.Now()
+	waitFor(t, 20*time.Second, "the paused session to time out", func() bool { return n.lookupSession(paused) == nil })
+	if took := time.Since(last); took < 2*time.Second {
+		t.Errorf("the paused session timed out %v after its last request, want HTTPIdleTimeout (2 s)", took)
+	}
+}
