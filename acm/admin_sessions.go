@@ -118,9 +118,30 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 		}
 		return nil, status.Error(codes.NotFound, "none of the sessions is live (ended, or never admitted)")
 	}
-	byNode := map[string][]string{}
 	out := &pb.EndSessionsResponse{}
+	m.endOrderedLocked(ended, reason, now)
 	for _, s := range ended {
+		out.SessionIds = append(out.SessionIds, s.ID)
+	}
+	m.mu.Unlock()
+	slices.Sort(out.SessionIds)
+	m.log.Warn("sessions ended by the operator", "sessions", len(ended), "queued_requests_refused", dropped, "user", user, "reason", reason)
+	m.persistAll(ended)
+	m.kickPump()
+	return out, nil
+}
+
+// endOrderedLocked ends ss on the manager's order (mu held): the
+// operator's (EndSessions), or a new request of the subscriber that
+// supersedes an idle session (supersedeIdleLocked). Each leaves the table
+// (reservation released, its subscriber's slot freed), its record waits
+// for its node's ENDED, and its node is told at once over its heartbeat
+// stream, with reason, to end it and refuse its tokens for a TokenTTL
+// from now. The caller persists ss once mu is released and kicks the
+// pump.
+func (m *Manager) endOrderedLocked(ss []*session, reason string, now time.Time) {
+	byNode := map[string][]string{}
+	for _, s := range ss {
 		s.holdRecord = true
 		m.endLocked(s, reason)
 		s.forget = m.lead != nil
@@ -132,7 +153,6 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 			// registers, if it plays it still.
 			m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
 		}
-		out.SessionIds = append(out.SessionIds, s.ID)
 	}
 	// Every token of these sessions was signed by now and lives TokenTTL.
 	until := now.Add(m.TokenTTL).UnixMilli()
@@ -142,12 +162,6 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 				SessionIds: sids, Reason: reason, RefuseUntilUnixMs: until}}})
 		}
 	}
-	m.mu.Unlock()
-	slices.Sort(out.SessionIds)
-	m.log.Warn("sessions ended by the operator", "sessions", len(ended), "queued_requests_refused", dropped, "user", user, "reason", reason)
-	m.persistAll(ended)
-	m.kickPump()
-	return out, nil
 }
 
 // holdRecordLocked keeps rec until the node's ENDED of its session

@@ -144,11 +144,19 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any
 	// number of requests while the cluster is full and take every slot
-	// that frees up.
+	// that frees up. At the limit, the request supersedes the
+	// subscriber's idle HTTP session (supersede.go), if any.
+	// The sessions it supersedes are persisted once mu is released:
+	// before the request waits in the queue, or as it returns.
+	var superseded []*session
+	defer func() { m.persistAll(superseded) }()
 	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
-		m.mu.Unlock()
-		m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
-		return nil, errUserLimit
+		superseded = m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
+		if superseded == nil {
+			m.mu.Unlock()
+			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
+			return nil, errUserLimit
+		}
 	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
@@ -180,6 +188,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.waiters[tk] = ch
 		m.mu.Unlock()
 		m.kickPump() // arm the timer for this deadline
+		m.persistAll(superseded)
+		superseded = nil
 		var gone error
 		select {
 		case <-ch:

@@ -202,6 +202,7 @@ type fakeNode struct {
 	frozen   []*pb.StoredTitle  // when set, reported instead of titles (a stale view)
 	stale    []string           // when set, the next report's sessions instead of sessions, once
 	partials []*pb.PartialTitle // fills cut short it keeps to resume
+	idle     []*pb.IdleSession  // its idle sessions (HTTP, no request lately)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -274,7 +275,8 @@ func (n *fakeNode) report() *pb.LoadReport {
 		sessions, n.stale = n.stale, nil
 	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
-		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials}
+		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
+		IdleSessions: n.idle}
 	n.failed = nil
 	return r
 }
@@ -351,6 +353,18 @@ func (n *fakeNode) thaw() {
 func (n *fakeNode) setSessions(ids ...string) {
 	n.mu.Lock()
 	n.sessions = ids
+	n.mu.Unlock()
+}
+
+// setIdle makes the reports list sessions idle (id, seconds, id,
+// seconds...), none without arguments.
+func (n *fakeNode) setIdle(idle ...any) {
+	var out []*pb.IdleSession
+	for i := 0; i+1 < len(idle); i += 2 {
+		out = append(out, &pb.IdleSession{SessionId: idle[i].(string), IdleSeconds: int64(idle[i+1].(int))})
+	}
+	n.mu.Lock()
+	n.idle = out
 	n.mu.Unlock()
 }
 

@@ -364,6 +364,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			changed = append(changed, s)
 		}
 	}
+	ns.idle = idleSince(r.GetIdleSessions(), now)
 	first := ns.awaitFirst
 	ns.awaitFirst = false
 	for _, s := range ns.sessions {

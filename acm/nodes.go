@@ -76,6 +76,12 @@ type nodeState struct {
 	// unknownEnded: of those, the ones the node listed -> the report
 	// counts when first listed and when last told to end.
 	unknownEnded map[string]*[2]uint64
+	// idle: the idle sessions of its last report (LoadReport.idle_sessions:
+	// HTTP sessions whose viewer asked nothing for longer than the node's
+	// session timeout) -> since when, by the manager's clock; nil when
+	// none. A new request of their subscriber at the session limit
+	// supersedes the one idle longest (supersede.go).
+	idle map[string]time.Time
 
 	protected []string      // the last ProtectCommand's titles, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)

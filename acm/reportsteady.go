@@ -31,7 +31,9 @@ import (
 //     stale).
 //
 // A steady report then only replaces the node's title list (built before
-// the lock is taken) and its load figures.
+// the lock is taken) and its load figures. What a report says of the
+// sessions (session_ids, idle_sessions) is not in the fingerprint: it is
+// applied from every report, steady or not (Manager.report).
 
 // steadySeed keys reportPrint's hash, one per process.
 var steadySeed = maphash.MakeSeed()

@@ -377,7 +377,8 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 }
 
 // loadReport measures the node now: sessions, egress over the interval
-// since the last report, disk, titles, live admission sessions and fills.
+// since the last report, disk, titles, live admission sessions (and the
+// idle HTTP ones among them) and fills.
 func (m *managerLink) loadReport() *pb.LoadReport {
 	n := m.n
 	now := time.Now()
@@ -408,6 +409,12 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, hs.sid)
+		// Idle: no request in progress and none for longer than an RTSP
+		// session may stay silent. It lives on to HTTPIdleTimeout, unless
+		// the manager ends it for another session of its subscriber.
+		if last := time.Unix(0, hs.lastSeen.Load()); hs.active.Load() == 0 && now.Sub(last) > n.SessionTimeout {
+			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: hs.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
+		}
 	}
 	n.mu.Unlock()
 	// Partials (fills that stopped short, kept to resume) are not copies:

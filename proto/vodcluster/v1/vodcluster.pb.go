@@ -72,7 +72,7 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
@@ -938,7 +938,17 @@ type LoadReport struct {
 	// served), their bytes count as free (disk_free_bytes: the node removes
 	// them first when a fill needs room), and the node removes one not
 	// resumed within a day.
-	Partials      []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
+	Partials []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
+	// idle_sessions are the node's idle sessions among session_ids: HTTP
+	// sessions (progressive or HLS) whose viewer has no request in progress
+	// and has asked nothing for longer than the node's session_timeout
+	// (60 s). Such a session lives on until http_idle_timeout (5 min) so
+	// that a paused player resumes in it; the manager ends the one idle
+	// longest when its subscriber, at the session limit, asks for another.
+	// RTSP sessions are never listed (one without keepalives ends at
+	// session_timeout; a PAUSEd one lives http_idle_timeout, but is not
+	// listed either).
+	IdleSessions  []*IdleSession `protobuf:"bytes,15,rep,name=idle_sessions,json=idleSessions,proto3" json:"idle_sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1071,6 +1081,66 @@ func (x *LoadReport) GetPartials() []*PartialTitle {
 	return nil
 }
 
+func (x *LoadReport) GetIdleSessions() []*IdleSession {
+	if x != nil {
+		return x.IdleSessions
+	}
+	return nil
+}
+
+// IdleSession is one idle session of a node's LoadReport.
+type IdleSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`        // admission session id, as in session_ids
+	IdleSeconds   int64                  `protobuf:"varint,2,opt,name=idle_seconds,json=idleSeconds,proto3" json:"idle_seconds,omitempty"` // since its viewer's last request ended, seconds, >= 0 (an entry below 0 is ignored)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdleSession) Reset() {
+	*x = IdleSession{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdleSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdleSession) ProtoMessage() {}
+
+func (x *IdleSession) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdleSession.ProtoReflect.Descriptor instead.
+func (*IdleSession) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *IdleSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *IdleSession) GetIdleSeconds() int64 {
+	if x != nil {
+		return x.IdleSeconds
+	}
+	return 0
+}
+
 // PartialTitle is the beginning of a title kept on a node's disk after its
 // fill stopped short (the origin away, the fill abandoned by its viewers,
 // the node stopping).
@@ -1087,7 +1157,7 @@ type PartialTitle struct {
 
 func (x *PartialTitle) Reset() {
 	*x = PartialTitle{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1169,7 @@ func (x *PartialTitle) String() string {
 func (*PartialTitle) ProtoMessage() {}
 
 func (x *PartialTitle) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[13]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1182,7 @@ func (x *PartialTitle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartialTitle.ProtoReflect.Descriptor instead.
 func (*PartialTitle) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{13}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PartialTitle) GetTitleId() string {
@@ -1163,7 +1233,7 @@ type FillFailure struct {
 
 func (x *FillFailure) Reset() {
 	*x = FillFailure{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1245,7 @@ func (x *FillFailure) String() string {
 func (*FillFailure) ProtoMessage() {}
 
 func (x *FillFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[14]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1258,7 @@ func (x *FillFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FillFailure.ProtoReflect.Descriptor instead.
 func (*FillFailure) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{14}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FillFailure) GetTitleId() string {
@@ -1236,7 +1306,7 @@ type NodeCommand struct {
 
 func (x *NodeCommand) Reset() {
 	*x = NodeCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1318,7 @@ func (x *NodeCommand) String() string {
 func (*NodeCommand) ProtoMessage() {}
 
 func (x *NodeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[15]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1331,7 @@ func (x *NodeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCommand.ProtoReflect.Descriptor instead.
 func (*NodeCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{15}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeCommand) GetCommand() isNodeCommand_Command {
@@ -1370,7 +1440,7 @@ type EndSessionsCommand struct {
 
 func (x *EndSessionsCommand) Reset() {
 	*x = EndSessionsCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1452,7 @@ func (x *EndSessionsCommand) String() string {
 func (*EndSessionsCommand) ProtoMessage() {}
 
 func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[16]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1465,7 @@ func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsCommand.ProtoReflect.Descriptor instead.
 func (*EndSessionsCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{16}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EndSessionsCommand) GetSessionIds() []string {
@@ -1433,7 +1503,7 @@ type ProtectCommand struct {
 
 func (x *ProtectCommand) Reset() {
 	*x = ProtectCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1515,7 @@ func (x *ProtectCommand) String() string {
 func (*ProtectCommand) ProtoMessage() {}
 
 func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1528,7 @@ func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtectCommand.ProtoReflect.Descriptor instead.
 func (*ProtectCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProtectCommand) GetTitleIds() []string {
@@ -1477,7 +1547,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1559,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1572,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -1521,7 +1591,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1603,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1616,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -1565,7 +1635,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1647,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1660,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1616,7 +1686,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1698,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1711,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1708,7 +1778,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1790,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1803,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 type ListNodesRequest struct {
@@ -1744,7 +1814,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1826,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1839,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 type NodeInfo struct {
@@ -1803,7 +1873,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1885,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1898,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1973,7 +2043,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2055,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2068,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -2020,7 +2090,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2102,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2115,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -2085,7 +2155,7 @@ type ForgetNodeRequest struct {
 
 func (x *ForgetNodeRequest) Reset() {
 	*x = ForgetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2167,7 @@ func (x *ForgetNodeRequest) String() string {
 func (*ForgetNodeRequest) ProtoMessage() {}
 
 func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2180,7 @@ func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeRequest.ProtoReflect.Descriptor instead.
 func (*ForgetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ForgetNodeRequest) GetNodeId() string {
@@ -2138,7 +2208,7 @@ type ForgetNodeResponse struct {
 
 func (x *ForgetNodeResponse) Reset() {
 	*x = ForgetNodeResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2220,7 @@ func (x *ForgetNodeResponse) String() string {
 func (*ForgetNodeResponse) ProtoMessage() {}
 
 func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2233,7 @@ func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeResponse.ProtoReflect.Descriptor instead.
 func (*ForgetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ForgetNodeResponse) GetNodeId() string {
@@ -2239,7 +2309,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2321,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2334,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -2292,7 +2362,7 @@ type EndSessionsRequest struct {
 
 func (x *EndSessionsRequest) Reset() {
 	*x = EndSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2374,7 @@ func (x *EndSessionsRequest) String() string {
 func (*EndSessionsRequest) ProtoMessage() {}
 
 func (x *EndSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2387,7 @@ func (x *EndSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EndSessionsRequest) GetSessionIds() []string {
@@ -2350,7 +2420,7 @@ type EndSessionsResponse struct {
 
 func (x *EndSessionsResponse) Reset() {
 	*x = EndSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2432,7 @@ func (x *EndSessionsResponse) String() string {
 func (*EndSessionsResponse) ProtoMessage() {}
 
 func (x *EndSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2445,7 @@ func (x *EndSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsResponse.ProtoReflect.Descriptor instead.
 func (*EndSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EndSessionsResponse) GetSessionIds() []string {
@@ -2396,7 +2466,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2478,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2491,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SuspendRequest) GetUser() string {
@@ -2459,7 +2529,7 @@ type Suspension struct {
 
 func (x *Suspension) Reset() {
 	*x = Suspension{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +2541,7 @@ func (x *Suspension) String() string {
 func (*Suspension) ProtoMessage() {}
 
 func (x *Suspension) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +2554,7 @@ func (x *Suspension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspension.ProtoReflect.Descriptor instead.
 func (*Suspension) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Suspension) GetUser() string {
@@ -2523,7 +2593,7 @@ type ListSuspensionsRequest struct {
 
 func (x *ListSuspensionsRequest) Reset() {
 	*x = ListSuspensionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2605,7 @@ func (x *ListSuspensionsRequest) String() string {
 func (*ListSuspensionsRequest) ProtoMessage() {}
 
 func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2618,7 @@ func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 type ListSuspensionsResponse struct {
@@ -2560,7 +2630,7 @@ type ListSuspensionsResponse struct {
 
 func (x *ListSuspensionsResponse) Reset() {
 	*x = ListSuspensionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2642,7 @@ func (x *ListSuspensionsResponse) String() string {
 func (*ListSuspensionsResponse) ProtoMessage() {}
 
 func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2655,7 @@ func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListSuspensionsResponse) GetSuspensions() []*Suspension {
@@ -2613,7 +2683,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2625,7 +2695,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2638,7 +2708,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2720,7 +2790,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2802,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2815,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2763,7 +2833,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +2845,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +2858,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 type PolicyInfo struct {
@@ -2805,7 +2875,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +2887,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +2900,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -2893,7 +2963,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +2975,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +2988,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -2986,7 +3056,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3068,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3081,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -3031,7 +3101,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3113,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3126,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -3093,7 +3163,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3175,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3188,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -3198,7 +3268,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3280,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3293,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -3275,7 +3345,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3287,7 +3357,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3300,7 +3370,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -3364,7 +3434,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3446,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3459,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -3423,7 +3493,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3435,7 +3505,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3448,7 +3518,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -3475,7 +3545,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3487,7 +3557,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3500,7 +3570,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -3525,7 +3595,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3607,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3620,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
 }
 
 type Fill struct {
@@ -3574,7 +3644,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3586,7 +3656,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +3669,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -3674,7 +3744,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3756,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3769,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3782,7 +3852,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
 	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\xab\x04\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\xec\x04\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -3803,7 +3873,12 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\ffailed_fills\x18\f \x03(\v2\x1a.vodcluster.v1.FillFailureR\vfailedFills\x12\x1d\n" +
 	"\n" +
 	"disk_fault\x18\r \x01(\bR\tdiskFault\x127\n" +
-	"\bpartials\x18\x0e \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\"\xa9\x01\n" +
+	"\bpartials\x18\x0e \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\x12?\n" +
+	"\ridle_sessions\x18\x0f \x03(\v2\x1a.vodcluster.v1.IdleSessionR\fidleSessions\"O\n" +
+	"\vIdleSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +
+	"\fidle_seconds\x18\x02 \x01(\x03R\vidleSeconds\"\xa9\x01\n" +
 	"\fPartialTitle\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
 	"\n" +
@@ -4063,7 +4138,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),          // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                   // 1: vodcluster.v1.Title
@@ -4079,120 +4154,122 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*RegisterResponse)(nil),        // 11: vodcluster.v1.RegisterResponse
 	(*StoredTitle)(nil),             // 12: vodcluster.v1.StoredTitle
 	(*LoadReport)(nil),              // 13: vodcluster.v1.LoadReport
-	(*PartialTitle)(nil),            // 14: vodcluster.v1.PartialTitle
-	(*FillFailure)(nil),             // 15: vodcluster.v1.FillFailure
-	(*NodeCommand)(nil),             // 16: vodcluster.v1.NodeCommand
-	(*EndSessionsCommand)(nil),      // 17: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),          // 18: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),         // 19: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),            // 20: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),            // 21: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),            // 22: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),         // 23: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),        // 24: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),                // 25: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),       // 26: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),          // 27: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),       // 28: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),      // 29: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),     // 30: vodcluster.v1.ListSessionsRequest
-	(*EndSessionsRequest)(nil),      // 31: vodcluster.v1.EndSessionsRequest
-	(*EndSessionsResponse)(nil),     // 32: vodcluster.v1.EndSessionsResponse
-	(*SuspendRequest)(nil),          // 33: vodcluster.v1.SuspendRequest
-	(*Suspension)(nil),              // 34: vodcluster.v1.Suspension
-	(*ListSuspensionsRequest)(nil),  // 35: vodcluster.v1.ListSuspensionsRequest
-	(*ListSuspensionsResponse)(nil), // 36: vodcluster.v1.ListSuspensionsResponse
-	(*SessionInfo)(nil),             // 37: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),    // 38: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),        // 39: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),              // 40: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),            // 41: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),        // 42: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),    // 43: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),                 // 44: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil),   // 45: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),             // 46: vodcluster.v1.NodePartial
-	(*NodePin)(nil),                 // 47: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),        // 48: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),            // 49: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),        // 50: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                    // 51: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),       // 52: vodcluster.v1.ListFillsResponse
+	(*IdleSession)(nil),             // 14: vodcluster.v1.IdleSession
+	(*PartialTitle)(nil),            // 15: vodcluster.v1.PartialTitle
+	(*FillFailure)(nil),             // 16: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),             // 17: vodcluster.v1.NodeCommand
+	(*EndSessionsCommand)(nil),      // 18: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),          // 19: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),         // 20: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),            // 21: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),            // 22: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),            // 23: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),         // 24: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),        // 25: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),                // 26: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),       // 27: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),          // 28: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),       // 29: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),      // 30: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),     // 31: vodcluster.v1.ListSessionsRequest
+	(*EndSessionsRequest)(nil),      // 32: vodcluster.v1.EndSessionsRequest
+	(*EndSessionsResponse)(nil),     // 33: vodcluster.v1.EndSessionsResponse
+	(*SuspendRequest)(nil),          // 34: vodcluster.v1.SuspendRequest
+	(*Suspension)(nil),              // 35: vodcluster.v1.Suspension
+	(*ListSuspensionsRequest)(nil),  // 36: vodcluster.v1.ListSuspensionsRequest
+	(*ListSuspensionsResponse)(nil), // 37: vodcluster.v1.ListSuspensionsResponse
+	(*SessionInfo)(nil),             // 38: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),    // 39: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),        // 40: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),              // 41: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),            // 42: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),        // 43: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),    // 44: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                 // 45: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),   // 46: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),             // 47: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                 // 48: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),        // 49: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),            // 50: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),        // 51: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                    // 52: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),       // 53: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
 	9,  // 1: vodcluster.v1.RegisterRequest.capacity:type_name -> vodcluster.v1.NodeCapacity
 	12, // 2: vodcluster.v1.RegisterRequest.titles:type_name -> vodcluster.v1.StoredTitle
-	14, // 3: vodcluster.v1.RegisterRequest.partials:type_name -> vodcluster.v1.PartialTitle
+	15, // 3: vodcluster.v1.RegisterRequest.partials:type_name -> vodcluster.v1.PartialTitle
 	12, // 4: vodcluster.v1.LoadReport.titles:type_name -> vodcluster.v1.StoredTitle
-	15, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
-	14, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
-	19, // 7: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	20, // 8: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	21, // 9: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	18, // 10: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	17, // 11: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
-	0,  // 12: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	9,  // 13: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	25, // 14: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	34, // 15: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
-	37, // 16: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	41, // 17: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	44, // 18: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	47, // 19: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	46, // 20: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	51, // 21: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	5,  // 22: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 23: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	7,  // 24: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	10, // 25: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	13, // 26: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	22, // 27: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	5,  // 28: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 29: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
-	24, // 30: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	27, // 31: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	28, // 32: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	30, // 33: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	31, // 34: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
-	33, // 35: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
-	35, // 36: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
-	39, // 37: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	42, // 38: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	43, // 39: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	48, // 40: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	48, // 41: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	48, // 42: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	48, // 43: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	50, // 44: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 45: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 46: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 47: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 48: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	16, // 49: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	23, // 50: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 51: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 52: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	26, // 53: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	25, // 54: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	29, // 55: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	38, // 56: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	32, // 57: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	34, // 58: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
-	36, // 59: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
-	40, // 60: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	40, // 61: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	45, // 62: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	49, // 63: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	49, // 64: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	49, // 65: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	49, // 66: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	52, // 67: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	45, // [45:68] is the sub-list for method output_type
-	22, // [22:45] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	16, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
+	15, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
+	14, // 7: vodcluster.v1.LoadReport.idle_sessions:type_name -> vodcluster.v1.IdleSession
+	20, // 8: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	21, // 9: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	22, // 10: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	19, // 11: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	18, // 12: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	0,  // 13: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	9,  // 14: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	26, // 15: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	35, // 16: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
+	38, // 17: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	42, // 18: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	45, // 19: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	48, // 20: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	47, // 21: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	52, // 22: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	5,  // 23: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 24: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 25: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 26: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 27: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	23, // 28: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 29: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 30: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	25, // 31: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	28, // 32: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	29, // 33: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	31, // 34: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	32, // 35: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	34, // 36: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
+	36, // 37: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	40, // 38: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	43, // 39: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	44, // 40: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	49, // 41: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	49, // 42: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	49, // 43: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	49, // 44: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	51, // 45: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 46: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 47: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 48: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 49: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	17, // 50: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	24, // 51: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 52: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 53: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	27, // 54: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	26, // 55: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	30, // 56: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	39, // 57: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	33, // 58: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	35, // 59: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	37, // 60: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	41, // 61: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	41, // 62: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	46, // 63: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	50, // 64: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	50, // 65: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	50, // 66: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	50, // 67: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	53, // 68: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	46, // [46:69] is the sub-list for method output_type
+	23, // [23:46] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -4200,21 +4277,21 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[15].OneofWrappers = []any{
+	file_vodcluster_v1_vodcluster_proto_msgTypes[16].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),
 		(*NodeCommand_Evict)(nil),
 		(*NodeCommand_Drain)(nil),
 		(*NodeCommand_Protect)(nil),
 		(*NodeCommand_EndSessions)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[26].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -1,0 +1,100 @@
+package acm
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// An HTTP session (progressive or HLS) lives on at its node for
+// http_idle_timeout (5 min) after its viewer's last request, so that a
+// paused player resumes in it; it counts against its subscriber's
+// MaxSessionsPerUser all that time. A viewer zapping over HTTP through
+// more titles than the limit would be refused (HTTP 429) until the first
+// ones end, with no way to end them himself. So a new request of a
+// subscriber at the limit supersedes the subscriber's idle HTTP session,
+// the one idle longest: the manager ends it as an operator's end does
+// (endOrderedLocked) and admits the request. Idle is the node's word
+// (LoadReport.idle_sessions): no request in progress and none for longer
+// than the node's session timeout (60 s), after which an RTSP session
+// without keepalives would have ended. With none of its sessions idle, the
+// subscriber is refused as before.
+
+// reasonSuperseded is the reason (node order, session record) of an idle
+// session ended for a new request of its subscriber.
+const reasonSuperseded = "superseded: idle HTTP session of a subscriber at the session limit"
+
+// maxIdleSeconds bounds a report's idle_seconds (68 years), so that the
+// duration does not overflow.
+const maxIdleSeconds = 1 << 31
+
+// idleSince returns the idle sessions of a load report applied at now,
+// by id, with when each became idle by the manager's clock (now minus its
+// idle seconds: the node's clock does not enter); nil when none. Entries
+// without an id or with negative seconds are ignored.
+func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
+	var out map[string]time.Time
+	for _, e := range idle {
+		secs := e.GetIdleSeconds()
+		if e.GetSessionId() == "" || secs < 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]time.Time, len(idle))
+		}
+		out[e.GetSessionId()] = now.Add(-time.Duration(min(secs, maxIdleSeconds)) * time.Second)
+	}
+	return out
+}
+
+// supersedeIdleLocked makes room for a new request of user, who holds
+// held sessions and queued requests, at least limit (mu held): it ends
+// the user's idle HTTP sessions, longest idle first, as many as bring
+// held below limit (one, unless the limit was lowered), and returns them
+// for the caller to persist once mu is released. Only sessions reserved
+// on a live node that the node's last report listed idle count. Nil, and
+// nothing ended, when too few of the user's sessions are idle.
+func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Time) []*session {
+	need := held - limit + 1
+	if need <= 0 {
+		return nil
+	}
+	type idleOne struct {
+		s     *session
+		since time.Time
+	}
+	var idle []idleOne
+	for _, ns := range m.nodes {
+		if len(ns.idle) == 0 {
+			continue
+		}
+		if n := m.sched.Node(ns.id); n == nil || !n.Alive {
+			continue
+		}
+		for id, since := range ns.idle {
+			s := ns.sessions[id]
+			if s == nil || s.User != user || s.Protocol != store.ProtoHTTP || s.ended || !s.reserved || s.uncounted {
+				continue
+			}
+			idle = append(idle, idleOne{s, since})
+		}
+	}
+	if len(idle) < need {
+		return nil
+	}
+	slices.SortFunc(idle, func(a, b idleOne) int {
+		return cmp.Or(a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))
+	})
+	ended := make([]*session, 0, need)
+	for _, o := range idle[:need] {
+		ended = append(ended, o.s)
+		delete(m.nodes[o.s.Node].idle, o.s.ID)
+		m.log.Info("idle HTTP session superseded: its subscriber is at the session limit", "session", o.s.ID, "user", user,
+			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "limit", limit)
+	}
+	m.endOrderedLocked(ended, reasonSuperseded, now)
+	return ended
+}
