@@ -145,7 +145,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// limit with its sessions: otherwise one account could queue any
 	// number of requests while the cluster is full and take every slot
 	// that frees up. At the limit, the request supersedes the
-	// subscriber's idle HTTP session (supersede.go), if any.
+	// subscriber's idle session (supersede.go), if any.
 	// The sessions it supersedes are persisted once mu is released:
 	// before the request waits in the queue, or as it returns.
 	var superseded []*session

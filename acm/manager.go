@@ -162,7 +162,7 @@ type Manager struct {
 	// shows up at the node or the no-show deadline passes, so without a cap
 	// one subscriber's DESCRIBEs could hold the cluster's capacity. A
 	// request over the cap is refused (RTSP 403, HTTP 429) before
-	// admission, unless one of the subscriber's HTTP sessions is idle: the
+	// admission, unless one of the subscriber's sessions is idle (HTTP, or RTSP paused): the
 	// one idle longest is ended for it (supersede.go). 0 means
 	// DefaultMaxSessionsPerUser; < 0 means no cap.
 	MaxSessionsPerUser int

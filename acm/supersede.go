@@ -5,27 +5,27 @@ import (
 	"slices"
 	"time"
 
-	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // An HTTP session (progressive or HLS) lives on at its node for
-// http_idle_timeout (5 min) after its viewer's last request, so that a
-// paused player resumes in it; it counts against its subscriber's
+// pause_timeout (5 min) after its viewer's last request, so that a paused
+// player resumes in it, and so does an RTSP session its client PAUSEd
+// without keepalives; it counts against its subscriber's
 // MaxSessionsPerUser all that time. A viewer zapping over HTTP through
 // more titles than the limit would be refused (HTTP 429) until the first
 // ones end, with no way to end them himself. So a new request of a
-// subscriber at the limit supersedes the subscriber's idle HTTP session,
-// the one idle longest: the manager ends it as an operator's end does
+// subscriber at the limit supersedes the subscriber's idle session, the
+// one idle longest: the manager ends it as an operator's end does
 // (endOrderedLocked) and admits the request. Idle is the node's word
-// (LoadReport.idle_sessions): no request in progress and none for longer
-// than the node's session timeout (60 s), after which an RTSP session
-// without keepalives would have ended. With none of its sessions idle, the
-// subscriber is refused as before.
+// (LoadReport.idle_sessions): an HTTP session with no request in progress
+// and none for longer than the node's session timeout (60 s), or an RTSP
+// session PAUSEd and silent that long. With none of its sessions idle,
+// the subscriber is refused as before.
 
 // reasonSuperseded is the reason (node order, session record) of an idle
 // session ended for a new request of its subscriber.
-const reasonSuperseded = "superseded: idle HTTP session of a subscriber at the session limit"
+const reasonSuperseded = "superseded: idle session of a subscriber at the session limit"
 
 // maxIdleSeconds bounds a report's idle_seconds (68 years), so that the
 // duration does not overflow.
@@ -52,7 +52,7 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 
 // supersedeIdleLocked makes room for a new request of user, who holds
 // held sessions and queued requests, at least limit (mu held): it ends
-// the user's idle HTTP sessions, longest idle first, as many as bring
+// the user's idle sessions, longest idle first, as many as bring
 // held below limit (one, unless the limit was lowered), and returns them
 // for the caller to persist once mu is released. Only sessions reserved
 // on a live node that the node's last report listed idle count. Nil, and
@@ -76,7 +76,7 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 		}
 		for id, since := range ns.idle {
 			s := ns.sessions[id]
-			if s == nil || s.User != user || s.Protocol != store.ProtoHTTP || s.ended || !s.reserved || s.uncounted {
+			if s == nil || s.User != user || s.ended || !s.reserved || s.uncounted {
 				continue
 			}
 			idle = append(idle, idleOne{s, since})
@@ -92,7 +92,7 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 	for _, o := range idle[:need] {
 		ended = append(ended, o.s)
 		delete(m.nodes[o.s.Node].idle, o.s.ID)
-		m.log.Info("idle HTTP session superseded: its subscriber is at the session limit", "session", o.s.ID, "user", user,
+		m.log.Info("idle session superseded: its subscriber is at the session limit", "session", o.s.ID, "user", user,
 			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "limit", limit)
 	}
 	m.endOrderedLocked(ended, reasonSuperseded, now)

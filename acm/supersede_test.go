@@ -101,10 +101,10 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 		}
 	}
 	refused("none idle", "adult-1")
-	n.setIdle(r1, 300, h2, -1) // an RTSP session is never idle this way, nor one of negative seconds
-	refused("only an RTSP session and a malformed entry listed idle", "adult-1")
+	n.setIdle(h2, -1) // an entry of negative seconds
+	refused("a malformed entry listed idle", "adult-1")
 
-	n.setIdle(h2, 70, h1, 90, r1, 300)
+	n.setIdle(h2, 70, h1, 90)
 	e.awaitReports("n1")
 	e.m.mu.Lock()
 	steady := e.m.nodes["n1"].steady.print != 0 && e.m.quietLocked(e.m.nodes["n1"])
@@ -144,4 +144,21 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 	held = want
 	n.setIdle(h1, 95)
 	refused("only an ended session listed idle", "t1")
+
+	// A PAUSEd RTSP session the node lists idle (its player sends no
+	// keepalives while paused) is superseded too.
+	n.setIdle(r1, 300)
+	e.awaitReports("n1")
+	code, h4 := e.httpAdmit("t1")
+	if code != http.StatusFound {
+		t.Fatalf("at the limit with a paused RTSP session idle: %d, want 302", code)
+	}
+	want = []string{h2, h3, h4}
+	slices.Sort(want)
+	if got := e.sessionIDs(); !slices.Equal(got, want) {
+		t.Fatalf("sessions %v, want %v: r1 (paused) ended", got, want)
+	}
+	if cmd := n.endCommand(t); !slices.Equal(cmd.GetSessionIds(), []string{r1}) || cmd.GetReason() != reasonSuperseded {
+		t.Fatalf("node told %+v, want r1 %s ended", cmd, r1)
+	}
 }

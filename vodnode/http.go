@@ -127,7 +127,7 @@ func urlQuery(raw string) (string, error) {
 
 // httpSession is one viewer's HTTP playback: the requests made with one
 // admission token (a progressive download and its range requests, or an
-// HLS playlist and its segments). It ends HTTPIdleTimeout after its last
+// HLS playlist and its segments). It ends PauseTimeout after its last
 // request.
 type httpSession struct {
 	sid, title string
@@ -458,7 +458,7 @@ func (a *activityWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter 
 // title's, and a read past the bytes on disk waits for the fill. With rc,
 // each read gives the write of what it returns stall to complete (a
 // client that stops reading, paused or hung, is disconnected after
-// stall; its session then ends HTTPIdleTimeout later unless it asks
+// stall; its session then ends PauseTimeout later unless it asks
 // again, as a paused player does when it resumes).
 type titleReader struct {
 	hs  *httpSession

@@ -124,7 +124,7 @@ func TestHTTPSessionEnds(t *testing.T) {
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.SessionTimeout, n.HTTPIdleTimeout = 500*time.Millisecond, 500*time.Millisecond
+		n.SessionTimeout, n.PauseTimeout = 500*time.Millisecond, 500*time.Millisecond
 		n.ManagerAddr = maddr
 	})
 	tok := mint(t, "h-end", "sample-002", "node-1", "", time.Minute)
@@ -335,7 +335,7 @@ func TestHTTPStalledReaderEnded(t *testing.T) {
 	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = time.Second, time.Second; n.ManagerAddr = maddr })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.SessionTimeout, n.PauseTimeout = time.Second, time.Second; n.ManagerAddr = maddr })
 	tok := mint(t, "stall", "long-001", "node-1", "", time.Minute)
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -367,11 +367,11 @@ func TestHTTPStalledReaderEnded(t *testing.T) {
 }
 
 // TestHLSPauseOutlivesSessionTimeout: an HLS viewer that pauses (asks for
-// nothing once its buffer is full) keeps its session for HTTPIdleTimeout,
+// nothing once its buffer is full) keeps its session for PauseTimeout,
 // longer than the RTSP SessionTimeout: after an idle RTSP session set up
 // at the same time has timed out, the viewer's next segment is served in
-// the same session; the session then ends HTTPIdleTimeout after its last
-// request. The default is DefaultHTTPIdleTimeout, never below
+// the same session; the session then ends PauseTimeout after its last
+// request. The default is DefaultPauseTimeout, never below
 // SessionTimeout. (HTTP sessions ended after SessionTimeout: a pause
 // longer than the player's buffer plus a minute ended in 401.)
 func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
@@ -380,7 +380,7 @@ func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	const idle = 3 * time.Second
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.SessionTimeout, n.HTTPIdleTimeout, n.ManagerAddr = 300*time.Millisecond, idle, maddr
+		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = 300*time.Millisecond, idle, maddr
 	})
 	waitPrefetch(t, n, "sample-002")
 	tok := mint(t, "hls-pause", "sample-002", "node-1", "", time.Minute)
@@ -409,14 +409,14 @@ func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
 	}
 
 	for _, c := range []struct{ session, idle, want time.Duration }{
-		{0, 0, DefaultHTTPIdleTimeout},
+		{0, 0, DefaultPauseTimeout},
 		{10 * time.Minute, 0, 10 * time.Minute},
 		{time.Minute, 30 * time.Second, time.Minute},
 		{time.Minute, 2 * time.Minute, 2 * time.Minute},
 	} {
-		n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = c.session, c.idle })
-		if n.HTTPIdleTimeout != c.want {
-			t.Errorf("SessionTimeout %v, HTTPIdleTimeout %v: %v, want %v", c.session, c.idle, n.HTTPIdleTimeout, c.want)
+		n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.PauseTimeout = c.session, c.idle })
+		if n.PauseTimeout != c.want {
+			t.Errorf("SessionTimeout %v, PauseTimeout %v: %v, want %v", c.session, c.idle, n.PauseTimeout, c.want)
 		}
 	}
 }

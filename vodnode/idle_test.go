@@ -35,7 +35,7 @@ func idleIn(r *pb.LoadReport, sid string) *pb.IdleSession {
 // last request) once its viewer has asked nothing for longer than
 // SessionTimeout, not while a request is in progress however long it has
 // run, and not before SessionTimeout has passed since the last request
-// ended; the session stays (HTTPIdleTimeout), listed idle.
+// ended; the session stays (PauseTimeout), listed idle.
 func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 	const st = 400 * time.Millisecond
 	o := newFakeOrigin(t)
@@ -43,7 +43,7 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 	m.interval = 50 * time.Millisecond
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.SessionTimeout, n.HTTPIdleTimeout, n.ManagerAddr = st, time.Minute, maddr
+		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = st, time.Minute, maddr
 	})
 	waitPrefetch(t, n, "sample-001")
 
@@ -118,6 +118,45 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 		t.Fatalf("%d reports while the request ran past SessionTimeout, %d listing the session idle: want some of both", inProgress, listed)
 	}
 	if n.Stats().Sessions != 1 {
-		t.Fatalf("sessions %d: the idle session should stay until HTTPIdleTimeout", n.Stats().Sessions)
+		t.Fatalf("sessions %d: the idle session should stay until PauseTimeout", n.Stats().Sessions)
+	}
+}
+
+// TestLoadReportListsPausedRTSPSessionIdle: an RTSP session its client
+// PAUSEd and left silent longer than SessionTimeout is listed idle (it
+// lives PauseTimeout, and its subscriber's next request at the session
+// limit may supersede it); one that plays is never listed (a silent one
+// times out at SessionTimeout).
+func TestLoadReportListsPausedRTSPSessionIdle(t *testing.T) {
+	const st = 300 * time.Millisecond
+	m := newFakeManager()
+	m.interval = 50 * time.Millisecond
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = st, time.Minute, maddr
+	})
+	pu := nodeURL(n, mint(t, "paused-idle", "sample-001", "node-1", "", time.Minute), "sample-001")
+	pc := dialRTSP(t, n)
+	rtpc, rtcpc := udpPair(t)
+	id := pc.setupUDP(pu, rtpc, rtcpc)
+	if res := pc.do("PLAY", pu+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	dialRTSP(t, n).play(nodeURL(n, mint(t, "playing", "sample-002", "node-1", "", time.Minute), "sample-002")) // silent: it times out
+	if res := pc.do("PAUSE", pu+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	paused := time.Now()
+	waitFor(t, 10*time.Second, "a report listing the paused session idle", func() bool { return idleIn(m.lastReport(), "paused-idle") != nil })
+	for _, r := range m.allReports() {
+		if idleIn(r, "playing") != nil {
+			t.Fatalf("a playing session listed idle: %v", r.GetIdleSessions())
+		}
+		if idleIn(r, "paused-idle") != nil && time.UnixMilli(r.GetAtUnixMs()).Before(paused.Add(st)) {
+			t.Fatalf("the paused session listed idle before SessionTimeout passed: report at %v, paused at %v", time.UnixMilli(r.GetAtUnixMs()), paused)
+		}
+	}
+	if n.lookupSession(id) == nil {
+		t.Fatal("the paused session ended")
 	}
 }

@@ -399,6 +399,11 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, s.sid)
+		// A session its client PAUSEd and left silent longer than a
+		// playing one may stay: idle, as an HTTP one below.
+		if last := time.Unix(0, s.lastSeen.Load()); s.paused.Load() && now.Sub(last) > n.SessionTimeout {
+			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: s.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
+		}
 	}
 	for _, hs := range n.httpSessions {
 		if hs.t == nil {
@@ -410,7 +415,7 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		}
 		r.SessionIds = append(r.SessionIds, hs.sid)
 		// Idle: no request in progress and none for longer than an RTSP
-		// session may stay silent. It lives on to HTTPIdleTimeout, unless
+		// session may stay silent. It lives on to PauseTimeout, unless
 		// the manager ends it for another session of its subscriber.
 		if last := time.Unix(0, hs.lastSeen.Load()); hs.active.Load() == 0 && now.Sub(last) > n.SessionTimeout {
 			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: hs.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})

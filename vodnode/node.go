@@ -33,10 +33,10 @@ type Capacity struct {
 	DiskBytes   int64 // bytes the stored titles may take; 0 = unlimited
 }
 
-// DefaultHTTPIdleTimeout is Node.HTTPIdleTimeout when it is not set:
+// DefaultPauseTimeout is Node.PauseTimeout when it is not set:
 // 5 minutes, so that a viewer pausing an HLS film for a few minutes (its
 // player asks for nothing meanwhile) resumes in the same session.
-const DefaultHTTPIdleTimeout = 5 * time.Minute
+const DefaultPauseTimeout = 5 * time.Minute
 
 // Node is a VOD server node. Set the exported fields, then Start; Close
 // stops it. Zero values take the defaults given.
@@ -82,16 +82,19 @@ type Node struct {
 
 	HeartbeatInterval time.Duration // load report period; 0 = 1 s; the manager's (RegisterResponse) when shorter
 	SessionTimeout    time.Duration // a session without requests or RTCP this long is closed; 0 = 60 s
-	// HTTPIdleTimeout is how long an HTTP session (progressive or HLS)
-	// with no request in progress lives: a paused HLS player asks for
-	// nothing once its buffer is full, and HTTP has no keepalive, so a
-	// pause longer than the player's buffer plus this ends the session
-	// (its token then refused). 0 = DefaultHTTPIdleTimeout; never less
-	// than SessionTimeout. Each viewer that leaves without a word holds
-	// its reservation this long.
-	HTTPIdleTimeout time.Duration
-	Evictor         string       // eviction policy name (smm); "" = lru
-	Logger          *slog.Logger // nil = slog.Default()
+	// PauseTimeout is how long a paused viewer's session lives without a
+	// word: an HTTP session (progressive or HLS) with no request in
+	// progress (a paused HLS player asks for nothing once its buffer is
+	// full, and HTTP has no keepalive), and an RTSP session its client
+	// PAUSEd (players stop their keepalives while paused). A pause longer
+	// than this (plus an HLS player's buffer) ends the session, and the
+	// player must go back to the front door. 0 = DefaultPauseTimeout;
+	// never less than SessionTimeout. Each viewer that leaves that way
+	// holds its reservation this long (its subscriber's next request at
+	// the session limit supersedes it: the load report lists it idle).
+	PauseTimeout time.Duration
+	Evictor      string       // eviction policy name (smm); "" = lru
+	Logger       *slog.Logger // nil = slog.Default()
 
 	Pacers int           // pacer goroutines of the delivery engine; 0 = GOMAXPROCS
 	Tick   time.Duration // pacer period; 0 = 5 ms
@@ -167,10 +170,10 @@ func (n *Node) Start() (err error) {
 	if n.SessionTimeout <= 0 {
 		n.SessionTimeout = 60 * time.Second
 	}
-	if n.HTTPIdleTimeout <= 0 {
-		n.HTTPIdleTimeout = DefaultHTTPIdleTimeout
+	if n.PauseTimeout <= 0 {
+		n.PauseTimeout = DefaultPauseTimeout
 	}
-	n.HTTPIdleTimeout = max(n.HTTPIdleTimeout, n.SessionTimeout)
+	n.PauseTimeout = max(n.PauseTimeout, n.SessionTimeout)
 	if n.Evictor == "" {
 		n.Evictor = "lru"
 	}

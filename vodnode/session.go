@@ -35,7 +35,7 @@ type session struct {
 	rtsps      bool          // set up over RTSPS (RTSP over TLS)
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
-	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives HTTPIdleTimeout without a word
+	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives PauseTimeout without a word
 
 	// ctl serialises PLAY, PAUSE and the SETUP of a further ES track:
 	// any connection may name the session, so two may race.
@@ -198,7 +198,7 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 }
 
 // janitor ends RTSP sessions idle for SessionTimeout and HTTP sessions
-// idle for HTTPIdleTimeout, forgets used tokens once
+// idle for PauseTimeout, forgets used tokens once
 // they expire, and writes the spent tokens to usedTokensFile every
 // usedSavePeriod when they changed.
 func (n *Node) janitor() {
@@ -226,14 +226,14 @@ func (n *Node) janitor() {
 					// reads nothing while paused, gortsplib's client
 					// stops them): it lives as long as a paused HTTP
 					// viewer does.
-					limit = n.HTTPIdleTimeout
+					limit = n.PauseTimeout
 				}
 				if now.Sub(time.Unix(0, s.lastSeen.Load())) > limit {
 					idle = append(idle, idleSession{s, s.player})
 				}
 			}
 			for _, hs := range n.httpSessions {
-				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.HTTPIdleTimeout {
+				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.PauseTimeout {
 					idleHTTP = append(idleHTTP, hs)
 				}
 			}
@@ -266,7 +266,7 @@ func (n *Node) janitor() {
 			}
 			for _, hs := range idleHTTP {
 				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle
-					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.HTTPIdleTimeout
+					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.PauseTimeout
 				})
 			}
 		}

@@ -377,15 +377,15 @@ func TestTimedOutSessionClosesItsConnection(t *testing.T) {
 }
 
 // TestPausedSessionOutlivesSessionTimeout: a session its client PAUSEd
-// lives HTTPIdleTimeout without a keepalive (ffplay reads nothing while
+// lives PauseTimeout without a keepalive (ffplay reads nothing while
 // paused, gortsplib's client stops its keepalives), longer than a silent
 // playing one: after a silent session set up at the same time has timed
-// out, the paused one PLAYs on; it then times out HTTPIdleTimeout after
+// out, the paused one PLAYs on; it then times out PauseTimeout after
 // its last request. (Paused sessions timed out at SessionTimeout: 454 on
 // resume after a minute's pause.)
 func TestPausedSessionOutlivesSessionTimeout(t *testing.T) {
 	o := newFakeOrigin(t)
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.HTTPIdleTimeout = 300*time.Millisecond, 2*time.Second })
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.PauseTimeout = 300*time.Millisecond, 2*time.Second })
 	pc, sc := dialRTSP(t, n), dialRTSP(t, n)
 	pu := nodeURL(n, mint(t, "paused", "sample-001", "node-1", "", time.Minute), "sample-001")
 	rtpc, rtcpc := udpPair(t)
@@ -411,6 +411,6 @@ func TestPausedSessionOutlivesSessionTimeout(t *testing.T) {
 	last := time.Now()
 	waitFor(t, 20*time.Second, "the paused session to time out", func() bool { return n.lookupSession(paused) == nil })
 	if took := time.Since(last); took < 2*time.Second {
-		t.Errorf("the paused session timed out %v after its last request, want HTTPIdleTimeout (2 s)", took)
+		t.Errorf("the paused session timed out %v after its last request, want PauseTimeout (2 s)", took)
 	}
 }

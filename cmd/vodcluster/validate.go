@@ -147,7 +147,7 @@ func (c NodeConfig) validate() error {
 	k.count("disk_bytes", c.DiskBytes, "100 GB (100000000000)")
 	k.int32Count("weight", int64(c.Weight), "100")
 	k.duration("session_timeout", c.SessionTimeout, "60s")
-	k.duration("http_idle_timeout", c.HTTPIdleTimeout, "5m")
+	k.duration("pause_timeout", c.PauseTimeout, "5m")
 	k.duration("fill_retry_for", c.FillRetryFor, "30s")
 	if c.Eviction != "" {
 		if _, err := smm.NewEvictor(c.Eviction); err != nil {

@@ -941,13 +941,12 @@ type LoadReport struct {
 	Partials []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
 	// idle_sessions are the node's idle sessions among session_ids: HTTP
 	// sessions (progressive or HLS) whose viewer has no request in progress
-	// and has asked nothing for longer than the node's session_timeout
-	// (60 s). Such a session lives on until http_idle_timeout (5 min) so
-	// that a paused player resumes in it; the manager ends the one idle
-	// longest when its subscriber, at the session limit, asks for another.
-	// RTSP sessions are never listed (one without keepalives ends at
-	// session_timeout; a PAUSEd one lives http_idle_timeout, but is not
-	// listed either).
+	// and has asked nothing, and RTSP sessions PAUSEd and silent, for longer
+	// than the node's session_timeout (60 s). Such a session lives on until
+	// pause_timeout (5 min) so that a paused player resumes in it; the
+	// manager ends the one idle longest when its subscriber, at the session
+	// limit, asks for another. A playing RTSP session is never listed (one
+	// without keepalives ends at session_timeout).
 	IdleSessions  []*IdleSession `protobuf:"bytes,15,rep,name=idle_sessions,json=idleSessions,proto3" json:"idle_sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
