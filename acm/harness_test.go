@@ -193,6 +193,8 @@ type fakeNode struct {
 	id   string
 	nc   pb.NodeControlClient
 	cmds chan *pb.NodeCommand
+	// onCommand: nodeOpts.onCommand (set once, before the first stream).
+	onCommand func(*pb.NodeCommand)
 
 	mu       sync.Mutex
 	titles   []*pb.StoredTitle
@@ -220,6 +222,10 @@ type nodeOpts struct {
 	site     string
 	rtsps    string // its RTSPS address; "" = none
 	httpTLS  bool   // its HTTP address speaks HTTPS
+	// onCommand, when set, takes each command as the stream receives it,
+	// in order, instead of the cmds channel (a node that applies its
+	// commands as they come, before its next report).
+	onCommand func(*pb.NodeCommand)
 }
 
 func (e *env) startNode(id string, o nodeOpts) *fakeNode {
@@ -239,7 +245,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	if o.diskFree == 0 {
 		o.diskFree = o.disk
 	}
-	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree}
+	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree, onCommand: o.onCommand}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
 		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
@@ -298,6 +304,10 @@ func (n *fakeNode) heartbeat() {
 			c, err := st.Recv()
 			if err != nil {
 				return
+			}
+			if n.onCommand != nil {
+				n.onCommand(c)
+				continue
 			}
 			cmds <- c
 		}

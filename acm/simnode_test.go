@@ -27,7 +27,6 @@ type simNode struct {
 	deaf         bool     // prefetches are ignored (never started, never reported)
 	autoComplete bool     // prefetches complete at once
 	doubles      []string // prefetches of a title already on the disk (a second fill)
-	done         chan struct{}
 }
 
 // simOpts configures a simNode.
@@ -53,25 +52,24 @@ func (e *env) startSimNode(id string, titles []*pb.Title, o simOpts) *simNode {
 	for _, h := range o.held {
 		used += h.GetSizeBytes()
 	}
-	fn := e.startNode(id, nodeOpts{disk: o.disk, diskFree: max(o.disk-used, 1), titles: o.held, egress: o.egress})
-	n := &simNode{fakeNode: fn, disk: o.disk, sizes: sizes, done: make(chan struct{})}
+	// Commands are applied as the stream receives them, in order, before
+	// the node's next report (a goroutine hop between them let two reports
+	// go out before an order was applied on a loaded machine, and the
+	// manager read the second as the node declining it).
+	var n *simNode
+	ready := make(chan struct{})
+	apply := func(c *pb.NodeCommand) {
+		<-ready // the node is set up (before)
+		n.apply(c)
+	}
+	fn := e.startNode(id, nodeOpts{disk: o.disk, diskFree: max(o.disk-used, 1), titles: o.held, egress: o.egress, onCommand: apply})
+	n = &simNode{fakeNode: fn, disk: o.disk, sizes: sizes}
 	if o.before != nil {
 		o.before(n)
 	}
-	go n.run()
-	e.t.Cleanup(func() { fn.stop(); close(n.done) })
+	close(ready)
+	e.t.Cleanup(fn.stop)
 	return n
-}
-
-func (n *simNode) run() {
-	for {
-		select {
-		case <-n.done:
-			return
-		case c := <-n.cmds:
-			n.apply(c)
-		}
-	}
 }
 
 func (n *simNode) apply(c *pb.NodeCommand) {
