@@ -72,6 +72,9 @@ func envOr(k, def string) string {
 
 // admin dials the manager and runs f with an Admin client.
 func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Message, error), table func(m proto.Message, w *tabwriter.Writer)) error {
+	if g.timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10s)", g.timeout)
+	}
 	if _, port, err := net.SplitHostPort(g.manager); err != nil || port == "" {
 		// gRPC would dial port 443 of a bare host.
 		return fmt.Errorf("--manager %q: want HOST:PORT, the manager's grpc_listen (port 9090 by default)", g.manager)

@@ -157,6 +157,9 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		// A bare host: gRPC would dial its port 443.
 		{[]string{"--manager", "127.0.0.1", "nodes"}, `--manager "127.0.0.1": want HOST:PORT`},
 		{[]string{"--manager", "127.0.0.1:", "nodes"}, "want HOST:PORT"},
+		// A call with no time at all failed with DEADLINE_EXCEEDED.
+		{[]string{"--timeout", "0s", "nodes"}, "--timeout 0s: want a positive duration"},
+		{[]string{"--timeout", "-1s", "sessions"}, "--timeout -1s: want a positive duration"},
 	} {
 		if err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("vodctl %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
