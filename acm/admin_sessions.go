@@ -70,6 +70,8 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 		return nil, status.Error(codes.InvalidArgument, "session_ids and user both given: give one of the two")
 	case badReason(req.GetReason()):
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
+	case slices.ContainsFunc(ids, func(id string) bool { return !idPattern.MatchString(id) }):
+		return nil, status.Error(codes.InvalidArgument, "session_ids: each an admission session id ([A-Za-z0-9._-]{1,128}; the SESSION column of vodctl sessions)")
 	}
 	if !m.Leader() {
 		return nil, m.notLeader("end the sessions on the active manager")

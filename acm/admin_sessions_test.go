@@ -76,6 +76,8 @@ func TestOperatorEndsSessions(t *testing.T) {
 		"both":         {SessionIds: demo, User: "demo"},
 		"control char": {User: "demo", Reason: "bad\r\nreason"},
 		"long reason":  {User: "demo", Reason: strings.Repeat("x", 300)},
+		"empty id":     {SessionIds: []string{""}}, // was NOT_FOUND
+		"huge id":      {SessionIds: []string{strings.Repeat("a", 1<<20)}},
 	} {
 		if _, err := e.admin.EndSessions(ctx, req); grpcCode(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
