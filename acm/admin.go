@@ -108,7 +108,7 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	}
 	id := req.GetNodeId()
 	if !idPattern.MatchString(id) {
-		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", id)
+		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", clip(id))
 	}
 	// opMu through the change and its write: a registration's reload of
 	// the stored setting cannot come in between.

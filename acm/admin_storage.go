@@ -206,7 +206,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 
 // Evict orders a node to remove a title: its copy, or, when the node has
 // none but keeps a partial fill of it (a fill cut short, kept to resume),
-// that partial (the answer says so). NOT_FOUND for an unknown node or
+// that partial (the answer says so). INVALID_ARGUMENT without a node or
+// with a malformed id, NOT_FOUND for an unknown node or
 // a title the node neither holds nor keeps a partial of,
 // FAILED_PRECONDITION while a session plays or fills it there (an
 // eviction never cuts a playing session, nor a fill resuming a partial),
@@ -221,6 +222,12 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
+	if err := checkIDs(req); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		return nil, status.Error(codes.InvalidArgument, "name the node (node_id) to evict the title from")
+	}
 	m.opMu.Lock() // through the hold's change and its write
 	defer m.opMu.Unlock()
 	unlock := m.lockBetweenPlans()
@@ -307,10 +314,10 @@ func (m *Manager) heldAnywhereLocked(title string) bool {
 // checkIDs validates a PlacementRequest's title (required) and node.
 func checkIDs(req *pb.PlacementRequest) error {
 	if !idPattern.MatchString(req.GetTitleId()) {
-		return status.Errorf(codes.InvalidArgument, "title_id %q: want [A-Za-z0-9._-]{1,128}", req.GetTitleId())
+		return status.Errorf(codes.InvalidArgument, "title_id %q: want [A-Za-z0-9._-]{1,128}", clip(req.GetTitleId()))
 	}
 	if n := req.GetNodeId(); n != "" && !idPattern.MatchString(n) {
-		return status.Errorf(codes.InvalidArgument, "node_id %q: want [A-Za-z0-9._-]{1,128}", n)
+		return status.Errorf(codes.InvalidArgument, "node_id %q: want [A-Za-z0-9._-]{1,128}", clip(n))
 	}
 	return nil
 }

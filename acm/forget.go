@@ -55,7 +55,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	m := a.m
 	id := req.GetNodeId()
 	if !idPattern.MatchString(id) {
-		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", id)
+		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", clip(id))
 	}
 	if !m.Leader() {
 		return nil, m.notLeader("forget the node on the active manager; a standby forgets it when it takes over")

@@ -165,3 +165,14 @@ func storeMsg(err error) string {
 	}
 	return msg
 }
+
+// clip returns s for an error message: whole up to 64 bytes, else its
+// first 64 bytes and how long it was (a client's malformed id is echoed,
+// not a megabyte of it).
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:max], len(s))
+}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -244,6 +246,24 @@ func TestStoreMsgOnePrefix(t *testing.T) {
 	} {
 		if got := storeMsg(in); got != want {
 			t.Errorf("storeMsg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMalformedIDsClippedInErrors: a malformed node or title id is
+// refused with its first bytes and its length, not echoed whole (a 1 MB
+// id came back in the error).
+func TestMalformedIDsClippedInErrors(t *testing.T) {
+	e := newManager(t, "", nil)
+	huge := strings.Repeat("x", 1<<20) + "!"
+	ctx := context.Background()
+	_, err1 := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: huge})
+	_, err2 := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: huge})
+	_, err3 := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: huge, NodeId: "n1"})
+	_, err4 := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: huge})
+	for i, err := range []error{err1, err2, err3, err4} {
+		if grpcCode(err) != codes.InvalidArgument || len(err.Error()) > 300 || !strings.Contains(err.Error(), "1048577 bytes") {
+			t.Errorf("call %d: %d-byte error %.200q, want INVALID_ARGUMENT naming the length", i+1, len(err.Error()), err)
 		}
 	}
 }
