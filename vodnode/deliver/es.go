@@ -429,6 +429,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		err = s.seekIndexed(ctx, rd, seekTo, done)
 	}
 	if err == nil {
+		play.setHint(ptsNear(s.cfg.Source, rd.off))
 		sent := make(chan error, 1)
 		go func() {
 			err := play.sendLoop(ctx, s.sendUnit)
@@ -540,7 +541,7 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					if err != nil {
 						return nil // an access unit that cannot be packetised is skipped
 					}
-					ts, due := s.rtpTime(0, pts), play.unwrap(dts)
+					ts, due := s.rtpTime(0, play.unwrap(pts)), play.unwrap(dts)
 					dues := make([]int64, len(pkts))
 					for i, p := range pkts {
 						p.Timestamp += ts // the encoder stamps from 0
@@ -562,7 +563,8 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					if err != nil {
 						return nil
 					}
-					ts, due := s.rtpTime(1, pts), play.unwrap(pts)
+					due := play.unwrap(pts)
+					ts := s.rtpTime(1, due)
 					dues := make([]int64, len(pkts))
 					for i, p := range pkts {
 						// The encoder stamps each packet with its first
@@ -581,6 +583,23 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 			return err
 		}
 	}
+}
+
+// ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the
+// last keyframe at or before offset off of src, else of its first
+// picture; -1 when the index has none.
+func ptsNear(src Source, off int64) int64 {
+	idx, _, _ := src.State()
+	pts := idx.FirstPTS
+	for _, k := range idx.Keyframes {
+		if k.Offset > off {
+			break
+		}
+		if k.PTS >= 0 {
+			pts = k.PTS
+		}
+	}
+	return pts
 }
 
 // track reports whether track i was set up.

@@ -31,7 +31,7 @@ const esResync = time.Second
 // send time.
 type esUnit struct {
 	track int
-	due   int64  // 90 kHz ticks, unwrapped: DTS of its video access unit, or PTS of its audio frame
+	due   int64  // 90 kHz ticks on the index's unwrapped scale (esPlay.unwrap): DTS of its video access unit, or PTS of its audio frame
 	off   int64  // bytes: the reader's offset when its PES was demultiplexed
 	n     uint64 // push order: ties keep it
 	pkt   *rtp.Packet
@@ -73,29 +73,52 @@ type esPlay struct {
 	ended  bool // the demultiplexer is done: the queue drains and the sender returns
 
 	td    mpegts.TimeDecoder // unwraps the 33-bit timestamps of every track
+	hint  int64              // 90 kHz ticks on the index's scale, about where the play starts; < 0: none
 	based bool
-	base  int64 // the first raw timestamp decoded (unwrapped 0)
+	base  int64 // what the first raw timestamp decoded is on the index's scale (the decoder's 0)
 
 	clockSet   bool
 	clockWall  time.Time // when media time clockMedia is due
-	clockMedia int64     // 90 kHz ticks, unwrapped
+	clockMedia int64     // 90 kHz ticks on the index's unwrapped scale
 
 	sentOff int64 // offset of the last unit sent; -1 before the first
 }
 
 func newESPlay() *esPlay {
-	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1}
+	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, hint: -1}
 }
 
-// unwrap returns the raw 90 kHz timestamp ts of either track as a
-// continuous count of ticks from the play's first timestamp.
+// setHint tells the play the PTS (90 kHz ticks, unwrapped as the title's
+// index unwraps them: tsindex.Keyframe.PTS) of about where it starts,
+// before the first timestamp is unwrapped.
+func (p *esPlay) setHint(pts int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hint = pts
+}
+
+// unwrap returns the raw 33-bit 90 kHz timestamp ts of either track on
+// the scale of the title's index (PTS unwrapped across the 33-bit wrap
+// from the title's first): the first timestamp is put on it nearest to
+// the hint (setHint), the others follow it continuously. Then the RTP
+// timestamps of a play that crosses the wrap, or starts after it, agree
+// with RTP-Info's (taken from the index) and with its sender reports,
+// and its position counts from the title's first picture; the audio
+// clock, unlike the 90 kHz one, is not a divisor of 2^33.
 func (p *esPlay) unwrap(ts int64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.based {
 		p.based, p.base = true, ts
+		if p.hint >= 0 {
+			const wrap = int64(1) << 33
+			p.base += (p.hint - ts + wrap/2) / wrap * wrap // the nearest to hint
+			if p.base-p.hint > wrap/2 {
+				p.base -= wrap
+			}
+		}
 	}
-	return p.td.Decode(ts)
+	return p.base + p.td.Decode(ts)
 }
 
 // push queues the packets of one access unit of track, packet i due at
@@ -142,15 +165,16 @@ func (p *esPlay) wallOfLocked(m int64) time.Time {
 	return p.clockWall.Add(time.Duration(m-p.clockMedia) * time.Second / 90000)
 }
 
-// mediaNow returns the raw 90 kHz timestamp due now (what an RTCP sender
-// report maps to the wall clock), and false before the clock is set.
+// mediaNow returns the 90 kHz timestamp due now on the index's unwrapped
+// scale (what an RTCP sender report maps to the wall clock), and false
+// before the clock is set.
 func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.clockSet {
 		return 0, false
 	}
-	return p.base + p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
+	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }
 
 // lastSentOffset returns the offset of the last unit sent, or -1.
