@@ -585,23 +585,6 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 	}
 }
 
-// ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the
-// last keyframe at or before offset off of src, else of its first
-// picture; -1 when the index has none.
-func ptsNear(src Source, off int64) int64 {
-	idx, _, _ := src.State()
-	pts := idx.FirstPTS
-	for _, k := range idx.Keyframes {
-		if k.Offset > off {
-			break
-		}
-		if k.PTS >= 0 {
-			pts = k.PTS
-		}
-	}
-	return pts
-}
-
 // track reports whether track i was set up.
 func (s *ESStream) track(i int) bool {
 	if s.cfg.Mode == RTPTCP {

@@ -231,6 +231,23 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 	}
 }
 
+// ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the
+// last keyframe at or before offset off of src, else of its first
+// picture; -1 when the index has none.
+func ptsNear(src Source, off int64) int64 {
+	idx, _, _ := src.State()
+	pts := idx.FirstPTS
+	for _, k := range idx.Keyframes {
+		if k.Offset > off {
+			break
+		}
+		if k.PTS >= 0 {
+			pts = k.PTS
+		}
+	}
+	return pts
+}
+
 // seekIndexed waits until the fill has indexed npt seconds of the title
 // (or completed it) and moves rd, and the stream's position, to the
 // keyframe presented at or before npt: a seek into the part of the title
