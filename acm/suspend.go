@@ -92,7 +92,9 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	switch {
 	case user == "":
 		return nil, status.Error(codes.InvalidArgument, "name the subscriber (user)")
-	case badUser(user):
+	case badUser(user) && req.GetDurationS() != 0:
+		// A lift takes any name: one stored before names were checked
+		// is lifted, not left in force and in the table.
 		return nil, status.Errorf(codes.InvalidArgument, "user: at most %d bytes, no control characters (a subscriber's login name)", maxUserName)
 	case req.GetDurationS() < 0 || d > maxSuspension || req.GetDurationS() > int64(maxSuspension/time.Second):
 		return nil, status.Errorf(codes.InvalidArgument, "duration_s %d: from 0 (lift) to %d (a year)", req.GetDurationS(), int64(maxSuspension/time.Second))
@@ -111,7 +113,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	out := &pb.Suspension{User: user, Reason: reason}
 	if d == 0 {
 		if _, ok := next[user]; !ok {
-			return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended", user)
+			return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended", clip(user))
 		}
 		delete(next, user)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"google.golang.org/grpc/codes"
@@ -76,5 +77,33 @@ func TestSuspendSubscriber(t *testing.T) {
 		if _, err := e.admin.SuspendSubscriber(ctx, c.req); grpcCode(err) != c.code {
 			t.Errorf("%v: %v, want %v", c.req, err, c.code)
 		}
+	}
+}
+
+// A suspension of a name the operator may no longer give (stored before
+// names were checked: a newline in it, or megabytes of it) can still be
+// lifted: it stayed in force and in the table up to a year otherwise.
+func TestLiftSuspensionOfUncheckedName(t *testing.T) {
+	e := newManager(t, t.TempDir(), nil)
+	ctx := context.Background()
+	bad := []string{"demo\nroot", strings.Repeat("u", 300)}
+	now := e.m.now()
+	e.m.mu.Lock()
+	for _, u := range bad {
+		e.m.suspended[u] = suspension{Until: now.Add(time.Hour), Since: now, Reason: "stored before the check"}
+	}
+	e.m.mu.Unlock()
+	for _, u := range bad {
+		if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: u}); err != nil {
+			t.Errorf("lift of %.20q: %v", u, err)
+		}
+		if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: u}); grpcCode(err) != codes.NotFound {
+			t.Errorf("second lift of %.20q: %v, want NotFound", u, err)
+		} else if len(err.Error()) > 200 {
+			t.Errorf("second lift: the error echoes the name whole (%d bytes)", len(err.Error()))
+		}
+	}
+	if list, _ := e.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{}); len(list.GetSuspensions()) != 0 {
+		t.Fatalf("after the lifts: %v", list)
 	}
 }

@@ -483,9 +483,10 @@ type AdminClient interface {
 	// (at most a year), with the reason logged; duration_s 0 lifts the
 	// suspension. Sessions already playing are not ended (EndSessions
 	// does). Kept in the store: a restart or a takeover keeps it.
-	// INVALID_ARGUMENT for no user, a negative or too long duration, or a
-	// reason too long or not printable; NOT_FOUND lifting a subscriber not
-	// suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// INVALID_ARGUMENT for no user, a user name over 256 bytes or with a
+	// control character (suspending: a lift takes any name), a negative or
+	// too long duration, or a reason too long or not printable; NOT_FOUND
+	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error)
 	ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error)
@@ -737,9 +738,10 @@ type AdminServer interface {
 	// (at most a year), with the reason logged; duration_s 0 lifts the
 	// suspension. Sessions already playing are not ended (EndSessions
 	// does). Kept in the store: a restart or a takeover keeps it.
-	// INVALID_ARGUMENT for no user, a negative or too long duration, or a
-	// reason too long or not printable; NOT_FOUND lifting a subscriber not
-	// suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// INVALID_ARGUMENT for no user, a user name over 256 bytes or with a
+	// control character (suspending: a lift takes any name), a negative or
+	// too long duration, or a reason too long or not printable; NOT_FOUND
+	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error)
 	ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error)
