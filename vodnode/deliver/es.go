@@ -174,6 +174,8 @@ type ESStream struct {
 	reading *pacedReader
 	play    *esPlay // the current play's clock and queue
 
+	fillWait atomic.Bool // the play waits for the title's fill (WaitingForFill)
+
 	bytes atomic.Int64
 }
 
@@ -289,7 +291,7 @@ func (s *ESStream) Resume() {
 	s.plays++
 	idx, _, _ := s.cfg.Source.State()
 	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
-	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, stopNPT: s.stopNPT}
+	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, stopNPT: s.stopNPT, waiting: &s.fillWait}
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
@@ -417,10 +419,6 @@ func (s *ESStream) Abort(reason string) {
 // BytesSent returns the RTP and RTCP bytes sent (headers and interleaving
 // included, UDP/IP headers not).
 func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
-
-// WaitingForFill reports false: an ES stream starts once its title's
-// head is probed and is not told apart while it waits for the fill.
-func (s *ESStream) WaitingForFill() bool { return false }
 
 func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *pacedReader, play *esPlay, seekTo float64, done chan struct{}) {
 	defer close(done)

@@ -248,6 +248,19 @@ func ptsNear(src Source, off int64) int64 {
 	return pts
 }
 
+// WaitingForFill reports whether the stream plays but waits for its
+// title's fill: a seek into the part not indexed yet (which may take many
+// session timeouts on a slow origin), or a read that caught up with the
+// fill. It sends nothing new meanwhile (what was read before still goes
+// out on time), so its client has nothing to answer with receiver
+// reports.
+func (s *ESStream) WaitingForFill() bool {
+	s.mu.Lock()
+	playing := s.cancel != nil
+	s.mu.Unlock()
+	return playing && s.fillWait.Load()
+}
+
 // seekIndexed waits until the fill has indexed npt seconds of the title
 // (or completed it) and moves rd, and the stream's position, to the
 // keyframe presented at or before npt: a seek into the part of the title
@@ -280,7 +293,10 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64
 			s.mu.Unlock()
 			return nil
 		}
-		if _, err := WaitAvailable(ctx, s.cfg.Source, idx.Size); err != nil {
+		s.fillWait.Store(true)
+		_, err = WaitAvailable(ctx, s.cfg.Source, idx.Size)
+		s.fillWait.Store(false)
+		if err != nil {
 			return err
 		}
 	}

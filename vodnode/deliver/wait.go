@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"vodcluster/cdp/tsindex"
@@ -47,6 +48,7 @@ type pacedReader struct {
 	ahead   time.Duration // bytes are handed out this long before they are due
 	stopNPT float64       // io.EOF at the first packet at or past it (a PLAY Range's end), seconds; < 0: none
 	atStop  bool          // the io.EOF was stopNPT's
+	waiting *atomic.Bool  // set while it waits for the fill; nil: not told
 
 	anchored    bool
 	anchorWall  time.Time
@@ -76,7 +78,7 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		}
 		if !complete && r.off+TSPacketSize > idx.Size {
 			r.anchored = false // the timeline restarts when the fill catches up
-			if _, err := WaitAvailable(r.ctx, r.src, r.off+TSPacketSize-1); err != nil {
+			if err := r.waitFill(r.off + TSPacketSize - 1); err != nil {
 				return 0, err
 			}
 			continue
@@ -89,7 +91,7 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			if complete {
 				return 0, errNoClock
 			}
-			if _, err := WaitAvailable(r.ctx, r.src, idx.Size); err != nil {
+			if err := r.waitFill(idx.Size); err != nil {
 				return 0, err
 			}
 			continue
@@ -118,6 +120,17 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		case <-time.After(r.tick):
 		}
 	}
+}
+
+// waitFill waits until the source has bytes past off (WaitAvailable),
+// with r.waiting set meanwhile.
+func (r *pacedReader) waitFill(off int64) error {
+	if r.waiting != nil {
+		r.waiting.Store(true)
+		defer r.waiting.Store(false)
+	}
+	_, err := WaitAvailable(r.ctx, r.src, off)
+	return err
 }
 
 // keyframeAtOrAfter returns the offset of the first keyframe at or after
