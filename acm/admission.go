@@ -141,23 +141,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Unlock()
 		return nil, errUnavailable
 	}
-	// The subscriber's requests still in the queue count against the
-	// limit with its sessions: otherwise one account could queue any
-	// number of requests while the cluster is full and take every slot
-	// that frees up. At the limit, the request supersedes the
-	// subscriber's idle session (supersede.go), if any.
-	// The sessions it supersedes are persisted once mu is released:
-	// before the request waits in the queue, or as it returns.
-	var superseded []*session
-	defer func() { m.persistAll(superseded) }()
-	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
-		superseded = m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
-		if superseded == nil {
-			m.mu.Unlock()
-			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
-			return nil, errUserLimit
-		}
-	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
 	req.Requires = m.requiresLocked(r.Protocol)
@@ -169,6 +152,25 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			return nil, errOriginDown
 		}
 		req.NoFill = true
+	}
+	// The subscriber's requests still in the queue count against the
+	// limit with its sessions: otherwise one account could queue any
+	// number of requests while the cluster is full and take every slot
+	// that frees up. At the limit, the request supersedes the
+	// subscriber's idle session (supersede.go), if any: after the
+	// refusals that do not depend on it (the origin down), which
+	// leave the paused viewer its session.
+	// The sessions it supersedes are persisted once mu is released:
+	// before the request waits in the queue, or as it returns.
+	var superseded []*session
+	defer func() { m.persistAll(superseded) }()
+	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
+		superseded = m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
+		if superseded == nil {
+			m.mu.Unlock()
+			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
+			return nil, errUserLimit
+		}
 	}
 	m.userPending[r.User]++
 	smm.Observe(m.planner, t.ID, req.Site, now) // the storage planner places replicas where viewers ask
