@@ -288,7 +288,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	g.Token, err = m.signer.Sign(token.Claims{
-		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate,
+		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate, Proto: r.Protocol,
 	}, now, m.TokenTTL)
 	if err != nil {
 		return fail("token", err)
@@ -367,7 +367,7 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string) *grant {
 func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
 	s := g.Session
 	tok, err := m.signer.Sign(token.Claims{
-		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps,
+		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps, Proto: r.Protocol,
 	}, now, m.TokenTTL)
 	if err != nil {
 		m.log.Error("token", "session", s.ID, "err", err)

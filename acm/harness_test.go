@@ -522,6 +522,11 @@ func (e *env) tokenOf(loc, scheme, nodeAddr, title, suffix string) *token.Claims
 	if err != nil {
 		e.t.Fatalf("token of %q: %v", loc, err)
 	}
+	// The token names the front door's protocol (the node refuses it over
+	// another): an https:// redirect comes from the HTTP front door.
+	if want := strings.TrimSuffix(scheme, "s"); c.Proto != scheme && !(scheme == "https" && c.Proto == want) {
+		e.t.Fatalf("token of %q issued for protocol %q, want %q", loc, c.Proto, scheme)
+	}
 	return c
 }
 

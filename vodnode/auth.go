@@ -31,14 +31,19 @@ func requestTarget(u *base.URL) (target, *rtspError) {
 }
 
 // verifyStart checks the token of a request that starts a session
-// (DESCRIBE, SETUP without Session): valid signature, unexpired, issued for
-// this title on this node to this client, and not already used here.
-func (n *Node) verifyStart(tg target, client netip.Addr) (*token.Claims, *rtspError) {
+// (DESCRIBE, SETUP without Session) over proto ("rtsp", "rtsps", "http"):
+// valid signature, unexpired, issued for this title on this node to this
+// client over this protocol (token.Claims.CheckProto), and not already
+// used here.
+func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.Claims, *rtspError) {
 	ip := ""
 	if client.IsValid() {
 		ip = client.String()
 	}
 	c, err := n.signer.Verify(tg.Token, time.Now(), tg.Title, n.ID, ip)
+	if err == nil {
+		err = c.CheckProto(proto)
+	}
 	switch {
 	case errors.Is(err, token.ErrExpired):
 		return nil, unauthorized("admission token expired")

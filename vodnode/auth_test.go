@@ -242,3 +242,47 @@ func TestGetParameterPosition(t *testing.T) {
 		t.Errorf("/es position %v paused after playing from 10 s", p)
 	}
 }
+
+// TestTokenBoundToItsProtocol: a token the manager issued behind one front
+// door starts a session only over that protocol (an RTSP one over RTSPS
+// too): an HTTP viewer's token over RTSP was played and recorded as http,
+// and an RTSPS viewer's would have played on the plain port in clear.
+func TestTokenBoundToItsProtocol(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), withHTTP)
+	s, err := token.NewSigner(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(sid, proto string) string {
+		v, err := s.Sign(token.Claims{Session: sid, Title: "sample-001", Node: "node-1", Proto: proto}, time.Now(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	c := dialRTSP(t, n)
+	for _, tc := range []struct {
+		name, proto string
+		want        base.StatusCode
+	}{
+		{"RTSP token over RTSP", "rtsp", 200},
+		{"older manager's token (no protocol)", "", 200},
+		{"HTTP token over RTSP", "http", 401},
+		{"RTSPS token over plain RTSP", "rtsps", 401},
+	} {
+		if res := c.do("DESCRIBE", nodeURL(n, tok("p-"+tc.proto+"-rtsp", tc.proto), "sample-001")); res.StatusCode != tc.want {
+			t.Errorf("%s: %s, want %d", tc.name, statusLine(res), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name, proto string
+		want        int
+	}{
+		{"HTTP token over HTTP", "http", 200},
+		{"RTSP token over HTTP", "rtsp", 401},
+	} {
+		if res, _ := get(t, httpURL(n, tok("p-"+tc.proto+"-http", tc.proto), "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode/100 != tc.want/100 {
+			t.Errorf("%s: %d, want %d", tc.name, res.StatusCode, tc.want)
+		}
+	}
+}

@@ -287,7 +287,7 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 	if hs != nil {
 		return hs.join(ctx, tg.Title)
 	}
-	claims, rerr := n.verifyStart(target{Token: tg.Token, Title: tg.Title}, client)
+	claims, rerr := n.verifyStart(target{Token: tg.Token, Title: tg.Title}, client, "http")
 	if rerr != nil {
 		return nil, rerr
 	}

@@ -121,6 +121,15 @@ func (c *rtspConn) overTLS() bool {
 	return ok
 }
 
+// proto names the connection's protocol as admission tokens do: "rtsps"
+// over TLS, else "rtsp".
+func (c *rtspConn) proto() string {
+	if c.overTLS() {
+		return "rtsps"
+	}
+	return "rtsp"
+}
+
 // serve reads requests and interleaved frames until the connection closes;
 // then the sessions interleaved in it end.
 func (c *rtspConn) serve() {

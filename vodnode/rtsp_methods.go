@@ -86,7 +86,7 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
-	claims, err := c.n.verifyStart(tg, c.remote)
+	claims, err := c.n.verifyStart(tg, c.remote, c.proto())
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if !tg.ES && tg.Track > 0 {
 		return nil, fixableErr(base.StatusNotFound, "no track %d (the title has trackID=0 only)", tg.Track)
 	}
-	claims, err := c.n.verifyStart(tg, c.remote)
+	claims, err := c.n.verifyStart(tg, c.remote, c.proto())
 	if err != nil {
 		return nil, err
 	}

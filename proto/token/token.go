@@ -20,6 +20,10 @@ type Claims struct {
 	Client  string `json:"cip,omitempty"` // client IP the token was issued to; empty: any
 	User    string `json:"sub,omitempty"` // subscriber
 	Bitrate int64  `json:"bps,omitempty"` // reserved bit/s
+	// Proto is the front door the viewer came through: "rtsp", "rtsps" or
+	// "http" (the front door's HTTP, plain or HTTPS); empty: any (tokens
+	// of managers that did not say). See CheckProto.
+	Proto string `json:"pro,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -89,6 +93,20 @@ func (s *Signer) Verify(tok string, now time.Time, title, node, client string) (
 		return c, err
 	}
 	return c, nil
+}
+
+// CheckProto reports whether c may start a session over proto ("rtsp",
+// "rtsps" or "http"): the protocol it was issued for, or RTSPS for an
+// RTSP token (the same viewer over TLS); any when c names none. The error
+// wraps ErrScope: a token issued behind the RTSPS or HTTPS front door is
+// not good on a node's plain RTSP port (its media would travel in clear),
+// nor an HTTP token over RTSP or the other way round (the session would be
+// recorded under the wrong protocol).
+func (c *Claims) CheckProto(proto string) error {
+	if c.Proto == "" || c.Proto == proto || (c.Proto == "rtsp" && proto == "rtsps") {
+		return nil
+	}
+	return fmt.Errorf("%w: token for %s, request over %s", ErrScope, c.Proto, proto)
 }
 
 // Check reports whether c was issued for title on node to client, with the

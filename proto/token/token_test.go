@@ -79,3 +79,22 @@ func TestNodeCredentialAndBearer(t *testing.T) {
 		t.Fatalf("no metadata: %v", err)
 	}
 }
+
+// TestCheckProto: a token is good over the protocol it was issued for, an
+// RTSP token over RTSPS too; one that names none over any.
+func TestCheckProto(t *testing.T) {
+	for _, c := range []struct {
+		token, over string
+		ok          bool
+	}{
+		{"", "rtsp", true}, {"", "http", true},
+		{"rtsp", "rtsp", true}, {"rtsp", "rtsps", true}, {"rtsp", "http", false},
+		{"rtsps", "rtsps", true}, {"rtsps", "rtsp", false}, // its media would travel in clear
+		{"http", "http", true}, {"http", "rtsp", false}, {"http", "rtsps", false},
+	} {
+		err := (&Claims{Proto: c.token}).CheckProto(c.over)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrScope)) {
+			t.Errorf("token for %q over %s: %v, want ok %v", c.token, c.over, err, c.ok)
+		}
+	}
+}
