@@ -207,9 +207,12 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 }
 
 // Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
-// the keyframe at or before npt seconds; npt < 0 keeps the position. It
-// returns, per track, the sequence number and RTP timestamp the stream will
-// go on with. Errors: ErrRange past the end of a complete title, ErrEnded.
+// the keyframe at or before npt seconds (into the part of the title not
+// indexed yet: to that keyframe once the fill has indexed it, the answer
+// giving npt itself and its RTP timestamp); npt < 0 keeps the position.
+// It returns, per track, the sequence number and RTP timestamp the stream
+// will go on with. Errors: ErrRange past the end of a complete title (or
+// too far to count), ErrEnded, the fill's error (Source.State).
 func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	s.stop()
 	s.mu.Lock()
