@@ -436,6 +436,14 @@ func TestSeekIntoUnfilledPart(t *testing.T) {
 			t.Fatalf("seek to %g s into the unfilled part: %v, want ErrRange", npt, err)
 		}
 	}
+	// Until the fill reaches it, the position is the time asked (it read
+	// the offset the bitrate gave, or 0 before the clock was known).
+	if _, err := st.Play(2.5); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Position(); got != 2.5 {
+		t.Errorf("position after a seek to 2.5 s into the unfilled part: %.3f", got)
+	}
 }
 
 // TestSeekIntoUnfilledPartStartsAtKeyframe: a seek past the bytes filled

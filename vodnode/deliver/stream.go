@@ -367,6 +367,9 @@ func (s *Stream) Position() float64 {
 }
 
 func (s *Stream) positionLocked() float64 {
+	if s.seekTo >= 0 {
+		return s.seekTo // a seek into the part not indexed yet: not started there yet
+	}
 	idx, complete, _ := s.cfg.Source.State()
 	ck := s.clock(idx, complete)
 	if !ck.ok() {
