@@ -308,6 +308,11 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	}
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
+	// Asked to play, the session is no longer paused by its viewer, even
+	// when the PLAY fails (ffmpeg seeking past the end PAUSEs, is answered
+	// 457 and then waits in silence: it gets session_timeout, not
+	// pause_timeout).
+	s.paused.Store(false)
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
@@ -346,7 +351,6 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
 	granted := s.player.SetScale(scale)
-	s.paused.Store(false)
 	// The end of the client's Range, honoured in normal play (RFC 2326
 	// 12.29: the stream pauses there); a PLAY without one plays on to the
 	// end of the title. An end at the title's end (GStreamer sends the

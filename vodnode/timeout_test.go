@@ -414,3 +414,23 @@ func TestPausedSessionOutlivesSessionTimeout(t *testing.T) {
 		t.Errorf("the paused session timed out %v after its last request, want PauseTimeout (2 s)", took)
 	}
 }
+
+// TestFailedPlayAfterPauseGetsSessionTimeout: a PLAY answered with an
+// error after a PAUSE (ffmpeg seeking past the end: PLAY, PAUSE, PLAY
+// Range past the end, 457, silence) leaves the session under
+// session_timeout, not pause_timeout (ffmpeg hung five minutes).
+func TestFailedPlayAfterPauseGetsSessionTimeout(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout, n.PauseTimeout = 300*time.Millisecond, time.Minute })
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "seek-past", "sample-001", "node-1", "", time.Minute), "sample-001")
+	id := c.play(url)
+	if res := c.do("PAUSE", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	waitComplete(t, n, "sample-001")
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=99-"); res.StatusCode != 457 {
+		t.Fatalf("PLAY past the end: %s, want 457", statusLine(res))
+	}
+	waitFor(t, 10*time.Second, "the silent session to time out (session_timeout)", func() bool { return n.lookupSession(id) == nil })
+}
