@@ -82,10 +82,76 @@ type esPlay struct {
 	clockMedia int64     // 90 kHz ticks on the index's unwrapped scale
 
 	sentOff int64 // offset of the last unit sent; -1 before the first
+
+	// A PAUSE holds the play: nothing is read or sent, the queue and the
+	// demultiplexer's state are kept, and the release moves the clock on
+	// by the pause, so that a PLAY goes on from the next packet exactly.
+	held     bool
+	heldAt   time.Time
+	released chan struct{} // closed by release
+	holds    uint64        // releases so far (the reader restarts its pacing after one)
+	seen     uint64        // releases the reader has seen
 }
 
 func newESPlay() *esPlay {
 	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, hint: -1}
+}
+
+// hold pauses the play at now (a PAUSE): the sender sends nothing more,
+// the reader reads nothing more, until release.
+func (p *esPlay) hold(now time.Time) {
+	p.mu.Lock()
+	if !p.held {
+		p.held, p.heldAt, p.released = true, now, make(chan struct{})
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+// release ends a hold at now: the clock moves on by the pause, so every
+// packet queued or to come is due as long after now as it was after the
+// hold. It reports whether the play was held.
+func (p *esPlay) release(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		return false
+	}
+	if p.clockSet {
+		p.clockWall = p.clockWall.Add(now.Sub(p.heldAt))
+	}
+	p.held = false
+	p.holds++
+	close(p.released)
+	return true
+}
+
+// isHeld reports whether the play is held.
+func (p *esPlay) isHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// waitHeld blocks while the play is held (pacedReader.hold): it reports
+// whether a hold was released since its last call, or ctx's error.
+func (p *esPlay) waitHeld(ctx context.Context) (bool, error) {
+	for {
+		p.mu.Lock()
+		if !p.held {
+			resumed := p.seen != p.holds
+			p.seen = p.holds
+			p.mu.Unlock()
+			return resumed, nil
+		}
+		ch := p.released
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 // setHint tells the play the PTS (90 kHz ticks, unwrapped as the title's
@@ -133,7 +199,7 @@ func (p *esPlay) push(track int, off int64, pkts []*rtp.Packet, dues []int64) {
 	p.mu.Lock()
 	if !p.clockSet {
 		p.clockSet, p.clockWall, p.clockMedia = true, now, dues[0]
-	} else if late := now.Sub(p.wallOfLocked(dues[0])); late > esResync {
+	} else if late := now.Sub(p.wallOfLocked(dues[0])); late > esResync && !p.held {
 		p.clockWall = p.clockWall.Add(late) // read that late: the timeline restarts here
 	}
 	for i, pkt := range pkts {
@@ -174,6 +240,9 @@ func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	if !p.clockSet {
 		return 0, false
 	}
+	if p.held {
+		now = p.heldAt // the clock stands still while held
+	}
 	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }
 
@@ -192,6 +261,16 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
+		if p.held {
+			ch := p.released
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
 		if len(p.q) == 0 {
 			ended := p.ended
 			p.mu.Unlock()
@@ -264,18 +343,21 @@ func (s *ESStream) WaitingForFill() bool {
 // seekIndexed waits until the fill has indexed npt seconds of the title
 // (or completed it) and moves rd, and the stream's position, to the
 // keyframe presented at or before npt: a seek into the part of the title
-// not indexed when it was asked. Errors: the fill's, ctx's.
+// not indexed when it was asked. A fill that failed after indexing npt is
+// played from there to where it stopped. Errors: the fill's (failed
+// before npt), ctx's.
 func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64, done chan struct{}) error {
 	for {
 		idx, complete, err := s.cfg.Source.State()
-		if err != nil {
-			return err
-		}
 		ck := clockOf{idx: idx}
 		if complete {
 			ck.bitrate = s.cfg.Bitrate
 		}
-		if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
+		indexed := ck.ok() && npt < ck.npt(idx.Size)
+		if err != nil && !indexed {
+			return err // the fill failed before npt
+		}
+		if complete || indexed {
 			off := int64(0)
 			if ck.ok() {
 				if off, _ = ck.keyframeBefore(npt); off < 0 {
