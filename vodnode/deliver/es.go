@@ -209,11 +209,17 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 // Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
 // the keyframe at or before npt seconds (into the part of the title not
 // indexed yet: to that keyframe once the fill has indexed it, the answer
-// giving npt itself and its RTP timestamp); npt < 0 keeps the position.
-// It returns, per track, the sequence number and RTP timestamp the stream
-// will go on with. Errors: ErrRange past the end of a complete title (or
-// too far to count), ErrEnded, the fill's error (Source.State).
+// giving npt itself and its RTP timestamp); npt < 0 keeps the position
+// (a play paused, or playing, goes on where it is, with the packets it
+// had read). It returns, per track, the sequence number and RTP timestamp
+// the stream will go on with. Errors: ErrRange past the end of a complete
+// title (or too far to count), ErrEnded, the fill's error (Source.State).
 func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
+	if npt < 0 {
+		if info, ok := s.goOn(); ok {
+			return info, nil
+		}
+	}
 	s.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -286,7 +292,13 @@ func (s *ESStream) rtpTime(i int, pts int64) uint32 {
 func (s *ESStream) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || s.cancel != nil {
+	if s.ended {
+		return
+	}
+	if s.cancel != nil {
+		if s.play != nil {
+			s.play.release(time.Now()) // a pause ends: on from the next packet
+		}
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,6 +311,7 @@ func (s *ESStream) Resume() {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
 	s.reading, s.play = r, newESPlay()
+	r.hold = s.play.waitHeld // a PAUSE holds the reader too
 	go s.run(ctx, rcancel, r, s.play, s.seekTo, s.done)
 }
 
@@ -323,65 +336,6 @@ func (s *ESStream) stop() {
 	s.mu.Lock()
 	s.pos = keyframeAtOrAfter(idx, off-off%TSPacketSize)
 	s.mu.Unlock()
-}
-
-// Pause stops sending and returns the position, seconds.
-func (s *ESStream) Pause() float64 {
-	s.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seekTo >= 0 {
-		return s.seekTo // not started there yet
-	}
-	idx, complete, _ := s.cfg.Source.State()
-	ck := clockOf{idx: idx}
-	if complete {
-		ck.bitrate = s.cfg.Bitrate
-	}
-	if !ck.ok() {
-		return 0
-	}
-	return ck.npt(s.pos)
-}
-
-// SetStop makes the next play (Resume) pause when it reaches npt seconds
-// (the end of a PLAY request's Range, RFC 2326 §12.29): the packets of the
-// title's bytes before it are sent, then nothing, and a Resume goes on
-// from the first keyframe at or after it. npt < 0 clears it; it is
-// cleared when reached.
-func (s *ESStream) SetStop(npt float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopNPT = npt
-}
-
-// Position returns the play position, seconds of npt (presentation time
-// from the title's first picture): while playing, the time due now on the
-// play's timeline; otherwise where the next play starts.
-func (s *ESStream) Position() float64 {
-	s.mu.Lock()
-	play, seekTo := s.play, s.seekTo
-	s.mu.Unlock()
-	if play != nil {
-		idx, _, _ := s.cfg.Source.State()
-		if m, ok := play.mediaNow(time.Now()); ok && idx.FirstPTS >= 0 {
-			return max(float64(m-idx.FirstPTS)/tsindex.PTSHz, 0)
-		}
-	}
-	if seekTo >= 0 {
-		return seekTo
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	idx, complete, _ := s.cfg.Source.State()
-	ck := clockOf{idx: idx}
-	if complete {
-		ck.bitrate = s.cfg.Bitrate
-	}
-	if !ck.ok() {
-		return 0
-	}
-	return ck.npt(s.pos)
 }
 
 // SetScale returns 1: elementary-stream sessions play at normal speed only.

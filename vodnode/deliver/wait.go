@@ -49,6 +49,11 @@ type pacedReader struct {
 	stopNPT float64       // io.EOF at the first packet at or past it (a PLAY Range's end), seconds; < 0: none
 	atStop  bool          // the io.EOF was stopNPT's
 	waiting *atomic.Bool  // set while it waits for the fill; nil: not told
+	// hold, when set, is called before each read: it blocks while the
+	// play is paused (PAUSE keeps a play's state) and reports whether a
+	// pause ended since the last call (the pacing restarts from there),
+	// or the context's error.
+	hold func(ctx context.Context) (resumed bool, err error)
 
 	anchored    bool
 	anchorWall  time.Time
@@ -62,6 +67,15 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	for {
+		if r.hold != nil {
+			resumed, err := r.hold(r.ctx)
+			if err != nil {
+				return 0, err
+			}
+			if resumed {
+				r.anchored = false // paced from here, not from before the pause
+			}
+		}
 		idx, complete, err := r.src.State()
 		if err != nil {
 			// The fill failed: the bytes it left are played to their end

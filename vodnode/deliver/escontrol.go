@@ -1,0 +1,106 @@
+package deliver
+
+import (
+	"time"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// goOn returns the sequence numbers and RTP timestamps a play under way
+// (held by a PAUSE, or playing) goes on with, and false when there is
+// none: a PLAY without Range keeps it rather than starting anew.
+func (s *ESStream) goOn() ([2]PlayInfo, bool) {
+	var info [2]PlayInfo
+	s.mu.Lock()
+	play, running := s.play, s.cancel != nil
+	s.mu.Unlock()
+	if !running || play == nil {
+		return info, false
+	}
+	m, ok := play.mediaNow(time.Now())
+	if !ok {
+		return info, false // nothing read yet: started anew where it was
+	}
+	npt := s.Position()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range 2 {
+		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, m), NPT: npt}
+	}
+	return info, true
+}
+
+// Pause stops sending and returns the position, seconds. A play under
+// way is held (its queue and demultiplexer kept): a Resume, or a Seek
+// that keeps the position, goes on from the next packet, nothing skipped.
+func (s *ESStream) Pause() float64 {
+	s.mu.Lock()
+	play := s.play
+	if s.cancel != nil && play != nil {
+		play.hold(time.Now())
+		s.mu.Unlock()
+		return s.Position()
+	}
+	s.mu.Unlock()
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seekTo >= 0 {
+		return s.seekTo // not started there yet
+	}
+	idx, complete, _ := s.cfg.Source.State()
+	ck := clockOf{idx: idx}
+	if complete {
+		ck.bitrate = s.cfg.Bitrate
+	}
+	if !ck.ok() {
+		return 0
+	}
+	return ck.npt(s.pos)
+}
+
+// SetStop makes the next play (Resume) pause when it reaches npt seconds
+// (the end of a PLAY request's Range, RFC 2326 §12.29): the packets of the
+// title's bytes before it are sent, then nothing, and a Resume goes on
+// from the first keyframe at or after it. npt < 0 clears it; it is
+// cleared when reached.
+func (s *ESStream) SetStop(npt float64) {
+	s.mu.Lock()
+	running := s.cancel != nil
+	s.mu.Unlock()
+	if npt >= 0 && running {
+		s.stop() // the reader of the play under way cannot take a stop: the next play does
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopNPT = npt
+}
+
+// Position returns the play position, seconds of npt (presentation time
+// from the title's first picture): while playing, the time due now on the
+// play's timeline; otherwise where the next play starts.
+func (s *ESStream) Position() float64 {
+	s.mu.Lock()
+	play, seekTo := s.play, s.seekTo
+	s.mu.Unlock()
+	if play != nil {
+		idx, _, _ := s.cfg.Source.State()
+		if m, ok := play.mediaNow(time.Now()); ok && idx.FirstPTS >= 0 {
+			return max(float64(m-idx.FirstPTS)/tsindex.PTSHz, 0)
+		}
+	}
+	if seekTo >= 0 {
+		return seekTo
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, complete, _ := s.cfg.Source.State()
+	ck := clockOf{idx: idx}
+	if complete {
+		ck.bitrate = s.cfg.Bitrate
+	}
+	if !ck.ok() {
+		return 0
+	}
+	return ck.npt(s.pos)
+}
