@@ -182,9 +182,16 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 	m := a.m
 	m.mu.Lock()
 	var ss []store.Session
+	idle := map[string]int64{} // session -> seconds idle, as its node last reported
+	now := m.now()
 	for _, s := range m.sessions {
 		if (req.GetNodeId() == "" || s.Node == req.GetNodeId()) && (req.GetUser() == "" || s.User == req.GetUser()) {
 			ss = append(ss, s.Session)
+			if ns := m.nodes[s.Node]; ns != nil {
+				if since, ok := ns.idle[s.ID]; ok {
+					idle[s.ID] = max(int64(now.Sub(since)/time.Second), 1)
+				}
+			}
 		}
 	}
 	if id := req.GetNodeId(); id != "" && len(ss) == 0 && m.sched.Node(id) == nil && m.nodes[id] == nil {
@@ -201,7 +208,7 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 	out := &pb.ListSessionsResponse{Sessions: make([]*pb.SessionInfo, 0, len(ss))}
 	for _, s := range ss {
 		si := &pb.SessionInfo{SessionId: s.ID, User: s.User, TitleId: s.Title, NodeId: s.Node, ClientAddr: s.ClientAddr,
-			State: s.State, BitrateBps: s.BitrateBps, AdmittedUnixMs: s.AdmittedAt.UnixMilli(), Protocol: s.Protocol}
+			State: s.State, BitrateBps: s.BitrateBps, AdmittedUnixMs: s.AdmittedAt.UnixMilli(), Protocol: s.Protocol, IdleS: idle[s.ID]}
 		if !s.StartedAt.IsZero() {
 			si.StartedUnixMs = s.StartedAt.UnixMilli()
 		}

@@ -81,6 +81,14 @@ var siteAdmissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "New sessions admitted, by the viewer's site (client_site: the site of the manager's sites whose prefix holds its address; empty for none) and the site of the node it was sent to (node_site; empty for none). client_site != node_site: served across sites. Counted only when either has a site.",
 }, []string{"client_site", "node_site"})
 
+// supersededTotal counts idle sessions ended for a new request of their
+// subscriber at the session limit (supersede.go), by the protocol of the
+// session ended.
+var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_superseded_sessions_total",
+	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
+}, []string{"protocol"})
+
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
@@ -184,7 +192,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal)
 	if err != nil {
 		return err
 	}

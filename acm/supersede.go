@@ -91,6 +91,7 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 	ended := make([]*session, 0, need)
 	for _, o := range idle[:need] {
 		ended = append(ended, o.s)
+		supersededTotal.WithLabelValues(o.s.Protocol).Inc()
 		delete(m.nodes[o.s.Node].idle, o.s.ID)
 		m.log.Info("idle session superseded: its subscriber is at the session limit", "session", o.s.ID, "user", user,
 			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "limit", limit)

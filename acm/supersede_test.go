@@ -1,11 +1,14 @@
 package acm
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -112,6 +115,25 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 	if !steady {
 		t.Fatal("n1's reports are not steady: the test would not show that a steady report's idle list is applied")
 	}
+	// Operators see which sessions are idle, and for how long.
+	ls, err := e.admin.ListSessions(context.Background(), &pb.ListSessionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, si := range ls.Sessions {
+		want := map[string]int64{h1: 90, h2: 70}[si.SessionId]
+		if si.IdleS < want || si.IdleS > want+10 {
+			t.Errorf("session %s listed idle %d s, want %d", si.SessionId, si.IdleS, want)
+		}
+	}
+	superseded := func() float64 {
+		var m dto.Metric
+		if err := supersededTotal.WithLabelValues(store.ProtoHTTP).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	counted := superseded()
 	before := time.Now()
 	code, h3 := e.httpAdmit("adult-1")
 	if code != http.StatusFound {
@@ -121,6 +143,9 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 	slices.Sort(want)
 	if got := e.sessionIDs(); !slices.Equal(got, want) {
 		t.Fatalf("sessions %v, want %v: h1 (idle longest) ended", got, want)
+	}
+	if got := superseded() - counted; got != 1 {
+		t.Errorf("vodcluster_superseded_sessions_total{protocol=\"http\"} went up by %v, want 1", got)
 	}
 	if r := e.reserved("n1"); r != 3*titleBps {
 		t.Fatalf("reserved %d bit/s, want %d: h1's released", r, 3*titleBps)

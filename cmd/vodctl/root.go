@@ -282,9 +282,13 @@ func sessionsCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node, User: user})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "SESSION\tUSER\tTITLE\tNODE\tSTATE\tPROTOCOL\tCLIENT\tBITRATE(kbit/s)")
+				fmt.Fprintln(w, "SESSION\tUSER\tTITLE\tNODE\tSTATE\tPROTOCOL\tCLIENT\tBITRATE(kbit/s)\tIDLE(s)")
 				for _, s := range m.(*v1.ListSessionsResponse).Sessions {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionId, s.User, s.TitleId, s.NodeId, s.State, s.Protocol, s.ClientAddr, s.BitrateBps/1000)
+					idle := "-" // idle: paused and silent, or HTTP with no request (superseded first at the session limit)
+					if s.IdleS > 0 {
+						idle = fmt.Sprint(s.IdleS)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.SessionId, s.User, s.TitleId, s.NodeId, s.State, s.Protocol, s.ClientAddr, s.BitrateBps/1000, idle)
 				}
 			})
 		},

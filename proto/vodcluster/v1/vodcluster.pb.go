@@ -2675,9 +2675,15 @@ type SessionInfo struct {
 	BitrateBps     int64                  `protobuf:"varint,7,opt,name=bitrate_bps,json=bitrateBps,proto3" json:"bitrate_bps,omitempty"`
 	AdmittedUnixMs int64                  `protobuf:"varint,8,opt,name=admitted_unix_ms,json=admittedUnixMs,proto3" json:"admitted_unix_ms,omitempty"`
 	StartedUnixMs  int64                  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
-	Protocol       string                 `protobuf:"bytes,10,opt,name=protocol,proto3" json:"protocol,omitempty"` // rtsp or http
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Protocol       string                 `protobuf:"bytes,10,opt,name=protocol,proto3" json:"protocol,omitempty"` // rtsp, rtsps or http
+	// idle_s: seconds since its viewer was last heard of, while its node
+	// reports it idle (PAUSEd and silent, or HTTP with no request, for
+	// longer than session_timeout; LoadReport.idle_sessions): it lives to
+	// pause_timeout, and the subscriber's next request at the session limit
+	// supersedes the one idle longest. 0: not idle.
+	IdleS         int64 `protobuf:"varint,11,opt,name=idle_s,json=idleS,proto3" json:"idle_s,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionInfo) Reset() {
@@ -2778,6 +2784,13 @@ func (x *SessionInfo) GetProtocol() string {
 		return x.Protocol
 	}
 	return ""
+}
+
+func (x *SessionInfo) GetIdleS() int64 {
+	if x != nil {
+		return x.IdleS
+	}
+	return 0
 }
 
 type ListSessionsResponse struct {
@@ -4000,7 +4013,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x18\n" +
 	"\x16ListSuspensionsRequest\"V\n" +
 	"\x17ListSuspensionsResponse\x12;\n" +
-	"\vsuspensions\x18\x01 \x03(\v2\x19.vodcluster.v1.SuspensionR\vsuspensions\"\xba\x02\n" +
+	"\vsuspensions\x18\x01 \x03(\v2\x19.vodcluster.v1.SuspensionR\vsuspensions\"\xd1\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -4015,7 +4028,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x10admitted_unix_ms\x18\b \x01(\x03R\x0eadmittedUnixMs\x12&\n" +
 	"\x0fstarted_unix_ms\x18\t \x01(\x03R\rstartedUnixMs\x12\x1a\n" +
 	"\bprotocol\x18\n" +
-	" \x01(\tR\bprotocol\"N\n" +
+	" \x01(\tR\bprotocol\x12\x15\n" +
+	"\x06idle_s\x18\v \x01(\x03R\x05idleS\"N\n" +
 	"\x14ListSessionsResponse\x126\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\"\x12\n" +
 	"\x10GetPolicyRequest\"\x81\x02\n" +
