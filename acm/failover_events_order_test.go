@@ -2,7 +2,6 @@ package acm
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,26 +19,7 @@ import (
 // the retry waits its backoff. The retried ENDED still gives the record
 // the node's bytes and end time.
 func TestEndedBeforeTheNodeRegisteredReportFirst(t *testing.T) {
-	open, _ := sharedRedis(t)
-	records := filepath.Join(t.TempDir(), "sessions.jsonl")
-	a := newManager(t, "", onShared(open(), &countPlanner{}, time.Minute))
-	b := newManager(t, "", func(m *Manager) {
-		onShared(open(), &countPlanner{}, time.Minute)(m)
-		m.SessionRecordsFile = records
-	})
-	n := a.startNode("n1", nodeOpts{})
-	sid := a.admitOne("t1")
-	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.stop()
-
-	endedAt := time.Now().Truncate(time.Millisecond)
-	ended := &pb.SessionEvent{NodeId: "n1", SessionId: sid, TitleId: "t1", Kind: pb.SessionEvent_KIND_ENDED,
-		Reason: "teardown", BytesSent: 5_111_012, AtUnixMs: endedAt.UnixMilli()}
-	if _, err := b.nc.ReportSession(context.Background(), ended); grpcCode(err) != codes.Unavailable {
-		t.Fatalf("ENDED from a node not registered here yet: %v, want UNAVAILABLE", err)
-	}
+	b, records, sid, ended, endedAt := endedBeforeRegistration(t, 0)
 	b.registerWith("n1") // its first report does not list the session
 	if _, err := b.nc.ReportSession(context.Background(), ended); err != nil {
 		t.Errorf("ENDED retried after the node's first report: %v", err)

@@ -93,6 +93,16 @@ type media struct {
 func (tc *testClient) readMedia(d time.Duration) []media {
 	tc.t.Helper()
 	var out []media
+	tc.readRTP(d, func(p rtp.Packet) {
+		out = append(out, media{at: time.Now(), seq: p.SequenceNumber, ts: parseTS(p.Payload)})
+	})
+	return out
+}
+
+// readRTP reads interleaved RTP (channel 0) for d, giving each packet to
+// each as it comes.
+func (tc *testClient) readRTP(d time.Duration, each func(rtp.Packet)) {
+	tc.t.Helper()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		tc.c.SetReadDeadline(end)
@@ -114,9 +124,8 @@ func (tc *testClient) readMedia(d time.Duration) []media {
 		if err := p.Unmarshal(b); err != nil {
 			tc.t.Fatal(err)
 		}
-		out = append(out, media{at: time.Now(), seq: p.SequenceNumber, ts: parseTS(p.Payload)})
+		each(p)
 	}
-	return out
 }
 
 // TestPauseResumeSeekScale drives the VCR commands with a scripted client
@@ -454,25 +463,6 @@ func TestESPlayRangeEnd(t *testing.T) {
 func (tc *testClient) readMediaRTP(d time.Duration) []rtp.Packet {
 	tc.t.Helper()
 	var out []rtp.Packet
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		tc.c.SetReadDeadline(end)
-		if _, err := tc.br.Peek(1); err != nil {
-			break
-		}
-		tc.c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a frame begun is read whole
-		ch, b, err := tc.frame()
-		if err != nil {
-			tc.t.Fatalf("interleaved frame: %v", err)
-		}
-		if ch != 0 {
-			continue
-		}
-		var p rtp.Packet
-		if err := p.Unmarshal(b); err != nil {
-			tc.t.Fatal(err)
-		}
-		out = append(out, p)
-	}
+	tc.readRTP(d, func(p rtp.Packet) { out = append(out, p) })
 	return out
 }

@@ -43,20 +43,7 @@ func (s *ESStream) Pause() float64 {
 	}
 	s.mu.Unlock()
 	s.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seekTo >= 0 {
-		return s.seekTo // not started there yet
-	}
-	idx, complete, _ := s.cfg.Source.State()
-	ck := clockOf{idx: idx}
-	if complete {
-		ck.bitrate = s.cfg.Bitrate
-	}
-	if !ck.ok() {
-		return 0
-	}
-	return ck.npt(s.pos)
+	return s.Position()
 }
 
 // SetStop makes the next play (Resume) pause when it reaches npt seconds
@@ -90,7 +77,7 @@ func (s *ESStream) Position() float64 {
 		}
 	}
 	if seekTo >= 0 {
-		return seekTo
+		return seekTo // not started there yet
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
