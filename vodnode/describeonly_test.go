@@ -18,15 +18,7 @@ import (
 // and SETUPs on another within the grace plays on; one that plays and
 // closes its connection (UDP) is not ended for it.
 func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
-	settled := make(chan struct{}, 4)
-	m := newFakeManager()
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
-		n.ManagerAddr = maddr
-		n.describeGrace = 300 * time.Millisecond
-		n.describedSettled = func() { settled <- struct{}{} }
-	})
-	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	n, m, settled := describeNode(t, 300*time.Millisecond, nil)
 	url := func(sid string) string {
 		return nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")
 	}
@@ -50,11 +42,7 @@ func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
 	// d-other SETUPs on a new connection at once.
 	id := dialRTSP(t, n).play(other)
 
-	select {
-	case <-settled: // the first connection's sessions were looked at
-	case <-time.After(10 * time.Second):
-		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
-	}
+	settled(t) // the closed connection's sessions were looked at
 	waitFor(t, 5*time.Second, "ENDED of the DESCRIBE-only session", func() bool {
 		return m.event("d-probe", pb.SessionEvent_KIND_ENDED) != nil
 	})
@@ -87,15 +75,7 @@ func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
 // connection and opened its own): that connection's SETUP may come after
 // the grace of the first, and ends it itself if it closes without one.
 func TestDescribeOnlyKeptWhileDescribedElsewhere(t *testing.T) {
-	settled := make(chan struct{}, 4)
-	m := newFakeManager()
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
-		n.ManagerAddr = maddr
-		n.describeGrace = 200 * time.Millisecond
-		n.describedSettled = func() { settled <- struct{}{} }
-	})
-	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	n, _, settled := describeNode(t, 200*time.Millisecond, nil)
 	u := nodeURL(n, mint(t, "d-twice", "sample-001", "node-1", "", time.Minute), "sample-001")
 
 	first := dialRTSP(t, n)
@@ -107,11 +87,7 @@ func TestDescribeOnlyKeptWhileDescribedElsewhere(t *testing.T) {
 		t.Fatalf("DESCRIBE on the second connection: %s", statusLine(res))
 	}
 	first.c.Close()
-	select {
-	case <-settled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
-	}
+	settled(t) // the closed connection's sessions were looked at
 	if n.tokenUsed("d-twice") {
 		t.Error("token spent while an open connection had DESCRIBEd it")
 	}
@@ -128,16 +104,7 @@ func TestDescribeOnlyKeptWhileDescribedElsewhere(t *testing.T) {
 // and 10 s after that the node reported "no-show: described only" for a
 // session the manager had already ended: NOT_FOUND and a warning.)
 func TestDescribedThenPlayedNotEndedAgain(t *testing.T) {
-	settled := make(chan struct{}, 4)
-	m := newFakeManager()
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
-		n.ManagerAddr = maddr
-		n.SessionTimeout = 300 * time.Millisecond
-		n.describeGrace = 3 * time.Second // past the token's expiry and clock skew
-		n.describedSettled = func() { settled <- struct{}{} }
-	})
-	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	n, m, settled := describeNode(t, 3*time.Second, func(n *Node) { n.SessionTimeout = 300 * time.Millisecond }) // past the token's expiry and clock skew
 	// Expired 3 s ago: still accepted for the clock skew (5 s) that is left.
 	u := nodeURL(n, mint(t, "d-played", "sample-001", "node-1", "", -3*time.Second), "sample-001")
 	c := dialRTSP(t, n)
@@ -152,11 +119,7 @@ func TestDescribedThenPlayedNotEndedAgain(t *testing.T) {
 		t.Fatalf("TEARDOWN: %s", statusLine(res))
 	}
 	c.c.Close()
-	select {
-	case <-settled:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
-	}
+	settled(t) // the closed connection's sessions were looked at
 	// A session played and ended after the look: its ENDED goes out
 	// after anything the look sent (the node sends events in order).
 	after := nodeURL(n, mint(t, "d-after", "sample-001", "node-1", "", time.Minute), "sample-001")
@@ -169,5 +132,33 @@ func TestDescribedThenPlayedNotEndedAgain(t *testing.T) {
 	waitFor(t, 10*time.Second, "the later session's ENDED", func() bool { return m.event("d-after", pb.SessionEvent_KIND_ENDED) != nil })
 	if es := m.eventsOf("d-played", pb.SessionEvent_KIND_ENDED); len(es) != 1 || strings.HasPrefix(es[0].GetReason(), "no-show") {
 		t.Errorf("ENDED events %v, want the TEARDOWN's alone", es)
+	}
+}
+
+// describeNode starts a node reporting to a fake manager (its first report
+// awaited) whose DESCRIBE-only sessions are looked at grace after their
+// connection closes; configure, when set, sets more. settled waits (at
+// most 20 s) until the node has looked at a closed connection's sessions.
+func describeNode(t *testing.T, grace time.Duration, configure func(*Node)) (n *Node, m *fakeManager, settled func(*testing.T)) {
+	t.Helper()
+	looked := make(chan struct{}, 4)
+	m = newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n = startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.describeGrace = grace
+		n.describedSettled = func() { looked <- struct{}{} }
+		if configure != nil {
+			configure(n)
+		}
+	})
+	waitFor(t, 5*time.Second, "the first report", func() bool { return m.lastReport() != nil })
+	return n, m, func(t *testing.T) {
+		t.Helper()
+		select {
+		case <-looked:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the closed connection's DESCRIBE-only sessions were never looked at")
+		}
 	}
 }

@@ -446,22 +446,34 @@ func TestSeekIntoUnfilledPart(t *testing.T) {
 	}
 }
 
+// sampleSeekTarget is a time of the sample clip between two of its
+// keyframes, well after the one before it, seconds.
+const sampleSeekTarget = 12.3
+
+// sampleKeyframeBefore returns the sample clip, its index, and the offset
+// (bytes) and npt (seconds) of its keyframe at or before sampleSeekTarget.
+func sampleKeyframeBefore(t *testing.T) (data []byte, full *tsindex.Index, off int64, npt float64) {
+	t.Helper()
+	data = loadClip(t)
+	full, err := tsindex.BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, npt = clockOf{idx: full}.keyframeBefore(sampleSeekTarget)
+	if off < 0 || npt >= sampleSeekTarget-0.1 {
+		t.Fatalf("sample: keyframe before %g s at %d (%.3f s), want one well before", sampleSeekTarget, off, npt)
+	}
+	return data, full, off, npt
+}
+
 // TestSeekIntoUnfilledPartStartsAtKeyframe: a seek past the bytes filled
 // so far starts, once the fill reaches it, at the keyframe presented at or
 // before the asked time (after the PAT and PMT), not in the middle of a
 // picture at the offset the bitrate gave.
 func TestSeekIntoUnfilledPartStartsAtKeyframe(t *testing.T) {
 	e := startEngine(t, false)
-	data := loadClip(t)
-	full, err := tsindex.BuildFrom(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const target = 12.3 // seconds, between two keyframes of the sample
-	kfOff, kfNPT := clockOf{idx: full}.keyframeBefore(target)
-	if kfOff < 0 || kfNPT >= target-0.1 {
-		t.Fatalf("sample: keyframe before %g s at %d (%.3f s), want one well before", target, kfOff, kfNPT)
-	}
+	data, full, kfOff, kfNPT := sampleKeyframeBefore(t)
+	const target = sampleSeekTarget
 	src := newFillingSource(data)
 	src.reveal(len(data) / 4)
 	srv, cli := tcpPair(t)

@@ -1,7 +1,6 @@
 package deliver
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math"
@@ -63,29 +62,25 @@ func TestESStreamTCP(t *testing.T) {
 	frames, audio := 0, 0
 	var firstTS, lastTS, lastAudio uint32
 	var srs [2]int // RTCP sender reports per track
-	hdr := make([]byte, 4)
 	buf := make([]byte, 65536)
 	for {
-		if _, err := io.ReadFull(cli, hdr); err != nil {
+		ch, b, err := nextFrame(cli, buf)
+		if err != nil {
 			break
 		}
-		l := int(hdr[2])<<8 | int(hdr[3])
-		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-			break
-		}
-		if hdr[1] == 1 || hdr[1] == 3 { // RTCP of video, audio
-			if ps, err := rtcp.Unmarshal(buf[:l]); err == nil {
-				if sr, ok := ps[0].(*rtcp.SenderReport); ok && sr.SSRC == uint32(hdr[1]/2+1) {
-					srs[hdr[1]/2]++
+		if ch == 1 || ch == 3 { // RTCP of video, audio
+			if ps, err := rtcp.Unmarshal(b); err == nil {
+				if sr, ok := ps[0].(*rtcp.SenderReport); ok && sr.SSRC == uint32(ch/2+1) {
+					srs[ch/2]++
 				}
 			}
 			continue
 		}
 		var p rtp.Packet
-		if err := p.Unmarshal(buf[:l]); err != nil {
+		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)
 		}
-		switch hdr[1] {
+		switch ch {
 		case 0:
 			if p.PayloadType != 96 || p.SSRC != 1 {
 				t.Fatalf("video packet %+v", p.Header)
@@ -196,23 +191,20 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 	cli.SetReadDeadline(start.Add(3 * time.Second))
 	var late [2][]float64 // per track: arrival minus media time, seconds
 	var srMedia [2][]float64
-	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	buf := make([]byte, 65536)
 	for {
-		if _, err := io.ReadFull(cli, hdr); err != nil {
-			break
-		}
-		l := int(hdr[2])<<8 | int(hdr[3])
-		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+		ch, b, err := nextFrame(cli, buf)
+		if err != nil {
 			break
 		}
 		at := time.Since(start).Seconds()
-		track := int(hdr[1] / 2)
+		track := int(ch / 2)
 		clock := 90000.0
 		if track == 1 {
 			clock = rate
 		}
-		if hdr[1]%2 == 1 {
-			ps, err := rtcp.Unmarshal(buf[:l])
+		if ch%2 == 1 {
+			ps, err := rtcp.Unmarshal(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +216,7 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 			continue
 		}
 		var p rtp.Packet
-		if err := p.Unmarshal(buf[:l]); err != nil {
+		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)
 		}
 		if at > 0.5 { // past the audio before the first picture, sent at once
@@ -271,13 +263,8 @@ func ntpToTime(v uint64) time.Time {
 // presented at or before it. (It started from the title's beginning.)
 func TestESSeekIntoUnfilledPart(t *testing.T) {
 	e := startEngine(t, false)
-	data := loadClip(t)
-	full, err := tsindex.BuildFrom(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const target = 12.3 // seconds, between two keyframes of the sample
-	kfOff, kfNPT := clockOf{idx: full}.keyframeBefore(target)
+	data, full, kfOff, kfNPT := sampleKeyframeBefore(t)
+	const target = sampleSeekTarget
 	kfPTS := int64(-1)
 	for _, k := range full.Keyframes {
 		if k.Offset == kfOff {
@@ -317,20 +304,17 @@ func TestESSeekIntoUnfilledPart(t *testing.T) {
 		}
 	}()
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
-	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	buf := make([]byte, 65536)
 	for {
-		if _, err := io.ReadFull(cli, hdr); err != nil {
+		ch, b, err := nextFrame(cli, buf)
+		if err != nil {
 			t.Fatalf("no video packet after the seek: %v", err)
 		}
-		l := int(hdr[2])<<8 | int(hdr[3])
-		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-			t.Fatal(err)
-		}
-		if hdr[1] != 0 {
+		if ch != 0 {
 			continue
 		}
 		var p rtp.Packet
-		if err := p.Unmarshal(buf[:l]); err != nil {
+		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)
 		}
 		if p.Timestamp != uint32(kfPTS) {
@@ -339,4 +323,19 @@ func TestESSeekIntoUnfilledPart(t *testing.T) {
 		}
 		return
 	}
+}
+
+// nextFrame reads one RTSP interleaved frame (RFC 2326 §10.12: '$',
+// channel, 16-bit length, payload) from r into buf and returns its
+// channel and payload (a slice of buf). Errors: r's.
+func nextFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	l := int(hdr[2])<<8 | int(hdr[3])
+	if _, err := io.ReadFull(r, buf[:l]); err != nil {
+		return 0, nil, err
+	}
+	return hdr[1], buf[:l], nil
 }

@@ -2,7 +2,6 @@ package deliver
 
 import (
 	"context"
-	"io"
 	"net"
 	"slices"
 	"testing"
@@ -40,26 +39,23 @@ func TestESPauseResumesExactly(t *testing.T) {
 	}
 	read := func(d time.Duration) (out [2][]pkt) {
 		cli.SetReadDeadline(time.Now().Add(d))
-		hdr, buf := make([]byte, 4), make([]byte, 65536)
+		buf := make([]byte, 65536)
 		for {
-			if _, err := io.ReadFull(cli, hdr); err != nil {
+			ch, b, err := nextFrame(cli, buf)
+			if err != nil {
 				if ne, ok := err.(net.Error); ok && ne.Timeout() {
 					return out
 				}
 				t.Fatal(err)
 			}
-			l := int(hdr[2])<<8 | int(hdr[3])
-			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-				t.Fatal(err)
-			}
-			if hdr[1]%2 == 1 {
+			if ch%2 == 1 {
 				continue // RTCP
 			}
 			var p rtp.Packet
-			if err := p.Unmarshal(buf[:l]); err != nil {
+			if err := p.Unmarshal(b); err != nil {
 				t.Fatal(err)
 			}
-			out[hdr[1]/2] = append(out[hdr[1]/2], pkt{p.SequenceNumber, p.Timestamp})
+			out[ch/2] = append(out[ch/2], pkt{p.SequenceNumber, p.Timestamp})
 		}
 	}
 	before := read(1500 * time.Millisecond)

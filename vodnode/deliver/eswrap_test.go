@@ -2,7 +2,6 @@ package deliver
 
 import (
 	"context"
-	"io"
 	"math"
 	"testing"
 	"time"
@@ -93,18 +92,15 @@ func TestESAcrossPTSWrap(t *testing.T) {
 		cli.SetReadDeadline(start.Add(d))
 		var got [2]bool
 		var lastTS [2]uint32
-		hdr, buf := make([]byte, 4), make([]byte, 65536)
+		buf := make([]byte, 65536)
 		for {
-			if _, err := io.ReadFull(cli, hdr); err != nil {
+			ch, b, err := nextFrame(cli, buf)
+			if err != nil {
 				break
 			}
-			l := int(hdr[2])<<8 | int(hdr[3])
-			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-				break
-			}
-			track := int(hdr[1] / 2)
-			if hdr[1]%2 == 1 {
-				ps, err := rtcp.Unmarshal(buf[:l])
+			track := int(ch / 2)
+			if ch%2 == 1 {
+				ps, err := rtcp.Unmarshal(b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,7 +116,7 @@ func TestESAcrossPTSWrap(t *testing.T) {
 				continue
 			}
 			var p rtp.Packet
-			if err := p.Unmarshal(buf[:l]); err != nil {
+			if err := p.Unmarshal(b); err != nil {
 				t.Fatal(err)
 			}
 			if !got[track] {

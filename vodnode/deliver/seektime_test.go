@@ -1,16 +1,12 @@
 package deliver
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/pion/rtp"
-
-	"vodcluster/cdp/tsindex"
 )
 
 // TestSeekIntoUnfilledPartRTPInfo: the position and RTP timestamp a seek
@@ -32,13 +28,8 @@ func TestSeekIntoUnfilledPartRTPInfo(t *testing.T) {
 
 func seekRTPInfo(t *testing.T, pct int64) {
 	e := startEngine(t, false)
-	data := loadClip(t)
-	full, err := tsindex.BuildFrom(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const target = 12.3 // seconds, between two keyframes of the sample
-	_, kfNPT := clockOf{idx: full}.keyframeBefore(target)
+	data, full, _, kfNPT := sampleKeyframeBefore(t)
+	const target = sampleSeekTarget
 	src := newFillingSource(data)
 	src.reveal(len(data) / 4)
 	srv, cli := tcpPair(t)
@@ -58,20 +49,17 @@ func seekRTPInfo(t *testing.T, pct int64) {
 		}
 	}()
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
-	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	buf := make([]byte, 65536)
 	for {
-		if _, err := io.ReadFull(cli, hdr); err != nil {
+		ch, b, err := nextFrame(cli, buf)
+		if err != nil {
 			t.Fatal(err)
 		}
-		l := int(hdr[2])<<8 | int(hdr[3])
-		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-			t.Fatal(err)
-		}
-		if hdr[1] != 0 {
+		if ch != 0 {
 			continue // RTCP
 		}
 		var p rtp.Packet
-		if err := p.Unmarshal(buf[:l]); err != nil {
+		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)
 		}
 		// The first packet is at the keyframe (its PAT and PMT before it):
