@@ -145,12 +145,7 @@ func TestAdminPlacement(t *testing.T) {
 
 func TestCatalogLoadedInBackgroundWhenOriginReturns(t *testing.T) {
 	// Reserve a port for the origin, start the manager while it is down.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := unusedPortBelowEphemeral(t)
 	e := newManager(t, "", func(m *Manager) { m.OriginAddr = addr })
 	if r, _ := e.admin.ListTitles(context.Background(), &pb.ListTitlesRequest{}); len(r.Titles) != 0 {
 		t.Fatalf("titles without origin: %v", r.Titles)

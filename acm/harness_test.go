@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -79,6 +80,26 @@ func (o *fakeOrigin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*
 }
 
 // startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port).
+// unusedPortBelowEphemeral returns a loopback address whose port nothing
+// listens on, below Linux's ephemeral range (32768 and up): a client
+// dialling a port in that range while nothing listens can be given that
+// very port as its own and connect to itself (TCP simultaneous open),
+// which then holds the port ("address already in use" when the server
+// comes up; seen in CI with a manager retrying a down origin).
+func unusedPortBelowEphemeral(t testing.TB) string {
+	t.Helper()
+	start := 20000 + rand.IntN(10000)
+	for i := range 2000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+(start-20000+i)%12000)
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port between 20000 and 32000")
+	return ""
+}
+
 func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
