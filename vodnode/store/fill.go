@@ -246,21 +246,42 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 // fetch runs one Fetch from offset off and returns the bytes written.
 // Before it writes the first bytes of the fill it makes room on the disk,
 // unless *room says that was done.
+//
+// Once the origin has sent the first chunk, a gap of Config.StallAfter
+// without the next ends the transfer with errStalled (retried as an
+// interrupted one).
 func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, error) {
-	ctx, cancel := context.WithCancel(t.ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	defer cancel(nil)
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version})
 	if err != nil {
 		return 0, err
 	}
+	// stall is armed only while a chunk after the first is awaited: the
+	// node's own work between chunks (making room, writing) is not the
+	// origin's silence.
+	var stall *time.Timer
 	var n int64
 	for {
+		if stall != nil {
+			stall.Reset(s.cfg.StallAfter)
+		}
 		c, err := stream.Recv()
+		if stall != nil {
+			stall.Stop()
+		}
 		if errors.Is(err, io.EOF) {
 			return n, nil
 		}
 		if err != nil {
+			if errors.Is(context.Cause(ctx), errStalled) && t.ctx.Err() == nil {
+				return n, fmt.Errorf("%w: no chunk for %v after offset %d", errStalled, s.cfg.StallAfter, off+n)
+			}
 			return n, err
+		}
+		if stall == nil {
+			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
+			stall.Stop()
 		}
 		if c.GetOffset() != off+n {
 			return n, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
@@ -291,6 +312,10 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 		t.publish(&View{Index: *b.Index()})
 	}
 }
+
+// errStalled ends a transfer the origin started and then sent nothing of
+// for Config.StallAfter; the fill retries it from the offset reached.
+var errStalled = errors.New("origin transfer stalled")
 
 // errAbandoned ends a fill on demand whose viewers all left before the
 // origin's first byte (Store.Release): its origin channel goes to others.

@@ -11,6 +11,10 @@ const (
 	DefaultRetry    = 200 * time.Millisecond // first pause before a retry
 	DefaultRetryMax = 2 * time.Second        // longest pause between two attempts
 	DefaultRetryFor = 30 * time.Second       // how long a fill retries without receiving a byte
+	// DefaultStallAfter is Config.StallAfter's default: far above the
+	// time between two chunks of any transfer paced at a title's bitrate
+	// or more (a 64 KiB chunk every 0.13 s at 4 Mbit/s).
+	DefaultStallAfter = 10 * time.Second
 )
 
 // retrier paces the attempts of one fill after the origin interrupted it:

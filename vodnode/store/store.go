@@ -54,6 +54,15 @@ type Config struct {
 	Retry    time.Duration // first pause before a retry; 0 = DefaultRetry (200 ms)
 	RetryMax time.Duration // longest pause between two attempts; 0 = DefaultRetryMax (2 s)
 	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
+	// StallAfter is how long a transfer that has started (the origin sent
+	// its first chunk) may go without a chunk before it is given up as
+	// stalled and retried as an interrupted one, from the offset reached;
+	// 0 = DefaultStallAfter (10 s). It catches an origin whose process is
+	// stuck (a read blocked on a failing disk or a hung network file
+	// system) while its gRPC transport still answers keepalive pings.
+	// The wait before the first chunk is not bounded by it: an origin
+	// queues a transfer until one of its channels is free (cdp.Fetch).
+	StallAfter time.Duration
 	// AbandonAfter is how long a fill on demand left without readers
 	// before the origin's first byte waits before it is abandoned (its
 	// origin channel goes to fills someone watches); 0 = DefaultAbandonAfter.
@@ -178,6 +187,9 @@ func Open(cfg Config) (*Store, error) {
 	cfg.RetryMax = max(cfg.RetryMax, cfg.Retry)
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = DefaultRetryFor
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
 	}
 	if cfg.AbandonAfter <= 0 {
 		cfg.AbandonAfter = DefaultAbandonAfter
