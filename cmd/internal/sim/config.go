@@ -284,6 +284,8 @@ func (c *Config) Validate() error {
 		return bad("cdp channels %d out of 1..100000", c.CDP.Channels)
 	case c.CDP.SetupDelay < 0 || c.CDP.FillWait < 0:
 		return bad("cdp setup_delay and fill_wait must be >= 0")
+	case c.CDP.SetupDelay > time.Hour || c.CDP.FillWait > time.Hour:
+		return bad("cdp setup_delay %v and fill_wait %v must be at most 1h: a viewer waits for them", c.CDP.SetupDelay, c.CDP.FillWait)
 	case c.CDP.ChannelBps <= 0:
 		return bad("cdp channel_bps %d must be > 0", c.CDP.ChannelBps)
 	case !(c.Failures.PerDay >= 0) || c.Failures.PerDay > 1000:

@@ -248,6 +248,7 @@ func TestConfigFileStrictAndValidated(t *testing.T) {
 		"storages": "storage_policies: [gdsf, nope]\n",
 		"warmup":   "days: 2\nwarmup_days: 2\n",
 		"cdp":      "cdp:\n  channels: 0\n",
+		"setup":    "cdp:\n  setup_delay: 1000h\n",
 		"syntax":   "demand: [\n",
 	} {
 		p := filepath.Join(dir, name+".yaml")
