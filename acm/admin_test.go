@@ -67,7 +67,8 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 	if err := n.event(a, pb.SessionEvent_KIND_ENDED); err != nil {
 		t.Fatal(err)
 	}
-	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusNotEnoughBandwidth {
+	// The only node drained: refused at once (errNoNodeInService).
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusServiceUnavailable {
 		t.Fatalf("draining node took a session: %d", res.StatusCode)
 	}
 	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false)}); err != nil {

@@ -110,8 +110,11 @@ func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, e
 // admit runs entitlement and admission for an authenticated user. It
 // waits (first come first served) up to QueueDeadline for a node with
 // headroom, or until ctx ends (the client went away: the request leaves
-// the queue). On success the session is in the table and the store and
-// its bitrate is reserved; on any error nothing stays reserved.
+// the queue). A request no node could take unless an operator acts
+// (every node that could is drained or at weight 0) is refused at once,
+// also while it waits (errNoNodeInService). On success the session is in
+// the table and the store and its bitrate is reserved; on any error
+// nothing stays reserved.
 func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	t, err := m.entitled(ctx, r.User, r.Title)
 	if err != nil {
@@ -185,6 +188,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Error("admission refused a malformed request", "title", t.ID, "err", err)
 		return nil, errUnavailable
 	}
+	if !tk.Done && m.sched.NeedsOperator(&tk.Req, m.deadBefore(now)) {
+		m.sched.Cancel(tk, errNoNodeInService) // nothing drained comes back by itself: no wait
+	}
 	if !tk.Done {
 		ch := make(chan struct{})
 		m.waiters[tk] = ch
@@ -223,6 +229,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Unlock()
 		m.log.Info("admission refused: the operator ended the subscriber's sessions while it waited", "title", t.ID, "user", r.User)
 		return nil, errEndedByOperator
+	}
+	if errors.Is(tk.Err, errNoNodeInService) {
+		why := m.operatorHeldLocked(&tk.Req, m.now())
+		m.mu.Unlock()
+		m.log.Warn("admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
+		return nil, errNoNodeInService
 	}
 	if tk.Err != nil {
 		site := ""
@@ -423,8 +435,9 @@ func (m *Manager) pumpLoop() {
 	}
 }
 
-// pumpLocked retries the admission queue at now and wakes the waiters
-// whose tickets finished (mu held).
+// pumpLocked retries the admission queue at now, refuses the requests no
+// node could take unless an operator acts (errNoNodeInService), and wakes
+// the waiters whose tickets finished (mu held).
 func (m *Manager) pumpLocked(now time.Time) {
 	for _, tk := range m.sched.Pump(now) {
 		if ch, ok := m.waiters[tk]; ok {
@@ -434,6 +447,7 @@ func (m *Manager) pumpLocked(now time.Time) {
 			m.sched.Release(tk.Res) // nobody waits for it any more
 		}
 	}
+	m.refuseNeedingOperatorLocked(now)
 }
 
 // fillRoomLocked is the storage hook of a fill placement (mu held, and

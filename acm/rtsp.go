@@ -385,6 +385,10 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusMessage = "Forbidden (too many sessions)"
 	case errors.Is(err, errNoTitle):
 		res.StatusCode = base.StatusNotFound
+	case errors.Is(err, errNoNodeInService):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (no node in service)"
+		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}

@@ -102,3 +102,54 @@ func (s *Scheduler) Cancel(t *Ticket, err error) bool {
 	}
 	return false
 }
+
+// NeedsOperator reports whether no node could take r unless an operator
+// acts, so that r is refused at once instead of waiting in the queue
+// until its deadline: every node that could serve r (it offers
+// r.Requires and, with r.SiteOnly and r.Site, stands in that site) and
+// may still come back by itself is drained or at weight 0 (or negative),
+// and there is at least one such node. Nodes taken into account are those
+// alive (unreachable ones included: their heartbeats may resume) and those
+// dead whose last heartbeat is at or after deadBefore (the caller's grace
+// for a dead node's return); a node dead since before deadBefore is left
+// out. A node in service keeps it false whatever its load (full,
+// overloaded or slow-starting: capacity frees as sessions end), as does a
+// cluster with no node to take into account (none registered yet, as
+// right after a manager starts, or every one long dead).
+func (s *Scheduler) NeedsOperator(r *Request, deadBefore time.Time) bool {
+	held := false
+	for _, n := range s.Nodes {
+		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+			continue
+		}
+		if !n.Alive && n.LastHeartbeat.Before(deadBefore) {
+			continue
+		}
+		if !n.Draining && n.Weight > 0 {
+			return false
+		}
+		held = true
+	}
+	return held
+}
+
+// RefuseNeedingOperator finishes with err the waiting tickets whose
+// request NeedsOperator(deadBefore) (an operator drained the last node
+// that could take them while they waited) and returns them.
+func (s *Scheduler) RefuseNeedingOperator(deadBefore time.Time, err error) []*Ticket {
+	var done []*Ticket
+	kept := s.queue.items[:0]
+	for _, t := range s.queue.items {
+		if s.NeedsOperator(&t.Req, deadBefore) {
+			t.Done, t.Err = true, err
+			done = append(done, t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	for i := len(kept); i < len(s.queue.items); i++ {
+		s.queue.items[i] = nil
+	}
+	s.queue.items = kept
+	return done
+}

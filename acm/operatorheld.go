@@ -1,0 +1,75 @@
+package acm
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"vodcluster/lsm"
+)
+
+// errNoNodeInService refuses at once a request no node could take unless
+// an operator acts (lsm.Scheduler.NeedsOperator): every node that could
+// serve it is drained or at weight 0 (vodctl node --drain, --weight 0),
+// and nothing drained comes back by itself, so waiting out the queue
+// deadline would only hold the viewer. RTSP 503 and HTTP 503, both with
+// Retry-After. It wraps errNoBandwidth (the outcome no_capacity).
+var errNoNodeInService = fmt.Errorf("%w: every node that could take it is drained or at weight 0", errNoBandwidth)
+
+// deadBefore is the last heartbeat before which a dead node is not
+// expected back by itself (mu held or not): RestoreGrace before now, the
+// time the manager keeps a dead node's sessions for its return.
+func (m *Manager) deadBefore(now time.Time) time.Time { return now.Add(-m.RestoreGrace) }
+
+// refuseNeedingOperatorLocked refuses the waiting requests no node could
+// take unless an operator acts (an operator drained the last node while
+// they waited) and wakes their waiters (mu held).
+func (m *Manager) refuseNeedingOperatorLocked(now time.Time) {
+	if m.sched.Queued() == 0 {
+		return
+	}
+	for _, tk := range m.sched.RefuseNeedingOperator(m.deadBefore(now), errNoNodeInService) {
+		if ch, ok := m.waiters[tk]; ok {
+			delete(m.waiters, tk)
+			close(ch)
+		}
+	}
+}
+
+// operatorHeldLocked says which nodes hold r back until an operator acts
+// (mu held), for the operator's log: at most 8, each with its state.
+func (m *Manager) operatorHeldLocked(r *lsm.Request, now time.Time) string {
+	const most = 8
+	var held []string
+	k := 0
+	for _, n := range m.sched.Nodes {
+		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+			continue
+		}
+		if !n.Alive && n.LastHeartbeat.Before(m.deadBefore(now)) {
+			continue
+		}
+		var why []string
+		if n.Draining {
+			why = append(why, "drained")
+		}
+		if n.Weight <= 0 {
+			why = append(why, "weight 0")
+		}
+		if !n.Alive {
+			why = append(why, "dead")
+		}
+		if k++; k <= most {
+			held = append(held, n.ID+" ("+strings.Join(why, ", ")+")")
+		}
+	}
+	s := strings.Join(held, ", ")
+	if k > most {
+		s += fmt.Sprintf(" and %d more", k-most)
+	}
+	which := "every node"
+	if r.SiteOnly && r.Site != "" {
+		which = fmt.Sprintf("every node of the viewer's site %q (site_only)", r.Site)
+	}
+	return which + " that could take it is drained or at weight 0 (vodctl node NODE --undrain or --weight puts one back): " + s
+}
