@@ -2,6 +2,8 @@ package acm
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -94,17 +96,21 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // setting at all removes the entry). A node not registered since this
 // manager started but with a stored setting can be changed too (applied
 // when it registers). NOT_FOUND for a node neither registered nor with a
-// stored setting, INVALID_ARGUMENT for a negative weight, UNAVAILABLE when
+// stored setting, INVALID_ARGUMENT for a weight out of 0..lsm.MaxWeight or
+// an overload threshold out of [the scheduler's normal limit, 1] (0 =
+// none: checkOverload), UNAVAILABLE when
 // the store fails: the change then holds in this manager only, and the
 // message says so. On a standby, a node not registered with it is
 // FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
-	if req.Weight != nil && req.GetWeight() < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "weight %d < 0", req.GetWeight())
+	if w := req.GetWeight(); req.Weight != nil && (w < 0 || w > lsm.MaxWeight) {
+		return nil, status.Errorf(codes.InvalidArgument, "weight %d out of 0..%d (IPVS's range; 0 = no new sessions, %d = as announced)", w, lsm.MaxWeight, lsm.DefaultWeight)
 	}
-	if req.Overload != nil && !(req.GetOverload() >= 0 && req.GetOverload() <= 1) {
-		return nil, status.Errorf(codes.InvalidArgument, "overload threshold %v out of [0, 1]", req.GetOverload())
+	if req.Overload != nil {
+		if why := a.m.checkOverload(req.GetOverload()); why != "" {
+			return nil, status.Error(codes.InvalidArgument, why)
+		}
 	}
 	id := req.GetNodeId()
 	if !idPattern.MatchString(id) {
@@ -283,4 +289,22 @@ func (m *Manager) notLeader(todo string) error {
 		return status.Error(codes.Unavailable, "the store does not answer, so no manager holds the planner lock (the active manager's role): try again once it answers, and "+todo)
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
+}
+
+// checkOverload says why th is no node overload threshold an operator may
+// set, "" when it is one: 0 (none: the scheduler's default), or a
+// utilization from the scheduler's normal limit (Ul, scheduler.normal,
+// 0.8 by default) to 1. Below Ul the node would get no new session before
+// the load formula counts it as loaded at all (its overload penalty
+// starts at Ul), as for the scheduler's own overload threshold
+// (lsm.Config.Overload).
+func (m *Manager) checkOverload(th float64) string {
+	normal := m.sched.Config.Normal
+	switch {
+	case math.IsNaN(th) || th < 0 || th > 1:
+		return fmt.Sprintf("overload threshold %v: want a utilization from %v (the scheduler's normal limit) to 1, or 0 for the scheduler's default", th, normal)
+	case th != 0 && th < normal:
+		return fmt.Sprintf("overload threshold %v below the scheduler's normal utilization limit %v: the node would get no new session before the load formula counts it as loaded; give %v to 1, or 0 for the scheduler's default", th, normal, normal)
+	}
+	return ""
 }

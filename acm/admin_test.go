@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
+	"vodcluster/lsm"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -252,5 +254,43 @@ func TestCloseEndsWaitingRequests(t *testing.T) {
 	}
 	if code := <-got; code != 0 && code != base.StatusServiceUnavailable {
 		t.Fatalf("waiting request got %d", code)
+	}
+}
+
+// A weight outside IPVS's 0..65535 (ipvsadm(8)) and an overload threshold
+// below the scheduler's normal limit (or out of [0, 1]) are refused as
+// INVALID_ARGUMENT, at SetNode and, for the weight, at Register; the
+// node's settings stay as they were.
+func TestNodeWeightAndOverloadRange(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	for _, w := range []int32{65536, 1 << 30, -1} {
+		if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr(w)}); grpcCode(err) != codes.InvalidArgument ||
+			!strings.Contains(err.Error(), "out of 0..65535") {
+			t.Errorf("weight %d: %v, want InvalidArgument", w, err)
+		}
+	}
+	normal := e.m.sched.Config.Normal // 0.8
+	for _, th := range []float64{0.01, normal - 0.05, -0.5, 1.5, math.NaN()} {
+		if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Overload: ptr(th)}); grpcCode(err) != codes.InvalidArgument ||
+			!strings.Contains(err.Error(), "normal") {
+			t.Errorf("overload %v: %v, want InvalidArgument naming the normal limit", th, err)
+		}
+	}
+	if n := e.nodeInfo("n1"); n.Weight != lsm.DefaultWeight || n.Overload != 0 {
+		t.Fatalf("refused settings applied: weight %d, overload %v", n.Weight, n.Overload)
+	}
+	info, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr[int32](65535), Overload: ptr(normal)})
+	if err != nil || info.Weight != 65535 || info.Overload != normal {
+		t.Fatalf("weight 65535, overload %v: %+v %v", normal, info, err)
+	}
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Overload: ptr(0.0)}); err != nil {
+		t.Fatalf("overload 0 (the default): %v", err)
+	}
+	req := regReq("n2", "127.0.0.1:3", "", titleBps)
+	req.Weight = 65536
+	if _, err := e.nc.Register(ctx, req); grpcCode(err) != codes.InvalidArgument {
+		t.Fatalf("register with weight 65536: %v", err)
 	}
 }

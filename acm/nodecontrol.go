@@ -57,8 +57,8 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if c.GetEgressBps() <= 0 || c.GetMaxSessions() < 0 || c.GetDiskBytes() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "capacity: egress_bps must be > 0, max_sessions and disk_bytes >= 0")
 	}
-	if req.GetWeight() < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "weight %d < 0", req.GetWeight())
+	if w := req.GetWeight(); w < 0 || w > lsm.MaxWeight {
+		return nil, status.Errorf(codes.InvalidArgument, "weight %d out of 0..%d (IPVS's range; 0 = the default, %d)", w, lsm.MaxWeight, lsm.DefaultWeight)
 	}
 	var used int64
 	for _, t := range req.GetTitles() {

@@ -209,9 +209,13 @@ func (m *Manager) applyNodeSettingLocked(id string, always bool) {
 	was := n.Draining
 	st, ok := m.nodeSettings[id] // none: undrained, the default overload threshold
 	if st.Weight != nil {
-		_ = m.sched.SetWeight(id, *st.Weight)
+		if err := m.sched.SetWeight(id, *st.Weight); err != nil {
+			m.log.Warn("stored node weight not applied: set it again", "node", id, "err", err)
+		}
 	}
-	_ = m.sched.SetOverload(id, st.Overload)
+	if err := m.sched.SetOverload(id, st.Overload); err != nil {
+		m.log.Warn("stored node overload threshold not applied: set it again", "node", id, "err", err)
+	}
 	_ = m.sched.SetDraining(id, st.Draining)
 	if n.Draining != was || (always && (ok || n.Draining)) {
 		if ns := m.nodes[id]; ns != nil && !ns.push(drainCmd(n.Draining)) {

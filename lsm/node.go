@@ -47,6 +47,13 @@ const (
 // DefaultWeight is the weight of a node that announces none.
 const DefaultWeight = 100
 
+// MaxWeight is the largest node weight: IPVS's range, "The valid values
+// of weight are 0 through to 65535" (ipvsadm(8), -w/--weight; the
+// kernel keeps a destination's weight in 16 bits). Weights are relative
+// (DefaultWeight = as announced), so a larger one would mean nothing
+// more, and products of weights with bit/s must not overflow.
+const MaxWeight = 65535
+
 // Node is the scheduler's record of one node. Fields are read by policies
 // and callers; only the Scheduler changes them (it caches values derived
 // from them, so a direct write goes unnoticed until the node's next event).

@@ -110,7 +110,8 @@ func (s *Scheduler) Node(id string) *Node { return s.byID[id] }
 // AddNode registers a node, or updates a known one (a node that restarts
 // registers again): it becomes alive, and slow-starts when it was not alive
 // before (unless it joins with the cluster, see Config.SlowStart). It fails
-// on an empty id or an egress capacity <= 0 bit/s. A weight the operator
+// on an empty id, an egress capacity <= 0 bit/s or a weight above
+// MaxWeight. A weight the operator
 // set with SetWeight is kept over the one the node announces. A node that
 // comes back with less egress capacity than it has reserved keeps its
 // reservations (its sessions play on) and gets no new session until they
@@ -124,6 +125,9 @@ func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 	}
 	if spec.Capacity.MaxSessions < 0 || spec.Capacity.DiskBytes < 0 {
 		return nil, fmt.Errorf("lsm: node %s: negative session or disk limit", spec.ID)
+	}
+	if spec.Weight > MaxWeight {
+		return nil, fmt.Errorf("lsm: node %s: weight %d above %d", spec.ID, spec.Weight, MaxWeight)
 	}
 	if spec.Weight <= 0 {
 		spec.Weight = DefaultWeight
@@ -322,14 +326,14 @@ func (s *Scheduler) MarkDead(id string) {
 
 // SetWeight sets node id's weight; 0 drains it. The setting outlives the
 // node's re-registrations. It fails with
-// ErrUnknownNode or for a negative weight.
+// ErrUnknownNode or for a weight out of 0..MaxWeight.
 func (s *Scheduler) SetWeight(id string, w int) error {
 	n := s.byID[id]
 	if n == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
-	if w < 0 {
-		return fmt.Errorf("lsm: weight %d < 0", w)
+	if w < 0 || w > MaxWeight {
+		return fmt.Errorf("lsm: weight %d out of 0..%d", w, MaxWeight)
 	}
 	n.Weight = w
 	n.operatorWeight = true
@@ -357,7 +361,8 @@ func (s *Scheduler) SetDraining(id string, d bool) error {
 // until its utilization falls below Config.OverloadLower times the
 // threshold. 0 removes it: the node is then only subject to
 // Config.Overload, the locality policies' test of a title's holders. It
-// fails with ErrUnknownNode or for a threshold out of range.
+// fails with ErrUnknownNode or for a threshold out of range. The manager
+// refuses an operator's threshold below Config.Normal (acm, SetNode).
 func (s *Scheduler) SetOverload(id string, th float64) error {
 	n := s.byID[id]
 	if n == nil {

@@ -228,7 +228,7 @@ type NodeConfig struct {
 	EgressBps      int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
 	MaxSessions    int           `yaml:"max_sessions"`       // 0 = bounded by egress only; negative is an error
 	DiskBytes      int64         `yaml:"disk_bytes"`         // bytes for titles; 0 (or left out) = 100 GB; negative is an error
-	Weight         int           `yaml:"weight"`             // 0 (or left out) = 100; negative is an error
+	Weight         int           `yaml:"weight"`             // 0 (or left out) = 100; negative or above 65535 (lsm.MaxWeight) is an error
 	SessionTimeout time.Duration `yaml:"session_timeout"`    // 0 (or left out) = 60s; negative is an error
 	PauseTimeout   time.Duration `yaml:"pause_timeout"`      // a paused viewer's session (HTTP with no request, RTSP after PAUSE) lives this long without a word: the longest pause that resumes; 0 (or left out) = 5m, never below session_timeout; negative is an error
 	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room

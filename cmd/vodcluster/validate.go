@@ -39,8 +39,8 @@ func (k *keyCheck) count(key string, v int64, def string) {
 	}
 }
 
-// int32Count is count for a value that travels as an int32 (node weight,
-// max sessions): above math.MaxInt32 is refused too.
+// int32Count is count for a value that travels as an int32 (max
+// sessions): above math.MaxInt32 is refused too.
 func (k *keyCheck) int32Count(key string, v int64, def string) {
 	k.count(key, v, def)
 	if v > math.MaxInt32 {
@@ -145,7 +145,10 @@ func (c NodeConfig) validate() error {
 	k.count("egress_bps", c.EgressBps, "1 Gbit/s (1000000000)")
 	k.int32Count("max_sessions", int64(c.MaxSessions), "no limit but egress_bps")
 	k.count("disk_bytes", c.DiskBytes, "100 GB (100000000000)")
-	k.int32Count("weight", int64(c.Weight), "100")
+	k.count("weight", int64(c.Weight), "100")
+	if c.Weight > lsm.MaxWeight {
+		k.failf("weight %d: above %d, the largest IPVS weight (the manager refuses the node's registration)", c.Weight, lsm.MaxWeight)
+	}
 	k.duration("session_timeout", c.SessionTimeout, "60s")
 	k.duration("pause_timeout", c.PauseTimeout, "5m")
 	k.duration("fill_retry_for", c.FillRetryFor, "30s")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"vodcluster/lsm"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
@@ -204,15 +204,15 @@ func nodeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.SetNodeRequest{NodeId: args[0]}
 			if cmd.Flags().Changed("weight") {
-				if weight < 0 || weight > math.MaxInt32 {
-					return fmt.Errorf("--weight %d: want 0 (no new sessions) to %d", weight, math.MaxInt32)
+				if weight < 0 || weight > lsm.MaxWeight {
+					return fmt.Errorf("--weight %d: want 0 (no new sessions) to %d (IPVS's range; %d = as the node announced)", weight, lsm.MaxWeight, lsm.DefaultWeight)
 				}
 				w := int32(weight)
 				req.Weight = &w
 			}
 			if cmd.Flags().Changed("overload") {
 				if !(overload >= 0 && overload <= 1) {
-					return fmt.Errorf("--overload %v: want a utilization between 0 (the scheduler's default) and 1", overload)
+					return fmt.Errorf("--overload %v: want a utilization from the scheduler's normal limit (scheduler.normal, 0.8 by default) to 1, or 0 for the scheduler's default", overload)
 				}
 				req.Overload = &overload
 			}
@@ -240,8 +240,8 @@ func nodeCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(nodeForgetCmd(g))
-	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight (0 = no new sessions)")
-	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization (0..1] above which the node counts as overloaded (0 = the scheduler's default)")
+	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced)")
+	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default)")
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd

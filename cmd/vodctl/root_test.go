@@ -150,10 +150,14 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		{[]string{"pin"}, "accepts between 1 and 2 arg(s)"},
 		{[]string{"pin", "t", "n", "x"}, "accepts between 1 and 2 arg(s)"},
 		{[]string{"play"}, "accepts 1 arg(s)"},
-		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 2147483647"},
+		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 65535"},
 		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
 		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},
+		// IPVS's weights are 0..65535 (ipvsadm(8)).
+		{[]string{"node", "n1", "--weight", "65536"}, "--weight 65536: want 0 (no new sessions) to 65535"},
 		{[]string{"node", "n1", "--overload", "1.5"}, "--overload 1.5"},
+		{[]string{"node", "n1", "--overload", "-0.1"}, "--overload -0.1"},
+		{[]string{"node", "n1", "--overload", "NaN"}, "--overload NaN"},
 		// A bare host: gRPC would dial its port 443.
 		{[]string{"--manager", "127.0.0.1", "nodes"}, `--manager "127.0.0.1": want HOST:PORT`},
 		{[]string{"--manager", "127.0.0.1:", "nodes"}, "want HOST:PORT"},
@@ -169,8 +173,8 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		t.Fatalf("%d calls reached the manager", n)
 	}
 	// In range, the call is made.
-	if err := run("node", "n1", "--weight", "2147483647"); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("weight 2147483647: %v", err)
+	if err := run("node", "n1", "--weight", "65535"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("weight 65535: %v", err)
 	}
 	if err := run("nodes"); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("nodes: %v", err)
