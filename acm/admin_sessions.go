@@ -20,10 +20,10 @@ const defaultEndReason = "ended by the operator"
 const maxEndReason = 200
 
 // badReason reports whether an operator's reason (EndSessions,
-// SuspendSubscriber) is refused: longer than maxEndReason bytes, or with
-// control characters.
+// SuspendSubscriber) is refused: longer than maxEndReason bytes, or not
+// printable text (notText: invalid UTF-8, C0, DEL or C1 controls).
 func badReason(reason string) bool {
-	return len(reason) > maxEndReason || strings.ContainsFunc(reason, func(r rune) bool { return r < ' ' || r == 0x7f })
+	return len(reason) > maxEndReason || notText(reason)
 }
 
 // heldRecordWait is how long the session record of a session the operator

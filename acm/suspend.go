@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,18 +67,22 @@ func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[strin
 const maxUserName = 256
 
 // badUser reports whether user cannot be a subscriber's login name: longer
-// than maxUserName bytes, or with a control character (a newline split
+// than maxUserName bytes, or not printable text (notText: a newline split
 // the suspension table, and each change logged the whole name).
 func badUser(user string) bool {
-	if len(user) > maxUserName {
+	return len(user) > maxUserName || notText(user)
+}
+
+// notText reports whether s is not printable text for a table or a log
+// line: invalid UTF-8, or a control character of Unicode's Cc category,
+// C0 (U+0000-U+001F), DEL (U+007F) or C1 (U+0080-U+009F: U+0085 is a
+// line break to some readers, U+009B a terminal's CSI, which starts an
+// escape sequence as ESC [ does).
+func notText(s string) bool {
+	if !utf8.ValidString(s) {
 		return true
 	}
-	for _, r := range user {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) })
 }
 
 // SuspendSubscriber implements pb.AdminServer: the subscriber's new title
@@ -95,7 +100,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	case badUser(user) && req.GetDurationS() != 0:
 		// A lift takes any name: one stored before names were checked
 		// is lifted, not left in force and in the table.
-		return nil, status.Errorf(codes.InvalidArgument, "user: at most %d bytes, no control characters (a subscriber's login name)", maxUserName)
+		return nil, status.Errorf(codes.InvalidArgument, "user: at most %d bytes of UTF-8 text without control characters (C0, DEL, C1): a subscriber's login name", maxUserName)
 	case req.GetDurationS() < 0 || d > maxSuspension || req.GetDurationS() > int64(maxSuspension/time.Second):
 		return nil, status.Errorf(codes.InvalidArgument, "duration_s %d: from 0 (lift) to %d (a year)", req.GetDurationS(), int64(maxSuspension/time.Second))
 	case badReason(reason):

@@ -71,6 +71,11 @@ func TestSuspendSubscriber(t *testing.T) {
 		// A newline split the suspension table; 3 MB names were stored and logged whole.
 		{&pb.SuspendRequest{User: "demo\nroot", DurationS: 60}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: "nul\x00", DurationS: 60}, codes.InvalidArgument},
+		// C1 controls: U+0085 (NEL) breaks a line for some readers,
+		// U+009B (CSI) starts a terminal's escape sequence.
+		{&pb.SuspendRequest{User: "demo\u0085root", DurationS: 60}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo\u009b2J", DurationS: 60}, codes.InvalidArgument},
+		{&pb.SuspendRequest{User: "demo", DurationS: 60, Reason: "bad\u009breason"}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: strings.Repeat("u", 257), DurationS: 60}, codes.InvalidArgument},
 		{&pb.SuspendRequest{User: "demo"}, codes.NotFound}, // not suspended any more
 	} {
@@ -105,5 +110,27 @@ func TestLiftSuspensionOfUncheckedName(t *testing.T) {
 	}
 	if list, _ := e.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{}); len(list.GetSuspensions()) != 0 {
 		t.Fatalf("after the lifts: %v", list)
+	}
+}
+
+// A subscriber name or an operator's reason that is not printable text is
+// refused: C0, DEL and C1 controls, and invalid UTF-8, which a Go client
+// cannot send (proto3 strings are checked as it marshals) but another
+// client can. Non-ASCII letters are text.
+func TestBadUserAndReasonText(t *testing.T) {
+	for _, c := range []struct {
+		s   string
+		bad bool
+	}{
+		{"alice", false}, {"zoë", false}, {"用户", false}, {"a\u00a0b", false}, // U+00A0: the first after C1
+		{"a\nb", true}, {"a\x7fb", true}, {"a\u0080b", true}, {"a\u0085b", true}, {"a\u009fb", true},
+		{"a\xffb", true}, {"a\xc2", true}, {"a\xed\xa0\x80b", true}, // a lone byte, a cut sequence, a surrogate
+	} {
+		if got := badUser(c.s); got != c.bad {
+			t.Errorf("badUser(%q) = %v, want %v", c.s, got, c.bad)
+		}
+		if got := badReason(c.s); got != c.bad {
+			t.Errorf("badReason(%q) = %v, want %v", c.s, got, c.bad)
+		}
 	}
 }
