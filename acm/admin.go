@@ -181,7 +181,9 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 }
 
 // ListSessions returns the live sessions (admitted and playing), by
-// admission time, of one node or of all, of one subscriber or of all.
+// admission time, of one node or of all, of one subscriber or of all; a
+// playing session its node reports paused or finished is listed so
+// (listedState).
 // NOT_FOUND for a node the manager does not know (neither registered
 // since it started nor holding sessions).
 func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
@@ -197,6 +199,7 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 				if since, ok := ns.idle[s.ID]; ok {
 					idle[s.ID] = max(int64(now.Sub(since)/time.Second), 1)
 				}
+				ss[len(ss)-1].State = listedState(ns, s.Session)
 			}
 		}
 	}
@@ -289,6 +292,39 @@ func (m *Manager) notLeader(todo string) error {
 		return status.Error(codes.Unavailable, "the store does not answer, so no manager holds the planner lock (the active manager's role): try again once it answers, and "+todo)
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
+}
+
+// States ListSessions shows for a playing session as its node reports it
+// (SessionInfo.state); never stored.
+const (
+	listedPaused   = "paused"   // its RTSP client PAUSEd it (LoadReport.paused_sessions)
+	listedFinished = "finished" // its play reached the end of the title (LoadReport.finished_sessions)
+)
+
+// listedState is the state ListSessions shows for session s of node ns
+// (mu held): paused or finished as the node's last report says of a
+// playing session, its state otherwise.
+func listedState(ns *nodeState, s store.Session) string {
+	switch {
+	case s.State != store.StatePlaying:
+	case ns.finished[s.ID]:
+		return listedFinished
+	case ns.paused[s.ID]:
+		return listedPaused
+	}
+	return s.State
+}
+
+// idSet is the set of ids, nil when there are none.
+func idSet(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // checkOverload says why th is no node overload threshold an operator may

@@ -226,6 +226,8 @@ type fakeNode struct {
 	stale    []string           // when set, the next report's sessions instead of sessions, once
 	partials []*pb.PartialTitle // fills cut short it keeps to resume
 	idle     []*pb.IdleSession  // its idle sessions (HTTP, no request lately)
+	paused   []string           // its sessions PAUSEd by their RTSP clients
+	finished []string           // its sessions played to the end of the title
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -303,7 +305,7 @@ func (n *fakeNode) report() *pb.LoadReport {
 	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
-		IdleSessions: n.idle}
+		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished}
 	n.failed = nil
 	return r
 }

@@ -365,6 +365,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		}
 	}
 	ns.idle = idleSince(r.GetIdleSessions(), now)
+	ns.paused, ns.finished = idSet(r.GetPausedSessions()), idSet(r.GetFinishedSessions())
 	first := ns.awaitFirst
 	ns.awaitFirst = false
 	for _, s := range ns.sessions {

@@ -82,6 +82,11 @@ type nodeState struct {
 	// none. A new request of their subscriber at the session limit
 	// supersedes the one idle longest (supersede.go).
 	idle map[string]time.Time
+	// paused, finished: the sessions of its last report its RTSP clients
+	// PAUSEd, and those whose play reached the end of the title
+	// (LoadReport.paused_sessions, finished_sessions), shown so by
+	// ListSessions; nil when none (an older node sends neither).
+	paused, finished map[string]bool
 
 	protected []string      // the last ProtectCommand's titles, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)

@@ -378,7 +378,7 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 
 // loadReport measures the node now: sessions, egress over the interval
 // since the last report, disk, titles, live admission sessions (and the
-// idle HTTP ones among them) and fills.
+// idle, paused and finished ones among them) and fills.
 func (m *managerLink) loadReport() *pb.LoadReport {
 	n := m.n
 	now := time.Now()
@@ -403,6 +403,14 @@ func (m *managerLink) loadReport() *pb.LoadReport {
 		// playing one may stay: idle, as an HTTP one below.
 		if last := time.Unix(0, s.lastSeen.Load()); s.paused.Load() && now.Sub(last) > n.SessionTimeout {
 			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: s.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
+		}
+		// What the operator's listing shows of it (SessionInfo.state):
+		// finished at the end of the title, or paused by its client.
+		switch {
+		case s.atEnd.Load():
+			r.FinishedSessions = append(r.FinishedSessions, s.sid)
+		case s.paused.Load():
+			r.PausedSessions = append(r.PausedSessions, s.sid)
 		}
 	}
 	for _, hs := range n.httpSessions {

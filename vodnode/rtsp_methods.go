@@ -311,8 +311,10 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	// Asked to play, the session is no longer paused by its viewer, even
 	// when the PLAY fails (ffmpeg seeking past the end PAUSEs, is answered
 	// 457 and then waits in silence: it gets session_timeout, not
-	// pause_timeout).
+	// pause_timeout). Nor is it at the end of the title any more: a PLAY
+	// that stays there ends again at once (OnEnd marks it again).
 	s.paused.Store(false)
+	s.atEnd.Store(false)
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)

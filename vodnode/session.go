@@ -36,6 +36,10 @@ type session struct {
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
 	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives PauseTimeout without a word
+	// atEnd: its play reached the end of the title (deliver.EndOfTitle)
+	// and no PLAY came since: the stream waits there (the load report's
+	// finished_sessions).
+	atEnd atomic.Bool
 
 	// ctl serialises PLAY, PAUSE and the SETUP of a further ES track:
 	// any connection may name the session, so two may race.
@@ -187,6 +191,7 @@ func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	return func(r deliver.EndReason, err error) {
 		if r == deliver.EndOfTitle {
+			s.atEnd.Store(true)
 			n.log.Info("end of title; session kept until TEARDOWN or timeout", "session", s.id, "sid", s.sid, "title", s.title)
 			return
 		}

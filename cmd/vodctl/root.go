@@ -276,7 +276,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 	var node, user string
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions (admitted and playing); sessions end: end some now",
+		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title); sessions end: end some now",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {

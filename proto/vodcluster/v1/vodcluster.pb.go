@@ -652,7 +652,7 @@ type RegisterRequest struct {
 	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
 	Capacity      *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                         // what is on its disk now
-	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                        // scheduling weight, default 100
+	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                        // scheduling weight, 0..65535 (IPVS's range); 0 = the default, 100
 	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`                     // fills cut short kept to resume, as in LoadReport
 	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"`       // http_addr speaks HTTPS: HTTP viewers are redirected to https://
 	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                             // the operator's site (point of presence) it stands in; "" = none
@@ -947,9 +947,22 @@ type LoadReport struct {
 	// manager ends the one idle longest when its subscriber, at the session
 	// limit, asks for another. A playing RTSP session is never listed (one
 	// without keepalives ends at session_timeout).
-	IdleSessions  []*IdleSession `protobuf:"bytes,15,rep,name=idle_sessions,json=idleSessions,proto3" json:"idle_sessions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IdleSessions []*IdleSession `protobuf:"bytes,15,rep,name=idle_sessions,json=idleSessions,proto3" json:"idle_sessions,omitempty"`
+	// paused_sessions are the RTSP sessions among session_ids that their
+	// client PAUSEd and has not asked to PLAY since, however long ago
+	// (idle_sessions lists those paused and silent beyond session_timeout):
+	// the operator's listing shows them paused (SessionInfo.state). A node
+	// that sends none (an older one) has its sessions shown playing.
+	PausedSessions []string `protobuf:"bytes,16,rep,name=paused_sessions,json=pausedSessions,proto3" json:"paused_sessions,omitempty"`
+	// finished_sessions are the RTSP sessions among session_ids whose play
+	// reached the end of the title (every byte sent, an RTCP BYE sent): the
+	// node keeps each, held at the end, until TEARDOWN, a PLAY (a seek
+	// back), or its timeout; shown finished (SessionInfo.state). A session
+	// is in at most one of paused_sessions and finished_sessions (finished
+	// when both hold).
+	FinishedSessions []string `protobuf:"bytes,17,rep,name=finished_sessions,json=finishedSessions,proto3" json:"finished_sessions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LoadReport) Reset() {
@@ -1083,6 +1096,20 @@ func (x *LoadReport) GetPartials() []*PartialTitle {
 func (x *LoadReport) GetIdleSessions() []*IdleSession {
 	if x != nil {
 		return x.IdleSessions
+	}
+	return nil
+}
+
+func (x *LoadReport) GetPausedSessions() []string {
+	if x != nil {
+		return x.PausedSessions
+	}
+	return nil
+}
+
+func (x *LoadReport) GetFinishedSessions() []string {
+	if x != nil {
+		return x.FinishedSessions
 	}
 	return nil
 }
@@ -2078,11 +2105,18 @@ func (x *ListNodesResponse) GetNodes() []*NodeInfo {
 }
 
 type SetNodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Weight        *int32                 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
-	Draining      *bool                  `protobuf:"varint,3,opt,name=draining,proto3,oneof" json:"draining,omitempty"`
-	Overload      *float64               `protobuf:"fixed64,4,opt,name=overload,proto3,oneof" json:"overload,omitempty"` // utilization in (0, 1] above which the node counts as overloaded; 0 = the scheduler's default
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// weight: 0 (no new sessions) to 65535, IPVS's range (ipvsadm(8),
+	// -w); 100 = as the node announced; INVALID_ARGUMENT out of range.
+	Weight   *int32 `protobuf:"varint,2,opt,name=weight,proto3,oneof" json:"weight,omitempty"`
+	Draining *bool  `protobuf:"varint,3,opt,name=draining,proto3,oneof" json:"draining,omitempty"`
+	// overload: the utilization above which the node counts as overloaded,
+	// from the scheduler's normal limit (scheduler.normal, 0.8) to 1: below
+	// it the node would get no new session before the load formula counts
+	// it as loaded (INVALID_ARGUMENT, as out of [0, 1]); 0 = the
+	// scheduler's default.
+	Overload      *float64 `protobuf:"fixed64,4,opt,name=overload,proto3,oneof" json:"overload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2665,17 +2699,24 @@ func (x *ListSuspensionsResponse) GetSuspensions() []*Suspension {
 }
 
 type SessionInfo struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	User           string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
-	TitleId        string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	NodeId         string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	ClientAddr     string                 `protobuf:"bytes,5,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
-	State          string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"` // admitted, playing, ended
-	BitrateBps     int64                  `protobuf:"varint,7,opt,name=bitrate_bps,json=bitrateBps,proto3" json:"bitrate_bps,omitempty"`
-	AdmittedUnixMs int64                  `protobuf:"varint,8,opt,name=admitted_unix_ms,json=admittedUnixMs,proto3" json:"admitted_unix_ms,omitempty"`
-	StartedUnixMs  int64                  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
-	Protocol       string                 `protobuf:"bytes,10,opt,name=protocol,proto3" json:"protocol,omitempty"` // rtsp, rtsps or http
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SessionId  string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	User       string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	TitleId    string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	NodeId     string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ClientAddr string                 `protobuf:"bytes,5,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
+	// state: admitted (redirected, not yet at its node), playing, ended;
+	// for a playing session its node reports paused (PAUSEd by its RTSP
+	// client: LoadReport.paused_sessions) or finished (its play reached the
+	// end of the title: LoadReport.finished_sessions), that instead. An
+	// HTTP session is never paused or finished (the node cannot tell a
+	// paused player from one with its buffer full: idle_s says it asks
+	// nothing).
+	State          string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	BitrateBps     int64  `protobuf:"varint,7,opt,name=bitrate_bps,json=bitrateBps,proto3" json:"bitrate_bps,omitempty"`
+	AdmittedUnixMs int64  `protobuf:"varint,8,opt,name=admitted_unix_ms,json=admittedUnixMs,proto3" json:"admitted_unix_ms,omitempty"`
+	StartedUnixMs  int64  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	Protocol       string `protobuf:"bytes,10,opt,name=protocol,proto3" json:"protocol,omitempty"` // rtsp, rtsps or http
 	// idle_s: seconds since its viewer was last heard of, while its node
 	// reports it idle (PAUSEd and silent, or HTTP with no request, for
 	// longer than session_timeout; LoadReport.idle_sessions): it lives to
@@ -3864,7 +3905,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
 	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\xec\x04\n" +
+	"\aversion\x18\b \x01(\tR\aversion\"\xc2\x05\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -3886,7 +3927,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"disk_fault\x18\r \x01(\bR\tdiskFault\x127\n" +
 	"\bpartials\x18\x0e \x03(\v2\x1b.vodcluster.v1.PartialTitleR\bpartials\x12?\n" +
-	"\ridle_sessions\x18\x0f \x03(\v2\x1a.vodcluster.v1.IdleSessionR\fidleSessions\"O\n" +
+	"\ridle_sessions\x18\x0f \x03(\v2\x1a.vodcluster.v1.IdleSessionR\fidleSessions\x12'\n" +
+	"\x0fpaused_sessions\x18\x10 \x03(\tR\x0epausedSessions\x12+\n" +
+	"\x11finished_sessions\x18\x11 \x03(\tR\x10finishedSessions\"O\n" +
 	"\vIdleSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +

@@ -483,9 +483,10 @@ type AdminClient interface {
 	// (at most a year), with the reason logged; duration_s 0 lifts the
 	// suspension. Sessions already playing are not ended (EndSessions
 	// does). Kept in the store: a restart or a takeover keeps it.
-	// INVALID_ARGUMENT for no user, a user name over 256 bytes or with a
-	// control character (suspending: a lift takes any name), a negative or
-	// too long duration, or a reason too long or not printable; NOT_FOUND
+	// INVALID_ARGUMENT for no user, a user name over 256 bytes, not UTF-8
+	// or with a control character (C0, DEL or C1; suspending: a lift takes
+	// any name), a negative or too long duration, or a reason too long or
+	// not printable; NOT_FOUND
 	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error)
@@ -738,9 +739,10 @@ type AdminServer interface {
 	// (at most a year), with the reason logged; duration_s 0 lifts the
 	// suspension. Sessions already playing are not ended (EndSessions
 	// does). Kept in the store: a restart or a takeover keeps it.
-	// INVALID_ARGUMENT for no user, a user name over 256 bytes or with a
-	// control character (suspending: a lift takes any name), a negative or
-	// too long duration, or a reason too long or not printable; NOT_FOUND
+	// INVALID_ARGUMENT for no user, a user name over 256 bytes, not UTF-8
+	// or with a control character (C0, DEL or C1; suspending: a lift takes
+	// any name), a negative or too long duration, or a reason too long or
+	// not printable; NOT_FOUND
 	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error)
