@@ -41,6 +41,10 @@ type rtspConn struct {
 	// described are the admission sessions DESCRIBEd on the connection
 	// (abandonDescribed).
 	described map[string]described
+	// idle: the reader waits for the first byte of the client's next
+	// message (waitMessage); closeIdle: closeIfIdle asked to close the
+	// connection once it is idle without sessions.
+	idle, closeIdle bool
 }
 
 // rtspError is a request that failed with an RTSP status.
@@ -147,7 +151,11 @@ func (c *rtspConn) serve() {
 	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
-		msg, err := c.rd.Next()
+		var msg any
+		err := c.waitMessage()
+		if err == nil {
+			msg, err = c.rd.Next()
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && c.hasSessions() {
 				continue
@@ -171,6 +179,58 @@ func (c *rtspConn) serve() {
 		case rtspwire.Frame:
 			c.onFrame(m.Channel)
 		}
+	}
+}
+
+// waitMessage waits for the first byte of the client's next message, the
+// connection idle meanwhile: closeIfIdle may close it then (its read
+// deadline set to now), or at once when it asked to while a request was
+// handled and none of the connection's sessions is left. A message whose
+// first byte came as the connection was being closed is read on, its
+// deadline renewed: only a connection idle between requests is closed,
+// never one with a request in flight (its bytes read, or being handled).
+// It returns the read error; the message is left to rd.Next.
+func (c *rtspConn) waitMessage() error {
+	c.mu.Lock()
+	c.idle = true
+	if c.closeIdle {
+		if len(c.sessions) == 0 {
+			// What is buffered already (a request sent right behind
+			// the last) is still served: Wait peeks it without a read.
+			c.nc.SetReadDeadline(time.Now())
+		} else {
+			c.closeIdle = false // a session set up since: the connection is in use
+		}
+	}
+	c.mu.Unlock()
+	err := c.rd.Wait()
+	c.mu.Lock()
+	closing := c.closeIdle
+	c.idle = false
+	if err == nil {
+		c.closeIdle = false
+	}
+	c.mu.Unlock()
+	if err == nil && closing {
+		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
+	}
+	return err
+}
+
+// closeIfIdle closes the connection when it has no session left (the
+// janitor ended its last one): at once when its reader is idle between
+// requests, else once it is (waitMessage), so that a request in flight
+// (its first bytes read, or being handled) is answered, not cut. A
+// session set up by that request keeps the connection open.
+func (c *rtspConn) closeIfIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) > 0 {
+		return
+	}
+	c.closeIdle = true
+	if c.idle {
+		c.nc.SetReadDeadline(time.Now())
 	}
 }
 

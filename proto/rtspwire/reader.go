@@ -96,6 +96,15 @@ func (r *Reader) Next() (any, error) {
 	}
 }
 
+// Wait blocks until the first byte of the next message has arrived (it
+// stays buffered for Next) or reading fails, and returns the read error:
+// a server tells by it a connection idle between messages from one with
+// a message in flight, which it should not cut.
+func (r *Reader) Wait() error {
+	_, err := r.br.Peek(1)
+	return err
+}
+
 // head consumes and returns the request line and headers, up to and
 // including the empty line, checking the request line as soon as it is in.
 func (r *Reader) head() ([]byte, error) {

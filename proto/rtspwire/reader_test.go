@@ -87,3 +87,22 @@ func FuzzRTSPReader(f *testing.F) {
 		t.Fatal("more messages than bytes")
 	})
 }
+
+// TestReaderWait: Wait returns once a message's first byte is in, without
+// consuming it (Next reads the whole message), and the read error at the
+// end.
+func TestReaderWait(t *testing.T) {
+	r := NewReader(strings.NewReader("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n"))
+	for range 2 {
+		if err := r.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := r.Next()
+	if req, ok := msg.(*base.Request); err != nil || !ok || req.Method != base.Options {
+		t.Fatalf("after Wait: %v %v", msg, err)
+	}
+	if err := r.Wait(); err == nil {
+		t.Fatal("Wait at the end: no error")
+	}
+}
