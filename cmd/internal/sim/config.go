@@ -138,7 +138,7 @@ type NodeClass struct {
 	Count      int     `yaml:"count"`
 	EgressBps  int64   `yaml:"egress_bps"`  // bit/s
 	DiskWeight float64 `yaml:"disk_weight"` // relative disk size
-	Weight     int     `yaml:"weight"`      // scheduling weight, 0 = lsm default (100)
+	Weight     int     `yaml:"weight"`      // scheduling weight, 0 = lsm default (100); at most lsm.MaxWeight
 }
 
 // CDP is the origin's upstream link.
@@ -313,8 +313,8 @@ func (c *Config) Validate() error {
 	}
 	nodes := 0
 	for _, n := range c.Cluster.Nodes {
-		if n.Count < 0 || n.EgressBps <= 0 || !(n.DiskWeight > 0) || n.Weight < 0 {
-			return bad("node class: need count >= 0, egress_bps > 0, disk_weight > 0, weight >= 0")
+		if n.Count < 0 || n.EgressBps <= 0 || !(n.DiskWeight > 0) || n.Weight < 0 || n.Weight > lsm.MaxWeight {
+			return bad("node class: need count >= 0, egress_bps > 0, disk_weight > 0, weight 0..%d", lsm.MaxWeight)
 		}
 		nodes += n.Count
 	}

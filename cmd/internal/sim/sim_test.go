@@ -249,6 +249,7 @@ func TestConfigFileStrictAndValidated(t *testing.T) {
 		"warmup":   "days: 2\nwarmup_days: 2\n",
 		"cdp":      "cdp:\n  channels: 0\n",
 		"setup":    "cdp:\n  setup_delay: 1000h\n",
+		"weight":   "cluster:\n  nodes: [{count: 2, egress_bps: 1000000000, disk_weight: 1, weight: 65536}]\n", // above IPVS's 65535
 		"syntax":   "demand: [\n",
 	} {
 		p := filepath.Join(dir, name+".yaml")
