@@ -413,10 +413,13 @@ func TestPlayRangeEnd(t *testing.T) {
 }
 
 // TestESPlayRangeEnd: in elementary-stream mode too a PLAY with an end
-// (Range: npt=2-4) is answered with that range and pauses there: the last
-// picture sent is about 4 s into the title and nothing more comes; a PLAY
-// without Range goes on. (Elementary-stream sessions played on to the end
-// of the title.)
+// (Range: npt=2-4.5, inside a GOP) is answered with that range and pauses
+// there: the last picture sent is about 4.5 s into the title and nothing
+// more comes; a PLAY
+// without Range goes on from the next picture, its RTP-Info continuing
+// the sequence and its timestamps the pictures'. (Elementary-stream
+// sessions played on to the end of the title; then went on from the next
+// keyframe, up to a second later.)
 func TestESPlayRangeEnd(t *testing.T) {
 	t.Parallel() // real-time bound: overlaps the other real-client tests
 	o := newFakeOrigin(t)
@@ -429,33 +432,60 @@ func TestESPlayRangeEnd(t *testing.T) {
 		t.Fatalf("SETUP: %s", statusLine(res))
 	}
 	id := sessionID(res)
-	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=2-4")
-	if res.StatusCode != 200 || len(res.Header["Range"]) != 1 || !strings.HasSuffix(res.Header["Range"][0], "-4.000") {
-		t.Fatalf("PLAY npt=2-4: %s %v", statusLine(res), res.Header["Range"])
+	res = c.do("PLAY", url+"/", "Session", id, "Range", "npt=2-4.5")
+	if res.StatusCode != 200 || len(res.Header["Range"]) != 1 || !strings.HasSuffix(res.Header["Range"][0], "-4.500") {
+		t.Fatalf("PLAY npt=2-4.5: %s %v", statusLine(res), res.Header["Range"])
 	}
 	var ri headers.RTPInfo
 	if err := ri.Unmarshal(res.Header["RTP-Info"]); err != nil || len(ri) == 0 || ri[0].Timestamp == nil {
 		t.Fatalf("RTP-Info %v: %v", res.Header["RTP-Info"], err)
 	}
-	start, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(res.Header["Range"][0], "npt="), "-4.000"), 64)
+	start, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(res.Header["Range"][0], "npt="), "-4.500"), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := c.readMediaRTP(5 * time.Second) // the 2 s to play, then silence
+	ms := c.readMediaRTP(5 * time.Second) // the 2.5 s to play, then silence
 	if len(ms) < 20 {
 		t.Fatalf("%d video packets", len(ms))
 	}
 	last := ms[len(ms)-1]
 	at := start + float64(last.Timestamp-*ri[0].Timestamp)/90000
 	t.Logf("played from %.2f s to a picture at %.2f s", start, at)
-	if at < 3.3 || at > 4.9 {
-		t.Fatalf("last picture at %.2f s (from %.2f s), want about 4 (the Range's end)", at, start)
+	if at < 3.8 || at > 5.4 {
+		t.Fatalf("last picture at %.2f s (from %.2f s), want about 4.5 (the Range's end)", at, start)
 	}
-	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 || !strings.HasSuffix(res.Header["Range"][0], "-") {
+	res = c.do("PLAY", url+"/", "Session", id)
+	if res.StatusCode != 200 || !strings.HasSuffix(res.Header["Range"][0], "-") {
 		t.Fatalf("PLAY on: %s %v", statusLine(res), res.Header["Range"])
 	}
-	if ms := c.readMediaRTP(time.Second); len(ms) == 0 {
+	ri = nil
+	if err := ri.Unmarshal(res.Header["RTP-Info"]); err != nil || len(ri) == 0 || ri[0].SequenceNumber == nil || ri[0].Timestamp == nil {
+		t.Fatalf("RTP-Info %v: %v", res.Header["RTP-Info"], err)
+	}
+	if *ri[0].SequenceNumber != last.SequenceNumber+1 {
+		t.Errorf("PLAY on: RTP-Info seq %d after the last packet's %d", *ri[0].SequenceNumber, last.SequenceNumber)
+	}
+	after := c.readMediaRTP(time.Second)
+	if len(after) == 0 {
 		t.Fatal("no media after a PLAY without Range")
+	}
+	if after[0].SequenceNumber != last.SequenceNumber+1 {
+		t.Errorf("first packet after the PLAY numbered %d after %d", after[0].SequenceNumber, last.SequenceNumber)
+	}
+	hi := last.Timestamp // the pictures' timestamps (PTS) go on from the latest sent
+	for _, p := range ms {
+		if int32(p.Timestamp-hi) > 0 {
+			hi = p.Timestamp
+		}
+	}
+	lo := after[0].Timestamp
+	for _, p := range after {
+		if int32(p.Timestamp-lo) < 0 {
+			lo = p.Timestamp
+		}
+	}
+	if d := float64(int32(lo-hi)) / 90000; d > 0.25 || d < -0.25 {
+		t.Errorf("the pictures after the PLAY start %.3f s after the last before it, want the next", d)
 	}
 }
 

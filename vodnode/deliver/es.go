@@ -167,7 +167,7 @@ type ESStream struct {
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
 	plays   uint64  // bumped by Resume: a late BYE of an earlier play is not sent
-	stopNPT float64 // the next play pauses here (a PLAY Range's end), seconds; < 0: none
+	stopNPT float64 // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
 	seekTo  float64 // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -288,7 +288,9 @@ func (s *ESStream) rtpTime(i int, pts int64) uint32 {
 	return s.cfg.TSBase[i] + uint32(pts)
 }
 
-// Resume starts sending from the position, in a goroutine.
+// Resume starts sending from the position, in a goroutine; a play held
+// (by Pause, or at its stop: SetStop) goes on from the next packet of
+// each track.
 func (s *ESStream) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -297,7 +299,7 @@ func (s *ESStream) Resume() {
 	}
 	if s.cancel != nil {
 		if s.play != nil {
-			s.play.release(time.Now()) // a pause ends: on from the next packet
+			s.play.release(time.Now()) // a pause, or the stop, ends: on from the next packet
 		}
 		return
 	}
@@ -306,12 +308,13 @@ func (s *ESStream) Resume() {
 	s.plays++
 	idx, _, _ := s.cfg.Source.State()
 	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
-	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, stopNPT: s.stopNPT, waiting: &s.fillWait}
+	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, waiting: &s.fillWait}
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
 	s.reading, s.play = r, newESPlay()
 	r.hold = s.play.waitHeld // a PAUSE holds the reader too
+	s.armStopLocked(idx)
 	go s.run(ctx, rcancel, r, s.play, s.seekTo, s.done)
 }
 
@@ -403,18 +406,6 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	if ctx.Err() != nil {
 		return // stopped by Seek, Pause or Close
 	}
-	if rd.atStop && errors.Is(err, io.EOF) {
-		// The Range's end: paused there (a Resume goes on).
-		idx, _, _ := s.cfg.Source.State()
-		s.mu.Lock()
-		if s.done == done {
-			s.pos = keyframeAtOrAfter(idx, rd.off)
-			s.stopNPT = -1
-			s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
-		}
-		s.mu.Unlock()
-		return
-	}
 	reason := EndError
 	failed := false
 	switch {
@@ -496,13 +487,16 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					if err != nil {
 						return nil // an access unit that cannot be packetised is skipped
 					}
-					ts, due := s.rtpTime(0, play.unwrap(pts)), play.unwrap(dts)
+					pts, dts = play.unwrap(pts), play.unwrap(dts)
+					shift := play.place(0, dts, rd.clock/300)
+					ts, due := s.rtpTime(0, pts+shift), dts+shift
 					dues := make([]int64, len(pkts))
 					for i, p := range pkts {
 						p.Timestamp += ts // the encoder stamps from 0
 						dues[i] = due     // a picture leaves at its decoding time
 					}
-					play.push(0, rd.off, pkts, dues)
+					s.armStop(play)
+					play.push(0, rd.off, shift, pkts, dues)
 					return nil
 				})
 			}
@@ -519,6 +513,8 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 						return nil
 					}
 					due := play.unwrap(pts)
+					shift := play.place(1, due, rd.clock/300)
+					due += shift
 					ts := s.rtpTime(1, due)
 					dues := make([]int64, len(pkts))
 					for i, p := range pkts {
@@ -527,7 +523,8 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 						dues[i] = due + int64(p.Timestamp)*tsindex.PTSHz/rate
 						p.Timestamp += ts
 					}
-					play.push(1, rd.off, pkts, dues)
+					s.armStop(play)
+					play.push(1, rd.off, shift, pkts, dues)
 					return nil
 				})
 			}

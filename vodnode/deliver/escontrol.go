@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"math"
 	"time"
 
 	"vodcluster/cdp/tsindex"
@@ -46,33 +47,61 @@ func (s *ESStream) Pause() float64 {
 	return s.Position()
 }
 
-// SetStop makes the next play (Resume) pause when it reaches npt seconds
-// (the end of a PLAY request's Range, RFC 2326 §12.29): the packets of the
-// title's bytes before it are sent, then nothing, and a Resume goes on
-// from the first keyframe at or after it. npt < 0 clears it; it is
-// cleared when reached.
+// SetStop makes the play under way, or else the next play (Resume), pause
+// when its clock reaches npt seconds (the end of a PLAY request's Range,
+// RFC 2326 §12.29): every packet due before it (a picture at its DTS, an
+// audio frame at its PTS) is sent, then nothing, and the play is held as
+// a PAUSE holds it, its position npt: a Resume goes on from the next
+// packet of each track. npt < 0 clears it; it is cleared when reached.
 func (s *ESStream) SetStop(npt float64) {
-	s.mu.Lock()
-	running := s.cancel != nil
-	s.mu.Unlock()
-	if npt >= 0 && running {
-		s.stop() // the reader of the play under way cannot take a stop: the next play does
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopNPT = npt
+	if s.play == nil {
+		return // the next play takes it
+	}
+	if npt < 0 {
+		s.play.setStop(0, false)
+		return
+	}
+	idx, _, _ := s.cfg.Source.State()
+	s.armStopLocked(idx)
+}
+
+// armStopLocked hands the stop asked (stopNPT) to the play under way once
+// the title's first PTS, npt's origin, is known; s.mu held.
+func (s *ESStream) armStopLocked(idx *tsindex.Index) {
+	if s.stopNPT < 0 || s.play == nil || idx.FirstPTS < 0 {
+		return
+	}
+	s.play.setStop(idx.FirstPTS+int64(math.Round(s.stopNPT*tsindex.PTSHz)), true)
+	s.stopNPT = -1
+}
+
+// armStop is armStopLocked for play from its demultiplexer: a stop asked
+// before the title's first PTS was indexed.
+func (s *ESStream) armStop(play *esPlay) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopNPT < 0 || s.play != play {
+		return
+	}
+	idx, _, _ := s.cfg.Source.State()
+	s.armStopLocked(idx)
 }
 
 // Position returns the play position, seconds of npt (presentation time
-// from the title's first picture): while playing, the time due now on the
-// play's timeline; otherwise where the next play starts.
+// from the title's first picture): while playing (or held), the time due
+// now on the play's timeline, less the jumps of the title's timestamps
+// the play absorbed (npt is the index's, as a PLAY's Range takes it);
+// otherwise where the next play starts.
 func (s *ESStream) Position() float64 {
 	s.mu.Lock()
 	play, seekTo := s.play, s.seekTo
 	s.mu.Unlock()
 	if play != nil {
 		idx, _, _ := s.cfg.Source.State()
-		if m, ok := play.mediaNow(time.Now()); ok && idx.FirstPTS >= 0 {
+		if m, ok := play.indexNow(time.Now()); ok && idx.FirstPTS >= 0 {
 			return max(float64(m-idx.FirstPTS)/tsindex.PTSHz, 0)
 		}
 	}

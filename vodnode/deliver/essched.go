@@ -33,6 +33,7 @@ type esUnit struct {
 	track int
 	due   int64  // 90 kHz ticks on the index's unwrapped scale (esPlay.unwrap): DTS of its video access unit, or PTS of its audio frame
 	off   int64  // bytes: the reader's offset when its PES was demultiplexed
+	shift int64  // 90 kHz ticks: the jumps of its track's timestamps absorbed (place), due included
 	n     uint64 // push order: ties keep it
 	pkt   *rtp.Packet
 }
@@ -64,7 +65,8 @@ func (q *esQueue) Pop() any {
 // the sender sends each when the play's clock reaches it. The clock is
 // set by the first unit pushed: its time is sent at once, every other
 // unit its media time later, so that both tracks leave on one timeline
-// whatever their order in the file.
+// whatever their order in the file. Jumps of the timestamps are absorbed
+// into that timeline (place).
 type esPlay struct {
 	mu     sync.Mutex
 	q      esQueue
@@ -81,7 +83,18 @@ type esPlay struct {
 	clockWall  time.Time // when media time clockMedia is due
 	clockMedia int64     // 90 kHz ticks on the index's unwrapped scale
 
-	sentOff int64 // offset of the last unit sent; -1 before the first
+	tt    [2]esTrackTime // per track: its timestamps' place on the timeline
+	jumps int            // timestamp jumps absorbed
+
+	sentOff   int64     // offset of the last unit sent; -1 before the first
+	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
+	sentWall  time.Time // when the last unit was sent
+
+	// stop, when stopSet, is where the play holds itself (a PLAY Range's
+	// end): the PTS on the index's scale (unshifted) that no unit sent
+	// reaches; cleared when reached.
+	stopSet bool
+	stop    int64
 
 	// A PAUSE holds the play: nothing is read or sent, the queue and the
 	// demultiplexer's state are kept, and the release moves the clock on
@@ -89,8 +102,8 @@ type esPlay struct {
 	held     bool
 	heldAt   time.Time
 	released chan struct{} // closed by release
-	holds    uint64        // releases so far (the reader restarts its pacing after one)
-	seen     uint64        // releases the reader has seen
+	paused   time.Duration // the holds released so far, in all (the reader's pacing moves on by them)
+	seen     time.Duration // of paused, what the reader has seen
 }
 
 func newESPlay() *esPlay {
@@ -101,11 +114,17 @@ func newESPlay() *esPlay {
 // the reader reads nothing more, until release.
 func (p *esPlay) hold(now time.Time) {
 	p.mu.Lock()
-	if !p.held {
-		p.held, p.heldAt, p.released = true, now, make(chan struct{})
-	}
+	p.holdLocked(now)
 	p.mu.Unlock()
 	p.signal()
+}
+
+// holdLocked holds the play from at on (its clock stands still there);
+// p.mu held.
+func (p *esPlay) holdLocked(at time.Time) {
+	if !p.held {
+		p.held, p.heldAt, p.released = true, at, make(chan struct{})
+	}
 }
 
 // release ends a hold at now: the clock moves on by the pause, so every
@@ -117,11 +136,12 @@ func (p *esPlay) release(now time.Time) bool {
 	if !p.held {
 		return false
 	}
+	d := max(now.Sub(p.heldAt), 0)
 	if p.clockSet {
-		p.clockWall = p.clockWall.Add(now.Sub(p.heldAt))
+		p.clockWall = p.clockWall.Add(d)
 	}
 	p.held = false
-	p.holds++
+	p.paused += d
 	close(p.released)
 	return true
 }
@@ -133,25 +153,37 @@ func (p *esPlay) isHeld() bool {
 	return p.held
 }
 
-// waitHeld blocks while the play is held (pacedReader.hold): it reports
-// whether a hold was released since its last call, or ctx's error.
-func (p *esPlay) waitHeld(ctx context.Context) (bool, error) {
+// waitHeld blocks while the play is held (pacedReader.hold): it returns
+// how long the holds released since its last call held the play's clock,
+// or ctx's error.
+func (p *esPlay) waitHeld(ctx context.Context) (time.Duration, error) {
 	for {
 		p.mu.Lock()
 		if !p.held {
-			resumed := p.seen != p.holds
-			p.seen = p.holds
+			d := p.paused - p.seen
+			p.seen = p.paused
 			p.mu.Unlock()
-			return resumed, nil
+			return d, nil
 		}
 		ch := p.released
 		p.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
+}
+
+// setStop makes the play hold itself (as a PAUSE does) when its clock
+// reaches pts (90 kHz ticks on the index's unwrapped scale, before any
+// shift): every unit due before it is sent, none at or after it, and a
+// release goes on from the next packet of each track. ok false clears it.
+func (p *esPlay) setStop(pts int64, ok bool) {
+	p.mu.Lock()
+	p.stop, p.stopSet = pts, ok
+	p.mu.Unlock()
+	p.signal()
 }
 
 // setHint tells the play the PTS (90 kHz ticks, unwrapped as the title's
@@ -188,10 +220,11 @@ func (p *esPlay) unwrap(ts int64) int64 {
 }
 
 // push queues the packets of one access unit of track, packet i due at
-// media time dues[i] (unwrapped 90 kHz ticks), read at byte off of the
-// title. The first unit pushed sets the clock; a unit read more than
-// esResync after its time moves the clock on by its lateness.
-func (p *esPlay) push(track int, off int64, pkts []*rtp.Packet, dues []int64) {
+// media time dues[i] (unwrapped 90 kHz ticks plus shift, the track's
+// place), read at byte off of the title. The first unit pushed sets the
+// clock; a unit read more than esResync after its time moves the clock on
+// by its lateness.
+func (p *esPlay) push(track int, off, shift int64, pkts []*rtp.Packet, dues []int64) {
 	if len(pkts) == 0 {
 		return
 	}
@@ -203,7 +236,7 @@ func (p *esPlay) push(track int, off int64, pkts []*rtp.Packet, dues []int64) {
 		p.clockWall = p.clockWall.Add(late) // read that late: the timeline restarts here
 	}
 	for i, pkt := range pkts {
-		heap.Push(&p.q, &esUnit{track: track, due: dues[i], off: off, n: p.pushed, pkt: pkt})
+		heap.Push(&p.q, &esUnit{track: track, due: dues[i], off: off, shift: shift, n: p.pushed, pkt: pkt})
 		p.pushed++
 	}
 	p.mu.Unlock()
@@ -246,6 +279,15 @@ func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }
 
+// indexNow is mediaNow on the index's scale: less the timestamp jumps
+// absorbed up to the last unit sent.
+func (p *esPlay) indexNow(now time.Time) (int64, bool) {
+	m, ok := p.mediaNow(now)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return m - p.sentShift, ok
+}
+
 // lastSentOffset returns the offset of the last unit sent, or -1.
 func (p *esPlay) lastSentOffset() int64 {
 	p.mu.Lock()
@@ -255,7 +297,8 @@ func (p *esPlay) lastSentOffset() int64 {
 
 // sendLoop sends each queued unit with send when it is due, until the
 // queue is empty after finish (nil), ctx ends (its error) or send fails
-// (its error).
+// (its error). It holds the play when its clock reaches the stop
+// (setStop), at the stop's time.
 func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -285,7 +328,14 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			continue
 		}
 		u := p.q[0]
-		if wait := time.Until(p.wallOfLocked(u.due)); wait > 0 {
+		at, stop := p.wallOfLocked(u.due), p.stopSet && u.due-u.shift >= p.stop
+		if stop {
+			at = p.wallOfLocked(p.stop + u.shift)
+			if at.Before(p.sentWall) {
+				at = p.sentWall // a stop set behind what was sent: held at once
+			}
+		}
+		if wait := time.Until(at); wait > 0 {
 			p.mu.Unlock()
 			timer.Reset(wait)
 			select {
@@ -294,6 +344,12 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			continue
+		}
+		if stop {
+			p.stopSet = false
+			p.holdLocked(at) // its clock stands at the stop
+			p.mu.Unlock()
 			continue
 		}
 		heap.Pop(&p.q)
@@ -305,7 +361,7 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			return err
 		}
 		p.mu.Lock()
-		p.sentOff = u.off
+		p.sentOff, p.sentShift, p.sentWall = u.off, u.shift, time.Now()
 		p.mu.Unlock()
 	}
 }

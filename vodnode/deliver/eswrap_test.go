@@ -15,6 +15,16 @@ import (
 // of a broadcast whose clock wraps during the title.
 func shiftTimestamps(t testing.TB, data []byte, delta int64) []byte {
 	t.Helper()
+	return shiftTimestampsFrom(t, data, delta, 0, true)
+}
+
+// shiftTimestampsFrom returns a copy of the MPEG-TS data with the PTS and
+// DTS of every PES that starts at or after byte from (and with pcr, every
+// PCR base there) moved on by delta 90 kHz ticks modulo 2^33: without
+// pcr, timestamps that jump at from while the clock runs on, as in a
+// splice of two encodes whose PCRs were made continuous.
+func shiftTimestampsFrom(t testing.TB, data []byte, delta int64, from int, pcr bool) []byte {
+	t.Helper()
 	const wrap = int64(1) << 33
 	out := append([]byte(nil), data...)
 	shift := func(v int64) int64 { return ((v+delta)%wrap + wrap) % wrap }
@@ -28,14 +38,14 @@ func shiftTimestamps(t testing.TB, data []byte, delta int64) []byte {
 		b[3] = byte(v >> 7)
 		b[4] = byte(v<<1) | 1
 	}
-	for off := 0; off+TSPacketSize <= len(out); off += TSPacketSize {
+	for off := from - from%TSPacketSize; off+TSPacketSize <= len(out); off += TSPacketSize {
 		b := out[off : off+TSPacketSize]
 		if b[0] != 0x47 {
 			t.Fatalf("no sync byte at %d", off)
 		}
 		afc, p := b[3]>>4&3, 4
 		if afc&2 != 0 {
-			if n := int(b[4]); n > 0 && b[5]&0x10 != 0 {
+			if n := int(b[4]); pcr && n > 0 && b[5]&0x10 != 0 {
 				base := int64(b[6])<<25 | int64(b[7])<<17 | int64(b[8])<<9 | int64(b[9])<<1 | int64(b[10]>>7)
 				base = shift(base)
 				b[6], b[7], b[8], b[9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)

@@ -46,14 +46,15 @@ type pacedReader struct {
 	bitrate int64
 	tick    time.Duration
 	ahead   time.Duration // bytes are handed out this long before they are due
-	stopNPT float64       // io.EOF at the first packet at or past it (a PLAY Range's end), seconds; < 0: none
-	atStop  bool          // the io.EOF was stopNPT's
 	waiting *atomic.Bool  // set while it waits for the fill; nil: not told
 	// hold, when set, is called before each read: it blocks while the
-	// play is paused (PAUSE keeps a play's state) and reports whether a
-	// pause ended since the last call (the pacing restarts from there),
-	// or the context's error.
-	hold func(ctx context.Context) (resumed bool, err error)
+	// play is paused (PAUSE keeps a play's state) and returns how long
+	// the pauses ended since the last call lasted (the pacing moves on by
+	// them, so that the reading stays as far ahead of the play as it
+	// was), or the context's error.
+	hold func(ctx context.Context) (time.Duration, error)
+
+	clock int64 // the stream clock at off, 27 MHz ticks (as of the last read of the title)
 
 	anchored    bool
 	anchorWall  time.Time
@@ -68,12 +69,12 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 	}
 	for {
 		if r.hold != nil {
-			resumed, err := r.hold(r.ctx)
+			paused, err := r.hold(r.ctx)
 			if err != nil {
 				return 0, err
 			}
-			if resumed {
-				r.anchored = false // paced from here, not from before the pause
+			if paused > 0 && r.anchored {
+				r.anchorWall = r.anchorWall.Add(paused) // paced on as before the pause
 			}
 		}
 		idx, complete, err := r.src.State()
@@ -116,16 +117,10 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		}
 		target := r.anchorClock + int64(now.Add(r.tick+r.ahead).Sub(r.anchorWall))*27/1000
 		due := min((ck.offset(target)/TSPacketSize+1)*TSPacketSize, idx.Size)
-		if stop := stopOffsetAt(ck, r.stopNPT); stop >= 0 {
-			if r.off >= stop {
-				r.atStop = true
-				return 0, io.EOF
-			}
-			due = min(due, stop)
-		}
 		if n := min(int64(len(p)), due-r.off); n > 0 {
 			m, err := r.src.ReadAt(p[:n], r.off)
 			r.off += int64(m)
+			r.clock = ck.at(r.off)
 			return m, err
 		}
 		select {
