@@ -119,8 +119,9 @@ func testESTimestampJump(t *testing.T, jump float64) {
 		}
 		// Each packet leaves as long after its time as the others (a
 		// picture at its DTS, a little before its PTS): the timeline
-		// runs on at the clock's pace across the jump.
-		lo, hi := 1e9, -1e9
+		// runs on at the clock's pace across the jump (90% of them
+		// within a bound: a loaded machine delays a few).
+		var late []float64
 		for k, p := range ps {
 			if k > 0 && i == 1 && int32(p.ts-ps[k-1].ts) <= 0 {
 				t.Fatalf("audio: timestamp %d after %d", p.ts, ps[k-1].ts)
@@ -128,11 +129,12 @@ func testESTimestampJump(t *testing.T, jump float64) {
 			if p.at.Sub(start) < 500*time.Millisecond {
 				continue // the audio before the first picture, sent at once
 			}
-			late := p.at.Sub(start).Seconds() - float64(int32(p.ts-ps[0].ts))/clock
-			lo, hi = min(lo, late), max(hi, late)
+			late = append(late, p.at.Sub(start).Seconds()-float64(int32(p.ts-ps[0].ts))/clock)
 		}
+		slices.Sort(late)
+		lo, hi := late[len(late)/20], late[len(late)-1-len(late)/20]
 		if within := []float64{0.4, 0.15}[i]; hi-lo > within {
-			t.Errorf("%s: packets leave from %.3f s to %.3f s after their time, want within %.2f s", name, lo, hi, within)
+			t.Errorf("%s: packets leave from %.3f s to %.3f s after their time (5th to 95th percentile), want within %.2f s", name, lo, hi, within)
 		}
 	}
 	// 4.5 s from 3 s: at 7.5 s of the timeline, 7.5 s + the jump on the
