@@ -9,7 +9,9 @@
 // token the operator's portal signed (authn.go), a limit on each subscriber's title requests
 // (ratelimit.go), entitlement, admission (the title's bitrate is
 // reserved on a node chosen by lsm, or the request waits first come first
-// served until the queue deadline, then 453 / 503), and the redirect (302)
+// served until the queue deadline, then 453 / 503; at once 503 when every
+// node that could take it is drained or at weight 0, operatorheld.go), and
+// the redirect (302)
 // to the chosen node with a signed admission token. It owns the session
 // table and the catalog, kept in a Store that survives restarts, and the
 // manager's gRPC services: NodeControl (registration, heartbeats with
