@@ -188,7 +188,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Error("admission refused a malformed request", "title", t.ID, "err", err)
 		return nil, errUnavailable
 	}
-	if !tk.Done && m.sched.NeedsOperator(&tk.Req, m.deadBefore(now)) {
+	if !tk.Done && m.needsOperatorLocked(&tk.Req, now) {
 		m.sched.Cancel(tk, errNoNodeInService) // nothing drained comes back by itself: no wait
 	}
 	if !tk.Done {

@@ -12,7 +12,8 @@ import (
 // an operator acts (lsm.Scheduler.NeedsOperator): every node that could
 // serve it is drained or at weight 0 (vodctl node --drain, --weight 0),
 // and nothing drained comes back by itself, so waiting out the queue
-// deadline would only hold the viewer. RTSP 503 and HTTP 503, both with
+// deadline would only hold the viewer. Not in the manager's first
+// RestoreGrace (nodesSettledLocked). RTSP 503 and HTTP 503, both with
 // Retry-After. It wraps errNoBandwidth (the outcome no_capacity).
 var errNoNodeInService = fmt.Errorf("%w: every node that could take it is drained or at weight 0", errNoBandwidth)
 
@@ -21,11 +22,26 @@ var errNoNodeInService = fmt.Errorf("%w: every node that could take it is draine
 // time the manager keeps a dead node's sessions for its return.
 func (m *Manager) deadBefore(now time.Time) time.Time { return now.Add(-m.RestoreGrace) }
 
+// nodesSettledLocked reports whether the manager has been active for
+// RestoreGrace (mu held): before, nodes may still be registering after
+// its start or takeover (it knows only those that have), so that a
+// drained one alone proves nothing and nothing is refused at once.
+func (m *Manager) nodesSettledLocked(now time.Time) bool {
+	return now.Sub(m.startedAt) >= m.RestoreGrace
+}
+
+// needsOperatorLocked reports whether r is refused at once (mu held): no
+// node could take it until an operator acts (lsm.Scheduler.NeedsOperator),
+// the nodes settled (nodesSettledLocked).
+func (m *Manager) needsOperatorLocked(r *lsm.Request, now time.Time) bool {
+	return m.nodesSettledLocked(now) && m.sched.NeedsOperator(r, m.deadBefore(now))
+}
+
 // refuseNeedingOperatorLocked refuses the waiting requests no node could
 // take unless an operator acts (an operator drained the last node while
 // they waited) and wakes their waiters (mu held).
 func (m *Manager) refuseNeedingOperatorLocked(now time.Time) {
-	if m.sched.Queued() == 0 {
+	if m.sched.Queued() == 0 || !m.nodesSettledLocked(now) {
 		return
 	}
 	for _, tk := range m.sched.RefuseNeedingOperator(m.deadBefore(now), errNoNodeInService) {

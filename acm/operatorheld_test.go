@@ -2,7 +2,10 @@ package acm
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +22,15 @@ func (e *env) setNode(req *pb.SetNodeRequest) {
 	}
 }
 
+// settled moves the manager's start RestoreGrace back, as if it had been
+// active that long: the nodes that register after a start (before which
+// nothing is refused at once) are in.
+func (e *env) settled() {
+	e.m.mu.Lock()
+	e.m.startedAt = e.m.startedAt.Add(-e.m.RestoreGrace)
+	e.m.mu.Unlock()
+}
+
 // With every node drained or at weight 0 no node could take a viewer
 // until an operator acts: RTSP and HTTP requests are refused at once
 // (503 with Retry-After), not after the queue deadline, and nothing is
@@ -29,6 +41,7 @@ func TestEveryNodeDrainedRefusedAtOnce(t *testing.T) {
 	e.startNode("n2", nodeOpts{})
 	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
 	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Weight: ptr[int32](0)})
+	e.settled()
 	start := time.Now()
 	res := e.describe("demo", "demo", "t1")
 	if res.StatusCode != base.StatusServiceUnavailable || len(res.Header["Retry-After"]) != 1 || res.Header["Retry-After"][0] != "20" {
@@ -56,6 +69,7 @@ func TestDrainRefusesTheWaitingAtOnce(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 20 * time.Second })
 	e.startNode("n1", nodeOpts{egress: titleBps})
 	e.admitOne("t1")
+	e.settled()
 	got := make(chan *base.Response, 1)
 	start := time.Now()
 	go func() { got <- e.describe("demo", "demo", "t2") }()
@@ -82,10 +96,11 @@ func TestDrainRefusesTheWaitingAtOnce(t *testing.T) {
 // expected back; the request waits and is placed when n2 registers
 // again.
 func TestDeadNodeWithinGraceKeepsRequestWaiting(t *testing.T) {
-	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 20 * time.Second })
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 20 * time.Second }) // restore_grace 30 s
 	e.startNode("n1", nodeOpts{})
 	n2 := e.startNode("n2", nodeOpts{})
 	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+	e.settled()
 	n2.stop()
 	waitFor(t, 5*time.Second, "n2 dead", func() bool { return !e.nodeInfo("n2").Alive })
 	got := make(chan int, 1)
@@ -126,5 +141,53 @@ func TestDeadNodeBeyondGraceDoesNotHoldTheQueue(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > e.m.QueueDeadline/2 {
 		t.Fatalf("refused after %v: waited for the queue deadline", waited)
+	}
+}
+
+// Right after the manager starts, its nodes may still be registering: a
+// drained one alone is no proof that none could take the viewer, and the
+// request waits out the queue deadline (453), as when nodes are full.
+func TestDrainedRightAfterStartWaits(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 500 * time.Millisecond }) // restore_grace 30 s
+	e.startNode("n1", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+	start := time.Now()
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("n1 drained, the manager just started: %d, want 453", res.StatusCode)
+	}
+	if waited := time.Since(start); waited < e.m.QueueDeadline {
+		t.Fatalf("refused after %v, before the queue deadline", waited)
+	}
+}
+
+// With site_only, a site whose every node is drained refuses its viewers
+// at once, though nodes of other sites are in service; the log names the
+// site and its nodes.
+func TestSiteDrainedRefusedAtOnce(t *testing.T) {
+	var log syncBuffer
+	e := newManager(t, "", func(m *Manager) {
+		m.Sites = []Site{
+			{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+			{Name: "south", Clients: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}},
+		}
+		m.SiteOnly = true
+		m.QueueDeadline = 20 * time.Second
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", site: "north"})
+	e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south"})
+	e.setNode(&pb.SetNodeRequest{NodeId: "north-1", Draining: ptr(true)})
+	e.settled()
+	start := time.Now()
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusServiceUnavailable {
+		t.Fatalf("the north drained: %d, want 503", res.StatusCode)
+	}
+	if waited := time.Since(start); waited > e.m.QueueDeadline/2 {
+		t.Fatalf("refused after %v: waited for the queue deadline", waited)
+	}
+	for _, want := range []string{`every node of the viewer's site \"north\" (site_only) that could take it is drained or at weight 0`, `north-1 (drained)`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, log.String())
+		}
 	}
 }

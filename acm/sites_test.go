@@ -187,10 +187,8 @@ func TestSiteLogs(t *testing.T) {
 	if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: "north-1", Draining: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
-	// Its only node drained, the north can take no one until the
-	// operator acts: refused at once.
-	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusServiceUnavailable {
-		t.Fatalf("t3 with the north drained: %d, want 503", res.StatusCode)
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("t3 with the north drained: %d, want 453", res.StatusCode)
 	}
 	out := log.String()
 	for _, want := range []string{
@@ -198,7 +196,7 @@ func TestSiteLogs(t *testing.T) {
 		`level=WARN msg="node's site is none of the manager's sites`, `node=west-1 site=wets sites="[north south]"`,
 		`msg=admitted`, `site=north node_site=north`,
 		`no node of the viewer's site \"north\" (site_only) has headroom`,
-		`every node of the viewer's site \"north\" (site_only) that could take it is drained or at weight 0`, `north-1 (drained)`,
+		`no node of the viewer's site \"north\" (site_only) is in service`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log lacks %s:\n%s", want, out)
