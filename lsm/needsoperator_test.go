@@ -1,6 +1,7 @@
 package lsm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -66,5 +67,66 @@ func TestNeedsOperator(t *testing.T) {
 	}
 	if got := s.RefuseNeedingOperator(t0.Add(time.Second), ErrDeadline); len(got) != 1 || got[0] != tk || tk.Err != ErrDeadline || s.Queued() != 0 {
 		t.Fatalf("a drained, b dead beyond the grace: refused %d, queued %d, err %v", len(got), s.Queued(), tk.Err)
+	}
+	// Each waiting request is judged by its own features: with a drained,
+	// one needing RTSPS (no node offers it: none to take into account)
+	// waits on while the plain ones queued around it are refused.
+	s.SetDraining("a", false)
+	var plain []*Ticket
+	var rtsps *Ticket
+	for i, req := range []Request{{Title: "film", Bitrate: 10e6}, {Title: "film", Bitrate: 10e6, Requires: FeatureRTSPS}, {Title: "film", Bitrate: 10e6}} {
+		tk, err := s.Admit(req, t0.Add(time.Minute), t0)
+		if err != nil || tk.Done {
+			t.Fatalf("request %d not queued: %+v %v", i, tk, err)
+		}
+		if req.Requires != 0 {
+			rtsps = tk
+		} else {
+			plain = append(plain, tk)
+		}
+	}
+	s.SetDraining("a", true)
+	got := s.RefuseNeedingOperator(t0.Add(time.Second), ErrDeadline)
+	if len(got) != 2 || got[0] != plain[0] || got[1] != plain[1] || rtsps.Done || s.Queued() != 1 {
+		t.Fatalf("mixed queue: refused %d (want the 2 plain), RTSPS done %v, queued %d", len(got), rtsps.Done, s.Queued())
+	}
+}
+
+// BenchmarkRefuseNeedingOperator times the check the manager runs at each
+// pump of a non-empty queue (every admission, session end and queue
+// deadline) in an overload at its worst: 5,000 requests waiting on 300
+// full nodes, all drained but the last, so none is refused and every
+// node is looked at.
+func BenchmarkRefuseNeedingOperator(b *testing.B) {
+	cfg := DefaultConfig()
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := s.AddNode(NodeSpec{ID: fmt.Sprintf("n%03d", i), Capacity: Capacity{EgressBps: 4e6}}, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 300 {
+		if _, err := s.Place(&Request{Title: fmt.Sprintf("t%d", i), Bitrate: 4e6}, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 5000 {
+		tk, err := s.Admit(Request{Title: fmt.Sprintf("w%d", i), Bitrate: 4e6}, t0.Add(time.Hour), t0)
+		if err != nil || tk.Done {
+			b.Fatalf("request %d not queued: %+v %v", i, tk, err)
+		}
+	}
+	for i := range 299 {
+		s.SetDraining(fmt.Sprintf("n%03d", i), true)
+	}
+	grace := t0.Add(-30 * time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := s.RefuseNeedingOperator(grace, ErrDeadline); len(got) != 0 {
+			b.Fatalf("%d refused", len(got))
+		}
 	}
 }

@@ -135,12 +135,29 @@ func (s *Scheduler) NeedsOperator(r *Request, deadBefore time.Time) bool {
 
 // RefuseNeedingOperator finishes with err the waiting tickets whose
 // request NeedsOperator(deadBefore) (an operator drained the last node
-// that could take them while they waited) and returns them.
+// that could take them while they waited) and returns them. NeedsOperator
+// depends only on a request's required features and kept-to site, so it
+// runs once for each such pair among the waiting: O(queued + pairs ×
+// nodes), not O(queued × nodes) (BenchmarkRefuseNeedingOperator).
 func (s *Scheduler) RefuseNeedingOperator(deadBefore time.Time, err error) []*Ticket {
+	type key struct {
+		requires Feature
+		site     string // the site a SiteOnly request is kept to; "" = none
+	}
+	memo := map[key]bool{}
 	var done []*Ticket
 	kept := s.queue.items[:0]
 	for _, t := range s.queue.items {
-		if s.NeedsOperator(&t.Req, deadBefore) {
+		k := key{requires: t.Req.Requires}
+		if t.Req.SiteOnly {
+			k.site = t.Req.Site
+		}
+		need, ok := memo[k]
+		if !ok {
+			need = s.NeedsOperator(&t.Req, deadBefore)
+			memo[k] = need
+		}
+		if need {
 			t.Done, t.Err = true, err
 			done = append(done, t)
 			continue
