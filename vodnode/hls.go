@@ -80,7 +80,10 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	// first keyframe past it), so it does not grow as the fill reveals
 	// them (each EXTINF rounded must stay within it, §4.3.3.1); and a
 	// viewer who was given an EVENT playlist while the title filled keeps
-	// it, completed by EXT-X-ENDLIST.
+	// that type, its playlist completed, once the fill is, by every
+	// segment and EXT-X-ENDLIST (an append): from then on it seeks
+	// anywhere, as a VOD playlist's viewer does (it could only seek
+	// within what eventShown listed, for the rest of the session).
 	target := 2 * hlsTarget
 	for _, s := range segs {
 		target = math.Max(target, math.Round(s.dur))
@@ -89,7 +92,9 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	if !complete || hs.hlsEvent.Load() {
 		kind = "EVENT"
 		hs.hlsEvent.Store(true)
-		segs = segs[:eventShown(hs, len(segs))]
+		if !complete {
+			segs = segs[:eventShown(hs, len(segs))]
+		}
 	}
 	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:%s\n", int(target), kind)
 	if kind == "EVENT" {

@@ -50,3 +50,53 @@ func TestHLSJoinsAFillFromTheStart(t *testing.T) {
 		t.Errorf("ffmpeg joining the fill over HLS: %d video frames, the title has %d", got, want)
 	}
 }
+
+// TestHLSEventPlaylistCompletes: a viewer given an EVENT playlist while
+// its title filled gets, once the fill is complete, every segment and
+// EXT-X-ENDLIST in the same session's playlist (an append, RFC 8216
+// §6.2.1; the type stays EVENT), and ffmpeg coming back to that session
+// seeks to 15 s of the 20 s title. The playlist kept listing only three
+// segments past the highest one asked for: the viewer could not seek
+// beyond them for the rest of the session, the title long complete.
+func TestHLSEventPlaylistCompletes(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	o := newFakeOrigin(t)
+	o.rate = 200 << 10 // bytes/s: the 1.5 MB title fills in about 8 s
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	const title = "sample-002"
+	if err := n.store.Prefetch(n.ctx, title); err != nil {
+		t.Fatal(err)
+	}
+	url := httpURL(n, mint(t, "hls-complete", title, "node-1", "", 5*time.Minute), title+"/index.m3u8")
+	res, b := get(t, url)
+	first := string(b)
+	if res.StatusCode != 200 || !strings.Contains(first, "#EXT-X-PLAYLIST-TYPE:EVENT") || strings.Contains(first, "#EXT-X-ENDLIST") {
+		t.Fatalf("the title completed before the viewer came (%d):\n%s", res.StatusCode, first)
+	}
+	shown := strings.Count(first, "#EXTINF")
+	waitFor(t, 60*time.Second, "the fill to complete", func() bool {
+		for _, s := range n.store.Titles() {
+			if s.ID == title {
+				return s.Size > 0 && s.Stored == s.Size
+			}
+		}
+		return false
+	})
+	res, b = get(t, url)
+	pl := string(b)
+	if res.StatusCode != 200 || !strings.HasPrefix(pl, strings.Split(first, "#EXTINF")[0]) ||
+		!strings.Contains(pl, "#EXT-X-ENDLIST") || strings.Count(pl, "#EXTINF") != 5 || !strings.Contains(pl, "seg-4.ts") {
+		t.Fatalf("the session's playlist once the title is complete (first listed %d segments) (%d):\n%s", shown, res.StatusCode, pl)
+	}
+	if !strings.HasPrefix(pl, strings.TrimSuffix(first, "\n")) {
+		t.Errorf("the completed playlist does not append to the first:\nfirst:\n%s\nnow:\n%s", first, pl)
+	}
+	whole := decodedFrames(t, "0:v", "-i", url)
+	tail := decodedFrames(t, "0:v", "-ss", "15", "-i", url)
+	if tail == 0 || tail*3 > whole {
+		t.Errorf("ffmpeg -ss 15 on the session's playlist: %d video frames of the title's %d (want the last quarter or so)", tail, whole)
+	}
+}
