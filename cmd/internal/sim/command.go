@@ -16,12 +16,13 @@ import (
 // same seeded demand and print their figures side by side (a table, or
 // JSON with --json), optionally with a load plot (--plot) and the request
 // trace (--trace-out) of one policy. Settings come from Default, then
-// --config FILE.yaml, then the other flags.
+// --config FILE.yaml, then the other flags; --print-config prints them as
+// YAML instead of running.
 func NewCommand() *cobra.Command {
 	var (
 		configFile, policy, policies, plotFile, traceFile string
 		storages, siteAware                               string
-		asJSON, asMarkdown                                bool
+		asJSON, asMarkdown, printConfig                   bool
 		rf                                                runFlags
 	)
 	cmd := &cobra.Command{
@@ -79,8 +80,14 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 					return err
 				}
 			}
+			if err := needSites(cmd, &run); err != nil {
+				return err
+			}
 			if err := run.Validate(); err != nil {
 				return err
+			}
+			if printConfig {
+				return WriteConfig(cmd.OutOrStdout(), run)
 			}
 			focus := policy
 			if focus == "" {
@@ -136,7 +143,8 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "YAML file with simulation settings (unknown keys are errors)")
+	f.StringVar(&configFile, "config", "", "YAML file with simulation settings (unknown keys are errors; --print-config writes every key; flags override the file)")
+	f.BoolVar(&printConfig, "print-config", false, "print the configuration as YAML (every key; the defaults, with --config and the other flags applied) and exit: a file for --config")
 	f.StringVar(&policy, "policy", "", "run only this policy, and use it for --plot and --trace-out (default lall)")
 	f.StringVar(&policies, "policies", "all", "comma-separated policies to run, or all: "+strings.Join(lsm.Policies(), ","))
 	f.BoolVar(&asJSON, "json", false, "print a JSON array, one object per policy")
@@ -238,6 +246,21 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	set("chbl-factor", func() { p.CHBLFactor = &sp.chbl })
 	if cmd.Flags().Changed("nodes") {
 		return run.SetNodes(rf.nodes)
+	}
+	return nil
+}
+
+// needSites refuses the flags that only mean something with sites
+// (--site-aware, --site-only, --site-local) when run has none, from the
+// flags or the --config file: they would be ignored.
+func needSites(cmd *cobra.Command, run *Config) error {
+	if run.Sites.on() {
+		return nil
+	}
+	for _, name := range []string{"site-aware", "site-only", "site-local"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("sim: --%s needs sites: give --sites N (N >= 2), or sites.count >= 2 in the --config file (without sites it would be ignored)", name)
+		}
 	}
 	return nil
 }

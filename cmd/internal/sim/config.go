@@ -1,13 +1,9 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"vodcluster/lsm"
 	"vodcluster/smm"
@@ -216,21 +212,6 @@ func Default() Config {
 		Failures: Failures{PerDay: 2, DownMean: 30 * time.Minute, KeepDisk: true},
 		Sites:    Sites{Local: 0.3},
 	}
-}
-
-// LoadFile overlays the YAML file at path on c. Unknown keys, bad values
-// and trailing documents are errors naming the file.
-func (c *Config) LoadFile(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
-		return fmt.Errorf("sim: %s: %w", path, err)
-	}
-	return c.Validate()
 }
 
 // Validate reports the first parameter out of range, or nil.
