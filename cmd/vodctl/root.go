@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"vodcluster/lsm"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
@@ -170,105 +169,30 @@ func nodesCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				nodes := m.(*v1.ListNodesResponse).Nodes
-				sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
-				head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
-				if sited {
-					head += "\tSITE"
-				}
-				fmt.Fprintln(w, head)
-				for _, n := range nodes {
-					fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
-						n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
-						float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
-						float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
-					if sited {
-						fmt.Fprintf(w, "\t%s", n.Site)
-					}
-					fmt.Fprintln(w)
-				}
+				nodesTable(w, m.(*v1.ListNodesResponse).Nodes)
 			})
 		},
 	}
 }
 
-func nodeCmd(g *globals) *cobra.Command {
-	var weight int
-	var overload float64
-	var drain, undrain bool
-	cmd := &cobra.Command{
-		Use:     "node NODE_ID",
-		Short:   "Change a node's weight or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
-		Example: "  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			req := &v1.SetNodeRequest{NodeId: args[0]}
-			if cmd.Flags().Changed("weight") {
-				if weight < 0 || weight > lsm.MaxWeight {
-					return fmt.Errorf("--weight %d: want 0 (no new sessions) to %d (IPVS's range; %d = as the node announced)", weight, lsm.MaxWeight, lsm.DefaultWeight)
-				}
-				w := int32(weight)
-				req.Weight = &w
-			}
-			if cmd.Flags().Changed("overload") {
-				if !(overload >= 0 && overload <= 1) {
-					return fmt.Errorf("--overload %v: want a utilization from the scheduler's normal limit (scheduler.normal, 0.8 by default) to 1, or 0 for the scheduler's default", overload)
-				}
-				req.Overload = &overload
-			}
-			if drain && undrain {
-				return fmt.Errorf("--drain and --undrain together")
-			}
-			if drain || undrain {
-				req.Draining = &drain
-			}
-			if req.Weight == nil && req.Draining == nil && req.Overload == nil {
-				return fmt.Errorf("nothing to change: give --weight, --overload, --drain or --undrain")
-			}
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.SetNode(ctx, req)
-			}, func(m proto.Message, w *tabwriter.Writer) {
-				n := m.(*v1.NodeInfo)
-				if n.RtspAddr == "" { // not registered: only its stored setting changed
-					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v, overload %.2f (0 = default); applied when it registers\n",
-						n.NodeId, n.Draining, n.Overload)
-					return
-				}
-				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
-					n.NodeId, n.Alive, n.Draining, n.Weight, n.Overload, n.Sessions)
-			})
-		},
+// nodesTable writes the table of vodctl nodes for nodes: a header and a
+// row each (SITE only when a node has a site).
+func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
+	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
+	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
+	if sited {
+		head += "\tSITE"
 	}
-	cmd.AddCommand(nodeForgetCmd(g))
-	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced)")
-	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default)")
-	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
-	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
-	return cmd
-}
-
-func nodeForgetCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "forget NODE_ID",
-		Short: "Forget a dead or decommissioned node: it leaves the node list, placement and metrics",
-		Long: "Forget a dead or decommissioned node. It leaves the node list, the scheduler, the placement\n" +
-			"and the manager's metrics; the sessions left on it end; the commands queued for its return\n" +
-			"are dropped; its stored setting (drain, weight, overload), eviction holds and pins are\n" +
-			"removed (the titles unpinned are listed: pin them elsewhere if they should stay pinned).\n" +
-			"A node registering later under the id starts fresh.\n\n" +
-			"Refused while the node is alive: drain it, let its sessions end, stop it, and forget it once\n" +
-			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.",
-		Example: "  vodctl node node-3 --drain\n  vodctl sessions --node node-3   # until none are left\n" +
-			"  # stop the node (systemctl stop vodcluster-node), then:\n  vodctl node forget node-3",
-		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ForgetNode(ctx, &v1.ForgetNodeRequest{NodeId: args[0]})
-			}, func(m proto.Message, w *tabwriter.Writer) {
-				r := m.(*v1.ForgetNodeResponse)
-				fmt.Fprintf(w, "node %s:\t%s\n", r.NodeId, r.Message)
-			})
-		},
+	fmt.Fprintln(w, head)
+	for _, n := range nodes {
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+			n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
+			float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
+			float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
+		if sited {
+			fmt.Fprintf(w, "\t%s", n.Site)
+		}
+		fmt.Fprintln(w)
 	}
 }
 

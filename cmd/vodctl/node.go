@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"vodcluster/lsm"
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+func nodeCmd(g *globals) *cobra.Command {
+	var weight int
+	var overload float64
+	var drain, undrain bool
+	cmd := &cobra.Command{
+		Use:   "node NODE_ID",
+		Short: "Show a node, change its weight or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
+		Long: "Without a change flag, show the node as vodctl nodes lists it, with its overload threshold\n" +
+			"(NOT_FOUND for a node not registered). --weight, --overload, --drain and --undrain change it.",
+		Example: "  vodctl node node-2\n  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &v1.SetNodeRequest{NodeId: args[0]}
+			if cmd.Flags().Changed("weight") {
+				if weight < 0 || weight > lsm.MaxWeight {
+					return fmt.Errorf("--weight %d: want 0 (no new sessions) to %d (IPVS's range; %d = as the node announced)", weight, lsm.MaxWeight, lsm.DefaultWeight)
+				}
+				w := int32(weight)
+				req.Weight = &w
+			}
+			if cmd.Flags().Changed("overload") {
+				if !(overload >= 0 && overload <= 1) {
+					return fmt.Errorf("--overload %v: want a utilization from the scheduler's normal limit (scheduler.normal, 0.8 by default) to 1, or 0 for the scheduler's default", overload)
+				}
+				req.Overload = &overload
+			}
+			if drain && undrain {
+				return fmt.Errorf("--drain and --undrain together")
+			}
+			if drain || undrain {
+				req.Draining = &drain
+			}
+			if req.Weight == nil && req.Draining == nil && req.Overload == nil {
+				return g.showNode(args[0])
+			}
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.SetNode(ctx, req)
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				n := m.(*v1.NodeInfo)
+				if n.RtspAddr == "" { // not registered: only its stored setting changed
+					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v, overload %.2f (0 = default); applied when it registers\n",
+						n.NodeId, n.Draining, n.Overload)
+					return
+				}
+				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
+					n.NodeId, n.Alive, n.Draining, n.Weight, n.Overload, n.Sessions)
+			})
+		},
+	}
+	cmd.AddCommand(nodeForgetCmd(g))
+	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced)")
+	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default)")
+	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
+	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
+	return cmd
+}
+
+// showNode prints node id's row of vodctl nodes, and its overload
+// threshold (0 = the scheduler's default), or with --json its NodeInfo.
+// NOT_FOUND when the manager does not list the node.
+func (g *globals) showNode(id string) error {
+	return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+		r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range r.Nodes {
+			if n.NodeId == id {
+				return n, nil
+			}
+		}
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager (vodctl nodes lists those that are)", id)
+	}, func(m proto.Message, w *tabwriter.Writer) {
+		n := m.(*v1.NodeInfo)
+		nodesTable(w, []*v1.NodeInfo{n})
+		w.Flush()
+		fmt.Fprintf(w, "overload %.2f (0 = the scheduler's default)\n", n.Overload)
+	})
+}
+
+func nodeForgetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget NODE_ID",
+		Short: "Forget a dead or decommissioned node: it leaves the node list, placement and metrics",
+		Long: "Forget a dead or decommissioned node. It leaves the node list, the scheduler, the placement\n" +
+			"and the manager's metrics; the sessions left on it end; the commands queued for its return\n" +
+			"are dropped; its stored setting (drain, weight, overload), eviction holds and pins are\n" +
+			"removed (the titles unpinned are listed: pin them elsewhere if they should stay pinned).\n" +
+			"A node registering later under the id starts fresh.\n\n" +
+			"Refused while the node is alive: drain it, let its sessions end, stop it, and forget it once\n" +
+			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.",
+		Example: "  vodctl node node-3 --drain\n  vodctl sessions --node node-3   # until none are left\n" +
+			"  # stop the node (systemctl stop vodcluster-node), then:\n  vodctl node forget node-3",
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ForgetNode(ctx, &v1.ForgetNodeRequest{NodeId: args[0]})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				r := m.(*v1.ForgetNodeResponse)
+				fmt.Fprintf(w, "node %s:\t%s\n", r.NodeId, r.Message)
+			})
+		},
+	}
+}
