@@ -42,6 +42,9 @@ type clusterOptions struct {
 	NodeDisk    int64 // bytes per node
 	Users       []boss.User
 	Policy      string
+	// MaxSessionsPerUser caps each subscriber's live sessions
+	// (acm.Manager.MaxSessionsPerUser: 0 = acm's default, -1 = no cap).
+	MaxSessionsPerUser int
 
 	OriginSetupDelay   time.Duration // per origin transfer
 	OriginRateBps      int64         // per origin transfer, bit/s
@@ -150,6 +153,8 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		BOSS:          users,
 		QueueDeadline: opts.QueueDeadline,
 		Scheduler:     sched,
+		// 0: acm's default.
+		MaxSessionsPerUser: opts.MaxSessionsPerUser,
 		// The planner counts on the origin's channels.
 		OriginChannels: opts.OriginMaxTransfers,
 		Logger:         opts.Logger.With("component", "manager"),

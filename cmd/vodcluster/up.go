@@ -33,6 +33,7 @@ func upCmd() *cobra.Command {
 		transport    string
 		quiet        bool
 		once         bool
+		maxSessions  int
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -41,12 +42,22 @@ func upCmd() *cobra.Command {
 			"(front door on rtsp://127.0.0.1:8554 and http://127.0.0.1:8080, gRPC on 127.0.0.1:9090)\n" +
 			"and three VOD nodes, with a demo subscriber demo/demo entitled to every title. It runs\n" +
 			"until SIGINT or SIGTERM. With --play it plays a title through the front door once the\n" +
-			"cluster is up and prints what was received.",
+			"cluster is up and prints what was received.\n\n" +
+			"The demo subscriber may hold --max-sessions-per-user sessions at once (8, a household's\n" +
+			"players; the manager's max_sessions_per_user): to try more viewers at a time, raise it\n" +
+			"(-1: no cap), or the viewers past it get RTSP 403 / HTTP 429.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkUpFlags(opts, play, playDuration, transport, once); err != nil {
 				return err
 			}
+			if maxSessions == 0 || maxSessions < -1 {
+				return fmt.Errorf("up: --max-sessions-per-user %d: want 1 or more, or -1 for no cap", maxSessions)
+			}
+			opts.MaxSessionsPerUser = maxSessions
+			// With --once a temporary data directory is gone when up
+			// returns: the banner names no file in it to use later.
+			gone := once && dataDir == ""
 			if dataDir == "" {
 				d, cleanup, err := tempDataDir()
 				if err != nil {
@@ -74,7 +85,7 @@ func upCmd() *cobra.Command {
 			}
 			defer c.Close()
 
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			err = c.waitNodes(wctx, opts.Nodes)
@@ -83,7 +94,7 @@ func upCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			printBanner(out, c, dataDir)
+			printBanner(out, c, dataDir, gone)
 			if play != "" {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
 				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, playDuration)
@@ -129,6 +140,7 @@ func upCmd() *cobra.Command {
 	f.StringVar(&transport, "transport", "tcp", "--play transport: tcp or udp")
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
 	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
+	f.IntVar(&maxSessions, "max-sessions-per-user", acm.DefaultMaxSessionsPerUser, "sessions the demo subscriber may hold at once (max_sessions_per_user; more viewers get RTSP 403 / HTTP 429); -1: no cap")
 	return cmd
 }
 
@@ -170,7 +182,10 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 	return nil
 }
 
-func printBanner(w io.Writer, c *cluster, dataDir string) {
+// printBanner writes what runs where and how to play it. gone: the data
+// directory is removed before the banner's reader could use a file in it
+// (a temporary one with --once): no command names one.
+func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 	front := c.manager.RTSPAddr()
 	nodes := "nodes"
 	if len(c.nodes) == 1 {
@@ -183,7 +198,11 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	if a := c.manager.MetricsAddr(); a != "" {
 		fmt.Fprintf(w, "  metrics          http://%s/metrics  (origin: http://%s/metrics; nodes below)\n", a, c.origin.MetricsAddr())
 	}
-	fmt.Fprintf(w, "  subscriber       %s / %s (entitled to every title)\n", demoUser, demoPassword)
+	limit := "no limit of sessions"
+	if n := c.manager.MaxSessionsPerUser; n > 0 {
+		limit = fmt.Sprintf("at most %d sessions at once: --max-sessions-per-user", n)
+	}
+	fmt.Fprintf(w, "  subscriber       %s / %s (entitled to every title; %s)\n", demoUser, demoPassword, limit)
 	if f := c.opts.SessionRecordsFile; f != "" {
 		fmt.Fprintf(w, "  session records  %s  (a JSON line per ended session)\n", f)
 	}
@@ -196,7 +215,10 @@ func printBanner(w io.Writer, c *cluster, dataDir string) {
 	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
 	if f := c.opts.PortalSecretFile; f != "" {
 		// A player given a portal's subscriber token needs no password.
-		if tok, err := signSubscriberToken(tokenRequest{User: demoUser, TTL: time.Hour, SecretFile: f}, time.Now()); err == nil {
+		if tok, err := signSubscriberToken(tokenRequest{User: demoUser, TTL: time.Hour, SecretFile: f}, time.Now()); err == nil && gone {
+			fmt.Fprintf(w, "  ffplay 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (its secret goes with the temporary data directory)\n",
+				c.manager.HTTPAddr(), tok)
+		} else if err == nil {
 			fmt.Fprintf(w, "  ffplay 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (bin/vodcluster subscriber-token --secret-file %s --user %s)\n",
 				c.manager.HTTPAddr(), tok, f, demoUser)
 		}

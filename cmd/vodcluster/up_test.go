@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,10 +33,36 @@ func TestUpPlaysOnce(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < 60 {
 		t.Fatalf("%d video frames in 3 s, want about 75:\n%s", n, out.String())
 	}
-	for _, want := range []string{"front door RTSP", "demo / demo", "sample-001 ... sample-020"} {
+	for _, want := range []string{"front door RTSP", "demo / demo", "sample-001 ... sample-020", "subscriber-token --secret-file "} {
 		if !bytes.Contains(out.Bytes(), []byte(want)) {
 			t.Fatalf("banner lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// With --once and no --data-dir the data directory is temporary, removed
+// when up returns: the banner names no file in it (the portal secret of
+// subscriber-token's hint).
+func TestUpOnceTemporaryDirNamesNoFile(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	cmd := upCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+		"--quiet", "--play", "sample-001", "--play-duration", "1s", "--once"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "(data in "+tmp) || !strings.Contains(out.String(), "video frames") {
+		t.Fatalf("not up in a temporary directory of %s, or no play:\n%s", tmp, out.String())
+	}
+	if strings.Contains(out.String(), "--secret-file") || !strings.Contains(out.String(), "its secret goes with the temporary data directory") {
+		t.Fatalf("banner of up --once in a temporary directory names its portal secret:\n%s", out.String())
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Fatalf("temporary data directory left: %v %v", ents, err)
 	}
 }
 
@@ -47,6 +77,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--play", "sample-001", "--play-duration", "-1s"},
 		{"--play", "sample-001", "--transport", "foo"},
 		{"--once"},
+		{"--max-sessions-per-user", "0"}, {"--max-sessions-per-user", "-2"},
 		{"--rtsp-port", "70000"}, {"--grpc-port", "-5"}, {"--metrics-port", "-7"},
 		{"extra-argument"},
 	} {
@@ -69,6 +100,91 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 			t.Fatalf("%v: the cluster started (%d entries in its data dir)", args, len(ents))
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// up --max-sessions-per-user N lets the demo subscriber hold N sessions
+// at once: N viewers of the front door's HTTP are sent to a node, the
+// next one is refused (429), where the default would refuse the 9th.
+func TestUpMaxSessionsPerUser(t *testing.T) {
+	const limit = 12
+	cmd := upCmd()
+	out := &syncBuffer{}
+	cmd.SetOut(out)
+	cmd.SetErr(out)
+	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+		"--quiet", "--origin-channels", "16", "--max-sessions-per-user", strconv.Itoa(limit)}) // a fill each: 13 titles
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("up: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("up still running 30 s after its context ended")
+		}
+	}()
+	frontRE := regexp.MustCompile(`front door HTTP  http://(\S+)/vod/`)
+	var front string
+	for deadline := time.Now().Add(60 * time.Second); front == ""; {
+		s := out.String()
+		if m := frontRE.FindStringSubmatch(s); m != nil && strings.Contains(s, "cluster is up") {
+			front = m[1]
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("up returned %v before it was up:\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("up not up within 60 s:\n%s", out.String())
+		}
+	}
+	if want := fmt.Sprintf("at most %d sessions at once: --max-sessions-per-user", limit); !strings.Contains(out.String(), want) {
+		t.Errorf("banner lacks %q:\n%s", want, out.String())
+	}
+	client := &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i := 1; i <= limit+1; i++ {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/vod/sample-%03d.ts", front, i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(demoUser, demoPassword)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusFound
+		if i > limit {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("viewer %d of a subscriber limited to %d: %s, want %d", i, limit, resp.Status, want)
 		}
 	}
 }
