@@ -64,15 +64,23 @@ func (o *stallingOrigin) fetchOffsets() []int64 {
 	return append([]int64(nil), o.offsets...)
 }
 
+// stallAfterTest is the StallAfter of the tests: far above the gaps
+// between two chunks of a transfer that goes on (a loaded CI machine under
+// the race detector, origin and store in one process, delayed some by
+// 100 to 200 ms, and then gave up a transfer that was not stalled), far
+// below the tests' waits.
+const stallAfterTest = 2 * time.Second
+
 // A transfer the origin starts and then stops sending on, without closing
 // it, is given up after StallAfter and resumed from the offset reached:
 // the title completes byte for byte, and no byte is fetched twice.
 func TestFillResumesStalledTransfer(t *testing.T) {
+	t.Parallel() // StallAfter of real time
 	data := sample(t)
 	const cut = 188 * 1000
 	o := &stallingOrigin{origin: &origin{titles: map[string][]byte{"t1": data}}, cut: cut, abandoned: make(chan struct{})}
 	dir := t.TempDir()
-	s, err := Open(Config{Dir: dir, Origin: startOrigin(t, o), StallAfter: 200 * time.Millisecond,
+	s, err := Open(Config{Dir: dir, Origin: startOrigin(t, o), StallAfter: stallAfterTest,
 		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -104,12 +112,13 @@ func TestFillResumesStalledTransfer(t *testing.T) {
 
 // The wait for a transfer's first chunk is not a stall: an origin queues
 // a transfer until one of its channels is free, however long that is. A
-// transfer held for several times StallAfter before its first chunk is
+// transfer held for twice StallAfter before its first chunk is
 // not given up (one transfer only), and the stall after it still is.
 func TestFillWaitsForFirstChunkBeyondStallAfter(t *testing.T) {
+	t.Parallel() // several times StallAfter of real time
 	data := sample(t)
 	const cut = 188 * 1000
-	const stallAfter = 100 * time.Millisecond
+	const stallAfter = stallAfterTest
 	o := &stallingOrigin{origin: &origin{titles: map[string][]byte{"t1": data}}, cut: cut,
 		held: make(chan struct{}), abandoned: make(chan struct{})}
 	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), StallAfter: stallAfter,
@@ -124,7 +133,7 @@ func TestFillWaitsForFirstChunkBeyondStallAfter(t *testing.T) {
 	}
 	defer s.Release(tt)
 
-	time.Sleep(5 * stallAfter) // how long the origin queues the transfer, not a synchronisation
+	time.Sleep(2 * stallAfter) // how long the origin queues the transfer, not a synchronisation
 	if offs := o.fetchOffsets(); len(offs) != 1 {
 		t.Fatalf("transfers from offsets %v while the first was queued, want one", offs)
 	}
