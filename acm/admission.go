@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"vodcluster/acm/boss"
@@ -127,13 +126,23 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Unlock()
 		return nil, errSuspended
 	}
+	// The same viewer's session on a node in service gets a new token;
+	// one on a node out of service ends (stranded), persisted once mu is
+	// released, and the viewer is admitted anew.
+	var g *grant
+	var stranded []*session
 	if r.Protocol == store.ProtoHTTP {
-		if g := m.sameHTTPViewerLocked(r, t.ID); g != nil {
-			m.mu.Unlock()
-			return m.regrant(g, r, now)
-		}
+		g, stranded = m.sameHTTPViewerLocked(r, t.ID, now)
 	}
-	if g := m.unusedGrantLocked(r, t.ID); g != nil {
+	if g == nil {
+		var s []*session
+		g, s = m.unusedGrantLocked(r, t.ID, now)
+		stranded = append(stranded, s...)
+	}
+	if len(stranded) > 0 {
+		defer m.persistAll(stranded)
+	}
+	if g != nil {
 		m.mu.Unlock()
 		return m.regrant(g, r, now)
 	}
@@ -270,7 +279,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)
 	}
-	g := m.grantLocked(s.Session, node)
+	g = m.grantLocked(s.Session, node)
 	nodeSite := node.Site
 	m.mu.Unlock()
 
@@ -325,69 +334,6 @@ func (m *Manager) pendingDoneLocked(user string) {
 	} else {
 		delete(m.userPending, user)
 	}
-}
-
-// sameHTTPViewerLocked returns the grant of a live HTTP session of r's
-// user and title from r's client address, or nil. Players such as ffmpeg
-// and ffplay ask the front door's URL again when they seek (also right
-// after probing), and a node counts every request of one token as one
-// viewer: such a request is the same viewer, and gets a new token for
-// the same session instead of a second reservation. Two viewers of one
-// subscriber behind one address watching the same title over HTTP share
-// one session (and its pace at the node).
-func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string) *grant {
-	if m.userSessions[r.User] == 0 {
-		return nil
-	}
-	for _, s := range m.sessions {
-		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
-			continue
-		}
-		if host, _, err := net.SplitHostPort(s.ClientAddr); err != nil || host != r.ClientIP {
-			continue
-		}
-		n := m.sched.Node(s.Node)
-		if n == nil || !n.Alive || n.HTTPAddr == "" {
-			continue
-		}
-		return m.grantLocked(s.Session, n)
-	}
-	return nil
-}
-
-// unusedGrantLocked returns the grant of r.Reuse, a session of r's user
-// and title admitted earlier on the same RTSP connection whose viewer has
-// not reached its node (mu held); nil otherwise.
-func (m *Manager) unusedGrantLocked(r admitRequest, title string) *grant {
-	if r.Reuse == "" {
-		return nil
-	}
-	s := m.sessions[r.Reuse]
-	if s == nil || s.User != r.User || s.Title != title || s.State != store.StateAdmitted || !s.reserved || s.ended {
-		return nil
-	}
-	n := m.sched.Node(s.Node)
-	if n == nil || !n.Alive {
-		return nil
-	}
-	s.AdmittedAt = m.now() // the no-show clock starts with the new token
-	return m.grantLocked(s.Session, n)
-}
-
-// regrant signs a new token for g's live session (sameHTTPViewerLocked,
-// unusedGrantLocked).
-func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
-	s := g.Session
-	tok, err := m.signer.Sign(token.Claims{
-		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps, Proto: r.Protocol,
-	}, now, m.TokenTTL)
-	if err != nil {
-		m.log.Error("token", "session", s.ID, "err", err)
-		return nil, errUnavailable
-	}
-	g.Token = tok
-	m.log.Debug("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
-	return g, nil
 }
 
 // abandon ends a session whose redirect could not be delivered.

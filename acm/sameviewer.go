@@ -1,0 +1,112 @@
+package acm
+
+import (
+	"net"
+	"time"
+
+	"vodcluster/acm/store"
+	"vodcluster/proto/token"
+)
+
+// sameHTTPViewerLocked returns the grant of a live HTTP session of r's
+// user and title from r's client address, or nil. Players such as ffmpeg
+// and ffplay ask the front door's URL again when they seek (also right
+// after probing), and a node counts every request of one token as one
+// viewer: such a request is the same viewer, and gets a new token for
+// the same session instead of a second reservation. Two viewers of one
+// subscriber behind one address watching the same title over HTTP share
+// one session (and its pace at the node).
+//
+// Such a session on a node out of service (its heartbeat stream broken,
+// or dead and kept for its return) is ended (endStrandedLocked) and
+// returned in stranded for the caller to persist once mu is released:
+// its viewer, back at the front door, is admitted anew on a node in
+// service instead of being sent back to one that is not.
+func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
+	if m.userSessions[r.User] == 0 {
+		return nil, nil
+	}
+	for _, s := range m.sessions {
+		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
+			continue
+		}
+		if host, _, err := net.SplitHostPort(s.ClientAddr); err != nil || host != r.ClientIP {
+			continue
+		}
+		n := m.sched.Node(s.Node)
+		if n == nil || n.HTTPAddr == "" {
+			continue
+		}
+		if !n.Alive || n.Unreachable {
+			stranded = append(stranded, s)
+			continue
+		}
+		if g == nil {
+			g = m.grantLocked(s.Session, n)
+		}
+	}
+	m.endStrandedLocked(stranded, now)
+	return g, stranded
+}
+
+// reasonStranded is the reason (node order, session record) of a session
+// ended because its viewer came back to the front door while the
+// session's node was out of service.
+const reasonStranded = "moved: its node was out of service when its viewer came back to the front door"
+
+// endStrandedLocked ends sessions whose viewer came back to the front
+// door while their node is out of service (mu held), as an operator's end
+// does (endOrderedLocked: reservation and slot freed, the node told when
+// it reports again). The caller persists them once mu is released.
+func (m *Manager) endStrandedLocked(ss []*session, now time.Time) {
+	if len(ss) == 0 {
+		return
+	}
+	for _, s := range ss {
+		m.log.Info("session ended: its viewer came back while its node is out of service", "session", s.ID,
+			"user", s.User, "title", s.Title, "node", s.Node, "protocol", s.Protocol)
+	}
+	m.endOrderedLocked(ss, reasonStranded, now)
+}
+
+// unusedGrantLocked returns the grant of r.Reuse, a session of r's user
+// and title admitted earlier on the same RTSP connection whose viewer has
+// not reached its node (mu held); nil otherwise.
+// One on a node out of service is ended and returned in stranded, as in
+// sameHTTPViewerLocked.
+func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
+	if r.Reuse == "" {
+		return nil, nil
+	}
+	s := m.sessions[r.Reuse]
+	if s == nil || s.User != r.User || s.Title != title || s.State != store.StateAdmitted || !s.reserved || s.ended {
+		return nil, nil
+	}
+	n := m.sched.Node(s.Node)
+	if n == nil {
+		return nil, nil
+	}
+	if !n.Alive || n.Unreachable {
+		stranded = []*session{s}
+		m.endStrandedLocked(stranded, now)
+		return nil, stranded
+	}
+	s.AdmittedAt = m.now() // the no-show clock starts with the new token
+	return m.grantLocked(s.Session, n), nil
+}
+
+// regrant signs a new token for g's live session (sameHTTPViewerLocked,
+// unusedGrantLocked).
+func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
+	s := g.Session
+	tok, err := m.signer.Sign(token.Claims{
+		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps, Proto: r.Protocol,
+	}, now, m.TokenTTL)
+	if err != nil {
+		m.log.Error("token", "session", s.ID, "err", err)
+		return nil, errUnavailable
+	}
+	g.Token = tok
+	m.log.Debug("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
+	return g, nil
+}
