@@ -129,7 +129,13 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 			Version: t.GetVersion()})
 	}
 	change := m.logCatalogChange(ts)
+	before := m.catalogGen.Load()
 	m.setCatalog(ts)
+	if len(change.replaced) > 0 {
+		m.mu.Lock()
+		m.markReplacedLocked(change.replaced, before)
+		m.mu.Unlock()
+	}
 	m.health.catalogLoaded.Store(true)
 	m.applyHints()
 	err = m.st.ReplaceTitles(ctx, ts)

@@ -87,6 +87,34 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 	return left
 }
 
+// markReplacedLocked marks stale, at once, the copies and fills of the
+// titles a catalog read just found replaced (ids) whose version, in their
+// node's last report, is not the new catalog's (mu held): the scheduler
+// sends them no new viewer from now on, not from each node's next report
+// (a viewer admitted in between played the old version, and a heartbeat
+// later found it stale). The copy was reported before the catalog read
+// of generation before+1 that disagrees with it, which confirms it as
+// staleLocked would (its first sight is recorded as of generation
+// before); staleLocked, at the next report, logs it and evicts it once
+// unused.
+func (m *Manager) markReplacedLocked(ids []string, before uint64) {
+	cat := m.titles()
+	for _, ns := range m.nodes {
+		for _, id := range ids {
+			t, c := ns.titles[id], cat[id]
+			if t == nil || !staleCopy(t, c.SizeBytes, c.Version) {
+				continue
+			}
+			if seen := ns.stale[id]; seen == nil {
+				ns.stale[id] = &staleCopySeen{gen: before}
+			} else {
+				seen.gen = min(seen.gen, before) // a report during the read saw it first
+			}
+			m.sched.SetStale(ns.id, id, true)
+		}
+	}
+}
+
 // staleCopy reports whether copy t is not the catalog's version of its
 // title (size bytes, version): see otherVersion.
 func staleCopy(t *pb.StoredTitle, size int64, version string) bool {

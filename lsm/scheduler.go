@@ -278,6 +278,21 @@ func (s *Scheduler) SetPinned(id, title string, pinned bool) error {
 	return nil
 }
 
+// SetStale records whether the copy (or fill) of title on node id is of
+// a version the origin no longer serves (Holding.Stale), between two load
+// reports: the manager marks it as soon as a catalog read shows the
+// title replaced, rather than at the node's next report. Nothing happens
+// when the node holds no such title. It fails with ErrUnknownNode.
+func (s *Scheduler) SetStale(id, title string, stale bool) error {
+	n := s.byID[id]
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	s.setStale(n, title, stale)
+	s.touch(n)
+	return nil
+}
+
 // DropReplica records that node id no longer holds title (evicted, or a
 // fill given up). It fails with ErrUnknownNode.
 func (s *Scheduler) DropReplica(id, title string) error {
