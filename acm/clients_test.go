@@ -165,8 +165,8 @@ func TestGortsplibClientFollowsRedirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := gortsplib.Client{}
-	if err := c.Start(u.Scheme, u.Host); err != nil {
+	c := gortsplib.Client{Scheme: u.Scheme, Host: u.Host}
+	if err := c.Start2(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()

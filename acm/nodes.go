@@ -3,7 +3,6 @@ package acm
 import (
 	"context"
 	"maps"
-	"sort"
 	"time"
 
 	pb "vodcluster/proto/vodcluster/v1"
@@ -250,16 +249,6 @@ func (ns *nodeState) stopStream() {
 		ns.streamCancel()
 		ns.streamCancel = nil
 	}
-}
-
-// titleList returns the node's titles sorted by id.
-func (ns *nodeState) titleList() []*pb.StoredTitle {
-	out := make([]*pb.StoredTitle, 0, len(ns.titles))
-	for _, t := range ns.titles {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TitleId < out[j].TitleId })
-	return out
 }
 
 func evictCmd(title string) *pb.NodeCommand {

@@ -67,14 +67,17 @@ func TestStaleCopyDrainsThenIsEvicted(t *testing.T) {
 	waitFor(t, 5*time.Second, "the eviction of adult-1, stale and idle", func() bool {
 		n1.mu.Lock()
 		defer n1.mu.Unlock()
-		for _, id := range n1.evictions() {
+		ev := n1.evictions()
+		for _, id := range ev {
 			if id != "adult-1" {
 				t.Fatalf("%s evicted, want adult-1 only", id)
 			}
-			n1.titles = held(1) // the node carries out the order
-			return true
 		}
-		return false
+		if len(ev) == 0 {
+			return false
+		}
+		n1.titles = held(1) // the node carries out the order
+		return true
 	})
 	// adult-1 and t1 were seen stale at once: t1's copy is stale too now.
 	e.nextReport("n1")

@@ -109,8 +109,8 @@ func TestLoadFormula(t *testing.T) {
 	if l := s.Load(0); l < 3.4249 || l > 3.4251 {
 		t.Fatalf("load %v, want 3.425", l)
 	}
-	if !s.Overloaded(0) == (0.9 > 0.9) {
-		t.Fatal("overload threshold")
+	if s.Overloaded(0) {
+		t.Fatal("overloaded at U = 0.9 with the threshold 0.9: overload is strictly above it")
 	}
 	s.SetOverload("a", 0.85)
 	if !s.Overloaded(0) {

@@ -30,8 +30,8 @@ func TestESEndedByManagerSendsByePerTrack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := gortsplib.Client{Transport: &tr}
-			if err := c.Start(u.Scheme, u.Host); err != nil {
+			c := gortsplib.Client{Scheme: u.Scheme, Host: u.Host, Transport: &tr}
+			if err := c.Start2(); err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()

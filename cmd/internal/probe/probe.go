@@ -103,9 +103,9 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	if opts.Idle <= 0 {
 		opts.Idle = 3 * time.Second
 	}
-	c := &gortsplib.Client{Transport: &tr, TLSConfig: opts.TLSConfig}
+	c := &gortsplib.Client{Scheme: u.Scheme, Host: u.Host, Transport: &tr, TLSConfig: opts.TLSConfig}
 	start := time.Now()
-	if err := c.Start(u.Scheme, u.Host); err != nil {
+	if err := c.Start2(); err != nil {
 		return res, fmt.Errorf("probe: %w", err)
 	}
 	defer c.Close()
