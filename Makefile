@@ -19,8 +19,11 @@ run: build
 proto:
 	protoc -I proto --go_out=paths=source_relative:proto --go-grpc_out=paths=source_relative:proto proto/vodcluster/v1/vodcluster.proto
 
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) run $(STATICCHECK) ./...
 
 vet:
 	$(GO) vet ./...
