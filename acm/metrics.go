@@ -89,6 +89,24 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
 }, []string{"protocol"})
 
+// nodeAdmissions counts the new sessions admitted to each node (a same
+// viewer's new token for its session is not one), and nodeNoShows those
+// of them whose viewer never reached the node within TokenTTL +
+// NoShowGrace: many no-shows of one node say its viewers cannot reach
+// the address it announces (a firewall, a NAT, a wrong rtsp/http
+// address) while its heartbeats reach the manager
+// (VodclusterViewersNotReachingNode).
+var (
+	nodeAdmissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vodcluster_node_admissions_total",
+		Help: "New sessions admitted to the node (redirects to it; a viewer's new token for its session is not counted).",
+	}, []string{"node"})
+	nodeNoShows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vodcluster_node_no_shows_total",
+		Help: "Sessions admitted to the node whose viewer never reached it (ended as no-show after token_ttl plus the no-show grace): a node its viewers cannot reach shows here.",
+	}, []string{"node"})
+)
+
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
@@ -192,7 +210,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal, nodeAdmissions, nodeNoShows)
 	if err != nil {
 		return err
 	}

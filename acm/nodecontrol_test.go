@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 
 	"vodcluster/acm/store"
@@ -106,17 +107,24 @@ func TestNoShowReleased(t *testing.T) {
 	// its admission, after a second admission: 2 s leaves a loaded
 	// machine room (the no-show's release is awaited, not slept for).
 	e := newManager(t, "", func(m *Manager) { m.TokenTTL = time.Second; m.NoShowGrace = time.Second })
-	n := e.startNode("n1", nodeOpts{})
+	n := e.startNode("noshow-n1", nodeOpts{})
+	admitted := testutil.ToFloat64(nodeAdmissions.WithLabelValues("noshow-n1"))
+	noShows := testutil.ToFloat64(nodeNoShows.WithLabelValues("noshow-n1"))
 	shows, noShow := e.admitOne("t1"), e.admitOne("t2")
 	if err := n.event(shows, pb.SessionEvent_KIND_STARTED); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "no-show release", func() bool { return e.session(noShow) == nil })
-	if got := e.reserved("n1"); got != titleBps {
+	if got := e.reserved("noshow-n1"); got != titleBps {
 		t.Fatalf("reserved %d, want the playing session's only", got)
 	}
 	if e.session(shows) == nil {
 		t.Fatal("playing session released as a no-show")
+	}
+	// The operator sees it: two admitted to the node, one no-show.
+	if a, ns := testutil.ToFloat64(nodeAdmissions.WithLabelValues("noshow-n1"))-admitted,
+		testutil.ToFloat64(nodeNoShows.WithLabelValues("noshow-n1"))-noShows; a != 2 || ns != 1 {
+		t.Fatalf("vodcluster_node_admissions_total %v, vodcluster_node_no_shows_total %v; want 2 and 1", a, ns)
 	}
 }
 

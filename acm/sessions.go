@@ -252,6 +252,7 @@ func (m *Manager) tick(now time.Time) {
 			}
 		case s.State == store.StateAdmitted && now.Sub(s.AdmittedAt) > noShow:
 			m.endLocked(s, "no-show")
+			nodeNoShows.WithLabelValues(s.Node).Inc()
 			s.forget = m.lead != nil
 			changed = append(changed, s)
 		}
