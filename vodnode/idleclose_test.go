@@ -19,7 +19,13 @@ import (
 // deadline to now whatever the reader was doing, and the request was cut
 // with the connection.)
 func TestTimedOutSessionSparesARequestInFlight(t *testing.T) {
-	const st = 2 * time.Second
+	t.Parallel() // a session timeout and more of real time
+	// st leaves a loaded machine time: the request's first bytes go
+	// out at 0.6 st, before the session times out (st, and up to the
+	// janitor's period, 1 s, more), and its last bytes after that but
+	// before the connection's read deadline (1.6 st); once answered, the
+	// connection closes at once, within st/2, not after st more.
+	const st = 6 * time.Second
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) { n.SessionTimeout = st })
 	c := dialRTSP(t, n)
 	url := nodeURL(n, mint(t, "in-flight", "sample-001", "node-1", "", time.Minute), "sample-001")
@@ -51,7 +57,7 @@ func TestTimedOutSessionSparesARequestInFlight(t *testing.T) {
 	if _, err := io.WriteString(c.c, "\r\n"); err != nil {
 		t.Fatalf("the rest of the request: %v", err)
 	}
-	c.c.SetReadDeadline(time.Now().Add(st / 4))
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard: a cut connection reads EOF at once
 	if _, err := c.br.Peek(1); err != nil {
 		t.Fatalf("the request in flight as the session timed out: %v, want its answer", err)
 	}
