@@ -1,7 +1,9 @@
 package acm
 
 import (
+	"maps"
 	"testing"
+	"time"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -28,26 +30,32 @@ func TestListSessionsShowsPausedAndFinished(t *testing.T) {
 		}
 		return out
 	}
-	set := func(paused, finished []string) {
+	// set has the node report paused and finished from its next report
+	// on, and waits (at most waitForMin) for the listing to show want: a
+	// report counted is no proof, since reports taken before set may
+	// still be on their way when the manager lags behind under load.
+	set := func(paused, finished []string, want map[string]string) {
+		t.Helper()
 		n.mu.Lock()
 		n.paused, n.finished = paused, finished
 		n.mu.Unlock()
-		at := e.reports("n1")
-		waitFor(t, 0, "the node's next report", func() bool { return e.reports("n1") > at+1 })
+		var got map[string]string
+		for end := time.Now().Add(waitForMin); ; time.Sleep(10 * time.Millisecond) {
+			if got = states(); maps.Equal(got, want) {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("paused %v, finished %v: listed %v, want %v", paused, finished, got, want)
+			}
+		}
 	}
 	if s := states(); s[a] != "playing" || s[b] != "playing" || s[c] != "admitted" {
 		t.Fatalf("no report of pauses (an older node): %v", s)
 	}
-	set([]string{a, c}, []string{b})
-	if s := states(); s[a] != "paused" || s[b] != "finished" || s[c] != "admitted" {
-		t.Fatalf("a paused, b finished, c admitted: %v", s)
-	}
-	set([]string{b}, []string{b})
-	if s := states(); s[a] != "playing" || s[b] != "finished" {
-		t.Fatalf("a played again, b paused at the end: %v", s)
-	}
-	set(nil, nil)
-	if s := states(); s[a] != "playing" || s[b] != "playing" {
-		t.Fatalf("both played again: %v", s)
-	}
+	// a paused, b finished, c admitted (not at its node: stays admitted).
+	set([]string{a, c}, []string{b}, map[string]string{a: "paused", b: "finished", c: "admitted"})
+	// a played again, b paused at the end: finished.
+	set([]string{b}, []string{b}, map[string]string{a: "playing", b: "finished", c: "admitted"})
+	// Both played again.
+	set(nil, nil, map[string]string{a: "playing", b: "playing", c: "admitted"})
 }
