@@ -488,15 +488,16 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 						return nil // an access unit that cannot be packetised is skipped
 					}
 					pts, dts = play.unwrap(pts), play.unwrap(dts)
+					play.noteReorder(pts - dts)
 					shift := play.place(0, dts, rd.clock/300)
-					ts, due := s.rtpTime(0, pts+shift), dts+shift
-					dues := make([]int64, len(pkts))
+					ts, at := s.rtpTime(0, pts+shift), dts+shift
+					ats := make([]int64, len(pkts))
 					for i, p := range pkts {
 						p.Timestamp += ts // the encoder stamps from 0
-						dues[i] = due     // a picture leaves at its decoding time
+						ats[i] = at       // a picture leaves at its decoding time
 					}
 					s.armStop(play)
-					play.push(0, rd.off, shift, pkts, dues)
+					play.push(0, rd.off, shift, pkts, ats)
 					return nil
 				})
 			}
@@ -516,15 +517,15 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					shift := play.place(1, due, rd.clock/300)
 					due += shift
 					ts := s.rtpTime(1, due)
-					dues := make([]int64, len(pkts))
+					ats := make([]int64, len(pkts))
 					for i, p := range pkts {
 						// The encoder stamps each packet with its first
-						// frame's offset: each leaves at that frame's time.
-						dues[i] = due + int64(p.Timestamp)*tsindex.PTSHz/rate
+						// frame's offset: each leaves by that frame's time.
+						ats[i] = due + int64(p.Timestamp)*tsindex.PTSHz/rate
 						p.Timestamp += ts
 					}
 					s.armStop(play)
-					play.push(1, rd.off, shift, pkts, dues)
+					play.push(1, rd.off, shift, pkts, ats)
 					return nil
 				})
 			}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 	"github.com/pion/rtp"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // esReadAhead is how far past the stream clock (the PCR) an
@@ -27,11 +29,18 @@ const esReadAhead = time.Second
 // catches up.
 const esResync = time.Second
 
+// esLeadMax bounds how far ahead of its time audio is sent (esPlay.lead),
+// 90 kHz ticks: H.264 reorders pictures by a few frames (200 ms for the
+// sample titles' B-pyramid at 25 fps); a larger PTS − DTS is taken for a
+// bogus timestamp.
+const esLeadMax = tsindex.PTSHz / 2
+
 // esUnit is one RTP packet of an elementary-stream track waiting for its
 // send time.
 type esUnit struct {
 	track int
-	due   int64  // 90 kHz ticks on the index's unwrapped scale (esPlay.unwrap): DTS of its video access unit, or PTS of its audio frame
+	due   int64  // 90 kHz ticks on the index's unwrapped scale (esPlay.unwrap): when it is sent; at, or earlier for audio (esPlay.lead)
+	at    int64  // 90 kHz ticks, as due: its own time, DTS of its video access unit or PTS of its audio frame (a PLAY Range's end stops there)
 	off   int64  // bytes: the reader's offset when its PES was demultiplexed
 	shift int64  // 90 kHz ticks: the jumps of its track's timestamps absorbed (place), due included
 	n     uint64 // push order: ties keep it
@@ -85,6 +94,23 @@ type esPlay struct {
 
 	tt    [2]esTrackTime // per track: its timestamps' place on the timeline
 	jumps int            // timestamp jumps absorbed
+
+	// lead is how far ahead of its PTS each audio frame is sent (90 kHz
+	// ticks): the largest reorder delay (PTS − DTS) of the pictures read
+	// so far, at most esLeadMax. A picture is sent at its DTS, up to
+	// that delay before its RTP timestamp (its PTS); sent at its PTS,
+	// audio came that much later against its timestamps than video, and
+	// a receiver that times each track by its arrivals (GStreamer's
+	// rtpjitterbuffer in its default mode, slave, which keeps the
+	// earliest arrival against the timestamps) played it that much late
+	// (130 to 175 ms for the sample titles, TestGStreamerESLipSync). Sent as far ahead as the video, it
+	// plays in sync; a player that times the tracks by their timestamps
+	// and the sender reports (ffmpeg; rtspsrc's other modes) only holds
+	// it that much longer. The timeline, and the sender reports that
+	// map it, stay as they are.
+	lead int64
+	last [2]int64 // per track: the due of the last unit pushed (a track's units leave in their order)
+	has  [2]bool  // per track: a unit was pushed
 
 	sentOff   int64     // offset of the last unit sent; -1 before the first
 	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
@@ -144,13 +170,6 @@ func (p *esPlay) release(now time.Time) bool {
 	p.paused += d
 	close(p.released)
 	return true
-}
-
-// isHeld reports whether the play is held.
-func (p *esPlay) isHeld() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.held
 }
 
 // waitHeld blocks while the play is held (pacedReader.hold): it returns
@@ -219,24 +238,48 @@ func (p *esPlay) unwrap(ts int64) int64 {
 	return p.base + p.td.Decode(ts)
 }
 
-// push queues the packets of one access unit of track, packet i due at
-// media time dues[i] (unwrapped 90 kHz ticks plus shift, the track's
-// place), read at byte off of the title. The first unit pushed sets the
-// clock; a unit read more than esResync after its time moves the clock on
-// by its lateness.
-func (p *esPlay) push(track int, off, shift int64, pkts []*rtp.Packet, dues []int64) {
+// noteReorder records the reorder delay d (PTS − DTS, 90 kHz ticks) of a
+// picture read: audio is sent as far ahead of its time as the largest
+// (lead).
+func (p *esPlay) noteReorder(d int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d > p.lead {
+		p.lead = min(d, esLeadMax)
+	}
+}
+
+// push queues the packets of one access unit of track, packet i of media
+// time ats[i] (unwrapped 90 kHz ticks plus shift, the track's place: a
+// picture's DTS, an audio frame's PTS), read at byte off of the title.
+// A picture is due at its time, audio lead before it (never before the
+// track's last unit). The first unit pushed sets the clock; a unit read
+// more than esResync after its time moves the clock on by its lateness.
+func (p *esPlay) push(track int, off, shift int64, pkts []*rtp.Packet, ats []int64) {
 	if len(pkts) == 0 {
 		return
 	}
 	now := time.Now()
 	p.mu.Lock()
+	var lead int64
+	if track == 1 {
+		lead = p.lead
+	}
+	due := func(i int) int64 {
+		d := ats[i] - lead
+		if p.has[track] {
+			d = max(d, p.last[track])
+		}
+		p.last[track], p.has[track] = d, true
+		return d
+	}
 	if !p.clockSet {
-		p.clockSet, p.clockWall, p.clockMedia = true, now, dues[0]
-	} else if late := now.Sub(p.wallOfLocked(dues[0])); late > esResync && !p.held {
+		p.clockSet, p.clockWall, p.clockMedia = true, now, ats[0]-lead
+	} else if late := now.Sub(p.wallOfLocked(ats[0])); late > esResync && !p.held {
 		p.clockWall = p.clockWall.Add(late) // read that late: the timeline restarts here
 	}
 	for i, pkt := range pkts {
-		heap.Push(&p.q, &esUnit{track: track, due: dues[i], off: off, shift: shift, n: p.pushed, pkt: pkt})
+		heap.Push(&p.q, &esUnit{track: track, due: due(i), at: ats[i], off: off, shift: shift, n: p.pushed, pkt: pkt})
 		p.pushed++
 	}
 	p.mu.Unlock()
@@ -328,6 +371,15 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			continue
 		}
 		u := p.q[0]
+		if p.stopSet && u.at-u.shift >= p.stop && u.due-u.shift < p.stop {
+			// Audio sent ahead whose time is at or past the stop: it
+			// waits for the stop, not holding back what is due before.
+			heap.Pop(&p.q)
+			u.due = p.stop + u.shift
+			heap.Push(&p.q, u)
+			p.mu.Unlock()
+			continue
+		}
 		at, stop := p.wallOfLocked(u.due), p.stopSet && u.due-u.shift >= p.stop
 		if stop {
 			at = p.wallOfLocked(p.stop + u.shift)
