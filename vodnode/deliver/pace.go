@@ -52,6 +52,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		if off, _ := ck.keyframeBefore(s.seekTo); off >= 0 {
 			s.pos = off
 		}
+		s.startAsAnswered(ck)
 		s.seekTo = -1
 	}
 	if s.trick() {

@@ -139,6 +139,8 @@ type Stream struct {
 	psiSeek     []byte  // psi with the counters ContinuePSI set for psiSeekAt
 	psiSeekAt   int64   // offset psiSeek was made for (when psiSeek is not nil)
 	seekTo      float64 // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
+	seekRTP     uint32  // the RTP timestamp answered for seekTo (RTP-Info's rtptime, seekRTPTime)
+	tsAdjust    uint32  // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
 	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 
 	bytes atomic.Int64
@@ -192,10 +194,12 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 // (the presentation time from the title's first picture; into a part
 // still filling: to that keyframe once the fill has indexed npt, the
 // stream waiting until then, and the position returned is npt itself,
-// with the RTP timestamp of npt on the stream's clock, seekRTPTime);
-// npt < 0 keeps the position. It returns the position (npt) and the RTP
-// sequence number and timestamp the stream will go on with. Errors: ErrRange when npt is at or past the end of a complete
-// title, ErrEnded, or the fill's error.
+// with the RTP timestamp of npt on the stream's clock, seekRTPTime, which
+// the packets from the keyframe on agree with, startAsAnswered); npt < 0
+// keeps the position (or such a seek not started yet). It returns the
+// position (npt) and the RTP sequence number and timestamp the stream
+// will go on with. Errors: ErrRange when npt is at or past the end of a
+// complete title, ErrEnded, or the fill's error.
 func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -217,7 +221,7 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 			return PlayInfo{}, err
 		}
 		s.pos, seekNPT = off, at
-		s.seekTo = -1
+		s.seekTo, s.tsAdjust = -1, 0
 		if estimated {
 			s.seekTo = npt
 		}
@@ -235,8 +239,14 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 			info.NPT = seekNPT
 		}
 	}
-	if estimated {
+	switch {
+	case estimated:
 		info.RTPTime = s.seekRTPTime(ck, idx.Size, npt)
+		s.seekRTP = info.RTPTime
+	case s.seekTo >= 0:
+		// A play on (npt < 0) before such a seek has started: it still
+		// starts as that one was answered.
+		info.RTPTime, info.NPT = s.seekRTP, s.seekTo
 	}
 	return info, nil
 }
@@ -248,7 +258,8 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 // the Range's npt). The clock at the offset the bitrate gives for npt
 // would be extrapolated across the unfilled bytes from the last two PCRs,
 // seconds off when the title's bitrate is not the one announced, and the
-// stream starts elsewhere anyway (at npt's keyframe, once indexed).
+// stream starts elsewhere anyway (at npt's keyframe, once indexed, whose
+// packets startAsAnswered stamps to agree with this answer).
 func (s *Stream) seekRTPTime(ck clockOf, size int64, npt float64) uint32 {
 	base, from := s.cfg.TSBase, 0.0
 	if ck.ok() {
@@ -464,7 +475,23 @@ func (s *Stream) setClock0(ck clockOf) {
 
 // rtpTime returns the RTP timestamp (90 kHz) of offset off.
 func (s *Stream) rtpTime(ck clockOf, off int64) uint32 {
-	return s.cfg.TSBase + uint32((ck.at(off)-s.clock0)/300)
+	return s.cfg.TSBase + uint32((ck.at(off)-s.clock0)/300) + s.tsAdjust
+}
+
+// startAsAnswered stamps the play of a seek into the part not filled
+// when it was answered, starting now at s.pos (npt's keyframe, once
+// indexed), with the timestamps that answer gave: its first packet
+// carries RTP-Info's rtptime moved on by the time from the npt asked to
+// the keyframe's (RFC 2326 §12.33: rtptime is the timestamp of the
+// Range's npt, the client's mapping of RTP time to npt). The timestamps
+// run on the PCR, which a multiplexer sends ahead of the PTS by a delay
+// that varies along a title (0 to 0.26 s in the sample titles, more in
+// others): taken from the end of the bytes indexed when the PLAY was
+// answered, rtptime was that variation off the keyframe's packets.
+func (s *Stream) startAsAnswered(ck clockOf) {
+	s.tsAdjust = 0
+	want := s.seekRTP + uint32(int64(math.Round((ck.npt(s.pos)-s.seekTo)*90000)))
+	s.tsAdjust = want - s.rtpTime(ck, s.pos)
 }
 
 // header writes the RTP header of the packet with sequence number seq
