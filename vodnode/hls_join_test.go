@@ -77,14 +77,15 @@ func TestHLSEventPlaylistCompletes(t *testing.T) {
 		t.Fatalf("the title completed before the viewer came (%d):\n%s", res.StatusCode, first)
 	}
 	shown := strings.Count(first, "#EXTINF")
-	waitFor(t, 60*time.Second, "the fill to complete", func() bool {
-		for _, s := range n.store.Titles() {
-			if s.ID == title {
-				return s.Size > 0 && s.Stored == s.Size
-			}
-		}
-		return false
-	})
+	// Complete as the session's playlist sees it: all the bytes stored
+	// (Titles' Stored) is not yet complete, the copy is then synced,
+	// its index written and the file renamed.
+	tt, err := n.store.Acquire(n.ctx, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the fill to complete", func() bool { return tt.View().Complete })
+	n.store.Release(tt)
 	res, b = get(t, url)
 	pl := string(b)
 	if res.StatusCode != 200 || !strings.HasPrefix(pl, strings.Split(first, "#EXTINF")[0]) ||
