@@ -127,20 +127,20 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errSuspended
 	}
 	// The same viewer's session on a node in service gets a new token;
-	// one on a node out of service ends (stranded), persisted once mu is
-	// released, and the viewer is admitted anew.
+	// one on a node out of service ends (stranded) and the viewer is
+	// admitted anew. The sessions ended here (stranded, and superseded
+	// below) are persisted once mu is released: before the request
+	// waits in the queue, or as it returns.
 	var g *grant
-	var stranded []*session
+	var endedHere []*session
+	defer func() { m.persistAll(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
-		g, stranded = m.sameHTTPViewerLocked(r, t.ID, now)
+		g, endedHere = m.sameHTTPViewerLocked(r, t.ID, now)
 	}
 	if g == nil {
 		var s []*session
 		g, s = m.unusedGrantLocked(r, t.ID, now)
-		stranded = append(stranded, s...)
-	}
-	if len(stranded) > 0 {
-		defer m.persistAll(stranded)
+		endedHere = append(endedHere, s...)
 	}
 	if g != nil {
 		m.mu.Unlock()
@@ -172,17 +172,16 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// subscriber's idle session (supersede.go), if any: after the
 	// refusals that do not depend on it (the origin down), which
 	// leave the paused viewer its session.
-	// The sessions it supersedes are persisted once mu is released:
-	// before the request waits in the queue, or as it returns.
-	var superseded []*session
-	defer func() { m.persistAll(superseded) }()
+	// The sessions it supersedes are persisted with the stranded ones
+	// (endedHere).
 	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
-		superseded = m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
+		superseded := m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
 		if superseded == nil {
 			m.mu.Unlock()
 			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
 			return nil, errUserLimit
 		}
+		endedHere = append(endedHere, superseded...)
 	}
 	m.userPending[r.User]++
 	smm.Observe(m.planner, t.ID, req.Site, now) // the storage planner places replicas where viewers ask
@@ -205,8 +204,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.waiters[tk] = ch
 		m.mu.Unlock()
 		m.kickPump() // arm the timer for this deadline
-		m.persistAll(superseded)
-		superseded = nil
+		m.persistAll(endedHere)
+		endedHere = nil
 		var gone error
 		select {
 		case <-ch:
