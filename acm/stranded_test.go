@@ -1,6 +1,8 @@
 package acm
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -134,4 +137,61 @@ func TestRTSPDescribeAgainWhileItsNodeIsOut(t *testing.T) {
 	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
 		t.Fatalf("sessions %v, want only the new %s", ids, again.Session)
 	}
+}
+
+// TestStrandedSessionPersistedBeforeTheQueue: the session a viewer back
+// at the front door leaves on a node out of service is ended in the store
+// before the viewer's new request waits in the queue (as a superseded
+// one is), not only once that request is answered: a manager stopped
+// during the wait (up to the queue deadline) left it live in the store,
+// and the next one restored it and its reservation.
+func TestStrandedSessionPersistedBeforeTheQueue(t *testing.T) {
+	// The request back waits until the test cancels it.
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = time.Minute })
+	nodes := map[string]*fakeNode{
+		"n1": e.startNode("n1", nodeOpts{http: "127.0.0.1:7091"}),
+		// n2 is in service but cannot take a title: the request back waits.
+		"n2": e.startNode("n2", nodeOpts{http: "127.0.0.1:7092", egress: titleBps / 2}),
+	}
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("first request: %d", res.StatusCode)
+	}
+	first := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7091", "t1", ".ts").Session
+	if err := nodes["n1"].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	nodes["n1"].stop()
+	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable("n1") })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("demo", "demo")
+	answered := make(chan int, 1)
+	go func() {
+		c := &http.Client{CheckRedirect: noRedirect.CheckRedirect} // no timeout: the test cancels it
+		res, err := c.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		res.Body.Close()
+		answered <- res.StatusCode
+	}()
+	waitFor(t, 5*time.Second, "the request back waiting", func() bool { return e.queued() == 1 })
+	waitFor(t, 5*time.Second, "the stranded session ended in the store while the request waits", func() bool {
+		_, err := e.m.st.Session(context.Background(), first)
+		return errors.Is(err, store.ErrNotFound)
+	})
+	select {
+	case code := <-answered:
+		t.Fatalf("the request back was answered %d while n2 could not take it", code)
+	default:
+	}
+	cancel()
+	<-answered
 }
