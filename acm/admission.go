@@ -274,7 +274,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
-	nodeAdmissions.WithLabelValues(res.NodeID).Inc()
+	ns.admissions++
 	m.recordLocked(ns, t, now)
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)

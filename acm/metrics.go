@@ -89,24 +89,6 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
 }, []string{"protocol"})
 
-// nodeAdmissions counts the new sessions admitted to each node (a same
-// viewer's new token for its session is not one), and nodeNoShows those
-// of them whose viewer never reached the node within TokenTTL +
-// NoShowGrace: many no-shows of one node say its viewers cannot reach
-// the address it announces (a firewall, a NAT, a wrong rtsp/http
-// address) while its heartbeats reach the manager
-// (VodclusterViewersNotReachingNode).
-var (
-	nodeAdmissions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vodcluster_node_admissions_total",
-		Help: "New sessions admitted to the node (redirects to it; a viewer's new token for its session is not counted).",
-	}, []string{"node"})
-	nodeNoShows = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vodcluster_node_no_shows_total",
-		Help: "Sessions admitted to the node whose viewer never reached it (ended as no-show after token_ttl plus the no-show grace): a node its viewers cannot reach shows here.",
-	}, []string{"node"})
-)
-
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
@@ -134,13 +116,19 @@ var (
 	descNodeLoad   = prometheus.NewDesc("vodcluster_node_load", "The scheduler's load formula for the node (0.5: half its egress reserved, no fill).", []string{"node"}, nil)
 	descNodeDisk   = prometheus.NewDesc("vodcluster_node_disk_free_bytes", "Free title-cache disk the node reported, bytes.", []string{"node"}, nil)
 	descNodeTitles = prometheus.NewDesc("vodcluster_node_titles", "Titles held or filling on the node.", []string{"node"}, nil)
+	// Counted by the manager per node (nodeState.admissions, noShows):
+	// many no-shows of one node say its viewers cannot reach the address
+	// it announces (a firewall, a NAT, a wrong rtsp/http address) while
+	// its heartbeats reach the manager (VodclusterViewersNotReachingNode).
+	descNodeAdmit  = prometheus.NewDesc("vodcluster_node_admissions_total", "New sessions admitted to the node (redirects to it; a viewer's new token for its session is not counted).", []string{"node"}, nil)
+	descNodeNoShow = prometheus.NewDesc("vodcluster_node_no_shows_total", "Sessions admitted to the node whose viewer never reached it (ended as no-show after token_ttl plus the no-show grace): a node its viewers cannot reach shows here.", []string{"node"}, nil)
 	descNodeInfo   = prometheus.NewDesc("vodcluster_node_info", "1 for each node, labelled with its site (empty for none): join on node to sum the other vodcluster_node_* series by site.", []string{"node", "site"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descQueue, descFills, descOriginUp, descLeader, descTitles,
-		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles, descNodeInfo} {
+		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles, descNodeAdmit, descNodeNoShow, descNodeInfo} {
 		ch <- d
 	}
 }
@@ -195,6 +183,10 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNodeDisk, float64(n.DiskFreeBytes), n.ID)
 		gauge(descNodeTitles, float64(n.Titles()), n.ID)
 		gauge(descNodeInfo, 1, n.ID, n.Site)
+		if ns := m.nodes[n.ID]; ns != nil {
+			ch <- prometheus.MustNewConstMetric(descNodeAdmit, prometheus.CounterValue, float64(ns.admissions), n.ID)
+			ch <- prometheus.MustNewConstMetric(descNodeNoShow, prometheus.CounterValue, float64(ns.noShows), n.ID)
+		}
 	}
 	m.mu.Unlock()
 	for k, v := range sessions {
@@ -210,7 +202,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal, nodeAdmissions, nodeNoShows)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,12 @@ type nodeState struct {
 	// (LoadReport.paused_sessions, finished_sessions), shown so by
 	// ListSessions; nil when none (an older node sends neither).
 	paused, finished map[string]bool
+	// admissions, noShows: the new sessions admitted to the node, and
+	// those of them ended as no-shows (mu), exported as
+	// vodcluster_node_admissions_total and vodcluster_node_no_shows_total
+	// with its other series (metricsCollector): a forgotten node's go
+	// with it.
+	admissions, noShows uint64
 
 	protected []string      // the last ProtectCommand's titles, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)

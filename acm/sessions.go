@@ -252,7 +252,9 @@ func (m *Manager) tick(now time.Time) {
 			}
 		case s.State == store.StateAdmitted && now.Sub(s.AdmittedAt) > noShow:
 			m.endLocked(s, "no-show")
-			nodeNoShows.WithLabelValues(s.Node).Inc()
+			if ns := m.nodes[s.Node]; ns != nil {
+				ns.noShows++ // vodcluster_node_no_shows_total
+			}
 			s.forget = m.lead != nil
 			changed = append(changed, s)
 		}
