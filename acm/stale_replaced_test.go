@@ -10,6 +10,20 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
+// setOriginVersion makes the test origin serve title id as version v
+// (its file replaced there).
+func (e *env) setOriginVersion(id, v string) {
+	e.origin.mu.Lock()
+	defer e.origin.mu.Unlock()
+	for i, ti := range e.origin.titles {
+		if ti.GetId() == id {
+			c := proto.CloneOf(ti)
+			c.Version = v
+			e.origin.titles[i] = c
+		}
+	}
+}
+
 // A title replaced at the origin takes no new viewer on a node's copy of
 // the old version from the catalog read that finds it replaced on, not
 // from the node's next report: n1 holds t1 v1 (a viewer plays it), the
@@ -28,15 +42,7 @@ func TestReplacedTitleStaleFromTheCatalogRead(t *testing.T) {
 		t.Fatalf("before the replacement: %+v, want on n1 (it holds t1)", e.session(sid))
 	}
 
-	e.origin.mu.Lock()
-	for i, ti := range e.origin.titles {
-		if ti.GetId() == "t1" {
-			c := proto.CloneOf(ti)
-			c.Version = "v2"
-			e.origin.titles[i] = c
-		}
-	}
-	e.origin.mu.Unlock()
+	e.setOriginVersion("t1", "v2")
 	change, err := e.m.readCatalog(context.Background(), 10*time.Second)
 	if err != nil || len(change.replaced) != 1 {
 		t.Fatalf("catalog read: %+v %v", change, err)

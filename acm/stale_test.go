@@ -151,15 +151,7 @@ func TestStaleCopyKeptWhileTheOriginIsDown(t *testing.T) {
 // the next catalog_refresh), nor passed over by viewers.
 func TestCopyNewerThanTheManagersCatalogIsKept(t *testing.T) {
 	e := newManagerWith(t, "", versioned(testTitles, "v1"), nil)
-	e.origin.mu.Lock()
-	for i, ti := range e.origin.titles {
-		if ti.GetId() == "t1" {
-			c := proto.CloneOf(ti)
-			c.Version = "v2"
-			e.origin.titles[i] = c
-		}
-	}
-	e.origin.mu.Unlock()
+	e.setOriginVersion("t1", "v2")
 	n1 := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps, titles: []*pb.StoredTitle{
 		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v2"},
 	}})
