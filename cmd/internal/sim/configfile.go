@@ -22,7 +22,8 @@ the file. Durations are Go durations ("90s", "5m0s"); rates in bit/s.
 scheduler.origin_channels null: the cdp channels.`
 
 // LoadFile overlays the YAML file at path on c. Unknown keys, bad values
-// and trailing documents are errors naming the file; an unknown key's
+// and a second document (after ---; an empty one is ignored) are errors
+// naming the file; an unknown key's
 // error gives its line and section, the key it may have meant (a flag's
 // name, or a key of another section) and points to --print-config.
 func (c *Config) LoadFile(path string) error {
@@ -40,6 +41,19 @@ func (c *Config) LoadFile(path string) error {
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && err != io.EOF {
 		return fmt.Errorf("sim: %s: %w", path, err)
+	}
+	for { // a trailing "---" alone is an empty document, not a second one
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("sim: %s: %w", path, err)
+		}
+		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
+			return fmt.Errorf("sim: %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
+		}
 	}
 	return c.Validate()
 }

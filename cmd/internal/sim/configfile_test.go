@@ -199,3 +199,29 @@ func TestSiteFlagsNeedSites(t *testing.T) {
 		t.Error("--site-only with --sites 1 over the file's sites accepted")
 	}
 }
+
+// A --config file of more than one YAML document is refused, naming the
+// file: the documents after the first were ignored (a second "days: 3"
+// ran 2 days), as LoadFile's doc said they were not.
+func TestConfigTrailingDocumentRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("days: 2\n---\ndays: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCommand("--config", p, "--print-config")
+	if err == nil {
+		t.Fatalf("two documents accepted:\n%s", out)
+	}
+	for _, w := range []string{p, "line 3", "one YAML document"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%v lacks %q", err, w)
+		}
+	}
+	// A trailing --- alone opens no document worth refusing.
+	if err := os.WriteFile(p, []byte("---\ndays: 2\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCommand("--config", p, "--print-config"); err != nil || !strings.Contains(out, "\ndays: 2\n") {
+		t.Fatalf("one document between ---: %v\n%s", err, out)
+	}
+}
