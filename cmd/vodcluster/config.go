@@ -249,7 +249,9 @@ type CDPConfig struct {
 	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
 }
 
-// loadConfig reads path (strict YAML). An empty path gives the zero Config.
+// loadConfig reads path (strict YAML: unknown keys, and a second document
+// after ---, are errors; a trailing --- alone is not). An empty path
+// gives the zero Config.
 func loadConfig(path string) (*Config, error) {
 	var c Config
 	if path == "" {
@@ -263,6 +265,20 @@ func loadConfig(path string) (*Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
 		return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
+	}
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
+		}
+		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
+			// Ignored, it would hide settings the operator believes set.
+			return nil, fmt.Errorf("config %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
+		}
 	}
 	return &c, nil
 }

@@ -32,6 +32,18 @@ func TestConfigStrict(t *testing.T) {
 	if _, err := loadConfig(empty); err != nil {
 		t.Fatalf("empty file: %v", err)
 	}
+	// A second document would be ignored, its settings with it: refused.
+	// A trailing --- alone is no second document.
+	two := filepath.Join(dir, "two.yaml")
+	os.WriteFile(two, []byte("node:\n  id: a\n---\nnode:\n  id: b\n"), 0o600)
+	if _, err := loadConfig(two); err == nil || !strings.Contains(err.Error(), "line 4: a second document") {
+		t.Fatalf("second document accepted or not named: %v", err)
+	}
+	trailing := filepath.Join(dir, "trailing.yaml")
+	os.WriteFile(trailing, []byte("node:\n  id: a\n---\n"), 0o600)
+	if c, err := loadConfig(trailing); err != nil || c.Node.ID != "a" {
+		t.Fatalf("trailing ---: %+v %v", c, err)
+	}
 	if _, err := readSecret(filepath.Join(dir, "none")); err == nil || !strings.HasPrefix(err.Error(), "secret_file: ") {
 		t.Fatalf("missing secret file accepted or its key not named: %v", err)
 	}
