@@ -1,8 +1,10 @@
 package deliver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"slices"
@@ -22,17 +24,25 @@ type esPkt struct {
 }
 
 // readES reads the RTP packets of the interleaved channels 0 (video) and
-// 2 (audio) from cli for d (RTCP skipped), per track.
+// 2 (audio) from cli for d (RTCP skipped), per track. A frame whose first
+// byte came within d is read whole, so that the next call starts at a
+// frame (a deadline in its middle left the rest to be read as one).
 func readES(t *testing.T, cli net.Conn, d time.Duration) (out [2][]esPkt) {
 	t.Helper()
-	cli.SetReadDeadline(time.Now().Add(d))
+	end := time.Now().Add(d)
 	buf := make([]byte, 65536)
 	for {
-		ch, b, err := nextFrame(cli, buf)
-		if err != nil {
+		cli.SetReadDeadline(end)
+		var first [1]byte
+		if _, err := cli.Read(first[:]); err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				return out
 			}
+			t.Fatal(err)
+		}
+		cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+		ch, b, err := nextFrame(io.MultiReader(bytes.NewReader(first[:]), cli), buf)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if ch%2 == 1 {

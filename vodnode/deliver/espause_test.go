@@ -2,12 +2,9 @@ package deliver
 
 import (
 	"context"
-	"net"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/pion/rtp"
 )
 
 // TestESPauseResumesExactly: a PAUSE holds an elementary-stream play and a
@@ -33,36 +30,11 @@ func TestESPauseResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Resume()
-	type pkt struct {
-		seq uint16
-		ts  uint32
-	}
-	read := func(d time.Duration) (out [2][]pkt) {
-		cli.SetReadDeadline(time.Now().Add(d))
-		buf := make([]byte, 65536)
-		for {
-			ch, b, err := nextFrame(cli, buf)
-			if err != nil {
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
-					return out
-				}
-				t.Fatal(err)
-			}
-			if ch%2 == 1 {
-				continue // RTCP
-			}
-			var p rtp.Packet
-			if err := p.Unmarshal(b); err != nil {
-				t.Fatal(err)
-			}
-			out[ch/2] = append(out[ch/2], pkt{p.SequenceNumber, p.Timestamp})
-		}
-	}
-	before := read(1500 * time.Millisecond)
+	before := readES(t, cli, 1500*time.Millisecond)
 	pos := st.Pause()
 	// What was on its way when the pause came, then nothing.
-	tail := read(300 * time.Millisecond)
-	if quiet := read(700 * time.Millisecond); len(quiet[0])+len(quiet[1]) > 0 {
+	tail := readES(t, cli, 300*time.Millisecond)
+	if quiet := readES(t, cli, 700*time.Millisecond); len(quiet[0])+len(quiet[1]) > 0 {
 		t.Fatalf("%d video and %d audio packets while paused", len(quiet[0]), len(quiet[1]))
 	}
 	info, err := st.Seek(-1)
@@ -70,7 +42,7 @@ func TestESPauseResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Resume()
-	after := read(1500 * time.Millisecond)
+	after := readES(t, cli, 1500*time.Millisecond)
 	if pos < 5 || pos > 6.5 || info[0].NPT != pos {
 		t.Errorf("paused at %.3f, PLAY answered %.3f: want the same, about 5.5", pos, info[0].NPT)
 	}
