@@ -171,18 +171,8 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	src := newMemSource(loadClip(t))
-	tr, err := ProbeES(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, tr, cli := playESOverTCP(t, e, newMemSource(loadClip(t)))
 	rate := float64(tr.Audio.ClockRate())
-	srv, cli := tcpPair(t)
-	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	if _, err := st.Seek(4); err != nil {
 		t.Fatal(err)
 	}

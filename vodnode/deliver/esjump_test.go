@@ -23,6 +23,46 @@ type esPkt struct {
 	ts  uint32
 }
 
+// playESOverTCP makes an elementary-stream play of src over an
+// interleaved TCP pair (video on channel 0, audio on 2), closed when the
+// test ends, and returns it, the tracks probed and the client's end.
+func playESOverTCP(t *testing.T, e *Engine, src Source) (*ESStream, *ESTracks, net.Conn) {
+	t.Helper()
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := tcpPair(t)
+	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, tr, cli
+}
+
+// readFrame reads the next interleaved frame of cli, its first byte
+// awaited until deadline (false when none came: a timeout) and the rest
+// read whole, so that a deadline never leaves part of a frame to be read
+// as the next.
+func readFrame(t *testing.T, cli net.Conn, buf []byte, deadline time.Time) (ch byte, b []byte, ok bool) {
+	t.Helper()
+	cli.SetReadDeadline(deadline)
+	var first [1]byte
+	if _, err := cli.Read(first[:]); err != nil {
+		if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
+			return 0, nil, false
+		}
+		t.Fatal(err)
+	}
+	cli.SetReadDeadline(time.Now().Add(10 * time.Second))
+	ch, b, err := nextFrame(io.MultiReader(bytes.NewReader(first[:]), cli), buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, b, true
+}
+
 // readES reads the RTP packets of the interleaved channels 0 (video) and
 // 2 (audio) from cli for d (RTCP skipped), per track. A frame whose first
 // byte came within d is read whole, so that the next call starts at a
@@ -32,18 +72,9 @@ func readES(t *testing.T, cli net.Conn, d time.Duration) (out [2][]esPkt) {
 	end := time.Now().Add(d)
 	buf := make([]byte, 65536)
 	for {
-		cli.SetReadDeadline(end)
-		var first [1]byte
-		if _, err := cli.Read(first[:]); err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				return out
-			}
-			t.Fatal(err)
-		}
-		cli.SetReadDeadline(time.Now().Add(10 * time.Second))
-		ch, b, err := nextFrame(io.MultiReader(bytes.NewReader(first[:]), cli), buf)
-		if err != nil {
-			t.Fatal(err)
+		ch, b, ok := readFrame(t, cli, buf, end)
+		if !ok {
+			return out
 		}
 		if ch%2 == 1 {
 			continue // RTCP
@@ -94,17 +125,7 @@ func testESTimestampJump(t *testing.T, jump float64) {
 	e := startEngine(t, false)
 	clip := loadClip(t)
 	at := len(prefix(t, clip, 5)) // the clock's 5 s
-	src := newMemSource(shiftTimestampsFrom(t, clip, int64(jump*tsindex.PTSHz), at, false))
-	tr, err := ProbeES(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, cli := tcpPair(t)
-	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, tr, cli := playESOverTCP(t, e, newMemSource(shiftTimestampsFrom(t, clip, int64(jump*tsindex.PTSHz), at, false)))
 	if _, err := st.Seek(3); err != nil { // the jump 1.9 s in (the title's 4.9 s)
 		t.Fatal(err)
 	}

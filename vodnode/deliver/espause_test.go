@@ -1,7 +1,6 @@
 package deliver
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -15,17 +14,7 @@ import (
 // to a GOP and its audio: a second on the samples.)
 func TestESPauseResumesExactly(t *testing.T) {
 	e := startEngine(t, false)
-	src := newMemSource(loadClip(t))
-	tr, err := ProbeES(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, cli := tcpPair(t)
-	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, tr, cli := playESOverTCP(t, e, newMemSource(loadClip(t)))
 	if _, err := st.Seek(4); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package deliver
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"math"
 	"net"
 	"testing"
@@ -23,17 +20,8 @@ func TestESRangeEndResumesExactly(t *testing.T) {
 	e := startEngine(t, false)
 	src := newMemSource(loadClip(t))
 	first := src.idx.FirstPTS
-	tr, err := ProbeES(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, tr, cli := playESOverTCP(t, e, src)
 	rate := float64(tr.Audio.ClockRate())
-	srv, cli := tcpPair(t)
-	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Channel: [2]int{0, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	const stop = 5.5
 	if _, err := st.Seek(4); err != nil {
 		t.Fatal(err)
@@ -125,21 +113,12 @@ func readESFrames(t *testing.T, cli net.Conn, quiet, most time.Duration, done fu
 		if time.Now().After(end) {
 			t.Fatalf("%d video and %d audio packets in %v, still not what was awaited (a play that did not stop?)", len(out[0]), len(out[1]), most)
 		}
-		cli.SetReadDeadline(time.Now().Add(quiet))
-		var first [1]byte
-		if _, err := cli.Read(first[:]); err != nil {
-			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-				t.Fatal(err)
-			}
+		ch, b, ok := readFrame(t, cli, buf, time.Now().Add(quiet))
+		if !ok {
 			if done(&out, true) {
 				return out
 			}
 			continue
-		}
-		cli.SetReadDeadline(time.Now().Add(10 * time.Second))
-		ch, b, err := nextFrame(io.MultiReader(bytes.NewReader(first[:]), cli), buf)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if ch%2 == 1 {
 			continue // RTCP
