@@ -59,10 +59,7 @@ func (m *Manager) operatorHeldLocked(r *lsm.Request, now time.Time) string {
 	var held []string
 	k := 0
 	for _, n := range m.sched.Nodes {
-		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
-			continue
-		}
-		if !n.Alive && n.LastHeartbeat.Before(m.deadBefore(now)) {
+		if !lsm.Counts(n, r, m.deadBefore(now)) {
 			continue
 		}
 		var why []string

@@ -103,6 +103,16 @@ func (s *Scheduler) Cancel(t *Ticket, err error) bool {
 	return false
 }
 
+// Counts reports whether NeedsOperator takes node n into account for r:
+// n offers r.Requires, stands in r's site when r is kept to it
+// (r.SiteOnly), and is alive or dead since deadBefore or later.
+func Counts(n *Node, r *Request, deadBefore time.Time) bool {
+	if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+		return false
+	}
+	return n.Alive || !n.LastHeartbeat.Before(deadBefore)
+}
+
 // NeedsOperator reports whether no node could take r unless an operator
 // acts, so that r is refused at once instead of waiting in the queue
 // until its deadline: every node that could serve r (it offers
@@ -119,10 +129,7 @@ func (s *Scheduler) Cancel(t *Ticket, err error) bool {
 func (s *Scheduler) NeedsOperator(r *Request, deadBefore time.Time) bool {
 	held := false
 	for _, n := range s.Nodes {
-		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
-			continue
-		}
-		if !n.Alive && n.LastHeartbeat.Before(deadBefore) {
+		if !Counts(n, r, deadBefore) {
 			continue
 		}
 		if !n.Draining && n.Weight > 0 {
