@@ -159,7 +159,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"storage.origin_channels -1: negative", "storage.plan_interval -1ns", "storage.retry_base -1ns"}},
 		{"manager scheduler", ManagerConfig{Scheduler: SchedulerConfig{A: -1, MissedHeartbeats: -1, HeartbeatInterval: -1}}.validate(),
 			[]string{"scheduler.a -1", "scheduler.missed_heartbeats -1", "scheduler.heartbeat_interval -1ns"}},
-		{"manager limits", ManagerConfig{MaxSessions: -2, LoginFailures: -5, UserRequests: -3}.validate(),
+		{"manager limits", ManagerConfig{MaxSessions: -2, LoginFailures: -5, RequestsPerUser: -3}.validate(),
 			[]string{"max_sessions_per_user -2", "login_failures -5", "requests_per_user -3: give a positive number, -1 for no limit"}},
 		{"manager store", ManagerConfig{Store: StoreConfig{LeaderTTL: -1, RedisDB: -1}}.validate(),
 			[]string{"store.leader_ttl -1ns", "store.redis_db -1"}},
@@ -182,7 +182,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	}
 	// What -1 means ("no limit") and the zero values (defaults) stay valid.
 	for _, err := range []error{
-		ManagerConfig{MaxSessions: -1, LoginFailures: -1, UserRequests: -1}.validate(), ManagerConfig{}.validate(),
+		ManagerConfig{MaxSessions: -1, LoginFailures: -1, RequestsPerUser: -1}.validate(), ManagerConfig{}.validate(),
 		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
 	} {
 		if err != nil {

@@ -133,7 +133,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		MaxSessionsPerUser: c.MaxSessions,
 		LoginFailures:      c.LoginFailures,
 		LoginFailureRefill: c.LoginRefill,
-		RequestsPerUser:    c.UserRequests,
+		RequestsPerUser:    c.RequestsPerUser,
 		RequestRefill:      c.RequestRefill,
 		RestoreGrace:       c.RestoreGrace,
 		CatalogRefresh:     c.CatalogRefresh,

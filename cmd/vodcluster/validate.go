@@ -77,7 +77,7 @@ func (c ManagerConfig) validate() error {
 	k.duration("catalog_refresh", c.CatalogRefresh, "1m")
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
-	k.limit("requests_per_user", c.UserRequests, "20")
+	k.limit("requests_per_user", c.RequestsPerUser, "20")
 	k.duration("subscriber_tokens.leeway", c.SubscriberTokens.Leeway, "30s")
 	if c.SubscriberTokens.KeyFile != "" && c.SubscriberTokens.SecretFile != "" {
 		k.failf("subscriber_tokens: key_file and secret_file both set; give the portal's public key(s) or a shared secret, not both")
