@@ -158,9 +158,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	req.Requires = m.requiresLocked(r.Protocol)
 	if m.originDown.Load() {
 		// No fill can start: only a node that holds or fills the title.
-		if m.sched.HoldersInService(t.ID) == 0 {
+		if m.sched.HoldersInServiceFor(&req) == 0 {
 			m.mu.Unlock()
-			m.log.Info("admission refused: origin unavailable and no node holds the title", "title", t.ID, "user", r.User)
+			m.log.Info("admission refused: origin unavailable and no node the viewer may use holds the title", "title", t.ID, "user", r.User, "site", req.Site)
 			return nil, errOriginDown
 		}
 		req.NoFill = true
@@ -489,7 +489,7 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 			return fr.why
 		}
 	}
-	if m.sched.OriginChannelsBusy() && m.sched.HoldersInService(t.ID) == 0 {
+	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
 	}
 	which := "no node"

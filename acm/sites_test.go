@@ -16,6 +16,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -231,4 +232,31 @@ func nodeInfo(t *testing.T, m *Manager) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, " ")
+}
+
+// With the origin down a viewer kept to its site (site_only) whose site
+// has no copy of the title is refused at once (503 with Retry-After, as
+// when no node at all holds it) even though another site holds one: it
+// waited the queue deadline for a fill that could not start. Without
+// site_only the other site's copy serves it.
+func TestOriginDownSiteOnlyRefusesAtOnce(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		e := newManager(t, "", func(m *Manager) {
+			m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+			m.SiteOnly = only
+			m.QueueDeadline = time.Minute // a wait would outlast the test's deadline
+			m.OriginCheck = 50 * time.Millisecond
+		})
+		e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", site: "north"})
+		e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+		e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		waitFor(t, 5*time.Second, "the origin seen down", func() bool { return e.m.originDown.Load() })
+		res := e.describe("demo", "demo", "t1")
+		switch {
+		case only && (res.StatusCode != base.StatusServiceUnavailable || len(res.Header["Retry-After"]) != 1):
+			t.Fatalf("site only, origin down, the title only in the other site: %d %v, want 503 with Retry-After", res.StatusCode, res.Header)
+		case !only && (res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7002")):
+			t.Fatalf("origin down, the title only in the other site: %d %v, want south-1 (7002)", res.StatusCode, res.Header["Location"])
+		}
+	}
 }

@@ -93,6 +93,25 @@ func (s *Scheduler) HoldersInService(title string) int {
 	return k
 }
 
+// HoldersInServiceFor returns how many nodes in service hold or fill r's
+// title and could take r: they offer r.Requires and, when r is kept to
+// its site (r.SiteOnly with r.Site set), stand in that site. Load, disk
+// room and session limits are not looked at: this answers whether a
+// request could be served without a fill, not whether it can be now.
+func (s *Scheduler) HoldersInServiceFor(r *Request) int {
+	k := 0
+	for _, i := range s.holders[r.Title] {
+		n := s.Nodes[i]
+		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+			continue
+		}
+		if s.InService(n) {
+			k++
+		}
+	}
+	return k
+}
+
 // weightedBps returns E, node n's egress capacity times Weight/100 in
 // bit/s (at least 1): the capacity the load formula divides by.
 func weightedBps(n *Node) float64 {

@@ -193,3 +193,34 @@ func TestTablePoliciesJudgeOverloadWithinTheSite(t *testing.T) {
 		}
 	}
 }
+
+// HoldersInServiceFor counts the holders in service a request may use:
+// those of its site when it is kept there (SiteOnly), those offering what
+// it requires, all of them otherwise; a drained holder is not counted.
+func TestHoldersInServiceFor(t *testing.T) {
+	s := sitedScheduler(t, "lall")
+	s.SetReplica("a", "film", false, 1)
+	s.SetReplica("c", "film", false, 1)
+	for _, c := range []struct {
+		r    Request
+		want int
+	}{
+		{Request{Title: "film"}, 2},
+		{Request{Title: "film", Site: "north"}, 2},
+		{Request{Title: "film", Site: "north", SiteOnly: true}, 1},
+		{Request{Title: "film", Site: "south", SiteOnly: true}, 1},
+		{Request{Title: "film", Site: "west", SiteOnly: true}, 0},
+		{Request{Title: "film", Requires: FeatureRTSPS}, 0},
+		{Request{Title: "other"}, 0},
+	} {
+		if got := s.HoldersInServiceFor(&c.r); got != c.want {
+			t.Errorf("%+v: %d holders, want %d", c.r, got, c.want)
+		}
+	}
+	if err := s.SetWeight("c", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.HoldersInServiceFor(&Request{Title: "film", Site: "south", SiteOnly: true}); got != 0 {
+		t.Errorf("south's holder at weight 0: %d holders, want 0", got)
+	}
+}
