@@ -288,7 +288,7 @@ func TestVLCHTTP(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, "cvlc", "-I", "dummy", url,
 			"--sout", "#std{access=file,mux=ts,dst="+out+"}", "--run-time", "4", "vlc://quit")
-		cmd.Env = append(os.Environ(), "HOME="+dir)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_RUNTIME_DIR="+dir) // PulseAudio's runtime directory too (else /tmp/pulse-*, left behind)
 		if os.Getuid() == 0 {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		}

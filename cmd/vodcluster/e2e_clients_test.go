@@ -128,7 +128,7 @@ func TestVLCThroughFrontDoor(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, vlc, append([]string{"-I", "dummy"}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+dir)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_RUNTIME_DIR="+dir) // PulseAudio's runtime directory too (else /tmp/pulse-*, left behind)
 		if os.Getuid() == 0 {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		}
