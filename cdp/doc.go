@@ -15,7 +15,9 @@
 //
 // Server models the cost of the upstream link described in the seed
 // documents: each transfer waits for one of MaxTransfers channels, pays a
-// SetupDelay once, then is paced to TransferRateBps. Stats counts transfers
+// SetupDelay once, says it started (FetchChunk.started: a node bounds the
+// silence of a transfer from there, not while it queues), then is paced to
+// TransferRateBps. Stats counts transfers
 // per title so tests can assert that a title was fetched exactly once.
 //
 // Subpackages: tsindex (the MPEG-TS index shared with the nodes) and

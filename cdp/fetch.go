@@ -20,7 +20,12 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 // Fetch streams bytes [offset, offset+length) of a title in chunks of
 // ChunkBytes (Origin.Fetch); length 0, or a range running past the end of
 // the title, means up to the end. Each chunk carries its offset in the
-// title, bytes. Errors, as gRPC status codes:
+// title, bytes. The first message, sent once the transfer has a channel
+// and has paid SetupDelay, before the title's file is opened, has no data
+// and is marked started (offset: the range's): from it on, a node bounds
+// the silence of the transfer (its stall watchdog), not before, while the
+// transfer may be queued. An empty range (offset at the end) has no
+// message. Errors, as gRPC status codes:
 //   - INVALID_ARGUMENT: a negative offset or length;
 //   - NOT_FOUND: a title id that is not in the catalog, or whose file is
 //     gone from its path (withdrawn before its catalog entry);
@@ -115,11 +120,23 @@ func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err 
 	return func() { s.slots.Release(1) }, nil
 }
 
-// transfer pays the setup delay, then sends [off, end) of t paced to the
-// transfer rate, after checking, with checkFile, that the file it opened
-// is still the one the catalog's load scanned (Title.checkFile). It
+// transfer pays the setup delay, says the transfer started (a message
+// with no data, FetchChunk.started), then sends [off, end) of t paced to
+// the transfer rate, after checking, with checkFile, that the file it
+// opened is still the one the catalog's load scanned (Title.checkFile). It
 // returns the bytes sent.
 func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk], t Title, off, end int64, checkFile bool) (int64, error) {
+	if s.SetupDelay > 0 {
+		if err := s.clk.Sleep(ctx, s.SetupDelay); err != nil {
+			return 0, status.FromContextError(err).Err()
+		}
+	}
+	// Sent before the file is opened: an origin stuck from here on (an
+	// open or a read hung on a failing disk or a network file system) is
+	// told from one still queueing the transfer.
+	if err := stream.Send(&vodclusterv1.FetchChunk{Offset: off, Started: true}); err != nil {
+		return 0, err
+	}
 	f, err := os.Open(t.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, errGone(t)
@@ -134,11 +151,6 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 		}
 	}
 
-	if s.SetupDelay > 0 {
-		if err := s.clk.Sleep(ctx, s.SetupDelay); err != nil {
-			return 0, status.FromContextError(err).Err()
-		}
-	}
 	var lim *rate.Limiter
 	if s.TransferRateBps > 0 {
 		lim = rate.NewLimiter(rate.Limit(float64(s.TransferRateBps)/8), s.chunk)

@@ -139,6 +139,9 @@ func TestCancelMidTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m, err := stream.Recv(); err != nil || !m.GetStarted() {
+		t.Fatalf("first message: %v, %v; want the transfer's start", m, err)
+	}
 	first, err := stream.Recv() // the burst: sent at once
 	if err != nil || len(first.GetData()) != chunk {
 		t.Fatalf("first chunk: %v, %v", first, err)
@@ -155,6 +158,9 @@ func TestCancelMidTransfer(t *testing.T) {
 	stream, err = c.Fetch(context.Background(), &vodclusterv1.FetchRequest{TitleId: "sample-007", Length: chunk, NoWait: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m, err := stream.Recv(); err != nil || !m.GetStarted() {
+		t.Fatalf("no_wait fetch after a cancelled transfer, first message: %v, %v; want the transfer's start", m, err)
 	}
 	if ch, err := stream.Recv(); err != nil || len(ch.GetData()) != chunk {
 		t.Fatalf("no_wait fetch after a cancelled transfer: %v, %v", ch, err)

@@ -41,9 +41,11 @@ const MaxChunkBytes = 1 << 20
 // stops it. The zero value of every field but Dir is usable.
 //
 // The upstream link is modelled per transfer (one Fetch call): it waits for
-// one of MaxTransfers channels (FIFO), pays SetupDelay once, then sends its
-// chunks paced to TransferRateBps by a token bucket (golang.org/x/time/rate)
-// whose burst is one chunk.
+// one of MaxTransfers channels (FIFO), pays SetupDelay once, says it
+// started (a message with no data, FetchChunk.started, from which on a node
+// bounds the transfer's silence), then sends its chunks paced to
+// TransferRateBps by a token bucket (golang.org/x/time/rate) whose burst is
+// one chunk.
 type Server struct {
 	// UnimplementedOriginServer answers UNIMPLEMENTED to Origin methods
 	// added to the contract later (required by the generated code).
@@ -56,7 +58,9 @@ type Server struct {
 	// a free one (see Addr). Empty means DefaultListen.
 	Listen string
 	// SetupDelay is paid once by every transfer after it got a channel and
-	// before its first byte; 0 means none.
+	// before it says it started (FetchChunk.started) and sends its first
+	// byte: like the queue before it, not counted as a stall by the node;
+	// 0 means none.
 	SetupDelay time.Duration
 	// MaxTransfers is the number of concurrent transfers (channels); 0 means
 	// unlimited.

@@ -105,13 +105,16 @@ func startServer(t *testing.T, configure func(*Server)) (*Server, vodclusterv1.O
 }
 
 // fetch runs a Fetch to the end and returns the bytes, checking that the
-// chunks are contiguous from the asked offset and at most max bytes each.
+// first message is the transfer's start (FetchChunk.started, no data, at
+// the asked offset) and the chunks after it contiguous from the asked
+// offset and at most max bytes each.
 func fetch(ctx context.Context, c vodclusterv1.OriginClient, req *vodclusterv1.FetchRequest, max int) ([]byte, error) {
 	stream, err := c.Fetch(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
+	started := false
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -119,6 +122,17 @@ func fetch(ctx context.Context, c vodclusterv1.OriginClient, req *vodclusterv1.F
 		}
 		if err != nil {
 			return buf.Bytes(), err
+		}
+		if chunk.GetStarted() {
+			if started || chunk.GetOffset() != req.GetOffset() || len(chunk.GetData()) != 0 {
+				return nil, status.Errorf(codes.DataLoss, "started message at %d with %d bytes (one before: %v), want one, first, at %d with none",
+					chunk.GetOffset(), len(chunk.GetData()), started, req.GetOffset())
+			}
+			started = true
+			continue
+		}
+		if !started {
+			return nil, status.Errorf(codes.DataLoss, "chunk at %d before the started message", chunk.GetOffset())
 		}
 		if want := req.GetOffset() + int64(buf.Len()); chunk.GetOffset() != want {
 			return nil, status.Errorf(codes.DataLoss, "chunk at %d, want %d", chunk.GetOffset(), want)

@@ -247,9 +247,13 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 // Before it writes the first bytes of the fill it makes room on the disk,
 // unless *room says that was done.
 //
-// Once the origin has sent the first chunk, a gap of Config.StallAfter
-// without the next ends the transfer with errStalled (retried as an
-// interrupted one).
+// Once the origin has said the transfer started (its first message, with
+// no data: pb.FetchChunk.started, sent when the transfer got one of the
+// origin's channels) or, from an origin that predates it, sent the first
+// chunk, a wait of Config.StallAfter for the next message ends the
+// transfer with errStalled (retried as an interrupted one). The wait
+// before that, the transfer queued at the origin for a channel, is not
+// bounded so.
 func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	defer cancel(nil)
@@ -257,9 +261,9 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	// stall is armed only while a chunk after the first is awaited: the
-	// node's own work between chunks (making room, writing) is not the
-	// origin's silence.
+	// stall is armed only while the origin's next message is awaited once
+	// the transfer started: the node's own work between chunks (making
+	// room, writing) is not the origin's silence.
 	var stall *time.Timer
 	var n int64
 	for {
@@ -275,6 +279,9 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 		}
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errStalled) && t.ctx.Err() == nil {
+				if n == 0 {
+					return n, fmt.Errorf("%w: no byte for %v since the origin started the transfer at offset %d", errStalled, s.cfg.StallAfter, off)
+				}
 				return n, fmt.Errorf("%w: no chunk for %v after offset %d", errStalled, s.cfg.StallAfter, off+n)
 			}
 			return n, err
@@ -285,6 +292,9 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 		}
 		if c.GetOffset() != off+n {
 			return n, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
+		}
+		if len(c.GetData()) == 0 {
+			continue // the transfer's start (started), or nothing to write
 		}
 		if !*room {
 			s.mu.Lock()

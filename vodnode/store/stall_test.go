@@ -14,8 +14,9 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// stallingOrigin answers its first transfer with the bytes before cut and
-// then nothing, keeping the stream open (a process stuck in a read while
+// stallingOrigin, an origin that predates the started message (it sends
+// none), answers its first transfer with the bytes before cut and then
+// nothing, keeping the stream open (a process stuck in a read while
 // its gRPC transport still answers pings), until the client gives the
 // transfer up; the transfers after it are served whole. held, when set,
 // delays the first chunk of the first transfer until it is closed (a
@@ -110,10 +111,13 @@ func TestFillResumesStalledTransfer(t *testing.T) {
 	}
 }
 
-// The wait for a transfer's first chunk is not a stall: an origin queues
-// a transfer until one of its channels is free, however long that is. A
-// transfer held for twice StallAfter before its first chunk is
-// not given up (one transfer only), and the stall after it still is.
+// From an origin that predates the started message (pb.FetchChunk.started;
+// stallingOrigin sends none), the wait for a transfer's first chunk is not
+// a stall: such an origin may be queueing the transfer until one of its
+// channels is free, however long that is, and says nothing when it starts.
+// A transfer held for twice StallAfter before its first chunk is not given
+// up (one transfer only), and the stall after it still is. (From a cdp
+// origin, which says when the transfer starts: stall_start_test.go.)
 func TestFillWaitsForFirstChunkBeyondStallAfter(t *testing.T) {
 	t.Parallel() // several times StallAfter of real time
 	data := sample(t)

@@ -54,14 +54,17 @@ type Config struct {
 	Retry    time.Duration // first pause before a retry; 0 = DefaultRetry (200 ms)
 	RetryMax time.Duration // longest pause between two attempts; 0 = DefaultRetryMax (2 s)
 	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
-	// StallAfter is how long a transfer that has started (the origin sent
-	// its first chunk) may go without a chunk before it is given up as
-	// stalled and retried as an interrupted one, from the offset reached;
+	// StallAfter is how long a transfer that has started (the origin said
+	// so, pb.FetchChunk.started, when it gave the transfer one of its
+	// channels; an origin that predates that message: it sent the first
+	// chunk) may go without a message before it is given up as stalled
+	// and retried as an interrupted one, from the offset reached;
 	// 0 = DefaultStallAfter (10 s). It catches an origin whose process is
-	// stuck (a read blocked on a failing disk or a hung network file
-	// system) while its gRPC transport still answers keepalive pings.
-	// The wait before the first chunk is not bounded by it: an origin
-	// queues a transfer until one of its channels is free (cdp.Fetch).
+	// stuck (an open or a read blocked on a failing disk or a hung network
+	// file system), before its first byte as after it, while its gRPC
+	// transport still answers keepalive pings. The wait before the start
+	// is not bounded by it: an origin queues a transfer until one of its
+	// channels is free (cdp.Fetch), and a busy origin is not a stuck one.
 	StallAfter time.Duration
 	// AbandonAfter is how long a fill on demand left without readers
 	// before the origin's first byte waits before it is abandoned (its

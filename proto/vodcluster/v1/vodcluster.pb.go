@@ -532,10 +532,21 @@ func (x *FetchRequest) GetIfVersion() string {
 	return ""
 }
 
+// FetchChunk is one message of a Fetch stream: bytes of the title in file
+// order, or the mark that the transfer started (started).
 type FetchChunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"` // bytes, offset of data within the title
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Offset int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"` // bytes, offset of data within the title
+	Data   []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// started marks the transfer's first message, sent with no data (offset:
+	// the transfer's) as soon as the origin has given the transfer one of
+	// its channels and paid its setup delay: the bytes follow with no other
+	// wait, so from here a silence is a stuck origin, not a busy one (a
+	// node's stall watchdog starts here; the time queued for a channel
+	// before it is not bounded). An origin that predates it sends none, the
+	// first chunk of data then being the first sign of the start; a node
+	// that predates it takes it for a chunk of no bytes.
+	Started       bool `protobuf:"varint,3,opt,name=started,proto3" json:"started,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +593,13 @@ func (x *FetchChunk) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *FetchChunk) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
 }
 
 // NodeCapacity is what a node can give, the limits admission works with.
@@ -3870,11 +3888,12 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x17\n" +
 	"\ano_wait\x18\x04 \x01(\bR\x06noWait\x12\x1d\n" +
 	"\n" +
-	"if_version\x18\x05 \x01(\tR\tifVersion\"8\n" +
+	"if_version\x18\x05 \x01(\tR\tifVersion\"R\n" +
 	"\n" +
 	"FetchChunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"o\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x18\n" +
+	"\astarted\x18\x03 \x01(\bR\astarted\"o\n" +
 	"\fNodeCapacity\x12\x1d\n" +
 	"\n" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +

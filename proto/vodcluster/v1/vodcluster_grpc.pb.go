@@ -45,7 +45,9 @@ type OriginClient interface {
 	// INVALID_ARGUMENT for an empty title_id.
 	GetTitle(ctx context.Context, in *GetTitleRequest, opts ...grpc.CallOption) (*Title, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
-	// length 0 means to the end. NOT_FOUND for an unknown title,
+	// length 0 means to the end. The first message, once the transfer has
+	// one of the origin's channels, carries no data and says so
+	// (FetchChunk.started). NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
 	// FAILED_PRECONDITION when if_version is not the title's version or the
@@ -116,7 +118,9 @@ type OriginServer interface {
 	// INVALID_ARGUMENT for an empty title_id.
 	GetTitle(context.Context, *GetTitleRequest) (*Title, error)
 	// Fetch streams bytes [offset, offset+length) of a title in chunks.
-	// length 0 means to the end. NOT_FOUND for an unknown title,
+	// length 0 means to the end. The first message, once the transfer has
+	// one of the origin's channels, carries no data and says so
+	// (FetchChunk.started). NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
 	// FAILED_PRECONDITION when if_version is not the title's version or the
