@@ -311,10 +311,9 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	// Asked to play, the session is no longer paused by its viewer, even
 	// when the PLAY fails (ffmpeg seeking past the end PAUSEs, is answered
 	// 457 and then waits in silence: it gets session_timeout, not
-	// pause_timeout). Nor is it at the end of the title any more: a PLAY
-	// that stays there ends again at once (OnEnd marks it again).
+	// pause_timeout). Whether it is at the end of the title (atEnd)
+	// changes only with a PLAY that succeeds.
 	s.paused.Store(false)
-	s.atEnd.Store(false)
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
@@ -333,6 +332,15 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	dur := s.duration()
 	if start >= 0 && dur > 0 && start >= dur {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
+	}
+	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && (scale > 0 || s.es != nil) && e.AtEnd() {
+		// At the end of the title (its BYE sent), a play from where it
+		// stands has nothing to send: it is refused as a Range starting
+		// at the end is (RFC 2326 §11.3.12), nothing changed, rather
+		// than answered 200 with a play that ends again at once. A
+		// Range start plays it again; a negative Scale rewinds from
+		// there (MP2T mode; elementary streams play at Scale 1 only).
+		return nil, nil, rtspErr(base.StatusInvalidRange, "at the end of the title: PLAY with a Range (npt=0-) to play it again")
 	}
 	if s.player == nil {
 		if err := c.n.startES(s); err != nil {
@@ -367,6 +375,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 			st.SetStop(-1)
 		}
 	}
+	s.atEnd.Store(false) // a play that ends again at once is marked again (onStreamEnd)
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),

@@ -191,7 +191,13 @@ func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	return func(r deliver.EndReason, err error) {
 		if r == deliver.EndOfTitle {
-			s.atEnd.Store(true)
+			// Unless a PLAY has moved it since (this callback runs on
+			// its own): a session playing again is not finished.
+			s.ctl.Lock()
+			if e, ok := s.player.(interface{ AtEnd() bool }); !ok || e.AtEnd() {
+				s.atEnd.Store(true)
+			}
+			s.ctl.Unlock()
 			n.log.Info("end of title; session kept until TEARDOWN or timeout", "session", s.id, "sid", s.sid, "title", s.title)
 			return
 		}

@@ -166,9 +166,10 @@ type ESStream struct {
 	lastTS  [2]uint32    // RTP timestamp of the last packet per track
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
-	plays   uint64  // bumped by Resume: a late BYE of an earlier play is not sent
-	stopNPT float64 // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
-	seekTo  float64 // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
+	startTS [2]uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
+	plays   uint64    // bumped by Resume: a late BYE of an earlier play is not sent
+	stopNPT float64   // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
+	seekTo  float64   // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -220,13 +221,8 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 			return info, nil
 		}
 	}
-	s.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var info [2]PlayInfo
-	if s.ended {
-		return info, ErrEnded
-	}
+	// A start refused changes nothing: checked before the play stops.
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
 		return info, err
@@ -239,6 +235,19 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 		if !(npt*float64(max(s.cfg.Bitrate, 1)) < 1<<53) {
 			return info, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
 		}
+	}
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return info, ErrEnded
+	}
+	idx, complete, err = s.cfg.Source.State()
+	if err != nil {
+		return info, err
+	}
+	ck = clockOf{idx: idx, bitrate: s.cfg.Bitrate}
+	if npt >= 0 {
 		s.pos, s.seekTo = 0, -1
 		switch {
 		case npt <= 0:
@@ -247,28 +256,35 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 			// the fill has indexed it (see Stream's seek).
 			s.seekTo = npt
 		default:
-			if off, _ := ck.keyframeBefore(npt); off >= 0 && ck.ok() {
-				s.pos = off
-			}
+			s.pos = s.startOffset(ck, npt)
 		}
 	}
+	origin, known := s.nptOrigin(idx)
 	if s.seekTo >= 0 {
-		// RTP-Info's rtptime is that of the npt asked (RFC 2326 §12.33):
-		// npt counts presentation time from the first picture.
+		// RTP-Info's rtptime is that of the npt asked (RFC 2326 §12.33).
 		pts := int64(math.Round(s.seekTo * tsindex.PTSHz))
-		if idx.FirstPTS >= 0 {
-			pts += idx.FirstPTS
+		if known {
+			pts += origin
 		}
 		for i := range 2 {
 			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.seekTo}
 		}
+		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
 		return info, nil
 	}
-	var pts int64
+	pts := int64(-1)
 	for _, k := range idx.Keyframes {
 		if k.Offset >= s.pos && k.PTS >= 0 {
 			pts = k.PTS
 			break
+		}
+	}
+	if pts < 0 {
+		pts = 0
+		if known && ck.ok() {
+			// No picture from there (a title without video): the time
+			// of its position.
+			pts = origin + int64(math.Round(ck.npt(s.pos)*tsindex.PTSHz))
 		}
 	}
 	for i := range 2 {
@@ -277,7 +293,26 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 			info[i].NPT = ck.npt(s.pos)
 		}
 	}
+	s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
 	return info, nil
+}
+
+// startOffset returns where a play from npt seconds starts: the keyframe
+// presented at or before npt; in a title without video, the TS packet at
+// npt by the clock (as MP2T mode seeks it: an audio frame decodes on its
+// own); else the title's start.
+func (s *ESStream) startOffset(ck clockOf, npt float64) int64 {
+	if !ck.ok() {
+		return 0
+	}
+	if off, _ := ck.keyframeBefore(npt); off >= 0 {
+		return off
+	}
+	if s.audioOnly(ck.idx) {
+		off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
+		return max(off-off%TSPacketSize, 0)
+	}
+	return 0
 }
 
 // rtpTime converts a 90 kHz PTS to track i's RTP clock.
@@ -382,12 +417,22 @@ func (s *ESStream) BytesSent() int64 { return s.bytes.Load() }
 
 func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *pacedReader, play *esPlay, seekTo float64, done chan struct{}) {
 	defer close(done)
+	rctx, stopReports := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		s.reportLoop(rctx)
+	}()
 	var err error
 	if seekTo >= 0 {
 		err = s.seekIndexed(ctx, rd, seekTo, done)
 	}
 	if err == nil {
-		play.setHint(ptsNear(s.cfg.Source, rd.off))
+		hint := ptsNear(s.cfg.Source, rd.off)
+		if idx, _, _ := s.cfg.Source.State(); hint < 0 && s.audioOnly(idx) {
+			hint = clockOf{idx: idx}.at(rd.off) / 300 // PTS and PCR count one clock
+		}
+		play.setHint(hint)
 		sent := make(chan error, 1)
 		go func() {
 			err := play.sendLoop(ctx, s.sendUnit)
@@ -403,6 +448,8 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		}
 	}
 	stopReading()
+	stopReports() // none after the BYE
+	<-reported
 	if ctx.Err() != nil {
 		return // stopped by Seek, Pause or Close
 	}

@@ -69,13 +69,51 @@ func (s *ESStream) SetStop(npt float64) {
 }
 
 // armStopLocked hands the stop asked (stopNPT) to the play under way once
-// the title's first PTS, npt's origin, is known; s.mu held.
+// npt's origin (nptOrigin) is known; s.mu held.
 func (s *ESStream) armStopLocked(idx *tsindex.Index) {
-	if s.stopNPT < 0 || s.play == nil || idx.FirstPTS < 0 {
+	origin, ok := s.nptOrigin(idx)
+	if s.stopNPT < 0 || s.play == nil || !ok {
 		return
 	}
-	s.play.setStop(idx.FirstPTS+int64(math.Round(s.stopNPT*tsindex.PTSHz)), true)
+	s.play.setStop(origin+int64(math.Round(s.stopNPT*tsindex.PTSHz)), true)
 	s.stopNPT = -1
+}
+
+// nptOrigin returns the PTS of npt 0 (90 kHz ticks on the index's
+// unwrapped scale), false while it is not known. npt counts presentation
+// time from the title's first picture (the index's FirstPTS). A title
+// without video has no picture: its npt 0 is the system time clock at its
+// first byte (the PCR extrapolated there, in 90 kHz units; PTS and PCR
+// count the same clock, ISO/IEC 13818-1 §2.4.2), as the index counts its
+// npt and its duration (tsindex.Index.Seconds, Duration) and MP2T mode
+// seeks it, so that a Range means the same time in both modes.
+func (s *ESStream) nptOrigin(idx *tsindex.Index) (int64, bool) {
+	if idx.FirstPTS >= 0 {
+		return idx.FirstPTS, true
+	}
+	if s.audioOnly(idx) {
+		return clockOf{idx: idx}.at(0) / 300, true
+	}
+	return 0, false
+}
+
+// audioOnly reports whether the title has no video to count npt from: no
+// H.264 track and no picture indexed, its clock known (two PCRs).
+func (s *ESStream) audioOnly(idx *tsindex.Index) bool {
+	return s.cfg.Tracks.Video == nil && idx.FirstPTS < 0 && idx.VideoPID == 0 && len(idx.PCRs) >= 2
+}
+
+// AtEnd reports whether the stream waits at the end of its title, where
+// its play ended (EndOfTitle, BYE sent) and no Seek has moved it since: a
+// play from there has nothing to send.
+func (s *ESStream) AtEnd() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.cancel != nil || s.seekTo >= 0 {
+		return false
+	}
+	idx, complete, err := s.cfg.Source.State()
+	return err == nil && complete && idx.Size > 0 && s.pos >= idx.Size
 }
 
 // armStop is armStopLocked for play from its demultiplexer: a stop asked
@@ -101,8 +139,9 @@ func (s *ESStream) Position() float64 {
 	s.mu.Unlock()
 	if play != nil {
 		idx, _, _ := s.cfg.Source.State()
-		if m, ok := play.indexNow(time.Now()); ok && idx.FirstPTS >= 0 {
-			return max(float64(m-idx.FirstPTS)/tsindex.PTSHz, 0)
+		origin, known := s.nptOrigin(idx)
+		if m, ok := play.indexNow(time.Now()); ok && known {
+			return max(float64(m-origin)/tsindex.PTSHz, 0)
 		}
 	}
 	if seekTo >= 0 {

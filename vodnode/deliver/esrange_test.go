@@ -104,25 +104,28 @@ func TestESRangeEndResumesExactly(t *testing.T) {
 // readESFrames reads the RTP packets of cli as readES does, but a frame
 // begun is read whole (a deadline in its middle would leave the rest of
 // it to be read as the next frame), until done(&out, quiet), asked after
-// each packet and whenever nothing came for quiet (quiet true). It fails
-// the test when that takes more than most.
+// each packet and whenever no RTP came for quiet (quiet true; RTCP, which
+// a held play goes on sending, does not count). It fails the test when
+// that takes more than most.
 func readESFrames(t *testing.T, cli net.Conn, quiet, most time.Duration, done func(out *[2][]esPkt, quiet bool) bool) (out [2][]esPkt) {
 	t.Helper()
 	buf := make([]byte, 65536)
+	lastRTP := time.Now()
 	for end := time.Now().Add(most); ; {
 		if time.Now().After(end) {
 			t.Fatalf("%d video and %d audio packets in %v, still not what was awaited (a play that did not stop?)", len(out[0]), len(out[1]), most)
 		}
-		ch, b, ok := readFrame(t, cli, buf, time.Now().Add(quiet))
-		if !ok {
-			if done(&out, true) {
-				return out
+		ch, b, ok := readFrame(t, cli, buf, lastRTP.Add(quiet))
+		if !ok || ch%2 == 1 { // nothing, or RTCP
+			if time.Since(lastRTP) >= quiet {
+				if done(&out, true) {
+					return out
+				}
+				lastRTP = time.Now() // asked again after another quiet
 			}
 			continue
 		}
-		if ch%2 == 1 {
-			continue // RTCP
-		}
+		lastRTP = time.Now()
 		var p rtp.Packet
 		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)

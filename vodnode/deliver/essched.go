@@ -3,6 +3,7 @@ package deliver
 import (
 	"container/heap"
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -322,6 +323,32 @@ func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }
 
+// reportNow is mediaNow for a sender report: while the play waits for
+// the title's fill (waiting) and has sent all it read, its clock is taken
+// to stand at the last unit read, as if held there, rather than to run on
+// past any packet sent (what is read next, late, restarts the timeline
+// about there: push), so that the reports do not run ahead of the
+// packets (GStreamer's jitterbuffer ignores a report more than its
+// max-rtcp-rtp-time-diff, 1 s, ahead of the last packet).
+func (p *esPlay) reportNow(now time.Time, waiting bool) (int64, bool) {
+	m, ok := p.mediaNow(now)
+	if !ok || !waiting {
+		return m, ok
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.has[0] || p.has[1] {
+		last := int64(math.MinInt64)
+		for t := range 2 {
+			if p.has[t] {
+				last = max(last, p.last[t])
+			}
+		}
+		m = min(m, last)
+	}
+	return m, ok
+}
+
 // indexNow is mediaNow on the index's scale: less the timestamp jumps
 // absorbed up to the last unit sent.
 func (p *esPlay) indexNow(now time.Time) (int64, bool) {
@@ -466,12 +493,7 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64
 			return err // the fill failed before npt
 		}
 		if complete || indexed {
-			off := int64(0)
-			if ck.ok() {
-				if off, _ = ck.keyframeBefore(npt); off < 0 {
-					off = 0
-				}
-			}
+			off := s.startOffset(ck, npt)
 			rd.off = off
 			if off > 0 {
 				rd.prefix = ReadPSI(s.cfg.Source, idx)

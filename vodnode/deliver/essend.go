@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -32,8 +33,10 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 		now := time.Now()
 		rtpNow := s.lastTS[i]
 		if s.play != nil {
-			if m, ok := s.play.mediaNow(now); ok {
+			if m, ok := s.play.reportNow(now, s.fillWait.Load()); ok {
 				rtpNow = s.rtpTime(i, m) // the timeline both tracks are sent on
+			} else {
+				rtpNow = s.startTS[i] // not started yet: it stands where it starts
 			}
 		}
 		ps = append(ps, &rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(now), RTPTime: rtpNow,
@@ -129,4 +132,49 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	s.mu.Unlock()
 	s.sendRTCP(srs, true)
 	return nil
+}
+
+// reportLoop sends each track's sender report when it is due (every
+// Engine.SRInterval) for as long as the play runs, ctx: also while it
+// sends no RTP, held by a PAUSE or at a Range's end, or waiting for the
+// title's fill (sendUnit sends them along with the packets otherwise).
+// Players need them there too: GStreamer's RTP session times out a
+// source it hears nothing from, RTP or RTCP, for five report intervals
+// (rtspsrc then ends the stream), and a player that joins or resyncs
+// during a hold has no mapping without them. Each maps the wall clock now
+// to the media time the play stands at (reportNow): a held play's clock
+// stands still, so its reports all carry the RTP time where it holds,
+// the one its packets go on from after the PLAY, on both tracks alike
+// (RFC 3550 §6.4.1: the RTP time is that of the NTP time by the sender's
+// media clock, which does not run while held). Over TCP a report the
+// connection's queue cannot take at once is dropped.
+func (s *ESStream) reportLoop(ctx context.Context) {
+	t := time.NewTimer(s.e.SRInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		next := now.Add(s.e.SRInterval)
+		var srs [2][]byte
+		s.mu.Lock()
+		for i := range 2 {
+			if !s.track(i) || s.packets[i] == 0 {
+				continue // nothing sent: nothing to report
+			}
+			if !now.Before(s.nextSR[i]) {
+				s.nextSR[i] = now.Add(s.e.SRInterval)
+				srs[i] = s.reportLocked(i, "")
+			}
+			if s.nextSR[i].Before(next) {
+				next = s.nextSR[i]
+			}
+		}
+		s.mu.Unlock()
+		s.sendRTCP(srs, false)
+		t.Reset(max(time.Until(next), time.Millisecond))
+	}
 }

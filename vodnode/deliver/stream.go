@@ -396,6 +396,19 @@ func (s *Stream) Playing() bool {
 	return s.state == statePlaying
 }
 
+// AtEnd reports whether the stream waits at the end of its title, where
+// its play ended (EndOfTitle, BYE sent) and no Seek has moved it since: a
+// normal play from there has nothing to send.
+func (s *Stream) AtEnd() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != statePaused || s.seekTo >= 0 {
+		return false
+	}
+	idx, complete, err := s.cfg.Source.State()
+	return err == nil && complete && idx.Size > 0 && s.pos >= idx.Size
+}
+
 // Close stops the stream for good without calling OnEnd.
 func (s *Stream) Close() {
 	s.mu.Lock()
