@@ -15,6 +15,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtph264"
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
 	"vodcluster/cdp/tsindex"
@@ -167,6 +168,7 @@ type ESStream struct {
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
 	startTS [2]uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
+	fromNPT float64   // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
 	plays   uint64    // bumped by Resume: a late BYE of an earlier play is not sent
 	stopNPT float64   // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
 	seekTo  float64   // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
@@ -204,7 +206,7 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = e.Tick
 	}
-	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1, seekTo: -1}, nil
+	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1, seekTo: -1, fromNPT: -1}, nil
 }
 
 // Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
@@ -248,7 +250,7 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	}
 	ck = clockOf{idx: idx, bitrate: s.cfg.Bitrate}
 	if npt >= 0 {
-		s.pos, s.seekTo = 0, -1
+		s.pos, s.seekTo, s.fromNPT = 0, -1, -1
 		switch {
 		case npt <= 0:
 		case !complete && (!ck.ok() || npt >= ck.npt(idx.Size)):
@@ -257,9 +259,21 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 			s.seekTo = npt
 		default:
 			s.pos = s.startOffset(ck, npt)
+			if s.audioOnly(idx) {
+				s.fromNPT = npt
+			}
 		}
 	}
 	origin, known := s.nptOrigin(idx)
+	if s.fromNPT >= 0 {
+		// A title without video plays from npt itself (startOffset).
+		pts := origin + int64(math.Round(s.fromNPT*tsindex.PTSHz))
+		for i := range 2 {
+			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.fromNPT}
+		}
+		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+		return info, nil
+	}
 	if s.seekTo >= 0 {
 		// RTP-Info's rtptime is that of the npt asked (RFC 2326 §12.33).
 		pts := int64(math.Round(s.seekTo * tsindex.PTSHz))
@@ -298,9 +312,14 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 }
 
 // startOffset returns where a play from npt seconds starts: the keyframe
-// presented at or before npt; in a title without video, the TS packet at
-// npt by the clock (as MP2T mode seeks it: an audio frame decodes on its
-// own); else the title's start.
+// presented at or before npt; in a title without video, the TS packet
+// where the clock is esReadAhead before npt (a multiplexer places an audio
+// frame up to 1 s before its time, ISO/IEC 13818-1 §2.4.2.6: the frame
+// presented at npt is after it), the play dropping the audio that ends
+// before npt (fromNPT: an audio frame decodes on its own, so the play
+// starts at npt itself, where from the packet at npt the first audio came
+// up to the mux's delay later, 0.9 s for the sample titles); else the
+// title's start.
 func (s *ESStream) startOffset(ck clockOf, npt float64) int64 {
 	if !ck.ok() {
 		return 0
@@ -309,7 +328,7 @@ func (s *ESStream) startOffset(ck clockOf, npt float64) int64 {
 		return off
 	}
 	if s.audioOnly(ck.idx) {
-		off := ck.offset(ck.at(0) + int64(npt*tsindex.PCRHz))
+		off := ck.offset(ck.at(0) + int64((npt-esReadAhead.Seconds())*tsindex.PCRHz))
 		return max(off-off%TSPacketSize, 0)
 	}
 	return 0
@@ -350,6 +369,10 @@ func (s *ESStream) Resume() {
 	s.reading, s.play = r, newESPlay()
 	r.hold = s.play.waitHeld // a PAUSE holds the reader too
 	s.armStopLocked(idx)
+	if origin, ok := s.nptOrigin(idx); ok && s.fromNPT >= 0 {
+		s.play.setFrom(origin + int64(math.Round(s.fromNPT*tsindex.PTSHz)))
+	}
+	s.fromNPT = -1
 	go s.run(ctx, rcancel, r, s.play, s.seekTo, s.done)
 }
 
@@ -425,7 +448,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	}()
 	var err error
 	if seekTo >= 0 {
-		err = s.seekIndexed(ctx, rd, seekTo, done)
+		err = s.seekIndexed(ctx, rd, play, seekTo, done)
 	}
 	if err == nil {
 		hint := ptsNear(s.cfg.Source, rd.off)
@@ -562,6 +585,10 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					}
 					due := play.unwrap(pts)
 					shift := play.place(1, due, rd.clock/300)
+					end := due + int64(len(aus))*mpeg4audio.SamplesPerAccessUnit*tsindex.PTSHz/rate
+					if pkts = play.skipEarly(due, end, rate, pkts); len(pkts) == 0 {
+						return nil
+					}
 					due += shift
 					ts := s.rtpTime(1, due)
 					ats := make([]int64, len(pkts))

@@ -3,6 +3,7 @@ package deliver
 import (
 	"math"
 	"net"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -183,5 +184,57 @@ func TestESReportsWhileWaitingForTheFill(t *testing.T) {
 	src.reveal(len(data))
 	if after := readES(t, cli, time.Second); len(after[0]) == 0 || len(after[1]) == 0 {
 		t.Fatalf("%d video and %d audio packets once the fill went on", len(after[0]), len(after[1]))
+	}
+}
+
+// TestESAudioOnlySeekIntoTheFill: a title without video (AAC alone) seeked
+// into the part its fill has not indexed yet (npt=8 with 2 s stored)
+// starts there once the fill gets there: the first audio packet sent
+// carries the frame presented at 8 s (the audio read before it, from a
+// second before, dropped), its RTP time that of RTP-Info's (npt counted
+// on the title's clock from its start, as its duration is), and its
+// position counts from there.
+func TestESAudioOnlySeekIntoTheFill(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	// Audio placed 0.2 s before its time (not 0.7 to 0.9 s as by
+	// default): the play, which reads from a second before npt, has
+	// audio before npt to drop.
+	cmd := exec.Command("ffmpeg", "-v", "error", "-i", "../../cdp/samples/clip-a.ts", "-map", "0:a", "-c", "copy",
+		"-muxdelay", "0.2", "-muxpreload", "0.2", "-f", "mpegts", "pipe:1")
+	data, err := cmd.Output()
+	if err != nil || len(data) == 0 {
+		t.Fatalf("ffmpeg: %v", err)
+	}
+	e := startEngine(t, false)
+	src := newFillingSource(data)
+	src.reveal(len(prefix(t, data, 2)))
+	st, tr, cli := playESOverTCP(t, e, src)
+	if tr.Video != nil || tr.Audio == nil {
+		t.Fatalf("tracks %+v, want audio alone", tr)
+	}
+	rate := float64(tr.Audio.ClockRate())
+	const npt = 8
+	info, err := st.Seek(npt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info[1].NPT != npt {
+		t.Fatalf("Seek(%d) answered npt %.3f", npt, info[1].NPT)
+	}
+	st.Resume()
+	src.reveal(len(data))
+	got := readES(t, cli, 1500*time.Millisecond)
+	if len(got[1]) == 0 {
+		t.Fatal("no audio")
+	}
+	d := float64(int32(got[1][0].ts-info[1].RTPTime)) / rate
+	t.Logf("first audio %.3f s from npt %d", d, npt)
+	if d > 0 || d < -0.3 {
+		t.Errorf("the first audio is %.3f s from RTP-Info's time of %d s, want the packet carrying it", d, npt)
+	}
+	if pos := st.Position(); pos < npt+0.5 || pos > npt+3 {
+		t.Errorf("position %.3f s after 1.5 s of play from %d s", pos, npt)
 	}
 }

@@ -117,6 +117,12 @@ type esPlay struct {
 	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
 	sentWall  time.Time // when the last unit was sent
 
+	// from, when fromSet, is where a play of a title without video
+	// starts (PTS on the index's scale): the audio that ends before it,
+	// read from the second before it, is not sent (skipEarly).
+	fromSet bool
+	from    int64
+
 	// stop, when stopSet, is where the play holds itself (a PLAY Range's
 	// end): the PTS on the index's scale (unshifted) that no unit sent
 	// reaches; cleared when reached.
@@ -204,6 +210,38 @@ func (p *esPlay) setStop(pts int64, ok bool) {
 	p.stop, p.stopSet = pts, ok
 	p.mu.Unlock()
 	p.signal()
+}
+
+// setFrom makes the play drop the audio that ends at or before pts (90
+// kHz ticks on the index's unwrapped scale), until a packet reaching
+// past it is sent (skipEarly).
+func (p *esPlay) setFrom(pts int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.from, p.fromSet = pts, true
+}
+
+// skipEarly returns the audio packets pkts of frames from start to end
+// (90 kHz ticks on the index's unwrapped scale; each packet stamped from
+// 0 at rate Hz by the encoder) less those whose frames end at or before
+// the play's start (setFrom), which is cleared once a packet is kept.
+func (p *esPlay) skipEarly(start, end, rate int64, pkts []*rtp.Packet) []*rtp.Packet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.fromSet {
+		return pkts
+	}
+	for i := range pkts {
+		e := end
+		if i+1 < len(pkts) {
+			e = start + int64(pkts[i+1].Timestamp)*tsindex.PTSHz/rate
+		}
+		if e > p.from {
+			p.fromSet = false
+			return pkts[i:]
+		}
+	}
+	return nil
 }
 
 // setHint tells the play the PTS (90 kHz ticks, unwrapped as the title's
@@ -481,7 +519,7 @@ func (s *ESStream) WaitingForFill() bool {
 // not indexed when it was asked. A fill that failed after indexing npt is
 // played from there to where it stopped. Errors: the fill's (failed
 // before npt), ctx's.
-func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64, done chan struct{}) error {
+func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPlay, npt float64, done chan struct{}) error {
 	for {
 		idx, complete, err := s.cfg.Source.State()
 		ck := clockOf{idx: idx}
@@ -503,6 +541,9 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, npt float64
 				s.pos, s.seekTo = off, -1
 			}
 			s.mu.Unlock()
+			if origin, ok := s.nptOrigin(idx); ok && s.audioOnly(idx) {
+				play.setFrom(origin + int64(math.Round(npt*tsindex.PTSHz)))
+			}
 			return nil
 		}
 		s.fillWait.Store(true)
