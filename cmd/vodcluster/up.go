@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
+	"vodcluster/cdp/samples"
 	"vodcluster/cmd/internal/probe"
 )
 
@@ -149,8 +152,10 @@ func upCmd() *cobra.Command {
 const maxUpNodes = 100
 
 // checkUpFlags refuses the values of up's flags that would start a cluster
-// that cannot play (no node, a node with no egress or disk) or run one
-// without end (a million nodes), or fail only once the cluster is up.
+// that cannot play (no node, a node with no egress, or a disk too small
+// for a sample title) or run one without end (a million nodes), or fail
+// only once the cluster is up (a negative queue deadline or origin
+// setting, refused by the part it configures in its own words).
 func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, transport string, once bool) error {
 	switch {
 	case o.Nodes < 1 || o.Nodes > maxUpNodes:
@@ -159,6 +164,16 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		return fmt.Errorf("up: --node-egress-bps %d must be > 0", o.NodeEgress)
 	case o.NodeDisk <= 0:
 		return fmt.Errorf("up: --node-disk-bytes %d must be > 0", o.NodeDisk)
+	case o.NodeDisk < largestSample():
+		return fmt.Errorf("up: --node-disk-bytes %d: below the largest sample title (%d bytes), which no node could then hold", o.NodeDisk, largestSample())
+	case o.QueueDeadline < 0:
+		return fmt.Errorf("up: --queue-deadline %v is negative", o.QueueDeadline)
+	case o.OriginSetupDelay < 0:
+		return fmt.Errorf("up: --origin-setup-delay %v is negative", o.OriginSetupDelay)
+	case o.OriginRateBps < 0:
+		return fmt.Errorf("up: --origin-rate-bps %d is negative (0: unlimited)", o.OriginRateBps)
+	case o.OriginMaxTransfers < 0:
+		return fmt.Errorf("up: --origin-channels %d is negative (0: unlimited)", o.OriginMaxTransfers)
 	case o.MetricsPort < -1:
 		return fmt.Errorf("up: --metrics-port %d: a port, 0 for any, or -1 for none", o.MetricsPort)
 	case playDuration < 0:
@@ -180,6 +195,23 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		}
 	}
 	return nil
+}
+
+// largestSample returns the size of the largest sample title file, bytes
+// (0 when the embedded files cannot be read): a node's disk smaller than
+// that cannot hold every sample title.
+func largestSample() int64 {
+	var most int64
+	fs.WalkDir(samples.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(d.Name()) != ".ts" {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			most = max(most, info.Size())
+		}
+		return nil
+	})
+	return most
 }
 
 // printBanner writes what runs where and how to play it. gone: the data

@@ -74,6 +74,9 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--nodes", "0"}, {"--nodes", "-1"}, {"--nodes", "1000000"},
 		{"--node-egress-bps", "0"}, {"--node-egress-bps", "-5"},
 		{"--node-disk-bytes", "0"}, {"--node-disk-bytes", "-1"},
+		{"--node-disk-bytes", "1000000"}, // smaller than a sample title: every play of it 453
+		{"--queue-deadline", "-1s"}, {"--origin-setup-delay", "-1s"},
+		{"--origin-rate-bps", "-1"}, {"--origin-channels", "-3"},
 		{"--play", "sample-001", "--play-duration", "-1s"},
 		{"--play", "sample-001", "--transport", "foo"},
 		{"--once"},
