@@ -18,6 +18,9 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.needSection("cdp"); err != nil {
+				return err
+			}
 			if err := cfg.CDP.validate(); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,26 @@ type Config struct {
 	Manager ManagerConfig `yaml:"manager"`
 	Node    NodeConfig    `yaml:"node"`
 	CDP     CDPConfig     `yaml:"cdp"`
+
+	path     string   // the file it was read from; empty: none
+	sections []string // the top-level keys the file has, in its order
+}
+
+// needSection returns an error naming the file when it was read from one
+// that has no top-level section role ("manager", "node" or "cdp"): the
+// process would start on defaults alone and stop on the first setting its
+// own section lacks (secret_file, dir), which the file may well hold under
+// another role's section (vodcluster manager --config node.yaml).
+func (c *Config) needSection(role string) error {
+	if c.path == "" || slices.Contains(c.sections, role) {
+		return nil
+	}
+	has := "nothing"
+	if len(c.sections) > 0 {
+		has = strings.Join(c.sections, ":, ") + ":"
+	}
+	return fmt.Errorf("config %s: no %s: section (the file has %s); vodcluster %s reads only its own section: give it the %s config (deploy/config/%s.yaml)",
+		c.path, role, has, role, role, role)
 }
 
 // ManagerConfig configures `vodcluster manager` (acm + lsm + smm).
@@ -266,6 +287,14 @@ func loadConfig(path string) (*Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
 		return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
 	}
+	var top yaml.Node // the first document again, for its section names
+	if err := yaml.Unmarshal(b, &top); err == nil && len(top.Content) > 0 && top.Content[0].Kind == yaml.MappingNode {
+		keys := top.Content[0].Content
+		for i := 0; i+1 < len(keys); i += 2 {
+			c.sections = append(c.sections, keys[i].Value)
+		}
+	}
+	c.path = path
 	for {
 		var more yaml.Node
 		err := dec.Decode(&more)

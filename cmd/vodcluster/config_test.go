@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestConfigStrict(t *testing.T) {
@@ -142,6 +145,42 @@ func TestLogFlags(t *testing.T) {
 		}
 		if got := h.Enabled(ctx, slog.LevelInfo); got != c.warn {
 			t.Errorf("%s: info enabled %v, want %v", c.level, got, c.warn)
+		}
+	}
+}
+
+// Each role refuses a file without its own section, naming the file and
+// the sections it has: vodcluster manager --config node.yaml stopped on
+// "secret_file is required" while the file held one (under node:).
+func TestConfigWithoutTheRolesSection(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	node := write("node.yaml", "node:\n  id: a\n  secret_file: /etc/vodcluster/secret\n")
+	cdp := write("cdp.yaml", "cdp:\n  dir: /srv/vodcluster/titles\n")
+	both := write("both.yaml", "manager:\n  realm: x\ncdp:\n  dir: /srv\n")
+	empty := write("empty.yaml", "# nothing set\n")
+	for _, c := range []struct {
+		cmd        *cobra.Command
+		file, want string
+	}{
+		{managerCmd(), node, "no manager: section (the file has node:)"},
+		{nodeCmd(), cdp, "no node: section (the file has cdp:)"},
+		{cdpCmd(), node, "no cdp: section (the file has node:)"},
+		{nodeCmd(), both, "no node: section (the file has manager:, cdp:)"},
+		{managerCmd(), empty, "no manager: section (the file has nothing)"},
+	} {
+		c.cmd.SetArgs([]string{"--config", c.file})
+		c.cmd.SetOut(io.Discard)
+		c.cmd.SetErr(io.Discard)
+		err := c.cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.file) {
+			t.Errorf("%s --config %s: %v, want %q", c.cmd.Name(), filepath.Base(c.file), err, c.want)
 		}
 	}
 }

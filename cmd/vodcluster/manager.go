@@ -28,6 +28,9 @@ func managerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.needSection("manager"); err != nil {
+				return err
+			}
 			m, err := newManager(cfg.Manager)
 			if err != nil {
 				return err

@@ -19,6 +19,9 @@ func nodeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.needSection("node"); err != nil {
+				return err
+			}
 			n, err := newNode(cfg.Node)
 			if err != nil {
 				return err
