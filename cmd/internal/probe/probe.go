@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,11 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: rawURL}
 	if opts.Duration < 0 {
 		return res, fmt.Errorf("probe: duration %v is negative (0 plays to the end)", opts.Duration)
+	}
+	if scheme, _, ok := strings.Cut(rawURL, "://"); !ok {
+		return res, fmt.Errorf("probe: %q is not a URL: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE (or rtsps://)", rawURL)
+	} else if s := strings.ToLower(scheme); s != "rtsp" && s != "rtsps" {
+		return res, fmt.Errorf("probe: a %s:// URL: this client plays RTSP (rtsp:// or rtsps://); play HTTP and HLS URLs with ffmpeg, ffplay or VLC", scheme)
 	}
 	u, err := base.ParseURL(rawURL)
 	if err != nil {

@@ -20,3 +20,22 @@ func TestPlayRefusesBadOptions(t *testing.T) {
 		t.Fatalf("PlayContext with a negative duration: %v", err)
 	}
 }
+
+// A URL that is not RTSP is refused saying what the client plays: an
+// HTTP URL was "unsupported scheme 'http'", and a word with no scheme
+// "unsupported scheme" with an empty name.
+func TestPlayRefusesURLsNotRTSP(t *testing.T) {
+	for url, want := range map[string]string{
+		"http://demo:demo@127.0.0.1:1/vod/x.ts": "a http:// URL: this client plays RTSP",
+		"HTTPS://127.0.0.1:1/vod/x/index.m3u8":  "a HTTPS:// URL: this client plays RTSP",
+		"sample-001":                            `"sample-001" is not a URL: want rtsp://`,
+		"":                                      `"" is not a URL`,
+	} {
+		if _, err := Play(context.Background(), url, Options{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", url, err, want)
+		}
+	}
+	if _, err := Play(context.Background(), "RTSP://127.0.0.1:1/vod/x", Options{}); err == nil || !strings.Contains(err.Error(), "dial") {
+		t.Errorf("an RTSP URL in capitals is not dialled: %v", err)
+	}
+}
