@@ -21,10 +21,12 @@ const DefaultOriginCheck = 2 * time.Second
 // seconds with a burst of logins, is not an outage).
 const originDownAfter = 3
 
-// errOriginDown refuses a request for a title no node in service holds
-// or fills while the origin is unavailable: a fill could not start, and
-// the viewer would wait at a node for bytes that do not come. RTSP 503,
-// HTTP 503, both with Retry-After.
+// errOriginDown refuses a request for a title no node in service the
+// viewer may use (one offering its protocol and, with SiteOnly, in its
+// site: lsm.Scheduler.HoldersInServiceFor) holds or fills while the origin
+// is unavailable: a fill could not start, and the viewer would wait at a
+// node for bytes that do not come. RTSP 503, HTTP 503, both with
+// Retry-After.
 var errOriginDown = errors.New("origin unavailable and no node holds the title")
 
 // originLoop checks the origin every OriginCheck with the standard gRPC

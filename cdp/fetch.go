@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -45,7 +46,9 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //     queued, during the setup delay or during the transfer;
 //   - INTERNAL: the title's file can no longer be read as loaded.
 //
-// The channel is given back on every exit path.
+// The channel is given back on every exit path, and as soon as the caller
+// gives the transfer up (its context ends), even while the transfer is
+// still stuck in an open or a read of the title's file.
 func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreamingServer[vodclusterv1.FetchChunk]) error {
 	ctx := stream.Context()
 	cat := s.Catalog()
@@ -87,9 +90,18 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	if err != nil {
 		return err
 	}
-	defer release()
 	s.stats.begin(t.ID)
-	defer s.stats.end()
+	// The channel goes back when the transfer ends or, sooner, when its
+	// caller gives it up: a transfer stuck in a file operation its context
+	// cannot interrupt (an open or a read hung on a failing disk or a
+	// network file system) would otherwise hold it until that operation
+	// returns, and the node's retry (StallAfter after the started message)
+	// would queue behind it, as would, once each retry had taken a channel
+	// so, every other transfer.
+	var once sync.Once
+	leave := func() { once.Do(func() { release(); s.stats.end() }) }
+	defer leave()
+	defer context.AfterFunc(ctx, leave)()
 
 	began := time.Now()
 	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
