@@ -252,7 +252,9 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		if hasSession {
 			res.StatusCode = base.StatusSessionNotFound
 		}
-	case base.Announce, base.Record:
+	case base.Announce, base.Record, "REDIRECT", "PLAY_NOTIFY":
+		// Methods of RTSP a server may not be sent by a player (REDIRECT
+		// and PLAY_NOTIFY go server to client): 405, as the nodes answer.
 		res.StatusCode = base.StatusMethodNotAllowed
 		res.Header["Allow"] = base.HeaderValue{rtspPublic}
 	default:

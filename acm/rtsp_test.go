@@ -91,6 +91,9 @@ func TestRTSPStatuses(t *testing.T) {
 		{"teardown of a node's session", base.Teardown, "/vod/t1", base.Header{"Session": {"abc"}}, base.StatusSessionNotFound},
 		{"pause without session", base.Pause, "/vod/t1", nil, base.StatusMethodNotValidInThisState},
 		{"announce", base.Announce, "/vod/t1", nil, base.StatusMethodNotAllowed},
+		{"record", base.Record, "/vod/t1", nil, base.StatusMethodNotAllowed},
+		{"redirect (server to client)", base.Method("REDIRECT"), "/vod/t1", nil, base.StatusMethodNotAllowed}, // was 501: the node and docs/delivery.md say 405
+		{"play_notify (server to client)", base.Method("PLAY_NOTIFY"), "/vod/t1", nil, base.StatusMethodNotAllowed},
 		{"unknown method", base.Method("FLY"), "/vod/t1", nil, base.StatusNotImplemented},
 	} {
 		res := c.mustDo(tc.method, tc.path, tc.h)
