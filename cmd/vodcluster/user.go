@@ -71,7 +71,15 @@ func userCmd() *cobra.Command {
 				doc.Users = append(doc.Users, u)
 			}
 			var buf bytes.Buffer
-			if err := boss.WriteFile(&buf, doc.Realm, doc.Users); err != nil {
+			if old, err := os.ReadFile(file); file != "" && err == nil && len(bytes.TrimSpace(old)) > 0 {
+				// The operator's comments and the other entries stay as
+				// they are; only this subscriber's entry is written.
+				b, err := editUsers(old, u)
+				if err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				buf.Write(b)
+			} else if err := boss.WriteFile(&buf, doc.Realm, doc.Users); err != nil {
 				return err
 			}
 			if _, err := boss.ParseFile(bytes.NewReader(buf.Bytes())); err != nil {
@@ -116,6 +124,61 @@ func readUsers(path string, doc *usersDoc) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// editUsers returns the users file b with u in it: in place of the entry
+// of the same name, or appended to users. The rest of the file (its
+// comments, the order and layout of the other entries) is kept; so are
+// the comments about a replaced entry. b has been read by readUsers.
+func editUsers(b []byte, u boss.User) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("not a users file (realm: and users:)")
+	}
+	root := doc.Content[0]
+	var users *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "users" {
+			users = root.Content[i+1]
+		}
+	}
+	if users == nil {
+		users = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "users"}, users)
+	} else if users.Kind != yaml.SequenceNode { // users: (empty), users: ~
+		*users = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", HeadComment: users.HeadComment, LineComment: users.LineComment, FootComment: users.FootComment}
+	}
+	users.Style = 0 // block: a flow sequence would take the new entry inline
+	entry := &yaml.Node{}
+	if err := entry.Encode(u); err != nil {
+		return nil, err
+	}
+	replaced := false
+	for i, n := range users.Content {
+		var named struct {
+			Name string `yaml:"name"`
+		}
+		if n.Decode(&named) == nil && named.Name == u.Name {
+			entry.HeadComment, entry.LineComment, entry.FootComment = n.HeadComment, n.LineComment, n.FootComment
+			users.Content[i], replaced = entry, true
+		}
+	}
+	if !replaced {
+		users.Content = append(users.Content, entry)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // replaceFile writes b to path through a temporary file renamed over it,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"vodcluster/acm"
 	"vodcluster/acm/boss"
 )
 
@@ -84,5 +85,64 @@ func TestUserFileKeepsItsMode(t *testing.T) {
 	}
 	if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o640 {
 		t.Fatalf("mode after an update %v (%v), want 0640 kept", st.Mode().Perm(), err)
+	}
+}
+
+// Adding or replacing a subscriber keeps the operator's comments and the
+// other entries as written: the file was rewritten from its entries alone,
+// every comment dropped (the example's warning to replace the demo user
+// among them).
+func TestUserFileKeepsItsComments(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	carol, err := boss.NewUser("carol", "pw-carol", acm.DefaultRealm, []string{"basic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "# Subscribers of the north region.\n" +
+		"realm: vodcluster\n" +
+		"users:\n" +
+		"  # household 1234, contract until 2027\n" +
+		"  - name: bob\n" +
+		"    bcrypt: \"$2a$04$0000000000000000000000000000000000000000000000000000\"\n" +
+		"    packages: [basic]   # upgraded in May\n" +
+		"  # kept for the billing test\n" +
+		"  - name: carol\n" +
+		"    bcrypt: \"" + carol.Bcrypt + "\"\n" +
+		"    ha1: " + carol.HA1 + "\n" +
+		"    packages: [basic, premium]\n"
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw-alice\n", "alice", "--file", f, "--package", "basic"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw-bob\n", "bob", "--file", f, "--package", "premium"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := readFile(f)
+	for _, want := range []string{"# Subscribers of the north region.", "# household 1234, contract until 2027", "# kept for the billing test",
+		"packages: [basic, premium]"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("%q lost:\n%s", want, b)
+		}
+	}
+	if strings.Index(b, "name: bob") > strings.Index(b, "name: carol") || strings.Index(b, "name: carol") > strings.Index(b, "name: alice") {
+		t.Errorf("entries reordered:\n%s", b)
+	}
+	users, err := boss.LoadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for user, pw := range map[string]string{"alice": "pw-alice", "bob": "pw-bob", "carol": "pw-carol"} {
+		if err := users.Authenticate(ctx, boss.Credentials{User: user, Password: pw}); err != nil {
+			t.Errorf("%s: %v", user, err)
+		}
+	}
+	if ok, _ := users.Entitled(ctx, "bob", "premium"); !ok {
+		t.Error("bob's replaced packages not in force")
+	}
+	if ok, _ := users.Entitled(ctx, "bob", "basic"); ok {
+		t.Error("bob keeps the packages of the replaced entry")
 	}
 }
