@@ -98,17 +98,45 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	// returns, and the node's retry (StallAfter after the started message)
 	// would queue behind it, as would, once each retry had taken a channel
 	// so, every other transfer.
+	// A transfer its caller left is counted Abandoned until it returns:
+	// one that stays so is stuck in such an operation.
 	var once sync.Once
 	leave := func() { once.Do(func() { release(); s.stats.end() }) }
+	var mu sync.Mutex
+	var returned bool
+	var left time.Time // when the caller left before the transfer returned
 	defer leave()
-	defer context.AfterFunc(ctx, leave)()
+	defer context.AfterFunc(ctx, func() {
+		mu.Lock()
+		if !returned {
+			left = time.Now()
+			s.stats.abandoned(1)
+		}
+		mu.Unlock()
+		leave()
+	})()
 
 	began := time.Now()
 	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
+	mu.Lock()
+	returned = true
+	if !left.IsZero() {
+		s.stats.abandoned(-1)
+		if after := time.Since(left); after >= abandonedWarn {
+			s.log.Warn("origin transfer returned long after its caller left: a file operation hung (its channel was given back when the caller left)",
+				"title", t.ID, "offset", off, "after", after.Round(time.Millisecond), "path", t.Path)
+		}
+	}
+	mu.Unlock()
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
 	return err
 }
+
+// abandonedWarn is how long after its caller left a transfer must take to
+// return for the origin to warn of a hung file operation: a transfer
+// cancelled mid-send returns at once.
+const abandonedWarn = 5 * time.Second
 
 // acquire takes a transfer channel, waiting for one unless noWait, and
 // returns the function that gives it back.

@@ -14,6 +14,7 @@ var (
 	descSent      = prometheus.NewDesc("cdp_sent_bytes_total", "Title bytes sent by transfers.", nil, nil)
 	descActive    = prometheus.NewDesc("cdp_transfers_active", "Transfers holding a channel now.", nil, nil)
 	descWaiting   = prometheus.NewDesc("cdp_transfers_waiting", "Fetch calls queued for a channel now.", nil, nil)
+	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back) that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
 	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)
@@ -23,7 +24,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c originCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descRefused, descChannels, descTitles, descReloads, descStale} {
+	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descAbandoned, descRefused, descChannels, descTitles, descReloads, descStale} {
 		ch <- d
 	}
 }
@@ -38,6 +39,7 @@ func (c originCollector) Collect(ch chan<- prometheus.Metric) {
 	m(descSent, prometheus.CounterValue, float64(st.BytesSent))
 	m(descActive, prometheus.GaugeValue, float64(st.Active))
 	m(descWaiting, prometheus.GaugeValue, float64(st.Waiting))
+	m(descAbandoned, prometheus.GaugeValue, float64(st.Abandoned))
 	m(descRefused, prometheus.CounterValue, float64(st.Refused))
 	m(descChannels, prometheus.GaugeValue, float64(c.s.MaxTransfers))
 	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(st.CatalogReloads), "loaded")

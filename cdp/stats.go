@@ -20,6 +20,11 @@ type Stats struct {
 	PeakActive int
 	// Waiting is the number of Fetch calls queued for a channel now.
 	Waiting int
+	// Abandoned is the number of transfers whose caller has left (its
+	// channel given back) while the transfer has not returned yet: stuck
+	// in a file operation no context interrupts (an open or a read hung
+	// on a failing disk or a network file system) when it stays above 0.
+	Abandoned int
 	// Refused counts no_wait Fetch calls refused with RESOURCE_EXHAUSTED.
 	Refused int64
 	// CatalogReloads counts catalogs loaded again after Start (Reload).
@@ -51,6 +56,12 @@ func (c *counters) snapshot() Stats {
 func (c *counters) waiting(delta int) {
 	c.mu.Lock()
 	c.s.Waiting += delta
+	c.mu.Unlock()
+}
+
+func (c *counters) abandoned(delta int) {
+	c.mu.Lock()
+	c.s.Abandoned += delta
 	c.mu.Unlock()
 }
 

@@ -79,7 +79,14 @@ func TestFetchGivesTheChannelBackWhenItsCallerLeavesAStuckOpen(t *testing.T) {
 	if clip := readClip(t, "clip-b.ts"); len(r.data) != len(clip) {
 		t.Fatalf("B got %d bytes of %d", len(r.data), len(clip))
 	}
-	if st := s.Stats(); st.Transfers != 2 || st.PeakActive != 1 || st.Active != 0 {
-		t.Errorf("stats %+v: want 2 transfers, one channel at a time, none left holding one", st)
+	if st := s.Stats(); st.Transfers != 2 || st.PeakActive != 1 || st.Active != 0 || st.Abandoned != 1 {
+		t.Errorf("stats %+v: want 2 transfers, one channel at a time, none left holding one, one abandoned and still stuck", st)
 	}
+	// The open returns (a writer comes): the transfer is no longer counted.
+	w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	waitStats(t, s, "the stuck transfer to return", func(st Stats) bool { return st.Abandoned == 0 })
 }
