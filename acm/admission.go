@@ -490,6 +490,9 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 		}
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
+		if site != "" {
+			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site)
+		}
 		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
 	}
 	which := "no node"

@@ -82,17 +82,6 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	return true
 }
 
-// HoldersInService returns how many nodes in service hold or fill title.
-func (s *Scheduler) HoldersInService(title string) int {
-	k := 0
-	for _, i := range s.holders[title] {
-		if s.InService(s.Nodes[i]) {
-			k++
-		}
-	}
-	return k
-}
-
 // HoldersInServiceFor returns how many nodes in service hold or fill r's
 // title and could take r: they offer r.Requires and, when r is kept to
 // its site (r.SiteOnly with r.Site set), stand in that site. Load, disk

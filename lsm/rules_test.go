@@ -270,7 +270,7 @@ func TestPinnedTitlesAreNotRoom(t *testing.T) {
 
 // A request marked NoFill (the origin is unavailable) goes only to a node
 // holding or filling its title, under every policy; none holds it: no
-// capacity. HoldersInService counts the holders a request could use.
+// capacity. HoldersInServiceFor counts the holders a request could use.
 func TestNoFillOnlyOnHolders(t *testing.T) {
 	for _, p := range Policies() {
 		s := newTestScheduler(t, p, 1e9, 1e9, 1e9)
@@ -279,7 +279,7 @@ func TestNoFillOnlyOnHolders(t *testing.T) {
 		if err := s.SetWeight("c", 0); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.HoldersInService("film"); got != 1 {
+		if got := s.HoldersInServiceFor(&Request{Title: "film"}); got != 1 {
 			t.Fatalf("%s: holders in service %d, want 1 (c drains)", p, got)
 		}
 		for i := range 10 {
