@@ -113,6 +113,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	if stop >= 0 && s.pos >= stop && (!complete || s.pos < avail) {
 		// The Range's end: paused there, off the shard (a PLAY resumes).
 		s.state, s.stopNPT, s.queued = statePaused, -1, false
+		s.idleReportLocked()
 		return false
 	}
 	if complete && s.pos >= avail {
@@ -149,6 +150,7 @@ func (s *Stream) park(after int64) bool {
 		return true
 	}
 	s.parked, s.queued, s.anchored = true, false, false
+	s.idleReportLocked()
 	return false
 }
 
@@ -268,10 +270,15 @@ func appendFrame(out []byte, ch uint8, b []byte) []byte {
 // senderReport returns an RTCP sender report (RFC 3550 §6.4.1) for the
 // stream's position now.
 func (s *Stream) senderReport(ck clockOf) []byte {
+	return s.report(s.rtpTime(ck, s.pos))
+}
+
+// report returns an RTCP sender report mapping now to RTP time rtpTime.
+func (s *Stream) report(rtpTime uint32) []byte {
 	b, _ := (&rtcp.SenderReport{
 		SSRC:        s.cfg.SSRC,
 		NTPTime:     ntpTime(time.Now()),
-		RTPTime:     s.rtpTime(ck, s.pos),
+		RTPTime:     rtpTime,
 		PacketCount: s.packets,
 		OctetCount:  s.octets,
 	}).Marshal()

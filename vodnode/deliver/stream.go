@@ -135,13 +135,14 @@ type Stream struct {
 	anchorPTS   int64   // trick play: PTS (90 kHz) due at anchorWall
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
-	injectPSI   bool    // send psi before the next bytes (after a seek)
-	psiSeek     []byte  // psi with the counters ContinuePSI set for psiSeekAt
-	psiSeekAt   int64   // offset psiSeek was made for (when psiSeek is not nil)
-	seekTo      float64 // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
-	seekRTP     uint32  // the RTP timestamp answered for seekTo (RTP-Info's rtptime, seekRTPTime)
-	tsAdjust    uint32  // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
-	stopNPT     float64 // normal play pauses here (a PLAY Range's end), seconds; < 0: none
+	injectPSI   bool        // send psi before the next bytes (after a seek)
+	psiSeek     []byte      // psi with the counters ContinuePSI set for psiSeekAt
+	psiSeekAt   int64       // offset psiSeek was made for (when psiSeek is not nil)
+	seekTo      float64     // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
+	seekRTP     uint32      // the RTP timestamp answered for seekTo (RTP-Info's rtptime, seekRTPTime)
+	tsAdjust    uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
+	stopNPT     float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
+	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
 
 	bytes atomic.Int64
 }
@@ -366,6 +367,7 @@ func (s *Stream) Pause() float64 {
 	defer s.mu.Unlock()
 	if s.state == statePlaying {
 		s.state = statePaused
+		s.idleReportLocked()
 	}
 	return s.positionLocked()
 }

@@ -131,6 +131,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 			s.kf = -1
 			s.state = statePaused
 			s.queued = false
+			s.idleReportLocked()
 			return false
 		}
 	}

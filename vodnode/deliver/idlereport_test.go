@@ -1,0 +1,80 @@
+package deliver
+
+import (
+	"testing"
+	"time"
+)
+
+// TestReportsWhileHeld: an MP2T stream over TCP that sends nothing for a
+// while, held at its Range's end (npt=4-5.5) or parked where its title's
+// fill has got to, goes on sending its sender report every interval, each
+// carrying the RTP time where it stands (the next packet's: its clock
+// stands still) with the NTP time it was sent; when it goes on (a PLAY
+// without Range, the fill going on), its first packet carries that RTP
+// time. (It sent nothing: a player heard nothing for as long as it held.)
+func TestReportsWhileHeld(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	for _, held := range []string{"range-end", "fill"} {
+		t.Run(held, func(t *testing.T) {
+			e := startEngineSR(t, interval)
+			data := loadClip(t)
+			src := newMemSource(data)
+			if held == "fill" {
+				src = newFillingSource(data)
+				src.reveal(len(data) / 5)
+			}
+			srv, cli := tcpPair(t)
+			st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), SSRC: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			npt := 0.0
+			if held == "range-end" {
+				npt = 4
+				st.SetStop(5.5)
+			}
+			if _, err := st.Play(npt); err != nil {
+				t.Fatal(err)
+			}
+			// Played until nothing comes for 600 ms (up to 15 s).
+			for end := time.Now().Add(15 * time.Second); ; {
+				if time.Now().After(end) {
+					t.Fatal("the stream did not stop sending")
+				}
+				if _, pkts := readReports(t, cli, 600*time.Millisecond); len(pkts[0]) == 0 {
+					break
+				}
+			}
+			srs, pkts := readReports(t, cli, 8*interval)
+			if len(pkts[0]) > 0 {
+				t.Fatalf("%d packets while held", len(pkts[0]))
+			}
+			if len(srs[0]) < 4 {
+				t.Fatalf("%d sender reports in %v held, want one every %v", len(srs[0]), 8*interval, interval)
+			}
+			for k, sr := range srs[0] {
+				if sr.rtp != srs[0][0].rtp {
+					t.Errorf("report %d at RTP time %d, the first at %d: the clock ran on while nothing was sent", k, sr.rtp, srs[0][0].rtp)
+				}
+				if k > 0 && ntpSeconds(sr.ntp) <= ntpSeconds(srs[0][k-1].ntp) {
+					t.Errorf("report %d: NTP time not after the one before", k)
+				}
+			}
+			if held == "fill" {
+				src.reveal(len(data))
+			} else if _, err := st.Play(-1); err != nil {
+				t.Fatal(err)
+			}
+			_, after := readReports(t, cli, time.Second)
+			if len(after[0]) == 0 {
+				t.Fatal("nothing once it went on")
+			}
+			// The clock at the stream's position, taken again from the
+			// PCRs indexed since (fill), may move by a few ticks.
+			if d := int32(after[0][0].ts - srs[0][0].rtp); d < -90 || d > 90 {
+				t.Errorf("the first packet after the hold at RTP time %d, the reports at %d: %d ticks apart", after[0][0].ts, srs[0][0].rtp, d)
+			}
+		})
+	}
+}
