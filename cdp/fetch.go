@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/cdp/tsindex"
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
 
@@ -192,13 +193,15 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 	}
 
 	var lim *rate.Limiter
+	chunk := s.chunk
 	if s.TransferRateBps > 0 {
-		lim = rate.NewLimiter(rate.Limit(float64(s.TransferRateBps)/8), s.chunk)
+		chunk = chunkAtRate(s.chunk, s.TransferRateBps)
+		lim = rate.NewLimiter(rate.Limit(float64(s.TransferRateBps)/8), chunk)
 	}
-	buf := make([]byte, s.chunk)
+	buf := make([]byte, chunk)
 	var sent int64
 	for pos := off; pos < end; {
-		n := int(min(int64(s.chunk), end-pos))
+		n := int(min(int64(chunk), end-pos))
 		if _, err := f.ReadAt(buf[:n], pos); err != nil {
 			return sent, status.Errorf(codes.Internal, "title %q: reading %d bytes at %d: %v", t.ID, n, pos, err)
 		}
@@ -225,4 +228,15 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 		pos += int64(n)
 	}
 	return sent, nil
+}
+
+// chunkAtRate returns the chunk size a transfer capped at rateBps bit/s
+// sends, bytes: chunk, or less when one chunk takes more than a second at
+// that rate (whole 188-byte packets, at least one), so that the gap
+// between two chunks stays about a second whatever the cap: a node gives
+// up a transfer that sends nothing for its StallAfter (10 s), which a
+// 1 MiB chunk at under 0.84 Mbit/s would exceed.
+func chunkAtRate(chunk int, rateBps int64) int {
+	perSecond := rateBps / 8 / tsindex.PacketSize * tsindex.PacketSize
+	return int(max(tsindex.PacketSize, min(int64(chunk), perSecond)))
 }

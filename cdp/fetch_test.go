@@ -218,6 +218,45 @@ func TestRateTokens(t *testing.T) {
 	}
 }
 
+// A transfer capped at a rate under one chunk a second sends smaller
+// chunks (whole packets, a second's worth), so no gap between two
+// messages comes near a node's StallAfter (10 s): 1 MiB chunks at
+// 100 kbit/s were 84 s apart, and every such fill was given up as stalled.
+func TestSlowRateSendsASecondAtATime(t *testing.T) {
+	const chunk = MaxChunkBytes / 188 * 188
+	const rateBps = 100_000
+	perSecond := rateBps / 8 / 188 * 188 // 12,408 bytes
+	clk := newFakeClock(false)
+	_, c := startServer(t, func(s *Server) {
+		s.TransferRateBps = rateBps
+		s.ChunkBytes = chunk
+		s.clock = clk
+	})
+	clip := readClip(t, "clip-a.ts")
+	got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-001"}, perSecond)
+	if err != nil || !bytes.Equal(got, clip) {
+		t.Fatalf("fetch at %d bit/s with %d-byte chunks: %d bytes of %d, %v", rateBps, chunk, len(got), len(clip), err)
+	}
+	for i, d := range clk.recorded() {
+		if d > time.Second {
+			t.Fatalf("wait %d before a chunk: %v, want at most a second", i, d)
+		}
+	}
+	for _, c := range []struct {
+		chunk int
+		rate  int64
+		want  int
+	}{
+		{DefaultChunkBytes, 1e9, DefaultChunkBytes},
+		{chunk, 8_000_000, 1_000_000 / 188 * 188},
+		{chunk, 1, 188},
+	} {
+		if got := chunkAtRate(c.chunk, c.rate); got != c.want {
+			t.Errorf("chunkAtRate(%d, %d) = %d, want %d", c.chunk, c.rate, got, c.want)
+		}
+	}
+}
+
 func TestCloseCancelsTransfers(t *testing.T) {
 	clk := newFakeClock(true)
 	s, c := startServer(t, func(s *Server) {

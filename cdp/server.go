@@ -68,7 +68,9 @@ type Server struct {
 	// TransferRateBps caps each transfer's rate, bit/s; 0 means unlimited.
 	TransferRateBps int64
 	// ChunkBytes is the data size of one FetchChunk, bytes: a multiple of
-	// 188 up to MaxChunkBytes; 0 means DefaultChunkBytes.
+	// 188 up to MaxChunkBytes; 0 means DefaultChunkBytes. A transfer whose
+	// TransferRateBps is under one chunk a second sends a second's worth
+	// (whole packets) at a time.
 	ChunkBytes int
 	// Logger receives one line per transfer and the lifecycle; nil means
 	// slog.Default().
