@@ -8,9 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -31,14 +33,14 @@ func userCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "user NAME",
 		Short: "Add or replace a subscriber in a users file (bcrypt hash for Basic, HA1 for Digest); the password is read from stdin",
-		Long: "user reads NAME's password from the first line of stdin and writes a users file with\n" +
-			"NAME added (or replaced): to --file, created if missing, or to stdout. The file never\n" +
-			"holds the password: a bcrypt hash for Basic and the Digest HA1 for the realm.",
+		Long: "user reads NAME's password from the first line of stdin (on a terminal it asks for it and\n" +
+			"does not echo it) and writes a users file with NAME added (or replaced): to --file,\n" +
+			"created if missing, or to stdout. The file never holds the password: a bcrypt hash for\n" +
+			"Basic and the Digest HA1 for the realm.",
 		Example: "  echo 's3cret' | vodcluster user alice --package basic --package premium --file users.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pw, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-			pw = strings.TrimRight(pw, "\r\n")
+			pw, err := readPassword(cmd, args[0])
 			if pw == "" {
 				if err != nil && !errors.Is(err, io.EOF) {
 					return fmt.Errorf("no password on stdin: %w", err)
@@ -104,6 +106,38 @@ func userCmd() *cobra.Command {
 	cmd.Flags().StringVar(&file, "file", "", "users file to update (created when missing); default: print to stdout")
 	cmd.Flags().StringSliceVar(&packages, "package", []string{boss.AllPackages}, "entitlement package (repeatable; * = all)")
 	return cmd
+}
+
+// readPassword reads the first line of the command's standard input, the
+// password of user. On a terminal it asks for it (on standard error) and
+// does not echo it; an interrupt then puts the echo back before the
+// process ends.
+func readPassword(cmd *cobra.Command, user string) (string, error) {
+	in := cmd.InOrStdin()
+	if f, ok := in.(*os.File); ok {
+		if restore, tty := noEcho(f); tty {
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			done := make(chan struct{})
+			defer func() {
+				signal.Stop(sig)
+				close(done)
+				restore()
+			}()
+			go func() {
+				select {
+				case <-sig:
+					restore()
+					fmt.Fprintln(cmd.ErrOrStderr())
+					os.Exit(130)
+				case <-done:
+				}
+			}()
+			fmt.Fprintf(cmd.ErrOrStderr(), "password for %s (not echoed): ", user)
+		}
+	}
+	pw, err := bufio.NewReader(in).ReadString('\n')
+	return strings.TrimRight(pw, "\r\n"), err
 }
 
 // readUsers decodes an existing users file strictly; a missing file is empty.
