@@ -492,6 +492,11 @@ func (g *globals) explain(err error) error {
 		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w (no answer within --timeout %v from %s)", err, g.timeout, g.manager)
+	case codes.Unimplemented:
+		if strings.Contains(st.Message(), "unknown service") {
+			// Another gRPC server: the origin (cdp, 9100), a node's port.
+			return fmt.Errorf("%w (%s serves gRPC but is no manager: give --manager the manager's grpc_listen, port 9090 by default; the origin listens on 9100)", err, g.manager)
+		}
 	}
 	return err
 }

@@ -86,6 +86,28 @@ func TestAdminTokenHint(t *testing.T) {
 	}
 }
 
+// vodctl pointed at a gRPC server that is not a manager (the origin's
+// port, a typo) says so: it said only "Unimplemented: unknown service
+// vodcluster.v1.Admin".
+func TestNotAManagerHint(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterOriginServer(srv, v1.UnimplementedOriginServer{}) // what the origin serves: no Admin
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cmd := newRoot()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "nodes"})
+	err = cmd.Execute()
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), lis.Addr().String()+" serves gRPC but is no manager") {
+		t.Fatalf("not a manager: %v", err)
+	}
+}
+
 // --help does not show the admin token taken from $VODCTL_TOKEN.
 func TestHelpHidesToken(t *testing.T) {
 	t.Setenv("VODCTL_TOKEN", "secret-token-0123456789")
