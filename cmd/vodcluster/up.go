@@ -68,6 +68,10 @@ func upCmd() *cobra.Command {
 				}
 				defer cleanup()
 				dataDir = d
+			} else if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				// Named by its flag: the first file written in it
+				// would name only itself (secret_file: open X/secret).
+				return fmt.Errorf("up: --data-dir: %w", err)
 			}
 			opts.DataDir = dataDir
 			opts.PortalSecretFile = filepath.Join(dataDir, "portal-secret")

@@ -75,6 +75,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--node-egress-bps", "0"}, {"--node-egress-bps", "-5"},
 		{"--node-disk-bytes", "0"}, {"--node-disk-bytes", "-1"},
 		{"--node-disk-bytes", "1000000"}, // smaller than a sample title: every play of it 453
+		{"--data-dir", "/dev/null"},      // a file: it was "secret_file: open /dev/null/secret: not a directory"
 		{"--queue-deadline", "-1s"}, {"--origin-setup-delay", "-1s"},
 		{"--origin-rate-bps", "-1"}, {"--origin-channels", "-3"},
 		{"--play", "sample-001", "--play-duration", "-1s"},
