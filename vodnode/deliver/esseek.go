@@ -1,0 +1,142 @@
+package deliver
+
+import (
+	"fmt"
+	"math"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
+// the keyframe at or before npt seconds (a title without video: to npt
+// itself, startOffset; into the part of the title not indexed yet: there
+// once the fill has indexed it, the answer giving npt itself and its RTP
+// timestamp); npt < 0 keeps the position (a play paused, or playing, goes
+// on where it is, with the packets it had read). It returns, per track,
+// the sequence number and RTP timestamp the stream will go on with.
+// Errors: ErrRange past the end of a complete title (or too far to count),
+// the stream left as it was; ErrEnded; the fill's error (Source.State).
+func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
+	if npt < 0 {
+		if info, ok := s.goOn(); ok {
+			return info, nil
+		}
+	}
+	var info [2]PlayInfo
+	// A start refused changes nothing: checked before the play stops.
+	idx, complete, err := s.cfg.Source.State()
+	if err != nil {
+		return info, err
+	}
+	ck := clockOf{idx: idx, bitrate: s.cfg.Bitrate}
+	if npt >= 0 {
+		if complete && ck.ok() && npt >= ck.npt(idx.Size)+endSlack {
+			return info, ErrRange // within endSlack: from the last keyframe, as Stream does
+		}
+		if !(npt*float64(max(s.cfg.Bitrate, 1)) < 1<<53) {
+			return info, fmt.Errorf("%w: %.0f s is past the end", ErrRange, npt)
+		}
+	}
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return info, ErrEnded
+	}
+	idx, complete, err = s.cfg.Source.State()
+	if err != nil {
+		return info, err
+	}
+	ck = clockOf{idx: idx, bitrate: s.cfg.Bitrate}
+	if npt >= 0 {
+		s.pos, s.seekTo, s.fromNPT = 0, -1, -1
+		switch {
+		case npt <= 0:
+		case !complete && (!ck.ok() || npt >= ck.npt(idx.Size)):
+			// Not indexed yet: the play starts at npt's keyframe once
+			// the fill has indexed it (see Stream's seek).
+			s.seekTo = npt
+		default:
+			s.pos = s.startOffset(ck, npt)
+			if s.audioOnly(idx) {
+				s.fromNPT = npt
+			}
+		}
+	}
+	origin, known := s.nptOrigin(idx)
+	if s.fromNPT >= 0 {
+		// A title without video plays from npt itself (startOffset).
+		pts := origin + int64(math.Round(s.fromNPT*tsindex.PTSHz))
+		for i := range 2 {
+			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.fromNPT}
+		}
+		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+		return info, nil
+	}
+	if s.seekTo >= 0 {
+		// RTP-Info's rtptime is that of the npt asked (RFC 2326 §12.33).
+		pts := int64(math.Round(s.seekTo * tsindex.PTSHz))
+		if known {
+			pts += origin
+		}
+		for i := range 2 {
+			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.seekTo}
+		}
+		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+		return info, nil
+	}
+	pts := int64(-1)
+	for _, k := range idx.Keyframes {
+		if k.Offset >= s.pos && k.PTS >= 0 {
+			pts = k.PTS
+			break
+		}
+	}
+	if pts < 0 {
+		pts = 0
+		if known && ck.ok() {
+			// No picture from there (a title without video): the time
+			// of its position.
+			pts = origin + int64(math.Round(ck.npt(s.pos)*tsindex.PTSHz))
+		}
+	}
+	for i := range 2 {
+		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts)}
+		if ck.ok() {
+			info[i].NPT = ck.npt(s.pos)
+		}
+	}
+	s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+	return info, nil
+}
+
+// startOffset returns where a play from npt seconds starts: the keyframe
+// presented at or before npt; in a title without video, the TS packet
+// where the clock is esReadAhead before npt (a multiplexer places an audio
+// frame up to 1 s before its time, ISO/IEC 13818-1 §2.4.2.6: the frame
+// presented at npt is after it), the play dropping the audio that ends
+// before npt (fromNPT: an audio frame decodes on its own, so the play
+// starts at npt itself, where from the packet at npt the first audio came
+// up to the mux's delay later, 0.9 s for the sample titles); else the
+// title's start.
+func (s *ESStream) startOffset(ck clockOf, npt float64) int64 {
+	if !ck.ok() {
+		return 0
+	}
+	if off, _ := ck.keyframeBefore(npt); off >= 0 {
+		return off
+	}
+	if s.audioOnly(ck.idx) {
+		off := ck.offset(ck.at(0) + int64((npt-esReadAhead.Seconds())*tsindex.PCRHz))
+		return max(off-off%TSPacketSize, 0)
+	}
+	return 0
+}
+
+// rtpTime converts a 90 kHz PTS to track i's RTP clock.
+func (s *ESStream) rtpTime(i int, pts int64) uint32 {
+	if i == 1 && s.cfg.Tracks.Audio != nil {
+		return s.cfg.TSBase[1] + uint32(pts*int64(s.cfg.Tracks.Audio.ClockRate())/tsindex.PTSHz)
+	}
+	return s.cfg.TSBase[i] + uint32(pts)
+}
