@@ -49,13 +49,7 @@ func TestLoadRTSPLoad(t *testing.T) {
 	clip := filepath.Join(titles, "load-4m.ts")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	enc := exec.CommandContext(ctx, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", strconv.Itoa(seconds+30),
-		"-c:v", "libx264", "-preset", "ultrafast", "-b:v", "3.8M", "-g", "25",
-		"-c:a", "aac", "-b:a", "96k", "-f", "mpegts", "-muxrate", "4M", clip)
-	if out, err := enc.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
+	encodeLoadClip(ctx, t, clip, seconds+30)
 	n := &Node{ID: "load", DataDir: dir, Secret: testSecret, Logger: testLogger(), SessionTimeout: 120 * time.Second}
 	if err := n.Start(); err != nil {
 		t.Fatal(err)
@@ -82,6 +76,19 @@ func TestLoadRTSPLoad(t *testing.T) {
 	delete(res, "url")
 	line, _ := json.Marshal(res)
 	t.Logf("GOMAXPROCS=%d viewers=%d transport=%s\n%s", runtime.GOMAXPROCS(0), viewers, transport, line)
+}
+
+// encodeLoadClip encodes the load measurements' title with ffmpeg: seconds
+// of 640x360 H.264 at 3.8 Mbit/s and AAC, muxed at a constant 4 Mbit/s.
+func encodeLoadClip(ctx context.Context, t *testing.T, path string, seconds int) {
+	t.Helper()
+	enc := exec.CommandContext(ctx, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", strconv.Itoa(seconds),
+		"-c:v", "libx264", "-preset", "ultrafast", "-b:v", "3.8M", "-g", "25",
+		"-c:a", "aac", "-b:a", "96k", "-f", "mpegts", "-muxrate", "4M", path)
+	if out, err := enc.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
 }
 
 func envStr(k, def string) string {
