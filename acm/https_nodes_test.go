@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"vodcluster/proto/grpctls/grpctlstest"
+	"vodcluster/proto/logtest"
 )
 
 // Behind an HTTPS front door, HTTP viewers go only to nodes whose HTTP
@@ -18,7 +19,7 @@ import (
 // says why.
 func TestHTTPSFrontDoorSendsHTTPViewersToHTTPSNodes(t *testing.T) {
 	_, server, client := grpctlstest.TLS(t, "127.0.0.1")
-	var logs syncBuffer
+	var logs logtest.Buffer
 	e := newManager(t, "", func(m *Manager) {
 		m.HTTPTLS = server
 		m.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -167,7 +168,7 @@ func TestDrainedRightAfterStartWaits(t *testing.T) {
 // at once, though nodes of other sites are in service; the log names the
 // site and its nodes.
 func TestSiteDrainedRefusedAtOnce(t *testing.T) {
-	var log syncBuffer
+	var log logtest.Buffer
 	e := newManager(t, "", func(m *Manager) {
 		m.Sites = []Site{
 			{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},

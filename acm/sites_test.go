@@ -1,7 +1,6 @@
 package acm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -142,31 +141,13 @@ func TestViewersStayInTheirSite(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination tests read while the manager writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // The operator's log says which site a viewer is kept to when site_only
 // refuses it (it said no node had headroom, with the other site idle),
 // or that none of its site's nodes is in service (drained), a
 // node's site at registration, a warning for a site none of
 // manager.sites names, and the sites of an admission.
 func TestSiteLogs(t *testing.T) {
-	var log syncBuffer
+	var log logtest.Buffer
 	e := newManager(t, "", func(m *Manager) {
 		m.Sites = []Site{
 			{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},

@@ -8,30 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"vodcluster/proto/logtest"
 )
-
-// logBuffer is a goroutine-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // writeUsers writes a users file of realm "vodcluster" holding a user per
 // name, whose password is the name followed by "-pw", through a file
@@ -86,7 +69,7 @@ func TestWatchedFileReloads(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "users.yaml")
 	writeUsers(t, path, "alice")
-	var logs logBuffer
+	var logs logtest.Buffer
 	w, err := WatchFile(path, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +156,7 @@ func TestWatchedFileReload(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "users.yaml")
 	writeUsers(t, path, "alice")
-	w, err := WatchFile(path, slog.New(slog.NewTextHandler(&logBuffer{}, nil)))
+	w, err := WatchFile(path, slog.New(slog.NewTextHandler(&logtest.Buffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"vodcluster/cdp"
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -123,24 +124,6 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// logBuffer is a slog destination the test reads after the fact.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A transfer the origin started (its channel given, the started message
 // sent) and then sends nothing on, not even its first byte, is given up
 // StallAfter after the start and asked again: the fill does not wait for
@@ -151,7 +134,7 @@ func TestFillRetriedWhenTheOriginHangsBeforeItsFirstByte(t *testing.T) {
 	t.Parallel() // StallAfter of real time
 	data := sample(t)
 	o, client := startHangingCDP(t, map[string][]byte{"t1": data}, 1, "t1")
-	var logs logBuffer
+	var logs logtest.Buffer
 	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: stallAfterTest,
 		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
