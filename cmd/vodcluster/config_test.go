@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -181,6 +183,49 @@ func TestConfigWithoutTheRolesSection(t *testing.T) {
 		err := c.cmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.file) {
 			t.Errorf("%s --config %s: %v, want %q", c.cmd.Name(), filepath.Base(c.file), err, c.want)
+		}
+	}
+}
+
+// A node whose listener takes every address and that has no
+// advertise_host is refused at start, naming the key: it started, and
+// the manager refused its registration for as long as it ran, logged as
+// "manager link down, retrying" with an rtsp_addr of "[::]:8555".
+func TestNodeWithoutAdvertiseHost(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct{ listens, want string }{
+		{"  rtsp_listen: \":0\"\n  http_listen: \"127.0.0.1:0\"\n", `advertise_host is required: rtsp_listen ":0"`},
+		{"  rtsp_listen: \"127.0.0.1:0\"\n  http_listen: \"[::]:0\"\n", `advertise_host is required: http_listen "[::]:0"`},
+		{"  rtsp_listen: \"0.0.0.0:0\"\n", `advertise_host is required: rtsp_listen "0.0.0.0:0"`},
+	} {
+		f := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
+		body := fmt.Sprintf("node:\n  id: n%d\n  data_dir: %s\n  manager: 127.0.0.1:1\n  origin: 127.0.0.1:1\n  secret_file: %s\n%s",
+			i, filepath.Join(dir, fmt.Sprint("data", i)), secret, c.listens)
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := nodeCmd()
+		cmd.SetArgs([]string{"--config", f})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Execute() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: %v, want %q", c.listens, err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q: the node runs (10 s) without a host to announce", c.listens)
+		}
+	}
+	for _, ok := range []NodeConfig{{AdvertiseHost: "vod-01.example.net"}, {RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081"}} {
+		if err := ok.checkAdvertised(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
 		}
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,9 @@ func nodeCmd() *cobra.Command {
 			if err := cfg.needSection("node"); err != nil {
 				return err
 			}
+			if err := cfg.Node.checkAdvertised(); err != nil {
+				return err
+			}
 			n, err := newNode(cfg.Node)
 			if err != nil {
 				return err
@@ -32,6 +37,28 @@ func nodeCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// checkAdvertised refuses a node whose RTSP or HTTP listener takes every
+// address (":8555", "0.0.0.0:8555", "[::]:8555", the default) without an
+// advertise_host: what it would announce names no host a viewer can be
+// redirected to, and the manager refuses its registration for as long as
+// it runs ("rtsp_addr \"[::]:8555\": want host:port with a host clients
+// can reach", logged as a manager link down).
+func (c NodeConfig) checkAdvertised() error {
+	if c.AdvertiseHost != "" {
+		return nil
+	}
+	for _, l := range []struct{ key, addr string }{
+		{"rtsp_listen", orString(c.RTSPListen, defaultNodeRTSPListen)},
+		{"http_listen", orString(c.HTTPListen, defaultNodeHTTPListen)},
+	} {
+		host, _, err := net.SplitHostPort(l.addr)
+		if err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
+			return fmt.Errorf("advertise_host is required: %s %q listens on every address of the host, which names none the manager can send viewers to; give advertise_host, the node's name or address as the set-top boxes reach it", l.key, l.addr)
+		}
+	}
+	return nil
 }
 
 // Node defaults for a production node.
