@@ -25,11 +25,14 @@ type nodeControl struct {
 	m *Manager
 }
 
-// checkAddr requires host:port with a host clients can reach.
+// checkAddr requires host:port with a host clients can reach: not an
+// address that means every address (0.0.0.0, ::, in any spelling), which
+// a node announces when it listens on all of them without an
+// advertise_host.
 func checkAddr(field, a string) error {
 	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" || port == "" || host == "0.0.0.0" || host == "::" {
-		return status.Errorf(codes.InvalidArgument, "%s %q: want host:port with a host clients can reach", field, a)
+	if err != nil || host == "" || port == "" || net.ParseIP(host).IsUnspecified() {
+		return status.Errorf(codes.InvalidArgument, "%s %q: want host:port with a host clients can reach (the node's advertise_host)", field, a)
 	}
 	return nil
 }
