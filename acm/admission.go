@@ -87,9 +87,13 @@ func (g *grant) rtspURL(overTLS bool) string {
 // entitled returns title id of the catalog when user may watch it.
 // Errors: errNoTitle, errUnauthorized (the BOSS no longer knows the
 // user), errForbidden (not in the user's packages), errUnavailable (the
-// BOSS failed).
+// BOSS failed, or no catalog was ever read: Manager.noCatalog).
 func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, error) {
 	t, ok := m.titles()[id]
+	if !ok && m.noCatalog() {
+		// Not "no such title": no title is known yet (503, as /healthz).
+		return store.Title{}, fmt.Errorf("%w: no catalog yet", errUnavailable)
+	}
 	if !ok {
 		return store.Title{}, errNoTitle
 	}

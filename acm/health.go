@@ -54,10 +54,17 @@ func (m *Manager) notReady() string {
 	if m.health.storeDown.Load() {
 		return "store unavailable"
 	}
-	if m.OriginAddr != "" && !m.health.catalogLoaded.Load() && len(m.titles()) == 0 {
+	if m.noCatalog() {
 		return "no catalog yet: the origin has not been reached"
 	}
 	return ""
+}
+
+// noCatalog reports whether the manager has no catalog: its origin was
+// never reached and its store held none. Every title is unknown then,
+// which says nothing about the title asked for.
+func (m *Manager) noCatalog() bool {
+	return m.OriginAddr != "" && !m.health.catalogLoaded.Load() && len(m.titles()) == 0
 }
 
 // serveHealthz answers 200 "ok" when the manager is ready, 503 with the
