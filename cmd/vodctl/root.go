@@ -475,8 +475,10 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:
-		if !strings.Contains(st.Message(), "connection error") {
-			break // the manager's answer, not the client's transport
+		if !strings.HasPrefix(st.Message(), "connection error") {
+			// The manager's answer (which may quote an error of its own
+			// link to the origin), not the client's transport.
+			break
 		}
 		switch grpctls.Classify(err) {
 		case grpctls.WrongName:

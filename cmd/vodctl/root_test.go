@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -105,6 +106,48 @@ func TestNotAManagerHint(t *testing.T) {
 	err = cmd.Execute()
 	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), lis.Addr().String()+" serves gRPC but is no manager") {
 		t.Fatalf("not a manager: %v", err)
+	}
+}
+
+// titlesDown is an Admin server whose catalog refresh fails as the
+// manager's does when its origin is down.
+type titlesDown struct{ v1.UnimplementedAdminServer }
+
+func (titlesDown) RefreshCatalog(context.Context, *v1.RefreshCatalogRequest) (*v1.RefreshCatalogResponse, error) {
+	return nil, status.Error(codes.Unavailable, `catalog not read from the origin 127.0.0.1:1: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)
+}
+
+// The manager's own Unavailable answer, which quotes its link to the
+// origin, is not taken for vodctl failing to reach the manager: it was
+// followed by "(is the manager running with its gRPC at ...?)".
+func TestManagersAnswerNotTakenForNoManager(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, titlesDown{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cmd := newRoot()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "titles", "--refresh"})
+	err = cmd.Execute()
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "catalog not read from the origin") ||
+		strings.Contains(err.Error(), "is the manager running") {
+		t.Fatalf("origin down at the manager: %v", err)
+	}
+	// Nothing listening: the hint stays.
+	lis2, _ := net.Listen("tcp", "127.0.0.1:0")
+	gone := lis2.Addr().String()
+	lis2.Close()
+	cmd = newRoot()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--manager", gone, "--token", "", "nodes"})
+	if err := cmd.Execute(); !strings.Contains(fmt.Sprint(err), "is the manager running with its gRPC at "+gone) {
+		t.Fatalf("no manager: %v", err)
 	}
 }
 
