@@ -201,6 +201,7 @@ func TestNodeWithoutAdvertiseHost(t *testing.T) {
 		{"  rtsp_listen: \":0\"\n  http_listen: \"127.0.0.1:0\"\n", `advertise_host is required: rtsp_listen ":0"`},
 		{"  rtsp_listen: \"127.0.0.1:0\"\n  http_listen: \"[::]:0\"\n", `advertise_host is required: http_listen "[::]:0"`},
 		{"  rtsp_listen: \"0.0.0.0:0\"\n", `advertise_host is required: rtsp_listen "0.0.0.0:0"`},
+		{"  rtsp_listen: \"127.0.0.1:0\"\n  http_listen: \"127.0.0.1:0\"\n  advertise_host: \"::\"\n", `advertise_host "::" means every address`},
 	} {
 		f := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
 		body := fmt.Sprintf("node:\n  id: n%d\n  data_dir: %s\n  manager: 127.0.0.1:1\n  origin: 127.0.0.1:1\n  secret_file: %s\n%s",

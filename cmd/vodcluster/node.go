@@ -39,13 +39,17 @@ func nodeCmd() *cobra.Command {
 	return cmd
 }
 
-// checkAdvertised refuses a node whose RTSP or HTTP listener takes every
+// checkAdvertised refuses an advertise_host that means every address
+// (0.0.0.0, ::), and a node whose RTSP or HTTP listener takes every
 // address (":8555", "0.0.0.0:8555", "[::]:8555", the default) without an
 // advertise_host: what it would announce names no host a viewer can be
 // redirected to, and the manager refuses its registration for as long as
 // it runs ("rtsp_addr \"[::]:8555\": want host:port with a host clients
 // can reach", logged as a manager link down).
 func (c NodeConfig) checkAdvertised() error {
+	if ip := net.ParseIP(c.AdvertiseHost); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("advertise_host %q means every address, not one viewers can be redirected to: give the node's name or address as the set-top boxes reach it", c.AdvertiseHost)
+	}
 	if c.AdvertiseHost != "" {
 		return nil
 	}
