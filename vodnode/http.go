@@ -257,7 +257,8 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch tg.Kind {
 	case httpTS:
 		w.Header().Set("Content-Type", "video/mp2t")
-		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout}
+		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
+			sendfile: h.n.HTTPTLS == nil}
 		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
@@ -470,6 +471,10 @@ type titleReader struct {
 	reading bool
 	rc      *http.ResponseController
 	stall   time.Duration
+	// sendfile: activityWriter.ReadFrom may send the bytes with
+	// sendfile(2) (httpsend.go); not over TLS, which encrypts them in the
+	// node.
+	sendfile bool
 }
 
 func (r *titleReader) Seek(off int64, whence int) (int64, error) {
@@ -488,39 +493,61 @@ func (r *titleReader) Seek(off int64, whence int) (int64, error) {
 }
 
 func (r *titleReader) Read(p []byte) (int, error) {
+	k, err := r.next(len(p))
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.hs.t.ReadAt(p[:k], r.off)
+	r.deadline()
+	r.advance(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// next returns how many bytes (at most want, and 64 KiB) may be sent from
+// r.off now, once the fill has any there and the viewer's pace allows
+// them: io.EOF at the title's end; the context's error once the session
+// ended or the client left; the fill's once it failed short of r.off.
+func (r *titleReader) next(want int) (int, error) {
 	if r.off >= r.hs.meta.Size {
 		return 0, io.EOF
 	}
 	if err := r.ctx.Err(); err != nil {
 		return 0, err // the session ended, or the client left
 	}
-	p = p[:min(len(p), 64<<10)]
+	want = min(want, 64<<10)
 	avail, err := waitBytes(r.ctx, r.hs.t, r.off)
 	if err != nil {
 		return 0, err
 	}
-	p = p[:min(int64(len(p)), avail-r.off)]
+	k := int(min(int64(want), avail-r.off))
 	if !r.reading {
 		r.reading = true
 		if r.hs.bytes.Load() > 0 && r.off != r.hs.readTo.Load() {
 			r.hs.pacing.seeked(time.Now()) // a range elsewhere than where the viewer was
 		}
 	}
-	if err := r.hs.pacing.wait(r.ctx, len(p)); err != nil {
+	if err := r.hs.pacing.wait(r.ctx, k); err != nil {
 		return 0, err
 	}
-	n, err := r.hs.t.ReadAt(p, r.off)
+	return k, nil
+}
+
+// deadline gives the write of the bytes next allowed stall to complete.
+func (r *titleReader) deadline() {
 	if r.rc != nil && r.stall > 0 {
-		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall)) // the write of these bytes
+		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall))
 	}
+}
+
+// advance counts n bytes sent from r.off.
+func (r *titleReader) advance(n int) {
 	r.off += int64(n)
 	r.hs.readTo.Store(r.off)
 	r.hs.bytes.Add(int64(n))
 	r.n.httpBytes.Add(int64(n))
-	if err == io.EOF && n > 0 {
-		err = nil
-	}
-	return n, err
 }
 
 // waitBytes waits until title t has bytes past off on disk and returns how
