@@ -155,7 +155,8 @@ func TestCatalogLoadedInBackgroundWhenOriginReturns(t *testing.T) {
 		t.Fatalf("titles without origin: %v", r.Titles)
 	}
 	e.startNode("n1", nodeOpts{})
-	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotFound {
+	// No catalog yet: unavailable (503, as /healthz says), not an unknown title.
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusServiceUnavailable {
 		t.Fatalf("before the catalog: %d", res.StatusCode)
 	}
 	startOrigin(t, addr, testTitles[:2])
