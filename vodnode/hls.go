@@ -189,7 +189,8 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	// several at once).
 	seg := segmentAt{psi: psi, t: hs.t, start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
-	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), hs: hs, n: n, ctx: r.Context()}
+	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
+		sendfile: n.HTTPTLS == nil}
 	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), rd)
 }
 
@@ -218,10 +219,14 @@ func (s segmentAt) ReadAt(b []byte, off int64) (int, error) {
 // counting the bytes as sent.
 type pacedSection struct {
 	rd  *io.SectionReader
+	seg segmentAt // what rd reads
 	pos int64
 	hs  *httpSession
 	n   *Node
 	ctx context.Context
+	// sendfile: activityWriter.ReadFrom may send the title's bytes with
+	// sendfile(2) (httpsend.go); not over TLS.
+	sendfile bool
 }
 
 func (p *pacedSection) Seek(off int64, whence int) (int64, error) {
@@ -233,22 +238,38 @@ func (p *pacedSection) Seek(off int64, whence int) (int64, error) {
 }
 
 func (p *pacedSection) Read(b []byte) (int, error) {
+	k, err := p.next(len(b))
+	if err != nil {
+		return 0, err
+	}
+	n, err := p.rd.Read(b[:k])
+	p.advance(n)
+	return n, err
+}
+
+// next returns how many bytes (at most want, and 64 KiB) may be sent from
+// p.pos now that the viewer's pace allows them: io.EOF at the section's
+// end; the context's error once the session ended or the client left.
+func (p *pacedSection) next(want int) (int, error) {
 	left := p.rd.Size() - p.pos
-	b = b[:min(int64(len(b)), 64<<10, max(left, 0))]
-	if len(b) == 0 {
+	k := int(min(int64(want), 64<<10, max(left, 0)))
+	if k == 0 {
 		return 0, io.EOF
 	}
 	if err := p.ctx.Err(); err != nil {
 		return 0, err // the session ended, or the client left
 	}
-	if err := p.hs.pacing.wait(p.ctx, len(b)); err != nil {
+	if err := p.hs.pacing.wait(p.ctx, k); err != nil {
 		return 0, err
 	}
-	n, err := p.rd.Read(b)
+	return k, nil
+}
+
+// advance counts n bytes sent from p.pos.
+func (p *pacedSection) advance(n int) {
 	p.pos += int64(n)
 	p.hs.bytes.Add(int64(n))
 	p.n.httpBytes.Add(int64(n))
-	return n, err
 }
 
 // psiRunBefore returns the offset of the run of PAT and PMT packets (both)

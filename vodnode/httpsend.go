@@ -2,34 +2,47 @@ package vodnode
 
 import (
 	"io"
+	"os"
 	"time"
 )
 
-// sendChunk is how many bytes of a title a progressive download sends at
-// a time with sendfile (each paced and given its write deadline): what
-// io.Copy's buffer gave the copy through titleReader.Read.
+// sendChunk is how many bytes of a title a download sends at a time with
+// sendfile (each paced, awaited and given its write deadline as one read
+// of titleReader or pacedSection): what io.Copy's buffer gave the copy
+// through their Read.
 const sendChunk = 32 << 10
 
 // ReadFrom sends what ServeContent copies (io.CopyN hands the body over
-// limited to its range). A progressive download's bytes (a titleReader
-// that may use sendfile) go from the title's file to the connection with
+// limited to its range). The title's bytes of a progressive download (a
+// titleReader) or of an HLS segment (a pacedSection: its PSI prefix is
+// written from memory) go from the title's file to the connection with
 // sendfile(2) (net/http's response.ReadFrom to net.TCPConn's), not
 // through a buffer of the node's: paced, awaited, checked and counted as
-// titleReader.Read does, sendChunk bytes at a time, on a descriptor of
-// the title's file of the request's own (sendfile moves its source's
-// offset). Anything else, or a title whose file cannot be opened again,
-// is copied as io.Copy does.
+// their Read does, sendChunk bytes at a time, from a descriptor of the
+// title's file of the request's own (sendfile moves its source's
+// offset). Anything else (a playlist, a multipart range answer, TLS), or
+// a title whose file cannot be opened again, is copied as io.Copy does.
 func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	lr, ok := src.(*io.LimitedReader)
-	var tr *titleReader
-	if ok {
-		tr, ok = lr.R.(*titleReader)
-	}
 	rf, rfOK := a.ResponseWriter.(io.ReaderFrom)
-	if !ok || !rfOK || !tr.sendfile {
+	if !ok || !rfOK {
 		return io.Copy(writerOnly{a}, src)
 	}
-	f, err := tr.hs.t.Reopen()
+	var s sendSource
+	switch r := lr.R.(type) {
+	case *titleReader:
+		if r.sendfile {
+			s = titleSend{r}
+		}
+	case *pacedSection:
+		if r.sendfile {
+			s = sectionSend{r}
+		}
+	}
+	if s == nil {
+		return io.Copy(writerOnly{a}, src)
+	}
+	f, err := s.reopen()
 	if err != nil {
 		return io.Copy(writerOnly{a}, src)
 	}
@@ -37,34 +50,88 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	var sent int64
 	pos := int64(-1) // f's offset
 	for lr.N > 0 {
-		k, err := tr.next(int(min(lr.N, sendChunk)))
+		k, err := s.next(int(min(lr.N, sendChunk)))
 		if err == io.EOF {
 			return sent, nil
 		}
 		if err != nil {
 			return sent, err
 		}
-		if pos != tr.off {
-			if pos, err = f.Seek(tr.off, io.SeekStart); err != nil {
-				return sent, err
+		var n int64
+		mem, off := s.chunk(k)
+		if len(mem) > 0 { // a segment's PSI prefix
+			m, err := a.Write(mem)
+			n += int64(m)
+			if err != nil {
+				s.advance(int(n))
+				return sent + n, err
 			}
 		}
-		tr.deadline()
-		n, err := rf.ReadFrom(&io.LimitedReader{R: f, N: int64(k)})
-		pos += n
-		tr.advance(int(n))
+		if rest := int64(k) - n; rest > 0 {
+			if pos != off {
+				if pos, err = f.Seek(off, io.SeekStart); err != nil {
+					s.advance(int(n))
+					return sent + n, err
+				}
+			}
+			m, err := rf.ReadFrom(&io.LimitedReader{R: f, N: rest})
+			pos += m
+			n += m
+			if err != nil {
+				a.failed = true
+				s.advance(int(n))
+				return sent + n, err
+			}
+			a.lastOK = time.Now()
+		}
+		s.advance(int(n))
 		lr.N -= n
 		sent += n
-		if err != nil {
-			a.failed = true
-			return sent, err
-		}
-		a.lastOK = time.Now()
 		if n < int64(k) {
 			return sent, io.ErrUnexpectedEOF // the file shorter than its index
 		}
 	}
 	return sent, nil
+}
+
+// sendSource is a paced reader of a title's bytes that ReadFrom sends
+// with sendfile.
+type sendSource interface {
+	reopen() (*os.File, error)
+	// next: how many bytes may be sent now (as the reader's Read would
+	// read), or why none: io.EOF at the end.
+	next(want int) (int, error)
+	// chunk: of the next k bytes, those held in memory (sent first), and
+	// the title's offset of the rest; the write deadline set.
+	chunk(k int) (mem []byte, off int64)
+	advance(n int)
+}
+
+type titleSend struct{ *titleReader }
+
+func (t titleSend) reopen() (*os.File, error) { return t.hs.t.Reopen() }
+
+func (t titleSend) chunk(int) ([]byte, int64) {
+	t.deadline()
+	return nil, t.off
+}
+
+type sectionSend struct{ *pacedSection }
+
+func (s sectionSend) reopen() (*os.File, error) { return s.hs.t.Reopen() }
+
+func (s sectionSend) chunk(k int) ([]byte, int64) {
+	psi := int64(len(s.seg.psi))
+	var mem []byte
+	if s.pos < psi {
+		mem = s.seg.psi[s.pos:min(psi, s.pos+int64(k))]
+	}
+	return mem, s.seg.start + s.pos + int64(len(mem)) - psi
+}
+
+func (s sectionSend) advance(n int) {
+	s.pacedSection.advance(n)
+	s.rd.Seek(s.pos, io.SeekStart) // where its Read would go on
 }
 
 // writerOnly hides a writer's ReadFrom from io.Copy.

@@ -1,0 +1,83 @@
+package vodnode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestHTTPSendfileSameBytes checks that what activityWriter.ReadFrom sends
+// with sendfile (a segment with a PSI prefix longer than a sendChunk, a
+// progressive download, whole and by ranges) is byte for byte what the
+// copy through their Read sends.
+func TestHTTPSendfileSameBytes(t *testing.T) {
+	t.Parallel()
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	data := o.titles["sample-001"]
+	tok := mint(t, "sf", "sample-001", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(n, tok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != http.StatusPartialContent {
+		t.Fatalf("first packet: %d", res.StatusCode)
+	}
+	n.mu.Lock()
+	hs := n.httpSessions["sf"]
+	n.mu.Unlock()
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	hs.pacing.lim.Store(nil)                                     // unpaced: the bytes, not the pace, are compared
+	psi := bytes.Repeat([]byte{0x47, 1, 2, 3}, sendChunk/4+1000) // crosses a chunk
+	start, end := int64(188*50), int64(len(data)-188*20)
+	want := append(append([]byte{}, psi...), data[start:end]...)
+	// the handler serves the section or the title with sendfile, or
+	// through Read (?copy)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		send := r.URL.Query().Get("copy") == ""
+		aw := &activityWriter{ResponseWriter: w}
+		if r.URL.Path == "/title" {
+			rd := &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send}
+			serveContent(aw, r, "t.ts", hs.meta.Size, rd)
+			return
+		}
+		seg := segmentAt{psi: psi, t: hs.t, start: start}
+		rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(want))), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send}
+		serveContent(aw, r, "seg.ts", rd.rd.Size(), rd)
+	}))
+	defer srv.Close()
+	fetch := func(path, rng string) []byte {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+path, nil)
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	psiLen := len(psi)
+	for _, c := range []struct {
+		path, rng string
+		want      []byte
+	}{
+		{"/seg", "", want},
+		{"/seg", fmt.Sprintf("bytes=100-%d", psiLen+5000), want[100 : psiLen+5001]},
+		{"/seg", fmt.Sprintf("bytes=%d-", psiLen+7), want[psiLen+7:]},
+		{"/title", "", data},
+		{"/title", "bytes=1000-200000", data[1000:200001]},
+	} {
+		got, copied := fetch(c.path, c.rng), fetch(c.path+"?copy=1", c.rng)
+		if !bytes.Equal(got, c.want) || !bytes.Equal(copied, c.want) {
+			t.Errorf("%s %q: sendfile %d bytes, copy %d, want %d (equal: %v, %v)", c.path, c.rng, len(got), len(copied), len(c.want),
+				bytes.Equal(got, c.want), bytes.Equal(copied, c.want))
+		}
+	}
+}
