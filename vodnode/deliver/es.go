@@ -219,11 +219,12 @@ func (s *ESStream) Resume() {
 		return
 	}
 	if s.cancel != nil {
-		if s.play != nil {
-			s.play.release(time.Now()) // a pause, or the stop, ends: on from the next packet
+		if s.play != nil && s.play.release(time.Now()) { // a pause, or the stop, ends: on from the next packet
+			s.reportAtOnceLocked()
 		}
 		return
 	}
+	s.reportAtOnceLocked() // a new play's timeline starts now too
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	s.plays++

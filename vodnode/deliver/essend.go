@@ -178,3 +178,15 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 		t.Reset(max(time.Until(next), time.Millisecond))
 	}
 }
+
+// reportAtOnceLocked makes each track's next sender report go with its
+// next packet (sendUnit), when its play goes on after a hold or starts:
+// the reports while held mapped the RTP time the play stood at to the
+// wall clock of each, the play now maps it to the wall clock of the
+// PLAY, and a receiver would map the packets by the last held report,
+// off by the time from it to the PLAY, until the next one, up to
+// Engine.SRInterval later (MP2T streams report with their first packets
+// after a PLAY too). s.mu held.
+func (s *ESStream) reportAtOnceLocked() {
+	s.nextSR = [2]time.Time{}
+}

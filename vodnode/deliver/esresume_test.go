@@ -1,0 +1,66 @@
+package deliver
+
+import (
+	"testing"
+	"time"
+)
+
+// TestESReportsAgainOnResume: an elementary-stream play held at its
+// Range's end (npt=4-5) reports the RTP time it holds at, mapped to the
+// wall clock of each report; the PLAY on maps that RTP time to the wall
+// clock of the resume instead, so each track's next report comes with its
+// first packets after the PLAY, as MP2T streams' does: the report loop
+// kept the schedule of the held reports, and players mapped the packets
+// after the PLAY by the last held report (off by the time from it to the
+// PLAY, up to an interval, 5 s by default) until the next one, an interval
+// after it.
+func TestESReportsAgainOnResume(t *testing.T) {
+	const interval = 2 * time.Second
+	e := startEngineSR(t, interval)
+	src := newMemSource(loadClip(t))
+	st, _, cli := playESOverTCP(t, e, src)
+	const stop = 5.0
+	if _, err := st.Seek(4); err != nil {
+		t.Fatal(err)
+	}
+	st.SetStop(stop)
+	st.Resume()
+	readESFrames(t, cli, 300*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
+		return quiet && st.Position() >= stop-0.001
+	})
+	// A held report on each track (the loop sends both at once): the
+	// next ones are an interval away.
+	var held [2][]srSeen
+	for end := time.Now().Add(3 * interval); len(held[0]) == 0 || len(held[1]) == 0; {
+		if time.Now().After(end) {
+			t.Fatalf("%d video and %d audio reports in %v held", len(held[0]), len(held[1]), 3*interval)
+		}
+		srs, pkts := readReports(t, cli, 50*time.Millisecond)
+		if len(pkts[0])+len(pkts[1]) > 0 {
+			t.Fatal("RTP while held")
+		}
+		held[0], held[1] = append(held[0], srs[0]...), append(held[1], srs[1]...)
+	}
+	if _, err := st.Seek(-1); err != nil {
+		t.Fatal(err)
+	}
+	st.SetStop(-1)
+	resumed := time.Now()
+	st.Resume()
+	srs, pkts := readReports(t, cli, interval*3/4)
+	for i, name := range []string{"video", "audio"} {
+		if len(pkts[i]) == 0 {
+			t.Fatalf("%s: no packets in %v after the PLAY on", name, interval*3/4)
+		}
+		if len(srs[i]) == 0 {
+			t.Fatalf("%s: no sender report in %v after the PLAY on (the last held one %v before it)", name, interval*3/4, resumed.Sub(held[i][len(held[i])-1].at).Round(time.Millisecond))
+		}
+		sr := srs[i][0]
+		if ntpSeconds(sr.ntp) < ntpSeconds(ntpTime(resumed)) {
+			t.Errorf("%s: the first report after the PLAY on was made before it", name)
+		}
+		if d := sr.at.Sub(pkts[i][0].at); d > 500*time.Millisecond {
+			t.Errorf("%s: the first report after the PLAY on came %v after its first packet", name, d.Round(time.Millisecond))
+		}
+	}
+}
