@@ -149,6 +149,9 @@ func (m *managerLink) run() {
 		case codes.AlreadyExists:
 			m.n.log.Error("the manager refuses this node's id: another node process with this id is live at another address; give this node its own id (retrying, in case the other moved)",
 				"id", m.n.ID, "manager", m.n.ManagerAddr, "err", err, "in", backoff)
+		case codes.InvalidArgument:
+			m.n.log.Error("the manager refuses this node's registration: fix the node's configuration (advertise_host, the listen addresses, capacity, weight); retrying",
+				"manager", m.n.ManagerAddr, "err", err, "in", backoff)
 		default:
 			if h := grpctls.Hint(err); h != "" {
 				m.n.log.Error("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff,

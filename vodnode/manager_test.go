@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/grpctls/grpctlstest"
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -30,6 +35,7 @@ type fakeManager struct {
 	cmds      chan *pb.NodeCommand
 	byes      int           // heartbeat streams the node ended cleanly
 	interval  time.Duration // heartbeat interval it answers at registration; 0: 1 s
+	refuse    error         // answered to every registration when set
 }
 
 func newFakeManager() *fakeManager { return &fakeManager{cmds: make(chan *pb.NodeCommand, 16)} }
@@ -38,6 +44,9 @@ func (m *fakeManager) Register(_ context.Context, r *pb.RegisterRequest) (*pb.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.registers = append(m.registers, r)
+	if m.refuse != nil {
+		return nil, m.refuse
+	}
 	iv := m.interval
 	if iv == 0 {
 		iv = time.Second
@@ -405,5 +414,25 @@ func TestRegistrationCarriesSiteAndHTTPS(t *testing.T) {
 		if r.GetSite() != tc.site || r.GetHttpTls() != tc.https {
 			t.Fatalf("registered site %q http_tls %v, want %q %v", r.GetSite(), r.GetHttpTls(), tc.site, tc.https)
 		}
+	}
+}
+
+// A registration the manager refuses as invalid (an address it cannot
+// hand to viewers, a capacity or weight out of range) is logged as an
+// error naming the manager's reason and what to fix, not as a link down
+// (a warning that reads like a network fault, retried for ever).
+func TestRegistrationRefusedIsAnError(t *testing.T) {
+	m := newFakeManager()
+	m.refuse = status.Error(codes.InvalidArgument, `rtsp_addr "[::]:8555" means every address: set advertise_host`)
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	var log logtest.Buffer
+	startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	want := `level=ERROR msg="the manager refuses this node's registration: fix the node's configuration`
+	waitFor(t, 10*time.Second, "the refusal logged", func() bool { return strings.Contains(log.String(), want) })
+	if out := log.String(); !strings.Contains(out, "means every address: set advertise_host") || strings.Contains(out, "manager link down") {
+		t.Fatalf("log:\n%s", out)
 	}
 }
