@@ -172,7 +172,7 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 		}
 		out = append(out, entry{
 			Title: Title{ID: ce.ID, Name: name, Package: pkg, Path: path, PopularityPerDay: ce.Popularity},
-			where: CatalogFile + " " + where,
+			where: filepath.Join(dir, CatalogFile) + ": " + where, // as a parse error names it
 		})
 	}
 	return out, nil

@@ -136,13 +136,17 @@ func (s *Server) Reload() error {
 	s.mu.Lock()
 	s.catalog = cat
 	s.mu.Unlock()
-	s.stats.catalogLoad(true)
+	wasStale := s.stats.catalogLoad(true)
 	d := diffCatalogs(old, cat)
-	level := slog.LevelInfo
-	if d == (catalogDiff{}) {
+	level, msg := slog.LevelInfo, "catalog reloaded"
+	switch {
+	case wasStale:
+		// The error the refusal logged is no longer the last word.
+		msg = "catalog reloaded: the directory is accepted again after a refusal"
+	case d == (catalogDiff{}):
 		level = slog.LevelDebug // a file touched, a comment edited: nothing a viewer sees
 	}
-	s.log.Log(context.Background(), level, "catalog reloaded", "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
+	s.log.Log(context.Background(), level, msg, "dir", s.Dir, "titles", cat.Len(), "added", d.added, "removed", d.removed,
 		"replaced", d.replaced, "changed", d.changed, "files_scanned", scanned,
 		"wall", time.Since(began).Round(time.Millisecond))
 	switch {

@@ -3,6 +3,8 @@ package cdp
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"vodcluster/proto/logtest"
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
 
@@ -131,21 +134,27 @@ func mustTitle(t *testing.T, c *Catalog, id string) Title {
 	return ti
 }
 
-// A catalog that does not load is refused with the reason, and the titles
-// loaded before are served on; once it is fixed, it loads.
+// A catalog that does not load is refused with the reason (naming the
+// file's path and line, whether it does not parse or a title's file is
+// bad), and the titles loaded before are served on; once it is fixed, it
+// loads, and the log says so at info (with no title changed, the reload
+// was logged at debug only: the refusal's error stayed the last word).
 func TestReloadRefusedKeepsTheCatalog(t *testing.T) {
-	s, c := startServer(t, nil)
+	var log logtest.Buffer
+	s, c := startServer(t, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	docPath := filepath.Join(s.Dir, CatalogFile)
 	good, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	line := fmt.Sprintf(": line %d: ", bytes.Count(good, []byte("\n"))+1) // the entry appended
 	for _, bad := range []struct {
 		name, doc, want string
 	}{
 		{"yaml", "titles:\n  - id: a\n    flie: x.ts\n", "field flie not found in a title"},
-		{"missing file", string(good) + "  - id: missing\n    file: missing.ts\n", `title "missing": file ` + filepath.Join(s.Dir, "missing.ts")},
-		{"not MPEG-TS", string(good) + "  - id: junk\n    file: catalog.yaml\n", `title "junk"`},
+		{"bad id", string(good) + "  - id: b@d\n    file: x.ts\n", docPath + line + "bad title id"},
+		{"missing file", string(good) + "  - id: missing\n    file: missing.ts\n", docPath + line + `title "missing": file ` + filepath.Join(s.Dir, "missing.ts")},
+		{"not MPEG-TS", string(good) + "  - id: junk\n    file: catalog.yaml\n", docPath + line + `title "junk"`},
 	} {
 		if err := os.WriteFile(docPath, []byte(bad.doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -170,8 +179,11 @@ func TestReloadRefusedKeepsTheCatalog(t *testing.T) {
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.CatalogStale || st.CatalogRefused != 3 || st.CatalogReloads != 1 {
-		t.Errorf("stats %+v: want 3 refused then 1 loaded, not stale", st)
+	if st := s.Stats(); st.CatalogStale || st.CatalogRefused != 4 || st.CatalogReloads != 1 {
+		t.Errorf("stats %+v: want 4 refused then 1 loaded, not stale", st)
+	}
+	if want := `level=INFO msg="catalog reloaded: the directory is accepted again after a refusal"`; !strings.Contains(log.String(), want) {
+		t.Errorf("log after the fix: want %q\n%s", want, log.String())
 	}
 }
 

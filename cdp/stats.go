@@ -97,14 +97,17 @@ func (c *counters) sent(n int) {
 	c.mu.Unlock()
 }
 
-// catalogLoad records a reload of the catalog, loaded or refused.
-func (c *counters) catalogLoad(loaded bool) {
+// catalogLoad records a reload of the catalog, loaded or refused, and
+// returns whether the reload before it was refused.
+func (c *counters) catalogLoad(loaded bool) (wasStale bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if loaded {
 		c.s.CatalogReloads++
 	} else {
 		c.s.CatalogRefused++
 	}
+	wasStale = c.s.CatalogStale
 	c.s.CatalogStale = !loaded
-	c.mu.Unlock()
+	return wasStale
 }
