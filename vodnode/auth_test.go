@@ -125,6 +125,8 @@ func TestSessionRequests(t *testing.T) {
 		{"unknown range format", c.do("PLAY", url+"/", "Session", id, "Range", "frames=10-"), base.StatusNotImplemented},
 		{"range without its start", c.do("PLAY", url+"/", "Session", id, "Range", "npt=-15"), base.StatusOK},
 		{"smpte-25 range", c.do("PLAY", url+"/", "Session", id, "Range", "smpte-25=00:00:05:12-"), base.StatusOK},
+		{"smpte frame past the rate", c.do("PLAY", url+"/", "Session", id, "Range", "smpte=00:00:01:99-"), base.StatusInvalidRange},
+		{"empty range", c.do("PLAY", url+"/", "Session", id, "Range", ""), base.StatusInvalidRange},
 		{"reverse range with a negative Scale", c.do("PLAY", url+"/", "Session", id, "Range", "npt=10-5", "Scale", "-2"), base.StatusOK},
 		{"pause", c.do("PAUSE", url+"/", "Session", id), base.StatusOK},
 	} {

@@ -237,16 +237,20 @@ var nptRange = regexp.MustCompile(`^npt\s*=\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,
 var errRangeFormat = errors.New("range format not supported: use npt= or smpte=")
 
 // parseRange returns the start and end of an npt or smpte (smpte-25=,
-// smpte-30-drop=: the frame count is within the second) Range header value
+// smpte-30-drop=: frames count at the type's rate, smpteSeconds) Range header value
 // in seconds: start -1 for "now" or a range without a start ("npt=-20"),
 // end -1 when open. An end before the start is an error unless reverse
 // (a negative Scale plays from the start down towards the end). Errors:
 // errRangeFormat for a format other than those, or a malformed range.
 func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error) {
+	fps := 30000.0 / 1001 // smpte= is SMPTE 30 drop (RFC 2326 §3.5)
 	if len(v) == 0 {
 		return -1, -1, nil
 	}
 	raw := strings.TrimSpace(v[0])
+	if raw == "" {
+		return 0, 0, errors.New("empty range")
+	}
 	lower := strings.ToLower(raw)
 	if strings.HasPrefix(lower, "npt=") && !nptRange.MatchString(lower) {
 		// What Go's float parser would take besides the RFC's npt-time
@@ -268,7 +272,10 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 			return 0, 0, fmt.Errorf("malformed range %q", raw)
 		}
 		return -1, r.End.Seconds(), nil
-	case strings.HasPrefix(lower, "smpte-25="), strings.HasPrefix(lower, "smpte-30-drop="):
+	case strings.HasPrefix(lower, "smpte-25="):
+		fps = 25
+		raw = "smpte=" + raw[strings.IndexByte(raw, '=')+1:]
+	case strings.HasPrefix(lower, "smpte-30-drop="):
 		raw = "smpte=" + raw[strings.IndexByte(raw, '=')+1:]
 	case strings.HasPrefix(lower, "npt="), strings.HasPrefix(lower, "smpte="):
 	default:
@@ -288,15 +295,40 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 		}
 		return r.Start.Seconds(), r.End.Seconds(), nil
 	case *headers.RangeSMPTE:
-		if r.End == nil {
-			return r.Start.Time.Seconds(), -1, nil
+		start, err := smpteSeconds(r.Start, fps)
+		if err != nil {
+			return 0, 0, fmt.Errorf("malformed range %q: %w", raw, err)
 		}
-		if r.End.Time < r.Start.Time && !reverse {
+		if r.End == nil {
+			return start, -1, nil
+		}
+		end, err := smpteSeconds(*r.End, fps)
+		if err != nil {
+			return 0, 0, fmt.Errorf("malformed range %q: %w", raw, err)
+		}
+		if end < start && !reverse {
 			return 0, 0, fmt.Errorf("range ends before it starts")
 		}
-		return r.Start.Time.Seconds(), r.End.Time.Seconds(), nil
+		return start, end, nil
 	}
 	return 0, 0, errRangeFormat
+}
+
+// smpteSeconds returns an SMPTE time code (RFC 2326 §3.5:
+// hours:minutes:seconds:frames.subframes, the subframes in hundredths of
+// a frame) in seconds at fps frames a second (25 for smpte-25; 29.97 for
+// smpte and smpte-30-drop, whose frames count 0 to 29, the drop-frame
+// numbering's skipped numbers taken as they come: the error is under a
+// frame a minute). A frame number past the rate or subframes over 99
+// are errors.
+func smpteSeconds(t headers.RangeSMPTETime, fps float64) (float64, error) {
+	switch {
+	case float64(t.Frame) >= math.Ceil(fps):
+		return 0, fmt.Errorf("frame %d: at most %d at %v frames a second", t.Frame, int(math.Ceil(fps))-1, fps)
+	case t.Subframe > 99:
+		return 0, fmt.Errorf("subframe %d: at most 99", t.Subframe)
+	}
+	return t.Time.Seconds() + (float64(t.Frame)+float64(t.Subframe)/100)/fps, nil
 }
 
 func formatNPT(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
