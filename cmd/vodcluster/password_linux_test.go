@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"vodcluster/acm/boss"
+	"vodcluster/proto/logtest"
 )
 
 // openPTY returns a new pseudo-terminal: its master side (what a person's
@@ -47,7 +48,7 @@ func TestUserAsksForThePasswordOnATerminal(t *testing.T) {
 	cmd := userCmd()
 	cmd.SetArgs([]string{"alice", "--file", f})
 	cmd.SetIn(slave)
-	var errb syncBuffer
+	var errb logtest.Buffer
 	cmd.SetOut(&errb)
 	cmd.SetErr(&errb)
 	done := make(chan error, 1)

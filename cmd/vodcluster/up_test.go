@@ -9,9 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"vodcluster/proto/logtest"
 )
 
 // TestUpPlaysOnce runs `vodcluster up --play sample-001 --once` on free
@@ -108,31 +109,13 @@ func TestUpRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // up --max-sessions-per-user N lets the demo subscriber hold N sessions
 // at once: N viewers of the front door's HTTP are sent to a node, the
 // next one is refused (429), where the default would refuse the 9th.
 func TestUpMaxSessionsPerUser(t *testing.T) {
 	const limit = 12
 	cmd := upCmd()
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	cmd.SetOut(out)
 	cmd.SetErr(out)
 	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
