@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,7 @@ type Options struct {
 
 // Result is what a play received.
 type Result struct {
-	URL          string  `json:"url"`          // the URL asked for
+	URL          string  `json:"url"`          // the URL asked for, its password replaced by xxxxx
 	Server       string  `json:"server"`       // host:port that finally served the stream (after redirects)
 	VideoFrames  int     `json:"video_frames"` // H.264/H.265 access units demultiplexed from the stream
 	AudioFrames  int     `json:"audio_frames"` // AAC access units
@@ -76,6 +77,18 @@ func (r Result) String() string {
 		r.BitrateBps()/1000, r.SetupSeconds*1000)
 }
 
+// redacted returns rawURL with its password, if any, replaced by "xxxxx"
+// (url.URL.Redacted), for what the client prints: a result pasted into a
+// ticket must not carry the subscriber's password. A URL that does not
+// parse is returned as it is.
+func redacted(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return u.Redacted()
+}
+
 // ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
 // 33) nor H.264/H.265/AAC elementary-stream media.
 var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H.265 or AAC media")
@@ -85,7 +98,7 @@ var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H
 // (the error carries the RTSP status, e.g. 401, 403, 404, 453),
 // ErrNoMPEGTS, or a transport failure.
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
-	res := Result{URL: rawURL}
+	res := Result{URL: redacted(rawURL)}
 	if opts.Duration < 0 {
 		return res, fmt.Errorf("probe: duration %v is negative (0 plays to the end)", opts.Duration)
 	}

@@ -39,3 +39,18 @@ func TestPlayRefusesURLsNotRTSP(t *testing.T) {
 		t.Errorf("an RTSP URL in capitals is not dialled: %v", err)
 	}
 }
+
+// The result names the URL without its password (a result pasted into a
+// ticket carried the subscriber's password), whatever the outcome.
+func TestResultURLHidesThePassword(t *testing.T) {
+	res, err := Play(context.Background(), "rtsp://demo:s3cret@127.0.0.1:1/vod/sample-001", Options{Duration: -1})
+	if err == nil {
+		t.Fatal("a negative duration was accepted")
+	}
+	if res.URL != "rtsp://demo:xxxxx@127.0.0.1:1/vod/sample-001" || strings.Contains(res.String(), "s3cret") {
+		t.Errorf("result %q names the password", res)
+	}
+	if got := redacted("rtsp://127.0.0.1:1/vod/x"); got != "rtsp://127.0.0.1:1/vod/x" {
+		t.Errorf("a URL without credentials: %q", got)
+	}
+}
