@@ -64,3 +64,51 @@ func TestESReportsAgainOnResume(t *testing.T) {
 		}
 	}
 }
+
+// TestESReportRetriedWhenTheConnectionIsBusy: a held elementary-stream
+// play over TCP whose report falls due while its connection's writer is
+// busy (a response or a packet being written, or a client that reads
+// slowly: here the writer held from before the report is due until after)
+// sends it once the writer is free, not an interval later: the report
+// loop sends without waiting and dropped it, and during a play it now
+// sends most reports (its timer runs before the packet that sendUnit
+// would send them with), so over a busy connection reports went missing.
+func TestESReportRetriedWhenTheConnectionIsBusy(t *testing.T) {
+	const interval = time.Second
+	e := startEngineSR(t, interval)
+	src := newMemSource(loadClip(t))
+	st, _, cli := playESOverTCP(t, e, src)
+	if _, err := st.Seek(4); err != nil {
+		t.Fatal(err)
+	}
+	st.SetStop(5)
+	st.Resume()
+	readESFrames(t, cli, 300*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
+		return quiet && st.Position() >= 5-0.001
+	})
+	// A held report: the next is due an interval after it.
+	var last time.Time
+	for end := time.Now().Add(3 * interval); last.IsZero(); {
+		if time.Now().After(end) {
+			t.Fatalf("no report in %v held", 3*interval)
+		}
+		if srs, _ := readReports(t, cli, 50*time.Millisecond); len(srs[0]) > 0 {
+			last = srs[0][len(srs[0])-1].at
+		}
+	}
+	w := st.cfg.Conn
+	busy := make(chan struct{})
+	time.AfterFunc(time.Until(last.Add(interval/2)), func() {
+		w.mu.Lock()
+		close(busy)
+	})
+	<-busy
+	time.Sleep(time.Until(last.Add(interval * 13 / 10))) // past the report's time
+	freed := time.Now()
+	w.mu.Unlock()
+	srs, _ := readReports(t, cli, interval/2)
+	if len(srs[0]) == 0 || len(srs[1]) == 0 {
+		t.Fatalf("%d video and %d audio reports in %v after the writer was free (busy from %v to %v after the last report)",
+			len(srs[0]), len(srs[1]), interval/2, interval/2, freed.Sub(last).Round(time.Millisecond))
+	}
+}

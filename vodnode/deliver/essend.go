@@ -59,8 +59,9 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 // sendRTCP sends each track's RTCP packet: on the RTCP channel (RTP
 // channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
 // waits for room in the connection's queue when wait is set (the stream's
-// own goroutine), else drops what the queue cannot take at once.
-func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) {
+// own goroutine), else drops what the writer cannot take at once (busy,
+// or its queue full). It reports per track whether its packet went.
+func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 	for i, b := range pkts {
 		if b == nil {
 			continue
@@ -87,7 +88,9 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) {
 		}
 		s.bytes.Add(int64(sent))
 		s.e.bytesSent.Add(int64(sent))
+		went[i] = true
 	}
+	return went
 }
 
 // sendUnit sends one RTP packet of track u.track, numbered in its
@@ -147,7 +150,9 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 // the one its packets go on from after the PLAY, on both tracks alike
 // (RFC 3550 §6.4.1: the RTP time is that of the NTP time by the sender's
 // media clock, which does not run while held). Over TCP a report the
-// connection's queue cannot take at once is dropped.
+// connection's writer cannot take at once (busy, or its queue full) stays
+// due: the next packet sends it, waiting, or the loop tries again
+// esReportRetry later.
 func (s *ESStream) reportLoop(ctx context.Context) {
 	t := time.NewTimer(s.e.SRInterval)
 	defer t.Stop()
@@ -174,10 +179,27 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
-		s.sendRTCP(srs, false)
+		went := s.sendRTCP(srs, false)
+		s.mu.Lock()
+		for i := range 2 {
+			if srs[i] != nil && !went[i] {
+				// Dropped (the writer busy or full): due still, so that
+				// the next packet takes it (waiting), else the loop
+				// again soon.
+				s.nextSR[i] = time.Time{}
+				if retry := now.Add(esReportRetry); retry.Before(next) {
+					next = retry
+				}
+			}
+		}
+		s.mu.Unlock()
 		t.Reset(max(time.Until(next), time.Millisecond))
 	}
 }
+
+// esReportRetry is how soon the report loop tries again a sender report
+// the connection's writer could not take at once.
+const esReportRetry = 50 * time.Millisecond
 
 // reportAtOnceLocked makes each track's next sender report go with its
 // next packet (sendUnit), when its play goes on after a hold or starts:
