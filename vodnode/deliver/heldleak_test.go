@@ -122,7 +122,16 @@ func TestHeldStreamsLeaveNothingBehind(t *testing.T) {
 			if _, err := st.Play(0); err != nil {
 				t.Fatal(err)
 			}
-			p.close, p.held = st.Close, func() { st.Pause() }
+			// Closed, its idle report's timer is stopped: it does not
+			// keep the stream until it fires.
+			p.close, p.held = func() {
+				st.Close()
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if st.idleTimer != nil {
+					t.Errorf("play %d: an idle report still due after Close", k)
+				}
+			}, func() { st.Pause() }
 			if fill {
 				p.held = func() {}
 			}

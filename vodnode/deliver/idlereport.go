@@ -39,3 +39,12 @@ func (s *Stream) idleReport() {
 	}
 	s.idleTimer = time.AfterFunc(s.e.SRInterval, s.idleReport)
 }
+
+// stopIdleReportLocked stops the idle reports of a stream that ends, so
+// that its timer does not keep it in memory until it fires. s.mu held.
+func (s *Stream) stopIdleReportLocked() {
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+		s.idleTimer = nil
+	}
+}

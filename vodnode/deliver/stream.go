@@ -416,6 +416,7 @@ func (s *Stream) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state = stateEnded
+	s.stopIdleReportLocked()
 }
 
 // Abort stops the stream for good without calling OnEnd, like Close,
@@ -427,6 +428,7 @@ func (s *Stream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.state == stateEnded
 	s.state = stateEnded
+	s.stopIdleReportLocked()
 	s.mu.Unlock()
 	if !ended {
 		s.abortBye(reason)
@@ -477,6 +479,7 @@ func (s *Stream) endOfTitle(ck clockOf) {
 func (s *Stream) finish(reason EndReason, err error) {
 	s.state = stateEnded
 	s.queued = false
+	s.stopIdleReportLocked()
 	if s.cfg.OnEnd != nil {
 		go s.cfg.OnEnd(reason, err)
 	}
