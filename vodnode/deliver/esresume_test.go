@@ -112,3 +112,54 @@ func TestESReportRetriedWhenTheConnectionIsBusy(t *testing.T) {
 			len(srs[0]), len(srs[1]), interval/2, interval/2, freed.Sub(last).Round(time.Millisecond))
 	}
 }
+
+// TestESReportsAgainAfterTheFillWait: an elementary-stream play that
+// waited for its title's fill longer than esResync restarts its timeline
+// where the bytes come (the held reports mapped its RTP time to the
+// wall clock of each), so each track's next report comes with its first
+// packets after the wait rather than on the held reports' schedule, up
+// to an interval later: until then a player mapped the packets by the
+// last report made while waiting.
+func TestESReportsAgainAfterTheFillWait(t *testing.T) {
+	const interval = 3 * time.Second
+	e := startEngineSR(t, interval)
+	data := loadClip(t)
+	src := newFillingSource(data)
+	src.reveal(len(data) / 5)
+	st, _, cli := playESOverTCP(t, e, src)
+	if _, err := st.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	readESFrames(t, cli, 300*time.Millisecond, 20*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
+		return quiet && st.WaitingForFill()
+	})
+	quiet := time.Now() // the last packet was sent before
+	// Wait past esResync and a report: the timeline restarts when the
+	// bytes come, and the report schedule is mid-interval.
+	var waited [2][]srSeen
+	for end := time.Now().Add(3 * interval); len(waited[0]) == 0 || len(waited[1]) == 0 || time.Since(quiet) < 2*esResync; {
+		if time.Now().After(end) {
+			t.Fatalf("%d video and %d audio reports in %v waiting for the fill", len(waited[0]), len(waited[1]), 3*interval)
+		}
+		srs, pkts := readReports(t, cli, 50*time.Millisecond)
+		if len(pkts[0])+len(pkts[1]) > 0 {
+			t.Fatal("RTP while waiting for the fill")
+		}
+		waited[0], waited[1] = append(waited[0], srs[0]...), append(waited[1], srs[1]...)
+	}
+	src.reveal(len(data))
+	srs, pkts := readReports(t, cli, interval/2)
+	for i, name := range []string{"video", "audio"} {
+		if len(pkts[i]) == 0 {
+			t.Fatalf("%s: no packets in %v after the fill went on", name, interval/2)
+		}
+		if len(srs[i]) == 0 {
+			t.Fatalf("%s: no sender report in %v after the fill went on (the last while waiting %v before its first packet)",
+				name, interval/2, pkts[i][0].at.Sub(waited[i][len(waited[i])-1].at).Round(time.Millisecond))
+		}
+		if d := srs[i][0].at.Sub(pkts[i][0].at); d > 500*time.Millisecond {
+			t.Errorf("%s: the first report after the wait came %v after its first packet", name, d.Round(time.Millisecond))
+		}
+	}
+}

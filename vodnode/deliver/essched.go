@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
@@ -112,6 +113,12 @@ type esPlay struct {
 	lead int64
 	last [2]int64 // per track: the due of the last unit pushed (a track's units leave in their order)
 	has  [2]bool  // per track: a unit was pushed
+
+	// restarted is set when the timeline restarts (a unit read more than
+	// esResync late: after a wait for the fill): the sender reports made
+	// before map the wall clock to the old one, so the next packets send
+	// a report each (sendUnit takes it).
+	restarted atomic.Bool
 
 	sentOff   int64     // offset of the last unit sent; -1 before the first
 	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
@@ -316,6 +323,7 @@ func (p *esPlay) push(track int, off, shift int64, pkts []*rtp.Packet, ats []int
 		p.clockSet, p.clockWall, p.clockMedia = true, now, ats[0]-lead
 	} else if late := now.Sub(p.wallOfLocked(ats[0])); late > esResync && !p.held {
 		p.clockWall = p.clockWall.Add(late) // read that late: the timeline restarts here
+		p.restarted.Store(true)
 	}
 	for i, pkt := range pkts {
 		heap.Push(&p.q, &esUnit{track: track, due: due(i), at: ats[i], off: off, shift: shift, n: p.pushed, pkt: pkt})

@@ -127,6 +127,9 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 		}
 	}
 	s.mu.Lock()
+	if s.play != nil && s.play.restarted.Swap(false) {
+		s.reportAtOnceLocked() // the timeline restarted: the reports before map the old one
+	}
 	var srs [2][]byte
 	if now := time.Now(); now.After(s.nextSR[i]) {
 		s.nextSR[i] = now.Add(s.e.SRInterval)
@@ -208,7 +211,8 @@ const esReportRetry = 50 * time.Millisecond
 // PLAY, and a receiver would map the packets by the last held report,
 // off by the time from it to the PLAY, until the next one, up to
 // Engine.SRInterval later (MP2T streams report with their first packets
-// after a PLAY too). s.mu held.
+// after a PLAY too). The same when the timeline restarts after a wait for
+// the fill (esPlay.restarted). s.mu held.
 func (s *ESStream) reportAtOnceLocked() {
 	s.nextSR = [2]time.Time{}
 }
