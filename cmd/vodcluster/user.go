@@ -52,6 +52,12 @@ func userCmd() *cobra.Command {
 			}
 			doc := usersDoc{Realm: realm}
 			if file != "" {
+				// read, edited and replaced by one edit at a time
+				unlock, err := lockUsersDir(file)
+				if err != nil {
+					return err
+				}
+				defer unlock()
 				if err := readUsers(file, &doc); err != nil {
 					return err
 				}

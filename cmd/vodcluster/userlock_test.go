@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"vodcluster/acm/boss"
+)
+
+// Subscribers added to one users file by several `vodcluster user` at
+// once are all in it afterwards: each edit reads, edits and replaces the
+// file while no other does (lockUsersDir); they overwrote each other's.
+func TestUserFileConcurrentEditsKeepEveryEntry(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	if _, err := runUser(t, "pw-first\n", "first", "--file", f); err != nil {
+		t.Fatal(err)
+	}
+	const editors = 12
+	var wg sync.WaitGroup
+	errs := make([]error, editors)
+	start := make(chan struct{}) // all at once
+	for i := range editors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = runUser(t, fmt.Sprintf("pw-%d\n", i), fmt.Sprintf("user%d", i), "--file", f)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("user%d: %v", i, err)
+		}
+	}
+	users, err := boss.LoadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	want := map[string]string{"first": "pw-first"}
+	for i := range editors {
+		want[fmt.Sprintf("user%d", i)] = fmt.Sprintf("pw-%d", i)
+	}
+	for user, pw := range want {
+		if err := users.Authenticate(ctx, boss.Credentials{User: user, Password: pw}); err != nil {
+			t.Errorf("%s lost: %v", user, err)
+		}
+	}
+}
