@@ -56,6 +56,11 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			return nil, err
 		}
 	}
+	if req.GetRtspsAddr() != "" { // where viewers that came over RTSPS are sent
+		if err := checkAddr("rtsps_addr", req.GetRtspsAddr()); err != nil {
+			return nil, err
+		}
+	}
 	c := req.GetCapacity()
 	if c.GetEgressBps() <= 0 || c.GetMaxSessions() < 0 || c.GetDiskBytes() < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "capacity: egress_bps must be > 0, max_sessions and disk_bytes >= 0")

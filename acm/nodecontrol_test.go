@@ -273,15 +273,17 @@ func TestRegisterAndHeartbeatValidation(t *testing.T) {
 	e := newManager(t, "", nil)
 	ctx := context.Background()
 	for name, r := range map[string]*pb.RegisterRequest{
-		"no id":         regReq("", "127.0.0.1:1", "", titleBps),
-		"bad id":        regReq("a b", "127.0.0.1:1", "", titleBps),
-		"no rtsp host":  regReq("n1", ":8554", "", titleBps),
-		"any address":   regReq("n1", "0.0.0.0:8554", "", titleBps),
-		"bad http":      regReq("n1", "127.0.0.1:1", "nohost", titleBps),
-		"no capacity":   regReq("n1", "127.0.0.1:1", "", 0),
-		"nil capacity":  {NodeId: "n1", RtspAddr: "127.0.0.1:1"},
-		"neg weight":    {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Weight: -1},
-		"untitled item": {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Titles: []*pb.StoredTitle{{}}},
+		"no id":             regReq("", "127.0.0.1:1", "", titleBps),
+		"bad id":            regReq("a b", "127.0.0.1:1", "", titleBps),
+		"no rtsp host":      regReq("n1", ":8554", "", titleBps),
+		"any address":       regReq("n1", "0.0.0.0:8554", "", titleBps),
+		"bad http":          regReq("n1", "127.0.0.1:1", "nohost", titleBps),
+		"rtsps any address": {NodeId: "n1", RtspAddr: "127.0.0.1:1", RtspsAddr: "[::]:8323", Capacity: &pb.NodeCapacity{EgressBps: 1}},
+		"bad rtsps":         {NodeId: "n1", RtspAddr: "127.0.0.1:1", RtspsAddr: "nohost", Capacity: &pb.NodeCapacity{EgressBps: 1}},
+		"no capacity":       regReq("n1", "127.0.0.1:1", "", 0),
+		"nil capacity":      {NodeId: "n1", RtspAddr: "127.0.0.1:1"},
+		"neg weight":        {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Weight: -1},
+		"untitled item":     {NodeId: "n1", RtspAddr: "127.0.0.1:1", Capacity: &pb.NodeCapacity{EgressBps: 1}, Titles: []*pb.StoredTitle{{}}},
 	} {
 		if _, err := e.nc.Register(ctx, r); grpcCode(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v", name, err)

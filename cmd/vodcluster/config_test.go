@@ -224,7 +224,16 @@ func TestNodeWithoutAdvertiseHost(t *testing.T) {
 			t.Fatalf("%q: the node runs (10 s) without a host to announce", c.listens)
 		}
 	}
-	for _, ok := range []NodeConfig{{AdvertiseHost: "vod-01.example.net"}, {RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081"}} {
+	// The RTSPS listener is announced too (rtsps_addr, where viewers that
+	// came over RTSPS are sent): by default it takes every address
+	// (":8323"); the manager took "[::]:8323" and sent them there.
+	rtsps := NodeConfig{RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081", RTSPTLSCert: "c.pem", RTSPTLSKey: "k.pem"}
+	if err := rtsps.checkAdvertised(); err == nil || !strings.Contains(err.Error(), `advertise_host is required: rtsps_listen ":8323"`) {
+		t.Errorf("RTSPS on every address: %v", err)
+	}
+	for _, ok := range []NodeConfig{{AdvertiseHost: "vod-01.example.net"}, {RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081"},
+		{RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081", RTSPSListen: "192.0.2.7:8323", RTSPTLSCert: "c.pem", RTSPTLSKey: "k.pem"},
+		{RTSPTLSCert: "c.pem", RTSPTLSKey: "k.pem", AdvertiseHost: "vod-01.example.net"}} {
 		if err := ok.checkAdvertised(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}

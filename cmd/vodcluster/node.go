@@ -40,7 +40,7 @@ func nodeCmd() *cobra.Command {
 }
 
 // checkAdvertised refuses an advertise_host that means every address
-// (0.0.0.0, ::), and a node whose RTSP or HTTP listener takes every
+// (0.0.0.0, ::), and a node whose RTSP, HTTP or RTSPS listener takes every
 // address (":8555", "0.0.0.0:8555", "[::]:8555", the default) without an
 // advertise_host: what it would announce names no host a viewer can be
 // redirected to, and the manager refuses its registration for as long as
@@ -53,10 +53,14 @@ func (c NodeConfig) checkAdvertised() error {
 	if c.AdvertiseHost != "" {
 		return nil
 	}
-	for _, l := range []struct{ key, addr string }{
+	listens := []struct{ key, addr string }{
 		{"rtsp_listen", orString(c.RTSPListen, defaultNodeRTSPListen)},
 		{"http_listen", orString(c.HTTPListen, defaultNodeHTTPListen)},
-	} {
+	}
+	if c.RTSPTLSCert != "" && c.RTSPTLSKey != "" { // an RTSPS listener, announced too (rtsps_addr)
+		listens = append(listens, struct{ key, addr string }{"rtsps_listen", orString(c.RTSPSListen, defaultNodeRTSPSListen)})
+	}
+	for _, l := range listens {
 		host, _, err := net.SplitHostPort(l.addr)
 		if err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
 			return fmt.Errorf("advertise_host is required: %s %q listens on every address of the host, which names none the manager can send viewers to; give advertise_host, the node's name or address as the set-top boxes reach it", l.key, l.addr)
