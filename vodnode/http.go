@@ -440,6 +440,9 @@ type activityWriter struct {
 	http.ResponseWriter
 	lastOK time.Time
 	failed bool
+	// fileBytes: bytes handed from a title's file to the connection's
+	// ReadFrom (sendfile(2) on a TCP connection; ReadFrom, httpsend.go).
+	fileBytes int64
 }
 
 func (a *activityWriter) Write(p []byte) (int, error) {

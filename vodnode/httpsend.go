@@ -77,6 +77,7 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 			m, err := rf.ReadFrom(&io.LimitedReader{R: f, N: rest})
 			pos += m
 			n += m
+			a.fileBytes += m
 			if err != nil {
 				a.failed = true
 				s.advance(int(n))

@@ -33,10 +33,13 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 	start, end := int64(188*50), int64(len(data)-188*20)
 	want := append(append([]byte{}, psi...), data[start:end]...)
 	// the handler serves the section or the title with sendfile, or
-	// through Read (?copy)
+	// through Read (?copy), and tells how many bytes went from the
+	// title's file to the connection's ReadFrom
+	fromFile := make(chan int64, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		send := r.URL.Query().Get("copy") == ""
 		aw := &activityWriter{ResponseWriter: w}
+		defer func() { fromFile <- aw.fileBytes }()
 		if r.URL.Path == "/title" {
 			rd := &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send}
 			serveContent(aw, r, "t.ts", hs.meta.Size, rd)
@@ -47,7 +50,8 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 		serveContent(aw, r, "seg.ts", rd.rd.Size(), rd)
 	}))
 	defer srv.Close()
-	fetch := func(path, rng string) []byte {
+	// fetch returns the body and the bytes of it sent from the file.
+	fetch := func(path, rng string) ([]byte, int64) {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+path, nil)
 		if rng != "" {
 			req.Header.Set("Range", rng)
@@ -61,23 +65,36 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
+		select {
+		case n := <-fromFile:
+			return b, n
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s %q: the handler did not return", path, rng)
+			return nil, 0
+		}
 	}
 	psiLen := len(psi)
 	for _, c := range []struct {
 		path, rng string
 		want      []byte
+		file      int // of want, the bytes from the title's file (not the PSI prefix)
 	}{
-		{"/seg", "", want},
-		{"/seg", fmt.Sprintf("bytes=100-%d", psiLen+5000), want[100 : psiLen+5001]},
-		{"/seg", fmt.Sprintf("bytes=%d-", psiLen+7), want[psiLen+7:]},
-		{"/title", "", data},
-		{"/title", "bytes=1000-200000", data[1000:200001]},
+		{"/seg", "", want, len(want) - psiLen},
+		{"/seg", fmt.Sprintf("bytes=100-%d", psiLen+5000), want[100 : psiLen+5001], 5001},
+		{"/seg", fmt.Sprintf("bytes=%d-", psiLen+7), want[psiLen+7:], len(want) - psiLen - 7},
+		{"/title", "", data, len(data)},
+		{"/title", "bytes=1000-200000", data[1000:200001], 199001},
 	} {
-		got, copied := fetch(c.path, c.rng), fetch(c.path+"?copy=1", c.rng)
+		got, sent := fetch(c.path, c.rng)
+		copied, copiedSent := fetch(c.path+"?copy=1", c.rng)
 		if !bytes.Equal(got, c.want) || !bytes.Equal(copied, c.want) {
 			t.Errorf("%s %q: sendfile %d bytes, copy %d, want %d (equal: %v, %v)", c.path, c.rng, len(got), len(copied), len(c.want),
 				bytes.Equal(got, c.want), bytes.Equal(copied, c.want))
+		}
+		// the same bytes because the sendfile path ran, not because it
+		// fell back to the copy
+		if sent != int64(c.file) || copiedSent != 0 {
+			t.Errorf("%s %q: %d bytes from the file to the connection's ReadFrom (copy: %d), want %d (0)", c.path, c.rng, sent, copiedSent, c.file)
 		}
 	}
 }
