@@ -59,18 +59,21 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 		}
 		var n int64
 		mem, off := s.chunk(k)
+		// Counted before they are sent, as their Read counts what it
+		// returns before the copy writes it: the node's count is never
+		// behind what the viewer has (a client that read a whole title
+		// finds it in Stats).
+		s.advance(k)
 		if len(mem) > 0 { // a segment's PSI prefix
 			m, err := a.Write(mem)
 			n += int64(m)
 			if err != nil {
-				s.advance(int(n))
 				return sent + n, err
 			}
 		}
 		if rest := int64(k) - n; rest > 0 {
 			if pos != off {
 				if pos, err = f.Seek(off, io.SeekStart); err != nil {
-					s.advance(int(n))
 					return sent + n, err
 				}
 			}
@@ -80,12 +83,10 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 			a.fileBytes += m
 			if err != nil {
 				a.failed = true
-				s.advance(int(n))
 				return sent + n, err
 			}
 			a.lastOK = time.Now()
 		}
-		s.advance(int(n))
 		lr.N -= n
 		sent += n
 		if n < int64(k) {
@@ -105,6 +106,7 @@ type sendSource interface {
 	// chunk: of the next k bytes, those held in memory (sent first), and
 	// the title's offset of the rest; the write deadline set.
 	chunk(k int) (mem []byte, off int64)
+	// advance counts n bytes as sent and moves past them.
 	advance(n int)
 }
 

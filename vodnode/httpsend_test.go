@@ -98,3 +98,83 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// countCheckWriter is a ResponseWriter with a ReadFrom, as net/http's is,
+// that checks, whenever it is given bytes (the moment a viewer could have
+// them), that the session counted them already (counted() at least all
+// it was given).
+type countCheckWriter struct {
+	h       http.Header
+	got     bytes.Buffer
+	counted func() int64
+	behind  int64 // the most it was given beyond the count
+}
+
+func (c *countCheckWriter) Header() http.Header { return c.h }
+func (c *countCheckWriter) WriteHeader(int)     {}
+
+func (c *countCheckWriter) Write(p []byte) (int, error) {
+	c.got.Write(p)
+	c.check()
+	return len(p), nil
+}
+
+func (c *countCheckWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(writerOnly{&c.got}, r)
+	c.check()
+	return n, err
+}
+
+func (c *countCheckWriter) check() {
+	c.behind = max(c.behind, int64(c.got.Len())-c.counted())
+}
+
+// A download sent with sendfile counts its bytes (the session's, the
+// node's) before the viewer can have them, as the copy through Read
+// does: a client that has read a whole title sees it in the node's
+// Stats. They were counted once sendfile returned, and
+// TestHTTPProgressiveAndRanges failed now and then, BytesSent one chunk
+// short.
+func TestHTTPSendfileCountsBeforeTheViewerHasTheBytes(t *testing.T) {
+	t.Parallel()
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	data := o.titles["sample-001"]
+	tok := mint(t, "sc", "sample-001", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(n, tok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != http.StatusPartialContent {
+		t.Fatalf("first packet: %d", res.StatusCode)
+	}
+	n.mu.Lock()
+	hs := n.httpSessions["sc"]
+	n.mu.Unlock()
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	hs.pacing.lim.Store(nil)
+	psi := bytes.Repeat([]byte{0x47, 1, 2, 3}, sendChunk/4+1000) // crosses a chunk
+	start := int64(188 * 50)
+	for _, c := range []struct {
+		name string
+		rd   func(ctx context.Context) io.ReadSeeker
+		size int64
+		want []byte
+	}{
+		{"title", func(ctx context.Context) io.ReadSeeker {
+			return &titleReader{hs: hs, ctx: ctx, n: n, sendfile: true}
+		}, int64(len(data)), data},
+		{"segment", func(ctx context.Context) io.ReadSeeker {
+			seg := segmentAt{psi: psi, t: hs.t, start: start}
+			return &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+int64(len(data))-start), seg: seg, hs: hs, n: n, ctx: ctx, sendfile: true}
+		}, int64(len(psi)) + int64(len(data)) - start, append(append([]byte{}, psi...), data[start:]...)},
+	} {
+		base := hs.bytes.Load()
+		w := &countCheckWriter{h: http.Header{}, counted: func() int64 { return hs.bytes.Load() - base }}
+		aw := &activityWriter{ResponseWriter: w}
+		r := httptest.NewRequest(http.MethodGet, "/"+c.name, nil)
+		serveContent(aw, r, c.name+".ts", c.size, c.rd(r.Context()))
+		if !bytes.Equal(w.got.Bytes(), c.want) || aw.fileBytes == 0 {
+			t.Fatalf("%s: %d bytes (%d from the file), want %d", c.name, w.got.Len(), aw.fileBytes, len(c.want))
+		}
+		if w.behind > 0 {
+			t.Errorf("%s: the viewer had up to %d bytes the session had not counted", c.name, w.behind)
+		}
+	}
+}
