@@ -231,7 +231,15 @@ func TestNodeWithoutAdvertiseHost(t *testing.T) {
 	if err := rtsps.checkAdvertised(); err == nil || !strings.Contains(err.Error(), `advertise_host is required: rtsps_listen ":8323"`) {
 		t.Errorf("RTSPS on every address: %v", err)
 	}
+	// advertise_host is a bare host: the node adds each listener's port
+	// (it announced "[vod-01:8555]:8555", and the manager took it)
+	for _, h := range []string{"vod-01:8555", "[2001:db8::7]", "rtsp://vod-01", "192.0.2.7:8555", "vod 01"} {
+		if err := (NodeConfig{AdvertiseHost: h}).checkAdvertised(); err == nil || !strings.Contains(err.Error(), "without port, brackets or scheme") {
+			t.Errorf("advertise_host %q: %v", h, err)
+		}
+	}
 	for _, ok := range []NodeConfig{{AdvertiseHost: "vod-01.example.net"}, {RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081"},
+		{AdvertiseHost: "2001:db8::7"}, {AdvertiseHost: "192.0.2.7"}, {AdvertiseHost: "vod-01"},
 		{RTSPListen: "192.0.2.7:8555", HTTPListen: "192.0.2.7:8081", RTSPSListen: "192.0.2.7:8323", RTSPTLSCert: "c.pem", RTSPTLSKey: "k.pem"},
 		{RTSPTLSCert: "c.pem", RTSPTLSKey: "k.pem", AdvertiseHost: "vod-01.example.net"}} {
 		if err := ok.checkAdvertised(); err != nil {

@@ -114,6 +114,9 @@ func checkExampleConfig(t *testing.T, path string, users *boss.File) {
 			if n.ID == "" || n.DataDir == "" || n.Manager == "" || n.Origin == "" || n.AdvertiseHost == "" {
 				t.Fatalf("node: id, data_dir, manager, origin and advertise_host are needed: %+v", n)
 			}
+			if err := n.checkAdvertised(); err != nil { // vodcluster node's check before newNode
+				t.Fatalf("node: %v", err)
+			}
 			n.SecretFile = secret
 			if _, err := newNode(n); err != nil {
 				t.Fatalf("node: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +41,7 @@ func nodeCmd() *cobra.Command {
 }
 
 // checkAdvertised refuses an advertise_host that means every address
-// (0.0.0.0, ::), and a node whose RTSP, HTTP or RTSPS listener takes every
+// (0.0.0.0, ::) or is no bare host (a port, brackets, a scheme), and a node whose RTSP, HTTP or RTSPS listener takes every
 // address (":8555", "0.0.0.0:8555", "[::]:8555", the default) without an
 // advertise_host: what it would announce names no host a viewer can be
 // redirected to, and the manager refuses its registration for as long as
@@ -49,6 +50,11 @@ func nodeCmd() *cobra.Command {
 func (c NodeConfig) checkAdvertised() error {
 	if ip := net.ParseIP(c.AdvertiseHost); ip != nil && ip.IsUnspecified() {
 		return fmt.Errorf("advertise_host %q means every address, not one viewers can be redirected to: give the node's name or address as the set-top boxes reach it", c.AdvertiseHost)
+	}
+	if h := c.AdvertiseHost; strings.ContainsAny(h, "[]/@ \t") || (strings.Contains(h, ":") && net.ParseIP(h) == nil) {
+		// The node adds each listener's port (rtsp_addr "[vod-01:8555]:8555"
+		// for "vod-01:8555"), which no viewer reaches.
+		return fmt.Errorf("advertise_host %q: want a host name or an IP address alone (vod-01.example.net, 192.0.2.7, 2001:db8::7), without port, brackets or scheme: the node adds each listener's port", h)
 	}
 	if c.AdvertiseHost != "" {
 		return nil
