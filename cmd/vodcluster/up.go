@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -157,13 +158,17 @@ const maxUpNodes = 100
 
 // checkUpFlags refuses the values of up's flags that would start a cluster
 // that cannot play (no node, a node with no egress, or a disk too small
-// for a sample title) or run one without end (a million nodes), or fail
+// for a sample title; a --host of every address, which its nodes would
+// announce) or run one without end (a million nodes), or fail
 // only once the cluster is up (a negative queue deadline or origin
 // setting, refused by the part it configures in its own words).
 func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, transport string, once bool) error {
 	switch {
 	case o.Nodes < 1 || o.Nodes > maxUpNodes:
 		return fmt.Errorf("up: --nodes %d out of 1..%d", o.Nodes, maxUpNodes)
+	case net.ParseIP(o.Host) != nil && net.ParseIP(o.Host).IsUnspecified():
+		// its nodes would announce it, and the manager refuse them
+		return fmt.Errorf("up: --host %s means every address, not one the front door can send viewers to: give one of this machine's (127.0.0.1 by default)", o.Host)
 	case o.NodeEgress <= 0:
 		return fmt.Errorf("up: --node-egress-bps %d must be > 0", o.NodeEgress)
 	case o.NodeDisk <= 0:

@@ -74,6 +74,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nodes", "0"}, {"--nodes", "-1"}, {"--nodes", "1000000"},
 		{"--node-egress-bps", "0"}, {"--node-egress-bps", "-5"},
+		{"--host", "0.0.0.0"}, {"--host", "::"}, // the nodes announced it; the manager refused them: "context deadline exceeded" after 15 s
 		{"--node-disk-bytes", "0"}, {"--node-disk-bytes", "-1"},
 		{"--node-disk-bytes", "1000000"}, // smaller than a sample title: every play of it 453
 		{"--data-dir", "/dev/null"},      // a file: it was "secret_file: open /dev/null/secret: not a directory"
