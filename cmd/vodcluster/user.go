@@ -52,12 +52,6 @@ func userCmd() *cobra.Command {
 			}
 			doc := usersDoc{Realm: realm}
 			if file != "" {
-				// read, edited and replaced by one edit at a time
-				unlock, err := lockUsersDir(file)
-				if err != nil {
-					return err
-				}
-				defer unlock()
 				if err := readUsers(file, &doc); err != nil {
 					return err
 				}
@@ -65,9 +59,26 @@ func userCmd() *cobra.Command {
 					return fmt.Errorf("%s is for realm %q, not %q", file, doc.Realm, realm)
 				}
 			}
-			u, err := boss.NewUser(args[0], pw, doc.Realm, packages)
+			u, err := boss.NewUser(args[0], pw, doc.Realm, packages) // the bcrypt hash: before the lock
 			if err != nil {
 				return err
+			}
+			if file != "" {
+				// Read again, edited and replaced by one edit at a time:
+				// another may have replaced the file since.
+				unlock, err := lockUsersDir(file)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+				read := doc.Realm
+				doc = usersDoc{Realm: realm}
+				if err := readUsers(file, &doc); err != nil {
+					return err
+				}
+				if doc.Realm != read {
+					return fmt.Errorf("%s: its realm became %q meanwhile (%q before); run the command again", file, doc.Realm, read)
+				}
 			}
 			replaced := false
 			for i := range doc.Users {

@@ -37,18 +37,30 @@ func TestUserFileConcurrentEditsKeepEveryEntry(t *testing.T) {
 			t.Errorf("user%d: %v", i, err)
 		}
 	}
+	var doc usersDoc
+	if err := readUsers(f, &doc); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, u := range doc.Users {
+		have[u.Name] = true
+	}
+	for i := range editors {
+		if name := fmt.Sprintf("user%d", i); !have[name] {
+			t.Errorf("%s lost", name)
+		}
+	}
+	if !have["first"] || len(doc.Users) != editors+1 {
+		t.Errorf("%d entries, want first and the %d added", len(doc.Users), editors)
+	}
+	// the entries are whole: two of them authenticate
 	users, err := boss.LoadFile(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	want := map[string]string{"first": "pw-first"}
-	for i := range editors {
-		want[fmt.Sprintf("user%d", i)] = fmt.Sprintf("pw-%d", i)
-	}
-	for user, pw := range want {
-		if err := users.Authenticate(ctx, boss.Credentials{User: user, Password: pw}); err != nil {
-			t.Errorf("%s lost: %v", user, err)
+	for user, pw := range map[string]string{"first": "pw-first", "user0": "pw-0"} {
+		if err := users.Authenticate(context.Background(), boss.Credentials{User: user, Password: pw}); err != nil {
+			t.Errorf("%s: %v", user, err)
 		}
 	}
 }
