@@ -86,7 +86,6 @@ func TestHeldStreamsLeaveNothingBehind(t *testing.T) {
 		held    func() // pauses, or nothing (waiting for the fill)
 		log     *frameLog
 		conns   [2]net.Conn
-		heldAt  time.Time
 		closeAt time.Time
 	}
 	var plays []*play
