@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -21,9 +19,7 @@ import (
 // at the end with a play that ended again at once, a second BYE and
 // sender reports of nothing; a 457 cleared the finished flag.)
 func TestPlayAtTheEndIsRefused(t *testing.T) {
-	m := newFakeManager()
-	m.interval = 50 * time.Millisecond
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	m, maddr := startFastManager(t)
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.ManagerAddr = maddr
 		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
@@ -32,17 +28,8 @@ func TestPlayAtTheEndIsRefused(t *testing.T) {
 	// lists sid finished, once it lists sid at all.
 	finished := func(sid string) bool {
 		t.Helper()
-		after := time.Now().UnixMilli()
-		var got bool
-		waitFor(t, 10*time.Second, "a load report listing "+sid, func() bool {
-			r := m.lastReport()
-			if r == nil || r.GetAtUnixMs() <= after || !slices.Contains(r.GetSessionIds(), sid) {
-				return false
-			}
-			got = slices.Contains(r.GetFinishedSessions(), sid)
-			return true
-		})
-		return got
+		r := m.reportAfter(t, "a load report listing "+sid, func(r *pb.LoadReport) bool { return slices.Contains(r.GetSessionIds(), sid) })
+		return slices.Contains(r.GetFinishedSessions(), sid)
 	}
 	for _, mode := range []string{"mp2t", "es"} {
 		t.Run(mode, func(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -39,9 +37,7 @@ func idleIn(r *pb.LoadReport, sid string) *pb.IdleSession {
 func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 	const st = 400 * time.Millisecond
 	o := newFakeOrigin(t)
-	m := newFakeManager()
-	m.interval = 50 * time.Millisecond
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	m, maddr := startFastManager(t)
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
 		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = st, time.Minute, maddr
 	})
@@ -129,9 +125,7 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 // times out at SessionTimeout).
 func TestLoadReportListsPausedRTSPSessionIdle(t *testing.T) {
 	const st = 300 * time.Millisecond
-	m := newFakeManager()
-	m.interval = 50 * time.Millisecond
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	m, maddr := startFastManager(t)
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = st, time.Minute, maddr
 	})

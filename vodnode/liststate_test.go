@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -16,28 +14,11 @@ import (
 // finished_sessions, and neither once a PLAY comes; a playing session is
 // in neither. The manager shows them so in vodctl sessions.
 func TestLoadReportListsPausedAndFinished(t *testing.T) {
-	m := newFakeManager()
-	m.interval = 50 * time.Millisecond
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	m, maddr := startFastManager(t)
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.ManagerAddr = maddr
 		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
 	})
-	// report waits for a report taken after now that satisfies cond.
-	report := func(what string, cond func(*pb.LoadReport) bool) *pb.LoadReport {
-		t.Helper()
-		after := time.Now().UnixMilli()
-		var got *pb.LoadReport
-		waitFor(t, 10*time.Second, what, func() bool {
-			r := m.lastReport()
-			if r != nil && r.GetAtUnixMs() > after && cond(r) {
-				got = r
-				return true
-			}
-			return false
-		})
-		return got
-	}
 	listed := func(r *pb.LoadReport, sid string) (paused, finished bool) {
 		return slices.Contains(r.GetPausedSessions(), sid), slices.Contains(r.GetFinishedSessions(), sid)
 	}
@@ -56,7 +37,7 @@ func TestLoadReportListsPausedAndFinished(t *testing.T) {
 	if res := fc.do("PLAY", fu+"/", "Session", fid, "Range", "npt=18-"); res.StatusCode != 200 {
 		t.Fatalf("PLAY npt=18-: %s", statusLine(res))
 	}
-	r := report("a report with both sessions", func(r *pb.LoadReport) bool {
+	r := m.reportAfter(t, "a report with both sessions", func(r *pb.LoadReport) bool {
 		return slices.Contains(r.GetSessionIds(), "st-paused") && slices.Contains(r.GetSessionIds(), "st-finished")
 	})
 	if p, f := listed(r, "st-paused"); p || f {
@@ -66,11 +47,11 @@ func TestLoadReportListsPausedAndFinished(t *testing.T) {
 	if res := pc.do("PAUSE", pu+"/", "Session", pid); res.StatusCode != 200 {
 		t.Fatalf("PAUSE: %s", statusLine(res))
 	}
-	r = report("a report listing the session paused", func(r *pb.LoadReport) bool { p, _ := listed(r, "st-paused"); return p })
+	r = m.reportAfter(t, "a report listing the session paused", func(r *pb.LoadReport) bool { p, _ := listed(r, "st-paused"); return p })
 	if _, f := listed(r, "st-paused"); f || idleIn(r, "st-paused") != nil {
 		t.Fatalf("paused just now: listed finished %v, idle %v", f, idleIn(r, "st-paused"))
 	}
-	r = report("a report listing the session at the end finished", func(r *pb.LoadReport) bool { _, f := listed(r, "st-finished"); return f })
+	r = m.reportAfter(t, "a report listing the session at the end finished", func(r *pb.LoadReport) bool { _, f := listed(r, "st-finished"); return f })
 	if p, _ := listed(r, "st-finished"); p {
 		t.Fatal("a finished session listed paused too")
 	}
@@ -81,7 +62,7 @@ func TestLoadReportListsPausedAndFinished(t *testing.T) {
 	if res := fc.do("PLAY", fu+"/", "Session", fid, "Range", "npt=0-"); res.StatusCode != 200 {
 		t.Fatalf("PLAY back from the end: %s", statusLine(res))
 	}
-	r = report("a report after both PLAYs", func(r *pb.LoadReport) bool {
+	r = m.reportAfter(t, "a report after both PLAYs", func(r *pb.LoadReport) bool {
 		p, _ := listed(r, "st-paused")
 		_, f := listed(r, "st-finished")
 		return !p && !f

@@ -94,6 +94,33 @@ func (m *fakeManager) ReportSession(_ context.Context, e *pb.SessionEvent) (*pb.
 	return &pb.SessionEventAck{}, nil
 }
 
+// startFastManager serves a fakeManager that answers a heartbeat interval
+// of 50 ms, for tests that read the node's load reports; it returns the
+// manager and its address for Node.ManagerAddr.
+func startFastManager(t *testing.T) (*fakeManager, string) {
+	t.Helper()
+	m := newFakeManager()
+	m.interval = 50 * time.Millisecond
+	return m, serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+}
+
+// reportAfter waits up to 10 s for a load report taken after the call
+// that satisfies cond, and returns it; the test fails without one.
+func (m *fakeManager) reportAfter(t *testing.T, what string, cond func(*pb.LoadReport) bool) *pb.LoadReport {
+	t.Helper()
+	after := time.Now().UnixMilli()
+	var got *pb.LoadReport
+	waitFor(t, 10*time.Second, what, func() bool {
+		r := m.lastReport()
+		if r != nil && r.GetAtUnixMs() > after && cond(r) {
+			got = r
+			return true
+		}
+		return false
+	})
+	return got
+}
+
 func (m *fakeManager) lastReport() *pb.LoadReport {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -367,9 +394,7 @@ func TestManagerLinkProtectAndFailures(t *testing.T) {
 // shorter heartbeat interval than the node's gets reports at its own:
 // twenty reports within twenty of the node's intervals would be 20 s.
 func TestManagerHeartbeatInterval(t *testing.T) {
-	m := newFakeManager()
-	m.interval = 50 * time.Millisecond
-	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	m, maddr := startFastManager(t)
 	startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.ManagerAddr = maddr
 		n.HeartbeatInterval = time.Hour
