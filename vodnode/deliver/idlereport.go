@@ -11,7 +11,11 @@ import "time"
 // (the next byte's, which its packets go on from; a seek into the part
 // not filled yet, the time RTP-Info answered), standing still while it
 // sends nothing, as ESStream's reports do (reportLoop has why players
-// need them). s.mu held.
+// need them). Over TCP a report the connection's writer cannot take at
+// once (busy writing a response, or its queue full) stays due, as
+// ESStream's do: the next packet sends it if the stream goes on first,
+// else the timer tries again idleReportRetry later, with the report made
+// anew then (the NTP time of its sending). s.mu held.
 func (s *Stream) idleReportLocked() {
 	if s.cfg.Mode == RawUDP || s.idleTimer != nil {
 		return
@@ -30,15 +34,25 @@ func (s *Stream) idleReport() {
 	default:
 		return // playing, ended, or at the end of the title
 	}
+	next := s.e.SRInterval
 	if ck := s.clock(idx, complete); s.packets > 0 && s.haveClock0 && ck.ok() {
 		rtpTime := s.rtpTime(ck, s.pos)
 		if s.seekTo >= 0 {
 			rtpTime = s.seekRTP // not started there yet: it stands where RTP-Info put it
 		}
-		s.sendControl(s.report(rtpTime))
+		if !s.sendControl(s.report(rtpTime)) {
+			// Dropped (the writer busy or full): due still, so that the
+			// next packet takes it, else the timer again soon.
+			s.nextSR = max(1, s.e.now())
+			next = min(next, idleReportRetry)
+		}
 	}
-	s.idleTimer = time.AfterFunc(s.e.SRInterval, s.idleReport)
+	s.idleTimer = time.AfterFunc(next, s.idleReport)
 }
+
+// idleReportRetry is how soon a stream that sends nothing tries again a
+// sender report the connection's writer could not take at once.
+const idleReportRetry = 50 * time.Millisecond
 
 // stopIdleReportLocked stops the idle reports of a stream that ends, so
 // that its timer does not keep it in memory until it fires. s.mu held.

@@ -78,3 +78,74 @@ func TestReportsWhileHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestReportWhileHeldWriterBusy: the sender report of an MP2T stream held
+// over TCP that falls due while the connection's writer is busy (a
+// response being written holds it) is not lost until the next interval:
+// it is sent once the writer can take it, well before the next one is
+// due, carrying the NTP time of its sending and the RTP time where the
+// stream stands.
+func TestReportWhileHeldWriterBusy(t *testing.T) {
+	const interval = 2 * time.Second
+	e := startEngineSR(t, interval)
+	data := loadClip(t)
+	src := newFillingSource(data)
+	src.reveal(len(data) / 5)
+	srv, cli := tcpPair(t)
+	w := NewConnWriter(srv, 0, 0)
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: w, SSRC: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	// Played up to where the fill stands, then held: its first report.
+	var held srSeen
+	for end := time.Now().Add(20 * time.Second); ; {
+		if time.Now().After(end) {
+			t.Fatal("no sender report while held")
+		}
+		srs, pkts := readReports(t, cli, interval/2)
+		if len(pkts[0]) == 0 && len(srs[0]) > 0 && st.WaitingForFill() {
+			held = srs[0][len(srs[0])-1]
+			break
+		}
+	}
+	// The writer busy (as while a response is written) until the next
+	// report has fallen due and been tried.
+	st.mu.Lock()
+	timer := st.idleTimer
+	st.mu.Unlock()
+	w.mu.Lock()
+	for end := time.Now().Add(3 * interval); ; {
+		st.mu.Lock()
+		tried := st.idleTimer != timer
+		st.mu.Unlock()
+		if tried {
+			break
+		}
+		if time.Now().After(end) {
+			w.mu.Unlock()
+			t.Fatal("no sender report tried within 3 intervals")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	freed := time.Now()
+	w.mu.Unlock()
+	srs, pkts := readReports(t, cli, interval/2)
+	if len(pkts[0]) > 0 {
+		t.Fatalf("%d packets while held", len(pkts[0]))
+	}
+	if len(srs[0]) == 0 {
+		t.Fatalf("no sender report within %v of the writer taking writes again (the one due while it was busy was dropped)", interval/2)
+	}
+	sr := srs[0][0]
+	if sr.rtp != held.rtp {
+		t.Errorf("the report after the busy writer at RTP time %d, the one before at %d", sr.rtp, held.rtp)
+	}
+	if sent := ntpSeconds(sr.ntp) - ntpSeconds(ntpTime(freed)); sent < -0.01 {
+		t.Errorf("the report carries an NTP time %.3f s before the writer took writes again: made when it was dropped", -sent)
+	}
+}

@@ -328,16 +328,21 @@ func (s *Stream) fillFailedBye() {
 }
 
 // sendControl sends the compound RTCP packet b on the stream's RTCP path
-// (UDP, or its interleaved channel), without waiting.
-func (s *Stream) sendControl(b []byte) {
+// (UDP, or its interleaved channel), without waiting. It returns false
+// when the connection's writer could not take b at once (busy or its
+// queue full: b was not sent); true otherwise (over UDP, sent or lost).
+func (s *Stream) sendControl(b []byte) bool {
 	switch s.cfg.Mode {
 	case RTPUDP:
 		s.sendRTCP(b)
 	case RTPTCP:
-		if ok, _ := s.cfg.Conn.TryWrite(appendFrame(nil, s.cfg.Channel+1, b)); ok {
-			s.e.bytesSent.Add(int64(len(b) + 4))
+		ok, _ := s.cfg.Conn.TryWrite(appendFrame(nil, s.cfg.Channel+1, b))
+		if !ok {
+			return false
 		}
+		s.e.bytesSent.Add(int64(len(b) + 4))
 	}
+	return true
 }
 
 func (s *Stream) sendRTCP(b []byte) {
