@@ -8,11 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -33,14 +31,17 @@ func userCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "user NAME",
 		Short: "Add or replace a subscriber in a users file (bcrypt hash for Basic, HA1 for Digest); the password is read from stdin",
-		Long: "user reads NAME's password from the first line of stdin (on a terminal it asks for it and\n" +
-			"does not echo it) and writes a users file with NAME added (or replaced): to --file,\n" +
+		Long: "user reads NAME's password from the first line of stdin (on a terminal it asks for it\n" +
+			"twice, does not echo it, and stops without writing when the two differ) and writes a users file with NAME added (or replaced): to --file,\n" +
 			"created if missing, or to stdout. The file never holds the password: a bcrypt hash for\n" +
 			"Basic and the Digest HA1 for the realm.",
 		Example: "  echo 's3cret' | vodcluster user alice --package basic --package premium --file users.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pw, err := readPassword(cmd, args[0])
+			if errors.Is(err, errPasswordsDiffer) {
+				return err
+			}
 			if pw == "" {
 				if err != nil && !errors.Is(err, io.EOF) {
 					return fmt.Errorf("no password on stdin: %w", err)
@@ -125,36 +126,49 @@ func userCmd() *cobra.Command {
 	return cmd
 }
 
-// readPassword reads the first line of the command's standard input, the
-// password of user. On a terminal it asks for it (on standard error) and
-// does not echo it; an interrupt then puts the echo back before the
-// process ends.
+// errPasswordsDiffer is readPassword's error when the password typed
+// again on a terminal is not the first: nothing is written.
+var errPasswordsDiffer = errors.New("the two passwords typed differ; nothing written (run the command again)")
+
+// readPassword reads the password of user. From a pipe or a file it is
+// the first line of the command's standard input. On a terminal it asks
+// for it twice (on standard error) without echoing it and returns
+// errPasswordsDiffer when the two differ; a signal meanwhile (SIGINT,
+// SIGQUIT, SIGTERM, SIGTSTP) puts the echo back first (ttyPrompt).
 func readPassword(cmd *cobra.Command, user string) (string, error) {
 	in := cmd.InOrStdin()
 	if f, ok := in.(*os.File); ok {
-		if restore, tty := noEcho(f); tty {
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-			done := make(chan struct{})
-			defer func() {
-				signal.Stop(sig)
-				close(done)
-				restore()
-			}()
-			go func() {
-				select {
-				case <-sig:
-					restore()
-					fmt.Fprintln(cmd.ErrOrStderr())
-					os.Exit(130)
-				case <-done:
-				}
-			}()
-			fmt.Fprintf(cmd.ErrOrStderr(), "password for %s (not echoed): ", user)
+		if t, tty := openTTYPrompt(f, cmd.ErrOrStderr()); tty {
+			defer t.Close()
+			return askTwice(t, user)
 		}
 	}
 	pw, err := bufio.NewReader(in).ReadString('\n')
 	return strings.TrimRight(pw, "\r\n"), err
+}
+
+// passwordPrompt asks for a line on a terminal that does not echo it.
+type passwordPrompt interface {
+	// ReadLine shows prompt and returns the line typed, without its end.
+	ReadLine(prompt string) (string, error)
+}
+
+// askTwice asks p for user's password and then for it again; an empty
+// first answer is returned as it is (the caller refuses it), two that
+// differ are errPasswordsDiffer.
+func askTwice(p passwordPrompt, user string) (string, error) {
+	pw, err := p.ReadLine(fmt.Sprintf("password for %s (not echoed): ", user))
+	if err != nil || pw == "" {
+		return pw, err
+	}
+	again, err := p.ReadLine(fmt.Sprintf("password for %s again: ", user))
+	if err != nil && again == "" {
+		return "", fmt.Errorf("the password typed again: %w", err)
+	}
+	if again != pw {
+		return "", errPasswordsDiffer
+	}
+	return pw, nil
 }
 
 // readUsers decodes an existing users file strictly; a missing file is empty.
@@ -175,61 +189,6 @@ func readUsers(path string, doc *usersDoc) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// editUsers returns the users file b with u in it: in place of the entry
-// of the same name, or appended to users. The rest of the file (its
-// comments, the order and layout of the other entries) is kept; so are
-// the comments about a replaced entry. b has been read by readUsers.
-func editUsers(b []byte, u boss.User) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("not a users file (realm: and users:)")
-	}
-	root := doc.Content[0]
-	var users *yaml.Node
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "users" {
-			users = root.Content[i+1]
-		}
-	}
-	if users == nil {
-		users = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "users"}, users)
-	} else if users.Kind != yaml.SequenceNode { // users: (empty), users: ~
-		*users = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", HeadComment: users.HeadComment, LineComment: users.LineComment, FootComment: users.FootComment}
-	}
-	users.Style = 0 // block: a flow sequence would take the new entry inline
-	entry := &yaml.Node{}
-	if err := entry.Encode(u); err != nil {
-		return nil, err
-	}
-	replaced := false
-	for i, n := range users.Content {
-		var named struct {
-			Name string `yaml:"name"`
-		}
-		if n.Decode(&named) == nil && named.Name == u.Name {
-			entry.HeadComment, entry.LineComment, entry.FootComment = n.HeadComment, n.LineComment, n.FootComment
-			users.Content[i], replaced = entry, true
-		}
-	}
-	if !replaced {
-		users.Content = append(users.Content, entry)
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // replaceFile writes b to path through a temporary file renamed over it,
