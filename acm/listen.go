@@ -8,12 +8,16 @@ import (
 )
 
 // listen binds the front doors (RTSP, RTSPS when configured, HTTP or
-// HTTPS) and the gRPC port. Errors name the listener; what was bound
+// HTTPS), their connections counted per client address against
+// MaxConnsPerAddr (connlimit.go), and the gRPC port. Errors name the listener; what was bound
 // before the error stays bound for teardown to close.
 func (m *Manager) listen() (err error) {
+	m.conns = newConnLimiter(m.MaxConnsPerAddr, m.log)
+	conns := m.conns
 	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
 		return fmt.Errorf("acm: rtsp: %w", err)
 	}
+	m.rtspLn = conns.wrap(m.rtspLn, "rtsp")
 	if (m.RTSPSListen == "") != (m.RTSPTLS == nil) {
 		return errors.New("acm: RTSPS needs both a listen address and a TLS configuration")
 	}
@@ -22,11 +26,12 @@ func (m *Manager) listen() (err error) {
 		if err != nil {
 			return fmt.Errorf("acm: rtsps: %w", err)
 		}
-		m.rtspsLn = tls.NewListener(ln, m.RTSPTLS)
+		m.rtspsLn = tls.NewListener(conns.wrap(ln, "rtsps"), m.RTSPTLS)
 	}
 	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
 		return fmt.Errorf("acm: http: %w", err)
 	}
+	m.httpLn = conns.wrap(m.httpLn, "http")
 	if m.HTTPTLS != nil {
 		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
 	}

@@ -47,6 +47,9 @@ const (
 	DefaultShiftCheck         = time.Second
 	DefaultPopularitySave     = time.Minute
 	DefaultOrderTimeout       = 30 * time.Second
+	// DefaultMaxConnsPerAddr: the boxes of many households behind one
+	// carrier-grade NAT address, each with a connection or two.
+	DefaultMaxConnsPerAddr = 256
 )
 
 // Manager is the manager process's front door and control plane. Fill the
@@ -184,6 +187,11 @@ type Manager struct {
 	// DefaultRequestsPerUser; < 0 means no limit.
 	RequestsPerUser int
 	RequestRefill   time.Duration // DefaultRequestRefill
+	// MaxConnsPerAddr caps the open front-door connections (RTSP, RTSPS
+	// and HTTP together) of one client address (an IPv6 client's /64):
+	// one more is closed at accept (connlimit.go). 0 means
+	// DefaultMaxConnsPerAddr; < 0 means no limit.
+	MaxConnsPerAddr int
 	// RestoreGrace is how long a session without a reservation waits for
 	// its node before it ends: one loaded from the store at Start (or at a
 	// takeover, or when its node registers), or one orphaned when its node
@@ -342,6 +350,7 @@ type Manager struct {
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
 	rtspsLn    net.Listener // nil: no RTSPS front door
+	conns      *connLimiter // the front door's connections per client address; nil: no limit
 	rtsp       *rtspServer
 	httpLn     net.Listener
 	httpSrv    *http.Server

@@ -50,6 +50,9 @@ func (m *Manager) defaults() error {
 	if m.MaxSessionsPerUser == 0 {
 		m.MaxSessionsPerUser = DefaultMaxSessionsPerUser
 	}
+	if m.MaxConnsPerAddr == 0 {
+		m.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
 	if m.LoginFailures == 0 {
 		m.LoginFailures = DefaultLoginFailures
 	}

@@ -202,7 +202,8 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal)
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal,
+		connsRefused)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,8 @@ import (
 // errors. Durations are Go durations ("60s", "500ms"); bit/s and bytes are
 // integers. A zero or absent value means the key's default; a negative one
 // is an error naming the key (validate.go), except the -1 ("no limit") of
-// max_sessions_per_user, login_failures and requests_per_user.
+// max_sessions_per_user, login_failures, requests_per_user and
+// max_conns_per_addr.
 type Config struct {
 	Manager ManagerConfig `yaml:"manager"`
 	Node    NodeConfig    `yaml:"node"`
@@ -82,6 +83,7 @@ type ManagerConfig struct {
 	LoginRefill     time.Duration `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
 	RequestsPerUser int           `yaml:"requests_per_user"`     // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
 	RequestRefill   time.Duration `yaml:"request_refill"`        // one more title request allowed every, default 500ms
+	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`    // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then closed at accept, default 256; -1 = no limit
 	RestoreGrace    time.Duration `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	// SessionRecordsFile: one JSON line per ended session (billing,

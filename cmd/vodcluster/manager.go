@@ -138,6 +138,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		LoginFailureRefill: c.LoginRefill,
 		RequestsPerUser:    c.RequestsPerUser,
 		RequestRefill:      c.RequestRefill,
+		MaxConnsPerAddr:    c.MaxConnsPerAddr,
 		RestoreGrace:       c.RestoreGrace,
 		CatalogRefresh:     c.CatalogRefresh,
 		Scheduler:          schedulerConfig(c.Scheduler),

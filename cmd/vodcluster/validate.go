@@ -78,6 +78,7 @@ func (c ManagerConfig) validate() error {
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
 	k.limit("requests_per_user", c.RequestsPerUser, "20")
+	k.limit("max_conns_per_addr", c.MaxConnsPerAddr, "256")
 	k.duration("subscriber_tokens.leeway", c.SubscriberTokens.Leeway, "30s")
 	if c.SubscriberTokens.KeyFile != "" && c.SubscriberTokens.SecretFile != "" {
 		k.failf("subscriber_tokens: key_file and secret_file both set; give the portal's public key(s) or a shared secret, not both")
