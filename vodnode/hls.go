@@ -243,6 +243,14 @@ func (p *pacedSection) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	n, err := p.rd.Read(b[:k])
+	if n == k {
+		err = nil // k is within the section
+	} else if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the file shorter than its index
+		}
+		p.n.diskReadError(p.hs.title, p.seg.start+max(p.pos+int64(n)-int64(len(p.seg.psi)), 0), err)
+	}
 	p.advance(n)
 	return n, err
 }

@@ -501,10 +501,18 @@ func (r *titleReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := r.hs.t.ReadAt(p[:k], r.off)
+	if err != nil && n < k {
+		if err == io.EOF && n == 0 {
+			err = io.ErrUnexpectedEOF // the file shorter than its index
+		}
+		if err != io.EOF {
+			r.n.diskReadError(r.hs.title, r.off+int64(n), err)
+		}
+	}
 	r.deadline()
 	r.advance(n)
 	if err == io.EOF && n > 0 {
-		err = nil
+		err = nil // the next read finds the file's end
 	}
 	return n, err
 }

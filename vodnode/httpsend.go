@@ -1,7 +1,9 @@
 package vodnode
 
 import (
+	"errors"
 	"io"
+	"net/http"
 	"os"
 	"time"
 )
@@ -20,12 +22,18 @@ const sendChunk = 32 << 10
 // through a buffer of the node's: paced, awaited, checked and counted as
 // their Read does, sendChunk bytes at a time, from a descriptor of the
 // title's file of the request's own (sendfile moves its source's
-// offset). Anything else (a playlist, a multipart range answer, TLS), or
-// a title whose file cannot be opened again, is copied as io.Copy does.
+// offset). Anything else (a playlist, a multipart range answer, TLS) is
+// copied as io.Copy does; so is a title's send that cannot use sendfile
+// (its file cannot be opened again, the response writer or the
+// connection takes no file), counted in vodnode_http_send_fallbacks_total
+// by cause and logged once per cause (sendFallback). A read of the
+// title's file that fails (an I/O error, the file shorter than its index)
+// is counted in vodnode_disk_read_errors_total and logged, naming the
+// title (diskReadError), and does not mark the viewer as stalled
+// (activityWriter.failed): only the socket's failures do.
 func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	lr, ok := src.(*io.LimitedReader)
-	rf, rfOK := a.ResponseWriter.(io.ReaderFrom)
-	if !ok || !rfOK {
+	if !ok {
 		return io.Copy(writerOnly{a}, src)
 	}
 	var s sendSource
@@ -42,13 +50,27 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	if s == nil {
 		return io.Copy(writerOnly{a}, src)
 	}
+	n, title := s.owner()
+	rf, ok := a.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		n.sendFallback(fallbackWriter, title, nil)
+		return io.Copy(writerOnly{a}, src)
+	}
 	f, err := s.reopen()
 	if err != nil {
+		n.sendFallback(fallbackReopen, title, err)
 		return io.Copy(writerOnly{a}, src)
 	}
 	defer f.Close()
+	sf := &sendFile{f: f}
+	defer func() {
+		if sf.copied {
+			n.sendFallback(fallbackConnection, title, nil)
+		}
+	}()
 	var sent int64
 	pos := int64(-1) // f's offset
+	flushed := false
 	for lr.N > 0 {
 		k, err := s.next(int(min(lr.N, sendChunk)))
 		if err == io.EOF {
@@ -72,26 +94,50 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 			}
 		}
 		if rest := int64(k) - n; rest > 0 {
-			if pos != off {
-				if pos, err = f.Seek(off, io.SeekStart); err != nil {
+			if !flushed {
+				// The header written first: net/http copies through
+				// Read the first bytes of a body whose header it has not
+				// written yet (to sniff its type); that would count as
+				// the connection copying.
+				flushed = true
+				if err := http.NewResponseController(a.ResponseWriter).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+					a.failed = true
 					return sent + n, err
 				}
 			}
-			m, err := rf.ReadFrom(&io.LimitedReader{R: f, N: rest})
+			if pos != off {
+				if pos, err = f.Seek(off, io.SeekStart); err != nil {
+					s.diskError(off, err)
+					return sent + n, err
+				}
+			}
+			m, err := rf.ReadFrom(&io.LimitedReader{R: sf, N: rest})
 			pos += m
 			n += m
 			a.fileBytes += m
 			if err != nil {
-				a.failed = true
+				// The file's failure or the socket's: a copy saw the
+				// file's; else, if the socket's error does not say, the
+				// file is read where the send stopped.
+				ferr := sf.readErr
+				if ferr == nil && !clientWriteError(err) {
+					ferr = fileError(f, pos)
+				}
+				if ferr != nil {
+					s.diskError(pos, ferr)
+				} else {
+					a.failed = true
+				}
 				return sent + n, err
 			}
 			a.lastOK = time.Now()
+			if m < rest { // sendfile met the file's end
+				s.diskError(pos, io.ErrUnexpectedEOF)
+				return sent + n, io.ErrUnexpectedEOF // the file shorter than its index
+			}
 		}
 		lr.N -= n
 		sent += n
-		if n < int64(k) {
-			return sent, io.ErrUnexpectedEOF // the file shorter than its index
-		}
 	}
 	return sent, nil
 }
@@ -108,11 +154,19 @@ type sendSource interface {
 	chunk(k int) (mem []byte, off int64)
 	// advance counts n bytes as sent and moves past them.
 	advance(n int)
+	// owner: the node and the title sent.
+	owner() (*Node, string)
+	// diskError counts and logs err, reading the title's file at off.
+	diskError(off int64, err error)
 }
 
 type titleSend struct{ *titleReader }
 
 func (t titleSend) reopen() (*os.File, error) { return t.hs.t.Reopen() }
+
+func (t titleSend) owner() (*Node, string) { return t.n, t.hs.title }
+
+func (t titleSend) diskError(off int64, err error) { t.n.diskReadError(t.hs.title, off, err) }
 
 func (t titleSend) chunk(int) ([]byte, int64) {
 	t.deadline()
@@ -122,6 +176,10 @@ func (t titleSend) chunk(int) ([]byte, int64) {
 type sectionSend struct{ *pacedSection }
 
 func (s sectionSend) reopen() (*os.File, error) { return s.hs.t.Reopen() }
+
+func (s sectionSend) owner() (*Node, string) { return s.n, s.hs.title }
+
+func (s sectionSend) diskError(off int64, err error) { s.n.diskReadError(s.hs.title, off, err) }
 
 func (s sectionSend) chunk(k int) ([]byte, int64) {
 	psi := int64(len(s.seg.psi))

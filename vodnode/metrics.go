@@ -22,13 +22,16 @@ var (
 	descNodePartial  = prometheus.NewDesc("vodnode_partial_bytes", "Bytes of partial fills: titles whose fill stopped short, kept to resume (removed first when a fill needs room).", nil, nil)
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
 	descNodeTitles   = prometheus.NewDesc("vodnode_titles", "Titles held or filling.", nil, nil)
+	descNodeFallback = prometheus.NewDesc("vodnode_http_send_fallbacks_total", "HTTP sends of a title's bytes (progressive downloads, HLS segments) copied through the node instead of sent with sendfile, by cause: reopen (the title's file could not be opened again), writer (the response writer takes no file), connection (net/http or the kernel copied the file). HTTPS sends are always copied and not counted.", []string{"cause"}, nil)
+	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it over HTTP (an I/O error, or the file shorter than its index), each cutting a viewer's response short.", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin,
-		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining} {
+		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining,
+		descNodeFallback, descNodeDiskRead} {
 		ch <- d
 	}
 }
@@ -74,6 +77,11 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned"} {
 		ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.CounterValue, float64(failed[cause]), cause)
 	}
+	fallbacks := n.sendFallbacks()
+	for _, cause := range fallbackCauses {
+		ch <- prometheus.MustNewConstMetric(descNodeFallback, prometheus.CounterValue, float64(fallbacks[cause]), cause)
+	}
+	counter(descNodeDiskRead, float64(n.send.diskErrors.Load()))
 	used, partial, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
 	gauge(descNodePartial, float64(partial))

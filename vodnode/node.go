@@ -117,6 +117,7 @@ type Node struct {
 	draining  atomic.Bool
 	metrics   *metricshttp.Server // MetricsListen's endpoint, or nil
 	httpBytes atomic.Int64        // bytes sent over HTTP
+	send      sendStats           // HTTP sends copied instead of sendfile, and title reads failed (httpsendstats.go)
 
 	// describeGrace and describedSettled: see describeonly.go (tests set
 	// them before Start; zero: defaultDescribeGrace, no hook).

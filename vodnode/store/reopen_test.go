@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"testing"
 )
@@ -44,8 +45,13 @@ func TestReopen(t *testing.T) {
 	}
 	s.Release(tt)
 	s.Close()
-	if f, err := tt.Reopen(); err == nil {
-		f.Close()
-		t.Error("reopened the file of a closed store")
+	if f, err := tt.Reopen(); !errors.Is(err, ErrClosed) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("reopening the file of a closed store: %v, want ErrClosed", err)
+	}
+	if _, err := tt.ReadAt(p, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("reading the file of a closed store: %v, want ErrClosed", err)
 	}
 }

@@ -80,16 +80,24 @@ func (t *Title) State() (*tsindex.Index, bool, error) {
 	return &v.Index, v.Complete, v.Err
 }
 
-// ErrClosed is returned by ReadAt after the title's file was closed.
+// ErrClosed is returned by ReadAt and Reopen once the title's file was
+// closed (the store closed, or the title removed) or for a Title that
+// has none.
 var ErrClosed = errors.New("store: title closed")
 
 // ReadAt reads len(p) bytes at offset off (bytes) of the title's file with
 // pread; only bytes below View().Index.Size are guaranteed to be there.
+// Errors: ErrClosed, io.EOF at the file's end (fewer bytes read), or the
+// read's (an I/O error).
 func (t *Title) ReadAt(p []byte, off int64) (int, error) {
 	if t.file == nil {
 		return 0, ErrClosed
 	}
-	return t.file.ReadAt(p, off)
+	n, err := t.file.ReadAt(p, off)
+	if err != nil && errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	return n, err
 }
 
 // Notify arranges for fn to be called once, from the fill's goroutine, as
