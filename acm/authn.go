@@ -36,7 +36,9 @@ func retryAfter(err error) string {
 }
 
 // authenticate checks the Authorization header value sent with a request
-// of method for path by the client at ip. It returns the user, or
+// of method for target (its URL: absolute for RTSP, path and query for
+// HTTP) by the client at ip. A Digest uri must name target
+// (sameResource). It returns the user, or
 // errUnauthorized (errChallenge when there was no header, or the only
 // fault was a Digest nonce expired or a Digest response already accepted
 // once: then stale is true and the client may retry with a fresh nonce,
@@ -47,7 +49,7 @@ func retryAfter(err error) string {
 // refused (errUnauthorized) without a check or a charge
 // (loginGuard.repeated). Digest is accepted only when
 // digest is true.
-func (m *Manager) authenticate(ctx context.Context, method, path, header, ip string, digest bool) (user string, stale bool, err error) {
+func (m *Manager) authenticate(ctx context.Context, method string, target *url.URL, header, ip string, digest bool) (user string, stale bool, err error) {
 	if header == "" {
 		return "", false, errChallenge
 	}
@@ -67,7 +69,8 @@ func (m *Manager) authenticate(ctx context.Context, method, path, header, ip str
 		case err != nil:
 			return "", false, errUnauthorized
 		}
-		if !sameResource(d.URI, path) {
+		if !sameResource(d.URI, target) {
+			m.log.Debug("digest uri is not the request's URL", "uri", d.URI, "url", target.String(), "client", ip)
 			return "", false, errUnauthorized
 		}
 	}
@@ -173,13 +176,43 @@ func (m *Manager) tokenSubscriberErr(err error, sub, ip string) error {
 	return err
 }
 
-// sameResource reports whether a Digest uri (absolute URL or path) names
-// path; the host is not compared (clients reach the front door by many
-// names and addresses).
-func sameResource(uri, path string) bool {
+// sameResource reports whether a Digest uri names the request's URL
+// target, as RFC 7616 section 3.4.6 asks (a response computed for
+// another URL, captured on the way, is not one for this request). An
+// absolute uri (rtsp://host:port/path?query) must have target's scheme,
+// host (letter case aside) and port (a default one, 554 for rtsp, 322
+// for rtsps, the same as none), path and query; a uri of a path (and
+// query) alone, as some players send, is compared with target's path
+// and query. A trailing "/" of the path is not compared.
+func sameResource(uri string, target *url.URL) bool {
 	u, err := url.Parse(uri)
-	if err != nil {
+	if err != nil || target == nil {
 		return false
 	}
-	return strings.TrimSuffix(u.Path, "/") == strings.TrimSuffix(path, "/")
+	if u.Scheme != "" || u.Host != "" {
+		if !strings.EqualFold(u.Scheme, target.Scheme) || !strings.EqualFold(u.Hostname(), target.Hostname()) ||
+			portOrDefault(u) != portOrDefault(target) {
+			return false
+		}
+	}
+	return strings.TrimSuffix(u.Path, "/") == strings.TrimSuffix(target.Path, "/") && u.RawQuery == target.RawQuery
+}
+
+// portOrDefault is u's port, or its scheme's default port when it has
+// none ("" for a scheme without one here).
+func portOrDefault(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "rtsp":
+		return "554"
+	case "rtsps":
+		return "322"
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }

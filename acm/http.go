@@ -82,7 +82,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
-		user, _, err = m.authenticate(r.Context(), r.Method, r.URL.Path, r.Header.Get("Authorization"), ip, false)
+		user, _, err = m.authenticate(r.Context(), r.Method, r.URL, r.Header.Get("Authorization"), ip, false)
 	}
 	if err == nil && r.Method == http.MethodHead {
 		var t store.Title

@@ -303,7 +303,6 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		return res, ""
 	}
 	u := (*url.URL)(req.URL)
-	path := u.Path
 	// The title is matched decoded (%2D is '-', RFC 3986 6.2.2.2); what
 	// follows it goes into the redirect as the client escaped it, never
 	// decoded (a decoded CR LF would split the response's headers).
@@ -324,7 +323,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
-		user, stale, err = m.authenticate(ctx, string(req.Method), path, authz, ip, true)
+		user, stale, err = m.authenticate(ctx, string(req.Method), u, authz, ip, true)
 	}
 	if err != nil {
 		return s.fail(nc, res, err, stale), ""
