@@ -138,7 +138,8 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):
-		http.Error(w, "too many sessions: end one first", http.StatusTooManyRequests)
+		// No Retry-After: a slot frees when a viewer stops, not at a time.
+		http.Error(w, userLimitBody(user, m.MaxSessionsPerUser), http.StatusTooManyRequests)
 	case errors.Is(err, errThrottled):
 		w.Header().Set("Retry-After", retryAfter(err))
 		http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
@@ -160,4 +161,15 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	}
+}
+
+// userLimitBody is the text of the HTTP 429 of a subscriber at
+// max_sessions_per_user (limit), none of its sessions idle: the limit,
+// and how a session ends so that a request gets in. It carries no
+// Retry-After: no time is known at which one will.
+func userLimitBody(user string, limit int) string {
+	return fmt.Sprintf("too many sessions: %s already has the %d live sessions allowed at once (max_sessions_per_user), none of them idle; "+
+		"stop playing on another device first: an RTSP player's session ends when it stops, "+
+		"an HTTP player's can be taken over once it has asked for nothing for a minute "+
+		"(the node's session_timeout), and then this request gets in", user, limit)
 }

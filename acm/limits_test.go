@@ -2,7 +2,9 @@ package acm
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +101,37 @@ func TestSessionLimitCountsQueuedRequests(t *testing.T) {
 	}
 	if held != 2 || tooMany != n-2 {
 		t.Fatalf("demo holds %d sessions (limit 2), %d requests refused with 429 (want %d)", held, tooMany, n-2)
+	}
+}
+
+// The HTTP 429 of a subscriber at its session limit says what the limit
+// is and how to get under it, and carries no Retry-After (no time is
+// known at which a session ends): it said "end one first".
+func TestHTTPUserLimitAnswer(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	e.startNode("n1", nodeOpts{})
+	e.admitOne("t1")
+	e.admitOne("t2")
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/t3.ts", nil)
+	req.SetBasicAuth("demo", "demo")
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("%s, want 429", resp.Status)
+	}
+	if ra := resp.Header.Values("Retry-After"); len(ra) != 0 {
+		t.Fatalf("Retry-After %v: no time is known", ra)
+	}
+	for _, want := range []string{"demo already has the 2 live sessions", "max_sessions_per_user", "stop playing on another device"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("body %q lacks %q", body, want)
+		}
 	}
 }
