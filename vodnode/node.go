@@ -77,7 +77,8 @@ type Node struct {
 
 	// FillRetryFor is how long a fill from the origin keeps retrying while
 	// the origin sends nothing (an origin restart) before it fails and
-	// ends its viewers; 0 = store.DefaultRetryFor (30 s).
+	// ends its viewers, not counting the time its retries wait queued at
+	// a busy origin for a channel; 0 = store.DefaultRetryFor (30 s).
 	FillRetryFor time.Duration
 
 	HeartbeatInterval time.Duration // load report period; 0 = 1 s; the manager's (RegisterResponse) when shorter

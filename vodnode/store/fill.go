@@ -100,8 +100,9 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 // the origin for the rest only. A transfer the origin interrupts is
 // retried from the offset reached (readers go on with the bytes on disk
 // meanwhile) with the backoff of Config.Retry, RetryMax and RetryFor; the
-// fill fails when the origin sent nothing for RetryFor, or at once on an
-// error no retry can mend. Every transfer names the title's version
+// fill fails when the origin sent nothing for RetryFor (not counting the
+// time its retries spent queued at the origin for a channel), or at once
+// on an error no retry can mend. Every transfer names the title's version
 // (if_version), so that bytes of a title replaced at the origin are never
 // appended to those of the old one, and the bytes are hashed as they are
 // written (fillWriter): a copy whose hash is not the version fails
@@ -158,7 +159,7 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 	room := false
 	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
 	for attempt := 1; ; attempt++ {
-		n, err := s.fetch(t, b, off+fetched, &room)
+		n, queued, err := s.fetch(t, b, off+fetched, &room)
 		fetched += n
 		if err == nil || !retryable(err) || t.ctx.Err() != nil {
 			return fetched, err
@@ -166,9 +167,10 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		if n > 0 {
 			r.progress()
 		}
+		r.queued(queued)
 		wait, ok := r.next(time.Now())
 		if !ok {
-			return fetched, fmt.Errorf("no byte from the origin for %v (%d attempts): %w", s.cfg.RetryFor, attempt, err)
+			return fetched, fmt.Errorf("no byte from the origin for %v, not counting the wait for its channels (%d attempts): %w", s.cfg.RetryFor, attempt, err)
 		}
 		// One warning per outage (the first attempt since bytes last came),
 		// the retries after it at debug: an origin away for fill_retry_for
@@ -243,9 +245,13 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 	return nil
 }
 
-// fetch runs one Fetch from offset off and returns the bytes written.
-// Before it writes the first bytes of the fill it makes room on the disk,
-// unless *room says that was done.
+// fetch runs one Fetch from offset off and returns the bytes written and
+// how long the transfer waited at the origin before it started: from the
+// call to the origin's started message (its queue for a channel and its
+// setup delay), 0 without one (an origin that predates it, or a transfer
+// that failed before it started: then the wait is not known to be the
+// queue's). Before it writes the first bytes of the fill it makes room on
+// the disk, unless *room says that was done.
 //
 // Once the origin has said the transfer started (its first message, with
 // no data: pb.FetchChunk.started, sent when the transfer got one of the
@@ -254,18 +260,18 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 // transfer with errStalled (retried as an interrupted one). The wait
 // before that, the transfer queued at the origin for a channel, is not
 // bounded so.
-func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, error) {
+func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, queued time.Duration, err error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	defer cancel(nil)
+	asked := time.Now()
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// stall is armed only while the origin's next message is awaited once
 	// the transfer started: the node's own work between chunks (making
 	// room, writing) is not the origin's silence.
 	var stall *time.Timer
-	var n int64
 	for {
 		if stall != nil {
 			stall.Reset(s.cfg.StallAfter)
@@ -275,23 +281,26 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 			stall.Stop()
 		}
 		if errors.Is(err, io.EOF) {
-			return n, nil
+			return n, queued, nil
 		}
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errStalled) && t.ctx.Err() == nil {
 				if n == 0 {
-					return n, fmt.Errorf("%w: no byte for %v since the origin started the transfer at offset %d", errStalled, s.cfg.StallAfter, off)
+					return n, queued, fmt.Errorf("%w: no byte for %v since the origin started the transfer at offset %d", errStalled, s.cfg.StallAfter, off)
 				}
-				return n, fmt.Errorf("%w: no chunk for %v after offset %d", errStalled, s.cfg.StallAfter, off+n)
+				return n, queued, fmt.Errorf("%w: no chunk for %v after offset %d", errStalled, s.cfg.StallAfter, off+n)
 			}
-			return n, err
+			return n, queued, err
+		}
+		if c.GetStarted() { // the transfer's first message, once
+			queued = time.Since(asked)
 		}
 		if stall == nil {
 			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
 			stall.Stop()
 		}
 		if c.GetOffset() != off+n {
-			return n, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
+			return n, queued, fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), off+n)
 		}
 		if len(c.GetData()) == 0 {
 			continue // the transfer's start (started), or nothing to write
@@ -302,22 +311,22 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (int64, er
 			t.started = !abandoned // a viewer leaving now no longer cancels it
 			s.mu.Unlock()
 			if abandoned {
-				return n, errAbandoned
+				return n, queued, errAbandoned
 			}
 			if err := s.makeRoom(); err != nil {
-				return n, err
+				return n, queued, err
 			}
 			*room = true
 		}
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
 			s.noteDiskFault()
-			return n, fmt.Errorf("%w: %v", errDisk, err)
+			return n, queued, fmt.Errorf("%w: %v", errDisk, err)
 		}
 		n += int64(len(data))
 		s.originBytes.Add(int64(len(data)))
 		if _, err := b.Write(data); err != nil {
-			return n, err
+			return n, queued, err
 		}
 		t.publish(&View{Index: *b.Index()})
 	}

@@ -246,3 +246,21 @@ func TestRetrierBackoff(t *testing.T) {
 		t.Errorf("after progress: %v %v, want a new window from the first pause", d, ok)
 	}
 }
+
+// Time an attempt spent queued at the origin does not count against the
+// window; before the window's first failure it changes nothing.
+func TestRetrierWindowLeavesOutQueuedTime(t *testing.T) {
+	r := retrier{base: 100 * time.Millisecond, max: time.Second, window: 5 * time.Second}
+	now := time.Unix(1000, 0)
+	r.queued(time.Hour) // no failure yet: no window to move
+	if _, ok := r.next(now); !ok {
+		t.Fatal("no retry after the first failure")
+	}
+	r.queued(20 * time.Second)
+	if d, ok := r.next(now.Add(24 * time.Second)); !ok || d > time.Second {
+		t.Fatalf("24 s after the first failure, 20 of them queued: %v %v, want a retry within the window's last second", d, ok)
+	}
+	if _, ok := r.next(now.Add(25 * time.Second)); ok {
+		t.Fatal("a retry with 5 s of the window spent outside the queue")
+	}
+}

@@ -22,12 +22,13 @@ import (
 // started message) served by a gRPC server of the test's whose first
 // transfer of a title in hang, once started, sends nothing (its first
 // chunk is held, as by a process stuck opening or reading the title's
-// file), holding its channel until its client gives it up.
+// file), holding its channel until its client gives it up; a title named
+// k times in hang: its first k transfers.
 type hangingCDP struct {
 	*cdp.Server
 
 	mu        sync.Mutex
-	hang      map[string]bool // titles whose next transfer hangs
+	hang      map[string]int  // titles whose next transfers hang: how many
 	transfers []*hungTransfer // every Fetch, in order
 }
 
@@ -43,7 +44,7 @@ type hungTransfer struct {
 
 // startHangingCDP serves the titles (written as <id>.ts) from a
 // cdp.Server with maxTransfers channels, hanging the first transfer of
-// each title of hang.
+// each title of hang (the first k of one named k times).
 func startHangingCDP(t *testing.T, titles map[string][]byte, maxTransfers int, hang ...string) (*hangingCDP, pb.OriginClient) {
 	t.Helper()
 	dir := t.TempDir()
@@ -58,9 +59,9 @@ func startHangingCDP(t *testing.T, titles map[string][]byte, maxTransfers int, h
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	o := &hangingCDP{Server: srv, hang: map[string]bool{}}
+	o := &hangingCDP{Server: srv, hang: map[string]int{}}
 	for _, id := range hang {
-		o.hang[id] = true
+		o.hang[id]++
 	}
 	return o, startOrigin(t, o)
 }
@@ -70,8 +71,8 @@ func (o *hangingCDP) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb
 		started: make(chan struct{}), gaveUp: make(chan struct{})}
 	o.mu.Lock()
 	o.transfers = append(o.transfers, tr)
-	hang := o.hang[tr.title]
-	delete(o.hang, tr.title)
+	hang := o.hang[tr.title] > 0
+	o.hang[tr.title]--
 	o.mu.Unlock()
 	return o.Server.Fetch(req, &hangingStream{ServerStreamingServer: s, tr: tr, hang: hang})
 }

@@ -50,10 +50,12 @@ type Config struct {
 	// A fill the origin interrupts (the origin restarting, say) is retried
 	// from the offset reached, with pauses doubling from Retry up to
 	// RetryMax (each jittered into [1/2, 1] of its step), until it has
-	// received no byte for RetryFor; then it fails.
+	// received no byte for RetryFor, not counting the time its retries
+	// waited queued at the origin for a channel (before the origin's
+	// started message, pb.FetchChunk.started); then it fails.
 	Retry    time.Duration // first pause before a retry; 0 = DefaultRetry (200 ms)
 	RetryMax time.Duration // longest pause between two attempts; 0 = DefaultRetryMax (2 s)
-	RetryFor time.Duration // time without a byte after which a fill fails; 0 = DefaultRetryFor (30 s)
+	RetryFor time.Duration // time without a byte (queued time aside) after which a fill fails; 0 = DefaultRetryFor (30 s)
 	// StallAfter is how long a transfer that has started (the origin said
 	// so, pb.FetchChunk.started, when it gave the transfer one of its
 	// channels; an origin that predates that message: it sent the first
