@@ -30,7 +30,9 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 // message. Errors, as gRPC status codes:
 //   - INVALID_ARGUMENT: a negative offset or length;
 //   - NOT_FOUND: a title id that is not in the catalog, or whose file is
-//     gone from its path (withdrawn before its catalog entry);
+//     gone from its path (withdrawn before its catalog entry): checked
+//     before the transfer queues for a channel, so that it is answered at
+//     once without taking one, and again when the transfer opens the file;
 //   - FAILED_PRECONDITION: if_version is set and is not the title's
 //     Version (its file was replaced: the caller's bytes are of another),
 //     or the title's file changed since the catalog was loaded (rewritten,
@@ -77,12 +79,19 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	if off == end {
 		return nil
 	}
-	// A fetch whose version the file no longer has is refused before it
-	// takes a channel, and again, on the file it reads, once it has one
-	// (the file may change while it waits).
+	// A title whose file is gone is NOT_FOUND at once, before the fetch
+	// queues for a channel and pays the setup delay (a file gone after
+	// this check is found so once the transfer opens it). A fetch whose
+	// version the file no longer has is refused here too, and again, on
+	// the file it reads, once it has a channel (the file may change while
+	// it waits).
 	checkFile := req.GetIfVersion() != ""
+	st, err := os.Stat(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errGone(t)
+	}
 	if checkFile {
-		if err := t.checkFile(os.Stat(t.Path)); err != nil {
+		if err := t.checkFile(st, err); err != nil {
 			return err
 		}
 	}

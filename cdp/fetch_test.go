@@ -345,3 +345,71 @@ func TestFetchOfAFileGone(t *testing.T) {
 		wantCode(t, err, codes.NotFound, `title "sample-001": its file `+ti.Path+` is gone from the origin`)
 	}
 }
+
+// A title whose file is gone is NOT_FOUND at once, with or without a
+// version, while every channel is held by another transfer: it does not
+// queue for a channel nor pay the setup delay. A file that goes while its
+// transfer queues is still found gone once the transfer has a channel
+// (after its start: the open fails).
+func TestFetchOfAFileGoneTakesNoChannel(t *testing.T) {
+	clk := newStepClock()
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 1
+		s.SetupDelay = time.Minute
+		s.clock = clk
+	})
+	// A holds the only channel, in its setup delay.
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	streamA, err := c.Fetch(ctxA, &vodclusterv1.FetchRequest{TitleId: "sample-002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgsA, endA := recvAll(streamA)
+	clk.sleeping(t, "A's setup delay")
+	waitStats(t, s, "A on the channel", func(st Stats) bool { return st.Active == 1 })
+
+	gone, _ := s.Catalog().Title("sample-001")
+	if err := os.Remove(gone.Path); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"", gone.Version} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", IfVersion: v}, DefaultChunkBytes)
+		cancel()
+		wantCode(t, err, codes.NotFound, `title "sample-001": its file `+gone.Path+` is gone from the origin`)
+	}
+	if st := s.Stats(); st.Active != 1 || st.Waiting != 0 || st.Transfers != 1 {
+		t.Fatalf("stats after the fetches of a file gone: %+v; want A's transfer alone", st)
+	}
+	none(t, msgsA, endA, 0, "A in its setup delay")
+
+	// B queues with its file there; the file goes; B gets the channel
+	// when A leaves, starts, and is NOT_FOUND.
+	later, _ := s.Catalog().Title("sample-003")
+	ctxB, cancelB := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelB()
+	streamB, err := c.Fetch(ctxB, &vodclusterv1.FetchRequest{TitleId: "sample-003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgsB, endB := recvAll(streamB)
+	waitStats(t, s, "B queued", func(st Stats) bool { return st.Waiting == 1 })
+	if err := os.Remove(later.Path); err != nil {
+		t.Fatal(err)
+	}
+	cancelA()
+	clk.sleeping(t, "B's setup delay")
+	close(clk.free)
+	if m := next(t, msgsB, endB, "B with the channel"); !m.GetStarted() {
+		t.Fatalf("B's first message: %v, want its start", m)
+	}
+	select {
+	case err := <-endB:
+		wantCode(t, err, codes.NotFound, `title "sample-003": its file `+later.Path+` is gone from the origin`)
+	case m := <-msgsB:
+		t.Fatalf("B sent %v after its start, from a file gone", m)
+	case <-time.After(10 * time.Second):
+		t.Fatal("B did not end within 10 s")
+	}
+}
