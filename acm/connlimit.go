@@ -146,8 +146,8 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		if !ll.l.take(k) {
+			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now()) // counted before the client sees the close
 			c.Close()
-			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now())
 			continue
 		}
 		return &countedConn{Conn: c, release: sync.OnceFunc(func() { ll.l.release(k) })}, nil
