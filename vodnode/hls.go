@@ -70,7 +70,7 @@ func waitSegments(ctx context.Context, t *store.Title, want int) ([]segment, boo
 func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSession) {
 	segs, complete, err := waitSegments(r.Context(), hs.t, 1)
 	if err != nil && len(segs) == 0 {
-		http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		titleUnavailable(w, err)
 		return
 	}
 	all := len(segs)
@@ -122,6 +122,15 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	serveContent(w, r, "index.m3u8", int64(b.Len()), strings.NewReader(b.String()))
 }
 
+// titleUnavailable answers an HLS request whose title has no bytes to
+// give it (its fill failed, or none came within requestTimeout): 503 with
+// Retry-After 5 s, as the node's other 503s (httpError), so that a player
+// asks again later rather than at once.
+func titleUnavailable(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+}
+
 // eventAhead is how many segments an EVENT playlist lists past the
 // highest one its viewer asked for (see eventShown).
 const eventAhead = 3
@@ -158,7 +167,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	segs, _, err := waitSegments(r.Context(), hs.t, i+1)
 	if i >= len(segs) {
 		if err != nil {
-			http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			titleUnavailable(w, err)
 			return
 		}
 		http.Error(w, "no such segment", http.StatusNotFound)
