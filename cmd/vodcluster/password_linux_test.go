@@ -181,7 +181,7 @@ func TestAskTwice(t *testing.T) {
 		{[]string{"s3cret", "s3cret"}, "s3cret", ""},
 		{[]string{"s3cret", "s3cret "}, "", "differ"},
 		{[]string{"s3cret", ""}, "", "differ"},
-		{[]string{""}, "", ""}, // refused by the caller: no password
+		{[]string{""}, "", "no password typed"},
 		{[]string{"s3cret"}, "", "typed again: EOF"},
 	} {
 		p := &fakePrompt{lines: c.typed}
@@ -192,8 +192,12 @@ func TestAskTwice(t *testing.T) {
 	}
 }
 
-// fakePrompt answers the lines in order, then io.EOF.
-type fakePrompt struct{ lines []string }
+// fakePrompt answers the lines in order, then io.EOF; a line is answered
+// with the error at its index in errs, if any.
+type fakePrompt struct {
+	lines []string
+	errs  []error
+}
 
 func (p *fakePrompt) ReadLine(string) (string, error) {
 	if len(p.lines) == 0 {
@@ -201,7 +205,69 @@ func (p *fakePrompt) ReadLine(string) (string, error) {
 	}
 	l := p.lines[0]
 	p.lines = p.lines[1:]
-	return l, nil
+	var err error
+	if len(p.errs) > 0 {
+		err, p.errs = p.errs[0], p.errs[1:]
+	}
+	return l, err
+}
+
+// A password ended by Ctrl-D (twice, with no Enter) is asked again like
+// one ended by Enter: it was taken unconfirmed. An empty one, by Enter or
+// Ctrl-D, is errNoPasswordTyped; a terminal's read error is returned.
+func TestAskTwiceFirstAnswerEndedByEOF(t *testing.T) {
+	p := &fakePrompt{lines: []string{"s3cret", "s3cert"}, errs: []error{io.EOF, nil}}
+	if got, err := askTwice(p, "alice"); !errors.Is(err, errPasswordsDiffer) {
+		t.Fatalf("s3cret<EOF> then s3cert: %q %v, want the two to differ", got, err)
+	}
+	p = &fakePrompt{lines: []string{"s3cret", "s3cret"}, errs: []error{io.EOF, nil}}
+	if got, err := askTwice(p, "alice"); got != "s3cret" || err != nil {
+		t.Fatalf("s3cret<EOF> twice: %q %v", got, err)
+	}
+	p = &fakePrompt{lines: []string{""}, errs: []error{io.EOF}}
+	if _, err := askTwice(p, "alice"); !errors.Is(err, errNoPasswordTyped) {
+		t.Fatalf("Ctrl-D at once: %v", err)
+	}
+	p = &fakePrompt{lines: []string{""}, errs: []error{syscall.EIO}}
+	if _, err := askTwice(p, "alice"); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a read error: %v", err)
+	}
+}
+
+// On a terminal, Enter at the prompt with nothing typed is refused with
+// a message for a terminal, nothing written, the echo back on: it said
+// "no password on stdin: give it on the first line (echo ...)", as if the
+// password had been piped.
+func TestUserEmptyPasswordOnATerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	cmd := userCmd()
+	cmd.SetArgs([]string{"alice", "--file", f})
+	cmd.SetIn(slave)
+	var errb logtest.Buffer
+	cmd.SetOut(&errb)
+	cmd.SetErr(&errb)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	waitFor(t, "the prompt", func() bool { return strings.Contains(errb.String(), "password for alice (not echoed)") })
+	master.Write([]byte("\n"))
+	select {
+	case err := <-done:
+		if !errors.Is(err, errNoPasswordTyped) || strings.Contains(err.Error(), "stdin") || strings.Contains(err.Error(), "echo") {
+			t.Fatalf("nothing typed on a terminal: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer in 10 s")
+	}
+	if strings.Contains(errb.String(), "password for alice again") {
+		t.Fatalf("asked again after nothing was typed: %q", errb.String())
+	}
+	if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a users file written: %v", err)
+	}
+	if !echoOn(t, slave) {
+		t.Fatal("echo not put back")
+	}
 }
 
 // The child of TestUserSignalPutsTheEchoBack: vodcluster user on the

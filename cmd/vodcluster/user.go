@@ -39,7 +39,7 @@ func userCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pw, err := readPassword(cmd, args[0])
-			if errors.Is(err, errPasswordsDiffer) {
+			if errors.Is(err, errPasswordsDiffer) || errors.Is(err, errNoPasswordTyped) {
 				return err
 			}
 			if pw == "" {
@@ -52,8 +52,12 @@ func userCmd() *cobra.Command {
 				return errors.New("--package: an empty package name entitles the subscriber to nothing; name a package, or * for all")
 			}
 			doc := usersDoc{Realm: realm}
+			path := file // the file edited: file with its symbolic links followed
 			if file != "" {
-				if err := readUsers(file, &doc); err != nil {
+				if path, err = followLinks(file); err != nil {
+					return err
+				}
+				if err := readUsers(path, &doc); err != nil {
 					return err
 				}
 				if doc.Realm != realm && cmd.Flags().Changed("realm") {
@@ -67,14 +71,14 @@ func userCmd() *cobra.Command {
 			if file != "" {
 				// Read again, edited and replaced by one edit at a time:
 				// another may have replaced the file since.
-				unlock, err := lockUsersDir(file)
+				unlock, err := lockUsersDir(path)
 				if err != nil {
 					return err
 				}
 				defer unlock()
 				read := doc.Realm
 				doc = usersDoc{Realm: realm}
-				if err := readUsers(file, &doc); err != nil {
+				if err := readUsers(path, &doc); err != nil {
 					return err
 				}
 				if doc.Realm != read {
@@ -91,7 +95,9 @@ func userCmd() *cobra.Command {
 				doc.Users = append(doc.Users, u)
 			}
 			var buf bytes.Buffer
-			if old, err := os.ReadFile(file); file != "" && err == nil && len(bytes.TrimSpace(old)) > 0 {
+			old, err := os.ReadFile(path)
+			switch {
+			case file != "" && err == nil && hasDocument(old):
 				// The operator's comments and the other entries stay as
 				// they are; only this subscriber's entry is written.
 				b, err := editUsers(old, u)
@@ -99,17 +105,30 @@ func userCmd() *cobra.Command {
 					return fmt.Errorf("%s: %w", file, err)
 				}
 				buf.Write(b)
-			} else if err := boss.WriteFile(&buf, doc.Realm, doc.Users); err != nil {
-				return err
+			case file != "" && err == nil && len(bytes.TrimSpace(old)) > 0:
+				// Comments only (a file laid out before its first
+				// subscriber): they stay, the list follows them.
+				b, err := appendUsersTo(old, doc.Realm, doc.Users)
+				if err != nil {
+					return err
+				}
+				buf.Write(b)
+			default:
+				if err := boss.WriteFile(&buf, doc.Realm, doc.Users); err != nil {
+					return err
+				}
 			}
 			if _, err := boss.ParseFile(bytes.NewReader(buf.Bytes())); err != nil {
+				if file != "" {
+					return fmt.Errorf("%s: not changed: the file edited would not read: %w", file, err)
+				}
 				return err
 			}
 			if file == "" {
 				_, err = cmd.OutOrStdout().Write(buf.Bytes())
 				return err
 			}
-			if err := replaceFile(file, buf.Bytes()); err != nil {
+			if err := replaceFile(path, buf.Bytes()); err != nil {
 				return err
 			}
 			verb := "added"
@@ -129,6 +148,11 @@ func userCmd() *cobra.Command {
 // errPasswordsDiffer is readPassword's error when the password typed
 // again on a terminal is not the first: nothing is written.
 var errPasswordsDiffer = errors.New("the two passwords typed differ; nothing written (run the command again)")
+
+// errNoPasswordTyped is readPassword's error when nothing was typed at
+// the prompt on a terminal (Enter, or Ctrl-D, at once): nothing is
+// written.
+var errNoPasswordTyped = errors.New("no password typed at the prompt (an empty password is not taken); nothing written (run the command again and type one)")
 
 // readPassword reads the password of user. From a pipe or a file it is
 // the first line of the command's standard input. On a terminal it asks
@@ -153,13 +177,17 @@ type passwordPrompt interface {
 	ReadLine(prompt string) (string, error)
 }
 
-// askTwice asks p for user's password and then for it again; an empty
-// first answer is returned as it is (the caller refuses it), two that
-// differ are errPasswordsDiffer.
+// askTwice asks p for user's password and then for it again: an empty
+// first answer (Enter or Ctrl-D at once) is errNoPasswordTyped, two that
+// differ are errPasswordsDiffer. A first answer ended by Ctrl-D rather
+// than Enter is asked again too.
 func askTwice(p passwordPrompt, user string) (string, error) {
 	pw, err := p.ReadLine(fmt.Sprintf("password for %s (not echoed): ", user))
-	if err != nil || pw == "" {
-		return pw, err
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("the password typed: %w", err)
+	}
+	if pw == "" {
+		return "", errNoPasswordTyped
 	}
 	again, err := p.ReadLine(fmt.Sprintf("password for %s again: ", user))
 	if err != nil && again == "" {
@@ -171,7 +199,9 @@ func askTwice(p passwordPrompt, user string) (string, error) {
 	return pw, nil
 }
 
-// readUsers decodes an existing users file strictly; a missing file is empty.
+// readUsers decodes an existing users file strictly; a missing file is
+// empty, and so is one with no YAML document in it (nothing, blank lines
+// or comments only: a file made beforehand with its owner and mode).
 func readUsers(path string, doc *usersDoc) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -179,6 +209,9 @@ func readUsers(path string, doc *usersDoc) error {
 	}
 	if err != nil {
 		return err
+	}
+	if !hasDocument(b) {
+		return nil
 	}
 	if _, err := boss.ParseFile(bytes.NewReader(b)); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -191,10 +224,45 @@ func readUsers(path string, doc *usersDoc) error {
 	return nil
 }
 
+// followLinks returns the file that path names once its symbolic links
+// are followed (up to 40, as the kernel does), so that an edit replaces
+// that file and not the link: replaceFile's rename over a link put a
+// plain file in the link's place, and the file it pointed to (in a
+// configuration repository, say) was left unchanged. A path, or the
+// last link's target, that does not exist yet is returned as it is
+// named; its directory must exist.
+func followLinks(path string) (string, error) {
+	for range 40 {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, filepath.Base(path))
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode()&fs.ModeSymlink == 0) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(dir, to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+}
+
 // replaceFile writes b to path through a temporary file renamed over it,
-// so a reader never sees half a file. An existing file's mode and owner
-// are kept (the manager's service account reads the users file, e.g.
-// root:vodcluster 0640); a new file gets 0600.
+// so a reader never sees half a file, and the file is on disk before the
+// rename (a crash then leaves the old file or the new one, not an empty
+// one). An existing file's mode and owner are kept (the manager's service
+// account reads the users file, e.g. root:vodcluster 0640); a new file
+// gets 0600. path is not a symbolic link (followLinks).
 func replaceFile(path string, b []byte) error {
 	mode := os.FileMode(0o600)
 	old, statErr := os.Stat(path)
@@ -202,18 +270,35 @@ func replaceFile(path string, b []byte) error {
 		mode = old.Mode().Perm()
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, mode); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, mode); err != nil { // WriteFile's mode is masked by the umask
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(mode) // the mode of OpenFile is masked by the umask
+	}
+	if err == nil && statErr == nil {
+		if err = keepOwner(tmp, old); err != nil {
+			err = fmt.Errorf("%s: keep its owner: %w", path, err)
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if statErr == nil {
-		if err := keepOwner(tmp, old); err != nil {
-			os.Remove(tmp)
-			return fmt.Errorf("%s: keep its owner: %w", path, err)
-		}
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename on disk too
+		d.Sync()
+		d.Close()
 	}
-	return os.Rename(tmp, path)
+	return nil
 }

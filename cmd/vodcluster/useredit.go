@@ -16,12 +16,15 @@ import (
 // of the same name, or appended to the users list. Only the lines of that
 // entry are written; every other byte of the file stays as it was: the
 // line endings (LF or CRLF), blank lines, the comments (those above the
-// replaced entry too), the order and layout of the other entries. The
+// replaced entry too, and the one on its name's line), the order and
+// layout of the other entries. The
 // new entry takes the indentation of the list's entries and the file's
 // line ending. A list written in flow style (users: [] or [{...}]), an
 // empty or missing list, or an edit whose result would not read back as
-// the same users with u in place, is written again from its YAML tree
-// instead: the comments stay there, blank lines do not. b has been read
+// the same users with u in place (a replaced entry defining an anchor
+// that another entry's alias names: the alias becomes a copy of what it
+// named), is written again from its YAML tree instead: the comments stay
+// there, blank lines do not. b has been read
 // by readUsers; the error is YAML's or names what is not a users file.
 func editUsers(b []byte, u boss.User) ([]byte, error) {
 	var doc yaml.Node
@@ -35,6 +38,29 @@ func editUsers(b []byte, u boss.User) ([]byte, error) {
 		return out, nil
 	}
 	return reencodeUsers(&doc, lineEnding(b), u)
+}
+
+// hasDocument reports whether b holds a YAML document: false for nothing,
+// blank lines or comments only.
+func hasDocument(b []byte) bool {
+	var doc yaml.Node
+	return yaml.Unmarshal(b, &doc) != nil || doc.Kind != 0
+}
+
+// appendUsersTo returns old, a file with no YAML document in it (its
+// comments), followed by a users file of realm and users in old's line
+// endings.
+func appendUsersTo(old []byte, realm string, users []boss.User) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := boss.WriteFile(&buf, realm, users); err != nil {
+		return nil, err
+	}
+	eol := lineEnding(old)
+	out := slices.Clone(old)
+	if !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, eol...)
+	}
+	return append(out, bytes.ReplaceAll(buf.Bytes(), []byte("\n"), []byte(eol))...), nil
 }
 
 // lineEnding is the line ending of b's first line: "\r\n" or "\n".
@@ -95,6 +121,12 @@ func spliceUser(b []byte, doc *yaml.Node, u boss.User) (out []byte, ok bool) {
 		return nil, false
 	}
 	var edited []string
+	if c := nameComment(ref); at >= 0 && c != "" {
+		// The comment on the name's line is about the subscriber
+		// (# household 1234): it stays on the name's line.
+		line, rest, _ := strings.Cut(entry, eol)
+		entry = line + " " + c + eol + rest
+	}
 	if at >= 0 {
 		if !strings.HasSuffix(lines[last-1], "\n") { // the file's last line, without an ending: so is the entry's
 			entry = strings.TrimSuffix(entry, eol)
@@ -110,6 +142,20 @@ func spliceUser(b []byte, doc *yaml.Node, u boss.User) (out []byte, ok bool) {
 	}
 	out = []byte(strings.Join(edited, ""))
 	return out, sameUsersWith(b, out, u)
+}
+
+// nameComment is the comment on the line of the entry n's name
+// ("- name: bob  # household 1234"), or "".
+func nameComment(n *yaml.Node) string {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" {
+			if v.LineComment != "" {
+				return v.LineComment
+			}
+			return k.LineComment
+		}
+	}
+	return ""
 }
 
 // dashLine finds the "-" that starts the sequence entry n (a mapping,
@@ -241,9 +287,11 @@ func reencodeUsers(doc *yaml.Node, eol string, u boss.User) ([]byte, error) {
 			Name string `yaml:"name"`
 		}
 		if n.Decode(&named) == nil && named.Name == u.Name {
+			inlineAliasesInto(doc, n)
 			entry.HeadComment, entry.LineComment, entry.FootComment = n.HeadComment, n.LineComment, n.FootComment
 			if len(n.Content) > 0 && len(entry.Content) > 0 { // a comment above "- name:" is its first key's
 				entry.Content[0].HeadComment = n.Content[0].HeadComment
+				entry.Content[1].LineComment = nameComment(n)
 			}
 			users.Content[i], replaced = entry, true
 		}
@@ -264,4 +312,53 @@ func reencodeUsers(doc *yaml.Node, eol string, u boss.User) ([]byte, error) {
 		return bytes.ReplaceAll(buf.Bytes(), []byte("\n"), []byte(eol)), nil
 	}
 	return buf.Bytes(), nil
+}
+
+// inlineAliasesInto replaces each alias outside entry that names a node
+// inside it (an anchor the entry defines, as in packages: &std [basic]
+// that another entry's packages: *std refers to) with a copy of that
+// node, so that entry can be replaced and the others keep what they
+// held: the new entry has no anchor, and an alias left to it made a file
+// that did not read ("unknown anchor 'std' referenced").
+func inlineAliasesInto(doc, entry *yaml.Node) {
+	inside := map[*yaml.Node]bool{}
+	var mark func(n *yaml.Node)
+	mark = func(n *yaml.Node) {
+		inside[n] = true
+		for _, c := range n.Content {
+			mark(c)
+		}
+	}
+	mark(entry)
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == entry {
+			return
+		}
+		if n.Kind == yaml.AliasNode && inside[n.Alias] {
+			c := copyNode(n.Alias, inside)
+			c.HeadComment, c.LineComment, c.FootComment = n.HeadComment, n.LineComment, n.FootComment
+			*n = *c
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(doc)
+}
+
+// copyNode is a deep copy of n without anchors or comments, the aliases
+// in it to nodes inside (an entry to be replaced) copied too.
+func copyNode(n *yaml.Node, inside map[*yaml.Node]bool) *yaml.Node {
+	if n.Kind == yaml.AliasNode && inside[n.Alias] {
+		return copyNode(n.Alias, inside)
+	}
+	c := *n
+	c.Anchor, c.HeadComment, c.LineComment, c.FootComment = "", "", "", ""
+	c.Content = nil
+	for _, k := range n.Content {
+		c.Content = append(c.Content, copyNode(k, inside))
+	}
+	return &c
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"vodcluster/acm/boss"
 )
@@ -122,5 +126,183 @@ func TestUserCommandKeepsACRLFFile(t *testing.T) {
 	}
 	if err := users.Authenticate(t.Context(), boss.Credentials{User: "bob", Password: "pw-bob"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An entry that defines an anchor another entry's alias names can be
+// replaced: the alias becomes a copy of what it named, and the other
+// entry keeps its packages. The file written named an anchor no longer
+// there, and the command failed with "unknown anchor 'std' referenced",
+// so that subscriber could not be replaced at all.
+func TestEditUsersReplacesAnEntryOthersAliasTo(t *testing.T) {
+	alice, err := boss.NewUserCost("alice", "pw-alice", "vodcluster", []string{"premium"}, bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ha1 = "11111111111111111111111111111111"
+	for name, in := range map[string]string{
+		"a sequence": "realm: vodcluster\nusers:\n  - name: alice\n    ha1: " + ha1 + "\n    packages: &std [basic, sports]\n" +
+			"  - name: bob\n    ha1: " + ha1 + "\n    packages: *std\n",
+		"a merged entry": "realm: vodcluster\nusers:\n  - &base\n    name: alice\n    ha1: " + ha1 + "\n    packages: [basic, sports]\n" +
+			"  - <<: *base\n    name: bob\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := editUsers([]byte(in), alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := boss.ParseFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("the result does not read: %v\n%s", err, out)
+			}
+			for user, pkg := range map[string]string{"alice": "premium", "bob": "sports"} {
+				if ok, err := f.Entitled(t.Context(), user, pkg); !ok || err != nil {
+					t.Errorf("%s not entitled to %s (%v) in\n%s", user, pkg, err, out)
+				}
+			}
+			if ok, _ := f.Entitled(t.Context(), "alice", "sports"); ok {
+				t.Errorf("alice kept her old packages:\n%s", out)
+			}
+		})
+	}
+}
+
+// The comment on a replaced entry's name line is about the subscriber
+// and stays on it, in the text edit and in the rewrite from the YAML tree
+// alike; it went with the entry.
+func TestEditUsersKeepsTheNameLineComment(t *testing.T) {
+	bob, err := boss.NewUserCost("bob", "pw-bob", "vodcluster", []string{"premium"}, bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{
+		"realm: vodcluster\nusers:\n  - name: bob   # household 5678\n    ha1: 11111111111111111111111111111111\n    packages: [basic] # since May\n",
+		"realm: vodcluster\nusers: [{name: bob, ha1: 11111111111111111111111111111111, packages: [basic]}]\n", // no comment: none added
+		"realm: vodcluster\nusers:\n  - &b\n    name: bob # household 5678\n    ha1: 11111111111111111111111111111111\n    packages: [basic]\n  - <<: *b\n    name: carol\n",
+	} {
+		out, err := editUsers([]byte(in), bob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Contains(in, "household")
+		if got := strings.Contains(string(out), "name: bob # household 5678\n"); got != want {
+			t.Errorf("from\n%s\nthe name line's comment kept: %v, want %v:\n%s", in, got, want, out)
+		}
+		if strings.Contains(string(out), "since May") {
+			t.Errorf("the comment on a replaced value kept:\n%s", out)
+		}
+		if _, err := boss.ParseFile(bytes.NewReader(out)); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// --file through a symbolic link edits the file the link points to and
+// leaves the link a link: the rename replaced the link with a plain file
+// and the file it pointed to (in a configuration checkout, say) kept the
+// old list. Edits through the link and through the file's own name take
+// the same lock.
+func TestUserFileThroughASymlink(t *testing.T) {
+	d := t.TempDir()
+	if err := os.Mkdir(filepath.Join(d, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(d, "conf", "users.yaml")
+	if _, err := runUser(t, "pw-bob\n", "bob", "--file", target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(d, "users.yaml")
+	if err := os.Symlink("conf/users.yaml", link); err != nil {
+		t.Fatal(err)
+	}
+	chain := filepath.Join(d, "current.yaml") // a link to the link
+	if err := os.Symlink(link, chain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw-alice\n", "alice", "--file", link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw-carol\n", "carol", "--file", chain); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{link, chain} {
+		if fi, err := os.Lstat(l); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Fatalf("%s is no longer a link: %v %v", l, fi.Mode(), err)
+		}
+	}
+	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("the file's mode: %v %v, want 0640", fi.Mode(), err)
+	}
+	users, err := boss.LoadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		if err := users.Authenticate(t.Context(), boss.Credentials{User: u, Password: "pw-" + u}); err != nil {
+			t.Errorf("%s in the file the link points to: %v", u, err)
+		}
+	}
+	if got, err := followLinks(chain); err != nil || got != target {
+		t.Fatalf("followLinks(%s): %q %v, want %q", chain, got, err, target)
+	}
+	// A link to a file not there yet: the file is made where it points.
+	dangling := filepath.Join(d, "new.yaml")
+	if err := os.Symlink("conf/new.yaml", dangling); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw-dave\n", "dave", "--file", dangling); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boss.LoadFile(filepath.Join(d, "conf", "new.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("%s is no longer a link", dangling)
+	}
+}
+
+// A users file made beforehand with its owner and mode (touch, chown,
+// chmod 0640), empty or with comments only, takes its first subscriber:
+// the command failed with "empty users file". Its comments and mode stay.
+func TestUserFileMadeBeforehand(t *testing.T) {
+	for name, before := range map[string]string{
+		"empty":         "",
+		"comments only": "# Subscribers of the north region.\r\n# One entry per household.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "users.yaml")
+			if err := os.WriteFile(f, []byte(before), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(f, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := runUser(t, "pw-alice\n", "alice", "--file", f, "--package", "basic"); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(b), before) {
+				t.Fatalf("the comments went:\n%s", b)
+			}
+			if before != "" && strings.Count(string(b), "\n") != strings.Count(string(b), "\r\n") {
+				t.Fatalf("the file's CRLF line endings not followed:\n%q", b)
+			}
+			if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o640 {
+				t.Fatalf("mode %v %v, want 0640", fi.Mode(), err)
+			}
+			users, err := boss.LoadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := users.Authenticate(t.Context(), boss.Credentials{User: "alice", Password: "pw-alice"}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
