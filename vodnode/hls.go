@@ -199,7 +199,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	seg := segmentAt{psi: psi, t: hs.t, start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
-		sendfile: n.HTTPTLS == nil}
+		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
 	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), rd)
 }
 
@@ -225,14 +225,18 @@ func (s segmentAt) ReadAt(b []byte, off int64) (int, error) {
 }
 
 // pacedSection serves a section (a segment) at its viewer's pace,
-// counting the bytes as sent.
+// counting the bytes as sent. With rc, each read gives the write of what
+// it returns stall to complete, as titleReader's do (a player that stops
+// reading is disconnected after stall).
 type pacedSection struct {
-	rd  *io.SectionReader
-	seg segmentAt // what rd reads
-	pos int64
-	hs  *httpSession
-	n   *Node
-	ctx context.Context
+	rd    *io.SectionReader
+	seg   segmentAt // what rd reads
+	pos   int64
+	hs    *httpSession
+	n     *Node
+	ctx   context.Context
+	rc    *http.ResponseController
+	stall time.Duration
 	// sendfile: activityWriter.ReadFrom may send the title's bytes with
 	// sendfile(2) (httpsend.go); not over TLS.
 	sendfile bool
@@ -260,8 +264,16 @@ func (p *pacedSection) Read(b []byte) (int, error) {
 		}
 		p.n.diskReadError(p.hs.title, p.seg.start+max(p.pos+int64(n)-int64(len(p.seg.psi)), 0), err)
 	}
+	p.deadline()
 	p.advance(n)
 	return n, err
+}
+
+// deadline gives the write of the bytes next allowed stall to complete.
+func (p *pacedSection) deadline() {
+	if p.rc != nil && p.stall > 0 {
+		_ = p.rc.SetWriteDeadline(time.Now().Add(p.stall))
+	}
 }
 
 // next returns how many bytes (at most want, and 64 KiB) may be sent from

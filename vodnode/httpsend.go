@@ -182,6 +182,7 @@ func (s sectionSend) owner() (*Node, string) { return s.n, s.hs.title }
 func (s sectionSend) diskError(off int64, err error) { s.n.diskReadError(s.hs.title, off, err) }
 
 func (s sectionSend) chunk(k int) ([]byte, int64) {
+	s.deadline()
 	psi := int64(len(s.seg.psi))
 	var mem []byte
 	if s.pos < psi {
