@@ -192,15 +192,24 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 	case once && play == "":
 		return fmt.Errorf("up: --once stops the cluster after --play: give --play TITLE")
 	}
-	for _, p := range []struct {
+	ports := []struct {
 		name string
 		port int
-	}{{"rtsp-port", o.RTSPPort}, {"http-port", o.HTTPPort}, {"grpc-port", o.GRPCPort}, {"metrics-port", o.MetricsPort}} {
+	}{{"rtsp-port", o.RTSPPort}, {"http-port", o.HTTPPort}, {"grpc-port", o.GRPCPort}, {"metrics-port", o.MetricsPort}}
+	for i, p := range ports {
 		if p.port > 65535 {
 			return fmt.Errorf("up: --%s %d out of 0..65535", p.name, p.port)
 		}
 		if p.port < 0 && p.name != "metrics-port" {
 			return fmt.Errorf("up: --%s %d out of 0..65535", p.name, p.port)
+		}
+		// Two listeners of the manager on one port: the second failed
+		// with "bind: address already in use", as if another process
+		// held it. 0 (any free port) and -1 (no metrics) are not ports.
+		for _, q := range ports[:i] {
+			if p.port > 0 && p.port == q.port {
+				return fmt.Errorf("up: --%s and --%s are both %d: give each its own port (0: any free one)", q.name, p.name, p.port)
+			}
 		}
 	}
 	return nil

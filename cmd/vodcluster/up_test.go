@@ -85,6 +85,9 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--once"},
 		{"--max-sessions-per-user", "0"}, {"--max-sessions-per-user", "-2"},
 		{"--rtsp-port", "70000"}, {"--grpc-port", "-5"}, {"--metrics-port", "-7"},
+		// two of the manager's listeners on one port: the second failed
+		// with "address already in use", as if another process held it
+		{"--rtsp-port", "45871", "--http-port", "45871"}, {"--grpc-port", "45872", "--metrics-port", "45872"},
 		{"extra-argument"},
 	} {
 		cmd := upCmd()
@@ -106,6 +109,32 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 			t.Fatalf("%v: the cluster started (%d entries in its data dir)", args, len(ents))
+		}
+	}
+}
+
+// Two of up's listeners given one port are refused naming both flags
+// (the second listener failed with "bind: address already in use", as
+// if another process held the port); 0 (any free port) twice, and
+// --metrics-port -1 beside a 0, are not one port.
+func TestUpRefusesOnePortTwice(t *testing.T) {
+	ok := clusterOptions{Nodes: 1, Host: "127.0.0.1", NodeEgress: 1e8, NodeDisk: 16_000_000, MetricsPort: -1}
+	if err := checkUpFlags(ok, "", 0, "tcp", false); err != nil {
+		t.Fatalf("every port 0 (any), metrics -1: %v", err)
+	}
+	for _, c := range []struct {
+		set  func(*clusterOptions)
+		want string
+	}{
+		{func(o *clusterOptions) { o.RTSPPort, o.HTTPPort = 45871, 45871 }, "--rtsp-port and --http-port are both 45871"},
+		{func(o *clusterOptions) { o.HTTPPort, o.GRPCPort = 45873, 45873 }, "--http-port and --grpc-port are both 45873"},
+		{func(o *clusterOptions) { o.RTSPPort, o.MetricsPort = 45874, 45874 }, "--rtsp-port and --metrics-port are both 45874"},
+	} {
+		o := ok
+		c.set(&o)
+		err := checkUpFlags(o, "", 0, "tcp", false)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("want %q, got %v", c.want, err)
 		}
 	}
 }
