@@ -85,8 +85,14 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	// version the file no longer has is refused here too, and again, on
 	// the file it reads, once it has a channel (the file may change while
 	// it waits).
+	// The stat, like the transfer's open and reads, is watched: a caller
+	// that leaves while it hangs (a failing disk, a network file system)
+	// counts it in cdp_transfers_abandoned until it returns, though it
+	// holds no channel.
 	checkFile := req.GetIfVersion() != ""
-	st, err := os.Stat(t.Path)
+	statted := s.watchLeft(ctx, t, off, "origin fetch's stat of its title's file before it queued", nil)
+	st, err := s.stat(t.Path)
+	statted()
 	if errors.Is(err, fs.ErrNotExist) {
 		return errGone(t)
 	}
@@ -112,41 +118,16 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	// one that stays so is stuck in such an operation.
 	var once sync.Once
 	leave := func() { once.Do(func() { release(); s.stats.end() }) }
-	var mu sync.Mutex
-	var returned bool
-	var left time.Time // when the caller left before the transfer returned
 	defer leave()
-	defer context.AfterFunc(ctx, func() {
-		mu.Lock()
-		if !returned {
-			left = time.Now()
-			s.stats.abandoned(1)
-		}
-		mu.Unlock()
-		leave()
-	})()
+	transferred := s.watchLeft(ctx, t, off, "origin transfer (its channel given back when its caller left)", leave)
 
 	began := time.Now()
 	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
-	mu.Lock()
-	returned = true
-	if !left.IsZero() {
-		s.stats.abandoned(-1)
-		if after := time.Since(left); after >= abandonedWarn {
-			s.log.Warn("origin transfer returned long after its caller left: a file operation hung (its channel was given back when the caller left)",
-				"title", t.ID, "offset", off, "after", after.Round(time.Millisecond), "path", t.Path)
-		}
-	}
-	mu.Unlock()
+	transferred()
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
 	return err
 }
-
-// abandonedWarn is how long after its caller left a transfer must take to
-// return for the origin to warn of a hung file operation: a transfer
-// cancelled mid-send returns at once.
-const abandonedWarn = 5 * time.Second
 
 // acquire takes a transfer channel, waiting for one unless noWait, and
 // returns the function that gives it back.

@@ -14,7 +14,7 @@ var (
 	descSent      = prometheus.NewDesc("cdp_sent_bytes_total", "Title bytes sent by transfers.", nil, nil)
 	descActive    = prometheus.NewDesc("cdp_transfers_active", "Transfers holding a channel now.", nil, nil)
 	descWaiting   = prometheus.NewDesc("cdp_transfers_waiting", "Fetch calls queued for a channel now.", nil, nil)
-	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back) that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
+	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back), and fetches whose caller left during the stat of the title's file before they queued, that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
 	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -88,6 +89,9 @@ type Server struct {
 	CatalogPoll time.Duration
 
 	clock clock // nil means the wall clock; tests put a fake here
+	// statFile stats a title's file before its fetch queues; nil: os.Stat
+	// (tests put one that hangs here).
+	statFile func(string) (fs.FileInfo, error)
 
 	mu      sync.Mutex
 	started bool

@@ -21,9 +21,11 @@ type Stats struct {
 	// Waiting is the number of Fetch calls queued for a channel now.
 	Waiting int
 	// Abandoned is the number of transfers whose caller has left (its
-	// channel given back) while the transfer has not returned yet: stuck
-	// in a file operation no context interrupts (an open or a read hung
-	// on a failing disk or a network file system) when it stays above 0.
+	// channel given back) while the transfer has not returned yet, and of
+	// fetches whose caller left during the stat of the title's file before
+	// they queued while that stat has not returned: stuck in a file
+	// operation no context interrupts (a stat, an open or a read hung on a
+	// failing disk or a network file system) when it stays above 0.
 	Abandoned int
 	// Refused counts no_wait Fetch calls refused with RESOURCE_EXHAUSTED.
 	Refused int64

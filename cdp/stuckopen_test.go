@@ -4,11 +4,14 @@ package cdp
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
@@ -27,7 +30,8 @@ func TestFetchGivesTheChannelBackWhenItsCallerLeavesAStuckOpen(t *testing.T) {
 	}
 	s, c := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
 	// sample-001's file, once loaded, becomes the FIFO: its open blocks
-	// until a writer comes (no version asked: no stat of it before).
+	// until a writer comes (the stat of it before it queues does not
+	// block).
 	s.mu.Lock()
 	titles := s.catalog.Titles()
 	for i := range titles {
@@ -89,4 +93,74 @@ func TestFetchGivesTheChannelBackWhenItsCallerLeavesAStuckOpen(t *testing.T) {
 	}
 	w.Close()
 	waitStats(t, s, "the stuck transfer to return", func(st Stats) bool { return st.Abandoned == 0 })
+}
+
+// A fetch whose stat of its title's file, before it queues for a channel,
+// hangs (a network file system or a failing disk; here a stat that waits)
+// is counted abandoned once its caller gives it up, until the stat
+// returns, as a transfer stuck in its open is (cdp_transfers_abandoned,
+// alert VodclusterOriginTransfersStuck): it holds no channel, and was
+// counted nowhere, neither waiting, active nor abandoned, while the
+// fetches of a hung title directory piled up. The other titles' fetches
+// go on meanwhile.
+func TestFetchStuckInItsStatIsCountedWhenItsCallerLeaves(t *testing.T) {
+	entered, free := make(chan struct{}), make(chan struct{})
+	var stuck string
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 1
+		s.statFile = func(path string) (fs.FileInfo, error) {
+			if path == stuck {
+				close(entered)
+				<-free
+			}
+			return os.Stat(path)
+		}
+	})
+	ti, _ := s.Catalog().Title("sample-001")
+	stuck = ti.Path
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(free)
+		}
+	}
+	t.Cleanup(release) // before the server's Close, which waits for its handlers
+
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	endA := make(chan error, 1)
+	go func() {
+		_, err := fetch(ctxA, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", IfVersion: ti.Version}, DefaultChunkBytes)
+		endA <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetch did not stat its title's file")
+	}
+	if st := s.Stats(); st.Abandoned != 0 || st.Waiting != 0 || st.Active != 0 {
+		t.Fatalf("stats %+v with the stat hung and its caller there: want none abandoned, waiting or active", st)
+	}
+	cancelA()
+	select {
+	case err := <-endA:
+		wantCode(t, err, codes.Canceled, "")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller of the fetch stuck in its stat did not get its cancel")
+	}
+	waitStats(t, s, "the fetch stuck in its stat counted abandoned", func(st Stats) bool { return st.Abandoned == 1 })
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelB()
+	d, err := fetch(ctxB, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}, DefaultChunkBytes)
+	if err != nil || len(d) != len(readClip(t, "clip-b.ts")) {
+		t.Fatalf("another title's fetch while one stat hangs: %d bytes, %v", len(d), err)
+	}
+
+	release()
+	waitStats(t, s, "the stat to return", func(st Stats) bool { return st.Abandoned == 0 })
+	if st := s.Stats(); st.Transfers != 1 || st.Active != 0 {
+		t.Errorf("stats %+v: want one transfer (the other title's), none active", st)
+	}
 }
