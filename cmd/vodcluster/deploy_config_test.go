@@ -169,6 +169,11 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler: ", "nope"}},
 		{"manager storage policy", ManagerConfig{Storage: StorageConfig{Policy: "nope"}}.validate(), []string{"storage: ", "nope"}},
 		{"manager token ttl", ManagerConfig{TokenTTL: time.Millisecond}.validate(), []string{"token_ttl 1ms: at least 1s"}},
+		// nodes report in whole milliseconds: at 1ns each was dead 3 ns after each report
+		{"manager heartbeat 1ns", ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 1}}.validate(),
+			[]string{"scheduler.heartbeat_interval 1ns: at least 100ms"}},
+		{"manager heartbeat 1ms", ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: time.Millisecond}}.validate(),
+			[]string{"scheduler.heartbeat_interval 1ms: at least 100ms"}},
 		{"manager policy and eviction", ManagerConfig{Storage: StorageConfig{Policy: "gdsf", Eviction: "bogus"}}.validate(),
 			[]string{`storage.policy "gdsf" and storage.eviction "bogus"`}},
 	}
@@ -186,6 +191,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	// What -1 means ("no limit") and the zero values (defaults) stay valid.
 	for _, err := range []error{
 		ManagerConfig{MaxSessions: -1, LoginFailures: -1, RequestsPerUser: -1}.validate(), ManagerConfig{}.validate(),
+		ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 100 * time.Millisecond}}.validate(),
 		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
 	} {
 		if err != nil {

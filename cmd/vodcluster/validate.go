@@ -17,6 +17,14 @@ import (
 // at start with the key named, and the examples in deploy/ can be checked
 // by a test. Each section's check returns every problem it finds, joined.
 
+// minHeartbeatInterval is the shortest scheduler.heartbeat_interval. The
+// manager gives nodes its interval in whole milliseconds when they
+// register, and they report at it (at their own 1 s when it rounds to
+// 0): at 1ns every node was judged dead 3 ns after each report and shown
+// down, and at 1ms a node on a busy machine was judged dead now and then
+// (a pause of a few milliseconds was missed_heartbeats of them).
+const minHeartbeatInterval = 100 * time.Millisecond
+
 // keyCheck collects a section's problems, each naming its key.
 type keyCheck struct{ errs []error }
 
@@ -97,6 +105,9 @@ func (c ManagerConfig) validate() error {
 	}
 	k.count("scheduler.fill_ref_bps", s.FillRefBps, "4000000")
 	k.duration("scheduler.heartbeat_interval", s.HeartbeatInterval, "1s")
+	if s.HeartbeatInterval > 0 && s.HeartbeatInterval < minHeartbeatInterval {
+		k.failf("scheduler.heartbeat_interval %v: at least %v (1s by default): nodes report at it in whole milliseconds, below 1ms at their own 1s, and a node silent for missed_heartbeats of it is dead, its sessions orphaned", s.HeartbeatInterval, minHeartbeatInterval)
+	}
 	k.count("scheduler.missed_heartbeats", int64(s.MissedHeartbeats), "3")
 	k.duration("scheduler.slow_start", s.SlowStart, "the scheduler's default")
 
