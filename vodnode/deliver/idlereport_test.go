@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -147,5 +148,64 @@ func TestReportWhileHeldWriterBusy(t *testing.T) {
 	}
 	if sent := ntpSeconds(sr.ntp) - ntpSeconds(ntpTime(freed)); sent < -0.01 {
 		t.Errorf("the report carries an NTP time %.3f s before the writer took writes again: made when it was dropped", -sent)
+	}
+}
+
+// TestReportWhileHeldConnectionFailed: a held MP2T stream whose TCP
+// connection has failed (its writer takes nothing more) does not try its
+// sender report again every idleReportRetry, as it does one a busy writer
+// could not take: no retry can send it, and until the RTSP connection
+// ended the stream the timer fired 20 times a second for nothing. Its
+// next report is tried an interval later.
+func TestReportWhileHeldConnectionFailed(t *testing.T) {
+	const interval = 2 * time.Second
+	e := startEngineSR(t, interval)
+	data := loadClip(t)
+	src := newFillingSource(data)
+	src.reveal(len(data) / 5)
+	srv, cli := tcpPair(t)
+	w := NewConnWriter(srv, 0, 0)
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: w, SSRC: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); ; {
+		if time.Now().After(end) {
+			t.Fatal("no sender report while held")
+		}
+		srs, pkts := readReports(t, cli, interval/2)
+		if len(pkts[0]) == 0 && len(srs[0]) > 0 && st.WaitingForFill() {
+			break
+		}
+	}
+	// The connection fails (as a write that failed leaves its writer).
+	w.mu.Lock()
+	w.err = errors.New("connection reset (test)")
+	w.mu.Unlock()
+	timer := func() *time.Timer {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.idleTimer
+	}
+	// The report due next is tried (the timer replaced), within 2
+	// intervals.
+	before := timer()
+	for end := time.Now().Add(2 * interval); timer() == before; {
+		if time.Now().After(end) {
+			t.Fatal("no sender report tried within 2 intervals")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tried := timer()
+	// Not tried again for most of an interval (a retry would be
+	// idleReportRetry, 50 ms, later).
+	for end := time.Now().Add(interval / 2); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if timer() != tried {
+			t.Fatalf("a report that a failed connection could not take tried again within %v", interval/2)
+		}
 	}
 }

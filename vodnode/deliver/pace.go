@@ -330,13 +330,18 @@ func (s *Stream) fillFailedBye() {
 // sendControl sends the compound RTCP packet b on the stream's RTCP path
 // (UDP, or its interleaved channel), without waiting. It returns false
 // when the connection's writer could not take b at once (busy or its
-// queue full: b was not sent); true otherwise (over UDP, sent or lost).
+// queue full: b was not sent, and may be later); true otherwise: sent, or
+// lost (over UDP; over TCP, a connection that failed, which takes nothing
+// more: its RTSP connection ends the stream).
 func (s *Stream) sendControl(b []byte) bool {
 	switch s.cfg.Mode {
 	case RTPUDP:
 		s.sendRTCP(b)
 	case RTPTCP:
-		ok, _ := s.cfg.Conn.TryWrite(appendFrame(nil, s.cfg.Channel+1, b))
+		ok, err := s.cfg.Conn.TryWrite(appendFrame(nil, s.cfg.Channel+1, b))
+		if err != nil {
+			return true // lost: no retry takes it
+		}
 		if !ok {
 			return false
 		}
