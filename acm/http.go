@@ -170,6 +170,6 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 func userLimitBody(user string, limit int) string {
 	return fmt.Sprintf("too many sessions: %s already has the %d live sessions allowed at once (max_sessions_per_user), none of them idle; "+
 		"stop playing on another device first: an RTSP player's session ends when it stops, "+
-		"an HTTP player's can be taken over once it has asked for nothing for a minute "+
-		"(the node's session_timeout), and then this request gets in", user, limit)
+		"and an HTTP player's, or a PAUSEd RTSP player's, can be taken over once it has been silent "+
+		"longer than its node's session_timeout (60 s unless the node sets another), and then this request gets in", user, limit)
 }

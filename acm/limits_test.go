@@ -129,7 +129,8 @@ func TestHTTPUserLimitAnswer(t *testing.T) {
 	if ra := resp.Header.Values("Retry-After"); len(ra) != 0 {
 		t.Fatalf("Retry-After %v: no time is known", ra)
 	}
-	for _, want := range []string{"demo already has the 2 live sessions", "max_sessions_per_user", "stop playing on another device"} {
+	for _, want := range []string{"demo already has the 2 live sessions", "max_sessions_per_user", "stop playing on another device",
+		"PAUSEd RTSP", "longer than its node's session_timeout"} { // not "a minute": session_timeout is the node's setting
 		if !strings.Contains(string(body), want) {
 			t.Errorf("body %q lacks %q", body, want)
 		}
