@@ -151,6 +151,9 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"setup_delay -1ns", "max_transfers -1", "transfer_rate_bps -1"}},
 		{"cdp dir", CDPConfig{}.validate(), []string{"dir is required"}},
 		{"cdp catalog poll", CDPConfig{Dir: "d", CatalogPoll: 10 * time.Millisecond}.validate(), []string{"catalog_poll_interval 10ms: want 1s or more"}},
+		// -1s is SIGHUP only; another negative stopped every look at the directory without a word
+		{"cdp catalog poll -2s", CDPConfig{Dir: "d", CatalogPoll: -2 * time.Second}.validate(), []string{"catalog_poll_interval -2s: want 1s or more", "-1s to read the directory on SIGHUP only"}},
+		{"cdp catalog poll -1ns", CDPConfig{Dir: "d", CatalogPoll: -1}.validate(), []string{"catalog_poll_interval -1ns: want 1s or more"}},
 		{"node negatives", NodeConfig{DiskBytes: -5, EgressBps: -1, MaxSessions: -2, Weight: -3, SessionTimeout: -1, PauseTimeout: -1, FillRetryFor: -1}.validate(),
 			[]string{"disk_bytes -5: negative", "egress_bps -1: negative", "max_sessions -2", "weight -3", "session_timeout -1ns", "pause_timeout -1ns", "fill_retry_for -1ns"}},
 		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above 65535, the largest IPVS weight"}},
@@ -192,7 +195,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	for _, err := range []error{
 		ManagerConfig{MaxSessions: -1, LoginFailures: -1, RequestsPerUser: -1}.validate(), ManagerConfig{}.validate(),
 		ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 100 * time.Millisecond}}.validate(),
-		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
+		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(), CDPConfig{Dir: "d", CatalogPoll: -time.Second}.validate(),
 	} {
 		if err != nil {
 			t.Errorf("valid section refused: %v", err)

@@ -173,7 +173,8 @@ func (c NodeConfig) validate() error {
 }
 
 // validate checks the cdp section: a title directory, no negative link
-// cost, and a chunk size the origin accepts.
+// cost, a catalog_poll_interval of 1s or more (or 0, or -1s: SIGHUP
+// only), and a chunk size the origin accepts.
 func (c CDPConfig) validate() error {
 	var k keyCheck
 	if c.Dir == "" {
@@ -182,7 +183,9 @@ func (c CDPConfig) validate() error {
 	k.duration("setup_delay", c.SetupDelay, "none")
 	k.count("max_transfers", int64(c.MaxTransfers), "unlimited")
 	k.count("transfer_rate_bps", c.TransferRateBps, "unlimited")
-	if c.CatalogPoll > 0 && c.CatalogPoll < time.Second {
+	// -1s is the one negative: SIGHUP only. Another (a typo of -15s,
+	// or -1 read as 1 ns) silently stopped every look at the directory.
+	if (c.CatalogPoll > 0 && c.CatalogPoll < time.Second) || (c.CatalogPoll < 0 && c.CatalogPoll != -time.Second) {
 		k.failf("catalog_poll_interval %v: want 1s or more (each look stats every title file), 0 (or leave it out) for %v, or -1s to read the directory on SIGHUP only",
 			c.CatalogPoll, cdp.DefaultCatalogPoll)
 	}
