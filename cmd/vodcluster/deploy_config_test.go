@@ -159,6 +159,11 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above 65535, the largest IPVS weight"}},
 		{"node weight above IPVS's", NodeConfig{Weight: 65536}.validate(), []string{"weight 65536: above 65535"}},
 		{"node eviction", NodeConfig{Eviction: "fifo"}.validate(), []string{"eviction: ", "fifo"}},
+		// gRPC dialled port 443 of a bare host, "connection refused" for ever
+		{"node addresses without a port", NodeConfig{Manager: "192.0.2.10", Origin: "cdp.vod.example.net:99999"}.validate(),
+			[]string{`manager "192.0.2.10": want HOST:PORT, the manager's grpc_listen`, `origin "cdp.vod.example.net:99999": want HOST:PORT`}},
+		{"manager origin without a port", ManagerConfig{Origin: "cdp.vod.example.net"}.validate(),
+			[]string{`origin "cdp.vod.example.net": want HOST:PORT, the origin's listen`}},
 		{"manager durations", ManagerConfig{TokenTTL: -5e9, QueueDeadline: -1, RestoreGrace: -1, LoginRefill: -1, RequestRefill: -1, CatalogRefresh: -1}.validate(),
 			[]string{"token_ttl -5s: negative", "queue_deadline -1ns", "restore_grace -1ns", "login_failure_refill -1ns", "request_refill -1ns", "catalog_refresh -1ns"}},
 		{"manager storage", ManagerConfig{Storage: StorageConfig{OriginChannels: -1, PlanInterval: -1, RetryBase: -1}}.validate(),
@@ -195,7 +200,8 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	for _, err := range []error{
 		ManagerConfig{MaxSessions: -1, LoginFailures: -1, RequestsPerUser: -1}.validate(), ManagerConfig{}.validate(),
 		ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 100 * time.Millisecond}}.validate(),
-		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(), CDPConfig{Dir: "d", CatalogPoll: -time.Second}.validate(),
+		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
+		NodeConfig{Manager: "[2001:db8::7]:9090", Origin: ":9100"}.validate(), ManagerConfig{Origin: "cdp.vod.example.net:9100"}.validate(), CDPConfig{Dir: "d", CatalogPoll: -time.Second}.validate(),
 	} {
 		if err != nil {
 			t.Errorf("valid section refused: %v", err)

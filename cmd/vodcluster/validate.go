@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"strconv"
 	"time"
 
 	"vodcluster/cdp"
@@ -37,6 +39,21 @@ func (k *keyCheck) err() error { return errors.Join(k.errs...) }
 func (k *keyCheck) duration(key string, v time.Duration, def string) {
 	if v < 0 {
 		k.failf("%s %v: negative; give a positive duration, or 0 (or leave it out) for %s", key, v, def)
+	}
+}
+
+// grpcAddr refuses a gRPC address (of the manager or the origin) that is
+// not HOST:PORT with a port in 1..65535: gRPC dials port 443 of a bare
+// host, and the process retried "connection refused" there for ever.
+// Empty is left to the process (it dials nothing). what names the
+// listener it should be and its default port.
+func (k *keyCheck) grpcAddr(key, v, what string) {
+	if v == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(v)
+	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
+		k.failf("%s %q: want HOST:PORT, %s", key, v, what)
 	}
 }
 
@@ -77,6 +94,7 @@ func (k *keyCheck) ratio(key string, v float64) {
 // accepts.
 func (c ManagerConfig) validate() error {
 	var k keyCheck
+	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	k.duration("token_ttl", c.TokenTTL, "60s")
 	k.duration("queue_deadline", c.QueueDeadline, "5s")
 	k.duration("login_failure_refill", c.LoginRefill, "30s")
@@ -151,6 +169,8 @@ func (c ManagerConfig) validate() error {
 // timeout, an RTP port pair that exists, and an eviction policy smm knows.
 func (c NodeConfig) validate() error {
 	var k keyCheck
+	k.grpcAddr("manager", c.Manager, "the manager's grpc_listen (port 9090 by default)")
+	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
 		k.failf("rtp_port %d: want an even port below 65535 (RTCP takes the next), or 0", c.RTPPort)
 	}
