@@ -180,6 +180,8 @@ type ESStream struct {
 	fillWait atomic.Bool // the play waits for the title's fill (WaitingForFill)
 
 	bytes atomic.Int64
+
+	reportTries atomic.Int64 // sends of the report loop (tests watch its retries)
 }
 
 // NewESStream returns an elementary-stream playback, ready to Seek and

@@ -60,7 +60,11 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 // channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
 // waits for room in the connection's queue when wait is set (the stream's
 // own goroutine), else drops what the writer cannot take at once (busy,
-// or its queue full). It reports per track whether its packet went.
+// or its queue full). It reports per track whether its packet is done
+// with: sent, or lost for good (over TCP a connection that failed takes
+// nothing more: its RTSP connection ends the stream; over UDP a send that
+// failed); false only for one the writer could not take at once, which a
+// retry may send.
 func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 	for i, b := range pkts {
 		if b == nil {
@@ -73,16 +77,22 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 			sent = len(frame)
 			if wait {
 				if _, err := s.cfg.Conn.Write(frame); err != nil {
+					went[i] = true // lost
 					continue
 				}
-			} else if ok, _ := s.cfg.Conn.TryWrite(frame); !ok {
+			} else if ok, err := s.cfg.Conn.TryWrite(frame); err != nil {
+				went[i] = true // lost: a failed connection takes nothing more
+				continue
+			} else if !ok {
 				continue
 			}
 		case RTPUDP:
 			if s.cfg.RTCP[i] == nil {
+				went[i] = true // no RTCP port: nowhere to send
 				continue
 			}
 			if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCP[i]); err != nil {
+				went[i] = true // lost, as a datagram may be
 				continue
 			}
 		}
@@ -182,6 +192,7 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
+		s.reportTries.Add(1)
 		went := s.sendRTCP(srs, false)
 		s.mu.Lock()
 		for i := range 2 {
