@@ -44,6 +44,7 @@ type FramingError struct {
 	CSeq   string
 }
 
+// Error returns the status code and reason, e.g. "400 not an RTSP request".
 func (e *FramingError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Reason) }
 
 // Frame is an interleaved frame from the client (RTCP receiver reports,
