@@ -45,7 +45,7 @@ func upCmd() *cobra.Command {
 		Long: "up starts the origin (CDP) with the sample titles sample-001 ... sample-020, the manager\n" +
 			"(front door on rtsp://127.0.0.1:8554 and http://127.0.0.1:8080, gRPC on 127.0.0.1:9090)\n" +
 			"and three VOD nodes, with a demo subscriber demo/demo entitled to every title. It runs\n" +
-			"until SIGINT or SIGTERM. With --play it plays a title through the front door once the\n" +
+			"until SIGINT, SIGTERM or SIGHUP. With --play it plays a title through the front door once the\n" +
 			"cluster is up and prints what was received.\n\n" +
 			"The demo subscriber may hold --max-sessions-per-user sessions at once (8, a household's\n" +
 			"players; the manager's max_sessions_per_user): to try more viewers at a time, raise it\n" +
@@ -93,7 +93,15 @@ func upCmd() *cobra.Command {
 			}
 			defer c.Close()
 
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// A hangup (the terminal running make run closed) stops up as
+			// Ctrl-C does: without a handler it killed the process, and
+			// the temporary data directory, secrets included, stayed.
+			// Under nohup (SIGHUP ignored) it keeps running.
+			stopOn := []os.Signal{os.Interrupt, syscall.SIGTERM}
+			if !signal.Ignored(syscall.SIGHUP) {
+				stopOn = append(stopOn, syscall.SIGHUP)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopOn...)
 			defer stop()
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			err = c.waitNodes(wctx, opts.Nodes)
