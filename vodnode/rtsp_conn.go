@@ -255,13 +255,14 @@ func (c *rtspConn) refuseAndClose(fe *rtspwire.FramingError) {
 	}
 }
 
-// write sends res, echoing the request's CSeq.
+// write sends res, echoing the request's CSeq (none for a request with
+// several).
 func (c *rtspConn) write(res *base.Response, req *base.Request) error {
 	if res.Header == nil {
 		res.Header = base.Header{}
 	}
 	if req != nil {
-		if v, ok := req.Header["CSeq"]; ok {
+		if v := req.Header["CSeq"]; len(v) == 1 {
 			res.Header["CSeq"] = v
 		}
 	}
@@ -357,8 +358,12 @@ func (c *rtspConn) close() {
 // handle answers one request; after, when not nil, runs once the response
 // is written (PLAY starts the stream only then).
 func (c *rtspConn) handle(req *base.Request) (*base.Response, func()) {
-	if _, ok := req.Header["CSeq"]; !ok {
+	switch v, ok := req.Header["CSeq"]; {
+	case !ok:
 		return errResponse(rtspErr(base.StatusBadRequest, "missing CSeq")), nil
+	case len(v) != 1:
+		// Which would the answer carry? Refused, as the front door does.
+		return errResponse(rtspErr(base.StatusBadRequest, "more than one CSeq")), nil
 	}
 	if v, ok := req.Header["Require"]; ok && len(v) > 0 && strings.TrimSpace(v[0]) != "" {
 		e := rtspErr(base.StatusOptionNotSupported, "option not supported")

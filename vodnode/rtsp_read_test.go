@@ -43,7 +43,9 @@ func rawExchange(t *testing.T, n *Node, raw string) (*base.Response, bool) {
 // TestMalformedRequests: an unknown method is answered 501 with Public
 // and the connection goes on; what cannot be read as an RTSP request
 // (binary garbage, LF-only lines, another protocol) is answered 400 (505
-// for another RTSP version) and the connection closed at once.
+// for another RTSP version) and the connection closed at once; a request
+// with no CSeq or more than one is answered 400 with none, as the front
+// door answers it (two were answered 200, both echoed).
 func TestMalformedRequests(t *testing.T) {
 	n := startNode(t, "")
 	for _, tc := range []struct {
@@ -60,6 +62,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"HTTP request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, true, ""},
 		{"RTSP 2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, true, "5"},
 		{"request line too long", "OPTIONS " + strings.Repeat("a", 20000), base.StatusBadRequest, true, ""},
+		{"no CSeq", "OPTIONS * RTSP/1.0\r\n\r\n", base.StatusBadRequest, false, ""},
+		{"two CSeq", "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nCSeq: 2\r\n\r\n", base.StatusBadRequest, false, ""},
 		{"header too large", "OPTIONS * RTSP/1.0\r\nCSeq: 6\r\nX: " + strings.Repeat("a", 20000), base.StatusBadRequest, true, "6"},
 	} {
 		res, closed := rawExchange(t, n, tc.raw)
@@ -69,7 +73,7 @@ func TestMalformedRequests(t *testing.T) {
 		if closed != tc.closed {
 			t.Errorf("%s: connection closed %v, want %v", tc.name, closed, tc.closed)
 		}
-		if got := res.Header["CSeq"]; tc.cseq != "" && (len(got) != 1 || got[0] != tc.cseq) {
+		if got := res.Header["CSeq"]; tc.cseq == "" && len(got) > 0 || tc.cseq != "" && (len(got) != 1 || got[0] != tc.cseq) {
 			t.Errorf("%s: CSeq %v, want %s", tc.name, got, tc.cseq)
 		}
 		if tc.code == base.StatusNotImplemented {
