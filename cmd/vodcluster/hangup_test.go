@@ -1,14 +1,21 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"vodcluster/cdp/samples"
+	"vodcluster/proto/logtest"
 )
 
 // SIGHUP makes `vodcluster cdp` read its title directory at once: a title
@@ -95,4 +102,80 @@ func TestManagerReopensSessionRecordsOnSIGHUP(t *testing.T) {
 		_, err := os.Stat(records)
 		return err == nil
 	})
+}
+
+// SIGHUP leaves `vodcluster node` serving, with an info line saying it
+// has nothing to reload: without a handler it ended the node without a
+// word (pkill -HUP vodcluster, meant for a manager and an origin on the
+// same host, cut the node's viewers).
+func TestNodeKeepsServingOnSIGHUP(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("SIGHUP is ignored (nohup): the test would not see its default action")
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := l.Addr().String()
+	l.Close()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "node.yaml")
+	yaml := fmt.Sprintf("node:\n  id: n1\n  data_dir: %s\n  secret_file: %s\n  advertise_host: 127.0.0.1\n  rtsp_listen: 127.0.0.1:0\n  http_listen: %s\n",
+		filepath.Join(dir, "data"), secret, httpAddr)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs logtest.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+
+	cmd := nodeCmd()
+	cmd.SetArgs([]string{"--config", config})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	answers := func() bool {
+		res, err := http.Get("http://" + httpAddr + "/s/nope/vod/nope.ts")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return true
+	}
+	eventually(t, 30*time.Second, "the node's HTTP listener answering", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("node ended before SIGHUP: %v\n%s", err, logs.String())
+		default:
+		}
+		return answers()
+	})
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the SIGHUP log line", func() bool {
+		return strings.Contains(logs.String(), "SIGHUP: nothing to reload, serving on")
+	})
+	if !answers() {
+		t.Fatalf("the node stopped answering after SIGHUP:\n%s", logs.String())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("node ended after SIGHUP: %v\n%s", err, logs.String())
+	default:
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("node after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node still running 30 s after SIGTERM")
+	}
 }

@@ -32,12 +32,24 @@ func nodeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer nodeOnHangup(path)()
 			return runUntilSignal(n)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// nodeOnHangup logs at every SIGHUP, until the returned stop is called,
+// that the node has nothing to reload, and the node goes on serving: its
+// TLS certificates are already read again when their files change, and
+// every other setting takes a restart. Without it a SIGHUP (pkill -HUP
+// vodcluster on a host that runs a manager or an origin too, which reload
+// on it) ended the node without a word and cut its viewers.
+func nodeOnHangup(configPath string) (stop func()) {
+	return onHangup("nothing to reload, serving on (TLS certificates are read again when their files change; other node settings take a restart)",
+		"config", configPath, func() error { return nil })
 }
 
 // checkAdvertised refuses an advertise_host that means every address
