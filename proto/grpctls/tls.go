@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -21,7 +23,9 @@ import (
 // second), so a renewed certificate is served to new connections without
 // a restart; while the renewed pair cannot be loaded (half written, or a
 // key that does not match) the last good pair is served and the files are
-// tried again a second later.
+// tried again a second later. A renewal that does not load is logged (a
+// warning naming both files and the error) once per change of the files,
+// and counted (Reloads); one that loads is logged at info.
 //
 // Errors: a missing file name, or a pair that cannot be read or does not
 // match (the message names both files).
@@ -111,6 +115,7 @@ type reloader struct {
 	certMod   time.Time
 	keyMod    time.Time
 	checkedAt time.Time
+	failed    string // the last failure logged (error and the files' times and sizes); "" after a good load
 }
 
 // load reads the pair if either file changed since the last load. The
@@ -143,9 +148,54 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	defer r.mu.Unlock()
 	if now := r.now(); now.Sub(r.checkedAt) >= time.Second {
 		r.checkedAt = now
-		_ = r.load() // a half-written renewal: keep the last good pair
+		r.reload()
 	}
 	return r.cert, nil
+}
+
+// reload loads the pair if the files changed, keeping the last good pair
+// when it does not load (a half-written renewal, a key that does not
+// match). A failure is logged and counted once per change of the files
+// (not at every check while they stay as they are); a new pair taken is
+// logged at info and counted. The caller holds r.mu.
+func (r *reloader) reload() {
+	prev := r.cert
+	err := r.load()
+	if err == nil {
+		if r.cert != prev {
+			reloadsLoaded.Add(1)
+			r.failed = ""
+			slog.Info("TLS certificate reloaded", "cert", r.certFile, "key", r.keyFile)
+		}
+		return
+	}
+	// The files as they are now, with the error: the same failure seen
+	// again a second later is not logged again.
+	sig := err.Error()
+	for _, f := range []string{r.certFile, r.keyFile} {
+		if fi, serr := os.Stat(f); serr == nil {
+			sig += fmt.Sprintf("|%d %d", fi.ModTime().UnixNano(), fi.Size())
+		}
+	}
+	if sig == r.failed {
+		return
+	}
+	r.failed = sig
+	reloadsRefused.Add(1)
+	slog.Warn("TLS certificate renewal not loaded: the previous certificate is still served, and a restart would fail until the files are fixed",
+		"cert", r.certFile, "key", r.keyFile, "err", err)
+}
+
+// Counts of the process's certificate reloads (Reloads).
+var reloadsLoaded, reloadsRefused atomic.Uint64
+
+// Reloads returns how many renewed certificate and key pairs the servers
+// of this process (Server, ServerConfig) have taken since it started,
+// and how many changes of their files did not load (a key that does not
+// match the certificate, a file that is not PEM, a file missing): each
+// change of the files is counted once, however many handshakes see it.
+func Reloads() (loaded, refused uint64) {
+	return reloadsLoaded.Load(), reloadsRefused.Load()
 }
 
 // Mismatch is why a gRPC connection failed at its TLS setup (Classify).

@@ -3,6 +3,7 @@ package grpctls
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"vodcluster/proto/grpctls/grpctlstest"
+	"vodcluster/proto/logtest"
 )
 
 // serve starts a gRPC server with the health service on loopback.
@@ -176,6 +178,117 @@ func TestReload(t *testing.T) {
 	}
 	if err := check(t, addr, mustClient(t, true, oldCA)); err == nil {
 		t.Error("the old certificate is still served after the renewal")
+	}
+}
+
+// A renewal that does not load (a key of another certificate, junk in the
+// certificate's file) is logged once per change of the files, naming them
+// and the error, and counted, however many handshakes see it; the old
+// certificate is still served; a good renewal after it is taken, logged
+// and counted. It was ignored without a word, and the next restart failed.
+func TestReloadFailureLoggedOnce(t *testing.T) {
+	var logs logtest.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	dir := t.TempDir()
+	old, err := grpctlstest.Write(dir, "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCA := dir + "/old-ca.pem"
+	if err := os.Rename(old.CA, oldCA); err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	srv, err := newServer(old.Cert, old.Key, func() time.Time { return time.Unix(0, clock.Load()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, srv)
+	loaded0, refused0 := Reloads()
+	step := int64(0)
+	write := func(path string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		step++
+		m := time.Now().Add(time.Duration(step) * time.Minute) // a new modification time, whatever the file system's resolution
+		if err := os.Chtimes(path, m, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handshakes := func(ca string) error { // three checks a second apart and more
+		t.Helper()
+		var err error
+		for i := 0; i < 3; i++ {
+			clock.Add(int64(2 * time.Second))
+			if err = check(t, addr, mustClient(t, true, ca)); err != nil {
+				return err
+			}
+		}
+		return err
+	}
+	warnings := func() int { return strings.Count(logs.String(), "TLS certificate renewal not loaded") }
+
+	other, err := grpctlstest.Write(t.TempDir(), "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := os.ReadFile(other.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(old.Key, otherKey) // the key of another certificate
+	if err := handshakes(oldCA); err != nil {
+		t.Fatalf("after a key that does not match: %v (the last good pair should be served)", err)
+	}
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings for one bad renewal over three handshakes, want 1:\n%s", n, logs.String())
+	}
+	for _, want := range []string{old.Cert, old.Key, "private key does not match public key", "level=WARN"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the warning lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if _, refused := Reloads(); refused != refused0+1 {
+		t.Errorf("refused reloads %d, want %d", refused, refused0+1)
+	}
+
+	write(old.Cert, []byte("junk, not PEM\n")) // another change, another failure
+	if err := handshakes(oldCA); err != nil {
+		t.Fatalf("after junk in the certificate file: %v", err)
+	}
+	if n := warnings(); n != 2 {
+		t.Fatalf("%d warnings after a second bad change, want 2:\n%s", n, logs.String())
+	}
+	if loaded, refused := Reloads(); refused != refused0+2 || loaded != loaded0 {
+		t.Errorf("reloads loaded %d refused %d, want %d and %d", loaded, refused, loaded0, refused0+2)
+	}
+
+	renewed, err := grpctlstest.Write(dir, "", "127.0.0.1") // same file names, new CA
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{renewed.Cert, renewed.Key} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(f, b)
+	}
+	if err := handshakes(renewed.CA); err != nil {
+		t.Fatalf("good renewal after bad ones not served: %v\n%s", err, logs.String())
+	}
+	if err := check(t, addr, mustClient(t, true, oldCA)); err == nil {
+		t.Error("the old certificate is still served after the good renewal")
+	}
+	if loaded, refused := Reloads(); loaded != loaded0+1 || refused != refused0+2 {
+		t.Errorf("reloads loaded %d refused %d, want %d and %d", loaded, refused, loaded0+1, refused0+2)
+	}
+	if n := warnings(); n != 2 || !strings.Contains(logs.String(), "TLS certificate reloaded") {
+		t.Errorf("after the good renewal: %d warnings (want 2) and no info line?\n%s", n, logs.String())
 	}
 }
 

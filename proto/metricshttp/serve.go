@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"vodcluster/proto/grpctls"
 )
 
 // Server is a running /metrics endpoint.
@@ -20,8 +22,9 @@ type Server struct {
 }
 
 // Serve listens on addr (host:port; port 0 picks a free one) and serves
-// the collectors cs, with the Go runtime and process collectors, at
-// /metrics; any other path is 404. A collector's error is reported in the
+// the collectors cs, with the Go runtime and process collectors and the
+// process's TLS certificate reloads (vodcluster_tls_reloads_total{result}:
+// loaded, refused; grpctls.Reloads), at /metrics; any other path is 404. A collector's error is reported in the
 // scrape, the others' metrics still served. Errors: addr cannot be bound,
 // or two collectors describe the same metric.
 func Serve(addr string, cs ...prometheus.Collector) (*Server, error) {
@@ -31,6 +34,11 @@ func Serve(addr string, cs ...prometheus.Collector) (*Server, error) {
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, err
+	}
+	for _, c := range tlsReloads() {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -65,4 +73,16 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return s.srv.Shutdown(ctx)
+}
+
+// tlsReloads are the counters of grpctls.Reloads: renewed server
+// certificates taken, and changes of their files that did not load.
+func tlsReloads() []prometheus.Collector {
+	const name, help = "vodcluster_tls_reloads_total", "Renewed TLS server certificates taken (result=loaded) and changes of their files that did not load (result=refused: the previous certificate is still served, a restart would fail)."
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"result": "loaded"}},
+			func() float64 { l, _ := grpctls.Reloads(); return float64(l) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"result": "refused"}},
+			func() float64 { _, r := grpctls.Reloads(); return float64(r) }),
+	}
 }

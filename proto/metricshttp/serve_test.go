@@ -25,7 +25,8 @@ func TestServe(t *testing.T) {
 	}
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	for _, want := range []string{"test_gauge 42", "go_goroutines ", "process_open_fds "} {
+	for _, want := range []string{"test_gauge 42", "go_goroutines ", "process_open_fds ",
+		`vodcluster_tls_reloads_total{result="loaded"} 0`, `vodcluster_tls_reloads_total{result="refused"} 0`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
