@@ -153,6 +153,12 @@ func TestNodeKeepsServingOnSIGHUP(t *testing.T) {
 		}
 		return answers()
 	})
+	// Its config has no manager: and no origin:, said at start.
+	for _, w := range []string{"level=WARN msg=\"node: no manager address (node.manager)", "level=WARN msg=\"node: no origin address (node.origin)"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("the node's start log lacks %q:\n%s", w, logs.String())
+		}
+	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

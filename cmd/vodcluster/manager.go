@@ -35,6 +35,7 @@ func managerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			logStartWarnings(cfg.Manager.startWarnings())
 			defer reloadOnHangup(m.users, m.Manager)()
 			return runUntilSignal(m)
 		},

@@ -32,6 +32,7 @@ func nodeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			logStartWarnings(cfg.Node.startWarnings())
 			defer nodeOnHangup(path)()
 			return runUntilSignal(n)
 		},
