@@ -147,6 +147,14 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		endedHere = append(endedHere, s...)
 	}
 	if g != nil {
+		if m.originDown.Load() && !m.copyForRepeatLocked(r, t.ID, g.Session.Node) {
+			// As for a new request below: the session's node would
+			// need a fill that cannot start.
+			m.mu.Unlock()
+			m.log.Info("same viewer refused: origin unavailable and no node the viewer may use has the title (its session's node would need a fill)",
+				"title", t.ID, "user", r.User, "session", g.Session.ID, "node", g.Session.Node)
+			return nil, errOriginDown
+		}
 		m.mu.Unlock()
 		return m.regrant(g, r, now)
 	}

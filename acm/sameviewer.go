@@ -95,6 +95,36 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time)
 	return m.grantLocked(s.Session, n), nil
 }
 
+// copyForRepeatLocked reports whether the viewer of r, given its session
+// on node again (sameHTTPViewerLocked, unusedGrantLocked) while the origin
+// is down, finds the title somewhere (mu held): on that node, or on
+// another node in service it may use (its protocol, and its site with
+// SiteOnly), as the node's last report shows it held or filling. A fill
+// placed for the session whose viewer has not reached the node (awaiting)
+// or a prefetch ordered (pending) is not in the report: it cannot start
+// without the origin. False is admission's errOriginDown: the viewer sent
+// back to its node would be answered 503 there after the redirect.
+func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) bool {
+	reported := func(id string) bool {
+		ns := m.nodes[id]
+		return ns != nil && ns.titles[title] != nil && !ns.awaiting[title] && ns.pending[title] == nil
+	}
+	if reported(node) {
+		return true
+	}
+	requires, site := m.requiresLocked(r.Protocol), m.sites.siteOf(r.ClientIP)
+	for _, i := range m.sched.Holders(title) {
+		n := m.sched.Nodes[i]
+		if requires&^n.Features != 0 || (m.SiteOnly && site != "" && n.Site != site) || !m.sched.InService(n) {
+			continue
+		}
+		if reported(n.ID) {
+			return true
+		}
+	}
+	return false
+}
+
 // regrant signs a new token for g's live session (sameHTTPViewerLocked,
 // unusedGrantLocked).
 func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
