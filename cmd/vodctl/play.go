@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,18 @@ import (
 	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 )
+
+// printPlay writes res to w: one line for people, or with asJSON an
+// indented JSON object whose keys are lowerCamelCase (videoFrames,
+// mediaS), as every other command's --json (protojson).
+func printPlay(w io.Writer, res probe.Result, asJSON bool) {
+	if !asJSON {
+		fmt.Fprintln(w, res)
+		return
+	}
+	b, _ := json.MarshalIndent(res, "", "  ") // numbers and strings only: it cannot fail
+	fmt.Fprintln(w, string(b))
+}
 
 // playCmd is `vodctl play URL`: the probe client plays a title through
 // the front door.
@@ -37,12 +50,7 @@ func playCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), res)
-			}
+			printPlay(cmd.OutOrStdout(), res, g.json)
 			if res.VideoFrames == 0 {
 				return fmt.Errorf("no video frame received")
 			}

@@ -54,7 +54,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&g.tls, "tls", os.Getenv("VODCTL_TLS") == "1", "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca ($VODCTL_TLS=1)")
 	root.PersistentFlags().StringVar(&g.tlsCA, "tls-ca", os.Getenv("VODCTL_TLS_CA"), "PEM CA file to verify the manager's certificate with; implies --tls ($VODCTL_TLS_CA)")
-	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table (keys in lowerCamelCase, as the Admin API's protojson: sizeBytes, videoFrames)")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),

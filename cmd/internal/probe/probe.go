@@ -41,17 +41,19 @@ type Options struct {
 	TLSConfig *tls.Config
 }
 
-// Result is what a play received.
+// Result is what a play received. Its JSON keys are lowerCamelCase, as
+// the JSON of the admin API's messages (protojson) that every other
+// `vodctl --json` prints: durationS there, mediaS here.
 type Result struct {
-	URL          string  `json:"url"`          // the URL asked for, its password replaced by xxxxx
-	Server       string  `json:"server"`       // host:port that finally served the stream (after redirects)
-	VideoFrames  int     `json:"video_frames"` // H.264/H.265 access units demultiplexed from the stream
-	AudioFrames  int     `json:"audio_frames"` // AAC access units
-	MediaSeconds float64 `json:"media_s"`      // span of the PCRs received (elementary streams: of the video's RTP timestamps), seconds
-	WallSeconds  float64 `json:"wall_s"`       // from PLAY's reply to the last packet, seconds
-	Bytes        int64   `json:"bytes"`        // RTP payload bytes received
-	Packets      int64   `json:"packets"`      // RTP packets received
-	SetupSeconds float64 `json:"setup_s"`      // connect .. PLAY reply, seconds
+	URL          string  `json:"url"`         // the URL asked for, its password replaced by xxxxx
+	Server       string  `json:"server"`      // host:port that finally served the stream (after redirects)
+	VideoFrames  int     `json:"videoFrames"` // H.264/H.265 access units demultiplexed from the stream
+	AudioFrames  int     `json:"audioFrames"` // AAC access units
+	MediaSeconds float64 `json:"mediaS"`      // span of the PCRs received (elementary streams: of the video's RTP timestamps), seconds
+	WallSeconds  float64 `json:"wallS"`       // from PLAY's reply to the last packet, seconds
+	Bytes        int64   `json:"bytes"`       // RTP payload bytes received
+	Packets      int64   `json:"packets"`     // RTP packets received
+	SetupSeconds float64 `json:"setupS"`      // connect .. PLAY reply, seconds
 }
 
 // BitrateBps returns the received payload rate over the wall time, bit/s.

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"vodcluster/cmd/internal/probe"
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// `vodctl play --json` names its keys in lowerCamelCase as every admin
+// command's --json does (protojson: a title's duration_s is durationS);
+// they were snake_case (video_frames, media_s).
+func TestPlayJSONKeysCamelCase(t *testing.T) {
+	var out bytes.Buffer
+	printPlay(&out, probe.Result{URL: "rtsp://demo:xxxxx@127.0.0.1:8554/vod/sample-001", Server: "127.0.0.1:8555",
+		VideoFrames: 100, AudioFrames: 150, MediaSeconds: 4, WallSeconds: 4.01, Bytes: 1_000_000, Packets: 800, SetupSeconds: 0.02}, true)
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("play --json printed no JSON object: %v\n%s", err, out.String())
+	}
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{"audioFrames", "bytes", "mediaS", "packets", "server", "setupS", "url", "videoFrames", "wallS"}
+	if strings.Join(keys, " ") != strings.Join(want, " ") {
+		t.Fatalf("play --json keys %v, want %v", keys, want)
+	}
+	if got["videoFrames"] != float64(100) || got["mediaS"] != float64(4) {
+		t.Fatalf("play --json values: %v", got)
+	}
+	// The admin commands' style, for a key ending in a unit as mediaS does.
+	b, err := protojson.Marshal(&v1.Title{Id: "t", DurationS: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"durationS"`) {
+		t.Fatalf("protojson no longer names duration_s durationS: %s", b)
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	for _, k := range keys {
+		if !camel.MatchString(k) {
+			t.Errorf("key %q is not lowerCamelCase", k)
+		}
+	}
+
+	out.Reset()
+	printPlay(&out, probe.Result{URL: "u", Server: "s", VideoFrames: 3}, false)
+	if !strings.HasPrefix(out.String(), "played u from s: 3 video frames") {
+		t.Fatalf("play without --json: %q", out.String())
+	}
+}
