@@ -135,6 +135,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
 	partials := m.syncPartialsLocked(ns, req.GetPartials())
+	// free is the budget's room: a registration does not carry the file
+	// system's free space, so lsm counts the budget alone (DiskFreeKnown
+	// false) until the node's first load report, sent as its heartbeat
+	// stream opens.
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	changed, _ = m.reserveOrphansLocked(ns)
@@ -315,7 +319,9 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	if sn != nil && !sn.Alive {
 		m.log.Info("node back: its heartbeats arrive again", "node", ns.id)
 	}
-	hb := lsm.Report{EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), ActiveFills: int(r.GetActiveFills()), DiskFault: r.GetDiskFault()}
+	// The node measures its free disk (quota and file system): it bounds
+	// the room lsm counts for a fill there, with the titles it can evict.
+	hb := lsm.Report{EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), DiskFreeKnown: true, ActiveFills: int(r.GetActiveFills()), DiskFault: r.GetDiskFault()}
 	steady := m.steadyLocked(ns, sn, print, r)
 	var quiet bool
 	catGen := m.catalogGen.Load()

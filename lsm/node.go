@@ -82,9 +82,10 @@ type Node struct {
 	StoredBytes int64
 
 	// Last load report.
-	EgressBps     int64 // measured egress, bit/s
-	DiskFreeBytes int64 // bytes
-	ActiveFills   int   // origin transfers in progress
+	EgressBps int64 // measured egress, bit/s
+	// DiskFreeBytes is the free disk of the last report (Report), bytes.
+	DiskFreeBytes int64
+	ActiveFills   int // origin transfers in progress
 
 	// Operator settings.
 	//
@@ -106,6 +107,15 @@ type Node struct {
 	// (full, read only, failing): it is eligible only for titles it holds
 	// or fills (no new fill), until a report says otherwise.
 	DiskFault bool
+
+	// diskKnown: the last report gave the node's free disk
+	// (Report.DiskFreeKnown). diskHolds is then the bytes the node could
+	// hold in all: that free disk plus the bytes of the titles held or
+	// filling there (StoredBytes), so that a fill booked since the report
+	// takes its bytes from the room and an eviction ordered since leaves
+	// the room as it was (roomBytes).
+	diskKnown bool
+	diskHolds int64
 
 	titles   map[string]*replica // titles held or filling
 	filling  int                 // of titles, those filling

@@ -2,7 +2,6 @@ package lsm
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -191,11 +190,7 @@ func (s *Scheduler) touch(n *Node) {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		head = -1
 	}
-	room := int64(math.MaxInt64)
-	if n.Capacity.DiskBytes > 0 {
-		room = n.Capacity.DiskBytes - n.InUseBytes
-	}
-	s.fills.set(n.Index, fillLeaf(s.loadWith(n.Index, 1)+s.diskTerm(n), weightedBps(n), head, room))
+	s.fills.set(n.Index, fillLeaf(s.loadWith(n.Index, 1)+s.diskTerm(n), weightedBps(n), head, roomBytes(n)))
 }
 
 // Place chooses a node for r with the current policy and reserves r's

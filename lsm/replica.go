@@ -1,5 +1,7 @@
 package lsm
 
+import "math"
+
 // setReplica records title on n, held (filling false) or filling, of
 // bytes bytes (while filling, the largest size heard: a heartbeat reports
 // the bytes stored so far, the fill was booked with the whole title).
@@ -156,10 +158,29 @@ func (s *Scheduler) unbook(n *Node, title string, bitrate int64) {
 }
 
 // diskRoom reports whether n could store a title of bytes bytes it does
-// not hold, by evicting titles not in use; true when either size is
-// unknown (0).
+// not hold, by evicting titles not in use (roomBytes); true when the
+// title's size is unknown (0).
 func diskRoom(n *Node, bytes int64) bool {
-	return bytes <= 0 || n.Capacity.DiskBytes <= 0 || n.Capacity.DiskBytes-n.InUseBytes >= bytes
+	return bytes <= 0 || roomBytes(n) >= bytes
+}
+
+// roomBytes returns the bytes of a new title n could store by evicting
+// titles not in use: its budget (Capacity.DiskBytes) less the bytes in use
+// (InUseBytes), and, when its last report gave its free disk
+// (Report.DiskFreeKnown), no more than that free disk plus the bytes of
+// the titles it holds but does not use (diskHolds less InUseBytes): the
+// node's file system may hold less than its budget (a smaller disk, other
+// files on it). math.MaxInt64 when neither bounds it (no budget, no
+// report: a simulated node's free disk is its budget's).
+func roomBytes(n *Node) int64 {
+	room := int64(math.MaxInt64)
+	if n.Capacity.DiskBytes > 0 {
+		room = n.Capacity.DiskBytes - n.InUseBytes
+	}
+	if n.diskKnown {
+		room = min(room, n.diskHolds-n.InUseBytes)
+	}
+	return room
 }
 
 // maxSpare bounds the records of dropped replicas kept for reuse.

@@ -176,8 +176,17 @@ func (s *Scheduler) revive(n *Node, now time.Time) {
 
 // Report is the part of a node's load report the scheduler uses.
 type Report struct {
-	EgressBps     int64     // bit/s measured over the last interval
-	DiskFreeBytes int64     // bytes
+	EgressBps int64 // bit/s measured over the last interval
+	// DiskFreeBytes is the node's free disk, bytes: what it can write
+	// without evicting anything, within its budget and its file system's
+	// free space, less the fills in Titles it has still to write. Used for
+	// disk room only with DiskFreeKnown.
+	DiskFreeBytes int64
+	// DiskFreeKnown: DiskFreeBytes is the node's own measure (a load
+	// report), and bounds the room for a new fill (the free disk plus the
+	// titles it could evict) as the budget does; false: the room is the
+	// budget's alone (Capacity.DiskBytes less the titles in use).
+	DiskFreeKnown bool
 	ActiveFills   int       // origin transfers in progress
 	Titles        []Holding // every title on the node; nil leaves the replica view as it is
 	// Partials are the partly filled titles the node keeps to resume
@@ -242,6 +251,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 		}
 		s.setPartials(n, r.Partials)
 	}
+	n.diskKnown, n.diskHolds = r.DiskFreeKnown, r.DiskFreeBytes+n.StoredBytes
 	s.touch(n)
 	return nil
 }

@@ -8,46 +8,74 @@ import (
 	"vodcluster/smm"
 )
 
-// roomLocked checks that need more bytes for title id can fit in the quota
-// by removing the partials of other titles and evicting titles neither
-// held, filling nor protected, without removing them yet (a fill makes
-// room when the origin sends its first bytes: makeRoom).
+// roomLocked checks that need more bytes for title id can fit, by
+// removing the partials of other titles and evicting titles neither held,
+// filling nor protected, without removing them yet (a fill makes room when
+// the origin sends its first bytes: makeRoom): in the quota, and on the
+// file system holding the titles, whose free space (statfs) may be less
+// than the quota's room (disk_bytes above the disk's size, other files on
+// it). The error wraps ErrNoSpace.
 func (s *Store) roomLocked(need int64, id string) error {
-	if s.cfg.DiskBytes <= 0 {
-		return nil
-	}
-	if need > s.cfg.DiskBytes {
+	if s.cfg.DiskBytes > 0 && need > s.cfg.DiskBytes {
 		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
 	}
-	over := s.used + need - s.cfg.DiskBytes - s.partialBytesLocked(id)
+	var evictable int64
 	for _, t := range s.titles {
-		if over <= 0 {
-			return nil
-		}
 		if t.refs == 0 && !t.filling && !s.protected[t.meta.ID] {
-			over -= t.meta.Size
+			evictable += t.meta.Size
 		}
 	}
-	if over > 0 {
-		return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
+	freeable := evictable + s.partialBytesLocked(id)
+	if s.cfg.DiskBytes > 0 {
+		if over := s.used + need - s.cfg.DiskBytes; over > freeable {
+			return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
+		}
+	}
+	if short, free, ok := s.fsShortLocked(need); ok && short > freeable {
+		return fmt.Errorf("%w: %d bytes needed, the file system holding the titles has %d free (less the fills in progress still to write) and %d can be freed, the rest is in use",
+			ErrNoSpace, need, free, freeable)
 	}
 	return nil
 }
 
+// fsShortLocked returns the bytes the file system holding the titles
+// lacks for the fills in progress to write the rest of their titles,
+// plus extra bytes (s.mu held): those bytes less its free bytes (fsAvail),
+// and the free bytes; ok is false when they are not known.
+func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
+	if s.fsAvail == nil {
+		return 0, 0, false
+	}
+	if free, ok = s.fsAvail(); !ok {
+		return 0, 0, false
+	}
+	need := extra
+	for _, t := range s.titles {
+		if t.filling {
+			need += max(t.meta.Size-t.View().Index.Size, 0)
+		}
+	}
+	return need - free, free, true
+}
+
 // makeRoom removes partials (oldest first), then evicts titles, until
 // the stored and filling titles (whose full sizes s.used counts) and the
-// partials left fit in the quota; it also removes partials while the file
-// system lacks room for the bytes the fills in progress have still to
-// write (fsRoomLocked). A fill calls it when the origin has sent its first
-// bytes, so that a fill the origin cannot serve removes nothing.
+// partials left fit in the quota, and the file system has room for the
+// bytes the fills in progress have still to write (fsShortLocked): the
+// node reports the free disk, file system included, to the manager
+// (vodnode's load report), and a fill counted on it must not fail
+// writing. A fill calls it when the origin has sent its first bytes, so
+// that a fill the origin cannot serve removes nothing. The error wraps
+// ErrNoSpace when the titles in use leave too little.
 func (s *Store) makeRoom() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fsRoomLocked()
-	if s.cfg.DiskBytes <= 0 {
-		return nil
+	var over int64
+	if s.cfg.DiskBytes > 0 {
+		over = s.used - s.cfg.DiskBytes
 	}
-	over := s.used - s.cfg.DiskBytes
+	short, free, fsKnown := s.fsShortLocked(0)
+	over = max(over, short) // each byte removed counts in both
 	if over <= 0 {
 		return nil
 	}
@@ -64,6 +92,10 @@ func (s *Store) makeRoom() error {
 	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
 	victims, ok := s.cfg.Evictor.Victims(items, over, s.cfg.Now())
 	if !ok {
+		if fsKnown {
+			return fmt.Errorf("%w: %d bytes still to free (quota %d; the file system holding the titles has %d free, less the fills in progress still to write), the rest is in use",
+				ErrNoSpace, over, s.cfg.DiskBytes, free)
+		}
 		return fmt.Errorf("%w: %d bytes over the quota of %d, the rest is in use", ErrNoSpace, over, s.cfg.DiskBytes)
 	}
 	for _, id := range victims {
@@ -71,32 +103,6 @@ func (s *Store) makeRoom() error {
 		s.removeLocked(s.titles[id])
 	}
 	return nil
-}
-
-// fsRoomLocked removes partials, oldest first, while the file system's
-// free bytes are fewer than those the fills in progress have still to
-// write (s.mu held). The node reports partials to the manager as free
-// disk, file system included (vodnode's load report), so they must go
-// when a fill needs their room there, and not only when the quota is
-// reached: disk_bytes may exceed the disk, or other files fill it. Whole
-// titles are the manager's to evict; it counts the file system's room.
-func (s *Store) fsRoomLocked() {
-	if len(s.partials) == 0 || s.fsAvail == nil {
-		return
-	}
-	free, ok := s.fsAvail()
-	if !ok {
-		return
-	}
-	var need int64
-	for _, t := range s.titles {
-		if t.filling {
-			need += max(t.meta.Size-t.View().Index.Size, 0)
-		}
-	}
-	if short := need - free; short > 0 {
-		s.dropPartialsLocked(short, "room on the file system for a fill")
-	}
 }
 
 // Evict removes title id from the disk, or its partial when only that is
