@@ -4,24 +4,43 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
+
+// maxByteRanges is the most byte ranges one HTTP request may ask for; more,
+// or ranges that overlap, are answered 416 (RFC 9110 §14.2 and §15.5.17:
+// "an excessive number of small or overlapping ranges", a denial of
+// service: 2,000 one-byte ranges drew a 269 KB multipart answer). No
+// player asks for more than one.
+const maxByteRanges = 16
 
 // serveContent is http.ServeContent of a body of size bytes, with the
 // Range header first held to RFC 7233: a range header of another unit or
 // that does not parse is ignored (§3.1: 200 with the whole body, where
 // ServeContent answers 416), and a zero-length suffix ("bytes=-0") is
 // unsatisfiable (§2.1: 416 with "Content-Range: bytes */size", where
-// ServeContent answers 206 with an empty, malformed range).
+// ServeContent answers 206 with an empty, malformed range). More than
+// maxByteRanges ranges, or ranges that overlap, are refused with the same
+// 416 (RFC 9110 §15.5.17), where ServeContent answered every one in a
+// multipart body.
 func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, rd io.ReadSeeker) {
 	v, outcome := cleanRange(r.Header.Get("Range"))
+	if outcome == rangeServe && overlapping(v, size) {
+		outcome = rangeExcessive
+	}
 	switch outcome {
 	case rangeIgnored:
 		r.Header.Del("Range")
-	case rangeUnsatisfiable:
+	case rangeUnsatisfiable, rangeExcessive:
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		http.Error(w, "range not satisfiable", http.StatusRequestedRangeNotSatisfiable)
+		msg := "range not satisfiable"
+		if outcome == rangeExcessive {
+			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges, or ranges that overlap", maxByteRanges)
+		}
+		http.Error(w, msg, http.StatusRequestedRangeNotSatisfiable)
 		return
 	case rangeServe:
 		if v != "" {
@@ -58,7 +77,48 @@ const (
 	rangeServe         = iota // none, or byte ranges ServeContent answers right
 	rangeIgnored              // another unit, or not a byte-range set: serve it all
 	rangeUnsatisfiable        // only zero-length suffixes
+	rangeExcessive            // more than maxByteRanges ranges, or overlapping ones: 416
 )
+
+// overlapping reports whether two ranges of v, a byte-range set as
+// cleanRange returns it, overlap once resolved against a body of size
+// bytes (a suffix is its last bytes, an open range runs to the end); a
+// range that starts past the end overlaps nothing.
+func overlapping(v string, size int64) bool {
+	_, set, _ := strings.Cut(v, "=")
+	specs := strings.Split(set, ",")
+	if len(specs) < 2 {
+		return false
+	}
+	type span struct{ from, to int64 } // [from, to)
+	spans := make([]span, 0, len(specs))
+	for _, spec := range specs {
+		first, last, _ := strings.Cut(spec, "-")
+		f, ferr := strconv.ParseInt(first, 10, 64)
+		l, lerr := strconv.ParseInt(last, 10, 64)
+		var sp span
+		switch {
+		case first == "" && lerr == nil: // the last l bytes
+			sp = span{max(0, size-l), size}
+		case ferr == nil && last == "":
+			sp = span{f, size}
+		case ferr == nil && lerr == nil:
+			sp = span{f, min(l+1, size)}
+		default:
+			continue // rangeCheck let no such range through
+		}
+		if sp.from < sp.to {
+			spans = append(spans, sp)
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].from < spans[i-1].to {
+			return true
+		}
+	}
+	return false
+}
 
 // rangeCheck classifies a Range header value (RFC 7233 §2.1
 // byte-ranges-specifier).
@@ -92,6 +152,8 @@ func rangeCheck(v string) int {
 	switch {
 	case specs == 0:
 		return rangeIgnored
+	case specs > maxByteRanges:
+		return rangeExcessive
 	case empty == specs:
 		return rangeUnsatisfiable
 	}
