@@ -261,10 +261,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		if req.SiteOnly {
 			site = req.Site
 		}
-		why := m.refusalInLocked(t, site, req.Requires)
+		why, disk := m.refusalCauseLocked(t, site, req.Requires)
 		m.mu.Unlock()
 		m.log.Info("admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
+		if disk {
+			return nil, errNoDiskRoom
+		}
 		return nil, errNoBandwidth
 	}
 	res := tk.Res
@@ -446,6 +449,13 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 	}
 }
 
+// errNoDiskRoom refuses a session that a node could take but for a fill
+// of its title: no such node has disk room for it (its disk taken by
+// titles playing, filling or pinned, or its file system too full). It
+// wraps errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the outcome
+// no_capacity); the front doors say it is disk room.
+var errNoDiskRoom = fmt.Errorf("%w: no node that could take it has disk room for the title", errNoBandwidth)
+
 // refusalLocked says why no node could take a session of t (mu held): no
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
@@ -486,6 +496,14 @@ var featureRefusals = []struct {
 // requires features (an RTSPS viewer: only nodes with RTSPS; see
 // requiresLocked).
 func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Feature) string {
+	why, _ := m.refusalCauseLocked(t, site, requires)
+	return why
+}
+
+// refusalCauseLocked is refusalInLocked, and reports whether the cause
+// is disk room: a node could take the session but for a fill of the title
+// (errNoDiskRoom).
+func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (string, bool) {
 	for _, fr := range featureRefusals {
 		if requires&fr.f == 0 {
 			continue
@@ -498,14 +516,14 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 			}
 		}
 		if !offered {
-			return fr.why
+			return fr.why, false
 		}
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		if site != "" {
-			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site)
+			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site), false
 		}
-		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)"
+		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", false
 	}
 	which := "no node"
 	if site != "" {
@@ -518,7 +536,7 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 			}
 		}
 		if !inService {
-			return which + " is in service (alive, not drained, weight above 0)"
+			return which + " is in service (alive, not drained, weight above 0)", false
 		}
 	}
 	// The scheduler's admission rule (Eligible) without the disk, then
@@ -537,12 +555,12 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 	}
 	switch {
 	case lacksRoom && tooSmall:
-		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes)
+		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), true
 	case lacksRoom:
-		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned)"
+		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned, or its file system, as its load reports give it, has too little free space)", true
 	}
 	if site != "" {
-		return which + " has headroom for the title (egress, session cap, slow start or overload)"
+		return which + " has headroom for the title (egress, session cap, slow start or overload)", false
 	}
-	return "no node in service has headroom for the title (egress, session cap, slow start or overload)"
+	return "no node in service has headroom for the title (egress, session cap, slow start or overload)", false
 }

@@ -151,6 +151,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNoNodeInService):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node in service: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errNoDiskRoom):
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
+		http.Error(w, "no node has disk room for the title: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoBandwidth):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "not enough bandwidth: try again later", http.StatusServiceUnavailable)
