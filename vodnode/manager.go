@@ -49,8 +49,9 @@ type managerLink struct {
 	leaveOnce sync.Once
 	streaming atomic.Bool // a heartbeat stream is up
 
-	lastBytes int64
-	lastAt    time.Time
+	lastBytes  int64
+	lastAt     time.Time
+	lastEgress int64 // bit/s, measured at the last tick
 }
 
 func newManagerLink(n *Node) (*managerLink, error) {
@@ -209,10 +210,12 @@ func (m *managerLink) session() error {
 	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	remeasure := true
 	for {
-		if err := hb.Send(m.loadReport()); err != nil {
+		if err := hb.Send(m.loadReportAt(remeasure)); err != nil {
 			return err
 		}
+		remeasure = true
 		select {
 		case <-m.ctx.Done():
 			hb.CloseSend()
@@ -228,6 +231,13 @@ func (m *managerLink) session() error {
 			return m.ctx.Err()
 		case err := <-recvErr:
 			return err
+		case <-m.n.fillEnded:
+			// A fill ended: the manager counts the origin's channels in
+			// use and the replicas filling from these reports, so it
+			// hears of it now rather than up to an interval later, when
+			// viewers may have waited in its queue for that channel. The
+			// egress stays measured over the ticker's interval.
+			remeasure = false
 		case <-t.C:
 		}
 	}
@@ -382,17 +392,25 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 // loadReport measures the node now: sessions, egress over the interval
 // since the last report, disk, titles, live admission sessions (and the
 // idle, paused and finished ones among them) and fills.
-func (m *managerLink) loadReport() *pb.LoadReport {
+func (m *managerLink) loadReport() *pb.LoadReport { return m.loadReportAt(true) }
+
+// loadReportAt is loadReport; with remeasure false (a report sent between two
+// ticks) it repeats the egress measured at the last tick, so that the
+// egress is always measured over a whole interval.
+func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 	n := m.n
 	now := time.Now()
-	sent := n.bytesSent()
-	var egress int64
-	if !m.lastAt.IsZero() {
-		if dt := now.Sub(m.lastAt).Seconds(); dt > 0 {
-			egress = int64(float64(sent-m.lastBytes) * 8 / dt)
+	egress := m.lastEgress
+	if remeasure {
+		sent := n.bytesSent()
+		egress = 0
+		if !m.lastAt.IsZero() {
+			if dt := now.Sub(m.lastAt).Seconds(); dt > 0 {
+				egress = int64(float64(sent-m.lastBytes) * 8 / dt)
+			}
 		}
+		m.lastBytes, m.lastAt, m.lastEgress = sent, now, egress
 	}
-	m.lastBytes, m.lastAt = sent, now
 	r := &pb.LoadReport{NodeId: n.ID, AtUnixMs: now.UnixMilli(), EgressBps: egress, ActiveFills: int32(n.store.ActiveFills()),
 		DiskFault: n.store.DiskFault()}
 	n.mu.Lock()

@@ -110,6 +110,9 @@ type Node struct {
 	origin  *grpc.ClientConn
 	mgr     *managerLink
 	log     *slog.Logger
+	// fillEnded is signalled (without blocking) when a fill ends: the
+	// manager link sends a load report at once (manager.go).
+	fillEnded chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -221,9 +224,16 @@ func (n *Node) Start() (err error) {
 		undo = append(undo, func() { n.origin.Close() })
 		originClient = pb.NewOriginClient(n.origin)
 	}
+	n.fillEnded = make(chan struct{}, 1)
 	n.store, err = store.Open(store.Config{
 		Dir: filepath.Join(n.DataDir, "titles"), DiskBytes: n.Capacity.DiskBytes, Evictor: ev,
 		Origin: originClient, Logger: n.log, RetryFor: n.FillRetryFor,
+		FillEnded: func(string) {
+			select {
+			case n.fillEnded <- struct{}{}: // the next load report goes now
+			default: // one is due already
+			}
+		},
 	})
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("vodnode: data_dir %s is in use by another node process: %w", n.DataDir, err)

@@ -110,6 +110,9 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 func (s *Store) fill(t *Title) {
 	defer s.fills.Done()
 	id := t.meta.ID
+	if ended := s.cfg.FillEnded; ended != nil {
+		defer ended(id) // after finishFill or failFill below
+	}
 	b := newFillWriter(t.meta)
 	var off, fetched int64
 	var err error

@@ -76,6 +76,13 @@ type Config struct {
 	// stopped short (a partial, partial.go) is kept for its next fill to
 	// resume from before it is removed; 0 = DefaultPartialMaxAge (24 h).
 	PartialMaxAge time.Duration
+	// FillEnded, when set, is called on a fill's goroutine once the fill
+	// of title has ended, complete or failed, the store's state (Statuses,
+	// ActiveFills, TakeFailures) already saying so; the node uses it to
+	// tell the manager at once, whose count of the origin's channels in use
+	// would otherwise hold the channel until the next load report. It
+	// must not block.
+	FillEnded func(title string)
 }
 
 // DefaultAbandonAfter is Config.AbandonAfter's default: a client's
