@@ -104,7 +104,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		var g *grant
-		g, err = m.admit(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
+		g, err = m.admitTimed(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
 		if err == nil {
 			countRequest(store.ProtoHTTP, nil)
 			w.Header().Set("Location", g.HTTPScheme+"://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)

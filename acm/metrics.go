@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -73,6 +74,22 @@ var planSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Help:    "Storage plans of this manager (the planner lock's holder) and how long each took, seconds: the snapshot of the nodes, the view of the catalog, the plan and the orders carried out.",
 	Buckets: prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms .. 16 s
 })
+
+// admissionSeconds is how long admissions took, by outcome (admit).
+var admissionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "vodcluster_admission_duration_seconds",
+	Help:    "Admissions of front-door title requests by authenticated subscribers and how long each took, seconds, from the entitlement check to the grant or the refusal, the wait in the admission queue included (queue_deadline bounds it), by outcome (as vodcluster_frontdoor_requests_total's: admitted, no_capacity, ...).",
+	Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1 ms .. 16 s
+}, []string{"outcome"})
+
+// admitTimed is admit, its duration, the wait in the queue included,
+// observed in admissionSeconds by its outcome: what the front doors call.
+func (m *Manager) admitTimed(ctx context.Context, r admitRequest) (*grant, error) {
+	start := time.Now()
+	g, err := m.admit(ctx, r)
+	admissionSeconds.WithLabelValues(outcome(err)).Observe(time.Since(start).Seconds())
+	return g, err
+}
 
 // siteAdmissions counts new sessions by the viewer's site and the
 // chosen node's, when either has one (manager sites, node site).
@@ -202,7 +219,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal,
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, admissionSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal,
 		connsRefused)
 	if err != nil {
 		return err

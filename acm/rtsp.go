@@ -331,7 +331,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
 		return s.fail(nc, res, err, false), ""
 	}
-	g, err := m.admit(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc), Reuse: admitted[title]})
+	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc), Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
 			countRequest(rtspProto(nc), ctx.Err())
