@@ -201,6 +201,14 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 				}
 				ss[len(ss)-1].State = listedState(ns, s.Session)
 			}
+			if sn := m.sched.Node(s.Node); sn != nil && !sn.Alive {
+				// Its node died: the session waits restore_grace for it,
+				// its reservation released; whether its viewer still
+				// plays, no one knows. (One of a node not registered
+				// here since this manager started keeps its stored
+				// state.)
+				ss[len(ss)-1].State = listedOrphaned
+			}
 		}
 	}
 	if id := req.GetNodeId(); id != "" && len(ss) == 0 && m.sched.Node(id) == nil && m.nodes[id] == nil {
@@ -294,11 +302,13 @@ func (m *Manager) notLeader(todo string) error {
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }
 
-// States ListSessions shows for a playing session as its node reports it
-// (SessionInfo.state); never stored.
+// States ListSessions shows for a playing session as its node reports it,
+// and for any session of a node that is not alive (SessionInfo.state);
+// never stored.
 const (
 	listedPaused   = "paused"   // its RTSP client PAUSEd it (LoadReport.paused_sessions)
 	listedFinished = "finished" // its play reached the end of the title (LoadReport.finished_sessions)
+	listedOrphaned = "orphaned" // its node died: it ends unless the node is back within restore_grace
 )
 
 // listedState is the state ListSessions shows for session s of node ns
