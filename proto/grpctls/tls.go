@@ -20,22 +20,27 @@ import (
 // TLS 1.2 or later with the certificate chain of certFile and the private
 // key of keyFile (PEM). Both files are read now and again at a handshake
 // after either file's modification time changed (checked at most once a
-// second), so a renewed certificate is served to new connections without
-// a restart; while the renewed pair cannot be loaded (half written, or a
-// key that does not match) the last good pair is served and the files are
-// tried again a second later. A renewal that does not load is logged (a
-// warning naming both files and the error) once per change of the files,
-// and counted (Reloads); one that loads is logged at info.
+// second; a symbolic link swapped to other files counts as a change
+// whatever their times), so a renewed certificate is served to new
+// connections without a restart; while the renewed pair cannot be loaded
+// (half written, a key that does not match, the second file of a renewal
+// written one file at a time not there yet) the last good pair is served
+// and the files are tried again a second later. A renewal that still does
+// not load, its files unchanged, 10 s (renewalGrace) after it was first
+// seen is logged (a warning naming both files and the error) once per
+// change of the files, and counted (Reloads); one that loads is logged at
+// info.
 //
 // Errors: a missing file name, or a pair that cannot be read or does not
 // match (the message names both files).
 func Server(certFile, keyFile string) (credentials.TransportCredentials, error) {
-	return newServer(certFile, keyFile, time.Now)
+	return newServer(certFile, keyFile, time.Now, nil)
 }
 
-// newServer is Server with the clock of the reload check.
-func newServer(certFile, keyFile string, now func() time.Time) (credentials.TransportCredentials, error) {
-	c, err := newServerConfig(certFile, keyFile, now)
+// newServer is Server with the clock of the reload check and the timer
+// of the re-check a failure starts (nil: time.AfterFunc).
+func newServer(certFile, keyFile string, now func() time.Time, after func(time.Duration, func())) (credentials.TransportCredentials, error) {
+	c, err := newServerConfig(certFile, keyFile, now, after)
 	if err != nil {
 		return nil, err
 	}
@@ -46,14 +51,17 @@ func newServer(certFile, keyFile string, now func() time.Time) (credentials.Tran
 // gRPC: the HTTPS front door and the nodes' HTTPS (package crypto/tls;
 // tls.NewListener). The pair is reloaded as Server's. Errors: as Server.
 func ServerConfig(certFile, keyFile string) (*tls.Config, error) {
-	return newServerConfig(certFile, keyFile, time.Now)
+	return newServerConfig(certFile, keyFile, time.Now, nil)
 }
 
-func newServerConfig(certFile, keyFile string, now func() time.Time) (*tls.Config, error) {
+func newServerConfig(certFile, keyFile string, now func() time.Time, after func(time.Duration, func())) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("grpctls: a server needs both a certificate file and a key file")
 	}
-	r := &reloader{certFile: certFile, keyFile: keyFile, now: now}
+	if after == nil {
+		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	}
+	r := &reloader{certFile: certFile, keyFile: keyFile, now: now, after: after}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -105,18 +113,30 @@ func CertPool(caFile string) (*x509.CertPool, error) {
 }
 
 // reloader holds a certificate and key pair and reloads it when either
-// file's modification time changes.
+// file changes: its modification time, or the file its name leads to (a
+// symbolic link swapped, a file renamed over it).
 type reloader struct {
 	certFile, keyFile string
-	now               func() time.Time // the clock of the once-a-second check
+	now               func() time.Time            // the clock of the once-a-second check
+	after             func(time.Duration, func()) // runs a re-check a grace after a failure (time.AfterFunc)
 
 	mu        sync.Mutex
 	cert      *tls.Certificate
 	certMod   time.Time
 	keyMod    time.Time
+	certInfo  os.FileInfo // the files loaded (os.SameFile)
+	keyInfo   os.FileInfo
 	checkedAt time.Time
-	failed    string // the last failure logged (error and the files' times and sizes); "" after a good load
+	pending   string    // a failure seen, not yet warned (error and the files' times and sizes); "" when none
+	pendingAt time.Time // when pending was first seen
+	failed    string    // the last failure warned; "" after a good load
 }
+
+// renewalGrace is how long the files of a renewal that does not load
+// must stay as they are before it is warned: a renewal written one file
+// at a time (certbot swaps its live/ links one by one; a copy of the
+// certificate, then of the key) has the second file there well within it.
+const renewalGrace = 10 * time.Second
 
 // load reads the pair if either file changed since the last load. The
 // caller holds r.mu, or r is not shared yet.
@@ -129,14 +149,15 @@ func (r *reloader) load() error {
 	if err != nil {
 		return fmt.Errorf("grpctls: key: %w", err)
 	}
-	if r.cert != nil && ci.ModTime().Equal(r.certMod) && ki.ModTime().Equal(r.keyMod) {
+	if r.cert != nil && ci.ModTime().Equal(r.certMod) && ki.ModTime().Equal(r.keyMod) &&
+		os.SameFile(ci, r.certInfo) && os.SameFile(ki, r.keyInfo) {
 		return nil
 	}
 	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
 	if err != nil {
 		return fmt.Errorf("grpctls: certificate %s and key %s: %w", r.certFile, r.keyFile, err)
 	}
-	r.cert, r.certMod, r.keyMod = &c, ci.ModTime(), ki.ModTime()
+	r.cert, r.certMod, r.keyMod, r.certInfo, r.keyInfo = &c, ci.ModTime(), ki.ModTime(), ci, ki
 	return nil
 }
 
@@ -148,42 +169,63 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	defer r.mu.Unlock()
 	if now := r.now(); now.Sub(r.checkedAt) >= time.Second {
 		r.checkedAt = now
-		r.reload()
+		r.reload(now)
 	}
 	return r.cert, nil
 }
 
+// recheck is get's check, run by the timer a failure starts: a renewal
+// that does not load is warned a grace later even if no handshake comes
+// (a gRPC server's clients keep their connections for days).
+func (r *reloader) recheck() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.checkedAt = now
+	r.reload(now)
+}
+
 // reload loads the pair if the files changed, keeping the last good pair
 // when it does not load (a half-written renewal, a key that does not
-// match). A failure is logged and counted once per change of the files
-// (not at every check while they stay as they are); a new pair taken is
-// logged at info and counted. The caller holds r.mu.
-func (r *reloader) reload() {
+// match, the second file of a renewal not there yet). A failure is logged
+// and counted once its files have stayed as they are for renewalGrace (a
+// re-check is started for then), and once per change of the files (not at
+// every check while they stay as they are); a new pair taken is logged at
+// info and counted. The caller holds r.mu.
+func (r *reloader) reload(now time.Time) {
 	prev := r.cert
 	err := r.load()
 	if err == nil {
+		r.pending, r.failed = "", ""
 		if r.cert != prev {
 			reloadsLoaded.Add(1)
-			r.failed = ""
 			slog.Info("TLS certificate reloaded", "cert", r.certFile, "key", r.keyFile)
 		}
 		return
 	}
 	// The files as they are now, with the error: the same failure seen
-	// again a second later is not logged again.
+	// again a second later is the same change of the files.
 	sig := err.Error()
 	for _, f := range []string{r.certFile, r.keyFile} {
 		if fi, serr := os.Stat(f); serr == nil {
 			sig += fmt.Sprintf("|%d %d", fi.ModTime().UnixNano(), fi.Size())
 		}
 	}
-	if sig == r.failed {
+	switch {
+	case sig == r.failed:
+		return
+	case sig != r.pending:
+		r.pending, r.pendingAt = sig, now
+		slog.Debug("TLS certificate files changed and do not load yet: tried again", "cert", r.certFile, "key", r.keyFile, "err", err)
+		r.after(renewalGrace, r.recheck)
+		return
+	case now.Sub(r.pendingAt) < renewalGrace:
 		return
 	}
-	r.failed = sig
+	r.pending, r.failed = "", sig
 	reloadsRefused.Add(1)
 	slog.Warn("TLS certificate renewal not loaded: the previous certificate is still served, and a restart would fail until the files are fixed",
-		"cert", r.certFile, "key", r.keyFile, "err", err)
+		"cert", r.certFile, "key", r.keyFile, "unchanged_for", now.Sub(r.pendingAt).Round(time.Second).String(), "err", err)
 }
 
 // Counts of the process's certificate reloads (Reloads).

@@ -138,7 +138,7 @@ func TestReload(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	srv, err := newServer(old.Cert, old.Key, now)
+	srv, err := newServer(old.Cert, old.Key, now, func(time.Duration, func()) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func TestReload(t *testing.T) {
 }
 
 // A renewal that does not load (a key of another certificate, junk in the
-// certificate's file) is logged once per change of the files, naming them
-// and the error, and counted, however many handshakes see it; the old
-// certificate is still served; a good renewal after it is taken, logged
-// and counted. It was ignored without a word, and the next restart failed.
+// certificate's file) and stays so for renewalGrace is logged once per
+// change of the files, naming them and the error, and counted, however
+// many handshakes see it; the old certificate is still served; a good
+// renewal after it is taken, logged and counted. It was ignored without a word, and the next restart failed.
 func TestReloadFailureLoggedOnce(t *testing.T) {
 	var logs logtest.Buffer
 	defer slog.SetDefault(slog.Default())
@@ -201,7 +201,8 @@ func TestReloadFailureLoggedOnce(t *testing.T) {
 	}
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
-	srv, err := newServer(old.Cert, old.Key, func() time.Time { return time.Unix(0, clock.Load()) })
+	srv, err := newServer(old.Cert, old.Key, func() time.Time { return time.Unix(0, clock.Load()) },
+		func(time.Duration, func()) {}) // no re-check timer: the handshakes make the checks
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +220,11 @@ func TestReloadFailureLoggedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	handshakes := func(ca string) error { // three checks a second apart and more
+	handshakes := func(ca string) error { // three checks, the last more than renewalGrace after the first
 		t.Helper()
 		var err error
 		for i := 0; i < 3; i++ {
-			clock.Add(int64(2 * time.Second))
+			clock.Add(int64(renewalGrace*6/10 + time.Second))
 			if err = check(t, addr, mustClient(t, true, ca)); err != nil {
 				return err
 			}

@@ -41,3 +41,30 @@ func TestServe(t *testing.T) {
 		t.Fatal("a second endpoint bound the same address")
 	}
 }
+
+// Several endpoints in one process (vodcluster up: the manager, the
+// origin and the nodes, each with its /metrics) each serve the process's
+// vodcluster_tls_reloads_total: registering it for each is no error and
+// no panic (each endpoint has its own registry).
+func TestServeSeveralInOneProcess(t *testing.T) {
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		s, err := Serve("127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("endpoint %d: %v", i, err)
+		}
+		defer s.Close()
+		addrs = append(addrs, s.Addr())
+	}
+	for _, a := range addrs {
+		res, err := http.Get("http://" + a + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(b), `vodcluster_tls_reloads_total{result="refused"} 0`) {
+			t.Errorf("%s/metrics lacks vodcluster_tls_reloads_total:\n%s", a, b)
+		}
+	}
+}
