@@ -146,8 +146,21 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		g, s = m.unusedGrantLocked(r, t.ID, now)
 		endedHere = append(endedHere, s...)
 	}
-	if g != nil {
-		if m.originDown.Load() && !m.copyForRepeatLocked(r, t.ID, g.Session.Node) {
+	if g != nil && m.originDown.Load() {
+		switch here, elsewhere := m.copyForRepeatLocked(r, t.ID, g.Session.Node); {
+		case here:
+		case elsewhere && g.Session.State == store.StateAdmitted:
+			// The session's node would need a fill that cannot start,
+			// and its viewer never reached it: the session ends and the
+			// viewer is admitted anew below, on a node that has the title.
+			if s := m.sessions[g.Session.ID]; s != nil {
+				m.log.Info("same viewer moved: origin unavailable, its session's node would need a fill, another node has the title",
+					"title", t.ID, "user", r.User, "session", s.ID, "node", s.Node)
+				m.endOrderedLocked([]*session{s}, reasonMovedOriginDown, now)
+				endedHere = append(endedHere, s)
+				g = nil
+			}
+		case !elsewhere:
 			// As for a new request below: the session's node would
 			// need a fill that cannot start.
 			m.mu.Unlock()
@@ -155,6 +168,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 				"title", t.ID, "user", r.User, "session", g.Session.ID, "node", g.Session.Node)
 			return nil, errOriginDown
 		}
+	}
+	if g != nil {
 		m.mu.Unlock()
 		return m.regrant(g, r, now)
 	}
@@ -169,7 +184,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
 	req.Requires = m.requiresLocked(r.Protocol)
 	if m.originDown.Load() {
-		// No fill can start: only a node that holds or fills the title.
+		// No fill can start: only a node whose report shows the title,
+		// whole or filling (not a fill booked there for a viewer who has
+		// not arrived: it cannot start either).
+		req.OriginDown = true
 		if m.sched.HoldersInServiceFor(&req) == 0 {
 			m.mu.Unlock()
 			m.log.Info("admission refused: origin unavailable and no node the viewer may use holds the title", "title", t.ID, "user", r.User, "site", req.Site)

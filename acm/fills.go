@@ -116,8 +116,16 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	// yet are not in the report: keep them in the view so that nothing
 	// fills them twice and their room stays counted.
 	cat := m.titles()
+	var booked map[string]bool // in the view, not in the report (lsm.Holding.Booked)
+	book := func(id string) {
+		if booked == nil {
+			booked = map[string]bool{}
+		}
+		booked[id] = true
+	}
 	for id, p := range ns.pending {
 		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true}
+		book(id)
 		diskFree -= p.bytes
 	}
 	clear(ns.awaiting)
@@ -130,6 +138,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			size := cat[s.Title].SizeBytes
 			cur[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: size, Filling: true}
 			ns.awaiting[s.Title] = true
+			book(s.Title)
 			diskFree -= size
 		}
 	}
@@ -140,7 +149,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if t.GetFilling() {
 			b = max(b, t.GetSizeBytes())
 		}
-		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id), Stale: stale[id]})
+		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id), Stale: stale[id], Booked: booked[id]})
 	}
 	for id := range ns.hits {
 		if cur[id] == nil {

@@ -95,35 +95,43 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time)
 	return m.grantLocked(s.Session, n), nil
 }
 
-// copyForRepeatLocked reports whether the viewer of r, given its session
+// copyForRepeatLocked reports where the viewer of r, given its session
 // on node again (sameHTTPViewerLocked, unusedGrantLocked) while the origin
-// is down, finds the title somewhere (mu held): on that node, or on
+// is down, finds the title (mu held): here, on that node; elsewhere, on
 // another node in service it may use (its protocol, and its site with
-// SiteOnly), as the node's last report shows it held or filling. A fill
-// placed for the session whose viewer has not reached the node (awaiting)
-// or a prefetch ordered (pending) is not in the report: it cannot start
-// without the origin. False is admission's errOriginDown: the viewer sent
-// back to its node would be answered 503 there after the redirect.
-func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) bool {
+// SiteOnly); each as the node's last report shows it held or filling. A
+// fill placed for a session whose viewer has not reached the node
+// (awaiting) or a prefetch ordered (pending) is not in the report: it
+// cannot start without the origin. Neither is admission's errOriginDown:
+// the viewer sent back to its node would be answered 503 there after the
+// redirect. Elsewhere only: a viewer who never reached its node is
+// admitted anew there (reasonMovedOriginDown).
+func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) (here, elsewhere bool) {
 	reported := func(id string) bool {
 		ns := m.nodes[id]
 		return ns != nil && ns.titles[title] != nil && !ns.awaiting[title] && ns.pending[title] == nil
 	}
 	if reported(node) {
-		return true
+		return true, false
 	}
 	requires, site := m.requiresLocked(r.Protocol), m.sites.siteOf(r.ClientIP)
 	for _, i := range m.sched.Holders(title) {
 		n := m.sched.Nodes[i]
-		if requires&^n.Features != 0 || (m.SiteOnly && site != "" && n.Site != site) || !m.sched.InService(n) {
+		if n.ID == node || requires&^n.Features != 0 || (m.SiteOnly && site != "" && n.Site != site) || !m.sched.InService(n) {
 			continue
 		}
 		if reported(n.ID) {
-			return true
+			return false, true
 		}
 	}
-	return false
+	return false, false
 }
+
+// reasonMovedOriginDown is the reason (node order, session record) of a
+// session ended because its viewer, who never reached its node, came back
+// to the front door while the origin is down and the node lacks the
+// title another node has: the viewer is admitted anew there.
+const reasonMovedOriginDown = "moved: the origin is unavailable, its node lacks the title and another node has it"
 
 // regrant signs a new token for g's live session (sameHTTPViewerLocked,
 // unusedGrantLocked).

@@ -220,8 +220,16 @@ type Request struct {
 	// unknown: no disk check.
 	Bytes int64
 	// NoFill: only a node that holds or fills the title may take the
-	// session (the origin is unavailable: no fill can start).
+	// session (every origin channel is taken, or the origin is
+	// unavailable: no fill can start).
 	NoFill bool
+	// OriginDown: the origin is unavailable. As NoFill, and a fill booked
+	// on a node that no report of the node shows yet (Holding.Booked, a
+	// placement whose viewer has not reached the node) does not count as
+	// the node holding the title: that fill cannot start either, and a
+	// viewer sent there would be refused by the node. Only nodes whose
+	// reports show the title, whole or filling, may take the session.
+	OriginDown bool
 	// Site is the client's site (the manager maps client addresses to
 	// the operator's sites): when set, Place tries the nodes of that
 	// site (NodeSpec.Site) first, with the policy's own choice among

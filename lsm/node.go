@@ -136,6 +136,11 @@ type replica struct {
 	sessions int   // reservations on the node for this title
 	fills    int   // of those, served from the fill in progress (in Node.FillSessions)
 	fillBps  int64 // their bit/s (in Node.FillBps)
+	// booked: a fill booked here (Place, SetReplica, Holding.Booked) that
+	// no report of the node has shown yet: it starts once the viewer
+	// reaches the node or the node has the order, and not at all while
+	// the origin is down (Request.OriginDown).
+	booked bool
 }
 
 // inUse reports whether the node cannot evict the title: it is playing,

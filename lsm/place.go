@@ -60,7 +60,7 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if !r.inScope(n) || r.Requires&^n.Features != 0 {
 		return false
 	}
-	if n.stale > 0 && !r.NoFill {
+	if n.stale > 0 && !r.NoFill && !r.OriginDown {
 		if c := n.titles[r.Title]; c != nil && c.stale {
 			return false
 		}
@@ -74,9 +74,9 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		return false
 	}
-	if r.NoFill || n.DiskFault || !diskRoom(n, r.Bytes) {
-		_, held := n.titles[r.Title]
-		return held
+	if r.NoFill || r.OriginDown || n.DiskFault || !diskRoom(n, r.Bytes) {
+		c := n.titles[r.Title]
+		return c != nil && !(r.OriginDown && c.booked)
 	}
 	return true
 }
@@ -86,12 +86,17 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 // its site (r.SiteOnly with r.Site set), stand in that site. Load, disk
 // room and session limits are not looked at: this answers whether a
 // request could be served without a fill, not whether it can be now.
+// With r.OriginDown a fill booked but not yet reported (Holding.Booked)
+// does not count.
 func (s *Scheduler) HoldersInServiceFor(r *Request) int {
 	k := 0
 	for _, i := range s.holders[r.Title] {
 		n := s.Nodes[i]
 		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
 			continue
+		}
+		if r.OriginDown && n.titles[r.Title].booked {
+			continue // cannot start without the origin
 		}
 		if s.InService(n) {
 			k++
@@ -238,6 +243,10 @@ func (r *Request) inScope(n *Node) bool {
 
 // place is Place with r's restriction as it is.
 func (s *Scheduler) place(r *Request) (Reservation, error) {
+	if r.OriginDown && !r.NoFill {
+		r.NoFill = true // no fill can start: holders only (Request.OriginDown)
+		defer func() { r.NoFill = false }()
+	}
 	if !r.NoFill && s.OriginChannelsBusy() {
 		r.NoFill = true // every origin channel is taken: holders only, for this attempt
 		defer func() { r.NoFill = false }()

@@ -4,7 +4,8 @@ import "math"
 
 // setReplica records title on n, held (filling false) or filling, of
 // bytes bytes (while filling, the largest size heard: a heartbeat reports
-// the bytes stored so far, the fill was booked with the whole title).
+// the bytes stored so far, the fill was booked with the whole title). A
+// fill new to n is booked (replica.booked) until a report says otherwise.
 func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64) {
 	n.viewEpoch++
 	r := n.titles[title]
@@ -12,6 +13,10 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 		r = s.newReplica()
 		n.titles[title] = r
 		s.holders[title] = append(s.holders[title], int32(n.Index))
+		r.booked = filling // until a report shows it (Heartbeat)
+	}
+	if !filling {
+		r.booked = false
 	}
 	if r.filling {
 		s.filling--

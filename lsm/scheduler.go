@@ -211,6 +211,11 @@ type Holding struct {
 	// fill may be stale too (a fill of the old version, begun before the
 	// file was replaced): its viewers play on, new ones go elsewhere.
 	Stale bool
+	// Booked: a fill the manager booked (a viewer placed there who has
+	// not reached the node, a prefetch ordered) that the node's own
+	// report does not show yet: it cannot start while the origin is down
+	// (Request.OriginDown). Only with Filling.
+	Booked bool
 }
 
 // Heartbeat records a load report from node id. A dead node that reports
@@ -241,6 +246,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 			}
 			seen[h.Title] = struct{}{}
 			s.setReplica(n, h.Title, h.Filling, h.Bytes)
+			n.titles[h.Title].booked = h.Filling && h.Booked
 			s.setPinned(n, h.Title, h.Pinned)
 			s.setStale(n, h.Title, h.Stale)
 		}
