@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// maxByteRanges is the most byte ranges one HTTP request may ask for; more,
-// or ranges that overlap, are answered 416 (RFC 9110 §14.2 and §15.5.17:
-// "an excessive number of small or overlapping ranges", a denial of
-// service: 2,000 one-byte ranges drew a 269 KB multipart answer). No
-// player asks for more than one.
+// maxByteRanges is the most byte ranges one HTTP request may ask for; more
+// are answered 416 (RFC 9110 §14.2 and §15.5.17: "an excessive number of
+// small or overlapping ranges", a denial of service: 2,000 one-byte
+// ranges drew a 269 KB multipart answer). No player asks for more than
+// one.
 const maxByteRanges = 16
 
 // serveContent is http.ServeContent of a body of size bytes, with the
@@ -23,13 +23,15 @@ const maxByteRanges = 16
 // ServeContent answers 416), and a zero-length suffix ("bytes=-0") is
 // unsatisfiable (§2.1: 416 with "Content-Range: bytes */size", where
 // ServeContent answers 206 with an empty, malformed range). More than
-// maxByteRanges ranges, or ranges that overlap, are refused with the same
-// 416 (RFC 9110 §15.5.17), where ServeContent answered every one in a
-// multipart body.
+// maxByteRanges ranges are refused with the same 416 (RFC 9110 §15.5.17),
+// where ServeContent answered every one in a multipart body; ranges that
+// overlap are merged (coalesce), so that the answer is never more than
+// the body's bytes and a client that names a range twice ("bytes=0-,0-")
+// gets it.
 func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, rd io.ReadSeeker) {
 	v, outcome := cleanRange(r.Header.Get("Range"))
-	if outcome == rangeServe && overlapping(v, size) {
-		outcome = rangeExcessive
+	if outcome == rangeServe && v != "" {
+		v = coalesce(v, size)
 	}
 	switch outcome {
 	case rangeIgnored:
@@ -38,7 +40,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		msg := "range not satisfiable"
 		if outcome == rangeExcessive {
-			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges, or ranges that overlap", maxByteRanges)
+			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", maxByteRanges)
 		}
 		http.Error(w, msg, http.StatusRequestedRangeNotSatisfiable)
 		return
@@ -77,18 +79,23 @@ const (
 	rangeServe         = iota // none, or byte ranges ServeContent answers right
 	rangeIgnored              // another unit, or not a byte-range set: serve it all
 	rangeUnsatisfiable        // only zero-length suffixes
-	rangeExcessive            // more than maxByteRanges ranges, or overlapping ones: 416
+	rangeExcessive            // more than maxByteRanges ranges: 416
 )
 
-// overlapping reports whether two ranges of v, a byte-range set as
-// cleanRange returns it, overlap once resolved against a body of size
-// bytes (a suffix is its last bytes, an open range runs to the end); a
-// range that starts past the end overlaps nothing.
-func overlapping(v string, size int64) bool {
+// coalesce returns v, a byte-range set as cleanRange returns it, with
+// the ranges that overlap once resolved against a body of size bytes (a
+// suffix is its last bytes, an open range runs to the end) merged into
+// one (RFC 9110 §14.2: a server may coalesce overlapping ranges,
+// whatever their order): then every satisfiable range, in ascending
+// order, as first-last; v itself when no two overlap (ranges that only
+// touch, 0-99,100-199, are served as asked). A range that starts past the
+// end overlaps nothing and is dropped once others are merged (net/http
+// skips it anyway when another is satisfiable).
+func coalesce(v string, size int64) string {
 	_, set, _ := strings.Cut(v, "=")
 	specs := strings.Split(set, ",")
 	if len(specs) < 2 {
-		return false
+		return v
 	}
 	type span struct{ from, to int64 } // [from, to)
 	spans := make([]span, 0, len(specs))
@@ -112,12 +119,22 @@ func overlapping(v string, size int64) bool {
 		}
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
-	for i := 1; i < len(spans); i++ {
-		if spans[i].from < spans[i-1].to {
-			return true
+	merged, overlap := spans[:0:0], false
+	for _, sp := range spans {
+		if k := len(merged) - 1; k >= 0 && sp.from < merged[k].to {
+			merged[k].to, overlap = max(merged[k].to, sp.to), true
+			continue
 		}
+		merged = append(merged, sp)
 	}
-	return false
+	if !overlap {
+		return v
+	}
+	out := make([]string, len(merged))
+	for i, sp := range merged {
+		out[i] = fmt.Sprintf("%d-%d", sp.from, sp.to-1)
+	}
+	return "bytes=" + strings.Join(out, ",")
 }
 
 // rangeCheck classifies a Range header value (RFC 7233 §2.1
