@@ -56,3 +56,27 @@ func TestFillNeedsTheFreeDiskTheNodeReports(t *testing.T) {
 			hres.Status, body, hres.Header.Get("Retry-After"))
 	}
 }
+
+// A node that reports its free disk unknown (-1: no disk_bytes and its
+// file system not measurable) has the room of its budget, as after its
+// registration: its viewers get fills, and no eviction is ordered there
+// to make room. The -1 was taken as a measure (less than nothing free),
+// and the node got no fill.
+func TestFreeDiskUnknownCountsTheBudget(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{disk: 200e6, diskFree: -1,
+		titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	id := e.admitOne("t2")
+	if s := e.session(id); s == nil || s.NodeId != "n1" {
+		t.Fatalf("a fill on the node reporting its free disk unknown: %+v", s)
+	}
+	if free := e.nodeInfo("n1").DiskFreeBytes; free != -1 {
+		t.Fatalf("node's free disk shown %d, want -1 (unknown, as reported)", free)
+	}
+	e.m.mu.Lock()
+	evicting := len(e.m.nodes["n1"].evicting)
+	e.m.mu.Unlock()
+	if evicting != 0 {
+		t.Fatalf("%d evictions ordered on the node whose free disk is unknown, want none", evicting)
+	}
+}

@@ -301,6 +301,12 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 	}
 }
 
+// unknownDiskFree is the free disk the manager counts for a node that
+// reports it unknown (disk_free_bytes -1: no disk_bytes, and statfs
+// failed), bytes: more than any title, so that no eviction is ordered to
+// make room there (the node's store has no bound to keep either).
+const unknownDiskFree = 1 << 60
+
 // report applies one load report of ns from stream generation gen.
 func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	if r.GetNodeId() != ns.id {
@@ -321,7 +327,14 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	// The node measures its free disk (quota and file system): it bounds
 	// the room lsm counts for a fill there, with the titles it can evict.
-	hb := lsm.Report{EgressBps: r.GetEgressBps(), DiskFreeBytes: r.GetDiskFreeBytes(), DiskFreeKnown: true, ActiveFills: int(r.GetActiveFills()), DiskFault: r.GetDiskFault()}
+	// -1: the node could not measure it (no disk_bytes, statfs failed):
+	// its room is the budget's alone, as after its registration, and the
+	// manager evicts nothing there to make room (unknownDiskFree).
+	reported, known := r.GetDiskFreeBytes(), r.GetDiskFreeBytes() >= 0
+	if !known {
+		reported = unknownDiskFree
+	}
+	hb := lsm.Report{EgressBps: r.GetEgressBps(), DiskFreeBytes: reported, DiskFreeKnown: known, ActiveFills: int(r.GetActiveFills()), DiskFault: r.GetDiskFault()}
 	steady := m.steadyLocked(ns, sn, print, r)
 	var quiet bool
 	catGen := m.catalogGen.Load()
@@ -329,14 +342,17 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		ns.replaceTitles(titles) // the session counts and access times of this report
 	} else {
 		quiet = m.quietLocked(ns) && len(r.GetFailedFills()) == 0
-		hb.Titles, hb.DiskFreeBytes = m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), r.GetDiskFreeBytes(), now)
+		hb.Titles, hb.DiskFreeBytes = m.syncTitlesLocked(ns, r.GetTitles(), r.GetFailedFills(), reported, now)
 		hb.Partials = m.syncPartialsLocked(ns, r.GetPartials())
+	}
+	free := hb.DiskFreeBytes
+	if !known {
+		hb.DiskFreeBytes = -1 // shown as reported (vodctl nodes, metrics)
 	}
 	if err := m.sched.Heartbeat(ns.id, hb, now); err != nil {
 		m.mu.Unlock()
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
-	free := hb.DiskFreeBytes
 	if !steady {
 		// Applied as it was (quiet before and after): the next report
 		// saying the same is steady.

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -459,13 +458,15 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 	r.DiskUsedBytes = used
 	r.Titles = storedTitles(n.store.Titles())
 	r.Partials = partialTitles(n.store.Partials())
-	// Free: the quota's room, but no more than the file system has once
-	// the fills in progress are written (disk_bytes may exceed the disk,
-	// or other files fill it).
+	// Free: the quota's room, but no more than the file system holding
+	// the titles (the store's directory, which may be a mount of its own
+	// under data_dir) has once the fills in progress are written
+	// (disk_bytes may exceed the disk, or other files fill it). -1 when
+	// neither bounds it (no quota, statfs fails): the manager then counts
+	// the budget alone, not a full disk.
 	fsFree := int64(-1)
-	var st unix.Statfs_t
-	if unix.Statfs(n.DataDir, &st) == nil {
-		fsFree = int64(st.Bavail)*st.Bsize + partial
+	if avail, ok := n.store.FSAvail(); ok {
+		fsFree = avail + partial
 		for _, t := range r.Titles {
 			if t.GetFilling() {
 				fsFree -= max(t.GetSizeBytes()-t.GetStoredBytes(), 0)
@@ -480,6 +481,8 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		r.DiskFreeBytes = max(quota-used, 0)
 	case fsFree >= 0:
 		r.DiskFreeBytes = fsFree
+	default:
+		r.DiskFreeBytes = -1
 	}
 	for _, f := range n.store.TakeFailures() {
 		r.FailedFills = append(r.FailedFills, &pb.FillFailure{TitleId: f.Title, Reason: f.Reason, Prefetch: f.Prefetch, AtUnixMs: f.At.UnixMilli()})

@@ -139,6 +139,16 @@ type Failure struct {
 // maxFailures bounds the failures kept between two reports.
 const maxFailures = 256
 
+// FSAvail returns the bytes free for the node on the file system holding
+// the titles (statfs(2) of Config.Dir, the measure room for a fill is
+// checked against); false when it cannot be measured.
+func (s *Store) FSAvail() (int64, bool) {
+	if s.fsAvail == nil {
+		return 0, false
+	}
+	return s.fsAvail()
+}
+
 // SetProtected replaces the titles that eviction to make room for a fill
 // must never remove (the manager's ProtectCommand: the operator's pins).
 // Evict, the manager's own order, is not affected.

@@ -930,18 +930,24 @@ func (x *StoredTitle) GetVersion() string {
 }
 
 type LoadReport struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	NodeId         string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	AtUnixMs       int64                  `protobuf:"varint,2,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
-	Sessions       int32                  `protobuf:"varint,3,opt,name=sessions,proto3" json:"sessions,omitempty"`                             // sessions streaming now (Ns + Nd)
-	FillSessions   int32                  `protobuf:"varint,4,opt,name=fill_sessions,json=fillSessions,proto3" json:"fill_sessions,omitempty"` // sessions whose title is still filling (Nd)
-	EgressBps      int64                  `protobuf:"varint,5,opt,name=egress_bps,json=egressBps,proto3" json:"egress_bps,omitempty"`          // measured over the last interval, bit/s
-	DiskFreeBytes  int64                  `protobuf:"varint,6,opt,name=disk_free_bytes,json=diskFreeBytes,proto3" json:"disk_free_bytes,omitempty"`
-	DiskUsedBytes  int64                  `protobuf:"varint,7,opt,name=disk_used_bytes,json=diskUsedBytes,proto3" json:"disk_used_bytes,omitempty"`
-	Titles         []*StoredTitle         `protobuf:"bytes,8,rep,name=titles,proto3" json:"titles,omitempty"`
-	SessionIds     []string               `protobuf:"bytes,9,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`                // admission session ids alive on the node
-	ActiveFills    int32                  `protobuf:"varint,10,opt,name=active_fills,json=activeFills,proto3" json:"active_fills,omitempty"`           // origin transfers in progress
-	CpuUtilization float64                `protobuf:"fixed64,11,opt,name=cpu_utilization,json=cpuUtilization,proto3" json:"cpu_utilization,omitempty"` // 0..1 of the node's cores, when known
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	NodeId       string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	AtUnixMs     int64                  `protobuf:"varint,2,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	Sessions     int32                  `protobuf:"varint,3,opt,name=sessions,proto3" json:"sessions,omitempty"`                             // sessions streaming now (Ns + Nd)
+	FillSessions int32                  `protobuf:"varint,4,opt,name=fill_sessions,json=fillSessions,proto3" json:"fill_sessions,omitempty"` // sessions whose title is still filling (Nd)
+	EgressBps    int64                  `protobuf:"varint,5,opt,name=egress_bps,json=egressBps,proto3" json:"egress_bps,omitempty"`          // measured over the last interval, bit/s
+	// disk_free_bytes: what the node can write without evicting anything:
+	// its disk_bytes' room, but no more than the file system holding its
+	// titles has free, less the bytes its fills in progress still have to
+	// write; partials count as free. -1: unknown (no disk_bytes, and the
+	// file system's free space cannot be measured): the manager counts the
+	// budget alone.
+	DiskFreeBytes  int64          `protobuf:"varint,6,opt,name=disk_free_bytes,json=diskFreeBytes,proto3" json:"disk_free_bytes,omitempty"`
+	DiskUsedBytes  int64          `protobuf:"varint,7,opt,name=disk_used_bytes,json=diskUsedBytes,proto3" json:"disk_used_bytes,omitempty"`
+	Titles         []*StoredTitle `protobuf:"bytes,8,rep,name=titles,proto3" json:"titles,omitempty"`
+	SessionIds     []string       `protobuf:"bytes,9,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`                // admission session ids alive on the node
+	ActiveFills    int32          `protobuf:"varint,10,opt,name=active_fills,json=activeFills,proto3" json:"active_fills,omitempty"`           // origin transfers in progress
+	CpuUtilization float64        `protobuf:"fixed64,11,opt,name=cpu_utilization,json=cpuUtilization,proto3" json:"cpu_utilization,omitempty"` // 0..1 of the node's cores, when known
 	// failed_fills are the fills that failed (or a prefetch the node refused)
 	// since the previous report, each reported once, so the storage manager
 	// retries them with backoff instead of waiting for a timeout.
