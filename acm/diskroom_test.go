@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
@@ -78,5 +79,53 @@ func TestFreeDiskUnknownCountsTheBudget(t *testing.T) {
 	e.m.mu.Unlock()
 	if evicting != 0 {
 		t.Fatalf("%d evictions ordered on the node whose free disk is unknown, want none", evicting)
+	}
+}
+
+// A fill booked on a node takes its bytes from the room its reports give
+// until the node's own report shows it, however often the node reports
+// (every 50 ms here, many reports before the second viewer): with 2 MB
+// free, a fill of 1.5 MB booked there for a viewer who has not arrived
+// leaves no room for another. Once the node reports the fill in progress
+// (its free disk less the bytes still to write, as a node reports it),
+// the room is counted once: nothing is left for a third.
+func TestBookedFillCountedOnceAcrossReports(t *testing.T) {
+	e := newManager(t, "", nil)
+	n1 := e.startNode("n1", nodeOpts{disk: 200e6, diskFree: 2e6})
+	first := e.admitOne("t2")
+	if s := e.session(first); s.NodeId != "n1" {
+		t.Fatalf("first fill placed on %q", s.NodeId)
+	}
+	after := e.reports("n1") + 5
+	waitFor(t, 5*time.Second, "five more reports of n1", func() bool { return e.reports("n1") >= after })
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("second fill with 0.5 MB of room left: %d, want 453", res.StatusCode)
+	}
+	// The viewer arrived: the node fills t2, 0.5 MB written, and reports
+	// 2 MB - 0.5 MB written - 1 MB still to write = 0.5 MB free.
+	n1.mu.Lock()
+	n1.titles = []*pb.StoredTitle{{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 500_000, Filling: true}}
+	n1.sessions = []string{first}
+	n1.diskFree = 500_000
+	n1.mu.Unlock()
+	waitFor(t, 5*time.Second, "n1's report of its fill", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return !e.m.nodes["n1"].awaiting["t2"] && e.m.nodes["n1"].titles["t2"] != nil
+	})
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("second fill with the first in progress, 0.5 MB free: %d, want 453", res.StatusCode)
+	}
+	// A third title's viewer with 1.5 MB free once it is reported so.
+	n1.mu.Lock()
+	n1.diskFree = 1_500_000
+	n1.mu.Unlock()
+	waitFor(t, 5*time.Second, "n1's report of 1.5 MB free", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.nodes["n1"].diskFree == 1_500_000
+	})
+	if id := e.admitOne("t3"); e.session(id).NodeId != "n1" {
+		t.Fatalf("fill with 1.5 MB free placed on %q", e.session(id).NodeId)
 	}
 }

@@ -114,3 +114,30 @@ func TestRoomFollowsFillsAndEvictionsBetweenReports(t *testing.T) {
 	want(200e6, true, "free disk unknown")
 	want(200e6+1, false, "free disk unknown")
 }
+
+// A fill in progress counts once: its report gives its whole size
+// (Holding.Bytes, filling) and the node's free disk less the bytes it has
+// still to write; the room is that free disk plus the titles it could
+// evict, however many reports say the same, and the fill's bytes become
+// evictable once it completes and nobody plays it.
+func TestFillInProgressCountedOnce(t *testing.T) {
+	s := diskNodes(t, DefaultConfig().Policy)
+	a := s.Node("a").Index
+	rep := Report{DiskFreeBytes: 1e6, DiskFreeKnown: true, Titles: []Holding{
+		{Title: "filling", Bytes: 1.5e6, Filling: true}, {Title: "old", Bytes: 1e6}}}
+	for i := range 3 {
+		if err := s.Heartbeat("a", rep, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := roomBytes(s.Nodes[a]); got != 2e6 {
+			t.Fatalf("report %d: room %d with 1 MB free and 1 MB evictable, want 2000000", i, got)
+		}
+	}
+	rep.Titles[0].Filling = false
+	if err := s.Heartbeat("a", rep, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := roomBytes(s.Nodes[a]); got != 3.5e6 {
+		t.Fatalf("room %d with the fill complete and unplayed, want 3500000", got)
+	}
+}
