@@ -14,6 +14,8 @@ func cdpCmd() *cobra.Command {
 		Use:   "cdp",
 		Short: "Run the origin (CDP): the catalog of MPEG-TS titles served in ranges over gRPC",
 		RunE: func(*cobra.Command, []string) error {
+			h := catchHangups() // from now: a SIGHUP while the origin reads its titles does not kill it
+			defer h.stop()
 			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
@@ -28,7 +30,7 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer onHangup("reading the title directory", "dir", s.Dir, s.Reload)()
+			h.handle("reading the title directory", "dir", s.Dir, s.Reload)
 			return runUntilSignal(s)
 		},
 	}

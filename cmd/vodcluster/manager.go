@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +22,8 @@ func managerCmd() *cobra.Command {
 		Use:   "manager",
 		Short: "Run the manager: RTSP/HTTP front door (acm), scheduler (lsm), storage manager (smm), gRPC for nodes and vodctl",
 		RunE: func(*cobra.Command, []string) error {
+			h := catchHangups() // from now: a SIGHUP while the manager starts does not kill it
+			defer h.stop()
 			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
@@ -36,7 +36,7 @@ func managerCmd() *cobra.Command {
 				return err
 			}
 			logStartWarnings(cfg.Manager.startWarnings())
-			defer reloadOnHangup(m.users, m.Manager)()
+			handleManagerHangups(h, m.users, m.Manager)
 			return runUntilSignal(m)
 		},
 	}
@@ -184,34 +184,19 @@ type managerProcess struct {
 // records file (log rotation) at every SIGHUP until the returned stop is
 // called.
 func reloadOnHangup(users *boss.WatchedFile, m *acm.Manager) (stop func()) {
-	return onHangup("reading the users file (and reopening the session records file)", "file", users.Path(), func() error {
+	h := catchHangups()
+	handleManagerHangups(h, users, m)
+	return h.stop
+}
+
+// handleManagerHangups makes every SIGHUP h catches, one caught before
+// included, read the users file again and reopen the session records
+// file (log rotation).
+func handleManagerHangups(h *hangups, users *boss.WatchedFile, m *acm.Manager) {
+	h.handle("reading the users file (and reopening the session records file)", "file", users.Path(), func() error {
 		err := users.Reload()
 		return errors.Join(err, m.ReopenSessionRecords())
 	})
-}
-
-// onHangup calls reload (which logs its own failures) at every SIGHUP,
-// after logging what it does on which path, until the returned stop is
-// called.
-func onHangup(what, key, path string, reload func() error) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-				slog.Info("SIGHUP: "+what, key, path)
-				_ = reload() // logged, the state before kept
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-	}
 }
 
 // Start starts the manager; on error the store is closed too.

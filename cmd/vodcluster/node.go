@@ -18,6 +18,8 @@ func nodeCmd() *cobra.Command {
 		Use:   "node",
 		Short: "Run a VOD node: RTSP/RTP and HTTP delivery of MPEG-TS titles, filled from the origin",
 		RunE: func(*cobra.Command, []string) error {
+			h := catchHangups() // from now: a SIGHUP while the node starts does not kill it
+			defer h.stop()
 			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
@@ -33,7 +35,7 @@ func nodeCmd() *cobra.Command {
 				return err
 			}
 			logStartWarnings(cfg.Node.startWarnings())
-			defer nodeOnHangup(path)()
+			nodeHangups(h, path)
 			return runUntilSignal(n)
 		},
 	}
@@ -42,14 +44,14 @@ func nodeCmd() *cobra.Command {
 	return cmd
 }
 
-// nodeOnHangup logs at every SIGHUP, until the returned stop is called,
-// that the node has nothing to reload, and the node goes on serving: its
+// nodeHangups makes every SIGHUP h catches, one caught before included,
+// log that the node has nothing to reload, and the node goes on serving: its
 // TLS certificates are already read again when their files change, and
 // every other setting takes a restart. Without it a SIGHUP (pkill -HUP
 // vodcluster on a host that runs a manager or an origin too, which reload
 // on it) ended the node without a word and cut its viewers.
-func nodeOnHangup(configPath string) (stop func()) {
-	return onHangup("nothing to reload, serving on (TLS certificates are read again when their files change; other node settings take a restart)",
+func nodeHangups(h *hangups, configPath string) {
+	h.handle("nothing to reload, serving on (TLS certificates are read again when their files change; other node settings take a restart)",
 		"config", configPath, func() error { return nil })
 }
 

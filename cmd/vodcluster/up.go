@@ -59,6 +59,18 @@ func upCmd() *cobra.Command {
 				return fmt.Errorf("up: --max-sessions-per-user %d: want 1 or more, or -1 for no cap", maxSessions)
 			}
 			opts.MaxSessionsPerUser = maxSessions
+			// A hangup (the terminal running make run closed) stops up as
+			// Ctrl-C does: without a handler it killed the process, and
+			// the temporary data directory, secrets included, stayed.
+			// Under nohup (SIGHUP ignored) it keeps running. Caught from
+			// before the directory is made: one while the cluster starts
+			// (a second or more) stops it once started.
+			stopOn := []os.Signal{os.Interrupt, syscall.SIGTERM}
+			if !signal.Ignored(syscall.SIGHUP) {
+				stopOn = append(stopOn, syscall.SIGHUP)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopOn...)
+			defer stop()
 			// With --once a temporary data directory is gone when up
 			// returns: the banner names no file in it to use later.
 			gone := once && dataDir == ""
@@ -93,19 +105,13 @@ func upCmd() *cobra.Command {
 			}
 			defer c.Close()
 
-			// A hangup (the terminal running make run closed) stops up as
-			// Ctrl-C does: without a handler it killed the process, and
-			// the temporary data directory, secrets included, stayed.
-			// Under nohup (SIGHUP ignored) it keeps running.
-			stopOn := []os.Signal{os.Interrupt, syscall.SIGTERM}
-			if !signal.Ignored(syscall.SIGHUP) {
-				stopOn = append(stopOn, syscall.SIGHUP)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), stopOn...)
-			defer stop()
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			err = c.waitNodes(wctx, opts.Nodes)
 			cancel()
+			if ctx.Err() != nil { // a signal while the cluster started
+				fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
+				return c.Close()
+			}
 			if err != nil {
 				return err
 			}
