@@ -41,6 +41,19 @@ func TestRangeFormatStatusDocumented(t *testing.T) {
 	if r := row("| 501 Not Implemented |"); !strings.Contains(r, "`clock=`") || !strings.Contains(r, "§12.29") {
 		t.Errorf("the 501 row does not name clock= (RFC 2326 §12.29): %s", r)
 	}
+	// The SMPTE types of RFC 2326 §3.5 the node plays from are named
+	// where the formats are: the 501 row read "any other than npt= and
+	// smpte=", as if smpte-25= and smpte-30-drop= were refused.
+	for _, v := range []string{"smpte-25=0:00:10:05-", "smpte-30-drop=0:00:10-0:00:20", "SMPTE-25=0:00:01-"} {
+		if _, _, err := parseRange(base.HeaderValue{v}, false); err != nil {
+			t.Errorf("%s: %v, want it played", v, err)
+		}
+	}
+	for _, prefix := range []string{"| 501 Not Implemented |", "| 457 Invalid Range |"} {
+		if r := row(prefix); !strings.Contains(r, "`smpte-25=`") || !strings.Contains(r, "`smpte-30-drop=`") {
+			t.Errorf("the row %q does not name smpte-25= and smpte-30-drop=, formats the node plays from: %s", prefix, r)
+		}
+	}
 	if r := row("| 457 Invalid Range |"); strings.Contains(r, "clock") || strings.Contains(r, "unreadable") {
 		t.Errorf("the 457 row claims the range formats the node answers 501: %s", r)
 	}
