@@ -30,8 +30,7 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h.handle("reading the title directory", "dir", s.Dir, s.Reload)
-			return runUntilSignal(s)
+			return runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) })
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section cdp:)")

@@ -15,7 +15,8 @@ import (
 // reload`, logrotate's postrotate, `pkill -HUP vodcluster`) does not kill
 // the process: systemd counts a death by SIGHUP as a clean exit, which
 // Restart=on-failure does not restart. What a SIGHUP does is set once the
-// server is built (handle); one caught before waits for it.
+// server has started (handle, from runUntilSignal); one caught before
+// waits for it, so that a reload does not run into the start.
 type hangups struct {
 	ch   chan os.Signal
 	done chan struct{}

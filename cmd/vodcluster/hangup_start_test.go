@@ -165,3 +165,63 @@ func TestUpStopsOnHangupWhileStarting(t *testing.T) {
 		})
 	}
 }
+
+// A SIGHUP caught while the manager starts is handled once it has
+// started (its users file read again, its session records file
+// reopened), not while its Start opens that file.
+func TestManagerHangupWhileStartingHandledOnceStarted(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("SIGHUP is ignored (nohup)")
+	}
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "users.yaml")
+	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "manager.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child, out, exited := startHelper(t, nil, "manager", "--config", fifo)
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // once the child reads its configuration
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(w, "manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  grpc_listen: 127.0.0.1:0\n"+
+		"  data_dir: %s\n  secret_file: %s\n  users_file: %s\n  session_records_file: %s\n",
+		filepath.Join(dir, "data"), secret, users, filepath.Join(dir, "sessions.jsonl"))
+	w.Close()
+	const hup = "SIGHUP: reading the users file"
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), hup) {
+		select {
+		case err := <-exited:
+			t.Fatalf("manager ended: %v\n%s", err, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 30 s:\n%s", hup, out.String())
+		}
+	}
+	if s, h := strings.Index(out.String(), "msg=\"manager started\""), strings.Index(out.String(), hup); s < 0 || h < s {
+		t.Fatalf("the SIGHUP caught while the manager started was handled before it had started:\n%s", out.String())
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("manager after SIGTERM: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("manager still running 30 s after SIGTERM:\n%s", out.String())
+	}
+}

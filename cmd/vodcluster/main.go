@@ -57,10 +57,15 @@ type service interface {
 	Close() error
 }
 
-// runUntilSignal starts s, waits for SIGINT or SIGTERM, then closes it.
-func runUntilSignal(s service) error {
+// runUntilSignal starts s, calls started (when not nil: what a SIGHUP
+// does is set then, one caught while s started handled once it has), waits
+// for SIGINT or SIGTERM, then closes it.
+func runUntilSignal(s service, started func()) error {
 	if err := s.Start(); err != nil {
 		return err
+	}
+	if started != nil {
+		started()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -36,8 +36,7 @@ func managerCmd() *cobra.Command {
 				return err
 			}
 			logStartWarnings(cfg.Manager.startWarnings())
-			handleManagerHangups(h, m.users, m.Manager)
-			return runUntilSignal(m)
+			return runUntilSignal(m, func() { handleManagerHangups(h, m.users, m.Manager) })
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section manager:)")

@@ -35,8 +35,7 @@ func nodeCmd() *cobra.Command {
 				return err
 			}
 			logStartWarnings(cfg.Node.startWarnings())
-			nodeHangups(h, path)
-			return runUntilSignal(n)
+			return runUntilSignal(n, func() { nodeHangups(h, path) })
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")
