@@ -9,22 +9,25 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// A fill that ends is reported to the manager at once, not at the next
-// heartbeat: the manager counts the origin's channels in use from the
-// load reports, and viewers waiting in its queue for a channel were held
-// up to an interval (a second by default) after the fill had freed it.
-// The heartbeat here is an hour, so only the report the fill's end sends
-// can say the title is complete.
+// A fill that ends is reported to the manager before the next heartbeat:
+// the manager counts the origin's channels in use from the load reports,
+// and viewers waiting in its queue for a channel were held up to an
+// interval (a second by default) after the fill had freed it. The report
+// goes half an interval after the one before at the earliest, so that
+// reports stay that far apart (a session missing from two in a row is
+// ended by the manager as one whose ENDED was lost).
 func TestFillEndReportedAtOnce(t *testing.T) {
+	const interval = 6 * time.Second
 	o := newFakeOrigin(t)
 	m := newFakeManager()
-	m.interval = time.Hour
+	m.interval = interval
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), func(n *Node) {
 		n.ManagerAddr = maddr
-		n.HeartbeatInterval = time.Hour
+		n.HeartbeatInterval = interval
 	})
 	waitFor(t, 10*time.Second, "the report at registration", func() bool { return m.lastReport() != nil })
+	first := m.lastReport().GetAtUnixMs()
 	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: "sample-002"}}}
 	waitComplete(t, n, "sample-002")
 	waitFor(t, 10*time.Second, "a report of the fill's end", func() bool {
@@ -32,14 +35,18 @@ func TestFillEndReportedAtOnce(t *testing.T) {
 		return st != nil && !st.GetFilling()
 	})
 	r := m.lastReport()
-	if st := titleIn(r, "sample-002"); st == nil || st.GetFilling() || st.GetStoredBytes() != st.GetSizeBytes() ||
+	if st := titleIn(r, "sample-002"); st.GetStoredBytes() != st.GetSizeBytes() ||
 		st.GetSizeBytes() != int64(len(o.titles["sample-002"])) || r.GetActiveFills() != 0 {
 		t.Fatalf("report after the fill: %v, active fills %d", st, r.GetActiveFills())
 	}
+	if after := time.Duration(r.GetAtUnixMs()-first) * time.Millisecond; after >= interval*5/6 {
+		t.Errorf("the fill's end reported %v after the report before it: at the next heartbeat (%v)", after, interval)
+	}
 	m.mu.Lock()
-	reports := len(m.reports)
-	m.mu.Unlock()
-	if reports > 3 { // registration, the fill's start is not reported, its end is
-		t.Errorf("%d reports for one fill with an hour's heartbeat", reports)
+	defer m.mu.Unlock()
+	for i := 1; i < len(m.reports); i++ {
+		if gap := time.Duration(m.reports[i].GetAtUnixMs()-m.reports[i-1].GetAtUnixMs()) * time.Millisecond; gap < interval/2-100*time.Millisecond {
+			t.Errorf("reports %d and %d %v apart, under half the interval %v", i-1, i, gap, interval)
+		}
 	}
 }

@@ -214,30 +214,47 @@ func (m *managerLink) session() error {
 		if err := hb.Send(m.loadReportAt(remeasure)); err != nil {
 			return err
 		}
+		sent := time.Now()
 		remeasure = true
-		select {
-		case <-m.ctx.Done():
-			hb.CloseSend()
-			return m.ctx.Err()
-		case <-m.leaving:
-			hb.CloseSend() // goodbye: the manager ends the stream
+		// soon is the report a fill's end asks for (fillEnded): the
+		// manager counts the origin's channels in use and the replicas
+		// filling from these reports, so it hears of the end now rather
+		// than up to an interval later, when viewers may wait in its
+		// queue for that channel. It goes half an interval after the
+		// report before it at the earliest, and the next tick a whole
+		// interval after it, so that reports stay at least half an
+		// interval apart: the manager ends a session missing from two
+		// reports in a row (its ENDED lost), and a session's ENDED has
+		// that long to arrive. Its egress is the last tick's.
+		var soon <-chan time.Time
+	wait:
+		for {
 			select {
-			case <-recvErr:
-			case <-time.After(2 * time.Second):
+			case <-m.ctx.Done():
+				hb.CloseSend()
+				return m.ctx.Err()
+			case <-m.leaving:
+				hb.CloseSend() // goodbye: the manager ends the stream
+				select {
+				case <-recvErr:
+				case <-time.After(2 * time.Second):
+				}
+				close(m.left)
+				<-m.ctx.Done()
+				return m.ctx.Err()
+			case err := <-recvErr:
+				return err
+			case <-m.n.fillEnded:
+				if soon == nil {
+					soon = time.After(max(interval/2-time.Since(sent), 0))
+				}
+			case <-soon:
+				remeasure = false
+				t.Reset(interval)
+				break wait
+			case <-t.C:
+				break wait
 			}
-			close(m.left)
-			<-m.ctx.Done()
-			return m.ctx.Err()
-		case err := <-recvErr:
-			return err
-		case <-m.n.fillEnded:
-			// A fill ended: the manager counts the origin's channels in
-			// use and the replicas filling from these reports, so it
-			// hears of it now rather than up to an interval later, when
-			// viewers may have waited in its queue for that channel. The
-			// egress stays measured over the ticker's interval.
-			remeasure = false
-		case <-t.C:
 		}
 	}
 }
