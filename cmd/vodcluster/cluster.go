@@ -45,6 +45,10 @@ type clusterOptions struct {
 	// MaxSessionsPerUser caps each subscriber's live sessions
 	// (acm.Manager.MaxSessionsPerUser: 0 = acm's default, -1 = no cap).
 	MaxSessionsPerUser int
+	// RequestsPerUser and MaxConnsPerAddr are the manager's
+	// (acm.Manager: 0 = acm's default, -1 = no limit).
+	RequestsPerUser int
+	MaxConnsPerAddr int
 
 	OriginSetupDelay   time.Duration // per origin transfer
 	OriginRateBps      int64         // per origin transfer, bit/s
@@ -155,6 +159,8 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		Scheduler:     sched,
 		// 0: acm's default.
 		MaxSessionsPerUser: opts.MaxSessionsPerUser,
+		RequestsPerUser:    opts.RequestsPerUser,
+		MaxConnsPerAddr:    opts.MaxConnsPerAddr,
 		// The planner counts on the origin's channels.
 		OriginChannels: opts.OriginMaxTransfers,
 		Logger:         opts.Logger.With("component", "manager"),

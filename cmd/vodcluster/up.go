@@ -38,6 +38,8 @@ func upCmd() *cobra.Command {
 		quiet        bool
 		once         bool
 		maxSessions  int
+		maxRequests  int
+		maxConns     int
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -49,7 +51,10 @@ func upCmd() *cobra.Command {
 			"cluster is up and prints what was received.\n\n" +
 			"The demo subscriber may hold --max-sessions-per-user sessions at once (8, a household's\n" +
 			"players; the manager's max_sessions_per_user): to try more viewers at a time, raise it\n" +
-			"(-1: no cap), or the viewers past it get RTSP 403 / HTTP 429.",
+			"(-1: no cap), or the viewers past it get RTSP 403 / HTTP 429. A load generator playing\n" +
+			"hundreds of viewers as demo from one address also meets --requests-per-user (20 requests\n" +
+			"at once, then 2 a second: RTSP 503 / HTTP 429) and --max-conns-per-addr (256 open\n" +
+			"connections): -1 lifts each.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkUpFlags(opts, play, playDuration, transport, once); err != nil {
@@ -59,6 +64,15 @@ func upCmd() *cobra.Command {
 				return fmt.Errorf("up: --max-sessions-per-user %d: want 1 or more, or -1 for no cap", maxSessions)
 			}
 			opts.MaxSessionsPerUser = maxSessions
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"requests-per-user", maxRequests}, {"max-conns-per-addr", maxConns}} {
+				if f.v == 0 || f.v < -1 {
+					return fmt.Errorf("up: --%s %d: want 1 or more, or -1 for no limit", f.name, f.v)
+				}
+			}
+			opts.RequestsPerUser, opts.MaxConnsPerAddr = maxRequests, maxConns
 			// A hangup (the terminal running make run closed) stops up as
 			// Ctrl-C does: without a handler it killed the process, and
 			// the temporary data directory, secrets included, stayed.
@@ -163,6 +177,8 @@ func upCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
 	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
 	f.IntVar(&maxSessions, "max-sessions-per-user", acm.DefaultMaxSessionsPerUser, "sessions the demo subscriber may hold at once (max_sessions_per_user; more viewers get RTSP 403 / HTTP 429); -1: no cap")
+	f.IntVar(&maxRequests, "requests-per-user", acm.DefaultRequestsPerUser, "title requests the demo subscriber may make at once, then one each refill (requests_per_user; more get RTSP 503 / HTTP 429); -1: no limit")
+	f.IntVar(&maxConns, "max-conns-per-addr", acm.DefaultMaxConnsPerAddr, "open front-door connections per client address (max_conns_per_addr; more are closed at accept); -1: no limit")
 	return cmd
 }
 

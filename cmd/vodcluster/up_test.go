@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -84,6 +85,8 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--play", "sample-001", "--transport", "foo"},
 		{"--once"},
 		{"--max-sessions-per-user", "0"}, {"--max-sessions-per-user", "-2"},
+		{"--requests-per-user", "0"}, {"--requests-per-user", "-2"},
+		{"--max-conns-per-addr", "0"}, {"--max-conns-per-addr", "-2"},
 		{"--rtsp-port", "70000"}, {"--grpc-port", "-5"}, {"--metrics-port", "-7"},
 		// two of the manager's listeners on one port: the second failed
 		// with "address already in use", as if another process held it
@@ -139,21 +142,21 @@ func TestUpRefusesOnePortTwice(t *testing.T) {
 	}
 }
 
-// up --max-sessions-per-user N lets the demo subscriber hold N sessions
-// at once: N viewers of the front door's HTTP are sent to a node, the
-// next one is refused (429), where the default would refuse the 9th.
-func TestUpMaxSessionsPerUser(t *testing.T) {
-	const limit = 12
+// startUp runs `vodcluster up` with args on free ports (metrics off,
+// quiet) until the test ends, and returns the front door's HTTP address
+// and up's output once the cluster is up.
+func startUp(t *testing.T, args ...string) (front string, out *logtest.Buffer) {
+	t.Helper()
 	cmd := upCmd()
-	out := &logtest.Buffer{}
+	out = &logtest.Buffer{}
 	cmd.SetOut(out)
 	cmd.SetErr(out)
-	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
-		"--quiet", "--origin-channels", "16", "--max-sessions-per-user", strconv.Itoa(limit)}) // a fill each: 13 titles
+	cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+		"--quiet"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -163,14 +166,12 @@ func TestUpMaxSessionsPerUser(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Errorf("up still running 30 s after its context ended")
 		}
-	}()
+	})
 	frontRE := regexp.MustCompile(`front door HTTP  http://(\S+)/vod/`)
-	var front string
-	for deadline := time.Now().Add(60 * time.Second); front == ""; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		s := out.String()
 		if m := frontRE.FindStringSubmatch(s); m != nil && strings.Contains(s, "cluster is up") {
-			front = m[1]
-			break
+			return m[1], out
 		}
 		select {
 		case err := <-done:
@@ -181,6 +182,14 @@ func TestUpMaxSessionsPerUser(t *testing.T) {
 			t.Fatalf("up not up within 60 s:\n%s", out.String())
 		}
 	}
+}
+
+// up --max-sessions-per-user N lets the demo subscriber hold N sessions
+// at once: N viewers of the front door's HTTP are sent to a node, the
+// next one is refused (429), where the default would refuse the 9th.
+func TestUpMaxSessionsPerUser(t *testing.T) {
+	const limit = 12
+	front, out := startUp(t, "--origin-channels", "16", "--max-sessions-per-user", strconv.Itoa(limit)) // a fill each: 13 titles
 	if want := fmt.Sprintf("at most %d sessions at once: --max-sessions-per-user", limit); !strings.Contains(out.String(), want) {
 		t.Errorf("banner lacks %q:\n%s", want, out.String())
 	}
@@ -203,5 +212,82 @@ func TestUpMaxSessionsPerUser(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Fatalf("viewer %d of a subscriber limited to %d: %s, want %d", i, limit, resp.Status, want)
 		}
+	}
+}
+
+// up's --requests-per-user and --max-conns-per-addr reach the manager: a
+// load generator playing many viewers as demo from one address met the
+// request limit (20 at once, then 2 a second: 269 of 300 viewers got 429
+// or 503) and up had no flag to lift it. With -1, 40 requests at once are
+// all sent to a node; 45 connections from one address are open at a
+// limit of 45, and a 46th is closed at accept while another address connects.
+func TestUpLoadLimitsLifted(t *testing.T) {
+	front, _ := startUp(t, "--max-sessions-per-user", "-1", "--requests-per-user", "-1", "--max-conns-per-addr", "45")
+	const n = 40
+	codes := make(chan int, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			req, err := http.NewRequest(http.MethodGet, "http://"+front+"/vod/sample-001.ts", nil)
+			if err != nil {
+				errs <- err
+				codes <- 0
+				return
+			}
+			req.SetBasicAuth(demoUser, demoPassword)
+			// From 127.0.0.3, apart from the connections counted below.
+			tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}).DialContext}
+			client := &http.Client{Timeout: 20 * time.Second, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- err
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for i := range n {
+		if c := <-codes; c == 0 {
+			t.Fatalf("request %d of %d at once: %v", i+1, n, <-errs)
+		} else if c != http.StatusFound {
+			t.Fatalf("request %d of %d at once with --requests-per-user -1: status %d, want 302", i+1, n, c)
+		}
+	}
+	dial := func(ip net.IP) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", front)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// closed reports whether the server closed c: an HTTP request on it
+	// gets no answer.
+	closed := func(c net.Conn) bool {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return true
+		}
+		var b [1]byte
+		_, err := c.Read(b[:])
+		return err != nil
+	}
+	held := make([]net.Conn, 45)
+	for i := range held {
+		held[i] = dial(net.IPv4(127, 0, 0, 2))
+	}
+	for i, c := range held {
+		if closed(c) {
+			t.Fatalf("connection %d of 45 at --max-conns-per-addr 45 closed", i+1)
+		}
+	}
+	if !closed(dial(net.IPv4(127, 0, 0, 2))) {
+		t.Fatal("a 46th connection from one address open at --max-conns-per-addr 45")
+	}
+	if closed(dial(net.IPv4(127, 0, 0, 4))) {
+		t.Fatal("another address's connection closed")
 	}
 }
