@@ -85,7 +85,7 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 		out.Nodes = append(out.Nodes, m.nodeInfoLocked(n))
 	}
 	m.mu.Unlock()
-	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].NodeId < out.Nodes[j].NodeId })
+	sort.Slice(out.Nodes, func(i, j int) bool { return nodeIDLess(out.Nodes[i].NodeId, out.Nodes[j].NodeId) })
 	return out, nil
 }
 

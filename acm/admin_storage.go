@@ -94,7 +94,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		if a.TitleId != b.TitleId {
 			return a.TitleId < b.TitleId
 		}
-		return a.NodeId < b.NodeId
+		return nodeIDLess(a.NodeId, b.NodeId)
 	})
 	return out, nil
 }
@@ -114,7 +114,7 @@ func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsR
 func sortFills(fs []*pb.Fill) {
 	sort.Slice(fs, func(i, j int) bool {
 		if fs[i].NodeId != fs[j].NodeId {
-			return fs[i].NodeId < fs[j].NodeId
+			return nodeIDLess(fs[i].NodeId, fs[j].NodeId)
 		}
 		return fs[i].TitleId < fs[j].TitleId
 	})

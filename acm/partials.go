@@ -113,7 +113,7 @@ func (m *Manager) partialListLocked(node, title string) []*pb.NodePartial {
 		if out[i].TitleId != out[j].TitleId {
 			return out[i].TitleId < out[j].TitleId
 		}
-		return out[i].NodeId < out[j].NodeId
+		return nodeIDLess(out[i].NodeId, out[j].NodeId)
 	})
 	return out
 }
