@@ -50,3 +50,41 @@ func TestFillEndReportedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Fills ending more often than every half interval (a burst of prefetches,
+// many cold titles) each ask for an early report, and each early report put
+// the tick off an interval: the tick never came, and the egress stayed the
+// one measured at registration (0) while the node sent bytes. It is
+// measured anew once an interval has passed since the last measure.
+func TestEgressMeasuredWhileFillsKeepEnding(t *testing.T) {
+	const interval = time.Second
+	m := newFakeManager()
+	m.interval = interval
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = interval
+	})
+	waitFor(t, 10*time.Second, "the report at registration", func() bool { return m.lastReport() != nil })
+	// Bytes sent and fills ending every quarter interval, for four
+	// intervals (bounded: 16 rounds).
+	tk := time.NewTicker(interval / 4)
+	defer tk.Stop()
+	for range 16 {
+		<-tk.C
+		n.httpBytes.Add(100_000) // 3.2 Mbit/s
+		select {
+		case n.fillEnded <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var measured bool
+	for _, r := range m.reports[1:] {
+		measured = measured || r.GetEgressBps() > 0
+	}
+	if !measured {
+		t.Fatalf("%d reports while the node sent 1.6 MB in %v, every one with egress 0", len(m.reports), 4*interval)
+	}
+}

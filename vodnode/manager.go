@@ -50,7 +50,7 @@ type managerLink struct {
 
 	lastBytes  int64
 	lastAt     time.Time
-	lastEgress int64 // bit/s, measured at the last tick
+	lastEgress int64 // bit/s, at the last measure (loadReportAt)
 }
 
 func newManagerLink(n *Node) (*managerLink, error) {
@@ -225,7 +225,8 @@ func (m *managerLink) session() error {
 		// interval after it, so that reports stay at least half an
 		// interval apart: the manager ends a session missing from two
 		// reports in a row (its ENDED lost), and a session's ENDED has
-		// that long to arrive. Its egress is the last tick's.
+		// that long to arrive. Its egress is the last measure's unless
+		// an interval has passed since it.
 		var soon <-chan time.Time
 	wait:
 		for {
@@ -249,7 +250,11 @@ func (m *managerLink) session() error {
 					soon = time.After(max(interval/2-time.Since(sent), 0))
 				}
 			case <-soon:
-				remeasure = false
+				// The tick is put off an interval, so fills ending every
+				// half interval would never let it come: the egress is
+				// measured anew once an interval has passed since the
+				// last measure (it stayed the last tick's for good).
+				remeasure = time.Since(m.lastAt) >= interval
 				t.Reset(interval)
 				break wait
 			case <-t.C:
