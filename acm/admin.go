@@ -201,12 +201,11 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 				}
 				ss[len(ss)-1].State = listedState(ns, s.Session)
 			}
-			if sn := m.sched.Node(s.Node); sn != nil && !sn.Alive {
-				// Its node died: the session waits restore_grace for it,
-				// its reservation released; whether its viewer still
-				// plays, no one knows. (One of a node not registered
-				// here since this manager started keeps its stored
-				// state.)
+			if s.restored && !s.reserved {
+				// No reservation, its node dead or not registered here
+				// since this manager started or took over: the session
+				// waits restore_grace for the node (tick ends it then);
+				// whether its viewer still plays, no one knows.
 				ss[len(ss)-1].State = listedOrphaned
 			}
 		}
@@ -303,12 +302,12 @@ func (m *Manager) notLeader(todo string) error {
 }
 
 // States ListSessions shows for a playing session as its node reports it,
-// and for any session of a node that is not alive (SessionInfo.state);
-// never stored.
+// and for any session without a reservation waiting restore_grace for its
+// node (SessionInfo.state); never stored.
 const (
 	listedPaused   = "paused"   // its RTSP client PAUSEd it (LoadReport.paused_sessions)
 	listedFinished = "finished" // its play reached the end of the title (LoadReport.finished_sessions)
-	listedOrphaned = "orphaned" // its node died: it ends unless the node is back within restore_grace
+	listedOrphaned = "orphaned" // its node died or has not registered since the manager started: it ends unless the node is back within restore_grace
 )
 
 // listedState is the state ListSessions shows for session s of node ns

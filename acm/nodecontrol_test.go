@@ -220,8 +220,13 @@ func TestRestartKeepsCatalogAndSessions(t *testing.T) {
 	if got := len(e2.sessions()); got != 3 {
 		t.Fatalf("%d sessions after restart, want 3", got)
 	}
-	if s := e2.session(a); s.State != store.StatePlaying || s.User != "demo" || s.NodeId != "n1" {
-		t.Fatalf("restored %+v", s)
+	// Its node not registered again, each session is an orphan (no
+	// reservation, it ends after restore_grace) and listed so, as one of
+	// a dead node; it is listed by its state again once the node is back.
+	for _, id := range []string{a, b, c} {
+		if s := e2.session(id); s.State != listedOrphaned || s.User != "demo" || s.NodeId != "n1" {
+			t.Fatalf("restored %+v, want state %q", s, listedOrphaned)
+		}
 	}
 	// The node comes back: reservations are rebuilt; its first heartbeat
 	// lists a only, so b (playing, gone from the node) ends, while c
@@ -229,6 +234,12 @@ func TestRestartKeepsCatalogAndSessions(t *testing.T) {
 	n2 := e2.registerOnly("n1", a)
 	if got := e2.reserved("n1"); got != 3*titleBps {
 		t.Fatalf("reserved after register %d, want %d", got, 3*titleBps)
+	}
+	if s := e2.session(a); s.State != store.StatePlaying {
+		t.Fatalf("after register %+v, want %q", s, store.StatePlaying)
+	}
+	if s := e2.session(c); s.State != store.StateAdmitted {
+		t.Fatalf("after register %+v, want %q", s, store.StateAdmitted)
 	}
 	n2.heartbeat()
 	t.Cleanup(n2.stop)
