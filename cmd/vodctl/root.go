@@ -185,15 +185,26 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.3f\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 			n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 			float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
-			float64(n.DiskFreeBytes)/1e9, float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
+			diskFreeGB(n.DiskFreeBytes), float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
 		if sited {
 			fmt.Fprintf(w, "\t%s", n.Site)
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// diskFreeGB is the DISK FREE(GB) cell of vodctl nodes for a node's
+// disk_free_bytes: GB with three decimals, or "unknown" when the node
+// could not measure it (-1: no disk_bytes, and its file system's free
+// space unknown; it was shown as -0.000).
+func diskFreeGB(b int64) string {
+	if b < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.3f", float64(b)/1e9)
 }
 
 func sessionsCmd(g *globals) *cobra.Command {
