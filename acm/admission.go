@@ -193,7 +193,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			m.log.Info("admission refused: origin unavailable and no node the viewer may use holds the title", "title", t.ID, "user", r.User, "site", req.Site)
 			return nil, errOriginDown
 		}
-		req.NoFill = true
+		// lsm keeps it to holders (Request.OriginDown), while it waits
+		// too: until the origin comes back (queuedOriginDown).
 	}
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any

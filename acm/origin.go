@@ -55,6 +55,7 @@ func (m *Manager) originLoop() {
 			failed = 0
 			if m.originDown.Swap(false) {
 				m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
+				m.queuedOriginDown(false)
 			}
 		case failed+1 < originDownAfter:
 			failed++
@@ -62,10 +63,26 @@ func (m *Manager) originLoop() {
 			failed++
 			m.origin.ResetConnectBackoff() // try the origin again at the next check, not after a backoff
 			if !m.originDown.Swap(true) {
+				m.queuedOriginDown(true)
 				m.log.Warn("origin unavailable: requests for titles no node holds are refused (503) until it answers",
 					withOriginHint(err, "origin", m.OriginAddr, "status", res.GetStatus().String(), "err", err)...)
 			}
 		}
+	}
+}
+
+// queuedOriginDown applies the origin's change to the requests waiting in
+// the admission queue (lsm.Scheduler.SetOriginDown): admitted while it was
+// down, they were kept to the nodes holding the title and, back up, may
+// now be placed with a fill (the queue is pumped at once); admitted while
+// it was up, they now wait for a holder rather than be placed with a fill
+// that cannot start.
+func (m *Manager) queuedOriginDown(down bool) {
+	m.mu.Lock()
+	m.sched.SetOriginDown(down)
+	m.mu.Unlock()
+	if !down {
+		m.kickPump()
 	}
 }
 

@@ -3,6 +3,7 @@ package lsm
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // While the origin is down (Request.OriginDown), a fill booked on a node
@@ -77,5 +78,37 @@ func TestOriginDownCountsOnlyReportedCopies(t *testing.T) {
 		if !s.Eligible(booked, &down) {
 			t.Fatalf("%s: origin down, the node whose report shows the fill is not eligible", p)
 		}
+	}
+}
+
+// A request queued while the origin is down (no node holds the title)
+// is placed with a fill once SetOriginDown(false) says it is back, and one
+// queued while it was up is kept to holders after SetOriginDown(true).
+func TestSetOriginDownAppliesToQueued(t *testing.T) {
+	s := diskNodes(t, "lall")
+	for _, id := range []string{"a", "b"} {
+		if err := s.Heartbeat(id, Report{Titles: []Holding{}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk, err := s.Admit(Request{Title: "t", Client: "c", Bitrate: 4e6, Bytes: 1e6, OriginDown: true}, t0.Add(time.Minute), t0)
+	if err != nil || tk.Done {
+		t.Fatalf("origin down, no holder: %+v, %v; want queued", tk, err)
+	}
+	if done := s.Pump(t0); len(done) != 0 {
+		t.Fatalf("origin down, no holder: %d placed", len(done))
+	}
+	s.SetOriginDown(false)
+	if done := s.Pump(t0); len(done) != 1 || !tk.Res.Fill || tk.Err != nil {
+		t.Fatalf("origin back: %+v; want placed with a fill", tk)
+	}
+	s.Release(tk.Res)
+	s.queue.items = append(s.queue.items, &Ticket{Req: Request{Title: "u", Client: "c", Bitrate: 4e6, Bytes: 1e6}, Deadline: t0.Add(time.Minute)})
+	s.SetOriginDown(true)
+	if !s.queue.items[0].Req.OriginDown {
+		t.Fatal("origin down: the queued request is not marked")
+	}
+	if done := s.Pump(t0); len(done) != 0 {
+		t.Fatalf("origin down, no holder of u: %+v placed", done[0])
 	}
 }

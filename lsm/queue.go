@@ -77,6 +77,18 @@ func (s *Scheduler) Pump(now time.Time) []*Ticket {
 	return done
 }
 
+// SetOriginDown sets Request.OriginDown to down on every waiting
+// request: the origin became unavailable (only nodes whose reports show
+// the title may take them: a fill placed now could not start) or
+// available again (a fill may start: a request admitted while it was down
+// is no longer kept to the holders it had then). The caller pumps the
+// queue after a change to available.
+func (s *Scheduler) SetOriginDown(down bool) {
+	for _, t := range s.queue.items {
+		t.Req.OriginDown = down
+	}
+}
+
 // NextDeadline returns the earliest deadline among waiting requests; ok is
 // false when none waits.
 func (s *Scheduler) NextDeadline() (d time.Time, ok bool) {
