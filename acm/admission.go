@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"vodcluster/acm/boss"
@@ -272,7 +273,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if errors.Is(tk.Err, errNoNodeInService) {
 		why := m.operatorHeldLocked(&tk.Req, m.now())
 		m.mu.Unlock()
-		m.log.Warn("admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
+		m.capRefusals.log(m.log, m.now(), refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
 		return nil, errNoNodeInService
 	}
 	if tk.Err != nil {
@@ -282,7 +283,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 		why, disk := m.refusalCauseLocked(t, site, req.Requires)
 		m.mu.Unlock()
-		m.log.Info("admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
+		m.capRefusals.log(m.log, m.now(), capacityReason(why, disk), slog.LevelInfo, "admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
 		if disk {
 			return nil, errNoDiskRoom

@@ -317,7 +317,10 @@ type Manager struct {
 	// refusalLog: refused subscriber tokens are logged at Info up to 1 a
 	// second (bursts of 10), the rest at Debug.
 	refusalLog *rate.Limiter
-	log        *slog.Logger
+	// capRefusals collapses the log lines of capacity refusals at the
+	// front door per reason (capacityNote).
+	capRefusals refusalNotes
+	log         *slog.Logger
 	// startedAt is when this manager became active (Start, or taking the
 	// planner lock as a standby): restored sessions whose node has not
 	// registered end RestoreGrace after it.

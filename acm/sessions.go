@@ -203,6 +203,7 @@ func (m *Manager) tickLoop() {
 }
 
 func (m *Manager) tick(now time.Time) {
+	m.capRefusals.flush(m.log, now) // a burst's count, once its window is over
 	var changed []*session
 	m.mu.Lock()
 	dead := m.sched.Tick(now)
