@@ -47,7 +47,11 @@ type refusalWindow struct {
 // reason by now.
 func summaryLocked(l *slog.Logger, reason string, w *refusalWindow, now time.Time) {
 	over := now.Sub(w.start).Round(time.Second)
-	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d requests for %s in the last %s (each at debug)", w.held, reason, over),
+	requests := "requests"
+	if w.held == 1 {
+		requests = "request"
+	}
+	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d %s for %s in the last %s (each at debug)", w.held, requests, reason, over),
 		"reason", reason, "refused", w.held, "over", over)
 }
 
