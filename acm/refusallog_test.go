@@ -72,7 +72,7 @@ func TestCapacityRefusalsCollapsed(t *testing.T) {
 	r.log(l, t0.Add(7*capacityNote), refusedNoNodeInService, slog.LevelWarn, "admission refused at once: drained", "user", "demo")
 	r.log(l, t0.Add(7*capacityNote), refusedNoBandwidth, slog.LevelInfo, "admission refused: after the lull", "user", "demo")
 	lines = infoLines(buf.String())
-	if len(lines) != 7 || !strings.Contains(lines[4], "refused 1 requests") ||
+	if len(lines) != 7 || !strings.Contains(lines[4], "refused 1 request for") ||
 		!strings.Contains(lines[5], "level=WARN") || !strings.Contains(lines[5], "drained") || !strings.Contains(lines[6], "after the lull") {
 		t.Fatalf("after a lull, want each refusal in full:\n%s", strings.Join(lines, "\n"))
 	}
