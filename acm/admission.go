@@ -165,7 +165,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// As for a new request below: the session's node would
 			// need a fill that cannot start.
 			m.mu.Unlock()
-			m.log.Info("same viewer refused: origin unavailable and no node the viewer may use has the title (its session's node would need a fill)",
+			m.capRefusals.log(m.log, m.now(), refusedOriginDown, slog.LevelInfo, "same viewer refused: origin unavailable and no node the viewer may use has the title (its session's node would need a fill)",
 				"title", t.ID, "user", r.User, "session", g.Session.ID, "node", g.Session.Node)
 			return nil, errOriginDown
 		}
@@ -191,7 +191,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		req.OriginDown = true
 		if m.sched.HoldersInServiceFor(&req) == 0 {
 			m.mu.Unlock()
-			m.log.Info("admission refused: origin unavailable and no node the viewer may use holds the title", "title", t.ID, "user", r.User, "site", req.Site)
+			m.capRefusals.log(m.log, m.now(), refusedOriginDown, slog.LevelInfo, "admission refused: origin unavailable and no node the viewer may use holds the title", "title", t.ID, "user", r.User, "site", req.Site)
 			return nil, errOriginDown
 		}
 		// lsm keeps it to holders (Request.OriginDown), while it waits
@@ -281,11 +281,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		if req.SiteOnly {
 			site = req.Site
 		}
-		why, disk := m.refusalCauseLocked(t, site, req.Requires)
+		why, reason := m.refusalCauseLocked(t, site, req.Requires)
 		m.mu.Unlock()
-		m.capRefusals.log(m.log, m.now(), capacityReason(why, disk), slog.LevelInfo, "admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
+		m.capRefusals.log(m.log, m.now(), reason, slog.LevelInfo, "admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
-		if disk {
+		if reason == refusedNoDiskRoom {
 			return nil, errNoDiskRoom
 		}
 		return nil, errNoBandwidth
@@ -520,10 +520,12 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 	return why
 }
 
-// refusalCauseLocked is refusalInLocked, and reports whether the cause
-// is disk room: a node could take the session but for a fill of the title
-// (errNoDiskRoom).
-func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (string, bool) {
+// refusalCauseLocked is refusalInLocked, with the reason of the refusal
+// its log lines are collapsed by (refusalNotes): refusedNoDiskRoom when a
+// node could take the session but for a fill of the title
+// (errNoDiskRoom), refusedOriginChannels when no node holds the title and
+// every origin channel is busy, refusedNoBandwidth otherwise.
+func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
 	for _, fr := range featureRefusals {
 		if requires&fr.f == 0 {
 			continue
@@ -536,14 +538,14 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 			}
 		}
 		if !offered {
-			return fr.why, false
+			return fr.why, refusedNoBandwidth
 		}
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		if site != "" {
-			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site), false
+			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site), refusedOriginChannels
 		}
-		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", false
+		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", refusedOriginChannels
 	}
 	which := "no node"
 	if site != "" {
@@ -556,7 +558,7 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 			}
 		}
 		if !inService {
-			return which + " is in service (alive, not drained, weight above 0)", false
+			return which + " is in service (alive, not drained, weight above 0)", refusedNoBandwidth
 		}
 	}
 	// The scheduler's admission rule (Eligible) without the disk, then
@@ -575,12 +577,12 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 	}
 	switch {
 	case lacksRoom && tooSmall:
-		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), true
+		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), refusedNoDiskRoom
 	case lacksRoom:
-		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned, or its file system, as its load reports give it, has too little free space)", true
+		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned, or its file system, as its load reports give it, has too little free space)", refusedNoDiskRoom
 	}
 	if site != "" {
-		return which + " has headroom for the title (egress, session cap, slow start or overload)", false
+		return which + " has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
 	}
-	return "no node in service has headroom for the title (egress, session cap, slow start or overload)", false
+	return "no node in service has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
 }

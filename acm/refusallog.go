@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 )
@@ -24,6 +23,7 @@ const (
 	refusedNoDiskRoom      = "no disk room"         // no node that could take it has disk room for the title (errNoDiskRoom)
 	refusedOriginChannels  = "origin channels busy" // no node holds the title, every origin channel taken by fills (storage.origin_channels)
 	refusedNoNodeInService = "no node in service"   // every node that could take it is drained or at weight 0 (errNoNodeInService)
+	refusedOriginDown      = "origin unavailable"   // the origin is down and no node the viewer may use has the title (errOriginDown)
 )
 
 // refusalNotes collapses the log lines of the front door's capacity
@@ -101,16 +101,4 @@ func (r *refusalNotes) flush(l *slog.Logger, now time.Time) {
 		summaryLocked(l, reason, w, now)
 		w.start, w.held = now, 0
 	}
-}
-
-// capacityReason is the reason of a refusal at the queue deadline whose
-// cause refusalCauseLocked gave as why and disk.
-func capacityReason(why string, disk bool) string {
-	switch {
-	case disk:
-		return refusedNoDiskRoom
-	case strings.Contains(why, "origin channel"):
-		return refusedOriginChannels
-	}
-	return refusedNoBandwidth
 }

@@ -78,20 +78,46 @@ func TestCapacityRefusalsCollapsed(t *testing.T) {
 	}
 }
 
-// The reason of a refusal at the queue deadline follows its cause.
-func TestCapacityReason(t *testing.T) {
-	for _, c := range []struct {
-		why  string
-		disk bool
-		want string
-	}{
-		{"no node in service has headroom for the title (egress, session cap, slow start or overload)", false, refusedNoBandwidth},
-		{"no node that could take the session has disk room for the title", true, refusedNoDiskRoom},
-		{"no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", false, refusedOriginChannels},
-	} {
-		if got := capacityReason(c.why, c.disk); got != c.want {
-			t.Errorf("%q %v: %q, want %q", c.why, c.disk, got, c.want)
+// Refusals while the origin is down (no node holds the title) are
+// collapsed as the capacity refusals are: 100 at once log one line above
+// debug, and the summary once the window is over carries the count.
+func TestOriginDownRefusalsCollapsed(t *testing.T) {
+	var buf logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	e.startNode("n1", nodeOpts{})
+	e.settled()
+	e.m.originDown.Store(true)
+	for i := range 100 {
+		_, err := e.m.admit(context.Background(), admitRequest{User: "demo", Title: "t1", ClientIP: "127.0.0.1",
+			Client: "127.0.0.1:40000", Protocol: store.ProtoRTSP})
+		if !errors.Is(err, errOriginDown) {
+			t.Fatalf("request %d: %v, want %v", i, err, errOriginDown)
 		}
+	}
+	above, debug, summary := 0, 0, ""
+	count := func() {
+		above, debug, summary = 0, 0, ""
+		for _, l := range strings.Split(buf.String(), "\n") {
+			switch {
+			case strings.Contains(l, "for origin unavailable in the last"):
+				summary = l
+			case !strings.Contains(l, "admission refused: origin unavailable"):
+			case strings.Contains(l, "level=DEBUG"):
+				debug++
+			default:
+				above++
+			}
+		}
+	}
+	count()
+	if above != 1 || debug != 99 {
+		t.Fatalf("%d refusals logged above debug, %d at debug; want 1 and 99:\n%s", above, debug, buf.String())
+	}
+	e.m.capRefusals.flush(e.m.log, e.m.now().Add(capacityNote))
+	if count(); !strings.Contains(summary, "refused=99") || strings.Contains(summary, "level=DEBUG") {
+		t.Fatalf("the summary %q, want the 99 refusals at debug counted", summary)
 	}
 }
 
