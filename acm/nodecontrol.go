@@ -361,7 +361,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			ns.steady = steadyState{print: print, epoch: sn.ViewEpoch(), gen: catGen}
 		}
 	}
-	ns.reported, ns.diskFree = true, free
+	ns.reported, ns.diskFree, ns.diskUnknown = true, free, !known
 	if r.GetDiskFault() != ns.diskFault {
 		ns.diskFault = r.GetDiskFault()
 		if ns.diskFault {

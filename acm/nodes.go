@@ -26,13 +26,14 @@ type nodeState struct {
 	streamCancel context.CancelFunc // ends the current stream's command sender
 	awaitFirst   bool               // the next report is the first since Register
 
-	reports   uint64                     // load reports received
-	reported  bool                       // Register or a load report gave the free disk
-	diskFault bool                       // the last report said the node cannot write its title cache
-	diskFree  int64                      // bytes, last report minus fills ordered since
-	titles    map[string]*pb.StoredTitle // last report, adjusted by commands since
-	sessions  map[string]*session        // live sessions placed on the node
-	active    map[string]int             // title -> live sessions of it on the node
+	reports     uint64                     // load reports received
+	reported    bool                       // Register or a load report gave the free disk
+	diskFault   bool                       // the last report said the node cannot write its title cache
+	diskFree    int64                      // bytes, last report minus fills ordered since
+	diskUnknown bool                       // the last report gave the free disk unknown (-1): diskFree counts unknownDiskFree
+	titles      map[string]*pb.StoredTitle // last report, adjusted by commands since
+	sessions    map[string]*session        // live sessions placed on the node
+	active      map[string]int             // title -> live sessions of it on the node
 	// titlesShared, activeShared, hitsShared: the map is read by a plan
 	// in progress (share), copied before it changes.
 	titlesShared, activeShared, hitsShared bool

@@ -238,7 +238,11 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) boo
 
 // chooseNodeLocked picks the node for an operator's prefetch of t that
 // names none (mu held): the Replicator's ChooseNode, or without one the
-// node in service lacking t with the most free disk.
+// node in service lacking t with the most free disk: a node that
+// measured its free disk before one that reports it unknown (whose
+// diskFree, unknownDiskFree, would otherwise always win), those among
+// themselves by their budget left (disk_bytes less the bytes stored or
+// filling there; ties by node id).
 // NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
 // every node in service holds or fills it, RESOURCE_EXHAUSTED when no
 // node can take it.
@@ -265,14 +269,18 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		}
 		return id, nil
 	}
-	id, best := "", int64(-1)
+	id, best, bestKnown := "", int64(0), false
 	for nid, ns := range m.nodes {
 		n := m.sched.Node(nid)
 		if n == nil || !m.sched.InService(n) || ns.titles[t.ID] != nil {
 			continue
 		}
-		if ns.diskFree > best || (ns.diskFree == best && nid < id) {
-			id, best = nid, ns.diskFree
+		free, known := ns.diskFree, !ns.diskUnknown
+		if !known {
+			free = n.Capacity.DiskBytes - n.StoredBytes
+		}
+		if id == "" || (known && !bestKnown) || (known == bestKnown && (free > best || (free == best && nid < id))) {
+			id, best, bestKnown = nid, free, known
 		}
 	}
 	if id == "" {
