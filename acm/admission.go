@@ -138,6 +138,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// waits in the queue, or as it returns.
 	var g *grant
 	var endedHere []*session
+	var moving *session // the same viewer's session moved, ended once the new one is placed
 	defer func() { m.persistAll(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
 		g, endedHere = m.sameHTTPViewerLocked(r, t.ID, now)
@@ -152,13 +153,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		case here:
 		case elsewhere && g.Session.State == store.StateAdmitted:
 			// The session's node would need a fill that cannot start,
-			// and its viewer never reached it: the session ends and the
-			// viewer is admitted anew below, on a node that has the title.
+			// and its viewer never reached it: the viewer is admitted
+			// anew below, on a node that has the title, and the session
+			// ends once that admission has placed it (moveLocked); a
+			// refusal keeps it, for when the origin returns.
 			if s := m.sessions[g.Session.ID]; s != nil {
-				m.log.Info("same viewer moved: origin unavailable, its session's node would need a fill, another node has the title",
-					"title", t.ID, "user", r.User, "session", s.ID, "node", s.Node)
-				m.endOrderedLocked([]*session{s}, reasonMovedOriginDown, now)
-				endedHere = append(endedHere, s)
+				moving = s
 				g = nil
 			}
 		case !elsewhere:
@@ -206,8 +206,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// leave the paused viewer its session.
 	// The sessions it supersedes are persisted with the stranded ones
 	// (endedHere).
-	if limit := m.MaxSessionsPerUser; limit > 0 && m.userSessions[r.User]+m.userPending[r.User] >= limit {
-		superseded := m.supersedeIdleLocked(r.User, m.userSessions[r.User]+m.userPending[r.User], limit, now)
+	// A session being moved (moving) is not counted: the new one replaces it.
+	held := m.userSessions[r.User] + m.userPending[r.User]
+	if moving != nil {
+		held--
+	}
+	if limit := m.MaxSessionsPerUser; limit > 0 && held >= limit {
+		superseded := m.supersedeIdleLocked(r.User, held, limit, now)
 		if superseded == nil {
 			m.mu.Unlock()
 			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
@@ -309,6 +314,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
+	endedHere = append(endedHere, m.moveLocked(moving, s, now)...)
 	ns.admissions++
 	m.recordLocked(ns, t, now)
 	if res.Fill {

@@ -133,6 +133,21 @@ func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) (here,
 // title another node has: the viewer is admitted anew there.
 const reasonMovedOriginDown = "moved: the origin is unavailable, its node lacks the title and another node has it"
 
+// moveLocked ends old, the session of the same viewer moved while the
+// origin is down (reasonMovedOriginDown), now that its new session s is
+// placed (mu held), and returns it for the caller to persist once mu is
+// released; nil when old is nil or ended meanwhile. Ended only here, so
+// that a viewer whose new admission is refused keeps its session.
+func (m *Manager) moveLocked(old, s *session, now time.Time) []*session {
+	if old == nil || old.ended {
+		return nil
+	}
+	m.log.Info("same viewer moved: origin unavailable, its session's node would need a fill, another node has the title",
+		"title", old.Title, "user", old.User, "session", old.ID, "node", old.Node, "new_session", s.ID, "new_node", s.Node)
+	m.endOrderedLocked([]*session{old}, reasonMovedOriginDown, now)
+	return []*session{old}
+}
+
 // regrant signs a new token for g's live session (sameHTTPViewerLocked,
 // unusedGrantLocked).
 func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
