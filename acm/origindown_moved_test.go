@@ -59,6 +59,34 @@ func TestOriginDownMoveRefusedKeepsTheSession(t *testing.T) {
 	}
 }
 
+// A subscriber at max_sessions_per_user is moved all the same: the
+// session moved is not counted against the limit for its replacement.
+func TestOriginDownMoveAtSessionLimit(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.OriginCheck = 50 * time.Millisecond
+		m.MaxSessionsPerUser = 1
+	})
+	nodes := map[string]*fakeNode{
+		"n1": e.startNode("n1", nodeOpts{http: "127.0.0.1:3"}),
+		"n2": e.startNode("n2", nodeOpts{http: "127.0.0.1:4"}),
+	}
+	get := sameViewerGet(t, e)
+	if code := get(); code != http.StatusFound {
+		t.Fatalf("first request: %d", code)
+	}
+	first := e.sessions()[0]
+	other := map[string]string{"n1": "n2", "n2": "n1"}[first.NodeId]
+	e.setOriginDown(t)
+	e.holdWhole(t, nodes[other], "t2")
+	if code := get(); code != http.StatusFound {
+		t.Fatalf("same viewer at its session limit, origin down, t2 on %s: %d, want 302", other, code)
+	}
+	got := e.sessions()
+	if len(got) != 1 || got[0].SessionId == first.SessionId || got[0].NodeId != other {
+		t.Fatalf("sessions %v, want one new session on %s", got, other)
+	}
+}
+
 // sameViewerGet returns a function that asks e's front door for t2 over
 // HTTP as demo from one address and returns the status, redirects not
 // followed.
