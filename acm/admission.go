@@ -564,7 +564,7 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 			}
 		}
 		if !inService {
-			return which + " is in service (alive, not drained, weight above 0)", refusedNoBandwidth
+			return which + " is in service (alive, not drained, weight above 0)", refusedNoNodeInService
 		}
 	}
 	// The scheduler's admission rule (Eligible) without the disk, then

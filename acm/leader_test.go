@@ -202,10 +202,11 @@ func TestFailoverAfterCrash(t *testing.T) {
 	}
 	waitFor(t, 20*testLeaderTTL, "B to take the expired lock", b.m.Leader)
 	// B counts itself the leader once it has loaded A's sessions: the
-	// session is in B's table, unless a slow poll here let its grace run
+	// session is in B's table, listed orphaned (no reservation, its node
+	// not registered with B), unless a slow poll here let its grace run
 	// out already and B ended it (and deleted it, which only a manager
 	// that loaded it does).
-	if s := b.session(sid); (s == nil && inStore(t, stB, sid)) || (s != nil && s.State != store.StateAdmitted) {
+	if s := b.session(sid); (s == nil && inStore(t, stB, sid)) || (s != nil && s.State != listedOrphaned) {
 		t.Fatalf("A's session not loaded at the takeover: %+v", s)
 	}
 	waitFor(t, 10*time.Second, "the session of a node that never came back to end", func() bool {
