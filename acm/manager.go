@@ -27,31 +27,6 @@ import (
 	"vodcluster/smm"
 )
 
-// Defaults of the Manager's config fields.
-const (
-	DefaultRTSPListen    = ":8554"
-	DefaultRTSPSListen   = ":8322" // RTSPS front door, when it has a certificate
-	DefaultHTTPListen    = ":8080"
-	DefaultGRPCListen    = ":9090"
-	DefaultRealm         = "vodcluster"
-	DefaultTokenTTL      = 60 * time.Second
-	DefaultNoShowGrace   = 10 * time.Second
-	DefaultQueueDeadline = 5 * time.Second
-	// DefaultMaxSessionsPerUser: a household's set-top boxes and players.
-	DefaultMaxSessionsPerUser = 8
-	DefaultCatalogRefresh     = time.Minute
-	DefaultRestoreGrace       = 30 * time.Second
-	DefaultPlanInterval       = 30 * time.Second
-	DefaultOriginChannels     = 4
-	DefaultEvictor            = smm.DefaultEvictor
-	DefaultShiftCheck         = time.Second
-	DefaultPopularitySave     = time.Minute
-	DefaultOrderTimeout       = 30 * time.Second
-	// DefaultMaxConnsPerAddr: the boxes of many households behind one
-	// carrier-grade NAT address, each with a connection or two.
-	DefaultMaxConnsPerAddr = 256
-)
-
 // Manager is the manager process's front door and control plane. Fill the
 // exported fields, call Start, and Close when done. The zero value of a
 // field means its default.
