@@ -389,6 +389,11 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		// again.
 		return nil, nil, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
 	}
+	if errors.Is(serr, deliver.ErrEnded) {
+		// The session ended while this PLAY ran (a TEARDOWN from another
+		// connection, a timeout, the manager's order): it is gone.
+		return nil, nil, rtspErr(base.StatusSessionNotFound, "session ended")
+	}
 	if serr != nil {
 		return nil, nil, rtspErr(base.StatusInternalServerError, "%v", serr)
 	}
