@@ -72,7 +72,7 @@ func (x SessionEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEvent_Kind.Descriptor instead.
 func (SessionEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22, 0}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // Title is one film or programme of the catalog: an MPEG-TS file.
@@ -664,17 +664,22 @@ func (x *NodeCapacity) GetDiskBytes() int64 {
 }
 
 type RegisterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`       // stable id chosen by the node's config
-	RtspAddr      string                 `protobuf:"bytes,2,opt,name=rtsp_addr,json=rtspAddr,proto3" json:"rtsp_addr,omitempty"` // host:port clients are redirected to for RTSP
-	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
-	Capacity      *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Titles        []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                         // what is on its disk now
-	Weight        int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                        // scheduling weight, 0..65535 (IPVS's range); 0 = the default, 100
-	Partials      []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`                     // fills cut short kept to resume, as in LoadReport
-	HttpTls       bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"`       // http_addr speaks HTTPS: HTTP viewers are redirected to https://
-	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                             // the operator's site (point of presence) it stands in; "" = none
-	RtspsAddr     string                 `protobuf:"bytes,10,opt,name=rtsps_addr,json=rtspsAddr,proto3" json:"rtsps_addr,omitempty"` // host:port of its RTSPS (RTSP over TLS) listener, where viewers that came to the front door over RTSPS are redirected; "" = none
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`       // stable id chosen by the node's config
+	RtspAddr  string                 `protobuf:"bytes,2,opt,name=rtsp_addr,json=rtspAddr,proto3" json:"rtsp_addr,omitempty"` // host:port clients are redirected to for RTSP
+	HttpAddr  string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // host:port clients are redirected to for HTTP
+	Capacity  *NodeCapacity          `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Titles    []*StoredTitle         `protobuf:"bytes,5,rep,name=titles,proto3" json:"titles,omitempty"`                         // what is on its disk now
+	Weight    int32                  `protobuf:"varint,6,opt,name=weight,proto3" json:"weight,omitempty"`                        // scheduling weight, 0..65535 (IPVS's range); 0 = the default, 100
+	Partials  []*PartialTitle        `protobuf:"bytes,7,rep,name=partials,proto3" json:"partials,omitempty"`                     // fills cut short kept to resume, as in LoadReport
+	HttpTls   bool                   `protobuf:"varint,8,opt,name=http_tls,json=httpTls,proto3" json:"http_tls,omitempty"`       // http_addr speaks HTTPS: HTTP viewers are redirected to https://
+	Site      string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                             // the operator's site (point of presence) it stands in; "" = none
+	RtspsAddr string                 `protobuf:"bytes,10,opt,name=rtsps_addr,json=rtspsAddr,proto3" json:"rtsps_addr,omitempty"` // host:port of its RTSPS (RTSP over TLS) listener, where viewers that came to the front door over RTSPS are redirected; "" = none
+	// no_origin: the node has no origin configured, so it cannot fill a
+	// title it lacks: it plays only the titles on its disk. The manager
+	// sends it no viewer of a title it does not hold and orders it no
+	// prefetch. false (an older node, or one with an origin) = it can fill.
+	NoOrigin      bool `protobuf:"varint,11,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -777,6 +782,13 @@ func (x *RegisterRequest) GetRtspsAddr() string {
 		return x.RtspsAddr
 	}
 	return ""
+}
+
+func (x *RegisterRequest) GetNoOrigin() bool {
+	if x != nil {
+		return x.NoOrigin
+	}
+	return false
 }
 
 type RegisterResponse struct {
@@ -1349,6 +1361,7 @@ type NodeCommand struct {
 	//	*NodeCommand_Drain
 	//	*NodeCommand_Protect
 	//	*NodeCommand_EndSessions
+	//	*NodeCommand_Expect
 	Command       isNodeCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1436,6 +1449,15 @@ func (x *NodeCommand) GetEndSessions() *EndSessionsCommand {
 	return nil
 }
 
+func (x *NodeCommand) GetExpect() *ExpectCommand {
+	if x != nil {
+		if x, ok := x.Command.(*NodeCommand_Expect); ok {
+			return x.Expect
+		}
+	}
+	return nil
+}
+
 type isNodeCommand_Command interface {
 	isNodeCommand_Command()
 }
@@ -1460,6 +1482,10 @@ type NodeCommand_EndSessions struct {
 	EndSessions *EndSessionsCommand `protobuf:"bytes,5,opt,name=end_sessions,json=endSessions,proto3,oneof"`
 }
 
+type NodeCommand_Expect struct {
+	Expect *ExpectCommand `protobuf:"bytes,6,opt,name=expect,proto3,oneof"`
+}
+
 func (*NodeCommand_Prefetch) isNodeCommand_Command() {}
 
 func (*NodeCommand_Evict) isNodeCommand_Command() {}
@@ -1469,6 +1495,75 @@ func (*NodeCommand_Drain) isNodeCommand_Command() {}
 func (*NodeCommand_Protect) isNodeCommand_Command() {}
 
 func (*NodeCommand_EndSessions) isNodeCommand_Command() {}
+
+func (*NodeCommand_Expect) isNodeCommand_Command() {}
+
+// ExpectCommand tells the node that the manager has just sent it a viewer
+// of title_id (admission session session_id) who is not yet there: the
+// node's own eviction (to make room for a fill) must not remove the title
+// before that viewer arrives. The protection ends when the session starts
+// on the node (the title is then in use), when the manager ends the
+// session (EndSessionsCommand), or at until_unix_ms (the session's token
+// expiry and a margin), whichever comes first. An older node ignores it.
+type ExpectCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"` // admission session id (the token's sid)
+	TitleId       string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	UntilUnixMs   int64                  `protobuf:"varint,3,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // Unix time, ms; <= now: ignored
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpectCommand) Reset() {
+	*x = ExpectCommand{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpectCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpectCommand) ProtoMessage() {}
+
+func (x *ExpectCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpectCommand.ProtoReflect.Descriptor instead.
+func (*ExpectCommand) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExpectCommand) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExpectCommand) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *ExpectCommand) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
 
 // EndSessionsCommand ends sessions the node still plays but the manager no
 // longer holds (it ended them while the node was cut off beyond
@@ -1490,7 +1585,7 @@ type EndSessionsCommand struct {
 
 func (x *EndSessionsCommand) Reset() {
 	*x = EndSessionsCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1597,7 @@ func (x *EndSessionsCommand) String() string {
 func (*EndSessionsCommand) ProtoMessage() {}
 
 func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[17]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1610,7 @@ func (x *EndSessionsCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsCommand.ProtoReflect.Descriptor instead.
 func (*EndSessionsCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{17}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EndSessionsCommand) GetSessionIds() []string {
@@ -1553,7 +1648,7 @@ type ProtectCommand struct {
 
 func (x *ProtectCommand) Reset() {
 	*x = ProtectCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1660,7 @@ func (x *ProtectCommand) String() string {
 func (*ProtectCommand) ProtoMessage() {}
 
 func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[18]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1673,7 @@ func (x *ProtectCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtectCommand.ProtoReflect.Descriptor instead.
 func (*ProtectCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{18}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProtectCommand) GetTitleIds() []string {
@@ -1597,7 +1692,7 @@ type PrefetchCommand struct {
 
 func (x *PrefetchCommand) Reset() {
 	*x = PrefetchCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1704,7 @@ func (x *PrefetchCommand) String() string {
 func (*PrefetchCommand) ProtoMessage() {}
 
 func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[19]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1717,7 @@ func (x *PrefetchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefetchCommand.ProtoReflect.Descriptor instead.
 func (*PrefetchCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{19}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PrefetchCommand) GetTitleId() string {
@@ -1641,7 +1736,7 @@ type EvictCommand struct {
 
 func (x *EvictCommand) Reset() {
 	*x = EvictCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1748,7 @@ func (x *EvictCommand) String() string {
 func (*EvictCommand) ProtoMessage() {}
 
 func (x *EvictCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[20]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1761,7 @@ func (x *EvictCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictCommand.ProtoReflect.Descriptor instead.
 func (*EvictCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{20}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EvictCommand) GetTitleId() string {
@@ -1685,7 +1780,7 @@ type DrainCommand struct {
 
 func (x *DrainCommand) Reset() {
 	*x = DrainCommand{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1792,7 @@ func (x *DrainCommand) String() string {
 func (*DrainCommand) ProtoMessage() {}
 
 func (x *DrainCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[21]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1805,7 @@ func (x *DrainCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCommand.ProtoReflect.Descriptor instead.
 func (*DrainCommand) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{21}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DrainCommand) GetDrain() bool {
@@ -1736,7 +1831,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1843,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[22]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1856,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{22}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionEvent) GetNodeId() string {
@@ -1828,7 +1923,7 @@ type SessionEventAck struct {
 
 func (x *SessionEventAck) Reset() {
 	*x = SessionEventAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +1935,7 @@ func (x *SessionEventAck) String() string {
 func (*SessionEventAck) ProtoMessage() {}
 
 func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[23]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +1948,7 @@ func (x *SessionEventAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventAck.ProtoReflect.Descriptor instead.
 func (*SessionEventAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{23}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
 }
 
 type ListNodesRequest struct {
@@ -1864,7 +1959,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1971,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[24]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +1984,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{24}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
 }
 
 type NodeInfo struct {
@@ -1923,7 +2018,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2030,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[25]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2043,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{25}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -2093,7 +2188,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2200,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[26]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2213,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{26}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListNodesResponse) GetNodes() []*NodeInfo {
@@ -2147,7 +2242,7 @@ type SetNodeRequest struct {
 
 func (x *SetNodeRequest) Reset() {
 	*x = SetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2254,7 @@ func (x *SetNodeRequest) String() string {
 func (*SetNodeRequest) ProtoMessage() {}
 
 func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[27]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2267,7 @@ func (x *SetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{27}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetNodeRequest) GetNodeId() string {
@@ -2212,7 +2307,7 @@ type ForgetNodeRequest struct {
 
 func (x *ForgetNodeRequest) Reset() {
 	*x = ForgetNodeRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2319,7 @@ func (x *ForgetNodeRequest) String() string {
 func (*ForgetNodeRequest) ProtoMessage() {}
 
 func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[28]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2332,7 @@ func (x *ForgetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeRequest.ProtoReflect.Descriptor instead.
 func (*ForgetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{28}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ForgetNodeRequest) GetNodeId() string {
@@ -2265,7 +2360,7 @@ type ForgetNodeResponse struct {
 
 func (x *ForgetNodeResponse) Reset() {
 	*x = ForgetNodeResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2277,7 +2372,7 @@ func (x *ForgetNodeResponse) String() string {
 func (*ForgetNodeResponse) ProtoMessage() {}
 
 func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[29]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2290,7 +2385,7 @@ func (x *ForgetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetNodeResponse.ProtoReflect.Descriptor instead.
 func (*ForgetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{29}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ForgetNodeResponse) GetNodeId() string {
@@ -2366,7 +2461,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2473,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[30]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2486,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{30}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSessionsRequest) GetNodeId() string {
@@ -2419,7 +2514,7 @@ type EndSessionsRequest struct {
 
 func (x *EndSessionsRequest) Reset() {
 	*x = EndSessionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2526,7 @@ func (x *EndSessionsRequest) String() string {
 func (*EndSessionsRequest) ProtoMessage() {}
 
 func (x *EndSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[31]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2539,7 @@ func (x *EndSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{31}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EndSessionsRequest) GetSessionIds() []string {
@@ -2477,7 +2572,7 @@ type EndSessionsResponse struct {
 
 func (x *EndSessionsResponse) Reset() {
 	*x = EndSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2584,7 @@ func (x *EndSessionsResponse) String() string {
 func (*EndSessionsResponse) ProtoMessage() {}
 
 func (x *EndSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[32]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2597,7 @@ func (x *EndSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionsResponse.ProtoReflect.Descriptor instead.
 func (*EndSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{32}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EndSessionsResponse) GetSessionIds() []string {
@@ -2523,7 +2618,7 @@ type SuspendRequest struct {
 
 func (x *SuspendRequest) Reset() {
 	*x = SuspendRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2630,7 @@ func (x *SuspendRequest) String() string {
 func (*SuspendRequest) ProtoMessage() {}
 
 func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[33]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2643,7 @@ func (x *SuspendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendRequest.ProtoReflect.Descriptor instead.
 func (*SuspendRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{33}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SuspendRequest) GetUser() string {
@@ -2586,7 +2681,7 @@ type Suspension struct {
 
 func (x *Suspension) Reset() {
 	*x = Suspension{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2693,7 @@ func (x *Suspension) String() string {
 func (*Suspension) ProtoMessage() {}
 
 func (x *Suspension) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[34]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2706,7 @@ func (x *Suspension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspension.ProtoReflect.Descriptor instead.
 func (*Suspension) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{34}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Suspension) GetUser() string {
@@ -2650,7 +2745,7 @@ type ListSuspensionsRequest struct {
 
 func (x *ListSuspensionsRequest) Reset() {
 	*x = ListSuspensionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2757,7 @@ func (x *ListSuspensionsRequest) String() string {
 func (*ListSuspensionsRequest) ProtoMessage() {}
 
 func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2770,7 @@ func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
 }
 
 type ListSuspensionsResponse struct {
@@ -2687,7 +2782,7 @@ type ListSuspensionsResponse struct {
 
 func (x *ListSuspensionsResponse) Reset() {
 	*x = ListSuspensionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2794,7 @@ func (x *ListSuspensionsResponse) String() string {
 func (*ListSuspensionsResponse) ProtoMessage() {}
 
 func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2807,7 @@ func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListSuspensionsResponse) GetSuspensions() []*Suspension {
@@ -2753,7 +2848,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +2860,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +2873,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -2867,7 +2962,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +2974,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +2987,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2910,7 +3005,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3017,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3030,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 type PolicyInfo struct {
@@ -2952,7 +3047,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3059,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3072,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -3040,7 +3135,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3147,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3160,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -3133,7 +3228,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3145,7 +3240,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3158,7 +3253,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -3178,7 +3273,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3190,7 +3285,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3203,7 +3298,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -3240,7 +3335,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3347,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3360,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -3345,7 +3440,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3452,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3465,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -3422,7 +3517,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3529,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3542,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -3511,7 +3606,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3523,7 +3618,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3536,7 +3631,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -3570,7 +3665,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3582,7 +3677,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3595,7 +3690,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -3622,7 +3717,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3634,7 +3729,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3647,7 +3742,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -3672,7 +3767,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3779,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3792,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
 }
 
 type Fill struct {
@@ -3721,7 +3816,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3828,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3841,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -3821,7 +3916,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +3928,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +3941,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{52}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -3905,7 +4000,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xf0\x02\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x8d\x03\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -3918,7 +4013,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x04site\x18\t \x01(\tR\x04site\x12\x1d\n" +
 	"\n" +
 	"rtsps_addr\x18\n" +
-	" \x01(\tR\trtspsAddr\"F\n" +
+	" \x01(\tR\trtspsAddr\x12\x1b\n" +
+	"\tno_origin\x18\v \x01(\bR\bnoOrigin\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
@@ -3971,14 +4067,20 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bprefetch\x18\x03 \x01(\bR\bprefetch\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\x04 \x01(\x03R\batUnixMs\"\xc3\x02\n" +
+	"at_unix_ms\x18\x04 \x01(\x03R\batUnixMs\"\xfb\x02\n" +
 	"\vNodeCommand\x12<\n" +
 	"\bprefetch\x18\x01 \x01(\v2\x1e.vodcluster.v1.PrefetchCommandH\x00R\bprefetch\x123\n" +
 	"\x05evict\x18\x02 \x01(\v2\x1b.vodcluster.v1.EvictCommandH\x00R\x05evict\x123\n" +
 	"\x05drain\x18\x03 \x01(\v2\x1b.vodcluster.v1.DrainCommandH\x00R\x05drain\x129\n" +
 	"\aprotect\x18\x04 \x01(\v2\x1d.vodcluster.v1.ProtectCommandH\x00R\aprotect\x12F\n" +
-	"\fend_sessions\x18\x05 \x01(\v2!.vodcluster.v1.EndSessionsCommandH\x00R\vendSessionsB\t\n" +
-	"\acommand\"~\n" +
+	"\fend_sessions\x18\x05 \x01(\v2!.vodcluster.v1.EndSessionsCommandH\x00R\vendSessions\x126\n" +
+	"\x06expect\x18\x06 \x01(\v2\x1c.vodcluster.v1.ExpectCommandH\x00R\x06expectB\t\n" +
+	"\acommand\"m\n" +
+	"\rExpectCommand\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12\"\n" +
+	"\runtil_unix_ms\x18\x03 \x01(\x03R\vuntilUnixMs\"~\n" +
 	"\x12EndSessionsCommand\x12\x1f\n" +
 	"\vsession_ids\x18\x01 \x03(\tR\n" +
 	"sessionIds\x12\x16\n" +
@@ -4219,7 +4321,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),          // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                   // 1: vodcluster.v1.Title
@@ -4239,42 +4341,43 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*PartialTitle)(nil),            // 15: vodcluster.v1.PartialTitle
 	(*FillFailure)(nil),             // 16: vodcluster.v1.FillFailure
 	(*NodeCommand)(nil),             // 17: vodcluster.v1.NodeCommand
-	(*EndSessionsCommand)(nil),      // 18: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),          // 19: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),         // 20: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),            // 21: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),            // 22: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),            // 23: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),         // 24: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),        // 25: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),                // 26: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),       // 27: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),          // 28: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),       // 29: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),      // 30: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),     // 31: vodcluster.v1.ListSessionsRequest
-	(*EndSessionsRequest)(nil),      // 32: vodcluster.v1.EndSessionsRequest
-	(*EndSessionsResponse)(nil),     // 33: vodcluster.v1.EndSessionsResponse
-	(*SuspendRequest)(nil),          // 34: vodcluster.v1.SuspendRequest
-	(*Suspension)(nil),              // 35: vodcluster.v1.Suspension
-	(*ListSuspensionsRequest)(nil),  // 36: vodcluster.v1.ListSuspensionsRequest
-	(*ListSuspensionsResponse)(nil), // 37: vodcluster.v1.ListSuspensionsResponse
-	(*SessionInfo)(nil),             // 38: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),    // 39: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),        // 40: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),              // 41: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),            // 42: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),        // 43: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),    // 44: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),                 // 45: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil),   // 46: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),             // 47: vodcluster.v1.NodePartial
-	(*NodePin)(nil),                 // 48: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),        // 49: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),            // 50: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),        // 51: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                    // 52: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),       // 53: vodcluster.v1.ListFillsResponse
+	(*ExpectCommand)(nil),           // 18: vodcluster.v1.ExpectCommand
+	(*EndSessionsCommand)(nil),      // 19: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),          // 20: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),         // 21: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),            // 22: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),            // 23: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),            // 24: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),         // 25: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),        // 26: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),                // 27: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),       // 28: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),          // 29: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),       // 30: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),      // 31: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),     // 32: vodcluster.v1.ListSessionsRequest
+	(*EndSessionsRequest)(nil),      // 33: vodcluster.v1.EndSessionsRequest
+	(*EndSessionsResponse)(nil),     // 34: vodcluster.v1.EndSessionsResponse
+	(*SuspendRequest)(nil),          // 35: vodcluster.v1.SuspendRequest
+	(*Suspension)(nil),              // 36: vodcluster.v1.Suspension
+	(*ListSuspensionsRequest)(nil),  // 37: vodcluster.v1.ListSuspensionsRequest
+	(*ListSuspensionsResponse)(nil), // 38: vodcluster.v1.ListSuspensionsResponse
+	(*SessionInfo)(nil),             // 39: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),    // 40: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),        // 41: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),              // 42: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),            // 43: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),        // 44: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),    // 45: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                 // 46: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),   // 47: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),             // 48: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                 // 49: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),        // 50: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),            // 51: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),        // 52: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                    // 53: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),       // 54: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -4285,72 +4388,73 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	16, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
 	15, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
 	14, // 7: vodcluster.v1.LoadReport.idle_sessions:type_name -> vodcluster.v1.IdleSession
-	20, // 8: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	21, // 9: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	22, // 10: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	19, // 11: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	18, // 12: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
-	0,  // 13: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	9,  // 14: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	26, // 15: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	35, // 16: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
-	38, // 17: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	42, // 18: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	45, // 19: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	48, // 20: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	47, // 21: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	52, // 22: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	5,  // 23: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 24: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	7,  // 25: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	10, // 26: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	13, // 27: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	23, // 28: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	5,  // 29: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 30: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
-	25, // 31: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	28, // 32: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	29, // 33: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	31, // 34: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	32, // 35: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
-	34, // 36: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
-	36, // 37: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
-	40, // 38: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	43, // 39: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	44, // 40: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	49, // 41: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	49, // 42: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	49, // 43: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	49, // 44: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	51, // 45: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 46: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 47: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 48: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 49: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	17, // 50: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	24, // 51: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 52: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 53: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	27, // 54: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	26, // 55: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	30, // 56: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	39, // 57: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	33, // 58: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	35, // 59: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
-	37, // 60: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
-	41, // 61: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	41, // 62: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	46, // 63: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	50, // 64: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	50, // 65: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	50, // 66: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	50, // 67: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	53, // 68: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	46, // [46:69] is the sub-list for method output_type
-	23, // [23:46] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	21, // 8: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	22, // 9: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	23, // 10: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	20, // 11: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	19, // 12: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	18, // 13: vodcluster.v1.NodeCommand.expect:type_name -> vodcluster.v1.ExpectCommand
+	0,  // 14: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	9,  // 15: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	27, // 16: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	36, // 17: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
+	39, // 18: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	43, // 19: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	46, // 20: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	49, // 21: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	48, // 22: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	53, // 23: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	5,  // 24: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 25: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 26: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 27: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 28: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	24, // 29: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 30: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 31: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	26, // 32: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	29, // 33: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	30, // 34: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	32, // 35: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	33, // 36: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	35, // 37: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
+	37, // 38: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	41, // 39: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	44, // 40: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	45, // 41: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	50, // 42: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	50, // 43: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	50, // 44: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	50, // 45: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	52, // 46: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 47: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 48: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 49: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 50: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	17, // 51: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	25, // 52: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 53: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 54: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	28, // 55: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	27, // 56: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	31, // 57: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	40, // 58: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	34, // 59: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	36, // 60: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	38, // 61: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	42, // 62: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	42, // 63: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	47, // 64: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	51, // 65: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	51, // 66: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	51, // 67: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	51, // 68: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	54, // 69: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	47, // [47:70] is the sub-list for method output_type
+	24, // [24:47] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -4364,15 +4468,16 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 		(*NodeCommand_Drain)(nil),
 		(*NodeCommand_Protect)(nil),
 		(*NodeCommand_EndSessions)(nil),
+		(*NodeCommand_Expect)(nil),
 	}
-	file_vodcluster_v1_vodcluster_proto_msgTypes[27].OneofWrappers = []any{}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
