@@ -2011,7 +2011,8 @@ type NodeInfo struct {
 	// disk_free_bytes: it removes partials first when a fill needs room.
 	Partials      int32  `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
 	PartialBytes  int64  `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
-	Site          string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"` // the node's site (RegisterRequest.site)
+	Site          string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"`                          // the node's site (RegisterRequest.site)
+	NoOrigin      bool   `protobuf:"varint,20,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"` // the node has no origin: it plays only the titles it holds (RegisterRequest.no_origin)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2177,6 +2178,13 @@ func (x *NodeInfo) GetSite() string {
 		return x.Site
 	}
 	return ""
+}
+
+func (x *NodeInfo) GetNoOrigin() bool {
+	if x != nil {
+		return x.NoOrigin
+	}
+	return false
 }
 
 type ListNodesResponse struct {
@@ -4112,7 +4120,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xdd\x04\n" +
+	"\x10ListNodesRequest\"\xfa\x04\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4134,7 +4142,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\boverload\x18\x10 \x01(\x01R\boverload\x12\x1a\n" +
 	"\bpartials\x18\x11 \x01(\x05R\bpartials\x12#\n" +
 	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\x12\x12\n" +
-	"\x04site\x18\x13 \x01(\tR\x04site\"B\n" +
+	"\x04site\x18\x13 \x01(\tR\x04site\x12\x1b\n" +
+	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\"B\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
