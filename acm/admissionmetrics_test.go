@@ -44,3 +44,23 @@ func TestAdmissionDurationObserved(t *testing.T) {
 		t.Errorf("no_capacity: %d observed, %.3f s (queue deadline %v)", refused-refused0, refusedSum-refusedSum0, deadline)
 	}
 }
+
+// The histogram's buckets reach past any queue_deadline an operator is
+// likely to set (up to a minute), so a long deadline's refusals are told
+// apart from each other rather than all counted in +Inf.
+func TestAdmissionDurationBucketsCoverLongDeadlines(t *testing.T) {
+	var m dto.Metric
+	if err := admissionSeconds.WithLabelValues(outcomeAdmitted).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	b := m.GetHistogram().GetBucket()
+	if len(b) == 0 {
+		t.Fatal("no buckets")
+	}
+	if b[0].GetUpperBound() > 0.001 {
+		t.Errorf("lowest bucket %v s, want <= 1 ms (an admission granted at once)", b[0].GetUpperBound())
+	}
+	if top := b[len(b)-1].GetUpperBound(); top < 60 {
+		t.Errorf("highest finite bucket %v s, want >= 60 s (a 30 s or 1 min queue_deadline)", top)
+	}
+}

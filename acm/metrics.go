@@ -77,9 +77,12 @@ var planSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 
 // admissionSeconds is how long admissions took, by outcome (admit).
 var admissionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-	Name:    "vodcluster_admission_duration_seconds",
-	Help:    "Admissions of front-door title requests by authenticated subscribers and how long each took, seconds, from the entitlement check to the grant or the refusal, the wait in the admission queue included (queue_deadline bounds it), by outcome (as vodcluster_frontdoor_requests_total's: admitted, no_capacity, ...).",
-	Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1 ms .. 16 s
+	Name: "vodcluster_admission_duration_seconds",
+	Help: "Admissions of front-door title requests by authenticated subscribers and how long each took, seconds, from the entitlement check to the grant or the refusal, the wait in the admission queue included (queue_deadline bounds it), by outcome (as vodcluster_frontdoor_requests_total's: admitted, no_capacity, ...).",
+	// 1 ms .. 65.5 s: a queue_deadline up to a minute still lands in a
+	// bucket of its own (16 s was the top, a 30 s deadline's refusals
+	// all fell in +Inf).
+	Buckets: prometheus.ExponentialBuckets(0.001, 2, 17),
 }, []string{"outcome"})
 
 // admitTimed is admit, its duration, the wait in the queue included,
