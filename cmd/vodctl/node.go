@@ -20,11 +20,11 @@ func nodeCmd(g *globals) *cobra.Command {
 	var drain, undrain bool
 	cmd := &cobra.Command{
 		Use:   "node NODE_ID",
-		Short: "Show a node, change its weight or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
+		Short: "Show a node, change its weight or overload threshold, or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
 		Long: "Without a change flag, show the node as vodctl nodes lists it, with its overload threshold\n" +
 			"(NOT_FOUND for a node not registered). --weight, --overload, --drain and --undrain change it.",
 		Example: "  vodctl node node-2\n  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
-		Args:    cobra.ExactArgs(1),
+		Args:    argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.SetNodeRequest{NodeId: args[0]}
 			if cmd.Flags().Changed("weight") {
@@ -37,6 +37,9 @@ func nodeCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("overload") {
 				if !(overload >= 0 && overload <= 1) {
 					return fmt.Errorf("--overload %v: want a utilization from the scheduler's normal limit (scheduler.normal, 0.8 by default) to 1, or 0 for the scheduler's default", overload)
+				}
+				if overload == 0 {
+					overload = 0 // -0 (was sent as is, and shown as "overload -0.00")
 				}
 				req.Overload = &overload
 			}
@@ -64,8 +67,10 @@ func nodeCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(nodeForgetCmd(g))
-	cmd.Flags().IntVar(&weight, "weight", 100, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced)")
-	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default)")
+	// No default shown: a weight not given is left as it is (help said
+	// "(default 100)", as if leaving it out set 100).
+	cmd.Flags().IntVar(&weight, "weight", 0, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced); left as it is when not given")
+	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default); left as it is when not given")
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd
@@ -107,7 +112,7 @@ func nodeForgetCmd(g *globals) *cobra.Command {
 			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.",
 		Example: "  vodctl node node-3 --drain\n  vodctl sessions --node node-3   # until none are left\n" +
 			"  # stop the node (systemctl stop vodcluster-node), then:\n  vodctl node forget node-3",
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ForgetNode(ctx, &v1.ForgetNodeRequest{NodeId: args[0]})

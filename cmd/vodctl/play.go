@@ -37,7 +37,7 @@ func playCmd(g *globals) *cobra.Command {
 			"  vodctl play --rtsps-ca ca.pem rtsps://demo:demo@vod.example.net:8322/vod/sample-001\n" +
 			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002\n" +
 			"  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-003/es   # H.264 + AAC tracks",
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rtspsCA != "" {
 				pool, err := grpctls.CertPool(rtspsCA)

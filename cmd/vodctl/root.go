@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +16,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/proto/grpctls"
@@ -54,7 +52,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&g.tls, "tls", os.Getenv("VODCTL_TLS") == "1", "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca ($VODCTL_TLS=1)")
 	root.PersistentFlags().StringVar(&g.tlsCA, "tls-ca", os.Getenv("VODCTL_TLS_CA"), "PEM CA file to verify the manager's certificate with; implies --tls ($VODCTL_TLS_CA)")
-	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table (keys in lowerCamelCase, as the Admin API's protojson: sizeBytes, videoFrames)")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table (keys in lowerCamelCase, as the Admin API's protojson: sizeBytes, videoFrames; integers as numbers)")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
@@ -101,13 +99,10 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		g.out = os.Stdout
 	}
 	if g.json || table == nil {
-		b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(m)
+		out, err := adminJSON(m)
 		if err != nil {
 			return err
 		}
-		var pretty any
-		_ = json.Unmarshal(b, &pretty)
-		out, _ := json.MarshalIndent(pretty, "", "  ")
 		fmt.Fprintln(g.out, string(out))
 		return nil
 	}
@@ -124,7 +119,7 @@ func titlesCmd(g *globals) *cobra.Command {
 		Long: "List the manager's catalog, which it reads from the origin every catalog_refresh (1 min).\n\n" +
 			"--refresh has it read the origin's catalog now first (after titles were published, withdrawn\n" +
 			"or replaced there) and says what changed, on standard error.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if refresh {
@@ -156,7 +151,7 @@ func nodesCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "nodes",
 		Short: "List nodes with their load",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		Long: "List nodes with their load.\n\n" +
 			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
@@ -212,7 +207,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title); sessions end: end some now",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node, User: user})
@@ -239,6 +234,9 @@ func endSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "end [SESSION ...]",
 		Short: "End sessions now: the ones named, or every session of --user (their viewers are cut off)",
+		Long: "End sessions now: the ones named, or every session of --user (their viewers are cut off).\n\n" +
+			"Prints the sessions ended. Exit status 1 when a session named was not live (and so not\n" +
+			"ended), or --user has no live session.",
 		Example: "  vodctl sessions end 5bb32f90487153e79cb89c1b81e6fb53\n" +
 			"  vodctl sessions end --user alice --reason 'account suspended'",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -248,8 +246,11 @@ func endSessionsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.EndSessions(ctx, &v1.EndSessionsRequest{SessionIds: args, User: user, Reason: reason})
+			var ended []string
+			err := g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				r, err := c.EndSessions(ctx, &v1.EndSessionsRequest{SessionIds: args, User: user, Reason: reason})
+				ended = r.GetSessionIds()
+				return r, err
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				ids := m.(*v1.EndSessionsResponse).SessionIds
 				fmt.Fprintf(w, "ended %d session(s):\n", len(ids))
@@ -257,6 +258,15 @@ func endSessionsCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(w, id)
 				}
 			})
+			if err != nil {
+				return err
+			}
+			// The manager ends the live ones among those named, NOT_FOUND
+			// only when none is: the others were left unsaid, exit status 0.
+			if missed := notIn(args, ended); len(missed) > 0 {
+				return fmt.Errorf("not ended, not live (ended already, or never admitted; vodctl sessions lists the live ones): %s", strings.Join(missed, " "))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&user, "user", "", "end every session of this subscriber")
@@ -264,11 +274,22 @@ func endSessionsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// notIn returns the elements of want not in got, in want's order.
+func notIn(want, got []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(got, w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func policyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "policy [NAME]",
 		Short: "Show the scheduling policy, or switch to NAME at run time (sessions are kept)",
-		Args:  cobra.RangeArgs(0, 1),
+		Args:  argsBetween(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if len(args) == 1 {
@@ -293,7 +314,7 @@ func placementCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "placement",
 		Short: "List which nodes hold which titles, and the partial fills they keep",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		Long: "List which nodes hold which titles (complete or filling), the pins, and the partial fills\n" +
 			"the nodes keep.\n\n" +
 			"A partial fill is the beginning of a title a node kept after its fill stopped short (the origin\n" +
@@ -370,7 +391,7 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		Use:   verb + " TITLE [NODE]",
 		Short: short,
 		Long:  long,
-		Args:  cobra.RangeArgs(1, 2),
+		Args:  argsBetween(1, 2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
 			if len(args) == 2 {
@@ -437,7 +458,7 @@ func fillsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fills",
 		Short: "List fills from the origin in progress, with their progress",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
@@ -486,6 +507,12 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:
+		if strings.HasPrefix(st.Message(), "name resolver error") {
+			// gRPC's client found no address for the host: it said only
+			// "name resolver error: produced zero addresses".
+			host, _, _ := net.SplitHostPort(g.manager)
+			return fmt.Errorf("%w (the host %q of --manager %s does not resolve: check the name, or give an IP address)", err, host, g.manager)
+		}
 		if !strings.HasPrefix(st.Message(), "connection error") {
 			// The manager's answer (which may quote an error of its own
 			// link to the origin), not the client's transport.

@@ -201,20 +201,24 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"nodes", "extra"}, `unknown command "extra" for "vodctl nodes"`},
+		// cobra's own messages: `unknown command "extra" for "vodctl nodes"`
+		// (there is no such command to mistype), "accepts 1 arg(s), received 0".
+		{[]string{"nodes", "extra"}, `nodes takes no arguments, got "extra" (usage: vodctl nodes [flags])`},
 		{[]string{"sessions", "end"}, "name the sessions, or give --user"},
 		{[]string{"sessions", "end", "abc", "--user", "alice"}, "name the sessions, or give --user"},
-		{[]string{"titles", "x"}, `unknown command "x"`},
-		{[]string{"sessions", "x"}, `unknown command "x"`},
-		{[]string{"placement", "x"}, `unknown command "x"`},
-		{[]string{"fills", "x"}, `unknown command "x"`},
-		{[]string{"policy", "lall", "wlc"}, "accepts between 0 and 1 arg(s)"},
-		{[]string{"node"}, "accepts 1 arg(s)"},
-		{[]string{"node", "n1", "n2", "--drain"}, "accepts 1 arg(s)"},
-		{[]string{"node", "forget"}, "accepts 1 arg(s)"},
-		{[]string{"pin"}, "accepts between 1 and 2 arg(s)"},
-		{[]string{"pin", "t", "n", "x"}, "accepts between 1 and 2 arg(s)"},
-		{[]string{"play"}, "accepts 1 arg(s)"},
+		{[]string{"titles", "x"}, `titles takes no arguments, got "x"`},
+		{[]string{"sessions", "x"}, `sessions takes no arguments, got "x" (usage: vodctl sessions [flags]; subcommands: end)`},
+		{[]string{"placement", "x"}, `placement takes no arguments, got "x"`},
+		{[]string{"fills", "x"}, `fills takes no arguments, got "x"`},
+		{[]string{"suspensions", "x", "y"}, `suspensions takes no arguments, got "x" "y"`},
+		{[]string{"policy", "lall", "wlc"}, `policy takes at most 1 argument, got 2 ("lall" "wlc") (usage: vodctl policy [NAME] [flags])`},
+		{[]string{"node"}, "node takes 1 argument, got none (usage: vodctl node NODE_ID [flags])"},
+		{[]string{"node", "n1", "n2", "--drain"}, `node takes 1 argument, got 2 ("n1" "n2")`},
+		{[]string{"node", "forget"}, "node forget takes 1 argument, got none (usage: vodctl node forget NODE_ID [flags])"},
+		{[]string{"pin"}, "pin takes 1 or 2 arguments, got none (usage: vodctl pin TITLE [NODE] [flags])"},
+		{[]string{"pin", "t", "n", "x"}, `pin takes 1 or 2 arguments, got 3 ("t" "n" "x")`},
+		{[]string{"evict", "t", "n", "x"}, `evict takes 1 or 2 arguments, got 3`},
+		{[]string{"play"}, "play takes 1 argument, got none (usage: vodctl play URL [flags])"},
 		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 65535"},
 		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
 		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},
@@ -285,7 +289,7 @@ func TestNodeForget(t *testing.T) {
 	fa := &forgetAdmin{}
 	run := vodctlAgainst(t, fa)
 	for _, args := range [][]string{{"node", "forget"}, {"node", "forget", "a", "b"}} {
-		if _, err := run(args...); err == nil || !strings.Contains(err.Error(), "accepts 1 arg(s)") {
+		if _, err := run(args...); err == nil || !strings.Contains(err.Error(), "node forget takes 1 argument, got ") {
 			t.Errorf("vodctl %s: %v", strings.Join(args, " "), err)
 		}
 	}

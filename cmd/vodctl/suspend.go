@@ -12,6 +12,10 @@ import (
 	v1 "vodcluster/proto/vodcluster/v1"
 )
 
+// maxSuspension is the longest suspension the manager takes: a year of
+// 366 days (SuspendRequest.duration_s at most 31622400).
+const maxSuspension = 8784 * time.Hour
+
 // suspendCmd is `vodctl suspend USER --for DURATION | --lift`.
 func suspendCmd(g *globals) *cobra.Command {
 	var (
@@ -35,6 +39,10 @@ func suspendCmd(g *globals) *cobra.Command {
 			if dur < 0 || (dur > 0 && dur < time.Second) {
 				return fmt.Errorf("--for %v: at least 1s", dur)
 			}
+			if dur > maxSuspension {
+				// The manager's refusal spoke of duration_s 32400000, not --for.
+				return fmt.Errorf("--for %v: at most %v (a year)", dur, maxSuspension)
+			}
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -50,7 +58,7 @@ func suspendCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&dur, "for", 0, "how long (e.g. 30m, 24h; at most a year)")
+	cmd.Flags().DurationVar(&dur, "for", 0, "how long (e.g. 30m, 24h; 1s to 8784h, a year)")
 	cmd.Flags().BoolVar(&lift, "lift", false, "lift the subscriber's suspension")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (logged and listed)")
 	return cmd
@@ -61,7 +69,7 @@ func suspensionsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "suspensions",
 		Short: "List the suspended subscribers",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListSuspensions(ctx, &v1.ListSuspensionsRequest{})

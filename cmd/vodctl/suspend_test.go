@@ -45,6 +45,8 @@ func TestSuspend(t *testing.T) {
 		"suspend alice --for 10ms":         "at least 1s",
 		"suspend alice bob --for 1h":       "name one subscriber",
 		"suspend alice --for -1h --reason": "flag needs an argument",
+		// The manager's refusal named its duration_s, not --for.
+		"suspend alice --for 8785h": "--for 8785h0m0s: at most 8784h0m0s (a year)",
 	} {
 		if _, err := run(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("vodctl %s: %v, want %q", args, err, want)

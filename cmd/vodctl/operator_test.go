@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// operatorAdmin answers as a manager with one title, one node, two
+// live sessions ("live-1", "live-2"), and records the SetNode requests.
+type operatorAdmin struct {
+	v1.UnimplementedAdminServer
+	mu   sync.Mutex
+	sets []*v1.SetNodeRequest
+}
+
+func (*operatorAdmin) ListTitles(context.Context, *v1.ListTitlesRequest) (*v1.ListTitlesResponse, error) {
+	return &v1.ListTitlesResponse{Titles: []*v1.Title{{Id: "sample-001", Name: "Sample", Package: "basic", DurationS: 20.3,
+		BitrateBps: 600_000, SizeBytes: 1_523_176, Version: "0123"}}}, nil
+}
+
+func (*operatorAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
+	return &v1.ListNodesResponse{Nodes: []*v1.NodeInfo{{NodeId: "n1", RtspAddr: "127.0.0.1:1", Alive: true, Weight: 100,
+		ReservedBps: 600_000, Capacity: &v1.NodeCapacity{EgressBps: 100_000_000, DiskBytes: 16_000_000}, DiskFreeBytes: 9_007_199_254_740_993}}}, nil
+}
+
+func (*operatorAdmin) EndSessions(_ context.Context, r *v1.EndSessionsRequest) (*v1.EndSessionsResponse, error) {
+	// As the manager: the live ones among those named, NOT_FOUND when none.
+	var ended []string
+	for _, id := range r.SessionIds {
+		if id == "live-1" || id == "live-2" {
+			ended = append(ended, id)
+		}
+	}
+	if len(ended) == 0 {
+		return nil, status.Error(codes.NotFound, "none of the sessions is live (ended, or never admitted)")
+	}
+	return &v1.EndSessionsResponse{SessionIds: ended}, nil
+}
+
+func (a *operatorAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	a.mu.Lock()
+	a.sets = append(a.sets, r)
+	a.mu.Unlock()
+	return &v1.NodeInfo{NodeId: r.NodeId, RtspAddr: "127.0.0.1:1", Alive: true, Weight: 100, Overload: r.GetOverload()}, nil
+}
+
+// vodctl --json prints 64-bit integers as JSON numbers, as vodctl play
+// --json does (protojson quoted them: "sizeBytes": "1523176", which jq
+// adds and compares as strings), with every digit (2^53+1 too), keys in
+// lowerCamelCase, and no nextPageToken for the catalog read whole.
+func TestJSONIntegersAreNumbers(t *testing.T) {
+	run := vodctlAgainst(t, &operatorAdmin{})
+	out, err := run("--json", "titles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles struct {
+		Titles []struct {
+			SizeBytes  json.RawMessage `json:"sizeBytes"`
+			BitrateBps json.RawMessage `json:"bitrateBps"`
+			Version    json.RawMessage `json:"version"`
+		} `json:"titles"`
+	}
+	if err := json.Unmarshal([]byte(out), &titles); err != nil || len(titles.Titles) != 1 {
+		t.Fatalf("titles --json: %v\n%s", err, out)
+	}
+	if tt := titles.Titles[0]; string(tt.SizeBytes) != "1523176" || string(tt.BitrateBps) != "600000" || string(tt.Version) != `"0123"` {
+		t.Fatalf("titles --json: sizeBytes %s, bitrateBps %s, version %s (a string stays one)\n%s", tt.SizeBytes, tt.BitrateBps, tt.Version, out)
+	}
+	if strings.Contains(out, "nextPageToken") {
+		t.Fatalf("titles --json shows the paging token of a catalog read whole:\n%s", out)
+	}
+	out, err = run("--json", "nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"reservedBps": 600000`, `"egressBps": 100000000`, `"diskFreeBytes": 9007199254740993`, `"partialBytes": 0`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nodes --json lacks %s:\n%s", want, out)
+		}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("nodes --json: %v\n%s", err, out)
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if !camel.MatchString(k) {
+					t.Errorf("key %q is not lowerCamelCase", k)
+				}
+				if s, ok := e.(string); ok && regexp.MustCompile(`^-?[0-9]+$`).MatchString(s) && k != "nodeId" {
+					t.Errorf("%s: %q, a quoted number", k, s)
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+}
+
+// vodctl sessions end A B, where only A was live, ends A and says B was
+// not ended, with exit status 1: it said "ended 1 session(s)" alone, exit
+// status 0. All live, it succeeds; none live is the manager's NOT_FOUND.
+func TestEndSessionsSaysWhatWasNotEnded(t *testing.T) {
+	run := vodctlAgainst(t, &operatorAdmin{})
+	out, err := run("sessions", "end", "live-1", "gone-9")
+	if err == nil || !strings.Contains(err.Error(), "not ended, not live") || !strings.HasSuffix(err.Error(), ": gone-9") ||
+		!strings.Contains(out, "ended 1 session(s):\nlive-1\n") {
+		t.Fatalf("end live-1 gone-9: %v\n%s", err, out)
+	}
+	out, err = run("--json", "sessions", "end", "gone-9", "live-2", "gone-8")
+	var r struct {
+		SessionIds []string `json:"sessionIds"`
+	}
+	if err == nil || !strings.HasSuffix(err.Error(), ": gone-9 gone-8") || json.Unmarshal([]byte(out), &r) != nil ||
+		!slices.Equal(r.SessionIds, []string{"live-2"}) {
+		t.Fatalf("--json end gone-9 live-2 gone-8: %v\n%s", err, out)
+	}
+	if out, err := run("sessions", "end", "live-1", "live-2"); err != nil || !strings.Contains(out, "ended 2 session(s)") {
+		t.Fatalf("end live-1 live-2: %v\n%s", err, out)
+	}
+	if _, err := run("sessions", "end", "gone-9"); status.Code(err) != codes.NotFound {
+		t.Fatalf("end gone-9: %v", err)
+	}
+}
+
+// --overload -0 is sent as 0 (the scheduler's default), not -0, which
+// the answer showed as "overload -0.00"; --help shows no default weight
+// (it said "(default 100)", while a weight left out is left as it is).
+func TestNodeOverloadNegativeZero(t *testing.T) {
+	a := &operatorAdmin{}
+	run := vodctlAgainst(t, a)
+	out, err := run("node", "n1", "--overload", "-0")
+	if err != nil || strings.Contains(out, "-0.00") || !strings.Contains(out, "overload 0.00") {
+		t.Fatalf("node n1 --overload -0: %v\n%s", err, out)
+	}
+	a.mu.Lock()
+	sets := slices.Clone(a.sets)
+	a.mu.Unlock()
+	if len(sets) != 1 || sets[0].Overload == nil || *sets[0].Overload != 0 || math.Signbit(*sets[0].Overload) || sets[0].Weight != nil {
+		t.Fatalf("SetNode requests %v", sets)
+	}
+	help, err := run("node", "--help")
+	if err != nil || strings.Contains(help, "(default 100)") || !strings.Contains(help, "left as it is when not given") {
+		t.Fatalf("node --help: %v\n%s", err, help)
+	}
+}
+
+// A --manager host that does not resolve is named as such: gRPC said
+// only "name resolver error: produced zero addresses".
+func TestExplainUnresolvedHost(t *testing.T) {
+	g := &globals{manager: "vod-manger.example.net:9090"}
+	err := g.explain(status.Error(codes.Unavailable, "name resolver error: produced zero addresses"))
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), `the host "vod-manger.example.net" of --manager vod-manger.example.net:9090 does not resolve`) {
+		t.Fatalf("explain: %v", err)
+	}
+	var se statusError
+	if !errors.As(err, &se) {
+		t.Fatalf("explain lost the status: %T", err)
+	}
+}
