@@ -179,3 +179,36 @@ func TestExplainUnresolvedHost(t *testing.T) {
 		t.Fatalf("explain lost the status: %T", err)
 	}
 }
+
+// $VODCTL_TLS is read as --tls is: true turns TLS on (only "1" did:
+// VODCTL_TLS=true went plaintext without a word), and a value that is
+// neither on nor off is refused before any call; --tls=false on the
+// command line wins over it.
+func TestTLSFromEnvironment(t *testing.T) {
+	plainAddr := adminServer(t, nil)
+	t.Setenv("VODCTL_TLS_CA", "")
+	run := func(env string, args ...string) error {
+		t.Setenv("VODCTL_TLS", env)
+		cmd := newRoot()
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		cmd.SetArgs(append(append([]string{"--manager", plainAddr, "--timeout", "5s", "--token", ""}, args...), "nodes"))
+		return cmd.Execute()
+	}
+	for _, on := range []string{"1", "true", "TRUE"} {
+		if err := run(on); err == nil || !strings.Contains(err.Error(), "speaks plaintext gRPC") {
+			t.Errorf("VODCTL_TLS=%s to a plaintext manager: %v, want TLS tried", on, err)
+		}
+	}
+	for _, off := range []string{"", "0", "false"} {
+		if err := run(off); status.Code(err) != codes.Unimplemented {
+			t.Errorf("VODCTL_TLS=%q: %v, want plaintext (the manager's Unimplemented)", off, err)
+		}
+	}
+	if err := run("true", "--tls=false"); status.Code(err) != codes.Unimplemented {
+		t.Errorf("VODCTL_TLS=true --tls=false: %v, want plaintext", err)
+	}
+	if err := run("yes"); err == nil || !strings.Contains(err.Error(), `$VODCTL_TLS "yes": want 1 or 0 (true or false)`) {
+		t.Errorf("VODCTL_TLS=yes: %v", err)
+	}
+}

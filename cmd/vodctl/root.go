@@ -44,13 +44,26 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
 	// The token's default is read at run time, not shown in --help.
 	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN)")
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		g.out = cmd.OutOrStdout()
 		if !cmd.Flags().Changed("token") {
 			g.token = os.Getenv("VODCTL_TOKEN")
 		}
+		if !cmd.Flags().Changed("tls") {
+			// Read as --tls is (it took "1" alone: VODCTL_TLS=true went
+			// plaintext without a word).
+			if v := os.Getenv("VODCTL_TLS"); v != "" {
+				on, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("$VODCTL_TLS %q: want 1 or 0 (true or false)", v)
+				}
+				g.tls = on
+			}
+		}
+		return nil
 	}
-	root.PersistentFlags().BoolVar(&g.tls, "tls", os.Getenv("VODCTL_TLS") == "1", "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca ($VODCTL_TLS=1)")
+	// The default of --tls, $VODCTL_TLS, is read at run time.
+	root.PersistentFlags().BoolVar(&g.tls, "tls", false, "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca (default $VODCTL_TLS: 1 or true)")
 	root.PersistentFlags().StringVar(&g.tlsCA, "tls-ca", os.Getenv("VODCTL_TLS_CA"), "PEM CA file to verify the manager's certificate with; implies --tls ($VODCTL_TLS_CA)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table (keys in lowerCamelCase, as the Admin API's protojson: sizeBytes, videoFrames; integers as numbers)")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
@@ -159,7 +172,9 @@ func nodesCmd(g *globals) *cobra.Command {
 			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.\n" +
 			"PARTIALS are the partial fills the node keeps (fills cut short, kept for the title's next\n" +
 			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
-			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.",
+			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
+			"ORIGIN, shown when a node has none (started without origin:), is \"none\" for such a node: it\n" +
+			"plays only the titles on its disk, gets no viewer of another title and no prefetch.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListNodes(ctx, &v1.ListNodesRequest{})
@@ -171,12 +186,17 @@ func nodesCmd(g *globals) *cobra.Command {
 }
 
 // nodesTable writes the table of vodctl nodes for nodes: a header and a
-// row each (SITE only when a node has a site).
+// row each (SITE only when a node has a site, ORIGIN only when a node has
+// none: "none" for it, "yes" for the others).
 func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
+	bare := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.NoOrigin })
 	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
 	if sited {
 		head += "\tSITE"
+	}
+	if bare {
+		head += "\tORIGIN"
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
@@ -186,6 +206,13 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 			diskFreeGB(n.DiskFreeBytes), float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
 		if sited {
 			fmt.Fprintf(w, "\t%s", n.Site)
+		}
+		if bare {
+			origin := "yes"
+			if n.NoOrigin {
+				origin = "none" // it plays only the titles it holds
+			}
+			fmt.Fprintf(w, "\t%s", origin)
 		}
 		fmt.Fprintln(w)
 	}
