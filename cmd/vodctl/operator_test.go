@@ -212,3 +212,32 @@ func TestTLSFromEnvironment(t *testing.T) {
 		t.Errorf("VODCTL_TLS=yes: %v", err)
 	}
 }
+
+// vodctl sessions --help says what its STATE and IDLE columns mean
+// (orphaned and IDLE's "-" were said nowhere in vodctl), and vodctl
+// policy --help that NAME switches the scheduling policy only: it said
+// "switch to NAME" under a listing of two policies, and `vodctl policy
+// gdsf` (the storage policy shown) is refused.
+func TestSessionsAndPolicyHelp(t *testing.T) {
+	help := func(args ...string) string {
+		cmd := newRoot()
+		var out strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append(args, "--help"))
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	s := help("sessions")
+	for _, want := range []string{"orphaned (its node died", "finished (played to the end", "IDLE is the seconds since", `"-" while it is not idle`, "BITRATE is the bit/s reserved"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("sessions --help lacks %q:\n%s", want, s)
+		}
+	}
+	p := help("policy")
+	if !strings.Contains(p, "switch the scheduling policy to NAME") || !strings.Contains(p, "The storage policy is not switched here") {
+		t.Errorf("policy --help:\n%s", p)
+	}
+}

@@ -234,7 +234,16 @@ func sessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title); sessions end: end some now",
-		Args:  noArgs,
+		Long: "List the live sessions; vodctl sessions end ends some now.\n\n" +
+			"STATE: admitted (redirected, not at its node yet), playing, paused (its RTSP client PAUSEd it),\n" +
+			"finished (played to the end of the title, held until TEARDOWN, a seek back or its timeout),\n" +
+			"orphaned (its node died or has not registered again: no reservation; it ends unless the node\n" +
+			"is back within restore_grace). An HTTP session (progressive or HLS) is never paused or finished.\n" +
+			"BITRATE is the bit/s reserved for it on its node. IDLE is the seconds since its viewer was last\n" +
+			"heard of, once its node reports it idle (RTSP PAUSEd and silent, or HTTP with no request, past\n" +
+			"the node's session_timeout, 60 s): it lives to pause_timeout (5 min), and its subscriber's\n" +
+			"next request at max_sessions_per_user supersedes it; \"-\" while it is not idle.",
+		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListSessions(ctx, &v1.ListSessionsRequest{NodeId: node, User: user})
@@ -315,8 +324,12 @@ func notIn(want, got []string) []string {
 func policyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "policy [NAME]",
-		Short: "Show the scheduling policy, or switch to NAME at run time (sessions are kept)",
-		Args:  argsBetween(0, 1),
+		Short: "Show the scheduling and storage policies, or switch the scheduling policy to NAME at run time (sessions are kept)",
+		Long: "Show the scheduling policy and the storage policy (with its planner's counts since the\n" +
+			"manager started), or switch the scheduling policy to NAME, one of those listed available,\n" +
+			"at run time: sessions are kept. The storage policy is not switched here: it is the\n" +
+			"manager's storage.policy setting.",
+		Args: argsBetween(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if len(args) == 1 {
@@ -330,189 +343,6 @@ func policyCmd(g *globals) *cobra.Command {
 				if st := p.StorageStats; st != nil {
 					fmt.Fprintf(w, "storage planner:\tsince the manager started: %d plans ordered %d prefetches and %d evictions (%d moves); prefetches done %d, failed %d, retried %d (planned or by hand)\n",
 						st.Plans, st.Prefetches, st.Evictions, st.Moves, st.FillsDone, st.FillsFailed, st.Retries)
-				}
-			})
-		},
-	}
-}
-
-func placementCmd(g *globals) *cobra.Command {
-	var title, node string
-	cmd := &cobra.Command{
-		Use:   "placement",
-		Short: "List which nodes hold which titles, and the partial fills they keep",
-		Args:  noArgs,
-		Long: "List which nodes hold which titles (complete or filling), the pins, and the partial fills\n" +
-			"the nodes keep.\n\n" +
-			"A partial fill is the beginning of a title a node kept after its fill stopped short (the origin\n" +
-			"away, its viewers gone, the node stopped): not served, the title's next fill on that node resumes\n" +
-			"from it. KEPT is \"partial NN%\" of the title's size, or \"stale NN%\" when its version (or size)\n" +
-			"is no longer the catalog's (replaced at the origin: never resumed, removed at the title's next\n" +
-			"fill there).\n" +
-			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
-			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
-			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
-			"manager evicts it once no session plays it (not while the origin is down).\n\n" +
-			"SITE, when a node names its site, is the holder's: the storage planner places a title's\n" +
-			"replicas at the sites whose viewers ask for it (docs/storage.md, Sites).",
-		RunE: func(*cobra.Command, []string) error {
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
-			}, func(m proto.Message, w *tabwriter.Writer) {
-				r := m.(*v1.ListPlacementResponse)
-				// SITE, the holder's site, only when a holder has one.
-				sited := slices.ContainsFunc(r.Replicas, func(p *v1.Replica) bool { return p.Site != "" })
-				head := "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED\tSTALE"
-				if sited {
-					head += "\tSITE"
-				}
-				fmt.Fprintln(w, head)
-				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned, p.Stale)
-					if sited {
-						fmt.Fprintf(w, "\t%s", p.Site)
-					}
-					fmt.Fprintln(w)
-				}
-				if len(r.ClusterPins) > 0 {
-					fmt.Fprintf(w, "pinned to the cluster:\t%s\n", strings.Join(r.ClusterPins, ", "))
-				}
-				for _, p := range r.NodePins {
-					fmt.Fprintf(w, "pinned to node %s:\t%s (%s)\n", p.NodeId, p.TitleId, p.State)
-				}
-				if len(r.Partials) > 0 {
-					// A line without a tab ends tabwriter's columns: the
-					// partials align among themselves.
-					fmt.Fprintln(w, "\npartial fills (not served; the next fill there resumes them):")
-					fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tKEPT\tPINNED\tSINCE")
-					for _, p := range r.Partials {
-						fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%v\t%s\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes,
-							partialKept(p), p.Pinned, unixMs(p.SinceUnixMs))
-					}
-				}
-			})
-		},
-	}
-	cmd.Flags().StringVar(&title, "title", "", "only this title")
-	cmd.Flags().StringVar(&node, "node", "", "only this node")
-	return cmd
-}
-
-func placementActionCmd(g *globals, verb string) *cobra.Command {
-	short := map[string]string{
-		"prefetch": "Order a fill of TITLE from the origin (on NODE, or where the storage manager chooses)",
-		"evict":    "Remove TITLE from NODE, or its partial fill there (refused while it plays or fills); NODE is required",
-		"pin":      "Pin TITLE to NODE, or to the cluster without NODE: never evicted",
-		"unpin":    "Remove a pin",
-	}[verb]
-	long := map[string]string{
-		"prefetch": short + ".\n\n" +
-			"Not held to the off-peak window. On a node with max_fills_per_node fills in progress, or while\n" +
-			"fills take every origin channel, it is queued (vodctl fills: queued) and ordered at the first\n" +
-			"plan with a slot. The order is kept in the manager's store until carried out (6 hours at most),\n" +
-			"so a restarted manager or the standby taking over orders it again; vodctl evict TITLE NODE\n" +
-			"cancels it. A failed fill is retried with backoff, 10 attempts in all.",
-	}[verb]
-	var node string
-	cmd := &cobra.Command{
-		Use:   verb + " TITLE [NODE]",
-		Short: short,
-		Long:  long,
-		Args:  argsBetween(1, 2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
-			if len(args) == 2 {
-				if node != "" && node != args[1] {
-					return fmt.Errorf("%s %s: NODE given twice (%s and --node %s)", verb, args[0], args[1], node)
-				}
-				req.NodeId = args[1]
-			}
-			if req.NodeId == "" && verb == "evict" {
-				return fmt.Errorf("evict %s: name the NODE to evict it from (its holders: vodctl placement --title %s)", args[0], args[0])
-			}
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				switch verb {
-				case "prefetch":
-					return c.Prefetch(ctx, req)
-				case "evict":
-					return c.Evict(ctx, req)
-				case "pin":
-					return c.Pin(ctx, req)
-				default:
-					return c.Unpin(ctx, req)
-				}
-			}, func(m proto.Message, w *tabwriter.Writer) {
-				a := m.(*v1.PlacementAck)
-				fmt.Fprintf(w, "%s %s on %s\t%s\n", verb, args[0], orCluster(a.NodeId), a.Message)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&node, "node", "", "the NODE (same as the second argument)")
-	return cmd
-}
-
-// partialKept describes how much of its title a partial fill holds:
-// "partial NN%", or "stale NN%" when its version (or size) is no longer the
-// catalog's.
-func partialKept(p *v1.NodePartial) string {
-	pct := "?"
-	if p.SizeBytes > 0 {
-		pct = strconv.FormatFloat(100*float64(p.StoredBytes)/float64(p.SizeBytes), 'f', 0, 64) + "%"
-	}
-	if p.Stale {
-		return "stale " + pct
-	}
-	return "partial " + pct
-}
-
-// unixMs formats milliseconds since the Unix epoch as local time, "-"
-// for 0 (unknown).
-func unixMs(ms int64) string {
-	if ms <= 0 {
-		return "-"
-	}
-	return time.UnixMilli(ms).Format("2006-01-02 15:04:05 MST")
-}
-
-func orCluster(n string) string {
-	if n == "" {
-		return "the cluster"
-	}
-	return n
-}
-
-func fillsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "fills",
-		Short: "List fills from the origin in progress, with their progress",
-		Args:  noArgs,
-		Long: "List fills from the origin in progress, with their progress.\n\n" +
-			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
-			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
-			"slot on its node or an origin channel), filling, backoff (failed: retried at NEXT TRY),\n" +
-			"node down (in the last report of a node now missing its heartbeats).\n" +
-			"STORED of a fill not in progress is what the node kept of an earlier fill cut short (a partial,\n" +
-			"PROGRESS \"NN% kept\"): its next attempt fetches only the rest from the origin.",
-		RunE: func(*cobra.Command, []string) error {
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ListFills(ctx, &v1.ListFillsRequest{})
-			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH\tATTEMPTS\tNEXT TRY")
-				for _, f := range m.(*v1.ListFillsResponse).Fills {
-					pct := "?"
-					if f.State == "ordered" || f.State == "reserved" || f.State == "queued" || f.State == "backoff" {
-						pct = "-"
-						if f.StoredBytes > 0 && f.SizeBytes > 0 {
-							pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "% kept"
-						}
-					} else if f.SizeBytes > 0 {
-						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
-					}
-					next := "-"
-					if f.NextTryUnixMs > 0 {
-						next = time.UnixMilli(f.NextTryUnixMs).Format("2006-01-02 15:04:05 MST")
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
 				}
 			})
 		},
