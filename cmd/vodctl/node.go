@@ -57,8 +57,15 @@ func nodeCmd(g *globals) *cobra.Command {
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				n := m.(*v1.NodeInfo)
 				if n.RtspAddr == "" { // not registered: only its stored setting changed
-					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v, overload %.2f (0 = default); applied when it registers\n",
-						n.NodeId, n.Draining, n.Overload)
+					// The weight was left out: --weight 7 was answered without
+					// it. The answer's 0 is also "no weight stored": shown
+					// only when given now or stored.
+					weight := ""
+					if req.Weight != nil || n.Weight != 0 {
+						weight = fmt.Sprintf(", weight %d", n.Weight)
+					}
+					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v%s, overload %.2f (0 = default); applied when it registers\n",
+						n.NodeId, n.Draining, weight, n.Overload)
 					return
 				}
 				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
