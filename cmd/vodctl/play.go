@@ -3,8 +3,11 @@ package main
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +51,7 @@ func playCmd(g *globals) *cobra.Command {
 			}
 			res, err := probe.PlayContext(args[0], opts)
 			if err != nil {
-				return err
+				return explainPlay(err, args[0])
 			}
 			printPlay(cmd.OutOrStdout(), res, g.json)
 			if res.VideoFrames == 0 {
@@ -61,4 +64,25 @@ func playCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end)")
 	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
 	return cmd
+}
+
+// explainPlay adds to a play's error what the operator can do about the
+// usual mistakes of a URL's scheme and port: rtsps:// to a plain RTSP
+// port (it said only "tls: first record does not look like a TLS
+// handshake"), and a port that is not RTSP, such as the front door's
+// HTTP one (it said only "DESCRIBE: EOF") or the manager's gRPC one
+// ("connection reset by peer").
+func explainPlay(err error, rawURL string) error {
+	host := rawURL
+	if u, perr := url.Parse(rawURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &rec):
+		return fmt.Errorf("%w (%s answers without TLS: give it an rtsp:// URL, or the front door's RTSPS port, rtsps_listen, 8322 by default)", err, host)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%w (%s closed the connection without an RTSP answer: is it the front door's RTSP port, rtsp_listen, 8554 by default, or with rtsps:// its RTSPS port?)", err, host)
+	}
+	return err
 }
