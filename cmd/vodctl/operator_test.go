@@ -279,3 +279,19 @@ func TestNodeAbsentShowsStoredWeight(t *testing.T) {
 		}
 	}
 }
+
+// vodctl evict's usage names NODE as required, as its help and its
+// refusal without it say (it showed "evict TITLE [NODE]").
+func TestEvictUsageNodeRequired(t *testing.T) {
+	cmd := newRoot()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"evict", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "vodctl evict TITLE NODE [flags]") || strings.Contains(out.String(), "[NODE]") {
+		t.Fatalf("evict --help:\n%s", out.String())
+	}
+}

@@ -93,8 +93,12 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"cancels it. A failed fill is retried with backoff, 10 attempts in all.",
 	}[verb]
 	var node string
+	use := verb + " TITLE [NODE]"
+	if verb == "evict" {
+		use = "evict TITLE NODE" // required: there is no eviction from the whole cluster (--node NODE does as well)
+	}
 	cmd := &cobra.Command{
-		Use:   verb + " TITLE [NODE]",
+		Use:   use,
 		Short: short,
 		Long:  long,
 		Args:  argsBetween(1, 2),
