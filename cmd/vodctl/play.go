@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -49,7 +52,25 @@ func playCmd(g *globals) *cobra.Command {
 				}
 				opts.TLSConfig = &tls.Config{RootCAs: pool}
 			}
-			res, err := probe.PlayContext(args[0], opts)
+			// Ctrl-C or SIGTERM ends the play as its --duration would: TEARDOWN
+			// and the report. They killed vodctl, which printed nothing and
+			// left a UDP session playing on its node (holding its reservation
+			// and one of the subscriber's sessions) until session_timeout. A
+			// second one kills it as before.
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			sigCtx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() { <-sigCtx.Done(); stop() }() // ends with the play too (stop)
+			ctx := sigCtx
+			if opts.Duration > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, opts.Duration+30*time.Second) // as probe.PlayContext
+				defer cancel()
+			}
+			res, err := probe.Play(ctx, args[0], opts)
 			if err != nil {
 				return explainPlay(err, args[0])
 			}
@@ -61,7 +82,7 @@ func playCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.Transport, "transport", "tcp", "RTP transport: tcp (interleaved) or udp")
-	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end)")
+	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end; Ctrl-C stops it sooner, with the report)")
 	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
 	return cmd
 }

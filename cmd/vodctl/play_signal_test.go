@@ -1,0 +1,176 @@
+package main
+
+import (
+	"io/fs"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4"
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/description"
+	"github.com/bluenviron/gortsplib/v4/pkg/format"
+	"github.com/pion/rtp"
+
+	"vodcluster/cdp/samples"
+)
+
+// tsServer is an RTSP server (gortsplib) that plays one MPEG-TS stream,
+// a sample clip in a loop, to every client, and records the requests'
+// methods.
+type tsServer struct {
+	srv      *gortsplib.Server
+	stream   *gortsplib.ServerStream
+	mu       sync.Mutex
+	asked    []base.Method
+	played   chan struct{} // closed at the first PLAY
+	teardown chan struct{} // closed at the first TEARDOWN
+	once     sync.Once
+	tdOnce   sync.Once
+}
+
+func (s *tsServer) methods() []base.Method {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]base.Method(nil), s.asked...)
+}
+
+func (s *tsServer) OnRequest(_ *gortsplib.ServerConn, r *base.Request) {
+	s.mu.Lock()
+	s.asked = append(s.asked, r.Method)
+	s.mu.Unlock()
+	if r.Method == base.Teardown {
+		s.tdOnce.Do(func() { close(s.teardown) })
+	}
+}
+
+func (s *tsServer) OnDescribe(*gortsplib.ServerHandlerOnDescribeCtx) (*base.Response, *gortsplib.ServerStream, error) {
+	return &base.Response{StatusCode: base.StatusOK}, s.stream, nil
+}
+
+func (s *tsServer) OnSetup(*gortsplib.ServerHandlerOnSetupCtx) (*base.Response, *gortsplib.ServerStream, error) {
+	return &base.Response{StatusCode: base.StatusOK}, s.stream, nil
+}
+
+func (s *tsServer) OnPlay(*gortsplib.ServerHandlerOnPlayCtx) (*base.Response, error) {
+	s.once.Do(func() { close(s.played) })
+	return &base.Response{StatusCode: base.StatusOK}, nil
+}
+
+// startTSServer serves clip-a.ts over RTSP (TCP) on loopback, about 4
+// times real time, until the test ends; it returns the server and its
+// address.
+func startTSServer(t *testing.T) (*tsServer, string) {
+	t.Helper()
+	clip, err := fs.ReadFile(samples.FS(), "clip-a.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &tsServer{played: make(chan struct{}), teardown: make(chan struct{})}
+	s.srv = &gortsplib.Server{Handler: s, RTSPAddress: lis.Addr().String(),
+		Listen: func(string, string) (net.Listener, error) { return lis, nil }}
+	if err := s.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	medi := &description.Media{Type: description.MediaTypeVideo, Formats: []format.Format{&format.MPEGTS{}}}
+	s.stream = &gortsplib.ServerStream{Server: s.srv, Desc: &description.Session{Medias: []*description.Media{medi}}}
+	if err := s.stream.Initialize(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		const chunk = 7 * 188
+		tick := time.NewTicker(2 * time.Millisecond) // ~5 Mbit/s: the clip is 0.6 Mbit/s
+		defer tick.Stop()
+		seq, off := uint16(0), 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if off+chunk > len(clip) {
+				off = 0
+			}
+			seq++
+			s.stream.WritePacketRTP(medi, &rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 33, SequenceNumber: seq,
+				Timestamp: uint32(seq) * 180}, Payload: clip[off : off+chunk]})
+			off += chunk
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		wg.Wait()
+		s.stream.Close()
+		s.srv.Close()
+	})
+	return s, lis.Addr().String()
+}
+
+// SIGTERM (or Ctrl-C's SIGINT) during vodctl play ends the play as its
+// --duration would: TEARDOWN to the server, and the report printed. It
+// killed vodctl, which printed nothing and sent no TEARDOWN: a UDP
+// viewer's session stayed on its node, its reservation held and one of
+// the subscriber's sessions taken, until session_timeout.
+func TestPlayStopsOnSignal(t *testing.T) {
+	s, addr := startTSServer(t)
+	cmd := newRoot()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"play", "--duration", "60s", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+	type result struct {
+		err error
+		at  time.Time
+	}
+	ran := make(chan result, 1)
+	go func() {
+		err := cmd.Execute()
+		ran <- result{err, time.Now()}
+	}()
+	select {
+	case <-s.played:
+	case r := <-ran:
+		t.Fatalf("play ended before PLAY: %v\n%s", r.err, out.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("no PLAY within 10 s")
+	}
+	// Media flows (the report has frames): 200 kB sent, a third of a
+	// second at the server's rate.
+	for deadline := time.Now().Add(10 * time.Second); s.stream.BytesSent() < 200_000; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes sent in 10 s", s.stream.BytesSent())
+		}
+	}
+	sent := time.Now()
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-ran:
+	case <-time.After(15 * time.Second):
+		t.Fatal("play still running 15 s after SIGTERM")
+	}
+	if d := r.at.Sub(sent); r.err != nil || d > 5*time.Second {
+		t.Fatalf("play after SIGTERM: %v, %v later\n%s", r.err, d, out.String())
+	}
+	if !strings.HasPrefix(out.String(), "played rtsp://demo:xxxxx@"+addr+"/vod/sample-001 from "+addr+": ") {
+		t.Fatalf("no report:\n%s", out.String())
+	}
+	select {
+	case <-s.teardown:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no TEARDOWN: %v", s.methods())
+	}
+}
