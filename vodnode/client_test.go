@@ -25,6 +25,10 @@ type testClient struct {
 	// lastSeq is the sequence number of the last RTP packet read on an even
 	// channel (also those skipped while waiting for a response)
 	lastSeq uint16
+	// frameBytes counts the bytes of the interleaved frames read ('$',
+	// channel, length and payload; also those skipped while waiting for
+	// a response)
+	frameBytes int64
 }
 
 func dialRTSP(t testing.TB, n *Node) *testClient {
@@ -98,6 +102,9 @@ func (tc *testClient) frame() (int, []byte, error) {
 	}
 	b := make([]byte, int(h[2])<<8|int(h[3]))
 	_, err := io.ReadFull(tc.br, b)
+	if err == nil {
+		tc.frameBytes += int64(len(h) + len(b))
+	}
 	if err == nil && h[1]%2 == 0 && len(b) >= 4 {
 		tc.lastSeq = uint16(b[2])<<8 | uint16(b[3])
 	}

@@ -30,7 +30,8 @@ var fallbackCauses = [...]string{fallbackReopen, fallbackWriter, fallbackConnect
 
 // sendStats counts what the node's HTTP sends of titles could not do as
 // meant: sends copied instead of sent with sendfile, by cause, and reads
-// of a title's file that failed during a send.
+// of a title's file that failed during a send (an HTTP send's or an RTSP
+// stream's, streamReadError).
 type sendStats struct {
 	fallbacks  [len(fallbackCauses)]atomic.Int64
 	logged     [len(fallbackCauses)]atomic.Bool // the cause was logged (once per node)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,9 +188,18 @@ func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 // onStreamEnd is the delivery engine's callback for a stream that stopped
 // by itself. At the end of the title (RTCP BYE sent) the session stays,
 // paused at the end, until TEARDOWN or its timeout (RFC 2326 §10.5, and a
-// PLAY with Range may take it back); a fill error or a slow client end it.
+// PLAY with Range may take it back); a fill error, a read of the title's
+// file that failed (RTCP BYE sent; counted and logged, streamReadError)
+// or a slow client end it.
 func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	return func(r deliver.EndReason, err error) {
+		if r == deliver.EndDiskRead {
+			if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) {
+				r = deliver.EndError // the title closed under the stream: not the disk's failure
+			} else {
+				n.streamReadError(s, err)
+			}
+		}
 		if r == deliver.EndOfTitle {
 			// Unless a PLAY has moved it since (this callback runs on
 			// its own): a session playing again is not finished.
@@ -206,6 +216,23 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 			deliver.CloseNow(s.conn.nc) // the connection is hopelessly behind
 		}
 	}
+}
+
+// streamReadError counts in vodnode_disk_read_errors_total, as an HTTP
+// send's (diskReadError), a read of s's title file that failed under its
+// RTSP stream (err: a *deliver.ReadError; io.ErrUnexpectedEOF: the file
+// ended short of the bytes its index has) and logs it as a warning naming
+// the title and the session; the session then ends with reason
+// deliver.EndDiskRead.
+func (n *Node) streamReadError(s *session, err error) {
+	n.send.diskErrors.Add(1)
+	attrs := []any{"title", s.title, "session", s.id, "sid", s.sid}
+	if re := (*deliver.ReadError)(nil); errors.As(err, &re) {
+		attrs = append(attrs, "offset", re.Off, "err", re.Err)
+	} else {
+		attrs = append(attrs, "err", err)
+	}
+	n.log.Warn("reading a title's file failed during an RTSP stream: the session ends", attrs...)
 }
 
 // janitor ends RTSP sessions idle for SessionTimeout and HTTP sessions

@@ -349,6 +349,10 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	reason := EndError
 	failed := false
 	switch {
+	case rd.readErr != nil:
+		// Whatever the demuxer made of it (astits takes a short read for
+		// the end of its input).
+		reason, err = EndDiskRead, rd.readErr
 	case errors.Is(err, io.EOF):
 		reason, err = EndOfTitle, nil
 		if _, _, ferr := s.cfg.Source.State(); ferr != nil {
@@ -376,6 +380,10 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 			// The title's fill failed: the client is told the stream
 			// ends, as Stream tells it.
 			bye = s.reportsLocked("fill failed")
+			failed = true
+		} else if reason == EndDiskRead {
+			// So is it when the title's file could not be read.
+			bye = s.reportsLocked(string(EndDiskRead))
 			failed = true
 		}
 	}

@@ -26,7 +26,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			// left: the client is told the stream ends (an RTSP client
 			// over TCP would otherwise wait in silence until its
 			// keepalive meets the ended session).
-			s.fillFailedBye()
+			s.endBye("fill failed")
 			s.finish(EndError, err)
 			return false
 		}
@@ -99,7 +99,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	if n > 0 {
 		sent, err := s.send(sh, ck, now, int(n))
 		if err != nil {
-			s.finish(writeEnd(err), err)
+			s.failed(err)
 			return false
 		}
 		if !sent {
@@ -118,7 +118,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if complete && s.pos >= avail {
 		if err != nil {
-			s.fillFailedBye()
+			s.endBye("fill failed")
 			s.finish(EndError, err)
 			return false
 		}
@@ -170,7 +170,7 @@ func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
 	sh.reserve(n, (n+PayloadSize-1)/PayloadSize)
 	buf := sh.arenaTake(n)
 	if _, err := s.cfg.Source.ReadAt(buf, s.pos); err != nil {
-		return false, fmt.Errorf("read title at %d: %w", s.pos, err)
+		return false, readError(s.pos, err)
 	}
 	ok, err := s.emit(sh, ck, now, buf, s.pos, false)
 	if ok {
@@ -316,15 +316,29 @@ func (s *Stream) abortBye(reason string) {
 	s.sendControl(b)
 }
 
-// fillFailedBye tells the client that the stream ends because its title's
-// fill failed: over UDP after Engine.ByeDelay, so that the BYE follows the
-// last RTP packets (as endOfTitle's does), at once otherwise.
-func (s *Stream) fillFailedBye() {
+// endBye tells the client with an RTCP BYE carrying reason that the
+// stream ends on its own before the end of its title (its fill failed,
+// its file could not be read): over UDP after Engine.ByeDelay, so that
+// the BYE follows the last RTP packets (as endOfTitle's does), at once
+// otherwise.
+func (s *Stream) endBye(reason string) {
 	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
-		time.AfterFunc(s.e.ByeDelay, func() { s.abortBye("fill failed") })
+		time.AfterFunc(s.e.ByeDelay, func() { s.abortBye(reason) })
 		return
 	}
-	s.abortBye("fill failed")
+	s.abortBye(reason)
+}
+
+// failed ends the stream for err, the error of reading its title
+// (EndDiskRead: the client is told with a BYE, as of a failed fill) or
+// of writing to its client (writeEnd). s.mu held.
+func (s *Stream) failed(err error) {
+	if re := (*ReadError)(nil); errors.As(err, &re) {
+		s.endBye(string(EndDiskRead))
+		s.finish(EndDiskRead, err)
+		return
+	}
+	s.finish(writeEnd(err), err)
 }
 
 // sendControl sends the compound RTCP packet b on the stream's RTCP path
@@ -345,6 +359,7 @@ func (s *Stream) sendControl(b []byte) bool {
 		if !ok {
 			return false
 		}
+		s.bytes.Add(int64(len(b) + 4)) // the stream's RTCP, as over UDP and in emit
 		s.e.bytesSent.Add(int64(len(b) + 4))
 	}
 	return true

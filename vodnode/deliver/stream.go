@@ -3,6 +3,7 @@ package deliver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"sync"
@@ -44,10 +45,42 @@ type EndReason string
 // End reasons, as reported to the manager.
 const (
 	EndOfTitle EndReason = "end-of-title"      // every byte was sent, BYE sent; the stream waits paused at the end (Seek and Resume play on)
-	EndError   EndReason = "error"             // the fill failed or the title could not be read
+	EndError   EndReason = "error"             // the fill failed, a write to the client failed (its connection not gone), or the title cannot be played (no clock; no keyframes for trick play)
 	EndSlow    EndReason = "slow-client"       // the connection held the stream back MaxLag
 	EndClosed  EndReason = "connection-closed" // the client's TCP connection was closed or reset under the stream
+	// EndDiskRead: a read of the title's file failed (an I/O error, or
+	// the file shorter than its index: changed under the node); the
+	// stream ends, its client told with an RTCP BYE carrying this reason,
+	// and OnEnd's error is a *ReadError.
+	EndDiskRead EndReason = "disk read error"
 )
+
+// ReadError is the error of a stream whose read of its title's file
+// failed (EndDiskRead).
+type ReadError struct {
+	Off int64 // bytes: where in the title the read started
+	// Err is the read's error: the file's (an I/O error), or
+	// io.ErrUnexpectedEOF when the file ends short of the bytes its
+	// index has.
+	Err error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("deliver: reading the title at %d: %v", e.Off, e.Err)
+}
+
+// Unwrap returns the read's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// readError returns the ReadError of a read at off, below the bytes the
+// title's index has, that failed with err: io.EOF there is the file
+// ending short of its index (io.ErrUnexpectedEOF).
+func readError(off int64, err error) *ReadError {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return &ReadError{Off: off, Err: err}
+}
 
 // writeEnd returns why a stream whose write to its client failed with err
 // ends: EndClosed when the client's connection is gone (closed here,

@@ -101,7 +101,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 	buf := sh.arenaTake(len(psi) + n)
 	copy(buf, psi)
 	if _, err := s.cfg.Source.ReadAt(buf[len(psi):], k.Offset); err != nil {
-		s.finish(EndError, err)
+		s.failed(readError(k.Offset, err))
 		return false
 	}
 	m := pictureOnly(buf[len(psi):], idx.VideoPID)

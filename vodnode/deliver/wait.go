@@ -55,6 +55,13 @@ type pacedReader struct {
 	hold func(ctx context.Context) (time.Duration, error)
 
 	clock int64 // the stream clock at off, 27 MHz ticks (as of the last read of the title)
+	// readErr is the error of the read of the title's file that failed,
+	// nil if none has. Read then returns io.EOF, there and after: a
+	// demuxer ends at it (mediacommon's takes other errors of its input
+	// wrapped by astits for errors of the stream, skipped, and reads on
+	// for ever), and its owner tells the end of the title from the
+	// failure by this.
+	readErr *ReadError
 
 	anchored    bool
 	anchorWall  time.Time
@@ -62,6 +69,9 @@ type pacedReader struct {
 }
 
 func (r *pacedReader) Read(p []byte) (int, error) {
+	if r.readErr != nil {
+		return 0, io.EOF
+	}
 	if len(r.prefix) > 0 {
 		n := copy(p, r.prefix)
 		r.prefix = r.prefix[n:]
@@ -121,6 +131,12 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			m, err := r.src.ReadAt(p[:n], r.off)
 			r.off += int64(m)
 			r.clock = ck.at(r.off)
+			if err != nil {
+				// Below the index's size: the file failed, or ends
+				// short of its index (io.EOF).
+				r.readErr = readError(r.off, err)
+				err = io.EOF
+			}
 			return m, err
 		}
 		select {
