@@ -69,7 +69,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		Sessions: int32(n.Sessions), FillSessions: int32(n.FillSessions), ReservedBps: n.ReservedBps,
 		EgressBps: egress, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
-		Partials: int32(partials), PartialBytes: partialBytes, Site: n.Site,
+		Partials: int32(partials), PartialBytes: partialBytes, Site: n.Site, NoOrigin: n.NoOrigin,
 	}
 }
 

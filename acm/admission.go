@@ -197,6 +197,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		// lsm keeps it to holders (Request.OriginDown), while it waits
 		// too: until the origin comes back (queuedOriginDown).
 	}
+	if err := m.refuseNoSourceLocked(&req, r.User, now); err != nil { // unlocks mu
+		return nil, err
+	}
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any
 	// number of requests while the cluster is full and take every slot
@@ -290,8 +293,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Unlock()
 		m.capRefusals.log(m.log, m.now(), reason, slog.LevelInfo, "admission refused: no node could take it within the queue deadline: "+why, "title", t.ID, "user", r.User,
 			"bitrate_bps", t.BitrateBps, "bytes", t.SizeBytes, "waited", m.now().Sub(now))
-		if reason == refusedNoDiskRoom {
+		switch reason {
+		case refusedNoDiskRoom:
 			return nil, errNoDiskRoom
+		case refusedNoSource:
+			return nil, errNoSource
 		}
 		return nil, errNoBandwidth
 	}
@@ -529,8 +535,9 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 // refusalCauseLocked is refusalInLocked, with the reason of the refusal
 // its log lines are collapsed by (refusalNotes): refusedNoDiskRoom when a
 // node could take the session but for a fill of the title
-// (errNoDiskRoom), refusedOriginChannels when no node holds the title and
-// every origin channel is busy, refusedNoBandwidth otherwise.
+// (errNoDiskRoom), refusedNoSource when no node holds the title and none
+// can fetch it (errNoSource), refusedOriginChannels when no node holds the
+// title and every origin channel is busy, refusedNoBandwidth otherwise.
 func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
 	for _, fr := range featureRefusals {
 		if requires&fr.f == 0 {
@@ -546,6 +553,9 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 		if !offered {
 			return fr.why, refusedNoBandwidth
 		}
+	}
+	if why, ok := m.noSourceWhyLocked(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}); ok {
+		return why, refusedNoSource
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		if site != "" {

@@ -245,6 +245,7 @@ type nodeOpts struct {
 	site     string
 	rtsps    string // its RTSPS address; "" = none
 	httpTLS  bool   // its HTTP address speaks HTTPS
+	noOrigin bool   // it has no origin: it plays only its titles (RegisterRequest.no_origin)
 	// onCommand, when set, takes each command as the stream receives it,
 	// in order, instead of the cmds channel (a node that applies its
 	// commands as they come, before its next report).
@@ -270,7 +271,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	}
 	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree, onCommand: o.onCommand}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
-		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS,
+		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
 	})
 	if err != nil {

@@ -104,6 +104,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
 		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(), Features: features,
+		NoOrigin: req.GetNoOrigin(), // it plays only the titles it holds: no fill, no prefetch there
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
 	}, now)
 	if err != nil {
@@ -155,6 +156,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	if site := req.GetSite(); site != "" {
 		attrs = append(attrs, "site", site)
+	}
+	if req.GetNoOrigin() {
+		attrs = append(attrs, "no_origin", true) // viewers of the titles it holds only; no prefetch
 	}
 	m.log.Info("node registered", attrs...)
 	if site := req.GetSite(); len(m.Sites) > 0 && site != "" && !m.sites.has(site) {

@@ -16,7 +16,8 @@ import (
 // prefetchLocked orders a fill of t on node id ahead of demand (mu held),
 // after the evictions that make its room (chosen by the node's Evictor,
 // never a title in use or pinned). NOT_FOUND for an unknown node,
-// FAILED_PRECONDITION for a node out of service or with a disk fault,
+// FAILED_PRECONDITION for a node out of service, with a disk fault or
+// without an origin (lsm.NodeSpec.NoOrigin: it cannot fill),
 // ALREADY_EXISTS when the
 // node holds, fills or was ordered to fill t, or a viewer admitted there
 // plays or awaits it (its fill on demand starts when the viewer arrives),
@@ -124,6 +125,9 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 	}
 	if ns.diskFault {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault)", id)
+	}
+	if n.NoOrigin {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q has no origin configured (node origin): it cannot fetch %q, it plays only the titles already on its disk", id, t.ID)
 	}
 	if ns.titles[t.ID] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
@@ -237,24 +241,33 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) boo
 }
 
 // chooseNodeLocked picks the node for an operator's prefetch of t that
-// names none (mu held): the Replicator's ChooseNode, or without one the
+// names none (mu held), never a node without an origin
+// (lsm.NodeSpec.NoOrigin): the Replicator's ChooseNode, or without one the
 // node in service lacking t with the most free disk: a node that
 // measured its free disk before one that reports it unknown (whose
 // diskFree, unknownDiskFree, would otherwise always win), those among
 // themselves by their budget left (disk_bytes less the bytes stored or
 // filling there; ties by node id).
 // NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
-// every node in service holds or fills it, RESOURCE_EXHAUSTED when no
-// node can take it.
+// every node in service with an origin holds or fills it,
+// FAILED_PRECONDITION when no node in service has an origin,
+// RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
-	inService, lacking := 0, 0
+	inService, lacking, noOrigin := 0, 0, 0
 	for nid, ns := range m.nodes {
 		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) && ns.reported {
+			if n.NoOrigin {
+				noOrigin++
+				continue
+			}
 			inService++
 			if ns.titles[t.ID] == nil {
 				lacking++
 			}
 		}
+	}
+	if inService == 0 && noOrigin > 0 {
+		return "", status.Errorf(codes.FailedPrecondition, "no node in service has an origin configured (node origin): none can fetch %q", t.ID)
 	}
 	if inService > 0 && lacking == 0 {
 		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
@@ -272,7 +285,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 	id, best, bestKnown := "", int64(0), false
 	for nid, ns := range m.nodes {
 		n := m.sched.Node(nid)
-		if n == nil || !m.sched.InService(n) || ns.titles[t.ID] != nil {
+		if n == nil || !m.sched.InService(n) || n.NoOrigin || ns.titles[t.ID] != nil {
 			continue
 		}
 		free, known := ns.diskFree, !ns.diskUnknown

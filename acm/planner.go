@@ -221,6 +221,7 @@ type nodeSnapshot struct {
 	alive       bool   // heartbeats arrive (lsm)
 	inService   bool   // in service (lsm) and its free disk reported
 	diskFault   bool
+	noOrigin    bool    // it has no origin (lsm.NodeSpec.NoOrigin): no prefetch there
 	diskBytes   int64   // bytes
 	egressBps   int64   // bit/s
 	utilization float64 // reserved or measured egress / capacity
@@ -251,7 +252,7 @@ func (m *Manager) planSnapshotLocked(share bool) *planSnapshot {
 			s.shared = append(s.shared, ns)
 		}
 		s.nodes = append(s.nodes, nodeSnapshot{
-			id: n.ID, site: n.Site, alive: n.Alive, inService: m.sched.InService(n) && ns.reported, diskFault: ns.diskFault,
+			id: n.ID, site: n.Site, alive: n.Alive, inService: m.sched.InService(n) && ns.reported, diskFault: ns.diskFault, noOrigin: n.NoOrigin,
 			diskBytes: n.Capacity.DiskBytes, egressBps: n.Capacity.EgressBps, utilization: n.Utilization(),
 			activeFills: n.ActiveFills, titles: ns.titles, active: ns.active, hits: ns.hits, partials: ns.partials,
 		})
@@ -295,7 +296,7 @@ func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
 			}
 		}
 		view.Nodes = append(view.Nodes, smm.NodeView{
-			ID: n.id, Site: n.site, Alive: n.inService, DiskBytes: n.diskBytes,
+			ID: n.id, Site: n.site, Alive: n.inService, NoOrigin: n.noOrigin, DiskBytes: n.diskBytes,
 			EgressBps: n.egressBps, Utilization: n.utilization, Items: items, Fills: viewFills, Partials: partials,
 		})
 		if n.alive {

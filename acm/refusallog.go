@@ -24,6 +24,7 @@ const (
 	refusedOriginChannels  = "origin channels busy" // no node holds the title, every origin channel taken by fills (storage.origin_channels)
 	refusedNoNodeInService = "no node in service"   // every node that could take it is drained or at weight 0 (errNoNodeInService)
 	refusedOriginDown      = "origin unavailable"   // the origin is down and no node the viewer may use has the title (errOriginDown)
+	refusedNoSource        = "no source"            // no node the viewer may use holds the title and none has an origin (errNoSource)
 )
 
 // refusalNotes collapses the log lines of the front door's capacity

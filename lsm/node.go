@@ -22,6 +22,14 @@ type NodeSpec struct {
 	// Features are what the node offers that some requests need
 	// (Request.Requires), e.g. FeatureRTSPS.
 	Features Feature
+	// NoOrigin: the node has no origin configured, so it cannot fill a
+	// title it lacks and plays only the titles it holds complete. It is
+	// eligible (Scheduler.Eligible) only for those, under every policy:
+	// no fill is ever booked there, and a request for a title it lacks
+	// goes to a node that can fill it (Scheduler.NoSource when none
+	// can). false = it can fill (a node with an origin, or one too old
+	// to say).
+	NoOrigin bool
 }
 
 // Feature is one thing a node offers that a request may require (a bit of

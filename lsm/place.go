@@ -51,7 +51,9 @@ func (s *Scheduler) CapBps(i int) int64 {
 // stale copy of it (Holding.Stale) while the origin can fill the title,
 // and in the request's site while Place tries that site first
 // (Request.Site), and offering what the request requires
-// (Request.Requires). This is the admission rule every policy obeys.
+// (Request.Requires). A node without an origin (NodeSpec.NoOrigin) is
+// eligible only for a title it holds complete: it cannot fill. This is
+// the admission rule every policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
@@ -74,6 +76,10 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		return false
 	}
+	if n.NoOrigin {
+		c := n.titles[r.Title]
+		return c != nil && !c.filling // no fill there, nor a share of one
+	}
 	if r.NoFill || r.OriginDown || n.DiskFault || !diskRoom(n, r.Bytes) {
 		c := n.titles[r.Title]
 		return c != nil && !(r.OriginDown && c.booked)
@@ -87,7 +93,8 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 // room and session limits are not looked at: this answers whether a
 // request could be served without a fill, not whether it can be now.
 // With r.OriginDown a fill booked but not yet reported (Holding.Booked)
-// does not count.
+// does not count, nor does a fill on a node without an origin
+// (NodeSpec.NoOrigin), which takes no viewer of it.
 func (s *Scheduler) HoldersInServiceFor(r *Request) int {
 	k := 0
 	for _, i := range s.holders[r.Title] {
@@ -97,6 +104,9 @@ func (s *Scheduler) HoldersInServiceFor(r *Request) int {
 		}
 		if r.OriginDown && n.titles[r.Title].booked {
 			continue // cannot start without the origin
+		}
+		if n.NoOrigin && n.titles[r.Title].filling {
+			continue // takes no viewer of a title it does not hold complete
 		}
 		if s.InService(n) {
 			k++
@@ -187,8 +197,8 @@ func (s *Scheduler) touch(n *Node) {
 	case u < n.Overload*s.Config.OverloadLower:
 		n.OverloadFlag = false
 	}
-	if !s.InService(n) || n.OverloadFlag {
-		s.fills.set(n.Index, noFill)
+	if !s.InService(n) || n.OverloadFlag || n.NoOrigin {
+		s.fills.set(n.Index, noFill) // NoOrigin: it fills nothing
 		return
 	}
 	head := n.Capacity.EgressBps - n.ReservedBps

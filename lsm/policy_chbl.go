@@ -26,16 +26,20 @@ type ringPoint struct {
 // whose utilization after taking the session stays within Config.CHBLFactor
 // times the cluster's mean utilization after it (the mean of the site's
 // nodes while Place keeps to a site, Request.Site, and of the nodes that
-// offer what the request requires, Request.Requires: the ring walk passes
-// over the others). Titles thus stick to one node until it is
+// offer what the request requires, Request.Requires, and of those that
+// can serve the title, NodeSpec.NoOrigin: the ring walk passes over the
+// others). Titles thus stick to one node until it is
 // c times busier than the mean, then spill to the next node on the ring,
 // the same one for every request of the title.
 type BoundedLoadHashing struct {
 	version uint64
 	ring    []ringPoint
-	capBps  float64  // egress capacity of the nodes in service, bit/s
-	seen    []uint32 // per node: the pick that last examined it
-	pick    uint32
+	capBps  float64 // egress capacity of the nodes in service, bit/s
+	// noOrigin: a node in service has no origin (NodeSpec.NoOrigin): the
+	// mean is then taken per title, over the nodes that can serve it.
+	noOrigin bool
+	seen     []uint32 // per node: the pick that last examined it
+	pick     uint32
 }
 
 var _ Policy = (*BoundedLoadHashing)(nil)
@@ -44,11 +48,12 @@ var _ Policy = (*BoundedLoadHashing)(nil)
 func (*BoundedLoadHashing) Name() string { return "chbl" }
 
 func (p *BoundedLoadHashing) rebuild(s *Scheduler) {
-	p.ring, p.capBps = p.ring[:0], 0
+	p.ring, p.capBps, p.noOrigin = p.ring[:0], 0, false
 	for i, n := range s.Nodes {
 		if !s.InService(n) {
 			continue
 		}
+		p.noOrigin = p.noOrigin || n.NoOrigin
 		p.capBps += float64(n.Capacity.EgressBps)
 		k := max(1, int(scale(n)*chblPoints))
 		for j := 0; j < k; j++ {
@@ -69,12 +74,12 @@ func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
 	}
 	var reserved int64
 	capBps := p.capBps
-	narrow := r.restrict != "" || r.Requires != 0
+	narrow := r.restrict != "" || r.Requires != 0 || p.noOrigin
 	if narrow {
 		capBps = 0 // the mean of the nodes among which Place chooses
 	}
 	for _, n := range s.Nodes {
-		if !s.InService(n) || !r.inScope(n) || r.Requires&^n.Features != 0 {
+		if !s.InService(n) || !r.inScope(n) || r.Requires&^n.Features != 0 || !canServe(n, r.Title) {
 			continue
 		}
 		reserved += n.ReservedBps

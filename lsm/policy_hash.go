@@ -61,7 +61,10 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires F
 // real servers, which rebuilds the kernel's table the same way). While
 // Place keeps to a site (Request.Site) the table is one over that site's
 // nodes: a title has its one node in each site; likewise over the nodes
-// that offer what a request requires (Request.Requires).
+// that offer what a request requires (Request.Requires). A title that
+// hashes to a node without an origin that lacks it (NodeSpec.NoOrigin)
+// takes the next node in the fallback order that can serve it
+// (nextCanServe), so that it is not refused for ever.
 type DestinationHashing struct {
 	version uint64
 	buckets []int32
@@ -94,11 +97,50 @@ func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 	if len(buckets) == 0 {
 		return -1
 	}
-	i := int(buckets[r.TitleHash()%uint64(len(buckets))])
-	if !s.Eligible(i, r) {
+	h := r.TitleHash()
+	i := int(buckets[h%uint64(len(buckets))])
+	if !canServe(s.Nodes[i], r.Title) {
+		i = nextCanServe(s, r.Title, buckets, h)
+	}
+	if i < 0 || !s.Eligible(i, r) {
 		return -1
 	}
 	return i
+}
+
+// canServe reports whether node n could ever take a viewer of title as
+// things stand: it has an origin, or holds the title complete
+// (NodeSpec.NoOrigin).
+func canServe(n *Node, title string) bool {
+	if !n.NoOrigin {
+		return true
+	}
+	c := n.titles[title]
+	return c != nil && !c.filling
+}
+
+// nextCanServe is dh's choice when the node a title hashes to has no
+// origin and lacks the title (it would refuse every viewer of it for as
+// long as it stays in the table): the first node that canServe in the
+// probe order of lookupFallback (table[mix(h+k) mod len], k = 1, 2, ...,
+// then the nodes in index order), whatever its load, so that the title
+// still has one node; -1 when none.
+func nextCanServe(s *Scheduler, title string, table []int32, h uint64) int {
+	m := uint64(len(table))
+	probes := min(m, uint64(2*len(s.Nodes)+8))
+	for k := uint64(1); k <= probes; k++ {
+		if i := int(table[mix64(h+k)%m]); canServe(s.Nodes[i], title) {
+			return i
+		}
+	}
+	first := int(table[h%m])
+	for k := 1; k < len(s.Nodes); k++ {
+		i := (first + k) % len(s.Nodes)
+		if n := s.Nodes[i]; s.InService(n) && canServe(n, title) {
+			return i
+		}
+	}
+	return -1
 }
 
 // SourceHashing ("sh", Linux IPVS ip_vs_sh with the sh-fallback flag)

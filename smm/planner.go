@@ -31,6 +31,12 @@ type NodeView struct {
 	// room): a prefetch there fetches only the rest from the origin. nil
 	// when none. Shared: a Planner must not modify it.
 	Partials map[string]int64
+	// NoOrigin: the node has no origin configured, so it cannot fill: it
+	// plays only the titles it holds. The Replicator plans no replica
+	// there that it does not hold (a pin to it included) and orders it no
+	// prefetch, nor does ChooseNode pick it; the titles it holds count as
+	// replicas.
+	NoOrigin bool
 }
 
 // ClusterView is the state a Planner plans from.

@@ -307,8 +307,8 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		}
 		ns, d := cd.node, cd.d
 		k := fillKey{ns.v.ID, d.id}
-		if ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
-			continue
+		if ns.v.NoOrigin || ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
+			continue // NoOrigin: it cannot fill (an operator's prefetch queued before it lost its origin)
 		}
 		size := d.info.Bytes
 		if size > ns.v.DiskBytes {

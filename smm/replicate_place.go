@@ -164,7 +164,11 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		}
 		// skip: taken, or evicted there by the operator (a pin to the
 		// node, taken first, is not skipped).
-		skip := func(id string) bool { return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) }
+		// A node without an origin (NodeView.NoOrigin) is skipped unless it
+		// holds the title: it cannot fill it.
+		skip := func(id string) bool {
+			return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id)
+		}
 		// count is how many nodes are chosen, of site g (-1: of any).
 		count := func(g int) int {
 			if g < 0 {
@@ -226,7 +230,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			}
 		}
 		for _, id := range pinnedTo {
-			if ns := byID[id]; ns != nil && !has(id) {
+			if ns := byID[id]; ns != nil && !has(id) && !cannotFill(ns, d.id) {
 				take(ns)
 			}
 		}
@@ -250,6 +254,13 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 	r.stats.PlanChanges += planDiff(r.plan, next)
 	r.plan = next
 	r.siteK = nextK
+}
+
+// cannotFill reports whether ns (nil: none) has no origin
+// (NodeView.NoOrigin) and does not hold title: no replica of it can be
+// planned there.
+func cannotFill(ns *nodeState, title string) bool {
+	return ns != nil && ns.v.NoOrigin && ns.items[title] == nil
 }
 
 // bestNode returns the node where adding a replica of title (size bytes)

@@ -368,7 +368,8 @@ func (m *managerLink) sendEvents() {
 	}
 }
 
-// registerRequest describes the node for Register.
+// registerRequest describes the node for Register (its first
+// registration and every one after a manager restart or a broken link).
 func (n *Node) registerRequest() *pb.RegisterRequest {
 	return &pb.RegisterRequest{
 		NodeId:    n.ID,
@@ -383,6 +384,9 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		Titles:   storedTitles(n.store.Titles()),
 		Weight:   int32(n.Weight),
 		Partials: partialTitles(n.store.Partials()),
+		// Without an origin it cannot fill: the manager sends it only
+		// viewers of the titles it holds, and no prefetch.
+		NoOrigin: n.OriginAddr == "",
 	}
 }
 

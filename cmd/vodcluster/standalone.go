@@ -15,8 +15,9 @@ func (c NodeConfig) startWarnings() []string {
 			"(every play needs an admission token the manager issues for this node); set manager: to the manager's grpc_listen, HOST:9090")
 	}
 	if c.Origin == "" {
-		w = append(w, "node: no origin address (node.origin): it plays only the titles already in its data_dir; a title it lacks is never filled "+
-			"and is answered as unknown (404); set origin: to the origin's listen, HOST:9100")
+		w = append(w, "node: no origin address (node.origin): it plays only the titles already in its data_dir; a title it lacks is never filled: "+
+			"the manager sends it no viewer of one and no prefetch, and a request that reaches it anyway is answered as unknown (404); "+
+			"set origin: to the origin's listen, HOST:9100")
 	}
 	return w
 }

@@ -1,0 +1,80 @@
+package acm
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"vodcluster/lsm"
+)
+
+// errNoSource refuses a request for a title no node the viewer may use
+// holds, when none of those nodes can fetch it: they have no origin
+// configured (node origin; lsm.NodeSpec.NoOrigin), so they play only the
+// titles on their disks. Sent there, the viewer would get a 404 from the
+// node. It wraps errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the
+// outcome no_capacity), as the other refusals for want of a node do; the
+// front doors say no node holds the title and none can fetch it.
+var errNoSource = fmt.Errorf("%w: no node holds the title and none can fetch it", errNoBandwidth)
+
+// noSourceLocked reports whether r is refused at once with errNoSource
+// (mu held): every node r could use that may still come back by itself
+// has no origin and none holds r's title (lsm.Scheduler.NoSource), the
+// nodes settled (nodesSettledLocked: right after a start or a takeover,
+// a node with an origin may not have registered yet, and r waits in the
+// queue for it).
+func (m *Manager) noSourceLocked(r *lsm.Request, now time.Time) bool {
+	return m.nodesSettledLocked(now) && m.sched.NoSource(r, m.deadBefore(now))
+}
+
+// refuseNoSourceLocked refuses r of user at once when noSourceLocked
+// (mu held; released, and the refusal logged, when it returns
+// errNoSource): sent to a node without an origin, the viewer would get a
+// 404 there. nil, with mu still held, otherwise.
+func (m *Manager) refuseNoSourceLocked(r *lsm.Request, user string, now time.Time) error {
+	if !m.noSourceLocked(r, now) {
+		return nil
+	}
+	why, ok := m.noSourceWhyLocked(r)
+	if !ok { // the nodes without an origin are out of service for now
+		why = "no node the viewer may use holds the title and none can fetch it: they have no origin configured (node origin)"
+	}
+	m.mu.Unlock()
+	m.capRefusals.log(m.log, now, refusedNoSource, slog.LevelWarn, "admission refused at once: "+why, "title", r.Title, "user", user, "site", r.Site)
+	return errNoSource
+}
+
+// noSourceWhyLocked says why r has no source (mu held), for the
+// operator's log, when no node in service that r could use (its
+// protocol, and its site with SiteOnly) holds r's title and none of them
+// has an origin, while at least one is in service; ok is false otherwise.
+// It names at most 8 of those nodes.
+func (m *Manager) noSourceWhyLocked(r *lsm.Request) (why string, ok bool) {
+	if m.sched.HoldersInServiceFor(r) > 0 || m.sched.FillersInServiceFor(r) > 0 {
+		return "", false
+	}
+	const most = 8
+	var ids []string
+	k := 0
+	for _, n := range m.sched.Nodes {
+		if !m.sched.InService(n) || r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+			continue
+		}
+		if k++; k <= most {
+			ids = append(ids, n.ID)
+		}
+	}
+	if k == 0 {
+		return "", false
+	}
+	s := strings.Join(ids, ", ")
+	if k > most {
+		s += fmt.Sprintf(" and %d more", k-most)
+	}
+	which := "no node in service"
+	if r.SiteOnly && r.Site != "" {
+		which = fmt.Sprintf("no node in service of the viewer's site %q (site_only)", r.Site)
+	}
+	return which + " holds the title and none can fetch it: they have no origin configured (node origin) and play only the titles on their disks: " + s, true
+}
