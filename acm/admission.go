@@ -322,6 +322,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	m.addSessionLocked(s)
 	endedHere = append(endedHere, m.moveLocked(moving, s, now)...)
 	ns.admissions++
+	m.expectLocked(ns, s, now) // the node keeps the title for the viewer on its way
 	m.recordLocked(ns, t, now)
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)

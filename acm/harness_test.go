@@ -228,6 +228,9 @@ type fakeNode struct {
 	idle     []*pb.IdleSession  // its idle sessions (HTTP, no request lately)
 	paused   []string           // its sessions PAUSEd by their RTSP clients
 	finished []string           // its sessions played to the end of the title
+	// expects are the ExpectCommands received, in order: kept apart
+	// from cmds and onCommand (one comes with every admission).
+	expects []*pb.ExpectCommand
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -329,6 +332,12 @@ func (n *fakeNode) heartbeat() {
 			if err != nil {
 				return
 			}
+			if x := c.GetExpect(); x != nil {
+				n.mu.Lock()
+				n.expects = append(n.expects, x)
+				n.mu.Unlock()
+				continue
+			}
 			if n.onCommand != nil {
 				n.onCommand(c)
 				continue
@@ -354,6 +363,13 @@ func (n *fakeNode) heartbeat() {
 			}
 		}
 	}()
+}
+
+// expected returns the ExpectCommands the node received, in order.
+func (n *fakeNode) expected() []*pb.ExpectCommand {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.expects)
 }
 
 // leave ends the heartbeat stream cleanly, as a node that shuts down does.

@@ -139,6 +139,7 @@ func (n *Node) refuseStart(sid, title string, expires time.Time, owner any, e *r
 	}
 	n.spendLocked(sid, usedUntil(expires, n.SessionTimeout))
 	n.mu.Unlock()
+	n.store.Unexpect(sid) // its token is spent here: that viewer comes no more
 	reason := fmt.Sprintf("refused: %d %s", int(e.code), e.reason)
 	n.log.Info("session refused", "sid", sid, "title", title, "reason", reason)
 	if n.mgr != nil {

@@ -385,6 +385,7 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	}
 	hs.t = t
 	n.mu.Unlock()
+	n.store.Unexpect(hs.sid) // it arrived: its title is held for it (hs.t)
 	filled := !t.View().Complete
 	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "filling", filled)
 	if n.mgr != nil {

@@ -295,11 +295,20 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 	case *pb.NodeCommand_Protect:
 		n.store.SetProtected(c.Protect.GetTitleIds())
 		n.log.Info("protected titles", "titles", len(c.Protect.GetTitleIds()))
+	case *pb.NodeCommand_Expect:
+		e := c.Expect
+		if !n.store.Expect(e.GetSessionId(), e.GetTitleId(), time.UnixMilli(e.GetUntilUnixMs())) {
+			n.log.Debug("expect ignored: past its deadline or without a session or title", "sid", e.GetSessionId(), "title", e.GetTitleId(), "until_unix_ms", e.GetUntilUnixMs())
+			return
+		}
+		n.log.Debug("viewer expected: title kept from eviction until it arrives", "sid", e.GetSessionId(), "title", e.GetTitleId(), "until_unix_ms", e.GetUntilUnixMs())
 	case *pb.NodeCommand_EndSessions:
 		reason := c.EndSessions.GetReason()
 		if reason == "" {
 			reason = "ended by the manager"
 		}
+		// A viewer ended before it arrived keeps its title no longer.
+		n.store.Unexpect(c.EndSessions.GetSessionIds()...)
 		// Tokens first: a setup in progress, which endAdmission leaves
 		// alone, is refused when it completes.
 		if ms := c.EndSessions.GetRefuseUntilUnixMs(); ms > 0 {

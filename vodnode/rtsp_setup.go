@@ -124,6 +124,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if rerr := c.n.addSession(s); rerr != nil {
 		return fail(rerr)
 	}
+	c.n.store.Unexpect(s.sid) // it arrived: its title is held for it (s.t)
 	c.retried(s.sid)
 	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", s.spec.Profile,
 		"es", tg.ES, "client", c.remote, "filling", !s.t.View().Complete)

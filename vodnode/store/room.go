@@ -10,18 +10,20 @@ import (
 
 // roomLocked checks that need more bytes for title id can fit, by
 // removing the partials of other titles and evicting titles neither held,
-// filling nor protected, without removing them yet (a fill makes room when
-// the origin sends its first bytes: makeRoom): in the quota, and on the
-// file system holding the titles, whose free space (statfs) may be less
-// than the quota's room (disk_bytes above the disk's size, other files on
-// it). The error wraps ErrNoSpace.
+// filling, protected nor expected by a viewer on its way (Expect), without
+// removing them yet (a fill makes room when the origin sends its first
+// bytes: makeRoom): in the quota, and on the file system holding the
+// titles, whose free space (statfs) may be less than the quota's room
+// (disk_bytes above the disk's size, other files on it). The error wraps
+// ErrNoSpace.
 func (s *Store) roomLocked(need int64, id string) error {
 	if s.cfg.DiskBytes > 0 && need > s.cfg.DiskBytes {
 		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
 	}
+	s.expect.prune(s.cfg.Now())
 	var evictable int64
 	for _, t := range s.titles {
-		if t.refs == 0 && !t.filling && !s.protected[t.meta.ID] {
+		if t.refs == 0 && !t.filling && !s.keptLocked(t.meta.ID) {
 			evictable += t.meta.Size
 		}
 	}
@@ -58,7 +60,9 @@ func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
 	return need - free, free, true
 }
 
-// makeRoom removes partials (oldest first), then evicts titles, until
+// makeRoom removes partials (oldest first), then evicts titles (never
+// one held, filling, protected or expected by a viewer on its way:
+// Expect), until
 // the stored and filling titles (whose full sizes s.used counts) and the
 // partials left fit in the quota, and the file system has room for the
 // bytes the fills in progress have still to write (fsShortLocked): the
@@ -82,11 +86,13 @@ func (s *Store) makeRoom() error {
 	if over = s.dropPartialsLocked(over, "room for a fill"); over <= 0 {
 		return nil
 	}
+	s.expect.prune(s.cfg.Now())
 	items := make([]smm.Item, 0, len(s.titles))
 	for _, t := range s.titles {
+		// A title a viewer is on its way for (Expect) is as good as in use.
 		items = append(items, smm.Item{
-			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling, LastAccess: t.lastAccess,
-			Pinned: s.protected[t.meta.ID],
+			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling || s.expect.byTitle[t.meta.ID] > 0,
+			LastAccess: t.lastAccess, Pinned: s.protected[t.meta.ID],
 		})
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })

@@ -120,6 +120,9 @@ type Store struct {
 	// protected are the titles the manager says the node's own eviction
 	// must keep (the operator's pins): SetProtected.
 	protected map[string]bool
+	// expect are the viewers the manager sent to the node who have not
+	// arrived yet, whose titles the node's own eviction keeps too: Expect.
+	expect expectSet
 	// failures are the fills that failed since TakeFailures last ran.
 	failures []Failure
 	// fsAvail returns the bytes free on Dir's file system (fsAvail(Dir));

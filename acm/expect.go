@@ -1,0 +1,55 @@
+package acm
+
+import (
+	"time"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// expectLocked tells s's node ns that s's viewer, just placed there, is
+// on its way (mu held): an ExpectCommand, queued before the viewer's
+// redirect is answered, makes the node's own eviction (the room it makes
+// for a fill, for its quota or its file system) keep s's title until the
+// session starts there, is ended by the manager (EndSessionsCommand) or
+// the deadline passes: the token signed at now expires after TokenTTL,
+// and a viewer who never arrives is given NoShowGrace more before it is a
+// no-show (tick). The node's title is kept whether it is stored, filling
+// (already in use there) or missing (harmless). The command is not waited
+// for: when the node's command queue is full it is dropped (debug log)
+// rather than admission held up by a slow node; the node may then evict
+// the title before the viewer arrives, who is served by a fill as before.
+//
+// The manager's own EvictCommands need no such message: s counts in
+// ns.active from its admission (addSessionLocked) until it ends, and every
+// eviction the manager orders skips a title active on the node (for a
+// fill: reclaimLocked through itemsLocked's InUse; the operator's and the
+// planner's: evictLocked; stale copies: staleLocked; partials:
+// evictCopyOrPartialLocked).
+func (m *Manager) expectLocked(ns *nodeState, s *session, now time.Time) {
+	until := now.Add(m.TokenTTL + m.NoShowGrace)
+	if !ns.push(expectCmd(s.ID, s.Title, until)) {
+		m.log.Debug("expect not sent: command queue full", "node", ns.id, "session", s.ID, "title", s.Title)
+	}
+}
+
+// reexpect sends the ExpectCommand of session id again (expectLocked),
+// with the deadline of a new token signed at now for the same viewer
+// (regrant), while its viewer has not reached its node.
+func (m *Manager) reexpect(id string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil || s.ended || s.State != store.StateAdmitted {
+		return
+	}
+	if ns := m.nodes[s.Node]; ns != nil {
+		m.expectLocked(ns, s, now)
+	}
+}
+
+func expectCmd(session, title string, until time.Time) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Expect{Expect: &pb.ExpectCommand{
+		SessionId: session, TitleId: title, UntilUnixMs: until.UnixMilli(),
+	}}}
+}
