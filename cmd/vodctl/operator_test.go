@@ -295,3 +295,27 @@ func TestEvictUsageNodeRequired(t *testing.T) {
 		t.Fatalf("evict --help:\n%s", out.String())
 	}
 }
+
+// $VODCTL_TLS is the manager's setting: vodctl play, which does not talk
+// to the manager, plays with a value that is neither on nor off (it was
+// refused: VODCTL_TLS=yes stopped every play), which the admin commands
+// still refuse.
+func TestPlayIgnoresVODCTLTLS(t *testing.T) {
+	_, addr := startTSServer(t)
+	t.Setenv("VODCTL_TLS", "yes")
+	cmd := newRoot()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"play", "--duration", "300ms", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+	if err := cmd.Execute(); err != nil || !strings.HasPrefix(out.String(), "played ") {
+		t.Fatalf("VODCTL_TLS=yes vodctl play: %v\n%s", err, out.String())
+	}
+	cmd = newRoot()
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	cmd.SetArgs([]string{"--manager", "127.0.0.1:1", "nodes"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `$VODCTL_TLS "yes": want 1 or 0`) {
+		t.Fatalf("VODCTL_TLS=yes vodctl nodes: %v", err)
+	}
+}

@@ -30,6 +30,7 @@ type globals struct {
 	timeout time.Duration
 	tls     bool      // TLS to the manager
 	tlsCA   string    // PEM CA(s) to verify the manager with (implies tls)
+	tlsEnv  error     // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
 	out     io.Writer // where admin calls print: the command's output (os.Stdout unless a test sets it)
 }
 
@@ -55,7 +56,7 @@ func newRoot() *cobra.Command {
 			if v := os.Getenv("VODCTL_TLS"); v != "" {
 				on, err := strconv.ParseBool(v)
 				if err != nil {
-					return fmt.Errorf("$VODCTL_TLS %q: want 1 or 0 (true or false)", v)
+					g.tlsEnv = fmt.Errorf("$VODCTL_TLS %q: want 1 or 0 (true or false)", v)
 				}
 				g.tls = on
 			}
@@ -82,6 +83,9 @@ func envOr(k, def string) string {
 
 // admin dials the manager and runs f with an Admin client.
 func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Message, error), table func(m proto.Message, w *tabwriter.Writer)) error {
+	if g.tlsEnv != nil {
+		return g.tlsEnv
+	}
 	if g.timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10s)", g.timeout)
 	}
