@@ -61,7 +61,18 @@ func playCmd(g *globals) *cobra.Command {
 			if parent == nil {
 				parent = context.Background()
 			}
-			sigCtx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+			// A signal ignored when vodctl started (SIGINT of a job run in the
+			// background by a script) stays ignored: Notify would catch it.
+			var sigs []os.Signal
+			for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+				if !signal.Ignored(s) {
+					sigs = append(sigs, s)
+				}
+			}
+			sigCtx, stop := context.WithCancel(parent)
+			if len(sigs) > 0 {
+				sigCtx, stop = signal.NotifyContext(parent, sigs...)
+			}
 			defer stop()
 			go func() { <-sigCtx.Done(); stop() }() // ends with the play too (stop)
 			ctx := sigCtx
@@ -72,7 +83,12 @@ func playCmd(g *globals) *cobra.Command {
 			}
 			res, err := probe.Play(ctx, args[0], opts)
 			if err != nil {
-				return explainPlay(err, args[0])
+				if errors.Is(err, probe.ErrStopped) && sigCtx.Err() != nil {
+					// Before PLAY's answer (a request the server or the front
+					// door's admission queue held): it waited for that answer.
+					return fmt.Errorf("interrupted before the play began, nothing played: %w", err)
+				}
+				return explainPlay(err, args[0], res.Server != "")
 			}
 			printPlay(cmd.OutOrStdout(), res, g.json)
 			if res.VideoFrames == 0 {
@@ -92,8 +108,10 @@ func playCmd(g *globals) *cobra.Command {
 // port (it said only "tls: first record does not look like a TLS
 // handshake"), and a port that is not RTSP, such as the front door's
 // HTTP one (it said only "DESCRIBE: EOF") or the manager's gRPC one
-// ("connection reset by peer").
-func explainPlay(err error, rawURL string) error {
+// ("connection reset by peer"). answered is whether a server answered
+// DESCRIBE: a connection closed after that (a node that died or ended
+// the session) is no wrong port.
+func explainPlay(err error, rawURL string, answered bool) error {
 	host := rawURL
 	if u, perr := url.Parse(rawURL); perr == nil && u.Host != "" {
 		host = u.Host
@@ -102,6 +120,7 @@ func explainPlay(err error, rawURL string) error {
 	switch {
 	case errors.As(err, &rec):
 		return fmt.Errorf("%w (%s answers without TLS: give it an rtsp:// URL, or the front door's RTSPS port, rtsps_listen, 8322 by default)", err, host)
+	case answered:
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
 		return fmt.Errorf("%w (%s closed the connection without an RTSP answer: is it the front door's RTSP port, rtsp_listen, 8554 by default, or with rtsps:// its RTSPS port?)", err, host)
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/samples"
+	"vodcluster/cmd/internal/probe"
 )
 
 // tsServer is an RTSP server (gortsplib) that plays one MPEG-TS stream,
@@ -172,5 +176,47 @@ func TestPlayStopsOnSignal(t *testing.T) {
 	case <-s.teardown:
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no TEARDOWN: %v", s.methods())
+	}
+}
+
+// A signal before the server answered PLAY (a DESCRIBE the front door's
+// admission queue holds, a server that does not answer) stops vodctl
+// play at once, saying nothing was played: the signal was caught and
+// the play went on waiting for the answer, up to the client's 10 s read
+// timeout, and then set up and played a session only to tear it down.
+func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	addr := serveOnce(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		asked <- struct{}{}
+		io.Copy(io.Discard, c) // no answer, until vodctl closes (or 5 s)
+	})
+	cmd := newRoot()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"play", "--duration", "60s", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+	ran := make(chan error, 1)
+	go func() { ran <- cmd.Execute() }()
+	select {
+	case <-asked:
+	case err := <-ran:
+		t.Fatalf("play ended before its first request: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request within 10 s")
+	}
+	sent := time.Now()
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ran:
+		if d := time.Since(sent); err == nil || !strings.Contains(err.Error(), "interrupted before the play began, nothing played") ||
+			!errors.Is(err, probe.ErrStopped) ||
+			d > 3*time.Second {
+			t.Fatalf("play after SIGTERM before PLAY: %v, %v later\n%s", err, d, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("play still running 15 s after SIGTERM")
 	}
 }

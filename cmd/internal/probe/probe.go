@@ -95,10 +95,16 @@ func redacted(rawURL string) string {
 // 33) nor H.264/H.265/AAC elementary-stream media.
 var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H.265 or AAC media")
 
+// ErrStopped is returned when the context of Play ends before the
+// server answered PLAY: nothing was played (a session already set up is
+// torn down).
+var ErrStopped = errors.New("probe: stopped")
+
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
+// ctx ending before PLAY's answer stops it at once with ErrStopped.
 // Errors: a bad URL, transport or negative Duration, a refused request
 // (the error carries the RTSP status, e.g. 401, 403, 404, 453),
-// ErrNoMPEGTS, or a transport failure.
+// ErrNoMPEGTS, ErrStopped, or a transport failure.
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: redacted(rawURL)}
 	if opts.Duration < 0 {
@@ -130,9 +136,21 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		return res, fmt.Errorf("probe: %w", err)
 	}
 	defer c.Close()
+	// ctx ending before PLAY's answer closes the client at once: the
+	// request in flight returns (it waited for the server's answer, up to
+	// the client's 10 s read timeout a request), and a session set up is
+	// torn down.
+	stopEarly := context.AfterFunc(ctx, c.Close)
+	defer stopEarly()
+	early := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w before PLAY's answer (%v)", ErrStopped, err)
+		}
+		return err
+	}
 	desc, _, err := c.Describe(u)
 	if err != nil {
-		return res, fmt.Errorf("probe: DESCRIBE: %w", err)
+		return res, early(fmt.Errorf("probe: DESCRIBE: %w", err))
 	}
 	res.Server = c.Host
 	var packets, bytes atomic.Int64
@@ -149,12 +167,13 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	counter, err := setupCounter(c, desc, onPacket)
 	if err != nil {
-		return res, err
+		return res, early(err)
 	}
 	defer counter.close()
 	if _, err := c.Play(nil); err != nil {
-		return res, fmt.Errorf("probe: PLAY: %w", err)
+		return res, early(fmt.Errorf("probe: PLAY: %w", err))
 	}
+	stopEarly() // from here ctx ends the play as its Duration does
 	played := time.Now()
 	res.SetupSeconds = played.Sub(start).Seconds()
 
