@@ -137,16 +137,20 @@ func TestLoadReportListsPausedRTSPSessionIdle(t *testing.T) {
 		t.Fatalf("PLAY: %s", statusLine(res))
 	}
 	dialRTSP(t, n).play(nodeURL(n, mint(t, "playing", "sample-002", "node-1", "", time.Minute), "sample-002")) // silent: it times out
+	// Taken before the PAUSE is sent: the node counts the silence from
+	// the PAUSE's arrival, which is after this and before its answer.
+	paused := time.Now()
 	if res := pc.do("PAUSE", pu+"/", "Session", id); res.StatusCode != 200 {
 		t.Fatalf("PAUSE: %s", statusLine(res))
 	}
-	paused := time.Now()
 	waitFor(t, 10*time.Second, "a report listing the paused session idle", func() bool { return idleIn(m.lastReport(), "paused-idle") != nil })
 	for _, r := range m.allReports() {
 		if idleIn(r, "playing") != nil {
 			t.Fatalf("a playing session listed idle: %v", r.GetIdleSessions())
 		}
-		if idleIn(r, "paused-idle") != nil && time.UnixMilli(r.GetAtUnixMs()).Before(paused.Add(st)) {
+		// A report's time is cut to the millisecond: the instant it
+		// stands for is before the next millisecond.
+		if idleIn(r, "paused-idle") != nil && time.UnixMilli(r.GetAtUnixMs()+1).Before(paused.Add(st)) {
 			t.Fatalf("the paused session listed idle before SessionTimeout passed: report at %v, paused at %v", time.UnixMilli(r.GetAtUnixMs()), paused)
 		}
 	}
