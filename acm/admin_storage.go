@@ -270,7 +270,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 }
 
 // Pin pins a title to a node, or to the cluster when no node is given: a
-// title pinned to a node is prefetched there and never evicted from it; a
+// title pinned to a node is prefetched there (not on a node without an
+// origin, lsm.NodeSpec.NoOrigin: the answer says so) and never evicted
+// from it; a
 // title pinned to the cluster is kept somewhere (prefetched when no node
 // has it) and none of its copies is evicted. The pin is in the store
 // before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
@@ -401,14 +403,17 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 }
 
 // pinWarningLocked says why titles pinned to node may not all be fetched
-// there (mu held): the node drains, or they need more than its disk. ""
-// when neither.
+// there (mu held): the node has no origin (lsm.NodeSpec.NoOrigin: it
+// keeps the pinned titles it holds, and is never given the others), it
+// drains, or they need more than its disk. "" when none of these.
 func (m *Manager) pinWarningLocked(node string) string {
 	n := m.sched.Node(node)
 	if n == nil {
 		return ""
 	}
 	switch {
+	case n.NoOrigin:
+		return fmt.Sprintf("; %s has no origin configured (node origin): a title pinned there is kept if the node holds it, never fetched there", node)
 	case n.Draining:
 		return fmt.Sprintf("; %s is draining: fetched when it is back in service", node)
 	case !n.Alive:

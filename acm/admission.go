@@ -284,6 +284,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.capRefusals.log(m.log, m.now(), refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
 		return nil, errNoNodeInService
 	}
+	if errors.Is(tk.Err, errNoSource) {
+		return nil, m.noSourceRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
+	}
 	if tk.Err != nil {
 		site := ""
 		if req.SiteOnly {
@@ -430,7 +433,8 @@ func (m *Manager) pumpLoop() {
 }
 
 // pumpLocked retries the admission queue at now, refuses the requests no
-// node could take unless an operator acts (errNoNodeInService), and wakes
+// node could take unless an operator acts (errNoNodeInService) and those
+// no node can ever get the title for (errNoSource), and wakes
 // the waiters whose tickets finished (mu held).
 func (m *Manager) pumpLocked(now time.Time) {
 	for _, tk := range m.sched.Pump(now) {
@@ -442,6 +446,7 @@ func (m *Manager) pumpLocked(now time.Time) {
 		}
 	}
 	m.refuseNeedingOperatorLocked(now)
+	m.refuseNoSourceQueuedLocked(now)
 }
 
 // fillRoomLocked is the storage hook of a fill placement (mu held, and
@@ -482,18 +487,6 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 	}
 }
 
-// errNoDiskRoom refuses a session that a node could take but for a fill
-// of its title: no such node has disk room for it (its disk taken by
-// titles playing, filling or pinned, or its file system too full). It
-// wraps errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the outcome
-// no_capacity); the front doors say it is disk room.
-var errNoDiskRoom = fmt.Errorf("%w: no node that could take it has disk room for the title", errNoBandwidth)
-
-// refusalLocked says why no node could take a session of t (mu held): no
-// egress headroom, or headroom but no disk room for a fill (disks full of
-// titles playing, filling or pinned), for the operator's log.
-func (m *Manager) refusalLocked(t store.Title) string { return m.refusalInLocked(t, "", 0) }
-
 // requiresLocked is what a node must offer to take a viewer that came
 // over protocol (mu held): RTSPS for an RTSPS viewer (its player cannot
 // follow a redirect to plain RTSP), an HTTP address for an HTTP viewer,
@@ -511,95 +504,4 @@ func (m *Manager) requiresLocked(protocol string) lsm.Feature {
 		return lsm.FeatureHTTP
 	}
 	return 0
-}
-
-// featureRefusals say why a viewer requiring a feature is refused when no
-// node in service offers it, for the operator's log.
-var featureRefusals = []struct {
-	f   lsm.Feature
-	why string
-}{
-	{lsm.FeatureRTSPS, "the viewer came over RTSPS and no node in service has RTSPS (node rtsp_tls_cert_file): its player cannot follow a redirect to plain RTSP"},
-	{lsm.FeatureHTTP, "the viewer came over HTTP and no node in service has an HTTP address (node http_listen)"},
-	{lsm.FeatureHTTPS, "the viewer came over HTTPS and no node in service has HTTPS (node http_tls_cert_file): a browser on an https:// page refuses a redirect to http://"},
-}
-
-// refusalInLocked is refusalLocked among the nodes of site, a viewer's
-// site it is kept to (SiteOnly); "" = every node; and for a request that
-// requires features (an RTSPS viewer: only nodes with RTSPS; see
-// requiresLocked).
-func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Feature) string {
-	why, _ := m.refusalCauseLocked(t, site, requires)
-	return why
-}
-
-// refusalCauseLocked is refusalInLocked, with the reason of the refusal
-// its log lines are collapsed by (refusalNotes): refusedNoDiskRoom when a
-// node could take the session but for a fill of the title
-// (errNoDiskRoom), refusedNoSource when no node holds the title and none
-// can fetch it (errNoSource), refusedOriginChannels when no node holds the
-// title and every origin channel is busy, refusedNoBandwidth otherwise.
-func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
-	for _, fr := range featureRefusals {
-		if requires&fr.f == 0 {
-			continue
-		}
-		offered := false
-		for _, n := range m.sched.Nodes {
-			if n.Features&fr.f != 0 && m.sched.InService(n) {
-				offered = true
-				break
-			}
-		}
-		if !offered {
-			return fr.why, refusedNoBandwidth
-		}
-	}
-	if why, ok := m.noSourceWhyLocked(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}); ok {
-		return why, refusedNoSource
-	}
-	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
-		if site != "" {
-			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site), refusedOriginChannels
-		}
-		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", refusedOriginChannels
-	}
-	which := "no node"
-	if site != "" {
-		which = fmt.Sprintf("no node of the viewer's site %q (site_only)", site)
-		inService := false
-		for _, n := range m.sched.Nodes {
-			if n.Site == site && m.sched.InService(n) {
-				inService = true
-				break
-			}
-		}
-		if !inService {
-			return which + " is in service (alive, not drained, weight above 0)", refusedNoNodeInService
-		}
-	}
-	// The scheduler's admission rule (Eligible) without the disk, then
-	// with it: a node that passes the first and not the second lacks room.
-	noDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps}
-	withDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
-	lacksRoom, tooSmall := false, true
-	for i, n := range m.sched.Nodes {
-		if site != "" && n.Site != site {
-			continue
-		}
-		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
-			lacksRoom = true
-			tooSmall = tooSmall && n.Capacity.DiskBytes > 0 && n.Capacity.DiskBytes < t.SizeBytes
-		}
-	}
-	switch {
-	case lacksRoom && tooSmall:
-		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), refusedNoDiskRoom
-	case lacksRoom:
-		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned, or its file system, as its load reports give it, has too little free space)", refusedNoDiskRoom
-	}
-	if site != "" {
-		return which + " has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
-	}
-	return "no node in service has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
 }

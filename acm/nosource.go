@@ -36,13 +36,41 @@ func (m *Manager) refuseNoSourceLocked(r *lsm.Request, user string, now time.Tim
 	if !m.noSourceLocked(r, now) {
 		return nil
 	}
+	return m.noSourceRefusedLocked(r, user, now, now)
+}
+
+// noSourceRefusedLocked logs the refusal of r of user with errNoSource,
+// asked at asked (its wait in the queue, when it waited, is logged), and
+// returns errNoSource (mu held, and released).
+func (m *Manager) noSourceRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
 	why, ok := m.noSourceWhyLocked(r)
 	if !ok { // the nodes without an origin are out of service for now
 		why = "no node the viewer may use holds the title and none can fetch it: they have no origin configured (node origin)"
 	}
 	m.mu.Unlock()
-	m.capRefusals.log(m.log, now, refusedNoSource, slog.LevelWarn, "admission refused at once: "+why, "title", r.Title, "user", user, "site", r.Site)
+	msg, attrs := "admission refused at once: ", []any{"title", r.Title, "user", user, "site", r.Site}
+	if waited := now.Sub(asked); waited > 0 {
+		msg, attrs = "admission refused while it waited: ", append(attrs, "waited", waited)
+	}
+	m.capRefusals.log(m.log, now, refusedNoSource, slog.LevelWarn, msg+why, attrs...)
 	return errNoSource
+}
+
+// refuseNoSourceQueuedLocked refuses with errNoSource the waiting
+// requests that noSourceLocked now holds for (the last node with an
+// origin they could use drained, set to weight 0 or long dead while they
+// waited, or they came while the nodes were settling) and wakes their
+// waiters (mu held): waiting out the queue deadline brings them no node.
+func (m *Manager) refuseNoSourceQueuedLocked(now time.Time) {
+	if m.sched.Queued() == 0 || !m.nodesSettledLocked(now) {
+		return
+	}
+	for _, tk := range m.sched.RefuseNoSource(m.deadBefore(now), errNoSource) {
+		if ch, ok := m.waiters[tk]; ok {
+			delete(m.waiters, tk)
+			close(ch)
+		}
+	}
 }
 
 // noSourceWhyLocked says why r has no source (mu held), for the

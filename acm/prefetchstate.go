@@ -95,7 +95,10 @@ func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
 // the node is filling then is tracked as the operator's prefetch in
 // flight (smm Replicator.Prefetched) and stays in the store until the
 // node reports the title complete: a fill that fails after the takeover
-// is retried, as it would have been by the manager that ordered it.
+// is retried, as it would have been by the manager that ordered it. An
+// order of a title the node lacks, at a node that registered without an
+// origin (lsm.NodeSpec.NoOrigin), is dropped from the store and logged:
+// the node cannot fill it.
 func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) {
 	orders, ok := m.restoring[ns.id]
 	if !ok || m.rep == nil {
@@ -103,8 +106,15 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	}
 	delete(m.restoring, ns.id)
 	cat := m.titles()
+	n := m.sched.Node(ns.id)
 	for _, o := range orders {
 		t, known := cat[o.Title]
+		if n != nil && n.NoOrigin && cur[o.Title] == nil {
+			// It registered without an origin since: it cannot fill.
+			m.orderDoneLocked(ns.id, o.Title, true)
+			m.log.Warn("operator's prefetch dropped: the node has no origin configured (node origin) and cannot fetch the title", "node", ns.id, "title", o.Title, "ordered", o.At)
+			continue
+		}
 		if c := cur[o.Title]; known && c.GetFilling() {
 			m.noteHandOrderLocked(ns.id, o.Title)
 			m.rep.Prefetched(ns.id, o.Title, t.SizeBytes, now)

@@ -34,6 +34,8 @@ type simOpts struct {
 	disk   int64             // bytes, default 100 MB
 	egress int64             // bit/s, default 10 titles
 	held   []*pb.StoredTitle // on its disk at registration
+	// noOrigin: it registers without an origin (RegisterRequest.no_origin).
+	noOrigin bool
 	// before runs before the node takes its first command.
 	before func(*simNode)
 }
@@ -62,7 +64,7 @@ func (e *env) startSimNode(id string, titles []*pb.Title, o simOpts) *simNode {
 		<-ready // the node is set up (before)
 		n.apply(c)
 	}
-	fn := e.startNode(id, nodeOpts{disk: o.disk, diskFree: max(o.disk-used, 1), titles: o.held, egress: o.egress, onCommand: apply})
+	fn := e.startNode(id, nodeOpts{disk: o.disk, diskFree: max(o.disk-used, 1), titles: o.held, egress: o.egress, onCommand: apply, noOrigin: o.noOrigin})
 	n = &simNode{fakeNode: fn, disk: o.disk, sizes: sizes}
 	if o.before != nil {
 		o.before(n)

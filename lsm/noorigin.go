@@ -1,6 +1,9 @@
 package lsm
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // NoSource reports whether r's title can reach no node r could use
 // unless an operator acts: among the nodes that could serve r and may
@@ -33,6 +36,38 @@ func (s *Scheduler) NoSource(r *Request, deadBefore time.Time) bool {
 		counted = true
 	}
 	return counted
+}
+
+// RefuseNoSource finishes with err the waiting tickets whose request
+// NoSource(deadBefore) (the last node with an origin that could take them
+// was drained, set to weight 0 or dead since before deadBefore while they
+// waited, or they were queued before the caller took the nodes as
+// settled) and returns them. Without a node lacking an origin it returns
+// at once (NoSource cannot hold); else NoSource runs once per title,
+// required features and kept-to site among the waiting: O(queued +
+// distinct requests × nodes).
+func (s *Scheduler) RefuseNoSource(deadBefore time.Time, err error) []*Ticket {
+	if len(s.queue.items) == 0 || !slices.ContainsFunc(s.Nodes, func(n *Node) bool { return n.NoOrigin }) {
+		return nil
+	}
+	type key struct {
+		title    string
+		requires Feature
+		site     string // the site a SiteOnly request is kept to; "" = none
+	}
+	memo := map[key]bool{}
+	return s.refuseWhere(err, func(r *Request) bool {
+		k := key{title: r.Title, requires: r.Requires}
+		if r.SiteOnly {
+			k.site = r.Site
+		}
+		no, ok := memo[k]
+		if !ok {
+			no = s.NoSource(r, deadBefore)
+			memo[k] = no
+		}
+		return no
+	})
 }
 
 // FillersInServiceFor returns how many nodes in service could take r

@@ -100,7 +100,7 @@ func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 	h := r.TitleHash()
 	i := int(buckets[h%uint64(len(buckets))])
 	if !canServe(s.Nodes[i], r.Title) {
-		i = nextCanServe(s, r.Title, buckets, h)
+		i = nextCanServe(s, r, buckets, h)
 	}
 	if i < 0 || !s.Eligible(i, r) {
 		return -1
@@ -119,24 +119,25 @@ func canServe(n *Node, title string) bool {
 	return c != nil && !c.filling
 }
 
-// nextCanServe is dh's choice when the node a title hashes to has no
+// nextCanServe is dh's choice when the node r's title hashes to has no
 // origin and lacks the title (it would refuse every viewer of it for as
 // long as it stays in the table): the first node that canServe in the
 // probe order of lookupFallback (table[mix(h+k) mod len], k = 1, 2, ...,
-// then the nodes in index order), whatever its load, so that the title
-// still has one node; -1 when none.
-func nextCanServe(s *Scheduler, title string, table []int32, h uint64) int {
+// then the nodes in index order that the table is over: in service, in
+// r's site while Place keeps to it, offering r.Requires), whatever its
+// load, so that the title still has one node; -1 when none.
+func nextCanServe(s *Scheduler, r *Request, table []int32, h uint64) int {
 	m := uint64(len(table))
 	probes := min(m, uint64(2*len(s.Nodes)+8))
 	for k := uint64(1); k <= probes; k++ {
-		if i := int(table[mix64(h+k)%m]); canServe(s.Nodes[i], title) {
+		if i := int(table[mix64(h+k)%m]); canServe(s.Nodes[i], r.Title) {
 			return i
 		}
 	}
 	first := int(table[h%m])
 	for k := 1; k < len(s.Nodes); k++ {
 		i := (first + k) % len(s.Nodes)
-		if n := s.Nodes[i]; s.InService(n) && canServe(n, title) {
+		if n := s.Nodes[i]; s.InService(n) && r.inScope(n) && r.Requires&^n.Features == 0 && canServe(n, r.Title) {
 			return i
 		}
 	}

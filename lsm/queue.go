@@ -164,19 +164,28 @@ func (s *Scheduler) RefuseNeedingOperator(deadBefore time.Time, err error) []*Ti
 		site     string // the site a SiteOnly request is kept to; "" = none
 	}
 	memo := map[key]bool{}
-	var done []*Ticket
-	kept := s.queue.items[:0]
-	for _, t := range s.queue.items {
-		k := key{requires: t.Req.Requires}
-		if t.Req.SiteOnly {
-			k.site = t.Req.Site
+	return s.refuseWhere(err, func(r *Request) bool {
+		k := key{requires: r.Requires}
+		if r.SiteOnly {
+			k.site = r.Site
 		}
 		need, ok := memo[k]
 		if !ok {
-			need = s.NeedsOperator(&t.Req, deadBefore)
+			need = s.NeedsOperator(r, deadBefore)
 			memo[k] = need
 		}
-		if need {
+		return need
+	})
+}
+
+// refuseWhere finishes with err the waiting tickets whose request refuse
+// reports true for, keeps the others in their order, and returns the
+// finished ones.
+func (s *Scheduler) refuseWhere(err error, refuse func(*Request) bool) []*Ticket {
+	var done []*Ticket
+	kept := s.queue.items[:0]
+	for _, t := range s.queue.items {
+		if refuse(&t.Req) {
 			t.Done, t.Err = true, err
 			done = append(done, t)
 			continue

@@ -287,6 +287,10 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		ns := byID[k.node]
+		if ns != nil && ns.v.NoOrigin {
+			delete(r.fills, k) // it cannot fill (it lost its origin since): given up, not listed as queued for ever
+			continue
+		}
 		info, known := c.Titles[k.title]
 		if ns == nil || ns.items[k.title] != nil || !known || info.Bytes <= 0 || r.plan[k.title].has(k.node) {
 			continue // node gone, title there or gone, or a plan candidate above
@@ -308,7 +312,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		ns, d := cd.node, cd.d
 		k := fillKey{ns.v.ID, d.id}
 		if ns.v.NoOrigin || ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
-			continue // NoOrigin: it cannot fill (an operator's prefetch queued before it lost its origin)
+			continue // NoOrigin: it cannot fill
 		}
 		size := d.info.Bytes
 		if size > ns.v.DiskBytes {
