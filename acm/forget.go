@@ -205,24 +205,33 @@ func forgetSummary(r *pb.ForgetNodeResponse) string {
 		parts[0] = "not registered; its stored state removed"
 	}
 	if k := r.GetSessionsEnded(); k > 0 {
-		parts = append(parts, fmt.Sprintf("%d sessions left on it ended", k))
+		parts = append(parts, counted(int(k), "session", "sessions")+" left on it ended")
 	}
 	if r.GetSettingRemoved() {
 		parts = append(parts, "its operator setting (drain, weight, overload) removed")
 	}
 	if k := r.GetHoldsRemoved(); k > 0 {
-		parts = append(parts, fmt.Sprintf("%d eviction holds removed", k))
+		parts = append(parts, counted(int(k), "eviction hold", "eviction holds")+" removed")
 	}
 	if k := r.GetCommandsDropped(); k > 0 {
-		parts = append(parts, fmt.Sprintf("%d commands queued for its return dropped", k))
+		parts = append(parts, counted(int(k), "command", "commands")+" queued for its return dropped")
 	}
 	if k := r.GetFillsDropped(); k > 0 {
-		parts = append(parts, fmt.Sprintf("%d prefetches on it dropped", k))
+		parts = append(parts, counted(int(k), "prefetch", "prefetches")+" on it dropped")
 	}
 	if ts := r.GetUnpinnedTitles(); len(ts) > 0 {
 		parts = append(parts, fmt.Sprintf("unpinned %s (pin them elsewhere: vodctl pin TITLE NODE)", strings.Join(ts, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// counted is k followed by the noun, singular for 1 ("1 command",
+// "2 commands").
+func counted(k int, one, many string) string {
+	if k == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", k, many)
 }
 
 // storedNodeState is the stored operator state keyed by node.
