@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -218,5 +219,44 @@ func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("play still running 15 s after SIGTERM")
+	}
+}
+
+// vodctl play leaves no goroutine behind (its signal watch, the client's
+// and the demultiplexer's end with it): after a first play (which starts
+// os/signal's own loop for good), three more leave the count as it was.
+func TestPlayLeavesNoGoroutine(t *testing.T) {
+	_, addr := startTSServer(t)
+	play := func() {
+		cmd := newRoot()
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		cmd.SetArgs([]string{"play", "--duration", "200ms", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// settled is the count once at most max, or the same for 200 ms, or
+	// after 3 s.
+	settled := func(max int) int {
+		n, same := runtime.NumGoroutine(), 0
+		for deadline := time.Now().Add(3 * time.Second); n > max && same < 10 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			if m := runtime.NumGoroutine(); m == n {
+				same++
+			} else {
+				n, same = m, 0
+			}
+		}
+		return n
+	}
+	play()
+	before := settled(0)
+	for i := 0; i < 3; i++ {
+		play()
+	}
+	if n := settled(before); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after 3 plays, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
