@@ -212,7 +212,7 @@ func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
 	}
 	select {
 	case err := <-ran:
-		if d := time.Since(sent); err == nil || !strings.Contains(err.Error(), "interrupted before the play began, nothing played") ||
+		if d := time.Since(sent); err == nil || !strings.Contains(err.Error(), "interrupted before the play began, nothing played: probe: stopped before PLAY's answer (terminated signal received)") ||
 			!errors.Is(err, probe.ErrStopped) ||
 			d > 3*time.Second {
 			t.Fatalf("play after SIGTERM before PLAY: %v, %v later\n%s", err, d, out.String())

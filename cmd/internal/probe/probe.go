@@ -144,7 +144,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	defer stopEarly()
 	early := func(err error) error {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w before PLAY's answer (%v)", ErrStopped, err)
+			return fmt.Errorf("%w before PLAY's answer (%v): %v", ErrStopped, context.Cause(ctx), err)
 		}
 		return err
 	}

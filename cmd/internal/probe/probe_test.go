@@ -1,7 +1,11 @@
 package probe
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +56,54 @@ func TestResultURLHidesThePassword(t *testing.T) {
 	}
 	if got := redacted("rtsp://127.0.0.1:1/vod/x"); got != "rtsp://127.0.0.1:1/vod/x" {
 		t.Errorf("a URL without credentials: %q", got)
+	}
+}
+
+// ctx ending before the server answered stops Play at once with
+// ErrStopped, naming why: it went on waiting for the answer up to the
+// client's 10 s read timeout. A server that never answers DESCRIBE.
+func TestPlayStoppedBeforeAnswer(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	asked := make(chan struct{})
+	go func() {
+		c, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(15 * time.Second))
+		bufio.NewReader(c).ReadString('\n')
+		close(asked)
+		io.Copy(io.Discard, c) // no answer, until the client closes
+	}()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, err := Play(ctx, "rtsp://"+lis.Addr().String()+"/vod/x", Options{Duration: time.Minute})
+		done <- result{err, time.Now()}
+	}()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no DESCRIBE within 10 s")
+	}
+	stopped := time.Now()
+	cancel(errors.New("the operator's Ctrl-C"))
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, ErrStopped) || !strings.Contains(r.err.Error(), "stopped before PLAY's answer (the operator's Ctrl-C)") ||
+			r.at.Sub(stopped) > 3*time.Second {
+			t.Fatalf("Play stopped during DESCRIBE: %v, %v later", r.err, r.at.Sub(stopped))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Play still waiting 15 s after its context ended")
 	}
 }
