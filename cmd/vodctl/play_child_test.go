@@ -28,14 +28,14 @@ func TestPlayChild(t *testing.T) {
 		t.Skip("the child process of TestPlaySignalDisposition")
 	}
 	s, addr := startTSServer(t)
-	sig := syscall.SIGTERM
+	sig, duration := syscall.SIGTERM, "60s" // the signal ends it
 	if mode == "ignored" {
-		sig = syscall.SIGINT
+		sig, duration = syscall.SIGINT, "2s"
 	}
 	cmd := newRoot()
 	cmd.SetOut(os.Stdout)
 	cmd.SetErr(os.Stdout)
-	cmd.SetArgs([]string{"--json", "play", "--duration", "2s", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+	cmd.SetArgs([]string{"--json", "play", "--duration", duration, "rtsp://demo:demo@" + addr + "/vod/sample-001"})
 	go func() {
 		select {
 		case <-s.played:
