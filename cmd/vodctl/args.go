@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,10 +56,17 @@ func argsBetween(min, max int) cobra.PositionalArgs {
 	}
 }
 
-// quoteArgs lists args quoted, separated by spaces.
+// quoteArgs lists args quoted, separated by spaces, a URL's password
+// replaced by xxxxx (url.URL.Redacted), as vodctl play's report hides it:
+// the refusal of `vodctl play URL 5s` is pasted into tickets too.
 func quoteArgs(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
+		if u, err := url.Parse(a); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				a = u.Redacted()
+			}
+		}
 		q[i] = fmt.Sprintf("%q", a)
 	}
 	return strings.Join(q, " ")

@@ -219,6 +219,10 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		{[]string{"pin", "t", "n", "x"}, `pin takes 1 or 2 arguments, got 3 ("t" "n" "x")`},
 		{[]string{"evict", "t", "n", "x"}, `evict takes 1 or 2 arguments, got 3`},
 		{[]string{"play"}, "play takes 1 argument, got none (usage: vodctl play URL [flags])"},
+		// The subscriber's password is not echoed (it was: the refusal is
+		// pasted into tickets as the play's report is, which hides it).
+		{[]string{"play", "rtsp://demo:s3cret@127.0.0.1:1/vod/sample-001", "5s"},
+			`play takes 1 argument, got 2 ("rtsp://demo:xxxxx@127.0.0.1:1/vod/sample-001" "5s")`},
 		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 65535"},
 		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
 		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},
