@@ -2,12 +2,14 @@ package acm
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -127,5 +129,26 @@ func TestPinToANodeWithoutOriginSaysSo(t *testing.T) {
 	ack, err = e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t3", NodeId: "full"})
 	if err != nil || strings.Contains(ack.GetMessage(), "origin") {
 		t.Fatalf("pin to full: %v %v", ack, err)
+	}
+}
+
+// The log of a viewer refused because the only node in service has no
+// origin names the drained node with an origin that would take it, and
+// how to put it back (it said only that the nodes have no origin, as if
+// none had one).
+func TestNoSourceRefusalNamesTheDrainedFiller(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	e.startNode("bare", nodeOpts{rtsp: "127.0.0.1:7001", noOrigin: true})
+	e.startNode("full", nodeOpts{rtsp: "127.0.0.1:7002"})
+	e.setNode(&pb.SetNodeRequest{NodeId: "full", Draining: ptr(true)})
+	e.settled()
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusNotEnoughBandwidth || !strings.Contains(res.StatusMessage, noOriginWording) {
+		t.Fatalf("full drained: %d %q", res.StatusCode, res.StatusMessage)
+	}
+	for _, want := range []string{"bare", "full (drained)", "--undrain"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
 	}
 }

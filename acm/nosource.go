@@ -77,7 +77,8 @@ func (m *Manager) refuseNoSourceQueuedLocked(now time.Time) {
 // operator's log, when no node in service that r could use (its
 // protocol, and its site with SiteOnly) holds r's title and none of them
 // has an origin, while at least one is in service; ok is false otherwise.
-// It names at most 8 of those nodes.
+// It names at most 8 of those nodes, and the nodes with an origin that an
+// operator holds back (fillersHeldLocked), which the viewer could use.
 func (m *Manager) noSourceWhyLocked(r *lsm.Request) (why string, ok bool) {
 	if m.sched.HoldersInServiceFor(r) > 0 || m.sched.FillersInServiceFor(r) > 0 {
 		return "", false
@@ -104,5 +105,35 @@ func (m *Manager) noSourceWhyLocked(r *lsm.Request) (why string, ok bool) {
 	if r.SiteOnly && r.Site != "" {
 		which = fmt.Sprintf("no node in service of the viewer's site %q (site_only)", r.Site)
 	}
-	return which + " holds the title and none can fetch it: they have no origin configured (node origin) and play only the titles on their disks: " + s, true
+	why = which + " holds the title and none can fetch it: they have no origin configured (node origin) and play only the titles on their disks: " + s
+	if held := m.fillersHeldLocked(r); held != "" {
+		why += "; the nodes with an origin it could use are drained or at weight 0 (vodctl node NODE --undrain or --weight puts one back): " + held
+	}
+	return why, true
+}
+
+// fillersHeldLocked names the nodes with an origin that r could use (its
+// protocol, and its site with SiteOnly) which are drained or at weight 0,
+// each with its state, at most 8 (mu held); "" when none.
+func (m *Manager) fillersHeldLocked(r *lsm.Request) string {
+	const most = 8
+	var held []string
+	k := 0
+	for _, n := range m.sched.Nodes {
+		if n.NoOrigin || r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) || (!n.Draining && n.Weight > 0) {
+			continue
+		}
+		state := "drained"
+		if !n.Draining {
+			state = "weight 0"
+		}
+		if k++; k <= most {
+			held = append(held, n.ID+" ("+state+")")
+		}
+	}
+	s := strings.Join(held, ", ")
+	if k > most {
+		s += fmt.Sprintf(" and %d more", k-most)
+	}
+	return s
 }
