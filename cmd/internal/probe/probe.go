@@ -86,9 +86,30 @@ func (r Result) String() string {
 func redacted(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return rawURL
+		return hidePassword(rawURL)
 	}
 	return u.Redacted()
+}
+
+// hidePassword replaces the password of rawURL, a URL that does not
+// parse, by "xxxxx": what lies between the first ':' and the last '@' of
+// its authority (after "://", up to the next '/').
+func hidePassword(rawURL string) string {
+	_, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return rawURL
+	}
+	start := len(rawURL) - len(rest)
+	auth := rest
+	if i := strings.IndexByte(auth, '/'); i >= 0 {
+		auth = auth[:i]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	colon := strings.IndexByte(auth, ':')
+	if at < 0 || colon < 0 || colon > at {
+		return rawURL
+	}
+	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
 }
 
 // ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
@@ -117,6 +138,11 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	u, err := base.ParseURL(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// It quoted the URL whole, password and all.
+			return res, fmt.Errorf("probe: parse %q: %w", res.URL, ue.Err)
+		}
 		return res, fmt.Errorf("probe: %w", err)
 	}
 	tr := gortsplib.TransportTCP

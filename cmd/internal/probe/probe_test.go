@@ -57,6 +57,21 @@ func TestResultURLHidesThePassword(t *testing.T) {
 	if got := redacted("rtsp://127.0.0.1:1/vod/x"); got != "rtsp://127.0.0.1:1/vod/x" {
 		t.Errorf("a URL without credentials: %q", got)
 	}
+	// A URL that does not parse: its error quoted it whole, password too.
+	for raw, want := range map[string]string{
+		"rtsp://demo:s3cret@host name/vod/x": `probe: parse "rtsp://demo:xxxxx@host name/vod/x": invalid character " " in host name`,
+		"rtsp://demo:s3:c@ret@[::1/vod/x":    `probe: parse "rtsp://demo:xxxxx@[::1/vod/x": missing ']' in host`,
+	} {
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil || err.Error() != want || strings.Contains(res.String(), "s3") {
+			t.Errorf("%s: %v, result %q; want %s", raw, err, res.URL, want)
+		}
+	}
+	for _, raw := range []string{"rtsp://host name/x", "rtsp://demo@host name/x", "rtsp://host name/a:b@c"} {
+		if got := hidePassword(raw); got != raw {
+			t.Errorf("hidePassword(%q) = %q: no password to hide", raw, got)
+		}
+	}
 }
 
 // ctx ending before the server answered stops Play at once with
