@@ -104,3 +104,44 @@ func TestDHFallbackStaysInTheSite(t *testing.T) {
 		t.Fatalf("%s tried at north first: %+v %v, want the north node with an origin", title, res, err)
 	}
 }
+
+// lblc(r) and lard(/r) move a title off its busy node only when some node below
+// their low mark could take it: an idle node without an origin, which
+// lacks the title, is no such node (it made them move the title to
+// another busy node, with a fill there).
+func TestIdleNodeWithoutOriginMovesNoTitle(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		load   int64 // bit/s reserved on the title's node: above the policy's high mark
+	}{{"lblc", 940e6}, {"lblcr", 940e6}, {"lard", 900e6}, {"lard/r", 900e6}} {
+		cfg := DefaultConfig()
+		cfg.Policy = c.policy
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []NodeSpec{
+			{ID: "a", Capacity: Capacity{EgressBps: 1e9, DiskBytes: 1e12}},
+			{ID: "b", Capacity: Capacity{EgressBps: 1e9, DiskBytes: 1e12}},
+			{ID: "bare", Capacity: Capacity{EgressBps: 1e9, DiskBytes: 1e12}, NoOrigin: true},
+		} {
+			if _, err := s.AddNode(n, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := s.Place(&Request{Title: "t", Client: "c", Bitrate: 10e6}, t0)
+		if err != nil || res.NodeID != "a" {
+			t.Fatalf("%s: first viewer: %+v %v, want a", c.policy, res, err)
+		}
+		if _, err := s.Reserve("a", "x", c.load); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve("b", "y", 600e6); err != nil { // above half the overload threshold and T_low
+			t.Fatal(err)
+		}
+		res, err = s.Place(&Request{Title: "t", Client: "c", Bitrate: 10e6}, t0)
+		if err != nil || res.NodeID != "a" || res.Fill {
+			t.Errorf("%s: second viewer: %+v %v, want a, the title's node (b is busy too, bare cannot fill)", c.policy, res, err)
+		}
+	}
+}

@@ -21,10 +21,11 @@ func leastUtilized(s *Scheduler, r *Request) int {
 }
 
 // anyBelow reports whether some node in service, in r's site while Place
-// keeps to it, has utilization below u.
+// keeps to it, that could serve r's title (canServe: not a node without
+// an origin that lacks it) has utilization below u.
 func anyBelow(s *Scheduler, r *Request, u float64) bool {
 	for _, n := range s.Nodes {
-		if s.InService(n) && r.inScope(n) && n.Utilization() < u {
+		if s.InService(n) && r.inScope(n) && canServe(n, r.Title) && n.Utilization() < u {
 			return true
 		}
 	}

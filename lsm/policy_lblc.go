@@ -12,13 +12,14 @@ func init() {
 // while some node in service is below half of its own threshold. (The
 // kernel compares active connections with the weight.) While Place keeps
 // to r's site only that site's nodes count: a node of another site being
-// idle is no reason to move the title within this one.
+// idle is no reason to move the title within this one; nor is a node
+// without an origin that lacks the title (canServe), which cannot take it.
 func lblcOverloaded(s *Scheduler, r *Request, i int) bool {
 	if !s.Overloaded(i) {
 		return false
 	}
 	for j, n := range s.Nodes {
-		if j == i || !s.InService(n) || !r.inScope(n) {
+		if j == i || !s.InService(n) || !r.inScope(n) || !canServe(n, r.Title) {
 			continue
 		}
 		th := n.Overload
