@@ -35,7 +35,21 @@ func adminJSON(m proto.Message) ([]byte, error) {
 			delete(o, "nextPageToken")
 		}
 	}
-	return json.MarshalIndent(v, "", "  ")
+	return indentJSON(v)
+}
+
+// indentJSON is v as indented JSON, text as it is: json.MarshalIndent
+// wrote <, > and & as \u003c, \u003e and \u0026 ("reason": "billing
+// \u0026 fraud"), which only a JSON reader undoes.
+func indentJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", "  ")
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // int64sAsNumbers turns the quoted 64-bit integers protojson writes for

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"vodcluster/cmd/internal/probe"
 	v1 "vodcluster/proto/vodcluster/v1"
 )
 
@@ -183,5 +185,29 @@ func TestAdminJSONEveryMessage(t *testing.T) {
 	})
 	if n < 20 {
 		t.Fatalf("%d messages of the Admin API", n)
+	}
+}
+
+// suspensionsAdmin lists one suspension whose reason has <, > and &.
+type suspensionsAdmin struct{ v1.UnimplementedAdminServer }
+
+func (suspensionsAdmin) ListSuspensions(context.Context, *v1.ListSuspensionsRequest) (*v1.ListSuspensionsResponse, error) {
+	return &v1.ListSuspensionsResponse{Suspensions: []*v1.Suspension{{User: "alice", Reason: "billing <overdue> & fraud",
+		UntilUnixMs: 1_800_000_000_000}}}, nil
+}
+
+// vodctl --json and vodctl play --json write text as it is: <, > and &
+// were \u003c, \u003e and \u0026 ("billing \u0026 fraud"), which only a
+// JSON reader undid.
+func TestJSONTextAsItIs(t *testing.T) {
+	out, err := vodctlAgainst(t, suspensionsAdmin{})("--json", "suspensions")
+	if err != nil || !strings.Contains(out, `"reason": "billing <overdue> & fraud"`) || !strings.Contains(out, `"untilUnixMs": 1800000000000`) {
+		t.Fatalf("suspensions --json: %v\n%s", err, out)
+	}
+	var b strings.Builder
+	printPlay(&b, probe.Result{URL: "rtsp://127.0.0.1:8554/vod/sample-001?token=a&b", Bytes: 1 << 40}, true)
+	if !strings.Contains(b.String(), `"url": "rtsp://127.0.0.1:8554/vod/sample-001?token=a&b"`) || !strings.Contains(b.String(), `"bytes": 1099511627776`) ||
+		strings.HasSuffix(b.String(), "\n\n") {
+		t.Fatalf("play --json:\n%s", b.String())
 	}
 }

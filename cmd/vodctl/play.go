@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,7 @@ func printPlay(w io.Writer, res probe.Result, asJSON bool) {
 		fmt.Fprintln(w, res)
 		return
 	}
-	b, _ := json.MarshalIndent(res, "", "  ") // numbers and strings only: it cannot fail
+	b, _ := indentJSON(res) // numbers and strings only: it cannot fail
 	fmt.Fprintln(w, string(b))
 }
 
