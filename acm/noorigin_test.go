@@ -163,6 +163,21 @@ func TestPrefetchNeverOnANodeWithoutOrigin(t *testing.T) {
 	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t2"}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("prefetch with only the node without an origin in service: %v %v, want FailedPrecondition", ack, err)
 	}
+	// What the manager ordered shows at once in its views (the commands
+	// below reach the node asynchronously: their absence alone proves
+	// little).
+	if n := e.nodeInfo("bare"); n.Titles != 0 {
+		t.Fatalf("the node without an origin has %d titles in the manager's view, want none", n.Titles)
+	}
+	fills, err := e.admin.ListFills(ctx, &pb.ListFillsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fills.GetFills() {
+		if f.GetNodeId() == "bare" {
+			t.Fatalf("a fill listed on the node without an origin: %v", f)
+		}
+	}
 	for {
 		select {
 		case cmd := <-bare.cmds:
