@@ -16,8 +16,10 @@ import (
 // and a viewer who never arrives is given NoShowGrace more before it is a
 // no-show (tick). The node's title is kept whether it is stored, filling
 // (already in use there) or missing (harmless). The command is not waited
-// for: when the node's command queue is full it is dropped (debug log)
-// rather than admission held up by a slow node; the node may then evict
+// for: when the node's command queue is half full (expectQueue) it is
+// dropped (debug log) rather than admission held up by a slow node, or
+// the queue's room taken from the commands that must get through; the
+// node may then evict
 // the title before the viewer arrives, who is served by a fill as before.
 //
 // The manager's own EvictCommands need no such message: s counts in
@@ -27,9 +29,45 @@ import (
 // planner's: evictLocked; stale copies: staleLocked; partials:
 // evictCopyOrPartialLocked).
 func (m *Manager) expectLocked(ns *nodeState, s *session, now time.Time) {
-	until := now.Add(m.TokenTTL + m.NoShowGrace)
-	if !ns.push(expectCmd(s.ID, s.Title, until)) {
-		m.log.Debug("expect not sent: command queue full", "node", ns.id, "session", s.ID, "title", s.Title)
+	m.pushExpectLocked(ns, s, now.Add(m.TokenTTL+m.NoShowGrace))
+}
+
+// expectQueue is how many commands a node's queue may hold for an
+// ExpectCommand to join them: one per admission, to a node whose stream
+// is slow or down they would otherwise fill the whole queue (cmdQueue)
+// and crowd out the commands that must get through (the room for a fill,
+// EndSessions, drain, protect), which a full queue refuses or drops.
+const expectQueue = cmdQueue / 2
+
+// pushExpectLocked queues s's ExpectCommand with deadline until for its
+// node ns (mu held), unless ns's queue holds expectQueue commands or more
+// (dropped, debug log); it reports whether it was queued.
+func (m *Manager) pushExpectLocked(ns *nodeState, s *session, until time.Time) bool {
+	if len(ns.queue) >= expectQueue {
+		m.log.Debug("expect not sent: command queue full", "node", ns.id, "session", s.ID, "title", s.Title, "queued", len(ns.queue))
+		return false
+	}
+	return ns.push(expectCmd(s.ID, s.Title, until))
+}
+
+// reexpectNodeLocked sends node ns, as it registers, the ExpectCommands of
+// its sessions whose viewers have not reached it yet (mu held): a node
+// that restarted lost those it had, and one registering with a manager
+// that took over from another heard them from that one. Each deadline is
+// its session's no-show (AdmittedAt + TokenTTL + NoShowGrace), as the
+// first command's; a session past it is left out.
+func (m *Manager) reexpectNodeLocked(ns *nodeState, now time.Time) {
+	for _, s := range ns.sessions {
+		if s.ended || s.State != store.StateAdmitted {
+			continue
+		}
+		until := s.AdmittedAt.Add(m.TokenTTL + m.NoShowGrace)
+		if !until.After(now) {
+			continue
+		}
+		if !m.pushExpectLocked(ns, s, until) {
+			return
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -58,8 +59,10 @@ func TestAdmissionSendsExpect(t *testing.T) {
 	}
 }
 
-// An ExpectCommand for a node whose command queue is full is dropped:
-// admission never waits for a slow node.
+// An ExpectCommand for a node whose command queue is half full
+// (expectQueue) is dropped: admission never waits for a slow node, and
+// the ExpectCommands of many admissions leave the rest of the queue to the
+// commands that must get through (the manager's evictions, EndSessions).
 func TestExpectDroppedWhenQueueFull(t *testing.T) {
 	e := newManager(t, "", nil)
 	e.startNode("n1", nodeOpts{})
@@ -67,19 +70,45 @@ func TestExpectDroppedWhenQueueFull(t *testing.T) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ns := m.nodes["n1"]
-	for len(ns.queue) < cmdQueue {
-		ns.queue = append(ns.queue, drainCmd(false))
+	for i := range cmdQueue {
+		s := &session{}
+		s.ID, s.Title, s.Node = fmt.Sprint("sid-", i), "t1", "n1"
+		m.expectLocked(ns, s, time.Now())
 	}
-	s := &session{}
-	s.ID, s.Title, s.Node = "sid-1", "t1", "n1"
-	m.expectLocked(ns, s, time.Now())
-	if len(ns.queue) != cmdQueue {
-		t.Fatalf("queue of %d commands, want %d", len(ns.queue), cmdQueue)
+	expects := len(ns.queue)
+	if expects == 0 || expects > cmdQueue/2 {
+		t.Fatalf("%d admissions to a node taking no command: %d ExpectCommands queued, want 1 to half the queue (%d)", cmdQueue, expects, cmdQueue/2)
 	}
-	for _, c := range ns.queue {
-		if c.GetExpect() != nil {
-			t.Fatal("expect queued past cmdQueue")
+	for i := expects; i < cmdQueue; i++ {
+		if !ns.push(evictCmd(fmt.Sprint("title-", i))) {
+			t.Fatalf("evict %d refused: the queue is full of %d commands, %d of them ExpectCommands", i, len(ns.queue), expects)
 		}
 	}
 	ns.queue = nil // the stream sends no test filler
+}
+
+// A node that registers again (restarted: it lost what it was told) is
+// sent the ExpectCommands of its viewers still on their way, each with its
+// first deadline.
+func TestExpectSentAgainAtRegistration(t *testing.T) {
+	e := newManager(t, "", nil)
+	opts := nodeOpts{rtsp: "127.0.0.1:5541", titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+	}}
+	n := e.startNode("n1", opts)
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusFound {
+		t.Fatalf("DESCRIBE %d, want 302", res.StatusCode)
+	}
+	c := e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:5541", "t1", "")
+	waitFor(t, 5*time.Second, "the node's ExpectCommand", func() bool { return len(n.expected()) == 1 })
+	first := n.expected()[0]
+
+	n.stop() // the node dies; it comes back within restore_grace
+	back := e.startNode("n1", opts)
+	waitFor(t, 5*time.Second, "the ExpectCommand sent again", func() bool { return len(back.expected()) > 0 })
+	got := back.expected()
+	if len(got) != 1 || got[0].GetSessionId() != c.Session || got[0].GetTitleId() != "t1" || got[0].GetUntilUnixMs() != first.GetUntilUnixMs() {
+		t.Fatalf("at its registration the node heard %v, want session %s of t1 until %d", got, c.Session, first.GetUntilUnixMs())
+	}
 }

@@ -147,6 +147,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// which an operator may have changed while it was away.
 	m.applyNodeSettingLocked(id, true)
 	m.sendProtectLocked(ns, true)
+	m.reexpectNodeLocked(ns, now) // its viewers on their way, which a restart lost
 	sessions := len(ns.sessions)
 	m.mu.Unlock()
 	attrs := []any{"node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),

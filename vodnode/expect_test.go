@@ -39,8 +39,8 @@ func TestExpectCommand(t *testing.T) {
 	expect("ended-1", "sample-003", soon)
 	expect("refused-1", "sample-004", soon)
 	expect("late-1", "sample-005", time.Now().Add(-time.Second))
-	expect("short-1", "sample-006", time.Now().Add(300*time.Millisecond))
-	want("sent", map[string]int{"sample-001": 1, "sample-002": 1, "sample-003": 1, "sample-004": 1, "sample-005": 0})
+	expect("short-1", "sample-006", time.Now().Add(3*time.Second))
+	want("sent", map[string]int{"sample-001": 1, "sample-002": 1, "sample-003": 1, "sample-004": 1, "sample-005": 0, "sample-006": 1})
 
 	// RTSP: a SETUP without Transport (400, retryable) keeps it; the
 	// session set up ends it.
@@ -75,5 +75,56 @@ func TestExpectCommand(t *testing.T) {
 	want("refused", map[string]int{"sample-004": 0})
 
 	// The deadline passes.
-	waitFor(t, 5*time.Second, "short-1's deadline", func() bool { return n.ExpectedViewers("sample-006") == 0 })
+	waitFor(t, 10*time.Second, "short-1's deadline", func() bool { return n.ExpectedViewers("sample-006") == 0 })
+}
+
+// An ExpectCommand that comes after its viewer arrived (the command and
+// the viewer race from the front door's redirect; a new token for the
+// same viewer is announced again) keeps nothing: the session is live
+// (its title held for it), or it ended or was refused here (its token
+// spent), and the viewer is not coming.
+func TestExpectAfterArrival(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	expect := func(what, sid, title string, want int) {
+		t.Helper()
+		n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Expect{Expect: &pb.ExpectCommand{
+			SessionId: sid, TitleId: title, UntilUnixMs: time.Now().Add(time.Minute).UnixMilli()}}})
+		if got := n.ExpectedViewers(title); got != want {
+			t.Fatalf("%s: %d viewers expected for %s, want %d", what, got, title, want)
+		}
+	}
+
+	// RTSP: set up and playing, then torn down.
+	c := dialRTSP(t, n)
+	u := nodeURL(n, mint(t, "rtsp-1", "sample-001", "node-1", "", time.Minute), "sample-001")
+	rs := c.play(u)
+	expect("RTSP viewer playing", "rtsp-1", "sample-001", 0)
+	if res := c.do("TEARDOWN", u, "Session", rs); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "rtsp-1's token spent", func() bool { return n.tokenUsed("rtsp-1") })
+	expect("RTSP viewer gone", "rtsp-1", "sample-001", 0)
+
+	// HTTP: its session live after a request.
+	res, b := get(t, httpURL(n, mint(t, "http-1", "sample-002", "node-1", "", time.Minute), "sample-002.ts"), "Range", "bytes=0-187")
+	if res.StatusCode != http.StatusPartialContent || len(b) != 188 {
+		t.Fatalf("HTTP range: %d, %d bytes", res.StatusCode, len(b))
+	}
+	expect("HTTP viewer live", "http-1", "sample-002", 0)
+
+	// Refused for good (the node drains): its token spent.
+	n.SetDraining(true)
+	u = nodeURL(n, mint(t, "refused-1", "sample-003", "node-1", "", time.Minute), "sample-003")
+	if res := dialRTSP(t, n).do("SETUP", u+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 503 {
+		t.Fatalf("SETUP while draining: %s", statusLine(res))
+	}
+	n.SetDraining(false)
+	expect("refused", "refused-1", "sample-003", 0)
+
+	// One not yet there is kept.
+	expect("on its way", "coming-1", "sample-004", 1)
 }

@@ -297,8 +297,8 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 		n.log.Info("protected titles", "titles", len(c.Protect.GetTitleIds()))
 	case *pb.NodeCommand_Expect:
 		e := c.Expect
-		if !n.store.Expect(e.GetSessionId(), e.GetTitleId(), time.UnixMilli(e.GetUntilUnixMs())) {
-			n.log.Debug("expect ignored: past its deadline or without a session or title", "sid", e.GetSessionId(), "title", e.GetTitleId(), "until_unix_ms", e.GetUntilUnixMs())
+		if !n.expect(e) {
+			n.log.Debug("expect ignored: past its deadline, without a session or title, or the session already arrived", "sid", e.GetSessionId(), "title", e.GetTitleId(), "until_unix_ms", e.GetUntilUnixMs())
 			return
 		}
 		n.log.Debug("viewer expected: title kept from eviction until it arrives", "sid", e.GetSessionId(), "title", e.GetTitleId(), "until_unix_ms", e.GetUntilUnixMs())

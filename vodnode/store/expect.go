@@ -10,8 +10,21 @@ import (
 // forgotten to take the new one (its title is then evictable again, as
 // before the manager said anything); a node is sent one per admission
 // still to arrive, so it is reached only by a flood far beyond what the
-// node could serve. About 100 bytes each: a few MB at the cap.
+// node could serve. About 200 bytes each (its session id and title, its
+// map and heap entries): about 10 MB at the cap.
 const MaxExpected = 50_000
+
+// MaxExpectWait bounds how long one Expect keeps a title, counted on the
+// node's own clock from when the node hears it: the manager's deadline is
+// an absolute Unix time read against the node's wall clock, so a node
+// whose clock is behind the manager's would otherwise keep the title for
+// as long as the skew on top (hours behind: hours kept). The manager's
+// deadline is its token's expiry plus the no-show grace, 70 s by default;
+// a token_ttl above MaxExpectWait keeps the title MaxExpectWait only. A
+// node whose clock is ahead of the manager's by more than the deadline's
+// distance keeps nothing (Expect reports false), as it refuses the
+// viewer's token then anyway (expired on its clock).
+const MaxExpectWait = 10 * time.Minute
 
 // expected is one viewer on its way to the node: admission session
 // session of title, expected until until.
@@ -107,7 +120,9 @@ func (x *expectSet) prune(now time.Time) {
 // and for the file system's free space) for a viewer the manager has just
 // sent to the node (the manager's ExpectCommand), admission session
 // session, until the session starts here (Unexpect), the manager ends it
-// (Unexpect), or until passes, whichever comes first. A new Expect for
+// (Unexpect), or until passes (read on the store's wall clock when Expect
+// is called, then counted on its monotonic clock; at most MaxExpectWait
+// from the call), whichever comes first. A new Expect for
 // the same session replaces its title and deadline. An until not after
 // the store's clock (Config.Now), or an empty session or title, is
 // ignored: it reports false. At most MaxExpected are kept (the one whose
@@ -121,11 +136,15 @@ func (s *Store) Expect(session, title string, until time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
-	if !until.After(now) {
+	// The deadline is kept as a distance on the store's clock (with
+	// time.Now, its monotonic reading): a step of the wall clock after
+	// Expect moves it no more, and it is at most MaxExpectWait away.
+	wait := until.Sub(now)
+	if wait <= 0 {
 		return false
 	}
 	s.expect.prune(now)
-	s.expect.add(session, title, until)
+	s.expect.add(session, title, now.Add(min(wait, MaxExpectWait)))
 	return true
 }
 

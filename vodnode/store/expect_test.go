@@ -214,3 +214,35 @@ func TestExpectCap(t *testing.T) {
 		t.Fatalf("after Unexpect of all: %d sessions, %d in the heap, %d titles", n, m, k)
 	}
 }
+
+// A deadline far ahead of the store's clock (a node whose clock is behind
+// the manager's by an hour) keeps the title MaxExpectWait, not the hour.
+func TestExpectBoundedByMaxExpectWait(t *testing.T) {
+	clock := newTestClock()
+	s, err := Open(Config{Dir: t.TempDir(), Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Expect("skewed", "a", clock.now().Add(time.Hour+70*time.Second)) {
+		t.Fatal("Expect an hour ahead ignored")
+	}
+	s.Expect("near", "b", clock.now().Add(70*time.Second))
+	clock.add(70*time.Second - time.Millisecond)
+	if a, b := s.Expecting("a"), s.Expecting("b"); a != 1 || b != 1 {
+		t.Fatalf("before either bound: Expecting a %d, b %d, want 1 and 1", a, b)
+	}
+	clock.add(time.Millisecond)
+	if b := s.Expecting("b"); b != 0 {
+		t.Fatalf("at its own deadline: Expecting b %d, want 0", b)
+	}
+	clock.add(MaxExpectWait - 70*time.Second - time.Millisecond)
+	if a := s.Expecting("a"); a != 1 {
+		t.Fatalf("just before MaxExpectWait: Expecting a %d, want 1", a)
+	}
+	clock.add(time.Millisecond)
+	if a := s.Expecting("a"); a != 0 {
+		t.Fatalf("MaxExpectWait after Expect, its deadline still %v ahead: Expecting a %d, want 0",
+			time.Hour+70*time.Second-MaxExpectWait, a)
+	}
+}

@@ -1504,12 +1504,17 @@ func (*NodeCommand_Expect) isNodeCommand_Command() {}
 // before that viewer arrives. The protection ends when the session starts
 // on the node (the title is then in use), when the manager ends the
 // session (EndSessionsCommand), or at until_unix_ms (the session's token
-// expiry and a margin), whichever comes first. An older node ignores it.
+// expiry and a margin), whichever comes first. The node reads
+// until_unix_ms on its wall clock when the command arrives, counts the
+// time left on its monotonic clock, and keeps the title at most 10
+// minutes (store.MaxExpectWait) whatever the skew between the clocks. A
+// command for a session that already started on the node, or ended or was
+// refused there, is ignored. An older node ignores it.
 type ExpectCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"` // admission session id (the token's sid)
 	TitleId       string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	UntilUnixMs   int64                  `protobuf:"varint,3,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // Unix time, ms; <= now: ignored
+	UntilUnixMs   int64                  `protobuf:"varint,3,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // Unix time, ms; <= the node's now: ignored
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
