@@ -126,7 +126,9 @@ func sortFills(fs []*pb.Fill) {
 // disk use that can make room). Room is made by evicting titles neither
 // playing, filling nor pinned. INVALID_ARGUMENT for a malformed id,
 // NOT_FOUND for an unknown title or node, FAILED_PRECONDITION for a node
-// out of service, ALREADY_EXISTS when the node holds, fills or was
+// out of service or without an origin (lsm.NodeSpec.NoOrigin; with no
+// node named: when no node in service has one), ALREADY_EXISTS when the
+// node holds, fills or was
 // ordered to fill it (with no node: when every node in service does),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
