@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,35 @@ func TestNoSourceRefusalNamesTheDrainedFiller(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// A stale copy on a node without an origin (the title replaced at the
+// origin since the copy was made) is kept: that node can never fetch the
+// new version. The same stale copy, idle, on a node with an origin is
+// evicted (it was evicted from both, for nothing on the node without
+// one).
+func TestStaleCopyKeptOnANodeWithoutOrigin(t *testing.T) {
+	e := newManagerWith(t, "", versioned(testTitles, "v2"), nil)
+	stale := func() []*pb.StoredTitle {
+		return []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v1"}}
+	}
+	bare := e.startNode("bare", nodeOpts{rtsp: "127.0.0.1:7001", titles: stale(), noOrigin: true})
+	full := e.startNode("full", nodeOpts{rtsp: "127.0.0.1:7002", titles: stale()})
+	waitFor(t, 5*time.Second, "the eviction of the stale copy on the node with an origin", func() bool {
+		full.mu.Lock()
+		defer full.mu.Unlock()
+		return slices.Contains(full.evictions(), "t1")
+	})
+	e.nextReport("bare")
+	e.nextReport("bare")
+	bare.mu.Lock()
+	ev := bare.evictions()
+	bare.mu.Unlock()
+	if len(ev) != 0 {
+		t.Fatalf("evictions on the node without an origin: %v", ev)
+	}
+	if n := e.nodeInfo("bare"); n.Titles != 1 {
+		t.Fatalf("the node without an origin has %d titles in the manager's view, want its stale copy", n.Titles)
 	}
 }

@@ -26,7 +26,10 @@ type staleCopySeen struct {
 // the pin is the title's, not the old version's: the planner fills a
 // pinned title again first); one that is playing stays and takes no new
 // viewer (lsm.Holding.Stale), and is evicted at the first report where
-// its sessions have ended. Each stale copy is logged once. It returns the
+// its sessions have ended. On a node without an origin
+// (lsm.NodeSpec.NoOrigin), which could never fetch the new version, a
+// stale copy is kept, stale, and never evicted by the manager. Each stale
+// copy is logged once. It returns the
 // stale copies left in cur (mu held). A fill of another version than the
 // catalog's (begun before the title's file was replaced at the origin) is
 // stale too once confirmed in the same way: it takes no new viewer (they
@@ -34,6 +37,11 @@ type staleCopySeen struct {
 func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map[string]bool {
 	cat := m.titles()
 	gen := m.catalogGen.Load()
+	// A node without an origin cannot fetch the new version: its stale
+	// copies are kept (lsm sends them a viewer only when no other node can
+	// take it, staleFallback), not evicted for nothing.
+	n := m.sched.Node(ns.id)
+	keep := n != nil && n.NoOrigin
 	var left map[string]bool
 	for id, t := range cur {
 		c, ok := cat[id]
@@ -54,7 +62,11 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 		}
 		if !seen.warned {
 			seen.warned = true
-			m.log.Warn("stale copy: the title was replaced at the origin; the node's copy is evicted once no session plays it, and the title filled again",
+			msg := "stale copy: the title was replaced at the origin; the node's copy is evicted once no session plays it, and the title filled again"
+			if keep {
+				msg = "stale copy: the title was replaced at the origin; the node has no origin configured (node origin) and cannot fetch the new version: its copy is kept, and takes a viewer only when no other node can"
+			}
+			m.log.Warn(msg,
 				"node", ns.id, "title", id, "copy_bytes", t.GetSizeBytes(), "copy_version", t.GetVersion(),
 				"catalog_bytes", c.SizeBytes, "catalog_version", c.Version, "sessions", t.GetSessions(), "filling", t.GetFilling())
 		}
@@ -68,7 +80,7 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 			left[id] = true
 			continue
 		}
-		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && m.orderEvictLocked(ns, id, false) {
+		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && !keep && m.orderEvictLocked(ns, id, false) {
 			m.log.Info("stale copy evicted", "node", ns.id, "title", id)
 			delete(ns.stale, id)
 			delete(cur, id)
