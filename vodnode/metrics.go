@@ -23,7 +23,7 @@ var (
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
 	descNodeTitles   = prometheus.NewDesc("vodnode_titles", "Titles held or filling.", nil, nil)
 	descNodeFallback = prometheus.NewDesc("vodnode_http_send_fallbacks_total", "HTTP sends of a title's bytes (progressive downloads, HLS segments) copied through the node instead of sent with sendfile, by cause: reopen (the title's file could not be opened again), writer (the response writer takes no file), connection (net/http or the kernel copied the file). HTTPS sends are always copied and not counted.", []string{"cause"}, nil)
-	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it (an I/O error, or the file shorter than its index), each cutting a viewer's HTTP response short or ending an RTSP session (reason \"disk read error\").", nil, nil)
+	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it (an I/O error, or the file shorter than its index), each cutting a viewer's HTTP response short or ending an RTSP session (reason \"disk-read-error\").", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
 )
 

@@ -30,7 +30,7 @@ import (
 // stream ends there, and the read error is counted in
 // vodnode_disk_read_errors_total, as an HTTP send's is, and logged at
 // warning naming the title and the session; the session's ENDED event
-// says "disk read error", and the client is told with an RTCP BYE
+// says "disk-read-error", and the client is told with an RTCP BYE
 // carrying that reason on each track. gortsplib's client sees the BYE;
 // ffmpeg stops at it (exit 0, before the title's end), not waiting in
 // silence. (Such a stream ended with reason "error", uncounted, unlogged

@@ -142,7 +142,7 @@ type ESConfig struct {
 	TSBase  [2]uint32 // RTP timestamp of PTS 0 per track
 	Bitrate int64     // bit/s, pacing for a title without PCR
 	Tick    time.Duration
-	OnEnd   func(reason EndReason, err error) // called once when the stream ends by itself
+	OnEnd   func(reason EndReason, err error) // called once when the stream ends by itself (a play whose fill or read failed, over UDP: after its BYE, ByeDelay later, whatever came meanwhile)
 }
 
 // ESStream plays a title as H.264 and AAC RTP tracks, demultiplexed by
@@ -167,6 +167,7 @@ type ESStream struct {
 	lastTS  [2]uint32    // RTP timestamp of the last packet per track
 	nextSR  [2]time.Time // when the next sender report of each track is due
 	ended   bool
+	closed  bool      // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
 	startTS [2]uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
 	fromNPT float64   // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
 	plays   uint64    // bumped by Resume: a late BYE of an earlier play is not sent
@@ -275,7 +276,7 @@ func (s *ESStream) SetScale(float64) float64 { return 1 }
 // Close stops the stream for good without calling OnEnd.
 func (s *ESStream) Close() {
 	s.mu.Lock()
-	s.ended = true
+	s.ended, s.closed = true, true
 	s.mu.Unlock()
 	s.stop()
 }
@@ -292,7 +293,7 @@ func (s *ESStream) Close() {
 func (s *ESStream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.ended
-	s.ended = true
+	s.ended, s.closed = true, true
 	s.mu.Unlock()
 	s.stop() // the goroutine sends nothing more
 	if ended {
@@ -402,8 +403,21 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 			}
 		})
 	} else if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && failed {
-		// after the last packets too: the stream has ended for good
-		time.AfterFunc(s.e.ByeDelay, func() { s.sendRTCP(bye, true) })
+		// after the last packets too: the stream has ended for good,
+		// unless closed meanwhile (the session ended otherwise); OnEnd
+		// after the BYE, so that BytesSent counts it, as over TCP
+		time.AfterFunc(s.e.ByeDelay, func() {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if !closed {
+				s.sendRTCP(bye, true)
+			}
+			if s.cfg.OnEnd != nil {
+				s.cfg.OnEnd(reason, err)
+			}
+		})
+		return
 	} else {
 		s.sendRTCP(bye, true)
 	}

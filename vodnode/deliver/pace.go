@@ -26,8 +26,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			// left: the client is told the stream ends (an RTSP client
 			// over TCP would otherwise wait in silence until its
 			// keepalive meets the ended session).
-			s.endBye("fill failed")
-			s.finish(EndError, err)
+			s.endWithBye(EndError, err, "fill failed")
 			return false
 		}
 		complete = true // the bytes the fill left are played to their end first
@@ -118,8 +117,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if complete && s.pos >= avail {
 		if err != nil {
-			s.endBye("fill failed")
-			s.finish(EndError, err)
+			s.endWithBye(EndError, err, "fill failed")
 			return false
 		}
 		s.endOfTitle(ck)
@@ -316,17 +314,56 @@ func (s *Stream) abortBye(reason string) {
 	s.sendControl(b)
 }
 
-// endBye tells the client with an RTCP BYE carrying reason that the
-// stream ends on its own before the end of its title (its fill failed,
-// its file could not be read): over UDP after Engine.ByeDelay, so that
-// the BYE follows the last RTP packets (as endOfTitle's does), at once
-// otherwise.
-func (s *Stream) endBye(reason string) {
+// endWithBye ends the stream on its own before the end of its title
+// (its fill failed, its file could not be read) with reason and err, and
+// tells its client with an RTCP BYE carrying bye: over UDP after
+// Engine.ByeDelay, so that the BYE follows the last RTP packets (as
+// endOfTitle's does); over TCP at once, on a goroutine of its own that
+// waits for the connection's writer (busy with a response, or its queue
+// full) rather than drop the BYE. OnEnd is called after the BYE went, so
+// that BytesSent, which the session reports, counts it over UDP as over
+// TCP. A Close or Abort meanwhile (the session ended otherwise) cancels
+// the BYE, not the call of OnEnd. s.mu held.
+func (s *Stream) endWithBye(reason EndReason, err error, bye string) {
+	s.state = stateEnded
+	s.queued = false
+	s.stopIdleReportLocked()
+	end := func() {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed {
+			s.byeWait(bye)
+		}
+		if s.cfg.OnEnd != nil {
+			s.cfg.OnEnd(reason, err)
+		}
+	}
 	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
-		time.AfterFunc(s.e.ByeDelay, func() { s.abortBye(reason) })
+		time.AfterFunc(s.e.ByeDelay, end)
 		return
 	}
-	s.abortBye(reason)
+	go end()
+}
+
+// byeWait sends an RTCP BYE with reason, as abortBye does, but over TCP
+// waits for the connection's writer (as an RTSP response does) instead
+// of dropping the BYE when the writer cannot take it at once.
+func (s *Stream) byeWait(reason string) {
+	if s.cfg.Mode != RTPTCP {
+		s.abortBye(reason)
+		return
+	}
+	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: s.cfg.SSRC},
+		&rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: reason}})
+	if err != nil {
+		return
+	}
+	frame := appendFrame(nil, s.cfg.Channel+1, b)
+	if _, err := s.cfg.Conn.Write(frame); err == nil {
+		s.bytes.Add(int64(len(frame)))
+		s.e.bytesSent.Add(int64(len(frame)))
+	}
 }
 
 // failed ends the stream for err, the error of reading its title
@@ -334,8 +371,7 @@ func (s *Stream) endBye(reason string) {
 // of writing to its client (writeEnd). s.mu held.
 func (s *Stream) failed(err error) {
 	if re := (*ReadError)(nil); errors.As(err, &re) {
-		s.endBye(string(EndDiskRead))
-		s.finish(EndDiskRead, err)
+		s.endWithBye(EndDiskRead, err, string(EndDiskRead))
 		return
 	}
 	s.finish(writeEnd(err), err)

@@ -52,7 +52,7 @@ const (
 	// the file shorter than its index: changed under the node); the
 	// stream ends, its client told with an RTCP BYE carrying this reason,
 	// and OnEnd's error is a *ReadError.
-	EndDiskRead EndReason = "disk read error"
+	EndDiskRead EndReason = "disk-read-error"
 )
 
 // ReadError is the error of a stream whose read of its title's file
@@ -114,9 +114,11 @@ type StreamConfig struct {
 	TSBase   uint32       // RTP timestamp (90 kHz) of the title's clock at offset 0
 	Bitrate  int64        // bit/s; pacing for a title without PCR, and seeking into an unfilled part
 	// OnEnd is called on a goroutine of its own when the stream stops by
-	// itself (not after Close): once for an error or a slow client, which
-	// end the stream; at every end of the title, after which the stream
-	// waits paused at the end.
+	// itself: once for an error or a slow client, which end the stream
+	// (not after Close; but a stream whose fill or read of its title
+	// failed ends at once and OnEnd hears it after the RTCP BYE went,
+	// ByeDelay later over UDP, whatever came meanwhile); at every end of
+	// the title, after which the stream waits paused at the end.
 	OnEnd func(reason EndReason, err error)
 }
 
@@ -176,6 +178,7 @@ type Stream struct {
 	tsAdjust    uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
 	stopNPT     float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
+	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
 
 	bytes atomic.Int64
 }
@@ -448,7 +451,7 @@ func (s *Stream) AtEnd() bool {
 func (s *Stream) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state = stateEnded
+	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
 }
 
@@ -460,7 +463,7 @@ func (s *Stream) Close() {
 func (s *Stream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.state == stateEnded
-	s.state = stateEnded
+	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
 	s.mu.Unlock()
 	if !ended {

@@ -129,14 +129,14 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 		due := min((ck.offset(target)/TSPacketSize+1)*TSPacketSize, idx.Size)
 		if n := min(int64(len(p)), due-r.off); n > 0 {
 			m, err := r.src.ReadAt(p[:n], r.off)
-			r.off += int64(m)
-			r.clock = ck.at(r.off)
 			if err != nil {
 				// Below the index's size: the file failed, or ends
 				// short of its index (io.EOF).
 				r.readErr = readError(r.off, err)
 				err = io.EOF
 			}
+			r.off += int64(m)
+			r.clock = ck.at(r.off)
 			return m, err
 		}
 		select {
