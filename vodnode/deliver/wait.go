@@ -56,11 +56,12 @@ type pacedReader struct {
 
 	clock int64 // the stream clock at off, 27 MHz ticks (as of the last read of the title)
 	// readErr is the error of the read of the title's file that failed,
-	// nil if none has. Read then returns io.EOF, there and after: a
-	// demuxer ends at it (mediacommon's takes other errors of its input
-	// wrapped by astits for errors of the stream, skipped, and reads on
-	// for ever), and its owner tells the end of the title from the
-	// failure by this.
+	// nil if none has. Read then returns io.EOF, there and after,
+	// whatever the read's error: a demuxer ends at it, as at the end of
+	// the title (mediacommon's returns its input's other errors as they
+	// are, but astits takes a file cut short, io.EOF from ReadAt, for
+	// the end of its input), and its owner tells the failure from the
+	// end of the title by this.
 	readErr *ReadError
 
 	anchored    bool
