@@ -325,7 +325,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	m.addSessionLocked(s)
 	endedHere = append(endedHere, m.moveLocked(moving, s, now)...)
 	ns.admissions++
-	m.expectLocked(ns, s, now) // the node keeps the title for the viewer on its way
 	m.recordLocked(ns, t, now)
 	if res.Fill {
 		m.fillRoomLocked(ctx, ns, s, t, now)
@@ -365,6 +364,14 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if err != nil {
 		return fail("token", err)
 	}
+	// The node keeps the title for the viewer on its way; told only now,
+	// once nothing above undoes the admission (undone, its node would keep
+	// the title until the deadline for a viewer who is not coming).
+	m.mu.Lock()
+	if ns := m.nodes[s.Node]; ns != nil && !s.ended {
+		m.expectLocked(ns, s, now)
+	}
+	m.mu.Unlock()
 	attrs := []any{"session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
 		"bitrate_bps", res.Bitrate, "fill", res.Fill, "protocol", r.Protocol, "client", r.Client}
 	if req.Site != "" {
@@ -387,12 +394,20 @@ func (m *Manager) pendingDoneLocked(user string) {
 	}
 }
 
-// abandon ends a session whose redirect could not be delivered.
+// abandon ends a session whose redirect could not be delivered, and
+// tells its node (EndSessionsCommand, its token refused there for a
+// TokenTTL): the node was told of its viewer on its way (expectLocked)
+// and would keep the title for it until the deadline, and would play a
+// redirect that reached its client after all without a reservation.
 func (m *Manager) abandon(id, why string) {
 	m.mu.Lock()
 	s := m.sessions[id]
 	if s != nil {
+		ended := s.ended
 		m.endLocked(s, why)
+		if ns := m.nodes[s.Node]; ns != nil && !ended {
+			m.unexpectLocked(ns, s, why)
+		}
 	}
 	m.mu.Unlock()
 	if s != nil {

@@ -71,6 +71,19 @@ func (m *Manager) reexpectNodeLocked(ns *nodeState, now time.Time) {
 	}
 }
 
+// unexpectLocked tells node ns that s, which it was told of
+// (expectLocked), ended before its viewer was sent there (abandon: the
+// redirect not delivered), with reason why (mu held): an
+// EndSessionsCommand, which ends its protection there and refuses its
+// token for a TokenTTL from now (a redirect that reached its client after
+// all would play there without a reservation).
+func (m *Manager) unexpectLocked(ns *nodeState, s *session, why string) {
+	if !ns.push(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: []string{s.ID}, Reason: why, RefuseUntilUnixMs: m.now().Add(m.TokenTTL).UnixMilli()}}}) {
+		m.log.Warn("end of an abandoned session not sent: command queue full", "node", ns.id, "session", s.ID, "title", s.Title)
+	}
+}
+
 // reexpect sends the ExpectCommand of session id again (expectLocked),
 // with the deadline of a new token signed at now for the same viewer
 // (regrant), while its viewer has not reached its node.

@@ -2,11 +2,13 @@ package acm
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -110,5 +112,54 @@ func TestExpectSentAgainAtRegistration(t *testing.T) {
 	got := back.expected()
 	if len(got) != 1 || got[0].GetSessionId() != c.Session || got[0].GetTitleId() != "t1" || got[0].GetUntilUnixMs() != first.GetUntilUnixMs() {
 		t.Fatalf("at its registration the node heard %v, want session %s of t1 until %d", got, c.Session, first.GetUntilUnixMs())
+	}
+}
+
+// An admission undone before its redirect (its session not stored) tells
+// its node nothing: its node would keep the title until the deadline for a
+// viewer who is not coming. One whose redirect could not be delivered
+// (abandon), whose node was told, has its node told that it ended.
+func TestExpectNotLeftByUndoneAdmission(t *testing.T) {
+	b, err := store.OpenBadger(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fs := &flakyStore{Store: b}
+	e := newManager(t, "", func(m *Manager) { m.Store = fs })
+	n := e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:5541", titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+	}})
+	fs.broken.Store(true)
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusServiceUnavailable {
+		t.Fatalf("with a broken store: %d, want 503", res.StatusCode)
+	}
+	fs.broken.Store(false)
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusFound {
+		t.Fatalf("store back: %d, want 302", res.StatusCode)
+	}
+	c := e.tokenOf(res.Header["Location"][0], "rtsp", "127.0.0.1:5541", "t1", "")
+	// Commands reach the node in order: the undone admission's would
+	// come before this one's.
+	waitFor(t, 5*time.Second, "the admitted viewer's ExpectCommand", func() bool { return len(n.expected()) > 0 })
+	if got := n.expected(); len(got) != 1 || got[0].GetSessionId() != c.Session {
+		t.Fatalf("the node heard %v, want only the expect of %s (the undone admission's none)", got, c.Session)
+	}
+
+	e.m.abandon(c.Session, "redirect not delivered")
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case cmd := <-n.cmds:
+			if es := cmd.GetEndSessions(); es != nil && slices.Contains(es.GetSessionIds(), c.Session) {
+				if es.GetRefuseUntilUnixMs() <= time.Now().UnixMilli() {
+					t.Fatalf("end of the abandoned session refuses its token until %d, not after now", es.GetRefuseUntilUnixMs())
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the node was not told that the abandoned session ended")
+		}
 	}
 }
