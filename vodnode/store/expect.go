@@ -162,7 +162,7 @@ func (s *Store) Unexpect(sessions ...string) {
 }
 
 // Expecting returns how many viewers on their way (Expect) keep title
-// from eviction now, for the node's operator and tests.
+// from eviction now (Node.ExpectedViewers, tests).
 func (s *Store) Expecting(title string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
