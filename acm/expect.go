@@ -19,8 +19,10 @@ import (
 // for: when the node's command queue is half full (expectQueue) it is
 // dropped (debug log) rather than admission held up by a slow node, or
 // the queue's room taken from the commands that must get through; the
-// node may then evict
-// the title before the viewer arrives, who is served by a fill as before.
+// node may then evict the title before the viewer arrives, who is served
+// by a fill as before. An admission undone before its redirect sends none
+// (admit calls this last); one whose redirect is not delivered ends it on
+// the node (abandon, unexpectLocked).
 //
 // The manager's own EvictCommands need no such message: s counts in
 // ns.active from its admission (addSessionLocked) until it ends, and every
