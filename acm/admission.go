@@ -139,7 +139,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	var g *grant
 	var endedHere []*session
 	var moving *session // the same viewer's session moved, ended once the new one is placed
-	defer func() { m.persistAll(endedHere) }()
+	defer func() { m.persistAllFront(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
 		g, endedHere = m.sameHTTPViewerLocked(r, t.ID, now)
 	}
@@ -176,10 +176,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	if m.health.storeDown.Load() {
 		// A new session could not be stored: answer at once rather than
-		// after the store's timeout (the health check notices its return
-		// within HealthCheck). A viewer's new token above needs no store.
+		// after StoreTimeout (the health check notices its return within
+		// HealthCheck). A viewer's new token above needs no store.
 		m.mu.Unlock()
-		return nil, errUnavailable
+		m.capRefusals.log(m.log, m.now(), refusedStoreDown, slog.LevelWarn, "admission refused at once: the store is unavailable (it failed, or did not answer within store_timeout) until a health check reads it again",
+			"title", t.ID, "user", r.User)
+		return nil, errStoreDown
 	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
@@ -244,7 +246,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.waiters[tk] = ch
 		m.mu.Unlock()
 		m.kickPump() // arm the timer for this deadline
-		m.persistAll(endedHere)
+		m.persistAllFront(endedHere)
 		endedHere = nil
 		var gone error
 		select {
@@ -338,14 +340,14 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Lock()
 		m.endLocked(s, why)
 		m.mu.Unlock()
-		m.persist(s)
+		m.persistFront(s)
 		m.kickPump()
 		return nil, errUnavailable
 	}
 	if r.Protocol == store.ProtoHTTP && g.HTTPAddr == "" {
 		return fail("node has no HTTP address", fmt.Errorf("node %s", res.NodeID))
 	}
-	if err := m.persist(s); err != nil {
+	if err := m.persistFront(s); err != nil {
 		return fail("store", err)
 	}
 	if ctx.Err() != nil {
@@ -411,7 +413,7 @@ func (m *Manager) abandon(id, why string) {
 	}
 	m.mu.Unlock()
 	if s != nil {
-		m.persist(s)
+		m.persistFront(s)
 		m.kickPump()
 	}
 }

@@ -29,13 +29,30 @@ type health struct {
 	catalogLoaded atomic.Bool
 	// storeDown: the last store operation failed.
 	storeDown atomic.Bool
+	// storeStalled: storeDown for a store call that did not answer
+	// within its deadline (a stall, not a quick failure): a front-door
+	// request makes no store call until the store answers again
+	// (persistFront).
+	storeStalled atomic.Bool
 }
+
+// Refusals of a front-door request for its store (persistFront); both
+// wrap errUnavailable: a 503 with Retry-After, outcome "unavailable".
+var (
+	// errStoreTimeout: the store did not answer the request's store work
+	// within StoreTimeout; it is taken as unavailable from then on.
+	errStoreTimeout = fmt.Errorf("%w: the store did not answer within store_timeout", errUnavailable)
+	// errStoreDown: the store is taken as unavailable (it failed or did
+	// not answer in time), so the request was refused without asking it.
+	errStoreDown = fmt.Errorf("%w: the store is unavailable", errUnavailable)
+)
 
 // noteStore records the outcome of a store operation. ErrNotFound is an
 // answer, so a success; a cancellation says nothing about the store.
 func (m *Manager) noteStore(err error) {
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound):
+		m.health.storeStalled.Store(false)
 		if m.health.storeDown.Swap(false) {
 			m.log.Info("store answers again: ready")
 		}
@@ -83,7 +100,12 @@ func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 
 // healthLoop reads the store every HealthCheck, so that a store that
 // stopped (or came back) answering shows in /healthz while no session
-// changes.
+// changes. Its read is answered within StoreTimeout or fails, as a
+// front-door request's store work: a store that answers, however slowly,
+// within it is not taken as unavailable (a check that takes longer than
+// HealthCheck delays the next one), and a store taken as unavailable (a
+// request's write timed out) admits again from the first check it
+// answers.
 func (m *Manager) healthLoop() {
 	t := time.NewTicker(m.HealthCheck)
 	defer t.Stop()
@@ -93,11 +115,15 @@ func (m *Manager) healthLoop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, min(m.HealthCheck, 2*time.Second))
+		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
 		_, err := m.st.State(ctx, stateHealthProbe)
+		stalled := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if m.ctx.Err() != nil {
 			return
+		}
+		if err != nil && stalled {
+			m.health.storeStalled.Store(true)
 		}
 		m.noteStore(err)
 		if err == nil || errors.Is(err, store.ErrNotFound) {

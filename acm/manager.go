@@ -214,6 +214,14 @@ type Manager struct {
 	// it answers (between the reads, the outcome of the manager's own
 	// store operations counts), DefaultHealthCheck.
 	HealthCheck time.Duration
+	// StoreTimeout bounds each store call of a front-door request (the
+	// write of its new session, the delete of each session it ends) and
+	// each health check's read, DefaultStoreTimeout. A request whose
+	// store does not answer within it is refused (503 with Retry-After),
+	// and the store is taken as unavailable at once: the next requests
+	// are refused without waiting for it until a health check reads it
+	// again (within HealthCheck).
+	StoreTimeout time.Duration
 
 	Logger *slog.Logger // nil: slog.Default()
 

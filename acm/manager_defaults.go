@@ -30,6 +30,10 @@ const (
 	DefaultShiftCheck         = time.Second
 	DefaultPopularitySave     = time.Minute
 	DefaultOrderTimeout       = 30 * time.Second
+	// DefaultStoreTimeout: a working store answers in milliseconds (a
+	// Redis across a data center, a disk's sync); a set-top box waits a
+	// few seconds for its answer before it retries or gives up.
+	DefaultStoreTimeout = 2 * time.Second
 	// DefaultMaxConnsPerAddr: the boxes of many households behind one
 	// carrier-grade NAT address, each with a connection or two.
 	DefaultMaxConnsPerAddr = 256
@@ -69,6 +73,7 @@ func (m *Manager) defaults() error {
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
 	setD(&m.HealthCheck, DefaultHealthCheck)
+	setD(&m.StoreTimeout, DefaultStoreTimeout)
 	channelsKnown := m.OriginChannels > 0
 	if m.OriginChannels == 0 {
 		m.OriginChannels = DefaultOriginChannels
@@ -129,7 +134,7 @@ func (m *Manager) checkNegatives() error {
 		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
 		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
 		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
-		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill},
+		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill}, {"StoreTimeout", m.StoreTimeout},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))

@@ -25,6 +25,7 @@ const (
 	refusedNoNodeInService = "no node in service"   // every node that could take it is drained or at weight 0 (errNoNodeInService)
 	refusedOriginDown      = "origin unavailable"   // the origin is down and no node the viewer may use has the title (errOriginDown)
 	refusedNoSource        = "no source"            // no node the viewer may use holds the title and none has an origin (errNoSource)
+	refusedStoreDown       = "store unavailable"    // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)
 )
 
 // refusalNotes collapses the log lines of the front door's capacity

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -148,12 +149,38 @@ const reasonLeftToActive = "node did not come back here: left to the active mana
 // ended). Concurrent persists of one session are serialised and each
 // writes the state of its own moment, so the store ends with the latest.
 func (m *Manager) persist(s *session) error {
+	return m.persistBy(s, time.Now().Add(10*time.Second), false)
+}
+
+// persistFront is persist for a front-door request's store work (its
+// new session, the sessions it ends, a redirect not delivered): the
+// store's answer is waited for StoreTimeout at most. A store that does
+// not answer within it fails the call with errStoreTimeout and is taken
+// as unavailable (noteStore), stalled (health.storeStalled): the next
+// requests are refused at once (admit), and until a health check reads
+// it again persistFront makes no round trip: a write fails at once with
+// errStoreDown, and an ended session's delete waits for the store's
+// return (retryDeleteLater). A store that failed quickly (a refused
+// connection) is still asked: its answer, as quick, may be its return.
+func (m *Manager) persistFront(s *session) error {
+	return m.persistBy(s, time.Now().Add(m.StoreTimeout), true)
+}
+
+// persistBy is persist with its store call bounded by deadline; front:
+// persistFront's.
+func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
 	s.persistMu.Lock()
 	defer s.persistMu.Unlock()
 	m.mu.Lock()
 	snap, gone, forget := s.Session, s.ended, s.forget
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if front && m.health.storeStalled.Load() {
+		if gone {
+			m.retryDeleteLater(snap, forget)
+		}
+		return errStoreDown
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var err error
 	switch {
@@ -164,8 +191,16 @@ func (m *Manager) persist(s *session) error {
 	default:
 		err = m.st.PutSession(ctx, snap)
 	}
+	stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if stalled {
+		m.health.storeStalled.Store(true)
+	}
 	m.noteStore(err)
 	if err != nil {
+		if front && stalled {
+			// Not wrapping err: a deadline is not the client's (outcome).
+			err = fmt.Errorf("%w (%v): %v", errStoreTimeout, m.StoreTimeout, err)
+		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
 		if gone {
 			m.retryDeleteLater(snap, forget)
@@ -178,6 +213,19 @@ func (m *Manager) persist(s *session) error {
 func (m *Manager) persistAll(ss []*session) {
 	for _, s := range ss {
 		m.persist(s)
+	}
+	if len(ss) > 0 {
+		m.kickPump()
+	}
+}
+
+// persistAllFront is persistAll for a front-door request's store work
+// (persistFront): in a stall the batch waits one StoreTimeout, since
+// once the store timed out for one session the next ones' deletes wait
+// for its return without a round trip each.
+func (m *Manager) persistAllFront(ss []*session) {
+	for _, s := range ss {
+		m.persistFront(s)
 	}
 	if len(ss) > 0 {
 		m.kickPump()

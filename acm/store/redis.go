@@ -103,7 +103,11 @@ func OpenRedis(opts RedisOptions) (*Redis, error) {
 		ContextTimeoutEnabled: true,
 		// A server that is down fails a call in a few connection
 		// attempts rather than at its deadline. Every command the store
-		// sends is idempotent, so a retry is safe.
+		// sends is idempotent, so a retry is safe. A server that stalls
+		// (alive, answering nothing) has each attempt wait for its read
+		// timeout (3 s, or the call's deadline when sooner) before the
+		// retry: the caller's deadline bounds a call then (the manager
+		// gives a front-door request's store work its StoreTimeout).
 		MaxRetries:      2,
 		DialerRetries:   2,
 		DisableIdentity: true,

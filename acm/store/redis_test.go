@@ -98,6 +98,48 @@ func TestRedisDeadlineHonoured(t *testing.T) {
 	}
 }
 
+// TestRedisStall: while the server's process is stopped (SIGSTOP: alive,
+// its port open, answering nothing, as a stalled Redis or a network black
+// hole), a call ends with its context's deadline, not after go-redis's
+// read timeouts and retries (3 s each); once the server runs again the
+// store works at once (a connection that timed out is not reused with a
+// reply half read). A server that is down fails a call on its refused
+// connections, not at the call's deadline.
+func TestRedisStall(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	if err := r.PutSession(ctx, testSession("s0")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	for _, call := range []func(context.Context) error{
+		func(ctx context.Context) error { return r.PutSession(ctx, testSession("s1")) },
+		func(ctx context.Context) error { _, err := r.Session(ctx, "s0"); return err },
+		func(ctx context.Context) error { return r.DeleteSession(ctx, "s0") },
+	} {
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := call(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call while the server is stopped: %v, want DeadlineExceeded", err)
+		}
+	}
+	srv.Resume()
+	long, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.PutSession(long, testSession("s2")); err != nil {
+		t.Fatalf("put once the server runs again: %v", err)
+	}
+	if s, err := r.Session(long, "s2"); err != nil || s.ID != "s2" {
+		t.Fatalf("session once the server runs again: %+v %v", s, err)
+	}
+	srv.Stop()
+	if err := r.PutSession(long, testSession("s3")); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("put with the server dead: %v, want the refused connection's error before the deadline", err)
+	}
+}
+
 // TestRedisServerGone: with the server dead, calls fail (not found is not
 // an answer a dead server gives), each within its deadline.
 func TestRedisServerGone(t *testing.T) {

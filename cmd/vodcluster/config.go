@@ -86,6 +86,11 @@ type ManagerConfig struct {
 	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`    // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then closed at accept, default 256; -1 = no limit
 	RestoreGrace    time.Duration `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
+	// StoreTimeout: how long a front-door request waits for the store
+	// (its new session's write); past it the request is refused (503 with
+	// Retry-After) and the store taken as unavailable until its next
+	// health check (every 5 s) reads it; default 2s, at least 100ms.
+	StoreTimeout time.Duration `yaml:"store_timeout"`
 	// SessionRecordsFile: one JSON line per ended session (billing,
 	// royalties, analytics); reopened on SIGHUP after a log rotation.
 	SessionRecordsFile string `yaml:"session_records_file"`

@@ -184,6 +184,11 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"scheduler.heartbeat_interval 1ms: at least 100ms"}},
 		{"manager policy and eviction", ManagerConfig{Storage: StorageConfig{Policy: "gdsf", Eviction: "bogus"}}.validate(),
 			[]string{`storage.policy "gdsf" and storage.eviction "bogus"`}},
+		{"manager store timeout negative", ManagerConfig{StoreTimeout: -time.Second}.validate(),
+			[]string{"store_timeout -1s: negative", "0 (or leave it out) for 2s"}},
+		// a working store taking 2 ms now and then would refuse every request until its next health check
+		{"manager store timeout 1ms", ManagerConfig{StoreTimeout: time.Millisecond}.validate(),
+			[]string{"store_timeout 1ms: at least 100ms"}},
 	}
 	for _, c := range cases {
 		if c.err == nil {
@@ -200,6 +205,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 	for _, err := range []error{
 		ManagerConfig{MaxSessions: -1, LoginFailures: -1, RequestsPerUser: -1}.validate(), ManagerConfig{}.validate(),
 		ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 100 * time.Millisecond}}.validate(),
+		ManagerConfig{StoreTimeout: 100 * time.Millisecond}.validate(), ManagerConfig{StoreTimeout: 5 * time.Second}.validate(),
 		NodeConfig{}.validate(), CDPConfig{Dir: "d"}.validate(),
 		NodeConfig{Manager: "[2001:db8::7]:9090", Origin: ":9100"}.validate(), ManagerConfig{Origin: "cdp.vod.example.net:9100"}.validate(), CDPConfig{Dir: "d", CatalogPoll: -time.Second}.validate(),
 	} {

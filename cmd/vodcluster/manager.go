@@ -141,6 +141,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		MaxConnsPerAddr:    c.MaxConnsPerAddr,
 		RestoreGrace:       c.RestoreGrace,
 		CatalogRefresh:     c.CatalogRefresh,
+		StoreTimeout:       c.StoreTimeout,
 		Scheduler:          schedulerConfig(c.Scheduler),
 		Evictor:            orString(c.Storage.Policy, c.Storage.Eviction),
 		StoragePlanner:     c.Storage.Planner,

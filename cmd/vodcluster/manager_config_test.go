@@ -22,8 +22,8 @@ import (
 
 // The manager section's keys reach the manager: the admin token guards
 // the Admin API (a call without it is UNAUTHENTICATED, with it served),
-// and the per-user session, request and login limits are the configured
-// ones.
+// and the per-user session, request and login limits and the store
+// timeout are the configured ones.
 func TestManagerConfigWiring(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -54,6 +54,7 @@ func TestManagerConfigWiring(t *testing.T) {
   requests_per_user: 5
   request_refill: 2s
   restore_grace: 45s
+  store_timeout: 1500ms
 `, filepath.Join(dir, "data"), secret, filepath.Join(dir, "users.yaml"), tokenFile))
 	c, err := loadConfig(cfg)
 	if err != nil {
@@ -65,9 +66,9 @@ func TestManagerConfigWiring(t *testing.T) {
 	}
 	m := p.Manager
 	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 ||
-		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 {
-		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v",
-			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill)
+		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 || m.StoreTimeout != 1500*time.Millisecond {
+		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v, store timeout %v",
+			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill, m.StoreTimeout)
 	}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,13 @@ import (
 // (a pause of a few milliseconds was missed_heartbeats of them).
 const minHeartbeatInterval = 100 * time.Millisecond
 
+// minStoreTimeout is the shortest store_timeout. A front-door request
+// whose store write takes longer is refused and the store taken as
+// unavailable (every request refused until its next health check): below
+// this a store in good health (a Redis in another rack, a disk's sync
+// under load) would be taken down now and then.
+const minStoreTimeout = 100 * time.Millisecond
+
 // keyCheck collects a section's problems, each naming its key.
 type keyCheck struct{ errs []error }
 
@@ -101,6 +108,10 @@ func (c ManagerConfig) validate() error {
 	k.duration("request_refill", c.RequestRefill, "500ms")
 	k.duration("restore_grace", c.RestoreGrace, "30s")
 	k.duration("catalog_refresh", c.CatalogRefresh, "1m")
+	k.duration("store_timeout", c.StoreTimeout, "2s")
+	if c.StoreTimeout > 0 && c.StoreTimeout < minStoreTimeout {
+		k.failf("store_timeout %v: at least %v (2s by default): a working store that takes longer would be taken as unavailable and every request refused", c.StoreTimeout, minStoreTimeout)
+	}
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
 	k.limit("requests_per_user", c.RequestsPerUser, "20")

@@ -146,6 +146,36 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 	return c
 }
 
+// Pause stops the server's process (SIGSTOP): it stays alive, its port
+// open and its connections accepted by the kernel, but it answers
+// nothing, as a Redis stalled (swapping, a long fork, a frozen VM) or
+// behind a network black hole. t's Cleanup resumes it (Resume), so that
+// no process is left stopped; Resume resumes it earlier. Where processes
+// cannot be stopped by a signal (not Unix) it skips t.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	if sigStop == nil {
+		t.Skip("no SIGSTOP on this system")
+	}
+	t.Cleanup(s.Resume)
+	if err := s.cmd.Process.Signal(sigStop); err != nil {
+		t.Fatalf("redis-server: SIGSTOP: %v", err)
+	}
+}
+
+// Resume lets a paused server run again (SIGCONT); resuming a server that
+// runs, or one that exited, does nothing.
+func (s *Server) Resume() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	if sigCont != nil {
+		_ = s.cmd.Process.Signal(sigCont)
+	}
+}
+
 // Stop kills the server (as a crash would) and waits for it to exit;
 // stopping twice is not an error.
 func (s *Server) Stop() { s.stop() }
