@@ -301,17 +301,19 @@ func (s *Stream) byePacket(ck clockOf) []byte {
 // abortBye sends an RTCP BYE with reason for a stream ended before the
 // end of its title, after an empty receiver report (RFC 3550 §6.1: a
 // compound packet starts with a report; the sender report's RTP time is
-// not known without the title's clock).
-func (s *Stream) abortBye(reason string) {
+// not known without the title's clock), without waiting. It returns
+// false when the connection's writer could not take it at once
+// (sendControl; byeWait waits for it), true otherwise.
+func (s *Stream) abortBye(reason string) bool {
 	if s.cfg.Mode == RawUDP {
-		return
+		return true
 	}
 	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: s.cfg.SSRC},
 		&rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: reason}})
 	if err != nil {
-		return
+		return true
 	}
-	s.sendControl(b)
+	return s.sendControl(b)
 }
 
 // endWithBye ends the stream on its own before the end of its title
@@ -364,6 +366,31 @@ func (s *Stream) byeWait(reason string) {
 		s.bytes.Add(int64(len(frame)))
 		s.e.bytesSent.Add(int64(len(frame)))
 	}
+}
+
+// byeRetry tries again, every idleReportRetry, to send over TCP the
+// end-of-title BYE b that the connection's writer could not take at once
+// (busy writing a response, e.g. a keepalive's, or its queue full), until
+// it goes or until, the writer's blocking-write timeout later, the
+// client is taken to be not reading (its RTSP connection then ends the
+// session). A retry is made only while the stream still waits at the end
+// of the same play: not resumed or moved since (gen and pos unchanged),
+// not closed; a play on must not be followed by the BYE of the one
+// before. Each try holds s.mu, so that nothing of a new play can go
+// between its check and the BYE, and does not block (TryWrite). b is
+// sent as made: its sender report maps the RTP time of the title's end to
+// the wall clock it was reached at.
+func (s *Stream) byeRetry(b []byte, gen uint64, pos int64, until time.Time) {
+	time.AfterFunc(idleReportRetry, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.state != statePaused || s.gen != gen || s.pos != pos || s.closed {
+			return
+		}
+		if !s.sendControl(b) && time.Now().Before(until) {
+			s.byeRetry(b, gen, pos, until)
+		}
+	})
 }
 
 // failed ends the stream for err, the error of reading its title

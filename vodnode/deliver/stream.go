@@ -458,16 +458,22 @@ func (s *Stream) Close() {
 // Abort stops the stream for good without calling OnEnd, like Close,
 // and tells its client with an RTCP BYE carrying reason (RFC 3550 §6.6)
 // that the stream ends: an RTSP player learns at once, not at its next
-// keepalive, that a session the node ends on its own is gone. Nothing is
-// sent in RawUDP mode or for a stream that had ended.
+// keepalive, that a session the node ends on its own is gone. Over TCP
+// the BYE is written at once when the connection's writer can take it;
+// when it cannot (busy with a response, or its queue full), on a
+// goroutine of its own that waits for the writer as a response does, up
+// to the writer's timeout, rather than drop it (a connection that fails
+// or closes meanwhile fails the write, and the BYE is not sent). Abort
+// itself does not wait. Nothing is sent in RawUDP mode or for a stream
+// that had ended.
 func (s *Stream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.state == stateEnded
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
 	s.mu.Unlock()
-	if !ended {
-		s.abortBye(reason)
+	if !ended && !s.abortBye(reason) {
+		go s.byeWait(reason)
 	}
 }
 
@@ -485,12 +491,15 @@ func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 
 // endOfTitle sends the final sender report and BYE (over UDP ByeDelay
 // later, after the last packets, which the shard flushes only after this
-// step, and unless the stream was resumed or closed meanwhile) and leaves
-// the stream paused at the end, where a Seek can take it back (RFC 2326
-// §10.5: the session lives on until TEARDOWN); OnEnd hears EndOfTitle.
+// step, and unless the stream was resumed or closed meanwhile; over TCP at
+// once, or, when the connection's writer cannot take it then, retried
+// until it can, byeRetry) and leaves the stream paused at the end, where a
+// Seek can take it back (RFC 2326 §10.5: the session lives on until
+// TEARDOWN); OnEnd hears EndOfTitle. s.mu held.
 func (s *Stream) endOfTitle(ck clockOf) {
 	if b := s.byePacket(ck); b != nil {
-		if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
+		switch {
+		case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
 			gen := s.gen
 			time.AfterFunc(s.e.ByeDelay, func() {
 				s.mu.Lock()
@@ -500,8 +509,8 @@ func (s *Stream) endOfTitle(ck clockOf) {
 					s.sendControl(b)
 				}
 			})
-		} else {
-			s.sendControl(b)
+		case !s.sendControl(b):
+			s.byeRetry(b, s.gen, s.pos, time.Now().Add(s.cfg.Conn.timeout))
 		}
 	}
 	s.state = statePaused

@@ -115,10 +115,14 @@ func (x *expectSet) prune(now time.Time) {
 	}
 }
 
-// Expect keeps title from the store's own eviction (the room made for a
+// Expect keeps title, or the partial of it kept to resume its fill (the
+// fill this viewer starts resumes it rather than fetch the title from
+// its first byte), from the store's own eviction (the room made for a
 // fill: makeRoom, and the check before a fill starts, both for the quota
-// and for the file system's free space) for a viewer the manager has just
-// sent to the node (the manager's ExpectCommand), admission session
+// and for the file system's free space; a partial not resumed within
+// Config.PartialMaxAge still goes, and Usage still counts its bytes among
+// the partials, which the node reports as free) for a viewer the manager
+// has just sent to the node (the manager's ExpectCommand), admission session
 // session, until the session starts here (Unexpect), the manager ends it
 // (Unexpect), or until passes (read on the store's wall clock when Expect
 // is called, then counted on its monotonic clock; at most MaxExpectWait

@@ -26,7 +26,8 @@ import (
 // partial is never a copy of the title: it is not listed by Titles nor
 // served until its fill completes. Its bytes count in the node's quota;
 // when a fill needs room the partials go first (oldest first), before the
-// Evictor chooses among whole titles, and one not resumed within
+// Evictor chooses among whole titles (but for the partials of titles a
+// viewer is on its way for: Expect), and one not resumed within
 // PartialMaxAge is removed.
 
 // DefaultPartialMaxAge is Config.PartialMaxAge's default: how long a
@@ -177,12 +178,32 @@ func (s *Store) partialBytesLocked(except string) int64 {
 	return n
 }
 
+// freeablePartialBytesLocked returns the bytes of the partials the
+// room made for a fill may remove (dropPartialsLocked): those other than
+// the one of title except and of the titles a viewer is on its way for
+// (Expect; s.mu held, and Expect's deadlines pruned).
+func (s *Store) freeablePartialBytesLocked(except string) int64 {
+	var n int64
+	for id, p := range s.partials {
+		if id != except && s.expect.byTitle[id] == 0 {
+			n += p.bytes
+		}
+	}
+	return n
+}
+
 // dropPartialsLocked removes partials, oldest first, until over bytes are
 // freed or none is left, and returns the bytes still to free (s.mu held).
+// The partial of a title a viewer is on its way for (Expect) is kept: the
+// fill that viewer starts resumes it, where without it the fill would
+// fetch the title again from its first byte.
 func (s *Store) dropPartialsLocked(over int64, why string) int64 {
+	s.expect.prune(s.cfg.Now())
 	ps := make([]*partial, 0, len(s.partials))
 	for _, p := range s.partials {
-		ps = append(ps, p)
+		if s.expect.byTitle[p.meta.ID] == 0 {
+			ps = append(ps, p)
+		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].since.Before(ps[j].since) })
 	for _, p := range ps {

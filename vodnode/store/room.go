@@ -9,10 +9,10 @@ import (
 )
 
 // roomLocked checks that need more bytes for title id can fit, by
-// removing the partials of other titles and evicting titles neither held,
-// filling, protected nor expected by a viewer on its way (Expect), without
-// removing them yet (a fill makes room when the origin sends its first
-// bytes: makeRoom): in the quota, and on the file system holding the
+// removing the partials of other titles not expected by a viewer on its
+// way (Expect) and evicting titles neither held, filling, protected nor
+// expected, without removing them yet (a fill makes room when the origin
+// sends its first bytes: makeRoom): in the quota, and on the file system holding the
 // titles, whose free space (statfs) may be less than the quota's room
 // (disk_bytes above the disk's size, other files on it). The error wraps
 // ErrNoSpace.
@@ -27,7 +27,7 @@ func (s *Store) roomLocked(need int64, id string) error {
 			evictable += t.meta.Size
 		}
 	}
-	freeable := evictable + s.partialBytesLocked(id)
+	freeable := evictable + s.freeablePartialBytesLocked(id)
 	if s.cfg.DiskBytes > 0 {
 		if over := s.used + need - s.cfg.DiskBytes; over > freeable {
 			return fmt.Errorf("%w: %d bytes needed, %d used of %d, the rest is in use", ErrNoSpace, need, s.used, s.cfg.DiskBytes)
@@ -60,9 +60,9 @@ func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
 	return need - free, free, true
 }
 
-// makeRoom removes partials (oldest first), then evicts titles (never
-// one held, filling, protected or expected by a viewer on its way:
-// Expect), until
+// makeRoom removes partials (oldest first; never one of a title expected
+// by a viewer on its way: Expect), then evicts titles (never one held,
+// filling, protected or expected), until
 // the stored and filling titles (whose full sizes s.used counts) and the
 // partials left fit in the quota, and the file system has room for the
 // bytes the fills in progress have still to write (fsShortLocked): the

@@ -484,7 +484,9 @@ func (s *Store) Titles() []Status {
 
 // Usage returns the bytes taken by stored titles (filling ones at their
 // full size) and partials, the bytes of the partials among them (read at
-// the same moment), and the quota (0 = unlimited).
+// the same moment; those of titles a viewer is on its way for included,
+// which the room made for a fill keeps until the viewer's deadline:
+// Expect), and the quota (0 = unlimited).
 func (s *Store) Usage() (used, partial, quota int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

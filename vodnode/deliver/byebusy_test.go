@@ -1,0 +1,255 @@
+package deliver
+
+import (
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/rtcp"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// byeClient reads an interleaved RTSP connection as a player does,
+// counting the bytes it gets (frames with their 4-byte header) and the
+// RTP payload bytes, and reporting each RTCP BYE with the RTP payload
+// bytes that came before it.
+type byeClient struct {
+	bytes atomic.Int64
+	media atomic.Int64
+	byes  chan byeSeen
+	done  chan struct{}
+}
+
+type byeSeen struct {
+	reason string
+	media  int64 // RTP payload bytes received before the BYE
+}
+
+func readByeFrames(c net.Conn) *byeClient {
+	b := &byeClient{byes: make(chan byeSeen, 8), done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		buf := make([]byte, 65536)
+		for {
+			ch, p, err := nextFrame(c, buf)
+			if err != nil {
+				return // the test closed the connection or set its deadline
+			}
+			b.bytes.Add(int64(4 + len(p)))
+			if ch%2 == 0 {
+				b.media.Add(int64(len(p) - rtpHeaderSize))
+				continue
+			}
+			ps, err := rtcp.Unmarshal(p)
+			if err != nil {
+				continue
+			}
+			for _, q := range ps {
+				if g, ok := q.(*rtcp.Goodbye); ok {
+					select {
+					case b.byes <- byeSeen{g.Reason, b.media.Load()}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return b
+}
+
+// heldAtEnd is a title whose bytes are all readable before it is
+// complete; hook runs once, on the goroutine asking, at the first State
+// that finds it complete (the pacer's step about to end the play).
+type heldAtEnd struct {
+	*memSource
+	once sync.Once
+	hook func()
+}
+
+func (s *heldAtEnd) State() (idx *tsindex.Index, complete bool, err error) {
+	idx, complete, err = s.memSource.State()
+	if complete && s.hook != nil {
+		s.once.Do(s.hook)
+	}
+	return idx, complete, err
+}
+
+// TestEndOfTitleByeWaitsForBusyWriter: over TCP, an MP2T stream whose
+// connection writer is busy (an RTSP response being written) when the
+// stream reaches the end of its title still sends its end-of-title BYE,
+// once the writer is free, after every byte of the title, and counts it
+// in BytesSent (the BYE was dropped: the player waited in silence until
+// its own timeout). A stream played again from the start while the BYE
+// waited sends no stale BYE: its client's first BYE is the one after the
+// second play. No goroutine is left behind.
+func TestEndOfTitleByeWaitsForBusyWriter(t *testing.T) {
+	clip := loadClip(t)
+	title := prefix(t, clip, 1)
+	title = title[:len(title)-len(title)%PayloadSize] // the play reaches the last byte before the title is complete
+	for _, replay := range []bool{false, true} {
+		name := map[bool]string{false: "busy", true: "busy-replayed"}[replay]
+		t.Run(name, func(t *testing.T) {
+			e := startEngine(t, false)
+			before := runtime.NumGoroutine()
+			srv, cli := tcpPair(t)
+			cw := NewConnWriter(srv, 0, 0)
+			client := readByeFrames(cli)
+			ms := newFillingSource(title)
+			ms.mu.Lock()
+			ms.b.Write(title)
+			ms.shown, ms.idx = len(title), *ms.b.Index()
+			ms.mu.Unlock()
+			held := make(chan struct{})
+			src := &heldAtEnd{memSource: ms, hook: func() {
+				cw.mu.Lock() // a response being written
+				close(held)
+			}}
+			ends := make(chan EndReason, 4)
+			st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: cw, SSRC: 1,
+				OnEnd: func(r EndReason, _ error) { ends <- r }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Play(0); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 10*time.Second, "the play to wait at the last byte", st.WaitingForFill)
+			waitUntil(t, 5*time.Second, "the title's bytes", func() bool { return client.media.Load() == int64(len(title)) })
+			ms.reveal(len(title)) // complete: the stream's next step ends the play
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the stream did not look at its title again")
+			}
+			select {
+			case r := <-ends:
+				if r != EndOfTitle {
+					t.Fatalf("OnEnd(%s), want %s", r, EndOfTitle)
+				}
+			case <-time.After(5 * time.Second):
+				cw.mu.Unlock()
+				t.Fatal("the play did not end")
+			}
+			want := int64(len(title))
+			if replay {
+				if _, err := st.Play(0); err != nil {
+					cw.mu.Unlock()
+					t.Fatal(err)
+				}
+				want *= 2
+			}
+			cw.mu.Unlock()
+			select {
+			case b := <-client.byes:
+				if b.reason != "end of title" || b.media != want {
+					t.Errorf("BYE %q after %d media bytes, want %q after %d", b.reason, b.media, "end of title", want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no BYE")
+			}
+			if replay {
+				select {
+				case r := <-ends:
+					if r != EndOfTitle {
+						t.Fatalf("OnEnd(%s) of the second play, want %s", r, EndOfTitle)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the second play did not end")
+				}
+			}
+			// Nothing follows the BYE over the same byte stream: what is
+			// left to read is read at once.
+			cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			<-client.done
+			if got, sent := client.bytes.Load(), st.BytesSent(); got != sent {
+				t.Errorf("the client got %d bytes, BytesSent %d", got, sent)
+			}
+			select {
+			case b := <-client.byes:
+				t.Errorf("a second BYE %q after %d media bytes", b.reason, b.media)
+			default:
+			}
+			st.Close()
+			srv.Close()
+			cli.Close()
+			waitUntil(t, 5*time.Second, "the stream's goroutines to end", func() bool {
+				return runtime.NumGoroutine() <= before
+			})
+		})
+	}
+}
+
+// TestAbortByeWaitsForBusyWriter: over TCP, Abort of a playing MP2T
+// stream (a session the node ends on its own, or by the manager's order)
+// while its connection writer is busy (a response being written) returns
+// at once, and the BYE carrying its reason goes once the writer is free,
+// counted in BytesSent (it was dropped). A connection closed while the
+// BYE waits fails its write: nothing is left behind.
+func TestAbortByeWaitsForBusyWriter(t *testing.T) {
+	clip := loadClip(t)
+	for _, closeConn := range []bool{false, true} {
+		name := map[bool]string{false: "busy", true: "busy-closed"}[closeConn]
+		t.Run(name, func(t *testing.T) {
+			e := startEngine(t, false)
+			before := runtime.NumGoroutine()
+			srv, cli := tcpPair(t)
+			cw := NewConnWriter(srv, 0, 0)
+			client := readByeFrames(cli)
+			st, err := e.NewStream(StreamConfig{Source: newMemSource(clip), Mode: RTPTCP, Conn: cw, SSRC: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Play(0); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
+			cw.mu.Lock() // a response being written
+			aborted := make(chan struct{})
+			go func() {
+				defer close(aborted)
+				st.Abort("evicted")
+			}()
+			select {
+			case <-aborted:
+			case <-time.After(5 * time.Second):
+				cw.mu.Unlock()
+				t.Fatal("Abort waited for the busy writer")
+			}
+			if closeConn {
+				srv.Close()
+			}
+			cw.mu.Unlock()
+			if closeConn {
+				<-client.done
+				select {
+				case b := <-client.byes:
+					t.Errorf("BYE %q over a connection closed before it could go", b.reason)
+				default:
+				}
+			} else {
+				select {
+				case b := <-client.byes:
+					if b.reason != "evicted" {
+						t.Errorf("BYE reason %q, want evicted", b.reason)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no BYE")
+				}
+				cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				<-client.done
+				if got, sent := client.bytes.Load(), st.BytesSent(); got != sent {
+					t.Errorf("the client got %d bytes, BytesSent %d", got, sent)
+				}
+			}
+			srv.Close()
+			cli.Close()
+			waitUntil(t, 5*time.Second, "the BYE's goroutine to end", func() bool {
+				return runtime.NumGoroutine() <= before
+			})
+		})
+	}
+}
