@@ -103,32 +103,57 @@ func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 // changes. Its read is answered within StoreTimeout or fails, as a
 // front-door request's store work: a store that answers, however slowly,
 // within it is not taken as unavailable (a check that takes longer than
-// HealthCheck delays the next one), and a store taken as unavailable (a
-// request's write timed out) admits again from the first check it
-// answers.
+// HealthCheck delays the next one). A store that stalled (a store call,
+// or this read, timed out: noteStall) is read again at once, each read
+// given StoreTimeout, until it answers: its return ends the refusals
+// (and /healthz 503, which moves a keepalived VIP after two failed
+// checks, 4 s) when it answers, not up to a HealthCheck later. A store
+// that fails quickly (a refused connection) is read every HealthCheck.
 func (m *Manager) healthLoop() {
-	t := time.NewTicker(m.HealthCheck)
+	t := time.NewTimer(m.HealthCheck)
 	defer t.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
+		case <-m.healthKick:
+			t.Stop()
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
 		_, err := m.st.State(ctx, stateHealthProbe)
-		stalled := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if m.ctx.Err() != nil {
 			return
 		}
-		if err != nil && stalled {
+		if stalled {
 			m.health.storeStalled.Store(true)
 		}
 		m.noteStore(err)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			m.retryDeletes()
 		}
+		next := m.HealthCheck
+		if stalled {
+			// This read waited StoreTimeout: the next one starts now,
+			// so that the store's answer to it is its return.
+			next = 0
+		}
+		t.Reset(next)
+	}
+}
+
+// noteStall records that a store call did not answer within its deadline
+// (a stall, not a quick failure): the store is taken as stalled
+// (health.storeStalled; the caller notes the failure with noteStore), and
+// the health check reads it at once, again and again until it answers
+// (healthLoop).
+func (m *Manager) noteStall() {
+	m.health.storeStalled.Store(true)
+	select {
+	case m.healthKick <- struct{}{}:
+	default:
 	}
 }
 
@@ -138,55 +163,85 @@ const maxDeleteRetries = 100_000
 
 // deleteRetry is an ended session whose delete from the store failed.
 type deleteRetry struct {
-	s      store.Session
-	forget bool // delete only if this manager holds it (deleteOwn)
+	s    store.Session
+	sess *session // its persist lock orders the delete after its writes
 }
 
 // retryDeleteLater keeps s, ended, to be deleted from the store when it
 // answers again (healthLoop): otherwise its entry stays in a shared store
-// until a takeover loads and ends it.
-func (m *Manager) retryDeleteLater(s store.Session, forget bool) {
+// until a takeover loads and ends it. The delete is then made only if
+// this manager still holds the entry (deleteOwn, for every session):
+// meanwhile another manager may have taken the session over (the store
+// stalled longer than a lease, the nodes moved to the standby), and its
+// entry is that manager's. Past maxDeleteRetries the session is logged
+// and left: its entry stays until a takeover loads and ends it.
+func (m *Manager) retryDeleteLater(sess *session, s store.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pendingDeletes == nil {
 		m.pendingDeletes = map[string]deleteRetry{}
 	}
-	if len(m.pendingDeletes) >= maxDeleteRetries {
+	if _, ok := m.pendingDeletes[s.ID]; !ok && len(m.pendingDeletes) >= maxDeleteRetries {
+		m.log.Error("store: ended session's delete not retried (too many waiting): its entry stays in the store", "session", s.ID, "waiting", len(m.pendingDeletes))
 		return
 	}
-	m.pendingDeletes[s.ID] = deleteRetry{s: s, forget: forget}
+	m.pendingDeletes[s.ID] = deleteRetry{s: s, sess: sess}
 }
 
 // retryDeletes deletes the ended sessions whose delete failed while the
-// store was unavailable; those that fail again stay for the next check.
+// store was unavailable, each given StoreTimeout. A delete waits for a
+// write of its session still running (the session's persist lock), so
+// that it comes after it; one whose write still waits for the store at
+// StoreTimeout stays for the next check. At the first delete that fails
+// it stops, keeping that one and those not tried for the next check that
+// reads the store, and notes the failure (noteStore; a timeout is a
+// stall: noteStall): a store that stalls again meanwhile holds the health
+// check one StoreTimeout, not one per waiting delete.
 func (m *Manager) retryDeletes() {
 	m.mu.Lock()
-	batch := m.pendingDeletes
+	batch := make([]deleteRetry, 0, len(m.pendingDeletes))
+	for _, d := range m.pendingDeletes {
+		batch = append(batch, d)
+	}
 	m.pendingDeletes = nil
 	m.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
-	done := 0
-	for id, d := range batch {
+	deleted, waiting := 0, 0
+	for i, d := range batch {
 		if m.ctx.Err() != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-		var err error
-		if d.forget {
-			err = m.deleteOwn(ctx, d.s)
-		} else {
-			err = m.st.DeleteSession(ctx, id)
-		}
-		cancel()
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			m.retryDeleteLater(d.s, d.forget)
+		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
+		if d.sess != nil && !d.sess.lockPersist(ctx) {
+			cancel()
+			m.retryDeleteLater(d.sess, d.s)
+			waiting++
 			continue
 		}
-		done++
+		err := m.deleteOwn(ctx, d.s)
+		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if d.sess != nil {
+			d.sess.unlockPersist()
+		}
+		if err == nil || errors.Is(err, store.ErrNotFound) || m.ctx.Err() != nil {
+			deleted++
+			continue
+		}
+		for _, left := range batch[i:] {
+			m.retryDeleteLater(left.sess, left.s)
+		}
+		if stalled {
+			m.noteStall()
+		}
+		m.noteStore(err)
+		m.log.Warn("store: ended sessions' deletes stopped: the store failed again; the rest wait for its return",
+			"deleted", deleted, "left", len(batch)-deleted, "err", err)
+		return
 	}
-	m.log.Info("store: ended sessions deleted after the store's return", "deleted", done, "left", len(batch)-done)
+	m.log.Info("store: ended sessions deleted after the store's return", "deleted", deleted, "left", waiting)
 }
 
 // storeMsg returns the store's error err for a message, with one "store: "

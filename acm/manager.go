@@ -215,12 +215,15 @@ type Manager struct {
 	// store operations counts), DefaultHealthCheck.
 	HealthCheck time.Duration
 	// StoreTimeout bounds each store call of a front-door request (the
-	// write of its new session, the delete of each session it ends) and
-	// each health check's read, DefaultStoreTimeout. A request whose
-	// store does not answer within it is refused (503 with Retry-After),
-	// and the store is taken as unavailable at once: the next requests
-	// are refused without waiting for it until a health check reads it
-	// again (within HealthCheck).
+	// write of its new session, the delete of each session it ends), each
+	// health check's read and each delete retried after the store's
+	// return, DefaultStoreTimeout. A request whose store does not answer
+	// within it is refused (503 with Retry-After), and the store is taken
+	// as unavailable at once: the next requests are refused without
+	// waiting for it until it answers again. The health check reads it
+	// at once then, and again each time a read times out, so that the
+	// refusals (and /healthz's 503) end when the store answers, not up to
+	// a HealthCheck later.
 	StoreTimeout time.Duration
 
 	Logger *slog.Logger // nil: slog.Default()
@@ -271,8 +274,12 @@ type Manager struct {
 	// catalogKick asks catalogLoop for a read of the catalog now (a node
 	// reported a copy of a version the catalog does not have).
 	catalogKick chan struct{}
-	catalogMu   sync.Mutex // one read of the origin's catalog at a time (readCatalog)
-	health      health     // readiness for /healthz (health.go)
+	// healthKick asks healthLoop for a read of the store now: a store
+	// call just timed out (noteStall), and the store's return should end
+	// the refusals at once, not at the next HealthCheck.
+	healthKick chan struct{}
+	catalogMu  sync.Mutex // one read of the origin's catalog at a time (readCatalog)
+	health     health     // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex
@@ -389,6 +396,7 @@ func (m *Manager) Start() (err error) {
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
 	m.catalogKick = make(chan struct{}, 1)
+	m.healthKick = make(chan struct{}, 1)
 	m.planKick = make(chan struct{}, 1)
 	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -14,8 +14,8 @@ import (
 )
 
 // session is one entry of the session table. Its fields are guarded by
-// Manager.mu; persistMu serialises its writes to the store so that the
-// last write always carries the latest state.
+// Manager.mu; its persist lock (lockPersist) serialises its writes to the
+// store so that the last write always carries the latest state.
 type session struct {
 	store.Session
 	res      lsm.Reservation
@@ -72,8 +72,34 @@ type session struct {
 	// that failed there leaves the node's view.
 	fillSeen bool
 
-	persistMu sync.Mutex
+	// persistSem is the persist lock (lockPersist): a value while a
+	// write or delete of the session runs; made once (persistOnce).
+	persistSem  chan struct{}
+	persistOnce sync.Once
 }
+
+// lockPersist takes s's persist lock, waiting until ctx is done at most:
+// a persist of the session waits for the one before it, which may wait
+// for a stalled store (a front-door request's persist is bounded by
+// StoreTimeout, not by another's 10 s). It reports whether it took it;
+// unlockPersist releases it.
+func (s *session) lockPersist(ctx context.Context) bool {
+	s.persistOnce.Do(func() { s.persistSem = make(chan struct{}, 1) })
+	select {
+	case s.persistSem <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case s.persistSem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unlockPersist releases the lock lockPersist took.
+func (s *session) unlockPersist() { <-s.persistSem }
 
 // newSessionID returns 128 random bits in hex.
 func newSessionID() string {
@@ -169,19 +195,35 @@ func (m *Manager) persistFront(s *session) error {
 // persistBy is persist with its store call bounded by deadline; front:
 // persistFront's.
 func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
-	s.persistMu.Lock()
-	defer s.persistMu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if !s.lockPersist(ctx) {
+		// A persist of the session before this one still waits for the
+		// store (it notes the store's outcome itself): this one's delete
+		// waits for the store's return, after it (retryDeletes).
+		m.mu.Lock()
+		snap, gone := s.Session, s.ended
+		m.mu.Unlock()
+		err := fmt.Errorf("store: session %s: waiting for its previous write: %w", snap.ID, ctx.Err())
+		if front {
+			err = fmt.Errorf("%w (%v): session %s: its previous write still waits for the store", errStoreTimeout, m.StoreTimeout, snap.ID)
+		}
+		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
+		if gone {
+			m.retryDeleteLater(s, snap)
+		}
+		return err
+	}
+	defer s.unlockPersist()
 	m.mu.Lock()
 	snap, gone, forget := s.Session, s.ended, s.forget
 	m.mu.Unlock()
 	if front && m.health.storeStalled.Load() {
 		if gone {
-			m.retryDeleteLater(snap, forget)
+			m.retryDeleteLater(s, snap)
 		}
 		return errStoreDown
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
 	var err error
 	switch {
 	case gone && forget:
@@ -193,7 +235,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
 	}
 	stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if stalled {
-		m.health.storeStalled.Store(true)
+		m.noteStall()
 	}
 	m.noteStore(err)
 	if err != nil {
@@ -203,7 +245,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
 		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
 		if gone {
-			m.retryDeleteLater(snap, forget)
+			m.retryDeleteLater(s, snap)
 		}
 	}
 	return err

@@ -105,9 +105,13 @@ func TestStoreStallRefusedWithinStoreTimeout(t *testing.T) {
 	unavailable := testutil.ToFloat64(requestsTotal.WithLabelValues(store.ProtoRTSP, outcomeUnavailable))
 	srv.Pause(t)
 
+	asked := time.Now()
 	res := e.describe("demo", "demo", "t2")
 	if res.StatusCode != 503 || len(res.Header["Retry-After"]) != 1 {
 		t.Fatalf("during the stall: %d %v, want 503 with Retry-After", res.StatusCode, res.Header)
+	}
+	if d := time.Since(asked); d > 2500*time.Millisecond {
+		t.Fatalf("refused after %v, want about store_timeout (300ms), before go-redis's read timeout (3 s)", d)
 	}
 	if got := testutil.ToFloat64(requestsTotal.WithLabelValues(store.ProtoRTSP, outcomeUnavailable)) - unavailable; got != 1 {
 		t.Fatalf("during the stall: %v more rtsp requests with outcome %q, want 1", got, outcomeUnavailable)

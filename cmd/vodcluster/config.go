@@ -87,9 +87,11 @@ type ManagerConfig struct {
 	RestoreGrace    time.Duration `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	// StoreTimeout: how long a front-door request waits for the store
-	// (its new session's write); past it the request is refused (503 with
-	// Retry-After) and the store taken as unavailable until its next
-	// health check (every 5 s) reads it; default 2s, at least 100ms.
+	// (its new session's write, the deletes of the sessions it ends);
+	// past it the request is refused (503 with Retry-After) and the store
+	// taken as unavailable until it answers again (read at once, then
+	// again each store_timeout while it does not); default 2s, at least
+	// 100ms.
 	StoreTimeout time.Duration `yaml:"store_timeout"`
 	// SessionRecordsFile: one JSON line per ended session (billing,
 	// royalties, analytics); reopened on SIGHUP after a log rotation.
