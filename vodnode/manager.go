@@ -487,8 +487,10 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 	n.mu.Unlock()
 	// Partials (fills that stopped short, kept to resume) are not copies:
 	// not in the titles, and their bytes count as free, since the node
-	// removes them before anything else when a fill needs room.
-	used, partial, quota := n.store.Usage()
+	// removes them before anything else when a fill needs room; but for
+	// those of titles a viewer is on its way for, which it keeps until
+	// that viewer's deadline (store.Room): they count as used meanwhile.
+	used, partial, quota := n.store.Room()
 	used -= partial
 	r.DiskUsedBytes = used
 	r.Titles = storedTitles(n.store.Titles())

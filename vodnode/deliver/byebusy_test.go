@@ -187,7 +187,8 @@ func TestEndOfTitleByeWaitsForBusyWriter(t *testing.T) {
 // stream (a session the node ends on its own, or by the manager's order)
 // while its connection writer is busy (a response being written) returns
 // at once, and the BYE carrying its reason goes once the writer is free,
-// counted in BytesSent (it was dropped). A connection closed while the
+// counted in BytesSent (it was dropped) from Abort's return on, when the
+// session reports its end. A connection closed while the
 // BYE waits fails its write: nothing is left behind.
 func TestAbortByeWaitsForBusyWriter(t *testing.T) {
 	clip := loadClip(t)
@@ -209,9 +210,11 @@ func TestAbortByeWaitsForBusyWriter(t *testing.T) {
 			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
 			cw.mu.Lock() // a response being written
 			aborted := make(chan struct{})
+			var reported int64 // BytesSent as the session's end report reads it, once Abort returns
 			go func() {
 				defer close(aborted)
 				st.Abort("evicted")
+				reported = st.BytesSent()
 			}()
 			select {
 			case <-aborted:
@@ -241,8 +244,8 @@ func TestAbortByeWaitsForBusyWriter(t *testing.T) {
 				}
 				cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 				<-client.done
-				if got, sent := client.bytes.Load(), st.BytesSent(); got != sent {
-					t.Errorf("the client got %d bytes, BytesSent %d", got, sent)
+				if got, sent := client.bytes.Load(), st.BytesSent(); got != sent || got != reported {
+					t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, sent, reported)
 				}
 			}
 			srv.Close()
@@ -252,4 +255,177 @@ func TestAbortByeWaitsForBusyWriter(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestEndOfTitleByeNotAfterNewPlay: over TCP, an MP2T stream's
+// end-of-title BYE that waits for its busy connection writer is not sent
+// once a new PLAY has begun: a PLAY with Scale -2 from the end (a rewind:
+// Seek(-1), the position unchanged), whose response the client gets
+// before the play's Resume, must not be followed by the BYE of the play
+// before, which would end the client's new play (RFC 3550 §6.6). Nor is
+// it sent after Close (TEARDOWN), and its timer does not outlive the
+// stream's end.
+func TestEndOfTitleByeNotAfterNewPlay(t *testing.T) {
+	clip := loadClip(t)
+	title := prefix(t, clip, 1)
+	title = title[:len(title)-len(title)%PayloadSize]
+	for _, teardown := range []bool{false, true} {
+		name := map[bool]string{false: "rewind", true: "teardown"}[teardown]
+		t.Run(name, func(t *testing.T) {
+			e := startEngine(t, false)
+			srv, cli := tcpPair(t)
+			cw := NewConnWriter(srv, 0, 0)
+			client := readByeFrames(cli)
+			ms := newFillingSource(title)
+			ms.mu.Lock()
+			ms.b.Write(title)
+			ms.shown, ms.idx = len(title), *ms.b.Index()
+			ms.mu.Unlock()
+			held := make(chan struct{})
+			src := &heldAtEnd{memSource: ms, hook: func() {
+				cw.mu.Lock() // a response being written
+				close(held)
+			}}
+			ends := make(chan EndReason, 4)
+			st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: cw, SSRC: 1,
+				OnEnd: func(r EndReason, _ error) { ends <- r }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Play(0); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 10*time.Second, "the play to wait at the last byte", st.WaitingForFill)
+			waitUntil(t, 5*time.Second, "the title's bytes", func() bool { return client.media.Load() == int64(len(title)) })
+			ms.reveal(len(title))
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the stream did not look at its title again")
+			}
+			select {
+			case r := <-ends:
+				if r != EndOfTitle {
+					cw.mu.Unlock()
+					t.Fatalf("OnEnd(%s), want %s", r, EndOfTitle)
+				}
+			case <-time.After(5 * time.Second):
+				cw.mu.Unlock()
+				t.Fatal("the play did not end")
+			}
+			// The BYE waits for the writer. The client's request comes:
+			// as the node handles it, its stream's steps run before the
+			// response is written.
+			if teardown {
+				st.Close()
+			} else {
+				if _, err := st.Seek(-1); err != nil {
+					cw.mu.Unlock()
+					t.Fatal(err)
+				}
+				if got := st.SetScale(-2); got != -2 {
+					cw.mu.Unlock()
+					t.Fatalf("scale %v granted, want -2", got)
+				}
+			}
+			cw.mu.Unlock() // the response written
+			// Before the play's Resume (the node's after-response step),
+			// the writer is free for several retries of the BYE.
+			select {
+			case b := <-client.byes:
+				t.Errorf("BYE %q after the response to a new request", b.reason)
+			case <-time.After(10 * idleReportRetry):
+			}
+			st.mu.Lock()
+			pending := st.byeTimer != nil
+			st.mu.Unlock()
+			if pending {
+				t.Error("the BYE's timer still set")
+			}
+			st.Close()
+			srv.Close()
+			cli.Close()
+			<-client.done
+		})
+	}
+}
+
+// TestEndOfTitleByeUDPNotAfterNewPlay: over UDP an MP2T stream's
+// end-of-title BYE, sent ByeDelay after the last RTP packets, is not sent
+// once a PLAY with a Range has sought the stream back meanwhile (its
+// Seek, before the PLAY's response): only after the response does the
+// node Resume the play, and a BYE sent between the two would end the
+// client's new play. The new play's own end sends its BYE.
+func TestEndOfTitleByeUDPNotAfterNewPlay(t *testing.T) {
+	clip := loadClip(t)
+	title := prefix(t, clip, 0.5)
+	e := startEngine(t, true)
+	rtpC, rtcpC := listenUDP(t), listenUDP(t)
+	byes := make(chan string, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := rtcpC.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			ps, err := rtcp.Unmarshal(buf[:n])
+			if err != nil {
+				continue
+			}
+			for _, q := range ps {
+				if g, ok := q.(*rtcp.Goodbye); ok {
+					byes <- g.Reason
+				}
+			}
+		}
+	}()
+	ends := make(chan EndReason, 4)
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(title), Mode: RTPUDP, SSRC: 1,
+		Dest: rtpC.LocalAddr().(*net.UDPAddr), RTCPDest: rtcpC.LocalAddr().(*net.UDPAddr),
+		OnEnd: func(r EndReason, _ error) { ends <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ends:
+		if r != EndOfTitle {
+			t.Fatalf("OnEnd(%s), want %s", r, EndOfTitle)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the play did not end")
+	}
+	if _, err := st.Seek(0); err != nil { // a PLAY npt=0-, before its response
+		t.Fatal(err)
+	}
+	select {
+	case r := <-byes:
+		t.Errorf("BYE %q of the play before, after the new PLAY's seek", r)
+	case <-time.After(e.ByeDelay + 10*idleReportRetry):
+	}
+	st.Resume() // the response written
+	select {
+	case r := <-ends:
+		if r != EndOfTitle {
+			t.Fatalf("OnEnd(%s) of the second play, want %s", r, EndOfTitle)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second play did not end")
+	}
+	select {
+	case r := <-byes:
+		if r != "end of title" {
+			t.Errorf("BYE %q, want %q", r, "end of title")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no BYE after the second play")
+	}
+	rtcpC.SetReadDeadline(time.Now())
+	<-done
 }

@@ -299,21 +299,32 @@ func (s *Stream) byePacket(ck clockOf) []byte {
 }
 
 // abortBye sends an RTCP BYE with reason for a stream ended before the
-// end of its title, after an empty receiver report (RFC 3550 §6.1: a
-// compound packet starts with a report; the sender report's RTP time is
-// not known without the title's clock), without waiting. It returns
-// false when the connection's writer could not take it at once
-// (sendControl; byeWait waits for it), true otherwise.
+// end of its title (abortByePacket), without waiting. It returns false
+// when the connection's writer could not take it at once (sendControl;
+// byeWait waits for it), true otherwise.
 func (s *Stream) abortBye(reason string) bool {
 	if s.cfg.Mode == RawUDP {
 		return true
 	}
-	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: s.cfg.SSRC},
-		&rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: reason}})
-	if err != nil {
+	b := abortByePacket(s.cfg.SSRC, reason)
+	if b == nil {
 		return true
 	}
 	return s.sendControl(b)
+}
+
+// abortByePacket returns the RTCP BYE with reason of stream ssrc ended
+// before the end of its title, after an empty receiver report (RFC 3550
+// §6.1: a compound packet starts with a report; the sender report's RTP
+// time is not known without the title's clock); nil if it cannot be
+// made (a reason over 255 bytes).
+func abortByePacket(ssrc uint32, reason string) []byte {
+	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: ssrc},
+		&rtcp.Goodbye{Sources: []uint32{ssrc}, Reason: reason}})
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // endWithBye ends the stream on its own before the end of its title
@@ -356,9 +367,8 @@ func (s *Stream) byeWait(reason string) {
 		s.abortBye(reason)
 		return
 	}
-	b, err := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: s.cfg.SSRC},
-		&rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC}, Reason: reason}})
-	if err != nil {
+	b := abortByePacket(s.cfg.SSRC, reason)
+	if b == nil {
 		return
 	}
 	frame := appendFrame(nil, s.cfg.Channel+1, b)
@@ -368,29 +378,45 @@ func (s *Stream) byeWait(reason string) {
 	}
 }
 
-// byeRetry tries again, every idleReportRetry, to send over TCP the
-// end-of-title BYE b that the connection's writer could not take at once
-// (busy writing a response, e.g. a keepalive's, or its queue full), until
-// it goes or until, the writer's blocking-write timeout later, the
-// client is taken to be not reading (its RTSP connection then ends the
-// session). A retry is made only while the stream still waits at the end
-// of the same play: not resumed or moved since (gen and pos unchanged),
-// not closed; a play on must not be followed by the BYE of the one
-// before. Each try holds s.mu, so that nothing of a new play can go
-// between its check and the BYE, and does not block (TryWrite). b is
-// sent as made: its sender report maps the RTP time of the title's end to
-// the wall clock it was reached at.
-func (s *Stream) byeRetry(b []byte, gen uint64, pos int64, until time.Time) {
-	time.AfterFunc(idleReportRetry, func() {
+// byeLaterLocked sends the end-of-title BYE b after d: over UDP
+// ByeDelay later, after the last RTP packets; over TCP when the
+// connection's writer could not take it at once (busy writing a
+// response, e.g. a keepalive's, or its queue full), tried again every
+// idleReportRetry until it goes or, past until (the writer's
+// blocking-write timeout), the client is taken to be not reading (its
+// RTSP connection then ends the session). It is sent only while the
+// stream still waits at the end of the same play: a PLAY's Seek, Resume,
+// Close, Abort or the stream's end cancel it (cancelByeLocked), and
+// stop its timer, which would otherwise keep the stream in memory; a
+// play on must not be followed by the BYE of the one before (the client
+// would end it, RFC 3550 §6.6). Each try holds s.mu, so that nothing of
+// a new play can go between its check and the BYE, and does not block
+// (TryWrite). b is sent as made: its sender report maps the RTP time of
+// the title's end to the wall clock it was reached at. s.mu held.
+func (s *Stream) byeLaterLocked(b []byte, d time.Duration, until time.Time) {
+	s.cancelByeLocked()
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.state != statePaused || s.gen != gen || s.pos != pos || s.closed {
-			return
+		if s.byeTimer != t || s.state != statePaused || s.closed {
+			return // cancelled, or another BYE due instead
 		}
-		if !s.sendControl(b) && time.Now().Before(until) {
-			s.byeRetry(b, gen, pos, until)
+		s.byeTimer = nil
+		if !s.sendControl(b) && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
+			s.byeLaterLocked(b, idleReportRetry, until)
 		}
 	})
+	s.byeTimer = t
+}
+
+// cancelByeLocked drops the end-of-title BYE still to send, if any
+// (byeLaterLocked), and stops its timer. s.mu held.
+func (s *Stream) cancelByeLocked() {
+	if s.byeTimer != nil {
+		s.byeTimer.Stop()
+		s.byeTimer = nil
+	}
 }
 
 // failed ends the stream for err, the error of reading its title

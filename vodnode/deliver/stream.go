@@ -178,6 +178,7 @@ type Stream struct {
 	tsAdjust    uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
 	stopNPT     float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
+	byeTimer    *time.Timer // the end-of-title BYE still to send (endOfTitle, byeLaterLocked); nil: none
 	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
 
 	bytes atomic.Int64
@@ -265,6 +266,10 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 		s.kf = -1
 		s.injectPSI = off > 0
 	}
+	// A PLAY's seek: the end-of-title BYE of the play before, not sent
+	// yet, is not sent now; it would follow this PLAY's response and end
+	// the client's new play (RFC 3550 §6.6).
+	s.cancelByeLocked()
 	if s.state == statePlaying {
 		s.state = statePaused
 	}
@@ -313,6 +318,7 @@ func (s *Stream) Resume() {
 	if s.state == stateEnded {
 		return
 	}
+	s.cancelByeLocked()
 	s.state = statePlaying
 	s.anchored = false
 	s.parked = false
@@ -453,6 +459,7 @@ func (s *Stream) Close() {
 	defer s.mu.Unlock()
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
+	s.cancelByeLocked()
 }
 
 // Abort stops the stream for good without calling OnEnd, like Close,
@@ -464,17 +471,26 @@ func (s *Stream) Close() {
 // goroutine of its own that waits for the writer as a response does, up
 // to the writer's timeout, rather than drop it (a connection that fails
 // or closes meanwhile fails the write, and the BYE is not sent). Abort
-// itself does not wait. Nothing is sent in RawUDP mode or for a stream
+// itself does not wait; the BYE counts in BytesSent once Abort returns
+// (as a packet queued for the connection does), so that the session's
+// end report has it. Nothing is sent in RawUDP mode or for a stream
 // that had ended.
 func (s *Stream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.state == stateEnded
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
+	s.cancelByeLocked()
 	s.mu.Unlock()
-	if !ended && !s.abortBye(reason) {
-		go s.byeWait(reason)
+	if ended || s.abortBye(reason) {
+		return
 	}
+	// Counted when handed to the writer, as a queued packet is, so that
+	// BytesSent read once Abort returns (the session's end report) has it.
+	frame := appendFrame(nil, s.cfg.Channel+1, abortByePacket(s.cfg.SSRC, reason))
+	s.bytes.Add(int64(len(frame)))
+	s.e.bytesSent.Add(int64(len(frame)))
+	go s.cfg.Conn.Write(frame)
 }
 
 // WaitingForFill reports whether the stream plays but has caught up with
@@ -491,26 +507,18 @@ func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 
 // endOfTitle sends the final sender report and BYE (over UDP ByeDelay
 // later, after the last packets, which the shard flushes only after this
-// step, and unless the stream was resumed or closed meanwhile; over TCP at
-// once, or, when the connection's writer cannot take it then, retried
-// until it can, byeRetry) and leaves the stream paused at the end, where a
-// Seek can take it back (RFC 2326 §10.5: the session lives on until
-// TEARDOWN); OnEnd hears EndOfTitle. s.mu held.
+// step; over TCP at once, or, when the connection's writer cannot take it
+// then, tried again until it can: byeLaterLocked, which a PLAY's Seek,
+// Resume, Close or Abort meanwhile cancels) and leaves the stream paused
+// at the end, where a Seek can take it back (RFC 2326 §10.5: the session
+// lives on until TEARDOWN); OnEnd hears EndOfTitle. s.mu held.
 func (s *Stream) endOfTitle(ck clockOf) {
 	if b := s.byePacket(ck); b != nil {
 		switch {
 		case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
-			gen := s.gen
-			time.AfterFunc(s.e.ByeDelay, func() {
-				s.mu.Lock()
-				still := s.state == statePaused && s.gen == gen
-				s.mu.Unlock()
-				if still {
-					s.sendControl(b)
-				}
-			})
+			s.byeLaterLocked(b, s.e.ByeDelay, time.Time{})
 		case !s.sendControl(b):
-			s.byeRetry(b, s.gen, s.pos, time.Now().Add(s.cfg.Conn.timeout))
+			s.byeLaterLocked(b, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout))
 		}
 	}
 	s.state = statePaused
@@ -525,6 +533,7 @@ func (s *Stream) finish(reason EndReason, err error) {
 	s.state = stateEnded
 	s.queued = false
 	s.stopIdleReportLocked()
+	s.cancelByeLocked()
 	if s.cfg.OnEnd != nil {
 		go s.cfg.OnEnd(reason, err)
 	}

@@ -12,7 +12,8 @@ import (
 // then whole titles; a fill that only that partial could make room for
 // is refused (ErrNoSpace) and removes nothing. The viewer's fill then
 // resumes it (asks the origin for the bytes from the partial's end),
-// where it started from the first byte.
+// where it started from the first byte. Room reports the kept partial
+// as not freeable (the node's load report counts it used, not free).
 func TestExpectedTitlesPartialKept(t *testing.T) {
 	data := sample(t)
 	size := int64(len(data))
@@ -41,6 +42,19 @@ func TestExpectedTitlesPartialKept(t *testing.T) {
 	// p2's goes for the new title.
 	if !s.Expect("s1", "p1", clk.now().Add(time.Minute)) {
 		t.Fatal("Expect of p1 ignored")
+	}
+	// Kept, p1's partial is not reported free (Room), while Usage still
+	// counts it among the partials.
+	var p1Bytes int64
+	for _, p := range s.Partials() {
+		if p.ID == "p1" {
+			p1Bytes = p.Stored
+		}
+	}
+	usedU, partial, _ := s.Usage()
+	usedR, freeable, _ := s.Room()
+	if p1Bytes <= 0 || usedR != usedU || freeable != partial-p1Bytes {
+		t.Fatalf("Room: %d used, %d freeable; Usage: %d used, %d in partials, p1's %d: want p1's left out of the freeable", usedR, freeable, usedU, partial, p1Bytes)
 	}
 	if err := fillEnded(t, s, "new"); err != nil {
 		t.Fatal(err)

@@ -484,13 +484,26 @@ func (s *Store) Titles() []Status {
 
 // Usage returns the bytes taken by stored titles (filling ones at their
 // full size) and partials, the bytes of the partials among them (read at
-// the same moment; those of titles a viewer is on its way for included,
-// which the room made for a fill keeps until the viewer's deadline:
-// Expect), and the quota (0 = unlimited).
+// the same moment; those of titles a viewer is on its way for included:
+// Room leaves them out), and the quota (0 = unlimited).
 func (s *Store) Usage() (used, partial, quota int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used, s.partialBytesLocked(""), s.cfg.DiskBytes
+}
+
+// Room returns what Usage does, but with freeable, the bytes of the
+// partials the room made for a fill may remove, in place of all the
+// partials' bytes: those of titles a viewer is on its way for (Expect)
+// are left out, since a fill keeps them until that viewer's deadline.
+// The node reports freeable as free disk to the manager, and the kept
+// partials as used: counted free, they let the manager place a fill the
+// node would then refuse (ErrNoSpace).
+func (s *Store) Room() (used, freeable, quota int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expect.prune(s.cfg.Now())
+	return s.used, s.freeablePartialBytesLocked(""), s.cfg.DiskBytes
 }
 
 // Fills returns how many fills were started per title since Open.

@@ -951,7 +951,10 @@ type LoadReport struct {
 	// disk_free_bytes: what the node can write without evicting anything:
 	// its disk_bytes' room, but no more than the file system holding its
 	// titles has free, less the bytes its fills in progress still have to
-	// write; partials count as free. -1: unknown (no disk_bytes, and the
+	// write; partials count as free, but for those of titles a viewer is
+	// on its way for (ExpectCommand), which the node keeps for that viewer's
+	// fill to resume until it arrives or its deadline passes: they count in
+	// disk_used_bytes meanwhile. -1: unknown (no disk_bytes, and the
 	// file system's free space cannot be measured): the manager counts the
 	// budget alone.
 	DiskFreeBytes  int64          `protobuf:"varint,6,opt,name=disk_free_bytes,json=diskFreeBytes,proto3" json:"disk_free_bytes,omitempty"`
@@ -972,8 +975,9 @@ type LoadReport struct {
 	// the node keeps to resume from: its next fill of such a title fetches
 	// only the bytes missing. They are no copies (not in titles, never
 	// served), their bytes count as free (disk_free_bytes: the node removes
-	// them first when a fill needs room), and the node removes one not
-	// resumed within a day.
+	// them first when a fill needs room; not those of titles a viewer is on
+	// its way for, which count as used until it arrives), and the node
+	// removes one not resumed within a day.
 	Partials []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
 	// idle_sessions are the node's idle sessions among session_ids: HTTP
 	// sessions (progressive or HLS) whose viewer has no request in progress
@@ -2013,7 +2017,8 @@ type NodeInfo struct {
 	// partials and partial_bytes: the partial fills the node's last report
 	// listed (fills cut short, kept to resume; not in titles) and the bytes
 	// they hold on its disk. The node counts those bytes in
-	// disk_free_bytes: it removes partials first when a fill needs room.
+	// disk_free_bytes (it removes partials first when a fill needs room),
+	// but for those of titles a viewer is on its way for.
 	Partials      int32  `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
 	PartialBytes  int64  `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
 	Site          string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"`                          // the node's site (RegisterRequest.site)
