@@ -383,9 +383,20 @@ func TestEndOfTitleByeUDPNotAfterNewPlay(t *testing.T) {
 		}
 	}()
 	ends := make(chan EndReason, 4)
+	seeked := make(chan error, 1)
+	var st *Stream
+	var first atomic.Bool
 	st, err := e.NewStream(StreamConfig{Source: newMemSource(title), Mode: RTPUDP, SSRC: 1,
 		Dest: rtpC.LocalAddr().(*net.UDPAddr), RTCPDest: rtcpC.LocalAddr().(*net.UDPAddr),
-		OnEnd: func(r EndReason, _ error) { ends <- r }})
+		OnEnd: func(r EndReason, _ error) {
+			if r == EndOfTitle && first.CompareAndSwap(false, true) {
+				// A PLAY npt=0- as the play ends, well within ByeDelay:
+				// its Seek, before its response.
+				_, err := st.Seek(0)
+				seeked <- err
+			}
+			ends <- r
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +412,7 @@ func TestEndOfTitleByeUDPNotAfterNewPlay(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the play did not end")
 	}
-	if _, err := st.Seek(0); err != nil { // a PLAY npt=0-, before its response
+	if err := <-seeked; err != nil {
 		t.Fatal(err)
 	}
 	select {
