@@ -171,6 +171,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 	}
 	if g != nil {
+		if s := m.sessions[g.Session.ID]; s != nil && s.State == store.StateAdmitted {
+			// Its viewer has not reached the node: the no-show clock
+			// (tick) and the node's ExpectCommand (regrant) follow the
+			// new token, signed at now, as they followed the first.
+			s.AdmittedAt = now
+		}
 		m.mu.Unlock()
 		return m.regrant(g, r, now)
 	}

@@ -91,7 +91,6 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time)
 		m.endStrandedLocked(stranded, now)
 		return nil, stranded
 	}
-	s.AdmittedAt = m.now() // the no-show clock starts with the new token
 	return m.grantLocked(s.Session, n), nil
 }
 
