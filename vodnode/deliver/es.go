@@ -286,10 +286,18 @@ func (s *ESStream) Close() {
 // every track set up, after the track's last RTP packet, as Stream.Abort
 // does: an RTSP player learns at once, not at its next keepalive, that a
 // session the node ends on its own is gone (ffmpeg stops once every track
-// has had its BYE). Over TCP the BYE is dropped rather than waited for
-// when the connection's queue cannot take it. Nothing is sent for a stream
-// that had ended; a stream never played sends each BYE after an empty
-// receiver report.
+// has had its BYE). Over TCP the BYEs are written at once when the
+// connection's writer can take them; those it cannot (busy with a
+// response, or its queue full) are handed, in track order, to a goroutine
+// of their own that waits for the writer as a response does, up to the
+// writer's timeout, rather than dropped (a connection that fails or
+// closes meanwhile fails the write, and they are not sent), as
+// Stream.Abort does. Abort does not wait for them (it waits only for the
+// play's goroutines to stop, stop); they count in BytesSent once Abort
+// returns, as a packet queued for the connection does, so that the
+// session's end report has them. Nothing is sent for a stream that had
+// ended; a stream never played sends each BYE after an empty receiver
+// report.
 func (s *ESStream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.ended
@@ -302,7 +310,24 @@ func (s *ESStream) Abort(reason string) {
 	s.mu.Lock()
 	bye := s.reportsLocked(reason)
 	s.mu.Unlock()
-	s.sendRTCP(bye, false)
+	went := s.sendRTCP(bye, false)
+	if s.cfg.Mode != RTPTCP {
+		return
+	}
+	var frames []byte
+	for i, b := range bye {
+		if b != nil && !went[i] {
+			frames = appendFrame(frames, uint8(s.cfg.Channel[i]+1), b)
+		}
+	}
+	if len(frames) == 0 {
+		return
+	}
+	// Counted when handed to the writer, as a queued packet is, so that
+	// BytesSent read once Abort returns (the session's end report) has them.
+	s.bytes.Add(int64(len(frames)))
+	s.e.bytesSent.Add(int64(len(frames)))
+	go s.cfg.Conn.Write(frames)
 }
 
 // BytesSent returns the RTP and RTCP bytes sent (headers and interleaving
