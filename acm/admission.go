@@ -172,10 +172,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	if g != nil {
 		if s := m.sessions[g.Session.ID]; s != nil && s.State == store.StateAdmitted {
-			// Its viewer has not reached the node: the no-show clock
+			// Its viewer has not reached the node (as far as the manager
+			// knows: its STARTED may be on its way): the no-show clock
 			// (tick) and the node's ExpectCommand (regrant) follow the
-			// new token, signed at now, as they followed the first.
-			s.AdmittedAt = now
+			// new token, signed at now, as they followed the first; never
+			// back, for a request that took its time past a later one.
+			// AdmittedAt stays the admission's (records, listings).
+			s.tokenAt = later(s.tokenAt, now)
 		}
 		m.mu.Unlock()
 		return m.regrant(g, r, now)

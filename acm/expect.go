@@ -56,7 +56,7 @@ func (m *Manager) pushExpectLocked(ns *nodeState, s *session, until time.Time) b
 // its sessions whose viewers have not reached it yet (mu held): a node
 // that restarted lost those it had, and one registering with a manager
 // that took over from another heard them from that one. Each deadline is
-// its session's no-show (AdmittedAt + TokenTTL + NoShowGrace, from the
+// its session's no-show (noShowFrom + TokenTTL + NoShowGrace: from the
 // newest token its viewer was given), as the last command's; a session
 // past it is left out.
 func (m *Manager) reexpectNodeLocked(ns *nodeState, now time.Time) {
@@ -64,7 +64,7 @@ func (m *Manager) reexpectNodeLocked(ns *nodeState, now time.Time) {
 		if s.ended || s.State != store.StateAdmitted {
 			continue
 		}
-		until := s.AdmittedAt.Add(m.TokenTTL + m.NoShowGrace)
+		until := s.noShowFrom().Add(m.TokenTTL + m.NoShowGrace)
 		if !until.After(now) {
 			continue
 		}

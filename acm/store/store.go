@@ -60,7 +60,7 @@ type Session struct {
 	Fill       bool      `json:"fill"`        // the placement ordered a fill from the origin
 	State      string    `json:"state"`       // StateAdmitted, StatePlaying, StateEnded
 	Protocol   string    `json:"protocol"`    // ProtoRTSP, ProtoRTSPS or ProtoHTTP
-	AdmittedAt time.Time `json:"admitted_at"` // admission; for a viewer not at its node yet, its newest token's (the no-show clock)
+	AdmittedAt time.Time `json:"admitted_at"` // admission (a viewer's new token for the same session leaves it)
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	// Manager is, on a store shared by several managers, the one that
 	// holds the session's reservation (its planner-lock holder id); a
