@@ -110,14 +110,14 @@ func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
 		defer e.m.mu.Unlock()
 		return e.m.nodes["n1"].streamGen
 	}
-	waitFor(t, 5*time.Second, "the first stream to be taken", func() bool { return gen() == 1 })
+	first := gen() // the node's first report came on it: the stream is taken
 	old := n.cmds
 	// The node reconnects (a second stream) without the first breaking.
 	n.cmds = make(chan *pb.NodeCommand, 64)
 	oldCancel, oldDone := n.cancel, n.done
 	n.heartbeat()
 	defer func() { oldCancel(); <-oldDone }()
-	waitFor(t, 5*time.Second, "the second stream to be taken", func() bool { return gen() == 2 })
+	waitFor(t, 5*time.Second, "the second stream to be taken", func() bool { return gen() == first+1 })
 	if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,15 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			}
 		}
 	}
+	// A registration opens the node's next heartbeat stream (a node
+	// registers, then streams): a stream of before is done, though its
+	// end may not have reached this manager yet (a node restarted at
+	// once). Its generation ends now, so that its sender takes none of
+	// the commands queued below (they wait for the new stream; one sent
+	// down the dead stream was lost) and its end, seen later, is not
+	// taken for this registration's (nodeLeft, streamBroke).
+	ns.stopStream()
+	ns.streamGen++
 	ns.httpTLS, ns.rtspsAddr = req.GetHttpTls(), req.GetRtspsAddr()
 	if m.RTSPTLS != nil && ns.rtspsAddr == "" {
 		m.log.Warn("node has no RTSPS listener: viewers that come to the front door over RTSPS are not sent to it (their players cannot follow a redirect to plain RTSP); give it rtsp_tls_cert_file",

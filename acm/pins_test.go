@@ -414,9 +414,10 @@ func TestProtectCommandCarriesPins(t *testing.T) {
 		}
 		next(step.want...)
 	}
-	if _, err := e.nc.Register(ctx, regReq("n1", "127.0.0.1:1", "127.0.0.1:2", 10*titleBps)); err != nil {
-		t.Fatal(err)
-	}
+	// The node registers again (a restart): its registration's commands
+	// go down the stream it opens next, as a node's always follows its
+	// registration.
+	n = e.startNode("n1", nodeOpts{})
 	next("t1")
 }
 
