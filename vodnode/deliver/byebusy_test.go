@@ -208,45 +208,15 @@ func TestAbortByeWaitsForBusyWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
-			cw.mu.Lock() // a response being written
-			aborted := make(chan struct{})
-			var reported int64 // BytesSent as the session's end report reads it, once Abort returns
-			go func() {
-				defer close(aborted)
-				st.Abort("evicted")
-				reported = st.BytesSent()
-			}()
-			select {
-			case <-aborted:
-			case <-time.After(5 * time.Second):
-				cw.mu.Unlock()
-				t.Fatal("Abort waited for the busy writer")
-			}
+			var closeFirst func()
 			if closeConn {
-				srv.Close()
+				closeFirst = func() { srv.Close() }
 			}
-			cw.mu.Unlock()
+			reported := abortWhileBusy(t, st, cw, closeFirst)
 			if closeConn {
-				<-client.done
-				select {
-				case b := <-client.byes:
-					t.Errorf("BYE %q over a connection closed before it could go", b.reason)
-				default:
-				}
+				noByeAfterClose(t, client)
 			} else {
-				select {
-				case b := <-client.byes:
-					if b.reason != "evicted" {
-						t.Errorf("BYE reason %q, want evicted", b.reason)
-					}
-				case <-time.After(5 * time.Second):
-					t.Fatal("no BYE")
-				}
-				cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-				<-client.done
-				if got, sent := client.bytes.Load(), st.BytesSent(); got != sent || got != reported {
-					t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, sent, reported)
-				}
+				byesAfterAbort(t, client, cli, st, 1, reported)
 			}
 			srv.Close()
 			cli.Close()
@@ -439,4 +409,73 @@ func TestEndOfTitleByeUDPNotAfterNewPlay(t *testing.T) {
 	}
 	rtcpC.SetReadDeadline(time.Now())
 	<-done
+}
+
+// aborter is a stream Abort ends: Stream and ESStream.
+type aborter interface {
+	Abort(reason string)
+	BytesSent() int64
+}
+
+// abortWhileBusy aborts st with reason "evicted" while cw is held, as
+// by a response being written, and fails if Abort waits for the writer;
+// closeConn, when not nil, runs before the writer is freed (the
+// connection gone meanwhile). It returns BytesSent as read once Abort
+// returned (what the session's end report reads).
+func abortWhileBusy(t *testing.T, st aborter, cw *ConnWriter, closeConn func()) int64 {
+	t.Helper()
+	cw.mu.Lock() // a response being written
+	aborted := make(chan struct{})
+	var reported int64
+	go func() {
+		defer close(aborted)
+		st.Abort("evicted")
+		reported = st.BytesSent()
+	}()
+	select {
+	case <-aborted:
+	case <-time.After(5 * time.Second):
+		cw.mu.Unlock()
+		t.Fatal("Abort waited for the busy writer")
+	}
+	if closeConn != nil {
+		closeConn()
+	}
+	cw.mu.Unlock()
+	return reported
+}
+
+// noByeAfterClose checks that client, whose connection was closed before
+// the writer could send the BYEs, got none.
+func noByeAfterClose(t *testing.T, client *byeClient) {
+	t.Helper()
+	<-client.done
+	select {
+	case b := <-client.byes:
+		t.Errorf("BYE %q over a connection closed before it could go", b.reason)
+	default:
+	}
+}
+
+// byesAfterAbort waits for the n BYEs "evicted" (one per track) that
+// client, reading cli, gets after abortWhileBusy, then for the end of
+// what it reads, and checks that it got BytesSent bytes, as many as
+// reported once Abort returned.
+func byesAfterAbort(t *testing.T, client *byeClient, cli net.Conn, st aborter, n int, reported int64) {
+	t.Helper()
+	for i := range n {
+		select {
+		case b := <-client.byes:
+			if b.reason != "evicted" {
+				t.Errorf("BYE reason %q, want evicted", b.reason)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of the %d BYEs after Abort", i, n)
+		}
+	}
+	cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	<-client.done
+	if got, sent := client.bytes.Load(), st.BytesSent(); got != sent || got != reported {
+		t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, sent, reported)
+	}
 }

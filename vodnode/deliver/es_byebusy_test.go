@@ -61,47 +61,15 @@ func TestESAbortByeWaitsForBusyWriter(t *testing.T) {
 						}
 					}
 				}
-				cw.mu.Lock() // a response being written
-				aborted := make(chan struct{})
-				var reported int64 // BytesSent as the session's end report reads it, once Abort returns
-				go func() {
-					defer close(aborted)
-					st.Abort("evicted")
-					reported = st.BytesSent()
-				}()
-				select {
-				case <-aborted:
-				case <-time.After(5 * time.Second):
-					cw.mu.Unlock()
-					t.Fatal("Abort waited for the busy writer")
-				}
+				var closeFirst func()
 				if closeConn {
-					srv.Close()
+					closeFirst = func() { srv.Close() }
 				}
-				cw.mu.Unlock()
+				reported := abortWhileBusy(t, st, cw, closeFirst)
 				if closeConn {
-					<-client.done
-					select {
-					case b := <-client.byes:
-						t.Errorf("BYE %q over a connection closed before it could go", b.reason)
-					default:
-					}
+					noByeAfterClose(t, client)
 				} else {
-					for i := range 2 {
-						select {
-						case b := <-client.byes:
-							if b.reason != "evicted" {
-								t.Errorf("BYE reason %q, want evicted", b.reason)
-							}
-						case <-time.After(5 * time.Second):
-							t.Fatalf("%d of the 2 tracks' BYEs after Abort", i)
-						}
-					}
-					cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-					<-client.done
-					if got, sent := client.bytes.Load(), st.BytesSent(); got != sent || got != reported {
-						t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, sent, reported)
-					}
+					byesAfterAbort(t, client, cli, st, 2, reported)
 				}
 				srv.Close()
 				cli.Close()

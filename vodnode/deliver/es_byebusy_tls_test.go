@@ -31,48 +31,16 @@ func TestESAbortByeWaitsForBusyTLSWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cw.mu.Lock() // busy
-			aborted := make(chan struct{})
-			var reported int64
-			go func() {
-				defer close(aborted)
-				st.Abort("evicted")
-				reported = st.BytesSent()
-			}()
-			select {
-			case <-aborted:
-			case <-time.After(5 * time.Second):
-				cw.mu.Unlock()
-				t.Fatal("Abort waited for the busy writer")
-			}
+			var closeFirst func()
 			if closeConn {
-				CloseNow(srv)
+				closeFirst = func() { CloseNow(srv) }
 			}
-			cw.mu.Unlock()
+			reported := abortWhileBusy(t, st, cw, closeFirst)
 			if closeConn {
 				cw.Close()
-				<-client.done
-				select {
-				case b := <-client.byes:
-					t.Errorf("BYE %q over a connection closed before it could go", b.reason)
-				default:
-				}
+				noByeAfterClose(t, client)
 			} else {
-				for i := range 2 {
-					select {
-					case b := <-client.byes:
-						if b.reason != "evicted" {
-							t.Errorf("BYE reason %q, want evicted", b.reason)
-						}
-					case <-time.After(5 * time.Second):
-						t.Fatalf("%d of the 2 tracks' BYEs after Abort", i)
-					}
-				}
-				cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-				<-client.done
-				if got := client.bytes.Load(); got != reported || got != st.BytesSent() {
-					t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, st.BytesSent(), reported)
-				}
+				byesAfterAbort(t, client, cli, st, 2, reported)
 				cw.Close()
 			}
 			CloseNow(srv)
