@@ -62,15 +62,7 @@ func (m *Manager) noSourceRefusedLocked(r *lsm.Request, user string, asked, now 
 // waited, or they came while the nodes were settling) and wakes their
 // waiters (mu held): waiting out the queue deadline brings them no node.
 func (m *Manager) refuseNoSourceQueuedLocked(now time.Time) {
-	if m.sched.Queued() == 0 || !m.nodesSettledLocked(now) {
-		return
-	}
-	for _, tk := range m.sched.RefuseNoSource(m.deadBefore(now), errNoSource) {
-		if ch, ok := m.waiters[tk]; ok {
-			delete(m.waiters, tk)
-			close(ch)
-		}
-	}
+	m.refuseQueuedLocked(now, m.sched.RefuseNoSource, errNoSource)
 }
 
 // noSourceWhyLocked says why r has no source (mu held), for the

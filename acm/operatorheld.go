@@ -41,10 +41,18 @@ func (m *Manager) needsOperatorLocked(r *lsm.Request, now time.Time) bool {
 // take unless an operator acts (an operator drained the last node while
 // they waited) and wakes their waiters (mu held).
 func (m *Manager) refuseNeedingOperatorLocked(now time.Time) {
+	m.refuseQueuedLocked(now, m.sched.RefuseNeedingOperator, errNoNodeInService)
+}
+
+// refuseQueuedLocked refuses with err, by refuse (one of lsm's
+// Scheduler.Refuse* over the queue), the waiting requests no node will
+// take while nothing changes, once the nodes have settled, and wakes
+// their waiters (mu held).
+func (m *Manager) refuseQueuedLocked(now time.Time, refuse func(deadBefore time.Time, err error) []*lsm.Ticket, err error) {
 	if m.sched.Queued() == 0 || !m.nodesSettledLocked(now) {
 		return
 	}
-	for _, tk := range m.sched.RefuseNeedingOperator(m.deadBefore(now), errNoNodeInService) {
+	for _, tk := range refuse(m.deadBefore(now), err) {
 		if ch, ok := m.waiters[tk]; ok {
 			delete(m.waiters, tk)
 			close(ch)
