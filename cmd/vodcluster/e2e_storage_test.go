@@ -48,6 +48,10 @@ func restartManager(t *testing.T, c *cluster, tune func(*acm.Manager)) {
 		QueueDeadline: c.opts.QueueDeadline, Scheduler: sched, Logger: c.opts.Logger.With("component", "manager"),
 	}
 	m.Replicator.MaxFillsPerNode = c.opts.MaxFillsPerNode
+	// The cluster's off-peak window (never, in startTestCluster): left
+	// out, the restarted manager took the default, 02:00-08:00, and the
+	// tests behaved otherwise in those hours.
+	m.Replicator.OffPeak = c.opts.OffPeak
 	if tune != nil {
 		tune(m)
 	}
