@@ -850,7 +850,13 @@ type StoredTitle struct {
 	// catalog's is stale: the manager sends it no new viewer and evicts it
 	// once complete and no session plays it, so that the title is filled
 	// again.
-	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
+	// preemptible: a prefetch in progress that no viewer plays, is on its
+	// way for (ExpectCommand) or pins: the node stops it (keeping its bytes
+	// as a partial while the disk has room) to make room for a fill on
+	// demand, so the manager counts its bytes as room a viewer's fill can
+	// take, not as in use. false from an older node.
+	Preemptible   bool `protobuf:"varint,9,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -939,6 +945,13 @@ func (x *StoredTitle) GetVersion() string {
 		return x.Version
 	}
 	return ""
+}
+
+func (x *StoredTitle) GetPreemptible() bool {
+	if x != nil {
+		return x.Preemptible
+	}
+	return false
 }
 
 type LoadReport struct {
@@ -4034,7 +4047,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	" \x01(\tR\trtspsAddr\x12\x1b\n" +
 	"\tno_origin\x18\v \x01(\bR\bnoOrigin\"F\n" +
 	"\x10RegisterResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\x85\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xa7\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
 	"\n" +
@@ -4044,7 +4057,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bprefetch\x18\x05 \x01(\bR\bprefetch\x12\x1a\n" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
 	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\xc2\x05\n" +
+	"\aversion\x18\b \x01(\tR\aversion\x12 \n" +
+	"\vpreemptible\x18\t \x01(\bR\vpreemptible\"\xc2\x05\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
