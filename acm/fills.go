@@ -124,7 +124,9 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		booked[id] = true
 	}
 	for id, p := range ns.pending {
-		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true}
+		// A prefetch the node has not started: a viewer's fill placed there
+		// takes its room (the node refuses the prefetch then, or stops it).
+		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true, Preemptible: true}
 		book(id)
 		diskFree -= p.bytes
 	}
@@ -149,7 +151,8 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if t.GetFilling() {
 			b = max(b, t.GetSizeBytes())
 		}
-		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id), Stale: stale[id], Booked: booked[id]})
+		holdings = append(holdings, lsm.Holding{Title: id, Bytes: b, Filling: t.GetFilling(), Pinned: m.pins.Protects(ns.id, id), Stale: stale[id], Booked: booked[id],
+			Preemptible: t.GetFilling() && t.GetPreemptible()})
 	}
 	for id := range ns.hits {
 		if cur[id] == nil {

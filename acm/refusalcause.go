@@ -104,7 +104,7 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 	case lacksRoom && tooSmall:
 		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), refusedNoDiskRoom
 	case lacksRoom:
-		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling or pinned, or its file system, as its load reports give it, has too little free space)", refusedNoDiskRoom
+		return which + " that could take the session has disk room for the title (its disk is taken by titles playing, filling (a prefetch no viewer needs gives way) or pinned, or its file system, as its load reports give it, has too little free space)", refusedNoDiskRoom
 	}
 	if site != "" {
 		return which + " has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth

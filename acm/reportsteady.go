@@ -50,7 +50,7 @@ func reportPrint(r *pb.LoadReport) (uint64, map[string]*pb.StoredTitle) {
 			continue
 		}
 		titles[t.GetTitleId()] = t
-		flags := boolInt(t.GetFilling()) | boolInt(t.GetPrefetch())<<1
+		flags := boolInt(t.GetFilling()) | boolInt(t.GetPrefetch())<<1 | boolInt(t.GetPreemptible())<<2
 		sum += entryPrint('t', t.GetTitleId(), t.GetVersion(), t.GetSizeBytes(), t.GetStoredBytes(), flags)
 	}
 	for _, p := range r.GetPartials() {

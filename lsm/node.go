@@ -137,13 +137,16 @@ type Node struct {
 
 // replica is one title on one node.
 type replica struct {
-	filling  bool
-	pinned   bool  // the operator pinned it there (Holding.Pinned): never evicted
-	stale    bool  // a copy of a version the origin no longer serves (Holding.Stale)
-	bytes    int64 // size on disk (the whole title while filling, when known)
-	sessions int   // reservations on the node for this title
-	fills    int   // of those, served from the fill in progress (in Node.FillSessions)
-	fillBps  int64 // their bit/s (in Node.FillBps)
+	filling bool
+	pinned  bool // the operator pinned it there (Holding.Pinned): never evicted
+	stale   bool // a copy of a version the origin no longer serves (Holding.Stale)
+	// preemptible: a prefetch filling that the node stops for a fill on
+	// demand (Holding.Preemptible): not in use unless played or pinned.
+	preemptible bool
+	bytes       int64 // size on disk (the whole title while filling, when known)
+	sessions    int   // reservations on the node for this title
+	fills       int   // of those, served from the fill in progress (in Node.FillSessions)
+	fillBps     int64 // their bit/s (in Node.FillBps)
 	// booked: a fill booked here (Place, SetReplica, Holding.Booked) that
 	// no report of the node has shown yet: it starts once the viewer
 	// reaches the node or the node has the order, and not at all while
@@ -152,8 +155,9 @@ type replica struct {
 }
 
 // inUse reports whether the node cannot evict the title: it is playing,
-// filling or pinned there.
-func (r *replica) inUse() bool { return r.filling || r.sessions > 0 || r.pinned }
+// filling (but for a prefetch the node would stop for a fill on demand:
+// Holding.Preemptible) or pinned there.
+func (r *replica) inUse() bool { return r.filling && !r.preemptible || r.sessions > 0 || r.pinned }
 
 // Holds reports whether the node holds title completely (filling is false)
 // or is filling it (filling is true). ok is false when it has neither.

@@ -31,6 +31,7 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	}
 	n.StoredBytes -= r.bytes
 	r.filling = filling
+	r.preemptible = r.preemptible && filling
 	if filling {
 		r.bytes = max(r.bytes, bytes)
 	} else {
@@ -59,6 +60,27 @@ func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
 	n.viewEpoch++
 	was := r.inUse()
 	r.pinned = pinned
+	switch now := r.inUse(); {
+	case was && !now:
+		n.InUseBytes -= r.bytes
+	case !was && now:
+		n.InUseBytes += r.bytes
+	}
+}
+
+// setPreemptible records whether the fill of title on n is a prefetch
+// the node would stop to make room for a fill on demand
+// (Holding.Preemptible): its bytes then count as room (roomBytes), not in
+// n's InUseBytes, unless it is played or pinned. Nothing happens when n
+// has no such title or holds it complete.
+func (s *Scheduler) setPreemptible(n *Node, title string, preemptible bool) {
+	r := n.titles[title]
+	if r == nil || r.preemptible == preemptible || (preemptible && !r.filling) {
+		return
+	}
+	n.viewEpoch++
+	was := r.inUse()
+	r.preemptible = preemptible
 	switch now := r.inUse(); {
 	case was && !now:
 		n.InUseBytes -= r.bytes

@@ -216,6 +216,12 @@ type Holding struct {
 	// report does not show yet: it cannot start while the origin is down
 	// (Request.OriginDown). Only with Filling.
 	Booked bool
+	// Preemptible: a prefetch in progress no viewer plays, is on its way
+	// for or pins, which the node stops (keeping its bytes as a partial
+	// while there is room) to make room for a fill on demand: its bytes
+	// count as room for a viewer's fill (Place), not as in use. Only with
+	// Filling.
+	Preemptible bool
 }
 
 // Heartbeat records a load report from node id. A dead node that reports
@@ -248,6 +254,7 @@ func (s *Scheduler) Heartbeat(id string, r Report, now time.Time) error {
 			s.setReplica(n, h.Title, h.Filling, h.Bytes)
 			n.titles[h.Title].booked = h.Filling && h.Booked
 			s.setPinned(n, h.Title, h.Pinned)
+			s.setPreemptible(n, h.Title, h.Filling && h.Preemptible)
 			s.setStale(n, h.Title, h.Stale)
 		}
 		for t := range n.titles {

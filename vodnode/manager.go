@@ -416,7 +416,7 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 	out := make([]*pb.StoredTitle, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, &pb.StoredTitle{
-			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch,
+			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch, Preemptible: t.Preemptible,
 			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(), Version: t.Version,
 		})
 	}

@@ -74,7 +74,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descNodeFills, float64(started))
 	failed := n.store.FillsFailed()
-	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned"} {
+	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned", "preempted"} {
 		ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.CounterValue, float64(failed[cause]), cause)
 	}
 	fallbacks := n.sendFallbacks()

@@ -148,6 +148,7 @@ type Stats struct {
 	Sessions       int            // sessions now
 	FillsStarted   map[string]int // fills started since Start, per title
 	FillsCompleted map[string]int // fills completed (the title stored whole) since Start, per title
+	FillsFailed    map[string]int // fills that failed since Start, per cause (store.FailCause: origin, preempted, ...)
 	OriginBytes    int64          // bytes received from the origin
 	BytesSent      int64          // bytes sent to clients (RTP/RTCP and interleaving headers included)
 }
@@ -416,6 +417,7 @@ func (n *Node) Stats() Stats {
 		Sessions:       ns,
 		FillsStarted:   n.store.Fills(),
 		FillsCompleted: n.store.FillsCompleted(),
+		FillsFailed:    n.store.FillsFailed(),
 		OriginBytes:    n.store.OriginBytes(),
 		BytesSent:      n.bytesSent(),
 	}

@@ -50,7 +50,7 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 	if p != nil {
 		need -= p.bytes
 	}
-	if err := s.roomLocked(need, meta.ID); err != nil {
+	if err := s.roomLocked(need, meta.ID, prefetch); err != nil {
 		if f != nil {
 			f.Close()
 		}
@@ -78,7 +78,7 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
-	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now(), resume: p != nil}
+	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now(), resume: p != nil, done: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(s.ctx)
 	t.view.Store(&View{Index: tsindex.Index{FirstPTS: -1}})
 	s.titles[meta.ID] = t
@@ -109,6 +109,7 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 // (errMismatch) and is not kept, not even as a partial.
 func (s *Store) fill(t *Title) {
 	defer s.fills.Done()
+	defer close(t.done) // after finishFill or failFill below
 	id := t.meta.ID
 	if ended := s.cfg.FillEnded; ended != nil {
 		defer ended(id) // after finishFill or failFill below
@@ -130,7 +131,12 @@ func (s *Store) fill(t *Title) {
 		off += fetched
 	}
 	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
-		err = errAbandoned
+		s.mu.Lock()
+		preempted := t.preempted
+		s.mu.Unlock()
+		if err = errAbandoned; preempted {
+			err = errPreempted
+		}
 	}
 	t.cancel() // the fill's context is done either way
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
@@ -316,7 +322,7 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 			if abandoned {
 				return n, queued, errAbandoned
 			}
-			if err := s.makeRoom(); err != nil {
+			if err := s.makeRoom(t); err != nil {
 				return n, queued, err
 			}
 			*room = true
@@ -342,6 +348,11 @@ var errStalled = errors.New("origin transfer stalled")
 // errAbandoned ends a fill on demand whose viewers all left before the
 // origin's first byte (Store.Release): its origin channel goes to others.
 var errAbandoned = errors.New("abandoned: its viewers left before the origin's first byte")
+
+// errPreempted ends a prefetch no viewer watched, stopped to make room
+// for a fill on demand (makeRoom); its bytes are kept as a partial, which
+// the room may take in turn.
+var errPreempted = errors.New("preempted: stopped to make room for a fill on demand")
 
 // errDisk is a fill's failure to write to the node's own disk (full, read
 // only, failing): no retry from the origin mends it.
@@ -390,7 +401,8 @@ func (s *Store) finishFill(t *Title, b *fillWriter) error {
 }
 
 // FailCause classes a fill's error for metrics: "abandoned" (its viewers
-// left before the origin's first byte), "replaced" (the title has another
+// left before the origin's first byte), "preempted" (a prefetch no viewer
+// watched, stopped for a fill on demand), "replaced" (the title has another
 // size or version at the origin now), "mismatch" (the bytes did not hash
 // to the origin's version), "disk" (the node's disk could not take them:
 // write errors, no room), "not_found" (the origin no longer has the
@@ -400,6 +412,8 @@ func FailCause(err error) string {
 	switch {
 	case errors.Is(err, errAbandoned):
 		return "abandoned"
+	case errors.Is(err, errPreempted):
+		return "preempted"
 	case errors.Is(err, errReplaced):
 		return "replaced"
 	case errors.Is(err, errMismatch):
@@ -426,6 +440,8 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 		s.log.Info("fill stopped: store closing", "title", id)
 	case errors.Is(err, errAbandoned):
 		s.log.Info("fill abandoned: its viewers left before the origin's first byte", "title", id)
+	case errors.Is(err, errPreempted):
+		s.log.Info("prefetch stopped to make room for a fill on demand", "title", id, "stored_bytes", t.View().Index.Size)
 	default:
 		if h := grpctls.Hint(err); h != "" {
 			s.log.Error("fill failed", "title", id, "err", err, "hint", h+" (origin_tls, origin_tls_ca_file)")

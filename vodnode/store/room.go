@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"time"
 
 	"vodcluster/smm"
 )
 
 // roomLocked checks that need more bytes for title id can fit, by
 // removing the partials of other titles not expected by a viewer on its
-// way (Expect) and evicting titles neither held, filling, protected nor
-// expected, without removing them yet (a fill makes room when the origin
-// sends its first bytes: makeRoom): in the quota, and on the file system holding the
-// titles, whose free space (statfs) may be less than the quota's room
-// (disk_bytes above the disk's size, other files on it). The error wraps
-// ErrNoSpace.
-func (s *Store) roomLocked(need int64, id string) error {
+// way (Expect), evicting titles neither held, filling, protected nor
+// expected and, for a fill on demand (not prefetch), stopping the
+// prefetches a viewer does not need (preemptibleLocked), without doing
+// any of it yet (a fill makes room when the origin sends its first bytes:
+// makeRoom): in the quota, and on the file system holding the titles,
+// whose free space (statfs) may be less than the quota's room (disk_bytes
+// above the disk's size, other files on it). The error wraps ErrNoSpace.
+func (s *Store) roomLocked(need int64, id string, prefetch bool) error {
 	if s.cfg.DiskBytes > 0 && need > s.cfg.DiskBytes {
 		return fmt.Errorf("%w: title of %d bytes, quota %d", ErrNoSpace, need, s.cfg.DiskBytes)
 	}
@@ -25,6 +27,9 @@ func (s *Store) roomLocked(need int64, id string) error {
 	for _, t := range s.titles {
 		if t.refs == 0 && !t.filling && !s.keptLocked(t.meta.ID) {
 			evictable += t.meta.Size
+		}
+		if !prefetch && s.preemptibleLocked(t) {
+			evictable += t.meta.Size // its fill's room, and then its partial
 		}
 	}
 	freeable := evictable + s.freeablePartialBytesLocked(id)
@@ -38,6 +43,15 @@ func (s *Store) roomLocked(need int64, id string) error {
 			ErrNoSpace, need, free, freeable)
 	}
 	return nil
+}
+
+// preemptibleLocked reports whether t is a fill that a fill on demand may
+// stop to take its room (s.mu held): a prefetch (ordered ahead of demand)
+// no reader holds, no viewer on its way expects (Expect) and no pin
+// protects (SetProtected). The manager is told (Status.Preemptible) and
+// counts its bytes as room.
+func (s *Store) preemptibleLocked(t *Title) bool {
+	return t.filling && t.prefetch && t.refs == 0 && !t.preempted && t.done != nil && !s.keptLocked(t.meta.ID)
 }
 
 // fsShortLocked returns the bytes the file system holding the titles
@@ -68,10 +82,48 @@ func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
 // bytes the fills in progress have still to write (fsShortLocked): the
 // node reports the free disk, file system included, to the manager
 // (vodnode's load report), and a fill counted on it must not fail
-// writing. A fill calls it when the origin has sent its first bytes, so
-// that a fill the origin cannot serve removes nothing. The error wraps
-// ErrNoSpace when the titles in use leave too little.
-func (s *Store) makeRoom() error {
+// writing. When that is not enough and t is a fill on demand (not a
+// prefetch no reader holds), it first stops prefetches no viewer needs
+// (preemptibleLocked; fewest bytes stored first), waits for their fills
+// to end (their bytes become partials) and counts again. The fill t
+// calls it when the origin has sent its first bytes, so that a fill the
+// origin cannot serve removes nothing. The error wraps ErrNoSpace when
+// the titles in use leave too little.
+func (s *Store) makeRoom(t *Title) error {
+	for round := 0; ; round++ {
+		stopped, err := s.makeRoomOnce(t, round < maxPreemptRounds)
+		if err != nil || len(stopped) == 0 {
+			return err
+		}
+		wait := time.NewTimer(preemptWait)
+		for _, done := range stopped {
+			select {
+			case <-done:
+			case <-t.ctx.Done():
+				wait.Stop()
+				return t.ctx.Err()
+			case <-wait.C:
+				return fmt.Errorf("%w: prefetches stopped for room did not end within %v", ErrNoSpace, preemptWait)
+			}
+		}
+		wait.Stop()
+	}
+}
+
+// maxPreemptRounds bounds the rounds of makeRoom that stop prefetches (a
+// round's room may be taken by another fill before the next one counts
+// it); preemptWait bounds its wait for the stopped fills to end (they end
+// at their next read from the origin or write to disk).
+const (
+	maxPreemptRounds = 3
+	preemptWait      = 10 * time.Second
+)
+
+// makeRoomOnce is one round of makeRoom: it makes room by removing
+// partials and evicting titles, or, when that cannot make enough, for a
+// fill on demand and when preempt allows, stops prefetches and returns
+// the channels their ends close (nothing removed yet).
+func (s *Store) makeRoomOnce(t *Title, preempt bool) (stopped []chan struct{}, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var over int64
@@ -81,34 +133,75 @@ func (s *Store) makeRoom() error {
 	short, free, fsKnown := s.fsShortLocked(0)
 	over = max(over, short) // each byte removed counts in both
 	if over <= 0 {
-		return nil
+		return nil, nil
 	}
 	if over = s.dropPartialsLocked(over, "room for a fill"); over <= 0 {
-		return nil
+		return nil, nil
 	}
 	s.expect.prune(s.cfg.Now())
 	items := make([]smm.Item, 0, len(s.titles))
+	var evictable int64
 	for _, t := range s.titles {
 		// A title a viewer is on its way for (Expect) is as good as in use.
-		items = append(items, smm.Item{
+		it := smm.Item{
 			Title: t.meta.ID, Bytes: t.meta.Size, InUse: t.refs > 0 || t.filling || s.expect.byTitle[t.meta.ID] > 0,
 			LastAccess: t.lastAccess, Pinned: s.protected[t.meta.ID],
-		})
+		}
+		if !it.InUse && !it.Pinned {
+			evictable += it.Bytes
+		}
+		items = append(items, it)
+	}
+	if demand := !t.prefetch || t.refs > 0; demand && preempt && over > evictable {
+		if stopped = s.preemptLocked(over - evictable); len(stopped) > 0 {
+			return stopped, nil
+		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Title < items[j].Title })
 	victims, ok := s.cfg.Evictor.Victims(items, over, s.cfg.Now())
 	if !ok {
 		if fsKnown {
-			return fmt.Errorf("%w: %d bytes still to free (quota %d; the file system holding the titles has %d free, less the fills in progress still to write), the rest is in use",
+			return nil, fmt.Errorf("%w: %d bytes still to free (quota %d; the file system holding the titles has %d free, less the fills in progress still to write), the rest is in use",
 				ErrNoSpace, over, s.cfg.DiskBytes, free)
 		}
-		return fmt.Errorf("%w: %d bytes over the quota of %d, the rest is in use", ErrNoSpace, over, s.cfg.DiskBytes)
+		return nil, fmt.Errorf("%w: %d bytes over the quota of %d, the rest is in use", ErrNoSpace, over, s.cfg.DiskBytes)
 	}
 	for _, id := range victims {
 		s.log.Info("evicting title to make room", "title", id, "policy", s.cfg.Evictor.Name())
 		s.removeLocked(s.titles[id])
 	}
-	return nil
+	return nil, nil
+}
+
+// preemptLocked stops prefetches no viewer needs (preemptibleLocked),
+// those with the fewest bytes stored first (they lose the least should
+// their partials go too), until their titles' sizes cover need bytes or
+// none is left, and returns the channels their fills close when they end.
+func (s *Store) preemptLocked(need int64) []chan struct{} {
+	var cands []*Title
+	for _, t := range s.titles {
+		if s.preemptibleLocked(t) {
+			cands = append(cands, t)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i].View().Index.Size, cands[j].View().Index.Size
+		if a != b {
+			return a < b
+		}
+		return cands[i].meta.ID < cands[j].meta.ID
+	})
+	var stopped []chan struct{}
+	for _, c := range cands {
+		if need <= 0 {
+			break
+		}
+		c.preempted = true
+		c.cancel()
+		stopped = append(stopped, c.done)
+		need -= c.meta.Size
+	}
+	return stopped
 }
 
 // Evict removes title id from the disk, or its partial when only that is

@@ -454,13 +454,17 @@ func (s *Store) Release(t *Title) {
 
 // Status is one title on the node as the manager's load report shows it.
 type Status struct {
-	ID         string
-	Size       int64 // bytes of the whole title
-	Stored     int64 // bytes on disk now
-	Filling    bool
-	Prefetch   bool // the fill was ordered ahead of demand
-	Readers    int  // Acquire holds (sessions)
-	LastAccess time.Time
+	ID       string
+	Size     int64 // bytes of the whole title
+	Stored   int64 // bytes on disk now
+	Filling  bool
+	Prefetch bool // the fill was ordered ahead of demand
+	// Preemptible: a prefetch no viewer needs, which a fill on demand
+	// stops to take its room (makeRoom): the manager counts its bytes as
+	// room.
+	Preemptible bool
+	Readers     int // Acquire holds (sessions)
+	LastAccess  time.Time
 	// Version is the origin's version of the bytes (Meta.Version); ""
 	// when not known (a copy indexed again at start without its record).
 	Version string
@@ -471,11 +475,12 @@ type Status struct {
 func (s *Store) Titles() []Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expect.prune(s.cfg.Now())
 	out := make([]Status, 0, len(s.titles))
 	for _, t := range s.titles {
 		out = append(out, Status{
 			ID: t.meta.ID, Size: t.meta.Size, Stored: t.View().Index.Size, Filling: t.filling,
-			Prefetch: t.prefetch, Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,
+			Prefetch: t.prefetch, Preemptible: s.preemptibleLocked(t), Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

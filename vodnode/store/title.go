@@ -57,6 +57,11 @@ type Title struct {
 	// resume: the fill goes on from a partial kept by an earlier one (its
 	// .part file, opened without truncation).
 	resume bool
+	// preempted: a prefetch stopped to make room for a fill on demand
+	// (makeRoom); done is closed when the fill's goroutine has ended
+	// (failFill or finishFill done), nil for a title loaded from disk.
+	preempted bool
+	done      chan struct{}
 }
 
 type waiter struct {

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// TestPrefetchYieldsRoomToAViewer: a node whose disk is taken by two
+// prefetches in progress (ordered over the admin API, filling slowly from
+// the origin) still takes a viewer of a third title: the manager counts a
+// prefetch no viewer needs as room, and the node stops one prefetch (the
+// one with fewer bytes) for the viewer's fill, which ffmpeg plays; the
+// other prefetch completes. The viewer was refused 453 "no node that
+// could take it has disk room" while the prefetches ran.
+func TestPrefetchYieldsRoomToAViewer(t *testing.T) {
+	needTool(t, "ffmpeg")
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) {
+		o.NodeDisk = 3_100_000 // two sample titles (about 1.5 MB each), not three
+		o.OriginRateBps = 1_500_000
+		o.StoragePlanner = smm.PlannerNone // the prefetches are the operator's alone
+	})
+	adm := c.admin(t)
+	ctx := context.Background()
+	prefetched := []string{"sample-010", "sample-011"}
+	for _, title := range prefetched {
+		if _, err := adm.Prefetch(ctx, &v1.PlacementRequest{TitleId: title, NodeId: "node-1"}); err != nil {
+			t.Fatalf("prefetch %s: %v", title, err)
+		}
+	}
+	// Both filling on the node, as its own report shows them.
+	eventually(t, 10*time.Second, "both prefetches filling on node-1", func() bool {
+		r, err := adm.ListFills(ctx, &v1.ListFillsRequest{})
+		if err != nil {
+			return false
+		}
+		filling := 0
+		for _, f := range r.Fills {
+			if f.NodeId == "node-1" && f.Prefetch && f.State == "filling" && f.StoredBytes > 0 {
+				filling++
+			}
+		}
+		return filling == len(prefetched)
+	})
+	for _, title := range prefetched {
+		if c.filled(0, title) {
+			t.Fatalf("%s complete before the viewer came: the origin is too fast for this test", title)
+		}
+	}
+
+	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-012"), "tcp", 2)
+	if p.Err != nil || p.Frames < 45 {
+		t.Fatalf("play of a third title with the disk taken by two prefetches: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+	eventually(t, 30*time.Second, "sample-012 filled on node-1", func() bool { return c.filled(0, "sample-012") })
+	if got := c.nodes[0].Stats().FillsFailed["preempted"]; got != 1 {
+		t.Fatalf("prefetches preempted: %d, want 1 (%v)", got, c.nodes[0].Stats().FillsFailed)
+	}
+	completed := 0
+	for _, title := range prefetched {
+		eventually(t, 30*time.Second, "the end of the prefetch of "+title, func() bool {
+			for _, s := range c.nodes[0].Titles() {
+				if s.ID == title && s.Filling {
+					return false
+				}
+			}
+			return true
+		})
+		if c.filled(0, title) {
+			completed++
+		}
+	}
+	if completed != 1 {
+		t.Fatalf("prefetches completed: %d, want 1 (the other gave its room to the viewer)", completed)
+	}
+}
