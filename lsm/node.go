@@ -137,21 +137,21 @@ type Node struct {
 
 // replica is one title on one node.
 type replica struct {
-	filling bool
-	pinned  bool // the operator pinned it there (Holding.Pinned): never evicted
-	stale   bool // a copy of a version the origin no longer serves (Holding.Stale)
-	// preemptible: a prefetch filling that the node stops for a fill on
-	// demand (Holding.Preemptible): not in use unless played or pinned.
-	preemptible bool
-	bytes       int64 // size on disk (the whole title while filling, when known)
-	sessions    int   // reservations on the node for this title
-	fills       int   // of those, served from the fill in progress (in Node.FillSessions)
-	fillBps     int64 // their bit/s (in Node.FillBps)
+	filling  bool
+	pinned   bool  // the operator pinned it there (Holding.Pinned): never evicted
+	stale    bool  // a copy of a version the origin no longer serves (Holding.Stale)
+	bytes    int64 // size on disk (the whole title while filling, when known)
+	sessions int   // reservations on the node for this title
+	fills    int   // of those, served from the fill in progress (in Node.FillSessions)
+	fillBps  int64 // their bit/s (in Node.FillBps)
 	// booked: a fill booked here (Place, SetReplica, Holding.Booked) that
 	// no report of the node has shown yet: it starts once the viewer
 	// reaches the node or the node has the order, and not at all while
 	// the origin is down (Request.OriginDown).
 	booked bool
+	// preemptible: a prefetch filling that the node stops for a fill on
+	// demand (Holding.Preemptible): not in use unless played or pinned.
+	preemptible bool
 }
 
 // inUse reports whether the node cannot evict the title: it is playing,
