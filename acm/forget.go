@@ -145,12 +145,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 
 	// The store: the sessions' entries, then the node's setting, holds
 	// and pins, then the forget for a standby.
-	deletesLeft := 0
-	for _, s := range ended {
-		if m.persist(s) != nil {
-			deletesLeft++ // retried when the store answers (retryDeleteLater)
-		}
-	}
+	deletesLeft := m.persistAll(ended) // those left are retried when the store answers (retryLater)
 	var failed []string
 	note := func(what string, err error) {
 		if err != nil {

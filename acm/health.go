@@ -132,7 +132,7 @@ func (m *Manager) healthLoop() {
 		}
 		m.noteStore(err)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
-			m.retryDeletes()
+			m.retryWrites()
 		}
 		next := m.HealthCheck
 		if stalled {
@@ -157,58 +157,62 @@ func (m *Manager) noteStall() {
 	}
 }
 
-// maxDeleteRetries bounds the ended sessions whose store delete failed
+// maxWriteRetries bounds the sessions whose store write or delete failed
 // and waits to be tried again.
-const maxDeleteRetries = 100_000
+const maxWriteRetries = 100_000
 
-// deleteRetry is an ended session whose delete from the store failed.
-type deleteRetry struct {
-	s    store.Session
-	sess *session // its persist lock orders the delete after its writes
+// writeRetry is a session whose write or delete in the store failed.
+type writeRetry struct {
+	s    store.Session // its state at the failure (ended, when sess is nil)
+	sess *session      // its persist lock orders the retry after its writes; nil: s alone
 }
 
-// retryDeleteLater keeps s, ended, to be deleted from the store when it
-// answers again (healthLoop): otherwise its entry stays in a shared store
-// until a takeover loads and ends it. The delete is then made only if
-// this manager still holds the entry (deleteOwn, for every session):
-// meanwhile another manager may have taken the session over (the store
-// stalled longer than a lease, the nodes moved to the standby), and its
-// entry is that manager's. Past maxDeleteRetries the session is logged
-// and left: its entry stays until a takeover loads and ends it.
-func (m *Manager) retryDeleteLater(sess *session, s store.Session) {
+// retryLater keeps session sess (s, its state at the failure) to be
+// written to the store as it is then, or deleted when it has ended, when
+// the store answers again (healthLoop): otherwise a shared store keeps a
+// live session's older state (a standby taking over would load it) or an
+// ended session's entry until a takeover loads and ends it. A delete is
+// then made only if this manager still holds the entry (deleteOwn, for
+// every session): meanwhile another manager may have taken the session
+// over (the store stalled longer than a lease, the nodes moved to the
+// standby), and its entry is that manager's; for the same reason a live
+// session is written only while this manager holds the planner lock (or
+// runs alone). Past maxWriteRetries the session is logged and left.
+func (m *Manager) retryLater(sess *session, s store.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.pendingDeletes == nil {
-		m.pendingDeletes = map[string]deleteRetry{}
+	if m.pendingWrites == nil {
+		m.pendingWrites = map[string]writeRetry{}
 	}
-	if _, ok := m.pendingDeletes[s.ID]; !ok && len(m.pendingDeletes) >= maxDeleteRetries {
-		m.log.Error("store: ended session's delete not retried (too many waiting): its entry stays in the store", "session", s.ID, "waiting", len(m.pendingDeletes))
+	if _, ok := m.pendingWrites[s.ID]; !ok && len(m.pendingWrites) >= maxWriteRetries {
+		m.log.Error("store: session's write not retried (too many waiting): the store keeps its older state", "session", s.ID, "waiting", len(m.pendingWrites))
 		return
 	}
-	m.pendingDeletes[s.ID] = deleteRetry{s: s, sess: sess}
+	m.pendingWrites[s.ID] = writeRetry{s: s, sess: sess}
 }
 
-// retryDeletes deletes the ended sessions whose delete failed while the
-// store was unavailable, each given StoreTimeout. A delete waits for a
+// retryWrites writes the sessions whose write failed while the store was
+// unavailable, as they are now, and deletes those ended, each given
+// StoreTimeout. A retry waits for a
 // write of its session still running (the session's persist lock), so
 // that it comes after it; one whose write still waits for the store at
-// StoreTimeout stays for the next check. At the first delete that fails
+// StoreTimeout stays for the next check. At the first retry that fails
 // it stops, keeping that one and those not tried for the next check that
 // reads the store, and notes the failure (noteStore; a timeout is a
 // stall: noteStall): a store that stalls again meanwhile holds the health
-// check one StoreTimeout, not one per waiting delete.
-func (m *Manager) retryDeletes() {
+// check one StoreTimeout, not one per waiting session.
+func (m *Manager) retryWrites() {
 	m.mu.Lock()
-	batch := make([]deleteRetry, 0, len(m.pendingDeletes))
-	for _, d := range m.pendingDeletes {
+	batch := make([]writeRetry, 0, len(m.pendingWrites))
+	for _, d := range m.pendingWrites {
 		batch = append(batch, d)
 	}
-	m.pendingDeletes = nil
+	m.pendingWrites = nil
 	m.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
-	deleted, waiting := 0, 0
+	deleted, written, waiting := 0, 0, 0
 	for i, d := range batch {
 		if m.ctx.Err() != nil {
 			return
@@ -216,32 +220,50 @@ func (m *Manager) retryDeletes() {
 		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
 		if d.sess != nil && !d.sess.lockPersist(ctx) {
 			cancel()
-			m.retryDeleteLater(d.sess, d.s)
+			m.retryLater(d.sess, d.s)
 			waiting++
 			continue
 		}
-		err := m.deleteOwn(ctx, d.s)
+		snap, gone := d.s, true
+		if d.sess != nil {
+			m.mu.Lock()
+			snap, gone = d.sess.Session, d.sess.ended
+			m.mu.Unlock()
+		}
+		var err error
+		switch {
+		case gone:
+			err = m.deleteOwn(ctx, snap)
+		case m.lead != nil && !m.Leader():
+			// The active manager's to write, if the session is still its.
+		default:
+			err = m.st.PutSession(ctx, snap)
+		}
 		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if d.sess != nil {
 			d.sess.unlockPersist()
 		}
 		if err == nil || errors.Is(err, store.ErrNotFound) || m.ctx.Err() != nil {
-			deleted++
+			if gone {
+				deleted++
+			} else {
+				written++
+			}
 			continue
 		}
 		for _, left := range batch[i:] {
-			m.retryDeleteLater(left.sess, left.s)
+			m.retryLater(left.sess, left.s)
 		}
 		if stalled {
 			m.noteStall()
 		}
 		m.noteStore(err)
-		m.log.Warn("store: ended sessions' deletes stopped: the store failed again; the rest wait for its return",
-			"deleted", deleted, "left", len(batch)-deleted, "err", err)
+		m.log.Warn("store: sessions' writes stopped: the store failed again; the rest wait for its return",
+			"deleted", deleted, "written", written, "left", len(batch)-deleted-written, "err", err)
 		return
 	}
-	m.log.Info("store: ended sessions deleted after the store's return", "deleted", deleted, "left", waiting)
+	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting)
 }
 
 // storeMsg returns the store's error err for a message, with one "store: "

@@ -249,12 +249,18 @@ type Manager struct {
 	// userPending counts each subscriber's requests between the session
 	// limit's check and their session (or refusal): waiting in the queue.
 	userPending map[string]int
-	// pendingDeletes: ended sessions whose store delete failed, retried
-	// when the store answers (health.go).
-	pendingDeletes map[string]deleteRetry
-	logins         *loginGuard     // failed logins per client IP and user; nil: no limit
-	requests       *requestLimiter // title requests per subscriber; nil: no limit
-	nodes          map[string]*nodeState
+	// pendingWrites: sessions whose store write or delete failed, made
+	// when the store answers (health.go: retryLater).
+	pendingWrites map[string]writeRetry
+	// reportWrites: the load reports' session writes, made off the
+	// report's goroutine (persistq.go).
+	reportWrites reportWrites
+	// persistWait bounds a session's store call off the front door
+	// (persist; defaultPersistWait, shorter in tests).
+	persistWait time.Duration
+	logins      *loginGuard     // failed logins per client IP and user; nil: no limit
+	requests    *requestLimiter // title requests per subscriber; nil: no limit
+	nodes       map[string]*nodeState
 	// forgotEnded: sessions ended because the operator forgot their node
 	// (ForgetNode), or ended them (EndSessions) before their node
 	// registered here, by node id, until a node registers under the id: a
@@ -397,6 +403,10 @@ func (m *Manager) Start() (err error) {
 	m.kick = make(chan struct{}, 1)
 	m.catalogKick = make(chan struct{}, 1)
 	m.healthKick = make(chan struct{}, 1)
+	m.reportWrites.kick = make(chan struct{}, 1)
+	if m.persistWait <= 0 {
+		m.persistWait = defaultPersistWait
+	}
 	m.planKick = make(chan struct{}, 1)
 	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -496,6 +506,7 @@ func (m *Manager) Start() (err error) {
 		}
 	})
 	m.goRun(m.pumpLoop)
+	m.goRun(m.reportWriter)
 	m.goRun(m.tickLoop)
 	m.goRun(m.planLoop)
 	m.goRun(m.runLeader)

@@ -454,7 +454,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	m.endUnknownLocked(ns, unknown)
 	m.mu.Unlock()
-	m.persistAll(changed)
+	m.persistLater(changed) // not waiting for the store: the node's next report would
 	m.kickPump()
 	return nil
 }

@@ -180,8 +180,31 @@ const reasonLeftToActive = "node did not come back here: left to the active mana
 // ended). Concurrent persists of one session are serialised and each
 // writes the state of its own moment, so the store ends with the latest.
 func (m *Manager) persist(s *session) error {
-	return m.persistBy(s, time.Now().Add(10*time.Second), false)
+	return m.persistBy(s, time.Now().Add(m.persistWait), persistOne)
 }
+
+// defaultPersistWait is Manager.persistWait's default: it bounds a store
+// call made off the front door (persist, persistAll): a slow store is
+// given time, a stalled one is noted (noteStall) after it.
+const defaultPersistWait = 10 * time.Second
+
+// persistMode is how persistBy treats a store taken as stalled and a
+// failed write.
+type persistMode int
+
+const (
+	// persistOne (persist): the store is asked even when taken as
+	// stalled; a write that fails is made again on the store's return.
+	persistOne persistMode = iota
+	// persistInBatch (persistAll): as persistOne, but with the store
+	// taken as stalled no round trip is made: the write waits for the
+	// store's return.
+	persistInBatch
+	// persistFrontDoor (persistFront): as persistInBatch for deletes; a
+	// live session's write that fails is the request's refusal, not made
+	// again (the caller ends the session).
+	persistFrontDoor
+)
 
 // persistFront is persist for a front-door request's store work (its
 // new session, the sessions it ends, a redirect not delivered): the
@@ -191,31 +214,30 @@ func (m *Manager) persist(s *session) error {
 // requests are refused at once (admit), and until a health check reads
 // it again persistFront makes no round trip: a write fails at once with
 // errStoreDown, and an ended session's delete waits for the store's
-// return (retryDeleteLater). A store that failed quickly (a refused
+// return (retryLater). A store that failed quickly (a refused
 // connection) is still asked: its answer, as quick, may be its return.
 func (m *Manager) persistFront(s *session) error {
-	return m.persistBy(s, time.Now().Add(m.StoreTimeout), true)
+	return m.persistBy(s, time.Now().Add(m.StoreTimeout), persistFrontDoor)
 }
 
-// persistBy is persist with its store call bounded by deadline; front:
-// persistFront's.
-func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
+// persistBy is persist with its store call bounded by deadline, in mode.
+func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if !s.lockPersist(ctx) {
 		// A persist of the session before this one still waits for the
-		// store (it notes the store's outcome itself): this one's delete
-		// waits for the store's return, after it (retryDeletes).
+		// store (it notes the store's outcome itself): this one's write
+		// waits for the store's return, after it (retryWrites).
 		m.mu.Lock()
 		snap, gone := s.Session, s.ended
 		m.mu.Unlock()
 		err := fmt.Errorf("store: session %s: waiting for its previous write: %w", snap.ID, ctx.Err())
-		if front {
+		if mode == persistFrontDoor {
 			err = fmt.Errorf("%w (%v): session %s: its previous write still waits for the store", errStoreTimeout, m.StoreTimeout, snap.ID)
 		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
-		if gone {
-			m.retryDeleteLater(s, snap)
+		if gone || mode != persistFrontDoor {
+			m.retryLater(s, snap)
 		}
 		return err
 	}
@@ -223,9 +245,9 @@ func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
 	m.mu.Lock()
 	snap, gone, forget := s.Session, s.ended, s.forget
 	m.mu.Unlock()
-	if front && m.health.storeStalled.Load() {
-		if gone {
-			m.retryDeleteLater(s, snap)
+	if mode != persistOne && m.health.storeStalled.Load() {
+		if gone || mode == persistInBatch {
+			m.retryLater(s, snap)
 		}
 		return errStoreDown
 	}
@@ -244,26 +266,44 @@ func (m *Manager) persistBy(s *session, deadline time.Time, front bool) error {
 	}
 	m.noteStore(err)
 	if err != nil {
-		if front && stalled {
+		if mode == persistFrontDoor && stalled {
 			// Not wrapping err: a deadline is not the client's (outcome).
 			err = fmt.Errorf("%w (%v): %v", errStoreTimeout, m.StoreTimeout, err)
 		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
-		if gone {
-			m.retryDeleteLater(s, snap)
+		if gone || mode != persistFrontDoor {
+			m.retryLater(s, snap)
 		}
 	}
 	return err
 }
 
-// persistAll persists each session (after a batch of changes under mu).
-func (m *Manager) persistAll(ss []*session) {
+// persistAll persists each session (after a batch of changes under mu)
+// and returns how many were not written. Each call is bounded as
+// persist's, but once the store is taken as stalled (a call timed out,
+// this batch's or another's: health.storeStalled) the rest make no round
+// trip and wait for the store's return (retryLater: written, or deleted,
+// as they are then), so that a stall holds the caller (the housekeeping
+// tick, a node's registration or load report, an operator's order) one
+// timeout, not one per session.
+func (m *Manager) persistAll(ss []*session) (failed int) {
+	waiting := 0
 	for _, s := range ss {
-		m.persist(s)
+		switch err := m.persistBy(s, time.Now().Add(m.persistWait), persistInBatch); {
+		case errors.Is(err, errStoreDown):
+			waiting++
+			failed++
+		case err != nil:
+			failed++
+		}
+	}
+	if waiting > 0 {
+		m.log.Warn("store: session writes wait for the store's return (it stalled)", "sessions", waiting)
 	}
 	if len(ss) > 0 {
 		m.kickPump()
 	}
+	return failed
 }
 
 // persistAllFront is persistAll for a front-door request's store work

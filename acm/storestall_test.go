@@ -219,7 +219,7 @@ func TestStoreRetriedDeleteSparesATakenOverSession(t *testing.T) {
 
 	g.open()
 	waitFor(t, 5*time.Second, "the waiting delete made", func() bool {
-		return strings.Contains(log.String(), "store: ended sessions deleted after the store's return")
+		return strings.Contains(log.String(), "store: sessions written and ended sessions deleted after the store's return")
 	})
 	got, err := r.Session(ctx, other.ID)
 	if err != nil || got.Manager != "other-manager" {
@@ -247,12 +247,12 @@ func TestStoreRetriedDeletesStopAtAStall(t *testing.T) {
 		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	for i := range 20 {
-		e.m.retryDeleteLater(nil, store.Session{ID: fmt.Sprintf("ended-%02d", i), Manager: e.m.holderID()})
+		e.m.retryLater(nil, store.Session{ID: fmt.Sprintf("ended-%02d", i), Manager: e.m.holderID()})
 	}
 	g.closeAfter.Store(1)
 	e.m.noteStall() // as a request's write that timed out: the health check reads the store now
-	waitFor(t, 5*time.Second, "the deletes stopped at the store's new stall", func() bool {
-		return strings.Contains(log.String(), "ended sessions' deletes stopped")
+	waitFor(t, 5*time.Second, "the retries stopped at the store's new stall", func() bool {
+		return strings.Contains(log.String(), "sessions' writes stopped")
 	})
 	waitFor(t, 5*time.Second, "the store taken as unavailable", func() bool { return e.m.health.storeDown.Load() })
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 503 {
@@ -260,10 +260,10 @@ func TestStoreRetriedDeletesStopAtAStall(t *testing.T) {
 	}
 	g.open()
 	waitFor(t, 5*time.Second, "every waiting delete made", func() bool {
-		return strings.Contains(log.String(), "ended sessions deleted after the store's return\" deleted=19 left=0")
+		return strings.Contains(log.String(), "sessions written and ended sessions deleted after the store's return\" deleted=19 written=0 left=0")
 	})
 	e.m.mu.Lock()
-	left := len(e.m.pendingDeletes)
+	left := len(e.m.pendingWrites)
 	e.m.mu.Unlock()
 	if left != 0 || e.m.health.storeDown.Load() {
 		t.Fatalf("after the store's return: %d deletes waiting, store taken as unavailable %v", left, e.m.health.storeDown.Load())

@@ -1,0 +1,52 @@
+package acm
+
+// reportWrites carries the session writes of the nodes' load reports to
+// one goroutine (reportWriter), in order, so that a report never waits
+// for the store: a report handler waiting (up to defaultPersistWait) for a
+// stalled store stopped reading the node's next reports, and the node,
+// its heartbeats unread, was declared dead (lsm's missed heartbeats, 3 s
+// by default) and its sessions orphaned.
+type reportWrites struct {
+	kick chan struct{} // cap 1: sessions are waiting
+	// guarded by Manager.mu
+	queue []*session
+}
+
+// persistLater queues ss to be persisted by reportWriter (mu not held).
+func (m *Manager) persistLater(ss []*session) {
+	if len(ss) == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.reportWrites.queue = append(m.reportWrites.queue, ss...)
+	m.mu.Unlock()
+	select {
+	case m.reportWrites.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reportWriter persists the sessions persistLater queued (persistAll)
+// until the manager stops, and those queued by then as it stops.
+func (m *Manager) reportWriter() {
+	for {
+		select {
+		case <-m.reportWrites.kick:
+		case <-m.ctx.Done():
+			m.writeQueued()
+			return
+		}
+		m.writeQueued()
+	}
+}
+
+// writeQueued persists the sessions queued so far.
+func (m *Manager) writeQueued() {
+	m.mu.Lock()
+	ss := m.reportWrites.queue
+	m.reportWrites.queue = nil
+	m.mu.Unlock()
+	if len(ss) > 0 {
+		m.persistAll(ss)
+	}
+}
