@@ -59,3 +59,40 @@ func TestNoPrefetchOnANodeWithoutOrigin(t *testing.T) {
 		t.Errorf("ChooseNode with only the bare node alive: %q %v, want ErrNoRoom", id, err)
 	}
 }
+
+// A node without an origin (NodeView.NoOrigin) does not count in the mean
+// egress that sizes replica counts: 12 Gbit/s of demand needs two of the
+// 10 Gbit/s nodes with an origin (7 Gbit/s each at 70%), however large the
+// bare node is (with its 100 Gbit/s counted the mean would be 32.5 Gbit/s
+// and one replica would do); the same within a site.
+func TestNoOriginNodeDoesNotShrinkReplicaCounts(t *testing.T) {
+	for _, site := range []string{"", "east"} {
+		t.Run("site="+site, func(t *testing.T) {
+			r := newRep(t, ReplicatorConfig{})
+			c := newCluster(4, 1)
+			for i := range c.view.Nodes {
+				c.view.Nodes[i].Site = site
+			}
+			bare := c.node("n3")
+			bare.NoOrigin, bare.EgressBps = true, 100e9
+			seed(t, r, "t00", 3, offPeak) // 12 Gbit/s
+			if site != "" {
+				for range 10 {
+					r.ObserveSite("t00", site, offPeak)
+				}
+			}
+			now := offPeak
+			for range 3 {
+				c.apply(t, r.Plan(now, &c.view))
+				now = now.Add(time.Minute)
+			}
+			nodes, k := r.PlannedNodes("t00")
+			if k != 2 {
+				t.Fatalf("t00: %d replicas planned on %v, want 2 (the bare node's egress counted?)", k, nodes)
+			}
+			if h := c.holders("t00"); len(h) != 2 || slices.Contains(h, "n3") {
+				t.Fatalf("t00 held by %v, want two nodes with an origin", h)
+			}
+		})
+	}
+}

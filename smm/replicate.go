@@ -14,9 +14,11 @@ import (
 //     and scales it to the cluster's remembered peak, so replicas are
 //     planned for the evening, not for the hour at hand;
 //  2. gives each title a replica count, the number of nodes whose egress
-//     at TargetUtilization carries that demand, with hysteresis (a replica
-//     is added above AddAbove and dropped below DropBelow times what the
-//     replicas carry): a hot title on several nodes, the tail on one;
+//     at TargetUtilization carries that demand (the mean egress of the
+//     nodes with an origin: one without, NodeView.NoOrigin, can hold no
+//     new replica), with hysteresis (a replica is added above AddAbove
+//     and dropped below DropBelow times what the replicas carry): a hot
+//     title on several nodes, the tail on one;
 //  3. chooses the titles the cluster keeps, by value per byte of disk
 //     (request rate times (SetupBytes+size)/size, as gdsf), until
 //     DiskFill of the disks is planned; titles already placed keep their

@@ -87,16 +87,28 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 }
 
 // capRef is the bit/s one node's egress carries at the target utilization,
-// on average over the alive nodes.
+// on average over the alive nodes that have an origin: a node without one
+// (NodeView.NoOrigin) can hold no new replica, so its egress, however
+// large, must not shrink the replica counts the others need. When none of
+// alive has an origin, the average is over all of them.
 func (r *Replicator) capRef(alive []*nodeState) float64 {
-	var sum float64
+	var sum, all float64
+	n := 0
 	for _, ns := range alive {
-		sum += float64(max(ns.v.EgressBps, 0))
+		e := float64(max(ns.v.EgressBps, 0))
+		all += e
+		if !ns.v.NoOrigin {
+			sum += e
+			n++
+		}
+	}
+	if n == 0 {
+		sum, n = all, len(alive)
 	}
 	if sum <= 0 {
 		return 1
 	}
-	return r.cfg.TargetUtilization * sum / float64(len(alive))
+	return r.cfg.TargetUtilization * sum / float64(n)
 }
 
 // replicas returns the replica count for demand x (in node capacities)

@@ -45,7 +45,7 @@ type siteCount struct {
 type siteGroup struct {
 	name    string
 	nodes   []*nodeState
-	capRef  float64 // bit/s one of its nodes carries at the target utilization, on average
+	capRef  float64 // bit/s one of its nodes carries at the target utilization, on average (capRef)
 	popSite int     // the site's index in the demand tracker's sites, -1 when no request named it
 }
 
