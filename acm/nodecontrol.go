@@ -134,6 +134,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// taken for this registration's (nodeLeft, streamBroke).
 	ns.stopStream()
 	ns.streamGen++
+	if req.GetNoOrigin() {
+		m.dropPrefetchesLocked(ns, req.GetTitles(), now) // it cannot fetch: not sent to its new stream
+	}
 	ns.httpTLS, ns.rtspsAddr = req.GetHttpTls(), req.GetRtspsAddr()
 	if m.RTSPTLS != nil && ns.rtspsAddr == "" {
 		m.log.Warn("node has no RTSPS listener: viewers that come to the front door over RTSPS are not sent to it (their players cannot follow a redirect to plain RTSP); give it rtsp_tls_cert_file",

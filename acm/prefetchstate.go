@@ -178,3 +178,45 @@ func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node strin
 	}
 	return m.putStateJSON(ctx, statePrefetches, stored)
 }
+
+// dropPrefetchesLocked gives up the prefetches ordered on ns before it
+// registered again without an origin (lsm.NodeSpec.NoOrigin), as
+// restorePrefetchesLocked gives up a stored one (mu held, before the
+// registration's titles are synced): the PrefetchCommands still queued
+// for it (ordered while it was away, or while its stream broke) are taken
+// out of its queue, since it would only fail them, and every prefetch
+// ordered there that the registration does not list (held) is dropped:
+// its pending order, the Replicator's fill (counted failed, not retried
+// there) and the operator's stored order, with a warning each. A title
+// the registration lists keeps its order, which the sync then finds done.
+// It returns how many prefetches it gave up.
+func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, now time.Time) int {
+	var titles []string
+	ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool {
+		p := c.GetPrefetch()
+		if p != nil {
+			titles = append(titles, p.GetTitleId())
+		}
+		return p != nil
+	})
+	for id := range ns.pending {
+		titles = append(titles, id)
+	}
+	slices.Sort(titles)
+	titles = slices.Compact(titles)
+	dropped := 0
+	for _, id := range titles {
+		if id == "" || slices.ContainsFunc(held, func(t *pb.StoredTitle) bool { return t.GetTitleId() == id }) {
+			continue
+		}
+		delete(ns.pending, id)
+		if m.rep != nil {
+			m.rep.FillFailed(ns.id, id, now)
+			m.rep.CancelPrefetch(ns.id, id) // the operator's: not retried where it cannot fill
+		}
+		m.orderDoneLocked(ns.id, id, true)
+		m.log.Warn("prefetch dropped: the node registered without an origin (node origin) and cannot fetch the title", "node", ns.id, "title", id)
+		dropped++
+	}
+	return dropped
+}

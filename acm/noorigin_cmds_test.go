@@ -1,0 +1,79 @@
+package acm
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/proto/logtest"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// An operator's prefetch queued for a node that had no heartbeat stream
+// (registered, then away before its stream opened) is not sent when the
+// node registers again without an origin: it would only fail it. It is
+// given up as a stored order for such a node is: out of the node's
+// command queue and the manager's view, not listed as a fill, its stored
+// order removed, and a warning logged. A prefetch of a title the node
+// comes back holding is dropped from the queue but counted done.
+func TestQueuedPrefetchDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	ctx := context.Background()
+	reg := func(noOrigin bool, titles ...*pb.StoredTitle) {
+		t.Helper()
+		if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001", NoOrigin: noOrigin, Titles: titles,
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queuedPrefetches := func() []string {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		var out []string
+		for _, c := range e.m.nodes["n"].queue {
+			if p := c.GetPrefetch(); p != nil {
+				out = append(out, p.GetTitleId())
+			}
+		}
+		return out
+	}
+	reg(false) // no heartbeat stream: its commands wait in the queue
+	for _, title := range []string{"t3", "t2"} {
+		if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: title, NodeId: "n"}); err != nil || strings.Contains(ack.GetMessage(), "queued") {
+			t.Fatalf("prefetch of %s: %v %v, want it ordered", title, ack, err)
+		}
+	}
+	if q := queuedPrefetches(); len(q) != 2 {
+		t.Fatalf("prefetches queued for n: %v, want t3 and t2", q)
+	}
+	waitFor(t, 5*time.Second, "the orders stored", func() bool { return len(storedOrders(t, e)) == 2 })
+
+	reg(true, &pb.StoredTitle{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000})
+	if q := queuedPrefetches(); len(q) != 0 {
+		t.Fatalf("prefetches still queued for the node without an origin: %v", q)
+	}
+	e.m.mu.Lock()
+	pending := len(e.m.nodes["n"].pending)
+	e.m.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d prefetches still pending on the node without an origin", pending)
+	}
+	if n := e.nodeInfo("n"); n.Titles != 1 {
+		t.Fatalf("the node without an origin has %d titles in the manager's view, want only t2, which it holds", n.Titles)
+	}
+	for _, f := range e.fills() {
+		if f.GetNodeId() == "n" {
+			t.Fatalf("a fill listed on the node without an origin: %v", f)
+		}
+	}
+	waitFor(t, 5*time.Second, "the orders gone from the store", func() bool { return len(storedOrders(t, e)) == 0 })
+	if !strings.Contains(log.String(), "prefetch dropped") || !strings.Contains(log.String(), "title=t3") {
+		t.Errorf("no warning of the dropped prefetch of t3:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), "prefetch failed") {
+		t.Errorf("a prefetch counted failed by the node:\n%s", log.String())
+	}
+}
