@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"vodcluster/acm/store"
+	"vodcluster/lsm"
 	"vodcluster/proto/token"
 )
 
@@ -21,11 +22,15 @@ import (
 // or dead and kept for its return) is ended (endStrandedLocked) and
 // returned in stranded for the caller to persist once mu is released:
 // its viewer, back at the front door, is admitted anew on a node in
-// service instead of being sent back to one that is not.
+// service instead of being sent back to one that is not. So is such a
+// session on a node that registered since without an origin and lacks the
+// title complete (cannotServeLocked): the node can neither play nor fetch
+// it (endLackingLocked).
 func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
 	if m.userSessions[r.User] == 0 {
 		return nil, nil
 	}
+	var lacking []*session
 	for _, s := range m.sessions {
 		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
 			continue
@@ -41,12 +46,57 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 			stranded = append(stranded, s)
 			continue
 		}
+		if m.cannotServeLocked(n, title) {
+			lacking = append(lacking, s)
+			continue
+		}
 		if g == nil {
 			g = m.grantLocked(s.Session, n)
 		}
 	}
 	m.endStrandedLocked(stranded, now)
-	return g, stranded
+	m.endLackingLocked(lacking, now)
+	return g, append(stranded, lacking...)
+}
+
+// cannotServeLocked reports whether node n has no origin
+// (lsm.NodeSpec.NoOrigin) and does not hold title complete as the
+// manager sees it (its last report, with the fills booked since): it can
+// neither play the title nor fetch it (mu held). A session there of the
+// same viewer (a node restarted without an origin, its disk without the
+// title) is not given a new token: the viewer would be sent to a node
+// that answers 404.
+func (m *Manager) cannotServeLocked(n *lsm.Node, title string) bool {
+	if !n.NoOrigin {
+		return false
+	}
+	ns := m.nodes[n.ID]
+	if ns == nil {
+		return true
+	}
+	st := ns.titles[title]
+	return st == nil || st.GetFilling() || ns.awaiting[title] || ns.pending[title] != nil
+}
+
+// reasonNoOriginLacks is the reason (node order, session record) of a
+// session ended because its viewer came back to the front door while the
+// session's node, registered without an origin since, lacks the title.
+const reasonNoOriginLacks = "moved: its node came back without an origin and lacks the title"
+
+// endLackingLocked ends sessions whose viewer came back to the front door
+// while their node has no origin and lacks their title
+// (cannotServeLocked), as endStrandedLocked ends those on a node out of
+// service (mu held); the viewer is admitted anew. The caller persists
+// them once mu is released.
+func (m *Manager) endLackingLocked(ss []*session, now time.Time) {
+	if len(ss) == 0 {
+		return
+	}
+	for _, s := range ss {
+		m.log.Info("session ended: its viewer came back while its node, registered without an origin, lacks the title", "session", s.ID,
+			"user", s.User, "title", s.Title, "node", s.Node, "protocol", s.Protocol)
+	}
+	m.endOrderedLocked(ss, reasonNoOriginLacks, now)
 }
 
 // reasonStranded is the reason (node order, session record) of a session
@@ -72,7 +122,8 @@ func (m *Manager) endStrandedLocked(ss []*session, now time.Time) {
 // unusedGrantLocked returns the grant of r.Reuse, a session of r's user
 // and title admitted earlier on the same RTSP connection whose viewer has
 // not reached its node (mu held); nil otherwise.
-// One on a node out of service is ended and returned in stranded, as in
+// One on a node out of service, or on a node without an origin that lacks
+// the title (cannotServeLocked), is ended and returned in stranded, as in
 // sameHTTPViewerLocked.
 func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
 	if r.Reuse == "" {
@@ -89,6 +140,11 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time)
 	if !n.Alive || n.Unreachable {
 		stranded = []*session{s}
 		m.endStrandedLocked(stranded, now)
+		return nil, stranded
+	}
+	if m.cannotServeLocked(n, title) {
+		stranded = []*session{s}
+		m.endLackingLocked(stranded, now)
 		return nil, stranded
 	}
 	return m.grantLocked(s.Session, n), nil
