@@ -42,6 +42,13 @@ func playCmd(g *globals) *cobra.Command {
 			"  vodctl play --rtsps-ca ca.pem rtsps://demo:demo@vod.example.net:8322/vod/sample-001\n" +
 			"  vodctl play --transport udp rtsp://demo:demo@127.0.0.1:8554/vod/sample-002\n" +
 			"  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-003/es   # H.264 + AAC tracks",
+		Long: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s.\n\n" +
+			"The play lasts --duration (0: to the end of the title). Ctrl-C (SIGINT) or SIGTERM ends it\n" +
+			"sooner, as its --duration would: TEARDOWN, then the report; a second one kills vodctl.\n\n" +
+			"Exit status: 0 for a play that received video frames; 130 (SIGINT) or 143 (SIGTERM) for one\n" +
+			"a signal ended, after its TEARDOWN and report (128 + the signal's number, as a shell reports\n" +
+			"a command the signal killed), and so too for one interrupted before it began; 1 for any\n" +
+			"other error (a bad URL or flag, a refusal, no video frame received).",
 		Args: argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rtspsCA != "" {
@@ -55,25 +62,15 @@ func playCmd(g *globals) *cobra.Command {
 			// and the report. They killed vodctl, which printed nothing and
 			// left a UDP session playing on its node (holding its reservation
 			// and one of the subscriber's sessions) until session_timeout. A
-			// second one kills it as before.
+			// second one kills it as before. vodctl then exits 128 + the
+			// signal's number (130, 143), as a shell reports a command the
+			// signal killed: it exited 0 after the report, and a script could
+			// not tell a play cut short from a whole one.
 			parent := cmd.Context()
 			if parent == nil {
 				parent = context.Background()
 			}
-			// A signal ignored when vodctl started (SIGINT of a job run in the
-			// background by a script) stays ignored: Notify would catch it.
-			var sigs []os.Signal
-			for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
-				if !signal.Ignored(s) {
-					sigs = append(sigs, s)
-				}
-			}
-			sigCtx, stop := context.WithCancel(parent)
-			if len(sigs) > 0 {
-				sigCtx, stop = signal.NotifyContext(parent, sigs...)
-			}
-			defer stop()
-			go func() { <-sigCtx.Done(); stop() }() // ends with the play too (stop)
+			sigCtx, caught := watchSignals(parent)
 			ctx := sigCtx
 			if opts.Duration > 0 {
 				var cancel context.CancelFunc
@@ -81,16 +78,22 @@ func playCmd(g *globals) *cobra.Command {
 				defer cancel()
 			}
 			res, err := probe.Play(ctx, args[0], opts)
+			sig := caught() // the watch ends here: a signal from now on kills vodctl
 			if err != nil {
-				if errors.Is(err, probe.ErrStopped) && sigCtx.Err() != nil {
+				if errors.Is(err, probe.ErrStopped) && sig != 0 {
 					// Before PLAY's answer (a request the server or the front
 					// door's admission queue held): it waited for that answer.
-					return fmt.Errorf("interrupted before the play began, nothing played: %w", err)
+					return interrupted(sig, fmt.Errorf("interrupted before the play began, nothing played: %w", err))
 				}
 				return explainPlay(err, args[0], res.Server != "")
 			}
 			printPlay(cmd.OutOrStdout(), res, g.json)
-			if res.VideoFrames == 0 {
+			switch {
+			case sig != 0 && res.VideoFrames == 0:
+				return interrupted(sig, fmt.Errorf("play interrupted by %s before any video frame", sigName(sig)))
+			case sig != 0:
+				return interrupted(sig, fmt.Errorf("play interrupted by %s: the report is of the part played", sigName(sig)))
+			case res.VideoFrames == 0:
 				return fmt.Errorf("no video frame received")
 			}
 			return nil
@@ -100,6 +103,77 @@ func playCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end; Ctrl-C stops it sooner, with the report)")
 	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
 	return cmd
+}
+
+// signalCause is the cause of the context watchSignals ends: sig
+// received. Its text is os/signal.NotifyContext's ("terminated signal
+// received").
+type signalCause struct{ sig syscall.Signal }
+
+func (c signalCause) Error() string { return c.sig.String() + " signal received" }
+
+// watchSignals returns a context that ends (cause signalCause) at the
+// first SIGINT or SIGTERM, and caught, which ends the watch and returns
+// the signal received, 0 when none was. A signal ignored when vodctl
+// started (SIGINT of a job run in the background by a script) stays
+// ignored: signal.Notify would catch it. After the first signal, or once
+// caught has returned, the signals do again what they did before (a
+// second one kills vodctl). caught must be called; it waits for the
+// watch's goroutine to end.
+func watchSignals(parent context.Context) (ctx context.Context, caught func() syscall.Signal) {
+	ctx, cancel := context.WithCancelCause(parent)
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return ctx, func() syscall.Signal { cancel(nil); return 0 }
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	var got syscall.Signal // written by the goroutine, read once it ended
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			got = s.(syscall.Signal)
+			cancel(signalCause{got})
+		case <-ctx.Done(): // caught called, or parent ended
+			signal.Stop(ch)
+			select {
+			case s := <-ch: // came with the end: not lost
+				got = s.(syscall.Signal)
+			default:
+			}
+		}
+	}()
+	return ctx, func() syscall.Signal {
+		cancel(nil)
+		<-ended
+		return got
+	}
+}
+
+// interrupted is err with the exit status of a command sig ended: 128 +
+// its number (130 for SIGINT, 143 for SIGTERM), the shell's convention.
+func interrupted(sig syscall.Signal, err error) error {
+	return &exitError{code: 128 + int(sig), err: err}
+}
+
+// sigName is SIGINT or SIGTERM, the names operators know (String says
+// "interrupt", "terminated").
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // explainPlay adds to a play's error what the operator can do about the

@@ -21,7 +21,8 @@ const childEnv = "VODCTL_TEST_PLAY_CHILD"
 // mode. "second": SIGTERM during a play, then another once vodctl play
 // returned. "ignored": SIGINT during a play of a process that ignores it.
 // It prints the play's JSON report, "returned: ERR" and how long the play
-// took.
+// took. "exit": SIGINT during a play run as main runs it, the process
+// exiting with vodctl's exit status.
 func TestPlayChild(t *testing.T) {
 	mode := os.Getenv(childEnv)
 	if mode == "" {
@@ -29,13 +30,17 @@ func TestPlayChild(t *testing.T) {
 	}
 	s, addr := startTSServer(t)
 	sig, duration := syscall.SIGTERM, "60s" // the signal ends it
-	if mode == "ignored" {
+	switch mode {
+	case "ignored":
 		sig, duration = syscall.SIGINT, "2s"
+	case "exit":
+		sig = syscall.SIGINT
 	}
+	args := []string{"--json", "play", "--duration", duration, "rtsp://demo:demo@" + addr + "/vod/sample-001"}
 	cmd := newRoot()
 	cmd.SetOut(os.Stdout)
 	cmd.SetErr(os.Stdout)
-	cmd.SetArgs([]string{"--json", "play", "--duration", duration, "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+	cmd.SetArgs(args)
 	go func() {
 		select {
 		case <-s.played:
@@ -46,6 +51,9 @@ func TestPlayChild(t *testing.T) {
 		}
 		syscall.Kill(syscall.Getpid(), sig)
 	}()
+	if mode == "exit" {
+		os.Exit(run(args, os.Stdout, os.Stderr))
+	}
 	start := time.Now()
 	err := cmd.Execute()
 	fmt.Printf("returned: %v\nplayed for %v\n", err, time.Since(start).Round(time.Millisecond))
@@ -61,7 +69,8 @@ func TestPlayChild(t *testing.T) {
 // vodctl; and a SIGINT that vodctl was started ignoring (a play run in
 // the background by a script) stays ignored: the play goes on to its
 // --duration (signal.Notify caught it, and Ctrl-C at the terminal ended
-// the scripts' background plays).
+// the scripts' background plays). And vodctl run as main runs it exits
+// 130 after a SIGINT that ended the play, its report printed.
 func TestPlaySignalDisposition(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("in the child")
@@ -89,7 +98,7 @@ func TestPlaySignalDisposition(t *testing.T) {
 	out, err := run("second", self...)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM ||
-		!strings.Contains(out, "returned: <nil>\n") || strings.Contains(out, "survived") {
+		!strings.Contains(out, "returned: play interrupted by SIGTERM: the report is of the part played\n") || strings.Contains(out, "survived") {
 		t.Fatalf("SIGTERM during a play, then another: %v, want killed by the second\n%s", err, out)
 	}
 	var rep struct {
@@ -97,6 +106,16 @@ func TestPlaySignalDisposition(t *testing.T) {
 	}
 	if i := strings.Index(out, "{"); i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&rep) != nil || rep.VideoFrames == 0 {
 		t.Fatalf("no JSON report with frames after SIGTERM:\n%s", out)
+	}
+
+	// As main runs it: exit status 130 after the report (it was 0).
+	rep.VideoFrames = 0
+	out, err = run("exit", self...)
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out, "\nvodctl: play interrupted by SIGINT: the report is of the part played\n") {
+		t.Fatalf("SIGINT during a play: %v, want exit status 130\n%s", err, out)
+	}
+	if i := strings.Index(out, "{"); i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&rep) != nil || rep.VideoFrames == 0 {
+		t.Fatalf("no JSON report with frames after SIGINT:\n%s", out)
 	}
 
 	out, err = run("ignored", append([]string{"sh", "-c", `trap "" INT; exec "$0" "$@"`}, self...)...)

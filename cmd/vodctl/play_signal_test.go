@@ -122,67 +122,79 @@ func startTSServer(t *testing.T) (*tsServer, string) {
 	return s, lis.Addr().String()
 }
 
-// SIGTERM (or Ctrl-C's SIGINT) during vodctl play ends the play as its
+// SIGTERM or Ctrl-C's SIGINT during vodctl play ends the play as its
 // --duration would: TEARDOWN to the server, and the report printed. It
 // killed vodctl, which printed nothing and sent no TEARDOWN: a UDP
 // viewer's session stayed on its node, its reservation held and one of
-// the subscriber's sessions taken, until session_timeout.
+// the subscriber's sessions taken, until session_timeout. vodctl then
+// ends with 128 + the signal's number, 130 or 143: it exited 0, and a
+// script could not tell a play cut short from a whole one.
 func TestPlayStopsOnSignal(t *testing.T) {
-	s, addr := startTSServer(t)
-	cmd := newRoot()
-	var out strings.Builder
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"play", "--duration", "60s", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
-	type result struct {
-		err error
-		at  time.Time
-	}
-	ran := make(chan result, 1)
-	go func() {
-		err := cmd.Execute()
-		ran <- result{err, time.Now()}
-	}()
-	select {
-	case <-s.played:
-	case r := <-ran:
-		t.Fatalf("play ended before PLAY: %v\n%s", r.err, out.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("no PLAY within 10 s")
-	}
-	// Media flows (the report has frames): 200 kB sent, a third of a
-	// second at the server's rate.
-	for deadline := time.Now().Add(10 * time.Second); s.stream.BytesSent() < 200_000; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes sent in 10 s", s.stream.BytesSent())
-		}
-	}
-	sent := time.Now()
-	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	select {
-	case r = <-ran:
-	case <-time.After(15 * time.Second):
-		t.Fatal("play still running 15 s after SIGTERM")
-	}
-	if d := r.at.Sub(sent); r.err != nil || d > 5*time.Second {
-		t.Fatalf("play after SIGTERM: %v, %v later\n%s", r.err, d, out.String())
-	}
-	if !strings.HasPrefix(out.String(), "played rtsp://demo:xxxxx@"+addr+"/vod/sample-001 from "+addr+": ") {
-		t.Fatalf("no report:\n%s", out.String())
-	}
-	select {
-	case <-s.teardown:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no TEARDOWN: %v", s.methods())
+	for _, c := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGTERM, "SIGTERM", 143}, {syscall.SIGINT, "SIGINT", 130}} {
+		t.Run(c.name, func(t *testing.T) {
+			s, addr := startTSServer(t)
+			cmd := newRoot()
+			var out strings.Builder
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs([]string{"play", "--duration", "60s", "rtsp://demo:demo@" + addr + "/vod/sample-001"})
+			type result struct {
+				err error
+				at  time.Time
+			}
+			ran := make(chan result, 1)
+			go func() {
+				err := cmd.Execute()
+				ran <- result{err, time.Now()}
+			}()
+			select {
+			case <-s.played:
+			case r := <-ran:
+				t.Fatalf("play ended before PLAY: %v\n%s", r.err, out.String())
+			case <-time.After(10 * time.Second):
+				t.Fatal("no PLAY within 10 s")
+			}
+			// Media flows (the report has frames): 200 kB sent, a third of a
+			// second at the server's rate.
+			for deadline := time.Now().Add(10 * time.Second); s.stream.BytesSent() < 200_000; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d bytes sent in 10 s", s.stream.BytesSent())
+				}
+			}
+			sent := time.Now()
+			if err := syscall.Kill(syscall.Getpid(), c.sig); err != nil {
+				t.Fatal(err)
+			}
+			var r result
+			select {
+			case r = <-ran:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("play still running 15 s after %s", c.name)
+			}
+			var ee *exitError
+			if d := r.at.Sub(sent); !errors.As(r.err, &ee) || ee.code != c.code || d > 5*time.Second ||
+				r.err.Error() != "play interrupted by "+c.name+": the report is of the part played" {
+				t.Fatalf("play after %s: %v (exit status %v), %v later; want exit status %d\n%s", c.name, r.err, ee, d, c.code, out.String())
+			}
+			if !strings.HasPrefix(out.String(), "played rtsp://demo:xxxxx@"+addr+"/vod/sample-001 from "+addr+": ") {
+				t.Fatalf("no report:\n%s", out.String())
+			}
+			select {
+			case <-s.teardown:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no TEARDOWN: %v", s.methods())
+			}
+		})
 	}
 }
 
 // A signal before the server answered PLAY (a DESCRIBE the front door's
 // admission queue holds, a server that does not answer) stops vodctl
-// play at once, saying nothing was played: the signal was caught and
+// play at once, saying nothing was played, with exit status 143: the signal was caught and
 // the play went on waiting for the answer, up to the client's 10 s read
 // timeout, and then set up and played a session only to tear it down.
 func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
@@ -212,8 +224,9 @@ func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
 	}
 	select {
 	case err := <-ran:
+		var ee *exitError // exit status 143, as a play SIGTERM ended later
 		if d := time.Since(sent); err == nil || !strings.Contains(err.Error(), "interrupted before the play began, nothing played: probe: stopped before PLAY's answer (terminated signal received)") ||
-			!errors.Is(err, probe.ErrStopped) ||
+			!errors.Is(err, probe.ErrStopped) || !errors.As(err, &ee) || ee.code != 143 ||
 			d > 3*time.Second {
 			t.Fatalf("play after SIGTERM before PLAY: %v, %v later\n%s", err, d, out.String())
 		}
