@@ -203,7 +203,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
 		msg += fmt.Sprintf(" (the stored hold not lifted, %s: a manager restart brings it back)", storeMsg(err))
 	}
-	return &pb.PlacementAck{NodeId: id, Message: msg}, nil
+	return &pb.PlacementAck{NodeId: id, TitleId: t.ID, Message: msg}, nil
 }
 
 // Evict orders a node to remove a title: its copy, or, when the node has
@@ -243,7 +243,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 				m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
 				msg += fmt.Sprintf(" (its stored order not removed, %s: a manager restart may order it again)", storeMsg(err))
 			}
-			return &pb.PlacementAck{NodeId: node, Message: msg}, nil
+			return &pb.PlacementAck{NodeId: node, TitleId: title, Message: msg}, nil
 		}
 		unlock()
 		return nil, err
@@ -268,7 +268,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 			msg += fmt.Sprintf(" (hold not saved, %s: a manager restart forgets it)", storeMsg(err))
 		}
 	}
-	return &pb.PlacementAck{NodeId: node, Message: msg}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: msg}, nil
 }
 
 // Pin pins a title to a node, or to the cluster when no node is given: a
@@ -363,7 +363,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	m.mu.Unlock()
 	verb := map[bool]string{true: "pinned", false: "unpinned"}[pin]
 	if !changed {
-		return &pb.PlacementAck{NodeId: node, Message: "already pinned"}, nil
+		return &pb.PlacementAck{NodeId: node, TitleId: title, Message: "already pinned"}, nil
 	}
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -401,7 +401,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, Message: verb + warn}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn}, nil
 }
 
 // pinWarningLocked says why titles pinned to node may not all be fetched

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"vodcluster/acm/boss"
@@ -144,6 +145,34 @@ func TestAdminPlacement(t *testing.T) {
 	}
 	if cmd := <-n.cmds; cmd.GetEvict().GetTitleId() != "t1" {
 		t.Fatalf("command %v", cmd)
+	}
+}
+
+// Every PlacementAck names its title (title_id), as the request did:
+// a script sending several (vodctl --json prefetch, evict, pin) matches
+// the answers with it. They carried the node and the message alone.
+func TestPlacementAckNamesTitle(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	for _, c := range []struct {
+		what  string
+		call  func(context.Context, *pb.PlacementRequest, ...grpc.CallOption) (*pb.PlacementAck, error)
+		req   *pb.PlacementRequest
+		node  string // the answer's
+		msgIn string
+	}{
+		{"prefetch where the manager chooses", e.admin.Prefetch, &pb.PlacementRequest{TitleId: "t3"}, "n1", "prefetch ordered"},
+		{"evict", e.admin.Evict, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}, "n1", "eviction ordered"},
+		{"pin to a node", e.admin.Pin, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, "n1", "pinned"},
+		{"pin again", e.admin.Pin, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, "n1", "already pinned"},
+		{"pin to the cluster", e.admin.Pin, &pb.PlacementRequest{TitleId: "t3"}, "", "pinned"},
+		{"unpin", e.admin.Unpin, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, "n1", "unpinned"},
+	} {
+		ack, err := c.call(ctx, c.req)
+		if err != nil || ack.GetTitleId() != c.req.TitleId || ack.GetNodeId() != c.node || !strings.Contains(ack.GetMessage(), c.msgIn) {
+			t.Errorf("%s: %v %v, want title_id %s, node_id %q, message with %q", c.what, ack, err, c.req.TitleId, c.node, c.msgIn)
+		}
 	}
 }
 

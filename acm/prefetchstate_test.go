@@ -112,8 +112,8 @@ func TestOperatorPrefetchOrderCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	ack, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
-	if err != nil || !strings.Contains(ack.GetMessage(), "cancelled") {
-		t.Fatalf("evict of the queued prefetch: %v %v", ack, err)
+	if err != nil || !strings.Contains(ack.GetMessage(), "cancelled") || ack.GetTitleId() != "t1" || ack.GetNodeId() != "n1" {
+		t.Fatalf("evict of the queued prefetch: %v %v, want it cancelled, title t1 on n1", ack, err)
 	}
 	if o := storedOrders(t, e); len(o) != 0 {
 		t.Fatalf("stored orders after the cancel: %+v", o)

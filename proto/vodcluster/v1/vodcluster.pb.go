@@ -3738,10 +3738,12 @@ func (x *PlacementRequest) GetNodeId() string {
 	return ""
 }
 
+// PlacementAck answers Prefetch, Evict, Pin and Unpin.
 type PlacementAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`    // the node ordered (for Prefetch without one, the node chosen); empty: the cluster (Pin, Unpin)
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`                // what was done, for the operator
+	TitleId       string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"` // the request's title: a script sending several matches the answers with it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3786,6 +3788,13 @@ func (x *PlacementAck) GetNodeId() string {
 func (x *PlacementAck) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *PlacementAck) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
 	}
 	return ""
 }
@@ -4292,10 +4301,11 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
 	"\x10PlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"A\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\\\n" +
 	"\fPlacementAck\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x19\n" +
+	"\btitle_id\x18\x03 \x01(\tR\atitleId\"\x12\n" +
 	"\x10ListFillsRequest\"\x97\x02\n" +
 	"\x04Fill\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
