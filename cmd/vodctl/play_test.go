@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -56,5 +57,30 @@ func TestPlayJSONKeysCamelCase(t *testing.T) {
 	printPlay(&out, probe.Result{URL: "u", Server: "s", VideoFrames: 3}, false)
 	if !strings.HasPrefix(out.String(), "played u from s: 3 video frames") {
 		t.Fatalf("play without --json: %q", out.String())
+	}
+}
+
+// vodctl play refuses a URL without a host, as it refuses one that is
+// not a URL (exit status 1): rtsp:///vod/sample-001 dialed port 554 of
+// the local host ("dial tcp :554: connection refused"), rtsps:/// 322,
+// and rtsp://:8554/... the front door's port there. HTTP URLs it
+// refuses whatever their host: it plays RTSP.
+func TestPlayRefusesURLWithoutHost(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"rtsp:///vod/sample-001", `"rtsp:///vod/sample-001" has no host: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE`},
+		{"rtsps:///vod/sample-001", `"rtsps:///vod/sample-001" has no host`},
+		{"RTSP:///vod/sample-001", `"rtsp:///vod/sample-001" has no host`},
+		{"rtsp://demo:demo@/vod/sample-001", `"rtsp://demo:xxxxx@/vod/sample-001" has no host`},
+		{"rtsp://:8554/vod/sample-001", `"rtsp://:8554/vod/sample-001" has no host`},
+		{"rtsp://demo@:8554/vod/sample-001", `"rtsp://demo@:8554/vod/sample-001" has no host`},
+		{"http:///vod/sample-001.ts", "a http:// URL: this client plays RTSP"},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := run([]string{"play", "--duration", "1s", c.url}, &stdout, &stderr)
+		if code != 1 || !strings.HasPrefix(stderr.String(), "vodctl: probe: ") || !strings.Contains(stderr.String(), c.want) ||
+			strings.Contains(stderr.String(), "dial") || stdout.Len() > 0 || time.Since(start) > 2*time.Second {
+			t.Errorf("play %s: exit status %d after %v\n%s%s\nwant 1 and %s", c.url, code, time.Since(start), stdout.String(), stderr.String(), c.want)
+		}
 	}
 }

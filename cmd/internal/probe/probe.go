@@ -123,9 +123,9 @@ var ErrStopped = errors.New("probe: stopped")
 
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
 // ctx ending before PLAY's answer stops it at once with ErrStopped.
-// Errors: a bad URL, transport or negative Duration, a refused request
-// (the error carries the RTSP status, e.g. 401, 403, 404, 453),
-// ErrNoMPEGTS, ErrStopped, or a transport failure.
+// Errors: a bad URL (one without a host too), transport or negative
+// Duration, a refused request (the error carries the RTSP status, e.g.
+// 401, 403, 404, 453), ErrNoMPEGTS, ErrStopped, or a transport failure.
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: redacted(rawURL)}
 	if opts.Duration < 0 {
@@ -144,6 +144,11 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 			return res, fmt.Errorf("probe: parse %q: %w", res.URL, ue.Err)
 		}
 		return res, fmt.Errorf("probe: %w", err)
+	}
+	if (*url.URL)(u).Hostname() == "" {
+		// rtsp:///vod/TITLE, rtsp://USER:PASSWORD@/..., rtsp://:8554/...:
+		// the client dialed the local host (on 554, 322 or the port given).
+		return res, fmt.Errorf("probe: %q has no host: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE (or rtsps://); the front door on this machine, by default: rtsp://127.0.0.1:8554/vod/TITLE", res.URL)
 	}
 	tr := gortsplib.TransportTCP
 	switch opts.Transport {
