@@ -95,12 +95,13 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // over, applies it again when the node registers (an undrain back to no
 // setting at all removes the entry). A node not registered since this
 // manager started but with a stored setting can be changed too (applied
-// when it registers). NOT_FOUND for a node neither registered nor with a
-// stored setting, INVALID_ARGUMENT for a weight out of 0..lsm.MaxWeight or
-// an overload threshold out of [the scheduler's normal limit, 1] (0 =
-// none: checkOverload), UNAVAILABLE when
-// the store fails: the change then holds in this manager only, and the
-// message says so. On a standby, a node not registered with it is
+// when it registers); the answer for it is that stored setting
+// (weight_stored: whether a weight is stored, a stored 0 included).
+// NOT_FOUND for a node neither registered nor with a stored setting,
+// INVALID_ARGUMENT for a weight out of 0..lsm.MaxWeight or an overload
+// threshold out of [the scheduler's normal limit, 1] (0 = none:
+// checkOverload), UNAVAILABLE when the store fails: the change then
+// holds in this manager only, and the message says so. On a standby, a node not registered with it is
 // FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
@@ -167,8 +168,8 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	} else {
 		m.log.Info("setting of an absent node changed by operator: applied when it registers", "node", id, "draining", st.Draining)
 		info = &pb.NodeInfo{NodeId: id, Draining: st.Draining, Overload: st.Overload}
-		if st.Weight != nil {
-			info.Weight = int32(*st.Weight)
+		if st.Weight != nil { // a stored 0 told from none (NodeInfo.weight_stored)
+			info.Weight, info.WeightStored = int32(*st.Weight), true
 		}
 	}
 	m.mu.Unlock()

@@ -233,3 +233,35 @@ func TestStoredNullStateReadsAsNone(t *testing.T) {
 		t.Fatalf("forget an unknown node over stored null state: %v, want NOT_FOUND", err)
 	}
 }
+
+// SetNode's answer for a node not registered since the manager started
+// says whether a weight is stored for it (weight_stored): a stored 0 (no
+// new sessions once it registers) and no weight stored (it gets the one
+// it announces) both answered weight 0, and vodctl could not tell them.
+func TestAbsentNodeStoredWeightZero(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e := newManager(t, dir, nil)
+	e.startNode("n1", nodeOpts{})
+	e.startNode("n2", nodeOpts{})
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr(int32(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e = newManager(t, dir, nil) // the nodes not registered with it
+	for _, c := range []struct {
+		node   string
+		stored bool
+	}{{"n1", true}, {"n2", false}} {
+		info, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: c.node, Overload: ptr(0.9)})
+		if err != nil || info.GetRtspAddr() != "" || info.GetWeight() != 0 || info.GetWeightStored() != c.stored || info.GetOverload() != 0.9 {
+			t.Errorf("%s: %v %v, want not registered, weight 0, weight_stored %v", c.node, info, err, c.stored)
+		}
+	}
+}

@@ -58,10 +58,12 @@ func nodeCmd(g *globals) *cobra.Command {
 				n := m.(*v1.NodeInfo)
 				if n.RtspAddr == "" { // not registered: only its stored setting changed
 					// The weight was left out: --weight 7 was answered without
-					// it. The answer's 0 is also "no weight stored": shown
-					// only when given now or stored.
+					// it. Shown when given now or stored (weight_stored: a
+					// stored 0 too, which read as none); a manager without
+					// weight_stored answers 0 for none as well, so a weight
+					// other than 0 counts as stored.
 					weight := ""
-					if req.Weight != nil || n.Weight != 0 {
+					if req.Weight != nil || n.WeightStored || n.Weight != 0 {
 						weight = fmt.Sprintf(", weight %d", n.Weight)
 					}
 					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v%s, overload %.2f (0 = default); applied when it registers\n",

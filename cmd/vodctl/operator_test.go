@@ -244,23 +244,28 @@ func TestSessionsAndPolicyHelp(t *testing.T) {
 
 // absentAdmin answers SetNode as the manager does for a node not
 // registered since it started but with a stored setting: a NodeInfo
-// without addresses, the stored weight (0 when none is stored).
+// without addresses, the stored weight (0 when none is stored) and
+// whether one is (weight_stored). "weighted" has 120 stored, "stopped" 0,
+// the others none.
 type absentAdmin struct{ v1.UnimplementedAdminServer }
 
 func (absentAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
 	info := &v1.NodeInfo{NodeId: r.NodeId, Draining: true, Overload: 0.85}
-	if r.Weight != nil {
-		info.Weight = r.GetWeight()
-	} else if r.NodeId == "weighted" {
-		info.Weight = 120
+	switch {
+	case r.Weight != nil:
+		info.Weight, info.WeightStored = r.GetWeight(), true
+	case r.NodeId == "weighted":
+		info.Weight, info.WeightStored = 120, true
+	case r.NodeId == "stopped":
+		info.WeightStored = true
 	}
 	return info, nil
 }
 
 // vodctl node ID --weight N on a node not registered says the weight it
 // stored (it said "draining true, overload 0.85" alone), as it says a
-// stored weight; with no weight stored it names none (the answer's 0 is
-// not "weight 0").
+// stored weight, 0 too (weight_stored: a stored 0 was shown as none);
+// with no weight stored it names none (the answer's 0 is not "weight 0").
 func TestNodeAbsentShowsStoredWeight(t *testing.T) {
 	run := vodctlAgainst(t, absentAdmin{})
 	for _, c := range []struct {
@@ -271,6 +276,7 @@ func TestNodeAbsentShowsStoredWeight(t *testing.T) {
 		{[]string{"node", "n3", "--weight", "7"}, "node n3:  not registered; stored setting: draining true, weight 7, overload 0.85", ""},
 		{[]string{"node", "n3", "--weight", "0"}, "draining true, weight 0, overload 0.85", ""},
 		{[]string{"node", "weighted", "--drain"}, "draining true, weight 120, overload 0.85", ""},
+		{[]string{"node", "stopped", "--drain"}, "draining true, weight 0, overload 0.85", ""},
 		{[]string{"node", "n3", "--drain"}, "stored setting: draining true, overload 0.85 (0 = default); applied when it registers", "weight"},
 	} {
 		out, err := run(c.args...)

@@ -2032,10 +2032,16 @@ type NodeInfo struct {
 	// they hold on its disk. The node counts those bytes in
 	// disk_free_bytes (it removes partials first when a fill needs room),
 	// but for those of titles a viewer is on its way for.
-	Partials      int32  `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
-	PartialBytes  int64  `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
-	Site          string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"`                          // the node's site (RegisterRequest.site)
-	NoOrigin      bool   `protobuf:"varint,20,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"` // the node has no origin: it plays only the titles it holds (RegisterRequest.no_origin)
+	Partials     int32  `protobuf:"varint,17,opt,name=partials,proto3" json:"partials,omitempty"`
+	PartialBytes int64  `protobuf:"varint,18,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
+	Site         string `protobuf:"bytes,19,opt,name=site,proto3" json:"site,omitempty"`                          // the node's site (RegisterRequest.site)
+	NoOrigin     bool   `protobuf:"varint,20,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"` // the node has no origin: it plays only the titles it holds (RegisterRequest.no_origin)
+	// weight_stored, set only in SetNode's answer for a node not registered
+	// (no rtsp_addr): the operator's weight is stored for it, and weight is
+	// that weight (0 too: no new sessions once it registers). False there:
+	// no weight is stored, weight 0 says nothing, and the node gets the
+	// weight it announces when it registers.
+	WeightStored  bool `protobuf:"varint,21,opt,name=weight_stored,json=weightStored,proto3" json:"weight_stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2206,6 +2212,13 @@ func (x *NodeInfo) GetSite() string {
 func (x *NodeInfo) GetNoOrigin() bool {
 	if x != nil {
 		return x.NoOrigin
+	}
+	return false
+}
+
+func (x *NodeInfo) GetWeightStored() bool {
+	if x != nil {
+		return x.WeightStored
 	}
 	return false
 }
@@ -4153,7 +4166,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xfa\x04\n" +
+	"\x10ListNodesRequest\"\x9f\x05\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4176,7 +4189,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bpartials\x18\x11 \x01(\x05R\bpartials\x12#\n" +
 	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\x12\x12\n" +
 	"\x04site\x18\x13 \x01(\tR\x04site\x12\x1b\n" +
-	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\"B\n" +
+	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
+	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\"B\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
