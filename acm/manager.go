@@ -252,15 +252,11 @@ type Manager struct {
 	// pendingWrites: sessions whose store write or delete failed, made
 	// when the store answers (health.go: retryLater).
 	pendingWrites map[string]writeRetry
-	// reportWrites: the load reports' session writes, made off the
-	// report's goroutine (persistq.go).
-	reportWrites reportWrites
-	// persistWait bounds a session's store call off the front door
-	// (persist; defaultPersistWait, shorter in tests).
-	persistWait time.Duration
-	logins      *loginGuard     // failed logins per client IP and user; nil: no limit
-	requests    *requestLimiter // title requests per subscriber; nil: no limit
-	nodes       map[string]*nodeState
+	reportWrites  reportWrites    // the load reports' session writes, made off their goroutine (persistq.go)
+	persistWait   time.Duration   // bounds a session's store call off the front door (persist; defaultPersistWait)
+	logins        *loginGuard     // failed logins per client IP and user; nil: no limit
+	requests      *requestLimiter // title requests per subscriber; nil: no limit
+	nodes         map[string]*nodeState
 	// forgotEnded: sessions ended because the operator forgot their node
 	// (ForgetNode), or ended them (EndSessions) before their node
 	// registered here, by node id, until a node registers under the id: a
@@ -403,10 +399,7 @@ func (m *Manager) Start() (err error) {
 	m.kick = make(chan struct{}, 1)
 	m.catalogKick = make(chan struct{}, 1)
 	m.healthKick = make(chan struct{}, 1)
-	m.reportWrites.kick = make(chan struct{}, 1)
-	if m.persistWait <= 0 {
-		m.persistWait = defaultPersistWait
-	}
+	m.initPersist()
 	m.planKick = make(chan struct{}, 1)
 	m.planSoon = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -12,6 +12,14 @@ type reportWrites struct {
 	queue []*session
 }
 
+// initPersist readies the session writes off the front door (Start).
+func (m *Manager) initPersist() {
+	m.reportWrites.kick = make(chan struct{}, 1)
+	if m.persistWait <= 0 {
+		m.persistWait = defaultPersistWait
+	}
+}
+
 // persistLater queues ss to be persisted by reportWriter (mu not held).
 func (m *Manager) persistLater(ss []*session) {
 	if len(ss) == 0 {

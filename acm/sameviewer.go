@@ -83,40 +83,39 @@ func (m *Manager) cannotServeLocked(n *lsm.Node, title string) bool {
 // session's node, registered without an origin since, lacks the title.
 const reasonNoOriginLacks = "moved: its node came back without an origin and lacks the title"
 
-// endLackingLocked ends sessions whose viewer came back to the front door
-// while their node has no origin and lacks their title
-// (cannotServeLocked), as endStrandedLocked ends those on a node out of
-// service (mu held); the viewer is admitted anew. The caller persists
-// them once mu is released.
-func (m *Manager) endLackingLocked(ss []*session, now time.Time) {
-	if len(ss) == 0 {
-		return
-	}
-	for _, s := range ss {
-		m.log.Info("session ended: its viewer came back while its node, registered without an origin, lacks the title", "session", s.ID,
-			"user", s.User, "title", s.Title, "node", s.Node, "protocol", s.Protocol)
-	}
-	m.endOrderedLocked(ss, reasonNoOriginLacks, now)
-}
-
 // reasonStranded is the reason (node order, session record) of a session
 // ended because its viewer came back to the front door while the
 // session's node was out of service.
 const reasonStranded = "moved: its node was out of service when its viewer came back to the front door"
 
+// endLackingLocked ends sessions whose viewer came back to the front door
+// while their node has no origin and lacks their title
+// (cannotServeLocked), as endStrandedLocked ends those on a node out of
+// service (mu held).
+func (m *Manager) endLackingLocked(ss []*session, now time.Time) {
+	m.endMovedLocked(ss, "session ended: its viewer came back while its node, registered without an origin, lacks the title", reasonNoOriginLacks, now)
+}
+
 // endStrandedLocked ends sessions whose viewer came back to the front
-// door while their node is out of service (mu held), as an operator's end
-// does (endOrderedLocked: reservation and slot freed, the node told when
-// it reports again). The caller persists them once mu is released.
+// door while their node is out of service (mu held).
 func (m *Manager) endStrandedLocked(ss []*session, now time.Time) {
+	m.endMovedLocked(ss, "session ended: its viewer came back while its node is out of service", reasonStranded, now)
+}
+
+// endMovedLocked ends sessions whose viewer came back to the front door
+// while their node could not serve them (mu held), logging each with
+// msg, as an operator's end does (endOrderedLocked: reservation and slot
+// freed, the node told when it reports again, reason in its order and
+// the session's record); the viewer is admitted anew. The caller persists
+// them once mu is released.
+func (m *Manager) endMovedLocked(ss []*session, msg, reason string, now time.Time) {
 	if len(ss) == 0 {
 		return
 	}
 	for _, s := range ss {
-		m.log.Info("session ended: its viewer came back while its node is out of service", "session", s.ID,
-			"user", s.User, "title", s.Title, "node", s.Node, "protocol", s.Protocol)
+		m.log.Info(msg, "session", s.ID, "user", s.User, "title", s.Title, "node", s.Node, "protocol", s.Protocol)
 	}
-	m.endOrderedLocked(ss, reasonStranded, now)
+	m.endOrderedLocked(ss, reason, now)
 }
 
 // unusedGrantLocked returns the grant of r.Reuse, a session of r's user

@@ -57,9 +57,16 @@ func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
 	if r == nil || r.pinned == pinned {
 		return
 	}
+	changeInUse(n, r, func() { r.pinned = pinned })
+}
+
+// changeInUse applies change, a change of r's flags, keeping n's
+// InUseBytes (r's bytes counted there while r.inUse) and bumping its view
+// epoch.
+func changeInUse(n *Node, r *replica, change func()) {
 	n.viewEpoch++
 	was := r.inUse()
-	r.pinned = pinned
+	change()
 	switch now := r.inUse(); {
 	case was && !now:
 		n.InUseBytes -= r.bytes
@@ -78,15 +85,7 @@ func (s *Scheduler) setPreemptible(n *Node, title string, preemptible bool) {
 	if r == nil || r.preemptible == preemptible || (preemptible && !r.filling) {
 		return
 	}
-	n.viewEpoch++
-	was := r.inUse()
-	r.preemptible = preemptible
-	switch now := r.inUse(); {
-	case was && !now:
-		n.InUseBytes -= r.bytes
-	case !was && now:
-		n.InUseBytes += r.bytes
-	}
+	changeInUse(n, r, func() { r.preemptible = preemptible })
 }
 
 // setStale records whether the copy of title n holds is stale

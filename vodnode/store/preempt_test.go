@@ -18,6 +18,25 @@ func statusOf(s *Store, id string) (Status, bool) {
 	return Status{}, false
 }
 
+// prefetchHanging opens a store whose disk holds one title (data) and
+// prefetches title pre into it from an origin that starts the transfer
+// and sends nothing (pre's room taken, its fill in progress); the origin
+// also serves dem. The store is closed when the test ends.
+func prefetchHanging(t *testing.T, data []byte) (*hangingCDP, *Store) {
+	t.Helper()
+	o, client := startHangingCDP(t, map[string][]byte{"pre": data, "dem": data}, 4, "pre")
+	s, err := Open(Config{Dir: t.TempDir(), Origin: client, DiskBytes: int64(len(data)) + 188})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Prefetch(context.Background(), "pre"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(o.of("pre")) == 1 }, "the prefetch's transfer")
+	return o, s
+}
+
 // A prefetch no viewer needs yields its room to a fill on demand: with
 // the disk's room taken by a prefetch in progress (its transfer started
 // at the origin, no byte yet), a viewer's fill of another title is
@@ -26,17 +45,8 @@ func statusOf(s *Store, id string) (Status, bool) {
 // given up at the origin.
 func TestDemandFillPreemptsPrefetch(t *testing.T) {
 	data := sample(t)
-	o, client := startHangingCDP(t, map[string][]byte{"pre": data, "dem": data}, 4, "pre")
-	s, err := Open(Config{Dir: t.TempDir(), Origin: client, DiskBytes: int64(len(data)) + 188})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	o, s := prefetchHanging(t, data)
 	ctx := context.Background()
-	if err := s.Prefetch(ctx, "pre"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return len(o.of("pre")) == 1 }, "the prefetch's transfer")
 	pre := o.of("pre")[0]
 	wait(t, pre.started, "started message of the prefetch's transfer")
 	if st, ok := statusOf(s, "pre"); !ok || !st.Filling || !st.Preemptible {
@@ -99,16 +109,7 @@ func TestPrefetchNeededByAViewerKeepsItsRoom(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, client := startHangingCDP(t, map[string][]byte{"pre": data, "dem": data}, 4, "pre")
-			s, err := Open(Config{Dir: t.TempDir(), Origin: client, DiskBytes: int64(len(data)) + 188})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Prefetch(context.Background(), "pre"); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, func() bool { return len(o.of("pre")) == 1 }, "the prefetch's transfer")
+			_, s := prefetchHanging(t, data)
 			done := tc.need(t, s)
 			defer done()
 			if st, ok := statusOf(s, "pre"); !ok || !st.Filling || st.Preemptible {
