@@ -82,7 +82,7 @@ func TestExpectDroppedWhenQueueFull(t *testing.T) {
 		t.Fatalf("%d admissions to a node taking no command: %d ExpectCommands queued, want 1 to half the queue (%d)", cmdQueue, expects, cmdQueue/2)
 	}
 	for i := expects; i < cmdQueue; i++ {
-		if !ns.push(evictCmd(fmt.Sprint("title-", i))) {
+		if !ns.push(evictCmd(fmt.Sprint("title-", i), evictOperator)) {
 			t.Fatalf("evict %d refused: the queue is full of %d commands, %d of them ExpectCommands", i, len(ns.queue), expects)
 		}
 	}

@@ -258,9 +258,19 @@ func (ns *nodeState) stopStream() {
 	}
 }
 
-func evictCmd(title string) *pb.NodeCommand {
-	return &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: title}}}
+// evictCmd orders the eviction of title for reason (pb.EvictCommand's
+// reasons: evictOperator, evictPlanner, evictRoom, evictStale).
+func evictCmd(title, reason string) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: title, Reason: reason}}}
 }
+
+// The reasons of an EvictCommand (pb.EvictCommand.reason).
+const (
+	evictOperator = "operator" // Admin.Evict
+	evictPlanner  = "planner"  // the replica plan
+	evictRoom     = "room"     // room for a fill or a prefetch
+	evictStale    = "stale"    // a copy of a version the origin no longer serves
+)
 
 func prefetchCmd(title string) *pb.NodeCommand {
 	return &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: title}}}

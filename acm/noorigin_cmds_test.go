@@ -77,3 +77,62 @@ func TestQueuedPrefetchDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
 		t.Errorf("a prefetch counted failed by the node:\n%s", log.String())
 	}
 }
+
+// The evictions queued for a node while it was away are not sent when it
+// registers again without an origin, but for the operator's: the room
+// they made was for fills it cannot make, and it could never fetch the
+// titles back. The node's copy stays in the manager's view, and each
+// eviction carries its reason to the node.
+func TestQueuedEvictionsDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	ctx := context.Background()
+	held := []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+		{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+	}
+	reg := func(noOrigin bool) {
+		t.Helper()
+		if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001", NoOrigin: noOrigin, Titles: held,
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queuedEvicts := func() map[string]string {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		out := map[string]string{}
+		for _, c := range e.m.nodes["n"].queue {
+			if ev := c.GetEvict(); ev != nil {
+				out[ev.GetTitleId()] = ev.GetReason()
+			}
+		}
+		return out
+	}
+	reg(false) // no heartbeat stream: its commands wait in the queue
+	e.m.mu.Lock()
+	if !e.m.orderEvictLocked(e.m.nodes["n"], "t1", false, evictRoom) { // room for a fill, as reclaimLocked orders
+		t.Fatal("eviction not queued")
+	}
+	e.m.mu.Unlock()
+	if _, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if q := queuedEvicts(); len(q) != 2 || q["t1"] != evictRoom || q["t2"] != evictOperator {
+		t.Fatalf("evictions queued: %v, want t1 for room and t2 by the operator", q)
+	}
+
+	reg(true)
+	if q := queuedEvicts(); len(q) != 1 || q["t2"] != evictOperator {
+		t.Fatalf("evictions queued for the node back without an origin: %v, want the operator's of t2 alone", q)
+	}
+	e.m.mu.Lock()
+	_, inView := e.m.nodes["n"].titles["t1"]
+	e.m.mu.Unlock()
+	if !inView {
+		t.Fatal("t1, whose eviction was dropped, is not in the manager's view of the node")
+	}
+	if !strings.Contains(log.String(), "eviction dropped") || !strings.Contains(log.String(), "title=t1") {
+		t.Errorf("no warning of the dropped eviction of t1:\n%s", log.String())
+	}
+}

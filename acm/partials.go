@@ -134,7 +134,7 @@ func (m *Manager) evictPartialLocked(ns *nodeState, p *pb.PartialTitle) error {
 	if m.pins.Pinned("", title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
 	}
-	if !ns.push(evictCmd(title)) {
+	if !ns.push(evictCmd(title, evictOperator)) {
 		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
 	}
 	without := func(ps map[string]*pb.PartialTitle) map[string]*pb.PartialTitle {
@@ -169,7 +169,7 @@ func (m *Manager) evictCopyOrPartialLocked(id, title string) (*pb.PartialTitle, 
 			return p, m.evictPartialLocked(ns, p)
 		}
 	}
-	return nil, m.evictLocked(id, title)
+	return nil, m.evictLocked(id, title, evictOperator)
 }
 
 // stalePartial reports whether partial p is not of the catalog's version

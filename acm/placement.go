@@ -174,20 +174,21 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 		return false, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
 	}
 	for _, v := range victims {
-		m.orderEvictLocked(ns, v, false)
+		m.orderEvictLocked(ns, v, false, evictRoom)
 	}
 	m.log.Info("eviction for a fill", "node", ns.id, "title", title, "need_bytes", need, "victims", victims, "enough", ok)
 	return ok, nil
 }
 
-// evictLocked orders node id to remove title (mu held). NOT_FOUND for an
+// evictLocked orders node id to remove title for reason (evictOperator,
+// evictPlanner; mu held). NOT_FOUND for an
 // unknown node or a title the node does not hold, FAILED_PRECONDITION
 // while a session plays or fills it there (an eviction never cuts a
 // playing session), while it is reserved there for an admitted viewer
 // (as of the node's last report: ns.awaiting), or while it is pinned to
 // the node or the cluster, RESOURCE_EXHAUSTED when the node's command
 // queue is full.
-func (m *Manager) evictLocked(id, title string) error {
+func (m *Manager) evictLocked(id, title, reason string) error {
 	ns := m.nodes[id]
 	if ns == nil || m.sched.Node(id) == nil {
 		return status.Errorf(codes.NotFound, "node %q is not registered", id)
@@ -211,7 +212,7 @@ func (m *Manager) evictLocked(id, title string) error {
 	if m.pins.Pinned("", title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
 	}
-	if !m.orderEvictLocked(ns, title, true) {
+	if !m.orderEvictLocked(ns, title, true, reason) {
 		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
 	}
 	m.log.Info("eviction ordered", "node", id, "title", title)
@@ -220,13 +221,14 @@ func (m *Manager) evictLocked(id, title string) error {
 
 // orderEvictLocked sends an EvictCommand for title to ns and forgets the
 // copy in the manager's views (mu held). forget: the eviction was not the
-// Evictor's own choice, so its history of the title is dropped too. It
-// reports false when the node's command queue is full.
-func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool) bool {
+// Evictor's own choice, so its history of the title is dropped too;
+// reason goes with the command (evictCmd). It reports false when the
+// node's command queue is full.
+func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, reason string) bool {
 	if m.evictHook != nil {
 		m.evictHook(ns, title)
 	}
-	if !ns.push(evictCmd(title)) {
+	if !ns.push(evictCmd(title, reason)) {
 		m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", title)
 		return false
 	}

@@ -182,7 +182,7 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 					break
 				}
 			}
-			err = m.evictLocked(a.Node, a.Title)
+			err = m.evictLocked(a.Node, a.Title, evictPlanner)
 		case smm.Prefetch:
 			t, cerr := check(a)
 			if _, known := cat[a.Title]; !known {

@@ -189,10 +189,18 @@ func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node strin
 // its pending order, the Replicator's fill (counted failed, not retried
 // there) and the operator's stored order, with a warning each. A title
 // the registration lists keeps its order, which the sync then finds done.
-// It returns how many prefetches it gave up.
+// The evictions queued there but for the operator's (pb.EvictCommand's
+// reason: room for a fill or a prefetch, the plan, a stale copy) are
+// taken out too, with a warning each: the node could never fetch those
+// titles back. It returns how many prefetches it gave up.
 func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, now time.Time) int {
 	var titles []string
 	ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool {
+		if e := c.GetEvict(); e != nil && e.GetReason() != evictOperator {
+			delete(ns.evicting, e.GetTitleId())
+			m.log.Warn("eviction dropped: the node registered without an origin (node origin) and could not fetch the title back", "node", ns.id, "title", e.GetTitleId(), "reason", e.GetReason())
+			return true
+		}
 		p := c.GetPrefetch()
 		if p != nil {
 			titles = append(titles, p.GetTitleId())

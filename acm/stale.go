@@ -80,7 +80,7 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 			left[id] = true
 			continue
 		}
-		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && !keep && m.orderEvictLocked(ns, id, false) {
+		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && !keep && m.orderEvictLocked(ns, id, false, evictStale) {
 			m.log.Info("stale copy evicted", "node", ns.id, "title", id)
 			delete(ns.stale, id)
 			delete(cur, id)

@@ -288,7 +288,7 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 			}
 			return
 		}
-		n.log.Info("title evicted by the manager", "title", id)
+		n.log.Info("title evicted by the manager", "title", id, "reason", c.Evict.GetReason())
 	case *pb.NodeCommand_Drain:
 		n.SetDraining(c.Drain.GetDrain())
 		n.log.Info("drain", "draining", c.Drain.GetDrain())

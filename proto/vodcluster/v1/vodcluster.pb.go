@@ -1750,8 +1750,15 @@ func (x *PrefetchCommand) GetTitleId() string {
 }
 
 type EvictCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TitleId string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	// reason says who or what ordered it: "operator" (Admin.Evict),
+	// "planner" (the replica plan), "room" (room for a fill or a prefetch),
+	// "stale" (a copy of a version the origin no longer serves); "" from an
+	// older manager. The node logs it. A node that registers again without
+	// an origin is sent none but the operator's from those queued while it
+	// was away: it could not fetch the titles back.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1789,6 +1796,13 @@ func (*EvictCommand) Descriptor() ([]byte, []int) {
 func (x *EvictCommand) GetTitleId() string {
 	if x != nil {
 		return x.TitleId
+	}
+	return ""
+}
+
+func (x *EvictCommand) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -4143,9 +4157,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0eProtectCommand\x12\x1b\n" +
 	"\ttitle_ids\x18\x01 \x03(\tR\btitleIds\",\n" +
 	"\x0fPrefetchCommand\x12\x19\n" +
-	"\btitle_id\x18\x01 \x01(\tR\atitleId\")\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\"A\n" +
 	"\fEvictCommand\x12\x19\n" +
-	"\btitle_id\x18\x01 \x01(\tR\atitleId\"$\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"$\n" +
 	"\fDrainCommand\x12\x14\n" +
 	"\x05drain\x18\x01 \x01(\bR\x05drain\"\xc4\x02\n" +
 	"\fSessionEvent\x12\x17\n" +
