@@ -170,7 +170,6 @@ type ESStream struct {
 	closed  bool      // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
 	startTS [2]uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
 	fromNPT float64   // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
-	plays   uint64    // bumped by Resume: a late BYE of an earlier play is not sent
 	stopNPT float64   // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
 	seekTo  float64   // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
@@ -179,6 +178,7 @@ type ESStream struct {
 	play    *esPlay // the current play's clock and queue
 
 	fillWait atomic.Bool // the play waits for the title's fill (WaitingForFill)
+	byeTimer *time.Timer // the end-of-title BYEs still to send (byeLaterLocked); nil: none; s.mu
 
 	bytes atomic.Int64
 
@@ -221,6 +221,7 @@ func (s *ESStream) Resume() {
 	if s.ended {
 		return
 	}
+	s.cancelByeLocked()
 	if s.cancel != nil {
 		if s.play != nil && s.play.release(time.Now()) { // a pause, or the stop, ends: on from the next packet
 			s.reportAtOnceLocked()
@@ -230,7 +231,6 @@ func (s *ESStream) Resume() {
 	s.reportAtOnceLocked() // a new play's timeline starts now too
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
-	s.plays++
 	idx, _, _ := s.cfg.Source.State()
 	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
 	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, waiting: &s.fillWait}
@@ -277,6 +277,7 @@ func (s *ESStream) SetScale(float64) float64 { return 1 }
 func (s *ESStream) Close() {
 	s.mu.Lock()
 	s.ended, s.closed = true, true
+	s.cancelByeLocked()
 	s.mu.Unlock()
 	s.stop()
 }
@@ -302,6 +303,7 @@ func (s *ESStream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.ended
 	s.ended, s.closed = true, true
+	s.cancelByeLocked() // this BYE goes instead
 	s.mu.Unlock()
 	s.stop() // the goroutine sends nothing more
 	if ended {
@@ -399,7 +401,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		// paused at the end: a Seek can take it back
 		idx, _, _ := s.cfg.Source.State()
 		s.pos = idx.Size
-		bye = s.reportsLocked("end of title")
+		s.endOfTitleByeLocked()
 	} else {
 		s.ended = true
 		if _, _, ferr := s.cfg.Source.State(); ferr != nil && reason == EndError {
@@ -414,20 +416,8 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		}
 	}
 	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil // nothing left to stop
-	plays := s.plays
 	s.mu.Unlock()
-	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && reason == EndOfTitle {
-		// after the last packets, as Stream.endOfTitle does, unless
-		// played again or closed meanwhile
-		time.AfterFunc(s.e.ByeDelay, func() {
-			s.mu.Lock()
-			still := !s.ended && s.plays == plays && s.cancel == nil
-			s.mu.Unlock()
-			if still {
-				s.sendRTCP(bye, true)
-			}
-		})
-	} else if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && failed {
+	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && failed {
 		// after the last packets too: the stream has ended for good,
 		// unless closed meanwhile (the session ended otherwise); OnEnd
 		// after the BYE, so that BytesSent counts it, as over TCP

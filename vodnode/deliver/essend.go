@@ -227,3 +227,70 @@ const esReportRetry = 50 * time.Millisecond
 func (s *ESStream) reportAtOnceLocked() {
 	s.nextSR = [2]time.Time{}
 }
+
+// endOfTitleByeLocked sends each track's final sender report and BYE as
+// the play reaches the end of the title: over UDP ByeDelay later, after
+// the last RTP packets; over TCP at once, or, for the tracks whose BYE
+// the connection's writer cannot take then (busy writing a response, or
+// its queue full), tried again until it can (byeLaterLocked), as
+// Stream.endOfTitle does. It is tried while s.mu is held, and a PLAY's
+// Seek, Resume, Close or Abort cancel the BYE still to send: it never
+// follows the response to a PLAY that plays the title again (it would
+// end the client's new play, RFC 3550 §6.6). s.mu held.
+func (s *ESStream) endOfTitleByeLocked() {
+	bye := s.reportsLocked("end of title")
+	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
+		s.byeLaterLocked(bye, s.e.ByeDelay, time.Time{})
+		return
+	}
+	if left, some := unsentRTCP(bye, s.sendRTCP(bye, false)); some && s.cfg.Mode == RTPTCP {
+		s.byeLaterLocked(left, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout))
+	}
+}
+
+// byeLaterLocked sends the end-of-title BYEs bye (per track) after d, and
+// then, over TCP, those the connection's writer could not take tried
+// again every idleReportRetry until they go or, past until (the writer's
+// blocking-write timeout), the client is taken to be not reading (its
+// RTSP connection then ends the session). They are sent only while the
+// stream still waits at the end of the same play: a PLAY's Seek, Resume,
+// Close or Abort cancel them (cancelByeLocked) and stop the timer. Each
+// try holds s.mu, so that nothing of a new play can go between its check
+// and the BYEs, and does not block (TryWrite). s.mu held.
+func (s *ESStream) byeLaterLocked(bye [2][]byte, d time.Duration, until time.Time) {
+	s.cancelByeLocked()
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.byeTimer != t || s.ended || s.cancel != nil {
+			return // cancelled, or played again
+		}
+		s.byeTimer = nil
+		left, some := unsentRTCP(bye, s.sendRTCP(bye, false))
+		if some && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
+			s.byeLaterLocked(left, idleReportRetry, until)
+		}
+	})
+	s.byeTimer = t
+}
+
+// cancelByeLocked drops the end-of-title BYEs still to send, if any
+// (byeLaterLocked), and stops their timer. s.mu held.
+func (s *ESStream) cancelByeLocked() {
+	if s.byeTimer != nil {
+		s.byeTimer.Stop()
+		s.byeTimer = nil
+	}
+}
+
+// unsentRTCP returns the packets of pkts that sendRTCP did not send
+// (went false), and whether there is any.
+func unsentRTCP(pkts [2][]byte, went [2]bool) (left [2][]byte, some bool) {
+	for i, b := range pkts {
+		if b != nil && !went[i] {
+			left[i], some = b, true
+		}
+	}
+	return left, some
+}
