@@ -171,6 +171,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		}
 	}
 	if g != nil {
+		var newToken *session
 		if s := m.sessions[g.Session.ID]; s != nil && s.State == store.StateAdmitted {
 			// Its viewer has not reached the node (as far as the manager
 			// knows: its STARTED may be on its way): the no-show clock
@@ -178,10 +179,22 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// new token, signed at now, as they followed the first; never
 			// back, for a request that took its time past a later one.
 			// AdmittedAt stays the admission's (records, listings).
-			s.tokenAt = later(s.tokenAt, now)
+			if now.After(s.TokenAt) {
+				s.TokenAt, newToken = now, s
+			}
 		}
 		m.mu.Unlock()
-		return m.regrant(g, r, now)
+		ng, err := m.regrant(g, r, now)
+		if newToken != nil {
+			// Stored with the session, so that a manager that takes
+			// over (or this one restarted) counts the no-show from the
+			// new token too, not from the admission. The viewer is not
+			// refused when the store fails: its token needs no store,
+			// and its session was stored at its admission (persistFront
+			// logs the failure).
+			m.persistFront(newToken)
+		}
+		return ng, err
 	}
 	if m.health.storeDown.Load() {
 		// A new session could not be stored: answer at once rather than

@@ -54,11 +54,6 @@ type session struct {
 	// its backoff. The record waits for it (endedRetryWait) and takes its
 	// bytes, end time and reason.
 	awaitEnded bool
-	// tokenAt is when the newest token of a viewer who asked the front
-	// door again before reaching its node was signed (admit); zero: only
-	// the admission's. The no-show clock (noShowFrom) follows it; the
-	// admission time (AdmittedAt: records, listings, the store) does not.
-	tokenAt time.Time
 	// endedAt is when it ended by its node's ENDED event (the viewer's
 	// last sign of life for a timeout); zero: when the manager ended it.
 	endedAt time.Time
@@ -476,8 +471,9 @@ func (m *Manager) countLocked(s *session) {
 
 // noShowFrom is when the no-show clock of s, whose viewer has not reached
 // its node, started: the signing of the newest token its viewer was given
-// (AdmittedAt, or tokenAt once the viewer asked again).
-func (s *session) noShowFrom() time.Time { return later(s.AdmittedAt, s.tokenAt) }
+// (AdmittedAt, or TokenAt once the viewer asked again: stored with the
+// session, so that a manager that loads it counts from there too).
+func (s *session) noShowFrom() time.Time { return later(s.AdmittedAt, s.TokenAt) }
 
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {

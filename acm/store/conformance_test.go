@@ -117,6 +117,7 @@ func TestConformanceSessions(t *testing.T) {
 		}
 		playing := testSession("b2")
 		playing.State, playing.StartedAt, playing.Fill = StatePlaying, at.Add(time.Second), true
+		playing.TokenAt = at.Add(500 * time.Millisecond) // its viewer's newer token
 		if err := s.PutSession(ctx, playing); err != nil {
 			t.Fatal(err)
 		}

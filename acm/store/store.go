@@ -62,6 +62,12 @@ type Session struct {
 	Protocol   string    `json:"protocol"`    // ProtoRTSP, ProtoRTSPS or ProtoHTTP
 	AdmittedAt time.Time `json:"admitted_at"` // admission (a viewer's new token for the same session leaves it)
 	StartedAt  time.Time `json:"started_at,omitzero"`
+	// TokenAt is when the newest token of a viewer who asked the front
+	// door again before reaching its node was signed; zero (and absent
+	// from records written before it existed): only the admission's,
+	// AdmittedAt. The no-show deadline counts from the later of the two,
+	// also on a manager that loads the session (a restart, a takeover).
+	TokenAt time.Time `json:"token_at,omitzero"`
 	// Manager is, on a store shared by several managers, the one that
 	// holds the session's reservation (its planner-lock holder id); a
 	// manager deletes an orphaned session's entry only when it is its
