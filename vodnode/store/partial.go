@@ -181,11 +181,12 @@ func (s *Store) partialBytesLocked(except string) int64 {
 // freeablePartialBytesLocked returns the bytes of the partials the
 // room made for a fill may remove (dropPartialsLocked): those other than
 // the one of title except and of the titles a viewer is on its way for
-// (Expect; s.mu held, and Expect's deadlines pruned).
+// (Expect) or the manager protects (a pin: SetProtected; s.mu held, and
+// Expect's deadlines pruned).
 func (s *Store) freeablePartialBytesLocked(except string) int64 {
 	var n int64
 	for id, p := range s.partials {
-		if id != except && s.expect.byTitle[id] == 0 {
+		if id != except && !s.keptLocked(id) {
 			n += p.bytes
 		}
 	}
@@ -194,14 +195,15 @@ func (s *Store) freeablePartialBytesLocked(except string) int64 {
 
 // dropPartialsLocked removes partials, oldest first, until over bytes are
 // freed or none is left, and returns the bytes still to free (s.mu held).
-// The partial of a title a viewer is on its way for (Expect) is kept: the
-// fill that viewer starts resumes it, where without it the fill would
-// fetch the title again from its first byte.
+// The partial of a title a viewer is on its way for (Expect) or pinned
+// (SetProtected) is kept: the fill that viewer starts, or the pin's
+// prefetch, resumes it, where without it the fill would fetch the title
+// again from its first byte.
 func (s *Store) dropPartialsLocked(over int64, why string) int64 {
 	s.expect.prune(s.cfg.Now())
 	ps := make([]*partial, 0, len(s.partials))
 	for _, p := range s.partials {
-		if s.expect.byTitle[p.meta.ID] == 0 {
+		if !s.keptLocked(p.meta.ID) {
 			ps = append(ps, p)
 		}
 	}

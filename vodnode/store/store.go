@@ -500,7 +500,8 @@ func (s *Store) Usage() (used, partial, quota int64) {
 // Room returns what Usage does, but with freeable, the bytes of the
 // partials the room made for a fill may remove, in place of all the
 // partials' bytes: those of titles a viewer is on its way for (Expect)
-// are left out, since a fill keeps them until that viewer's deadline.
+// or pinned (SetProtected) are left out, since a fill keeps them until
+// that viewer's deadline, or the pin's prefetch resumes them.
 // The node reports freeable as free disk to the manager, and the kept
 // partials as used: counted free, they let the manager place a fill the
 // node would then refuse (ErrNoSpace).

@@ -966,8 +966,9 @@ type LoadReport struct {
 	// titles has free, less the bytes its fills in progress still have to
 	// write; partials count as free, but for those of titles a viewer is
 	// on its way for (ExpectCommand), which the node keeps for that viewer's
-	// fill to resume until it arrives or its deadline passes: they count in
-	// disk_used_bytes meanwhile. -1: unknown (no disk_bytes, and the
+	// fill to resume until it arrives or its deadline passes, and of titles
+	// pinned there (ProtectCommand), which the pin's prefetch resumes: they
+	// count in disk_used_bytes meanwhile. -1: unknown (no disk_bytes, and the
 	// file system's free space cannot be measured): the manager counts the
 	// budget alone.
 	DiskFreeBytes  int64          `protobuf:"varint,6,opt,name=disk_free_bytes,json=diskFreeBytes,proto3" json:"disk_free_bytes,omitempty"`
