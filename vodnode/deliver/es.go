@@ -287,14 +287,19 @@ func (s *ESStream) Close() {
 // every track set up, after the track's last RTP packet, as Stream.Abort
 // does: an RTSP player learns at once, not at its next keepalive, that a
 // session the node ends on its own is gone (ffmpeg stops once every track
-// has had its BYE). Over TCP the BYEs are written at once when the
-// connection's writer can take them; those it cannot (busy with a
-// response, or its queue full) are handed, in track order, to a goroutine
-// of their own that waits for the writer as a response does, up to the
-// writer's timeout, rather than dropped (a connection that fails or
-// closes meanwhile fails the write, and they are not sent), as
-// Stream.Abort does. Abort does not wait for them (it waits only for the
-// play's goroutines to stop, stop); they count in BytesSent once Abort
+// has had its BYE). Over TCP the BYEs of a stream not playing are
+// written at once when the connection's writer can take them; those it
+// cannot (busy with a response, or its queue full) are handed, in track
+// order, to a goroutine of their own that waits for the writer as a
+// response does, up to the writer's timeout, rather than dropped (a
+// connection that fails or closes meanwhile fails the write, and they are
+// not sent), as Stream.Abort does. A play under way is stopped without
+// waiting for it: its goroutine may be waiting to write a packet while
+// the writer is busy (up to the writer's timeout); it sends nothing after
+// that packet, and the BYEs go on that goroutine of their own once the
+// play's goroutine has ended, after its last packet. Over UDP, whose
+// sends do not wait for a writer, Abort waits for the play to stop. The
+// BYEs, and a packet whose write waits, count in BytesSent once Abort
 // returns, as a packet queued for the connection does, so that the
 // session's end report has them. Nothing is sent for a stream that had
 // ended; a stream never played sends each BYE after an empty receiver
@@ -302,17 +307,34 @@ func (s *ESStream) Close() {
 func (s *ESStream) Abort(reason string) {
 	s.mu.Lock()
 	ended := s.ended
-	s.ended, s.closed = true, true
-	s.cancelByeLocked() // this BYE goes instead
+	s.ended, s.closed = true, true // sendUnit sends nothing more
+	s.cancelByeLocked()            // this BYE goes instead
+	cancel, done := s.cancel, s.done
+	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
 	s.mu.Unlock()
-	s.stop() // the goroutine sends nothing more
+	running := false
+	if cancel != nil {
+		cancel()
+		if s.cfg.Mode == RTPTCP {
+			select {
+			case <-done:
+			default:
+				running = true // the BYEs wait for it
+			}
+		} else {
+			<-done
+		}
+	}
 	if ended {
 		return
 	}
 	s.mu.Lock()
 	bye := s.reportsLocked(reason)
 	s.mu.Unlock()
-	went := s.sendRTCP(bye, false)
+	var went [2]bool
+	if !running {
+		went = s.sendRTCP(bye, false)
+	}
 	if s.cfg.Mode != RTPTCP {
 		return
 	}
@@ -329,7 +351,12 @@ func (s *ESStream) Abort(reason string) {
 	// BytesSent read once Abort returns (the session's end report) has them.
 	s.bytes.Add(int64(len(frames)))
 	s.e.bytesSent.Add(int64(len(frames)))
-	go s.cfg.Conn.Write(frames)
+	go func() {
+		if running {
+			<-done // after the play's last packet
+		}
+		s.cfg.Conn.Write(frames)
+	}()
 }
 
 // BytesSent returns the RTP and RTCP bytes sent (headers and interleaving

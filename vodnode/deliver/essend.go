@@ -76,10 +76,15 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
 			sent = len(frame)
 			if wait {
+				// Counted as handed to the writer, as a packet is
+				// (sendUnit).
+				s.bytes.Add(int64(sent))
+				s.e.bytesSent.Add(int64(sent))
 				if _, err := s.cfg.Conn.Write(frame); err != nil {
-					went[i] = true // lost
-					continue
+					s.uncount(int64(sent))
 				}
+				went[i] = true // sent, or lost
+				continue
 			} else if ok, err := s.cfg.Conn.TryWrite(frame); err != nil {
 				went[i] = true // lost: a failed connection takes nothing more
 				continue
@@ -109,27 +114,41 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 func (s *ESStream) sendUnit(u *esUnit) error {
 	i, p := u.track, u.pkt
 	s.mu.Lock()
+	if s.closed {
+		// Close or Abort: nothing more is sent (Abort's BYE, made from
+		// the counts below, follows the last packet).
+		s.mu.Unlock()
+		return context.Canceled
+	}
 	p.SequenceNumber = s.seq[i]
 	s.seq[i]++
 	s.packets[i]++
 	s.octets[i] += uint32(len(p.Payload))
 	s.lastTS[i] = p.Timestamp
-	s.mu.Unlock()
 	p.SSRC = s.cfg.SSRC[i]
+	frameLen := int64(p.MarshalSize() + 4)
+	if s.cfg.Mode == RTPTCP {
+		// Counted as it is handed to the writer, with its count above:
+		// Abort does not wait for a write held by a busy writer, and the
+		// session's end report, read once it returns, has it.
+		s.bytes.Add(frameLen)
+		s.e.bytesSent.Add(frameLen)
+	}
+	s.mu.Unlock()
 	b, err := p.Marshal()
 	if err != nil {
+		s.uncount(frameLen)
 		return err
 	}
 	switch s.cfg.Mode {
 	case RTPTCP:
 		if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]), b)); err != nil {
+			s.uncount(frameLen)
 			if connGone(err) {
 				return err // the client hung up
 			}
 			return fmt.Errorf("%w: %v", ErrQueueFull, err) // held back past the write timeout
 		}
-		s.bytes.Add(int64(len(b) + 4))
-		s.e.bytesSent.Add(int64(len(b) + 4))
 	case RTPUDP:
 		if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
 			s.bytes.Add(int64(len(b)))
@@ -141,13 +160,19 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 		s.reportAtOnceLocked() // the timeline restarted: the reports before map the old one
 	}
 	var srs [2][]byte
-	if now := time.Now(); now.After(s.nextSR[i]) {
+	if now := time.Now(); now.After(s.nextSR[i]) && !s.closed { // Abort's BYE carries the last report
 		s.nextSR[i] = now.Add(s.e.SRInterval)
 		srs[i] = s.reportLocked(i, "")
 	}
 	s.mu.Unlock()
 	s.sendRTCP(srs, true)
 	return nil
+}
+
+// uncount takes back n bytes counted for a packet that was not sent.
+func (s *ESStream) uncount(n int64) {
+	s.bytes.Add(-n)
+	s.e.bytesSent.Add(-n)
 }
 
 // reportLoop sends each track's sender report when it is due (every
