@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -134,6 +135,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// taken for this registration's (nodeLeft, streamBroke).
 	ns.stopStream()
 	ns.streamGen++
+	ns.regGen++
 	if req.GetNoOrigin() {
 		m.dropPrefetchesLocked(ns, req.GetTitles(), now) // it cannot fetch: not sent to its new stream
 	}
@@ -288,7 +290,8 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 // sendCommands sends the node's queued commands down the stream of
 // generation gen until ctx ends or a newer stream takes over. Commands a
 // broken stream could not take go back to the front of the queue for the
-// next stream.
+// next stream, but for the prefetches and evictions a registration
+// without an origin since then drops (dropNoOriginCmdsLocked).
 func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
 	for {
 		select {
@@ -304,13 +307,22 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 			m.mu.Unlock()
 			return
 		}
-		batch := ns.queue
+		batch, reg := ns.queue, ns.regGen
 		ns.queue = nil
 		m.mu.Unlock()
 		for i, cmd := range batch {
 			if err := stream.Send(cmd); err != nil {
 				m.mu.Lock()
-				ns.queue = append(append([]*pb.NodeCommand(nil), batch[i:]...), ns.queue...)
+				rest := batch[i:]
+				if n := m.sched.Node(ns.id); ns.regGen != reg && n != nil && n.NoOrigin {
+					// The node registered again without an origin while
+					// these were on their way (a Send held by a node that
+					// stopped reading): dropped as the registration
+					// dropped those still queued (dropPrefetchesLocked,
+					// which gave up the prefetches' orders).
+					rest, _ = m.dropNoOriginCmdsLocked(ns, slices.Clone(rest))
+				}
+				ns.queue = append(append([]*pb.NodeCommand(nil), rest...), ns.queue...)
 				m.mu.Unlock()
 				return
 			}

@@ -24,6 +24,7 @@ type nodeState struct {
 
 	streamGen    uint64             // generation of the current heartbeat stream
 	streamCancel context.CancelFunc // ends the current stream's command sender
+	regGen       uint64             // registrations: a sender's batch taken before the latest one predates it
 	awaitFirst   bool               // the next report is the first since Register
 
 	reports     uint64                     // load reports received

@@ -2,10 +2,14 @@ package acm
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -134,5 +138,114 @@ func TestQueuedEvictionsDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "eviction dropped") || !strings.Contains(log.String(), "title=t1") {
 		t.Errorf("no warning of the dropped eviction of t1:\n%s", log.String())
+	}
+}
+
+// blockedStream is a node's heartbeat stream whose Send, once it has
+// taken a command, waits until the stream's context ends (a node that
+// stopped reading: its connection's window full), then fails.
+type blockedStream struct {
+	grpc.ServerStream
+	ctx     context.Context
+	sending chan *pb.NodeCommand // the command Send took, once
+}
+
+func (b *blockedStream) Recv() (*pb.LoadReport, error) { return nil, io.EOF }
+
+func (b *blockedStream) Send(c *pb.NodeCommand) error {
+	select {
+	case b.sending <- c:
+	default:
+	}
+	<-b.ctx.Done()
+	return b.ctx.Err()
+}
+
+// The commands the stream's sender had taken from the queue when the node
+// registered again without an origin (its old stream's Send blocked:
+// a node that stopped reading, restarted) are not put back in the queue
+// for the new stream, but for the operator's evictions: the prefetch and
+// the eviction for room were dropped by the registration, and would
+// otherwise reach the node from its new stream.
+func TestCommandsInFlightDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	held := []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+		{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
+	}
+	reg := func(noOrigin bool) {
+		t.Helper()
+		if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001", NoOrigin: noOrigin, Titles: held,
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg(false) // no heartbeat stream yet: its commands wait in the queue
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil || strings.Contains(ack.GetMessage(), "queued") {
+		t.Fatalf("prefetch of t3: %v %v, want it ordered", ack, err)
+	}
+	e.m.mu.Lock()
+	ns := e.m.nodes["n"]
+	if !e.m.orderEvictLocked(ns, "t1", false, evictRoom) {
+		t.Fatal("eviction not queued")
+	}
+	e.m.mu.Unlock()
+	if _, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A stream opens; its sender takes the three commands and blocks on
+	// the first.
+	e.m.mu.Lock()
+	sctx, cancel := context.WithCancel(ctx)
+	ns.streamGen++
+	gen := ns.streamGen
+	ns.streamCancel = cancel
+	e.m.mu.Unlock()
+	st := &blockedStream{ctx: sctx, sending: make(chan *pb.NodeCommand, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.m.sendCommands(sctx, st, ns, gen)
+	}()
+	ns.signal()
+	select {
+	case c := <-st.sending:
+		if c.GetPrefetch().GetTitleId() != "t3" {
+			t.Fatalf("first command sent: %v, want the prefetch of t3", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sender took no command")
+	}
+	e.m.mu.Lock()
+	taken := len(ns.queue) == 0
+	e.m.mu.Unlock()
+	if !taken {
+		t.Fatal("the sender left commands in the queue")
+	}
+
+	reg(true) // ends the old stream: its sender puts back what it could not send
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the old stream's sender did not end")
+	}
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	var queued []string
+	for _, c := range ns.queue {
+		switch {
+		case c.GetPrefetch() != nil:
+			queued = append(queued, "prefetch "+c.GetPrefetch().GetTitleId())
+		case c.GetEvict() != nil:
+			queued = append(queued, "evict "+c.GetEvict().GetTitleId()+" "+c.GetEvict().GetReason())
+		}
+	}
+	if !slices.Equal(queued, []string{"evict t2 operator"}) {
+		t.Fatalf("prefetches and evictions queued for the node's new stream: %v, want the operator's eviction of t2 alone", queued)
+	}
+	if _, ok := ns.evicting["t1"]; ok {
+		t.Error("t1, whose eviction was dropped, still counted as being evicted")
 	}
 }

@@ -195,18 +195,7 @@ func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node strin
 // titles back. It returns how many prefetches it gave up.
 func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, now time.Time) int {
 	var titles []string
-	ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool {
-		if e := c.GetEvict(); e != nil && e.GetReason() != evictOperator {
-			delete(ns.evicting, e.GetTitleId())
-			m.log.Warn("eviction dropped: the node registered without an origin (node origin) and could not fetch the title back", "node", ns.id, "title", e.GetTitleId(), "reason", e.GetReason())
-			return true
-		}
-		p := c.GetPrefetch()
-		if p != nil {
-			titles = append(titles, p.GetTitleId())
-		}
-		return p != nil
-	})
+	ns.queue, titles = m.dropNoOriginCmdsLocked(ns, ns.queue)
 	for id := range ns.pending {
 		titles = append(titles, id)
 	}
@@ -227,4 +216,26 @@ func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, no
 		dropped++
 	}
 	return dropped
+}
+
+// dropNoOriginCmdsLocked takes out of cmds, commands ordered on ns before
+// it registered again without an origin (mu held), its PrefetchCommands,
+// whose titles it returns, and its EvictCommands but for the operator's,
+// each with a warning, their titles no longer counted as being evicted
+// (ns.evicting): the node could never fetch those titles back. It
+// returns what is left of cmds (edited in place).
+func (m *Manager) dropNoOriginCmdsLocked(ns *nodeState, cmds []*pb.NodeCommand) (kept []*pb.NodeCommand, prefetches []string) {
+	kept = slices.DeleteFunc(cmds, func(c *pb.NodeCommand) bool {
+		if e := c.GetEvict(); e != nil && e.GetReason() != evictOperator {
+			delete(ns.evicting, e.GetTitleId())
+			m.log.Warn("eviction dropped: the node registered without an origin (node origin) and could not fetch the title back", "node", ns.id, "title", e.GetTitleId(), "reason", e.GetReason())
+			return true
+		}
+		p := c.GetPrefetch()
+		if p != nil {
+			prefetches = append(prefetches, p.GetTitleId())
+		}
+		return p != nil
+	})
+	return kept, prefetches
 }
