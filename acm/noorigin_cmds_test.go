@@ -249,3 +249,54 @@ func TestCommandsInFlightDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) 
 		t.Error("t1, whose eviction was dropped, still counted as being evicted")
 	}
 }
+
+// An operator's prefetch its node was filling (its reports showed it)
+// when the node went away is given up as one still queued when the node
+// registers again without an origin and without the title: its stored
+// order removed, not listed as a fill, "prefetch dropped" logged. It was
+// counted a failed fill ("prefetch failed: retried after backoff ... the
+// operator ordered it", where it can never be retried) and its stored
+// order kept, to be ordered again after a manager restart.
+func TestPrefetchInProgressDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	ctx := context.Background()
+	held := []*pb.StoredTitle{{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}
+	n := e.startNode("n", nodeOpts{titles: held})
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil || strings.Contains(ack.GetMessage(), "queued") {
+		t.Fatalf("prefetch of t3: %v %v, want it ordered", ack, err)
+	}
+	select {
+	case c := <-n.cmds:
+		if c.GetPrefetch().GetTitleId() != "t3" {
+			t.Fatalf("command %v, want the prefetch of t3", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no prefetch sent")
+	}
+	n.mu.Lock()
+	n.titles = append(slices.Clone(held), &pb.StoredTitle{TitleId: "t3", SizeBytes: 1_500_000, StoredBytes: 1000, Filling: true, Prefetch: true})
+	n.mu.Unlock()
+	waitFor(t, 5*time.Second, "the fill in the node's reports", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		ns := e.m.nodes["n"]
+		return ns.filling["t3"] && ns.pending["t3"] == nil
+	})
+	waitFor(t, 5*time.Second, "the order stored", func() bool { return len(storedOrders(t, e)) == 1 })
+
+	n.stop()
+	e.startNode("n", nodeOpts{titles: held, noOrigin: true}) // its partial of t3 lost with the restart
+	waitFor(t, 5*time.Second, "the order gone from the store", func() bool { return len(storedOrders(t, e)) == 0 })
+	for _, f := range e.fills() {
+		if f.GetNodeId() == "n" {
+			t.Fatalf("a fill listed on the node without an origin: %v", f)
+		}
+	}
+	if !strings.Contains(log.String(), "prefetch dropped") || !strings.Contains(log.String(), "title=t3") {
+		t.Errorf("no warning of the dropped prefetch of t3:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), "prefetch failed") {
+		t.Errorf("the prefetch counted failed, to be retried:\n%s", log.String())
+	}
+}

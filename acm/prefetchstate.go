@@ -185,7 +185,8 @@ func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node strin
 // registration's titles are synced): the PrefetchCommands still queued
 // for it (ordered while it was away, or while its stream broke) are taken
 // out of its queue, since it would only fail them, and every prefetch
-// ordered there that the registration does not list (held) is dropped:
+// ordered there (queued, sent, or in progress in its last report) that
+// the registration does not list (held) is dropped:
 // its pending order, the Replicator's fill (counted failed, not retried
 // there) and the operator's stored order, with a warning each. A title
 // the registration lists keeps its order, which the sync then finds done.
@@ -199,6 +200,11 @@ func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, no
 	for id := range ns.pending {
 		titles = append(titles, id)
 	}
+	for id, pre := range ns.filling {
+		if pre { // a prefetch its reports showed filling before it went away
+			titles = append(titles, id)
+		}
+	}
 	slices.Sort(titles)
 	titles = slices.Compact(titles)
 	dropped := 0
@@ -207,6 +213,7 @@ func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, no
 			continue
 		}
 		delete(ns.pending, id)
+		delete(ns.filling, id) // not counted failed by the sync: given up here
 		if m.rep != nil {
 			m.rep.FillFailed(ns.id, id, now)
 			m.rep.CancelPrefetch(ns.id, id) // the operator's: not retried where it cannot fill
