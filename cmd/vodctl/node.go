@@ -62,6 +62,15 @@ func nodeCmd(g *globals) *cobra.Command {
 					// stored 0 too, which read as none); a manager without
 					// weight_stored answers 0 for none as well, so a weight
 					// other than 0 counts as stored.
+					if req.Weight == nil && !n.WeightStored && n.Weight == 0 && !n.Draining && n.Overload == 0 {
+						// Nothing left to store: the manager removed the
+						// entry (an undrain back to no setting), and a
+						// further change of the node is refused until it
+						// registers. It said "stored setting: draining
+						// false ...; applied when it registers".
+						fmt.Fprintf(w, "node %s:\tnot registered; no stored setting left (removed): it registers with the weight it announces, in service\n", n.NodeId)
+						return
+					}
 					weight := ""
 					if req.Weight != nil || n.WeightStored || n.Weight != 0 {
 						weight = fmt.Sprintf(", weight %d", n.Weight)

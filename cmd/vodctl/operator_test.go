@@ -325,3 +325,30 @@ func TestPlayIgnoresVODCTLTLS(t *testing.T) {
 		t.Fatalf("VODCTL_TLS=yes vodctl nodes: %v", err)
 	}
 }
+
+// clearedAdmin answers SetNode as the manager does when the change leaves
+// a node not registered with no setting at all (an undrain of a node
+// whose stored setting was its drain alone): the entry is removed, and
+// the answer is the empty setting.
+type clearedAdmin struct{ v1.UnimplementedAdminServer }
+
+func (clearedAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	return &v1.NodeInfo{NodeId: r.NodeId}, nil
+}
+
+// vodctl node ID --undrain that leaves a node not registered with no
+// setting says the stored setting is gone: it said "stored setting:
+// draining false, overload 0.00 (0 = default); applied when it
+// registers", and the next change of that node was refused (NOT_FOUND:
+// "not registered and has no stored setting").
+func TestNodeAbsentSettingRemoved(t *testing.T) {
+	run := vodctlAgainst(t, clearedAdmin{})
+	out, err := run("node", "n3", "--undrain")
+	if err != nil || !strings.Contains(out, "node n3:  not registered; no stored setting left (removed)") || strings.Contains(out, "applied when it registers") {
+		t.Fatalf("vodctl node n3 --undrain: %v\n%s", err, out)
+	}
+	out, err = run("node", "n3", "--weight", "0")
+	if err != nil || !strings.Contains(out, "stored setting: draining false, weight 0") {
+		t.Fatalf("vodctl node n3 --weight 0: %v\n%s", err, out)
+	}
+}
