@@ -177,7 +177,10 @@ type writeRetry struct {
 // over (the store stalled longer than a lease, the nodes moved to the
 // standby), and its entry is that manager's; for the same reason a live
 // session is written only while this manager holds the planner lock (or
-// runs alone). Past maxWriteRetries the session is logged and left.
+// runs alone), and only over an entry this manager still holds (putOwn:
+// its node may have registered with the other manager of the pair, which
+// rewrote the entry, while this one kept the lock). Past maxWriteRetries
+// the session is logged and left.
 func (m *Manager) retryLater(sess *session, s store.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -212,7 +215,7 @@ func (m *Manager) retryWrites() {
 	if len(batch) == 0 {
 		return
 	}
-	deleted, written, waiting := 0, 0, 0
+	deleted, written, spared, waiting := 0, 0, 0, 0
 	for i, d := range batch {
 		if m.ctx.Err() != nil {
 			return
@@ -231,13 +234,16 @@ func (m *Manager) retryWrites() {
 			m.mu.Unlock()
 		}
 		var err error
+		others := false
 		switch {
 		case gone:
 			err = m.deleteOwn(ctx, snap)
 		case m.lead != nil && !m.Leader():
 			// The active manager's to write, if the session is still its.
 		default:
-			err = m.st.PutSession(ctx, snap)
+			var ok bool
+			ok, err = m.putOwn(ctx, snap)
+			others = err == nil && !ok // another manager's now: its entry stays
 		}
 		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
@@ -245,9 +251,12 @@ func (m *Manager) retryWrites() {
 			d.sess.unlockPersist()
 		}
 		if err == nil || errors.Is(err, store.ErrNotFound) || m.ctx.Err() != nil {
-			if gone {
+			switch {
+			case gone:
 				deleted++
-			} else {
+			case others:
+				spared++
+			default:
 				written++
 			}
 			continue
@@ -260,10 +269,10 @@ func (m *Manager) retryWrites() {
 		}
 		m.noteStore(err)
 		m.log.Warn("store: sessions' writes stopped: the store failed again; the rest wait for its return",
-			"deleted", deleted, "written", written, "left", len(batch)-deleted-written, "err", err)
+			"deleted", deleted, "written", written, "left", len(batch)-deleted-written-spared, "others", spared, "err", err)
 		return
 	}
-	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting)
+	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting, "others", spared)
 }
 
 // storeMsg returns the store's error err for a message, with one "store: "

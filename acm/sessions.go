@@ -448,6 +448,29 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
 	return err
 }
 
+// putOwn writes s over its entry in a shared store when this manager
+// holds the session there (the entry's Manager, as deleteOwn), in one
+// compare-and-set (store.Locker.PutSessionHeldBy), and reports whether
+// it wrote it: a write made late (retryWrites) leaves alone an entry
+// another manager took over meanwhile (the session's node registered
+// there, which rewrote the entry) or deleted. A store of its own is
+// written as is.
+func (m *Manager) putOwn(ctx context.Context, s store.Session) (bool, error) {
+	l, ok := m.st.(store.Locker)
+	if !ok {
+		return true, m.st.PutSession(ctx, s)
+	}
+	held := []string{m.holderID()}
+	if m.Leader() {
+		held = append(held, "")
+	}
+	written, err := l.PutSessionHeldBy(ctx, s, held...)
+	if err == nil && !written {
+		m.log.Info("session held by another manager (or gone): its entry is not written", "session", s.ID)
+	}
+	return written, err
+}
+
 // uncountLocked takes s out of its subscriber's live session count.
 func (m *Manager) uncountLocked(s *session) {
 	if s.uncounted {

@@ -165,6 +165,16 @@ func (g *gatedRedis) DeleteSessionHeldBy(ctx context.Context, id string, manager
 	return g.Redis.DeleteSessionHeldBy(ctx, id, managers...)
 }
 
+func (g *gatedRedis) PutSessionHeldBy(ctx context.Context, s store.Session, managers ...string) (bool, error) {
+	if err := g.hang(ctx, "PutSessionHeldBy"); err != nil {
+		g.mu.Lock()
+		g.puts = append(g.puts, s.ID)
+		g.mu.Unlock()
+		return false, err
+	}
+	return g.Redis.PutSessionHeldBy(ctx, s, managers...)
+}
+
 func (g *gatedRedis) State(ctx context.Context, name string) ([]byte, error) {
 	if err := g.hang(ctx, "State"); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -78,6 +79,54 @@ func (r *Redis) DeleteSessionHeldBy(ctx context.Context, id string, managers ...
 	n, err := deleteHeldScript.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
 	if err != nil {
 		return false, r.wrap("delete session "+id, err)
+	}
+	return n == 1, nil
+}
+
+// putHeldScript sets field ARGV[1] of hash KEYS[1] (a JSON Session) to
+// ARGV[2] when the stored value's "manager" is one of ARGV[3..]: 1 when
+// set, 0 when the field is missing or held by another manager.
+var putHeldScript = redis.NewScript(`
+local v = redis.call("HGET", KEYS[1], ARGV[1])
+if not v then
+	return 0
+end
+local m = cjson.decode(v)["manager"]
+if type(m) ~= "string" then
+	m = ""
+end
+for i = 3, #ARGV do
+	if ARGV[i] == m then
+		redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
+		return 1
+	end
+end
+return 0
+`)
+
+// PutSessionHeldBy implements Locker.
+func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error) {
+	if s.ID == "" {
+		return false, errors.New("store: session without id")
+	}
+	v, err := json.Marshal(&s)
+	if err != nil {
+		return false, fmt.Errorf("store: session %s: %w", s.ID, err)
+	}
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	if len(managers) == 0 {
+		return false, nil
+	}
+	args := make([]any, 0, 2+len(managers))
+	args = append(args, s.ID, v)
+	for _, m := range managers {
+		args = append(args, m)
+	}
+	n, err := putHeldScript.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
+	if err != nil {
+		return false, r.wrap("put session "+s.ID, err)
 	}
 	return n == 1, nil
 }

@@ -356,6 +356,61 @@ func TestRedisDeleteSessionHeldBy(t *testing.T) {
 	}
 }
 
+// TestRedisPutSessionHeldBy: a session is written over its entry only
+// when the entry's manager is one of those named, in one step; a missing
+// entry is not written.
+func TestRedisPutSessionHeldBy(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	put := func(id, manager string) {
+		t.Helper()
+		if err := r.PutSession(ctx, Session{ID: id, User: "u", Title: "t", Node: "n", Manager: manager}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("s-a", "mgr-a")
+	put("s-none", "")
+	for _, c := range []struct {
+		id       string
+		managers []string
+		want     bool
+	}{
+		{"s-a", []string{"mgr-b"}, false},
+		{"s-a", []string{"mgr-b", ""}, false},
+		{"s-a", nil, false},
+		{"s-none", []string{"mgr-b"}, false},
+		{"missing", []string{"mgr-a", ""}, false},
+		{"s-a", []string{"mgr-b", "mgr-a"}, true},
+		{"s-none", []string{"mgr-b", ""}, true},
+	} {
+		before, _ := r.Session(ctx, c.id)
+		got, err := r.PutSessionHeldBy(ctx, Session{ID: c.id, User: "u", Title: "t", Node: "n2", Manager: "mgr-b"}, c.managers...)
+		if err != nil || got != c.want {
+			t.Fatalf("%s by %q: %v %v, want %v", c.id, c.managers, got, err, c.want)
+		}
+		after, err := r.Session(ctx, c.id)
+		switch {
+		case c.id == "missing":
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("a missing entry written: %+v %v", after, err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		case c.want && (after.Node != "n2" || after.Manager != "mgr-b"):
+			t.Fatalf("%s by %q: %+v, want written", c.id, c.managers, after)
+		case !c.want && (after.Node != before.Node || after.Manager != before.Manager):
+			t.Fatalf("%s by %q: %+v, want %+v kept", c.id, c.managers, after, before)
+		}
+		if c.want {
+			put(c.id, before.Manager) // back for the next cases
+		}
+	}
+	if _, err := r.PutSessionHeldBy(ctx, Session{}, "mgr-a"); err == nil {
+		t.Fatal("a session without id accepted")
+	}
+}
+
 // TestRedisUnchangedCatalogNotRewritten: ReplaceTitles with the catalog
 // already stored writes nothing (the manager refreshes it every minute);
 // a changed title, or a titles hash Redis lost, is written.

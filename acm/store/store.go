@@ -135,4 +135,11 @@ type Locker interface {
 	// removed it; false, nil when the session is missing or held by
 	// another manager.
 	DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error)
+	// PutSessionHeldBy writes s over its stored entry in one atomic step
+	// when that entry's Manager is one of managers (compare-and-set: a
+	// manager's late write does not take back a session another manager
+	// took over, nor bring back one another manager deleted). It returns
+	// whether it wrote it; false, nil when the entry is missing or held
+	// by another manager. Errors: s without an ID, the store's errors.
+	PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error)
 }

@@ -1,0 +1,97 @@
+package acm
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// waitRetried waits until the manager's log says the store's return was
+// met by its waiting session writes (retryWrites).
+func waitRetried(t *testing.T, log *lockedLog) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the waiting session writes made", func() bool {
+		return strings.Contains(log.String(), "after the store's return")
+	})
+}
+
+// stallReportWrite shuts g and has n's next report change session a (its
+// STARTED was lost: the report marks it playing), and waits until that
+// write failed at the stalled store and waits for its return.
+func stallReportWrite(t *testing.T, e *env, g *gatedRedis, n *fakeNode, a string) {
+	t.Helper()
+	g.shut()
+	t.Cleanup(g.open)
+	n.mu.Lock()
+	n.sessions = append(n.sessions, a)
+	n.mu.Unlock()
+	waitFor(t, 10*time.Second, "the session's write waiting for the store", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		_, ok := e.m.pendingWrites[a]
+		return ok
+	})
+}
+
+// TestRetriedWriteMadeWhenTheStoreAnswers: a live session's write that
+// failed at a stalled store is made, with the session's state then, when
+// the store answers: the store does not keep its older state (admitted)
+// for a standby to load.
+func TestRetriedWriteMadeWhenTheStoreAnswers(t *testing.T) {
+	var log lockedLog
+	e, g, r := gatedManager(t, 300*time.Millisecond, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a := e.admitOne("t1")
+	stallReportWrite(t, e, g, n, a)
+	g.open()
+	waitRetried(t, &log)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := r.Session(ctx, a)
+	if err != nil || got.State != store.StatePlaying || got.Manager != e.m.holderID() {
+		t.Fatalf("the session's entry after the store's return: %+v %v, want playing, this manager's", got, err)
+	}
+}
+
+// TestRetriedWriteSparesATakenOverSession: a live session's write fails
+// at a stalled store and waits for its return; meanwhile another manager
+// took the session's entry over (its node moved to that manager, which
+// rewrote the entry as its own, while this one still held the planner
+// lock). When the store answers, the waiting write leaves that entry
+// alone: written as this manager's, it would be this manager's to delete
+// when the session, orphaned here, ends after restore_grace, and the
+// other manager's live session would lose its entry.
+func TestRetriedWriteSparesATakenOverSession(t *testing.T) {
+	var log lockedLog
+	e, g, r := gatedManager(t, 300*time.Millisecond, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	if !e.m.Leader() {
+		t.Fatal("the only manager does not hold the planner lock")
+	}
+	n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a := e.admitOne("t1")
+	stallReportWrite(t, e, g, n, a)
+	e.m.mu.Lock()
+	other := e.m.sessions[a].Session
+	e.m.mu.Unlock()
+	other.Manager = "other-manager"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.PutSession(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+
+	g.open()
+	waitRetried(t, &log)
+	got, err := r.Session(ctx, a)
+	if err != nil || got.Manager != "other-manager" {
+		t.Fatalf("the other manager's entry after the waiting write: manager %q, %v; want it kept", got.Manager, err)
+	}
+}
