@@ -10,6 +10,10 @@ type reportWrites struct {
 	kick chan struct{} // cap 1: sessions are waiting
 	// guarded by Manager.mu
 	queue []*session
+	// stopped: reportWriter made its last writes and returned (the
+	// manager closes): a report still running (gRPC handlers outlive the
+	// manager's goroutines at Close) writes its sessions itself.
+	stopped bool
 }
 
 // initPersist readies the session writes off the front door (Start).
@@ -20,12 +24,18 @@ func (m *Manager) initPersist() {
 	}
 }
 
-// persistLater queues ss to be persisted by reportWriter (mu not held).
+// persistLater queues ss to be persisted by reportWriter (mu not held),
+// or persists them at once once reportWriter has stopped.
 func (m *Manager) persistLater(ss []*session) {
 	if len(ss) == 0 {
 		return
 	}
 	m.mu.Lock()
+	if m.reportWrites.stopped {
+		m.mu.Unlock()
+		m.persistAll(ss)
+		return
+	}
 	m.reportWrites.queue = append(m.reportWrites.queue, ss...)
 	m.mu.Unlock()
 	select {
@@ -41,18 +51,23 @@ func (m *Manager) reportWriter() {
 		select {
 		case <-m.reportWrites.kick:
 		case <-m.ctx.Done():
-			m.writeQueued()
+			m.writeQueued(true)
 			return
 		}
-		m.writeQueued()
+		m.writeQueued(false)
 	}
 }
 
-// writeQueued persists the sessions queued so far.
-func (m *Manager) writeQueued() {
+// writeQueued persists the sessions queued so far; last: reportWriter
+// stops, and the sessions queued from now on are persisted by whoever
+// queues them (persistLater).
+func (m *Manager) writeQueued(last bool) {
 	m.mu.Lock()
 	ss := m.reportWrites.queue
 	m.reportWrites.queue = nil
+	if last {
+		m.reportWrites.stopped = true
+	}
 	m.mu.Unlock()
 	if len(ss) > 0 {
 		m.persistAll(ss)

@@ -95,3 +95,32 @@ func TestRetriedWriteSparesATakenOverSession(t *testing.T) {
 		t.Fatalf("the other manager's entry after the waiting write: manager %q, %v; want it kept", got.Manager, err)
 	}
 }
+
+// TestReportWriteAfterTheWriterStopped: a load report taken as the
+// manager closes (its front doors and gRPC server stop after its
+// goroutines are told to, and a report handler may still be running
+// when they are gone) still writes its sessions: they were queued for
+// the report writer, which had made its last writes and returned, and
+// were lost (the store kept the session as admitted).
+func TestReportWriteAfterTheWriterStopped(t *testing.T) {
+	e, _, r := gatedManager(t, time.Second, nil)
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a := e.admitOne("t1")
+	e.m.mu.Lock()
+	s := e.m.sessions[a]
+	e.m.mu.Unlock()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As report does for a session its node plays, whose STARTED was lost.
+	e.m.mu.Lock()
+	s.State, s.StartedAt = store.StatePlaying, time.Now()
+	e.m.mu.Unlock()
+	e.m.persistLater([]*session{s})
+	waitFor(t, 5*time.Second, "the session stored as playing", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		got, err := r.Session(ctx, a)
+		return err == nil && got.State == store.StatePlaying
+	})
+}
