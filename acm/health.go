@@ -203,7 +203,10 @@ func (m *Manager) retryLater(sess *session, s store.Session) {
 // it stops, keeping that one and those not tried for the next check that
 // reads the store, and notes the failure (noteStore; a timeout is a
 // stall: noteStall): a store that stalls again meanwhile holds the health
-// check one StoreTimeout, not one per waiting session.
+// check one StoreTimeout, not one per waiting session. A session back in
+// the table meanwhile as another entry (loaded afresh from the store: its
+// node registered again, a takeover) is left to that entry: the store's
+// entry is the live session's now.
 func (m *Manager) retryWrites() {
 	m.mu.Lock()
 	batch := make([]writeRetry, 0, len(m.pendingWrites))
@@ -228,14 +231,20 @@ func (m *Manager) retryWrites() {
 			continue
 		}
 		snap, gone := d.s, true
+		m.mu.Lock()
 		if d.sess != nil {
-			m.mu.Lock()
 			snap, gone = d.sess.Session, d.sess.ended
-			m.mu.Unlock()
 		}
+		// The session is in the table again as another entry of it
+		// (loaded afresh from the store: its node registered again, or a
+		// takeover): the store's entry is that one's to write or delete.
+		cur := m.sessions[snap.ID]
+		replaced := cur != nil && cur != d.sess
+		m.mu.Unlock()
 		var err error
-		others := false
+		others := replaced
 		switch {
+		case replaced:
 		case gone:
 			err = m.deleteOwn(ctx, snap)
 		case m.lead != nil && !m.Leader():

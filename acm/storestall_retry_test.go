@@ -124,3 +124,52 @@ func TestReportWriteAfterTheWriterStopped(t *testing.T) {
 		return err == nil && got.State == store.StatePlaying
 	})
 }
+
+// TestRetriedDeleteSparesTheSessionLoadedAgain: an ended session's delete
+// waits for a stalled store; meanwhile the session is back in the table,
+// loaded afresh from its entry (its node registered again and still
+// plays it: registerHook, or a takeover). When the store answers, the
+// waiting delete leaves the entry alone: it is the live session's now,
+// and deleting it left the session with no entry (a standby taking over
+// would not know it).
+func TestRetriedDeleteSparesTheSessionLoadedAgain(t *testing.T) {
+	var log lockedLog
+	e, g, r := gatedManager(t, 300*time.Millisecond, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a := e.admitOne("t1")
+	e.m.mu.Lock()
+	old := e.m.sessions[a]
+	e.m.endLocked(old, "test: its node did not come back")
+	old.forget = true
+	e.m.mu.Unlock()
+	g.shut()
+	t.Cleanup(g.open)
+	if failed := e.m.persistAll([]*session{old}); failed != 1 {
+		t.Fatalf("deletes failed at the stalled store: %d, want 1", failed)
+	}
+	e.m.mu.Lock()
+	_, waiting := e.m.pendingWrites[a]
+	e.m.mu.Unlock()
+	if !waiting {
+		t.Fatal("the delete does not wait for the store's return")
+	}
+	// The store's session list is read past the gate (gatedRedis).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := e.m.loadSessions(ctx, "n1"); n != 1 || err != nil {
+		t.Fatalf("sessions loaded again: %d %v, want 1", n, err)
+	}
+	g.open()
+	waitRetried(t, &log)
+	if _, err := r.Session(ctx, a); err != nil {
+		t.Fatalf("the entry of the session loaded again: %v, want it kept", err)
+	}
+	e.m.mu.Lock()
+	back := e.m.sessions[a]
+	e.m.mu.Unlock()
+	if back == nil || back == old {
+		t.Fatal("the session is not in the table as loaded again")
+	}
+}
