@@ -239,7 +239,15 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 	defer s.unlockPersist()
 	m.mu.Lock()
 	snap, gone, forget := s.Session, s.ended, s.forget
+	cur := m.sessions[snap.ID]
 	m.mu.Unlock()
+	if gone && cur != nil && cur != s {
+		// The session is back in the table as another entry, loaded
+		// afresh from the store (its node registered again and plays it,
+		// or a takeover) while this delete waited (queued behind a slow
+		// store: persistLater): the store's entry is that one's now.
+		return nil
+	}
 	if mode != persistOne && m.health.storeStalled.Load() {
 		if gone || mode == persistInBatch {
 			m.retryLater(s, snap)

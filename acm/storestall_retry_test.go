@@ -173,3 +173,56 @@ func TestRetriedDeleteSparesTheSessionLoadedAgain(t *testing.T) {
 		t.Fatal("the session is not in the table as loaded again")
 	}
 }
+
+// TestQueuedDeleteSparesTheSessionLoadedAgain: a load report ends a
+// session (its node's first report after registering leaves it out) and
+// its delete is queued behind another write that waits for a slow store;
+// meanwhile the session is back in the table, loaded afresh from its
+// entry (the node registered again and plays it). The queued delete is
+// then not made: it removed the live session's entry.
+func TestQueuedDeleteSparesTheSessionLoadedAgain(t *testing.T) {
+	e, g, r := gatedManager(t, 30*time.Second, nil)
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a, b, c := e.admitOne("t1"), e.admitOne("t2"), e.admitOne("t3")
+	e.m.mu.Lock()
+	sa, sb, sc := e.m.sessions[a], e.m.sessions[b], e.m.sessions[c]
+	// A change to write (kept admitted: a playing session its node does
+	// not list would end).
+	sb.ClientAddr, sc.ClientAddr = "192.0.2.1:1", "192.0.2.1:1"
+	e.m.mu.Unlock()
+	g.shut()
+	t.Cleanup(g.open)
+	e.m.persistLater([]*session{sb}) // the writer waits for the store
+	select {
+	case call := <-g.entered:
+		if call != "PutSession" {
+			t.Fatalf("store call hanging: %s, want the write of b", call)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write of b never reached the store")
+	}
+	e.m.mu.Lock()
+	e.m.endLocked(sa, "test: not on its node after the node registered")
+	e.m.mu.Unlock()
+	e.m.persistLater([]*session{sa})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := e.m.loadSessions(ctx, "n1"); n != 1 || err != nil {
+		t.Fatalf("sessions loaded again: %d %v, want 1", n, err)
+	}
+	g.open()
+	// The writer makes the queued writes in order: once c's is made, so
+	// are those queued before it.
+	e.m.persistLater([]*session{sc})
+	waitFor(t, 5*time.Second, "the queued writes made", func() bool {
+		got, err := r.Session(ctx, c)
+		return err == nil && got.ClientAddr == "192.0.2.1:1"
+	})
+	got, err := r.Session(ctx, b)
+	if err != nil || got.ClientAddr != "192.0.2.1:1" {
+		t.Fatalf("b after the store answered: %+v %v, want written", got, err)
+	}
+	if _, err := r.Session(ctx, a); err != nil {
+		t.Fatalf("the entry of the session loaded again: %v, want it kept", err)
+	}
+}
