@@ -230,10 +230,17 @@ func (m *Manager) retryWrites() {
 			waiting++
 			continue
 		}
-		snap, gone := d.s, true
+		snap, gone, claimedFrom := d.s, true, ""
 		m.mu.Lock()
 		if d.sess != nil {
 			snap, gone = d.sess.Session, d.sess.ended
+			if (gone && !d.sess.forget) || (!gone && d.sess.reserved) {
+				// Its node reports here (a live session with its
+				// reservation, one ended by its node or viewer): its
+				// claim stands over the entry it was claimed from. An
+				// orphan's node may have gone back to that manager.
+				claimedFrom = d.sess.claimedFrom
+			}
 		}
 		// The session is in the table again as another entry of it
 		// (loaded afresh from the store: its node registered again, or a
@@ -246,13 +253,16 @@ func (m *Manager) retryWrites() {
 		switch {
 		case replaced:
 		case gone:
-			err = m.deleteOwn(ctx, snap)
+			err = m.deleteOwn(ctx, snap, claimedFrom)
 		case m.lead != nil && !m.Leader():
 			// The active manager's to write, if the session is still its.
 		default:
 			var ok bool
-			ok, err = m.putOwn(ctx, snap)
+			ok, err = m.putOwn(ctx, snap, claimedFrom)
 			others = err == nil && !ok // another manager's now: its entry stays
+			if ok {
+				m.claimMade(d.sess, snap)
+			}
 		}
 		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()

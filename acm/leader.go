@@ -308,8 +308,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		}
 		// Taking over: this manager holds every session in the store now,
 		// also those whose node has not registered here yet.
-		if h := m.holderID(); s.Manager != h {
-			s.Manager = h
+		if m.claimLocked(s) {
 			changed = append(changed, s)
 		}
 		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && sn.Alive {

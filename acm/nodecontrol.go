@@ -206,8 +206,7 @@ func (m *Manager) reserveOrphansLocked(ns *nodeState) (changed []*session, n int
 		s.res, s.reserved, s.restored, s.orphaned = res, true, false, time.Time{}
 		m.countLocked(s)
 		n++
-		if h := m.holderID(); s.Manager != h {
-			s.Manager = h // the node moved here: this manager holds its sessions now
+		if m.claimLocked(s) { // the node moved here: this manager holds its sessions now
 			changed = append(changed, s)
 		}
 	}

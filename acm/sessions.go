@@ -36,6 +36,12 @@ type session struct {
 	// other manager took it over (on a shared store its node may have
 	// registered with another manager, which holds the session now).
 	forget bool
+	// claimedFrom is the manager its store entry named when this manager
+	// claimed the session (a takeover, its node registering here: Manager
+	// rewritten), until a write of the claim is made: a write made late
+	// (retryWrites) may still write over that manager's entry (putOwn),
+	// or delete it (deleteOwn), while its node reports here.
+	claimedFrom string
 	// playingAt is the node's report count (nodeState.reports) when the
 	// session was seen playing; absent counts the node's reports in a
 	// row that did not list it although it played before the previous
@@ -257,11 +263,15 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 	var err error
 	switch {
 	case gone && forget:
-		err = m.deleteOwn(ctx, snap)
+		// Not over a claim's entry (claimedFrom): an orphan's node, a
+		// no-show's viewer, may be with the manager it was claimed from.
+		err = m.deleteOwn(ctx, snap, "")
 	case gone:
 		err = m.st.DeleteSession(ctx, snap.ID)
 	default:
-		err = m.st.PutSession(ctx, snap)
+		if err = m.st.PutSession(ctx, snap); err == nil {
+			m.claimMade(s, snap)
+		}
 	}
 	stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if stalled {
@@ -440,7 +450,12 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 // another manager holds stays: the session's node registered there
 // (which rewrote the entry), or this manager loaded it for a node that
 // then failed to register here.
-func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
+//
+// claimedFrom, when not "", is the manager the entry named when this
+// manager claimed the session (session.claimedFrom): a claim whose write
+// was not made leaves the entry that manager's, and the delete is made
+// over it too.
+func (m *Manager) deleteOwn(ctx context.Context, s store.Session, claimedFrom string) error {
 	l, ok := m.st.(store.Locker)
 	if !ok {
 		return m.st.DeleteSession(ctx, s.ID)
@@ -448,6 +463,9 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
 	held := []string{m.holderID()}
 	if m.Leader() {
 		held = append(held, "")
+	}
+	if claimedFrom != "" {
+		held = append(held, claimedFrom)
 	}
 	deleted, err := l.DeleteSessionHeldBy(ctx, s.ID, held...)
 	if err == nil && !deleted {
@@ -457,13 +475,14 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session) error {
 }
 
 // putOwn writes s over its entry in a shared store when this manager
-// holds the session there (the entry's Manager, as deleteOwn), in one
+// holds the session there (the entry's Manager, as deleteOwn), or claimed
+// it from the manager the entry names (claimedFrom, not ""), in one
 // compare-and-set (store.Locker.PutSessionHeldBy), and reports whether
 // it wrote it: a write made late (retryWrites) leaves alone an entry
 // another manager took over meanwhile (the session's node registered
 // there, which rewrote the entry) or deleted. A store of its own is
 // written as is.
-func (m *Manager) putOwn(ctx context.Context, s store.Session) (bool, error) {
+func (m *Manager) putOwn(ctx context.Context, s store.Session, claimedFrom string) (bool, error) {
 	l, ok := m.st.(store.Locker)
 	if !ok {
 		return true, m.st.PutSession(ctx, s)
@@ -472,11 +491,40 @@ func (m *Manager) putOwn(ctx context.Context, s store.Session) (bool, error) {
 	if m.Leader() {
 		held = append(held, "")
 	}
+	if claimedFrom != "" {
+		held = append(held, claimedFrom)
+	}
 	written, err := l.PutSessionHeldBy(ctx, s, held...)
 	if err == nil && !written {
 		m.log.Info("session held by another manager (or gone): its entry is not written", "session", s.ID)
 	}
 	return written, err
+}
+
+// claimLocked makes this manager the holder of s in the store
+// (Manager), remembering the manager the entry names until a write of
+// the claim is made (claimedFrom). It reports whether s changed (to be
+// persisted).
+func (m *Manager) claimLocked(s *session) bool {
+	h := m.holderID()
+	if s.Manager == h {
+		return false
+	}
+	if s.claimedFrom == "" {
+		s.claimedFrom = s.Manager
+	}
+	s.Manager = h
+	return true
+}
+
+// claimMade notes that snap, written for s, is in the store: a claim it
+// carries is made (claimedFrom cleared).
+func (m *Manager) claimMade(s *session, snap store.Session) {
+	m.mu.Lock()
+	if s.claimedFrom != "" && snap.Manager == m.holderID() {
+		s.claimedFrom = ""
+	}
+	m.mu.Unlock()
 }
 
 // uncountLocked takes s out of its subscriber's live session count.

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -224,5 +225,76 @@ func TestQueuedDeleteSparesTheSessionLoadedAgain(t *testing.T) {
 	}
 	if _, err := r.Session(ctx, a); err != nil {
 		t.Fatalf("the entry of the session loaded again: %v, want it kept", err)
+	}
+}
+
+// TestRetriedClaimMadeWhenTheStoreAnswers: a manager taking over (the
+// planner lock) claims the sessions of the store it did not hold (their
+// entries name the previous manager); the claim's write fails at a
+// stalled store and waits for its return. It is then made over the
+// previous manager's entry, which this manager does not hold yet; and a
+// claimed session that ended meanwhile has its entry deleted. Both were
+// left as the previous manager's: the entry of a live session named a
+// manager that no longer held it, and that of an ended one stayed in the
+// store (deleteOwn spared it) until another takeover. A claimed session
+// orphaned meanwhile (its node died here, and may be back with the
+// previous manager) keeps the previous manager's entry.
+func TestRetriedClaimMadeWhenTheStoreAnswers(t *testing.T) {
+	for _, then := range []string{"live", "ended", "orphaned"} {
+		t.Run(then, func(t *testing.T) {
+			var log lockedLog
+			e, g, r := gatedManager(t, 300*time.Millisecond, func(m *Manager) {
+				m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
+			n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			prev := store.Session{ID: "0123456789abcdef0123456789abcdef", User: "demo", Title: "t1", Node: "n1", BitrateBps: titleBps,
+				State: store.StatePlaying, Protocol: store.ProtoRTSP, AdmittedAt: time.Now(), Manager: "previous-manager"}
+			if err := r.PutSession(ctx, prev); err != nil {
+				t.Fatal(err)
+			}
+			n.setSessions(prev.ID) // the node plays it
+			g.shut()
+			t.Cleanup(g.open)
+			// A takeover's load: the store's session list is read past
+			// the gate (gatedRedis), the claim's write hangs there.
+			if n, err := e.m.loadSessions(ctx, ""); n != 1 || err != nil {
+				t.Fatalf("sessions loaded: %d %v, want 1", n, err)
+			}
+			e.m.mu.Lock()
+			s := e.m.sessions[prev.ID]
+			_, waiting := e.m.pendingWrites[prev.ID]
+			e.m.mu.Unlock()
+			if s == nil || !waiting {
+				t.Fatalf("the claim's write does not wait for the store's return (in the table: %v)", s != nil)
+			}
+			switch then {
+			case "ended":
+				e.m.mu.Lock()
+				e.m.endLocked(s, "test: its viewer left")
+				e.m.mu.Unlock()
+				e.m.persistAll([]*session{s})
+			case "orphaned":
+				// Its node left here: it may have gone back to the
+				// previous manager, whose entry is left alone.
+				n.leave()
+				waitFor(t, 5*time.Second, "the session orphaned", func() bool {
+					e.m.mu.Lock()
+					defer e.m.mu.Unlock()
+					return !s.reserved
+				})
+			}
+			g.open()
+			waitRetried(t, &log)
+			got, err := r.Session(ctx, prev.ID)
+			want := map[string]string{"live": e.m.holderID(), "orphaned": "previous-manager"}[then]
+			switch {
+			case then == "ended" && !errors.Is(err, store.ErrNotFound):
+				t.Fatalf("the claimed session ended: its entry %+v %v, want it deleted", got, err)
+			case then != "ended" && (err != nil || got.Manager != want):
+				t.Fatalf("the claimed session's entry: manager %q, %v; want %q", got.Manager, err, want)
+			}
+		})
 	}
 }
