@@ -287,7 +287,9 @@ func (m *Manager) takeOver() {
 // the store), as restored sessions; those whose node is registered and
 // alive (draining or not) get their reservation at once, the others when
 // it registers (Register). A session whose reservation cannot be rebuilt
-// ends. It returns how many it added.
+// ends. For a node, a session of it the table holds whose entry names
+// another manager takes that manager's name, which Register claims back.
+// It returns how many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	ss, err := m.st.Sessions(ctx)
 	if err != nil {
@@ -297,7 +299,17 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	n := 0
 	m.mu.Lock()
 	for _, st := range ss {
-		if st.State == store.StateEnded || (node != "" && st.Node != node) || m.sessions[st.ID] != nil {
+		if st.State == store.StateEnded || (node != "" && st.Node != node) {
+			continue
+		}
+		if cur := m.sessions[st.ID]; cur != nil {
+			if node != "" && cur.Manager != st.Manager {
+				// Its node was with the manager the entry names
+				// meanwhile, which took it over: Register claims it back
+				// (the entry left naming that manager, its delete there
+				// of the session as an orphan removed the live one's).
+				cur.Manager = st.Manager
+			}
 			continue
 		}
 		s := &session{Session: st, restored: true, orphaned: m.now()} // RestoreGrace from now

@@ -191,10 +191,15 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 // the node is registered or reporting again. A session whose reservation
 // cannot be rebuilt ends. It returns the sessions to persist (ended, or
 // now held by this manager on a shared store) and how many got their
-// reservation back.
+// reservation back. A session with its reservation whose entry names
+// another manager (loadSessions saw it: the node was with that manager
+// meanwhile, which took the entry over) is claimed back too.
 func (m *Manager) reserveOrphansLocked(ns *nodeState) (changed []*session, n int) {
 	for _, s := range ns.sessionList() {
 		if s.reserved {
+			if m.claimLocked(s) {
+				changed = append(changed, s)
+			}
 			continue
 		}
 		res, err := m.sched.Reserve(ns.id, s.Title, s.BitrateBps)
