@@ -17,7 +17,7 @@ var (
 	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
-	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte).", []string{"cause"}, nil)
+	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte), preempted (a prefetch stopped for a viewer's fill).", []string{"cause"}, nil)
 	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole) and of partial fills.", nil, nil)
 	descNodePartial  = prometheus.NewDesc("vodnode_partial_bytes", "Bytes of partial fills: titles whose fill stopped short, kept to resume (removed first when a fill needs room).", nil, nil)
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
