@@ -495,9 +495,11 @@ func (m *Manager) pumpLocked(now time.Time) {
 // that just completed still look in use), and the node would choose
 // victims by its own policy: it waits for the node's next load report
 // (at most two heartbeat intervals, before the client is answered) and
-// tries once more with the fresh view.
+// tries once more with the fresh view. The prefetches the node stops for
+// the fill (preemptibleBytesLocked) count as room: no report shows it
+// before the viewer reaches the node.
 func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session, t store.Title, now time.Time) {
-	ok, err := m.makeRoomLocked(ns, t, now, false)
+	ok, err := m.makeRoomLocked(ns, t, now, false, m.preemptibleBytesLocked(ns, t.ID))
 	ns.diskFree -= t.SizeBytes
 	if err != nil {
 		m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
@@ -521,7 +523,7 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 	if s.ended || ns.diskFree >= 0 {
 		return
 	}
-	if _, err := m.reclaimLocked(ns, t.ID, -ns.diskFree, m.now(), false); err != nil {
+	if _, err := m.reclaimLocked(ns, t.ID, -ns.diskFree, m.now(), false, m.preemptibleBytesLocked(ns, t.ID)); err != nil {
 		m.log.Warn("no eviction for a fill", "node", ns.id, "title", t.ID, "err", err)
 	}
 }

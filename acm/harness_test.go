@@ -231,6 +231,9 @@ type fakeNode struct {
 	// expects are the ExpectCommands received, in order: kept apart
 	// from cmds and onCommand (one comes with every admission).
 	expects []*pb.ExpectCommand
+	// muted: the periodic reports are not sent (a node between two
+	// heartbeats, for as long as a test needs).
+	muted bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -357,6 +360,12 @@ func (n *fakeNode) heartbeat() {
 				st.CloseSend()
 				return
 			case <-tk.C:
+				n.mu.Lock()
+				muted := n.muted
+				n.mu.Unlock()
+				if muted {
+					continue
+				}
 				if st.Send(n.report()) != nil {
 					return
 				}
@@ -385,6 +394,13 @@ func (n *fakeNode) stop() {
 		<-n.done
 		n.cancel = nil
 	}
+}
+
+// mute stops the periodic reports (true) or sends them again (false).
+func (n *fakeNode) mute(on bool) {
+	n.mu.Lock()
+	n.muted = on
+	n.mu.Unlock()
 }
 
 // freeze makes the reports show the titles of now until thaw.

@@ -3,6 +3,7 @@ package acm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -29,7 +30,7 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	if err != nil {
 		return err
 	}
-	if _, err := m.makeRoomLocked(ns, t, now, true); err != nil {
+	if _, err := m.makeRoomLocked(ns, t, now, true, 0); err != nil {
 		return err
 	}
 	if !ns.push(prefetchCmd(t.ID)) {
@@ -149,12 +150,13 @@ var errNoRoom = errors.New("not enough room")
 
 // makeRoomLocked frees room for a fill of t on ns (mu held) when the
 // node's free disk (last report minus fills ordered since) is below t's
-// size (see reclaimLocked). It reports whether the room is there.
-func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, all bool) (bool, error) {
+// size (see reclaimLocked, and stops for its argument). It reports
+// whether the room is there.
+func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, all bool, stops int64) (bool, error) {
 	if !ns.reported || t.SizeBytes <= 0 || ns.diskFree >= t.SizeBytes {
 		return true, nil
 	}
-	return m.reclaimLocked(ns, t.ID, t.SizeBytes-ns.diskFree, now, all)
+	return m.reclaimLocked(ns, t.ID, t.SizeBytes-ns.diskFree, now, all, stops)
 }
 
 // reclaimLocked frees need bytes on ns for a fill of title (mu held): the
@@ -163,9 +165,21 @@ func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, al
 // node's stream. With all, it evicts nothing unless the victims free the
 // whole need (RESOURCE_EXHAUSTED otherwise); without, it evicts what it
 // can (a fill on demand streams to its viewer anyway). It reports whether
-// the victims free the whole need.
-func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now time.Time, all bool) (bool, error) {
-	victims, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, title), need, now)
+// the victims, with stops bytes the node frees itself for a fill on
+// demand once they are gone (the prefetches it stops for it:
+// preemptibleBytesLocked; 0 for a prefetch), free the whole need.
+func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now time.Time, all bool, stops int64) (bool, error) {
+	items := m.itemsLocked(ns, title)
+	victims, ok := m.storage.Evictor(ns.id).Victims(items, need, now)
+	if !ok && stops > 0 {
+		freed := stops
+		for _, it := range items {
+			if slices.Contains(victims, it.Title) {
+				freed += it.Bytes
+			}
+		}
+		ok = freed >= need
+	}
 	if !ok && all {
 		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
 			errNoRoom, ns.id, title, need)
@@ -176,8 +190,25 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 	for _, v := range victims {
 		m.orderEvictLocked(ns, v, false, evictRoom)
 	}
-	m.log.Info("eviction for a fill", "node", ns.id, "title", title, "need_bytes", need, "victims", victims, "enough", ok)
+	m.log.Info("eviction for a fill", "node", ns.id, "title", title, "need_bytes", need, "victims", victims, "stops_bytes", stops, "enough", ok)
 	return ok, nil
+}
+
+// preemptibleBytesLocked returns the bytes of the prefetches on ns that
+// the node stops to make room for a fill on demand of another title than
+// skip (mu held): those its last report gives preemptible (a prefetch no
+// viewer plays, is on its way for or pins there) and those ordered it has
+// not reported yet, less the ones a viewer admitted since plays or awaits
+// and the ones pinned since (lsm counts the same as room: Holding.Preemptible).
+func (m *Manager) preemptibleBytesLocked(ns *nodeState, skip string) int64 {
+	var n int64
+	for id, st := range ns.titles {
+		if id == skip || !st.GetFilling() || !st.GetPreemptible() || ns.active[id] > 0 || m.pins.Protects(ns.id, id) {
+			continue
+		}
+		n += max(st.GetStoredBytes(), st.GetSizeBytes())
+	}
+	return n
 }
 
 // evictLocked orders node id to remove title for reason (evictOperator,
