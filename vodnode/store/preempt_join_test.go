@@ -118,3 +118,48 @@ func TestViewerDoesNotJoinPreemptedPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// A fill on demand stops no prefetch when stopping every prefetch it may
+// would not make its room: with the title it counted on evicting kept
+// since (a viewer on its way for it: Expect), the prefetch left is
+// smaller than the room missing, and the fill fails ErrNoSpace with the
+// prefetch still filling, not preempted for nothing.
+func TestNoPreemptionThatCannotMakeTheRoom(t *testing.T) {
+	data := sample(t)
+	half := data[:len(data)/2/188*188]
+	hangs := []string{"dem"} // its first transfer: no byte before the Expect below
+	for range 50 {
+		hangs = append(hangs, "pre") // the prefetch never gets a byte
+	}
+	_, client := startHangingCDP(t, map[string][]byte{"old": data, "pre": half, "dem": data}, 4, hangs...)
+	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: 200 * time.Millisecond,
+		DiskBytes: int64(len(data)+len(half)) + 188})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := fillEnded(t, s, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prefetch(ctx, "pre"); err != nil {
+		t.Fatal(err)
+	}
+	dem, err := s.Acquire(ctx, "dem") // counts on evicting old and stopping pre
+	if err != nil {
+		t.Fatalf("fill on demand: %v", err)
+	}
+	defer s.Release(dem)
+	if !s.Expect("s1", "old", time.Now().Add(time.Minute)) {
+		t.Fatal("expect refused")
+	}
+	if err := waitEnded(t, dem); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("fill on demand with old kept and pre too small: %v, want ErrNoSpace", err)
+	}
+	if st, ok := statusOf(s, "pre"); !ok || !st.Filling {
+		t.Fatalf("prefetch after the fill that could not have its room: %+v (found %v), want still filling", st, ok)
+	}
+	if got := s.FillsFailed()["preempted"]; got != 0 {
+		t.Fatalf("prefetches preempted: %d, want 0 (%v)", got, s.FillsFailed())
+	}
+}

@@ -84,8 +84,9 @@ func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
 // (vodnode's load report), and a fill counted on it must not fail
 // writing. When that is not enough and t is a fill on demand (not a
 // prefetch no reader holds), it first stops prefetches no viewer needs
-// (preemptibleLocked; fewest bytes stored first), waits for their fills
-// to end (their bytes become partials) and counts again. The fill t
+// (preemptibleLocked; fewest bytes stored first; none when all of them
+// would not make the room), waits for their fills to end (their bytes
+// become partials) and counts again. The fill t
 // calls it when the origin has sent its first bytes, so that a fill the
 // origin cannot serve removes nothing. The error wraps ErrNoSpace when
 // the titles in use leave too little.
@@ -175,14 +176,21 @@ func (s *Store) makeRoomOnce(t *Title, preempt bool) (stopped []chan struct{}, e
 
 // preemptLocked stops prefetches no viewer needs (preemptibleLocked),
 // those with the fewest bytes stored first (they lose the least should
-// their partials go too), until their titles' sizes cover need bytes or
-// none is left, and returns the channels their fills close when they end.
+// their partials go too), until their titles' sizes cover need bytes, and
+// returns the channels their fills close when they end. It stops none
+// when all of them together do not cover need: the fill would fail for
+// want of room all the same, and the prefetches would be lost for nothing.
 func (s *Store) preemptLocked(need int64) []chan struct{} {
 	var cands []*Title
+	var room int64
 	for _, t := range s.titles {
 		if s.preemptibleLocked(t) {
 			cands = append(cands, t)
+			room += t.meta.Size
 		}
+	}
+	if room < need {
+		return nil
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i].View().Index.Size, cands[j].View().Index.Size
