@@ -204,7 +204,7 @@ func (s *Store) preemptLocked(need int64) []chan struct{} {
 		if need <= 0 {
 			break
 		}
-		c.preempted = true
+		c.preempted, c.stopped = true, true
 		c.cancel()
 		stopped = append(stopped, c.done)
 		need -= c.meta.Size

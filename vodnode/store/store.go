@@ -458,10 +458,10 @@ func (s *Store) hold(id string, prefetch bool) (*Title, <-chan struct{}) {
 
 // holdLocked returns t, a title in s.titles, with one more reference
 // (none for a prefetch; s.mu held). When t's fill has been stopped
-// (preempted, abandoned: its context is done) and has not ended yet, it
-// takes nothing and returns nil and the channel the fill's end closes.
+// (preempted, abandoned: Title.stopped) and has not ended yet, it takes
+// nothing and returns nil and the channel the fill's end closes.
 func (s *Store) holdLocked(t *Title, prefetch bool) (*Title, <-chan struct{}) {
-	if t.filling && t.done != nil && t.ctx.Err() != nil {
+	if t.filling && t.stopped {
 		return nil, t.done
 	}
 	if !prefetch {
@@ -493,6 +493,7 @@ func (s *Store) Release(t *Title) {
 			// Still without readers since this release (no reader came and
 			// went meanwhile), still waiting, and not prefetched since.
 			if t.refs == 0 && t.idleGen == gen && t.filling && !t.started && !t.prefetch {
+				t.stopped = true
 				t.cancel()
 			}
 		})

@@ -62,6 +62,10 @@ type Title struct {
 	// (failFill or finishFill done), nil for a title loaded from disk.
 	preempted bool
 	done      chan struct{}
+	// stopped: the fill was cancelled before its end (preempted, or
+	// abandoned by its viewers: Store.Release); a reader asking for the
+	// title meanwhile waits for done rather than join it (Store.get).
+	stopped bool
 }
 
 type waiter struct {
