@@ -132,7 +132,7 @@ func TestNoPreemptionThatCannotMakeTheRoom(t *testing.T) {
 		hangs = append(hangs, "pre") // the prefetch never gets a byte
 	}
 	_, client := startHangingCDP(t, map[string][]byte{"old": data, "pre": half, "dem": data}, 4, hangs...)
-	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: 200 * time.Millisecond,
+	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: time.Second,
 		DiskBytes: int64(len(data)+len(half)) + 188})
 	if err != nil {
 		t.Fatal(err)
