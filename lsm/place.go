@@ -47,7 +47,9 @@ func (s *Scheduler) CapBps(i int) int64 {
 // headroom for r's bitrate under its (slow-start) cap, below its session
 // limit, and holding or filling r's title or with disk room for it (its
 // disk minus the titles in use or pinned there, when r.Bytes and the disk
-// size are known) and no disk fault (Node.DiskFault), and not holding a
+// size are known) and no disk fault (Node.DiskFault), with room still for
+// the title's bytes when it is a prefetch the node would stop for a fill
+// on demand (Holding.Preemptible: r makes them in use), and not holding a
 // stale copy of it (Holding.Stale) while the origin can fill the title,
 // and in the request's site while Place tries that site first
 // (Request.Site), and offering what the request requires
@@ -76,12 +78,17 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
 		return false
 	}
+	c := n.titles[r.Title]
 	if n.NoOrigin {
-		c := n.titles[r.Title]
 		return c != nil && !c.filling // no fill there, nor a share of one
 	}
+	if c != nil && c.preemptible && !c.inUse() && roomBytes(n) < c.bytes {
+		// A viewer makes a preemptible prefetch's bytes in use, and fills
+		// placed since count on them as room: the node would stop the
+		// prefetch under that viewer, or fail those fills.
+		return false
+	}
 	if r.NoFill || r.OriginDown || n.DiskFault || !diskRoom(n, r.Bytes) {
-		c := n.titles[r.Title]
 		return c != nil && !(r.OriginDown && c.booked)
 	}
 	return true

@@ -68,3 +68,44 @@ func TestPreemptiblePrefetchIsRoom(t *testing.T) {
 		want("the prefetch complete", 0, true)
 	}
 }
+
+// A viewer of a preemptible prefetch makes its bytes in use: a node whose
+// room for a fill placed since counts on them (the node will stop the
+// prefetch for that fill) does not take that viewer, which would leave
+// the node two titles in use where it has room for one (whichever
+// reaches it second fails there). Once that fill is gone, it does.
+func TestViewerOfPreemptiblePrefetchWhoseRoomIsTaken(t *testing.T) {
+	for _, p := range Policies() {
+		s, err := New(func() Config { c := DefaultConfig(); c.Policy = p; return c }())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AddNode(NodeSpec{ID: "a", Capacity: Capacity{EgressBps: 1e9, DiskBytes: 10e9}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		r := Report{DiskFreeBytes: 2e9, DiskFreeKnown: true,
+			Titles: []Holding{{Title: "pre", Bytes: 8e9, Filling: true, Preemptible: true}}}
+		if err := s.Heartbeat("a", r, t0); err != nil {
+			t.Fatal(err)
+		}
+		fill := Request{Title: "new", Client: "c-new", Bitrate: 4e6, Bytes: 4e9}
+		fres, err := s.Place(&fill, t0)
+		if err != nil {
+			t.Fatalf("%s: a fill counting on the preemptible prefetch's room: %v", p, err)
+		}
+		join := Request{Title: "pre", Client: "c-pre", Bitrate: 4e6, Bytes: 8e9}
+		if res, err := s.Place(&join, t0); !errors.Is(err, ErrNoCapacity) {
+			t.Fatalf("%s: viewer of the prefetch whose room a fill took: %+v, %v, want ErrNoCapacity", p, res, err)
+		}
+		if n := s.Node("a"); n.InUseBytes > n.Capacity.DiskBytes {
+			t.Fatalf("%s: %d bytes in use on a disk of %d", p, n.InUseBytes, n.Capacity.DiskBytes)
+		}
+		s.Release(fres)
+		s.DropReplica("a", fill.Title)
+		res, err := s.Place(&join, t0)
+		if err != nil {
+			t.Fatalf("%s: viewer of the prefetch once the fill is gone: %v", p, err)
+		}
+		s.Release(res)
+	}
+}
