@@ -231,9 +231,7 @@ type fakeNode struct {
 	// expects are the ExpectCommands received, in order: kept apart
 	// from cmds and onCommand (one comes with every admission).
 	expects []*pb.ExpectCommand
-	// muted: the periodic reports are not sent (a node between two
-	// heartbeats, for as long as a test needs).
-	muted bool
+	muted   bool // the periodic reports are not sent (mute: a node between two heartbeats)
 
 	cancel context.CancelFunc
 	done   chan struct{}
