@@ -348,14 +348,16 @@ func (s *ESStream) Abort(reason string) {
 		return
 	}
 	// Counted when handed to the writer, as a queued packet is, so that
-	// BytesSent read once Abort returns (the session's end report) has them.
+	// BytesSent read once Abort returns (the session's end report) has
+	// them; in the engine's total once written (uncount).
 	s.bytes.Add(int64(len(frames)))
-	s.e.bytesSent.Add(int64(len(frames)))
 	go func() {
 		if running {
 			<-done // after the play's last packet
 		}
-		s.cfg.Conn.Write(frames)
+		if _, err := s.cfg.Conn.Write(frames); err == nil {
+			s.e.bytesSent.Add(int64(len(frames)))
+		}
 	}()
 }
 

@@ -76,12 +76,13 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
 			sent = len(frame)
 			if wait {
-				// Counted as handed to the writer, as a packet is
-				// (sendUnit).
+				// Counted in the stream's BytesSent as handed to the
+				// writer, as a packet is (sendUnit).
 				s.bytes.Add(int64(sent))
-				s.e.bytesSent.Add(int64(sent))
 				if _, err := s.cfg.Conn.Write(frame); err != nil {
 					s.uncount(int64(sent))
+				} else {
+					s.e.bytesSent.Add(int64(sent))
 				}
 				went[i] = true // sent, or lost
 				continue
@@ -128,16 +129,19 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	p.SSRC = s.cfg.SSRC[i]
 	frameLen := int64(p.MarshalSize() + 4)
 	if s.cfg.Mode == RTPTCP {
-		// Counted as it is handed to the writer, with its count above:
-		// Abort does not wait for a write held by a busy writer, and the
-		// session's end report, read once it returns, has it.
+		// Counted in the stream's BytesSent as it is handed to the
+		// writer, with its count above: Abort does not wait for a write
+		// held by a busy writer, and the session's end report, read once
+		// it returns, has it. The engine's total counts it once written
+		// (uncount).
 		s.bytes.Add(frameLen)
-		s.e.bytesSent.Add(frameLen)
 	}
 	s.mu.Unlock()
 	b, err := p.Marshal()
 	if err != nil {
-		s.uncount(frameLen)
+		if s.cfg.Mode == RTPTCP {
+			s.uncount(frameLen) // counted above over TCP only
+		}
 		return err
 	}
 	switch s.cfg.Mode {
@@ -149,6 +153,7 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 			}
 			return fmt.Errorf("%w: %v", ErrQueueFull, err) // held back past the write timeout
 		}
+		s.e.bytesSent.Add(frameLen)
 	case RTPUDP:
 		if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
 			s.bytes.Add(int64(len(b)))
@@ -169,10 +174,13 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	return nil
 }
 
-// uncount takes back n bytes counted for a packet that was not sent.
+// uncount takes back the n bytes of a packet counted in the stream's
+// BytesSent as it was handed to the connection's writer, whose write
+// failed. The engine's total counts a packet only once written, never
+// taking bytes back: it is the node's vodnode_sent_bytes_total counter
+// and the egress of its load reports, which must not decrease.
 func (s *ESStream) uncount(n int64) {
 	s.bytes.Add(-n)
-	s.e.bytesSent.Add(-n)
 }
 
 // reportLoop sends each track's sender report when it is due (every
