@@ -443,6 +443,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 			bye = s.reportsLocked(string(EndDiskRead))
 			failed = true
 		}
+		s.handOverLocked(bye) // over TCP written waiting below
 	}
 	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil // nothing left to stop
 	s.mu.Unlock()

@@ -60,11 +60,13 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 // channel + 1) over TCP, to the client's RTCP port over UDP. Over TCP it
 // waits for room in the connection's queue when wait is set (the stream's
 // own goroutine), else drops what the writer cannot take at once (busy,
-// or its queue full). It reports per track whether its packet is done
-// with: sent, or lost for good (over TCP a connection that failed takes
-// nothing more: its RTSP connection ends the stream; over UDP a send that
-// failed); false only for one the writer could not take at once, which a
-// retry may send.
+// or its queue full). Packets written waiting over TCP were counted in the
+// stream's BytesSent as they were made (handOverLocked), and are taken
+// back if their write fails. It reports per track whether its packet is
+// done with: sent, or lost for good (over TCP a connection that failed
+// takes nothing more: its RTSP connection ends the stream; over UDP a
+// send that failed); false only for one the writer could not take at
+// once, which a retry may send.
 func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 	for i, b := range pkts {
 		if b == nil {
@@ -76,9 +78,8 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
 			sent = len(frame)
 			if wait {
-				// Counted in the stream's BytesSent as handed to the
-				// writer, as a packet is (sendUnit).
-				s.bytes.Add(int64(sent))
+				// Counted in the stream's BytesSent as made
+				// (handOverLocked), as a packet is (sendUnit).
 				if _, err := s.cfg.Conn.Write(frame); err != nil {
 					s.uncount(int64(sent))
 				} else {
@@ -169,9 +170,27 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 		s.nextSR[i] = now.Add(s.e.SRInterval)
 		srs[i] = s.reportLocked(i, "")
 	}
+	s.handOverLocked(srs)
 	s.mu.Unlock()
 	s.sendRTCP(srs, true)
 	return nil
+}
+
+// handOverLocked counts in the stream's BytesSent, over TCP, the RTCP
+// packets pkts that sendRTCP is to write waiting for the connection's
+// writer, as they are made: Abort does not wait for the play's goroutine
+// writing them, and the session's end report, read once Abort returns,
+// has them (a packet's count is taken at the same point, sendUnit).
+// s.mu held.
+func (s *ESStream) handOverLocked(pkts [2][]byte) {
+	if s.cfg.Mode != RTPTCP {
+		return
+	}
+	for _, b := range pkts {
+		if b != nil {
+			s.bytes.Add(int64(len(b) + 4)) // appendFrame's header
+		}
+	}
 }
 
 // uncount takes back the n bytes of a packet counted in the stream's
@@ -199,6 +218,11 @@ func (s *ESStream) uncount(n int64) {
 // connection's writer cannot take at once (busy, or its queue full) stays
 // due: the next packet sends it, waiting, or the loop tries again
 // esReportRetry later.
+//
+// Each round holds s.mu from its check of the stream to its sends, which
+// do not block (TryWrite): a report is sent, and counted, before a Close
+// or Abort, or not at all (Abort does not wait for this loop over TCP,
+// and the session's end report, read once it returns, has what was sent).
 func (s *ESStream) reportLoop(ctx context.Context) {
 	t := time.NewTimer(s.e.SRInterval)
 	defer t.Stop()
@@ -212,6 +236,10 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 		next := now.Add(s.e.SRInterval)
 		var srs [2][]byte
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return // Abort's BYE carries the last report
+		}
 		for i := range 2 {
 			if !s.track(i) || s.packets[i] == 0 {
 				continue // nothing sent: nothing to report
@@ -224,10 +252,8 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 				next = s.nextSR[i]
 			}
 		}
-		s.mu.Unlock()
 		s.reportTries.Add(1)
 		went := s.sendRTCP(srs, false)
-		s.mu.Lock()
 		for i := range 2 {
 			if srs[i] != nil && !went[i] {
 				// Dropped (the writer busy or full): due still, so that
