@@ -219,10 +219,11 @@ func (s *ESStream) uncount(n int64) {
 // due: the next packet sends it, waiting, or the loop tries again
 // esReportRetry later.
 //
-// Each round holds s.mu from its check of the stream to its sends, which
-// do not block (TryWrite): a report is sent, and counted, before a Close
-// or Abort, or not at all (Abort does not wait for this loop over TCP,
-// and the session's end report, read once it returns, has what was sent).
+// Over TCP each round holds s.mu from its check of the stream to its
+// sends, which do not block (TryWrite): a report is sent, and counted,
+// before a Close or Abort, or not at all (Abort does not wait for this
+// loop over TCP, and the session's end report, read once it returns, has
+// what was sent).
 func (s *ESStream) reportLoop(ctx context.Context) {
 	t := time.NewTimer(s.e.SRInterval)
 	defer t.Stop()
@@ -253,6 +254,15 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 			}
 		}
 		s.reportTries.Add(1)
+		if s.cfg.Mode != RTPTCP {
+			// Over UDP, sent out of the lock (a datagram may wait for
+			// the socket), every one done with: Abort waits for this
+			// loop over UDP.
+			s.mu.Unlock()
+			s.sendRTCP(srs, false)
+			t.Reset(max(time.Until(next), time.Millisecond))
+			continue
+		}
 		went := s.sendRTCP(srs, false)
 		for i := range 2 {
 			if srs[i] != nil && !went[i] {
