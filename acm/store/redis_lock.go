@@ -44,9 +44,12 @@ end
 return 0
 `)
 
-// deleteHeldScript deletes field ARGV[1] of hash KEYS[1] (a JSON
-// Session) when its "manager" is one of ARGV[2..]: 1 when deleted.
-var deleteHeldScript = redis.NewScript(`
+// heldScript returns a script that runs action on field ARGV[1] of hash
+// KEYS[1] (a JSON Session) when the stored value's "manager" is one of
+// ARGV[first..]: what action returns then; 0 when the field is missing or
+// held by another manager.
+func heldScript(first int, action string) *redis.Script {
+	return redis.NewScript(fmt.Sprintf(`
 local v = redis.call("HGET", KEYS[1], ARGV[1])
 if not v then
 	return 0
@@ -55,54 +58,28 @@ local m = cjson.decode(v)["manager"]
 if type(m) ~= "string" then
 	m = ""
 end
-for i = 2, #ARGV do
+for i = %d, #ARGV do
 	if ARGV[i] == m then
-		return redis.call("HDEL", KEYS[1], ARGV[1])
+		%s
 	end
 end
 return 0
-`)
+`, first, action))
+}
+
+// deleteHeldScript deletes field ARGV[1] (a Session) when held by one of
+// ARGV[2..]: 1 when deleted. putHeldScript sets it to ARGV[2] when held
+// by one of ARGV[3..]: 1 when set.
+var (
+	deleteHeldScript = heldScript(2, `return redis.call("HDEL", KEYS[1], ARGV[1])`)
+	putHeldScript    = heldScript(3, `redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
+		return 1`)
+)
 
 // DeleteSessionHeldBy implements Locker.
 func (r *Redis) DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error) {
-	if err := r.check(); err != nil {
-		return false, err
-	}
-	if len(managers) == 0 {
-		return false, nil
-	}
-	args := make([]any, 0, 1+len(managers))
-	args = append(args, id)
-	for _, m := range managers {
-		args = append(args, m)
-	}
-	n, err := deleteHeldScript.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
-	if err != nil {
-		return false, r.wrap("delete session "+id, err)
-	}
-	return n == 1, nil
+	return r.runHeld(ctx, deleteHeldScript, "delete", id, []any{id}, managers)
 }
-
-// putHeldScript sets field ARGV[1] of hash KEYS[1] (a JSON Session) to
-// ARGV[2] when the stored value's "manager" is one of ARGV[3..]: 1 when
-// set, 0 when the field is missing or held by another manager.
-var putHeldScript = redis.NewScript(`
-local v = redis.call("HGET", KEYS[1], ARGV[1])
-if not v then
-	return 0
-end
-local m = cjson.decode(v)["manager"]
-if type(m) ~= "string" then
-	m = ""
-end
-for i = 3, #ARGV do
-	if ARGV[i] == m then
-		redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
-		return 1
-	end
-end
-return 0
-`)
 
 // PutSessionHeldBy implements Locker.
 func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error) {
@@ -113,20 +90,25 @@ func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, managers ...str
 	if err != nil {
 		return false, fmt.Errorf("store: session %s: %w", s.ID, err)
 	}
+	return r.runHeld(ctx, putHeldScript, "put", s.ID, []any{s.ID, v}, managers)
+}
+
+// runHeld runs script (heldScript) on session id with args (those before
+// the managers) and managers; what names the operation in its error. It
+// reports whether the script acted (false, nil without managers).
+func (r *Redis) runHeld(ctx context.Context, script *redis.Script, what, id string, args []any, managers []string) (bool, error) {
 	if err := r.check(); err != nil {
 		return false, err
 	}
 	if len(managers) == 0 {
 		return false, nil
 	}
-	args := make([]any, 0, 2+len(managers))
-	args = append(args, s.ID, v)
 	for _, m := range managers {
 		args = append(args, m)
 	}
-	n, err := putHeldScript.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
+	n, err := script.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
 	if err != nil {
-		return false, r.wrap("put session "+s.ID, err)
+		return false, r.wrap(what+" session "+id, err)
 	}
 	return n == 1, nil
 }
