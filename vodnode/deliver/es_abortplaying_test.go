@@ -8,16 +8,30 @@ import (
 	"time"
 )
 
-// sendWaitsForWriter reports whether a goroutine of an ES play is in its
-// connection writer's Write (sendUnit), waiting for it.
-func sendWaitsForWriter() bool {
+// goroutineIn reports whether a goroutine's stack holds both frames (a
+// substring of each), such as a function and what it waits in.
+func goroutineIn(frame, waiting string) bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "(*ConnWriter).Write") && strings.Contains(g, "(*ESStream).sendUnit") {
+		if strings.Contains(g, frame) && strings.Contains(g, waiting) {
 			return true
 		}
 	}
 	return false
+}
+
+// holdWriterOnPlay takes cw's lock, as a response being written does, and
+// waits until the ES play's next packet waits for it (sendUnit in the
+// writer's Write); the caller unlocks cw.mu.
+func holdWriterOnPlay(t *testing.T, cw *ConnWriter) {
+	t.Helper()
+	cw.mu.Lock()
+	for end := time.Now().Add(5 * time.Second); !goroutineIn("(*ESStream).sendUnit", "(*ConnWriter).Write"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			cw.mu.Unlock()
+			t.Fatal("the play's next packet does not wait for the busy writer")
+		}
+	}
 }
 
 // TestESAbortWhilePlayingDoesNotWait: over TCP, Abort of a playing ES
@@ -52,13 +66,7 @@ func TestESAbortWhilePlayingDoesNotWait(t *testing.T) {
 			}
 			st.Resume()
 			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
-			cw.mu.Lock() // a response being written
-			for end := time.Now().Add(5 * time.Second); !sendWaitsForWriter(); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(end) {
-					cw.mu.Unlock()
-					t.Fatal("the play's next packet does not wait for the busy writer")
-				}
-			}
+			holdWriterOnPlay(t, cw) // a response being written
 			aborted := make(chan int64, 1)
 			go func() {
 				st.Abort("evicted")

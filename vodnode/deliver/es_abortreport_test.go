@@ -3,8 +3,6 @@ package deliver
 import (
 	"context"
 	"net"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,18 +39,6 @@ func frameHasBye(b []byte) bool {
 	}
 	for _, p := range ps {
 		if _, ok := p.(*rtcp.Goodbye); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// abortWaitsForLock reports whether a goroutine in ESStream.Abort waits
-// for a mutex (the stream's).
-func abortWaitsForLock() bool {
-	buf := make([]byte, 1<<20)
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "(*ESStream).Abort") && strings.Contains(g, "Mutex).Lock") {
 			return true
 		}
 	}
@@ -114,7 +100,7 @@ func TestESAbortCountsReportInFlight(t *testing.T) {
 			returned = true
 		default:
 		}
-		if returned || abortWaitsForLock() {
+		if returned || goroutineIn("(*ESStream).Abort", "Mutex).Lock") {
 			break
 		}
 		if time.Now().After(end) {

@@ -38,13 +38,7 @@ func TestESEngineBytesNeverGoBack(t *testing.T) {
 	}
 	st.Resume()
 	waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
-	cw.mu.Lock() // a response being written
-	for end := time.Now().Add(5 * time.Second); !sendWaitsForWriter(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			cw.mu.Unlock()
-			t.Fatal("the play's next packet does not wait for the busy writer")
-		}
-	}
+	holdWriterOnPlay(t, cw)  // a response being written
 	scraped := e.BytesSent() // the held packet handed over, not written
 	srv.Close()              // the client gone meanwhile
 	cw.mu.Unlock()           // the packet's write fails
