@@ -194,6 +194,17 @@ func (m *Manager) retryLater(sess *session, s store.Session) {
 	m.pendingWrites[s.ID] = writeRetry{s: s, sess: sess}
 }
 
+// dropPendingWritesLocked logs the session writes still waiting for the
+// store's return as the manager closes (mu held): they are not made, and
+// the store keeps those sessions' earlier state (a manager that loads them
+// ends what is over: no-shows, orphans past restore_grace).
+func (m *Manager) dropPendingWritesLocked() {
+	if n := len(m.pendingWrites); n > 0 {
+		m.log.Warn("store: session writes waiting for the store's return dropped at close: the store keeps their earlier state", "sessions", n)
+		m.pendingWrites = nil
+	}
+}
+
 // retryWrites writes the sessions whose write failed while the store was
 // unavailable, as they are now, and deletes those ended, each given
 // StoreTimeout. A retry waits for a
@@ -256,6 +267,7 @@ func (m *Manager) retryWrites() {
 			err = m.deleteOwn(ctx, snap, claimedFrom)
 		case m.lead != nil && !m.Leader():
 			// The active manager's to write, if the session is still its.
+			others = true
 		default:
 			var ok bool
 			ok, err = m.putOwn(ctx, snap, claimedFrom)
@@ -271,10 +283,10 @@ func (m *Manager) retryWrites() {
 		}
 		if err == nil || errors.Is(err, store.ErrNotFound) || m.ctx.Err() != nil {
 			switch {
-			case gone:
-				deleted++
 			case others:
 				spared++
+			case gone:
+				deleted++
 			default:
 				written++
 			}

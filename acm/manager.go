@@ -568,6 +568,7 @@ func (m *Manager) teardown() error {
 	m.wg.Wait()
 	m.mu.Lock()
 	m.flushHeldRecordsLocked(m.now(), true)
+	m.dropPendingWritesLocked()
 	m.mu.Unlock()
 	m.records.close()
 	var err error

@@ -2,6 +2,9 @@ package acm
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +112,22 @@ func TestBatchWaitsOneTimeoutInAStall(t *testing.T) {
 		ss, err := r.Sessions(ctx)
 		return err == nil && len(ss) == 0
 	})
+}
+
+// TestPendingWritesLoggedAtClose: session writes still waiting for a
+// stalled store's return when the manager closes are not made, and the
+// log says so (they were dropped without a word).
+func TestPendingWritesLoggedAtClose(t *testing.T) {
+	var log lockedLog
+	e, g, _ := gatedManager(t, time.Second, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	g.shut()
+	for i := range 3 {
+		e.m.retryLater(nil, store.Session{ID: fmt.Sprintf("ended-%d", i), Manager: e.m.holderID()})
+	}
+	e.m.Close()
+	if !strings.Contains(log.String(), "dropped at close") || !strings.Contains(log.String(), "sessions=3") {
+		t.Fatalf("no word of the three writes dropped at close:\n%s", log.String())
+	}
 }

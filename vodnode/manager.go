@@ -282,9 +282,9 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 		id := c.Evict.GetTitleId()
 		if err := n.store.Evict(id); err != nil {
 			if errors.Is(err, store.ErrInUse) {
-				n.log.Info("evict ignored: title in use", "title", id)
+				n.log.Info("evict ignored: title in use", "title", id, "reason", c.Evict.GetReason())
 			} else {
-				n.log.Warn("evict failed", "title", id, "err", err)
+				n.log.Warn("evict failed", "title", id, "reason", c.Evict.GetReason(), "err", err)
 			}
 			return
 		}

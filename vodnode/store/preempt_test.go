@@ -172,3 +172,40 @@ func TestPreemptedPrefetchKeepsItsPartial(t *testing.T) {
 		t.Fatalf("origin sent %d bytes for the resumed fill, want %d (the partial's %d kept)", got, want, kept)
 	}
 }
+
+// A fill on demand whose viewers all left before the origin's first byte
+// (it goes on, not abandoned yet) stops no prefetch for its room: no
+// viewer waits for it. It fails for want of room; the prefetch goes on.
+func TestFillWithoutViewerStopsNoPrefetch(t *testing.T) {
+	data := sample(t)
+	// pre's transfers hang (its room taken, no byte); dem's first
+	// one hangs until the fill gives it up (StallAfter) and asks again.
+	o, client := startHangingCDP(t, map[string][]byte{"pre": data, "dem": data}, 4, "pre", "pre", "pre", "pre", "pre", "pre", "pre", "pre", "dem")
+	s, err := Open(Config{Dir: t.TempDir(), Origin: client, DiskBytes: int64(len(data)) + 188,
+		StallAfter: 300 * time.Millisecond, Retry: 20 * time.Millisecond, AbandonAfter: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Prefetch(ctx, "pre"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(o.of("pre")) == 1 }, "the prefetch's transfer")
+	tt, err := s.Acquire(ctx, "dem")
+	if err != nil {
+		t.Fatalf("fill on demand with the disk taken by a prefetch: %v", err)
+	}
+	waitFor(t, func() bool { return len(o.of("dem")) == 1 }, "the fill's first transfer")
+	wait(t, o.of("dem")[0].started, "started message of the fill's first transfer")
+	s.Release(tt) // its viewer leaves before the first byte
+	if err := waitEnded(t, tt); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("fill without a viewer: %v, want ErrNoSpace", err)
+	}
+	if st, ok := statusOf(s, "pre"); !ok || !st.Filling || !st.Preemptible {
+		t.Fatalf("prefetch after the fill without a viewer: %+v (found %v), want still filling", st, ok)
+	}
+	if got := s.FillsFailed()["preempted"]; got != 0 {
+		t.Fatalf("prefetches preempted: %d, want none", got)
+	}
+}

@@ -82,8 +82,9 @@ func (s *Store) fsShortLocked(extra int64) (short, free int64, ok bool) {
 // bytes the fills in progress have still to write (fsShortLocked): the
 // node reports the free disk, file system included, to the manager
 // (vodnode's load report), and a fill counted on it must not fail
-// writing. When that is not enough and t is a fill on demand (not a
-// prefetch no reader holds), it first stops prefetches no viewer needs
+// writing. When that is not enough and t is a fill a viewer holds (a
+// fill on demand whose viewers all left, like a prefetch, stops none), it
+// first stops prefetches no viewer needs
 // (preemptibleLocked; fewest bytes stored first; none when all of them
 // would not make the room), waits for their fills to end (their bytes
 // become partials) and counts again. The fill t
@@ -153,7 +154,7 @@ func (s *Store) makeRoomOnce(t *Title, preempt bool) (stopped []chan struct{}, e
 		}
 		items = append(items, it)
 	}
-	if demand := !t.prefetch || t.refs > 0; demand && preempt && over > evictable {
+	if demand := t.refs > 0; demand && preempt && over > evictable {
 		if stopped = s.preemptLocked(over - evictable); len(stopped) > 0 {
 			return stopped, nil
 		}
