@@ -151,12 +151,14 @@ func TestESAcrossPTSWrap(t *testing.T) {
 	// From 1 s, across the wrap (3 s in): each report maps its instant
 	// to about the time of the packet sent just before it (a picture
 	// leaves at its DTS, a little before its PTS; audio as far ahead of
-	// its PTS as the pictures' largest reorder delay, 0.2 s here).
+	// its PTS as the pictures' largest reorder delay, 0.2 s here; a report
+	// sent late on a loaded machine maps its instant later still: 0.2 s
+	// of slack, where a clock read across the wrap is off by hours).
 	_, _, srAhead, _ := play(1, 3500*time.Millisecond)
 	if len(srAhead[0]) == 0 || len(srAhead[1]) == 0 {
 		t.Fatalf("sender reports past the wrap: %d video, %d audio", len(srAhead[0]), len(srAhead[1]))
 	}
-	for i, within := range [][2]float64{{-0.3, 0.3}, {-0.3, 0.1}} {
+	for i, within := range [][2]float64{{-0.3, 0.5}, {-0.3, 0.3}} {
 		for _, a := range srAhead[i] {
 			if a < within[0] || a > within[1] {
 				t.Errorf("track %d: past the wrap, sender reports map their instant %v s from the last packet's time, want within %.1f to %.1f s", i, srAhead[i], within[0], within[1])
