@@ -318,25 +318,30 @@ func TestRedisTLS(t *testing.T) {
 	}
 }
 
-// TestRedisDeleteSessionHeldBy: a session is deleted only when its
-// manager is one of those named, in one step.
-func TestRedisDeleteSessionHeldBy(t *testing.T) {
-	ctx := context.Background()
+// heldByCase is a call of a compare-and-set on session entry id by
+// managers, and whether it acts.
+type heldByCase struct {
+	id       string
+	managers []string
+	want     bool
+}
+
+// heldByCases starts a Redis store holding session s-a of manager mgr-a
+// and s-none of none, and returns it, a function that writes such an
+// entry, and the cases of the *SessionHeldBy tests, in order.
+func heldByCases(t *testing.T) (*Redis, func(id, manager string), []heldByCase) {
+	t.Helper()
 	srv := redistest.Start(t)
 	r := openRedis(t, RedisOptions{Addr: srv.Addr})
 	put := func(id, manager string) {
 		t.Helper()
-		if err := r.PutSession(ctx, Session{ID: id, User: "u", Title: "t", Node: "n", Manager: manager}); err != nil {
+		if err := r.PutSession(context.Background(), Session{ID: id, User: "u", Title: "t", Node: "n", Manager: manager}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	put("s-a", "mgr-a")
 	put("s-none", "")
-	for _, c := range []struct {
-		id       string
-		managers []string
-		want     bool
-	}{
+	return r, put, []heldByCase{
 		{"s-a", []string{"mgr-b"}, false},
 		{"s-a", []string{"mgr-b", ""}, false},
 		{"s-a", nil, false},
@@ -344,7 +349,15 @@ func TestRedisDeleteSessionHeldBy(t *testing.T) {
 		{"missing", []string{"mgr-a", ""}, false},
 		{"s-a", []string{"mgr-b", "mgr-a"}, true},
 		{"s-none", []string{"mgr-b", ""}, true},
-	} {
+	}
+}
+
+// TestRedisDeleteSessionHeldBy: a session is deleted only when its
+// manager is one of those named, in one step.
+func TestRedisDeleteSessionHeldBy(t *testing.T) {
+	ctx := context.Background()
+	r, _, cases := heldByCases(t)
+	for _, c := range cases {
 		got, err := r.DeleteSessionHeldBy(ctx, c.id, c.managers...)
 		if err != nil || got != c.want {
 			t.Fatalf("%s by %q: %v %v, want %v", c.id, c.managers, got, err, c.want)
@@ -361,29 +374,8 @@ func TestRedisDeleteSessionHeldBy(t *testing.T) {
 // entry is not written.
 func TestRedisPutSessionHeldBy(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	r := openRedis(t, RedisOptions{Addr: srv.Addr})
-	put := func(id, manager string) {
-		t.Helper()
-		if err := r.PutSession(ctx, Session{ID: id, User: "u", Title: "t", Node: "n", Manager: manager}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("s-a", "mgr-a")
-	put("s-none", "")
-	for _, c := range []struct {
-		id       string
-		managers []string
-		want     bool
-	}{
-		{"s-a", []string{"mgr-b"}, false},
-		{"s-a", []string{"mgr-b", ""}, false},
-		{"s-a", nil, false},
-		{"s-none", []string{"mgr-b"}, false},
-		{"missing", []string{"mgr-a", ""}, false},
-		{"s-a", []string{"mgr-b", "mgr-a"}, true},
-		{"s-none", []string{"mgr-b", ""}, true},
-	} {
+	r, put, cases := heldByCases(t)
+	for _, c := range cases {
 		before, _ := r.Session(ctx, c.id)
 		got, err := r.PutSessionHeldBy(ctx, Session{ID: c.id, User: "u", Title: "t", Node: "n2", Manager: "mgr-b"}, c.managers...)
 		if err != nil || got != c.want {

@@ -7,25 +7,21 @@ import (
 	"time"
 )
 
-// The partial of a title a viewer is on its way for (Expect) is not
-// removed to make room for another fill: the other partials go first,
-// then whole titles; a fill that only that partial could make room for
-// is refused (ErrNoSpace) and removes nothing. The viewer's fill then
-// resumes it (asks the origin for the bytes from the partial's end),
-// where it started from the first byte. Room reports the kept partial
-// as not freeable (the node's load report counts it used, not free).
-func TestExpectedTitlesPartialKept(t *testing.T) {
+// twoPartials opens a store with room for one title and one and a half
+// partials, whose origin (titles p1, p2, new and next) cuts every
+// transfer after cut bytes, and leaves partials of p1 then p2, a minute
+// apart on the test clock, cut short while the origin was down (it is up
+// again). The store is closed when the test ends.
+func twoPartials(t *testing.T, cut int64) (*Store, *flakyOrigin, *testClock) {
+	t.Helper()
 	data := sample(t)
-	size := int64(len(data))
-	const cut = 188 * 2000
 	o := newFlakyOrigin(map[string][]byte{"p1": data, "p2": data, "new": data, "next": data}, cut)
 	clk := newTestClock()
-	// Room for one title and one and a half partials.
-	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: clk.now, DiskBytes: size + cut + cut/2}, 200*time.Millisecond))
+	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: clk.now, DiskBytes: int64(len(data)) + cut + cut/2}, 200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	o.down.Store(true)
 	for _, id := range []string{"p1", "p2"} {
 		if fillEnded(t, s, id) == nil {
@@ -37,6 +33,19 @@ func TestExpectedTitlesPartialKept(t *testing.T) {
 	if ps := s.Partials(); len(ps) != 2 {
 		t.Fatalf("partials %+v, want p1 and p2", ps)
 	}
+	return s, o, clk
+}
+
+// The partial of a title a viewer is on its way for (Expect) is not
+// removed to make room for another fill: the other partials go first,
+// then whole titles; a fill that only that partial could make room for
+// is refused (ErrNoSpace) and removes nothing. The viewer's fill then
+// resumes it (asks the origin for the bytes from the partial's end),
+// where it started from the first byte. Room reports the kept partial
+// as not freeable (the node's load report counts it used, not free).
+func TestExpectedTitlesPartialKept(t *testing.T) {
+	const cut = 188 * 2000
+	s, o, clk := twoPartials(t, cut)
 
 	// p1's is the oldest partial, but a viewer is on its way for p1:
 	// p2's goes for the new title.

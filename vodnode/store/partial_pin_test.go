@@ -1,9 +1,6 @@
 package store
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // The partial of a title pinned to the node (SetProtected) is not removed
 // to make room for another fill, as that of a title a viewer is on its
@@ -11,28 +8,8 @@ import (
 // first, and Room reports it used, not freeable. The pin's prefetch would
 // otherwise fetch the title again from its first byte.
 func TestPinnedTitlesPartialKept(t *testing.T) {
-	data := sample(t)
-	size := int64(len(data))
 	const cut = 188 * 2000
-	o := newFlakyOrigin(map[string][]byte{"p1": data, "p2": data, "new": data}, cut)
-	clk := newTestClock()
-	// Room for one title and one and a half partials.
-	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), Now: clk.now, DiskBytes: size + cut + cut/2}, 200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	o.down.Store(true)
-	for _, id := range []string{"p1", "p2"} {
-		if fillEnded(t, s, id) == nil {
-			t.Fatalf("fill of %s from a down origin completed", id)
-		}
-		clk.add(time.Minute)
-	}
-	o.down.Store(false)
-	if ps := s.Partials(); len(ps) != 2 {
-		t.Fatalf("partials %+v, want p1 and p2", ps)
-	}
+	s, _, _ := twoPartials(t, cut)
 	// p1's is the oldest partial, but p1 is pinned: p2's goes for new.
 	s.SetProtected([]string{"p1"})
 	_, partial, _ := s.Usage()

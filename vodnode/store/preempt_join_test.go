@@ -60,19 +60,8 @@ func TestViewerDoesNotJoinPreemptedPrefetch(t *testing.T) {
 			close(origin.gate)
 		}
 	}()
-	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: origin, DiskBytes: int64(len(data)) * 7 / 4}, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, pre := prefetchUnderway(t, origin, data)
 	ctx := context.Background()
-	if err := s.Prefetch(ctx, "pre"); err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	pre := s.titles["pre"]
-	s.mu.Unlock()
-	waitView(t, pre, 10*time.Second, "the prefetch's first 100 kB", func(v *View) bool { return v.Index.Size >= 100_000 })
 
 	dem, err := s.Acquire(ctx, "dem")
 	if err != nil {

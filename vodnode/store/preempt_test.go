@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // statusOf returns the Status of id in s.Titles(), ok false when absent.
@@ -125,6 +127,26 @@ func TestPrefetchNeededByAViewerKeepsItsRoom(t *testing.T) {
 	}
 }
 
+// prefetchUnderway opens a store whose disk holds 1.75 times data,
+// prefetches title pre into it from origin and returns once the prefetch
+// has stored 100 kB (closed when the test ends).
+func prefetchUnderway(t *testing.T, origin pb.OriginClient, data []byte) (*Store, *Title) {
+	t.Helper()
+	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: origin, DiskBytes: int64(len(data)) * 7 / 4}, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Prefetch(context.Background(), "pre"); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	pre := s.titles["pre"]
+	s.mu.Unlock()
+	waitView(t, pre, 10*time.Second, "the prefetch's first 100 kB", func(v *View) bool { return v.Index.Size >= 100_000 })
+	return s, pre
+}
+
 // A preempted prefetch keeps the bytes it had as a partial when the disk
 // has room for them beside the fill on demand, and a later fill of its
 // title resumes from them.
@@ -132,19 +154,8 @@ func TestPreemptedPrefetchKeepsItsPartial(t *testing.T) {
 	data := sample(t)
 	o := newCDPOrigin(t, map[string][]byte{"pre": data, "dem": data})
 	o.start(2_000_000) // 250 kB/s: the prefetch is still filling when the viewer comes
-	s, err := Open(quickRetry(Config{Dir: t.TempDir(), Origin: o.client(), DiskBytes: int64(len(data)) * 7 / 4}, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, pre := prefetchUnderway(t, o.client(), data)
 	ctx := context.Background()
-	if err := s.Prefetch(ctx, "pre"); err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	pre := s.titles["pre"]
-	s.mu.Unlock()
-	waitView(t, pre, 10*time.Second, "the prefetch's first 100 kB", func(v *View) bool { return v.Index.Size >= 100_000 })
 
 	tt, err := s.Acquire(ctx, "dem")
 	if err != nil {
