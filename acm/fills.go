@@ -43,7 +43,8 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			delete(ns.evicting, id) // evicted
 		}
 	}
-	stale := m.staleLocked(ns, cur)
+	stale := m.staleLocked(ns, cur, now)
+	cat := m.titles()
 
 	done := map[string]bool{}
 	lost := map[string]string{} // title -> why, prefetches only
@@ -69,6 +70,18 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		delete(ns.pending, id)
 	}
 	for id, p := range ns.pending {
+		if t := cur[id]; t != nil && staleHeld(t, cat) {
+			// A copy of another version, held when the prefetch was
+			// ordered while the node was away: not the prefetch's fill.
+			// It is sent again once the copy is evicted as stale
+			// (prefetchAfterStaleLocked); a copy kept (playing, or the
+			// origin down) fails it at the order timeout.
+			if now.Sub(p.at) > m.OrderTimeout {
+				delete(ns.pending, id)
+				lost[id] = "the node holds a version the origin has since replaced"
+			}
+			continue
+		}
 		if t := cur[id]; t != nil {
 			delete(ns.pending, id)
 			if !t.GetFilling() {
@@ -115,7 +128,6 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	// Prefetches ordered and fills placed whose viewer has not arrived
 	// yet are not in the report: keep them in the view so that nothing
 	// fills them twice and their room stays counted.
-	cat := m.titles()
 	var booked map[string]bool // in the view, not in the report (lsm.Holding.Booked)
 	book := func(id string) {
 		if booked == nil {
@@ -126,6 +138,11 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	for id, p := range ns.pending {
 		// A prefetch the node has not started: a viewer's fill placed there
 		// takes its room (the node refuses the prefetch then, or stops it).
+		// One of a title held as a stale copy keeps the copy in the view
+		// until its eviction.
+		if cur[id] != nil {
+			continue
+		}
 		cur[id] = &pb.StoredTitle{TitleId: id, SizeBytes: p.bytes, Filling: true, Prefetch: true, Preemptible: true}
 		book(id)
 		diskFree -= p.bytes

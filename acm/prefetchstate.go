@@ -96,9 +96,9 @@ func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
 // flight (smm Replicator.Prefetched) and stays in the store until the
 // node reports the title complete: a fill that fails after the takeover
 // is retried, as it would have been by the manager that ordered it. An
-// order of a title the node lacks, at a node that registered without an
-// origin (lsm.NodeSpec.NoOrigin), is dropped from the store and logged:
-// the node cannot fill it.
+// order of a title the node lacks, or holds as a stale copy (staleHeld),
+// at a node that registered without an origin (lsm.NodeSpec.NoOrigin), is
+// dropped from the store and logged: the node cannot fill it.
 func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) {
 	orders, ok := m.restoring[ns.id]
 	if !ok || m.rep == nil {
@@ -109,8 +109,9 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	n := m.sched.Node(ns.id)
 	for _, o := range orders {
 		t, known := cat[o.Title]
-		if n != nil && n.NoOrigin && cur[o.Title] == nil {
-			// It registered without an origin since: it cannot fill.
+		if n != nil && n.NoOrigin && (cur[o.Title] == nil || staleHeld(cur[o.Title], cat)) {
+			// It registered without an origin since: it cannot fill
+			// (nor fetch the current version of a stale copy).
 			m.orderDoneLocked(ns.id, o.Title, true)
 			m.log.Warn("operator's prefetch dropped: the node has no origin configured (node origin) and cannot fetch the title", "node", ns.id, "title", o.Title, "ordered", o.At)
 			continue
@@ -186,10 +187,12 @@ func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node strin
 // for it (ordered while it was away, or while its stream broke) are taken
 // out of its queue, since it would only fail them, and every prefetch
 // ordered there (queued, sent, or in progress in its last report) that
-// the registration does not list (held) is dropped:
+// the registration does not list (held), or lists as a stale copy (of
+// another version than the catalog's: staleHeld), is dropped:
 // its pending order, the Replicator's fill (counted failed, not retried
 // there) and the operator's stored order, with a warning each. A title
-// the registration lists keeps its order, which the sync then finds done.
+// the registration lists as the catalog has it keeps its order, which the
+// sync then finds done.
 // The evictions queued there but for the operator's (pb.EvictCommand's
 // reason: room for a fill or a prefetch, the plan, a stale copy) are
 // taken out too, with a warning each: the node could never fetch those
@@ -207,9 +210,9 @@ func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, no
 	}
 	slices.Sort(titles)
 	titles = slices.Compact(titles)
-	dropped := 0
+	dropped, cat := 0, m.titles()
 	for _, id := range titles {
-		if id == "" || slices.ContainsFunc(held, func(t *pb.StoredTitle) bool { return t.GetTitleId() == id }) {
+		if id == "" || slices.ContainsFunc(held, func(t *pb.StoredTitle) bool { return t.GetTitleId() == id && !staleHeld(t, cat) }) {
 			continue
 		}
 		delete(ns.pending, id)

@@ -1,6 +1,10 @@
 package acm
 
 import (
+	"slices"
+	"time"
+
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -34,7 +38,10 @@ type staleCopySeen struct {
 // catalog's (begun before the title's file was replaced at the origin) is
 // stale too once confirmed in the same way: it takes no new viewer (they
 // would play the old version), and is evicted once complete and unused.
-func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map[string]bool {
+// A prefetch ordered there of a stale copy's title (ordered while the node
+// was away, which came back holding the copy) is sent again after the
+// copy's eviction (prefetchAfterStaleLocked).
+func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) map[string]bool {
 	cat := m.titles()
 	gen := m.catalogGen.Load()
 	// A node without an origin cannot fetch the new version: its stale
@@ -84,6 +91,7 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle) map
 			m.log.Info("stale copy evicted", "node", ns.id, "title", id)
 			delete(ns.stale, id)
 			delete(cur, id)
+			m.prefetchAfterStaleLocked(ns, id, now)
 			continue
 		}
 		if left == nil {
@@ -142,4 +150,36 @@ func otherVersion(v string, n int64, catVersion string, catSize int64) bool {
 		return v != catVersion
 	}
 	return catSize > 0 && n != catSize
+}
+
+// staleHeld reports whether t, a node's copy of its title, is complete and
+// of another version (or size) than the catalog cat's (staleCopy): the
+// node holds the title, but not as the catalog has it now. A title not in
+// the catalog has no stale copy.
+func staleHeld(t *pb.StoredTitle, cat map[string]store.Title) bool {
+	c, ok := cat[t.GetTitleId()]
+	return ok && t != nil && !t.GetFilling() && staleCopy(t, c.SizeBytes, c.Version)
+}
+
+// prefetchAfterStaleLocked sends again, after the eviction of ns's stale
+// copy of title just ordered (staleLocked), the prefetch of title still
+// pending there (mu held): ordered while the node was away, which came
+// back holding the copy, so that its first sending found the title held
+// and did nothing (a node's prefetch of a title it holds fills nothing).
+// Sent after the eviction, it fills the current version. A copy of the
+// prefetch still in the queue is taken out (it would go before the
+// eviction). Its order timeout counts from now.
+func (m *Manager) prefetchAfterStaleLocked(ns *nodeState, title string, now time.Time) {
+	p := ns.pending[title]
+	if p == nil {
+		return
+	}
+	ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
+	if !ns.push(prefetchCmd(title)) {
+		// Its order timeout fails it, to be retried after backoff.
+		m.log.Warn("prefetch not sent again after the stale copy's eviction: command queue full", "node", ns.id, "title", title)
+		return
+	}
+	p.at = now
+	m.log.Info("prefetch sent again after the stale copy's eviction: the node fills the current version", "node", ns.id, "title", title)
 }
