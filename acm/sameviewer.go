@@ -2,6 +2,7 @@ package acm
 
 import (
 	"net"
+	"slices"
 	"time"
 
 	"vodcluster/acm/store"
@@ -25,12 +26,17 @@ import (
 // service instead of being sent back to one that is not. So is such a
 // session on a node that registered since without an origin and lacks the
 // title complete (cannotServeLocked): the node can neither play nor fetch
-// it (endLackingLocked).
+// it (endLackingLocked); and such a session whose viewer has not reached
+// the node (no STARTED yet) on a node without an origin that holds only a
+// stale copy of the title (staleOnlyLocked): placed afresh, the viewer
+// plays the current version where a node has it or can fetch it
+// (endStaleOnlyLocked). A viewer already playing the stale copy keeps its
+// session.
 func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
 	if m.userSessions[r.User] == 0 {
 		return nil, nil
 	}
-	var lacking []*session
+	var lacking, staleOnly []*session
 	for _, s := range m.sessions {
 		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
 			continue
@@ -50,13 +56,18 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 			lacking = append(lacking, s)
 			continue
 		}
+		if m.staleOnlyLocked(n, s) {
+			staleOnly = append(staleOnly, s)
+			continue
+		}
 		if g == nil {
 			g = m.grantLocked(s.Session, n)
 		}
 	}
 	m.endStrandedLocked(stranded, now)
 	m.endLackingLocked(lacking, now)
-	return g, append(stranded, lacking...)
+	m.endStaleOnlyLocked(staleOnly, now)
+	return g, slices.Concat(stranded, lacking, staleOnly)
 }
 
 // cannotServeLocked reports whether node n has no origin
@@ -76,6 +87,37 @@ func (m *Manager) cannotServeLocked(n *lsm.Node, title string) bool {
 	}
 	st := ns.titles[title]
 	return st == nil || st.GetFilling() || ns.awaiting[title] || ns.pending[title] != nil
+}
+
+// staleOnlyLocked reports whether s, a session whose viewer has not
+// reached its node n yet (store.StateAdmitted: no STARTED from the node),
+// waits on a node without an origin (lsm.NodeSpec.NoOrigin) that holds
+// only a stale copy of its title (a copy of another version than the
+// catalog's, counted stale as lsm sees it: lsm.Node.HoldsStale, set by
+// staleLocked and markReplacedLocked) (mu held). Such a node can never fetch the current version; the viewer,
+// who has seen nothing yet, is better placed afresh: lsm sends it to the
+// current version when a node has it or can fetch it, and back to a
+// stale copy only when none can (its staleFallback).
+func (m *Manager) staleOnlyLocked(n *lsm.Node, s *session) bool {
+	if !n.NoOrigin || s.State != store.StateAdmitted {
+		return false
+	}
+	filling, ok := n.Holds(s.Title)
+	return ok && !filling && n.HoldsStale(s.Title)
+}
+
+// reasonNoOriginStale is the reason (node order, session record) of a
+// session ended because its viewer, who had not reached the node, came
+// back to the front door while the session's node, without an origin,
+// holds only a stale copy of the title.
+const reasonNoOriginStale = "moved: its node has no origin and holds only a stale copy of the title"
+
+// endStaleOnlyLocked ends sessions whose viewer came back to the front
+// door before reaching their node, which has no origin and holds only a
+// stale copy of their title (staleOnlyLocked), as endLackingLocked ends
+// those on such a node lacking it (mu held).
+func (m *Manager) endStaleOnlyLocked(ss []*session, now time.Time) {
+	m.endMovedLocked(ss, "session ended: its viewer came back before reaching its node, which has no origin and holds only a stale copy of the title", reasonNoOriginStale, now)
 }
 
 // reasonNoOriginLacks is the reason (node order, session record) of a
@@ -122,7 +164,8 @@ func (m *Manager) endMovedLocked(ss []*session, msg, reason string, now time.Tim
 // and title admitted earlier on the same RTSP connection whose viewer has
 // not reached its node (mu held); nil otherwise.
 // One on a node out of service, or on a node without an origin that lacks
-// the title (cannotServeLocked), is ended and returned in stranded, as in
+// the title (cannotServeLocked) or holds only a stale copy of it
+// (staleOnlyLocked), is ended and returned in stranded, as in
 // sameHTTPViewerLocked.
 func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
 	if r.Reuse == "" {
@@ -144,6 +187,11 @@ func (m *Manager) unusedGrantLocked(r admitRequest, title string, now time.Time)
 	if m.cannotServeLocked(n, title) {
 		stranded = []*session{s}
 		m.endLackingLocked(stranded, now)
+		return nil, stranded
+	}
+	if m.staleOnlyLocked(n, s) {
+		stranded = []*session{s}
+		m.endStaleOnlyLocked(stranded, now)
 		return nil, stranded
 	}
 	return m.grantLocked(s.Session, n), nil

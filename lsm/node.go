@@ -169,6 +169,14 @@ func (n *Node) Holds(title string) (filling bool, ok bool) {
 	return r.filling, true
 }
 
+// HoldsStale reports whether the node's copy (or fill) of title is of a
+// version the origin no longer serves (Holding.Stale, SetStale): Place
+// sends it a new viewer only when no other node can take one.
+func (n *Node) HoldsStale(title string) bool {
+	r, ok := n.titles[title]
+	return ok && r.stale
+}
+
 // Titles returns the number of titles held or filling on the node.
 func (n *Node) Titles() int { return len(n.titles) }
 

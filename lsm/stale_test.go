@@ -161,3 +161,25 @@ func TestStaleFallbackConcentrates(t *testing.T) {
 		})
 	}
 }
+
+// HoldsStale follows the reports and SetStale: true for a stale copy only,
+// false for a current copy, another title and a title not held.
+func TestHoldsStale(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}, {Title: "other", Bytes: 1e6}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	a := s.Node("a")
+	if !a.HoldsStale("film") || a.HoldsStale("other") || a.HoldsStale("none") {
+		t.Fatalf("HoldsStale film %v other %v none %v, want true false false", a.HoldsStale("film"), a.HoldsStale("other"), a.HoldsStale("none"))
+	}
+	if err := s.SetStale("a", "film", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStale("a", "other", true); err != nil {
+		t.Fatal(err)
+	}
+	if a.HoldsStale("film") || !a.HoldsStale("other") {
+		t.Fatalf("after SetStale: film %v other %v, want false true", a.HoldsStale("film"), a.HoldsStale("other"))
+	}
+}
