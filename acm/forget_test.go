@@ -101,7 +101,13 @@ func storedHolds(t *testing.T, st store.Store) []smm.Hold {
 func TestForgetNode(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	e := newManager(t, dir, withMetrics)
+	e := newManager(t, dir, func(m *Manager) {
+		withMetrics(m)
+		// n1 dies by its goodbye alone: a loaded machine that holds its
+		// reports up for three intervals (600 ms) must not make it dead
+		// before the test's "alive" checks.
+		m.Scheduler.MissedHeartbeats = 50
+	})
 	whole := func(id string) *pb.StoredTitle { // a copy of testTitles' size
 		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_500_000, StoredBytes: 1_500_000}
 	}
@@ -402,5 +408,45 @@ func TestForgottenNodeBackToldToEndItsSessions(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the node back from a forget was not told to end the session the forget ended")
 		}
+	}
+}
+
+// An eviction the operator orders on a node listed dead after its goodbye
+// (it shut down cleanly; its stream not closed yet) waits in its queue
+// for the node's return, as its answer says, and a forget drops it. It
+// went down the stream the node was closing, where a node shutting down
+// does not carry it out (TestForgetNode, under load, saw no command to
+// drop).
+func TestEvictionAfterAGoodbyeWaitsForTheReturn(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t3", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	n.mute(true) // no report of it revives it
+	e.m.mu.Lock()
+	ns := e.m.nodes["n1"]
+	gen := ns.streamGen
+	e.m.mu.Unlock()
+	e.m.nodeLeft(ns, gen) // its goodbye, seen before its stream closes
+	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t3", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "when it is back") {
+		t.Fatalf("evict on the node that left: %v %v", ack, err)
+	}
+	// The stream's sender, were it still running, takes the command at
+	// once; 300 ms is far beyond that.
+	quiet := time.After(300 * time.Millisecond)
+	for wait := true; wait; {
+		select {
+		case c := <-n.cmds:
+			if c.GetEvict().GetTitleId() == "t3" {
+				t.Fatal("the eviction went down the stream of the node that left")
+			}
+		case <-quiet:
+			wait = false
+		}
+	}
+	e.m.mu.Lock()
+	queued := slices.ContainsFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetEvict().GetTitleId() == "t3" })
+	e.m.mu.Unlock()
+	if !queued {
+		t.Fatal("the eviction is not queued for the node's return")
 	}
 }

@@ -278,14 +278,19 @@ func (nc *nodeControl) Heartbeat(stream pb.NodeControl_HeartbeatServer) error {
 // nodeLeft takes ns out of service at once: it ended its heartbeat stream
 // cleanly (it shuts down), so no viewer should be sent there while the
 // missed heartbeats are counted. Its sessions are orphaned as at a death
-// (the node reports their ends as it stops). A goodbye on a stream a
-// newer one replaced is ignored.
+// (the node reports their ends as it stops). The stream's command sender
+// stops too: a command queued from now on (an operator's eviction on the
+// node listed dead, "when it is back") waits for the node's return
+// instead of going down the stream the node is closing, where a node
+// shutting down would not carry it out. A goodbye on a stream a newer one
+// replaced is ignored.
 func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ns.streamGen != gen {
 		return
 	}
+	ns.stopStream()
 	m.sched.MarkDead(ns.id)
 	m.orphanLocked(ns, m.now())
 	m.log.Info("node left: out of service until it registers again", "node", ns.id)
