@@ -47,11 +47,12 @@ var (
 	errStoreDown = fmt.Errorf("%w: the store is unavailable", errUnavailable)
 )
 
-// noteStore records the outcome of a store operation. ErrNotFound is an
-// answer, so a success; a cancellation says nothing about the store.
+// noteStore records the outcome of a store operation. ErrNotFound and
+// ErrUndecodable (an entry the store cannot compare) are answers, so a
+// success; a cancellation says nothing about the store.
 func (m *Manager) noteStore(err error) {
 	switch {
-	case err == nil || errors.Is(err, store.ErrNotFound):
+	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
 		m.health.storeStalled.Store(false)
 		if m.health.storeDown.Swap(false) {
 			m.log.Info("store answers again: ready")
@@ -217,7 +218,10 @@ func (m *Manager) dropPendingWritesLocked() {
 // check one StoreTimeout, not one per waiting session. A session back in
 // the table meanwhile as another entry (loaded afresh from the store: its
 // node registered again, a takeover) is left to that entry: the store's
-// entry is the live session's now.
+// entry is the live session's now. A session whose entry the store
+// cannot decode (store.ErrUndecodable: its manager cannot be told) is
+// logged and not tried again: it held every retry after it until an
+// operator removed the entry.
 func (m *Manager) retryWrites() {
 	m.mu.Lock()
 	batch := make([]writeRetry, 0, len(m.pendingWrites))
@@ -229,7 +233,7 @@ func (m *Manager) retryWrites() {
 	if len(batch) == 0 {
 		return
 	}
-	deleted, written, spared, waiting := 0, 0, 0, 0
+	deleted, written, spared, waiting, skipped := 0, 0, 0, 0, 0
 	for i, d := range batch {
 		if m.ctx.Err() != nil {
 			return
@@ -281,6 +285,12 @@ func (m *Manager) retryWrites() {
 		if d.sess != nil {
 			d.sess.unlockPersist()
 		}
+		if errors.Is(err, store.ErrUndecodable) {
+			m.log.Error("store: session's entry is not a JSON session: left as is, its write not tried again (remove the entry from the sessions hash)",
+				"session", snap.ID, "ended", gone, "err", err)
+			skipped++
+			continue
+		}
 		if err == nil || errors.Is(err, store.ErrNotFound) || m.ctx.Err() != nil {
 			switch {
 			case others:
@@ -300,10 +310,10 @@ func (m *Manager) retryWrites() {
 		}
 		m.noteStore(err)
 		m.log.Warn("store: sessions' writes stopped: the store failed again; the rest wait for its return",
-			"deleted", deleted, "written", written, "left", len(batch)-deleted-written-spared, "others", spared, "err", err)
+			"deleted", deleted, "written", written, "left", len(batch)-deleted-written-spared-skipped, "others", spared, "skipped", skipped, "err", err)
 		return
 	}
-	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting, "others", spared)
+	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting, "others", spared, "skipped", skipped)
 }
 
 // storeMsg returns the store's error err for a message, with one "store: "

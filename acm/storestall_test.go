@@ -93,6 +93,7 @@ func TestStoreStallEndsWhenTheStoreAnswers(t *testing.T) {
 // lock (store.Locker).
 type gatedRedis struct {
 	*store.Redis
+	srv *redistest.Server // the server, when gatedManager started it
 	// closeAfter, when above 0, shuts the gate once that many deletes
 	// (DeleteSessionHeldBy) went through.
 	closeAfter atomic.Int64

@@ -47,14 +47,19 @@ return 0
 // heldScript returns a script that runs action on field ARGV[1] of hash
 // KEYS[1] (a JSON Session) when the stored value's "manager" is one of
 // ARGV[first..]: what action returns then; 0 when the field is missing or
-// held by another manager.
+// held by another manager; -1 when the value is not a JSON object (its
+// manager cannot be told: it is left as is).
 func heldScript(first int, action string) *redis.Script {
 	return redis.NewScript(fmt.Sprintf(`
 local v = redis.call("HGET", KEYS[1], ARGV[1])
 if not v then
 	return 0
 end
-local m = cjson.decode(v)["manager"]
+local ok, d = pcall(cjson.decode, v)
+if not ok or type(d) ~= "table" then
+	return -1
+end
+local m = d["manager"]
 if type(m) ~= "string" then
 	m = ""
 end
@@ -109,6 +114,9 @@ func (r *Redis) runHeld(ctx context.Context, script *redis.Script, what, id stri
 	n, err := script.Run(ctx, r.c, []string{r.key(redisSessions)}, args...).Int()
 	if err != nil {
 		return false, r.wrap(what+" session "+id, err)
+	}
+	if n < 0 {
+		return false, fmt.Errorf("store: %s session %s: %w", what, id, ErrUndecodable)
 	}
 	return n == 1, nil
 }

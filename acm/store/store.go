@@ -11,6 +11,11 @@ import (
 // stored.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrUndecodable is returned (wrapped) by a compare-and-set of a session
+// (Locker) whose stored entry is not a JSON session: whose manager it is
+// cannot be told, so the entry is left as is (an operator removes it).
+var ErrUndecodable = errors.New("store: stored session entry is not a JSON session")
+
 // ErrClosed is returned (wrapped) by every call after Close.
 var ErrClosed = errors.New("store: closed")
 
@@ -133,13 +138,15 @@ type Locker interface {
 	// Manager is one of managers (compare-and-delete: a manager deletes
 	// only a session no other manager took over). It returns whether it
 	// removed it; false, nil when the session is missing or held by
-	// another manager.
+	// another manager. Errors: an entry that is not a JSON session
+	// (ErrUndecodable; left as is), the store's errors.
 	DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error)
 	// PutSessionHeldBy writes s over its stored entry in one atomic step
 	// when that entry's Manager is one of managers (compare-and-set: a
 	// manager's late write does not take back a session another manager
 	// took over, nor bring back one another manager deleted). It returns
 	// whether it wrote it; false, nil when the entry is missing or held
-	// by another manager. Errors: s without an ID, the store's errors.
+	// by another manager. Errors: s without an ID, an entry that is not
+	// a JSON session (ErrUndecodable; left as is), the store's errors.
 	PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error)
 }
