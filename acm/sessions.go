@@ -90,16 +90,25 @@ type session struct {
 // StoreTimeout, not by another's 10 s). It reports whether it took it;
 // unlockPersist releases it.
 func (s *session) lockPersist(ctx context.Context) bool {
-	s.persistOnce.Do(func() { s.persistSem = make(chan struct{}, 1) })
-	select {
-	case s.persistSem <- struct{}{}:
+	if s.tryLockPersist() {
 		return true
-	default:
 	}
 	select {
 	case s.persistSem <- struct{}{}:
 		return true
 	case <-ctx.Done():
+		return false
+	}
+}
+
+// tryLockPersist takes s's persist lock when it is free, without
+// waiting, and reports whether it took it.
+func (s *session) tryLockPersist() bool {
+	s.persistOnce.Do(func() { s.persistSem = make(chan struct{}, 1) })
+	select {
+	case s.persistSem <- struct{}{}:
+		return true
+	default:
 		return false
 	}
 }
@@ -198,7 +207,8 @@ const (
 	// stalled; a write that fails is made again on the store's return.
 	persistOne persistMode = iota
 	// persistInBatch (persistAll): as persistOne, but with the store
-	// taken as stalled no round trip is made: the write waits for the
+	// taken as stalled no round trip is made, nor a wait for another
+	// write of the session (its persist lock): the write waits for the
 	// store's return.
 	persistInBatch
 	// persistFrontDoor (persistFront): as persistInBatch for deletes; a
@@ -225,7 +235,23 @@ func (m *Manager) persistFront(s *session) error {
 func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	if !s.lockPersist(ctx) {
+	stalledAtStart := mode != persistOne && m.health.storeStalled.Load()
+	if stalledAtStart && !s.tryLockPersist() {
+		// The store is taken as stalled and another write of the
+		// session, which waits for it, holds its persist lock: as the
+		// round trip, the wait for that write (up to its own timeout,
+		// 10 s off the front door) is not made. This write waits for
+		// the store's return, after that one (retryWrites), or fails at
+		// once (a live session's at the front door).
+		m.mu.Lock()
+		snap, gone := s.Session, s.ended
+		m.mu.Unlock()
+		if gone || mode == persistInBatch {
+			m.retryLater(s, snap)
+		}
+		return errStoreDown
+	}
+	if !stalledAtStart && !s.lockPersist(ctx) {
 		// A persist of the session before this one still waits for the
 		// store (it notes the store's outcome itself): this one's write
 		// waits for the store's return, after it (retryWrites).
@@ -295,7 +321,8 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 // and returns how many were not written. Each call is bounded as
 // persist's, but once the store is taken as stalled (a call timed out,
 // this batch's or another's: health.storeStalled) the rest make no round
-// trip and wait for the store's return (retryLater: written, or deleted,
+// trip, nor wait for a write of theirs still running, and wait for the
+// store's return (retryLater: written, or deleted,
 // as they are then), so that a stall holds the caller (the housekeeping
 // tick, a node's registration or load report, an operator's order) one
 // timeout, not one per session.

@@ -131,3 +131,65 @@ func TestPendingWritesLoggedAtClose(t *testing.T) {
 		t.Fatalf("no word of the three writes dropped at close:\n%s", log.String())
 	}
 }
+
+// TestBatchDoesNotWaitForAWriteInAStall: a session's write given the
+// 10 s of the manager's own store work (here 5 s) hangs at a stalled
+// store, holding the session's persist lock; a front-door request times
+// out meanwhile and the store is taken as stalled. A batch then writing
+// the session (a node's report, the housekeeping) makes no round trip
+// and does not wait for that write either: it waited for it (up to its
+// 5 s), holding the report writer or the housekeeping, per such session.
+// The batch's write is made after that one once the store answers.
+func TestBatchDoesNotWaitForAWriteInAStall(t *testing.T) {
+	e, g, r := gatedManager(t, 5*time.Second, nil)
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	a := e.admitOne("t1")
+	e.m.mu.Lock()
+	s := e.m.sessions[a]
+	e.m.mu.Unlock()
+	g.shut()
+	t.Cleanup(g.open)
+	slow := make(chan error, 1)
+	go func() { slow <- e.m.persist(s) }()
+	select {
+	case call := <-g.entered:
+		if call != "PutSession" {
+			t.Fatalf("%s hangs, want the session's write", call)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session's write did not reach the store within 5 s")
+	}
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 {
+		t.Fatalf("a request during the stall: %d, want 503", res.StatusCode)
+	}
+	if !e.m.health.storeStalled.Load() {
+		t.Fatal("the store is not taken as stalled after a request's timeout")
+	}
+	e.m.mu.Lock()
+	s.ClientAddr = "192.0.2.1:1" // a change for the batch to write
+	e.m.mu.Unlock()
+	start := time.Now()
+	failed := e.m.persistAll([]*session{s})
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the batch took %v: it waited for the session's hanging write", d)
+	}
+	e.m.mu.Lock()
+	_, waiting := e.m.pendingWrites[a]
+	e.m.mu.Unlock()
+	if failed != 1 || !waiting {
+		t.Fatalf("the batch's write: %d failed, waiting for the store's return %v; want 1, true", failed, waiting)
+	}
+	g.open()
+	select {
+	case <-slow:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hanging write did not end within 10 s of the store's return")
+	}
+	e.m.noteStall() // the health check reads the store now: it answers
+	waitFor(t, 5*time.Second, "the batch's write made", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		got, err := r.Session(ctx, a)
+		return err == nil && got.ClientAddr == "192.0.2.1:1"
+	})
+}
