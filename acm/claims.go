@@ -14,11 +14,11 @@ import (
 // (which rewrote the entry), or this manager loaded it for a node that
 // then failed to register here.
 //
-// claimedFrom, when not "", is the manager the entry named when this
-// manager claimed the session (session.claimedFrom): a claim whose write
-// was not made leaves the entry that manager's, and the delete is made
-// over it too.
-func (m *Manager) deleteOwn(ctx context.Context, s store.Session, claimedFrom string) error {
+// claimedOver, when not "", is the entry (its store.Session.Digest) this
+// manager claimed the session over (session.claimedOver): a claim whose
+// write was not made leaves the entry the other manager's, and the
+// delete is made over it too while that manager did not rewrite it.
+func (m *Manager) deleteOwn(ctx context.Context, s store.Session, claimedOver string) error {
 	l, ok := m.st.(store.Locker)
 	if !ok {
 		return m.st.DeleteSession(ctx, s.ID)
@@ -27,10 +27,7 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session, claimedFrom st
 	if m.Leader() {
 		held = append(held, "")
 	}
-	if claimedFrom != "" {
-		held = append(held, claimedFrom)
-	}
-	deleted, err := l.DeleteSessionHeldBy(ctx, s.ID, held...)
+	deleted, err := l.DeleteSessionHeldBy(ctx, s.ID, claimedOver, held...)
 	if err == nil && !deleted {
 		m.log.Info("session held by another manager (or gone): its entry stays", "session", s.ID)
 	}
@@ -39,13 +36,14 @@ func (m *Manager) deleteOwn(ctx context.Context, s store.Session, claimedFrom st
 
 // putOwn writes s over its entry in a shared store when this manager
 // holds the session there (the entry's Manager, as deleteOwn), or claimed
-// it from the manager the entry names (claimedFrom, not ""), in one
-// compare-and-set (store.Locker.PutSessionHeldBy), and reports whether
-// it wrote it: a write made late (retryWrites) leaves alone an entry
-// another manager took over meanwhile (the session's node registered
-// there, which rewrote the entry) or deleted. A store of its own is
-// written as is.
-func (m *Manager) putOwn(ctx context.Context, s store.Session, claimedFrom string) (bool, error) {
+// it over the entry as it still is (claimedOver, not "": its Digest), in
+// one compare-and-set (store.Locker.PutSessionHeldBy), and reports
+// whether it wrote it: a write made late (retryWrites) leaves alone an
+// entry another manager took over meanwhile (the session's node
+// registered there, which rewrote the entry), rewrote since this manager
+// claimed it from there, or deleted. A store of its own is written as
+// is.
+func (m *Manager) putOwn(ctx context.Context, s store.Session, claimedOver string) (bool, error) {
 	l, ok := m.st.(store.Locker)
 	if !ok {
 		return true, m.st.PutSession(ctx, s)
@@ -54,10 +52,7 @@ func (m *Manager) putOwn(ctx context.Context, s store.Session, claimedFrom strin
 	if m.Leader() {
 		held = append(held, "")
 	}
-	if claimedFrom != "" {
-		held = append(held, claimedFrom)
-	}
-	written, err := l.PutSessionHeldBy(ctx, s, held...)
+	written, err := l.PutSessionHeldBy(ctx, s, claimedOver, held...)
 	if err == nil && !written {
 		m.log.Info("session held by another manager (or gone): its entry is not written", "session", s.ID)
 	}
@@ -65,27 +60,25 @@ func (m *Manager) putOwn(ctx context.Context, s store.Session, claimedFrom strin
 }
 
 // claimLocked makes this manager the holder of s in the store
-// (Manager), remembering the manager the entry names until a write of
-// the claim is made (claimedFrom). It reports whether s changed (to be
-// persisted).
+// (Manager), remembering the entry it claims it over, the one last read,
+// which names another manager (s.Digest), until a write of the claim is
+// made (claimedOver). It reports whether s changed (to be persisted).
 func (m *Manager) claimLocked(s *session) bool {
 	h := m.holderID()
 	if s.Manager == h {
 		return false
 	}
-	if s.claimedFrom == "" {
-		s.claimedFrom = s.Manager
-	}
+	s.claimedOver = s.Digest
 	s.Manager = h
 	return true
 }
 
 // claimMade notes that snap, written for s, is in the store: a claim it
-// carries is made (claimedFrom cleared).
+// carries is made (claimedOver cleared).
 func (m *Manager) claimMade(s *session, snap store.Session) {
 	m.mu.Lock()
-	if s.claimedFrom != "" && snap.Manager == m.holderID() {
-		s.claimedFrom = ""
+	if s.claimedOver != "" && snap.Manager == m.holderID() {
+		s.claimedOver = ""
 	}
 	m.mu.Unlock()
 }

@@ -245,7 +245,7 @@ func (m *Manager) retryWrites() {
 			waiting++
 			continue
 		}
-		snap, gone, claimedFrom := d.s, true, ""
+		snap, gone, claimedOver := d.s, true, ""
 		m.mu.Lock()
 		if d.sess != nil {
 			snap, gone = d.sess.Session, d.sess.ended
@@ -254,7 +254,7 @@ func (m *Manager) retryWrites() {
 				// reservation, one ended by its node or viewer): its
 				// claim stands over the entry it was claimed from. An
 				// orphan's node may have gone back to that manager.
-				claimedFrom = d.sess.claimedFrom
+				claimedOver = d.sess.claimedOver
 			}
 		}
 		// The session is in the table again as another entry of it
@@ -268,13 +268,13 @@ func (m *Manager) retryWrites() {
 		switch {
 		case replaced:
 		case gone:
-			err = m.deleteOwn(ctx, snap, claimedFrom)
+			err = m.deleteOwn(ctx, snap, claimedOver)
 		case m.lead != nil && !m.Leader():
 			// The active manager's to write, if the session is still its.
 			others = true
 		default:
 			var ok bool
-			ok, err = m.putOwn(ctx, snap, claimedFrom)
+			ok, err = m.putOwn(ctx, snap, claimedOver)
 			others = err == nil && !ok // another manager's now: its entry stays
 			if ok {
 				m.claimMade(d.sess, snap)

@@ -308,7 +308,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 				// meanwhile, which took it over: Register claims it back
 				// (the entry left naming that manager, its delete there
 				// of the session as an orphan removed the live one's).
-				cur.Manager = st.Manager
+				cur.Manager, cur.Digest = st.Manager, st.Digest
 			}
 			continue
 		}

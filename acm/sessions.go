@@ -36,12 +36,14 @@ type session struct {
 	// other manager took it over (on a shared store its node may have
 	// registered with another manager, which holds the session now).
 	forget bool
-	// claimedFrom is the manager its store entry named when this manager
-	// claimed the session (a takeover, its node registering here: Manager
-	// rewritten), until a write of the claim is made: a write made late
-	// (retryWrites) may still write over that manager's entry (putOwn),
-	// or delete it (deleteOwn), while its node reports here.
-	claimedFrom string
+	// claimedOver is the store entry (its Digest), naming another
+	// manager, that this manager claimed the session over (a takeover,
+	// its node registering here: Manager rewritten), until a write of the
+	// claim is made: a write made late (retryWrites) may still write over
+	// that entry (putOwn), or delete it (deleteOwn), while its node
+	// reports here, if that manager did not rewrite it since (its node,
+	// back there, plays it on: the entry is that manager's again).
+	claimedOver string
 	// playingAt is the node's report count (nodeState.reports) when the
 	// session was seen playing; absent counts the node's reports in a
 	// row that did not list it although it played before the previous
@@ -289,7 +291,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 	var err error
 	switch {
 	case gone && forget:
-		// Not over a claim's entry (claimedFrom): an orphan's node, a
+		// Not over a claim's entry (claimedOver): an orphan's node, a
 		// no-show's viewer, may be with the manager it was claimed from.
 		err = m.deleteOwn(ctx, snap, "")
 	case gone:

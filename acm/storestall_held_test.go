@@ -70,3 +70,41 @@ func TestRetriesSkipAnUndecodableEntry(t *testing.T) {
 		t.Fatalf("the undecodable entry read: %v, want a decoding error", err)
 	}
 }
+
+// TestRetriedClaimSparesAnEntryRewrittenSince: a manager taking over
+// claims a session of the previous manager, and the claim's write waits
+// for a stalled store's return; meanwhile the previous manager rewrites
+// its entry (the session's node is back with it and plays it on). When
+// the store answers, the waiting claim (live), or the delete of the
+// claimed session ended here meanwhile (ended), leaves that entry alone:
+// it is the previous manager's again, no longer the one claimed over.
+// The claim was made over any entry naming the previous manager, and
+// took the session back from it.
+func TestRetriedClaimSparesAnEntryRewrittenSince(t *testing.T) {
+	for _, then := range []string{"live", "ended"} {
+		t.Run(then, func(t *testing.T) {
+			var log lockedLog
+			e, g, r := gatedManager(t, 300*time.Millisecond, func(m *Manager) {
+				m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
+			n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+			s, prev := stalledClaim(t, e, g, r, n)
+			if then == "ended" {
+				endAndPersist(e, s)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			rewritten := prev
+			rewritten.ClientAddr = "192.0.2.7:5000" // the previous manager's new write (its store is not gated)
+			if err := r.PutSession(ctx, rewritten); err != nil {
+				t.Fatal(err)
+			}
+			g.open()
+			waitRetried(t, &log)
+			got, err := r.Session(ctx, prev.ID)
+			if err != nil || got.Manager != "previous-manager" || got.ClientAddr != rewritten.ClientAddr {
+				t.Fatalf("the entry the previous manager rewrote: %+v %v, want it kept", got, err)
+			}
+		})
+	}
+}

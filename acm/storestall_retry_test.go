@@ -249,32 +249,10 @@ func TestRetriedClaimMadeWhenTheStoreAnswers(t *testing.T) {
 			n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			prev := store.Session{ID: "0123456789abcdef0123456789abcdef", User: "demo", Title: "t1", Node: "n1", BitrateBps: titleBps,
-				State: store.StatePlaying, Protocol: store.ProtoRTSP, AdmittedAt: time.Now(), Manager: "previous-manager"}
-			if err := r.PutSession(ctx, prev); err != nil {
-				t.Fatal(err)
-			}
-			n.setSessions(prev.ID) // the node plays it
-			g.shut()
-			t.Cleanup(g.open)
-			// A takeover's load: the store's session list is read past
-			// the gate (gatedRedis), the claim's write hangs there.
-			if n, err := e.m.loadSessions(ctx, ""); n != 1 || err != nil {
-				t.Fatalf("sessions loaded: %d %v, want 1", n, err)
-			}
-			e.m.mu.Lock()
-			s := e.m.sessions[prev.ID]
-			_, waiting := e.m.pendingWrites[prev.ID]
-			e.m.mu.Unlock()
-			if s == nil || !waiting {
-				t.Fatalf("the claim's write does not wait for the store's return (in the table: %v)", s != nil)
-			}
+			s, prev := stalledClaim(t, e, g, r, n)
 			switch then {
 			case "ended":
-				e.m.mu.Lock()
-				e.m.endLocked(s, "test: its viewer left")
-				e.m.mu.Unlock()
-				e.m.persistAll([]*session{s})
+				endAndPersist(e, s)
 			case "orphaned":
 				// Its node left here: it may have gone back to the
 				// previous manager, whose entry is left alone.
@@ -297,4 +275,43 @@ func TestRetriedClaimMadeWhenTheStoreAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stalledClaim writes a session of "previous-manager" on node n to the
+// store, which n plays, and has e take it over (a takeover's load) with
+// g shut: the claim's write hangs there and waits for the store's
+// return. It returns the session and the entry it was claimed over.
+func stalledClaim(t *testing.T, e *env, g *gatedRedis, r *store.Redis, n *fakeNode) (*session, store.Session) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	prev := store.Session{ID: "0123456789abcdef0123456789abcdef", User: "demo", Title: "t1", Node: n.id, BitrateBps: titleBps,
+		State: store.StatePlaying, Protocol: store.ProtoRTSP, AdmittedAt: time.Now(), Manager: "previous-manager"}
+	if err := r.PutSession(ctx, prev); err != nil {
+		t.Fatal(err)
+	}
+	n.setSessions(prev.ID) // the node plays it
+	g.shut()
+	t.Cleanup(g.open)
+	// A takeover's load: the store's session list is read past the gate
+	// (gatedRedis), the claim's write hangs there.
+	if n, err := e.m.loadSessions(ctx, ""); n != 1 || err != nil {
+		t.Fatalf("sessions loaded: %d %v, want 1", n, err)
+	}
+	e.m.mu.Lock()
+	s := e.m.sessions[prev.ID]
+	_, waiting := e.m.pendingWrites[prev.ID]
+	e.m.mu.Unlock()
+	if s == nil || !waiting {
+		t.Fatalf("the claim's write does not wait for the store's return (in the table: %v)", s != nil)
+	}
+	return s, prev
+}
+
+// endAndPersist ends s as its viewer's leaving does, and persists it.
+func endAndPersist(e *env, s *session) {
+	e.m.mu.Lock()
+	e.m.endLocked(s, "test: its viewer left")
+	e.m.mu.Unlock()
+	e.m.persistAll([]*session{s})
 }

@@ -156,24 +156,24 @@ func (g *gatedRedis) DeleteSession(ctx context.Context, id string) error {
 	return g.Redis.DeleteSession(ctx, id)
 }
 
-func (g *gatedRedis) DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error) {
+func (g *gatedRedis) DeleteSessionHeldBy(ctx context.Context, id, unchanged string, managers ...string) (bool, error) {
 	if err := g.hang(ctx, "DeleteSessionHeldBy"); err != nil {
 		return false, err
 	}
 	if g.closeAfter.Load() > 0 && g.closeAfter.Add(-1) == 0 {
 		defer g.shut()
 	}
-	return g.Redis.DeleteSessionHeldBy(ctx, id, managers...)
+	return g.Redis.DeleteSessionHeldBy(ctx, id, unchanged, managers...)
 }
 
-func (g *gatedRedis) PutSessionHeldBy(ctx context.Context, s store.Session, managers ...string) (bool, error) {
+func (g *gatedRedis) PutSessionHeldBy(ctx context.Context, s store.Session, unchanged string, managers ...string) (bool, error) {
 	if err := g.hang(ctx, "PutSessionHeldBy"); err != nil {
 		g.mu.Lock()
 		g.puts = append(g.puts, s.ID)
 		g.mu.Unlock()
 		return false, err
 	}
-	return g.Redis.PutSessionHeldBy(ctx, s, managers...)
+	return g.Redis.PutSessionHeldBy(ctx, s, unchanged, managers...)
 }
 
 func (g *gatedRedis) State(ctx context.Context, name string) ([]byte, error) {

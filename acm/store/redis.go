@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -210,7 +211,17 @@ func (r *Redis) Session(ctx context.Context, id string) (Session, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Session{}, fmt.Errorf("store: session %s: %w", id, err)
 	}
+	s.Digest = entryDigest(b)
 	return s, nil
+}
+
+// entryDigest returns Session.Digest of a stored entry: the SHA-1 (hex)
+// of its bytes, as the compare-and-set scripts compute it (heldScript:
+// redis.sha1hex). SHA-1 tells apart the entries the managers write, not
+// an attacker's: it is no security.
+func entryDigest(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Sessions implements Store. The hash is read with HSCAN, so a large
@@ -227,6 +238,7 @@ func (r *Redis) Sessions(ctx context.Context) ([]Session, error) {
 		if err := json.Unmarshal([]byte(v), &s); err != nil {
 			return nil, fmt.Errorf("store: session %s: %w", id, err)
 		}
+		s.Digest = entryDigest([]byte(v))
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -45,49 +45,59 @@ return 0
 `)
 
 // heldScript returns a script that runs action on field ARGV[1] of hash
-// KEYS[1] (a JSON Session) when the stored value's "manager" is one of
-// ARGV[first..]: what action returns then; 0 when the field is missing or
-// held by another manager; -1 when the value is not a JSON object (its
-// manager cannot be told: it is left as is).
-func heldScript(first int, action string) *redis.Script {
+// KEYS[1] (a JSON Session) when the stored value's SHA-1 (hex) is
+// ARGV[unchanged] (not "": the entry is as a caller read it, Digest), or
+// its "manager" is one of ARGV[unchanged+1..]: what action returns then;
+// 0 when the field is missing or held by another manager; -1 when the
+// value is not a JSON object (its manager cannot be told: it is left as
+// is).
+func heldScript(unchanged int, action string) *redis.Script {
 	return redis.NewScript(fmt.Sprintf(`
 local v = redis.call("HGET", KEYS[1], ARGV[1])
 if not v then
 	return 0
 end
-local ok, d = pcall(cjson.decode, v)
-if not ok or type(d) ~= "table" then
-	return -1
-end
-local m = d["manager"]
-if type(m) ~= "string" then
-	m = ""
-end
-for i = %d, #ARGV do
-	if ARGV[i] == m then
-		%s
+local held = ARGV[%[1]d] ~= "" and redis.sha1hex(v) == ARGV[%[1]d]
+if not held then
+	local ok, d = pcall(cjson.decode, v)
+	if not ok or type(d) ~= "table" then
+		return -1
+	end
+	local m = d["manager"]
+	if type(m) ~= "string" then
+		m = ""
+	end
+	for i = %[1]d + 1, #ARGV do
+		if ARGV[i] == m then
+			held = true
+			break
+		end
 	end
 end
-return 0
-`, first, action))
+if not held then
+	return 0
+end
+%[2]s
+`, unchanged, action))
 }
 
-// deleteHeldScript deletes field ARGV[1] (a Session) when held by one of
-// ARGV[2..]: 1 when deleted. putHeldScript sets it to ARGV[2] when held
-// by one of ARGV[3..]: 1 when set.
+// deleteHeldScript deletes field ARGV[1] (a Session) when unchanged since
+// read (ARGV[2]) or held by one of ARGV[3..]: 1 when deleted.
+// putHeldScript sets it to ARGV[2] when unchanged since read (ARGV[3]) or
+// held by one of ARGV[4..]: 1 when set.
 var (
 	deleteHeldScript = heldScript(2, `return redis.call("HDEL", KEYS[1], ARGV[1])`)
 	putHeldScript    = heldScript(3, `redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
-		return 1`)
+return 1`)
 )
 
 // DeleteSessionHeldBy implements Locker.
-func (r *Redis) DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error) {
-	return r.runHeld(ctx, deleteHeldScript, "delete", id, []any{id}, managers)
+func (r *Redis) DeleteSessionHeldBy(ctx context.Context, id, unchanged string, managers ...string) (bool, error) {
+	return r.runHeld(ctx, deleteHeldScript, "delete", id, []any{id}, unchanged, managers)
 }
 
 // PutSessionHeldBy implements Locker.
-func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error) {
+func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, unchanged string, managers ...string) (bool, error) {
 	if s.ID == "" {
 		return false, errors.New("store: session without id")
 	}
@@ -95,19 +105,21 @@ func (r *Redis) PutSessionHeldBy(ctx context.Context, s Session, managers ...str
 	if err != nil {
 		return false, fmt.Errorf("store: session %s: %w", s.ID, err)
 	}
-	return r.runHeld(ctx, putHeldScript, "put", s.ID, []any{s.ID, v}, managers)
+	return r.runHeld(ctx, putHeldScript, "put", s.ID, []any{s.ID, v}, unchanged, managers)
 }
 
 // runHeld runs script (heldScript) on session id with args (those before
-// the managers) and managers; what names the operation in its error. It
-// reports whether the script acted (false, nil without managers).
-func (r *Redis) runHeld(ctx context.Context, script *redis.Script, what, id string, args []any, managers []string) (bool, error) {
+// the condition), unchanged and managers; what names the operation in
+// its error. It reports whether the script acted (false, nil without a
+// condition).
+func (r *Redis) runHeld(ctx context.Context, script *redis.Script, what, id string, args []any, unchanged string, managers []string) (bool, error) {
 	if err := r.check(); err != nil {
 		return false, err
 	}
-	if len(managers) == 0 {
+	if len(managers) == 0 && unchanged == "" {
 		return false, nil
 	}
+	args = append(args, unchanged)
 	for _, m := range managers {
 		args = append(args, m)
 	}

@@ -358,7 +358,7 @@ func TestRedisDeleteSessionHeldBy(t *testing.T) {
 	ctx := context.Background()
 	r, _, cases := heldByCases(t)
 	for _, c := range cases {
-		got, err := r.DeleteSessionHeldBy(ctx, c.id, c.managers...)
+		got, err := r.DeleteSessionHeldBy(ctx, c.id, "", c.managers...)
 		if err != nil || got != c.want {
 			t.Fatalf("%s by %q: %v %v, want %v", c.id, c.managers, got, err, c.want)
 		}
@@ -377,7 +377,7 @@ func TestRedisPutSessionHeldBy(t *testing.T) {
 	r, put, cases := heldByCases(t)
 	for _, c := range cases {
 		before, _ := r.Session(ctx, c.id)
-		got, err := r.PutSessionHeldBy(ctx, Session{ID: c.id, User: "u", Title: "t", Node: "n2", Manager: "mgr-b"}, c.managers...)
+		got, err := r.PutSessionHeldBy(ctx, Session{ID: c.id, User: "u", Title: "t", Node: "n2", Manager: "mgr-b"}, "", c.managers...)
 		if err != nil || got != c.want {
 			t.Fatalf("%s by %q: %v %v, want %v", c.id, c.managers, got, err, c.want)
 		}
@@ -398,7 +398,7 @@ func TestRedisPutSessionHeldBy(t *testing.T) {
 			put(c.id, before.Manager) // back for the next cases
 		}
 	}
-	if _, err := r.PutSessionHeldBy(ctx, Session{}, "mgr-a"); err == nil {
+	if _, err := r.PutSessionHeldBy(ctx, Session{}, "", "mgr-a"); err == nil {
 		t.Fatal("a session without id accepted")
 	}
 }

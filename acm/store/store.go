@@ -78,6 +78,12 @@ type Session struct {
 	// manager deletes an orphaned session's entry only when it is its
 	// own. Empty on a store of one manager.
 	Manager string `json:"manager,omitempty"`
+	// Digest identifies the stored entry a shared store (Redis) read the
+	// session from: the SHA-1 (hex) of its bytes, set by Session and
+	// Sessions, not stored. Locker's compare-and-set calls take it to act
+	// on an entry unchanged since it was read. Empty from a store of one
+	// manager (Badger), and for a session not read from the store.
+	Digest string `json:"-"`
 }
 
 // Store is the manager's durable state. Implementations are safe for
@@ -135,18 +141,24 @@ type Locker interface {
 	// nothing) when holder does not hold it.
 	Unlock(ctx context.Context, name, holder string) (bool, error)
 	// DeleteSessionHeldBy removes session id in one atomic step when its
-	// Manager is one of managers (compare-and-delete: a manager deletes
-	// only a session no other manager took over). It returns whether it
-	// removed it; false, nil when the session is missing or held by
-	// another manager. Errors: an entry that is not a JSON session
-	// (ErrUndecodable; left as is), the store's errors.
-	DeleteSessionHeldBy(ctx context.Context, id string, managers ...string) (bool, error)
+	// Manager is one of managers, or, unchanged not "", when the entry is
+	// still the one read as a Session whose Digest is unchanged, whatever
+	// its Manager (compare-and-delete: a manager deletes only a session
+	// no other manager took over, or one it claimed from another manager
+	// that did not rewrite it since). It returns whether it removed it;
+	// false, nil when the session is missing or held by another manager.
+	// Errors: an entry that is not a JSON session (ErrUndecodable; left
+	// as is), the store's errors.
+	DeleteSessionHeldBy(ctx context.Context, id, unchanged string, managers ...string) (bool, error)
 	// PutSessionHeldBy writes s over its stored entry in one atomic step
-	// when that entry's Manager is one of managers (compare-and-set: a
-	// manager's late write does not take back a session another manager
-	// took over, nor bring back one another manager deleted). It returns
-	// whether it wrote it; false, nil when the entry is missing or held
-	// by another manager. Errors: s without an ID, an entry that is not
-	// a JSON session (ErrUndecodable; left as is), the store's errors.
-	PutSessionHeldBy(ctx context.Context, s Session, managers ...string) (bool, error)
+	// when that entry's Manager is one of managers, or, unchanged not "",
+	// when the entry is still the one read as a Session whose Digest is
+	// unchanged (compare-and-set: a manager's late write does not take
+	// back a session another manager took over, nor bring back one
+	// another manager deleted, nor write its claim over an entry the
+	// manager it claimed it from rewrote since). It returns whether it
+	// wrote it; false, nil when the entry is missing or held by another
+	// manager. Errors: s without an ID, an entry that is not a JSON
+	// session (ErrUndecodable; left as is), the store's errors.
+	PutSessionHeldBy(ctx context.Context, s Session, unchanged string, managers ...string) (bool, error)
 }
