@@ -52,7 +52,7 @@ func TestStoreFailureLeavesNoReservation(t *testing.T) {
 	}
 	// The manager does not close a store it was given.
 	e.m.Close()
-	if _, err := b.Sessions(context.Background()); err != nil {
+	if _, _, err := b.Sessions(context.Background()); err != nil {
 		t.Fatalf("given store closed: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,9 @@ type health struct {
 	// request makes no store call until the store answers again
 	// (persistFront).
 	storeStalled atomic.Bool
+	// skipped: the ids of the stored session entries that did not decode
+	// whose skipping was logged (logSkipped), to true.
+	skipped sync.Map
 }
 
 // Refusals of a front-door request for its store (persistFront); both

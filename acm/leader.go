@@ -289,12 +289,14 @@ func (m *Manager) takeOver() {
 // it registers (Register). A session whose reservation cannot be rebuilt
 // ends. For a node, a session of it the table holds whose entry names
 // another manager takes that manager's name, which Register claims back.
-// It returns how many it added.
+// An entry that does not decode is skipped (logSkipped). It returns how
+// many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
-	ss, err := m.st.Sessions(ctx)
+	ss, skipped, err := m.st.Sessions(ctx)
 	if err != nil {
 		return 0, err
 	}
+	m.logSkipped(skipped)
 	var changed []*session
 	n := 0
 	m.mu.Lock()

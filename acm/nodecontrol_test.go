@@ -158,7 +158,7 @@ func TestNodeDeathOrphansThenEndsSessions(t *testing.T) {
 	}
 	// The store's delete follows the table's (written after the lock).
 	waitFor(t, 5*time.Second, "the store to hold only n2's session", func() bool {
-		ss, err := e.m.st.Sessions(context.Background())
+		ss, _, err := e.m.st.Sessions(context.Background())
 		return err == nil && len(ss) == 1 && ss[0].ID == left.SessionId
 	})
 }
@@ -191,7 +191,7 @@ func TestNodeBackAfterDeathKeepsItsSessions(t *testing.T) {
 		t.Fatalf("sessions %v, reserved %d", e.sessions(), e.reserved("n1"))
 	}
 	waitFor(t, 5*time.Second, "the store to hold a and c", func() bool {
-		ss, err := e.m.st.Sessions(context.Background())
+		ss, _, err := e.m.st.Sessions(context.Background())
 		return err == nil && len(ss) == 2
 	})
 }
@@ -275,7 +275,7 @@ func TestRestoredSessionEndsWhenNodeNeverReturns(t *testing.T) {
 	waitFor(t, 5*time.Second, "the orphan to end", func() bool { return len(e2.sessions()) == 0 })
 	// The store's delete follows the table's (written after the lock).
 	waitFor(t, 5*time.Second, "the orphan gone from the store", func() bool {
-		ss, err := e2.m.st.Sessions(context.Background())
+		ss, _, err := e2.m.st.Sessions(context.Background())
 		return err == nil && len(ss) == 0
 	})
 }

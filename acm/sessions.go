@@ -129,6 +129,8 @@ func newSessionID() string {
 
 // restore loads the catalog and the session table from the store at
 // Start. Sessions get their reservations back when their node registers.
+// A session entry that does not decode is skipped (logSkipped); a title's
+// fails Start (store.Titles).
 func (m *Manager) restore() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -137,10 +139,11 @@ func (m *Manager) restore() error {
 		return fmt.Errorf("acm: load catalog: %w", err)
 	}
 	m.setCatalog(titles)
-	ss, err := m.st.Sessions(ctx)
+	ss, skipped, err := m.st.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("acm: load sessions: %w", err)
 	}
+	m.logSkipped(skipped)
 	for _, s := range ss {
 		if s.State == store.StateEnded {
 			continue
@@ -149,6 +152,24 @@ func (m *Manager) restore() error {
 		m.userSessions[s.User]++
 	}
 	return nil
+}
+
+// logSkipped logs the stored session entries a listing of the store
+// skipped (they do not decode: whose session they are cannot be told),
+// each once in this process's life, with how an operator removes it. The
+// store leaves them, and each listing skips them again: at a takeover, at
+// each node's registration.
+func (m *Manager) logSkipped(skipped []store.Skipped) {
+	for _, sk := range skipped {
+		if _, seen := m.health.skipped.LoadOrStore(sk.ID, true); seen {
+			continue
+		}
+		attrs := []any{"session", sk.ID, "err", sk.Err}
+		if sk.Remove != "" {
+			attrs = append(attrs, "remove", sk.Remove)
+		}
+		m.log.Error("store: a stored session entry does not decode: skipped, the others loaded; it is left as is (remove it)", attrs...)
+	}
 }
 
 // addSessionLocked books s in the table and in its node's index.

@@ -109,7 +109,7 @@ func TestBatchWaitsOneTimeoutInAStall(t *testing.T) {
 	waitFor(t, 10*time.Second, "the no-shows deleted once the store answers", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		ss, err := r.Sessions(ctx)
+		ss, _, err := r.Sessions(ctx)
 		return err == nil && len(ss) == 0
 	})
 }

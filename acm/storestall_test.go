@@ -72,7 +72,7 @@ func TestStoreStallEndsWhenTheStoreAnswers(t *testing.T) {
 	waitFor(t, 5*time.Second, "the store holding only the live sessions", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		ss, err := r.Sessions(ctx)
+		ss, _, err := r.Sessions(ctx)
 		if err != nil || len(ss) != len(live) {
 			return false
 		}

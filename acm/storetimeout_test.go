@@ -154,7 +154,7 @@ func TestStoreStallRefusedWithinStoreTimeout(t *testing.T) {
 	waitFor(t, 10*time.Second, "the store holding only the live sessions", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		ss, err := r.Sessions(ctx)
+		ss, _, err := r.Sessions(ctx)
 		if err != nil {
 			return false
 		}

@@ -149,23 +149,28 @@ func (b *Badger) Session(ctx context.Context, id string) (Session, error) {
 		if err != nil {
 			return err
 		}
-		return it.Value(func(v []byte) error { return json.Unmarshal(v, &s) })
+		return it.Value(func(v []byte) (err error) { s, err = decodeSession(id, v); return err })
 	})
 	return s, err
 }
 
-// Sessions implements Store.
-func (b *Badger) Sessions(ctx context.Context) ([]Session, error) {
+// Sessions implements Store. A skipped entry has no Remove: it stays.
+func (b *Badger) Sessions(ctx context.Context) ([]Session, []Skipped, error) {
 	var out []Session
-	err := b.scan(ctx, prefixSession, func(v []byte) error {
-		var s Session
-		if err := json.Unmarshal(v, &s); err != nil {
-			return err
+	var skipped []Skipped
+	err := b.scan(ctx, prefixSession, func(id string, v []byte) error {
+		s, err := decodeSession(id, v)
+		if err != nil {
+			skipped = append(skipped, Skipped{ID: id, Err: err})
+			return nil
 		}
 		out = append(out, s)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, skipped, nil
 }
 
 // PutState implements Store. It fails on a name that does not match
@@ -205,21 +210,27 @@ func (b *Badger) State(ctx context.Context, name string) ([]byte, error) {
 	return out, err
 }
 
-// Titles implements Store.
+// Titles implements Store; the error of an entry that does not decode
+// names its title.
 func (b *Badger) Titles(ctx context.Context) ([]Title, error) {
 	var out []Title
-	err := b.scan(ctx, prefixTitle, func(v []byte) error {
-		var t Title
-		if err := json.Unmarshal(v, &t); err != nil {
+	err := b.scan(ctx, prefixTitle, func(id string, v []byte) error {
+		t, err := decodeTitle(id, v)
+		if err != nil {
 			return err
 		}
 		out = append(out, t)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-func (b *Badger) scan(ctx context.Context, prefix []byte, fn func(v []byte) error) error {
+// scan calls fn with the id (the key after prefix) and the value of each
+// entry under prefix, in key order, until fn fails.
+func (b *Badger) scan(ctx context.Context, prefix []byte, fn func(id string, v []byte) error) error {
 	unlock, err := b.guard(ctx)
 	if err != nil {
 		return err
@@ -229,8 +240,13 @@ func (b *Badger) scan(ctx context.Context, prefix []byte, fn func(v []byte) erro
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			if err := it.Item().Value(fn); err != nil {
+			id := string(bytes.TrimPrefix(it.Item().Key(), prefix))
+			var ferr error
+			if err := it.Item().Value(func(v []byte) error { ferr = fn(id, v); return nil }); err != nil {
 				return fmt.Errorf("store: %s: %w", it.Item().Key(), err)
+			}
+			if ferr != nil {
+				return ferr
 			}
 		}
 		return nil

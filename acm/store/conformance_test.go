@@ -105,7 +105,7 @@ func TestConformanceSessions(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := b.open(t)
-		if ss, err := s.Sessions(ctx); err != nil || len(ss) != 0 {
+		if ss, _, err := s.Sessions(ctx); err != nil || len(ss) != 0 {
 			t.Fatalf("empty store: %v %v", ss, err)
 		}
 		// Written out of order; listed in id order.
@@ -138,7 +138,7 @@ func TestConformanceSessions(t *testing.T) {
 			t.Fatal("session without id accepted")
 		}
 		s = b.reopen(t, s)
-		ss, err := s.Sessions(ctx)
+		ss, _, err := s.Sessions(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestConformanceTitles(t *testing.T) {
 		if tt, err := s.Titles(ctx); err != nil || len(tt) != 0 {
 			t.Fatalf("empty catalog: %+v %v", tt, err)
 		}
-		if ss, _ := s.Sessions(ctx); len(ss) != 0 {
+		if ss, _, _ := s.Sessions(ctx); len(ss) != 0 {
 			t.Fatalf("titles leaked into sessions: %+v", ss)
 		}
 	})
@@ -298,7 +298,7 @@ func TestConformanceState(t *testing.T) {
 		if got, _ := s.State(ctx, "pins"); string(got) != "[]" {
 			t.Fatalf("replaced pins: %q", got)
 		}
-		ss, _ := s.Sessions(ctx)
+		ss, _, _ := s.Sessions(ctx)
 		ts, _ := s.Titles(ctx)
 		if len(ss) != 0 || len(ts) != 0 {
 			t.Fatalf("state leaked into sessions %v or titles %v", ss, ts)
@@ -328,7 +328,7 @@ func TestConformanceClosed(t *testing.T) {
 			"PutState":      s.PutState(ctx, "pins", nil),
 		}
 		_, calls["Session"] = s.Session(ctx, "a")
-		_, calls["Sessions"] = s.Sessions(ctx)
+		_, _, calls["Sessions"] = s.Sessions(ctx)
 		_, calls["Titles"] = s.Titles(ctx)
 		_, calls["State"] = s.State(ctx, "pins")
 		for name, err := range calls {
@@ -338,7 +338,7 @@ func TestConformanceClosed(t *testing.T) {
 		}
 		// Nothing written after Close reached the store.
 		s = b.reopen(t, s)
-		ss, err := s.Sessions(ctx)
+		ss, _, err := s.Sessions(ctx)
 		if err != nil || len(ss) != 1 || ss[0].ID != "a" {
 			t.Fatalf("sessions after reopen: %+v %v", ss, err)
 		}
@@ -355,7 +355,7 @@ func TestConformanceDoneContext(t *testing.T) {
 		if err := s.PutSession(ctx, testSession("a")); !errors.Is(err, context.Canceled) {
 			t.Fatalf("PutSession with a cancelled context: %v", err)
 		}
-		if _, err := s.Sessions(ctx); !errors.Is(err, context.Canceled) {
+		if _, _, err := s.Sessions(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Sessions with a cancelled context: %v", err)
 		}
 		dl, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
@@ -366,7 +366,7 @@ func TestConformanceDoneContext(t *testing.T) {
 		if _, err := s.State(dl, "pins"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("State past its deadline: %v", err)
 		}
-		if ss, _ := s.Sessions(context.Background()); len(ss) != 0 {
+		if ss, _, _ := s.Sessions(context.Background()); len(ss) != 0 {
 			t.Fatalf("written with a cancelled context: %+v", ss)
 		}
 		if tt, _ := s.Titles(context.Background()); len(tt) != 0 {
@@ -413,7 +413,7 @@ func TestConformanceConcurrentWriters(t *testing.T) {
 		go func() {
 			defer close(done)
 			for range 20 {
-				if _, err := s.Sessions(ctx); err != nil {
+				if _, _, err := s.Sessions(ctx); err != nil {
 					errc <- err
 					return
 				}
@@ -425,7 +425,7 @@ func TestConformanceConcurrentWriters(t *testing.T) {
 		for err := range errc {
 			t.Fatal(err)
 		}
-		ss, err := s.Sessions(ctx)
+		ss, _, err := s.Sessions(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -207,12 +207,47 @@ func (r *Redis) Session(ctx context.Context, id string) (Session, error) {
 	if err != nil {
 		return Session{}, r.wrap("session "+id, err)
 	}
-	var s Session
-	if err := json.Unmarshal(b, &s); err != nil {
-		return Session{}, fmt.Errorf("store: session %s: %w", id, err)
+	s, err := decodeSession(id, b)
+	if err != nil {
+		return Session{}, fmt.Errorf("%w (remove it: %s)", err, r.hdel(redisSessions, id))
 	}
 	s.Digest = entryDigest(b)
 	return s, nil
+}
+
+// hdel returns the redis-cli command that removes field id of hash name.
+func (r *Redis) hdel(name, id string) string {
+	return "HDEL " + cliArg(r.key(name)) + " " + cliArg(id)
+}
+
+// cliArg is s as one redis-cli argument: as it is when it holds only
+// letters, digits and ._:/-, else in double quotes, with \xHH for each
+// byte other than printable ASCII, and \" and \\ (redis-cli's quoting).
+func cliArg(s string) string {
+	plain := s != ""
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range []byte(s) {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' || c > '~':
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // entryDigest returns Session.Digest of a stored entry: the SHA-1 (hex)
@@ -226,23 +261,27 @@ func entryDigest(b []byte) string {
 
 // Sessions implements Store. The hash is read with HSCAN, so a large
 // table does not block the server; sessions written during the scan may
-// or may not be included.
-func (r *Redis) Sessions(ctx context.Context) ([]Session, error) {
+// or may not be included. A skipped entry's Remove is the HDEL of its
+// field.
+func (r *Redis) Sessions(ctx context.Context) ([]Session, []Skipped, error) {
 	vals, err := r.scanHash(ctx, redisSessions)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Session, 0, len(vals))
+	var skipped []Skipped
 	for id, v := range vals {
-		var s Session
-		if err := json.Unmarshal([]byte(v), &s); err != nil {
-			return nil, fmt.Errorf("store: session %s: %w", id, err)
+		s, err := decodeSession(id, []byte(v))
+		if err != nil {
+			skipped = append(skipped, Skipped{ID: id, Remove: r.hdel(redisSessions, id), Err: err})
+			continue
 		}
 		s.Digest = entryDigest([]byte(v))
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].ID < skipped[j].ID })
+	return out, skipped, nil
 }
 
 // scanHash returns every field of hash name (HSCAN; a field seen twice is
@@ -317,7 +356,8 @@ func (r *Redis) ReplaceTitles(ctx context.Context, titles []Title) error {
 	return r.wrap("replace titles", err)
 }
 
-// Titles implements Store.
+// Titles implements Store; the error of an entry that does not decode
+// names the HDEL of its field.
 func (r *Redis) Titles(ctx context.Context) ([]Title, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -330,9 +370,11 @@ func (r *Redis) Titles(ctx context.Context) ([]Title, error) {
 	}
 	out := make([]Title, 0, len(vals))
 	for id, v := range vals {
-		var t Title
-		if err := json.Unmarshal([]byte(v), &t); err != nil {
-			return nil, fmt.Errorf("store: title %s: %w", id, err)
+		t, err := decodeTitle(id, []byte(v))
+		if err != nil {
+			// Once the entry is removed, the hash no longer matches the
+			// digest: the next ReplaceTitles writes the catalog whole.
+			return nil, fmt.Errorf("%w (remove it: %s; the next read of the origin's catalog writes the catalog again)", err, r.hdel(redisTitles, id))
 		}
 		out = append(out, t)
 	}

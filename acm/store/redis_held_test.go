@@ -60,7 +60,7 @@ func TestRedisHeldByUnchangedEntry(t *testing.T) {
 	if err != nil || read.Digest == "" {
 		t.Fatalf("s-a read: %+v %v, want a digest", read, err)
 	}
-	ss, err := r.Sessions(ctx)
+	ss, _, err := r.Sessions(ctx)
 	if err != nil || len(ss) != 2 || ss[0].ID != "s-a" || ss[0].Digest != read.Digest {
 		t.Fatalf("sessions: %+v %v, want s-a with digest %s", ss, err, read.Digest)
 	}

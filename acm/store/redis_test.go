@@ -53,7 +53,7 @@ func TestRedisPrefixesIsolate(t *testing.T) {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	for name, o := range map[string]*Redis{"prefix": b, "db": c} {
-		if ss, err := o.Sessions(ctx); err != nil || len(ss) != 0 {
+		if ss, _, err := o.Sessions(ctx); err != nil || len(ss) != 0 {
 			t.Errorf("%s: sessions of the other cluster: %v %v", name, ss, err)
 		}
 		if tt, err := o.Titles(ctx); err != nil || len(tt) != 0 {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -11,10 +13,54 @@ import (
 // stored.
 var ErrNotFound = errors.New("store: not found")
 
-// ErrUndecodable is returned (wrapped) by a compare-and-set of a session
-// (Locker) whose stored entry is not a JSON session: whose manager it is
-// cannot be told, so the entry is left as is (an operator removes it).
-var ErrUndecodable = errors.New("store: stored session entry is not a JSON session")
+// ErrUndecodable is returned (wrapped) for a stored entry that is not the
+// JSON of what it is stored as (a session, a title), or is that of
+// another id than its key's: by Session and Titles, by a compare-and-set
+// of a session (Locker: whose manager it is cannot be told), and as the
+// Err of a session Sessions skipped. The store leaves the entry as is (an
+// operator removes it: Skipped.Remove).
+var ErrUndecodable = errors.New("store: stored entry does not decode")
+
+// Skipped is a stored entry a listing (Sessions) left out because it does
+// not decode (ErrUndecodable); the others are listed. The store leaves it
+// as is: whose it is cannot be told.
+type Skipped struct {
+	// ID is the entry's id: its field in the Redis hash, its key after
+	// the prefix in Badger.
+	ID string
+	// Remove is how an operator removes the entry, a command for the
+	// store's own client ("HDEL <prefix>sessions <id>" for redis-cli);
+	// "" when there is none (Badger: it stays, skipped at each listing).
+	Remove string
+	// Err tells why it does not decode; it wraps ErrUndecodable.
+	Err error
+}
+
+// decodeSession decodes the stored entry b of session id. Errors (wrapping
+// ErrUndecodable): b is not the JSON of a session, or of one of another
+// id (JSON null, {}: no id).
+func decodeSession(id string, b []byte) (Session, error) {
+	var s Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Session{}, fmt.Errorf("store: session %s: %w: %v", id, ErrUndecodable, err)
+	}
+	if s.ID != id {
+		return Session{}, fmt.Errorf("store: session %s: %w: its id is %q", id, ErrUndecodable, s.ID)
+	}
+	return s, nil
+}
+
+// decodeTitle is decodeSession for the stored entry b of title id.
+func decodeTitle(id string, b []byte) (Title, error) {
+	var t Title
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Title{}, fmt.Errorf("store: title %s: %w: %v", id, ErrUndecodable, err)
+	}
+	if t.ID != id {
+		return Title{}, fmt.Errorf("store: title %s: %w: its id is %q", id, ErrUndecodable, t.ID)
+	}
+	return t, nil
+}
 
 // ErrClosed is returned (wrapped) by every call after Close.
 var ErrClosed = errors.New("store: closed")
@@ -96,14 +142,22 @@ type Store interface {
 	PutSession(ctx context.Context, s Session) error
 	// DeleteSession removes session id; removing a missing one is not an error.
 	DeleteSession(ctx context.Context, id string) error
-	// Session returns session id, or an error wrapping ErrNotFound.
+	// Session returns session id, or an error wrapping ErrNotFound, or
+	// ErrUndecodable for an entry that does not decode.
 	Session(ctx context.Context, id string) (Session, error)
-	// Sessions returns every stored session, in id order.
-	Sessions(ctx context.Context) ([]Session, error)
+	// Sessions returns every stored session, in id order, and the
+	// entries it skipped (in id order) because they do not decode: one
+	// such entry (written by hand, say) does not keep the others from a
+	// manager that loads them. Errors: the store's; no session then.
+	Sessions(ctx context.Context) ([]Session, []Skipped, error)
 	// ReplaceTitles makes titles the whole catalog: titles absent from it
 	// are removed.
 	ReplaceTitles(ctx context.Context, titles []Title) error
-	// Titles returns the catalog, in id order.
+	// Titles returns the catalog, in id order. An entry that does not
+	// decode fails it (ErrUndecodable, naming the title and how to remove
+	// the entry): a title left out would silently be unknown (its viewers
+	// refused as asking for an unknown title, the operator's stored
+	// prefetch orders of it not queued again) until the origin answers.
 	Titles(ctx context.Context) ([]Title, error)
 	// PutState stores value under name: a piece of the manager's own
 	// state other than sessions and the catalog (the operator's pins, the

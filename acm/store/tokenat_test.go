@@ -42,7 +42,7 @@ func TestSessionWithoutTokenAt(t *testing.T) {
 			t.Fatal(err)
 		}
 		s = b.reopen(t, s)
-		ss, err := s.Sessions(ctx)
+		ss, _, err := s.Sessions(ctx)
 		if err != nil || len(ss) != 1 {
 			t.Fatalf("sessions after reopen: %+v %v", ss, err)
 		}
