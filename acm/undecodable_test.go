@@ -2,10 +2,14 @@ package acm
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
 )
 
 // TestManagersLoadAroundAnUndecodableSession: two managers share one
@@ -108,5 +112,51 @@ func TestManagersLoadAroundAnUndecodableSession(t *testing.T) {
 				t.Fatalf("reserved on n1 after an admission: %d, want %d", got, 4*titleBps)
 			}
 		})
+	}
+}
+
+// TestStartRefusesAnUndecodableTitle: a manager does not start over a
+// stored catalog one of whose entries is not a title's JSON (its origin
+// down): its error names the title and the HDEL that removes the entry
+// (store.ErrUndecodable), rather than the title being left out unseen
+// (unknown to its viewers until the origin answers). Once the entry is
+// removed, it starts with the rest of the catalog.
+func TestStartRefusesAnUndecodableTitle(t *testing.T) {
+	open, srv := sharedRedis(t)
+	st := open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := st.ReplaceTitles(ctx, []store.Title{{ID: "t1", BitrateBps: titleBps}, {ID: "t2", BitrateBps: titleBps}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).HSet(ctx, st.Prefix()+"titles", "t2", `{"id":"t2","bitrate_bps":`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*Manager, error) {
+		users, err := boss.NewFile(DefaultRealm, testUsers())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+			DataDir: t.TempDir(), Secret: testSecret, BOSS: users, Logger: testLogger(t), Store: st, LeaderTTL: testLeaderTTL}
+		err = m.Start()
+		if err == nil {
+			t.Cleanup(func() { m.Close() })
+		}
+		return m, err
+	}
+	hdel := "HDEL " + st.Prefix() + "titles t2"
+	if _, err := start(); !errors.Is(err, store.ErrUndecodable) || !strings.Contains(err.Error(), "title t2") || !strings.Contains(err.Error(), hdel) {
+		t.Fatalf("Start over an undecodable title: %v, want ErrUndecodable naming t2 and %q", err, hdel)
+	}
+	if err := srv.Client(t).HDel(ctx, st.Prefix()+"titles", "t2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := start()
+	if err != nil {
+		t.Fatalf("Start once the entry is removed: %v", err)
+	}
+	if c := m.titles(); len(c) != 1 || c["t1"].ID != "t1" {
+		t.Fatalf("catalog after the start: %v, want t1", c)
 	}
 }
