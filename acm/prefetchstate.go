@@ -91,14 +91,18 @@ func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
 // restorePrefetchesLocked queues again the stored prefetch orders of ns
 // (loadPrefetchOrders) whose title it neither holds nor fills in its
 // report (cur), once, at its first report since they were loaded (mu
-// held). The plan orders them first, as it does the operator's. An order
+// held; but for those waiting on a stale copy, below). The plan orders them first, as it does the operator's. An order
 // the node is filling then is tracked as the operator's prefetch in
 // flight (smm Replicator.Prefetched) and stays in the store until the
 // node reports the title complete: a fill that fails after the takeover
 // is retried, as it would have been by the manager that ordered it. An
 // order of a title the node lacks, or holds as a stale copy (staleHeld),
 // at a node that registered without an origin (lsm.NodeSpec.NoOrigin), is
-// dropped from the store and logged: the node cannot fill it.
+// dropped from the store and logged: the node cannot fill it. One of a
+// title a node with an origin holds as a stale copy waits for its later
+// reports (up to prefetchOrderTTL from the order): it is queued once the
+// copy is evicted as stale (not carried out by the copy), carried out if
+// a catalog read finds the copy current.
 func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now time.Time) {
 	orders, ok := m.restoring[ns.id]
 	if !ok || m.rep == nil {
@@ -107,6 +111,7 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	delete(m.restoring, ns.id)
 	cat := m.titles()
 	n := m.sched.Node(ns.id)
+	var later []opPrefetch
 	for _, o := range orders {
 		t, known := cat[o.Title]
 		if n != nil && n.NoOrigin && (cur[o.Title] == nil || staleHeld(cur[o.Title], cat)) {
@@ -114,6 +119,12 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 			// (nor fetch the current version of a stale copy).
 			m.orderDoneLocked(ns.id, o.Title, true)
 			m.log.Warn("operator's prefetch dropped: the node has no origin configured (node origin) and cannot fetch the title", "node", ns.id, "title", o.Title, "ordered", o.At)
+			continue
+		}
+		if c := cur[o.Title]; c != nil && staleHeld(c, cat) {
+			if now.Sub(o.At) <= prefetchOrderTTL {
+				later = append(later, o) // staleLocked evicts the copy once confirmed and unused
+			}
 			continue
 		}
 		if c := cur[o.Title]; known && c.GetFilling() {
@@ -131,6 +142,9 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 		m.noteHandOrderLocked(ns.id, o.Title)
 		m.rep.Queued(ns.id, o.Title, t.SizeBytes, now)
 		m.log.Info("operator's prefetch restored: queued", "node", ns.id, "title", o.Title, "ordered", o.At)
+	}
+	if len(later) > 0 {
+		m.restoring[ns.id] = later
 	}
 }
 

@@ -110,45 +110,82 @@ func TestQueuedPrefetchOfAStaleCopyDroppedWithoutOrigin(t *testing.T) {
 func TestQueuedPrefetchOfAStaleCopySentAfterItsEviction(t *testing.T) {
 	e := newManagerWith(t, "", versioned(testTitles, "v2"), nil)
 	orderPrefetchWhileAway(t, e)
+	startObedient(t, e).refilled(t, e)
+}
 
-	var mu sync.Mutex
-	var got []string
-	var n *fakeNode
-	started := make(chan struct{}) // n set: commands wait for it
-	n = e.startNode("n", nodeOpts{rtsp: "127.0.0.1:7001", titles: []*pb.StoredTitle{staleT3()}, onCommand: func(c *pb.NodeCommand) {
-		// The node carries out its orders as vodnode does: an eviction
-		// removes the copy, a prefetch of a title it lacks fills it.
+// obedientNode is node n started with a stale copy of t3, carrying out
+// its orders as vodnode does: an eviction removes the copy, a prefetch of
+// a title it lacks fills it (the catalog's version, v2, at once).
+type obedientNode struct {
+	n   *fakeNode
+	mu  sync.Mutex
+	got []string // the commands for t3, in order: "evict", "prefetch"
+}
+
+func startObedient(t *testing.T, e *env) *obedientNode {
+	t.Helper()
+	o := &obedientNode{}
+	started := make(chan struct{}) // o.n set: commands wait for it
+	o.n = e.startNode("n", nodeOpts{rtsp: "127.0.0.1:7001", titles: []*pb.StoredTitle{staleT3()}, onCommand: func(c *pb.NodeCommand) {
 		<-started
+		n := o.n
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		mu.Lock()
-		defer mu.Unlock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
 		switch {
 		case c.GetEvict().GetTitleId() == "t3":
-			got = append(got, "evict")
+			o.got = append(o.got, "evict")
 			n.titles = slices.DeleteFunc(slices.Clone(n.titles), func(t *pb.StoredTitle) bool { return t.GetTitleId() == "t3" })
 		case c.GetPrefetch().GetTitleId() == "t3":
-			got = append(got, "prefetch")
+			o.got = append(o.got, "prefetch")
 			if !slices.ContainsFunc(n.titles, func(t *pb.StoredTitle) bool { return t.GetTitleId() == "t3" }) {
 				n.titles = append(slices.Clone(n.titles), &pb.StoredTitle{TitleId: "t3", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: "v2"})
 			}
 		}
 	}})
 	close(started)
+	return o
+}
+
+// refilled waits until o holds the current version of t3, filled by a
+// prefetch after the stale copy's eviction, counted a completed fill,
+// and the operator's order gone from the store.
+func (o *obedientNode) refilled(t *testing.T, e *env) {
+	t.Helper()
 	waitFor(t, 5*time.Second, "the current version of t3 on the node", func() bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		i := slices.IndexFunc(n.titles, func(t *pb.StoredTitle) bool { return t.GetTitleId() == "t3" })
-		return i >= 0 && n.titles[i].GetVersion() == "v2"
+		o.n.mu.Lock()
+		defer o.n.mu.Unlock()
+		i := slices.IndexFunc(o.n.titles, func(t *pb.StoredTitle) bool { return t.GetTitleId() == "t3" })
+		return i >= 0 && o.n.titles[i].GetVersion() == "v2"
 	})
-	mu.Lock()
-	order := slices.Clone(got)
-	mu.Unlock()
+	o.mu.Lock()
+	order := slices.Clone(o.got)
+	o.mu.Unlock()
 	if i := slices.Index(order, "evict"); i < 0 || !slices.Contains(order[i:], "prefetch") {
 		t.Fatalf("commands for t3: %v, want a prefetch after the stale copy's eviction", order)
 	}
 	waitFor(t, 5*time.Second, "the prefetch counted done with the current version", func() bool { return e.fillsDone() == 1 })
 	waitFor(t, 5*time.Second, "the order gone from the store", func() bool { return len(storedOrders(t, e)) == 0 })
+}
+
+// An operator's prefetch stored by a manager, whose node (with an origin)
+// comes back to the restarted manager holding the title as a stale copy,
+// is not taken as carried out by that copy: once the copy is evicted as
+// stale the order is queued again and the node fills the current version.
+// The restarted manager saw the copy before a catalog read confirmed it
+// stale, took the order as carried out and removed it: the node ended
+// with no copy of the title.
+func TestStoredPrefetchOfAStaleCopyRestoredAfterItsEviction(t *testing.T) {
+	dir := t.TempDir()
+	e := newManagerWith(t, dir, versioned(testTitles, "v2"), nil)
+	orderPrefetchWhileAway(t, e)
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e2 := newManagerWith(t, dir, versioned(testTitles, "v2"), func(m *Manager) { m.PlanInterval = 100 * time.Millisecond })
+	startObedient(t, e2).refilled(t, e2)
 }
 
 // An operator's prefetch stored by a manager, whose node comes back to the
