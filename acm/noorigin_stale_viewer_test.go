@@ -2,6 +2,7 @@ package acm
 
 import (
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -118,5 +119,44 @@ func TestSameViewerNotSentBackToAStaleCopyOnANodeWithoutOrigin(t *testing.T) {
 				t.Fatalf("again while playing on %s: session %s on %s, want the same %s", on, s, n, again)
 			}
 		})
+	}
+}
+
+// With sites, the same viewer placed afresh (its node, of its site,
+// restarted without an origin with only a stale copy) goes to the node of
+// another site that holds the current version, not back to the stale
+// copy of its own site: a stale copy takes a viewer only when no node can
+// otherwise. Placed afresh, it was sent back to the same stale copy (a new
+// session there).
+func TestSameViewerToTheCurrentVersionInAnotherSite(t *testing.T) {
+	e := newManagerWith(t, "", versioned(testTitles, "v2"), func(m *Manager) {
+		m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+	})
+	v := func(version string) []*pb.StoredTitle {
+		return []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Version: version}}
+	}
+	addrs := map[string]string{"north-1": "127.0.0.1:7041", "south-1": "127.0.0.1:7042"}
+	north := e.startNode("north-1", nodeOpts{http: addrs["north-1"], site: "north", titles: v("v2")})
+	e.startNode("south-1", nodeOpts{http: addrs["south-1"], site: "south", titles: v("v2")})
+	ask := func(what string) (session, node string) {
+		t.Helper()
+		res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+		if res.StatusCode != http.StatusFound {
+			t.Fatalf("%s: %d, want a redirect", what, res.StatusCode)
+		}
+		loc := res.Header.Get("Location")
+		to, _ := redirectedTo(t, loc, "http", addrs)
+		return e.tokenOf(loc, "http", addrs[to], "t1", ".ts").Session, to
+	}
+	first, on := ask("first request")
+	if on != "north-1" {
+		t.Fatalf("first request on %s, want north-1 (the viewer's site)", on)
+	}
+	north.stop()
+	e.startNode("north-1", nodeOpts{http: addrs["north-1"], site: "north", titles: v("v1"), noOrigin: true})
+	waitFor(t, 5*time.Second, "the stale copy on north-1 confirmed", func() bool { return e.heldStale("north-1", "t1") })
+	again, on := ask("again")
+	if again == first || on != "south-1" {
+		t.Fatalf("again: session %s on %s, want a new one on south-1 (the current version), not on north-1's stale copy", again, on)
 	}
 }

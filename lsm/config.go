@@ -245,6 +245,9 @@ type Request struct {
 	Requires Feature
 	// restrict is the site Eligible keeps to during Place's first try.
 	restrict string
+	// noStale: place does not fall back to stale copies (staleFallback)
+	// during Place's tries of the current version across sites.
+	noStale bool
 
 	titleHash, clientHash uint64
 }

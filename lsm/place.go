@@ -221,8 +221,11 @@ func (s *Scheduler) touch(n *Node) {
 // copies included, the one already playing it most (staleFallback): the
 // old version rather than a refusal, on as few copies as can take it.
 // With r.Site it first chooses among the nodes of that site, then (unless
-// r.SiteOnly) among all. It returns ErrBadRequest, ErrNoNode when no node
-// is in service, or ErrNoCapacity when none has headroom.
+// r.SiteOnly) among all; a stale copy of the site is chosen only once no
+// node of any site can take r otherwise (the current version across
+// sites before the old one in the site), then one of any site. It returns
+// ErrBadRequest, ErrNoNode when no node is in service, or ErrNoCapacity
+// when none has headroom.
 func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	if r.Title == "" || r.Bitrate <= 0 {
 		return Reservation{}, ErrBadRequest
@@ -231,13 +234,26 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 	if r.Site == "" {
 		return s.place(r)
 	}
-	r.restrict = r.Site
+	r.restrict, r.noStale = r.Site, !r.SiteOnly
 	res, err := s.place(r)
 	r.restrict = ""
 	if err == nil || r.SiteOnly {
+		r.noStale = false
 		return res, err
 	}
-	return s.place(r) // no node of the site can: any node
+	res, err = s.place(r) // no node of the site can: any node
+	r.noStale = false
+	if err == nil || !s.staleHeld(r.Title) {
+		return res, err
+	}
+	// None can but with a stale copy: the site's first, then any.
+	r.restrict = r.Site
+	res, err = s.place(r)
+	r.restrict = ""
+	if err == nil {
+		return res, err
+	}
+	return s.place(r)
 }
 
 // tableKey is the key of r's title in a policy's title table (lblc,
@@ -269,7 +285,7 @@ func (s *Scheduler) place(r *Request) (Reservation, error) {
 		defer func() { r.NoFill = false }()
 	}
 	i := s.policy.Pick(s, r)
-	if i < 0 && !r.NoFill && s.staleHeld(r.Title) {
+	if i < 0 && !r.NoFill && !r.noStale && s.staleHeld(r.Title) {
 		// No node can take the viewer with a fill of the new version (the
 		// nodes without the title have no room or headroom, the others
 		// hold a stale copy): the old version rather than a refusal.

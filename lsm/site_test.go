@@ -224,3 +224,49 @@ func TestHoldersInServiceFor(t *testing.T) {
 		t.Errorf("south's holder at weight 0: %d holders, want 0", got)
 	}
 }
+
+// A viewer of a site whose nodes can take it only with a stale copy of the
+// title (the one there holding the old version, the others unable to
+// fill: no origin) goes to another site's node holding the current
+// version, as a viewer its site cannot take at all: a stale copy plays
+// only when no node can take the viewer otherwise. With SiteOnly it stays
+// in its site, on the stale copy, rather than being refused. The site's
+// stale copy was chosen before any other site was tried.
+func TestStaleCopyOfTheSiteAfterTheCurrentVersionElsewhere(t *testing.T) {
+	for _, policy := range Policies() {
+		t.Run(policy, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Policy = policy
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []struct {
+				id, site string
+				noOrigin bool
+			}{{"a", "north", false}, {"b", "south", true}, {"c", "south", true}} {
+				if _, err := s.AddNode(NodeSpec{ID: n.id, Site: n.site, NoOrigin: n.noOrigin, Capacity: Capacity{EgressBps: 20e6}}, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Heartbeat("a", Report{Titles: []Holding{{Title: "film", Bytes: 1e6}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Heartbeat("b", Report{Titles: []Holding{{Title: "film", Bytes: 1e6, Stale: true}}}, t0); err != nil {
+				t.Fatal(err)
+			}
+			r := Request{Title: "film", Client: "s1", Bitrate: 4e6, Bytes: 1e6, Site: "south"}
+			res, err := s.Place(&r, t0)
+			if err != nil || res.NodeID != "a" {
+				t.Fatalf("south viewer: %+v %v, want a (the current version, in the north)", res, err)
+			}
+			only := Request{Title: "film", Client: "s2", Bitrate: 4e6, Bytes: 1e6, Site: "south", SiteOnly: true}
+			if res, err := s.Place(&only, t0); err != nil || res.NodeID != "b" {
+				t.Fatalf("site-only south viewer: %+v %v, want b (its site's stale copy)", res, err)
+			}
+			if r.restrict != "" || r.NoFill || r.noStale || only.restrict != "" || only.NoFill || only.noStale {
+				t.Fatal("a try's restriction stays on the request")
+			}
+		})
+	}
+}
