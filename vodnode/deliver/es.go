@@ -178,7 +178,8 @@ type ESStream struct {
 	play    *esPlay // the current play's clock and queue
 
 	fillWait atomic.Bool // the play waits for the title's fill (WaitingForFill)
-	byeTimer *time.Timer // the end-of-title BYEs still to send (byeLaterLocked); nil: none; s.mu
+	byeTimer *time.Timer // the BYEs still to send, of the end of the title or of a play that failed (byeLocked, byeLaterLocked); nil: none; s.mu
+	byeDone  func()      // runs once byeTimer's BYEs went, were given up or cancelled (byeLocked); nil: nothing; s.mu
 
 	bytes atomic.Int64
 
@@ -404,7 +405,6 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		return // stopped by Seek, Pause or Close
 	}
 	reason := EndError
-	failed := false
 	switch {
 	case rd.readErr != nil:
 		// Whatever the demuxer made of it (astits takes a short read for
@@ -413,7 +413,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	case errors.Is(err, io.EOF):
 		reason, err = EndOfTitle, nil
 		if _, _, ferr := s.cfg.Source.State(); ferr != nil {
-			reason, err, failed = EndError, ferr, true // the end of what the failed fill left
+			reason, err = EndError, ferr // the end of what the failed fill left
 		}
 	case errors.Is(err, ErrQueueFull):
 		reason = EndSlow
@@ -425,7 +425,11 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		s.mu.Unlock()
 		return
 	}
-	var bye [2][]byte
+	end := func() {
+		if s.cfg.OnEnd != nil {
+			s.cfg.OnEnd(reason, err) // the callback may Close the stream
+		}
+	}
 	if reason == EndOfTitle {
 		// paused at the end: a Seek can take it back
 		idx, _, _ := s.cfg.Source.State()
@@ -433,41 +437,27 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		s.endOfTitleByeLocked()
 	} else {
 		s.ended = true
+		bye := ""
 		if _, _, ferr := s.cfg.Source.State(); ferr != nil && reason == EndError {
-			// The title's fill failed: the client is told the stream
-			// ends, as Stream tells it.
-			bye = s.reportsLocked("fill failed")
-			failed = true
+			bye = "fill failed" // the title's fill failed
 		} else if reason == EndDiskRead {
-			// So is it when the title's file could not be read.
-			bye = s.reportsLocked(string(EndDiskRead))
-			failed = true
+			bye = string(EndDiskRead) // the title's file could not be read
 		}
-		s.handOverLocked(bye) // over TCP written waiting below
+		if bye != "" {
+			// The client is told the stream ends, as Stream tells it
+			// (endWithBye): as the end of the title is told (byeLocked),
+			// under s.mu, so that a Close or Abort meanwhile (the session
+			// ended otherwise: a TEARDOWN) cancels the BYEs still to
+			// send, which never follow its response. OnEnd once they went
+			// (BytesSent counts them), were given up or cancelled.
+			s.byeLocked(s.reportsLocked(bye), end)
+			end = nil
+		}
 	}
 	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil // nothing left to stop
 	s.mu.Unlock()
-	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 && failed {
-		// after the last packets too: the stream has ended for good,
-		// unless closed meanwhile (the session ended otherwise); OnEnd
-		// after the BYE, so that BytesSent counts it, as over TCP
-		time.AfterFunc(s.e.ByeDelay, func() {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if !closed {
-				s.sendRTCP(bye, true)
-			}
-			if s.cfg.OnEnd != nil {
-				s.cfg.OnEnd(reason, err)
-			}
-		})
-		return
-	} else {
-		s.sendRTCP(bye, true)
-	}
-	if s.cfg.OnEnd != nil {
-		go s.cfg.OnEnd(reason, err) // the callback may Close the stream
+	if end != nil {
+		go end()
 	}
 }
 

@@ -298,58 +298,82 @@ func (s *ESStream) reportAtOnceLocked() {
 }
 
 // endOfTitleByeLocked sends each track's final sender report and BYE as
-// the play reaches the end of the title: over UDP ByeDelay later, after
-// the last RTP packets; over TCP at once, or, for the tracks whose BYE
-// the connection's writer cannot take then (busy writing a response, or
-// its queue full), tried again until it can (byeLaterLocked), as
+// the play reaches the end of the title (byeLocked), as
 // Stream.endOfTitle does. It is tried while s.mu is held, and a PLAY's
 // Seek, Resume, Close or Abort cancel the BYE still to send: it never
 // follows the response to a PLAY that plays the title again (it would
 // end the client's new play, RFC 3550 §6.6). s.mu held.
 func (s *ESStream) endOfTitleByeLocked() {
-	bye := s.reportsLocked("end of title")
+	s.byeLocked(s.reportsLocked("end of title"), nil)
+}
+
+// byeLocked sends bye, per track the compound RTCP packet of a BYE ending
+// a play: over UDP ByeDelay later, after the last RTP packets; otherwise
+// at once, or, for the tracks whose BYE the connection's writer cannot
+// take then over TCP (busy writing a response, or its queue full), tried
+// again until it can (byeLaterLocked), as Stream.byeLocked does. done,
+// when not nil, runs on a goroutine of its own once the BYEs went, were
+// given up or were cancelled (cancelByeLocked). s.mu held.
+func (s *ESStream) byeLocked(bye [2][]byte, done func()) {
+	s.cancelByeLocked()
 	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
-		s.byeLaterLocked(bye, s.e.ByeDelay, time.Time{})
+		s.byeLaterLocked(bye, s.e.ByeDelay, time.Time{}, done)
 		return
 	}
 	if left, some := unsentRTCP(bye, s.sendRTCP(bye, false)); some && s.cfg.Mode == RTPTCP {
-		s.byeLaterLocked(left, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout))
+		s.byeLaterLocked(left, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout), done)
+		return
+	}
+	if done != nil {
+		go done()
 	}
 }
 
-// byeLaterLocked sends the end-of-title BYEs bye (per track) after d, and
-// then, over TCP, those the connection's writer could not take tried
-// again every idleReportRetry until they go or, past until (the writer's
+// byeLaterLocked sends the BYEs bye (per track) after d, and then, over
+// TCP, those the connection's writer could not take tried again every
+// idleReportRetry until they go or, past until (the writer's
 // blocking-write timeout), the client is taken to be not reading (its
-// RTSP connection then ends the session). They are sent only while the
-// stream still waits at the end of the same play: a PLAY's Seek, Resume,
+// RTSP connection then ends the session). Those of the end of the title
+// are sent only while the stream still waits at the end of the same
+// play, and any only until the stream is closed: a PLAY's Seek, Resume,
 // Close or Abort cancel them (cancelByeLocked) and stop the timer. Each
-// try holds s.mu, so that nothing of a new play can go between its check
-// and the BYEs, and does not block (TryWrite). s.mu held.
-func (s *ESStream) byeLaterLocked(bye [2][]byte, d time.Duration, until time.Time) {
+// try holds s.mu, so that nothing of a new play, and no Close, can go
+// between its check and the BYEs, and does not block (TryWrite). done,
+// when not nil, runs on a goroutine of its own once they went, were given
+// up or were cancelled. s.mu held.
+func (s *ESStream) byeLaterLocked(bye [2][]byte, d time.Duration, until time.Time, done func()) {
 	s.cancelByeLocked()
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.byeTimer != t || s.ended || s.cancel != nil {
-			return // cancelled, or played again
+		if s.byeTimer != t || s.closed || s.cancel != nil {
+			return // cancelled (done ran then), or played again
 		}
-		s.byeTimer = nil
+		s.byeTimer, s.byeDone = nil, nil
 		left, some := unsentRTCP(bye, s.sendRTCP(bye, false))
 		if some && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
-			s.byeLaterLocked(left, idleReportRetry, until)
+			s.byeLaterLocked(left, idleReportRetry, until, done)
+			return
+		}
+		if done != nil {
+			go done()
 		}
 	})
-	s.byeTimer = t
+	s.byeTimer, s.byeDone = t, done
 }
 
-// cancelByeLocked drops the end-of-title BYEs still to send, if any
-// (byeLaterLocked), and stops their timer. s.mu held.
+// cancelByeLocked drops the BYEs still to send, if any (byeLaterLocked),
+// stops their timer and runs their done, on a goroutine of its own. s.mu
+// held.
 func (s *ESStream) cancelByeLocked() {
 	if s.byeTimer != nil {
 		s.byeTimer.Stop()
 		s.byeTimer = nil
+	}
+	if done := s.byeDone; done != nil {
+		s.byeDone = nil
+		go done()
 	}
 }
 

@@ -301,7 +301,7 @@ func (s *Stream) byePacket(ck clockOf) []byte {
 // abortBye sends an RTCP BYE with reason for a stream ended before the
 // end of its title (abortByePacket), without waiting. It returns false
 // when the connection's writer could not take it at once (sendControl;
-// byeWait waits for it), true otherwise.
+// Abort then writes it waiting for the writer), true otherwise.
 func (s *Stream) abortBye(reason string) bool {
 	if s.cfg.Mode == RawUDP {
 		return true
@@ -329,93 +329,103 @@ func abortByePacket(ssrc uint32, reason string) []byte {
 
 // endWithBye ends the stream on its own before the end of its title
 // (its fill failed, its file could not be read) with reason and err, and
-// tells its client with an RTCP BYE carrying bye: over UDP after
-// Engine.ByeDelay, so that the BYE follows the last RTP packets (as
-// endOfTitle's does); over TCP at once, on a goroutine of its own that
-// waits for the connection's writer (busy with a response, or its queue
-// full) rather than drop the BYE. OnEnd is called after the BYE went, so
-// that BytesSent, which the session reports, counts it over UDP as over
-// TCP. A Close or Abort meanwhile (the session ended otherwise) cancels
-// the BYE, not the call of OnEnd. s.mu held.
+// tells its client with an RTCP BYE carrying bye, as endOfTitle tells it
+// the end of the title (byeLocked): over UDP after Engine.ByeDelay, so
+// that the BYE follows the last RTP packets; over TCP at once, or, when
+// the connection's writer cannot take it then (busy with a response, or
+// its queue full), tried again until it can. Each try holds s.mu, and a
+// Close or Abort (the session ended otherwise: a TEARDOWN) cancels the
+// BYE still to send: it is written before the TEARDOWN's response, or not
+// at all. OnEnd is called once the BYE went (so that BytesSent, which the
+// session reports, counts it), was given up or cancelled. s.mu held.
 func (s *Stream) endWithBye(reason EndReason, err error, bye string) {
 	s.state = stateEnded
 	s.queued = false
 	s.stopIdleReportLocked()
-	end := func() {
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if !closed {
-			s.byeWait(bye)
-		}
+	var b []byte
+	if s.cfg.Mode != RawUDP {
+		b = abortByePacket(s.cfg.SSRC, bye)
+	}
+	s.byeLocked(b, func() {
 		if s.cfg.OnEnd != nil {
 			s.cfg.OnEnd(reason, err)
 		}
-	}
-	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
-		time.AfterFunc(s.e.ByeDelay, end)
-		return
-	}
-	go end()
+	})
 }
 
-// byeWait sends an RTCP BYE with reason, as abortBye does, but over TCP
-// waits for the connection's writer (as an RTSP response does) instead
-// of dropping the BYE when the writer cannot take it at once.
-func (s *Stream) byeWait(reason string) {
-	if s.cfg.Mode != RTPTCP {
-		s.abortBye(reason)
+// byeLocked sends b, the compound RTCP packet of a BYE ending a play (nil:
+// none): over UDP ByeDelay later (byeLaterLocked), after the last RTP
+// packets; otherwise at once, or, over TCP when the connection's writer
+// cannot take it then, tried again until it can (byeLaterLocked). done,
+// when not nil, runs on a goroutine of its own once b went, was given up
+// or was cancelled (cancelByeLocked). s.mu held.
+func (s *Stream) byeLocked(b []byte, done func()) {
+	s.cancelByeLocked()
+	switch {
+	case b == nil:
+	case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
+		s.byeLaterLocked(b, s.e.ByeDelay, time.Time{}, done)
+		return
+	case !s.sendControl(b):
+		s.byeLaterLocked(b, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout), done)
 		return
 	}
-	b := abortByePacket(s.cfg.SSRC, reason)
-	if b == nil {
-		return
-	}
-	frame := appendFrame(nil, s.cfg.Channel+1, b)
-	if _, err := s.cfg.Conn.Write(frame); err == nil {
-		s.bytes.Add(int64(len(frame)))
-		s.e.bytesSent.Add(int64(len(frame)))
+	if done != nil {
+		go done()
 	}
 }
 
-// byeLaterLocked sends the end-of-title BYE b after d: over UDP
-// ByeDelay later, after the last RTP packets; over TCP when the
-// connection's writer could not take it at once (busy writing a
-// response, e.g. a keepalive's, or its queue full), tried again every
-// idleReportRetry until it goes or, past until (the writer's
-// blocking-write timeout), the client is taken to be not reading (its
-// RTSP connection then ends the session). It is sent only while the
-// stream still waits at the end of the same play: a PLAY's Seek, Resume,
-// Close, Abort or the stream's end cancel it (cancelByeLocked), and
-// stop its timer, which would otherwise keep the stream in memory; a
-// play on must not be followed by the BYE of the one before (the client
-// would end it, RFC 3550 §6.6). Each try holds s.mu, so that nothing of
-// a new play can go between its check and the BYE, and does not block
-// (TryWrite). b is sent as made: its sender report maps the RTP time of
-// the title's end to the wall clock it was reached at. s.mu held.
-func (s *Stream) byeLaterLocked(b []byte, d time.Duration, until time.Time) {
+// byeLaterLocked sends the BYE b after d (byeLocked): over UDP ByeDelay
+// later, after the last RTP packets; over TCP when the connection's
+// writer could not take it at once (busy writing a response, e.g. a
+// keepalive's, or its queue full), tried again every idleReportRetry
+// until it goes or, past until (the writer's blocking-write timeout), the
+// client is taken to be not reading (its RTSP connection then ends the
+// session). The BYE of the end of the title is sent only while the
+// stream still waits at the end of the same play, and any only until the
+// stream is closed: a PLAY's Seek, Resume, Close, Abort or the stream's
+// end cancel it (cancelByeLocked), and stop its timer, which would
+// otherwise keep the stream in memory; a play on must not be followed by
+// the BYE of the one before (the client would end it, RFC 3550 §6.6),
+// nor a TEARDOWN's response by a BYE. Each try holds s.mu, so that
+// nothing of a new play, and no Close, can go between its check and the
+// BYE, and does not block (TryWrite). b is sent as made: the sender
+// report of the end of the title maps the RTP time of the title's end to
+// the wall clock it was reached at. done, when not nil, runs on a
+// goroutine of its own once b went, was given up or was cancelled. s.mu
+// held.
+func (s *Stream) byeLaterLocked(b []byte, d time.Duration, until time.Time, done func()) {
 	s.cancelByeLocked()
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.byeTimer != t || s.state != statePaused || s.closed {
-			return // cancelled, or another BYE due instead
+		if s.byeTimer != t || s.closed {
+			return // cancelled (done ran then), or another BYE due instead
 		}
-		s.byeTimer = nil
+		s.byeTimer, s.byeDone = nil, nil
 		if !s.sendControl(b) && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
-			s.byeLaterLocked(b, idleReportRetry, until)
+			s.byeLaterLocked(b, idleReportRetry, until, done)
+			return
+		}
+		if done != nil {
+			go done()
 		}
 	})
-	s.byeTimer = t
+	s.byeTimer, s.byeDone = t, done
 }
 
-// cancelByeLocked drops the end-of-title BYE still to send, if any
-// (byeLaterLocked), and stops its timer. s.mu held.
+// cancelByeLocked drops the BYE still to send, if any (byeLaterLocked),
+// stops its timer and runs its done, on a goroutine of its own. s.mu
+// held.
 func (s *Stream) cancelByeLocked() {
 	if s.byeTimer != nil {
 		s.byeTimer.Stop()
 		s.byeTimer = nil
+	}
+	if done := s.byeDone; done != nil {
+		s.byeDone = nil
+		go done()
 	}
 }
 

@@ -178,7 +178,8 @@ type Stream struct {
 	tsAdjust    uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
 	stopNPT     float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
-	byeTimer    *time.Timer // the end-of-title BYE still to send (endOfTitle, byeLaterLocked); nil: none
+	byeTimer    *time.Timer // the BYE still to send, of the end of the title or of a play that failed (byeLocked, byeLaterLocked); nil: none
+	byeDone     func()      // runs once byeTimer's BYE went, was given up or cancelled (byeLocked); nil: nothing
 	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
 
 	bytes atomic.Int64
@@ -505,22 +506,15 @@ func (s *Stream) WaitingForFill() bool {
 // BytesSent returns the bytes sent for this stream (headers included).
 func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 
-// endOfTitle sends the final sender report and BYE (over UDP ByeDelay
-// later, after the last packets, which the shard flushes only after this
-// step; over TCP at once, or, when the connection's writer cannot take it
-// then, tried again until it can: byeLaterLocked, which a PLAY's Seek,
+// endOfTitle sends the final sender report and BYE (byeLocked: over UDP
+// ByeDelay later, after the last packets, which the shard flushes only
+// after this step; over TCP at once, or, when the connection's writer
+// cannot take it then, tried again until it can, which a PLAY's Seek,
 // Resume, Close or Abort meanwhile cancels) and leaves the stream paused
 // at the end, where a Seek can take it back (RFC 2326 §10.5: the session
 // lives on until TEARDOWN); OnEnd hears EndOfTitle. s.mu held.
 func (s *Stream) endOfTitle(ck clockOf) {
-	if b := s.byePacket(ck); b != nil {
-		switch {
-		case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
-			s.byeLaterLocked(b, s.e.ByeDelay, time.Time{})
-		case !s.sendControl(b):
-			s.byeLaterLocked(b, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout))
-		}
-	}
+	s.byeLocked(s.byePacket(ck), nil)
 	s.state = statePaused
 	s.queued = false
 	s.kf = -1
