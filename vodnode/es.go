@@ -181,14 +181,15 @@ func (n *Node) startES(s *session) *rtspError {
 
 // abortES sends the RTCP BYE with reason on each track of s, an ES
 // session set up but never played (it has no stream yet), as an MP2T
-// session's client gets it from its stream created at SETUP.
-func (n *Node) abortES(s *session, reason string) {
+// session's client gets it from its stream created at SETUP. The channel
+// returned is Abort's (nil when no BYE could be made).
+func (n *Node) abortES(s *session, reason string) <-chan struct{} {
 	st, err := n.engine.NewESStream(n.esConfig(s))
 	if err != nil {
 		n.log.Debug("no BYE for an unplayed ES session", "session", s.id, "err", err)
-		return
+		return nil
 	}
-	st.Abort(reason)
+	return st.Abort(reason)
 }
 
 // esConfig is the playback of s's tracks as set up, with new random SSRCs,

@@ -127,6 +127,10 @@ type Node struct {
 	// them before Start; zero: defaultDescribeGrace, no hook).
 	describeGrace    time.Duration
 	describedSettled func()
+	// abortHook, when set (tests, before Start), runs in finishSession
+	// once a session the node aborts has left its sessions, before its
+	// stream's Abort.
+	abortHook func()
 
 	mu           sync.Mutex
 	sessions     map[string]*session  // by RTSP session id

@@ -45,6 +45,15 @@ type rtspConn struct {
 	// message (waitMessage); closeIdle: closeIfIdle asked to close the
 	// connection once it is idle without sessions.
 	idle, closeIdle bool
+
+	// aborts counts the connection's sessions the node aborted
+	// (finishSession) whose stream may still write to it (an RTCP BYE
+	// waiting for the writer, a packet of a play under way); quiet is
+	// closed when it drops to 0 (nil while it is 0). Guarded by abortMu,
+	// which is taken under Node.mu.
+	abortMu sync.Mutex
+	aborts  int
+	quiet   chan struct{}
 }
 
 // rtspError is a request that failed with an RTSP status.
@@ -318,6 +327,49 @@ func (c *rtspConn) adopt(s *session, spec *transportSpec) *rtspError {
 	}
 	c.sessions[s.id] = s
 	return nil
+}
+
+// aborting counts a session of the connection being aborted, whose
+// stream may still write to it; the caller calls the function returned
+// (once) when nothing more of it is to be written.
+func (c *rtspConn) aborting() func() {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	if c.aborts == 0 {
+		c.quiet = make(chan struct{})
+	}
+	c.aborts++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.abortMu.Lock()
+			defer c.abortMu.Unlock()
+			if c.aborts--; c.aborts == 0 {
+				close(c.quiet)
+				c.quiet = nil
+			}
+		})
+	}
+}
+
+// awaitAborts waits until the streams of the connection's sessions being
+// aborted (aborting) have written what they had to write, or failed to,
+// up to twice the writer's timeout (each of their writes gives up within
+// one, and a writer failed fails the rest at once).
+func (c *rtspConn) awaitAborts() {
+	c.abortMu.Lock()
+	quiet := c.quiet
+	c.abortMu.Unlock()
+	if quiet == nil {
+		return
+	}
+	t := time.NewTimer(2 * c.cw.Timeout())
+	defer t.Stop()
+	select {
+	case <-quiet:
+	case <-t.C:
+		c.n.log.Warn("an aborted session's writes still pending: TEARDOWN answered", "remote", c.remote)
+	}
 }
 
 // forget drops an ended session from the connection.

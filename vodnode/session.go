@@ -91,7 +91,11 @@ func (n *Node) replaceSession(s, next *session) bool {
 // finishSession ends s once (false if it had ended): stops its stream
 // (with an RTCP BYE carrying reason when bye is set), releases its title
 // and bandwidth and, without a successor (next nil), spends its token and
-// reports ENDED.
+// reports ENDED. A BYE its stream writes on a goroutine of its own (the
+// connection's writer busy) holds back the answer to a TEARDOWN on s's
+// connection (rtspConn.aborting) from the moment s leaves the node's
+// sessions, which a TEARDOWN naming it then answers 454, until nothing
+// more of the stream is to be written.
 func (n *Node) finishSession(s *session, reason string, cause error, next *session, bye bool) bool {
 	n.mu.Lock()
 	if s.ended {
@@ -113,17 +117,28 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	} else {
 		n.releaseLocked(s.sid, s, s.expires)
 	}
+	var written func()
+	if bye && s.conn != nil {
+		written = s.conn.aborting()
+	}
 	p := s.player // an ES session's first PLAY sets it under mu, unless ended
 	n.mu.Unlock()
+	if f := n.abortHook; f != nil && bye {
+		f() // a test's hook: s gone from the node's sessions, its stream not aborted yet
+	}
 
 	var bytes int64
+	var quiet <-chan struct{}
 	switch {
 	case p != nil && bye:
-		p.Abort(reason)
+		quiet = p.Abort(reason)
 	case p != nil:
 		p.Close()
 	case bye && s.es != nil:
-		n.abortES(s, reason) // set up, not played yet: no stream
+		quiet = n.abortES(s, reason) // set up, not played yet: no stream
+	}
+	if written != nil {
+		whenClosed(quiet, written)
 	}
 	if p != nil {
 		bytes = p.BytesSent()
@@ -150,6 +165,23 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	return true
 }
 
+// whenClosed runs f once ch is closed: at once when it is (or is nil),
+// else on a goroutine of its own.
+func whenClosed(ch <-chan struct{}, f func()) {
+	select {
+	case <-ch:
+	default:
+		if ch != nil {
+			go func() {
+				<-ch
+				f()
+			}()
+			return
+		}
+	}
+	f()
+}
+
 // player is a session's playback: MP2T (deliver.Stream) or elementary
 // streams (deliver.ESStream).
 type player interface {
@@ -158,7 +190,9 @@ type player interface {
 	Pause() float64
 	SetScale(scale float64) float64
 	Close()
-	Abort(reason string) // Close, telling the client with an RTCP BYE
+	// Abort is Close, telling the client with an RTCP BYE; the channel
+	// is closed once nothing more of the stream is to be written.
+	Abort(reason string) <-chan struct{}
 	BytesSent() int64
 	WaitingForFill() bool // playing, caught up with the title's fill
 }

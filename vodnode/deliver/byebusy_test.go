@@ -413,7 +413,7 @@ func TestEndOfTitleByeUDPNotAfterNewPlay(t *testing.T) {
 
 // aborter is a stream Abort ends: Stream and ESStream.
 type aborter interface {
-	Abort(reason string)
+	Abort(reason string) <-chan struct{}
 	BytesSent() int64
 }
 
@@ -477,5 +477,73 @@ func byesAfterAbort(t *testing.T, client *byeClient, cli net.Conn, st aborter, n
 	<-client.done
 	if got, sent := client.bytes.Load(), st.BytesSent(); got != sent || got != reported {
 		t.Errorf("the client got %d bytes, BytesSent %d, %d once Abort returned", got, sent, reported)
+	}
+}
+
+// TestAbortByeCountedOnceWritten: over TCP an MP2T stream's Abort BYE,
+// which waits for its busy connection writer, counts in the engine's
+// BytesSent (the node's vodnode_sent_bytes_total counter and its load
+// reports' egress) only once written, as an ES stream's: it was counted
+// as it was handed to the writer, before it was written, and stayed
+// counted when the connection closed before it could go. The stream's
+// BytesSent (the session's bytes_sent) has it from Abort's return on and
+// takes it back when its write fails; the engine's total never goes
+// back. Abort's channel is closed once the BYE's write has ended.
+func TestAbortByeCountedOnceWritten(t *testing.T) {
+	clip := loadClip(t)
+	for _, closeConn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "busy", true: "busy-closed"}[closeConn], func(t *testing.T) {
+			e := startEngine(t, false)
+			srv, cli := tcpPair(t)
+			cw := NewConnWriter(srv, 0, 0)
+			client := readByeFrames(cli)
+			st, err := e.NewStream(StreamConfig{Source: newMemSource(clip), Mode: RTPTCP, Conn: cw, SSRC: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Play(0); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
+			cw.mu.Lock() // a response being written: the stream's packets wait
+			scraped := e.BytesSent()
+			quiet := st.Abort("evicted")
+			reported := st.BytesSent()
+			if got := e.BytesSent(); got != scraped {
+				t.Errorf("the engine's BytesSent went from %d to %d at Abort, its BYE not written yet", scraped, got)
+			}
+			select {
+			case <-quiet:
+				t.Error("Abort's channel closed before its BYE was written")
+			default:
+			}
+			if closeConn {
+				srv.Close() // the client gone meanwhile: the BYE's write fails
+			}
+			cw.mu.Unlock()
+			select {
+			case <-quiet:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Abort's channel not closed after the BYE's write")
+			}
+			if got := e.BytesSent(); got < scraped {
+				t.Errorf("the engine's BytesSent went back from %d to %d", scraped, got)
+			}
+			if closeConn {
+				noByeAfterClose(t, client)
+			} else {
+				byesAfterAbort(t, client, cli, st, 1, reported)
+			}
+			cli.Close()
+			<-client.done
+			if closeConn {
+				bye := int64(len(appendFrame(nil, 1, abortByePacket(1, "evicted"))))
+				if sent, all := st.BytesSent(), e.BytesSent(); sent != reported-bye || all != scraped {
+					t.Errorf("BytesSent %d, the engine's %d, want %d without the BYE not sent and %d", sent, all, reported-bye, scraped)
+				}
+			} else if got, sent, all := client.bytes.Load(), st.BytesSent(), e.BytesSent(); got != sent || got != all {
+				t.Errorf("the client got %d bytes, BytesSent %d, the engine's %d", got, sent, all)
+			}
+		})
 	}
 }

@@ -151,6 +151,10 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	return true, nil
 }
 
+// Timeout returns how long a blocking write (Write) waits before it gives
+// up and fails the writer.
+func (w *ConnWriter) Timeout() time.Duration { return w.timeout }
+
 // Queued returns the bytes waiting in the queue.
 func (w *ConnWriter) Queued() int {
 	w.mu.Lock()

@@ -302,10 +302,17 @@ func (s *ESStream) Close() {
 // sends do not wait for a writer, Abort waits for the play to stop. The
 // BYEs, and a packet whose write waits, count in BytesSent once Abort
 // returns, as a packet queued for the connection does, so that the
-// session's end report has them. Nothing is sent for a stream that had
-// ended; a stream never played sends each BYE after an empty receiver
-// report.
-func (s *ESStream) Abort(reason string) {
+// session's end report has them (taken back if their write fails; the
+// engine's BytesSent counts them once written). Nothing is sent for a
+// stream that had ended; a stream never played sends each BYE after an
+// empty receiver report.
+//
+// The channel returned is closed once nothing more of the stream is to be
+// written: at once unless BYEs wait for the writer or a play's goroutine
+// is still under way over TCP, else once that goroutine has ended and the
+// BYEs' write has ended (written, or failed). An RTSP connection answers
+// a TEARDOWN only then, so that nothing of the stream follows the answer.
+func (s *ESStream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
 	ended := s.ended
 	s.ended, s.closed = true, true // sendUnit sends nothing more
@@ -327,7 +334,7 @@ func (s *ESStream) Abort(reason string) {
 		}
 	}
 	if ended {
-		return
+		return closedChan
 	}
 	s.mu.Lock()
 	bye := s.reportsLocked(reason)
@@ -337,7 +344,7 @@ func (s *ESStream) Abort(reason string) {
 		went = s.sendRTCP(bye, false)
 	}
 	if s.cfg.Mode != RTPTCP {
-		return
+		return closedChan
 	}
 	var frames []byte
 	for i, b := range bye {
@@ -346,20 +353,28 @@ func (s *ESStream) Abort(reason string) {
 		}
 	}
 	if len(frames) == 0 {
-		return
+		if running {
+			return done
+		}
+		return closedChan
 	}
 	// Counted when handed to the writer, as a queued packet is, so that
 	// BytesSent read once Abort returns (the session's end report) has
 	// them; in the engine's total once written (uncount).
 	s.bytes.Add(int64(len(frames)))
+	written := make(chan struct{})
 	go func() {
+		defer close(written)
 		if running {
 			<-done // after the play's last packet
 		}
-		if _, err := s.cfg.Conn.Write(frames); err == nil {
+		if _, err := s.cfg.Conn.Write(frames); err != nil {
+			s.uncount(int64(len(frames)))
+		} else {
 			s.e.bytesSent.Add(int64(len(frames)))
 		}
 	}()
+	return written
 }
 
 // BytesSent returns the RTP and RTCP bytes sent (headers and interleaving

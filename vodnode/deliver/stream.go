@@ -474,9 +474,15 @@ func (s *Stream) Close() {
 // or closes meanwhile fails the write, and the BYE is not sent). Abort
 // itself does not wait; the BYE counts in BytesSent once Abort returns
 // (as a packet queued for the connection does), so that the session's
-// end report has it. Nothing is sent in RawUDP mode or for a stream
-// that had ended.
-func (s *Stream) Abort(reason string) {
+// end report has it, and is taken back there if its write fails; the
+// engine's BytesSent counts it once written, never taking bytes back.
+// Nothing is sent in RawUDP mode or for a stream that had ended.
+//
+// The channel returned is closed once nothing more of the stream is to be
+// written: at once unless the BYE waits for the writer, else once its
+// write ended (written, or failed). An RTSP connection answers a TEARDOWN
+// only then, so that the BYE does not follow the answer.
+func (s *Stream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
 	ended := s.state == stateEnded
 	s.state, s.closed = stateEnded, true
@@ -484,15 +490,32 @@ func (s *Stream) Abort(reason string) {
 	s.cancelByeLocked()
 	s.mu.Unlock()
 	if ended || s.abortBye(reason) {
-		return
+		return closedChan
 	}
 	// Counted when handed to the writer, as a queued packet is, so that
-	// BytesSent read once Abort returns (the session's end report) has it.
+	// BytesSent read once Abort returns (the session's end report) has it;
+	// in the engine's total once written.
 	frame := appendFrame(nil, s.cfg.Channel+1, abortByePacket(s.cfg.SSRC, reason))
-	s.bytes.Add(int64(len(frame)))
-	s.e.bytesSent.Add(int64(len(frame)))
-	go s.cfg.Conn.Write(frame)
+	n := int64(len(frame))
+	s.bytes.Add(n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := s.cfg.Conn.Write(frame); err != nil {
+			s.bytes.Add(-n) // not sent
+			return
+		}
+		s.e.bytesSent.Add(n)
+	}()
+	return done
 }
+
+// closedChan is a closed channel: nothing to wait for.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // WaitingForFill reports whether the stream plays but has caught up with
 // its title's fill: it sends nothing until more bytes arrive (a client
