@@ -288,7 +288,9 @@ func (m *Manager) takeOver() {
 // alive (draining or not) get their reservation at once, the others when
 // it registers (Register). A session whose reservation cannot be rebuilt
 // ends. For a node, a session of it the table holds whose entry names
-// another manager takes that manager's name, which Register claims back.
+// another manager takes that manager's name, which Register claims back;
+// one whose entry names the manager it names takes that entry's Digest
+// (a claim is made over the entry as last read).
 // An entry that does not decode is skipped (logSkipped). It returns how
 // many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
@@ -310,7 +312,13 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 				// meanwhile, which took it over: Register claims it back
 				// (the entry left naming that manager, its delete there
 				// of the session as an orphan removed the live one's).
-				cur.Manager, cur.Digest = st.Manager, st.Digest
+				cur.Manager = st.Manager
+			}
+			if cur.Manager == st.Manager {
+				// The entry as read now: a claim of it (claimLocked) is
+				// made over this one, not one read before it (at the
+				// start, an earlier load) that its manager rewrote since.
+				cur.Digest = st.Digest
 			}
 			continue
 		}
