@@ -93,3 +93,36 @@ func TestRedisHeldByUnchangedEntry(t *testing.T) {
 		t.Fatalf("claim over the deleted entry: %v %v, want not written", ok, err)
 	}
 }
+
+// TestRedisHeldByEntryOfNoSession: a compare-and-set or -delete of a
+// session whose stored entry is JSON but not that session's (an empty
+// object or array, another id's) fails with ErrUndecodable, as Session
+// and Sessions take it, and leaves it as is. The script took such an
+// entry as one of no manager (or of the manager it named) and wrote over
+// it or deleted it.
+func TestRedisHeldByEntryOfNoSession(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	raw := srv.Client(t)
+	bad := map[string]string{"s-object": `{}`, "s-array": `[]`, "s-other": `{"id":"s-elsewhere","manager":"mgr-a"}`}
+	for id, v := range bad {
+		if err := raw.HSet(ctx, r.key(redisSessions), id, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Session(ctx, id); !errors.Is(err, ErrUndecodable) {
+			t.Fatalf("session %s read: %v, want ErrUndecodable", id, err)
+		}
+	}
+	for id, v := range bad {
+		if ok, err := r.PutSessionHeldBy(ctx, Session{ID: id, Manager: "mgr-a"}, "", "mgr-a", ""); ok || !errors.Is(err, ErrUndecodable) {
+			t.Errorf("put over %s: %v %v, want ErrUndecodable", id, ok, err)
+		}
+		if ok, err := r.DeleteSessionHeldBy(ctx, id, "", "mgr-a", ""); ok || !errors.Is(err, ErrUndecodable) {
+			t.Errorf("delete of %s: %v %v, want ErrUndecodable", id, ok, err)
+		}
+		if got, err := raw.HGet(ctx, r.key(redisSessions), id).Result(); err != nil || got != v {
+			t.Errorf("entry %s after the calls: %q %v, want %q kept", id, got, err, v)
+		}
+	}
+}

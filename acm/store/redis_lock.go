@@ -49,8 +49,8 @@ return 0
 // ARGV[unchanged] (not "": the entry is as a caller read it, Digest), or
 // its "manager" is one of ARGV[unchanged+1..]: what action returns then;
 // 0 when the field is missing or held by another manager; -1 when the
-// value is not a JSON object (its manager cannot be told: it is left as
-// is).
+// value is not a JSON object whose "id" is ARGV[1] (not the session's, as
+// decodeSession: its manager cannot be told; it is left as is).
 func heldScript(unchanged int, action string) *redis.Script {
 	return redis.NewScript(fmt.Sprintf(`
 local v = redis.call("HGET", KEYS[1], ARGV[1])
@@ -60,7 +60,7 @@ end
 local held = ARGV[%[1]d] ~= "" and redis.sha1hex(v) == ARGV[%[1]d]
 if not held then
 	local ok, d = pcall(cjson.decode, v)
-	if not ok or type(d) ~= "table" then
+	if not ok or type(d) ~= "table" or d["id"] ~= ARGV[1] then
 		return -1
 	end
 	local m = d["manager"]
