@@ -188,11 +188,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		if newToken != nil {
 			// Stored with the session, so that a manager that takes
 			// over (or this one restarted) counts the no-show from the
-			// new token too, not from the admission. The viewer is not
-			// refused when the store fails: its token needs no store,
-			// and its session was stored at its admission (persistFront
-			// logs the failure).
-			m.persistFront(newToken)
+			// new token too, not from the admission; written off the
+			// front door (reportWriter), as a load report's changes are:
+			// the viewer's token needs no store, and its session was
+			// stored at its admission, so its redirect does not wait
+			// for a slow store, and a write that fails is made again on
+			// the store's return (retryLater).
+			m.persistLater([]*session{newToken})
 		}
 		return ng, err
 	}

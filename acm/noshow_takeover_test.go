@@ -71,10 +71,13 @@ func TestNoShowNewestTokenAfterTakeover(t *testing.T) {
 	if again.Session != sid {
 		t.Fatalf("same viewer again: session %s, want its session %s", again.Session, sid)
 	}
-	stored, err := stB.Session(context.Background(), sid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The new token's time is written off the front door: wait for it.
+	var stored store.Session
+	waitFor(t, 5*time.Second, "the new token's time stored", func() bool {
+		got, err := stB.Session(context.Background(), sid)
+		stored = got
+		return err == nil && got.TokenAt.After(admitted)
+	})
 	// The token's expiry is signed in whole seconds (JWT exp): the
 	// stored signing time is ttl before it, to within the second.
 	if d := stored.TokenAt.Add(ttl).Sub(again.ExpiresAt.Time); d < 0 || d >= time.Second || !stored.AdmittedAt.Equal(admitted) {

@@ -1,8 +1,8 @@
 package acm
 
-// reportWrites carries the session writes of the nodes' load reports to
-// one goroutine (reportWriter), in order, so that a report never waits
-// for the store: a report handler waiting (up to defaultPersistWait) for a
+// reportWrites carries the session writes of the nodes' load reports
+// (and of a returning viewer's new token time) to one goroutine
+// (reportWriter), in order, so that a report never waits for the store: a report handler waiting (up to defaultPersistWait) for a
 // stalled store stopped reading the node's next reports, and the node,
 // its heartbeats unread, was declared dead (lsm's missed heartbeats, 3 s
 // by default) and its sessions orphaned.
