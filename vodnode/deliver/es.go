@@ -304,8 +304,9 @@ func (s *ESStream) Close() {
 // returns, as a packet queued for the connection does, so that the
 // session's end report has them (taken back if their write fails; the
 // engine's BytesSent counts them once written). Nothing is sent for a
-// stream that had ended; a stream never played sends each BYE after an
-// empty receiver report.
+// stream that had ended, unless its own BYEs (a failed play's) were still
+// to send: the abort's go instead; a stream never played sends each BYE
+// after an empty receiver report.
 //
 // The channel returned is closed once nothing more of the stream is to be
 // written: at once unless BYEs wait for the writer or a play's goroutine
@@ -314,9 +315,9 @@ func (s *ESStream) Close() {
 // a TEARDOWN only then, so that nothing of the stream follows the answer.
 func (s *ESStream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
-	ended := s.ended
-	s.ended, s.closed = true, true // sendUnit sends nothing more
-	s.cancelByeLocked()            // this BYE goes instead
+	ended := s.ended && s.byeTimer == nil // told, or never to be
+	s.ended, s.closed = true, true        // sendUnit sends nothing more
+	s.cancelByeLocked()                   // this BYE goes instead
 	cancel, done := s.cancel, s.done
 	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
 	s.mu.Unlock()

@@ -476,7 +476,8 @@ func (s *Stream) Close() {
 // (as a packet queued for the connection does), so that the session's
 // end report has it, and is taken back there if its write fails; the
 // engine's BytesSent counts it once written, never taking bytes back.
-// Nothing is sent in RawUDP mode or for a stream that had ended.
+// Nothing is sent in RawUDP mode or for a stream that had ended, unless
+// its own BYE (endWithBye's) was still to send: this one goes instead.
 //
 // The channel returned is closed once nothing more of the stream is to be
 // written: at once unless the BYE waits for the writer, else once its
@@ -484,7 +485,7 @@ func (s *Stream) Close() {
 // only then, so that the BYE does not follow the answer.
 func (s *Stream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
-	ended := s.state == stateEnded
+	ended := s.state == stateEnded && s.byeTimer == nil // told, or never to be
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
 	s.cancelByeLocked()
