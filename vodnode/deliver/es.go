@@ -274,7 +274,10 @@ func (s *ESStream) stop() {
 // SetScale returns 1: elementary-stream sessions play at normal speed only.
 func (s *ESStream) SetScale(float64) float64 { return 1 }
 
-// Close stops the stream for good without calling OnEnd.
+// Close stops the stream for good without calling OnEnd, but for a play
+// that had already ended by itself and whose BYE was still to send: that
+// BYE is cancelled and OnEnd hears the end then, as it would have after
+// the BYE.
 func (s *ESStream) Close() {
 	s.mu.Lock()
 	s.ended, s.closed = true, true
@@ -283,7 +286,8 @@ func (s *ESStream) Close() {
 	s.stop()
 }
 
-// Abort stops the stream for good without calling OnEnd, like Close, and
+// Abort stops the stream for good without calling OnEnd (but as Close
+// does, for a play that had ended by itself, its BYE still to send), and
 // tells its client with an RTCP BYE carrying reason (RFC 3550 §6.6) on
 // every track set up, after the track's last RTP packet, as Stream.Abort
 // does: an RTSP player learns at once, not at its next keepalive, that a

@@ -454,7 +454,10 @@ func (s *Stream) AtEnd() bool {
 	return err == nil && complete && idx.Size > 0 && s.pos >= idx.Size
 }
 
-// Close stops the stream for good without calling OnEnd.
+// Close stops the stream for good without calling OnEnd, but for a play
+// that had already ended by itself and whose BYE was still to send: that
+// BYE is cancelled and OnEnd hears the end then, as it would have after
+// the BYE.
 func (s *Stream) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -463,7 +466,8 @@ func (s *Stream) Close() {
 	s.cancelByeLocked()
 }
 
-// Abort stops the stream for good without calling OnEnd, like Close,
+// Abort stops the stream for good without calling OnEnd (but as Close
+// does, for a play that had ended by itself, its BYE still to send),
 // and tells its client with an RTCP BYE carrying reason (RFC 3550 §6.6)
 // that the stream ends: an RTSP player learns at once, not at its next
 // keepalive, that a session the node ends on its own is gone. Over TCP
