@@ -1,7 +1,12 @@
 package acm
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
@@ -43,5 +48,27 @@ func TestChooseNodePrefersMeasuredFreeDisk(t *testing.T) {
 	}
 	if got := choose("t1"); got != "n3" {
 		t.Errorf("t1 (held by n2) on %s, want n3 (the most budget left of the nodes whose free disk is unknown)", got)
+	}
+}
+
+// An operator's prefetch without a node while every node is drained (or
+// at weight 0) is refused as out of service (FAILED_PRECONDITION, as a
+// prefetch naming a drained node), saying so, not as a want of room
+// (RESOURCE_EXHAUSTED "no room"): an operator would look for disk to
+// free. Back in service, a node takes it.
+func TestPrefetchWithoutNodeWhileEveryNodeIsDrained(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	e.startNode("n2", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Weight: ptr[int32](0)})
+	ctx := context.Background()
+	_, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no node is in service") || strings.Contains(err.Error(), "room") {
+		t.Fatalf("prefetch with every node out of service: %v, want FailedPrecondition saying no node is in service", err)
+	}
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false)})
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3"}); err != nil || ack.NodeId != "n1" {
+		t.Fatalf("prefetch with n1 back in service: %v %v, want on n1", ack, err)
 	}
 }

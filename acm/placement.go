@@ -283,8 +283,8 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // filling there; ties by node id).
 // NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
 // every node in service with an origin holds or fills it,
-// FAILED_PRECONDITION when no node in service has an origin,
-// RESOURCE_EXHAUSTED when no node can take it.
+// FAILED_PRECONDITION when no node is in service or none in service has
+// an origin, RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
 	inService, lacking, noOrigin := 0, 0, 0
 	for nid, ns := range m.nodes {
@@ -302,6 +302,9 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 	if inService == 0 && noOrigin > 0 {
 		return "", status.Errorf(codes.FailedPrecondition, "no node in service has an origin configured (node origin): none can fetch %q", t.ID)
 	}
+	if inService == 0 {
+		return "", status.Errorf(codes.FailedPrecondition, "no node is in service (every registered node is dead, draining or at weight 0: vodctl nodes): none can fetch %q now", t.ID)
+	}
 	if inService > 0 && lacking == 0 {
 		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
 	}
@@ -311,7 +314,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)
 		case err != nil:
-			return "", status.Errorf(codes.ResourceExhausted, "no node in service can take %q now (no room, or a fill of it in flight or failed recently there): %v", t.ID, err)
+			return "", status.Errorf(codes.ResourceExhausted, "no node in service can take %q now: none lacking it can make room for it, or its fill there is in flight, failed recently or held off by an operator's eviction (vodctl fills; a prefetch naming the NODE lifts the hold)", t.ID)
 		}
 		return id, nil
 	}
