@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -235,7 +236,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)
 	}
 	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
-		return status.Errorf(codes.FailedPrecondition, "title %q is playing or filling on node %q", title, id)
+		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st))
 	}
 	if m.pins.Pinned(id, title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
@@ -248,6 +249,45 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 	}
 	m.log.Info("eviction ordered", "node", id, "title", title)
 	return nil
+}
+
+// inUseWhy says what keeps title in use on ns (mu held), for an
+// eviction refused: the sessions of it there the manager knows, viewers
+// admitted and on their way apart (the node's count of its sessions when
+// the manager knows none), and its fill.
+func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle) string {
+	admitted, playing := 0, 0
+	for _, s := range ns.sessions {
+		switch {
+		case s.Title != title:
+		case s.State == store.StateAdmitted:
+			admitted++
+		default:
+			playing++
+		}
+	}
+	if admitted == 0 && playing == 0 {
+		playing = int(st.GetSessions())
+	}
+	var why []string
+	if playing > 0 {
+		why = append(why, fmt.Sprintf("has %d %s playing (vodctl sessions)", playing, plural(playing, "session")))
+	}
+	if admitted > 0 {
+		why = append(why, fmt.Sprintf("is reserved for %d %s admitted and on the way (vodctl sessions: admitted; until it arrives or its token expires)", admitted, plural(admitted, "viewer")))
+	}
+	if st.GetFilling() {
+		why = append(why, "is filling (vodctl fills)")
+	}
+	return strings.Join(why, " and ")
+}
+
+// plural is word with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // orderEvictLocked sends an EvictCommand for title to ns and forgets the
