@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -260,7 +261,8 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 // restarted manager or the standby taking over uses it while the
 // configured policy is unchanged. FAILED_PRECONDITION on a standby
 // manager (set it on the active one); INVALID_ARGUMENT for an unknown
-// name; UNAVAILABLE when the store did not take it (in use here all the
+// name, or a storage policy's (saying so: storage.policy is not changed
+// at run time); UNAVAILABLE when the store did not take it (in use here all the
 // same), or does not answer so that no manager holds the planner lock
 // (notLeader).
 func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.PolicyInfo, error) {
@@ -269,6 +271,9 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 		// Stored, it would replace the active manager's policy at the
 		// next takeover, unasked.
 		return nil, m.notLeader("set the policy on the active manager")
+	}
+	if name := req.GetPolicy(); slices.Contains(smm.StoragePolicies(), name) {
+		return nil, status.Errorf(codes.InvalidArgument, "%q is a storage policy: it is set in the manager's config (storage.policy, %s here) and read at start; vodctl policy NAME switches the scheduling policy only", name, m.storage.Name)
 	}
 	m.opMu.Lock() // through the change and its write: a takeover's load cannot come in between
 	defer m.opMu.Unlock()
