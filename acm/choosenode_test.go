@@ -72,3 +72,21 @@ func TestPrefetchWithoutNodeWhileEveryNodeIsDrained(t *testing.T) {
 		t.Fatalf("prefetch with n1 back in service: %v %v, want on n1", ack, err)
 	}
 }
+
+// A prefetch naming a node out of service says why that node is: draining
+// (and how to undrain it) or at weight 0, not a list of the possible
+// causes that leaves the operator to find which.
+func TestPrefetchOnANodeOutOfServiceSaysWhy(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	e.startNode("n2", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Weight: ptr[int32](0)})
+	ctx := context.Background()
+	for node, want := range map[string]string{"n1": "is draining (vodctl node n1 --undrain", "n2": "has weight 0"} {
+		_, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: node})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "dead") {
+			t.Errorf("prefetch on %s: %v, want FailedPrecondition saying it %s", node, err, want)
+		}
+	}
+}

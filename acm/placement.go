@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/store"
+	"vodcluster/lsm"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -123,7 +124,7 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
 	}
 	if !m.sched.InService(n) {
-		return nil, status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", id)
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q is not in service: it %s", id, outOfService(n))
 	}
 	if ns.diskFault {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault)", id)
@@ -144,6 +145,22 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
 	}
 	return ns, nil
+}
+
+// outOfService says why node n is out of service (lsm
+// Scheduler.InService false), for an operator's order refused there.
+func outOfService(n *lsm.Node) string {
+	switch {
+	case !n.Alive:
+		return "is dead (no heartbeat: vodctl nodes)"
+	case n.Unreachable:
+		return "is unreachable (its heartbeat stream broke; dead unless it reconnects)"
+	case n.Draining:
+		return fmt.Sprintf("is draining (vodctl node %s --undrain puts it back in service)", n.ID)
+	case n.Weight <= 0:
+		return fmt.Sprintf("has weight 0 (vodctl node %s --weight N puts it back in service)", n.ID)
+	}
+	return "is in service"
 }
 
 // errNoRoom is makeRoomLocked's refusal when all is required.

@@ -173,7 +173,7 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 		switch a.Kind {
 		case smm.Evict:
 			if n := m.sched.Node(a.Node); n != nil && !m.sched.InService(n) {
-				err = status.Errorf(codes.FailedPrecondition, "node %q is not in service (dead, draining or weight 0)", a.Node)
+				err = status.Errorf(codes.FailedPrecondition, "node %q is not in service: it %s", a.Node, outOfService(n))
 				break
 			}
 			if j := slices.IndexFunc(acts[i+1:], func(b smm.Action) bool { return b.Kind == smm.Prefetch && b.Node == a.Node }); j >= 0 {
