@@ -218,9 +218,10 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // full. With the Replicator, the title is then not planned on that node
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
 // kept in the store (when the store fails, the answer says the hold is
-// not saved); and a title not on the node whose prefetch by the
-// operator failed there and waits for a retry, or is queued for a fill
-// slot, has that prefetch cancelled (OK).
+// not saved), and the operator's prefetch of it there that failed and
+// waits for a retry is cancelled, its stored order too; and a title not
+// on the node whose prefetch by the operator failed there and waits for
+// a retry, or is queued for a fill slot, has that prefetch cancelled (OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
@@ -258,7 +259,8 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	planner := m.rep != nil
 	if planner {
-		m.rep.Evicted(node, title, m.now())
+		m.rep.Evicted(node, title, m.now()) // cancels the operator's failed prefetch there
+		delete(m.handOrders, [2]string{node, title})
 		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)
 	}
 	unlock()
@@ -266,6 +268,12 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		if err := m.saveHoldOpLocked(node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
 			msg += fmt.Sprintf(" (hold not saved, %s: a manager restart forgets it)", storeMsg(err))
+		}
+		// The operator's order there, failed and cancelled with a partial's
+		// removal, is not to be restored by a restart or a takeover.
+		if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+			m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
+			msg += fmt.Sprintf(" (a stored prefetch order of it there not removed, %s: a manager restart may order it again)", storeMsg(err))
 		}
 	}
 	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: msg}, nil
