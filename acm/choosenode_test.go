@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/lsm"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -87,6 +88,40 @@ func TestPrefetchOnANodeOutOfServiceSaysWhy(t *testing.T) {
 		_, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: node})
 		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "dead") {
 			t.Errorf("prefetch on %s: %v, want FailedPrecondition saying it %s", node, err, want)
+		}
+	}
+}
+
+// A node out of service for more than one reason names each, and the
+// command that puts it back in service only where that command is all it
+// takes: a node both draining and at weight 0 was said to be draining,
+// "vodctl node N --undrain puts it back in service", which left it at
+// weight 0 and out of service; a dead (or unreachable) node that is also
+// draining was said to be dead only, and stayed out of service once back.
+func TestPrefetchOnANodeOutOfServiceForTwoReasons(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true), Weight: ptr[int32](0)})
+	_, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t3", NodeId: "n1"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "is draining and has weight 0 (vodctl node n1 --undrain --weight N puts it back in service)") {
+		t.Errorf("prefetch on a node draining at weight 0: %v, want FailedPrecondition naming both and the command that undoes both", err)
+	}
+	node := func(n lsm.Node, weight int) lsm.Node {
+		n.ID, n.Weight = "n1", weight
+		return n
+	}
+	for _, c := range []struct {
+		n    lsm.Node
+		want string
+	}{
+		{node(lsm.Node{Alive: true, Draining: true}, 100), "is draining (vodctl node n1 --undrain puts it back in service)"},
+		{node(lsm.Node{Alive: true}, 0), "has weight 0 (vodctl node n1 --weight N puts it back in service)"},
+		{node(lsm.Node{Alive: true, Unreachable: true}, 0), "is unreachable (its heartbeat stream broke; dead unless it reconnects) and has weight 0 (once back, vodctl node n1 --weight N puts it back in service)"},
+		{node(lsm.Node{Draining: true}, 100), "is dead (no heartbeat: vodctl nodes) and is draining (once back, vodctl node n1 --undrain puts it back in service)"},
+		{node(lsm.Node{}, 100), "is dead (no heartbeat: vodctl nodes)"},
+	} {
+		if got := outOfService(&c.n); got != c.want {
+			t.Errorf("outOfService:\n got %q\nwant %q", got, c.want)
 		}
 	}
 }

@@ -148,19 +148,37 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 }
 
 // outOfService says why node n is out of service (lsm
-// Scheduler.InService false), for an operator's order refused there.
+// Scheduler.InService false), for an operator's order refused there:
+// each reason, dead or unreachable first, and the vodctl node command
+// that undoes the operator's settings (draining, weight 0), said to put
+// it back in service only when the node is otherwise in service.
 func outOfService(n *lsm.Node) string {
+	var why []string
 	switch {
 	case !n.Alive:
-		return "is dead (no heartbeat: vodctl nodes)"
+		why = append(why, "is dead (no heartbeat: vodctl nodes)")
 	case n.Unreachable:
-		return "is unreachable (its heartbeat stream broke; dead unless it reconnects)"
-	case n.Draining:
-		return fmt.Sprintf("is draining (vodctl node %s --undrain puts it back in service)", n.ID)
-	case n.Weight <= 0:
-		return fmt.Sprintf("has weight 0 (vodctl node %s --weight N puts it back in service)", n.ID)
+		why = append(why, "is unreachable (its heartbeat stream broke; dead unless it reconnects)")
 	}
-	return "is in service"
+	away := len(why) > 0
+	var set, undo []string
+	if n.Draining {
+		set, undo = append(set, "is draining"), append(undo, "--undrain")
+	}
+	if n.Weight <= 0 {
+		set, undo = append(set, "has weight 0"), append(undo, "--weight N")
+	}
+	if len(set) > 0 {
+		back := ""
+		if away {
+			back = "once back, "
+		}
+		why = append(why, fmt.Sprintf("%s (%svodctl node %s %s puts it back in service)", strings.Join(set, " and "), back, n.ID, strings.Join(undo, " ")))
+	}
+	if len(why) == 0 {
+		return "is in service"
+	}
+	return strings.Join(why, " and ")
 }
 
 // errNoRoom is makeRoomLocked's refusal when all is required.
@@ -360,7 +378,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		return "", status.Errorf(codes.FailedPrecondition, "no node in service has an origin configured (node origin): none can fetch %q", t.ID)
 	}
 	if inService == 0 {
-		return "", status.Errorf(codes.FailedPrecondition, "no node is in service (every registered node is dead, draining or at weight 0: vodctl nodes): none can fetch %q now", t.ID)
+		return "", status.Errorf(codes.FailedPrecondition, "no node is in service (every registered node is dead, unreachable, draining or at weight 0: vodctl nodes): none can fetch %q now", t.ID)
 	}
 	if inService > 0 && lacking == 0 {
 		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
