@@ -219,7 +219,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
 // kept in the store (when the store fails, the answer says the hold is
 // not saved), and the operator's prefetch of it there that failed and
-// waits for a retry is cancelled, its stored order too; and a title not
+// waits for a retry, or that a restarted manager restores once a stale
+// copy of it there is gone, is cancelled, its stored order too; and a title not
 // on the node whose prefetch by the operator failed there and waits for
 // a retry, or is queued for a fill slot, has that prefetch cancelled (OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
@@ -261,6 +262,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	if planner {
 		m.rep.Evicted(node, title, m.now()) // cancels the operator's failed prefetch there
 		delete(m.handOrders, [2]string{node, title})
+		m.dropRestoringLocked(node, title)
 		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)
 	}
 	unlock()

@@ -148,6 +148,23 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	}
 }
 
+// dropRestoringLocked forgets the stored order of title on node still to
+// be restored (loadPrefetchOrders; mu held): the operator evicted the
+// title there, a stale copy the order waited for (restorePrefetchesLocked),
+// so the order is not queued again once the copy is gone, lifting the
+// eviction's hold.
+func (m *Manager) dropRestoringLocked(node, title string) {
+	orders, ok := m.restoring[node]
+	if !ok {
+		return
+	}
+	if orders = slices.DeleteFunc(orders, func(o opPrefetch) bool { return o.Title == title }); len(orders) > 0 {
+		m.restoring[node] = orders
+	} else {
+		delete(m.restoring, node)
+	}
+}
+
 // noteHandOrderLocked records that the operator ordered title on node (mu
 // held): its stored order goes once the node reports the title complete.
 func (m *Manager) noteHandOrderLocked(node, title string) {
