@@ -127,7 +127,8 @@ func sortFills(fs []*pb.Fill) {
 // playing, filling nor pinned. INVALID_ARGUMENT for a malformed id,
 // NOT_FOUND for an unknown title or node, FAILED_PRECONDITION for a node
 // out of service or without an origin (lsm.NodeSpec.NoOrigin; with no
-// node named: when no node in service has one), ALREADY_EXISTS when the
+// node named: when no node is in service, or none in service has one),
+// ALREADY_EXISTS when the
 // node holds, fills or was
 // ordered to fill it (with no node: when every node in service does),
 // RESOURCE_EXHAUSTED when no room can be made or the
