@@ -417,8 +417,9 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 
 // pinWarningLocked says why titles pinned to node may not all be fetched
 // there (mu held): the node has no origin (lsm.NodeSpec.NoOrigin: it
-// keeps the pinned titles it holds, and is never given the others), it
-// drains, or they need more than its disk. "" when none of these.
+// keeps the pinned titles it holds, and is never given the others), it is
+// out of service (each reason: dead or unreachable, draining, weight 0),
+// or they need more than its disk. "" when none of these.
 func (m *Manager) pinWarningLocked(node string) string {
 	n := m.sched.Node(node)
 	if n == nil {
@@ -427,12 +428,9 @@ func (m *Manager) pinWarningLocked(node string) string {
 	switch {
 	case n.NoOrigin:
 		return fmt.Sprintf("; %s has no origin configured (node origin): a title pinned there is kept if the node holds it, never fetched there", node)
-	case n.Draining:
-		return fmt.Sprintf("; %s is draining: fetched when it is back in service", node)
-	case !n.Alive:
-		return fmt.Sprintf("; %s is not alive: fetched when it reports again", node)
-	case n.Weight == 0:
-		return fmt.Sprintf("; %s has weight 0: fetched when it is back in service", node)
+	case !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0:
+		// Every reason, as a prefetch refused there names them.
+		return fmt.Sprintf("; %s %s: fetched there when it is back in service", node, outOfService(n))
 	}
 	var need int64
 	cat := m.titles()

@@ -500,8 +500,9 @@ func TestFillWaitsForAFreshReportWhenTheNodeSaysInUse(t *testing.T) {
 	}
 }
 
-// TestPinWarnings: a pin to a node that drains, or beyond its disk, is
-// taken, and the answer says why it may not be fetched there.
+// TestPinWarnings: a pin to a node that drains (and is at weight 0), or
+// beyond its disk, is taken, and the answer says why it may not be
+// fetched there.
 func TestPinWarnings(t *testing.T) {
 	e := newManager(t, "", nil)
 	ctx := context.Background()
@@ -526,7 +527,17 @@ func TestPinWarnings(t *testing.T) {
 	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if msg := pin("adult-1"); !strings.Contains(msg, "n1 is draining") {
+	if msg := pin("adult-1"); !strings.Contains(msg, "n1 is draining (vodctl node n1 --undrain puts it back in service)") {
 		t.Fatalf("pin to a draining node: %q", msg)
+	}
+	// Draining and at weight 0: both are named, and undone together.
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr(int32(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Unpin(ctx, &pb.PlacementRequest{TitleId: "adult-1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if msg := pin("adult-1"); !strings.Contains(msg, "n1 is draining and has weight 0 (vodctl node n1 --undrain --weight N puts it back in service)") {
+		t.Fatalf("pin to a draining node at weight 0: %q", msg)
 	}
 }
