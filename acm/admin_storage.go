@@ -130,7 +130,8 @@ func sortFills(fs []*pb.Fill) {
 // node named: when no node is in service, or none in service has one),
 // ALREADY_EXISTS when the
 // node holds, fills or was
-// ordered to fill it (with no node: when every node in service does),
+// ordered to fill it, or it is queued there and still waits (with no
+// node: when every node in service does, or the node chosen has it queued),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
@@ -163,7 +164,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	wait := m.prefetchWaitLocked(id)
 	ns, err := m.prefetchCheckLocked(id, t)
 	if err == nil && wait != "" {
-		err = m.queueRoomLocked(ns, t, now)
+		// Queued there already: one entry, refused as a duplicate of a
+		// prefetch ordered there is (a slot free now orders it instead).
+		if err = m.queuedAlreadyLocked(id, t.ID, wait, now); err == nil {
+			err = m.queueRoomLocked(ns, t, now)
+		}
 	}
 	if err != nil {
 		unlock()

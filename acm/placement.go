@@ -88,6 +88,32 @@ func (m *Manager) prefetchWaitLocked(id string) string {
 	return ""
 }
 
+// queuedAlreadyLocked refuses (ALREADY_EXISTS) an operator's prefetch of
+// title on node id that is queued there already (smm.FillQueued: waiting
+// for a fill slot or an origin channel; mu held, with the Replicator), as
+// one ordered there already is: the answer says for how long it has been
+// queued, how many are queued there (their order is the plan's: by the
+// titles' value), and why it waits (wait). nil when it is not queued
+// there.
+func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) error {
+	var since time.Time
+	found, queued := false, 0
+	for _, f := range m.rep.Fills() {
+		if f.Node != id || f.State != smm.FillQueued {
+			continue
+		}
+		queued++
+		if f.Title == title {
+			found, since = true, f.Since
+		}
+	}
+	if !found {
+		return nil
+	}
+	return status.Errorf(codes.AlreadyExists, "a prefetch of %q on node %q is already queued (for %v, %s queued there in all: vodctl fills): %s; ordered by the first plan with a fill slot there and a free origin channel",
+		title, id, max(now.Sub(since), 0).Round(time.Second), counted(queued, "prefetch", "prefetches"), wait)
+}
+
 // queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's
 // prefetch of t on ns (mu held, with the Replicator) when its room could
 // not be made now with the operator's prefetches already queued there
