@@ -15,11 +15,12 @@ import (
 
 // ListPlacement returns the replica view (node -> titles stored, filling
 // or ordered, from the nodes' reports and the orders since), each with
-// whether a pin protects it there and its node's site, filtered by title
+// its state in ListFills' words (stored, filling, ordered, reserved, node
+// down), whether a pin protects it there and its node's site, filtered by title
 // and/or node, in (title, node) order; the partial fills the nodes' last
 // reports list (never copies: not in the replicas), filtered and ordered
 // alike; the titles pinned to the cluster (filtered by title); and the
-// pins to a node with where each stands (stored, filling, missing, or
+// pins to a node with where each stands (a copy's state, missing, or
 // unknown node), filtered by title and node, in (node, title) order. NOT_FOUND
 // for a title neither in the catalog, pinned, nor held or kept partly by
 // a node (a title withdrawn at the origin is listed while copies of it
@@ -59,7 +60,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 			}
 			seen := ns.stale[t.GetTitleId()]
 			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
-				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(),
+				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(), State: m.copyState(ns, t),
 				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion(), Site: site})
 		}
 	}
@@ -77,13 +78,9 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		}
 		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: "unknown node"}
 		if ns := m.nodes[p.Node]; ns != nil {
-			switch t := ns.titles[p.Title]; {
-			case t == nil:
-				np.State = "missing"
-			case t.GetFilling():
-				np.State = "filling"
-			default:
-				np.State = "stored"
+			np.State = "missing"
+			if t := ns.titles[p.Title]; t != nil {
+				np.State = m.copyState(ns, t)
 			}
 		}
 		out.NodePins = append(out.NodePins, np)

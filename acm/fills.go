@@ -180,6 +180,33 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	return holdings, diskFree
 }
 
+// fillState says where a fill in ns's view of its titles stands, in
+// vodctl fills' words: "node down" (down: in the last report of a node
+// now missing its heartbeats, the transfer stopped with it), "ordered" (a
+// prefetch sent and not in a report since), "reserved" (a fill on demand
+// that starts when its viewer reaches the node), else "filling".
+func fillState(ns *nodeState, title string, down bool) string {
+	switch {
+	case down:
+		return "node down"
+	case ns.pending[title] != nil:
+		return "ordered"
+	case ns.awaiting[title]:
+		return "reserved"
+	}
+	return "filling"
+}
+
+// copyState says where title stands in ns's view (mu held), in vodctl
+// fills' words: "stored" when complete, else as fillState.
+func (m *Manager) copyState(ns *nodeState, t *pb.StoredTitle) string {
+	if !t.GetFilling() {
+		return "stored"
+	}
+	n := m.sched.Node(ns.id)
+	return fillState(ns, t.GetTitleId(), n == nil || !n.Alive)
+}
+
 // fillListLocked merges the fills the nodes report (with their progress) with
 // the Replicator's prefetches (ordered, filling, in backoff with their
 // attempts and next retry), in (node, title) order (mu held). A fill not
@@ -197,13 +224,9 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 				continue
 			}
 			f := &pb.Fill{NodeId: id, TitleId: tid, StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(),
-				Prefetch: t.GetPrefetch(), State: "filling"}
-			if down {
-				f.State = "node down" // its last report; the transfer stopped with the node
-			} else if p := ns.pending[tid]; p != nil {
-				f.State, f.SinceUnixMs = "ordered", p.at.UnixMilli()
-			} else if ns.awaiting[tid] {
-				f.State = "reserved" // starts when its viewer reaches the node
+				Prefetch: t.GetPrefetch(), State: fillState(ns, tid, down)}
+			if p := ns.pending[tid]; p != nil && f.State == "ordered" {
+				f.SinceUnixMs = p.at.UnixMilli()
 			}
 			if p := ns.partials[tid]; p != nil && f.State != "filling" && f.StoredBytes == 0 {
 				f.StoredBytes = p.GetStoredBytes() // the fill resumes from the node's partial

@@ -65,8 +65,8 @@ func runVodctl(t *testing.T, a v1.AdminServer, args ...string) string {
 func TestPlacementListsPartials(t *testing.T) {
 	plain := runVodctl(t, partialsAdmin{none: true}, "placement")
 	lines := strings.Split(strings.TrimSpace(plain), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE NODE STORED(bytes) SIZE(bytes) FILLING PINNED STALE" ||
-		strings.Join(strings.Fields(lines[1]), " ") != "a n1 1000 1000 false false false" {
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE NODE STORED(bytes) SIZE(bytes) STATE PINNED STALE" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "a n1 1000 1000 stored false false" {
 		t.Fatalf("placement without partials:\n%s", plain)
 	}
 

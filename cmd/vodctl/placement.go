@@ -29,6 +29,9 @@ func placementCmd(g *globals) *cobra.Command {
 			"is no longer the catalog's (replaced at the origin: never resumed, removed at the title's next\n" +
 			"fill there).\n" +
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
+			"STATE is where each copy stands, in vodctl fills' words: stored (complete), filling, ordered (a\n" +
+			"prefetch sent to the node, not started yet), reserved (a fill on demand waiting for its viewer to\n" +
+			"reach the node), node down (filling in the last report of a node now missing its heartbeats).\n\n" +
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
 			"manager evicts it once no session plays it (not while the origin is down).\n\n" +
@@ -41,13 +44,13 @@ func placementCmd(g *globals) *cobra.Command {
 				r := m.(*v1.ListPlacementResponse)
 				// SITE, the holder's site, only when a holder has one.
 				sited := slices.ContainsFunc(r.Replicas, func(p *v1.Replica) bool { return p.Site != "" })
-				head := "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tFILLING\tPINNED\tSTALE"
+				head := "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tSTATE\tPINNED\tSTALE"
 				if sited {
 					head += "\tSITE"
 				}
 				fmt.Fprintln(w, head)
 				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, p.Filling, p.Pinned, p.Stale)
+					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, replicaState(p), p.Pinned, p.Stale)
 					if sited {
 						fmt.Fprintf(w, "\t%s", p.Site)
 					}
@@ -133,6 +136,18 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&node, "node", "", "the NODE (same as the second argument)")
 	return cmd
+}
+
+// replicaState is a copy's STATE: the manager's Replica.state, or from
+// its filling flag for a manager that gives none.
+func replicaState(p *v1.Replica) string {
+	switch {
+	case p.State != "":
+		return p.State
+	case p.Filling:
+		return "filling"
+	}
+	return "stored"
 }
 
 // partialKept describes how much of its title a partial fill holds:

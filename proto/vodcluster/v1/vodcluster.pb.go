@@ -3380,14 +3380,23 @@ type Replica struct {
 	TitleId     string                 `protobuf:"bytes,2,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	StoredBytes int64                  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
 	SizeBytes   int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	Filling     bool                   `protobuf:"varint,5,opt,name=filling,proto3" json:"filling,omitempty"`
-	Pinned      bool                   `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	// filling: not complete on the node, as the manager counts its room:
+	// filling there, and also a prefetch ordered and not yet begun, or a
+	// fill on demand reserved for a viewer not yet there (state says which).
+	Filling bool `protobuf:"varint,5,opt,name=filling,proto3" json:"filling,omitempty"`
+	Pinned  bool `protobuf:"varint,6,opt,name=pinned,proto3" json:"pinned,omitempty"`
 	// stale: a copy, or a fill, of a version the origin no longer serves
 	// (the title was replaced there): it takes no new viewer and is evicted
 	// once complete and no session plays it.
-	Stale         bool   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
-	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // the copy's StoredTitle.version ("" when unknown)
-	Site          string `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`       // the node's site (node config site); "" when none
+	Stale   bool   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
+	Version string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"` // the copy's StoredTitle.version ("" when unknown)
+	Site    string `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`       // the node's site (node config site); "" when none
+	// state is where the copy stands, in ListFills' words: stored
+	// (complete), filling, ordered (a prefetch sent, not begun: 0 bytes
+	// stored yet), reserved (a fill on demand waiting for its viewer to
+	// reach the node), node down (filling in the last report of a node now
+	// missing its heartbeats).
+	State         string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3481,6 +3490,13 @@ func (x *Replica) GetVersion() string {
 func (x *Replica) GetSite() string {
 	if x != nil {
 		return x.Site
+	}
+	return ""
+}
+
+func (x *Replica) GetState() string {
+	if x != nil {
+		return x.State
 	}
 	return ""
 }
@@ -3658,7 +3674,7 @@ type NodePin struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling, missing (to be prefetched), unknown node (not registered with this manager)
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved, node down: as Replica.state), missing (to be prefetched), unknown node (not registered with this manager)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4299,7 +4315,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\"J\n" +
 	"\x14ListPlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xf5\x01\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\x8b\x02\n" +
 	"\aReplica\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
@@ -4310,7 +4326,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06pinned\x18\x06 \x01(\bR\x06pinned\x12\x14\n" +
 	"\x05stale\x18\a \x01(\bR\x05stale\x12\x18\n" +
 	"\aversion\x18\b \x01(\tR\aversion\x12\x12\n" +
-	"\x04site\x18\t \x01(\tR\x04site\"\xdb\x01\n" +
+	"\x04site\x18\t \x01(\tR\x04site\x12\x14\n" +
+	"\x05state\x18\n" +
+	" \x01(\tR\x05state\"\xdb\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
