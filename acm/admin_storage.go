@@ -13,8 +13,9 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// ListPlacement returns the replica view (node -> titles stored, filling
-// or ordered, from the nodes' reports and the orders since), each with
+// ListPlacement returns the replica view (node -> titles stored, filling,
+// ordered or reserved, from the nodes' reports and the orders and
+// admissions since), each with
 // its state in ListFills' words (stored, filling, ordered, reserved, node
 // down), whether a pin protects it there and its node's site, filtered by title
 // and/or node, in (title, node) order; the partial fills the nodes' last
@@ -54,7 +55,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		if n := m.sched.Node(id); n != nil {
 			site = n.Site
 		}
-		for _, t := range ns.titles {
+		for _, t := range m.adminTitlesLocked(ns) {
 			if req.GetTitleId() != "" && t.GetTitleId() != req.GetTitleId() {
 				continue
 			}
@@ -79,7 +80,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: "unknown node"}
 		if ns := m.nodes[p.Node]; ns != nil {
 			np.State = "missing"
-			if t := ns.titles[p.Title]; t != nil {
+			if t := m.adminTitlesLocked(ns)[p.Title]; t != nil {
 				np.State = m.copyState(ns, t)
 			}
 		}

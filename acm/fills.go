@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"maps"
 	"time"
 
 	"vodcluster/lsm"
@@ -180,18 +181,20 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	return holdings, diskFree
 }
 
-// fillState says where a fill in ns's view of its titles stands, in
-// vodctl fills' words: "node down" (down: in the last report of a node
-// now missing its heartbeats, the transfer stopped with it), "ordered" (a
-// prefetch sent and not in a report since), "reserved" (a fill on demand
-// that starts when its viewer reaches the node), else "filling".
+// fillState says where a fill in ns's view of its titles (or booked
+// since its last report: bookedFillsLocked) stands, in vodctl fills'
+// words: "node down" (down: in the last report of a node now missing its
+// heartbeats, the transfer stopped with it), "ordered" (a prefetch sent
+// and not in a report since), "reserved" (a fill on demand that starts
+// when its viewer reaches the node: in the view as such, ns.awaiting, or
+// booked and not in the view yet), else "filling".
 func fillState(ns *nodeState, title string, down bool) string {
 	switch {
 	case down:
 		return "node down"
 	case ns.pending[title] != nil:
 		return "ordered"
-	case ns.awaiting[title]:
+	case ns.awaiting[title] || ns.titles[title] == nil:
 		return "reserved"
 	}
 	return "filling"
@@ -207,7 +210,43 @@ func (m *Manager) copyState(ns *nodeState, t *pb.StoredTitle) string {
 	return fillState(ns, t.GetTitleId(), n == nil || !n.Alive)
 }
 
-// fillListLocked merges the fills the nodes report (with their progress) with
+// bookedFillsLocked returns the fills on demand the manager booked on ns
+// for viewers it admitted there since the node's last report (mu held):
+// not in ns's view of its titles until that report is applied, which
+// keeps them there as reserved (syncTitlesLocked, by the same test). By
+// title, as that view would hold them; nil when there are none.
+func (m *Manager) bookedFillsLocked(ns *nodeState) map[string]*pb.StoredTitle {
+	var out map[string]*pb.StoredTitle
+	for _, s := range ns.sessions {
+		if !s.reserved || !s.res.Fill || s.fillSeen || ns.titles[s.Title] != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]*pb.StoredTitle{}
+		}
+		out[s.Title] = &pb.StoredTitle{TitleId: s.Title, SizeBytes: m.titles()[s.Title].SizeBytes, Filling: true}
+	}
+	return out
+}
+
+// adminTitlesLocked is ns's view of its titles with the fills booked
+// since its last report (bookedFillsLocked), for the operator's lists
+// (mu held): ns.titles itself when there are none.
+func (m *Manager) adminTitlesLocked(ns *nodeState) map[string]*pb.StoredTitle {
+	booked := m.bookedFillsLocked(ns)
+	if booked == nil {
+		return ns.titles
+	}
+	out := maps.Clone(ns.titles)
+	if out == nil {
+		out = map[string]*pb.StoredTitle{}
+	}
+	maps.Copy(out, booked)
+	return out
+}
+
+// fillListLocked merges the fills the nodes report (with their progress),
+// and those the manager booked for viewers admitted since (reserved), with
 // the Replicator's prefetches (ordered, filling, in backoff with their
 // attempts and next retry), in (node, title) order (mu held). A fill not
 // in progress (ordered, reserved, queued, in backoff) shows the bytes of
@@ -219,7 +258,7 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 	for id, ns := range m.nodes {
 		n := m.sched.Node(id)
 		down := n == nil || !n.Alive
-		for tid, t := range ns.titles {
+		for tid, t := range m.adminTitlesLocked(ns) {
 			if !t.GetFilling() {
 				continue
 			}
