@@ -40,8 +40,9 @@ func checkAddr(field, a string) error {
 
 // Register implements pb.NodeControlServer: the node joins lsm (alive,
 // its titles in the replica view), sessions of the node kept from before
-// get their reservations back, and a draining node is told so again.
-// INVALID_ARGUMENT for a malformed id, address, capacity, weight or partial;
+// get their reservations back, a draining node is told so again, and
+// the prefetches lost with its old stream are sent again
+// (lostPrefetchesLocked). INVALID_ARGUMENT for a malformed id, address, capacity, weight or partial;
 // ALREADY_EXISTS while a live node (heartbeats arriving) holds the id at
 // another RTSP address.
 func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
@@ -148,7 +149,8 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		m.log.Warn("node serves plain HTTP behind the HTTPS front door: HTTP viewers are not sent to it (browsers on https:// pages refuse a redirect to http://, and their tokens would travel in clear); give it http_tls_cert_file",
 			"node", id, "http", req.GetHttpAddr())
 	}
-	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), nil, c.GetDiskBytes()-used, now)
+	lost := m.lostPrefetchesLocked(ns, req, now) // sent down the stream that broke
+	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), lost, c.GetDiskBytes()-used, now)
 	partials := m.syncPartialsLocked(ns, req.GetPartials())
 	// free is the budget's room: a registration does not carry the file
 	// system's free space, so lsm counts the budget alone (DiskFreeKnown

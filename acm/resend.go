@@ -1,0 +1,61 @@
+package acm
+
+import (
+	"fmt"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// lostPrefetchesLocked deals, at ns's registration req (a new heartbeat
+// stream), with the prefetches ordered to the node and shown by no report
+// since (ns.pending: the operator's, the planner's, a pin's) that the
+// registration does not list either, whole or filling (mu held; before
+// syncTitlesLocked, which it returns the failures for):
+//   - one whose command still waits in the node's queue goes down the new
+//     stream as it is;
+//   - one of which the registration lists a partial fill stopped after
+//     the order was started by the node and stopped with it (a node
+//     restarted): failed now, retried after the Replicator's backoff from
+//     the partial, instead of at the order timeout as "not started";
+//   - any other was lost with the old stream (sent down it as it broke,
+//     or taken by a node process that stopped before starting it): sent
+//     again now, its order timeout starting over, instead of failing at
+//     that timeout and waiting for a retry. A node given it twice joins
+//     the fill it has (vodnode's store), so a copy of the command still on
+//     its way down the old stream does no harm.
+func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, now time.Time) []*pb.FillFailure {
+	if len(ns.pending) == 0 {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, t := range req.GetTitles() {
+		listed[t.GetTitleId()] = true
+	}
+	for _, c := range ns.queue {
+		if p := c.GetPrefetch(); p != nil {
+			listed[p.GetTitleId()] = true // queued: the new stream takes it
+		}
+	}
+	partials := map[string]*pb.PartialTitle{}
+	for _, p := range req.GetPartials() {
+		partials[p.GetTitleId()] = p
+	}
+	var failed []*pb.FillFailure
+	for id, p := range ns.pending {
+		if listed[id] {
+			continue
+		}
+		if pt := partials[id]; pt != nil && pt.GetStoredBytes() > 0 && pt.GetSinceUnixMs() >= p.at.UnixMilli() {
+			failed = append(failed, &pb.FillFailure{TitleId: id, Prefetch: true, AtUnixMs: pt.GetSinceUnixMs(),
+				Reason: fmt.Sprintf("its fill stopped with the node, which registered again keeping %d of %d bytes (the retry resumes from them)", pt.GetStoredBytes(), pt.GetSizeBytes())})
+			continue
+		}
+		if !ns.push(prefetchCmd(id)) {
+			continue // queue full: it fails at the order timeout, as before
+		}
+		p.at = now
+		m.log.Info("prefetch sent again: the node registered again without it (lost with its old heartbeat stream)", "node", ns.id, "title", id)
+	}
+	return failed
+}

@@ -1,0 +1,79 @@
+package acm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// registerAgain registers n again as it was (its titles and partials now)
+// and opens its new heartbeat stream, its old one broken: a node back
+// within the dead-node window.
+func (e *env) registerAgain(n *simNode) {
+	e.t.Helper()
+	n.stop()
+	n.mu.Lock()
+	req := &pb.RegisterRequest{NodeId: n.id, RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2", Titles: n.titles, Partials: n.partials,
+		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: n.disk}}
+	n.mu.Unlock()
+	if _, err := e.nc.Register(context.Background(), req); err != nil {
+		e.t.Fatal(err)
+	}
+	r := e.reports(n.id)
+	n.heartbeat()
+	waitFor(e.t, 5*time.Second, n.id+"'s report after it registered again", func() bool { return e.reports(n.id) > r })
+}
+
+// A prefetch whose command was lost with the node's heartbeat stream (the
+// node never started it) is sent again as soon as the node registers
+// again without it, still ordered, not failed: it showed ordered for the
+// 30 s order timeout and then failed as "not started", to be retried
+// after a backoff.
+func TestPrefetchLostWithTheStreamSentAgainAtRegistration(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1) // lost: the node does not act on it
+	e.registerAgain(n)
+	n.waitCommand(t, "prefetch t1", 2)
+	if f := e.fill("n1", "t1"); f == nil || f.State != "ordered" {
+		t.Fatalf("fill %v after the registration, want ordered", f)
+	}
+	if s := e.storageStats(); s.FillsFailed != 0 {
+		t.Fatalf("%d fills failed, want none", s.FillsFailed)
+	}
+	e.registerAgain(n) // the order is sent once per registration that lacks it
+	n.waitCommand(t, "prefetch t1", 3)
+	if k := n.count("prefetch t1"); k != 3 {
+		t.Fatalf("t1 ordered %d times, want 3", k)
+	}
+}
+
+// A prefetch the node started and whose fill stopped with it (it
+// registers again keeping a partial written since the order) fails at
+// once, to be retried from the partial after its backoff, instead of
+// showing ordered until the order timeout and failing as "not started".
+func TestPrefetchStoppedWithTheNodeFailsAtRegistration(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{})
+	n.mute(true) // no report shows the fill before the node stops
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1)
+	n.drop("t1")
+	n.setPartials(&pb.PartialTitle{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 400_000, SinceUnixMs: time.Now().UnixMilli()})
+	n.mute(false)
+	e.registerAgain(n)
+	f := e.fill("n1", "t1")
+	if f == nil || f.State != "backoff" || f.Attempts != 1 || f.StoredBytes != 400_000 {
+		t.Fatalf("fill %v after the registration, want in backoff after 1 attempt, 400000 bytes kept", f)
+	}
+	if k := n.count("prefetch t1"); k != 1 {
+		t.Fatalf("t1 ordered %d times, want once (retried after its backoff)", k)
+	}
+}
