@@ -121,6 +121,16 @@ func (ns *nodeState) wakeReportWaiters() {
 type pendingFill struct {
 	at    time.Time // ordered
 	bytes int64     // the title's size
+	// partial: bytes of the title's partial on the node at the order (its
+	// last report's), 0 when none: a registration listing more shows the
+	// node wrote to it since, whatever the clocks say (lostPrefetchesLocked).
+	partial int64
+}
+
+// partialOf is the stored bytes of ns's partial of title in its last
+// report (any size), 0 when none (mu held).
+func (ns *nodeState) partialOf(title string) int64 {
+	return ns.reportedPartials[title].GetStoredBytes()
 }
 
 func newNodeState(id string) *nodeState {

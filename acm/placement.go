@@ -39,7 +39,7 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
 	}
 	ns.setTitle(t.ID, &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true})
-	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes}
+	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes, partial: ns.partialOf(t.ID)}
 	ns.diskFree -= t.SizeBytes
 	_ = m.sched.SetReplica(id, t.ID, true, t.SizeBytes)
 	m.log.Info("prefetch ordered", "node", id, "title", t.ID, "size_bytes", t.SizeBytes)

@@ -14,10 +14,16 @@ import (
 // syncTitlesLocked, which it returns the failures for):
 //   - one whose command still waits in the node's queue goes down the new
 //     stream as it is;
-//   - one of which the registration lists a partial fill stopped after
-//     the order was started by the node and stopped with it (a node
-//     restarted): failed now, retried after the Replicator's backoff from
-//     the partial, instead of at the order timeout as "not started";
+//   - one past its order timeout (the node was away longer) is left to
+//     the sync, which fails it as not started, as the node's next report
+//     would have: retried after its backoff only if still wanted;
+//   - one of which the registration lists a partial holding more bytes
+//     than the node's last report before the order did (written since:
+//     compared by bytes, not by the partial's stop time on the node's
+//     clock against the order's on the manager's, which skew misjudges)
+//     was started by the node and stopped with it (a node restarted):
+//     failed now, retried after the Replicator's backoff from the
+//     partial, instead of at the order timeout as "not started";
 //   - any other was lost with the old stream (sent down it as it broke,
 //     or taken by a node process that stopped before starting it): sent
 //     again now, its order timeout starting over, instead of failing at
@@ -46,7 +52,10 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 		if listed[id] {
 			continue
 		}
-		if pt := partials[id]; pt != nil && pt.GetStoredBytes() > 0 && pt.GetSinceUnixMs() >= p.at.UnixMilli() {
+		if now.Sub(p.at) > m.OrderTimeout {
+			continue // fails as not started (syncTitlesLocked)
+		}
+		if pt := partials[id]; pt != nil && pt.GetStoredBytes() > p.partial {
 			failed = append(failed, &pb.FillFailure{TitleId: id, Prefetch: true, AtUnixMs: pt.GetSinceUnixMs(),
 				Reason: fmt.Sprintf("its fill stopped with the node, which registered again keeping %d of %d bytes (the retry resumes from them)", pt.GetStoredBytes(), pt.GetSizeBytes())})
 			continue
@@ -54,7 +63,7 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 		if !ns.push(prefetchCmd(id)) {
 			continue // queue full: it fails at the order timeout, as before
 		}
-		p.at = now
+		p.at, p.partial = now, partials[id].GetStoredBytes()
 		m.log.Info("prefetch sent again: the node registered again without it (lost with its old heartbeat stream)", "node", ns.id, "title", id)
 	}
 	return failed

@@ -77,3 +77,53 @@ func TestPrefetchStoppedWithTheNodeFailsAtRegistration(t *testing.T) {
 		t.Fatalf("t1 ordered %d times, want once (retried after its backoff)", k)
 	}
 }
+
+// A partial the node kept from before the order, unchanged since, is no
+// sign that the node started the prefetch, whatever its stop time says on
+// the node's clock (here a minute ahead of the manager's): the prefetch
+// lost with the stream is sent again, not failed as "stopped with the
+// node".
+func TestPrefetchResentWhenPartialUnchangedDespiteNodeClockAhead(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	ahead := time.Now().Add(time.Minute).UnixMilli() // stopped just now, on a clock a minute ahead
+	n.setPartials(&pb.PartialTitle{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 400_000, SinceUnixMs: ahead})
+	e.nextReport("n1")
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1) // lost: the node does not act on it
+	e.registerAgain(n)
+	n.waitCommand(t, "prefetch t1", 2)
+	if f := e.fill("n1", "t1"); f == nil || f.State != "ordered" {
+		t.Fatalf("fill %v after the registration, want ordered (sent again)", f)
+	}
+	if s := e.storageStats(); s.FillsFailed != 0 {
+		t.Fatalf("%d fills failed, want none", s.FillsFailed)
+	}
+}
+
+// A prefetch past its order timeout when the node registers again (it was
+// away longer) is not sent again with a fresh timeout: it fails as not
+// started, as it would have at the node's next report, and is retried
+// after its backoff only if still wanted.
+func TestPrefetchPastItsOrderTimeoutNotResentAtRegistration(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1)
+	n.mute(true) // away: no report fails the order meanwhile
+	e.m.mu.Lock()
+	e.m.nodes["n1"].pending["t1"].at = time.Now().Add(-2 * time.Minute) // ordered two timeouts ago
+	e.m.mu.Unlock()
+	n.mute(false)
+	e.registerAgain(n)
+	if k := n.count("prefetch t1"); k != 1 {
+		t.Fatalf("t1 ordered %d times, want once (its order had timed out)", k)
+	}
+	if s := e.storageStats(); s.FillsFailed != 1 {
+		t.Fatalf("%d fills failed, want 1 (not started within the order timeout)", s.FillsFailed)
+	}
+}

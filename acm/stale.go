@@ -180,6 +180,6 @@ func (m *Manager) prefetchAfterStaleLocked(ns *nodeState, title string, now time
 		m.log.Warn("prefetch not sent again after the stale copy's eviction: command queue full", "node", ns.id, "title", title)
 		return
 	}
-	p.at = now
+	p.at, p.partial = now, ns.partialOf(title)
 	m.log.Info("prefetch sent again after the stale copy's eviction: the node fills the current version", "node", ns.id, "title", title)
 }
