@@ -113,7 +113,8 @@ func (r *Replicator) Prefetched(node, title string, bytes int64, now time.Time) 
 	}
 	// A new order: earlier failures of the pair do not count against its
 	// retries.
-	f.bytes, f.at, f.seen, f.backoff, f.byHand, f.attempts = bytes, now, false, false, true, 0
+	// One queued (Queued) is ordered now: no longer waiting for a slot.
+	f.bytes, f.at, f.seen, f.backoff, f.byHand, f.attempts, f.queued = bytes, now, false, false, true, 0, false
 	delete(r.held, k) // the operator wants it there again
 }
 

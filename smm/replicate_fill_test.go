@@ -373,3 +373,21 @@ func TestOperatorPrefetchRetriedWhereThePlanWantsIt(t *testing.T) {
 		t.Fatalf("after its backoff: orders %v, want the operator's prefetch again", acts)
 	}
 }
+
+// TestQueuedPrefetchOrderedByTheOperator: an operator's prefetch queued
+// for a fill slot and then ordered by the operator (a slot free by then:
+// Prefetched) is ordered, no longer queued; failed, it is in backoff with
+// its next try, not listed queued with none.
+func TestQueuedPrefetchOrderedByTheOperator(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{MaxFillsPerNode: 1})
+	now := offPeak
+	r.Queued("n0", "t02", 1<<30, now)
+	r.Prefetched("n0", "t02", 1<<30, now.Add(time.Second))
+	if fs := r.Fills(); len(fs) != 1 || fs[0].State != FillOrdered {
+		t.Fatalf("fills %+v, want one ordered", fs)
+	}
+	r.FillFailed("n0", "t02", now.Add(2*time.Second))
+	if fs := r.Fills(); len(fs) != 1 || fs[0].State != FillBackoff || fs[0].NextTry.IsZero() || fs[0].Attempts != 1 {
+		t.Fatalf("fills %+v, want one in backoff after 1 attempt", fs)
+	}
+}
