@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,40 @@ func TestPrefetchLostWithTheStreamSentAgainAtRegistration(t *testing.T) {
 	n.waitCommand(t, "prefetch t1", 3)
 	if k := n.count("prefetch t1"); k != 3 {
 		t.Fatalf("t1 ordered %d times, want 3", k)
+	}
+}
+
+// At a node's registration its pins (ProtectCommand) go before the
+// prefetches sent again and those queued while it was away: a restarted
+// node making room for such a fill must already know which titles it may
+// not evict (they came after the prefetch).
+func TestProtectBeforeThePrefetchesAtRegistration(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1) // lost: the node does not act on it
+	n.smu.Lock()
+	before := len(n.protects)
+	n.smu.Unlock()
+	e.registerAgain(n)
+	n.waitCommand(t, "prefetch t1", 2)
+	waitFor(t, 5*time.Second, "the protect command after the registration", func() bool {
+		n.smu.Lock()
+		defer n.smu.Unlock()
+		return len(n.protects) > before
+	})
+	n.smu.Lock()
+	at, log := n.protects[before], slices.Clone(n.log)
+	n.smu.Unlock()
+	again := slices.Index(log, "prefetch t1") + 1 // the first one's sending again, at this index or after
+	again += slices.Index(log[again:], "prefetch t1")
+	if at > again {
+		t.Fatalf("commands %v, the protect command at %d: after the prefetch sent again (at %d)", log, at, again)
 	}
 }
 

@@ -27,6 +27,7 @@ type simNode struct {
 	deaf         bool     // prefetches are ignored (never started, never reported)
 	autoComplete bool     // prefetches complete at once
 	doubles      []string // prefetches of a title already on the disk (a second fill)
+	protects     []int    // the index in log at which each ProtectCommand came
 }
 
 // simOpts configures a simNode.
@@ -101,6 +102,8 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 		n.set(id, st)
 	case c.GetDrain() != nil:
 		n.log = append(n.log, fmt.Sprint("drain ", c.GetDrain().GetDrain()))
+	case c.GetProtect() != nil:
+		n.protects = append(n.protects, len(n.log))
 	case c.GetEvict() != nil:
 		id := c.GetEvict().GetTitleId()
 		n.log = append(n.log, "evict "+id)

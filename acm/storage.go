@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
 
@@ -221,11 +222,24 @@ func (m *Manager) protectedOn(node string) []string {
 // sendProtectLocked tells ns which titles its own eviction must never
 // remove (ProtectCommand) when that changed since the last command, and at
 // registration (register) whenever there are any (the node may have
-// restarted and lost them). mu held.
+// restarted and lost them). At registration it goes first, before the
+// commands queued while the node was away and the prefetches sent again
+// (a restarted node making room for one of those fills would otherwise
+// know no pin), and replaces the protect commands queued meanwhile. mu
+// held.
 func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 	p := m.protectedOn(ns.id)
 	if slices.Equal(p, ns.protected) && !(register && len(p) > 0) {
 		return
+	}
+	if register {
+		ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetProtect() != nil })
+		if len(ns.queue) < cmdQueue {
+			ns.queue = slices.Insert(ns.queue, 0, protectCmd(p))
+			ns.signal()
+			ns.protected = p
+			return
+		}
 	}
 	if !ns.push(protectCmd(p)) {
 		m.log.Warn("protect command not sent: command queue full", "node", ns.id)
