@@ -151,6 +151,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	lost := m.lostPrefetchesLocked(ns, req, now) // sent down the stream that broke
 	holdings, free := m.syncTitlesLocked(ns, req.GetTitles(), lost, c.GetDiskBytes()-used, now)
+	ns.queue = m.dropFailedPrefetchCmdsLocked(ns, ns.queue)
 	partials := m.syncPartialsLocked(ns, req.GetPartials())
 	// free is the budget's room: a registration does not carry the file
 	// system's free space, so lsm counts the budget alone (DiskFreeKnown

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	pb "vodcluster/proto/vodcluster/v1"
@@ -16,7 +17,8 @@ import (
 //     stream as it is;
 //   - one past its order timeout (the node was away longer) is left to
 //     the sync, which fails it as not started, as the node's next report
-//     would have: retried after its backoff only if still wanted;
+//     would have: retried after its backoff only if still wanted (a copy
+//     of its command still queued is then taken out: dropFailedPrefetchCmdsLocked);
 //   - one of which the registration lists a partial holding more bytes
 //     than the node's last report before the order did (written since:
 //     compared by bytes, not by the partial's stop time on the node's
@@ -67,4 +69,25 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 		m.log.Info("prefetch sent again: the node registered again without it (lost with its old heartbeat stream)", "node", ns.id, "title", id)
 	}
 	return failed
+}
+
+// dropFailedPrefetchCmdsLocked takes out of cmds, at or since ns's
+// registration (after its sync), the PrefetchCommands whose order is no
+// longer pending (mu held): the sync failed it (past its order timeout,
+// reported failed, stopped with the node) or found the title listed,
+// whole or filling. Sent, the first started a fill the manager counted
+// failed, to be retried after its backoff only if still wanted; the
+// second would fill nothing. Every PrefetchCommand is queued with its
+// pending order (prefetchLocked, lostPrefetchesLocked,
+// prefetchAfterStaleLocked). It returns what is left of cmds (edited in
+// place).
+func (m *Manager) dropFailedPrefetchCmdsLocked(ns *nodeState, cmds []*pb.NodeCommand) []*pb.NodeCommand {
+	return slices.DeleteFunc(cmds, func(c *pb.NodeCommand) bool {
+		p := c.GetPrefetch()
+		if p == nil || ns.pending[p.GetTitleId()] != nil {
+			return false
+		}
+		m.log.Info("prefetch command not sent: its order ended at the node's registration (failed, or the node lists the title)", "node", ns.id, "title", p.GetTitleId())
+		return true
+	})
 }

@@ -162,3 +162,41 @@ func TestPrefetchPastItsOrderTimeoutNotResentAtRegistration(t *testing.T) {
 		t.Fatalf("%d fills failed, want 1 (not started within the order timeout)", s.FillsFailed)
 	}
 }
+
+// A prefetch whose command still waits in the queue (ordered while the
+// node had no heartbeat stream) when the node registers again past its
+// order timeout fails as not started, and its command is taken out of
+// the queue: sent, it started a fill the manager had counted failed.
+func TestQueuedPrefetchPastItsOrderTimeoutDroppedAtRegistration(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	ctx := context.Background()
+	reg := func() {
+		t.Helper()
+		if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001",
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg() // no heartbeat stream: its commands wait in the queue
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return slices.ContainsFunc(e.m.nodes["n"].queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == "t1" })
+	}
+	if !queued() {
+		t.Fatal("the prefetch of t1 is not queued")
+	}
+	e.m.mu.Lock()
+	e.m.nodes["n"].pending["t1"].at = time.Now().Add(-2 * time.Minute) // ordered two timeouts ago
+	e.m.mu.Unlock()
+	reg()
+	if s := e.storageStats(); s.FillsFailed != 1 {
+		t.Fatalf("%d fills failed, want 1 (not started within the order timeout)", s.FillsFailed)
+	}
+	if queued() {
+		t.Fatal("the prefetch of t1, failed as not started, is still queued for the node")
+	}
+}
