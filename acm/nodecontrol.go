@@ -303,7 +303,10 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 // generation gen until ctx ends or a newer stream takes over. Commands a
 // broken stream could not take go back to the front of the queue for the
 // next stream, but for the prefetches and evictions a registration
-// without an origin since then drops (dropNoOriginCmdsLocked).
+// without an origin since then drops (dropNoOriginCmdsLocked) and, after
+// any registration since, the protect commands it replaced and the
+// prefetches whose order it ended, the pins as they are going first
+// (putBackAfterRegistrationLocked).
 func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
 	for {
 		select {
@@ -334,7 +337,11 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 					// which gave up the prefetches' orders).
 					rest, _ = m.dropNoOriginCmdsLocked(ns, slices.Clone(rest))
 				}
-				ns.queue = append(append([]*pb.NodeCommand(nil), rest...), ns.queue...)
+				if ns.regGen != reg {
+					m.putBackAfterRegistrationLocked(ns, rest)
+				} else {
+					ns.queue = append(append([]*pb.NodeCommand(nil), rest...), ns.queue...)
+				}
 				m.mu.Unlock()
 				return
 			}

@@ -233,11 +233,9 @@ func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 		return
 	}
 	if register {
-		ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetProtect() != nil })
+		ns.queue = slices.DeleteFunc(ns.queue, isProtect)
 		if len(ns.queue) < cmdQueue {
-			ns.queue = slices.Insert(ns.queue, 0, protectCmd(p))
-			ns.signal()
-			ns.protected = p
+			protectFirstLocked(ns, p)
 			return
 		}
 	}
@@ -247,3 +245,15 @@ func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 	}
 	ns.protected = p
 }
+
+// protectFirstLocked puts the ProtectCommand of p (ns's pins as they are)
+// at the front of ns's queue, replacing the protect commands queued there
+// (older), whatever the queue's length (mu held).
+func protectFirstLocked(ns *nodeState, p []string) {
+	ns.queue = slices.Insert(slices.DeleteFunc(ns.queue, isProtect), 0, protectCmd(p))
+	ns.signal()
+	ns.protected = p
+}
+
+// isProtect reports whether c is a ProtectCommand.
+func isProtect(c *pb.NodeCommand) bool { return c.GetProtect() != nil }

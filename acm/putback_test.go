@@ -1,0 +1,127 @@
+package acm
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// heldStream is a node's heartbeat stream whose Send, once it has taken
+// a command, waits until the test releases it, then fails (a node that
+// stopped reading; its Send ends after a registration of the node's that
+// the test lets the new stream's sender act upon first).
+type heldStream struct {
+	grpc.ServerStream
+	release chan struct{}
+	sending chan *pb.NodeCommand // the command Send took, once
+}
+
+func (h *heldStream) Recv() (*pb.LoadReport, error) { return nil, io.EOF }
+
+func (h *heldStream) Send(c *pb.NodeCommand) error {
+	select {
+	case h.sending <- c:
+	default:
+	}
+	<-h.release
+	return io.EOF
+}
+
+// The commands an old stream's sender had taken from the queue, put back
+// at its front once their Send failed after the node registered again,
+// carry a protect command (pins) of before the registration's: it is
+// dropped, and the pins as they are go first again, before those
+// commands' prefetches. Put back after the new stream's sender sent the
+// registration's protect command, the old one came last, and the node
+// kept an old pin set (t2 unprotected) until the pins next changed.
+func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
+	for _, newFirst := range []bool{false, true} {
+		name := "put back before the new stream sends"
+		if newFirst {
+			name = "put back after the new stream sent"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+			ctx := context.Background()
+			reg := func() {
+				t.Helper()
+				if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001",
+					Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pin := func(title string) {
+				t.Helper()
+				if _, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: title, NodeId: "n"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reg() // no heartbeat stream yet: its commands wait in the queue
+			pin("t1")
+			if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil {
+				t.Fatal(err)
+			}
+
+			// A stream opens; its sender takes the queue and blocks on
+			// its first command.
+			e.m.mu.Lock()
+			ns := e.m.nodes["n"]
+			sctx, cancel := context.WithCancel(ctx)
+			ns.streamGen++
+			gen := ns.streamGen
+			ns.streamCancel = cancel
+			e.m.mu.Unlock()
+			st := &heldStream{release: make(chan struct{}), sending: make(chan *pb.NodeCommand, 1)}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				e.m.sendCommands(sctx, st, ns, gen)
+			}()
+			ns.signal()
+			select {
+			case <-st.sending:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the sender took no command")
+			}
+			pin("t2")
+			reg()
+			var got []*pb.NodeCommand // what the node is sent from the new stream
+			if newFirst {
+				e.m.mu.Lock()
+				got, ns.queue = ns.queue, nil
+				e.m.mu.Unlock()
+			}
+			close(st.release)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the old stream's sender did not end")
+			}
+			e.m.mu.Lock()
+			got = append(got, ns.queue...)
+			want := e.m.protectedOn("n")
+			e.m.mu.Unlock()
+			if !slices.Equal(want, []string{"t1", "t2"}) {
+				t.Fatalf("pins %v, want t1 and t2", want)
+			}
+			if len(got) == 0 || !slices.Equal(got[0].GetProtect().GetTitleIds(), want) {
+				t.Fatalf("commands for the new stream %v: the protect command of pins %v not first", got, want)
+			}
+			var last []string
+			for _, c := range got {
+				if p := c.GetProtect(); p != nil {
+					last = p.GetTitleIds()
+				}
+			}
+			if !slices.Equal(last, want) {
+				t.Fatalf("commands for the new stream %v: the node is left protecting %v, want %v", got, last, want)
+			}
+		})
+	}
+}
