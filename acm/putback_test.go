@@ -33,6 +33,32 @@ func (h *heldStream) Send(c *pb.NodeCommand) error {
 	return io.EOF
 }
 
+// holdCommands opens a heartbeat stream for ns whose sender takes the
+// queue and blocks on its first command until the stream is released;
+// done closes when the sender has ended.
+func (e *env) holdCommands(ns *nodeState) (st *heldStream, done chan struct{}) {
+	e.t.Helper()
+	e.m.mu.Lock()
+	sctx, cancel := context.WithCancel(context.Background())
+	ns.streamGen++
+	gen := ns.streamGen
+	ns.streamCancel = cancel
+	e.m.mu.Unlock()
+	st = &heldStream{release: make(chan struct{}), sending: make(chan *pb.NodeCommand, 1)}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		e.m.sendCommands(sctx, st, ns, gen)
+	}()
+	ns.signal()
+	select {
+	case <-st.sending:
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("the sender took no command")
+	}
+	return st, done
+}
+
 // The commands an old stream's sender had taken from the queue, put back
 // at its front once their Send failed after the node registered again,
 // carry a protect command (pins) of before the registration's: it is
@@ -68,27 +94,8 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// A stream opens; its sender takes the queue and blocks on
-			// its first command.
-			e.m.mu.Lock()
 			ns := e.m.nodes["n"]
-			sctx, cancel := context.WithCancel(ctx)
-			ns.streamGen++
-			gen := ns.streamGen
-			ns.streamCancel = cancel
-			e.m.mu.Unlock()
-			st := &heldStream{release: make(chan struct{}), sending: make(chan *pb.NodeCommand, 1)}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				e.m.sendCommands(sctx, st, ns, gen)
-			}()
-			ns.signal()
-			select {
-			case <-st.sending:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the sender took no command")
-			}
+			st, done := e.holdCommands(ns)
 			pin("t2")
 			reg()
 			var got []*pb.NodeCommand // what the node is sent from the new stream
@@ -123,5 +130,45 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 				t.Fatalf("commands for the new stream %v: the node is left protecting %v, want %v", got, last, want)
 			}
 		})
+	}
+}
+
+// A prefetch the old stream's sender had taken, whose order the node's
+// registration failed (past its order timeout: not started), is not put
+// back for the new stream when its Send fails: sent, it started a fill
+// the manager had counted failed.
+func TestFailedPrefetchOfACommandBatchNotPutBack(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	ctx := context.Background()
+	reg := func() {
+		t.Helper()
+		if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001",
+			Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg()
+	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	ns := e.m.nodes["n"]
+	st, done := e.holdCommands(ns)
+	e.m.mu.Lock()
+	ns.pending["t3"].at = time.Now().Add(-2 * time.Minute) // ordered two timeouts ago
+	e.m.mu.Unlock()
+	reg()
+	if s := e.storageStats(); s.FillsFailed != 1 {
+		t.Fatalf("%d fills failed, want 1 (not started within the order timeout)", s.FillsFailed)
+	}
+	close(st.release)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the old stream's sender did not end")
+	}
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	if slices.ContainsFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch() != nil }) {
+		t.Fatalf("queue %v: the prefetch of t3, failed at the registration, put back for the node", ns.queue)
 	}
 }
