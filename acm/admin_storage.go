@@ -264,7 +264,10 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	planner := m.rep != nil
 	if planner {
-		m.rep.Evicted(node, title, m.now()) // cancels the operator's failed prefetch there
+		if m.rep.CancelPrefetch(node, title) { // as Evicted would, but said
+			msg += "; the operator's failed prefetch there is cancelled"
+		}
+		m.rep.Evicted(node, title, m.now())
 		delete(m.handOrders, [2]string{node, title})
 		m.dropRestoringLocked(node, title)
 		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)

@@ -37,7 +37,7 @@ func TestEvictOfAPartialCancelsTheStoredPrefetchOrder(t *testing.T) {
 		return f != nil && f.State == "backoff"
 	})
 	ack, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"})
-	if err != nil || !strings.Contains(ack.GetMessage(), "partial") {
+	if err != nil || !strings.Contains(ack.GetMessage(), "partial") || !strings.Contains(ack.GetMessage(), "the operator's failed prefetch there is cancelled") {
 		t.Fatalf("evict of the partial: %v %v", ack, err)
 	}
 	if f := e.fill("n1", "t2"); f != nil {
