@@ -299,14 +299,16 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 	m.log.Info("node left: out of service until it registers again", "node", ns.id)
 }
 
-// sendCommands sends the node's queued commands down the stream of
-// generation gen until ctx ends or a newer stream takes over. Commands a
-// broken stream could not take go back to the front of the queue for the
-// next stream, but for the prefetches and evictions a registration
-// without an origin since then drops (dropNoOriginCmdsLocked) and, after
-// any registration since, the protect commands it replaced and the
-// prefetches whose order it ended, the pins as they are going first
-// (putBackAfterRegistrationLocked).
+// sendCommands sends the node's commands down the stream of generation
+// gen until ctx ends or a newer stream takes over: the protect command of
+// its pins when one is due (nodeState.pins), then the queued ones.
+// Commands a broken stream could not take go back to the front of the
+// queue for the next stream, but for the prefetches and evictions a
+// registration without an origin since then drops
+// (dropNoOriginCmdsLocked) and, after any registration since, the
+// prefetches whose order it ended or sent again
+// (putBackAfterRegistrationLocked); a protect command not sent is due
+// again with the pins as they are, unless a newer one is.
 func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
 	for {
 		select {
@@ -323,12 +325,25 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 			return
 		}
 		batch, reg := ns.queue, ns.regGen
+		if ns.pins != nil { // the pins as they are go first (sendProtectLocked)
+			batch = append([]*pb.NodeCommand{ns.pins}, batch...)
+			ns.pins = nil
+		}
 		ns.queue = nil
 		m.mu.Unlock()
 		for i, cmd := range batch {
 			if err := stream.Send(cmd); err != nil {
 				m.mu.Lock()
 				rest := batch[i:]
+				if isProtect(rest[0]) {
+					// The pins not sent are due again, as they are now,
+					// unless newer ones are (a pin changed, or the node
+					// registered again, since).
+					rest = rest[1:]
+					if ns.pins == nil {
+						setPinsLocked(ns, m.protectedOn(ns.id))
+					}
+				}
 				if n := m.sched.Node(ns.id); ns.regGen != reg && n != nil && n.NoOrigin {
 					// The node registered again without an origin while
 					// these were on their way (a Send held by a node that

@@ -20,7 +20,13 @@ const cmdQueue = 256
 type nodeState struct {
 	id    string
 	queue []*pb.NodeCommand // commands not yet sent, oldest first
-	wake  chan struct{}     // signalled (capacity 1) when queue gains commands
+	// pins: the ProtectCommand of the node's pins as they are, due and not
+	// yet taken by its stream's sender; nil when none is due. Kept out of
+	// queue, whose bound (cmdQueue) would otherwise refuse it, and sent
+	// before the queued commands: only the latest pin set waits
+	// (sendProtectLocked).
+	pins *pb.NodeCommand
+	wake chan struct{} // signalled (capacity 1) when queue or pins gain commands
 
 	streamGen    uint64             // generation of the current heartbeat stream
 	streamCancel context.CancelFunc // ends the current stream's command sender
@@ -95,7 +101,7 @@ type nodeState struct {
 	// with it.
 	admissions, noShows uint64
 
-	protected []string      // the last ProtectCommand's titles, sorted
+	protected []string      // the titles of the last ProtectCommand, due (pins) or sent, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)
 }
 

@@ -59,6 +59,19 @@ func (e *env) holdCommands(ns *nodeState) (st *heldStream, done chan struct{}) {
 	return st, done
 }
 
+// takeDue takes the commands ns's stream would send next, in order: the
+// protect command of its pins when one is due, then the queued ones (mu
+// held).
+func takeDue(ns *nodeState) []*pb.NodeCommand {
+	var out []*pb.NodeCommand
+	if ns.pins != nil {
+		out = append(out, ns.pins)
+	}
+	out = append(out, ns.queue...)
+	ns.pins, ns.queue = nil, nil
+	return out
+}
+
 // The commands an old stream's sender had taken from the queue, put back
 // at its front once their Send failed after the node registered again,
 // carry a protect command (pins) of before the registration's: it is
@@ -101,7 +114,7 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 			var got []*pb.NodeCommand // what the node is sent from the new stream
 			if newFirst {
 				e.m.mu.Lock()
-				got, ns.queue = ns.queue, nil
+				got = takeDue(ns)
 				e.m.mu.Unlock()
 			}
 			close(st.release)
@@ -111,7 +124,7 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 				t.Fatal("the old stream's sender did not end")
 			}
 			e.m.mu.Lock()
-			got = append(got, ns.queue...)
+			got = append(got, takeDue(ns)...)
 			want := e.m.protectedOn("n")
 			e.m.mu.Unlock()
 			if !slices.Equal(want, []string{"t1", "t2"}) {

@@ -94,21 +94,16 @@ func (m *Manager) dropFailedPrefetchCmdsLocked(ns *nodeState, cmds []*pb.NodeCom
 
 // putBackAfterRegistrationLocked puts back for ns's new heartbeat stream
 // the commands rest that the sender of a stream of before its latest
-// registration had taken and could not send (mu held). Its protect
-// commands, older than the registration's, are dropped, and so are the
-// prefetches whose order the registration ended
-// (dropFailedPrefetchCmdsLocked); the others go back to the front of the
-// queue, behind the protect command of the pins as they are, which goes
-// first again as at the registration (sendProtectLocked). Put back as
-// they were, an old pin set came before the registration's (prefetches
-// first, which the node might make room for by evicting a title pinned
-// since) or, the new stream having sent the registration's already,
-// after it, the node keeping the old set until the pins next changed.
+// registration had taken and could not send (mu held), protect commands
+// taken out (the registration's pins, or the pins as they are, go first:
+// sendCommands). The prefetches whose order the registration ended are
+// dropped (dropFailedPrefetchCmdsLocked); the others go back to the front
+// of the queue.
 func (m *Manager) putBackAfterRegistrationLocked(ns *nodeState, rest []*pb.NodeCommand) {
-	had := slices.ContainsFunc(rest, isProtect)
-	rest = m.dropFailedPrefetchCmdsLocked(ns, slices.DeleteFunc(slices.Clone(rest), isProtect))
-	ns.queue = append(rest, ns.queue...)
-	if p := m.protectedOn(ns.id); had || len(p) > 0 {
-		protectFirstLocked(ns, p)
+	rest = m.dropFailedPrefetchCmdsLocked(ns, slices.Clone(rest))
+	if len(rest) == 0 {
+		return
 	}
+	ns.queue = append(rest, ns.queue...)
+	ns.signal() // the new stream's sender may be waiting already
 }

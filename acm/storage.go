@@ -222,37 +222,28 @@ func (m *Manager) protectedOn(node string) []string {
 // sendProtectLocked tells ns which titles its own eviction must never
 // remove (ProtectCommand) when that changed since the last command, and at
 // registration (register) whenever there are any (the node may have
-// restarted and lost them). At registration it goes first, before the
-// commands queued while the node was away and the prefetches sent again
-// (a restarted node making room for one of those fills would otherwise
-// know no pin), and replaces the protect commands queued meanwhile. mu
-// held.
+// restarted and lost them). The command goes in the node's pins slot
+// (nodeState.pins), not in its bounded queue: it replaces a protect
+// command not yet sent (an older pin set), is never refused for a full
+// queue, and goes before the queued commands, so that at registration
+// the node knows its pins before the commands queued while it was away
+// and the prefetches sent again (a restarted node making room for one
+// of those fills would otherwise know no pin). mu held.
 func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 	p := m.protectedOn(ns.id)
 	if slices.Equal(p, ns.protected) && !(register && len(p) > 0) {
 		return
 	}
-	if register {
-		ns.queue = slices.DeleteFunc(ns.queue, isProtect)
-		if len(ns.queue) < cmdQueue {
-			protectFirstLocked(ns, p)
-			return
-		}
-	}
-	if !ns.push(protectCmd(p)) {
-		m.log.Warn("protect command not sent: command queue full", "node", ns.id)
-		return
-	}
-	ns.protected = p
+	setPinsLocked(ns, p)
 }
 
-// protectFirstLocked puts the ProtectCommand of p (ns's pins as they are)
-// at the front of ns's queue, replacing the protect commands queued there
-// (older), whatever the queue's length (mu held).
-func protectFirstLocked(ns *nodeState, p []string) {
-	ns.queue = slices.Insert(slices.DeleteFunc(ns.queue, isProtect), 0, protectCmd(p))
-	ns.signal()
+// setPinsLocked makes the ProtectCommand of p (ns's pins as they are) the
+// one the node's stream sends next, before its queued commands, in place
+// of one not yet sent (mu held).
+func setPinsLocked(ns *nodeState, p []string) {
+	ns.pins = protectCmd(p)
 	ns.protected = p
+	ns.signal()
 }
 
 // isProtect reports whether c is a ProtectCommand.
