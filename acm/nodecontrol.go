@@ -305,8 +305,9 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 // Commands a broken stream could not take go back to the front of the
 // queue for the next stream, but for the prefetches and evictions a
 // registration without an origin since then drops
-// (dropNoOriginCmdsLocked) and, after any registration since, the
-// prefetches whose order it ended or sent again
+// (dropNoOriginCmdsLocked), the prefetches whose order was queued again
+// meanwhile (dropResentPrefetchCmdsLocked) and, after any registration
+// since, the prefetches whose order it ended
 // (putBackAfterRegistrationLocked); a protect command not sent is due
 // again with the pins as they are, unless a newer one is.
 func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
@@ -355,7 +356,8 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 				if ns.regGen != reg {
 					m.putBackAfterRegistrationLocked(ns, rest)
 				} else {
-					ns.queue = append(append([]*pb.NodeCommand(nil), rest...), ns.queue...)
+					rest = m.dropResentPrefetchCmdsLocked(ns, slices.Clone(rest))
+					ns.queue = append(rest, ns.queue...)
 				}
 				m.mu.Unlock()
 				return

@@ -131,6 +131,10 @@ type pendingFill struct {
 	// last report's), 0 when none: a registration listing more shows the
 	// node wrote to it since, whatever the clocks say (lostPrefetchesLocked).
 	partial int64
+	// cmd: the PrefetchCommand last queued for the order; a copy of
+	// before it that a stream's sender could not send is not put back
+	// (dropResentPrefetchCmdsLocked).
+	cmd *pb.NodeCommand
 }
 
 // partialOf is the stored bytes of ns's partial of title in its last

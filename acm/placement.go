@@ -35,11 +35,12 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	if _, err := m.makeRoomLocked(ns, t, now, true, 0); err != nil {
 		return err
 	}
-	if !ns.push(prefetchCmd(t.ID)) {
+	cmd := prefetchCmd(t.ID)
+	if !ns.push(cmd) {
 		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
 	}
 	ns.setTitle(t.ID, &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true})
-	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes, partial: ns.partialOf(t.ID)}
+	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes, partial: ns.partialOf(t.ID), cmd: cmd}
 	ns.diskFree -= t.SizeBytes
 	_ = m.sched.SetReplica(id, t.ID, true, t.SizeBytes)
 	m.log.Info("prefetch ordered", "node", id, "title", t.ID, "size_bytes", t.SizeBytes)

@@ -185,3 +185,65 @@ func TestFailedPrefetchOfACommandBatchNotPutBack(t *testing.T) {
 		t.Fatalf("queue %v: the prefetch of t3, failed at the registration, put back for the node", ns.queue)
 	}
 }
+
+// A prefetch the old stream's sender had taken and could not send, its
+// order still pending at the node's registration, reaches the node once:
+// the registration sends it again (lost with the old stream:
+// lostPrefetchesLocked), and the copy the old sender puts back is
+// dropped. Both went to the new stream, the order reaching the node
+// twice, whether the put-back came before or after the new stream's
+// sender sent the registration's.
+func TestPrefetchOfACommandBatchPutBackReachesTheNodeOnce(t *testing.T) {
+	for _, newFirst := range []bool{false, true} {
+		name := "put back before the new stream sends"
+		if newFirst {
+			name = "put back after the new stream sent"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+			ctx := context.Background()
+			reg := func() {
+				t.Helper()
+				if _, err := e.nc.Register(ctx, &pb.RegisterRequest{NodeId: "n", RtspAddr: "127.0.0.1:7001",
+					Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: 1 << 40}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reg() // no heartbeat stream yet: its commands wait in the queue
+			if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil {
+				t.Fatal(err)
+			}
+			ns := e.m.nodes["n"]
+			st, done := e.holdCommands(ns) // takes the prefetch, never sends it
+			reg()
+			var got []*pb.NodeCommand // what the node is sent from the new stream
+			if newFirst {
+				e.m.mu.Lock()
+				got = takeDue(ns)
+				e.m.mu.Unlock()
+			}
+			close(st.release)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the old stream's sender did not end")
+			}
+			e.m.mu.Lock()
+			got = append(got, takeDue(ns)...)
+			pending := ns.pending["t3"] != nil
+			e.m.mu.Unlock()
+			if !pending {
+				t.Fatal("the prefetch of t3 no longer ordered after the registration")
+			}
+			n := 0
+			for _, c := range got {
+				if c.GetPrefetch().GetTitleId() == "t3" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("commands for the new stream %v: the prefetch of t3 %d times, want once", got, n)
+			}
+		})
+	}
+}

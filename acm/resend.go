@@ -31,7 +31,9 @@ import (
 //     again now, its order timeout starting over, instead of failing at
 //     that timeout and waiting for a retry. A node given it twice joins
 //     the fill it has (vodnode's store), so a copy of the command still on
-//     its way down the old stream does no harm.
+//     its way down the old stream does no harm; a copy the old stream's
+//     sender had taken and could not send is not put back
+//     (dropResentPrefetchCmdsLocked).
 func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, now time.Time) []*pb.FillFailure {
 	if len(ns.pending) == 0 {
 		return nil
@@ -62,10 +64,11 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 				Reason: fmt.Sprintf("its fill stopped with the node, which registered again keeping %d of %d bytes (the retry resumes from them)", pt.GetStoredBytes(), pt.GetSizeBytes())})
 			continue
 		}
-		if !ns.push(prefetchCmd(id)) {
+		cmd := prefetchCmd(id)
+		if !ns.push(cmd) {
 			continue // queue full: it fails at the order timeout, as before
 		}
-		p.at, p.partial = now, partials[id].GetStoredBytes()
+		p.at, p.partial, p.cmd = now, partials[id].GetStoredBytes(), cmd
 		m.log.Info("prefetch sent again: the node registered again without it (lost with its old heartbeat stream)", "node", ns.id, "title", id)
 	}
 	return failed
@@ -97,13 +100,36 @@ func (m *Manager) dropFailedPrefetchCmdsLocked(ns *nodeState, cmds []*pb.NodeCom
 // registration had taken and could not send (mu held), protect commands
 // taken out (the registration's pins, or the pins as they are, go first:
 // sendCommands). The prefetches whose order the registration ended are
-// dropped (dropFailedPrefetchCmdsLocked); the others go back to the front
-// of the queue.
+// dropped (dropFailedPrefetchCmdsLocked), and so are those it sent again
+// (dropResentPrefetchCmdsLocked); the others go back to the front of the
+// queue.
 func (m *Manager) putBackAfterRegistrationLocked(ns *nodeState, rest []*pb.NodeCommand) {
-	rest = m.dropFailedPrefetchCmdsLocked(ns, slices.Clone(rest))
+	rest = m.dropResentPrefetchCmdsLocked(ns, m.dropFailedPrefetchCmdsLocked(ns, slices.Clone(rest)))
 	if len(rest) == 0 {
 		return
 	}
 	ns.queue = append(rest, ns.queue...)
 	ns.signal() // the new stream's sender may be waiting already
+}
+
+// dropResentPrefetchCmdsLocked takes out of cmds, commands a stream's
+// sender had taken and could not send, the PrefetchCommands whose order
+// was queued again since (mu held): at the node's registration, as lost
+// with its old stream (lostPrefetchesLocked), or after the eviction of a
+// stale copy (prefetchAfterStaleLocked). That later command is the one
+// the node gets: put back too, the order reached the node twice. It
+// returns what is left of cmds (edited in place).
+func (m *Manager) dropResentPrefetchCmdsLocked(ns *nodeState, cmds []*pb.NodeCommand) []*pb.NodeCommand {
+	return slices.DeleteFunc(cmds, func(c *pb.NodeCommand) bool {
+		p := c.GetPrefetch()
+		if p == nil {
+			return false
+		}
+		o := ns.pending[p.GetTitleId()]
+		if o == nil || o.cmd == nil || o.cmd == c {
+			return false
+		}
+		m.log.Info("prefetch command not put back: its order was sent again since", "node", ns.id, "title", p.GetTitleId())
+		return true
+	})
 }

@@ -175,11 +175,12 @@ func (m *Manager) prefetchAfterStaleLocked(ns *nodeState, title string, now time
 		return
 	}
 	ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
-	if !ns.push(prefetchCmd(title)) {
+	cmd := prefetchCmd(title)
+	if !ns.push(cmd) {
 		// Its order timeout fails it, to be retried after backoff.
 		m.log.Warn("prefetch not sent again after the stale copy's eviction: command queue full", "node", ns.id, "title", title)
 		return
 	}
-	p.at, p.partial = now, ns.partialOf(title)
+	p.at, p.partial, p.cmd = now, ns.partialOf(title), cmd
 	m.log.Info("prefetch sent again after the stale copy's eviction: the node fills the current version", "node", ns.id, "title", title)
 }
