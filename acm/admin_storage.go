@@ -129,7 +129,10 @@ func sortFills(fs []*pb.Fill) {
 // ALREADY_EXISTS when the
 // node holds, fills or was
 // ordered to fill it, or it is queued there and still waits (with no
-// node: when every node in service does, or the node chosen has it queued),
+// node: when every node in service does, or it is queued on a node: that
+// node is taken as if named, so it is ordered there when a slot is free
+// now, never placed on a second node; naming another node orders it
+// there as well),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
@@ -151,16 +154,31 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	defer m.opMu.Unlock()
 	unlock := m.lockBetweenPlans()
 	now := m.now()
-	id := req.GetNodeId()
+	id, queuedAt := req.GetNodeId(), ""
 	if id == "" {
-		var err error
-		if id, err = m.chooseNodeLocked(t, now); err != nil {
-			unlock()
-			return nil, err
+		// Queued on a node already: ordered there, as if the operator
+		// had named that node, not placed on a second one.
+		if id = m.queuedNodeLocked(t.ID); id != "" {
+			queuedAt = id
+		} else {
+			var err error
+			if id, err = m.chooseNodeLocked(t, now); err != nil {
+				unlock()
+				return nil, err
+			}
 		}
 	}
 	wait := m.prefetchWaitLocked(id)
 	ns, err := m.prefetchCheckLocked(id, t)
+	if queuedAt != "" && (err != nil || wait != "") {
+		why := wait
+		if err != nil {
+			why = status.Convert(err).Message()
+		}
+		err = m.queuedAlreadyLocked(id, t.ID, why, now)
+		unlock()
+		return nil, status.Errorf(codes.AlreadyExists, "%s (name another NODE to prefetch it there as well)", status.Convert(err).Message())
+	}
 	if err == nil && wait != "" {
 		// Queued there already: one entry, refused as a duplicate of a
 		// prefetch ordered there is (a slot free now orders it instead).

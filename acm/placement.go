@@ -115,6 +115,23 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 		title, id, max(now.Sub(since), 0).Round(time.Second), counted(queued, "prefetch", "prefetches"), wait)
 }
 
+// queuedNodeLocked returns the node where the operator's prefetch of
+// title is queued (smm.FillQueued: waiting for a fill slot or an origin
+// channel; the first by id if on several), "" when none or without the
+// Replicator (mu held).
+func (m *Manager) queuedNodeLocked(title string) string {
+	if m.rep == nil {
+		return ""
+	}
+	node := ""
+	for _, f := range m.rep.Fills() {
+		if f.Title == title && f.State == smm.FillQueued && (node == "" || f.Node < node) {
+			node = f.Node
+		}
+	}
+	return node
+}
+
 // queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's
 // prefetch of t on ns (mu held, with the Replicator) when its room could
 // not be made now with the operator's prefetches already queued there

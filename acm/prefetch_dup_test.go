@@ -63,3 +63,39 @@ func TestPrefetchQueuedTwiceIsAlreadyExists(t *testing.T) {
 		t.Fatalf("t1 prefetched %d times, want once", k)
 	}
 }
+
+// A prefetch naming no node of a title the operator's prefetch waits
+// queued for on a node (at its fill limit) is refused ALREADY_EXISTS, as
+// one naming that node is, saying where it is queued: the manager placed
+// it on a second node (the one it chose), fetching the title twice.
+// Naming another node still orders it there.
+func TestPrefetchWithNoNodeOfATitleQueuedIsAlreadyExists(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.Replicator.MaxFillsPerNode = 1
+	})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 2_500_000})
+	n1.waitCommand(t, "prefetch hot", 1)
+	ctx := context.Background()
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil || !strings.Contains(ack.GetMessage(), "queued") {
+		t.Fatalf("prefetch: %v %v, want it queued", ack, err)
+	}
+	// A second node, with room to spare: the one the manager would choose.
+	e.startSimNode("n2", storageTitles, simOpts{disk: 5_000_000})
+	ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "already queued") || !strings.Contains(err.Error(), `node "n1"`) {
+		t.Fatalf("prefetch of t1 naming no node while queued on n1: %v %v, want AlreadyExists saying it is queued on n1", ack, err)
+	}
+	if f := e.fill("n2", "t1"); f != nil {
+		t.Fatalf("fill of t1 on n2 %+v, want none", f)
+	}
+	if f := e.fill("n1", "t1"); f == nil || f.State != "queued" {
+		t.Fatalf("fill of t1 on n1 %+v, want queued", f)
+	}
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n2"}); err != nil || ack.GetNodeId() != "n2" {
+		t.Fatalf("prefetch of t1 naming n2: %v %v, want it ordered or queued there", ack, err)
+	}
+	if f := e.fill("n2", "t1"); f == nil {
+		t.Fatal("no fill of t1 on n2 after a prefetch naming n2")
+	}
+}

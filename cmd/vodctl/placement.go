@@ -92,7 +92,8 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"Not held to the off-peak window. On a node with max_fills_per_node fills in progress, or while\n" +
 			"fills take every origin channel, it is queued (vodctl fills: queued) and ordered at the first\n" +
 			"plan with a slot; the same prefetch again meanwhile is refused (already queued), as one already\n" +
-			"ordered there is. The order is kept in the manager's store until carried out (6 hours at most),\n" +
+			"ordered there is, and so is one without NODE (another NODE named orders it there as well).\n" +
+			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
 			"so a restarted manager or the standby taking over orders it again; vodctl evict TITLE NODE\n" +
 			"cancels it. A failed fill is retried with backoff, 10 attempts in all.",
 	}[verb]
