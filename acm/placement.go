@@ -331,9 +331,12 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 }
 
 // inUseWhy says what keeps title in use on ns (mu held), for an
-// eviction refused: the sessions of it there the manager knows, viewers
-// admitted and on their way apart (the node's count of its sessions when
-// the manager knows none), and its fill.
+// eviction refused: the sessions of it playing there, viewers admitted
+// and on their way apart, and its fill. The sessions playing are this
+// manager's and, when the node's count of them (its last report) is more
+// than those with the viewers admitted there, the others it counts:
+// sessions this manager does not know (another manager's, in a pair
+// sharing the nodes), said so.
 func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle) string {
 	admitted, playing := 0, 0
 	for _, s := range ns.sessions {
@@ -345,11 +348,17 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle) string {
 			playing++
 		}
 	}
-	if admitted == 0 && playing == 0 {
-		playing = int(st.GetSessions())
-	}
+	// The node's count beyond the sessions this manager knows there (an
+	// admitted viewer may have started already): another manager's.
+	others := int(st.GetSessions()) - playing - admitted
 	var why []string
-	if playing > 0 {
+	switch {
+	case others > 0 && playing > 0:
+		why = append(why, fmt.Sprintf("has %d sessions playing (%d this manager's: vodctl sessions; %d more by the node's report: another manager's)",
+			playing+others, playing, others))
+	case others > 0:
+		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (another manager's)", others, plural(others, "session")))
+	case playing > 0:
 		why = append(why, fmt.Sprintf("has %d %s playing (vodctl sessions)", playing, plural(playing, "session")))
 	}
 	if admitted > 0 {
