@@ -276,7 +276,10 @@ func (m *Manager) dropNodeLocked(id string, now time.Time) (commands, fills, hol
 	}
 	if ns := m.nodes[id]; ns != nil {
 		commands = len(ns.queue)
-		ns.queue = nil
+		if ns.pins != nil {
+			commands++ // its pins, due
+		}
+		ns.queue, ns.pins = nil, nil
 		ns.streamGen++ // its stream's reports are refused (ABORTED) from now
 		ns.stopStream()
 		ns.wakeReportWaiters()
