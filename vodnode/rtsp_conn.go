@@ -265,7 +265,10 @@ func (c *rtspConn) refuseAndClose(fe *rtspwire.FramingError) {
 }
 
 // write sends res, echoing the request's CSeq (none for a request with
-// several).
+// several), once the streams of the connection's sessions the node is
+// aborting have written what they had to (awaitAborts): whatever the
+// request (a TEARDOWN, a PLAY, a keepalive), its answer, 454 for such a
+// session, never precedes that session's RTCP BYE on the connection.
 func (c *rtspConn) write(res *base.Response, req *base.Request) error {
 	if res.Header == nil {
 		res.Header = base.Header{}
@@ -280,6 +283,7 @@ func (c *rtspConn) write(res *base.Response, req *base.Request) error {
 	if err != nil {
 		return err
 	}
+	c.awaitAborts()
 	_, err = c.cw.Write(b)
 	return err
 }
@@ -355,7 +359,8 @@ func (c *rtspConn) aborting() func() {
 // awaitAborts waits until the streams of the connection's sessions being
 // aborted (aborting) have written what they had to write, or failed to,
 // up to twice the writer's timeout (each of their writes gives up within
-// one, and a writer failed fails the rest at once).
+// one, and a writer failed fails the rest at once); write calls it before
+// every answer.
 func (c *rtspConn) awaitAborts() {
 	c.abortMu.Lock()
 	quiet := c.quiet
@@ -368,7 +373,7 @@ func (c *rtspConn) awaitAborts() {
 	select {
 	case <-quiet:
 	case <-t.C:
-		c.n.log.Warn("an aborted session's writes still pending: TEARDOWN answered", "remote", c.remote)
+		c.n.log.Warn("an aborted session's writes still pending: request answered", "remote", c.remote)
 	}
 }
 

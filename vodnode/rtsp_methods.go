@@ -155,18 +155,18 @@ func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// teardown answers TEARDOWN: the session ends. The answer waits for the
-// writes still to come of the connection's sessions the node aborted
-// (awaitAborts): one it ended on the manager's order just before (the
-// TEARDOWN then answered 454, or 200 when it ended the session first)
-// may still be writing its RTCP BYE, or a packet of its play, which must
-// not follow the answer (the client is done with the session then).
+// teardown answers TEARDOWN: the session ends. The answer, as every
+// answer (rtspConn.write), waits for the writes still to come of the
+// connection's sessions the node aborted (awaitAborts): one it ended on
+// the manager's order just before (the TEARDOWN then answered 454, or
+// 200 when it ended the session first) may still be writing its RTCP
+// BYE, or a packet of its play, which must not follow the answer (the
+// client is done with the session then).
 func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 	s, _, err := c.sessionOf(req)
 	if err == nil {
 		c.n.endSession(s, "teardown", nil)
 	}
-	c.awaitAborts()
 	if err != nil {
 		return nil, err
 	}

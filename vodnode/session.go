@@ -92,9 +92,9 @@ func (n *Node) replaceSession(s, next *session) bool {
 // (with an RTCP BYE carrying reason when bye is set), releases its title
 // and bandwidth and, without a successor (next nil), spends its token and
 // reports ENDED. A BYE its stream writes on a goroutine of its own (the
-// connection's writer busy) holds back the answer to a TEARDOWN on s's
-// connection (rtspConn.aborting) from the moment s leaves the node's
-// sessions, which a TEARDOWN naming it then answers 454, until nothing
+// connection's writer busy) holds back every answer on s's connection
+// (rtspConn.aborting, rtspConn.write) from the moment s leaves the node's
+// sessions, which a request naming it then answers 454, until nothing
 // more of the stream is to be written.
 func (n *Node) finishSession(s *session, reason string, cause error, next *session, bye bool) bool {
 	n.mu.Lock()

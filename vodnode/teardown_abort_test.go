@@ -75,128 +75,148 @@ func (tc *testClient) readAll() <-chan wireItem {
 // but never played.
 func TestTeardownAnswerAfterAbortBye(t *testing.T) {
 	for _, kind := range []string{"mp2t", "es", "es-unplayed"} {
-		t.Run(kind, func(t *testing.T) {
-			entered, release := make(chan struct{}), make(chan struct{})
-			n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
-				n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
-				n.abortHook = func() {
-					close(entered)
-					<-release
-				}
-			})
-			sid := "teardown-abort-" + kind
-			tok := mint(t, sid, "sample-001", "node-1", "", time.Minute)
-			c := dialRTSP(t, n)
-			var id, url string
-			tracks := 2
-			switch kind {
-			case "mp2t":
-				url = nodeURL(n, tok, "sample-001")
-				id = c.play(url)
-				tracks = 1
-			default:
-				url = esURL(n, tok, "sample-001")
-				res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
-				if res.StatusCode != 200 {
-					t.Fatalf("SETUP video: %s", statusLine(res))
-				}
-				id = sessionID(res)
-				if res := c.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
-					t.Fatalf("SETUP audio: %s", statusLine(res))
-				}
-				if kind == "es" {
-					if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
-						t.Fatalf("PLAY: %s", statusLine(res))
-					}
-				}
+		t.Run(kind, func(t *testing.T) { answerAfterAbortBye(t, kind, "TEARDOWN") })
+	}
+}
+
+// TestAnswerAfterAbortBye: as TestTeardownAnswerAfterAbortBye for the
+// other requests a client may send on the session's connection as the
+// node aborts it (a PLAY, an OPTIONS or GET_PARAMETER keepalive): their
+// 454 came before the session's RTCP BYE, which the client then took for
+// a stray packet or never read; every answer on the connection waits for
+// it.
+func TestAnswerAfterAbortBye(t *testing.T) {
+	for _, method := range []string{"PLAY", "OPTIONS", "GET_PARAMETER"} {
+		for _, kind := range []string{"mp2t", "es"} {
+			t.Run(method+"/"+kind, func(t *testing.T) { answerAfterAbortBye(t, kind, method) })
+		}
+	}
+}
+
+// answerAfterAbortBye sends method, naming the session, on the
+// connection of a session of kind (mp2t, es, es-unplayed) over TCP as
+// the node aborts it, and checks that the answer, 454, comes after the
+// session's RTCP BYE per track, and nothing of the session after it.
+func answerAfterAbortBye(t *testing.T, kind, method string) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
+		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
+		n.abortHook = func() {
+			close(entered)
+			<-release
+		}
+	})
+	sid := "teardown-abort-" + kind
+	tok := mint(t, sid, "sample-001", "node-1", "", time.Minute)
+	c := dialRTSP(t, n)
+	var id, url string
+	tracks := 2
+	switch kind {
+	case "mp2t":
+		url = nodeURL(n, tok, "sample-001")
+		id = c.play(url)
+		tracks = 1
+	default:
+		url = esURL(n, tok, "sample-001")
+		res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+		if res.StatusCode != 200 {
+			t.Fatalf("SETUP video: %s", statusLine(res))
+		}
+		id = sessionID(res)
+		if res := c.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
+			t.Fatalf("SETUP audio: %s", statusLine(res))
+		}
+		if kind == "es" {
+			if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
+				t.Fatalf("PLAY: %s", statusLine(res))
 			}
-			if kind != "es-unplayed" {
-				c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				if _, _, err := c.frame(); err != nil {
-					t.Fatalf("first frame: %v", err)
-				}
-			}
-			ended := make(chan bool, 1)
-			go func() { ended <- n.endAdmission(sid, "ended by the manager (test)") }()
+		}
+	}
+	if kind != "es-unplayed" {
+		c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, _, err := c.frame(); err != nil {
+			t.Fatalf("first frame: %v", err)
+		}
+	}
+	ended := make(chan bool, 1)
+	go func() { ended <- n.endAdmission(sid, "ended by the manager (test)") }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session was not aborted")
+	}
+	// The session has left the node; its stream not aborted yet.
+	// The client's TEARDOWN comes, and is handled: answered, or
+	// waiting for the session's writes.
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	wire := c.readAll()
+	req := method + " " + url + "/ RTSP/1.0\r\nCSeq: 99\r\nSession: " + id + "\r\n\r\n"
+	c.mu.Lock()
+	_, err := c.c.Write([]byte(req))
+	c.mu.Unlock()
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	var items []wireItem
+	answered := func() bool {
+		for {
 			select {
-			case <-entered:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the session was not aborted")
-			}
-			// The session has left the node; its stream not aborted yet.
-			// The client's TEARDOWN comes, and is handled: answered, or
-			// waiting for the session's writes.
-			c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			wire := c.readAll()
-			req := "TEARDOWN " + url + "/ RTSP/1.0\r\nCSeq: 99\r\nSession: " + id + "\r\n\r\n"
-			c.mu.Lock()
-			_, err := c.c.Write([]byte(req))
-			c.mu.Unlock()
-			if err != nil {
-				close(release)
-				t.Fatal(err)
-			}
-			var items []wireItem
-			answered := func() bool {
-				for {
-					select {
-					case it := <-wire:
-						items = append(items, it)
-						if it.status != 0 || it.err != nil {
-							return true
-						}
-						continue
-					default:
-					}
-					return false
+			case it := <-wire:
+				items = append(items, it)
+				if it.status != 0 || it.err != nil {
+					return true
 				}
+				continue
+			default:
 			}
-			for end := time.Now().Add(10 * time.Second); !answered() && !goroutineWaitingIn("vodnode.(*rtspConn).awaitAborts("); time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(end) {
-					close(release)
-					t.Fatal("the TEARDOWN was not handled")
-				}
-			}
-			close(release) // the stream's Abort
-			if !<-ended {
-				t.Fatal("no live session to end")
-			}
-			// Everything up to the answer, then what follows it: nothing
-			// (what is left is read at once).
-			answer := slices.IndexFunc(items, func(it wireItem) bool { return it.status != 0 })
-			for answer < 0 {
-				it, ok := <-wire
-				if !ok || it.err != nil {
-					t.Fatalf("no answer to the TEARDOWN: %v", it.err)
-				}
-				if items = append(items, it); it.status != 0 {
-					answer = len(items) - 1
-				}
-			}
-			c.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-			for it := range wire {
-				if it.err == nil {
-					items = append(items, it)
-				} else if !errors.Is(it.err, os.ErrDeadlineExceeded) {
-					t.Errorf("reading after the answer: %v", it.err)
-				}
-			}
-			status, byes := items[answer].status, 0
-			for _, it := range items[:answer] {
-				if it.bye {
-					byes++
-				}
-			}
-			after := items[answer+1:]
-			if status != base.StatusSessionNotFound {
-				t.Errorf("TEARDOWN answered %d, want 454", status)
-			}
-			if byes != tracks {
-				t.Errorf("%d RTCP BYEs before the answer, want %d", byes, tracks)
-			}
-			for _, it := range after {
-				t.Errorf("after the TEARDOWN's answer: channel %d (BYE %v)", it.channel, it.bye)
-			}
-		})
+			return false
+		}
+	}
+	for end := time.Now().Add(10 * time.Second); !answered() && !goroutineWaitingIn("vodnode.(*rtspConn).awaitAborts("); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			close(release)
+			t.Fatalf("the %s was not handled", method)
+		}
+	}
+	close(release) // the stream's Abort
+	if !<-ended {
+		t.Fatal("no live session to end")
+	}
+	// Everything up to the answer, then what follows it: nothing
+	// (what is left is read at once).
+	answer := slices.IndexFunc(items, func(it wireItem) bool { return it.status != 0 })
+	for answer < 0 {
+		it, ok := <-wire
+		if !ok || it.err != nil {
+			t.Fatalf("no answer to the %s: %v", method, it.err)
+		}
+		if items = append(items, it); it.status != 0 {
+			answer = len(items) - 1
+		}
+	}
+	c.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	for it := range wire {
+		if it.err == nil {
+			items = append(items, it)
+		} else if !errors.Is(it.err, os.ErrDeadlineExceeded) {
+			t.Errorf("reading after the answer: %v", it.err)
+		}
+	}
+	status, byes := items[answer].status, 0
+	for _, it := range items[:answer] {
+		if it.bye {
+			byes++
+		}
+	}
+	after := items[answer+1:]
+	if status != base.StatusSessionNotFound {
+		t.Errorf("%s answered %d, want 454", method, status)
+	}
+	if byes != tracks {
+		t.Errorf("%d RTCP BYEs before the answer, want %d", byes, tracks)
+	}
+	for _, it := range after {
+		t.Errorf("after the %s's answer: channel %d (BYE %v)", method, it.channel, it.bye)
 	}
 }
