@@ -91,7 +91,8 @@ func (n *Node) replaceSession(s, next *session) bool {
 // finishSession ends s once (false if it had ended): stops its stream
 // (with an RTCP BYE carrying reason when bye is set), releases its title
 // and bandwidth and, without a successor (next nil), spends its token and
-// reports ENDED. A BYE its stream writes on a goroutine of its own (the
+// reports ENDED (reportEnd: once nothing more of its stream is to be
+// written, so that bytes_sent has only what was). A BYE its stream writes on a goroutine of its own (the
 // connection's writer busy) holds back every answer on s's connection
 // (rtspConn.aborting, rtspConn.write) from the moment s leaves the node's
 // sessions, which a request naming it then answers 454, until nothing
@@ -127,7 +128,6 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 		f() // a test's hook: s gone from the node's sessions, its stream not aborted yet
 	}
 
-	var bytes int64
 	var quiet <-chan struct{}
 	switch {
 	case p != nil && bye:
@@ -140,12 +140,30 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	if written != nil {
 		whenClosed(quiet, written)
 	}
-	if p != nil {
-		bytes = p.BytesSent()
-	}
 	n.store.Release(s.t)
 	if s.conn != nil {
 		s.conn.forget(s)
+	}
+	at := time.Now()
+	if reason == "timeout" {
+		at = time.Unix(0, s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+	}
+	// The bytes are read, and the end reported, once nothing more of the
+	// stream is to be written (at once but for an abort whose BYE, or a
+	// packet of a play under way, waits for a busy connection writer, up
+	// to its timeout): a write that fails then is taken back from the
+	// stream's BytesSent, so that bytes_sent counts only what was written.
+	whenClosed(quiet, func() { n.reportEnd(s, p, reason, cause, next, at) })
+	return true
+}
+
+// reportEnd logs the end of s, whose playback p (nil: none) has written
+// all it will, and, without a successor (next nil), reports ENDED with
+// the bytes p sent, at at.
+func (n *Node) reportEnd(s *session, p player, reason string, cause error, next *session, at time.Time) {
+	var bytes int64
+	if p != nil {
+		bytes = p.BytesSent()
 	}
 	attrs := []any{"session", s.id, "sid", s.sid, "title", s.title, "reason", reason, "bytes", bytes}
 	if cause != nil {
@@ -153,16 +171,11 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	n.log.Info("session ended", attrs...)
 	if n.mgr != nil && next == nil {
-		at := time.Now()
-		if reason == "timeout" {
-			at = time.Unix(0, s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
-		}
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
 			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(),
 		})
 	}
-	return true
 }
 
 // whenClosed runs f once ch is closed: at once when it is (or is nil),

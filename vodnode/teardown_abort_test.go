@@ -12,11 +12,12 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 )
 
-// goroutineWaitingIn reports whether a goroutine's stack holds frame.
-func goroutineWaitingIn(frame string) bool {
+// goroutineWaitingIn reports whether a goroutine's stack holds frame,
+// and each of more.
+func goroutineWaitingIn(frame string, more ...string) bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, frame) {
+		if strings.Contains(g, frame) && !slices.ContainsFunc(more, func(f string) bool { return !strings.Contains(g, f) }) {
 			return true
 		}
 	}

@@ -305,8 +305,9 @@ func (s *ESStream) Close() {
 // play's goroutine has ended, after its last packet. Over UDP, whose
 // sends do not wait for a writer, Abort waits for the play to stop. The
 // BYEs, and a packet whose write waits, count in BytesSent once Abort
-// returns, as a packet queued for the connection does, so that the
-// session's end report has them (taken back if their write fails; the
+// returns, as a packet queued for the connection does, and are taken
+// back if their write fails: read once the channel returned is closed
+// (the session's end report is), BytesSent has them only if written (the
 // engine's BytesSent counts them once written). Nothing is sent for a
 // stream that had ended, unless its own BYEs (a failed play's) were still
 // to send: the abort's go instead; a stream never played sends each BYE

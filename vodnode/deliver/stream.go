@@ -477,8 +477,9 @@ func (s *Stream) Close() {
 // to the writer's timeout, rather than drop it (a connection that fails
 // or closes meanwhile fails the write, and the BYE is not sent). Abort
 // itself does not wait; the BYE counts in BytesSent once Abort returns
-// (as a packet queued for the connection does), so that the session's
-// end report has it, and is taken back there if its write fails; the
+// (as a packet queued for the connection does), and is taken back there
+// if its write fails: read once the channel returned is closed (the
+// session's end report is), BytesSent has it only if written. The
 // engine's BytesSent counts it once written, never taking bytes back.
 // Nothing is sent in RawUDP mode or for a stream that had ended, unless
 // its own BYE (endWithBye's) was still to send: this one goes instead.
