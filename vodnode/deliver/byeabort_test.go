@@ -57,7 +57,7 @@ func TestAbortWhileFailedFillByeDue(t *testing.T) {
 				byeDue = func() bool {
 					ms.mu.Lock()
 					defer ms.mu.Unlock()
-					return ms.byeTimer != nil
+					return ms.bye.pending()
 				}
 			case "es":
 				tracks = 2
@@ -75,7 +75,7 @@ func TestAbortWhileFailedFillByeDue(t *testing.T) {
 				byeDue = func() bool {
 					es.mu.Lock()
 					defer es.mu.Unlock()
-					return es.byeTimer != nil
+					return es.bye.pending()
 				}
 			}
 			defer st.Close()

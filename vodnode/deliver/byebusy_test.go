@@ -307,7 +307,7 @@ func TestEndOfTitleByeNotAfterNewPlay(t *testing.T) {
 			case <-time.After(10 * idleReportRetry):
 			}
 			st.mu.Lock()
-			pending := st.byeTimer != nil
+			pending := st.bye.pending()
 			st.mu.Unlock()
 			if pending {
 				t.Error("the BYE's timer still set")

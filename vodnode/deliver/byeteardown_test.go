@@ -170,7 +170,7 @@ func TestFailedFillByeNotAfterTeardown(t *testing.T) {
 				st = ms
 				byeDue = func() bool {
 					ms.mu.Lock()
-					retry := ms.byeTimer != nil
+					retry := ms.bye.pending()
 					ms.mu.Unlock()
 					return retry || goroutineIn("deliver.(*Stream).", "deliver.(*ConnWriter).Write(")
 				}
@@ -188,7 +188,7 @@ func TestFailedFillByeNotAfterTeardown(t *testing.T) {
 				st = es
 				byeDue = func() bool {
 					es.mu.Lock()
-					retry := es.byeTimer != nil
+					retry := es.bye.pending()
 					es.mu.Unlock()
 					return retry || goroutineIn("deliver.(*ESStream).run(", "deliver.(*ConnWriter).Write(")
 				}

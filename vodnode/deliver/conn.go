@@ -34,6 +34,11 @@ type ConnWriter struct {
 	pending []byte
 	err     error
 
+	// offers wait for the writer's next write (Offer); guarded by cmu,
+	// taken under mu (mu, then cmu).
+	cmu    sync.Mutex
+	offers []*Offer
+
 	// async: a goroutine (run) writes the queue (TLS connections).
 	async    bool
 	kick     chan struct{} // cap 1: the queue has bytes
@@ -82,8 +87,9 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 // it is the error a stream ends with when its connection stays full.
 var ErrQueueFull = errors.New("deliver: connection send queue full (slow client)")
 
-// Write writes b after whatever is queued, blocking until done or the
-// timeout; used for RTSP responses. A failed write fails the writer.
+// Write writes b after whatever is queued (and the offers waiting,
+// Offer), blocking until done or the timeout; used for RTSP responses. A
+// failed write fails the writer.
 func (w *ConnWriter) Write(b []byte) (int, error) {
 	if w.async {
 		return w.writeAsync(b)
@@ -93,6 +99,7 @@ func (w *ConnWriter) Write(b []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	w.takeOffersLocked()
 	w.c.SetWriteDeadline(time.Now().Add(w.timeout))
 	defer w.c.SetWriteDeadline(time.Time{})
 	if len(w.pending) > 0 {
@@ -109,9 +116,10 @@ func (w *ConnWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// TryWrite writes b without blocking: it returns false, writing nothing,
-// when the writer is busy (a response is being written) or its queue cannot
-// take b; true when b was written or queued whole. An error means the
+// TryWrite writes b without blocking: it returns false, writing nothing
+// of b, when the writer is busy (a response is being written) or its
+// queue cannot take b; true when b was written or queued whole. The
+// offers waiting (Offer) go first, whatever b's fate. An error means the
 // connection failed.
 func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	if !w.mu.TryLock() {
@@ -121,6 +129,7 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	if w.err != nil {
 		return false, w.err
 	}
+	w.takeOffersLocked()
 	if w.async {
 		if w.inflight+len(w.pending)+len(b) > w.limit {
 			return false, nil
@@ -201,6 +210,7 @@ func (w *ConnWriter) writeAsync(b []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	w.takeOffersLocked()
 	w.enqueueLocked(b)
 	end := w.queued
 	timer := time.AfterFunc(w.timeout, func() {

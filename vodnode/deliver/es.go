@@ -178,8 +178,7 @@ type ESStream struct {
 	play    *esPlay // the current play's clock and queue
 
 	fillWait atomic.Bool // the play waits for the title's fill (WaitingForFill)
-	byeTimer *time.Timer // the BYEs still to send, of the end of the title or of a play that failed (byeLocked, byeLaterLocked); nil: none; s.mu
-	byeDone  func()      // runs once byeTimer's BYEs went, were given up or cancelled (byeLocked); nil: nothing; s.mu
+	bye      byeDue      // the BYEs still to send, of the end of the title or of a play that failed (byeLocked); s.mu
 
 	bytes atomic.Int64
 
@@ -222,7 +221,7 @@ func (s *ESStream) Resume() {
 	if s.ended {
 		return
 	}
-	s.cancelByeLocked()
+	s.bye.cancel()
 	if s.cancel != nil {
 		if s.play != nil && s.play.release(time.Now()) { // a pause, or the stop, ends: on from the next packet
 			s.reportAtOnceLocked()
@@ -281,7 +280,7 @@ func (s *ESStream) SetScale(float64) float64 { return 1 }
 func (s *ESStream) Close() {
 	s.mu.Lock()
 	s.ended, s.closed = true, true
-	s.cancelByeLocked()
+	s.bye.cancel()
 	s.mu.Unlock()
 	s.stop()
 }
@@ -320,9 +319,13 @@ func (s *ESStream) Close() {
 // a TEARDOWN only then, so that nothing of the stream follows the answer.
 func (s *ESStream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
-	ended := s.ended && s.byeTimer == nil // told, or never to be
-	s.ended, s.closed = true, true        // sendUnit sends nothing more
-	s.cancelByeLocked()                   // this BYE goes instead
+	ended := s.ended && !s.bye.pending() // told, or never to be
+	s.ended, s.closed = true, true       // sendUnit sends nothing more
+	// This BYE goes instead of one due, unless the writer had taken
+	// that one already: told.
+	if s.bye.cancel() {
+		ended = true
+	}
 	cancel, done := s.cancel, s.done
 	s.cancel, s.done, s.reading, s.play = nil, nil, nil, nil
 	s.mu.Unlock()

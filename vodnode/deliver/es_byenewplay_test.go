@@ -122,7 +122,7 @@ func TestESEndOfTitleByeNotAfterNewPlay(t *testing.T) {
 			case <-time.After(10 * idleReportRetry):
 			}
 			st.mu.Lock()
-			pending := st.byeTimer != nil
+			pending := st.bye.pending()
 			st.mu.Unlock()
 			if pending {
 				t.Error("the BYEs' timer still set")

@@ -50,7 +50,7 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	// A PLAY's seek: the end-of-title BYE of the play before, not sent
 	// yet, is not sent now; it would follow this PLAY's response and end
 	// the client's new play (RFC 3550 §6.6).
-	s.cancelByeLocked()
+	s.bye.cancel()
 	ck = clockOf{idx: idx, bitrate: s.cfg.Bitrate}
 	if npt >= 0 {
 		s.pos, s.seekTo, s.fromNPT = 0, -1, -1

@@ -308,82 +308,42 @@ func (s *ESStream) endOfTitleByeLocked() {
 }
 
 // byeLocked sends bye, per track the compound RTCP packet of a BYE ending
-// a play: over UDP ByeDelay later, after the last RTP packets; otherwise
-// at once, or, for the tracks whose BYE the connection's writer cannot
-// take then over TCP (busy writing a response, or its queue full), tried
-// again until it can (byeLaterLocked), as Stream.byeLocked does. done,
-// when not nil, runs on a goroutine of its own once the BYEs went, were
-// given up or were cancelled (cancelByeLocked). s.mu held.
+// a play: over UDP ByeDelay later, after the last RTP packets; over TCP
+// handed, in track order, to the connection's writer, which takes them at
+// once when free, else before its next write, whoever makes it, as
+// Stream.byeLocked does (byeDue.offered). A PLAY's Seek, Resume, Close or
+// Abort cancel them (byeDue.cancel): they never follow the response to
+// a PLAY that plays the title again, nor a TEARDOWN's. done, when not
+// nil, runs on a goroutine of its own once the BYEs went, were given up
+// or were cancelled. s.mu held.
 func (s *ESStream) byeLocked(bye [2][]byte, done func()) {
-	s.cancelByeLocked()
-	if s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0 {
-		s.byeLaterLocked(bye, s.e.ByeDelay, time.Time{}, done)
+	s.bye.cancel()
+	switch {
+	case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
+		s.bye.later(&s.mu, s.e.ByeDelay, func() { s.sendRTCP(bye, false) }, done)
 		return
-	}
-	if left, some := unsentRTCP(bye, s.sendRTCP(bye, false)); some && s.cfg.Mode == RTPTCP {
-		s.byeLaterLocked(left, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout), done)
-		return
+	case s.cfg.Mode == RTPTCP:
+		var frames []byte
+		for i, b := range bye {
+			if b != nil {
+				frames = appendFrame(frames, uint8(s.cfg.Channel[i]+1), b)
+			}
+		}
+		if len(frames) > 0 {
+			s.bye.offered(&s.mu, s.cfg.Conn, frames, time.Now().Add(s.cfg.Conn.timeout), s.countSent, done)
+			return
+		}
+	default:
+		s.sendRTCP(bye, false)
 	}
 	if done != nil {
 		go done()
 	}
 }
 
-// byeLaterLocked sends the BYEs bye (per track) after d, and then, over
-// TCP, those the connection's writer could not take tried again every
-// idleReportRetry until they go or, past until (the writer's
-// blocking-write timeout), the client is taken to be not reading (its
-// RTSP connection then ends the session). Those of the end of the title
-// are sent only while the stream still waits at the end of the same
-// play, and any only until the stream is closed: a PLAY's Seek, Resume,
-// Close or Abort cancel them (cancelByeLocked) and stop the timer. Each
-// try holds s.mu, so that nothing of a new play, and no Close, can go
-// between its check and the BYEs, and does not block (TryWrite). done,
-// when not nil, runs on a goroutine of its own once they went, were given
-// up or were cancelled. s.mu held.
-func (s *ESStream) byeLaterLocked(bye [2][]byte, d time.Duration, until time.Time, done func()) {
-	s.cancelByeLocked()
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.byeTimer != t || s.closed || s.cancel != nil {
-			return // cancelled (done ran then), or played again
-		}
-		s.byeTimer, s.byeDone = nil, nil
-		left, some := unsentRTCP(bye, s.sendRTCP(bye, false))
-		if some && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
-			s.byeLaterLocked(left, idleReportRetry, until, done)
-			return
-		}
-		if done != nil {
-			go done()
-		}
-	})
-	s.byeTimer, s.byeDone = t, done
-}
-
-// cancelByeLocked drops the BYEs still to send, if any (byeLaterLocked),
-// stops their timer and runs their done, on a goroutine of its own. s.mu
-// held.
-func (s *ESStream) cancelByeLocked() {
-	if s.byeTimer != nil {
-		s.byeTimer.Stop()
-		s.byeTimer = nil
-	}
-	if done := s.byeDone; done != nil {
-		s.byeDone = nil
-		go done()
-	}
-}
-
-// unsentRTCP returns the packets of pkts that sendRTCP did not send
-// (went false), and whether there is any.
-func unsentRTCP(pkts [2][]byte, went [2]bool) (left [2][]byte, some bool) {
-	for i, b := range pkts {
-		if b != nil && !went[i] {
-			left[i], some = b, true
-		}
-	}
-	return left, some
+// countSent counts n bytes sent for the stream, in its BytesSent and the
+// engine's.
+func (s *ESStream) countSent(n int64) {
+	s.bytes.Add(n)
+	s.e.bytesSent.Add(n)
 }

@@ -332,11 +332,11 @@ func abortByePacket(ssrc uint32, reason string) []byte {
 // tells its client with an RTCP BYE carrying bye, as endOfTitle tells it
 // the end of the title (byeLocked): over UDP after Engine.ByeDelay, so
 // that the BYE follows the last RTP packets; over TCP at once, or, when
-// the connection's writer cannot take it then (busy with a response, or
-// its queue full), tried again until it can. Each try holds s.mu, and a
-// Close or Abort (the session ended otherwise: a TEARDOWN) cancels the
-// BYE still to send: it is written before the TEARDOWN's response, or not
-// at all. OnEnd is called once the BYE went (so that BytesSent, which the
+// the connection's writer cannot take it then (busy with a response or
+// another session's packets, or its queue full), before the writer's
+// next write. A Close or Abort (the session ended otherwise: a TEARDOWN)
+// cancels the BYE still to send: it is written before the TEARDOWN's
+// response, or not at all. OnEnd is called once the BYE went (so that BytesSent, which the
 // session reports, counts it), was given up or cancelled. s.mu held.
 func (s *Stream) endWithBye(reason EndReason, err error, bye string) {
 	s.state = stateEnded
@@ -354,79 +354,47 @@ func (s *Stream) endWithBye(reason EndReason, err error, bye string) {
 }
 
 // byeLocked sends b, the compound RTCP packet of a BYE ending a play (nil:
-// none): over UDP ByeDelay later (byeLaterLocked), after the last RTP
-// packets; otherwise at once, or, over TCP when the connection's writer
-// cannot take it then, tried again until it can (byeLaterLocked). done,
-// when not nil, runs on a goroutine of its own once b went, was given up
-// or was cancelled (cancelByeLocked). s.mu held.
+// none): over UDP ByeDelay later (byeDue.later), after the last RTP
+// packets; over TCP handed to the connection's writer (byeDue.offered),
+// which takes it at once when free, else before its next write, whoever
+// makes it (a response, another session's packets), up to the writer's
+// blocking-write timeout (past it the client is taken to be not reading:
+// its RTSP connection then ends the session). The BYE of the end of the
+// title is sent only while the stream still waits at the end of the same
+// play, and any only until the stream is closed: a PLAY's Seek, Resume,
+// Close, Abort or the stream's end cancel it (byeDue.cancel), and stop
+// its timer, which would otherwise keep the stream in memory; a play on
+// must not be followed by the BYE of the one before (the client would end
+// it, RFC 3550 §6.6), nor a TEARDOWN's response by a BYE: one the writer
+// took before the cancel goes before anything written after it. b is sent
+// as made: the sender report of the end of the title maps the RTP time of
+// the title's end to the wall clock it was reached at. done, when not
+// nil, runs on a goroutine of its own once b went, was given up or was
+// cancelled. s.mu held.
 func (s *Stream) byeLocked(b []byte, done func()) {
-	s.cancelByeLocked()
+	s.bye.cancel()
 	switch {
 	case b == nil:
 	case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
-		s.byeLaterLocked(b, s.e.ByeDelay, time.Time{}, done)
+		s.bye.later(&s.mu, s.e.ByeDelay, func() { s.sendControl(b) }, done)
 		return
-	case !s.sendControl(b):
-		s.byeLaterLocked(b, idleReportRetry, time.Now().Add(s.cfg.Conn.timeout), done)
+	case s.cfg.Mode == RTPTCP:
+		frame := appendFrame(nil, s.cfg.Channel+1, b) // the stream's RTCP, counted as over UDP and in emit
+		s.bye.offered(&s.mu, s.cfg.Conn, frame, time.Now().Add(s.cfg.Conn.timeout), s.countSent, done)
 		return
+	default:
+		s.sendControl(b)
 	}
 	if done != nil {
 		go done()
 	}
 }
 
-// byeLaterLocked sends the BYE b after d (byeLocked): over UDP ByeDelay
-// later, after the last RTP packets; over TCP when the connection's
-// writer could not take it at once (busy writing a response, e.g. a
-// keepalive's, or its queue full), tried again every idleReportRetry
-// until it goes or, past until (the writer's blocking-write timeout), the
-// client is taken to be not reading (its RTSP connection then ends the
-// session). The BYE of the end of the title is sent only while the
-// stream still waits at the end of the same play, and any only until the
-// stream is closed: a PLAY's Seek, Resume, Close, Abort or the stream's
-// end cancel it (cancelByeLocked), and stop its timer, which would
-// otherwise keep the stream in memory; a play on must not be followed by
-// the BYE of the one before (the client would end it, RFC 3550 §6.6),
-// nor a TEARDOWN's response by a BYE. Each try holds s.mu, so that
-// nothing of a new play, and no Close, can go between its check and the
-// BYE, and does not block (TryWrite). b is sent as made: the sender
-// report of the end of the title maps the RTP time of the title's end to
-// the wall clock it was reached at. done, when not nil, runs on a
-// goroutine of its own once b went, was given up or was cancelled. s.mu
-// held.
-func (s *Stream) byeLaterLocked(b []byte, d time.Duration, until time.Time, done func()) {
-	s.cancelByeLocked()
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.byeTimer != t || s.closed {
-			return // cancelled (done ran then), or another BYE due instead
-		}
-		s.byeTimer, s.byeDone = nil, nil
-		if !s.sendControl(b) && s.cfg.Mode == RTPTCP && time.Now().Before(until) {
-			s.byeLaterLocked(b, idleReportRetry, until, done)
-			return
-		}
-		if done != nil {
-			go done()
-		}
-	})
-	s.byeTimer, s.byeDone = t, done
-}
-
-// cancelByeLocked drops the BYE still to send, if any (byeLaterLocked),
-// stops its timer and runs its done, on a goroutine of its own. s.mu
-// held.
-func (s *Stream) cancelByeLocked() {
-	if s.byeTimer != nil {
-		s.byeTimer.Stop()
-		s.byeTimer = nil
-	}
-	if done := s.byeDone; done != nil {
-		s.byeDone = nil
-		go done()
-	}
+// countSent counts n bytes sent for the stream, in its BytesSent and the
+// engine's.
+func (s *Stream) countSent(n int64) {
+	s.bytes.Add(n)
+	s.e.bytesSent.Add(n)
 }
 
 // failed ends the stream for err, the error of reading its title

@@ -178,8 +178,7 @@ type Stream struct {
 	tsAdjust    uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
 	stopNPT     float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
 	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
-	byeTimer    *time.Timer // the BYE still to send, of the end of the title or of a play that failed (byeLocked, byeLaterLocked); nil: none
-	byeDone     func()      // runs once byeTimer's BYE went, was given up or cancelled (byeLocked); nil: nothing
+	bye         byeDue      // the BYE still to send, of the end of the title or of a play that failed (byeLocked)
 	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
 
 	bytes atomic.Int64
@@ -270,7 +269,7 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 	// A PLAY's seek: the end-of-title BYE of the play before, not sent
 	// yet, is not sent now; it would follow this PLAY's response and end
 	// the client's new play (RFC 3550 §6.6).
-	s.cancelByeLocked()
+	s.bye.cancel()
 	if s.state == statePlaying {
 		s.state = statePaused
 	}
@@ -319,7 +318,7 @@ func (s *Stream) Resume() {
 	if s.state == stateEnded {
 		return
 	}
-	s.cancelByeLocked()
+	s.bye.cancel()
 	s.state = statePlaying
 	s.anchored = false
 	s.parked = false
@@ -463,7 +462,7 @@ func (s *Stream) Close() {
 	defer s.mu.Unlock()
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
-	s.cancelByeLocked()
+	s.bye.cancel()
 }
 
 // Abort stops the stream for good without calling OnEnd (but as Close
@@ -490,10 +489,14 @@ func (s *Stream) Close() {
 // only then, so that the BYE does not follow the answer.
 func (s *Stream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
-	ended := s.state == stateEnded && s.byeTimer == nil // told, or never to be
+	ended := s.state == stateEnded && !s.bye.pending() // told, or never to be
 	s.state, s.closed = stateEnded, true
 	s.stopIdleReportLocked()
-	s.cancelByeLocked()
+	// This BYE goes instead of one due, unless the writer had taken
+	// that one already: told.
+	if s.bye.cancel() {
+		ended = true
+	}
 	s.mu.Unlock()
 	if ended || s.abortBye(reason) {
 		return closedChan
@@ -538,7 +541,7 @@ func (s *Stream) BytesSent() int64 { return s.bytes.Load() }
 // endOfTitle sends the final sender report and BYE (byeLocked: over UDP
 // ByeDelay later, after the last packets, which the shard flushes only
 // after this step; over TCP at once, or, when the connection's writer
-// cannot take it then, tried again until it can, which a PLAY's Seek,
+// cannot take it then, before its next write, which a PLAY's Seek,
 // Resume, Close or Abort meanwhile cancels) and leaves the stream paused
 // at the end, where a Seek can take it back (RFC 2326 §10.5: the session
 // lives on until TEARDOWN); OnEnd hears EndOfTitle. s.mu held.
@@ -556,7 +559,7 @@ func (s *Stream) finish(reason EndReason, err error) {
 	s.state = stateEnded
 	s.queued = false
 	s.stopIdleReportLocked()
-	s.cancelByeLocked()
+	s.bye.cancel()
 	if s.cfg.OnEnd != nil {
 		go s.cfg.OnEnd(reason, err)
 	}
