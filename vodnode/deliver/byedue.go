@@ -106,3 +106,10 @@ func (d *byeDue) offered(mu sync.Locker, w *ConnWriter, b []byte, until time.Tim
 	look()
 	d.done = done
 }
+
+// closedChan is a closed channel: nothing to wait for.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

@@ -519,13 +519,6 @@ func (s *Stream) Abort(reason string) <-chan struct{} {
 	return done
 }
 
-// closedChan is a closed channel: nothing to wait for.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
 // WaitingForFill reports whether the stream plays but has caught up with
 // its title's fill: it sends nothing until more bytes arrive (a client
 // then has nothing to answer with receiver reports).
