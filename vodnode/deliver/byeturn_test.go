@@ -219,3 +219,56 @@ func TestESEndOfTitleByeTakesItsTurnOnBusyWriter(t *testing.T) {
 	<-other
 	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
 }
+
+// TestAbortByeTakesItsTurnOnBusyWriter: over TCP, the BYE of an MP2T
+// stream aborted while its connection's writer is busy, written by
+// Abort's goroutine waiting for the writer, is sent while another
+// session on the same connection keeps the writer busy with its packets
+// past the writer's timeout: it waits its turn among their writes, not
+// for the writer to be free.
+func TestAbortByeTakesItsTurnOnBusyWriter(t *testing.T) {
+	clip := loadClip(t)
+	e := startEngine(t, false)
+	srv, cli := tcpPairBuf(t, 16<<10)
+	if err := srv.(*net.TCPConn).SetWriteBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer cli.Close()
+	const timeout = 2 * time.Second
+	cw := NewConnWriter(srv, 0, timeout)
+	client := readByeFrames(slowConn{cli})
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(clip), Mode: RTPTCP, Conn: cw, SSRC: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
+	cw.mu.Lock() // the other session's packet being written
+	var others atomic.Int64
+	stop := make(chan struct{})
+	other := busyWriter(t, cw, 3*timeout, stop, &others)
+	waitUntil(t, 5*time.Second, "the other session's write to wait", func() bool {
+		return goroutineIn("deliver.busyWriter", "deliver.(*ConnWriter).Write(")
+	})
+	written := st.Abort("evicted")
+	waitUntil(t, 5*time.Second, "the BYE's write to wait", func() bool {
+		return goroutineIn("deliver.(*Stream).Abort", "deliver.(*ConnWriter).Write(")
+	})
+	cw.mu.Unlock()
+	select {
+	case b := <-client.byes:
+		if b.reason != "evicted" {
+			t.Errorf("BYE %q, want %q", b.reason, "evicted")
+		}
+	case <-other:
+		t.Fatalf("no BYE while the other session wrote %d packets for %v", others.Load(), 3*timeout)
+	}
+	<-written
+	close(stop)
+	<-other
+	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
+}
