@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,35 +49,52 @@ func TestEvictRefusalNamesWhatUsesTheTitle(t *testing.T) {
 }
 
 // An operator's eviction refused for a title in use counts the sessions
-// the node's report says play it beyond those this manager knows there
-// (another manager's, in a pair sharing the nodes), and says whose they
-// are: it named this manager's sessions alone ("1 session playing" on a
-// node playing three).
+// the node's report says play it beyond those this manager knows there,
+// and says whose they may be: another manager's on a store two managers
+// share; on a manager of its own, which alone admits to its nodes,
+// sessions ending (the node's report came before their ENDED) or ended
+// by this manager while the node was cut off. It named this manager's
+// sessions alone ("1 session playing" on a node playing three), then
+// said "another manager's" on a manager of its own too.
 func TestEvictRefusalCountsTheSessionsOnlyTheNodeReports(t *testing.T) {
-	e := newManager(t, "", nil)
-	n := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{
-		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Sessions: 3}, // one this manager's, once started
-		{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Sessions: 2},
-	}})
-	evict := func(title string) string {
-		t.Helper()
-		_, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: title, NodeId: "n1"})
-		if status.Code(err) != codes.FailedPrecondition {
-			t.Fatalf("evict %s: %v, want FailedPrecondition", title, err)
+	for _, shared := range []bool{false, true} {
+		name, others := "own store", "ending, or ended by this manager while the node was cut off"
+		if shared {
+			name, others = "shared store", "another manager's"
 		}
-		return err.Error()
-	}
-	if msg := evict("t2"); !strings.Contains(msg, "has 2 sessions playing by the node's report (another manager's)") {
-		t.Errorf("evict of a title only another manager's sessions play: %q, want them counted as another manager's", msg)
-	}
-	a := e.admitOne("t1")
-	if msg := evict("t1"); !strings.Contains(msg, "has 2 sessions playing by the node's report (another manager's)") || !strings.Contains(msg, "1 viewer admitted") {
-		t.Errorf("evict of a title another manager's sessions play, this manager's viewer on its way: %q, want both", msg)
-	}
-	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	if msg := evict("t1"); !strings.Contains(msg, "has 3 sessions playing (1 this manager's: vodctl sessions; 2 more by the node's report: another manager's)") {
-		t.Errorf("evict of a title this manager's session and another's play: %q, want all three counted, whose said", msg)
+		t.Run(name, func(t *testing.T) {
+			var configure func(*Manager)
+			if shared {
+				open, _ := sharedRedis(t)
+				configure = onShared(open(), &countPlanner{}, time.Minute)
+			}
+			e := newManager(t, "", configure)
+			waitFor(t, 5*time.Second, "the planner lock", e.m.Leader)
+			n := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{
+				{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Sessions: 3}, // one this manager's, once started
+				{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000, Sessions: 2},
+			}})
+			evict := func(title string) string {
+				t.Helper()
+				_, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: title, NodeId: "n1"})
+				if status.Code(err) != codes.FailedPrecondition {
+					t.Fatalf("evict %s: %v, want FailedPrecondition", title, err)
+				}
+				return err.Error()
+			}
+			if msg, want := evict("t2"), "has 2 sessions playing by the node's report ("+others+")"; !strings.Contains(msg, want) {
+				t.Errorf("evict of a title only sessions this manager does not know play: %q, want %q", msg, want)
+			}
+			a := e.admitOne("t1")
+			if msg, want := evict("t1"), "has 2 sessions playing by the node's report ("+others+")"; !strings.Contains(msg, want) || !strings.Contains(msg, "1 viewer admitted") {
+				t.Errorf("evict of a title sessions this manager does not know play, this manager's viewer on its way: %q, want %q and the viewer", msg, want)
+			}
+			if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+				t.Fatal(err)
+			}
+			if msg, want := evict("t1"), "has 3 sessions playing (1 this manager's: vodctl sessions; 2 more by the node's report: "+others+")"; !strings.Contains(msg, want) {
+				t.Errorf("evict of a title this manager's session and others play: %q, want %q", msg, want)
+			}
+		})
 	}
 }

@@ -315,7 +315,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)
 	}
 	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
-		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st))
+		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st, m.lead != nil))
 	}
 	if m.pins.Pinned(id, title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
@@ -335,9 +335,11 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 // and on their way apart, and its fill. The sessions playing are this
 // manager's and, when the node's count of them (its last report) is more
 // than those with the viewers admitted there, the others it counts:
-// sessions this manager does not know (another manager's, in a pair
-// sharing the nodes), said so.
-func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle) string {
+// sessions this manager does not know, said to be another manager's when
+// shared (a store two managers share), else ending (the report came
+// before their ENDED) or ended by this manager while the node was cut off
+// (a manager of its own alone admits to its nodes).
+func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool) string {
 	admitted, playing := 0, 0
 	for _, s := range ns.sessions {
 		switch {
@@ -351,13 +353,17 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle) string {
 	// The node's count beyond the sessions this manager knows there (an
 	// admitted viewer may have started already): another manager's.
 	others := int(st.GetSessions()) - playing - admitted
+	whose := "ending, or ended by this manager while the node was cut off"
+	if shared {
+		whose = "another manager's"
+	}
 	var why []string
 	switch {
 	case others > 0 && playing > 0:
-		why = append(why, fmt.Sprintf("has %d sessions playing (%d this manager's: vodctl sessions; %d more by the node's report: another manager's)",
-			playing+others, playing, others))
+		why = append(why, fmt.Sprintf("has %d sessions playing (%d this manager's: vodctl sessions; %d more by the node's report: %s)",
+			playing+others, playing, others, whose))
 	case others > 0:
-		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (another manager's)", others, plural(others, "session")))
+		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (%s)", others, plural(others, "session"), whose))
 	case playing > 0:
 		why = append(why, fmt.Sprintf("has %d %s playing (vodctl sessions)", playing, plural(playing, "session")))
 	}
