@@ -222,7 +222,10 @@ func (m *Manager) protectedOn(node string) []string {
 // sendProtectLocked tells ns which titles its own eviction must never
 // remove (ProtectCommand) when that changed since the last command, and at
 // registration (register) whenever there are any (the node may have
-// restarted and lost them). The command goes in the node's pins slot
+// restarted and lost them) or this manager ever told it of some
+// (nodeState.pinsTold: the node keeps the last set it received, which a
+// protect command of none lost with a broken stream would leave it).
+// The command goes in the node's pins slot
 // (nodeState.pins), not in its bounded queue: it replaces a protect
 // command not yet sent (an older pin set), is never refused for a full
 // queue, and goes before the queued commands, so that at registration
@@ -231,7 +234,7 @@ func (m *Manager) protectedOn(node string) []string {
 // of those fills would otherwise know no pin). mu held.
 func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 	p := m.protectedOn(ns.id)
-	if slices.Equal(p, ns.protected) && !(register && len(p) > 0) {
+	if slices.Equal(p, ns.protected) && !(register && (len(p) > 0 || ns.pinsTold)) {
 		return
 	}
 	setPinsLocked(ns, p)
@@ -243,6 +246,7 @@ func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 func setPinsLocked(ns *nodeState, p []string) {
 	ns.pins = protectCmd(p)
 	ns.protected = p
+	ns.pinsTold = ns.pinsTold || len(p) > 0
 	ns.signal()
 }
 
