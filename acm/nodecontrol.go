@@ -355,9 +355,9 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 				}
 				if ns.regGen != reg {
 					m.putBackAfterRegistrationLocked(ns, rest)
-				} else {
-					rest = m.dropResentPrefetchCmdsLocked(ns, slices.Clone(rest))
+				} else if rest = m.dropResentPrefetchCmdsLocked(ns, slices.Clone(rest)); len(rest) > 0 {
 					ns.queue = append(rest, ns.queue...)
+					ns.signal() // a newer stream's sender may be waiting already
 				}
 				m.mu.Unlock()
 				return
