@@ -351,7 +351,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool) stri
 		}
 	}
 	// The node's count beyond the sessions this manager knows there (an
-	// admitted viewer may have started already): another manager's.
+	// admitted viewer may have started already): sessions it does not know.
 	others := int(st.GetSessions()) - playing - admitted
 	whose := "ending, or ended by this manager while the node was cut off"
 	if shared {
