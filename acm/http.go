@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
@@ -108,7 +109,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			countRequest(store.ProtoHTTP, nil)
 			w.Header().Set("Location", g.HTTPScheme+"://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
-			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Cache-Control", redirectCacheControl(m.TokenTTL))
 			w.WriteHeader(http.StatusFound)
 			return
 		}
@@ -167,6 +168,25 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	}
+}
+
+// redirectCacheControl is the Cache-Control of the front door's 302 to a
+// node: the redirect may be reused by the player that received it (private:
+// never by a shared cache) for as long as its token lets that viewer in at
+// the node, ttl (TokenTTL), whole seconds. A player that seeks in a
+// progressive title asks the URL it was given again with a Range:
+// ffmpeg (ffplay, mpv, ffprobe's duration probe) sends no credentials on
+// that request, and its retry after the 401 asks from byte 0, so that its
+// seek (or its probe of the title's end) read the start of the title
+// instead; with the redirect cached it goes to the node, whose token
+// needs no credentials. max-age comes first: ffmpeg reads the number at
+// a fixed place after the header's start.
+func redirectCacheControl(ttl time.Duration) string {
+	s := int64(ttl / time.Second)
+	if s <= 0 {
+		return "no-store"
+	}
+	return fmt.Sprintf("max-age=%d, private", s)
 }
 
 // userLimitBody is the text of the HTTP 429 of a subscriber at

@@ -42,7 +42,7 @@ func TestHTTPRedirects(t *testing.T) {
 	e := newManager(t, "", nil)
 	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
 	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound || res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+	if res.StatusCode != http.StatusFound || res.Header.Get("Cache-Control") != fmt.Sprintf("max-age=%d, private", int(e.m.TokenTTL/time.Second)) || res.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("ts: %d %v", res.StatusCode, res.Header)
 	}
 	c := e.tokenOf(res.Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
