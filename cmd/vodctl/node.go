@@ -43,11 +43,20 @@ func nodeCmd(g *globals) *cobra.Command {
 				}
 				req.Overload = &overload
 			}
-			if drain && undrain {
-				return fmt.Errorf("--drain and --undrain together")
+			// A flag given a value counts as given: --drain=false puts the
+			// node back in service as --undrain does (it was taken for no
+			// change, the node only shown, still draining), and
+			// --undrain=false drains it.
+			if cmd.Flags().Changed("drain") {
+				d := drain
+				req.Draining = &d
 			}
-			if drain || undrain {
-				req.Draining = &drain
+			if cmd.Flags().Changed("undrain") {
+				d := !undrain
+				if req.Draining != nil && *req.Draining != d {
+					return fmt.Errorf("--drain and --undrain together")
+				}
+				req.Draining = &d
 			}
 			if req.Weight == nil && req.Draining == nil && req.Overload == nil {
 				return g.showNode(args[0])
@@ -89,7 +98,7 @@ func nodeCmd(g *globals) *cobra.Command {
 	// "(default 100)", as if leaving it out set 100).
 	cmd.Flags().IntVar(&weight, "weight", 0, "scheduling weight, 0..65535 as in IPVS (0 = no new sessions, 100 = as the node announced); left as it is when not given")
 	cmd.Flags().Float64Var(&overload, "overload", 0, "utilization above which the node counts as overloaded, from the scheduler's normal limit (0.8 by default; the manager refuses less) to 1 (0 = the scheduler's default); left as it is when not given")
-	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions")
+	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions (--drain=false: as --undrain)")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd
 }

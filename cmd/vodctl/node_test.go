@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -101,5 +102,68 @@ func TestNodeWithoutChangeShowsIt(t *testing.T) {
 	// A change flag still changes it.
 	if _, err := run("node", "n2", "--undrain"); err != nil || sets.Load() != 1 {
 		t.Fatalf("node n2 --undrain: %v, %d SetNode calls", err, sets.Load())
+	}
+}
+
+// drainAdmin records the draining of the last SetNode it was asked.
+type drainAdmin struct {
+	nodeAdmin
+	draining *atomic.Pointer[bool]
+}
+
+func (a drainAdmin) SetNode(ctx context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	a.draining.Store(r.Draining)
+	return a.nodeAdmin.SetNode(ctx, r)
+}
+
+// vodctl node NODE --drain=false puts the node back in service as
+// --undrain does (it changed nothing: the node was only shown, still
+// draining, with exit status 0), --undrain=false drains it, and flags
+// that contradict each other are refused.
+func TestNodeDrainFlagValues(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := new(atomic.Int32)
+	draining := new(atomic.Pointer[bool])
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, drainAdmin{nodeAdmin{sets: sets}, draining})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	for _, tc := range []struct {
+		flags []string
+		want  string // draining asked: "true", "false", "none" (no SetNode), "error"
+	}{
+		{[]string{"--drain"}, "true"},
+		{[]string{"--drain=true"}, "true"},
+		{[]string{"--drain=false"}, "false"},
+		{[]string{"--undrain"}, "false"},
+		{[]string{"--undrain=false"}, "true"},
+		{[]string{"--drain=false", "--undrain"}, "false"},
+		{[]string{"--drain", "--undrain"}, "error"},
+		{[]string{"--drain=false", "--undrain=false"}, "error"},
+		{nil, "none"},
+	} {
+		draining.Store(nil)
+		before := sets.Load()
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", "", "node", "n2"}, tc.flags...))
+		err := cmd.Execute()
+		got := "none"
+		switch d := draining.Load(); {
+		case err != nil:
+			got = "error"
+		case sets.Load() != before && d != nil:
+			got = fmt.Sprint(*d)
+		case sets.Load() != before:
+			got = "SetNode without draining"
+		}
+		if got != tc.want {
+			t.Errorf("node n2 %v: draining %s, want %s (%v)\n%s", tc.flags, got, tc.want, err, out.String())
+		}
 	}
 }
