@@ -124,6 +124,9 @@ func TestSessionRequests(t *testing.T) {
 		{"clock range", c.do("PLAY", url+"/", "Session", id, "Range", "clock=20261130T150000Z-"), base.StatusNotImplemented},
 		{"unknown range format", c.do("PLAY", url+"/", "Session", id, "Range", "frames=10-"), base.StatusNotImplemented},
 		{"range without its start", c.do("PLAY", url+"/", "Session", id, "Range", "npt=-15"), base.StatusOK},
+		{"seek to 8 s", c.do("PLAY", url+"/", "Session", id, "Range", "npt=8-"), base.StatusOK},
+		// was 200 "npt=8.000-3.000", the play held where it stood
+		{"range without its start ending before where the play stands", c.do("PLAY", url+"/", "Session", id, "Range", "npt=-3"), base.StatusInvalidRange},
 		{"smpte-25 range", c.do("PLAY", url+"/", "Session", id, "Range", "smpte-25=00:00:05:12-"), base.StatusOK},
 		{"smpte frame past the rate", c.do("PLAY", url+"/", "Session", id, "Range", "smpte=00:00:01:99-"), base.StatusInvalidRange},
 		{"empty range", c.do("PLAY", url+"/", "Session", id, "Range", ""), base.StatusInvalidRange},

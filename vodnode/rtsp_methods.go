@@ -374,6 +374,15 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if start >= 0 && dur > 0 && start >= dur {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
 	}
+	if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && end >= 0 && scale > 0 {
+		// A Range without a start ("npt=-3") ends the play under way:
+		// an end before where it stands is a range that ends before it
+		// starts, refused as "npt=7-3" is (it was answered 200 with
+		// "npt=7.008-3.000" and the play held where it stood).
+		if at := p.Position(); end < at {
+			return nil, nil, rtspErr(base.StatusInvalidRange, "range ends (%s s) before where the play stands (%s s)", formatNPT(end), formatNPT(at))
+		}
+	}
 	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && (scale > 0 || s.es != nil) && e.AtEnd() {
 		// At the end of the title (its BYE sent), a play from where it
 		// stands has nothing to send: it is refused as a Range starting
