@@ -300,6 +300,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	m := s.m
 	if req.URL == nil { // "*": no title
 		res.StatusCode = base.StatusNotFound
+		res.StatusMessage = notTitleURL
 		return res, ""
 	}
 	u := (*url.URL)(req.URL)
@@ -310,6 +311,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	title, err := url.PathUnescape(escTitle)
 	if err != nil || !idPattern.MatchString(title) {
 		res.StatusCode = base.StatusNotFound
+		res.StatusMessage = notTitleURL
 		return res, ""
 	}
 	var authz string
@@ -350,6 +352,13 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	return res, g.Session.ID
 }
 
+// notTitleURL is the reason phrase of the front door's 404 for a URL that
+// names no title: the player shows it (ffmpeg, GStreamer print the status
+// line), so the viewer or the operator tells a wrong URL from a title the
+// catalog lacks ("Not Found (no such title)"), as the HTTP front door's
+// answers do.
+const notTitleURL = "Not Found (not a title's URL: rtsp://HOST/vod/<title>)"
+
 // fail answers a refused admission on connection nc: the RTSP status of
 // err, with a Digest challenge (its nonce the connection's: IssueTo) for a
 // 401.
@@ -381,11 +390,13 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusMessage = "Forbidden (suspended by the operator)"
 	case errors.Is(err, errForbidden):
 		res.StatusCode = base.StatusForbidden
+		res.StatusMessage = "Forbidden (title not in your packages)"
 	case errors.Is(err, errUserLimit):
 		res.StatusCode = base.StatusForbidden
 		res.StatusMessage = "Forbidden (too many sessions)"
 	case errors.Is(err, errNoTitle):
 		res.StatusCode = base.StatusNotFound
+		res.StatusMessage = "Not Found (no such title)"
 	case errors.Is(err, errNoNodeInService):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no node in service)"
