@@ -327,6 +327,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			return nil, errNoDiskRoom
 		case refusedNoSource:
 			return nil, errNoSource
+		case refusedOriginChannels:
+			return nil, errOriginBusy
 		}
 		return nil, errNoBandwidth
 	}

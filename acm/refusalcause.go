@@ -16,6 +16,14 @@ import (
 // no_capacity); the front doors say it is disk room.
 var errNoDiskRoom = fmt.Errorf("%w: no node that could take it has disk room for the title", errNoBandwidth)
 
+// errOriginBusy refuses a session of a title no node holds while every
+// origin channel is taken by fills in progress (storage.origin_channels):
+// the nodes have headroom, the title has no way onto one yet. It wraps
+// errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the outcome
+// no_capacity); the front doors say it is the origin's channels (they
+// said "not enough bandwidth", sending the operator to the nodes' egress).
+var errOriginBusy = fmt.Errorf("%w: no node holds the title and every origin channel is busy", errNoBandwidth)
+
 // refusalLocked says why no node could take a session of t (mu held): no
 // egress headroom, or headroom but no disk room for a fill (disks full of
 // titles playing, filling or pinned), for the operator's log.
