@@ -61,7 +61,7 @@ func (c *rtspConn) describeES(ctx context.Context, tg target, meta store.Meta) (
 	if rerr != nil {
 		return nil, rerr
 	}
-	b, err := esSDP(tg.Title, tr, meta.Duration)
+	b, err := esSDP(tg.Title, c.local, tr, meta.Duration)
 	if err != nil {
 		return nil, rtspErr(base.StatusInternalServerError, "%v", err)
 	}
@@ -69,8 +69,9 @@ func (c *rtspConn) describeES(ctx context.Context, tg target, meta store.Meta) (
 }
 
 // esSDP describes the tracks with gortsplib's description, plus the
-// title's range.
-func esSDP(title string, tr *deliver.ESTracks, duration float64) ([]byte, error) {
+// title's range, and the c= line of the node's address family (host:
+// connectionInfo).
+func esSDP(title string, host netip.Addr, tr *deliver.ESTracks, duration float64) ([]byte, error) {
 	d := description.Session{Title: title}
 	if tr.Video != nil {
 		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeVideo, Control: "trackID=1", Formats: []format.Format{tr.Video}})
@@ -91,6 +92,8 @@ func esSDP(title string, tr *deliver.ESTracks, duration float64) ([]byte, error)
 		rng += strconv.FormatFloat(duration, 'f', 3, 64)
 	}
 	sd.Attributes = append(sd.Attributes, sdp.NewAttribute("control", "*"), sdp.NewAttribute("range", rng))
+	sd.ConnectionInformation = connectionInfo(host)
+	sd.Origin.AddressType, sd.Origin.UnicastAddress = originAddr(host)
 	return sd.Marshal()
 }
 
