@@ -100,6 +100,15 @@ func TestParseTransports(t *testing.T) {
 	if got != "MP2T/RTP/UDP;unicast;destination=127.0.0.1;client_port=8000-8001;server_port=6970-6971;ssrc=0000ABCD;mode=play" {
 		t.Errorf("response transport %q", got)
 	}
+	// A single client port with none above it for RTCP is echoed alone
+	// (it was "client_port=65535-0").
+	last, err := parseTransports("RTP/AVP;unicast;client_port=65535")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := responseTransport(last[0], netip.MustParseAddr("127.0.0.1"), 6970, 6971, 0xABCD); got != "RTP/AVP;unicast;destination=127.0.0.1;client_port=65535;server_port=6970-6971;ssrc=0000ABCD;mode=play" {
+		t.Errorf("response transport %q", got)
+	}
 }
 
 func FuzzParseTransports(f *testing.F) {

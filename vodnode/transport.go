@@ -155,7 +155,13 @@ func responseTransport(s transportSpec, dest netip.Addr, serverRTP, serverRTCP i
 	case deliver.RTPTCP:
 		fmt.Fprintf(&b, ";interleaved=%d-%d", s.Interleaved[0], s.Interleaved[1])
 	case deliver.RTPUDP:
-		fmt.Fprintf(&b, ";destination=%s;client_port=%d-%d;server_port=%d-%d", dest, s.ClientPorts[0], s.ClientPorts[1], serverRTP, serverRTCP)
+		ports := fmt.Sprintf("%d-%d", s.ClientPorts[0], s.ClientPorts[1])
+		if s.ClientPorts[1] == 0 {
+			// client_port=65535 alone: no port above it for RTCP, none
+			// is sent (the answer said client_port=65535-0)
+			ports = strconv.Itoa(s.ClientPorts[0])
+		}
+		fmt.Fprintf(&b, ";destination=%s;client_port=%s;server_port=%d-%d", dest, ports, serverRTP, serverRTCP)
 	case deliver.RawUDP:
 		fmt.Fprintf(&b, ";destination=%s;client_port=%d;server_port=%d", dest, s.ClientPorts[0], serverRTP)
 	}
