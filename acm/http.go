@@ -178,7 +178,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 // never by a shared cache) for as long as its token lets that viewer in at
 // the node, ttl (TokenTTL), whole seconds. A player that seeks in a
 // progressive title asks the URL it was given again with a Range:
-// ffmpeg (ffplay, mpv, ffprobe's duration probe) sends no credentials on
+// ffmpeg's HTTP client (ffplay, ffprobe's duration probe) sends no credentials on
 // that request, and its retry after the 401 asks from byte 0, so that its
 // seek (or its probe of the title's end) read the start of the title
 // instead; with the redirect cached it goes to the node, whose token
