@@ -22,6 +22,7 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 	e := newManager(t, "", nil)
 	ctx := context.Background()
 	n := e.startNode("n1", nodeOpts{egress: titleBps, titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	n.registrationProtect(t)
 	a := e.admitOne("t1")
 	info := e.nodeInfo("n1")
 	if !info.Alive || info.Draining || info.Weight != 100 || info.ReservedBps != titleBps || info.Sessions != 1 ||
@@ -92,6 +93,7 @@ func TestAdminPlacement(t *testing.T) {
 		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000},
 		{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 40, Filling: true},
 	}})
+	n.registrationProtect(t)
 	pl, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{})
 	if err != nil || len(pl.Replicas) != 2 || pl.Replicas[0].TitleId != "t1" || !pl.Replicas[1].Filling {
 		t.Fatalf("placement %v %v", pl, err)

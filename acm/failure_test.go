@@ -86,6 +86,7 @@ func TestPlannerOrdersReachNode(t *testing.T) {
 	p := &orderPlanner{}
 	e := newManager(t, "", func(m *Manager) { m.Planner = p; m.PlanInterval = 50 * time.Millisecond })
 	n := e.startNode("n1", nodeOpts{})
+	n.registrationProtect(t)
 	e.admitOne("t1")
 	select {
 	case cmd := <-n.cmds:
@@ -105,6 +106,7 @@ func TestPlannerOrdersReachNode(t *testing.T) {
 func TestNewerHeartbeatStreamReplacesOlder(t *testing.T) {
 	e := newManager(t, "", nil)
 	n := e.startNode("n1", nodeOpts{})
+	n.registrationProtect(t) // on the first stream, which the registration opened
 	gen := func() uint64 {
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()

@@ -329,6 +329,7 @@ func TestEvictionBeforeFill(t *testing.T) {
 			{TitleId: "adult-1", SizeBytes: 1_500_000, StoredBytes: 1_500_000, LastAccessUnixMs: old + 1000},
 		},
 	})
+	n.registrationProtect(t)
 	e.admitOne("t3")
 	select {
 	case cmd := <-n.cmds:

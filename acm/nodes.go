@@ -103,11 +103,6 @@ type nodeState struct {
 
 	protected []string      // the titles of the last ProtectCommand, due (pins) or sent, sorted
 	reportCh  chan struct{} // closed at the next load report (reportWaiter)
-	// pinsTold: a ProtectCommand naming titles was due for the node since
-	// this manager made its nodeState: the node may hold titles protected
-	// (it keeps the last set it received), so each registration tells it
-	// the pins, none included (sendProtectLocked).
-	pinsTold bool
 }
 
 // reportWaiter returns a channel closed when the node's next load report

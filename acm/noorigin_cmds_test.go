@@ -195,8 +195,8 @@ func TestCommandsInFlightDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) 
 		t.Fatal(err)
 	}
 
-	// A stream opens; its sender takes the three commands and blocks on
-	// the first.
+	// A stream opens; its sender takes the registration's protect command
+	// (no pin) and the three commands, and blocks on the first.
 	e.m.mu.Lock()
 	sctx, cancel := context.WithCancel(ctx)
 	ns.streamGen++
@@ -212,8 +212,8 @@ func TestCommandsInFlightDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T) 
 	ns.signal()
 	select {
 	case c := <-st.sending:
-		if c.GetPrefetch().GetTitleId() != "t3" {
-			t.Fatalf("first command sent: %v, want the prefetch of t3", c)
+		if p := c.GetProtect(); p == nil || len(p.GetTitleIds()) != 0 {
+			t.Fatalf("first command sent: %v, want the registration's protect command of no title", c)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the sender took no command")
@@ -263,6 +263,7 @@ func TestPrefetchInProgressDroppedWhenTheNodeComesBackWithoutOrigin(t *testing.T
 	ctx := context.Background()
 	held := []*pb.StoredTitle{{TitleId: "t2", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}
 	n := e.startNode("n", nodeOpts{titles: held})
+	n.registrationProtect(t)
 	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n"}); err != nil || strings.Contains(ack.GetMessage(), "queued") {
 		t.Fatalf("prefetch of t3: %v %v, want it ordered", ack, err)
 	}

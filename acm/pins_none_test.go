@@ -50,14 +50,17 @@ func (e *env) loseCommands(ns *nodeState) (st *lossyStream, stop func()) {
 	}
 }
 
-// A node this manager told of pinned titles is told its pins at each
-// registration, none included: it keeps the last ProtectCommand it
-// received until the next (only a restarted node knows none). A
-// registration told it the pins only when there were any, so a node
-// whose last protect command, the unpin of its last title, was lost
-// (taken by the transport of a stream that broke) kept that title
-// protected, its own eviction never removing it, until the pins next
-// changed.
+// A node is told its pins at every registration, none included: it keeps
+// the last ProtectCommand it received until the next (only a restarted
+// node knows none), and the manager is the authority on them. A
+// registration told it the pins only when there were any, or when this
+// manager had told it of some, so a node whose last
+// protect command, the unpin of its last title, was lost (taken by the
+// transport of a stream that broke), or never sent because the manager
+// that had it due stopped (restarted, or a standby took over: their
+// nodeState is new), or a node forgotten (vodctl node forget) that came
+// back, kept that title protected, its own eviction never removing it,
+// until the pins next changed.
 func TestNoPinsReachTheNodeAtItsRegistration(t *testing.T) {
 	ctx := context.Background()
 	reg := func(t *testing.T, e *env) {
@@ -132,4 +135,52 @@ func TestNoPinsReachTheNodeAtItsRegistration(t *testing.T) {
 		toldNone(t, e)
 	})
 
+	t.Run("manager restarted", func(t *testing.T) {
+		dir := t.TempDir()
+		e := newManager(t, dir, nil)
+		holding(t, e)
+		pin(t, e, "t1", false) // its protect command waits for the node
+		if err := e.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		toldNone(t, newManager(t, dir, nil))
+	})
+
+	t.Run("standby took over", func(t *testing.T) {
+		open, _ := sharedRedis(t)
+		a := newManager(t, "", onShared(open(), nil, time.Minute))
+		b := newManager(t, "", onShared(open(), nil, time.Minute))
+		holding(t, a)
+		pin(t, a, "t1", false)
+		a.m.Close()
+		waitFor(t, 20*testLeaderTTL, "the standby to take the planner lock", b.m.Leader)
+		toldNone(t, b)
+	})
+
+	t.Run("node forgotten and back", func(t *testing.T) {
+		e := newManager(t, "", nil)
+		holding(t, e)
+		waitFor(t, 5*time.Second, "the node listed dead", func() bool { return !e.nodeInfo("n1").Alive })
+		r, err := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n1"})
+		if err != nil || !slices.Equal(r.GetUnpinnedTitles(), []string{"t1"}) {
+			t.Fatalf("forget: %v %v, want t1 unpinned", r, err)
+		}
+		toldNone(t, e)
+	})
+}
+
+// registrationProtect takes the first command n's stream received: the
+// protect command of the node's pins (want, none included), which each
+// registration sends before any other (sendProtectLocked). It fails the
+// test when none came within waitForMin or the first is another command.
+func (n *fakeNode) registrationProtect(t *testing.T, want ...string) {
+	t.Helper()
+	select {
+	case c := <-n.cmds:
+		if p := c.GetProtect(); p == nil || !slices.Equal(p.GetTitleIds(), want) {
+			t.Fatalf("first command %v, want the registration's protect command of %v", c, want)
+		}
+	case <-time.After(waitForMin):
+		t.Fatalf("no protect command reached %s within %v (want %v)", n.id, waitForMin, want)
+	}
 }

@@ -376,6 +376,7 @@ func TestProtectCommandCarriesPins(t *testing.T) {
 	e := newManager(t, "", nil)
 	ctx := context.Background()
 	n := e.startNode("n1", nodeOpts{})
+	n.registrationProtect(t) // no pin yet
 	// next skips other commands (a pin to the node also prefetches there).
 	next := func(want ...string) {
 		t.Helper()

@@ -221,20 +221,24 @@ func (m *Manager) protectedOn(node string) []string {
 
 // sendProtectLocked tells ns which titles its own eviction must never
 // remove (ProtectCommand) when that changed since the last command, and at
-// registration (register) whenever there are any (the node may have
-// restarted and lost them) or this manager ever told it of some
-// (nodeState.pinsTold: the node keeps the last set it received, which a
-// protect command of none lost with a broken stream would leave it).
-// The command goes in the node's pins slot
-// (nodeState.pins), not in its bounded queue: it replaces a protect
-// command not yet sent (an older pin set), is never refused for a full
-// queue, and goes before the queued commands, so that at registration
-// the node knows its pins before the commands queued while it was away
-// and the prefetches sent again (a restarted node making room for one
-// of those fills would otherwise know no pin). mu held.
+// every registration (register), none included: the node keeps the last
+// set it received, and this manager is the authority on it. A node that
+// restarted knows none; one whose last protect command (the unpin of its
+// last title) was lost with a broken stream, or was never sent because
+// the manager that had it queued stopped (a restart, a standby taking
+// over, whose nodeState is new), or one forgotten (vodctl node forget)
+// and back, would otherwise keep titles protected that are no longer
+// pinned, its own eviction never removing them. The command goes in the
+// node's pins slot (nodeState.pins), not in its bounded queue: it
+// replaces a protect command not yet sent (an older pin set), is never
+// refused for a full queue, and goes before the queued commands, so that
+// at registration the node knows its pins before the commands queued
+// while it was away and the prefetches sent again (a restarted node
+// making room for one of those fills would otherwise know no pin). mu
+// held.
 func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 	p := m.protectedOn(ns.id)
-	if slices.Equal(p, ns.protected) && !(register && (len(p) > 0 || ns.pinsTold)) {
+	if slices.Equal(p, ns.protected) && !register {
 		return
 	}
 	setPinsLocked(ns, p)
@@ -246,7 +250,6 @@ func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
 func setPinsLocked(ns *nodeState, p []string) {
 	ns.pins = protectCmd(p)
 	ns.protected = p
-	ns.pinsTold = ns.pinsTold || len(p) > 0
 	ns.signal()
 }
 
