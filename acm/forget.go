@@ -279,7 +279,10 @@ func (m *Manager) dropNodeLocked(id string, now time.Time) (commands, fills, hol
 		if ns.pins != nil {
 			commands++ // its pins, due
 		}
-		ns.queue, ns.pins = nil, nil
+		if ns.drain != nil {
+			commands++ // its drain state, due
+		}
+		ns.queue, ns.pins, ns.drain = nil, nil, nil
 		ns.streamGen++ // its stream's reports are refused (ABORTED) from now
 		ns.stopStream()
 		ns.wakeReportWaiters()

@@ -301,15 +301,17 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 
 // sendCommands sends the node's commands down the stream of generation
 // gen until ctx ends or a newer stream takes over: the protect command of
-// its pins when one is due (nodeState.pins), then the queued ones.
+// its pins when one is due (nodeState.pins), then the drain command of its
+// drain state when one is due (nodeState.drain), then the queued ones.
 // Commands a broken stream could not take go back to the front of the
 // queue for the next stream, but for the prefetches and evictions a
 // registration without an origin since then drops
 // (dropNoOriginCmdsLocked), the prefetches whose order was queued again
 // meanwhile (dropResentPrefetchCmdsLocked) and, after any registration
 // since, the prefetches whose order it ended
-// (putBackAfterRegistrationLocked); a protect command not sent is due
-// again with the pins as they are, unless a newer one is.
+// (putBackAfterRegistrationLocked); a protect or drain command not sent
+// is due again with the pins or the drain state as they are, unless a
+// newer one is.
 func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_HeartbeatServer, ns *nodeState, gen uint64) {
 	for {
 		select {
@@ -325,26 +327,37 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 			m.mu.Unlock()
 			return
 		}
-		batch, reg := ns.queue, ns.regGen
-		if ns.pins != nil { // the pins as they are go first (sendProtectLocked)
-			batch = append([]*pb.NodeCommand{ns.pins}, batch...)
-			ns.pins = nil
+		// The pins as they are go first (sendProtectLocked), then the
+		// drain state (setDrainLocked), then the queue.
+		batch, reg, slots := ns.queue, ns.regGen, 0
+		if ns.pins != nil || ns.drain != nil {
+			var due []*pb.NodeCommand
+			for _, c := range []*pb.NodeCommand{ns.pins, ns.drain} {
+				if c != nil {
+					due = append(due, c)
+				}
+			}
+			slots = len(due)
+			batch = append(due, batch...)
 		}
-		ns.queue = nil
+		ns.queue, ns.pins, ns.drain = nil, nil, nil
 		m.mu.Unlock()
 		for i, cmd := range batch {
 			if err := stream.Send(cmd); err != nil {
 				m.mu.Lock()
-				rest := batch[i:]
-				if isProtect(rest[0]) {
-					// The pins not sent are due again, as they are now,
-					// unless newer ones are (a pin changed, or the node
-					// registered again, since).
-					rest = rest[1:]
-					if ns.pins == nil {
+				for _, c := range batch[i:max(i, slots)] {
+					// The pins and the drain state not sent are due
+					// again, as they are now, unless newer ones are (a
+					// pin or the drain changed, or the node registered
+					// again, since).
+					switch n := m.sched.Node(ns.id); {
+					case isProtect(c) && ns.pins == nil:
 						setPinsLocked(ns, m.protectedOn(ns.id))
+					case isDrain(c) && ns.drain == nil && n != nil:
+						setDrainLocked(ns, n.Draining)
 					}
 				}
+				rest := batch[max(i, slots):]
 				if n := m.sched.Node(ns.id); ns.regGen != reg && n != nil && n.NoOrigin {
 					// The node registered again without an origin while
 					// these were on their way (a Send held by a node that

@@ -26,7 +26,12 @@ type nodeState struct {
 	// before the queued commands: only the latest pin set waits
 	// (sendProtectLocked).
 	pins *pb.NodeCommand
-	wake chan struct{} // signalled (capacity 1) when queue or pins gain commands
+	// drain: the DrainCommand of the node's drain state as it is, due and
+	// not yet taken by its stream's sender; nil when none is due. Kept
+	// out of queue as pins are, and sent after them, before the queued
+	// commands: only the latest drain state waits (setDrainLocked).
+	drain *pb.NodeCommand
+	wake  chan struct{} // signalled (capacity 1) when queue, pins or drain gain commands
 
 	streamGen    uint64             // generation of the current heartbeat stream
 	streamCancel context.CancelFunc // ends the current stream's command sender
@@ -304,3 +309,15 @@ func protectCmd(titles []string) *pb.NodeCommand {
 func drainCmd(d bool) *pb.NodeCommand {
 	return &pb.NodeCommand{Command: &pb.NodeCommand_Drain{Drain: &pb.DrainCommand{Drain: d}}}
 }
+
+// setDrainLocked makes the DrainCommand of draining (the node's drain
+// state as it is) the one ns's stream sends next after its pins, before
+// its queued commands, in place of one not yet sent: never refused for a
+// full queue, and never followed by an older state (mu held).
+func setDrainLocked(ns *nodeState, draining bool) {
+	ns.drain = drainCmd(draining)
+	ns.signal()
+}
+
+// isDrain reports whether c is a DrainCommand.
+func isDrain(c *pb.NodeCommand) bool { return c.GetDrain() != nil }

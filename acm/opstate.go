@@ -218,8 +218,8 @@ func (m *Manager) applyNodeSettingLocked(id string, always bool) {
 	}
 	_ = m.sched.SetDraining(id, st.Draining)
 	if n.Draining != was || (always && (ok || n.Draining)) {
-		if ns := m.nodes[id]; ns != nil && !ns.push(drainCmd(n.Draining)) {
-			m.log.Warn("drain command not sent: command queue full", "node", id, "draining", n.Draining)
+		if ns := m.nodes[id]; ns != nil {
+			setDrainLocked(ns, n.Draining) // apart from its queue, which may be full
 		}
 	}
 }

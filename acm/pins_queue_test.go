@@ -45,6 +45,20 @@ func (e *env) openStream(id string, rec *cmdRecorder) *fakeNode {
 	return n
 }
 
+// fillQueue queues evictions for node id, registered, until its command
+// queue is full (cmdQueue commands).
+func (e *env) fillQueue(id string) {
+	e.t.Helper()
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	ns := e.m.nodes[id]
+	for i := len(ns.queue); i < cmdQueue; i++ {
+		if !ns.push(evictCmd(fmt.Sprint("gone-", i), evictOperator)) {
+			e.t.Fatalf("command %d refused", i)
+		}
+	}
+}
+
 // A node's pins (its protect command) reach it first at its registration
 // and at a pin change, however full its command queue is. With the
 // queue full (cmdQueue commands, none a protect command: queued while
@@ -65,17 +79,7 @@ func TestProtectReachesTheNodeWhateverItsQueueHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// fill queues cmdQueue evictions for the node: its queue is full.
-	fill := func(e *env) {
-		e.m.mu.Lock()
-		defer e.m.mu.Unlock()
-		ns := e.m.nodes["n1"]
-		for i := len(ns.queue); i < cmdQueue; i++ {
-			if !ns.push(evictCmd(fmt.Sprint("gone-", i), evictOperator)) {
-				t.Fatalf("command %d refused", i)
-			}
-		}
-	}
+	fill := func(e *env) { e.fillQueue("n1") }
 	// firstProtect checks that the node, once it received the
 	// evictions, was sent the protect command of want first, and no
 	// other pin set after it.

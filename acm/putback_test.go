@@ -60,15 +60,17 @@ func (e *env) holdCommands(ns *nodeState) (st *heldStream, done chan struct{}) {
 }
 
 // takeDue takes the commands ns's stream would send next, in order: the
-// protect command of its pins when one is due, then the queued ones (mu
-// held).
+// protect command of its pins when one is due, the drain command of its
+// drain state when one is due, then the queued ones (mu held).
 func takeDue(ns *nodeState) []*pb.NodeCommand {
 	var out []*pb.NodeCommand
-	if ns.pins != nil {
-		out = append(out, ns.pins)
+	for _, c := range []*pb.NodeCommand{ns.pins, ns.drain} {
+		if c != nil {
+			out = append(out, c)
+		}
 	}
 	out = append(out, ns.queue...)
-	ns.pins, ns.queue = nil, nil
+	ns.pins, ns.drain, ns.queue = nil, nil, nil
 	return out
 }
 

@@ -97,9 +97,9 @@ func (m *Manager) dropFailedPrefetchCmdsLocked(ns *nodeState, cmds []*pb.NodeCom
 
 // putBackAfterRegistrationLocked puts back for ns's new heartbeat stream
 // the commands rest that the sender of a stream of before its latest
-// registration had taken and could not send (mu held), protect commands
-// taken out (the registration's pins, or the pins as they are, go first:
-// sendCommands). The prefetches whose order the registration ended are
+// registration had taken and could not send (mu held), protect and drain
+// commands taken out (the registration's pins and drain state, or those
+// as they are, go first: sendCommands). The prefetches whose order the registration ended are
 // dropped (dropFailedPrefetchCmdsLocked), and so are those it sent again
 // (dropResentPrefetchCmdsLocked); the others go back to the front of the
 // queue.
