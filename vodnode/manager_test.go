@@ -390,6 +390,54 @@ func TestManagerLinkProtectAndFailures(t *testing.T) {
 	}
 }
 
+// TestManagerLinkEmptyProtectLiftsPins: a ProtectCommand of no title (the
+// manager tells a node its pins at every registration, none included)
+// leaves no title protected: the titles of the set before it are the
+// node's eviction's to remove again. With both stored titles protected a
+// prefetch needing room fails; after the empty set it evicts one.
+func TestManagerLinkEmptyProtectLiftsPins(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	size := int64(len(o.titles["sample-001"]))
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.ManagerAddr = maddr
+		n.HeartbeatInterval = 50 * time.Millisecond
+		n.Capacity = Capacity{EgressBps: 1e9, DiskBytes: 2*size + 1<<20} // two titles
+	})
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	prefetch := func(id string) {
+		m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: id}}}
+	}
+	protect := func(ids ...string) {
+		m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_Protect{Protect: &pb.ProtectCommand{TitleIds: ids}}}
+	}
+	for _, id := range []string{"sample-001", "sample-004"} { // same clip, same size
+		prefetch(id)
+		waitComplete(t, n, id)
+	}
+	protect("sample-001", "sample-004")
+	prefetch("sample-007")
+	waitFor(t, 10*time.Second, "the prefetch of sample-007 failed in a report", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, r := range m.reports {
+			for _, f := range r.GetFailedFills() {
+				if f.GetTitleId() == "sample-007" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	protect() // none
+	prefetch("sample-007")
+	waitComplete(t, n, "sample-007")
+	if ids := storedIDs(n); len(ids) != 2 {
+		t.Fatalf("stored %v: want sample-007 and one of the titles no longer protected", ids)
+	}
+}
+
 // TestManagerHeartbeatInterval: a manager that judges liveness on a
 // shorter heartbeat interval than the node's gets reports at its own:
 // twenty reports within twenty of the node's intervals would be 20 s.
