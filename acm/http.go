@@ -109,7 +109,13 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			countRequest(store.ProtoHTTP, nil)
 			w.Header().Set("Location", g.HTTPScheme+"://"+g.HTTPAddr+"/s/"+g.Token+"/vod/"+title+rest)
-			w.Header().Set("Cache-Control", redirectCacheControl(m.TokenTTL))
+			w.Header().Set("Cache-Control", redirectCacheControl(rest, m.TokenTTL))
+			if rest == ".ts" {
+				// The redirect names the subscriber's session: a
+				// browser's cache must not hand it to a request made
+				// with other credentials (another profile's).
+				w.Header().Set("Vary", "Authorization")
+			}
 			w.WriteHeader(http.StatusFound)
 			return
 		}
@@ -174,19 +180,28 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 }
 
 // redirectCacheControl is the Cache-Control of the front door's 302 to a
-// node: the redirect may be reused by the player that received it (private:
-// never by a shared cache) for as long as its token lets that viewer in at
-// the node, ttl (TokenTTL), whole seconds. A player that seeks in a
-// progressive title asks the URL it was given again with a Range:
-// ffmpeg's HTTP client (ffplay, ffprobe's duration probe) sends no credentials on
-// that request, and its retry after the 401 asks from byte 0, so that its
+// node for rest (httpVODPath). A progressive title's (".ts") may be
+// reused by the player that received it (private: never by a shared
+// cache) for as long as its token lets that viewer in at the node, ttl
+// (TokenTTL), whole seconds. A player that seeks in a progressive title
+// asks the URL it was given again with a Range: ffmpeg's HTTP client
+// (ffplay, ffprobe's duration probe) sends no credentials on that
+// request, and its retry after the 401 asks from byte 0, so that its
 // seek (or its probe of the title's end) read the start of the title
 // instead; with the redirect cached it goes to the node, whose token
 // needs no credentials. max-age comes first: ffmpeg reads the number at
 // a fixed place after the header's start.
-func redirectCacheControl(ttl time.Duration) string {
+//
+// An HLS playlist's is never stored: HLS players ask the node's URL for
+// the segments and the playlist's reloads (hls.js, ffmpeg, GStreamer),
+// and a browser that cached the redirect would send a player that asks
+// the front door again (hls.js after a network error, a page that loads
+// the title again) back to the node its token names for the token's
+// life, a node that died, drains or ended the session, instead of being
+// admitted anew.
+func redirectCacheControl(rest string, ttl time.Duration) string {
 	s := int64(ttl / time.Second)
-	if s <= 0 {
+	if s <= 0 || rest != ".ts" {
 		return "no-store"
 	}
 	return fmt.Sprintf("max-age=%d, private", s)
