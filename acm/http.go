@@ -166,7 +166,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no node holds the title and none can fetch it: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errOriginBusy):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
-		http.Error(w, "the title is on no node yet and every origin channel is busy: try again later", http.StatusServiceUnavailable)
+		http.Error(w, "no node that may serve you holds the title yet and every origin channel is busy: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoBandwidth):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "not enough bandwidth: try again later", http.StatusServiceUnavailable)

@@ -3,17 +3,21 @@ package acm
 import (
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // A viewer of a title no node holds, refused at the queue deadline while
 // every origin channel is taken by fills, is told so: RTSP 453 "Not
-// Enough Bandwidth (the title is on no node yet and every origin channel
-// is busy)" and HTTP 503 saying the same, each with Retry-After. They
+// Enough Bandwidth (no node that may serve you holds the title yet and
+// every origin channel is busy)" and HTTP 503 saying the same, each with
+// Retry-After. They
 // said "not enough bandwidth" alone, on nodes with all their egress free.
 func TestOriginChannelsBusyRefusalSaysSo(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) {
@@ -41,5 +45,27 @@ func TestOriginChannelsBusyRefusalSaysSo(t *testing.T) {
 	hres.Body.Close()
 	if hres.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "every origin channel is busy") || hres.Header.Get("Retry-After") == "" {
 		t.Errorf("HTTP, third cold title: %d %q %v", hres.StatusCode, body, hres.Header)
+	}
+}
+
+// With site_only, a title held only by a node of another site, refused
+// while every origin channel is busy, is not said to be "on no node": it
+// is on none that may serve the viewer (the reason phrase said "the
+// title is on no node yet" while south-1 held it).
+func TestOriginChannelsBusySiteOnlySaysNoNodeOfTheViewers(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+		m.SiteOnly = true
+		m.OriginChannels = 1
+		m.QueueDeadline = 300 * time.Millisecond
+	})
+	e.startNode("north-1", nodeOpts{rtsp: "127.0.0.1:7001", site: "north"})
+	e.startNode("south-1", nodeOpts{rtsp: "127.0.0.1:7002", site: "south", titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusFound {
+		t.Fatalf("a cold title: %d", res.StatusCode)
+	}
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusNotEnoughBandwidth || !strings.Contains(res.StatusMessage, "every origin channel is busy") || strings.Contains(res.StatusMessage, "on no node") {
+		t.Errorf("a title only south-1 holds: %d %q", res.StatusCode, res.StatusMessage)
 	}
 }

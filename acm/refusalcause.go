@@ -16,7 +16,8 @@ import (
 // no_capacity); the front doors say it is disk room.
 var errNoDiskRoom = fmt.Errorf("%w: no node that could take it has disk room for the title", errNoBandwidth)
 
-// errOriginBusy refuses a session of a title no node holds while every
+// errOriginBusy refuses a session of a title no node that may serve the
+// viewer holds (with site_only: none of its site) while every
 // origin channel is taken by fills in progress (storage.origin_channels):
 // the nodes have headroom, the title has no way onto one yet. It wraps
 // errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the outcome

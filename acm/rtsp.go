@@ -411,7 +411,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errOriginBusy):
 		res.StatusCode = base.StatusNotEnoughBandwidth
-		res.StatusMessage = "Not Enough Bandwidth (the title is on no node yet and every origin channel is busy)"
+		res.StatusMessage = "Not Enough Bandwidth (no node that may serve you holds the title yet and every origin channel is busy)"
 		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
