@@ -389,9 +389,11 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 // registerHook runs before NodeControl.Register on a shared store: the
 // node's sessions another manager admitted are loaded into the table, so
 // that Register rebuilds their reservations (a node registers here when
-// the front door's address moved to this manager). UNAVAILABLE when the
-// store does not answer: the node retries, rather than joining without
-// its sessions' reservations.
+// the front door's address moved to this manager), its operator setting
+// is read again, and on a standby the pins too (reloadPins), which the
+// registration tells the node. UNAVAILABLE when the store does not
+// answer: the node retries, rather than joining without its sessions'
+// reservations.
 func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if m.lead == nil || info.FullMethod != pb.NodeControl_Register_FullMethodName {
 		return h(ctx, req)
@@ -408,5 +410,41 @@ func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnarySer
 	if err := m.reloadNodeSetting(lctx, r.GetNodeId()); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "node %s: its operator setting not loaded (%s)", r.GetNodeId(), storeMsg(err))
 	}
+	if !m.Leader() {
+		// The registration tells the node its pins, none included, and
+		// the node protects that set alone: a standby's are those it
+		// loaded at its start, or at a registration since.
+		if err := m.reloadPins(lctx); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "node %s: the pins not loaded (%s)", r.GetNodeId(), storeMsg(err))
+		}
+	}
 	return h(ctx, req)
+}
+
+// reloadPins replaces the pins with the stored ones (the active manager's,
+// on a shared store) and tells the nodes registered here theirs when they
+// changed: on a standby, before a node's registration tells it its pins.
+// Errors: the store fails. With none stored, or stored pins that do not
+// decode (logged), this manager's are kept.
+func (m *Manager) reloadPins(ctx context.Context) error {
+	m.pinsMu.Lock()
+	defer m.pinsMu.Unlock()
+	b, err := m.st.State(ctx, statePins)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // none ever stored: this manager's stand
+	}
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.pins.UnmarshalJSON(b); err != nil {
+		m.log.Error("stored pins malformed: keeping this manager's", "err", err)
+		return nil
+	}
+	for _, ns := range m.nodes {
+		m.sendProtectLocked(ns, false)
+	}
+	m.syncPinnedLocked("")
+	return nil
 }
