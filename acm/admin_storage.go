@@ -413,6 +413,10 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 			_, _ = m.pins.Pin(node, title)
 		}
 		m.syncPinnedLocked(title) // a report in between may have carried the change
+		for _, ns := range m.nodes {
+			// A registration in between told its node the change.
+			m.sendProtectLocked(ns, false)
+		}
 		m.mu.Unlock()
 		m.log.Error("store: pin change not persisted, undone", "title", title, "node", node, "pin", pin, "err", err)
 		return nil, status.Errorf(codes.Unavailable, "pin not %s: %s", verb, storeMsg(err))
