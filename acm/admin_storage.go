@@ -314,14 +314,15 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 // has it) and none of its copies is evicted. The pin is in the store
 // before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
 // title not in the catalog or a node never registered, UNAVAILABLE when
-// the store fails (the pin is then not taken).
+// the store fails (the pin is then not taken). FAILED_PRECONDITION on a
+// standby (notLeader: the pins are changed on the active manager only).
 func (a *admin) Pin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	return a.m.changePin(req, true)
 }
 
 // Unpin removes a pin (to the node, or to the cluster when no node is
 // given). NOT_FOUND when there is no such pin, UNAVAILABLE when the store
-// fails (the pin then stays).
+// fails (the pin then stays), FAILED_PRECONDITION on a standby (notLeader).
 func (a *admin) Unpin(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	return a.m.changePin(req, false)
 }
@@ -371,6 +372,13 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	where := "the cluster"
 	if node != "" {
 		where = "node " + node
+	}
+	if !m.Leader() {
+		// The write is of the whole list, which on a standby is the one
+		// it loaded at its start or a node's registration since: it
+		// would undo the active manager's pin changes made meanwhile.
+		verb := map[bool]string{true: "pin", false: "unpin"}[pin]
+		return nil, m.notLeader(verb + " the title on the active manager (the nodes registered here are told the pins at their next registration)")
 	}
 	m.pinsMu.Lock()
 	defer m.pinsMu.Unlock()

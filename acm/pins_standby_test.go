@@ -3,10 +3,15 @@ package acm
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
 )
 
 // A node registering with the standby (the managers share a store) is
@@ -42,5 +47,44 @@ func TestStandbyTellsTheStoredPinsAtRegistration(t *testing.T) {
 	got := rec.list()[slices.IndexFunc(rec.list(), func(c *pb.NodeCommand) bool { return c.GetProtect() != nil })]
 	if want := []string{"t1", "t2"}; !slices.Equal(got.GetProtect().GetTitleIds(), want) {
 		t.Fatalf("the standby told the registering node it protects %v, want the stored pins %v", got.GetProtect().GetTitleIds(), want)
+	}
+}
+
+// A pin change asked of the standby is refused, naming the active manager:
+// the pins are stored as one list, and the standby's is the one it loaded
+// at its start or a node's registration since, so its write undid the
+// active manager's pins made meanwhile.
+func TestStandbyRefusesPinChanges(t *testing.T) {
+	ctx := context.Background()
+	open, _ := sharedRedis(t)
+	a := newManager(t, "", onShared(open(), nil, time.Minute))
+	b := newManager(t, "", onShared(open(), nil, time.Minute)) // started before the pin
+	if !a.m.Leader() || b.m.Leader() {
+		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
+	}
+	if _, err := a.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, pinErr := b.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t2"})
+	_, unpinErr := b.admin.Unpin(ctx, &pb.PlacementRequest{TitleId: "t1"})
+
+	raw, err := open().State(ctx, statePins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := smm.NewPins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stored.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	if !stored.Pinned("", "t1") || stored.Pinned("", "t2") {
+		t.Fatalf("stored pins after the standby's pin and unpin: %v; want the active manager's t1 alone", stored.List())
+	}
+	for what, err := range map[string]error{"pin": pinErr, "unpin": unpinErr} {
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "on the active manager") {
+			t.Errorf("the standby's %s: %v; want FAILED_PRECONDITION saying to %s on the active manager", what, err, what)
+		}
 	}
 }
