@@ -102,7 +102,9 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // INVALID_ARGUMENT for a weight out of 0..lsm.MaxWeight or an overload
 // threshold out of [the scheduler's normal limit, 1] (0 = none:
 // checkOverload), UNAVAILABLE when the store fails: the change then
-// holds in this manager only, and the message says so. On a standby, a node not registered with it is
+// holds in this manager only (until it restarts; on a shared store also
+// until a takeover or the node's next registration, which read the
+// stored setting), and the message says which. On a standby, a node not registered with it is
 // FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
 func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
@@ -177,7 +179,14 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	m.kickPump()
 	if err != nil {
 		m.log.Error("store: node setting not saved", "node", id, "err", err)
-		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): a manager restart, a takeover or the node's next registration forgets it", id, storeMsg(err))
+		// On a store of its own the manager keeps the setting for the
+		// node's registrations; on a shared one each registration reads
+		// the stored setting (registerHook), as a takeover does.
+		lost := "this manager keeps it until it restarts"
+		if m.lead != nil {
+			lost = "a manager restart, a takeover or the node's next registration forgets it (each reads the stored setting)"
+		}
+		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, storeMsg(err), lost)
 	}
 	return info, nil
 }
