@@ -26,6 +26,58 @@ func TestESAbortBytesSentLeaveOutFailedWrites(t *testing.T) {
 		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
 	})
 	sid, title := "es-abort-bytes-failed", "sample-003"
+	c := stalledESPlay(t, n, sid, title)
+	nc := c.c
+	const reason = "ended by the manager (test)"
+	if !n.endAdmission(sid, reason) {
+		t.Fatal("no live session to end")
+	}
+	// The client hangs up (its sending side): the node closes the
+	// connection, failing the packet's write and the BYEs'. What the
+	// node wrote before is still delivered; the client reads it all
+	// once the node has closed the connection.
+	if err := nc.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the node to close the connection", func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return len(n.conns) == 0
+	})
+	var ended *pb.SessionEvent
+	waitFor(t, 30*time.Second, "ENDED reported", func() bool {
+		ended = m.event(sid, pb.SessionEvent_KIND_ENDED)
+		return ended != nil
+	})
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	byes := 0
+	for {
+		ch, b, err := c.frame()
+		if err != nil {
+			break // the end of what the node wrote (a frame cut short by its failed write is not counted)
+		}
+		if ch%2 == 1 && hasBye(b) {
+			byes++
+		}
+	}
+	if byes != 0 {
+		t.Errorf("%d RTCP BYEs read, want none (their write failed)", byes)
+	}
+	if ended.GetReason() != reason {
+		t.Errorf("ENDED reason %q", ended.GetReason())
+	}
+	if got, want := ended.GetBytesSent(), c.frameBytes; got != want {
+		t.Errorf("bytes_sent %d, the client read %d bytes of interleaved frames (%+d)", got, want, got-want)
+	}
+}
+
+// stalledESPlay plays title to an elementary-stream client over TCP
+// (both tracks interleaved) on a connection with small socket buffers,
+// under the admission session sid, reads 20 RTP packets and stops
+// reading: it returns once the play's next packet waits for the
+// connection (the client not reading).
+func stalledESPlay(t *testing.T, n *Node, sid, title string) *testClient {
+	t.Helper()
 	tok := mint(t, sid, title, "node-1", "", time.Minute)
 	url := esURL(n, tok, title)
 	// A small receive buffer: the connection fills within a second of
@@ -80,45 +132,5 @@ func TestESAbortBytesSentLeaveOutFailedWrites(t *testing.T) {
 	waitFor(t, 15*time.Second, "the play's packet waiting for the connection", func() bool {
 		return goroutineWaitingIn("deliver.(*ESStream).sendUnit(", "deliver.(*ConnWriter).Write(", "internal/poll.(*pollDesc).waitWrite(")
 	})
-	const reason = "ended by the manager (test)"
-	if !n.endAdmission(sid, reason) {
-		t.Fatal("no live session to end")
-	}
-	// The client hangs up (its sending side): the node closes the
-	// connection, failing the packet's write and the BYEs'. What the
-	// node wrote before is still delivered; the client reads it all
-	// once the node has closed the connection.
-	if err := nc.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the node to close the connection", func() bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return len(n.conns) == 0
-	})
-	var ended *pb.SessionEvent
-	waitFor(t, 30*time.Second, "ENDED reported", func() bool {
-		ended = m.event(sid, pb.SessionEvent_KIND_ENDED)
-		return ended != nil
-	})
-	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	byes := 0
-	for {
-		ch, b, err := c.frame()
-		if err != nil {
-			break // the end of what the node wrote (a frame cut short by its failed write is not counted)
-		}
-		if ch%2 == 1 && hasBye(b) {
-			byes++
-		}
-	}
-	if byes != 0 {
-		t.Errorf("%d RTCP BYEs read, want none (their write failed)", byes)
-	}
-	if ended.GetReason() != reason {
-		t.Errorf("ENDED reason %q", ended.GetReason())
-	}
-	if got, want := ended.GetBytesSent(), c.frameBytes; got != want {
-		t.Errorf("bytes_sent %d, the client read %d bytes of interleaved frames (%+d)", got, want, got-want)
-	}
+	return c
 }

@@ -131,6 +131,9 @@ type Node struct {
 	// once a session the node aborts has left its sessions, before its
 	// stream's Abort.
 	abortHook func()
+	// ends: the sessions ended whose end is not reported yet (an aborted
+	// session's stream still writing: finishSession); Close waits for them.
+	ends pendingEnds
 
 	mu           sync.Mutex
 	sessions     map[string]*session  // by RTSP session id
@@ -315,6 +318,11 @@ func (n *Node) Start() (err error) {
 	return nil
 }
 
+// shutdownEndsWait bounds how long Close waits for the ends of sessions
+// aborted before it to be reported (pendingEnds): their writes fail at
+// once once the connections are closed.
+const shutdownEndsWait = 5 * time.Second
+
 // Close stops the node: ends every session (reported to the manager as
 // "shutdown"), stops the fills, closes the ports and the manager link.
 func (n *Node) Close() error {
@@ -361,6 +369,12 @@ func (n *Node) Close() error {
 	}
 	for _, c := range conns {
 		deliver.CloseNow(c.nc) // a stalled RTSPS viewer does not hold the stop
+	}
+	// The ends of sessions aborted before (their stream's last writes,
+	// failed now that the connections are closed) are reported before
+	// the manager link closes, and its queued events are sent.
+	if !n.ends.wait(shutdownEndsWait) {
+		n.log.Warn("ends of aborted sessions not reported before shutdown", "waited", shutdownEndsWait)
 	}
 	if n.mgr != nil {
 		n.mgr.close()

@@ -153,8 +153,62 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	// packet of a play under way, waits for a busy connection writer, up
 	// to its timeout): a write that fails then is taken back from the
 	// stream's BytesSent, so that bytes_sent counts only what was written.
-	whenClosed(quiet, func() { n.reportEnd(s, p, reason, cause, next, at) })
+	reported := n.ends.add()
+	whenClosed(quiet, func() {
+		defer reported()
+		n.reportEnd(s, p, reason, cause, next, at)
+	})
 	return true
+}
+
+// pendingEnds counts the sessions ended whose end is not reported yet
+// (finishSession: an aborted session's stream still writing), so that
+// Close reports them to the manager before it closes its link.
+type pendingEnds struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while it is 0
+}
+
+// add counts one end to report; the caller calls the function returned
+// (once) when it is reported.
+func (p *pendingEnds) add() func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.n--; p.n == 0 {
+				close(p.idle)
+				p.idle = nil
+			}
+		})
+	}
+}
+
+// wait waits until no end is left to report, up to d; false when some
+// still were then.
+func (p *pendingEnds) wait(d time.Duration) bool {
+	p.mu.Lock()
+	idle := p.idle
+	p.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // reportEnd logs the end of s, whose playback p (nil: none) has written
