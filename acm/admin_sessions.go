@@ -28,8 +28,11 @@ func badReason(reason string) bool {
 
 // heldRecordWait is how long the session record of a session the operator
 // ended waits for its node's ENDED (which brings the bytes it sent) before
-// it is written without them.
-const heldRecordWait = 10 * time.Second
+// it is written without them. A node reports a session it aborts once its
+// last writes have ended (the RTCP BYE, a packet of a play under way),
+// which a client not reading holds up to two of the node's 10 s write
+// timeouts.
+const heldRecordWait = 30 * time.Second
 
 // endedRetryWait is how long the session record of a session that its
 // node's first report after registering did not list waits for the node's

@@ -1,0 +1,56 @@
+package acm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// TestOperatorEndedRecordWaitsForTheNodesWrites: the session record of a
+// session the operator ends still waits for its node's ENDED 21 s after
+// the order: a node reports an RTSP session it aborts once its last
+// writes have ended (the RTCP BYE, a packet of an elementary-stream play
+// under way), which a client not reading holds up to the node's 10 s
+// write timeout each (two of them). The record was written without the node's bytes
+// after 10 s, and the ENDED that came then refused NOT_FOUND.
+func TestOperatorEndedRecordWaitsForTheNodesWrites(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = records })
+	n := e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("demo t1: %d", res.StatusCode)
+	}
+	ls, err := e.admin.ListSessions(ctx, &pb.ListSessionsRequest{User: "demo"})
+	if err != nil || len(ls.GetSessions()) != 1 {
+		t.Fatalf("demo's sessions: %v %v", ls, err)
+	}
+	sid := ls.GetSessions()[0].GetSessionId()
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.EndSessions(ctx, &pb.EndSessionsRequest{SessionIds: []string{sid}}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := n.endCommand(t)
+	// The node's writes for the session take two of its write timeouts.
+	e.m.mu.Lock()
+	e.m.flushHeldRecordsLocked(time.Now().Add(2*10*time.Second+time.Second), false)
+	e.m.mu.Unlock()
+	if rs := readRecords(t, records); len(rs) != 0 {
+		t.Fatalf("record written before the node's ENDED: %+v", rs[0])
+	}
+	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: sid, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: cmd.GetReason(), BytesSent: 4242, AtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatalf("the ENDED of an operator-ended session, late: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the session's record", func() bool { return len(readRecords(t, records)) == 1 })
+	if r := readRecords(t, records)[0]; r.Session != sid || r.BytesSent != 4242 {
+		t.Fatalf("record %+v, want session %s with the node's 4242 bytes", r, sid)
+	}
+}
