@@ -126,9 +126,24 @@ func TestEndOfTitleByeTakesItsTurnOnBusyWriter(t *testing.T) {
 	case <-other:
 		t.Fatalf("no BYE while the other session wrote %d packets for %v", others.Load(), 3*timeout)
 	}
+	stopBusy(t, stop, other, &others)
+	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
+}
+
+// stopBusy stops busyWriter (stop, other) once it has written two
+// packets at least, as checkTurnTaken wants: the BYE, taken by its
+// first write, may reach the client before it wrote a second (up to 5 s).
+func stopBusy(t *testing.T, stop chan struct{}, other <-chan struct{}, written *atomic.Int64) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); written.Load() < 2 && time.Now().Before(end); {
+		select {
+		case <-other:
+			end = time.Now() // it stopped on its own
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	close(stop)
 	<-other
-	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
 }
 
 // checkTurnTaken checks, once the other session stopped, that it had
@@ -215,8 +230,7 @@ func TestESEndOfTitleByeTakesItsTurnOnBusyWriter(t *testing.T) {
 			t.Fatalf("%d of 2 BYEs while the other session wrote %d packets for %v", i, others.Load(), 3*timeout)
 		}
 	}
-	close(stop)
-	<-other
+	stopBusy(t, stop, other, &others)
 	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
 }
 
@@ -268,7 +282,6 @@ func TestAbortByeTakesItsTurnOnBusyWriter(t *testing.T) {
 		t.Fatalf("no BYE while the other session wrote %d packets for %v", others.Load(), 3*timeout)
 	}
 	<-written
-	close(stop)
-	<-other
+	stopBusy(t, stop, other, &others)
 	checkTurnTaken(t, cli, client, st.BytesSent(), others.Load())
 }
