@@ -17,7 +17,8 @@ import (
 // then fail (the client hangs up): they counted as handed to the writer,
 // the session's end being reported as Abort returned, before the writes
 // failed. bytes_sent is exactly the interleaved frames the client read,
-// and the client got no BYE.
+// and the client got no BYE (but when the writes went through before the
+// client hung up: its kernel may still take a little).
 func TestESAbortBytesSentLeaveOutFailedWrites(t *testing.T) {
 	t.Parallel()
 	m, maddr := startFastManager(t)
@@ -60,8 +61,12 @@ func TestESAbortBytesSentLeaveOutFailedWrites(t *testing.T) {
 			byes++
 		}
 	}
-	if byes != 0 {
-		t.Errorf("%d RTCP BYEs read, want none (their write failed)", byes)
+	// The BYEs' write fails, unless the packet before them got through
+	// first: a client not reading still takes a little now and then (its
+	// kernel packing its receive queue opens the window again), and the
+	// BYEs then go too, counted. Either way bytes_sent is what it read.
+	if byes != 0 && byes != 2 {
+		t.Errorf("%d RTCP BYEs read, want none (their write failed) or one per track", byes)
 	}
 	if ended.GetReason() != reason {
 		t.Errorf("ENDED reason %q", ended.GetReason())
