@@ -123,20 +123,11 @@ func TestDrainOfACommandBatchDueAgain(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.sent {
-					e.m.mu.Lock()
-					got = takeDue(ns)
-					e.m.mu.Unlock()
+					got = e.due(ns)
 				}
 			}
-			close(st.release)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the old stream's sender did not end")
-			}
-			e.m.mu.Lock()
-			got = append(got, takeDue(ns)...)
-			e.m.mu.Unlock()
+			e.releaseHeld(st, done)
+			got = append(got, e.due(ns)...)
 			var last *pb.DrainCommand
 			for _, c := range got {
 				if d := c.GetDrain(); d != nil {

@@ -74,6 +74,33 @@ func takeDue(ns *nodeState) []*pb.NodeCommand {
 	return out
 }
 
+// senderEnded waits, 5 s at most, for the sender holdCommands started to
+// end (done closed).
+func (e *env) senderEnded(done chan struct{}) {
+	e.t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("the old stream's sender did not end")
+	}
+}
+
+// releaseHeld releases the stream holdCommands opened (its Send fails)
+// and waits for its sender to end.
+func (e *env) releaseHeld(st *heldStream, done chan struct{}) {
+	e.t.Helper()
+	close(st.release)
+	e.senderEnded(done)
+}
+
+// due takes, under the manager's lock, what ns's stream would send next
+// (takeDue).
+func (e *env) due(ns *nodeState) []*pb.NodeCommand {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	return takeDue(ns)
+}
+
 // The commands an old stream's sender had taken from the queue, put back
 // at its front once their Send failed after the node registered again,
 // carry a protect command (pins) of before the registration's: it is
@@ -115,16 +142,9 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 			reg()
 			var got []*pb.NodeCommand // what the node is sent from the new stream
 			if newFirst {
-				e.m.mu.Lock()
-				got = takeDue(ns)
-				e.m.mu.Unlock()
+				got = e.due(ns)
 			}
-			close(st.release)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the old stream's sender did not end")
-			}
+			e.releaseHeld(st, done)
 			e.m.mu.Lock()
 			got = append(got, takeDue(ns)...)
 			want := e.m.protectedOn("n")
@@ -175,12 +195,7 @@ func TestFailedPrefetchOfACommandBatchNotPutBack(t *testing.T) {
 	if s := e.storageStats(); s.FillsFailed != 1 {
 		t.Fatalf("%d fills failed, want 1 (not started within the order timeout)", s.FillsFailed)
 	}
-	close(st.release)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the old stream's sender did not end")
-	}
+	e.releaseHeld(st, done)
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
 	if slices.ContainsFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch() != nil }) {
@@ -220,16 +235,9 @@ func TestPrefetchOfACommandBatchPutBackReachesTheNodeOnce(t *testing.T) {
 			reg()
 			var got []*pb.NodeCommand // what the node is sent from the new stream
 			if newFirst {
-				e.m.mu.Lock()
-				got = takeDue(ns)
-				e.m.mu.Unlock()
+				got = e.due(ns)
 			}
-			close(st.release)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the old stream's sender did not end")
-			}
+			e.releaseHeld(st, done)
 			e.m.mu.Lock()
 			got = append(got, takeDue(ns)...)
 			pending := ns.pending["t3"] != nil

@@ -65,12 +65,7 @@ func TestCommandsPutBackWakeTheNewerStreamsSender(t *testing.T) {
 		<-bdone
 	})
 
-	close(st.release)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the old stream's sender did not end")
-	}
+	e.releaseHeld(st, done)
 	waitFor(t, 5*time.Second, "the prefetch of t3 down the newer stream", func() bool {
 		for _, c := range rec.list() {
 			if c.GetPrefetch().GetTitleId() == "t3" {
