@@ -506,6 +506,11 @@ func TestAbortByeCountedOnceWritten(t *testing.T) {
 			}
 			waitUntil(t, 5*time.Second, "media", func() bool { return client.media.Load() > 0 })
 			cw.mu.Lock() // a response being written: the stream's packets wait
+			// A packet the pacer wrote just before is counted after its
+			// write, under the stream's lock: wait for that count, so
+			// that what is scraped has every packet written.
+			st.mu.Lock()
+			st.mu.Unlock()
 			scraped := e.BytesSent()
 			quiet := st.Abort("evicted")
 			reported := st.BytesSent()
