@@ -189,20 +189,36 @@ func (m *managerLink) session() error {
 	}
 	m.n.log.Info("registered with the manager", "manager", m.n.ManagerAddr)
 	ctx, cancel := context.WithCancel(m.ctx)
-	defer cancel()
 	hb, err := m.client.Heartbeat(ctx)
 	if err != nil {
+		cancel()
 		return err
 	}
 	m.streaming.Store(true)
 	defer m.streaming.Store(false)
 	recvErr := make(chan error, 1)
+	recvDone := make(chan struct{})
+	// The stream ends with its receiver: its context cancelled (Recv
+	// returns), the command it may be carrying out finishes before session
+	// returns. Otherwise a command of this stream (a drain, the pins)
+	// could be carried out after the node registered again, undoing what
+	// that registration reset (the drain flag above) or the next
+	// manager's own command sent on the new stream.
+	defer func() {
+		cancel()
+		<-recvDone
+	}()
 	go func() {
+		defer close(recvDone)
 		for {
 			cmd, err := hb.Recv()
 			if err != nil {
 				recvErr <- err
 				return
+			}
+			if f := m.n.commandHook; f != nil {
+				f(ctx, cmd, func() { m.command(cmd) }) // a test's hook
+				continue
 			}
 			m.command(cmd)
 		}

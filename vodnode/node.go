@@ -131,6 +131,10 @@ type Node struct {
 	// once a session the node aborts has left its sessions, before its
 	// stream's Abort.
 	abortHook func()
+	// commandHook, when set (tests, before Start), runs on the manager
+	// link's receiver in place of carrying out each command it receives:
+	// ctx is the command's heartbeat stream's, and carryOut carries it out.
+	commandHook func(ctx context.Context, cmd *pb.NodeCommand, carryOut func())
 	// ends: the sessions ended whose end is not reported yet (an aborted
 	// session's stream still writing: finishSession); Close waits for them.
 	ends pendingEnds
