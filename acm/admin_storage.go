@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -129,10 +130,12 @@ func sortFills(fs []*pb.Fill) {
 // ALREADY_EXISTS when the
 // node holds, fills or was
 // ordered to fill it, or it is queued there and still waits (with no
-// node: when every node in service does, or it is queued on a node: that
-// node is taken as if named, so it is ordered there when a slot is free
-// now, never placed on a second node; naming another node orders it
-// there as well),
+// node: when every node in service does, or it is queued on a node that
+// can take a fill: that node is taken as if named, so it is ordered there
+// when a slot is free now, never placed on a second node; naming another
+// node orders it there as well; one queued only on nodes out of service,
+// with a disk fault or without an origin is placed as if queued nowhere,
+// the answer naming those nodes, whose queued orders stay),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
@@ -155,10 +158,13 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	unlock := m.lockBetweenPlans()
 	now := m.now()
 	id, queuedAt := req.GetNodeId(), ""
+	var passed []string // the nodes it is queued on that cannot take a fill, and why
 	if id == "" {
 		// Queued on a node already: ordered there, as if the operator
-		// had named that node, not placed on a second one.
-		if id = m.queuedNodeLocked(t.ID); id != "" {
+		// had named that node, not placed on a second one. A node out
+		// of service (dead, drained, ...) is passed over: the title is
+		// placed as if queued nowhere, its order there left queued.
+		if id, passed = m.queuedNodeLocked(t.ID); id != "" {
 			queuedAt = id
 		} else {
 			var err error
@@ -214,6 +220,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	}
 	if lifted {
 		msg += "; the eviction hold there is lifted"
+	}
+	if len(passed) > 0 {
+		msg += "; queued already where it cannot be filled now, left queued there: " + strings.Join(passed, "; ")
 	}
 	// The order outlives a restart or a takeover until carried out.
 	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {

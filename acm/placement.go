@@ -117,19 +117,30 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 
 // queuedNodeLocked returns the node where the operator's prefetch of
 // title is queued (smm.FillQueued: waiting for a fill slot or an origin
-// channel; the first by id if on several), "" when none or without the
-// Replicator (mu held).
-func (m *Manager) queuedNodeLocked(title string) string {
+// channel; the first by id if on several) among the nodes that can take a
+// fill (fillableLocked: registered, in service, without a disk fault,
+// with an origin), "" when none or without the Replicator (mu held).
+// passed says, for each node the prefetch is queued on that cannot take
+// a fill, why (by node id): a prefetch naming no node passes those
+// over, their queued orders left as they are.
+func (m *Manager) queuedNodeLocked(title string) (node string, passed []string) {
 	if m.rep == nil {
-		return ""
+		return "", nil
 	}
-	node := ""
 	for _, f := range m.rep.Fills() {
-		if f.Title == title && f.State == smm.FillQueued && (node == "" || f.Node < node) {
+		if f.Title != title || f.State != smm.FillQueued {
+			continue
+		}
+		if _, err := m.fillableLocked(f.Node, title); err != nil {
+			passed = append(passed, status.Convert(err).Message())
+			continue
+		}
+		if node == "" || f.Node < node {
 			node = f.Node
 		}
 	}
-	return node
+	slices.Sort(passed)
+	return node, passed
 }
 
 // queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's
@@ -159,9 +170,11 @@ func (m *Manager) queueRoomLocked(ns *nodeState, t store.Title, now time.Time) e
 	return nil
 }
 
-// prefetchCheckLocked makes the checks of prefetchLocked that come before
-// any room is made (mu held), with its errors, and returns the node.
-func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, error) {
+// fillableLocked checks that node id can take a fill of title now (mu
+// held): NOT_FOUND when it is not registered (forgotten), FAILED_PRECONDITION
+// when it is out of service, reports a disk fault or has no origin; it
+// returns the node.
+func (m *Manager) fillableLocked(id, title string) (*nodeState, error) {
 	ns := m.nodes[id]
 	n := m.sched.Node(id)
 	if ns == nil || n == nil {
@@ -174,8 +187,19 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault)", id)
 	}
 	if n.NoOrigin {
-		return nil, status.Errorf(codes.FailedPrecondition, "node %q has no origin configured (node origin): it cannot fetch %q, it plays only the titles already on its disk", id, t.ID)
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q has no origin configured (node origin): it cannot fetch %q, it plays only the titles already on its disk", id, title)
 	}
+	return ns, nil
+}
+
+// prefetchCheckLocked makes the checks of prefetchLocked that come before
+// any room is made (mu held), with its errors, and returns the node.
+func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, error) {
+	ns, err := m.fillableLocked(id, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	n := m.sched.Node(id)
 	if ns.titles[t.ID] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
 	}
