@@ -155,11 +155,14 @@ func testESTimestampJump(t *testing.T, jump float64) {
 		// before it (a picture at its DTS, a little before its PTS):
 		// the timeline runs on at the clock's pace across the jump.
 		// Compared are the packets that came from 0.5 s to 1.5 s into
-		// the play and those from 2.5 s on: the earliest of each (a
-		// loaded machine delays packets, it sends none early) within
-		// 0.15 s, and their medians (a few delayed do not move them)
-		// within 0.25 s. A timeline shifted at the jump, or sent in
-		// bursts after it, moves one or both.
+		// the play and those from 2.5 s on: the earliest of each within
+		// 0.15 s. A timeline shifted at the jump moves every packet
+		// after it, the earliest too; packets sent in bursts after it
+		// leave early, ahead of their time, which a loaded machine never
+		// makes one do (it delays them). Their medians are not compared:
+		// a loaded machine's stalls delay many packets of one window and
+		// move its median (0.3 s apart so with a 20 ms stall after one
+		// write in 8).
 		var before, after []float64
 		for k, p := range ps {
 			if k > 0 && i == 1 && int32(p.ts-ps[k-1].ts) <= 0 {
@@ -181,10 +184,8 @@ func testESTimestampJump(t *testing.T, jump float64) {
 		}
 		slices.Sort(before)
 		slices.Sort(after)
-		b0, a0 := before[0], after[0]
-		bm, am := before[len(before)/2], after[len(after)/2]
-		if math.Abs(a0-b0) > 0.15 || math.Abs(am-bm) > 0.25 {
-			t.Errorf("%s: packets leave %.3f s (the earliest) and %.3f s (median) after their time before the jump, %.3f s and %.3f s after it: want the same within 0.15 s and 0.25 s", name, b0, bm, a0, am)
+		if b0, a0 := before[0], after[0]; math.Abs(a0-b0) > 0.15 {
+			t.Errorf("%s: the earliest packet leaves %.3f s after its time before the jump, %.3f s after it: want the same within 0.15 s", name, b0, a0)
 		}
 	}
 	// From 3 s, at 3 s + the time played on the timeline, that + the
