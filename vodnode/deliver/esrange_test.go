@@ -29,11 +29,9 @@ func TestESRangeEndResumesExactly(t *testing.T) {
 	st.SetStop(stop)
 	st.Resume()
 	// 1.5 s to play from the keyframe at 4 s, then nothing: read until
-	// the play's clock is at the stop and nothing came for a second
-	// after (what came is checked below: none past the stop).
-	before := readESFrames(t, cli, time.Second, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.Position() >= stop-0.001
-	})
+	// the play holds at the stop and nothing came for a second after
+	// (what came is checked below: none past the stop).
+	before := readUntilHeld(t, st, cli, time.Second, 15*time.Second)
 	if pos := st.Position(); math.Abs(pos-stop) > 0.01 {
 		t.Errorf("held at %.3f s, want the Range's end, %g", pos, stop)
 	}
@@ -135,4 +133,36 @@ func readESFrames(t *testing.T, cli net.Conn, quiet, most time.Duration, done fu
 			return out
 		}
 	}
+}
+
+// readUntilHeld reads cli with readESFrames until st's play holds at its
+// Range's end and nothing came for quiet from a moment it held: every
+// packet sent before is read then, and none comes after. A quiet spell
+// with the play's clock at the stop (its Position) is not enough: a
+// loaded machine's stall of the sender leaves packets due before the stop
+// to come after it.
+func readUntilHeld(t *testing.T, st *ESStream, cli net.Conn, quiet, most time.Duration) [2][]esPkt {
+	t.Helper()
+	held := false // the play held at the last call, before this quiet spell
+	return readESFrames(t, cli, quiet, most, func(_ *[2][]esPkt, q bool) bool {
+		if q && held {
+			return true
+		}
+		held = esHeld(st)
+		return false
+	})
+}
+
+// esHeld reports whether st's play is held (a PAUSE, or its Range's end:
+// its sender sets it once it has sent what is due before the stop).
+func esHeld(st *ESStream) bool {
+	st.mu.Lock()
+	p := st.play
+	st.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }

@@ -85,9 +85,7 @@ func TestESReportsWhileHeldAtRangeEnd(t *testing.T) {
 	}
 	st.SetStop(stop)
 	st.Resume()
-	readESFrames(t, cli, 600*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.Position() >= stop-0.001
-	})
+	readUntilHeld(t, st, cli, 600*time.Millisecond, 15*time.Second)
 	srs, pkts := readReports(t, cli, 8*interval)
 	if len(pkts[0])+len(pkts[1]) > 0 {
 		t.Fatalf("%d video and %d audio packets while held", len(pkts[0]), len(pkts[1]))

@@ -66,9 +66,7 @@ func TestESReportLostNotRetried(t *testing.T) {
 		}
 		st.SetStop(5)
 		st.Resume()
-		readESFrames(t, cli, 300*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-			return quiet && st.Position() >= 5-0.001
-		})
+		readUntilHeld(t, st, cli, 300*time.Millisecond, 15*time.Second)
 		w := st.cfg.Conn
 		w.mu.Lock()
 		w.err = errors.New("connection reset (test)")

@@ -25,9 +25,7 @@ func TestESReportsAgainOnResume(t *testing.T) {
 	}
 	st.SetStop(stop)
 	st.Resume()
-	readESFrames(t, cli, 300*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.Position() >= stop-0.001
-	})
+	readUntilHeld(t, st, cli, 300*time.Millisecond, 15*time.Second)
 	// A held report on each track (the loop sends both at once): the
 	// next ones are an interval away.
 	var held [2][]srSeen
@@ -83,9 +81,7 @@ func TestESReportRetriedWhenTheConnectionIsBusy(t *testing.T) {
 	}
 	st.SetStop(5)
 	st.Resume()
-	readESFrames(t, cli, 300*time.Millisecond, 15*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.Position() >= 5-0.001
-	})
+	readUntilHeld(t, st, cli, 300*time.Millisecond, 15*time.Second)
 	// A held report: the next is due an interval after it.
 	var last time.Time
 	for end := time.Now().Add(3 * interval); last.IsZero(); {
