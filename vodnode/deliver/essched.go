@@ -123,6 +123,7 @@ type esPlay struct {
 	sentOff   int64     // offset of the last unit sent; -1 before the first
 	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
 	sentWall  time.Time // when the last unit was sent
+	sentDue   int64     // due of the last unit sent, less its shift (the stop's scale); math.MinInt64 before the first
 
 	// from, when fromSet, is where a play of a title without video
 	// starts (PTS on the index's scale): the audio that ends before it,
@@ -147,7 +148,7 @@ type esPlay struct {
 }
 
 func newESPlay() *esPlay {
-	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, hint: -1}
+	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, sentDue: math.MinInt64, hint: -1}
 }
 
 // hold pauses the play at now (a PAUSE): the sender sends nothing more,
@@ -456,9 +457,13 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 		at, stop := p.wallOfLocked(u.due), p.stopSet && u.due-u.shift >= p.stop
 		if stop {
 			at = p.wallOfLocked(p.stop + u.shift)
-			if at.Before(p.sentWall) {
+			if p.sentDue >= p.stop && at.Before(p.sentWall) {
 				at = p.sentWall // a stop set behind what was sent: held at once
 			}
+			// Else held at the stop's time, though the last unit before
+			// it went out after that (late, on a loaded machine): the
+			// clock stands at the stop, where the reports and a PLAY on
+			// put it and the next unit goes on from.
 		}
 		if wait := time.Until(at); wait > 0 {
 			p.mu.Unlock()
@@ -486,7 +491,7 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			return err
 		}
 		p.mu.Lock()
-		p.sentOff, p.sentShift, p.sentWall = u.off, u.shift, time.Now()
+		p.sentOff, p.sentShift, p.sentWall, p.sentDue = u.off, u.shift, time.Now(), u.due-u.shift
 		p.mu.Unlock()
 	}
 }

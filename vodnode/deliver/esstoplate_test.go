@@ -1,0 +1,64 @@
+package deliver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pion/rtp"
+)
+
+// TestESStopHoldsAtItsTimeAfterALateSend: a play whose last unit before
+// its Range's end goes out late (its write held up on a loaded machine,
+// past the stop's time) holds its clock at the stop, where its reports
+// and a PLAY on put it, not where that unit went out: it held at the
+// late write's time, its reports and the PLAY's npt past the Range's end
+// by the lateness (5.825 s for 5.5 with units near the end sent 60 ms
+// late; 15.7 ms once under load in a -race run).
+func TestESStopHoldsAtItsTimeAfterALateSend(t *testing.T) {
+	const tick = 3600 // 40 ms: a picture every tick
+	run := func(stop int64, late func(u *esUnit) time.Duration) (held int64) {
+		p := newESPlay()
+		var pkts []*rtp.Packet
+		var ats []int64
+		for i := int64(0); i < 10; i++ {
+			pkts, ats = append(pkts, &rtp.Packet{}), append(ats, i*tick)
+		}
+		p.push(0, 0, 0, pkts, ats)
+		p.setStop(stop, true)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- p.sendLoop(ctx, func(u *esUnit) error {
+				time.Sleep(late(u))
+				return nil
+			})
+		}()
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			p.mu.Lock()
+			h := p.held
+			p.mu.Unlock()
+			if h {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatal("the play did not hold")
+			}
+		}
+		m, _ := p.mediaNow(time.Now())
+		cancel()
+		<-done
+		return m
+	}
+	// Held at 5 ticks (200 ms): the unit due at 4 ticks goes out 100 ms
+	// late, 60 ms past the stop's time.
+	if m := run(5*tick, func(u *esUnit) time.Duration {
+		if u.due == 4*tick {
+			return 100 * time.Millisecond
+		}
+		return 0
+	}); m != 5*tick {
+		t.Errorf("held at %d ticks, want the stop's %d (%.0f ms past it)", m, 5*tick, float64(m-5*tick)/90)
+	}
+}
