@@ -232,6 +232,8 @@ type fakeNode struct {
 	// from cmds and onCommand (one comes with every admission).
 	expects []*pb.ExpectCommand
 	muted   bool // the periodic reports are not sent (mute: a node between two heartbeats)
+	// diskFault: its reports say it cannot write its title cache.
+	diskFault bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -310,7 +312,7 @@ func (n *fakeNode) report() *pb.LoadReport {
 	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
-		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished}
+		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished, DiskFault: n.diskFault}
 	n.failed = nil
 	return r
 }
@@ -370,13 +372,6 @@ func (n *fakeNode) heartbeat() {
 			}
 		}
 	}()
-}
-
-// expected returns the ExpectCommands the node received, in order.
-func (n *fakeNode) expected() []*pb.ExpectCommand {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.expects)
 }
 
 // leave ends the heartbeat stream cleanly, as a node that shuts down does.

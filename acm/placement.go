@@ -433,7 +433,8 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 
 // chooseNodeLocked picks the node for an operator's prefetch of t that
 // names none (mu held), never a node without an origin
-// (lsm.NodeSpec.NoOrigin): the Replicator's ChooseNode, or without one the
+// (lsm.NodeSpec.NoOrigin) nor one reporting a disk fault (which
+// prefetchCheckLocked refuses): the Replicator's ChooseNode, or without one the
 // node in service lacking t with the most free disk: a node that
 // measured its free disk before one that reports it unknown (whose
 // diskFree, unknownDiskFree, would otherwise always win), those among
@@ -442,13 +443,17 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
 // every node in service with an origin holds or fills it,
 // FAILED_PRECONDITION when no node is in service or none in service has
-// an origin, RESOURCE_EXHAUSTED when no node can take it.
+// an origin and no disk fault, RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
-	inService, lacking, noOrigin := 0, 0, 0
+	inService, lacking, noOrigin, faulty := 0, 0, 0, 0
 	for nid, ns := range m.nodes {
 		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) && ns.reported {
 			if n.NoOrigin {
 				noOrigin++
+				continue
+			}
+			if ns.diskFault {
+				faulty++ // it cannot write a fill (prefetchCheckLocked refuses it)
 				continue
 			}
 			inService++
@@ -457,6 +462,9 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 			}
 		}
 	}
+	if inService == 0 && faulty > 0 {
+		return "", status.Errorf(codes.FailedPrecondition, "every node in service with an origin reports a disk fault (it cannot write its title cache: vodctl nodes): none can fetch %q now", t.ID)
+	}
 	if inService == 0 && noOrigin > 0 {
 		return "", status.Errorf(codes.FailedPrecondition, "no node in service has an origin configured (node origin): none can fetch %q", t.ID)
 	}
@@ -464,7 +472,11 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		return "", status.Errorf(codes.FailedPrecondition, "no node is in service (every registered node is dead, unreachable, draining or at weight 0: vodctl nodes): none can fetch %q now", t.ID)
 	}
 	if inService > 0 && lacking == 0 {
-		return "", status.Errorf(codes.AlreadyExists, "every node in service already holds or fills %q (vodctl placement --title %s)", t.ID, t.ID)
+		also := ""
+		if faulty > 0 {
+			also = " (but those reporting a disk fault, which cannot write it)"
+		}
+		return "", status.Errorf(codes.AlreadyExists, "every node in service%s already holds or fills %q (vodctl placement --title %s)", also, t.ID, t.ID)
 	}
 	if m.rep != nil {
 		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(map[string]smm.TitleInfo{t.ID: planTitle(t)}), now)
@@ -479,7 +491,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 	id, best, bestKnown := "", int64(0), false
 	for nid, ns := range m.nodes {
 		n := m.sched.Node(nid)
-		if n == nil || !m.sched.InService(n) || n.NoOrigin || ns.titles[t.ID] != nil {
+		if n == nil || !m.sched.InService(n) || n.NoOrigin || ns.diskFault || ns.titles[t.ID] != nil {
 			continue
 		}
 		free, known := ns.diskFree, !ns.diskUnknown

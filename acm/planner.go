@@ -296,7 +296,7 @@ func (s *planSnapshot) view(titles map[string]smm.TitleInfo) *smm.ClusterView {
 			}
 		}
 		view.Nodes = append(view.Nodes, smm.NodeView{
-			ID: n.id, Site: n.site, Alive: n.inService, NoOrigin: n.noOrigin, DiskBytes: n.diskBytes,
+			ID: n.id, Site: n.site, Alive: n.inService, NoOrigin: n.noOrigin, DiskFault: n.diskFault, DiskBytes: n.diskBytes,
 			EgressBps: n.egressBps, Utilization: n.utilization, Items: items, Fills: viewFills, Partials: partials,
 		})
 		if n.alive {

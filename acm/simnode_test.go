@@ -220,3 +220,10 @@ func (n *simNode) waitCommand(t testing.TB, cmd string, k int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// expected returns the ExpectCommands the node received, in order.
+func (n *fakeNode) expected() []*pb.ExpectCommand {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.expects)
+}

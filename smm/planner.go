@@ -37,6 +37,11 @@ type NodeView struct {
 	// prefetch, nor does ChooseNode pick it; the titles it holds count as
 	// replicas.
 	NoOrigin bool
+	// DiskFault: the node reports that it cannot write its title cache
+	// (a full, read-only or failing disk): ChooseNode does not pick it.
+	// (The manager also gives such a node Fills at its limit, so that
+	// Plan orders no prefetch there.)
+	DiskFault bool
 }
 
 // ClusterView is the state a Planner plans from.
