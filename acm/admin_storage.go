@@ -135,7 +135,8 @@ func sortFills(fs []*pb.Fill) {
 // when a slot is free now, never placed on a second node; naming another
 // node orders it there as well; one queued only on nodes out of service,
 // with a disk fault or without an origin is placed as if queued nowhere,
-// the answer naming those nodes, whose queued orders stay),
+// the answer naming those nodes, whose queued orders stay: ordered there
+// too once the node can fill, unless cancelled (Evict)),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
@@ -222,7 +223,10 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		msg += "; the eviction hold there is lifted"
 	}
 	if len(passed) > 0 {
-		msg += "; queued already where it cannot be filled now, left queued there: " + strings.Join(passed, "; ")
+		// Left queued: ordered there too once the node can fill, a
+		// second copy unless the operator cancels it.
+		msg += fmt.Sprintf("; queued already where it cannot be filled now, left queued there (ordered there too once it can be filled: vodctl evict %s NODE cancels it): %s",
+			t.ID, strings.Join(passed, "; "))
 	}
 	// The order outlives a restart or a takeover until carried out.
 	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {

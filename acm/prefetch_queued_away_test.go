@@ -148,3 +148,37 @@ func TestPrefetchWithNoNodeOrderedWhereQueuedOnceASlotIsFree(t *testing.T) {
 		t.Fatalf("fill of t1 on n3 %+v, commands %v: want none", f, n3.commands())
 	}
 }
+
+// The order left queued on a node passed over is carried out once the
+// node can fill again: the title is filled there too, a second copy, as
+// the answer says, naming the command that cancels it (vodctl evict TITLE
+// NODE), which drops it.
+func TestPrefetchPassedOverOrderFilledOnTheNodesReturn(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		t.Run(map[bool]string{false: "kept", true: "cancelled"}[cancel], func(t *testing.T) {
+			e := newManagerWith(t, "", unhinted(), quietStorage)
+			n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, held: []*pb.StoredTitle{filling("p")}})
+			e.queueOn("n1", "t1") // n1 fills p: at its fill limit
+			n2 := e.startSimNode("n2", storageTitles, simOpts{disk: 5_000_000})
+			e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+			ctx := context.Background()
+			ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+			if err != nil || ack.GetNodeId() != "n2" || !strings.Contains(ack.GetMessage(), "ordered there too once it can be filled: vodctl evict t1 NODE cancels it") {
+				t.Fatalf("prefetch of t1 naming no node, queued on n1 (drained): %v %v, want it on n2, the answer saying how to cancel the order left on n1", ack, err)
+			}
+			n2.waitCommand(t, "prefetch t1", 1)
+			if cancel {
+				if _, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+					t.Fatal(err)
+				}
+				if f := e.fill("n1", "t1"); f != nil {
+					t.Fatalf("fill of t1 on n1 %+v after its cancellation, want none", f)
+				}
+				return
+			}
+			e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(false)})
+			n1.complete("p") // a fill's end: a plan, with a slot free on n1
+			n1.waitCommand(t, "prefetch t1", 1)
+		})
+	}
+}
