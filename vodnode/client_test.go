@@ -29,6 +29,9 @@ type testClient struct {
 	// channel, length and payload; also those skipped while waiting for
 	// a response)
 	frameBytes int64
+	// onFrame, when set, is given each interleaved frame read (also those
+	// skipped while waiting for a response)
+	onFrame func(ch int, b []byte)
 }
 
 func dialRTSP(t testing.TB, n *Node) *testClient {
@@ -107,6 +110,9 @@ func (tc *testClient) frame() (int, []byte, error) {
 	}
 	if err == nil && h[1]%2 == 0 && len(b) >= 4 {
 		tc.lastSeq = uint16(b[2])<<8 | uint16(b[3])
+	}
+	if err == nil && tc.onFrame != nil {
+		tc.onFrame(int(h[1]), b)
 	}
 	return int(h[1]), b, err
 }

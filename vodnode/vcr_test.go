@@ -99,6 +99,18 @@ func (tc *testClient) readMedia(d time.Duration) []media {
 	return out
 }
 
+// readMediaUntil reads interleaved RTP (channel 0) until done holds of
+// what was read or limit passes (a loaded machine may be seconds late:
+// the wait ends as soon as done holds).
+func (tc *testClient) readMediaUntil(limit time.Duration, done func([]media) bool) []media {
+	tc.t.Helper()
+	var out []media
+	for end := time.Now().Add(limit); !done(out) && time.Now().Before(end); {
+		out = append(out, tc.readMedia(50*time.Millisecond)...)
+	}
+	return out
+}
+
 // readRTP reads interleaved RTP (channel 0) for d, giving each packet to
 // each as it comes.
 func (tc *testClient) readRTP(d time.Duration, each func(rtp.Packet)) {
@@ -164,9 +176,22 @@ func TestPauseResumeSeekScale(t *testing.T) {
 		return v
 	}
 
-	played := c.readMedia(time.Second)
-	if len(played) == 0 {
-		t.Fatal("no media")
+	// the last PCR the client read, also in the media read with the
+	// PAUSE's answer (a loaded node may take a while to pause)
+	read := int64(-1)
+	c.onFrame = func(ch int, b []byte) {
+		var p rtp.Packet
+		if ch != 0 || p.Unmarshal(b) != nil {
+			return
+		}
+		if v := lastPCR([]media{{ts: parseTS(p.Payload)}}); v >= 0 {
+			read = v
+		}
+	}
+	// a second of play from its first packet
+	played := c.readMediaUntil(10*time.Second, func(ms []media) bool { return len(ms) > 0 && time.Since(ms[0].at) >= time.Second })
+	if lastPCR(played) < 0 {
+		t.Fatalf("no PCR in %d RTP packets", len(played))
 	}
 	res := c.do("PAUSE", url+"/", "Session", id)
 	if res.StatusCode != 200 {
@@ -177,7 +202,7 @@ func TestPauseResumeSeekScale(t *testing.T) {
 	if got := c.readMedia(800 * time.Millisecond); len(got) != 0 {
 		t.Fatalf("%d RTP packets while paused", len(got))
 	}
-	before := lastPCR(played)
+	before := read
 	lastSeq := c.lastSeq
 	res = c.do("PLAY", url+"/", "Session", id)
 	if res.StatusCode != 200 {
@@ -186,7 +211,7 @@ func TestPauseResumeSeekScale(t *testing.T) {
 	if seq := rtpInfoSeq(t, res.Header["RTP-Info"]); seq != lastSeq+1 {
 		t.Errorf("resumed at seq %d, last packet %d", seq, lastSeq)
 	}
-	resumed := c.readMedia(300 * time.Millisecond)
+	resumed := c.readMediaUntil(10*time.Second, func(ms []media) bool { return lastPCR(ms) >= 0 })
 	if len(resumed) == 0 {
 		t.Fatal("no media after resume")
 	}
@@ -218,14 +243,17 @@ func TestPauseResumeSeekScale(t *testing.T) {
 	if pos, kf := rangeStart(t, res.Header["Range"]), idx.KeyframeSeconds(want); math.Abs(pos-kf) > 0.002 || kf != 10 {
 		t.Errorf("seek to 10.5 s: Range npt %.3f, the keyframe before is at %.3f", pos, kf)
 	}
-	firstPTS := int64(-1)
-	for _, m := range c.readMedia(300 * time.Millisecond) {
-		for _, p := range m.ts {
-			if p.pid == idx.VideoPID && p.pts >= 0 && firstPTS < 0 {
-				firstPTS = p.pts
+	firstVideoPTS := func(ms []media) int64 {
+		for _, m := range ms {
+			for _, p := range m.ts {
+				if p.pid == idx.VideoPID && p.pts >= 0 {
+					return p.pts
+				}
 			}
 		}
+		return -1
 	}
+	firstPTS := firstVideoPTS(c.readMediaUntil(10*time.Second, func(ms []media) bool { return firstVideoPTS(ms) >= 0 }))
 	if wantPTS := idx.Keyframes[want].PTS % (1 << 33); firstPTS != wantPTS {
 		t.Errorf("first picture after the seek has PTS %d, the keyframe before 10.5 s %d", firstPTS, wantPTS)
 	}
@@ -254,8 +282,24 @@ func TestPauseResumeSeekScale(t *testing.T) {
 			at  time.Time
 			pts int64
 		}
+		// at least three pictures over 1.2 s from the first (a loaded
+		// machine may be slow to send it)
+		pictures := func(ms []media) []pic {
+			var out []pic
+			for _, m := range ms {
+				for _, p := range m.ts {
+					if p.pid == idx.VideoPID && p.pts >= 0 {
+						out = append(out, pic{m.at, p.pts})
+					}
+				}
+			}
+			return out
+		}
 		var pics []pic
-		for _, m := range c.readMedia(1200 * time.Millisecond) {
+		for _, m := range c.readMediaUntil(10*time.Second, func(ms []media) bool {
+			p := pictures(ms)
+			return len(p) >= 3 && time.Since(p[0].at) >= 1200*time.Millisecond
+		}) {
 			for _, p := range m.ts {
 				switch {
 				case p.pid != idx.VideoPID && p.pid != 0 && p.pid != idx.PMTPID:
@@ -269,7 +313,7 @@ func TestPauseResumeSeekScale(t *testing.T) {
 			}
 		}
 		if len(pics) < 3 {
-			t.Fatalf("Scale %v: %d pictures in 1.2 s", tc.scale, len(pics))
+			t.Fatalf("Scale %v: %d pictures in 10 s", tc.scale, len(pics))
 		}
 		first, last := pics[0], pics[len(pics)-1]
 		speed := float64(last.pts-first.pts) / tsindex.PTSHz / last.at.Sub(first.at).Seconds()
@@ -282,12 +326,17 @@ func TestPauseResumeSeekScale(t *testing.T) {
 	if res.StatusCode != 200 || res.Header["Scale"][0] != "1.000" {
 		t.Fatalf("Scale 1: %s %v", statusLine(res), res.Header["Scale"])
 	}
-	audio := false
-	for _, m := range c.readMedia(500 * time.Millisecond) {
-		for _, p := range m.ts {
-			audio = audio || (p.pid != idx.VideoPID && p.pid != idx.PMTPID && p.pid != 0)
+	hasAudio := func(ms []media) bool {
+		for _, m := range ms {
+			for _, p := range m.ts {
+				if p.pid != idx.VideoPID && p.pid != idx.PMTPID && p.pid != 0 {
+					return true
+				}
+			}
 		}
+		return false
 	}
+	audio := hasAudio(c.readMediaUntil(10*time.Second, hasAudio))
 	if !audio {
 		t.Error("normal play after trick play sends no audio")
 	}
@@ -407,7 +456,7 @@ func TestPlayRangeEnd(t *testing.T) {
 	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 || !strings.HasSuffix(res.Header["Range"][0], "-") {
 		t.Fatalf("PLAY on: %s %v", statusLine(res), res.Header["Range"])
 	}
-	if ms := c.readMedia(time.Second); len(ms) == 0 {
+	if ms := c.readMediaUntil(10*time.Second, func(ms []media) bool { return len(ms) > 0 }); len(ms) == 0 {
 		t.Fatal("no media after a PLAY without Range")
 	}
 }
