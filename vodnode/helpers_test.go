@@ -243,7 +243,11 @@ func nodeURL(n *Node, tok, title string) string {
 type ffmpegResult struct {
 	frames  int
 	elapsed time.Duration
-	stderr  string
+	// paced is the time from ffmpeg's first decoded frame (its progress
+	// report, every 0.1 s) to its end: the play's pace, ffmpeg's start and
+	// probe (seconds on a loaded machine) left out; 0 without a frame
+	paced  time.Duration
+	stderr string
 }
 
 // runFFmpeg plays url for seconds with ffmpeg and counts decoded frames.
@@ -262,7 +266,7 @@ func runFFmpegArgs(t testing.TB, seconds float64, in ...string) ffmpegResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds*float64(time.Second))+20*time.Second)
 	defer cancel()
 	args := append([]string{"-hide_banner", "-nostats", "-loglevel", "error"}, in...)
-	args = append(args, "-t", strconv.FormatFloat(seconds, 'f', 3, 64), "-map", "0:v", "-f", "null", "-progress", "pipe:1", "-")
+	args = append(args, "-t", strconv.FormatFloat(seconds, 'f', 3, 64), "-map", "0:v", "-f", "null", "-progress", "pipe:1", "-stats_period", "0.1", "-")
 	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -275,14 +279,20 @@ func runFFmpegArgs(t testing.TB, seconds float64, in ...string) ffmpegResult {
 		t.Fatal(err)
 	}
 	frames := 0
+	var first time.Time
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "frame="); ok {
-			frames, _ = strconv.Atoi(strings.TrimSpace(v))
+			if frames, _ = strconv.Atoi(strings.TrimSpace(v)); frames > 0 && first.IsZero() {
+				first = time.Now()
+			}
 		}
 	}
 	err = cmd.Wait()
 	r := ffmpegResult{frames: frames, elapsed: time.Since(start), stderr: stderr.String()}
+	if !first.IsZero() {
+		r.paced = time.Since(first)
+	}
 	if err != nil {
 		t.Logf("ffmpeg: %v\n%s", err, r.stderr)
 	}

@@ -16,12 +16,15 @@ func TestFFmpegPlaysTCPAndUDP(t *testing.T) {
 	for i, tr := range []string{"tcp", "udp"} {
 		tok := mint(t, "sess-"+tr, "sample-001", "node-1", "127.0.0.1", time.Minute)
 		r := runFFmpeg(t, nodeURL(n, tok, "sample-001"), tr, 4)
-		t.Logf("%s: %d frames in %v", tr, r.frames, r.elapsed)
+		t.Logf("%s: %d frames in %v, %v from the first", tr, r.frames, r.elapsed, r.paced)
 		if r.frames < 90 || r.frames > 110 {
 			t.Errorf("%s: %d frames decoded, want about 100\n%s", tr, r.frames, r.stderr)
 		}
-		if r.elapsed < 3*time.Second || r.elapsed > 8*time.Second {
-			t.Errorf("%s: 4 s of media took %v", tr, r.elapsed)
+		// played at its pace: not at once, and with no stall from the
+		// first frame out (ffmpeg's start and probe, seconds on a
+		// loaded machine, left out)
+		if r.elapsed < 3*time.Second || r.paced == 0 || r.paced > 6*time.Second {
+			t.Errorf("%s: 4 s of media took %v, %v from the first frame", tr, r.elapsed, r.paced)
 		}
 		if i == 0 && o.fetchCount("sample-001") != 1 {
 			t.Errorf("fetches %d", o.fetchCount("sample-001"))
