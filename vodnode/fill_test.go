@@ -39,7 +39,9 @@ func TestFillSharedAndFast(t *testing.T) {
 		t.Fatal("the fill completed before the first packet")
 	default:
 	}
-	if first > 1500*time.Millisecond {
+	// long before the fill completes (about 7 s; checked above too), with
+	// room for a loaded machine
+	if first > 3500*time.Millisecond {
 		t.Errorf("first RTP packet %v after PLAY", first)
 	}
 	t.Logf("first RTP packet %v after PLAY", first)
