@@ -358,7 +358,12 @@ func TestTimeoutEndedAtLastSignOfLife(t *testing.T) {
 // minutes).
 func TestTimedOutSessionClosesItsConnection(t *testing.T) {
 	o := newFakeOrigin(t)
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second })
+	// The connection's own read deadline, renewed while it has a session,
+	// would close it 0.75 to 1 timeout after the session ended: it is
+	// closed within half a timeout, long enough for the janitor to go
+	// from the session's end to its connection on a loaded machine.
+	const timeout = 3 * time.Second
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = timeout })
 	c := dialRTSP(t, n)
 	url := nodeURL(n, mint(t, "silent-tcp", "sample-001", "node-1", "", time.Minute), "sample-001")
 	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
@@ -370,7 +375,7 @@ func TestTimedOutSessionClosesItsConnection(t *testing.T) {
 		t.Fatalf("PLAY past the end: %s, want 457", statusLine(res))
 	}
 	waitFor(t, 10*time.Second, "the silent session to time out", func() bool { return n.lookupSession(id) == nil })
-	c.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond)) // half a timeout
+	c.c.SetReadDeadline(time.Now().Add(timeout / 2))
 	if _, err := c.br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the connection of the timed-out session: %v, want it closed", err)
 	}
