@@ -18,7 +18,9 @@ import (
 // and SETUPs on another within the grace plays on; one that plays and
 // closes its connection (UDP) is not ended for it.
 func TestDescribeOnlyEndsAfterGrace(t *testing.T) {
-	n, m, settled := describeNode(t, 300*time.Millisecond, nil)
+	// The grace has room for d-other's new connection and SETUP on a
+	// loaded machine (its SETUP after the grace is 401).
+	n, m, settled := describeNode(t, 2*time.Second, nil)
 	url := func(sid string) string {
 		return nodeURL(n, mint(t, sid, "sample-001", "node-1", "", time.Minute), "sample-001")
 	}
