@@ -13,8 +13,10 @@ import (
 // (TestNoTimeoutWhileWaitingForTheFill). Its media comes once indexed.
 func TestESNoTimeoutWhileSeekWaitsForTheFill(t *testing.T) {
 	o := newFakeOrigin(t)
-	o.rate = 400 << 10 // 15 s of the sample in about 2.8 s
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = 400 * time.Millisecond })
+	o.rate = 200 << 10 // 15 s of the sample in about 5.6 s
+	// A timeout a loaded machine's request round trips stay well within
+	// (the SETUP, silent until its PLAY, times out otherwise).
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second })
 	url := esURL(n, mint(t, "es-seek-wait", "sample-001", "node-1", "", time.Minute), "sample-001")
 	c := dialRTSP(t, n)
 	res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")

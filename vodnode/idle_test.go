@@ -124,11 +124,15 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 // limit may supersede it); one that plays is never listed (a silent one
 // times out at SessionTimeout).
 func TestLoadReportListsPausedRTSPSessionIdle(t *testing.T) {
-	const st = 300 * time.Millisecond
+	// A timeout a loaded machine's request round trips stay well within:
+	// each session is silent between its requests (the playing one is set
+	// up first, so that the other's SETUP to PAUSE are its own requests).
+	const st = time.Second
 	m, maddr := startFastManager(t)
 	n := startNode(t, startOrigin(t, newFakeOrigin(t)), func(n *Node) {
 		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = st, time.Minute, maddr
 	})
+	dialRTSP(t, n).play(nodeURL(n, mint(t, "playing", "sample-002", "node-1", "", time.Minute), "sample-002")) // silent: it times out
 	pu := nodeURL(n, mint(t, "paused-idle", "sample-001", "node-1", "", time.Minute), "sample-001")
 	pc := dialRTSP(t, n)
 	rtpc, rtcpc := udpPair(t)
@@ -136,7 +140,6 @@ func TestLoadReportListsPausedRTSPSessionIdle(t *testing.T) {
 	if res := pc.do("PLAY", pu+"/", "Session", id); res.StatusCode != 200 {
 		t.Fatalf("PLAY: %s", statusLine(res))
 	}
-	dialRTSP(t, n).play(nodeURL(n, mint(t, "playing", "sample-002", "node-1", "", time.Minute), "sample-002")) // silent: it times out
 	// Taken before the PAUSE is sent: the node counts the silence from
 	// the PAUSE's arrival, which is after this and before its answer.
 	paused := time.Now()
