@@ -378,9 +378,11 @@ func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
 	o := newFakeOrigin(t)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	const idle = 3 * time.Second
+	// A session timeout a loaded machine's request round trips stay well
+	// within (the RTSP session is silent between its SETUP and PLAY).
+	const idle = 4 * time.Second
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = 300*time.Millisecond, idle, maddr
+		n.SessionTimeout, n.PauseTimeout, n.ManagerAddr = time.Second, idle, maddr
 	})
 	waitPrefetch(t, n, "sample-002")
 	tok := mint(t, "hls-pause", "sample-002", "node-1", "", time.Minute)
@@ -399,10 +401,13 @@ func TestHLSPauseOutlivesSessionTimeout(t *testing.T) {
 	if e := m.event("hls-pause", pb.SessionEvent_KIND_ENDED); e != nil {
 		t.Fatalf("the HLS session ended with the RTSP one: %+v", e)
 	}
+	// Taken before the request is sent: the node counts the idle time from
+	// the request's end, after this (once it is answered, the test may be
+	// slow to take the time on a loaded machine).
+	last := time.Now()
 	if res, _ := get(t, httpURL(n, tok, "sample-002/seg-1.ts")); res.StatusCode != 200 {
 		t.Fatalf("segment 1 after the pause: %d, want 200 (the same session)", res.StatusCode)
 	}
-	last := time.Now()
 	waitFor(t, 3*idle, "the HLS session to end idle", func() bool { return m.event("hls-pause", pb.SessionEvent_KIND_ENDED) != nil })
 	if e, took := m.event("hls-pause", pb.SessionEvent_KIND_ENDED), time.Since(last); e.GetReason() != "idle" || took < idle {
 		t.Errorf("ENDED %+v %v after the last request, want reason idle after %v", e, took, idle)
