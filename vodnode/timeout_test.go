@@ -77,8 +77,14 @@ func (tc *testClient) send(method, url string, hdr ...string) {
 // are closed.
 func TestKeepalivesAndTimeout(t *testing.T) {
 	o := newFakeOrigin(t)
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second })
+	// Each kept-alive session sends its keepalives every 250 ms from its
+	// PLAY on (the set-up of the others, and the node's answers, can take
+	// seconds on a loaded machine): a timeout of 2 s leaves them room.
+	const timeout = 2 * time.Second
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = timeout })
 	_, srtcp := n.udp.Ports()
+	stop := make(chan struct{})
+	var keeping sync.WaitGroup
 	serverRTCP := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: srtcp}
 	rr, _ := (&rtcp.ReceiverReport{SSRC: 42}).Marshal()
 	type viewer struct {
@@ -116,7 +122,7 @@ func TestKeepalivesAndTimeout(t *testing.T) {
 		if res.StatusCode != 200 {
 			t.Fatalf("%s: SETUP: %s", tc.name, statusLine(res))
 		}
-		if v := res.Header["Session"]; len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=1") {
+		if v := res.Header["Session"]; len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=2") {
 			t.Errorf("%s: Session %v, want the timeout", tc.name, v)
 		}
 		v := &viewer{name: tc.name, id: sessionID(res), alive: tc.keep != ""}
@@ -138,25 +144,36 @@ func TestKeepalivesAndTimeout(t *testing.T) {
 			m := tc.keep
 			v.keep = func() { c.send(m, url+"/", "Session", v.id) }
 		}
+		if v.keep != nil {
+			keeping.Add(1)
+			go func() {
+				defer keeping.Done()
+				tk := time.NewTicker(250 * time.Millisecond) // the keepalive period
+				defer tk.Stop()
+				for {
+					v.keep()
+					select {
+					case <-stop:
+						return
+					case <-tk.C:
+					}
+				}
+			}()
+		}
 		vs = append(vs, v)
 	}
 	// the elementary-stream mode advertises it too
 	c := dialRTSP(t, n)
 	es := esURL(n, mint(t, "ka-es", "sample-001", "node-1", "", time.Minute), "sample-001")
 	res := c.do("SETUP", es+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast")
-	if v := res.Header["Session"]; res.StatusCode != 200 || len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=1") {
+	if v := res.Header["Session"]; res.StatusCode != 200 || len(v) != 1 || !strings.HasSuffix(v[0], ";timeout=2") {
 		t.Errorf("ES SETUP: %s, Session %v", statusLine(res), v)
 	}
 	c.do("TEARDOWN", es+"/", "Session", sessionID(res))
 
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
-		for _, v := range vs {
-			if v.keep != nil {
-				v.keep()
-			}
-		}
-		time.Sleep(250 * time.Millisecond) // the keepalive period
-	}
+	<-time.After(3 * timeout) // three timeouts of keepalives
+	close(stop)
+	keeping.Wait()
 	for _, v := range vs {
 		if alive := n.lookupSession(v.id) != nil; alive != v.alive {
 			t.Errorf("%s: alive %v after three timeouts, want %v", v.name, alive, v.alive)
@@ -340,7 +357,9 @@ func TestTimeoutEndedAtLastSignOfLife(t *testing.T) {
 	o := newFakeOrigin(t)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = 400 * time.Millisecond; n.ManagerAddr = maddr })
+	// A session timeout a loaded machine's request round trips stay well
+	// within (the session is silent between its SETUP and PLAY).
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second; n.ManagerAddr = maddr })
 	c := dialRTSP(t, n)
 	c.play(nodeURL(n, mint(t, "gone-silent", "sample-001", "node-1", "", time.Minute), "sample-001"))
 	played := time.Now()
