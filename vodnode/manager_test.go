@@ -171,6 +171,9 @@ func titleIn(r *pb.LoadReport, id string) *pb.StoredTitle {
 
 func TestManagerLink(t *testing.T) {
 	o := newFakeOrigin(t)
+	// The fill its SETUP starts sends nothing for 2 s: the PLAY comes
+	// before it completes (STARTED says filled) even on a loaded machine.
+	o.delay = 2 * time.Second
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), func(n *Node) {
@@ -201,11 +204,11 @@ func TestManagerLink(t *testing.T) {
 	if e := m.event("adm-1", pb.SessionEvent_KIND_STARTED); !e.GetFilled() || e.GetTitleId() != "sample-001" || e.GetNodeId() != "node-1" {
 		t.Errorf("STARTED %+v", e)
 	}
-	waitFor(t, 5*time.Second, "a report with the session", func() bool {
+	waitFor(t, 5*time.Second, "a report with the session, its title filled", func() bool {
 		r := m.lastReport()
 		st := titleIn(r, "sample-001")
 		return r != nil && r.GetSessions() == 1 && slices.Contains(r.GetSessionIds(), "adm-1") &&
-			r.GetEgressBps() > 0 && st != nil && st.GetSessions() == 1
+			r.GetEgressBps() > 0 && st != nil && st.GetSessions() == 1 && !st.GetFilling()
 	})
 	r := m.lastReport()
 	if r.GetNodeId() != "node-1" || r.GetDiskUsedBytes() != int64(len(o.titles["sample-001"])) ||
