@@ -144,11 +144,19 @@ func sortFills(fs []*pb.Fill) {
 // made now with the prefetches queued there before it (else
 // RESOURCE_EXHAUSTED): the first plan with a slot orders it, ahead of the
 // plan's own prefetches (smm Replicator.Queued); vodctl fills lists it as
-// queued.
+// queued. FAILED_PRECONDITION on a standby (notLeader: it never plans, so
+// it would never order a queued prefetch, and the stored orders are the
+// active manager's).
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	if err := checkIDs(req); err != nil {
 		return nil, err
+	}
+	if !m.Leader() {
+		// A standby never plans, so a prefetch queued here would never
+		// be ordered, and its write of the stored orders (the whole list)
+		// races the active manager's.
+		return nil, m.notLeader("prefetch the title on the active manager (a standby plans no storage: it would never order a prefetch queued here)")
 	}
 	t, ok := m.titles()[req.GetTitleId()]
 	if !ok {
@@ -258,6 +266,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // copy of it there is gone, is cancelled, its stored order too; and a title not
 // on the node whose prefetch by the operator failed there and waits for
 // a retry, or is queued for a fill slot, has that prefetch cancelled (OK).
+// FAILED_PRECONDITION on a standby (notLeader: the stored holds and
+// prefetch orders are the active manager's).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
@@ -266,6 +276,11 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	if node == "" {
 		return nil, status.Error(codes.InvalidArgument, "name the node (node_id) to evict the title from")
+	}
+	if !m.Leader() {
+		// The eviction hold and the cancelled prefetch orders are written
+		// into the store's lists, which the active manager writes too.
+		return nil, m.notLeader("evict the title on the active manager (the eviction holds and prefetch orders are its own)")
 	}
 	m.opMu.Lock() // through the hold's change and its write
 	defer m.opMu.Unlock()

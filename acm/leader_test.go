@@ -545,6 +545,8 @@ func TestStoreDownNoLeaderAnswer(t *testing.T) {
 		_, calls["EndSessions"] = e.admin.EndSessions(ctx, &pb.EndSessionsRequest{User: "demo"})
 		_, calls["ForgetNode"] = e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n1"})
 		_, calls["SuspendSubscriber"] = e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 60})
+		_, calls["Prefetch"] = e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+		_, calls["Evict"] = e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 		for call, err := range calls {
 			if grpcCode(err) != codes.Unavailable || !strings.Contains(err.Error(), "the store does not answer") {
 				t.Errorf("%s on the %s manager with the store down: %v, want UNAVAILABLE naming the store", call, name, err)
