@@ -123,7 +123,7 @@ type esPlay struct {
 	sentOff   int64     // offset of the last unit sent; -1 before the first
 	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
 	sentWall  time.Time // when the last unit was sent
-	sentDue   int64     // due of the last unit sent, less its shift (the stop's scale); math.MinInt64 before the first
+	sentDue   int64     // due of the last unit sent, on the timeline (shift included); math.MinInt64 before the first
 
 	// from, when fromSet, is where a play of a title without video
 	// starts (PTS on the index's scale): the audio that ends before it,
@@ -457,8 +457,14 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 		at, stop := p.wallOfLocked(u.due), p.stopSet && u.due-u.shift >= p.stop
 		if stop {
 			at = p.wallOfLocked(p.stop + u.shift)
-			if p.sentDue >= p.stop && at.Before(p.sentWall) {
-				at = p.sentWall // a stop set behind what was sent: held at once
+			if p.stop+u.shift <= p.sentDue && at.Before(p.sentWall) {
+				// A stop behind what was sent, on the timeline: set
+				// behind it, or, on the next unit's shift, behind the
+				// last unit sent (a stop between a timestamp jump's
+				// two sides, the next unit past the jump): held at once,
+				// not back where the stop falls on the next unit's
+				// scale (as far back as the jump).
+				at = p.sentWall
 			}
 			// Else held at the stop's time, though the last unit before
 			// it went out after that (late, on a loaded machine): the
@@ -491,7 +497,7 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			return err
 		}
 		p.mu.Lock()
-		p.sentOff, p.sentShift, p.sentWall, p.sentDue = u.off, u.shift, time.Now(), u.due-u.shift
+		p.sentOff, p.sentShift, p.sentWall, p.sentDue = u.off, u.shift, time.Now(), u.due
 		p.mu.Unlock()
 	}
 }
