@@ -167,13 +167,13 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	unlock := m.lockBetweenPlans()
 	now := m.now()
 	id, queuedAt := req.GetNodeId(), ""
-	var passed []string // the nodes it is queued on that cannot take a fill, and why
+	var passed, passedIDs []string // the nodes it is queued on that cannot take a fill: why, and their ids
 	if id == "" {
 		// Queued on a node already: ordered there, as if the operator
 		// had named that node, not placed on a second one. A node out
 		// of service (dead, drained, ...) is passed over: the title is
 		// placed as if queued nowhere, its order there left queued.
-		if id, passed = m.queuedNodeLocked(t.ID); id != "" {
+		if id, passed, passedIDs = m.queuedNodeLocked(t.ID); id != "" {
 			queuedAt = id
 		} else {
 			var err error
@@ -233,8 +233,12 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	if len(passed) > 0 {
 		// Left queued: ordered there too once the node can fill, a
 		// second copy unless the operator cancels it.
-		msg += fmt.Sprintf("; queued already where it cannot be filled now, left queued there (ordered there too once it can be filled: vodctl evict %s NODE cancels it): %s",
-			t.ID, strings.Join(passed, "; "))
+		cancel := make([]string, len(passedIDs))
+		for i, n := range passedIDs {
+			cancel[i] = fmt.Sprintf("vodctl evict %s %s", t.ID, n)
+		}
+		msg += fmt.Sprintf("; queued already where it cannot be filled now, left queued there (ordered there too once it can be filled; to cancel: %s): %s",
+			strings.Join(cancel, ", "), strings.Join(passed, "; "))
 	}
 	// The order outlives a restart or a takeover until carried out.
 	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {
@@ -267,7 +271,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 // on the node whose prefetch by the operator failed there and waits for
 // a retry, or is queued for a fill slot, has that prefetch cancelled (OK).
 // FAILED_PRECONDITION on a standby (notLeader: the stored holds and
-// prefetch orders are the active manager's).
+// prefetch orders are the active manager's), UNAVAILABLE while a shared
+// store does not answer (no manager holds the planner lock; a hold not
+// saved is said so only in the lease's last stretch before it is lost).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()

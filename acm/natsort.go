@@ -13,6 +13,17 @@ func nodeIDLess(a, b string) bool {
 	return a < b
 }
 
+// compareNodeIDs orders node ids as nodeIDLess does, for slices.SortFunc.
+func compareNodeIDs(a, b string) int {
+	switch {
+	case nodeIDLess(a, b):
+		return -1
+	case nodeIDLess(b, a):
+		return 1
+	}
+	return 0
+}
+
 // naturalCompare compares a and b run by run: digit runs by value (their
 // leading zeros ignored, any length), other runs as text. It returns -1,
 // 0 or +1.

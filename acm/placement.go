@@ -121,26 +121,34 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 // fill (fillableLocked: registered, in service, without a disk fault,
 // with an origin), "" when none or without the Replicator (mu held).
 // passed says, for each node the prefetch is queued on that cannot take
-// a fill, why (by node id): a prefetch naming no node passes those
-// over, their queued orders left as they are.
-func (m *Manager) queuedNodeLocked(title string) (node string, passed []string) {
+// a fill, why, and passedIDs names those nodes (both by node id): a
+// prefetch naming no node passes those over, their queued orders left as
+// they are.
+func (m *Manager) queuedNodeLocked(title string) (node string, passed, passedIDs []string) {
 	if m.rep == nil {
-		return "", nil
+		return "", nil, nil
 	}
+	why := map[string]string{}
 	for _, f := range m.rep.Fills() {
 		if f.Title != title || f.State != smm.FillQueued {
 			continue
 		}
 		if _, err := m.fillableLocked(f.Node, title); err != nil {
-			passed = append(passed, status.Convert(err).Message())
+			why[f.Node] = status.Convert(err).Message()
 			continue
 		}
 		if node == "" || f.Node < node {
 			node = f.Node
 		}
 	}
-	slices.Sort(passed)
-	return node, passed
+	for id := range why {
+		passedIDs = append(passedIDs, id)
+	}
+	slices.SortFunc(passedIDs, compareNodeIDs)
+	for _, id := range passedIDs {
+		passed = append(passed, why[id])
+	}
+	return node, passed, passedIDs
 }
 
 // queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's
@@ -184,13 +192,17 @@ func (m *Manager) fillableLocked(id, title string) (*nodeState, error) {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q is not in service: it %s", id, outOfService(n))
 	}
 	if ns.diskFault {
-		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault)", id)
+		return nil, status.Errorf(codes.FailedPrecondition, "node %q cannot write its title cache (it reports a disk fault: %s)", id, diskFaultHelp)
 	}
 	if n.NoOrigin {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %q has no origin configured (node origin): it cannot fetch %q, it plays only the titles already on its disk", id, title)
 	}
 	return ns, nil
 }
+
+// diskFaultHelp says, in a refusal for a node's disk fault, where it
+// shows and when it ends: vodctl nodes does not show it.
+const diskFaultHelp = "a title directory full, read only or failing, as the manager's log and the node's say; fills resume there once a test write succeeds, tried every 30 s"
 
 // prefetchCheckLocked makes the checks of prefetchLocked that come before
 // any room is made (mu held), with its errors, and returns the node.
@@ -445,7 +457,8 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // FAILED_PRECONDITION when no node is in service or none in service has
 // an origin and no disk fault, RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
-	inService, lacking, noOrigin, faulty := 0, 0, 0, 0
+	inService, lacking, noOrigin := 0, 0, 0
+	var faulty []string
 	for nid, ns := range m.nodes {
 		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) && ns.reported {
 			if n.NoOrigin {
@@ -453,7 +466,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 				continue
 			}
 			if ns.diskFault {
-				faulty++ // it cannot write a fill (prefetchCheckLocked refuses it)
+				faulty = append(faulty, nid) // it cannot write a fill (prefetchCheckLocked refuses it)
 				continue
 			}
 			inService++
@@ -462,8 +475,11 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 			}
 		}
 	}
-	if inService == 0 && faulty > 0 {
-		return "", status.Errorf(codes.FailedPrecondition, "every node in service with an origin reports a disk fault (it cannot write its title cache: vodctl nodes): none can fetch %q now", t.ID)
+	slices.SortFunc(faulty, compareNodeIDs)
+	if inService == 0 && len(faulty) > 0 {
+		// vodctl nodes does not show a disk fault: name the nodes.
+		return "", status.Errorf(codes.FailedPrecondition, "every node in service with an origin reports a disk fault (%s: %s): none can fetch %q now",
+			strings.Join(faulty, ", "), diskFaultHelp, t.ID)
 	}
 	if inService == 0 && noOrigin > 0 {
 		return "", status.Errorf(codes.FailedPrecondition, "no node in service has an origin configured (node origin): none can fetch %q", t.ID)
@@ -473,8 +489,8 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 	}
 	if inService > 0 && lacking == 0 {
 		also := ""
-		if faulty > 0 {
-			also = " (but those reporting a disk fault, which cannot write it)"
+		if len(faulty) > 0 {
+			also = fmt.Sprintf(" (but %s, reporting a disk fault, which cannot write it)", strings.Join(faulty, ", "))
 		}
 		return "", status.Errorf(codes.AlreadyExists, "every node in service%s already holds or fills %q (vodctl placement --title %s)", also, t.ID, t.ID)
 	}

@@ -151,8 +151,8 @@ func TestPrefetchWithNoNodeOrderedWhereQueuedOnceASlotIsFree(t *testing.T) {
 
 // The order left queued on a node passed over is carried out once the
 // node can fill again: the title is filled there too, a second copy, as
-// the answer says, naming the command that cancels it (vodctl evict TITLE
-// NODE), which drops it.
+// the answer says, naming the command that cancels it (vodctl evict t1
+// n1), which drops it.
 func TestPrefetchPassedOverOrderFilledOnTheNodesReturn(t *testing.T) {
 	for _, cancel := range []bool{false, true} {
 		t.Run(map[bool]string{false: "kept", true: "cancelled"}[cancel], func(t *testing.T) {
@@ -163,7 +163,7 @@ func TestPrefetchPassedOverOrderFilledOnTheNodesReturn(t *testing.T) {
 			e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
 			ctx := context.Background()
 			ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
-			if err != nil || ack.GetNodeId() != "n2" || !strings.Contains(ack.GetMessage(), "ordered there too once it can be filled: vodctl evict t1 NODE cancels it") {
+			if err != nil || ack.GetNodeId() != "n2" || !strings.Contains(ack.GetMessage(), "ordered there too once it can be filled; to cancel: vodctl evict t1 n1)") {
 				t.Fatalf("prefetch of t1 naming no node, queued on n1 (drained): %v %v, want it on n2, the answer saying how to cancel the order left on n1", ack, err)
 			}
 			n2.waitCommand(t, "prefetch t1", 1)
