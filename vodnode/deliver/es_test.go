@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -174,6 +173,21 @@ func TestESStreamEnds(t *testing.T) {
 // video of the same time, and were sent in file order), and the sender
 // reports of both tracks map their RTP clocks to the same media time, as
 // a player synchronising the tracks by RTCP needs.
+//
+// What is checked is what a loaded machine cannot move: the order the
+// packets are sent in (one sender, one TCP connection: the order read),
+// not when they come. A picture leaves at its DTS, up to the reorder
+// delay before its timestamp (its PTS); an audio frame leaves as far
+// ahead of its timestamp as the pictures that leave earliest against
+// theirs (the largest reorder delay). So no picture sent before an audio
+// frame has a later timestamp than it, and the latest picture sent
+// before each audio frame is about as late as it (the picture of the
+// largest reorder delay, sent at its DTS, is sent with the audio of its
+// PTS): the largest of those differences is 0 within a picture's
+// duration. Audio on a timeline of its own (its timestamps shifted
+// against the video's) moves it by the shift. (Timed by arrival, a
+// sender stalled 0.7 s on a loaded machine made most audio packets
+// seem off their timeline.)
 func TestESTracksOnOneTimeline(t *testing.T) {
 	e := &Engine{Shards: 1, SRInterval: 300 * time.Millisecond}
 	if err := e.Start(); err != nil {
@@ -186,17 +200,24 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Resume()
-	start := time.Now()
-	cli.SetReadDeadline(start.Add(3 * time.Second))
-	var late [2][]float64 // per track: arrival minus media time, seconds
+	type sent struct {
+		track int
+		media float64 // its timestamp, seconds
+	}
+	var order []sent
 	var srMedia [2][]float64
+	var first, last [2]float64 // per track: the first and last timestamps read, seconds
+	var got [2]bool
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
 	buf := make([]byte, 65536)
-	for {
-		ch, b, err := nextFrame(cli, buf)
-		if err != nil {
-			break
+	// Read until both tracks have sent 2.5 s of media and two sender
+	// reports each.
+	for !got[0] || !got[1] || last[0]-first[0] < 2.5 || last[1]-first[1] < 2.5 || len(srMedia[0]) < 2 || len(srMedia[1]) < 2 {
+		ch, b, ok := readFrame(t, cli, buf, deadline)
+		if !ok {
+			t.Fatalf("in 15 s: %.3f s of video, %.3f s of audio, %d and %d sender reports", last[0]-first[0], last[1]-first[1], len(srMedia[0]), len(srMedia[1]))
 		}
-		at := time.Since(start).Seconds()
 		track := int(ch / 2)
 		clock := 90000.0
 		if track == 1 {
@@ -209,8 +230,8 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 			}
 			if sr, ok := ps[0].(*rtcp.SenderReport); ok {
 				// the media time the report says is due at a common instant
-				sent := ntpToTime(sr.NTPTime)
-				srMedia[track] = append(srMedia[track], float64(sr.RTPTime)/clock-sent.Sub(start).Seconds())
+				at := ntpToTime(sr.NTPTime)
+				srMedia[track] = append(srMedia[track], float64(sr.RTPTime)/clock-at.Sub(start).Seconds())
 			}
 			continue
 		}
@@ -218,35 +239,30 @@ func TestESTracksOnOneTimeline(t *testing.T) {
 		if err := p.Unmarshal(b); err != nil {
 			t.Fatal(err)
 		}
-		if at > 0.5 { // past the audio before the first picture, sent at once
-			late[track] = append(late[track], at-float64(p.Timestamp)/clock)
+		m := float64(p.Timestamp) / clock
+		if !got[track] {
+			got[track], first[track] = true, m
+		}
+		last[track] = m
+		order = append(order, sent{track, m})
+	}
+	// For each audio frame from the first picture's on, the latest
+	// picture sent before it against it.
+	latest, maxDiff, n := math.Inf(-1), math.Inf(-1), 0
+	for _, p := range order {
+		switch {
+		case p.track == 0:
+			latest = max(latest, p.media)
+		case p.media >= first[0] && !math.IsInf(latest, -1):
+			maxDiff = max(maxDiff, latest-p.media)
+			n++
 		}
 	}
-	if len(late[0]) < 50 || len(late[1]) < 10 {
-		t.Fatalf("%d video and %d audio packets in the last 2.5 s", len(late[0]), len(late[1]))
+	if n < 10 {
+		t.Fatalf("%d audio packets after the first picture, want 10 at least (2.5 s)", n)
 	}
-	// Audio frames have one time each (PTS = DTS): their lateness is flat.
-	a := slices.Clone(late[1])
-	slices.Sort(a)
-	med := a[len(a)/2]
-	dev := make([]float64, len(a))
-	for i, v := range a {
-		dev[i] = math.Abs(v - med)
-	}
-	slices.Sort(dev)
-	if d := dev[len(dev)*9/10]; d > 0.06 {
-		t.Errorf("audio packets leave from %.3f s to %.3f s after their time (median %.3f s): 90%% within %.3f s of it, want 0.06", a[0], a[len(a)-1], med, d)
-	}
-	// Audio leaves as far ahead of its timestamps as the pictures that
-	// leave earliest (at their DTS, the reorder delay before their PTS):
-	// a receiver timing each track by its earliest arrivals against its
-	// timestamps (GStreamer's jitterbuffer in slave mode) puts them in
-	// sync. Sent at its PTS, audio came 0.2 s later than that here.
-	if v, a := slices.Min(late[0]), slices.Min(late[1]); math.Abs(v-a) > 0.04 {
-		t.Errorf("the earliest video packet left %.3f s after its timestamp, the earliest audio packet %.3f s: want the same within 0.04 s", v, a)
-	}
-	if len(srMedia[0]) == 0 || len(srMedia[1]) == 0 {
-		t.Fatalf("sender reports: %d video, %d audio", len(srMedia[0]), len(srMedia[1]))
+	if maxDiff > 0.015 || maxDiff < -0.025 {
+		t.Errorf("the latest picture sent before an audio frame is at most %.3f s later than it: want 0 (from -0.025 to 0.015 s): the tracks leave on different timelines", maxDiff)
 	}
 	for _, v := range srMedia[0] {
 		for _, a := range srMedia[1] {
