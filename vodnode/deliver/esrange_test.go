@@ -166,3 +166,33 @@ func esHeld(st *ESStream) bool {
 	defer p.mu.Unlock()
 	return p.held
 }
+
+// readUntilFillWait reads cli with readESFrames, from the start of st's
+// play, until the play waits for its title's fill (WaitingForFill) and
+// every packet it queued has been read: nothing more comes until the fill
+// goes on. WaitingForFill and a quiet spell are not enough: the units
+// read before the wait (up to esReadAhead of them) are still sent after
+// it, and a loaded machine's stall of the sender makes a quiet spell
+// before them.
+func readUntilFillWait(t *testing.T, st *ESStream, cli net.Conn, quiet, most time.Duration) [2][]esPkt {
+	t.Helper()
+	return readESFrames(t, cli, quiet, most, func(out *[2][]esPkt, _ bool) bool {
+		if !st.WaitingForFill() { // once it waits, it waits until the fill goes on
+			return false
+		}
+		return uint64(len(out[0])+len(out[1])) == esPushed(st)
+	})
+}
+
+// esPushed returns how many RTP packets st's play has queued to be sent.
+func esPushed(st *ESStream) uint64 {
+	st.mu.Lock()
+	p := st.play
+	st.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pushed
+}

@@ -146,9 +146,7 @@ func TestESReportsWhileWaitingForTheFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Resume()
-	played := readESFrames(t, cli, 600*time.Millisecond, 20*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.WaitingForFill()
-	})
+	played := readUntilFillWait(t, st, cli, 600*time.Millisecond, 20*time.Second)
 	srs, pkts := readReports(t, cli, 8*interval)
 	if len(pkts[0])+len(pkts[1]) > 0 {
 		t.Fatalf("%d video and %d audio packets while waiting for the fill", len(pkts[0]), len(pkts[1]))

@@ -127,9 +127,7 @@ func TestESReportsAgainAfterTheFillWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Resume()
-	readESFrames(t, cli, 300*time.Millisecond, 20*time.Second, func(_ *[2][]esPkt, quiet bool) bool {
-		return quiet && st.WaitingForFill()
-	})
+	readUntilFillWait(t, st, cli, 300*time.Millisecond, 20*time.Second)
 	quiet := time.Now() // the last packet was sent before
 	// Wait past esResync and a report: the timeline restarts when the
 	// bytes come, and the report schedule is mid-interval.
