@@ -99,11 +99,16 @@ func TestAbortWhileFailedFillByeDue(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatal("Abort's channel not closed")
 			}
+			// The BYEs are awaited (up to 10 s), not read for a fixed
+			// spell: a reader slow to read them on a loaded machine
+			// missed them.
 			byes := 0
-			cli.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			cli.SetReadDeadline(time.Now().Add(10 * time.Second))
 			for ev := range wire {
 				if ev.bye {
-					byes++
+					if byes++; byes == tracks {
+						break
+					}
 				}
 			}
 			if byes < tracks {
