@@ -65,6 +65,25 @@ func onShared(st store.Store, p smm.Planner, grace time.Duration) func(*Manager)
 	}
 }
 
+// activeAndStandby starts two managers on the shared store open opens
+// (a restore grace of a minute), titles their catalog: a, started first,
+// holds the planner lock and b is the standby. extra, when not nil,
+// configures both further.
+func activeAndStandby(t *testing.T, open func() *store.Redis, titles []*pb.Title, extra func(*Manager)) (a, b *env) {
+	t.Helper()
+	conf := func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		if extra != nil {
+			extra(m)
+		}
+	}
+	a, b = newManagerWith(t, "", titles, conf), newManagerWith(t, "", titles, conf)
+	if !a.m.Leader() || b.m.Leader() {
+		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
+	}
+	return a, b
+}
+
 // registerWith registers node id with e's manager, its first load report
 // already naming sessions (a node that kept playing them).
 func (e *env) registerWith(id string, sessions ...string) *fakeNode {

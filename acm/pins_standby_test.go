@@ -23,11 +23,7 @@ import (
 func TestStandbyTellsTheStoredPinsAtRegistration(t *testing.T) {
 	ctx := context.Background()
 	open, _ := sharedRedis(t)
-	a := newManager(t, "", onShared(open(), nil, time.Minute))
-	b := newManager(t, "", onShared(open(), nil, time.Minute)) // started before the pin
-	if !a.m.Leader() || b.m.Leader() {
-		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
-	}
+	a, b := activeAndStandby(t, open, testTitles, nil) // b started before the pin
 	n := a.startNode("n1", nodeOpts{})
 	if _, err := a.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
 		t.Fatal(err)
@@ -57,11 +53,7 @@ func TestStandbyTellsTheStoredPinsAtRegistration(t *testing.T) {
 func TestStandbyRefusesPinChanges(t *testing.T) {
 	ctx := context.Background()
 	open, _ := sharedRedis(t)
-	a := newManager(t, "", onShared(open(), nil, time.Minute))
-	b := newManager(t, "", onShared(open(), nil, time.Minute)) // started before the pin
-	if !a.m.Leader() || b.m.Leader() {
-		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
-	}
+	a, b := activeAndStandby(t, open, testTitles, nil) // b started before the pin
 	if _, err := a.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,15 +37,7 @@ func TestStandbyRefusesPrefetchAndEvict(t *testing.T) {
 	ctx := context.Background()
 	open, _ := sharedRedis(t)
 	st := open()
-	conf := func(m *Manager) {
-		onShared(open(), nil, time.Minute)(m)
-		quietStorage(m) // one fill per node, no plan during the test
-	}
-	a := newManagerWith(t, "", unhinted(), conf)
-	b := newManagerWith(t, "", unhinted(), conf)
-	if !a.m.Leader() || b.m.Leader() {
-		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
-	}
+	a, b := activeAndStandby(t, open, unhinted(), quietStorage) // one fill per node, no plan during the test
 	// The active manager's order queued on its node n1 (filling p: at its
 	// fill limit) is stored.
 	a.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, held: []*pb.StoredTitle{filling("p"), stored("t2")}})
