@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -136,7 +135,9 @@ func sortFills(fs []*pb.Fill) {
 // node orders it there as well; one queued only on nodes out of service,
 // with a disk fault or without an origin is placed as if queued nowhere,
 // the answer naming those nodes, whose queued orders stay: ordered there
-// too once the node can fill, unless cancelled (Evict)),
+// too once the node can fill, unless cancelled (Evict); so are the
+// operator's failed prefetches of it waiting there for their retry, and
+// a refusal names them as well),
 // RESOURCE_EXHAUSTED when no room can be made or the
 // node's command queue is full. With the Replicator, a prefetch on a node
 // with max_fills_per_node fills, or while fills take every origin
@@ -147,9 +148,9 @@ func sortFills(fs []*pb.Fill) {
 // queued. FAILED_PRECONDITION on a standby (notLeader: it never plans, so
 // it would never order a queued prefetch, and the stored orders are the
 // active manager's).
-func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
+func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.PlacementAck, err error) {
 	m := a.m
-	if err := checkIDs(req); err != nil {
+	if err = checkIDs(req); err != nil {
 		return nil, err
 	}
 	if !m.Leader() {
@@ -168,6 +169,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	now := m.now()
 	id, queuedAt := req.GetNodeId(), ""
 	var passed, passedIDs []string // the nodes it is queued on that cannot take a fill: why, and their ids
+	defer func() {
+		// A refusal names the orders passed over as the success does:
+		// they stay, ordered there once the node can fill.
+		err = withPassed(err, t.ID, passed, passedIDs)
+	}()
 	if id == "" {
 		// Queued on a node already: ordered there, as if the operator
 		// had named that node, not placed on a second one. A node out
@@ -176,7 +182,6 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		if id, passed, passedIDs = m.queuedNodeLocked(t.ID); id != "" {
 			queuedAt = id
 		} else {
-			var err error
 			if id, err = m.chooseNodeLocked(t, now); err != nil {
 				unlock()
 				return nil, err
@@ -184,7 +189,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 		}
 	}
 	wait := m.prefetchWaitLocked(id)
-	ns, err := m.prefetchCheckLocked(id, t)
+	var ns *nodeState
+	ns, err = m.prefetchCheckLocked(id, t)
 	if queuedAt != "" && (err != nil || wait != "") {
 		why := wait
 		if err != nil {
@@ -230,16 +236,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (*pb.Place
 	if lifted {
 		msg += "; the eviction hold there is lifted"
 	}
-	if len(passed) > 0 {
-		// Left queued: ordered there too once the node can fill, a
-		// second copy unless the operator cancels it.
-		cancel := make([]string, len(passedIDs))
-		for i, n := range passedIDs {
-			cancel[i] = fmt.Sprintf("vodctl evict %s %s", t.ID, n)
-		}
-		msg += fmt.Sprintf("; queued already where it cannot be filled now, left queued there (ordered there too once it can be filled; to cancel: %s): %s",
-			strings.Join(cancel, ", "), strings.Join(passed, "; "))
-	}
+	// Left queued: ordered there too once the node can fill, a second
+	// copy unless the operator cancels it.
+	msg += passedNote(t.ID, passed, passedIDs)
 	// The order outlives a restart or a takeover until carried out.
 	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {
 		m.log.Error("store: prefetch order not saved", "node", id, "title", t.ID, "err", err)

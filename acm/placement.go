@@ -120,21 +120,33 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 // channel; the first by id if on several) among the nodes that can take a
 // fill (fillableLocked: registered, in service, without a disk fault,
 // with an origin), "" when none or without the Replicator (mu held).
-// passed says, for each node the prefetch is queued on that cannot take
-// a fill, why, and passedIDs names those nodes (both by node id): a
-// prefetch naming no node passes those over, their queued orders left as
-// they are.
+// passed says, for each node that cannot take a fill where the operator's
+// prefetch is queued or failed and waits for its retry (smm.FillBackoff:
+// retried there once the node can fill, as a queued one is ordered), why,
+// and passedIDs names those nodes (both by node id): a prefetch naming no
+// node passes those over, their orders left as they are.
 func (m *Manager) queuedNodeLocked(title string) (node string, passed, passedIDs []string) {
 	if m.rep == nil {
 		return "", nil, nil
 	}
 	why := map[string]string{}
 	for _, f := range m.rep.Fills() {
-		if f.Title != title || f.State != smm.FillQueued {
+		// The operator's failed prefetch (handOrders; not the plan's
+		// own, which Evict does not cancel) counts where it cannot be
+		// filled now; on a node that can fill it, it is not where the
+		// title is queued: the node is chosen as if it were nowhere.
+		retry := f.State == smm.FillBackoff && m.handOrders[[2]string{f.Node, title}]
+		if f.Title != title || (f.State != smm.FillQueued && !retry) {
 			continue
 		}
 		if _, err := m.fillableLocked(f.Node, title); err != nil {
 			why[f.Node] = status.Convert(err).Message()
+			if retry {
+				why[f.Node] += fmt.Sprintf(" (its prefetch there failed %s and waits for its retry)", counted(f.Attempts, "time", "times"))
+			}
+			continue
+		}
+		if retry {
 			continue
 		}
 		if node == "" || f.Node < node {
