@@ -308,10 +308,15 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 // holding the planner lock makes, asked of one that does not; todo says
 // where to make it. FAILED_PRECONDITION on a standby; UNAVAILABLE while
 // the store does not answer, when no manager can hold or take the lock
-// (the active one loses it too): the change can be made once it answers.
+// (the active one loses it too): the change can be made once it answers;
+// UNAVAILABLE too while this manager takes the lock (back) or loads the
+// sessions of a takeover (retaking): it is the active manager in moments.
 func (m *Manager) notLeader(todo string) error {
 	if m.health.storeDown.Load() {
 		return status.Error(codes.Unavailable, "the store does not answer, so no manager holds the planner lock (the active manager's role): try again once it answers, and "+todo)
+	}
+	if why := m.retaking(); why != "" {
+		return status.Error(codes.Unavailable, why+": try again in a few seconds")
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }

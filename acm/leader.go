@@ -65,6 +65,14 @@ type leader struct {
 	// manager does not count itself the leader meanwhile, so that its
 	// planner does not plan without those sessions.
 	taking atomic.Bool
+	// other: the store's last answer about the lock was that another
+	// manager holds it (a try refused, or this manager gave it back to
+	// the manager the nodes report to); cleared when this
+	// manager takes it, kept through the store's errors, which say
+	// nothing of who holds it. A manager that does not hold the lock
+	// without other is taking it (back): the only one on the store after
+	// an outage, or the holder whose lease ran short.
+	other atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
 	// unless a renewal succeeds: 2/3 of a ttl after the last successful
 	// one was sent.
@@ -97,6 +105,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		if l.idle++; l.idle > deferSteps {
 			l.idle = 0
 			l.log.Warn("planner lock given back: no node reports to this manager")
+			l.other.Store(true) // to the manager the nodes report to
 			l.release()
 			return false, nil
 		}
@@ -128,9 +137,16 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		if was {
 			l.log.Error("planner lock lost to another manager; planning stops")
 		}
+		if !was {
+			// The key is another's. A renewal refused says only that the
+			// key is not this manager's: gone too (expired during an
+			// outage) for all it knows; the next try tells.
+			l.other.Store(true)
+		}
 		l.held.Store(false)
 		return false, nil
 	}
+	l.other.Store(false)
 	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
 	if !was && l.gained != nil {
 		l.taking.Store(true) // run clears it once gained has run
@@ -186,6 +202,25 @@ func (l *leader) release() {
 // lock counts itself the leader only once it has loaded the previous
 // leader's sessions (takeOver).
 func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
+
+// retaking says why this manager, not the leader (Leader false) on a
+// shared store, is not a standby either, "" when it is one (another
+// manager holds the planner lock, as the store last said): it took the
+// lock and loads the previous holder's sessions (takeOver), or it is
+// taking the lock (back), which the store last said no other manager
+// holds (after the store's outage, or a renewal that failed).
+func (m *Manager) retaking() string {
+	l := m.lead
+	switch {
+	case l == nil:
+		return ""
+	case l.held.Load() && l.taking.Load():
+		return "this manager has just taken the planner lock (the active manager's role) and is loading the sessions in the store"
+	case !l.other.Load():
+		return "this manager is taking (back) the planner lock (the active manager's role), which no other manager holds as the store last answered (it answers again after an outage, or a renewal failed)"
+	}
+	return ""
+}
 
 // startLeader, at Start, takes part in the planner lock when the store is
 // shared (a store.Locker): one attempt at once, then a goroutine that
