@@ -267,8 +267,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 // not saved), and the operator's prefetch of it there that failed and
 // waits for a retry, or that a restarted manager restores once a stale
 // copy of it there is gone, is cancelled, its stored order too; and a title not
-// on the node whose prefetch by the operator failed there and waits for
-// a retry, or is queued for a fill slot, has that prefetch cancelled (OK).
+// on the node, or in use there as above (its fill under way, or cut short
+// by the node's death, still in its last report), whose prefetch by the
+// operator failed there and waits for a retry, or is queued for a fill
+// slot, has that prefetch cancelled (OK, the answer saying why the title
+// is not evicted).
 // FAILED_PRECONDITION on a standby (notLeader: the stored holds and
 // prefetch orders are the active manager's), UNAVAILABLE while a shared
 // store does not answer (no manager holds the planner lock; a hold not
@@ -292,10 +295,18 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	unlock := m.lockBetweenPlans()
 	partial, err := m.evictCopyOrPartialLocked(node, title)
 	if err != nil {
-		if status.Code(err) == codes.NotFound && m.rep != nil && m.rep.CancelPrefetch(node, title) {
+		// Not on the node, or in use there (its fill under way, or cut
+		// short by the node's death and still in its last report, ...):
+		// nothing evicted, but the operator's prefetch waiting there is
+		// cancelled, as the answers that name this command say.
+		code := status.Code(err)
+		if (code == codes.NotFound || code == codes.FailedPrecondition) && m.rep != nil && m.rep.CancelPrefetch(node, title) {
 			delete(m.handOrders, [2]string{node, title})
 			unlock()
 			msg := "not on the node: the operator's prefetch there, failed or queued, is cancelled"
+			if code == codes.FailedPrecondition {
+				msg = "the operator's prefetch there, failed or queued, is cancelled; the title there is not evicted: " + status.Convert(err).Message()
+			}
 			if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
 				m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
 				msg += fmt.Sprintf(" (its stored order not removed, %s: a manager restart may order it again)", storeMsg(err))
