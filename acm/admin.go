@@ -310,13 +310,19 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 // the store does not answer, when no manager can hold or take the lock
 // (the active one loses it too): the change can be made once it answers;
 // UNAVAILABLE too while this manager takes the lock (back) or loads the
-// sessions of a takeover (retaking): it is the active manager in moments.
+// sessions of a takeover (retaking): it is the active manager in moments;
+// FAILED_PRECONDITION, not as a standby, while it leaves the lock to the
+// manager the nodes report to (yielding: none reports here).
 func (m *Manager) notLeader(todo string) error {
 	if m.health.storeDown.Load() {
 		return status.Error(codes.Unavailable, "the store does not answer, so no manager holds the planner lock (the active manager's role): try again once it answers, and "+todo)
 	}
 	if why := m.retaking(); why != "" {
 		return status.Error(codes.Unavailable, why+": try again in a few seconds")
+	}
+	if m.yielding() {
+		return status.Error(codes.FailedPrecondition, "no node reports to this manager, so it leaves the planner lock (the active manager's role) to the manager the nodes report to (taking it itself only if none has in "+
+			(2*m.LeaderTTL).String()+"): "+todo)
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }

@@ -50,6 +50,11 @@ type leader struct {
 	// never defers.
 	serves   func() bool
 	deferred int // tries let pass in a row
+	// yielding: serves was false at the last step: not holding the lock,
+	// this manager leaves it to the manager the nodes report to, letting
+	// deferSteps tries pass before each of its own (read by the gRPC
+	// handlers; step sets it).
+	yielding atomic.Bool
 	// idle counts renewals in a row by a holder that took the lock in run
 	// and serves no node: after deferSteps it lets the lock go (a standby
 	// that won the race for a free lock against the manager the nodes are
@@ -100,8 +105,10 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	defer cancel()
 	sent := time.Now()
 	was := l.held.Load()
+	idle := l.serves != nil && !l.serves()
+	l.yielding.Store(idle)
 	var ok bool
-	if was && l.tookLate && l.serves != nil && !l.serves() {
+	if was && l.tookLate && idle {
 		if l.idle++; l.idle > deferSteps {
 			l.idle = 0
 			l.log.Warn("planner lock given back: no node reports to this manager")
@@ -115,7 +122,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	if was {
 		ok, err = l.locker.RenewLock(ctx, plannerLock, l.holder, l.ttl)
 	} else {
-		if l.serves != nil && !l.serves() && l.deferred < deferSteps {
+		if idle && l.deferred < deferSteps {
 			l.deferred++
 			return false, nil
 		}
@@ -205,7 +212,8 @@ func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
 
 // retaking says why this manager, not the leader (Leader false) on a
 // shared store, is not a standby either, "" when it is one (another
-// manager holds the planner lock, as the store last said): it took the
+// manager holds the planner lock, as the store last said, or this manager
+// leaves it to the manager the nodes report to: yielding): it took the
 // lock and loads the previous holder's sessions (takeOver), or it is
 // taking the lock (back), which the store last said no other manager
 // holds (after the store's outage, or a renewal that failed).
@@ -216,10 +224,19 @@ func (m *Manager) retaking() string {
 		return ""
 	case l.held.Load() && l.taking.Load():
 		return "this manager has just taken the planner lock (the active manager's role) and is loading the sessions in the store"
-	case !l.other.Load():
+	case !l.other.Load() && !m.yielding():
 		return "this manager is taking (back) the planner lock (the active manager's role), which no other manager holds as the store last answered (it answers again after an outage, or a renewal failed)"
 	}
 	return ""
+}
+
+// yielding reports whether this manager, not holding the planner lock,
+// leaves it to the manager the nodes report to (none reports here:
+// leader.yielding) though the store did not say another holds it. A
+// holder whose lease runs short renews it, yielding nothing.
+func (m *Manager) yielding() bool {
+	l := m.lead
+	return l != nil && !l.other.Load() && !l.held.Load() && l.yielding.Load()
 }
 
 // startLeader, at Start, takes part in the planner lock when the store is
