@@ -142,7 +142,7 @@ func (m *Manager) queuedNodeLocked(title string) (node string, passed, passedIDs
 		if _, err := m.fillableLocked(f.Node, title); err != nil {
 			why[f.Node] = status.Convert(err).Message()
 			if retry {
-				why[f.Node] += fmt.Sprintf(" (its prefetch there failed %s and waits for its retry)", counted(f.Attempts, "time", "times"))
+				why[f.Node] += m.retryWhyLocked(f)
 			}
 			continue
 		}
@@ -161,6 +161,19 @@ func (m *Manager) queuedNodeLocked(title string) (node string, passed, passedIDs
 		passed = append(passed, why[id])
 	}
 	return node, passed, passedIDs
+}
+
+// retryWhyLocked says, for queuedNodeLocked, where the operator's
+// prefetch f waiting for its retry on a node out of service stands (mu
+// held): failed, or, on a node alive and reachable whose report shows it
+// filling (the planner counts the prefetch of a node out of service
+// failed, though a drained node goes on with it), under way.
+func (m *Manager) retryWhyLocked(f smm.FillStatus) string {
+	n, ns := m.sched.Node(f.Node), m.nodes[f.Node]
+	if n != nil && n.Alive && !n.Unreachable && ns != nil && ns.titles[f.Title].GetFilling() {
+		return " (its prefetch there is under way, vodctl fills: a copy there once complete, which vodctl evict removes then; retried there should it fail)"
+	}
+	return fmt.Sprintf(" (its prefetch there failed %s and waits for its retry)", counted(f.Attempts, "time", "times"))
 }
 
 // queueRoomLocked refuses (RESOURCE_EXHAUSTED) to queue an operator's

@@ -29,13 +29,17 @@ func (e *env) repFill(node, title string) smm.FillState {
 // naming no node passes it over naming `vodctl evict t1 n1` as its
 // cancel: that command cancels it (OK), saying the title is not evicted
 // and why. It was refused FAILED_PRECONDITION (filling), the order left.
+// The answer says the drained node's fill is under way (as vodctl fills
+// lists it), not that it failed.
 func TestPrefetchPassedOverCancelOfAFillCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		out  func(e *env, n1 *simNode)
+		why  string // the order's state in the prefetch's answer
 	}{
-		{"dead", func(_ *env, n1 *simNode) { n1.stop() }},
-		{"drained", func(e *env, _ *simNode) { e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}) }},
+		{"dead", func(_ *env, n1 *simNode) { n1.stop() }, "(its prefetch there failed 1 time and waits for its retry)"},
+		{"drained", func(e *env, _ *simNode) { e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}) },
+			"(its prefetch there is under way, vodctl fills: a copy there once complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newManagerWith(t, "", unhinted(), quietStorage)
@@ -55,8 +59,8 @@ func TestPrefetchPassedOverCancelOfAFillCutShort(t *testing.T) {
 				return e.repFill("n1", "t1") == smm.FillBackoff
 			})
 			ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1"})
-			if err != nil || !strings.Contains(ack.GetMessage(), "vodctl evict t1 n1") {
-				t.Fatalf("prefetch of t1 naming no node: %v %v, want n1's order named with its cancel", ack, err)
+			if err != nil || !strings.Contains(ack.GetMessage(), "vodctl evict t1 n1") || !strings.Contains(ack.GetMessage(), tc.why) {
+				t.Fatalf("prefetch of t1 naming no node: %v %v, want n1's order named with its cancel and %q", ack, err, tc.why)
 			}
 			ack, err = e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 			if err != nil || !strings.Contains(ack.GetMessage(), "prefetch there, failed or queued, is cancelled") ||
