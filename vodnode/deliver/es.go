@@ -239,6 +239,7 @@ func (s *ESStream) Resume() {
 	}
 	s.reading, s.play = r, newESPlay()
 	r.hold = s.play.waitHeld // a PAUSE holds the reader too
+	r.idle = s.play.readerIdle
 	s.armStopLocked(idx)
 	if origin, ok := s.nptOrigin(idx); ok && s.fromNPT >= 0 {
 		s.play.setFrom(origin + int64(math.Round(s.fromNPT*tsindex.PTSHz)))
@@ -538,6 +539,7 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					shift := play.place(1, due, rd.clock/300)
 					end := due + int64(len(aus))*mpeg4audio.SamplesPerAccessUnit*tsindex.PTSHz/rate
 					if pkts = play.skipEarly(due, end, rate, pkts); len(pkts) == 0 {
+						play.audioRead(end + shift)
 						return nil
 					}
 					due += shift
@@ -551,6 +553,7 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					}
 					s.armStop(play)
 					play.push(1, rd.off, shift, pkts, ats)
+					play.audioRead(end + shift) // once queued: the pictures after it may go
 					return nil
 				})
 			}

@@ -189,12 +189,18 @@ func TestESStreamEnds(t *testing.T) {
 // sender stalled 0.7 s on a loaded machine made most audio packets
 // seem off their timeline.)
 func TestESTracksOnOneTimeline(t *testing.T) {
+	testESTracksOnOneTimeline(t, newMemSource(loadClip(t)))
+}
+
+// testESTracksOnOneTimeline is TestESTracksOnOneTimeline with src, the
+// clip, from 4 s.
+func testESTracksOnOneTimeline(t *testing.T, src Source) {
 	e := &Engine{Shards: 1, SRInterval: 300 * time.Millisecond}
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	st, tr, cli := playESOverTCP(t, e, newMemSource(loadClip(t)))
+	st, tr, cli := playESOverTCP(t, e, src)
 	rate := float64(tr.Audio.ClockRate())
 	if _, err := st.Seek(4); err != nil {
 		t.Fatal(err)

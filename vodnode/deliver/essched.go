@@ -125,6 +125,21 @@ type esPlay struct {
 	sentWall  time.Time // when the last unit was sent
 	sentDue   int64     // due of the last unit sent, on the timeline (shift included); math.MinInt64 before the first
 
+	// A picture due while the reader is stalled (a slow disk, a loaded
+	// machine) waits for the audio due before it that is not read yet
+	// (awaitsAudioLocked): the audio sits in the file up to ~0.7 s after
+	// the video of its time and goes out lead ahead of it, so it is read
+	// only ~0.15 s before it is due (the pictures ~1 s), and a stall
+	// longer than that sent pictures before the audio of earlier times
+	// (a 0.7 s stall: up to 0.34 s later ones). Holding the pictures
+	// keeps the tracks in order at no cost in memory (reading further
+	// ahead would queue a second more of video per session).
+	readerOnTime time.Time // the reader had read all that was due by then (readerIdle)
+	readerFill   bool      // the reader waits for the title's fill: it has read all there is
+	audioSet     bool      // audio was read (audioRead)
+	audioEnd     int64     // the end of the audio frames read, on the timeline (unwrapped 90 kHz ticks plus shift)
+	awaitReader  bool      // the sender waits for the reader or the audio: readerIdle wakes it
+
 	// from, when fromSet, is where a play of a title without video
 	// starts (PTS on the index's scale): the audio that ends before it,
 	// read from the second before it, is not sent (skipEarly).
@@ -181,6 +196,9 @@ func (p *esPlay) release(now time.Time) bool {
 	if p.clockSet {
 		p.clockWall = p.clockWall.Add(d)
 	}
+	if !p.readerOnTime.IsZero() {
+		p.readerOnTime = p.readerOnTime.Add(d) // the reader's pacing moves on by the pause too
+	}
 	p.held = false
 	p.paused += d
 	close(p.released)
@@ -218,6 +236,42 @@ func (p *esPlay) setStop(pts int64, ok bool) {
 	p.stop, p.stopSet = pts, ok
 	p.mu.Unlock()
 	p.signal()
+}
+
+// readerIdle tells the play that its reader has read all that is due
+// until wall time until (it waits: pacedReader.idle), or, with fill, all
+// there is (it waits for the title's fill, which holds no picture back:
+// what was read still goes out on time).
+func (p *esPlay) readerIdle(until time.Time, fill bool) {
+	p.mu.Lock()
+	p.readerOnTime, p.readerFill = until, fill
+	wake := p.awaitReader
+	p.mu.Unlock()
+	if wake {
+		p.signal()
+	}
+}
+
+// audioRead tells the play that the audio frames up to end (on the
+// timeline: unwrapped 90 kHz ticks plus shift) were read and queued.
+func (p *esPlay) audioRead(end int64) {
+	p.mu.Lock()
+	p.audioSet, p.audioEnd = true, end
+	wake := p.awaitReader
+	p.mu.Unlock()
+	if wake {
+		p.signal()
+	}
+}
+
+// awaitsAudioLocked reports whether unit u, due at wall time at, is a
+// picture that waits for the audio due before it: audio is read, the
+// frames due before u not yet, and the reader, neither ended nor waiting
+// for the fill, has not kept its pace up to at (read on time, audio due
+// before u was read with the pictures due up to at). p.mu held.
+func (p *esPlay) awaitsAudioLocked(u *esUnit, at time.Time) bool {
+	return u.track == 0 && p.audioSet && !p.ended && !p.readerFill &&
+		p.audioEnd-p.lead < u.due && at.After(p.readerOnTime)
 }
 
 // setFrom makes the play drop the audio that ends at or before pts (90
@@ -488,6 +542,23 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			p.mu.Unlock()
 			continue
 		}
+		if wait := time.Until(at.Add(esResync)); wait > 0 && p.awaitsAudioLocked(u, at) {
+			// A stalled reader: the picture waits for the audio due
+			// before it, or the reader's pace, up to esResync late.
+			p.awaitReader = true
+			p.mu.Unlock()
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-p.wake: // audio read, the reader on time, or an earlier unit
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			p.mu.Lock()
+			p.awaitReader = false
+			p.mu.Unlock()
+			continue
+		}
 		heap.Pop(&p.q)
 		p.mu.Unlock()
 		if err := ctx.Err(); err != nil {
@@ -499,77 +570,5 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 		p.mu.Lock()
 		p.sentOff, p.sentShift, p.sentWall, p.sentDue = u.off, u.shift, time.Now(), u.due
 		p.mu.Unlock()
-	}
-}
-
-// ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the
-// last keyframe at or before offset off of src, else of its first
-// picture; -1 when the index has none.
-func ptsNear(src Source, off int64) int64 {
-	idx, _, _ := src.State()
-	pts := idx.FirstPTS
-	for _, k := range idx.Keyframes {
-		if k.Offset > off {
-			break
-		}
-		if k.PTS >= 0 {
-			pts = k.PTS
-		}
-	}
-	return pts
-}
-
-// WaitingForFill reports whether the stream plays but waits for its
-// title's fill: a seek into the part not indexed yet (which may take many
-// session timeouts on a slow origin), or a read that caught up with the
-// fill. It sends nothing new meanwhile (what was read before still goes
-// out on time), so its client has nothing to answer with receiver
-// reports.
-func (s *ESStream) WaitingForFill() bool {
-	s.mu.Lock()
-	playing := s.cancel != nil
-	s.mu.Unlock()
-	return playing && s.fillWait.Load()
-}
-
-// seekIndexed waits until the fill has indexed npt seconds of the title
-// (or completed it) and moves rd, and the stream's position, to the
-// keyframe presented at or before npt: a seek into the part of the title
-// not indexed when it was asked. A fill that failed after indexing npt is
-// played from there to where it stopped. Errors: the fill's (failed
-// before npt), ctx's.
-func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPlay, npt float64, done chan struct{}) error {
-	for {
-		idx, complete, err := s.cfg.Source.State()
-		ck := clockOf{idx: idx}
-		if complete {
-			ck.bitrate = s.cfg.Bitrate
-		}
-		indexed := ck.ok() && npt < ck.npt(idx.Size)
-		if err != nil && !indexed {
-			return err // the fill failed before npt
-		}
-		if complete || indexed {
-			off := s.startOffset(ck, npt)
-			rd.off = off
-			if off > 0 {
-				rd.prefix = ReadPSI(s.cfg.Source, idx)
-			}
-			s.mu.Lock()
-			if s.done == done {
-				s.pos, s.seekTo = off, -1
-			}
-			s.mu.Unlock()
-			if origin, ok := s.nptOrigin(idx); ok && s.audioOnly(idx) {
-				play.setFrom(origin + int64(math.Round(npt*tsindex.PTSHz)))
-			}
-			return nil
-		}
-		s.fillWait.Store(true)
-		_, err = WaitAvailable(ctx, s.cfg.Source, idx.Size)
-		s.fillWait.Store(false)
-		if err != nil {
-			return err
-		}
 	}
 }

@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -143,4 +144,76 @@ func (s *ESStream) rtpTime(i int, pts int64) uint32 {
 		return s.cfg.TSBase[1] + uint32(pts*int64(s.cfg.Tracks.Audio.ClockRate())/tsindex.PTSHz)
 	}
 	return s.cfg.TSBase[i] + uint32(pts)
+}
+
+// ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the
+// last keyframe at or before offset off of src, else of its first
+// picture; -1 when the index has none.
+func ptsNear(src Source, off int64) int64 {
+	idx, _, _ := src.State()
+	pts := idx.FirstPTS
+	for _, k := range idx.Keyframes {
+		if k.Offset > off {
+			break
+		}
+		if k.PTS >= 0 {
+			pts = k.PTS
+		}
+	}
+	return pts
+}
+
+// WaitingForFill reports whether the stream plays but waits for its
+// title's fill: a seek into the part not indexed yet (which may take many
+// session timeouts on a slow origin), or a read that caught up with the
+// fill. It sends nothing new meanwhile (what was read before still goes
+// out on time), so its client has nothing to answer with receiver
+// reports.
+func (s *ESStream) WaitingForFill() bool {
+	s.mu.Lock()
+	playing := s.cancel != nil
+	s.mu.Unlock()
+	return playing && s.fillWait.Load()
+}
+
+// seekIndexed waits until the fill has indexed npt seconds of the title
+// (or completed it) and moves rd, and the stream's position, to the
+// keyframe presented at or before npt: a seek into the part of the title
+// not indexed when it was asked. A fill that failed after indexing npt is
+// played from there to where it stopped. Errors: the fill's (failed
+// before npt), ctx's.
+func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPlay, npt float64, done chan struct{}) error {
+	for {
+		idx, complete, err := s.cfg.Source.State()
+		ck := clockOf{idx: idx}
+		if complete {
+			ck.bitrate = s.cfg.Bitrate
+		}
+		indexed := ck.ok() && npt < ck.npt(idx.Size)
+		if err != nil && !indexed {
+			return err // the fill failed before npt
+		}
+		if complete || indexed {
+			off := s.startOffset(ck, npt)
+			rd.off = off
+			if off > 0 {
+				rd.prefix = ReadPSI(s.cfg.Source, idx)
+			}
+			s.mu.Lock()
+			if s.done == done {
+				s.pos, s.seekTo = off, -1
+			}
+			s.mu.Unlock()
+			if origin, ok := s.nptOrigin(idx); ok && s.audioOnly(idx) {
+				play.setFrom(origin + int64(math.Round(npt*tsindex.PTSHz)))
+			}
+			return nil
+		}
+		s.fillWait.Store(true)
+		_, err = WaitAvailable(ctx, s.cfg.Source, idx.Size)
+		s.fillWait.Store(false)
+		if err != nil {
+			return err
+		}
+	}
 }

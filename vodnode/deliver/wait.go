@@ -53,6 +53,13 @@ type pacedReader struct {
 	// them, so that the reading stays as far ahead of the play as it
 	// was), or the context's error.
 	hold func(ctx context.Context) (time.Duration, error)
+	// idle, when set, is told each time the reader has read all that is
+	// due and waits (a tick: fill false, until the wall time it reads
+	// again; the fill: fill true, until it goes on), and when a wait for
+	// the fill ends (fill false, until now): the play's sender knows so
+	// when a stalled reader (a slow disk, a loaded machine) has not read
+	// yet what is due (esPlay.readerIdle).
+	idle func(until time.Time, fill bool)
 
 	clock int64 // the stream clock at off, 27 MHz ticks (as of the last read of the title)
 	// readErr is the error of the read of the title's file that failed,
@@ -140,6 +147,9 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			r.clock = ck.at(r.off)
 			return m, err
 		}
+		if r.idle != nil {
+			r.idle(now.Add(r.tick), false)
+		}
 		select {
 		case <-r.ctx.Done():
 			return 0, r.ctx.Err()
@@ -154,6 +164,10 @@ func (r *pacedReader) waitFill(off int64) error {
 	if r.waiting != nil {
 		r.waiting.Store(true)
 		defer r.waiting.Store(false)
+	}
+	if r.idle != nil {
+		r.idle(time.Time{}, true)
+		defer func() { r.idle(time.Now(), false) }()
 	}
 	_, err := WaitAvailable(r.ctx, r.src, off)
 	return err
