@@ -151,6 +151,11 @@ type esPlay struct {
 	// reaches; cleared when reached.
 	stopSet bool
 	stop    int64
+	// beyond are units past the stop set aside while units before it,
+	// read before them, are still queued (setAsideLocked); beyondN is
+	// the latest push order of them.
+	beyond  []*esUnit
+	beyondN uint64
 
 	// A PAUSE holds the play: nothing is read or sent, the queue and the
 	// demultiplexer's state are kept, and the release moves the clock on
@@ -225,17 +230,6 @@ func (p *esPlay) waitHeld(ctx context.Context) (time.Duration, error) {
 			return 0, ctx.Err()
 		}
 	}
-}
-
-// setStop makes the play hold itself (as a PAUSE does) when its clock
-// reaches pts (90 kHz ticks on the index's unwrapped scale, before any
-// shift): every unit due before it is sent, none at or after it, and a
-// release goes on from the next packet of each track. ok false clears it.
-func (p *esPlay) setStop(pts int64, ok bool) {
-	p.mu.Lock()
-	p.stop, p.stopSet = pts, ok
-	p.mu.Unlock()
-	p.signal()
 }
 
 // readerIdle tells the play that its reader has read all that is due
@@ -485,6 +479,11 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			}
 			continue
 		}
+		if len(p.q) == 0 && len(p.beyond) > 0 {
+			p.restoreLocked() // nothing before the stop left
+			p.mu.Unlock()
+			continue
+		}
 		if len(p.q) == 0 {
 			ended := p.ended
 			p.mu.Unlock()
@@ -509,6 +508,10 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			continue
 		}
 		at, stop := p.wallOfLocked(u.due), p.stopSet && u.due-u.shift >= p.stop
+		if stop && p.setAsideLocked(u) {
+			p.mu.Unlock()
+			continue
+		}
 		if stop {
 			at = p.wallOfLocked(p.stop + u.shift)
 			if p.stop+u.shift <= p.sentDue && at.Before(p.sentWall) {
@@ -538,6 +541,7 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 		}
 		if stop {
 			p.stopSet = false
+			p.restoreLocked()
 			p.holdLocked(at) // its clock stands at the stop
 			p.mu.Unlock()
 			continue

@@ -59,3 +59,74 @@ func TestESStopInATimestampJump(t *testing.T) {
 		t.Errorf("the next picture came %v after the PLAY, want at once", d)
 	}
 }
+
+// pesPTSBefore returns, per track (0 video: stream id 0xe0-0xef, 1 audio:
+// 0xc0-0xdf), the PTS of each PES that starts before byte end of data.
+func pesPTSBefore(t *testing.T, data []byte, end int) (out [2][]int64) {
+	t.Helper()
+	for off := 0; off+TSPacketSize <= end; off += TSPacketSize {
+		b := data[off : off+TSPacketSize]
+		if b[0] != 0x47 {
+			t.Fatalf("no sync byte at %d", off)
+		}
+		afc, p := b[3]>>4&3, 4
+		if afc&2 != 0 {
+			p += 1 + int(b[4])
+		}
+		if b[1]&0x40 == 0 || afc&1 == 0 || p+14 > TSPacketSize || b[p] != 0 || b[p+1] != 0 || b[p+2] != 1 || b[p+3] < 0xc0 || b[p+7]>>6&2 == 0 {
+			continue
+		}
+		track := 1
+		if b[p+3] >= 0xe0 {
+			track = 0
+		}
+		q := b[p+9:]
+		out[track] = append(out[track], int64(q[0]>>1&7)<<30|int64(q[1])<<22|int64(q[2]>>1)<<15|int64(q[3])<<7|int64(q[4]>>1))
+	}
+	return out
+}
+
+// TestESStopInATimestampJumpSendsWhatPrecedesIt: a play of a title whose
+// timestamps jump 10 s forward 4.9 s in (a splice), its Range's end in the
+// jump's gap (npt=3-8), sends every access unit from before the jump, all
+// before the stop, before it holds: the last picture and the last audio
+// frame before the jump too, though the audio from past the jump, placed
+// on the play's timeline with the pictures before it, comes up before
+// them in the send queue.
+func TestESStopInATimestampJumpSendsWhatPrecedesIt(t *testing.T) {
+	e := startEngine(t, false)
+	clip := loadClip(t)
+	at := len(prefix(t, clip, 5)) // the clock's 5 s
+	pre := pesPTSBefore(t, clip, at)
+	st, tr, cli := playESOverTCP(t, e, newMemSource(shiftTimestampsFrom(t, clip, 10*tsindex.PTSHz, at, false)))
+	if _, err := st.Seek(3); err != nil {
+		t.Fatal(err)
+	}
+	st.SetStop(8)
+	st.Resume()
+	got := readUntilHeld(t, st, cli, 600*time.Millisecond, 15*time.Second)
+	rate := int64(tr.Audio.ClockRate())
+	for i, name := range []string{"video", "audio"} {
+		last := pre[i][0]
+		for _, v := range pre[i] {
+			last = max(last, v)
+		}
+		want := uint32(last)
+		if i == 1 {
+			want = uint32(last * rate / tsindex.PTSHz)
+		}
+		seen := false
+		for _, p := range got[i] {
+			seen = seen || p.ts == want
+			// The pictures past the jump go on from the last before
+			// it, their timestamps later (its audio, placed on the
+			// timeline with the pictures before it, is not told apart).
+			if i == 0 && int32(p.ts-want) > 0 {
+				t.Fatalf("video: timestamp %d, past the last picture before the jump (%d), sent before the hold", p.ts, want)
+			}
+		}
+		if !seen {
+			t.Errorf("%s: the last access unit before the jump (timestamp %d) not sent before the hold; %d packets sent", name, want, len(got[i]))
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package deliver
+
+import "container/heap"
+
+// setStop makes the play hold itself (as a PAUSE does) when its clock
+// reaches pts (90 kHz ticks on the index's unwrapped scale, before any
+// shift): every unit due before it is sent, none at or after it, and a
+// release goes on from the next packet of each track. ok false clears it.
+func (p *esPlay) setStop(pts int64, ok bool) {
+	p.mu.Lock()
+	p.stop, p.stopSet = pts, ok
+	p.restoreLocked()
+	p.mu.Unlock()
+	p.signal()
+}
+
+// setAsideLocked takes unit u, the next to send and at or past the stop,
+// off the queue, into p.beyond, when a unit before the stop (its own time
+// on the index's scale) read before it is still queued: across a
+// timestamp jump forward (a splice) the audio from past the jump, placed
+// on the play's timeline with the pictures before it, comes up before
+// the last of them, which the stop would have held back (up to 0.7 s of
+// pictures, sent after the PLAY on, after that audio). Once no such unit
+// is left (or the queue has nothing else), the units set aside go back
+// (restoreLocked) and the stop holds the play. Units read after u are
+// not waited for: where the timestamps jump back, those before the stop
+// follow it. p.mu held.
+func (p *esPlay) setAsideLocked(u *esUnit) bool {
+	n := max(u.n, p.beyondN)
+	for _, v := range p.q {
+		if v != u && v.n < n && v.at-v.shift < p.stop {
+			heap.Pop(&p.q) // u, the first
+			p.beyond, p.beyondN = append(p.beyond, u), n
+			return true
+		}
+	}
+	restored := len(p.beyond) > 0
+	p.restoreLocked()
+	return restored // the next to send may be one of them
+}
+
+// restoreLocked puts the units set aside (setAsideLocked) back on the
+// queue. p.mu held.
+func (p *esPlay) restoreLocked() {
+	for _, v := range p.beyond {
+		heap.Push(&p.q, v)
+	}
+	clear(p.beyond)
+	p.beyond, p.beyondN = p.beyond[:0], 0
+}
