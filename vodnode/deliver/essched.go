@@ -414,6 +414,14 @@ func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	}
 	if p.held {
 		now = p.heldAt // the clock stands still while held
+	} else if p.stopSet {
+		// Past the stop's time before the play holds there (the last
+		// unit before it goes out late): the clock does not run past
+		// where it is to stand, so that the sender reports' RTP times
+		// never go back at the hold.
+		if at := p.stopWallLocked(p.nextShiftLocked()); now.After(at) {
+			now = at
+		}
 	}
 	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }
@@ -513,20 +521,7 @@ func (p *esPlay) sendLoop(ctx context.Context, send func(*esUnit) error) error {
 			continue
 		}
 		if stop {
-			at = p.wallOfLocked(p.stop + u.shift)
-			if p.stop+u.shift <= p.sentDue && at.Before(p.sentWall) {
-				// A stop behind what was sent, on the timeline: set
-				// behind it, or, on the next unit's shift, behind the
-				// last unit sent (a stop between a timestamp jump's
-				// two sides, the next unit past the jump): held at once,
-				// not back where the stop falls on the next unit's
-				// scale (as far back as the jump).
-				at = p.sentWall
-			}
-			// Else held at the stop's time, though the last unit before
-			// it went out after that (late, on a loaded machine): the
-			// clock stands at the stop, where the reports and a PLAY on
-			// put it and the next unit goes on from.
+			at = p.stopWallLocked(u.shift)
 		}
 		if wait := time.Until(at); wait > 0 {
 			p.mu.Unlock()

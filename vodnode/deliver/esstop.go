@@ -1,6 +1,9 @@
 package deliver
 
-import "container/heap"
+import (
+	"container/heap"
+	"time"
+)
 
 // setStop makes the play hold itself (as a PAUSE does) when its clock
 // reaches pts (90 kHz ticks on the index's unwrapped scale, before any
@@ -47,4 +50,32 @@ func (p *esPlay) restoreLocked() {
 	}
 	clear(p.beyond)
 	p.beyond, p.beyondN = p.beyond[:0], 0
+}
+
+// stopWallLocked returns when the play holds at its stop, the next unit
+// to send being past it with shift shift: at the stop's time on that
+// unit's scale, though the last unit before it went out after that (late,
+// on a loaded machine): the clock stands at the stop, where the reports
+// and a PLAY on put it and the next unit goes on from. A stop behind what
+// was sent, on the timeline (set behind it, or, on the next unit's shift,
+// behind the last unit sent: a stop between a timestamp jump's two sides,
+// the next unit past the jump), holds where the last unit was sent, not
+// back where the stop falls on the next unit's scale (as far back as the
+// jump). p.mu held.
+func (p *esPlay) stopWallLocked(shift int64) time.Time {
+	at := p.wallOfLocked(p.stop + shift)
+	if p.stop+shift <= p.sentDue && at.Before(p.sentWall) {
+		at = p.sentWall
+	}
+	return at
+}
+
+// nextShiftLocked returns the shift the stop is to be placed on: the
+// next unit's when it is at or past the stop, else the last unit sent's
+// (the next past the stop is not known yet). p.mu held.
+func (p *esPlay) nextShiftLocked() int64 {
+	if len(p.q) > 0 && p.q[0].due-p.q[0].shift >= p.stop {
+		return p.q[0].shift
+	}
+	return p.sentShift
 }

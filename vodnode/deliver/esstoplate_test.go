@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -60,5 +61,57 @@ func TestESStopHoldsAtItsTimeAfterALateSend(t *testing.T) {
 		return 0
 	}); m != 5*tick {
 		t.Errorf("held at %d ticks, want the stop's %d (%.0f ms past it)", m, 5*tick, float64(m-5*tick)/90)
+	}
+}
+
+// TestESClockNotPastTheStopDuringALateSend: while the last unit before
+// a play's Range's end goes out late (past the stop's time), the play's
+// clock, which its sender reports map (reportNow), stands at the stop
+// rather than run on past it: the reports sent during the lateness
+// carried RTP times past the stop, and the hold put the clock back there,
+// so the reports' RTP times went back by the lateness (60 ms here).
+func TestESClockNotPastTheStopDuringALateSend(t *testing.T) {
+	const tick = 3600 // 40 ms: a picture every tick
+	p := newESPlay()
+	var pkts []*rtp.Packet
+	var ats []int64
+	for i := int64(0); i < 10; i++ {
+		pkts, ats = append(pkts, &rtp.Packet{}), append(ats, i*tick)
+	}
+	p.push(0, 0, 0, pkts, ats)
+	p.setStop(5*tick, true) // 200 ms
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sending := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- p.sendLoop(ctx, func(u *esUnit) error {
+			if u.due == 4*tick { // due at 160 ms, out at 260 ms
+				close(sending)
+				time.Sleep(100 * time.Millisecond)
+			}
+			return nil
+		})
+	}()
+	<-sending
+	most := int64(math.MinInt64) // the latest media time the clock stood at before the hold
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		h := p.held
+		p.mu.Unlock()
+		if h {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the play did not hold")
+		}
+		m, _ := p.reportNow(time.Now(), false)
+		most = max(most, m)
+	}
+	held, _ := p.reportNow(time.Now(), false)
+	cancel()
+	<-done
+	if held != 5*tick || most > held {
+		t.Errorf("the clock stood at %d ticks before the hold (%.1f ms past the stop), held at %d: want at most the stop, %d", most, float64(most-5*tick)/90, held, 5*tick)
 	}
 }
