@@ -21,7 +21,10 @@ import (
 // PES packets carry up to 0.7 s of frames), and audio usually less ahead
 // than video: sent in file order, audio left up to ~0.7 s after the video
 // of the same time. Reading 1 s ahead and sending each access unit at its
-// own time leaves every one on time.
+// own time leaves every one on time. The play's clock starts at the first
+// picture, which sits that far before its time, so the audio is read only
+// ~0.15 s before it is due: a reader stalled longer holds the pictures
+// back rather than send them before that audio (awaitsAudioLocked).
 const esReadAhead = time.Second
 
 // esResync is how late an access unit may be read (a fill that fell
