@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -95,10 +96,8 @@ func upCmd() *cobra.Command {
 				}
 				defer cleanup()
 				dataDir = d
-			} else if err := os.MkdirAll(dataDir, 0o700); err != nil {
-				// Named by its flag: the first file written in it
-				// would name only itself (secret_file: open X/secret).
-				return fmt.Errorf("up: --data-dir: %w", err)
+			} else if err := checkDataDir(dataDir); err != nil {
+				return err
 			}
 			opts.DataDir = dataDir
 			opts.PortalSecretFile = filepath.Join(dataDir, "portal-secret")
@@ -157,7 +156,7 @@ func upCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", "", "directory for all state (default: a fresh temporary directory, removed at exit)")
+	f.StringVar(&dataDir, "data-dir", "", "directory for all state, made when missing and refused at start when it is not a directory or not writable (default: a fresh temporary directory, removed at exit)")
 	f.StringVar(&opts.Host, "host", "127.0.0.1", "address every part listens on")
 	f.IntVar(&opts.RTSPPort, "rtsp-port", 8554, "front door RTSP port")
 	f.IntVar(&opts.HTTPPort, "http-port", 8080, "front door HTTP port")
@@ -243,6 +242,46 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		}
 	}
 	return nil
+}
+
+// checkDataDir makes up's --data-dir dir when it is missing and checks
+// that a file can be made in it, by making one and removing it: a
+// directory this user cannot write (or on a read-only file system, which
+// stops root too, whom permission bits do not) failed only once the
+// cluster started, with an error naming a file in it and not the flag
+// (open DIR/secret: permission denied). The error names the flag, the
+// directory and why.
+func checkDataDir(dir string) error {
+	if info, err := os.Stat(dir); err == nil && !info.IsDir() {
+		return fmt.Errorf("up: --data-dir %s: not a directory", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("up: --data-dir %s: cannot create it: %w", dir, pathReason(err, dir))
+	}
+	f, err := os.CreateTemp(dir, ".vodcluster-write-check-*")
+	if err != nil {
+		return fmt.Errorf("up: --data-dir %s: not writable: %w", dir, pathReason(err, dir))
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("up: --data-dir %s: a file made in it cannot be removed: %w", dir, err)
+	}
+	return nil
+}
+
+// pathReason returns the reason of err (a *fs.PathError's own error,
+// "permission denied"), with the path it names when that is not dir nor
+// a file in it (a parent directory that is a file).
+func pathReason(err error, dir string) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if pe.Path == dir || filepath.Dir(pe.Path) == filepath.Clean(dir) {
+		return pe.Err
+	}
+	return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 }
 
 // largestSample returns the size of the largest sample title file, bytes
