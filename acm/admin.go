@@ -106,7 +106,12 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // until a takeover or the node's next registration, which read the
 // stored setting), and the message says which. On a standby, a node not registered with it is
 // FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
-func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
+//
+// A request with no change (no weight, drain flag or overload threshold)
+// changes nothing: it shows the node (showNode), on a standby too; `vodctl
+// node NODE` asks it for a node ListNodes does not list, to show the
+// node's stored setting.
+func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo, error) {
 	m := a.m
 	if w := req.GetWeight(); req.Weight != nil && (w < 0 || w > lsm.MaxWeight) {
 		return nil, status.Errorf(codes.InvalidArgument, "weight %d out of 0..%d (IPVS's range; 0 = no new sessions, %d = as announced)", w, lsm.MaxWeight, lsm.DefaultWeight)
@@ -119,6 +124,9 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 	id := req.GetNodeId()
 	if !idPattern.MatchString(id) {
 		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", clip(id))
+	}
+	if req.Weight == nil && req.Draining == nil && req.Overload == nil {
+		return m.showNode(ctx, id)
 	}
 	// opMu through the change and its write: a registration's reload of
 	// the stored setting cannot come in between.
@@ -170,10 +178,7 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 		info = m.nodeInfoLocked(n)
 	} else {
 		m.log.Info("setting of an absent node changed by operator: applied when it registers", "node", id, "draining", st.Draining)
-		info = &pb.NodeInfo{NodeId: id, Draining: st.Draining, Overload: st.Overload}
-		if st.Weight != nil { // a stored 0 told from none (NodeInfo.weight_stored)
-			info.Weight, info.WeightStored = int32(*st.Weight), true
-		}
+		info = storedNodeInfo(id, st)
 	}
 	m.mu.Unlock()
 	m.kickPump()
@@ -189,6 +194,44 @@ func (a *admin) SetNode(_ context.Context, req *pb.SetNodeRequest) (*pb.NodeInfo
 		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, storeMsg(err), lost)
 	}
 	return info, nil
+}
+
+// storedNodeInfo is the answer of SetNode for node id not registered:
+// its stored setting st, no address.
+func storedNodeInfo(id string, st nodeSetting) *pb.NodeInfo {
+	info := &pb.NodeInfo{NodeId: id, Draining: st.Draining, Overload: st.Overload}
+	if st.Weight != nil { // a stored 0 told from none (NodeInfo.weight_stored)
+		info.Weight, info.WeightStored = int32(*st.Weight), true
+	}
+	return info
+}
+
+// showNode answers a SetNode without a change: node id as ListNodes lists
+// it when it is registered, else its stored setting as SetNode answers for
+// a node not registered (storedNodeInfo), read from the store (on a shared
+// store another manager may have changed it). Nothing is written or sent
+// to the node, and a standby answers too. NOT_FOUND for a node neither
+// registered nor with a stored setting; UNAVAILABLE when the store cannot
+// be read.
+func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error) {
+	m.mu.Lock()
+	if n := m.sched.Node(id); n != nil {
+		info := m.nodeInfoLocked(n)
+		m.mu.Unlock()
+		return info, nil
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stored, err := m.readNodeSettings(ctx, false)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, storeMsg(err))
+	}
+	st, ok := stored[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+	}
+	return storedNodeInfo(id, st), nil
 }
 
 // ListSessions returns the live sessions (admitted and playing), by

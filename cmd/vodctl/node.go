@@ -21,8 +21,11 @@ func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "node NODE_ID",
 		Short: "Show a node, change its weight or overload threshold, or drain it (no new sessions; playing ones stay); node forget NODE_ID forgets a dead one",
-		Long: "Without a change flag, show the node as vodctl nodes lists it, with its overload threshold\n" +
-			"(NOT_FOUND for a node not registered). --weight, --overload, --drain and --undrain change it.",
+		Long: "Without a change flag, show the node as vodctl nodes lists it, with its overload threshold;\n" +
+			"a node not registered with the manager (not reporting to it since it started, or a standby)\n" +
+			"by its stored setting (drain, weight, overload), applied when it registers (NOT_FOUND when it\n" +
+			"has none). --weight, --overload, --drain and --undrain change it, a node not registered too\n" +
+			"when it has a stored setting.",
 		Example: "  vodctl node node-2\n  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
 		Args:    argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,8 +107,11 @@ func nodeCmd(g *globals) *cobra.Command {
 }
 
 // showNode prints node id's row of vodctl nodes, and its overload
-// threshold (0 = the scheduler's default), or with --json its NodeInfo.
-// NOT_FOUND when the manager does not list the node.
+// threshold (0 = the scheduler's default), or with --json its NodeInfo. A
+// node the manager does not list (not registered with it: a restarted
+// manager the node has not reported to yet, or a standby) is shown by its
+// stored setting, which SetNode without a change answers (the manager
+// reads it, and changes nothing); NOT_FOUND when it has none either.
 func (g *globals) showNode(id string) error {
 	return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 		r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
@@ -117,9 +123,22 @@ func (g *globals) showNode(id string) error {
 				return n, nil
 			}
 		}
-		return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager (vodctl nodes lists those that are)", id)
+		n, err := c.SetNode(ctx, &v1.SetNodeRequest{NodeId: id})
+		if status.Code(err) == codes.NotFound {
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager and has no stored setting (vodctl nodes lists those registered)", id)
+		}
+		return n, err
 	}, func(m proto.Message, w *tabwriter.Writer) {
 		n := m.(*v1.NodeInfo)
+		if n.RtspAddr == "" { // not registered: its stored setting
+			weight := "none stored (it gets the one it announces)"
+			if n.WeightStored || n.Weight != 0 { // as SetNode's answer: a manager without weight_stored answers 0 for none
+				weight = fmt.Sprint(n.Weight)
+			}
+			fmt.Fprintf(w, "node %s:\tnot registered with this manager (not reporting to it); stored setting, applied when it registers: draining %v, weight %s, overload %.2f (0 = the scheduler's default)\n",
+				n.NodeId, n.Draining, weight, n.Overload)
+			return
+		}
 		nodesTable(w, []*v1.NodeInfo{n})
 		w.Flush()
 		fmt.Fprintf(w, "overload %.2f (0 = the scheduler's default)\n", n.Overload)

@@ -17,8 +17,9 @@ import (
 	v1 "vodcluster/proto/vodcluster/v1"
 )
 
-// nodeAdmin lists two nodes and counts SetNode calls (it changes
-// nothing).
+// nodeAdmin lists two nodes and counts SetNode calls with a change (it
+// changes nothing); one without, as the manager, shows the node: here
+// none is stored (NOT_FOUND).
 type nodeAdmin struct {
 	v1.UnimplementedAdminServer
 	sets *atomic.Int32
@@ -34,6 +35,9 @@ func (nodeAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodes
 }
 
 func (a nodeAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	if r.Weight == nil && r.Draining == nil && r.Overload == nil {
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", r.NodeId)
+	}
 	a.sets.Add(1)
 	return &v1.NodeInfo{NodeId: r.NodeId}, nil
 }
@@ -97,7 +101,7 @@ func TestNodeWithoutChangeShowsIt(t *testing.T) {
 		t.Fatalf("unknown node: %v\n%s", err, out)
 	}
 	if n := sets.Load(); n != 0 {
-		t.Fatalf("showing a node called SetNode %d times", n)
+		t.Fatalf("showing a node changed it %d times", n)
 	}
 	// A change flag still changes it.
 	if _, err := run("node", "n2", "--undrain"); err != nil || sets.Load() != 1 {

@@ -30,8 +30,26 @@ import (
 func startCluster(t *testing.T) (string, v1.AdminClient) {
 	t.Helper()
 	dir := t.TempDir()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	origin := &cdp.Server{Dir: filepath.Join(dir, "cdp"), Listen: "127.0.0.1:0", Logger: log}
+	origin := startOrigin(t, dir)
+	m, admin := startManager(t, dir, origin)
+	startNode(t, dir, "node-1", m, origin)
+	waitUntil(t, "node-1 alive", func() bool {
+		r, err := admin.ListNodes(context.Background(), &v1.ListNodesRequest{})
+		return err == nil && len(r.Nodes) == 1 && r.Nodes[0].Alive
+	})
+	return m.GRPCAddr(), admin
+}
+
+var (
+	testSecret = []byte("0123456789abcdef0123456789abcdef")
+	quietLog   = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+// startOrigin starts on loopback an origin serving the sample titles from
+// dir/cdp, closed when the test ends.
+func startOrigin(t *testing.T, dir string) *cdp.Server {
+	t.Helper()
+	origin := &cdp.Server{Dir: filepath.Join(dir, "cdp"), Listen: "127.0.0.1:0", Logger: quietLog}
 	if err := samples.WriteTo(origin.Dir); err != nil {
 		t.Fatal(err)
 	}
@@ -39,38 +57,47 @@ func startCluster(t *testing.T) (string, v1.AdminClient) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { origin.Close() })
+	return origin
+}
+
+// startManager starts on loopback a manager with its state in
+// dir/manager (no storage planner: only the operator's orders fill),
+// closed when the test ends, and returns it with an Admin client.
+func startManager(t *testing.T, dir string, origin *cdp.Server) (*acm.Manager, v1.AdminClient) {
+	t.Helper()
 	users, err := boss.NewFile(acm.DefaultRealm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := []byte("0123456789abcdef0123456789abcdef")
 	sched := lsm.DefaultConfig()
 	sched.HeartbeatInterval = 200 * time.Millisecond
 	m := &acm.Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
-		DataDir: filepath.Join(dir, "manager"), OriginAddr: origin.Addr(), Secret: secret, BOSS: users,
-		Scheduler: sched, StoragePlanner: smm.PlannerNone, Logger: log}
+		DataDir: filepath.Join(dir, "manager"), OriginAddr: origin.Addr(), Secret: testSecret, BOSS: users,
+		Scheduler: sched, StoragePlanner: smm.PlannerNone, Logger: quietLog}
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	n := &vodnode.Node{ID: "node-1", DataDir: filepath.Join(dir, "node-1"), RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
-		Capacity: vodnode.Capacity{EgressBps: 100_000_000, DiskBytes: 1 << 30}, ManagerAddr: m.GRPCAddr(),
-		OriginAddr: origin.Addr(), Secret: secret, HeartbeatInterval: 200 * time.Millisecond, Logger: log}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
 	cc, err := grpc.NewClient(m.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	admin := v1.NewAdminClient(cc)
-	waitUntil(t, "node-1 alive", func() bool {
-		r, err := admin.ListNodes(context.Background(), &v1.ListNodesRequest{})
-		return err == nil && len(r.Nodes) == 1 && r.Nodes[0].Alive
-	})
-	return m.GRPCAddr(), admin
+	return m, v1.NewAdminClient(cc)
+}
+
+// startNode starts on loopback node id, its state in dir/id, reporting to
+// manager m; it is closed when the test ends.
+func startNode(t *testing.T, dir, id string, m *acm.Manager, origin *cdp.Server) *vodnode.Node {
+	t.Helper()
+	n := &vodnode.Node{ID: id, DataDir: filepath.Join(dir, id), RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+		Capacity: vodnode.Capacity{EgressBps: 100_000_000, DiskBytes: 1 << 30}, ManagerAddr: m.GRPCAddr(),
+		OriginAddr: origin.Addr(), Secret: testSecret, HeartbeatInterval: 200 * time.Millisecond, Logger: quietLog}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }
 
 // waitUntil polls cond every 50 ms for up to 20 s, failing the test then.
