@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runCommand runs `vodcluster sim` with args and returns its standard
@@ -68,5 +69,50 @@ func TestCommandTraceOfTheFirstSiteAwareRun(t *testing.T) {
 	b, _ := os.ReadFile(first)
 	if len(b) < 100 || !bytes.Equal(a, b) {
 		t.Fatalf("trace of all,none (%d bytes) is not that of all (%d bytes)", len(a), len(b))
+	}
+}
+
+// A catalog above maxCatalog titles at the end of the run is refused
+// before it starts, saying why and what to give to run it anyway: sim
+// --titles 1000000 ran for minutes per policy (hours for the default 16)
+// with more than 580 MB, without a word. --print-config still prints it,
+// and --large-catalog lets it run.
+func TestCommandLargeCatalogRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"--titles", "1000000"},
+		{"--titles", "100001", "--policies", "lall"},
+		{"--titles", "1000", "--new-titles", "50000", "--days", "2", "--policies", "lall"}, // 101000 at the end
+	} {
+		done := make(chan struct{})
+		var out string
+		var err error
+		go func() {
+			defer close(done)
+			out, err = runCommand(args...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: still running after 10 s", args)
+		}
+		if err == nil || !strings.Contains(err.Error(), "is above 100000") || !strings.Contains(err.Error(), "give --large-catalog") || out != "" {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := runCommand("--titles", "1000000", "--print-config")
+	if err != nil || !strings.Contains(out, "titles: 1000000") {
+		t.Fatalf("--print-config of 1000000 titles: %v\n%s", err, out)
+	}
+	run := Default()
+	run.Demand.Titles = maxCatalog - run.Demand.NewTitlesPerDay*run.Days
+	if err := checkCatalog(&run, false); err != nil {
+		t.Fatalf("a catalog of %d titles at the end: %v", maxCatalog, err)
+	}
+	run.Demand.Titles++
+	if err := checkCatalog(&run, false); err == nil {
+		t.Fatalf("a catalog of %d titles at the end accepted", maxCatalog+1)
+	}
+	if err := checkCatalog(&run, true); err != nil {
+		t.Fatalf("a catalog of %d titles with --large-catalog: %v", maxCatalog+1, err)
 	}
 }

@@ -164,7 +164,7 @@ func TestFlagKeysAreKeys(t *testing.T) {
 			t.Errorf("flag --%s: key %s is not in the file", f, k)
 		}
 	}
-	notKeys := map[string]bool{"config": true, "print-config": true, "json": true, "markdown": true, "plot": true, "trace-out": true, "help": true}
+	notKeys := map[string]bool{"config": true, "print-config": true, "json": true, "markdown": true, "plot": true, "trace-out": true, "help": true, "large-catalog": true}
 	cmd := NewCommand()
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if _, ok := flagKeys[f.Name]; !ok && !notKeys[f.Name] {
