@@ -150,10 +150,13 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 	for _, t := range list {
 		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
 	}
+	// Read before the map is published: once it is, fresh writes into it
+	// (under mu).
+	m, ok = titles[id]
 	c.mu.Lock()
 	c.titles, c.fetched = titles, now
 	c.mu.Unlock()
-	if m, ok := titles[id]; ok {
+	if ok {
 		return m, nil
 	}
 	return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)

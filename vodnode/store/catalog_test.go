@@ -268,3 +268,36 @@ func fillOnce(t *testing.T, s *Store, id string) *View {
 	s.Release(tt)
 	return tt.View()
 }
+
+// A catalog refresh (lookup) and fills' fresh reads of a title (GetTitle)
+// running at once do not touch the cached map unsynchronised: lookup read
+// its answer from the map it had published, which fresh writes into under
+// mu (a data race, "concurrent map read and map write" at worst). Under
+// the race detector: the fresh reads go on after the last lookup, which
+// takes mu no more, so a write after its unlocked read is reported.
+func TestCatalogRefreshAndFreshReadAtOnce(t *testing.T) {
+	o := currentOrigin{&origin{titles: map[string][]byte{"t1": sample(t)}}}
+	c := &catalog{origin: startOrigin(t, o)}
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	done := make(chan error, 1)
+	go func() {
+		for range 50 {
+			if _, err := c.fresh(ctx, "t1", start, catalogMaxAge); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range 3 {
+		// Each later than catalogMinRefresh: every lookup reads the list.
+		now := start.Add(time.Duration(i+1) * 2 * catalogMinRefresh)
+		if m, err := c.lookup(ctx, "t1", now, 0); err != nil || m.ID != "t1" {
+			t.Fatalf("lookup %d: %+v, %v", i, m, err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
