@@ -174,11 +174,12 @@ func newESPlay() *esPlay {
 	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, sentDue: math.MinInt64, hint: -1}
 }
 
-// hold pauses the play at now (a PAUSE): the sender sends nothing more,
-// the reader reads nothing more, until release.
+// hold pauses the play at now (a PAUSE), or where its clock stands
+// (notPastStopLocked): the sender sends nothing more, the reader reads
+// nothing more, until release.
 func (p *esPlay) hold(now time.Time) {
 	p.mu.Lock()
-	p.holdLocked(now)
+	p.holdLocked(p.notPastStopLocked(now))
 	p.mu.Unlock()
 	p.signal()
 }
@@ -417,14 +418,8 @@ func (p *esPlay) mediaNow(now time.Time) (int64, bool) {
 	}
 	if p.held {
 		now = p.heldAt // the clock stands still while held
-	} else if p.stopSet {
-		// Past the stop's time before the play holds there (the last
-		// unit before it goes out late): the clock does not run past
-		// where it is to stand, so that the sender reports' RTP times
-		// never go back at the hold.
-		if at := p.stopWallLocked(p.nextShiftLocked()); now.After(at) {
-			now = at
-		}
+	} else {
+		now = p.notPastStopLocked(now)
 	}
 	return p.clockMedia + int64(now.Sub(p.clockWall))*90000/int64(time.Second), true
 }

@@ -79,3 +79,19 @@ func (p *esPlay) nextShiftLocked() int64 {
 	}
 	return p.sentShift
 }
+
+// notPastStopLocked returns now, or, while a stop is set and now is past
+// the stop's time before the play holds there (the last unit before it
+// goes out late), where the hold is to place the clock
+// (stopWallLocked): the clock does not run past it, so that the sender
+// reports' RTP times never go back at the hold, nor does a PAUSE then
+// hold it past it (its Position, a PLAY on's rtptime). p.mu held.
+func (p *esPlay) notPastStopLocked(now time.Time) time.Time {
+	if !p.stopSet || !p.clockSet {
+		return now
+	}
+	if at := p.stopWallLocked(p.nextShiftLocked()); now.After(at) {
+		return at
+	}
+	return now
+}

@@ -115,3 +115,61 @@ func TestESClockNotPastTheStopDuringALateSend(t *testing.T) {
 		t.Errorf("the clock stood at %d ticks before the hold (%.1f ms past the stop), held at %d: want at most the stop, %d", most, float64(most-5*tick)/90, held, 5*tick)
 	}
 }
+
+// TestESPauseAtTheStopDuringALateSend: a PAUSE while the last unit before
+// a play's Range's end goes out late (past the stop's time) holds the
+// play where its clock stands, at the stop, not at the PAUSE's time: held
+// there, its clock (the sender reports, Position, a PLAY on's rtptime)
+// stood past the stop by the lateness so far (30 ms here), and went back
+// to the stop when the play, played on, held there.
+func TestESPauseAtTheStopDuringALateSend(t *testing.T) {
+	const tick = 3600 // 40 ms: a picture every tick
+	p := newESPlay()
+	var pkts []*rtp.Packet
+	var ats []int64
+	for i := int64(0); i < 10; i++ {
+		pkts, ats = append(pkts, &rtp.Packet{}), append(ats, i*tick)
+	}
+	p.push(0, 0, 0, pkts, ats)
+	p.setStop(5*tick, true) // 200 ms
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sending, sent := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- p.sendLoop(ctx, func(u *esUnit) error {
+			if u.due == 4*tick { // due at 160 ms, out at 260 ms
+				close(sending)
+				time.Sleep(100 * time.Millisecond)
+				close(sent)
+			}
+			return nil
+		})
+	}()
+	<-sending
+	p.mu.Lock()
+	stopAt := p.wallOfLocked(5 * tick)
+	p.mu.Unlock()
+	time.Sleep(time.Until(stopAt.Add(30 * time.Millisecond)))
+	p.hold(time.Now()) // a PAUSE 30 ms past the stop's time, the send still under way
+	paused, _ := p.reportNow(time.Now(), false)
+	<-sent
+	p.release(time.Now()) // a PLAY on, the Range's end kept
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		h := p.held && !p.stopSet
+		p.mu.Unlock()
+		if h {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the play did not hold at its stop")
+		}
+	}
+	held, _ := p.reportNow(time.Now(), false)
+	cancel()
+	<-done
+	if paused > 5*tick || held != 5*tick {
+		t.Errorf("paused at %d ticks (%.1f ms past the stop), held at the stop at %d: want both at the stop, %d", paused, float64(paused-5*tick)/90, held, 5*tick)
+	}
+}
