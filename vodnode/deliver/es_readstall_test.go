@@ -36,3 +36,60 @@ func TestESTracksInOrderAfterAReaderStall(t *testing.T) {
 	clip := loadClip(t)
 	testESTracksOnOneTimeline(t, &stallingSource{memSource: newMemSource(clip), at: int64(len(prefix(t, clip, 6))), stall: 700 * time.Millisecond})
 }
+
+// withoutAudioFrom returns data with the TS packets of its audio PID (the
+// PID of its first audio PES) from byte from on made null packets (PID
+// 0x1fff): a title whose audio ends there, its video going on.
+func withoutAudioFrom(data []byte, from int) []byte {
+	out := append([]byte(nil), data...)
+	apid := -1
+	for off := 0; off+TSPacketSize <= len(out); off += TSPacketSize {
+		b := out[off : off+TSPacketSize]
+		pid := int(b[1]&0x1f)<<8 | int(b[2])
+		afc, p := b[3]>>4&3, 4
+		if afc&2 != 0 {
+			p += 1 + int(b[4])
+		}
+		if apid < 0 && b[1]&0x40 != 0 && afc&1 != 0 && p+4 < TSPacketSize && b[p] == 0 && b[p+1] == 0 && b[p+2] == 1 && b[p+3] >= 0xc0 && b[p+3] < 0xe0 {
+			apid = pid
+		}
+		if off >= from && pid == apid {
+			b[1], b[2] = 0x1f, 0xff
+		}
+	}
+	return out
+}
+
+// TestESReaderStallAfterTheAudioEnded: a play of a title whose audio ends
+// (its last frame read seconds before), its video going on, sends its
+// pictures on time through a 700 ms stall of its reader: no audio is
+// coming for them to wait for. They waited for it up to the stall's end,
+// each picture 0.7 s late.
+func TestESReaderStallAfterTheAudioEnded(t *testing.T) {
+	clip := loadClip(t)
+	data := withoutAudioFrom(clip, len(prefix(t, clip, 5)))
+	e := startEngine(t, false)
+	st, _, cli := playESOverTCP(t, e, &stallingSource{memSource: newMemSource(data), at: int64(len(prefix(t, data, 7.5))), stall: 700 * time.Millisecond})
+	if _, err := st.Seek(4); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	got := readES(t, cli, 4500*time.Millisecond)
+	v := got[0]
+	if len(v) == 0 || len(got[1]) == 0 {
+		t.Fatalf("%d video and %d audio packets, want both", len(v), len(got[1]))
+	}
+	// Against the first picture's arrival, by its RTP time (its PTS; it
+	// leaves at its DTS, up to ~0.2 s before).
+	var worst time.Duration
+	var at uint32
+	for _, p := range v {
+		want := v[0].at.Add(time.Duration(int32(p.ts-v[0].ts)) * time.Second / 90000)
+		if d := p.at.Sub(want); d > worst {
+			worst, at = d, p.ts
+		}
+	}
+	if worst > 400*time.Millisecond {
+		t.Errorf("a picture (RTP time %d) came %v late through the reader's stall, want on time", at, worst)
+	}
+}

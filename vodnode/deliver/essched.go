@@ -264,13 +264,25 @@ func (p *esPlay) audioRead(end int64) {
 
 // awaitsAudioLocked reports whether unit u, due at wall time at, is a
 // picture that waits for the audio due before it: audio is read, the
-// frames due before u not yet, and the reader, neither ended nor waiting
-// for the fill, has not kept its pace up to at (read on time, audio due
-// before u was read with the pictures due up to at). p.mu held.
+// frames due before u not yet, but those due up to esAudioGap before it,
+// and the reader, neither ended nor waiting for the fill, has not kept
+// its pace up to at (read on time, audio due before u was read with the
+// pictures due up to at). p.mu held.
 func (p *esPlay) awaitsAudioLocked(u *esUnit, at time.Time) bool {
 	return u.track == 0 && p.audioSet && !p.ended && !p.readerFill &&
-		p.audioEnd-p.lead < u.due && at.After(p.readerOnTime)
+		p.audioEnd-p.lead < u.due && u.due-(p.audioEnd-p.lead) <= esAudioGap &&
+		at.After(p.readerOnTime)
 }
+
+// esAudioGap is how long before a picture's due time (90 kHz ticks) the
+// audio read may end for the picture to wait for the rest while its
+// reader is stalled (awaitsAudioLocked): a stall leaves the audio read
+// ending at most about esResync (a picture's longest wait) before the
+// pictures held, less the ~0.15 s it is read ahead; audio ending further
+// back has a gap there, or ended (a title whose audio track is shorter
+// than its video): none is coming for the picture to wait for, which
+// went out up to the stall's length late for nothing.
+const esAudioGap = 3 * tsindex.PTSHz / 2
 
 // setFrom makes the play drop the audio that ends at or before pts (90
 // kHz ticks on the index's unwrapped scale), until a packet reaching
