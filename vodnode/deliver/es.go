@@ -496,9 +496,17 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 		return err
 	}
 	r.OnDecodeError(func(error) {})
+	// The first H.264 and the first AAC track alone, as ProbeES offered
+	// them: a second audio track (another language) is not sent on the
+	// same RTP stream.
+	var video, audio bool
 	for _, t := range r.Tracks() {
 		switch t.Codec.(type) {
 		case *mpegts.CodecH264:
+			if video {
+				continue
+			}
+			video = true
 			if s.track(0) {
 				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1}
 				if err := enc.Init(); err != nil {
@@ -524,6 +532,10 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 				})
 			}
 		case *mpegts.CodecMPEG4Audio:
+			if audio {
+				continue
+			}
+			audio = true
 			if s.track(1) && s.cfg.Tracks.Audio != nil {
 				enc := &rtpmpeg4audio.Encoder{PayloadType: 97, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
 				if err := enc.Init(); err != nil {
