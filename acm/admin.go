@@ -207,18 +207,30 @@ func storedNodeInfo(id string, st nodeSetting) *pb.NodeInfo {
 }
 
 // showNode answers a SetNode without a change: node id as ListNodes lists
-// it when it is registered, else its stored setting as SetNode answers for
-// a node not registered (storedNodeInfo), read from the store (on a shared
-// store another manager may have changed it). Nothing is written or sent
+// it when it is registered, else the setting its registration would apply,
+// as SetNode answers for a node not registered (storedNodeInfo): on a
+// shared store the stored one, read from the store (another manager may
+// have changed it, and a registration reads it again); on a store of its
+// own this manager's copy, loaded from the store at its start, which a
+// registration applies and which holds a change the store did not take
+// ("this manager keeps it until it restarts"). Nothing is written or sent
 // to the node, and a standby answers too. NOT_FOUND for a node neither
-// registered nor with a stored setting; UNAVAILABLE when the store cannot
-// be read.
+// registered nor with a setting; UNAVAILABLE when the shared store
+// cannot be read.
 func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error) {
 	m.mu.Lock()
 	if n := m.sched.Node(id); n != nil {
 		info := m.nodeInfoLocked(n)
 		m.mu.Unlock()
 		return info, nil
+	}
+	if m.lead == nil {
+		st, ok := m.nodeSettings[id]
+		m.mu.Unlock()
+		if !ok {
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+		}
+		return storedNodeInfo(id, st), nil
 	}
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -2,11 +2,14 @@ package acm
 
 import (
 	"context"
+	"strings"
 	"testing"
 
-	pb "vodcluster/proto/vodcluster/v1"
-
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // A SetNode without a change shows the node (vodctl node NODE asks it for
@@ -57,5 +60,38 @@ func TestSetNodeWithoutChangeShowsTheNode(t *testing.T) {
 	}
 	if _, err := show(b, "nope"); grpcCode(err) != codes.NotFound {
 		t.Fatalf("standby, a node neither registered nor stored: %v, want NOT_FOUND", err)
+	}
+}
+
+// On a store of its own, a SetNode without a change shows the setting
+// this manager applies when the node registers: its own copy, which
+// holds a change the store did not take (SetNode: "this manager keeps it
+// until it restarts"), not the stored entry, which the node's
+// registration does not read there. It showed the stored entry: weight
+// none, where the node then registered with weight 7.
+func TestSetNodeWithoutChangeShowsTheSettingKeptOnOwnStore(t *testing.T) {
+	ctx := context.Background()
+	b, err := store.OpenBadger(t.TempDir(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	// n1 was drained before this manager started, and has not registered
+	// since.
+	if err := b.PutState(ctx, stateNodeSettings, []byte(`{"n1":{"draining":true}}`)); err != nil {
+		t.Fatal(err)
+	}
+	e := newManager(t, "", func(m *Manager) { m.Store = settingsRefusedBadger{b} })
+	_, err = e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: ptr(int32(7))})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "this manager keeps it") {
+		t.Fatalf("weight not saved: %v, want UNAVAILABLE saying this manager keeps it", err)
+	}
+	info, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1"})
+	if err != nil || info.RtspAddr != "" || !info.Draining || !info.WeightStored || info.Weight != 7 {
+		t.Fatalf("n1 not registered, weight 7 kept by this manager: %v %v, want draining, weight 7", info, err)
+	}
+	e.registerWith("n1")
+	if n := e.nodeInfo("n1"); !n.Draining || n.Weight != 7 {
+		t.Fatalf("n1 registered: draining %v, weight %d; want what was shown (draining, weight 7)", n.Draining, n.Weight)
 	}
 }
