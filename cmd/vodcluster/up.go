@@ -255,6 +255,13 @@ func checkDataDir(dir string) error {
 	if info, err := os.Stat(dir); err == nil && !info.IsDir() {
 		return fmt.Errorf("up: --data-dir %s: not a directory", dir)
 	}
+	if target, err := os.Readlink(filepath.Clean(dir)); err == nil {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			// MkdirAll would say "file exists": the link is there, what
+			// it names is not (a volume not mounted, a directory moved).
+			return fmt.Errorf("up: --data-dir %s: a symbolic link to %s, which does not exist", dir, target)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("up: --data-dir %s: cannot create it: %w", dir, pathReason(err, dir))
 	}

@@ -52,9 +52,17 @@ func TestUpRefusesUnwritableDataDir(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A symbolic link to a directory that does not exist (a volume not
+	// mounted) was refused with "cannot create it: file exists".
+	dangling := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink("/nonexistent/vodcluster-data", dangling); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct{ dir, want string }{
 		{file, "up: --data-dir " + file + ": not a directory"},
 		{file + "/sub", "up: --data-dir " + file + "/sub: cannot create it: " + file + ": not a directory"},
+		{dangling, "up: --data-dir " + dangling + ": a symbolic link to /nonexistent/vodcluster-data, which does not exist"},
+		{dangling + "/", "up: --data-dir " + dangling + "/: a symbolic link to /nonexistent/vodcluster-data, which does not exist"},
 	}
 	// sysfs: no one makes a file there, root included (permission
 	// denied).
