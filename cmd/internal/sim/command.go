@@ -179,7 +179,27 @@ func checkCatalog(run *Config, large bool) error {
 	if large || end <= maxCatalog {
 		return nil
 	}
-	runs := len(run.policies()) * len(run.storagePolicies()) * len(run.Sites.aware())
+	pols, stors, aware := len(run.policies()), len(run.storagePolicies()), len(run.Sites.aware())
+	runs := pols * stors * aware
+	what := "scheduling × storage policies"
+	if aware > 1 {
+		what += " × site-aware settings"
+	}
+	// What to give for one run: only the settings that make more than one.
+	var one []string
+	for _, f := range []struct {
+		n    int
+		flag string
+	}{{pols, "--policies NAME"}, {stors, "--storage-policies NAME"}, {aware, "--site-aware NAME"}} {
+		if f.n > 1 {
+			one = append(one, f.flag)
+		}
+	}
+	hint, made := "", "1 run"
+	if len(one) > 0 {
+		hint = " (" + strings.Join(one, ", ") + " for one run)"
+		made = fmt.Sprintf("%d runs", runs)
+	}
 	size := fmt.Sprintf("titles %d", d.Titles)
 	if d.NewTitlesPerDay > 0 {
 		days := "days"
@@ -190,8 +210,8 @@ func checkCatalog(run *Config, large bool) error {
 	}
 	return fmt.Errorf("sim: a catalog of %d titles (%s) is above %d: every plan round goes over the whole catalog, "+
 		"which takes minutes and hundreds of MB per run at that size (a single run of 1000000 titles: more than 6 minutes and 550 MB; 50000: 25 s), "+
-		"and this makes %d runs (scheduling × storage policies); give --large-catalog to run it anyway (--policies NAME for one run)",
-		end, size, maxCatalog, runs)
+		"and this makes %s (%s); give --large-catalog to run it anyway%s",
+		end, size, maxCatalog, made, what, hint)
 }
 
 // runFlags are the flags that change the simulation's settings. Each is

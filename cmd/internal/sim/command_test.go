@@ -116,3 +116,27 @@ func TestCommandLargeCatalogRefused(t *testing.T) {
 		t.Fatalf("a catalog of %d titles with --large-catalog: %v", maxCatalog+1, err)
 	}
 }
+
+// The refusal of a large catalog counts the runs by every setting that
+// makes them and names, for one run, only the flags that make more than
+// one: with one scheduling policy given it said "--policies NAME for one
+// run" though that was one run, and with two storage policies or two
+// site-aware settings it named only --policies.
+func TestCommandLargeCatalogNamesWhatMakesTheRuns(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"--titles", "200000", "--policies", "lall"},
+			"this makes 1 run (scheduling × storage policies); give --large-catalog to run it anyway", "for one run"},
+		{[]string{"--titles", "200000", "--policies", "lall", "--storage-policies", "gdsf,lru"},
+			"this makes 2 runs (scheduling × storage policies); give --large-catalog to run it anyway (--storage-policies NAME for one run)", "--policies NAME"},
+		{[]string{"--titles", "200000", "--sites", "2", "--site-aware", "all,none", "--policies", "lall,rr"},
+			"this makes 4 runs (scheduling × storage policies × site-aware settings); give --large-catalog to run it anyway (--policies NAME, --site-aware NAME for one run)", "--storage-policies"},
+	} {
+		out, err := runCommand(c.args...)
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) || strings.Contains(err.Error(), c.not) || out != "" {
+			t.Errorf("%v: %v\n%s\nwant it to end in %q, without %q", c.args, err, out, c.want, c.not)
+		}
+	}
+}
