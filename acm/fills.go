@@ -106,8 +106,8 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 		if cur[id] != nil && cur[id].GetFilling() {
 			continue // failed, and filling again (a viewer's fill)
 		}
-		if m.rep != nil {
-			m.rep.FillFailed(ns.id, id, now)
+		if m.rep != nil && m.fillFailedLocked(ns.id, id, why, now) {
+			continue // the operator's, given up: said so
 		}
 		m.log.Warn("prefetch failed: retried after backoff if the plan still wants it there or the operator ordered it", "node", ns.id, "title", id, "why", why)
 	}

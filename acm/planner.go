@@ -192,7 +192,7 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 				err = m.prefetchLocked(a.Node, t, now)
 			}
 			if err != nil && status.Code(err) != codes.AlreadyExists && m.rep != nil {
-				m.rep.FillFailed(a.Node, a.Title, now)
+				m.fillFailedLocked(a.Node, a.Title, status.Convert(err).Message(), now)
 			}
 		}
 		if err != nil {

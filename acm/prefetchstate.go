@@ -13,7 +13,7 @@ const statePrefetches = "prefetches" // []opPrefetch as JSON
 
 // prefetchOrderTTL is how long an operator's prefetch order is kept in the
 // store to be carried out by a restarted manager (or the standby taking
-// over): longer than its retries last (smm's maxHandRetries, one to two
+// over): longer than its retries last (smm's MaxHandRetries, one to two
 // hours with the default backoff).
 const prefetchOrderTTL = 6 * time.Hour
 

@@ -87,8 +87,11 @@ func (r *Replicator) FillDone(node, title string, now time.Time) {
 // FillFailed tells the Replicator that a prefetch of title on node failed
 // (the origin refused or broke the transfer): it is not ordered again on
 // that node before a backoff of RetryBase doubling per failure up to
-// RetryMax, jittered in [1/2, 1] of the step.
-func (r *Replicator) FillFailed(node, title string, now time.Time) {
+// RetryMax, jittered in [1/2, 1] of the step. It reports whether that
+// failure gave up the operator's prefetch (Prefetched, Queued) of title
+// on node: its MaxHandRetries-th, after which it is neither retried nor
+// listed (Fills).
+func (r *Replicator) FillFailed(node, title string, now time.Time) (givenUp bool) {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { r.FillFailed(node, title, now) })
 	}
@@ -96,7 +99,7 @@ func (r *Replicator) FillFailed(node, title string, now time.Time) {
 	if r.fills[k] == nil {
 		r.fills[k] = &fillRec{at: now}
 	}
-	r.fillFailed(k, now)
+	return r.fillFailed(k, now)
 }
 
 // Prefetched registers a prefetch ordered outside Plan (by the operator),
@@ -141,10 +144,10 @@ func (r *Replicator) fillDone(k fillKey) {
 	delete(r.fills, k)
 }
 
-func (r *Replicator) fillFailed(k fillKey, now time.Time) {
+func (r *Replicator) fillFailed(k fillKey, now time.Time) (givenUp bool) {
 	f := r.fills[k]
 	if f == nil || f.backoff {
-		return
+		return false
 	}
 	r.stats.FillsFailed++
 	f.attempts++
@@ -155,9 +158,11 @@ func (r *Replicator) fillFailed(k fillKey, now time.Time) {
 	// once (and a simulation stays repeatable).
 	j := float64(hashString(k.node+"\x00"+k.title)^uint64(f.attempts)*0x9e3779b97f4a7c15) / math.MaxUint64
 	f.next = now.Add(time.Duration(step * (0.5 + 0.5*j)))
-	if f.byHand && f.attempts >= maxHandRetries {
+	if f.byHand && f.attempts >= MaxHandRetries {
 		delete(r.fills, k) // the operator's prefetch is given up: not listed with a retry that never comes
+		return true
 	}
+	return false
 }
 
 // blocked reports whether a prefetch of k may not be ordered now: one is in
@@ -174,10 +179,10 @@ func (r *Replicator) byHand(k fillKey) bool {
 	return f != nil && f.byHand
 }
 
-// maxHandRetries is how many times an operator's prefetch is tried before
+// MaxHandRetries is how many times an operator's prefetch is tried before
 // it is given up (with the default backoff, 30 s doubling up to 30 min
 // and jittered, the tries spread over one to two hours).
-const maxHandRetries = 10
+const MaxHandRetries = 10
 
 // candidate is a prefetch Plan may order.
 type candidate struct {
@@ -283,7 +288,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		if !f.byHand || !f.backoff || now.Before(f.next) || r.isHeld(k.node, k.title, now) {
 			continue
 		}
-		if f.attempts >= maxHandRetries {
+		if f.attempts >= MaxHandRetries {
 			delete(r.fills, k) // given up: the operator can order it again
 			continue
 		}

@@ -491,7 +491,7 @@ func TestOperatorOrdersGetAChannelAtThePeak(t *testing.T) {
 }
 
 // TestOperatorPrefetchRetriesEnd: an operator's prefetch that keeps
-// failing is given up after maxHandRetries attempts; one the operator
+// failing is given up after MaxHandRetries attempts; one the operator
 // evicts, or cancels, is not retried.
 func TestOperatorPrefetchRetriesEnd(t *testing.T) {
 	r := newRep(t, ReplicatorConfig{})
@@ -499,9 +499,12 @@ func TestOperatorPrefetchRetriesEnd(t *testing.T) {
 	now := offPeak
 	r.Prefetched("n0", "t00", 1<<30, now)
 	orders := 0
-	for range 3 * maxHandRetries {
-		r.FillFailed("n0", "t00", now)
+	for i := range 3 * MaxHandRetries {
+		givenUp := r.FillFailed("n0", "t00", now)
 		fs := r.Fills()
+		if givenUp != (len(fs) == 0) || givenUp != (i == MaxHandRetries-1) {
+			t.Fatalf("failure %d: FillFailed says given up %v, fills %v", i+1, givenUp, fs)
+		}
 		if len(fs) == 0 {
 			break
 		}
@@ -510,8 +513,8 @@ func TestOperatorPrefetchRetriesEnd(t *testing.T) {
 			orders++
 		}
 	}
-	if orders != maxHandRetries-1 || len(r.Fills()) != 0 {
-		t.Fatalf("%d retries, fills %v; want %d and none left", orders, r.Fills(), maxHandRetries-1)
+	if orders != MaxHandRetries-1 || len(r.Fills()) != 0 {
+		t.Fatalf("%d retries, fills %v; want %d and none left", orders, r.Fills(), MaxHandRetries-1)
 	}
 
 	r.Prefetched("n0", "t01", 1<<30, now)
