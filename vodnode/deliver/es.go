@@ -491,8 +491,8 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 // reader fails (io.EOF at the end of the title, the reader's context's
 // error when stopped).
 func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
-	r := &mpegts.Reader{R: rd}
-	if err := r.Initialize(); err != nil {
+	r := &mpegts.Reader{}
+	if err := s.initDemux(r, rd); err != nil {
 		return err
 	}
 	r.OnDecodeError(func(error) {})
