@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/acm/boss"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -107,6 +109,9 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		return nil, status.Errorf(codes.InvalidArgument, "reason: at most %d bytes of printable text", maxEndReason)
 	}
 	if !m.Leader() {
+		if req.GetDurationS() == 0 {
+			return nil, m.notLeader("lift the suspension on the active manager")
+		}
 		return nil, m.notLeader("suspend the subscriber on the active manager")
 	}
 	m.opMu.Lock()
@@ -142,8 +147,21 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
 	} else {
 		m.log.Info("subscriber suspended by the operator: new title requests refused (403)", "user", user, "until", now.Add(d).UTC().Format(time.RFC3339), "reason", reason)
+		if out.UserUnknown = m.userUnknown(ctx, user); out.UserUnknown {
+			m.log.Warn("suspended subscriber is not in the users file: the suspension applies if one of that name is added (check the name)", "user", user)
+		}
 	}
 	return out, nil
+}
+
+// userUnknown reports whether the BOSS answers that it does not know
+// user (boss.ErrUnknownUser), asked for at most 2 s. A BOSS that fails
+// otherwise, or does not answer in time, is not taken to say so.
+func (m *Manager) userUnknown(ctx context.Context, user string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := m.BOSS.Entitled(ctx, user, "")
+	return errors.Is(err, boss.ErrUnknownUser)
 }
 
 // ListSuspensions implements pb.AdminServer: the suspensions in force, by

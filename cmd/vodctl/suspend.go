@@ -55,6 +55,9 @@ func suspendCmd(g *globals) *cobra.Command {
 					return
 				}
 				fmt.Fprintf(w, "%s: suspended until %s\n", s.User, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339))
+				if s.UserUnknown {
+					fmt.Fprintf(w, "warning: the users file has no subscriber %q: the suspension is kept and applies if one of that name is added (check the name)\n", s.User)
+				}
 			})
 		},
 	}

@@ -23,6 +23,7 @@ func (a *suspendAdmin) SuspendSubscriber(_ context.Context, r *v1.SuspendRequest
 	s := &v1.Suspension{User: r.User, Reason: r.Reason}
 	if r.DurationS > 0 {
 		s.SinceUnixMs, s.UntilUnixMs = 1_800_000_000_000, 1_800_000_000_000+r.DurationS*1000
+		s.UserUnknown = r.User == "alcie"
 	}
 	return s, nil
 }
@@ -55,13 +56,23 @@ func TestSuspend(t *testing.T) {
 	if len(fa.reqs) != 0 {
 		t.Fatalf("calls made for wrong arguments: %v", fa.reqs)
 	}
-	if out, err := run("suspend", "alice", "--for", "24h", "--reason", "account shared"); err != nil || !strings.Contains(out, "alice: suspended until 2027-01-") {
+	out, err := run("suspend", "alice", "--for", "24h", "--reason", "account shared")
+	if err != nil || !strings.Contains(out, "alice: suspended until 2027-01-") {
 		t.Fatalf("suspend: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "warning") {
+		t.Fatalf("suspend of a known subscriber warns:\n%s", out)
+	}
+	// A name the users file does not hold (a typo) is suspended all the
+	// same, and said to be unknown: it read as the subscriber meant.
+	if out, err := run("suspend", "alcie", "--for", "1h"); err != nil || !strings.Contains(out, "alcie: suspended until") ||
+		!strings.Contains(out, `warning: the users file has no subscriber "alcie"`) {
+		t.Fatalf("suspend of an unknown name: %v\n%s", err, out)
 	}
 	if out, err := run("suspend", "alice", "--lift"); err != nil || !strings.Contains(out, "alice: suspension lifted") {
 		t.Fatalf("lift: %v\n%s", err, out)
 	}
-	if r := fa.reqs; len(r) != 2 || r[0].DurationS != 86400 || r[0].Reason != "account shared" || r[1].DurationS != 0 {
+	if r := fa.reqs; len(r) != 3 || r[0].DurationS != 86400 || r[0].Reason != "account shared" || r[2].DurationS != 0 {
 		t.Fatalf("requests %v", r)
 	}
 	if out, err := run("suspensions"); err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, "account shared") {

@@ -2729,11 +2729,16 @@ func (x *SuspendRequest) GetReason() string {
 // Suspension is a subscriber whose new title requests the front door
 // refuses until until_unix_ms.
 type Suspension struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	UntilUnixMs   int64                  `protobuf:"varint,2,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // 0 in the answer of a lift
-	SinceUnixMs   int64                  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	User        string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	UntilUnixMs int64                  `protobuf:"varint,2,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // 0 in the answer of a lift
+	SinceUnixMs int64                  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	Reason      string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// In the answer of a suspension: the users file (the BOSS) has no
+	// subscriber of that name now. The suspension is kept all the same and
+	// applies if one is added; a misspelt name leaves the subscriber meant
+	// free to play.
+	UserUnknown   bool `protobuf:"varint,5,opt,name=user_unknown,json=userUnknown,proto3" json:"user_unknown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2794,6 +2799,13 @@ func (x *Suspension) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Suspension) GetUserUnknown() bool {
+	if x != nil {
+		return x.UserUnknown
+	}
+	return false
 }
 
 type ListSuspensionsRequest struct {
@@ -4262,13 +4274,14 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
 	"duration_s\x18\x02 \x01(\x03R\tdurationS\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x80\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x01\n" +
 	"\n" +
 	"Suspension\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\"\n" +
 	"\runtil_unix_ms\x18\x02 \x01(\x03R\vuntilUnixMs\x12\"\n" +
 	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x18\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12!\n" +
+	"\fuser_unknown\x18\x05 \x01(\bR\vuserUnknown\"\x18\n" +
 	"\x16ListSuspensionsRequest\"V\n" +
 	"\x17ListSuspensionsResponse\x12;\n" +
 	"\vsuspensions\x18\x01 \x03(\v2\x19.vodcluster.v1.SuspensionR\vsuspensions\"\xd1\x02\n" +
