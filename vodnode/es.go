@@ -18,16 +18,18 @@ import (
 )
 
 // Elementary-stream mode: rtsp://host/s/<token>/es/<title> offers the
-// title's H.264 video as trackID=1 and its AAC audio as trackID=2 (RFC 6184,
-// RFC 3640) instead of one MP2T track, for players that prefer them.
+// title's H.264 video as trackID=1 and each of its AAC audio tracks as
+// trackID=2, 3, ... in PMT order (RFC 6184, RFC 3640; a=lang from the
+// track's ISO 639 language descriptor) instead of one MP2T track, for
+// players that prefer them: the client SETUPs the ones it wants.
 
 // esSession is the part of a session specific to elementary-stream mode.
 type esSession struct {
 	tracks *deliver.ESTracks
-	specs  [2]*transportSpec // per track (video, audio); nil = not set up
-	urls   [2]string         // SETUP URL per track, for RTP-Info
-	dest   [2]*net.UDPAddr   // UDP: the client's RTP address per track
-	rtcp   [2]*net.UDPAddr   // UDP: the client's RTCP address per track (nil: none)
+	specs  []*transportSpec // per track (video, then each audio track); nil = not set up
+	urls   []string         // SETUP URL per track, for RTP-Info
+	dest   []*net.UDPAddr   // UDP: the client's RTP address per track
+	rtcp   []*net.UDPAddr   // UDP: the client's RTCP address per track (nil: none)
 }
 
 // esTracksOf returns the elementary streams of title t, probed once per
@@ -68,16 +70,28 @@ func (c *rtspConn) describeES(ctx context.Context, tg target, meta store.Meta) (
 	return b, nil
 }
 
-// esSDP describes the tracks with gortsplib's description, plus the
-// title's range, and the c= line of the node's address family (host:
-// connectionInfo).
+// newESSession returns the ES part of a session of a title of tracks tr.
+func newESSession(tr *deliver.ESTracks) *esSession {
+	n := 1 + max(len(tr.AudioTracks()), 1)
+	return &esSession{tracks: tr, specs: make([]*transportSpec, n), urls: make([]string, n),
+		dest: make([]*net.UDPAddr, n), rtcp: make([]*net.UDPAddr, n)}
+}
+
+// esSDP describes the tracks with gortsplib's description, each audio
+// track with its language (a=lang, RFC 4566 §6) when its PMT entry has
+// one, plus the title's range, and the c= line of the node's address
+// family (host: connectionInfo).
 func esSDP(title string, host netip.Addr, tr *deliver.ESTracks, duration float64) ([]byte, error) {
 	d := description.Session{Title: title}
 	if tr.Video != nil {
 		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeVideo, Control: "trackID=1", Formats: []format.Format{tr.Video}})
 	}
-	if tr.Audio != nil {
-		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeAudio, Control: "trackID=2", Formats: []format.Format{tr.Audio}})
+	langs := map[int]string{} // media index -> language
+	for k, a := range tr.AudioTracks() {
+		if a.Lang != "" {
+			langs[len(d.Medias)] = a.Lang
+		}
+		d.Medias = append(d.Medias, &description.Media{Type: description.MediaTypeAudio, Control: "trackID=" + strconv.Itoa(2+k), Formats: []format.Format{a.Format}})
 	}
 	b, err := d.Marshal(false)
 	if err != nil {
@@ -86,6 +100,11 @@ func esSDP(title string, host netip.Addr, tr *deliver.ESTracks, duration float64
 	var sd sdp.SessionDescription
 	if err := sd.Unmarshal(b); err != nil {
 		return nil, err
+	}
+	for i, l := range langs {
+		if i < len(sd.MediaDescriptions) {
+			sd.MediaDescriptions[i].Attributes = append(sd.MediaDescriptions[i].Attributes, sdp.NewAttribute("lang", l))
+		}
 	}
 	rng := "npt=0-"
 	if duration > 0 {
@@ -97,13 +116,17 @@ func esSDP(title string, host netip.Addr, tr *deliver.ESTracks, duration float64
 	return sd.Marshal()
 }
 
-// esTrack checks that track (1 video, 2 audio) exists and returns its index.
+// esTrack checks that track (1 video, 2 on: the audio tracks) exists and
+// returns its index (track − 1).
 func esTrack(tr *deliver.ESTracks, track int) (int, *rtspError) {
+	audios := len(tr.AudioTracks())
 	switch {
 	case track == 1 && tr.Video != nil:
 		return 0, nil
-	case track == 2 && tr.Audio != nil:
-		return 1, nil
+	case track >= 2 && track-2 < audios:
+		return track - 1, nil
+	case track < 0 && audios > 1:
+		return 0, fixableErr(base.StatusAggregateOperationNotAllowed, "SETUP a track: trackID=1 (video) or trackID=2 to %d (audio)", 1+audios)
 	case track < 0:
 		return 0, fixableErr(base.StatusAggregateOperationNotAllowed, "SETUP a track: trackID=1 (video) or trackID=2 (audio)")
 	}
@@ -199,26 +222,33 @@ func (n *Node) abortES(s *session, reason string) <-chan struct{} {
 // first sequence numbers and RTP timestamps (RFC 3550 §5.1).
 func (n *Node) esConfig(s *session) deliver.ESConfig {
 	es := s.es
-	var ids [30]byte
-	rand.Read(ids[:])
+	ids := make([]byte, 10*len(es.specs))
+	rand.Read(ids)
 	cfg := deliver.ESConfig{Source: s.t, Tracks: es.tracks, Bitrate: s.meta.Bitrate, Channel: [2]int{-1, -1},
 		OnEnd: n.onStreamEnd(s)}
+	if len(es.specs) > 2 {
+		cfg.More = make([]deliver.ESTrackConfig, len(es.specs)-2)
+	}
 	for i, spec := range es.specs {
-		cfg.SSRC[i] = binary.BigEndian.Uint32(ids[10*i:])
-		cfg.Seq[i] = binary.BigEndian.Uint16(ids[10*i+4:])
-		cfg.TSBase[i] = binary.BigEndian.Uint32(ids[10*i+6:])
-		if spec == nil {
+		t := deliver.ESTrackConfig{Channel: -1, SSRC: binary.BigEndian.Uint32(ids[10*i:]),
+			Seq: binary.BigEndian.Uint16(ids[10*i+4:]), TSBase: binary.BigEndian.Uint32(ids[10*i+6:])}
+		if spec != nil {
+			cfg.Mode = spec.Mode
+			switch spec.Mode {
+			case deliver.RTPTCP:
+				if s.conn != nil {
+					cfg.Conn, t.Channel = s.conn.cw, spec.Interleaved[0]
+				}
+			case deliver.RTPUDP:
+				t.Dest, t.RTCP = es.dest[i], es.rtcp[i]
+			}
+		}
+		if i >= 2 {
+			cfg.More[i-2] = t
 			continue
 		}
-		cfg.Mode = spec.Mode
-		switch spec.Mode {
-		case deliver.RTPTCP:
-			if s.conn != nil {
-				cfg.Conn, cfg.Channel[i] = s.conn.cw, spec.Interleaved[0]
-			}
-		case deliver.RTPUDP:
-			cfg.Dest[i], cfg.RTCP[i] = es.dest[i], es.rtcp[i]
-		}
+		cfg.SSRC[i], cfg.Seq[i], cfg.TSBase[i] = t.SSRC, t.Seq, t.TSBase
+		cfg.Channel[i], cfg.Dest[i], cfg.RTCP[i] = t.Channel, t.Dest, t.RTCP
 	}
 	return cfg
 }
@@ -226,7 +256,7 @@ func (n *Node) esConfig(s *session) deliver.ESConfig {
 // trackURLs returns the SETUP URL of each track of s, in PlayInfo order.
 func (s *session) trackURLs() []string {
 	if s.es != nil {
-		return s.es.urls[:]
+		return s.es.urls
 	}
 	return []string{s.controlURL}
 }

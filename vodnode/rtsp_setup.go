@@ -106,7 +106,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		if rerr != nil {
 			return fail(rerr)
 		}
-		s.es = &esSession{tracks: tr}
+		s.es = newESSession(tr)
 		if rerr := c.addESTrack(s, i, s.spec, req.URL.String()); rerr != nil {
 			return fail(rerr)
 		}

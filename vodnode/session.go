@@ -282,8 +282,7 @@ func (p tsPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 type esPlayer struct{ *deliver.ESStream }
 
 func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
-	i, err := p.ESStream.Seek(npt)
-	return i[:], err
+	return p.ESStream.SeekTracks(npt)
 }
 
 // onStreamEnd is the delivery engine's callback for a stream that stopped

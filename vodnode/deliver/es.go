@@ -13,9 +13,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtph264"
-	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
-	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
 	"vodcluster/cdp/tsindex"
@@ -23,10 +21,14 @@ import (
 
 // ESTracks are the elementary streams of a title as RTP formats: H.264
 // (RFC 6184) and AAC (RFC 3640), the tracks an elementary-stream session
-// offers (either may be nil).
+// offers (Video and Audio may be nil). Track index 0 is the video, 1 the
+// first AAC track, 1+k the AAC track Audios[k].
 type ESTracks struct {
 	Video *format.H264
-	Audio *format.MPEG4Audio
+	Audio *format.MPEG4Audio // the first AAC track (Audios[0].Format)
+	// Audios are every AAC track of the title, in PMT order, each with
+	// its own payload type (97 on); empty: Audio alone (AudioTracks).
+	Audios []ESAudio
 }
 
 // ErrNoES is returned by ProbeES when a title has neither H.264 nor AAC.
@@ -37,8 +39,9 @@ const probeBytes = 4 << 20
 
 // ProbeES reads the head of a title (waiting for a fill when needed) with
 // mediacommon's MPEG-TS reader and returns its H.264 track, with the SPS
-// and PPS of the first access unit carrying them, and its AAC track with
-// its AudioSpecificConfig. Errors: ErrNoES, a title that is not MPEG-TS,
+// and PPS of the first access unit carrying them, and each of its AAC
+// tracks with its AudioSpecificConfig, PID and language (the PMT's ISO 639
+// language descriptor). Errors: ErrNoES, a title that is not MPEG-TS,
 // ctx's error.
 func ProbeES(ctx context.Context, src Source) (*ESTracks, error) {
 	rd := &headReader{ctx: ctx, src: src}
@@ -47,6 +50,8 @@ func ProbeES(ctx context.Context, src Source) (*ESTracks, error) {
 		return nil, fmt.Errorf("deliver: probe: %w", err)
 	}
 	r.OnDecodeError(func(error) {})
+	idx, _, _ := src.State()
+	langs := pmtLanguages(ReadPSI(src, idx), idx.PMTPID)
 	var out ESTracks
 	var video *mpegts.Track
 	for _, t := range r.Tracks() {
@@ -57,11 +62,16 @@ func ProbeES(ctx context.Context, src Source) (*ESTracks, error) {
 				out.Video = &format.H264{PayloadTyp: 96, PacketizationMode: 1}
 			}
 		case *mpegts.CodecMPEG4Audio:
-			if out.Audio == nil {
-				cfg := c.Config
-				out.Audio = &format.MPEG4Audio{PayloadTyp: 97, Config: &cfg, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
+			cfg := c.Config
+			f := &format.MPEG4Audio{PayloadTyp: uint8(97 + len(out.Audios)), Config: &cfg, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
+			if f.PayloadTyp > 127 {
+				continue // past the dynamic payload types (RFC 3551 §3)
 			}
+			out.Audios = append(out.Audios, ESAudio{Format: f, PID: t.PID, Lang: langs[t.PID]})
 		}
+	}
+	if len(out.Audios) > 0 {
+		out.Audio = out.Audios[0].Format
 	}
 	if out.Video == nil && out.Audio == nil {
 		return nil, ErrNoES
@@ -126,8 +136,8 @@ func (r *headReader) Read(p []byte) (int, error) {
 }
 
 // ESConfig describes one elementary-stream playback. Index 0 is the video
-// track, 1 the audio track; a track not set up has a nil Dest (UDP) or a
-// negative Channel (TCP).
+// track, 1 the first audio track (More: the further ones); a track not set
+// up has a nil Dest (UDP) or a negative Channel (TCP).
 type ESConfig struct {
 	Source  Source
 	Tracks  *ESTracks
@@ -138,9 +148,10 @@ type ESConfig struct {
 	Conn    *ConnWriter     // RTPTCP
 	Channel [2]int          // RTPTCP: interleaved RTP channel per track
 	SSRC    [2]uint32
-	Seq     [2]uint16 // first sequence number per track
-	TSBase  [2]uint32 // RTP timestamp of PTS 0 per track
-	Bitrate int64     // bit/s, pacing for a title without PCR
+	Seq     [2]uint16       // first sequence number per track
+	TSBase  [2]uint32       // RTP timestamp of PTS 0 per track
+	More    []ESTrackConfig // the title's further AAC tracks (track 2 on: ESTracks.AudioTracks()[1:]), in order; missing ones are not set up
+	Bitrate int64           // bit/s, pacing for a title without PCR
 	Tick    time.Duration
 	OnEnd   func(reason EndReason, err error) // called once when the stream ends by itself (a play whose fill or read failed, over UDP: after its BYE, ByeDelay later, whatever came meanwhile)
 }
@@ -159,19 +170,21 @@ type ESStream struct {
 	cfg ESConfig
 	e   *Engine
 
+	tc []ESTrackConfig // per track (esTrackConfigs)
+
 	mu      sync.Mutex
 	pos     int64 // where the next Resume starts (a keyframe)
-	seq     [2]uint16
-	packets [2]uint32    // RTP packets sent per track (sender reports)
-	octets  [2]uint32    // RTP payload bytes sent per track
-	lastTS  [2]uint32    // RTP timestamp of the last packet per track
-	nextSR  [2]time.Time // when the next sender report of each track is due
+	seq     []uint16
+	packets []uint32    // RTP packets sent per track (sender reports)
+	octets  []uint32    // RTP payload bytes sent per track
+	lastTS  []uint32    // RTP timestamp of the last packet per track
+	nextSR  []time.Time // when the next sender report of each track is due
 	ended   bool
-	closed  bool      // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
-	startTS [2]uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
-	fromNPT float64   // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
-	stopNPT float64   // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
-	seekTo  float64   // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
+	closed  bool     // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
+	startTS []uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
+	fromNPT float64  // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
+	stopNPT float64  // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
+	seekTo  float64  // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -209,7 +222,18 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = e.Tick
 	}
-	return &ESStream{cfg: cfg, e: e, seq: cfg.Seq, stopNPT: -1, seekTo: -1, fromNPT: -1}, nil
+	tc, err := esTrackConfigs(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := len(tc)
+	s := &ESStream{cfg: cfg, e: e, tc: tc, stopNPT: -1, seekTo: -1, fromNPT: -1,
+		seq: make([]uint16, n), packets: make([]uint32, n), octets: make([]uint32, n), lastTS: make([]uint32, n),
+		nextSR: make([]time.Time, n), startTS: make([]uint32, n)}
+	for i, t := range tc {
+		s.seq[i] = t.Seq
+	}
+	return s, nil
 }
 
 // Resume starts sending from the position, in a goroutine; a play held
@@ -237,7 +261,7 @@ func (s *ESStream) Resume() {
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
-	s.reading, s.play = r, newESPlay()
+	s.reading, s.play = r, newESPlayN(len(s.tc))
 	r.hold = s.play.waitHeld // a PAUSE holds the reader too
 	r.idle = s.play.readerIdle
 	s.armStopLocked(idx)
@@ -349,7 +373,7 @@ func (s *ESStream) Abort(reason string) <-chan struct{} {
 	s.mu.Lock()
 	bye := s.reportsLocked(reason)
 	s.mu.Unlock()
-	var went [2]bool
+	went := make([]bool, len(bye))
 	if !running {
 		went = s.sendRTCP(bye, false)
 	}
@@ -359,7 +383,7 @@ func (s *ESStream) Abort(reason string) <-chan struct{} {
 	var frames []byte
 	for i, b := range bye {
 		if b != nil && !went[i] {
-			frames = appendFrame(frames, uint8(s.cfg.Channel[i]+1), b)
+			frames = appendFrame(frames, uint8(s.tc[i].Channel+1), b)
 		}
 	}
 	if len(frames) == 0 {
@@ -496,10 +520,10 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 		return err
 	}
 	r.OnDecodeError(func(error) {})
-	// The first H.264 and the first AAC track alone, as ProbeES offered
-	// them: a second audio track (another language) is not sent on the
-	// same RTP stream.
-	var video, audio bool
+	// The first H.264 track and each AAC track set up, each on its own
+	// RTP stream, as ProbeES offered them.
+	var video bool
+	audio := 0
 	for _, t := range r.Tracks() {
 		switch t.Codec.(type) {
 		case *mpegts.CodecH264:
@@ -532,42 +556,9 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 				})
 			}
 		case *mpegts.CodecMPEG4Audio:
-			if audio {
-				continue
-			}
-			audio = true
-			if s.track(1) && s.cfg.Tracks.Audio != nil {
-				enc := &rtpmpeg4audio.Encoder{PayloadType: 97, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
-				if err := enc.Init(); err != nil {
-					return err
-				}
-				rate := int64(s.cfg.Tracks.Audio.ClockRate())
-				r.OnDataMPEG4Audio(t, func(pts int64, aus [][]byte) error {
-					pkts, err := enc.Encode(aus)
-					if err != nil {
-						return nil
-					}
-					due := play.unwrap(pts)
-					shift := play.place(1, due, rd.clock/300)
-					end := due + int64(len(aus))*mpeg4audio.SamplesPerAccessUnit*tsindex.PTSHz/rate
-					if pkts = play.skipEarly(due, end, rate, pkts); len(pkts) == 0 {
-						play.audioRead(end + shift)
-						return nil
-					}
-					due += shift
-					ts := s.rtpTime(1, due)
-					ats := make([]int64, len(pkts))
-					for i, p := range pkts {
-						// The encoder stamps each packet with its first
-						// frame's offset: each leaves by that frame's time.
-						ats[i] = due + int64(p.Timestamp)*tsindex.PTSHz/rate
-						p.Timestamp += ts
-					}
-					s.armStop(play)
-					play.push(1, rd.off, shift, pkts, ats)
-					play.audioRead(end + shift) // once queued: the pictures after it may go
-					return nil
-				})
+			audio++
+			if err := s.demuxAudio(r, t, s.audioTrackOf(t.PID, audio), rd, play); err != nil {
+				return err
 			}
 		}
 	}
@@ -580,8 +571,11 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 
 // track reports whether track i was set up.
 func (s *ESStream) track(i int) bool {
-	if s.cfg.Mode == RTPTCP {
-		return s.cfg.Channel[i] >= 0
+	if i < 0 || i >= len(s.tc) {
+		return false
 	}
-	return s.cfg.Dest[i] != nil
+	if s.cfg.Mode == RTPTCP {
+		return s.tc[i].Channel >= 0
+	}
+	return s.tc[i].Dest != nil
 }

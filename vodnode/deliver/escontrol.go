@@ -10,8 +10,8 @@ import (
 // goOn returns the sequence numbers and RTP timestamps a play under way
 // (held by a PAUSE, or playing) goes on with, and false when there is
 // none: a PLAY without Range keeps it rather than starting anew.
-func (s *ESStream) goOn() ([2]PlayInfo, bool) {
-	var info [2]PlayInfo
+func (s *ESStream) goOn() ([]PlayInfo, bool) {
+	info := make([]PlayInfo, len(s.tc))
 	s.mu.Lock()
 	play, running := s.play, s.cancel != nil
 	s.mu.Unlock()
@@ -25,7 +25,7 @@ func (s *ESStream) goOn() ([2]PlayInfo, bool) {
 	npt := s.Position()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range 2 {
+	for i := range info {
 		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, m), NPT: npt}
 	}
 	return info, true

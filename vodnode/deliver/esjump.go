@@ -45,7 +45,7 @@ type esTrackTime struct {
 func (p *esPlay) place(i int, ts, clock int64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t, o := &p.tt[i], &p.tt[1-i]
+	t, o := &p.tt[i], p.otherLocked(i)
 	lead := ts + t.shift - clock
 	ref, ok := t.lead, t.set
 	if !ok {
@@ -67,6 +67,21 @@ func (p *esPlay) place(i int, ts, clock int64) int64 {
 	}
 	t.last, t.lead, t.set = ts+t.shift, lead, true
 	return t.shift
+}
+
+// otherLocked returns the track time that track i's is compared with: the
+// video's for an audio track; for the video, the first audio track's
+// placed (the first audio track's before any). p.mu held.
+func (p *esPlay) otherLocked(i int) *esTrackTime {
+	if i != 0 {
+		return &p.tt[0]
+	}
+	for j := 1; j < len(p.tt); j++ {
+		if p.tt[j].set {
+			return &p.tt[j]
+		}
+	}
+	return &p.tt[1]
 }
 
 func abs64(v int64) int64 {

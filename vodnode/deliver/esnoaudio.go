@@ -29,12 +29,14 @@ const (
 
 // initDemux initialises r to read rd. The head of the play (from rd's
 // position, its prefix first) is first read unpaced, up to the window,
-// by a reader of its own: audio found there (or none in the title), r
-// reads rd as it always has; not found, r is initialised with the
-// title's PMT stripped of its AAC and AC-3 entries, so that it does not
-// wait for them: the play sends video alone at once, and, for a gap in
-// the audio, none of the audio after the gap either, until the next
-// PLAY. Errors: r's, or rd's context's.
+// by a reader of its own: the first packet of every audio track found
+// there (or no audio in the title), r reads rd as it always has; else r
+// is initialised with the title's PMT stripped of the AAC and AC-3
+// entries of the tracks without a packet in the head (all of them when
+// each has one there, yet the head did not do), so that it does not wait
+// for them: the play sends video and the other tracks at once, and, for
+// a gap in a track, none of its audio after the gap either, until the
+// next PLAY. Errors: r's, or rd's context's.
 func (s *ESStream) initDemux(r *mpegts.Reader, rd *pacedReader) error {
 	idx, complete, _ := s.cfg.Source.State()
 	end := rd.off + esAudioWindowBytes
@@ -52,7 +54,11 @@ func (s *ESStream) initDemux(r *mpegts.Reader, rd *pacedReader) error {
 	if cerr := rd.ctx.Err(); cerr != nil {
 		return cerr
 	}
-	f := &noAudioPMT{r: rd, pid: idx.PMTPID, on: true}
+	absent, err := s.audioAbsent(rd, idx.PMTPID, end)
+	if err != nil {
+		return err
+	}
+	f := &noAudioPMT{r: rd, pid: idx.PMTPID, on: true, strip: absent}
 	r.R = f
 	err = r.Initialize()
 	f.on = false // from here on, rd's reads as they are
@@ -99,13 +105,14 @@ func (r *esHeadReader) Read(p []byte) (int, error) {
 }
 
 // noAudioPMT reads r a TS packet at a time while on, with the AAC and
-// AC-3 entries of the PMTs (PID pid) made of a reserved stream type,
-// which mediacommon's reader takes for a track it does not read; off, it
-// reads r as it is.
+// AC-3 entries of the PMTs (PID pid) of the PIDs in strip (nil: all) made
+// of a reserved stream type, which mediacommon's reader takes for a track
+// it does not read; off, it reads r as it is.
 type noAudioPMT struct {
-	r   io.Reader
-	pid uint16
-	on  bool
+	r     io.Reader
+	pid   uint16
+	on    bool
+	strip map[uint16]bool
 }
 
 func (f *noAudioPMT) Read(p []byte) (int, error) {
@@ -114,46 +121,75 @@ func (f *noAudioPMT) Read(p []byte) (int, error) {
 	}
 	n, err := io.ReadFull(f.r, p[:TSPacketSize])
 	if n == TSPacketSize {
-		stripAudioES(p[:n], f.pid)
+		stripAudioES(p[:n], f.pid, f.strip)
 		return n, nil
 	}
 	return n, err
 }
 
 // stripAudioES gives the AAC (0x0F) and AC-3 (0x81) entries of the PMT
-// section starting in TS packet pkt (PID pmtPID) the reserved stream
-// type 0x00 and the section its CRC again; a section that does not end
-// in the packet is left as it is.
-func stripAudioES(pkt []byte, pmtPID uint16) {
-	if pkt[0] != 0x47 || pkt[1]&0x40 == 0 || uint16(pkt[1]&0x1f)<<8|uint16(pkt[2]) != pmtPID || pkt[3]&0x10 == 0 {
+// section starting in TS packet pkt (PID pmtPID) whose PIDs are in strip
+// (nil: all) the reserved stream type 0x00 and the section its CRC again;
+// a section that does not end in the packet is left as it is.
+func stripAudioES(pkt []byte, pmtPID uint16, strip map[uint16]bool) {
+	sec, end := pmtSection(pkt, pmtPID)
+	if sec == nil {
 		return
 	}
-	i := 4
-	if pkt[3]&0x20 != 0 {
-		i += 1 + int(pkt[4])
-	}
-	if i >= len(pkt) {
-		return
-	}
-	i += 1 + int(pkt[i]) // pointer_field
-	if i+12 > len(pkt) {
-		return
-	}
-	sec := pkt[i:]
-	slen := int(sec[1]&0x0f)<<8 | int(sec[2])
-	if sec[0] != 0x02 || slen < 13 || 3+slen > len(sec) {
-		return
-	}
-	end := 3 + slen - 4 // the CRC
 	changed := false
 	for j := 12 + (int(sec[10]&0x0f)<<8 | int(sec[11])); j+5 <= end; j += 5 + (int(sec[j+3]&0x0f)<<8 | int(sec[j+4])) {
-		if sec[j] == 0x0f || sec[j] == 0x81 {
+		pid := uint16(sec[j+1]&0x1f)<<8 | uint16(sec[j+2])
+		if (sec[j] == 0x0f || sec[j] == 0x81) && (strip == nil || strip[pid]) {
 			sec[j], changed = 0x00, true
 		}
 	}
 	if changed {
 		binary.BigEndian.PutUint32(sec[end:], crc32MPEG(sec[:end]))
 	}
+}
+
+// audioAbsent reads the head of the play from rd's position (its prefix
+// first) to end again, unpaced, and returns the PIDs of the AAC and AC-3
+// tracks of its first PMT (PID pmtPID) that start no PES packet there
+// (unit start), marked unsupported for the play (stripAudioES); nil, for
+// all of them, when each starts one there. Errors: rd's context's.
+func (s *ESStream) audioAbsent(rd *pacedReader, pmtPID uint16, end int64) (map[uint16]bool, error) {
+	head, _ := io.ReadAll(&esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting})
+	if cerr := rd.ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	var audio map[uint16]bool // PID -> a PES starts in the head
+	for i := 0; i+TSPacketSize <= len(head); i += TSPacketSize {
+		p := head[i : i+TSPacketSize]
+		if p[0] != 0x47 {
+			break
+		}
+		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
+		if audio == nil {
+			if es := pmtEntries(p, pmtPID); es != nil {
+				audio = map[uint16]bool{}
+				for _, e := range es {
+					if e.typ == 0x0f || e.typ == 0x81 {
+						audio[e.pid] = false
+					}
+				}
+			}
+			continue
+		}
+		if seen, ok := audio[pid]; ok && !seen && p[1]&0x40 != 0 {
+			audio[pid] = true
+		}
+	}
+	absent := map[uint16]bool{}
+	for pid, seen := range audio {
+		if !seen {
+			absent[pid] = true
+		}
+	}
+	if len(absent) == 0 {
+		return nil, nil
+	}
+	return absent, nil
 }
 
 // crc32MPEG returns the CRC of a PSI section (ISO/IEC 13818-1 Annex B:

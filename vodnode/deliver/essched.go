@@ -97,8 +97,8 @@ type esPlay struct {
 	clockWall  time.Time // when media time clockMedia is due
 	clockMedia int64     // 90 kHz ticks on the index's unwrapped scale
 
-	tt    [2]esTrackTime // per track: its timestamps' place on the timeline
-	jumps int            // timestamp jumps absorbed
+	tt    []esTrackTime // per track: its timestamps' place on the timeline
+	jumps int           // timestamp jumps absorbed
 
 	// lead is how far ahead of its PTS each audio frame is sent (90 kHz
 	// ticks): the largest reorder delay (PTS − DTS) of the pictures read
@@ -114,8 +114,8 @@ type esPlay struct {
 	// it that much longer. The timeline, and the sender reports that
 	// map it, stay as they are.
 	lead int64
-	last [2]int64 // per track: the due of the last unit pushed (a track's units leave in their order)
-	has  [2]bool  // per track: a unit was pushed
+	last []int64 // per track: the due of the last unit pushed (a track's units leave in their order)
+	has  []bool  // per track: a unit was pushed
 
 	// restarted is set when the timeline restarts (a unit read more than
 	// esResync late: after a wait for the fill): the sender reports made
@@ -139,14 +139,15 @@ type esPlay struct {
 	// ahead would queue a second more of video per session).
 	readerOnTime time.Time // the reader had read all that was due by then (readerIdle)
 	readerFill   bool      // the reader waits for the title's fill: it has read all there is
-	audioSet     bool      // audio was read (audioRead)
-	audioEnd     int64     // the end of the audio frames read, on the timeline (unwrapped 90 kHz ticks plus shift)
+	audioSet     []bool    // per track: its audio was read (audioRead)
+	audioEnd     []int64   // per track: the end of its audio frames read, on the timeline (unwrapped 90 kHz ticks plus shift)
 	awaitReader  bool      // the sender waits for the reader or the audio: readerIdle wakes it
 
-	// from, when fromSet, is where a play of a title without video
-	// starts (PTS on the index's scale): the audio that ends before it,
-	// read from the second before it, is not sent (skipEarly).
-	fromSet bool
+	// from, when fromSet for a track, is where a play of a title without
+	// video starts (PTS on the index's scale): the track's audio that
+	// ends before it, read from the second before it, is not sent
+	// (skipEarly).
+	fromSet []bool
 	from    int64
 
 	// stop, when stopSet, is where the play holds itself (a PLAY Range's
@@ -170,8 +171,13 @@ type esPlay struct {
 	seen     time.Duration // of paused, what the reader has seen
 }
 
-func newESPlay() *esPlay {
-	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, sentDue: math.MinInt64, hint: -1}
+func newESPlay() *esPlay { return newESPlayN(2) }
+
+// newESPlayN returns a play of n tracks (video, then each audio track).
+func newESPlayN(n int) *esPlay {
+	return &esPlay{wake: make(chan struct{}, 1), sentOff: -1, sentDue: math.MinInt64, hint: -1,
+		tt: make([]esTrackTime, n), last: make([]int64, n), has: make([]bool, n),
+		audioSet: make([]bool, n), audioEnd: make([]int64, n), fromSet: make([]bool, n)}
 }
 
 // hold pauses the play at now (a PAUSE), or where its clock stands
@@ -250,11 +256,12 @@ func (p *esPlay) readerIdle(until time.Time, fill bool) {
 	}
 }
 
-// audioRead tells the play that the audio frames up to end (on the
-// timeline: unwrapped 90 kHz ticks plus shift) were read and queued.
-func (p *esPlay) audioRead(end int64) {
+// audioRead tells the play that the audio frames of track i up to end
+// (on the timeline: unwrapped 90 kHz ticks plus shift) were read and
+// queued.
+func (p *esPlay) audioRead(i int, end int64) {
 	p.mu.Lock()
-	p.audioSet, p.audioEnd = true, end
+	p.audioSet[i], p.audioEnd[i] = true, end
 	wake := p.awaitReader
 	p.mu.Unlock()
 	if wake {
@@ -262,55 +269,37 @@ func (p *esPlay) audioRead(end int64) {
 	}
 }
 
-// awaitsAudioLocked reports whether unit u, due at wall time at, is a
-// picture that waits for the audio due before it: audio is read, the
-// frames due before u not yet, but those due up to esAudioGap before it,
-// and the reader, neither ended nor waiting for the fill, has not kept
-// its pace up to at (read on time, audio due before u was read with the
-// pictures due up to at). p.mu held.
-func (p *esPlay) awaitsAudioLocked(u *esUnit, at time.Time) bool {
-	return u.track == 0 && p.audioSet && !p.ended && !p.readerFill &&
-		p.audioEnd-p.lead < u.due && u.due-(p.audioEnd-p.lead) <= esAudioGap &&
-		at.After(p.readerOnTime)
-}
-
-// esAudioGap is how long before a picture's due time (90 kHz ticks) the
-// audio read may end for the picture to wait for the rest while its
-// reader is stalled (awaitsAudioLocked): a stall leaves the audio read
-// ending at most about esResync (a picture's longest wait) before the
-// pictures held, less the ~0.15 s it is read ahead; audio ending further
-// back has a gap there, or ended (a title whose audio track is shorter
-// than its video): none is coming for the picture to wait for, which
-// went out up to the stall's length late for nothing.
-const esAudioGap = 3 * tsindex.PTSHz / 2
-
 // setFrom makes the play drop the audio that ends at or before pts (90
 // kHz ticks on the index's unwrapped scale), until a packet reaching
 // past it is sent (skipEarly).
 func (p *esPlay) setFrom(pts int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.from, p.fromSet = pts, true
+	p.from = pts
+	for i := range p.fromSet {
+		p.fromSet[i] = true
+	}
 }
 
-// skipEarly returns the audio packets pkts of frames from start to end
-// (90 kHz ticks on the index's unwrapped scale; each packet stamped from
-// 0 at rate Hz by the encoder) less those whose frames end at or before
-// the play's start (setFrom), which is cleared once a packet is kept.
-func (p *esPlay) skipEarly(start, end, rate int64, pkts []*rtp.Packet) []*rtp.Packet {
+// skipEarly returns the audio packets pkts of track i, of frames from
+// start to end (90 kHz ticks on the index's unwrapped scale; each packet
+// stamped from 0 at rate Hz by the encoder) less those whose frames end
+// at or before the play's start (setFrom), which is cleared for the track
+// once a packet of it is kept.
+func (p *esPlay) skipEarly(i int, start, end, rate int64, pkts []*rtp.Packet) []*rtp.Packet {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.fromSet {
+	if !p.fromSet[i] {
 		return pkts
 	}
-	for i := range pkts {
+	for j := range pkts {
 		e := end
-		if i+1 < len(pkts) {
-			e = start + int64(pkts[i+1].Timestamp)*tsindex.PTSHz/rate
+		if j+1 < len(pkts) {
+			e = start + int64(pkts[j+1].Timestamp)*tsindex.PTSHz/rate
 		}
 		if e > p.from {
-			p.fromSet = false
-			return pkts[i:]
+			p.fromSet[i] = false
+			return pkts[j:]
 		}
 	}
 	return nil
@@ -373,7 +362,7 @@ func (p *esPlay) push(track int, off, shift int64, pkts []*rtp.Packet, ats []int
 	now := time.Now()
 	p.mu.Lock()
 	var lead int64
-	if track == 1 {
+	if track >= 1 { // audio
 		lead = p.lead
 	}
 	due := func(i int) int64 {
@@ -450,13 +439,13 @@ func (p *esPlay) reportNow(now time.Time, waiting bool) (int64, bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.has[0] || p.has[1] {
-		last := int64(math.MinInt64)
-		for t := range 2 {
-			if p.has[t] {
-				last = max(last, p.last[t])
-			}
+	last := int64(math.MinInt64)
+	for t, has := range p.has {
+		if has {
+			last = max(last, p.last[t])
 		}
+	}
+	if last != math.MinInt64 {
 		m = min(m, last)
 	}
 	return m, ok

@@ -8,22 +8,32 @@ import (
 	"vodcluster/cdp/tsindex"
 )
 
-// Seek stops the stream (a playing one pauses) and, for npt >= 0, moves to
+// Seek is SeekTracks for the video and the first audio track (index 0
+// and 1), the tracks of a title with one AAC track.
+func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
+	info, err := s.SeekTracks(npt)
+	var out [2]PlayInfo
+	copy(out[:], info)
+	return out, err
+}
+
+// SeekTracks stops the stream (a playing one pauses) and, for npt >= 0, moves to
 // the keyframe at or before npt seconds (a title without video: to npt
 // itself, startOffset; into the part of the title not indexed yet: there
 // once the fill has indexed it, the answer giving npt itself and its RTP
 // timestamp); npt < 0 keeps the position (a play paused, or playing, goes
 // on where it is, with the packets it had read). It returns, per track,
-// the sequence number and RTP timestamp the stream will go on with.
+// the sequence number and RTP timestamp the stream will go on with (index
+// 0 the video, 1+k the AAC track k, set up or not).
 // Errors: ErrRange past the end of a complete title (or too far to count),
 // the stream left as it was; ErrEnded; the fill's error (Source.State).
-func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
+func (s *ESStream) SeekTracks(npt float64) ([]PlayInfo, error) {
 	if npt < 0 {
 		if info, ok := s.goOn(); ok {
 			return info, nil
 		}
 	}
-	var info [2]PlayInfo
+	info := make([]PlayInfo, len(s.tc))
 	// A start refused changes nothing: checked before the play stops.
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
@@ -72,10 +82,10 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 	if s.fromNPT >= 0 {
 		// A title without video plays from npt itself (startOffset).
 		pts := origin + int64(math.Round(s.fromNPT*tsindex.PTSHz))
-		for i := range 2 {
+		for i := range info {
 			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.fromNPT}
 		}
-		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+		s.setStartTSLocked(info)
 		return info, nil
 	}
 	if s.seekTo >= 0 {
@@ -84,10 +94,10 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 		if known {
 			pts += origin
 		}
-		for i := range 2 {
+		for i := range info {
 			info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts), NPT: s.seekTo}
 		}
-		s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+		s.setStartTSLocked(info)
 		return info, nil
 	}
 	pts := int64(-1)
@@ -105,13 +115,13 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 			pts = origin + int64(math.Round(ck.npt(s.pos)*tsindex.PTSHz))
 		}
 	}
-	for i := range 2 {
+	for i := range info {
 		info[i] = PlayInfo{Seq: s.seq[i], RTPTime: s.rtpTime(i, pts)}
 		if ck.ok() {
 			info[i].NPT = ck.npt(s.pos)
 		}
 	}
-	s.startTS = [2]uint32{info[0].RTPTime, info[1].RTPTime}
+	s.setStartTSLocked(info)
 	return info, nil
 }
 
@@ -138,12 +148,21 @@ func (s *ESStream) startOffset(ck clockOf, npt float64) int64 {
 	return 0
 }
 
-// rtpTime converts a 90 kHz PTS to track i's RTP clock.
+// rtpTime converts a 90 kHz PTS to track i's RTP clock (an audio track's:
+// its sample rate).
 func (s *ESStream) rtpTime(i int, pts int64) uint32 {
-	if i == 1 && s.cfg.Tracks.Audio != nil {
-		return s.cfg.TSBase[1] + uint32(pts*int64(s.cfg.Tracks.Audio.ClockRate())/tsindex.PTSHz)
+	if f := s.audioFormat(i); f != nil {
+		return s.tc[i].TSBase + uint32(pts*int64(f.ClockRate())/tsindex.PTSHz)
 	}
-	return s.cfg.TSBase[i] + uint32(pts)
+	return s.tc[i].TSBase + uint32(pts)
+}
+
+// setStartTSLocked records the RTP timestamp each track's next play
+// starts with, as Seek answered it; s.mu held.
+func (s *ESStream) setStartTSLocked(info []PlayInfo) {
+	for i := range s.startTS {
+		s.startTS[i] = info[i].RTPTime
+	}
 }
 
 // ptsNear returns the PTS (90 kHz ticks, unwrapped: the index's) of the

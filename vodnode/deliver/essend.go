@@ -11,9 +11,9 @@ import (
 // reportsLocked returns, per track set up, an RTCP sender report (RFC 3550
 // §6.4.1) for now, followed by a BYE (§6.6) with reason bye when bye is
 // not empty; s.mu held.
-func (s *ESStream) reportsLocked(bye string) [2][]byte {
-	var out [2][]byte
-	for i := range 2 {
+func (s *ESStream) reportsLocked(bye string) [][]byte {
+	out := make([][]byte, len(s.tc))
+	for i := range out {
 		out[i] = s.reportLocked(i, bye)
 	}
 	return out
@@ -39,15 +39,15 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 				rtpNow = s.startTS[i] // not started yet: it stands where it starts
 			}
 		}
-		ps = append(ps, &rtcp.SenderReport{SSRC: s.cfg.SSRC[i], NTPTime: ntpTime(now), RTPTime: rtpNow,
+		ps = append(ps, &rtcp.SenderReport{SSRC: s.tc[i].SSRC, NTPTime: ntpTime(now), RTPTime: rtpNow,
 			PacketCount: s.packets[i], OctetCount: s.octets[i]})
 	case bye != "":
-		ps = append(ps, &rtcp.ReceiverReport{SSRC: s.cfg.SSRC[i]})
+		ps = append(ps, &rtcp.ReceiverReport{SSRC: s.tc[i].SSRC})
 	default:
 		return nil
 	}
 	if bye != "" {
-		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.cfg.SSRC[i]}, Reason: bye})
+		ps = append(ps, &rtcp.Goodbye{Sources: []uint32{s.tc[i].SSRC}, Reason: bye})
 	}
 	b, err := rtcp.Marshal(ps)
 	if err != nil {
@@ -67,7 +67,8 @@ func (s *ESStream) reportLocked(i int, bye string) []byte {
 // takes nothing more: its RTSP connection ends the stream; over UDP a
 // send that failed); false only for one the writer could not take at
 // once, which a retry may send.
-func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
+func (s *ESStream) sendRTCP(pkts [][]byte, wait bool) (went []bool) {
+	went = make([]bool, len(pkts))
 	for i, b := range pkts {
 		if b == nil {
 			continue
@@ -75,7 +76,7 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 		sent := len(b)
 		switch s.cfg.Mode {
 		case RTPTCP:
-			frame := appendFrame(nil, uint8(s.cfg.Channel[i]+1), b)
+			frame := appendFrame(nil, uint8(s.tc[i].Channel+1), b)
 			sent = len(frame)
 			if wait {
 				// Counted in the stream's BytesSent as made
@@ -94,11 +95,11 @@ func (s *ESStream) sendRTCP(pkts [2][]byte, wait bool) (went [2]bool) {
 				continue
 			}
 		case RTPUDP:
-			if s.cfg.RTCP[i] == nil {
+			if s.tc[i].RTCP == nil {
 				went[i] = true // no RTCP port: nowhere to send
 				continue
 			}
-			if _, err := s.e.UDP.RTCP.WriteTo(b, s.cfg.RTCP[i]); err != nil {
+			if _, err := s.e.UDP.RTCP.WriteTo(b, s.tc[i].RTCP); err != nil {
 				went[i] = true // lost, as a datagram may be
 				continue
 			}
@@ -127,7 +128,7 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	s.packets[i]++
 	s.octets[i] += uint32(len(p.Payload))
 	s.lastTS[i] = p.Timestamp
-	p.SSRC = s.cfg.SSRC[i]
+	p.SSRC = s.tc[i].SSRC
 	frameLen := int64(p.MarshalSize() + 4)
 	if s.cfg.Mode == RTPTCP {
 		// Counted in the stream's BytesSent as it is handed to the
@@ -147,7 +148,7 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	}
 	switch s.cfg.Mode {
 	case RTPTCP:
-		if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.cfg.Channel[i]), b)); err != nil {
+		if _, err := s.cfg.Conn.Write(appendFrame(nil, uint8(s.tc[i].Channel), b)); err != nil {
 			s.uncount(frameLen)
 			if connGone(err) {
 				return err // the client hung up
@@ -156,7 +157,7 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 		}
 		s.e.bytesSent.Add(frameLen)
 	case RTPUDP:
-		if _, err := s.e.UDP.RTP.WriteTo(b, s.cfg.Dest[i]); err == nil {
+		if _, err := s.e.UDP.RTP.WriteTo(b, s.tc[i].Dest); err == nil {
 			s.bytes.Add(int64(len(b)))
 			s.e.bytesSent.Add(int64(len(b)))
 		}
@@ -165,9 +166,10 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 	if s.play != nil && s.play.restarted.Swap(false) {
 		s.reportAtOnceLocked() // the timeline restarted: the reports before map the old one
 	}
-	var srs [2][]byte
+	var srs [][]byte
 	if now := time.Now(); now.After(s.nextSR[i]) && !s.closed { // Abort's BYE carries the last report
 		s.nextSR[i] = now.Add(s.e.SRInterval)
+		srs = make([][]byte, len(s.tc))
 		srs[i] = s.reportLocked(i, "")
 	}
 	s.handOverLocked(srs)
@@ -182,7 +184,7 @@ func (s *ESStream) sendUnit(u *esUnit) error {
 // writing them, and the session's end report, read once Abort returns,
 // has them (a packet's count is taken at the same point, sendUnit).
 // s.mu held.
-func (s *ESStream) handOverLocked(pkts [2][]byte) {
+func (s *ESStream) handOverLocked(pkts [][]byte) {
 	if s.cfg.Mode != RTPTCP {
 		return
 	}
@@ -235,13 +237,13 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		next := now.Add(s.e.SRInterval)
-		var srs [2][]byte
+		srs := make([][]byte, len(s.tc))
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			return // Abort's BYE carries the last report
 		}
-		for i := range 2 {
+		for i := range s.tc {
 			if !s.track(i) || s.packets[i] == 0 {
 				continue // nothing sent: nothing to report
 			}
@@ -264,7 +266,7 @@ func (s *ESStream) reportLoop(ctx context.Context) {
 			continue
 		}
 		went := s.sendRTCP(srs, false)
-		for i := range 2 {
+		for i := range srs {
 			if srs[i] != nil && !went[i] {
 				// Dropped (the writer busy or full): due still, so that
 				// the next packet takes it (waiting), else the loop
@@ -294,7 +296,7 @@ const esReportRetry = 50 * time.Millisecond
 // after a PLAY too). The same when the timeline restarts after a wait for
 // the fill (esPlay.restarted). s.mu held.
 func (s *ESStream) reportAtOnceLocked() {
-	s.nextSR = [2]time.Time{}
+	clear(s.nextSR)
 }
 
 // endOfTitleByeLocked sends each track's final sender report and BYE as
@@ -316,7 +318,7 @@ func (s *ESStream) endOfTitleByeLocked() {
 // a PLAY that plays the title again, nor a TEARDOWN's. done, when not
 // nil, runs on a goroutine of its own once the BYEs went, were given up
 // or were cancelled. s.mu held.
-func (s *ESStream) byeLocked(bye [2][]byte, done func()) {
+func (s *ESStream) byeLocked(bye [][]byte, done func()) {
 	s.bye.cancel()
 	switch {
 	case s.cfg.Mode == RTPUDP && s.e.ByeDelay > 0:
@@ -326,7 +328,7 @@ func (s *ESStream) byeLocked(bye [2][]byte, done func()) {
 		var frames []byte
 		for i, b := range bye {
 			if b != nil {
-				frames = appendFrame(frames, uint8(s.cfg.Channel[i]+1), b)
+				frames = appendFrame(frames, uint8(s.tc[i].Channel+1), b)
 			}
 		}
 		if len(frames) > 0 {
