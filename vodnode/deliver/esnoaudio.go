@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
@@ -66,14 +68,25 @@ func (s *ESStream) initDemux(r *mpegts.Reader, rd *pacedReader) error {
 }
 
 // esHeadReader reads a title from off to end, its prefix first, unpaced,
-// waiting for a fill.
+// waiting for a fill. At end it fails with errHeadEnd, not io.EOF: at
+// io.EOF the demultiplexer (astits) hands out the PES packets it holds,
+// which the play's reader, going on past end, hands out only when the
+// next PES packet of the same PID starts; the head would have found a
+// track's first packet that the play's reader never finishes (the last
+// PES packet of a track that ends there), and that reader, initialising,
+// read on in real time and sent nothing. io.EOF at the title's end
+// (titleEnd set), as the play's reader meets it.
 type esHeadReader struct {
 	ctx      context.Context
 	src      Source
 	prefix   []byte
 	off, end int64
 	waiting  *atomic.Bool // set while it waits for the fill; nil: not told
+	titleEnd bool         // it ended at the end of the title (io.EOF)
 }
+
+// errHeadEnd is esHeadReader's error at the end of the head.
+var errHeadEnd = errors.New("deliver: end of the play's head")
 
 func (r *esHeadReader) Read(p []byte) (int, error) {
 	if len(r.prefix) > 0 {
@@ -82,7 +95,7 @@ func (r *esHeadReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	if r.off >= r.end {
-		return 0, io.EOF
+		return 0, errHeadEnd
 	}
 	if idx, _, _ := r.src.State(); r.waiting != nil && idx.Size <= r.off {
 		r.waiting.Store(true)
@@ -93,6 +106,7 @@ func (r *esHeadReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	if r.off >= avail {
+		r.titleEnd = true
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), avail-r.off, r.end-r.off)
@@ -150,39 +164,19 @@ func stripAudioES(pkt []byte, pmtPID uint16, strip map[uint16]bool) {
 
 // audioAbsent reads the head of the play from rd's position (its prefix
 // first) to end again, unpaced, and returns the PIDs of the AAC and AC-3
-// tracks of its first PMT (PID pmtPID) that start no PES packet there
-// (unit start), marked unsupported for the play (stripAudioES); nil, for
-// all of them, when each starts one there. Errors: rd's context's.
+// tracks of its first PMT (PID pmtPID) that mediacommon's reader,
+// initialising on it, would not find a whole PES packet of (pesFound),
+// marked unsupported for the play (stripAudioES); nil, for all of them,
+// when it finds one of each. Errors: rd's context's.
 func (s *ESStream) audioAbsent(rd *pacedReader, pmtPID uint16, end int64) (map[uint16]bool, error) {
-	head, _ := io.ReadAll(&esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting})
+	hr := &esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting}
+	head, _ := io.ReadAll(hr)
 	if cerr := rd.ctx.Err(); cerr != nil {
 		return nil, cerr
 	}
-	var audio map[uint16]bool // PID -> a PES starts in the head
-	for i := 0; i+TSPacketSize <= len(head); i += TSPacketSize {
-		p := head[i : i+TSPacketSize]
-		if p[0] != 0x47 {
-			break
-		}
-		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
-		if audio == nil {
-			if es := pmtEntries(p, pmtPID); es != nil {
-				audio = map[uint16]bool{}
-				for _, e := range es {
-					if e.typ == 0x0f || e.typ == 0x81 {
-						audio[e.pid] = false
-					}
-				}
-			}
-			continue
-		}
-		if seen, ok := audio[pid]; ok && !seen && p[1]&0x40 != 0 {
-			audio[pid] = true
-		}
-	}
 	absent := map[uint16]bool{}
-	for pid, seen := range audio {
-		if !seen {
+	for pid, found := range pesFound(head, pmtPID, hr.titleEnd) {
+		if !found {
 			absent[pid] = true
 		}
 	}
@@ -190,6 +184,69 @@ func (s *ESStream) audioAbsent(rd *pacedReader, pmtPID uint16, end int64) (map[u
 		return nil, nil
 	}
 	return absent, nil
+}
+
+// pesFound returns, for each AAC and AC-3 track of the first PMT (PID
+// pmtPID) among the TS packets head, whether mediacommon's reader,
+// initialising on head, finds a whole PES packet of it, the tracks not
+// found left out: the reader looks for one of each in PMT order, each
+// from where the one before was found on (what comes before is passed
+// over), and the demultiplexer (astits) hands a PES packet out when the
+// next one of its PID starts, or, at the title's end (titleEnd), those it
+// holds, by PID.
+func pesFound(head []byte, pmtPID uint16, titleEnd bool) map[uint16]bool {
+	var order []uint16         // the tracks, in PMT order
+	var found map[uint16]bool  // nil until the PMT
+	done := map[uint16][]int{} // per PID: where its PES packets are handed out (packet index)
+	open := map[uint16]bool{}  // per PID: a PES packet started, not handed out
+	n := 0
+	for ; n+TSPacketSize <= len(head); n += TSPacketSize {
+		p := head[n : n+TSPacketSize]
+		if p[0] != 0x47 {
+			break
+		}
+		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
+		if found == nil {
+			if es := pmtEntries(p, pmtPID); es != nil {
+				found = map[uint16]bool{}
+				for _, e := range es {
+					if (e.typ == 0x0f || e.typ == 0x81) && !slices.Contains(order, e.pid) {
+						order = append(order, e.pid)
+						found[e.pid] = false
+					}
+				}
+				continue
+			}
+		}
+		if p[1]&0x40 == 0 {
+			continue
+		}
+		if open[pid] && found != nil {
+			done[pid] = append(done[pid], n/TSPacketSize)
+		}
+		open[pid] = true
+	}
+	if found == nil {
+		return nil
+	}
+	if titleEnd {
+		at := n / TSPacketSize
+		pids := slices.Sorted(maps.Keys(open))
+		for _, pid := range pids {
+			done[pid] = append(done[pid], at)
+			at++
+		}
+	}
+	from := -1
+	for _, pid := range order {
+		for _, at := range done[pid] {
+			if at > from {
+				found[pid], from = true, at
+				break
+			}
+		}
+	}
+	return found
 }
 
 // crc32MPEG returns the CRC of a PSI section (ISO/IEC 13818-1 Annex B:
