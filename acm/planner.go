@@ -135,15 +135,18 @@ func (m *Manager) startPlanLocked(now time.Time) (*planSnapshot, *smm.PlanJob) {
 }
 
 // finishPlanLocked ends the plan of job on snap (mu held): the Replicator
-// takes the plan's state and its orders are carried out, unless this
-// manager lost the planner lock meanwhile (the new leader plans).
+// takes the plan's state, the operator's prefetches it dropped are
+// forgotten (forgetDroppedLocked) and its orders are carried out, unless
+// this manager lost the planner lock meanwhile (the new leader plans).
 func (m *Manager) finishPlanLocked(snap *planSnapshot, job *smm.PlanJob, cat map[string]store.Title, now time.Time) {
 	snap.release()
 	if !m.Leader() {
 		m.rep.AbortPlan(job)
 		return
 	}
-	m.carryOutLocked(m.rep.FinishPlan(job), cat, now)
+	acts := m.rep.FinishPlan(job)
+	m.forgetDroppedLocked()
+	m.carryOutLocked(acts, cat, now)
 }
 
 // carryOutLocked carries out the planner's orders in order (mu held),

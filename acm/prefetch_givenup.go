@@ -25,3 +25,20 @@ func (m *Manager) fillFailedLocked(node, title, why string, now time.Time) bool 
 		"node", node, "title", title, "failures", smm.MaxHandRetries, "last_error", why)
 	return true
 }
+
+// forgetDroppedLocked forgets, as fillFailedLocked forgets one given up,
+// each of the operator's prefetches the Replicator's plans dropped since
+// the last call (smm Replicator.DroppedPrefetches: no longer retried, nor
+// listed by vodctl fills, without a failure of the manager's giving it
+// up): its mark and its stored order go, with a warning naming the node,
+// the title, the failures so far and why (mu held, after a plan).
+func (m *Manager) forgetDroppedLocked() {
+	if m.rep == nil {
+		return
+	}
+	for _, d := range m.rep.DroppedPrefetches() {
+		m.orderDoneLocked(d.Node, d.Title, true)
+		m.log.Warn("operator's prefetch dropped by the planner: not retried, nor listed by vodctl fills (vodctl prefetch orders it again)",
+			"node", d.Node, "title", d.Title, "failures", d.Attempts, "why", d.Why)
+	}
+}

@@ -71,6 +71,10 @@ type Replicator struct {
 	siteK    map[string][]siteCount
 	sites    *planSites
 
+	// dropped are the operator's prefetches the plans dropped since the
+	// last DroppedPrefetches.
+	dropped []DroppedPrefetch
+
 	job   *PlanJob       // the plan in progress (StartPlan), nil when none
 	spare [2]*Popularity // buffers for the next job's copies of pop and rank
 }

@@ -289,12 +289,12 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		if f.attempts >= MaxHandRetries {
-			delete(r.fills, k) // given up: the operator can order it again
+			r.dropHand(k, f, DropTooManyFailures) // given up: the operator can order it again
 			continue
 		}
 		ns := byID[k.node]
 		if ns != nil && ns.v.NoOrigin {
-			delete(r.fills, k) // it cannot fill (it lost its origin since): given up, not listed as queued for ever
+			r.dropHand(k, f, DropNoOrigin) // it cannot fill (it lost its origin since): given up, not listed as queued for ever
 			continue
 		}
 		info, known := c.Titles[k.title]

@@ -100,6 +100,7 @@ func (r *Replicator) FinishPlan(j *PlanJob) []Action {
 	r.plan, r.fills, r.peak, r.at, r.stats = w.plan, w.fills, w.peak, w.at, w.stats
 	r.holders, r.lastTop, r.held = w.holders, w.lastTop, w.held
 	r.nodeSite, r.siteK = w.nodeSite, w.siteK
+	r.dropped = append(r.dropped, w.dropped...) // the plan's, DroppedPrefetches checks them against the replayed calls
 	for _, f := range j.log {
 		f(r)
 	}

@@ -52,8 +52,14 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 		f := r.fills[k]
 		ns := byID[k.node]
 		if f.backoff {
-			if now.After(f.next.Add(r.cfg.RetryMax)) {
+			switch {
+			case !now.After(f.next.Add(r.cfg.RetryMax)):
+			case !f.byHand:
 				delete(r.fills, k) // not ordered again for long: forget it
+			case ns == nil:
+				r.dropHand(k, f, DropNotRetried) // the operator's: said so (DroppedPrefetches)
+			default:
+				r.dropHand(k, f, DropNotRetriedOther)
 			}
 			continue
 		}
@@ -62,7 +68,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			// prefetch is retried after its backoff (when the node is
 			// back); a planned one is for the plan to decide again.
 			if f.byHand {
-				r.fillFailed(k, now)
+				r.failedInPlan(k, now, DropNodeLeft)
 			} else {
 				delete(r.fills, k)
 			}
@@ -75,7 +81,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 		case it != nil:
 			f.seen = true
 		case f.seen || now.Sub(f.at) > r.cfg.FillTimeout:
-			r.fillFailed(k, now)
+			r.failedInPlan(k, now, DropLastTryLost)
 		default:
 			// Ordered, not yet visible: count its room and its transfer.
 			ns.used += f.bytes

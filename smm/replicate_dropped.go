@@ -1,0 +1,73 @@
+package smm
+
+import "time"
+
+// DroppedPrefetch is an operator's prefetch (Prefetched, Queued) that a
+// Plan stopped tracking without it completing and without a FillFailed
+// that gave it up: it is no longer retried there, nor listed by Fills.
+// Replicator.DroppedPrefetches returns them, for the caller to forget the
+// order as it does one FillFailed gives up.
+type DroppedPrefetch struct {
+	Node     string
+	Title    string
+	Attempts int // its failures so far (0 when it never failed: queued)
+	// Why says, for the operator, why it was dropped.
+	Why string
+}
+
+// Reasons a Plan drops the operator's prefetch (DroppedPrefetch.Why).
+// Out of service is out of the plan's view (NodeView.Alive false: dead,
+// unreachable, draining, weight 0) or absent from it.
+const (
+	// DropNotRetried: its retry (or, queued, its order) did not come
+	// within RetryMax past its time, its node out of service then.
+	DropNotRetried = "its node stayed out of service (dead, unreachable, draining or weight 0) past its retry time (queued: its order time) by the backoff cap (storage.retry_max)"
+	// DropNotRetriedOther: its retry did not come within RetryMax past
+	// its time, its node in service (the title left the catalog, or the
+	// node could not take it).
+	DropNotRetriedOther = "not ordered again within the backoff cap (storage.retry_max) past its retry time (the title left the catalog, or the node could not take it)"
+	// DropNodeLeft: its node went out of service while it filled, and
+	// that was its last try (MaxHandRetries).
+	DropNodeLeft = "its node went out of service (dead, unreachable, draining or weight 0) during its last try"
+	// DropLastTryLost: its last try (MaxHandRetries) was not seen
+	// through: not started within FillTimeout, or gone from its node's
+	// reports before completing.
+	DropLastTryLost = "its last try was not seen through (not started within the fill timeout, or gone from the node before completing)"
+	// DropTooManyFailures: it failed MaxHandRetries times.
+	DropTooManyFailures = "it failed at each of its tries"
+	// DropNoOrigin: its node has no origin (NodeView.NoOrigin; it
+	// registered again without one) and cannot fill it.
+	DropNoOrigin = "its node registered again without an origin (node origin) and cannot fetch the title"
+)
+
+// DroppedPrefetches returns the operator's prefetches the plans dropped
+// since the last call (DroppedPrefetch), in the order they were dropped,
+// and forgets them. One the operator ordered again since (Prefetched,
+// Queued) is not returned.
+func (r *Replicator) DroppedPrefetches() []DroppedPrefetch {
+	var out []DroppedPrefetch
+	for _, d := range r.dropped {
+		if f := r.fills[fillKey{d.Node, d.Title}]; f == nil || !f.byHand {
+			out = append(out, d)
+		}
+	}
+	r.dropped = nil
+	return out
+}
+
+// dropHand forgets the operator's prefetch k (f, byHand) inside a Plan,
+// recording why for DroppedPrefetches.
+func (r *Replicator) dropHand(k fillKey, f *fillRec, why string) {
+	delete(r.fills, k)
+	r.dropped = append(r.dropped, DroppedPrefetch{Node: k.node, Title: k.title, Attempts: f.attempts, Why: why})
+}
+
+// failedInPlan is fillFailed for a failure a Plan finds (its node left
+// the view, its try was not seen through): a give-up of the operator's
+// prefetch there is recorded for DroppedPrefetches, why saying why.
+func (r *Replicator) failedInPlan(k fillKey, now time.Time, why string) {
+	f := r.fills[k]
+	if r.fillFailed(k, now) {
+		r.dropped = append(r.dropped, DroppedPrefetch{Node: k.node, Title: k.title, Attempts: f.attempts, Why: why})
+	}
+}
