@@ -15,8 +15,19 @@ import (
 // otherwise have a later failed prefetch of the planner's own there taken
 // for the operator's (queuedNodeLocked: passed over "to cancel: vodctl
 // evict", which does not cancel it), and its stored order, which a
-// restart would queue again. It reports whether it gave the order up.
+// restart would queue again. It reports whether it gave the order up. A
+// failure of the operator's order (handOrders) the Replicator no longer
+// tracks as the operator's (a plan took a stale copy of the title there
+// for its completion) is counted as the operator's prefetch's, so it is
+// retried as one, or given up.
 func (m *Manager) fillFailedLocked(node, title, why string, now time.Time) bool {
+	if m.handOrders[[2]string{node, title}] && !m.rep.OperatorPrefetch(node, title) {
+		// The operator's order, which the Replicator no longer tracks as
+		// such: a plan took a stale copy the node came back with (of
+		// another version than the catalog's) for its completion. Its
+		// failure is the operator's prefetch's, retried as one.
+		m.rep.Prefetched(node, title, m.titles()[title].SizeBytes, now)
+	}
 	if !m.rep.FillFailed(node, title, now) {
 		return false
 	}

@@ -55,6 +55,13 @@ func (r *Replicator) DroppedPrefetches() []DroppedPrefetch {
 	return out
 }
 
+// OperatorPrefetch reports whether the Replicator tracks the operator's
+// prefetch (Prefetched, Queued) of title on node: in flight, queued, or
+// failed and waiting for its retry.
+func (r *Replicator) OperatorPrefetch(node, title string) bool {
+	return r.byHand(fillKey{node, title})
+}
+
 // dropHand forgets the operator's prefetch k (f, byHand) inside a Plan,
 // recording why for DroppedPrefetches.
 func (r *Replicator) dropHand(k fillKey, f *fillRec, why string) {

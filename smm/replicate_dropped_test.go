@@ -82,9 +82,15 @@ func TestDroppedPrefetchNoOriginReported(t *testing.T) {
 	r := newRep(t, ReplicatorConfig{})
 	c := newCluster(2, 4)
 	r.Queued("n0", "t01", 1<<30, offPeak)
+	if !r.OperatorPrefetch("n0", "t01") {
+		t.Fatal("the queued prefetch is not the operator's")
+	}
 	c.node("n0").NoOrigin = true
 	planJob(r, c, offPeak, func() {})
 	droppedOnly(t, r, DropNoOrigin, 0)
+	if r.OperatorPrefetch("n0", "t01") {
+		t.Fatal("the dropped prefetch is still the operator's")
+	}
 
 	r.Queued("n0", "t01", 1<<30, offPeak)
 	planJob(r, c, offPeak, func() { r.Queued("n0", "t01", 1<<30, offPeak) })
