@@ -168,7 +168,10 @@ func staleHeld(t *pb.StoredTitle, cat map[string]store.Title) bool {
 // and did nothing (a node's prefetch of a title it holds fills nothing).
 // Sent after the eviction, it fills the current version. A copy of the
 // prefetch still in the queue is taken out (it would go before the
-// eviction). Its order timeout counts from now.
+// eviction). Its order timeout counts from now. The operator's prefetch
+// that a plan which saw the stale copy complete took for completed (the
+// Replicator no longer tracks it as the operator's) is registered with
+// the Replicator again (Prefetched), in flight.
 func (m *Manager) prefetchAfterStaleLocked(ns *nodeState, title string, now time.Time) {
 	p := ns.pending[title]
 	if p == nil {
@@ -182,5 +185,10 @@ func (m *Manager) prefetchAfterStaleLocked(ns *nodeState, title string, now time
 		return
 	}
 	p.at, p.partial, p.cmd = now, ns.partialOf(title), cmd
+	if m.rep != nil && m.handOrders[[2]string{ns.id, title}] && !m.rep.OperatorPrefetch(ns.id, title) {
+		// The operator's, which a plan that saw the stale copy took for
+		// completed: tracked again as the operator's prefetch in flight.
+		m.rep.Prefetched(ns.id, title, m.titles()[title].SizeBytes, now)
+	}
 	m.log.Info("prefetch sent again after the stale copy's eviction: the node fills the current version", "node", ns.id, "title", title)
 }
