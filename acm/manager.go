@@ -340,7 +340,10 @@ type Manager struct {
 	// title complete (mu).
 	restoring  map[string][]opPrefetch
 	handOrders map[[2]string]bool
-	serving    bool // Start succeeded: Close saves the popularity snapshot
+	// orderWrites are the removals of stored prefetch orders under way in
+	// the background (orderDoneLocked).
+	orderWrites sync.WaitGroup
+	serving     bool // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener

@@ -177,7 +177,8 @@ func (m *Manager) noteHandOrderLocked(node, title string) {
 // orderDoneLocked forgets the operator's order of title on node when there
 // is one (or always, with force), and removes it from the store in the
 // background (mu held): carried out, a restart must not order it again
-// after the title's eviction.
+// after the title's eviction. An order of it the operator gives again
+// before that removal (marked again by then) stays stored.
 func (m *Manager) orderDoneLocked(node, title string, force bool) {
 	k := [2]string{node, title}
 	if !m.handOrders[k] && !force {
@@ -187,9 +188,20 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 	if m.ctx.Err() != nil {
 		return // closing: the order goes at its TTL
 	}
+	m.orderWrites.Add(1)
 	go func() {
+		defer m.orderWrites.Done()
 		m.opMu.Lock()
 		defer m.opMu.Unlock()
+		m.mu.Lock()
+		again := m.handOrders[k]
+		m.mu.Unlock()
+		if again {
+			// The operator ordered it again since (Admin.Prefetch waits
+			// for a plan in progress holding opMu, then writes its order
+			// before this): that order stays stored.
+			return
+		}
 		if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
 			m.log.Warn("store: carried out prefetch order not removed (dropped after "+prefetchOrderTTL.String()+")", "node", node, "title", title, "err", err)
 		}
