@@ -22,10 +22,12 @@ const (
 	// DropNotRetried: its retry (or, queued, its order) did not come
 	// within RetryMax past its time, its node out of service then.
 	DropNotRetried = "its node stayed out of service (dead, unreachable, draining or weight 0) past its retry time (queued: its order time) by the backoff cap (storage.retry_max)"
-	// DropNotRetriedOther: its retry did not come within RetryMax past
-	// its time, its node in service (the title left the catalog, or the
-	// node could not take it).
-	DropNotRetriedOther = "not ordered again within the backoff cap (storage.retry_max) past its retry time (the title left the catalog, or the node could not take it)"
+	// DropNotRetriedOther: its retry (or, queued, its order) did not
+	// come within RetryMax past its time, its node in service, because it
+	// never can: the title left the catalog, or is larger than the
+	// node's disk. One that waits for a fill slot, an origin channel or
+	// room there is not dropped.
+	DropNotRetriedOther = "not ordered again within the backoff cap (storage.retry_max) past its retry time (queued: its order time): the title left the catalog, or is larger than the node's disk"
 	// DropNodeLeft: its node went out of service while it filled, and
 	// that was its last try (MaxHandRetries).
 	DropNodeLeft = "its node went out of service (dead, unreachable, draining or weight 0) during its last try"

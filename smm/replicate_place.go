@@ -59,7 +59,13 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			case ns == nil:
 				r.dropHand(k, f, DropNotRetried) // the operator's: said so (DroppedPrefetches)
 			default:
-				r.dropHand(k, f, DropNotRetriedOther)
+				// The operator's, its node in service: it waits for a
+				// fill slot there, a free origin channel or room, and is
+				// ordered once there is one (Queued), unless it never
+				// can be.
+				if info, known := c.Titles[k.title]; !known || info.Bytes <= 0 || info.Bytes > ns.v.DiskBytes {
+					r.dropHand(k, f, DropNotRetriedOther)
+				}
 			}
 			continue
 		}
