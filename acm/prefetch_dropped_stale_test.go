@@ -39,19 +39,22 @@ func staleSeenByAPlan(t *testing.T, originUp bool) {
 		quietStorage(m)
 		m.Replicator.RetryBase, m.Replicator.RetryMax = time.Minute, time.Hour
 		m.OrderTimeout = 2 * time.Second
+		m.OriginCheck = time.Hour // the origin stays down until the test says otherwise
 		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	orderPrefetchWhileAway(t, e)
 	e.m.originDown.Store(true) // the stale copy is kept, not evicted
 	started := make(chan struct{})
 	var n *fakeNode
-	prefetches := 0 // of t3 received (n.mu)
+	prefetches := 0  // of t3 received (n.mu)
+	evicted := false // t3 (n.mu)
 	n = e.startNode("n", nodeOpts{rtsp: "127.0.0.1:7001", titles: []*pb.StoredTitle{staleT3()}, onCommand: func(c *pb.NodeCommand) {
 		<-started
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		switch {
 		case c.GetEvict().GetTitleId() == "t3":
+			evicted = true
 			n.titles = slices.DeleteFunc(slices.Clone(n.titles), func(t *pb.StoredTitle) bool { return t.GetTitleId() == "t3" })
 		case c.GetPrefetch().GetTitleId() == "t3":
 			prefetches++
@@ -78,7 +81,21 @@ func staleSeenByAPlan(t *testing.T, originUp bool) {
 	if !e.marked("n", "t3") || len(storedOrders(t, e)) != 1 {
 		t.Fatalf("the operator's order forgotten (marked %v, stored %v) while it waits for its retry", e.marked("n", "t3"), storedOrders(t, e))
 	}
+	// Listed in backoff is not enough: the planner's own failed prefetch
+	// of a title it plans there is listed too, and retried only while
+	// the plan wants it there.
+	e.m.mu.Lock()
+	byHand := e.m.rep.OperatorPrefetch("n", "t3")
+	e.m.mu.Unlock()
+	if !byHand {
+		t.Fatal("the failed prefetch waits for its retry as the planner's own, not as the operator's")
+	}
 	if !originUp {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if evicted {
+			t.Fatal("the stale copy was evicted with the origin down: the prefetch did not fail at its order timeout")
+		}
 		return // the stale copy kept: nothing to retry while it is there
 	}
 	received := func() int {
