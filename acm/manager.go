@@ -338,12 +338,10 @@ type Manager struct {
 	// (prefetchstate.go; mu). handOrders: the operator's orders this
 	// manager knows, whose stored entry goes once the node reports the
 	// title complete (mu).
-	restoring  map[string][]opPrefetch
-	handOrders map[[2]string]bool
-	// orderWrites are the removals of stored prefetch orders under way in
-	// the background (orderDoneLocked).
-	orderWrites sync.WaitGroup
-	serving     bool // Start succeeded: Close saves the popularity snapshot
+	restoring   map[string][]opPrefetch
+	handOrders  map[[2]string]bool
+	orderWrites sync.WaitGroup // removals of stored prefetch orders under way (orderDoneLocked)
+	serving     bool           // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
@@ -529,8 +527,8 @@ func (m *Manager) goRun(f func()) {
 }
 
 // Close stops the front doors and the gRPC services, ends waiting
-// requests (503), writes the popularity snapshot (the leader only),
-// releases the planner lock, and closes the store it opened. Sessions, pins and popularity stay in the store for the next
+// requests (503), waits for stored prefetch orders' removals, writes the
+// popularity snapshot (the leader only), releases the planner lock, and closes the store it opened. Sessions, pins and popularity stay in the store for the next
 // Start. Closing twice returns the first result.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() { m.closeError = m.teardown() })
@@ -573,6 +571,7 @@ func (m *Manager) teardown() error {
 	m.flushHeldRecordsLocked(m.now(), true)
 	m.dropPendingWritesLocked()
 	m.mu.Unlock()
+	m.orderWrites.Wait() // orders given up or dropped leave the store before it closes (none starts now: ctx done, checked under mu)
 	m.records.close()
 	var err error
 	if m.serving && m.Leader() {

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,37 @@ func TestOperatorPrefetchOrderedAgainDuringTheDroppingPlanStaysStored(t *testing
 	}
 	if !e.marked("n1", "t1") {
 		t.Error("the new order is not marked as the operator's")
+	}
+}
+
+// The operator's prefetch dropped by the last plan before the manager
+// closes is not ordered again by the next manager: Close waits for the
+// removal of its stored order, which ran in the background and could
+// come after the store closed (the restarted manager then queued the
+// order the warning said was dropped, with fresh retries).
+func TestOperatorPrefetchDroppedJustBeforeCloseNotRestored(t *testing.T) {
+	dir := t.TempDir()
+	var log logtest.Buffer
+	conf := func(m *Manager) {
+		quietStorage(m)
+		m.Replicator.RetryBase, m.Replicator.RetryMax = time.Minute, time.Minute
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	}
+	e := newManagerWith(t, dir, unhinted(), conf)
+	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000})
+	e.startSimNode("n2", storageTitles, simOpts{disk: 5_000_000})
+	orderFailing(t, e, n1)
+	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
+	e.outOfService("n1")
+	e.planAt(3 * time.Minute) // its retry time and the cap past: dropped
+	if !strings.Contains(log.String(), "operator's prefetch dropped by the planner") {
+		t.Fatal("the plan did not drop the order")
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newManagerWith(t, dir, unhinted(), func(m *Manager) { quietStorage(m) })
+	if o := storedOrders(t, e2); len(o) != 0 {
+		t.Fatalf("stored orders %+v after the close, want none: the dropped order would be queued again", o)
 	}
 }
