@@ -24,10 +24,11 @@ const (
 	DropNotRetried = "its node stayed out of service (dead, unreachable, draining or weight 0) past its retry time (queued: its order time) by the backoff cap (storage.retry_max)"
 	// DropNotRetriedOther: its retry (or, queued, its order) did not
 	// come within RetryMax past its time, its node in service, because it
-	// never can: the title left the catalog, or is larger than the
-	// node's disk. One that waits for a fill slot, an origin channel or
-	// room there is not dropped.
-	DropNotRetriedOther = "not ordered again within the backoff cap (storage.retry_max) past its retry time (queued: its order time): the title left the catalog, or is larger than the node's disk"
+	// never can (the title left the catalog, or is larger than the
+	// node's disk) or the node holds a complete copy of the title (one of
+	// another version kept, or one never seen filling). One that waits
+	// for a fill slot, an origin channel or room there is not dropped.
+	DropNotRetriedOther = "not ordered again within the backoff cap (storage.retry_max) past its retry time (queued: its order time): the title left the catalog, is larger than the node's disk, or the node holds a copy of it (of another version, kept)"
 	// DropNodeLeft: its node went out of service while it filled, and
 	// that was its last try (MaxHandRetries).
 	DropNodeLeft = "its node went out of service (dead, unreachable, draining or weight 0) during its last try"

@@ -60,3 +60,17 @@ func TestOperatorPrefetchWaitingOnANodeInServiceNotDropped(t *testing.T) {
 		})
 	}
 }
+
+// The operator's failed prefetch whose node in service holds a complete
+// copy of the title (one of another version the manager keeps, or one
+// never seen filling) past its retry time by RetryMax is dropped and
+// reported: the plan does not retry a title its node holds.
+func TestOperatorPrefetchOfATitleItsNodeHoldsDropped(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := newCluster(2, 4)
+	r.Prefetched("n0", "t01", 1<<30, offPeak)
+	r.FillFailed("n0", "t01", offPeak)
+	c.node("n0").Items = []Item{{Title: "t01", Bytes: 1 << 30}}
+	planJob(r, c, offPeak.Add(r.Config().RetryBase+r.Config().RetryMax+time.Minute), func() {})
+	droppedOnly(t, r, DropNotRetriedOther, 1)
+}

@@ -62,8 +62,11 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 				// The operator's, its node in service: it waits for a
 				// fill slot there, a free origin channel or room, and is
 				// ordered once there is one (Queued), unless it never
-				// can be.
-				if info, known := c.Titles[k.title]; !known || info.Bytes <= 0 || info.Bytes > ns.v.DiskBytes {
+				// can be, or the node holds a copy of the title (complete:
+				// a stale one kept, or one never seen filling).
+				info, known := c.Titles[k.title]
+				it := ns.items[k.title]
+				if !known || info.Bytes <= 0 || info.Bytes > ns.v.DiskBytes || (it != nil && !it.InUse && !it.Filling) {
 					r.dropHand(k, f, DropNotRetriedOther)
 				}
 			}
