@@ -80,15 +80,38 @@ func (r Result) String() string {
 }
 
 // redacted returns rawURL with its password, if any, replaced by "xxxxx"
-// (url.URL.Redacted), for what the client prints: a result pasted into a
-// ticket must not carry the subscriber's password. A URL that does not
-// parse is returned as it is.
+// (url.URL.Redacted), and so the value of its subscriber token
+// (?token=, a bearer credential good until it expires), for what the
+// client prints: a result pasted into a ticket must not carry the
+// subscriber's password or token. A URL that does not parse has them
+// replaced as text.
 func redacted(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return hidePassword(rawURL)
+		return hideToken(hidePassword(rawURL))
 	}
-	return u.Redacted()
+	return hideToken(u.Redacted())
+}
+
+// hideToken replaces the value of each token parameter of rawURL's query
+// (what lies between '?' and '#') by "xxxxx", the rest as it is.
+func hideToken(rawURL string) string {
+	q := strings.IndexByte(rawURL, '?')
+	if q < 0 {
+		return rawURL
+	}
+	query, frag := rawURL[q+1:], ""
+	if i := strings.IndexByte(query, '#'); i >= 0 {
+		query, frag = query[:i], query[i:]
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		k, _, ok := strings.Cut(p, "=")
+		if key, err := url.QueryUnescape(k); ok && err == nil && key == "token" {
+			parts[i] = k + "=xxxxx"
+		}
+	}
+	return rawURL[:q+1] + strings.Join(parts, "&") + frag
 }
 
 // hidePassword replaces the password of rawURL, a URL that does not
@@ -179,9 +202,12 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		}
 		return err
 	}
-	desc, _, err := c.Describe(u)
+	desc, answer, err := c.Describe(u)
 	if err != nil {
-		return res, early(fmt.Errorf("probe: DESCRIBE: %w", err))
+		if c.Host != u.Host {
+			answer = nil // the node's answer, after the front door's redirect: not about u's credentials
+		}
+		return res, early(fmt.Errorf("probe: DESCRIBE: %w%s", err, unauthorizedHint(u, answer)))
 	}
 	res.Server = c.Host
 	var packets, bytes atomic.Int64

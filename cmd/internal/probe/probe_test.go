@@ -122,3 +122,21 @@ func TestPlayStoppedBeforeAnswer(t *testing.T) {
 		t.Fatal("Play still waiting 15 s after its context ended")
 	}
 }
+
+// The result names the URL without its subscriber token (?token=, a
+// bearer credential), as without its password, the other parameters as
+// they are, in a URL that does not parse too.
+func TestResultURLHidesTheToken(t *testing.T) {
+	for raw, want := range map[string]string{
+		"rtsp://h:8554/vod/t?token=eyJ.a.b":                "rtsp://h:8554/vod/t?token=xxxxx",
+		"rtsp://u:p@h:8554/vod/t/es?a=1&token=eyJ.a.b&b=2": "rtsp://u:xxxxx@h:8554/vod/t/es?a=1&token=xxxxx&b=2",
+		"rtsp://h/vod/t?%74oken=eyJ.a.b":                   "rtsp://h/vod/t?%74oken=xxxxx",
+		"rtsp://h/vod/t?tokens=1&xtoken=2":                 "rtsp://h/vod/t?tokens=1&xtoken=2",
+		"rtsp://u:p@host name/vod/t?token=eyJ.a.b#f":       "rtsp://u:xxxxx@host name/vod/t?token=xxxxx#f",
+		"rtsp://h/vod/t":                                   "rtsp://h/vod/t",
+	} {
+		if got := redacted(raw); got != want {
+			t.Errorf("redacted(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
