@@ -34,6 +34,16 @@ const minHeartbeatInterval = 100 * time.Millisecond
 // under load) would be taken down now and then.
 const minStoreTimeout = 100 * time.Millisecond
 
+// minSessionTimeout is the shortest node session_timeout. Players keep
+// an RTSP session alive with RTCP receiver reports, sent about every 5 s
+// (RFC 3550 §6.2, randomised up to 7.5 s), or with keepalives at a
+// fraction of the timeout the node announces in whole seconds (a
+// timeout under 1 s is announced as 0); an RTSP connection silent that
+// long, and an HTTP send stalled that long, are closed too. At 1ms (a
+// typo for 1m) every UDP session ended as it was set up, reason
+// timeout, and the player got nothing; the node started without a word.
+const minSessionTimeout = 10 * time.Second
+
 // keyCheck collects a section's problems, each naming its key.
 type keyCheck struct{ errs []error }
 
@@ -193,6 +203,9 @@ func (c NodeConfig) validate() error {
 		k.failf("weight %d: above %d, the largest IPVS weight (the manager refuses the node's registration)", c.Weight, lsm.MaxWeight)
 	}
 	k.duration("session_timeout", c.SessionTimeout, "60s")
+	if c.SessionTimeout > 0 && c.SessionTimeout < minSessionTimeout {
+		k.failf("session_timeout %v: at least %v (60s by default): players keep their sessions alive with RTCP receiver reports about every 5 s, or keepalives at a fraction of the timeout the node announces in whole seconds; a shorter one ends sessions that play", c.SessionTimeout, minSessionTimeout)
+	}
 	k.duration("pause_timeout", c.PauseTimeout, "5m")
 	k.duration("fill_retry_for", c.FillRetryFor, "30s")
 	if c.Eviction != "" {
