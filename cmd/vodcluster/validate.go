@@ -44,6 +44,15 @@ const minStoreTimeout = 100 * time.Millisecond
 // timeout, and the player got nothing; the node started without a word.
 const minSessionTimeout = 10 * time.Second
 
+// minCatalogRefresh is the shortest catalog_refresh and
+// storage.plan_interval. Each catalog read fetches the whole catalog from
+// the origin, which looks at its directory at most once a second
+// (catalog_poll_interval, 1s or more); each plan goes over every title
+// and node. At 1ms (a typo for 1m) a manager with a catalog of 3 titles
+// and no node took a third of a core, the origin answering 1,000 catalog
+// reads a second, and planned back to back.
+const minCatalogRefresh = time.Second
+
 // keyCheck collects a section's problems, each naming its key.
 type keyCheck struct{ errs []error }
 
@@ -118,6 +127,9 @@ func (c ManagerConfig) validate() error {
 	k.duration("request_refill", c.RequestRefill, "500ms")
 	k.duration("restore_grace", c.RestoreGrace, "30s")
 	k.duration("catalog_refresh", c.CatalogRefresh, "1m")
+	if c.CatalogRefresh > 0 && c.CatalogRefresh < minCatalogRefresh {
+		k.failf("catalog_refresh %v: at least %v (1m by default): each read fetches the origin's whole catalog, which the origin reads again at most once a second", c.CatalogRefresh, minCatalogRefresh)
+	}
 	k.duration("store_timeout", c.StoreTimeout, "2s")
 	if c.StoreTimeout > 0 && c.StoreTimeout < minStoreTimeout {
 		k.failf("store_timeout %v: at least %v (2s by default): a working store that takes longer would be taken as unavailable and every request refused", c.StoreTimeout, minStoreTimeout)
@@ -152,6 +164,9 @@ func (c ManagerConfig) validate() error {
 
 	st := c.Storage
 	k.duration("storage.plan_interval", st.PlanInterval, "30s")
+	if st.PlanInterval > 0 && st.PlanInterval < minCatalogRefresh {
+		k.failf("storage.plan_interval %v: at least %v (30s by default): each plan goes over every title and node", st.PlanInterval, minCatalogRefresh)
+	}
 	k.count("storage.origin_channels", int64(st.OriginChannels), "4")
 	k.duration("storage.half_life", st.HalfLife, "the default")
 	k.ratio("storage.target_utilization", st.TargetUtilization)

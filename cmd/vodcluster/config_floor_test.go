@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `vodcluster node` refuses a session_timeout shorter than players keep
+// sessions alive in, naming the key: at 1ms (a typo for 1m) the node
+// started without a word and ended every UDP session as it was set up
+// (reason timeout), the player receiving nothing; below 10 s, sessions
+// kept alive only by RTCP receiver reports (about every 5 s) ended while
+// they played. 10s and up, and 0 (the default, 60s), are taken.
+func TestNodeRefusesSessionTimeoutTooShort(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1ms", "500ms", "5s", "9.999s"} {
+		cfg := filepath.Join(dir, "node.yaml")
+		if err := os.WriteFile(cfg, []byte("node:\n  id: n1\n  data_dir: "+filepath.Join(dir, "data")+
+			"\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: "+secret+
+			"\n  session_timeout: "+v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		root := newRoot()
+		root.SetArgs([]string{"node", "--config", cfg})
+		root.SetOut(&strings.Builder{})
+		root.SetErr(&strings.Builder{})
+		done := make(chan error, 1)
+		go func() { done <- root.Execute() }()
+		select {
+		case err := <-done:
+			d, _ := time.ParseDuration(v)
+			if want := "session_timeout " + d.String() + ": at least 10s"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("session_timeout %s: %v, want %q", v, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("session_timeout %s: the node started (still running after 10 s)", v)
+		}
+	}
+	for _, d := range []time.Duration{0, 10 * time.Second, time.Minute} {
+		if err := (NodeConfig{SessionTimeout: d}).validate(); err != nil {
+			t.Errorf("session_timeout %v refused: %v", d, err)
+		}
+	}
+}
+
+// `vodcluster manager` refuses a catalog_refresh or storage.plan_interval
+// under 1s, naming the key: at 1ms (a typo for 1m) the manager started
+// and read the origin's whole catalog a thousand times a second (a third
+// of a core with 3 titles), or planned back to back.
+func TestManagerRefusesCatalogRefreshAndPlanIntervalTooShort(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users, err := os.ReadFile("../../deploy/config/users.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersFile := filepath.Join(dir, "users.yaml")
+	if err := os.WriteFile(usersFile, users, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"  catalog_refresh: 1ms\n", "catalog_refresh 1ms: at least 1s"},
+		{"  catalog_refresh: 999ms\n", "catalog_refresh 999ms: at least 1s"},
+		{"  storage:\n    plan_interval: 1ms\n", "storage.plan_interval 1ms: at least 1s"},
+	} {
+		cfg := filepath.Join(dir, "manager.yaml")
+		if err := os.WriteFile(cfg, []byte("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  grpc_listen: 127.0.0.1:0\n  data_dir: "+
+			filepath.Join(dir, "state")+"\n  secret_file: "+secret+"\n  users_file: "+usersFile+"\n"+c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		root := newRoot()
+		root.SetArgs([]string{"manager", "--config", cfg})
+		root.SetOut(&strings.Builder{})
+		root.SetErr(&strings.Builder{})
+		done := make(chan error, 1)
+		go func() { done <- root.Execute() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want %q", strings.TrimSpace(c.yaml), err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the manager started (still running after 10 s)", strings.TrimSpace(c.yaml))
+		}
+	}
+	for _, m := range []ManagerConfig{{CatalogRefresh: time.Second}, {Storage: StorageConfig{PlanInterval: time.Second}}} {
+		if err := m.validate(); err != nil {
+			t.Errorf("1s refused: %v", err)
+		}
+	}
+}
