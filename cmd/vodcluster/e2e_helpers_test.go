@@ -25,15 +25,33 @@ import (
 	"vodcluster/smm"
 )
 
+// toolPackage names the Debian package of each tool the tests drive
+// (README.md lists them): a missing cvlc or promtool was answered with
+// "apt-get install ffmpeg", which installs neither.
+var toolPackage = map[string]string{
+	"ffmpeg": "ffmpeg", "ffprobe": "ffmpeg", "gst-launch-1.0": "gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad",
+	"cvlc": "vlc-bin", "promtool": "prometheus",
+}
+
 // needTool returns the path of a real client the end-to-end tests drive;
 // CI installs them (.ci/run), so a missing one is a failure, not a skip.
+// The failure names the package to install.
 func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s not found: the end-to-end tests play with real clients (apt-get install ffmpeg)", name)
+		t.Fatalf("%s", missingToolMessage(name))
 	}
 	return p
+}
+
+// missingToolMessage says that name is not on PATH and which package has it.
+func missingToolMessage(name string) string {
+	pkg := toolPackage[name]
+	if pkg == "" {
+		pkg = name
+	}
+	return fmt.Sprintf("%s not found: the end-to-end tests drive real clients and tools (apt-get install %s)", name, pkg)
 }
 
 // testUsers: demo sees every package, basic only "basic" (sample-001..010).

@@ -17,13 +17,15 @@ import (
 )
 
 // TestUpPlaysOnce runs `vodcluster up --play sample-001 --once` on free
-// ports: the path `make run` takes, with the project's probe client.
+// ports: the path `make run` takes, with the project's probe client. The
+// metrics port too: it took the default 9464, and failed while `make run`
+// (or any manager with metrics there) was up on the machine.
 func TestUpPlaysOnce(t *testing.T) {
 	cmd := upCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0",
+	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0",
 		"--quiet", "--play", "sample-001", "--play-duration", "3s", "--once"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("up: %v\n%s", err, out.String())
