@@ -48,6 +48,14 @@ func TestProbeSubscriberTokenHiddenAndRefusalsExplained(t *testing.T) {
 			"401 (Unauthorized): the user name and password in the URL were refused"},
 		{fmt.Sprintf("rtsp://%s/vod/sample-001", front),
 			"401 (Unauthorized): no credentials: give the subscriber's in the URL, rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"},
+		// An empty token is a token refused (it was "no credentials").
+		{fmt.Sprintf("rtsp://%s/vod/sample-001?token=", front),
+			"401 (Unauthorized): the subscriber token in the URL was refused: token is malformed"},
+		// A node's URL (the front door's redirect) with a stale admission
+		// token: the node's refusal (it was "no credentials", with the
+		// front door's URL forms).
+		{fmt.Sprintf("rtsp://%s/s/eyJ.stale.token/vod/sample-001", c.nodes[0].RTSPAddr()),
+			"401 (Unauthorized): the node refused the admission token of the URL (/s/TOKEN/): invalid admission token; a node's URL is the front door's redirect"},
 	} {
 		res, err := probe.PlayContext(r.url, probe.Options{Duration: time.Second})
 		if err == nil || !strings.Contains(err.Error(), r.want) {
@@ -56,5 +64,14 @@ func TestProbeSubscriberTokenHiddenAndRefusalsExplained(t *testing.T) {
 		if strings.Contains(res.URL, "eyJ") || (err != nil && strings.Contains(err.Error(), "eyJ")) {
 			t.Errorf("a refusal names the token: %s: %v", res.URL, err)
 		}
+	}
+
+	// A front door that takes no subscriber tokens (no subscriber_tokens)
+	// asks for a password: the token was not refused, it was not looked
+	// at (it was "refused: the front door gave no reason").
+	plain := startTestCluster(t, 1, 100_000_000, nil)
+	_, err = probe.PlayContext(fmt.Sprintf("rtsp://%s/vod/sample-001?token=%s", plain.manager.RTSPAddr(), tok), probe.Options{Duration: time.Second})
+	if want := "401 (Unauthorized): the front door takes no subscriber tokens (its manager has no subscriber_tokens)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a token at a front door that takes none: %v\nwant %q", err, want)
 	}
 }

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"vodcluster/cmd/internal/probe"
 )
 
 // noArgs refuses arguments to a command that takes none, saying so with
@@ -56,18 +57,14 @@ func argsBetween(min, max int) cobra.PositionalArgs {
 	}
 }
 
-// quoteArgs lists args quoted, separated by spaces, a URL's password
-// replaced by xxxxx (url.URL.Redacted), as vodctl play's report hides it:
-// the refusal of `vodctl play URL 5s` is pasted into tickets too.
+// quoteArgs lists args quoted, separated by spaces, a URL's password and
+// tokens (?token=, a node URL's /s/TOKEN/) replaced by xxxxx
+// (probe.Redacted), as vodctl play's report hides them: the refusal of
+// `vodctl play URL 5s` is pasted into tickets too.
 func quoteArgs(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if u, err := url.Parse(a); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				a = u.Redacted()
-			}
-		}
-		q[i] = fmt.Sprintf("%q", a)
+		q[i] = fmt.Sprintf("%q", probe.Redacted(a))
 	}
 	return strings.Join(q, " ")
 }

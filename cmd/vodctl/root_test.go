@@ -223,6 +223,9 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		// pasted into tickets as the play's report is, which hides it).
 		{[]string{"play", "rtsp://demo:s3cret@127.0.0.1:1/vod/sample-001", "5s"},
 			`play takes 1 argument, got 2 ("rtsp://demo:xxxxx@127.0.0.1:1/vod/sample-001" "5s")`},
+		// Nor the subscriber token (it was).
+		{[]string{"play", "rtsp://127.0.0.1:1/vod/sample-001?token=eyJ.a.b", "5s"},
+			`play takes 1 argument, got 2 ("rtsp://127.0.0.1:1/vod/sample-001?token=xxxxx" "5s")`},
 		{[]string{"node", "n1", "--weight", "4294967296"}, "--weight 4294967296: want 0 (no new sessions) to 65535"},
 		{[]string{"node", "n1", "--weight", "-1"}, "--weight -1: want 0"},
 		{[]string{"node", "n1", "--weight", "2147483648"}, "--weight 2147483648"},

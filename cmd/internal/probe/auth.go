@@ -9,36 +9,64 @@ import (
 )
 
 // bearerDescription is the error_description of a Bearer challenge (RFC
-// 6750 §3), the front door's reason for refusing a subscriber token.
+// 6750 §3), the front door's reason for refusing a subscriber token, or
+// a node's for refusing the admission token of its URL.
 var bearerDescription = regexp.MustCompile(`error_description="((?:[^"\\]|\\.)*)"`)
 
-// unauthorizedHint says, for a DESCRIBE answered 401, what was refused:
-// the subscriber token of u (with the front door's reason, as its Bearer
-// challenge gives it: expired, bound to another client address, ...),
-// the user name and password of u, or nothing, u carrying neither. It
-// is "" for any other answer (nil too). The status line alone ("401
-// (Unauthorized)") did not tell a token refused from a password
-// refused or credentials missing.
+// bearerChallenge reports whether answer carries a Bearer challenge, and
+// its error_description ("" when it gives none).
+func bearerChallenge(answer *base.Response) (reason string, ok bool) {
+	for _, h := range answer.Header["WWW-Authenticate"] {
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(h)), "bearer") {
+			continue
+		}
+		if m := bearerDescription.FindStringSubmatch(h); m != nil {
+			return strings.ReplaceAll(strings.ReplaceAll(m[1], `\"`, `"`), `\\`, `\`), true
+		}
+		ok = true
+	}
+	return "", ok
+}
+
+// unauthorizedHint says, for a DESCRIBE of u answered 401 by the server u
+// names, what was refused. At the front door: the subscriber token (the
+// answer has a Bearer challenge, with the front door's reason: expired,
+// bound to another client address, malformed, ...); the user name and
+// password of u; a token the front door does not take (u has one, the
+// answer asks for a password: no manager.subscriber_tokens); or nothing,
+// u carrying neither. At a node (u's path is /s/TOKEN/..., the URL the
+// front door redirects to): its admission token, with the node's reason.
+// It is "" for any other answer (nil too). The status line alone ("401
+// (Unauthorized)") did not tell these apart.
 func unauthorizedHint(u *base.URL, answer *base.Response) string {
 	if answer == nil || answer.StatusCode != base.StatusUnauthorized {
 		return ""
 	}
 	uu := (*url.URL)(u)
-	if uu.Query().Get("token") != "" {
-		why := "the front door gave no reason"
-		for _, h := range answer.Header["WWW-Authenticate"] {
-			if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(h)), "bearer") {
-				continue
-			}
-			if m := bearerDescription.FindStringSubmatch(h); m != nil {
-				why = strings.ReplaceAll(m[1], `\"`, `"`)
-				break
-			}
-		}
-		return ": the subscriber token in the URL was refused: " + why
+	reason, bearer := bearerChallenge(answer)
+	if reason == "" {
+		reason = "the server gave no reason"
 	}
+	if strings.HasPrefix(uu.Path, "/s/") {
+		return ": the node refused the admission token of the URL (/s/TOKEN/): " + reason +
+			"; a node's URL is the front door's redirect, good for one viewer from one address for a short time: play the front door's, rtsp://HOST:PORT/vod/TITLE"
+	}
+	if bearer {
+		return ": the subscriber token in the URL was refused: " + reason
+	}
+	_, hasToken := uu.Query()["token"]
 	if uu.User != nil {
-		return ": the user name and password in the URL were refused (a subscriber the users file does not know, or a wrong password)"
+		hint := ": the user name and password in the URL were refused (a subscriber the users file does not know, or a wrong password)"
+		if _, ok := uu.User.Password(); !ok {
+			hint = ": the user name in the URL was refused, and it gives no password: rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE"
+		}
+		if hasToken {
+			hint += "; the token in the URL was not looked at: this front door takes no subscriber tokens (manager.subscriber_tokens)"
+		}
+		return hint
+	}
+	if hasToken {
+		return ": the front door takes no subscriber tokens (its manager has no subscriber_tokens) and asked for a user name and password: rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE"
 	}
 	return ": no credentials: give the subscriber's in the URL, rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,7 @@ type Options struct {
 // the JSON of the admin API's messages (protojson) that every other
 // `vodctl --json` prints: durationS there, mediaS here.
 type Result struct {
-	URL          string  `json:"url"`         // the URL asked for, its password replaced by xxxxx
+	URL          string  `json:"url"`         // the URL asked for, its password and tokens (?token=, a node URL's /s/TOKEN/) replaced by xxxxx
 	Server       string  `json:"server"`      // host:port that finally served the stream (after redirects)
 	VideoFrames  int     `json:"videoFrames"` // H.264/H.265 access units demultiplexed from the stream
 	AudioFrames  int     `json:"audioFrames"` // AAC access units
@@ -81,21 +82,39 @@ func (r Result) String() string {
 
 // redacted returns rawURL with its password, if any, replaced by "xxxxx"
 // (url.URL.Redacted), and so the value of its subscriber token
-// (?token=, a bearer credential good until it expires), for what the
-// client prints: a result pasted into a ticket must not carry the
-// subscriber's password or token. A URL that does not parse has them
+// (?token=, a bearer credential good until it expires) and the admission
+// token of a node's URL (/s/TOKEN/, the front door's redirect), for what
+// the client prints: a result pasted into a ticket must not carry the
+// subscriber's password or a token. A URL that does not parse has them
 // replaced as text.
 func redacted(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
+	if err != nil || !strings.Contains(rawURL, "://") {
+		// One without "://" too (Play refuses it): USER:PASSWORD@HOST/...
+		// given without its scheme parses as scheme USER and opaque
+		// data, rtsp:/USER:PASSWORD@HOST/... as a path, which Redacted
+		// keeps as they are.
 		return hideToken(hidePassword(rawURL))
 	}
 	return hideToken(u.Redacted())
 }
 
-// hideToken replaces the value of each token parameter of rawURL's query
-// (what lies between '?' and '#') by "xxxxx", the rest as it is.
+// Redacted returns rawURL as the client prints it: its password, its
+// subscriber token (?token=) and a node URL's admission token (/s/TOKEN/)
+// replaced by "xxxxx", the rest as it is (a URL that does not parse, or
+// a word that is no URL, too). vodctl quotes its arguments so.
+func Redacted(rawURL string) string { return redacted(rawURL) }
+
+// nodeToken is the admission token of a node's URL, what follows "/s/"
+// at the start of its path: rtsp://NODE/s/TOKEN/vod/TITLE.
+var nodeToken = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]*/s/)[^/?#]+`)
+
+// hideToken replaces the admission token of a node's URL (/s/TOKEN/) and
+// the value of each token parameter of rawURL's query (what lies between
+// '?' and '#'; the name in any letter case, "Token" being a token
+// mistyped) by "xxxxx", the rest as it is.
 func hideToken(rawURL string) string {
+	rawURL = nodeToken.ReplaceAllString(rawURL, "${1}xxxxx")
 	q := strings.IndexByte(rawURL, '?')
 	if q < 0 {
 		return rawURL
@@ -107,7 +126,7 @@ func hideToken(rawURL string) string {
 	parts := strings.Split(query, "&")
 	for i, p := range parts {
 		k, _, ok := strings.Cut(p, "=")
-		if key, err := url.QueryUnescape(k); ok && err == nil && key == "token" {
+		if key, err := url.QueryUnescape(k); ok && err == nil && strings.EqualFold(key, "token") {
 			parts[i] = k + "=xxxxx"
 		}
 	}
@@ -116,13 +135,17 @@ func hideToken(rawURL string) string {
 
 // hidePassword replaces the password of rawURL, a URL that does not
 // parse, by "xxxxx": what lies between the first ':' and the last '@' of
-// its authority (after "://", up to the next '/').
+// its authority (after "://", up to the next '/'; without "://", after
+// a scheme and the slashes that follow it, "rtsp:/", or else from the
+// start: USER:PASSWORD@HOST/... given without its scheme).
 func hidePassword(rawURL string) string {
-	_, rest, ok := strings.Cut(rawURL, "://")
-	if !ok {
-		return rawURL
+	start := 0
+	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
+		start = len(rawURL) - len(rest)
+	} else if m := schemeSlashes.FindString(rawURL); m != "" {
+		start = len(m)
 	}
-	start := len(rawURL) - len(rest)
+	rest := rawURL[start:]
 	auth := rest
 	if i := strings.IndexByte(auth, '/'); i >= 0 {
 		auth = auth[:i]
@@ -134,6 +157,9 @@ func hidePassword(rawURL string) string {
 	}
 	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
 }
+
+// schemeSlashes is a scheme followed by one slash or more: "rtsp:/".
+var schemeSlashes = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/+`)
 
 // ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
 // 33) nor H.264/H.265/AAC elementary-stream media.
@@ -155,7 +181,9 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		return res, fmt.Errorf("probe: duration %v is negative (0 plays to the end)", opts.Duration)
 	}
 	if scheme, _, ok := strings.Cut(rawURL, "://"); !ok {
-		return res, fmt.Errorf("probe: %q is not a URL: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE (or rtsps://)", rawURL)
+		// Quoted as the result names it: a URL given without its scheme
+		// still carries its token or password.
+		return res, fmt.Errorf("probe: %q is not a URL: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE (or rtsps://)", res.URL)
 	} else if s := strings.ToLower(scheme); s != "rtsp" && s != "rtsps" {
 		return res, fmt.Errorf("probe: a %s:// URL: this client plays RTSP (rtsp:// or rtsps://); play HTTP and HLS URLs with ffmpeg, ffplay or VLC", scheme)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
 )
 
 // Bad options are refused before any connection (port 1 on loopback would
@@ -134,9 +136,75 @@ func TestResultURLHidesTheToken(t *testing.T) {
 		"rtsp://h/vod/t?tokens=1&xtoken=2":                 "rtsp://h/vod/t?tokens=1&xtoken=2",
 		"rtsp://u:p@host name/vod/t?token=eyJ.a.b#f":       "rtsp://u:xxxxx@host name/vod/t?token=xxxxx#f",
 		"rtsp://h/vod/t":                                   "rtsp://h/vod/t",
+		"rtsp://u:p@h:8555/s/eyJ.a.b/vod/t/es":             "rtsp://u:xxxxx@h:8555/s/xxxxx/vod/t/es",
+		"rtsps://h/s/eyJ.a.b?token=c":                      "rtsps://h/s/xxxxx?token=xxxxx",
+		"rtsp://h/vod/s/t":                                 "rtsp://h/vod/s/t",
 	} {
 		if got := redacted(raw); got != want {
 			t.Errorf("redacted(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// A URL given without its scheme (or with one slash) is refused quoting
+// it as the result names it: the error quoted it whole, token and
+// password too.
+func TestNotAURLHidesTokenAndPassword(t *testing.T) {
+	for raw, want := range map[string]string{
+		"127.0.0.1:8554/vod/t?token=eyJ.a.b":      `"127.0.0.1:8554/vod/t?token=xxxxx" is not a URL`,
+		"demo:s3cret@127.0.0.1:8554/vod/t":        `"demo:xxxxx@127.0.0.1:8554/vod/t" is not a URL`,
+		"rtsp:/demo:s3cret@127.0.0.1/vod/t?a=1":   `"rtsp:/demo:xxxxx@127.0.0.1/vod/t?a=1" is not a URL`,
+		"rtsp:127.0.0.1/vod/t?Token=eyJ.a.b&b=%z": `"rtsp:127.0.0.1/vod/t?Token=xxxxx&b=%z" is not a URL`,
+	} {
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "eyJ") {
+			t.Errorf("%q: %v, want %q", raw, err, want)
+		}
+		if strings.Contains(res.URL, "s3cret") || strings.Contains(res.URL, "eyJ") {
+			t.Errorf("%q: result names %q", raw, res.URL)
+		}
+	}
+}
+
+// A 401 says what was refused from what the server answered: a Bearer
+// challenge is a token refused (an empty ?token= too: it was "no
+// credentials"), a node's URL (/s/TOKEN/) its admission token, a token
+// the front door did not look at (it asked for a password: no
+// subscriber_tokens) is not "refused, no reason given".
+func TestUnauthorizedHint(t *testing.T) {
+	frontDoor := base.HeaderValue{`Digest realm="vodcluster", nonce="n"`}
+	bearer := func(why string) base.HeaderValue {
+		return append(base.HeaderValue{`Bearer realm="vodcluster", error="invalid_token", error_description="` + why + `"`}, frontDoor...)
+	}
+	for _, c := range []struct {
+		url  string
+		www  base.HeaderValue
+		want string
+	}{
+		{"rtsp://h:8554/vod/t?token=", bearer("token is malformed"), ": the subscriber token in the URL was refused: token is malformed"},
+		{"rtsp://h:8554/vod/t?token=eyJ", bearer(`say \"no\"`), `: the subscriber token in the URL was refused: say "no"`},
+		{"rtsp://h:8554/vod/t?token=eyJ", frontDoor, ": the front door takes no subscriber tokens (its manager has no subscriber_tokens)"},
+		{"rtsp://u:p@h:8554/vod/t?token=eyJ", frontDoor, "password in the URL were refused (a subscriber the users file does not know, or a wrong password); the token in the URL was not looked at"},
+		{"rtsp://u:p@h:8554/vod/t", frontDoor, ": the user name and password in the URL were refused"},
+		{"rtsp://u@h:8554/vod/t", frontDoor, ": the user name in the URL was refused, and it gives no password"},
+		{"rtsp://h:8554/vod/t", frontDoor, ": no credentials: give the subscriber's in the URL"},
+		{"rtsp://h:8555/s/abc/vod/t", base.HeaderValue{`Bearer realm="vodcluster", error="invalid_token", error_description="admission token expired"`},
+			": the node refused the admission token of the URL (/s/TOKEN/): admission token expired; a node's URL is the front door's redirect"},
+		{"rtsp://h:8555/s/abc/vod/t?token=eyJ", nil, ": the node refused the admission token of the URL (/s/TOKEN/): the server gave no reason"},
+	} {
+		u, err := base.ParseURL(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := unauthorizedHint(u, &base.Response{StatusCode: base.StatusUnauthorized, Header: base.Header{"WWW-Authenticate": c.www}})
+		if !strings.HasPrefix(got, c.want) && !strings.Contains(got, c.want) {
+			t.Errorf("%s %q: %q, want %q", c.url, c.www, got, c.want)
+		}
+	}
+	u, _ := base.ParseURL("rtsp://h/vod/t?token=x")
+	for _, a := range []*base.Response{nil, {StatusCode: base.StatusForbidden}} {
+		if got := unauthorizedHint(u, a); got != "" {
+			t.Errorf("%+v: %q, want none", a, got)
 		}
 	}
 }
