@@ -24,7 +24,7 @@ func cdpCmd() *cobra.Command {
 				return err
 			}
 			if err := cfg.CDP.validate(); err != nil {
-				return err
+				return inConfig(path, err)
 			}
 			s, err := newCDP(cfg.CDP)
 			if err != nil {

@@ -36,7 +36,8 @@ func TestNodeRefusesSessionTimeoutTooShort(t *testing.T) {
 		select {
 		case err := <-done:
 			d, _ := time.ParseDuration(v)
-			if want := "session_timeout " + d.String() + ": at least 10s"; err == nil || !strings.Contains(err.Error(), want) {
+			// The file too: the message named the key alone.
+			if want := "config " + cfg + ": session_timeout " + d.String() + ": at least 10s"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("session_timeout %s: %v, want %q", v, err, want)
 			}
 		case <-time.After(10 * time.Second):
@@ -68,12 +69,15 @@ func TestManagerRefusesCatalogRefreshAndPlanIntervalTooShort(t *testing.T) {
 	if err := os.WriteFile(usersFile, users, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cfg := filepath.Join(dir, "manager.yaml")
 	for _, c := range []struct{ yaml, want string }{
-		{"  catalog_refresh: 1ms\n", "catalog_refresh 1ms: at least 1s"},
-		{"  catalog_refresh: 999ms\n", "catalog_refresh 999ms: at least 1s"},
-		{"  storage:\n    plan_interval: 1ms\n", "storage.plan_interval 1ms: at least 1s"},
+		{"  catalog_refresh: 1ms\n", "config " + cfg + ": catalog_refresh 1ms: at least 1s"},
+		{"  catalog_refresh: 999ms\n", "config " + cfg + ": catalog_refresh 999ms: at least 1s"},
+		{"  storage:\n    plan_interval: 1ms\n", "config " + cfg + ": storage.plan_interval 1ms: at least 1s"},
+		// Each problem names the file (the message named the key alone).
+		{"  catalog_refresh: 1ms\n  storage:\n    plan_interval: 2ms\n", "config " + cfg + ": catalog_refresh 1ms: at least 1s (1m by default): " +
+			"each read fetches the origin's whole catalog, which the origin reads again at most once a second\nconfig " + cfg + ": storage.plan_interval 2ms: at least 1s"},
 	} {
-		cfg := filepath.Join(dir, "manager.yaml")
 		if err := os.WriteFile(cfg, []byte("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  grpc_listen: 127.0.0.1:0\n  data_dir: "+
 			filepath.Join(dir, "state")+"\n  secret_file: "+secret+"\n  users_file: "+usersFile+"\n"+c.yaml), 0o600); err != nil {
 			t.Fatal(err)

@@ -31,6 +31,9 @@ func managerCmd() *cobra.Command {
 			if err := cfg.needSection("manager"); err != nil {
 				return err
 			}
+			if err := cfg.Manager.validate(); err != nil {
+				return inConfig(path, err)
+			}
 			m, err := newManager(cfg.Manager)
 			if err != nil {
 				return err

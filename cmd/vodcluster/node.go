@@ -27,8 +27,11 @@ func nodeCmd() *cobra.Command {
 			if err := cfg.needSection("node"); err != nil {
 				return err
 			}
+			if err := cfg.Node.validate(); err != nil {
+				return inConfig(path, err)
+			}
 			if err := cfg.Node.checkAdvertised(); err != nil {
-				return err
+				return inConfig(path, err)
 			}
 			n, err := newNode(cfg.Node)
 			if err != nil {

@@ -53,6 +53,25 @@ const minSessionTimeout = 10 * time.Second
 // reads a second, and planned back to back.
 const minCatalogRefresh = time.Second
 
+// inConfig names the file each of err's problems (a section's checks,
+// errors.Join of them) is in, as the file's YAML errors do ("config
+// FILE: ..."): `vodcluster node --config FILE` said only "session_timeout
+// 1ms: at least 10s", the file left to guess on a host with several.
+// nil stays nil; path "" (no file) leaves err as it is.
+func inConfig(path string, err error) error {
+	if err == nil || path == "" {
+		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := make([]error, 0, len(j.Unwrap()))
+		for _, e := range j.Unwrap() {
+			errs = append(errs, inConfig(path, e))
+		}
+		return errors.Join(errs...)
+	}
+	return fmt.Errorf("config %s: %w", path, err)
+}
+
 // keyCheck collects a section's problems, each naming its key.
 type keyCheck struct{ errs []error }
 
