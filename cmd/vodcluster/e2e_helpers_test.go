@@ -27,10 +27,12 @@ import (
 
 // toolPackage names the Debian package of each tool the tests drive
 // (README.md lists them): a missing cvlc or promtool was answered with
-// "apt-get install ffmpeg", which installs neither.
+// "apt-get install ffmpeg", which installs neither. cvlc needs
+// vlc-plugin-base too (VLC's HTTP access and MPEG-TS demuxer): vlc-bin
+// neither depends on nor recommends it.
 var toolPackage = map[string]string{
 	"ffmpeg": "ffmpeg", "ffprobe": "ffmpeg", "gst-launch-1.0": "gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad",
-	"cvlc": "vlc-bin", "promtool": "prometheus",
+	"cvlc": "vlc-bin vlc-plugin-base", "promtool": "prometheus",
 }
 
 // needTool returns the path of a real client the end-to-end tests drive;
