@@ -43,13 +43,14 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 		return ""
 	}
 	uu := (*url.URL)(u)
+	scheme := strings.ToLower(uu.Scheme) // the URL forms given are of the scheme asked for, rtsps too
 	reason, bearer := bearerChallenge(answer)
 	if reason == "" {
 		reason = "the server gave no reason"
 	}
 	if strings.HasPrefix(uu.Path, "/s/") {
 		return ": the node refused the admission token of the URL (/s/TOKEN/): " + reason +
-			"; a node's URL is the front door's redirect, good for one viewer from one address for a short time: play the front door's, rtsp://HOST:PORT/vod/TITLE"
+			"; a node's URL is the front door's redirect, good for one viewer from one address for a short time: play the front door's, " + scheme + "://HOST:PORT/vod/TITLE"
 	}
 	if bearer {
 		return ": the subscriber token in the URL was refused: " + reason
@@ -58,7 +59,7 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 	if uu.User != nil {
 		hint := ": the user name and password in the URL were refused (a subscriber the users file does not know, or a wrong password)"
 		if _, ok := uu.User.Password(); !ok {
-			hint = ": the user name in the URL was refused, and it gives no password: rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE"
+			hint = ": the user name in the URL was refused, and it gives no password: " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE"
 		}
 		if hasToken {
 			hint += "; the token in the URL was not looked at: this front door takes no subscriber tokens (manager.subscriber_tokens)"
@@ -66,7 +67,7 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 		return hint
 	}
 	if hasToken {
-		return ": the front door takes no subscriber tokens (its manager has no subscriber_tokens) and asked for a user name and password: rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE"
+		return ": the front door takes no subscriber tokens (its manager has no subscriber_tokens) and asked for a user name and password: " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE"
 	}
-	return ": no credentials: give the subscriber's in the URL, rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
+	return ": no credentials: give the subscriber's in the URL, " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
 }
