@@ -1,11 +1,13 @@
 package probe
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/liberrors"
 )
 
 // bearerDescription is the error_description of a Bearer challenge (RFC
@@ -70,4 +72,29 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 		return ": the front door takes no subscriber tokens (its manager has no subscriber_tokens) and asked for a user name and password: " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE"
 	}
 	return ": no credentials: give the subscriber's in the URL, " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
+}
+
+// redirectRefusalHint says, for a DESCRIBE that failed at node (host:port)
+// after the front door's redirect, answered answer (nil when the client
+// got none) with err, that the node refused the admission token of the
+// redirect, with the node's reason: a 401 there was the bare "401
+// (Unauthorized)", and with a user name and password in the URL (which
+// the client offers the node too) "unable to setup authentication: no
+// authentication methods available", read as the password refused. It
+// is "" for any other failure.
+func redirectRefusalHint(node string, answer *base.Response, err error) string {
+	if answer != nil && answer.StatusCode == base.StatusUnauthorized {
+		reason, _ := bearerChallenge(answer)
+		if reason == "" {
+			reason = "the node gave no reason"
+		}
+		return ": the node " + node + " refused the admission token of the front door's redirect: " + reason
+	}
+	var setup liberrors.ErrClientAuthSetup
+	if errors.As(err, &setup) {
+		// Only a 401 makes the client set up authentication.
+		return ": the node " + node + " answered 401: it refused the admission token of the front door's redirect " +
+			"(not the user name and password, which the front door took)"
+	}
+	return ""
 }

@@ -232,10 +232,13 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	desc, answer, err := c.Describe(u)
 	if err != nil {
+		hint := unauthorizedHint(u, answer)
 		if c.Host != u.Host {
-			answer = nil // the node's answer, after the front door's redirect: not about u's credentials
+			// The node's answer, after the front door's redirect: not
+			// about u's credentials.
+			hint = redirectRefusalHint(c.Host, answer, err)
 		}
-		return res, early(fmt.Errorf("probe: DESCRIBE: %w%s", err, unauthorizedHint(u, answer)))
+		return res, early(fmt.Errorf("probe: DESCRIBE: %w%s", err, hint))
 	}
 	res.Server = c.Host
 	var packets, bytes atomic.Int64
