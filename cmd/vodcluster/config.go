@@ -294,7 +294,9 @@ func loadConfig(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
+		if err := readableYAMLError(err); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
 	}
 	var top yaml.Node // the first document again, for its section names
 	if err := yaml.Unmarshal(b, &top); err == nil && len(top.Content) > 0 && top.Content[0].Kind == yaml.MappingNode {
@@ -327,21 +329,31 @@ func loadConfig(path string) (*Config, error) {
 var (
 	yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
 	yamlDuration     = regexp.MustCompile("cannot unmarshal !!(\\w+) `([^`]*)` into time\\.Duration")
+	yamlZeroDuration = regexp.MustCompile("cannot unmarshal !!int `0` into time\\.Duration")
 )
 
 // readableYAMLError rewrites the YAML decoder's messages that name Go
 // types into the configuration's words: "unknown key X" and "duration
-// expected". Other errors are returned as they are.
+// expected". A duration written as a bare 0 is no error (the example
+// configurations say "0 or left out": the default; the decoder leaves
+// it 0 and goes on): nil when that is all. Other errors are returned as
+// they are.
 func readableYAMLError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return err
 	}
-	lines := make([]string, len(te.Errors))
-	for i, e := range te.Errors {
+	var lines []string
+	for _, e := range te.Errors {
+		if yamlZeroDuration.MatchString(e) {
+			continue
+		}
 		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")
 		e = yamlDuration.ReplaceAllString(e, "`$2` is not a duration: write it with its unit, like 60s, 5m or 3h")
-		lines[i] = e
+		lines = append(lines, e)
+	}
+	if len(lines) == 0 {
+		return nil
 	}
 	return &configError{msg: strings.Join(lines, "; "), err: err}
 }

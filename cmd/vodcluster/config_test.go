@@ -27,6 +27,17 @@ func TestConfigStrict(t *testing.T) {
 		!strings.Contains(err.Error(), "line 3: `soon` is not a duration") {
 		t.Fatalf("durations without a unit: %v", err)
 	}
+	// A bare 0, as the example configurations' "0 or left out" reads, is
+	// the default; it was refused as "`0` is not a duration".
+	zero := filepath.Join(dir, "zero.yaml")
+	os.WriteFile(zero, []byte("manager:\n  token_ttl: 0\nnode:\n  session_timeout: 0\n  pause_timeout: 0s\n"), 0o600)
+	if c, err := loadConfig(zero); err != nil || c.Manager.TokenTTL != 0 || c.Node.SessionTimeout != 0 {
+		t.Fatalf("durations written 0: %v %+v", err, c)
+	}
+	os.WriteFile(zero, []byte("manager:\n  token_ttl: 0\n  restore_grace: 60\n"), 0o600)
+	if _, err := loadConfig(zero); err == nil || !strings.Contains(err.Error(), "line 3: `60` is not a duration") || strings.Contains(err.Error(), "`0`") {
+		t.Fatalf("a 0 beside a duration without a unit: %v", err)
+	}
 	tiny := filepath.Join(dir, "tiny")
 	os.WriteFile(tiny, []byte("abc\n"), 0o600)
 	if _, err := newManager(ManagerConfig{SecretFile: tiny}); err == nil || !strings.Contains(err.Error(), "secret_file") {
