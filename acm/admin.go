@@ -172,7 +172,8 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 		m.nodeSettings[id] = st
 	}
 	var info *pb.NodeInfo
-	if n := m.sched.Node(id); n != nil {
+	n := m.sched.Node(id)
+	if n != nil {
 		m.applyNodeSettingLocked(id, false) // and tells the node when its drain changes
 		m.log.Info("node changed by operator", "node", id, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
 		info = m.nodeInfoLocked(n)
@@ -182,6 +183,12 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	}
 	m.mu.Unlock()
 	m.kickPump()
+	if n != nil {
+		// A node back in service (or out of it) is planned for now:
+		// titles pinned to it, and the operator's prefetches queued
+		// there, waited for the next periodic plan.
+		m.kickPlan()
+	}
 	if err != nil {
 		m.log.Error("store: node setting not saved", "node", id, "err", err)
 		// On a store of its own the manager keeps the setting for the
