@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -134,14 +135,7 @@ func upCmd() *cobra.Command {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
 				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, playDuration)
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration})
-				if err == nil && res.VideoFrames == 0 {
-					err = fmt.Errorf("no video frame received")
-				}
-				if err != nil {
-					fmt.Fprintf(out, "play failed: %v\n", err)
-				} else {
-					fmt.Fprintln(out, res)
-				}
+				err = reportPlay(out, play, res, err, once)
 				if once {
 					if cerr := c.Close(); err == nil {
 						err = cerr
@@ -220,6 +214,11 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		return fmt.Errorf("up: --transport %q: want tcp or udp", transport)
 	case once && play == "":
 		return fmt.Errorf("up: --once stops the cluster after --play: give --play TITLE")
+	case play != "" && !slices.Contains(samples.IDs(), play):
+		// It started the whole cluster, then failed with the front
+		// door's 404, printed twice.
+		return fmt.Errorf("up: --play %q: no such title: up serves the sample titles %s ... %s (vodctl titles lists them once up)",
+			play, samples.IDs()[0], samples.IDs()[len(samples.IDs())-1])
 	}
 	ports := []struct {
 		name string
@@ -242,6 +241,26 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		}
 	}
 	return nil
+}
+
+// reportPlay writes the result of up's --play of title to out, or its
+// failure (err, or no video frame received) when up goes on running;
+// with once it returns the failure for up's caller to print, not
+// written here as well: it was printed twice. It returns the failure,
+// naming the title, or nil.
+func reportPlay(out io.Writer, title string, res probe.Result, err error, once bool) error {
+	if err == nil && res.VideoFrames == 0 {
+		err = fmt.Errorf("no video frame received")
+	}
+	if err == nil {
+		fmt.Fprintln(out, res)
+		return nil
+	}
+	err = fmt.Errorf("up: --play %s failed: %w", title, err)
+	if !once {
+		fmt.Fprintln(out, err)
+	}
+	return err
 }
 
 // checkDataDir makes up's --data-dir dir when it is missing and checks

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/logtest"
 )
 
@@ -85,7 +87,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--origin-rate-bps", "-1"}, {"--origin-channels", "-3"},
 		{"--play", "sample-001", "--play-duration", "-1s"},
 		{"--play", "sample-001", "--transport", "foo"},
-		{"--once"},
+		{"--once"}, {"--play", "nosuch", "--once"},
 		{"--max-sessions-per-user", "0"}, {"--max-sessions-per-user", "-2"},
 		{"--requests-per-user", "0"}, {"--requests-per-user", "-2"},
 		{"--max-conns-per-addr", "0"}, {"--max-conns-per-addr", "-2"},
@@ -291,5 +293,53 @@ func TestUpLoadLimitsLifted(t *testing.T) {
 	}
 	if closed(dial(net.IPv4(127, 0, 0, 4))) {
 		t.Fatal("another address's connection closed")
+	}
+}
+
+// An unknown title in --play is refused before anything starts, naming
+// the title and the titles there are: up started the whole cluster, then
+// failed with the front door's 404, printed twice.
+func TestUpRefusesUnknownPlayTitle(t *testing.T) {
+	cmd := upCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as the root command
+	dir := t.TempDir()
+	cmd.SetArgs([]string{"--data-dir", dir, "--quiet", "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+		"--play", "nosuch", "--once"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `--play "nosuch": no such title`) ||
+		!strings.Contains(err.Error(), "sample-001 ... sample-020") || !strings.Contains(err.Error(), "vodctl titles") {
+		t.Fatalf("up --play nosuch: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("up --play nosuch printed:\n%s", out.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("the cluster started (%d entries in its data dir)", len(ents))
+	}
+}
+
+// A failed --play is printed once: with --once it is up's error (which
+// main prints), not written to the output as well; without it, written
+// while the cluster goes on running.
+func TestUpPlayFailureOnce(t *testing.T) {
+	refused := errors.New("DESCRIBE: 404 Not Found")
+	var out bytes.Buffer
+	err := reportPlay(&out, "sample-009", probe.Result{}, refused, true)
+	if !errors.Is(err, refused) || !strings.Contains(err.Error(), "--play sample-009 failed") || out.Len() != 0 {
+		t.Fatalf("with --once: %v, output %q", err, out.String())
+	}
+	err = reportPlay(&out, "sample-009", probe.Result{}, refused, false)
+	if err == nil || strings.Count(out.String(), "404 Not Found") != 1 {
+		t.Fatalf("without --once: %v, output %q", err, out.String())
+	}
+	out.Reset()
+	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 0}, nil, true); err == nil || !strings.Contains(err.Error(), "no video frame") || out.Len() != 0 {
+		t.Fatalf("no frame: %v, output %q", err, out.String())
+	}
+	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 5}, nil, true); err != nil || !strings.Contains(out.String(), "5 video frames") {
+		t.Fatalf("a play: %v, output %q", err, out.String())
 	}
 }
