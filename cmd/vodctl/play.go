@@ -185,7 +185,7 @@ func sigName(sig syscall.Signal) string {
 // DESCRIBE: a connection closed after that (a node that died or ended
 // the session) is no wrong port.
 func explainPlay(err error, rawURL string, answered bool) error {
-	host := rawURL
+	host := probe.Redacted(rawURL)
 	if u, perr := url.Parse(rawURL); perr == nil && u.Host != "" {
 		host = u.Host
 	}

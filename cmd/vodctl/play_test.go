@@ -84,3 +84,36 @@ func TestPlayRefusesURLWithoutHost(t *testing.T) {
 		}
 	}
 }
+
+// A URL whose password does not parse shows no part of the password in
+// vodctl's error, play's and --manager's alike (play quoted
+// `invalid port ":qj" after host` and the URL whole; --manager the value
+// as given), and says to percent-encode it.
+func TestBadURLPasswordHidden(t *testing.T) {
+	for _, args := range [][]string{
+		{"play", "rtsp://demo:qj/kw@127.0.0.1:1/vod/sample-001"},
+		{"play", "--json", "rtsp://demo:qj%zkw@127.0.0.1:1/vod/sample-001"},
+		{"--manager", "http://admin:qj/kw@127.0.0.1:1", "nodes"},
+		{"--manager", "admin:qj/kw@127.0.0.1:1", "nodes"},
+	} {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		if err == nil {
+			t.Fatalf("%v: no error", args)
+		}
+		all := err.Error() + out.String()
+		if strings.Contains(all, "qj") || strings.Contains(all, "kw") {
+			t.Errorf("%v: the password shows: %v\n%s", args, err, out.String())
+		}
+		if args[0] == "play" && !strings.Contains(err.Error(), "percent-encode") {
+			t.Errorf("%v: %v, want it to say percent-encode", args, err)
+		}
+		if args[0] == "--manager" && !strings.Contains(err.Error(), "xxxxx@127.0.0.1:1") {
+			t.Errorf("%v: %v, want the value without its password", args, err)
+		}
+	}
+}

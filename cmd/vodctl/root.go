@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
@@ -91,7 +92,8 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	}
 	if _, port, err := net.SplitHostPort(g.manager); err != nil || port == "" {
 		// gRPC would dial port 443 of a bare host.
-		return fmt.Errorf("--manager %q: want HOST:PORT, the manager's grpc_listen (port 9090 by default)", g.manager)
+		// Quoted without a password (a URL given as --manager).
+		return fmt.Errorf("--manager %q: want HOST:PORT, the manager's grpc_listen (port 9090 by default)", probe.Redacted(g.manager))
 	}
 	creds, err := grpctls.Client(g.tls || g.tlsCA != "", g.tlsCA)
 	if err != nil {

@@ -96,8 +96,25 @@ func redacted(rawURL string) string {
 		// keeps as they are.
 		return hideToken(hidePassword(rawURL))
 	}
+	if passwordSpills(u) {
+		return hideToken(hidePassword(rawURL))
+	}
 	return hideToken(u.Redacted())
 }
+
+// passwordSpills reports whether u, a URL that parses, has a password and
+// an '@' in its path: a password with '@' and '/' in it, not
+// percent-encoded, ends at its first '@' as parsed ("demo:p@ss/wd@HOST/"
+// is password "p" at host "ss"), the rest of it taken for the host and
+// path. No title id nor node token has an '@'.
+func passwordSpills(u *url.URL) bool {
+	_, has := u.User.Password()
+	return has && strings.Contains(u.Path, "@")
+}
+
+// badPassword says what to do about a password that a URL cannot carry
+// as it is.
+const badPassword = "the password has characters a URL cannot carry as they are (such as / ? # @ % [ ] or a space): percent-encode them (/ as %2F, ? as %3F, # as %23, @ as %40, % as %25, space as %20)"
 
 // Redacted returns rawURL as the client prints it: its password, its
 // subscriber token (?token=) and a node URL's admission token (/s/TOKEN/)
@@ -150,12 +167,39 @@ func hidePassword(rawURL string) string {
 	if i := strings.IndexByte(auth, '/'); i >= 0 {
 		auth = auth[:i]
 	}
-	at := strings.LastIndexByte(auth, '@')
+	// The password ends at the last '@': one with '/' in it (not
+	// percent-encoded) ended the authority early, and what followed it was
+	// shown. A URL with '@' in its path and a port is hidden past the
+	// port: too much hidden, never a part of a password shown.
+	at := strings.LastIndexByte(rest, '@')
 	colon := strings.IndexByte(auth, ':')
 	if at < 0 || colon < 0 || colon > at {
 		return rawURL
 	}
 	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
+}
+
+// parseError explains err, the failure to parse rawURL, shown as shown
+// (rawURL redacted), with no part of rawURL's password: url.Error quoted
+// the URL whole, and its reason a part of the password too (a '/' in it
+// ends the host early: `invalid port ":pa" after host`; `invalid URL
+// escape "%zz"`). The URL with its password replaced is parsed again: when
+// that parses, the password is what does not, and the error says so and
+// how to write it; when not, its reason names no part of the password.
+func parseError(rawURL, shown string, err error) error {
+	if hidden := hidePassword(rawURL); hidden != rawURL {
+		_, herr := base.ParseURL(hidden)
+		if herr == nil {
+			return fmt.Errorf("probe: parse %q: %s", shown, badPassword)
+		}
+		err = herr
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// It quoted the URL whole, password and all.
+		return fmt.Errorf("probe: parse %q: %w", shown, ue.Err)
+	}
+	return fmt.Errorf("probe: %w", err)
 }
 
 // schemeSlashes is a scheme followed by one slash or more: "rtsp:/".
@@ -189,12 +233,11 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	u, err := base.ParseURL(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			// It quoted the URL whole, password and all.
-			return res, fmt.Errorf("probe: parse %q: %w", res.URL, ue.Err)
-		}
-		return res, fmt.Errorf("probe: %w", err)
+		return res, parseError(rawURL, res.URL, err)
+	}
+	if passwordSpills((*url.URL)(u)) {
+		// It dialled what followed the password's first '@' as the host.
+		return res, fmt.Errorf("probe: parse %q: %s", res.URL, badPassword)
 	}
 	if (*url.URL)(u).Hostname() == "" {
 		// rtsp:///vod/TITLE, rtsp://USER:PASSWORD@/..., rtsp://:8554/...:

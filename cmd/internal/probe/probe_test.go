@@ -211,3 +211,40 @@ func TestUnauthorizedHint(t *testing.T) {
 		}
 	}
 }
+
+// A password that does not parse (a '/', '%', '#', '?', '[' or a space
+// in it, not percent-encoded) shows in no part of the error or the
+// result: a '/' ended the host early and the error quoted the URL whole
+// and `invalid port ":pa" after host`; a bad escape was quoted as it is.
+// The error says the password is what does not parse, and to
+// percent-encode it.
+func TestUnparsablePasswordHidden(t *testing.T) {
+	for raw, secret := range map[string]string{
+		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x":      "qj/kw",
+		"rtsp://demo:q@kj/wz@127.0.0.1:8554/vod/x":    "q@kj/wz",
+		"rtsp://demo:qj%zzkw@127.0.0.1:8554/vod/x":    "qj%zzkw",
+		"rtsp://demo:qj#kw@127.0.0.1:8554/vod/x":      "qj#kw",
+		"rtsp://demo:qj?kw@127.0.0.1:8554/vod/x":      "qj?kw",
+		"rtsp://demo:qj kw@127.0.0.1:8554/vod/x":      "qj kw",
+		"rtsps://demo:qj[kw@127.0.0.1:8322/vod/x":     "qj[kw",
+		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x?a=%z": "qj/kw",
+	} {
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil {
+			t.Fatalf("%s: played", raw)
+		}
+		for _, part := range []string{secret, secret[:2], secret[len(secret)-2:]} {
+			if strings.Contains(err.Error(), part) || strings.Contains(res.URL, part) {
+				t.Errorf("%s: %q of the password shown: %v; result %q", raw, part, err, res.URL)
+			}
+		}
+		if !strings.Contains(err.Error(), "percent-encode") || !strings.Contains(err.Error(), "demo:xxxxx@127.0.0.1:") {
+			t.Errorf("%s: %v, want it to name the password and percent-encoding", raw, err)
+		}
+	}
+	// What does not parse beside the password is said as it was.
+	if _, err := Play(context.Background(), "rtsp://demo:qj/kw@127.0.0.1:85x4/vod/x", Options{}); err == nil ||
+		!strings.Contains(err.Error(), `invalid port ":85x4" after host`) || strings.Contains(err.Error(), "qj") || strings.Contains(err.Error(), "kw") {
+		t.Errorf("bad port beside a bad password: %v", err)
+	}
+}
