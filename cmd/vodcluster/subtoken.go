@@ -19,6 +19,7 @@ import (
 
 	"vodcluster/acm/auth"
 	"vodcluster/cdp"
+	"vodcluster/cmd/internal/durflag"
 )
 
 // tokenRequest is what subscriber-token signs: the claims of
@@ -26,11 +27,13 @@ import (
 type tokenRequest struct {
 	User, Title, IP, Issuer, Audience string
 	TTL                               time.Duration
+	TTLText                           string // --ttl as typed, for errors; empty: TTL's own form
 	SecretFile, KeyFile, Alg          string
 }
 
 func subscriberTokenCmd() *cobra.Command {
 	var r tokenRequest
+	ttl := durflag.Value{D: time.Hour}
 	cmd := &cobra.Command{
 		Use:   "subscriber-token",
 		Short: "Sign a subscriber token (JWT) as an operator's portal would, to try manager.subscriber_tokens",
@@ -43,6 +46,7 @@ func subscriberTokenCmd() *cobra.Command {
 			"  ffplay \"http://front:8080/vod/sample-004/index.m3u8?token=$(vodcluster subscriber-token --secret-file portal-secret --user alice)\"",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			r.TTL, r.TTLText = ttl.D, ttl.String()
 			tok, err := signSubscriberToken(r, time.Now())
 			if err != nil {
 				return err
@@ -55,7 +59,7 @@ func subscriberTokenCmd() *cobra.Command {
 	f.StringVar(&r.User, "user", "", "the subscriber (sub): a name the manager's users file knows")
 	f.StringVar(&r.Title, "title", "", "the only title the token opens (title claim); empty: any the subscriber is entitled to")
 	f.StringVar(&r.IP, "ip", "", "the only client address the token is good from (ip claim); empty: any")
-	f.DurationVar(&r.TTL, "ttl", time.Hour, "how long the token is good (exp)")
+	f.Var(&ttl, "ttl", "how long the token is good (exp; e.g. 30m, 4h, 7d)")
 	f.StringVar(&r.Issuer, "issuer", "", "iss, when the manager's subscriber_tokens.issuer is set")
 	f.StringVar(&r.Audience, "audience", "", "aud, when the manager's subscriber_tokens.audience is set")
 	f.StringVar(&r.SecretFile, "secret-file", "", "HMAC secret shared with the manager (its subscriber_tokens.secret_file)")
@@ -75,7 +79,11 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 	case r.User == "":
 		return "", errors.New("--user is required")
 	case r.TTL <= 0:
-		return "", fmt.Errorf("--ttl %v: want a positive duration", r.TTL)
+		text := r.TTLText
+		if text == "" {
+			text = durflag.Readable(r.TTL)
+		}
+		return "", fmt.Errorf("--ttl %s: want a positive duration", text)
 	case (r.SecretFile == "") == (r.KeyFile == ""):
 		return "", errors.New("give --secret-file (HMAC) or --key-file (private key), one of the two")
 	}

@@ -109,6 +109,8 @@ func TestSubscriberTokenCommand(t *testing.T) {
 		{[]string{"--user", "a"}, "--secret-file"},
 		{[]string{"--user", "a", "--secret-file", secret, "--key-file", ecPriv}, "one of the two"},
 		{[]string{"--user", "a", "--secret-file", secret, "--ttl", "0s"}, "--ttl"},
+		// Echoed as typed: it was "--ttl -1h30m0s".
+		{[]string{"--user", "a", "--secret-file", secret, "--ttl", "-90m"}, "--ttl -90m: want a positive duration"},
 		{[]string{"--user", "a", "--secret-file", secret, "--ip", "box-7"}, "--ip"},
 		{[]string{"--user", "a", "--secret-file", secret, "--title", "sample 003/index.m3u8"}, "--title"},
 		{[]string{"--user", "a", "--secret-file", secret, "--alg", "none"}, "--alg"},

@@ -21,6 +21,7 @@ import (
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
 	"vodcluster/cdp/samples"
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
 )
 
@@ -35,7 +36,9 @@ func upCmd() *cobra.Command {
 		opts         clusterOptions
 		dataDir      string
 		play         string
-		playDuration time.Duration
+		playDuration = durflag.Value{D: 5 * time.Second}
+		setupDelay   = durflag.Value{D: 200 * time.Millisecond}
+		queueWait    = durflag.Value{D: 5 * time.Second}
 		transport    string
 		quiet        bool
 		once         bool
@@ -59,7 +62,17 @@ func upCmd() *cobra.Command {
 			"connections): -1 lifts each.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkUpFlags(opts, play, playDuration, transport, once); err != nil {
+			// Echoed as typed: a negative one was "-1m0s" for "-1m".
+			for _, d := range []struct {
+				name, zero string
+				v          *durflag.Value
+			}{{"origin-setup-delay", "", &setupDelay}, {"queue-deadline", "", &queueWait}, {"play-duration", " (0 plays to the end)", &playDuration}} {
+				if d.v.D < 0 {
+					return fmt.Errorf("up: --%s %s is negative%s", d.name, d.v, d.zero)
+				}
+			}
+			opts.OriginSetupDelay, opts.QueueDeadline = setupDelay.D, queueWait.D
+			if err := checkUpFlags(opts, play, transport, once); err != nil {
 				return err
 			}
 			if maxSessions == 0 || maxSessions < -1 {
@@ -133,8 +146,8 @@ func upCmd() *cobra.Command {
 			printBanner(out, c, dataDir, gone)
 			if play != "" {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
-				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, playDuration)
-				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration})
+				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, durflag.Readable(playDuration.D))
+				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
 				err = reportPlay(out, play, res, err, once)
 				if once {
 					if cerr := c.Close(); err == nil {
@@ -160,12 +173,12 @@ func upCmd() *cobra.Command {
 	f.Int64Var(&opts.NodeEgress, "node-egress-bps", 100_000_000, "egress capacity per node, bit/s")
 	f.Int64Var(&opts.NodeDisk, "node-disk-bytes", 16_000_000, "disk for titles per node, bytes (the 20 sample titles take about 30 MB)")
 	f.StringVar(&opts.Policy, "policy", "", "scheduling policy (default lall)")
-	f.DurationVar(&opts.OriginSetupDelay, "origin-setup-delay", 200*time.Millisecond, "origin: setup delay per transfer")
+	f.Var(&setupDelay, "origin-setup-delay", "origin: setup delay per transfer")
 	f.Int64Var(&opts.OriginRateBps, "origin-rate-bps", 8_000_000, "origin: rate per transfer, bit/s")
 	f.IntVar(&opts.OriginMaxTransfers, "origin-channels", 4, "origin: concurrent transfers")
-	f.DurationVar(&opts.QueueDeadline, "queue-deadline", 5*time.Second, "how long a request waits for a node before 453")
+	f.Var(&queueWait, "queue-deadline", "how long a request waits for a node before 453")
 	f.StringVar(&play, "play", "", "play this title through the front door once up, and print what was received")
-	f.DurationVar(&playDuration, "play-duration", 5*time.Second, "how long --play plays (0 = to the end of the title)")
+	f.Var(&playDuration, "play-duration", "how long --play plays (0 = to the end of the title)")
 	f.StringVar(&transport, "transport", "tcp", "--play transport: tcp or udp")
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
 	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
@@ -183,9 +196,10 @@ const maxUpNodes = 100
 // that cannot play (no node, a node with no egress, or a disk too small
 // for a sample title; a --host of every address, which its nodes would
 // announce) or run one without end (a million nodes), or fail
-// only once the cluster is up (a negative queue deadline or origin
-// setting, refused by the part it configures in its own words).
-func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, transport string, once bool) error {
+// only once the cluster is up (a negative origin setting, refused by the
+// part it configures in its own words; up's RunE refuses negative
+// durations, echoed as typed).
+func checkUpFlags(o clusterOptions, play string, transport string, once bool) error {
 	switch {
 	case o.Nodes < 1 || o.Nodes > maxUpNodes:
 		return fmt.Errorf("up: --nodes %d out of 1..%d", o.Nodes, maxUpNodes)
@@ -198,18 +212,12 @@ func checkUpFlags(o clusterOptions, play string, playDuration time.Duration, tra
 		return fmt.Errorf("up: --node-disk-bytes %d must be > 0", o.NodeDisk)
 	case o.NodeDisk < largestSample():
 		return fmt.Errorf("up: --node-disk-bytes %d: below the largest sample title (%d bytes), which no node could then hold", o.NodeDisk, largestSample())
-	case o.QueueDeadline < 0:
-		return fmt.Errorf("up: --queue-deadline %v is negative", o.QueueDeadline)
-	case o.OriginSetupDelay < 0:
-		return fmt.Errorf("up: --origin-setup-delay %v is negative", o.OriginSetupDelay)
 	case o.OriginRateBps < 0:
 		return fmt.Errorf("up: --origin-rate-bps %d is negative (0: unlimited)", o.OriginRateBps)
 	case o.OriginMaxTransfers < 0:
 		return fmt.Errorf("up: --origin-channels %d is negative (0: unlimited)", o.OriginMaxTransfers)
 	case o.MetricsPort < -1:
 		return fmt.Errorf("up: --metrics-port %d: a port, 0 for any, or -1 for none", o.MetricsPort)
-	case playDuration < 0:
-		return fmt.Errorf("up: --play-duration %v is negative (0 plays to the end)", playDuration)
 	case transport != "tcp" && transport != "udp":
 		return fmt.Errorf("up: --transport %q: want tcp or udp", transport)
 	case once && play == "":

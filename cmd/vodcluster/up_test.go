@@ -126,7 +126,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 // --metrics-port -1 beside a 0, are not one port.
 func TestUpRefusesOnePortTwice(t *testing.T) {
 	ok := clusterOptions{Nodes: 1, Host: "127.0.0.1", NodeEgress: 1e8, NodeDisk: 16_000_000, MetricsPort: -1}
-	if err := checkUpFlags(ok, "", 0, "tcp", false); err != nil {
+	if err := checkUpFlags(ok, "", "tcp", false); err != nil {
 		t.Fatalf("every port 0 (any), metrics -1: %v", err)
 	}
 	for _, c := range []struct {
@@ -139,7 +139,7 @@ func TestUpRefusesOnePortTwice(t *testing.T) {
 	} {
 		o := ok
 		c.set(&o)
-		err := checkUpFlags(o, "", 0, "tcp", false)
+		err := checkUpFlags(o, "", "tcp", false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("want %q, got %v", c.want, err)
 		}
@@ -341,5 +341,26 @@ func TestUpPlayFailureOnce(t *testing.T) {
 	}
 	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 5}, nil, true); err != nil || !strings.Contains(out.String(), "5 video frames") {
 		t.Fatalf("a play: %v, output %q", err, out.String())
+	}
+}
+
+// A negative duration is echoed as typed, not in Go's form ("-1m30s"
+// for -90s, "-24h0m0s" for -1d), before anything starts.
+func TestUpDurationEchoedAsTyped(t *testing.T) {
+	for flag, val := range map[string]string{"--queue-deadline": "-90s", "--origin-setup-delay": "-1d", "--play-duration": "-60m"} {
+		cmd := upCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SilenceUsage = true
+		dir := t.TempDir()
+		cmd.SetArgs([]string{"--data-dir", dir, "--quiet", "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+			"--play", "sample-001", flag, val})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "up: "+flag+" "+val+" is negative") {
+			t.Errorf("%s %s: %v", flag, val, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("%s %s: the cluster started", flag, val)
+		}
 	}
 }

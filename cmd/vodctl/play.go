@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 )
@@ -35,6 +36,7 @@ func printPlay(w io.Writer, res probe.Result, asJSON bool) {
 func playCmd(g *globals) *cobra.Command {
 	var opts probe.Options
 	var rtspsCA string
+	dur := durflag.Value{D: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "play URL",
 		Short: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s",
@@ -51,6 +53,11 @@ func playCmd(g *globals) *cobra.Command {
 			"other error (a bad URL or flag, a refusal, no video frame received).",
 		Args: argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dur.D < 0 {
+				// Echoed as typed: the probe's refusal was "duration -1m0s".
+				return fmt.Errorf("--duration %s is negative (0 plays to the end)", &dur)
+			}
+			opts.Duration = dur.D
 			if rtspsCA != "" {
 				pool, err := grpctls.CertPool(rtspsCA)
 				if err != nil {
@@ -100,7 +107,7 @@ func playCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.Transport, "transport", "tcp", "RTP transport: tcp (interleaved) or udp")
-	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to play (0 = to the end; Ctrl-C stops it sooner, with the report)")
+	cmd.Flags().Var(&dur, "duration", "how long to play (0 = to the end; Ctrl-C stops it sooner, with the report)")
 	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
 	return cmd
 }

@@ -117,3 +117,16 @@ func TestBadURLPasswordHidden(t *testing.T) {
 		}
 	}
 }
+
+// A negative --duration is refused echoing it as typed (the probe's
+// refusal was "duration -1m30s is negative" for -90s).
+func TestPlayDurationEchoedAsTyped(t *testing.T) {
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"play", "--duration", "-90s", "rtsp://demo:demo@127.0.0.1:1/vod/sample-001"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--duration -90s is negative (0 plays to the end)") {
+		t.Fatalf("play --duration -90s: %v", err)
+	}
+}

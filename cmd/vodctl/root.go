@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
@@ -28,15 +29,15 @@ type globals struct {
 	manager string
 	token   string
 	json    bool
-	timeout time.Duration
-	tls     bool      // TLS to the manager
-	tlsCA   string    // PEM CA(s) to verify the manager with (implies tls)
-	tlsEnv  error     // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
-	out     io.Writer // where admin calls print: the command's output (os.Stdout unless a test sets it)
+	timeout durflag.Value // --timeout, as typed for errors
+	tls     bool          // TLS to the manager
+	tlsCA   string        // PEM CA(s) to verify the manager with (implies tls)
+	tlsEnv  error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
+	out     io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
 }
 
 func newRoot() *cobra.Command {
-	g := &globals{}
+	g := &globals{timeout: durflag.Value{D: 10 * time.Second}}
 	root := &cobra.Command{
 		Use:           "vodctl",
 		Short:         "Operate a vodcluster: play titles, inspect nodes and sessions, steer scheduling and storage",
@@ -68,7 +69,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.tls, "tls", false, "TLS to the manager (its grpc_tls_cert_file), verified with the system's roots or --tls-ca (default $VODCTL_TLS: 1 or true)")
 	root.PersistentFlags().StringVar(&g.tlsCA, "tls-ca", os.Getenv("VODCTL_TLS_CA"), "PEM CA file to verify the manager's certificate with; implies --tls ($VODCTL_TLS_CA)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON instead of a table (keys in lowerCamelCase, as the Admin API's protojson: sizeBytes, videoFrames; integers as numbers)")
-	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 10*time.Second, "timeout of an admin call")
+	root.PersistentFlags().Var(&g.timeout, "timeout", "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
 		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), suspendCmd(g), suspensionsCmd(g))
@@ -87,8 +88,8 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	if g.tlsEnv != nil {
 		return g.tlsEnv
 	}
-	if g.timeout <= 0 {
-		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10s)", g.timeout)
+	if g.timeout.D <= 0 {
+		return fmt.Errorf("--timeout %s: want a positive duration (e.g. 10s)", &g.timeout)
 	}
 	if _, port, err := net.SplitHostPort(g.manager); err != nil || port == "" {
 		// gRPC would dial port 443 of a bare host.
@@ -108,7 +109,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		return err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout.D)
 	defer cancel()
 	m, err := f(ctx, v1.NewAdminClient(conn))
 	if err != nil {
@@ -394,7 +395,7 @@ func (g *globals) explain(err error) error {
 		}
 		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
 	case codes.DeadlineExceeded:
-		return fmt.Errorf("%w (no answer within --timeout %v from %s)", err, g.timeout, g.manager)
+		return fmt.Errorf("%w (no answer within --timeout %s from %s)", err, &g.timeout, g.manager)
 	case codes.Unimplemented:
 		if strings.Contains(st.Message(), "unknown service") {
 			// Another gRPC server: the origin (cdp, 9100), a node's port.

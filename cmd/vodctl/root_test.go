@@ -240,6 +240,9 @@ func TestArgsCheckedBeforeCall(t *testing.T) {
 		// A call with no time at all failed with DEADLINE_EXCEEDED.
 		{[]string{"--timeout", "0s", "nodes"}, "--timeout 0s: want a positive duration"},
 		{[]string{"--timeout", "-1s", "sessions"}, "--timeout -1s: want a positive duration"},
+		// Echoed as typed: they were "-1m0s" and "0s".
+		{[]string{"--timeout", "-1m", "sessions"}, "--timeout -1m: want a positive duration"},
+		{[]string{"--timeout", "0d", "sessions"}, "--timeout 0d: want a positive duration"},
 	} {
 		if err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("vodctl %s: %v, want %q", strings.Join(c.args, " "), err, c.want)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
+	"vodcluster/cmd/internal/durflag"
 	v1 "vodcluster/proto/vodcluster/v1"
 )
 
@@ -19,7 +20,7 @@ const maxSuspension = 8784 * time.Hour
 // suspendCmd is `vodctl suspend USER --for DURATION | --lift`.
 func suspendCmd(g *globals) *cobra.Command {
 	var (
-		dur    time.Duration
+		dur    durflag.Value
 		lift   bool
 		reason string
 	)
@@ -33,21 +34,22 @@ func suspendCmd(g *globals) *cobra.Command {
 			if len(args) != 1 {
 				return fmt.Errorf("name one subscriber")
 			}
-			if lift == (dur != 0) {
-				return fmt.Errorf("give --for DURATION (1s to 8784h) or --lift, one of the two")
+			if lift == (dur.D != 0) {
+				return fmt.Errorf("give --for DURATION (1s to %s, a year) or --lift, one of the two", durflag.Readable(maxSuspension))
 			}
-			if dur < 0 || (dur > 0 && dur < time.Second) {
-				return fmt.Errorf("--for %v: at least 1s", dur)
+			// Echoed as typed: "--for 8785h0m0s" for 366d.
+			if dur.D < 0 || (dur.D > 0 && dur.D < time.Second) {
+				return fmt.Errorf("--for %s: at least 1s", &dur)
 			}
-			if dur > maxSuspension {
+			if dur.D > maxSuspension {
 				// The manager's refusal spoke of duration_s 32400000, not --for.
-				return fmt.Errorf("--for %v: at most %v (a year)", dur, maxSuspension)
+				return fmt.Errorf("--for %s: at most %s, a year", &dur, durflag.Readable(maxSuspension))
 			}
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.SuspendSubscriber(ctx, &v1.SuspendRequest{User: args[0], DurationS: int64(dur / time.Second), Reason: reason})
+				return c.SuspendSubscriber(ctx, &v1.SuspendRequest{User: args[0], DurationS: int64(dur.D / time.Second), Reason: reason})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				s := m.(*v1.Suspension)
 				if s.UntilUnixMs == 0 {
@@ -61,7 +63,7 @@ func suspendCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&dur, "for", 0, "how long (e.g. 30m, 24h; 1s to 8784h, a year)")
+	cmd.Flags().Var(&dur, "for", "how long (e.g. 30m, 24h, 7d; 1s to 366d, a year)")
 	cmd.Flags().BoolVar(&lift, "lift", false, "lift the subscriber's suspension")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (logged and listed)")
 	return cmd

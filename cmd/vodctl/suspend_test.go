@@ -47,7 +47,12 @@ func TestSuspend(t *testing.T) {
 		"suspend alice bob --for 1h":       "name one subscriber",
 		"suspend alice --for -1h --reason": "flag needs an argument",
 		// The manager's refusal named its duration_s, not --for.
-		"suspend alice --for 8785h": "--for 8785h0m0s: at most 8784h0m0s (a year)",
+		// Echoed as typed, the limit readable: it was "--for 8785h0m0s:
+		// at most 8784h0m0s".
+		"suspend alice --for 8785h":   "--for 8785h: at most 8784h (366 days), a year",
+		"suspend alice --for 367d":    "--for 367d: at most 8784h (366 days), a year",
+		"suspend alice --for 90m100d": `"90m100d": want a duration such as 90s, 30m, 24h, 1h30m or 7d`,
+		"suspend alice --for 500ms":   "--for 500ms: at least 1s",
 	} {
 		if _, err := run(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("vodctl %s: %v, want %q", args, err, want)
@@ -56,6 +61,14 @@ func TestSuspend(t *testing.T) {
 	if len(fa.reqs) != 0 {
 		t.Fatalf("calls made for wrong arguments: %v", fa.reqs)
 	}
+	// A year in days is taken.
+	if out, err := run("suspend", "alice", "--for", "366d"); err != nil || !strings.Contains(out, "alice: suspended until") {
+		t.Fatalf("suspend --for 366d: %v\n%s", err, out)
+	}
+	if r := fa.reqs; len(r) != 1 || r[0].DurationS != 366*86400 {
+		t.Fatalf("suspend --for 366d asked for %v", r)
+	}
+	fa.reqs = nil
 	out, err := run("suspend", "alice", "--for", "24h", "--reason", "account shared")
 	if err != nil || !strings.Contains(out, "alice: suspended until 2027-01-") {
 		t.Fatalf("suspend: %v\n%s", err, out)

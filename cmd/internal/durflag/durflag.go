@@ -1,0 +1,106 @@
+// Package durflag is a duration flag that keeps what the user typed, for
+// error messages to echo it ("--for 366d", not "--for 8784h0m0s"), and
+// renders a limit in a readable form ("8784h (366 days)").
+package durflag
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Value is a duration flag's value: the duration and the text it was
+// set from. It takes what time.ParseDuration takes, and whole days
+// before it: "366d", "1d12h".
+type Value struct {
+	D    time.Duration // the duration, 0 until set unless given a default
+	text string        // what was typed; empty: the default
+}
+
+// Var defines a duration flag name on fs with default def and usage, as
+// pflag.FlagSet.DurationVar does, and returns its value.
+func Var(fs *pflag.FlagSet, name string, def time.Duration, usage string) *Value {
+	v := &Value{D: def}
+	fs.Var(v, name, usage)
+	return v
+}
+
+// Set parses s: a Go duration ("90m", "1h30m"), or whole days and
+// then, optionally, one ("366d", "1d12h"). Errors: any other text, or
+// days past what a time.Duration holds.
+func (v *Value) Set(s string) error {
+	d, err := parse(s)
+	if err != nil {
+		return err
+	}
+	v.D, v.text = d, s
+	return nil
+}
+
+func parse(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	sign := time.Duration(1)
+	if t, neg := strings.CutPrefix(days, "-"); neg {
+		sign, days = -1, t
+	}
+	n, err := strconv.ParseUint(days, 10, 32)
+	if err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+		return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
+	}
+	if n > uint64(maxDays) {
+		return 0, fmt.Errorf("%q: at most %d days", s, maxDays)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
+		}
+		if r > time.Duration(1<<63-1)-d {
+			return 0, fmt.Errorf("%q: at most %d days", s, maxDays)
+		}
+		d += r
+	}
+	return sign * d, nil
+}
+
+// maxDays is the most days a time.Duration holds (about 292 years).
+const maxDays = int64(1<<63-1) / int64(24*time.Hour)
+
+// String returns what the flag was set from, or the default, readable,
+// when it was not set ("0" for none: help then shows no default).
+func (v *Value) String() string {
+	switch {
+	case v.text != "":
+		return v.text
+	case v.D == 0:
+		return "0"
+	}
+	return Readable(v.D)
+}
+
+// Type names the flag's kind in help: "duration".
+func (v *Value) Type() string { return "duration" }
+
+// Readable renders d without its zero units ("8784h", "1m30s", "5s", not
+// "8784h0m0s"), with days beside a whole number of them from two up:
+// "8784h (366 days)".
+func Readable(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	if d >= 48*time.Hour && d%(24*time.Hour) == 0 {
+		s += fmt.Sprintf(" (%d days)", d/(24*time.Hour))
+	}
+	return s
+}

@@ -1,0 +1,45 @@
+package durflag
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// A value set keeps what was typed; days are taken; the default reads
+// without zero units.
+func TestValue(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"366d": 366 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "-1d": -24 * time.Hour, "0d": 0, "1.5s": 1500 * time.Millisecond,
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		v := Var(fs, "for", 0, "")
+		if err := fs.Parse([]string{"--for", in}); err != nil || v.D != want || v.String() != in {
+			t.Errorf("%q: %v %v %q, want %v", in, err, v.D, v.String(), want)
+		}
+	}
+	for _, in := range []string{"d", "1.5d", "1d-1h", "xd", "1e", "", "9999999999d", "106751d24h"} {
+		var v Value
+		if err := v.Set(in); err == nil {
+			t.Errorf("%q: taken as %v", in, v.D)
+		} else if in != "" && !strings.Contains(err.Error(), in) {
+			t.Errorf("%q: error %v does not quote it", in, err)
+		}
+	}
+	if v := (&Value{D: 10 * time.Second}); v.String() != "10s" {
+		t.Errorf("default: %q", v.String())
+	}
+}
+
+func TestReadable(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		8784 * time.Hour: "8784h (366 days)", time.Hour: "1h", 90 * time.Second: "1m30s", time.Second: "1s",
+		25 * time.Hour: "25h", 48 * time.Hour: "48h (2 days)", 0: "0s", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s",
+	} {
+		if got := Readable(d); got != want {
+			t.Errorf("Readable(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
