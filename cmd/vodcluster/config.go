@@ -19,6 +19,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/acm/auth"
+	"vodcluster/cmd/internal/fileflag"
 	"vodcluster/proto/grpctls"
 )
 
@@ -51,7 +52,7 @@ func (c *Config) needSection(role string) error {
 	if len(c.sections) > 0 {
 		has = strings.Join(c.sections, ":, ") + ":"
 	}
-	return fmt.Errorf("config %s: no %s: section (the file has %s); vodcluster %s reads only its own section: give it the %s config (deploy/config/%s.yaml)",
+	return fmt.Errorf("--config %s: no %s: section (the file has %s); vodcluster %s reads only its own section: give it the %s config (deploy/config/%s.yaml)",
 		c.path, role, has, role, role, role)
 }
 
@@ -289,13 +290,13 @@ func loadConfig(path string) (*Config, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fileflag.Error("config", path, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
 		if err := readableYAMLError(err); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
 	}
 	var top yaml.Node // the first document again, for its section names
@@ -313,11 +314,11 @@ func loadConfig(path string) (*Config, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, readableYAMLError(err))
+			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err))
 		}
 		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
 			// Ignored, it would hide settings the operator believes set.
-			return nil, fmt.Errorf("config %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
+			return nil, fmt.Errorf("--config %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
 		}
 	}
 	return &c, nil

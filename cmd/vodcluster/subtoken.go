@@ -20,6 +20,7 @@ import (
 	"vodcluster/acm/auth"
 	"vodcluster/cdp"
 	"vodcluster/cmd/internal/durflag"
+	"vodcluster/cmd/internal/fileflag"
 )
 
 // tokenRequest is what subscriber-token signs: the claims of
@@ -102,7 +103,7 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 	if r.SecretFile != "" {
 		b, err := readTokenSecret(r.SecretFile)
 		if err != nil {
-			return "", err
+			return "", fileflag.Error("secret-file", r.SecretFile, err)
 		}
 		if len(b) < auth.MinTokenSecret {
 			// The manager refuses such a secret: a token signed with it
@@ -116,7 +117,7 @@ func signSubscriberToken(r tokenRequest, now time.Time) (string, error) {
 	} else {
 		var err error
 		if key, err = readPrivateKey(r.KeyFile); err != nil {
-			return "", err
+			return "", fileflag.Error("key-file", r.KeyFile, err)
 		}
 		if alg == "" {
 			alg = defaultAlg(key)

@@ -17,6 +17,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
+	"vodcluster/cmd/internal/fileflag"
 )
 
 // usersDoc mirrors the users file (realm + users) for editing.
@@ -55,13 +56,13 @@ func userCmd() *cobra.Command {
 			path := file // the file edited: file with its symbolic links followed
 			if file != "" {
 				if path, err = followLinks(file); err != nil {
-					return err
+					return fileflag.Error("file", file, err)
 				}
 				if err := readUsers(path, &doc); err != nil {
-					return err
+					return fileflag.Error("file", file, err)
 				}
 				if doc.Realm != realm && cmd.Flags().Changed("realm") {
-					return fmt.Errorf("%s is for realm %q, not %q", file, doc.Realm, realm)
+					return fmt.Errorf("--file %s is for realm %q, not --realm %q", file, doc.Realm, realm)
 				}
 			}
 			u, err := boss.NewUser(args[0], pw, doc.Realm, packages) // the bcrypt hash: before the lock
@@ -73,16 +74,16 @@ func userCmd() *cobra.Command {
 				// another may have replaced the file since.
 				unlock, err := lockUsersDir(path)
 				if err != nil {
-					return err
+					return fileflag.Error("file", file, err)
 				}
 				defer unlock()
 				read := doc.Realm
 				doc = usersDoc{Realm: realm}
 				if err := readUsers(path, &doc); err != nil {
-					return err
+					return fileflag.Error("file", file, err)
 				}
 				if doc.Realm != read {
-					return fmt.Errorf("%s: its realm became %q meanwhile (%q before); run the command again", file, doc.Realm, read)
+					return fmt.Errorf("--file %s: its realm became %q meanwhile (%q before); run the command again", file, doc.Realm, read)
 				}
 			}
 			replaced := false
@@ -102,7 +103,7 @@ func userCmd() *cobra.Command {
 				// they are; only this subscriber's entry is written.
 				b, err := editUsers(old, u)
 				if err != nil {
-					return fmt.Errorf("%s: %w", file, err)
+					return fmt.Errorf("--file %s: %w", file, err)
 				}
 				buf.Write(b)
 			case file != "" && err == nil && len(bytes.TrimSpace(old)) > 0:
@@ -110,7 +111,7 @@ func userCmd() *cobra.Command {
 				// subscriber): they stay, the list follows them.
 				b, err := appendUsersTo(old, doc.Realm, doc.Users)
 				if err != nil {
-					return err
+					return fileflag.Error("file", file, err)
 				}
 				buf.Write(b)
 			default:
@@ -120,7 +121,7 @@ func userCmd() *cobra.Command {
 			}
 			if _, err := boss.ParseFile(bytes.NewReader(buf.Bytes())); err != nil {
 				if file != "" {
-					return fmt.Errorf("%s: not changed: the file edited would not read: %w", file, err)
+					return fmt.Errorf("--file %s: not changed: the file edited would not read: %w", file, err)
 				}
 				return err
 			}
@@ -129,7 +130,7 @@ func userCmd() *cobra.Command {
 				return err
 			}
 			if err := replaceFile(path, buf.Bytes()); err != nil {
-				return err
+				return fileflag.Error("file", file, err)
 			}
 			verb := "added"
 			if replaced {

@@ -54,7 +54,7 @@ const minSessionTimeout = 10 * time.Second
 const minCatalogRefresh = time.Second
 
 // inConfig names the file each of err's problems (a section's checks,
-// errors.Join of them) is in, as the file's YAML errors do ("config
+// errors.Join of them) is in, as the file's YAML errors do ("--config
 // FILE: ..."): `vodcluster node --config FILE` said only "session_timeout
 // 1ms: at least 10s", the file left to guess on a host with several.
 // nil stays nil; path "" (no file) leaves err as it is.
@@ -69,7 +69,7 @@ func inConfig(path string, err error) error {
 		}
 		return errors.Join(errs...)
 	}
-	return fmt.Errorf("config %s: %w", path, err)
+	return fmt.Errorf("--config %s: %w", path, err)
 }
 
 // keyCheck collects a section's problems, each naming its key.

@@ -8,8 +8,10 @@ package boundcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -188,7 +190,9 @@ func NewCommand() *cobra.Command {
 			"eviction policy fetches as one cache are printed next to it.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			flag := "--trace" // what gave the trace, for its file's errors
 			if len(args) == 1 {
+				flag = "trace file"
 				if trace != "" && trace != args[0] {
 					return fmt.Errorf("bound: two traces given (%s and --trace %s)", args[0], trace)
 				}
@@ -201,14 +205,19 @@ func NewCommand() *cobra.Command {
 			if trace != "-" {
 				f, err := os.Open(trace)
 				if err != nil {
-					return err
+					// It was "open FILE: ...", not naming what gave FILE.
+					var pe *fs.PathError
+					if errors.As(err, &pe) {
+						err = pe.Err
+					}
+					return fmt.Errorf("bound: %s %s: cannot open it: %w", flag, trace, err)
 				}
 				defer f.Close()
 				in = f
 			}
 			recs, err := bound.ReadCSV(in)
 			if err != nil {
-				return fmt.Errorf("%s: %w", trace, err)
+				return fmt.Errorf("%s %s: %w", flag, trace, err)
 			}
 			var ps []string
 			if cmd.Flags().Changed("policies") {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"vodcluster/cmd/internal/fileflag"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -49,7 +50,7 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			run := Default()
 			if configFile != "" {
 				if err := run.LoadFile(configFile); err != nil {
-					return err
+					return fmt.Errorf("sim: %w", fileflag.Error("config", configFile, err))
 				}
 			}
 			if err := rf.apply(cmd, &run); err != nil {
@@ -107,12 +108,12 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			// cannot be written fails at once rather than after them.
 			plot, err := createOutput(plotFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("sim: %w", fileflag.Error("plot", plotFile, err))
 			}
 			defer plot.discard()
 			trace, err := createOutput(traceFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("sim: %w", fileflag.Error("trace-out", traceFile, err))
 			}
 			defer trace.discard()
 			rs, err := Run(run)
@@ -136,10 +137,10 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 					continue
 				}
 				if err := plot.write(func(f *os.File) error { return WriteSVG(f, r.Loads) }); err != nil {
-					return err
+					return fmt.Errorf("sim: %w", fileflag.Error("plot", plotFile, err))
 				}
 				if err := trace.write(func(f *os.File) error { return WriteTraceCSV(f, r.Trace) }); err != nil {
-					return err
+					return fmt.Errorf("sim: %w", fileflag.Error("trace-out", traceFile, err))
 				}
 			}
 			return nil

@@ -34,13 +34,13 @@ func (c *Config) LoadFile(path string) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err == nil {
 		if err := checkKeys(&doc, reflect.TypeOf(Config{}), ""); err != nil {
-			return fmt.Errorf("sim: %s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && err != io.EOF {
-		return fmt.Errorf("sim: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	for { // a trailing "---" alone is an empty document, not a second one
 		var more yaml.Node
@@ -49,10 +49,10 @@ func (c *Config) LoadFile(path string) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("sim: %s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
-			return fmt.Errorf("sim: %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
+			return fmt.Errorf("%s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
 		}
 	}
 	return c.Validate()
