@@ -165,17 +165,23 @@ func (m *Manager) userUnknown(ctx context.Context, user string) bool {
 }
 
 // ListSuspensions implements pb.AdminServer: the suspensions in force, by
-// user.
-func (a *admin) ListSuspensions(context.Context, *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
+// user, each with user_unknown when the users file (the BOSS) does not
+// know its name: the list showed a misspelt name as any other, the
+// warning of the suspension's answer long gone. The BOSS is asked for at
+// most 2 s in all; names not asked in time are not marked.
+func (a *admin) ListSuspensions(ctx context.Context, _ *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
 	m := a.m
 	now := m.now()
 	m.mu.Lock()
 	live := liveSuspensions(m.suspended, now)
 	m.mu.Unlock()
 	out := &pb.ListSuspensionsResponse{}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	for _, u := range slices.Sorted(maps.Keys(live)) {
 		s := live[u]
-		out.Suspensions = append(out.Suspensions, &pb.Suspension{User: u, UntilUnixMs: s.Until.UnixMilli(), SinceUnixMs: s.Since.UnixMilli(), Reason: s.Reason})
+		out.Suspensions = append(out.Suspensions, &pb.Suspension{User: u, UntilUnixMs: s.Until.UnixMilli(), SinceUnixMs: s.Since.UnixMilli(), Reason: s.Reason,
+			UserUnknown: ctx.Err() == nil && m.userUnknown(ctx, u)})
 	}
 	return out, nil
 }

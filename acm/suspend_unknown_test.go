@@ -31,6 +31,12 @@ func TestSuspendUnknownSubscriberSaysSo(t *testing.T) {
 	if err != nil || len(list.GetSuspensions()) != 2 {
 		t.Fatalf("list: %v %v; want both suspensions kept", list, err)
 	}
+	// The list marks the unknown name too: it showed it as any other.
+	for _, s := range list.GetSuspensions() {
+		if s.GetUserUnknown() != (s.GetUser() == "dmeo") {
+			t.Errorf("listed %s with user_unknown %v", s.GetUser(), s.GetUserUnknown())
+		}
+	}
 	lift, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "dmeo"})
 	if err != nil || lift.GetUserUnknown() {
 		t.Fatalf("lift of dmeo: %v %v; want it lifted, nothing said of the name", lift, err)

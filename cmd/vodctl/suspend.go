@@ -73,7 +73,7 @@ func suspendCmd(g *globals) *cobra.Command {
 func suspensionsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "suspensions",
-		Short: "List the suspended subscribers",
+		Short: "List the suspended subscribers; a name the users file does not hold is marked (not in users file)",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
@@ -81,7 +81,13 @@ func suspensionsCmd(g *globals) *cobra.Command {
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				fmt.Fprintln(w, "USER\tUNTIL\tSINCE\tREASON")
 				for _, s := range m.(*v1.ListSuspensionsResponse).Suspensions {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.User, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339),
+					user := s.User
+					if s.UserUnknown {
+						// A misspelt name read as the subscriber meant, who
+						// still plays.
+						user += " (not in users file)"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", user, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339),
 						time.UnixMilli(s.SinceUnixMs).UTC().Format(time.RFC3339), s.Reason)
 				}
 			})

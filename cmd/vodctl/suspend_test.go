@@ -30,7 +30,8 @@ func (a *suspendAdmin) SuspendSubscriber(_ context.Context, r *v1.SuspendRequest
 
 func (a *suspendAdmin) ListSuspensions(context.Context, *v1.ListSuspensionsRequest) (*v1.ListSuspensionsResponse, error) {
 	return &v1.ListSuspensionsResponse{Suspensions: []*v1.Suspension{
-		{User: "alice", SinceUnixMs: 1_800_000_000_000, UntilUnixMs: 1_800_086_400_000, Reason: "account shared"}}}, nil
+		{User: "alice", SinceUnixMs: 1_800_000_000_000, UntilUnixMs: 1_800_086_400_000, Reason: "account shared"},
+		{User: "alcie", SinceUnixMs: 1_800_000_000_000, UntilUnixMs: 1_800_003_600_000, UserUnknown: true}}}, nil
 }
 
 // vodctl suspend checks its arguments before it calls the manager, sends
@@ -88,7 +89,18 @@ func TestSuspend(t *testing.T) {
 	if r := fa.reqs; len(r) != 3 || r[0].DurationS != 86400 || r[0].Reason != "account shared" || r[2].DurationS != 0 {
 		t.Fatalf("requests %v", r)
 	}
-	if out, err := run("suspensions"); err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, "account shared") {
+	out, err = run("suspensions")
+	if err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, "account shared") {
 		t.Fatalf("suspensions: %v\n%s", err, out)
+	}
+	// The name the users file does not hold is marked in the list, as
+	// suspend warns of it; the known one is not.
+	for _, line := range strings.Split(out, "\n") {
+		if marked := strings.Contains(line, "(not in users file)"); marked != strings.HasPrefix(line, "alcie ") {
+			t.Fatalf("suspensions: line %q marked %v\n%s", line, marked, out)
+		}
+	}
+	if out, err := run("--json", "suspensions"); err != nil || !strings.Contains(out, `"userUnknown": true`) {
+		t.Fatalf("suspensions --json: %v\n%s", err, out)
 	}
 }

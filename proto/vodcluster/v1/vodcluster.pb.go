@@ -2734,8 +2734,9 @@ type Suspension struct {
 	UntilUnixMs int64                  `protobuf:"varint,2,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"` // 0 in the answer of a lift
 	SinceUnixMs int64                  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
 	Reason      string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// In the answer of a suspension: the users file (the BOSS) has no
-	// subscriber of that name now. The suspension is kept all the same and
+	// In the answer of a suspension, and in ListSuspensions' list: the
+	// users file (the BOSS) has no subscriber of that name now (in the list,
+	// as far as the BOSS answered within 2 s in all). The suspension is kept all the same and
 	// applies if one is added; a misspelt name leaves the subscriber meant
 	// free to play.
 	UserUnknown   bool `protobuf:"varint,5,opt,name=user_unknown,json=userUnknown,proto3" json:"user_unknown,omitempty"`
