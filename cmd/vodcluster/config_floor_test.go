@@ -20,30 +20,18 @@ func TestNodeRefusesSessionTimeoutTooShort(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cfg := filepath.Join(dir, "node.yaml")
+	var cases []refusedConfig
 	for _, v := range []string{"1ms", "500ms", "5s", "9.999s"} {
-		cfg := filepath.Join(dir, "node.yaml")
-		if err := os.WriteFile(cfg, []byte("node:\n  id: n1\n  data_dir: "+filepath.Join(dir, "data")+
-			"\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: "+secret+
-			"\n  session_timeout: "+v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		root := newRoot()
-		root.SetArgs([]string{"node", "--config", cfg})
-		root.SetOut(&strings.Builder{})
-		root.SetErr(&strings.Builder{})
-		done := make(chan error, 1)
-		go func() { done <- root.Execute() }()
-		select {
-		case err := <-done:
-			d, _ := time.ParseDuration(v)
+		d, _ := time.ParseDuration(v)
+		cases = append(cases, refusedConfig{what: "session_timeout " + v,
+			yaml: "node:\n  id: n1\n  data_dir: " + filepath.Join(dir, "data") +
+				"\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: " + secret +
+				"\n  session_timeout: " + v + "\n",
 			// The file too: the message named the key alone.
-			if want := "config " + cfg + ": session_timeout " + d.String() + ": at least 10s"; err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("session_timeout %s: %v, want %q", v, err, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("session_timeout %s: the node started (still running after 10 s)", v)
-		}
+			want: "--config " + cfg + ": session_timeout " + d.String() + ": at least 10s"})
 	}
+	refusedAtStart(t, "node", cfg, cases)
 	for _, d := range []time.Duration{0, 10 * time.Second, time.Minute} {
 		if err := (NodeConfig{SessionTimeout: d}).validate(); err != nil {
 			t.Errorf("session_timeout %v refused: %v", d, err)
@@ -70,20 +58,42 @@ func TestManagerRefusesCatalogRefreshAndPlanIntervalTooShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "manager.yaml")
+	head := "manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  grpc_listen: 127.0.0.1:0\n  data_dir: " +
+		filepath.Join(dir, "state") + "\n  secret_file: " + secret + "\n  users_file: " + usersFile + "\n"
+	var cases []refusedConfig
 	for _, c := range []struct{ yaml, want string }{
-		{"  catalog_refresh: 1ms\n", "config " + cfg + ": catalog_refresh 1ms: at least 1s"},
-		{"  catalog_refresh: 999ms\n", "config " + cfg + ": catalog_refresh 999ms: at least 1s"},
-		{"  storage:\n    plan_interval: 1ms\n", "config " + cfg + ": storage.plan_interval 1ms: at least 1s"},
+		{"  catalog_refresh: 1ms\n", "--config " + cfg + ": catalog_refresh 1ms: at least 1s"},
+		{"  catalog_refresh: 999ms\n", "--config " + cfg + ": catalog_refresh 999ms: at least 1s"},
+		{"  storage:\n    plan_interval: 1ms\n", "--config " + cfg + ": storage.plan_interval 1ms: at least 1s"},
 		// Each problem names the file (the message named the key alone).
-		{"  catalog_refresh: 1ms\n  storage:\n    plan_interval: 2ms\n", "config " + cfg + ": catalog_refresh 1ms: at least 1s (1m by default): " +
-			"each read fetches the origin's whole catalog, which the origin reads again at most once a second\nconfig " + cfg + ": storage.plan_interval 2ms: at least 1s"},
+		{"  catalog_refresh: 1ms\n  storage:\n    plan_interval: 2ms\n", "--config " + cfg + ": catalog_refresh 1ms: at least 1s (1m by default): " +
+			"each read fetches the origin's whole catalog, which the origin reads again at most once a second\n--config " + cfg + ": storage.plan_interval 2ms: at least 1s"},
 	} {
-		if err := os.WriteFile(cfg, []byte("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  grpc_listen: 127.0.0.1:0\n  data_dir: "+
-			filepath.Join(dir, "state")+"\n  secret_file: "+secret+"\n  users_file: "+usersFile+"\n"+c.yaml), 0o600); err != nil {
+		cases = append(cases, refusedConfig{what: strings.TrimSpace(c.yaml), yaml: head + c.yaml, want: c.want})
+	}
+	refusedAtStart(t, "manager", cfg, cases)
+	for _, m := range []ManagerConfig{{CatalogRefresh: time.Second}, {Storage: StorageConfig{PlanInterval: time.Second}}} {
+		if err := m.validate(); err != nil {
+			t.Errorf("1s refused: %v", err)
+		}
+	}
+}
+
+// refusedConfig is a configuration file a part refuses at start: what it
+// sets (for messages), the whole file, and what the error must hold.
+type refusedConfig struct{ what, yaml, want string }
+
+// refusedAtStart writes each case's file to cfg and runs `vodcluster
+// part --config cfg`: it must return an error holding the case's want,
+// and not start (it fails the test when the part still runs after 10 s).
+func refusedAtStart(t *testing.T, part, cfg string, cases []refusedConfig) {
+	t.Helper()
+	for _, c := range cases {
+		if err := os.WriteFile(cfg, []byte(c.yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		root := newRoot()
-		root.SetArgs([]string{"manager", "--config", cfg})
+		root.SetArgs([]string{part, "--config", cfg})
 		root.SetOut(&strings.Builder{})
 		root.SetErr(&strings.Builder{})
 		done := make(chan error, 1)
@@ -91,15 +101,10 @@ func TestManagerRefusesCatalogRefreshAndPlanIntervalTooShort(t *testing.T) {
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%s: %v, want %q", strings.TrimSpace(c.yaml), err, c.want)
+				t.Errorf("%s %s: %v, want %q", part, c.what, err, c.want)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: the manager started (still running after 10 s)", strings.TrimSpace(c.yaml))
-		}
-	}
-	for _, m := range []ManagerConfig{{CatalogRefresh: time.Second}, {Storage: StorageConfig{PlanInterval: time.Second}}} {
-		if err := m.validate(); err != nil {
-			t.Errorf("1s refused: %v", err)
+			t.Fatalf("%s %s: the %s started (still running after 10 s)", part, c.what, part)
 		}
 	}
 }
