@@ -151,3 +151,26 @@ func TestManagerSeesNewUsers(t *testing.T) {
 		t.Fatalf("alice after the reload: %d", c)
 	}
 }
+
+// A redis_addr given as a URL with a password (redis://USER:PASS@HOST:PORT,
+// a '/' in the password too) is refused at start naming the key and where
+// the password goes, and no part of the password shows: the dial's error
+// quoted it whole, twice. So a gRPC address given as a URL.
+func TestRedisAddrURLRefusedWithoutPassword(t *testing.T) {
+	for _, a := range []string{"redis://u:qj/kw@127.0.0.1:6379", "u:qjkw@127.0.0.1:6379", "redis://:qj%zzkw@127.0.0.1:6379/0"} {
+		err := ManagerConfig{Store: StoreConfig{Backend: "redis", RedisAddr: a}}.validate()
+		if err == nil || !strings.Contains(err.Error(), "store.redis_addr") || !strings.Contains(err.Error(), "redis_password") {
+			t.Errorf("redis_addr %s: %v", a, err)
+		} else if strings.Contains(err.Error(), "qj") || strings.Contains(err.Error(), "kw") {
+			t.Errorf("redis_addr %s: the password shows: %v", a, err)
+		}
+	}
+	if err := (ManagerConfig{Store: StoreConfig{Backend: "redis", RedisAddr: "127.0.0.1:6379"}}).validate(); err != nil {
+		t.Errorf("redis_addr HOST:PORT refused: %v", err)
+	}
+	var k keyCheck
+	k.grpcAddr("origin_addr", "grpc://op:qj/kw@127.0.0.1:9100", "the origin's grpc_listen")
+	if err := k.err(); err == nil || strings.Contains(err.Error(), "qj") || strings.Contains(err.Error(), "kw") {
+		t.Errorf("a gRPC address given as a URL: %v", err)
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"vodcluster/cdp"
 	"vodcluster/cdp/tsindex"
+	"vodcluster/cmd/internal/probe"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -98,7 +100,7 @@ func (k *keyCheck) grpcAddr(key, v, what string) {
 	}
 	_, port, err := net.SplitHostPort(v)
 	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
-		k.failf("%s %q: want HOST:PORT, %s", key, v, what)
+		k.failf("%s %q: want HOST:PORT, %s", key, probe.Redacted(v), what) // a URL given: without its password
 	}
 }
 
@@ -197,6 +199,11 @@ func (c ManagerConfig) validate() error {
 	k.duration("storage.evict_hold", st.EvictHold, "1h")
 
 	k.count("store.redis_db", int64(c.Store.RedisDB), "database 0")
+	if a := c.Store.RedisAddr; a != "" && (strings.Contains(a, "://") || strings.Contains(a, "@")) {
+		// A redis:// URL with its password was quoted whole, twice, by
+		// the dial's "too many colons in address".
+		k.failf("store.redis_addr %q: want HOST:PORT (e.g. 127.0.0.1:6379), not a URL: the password goes in redis_password, the user in redis_username, TLS in redis_tls", probe.Redacted(a))
+	}
 	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
 	if c.TokenTTL > 0 && c.TokenTTL < time.Second {
 		k.failf("token_ttl %v: at least 1s (a redirected player needs that long to reach its node; 60s by default)", c.TokenTTL)
