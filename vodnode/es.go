@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"weak"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/description"
@@ -32,21 +33,37 @@ type esSession struct {
 	rtcp   []*net.UDPAddr   // UDP: the client's RTCP address per track (nil: none)
 }
 
+// esProbe is the elementary streams probed of one copy of a title.
+type esProbe struct {
+	copy   weak.Pointer[store.Title] // the copy probed (its file), not kept alive by the cache
+	tracks *deliver.ESTracks
+}
+
 // esTracksOf returns the elementary streams of title t, probed once per
-// title and cached.
+// copy of the title and cached: a copy filled again (the title evicted,
+// then fetched anew, e.g. a new version the operator put at the origin
+// with another audio track) is a new store.Title, with a file of its own,
+// and is probed again. Probes of copies no longer on the node are dropped
+// from the cache at the next probe.
 func (n *Node) esTracksOf(ctx context.Context, t *store.Title) (*deliver.ESTracks, *rtspError) {
+	key := weak.Make(t)
 	n.mu.Lock()
-	tr := n.esTracks[t.ID()]
+	e, ok := n.esTracks[t.ID()]
 	n.mu.Unlock()
-	if tr != nil {
-		return tr, nil
+	if ok && e.copy == key {
+		return e.tracks, nil
 	}
 	tr, err := deliver.ProbeES(ctx, t)
 	if err != nil {
 		return nil, rtspErr(base.StatusUnsupportedMediaType, "no elementary streams: %v", err)
 	}
 	n.mu.Lock()
-	n.esTracks[t.ID()] = tr
+	for id, e := range n.esTracks {
+		if e.copy.Value() == nil {
+			delete(n.esTracks, id)
+		}
+	}
+	n.esTracks[t.ID()] = esProbe{copy: key, tracks: tr}
 	n.mu.Unlock()
 	return tr, nil
 }

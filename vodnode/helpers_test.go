@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -33,7 +34,7 @@ var testSecret = []byte("test-secret-0123456789abcdef")
 // per transfer, an optional rate limit and a fetch counter.
 type fakeOrigin struct {
 	pb.UnimplementedOriginServer
-	titles map[string][]byte
+	titles map[string][]byte // set before the origin serves, then by replace (o.mu)
 	delay  time.Duration
 	rate   int64 // bytes/s per transfer; 0 = unlimited
 	fail   atomic.Bool
@@ -47,7 +48,7 @@ type fakeOrigin struct {
 	fetches map[string]int
 	offsets map[string][]int64 // every fetch's offset, per title
 	lists   int
-	done    map[string]chan struct{} // closed when a transfer of the title completes
+	done    map[string]chan struct{} // closed when a transfer of the title first completes
 }
 
 func clip(t testing.TB, name string) []byte {
@@ -93,9 +94,10 @@ func prefix(t testing.TB, data []byte, d float64) []byte {
 func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
 	o.mu.Lock()
 	o.lists++
+	titles := maps.Clone(o.titles)
 	o.mu.Unlock()
 	res := &pb.ListTitlesResponse{}
-	for id, d := range o.titles {
+	for id, d := range titles {
 		x, _ := tsindex.BuildFrom(bytes.NewReader(d))
 		res.Titles = append(res.Titles, &pb.Title{Id: id, Name: id, DurationS: x.Duration(), BitrateBps: int64(float64(len(d)) * 8 / x.Duration()),
 			SizeBytes: int64(len(d)), Version: titleVersion(d)})
@@ -111,7 +113,9 @@ func titleVersion(d []byte) string {
 }
 
 func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServer[pb.FetchChunk]) error {
+	o.mu.Lock()
 	d, ok := o.titles[req.GetTitleId()]
+	o.mu.Unlock()
 	if !ok {
 		return status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
 	}
@@ -163,8 +167,23 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 			return err
 		}
 	}
-	close(done)
+	o.mu.Lock()
+	select {
+	case <-done: // an earlier transfer of the title completed
+	default:
+		close(done)
+	}
+	o.mu.Unlock()
 	return nil
+}
+
+// replace puts data at the origin as title id, in place of its bytes
+// there (an operator's new file renamed over the title's), for transfers
+// and catalog reads from then on.
+func (o *fakeOrigin) replace(id string, data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.titles[id] = data
 }
 
 // fetchOffsets returns the offset of every fetch of title id, in order.

@@ -146,11 +146,11 @@ type Node struct {
 	usedDirty    bool                 // used changed since usedTokensFile was written
 	live         map[string]any       // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
-	httpSessions map[string]*httpSession      // by admission session id
-	esTracks     map[string]*deliver.ESTracks // probed elementary streams, by title
-	reserved     int64                        // bit/s of the sessions' titles
-	httpBursts   *burstPool                   // the HTTP viewers' bursts, within the egress not reserved (nil: no egress capacity); its spare follows reserved
-	slots        int                          // sessions, counting those being set up
+	httpSessions map[string]*httpSession // by admission session id
+	esTracks     map[string]esProbe      // probed elementary streams, by title (of the copy probed)
+	reserved     int64                   // bit/s of the sessions' titles
+	httpBursts   *burstPool              // the HTTP viewers' bursts, within the egress not reserved (nil: no egress capacity); its spare follows reserved
+	slots        int                     // sessions, counting those being set up
 	closed       bool
 }
 
@@ -212,7 +212,7 @@ func (n *Node) Start() (err error) {
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}
 	n.httpBursts = newBurstPool(n.Capacity.EgressBps)
-	n.esTracks = map[string]*deliver.ESTracks{}
+	n.esTracks = map[string]esProbe{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 
 	var undo []func()
