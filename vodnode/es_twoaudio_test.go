@@ -19,31 +19,6 @@ import (
 	"github.com/pion/rtp"
 )
 
-// twoAudioTitle returns the sample title's video with two AAC tracks,
-// told apart by tone, sample rate and language: a 440 Hz sine at 48 kHz
-// ("eng") and a 1 kHz sine at 44.1 kHz ("fra"), as a film with two audio
-// languages carries them.
-func twoAudioTitle(t *testing.T, data []byte) []byte {
-	t.Helper()
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg not installed")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ffmpeg", "-v", "error", "-f", "mpegts", "-i", "pipe:0",
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=44100",
-		"-map", "0:v", "-map", "1:a", "-map", "2:a", "-c:v", "copy", "-c:a", "aac", "-b:a", "64k", "-shortest",
-		"-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", "-f", "mpegts", "pipe:1")
-	cmd.Stdin = bytes.NewReader(data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || len(out) == 0 {
-		t.Fatalf("ffmpeg: %v\n%s", err, stderr.String())
-	}
-	return out
-}
-
 // toneOf plays seconds of the audio stream map (ffmpeg -map, e.g. 0:a:1)
 // of url with ffmpeg over TCP, decoded to mono at 8 kHz, and returns its
 // tone's frequency (Hz, counted by zero crossings).

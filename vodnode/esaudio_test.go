@@ -1,10 +1,7 @@
 package vodnode
 
 import (
-	"bytes"
-	"context"
 	"math"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,29 +10,6 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/headers"
 	"github.com/pion/rtp"
 )
-
-// audioOnly returns the audio of the MPEG-TS title data alone, remuxed by
-// ffmpeg (the PCR then on the audio PID), each frame placed 0.2 s before
-// its time (not 0.7 to 0.9 s as by default): a radio programme, a title
-// with no picture.
-func audioOnly(t *testing.T, data []byte) []byte {
-	t.Helper()
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg not installed")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ffmpeg", "-v", "error", "-f", "mpegts", "-i", "pipe:0", "-map", "0:a", "-c", "copy",
-		"-muxdelay", "0.2", "-muxpreload", "0.2", "-f", "mpegts", "pipe:1")
-	cmd.Stdin = bytes.NewReader(data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || len(out) == 0 {
-		t.Fatalf("ffmpeg: %v\n%s", err, stderr.String())
-	}
-	return out
-}
 
 // TestESAudioOnlyRange: an elementary-stream session of a title with no
 // video (AAC alone) seeks and stops where its Range says, npt counting the
