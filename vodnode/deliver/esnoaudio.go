@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -47,7 +48,11 @@ func (s *ESStream) initDemux(r *mpegts.Reader, rd *pacedReader) error {
 			end = min(end, e+TSPacketSize)
 		}
 	}
-	probe := &mpegts.Reader{R: &esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting}}
+	// What the probe reads is kept: the head is read once, the rest of
+	// it (past where the probe stopped) read on when needed.
+	hr := &esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting}
+	var head bytes.Buffer
+	probe := &mpegts.Reader{R: io.TeeReader(hr, &head)}
 	err := probe.Initialize()
 	if err == nil || idx.PMTPID == 0 {
 		r.R = rd
@@ -56,10 +61,11 @@ func (s *ESStream) initDemux(r *mpegts.Reader, rd *pacedReader) error {
 	if cerr := rd.ctx.Err(); cerr != nil {
 		return cerr
 	}
-	absent, err := s.audioAbsent(rd, idx.PMTPID, end)
-	if err != nil {
-		return err
+	io.Copy(&head, hr) // ends at the head's end (errHeadEnd), the title's, or rd's context's end
+	if cerr := rd.ctx.Err(); cerr != nil {
+		return cerr
 	}
+	absent := audioAbsent(head.Bytes(), idx.PMTPID, hr.titleEnd)
 	f := &noAudioPMT{r: rd, pid: idx.PMTPID, on: true, strip: absent}
 	r.R = f
 	err = r.Initialize()
@@ -162,28 +168,23 @@ func stripAudioES(pkt []byte, pmtPID uint16, strip map[uint16]bool) {
 	}
 }
 
-// audioAbsent reads the head of the play from rd's position (its prefix
-// first) to end again, unpaced, and returns the PIDs of the AAC and AC-3
-// tracks of its first PMT (PID pmtPID) that mediacommon's reader,
+// audioAbsent returns the PIDs of the AAC and AC-3 tracks of the first
+// PMT (PID pmtPID) in the play's head (TS packets, its prefix first;
+// titleEnd: it ends at the title's end) that mediacommon's reader,
 // initialising on it, would not find a whole PES packet of (pesFound),
 // marked unsupported for the play (stripAudioES); nil, for all of them,
-// when it finds one of each. Errors: rd's context's.
-func (s *ESStream) audioAbsent(rd *pacedReader, pmtPID uint16, end int64) (map[uint16]bool, error) {
-	hr := &esHeadReader{ctx: rd.ctx, src: s.cfg.Source, prefix: rd.prefix, off: rd.off, end: end, waiting: rd.waiting}
-	head, _ := io.ReadAll(hr)
-	if cerr := rd.ctx.Err(); cerr != nil {
-		return nil, cerr
-	}
+// when it finds one of each.
+func audioAbsent(head []byte, pmtPID uint16, titleEnd bool) map[uint16]bool {
 	absent := map[uint16]bool{}
-	for pid, found := range pesFound(head, pmtPID, hr.titleEnd) {
+	for pid, found := range pesFound(head, pmtPID, titleEnd) {
 		if !found {
 			absent[pid] = true
 		}
 	}
 	if len(absent) == 0 {
-		return nil, nil
+		return nil
 	}
-	return absent, nil
+	return absent
 }
 
 // pesFound returns, for each AAC and AC-3 track of the first PMT (PID
