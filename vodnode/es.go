@@ -43,8 +43,8 @@ type esProbe struct {
 // copy of the title and cached: a copy filled again (the title evicted,
 // then fetched anew, e.g. a new version the operator put at the origin
 // with another audio track) is a new store.Title, with a file of its own,
-// and is probed again. Probes of copies no longer on the node are dropped
-// from the cache at the next probe.
+// and is probed again. Probes of copies gone (off the node, held by no
+// session, and collected) are dropped from the cache at the next probe.
 func (n *Node) esTracksOf(ctx context.Context, t *store.Title) (*deliver.ESTracks, *rtspError) {
 	key := weak.Make(t)
 	n.mu.Lock()
