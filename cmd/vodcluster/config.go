@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -304,6 +305,9 @@ func loadConfig(path string) (*Config, error) {
 		keys := top.Content[0].Content
 		for i := 0; i+1 < len(keys); i += 2 {
 			c.sections = append(c.sections, keys[i].Value)
+		}
+		if bad := fractionalInts(&top, reflect.TypeOf(c), ""); len(bad) > 0 {
+			return nil, fmt.Errorf("config %s: %s", path, strings.Join(bad, "; "))
 		}
 	}
 	c.path = path

@@ -258,3 +258,24 @@ func TestNodeWithoutAdvertiseHost(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFractionalInts: a number with a fraction where a whole one is
+// wanted was cut without a word by the YAML decoder
+// (max_sessions_per_user: 1.5 ran with 1); it is refused, naming line,
+// key and value. Whole floats (1e9, 2.0) and float keys stay accepted.
+func TestConfigFractionalInts(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("manager:\n  max_sessions_per_user: 1.5\nnode:\n  egress_bps: 1500.5\n"), 0o600)
+	_, err := loadConfig(bad)
+	if err == nil || !strings.Contains(err.Error(), "line 2: max_sessions_per_user 1.5: want a whole number") ||
+		!strings.Contains(err.Error(), "line 4: egress_bps 1500.5: want a whole number") {
+		t.Fatalf("fractions in whole-number keys: %v", err)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("manager:\n  max_sessions_per_user: 2.0\n  scheduler:\n    normal: 0.75\nnode:\n  egress_bps: 1e9\n"), 0o600)
+	c, err := loadConfig(good)
+	if err != nil || c.Manager.MaxSessions != 2 || c.Node.EgressBps != 1e9 {
+		t.Fatalf("whole floats and float keys: %v %+v", err, c)
+	}
+}
