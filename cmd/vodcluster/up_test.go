@@ -364,3 +364,15 @@ func TestUpDurationEchoedAsTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestUpHelpOriginZero: up takes --origin-rate-bps 0 and --origin-channels
+// 0 as unlimited (its error for a negative one says so), and its help
+// said nothing of it.
+func TestUpHelpOriginZero(t *testing.T) {
+	for _, name := range []string{"origin-rate-bps", "origin-channels"} {
+		f := upCmd().Flags().Lookup(name)
+		if f == nil || !strings.Contains(f.Usage, "0: unlimited") {
+			t.Errorf("--%s help does not say 0 is unlimited: %+v", name, f)
+		}
+	}
+}
