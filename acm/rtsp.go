@@ -169,6 +169,7 @@ func (s *rtspServer) handle(nc net.Conn) {
 			var fe *rtspwire.FramingError
 			if errors.As(it.err, &fe) {
 				res.StatusCode = fe.Code
+				res.StatusMessage = statusWithReason(fe.Code, fe.Reason)
 				if fe.CSeq != "" {
 					res.Header["CSeq"] = base.HeaderValue{fe.CSeq}
 				}
@@ -213,6 +214,7 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 	cseq := req.Header["CSeq"]
 	if len(cseq) != 1 {
 		res.StatusCode = base.StatusBadRequest
+		res.StatusMessage = "Bad Request (want one CSeq header)"
 		return res, ""
 	}
 	res.Header["CSeq"] = cseq
@@ -489,4 +491,28 @@ var connKeySeed = maphash.MakeSeed()
 // hash of its two addresses, the same for all its challenges.
 func connKey(nc net.Conn) uint64 {
 	return maphash.String(connKeySeed, nc.RemoteAddr().String()+" "+nc.LocalAddr().String())
+}
+
+// statusWithReason is code's status text with why the request could not be
+// read, as the other refusals of the front door say why ("Bad Request
+// (request head too large)"): the reason clipped to 120 bytes, anything but
+// printable ASCII (it may quote the client's request line) as '?'.
+func statusWithReason(code base.StatusCode, reason string) string {
+	text := base.StatusMessages[code]
+	if text == "" {
+		text = "Error"
+	}
+	if reason == "" {
+		return text
+	}
+	r := []byte(reason)
+	if len(r) > 120 {
+		r = r[:120]
+	}
+	for i, c := range r {
+		if c < 0x20 || c > 0x7e {
+			r[i] = '?'
+		}
+	}
+	return text + " (" + string(r) + ")"
 }

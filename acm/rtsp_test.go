@@ -117,7 +117,7 @@ func TestRTSPStatuses(t *testing.T) {
 	// for nothing else: the server closes it.
 	u, _ := base.ParseURL(c.url("/vod/t1"))
 	c.c.WriteRequest(&base.Request{Method: base.Options, URL: u, Header: base.Header{}})
-	if res, err := c.c.ReadResponse(); err != nil || res.StatusCode != base.StatusBadRequest {
+	if res, err := c.c.ReadResponse(); err != nil || res.StatusCode != base.StatusBadRequest || res.StatusMessage != "Bad Request (want one CSeq header)" {
 		t.Fatalf("no CSeq: %v %v", res, err)
 	}
 }
@@ -130,6 +130,20 @@ func TestRTSPMalformedRequestGets400(t *testing.T) {
 	res, err := c.c.ReadResponse()
 	if err != nil || res.StatusCode != base.StatusBadRequest {
 		t.Fatalf("%v %v", res, err)
+	}
+	// The status says why, as the node's answer does: it was a bare
+	// "400 Bad Request" whatever was wrong.
+	for _, tc := range []struct{ req, want string }{
+		{"DESCRIBE rtsp://h/vod/t1 RTSP/1.0\r\nCSeq: 2\r\nContent-Length: -5\r\n\r\n", "Bad Request (invalid Content-Length)"},
+		{"DESCRIBE rtsp://h/vod/t1 RTSP/1.0\r\nCSeq: 3\r\nX: " + strings.Repeat("a", 70000) + "\r\n\r\n", "Bad Request (request head too large)"},
+		{"DESCRIBE rtsp://h/vod/t1 RTSP/2.0\r\nCSeq: 4\r\n\r\n", "RTSP Version Not Supported (only RTSP/1.0 is served)"},
+	} {
+		c := e.dialRTSP()
+		c.nc.Write([]byte(tc.req))
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if res, err := c.c.ReadResponse(); err != nil || res.StatusMessage != tc.want {
+			t.Errorf("%.40q: %v %v, want %q", tc.req, res, err, tc.want)
+		}
 	}
 	// The server must still serve others.
 	if res := e.dialRTSP().mustDo(base.Options, "/", nil); res.StatusCode != base.StatusOK {
