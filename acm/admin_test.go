@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net"
 	"strings"
@@ -237,6 +238,16 @@ func TestStartAllOrNothing(t *testing.T) {
 	b, err := store.OpenBadger(dir, nil)
 	if err != nil {
 		t.Fatalf("store left open: %v", err)
+	}
+	// A second manager on a data_dir in use is told so, not badger's
+	// "Cannot acquire directory lock" text.
+	m2 := &Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
+		DataDir: dir, Secret: testSecret, BOSS: file, Logger: testLogger(t)}
+	if err := m2.Start(); err == nil {
+		m2.Close()
+		t.Fatal("started on a data_dir in use")
+	} else if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "in use by another process: "+dir) || strings.Contains(err.Error(), "Cannot acquire") {
+		t.Fatalf("manager on a data_dir in use: %v", err)
 	}
 	b.Close()
 	for name, m := range map[string]*Manager{

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,9 +37,18 @@ type Badger struct {
 
 var _ Store = (*Badger)(nil)
 
+// ErrLocked is returned (wrapped, naming the directory) by OpenBadger when
+// another process, or another Badger in this one, holds the directory.
+var ErrLocked = errors.New("store: data directory in use by another process")
+
+// badgerLockedText is how badger/v4 words its refusal of a directory
+// another process holds (dir_unix.go): it does not wrap the flock error,
+// so the text is the only sign of it.
+const badgerLockedText = "Cannot acquire directory lock"
+
 // OpenBadger opens (creating it if needed) the store in dir. logger, when
 // not nil, receives badger's warnings and errors. It fails when dir cannot
-// be created or is locked by another process.
+// be created, or with ErrLocked when another process holds it.
 func OpenBadger(dir string, logger *slog.Logger) (*Badger, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("store: empty data directory")
@@ -51,6 +61,9 @@ func OpenBadger(dir string, logger *slog.Logger) (*Badger, error) {
 		WithValueLogFileSize(64 << 20).
 		WithLogger(badgerLogger{logger})
 	db, err := badger.Open(opts)
+	if err != nil && strings.Contains(err.Error(), badgerLockedText) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}

@@ -1,6 +1,10 @@
 package store
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // The behaviour Badger shares with every Store is tested in
 // conformance_test.go.
@@ -15,6 +19,8 @@ func TestOpenBadgerLockedDir(t *testing.T) {
 	if b2, err := OpenBadger(dir, nil); err == nil {
 		b2.Close()
 		t.Fatal("second open of a locked directory succeeded")
+	} else if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second open: %v, want ErrLocked naming %s", err, dir)
 	}
 	if _, err := OpenBadger("", nil); err == nil {
 		t.Fatal("empty dir accepted")
