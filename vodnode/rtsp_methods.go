@@ -372,7 +372,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	}
 	dur := s.duration()
 	if start >= 0 && dur > 0 && start >= dur {
-		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s past the end (%.3f s)", start, dur)
+		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s)", start, dur)
 	}
 	if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && end >= 0 && scale > 0 {
 		// A Range without a start ("npt=-3") ends the play under way:
