@@ -240,7 +240,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 	var node, user string
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title); sessions end: end some now",
+		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title, orphaned by a dead node); sessions end: end some now",
 		Long: "List the live sessions; vodctl sessions end ends some now.\n\n" +
 			"STATE: admitted (redirected, not at its node yet), playing, paused (its RTSP client PAUSEd it),\n" +
 			"finished (played to the end of the title, held until TEARDOWN, a seek back or its timeout),\n" +

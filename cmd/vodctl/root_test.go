@@ -167,6 +167,30 @@ func TestHelpHidesToken(t *testing.T) {
 	}
 }
 
+// vodctl's list of commands names every STATE `vodctl sessions` can show
+// (its summary left out orphaned, which only its long help gave).
+func TestSessionsSummaryNamesEveryState(t *testing.T) {
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "sessions" {
+			line = l
+		}
+	}
+	for _, state := range []string{"admitted", "playing", "paused", "finished", "orphaned"} {
+		if !strings.Contains(line, state) {
+			t.Errorf("vodctl --help's sessions line does not name %s: %q", state, line)
+		}
+	}
+}
+
 // Every command states the arguments it takes (cobra's Args validators),
 // and wrong arguments or an out-of-range flag are refused before any call
 // reaches the manager: `nodes extra` is not `nodes`, and a weight of 2^32
