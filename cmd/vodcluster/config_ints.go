@@ -17,9 +17,18 @@ import (
 // word (max_sessions_per_user: 1.5 would be 1). A float that is whole
 // (2.0, 1e9) is accepted as the decoder takes it. n is the decoded
 // document's node for a value of type t; key names it in the messages.
+// An alias (*name) is checked as the value it stands for, at the line it
+// is used, and the maps a merge key (<<: *base, <<: [*a, *b]) brings in
+// as the keys of the map it is in: the decoder takes both. The document
+// has been decoded without error before, so an alias does not contain
+// itself (the decoder refuses that).
 func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 	if n == nil {
 		return nil
+	}
+	at := n // where the value is written: an alias's line, not its anchor's
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -38,6 +47,10 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 		}
 		var out []string
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if isMergeKey(n.Content[i]) {
+				out = append(out, mergedInts(n.Content[i+1], t, key)...)
+				continue
+			}
 			name := n.Content[i].Value
 			for j := 0; j < t.NumField(); j++ {
 				f := t.Field(j)
@@ -62,6 +75,10 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 		}
 		var out []string
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if isMergeKey(n.Content[i]) {
+				out = append(out, mergedInts(n.Content[i+1], t, key)...)
+				continue
+			}
 			out = append(out, fractionalInts(n.Content[i+1], t.Elem(), n.Content[i].Value)...)
 		}
 		return out
@@ -74,7 +91,28 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v == math.Trunc(v) {
 			return nil // whole, or an error the decoder reports itself
 		}
-		return []string{fmt.Sprintf("line %d: %s %s: want a whole number", n.Line, key, n.Value)}
+		return []string{fmt.Sprintf("line %d: %s %s: want a whole number", at.Line, key, n.Value)}
 	}
 	return nil
+}
+
+// isMergeKey reports whether k is YAML's merge key (a plain <<).
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+// mergedInts is fractionalInts of what a merge key brings into a map of
+// type t: a map, or a list of maps (each may be an alias).
+func mergedInts(v *yaml.Node, t reflect.Type, key string) []string {
+	for v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if v.Kind != yaml.SequenceNode {
+		return fractionalInts(v, t, key)
+	}
+	var out []string
+	for _, m := range v.Content {
+		out = append(out, fractionalInts(m, t, key)...)
+	}
+	return out
 }

@@ -279,3 +279,31 @@ func TestConfigFractionalInts(t *testing.T) {
 		t.Fatalf("whole floats and float keys: %v %+v", err, c)
 	}
 }
+
+// TestConfigFractionalIntsAliasMerge: a fraction reaching a whole-number
+// key through an alias (max_sessions: *half) or a merge key (<<: {...},
+// <<: *base, <<: [*a]) was cut by the decoder as a written one was (0.5
+// made max_sessions 0, no limit) while the check looked only at values
+// written in place; it is refused too, at the line of the alias. Whole
+// values brought in so stay accepted.
+func TestConfigFractionalIntsAliasMerge(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"manager:\n  scheduler:\n    normal: &half 0.5\nnode:\n  max_sessions: *half\n", "line 5: max_sessions 0.5: want a whole number"},
+		{"node:\n  <<: {egress_bps: 1500.5}\n", "line 2: egress_bps 1500.5: want a whole number"},
+		{"manager:\n  storage: &st\n    target_utilization: 0.5\ncdp:\n  <<: [{max_transfers: 2.5}]\n", "line 5: max_transfers 2.5: want a whole number"},
+		{"manager:\n  sites:\n    - &b {name: x}\n  scheduler:\n    <<: {fill_ref_bps: 1e6, missed_heartbeats: 3.5}\n", "line 5: missed_heartbeats 3.5: want a whole number"},
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		os.WriteFile(p, []byte(tc.yaml), 0o600)
+		if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	p := filepath.Join(dir, "good.yaml")
+	os.WriteFile(p, []byte("manager:\n  max_sessions_per_user: &n 3\n  store:\n    redis_db: *n\nnode: &node\n  <<: {egress_bps: 1e9}\n  max_sessions: *n\n"), 0o600)
+	c, err := loadConfig(p)
+	if err != nil || c.Manager.MaxSessions != 3 || c.Manager.Store.RedisDB != 3 || c.Node.EgressBps != 1e9 || c.Node.MaxSessions != 3 {
+		t.Fatalf("whole values by alias and merge: %v %+v", err, c)
+	}
+}
