@@ -15,7 +15,9 @@ import (
 // fraction written where the configuration wants a whole number (a count,
 // bit/s, bytes, a port): the YAML decoder drops the fraction without a
 // word (max_sessions_per_user: 1.5 would be 1). A float that is whole
-// (2.0, 1e9) is accepted as the decoder takes it. n is the decoded
+// (2.0, 1e9) is accepted as the decoder takes it; one outside the key's
+// range (9.3e18 and -.inf for an int64) is refused, the decoder would
+// take some of them as -9223372036854775808. n is the decoded
 // document's node for a value of type t; key names it in the messages.
 // An alias (*name) is checked as the value it stands for, at the line it
 // is used, and the maps a merge key (<<: *base, <<: [*a, *b]) brings in
@@ -88,8 +90,29 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 			return nil
 		}
 		v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v == math.Trunc(v) {
-			return nil // whole, or an error the decoder reports itself
+		if err != nil && strings.EqualFold(strings.TrimLeft(n.Value, "+-"), ".inf") {
+			v, err = math.Inf(1), nil // YAML's .inf, which Go does not read
+			if strings.HasPrefix(n.Value, "-") {
+				v = math.Inf(-1)
+			}
+		}
+		if err != nil || math.IsNaN(v) {
+			return nil // an error the decoder reports itself
+		}
+		// The decoder takes a float at 2^63 (9.223372036854775808e18),
+		// below -2^63 or -.inf as -9223372036854775808.
+		bits := t.Bits()
+		lo, hi := -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1)
+		rng := fmt.Sprintf("from %d to %d", int64(-1)<<(bits-1), uint64(1)<<(bits-1)-1)
+		if t.Kind() >= reflect.Uint {
+			lo, hi = 0, math.Ldexp(1, bits)
+			rng = fmt.Sprintf("from 0 to %d", uint64(1)<<(bits-1)<<1-1)
+		}
+		if v < lo || v >= hi {
+			return []string{fmt.Sprintf("line %d: %s %s: out of range (a whole number %s)", at.Line, key, n.Value, rng)}
+		}
+		if v == math.Trunc(v) {
+			return nil // whole: the decoder takes it
 		}
 		return []string{fmt.Sprintf("line %d: %s %s: want a whole number", at.Line, key, n.Value)}
 	}

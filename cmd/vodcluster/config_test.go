@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,5 +306,31 @@ func TestConfigFractionalIntsAliasMerge(t *testing.T) {
 	c, err := loadConfig(p)
 	if err != nil || c.Manager.MaxSessions != 3 || c.Manager.Store.RedisDB != 3 || c.Node.EgressBps != 1e9 || c.Node.MaxSessions != 3 {
 		t.Fatalf("whole values by alias and merge: %v %+v", err, c)
+	}
+}
+
+// TestConfigFloatOutOfRange: a float beyond an int64 key's range at 2^63
+// (9.223372036854775808e18), below -2^63 or -.inf was taken by the
+// decoder as -9223372036854775808, the operator told of a negative
+// value they had not written (or, in max_sessions_per_user, of one below
+// -1); it is refused as out of range, naming what was written.
+func TestConfigFloatOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"node:\n  egress_bps: 9.223372036854775808e18\n", "line 2: egress_bps 9.223372036854775808e18: out of range (a whole number from -9223372036854775808 to 9223372036854775807)"},
+		{"manager:\n  max_sessions_per_user: -.inf\n", "line 2: max_sessions_per_user -.inf: out of range"},
+		{"cdp:\n  transfer_rate_bps: -1e19\n", "line 2: transfer_rate_bps -1e19: out of range"},
+		{"cdp:\n  max_transfers: -.INF\n", "line 2: max_transfers -.INF: out of range"},
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		os.WriteFile(p, []byte(tc.yaml), 0o600)
+		if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	p := filepath.Join(dir, "good.yaml")
+	os.WriteFile(p, []byte("node:\n  disk_bytes: 9.2233720368547e18\n  egress_bps: -9.223372036854775808e18\n"), 0o600)
+	if c, err := loadConfig(p); err != nil || c.Node.DiskBytes != 9223372036854700032 || c.Node.EgressBps != math.MinInt64 {
+		t.Fatalf("floats in range: %v %+v", err, c)
 	}
 }
