@@ -96,20 +96,27 @@ func redacted(rawURL string) string {
 		// keeps as they are.
 		return hideToken(hidePassword(rawURL))
 	}
-	if passwordSpills(u) {
+	if passwordSpills(rawURL, u) {
 		return hideToken(hidePassword(rawURL))
 	}
 	return hideToken(u.Redacted())
 }
 
-// passwordSpills reports whether u, a URL that parses, has a password and
-// an '@' in its path: a password with '@' and '/' in it, not
-// percent-encoded, ends at its first '@' as parsed ("demo:p@ss/wd@HOST/"
-// is password "p" at host "ss"), the rest of it taken for the host and
-// path. No title id nor node token has an '@'.
-func passwordSpills(u *url.URL) bool {
+// passwordSpills reports whether u, rawURL parsed, took a part of a
+// password for its host, path, query or fragment: an '@' follows its
+// authority (in the path, query or fragment) and u has a password, or
+// rawURL has what hidePassword takes for one. A password with '@' and
+// '/' in it, not percent-encoded, ends at its first '@' as parsed
+// ("demo:p@ss/wd@HOST/" is password "p" at host "ss"; so with '?' or '#'
+// for '/'), and one of digits before a '/', '?' or '#' is no password at
+// all: "demo:93/kw@HOST/" is host "demo", port 93 and path "/kw@HOST/",
+// shown whole and dialled. No title id nor token has an '@'.
+func passwordSpills(rawURL string, u *url.URL) bool {
+	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
+		return false
+	}
 	_, has := u.User.Password()
-	return has && strings.Contains(u.Path, "@")
+	return has || hidePassword(rawURL) != rawURL
 }
 
 // badPassword says what to do about a password that a URL cannot carry
@@ -235,8 +242,9 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	if err != nil {
 		return res, parseError(rawURL, res.URL, err)
 	}
-	if passwordSpills((*url.URL)(u)) {
-		// It dialled what followed the password's first '@' as the host.
+	if passwordSpills(rawURL, (*url.URL)(u)) {
+		// It dialled what followed the password's first '@' as the host,
+		// or what preceded its ':' ("demo:93/kw@HOST": host demo, port 93).
 		return res, fmt.Errorf("probe: parse %q: %s", res.URL, badPassword)
 	}
 	if (*url.URL)(u).Hostname() == "" {

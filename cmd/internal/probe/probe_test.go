@@ -248,3 +248,43 @@ func TestUnparsablePasswordHidden(t *testing.T) {
 		t.Errorf("bad port beside a bad password: %v", err)
 	}
 }
+
+// A password whose first characters are digits, followed by a '/', '?'
+// or '#' not percent-encoded, parses as the port of a host named as the
+// user ("demo:93/kw@HOST" is host demo, port 93): it was shown whole in
+// the result and the error, and the client dialled that host. So was the
+// part after the first '@' of a password with '@' and '?' or '#'. Each
+// is refused before any dial, the password hidden.
+func TestDigitPasswordHidden(t *testing.T) {
+	for raw, secret := range map[string]string{
+		"rtsp://localhost:93/kw@127.0.0.1:8554/vod/x":     "93/kw",
+		"rtsp://localhost:93?kw@127.0.0.1:8554/vod/x":     "93?kw",
+		"rtsp://localhost:93#kw@127.0.0.1:8554/vod/x":     "93#kw",
+		"rtsp://demo:q@localhost?wz@127.0.0.1:8554/vod/x": "localhost?wz",
+		"rtsp://demo:q@localhost#wz@127.0.0.1:8554/vod/x": "localhost#wz",
+		"rtsps://localhost:93/kw@[::1]:8322/vod/x":        "93/kw",
+		"rtsp://localhost:93/kw@127.0.0.1:8554/s/tok/":    "93/kw",
+	} {
+		if shown := Redacted(raw); strings.Contains(shown, secret[:2]) || strings.Contains(shown, secret[len(secret)-2:]) {
+			t.Errorf("Redacted(%s) = %q: the password shows", raw, shown)
+		}
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil {
+			t.Fatalf("%s: played", raw)
+		}
+		for _, part := range []string{secret[:2], secret[len(secret)-2:]} {
+			if strings.Contains(err.Error(), part) || strings.Contains(res.URL, part) {
+				t.Errorf("%s: %q of the password shown: %v; result %q", raw, part, err, res.URL)
+			}
+		}
+		if !strings.Contains(err.Error(), "percent-encode") {
+			t.Errorf("%s: %v, want it to say to percent-encode the password", raw, err)
+		}
+	}
+	// An '@' only in the user name, and a URL with no password, play on.
+	for _, raw := range []string{"rtsp://a@b.example:93@127.0.0.1:1/vod/x", "rtsp://demo@127.0.0.1:1/vod/x", "rtsp://127.0.0.1:1/vod/x"} {
+		if _, err := Play(context.Background(), raw, Options{}); err == nil || strings.Contains(err.Error(), "percent-encode") {
+			t.Errorf("%s: %v, want a dial error", raw, err)
+		}
+	}
+}
