@@ -4,6 +4,7 @@
 package durflag
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,11 +50,12 @@ func parse(s string) (time.Duration, error) {
 	if t, neg := strings.CutPrefix(days, "-"); neg {
 		sign, days = -1, t
 	}
-	n, err := strconv.ParseUint(days, 10, 32)
-	if err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+	n, err := strconv.ParseUint(days, 10, 64)
+	tooMany := errors.Is(err, strconv.ErrRange) // "999999999999d": too many, not malformed
+	if (err != nil && !tooMany) || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
 		return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
 	}
-	if n > uint64(maxDays) {
+	if tooMany || n > uint64(maxDays) {
 		return 0, fmt.Errorf("%q: at most %d days", s, maxDays)
 	}
 	d := time.Duration(n) * 24 * time.Hour

@@ -33,6 +33,18 @@ func TestValue(t *testing.T) {
 	}
 }
 
+// A number of days too big for a time.Duration is said to be so, the
+// limit named, however many digits it has: past 2^32 days (and past
+// 2^64) it was "want a duration such as 90s ...", as if malformed.
+func TestTooManyDays(t *testing.T) {
+	for _, in := range []string{"106752d", "4294967296d", "999999999999d", "99999999999999999999999d", "-999999999999d", "999999999999d1h"} {
+		var v Value
+		if err := v.Set(in); err == nil || !strings.Contains(err.Error(), "at most 106751 days") || !strings.Contains(err.Error(), in) {
+			t.Errorf("%q: %v, want it quoted and \"at most 106751 days\"", in, err)
+		}
+	}
+}
+
 func TestReadable(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		8784 * time.Hour: "8784h (366 days)", time.Hour: "1h", 90 * time.Second: "1m30s", time.Second: "1s",
