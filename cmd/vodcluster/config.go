@@ -188,7 +188,7 @@ func (c SubscriberTokensConfig) subscriberTokens() (*auth.SubscriberTokens, erro
 // lock plans; deploy/README.md).
 type StoreConfig struct {
 	Backend       string        `yaml:"backend"`           // badger (default) or redis
-	RedisAddr     string        `yaml:"redis_addr"`        // host:port
+	RedisAddr     string        `yaml:"redis_addr"`        // host:port, or a Unix socket's path (beginning with /)
 	RedisPassword string        `yaml:"redis_password"`    // requirepass or ACL password; empty: none
 	RedisUsername string        `yaml:"redis_username"`    // ACL user; empty: default
 	RedisDB       int           `yaml:"redis_db"`          // database number, default 0

@@ -174,3 +174,21 @@ func TestRedisAddrURLRefusedWithoutPassword(t *testing.T) {
 		t.Errorf("a gRPC address given as a URL: %v", err)
 	}
 }
+
+// A redis_addr given as a unix:// URL is refused saying to give the
+// socket's path alone, which works (go-redis dials a path beginning with
+// '/' over a Unix socket): the refusal said only "want HOST:PORT". One
+// given with a database number names redis_db.
+func TestRedisAddrSocketURLNamesPath(t *testing.T) {
+	err := ManagerConfig{Store: StoreConfig{Backend: "redis", RedisAddr: "unix:///run/redis/redis.sock"}}.validate()
+	if err == nil || !strings.Contains(err.Error(), "its path alone (redis_addr: /run/redis/redis.sock)") {
+		t.Errorf("redis_addr unix:///run/redis/redis.sock: %v", err)
+	}
+	err = ManagerConfig{Store: StoreConfig{Backend: "redis", RedisAddr: "redis://127.0.0.1:6379/2"}}.validate()
+	if err == nil || !strings.Contains(err.Error(), "the database number in redis_db") {
+		t.Errorf("redis_addr redis://127.0.0.1:6379/2: %v", err)
+	}
+	if err := (ManagerConfig{Store: StoreConfig{Backend: "redis", RedisAddr: "/run/redis/redis.sock"}}).validate(); err != nil {
+		t.Errorf("redis_addr as a socket's path refused: %v", err)
+	}
+}

@@ -202,7 +202,13 @@ func (c ManagerConfig) validate() error {
 	if a := c.Store.RedisAddr; a != "" && (strings.Contains(a, "://") || strings.Contains(a, "@")) {
 		// A redis:// URL with its password was quoted whole, twice, by
 		// the dial's "too many colons in address".
-		k.failf("store.redis_addr %q: want HOST:PORT (e.g. 127.0.0.1:6379), not a URL: the password goes in redis_password, the user in redis_username, TLS in redis_tls", probe.Redacted(a))
+		if path, ok := strings.CutPrefix(a, "unix://"); ok && path != "" && !strings.Contains(a, "@") {
+			// A socket's path alone is taken (it begins with '/'); the
+			// refusal pointed at HOST:PORT only.
+			k.failf("store.redis_addr %q: a Unix socket is given by its path alone (redis_addr: %s), not a URL; or HOST:PORT (e.g. 127.0.0.1:6379)", a, path)
+		} else {
+			k.failf("store.redis_addr %q: want HOST:PORT (e.g. 127.0.0.1:6379) or a Unix socket's path (/run/redis/redis.sock), not a URL: the password goes in redis_password, the user in redis_username, the database number in redis_db, TLS in redis_tls", probe.Redacted(a))
+		}
 	}
 	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
 	if c.TokenTTL > 0 && c.TokenTTL < time.Second {
