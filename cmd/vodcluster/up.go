@@ -146,7 +146,7 @@ func upCmd() *cobra.Command {
 			printBanner(out, c, dataDir, gone)
 			if play != "" {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
-				fmt.Fprintf(out, "\nplaying %s for %s with vodctl's probe client ...\n", u, durflag.Readable(playDuration.D))
+				fmt.Fprintf(out, "\nplaying %s %s with vodctl's probe client ...\n", u, playFor(playDuration.D))
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
 				err = reportPlay(out, play, res, err, once)
 				if once {
@@ -249,6 +249,15 @@ func checkUpFlags(o clusterOptions, play string, transport string, once bool) er
 		}
 	}
 	return nil
+}
+
+// playFor says how long up's --play of d plays: "for 5s", or "to the end
+// of the title" for 0 (it said "for 0s").
+func playFor(d time.Duration) string {
+	if d == 0 {
+		return "to the end of the title"
+	}
+	return "for " + durflag.Readable(d)
 }
 
 // reportPlay writes the result of up's --play of title to out, or its

@@ -376,3 +376,13 @@ func TestUpHelpOriginZero(t *testing.T) {
 		}
 	}
 }
+
+// What up says it plays: --play-duration 0 plays to the end of the
+// title, and was announced as "for 0s".
+func TestUpPlayForSaysToTheEnd(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "to the end of the title", 5 * time.Second: "for 5s", 48 * time.Hour: "for 48h (2 days)"} {
+		if got := playFor(d); got != want {
+			t.Errorf("playFor(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
