@@ -49,6 +49,8 @@ func parse(s string) (time.Duration, error) {
 	sign := time.Duration(1)
 	if t, neg := strings.CutPrefix(days, "-"); neg {
 		sign, days = -1, t
+	} else if t, pos := strings.CutPrefix(days, "+"); pos {
+		days = t // as time.ParseDuration takes "+1h"
 	}
 	n, err := strconv.ParseUint(days, 10, 64)
 	tooMany := errors.Is(err, strconv.ErrRange) // "999999999999d": too many, not malformed

@@ -55,3 +55,17 @@ func TestReadable(t *testing.T) {
 		}
 	}
 }
+
+// A leading '+' is taken before days as Go takes it before hours: "+1h"
+// was taken and "+1d" refused as malformed. A sign after it is not.
+func TestPlusDays(t *testing.T) {
+	var v Value
+	if err := v.Set("+1d12h"); err != nil || v.D != 36*time.Hour || v.String() != "+1d12h" {
+		t.Errorf("+1d12h: %v %v %q", err, v.D, v.String())
+	}
+	for _, in := range []string{"+-1d", "++1d", "-+1d"} {
+		if err := v.Set(in); err == nil {
+			t.Errorf("%q taken", in)
+		}
+	}
+}
