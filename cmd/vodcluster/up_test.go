@@ -386,3 +386,25 @@ func TestUpPlayForSaysToTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// A --play that fails with --once is up's error alone, not also written
+// to the output (it was printed twice): run for real, with a node egress
+// no title fits in, so that the front door answers 453 after
+// --queue-deadline.
+func TestUpOncePlayFailurePrintedOnce(t *testing.T) {
+	cmd := upCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as the root command
+	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--quiet", "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
+		"--node-egress-bps", "1000", "--queue-deadline", "100ms", "--play", "sample-001", "--once"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--play sample-001 failed") || !strings.Contains(err.Error(), "453") {
+		t.Fatalf("up --play with no egress for it: %v", err)
+	}
+	// Not "453" alone: a port or the temporary directory may hold it.
+	if !strings.Contains(out.String(), "playing rtsp://") || strings.Contains(out.String(), "bad status code") || strings.Contains(out.String(), "failed") {
+		t.Fatalf("up --once printed the failure as well as returning it:\n%s", out.String())
+	}
+}
