@@ -25,6 +25,10 @@ func TestParseRange(t *testing.T) {
 		{"smpte=00:00:01:15-00:00:02", 1 + 15/drop, 2},
 		{"smpte-30-drop=00:01:00:29.50-", 60 + 29.5/drop, -1},
 		{"smpte=00:00:10-", 10, -1},
+		// ffmpeg's -ss 0 on a stream whose first timestamp is 0.151 s:
+		// a seek before the start, played from 0
+		{"npt=0.-151-", 0, -1},
+		{"npt=-2.-5-", 0, -1},
 	} {
 		start, end, err := parseRange(base.HeaderValue{c.v}, false)
 		if err != nil || math.Abs(start-c.start) > 1e-9 || math.Abs(end-c.end) > 1e-9 {

@@ -241,6 +241,14 @@ func (c *rtspConn) parameters(req *base.Request, s *session) *base.Response {
 // after ';' (a "time=" the node ignores).
 var nptRange = regexp.MustCompile(`^npt\s*=\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,2}:\d{1,2}(\.\d*)?)?\s*-\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,2}:\d{1,2}(\.\d*)?)?\s*(;.*)?$`)
 
+// ffmpegBeforeStart is how ffmpeg (libavformat's rtsp_read_play) writes a
+// seek to before the stream's first timestamp, as its `-ss 0` gives on an
+// elementary-stream play whose first timestamp is past 0: seconds and
+// milliseconds each printed signed, "npt=0.-151-" for -0.151 s (not npt
+// grammar). It is read as a play from the start of the title, not refused
+// with 457, which left ffmpeg waiting for a play that never came.
+var ffmpegBeforeStart = regexp.MustCompile(`^npt=-?\d{1,9}\.-\d{1,3}-$`)
+
 // errRangeFormat is a Range in a format the node does not play from (the
 // absolute clock= format, or an unknown one): 501 (RFC 2326 §12.29).
 var errRangeFormat = errors.New("range format not supported: use npt= or smpte=")
@@ -261,6 +269,9 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 		return 0, 0, errors.New("empty range")
 	}
 	lower := strings.ToLower(raw)
+	if ffmpegBeforeStart.MatchString(lower) {
+		return 0, -1, nil
+	}
 	if strings.HasPrefix(lower, "npt=") && !nptRange.MatchString(lower) {
 		// What Go's float parser would take besides the RFC's npt-time
 		// ("inf", "nan", exponents) or a time past any title, which
