@@ -443,7 +443,7 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 // that Register rebuilds their reservations (a node registers here when
 // the front door's address moved to this manager), its operator setting
 // is read again, and on a standby the pins too (reloadPins), which the
-// registration tells the node. UNAVAILABLE when the store does not
+// registration tells the node, and the suspensions (reloadSuspensions). UNAVAILABLE when the store does not
 // answer: the node retries, rather than joining without its sessions'
 // reservations.
 func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -468,6 +468,11 @@ func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnarySer
 		// loaded at its start, or at a registration since.
 		if err := m.reloadPins(lctx); err != nil {
 			return nil, status.Errorf(codes.Unavailable, "node %s: the pins not loaded (%s)", r.GetNodeId(), storeMsg(err))
+		}
+		// Its front door admits the node's viewers from now on: with
+		// the suspensions of the active manager, not of its start.
+		if err := m.reloadSuspensions(lctx); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "node %s: the suspensions not loaded (%s)", r.GetNodeId(), storeMsg(err))
 		}
 	}
 	return h(ctx, req)

@@ -64,6 +64,24 @@ func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[strin
 	return liveSuspensions(susp, now), nil
 }
 
+// reloadSuspensions replaces the suspensions with the stored ones (the
+// active manager's, on a shared store): on a standby, at a node's
+// registration (its front door admits from then on) and for
+// ListSuspensions, which otherwise gave those of the standby's start.
+// Errors: the store fails.
+func (m *Manager) reloadSuspensions(ctx context.Context) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	susp, err := m.readSuspensions(ctx, m.now())
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.suspended = susp
+	m.mu.Unlock()
+	return nil
+}
+
 // maxUserName is the longest subscriber name a suspension takes, bytes
 // (the users file's limit).
 const maxUserName = 256
@@ -168,9 +186,19 @@ func (m *Manager) userUnknown(ctx context.Context, user string) bool {
 // user, each with user_unknown when the users file (the BOSS) does not
 // know its name: the list showed a misspelt name as any other, the
 // warning of the suspension's answer long gone. The BOSS is asked for at
-// most 2 s in all; names not asked in time are not marked.
+// most 2 s in all; names not asked in time are not marked. A standby on a
+// shared store reads them from the store first (UNAVAILABLE when it does
+// not answer).
 func (a *admin) ListSuspensions(ctx context.Context, _ *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
 	m := a.m
+	if m.lead != nil && !m.Leader() {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := m.reloadSuspensions(rctx)
+		cancel()
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "suspensions not read: %s", storeMsg(err))
+		}
+	}
 	now := m.now()
 	m.mu.Lock()
 	live := liveSuspensions(m.suspended, now)
