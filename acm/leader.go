@@ -443,9 +443,9 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 // that Register rebuilds their reservations (a node registers here when
 // the front door's address moved to this manager), its operator setting
 // is read again, and on a standby the pins too (reloadPins), which the
-// registration tells the node, and the suspensions (reloadSuspensions). UNAVAILABLE when the store does not
-// answer: the node retries, rather than joining without its sessions'
-// reservations.
+// registration tells the node, and the suspensions (reloadSuspensions).
+// UNAVAILABLE when the store does not answer: the node retries, rather
+// than joining without its sessions' reservations.
 func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if m.lead == nil || info.FullMethod != pb.NodeControl_Register_FullMethodName {
 		return h(ctx, req)
