@@ -17,6 +17,9 @@ import (
 // 366 days (SuspendRequest.duration_s at most 31622400).
 const maxSuspension = 8784 * time.Hour
 
+// maxSuspensionDays is maxSuspension as --for takes it in days.
+const maxSuspensionDays = "366d"
+
 // suspendCmd is `vodctl suspend USER --for DURATION | --lift`.
 func suspendCmd(g *globals) *cobra.Command {
 	var (
@@ -35,7 +38,7 @@ func suspendCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("name one subscriber")
 			}
 			if lift == (dur.D != 0) {
-				return fmt.Errorf("give --for DURATION (1s to %s, a year) or --lift, one of the two", durflag.Readable(maxSuspension))
+				return fmt.Errorf("give --for DURATION (1s to %s, a year) or --lift, one of the two", maxSuspensionDays)
 			}
 			// Echoed as typed: "--for 8785h0m0s" for 366d.
 			if dur.D < 0 || (dur.D > 0 && dur.D < time.Second) {

@@ -41,8 +41,10 @@ func TestSuspend(t *testing.T) {
 	fa := &suspendAdmin{}
 	run := vodctlAgainst(t, fa)
 	for args, want := range map[string]string{
-		"suspend alice":                    "--for DURATION",
-		"suspend alice --for 1h --lift":    "one of the two",
+		"suspend alice":                 "--for DURATION",
+		"suspend alice --for 1h --lift": "one of the two",
+		// Without nested parentheses: it was "(1s to 8784h (366 days), a year)".
+		"suspend alice --for 0s":           "give --for DURATION (1s to 366d, a year) or --lift, one of the two",
 		"suspend --for 1h":                 "name one subscriber",
 		"suspend alice --for 10ms":         "at least 1s",
 		"suspend alice bob --for 1h":       "name one subscriber",
