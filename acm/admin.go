@@ -81,7 +81,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesResponse, error) {
 	m := a.m
 	m.mu.Lock()
-	out := &pb.ListNodesResponse{}
+	out := &pb.ListNodesResponse{Standby: m.standby()}
 	for _, n := range m.sched.Nodes {
 		out.Nodes = append(out.Nodes, m.nodeInfoLocked(n))
 	}
@@ -294,7 +294,7 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 		}
 		return ss[i].ID < ss[j].ID
 	})
-	out := &pb.ListSessionsResponse{Sessions: make([]*pb.SessionInfo, 0, len(ss))}
+	out := &pb.ListSessionsResponse{Sessions: make([]*pb.SessionInfo, 0, len(ss)), Standby: m.standby()}
 	for _, s := range ss {
 		si := &pb.SessionInfo{SessionId: s.ID, User: s.User, TitleId: s.Title, NodeId: s.Node, ClientAddr: s.ClientAddr,
 			State: s.State, BitrateBps: s.BitrateBps, AdmittedUnixMs: s.AdmittedAt.UnixMilli(), Protocol: s.Protocol, IdleS: idle[s.ID]}

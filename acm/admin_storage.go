@@ -106,7 +106,7 @@ func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsR
 	m := a.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &pb.ListFillsResponse{Fills: m.fillListLocked()}, nil
+	return &pb.ListFillsResponse{Fills: m.fillListLocked(), Standby: m.standby()}, nil
 }
 
 func sortFills(fs []*pb.Fill) {

@@ -210,6 +210,11 @@ func (l *leader) release() {
 // leader's sessions (takeOver).
 func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
 
+// standby is whether this manager, one of a pair on a shared store, does
+// not hold the planner lock: what its admin lists show is then not the
+// cluster's (ListSessionsResponse.standby).
+func (m *Manager) standby() bool { return m.lead != nil && !m.lead.holds() }
+
 // retaking says why this manager, not the leader (Leader false) on a
 // shared store, is not a standby either, "" when it is one (another
 // manager holds the planner lock, as the store last said, or this manager

@@ -44,3 +44,31 @@ func TestStandbyKeepsTheActiveManagersSuspensions(t *testing.T) {
 		t.Fatalf("DESCRIBE after the lift on the active manager: %d %s, want 302", res.StatusCode, res.StatusMessage)
 	}
 }
+
+// The standby's lists say so (ListSessionsResponse.standby and the same in
+// ListNodes and ListFills): `vodctl sessions` against it printed an empty
+// table with nothing to tell it from a cluster without a viewer. The
+// active manager's do not.
+func TestStandbyListsSaySo(t *testing.T) {
+	open, _ := sharedRedis(t)
+	a, b := activeAndStandby(t, open, testTitles, nil)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		e       *env
+		standby bool
+	}{{"active", a, false}, {"standby", b, true}} {
+		ss, err := c.e.admin.ListSessions(ctx, &pb.ListSessionsRequest{})
+		if err != nil || ss.GetStandby() != c.standby {
+			t.Errorf("%s: ListSessions standby %v (%v), want %v", c.name, ss.GetStandby(), err, c.standby)
+		}
+		ns, err := c.e.admin.ListNodes(ctx, &pb.ListNodesRequest{})
+		if err != nil || ns.GetStandby() != c.standby {
+			t.Errorf("%s: ListNodes standby %v (%v), want %v", c.name, ns.GetStandby(), err, c.standby)
+		}
+		fs, err := c.e.admin.ListFills(ctx, &pb.ListFillsRequest{})
+		if err != nil || fs.GetStandby() != c.standby {
+			t.Errorf("%s: ListFills standby %v (%v), want %v", c.name, fs.GetStandby(), err, c.standby)
+		}
+	}
+}

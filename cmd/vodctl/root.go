@@ -34,6 +34,7 @@ type globals struct {
 	tlsCA   string        // PEM CA(s) to verify the manager with (implies tls)
 	tlsEnv  error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
 	out     io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
+	errOut  io.Writer     // where admin calls print notes: the command's error output (os.Stderr unless a test sets it)
 }
 
 func newRoot() *cobra.Command {
@@ -48,7 +49,7 @@ func newRoot() *cobra.Command {
 	// The token's default is read at run time, not shown in --help.
 	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		g.out = cmd.OutOrStdout()
+		g.out, g.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if !cmd.Flags().Changed("token") {
 			g.token = os.Getenv("VODCTL_TOKEN")
 		}
@@ -117,6 +118,13 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	}
 	if g.out == nil {
 		g.out = os.Stdout
+	}
+	if g.errOut == nil {
+		g.errOut = os.Stderr
+	}
+	if s, ok := m.(interface{ GetStandby() bool }); ok && s.GetStandby() {
+		// Its empty tables read as a cluster without nodes or viewers.
+		fmt.Fprintf(g.errOut, "note: %s does not hold the planner lock (the standby of a pair, or taking the lock): it lists only the nodes registered with it and their sessions, and plans no fill; ask the active manager (the pair's virtual IP)\n", g.manager)
 	}
 	if g.json || table == nil {
 		out, err := adminJSON(m)

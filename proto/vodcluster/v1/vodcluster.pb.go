@@ -2239,8 +2239,13 @@ func (x *NodeInfo) GetWeightStored() bool {
 }
 
 type ListNodesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         []*NodeInfo            `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Nodes []*NodeInfo            `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): it lists
+	// only the nodes registered with it and their sessions, and plans no
+	// fill; the active manager (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2280,6 +2285,13 @@ func (x *ListNodesResponse) GetNodes() []*NodeInfo {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *ListNodesResponse) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
 }
 
 type SetNodeRequest struct {
@@ -3026,8 +3038,13 @@ func (x *SessionInfo) GetIdleS() int64 {
 }
 
 type ListSessionsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sessions []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): it lists
+	// only the nodes registered with it and their sessions, and plans no
+	// fill; the active manager (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3067,6 +3084,13 @@ func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *ListSessionsResponse) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
 }
 
 type GetPolicyRequest struct {
@@ -4005,8 +4029,13 @@ func (x *Fill) GetSinceUnixMs() int64 {
 }
 
 type ListFillsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Fills         []*Fill                `protobuf:"bytes,1,rep,name=fills,proto3" json:"fills,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Fills []*Fill                `protobuf:"bytes,1,rep,name=fills,proto3" json:"fills,omitempty"`
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): it lists
+	// only the nodes registered with it and their sessions, and plans no
+	// fill; the active manager (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4046,6 +4075,13 @@ func (x *ListFillsResponse) GetFills() []*Fill {
 		return x.Fills
 	}
 	return nil
+}
+
+func (x *ListFillsResponse) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
 }
 
 var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
@@ -4235,9 +4271,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\x12\x12\n" +
 	"\x04site\x18\x13 \x01(\tR\x04site\x12\x1b\n" +
 	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
-	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\"B\n" +
+	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\"\\\n" +
 	"\x11ListNodesResponse\x12-\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\"\xad\x01\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\x12\x18\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12\x1f\n" +
@@ -4301,9 +4338,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\t \x01(\x03R\rstartedUnixMs\x12\x1a\n" +
 	"\bprotocol\x18\n" +
 	" \x01(\tR\bprotocol\x12\x15\n" +
-	"\x06idle_s\x18\v \x01(\x03R\x05idleS\"N\n" +
+	"\x06idle_s\x18\v \x01(\x03R\x05idleS\"h\n" +
 	"\x14ListSessionsResponse\x126\n" +
-	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\"\x12\n" +
+	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\x12\x18\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby\"\x12\n" +
 	"\x10GetPolicyRequest\"\x81\x02\n" +
 	"\n" +
 	"PolicyInfo\x12\x16\n" +
@@ -4379,9 +4417,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
 	"\battempts\x18\a \x01(\x05R\battempts\x12'\n" +
 	"\x10next_try_unix_ms\x18\b \x01(\x03R\rnextTryUnixMs\x12\"\n" +
-	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\">\n" +
+	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\"X\n" +
 	"\x11ListFillsResponse\x12)\n" +
-	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills2\xe0\x01\n" +
+	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills\x12\x18\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby2\xe0\x01\n" +
 	"\x06Origin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12@\n" +
