@@ -29,6 +29,10 @@ func TestParseRange(t *testing.T) {
 		// a seek before the start, played from 0
 		{"npt=0.-151-", 0, -1},
 		{"npt=-2.-5-", 0, -1},
+		// a whole negative second (-ss -0.849 on that stream): ffmpeg
+		// waited for a play after 457
+		{"npt=-1.000-", 0, -1},
+		{"npt=-2.000-", 0, -1},
 	} {
 		start, end, err := parseRange(base.HeaderValue{c.v}, false)
 		if err != nil || math.Abs(start-c.start) > 1e-9 || math.Abs(end-c.end) > 1e-9 {
@@ -36,7 +40,8 @@ func TestParseRange(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"", " ", "smpte-25=00:00:01:25-", "smpte=00:00:01:30-", "smpte=00:00:01:99-",
-		"smpte-25=00:00:01:10.100-", "smpte=00:00:02-00:00:01:29"} {
+		"smpte-25=00:00:01:10.100-", "smpte=00:00:02-00:00:01:29",
+		"npt=-1.500-", "npt=-1.000-2"} {
 		if _, _, err := parseRange(base.HeaderValue{v}, false); err == nil || errors.Is(err, errRangeFormat) {
 			t.Errorf("%q: %v, want a malformed range", v, err)
 		}

@@ -244,10 +244,12 @@ var nptRange = regexp.MustCompile(`^npt\s*=\s*(now|\d{1,9}(\.\d*)?|\d{1,6}:\d{1,
 // ffmpegBeforeStart is how ffmpeg (libavformat's rtsp_read_play) writes a
 // seek to before the stream's first timestamp, as its `-ss 0` gives on an
 // elementary-stream play whose first timestamp is past 0: seconds and
-// milliseconds each printed signed, "npt=0.-151-" for -0.151 s (not npt
-// grammar). It is read as a play from the start of the title, not refused
-// with 457, which left ffmpeg waiting for a play that never came.
-var ffmpegBeforeStart = regexp.MustCompile(`^npt=-?\d{1,9}\.-\d{1,3}-$`)
+// milliseconds each printed signed, "npt=0.-151-" for -0.151 s, and a
+// whole negative second as "npt=-1.000-" (-ss -0.849 on a stream starting
+// at 0.151 s), neither npt grammar. It is read as a play from the start of
+// the title, not refused with 457, which left ffmpeg waiting for a play
+// that never came.
+var ffmpegBeforeStart = regexp.MustCompile(`^npt=(-?\d{1,9}\.-\d{1,3}|-\d{1,9}\.0{3})-$`)
 
 // errRangeFormat is a Range in a format the node does not play from (the
 // absolute clock= format, or an unknown one): 501 (RFC 2326 §12.29).
