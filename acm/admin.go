@@ -285,7 +285,7 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 	}
 	if id := req.GetNodeId(); id != "" && len(ss) == 0 && m.sched.Node(id) == nil && m.nodes[id] == nil {
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "node %q is not known to this manager (vodctl nodes lists them)", id)
+		return nil, status.Errorf(codes.NotFound, "node %q is not known to this manager (vodctl nodes lists them)%s", id, m.standbyHint())
 	}
 	m.mu.Unlock()
 	sort.Slice(ss, func(i, j int) bool {
@@ -320,11 +320,15 @@ func (m *Manager) policyInfoLocked() *pb.PolicyInfo {
 
 // GetPolicy returns the scheduling policy, the registered ones, the
 // storage policy with its planner and, with the Replicator, what it did
-// so far (StorageStats).
+// so far (StorageStats); standby on a manager without the planner lock,
+// whose planner does not run (its counts read as a planner that never
+// planned).
 func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo, error) {
 	a.m.mu.Lock()
 	defer a.m.mu.Unlock()
-	return a.m.policyInfoLocked(), nil
+	p := a.m.policyInfoLocked()
+	p.Standby = a.m.standby()
+	return p, nil
 }
 
 // SetPolicy switches the scheduling policy at run time; reservations and

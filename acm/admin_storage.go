@@ -25,10 +25,12 @@ import (
 // unknown node), filtered by title and node, in (node, title) order. NOT_FOUND
 // for a title neither in the catalog, pinned, nor held or kept partly by
 // a node (a title withdrawn at the origin is listed while copies of it
-// remain), or a node neither registered nor with pins.
+// remain), or a node neither registered nor with pins. standby: this
+// manager does not hold the planner lock, and lists only the nodes
+// registered with it.
 func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (*pb.ListPlacementResponse, error) {
 	m := a.m
-	out := &pb.ListPlacementResponse{}
+	out := &pb.ListPlacementResponse{Standby: m.standby()}
 	m.mu.Lock()
 	// A filter must name something known: a title in the catalog or
 	// pinned, a node registered or with pins.
@@ -45,7 +47,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 	}
 	if id := req.GetNodeId(); id != "" && m.nodes[id] == nil && !pinnedNode {
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "node %q is not registered", id)
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered%s", id, m.standbyHint())
 	}
 	for id, ns := range m.nodes {
 		if req.GetNodeId() != "" && id != req.GetNodeId() {

@@ -215,6 +215,15 @@ func (m *Manager) Leader() bool { return m.lead == nil || m.lead.holds() }
 // cluster's (ListSessionsResponse.standby).
 func (m *Manager) standby() bool { return m.lead != nil && !m.lead.holds() }
 
+// standbyHint is what a NOT_FOUND for a node adds on a standby (standby),
+// where the nodes are not registered: "" on the active manager.
+func (m *Manager) standbyHint() string {
+	if !m.standby() {
+		return ""
+	}
+	return "; this manager does not hold the planner lock (the standby of a pair): ask the active manager (the pair's virtual IP)"
+}
+
 // retaking says why this manager, not the leader (Leader false) on a
 // shared store, is not a standby either, "" when it is one (another
 // manager holds the planner lock, as the store last said, or this manager

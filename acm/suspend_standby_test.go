@@ -2,9 +2,12 @@ package acm
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -46,13 +49,37 @@ func TestStandbyKeepsTheActiveManagersSuspensions(t *testing.T) {
 }
 
 // The standby's lists say so (ListSessionsResponse.standby and the same in
-// ListNodes and ListFills): `vodctl sessions` against it printed an empty
-// table with nothing to tell it from a cluster without a viewer. The
-// active manager's do not.
+// ListNodes, ListFills, ListPlacement and GetPolicy): `vodctl sessions`
+// against it printed an empty table with nothing to tell it from a
+// cluster without a viewer, `vodctl placement` no copy anywhere, `vodctl
+// policy` a storage planner that never planned. The active manager's do
+// not. A node filter naming a node registered with the active manager
+// only is NOT_FOUND on the standby, which says to ask the active manager.
 func TestStandbyListsSaySo(t *testing.T) {
 	open, _ := sharedRedis(t)
 	a, b := activeAndStandby(t, open, testTitles, nil)
 	ctx := context.Background()
+	a.registerWith("n1")
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"ListSessions", func() error {
+			_, err := b.admin.ListSessions(ctx, &pb.ListSessionsRequest{NodeId: "n1"})
+			return err
+		}},
+		{"ListPlacement", func() error {
+			_, err := b.admin.ListPlacement(ctx, &pb.ListPlacementRequest{NodeId: "n1"})
+			return err
+		}},
+	} {
+		if err := c.call(); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "ask the active manager") {
+			t.Errorf("standby: %s of node n1 (registered with the active manager): %v; want NOT_FOUND saying to ask the active manager", c.name, err)
+		}
+	}
+	if _, err := a.admin.ListPlacement(ctx, &pb.ListPlacementRequest{NodeId: "n9"}); status.Code(err) != codes.NotFound || strings.Contains(err.Error(), "active manager") {
+		t.Errorf("active: ListPlacement of an unknown node: %v; want NOT_FOUND without a word of a standby", err)
+	}
 	for _, c := range []struct {
 		name    string
 		e       *env
@@ -69,6 +96,14 @@ func TestStandbyListsSaySo(t *testing.T) {
 		fs, err := c.e.admin.ListFills(ctx, &pb.ListFillsRequest{})
 		if err != nil || fs.GetStandby() != c.standby {
 			t.Errorf("%s: ListFills standby %v (%v), want %v", c.name, fs.GetStandby(), err, c.standby)
+		}
+		ps, err := c.e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{})
+		if err != nil || ps.GetStandby() != c.standby {
+			t.Errorf("%s: ListPlacement standby %v (%v), want %v", c.name, ps.GetStandby(), err, c.standby)
+		}
+		pi, err := c.e.admin.GetPolicy(ctx, &pb.GetPolicyRequest{})
+		if err != nil || pi.GetStandby() != c.standby {
+			t.Errorf("%s: GetPolicy standby %v (%v), want %v", c.name, pi.GetStandby(), err, c.standby)
 		}
 	}
 }

@@ -124,7 +124,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	}
 	if s, ok := m.(interface{ GetStandby() bool }); ok && s.GetStandby() {
 		// Its empty tables read as a cluster without nodes or viewers.
-		fmt.Fprintf(g.errOut, "note: %s does not hold the planner lock (the standby of a pair, or taking the lock): it lists only the nodes registered with it and their sessions, and plans no fill; ask the active manager (the pair's virtual IP)\n", g.manager)
+		fmt.Fprintf(g.errOut, "note: %s does not hold the planner lock (the standby of a pair, or taking the lock): %s; ask the active manager (the pair's virtual IP)\n", g.manager, standbyShows(m))
 	}
 	if g.json || table == nil {
 		out, err := adminJSON(m)
@@ -137,6 +137,18 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	w := tabwriter.NewWriter(g.out, 0, 4, 2, ' ', 0)
 	table(m, w)
 	return w.Flush()
+}
+
+// standbyShows says what a standby's answer m (standby set) shows
+// instead of the cluster's, for the note beside it.
+func standbyShows(m proto.Message) string {
+	switch m.(type) {
+	case *v1.ListPlacementResponse:
+		return "it lists only the copies and partial fills of the nodes registered with it, and the pins as it last read them"
+	case *v1.PolicyInfo:
+		return "its storage planner does not run (the counts are its own, not the cluster's), and its policy is the one it read at its start"
+	}
+	return "it lists only the nodes registered with it and their sessions, and plans no fill"
 }
 
 func titlesCmd(g *globals) *cobra.Command {

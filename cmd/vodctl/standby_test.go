@@ -27,14 +27,35 @@ func (a standbyAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.List
 	return &v1.ListFillsResponse{Standby: a.standby}, nil
 }
 
-// Against the standby of a pair, vodctl sessions, nodes and fills say so
-// beside their tables (and their JSON): they printed empty tables, read
-// as a cluster without nodes or viewers. Against the active manager
-// nothing is added.
+func (a standbyAdmin) ListPlacement(context.Context, *v1.ListPlacementRequest) (*v1.ListPlacementResponse, error) {
+	return &v1.ListPlacementResponse{Standby: a.standby}, nil
+}
+
+func (a standbyAdmin) GetPolicy(context.Context, *v1.GetPolicyRequest) (*v1.PolicyInfo, error) {
+	return &v1.PolicyInfo{Policy: "lall", Standby: a.standby}, nil
+}
+
+// Against the standby of a pair, vodctl sessions, nodes, fills, placement
+// and policy say so beside their tables (and their JSON): they printed
+// empty tables, read as a cluster without nodes or viewers (placement: no
+// copy anywhere; policy: a storage planner that never planned). Against
+// the active manager nothing is added.
 func TestStandbyListsNoted(t *testing.T) {
-	for _, args := range [][]string{{"sessions"}, {"nodes"}, {"fills"}, {"--json", "sessions"}} {
+	for _, c := range []struct {
+		args  []string
+		shows string // what the note says the standby's answer is
+	}{
+		{[]string{"sessions"}, "only the nodes registered with it"},
+		{[]string{"nodes"}, "only the nodes registered with it"},
+		{[]string{"fills"}, "only the nodes registered with it"},
+		{[]string{"--json", "sessions"}, "only the nodes registered with it"},
+		{[]string{"placement"}, "only the copies and partial fills of the nodes registered with it"},
+		{[]string{"--json", "placement"}, "only the copies"},
+		{[]string{"policy"}, "its storage planner does not run"},
+	} {
+		args := c.args
 		out := runVodctl(t, standbyAdmin{standby: true}, args...)
-		if !strings.Contains(out, "does not hold the planner lock") || !strings.Contains(out, "ask the active manager") {
+		if !strings.Contains(out, "does not hold the planner lock") || !strings.Contains(out, "ask the active manager") || !strings.Contains(out, c.shows) {
 			t.Errorf("vodctl %v against a standby:\n%s", args, out)
 		}
 		if out := runVodctl(t, standbyAdmin{}, args...); strings.Contains(out, "planner lock") {

@@ -3137,8 +3137,15 @@ type PolicyInfo struct {
 	StorageAvailable []string               `protobuf:"bytes,4,rep,name=storage_available,json=storageAvailable,proto3" json:"storage_available,omitempty"` // storage policy names
 	StoragePlanner   string                 `protobuf:"bytes,5,opt,name=storage_planner,json=storagePlanner,proto3" json:"storage_planner,omitempty"`       // planner of the storage policy: replicate or none
 	StorageStats     *StorageStats          `protobuf:"bytes,6,opt,name=storage_stats,json=storageStats,proto3" json:"storage_stats,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): its
+	// storage planner does not run, so storage_stats are its own (none
+	// planned), not the cluster's, and policy is the one it read at its
+	// start (a change made on the active manager since is not in it); the
+	// active manager (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,7,opt,name=standby,proto3" json:"standby,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PolicyInfo) Reset() {
@@ -3211,6 +3218,13 @@ func (x *PolicyInfo) GetStorageStats() *StorageStats {
 		return x.StorageStats
 	}
 	return nil
+}
+
+func (x *PolicyInfo) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
 }
 
 // StorageStats counts what the storage manager's planner did since the
@@ -3545,7 +3559,13 @@ type ListPlacementResponse struct {
 	NodePins    []*NodePin             `protobuf:"bytes,3,rep,name=node_pins,json=nodePins,proto3" json:"node_pins,omitempty"`          // titles pinned to a node, whether the node has them yet or not
 	// partials are the partial fills the nodes keep (no replicas: never
 	// served, not in replicas), filtered as replicas, in (title, node) order.
-	Partials      []*NodePartial `protobuf:"bytes,4,rep,name=partials,proto3" json:"partials,omitempty"`
+	Partials []*NodePartial `protobuf:"bytes,4,rep,name=partials,proto3" json:"partials,omitempty"`
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): it lists
+	// only the copies and partial fills of the nodes registered with it,
+	// and the pins as it last read them from the store; the active manager
+	// (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,5,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3606,6 +3626,13 @@ func (x *ListPlacementResponse) GetPartials() []*NodePartial {
 		return x.Partials
 	}
 	return nil
+}
+
+func (x *ListPlacementResponse) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
 }
 
 // NodePartial is a partial fill on one node (PartialTitle as the node's
@@ -4342,7 +4369,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x14ListSessionsResponse\x126\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\"\x12\n" +
-	"\x10GetPolicyRequest\"\x81\x02\n" +
+	"\x10GetPolicyRequest\"\x9b\x02\n" +
 	"\n" +
 	"PolicyInfo\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\x12\x1c\n" +
@@ -4350,7 +4377,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0estorage_policy\x18\x03 \x01(\tR\rstoragePolicy\x12+\n" +
 	"\x11storage_available\x18\x04 \x03(\tR\x10storageAvailable\x12'\n" +
 	"\x0fstorage_planner\x18\x05 \x01(\tR\x0estoragePlanner\x12@\n" +
-	"\rstorage_stats\x18\x06 \x01(\v2\x1b.vodcluster.v1.StorageStatsR\fstorageStats\"\xf7\x01\n" +
+	"\rstorage_stats\x18\x06 \x01(\v2\x1b.vodcluster.v1.StorageStatsR\fstorageStats\x12\x18\n" +
+	"\astandby\x18\a \x01(\bR\astandby\"\xf7\x01\n" +
 	"\fStorageStats\x12\x14\n" +
 	"\x05plans\x18\x01 \x01(\x03R\x05plans\x12\x1e\n" +
 	"\n" +
@@ -4380,12 +4408,13 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\aversion\x18\b \x01(\tR\aversion\x12\x12\n" +
 	"\x04site\x18\t \x01(\tR\x04site\x12\x14\n" +
 	"\x05state\x18\n" +
-	" \x01(\tR\x05state\"\xdb\x01\n" +
+	" \x01(\tR\x05state\"\xf5\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
 	"\tnode_pins\x18\x03 \x03(\v2\x16.vodcluster.v1.NodePinR\bnodePins\x126\n" +
-	"\bpartials\x18\x04 \x03(\v2\x1a.vodcluster.v1.NodePartialR\bpartials\"\xd5\x01\n" +
+	"\bpartials\x18\x04 \x03(\v2\x1a.vodcluster.v1.NodePartialR\bpartials\x12\x18\n" +
+	"\astandby\x18\x05 \x01(\bR\astandby\"\xd5\x01\n" +
 	"\vNodePartial\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
