@@ -42,6 +42,11 @@ type leader struct {
 	ttl    time.Duration
 	log    *slog.Logger
 	gained func() // called by run when the lock is taken after Start
+	// standing, when not nil, is called by run after each step that
+	// leaves this manager without the lock (a standby), with the step's
+	// error (the store did not answer it): the standby re-reads there
+	// what the active manager changes in the store.
+	standing func(ctx context.Context, stepErr error)
 	// serves reports whether nodes report to this manager. One that has
 	// none lets deferSteps tries pass (2 ttl) before each attempt at the
 	// lock: after the store stalled longer than a lease, the manager
@@ -175,13 +180,15 @@ func (l *leader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			gained, _ := l.step(ctx)
+			gained, err := l.step(ctx)
 			if gained {
 				l.tookLate = true
 				if ctx.Err() == nil && l.gained != nil {
 					l.gained()
 				}
 				l.taking.Store(false)
+			} else if !l.holds() && ctx.Err() == nil && l.standing != nil {
+				l.standing(ctx, err)
 			}
 		}
 	}
@@ -286,6 +293,7 @@ func (m *Manager) startLeader() error {
 			"sessions_in_store", n)
 	}
 	m.lead.gained = m.takeOver
+	m.lead.standing = m.refreshSuspensions
 	m.lead.serves = func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()

@@ -330,6 +330,7 @@ type Manager struct {
 	// suspended: the operator's suspended subscribers (suspend.go), by
 	// user; replaced whole (mu).
 	suspended map[string]suspension
+	suspStale atomic.Bool // a standby's last re-read of the stored suspensions failed (refreshSuspensions logs once)
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting

@@ -72,6 +72,11 @@ func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[strin
 func (m *Manager) reloadSuspensions(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	return m.reloadSuspensionsOpLocked(ctx)
+}
+
+// reloadSuspensionsOpLocked is reloadSuspensions with opMu held.
+func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context) error {
 	susp, err := m.readSuspensions(ctx, m.now())
 	if err != nil {
 		return err
@@ -80,6 +85,42 @@ func (m *Manager) reloadSuspensions(ctx context.Context) error {
 	m.suspended = susp
 	m.mu.Unlock()
 	return nil
+}
+
+// refreshSuspensions, on a standby, re-reads the stored suspensions at
+// each try at the planner lock (every third of LeaderTTL; leader.standing):
+// its front door applied only those of the last node's registration, so a
+// subscriber suspended on the active manager since was admitted here
+// once the front door's address moved, until this manager took the lock.
+// stepErr is the try's error: the store did not answer it, and is not
+// asked again. When the store does not answer, the suspensions read last
+// stay in force; the first failure of a run is logged, and the first
+// read after it. While an operator's change or another reload holds opMu
+// (on a store that stalls, for up to its timeout) it reads nothing this
+// time: the lock's tries do not wait behind it.
+func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
+	err := stepErr
+	if err == nil {
+		if !m.opMu.TryLock() {
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, max(m.LeaderTTL/3, time.Second))
+		err = m.reloadSuspensionsOpLocked(rctx)
+		cancel()
+		m.opMu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return // Close
+	}
+	if err != nil {
+		if !m.suspStale.Swap(true) {
+			m.log.Warn("standby: suspensions not re-read from the store; those read last stay in force until it answers", "err", err)
+		}
+		return
+	}
+	if m.suspStale.Swap(false) {
+		m.log.Info("standby: suspensions re-read from the store")
+	}
 }
 
 // maxUserName is the longest subscriber name a suspension takes, bytes

@@ -2,13 +2,16 @@ package acm
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -105,5 +108,61 @@ func TestStandbyListsSaySo(t *testing.T) {
 		if err != nil || pi.GetStandby() != c.standby {
 			t.Errorf("%s: GetPolicy standby %v (%v), want %v", c.name, pi.GetStandby(), err, c.standby)
 		}
+	}
+}
+
+// TestStandbyRereadsSuspensions: a subscriber suspended on the active
+// manager after a node registered with the standby (the front door's
+// address moved to it, before it takes the planner lock) is refused by
+// the standby's front door without another registration, and a lift
+// reaches it alike: the standby re-reads the stored suspensions at each
+// try at the lock. It applied only those of the node's registration. When
+// Redis stops answering, the standby says so and keeps refusing the
+// subscriber it last read suspended.
+func TestStandbyRereadsSuspensions(t *testing.T) {
+	open, srv := sharedRedis(t)
+	var logs [2]logtest.Buffer // the active manager's, the standby's
+	started := 0
+	a, b := activeAndStandby(t, open, testTitles, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
+		started++
+	})
+	log := &logs[1]
+	ctx := context.Background()
+	b.registerWith("n1")
+	suspended := func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		return b.m.suspendedLocked("demo", b.m.now())
+	}
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the standby to apply the suspension made on the active manager", suspended)
+	if res := b.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("DESCRIBE of the subscriber suspended on the active manager, on the standby: %d %s, want 403", res.StatusCode, res.StatusMessage)
+	}
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the standby to apply the lift made on the active manager", func() bool { return !suspended() })
+	if res := b.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
+		t.Fatalf("DESCRIBE after the lift on the active manager, on the standby: %d %s, want 302", res.StatusCode, res.StatusMessage)
+	}
+	if b.m.Leader() {
+		t.Fatal("the standby took the lock while the active manager runs")
+	}
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the standby to apply the second suspension", suspended)
+	srv.Pause(t)
+	const said = "standby: suspensions not re-read from the store"
+	waitFor(t, 10*time.Second, "the standby to log that the store does not answer", func() bool { return strings.Contains(log.String(), said) })
+	if !suspended() {
+		t.Fatal("the standby dropped the suspension it read when the store stopped answering")
+	}
+	if res := b.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("DESCRIBE of the suspended subscriber on the standby, Redis stalled: %d %s, want 403", res.StatusCode, res.StatusMessage)
 	}
 }
