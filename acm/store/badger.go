@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ const gcInterval = 10 * time.Minute
 // written synchronously (a call returns after the write is on disk).
 type Badger struct {
 	db   *badger.DB
+	lock *os.File // holds dirLockFile's flock until Close (nil where there is none)
 	stop chan struct{}
 	done chan struct{}
 
@@ -41,17 +43,36 @@ var _ Store = (*Badger)(nil)
 // another process, or another Badger in this one, holds the directory.
 var ErrLocked = errors.New("store: data directory in use by another process")
 
+// dirLockFile is the file in the data directory whose flock(2) the Badger
+// holds while open (lockDataDir): another holder is told by its errno
+// (EWOULDBLOCK), not by badger's error text, which it gives for any
+// failure of its own lock (ENOLCK on a file system without locks too).
+const dirLockFile = "vodcluster.lock"
+
 // badgerLockedText is how badger/v4 words its refusal of a directory
 // another process holds (dir_unix.go): it does not wrap the flock error,
-// so the text is the only sign of it.
+// so the text is the only sign of it. Our own lock (dirLockFile) comes
+// first; this is for a holder that does not take it (a badger tool, a
+// system without flock).
 const badgerLockedText = "Cannot acquire directory lock"
 
 // OpenBadger opens (creating it if needed) the store in dir. logger, when
 // not nil, receives badger's warnings and errors. It fails when dir cannot
-// be created, or with ErrLocked when another process holds it.
+// be created, with ErrLocked (naming dir) when another process, or another
+// Badger in this one, holds it, or with an error naming dir and the errno
+// when it cannot be locked (ENOLCK: a file system without locks).
 func OpenBadger(dir string, logger *slog.Logger) (*Badger, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("store: empty data directory")
+	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlock := func() {
+		if lock != nil {
+			lock.Close()
+		}
 	}
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(true).
@@ -62,12 +83,14 @@ func OpenBadger(dir string, logger *slog.Logger) (*Badger, error) {
 		WithLogger(badgerLogger{logger})
 	db, err := badger.Open(opts)
 	if err != nil && strings.Contains(err.Error(), badgerLockedText) {
+		unlock()
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 	}
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	b := &Badger{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Badger{db: db, lock: lock, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.gcLoop()
 	return b, nil
 }
@@ -97,7 +120,11 @@ func (b *Badger) Close() error {
 	b.closed = true
 	close(b.stop)
 	<-b.done
-	return b.db.Close()
+	err := b.db.Close()
+	if b.lock != nil {
+		b.lock.Close() // releases the flock: another manager can open dir
+	}
+	return err
 }
 
 // guard holds the read lock while the database is open; it fails with
