@@ -18,76 +18,110 @@ import (
 // (2.0, 1e9) is accepted as the decoder takes it; one outside the key's
 // range (9.3e18 and -.inf for an int64) is refused, the decoder would
 // take some of them as -9223372036854775808. n is the decoded
-// document's node for a value of type t; key names it in the messages.
-// An alias (*name) is checked as the value it stands for, at the line it
-// is used, and the maps a merge key (<<: *base, <<: [*a, *b]) brings in
-// as the keys of the map it is in: the decoder takes both. The document
-// has been decoded without error before, so an alias does not contain
-// itself (the decoder refuses that).
+// document's node for a value of type t, and key its path (eachValue);
+// the messages name a value's last key. Aliases and merge keys are
+// followed as eachValue does.
 func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
+	var out []string
+	eachValue(n, t, key, func(n, at *yaml.Node, t reflect.Type, path string) {
+		key := path[strings.LastIndexByte(path, '.')+1:]
+		if msg := fractionalInt(n, t, key); msg != "" {
+			out = append(out, fmt.Sprintf("line %d: %s", at.Line, msg))
+		}
+	})
+	return out
+}
+
+// eachValue calls f with each scalar of n, the decoded document's node
+// for a value of type t, that stands for a value of the configuration: n
+// the scalar, at where it is written (an alias's line, not its anchor's),
+// t its Go type (not a pointer) and path its keys from the top joined by
+// '.' ("node.session_timeout"; a list's items have the list's path),
+// path given to start with. A key the configuration does not have is
+// passed over (the decoder reports it). An alias (*name) is visited as
+// the value it stands for, at the line it is used, and the maps a merge
+// key (<<: *base, <<: [*a, *b]) brings in as keys of the map it is in:
+// the decoder takes both. The document has been decoded (or parsed)
+// without a syntax error before, so an alias does not contain itself.
+func eachValue(n *yaml.Node, t reflect.Type, path string, f func(n, at *yaml.Node, t reflect.Type, path string)) {
 	if n == nil {
-		return nil
+		return
 	}
-	at := n // where the value is written: an alias's line, not its anchor's
+	at := n
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n.Kind == yaml.DocumentNode {
-		var out []string
-		for _, c := range n.Content {
-			out = append(out, fractionalInts(c, t, key)...)
+	join := func(k string) string {
+		if path == "" {
+			return k
 		}
-		return out
+		return path + "." + k
 	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return nil
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		for _, c := range n.Content {
+			eachValue(c, t, path, f)
 		}
-		var out []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if isMergeKey(n.Content[i]) {
-				out = append(out, mergedInts(n.Content[i+1], t, key)...)
-				continue
-			}
-			name := n.Content[i].Value
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		eachKey(n, func(k, v *yaml.Node) {
 			for j := 0; j < t.NumField(); j++ {
-				f := t.Field(j)
-				if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && tag == name {
-					out = append(out, fractionalInts(n.Content[i+1], f.Type, name)...)
+				fd := t.Field(j)
+				if tag, _, _ := strings.Cut(fd.Tag.Get("yaml"), ","); fd.IsExported() && tag == k.Value {
+					eachValue(v, fd.Type, join(k.Value), f)
 				}
 			}
-		}
-		return out
-	case reflect.Slice, reflect.Array:
-		if n.Kind != yaml.SequenceNode {
-			return nil
-		}
-		var out []string
+		})
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		eachKey(n, func(k, v *yaml.Node) { eachValue(v, t.Elem(), join(k.Value), f) })
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for _, c := range n.Content {
-			out = append(out, fractionalInts(c, t.Elem(), key)...)
+			eachValue(c, t.Elem(), path, f)
 		}
-		return out
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return nil
+	case n.Kind == yaml.ScalarNode:
+		f(n, at, t, path)
+	}
+}
+
+// eachKey calls f with each key and value of the mapping n, those of the
+// maps its merge keys bring in (a map or a list of maps, each may be an
+// alias) where the merge key is.
+func eachKey(n *yaml.Node, f func(k, v *yaml.Node)) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isMergeKey(k) {
+			f(k, v)
+			continue
 		}
-		var out []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if isMergeKey(n.Content[i]) {
-				out = append(out, mergedInts(n.Content[i+1], t, key)...)
-				continue
+		for v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		maps := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			maps = v.Content
+		}
+		for _, m := range maps {
+			for m.Kind == yaml.AliasNode && m.Alias != nil {
+				m = m.Alias
 			}
-			out = append(out, fractionalInts(n.Content[i+1], t.Elem(), n.Content[i].Value)...)
+			if m.Kind == yaml.MappingNode {
+				eachKey(m, f)
+			}
 		}
-		return out
+	}
+}
+
+// fractionalInt is fractionalInts' message about the scalar n, a value
+// of type t under key ("KEY VALUE: ..."), or "" when it is no number
+// with a fraction (nor out of range) where t wants a whole one.
+func fractionalInt(n *yaml.Node, t reflect.Type, key string) string {
+	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if t == reflect.TypeOf(time.Duration(0)) || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
-			return nil
+		if t == reflect.TypeOf(time.Duration(0)) || n.ShortTag() != "!!float" {
+			return ""
 		}
 		v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
 		if err != nil && strings.EqualFold(strings.TrimLeft(n.Value, "+-"), ".inf") {
@@ -97,7 +131,7 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 			}
 		}
 		if err != nil || math.IsNaN(v) {
-			return nil // an error the decoder reports itself
+			return "" // an error the decoder reports itself
 		}
 		// The decoder takes a float at 2^63 (9.223372036854775808e18),
 		// below -2^63 or -.inf as -9223372036854775808.
@@ -109,33 +143,17 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 			rng = fmt.Sprintf("from 0 to %d", uint64(1)<<(bits-1)<<1-1)
 		}
 		if v < lo || v >= hi {
-			return []string{fmt.Sprintf("line %d: %s %s: out of range (a whole number %s)", at.Line, key, n.Value, rng)}
+			return fmt.Sprintf("%s %s: out of range (a whole number %s)", key, n.Value, rng)
 		}
 		if v == math.Trunc(v) {
-			return nil // whole: the decoder takes it
+			return "" // whole: the decoder takes it
 		}
-		return []string{fmt.Sprintf("line %d: %s %s: want a whole number", at.Line, key, n.Value)}
+		return fmt.Sprintf("%s %s: want a whole number", key, n.Value)
 	}
-	return nil
+	return ""
 }
 
 // isMergeKey reports whether k is YAML's merge key (a plain <<).
 func isMergeKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
-}
-
-// mergedInts is fractionalInts of what a merge key brings into a map of
-// type t: a map, or a list of maps (each may be an alias).
-func mergedInts(v *yaml.Node, t reflect.Type, key string) []string {
-	for v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
-	}
-	if v.Kind != yaml.SequenceNode {
-		return fractionalInts(v, t, key)
-	}
-	var out []string
-	for _, m := range v.Content {
-		out = append(out, fractionalInts(m, t, key)...)
-	}
-	return out
 }
