@@ -26,8 +26,9 @@ import (
 
 // Config is the YAML configuration file of every vodcluster process; each
 // subcommand reads its own section (manager, node or cdp). Unknown keys are
-// errors. Durations are Go durations ("60s", "500ms"); bit/s and bytes are
-// integers. A zero or absent value means the key's default; a negative one
+// errors. Durations are Go durations ("60s", "500ms"), or whole days and
+// then, optionally, one ("7d", "1d12h"), as the duration flags take them
+// (durflag); bit/s and bytes are integers. A zero or absent value means the key's default; a negative one
 // is an error naming the key (validate.go), except the -1 ("no limit") of
 // max_sessions_per_user, login_failures, requests_per_user and
 // max_conns_per_addr.
@@ -111,6 +112,8 @@ type ManagerConfig struct {
 	// front door accepts instead of a password; off when neither file is
 	// set.
 	SubscriberTokens SubscriberTokensConfig `yaml:"subscriber_tokens"`
+
+	durs durTexts // its durations as the file writes them, for validate's messages
 }
 
 // SiteConfig is one of manager.sites: a site's name (as its nodes'
@@ -265,6 +268,8 @@ type NodeConfig struct {
 	PauseTimeout   time.Duration `yaml:"pause_timeout"`      // a paused viewer's session (HTTP with no request, RTSP after PAUSE) lives this long without a word: the longest pause that resumes; 0 (or left out) = 5m, never below session_timeout; negative is an error
 	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
 	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
+
+	durs durTexts // its durations as the file writes them, for validate's messages
 }
 
 // CDPConfig configures `vodcluster cdp`.
@@ -279,6 +284,8 @@ type CDPConfig struct {
 	CatalogPoll     time.Duration `yaml:"catalog_poll_interval"` // how often dir is looked at for new, removed or replaced titles (then read again without a restart), default 5s; -1s = never (SIGHUP only)
 	TLSCert         string        `yaml:"tls_cert_file"`         // PEM certificate chain of the gRPC server; with tls_key_file: TLS
 	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
+
+	durs durTexts // its durations as the file writes them, for validate's messages
 }
 
 // loadConfig reads path (strict YAML: unknown keys, and a second document
@@ -293,15 +300,37 @@ func loadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fileflag.Error("config", path, err)
 	}
+	// The document as a tree first: its durations are read here (with
+	// days, and quoted as written in their errors), then the decoder
+	// reads the rest (strict: unknown keys).
+	var top yaml.Node
+	var durBad []string
+	var durs map[string]durTexts
+	rewrote := false
+	if err := yaml.Unmarshal(b, &top); err == nil {
+		durBad, durs, rewrote = configDurations(&top)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
 		if err := readableYAMLError(err); err != nil {
+			if len(durBad) > 0 {
+				err = fmt.Errorf("%w; %s", err, strings.Join(durBad, "; "))
+			}
 			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
 	}
-	var top yaml.Node // the first document again, for its section names
-	if err := yaml.Unmarshal(b, &top); err == nil && len(top.Content) > 0 && top.Content[0].Kind == yaml.MappingNode {
+	if len(durBad) > 0 {
+		return nil, fmt.Errorf("--config %s: %s", path, strings.Join(durBad, "; "))
+	}
+	if rewrote { // a duration in days: the decoder's value of it is 0
+		c = Config{}
+		if err := top.Decode(&c); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err))
+		}
+	}
+	c.Manager.durs, c.Node.durs, c.CDP.durs = durs["manager"], durs["node"], durs["cdp"]
+	if len(top.Content) > 0 && top.Content[0].Kind == yaml.MappingNode {
 		keys := top.Content[0].Content
 		for i := 0; i+1 < len(keys); i += 2 {
 			c.sections = append(c.sections, keys[i].Value)
@@ -329,20 +358,19 @@ func loadConfig(path string) (*Config, error) {
 }
 
 // yamlUnknownField and yamlDuration match the decoder's messages for a
-// key the configuration does not have and for a duration written as a
-// number.
+// key the configuration does not have and for a duration it does not
+// read (a number, days, a word).
 var (
 	yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
 	yamlDuration     = regexp.MustCompile("cannot unmarshal !!(\\w+) `([^`]*)` into time\\.Duration")
-	yamlZeroDuration = regexp.MustCompile("cannot unmarshal !!int `0` into time\\.Duration")
 )
 
 // readableYAMLError rewrites the YAML decoder's messages that name Go
-// types into the configuration's words: "unknown key X" and "duration
-// expected". A duration written as a bare 0 is no error (the example
-// configurations say "0 or left out": the default; the decoder leaves
-// it 0 and goes on): nil when that is all. Other errors are returned as
-// they are.
+// types into the configuration's words: "unknown key X". Its messages
+// about a duration written as a scalar are left out: configDurations
+// reads those itself (days, and a bare 0 as the default, which the
+// decoder leaves 0 and goes on) and says what is wrong with the key
+// named; nil when that is all. Other errors are returned as they are.
 func readableYAMLError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
@@ -350,11 +378,10 @@ func readableYAMLError(err error) error {
 	}
 	var lines []string
 	for _, e := range te.Errors {
-		if yamlZeroDuration.MatchString(e) {
-			continue
+		if yamlDuration.MatchString(e) {
+			continue // configDurations' (a bare 0: none)
 		}
 		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")
-		e = yamlDuration.ReplaceAllString(e, "`$2` is not a duration: write it with its unit, like 60s, 5m or 3h")
 		lines = append(lines, e)
 	}
 	if len(lines) == 0 {

@@ -24,8 +24,8 @@ func TestConfigStrict(t *testing.T) {
 	}
 	dur := filepath.Join(dir, "dur.yaml")
 	os.WriteFile(dur, []byte("manager:\n  token_ttl: 60\n  restore_grace: soon\n"), 0o600)
-	if _, err := loadConfig(dur); err == nil || !strings.Contains(err.Error(), "line 2: `60` is not a duration") ||
-		!strings.Contains(err.Error(), "line 3: `soon` is not a duration") {
+	if _, err := loadConfig(dur); err == nil || !strings.Contains(err.Error(), "line 2: token_ttl 60: not a duration") ||
+		!strings.Contains(err.Error(), "line 3: restore_grace soon: not a duration") {
 		t.Fatalf("durations without a unit: %v", err)
 	}
 	// A bare 0, as the example configurations' "0 or left out" reads, is
@@ -36,7 +36,7 @@ func TestConfigStrict(t *testing.T) {
 		t.Fatalf("durations written 0: %v %+v", err, c)
 	}
 	os.WriteFile(zero, []byte("manager:\n  token_ttl: 0\n  restore_grace: 60\n"), 0o600)
-	if _, err := loadConfig(zero); err == nil || !strings.Contains(err.Error(), "line 3: `60` is not a duration") || strings.Contains(err.Error(), "`0`") {
+	if _, err := loadConfig(zero); err == nil || !strings.Contains(err.Error(), "line 3: restore_grace 60: not a duration") || strings.Contains(err.Error(), "token_ttl") {
 		t.Fatalf("a 0 beside a duration without a unit: %v", err)
 	}
 	tiny := filepath.Join(dir, "tiny")

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"vodcluster/acm/auth"
 	"vodcluster/cdp"
 	"vodcluster/cdp/tsindex"
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
 	"vodcluster/lsm"
 	"vodcluster/smm"
@@ -74,8 +76,12 @@ func inConfig(path string, err error) error {
 	return fmt.Errorf("--config %s: %w", path, err)
 }
 
-// keyCheck collects a section's problems, each naming its key.
-type keyCheck struct{ errs []error }
+// keyCheck collects a section's problems, each naming its key; durs are
+// the section's durations as written (show).
+type keyCheck struct {
+	errs []error
+	durs durTexts
+}
 
 func (k *keyCheck) failf(format string, a ...any) { k.errs = append(k.errs, fmt.Errorf(format, a...)) }
 
@@ -85,7 +91,7 @@ func (k *keyCheck) err() error { return errors.Join(k.errs...) }
 // default, given in def.
 func (k *keyCheck) duration(key string, v time.Duration, def string) {
 	if v < 0 {
-		k.failf("%s %v: negative; give a positive duration, or 0 (or leave it out) for %s", key, v, def)
+		k.failf("%s: negative; give a positive duration, or 0 (or leave it out) for %s", k.show(key, v), def)
 	}
 }
 
@@ -140,7 +146,7 @@ func (k *keyCheck) ratio(key string, v float64) {
 // it accepts, and a storage policy and planner smm knows with values it
 // accepts.
 func (c ManagerConfig) validate() error {
-	var k keyCheck
+	k := keyCheck{durs: c.durs}
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	k.duration("token_ttl", c.TokenTTL, "60s")
 	k.duration("queue_deadline", c.QueueDeadline, "5s")
@@ -149,17 +155,20 @@ func (c ManagerConfig) validate() error {
 	k.duration("restore_grace", c.RestoreGrace, "30s")
 	k.duration("catalog_refresh", c.CatalogRefresh, "1m")
 	if c.CatalogRefresh > 0 && c.CatalogRefresh < minCatalogRefresh {
-		k.failf("catalog_refresh %v: at least %v (1m by default): each read fetches the origin's whole catalog, which the origin reads again at most once a second", c.CatalogRefresh, minCatalogRefresh)
+		k.failf("%s: at least %s (1m by default): each read fetches the origin's whole catalog, which the origin reads again at most once a second", k.show("catalog_refresh", c.CatalogRefresh), durflag.Readable(minCatalogRefresh))
 	}
 	k.duration("store_timeout", c.StoreTimeout, "2s")
 	if c.StoreTimeout > 0 && c.StoreTimeout < minStoreTimeout {
-		k.failf("store_timeout %v: at least %v (2s by default): a working store that takes longer would be taken as unavailable and every request refused", c.StoreTimeout, minStoreTimeout)
+		k.failf("%s: at least %s (2s by default): a working store that takes longer would be taken as unavailable and every request refused", k.show("store_timeout", c.StoreTimeout), durflag.Readable(minStoreTimeout))
 	}
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
 	k.limit("requests_per_user", c.RequestsPerUser, "20")
 	k.limit("max_conns_per_addr", c.MaxConnsPerAddr, "256")
 	k.duration("subscriber_tokens.leeway", c.SubscriberTokens.Leeway, "30s")
+	if l := c.SubscriberTokens.Leeway; l > auth.MaxTokenLeeway {
+		k.failf("%s: at most %s (30s by default): the clock skew allowed on a token's exp, nbf and iat", k.show("subscriber_tokens.leeway", l), durflag.Readable(auth.MaxTokenLeeway))
+	}
 	if c.SubscriberTokens.KeyFile != "" && c.SubscriberTokens.SecretFile != "" {
 		k.failf("subscriber_tokens: key_file and secret_file both set; give the portal's public key(s) or a shared secret, not both")
 	}
@@ -178,7 +187,7 @@ func (c ManagerConfig) validate() error {
 	k.count("scheduler.fill_ref_bps", s.FillRefBps, "4000000")
 	k.duration("scheduler.heartbeat_interval", s.HeartbeatInterval, "1s")
 	if s.HeartbeatInterval > 0 && s.HeartbeatInterval < minHeartbeatInterval {
-		k.failf("scheduler.heartbeat_interval %v: at least %v (1s by default): nodes report at it in whole milliseconds, below 1ms at their own 1s, and a node silent for missed_heartbeats of it is dead, its sessions orphaned", s.HeartbeatInterval, minHeartbeatInterval)
+		k.failf("%s: at least %s (1s by default): nodes report at it in whole milliseconds, below 1ms at their own 1s, and a node silent for missed_heartbeats of it is dead, its sessions orphaned", k.show("scheduler.heartbeat_interval", s.HeartbeatInterval), durflag.Readable(minHeartbeatInterval))
 	}
 	k.count("scheduler.missed_heartbeats", int64(s.MissedHeartbeats), "3")
 	k.duration("scheduler.slow_start", s.SlowStart, "the scheduler's default")
@@ -186,7 +195,7 @@ func (c ManagerConfig) validate() error {
 	st := c.Storage
 	k.duration("storage.plan_interval", st.PlanInterval, "30s")
 	if st.PlanInterval > 0 && st.PlanInterval < minCatalogRefresh {
-		k.failf("storage.plan_interval %v: at least %v (30s by default): each plan goes over every title and node", st.PlanInterval, minCatalogRefresh)
+		k.failf("%s: at least %s (30s by default): each plan goes over every title and node", k.show("storage.plan_interval", st.PlanInterval), durflag.Readable(minCatalogRefresh))
 	}
 	k.count("storage.origin_channels", int64(st.OriginChannels), "4")
 	k.duration("storage.half_life", st.HalfLife, "the default")
@@ -212,7 +221,7 @@ func (c ManagerConfig) validate() error {
 	}
 	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
 	if c.TokenTTL > 0 && c.TokenTTL < time.Second {
-		k.failf("token_ttl %v: at least 1s (a redirected player needs that long to reach its node; 60s by default)", c.TokenTTL)
+		k.failf("%s: at least 1s (a redirected player needs that long to reach its node; 60s by default)", k.show("token_ttl", c.TokenTTL))
 	}
 	if st.Policy != "" && st.Eviction != "" && st.Policy != st.Eviction {
 		k.failf("storage.policy %q and storage.eviction %q: eviction is the older name of policy; give one", st.Policy, st.Eviction)
@@ -236,7 +245,7 @@ func (c ManagerConfig) validate() error {
 // validate checks the node section: no negative capacity, weight or
 // timeout, an RTP port pair that exists, and an eviction policy smm knows.
 func (c NodeConfig) validate() error {
-	var k keyCheck
+	k := keyCheck{durs: c.durs}
 	k.grpcAddr("manager", c.Manager, "the manager's grpc_listen (port 9090 by default)")
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
@@ -251,7 +260,7 @@ func (c NodeConfig) validate() error {
 	}
 	k.duration("session_timeout", c.SessionTimeout, "60s")
 	if c.SessionTimeout > 0 && c.SessionTimeout < minSessionTimeout {
-		k.failf("session_timeout %v: at least %v (60s by default): players keep their sessions alive with RTCP receiver reports about every 5 s, or keepalives at a fraction of the timeout the node announces in whole seconds; a shorter one ends sessions that play", c.SessionTimeout, minSessionTimeout)
+		k.failf("%s: at least %s (60s by default): players keep their sessions alive with RTCP receiver reports about every 5 s, or keepalives at a fraction of the timeout the node announces in whole seconds; a shorter one ends sessions that play", k.show("session_timeout", c.SessionTimeout), durflag.Readable(minSessionTimeout))
 	}
 	k.duration("pause_timeout", c.PauseTimeout, "5m")
 	k.duration("fill_retry_for", c.FillRetryFor, "30s")
@@ -267,7 +276,7 @@ func (c NodeConfig) validate() error {
 // cost, a catalog_poll_interval of 1s or more (or 0, or -1s: SIGHUP
 // only), and a chunk size the origin accepts.
 func (c CDPConfig) validate() error {
-	var k keyCheck
+	k := keyCheck{durs: c.durs}
 	if c.Dir == "" {
 		k.failf("dir is required (the directory of the title files)")
 	}
@@ -277,8 +286,8 @@ func (c CDPConfig) validate() error {
 	// -1s is the one negative: SIGHUP only. Another (a typo of -15s,
 	// or -1 read as 1 ns) silently stopped every look at the directory.
 	if (c.CatalogPoll > 0 && c.CatalogPoll < time.Second) || (c.CatalogPoll < 0 && c.CatalogPoll != -time.Second) {
-		k.failf("catalog_poll_interval %v: want 1s or more (each look stats every title file), 0 (or leave it out) for %v, or -1s to read the directory on SIGHUP only",
-			c.CatalogPoll, cdp.DefaultCatalogPoll)
+		k.failf("%s: want 1s or more (each look stats every title file), 0 (or leave it out) for %s, or -1s to read the directory on SIGHUP only",
+			k.show("catalog_poll_interval", c.CatalogPoll), durflag.Readable(cdp.DefaultCatalogPoll))
 	}
 	if c.ChunkBytes < 0 || c.ChunkBytes > cdp.MaxChunkBytes || c.ChunkBytes%tsindex.PacketSize != 0 {
 		k.failf("chunk_bytes %d: want a multiple of %d (whole MPEG-TS packets) up to %d, or 0 (or leave it out) for %d",

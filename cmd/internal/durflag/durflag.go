@@ -33,7 +33,7 @@ func Var(fs *pflag.FlagSet, name string, def time.Duration, usage string) *Value
 // then, optionally, one ("366d", "1d12h"). Errors: any other text, or
 // days past what a time.Duration holds.
 func (v *Value) Set(s string) error {
-	d, err := parse(s)
+	d, err := Parse(s)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,11 @@ func (v *Value) Set(s string) error {
 	return nil
 }
 
-func parse(s string) (time.Duration, error) {
+// Parse reads s as Set does: a Go duration ("90m", "1h30m"), or whole
+// days and then, optionally, one ("366d", "1d12h", "-1d"). Errors quote
+// s: any other text, or days past what a time.Duration holds (about 292
+// years).
+func Parse(s string) (time.Duration, error) {
 	days, rest, ok := strings.Cut(s, "d")
 	if !ok {
 		return time.ParseDuration(s)
