@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/fileflag"
 	"vodcluster/lsm"
 	"vodcluster/smm"
@@ -219,9 +219,10 @@ func checkCatalog(run *Config, large bool) error {
 // copied into the run's Config only when it was given, over Default and
 // the --config file; a value given as 0 means 0.
 type runFlags struct {
-	cfg   Config // flagged values of the plain settings
-	nodes int
-	sp    schedFlags
+	cfg      Config // flagged values of the plain settings
+	nodes    int
+	cdpSetup durflag.Value // --cdp-setup (takes days, as every duration flag)
+	sp       schedFlags
 }
 
 // schedFlags are the scheduler flags, set into Config.Scheduler only when
@@ -229,7 +230,7 @@ type runFlags struct {
 type schedFlags struct {
 	a, b, diskPressure, normal, overload, chbl float64
 	fillRef                                    int64
-	slowStart                                  time.Duration
+	slowStart                                  durflag.Value // takes days, as every duration flag
 	originChannels                             int
 }
 
@@ -250,7 +251,8 @@ func (rf *runFlags) bind(cmd *cobra.Command) {
 	f.StringVar(&cfg.StoragePolicy, "storage", cfg.StoragePolicy, "storage policy (eviction policy of the node disks, with its planner): "+strings.Join(smm.StoragePolicies(), ","))
 	f.IntVar(&cfg.CDP.Channels, "cdp-channels", cfg.CDP.Channels, "concurrent origin transfers")
 	f.Int64Var(&cfg.CDP.ChannelBps, "cdp-channel-bps", cfg.CDP.ChannelBps, "bit/s per origin transfer")
-	f.DurationVar(&cfg.CDP.SetupDelay, "cdp-setup", cfg.CDP.SetupDelay, "setup delay per origin transfer")
+	rf.cdpSetup = durflag.Value{D: cfg.CDP.SetupDelay}
+	f.Var(&rf.cdpSetup, "cdp-setup", "setup delay per origin transfer")
 	f.Float64Var(&cfg.Failures.PerDay, "failures", cfg.Failures.PerDay, "node outages per day")
 	f.IntVar(&cfg.Sites.Count, "sites", cfg.Sites.Count, "sites: nodes round robin and subscribers (by number) split over site-1..site-N; 0 or 1: none")
 	f.Float64Var(&cfg.Sites.Local, "site-local", cfg.Sites.Local, "with --sites: share of each site's requests that follow the site's own title ranking")
@@ -262,7 +264,8 @@ func (rf *runFlags) bind(cmd *cobra.Command) {
 	f.Int64Var(&sp.fillRef, "fill-ref-bps", d.FillRefBps, "lall: reference session of the fill charge, bit/s")
 	f.Float64Var(&sp.normal, "normal", d.Normal, "normal utilization limit Ul")
 	f.Float64Var(&sp.overload, "overload", d.Overload, "utilization above which the locality policies pass over a title's holder")
-	f.DurationVar(&sp.slowStart, "slow-start", d.SlowStart, "ramp window of a node that returns (0: off)")
+	sp.slowStart = durflag.Value{D: d.SlowStart}
+	f.Var(&sp.slowStart, "slow-start", "ramp window of a node that returns (0: off)")
 	f.IntVar(&sp.originChannels, "lsm-origin-channels", 0, "origin channels lsm is told of (default: --cdp-channels; 0: lall ignores the origin)")
 	f.Float64Var(&sp.chbl, "chbl-factor", d.CHBLFactor, "chbl balance factor")
 }
@@ -287,7 +290,7 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	set("storage", func() { run.StoragePolicy = flagged.StoragePolicy })
 	set("cdp-channels", func() { run.CDP.Channels = flagged.CDP.Channels })
 	set("cdp-channel-bps", func() { run.CDP.ChannelBps = flagged.CDP.ChannelBps })
-	set("cdp-setup", func() { run.CDP.SetupDelay = flagged.CDP.SetupDelay })
+	set("cdp-setup", func() { run.CDP.SetupDelay = rf.cdpSetup.D })
 	set("failures", func() { run.Failures.PerDay = flagged.Failures.PerDay })
 	set("sites", func() { run.Sites.Count = flagged.Sites.Count })
 	set("site-local", func() { run.Sites.Local = flagged.Sites.Local })
@@ -299,7 +302,7 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	set("fill-ref-bps", func() { p.FillRefBps = &sp.fillRef })
 	set("normal", func() { p.Normal = &sp.normal })
 	set("overload", func() { p.Overload = &sp.overload })
-	set("slow-start", func() { p.SlowStart = &sp.slowStart })
+	set("slow-start", func() { p.SlowStart = &sp.slowStart.D })
 	set("lsm-origin-channels", func() { p.OriginChannels = &sp.originChannels })
 	set("chbl-factor", func() { p.CHBLFactor = &sp.chbl })
 	if cmd.Flags().Changed("nodes") {

@@ -182,3 +182,23 @@ func TestHeavyLoadLallDegradesGracefully(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationFlagsTakeDays: --cdp-setup and --slow-start took Go
+// durations only ("invalid argument \"1d\"") where every other duration
+// flag of vodcluster and vodctl takes days too (durflag).
+func TestDurationFlagsTakeDays(t *testing.T) {
+	run, err := flagged(t, "", "--slow-start", "1d12h", "--cdp-setup", "0d45s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Scheduler.SlowStart == nil || *run.Scheduler.SlowStart != 36*time.Hour || run.CDP.SetupDelay != 45*time.Second {
+		t.Fatalf("slow start %v, cdp setup %v: want 36h and 45s", run.Scheduler.SlowStart, run.CDP.SetupDelay)
+	}
+	if l := run.lsmConfig("lall"); l.SlowStart != 36*time.Hour {
+		t.Fatalf("lsm slow start %v, want 36h", l.SlowStart)
+	}
+	run, err = flagged(t, "")
+	if err != nil || run.Scheduler.SlowStart != nil || run.CDP.SetupDelay != Default().CDP.SetupDelay {
+		t.Fatalf("not given: %v, slow start %v, cdp setup %v", err, run.Scheduler.SlowStart, run.CDP.SetupDelay)
+	}
+}
