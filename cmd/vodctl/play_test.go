@@ -130,3 +130,18 @@ func TestPlayDurationEchoedAsTyped(t *testing.T) {
 		t.Fatalf("play --duration -90s: %v", err)
 	}
 }
+
+// An '@' in a URL's query after a port is the query's own: vodctl play
+// refused "rtsp://HOST:PORT/vod/TITLE?from=a@b" as a password to
+// percent-encode; it plays (here: dials, and nothing listens).
+func TestPlayAtInQuery(t *testing.T) {
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"play", "rtsp://127.0.0.1:1/vod/sample-001?from=a@b"})
+	err := cmd.Execute()
+	if err == nil || strings.Contains(err.Error(), "percent-encode") || !strings.Contains(err.Error()+out.String(), "127.0.0.1:1") {
+		t.Fatalf("%v\n%s: want a dial error", err, out.String())
+	}
+}

@@ -105,18 +105,48 @@ func redacted(rawURL string) string {
 // passwordSpills reports whether u, rawURL parsed, took a part of a
 // password for its host, path, query or fragment: an '@' follows its
 // authority (in the path, query or fragment) and u has a password, or
-// rawURL has what hidePassword takes for one. A password with '@' and
-// '/' in it, not percent-encoded, ends at its first '@' as parsed
-// ("demo:p@ss/wd@HOST/" is password "p" at host "ss"; so with '?' or '#'
-// for '/'), and one of digits before a '/', '?' or '#' is no password at
-// all: "demo:93/kw@HOST/" is host "demo", port 93 and path "/kw@HOST/",
-// shown whole and dialled. No title id nor token has an '@'.
+// rawURL has what hidePassword takes for one. A password with '@' and '/' in it, not
+// percent-encoded, ends at its first '@' as parsed ("demo:p@ss/wd@HOST/"
+// is password "p" at host "ss"; so with '?' or '#' for '/'), and one of
+// digits before a '/', '?' or '#' is no password at all:
+// "demo:93/kw@HOST/" is host "demo", port 93 and path "/kw@HOST/", shown
+// whole and dialled. No title id nor token has an '@'; a query or
+// fragment may ("rtsp://HOST:8554/vod/x?from=a@b"): that is no password.
 func passwordSpills(rawURL string, u *url.URL) bool {
 	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
 		return false
 	}
 	_, has := u.User.Password()
 	return has || hidePassword(rawURL) != rawURL
+}
+
+// hostThenPath is an '@' followed by a host (and port) and a '/': where a
+// password ends, before the host and the title's path.
+var hostThenPath = regexp.MustCompile(`@[^/?#@]+/`)
+
+// userinfoAt reports whether an '@' after the authority rawURL's parser
+// sees (up to the first '/', '?' or '#' after "://"; no '@' in it) may
+// end a password that has one of those characters in it: an '@' before
+// the next '?' or '#' after that one ("demo:93/kw@HOST", "demo:93?kw@HOST",
+// "demo:93#kw@HOST"), or one followed by a host and a path
+// ("demo:93/k?w@HOST/vod/x"). An '@' in a query or fragment after the
+// path otherwise is the query's or fragment's own
+// ("HOST:8554/vod/x?from=a@b", "HOST/vod/x#a@b"). Without "://": true.
+func userinfoAt(rawURL string) bool {
+	_, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return true
+	}
+	i := strings.IndexAny(rest, "/?#")
+	if i < 0 {
+		return false
+	}
+	after := rest[i+1:]
+	first := after
+	if j := strings.IndexAny(after, "?#"); j >= 0 {
+		first = after[:j]
+	}
+	return strings.Contains(first, "@") || hostThenPath.MatchString(after)
 }
 
 // badPassword says what to do about a password that a URL cannot carry
@@ -161,7 +191,9 @@ func hideToken(rawURL string) string {
 // parse, by "xxxxx": what lies between the first ':' and the last '@' of
 // its authority (after "://", up to the next '/'; without "://", after
 // a scheme and the slashes that follow it, "rtsp:/", or else from the
-// start: USER:PASSWORD@HOST/... given without its scheme).
+// start: USER:PASSWORD@HOST/... given without its scheme). An '@' past
+// the first '/', '?' or '#' after "://" ends a password only as
+// userinfoAt says: "HOST:8554/vod/x?from=a@b" has none.
 func hidePassword(rawURL string) string {
 	start := 0
 	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
@@ -182,6 +214,9 @@ func hidePassword(rawURL string) string {
 	colon := strings.IndexByte(auth, ':')
 	if at < 0 || colon < 0 || colon > at {
 		return rawURL
+	}
+	if i := strings.IndexAny(rest, "/?#@"); (i < 0 || rest[i] != '@') && !userinfoAt(rawURL) {
+		return rawURL // an '@' of the query or fragment, after a port
 	}
 	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
 }

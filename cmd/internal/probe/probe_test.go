@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,48 @@ func TestDigitPasswordHidden(t *testing.T) {
 	for _, raw := range []string{"rtsp://a@b.example:93@127.0.0.1:1/vod/x", "rtsp://demo@127.0.0.1:1/vod/x", "rtsp://127.0.0.1:1/vod/x"} {
 		if _, err := Play(context.Background(), raw, Options{}); err == nil || strings.Contains(err.Error(), "percent-encode") {
 			t.Errorf("%s: %v, want a dial error", raw, err)
+		}
+	}
+}
+
+// An '@' in the query or fragment of a URL with a port and no password
+// ("rtsp://h:8554/vod/x?foo=a@b") was refused as a password that does
+// not parse ("percent-encode"): the check took the whole URL after the
+// host's ':' for a password. That '@' is the query's own; an '@' right
+// after a '/', '?' or '#' that follows digits ("demo:93/kw@HOST", a
+// password of digits and a '/') or before a host and a path
+// ("demo:93/k?w@HOST/vod/x") still ends a password: refused, hidden.
+func TestAtInQueryIsNoPassword(t *testing.T) {
+	for _, raw := range []string{
+		"rtsp://h:8554/vod/x?foo=a@b", "rtsp://h/vod/x#a@b", "rtsp://h:8554/vod/x#a@b",
+		"rtsp://h:8554/vod/x?foo=a@b&c=d#e@f", "rtsps://[::1]:8322/vod/x?from=ops@example.net",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if passwordSpills(raw, u) || Redacted(raw) != raw {
+			t.Errorf("%s: taken for a password (shown as %q)", raw, Redacted(raw))
+		}
+	}
+	for _, raw := range []string{"rtsp://127.0.0.1:1/vod/x?foo=a@b", "rtsp://127.0.0.1:1/vod/x#a@b"} {
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil || strings.Contains(err.Error(), "percent-encode") || res.URL != raw {
+			t.Errorf("%s: %v (result URL %q), want a dial error (a fragment: not supported), the URL shown whole", raw, err, res.URL)
+		}
+	}
+	for raw, secret := range map[string]string{
+		"rtsp://localhost:93/k?w@127.0.0.1:8554/vod/x":      "93/k?w",
+		"rtsp://localhost:93/kw@127.0.0.1:8554/vod/x?a=b@c": "93/kw",
+		"rtsp://localhost:93?kw@127.0.0.1:8554/vod/x#a@b":   "93?kw",
+		"rtsp://localhost:93#k/w@127.0.0.1:8554/vod/x":      "93#k/w",
+	} {
+		if shown := Redacted(raw); strings.Contains(shown, secret[:2]) || strings.Contains(shown, secret[len(secret)-2:]) {
+			t.Errorf("Redacted(%s) = %q: the password shows", raw, shown)
+		}
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(res.URL, secret[:2]) {
+			t.Errorf("%s: %v (result URL %q), want it refused, the password hidden", raw, err, res.URL)
 		}
 	}
 }
