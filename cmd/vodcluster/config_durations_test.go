@@ -26,6 +26,7 @@ func TestConfigDurationsAsWritten(t *testing.T) {
 		{"manager:\n  catalog_refresh: &short 500ms\n  storage:\n    plan_interval: *short\n", []string{"line 2: catalog_refresh 500ms: at least 1s", "line 4: storage.plan_interval 500ms: at least 1s"}},
 		{"manager:\n  subscriber_tokens:\n    secret_file: s\n    leeway: 1d\n", []string{"line 4: subscriber_tokens.leeway 1d: at most 5m (30s by default)"}},
 		{"cdp:\n  dir: d\n  <<: {catalog_poll_interval: 100ms}\n", []string{"line 3: catalog_poll_interval 100ms: want 1s or more", "for 5s"}},
+		{"manager:\n  store:\n    backend: redis\n    redis_addr: 127.0.0.1:6379\n    leader_ttl: 0.01s\n", []string{"line 5: store.leader_ttl 0.01s: at least 30ms (10s by default)"}},
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		os.WriteFile(p, []byte(c.yaml), 0o600)

@@ -48,6 +48,10 @@ const minStoreTimeout = 100 * time.Millisecond
 // timeout, and the player got nothing; the node started without a word.
 const minSessionTimeout = 10 * time.Second
 
+// minLeaderTTL is the shortest store.leader_ttl of a Redis store, the
+// planner lock's lease, as acm takes it (acm refuses less as it starts).
+const minLeaderTTL = 30 * time.Millisecond
+
 // minCatalogRefresh is the shortest catalog_refresh and
 // storage.plan_interval. Each catalog read fetches the whole catalog from
 // the origin, which looks at its directory at most once a second
@@ -220,6 +224,10 @@ func (c ManagerConfig) validate() error {
 		}
 	}
 	k.duration("store.leader_ttl", c.Store.LeaderTTL, "10s")
+	if lt := c.Store.LeaderTTL; c.Store.Backend == "redis" && lt > 0 && lt < minLeaderTTL {
+		// acm refused it as it started: "acm: leader TTL 10ms".
+		k.failf("%s: at least %s (10s by default): the active manager renews the planner lock at a third of it", k.show("store.leader_ttl", lt), durflag.Readable(minLeaderTTL))
+	}
 	if c.TokenTTL > 0 && c.TokenTTL < time.Second {
 		k.failf("%s: at least 1s (a redirected player needs that long to reach its node; 60s by default)", k.show("token_ttl", c.TokenTTL))
 	}
