@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -224,11 +225,11 @@ func (c *Config) Validate() error {
 	case c.WarmupDays < 0 || c.WarmupDays >= c.Days:
 		return bad("warmup_days %d out of 0..days-1 (days %d)", c.WarmupDays, c.Days)
 	case c.PlanInterval <= 0:
-		return bad("plan_interval %v must be > 0", c.PlanInterval)
+		return bad("plan_interval %s must be > 0", durflag.Readable(c.PlanInterval))
 	case c.SampleInterval <= 0 || c.SampleInterval > time.Hour:
-		return bad("sample_interval %v out of (0, 1h]", c.SampleInterval)
+		return bad("sample_interval %s out of (0, 1h]", durflag.Readable(c.SampleInterval))
 	case c.Scheduler.QueueWait < 0:
-		return bad("queue_wait %v < 0", c.Scheduler.QueueWait)
+		return bad("queue_wait %s < 0", durflag.Readable(c.Scheduler.QueueWait))
 	case d.Subscribers < 1:
 		return bad("subscribers %d < 1", d.Subscribers)
 	case !(d.SessionsPerSubscriber > 0) || d.SessionsPerSubscriber > 100:
@@ -266,7 +267,7 @@ func (c *Config) Validate() error {
 	case c.CDP.SetupDelay < 0 || c.CDP.FillWait < 0:
 		return bad("cdp setup_delay and fill_wait must be >= 0")
 	case c.CDP.SetupDelay > time.Hour || c.CDP.FillWait > time.Hour:
-		return bad("cdp setup_delay %v and fill_wait %v must be at most 1h: a viewer waits for them", c.CDP.SetupDelay, c.CDP.FillWait)
+		return bad("cdp setup_delay %s and fill_wait %s must be at most 1h: a viewer waits for them", durflag.Readable(c.CDP.SetupDelay), durflag.Readable(c.CDP.FillWait))
 	case c.CDP.ChannelBps <= 0:
 		return bad("cdp channel_bps %d must be > 0", c.CDP.ChannelBps)
 	case !(c.Failures.PerDay >= 0) || c.Failures.PerDay > 1000:
@@ -376,7 +377,7 @@ func (p *SchedulerParams) validate() error {
 	case p.FillRefBps != nil && *p.FillRefBps <= 0:
 		return bad("fill_ref_bps", *p.FillRefBps, "> 0")
 	case p.SlowStart != nil && *p.SlowStart < 0:
-		return bad("slow_start", *p.SlowStart, ">= 0")
+		return bad("slow_start", durflag.Readable(*p.SlowStart), ">= 0")
 	case p.OriginChannels != nil && *p.OriginChannels < 0:
 		return bad("origin_channels", *p.OriginChannels, ">= 0")
 	}

@@ -202,3 +202,20 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 		t.Fatalf("not given: %v, slow start %v, cdp setup %v", err, run.Scheduler.SlowStart, run.CDP.SetupDelay)
 	}
 }
+
+// TestDurationErrorsReadable: the simulator's refusals of a duration
+// showed it in Go's form ("cdp setup_delay 48h0m0s", "slow_start
+// -1h0m0s"); they show it without its zero units, and days beside a
+// whole number of them, as durflag.Readable does for the commands.
+func TestDurationErrorsReadable(t *testing.T) {
+	for args, want := range map[string]string{
+		"--cdp-setup 2d":     "cdp setup_delay 48h (2 days) and fill_wait",
+		"--slow-start -90m":  "scheduler slow_start -1h30m: must be >= 0",
+		"--cdp-setup 1h0m1s": "cdp setup_delay 1h0m1s and",
+	} {
+		_, err := flagged(t, "", strings.Fields(args)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
