@@ -22,14 +22,14 @@ func TestNodeRefusesSessionTimeoutTooShort(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "node.yaml")
 	var cases []refusedConfig
-	for _, v := range []string{"1ms", "500ms", "5s", "9.999s"} {
-		d, _ := time.ParseDuration(v)
+	for _, v := range []string{"1ms", "500ms", "5s", "9.999s", "9999ms"} {
 		cases = append(cases, refusedConfig{what: "session_timeout " + v,
 			yaml: "node:\n  id: n1\n  data_dir: " + filepath.Join(dir, "data") +
 				"\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: " + secret +
 				"\n  session_timeout: " + v + "\n",
-			// The file too: the message named the key alone.
-			want: "--config " + cfg + ": session_timeout " + d.String() + ": at least 10s"})
+			// The file and the line too, the value as written: the
+			// message named the key alone, 9.999s for 9999ms.
+			want: "--config " + cfg + ": line 7: session_timeout " + v + ": at least 10s"})
 	}
 	refusedAtStart(t, "node", cfg, cases)
 	for _, d := range []time.Duration{0, 10 * time.Second, time.Minute} {
@@ -62,12 +62,13 @@ func TestManagerRefusesCatalogRefreshAndPlanIntervalTooShort(t *testing.T) {
 		filepath.Join(dir, "state") + "\n  secret_file: " + secret + "\n  users_file: " + usersFile + "\n"
 	var cases []refusedConfig
 	for _, c := range []struct{ yaml, want string }{
-		{"  catalog_refresh: 1ms\n", "--config " + cfg + ": catalog_refresh 1ms: at least 1s"},
-		{"  catalog_refresh: 999ms\n", "--config " + cfg + ": catalog_refresh 999ms: at least 1s"},
-		{"  storage:\n    plan_interval: 1ms\n", "--config " + cfg + ": storage.plan_interval 1ms: at least 1s"},
+		{"  catalog_refresh: 1ms\n", "--config " + cfg + ": line 8: catalog_refresh 1ms: at least 1s"},
+		{"  catalog_refresh: 999ms\n", "--config " + cfg + ": line 8: catalog_refresh 999ms: at least 1s"},
+		{"  catalog_refresh: 0.5s\n", "--config " + cfg + ": line 8: catalog_refresh 0.5s: at least 1s"},
+		{"  storage:\n    plan_interval: 1ms\n", "--config " + cfg + ": line 9: storage.plan_interval 1ms: at least 1s"},
 		// Each problem names the file (the message named the key alone).
-		{"  catalog_refresh: 1ms\n  storage:\n    plan_interval: 2ms\n", "--config " + cfg + ": catalog_refresh 1ms: at least 1s (1m by default): " +
-			"each read fetches the origin's whole catalog, which the origin reads again at most once a second\n--config " + cfg + ": storage.plan_interval 2ms: at least 1s"},
+		{"  catalog_refresh: 1ms\n  storage:\n    plan_interval: 2ms\n", "--config " + cfg + ": line 8: catalog_refresh 1ms: at least 1s (1m by default): " +
+			"each read fetches the origin's whole catalog, which the origin reads again at most once a second\n--config " + cfg + ": line 10: storage.plan_interval 2ms: at least 1s"},
 	} {
 		cases = append(cases, refusedConfig{what: strings.TrimSpace(c.yaml), yaml: head + c.yaml, want: c.want})
 	}
