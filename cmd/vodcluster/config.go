@@ -28,8 +28,9 @@ import (
 // subcommand reads its own section (manager, node or cdp). Unknown keys are
 // errors. Durations are Go durations ("60s", "500ms"), or whole days and
 // then, optionally, one ("7d", "1d12h"), as the duration flags take them
-// (durflag); bit/s and bytes are integers. A zero or absent value means the key's default; a negative one
-// is an error naming the key (validate.go), except the -1 ("no limit") of
+// (durflag); bit/s and bytes are integers. A zero or absent value means
+// the key's default; a negative one is an error naming the key
+// (validate.go), except the -1 ("no limit") of
 // max_sessions_per_user, login_failures, requests_per_user and
 // max_conns_per_addr.
 type Config struct {
@@ -326,7 +327,9 @@ func loadConfig(path string) (*Config, error) {
 	if rewrote { // a duration in days: the decoder's value of it is 0
 		c = Config{}
 		if err := top.Decode(&c); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err))
+			if err := readableYAMLError(err); err != nil { // not a bare 0
+				return nil, fmt.Errorf("--config %s: %w", path, err)
+			}
 		}
 	}
 	c.Manager.durs, c.Node.durs, c.CDP.durs = durs["manager"], durs["node"], durs["cdp"]

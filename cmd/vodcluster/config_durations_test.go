@@ -59,16 +59,17 @@ func TestConfigDurationsAsWritten(t *testing.T) {
 // TestConfigDurationsInDays: the duration flags take days (--for 7d),
 // the configuration file's durations did not ("`2d` is not a
 // duration"); they do now, in an alias, a merge key and with hours
-// after them, and a duration that is none is named with its key.
+// after them (beside a bare 0, the default), and a duration that is
+// none is named with its key.
 func TestConfigDurationsInDays(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(p, []byte("manager:\n  storage:\n    evict_hold: &two 2d\n    half_life: 1d12h\n  token_ttl: 90s\nnode:\n  <<: {fill_retry_for: 1d}\n  pause_timeout: *two\n  session_timeout: \"60s\"\n"), 0o600)
+	os.WriteFile(p, []byte("manager:\n  storage:\n    evict_hold: &two 2d\n    half_life: 1d12h\n  token_ttl: 90s\nnode:\n  <<: {fill_retry_for: 1d}\n  pause_timeout: *two\n  session_timeout: \"60s\"\ncdp:\n  setup_delay: 0\n"), 0o600)
 	c, err := loadConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Manager.Storage.EvictHold != 48*time.Hour || c.Manager.Storage.HalfLife != 36*time.Hour || c.Manager.TokenTTL != 90*time.Second ||
-		c.Node.FillRetryFor != 24*time.Hour || c.Node.PauseTimeout != 48*time.Hour || c.Node.SessionTimeout != time.Minute {
+		c.Node.FillRetryFor != 24*time.Hour || c.Node.PauseTimeout != 48*time.Hour || c.Node.SessionTimeout != time.Minute || c.CDP.SetupDelay != 0 {
 		t.Fatalf("durations in days: %+v %+v", c.Manager, c.Node)
 	}
 	if err := c.Manager.validate(); err != nil {
