@@ -226,6 +226,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if err := m.refuseNoSourceLocked(&req, r.User, now); err != nil { // unlocks mu
 		return nil, err
 	}
+	if err := m.refuseOverEgressLocked(&req, r.User, now); err != nil { // unlocks mu
+		return nil, err
+	}
 	// The subscriber's requests still in the queue count against the
 	// limit with its sessions: otherwise one account could queue any
 	// number of requests while the cluster is full and take every slot

@@ -161,6 +161,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNoDiskRoom):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node has disk room for the title: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errOverEgress):
+		// No Retry-After: no node will have room for it until the operator acts.
+		http.Error(w, "the title's bitrate is more than any node can stream", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoSource):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node holds the title and none can fetch it: try again later", http.StatusServiceUnavailable)

@@ -19,13 +19,14 @@ const capacityNote = 10 * time.Second
 // Reasons of capacity refusals at the front door, each collapsed on its
 // own in the log (refusalNotes).
 const (
-	refusedNoBandwidth     = "no bandwidth"         // no node has headroom within the queue deadline (errNoBandwidth)
-	refusedNoDiskRoom      = "no disk room"         // no node that could take it has disk room for the title (errNoDiskRoom)
-	refusedOriginChannels  = "origin channels busy" // no node holds the title, every origin channel taken by fills (storage.origin_channels)
-	refusedNoNodeInService = "no node in service"   // every node that could take it is drained or at weight 0 (errNoNodeInService)
-	refusedOriginDown      = "origin unavailable"   // the origin is down and no node the viewer may use has the title (errOriginDown)
-	refusedNoSource        = "no source"            // no node the viewer may use holds the title and none has an origin (errNoSource)
-	refusedStoreDown       = "store unavailable"    // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)
+	refusedNoBandwidth     = "no bandwidth"                     // no node has headroom within the queue deadline (errNoBandwidth)
+	refusedNoDiskRoom      = "no disk room"                     // no node that could take it has disk room for the title (errNoDiskRoom)
+	refusedOriginChannels  = "origin channels busy"             // no node holds the title, every origin channel taken by fills (storage.origin_channels)
+	refusedNoNodeInService = "no node in service"               // every node that could take it is drained or at weight 0 (errNoNodeInService)
+	refusedOriginDown      = "origin unavailable"               // the origin is down and no node the viewer may use has the title (errOriginDown)
+	refusedNoSource        = "no source"                        // no node the viewer may use holds the title and none has an origin (errNoSource)
+	refusedStoreDown       = "store unavailable"                // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)
+	refusedOverEgress      = "bitrate over every node's egress" // the title's bitrate is more than any node the viewer may use can stream (errOverEgress)
 )
 
 // refusalNotes collapses the log lines of the front door's capacity

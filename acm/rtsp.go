@@ -407,6 +407,10 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node has disk room for the title)"
 		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
+	case errors.Is(err, errOverEgress):
+		// No Retry-After: no node will have room for it until the operator acts.
+		res.StatusCode = base.StatusNotEnoughBandwidth
+		res.StatusMessage = "Not Enough Bandwidth (the title's bitrate is more than any node can stream)"
 	case errors.Is(err, errNoSource):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node holds the title and none can fetch it)"

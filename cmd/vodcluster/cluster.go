@@ -63,6 +63,10 @@ type clusterOptions struct {
 
 	QueueDeadline time.Duration
 	Heartbeat     time.Duration
+	// RestoreGrace is the manager's restore_grace (0: acm's default):
+	// how long after its start it waits for nodes to register before it
+	// refuses at once a request none of them could take.
+	RestoreGrace time.Duration
 	// CatalogRefresh is how often the manager reads the origin's catalog
 	// (0: acm.DefaultCatalogRefresh).
 	CatalogRefresh time.Duration
@@ -168,6 +172,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 	c.manager.Replicator.MaxFillsPerNode = opts.MaxFillsPerNode
 	c.manager.StoragePlanner = opts.StoragePlanner
 	c.manager.CatalogRefresh = opts.CatalogRefresh
+	c.manager.RestoreGrace = opts.RestoreGrace
 	c.manager.Replicator.OffPeak = opts.OffPeak
 	c.manager.SessionRecordsFile = opts.SessionRecordsFile
 	c.manager.HTTPTLS = opts.HTTPTLS

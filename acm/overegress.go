@@ -1,0 +1,67 @@
+package acm
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"vodcluster/lsm"
+)
+
+// errOverEgress refuses at once a request for a title whose bitrate is
+// more than the whole egress (node egress_bps) of every node the viewer
+// may use, alive or not, drained or not: no node will ever have headroom
+// for it, however long the request waits, until the operator gives a node
+// more egress or the title a lower bitrate. It wraps errNoBandwidth (RTSP
+// 453, HTTP 503; the outcome no_capacity), without Retry-After: trying
+// again changes nothing. Before it, such a request waited the whole
+// queue_deadline and was told "not enough bandwidth: try again later".
+var errOverEgress = fmt.Errorf("%w: the title's bitrate is more than any node can stream", errNoBandwidth)
+
+// overEgressWhyLocked reports whether r is refused at once with
+// errOverEgress (mu held), and why, for the operator's log: the nodes
+// settled (nodesSettledLocked: a node with more egress may not have
+// registered yet right after a start), at least one node known that r
+// could use (its protocol's features, its site with SiteOnly), and r's
+// bitrate above the egress each of them announced.
+func (m *Manager) overEgressWhyLocked(r *lsm.Request, now time.Time) (why string, over bool) {
+	if r.Bitrate <= 0 || !m.nodesSettledLocked(now) {
+		return "", false
+	}
+	var most int64
+	var at []string
+	for _, n := range m.sched.Nodes {
+		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
+			continue
+		}
+		if e := n.Capacity.EgressBps; e > most {
+			most, at = e, []string{n.ID}
+		} else if e == most && len(at) < 8 {
+			at = append(at, n.ID)
+		}
+	}
+	if len(at) == 0 || r.Bitrate <= most {
+		return "", false
+	}
+	which := "any node"
+	if r.SiteOnly && r.Site != "" {
+		which = fmt.Sprintf("any node of the viewer's site %q (site_only)", r.Site)
+	}
+	return fmt.Sprintf("the title's bitrate, %.1f Mbit/s, is more than %s can stream: the largest node egress_bps is %.1f Mbit/s (%s); give a node more egress_bps or publish the title at a lower bitrate",
+		float64(r.Bitrate)/1e6, which, float64(most)/1e6, strings.Join(at, ", ")), true
+}
+
+// refuseOverEgressLocked refuses r of user at once when overEgressWhyLocked
+// (mu held; released, and the refusal logged at warn, when it returns
+// errOverEgress). nil, with mu still held, otherwise.
+func (m *Manager) refuseOverEgressLocked(r *lsm.Request, user string, now time.Time) error {
+	why, over := m.overEgressWhyLocked(r, now)
+	if !over {
+		return nil
+	}
+	m.mu.Unlock()
+	m.capRefusals.log(m.log, now, refusedOverEgress, slog.LevelWarn, "admission refused at once: "+why,
+		"title", r.Title, "user", user, "bitrate_bps", r.Bitrate, "site", r.Site)
+	return errOverEgress
+}
