@@ -314,7 +314,7 @@ func loadConfig(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		if err := readableYAMLError(err); err != nil {
+		if err := readableYAMLError(err, b); err != nil {
 			if len(durBad) > 0 {
 				err = fmt.Errorf("%w; %s", err, strings.Join(durBad, "; "))
 			}
@@ -327,7 +327,7 @@ func loadConfig(path string) (*Config, error) {
 	if rewrote { // a duration in days: the decoder's value of it is 0
 		c = Config{}
 		if err := top.Decode(&c); err != nil {
-			if err := readableYAMLError(err); err != nil { // not a bare 0
+			if err := readableYAMLError(err, b); err != nil { // not a bare 0
 				return nil, fmt.Errorf("--config %s: %w", path, err)
 			}
 		}
@@ -350,7 +350,7 @@ func loadConfig(path string) (*Config, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err))
+			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err, b))
 		}
 		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
 			// Ignored, it would hide settings the operator believes set.
@@ -373,16 +373,25 @@ var (
 // about a duration written as a scalar are left out: configDurations
 // reads those itself (days, and a bare 0 as the default, which the
 // decoder leaves 0 and goes on) and says what is wrong with the key
-// named; nil when that is all. Other errors are returned as they are.
-func readableYAMLError(err error) error {
+// named; nil when that is all. A value of the wrong kind (`20M` for
+// bit/s, `yes please` for a bool) is named with its key, looked up in b,
+// the file's text (typeErrorInWords). Other errors are returned as they
+// are.
+func readableYAMLError(err error, b []byte) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return err
 	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc) // the first document; on an error, keys are not named
 	var lines []string
 	for _, e := range te.Errors {
 		if yamlDuration.MatchString(e) {
 			continue // configDurations' (a bare 0: none)
+		}
+		if w, ok := typeErrorInWords(e, &doc); ok {
+			lines = append(lines, w)
+			continue
 		}
 		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")
 		lines = append(lines, e)

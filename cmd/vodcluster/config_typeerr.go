@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlCannot matches the decoder's message for a value of the wrong kind:
+// its line, the YAML tag and text of the value, and the Go type it
+// could not go into.
+var yamlCannot = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)$")
+
+// typeErrorInWords rewrites the decoder's message e for a value of the
+// wrong kind ("line 12: cannot unmarshal !!str `20M` into int64", which
+// named a Go type and not the key) into the configuration's words, with
+// the key the value is written under, looked up in doc, the file's
+// parsed document: "line 12: `20M` is not a whole number: write digits
+// alone, without a unit or suffix (key egress_bps)". ok is false for a
+// message of another form, left as it is. A duration's scalar is not
+// seen here: configDurations reads it and names its key.
+func typeErrorInWords(e string, doc *yaml.Node) (string, bool) {
+	m := yamlCannot.FindStringSubmatch(e)
+	if m == nil {
+		return "", false
+	}
+	line, _ := strconv.Atoi(m[1])
+	tag, value, into := m[2], m[3], m[4]
+	var msg string
+	switch {
+	case tag == "seq" || tag == "map":
+		kind := map[string]string{"seq": "list", "map": "mapping"}[tag]
+		msg = fmt.Sprintf("line %d: a %s where a single value belongs", line, kind)
+		value = ""
+	case strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint"):
+		msg = fmt.Sprintf("line %d: `%s` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers)", line, value)
+	case strings.HasPrefix(into, "float"):
+		msg = fmt.Sprintf("line %d: `%s` is not a number", line, value)
+	case into == "bool":
+		msg = fmt.Sprintf("line %d: `%s` is not true or false", line, value)
+	default:
+		msg = fmt.Sprintf("line %d: `%s` is not a value this key takes", line, value)
+	}
+	if key := keyAtLine(doc, line, value); key != "" {
+		msg += " (key " + key + ")"
+	}
+	return msg, true
+}
+
+// keyAtLine returns the key of the mapping entry of doc whose value is
+// written at line with text value ("" for a list or a mapping), "" when
+// there is none.
+func keyAtLine(n *yaml.Node, line int, value string) string {
+	if n == nil {
+		return ""
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Line == line && (v.Value == value || v.Kind != yaml.ScalarNode) {
+				return k.Value
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if key := keyAtLine(c, line, value); key != "" {
+			return key
+		}
+	}
+	return ""
+}
