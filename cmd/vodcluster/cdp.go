@@ -30,7 +30,7 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) })
+			return namingListenKey(path, runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) }), cfg.CDP.listenKeys()...)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section cdp:)")

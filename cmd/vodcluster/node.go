@@ -38,7 +38,7 @@ func nodeCmd() *cobra.Command {
 				return err
 			}
 			logStartWarnings(cfg.Node.startWarnings())
-			return runUntilSignal(n, func() { nodeHangups(h, path) })
+			return namingListenKey(path, runUntilSignal(n, func() { nodeHangups(h, path) }), cfg.Node.listenKeys()...)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// A port another process holds stops a process at start with an error
+// naming the file and the key that gave it, as the other configuration
+// errors do: the node said "vodnode: listen udp 127.0.0.1:6971: bind:
+// address already in use" for its rtp_port (RTCP on the next port), and
+// nothing about which key to change.
+func TestListenInUseNamesKey(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "users.yaml")
+	if err := os.WriteFile(users, []byte("realm: vodcluster\nusers: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	taken := tcp.Addr().String()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	rtp := udp.LocalAddr().(*net.UDPAddr).Port
+	rtp -= rtp % 2 // the port held is the RTP port or, odd, its RTCP port
+
+	node := func(i int, extra string) string {
+		return fmt.Sprintf("node:\n  id: n%d\n  data_dir: %s\n  advertise_host: 127.0.0.1\n  manager: 127.0.0.1:1\n  origin: 127.0.0.1:1\n  secret_file: %s\n%s",
+			i, filepath.Join(dir, fmt.Sprint("data", i)), secret, extra)
+	}
+	for i, c := range []struct {
+		cmd  *cobra.Command
+		body string
+		key  string
+	}{
+		{nodeCmd(), node(0, fmt.Sprintf("  rtsp_listen: %q\n  http_listen: 127.0.0.1:0\n", taken)), "rtsp_listen " + taken},
+		{nodeCmd(), node(1, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  rtp_port: %d\n", rtp)), fmt.Sprintf("rtp_port %d", rtp)},
+		{nodeCmd(), node(2, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  metrics_listen: %q\n", taken)), "metrics_listen " + taken},
+		{cdpCmd(), fmt.Sprintf("cdp:\n  dir: %s\n  listen: %q\n", dir, taken), "listen " + taken},
+		{managerCmd(), fmt.Sprintf("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: %q\n  grpc_listen: 127.0.0.1:0\n  data_dir: %s\n  secret_file: %s\n  users_file: %s\n",
+			taken, filepath.Join(dir, "manager"), secret, users), "http_listen " + taken},
+	} {
+		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+		if err := os.WriteFile(f, []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.cmd.SetArgs([]string{"--config", f})
+		c.cmd.SetOut(io.Discard)
+		c.cmd.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Execute() }()
+		select {
+		case err := <-done:
+			want := "config " + f + ": " + c.key + ": "
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("%s, %s taken: %v\nwant %q ... address already in use", c.cmd.Name(), c.key, err, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s runs (20 s) on a port another process holds (%s)", c.cmd.Name(), c.key)
+		}
+	}
+}
