@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,9 +30,12 @@ func cdpCmd() *cobra.Command {
 			if err := cfg.CDP.validate(); err != nil {
 				return inConfig(path, err)
 			}
+			if err := checkTitleDir(cfg.CDP.Dir); err != nil {
+				return inConfig(path, err)
+			}
 			s, err := newCDP(cfg.CDP)
 			if err != nil {
-				return err
+				return inConfig(path, err)
 			}
 			return namingListenKey(path, runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) }), cfg.CDP.listenKeys()...)
 		},
@@ -57,4 +64,25 @@ func newCDP(c CDPConfig) (*cdp.Server, error) {
 		Logger:          slog.Default(),
 		Creds:           creds,
 	}, nil
+}
+
+// checkTitleDir checks the origin's dir before it starts, so that a
+// missing one is named by its key and the configuration file, as other
+// configuration errors are: the origin said "cdp: catalog directory: stat
+// /srv/vodcluster/titles: no such file or directory". An empty dir is
+// left to validate.
+func checkTitleDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return fmt.Errorf("dir %s: %w", dir, pe.Err)
+	} else if err != nil {
+		return fmt.Errorf("dir %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("dir %s: not a directory (the directory of the titles and their catalog.yaml)", dir)
+	}
+	return nil
 }

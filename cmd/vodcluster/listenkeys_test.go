@@ -78,3 +78,45 @@ func TestListenInUseNamesKey(t *testing.T) {
 		}
 	}
 }
+
+// A file or directory a configuration names that is not there stops the
+// process naming the configuration file and the key: the origin said
+// "cdp: catalog directory: stat /x: no such file or directory" (no key,
+// no file), a node "secret_file: open /x: ..." without the file.
+func TestMissingPathNamesConfig(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		cmd  *cobra.Command
+		body string
+		want string
+	}{
+		{cdpCmd(), fmt.Sprintf("cdp:\n  dir: %s\n  listen: 127.0.0.1:0\n", missing), "dir " + missing + ": no such file or directory"},
+		{cdpCmd(), fmt.Sprintf("cdp:\n  dir: %s\n  listen: 127.0.0.1:0\n", plain), "dir " + plain + ": not a directory"},
+		{nodeCmd(), fmt.Sprintf("node:\n  id: n1\n  data_dir: %s\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: %s\n",
+			filepath.Join(dir, "data"), missing), "secret_file"},
+	} {
+		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+		if err := os.WriteFile(f, []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.cmd.SetArgs([]string{"--config", f})
+		c.cmd.SetOut(io.Discard)
+		c.cmd.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Execute() }()
+		select {
+		case err := <-done:
+			want := "--config " + f + ": " + c.want
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v\nwant %q", c.cmd.Name(), err, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s runs (20 s) without %s", c.cmd.Name(), c.want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func managerCmd() *cobra.Command {
 			}
 			m, err := newManager(cfg.Manager)
 			if err != nil {
-				return err
+				return inConfig(path, err)
 			}
 			logStartWarnings(cfg.Manager.startWarnings())
 			return namingListenKey(path, runUntilSignal(m, func() { handleManagerHangups(h, m.users, m.Manager) }), cfg.Manager.listenKeys()...)

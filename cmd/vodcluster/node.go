@@ -35,7 +35,7 @@ func nodeCmd() *cobra.Command {
 			}
 			n, err := newNode(cfg.Node)
 			if err != nil {
-				return err
+				return inConfig(path, err)
 			}
 			logStartWarnings(cfg.Node.startWarnings())
 			return namingListenKey(path, runUntilSignal(n, func() { nodeHangups(h, path) }), cfg.Node.listenKeys()...)
