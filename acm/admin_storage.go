@@ -193,6 +193,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	wait := m.prefetchWaitLocked(id)
 	var ns *nodeState
 	ns, err = m.prefetchCheckLocked(id, t)
+	if err == nil {
+		err = m.streamableLocked(id, t)
+	}
 	if queuedAt != "" && (err != nil || wait != "") {
 		why := wait
 		if err != nil {

@@ -6,7 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/smm"
 )
 
 // errOverEgress refuses at once a request for a title whose bitrate is
@@ -53,15 +58,37 @@ func (m *Manager) overEgressWhyLocked(r *lsm.Request, now time.Time) (why string
 }
 
 // refuseOverEgressLocked refuses r of user at once when overEgressWhyLocked
-// (mu held; released, and the refusal logged at warn, when it returns
-// errOverEgress). nil, with mu still held, otherwise.
+// (mu held; released, the request observed for popularity and the
+// refusal logged at warn, when it returns errOverEgress). nil, with mu
+// still held, otherwise.
 func (m *Manager) refuseOverEgressLocked(r *lsm.Request, user string, now time.Time) error {
 	why, over := m.overEgressWhyLocked(r, now)
 	if !over {
 		return nil
 	}
+	// The demand counts all the same (popularity, the storage planner's
+	// replicas): the operator may give the nodes more egress, and it was
+	// counted when such a request waited out the queue deadline.
+	smm.Observe(m.planner, r.Title, r.Site, now)
 	m.mu.Unlock()
 	m.capRefusals.log(m.log, now, refusedOverEgress, slog.LevelWarn, "admission refused at once: "+why,
 		"title", r.Title, "user", user, "bitrate_bps", r.Bitrate, "site", r.Site)
 	return errOverEgress
+}
+
+// streamableLocked refuses the operator's prefetch of t on node id (mu
+// held, the node registered) with FAILED_PRECONDITION when t's bitrate is
+// more than the node's egress: filled there, it would take disk and an
+// origin channel for a copy no viewer could play there. The storage
+// planner's prefetches are left to its own plan.
+func (m *Manager) streamableLocked(id string, t store.Title) error {
+	n := m.sched.Node(id)
+	if n == nil {
+		return nil
+	}
+	if e := n.Capacity.EgressBps; e > 0 && t.BitrateBps > e {
+		return status.Errorf(codes.FailedPrecondition, "title %q (%.1f Mbit/s) is more than node %q can stream (egress_bps %.1f Mbit/s): no viewer could play it there",
+			t.ID, float64(t.BitrateBps)/1e6, id, float64(e)/1e6)
+	}
+	return nil
 }

@@ -243,11 +243,6 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 	if ns.active[t.ID] > 0 {
 		return nil, status.Errorf(codes.AlreadyExists, "a viewer admitted on node %q plays or awaits %q (its fill starts when the viewer arrives)", id, t.ID)
 	}
-	if e := n.Capacity.EgressBps; e > 0 && t.BitrateBps > e {
-		// Filled there, it would take disk and an origin channel and never be played.
-		return nil, status.Errorf(codes.FailedPrecondition, "title %q (%.1f Mbit/s) is more than node %q can stream (egress_bps %.1f Mbit/s): no viewer could play it there",
-			t.ID, float64(t.BitrateBps)/1e6, id, float64(e)/1e6)
-	}
 	if d := n.Capacity.DiskBytes; d > 0 && t.SizeBytes > d {
 		return nil, status.Errorf(codes.ResourceExhausted, "title %q (%d bytes) is larger than the disk of node %q (%d bytes)", t.ID, t.SizeBytes, id, d)
 	}
