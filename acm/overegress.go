@@ -86,9 +86,18 @@ func (m *Manager) streamableLocked(id string, t store.Title) error {
 	if n == nil {
 		return nil
 	}
-	if e := n.Capacity.EgressBps; e > 0 && t.BitrateBps > e {
+	if !canStream(n, t) {
+		e := n.Capacity.EgressBps
 		return status.Errorf(codes.FailedPrecondition, "title %q (%.1f Mbit/s) is more than node %q can stream (egress_bps %.1f Mbit/s): no viewer could play it there",
 			t.ID, float64(t.BitrateBps)/1e6, id, float64(e)/1e6)
 	}
 	return nil
+}
+
+// canStream reports whether node n could stream one viewer of t: t's
+// bitrate (bit/s; unknown, 0, counts as streamable) no more than the
+// node's egress_bps, as lsm's admission requires of a reservation.
+func canStream(n *lsm.Node, t store.Title) bool {
+	e := n.Capacity.EgressBps
+	return e <= 0 || t.BitrateBps <= e
 }

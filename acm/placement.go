@@ -471,7 +471,8 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // chooseNodeLocked picks the node for an operator's prefetch of t that
 // names none (mu held), never a node without an origin
 // (lsm.NodeSpec.NoOrigin) nor one reporting a disk fault (which
-// prefetchCheckLocked refuses): the Replicator's ChooseNode, or without one the
+// prefetchCheckLocked refuses) nor one whose egress_bps is less than t's
+// bitrate (which streamableLocked refuses): the Replicator's ChooseNode, or without one the
 // node in service lacking t with the most free disk: a node that
 // measured its free disk before one that reports it unknown (whose
 // diskFree, unknownDiskFree, would otherwise always win), those among
@@ -479,11 +480,12 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // filling there; ties by node id).
 // NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
 // every node in service with an origin holds or fills it,
-// FAILED_PRECONDITION when no node is in service or none in service has
-// an origin and no disk fault, RESOURCE_EXHAUSTED when no node can take it.
+// FAILED_PRECONDITION when no node is in service, none in service has
+// an origin and no disk fault, or none lacking t can stream it,
+// RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
 	inService, lacking, noOrigin := 0, 0, 0
-	var faulty []string
+	var faulty, small []string // small: lacking t, their egress less than its bitrate
 	for nid, ns := range m.nodes {
 		if n := m.sched.Node(nid); n != nil && m.sched.InService(n) && ns.reported {
 			if n.NoOrigin {
@@ -494,11 +496,20 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 				faulty = append(faulty, nid) // it cannot write a fill (prefetchCheckLocked refuses it)
 				continue
 			}
+			if ns.titles[t.ID] == nil && !canStream(n, t) {
+				small = append(small, nid) // streamableLocked refuses it
+				continue
+			}
 			inService++
 			if ns.titles[t.ID] == nil {
 				lacking++
 			}
 		}
+	}
+	if lacking == 0 && len(small) > 0 {
+		slices.SortFunc(small, compareNodeIDs)
+		return "", status.Errorf(codes.FailedPrecondition, "no node in service lacking %q can stream it: its bitrate, %.1f Mbit/s, is more than the egress_bps of %s (give a node more egress_bps or publish the title at a lower bitrate)",
+			t.ID, float64(t.BitrateBps)/1e6, strings.Join(small, ", "))
 	}
 	slices.SortFunc(faulty, compareNodeIDs)
 	if inService == 0 && len(faulty) > 0 {
@@ -520,7 +531,11 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		return "", status.Errorf(codes.AlreadyExists, "every node in service%s already holds or fills %q (vodctl placement --title %s)", also, t.ID, t.ID)
 	}
 	if m.rep != nil {
-		id, err := m.rep.ChooseNode(t.ID, m.viewLocked(map[string]smm.TitleInfo{t.ID: planTitle(t)}), now)
+		view := m.viewLocked(map[string]smm.TitleInfo{t.ID: planTitle(t)})
+		if len(small) > 0 {
+			view.Nodes = slices.DeleteFunc(slices.Clone(view.Nodes), func(v smm.NodeView) bool { return slices.Contains(small, v.ID) })
+		}
+		id, err := m.rep.ChooseNode(t.ID, view, now)
 		switch {
 		case errors.Is(err, smm.ErrUnknownTitle):
 			return "", status.Errorf(codes.NotFound, "title %q is not in the catalog", t.ID)
@@ -532,7 +547,7 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 	id, best, bestKnown := "", int64(0), false
 	for nid, ns := range m.nodes {
 		n := m.sched.Node(nid)
-		if n == nil || !m.sched.InService(n) || n.NoOrigin || ns.diskFault || ns.titles[t.ID] != nil {
+		if n == nil || !m.sched.InService(n) || n.NoOrigin || ns.diskFault || ns.titles[t.ID] != nil || !canStream(n, t) {
 			continue
 		}
 		free, known := ns.diskFree, !ns.diskUnknown

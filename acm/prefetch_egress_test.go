@@ -1,0 +1,49 @@
+package acm
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// A prefetch naming no node never chooses a node whose egress_bps is less
+// than the title's bitrate, however empty its disk: the manager chose it
+// and then refused the prefetch FAILED_PRECONDITION ("no viewer could
+// play it there") while another node could stream the title. With the
+// Replicator and without it. With no node able to stream it, the refusal
+// says so.
+func TestPrefetchWithNoNodeChoosesANodeThatCanStreamIt(t *testing.T) {
+	t.Run("replicator", func(t *testing.T) {
+		e := newManagerWith(t, "", unhinted(), quietStorage)
+		e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, egress: titleBps / 2}) // the emptiest, too small
+		e.startSimNode("n2", storageTitles, simOpts{disk: 5_000_000, held: []*pb.StoredTitle{stored("r")}})
+		ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1"})
+		if err != nil || ack.GetNodeId() != "n2" {
+			t.Fatalf("prefetch of t1 naming no node, n1's egress half its bitrate: %v %v, want it ordered on n2", ack, err)
+		}
+	})
+	t.Run("no replicator", func(t *testing.T) {
+		e := newManager(t, "", func(m *Manager) { m.StoragePlanner = smm.PlannerNone })
+		e.startNode("n1", nodeOpts{diskFree: 1 << 40, egress: titleBps / 2}) // the most free disk, too small
+		e.startNode("n2", nodeOpts{diskFree: 1 << 30})
+		ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1"})
+		if err != nil || ack.GetNodeId() != "n2" {
+			t.Fatalf("prefetch of t1 naming no node, n1's egress half its bitrate: %v %v, want it ordered on n2", ack, err)
+		}
+	})
+	t.Run("none can stream it", func(t *testing.T) {
+		e := newManager(t, "", func(m *Manager) { m.StoragePlanner = smm.PlannerNone })
+		e.startNode("n1", nodeOpts{egress: titleBps / 2})
+		e.startNode("n2", nodeOpts{egress: titleBps / 3})
+		_, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1"})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no node in service lacking") || !strings.Contains(err.Error(), "can stream") {
+			t.Fatalf("prefetch of t1 naming no node, every node's egress below its bitrate: %v, want FailedPrecondition saying no node can stream it", err)
+		}
+	})
+}
