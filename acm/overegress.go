@@ -76,11 +76,12 @@ func (m *Manager) refuseOverEgressLocked(r *lsm.Request, user string, now time.T
 	return errOverEgress
 }
 
-// streamableLocked refuses the operator's prefetch of t on node id (mu
-// held, the node registered) with FAILED_PRECONDITION when t's bitrate is
-// more than the node's egress: filled there, it would take disk and an
-// origin channel for a copy no viewer could play there. The storage
-// planner's prefetches are left to its own plan.
+// streamableLocked refuses a prefetch of t on node id, the operator's or
+// the storage planner's (mu held, the node registered), with
+// FAILED_PRECONDITION when t's bitrate is more than the node's egress:
+// filled there, it would take disk and an origin channel for a copy no
+// viewer could play there. A planner's order so refused counts as a
+// failed fill (retried after the Replicator's backoff).
 func (m *Manager) streamableLocked(id string, t store.Title) error {
 	n := m.sched.Node(id)
 	if n == nil {

@@ -169,6 +169,11 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 			return t, status.Errorf(codes.NotFound, "title %q is not in the catalog", a.Title)
 		}
 		_, err := m.prefetchCheckLocked(a.Node, t)
+		if err == nil {
+			// A copy no viewer could play there (its bitrate over the
+			// node's egress_bps) would take disk and an origin transfer.
+			err = m.streamableLocked(a.Node, t)
+		}
 		return t, err
 	}
 	for i, a := range acts {

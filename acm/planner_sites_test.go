@@ -29,9 +29,9 @@ func from(ip string) *http.Client {
 
 // TestPlanPrefetchesAtTheViewersSite: viewers at site north (clients
 // 127.0.0.1) ask the front door for t1, viewers at south (127.0.0.2) for
-// t2. No node can take them (each node's egress is below a title's
-// bitrate: every request is refused 503), but each request counts for
-// its viewer's site with the storage planner. The plan prefetches t1 on
+// t2. No node can take them (every node is drained: every request is
+// refused 503), but each request counts for its viewer's site with the
+// storage planner. The nodes are then put back in service. The plan prefetches t1 on
 // one of north's nodes and t2 on one of south's, and nothing at the other
 // site; the nodes receive those orders.
 func TestPlanPrefetchesAtTheViewersSite(t *testing.T) {
@@ -47,7 +47,10 @@ func TestPlanPrefetchesAtTheViewersSite(t *testing.T) {
 	})
 	nodes := map[string]*fakeNode{}
 	for _, id := range []string{"north-1", "north-2", "south-1", "south-2"} {
-		nodes[id] = e.startNode(id, nodeOpts{egress: titleBps / 2, site: strings.Split(id, "-")[0]})
+		nodes[id] = e.startNode(id, nodeOpts{site: strings.Split(id, "-")[0]})
+		if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: id, Draining: ptr(true)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, r := range []struct{ ip, user, title string }{{"127.0.0.1", "demo", "t1"}, {"127.0.0.2", "kid", "t2"}} {
 		c := from(r.ip)
@@ -68,6 +71,16 @@ func TestPlanPrefetchesAtTheViewersSite(t *testing.T) {
 			}
 		}
 	}
+	// Back in service together: the plan each undrain kicks waits for
+	// planMu, so that none sees one node alone in service.
+	e.m.planMu.Lock()
+	for id := range nodes {
+		if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: id, Draining: ptr(false)}); err != nil {
+			e.m.planMu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	e.m.planMu.Unlock()
 	e.m.mu.Lock()
 	north, south := e.m.rep.Popularity().SiteShare("t1", "north"), e.m.rep.Popularity().SiteShare("t2", "south")
 	e.m.mu.Unlock()

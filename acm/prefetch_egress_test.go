@@ -2,8 +2,11 @@ package acm
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -46,4 +49,45 @@ func TestPrefetchWithNoNodeChoosesANodeThatCanStreamIt(t *testing.T) {
 			t.Fatalf("prefetch of t1 naming no node, every node's egress below its bitrate: %v, want FailedPrecondition saying no node can stream it", err)
 		}
 	})
+}
+
+// The storage planner never prefetches a title on a node whose egress_bps
+// is less than its bitrate: it ordered such fills (viewers asked for the
+// title, every node at half its bitrate), which took disk and origin
+// transfers for copies no viewer could play. The viewers' demand still
+// counts (popularity), and the refused orders count as failed fills.
+func TestPlanPrefetchesNothingNoNodeCanStream(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.QueueDeadline = 1
+		m.PlanInterval, m.ShiftCheck = time.Hour, time.Hour
+		m.Replicator.OffPeak = smm.Window{Start: 0, End: 24 * time.Hour}
+		m.Replicator.MinExpected = 0.1 // two requests are enough to prefetch
+	})
+	for _, id := range []string{"n1", "n2"} {
+		e.startNode(id, nodeOpts{egress: titleBps / 2})
+	}
+	for range 2 {
+		req, err := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("demo", "demo")
+		res, err := from("127.0.0.1").Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("t1: %d, want 503 (no node can stream it)", res.StatusCode)
+		}
+	}
+	e.m.plan(time.Now())
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	for id, ns := range e.m.nodes {
+		for title := range ns.pending {
+			t.Errorf("prefetch of %s ordered on %s (egress_bps %d, below the bitrate %d)", title, id, titleBps/2, titleBps)
+		}
+	}
 }
