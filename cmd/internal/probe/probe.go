@@ -111,13 +111,20 @@ func redacted(rawURL string) string {
 // digits before a '/', '?' or '#' is no password at all:
 // "demo:93/kw@HOST/" is host "demo", port 93 and path "/kw@HOST/", shown
 // whole and dialled. No title id nor token has an '@'; a query or
-// fragment may ("rtsp://HOST:8554/vod/x?from=a@b"): that is no password.
+// fragment may ("rtsp://HOST:8554/vod/x?from=a@b"): that is no password,
+// with a password before the host too ("rtsp://u:p@HOST/vod/x?from=a@b/c")
+// when a title's path (/vod/..., a node's /s/TOKEN/...) comes before it.
+// Without that path, the query or fragment follows the host the
+// parser saw, text of a password with '@' and '?' or '#' in it
+// ("demo:q@ss?wd@HOST/vod/x" is host "ss"): it spills.
 func passwordSpills(rawURL string, u *url.URL) bool {
 	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
 		return false
 	}
-	_, has := u.User.Password()
-	return has || hidePassword(rawURL) != rawURL
+	if _, has := u.User.Password(); has {
+		return strings.Contains(u.Path, "@") || !(strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"))
+	}
+	return hidePassword(rawURL) != rawURL
 }
 
 // hostThenPath is an '@' followed by a host (and port) and a '/': where a
@@ -229,7 +236,10 @@ func hidePassword(rawURL string) string {
 // that parses, the password is what does not, and the error says so and
 // how to write it; when not, its reason names no part of the password.
 func parseError(rawURL, shown string, err error) error {
-	if hidden := hidePassword(rawURL); hidden != rawURL {
+	if u, uerr := url.Parse(rawURL); uerr == nil && !passwordSpills(rawURL, u) {
+		// The password parses (an '@' of the query or fragment is the
+		// query's own): the error is about something else (a fragment).
+	} else if hidden := hidePassword(rawURL); hidden != rawURL {
 		_, herr := base.ParseURL(hidden)
 		if herr == nil {
 			return fmt.Errorf("probe: parse %q: %s", shown, badPassword)

@@ -318,6 +318,28 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 			t.Errorf("%s: taken for a password (shown as %q)", raw, Redacted(raw))
 		}
 	}
+	// With a password before the host: hidden, the query's '@' shown,
+	// and played (a dial error, not "percent-encode").
+	for raw, shown := range map[string]string{
+		"rtsp://u:p@h:8554/vod/x?x=a@b/c":           "rtsp://u:xxxxx@h:8554/vod/x?x=a@b/c",
+		"rtsp://u:s3cr3t@h/vod/x#f@g":               "rtsp://u:xxxxx@h/vod/x#f@g",
+		"rtsp://u:pa@ss@h/vod/x?a=b@c":              "rtsp://u:xxxxx@h/vod/x?a=b@c",
+		"rtsps://u:pw@[::1]:8322/s/tok/vod/x?e=a@b": "rtsps://u:xxxxx@[::1]:8322/s/xxxxx/vod/x?e=a@b",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if passwordSpills(raw, u) || Redacted(raw) != shown {
+			t.Errorf("%s: taken for a password that spills (shown as %q, want %q)", raw, Redacted(raw), shown)
+		}
+	}
+	for _, raw := range []string{"rtsp://u:secret@127.0.0.1:1/vod/x?x=a@b/c", "rtsp://u:s3cr3t@127.0.0.1:1/vod/x#f@g"} {
+		res, err := Play(context.Background(), raw, Options{})
+		if err == nil || strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error()+res.URL, "cr") {
+			t.Errorf("%s: %v (result URL %q), want a dial error, the password hidden", raw, err, res.URL)
+		}
+	}
 	for _, raw := range []string{"rtsp://127.0.0.1:1/vod/x?foo=a@b", "rtsp://127.0.0.1:1/vod/x#a@b"} {
 		res, err := Play(context.Background(), raw, Options{})
 		if err == nil || strings.Contains(err.Error(), "percent-encode") || res.URL != raw {
