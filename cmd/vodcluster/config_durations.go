@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -50,6 +51,10 @@ func configDurations(top *yaml.Node) (bad []string, texts map[string]durTexts, r
 		}
 		section, key, _ := strings.Cut(path, ".")
 		d, err := durflag.Parse(text)
+		if errors.Is(err, durflag.ErrTooLong) { // written with its unit: not "write it with its unit"
+			bad = append(bad, fmt.Sprintf("line %d: %s %s: too long: %v (about 292 years)", at.Line, key, text, durflag.ErrTooLong))
+			return
+		}
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("line %d: %s %s: not a duration: write it with its unit, like 60s, 5m, 3h or 7d (days)", at.Line, key, text))
 			return

@@ -78,7 +78,9 @@ func TestConfigDurationsInDays(t *testing.T) {
 	for _, b := range []struct{ yaml, want string }{
 		{"node:\n  session_timeout: 1x\n", "line 2: session_timeout 1x: not a duration: write it with its unit, like 60s, 5m, 3h or 7d (days)"},
 		{"node:\n  session_timeout: 1d-1h\n", "line 2: session_timeout 1d-1h: not a duration"},
-		{"manager:\n  store:\n    leader_ttl: 999999999d\n", "line 3: store.leader_ttl 999999999d: not a duration"},
+		{"manager:\n  store:\n    leader_ttl: 999999999d\n", "line 3: store.leader_ttl 999999999d: too long: at most 106751 days (about 292 years)"},
+		{"node:\n  session_timeout: 106752d\n", "line 2: session_timeout 106752d: too long: at most 106751 days"},
+		{"node:\n  session_timeout: 106751d24h\n", "line 2: session_timeout 106751d24h: too long: at most 106751 days"},
 		{"node:\n  egres_bps: 5\n  pause_timeout: 3\n", "unknown key egres_bps"},
 		{"node:\n  egres_bps: 5\n  pause_timeout: 3\n", "line 3: pause_timeout 3: not a duration"},
 	} {

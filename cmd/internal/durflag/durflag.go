@@ -62,7 +62,7 @@ func Parse(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
 	}
 	if tooMany || n > uint64(maxDays) {
-		return 0, fmt.Errorf("%q: at most %d days", s, maxDays)
+		return 0, tooLong(s)
 	}
 	d := time.Duration(n) * 24 * time.Hour
 	if rest != "" {
@@ -71,12 +71,20 @@ func Parse(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
 		}
 		if r > time.Duration(1<<63-1)-d {
-			return 0, fmt.Errorf("%q: at most %d days", s, maxDays)
+			return 0, tooLong(s)
 		}
 		d += r
 	}
 	return sign * d, nil
 }
+
+// ErrTooLong is what Parse's error for days past what a time.Duration
+// holds is (errors.Is): its text names the limit, "at most 106751 days".
+var ErrTooLong = fmt.Errorf("at most %d days", maxDays)
+
+// tooLong is Parse's error for s, days past what a time.Duration holds:
+// `"106752d": at most 106751 days`.
+func tooLong(s string) error { return fmt.Errorf("%q: %w", s, ErrTooLong) }
 
 // maxDays is the most days a time.Duration holds (about 292 years).
 const maxDays = int64(1<<63-1) / int64(24*time.Hour)

@@ -1,6 +1,7 @@
 package durflag
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,12 @@ func TestTooManyDays(t *testing.T) {
 		if err := v.Set(in); err == nil || !strings.Contains(err.Error(), "at most 106751 days") || !strings.Contains(err.Error(), in) {
 			t.Errorf("%q: %v, want it quoted and \"at most 106751 days\"", in, err)
 		}
+		if _, err := Parse(in); !errors.Is(err, ErrTooLong) {
+			t.Errorf("Parse(%q): %v, want ErrTooLong (the configuration's message says so)", in, err)
+		}
+	}
+	if _, err := Parse("1x"); errors.Is(err, ErrTooLong) {
+		t.Errorf("Parse(1x): %v is ErrTooLong", err)
 	}
 }
 
