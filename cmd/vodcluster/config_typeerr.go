@@ -52,22 +52,29 @@ func typeErrorInWords(e string, doc *yaml.Node) (string, bool) {
 
 // keyAtLine returns the key of the mapping entry of doc whose value is
 // written at line with text value ("" for a list or a mapping), "" when
-// there is none.
+// there is none. The innermost such entry wins: a section's mapping
+// starts at the line of its first key (node:'s at egress_bps: 20M's
+// line), and a flow mapping is on its key's line ({egress_bps: 20M}),
+// and the key is the value's, not the section's. A scalar matches a
+// scalar only, a list or a mapping one of those.
 func keyAtLine(n *yaml.Node, line int, value string) string {
 	if n == nil {
 		return ""
 	}
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if v.Line == line && (v.Value == value || v.Kind != yaml.ScalarNode) {
-				return k.Value
-			}
-		}
-	}
 	for _, c := range n.Content {
 		if key := keyAtLine(c, line, value); key != "" {
 			return key
+		}
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Line != line {
+				continue
+			}
+			if (v.Kind == yaml.ScalarNode && v.Value == value) || (value == "" && (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode)) {
+				return k.Value
+			}
 		}
 	}
 	return ""

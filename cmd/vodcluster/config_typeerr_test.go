@@ -32,3 +32,25 @@ func TestConfigWrongKindNamesKey(t *testing.T) {
 		t.Errorf("the error names the decoder's Go types:\n%v", err)
 	}
 }
+
+// A value of the wrong kind on a section's first line, or in a flow
+// mapping on its key's line, was named by the section ("line 2: `20M` is
+// not a whole number ... (key node)"): the section's mapping starts at
+// the line of its first key. The innermost key is named.
+func TestConfigWrongKindFirstKeyOfSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, c := range []struct{ yaml, want string }{
+		{"node:\n  egress_bps: 20M\n", "line 2: `20M` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key egress_bps)"},
+		{"node:\n  egress_bps: \"20\"\n", "(key egress_bps)"},
+		{"manager:\n  scheduler:\n    a: lots\n", "line 3: `lots` is not a number (key a)"},
+		{"node: {egress_bps: 20M, weight: 3}\n", "line 1: `20M` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key egress_bps)"},
+		{"node: {weight: [1, 2]}\n", "line 1: a list where a single value belongs (key weight)"},
+		{"node:\n  <<: {egress_bps: 20M}\n", "(key egress_bps)"},
+	} {
+		os.WriteFile(path, []byte(c.yaml), 0o600)
+		_, err := loadConfig(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
