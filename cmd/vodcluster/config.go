@@ -339,7 +339,7 @@ func loadConfig(path string) (*Config, error) {
 			c.sections = append(c.sections, keys[i].Value)
 		}
 		if bad := fractionalInts(&top, reflect.TypeOf(c), ""); len(bad) > 0 {
-			return nil, fmt.Errorf("config %s: %s", path, strings.Join(bad, "; "))
+			return nil, fmt.Errorf("--config %s: %s", path, strings.Join(bad, "; "))
 		}
 	}
 	c.path = path

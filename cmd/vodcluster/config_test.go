@@ -269,7 +269,8 @@ func TestConfigFractionalInts(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("manager:\n  max_sessions_per_user: 1.5\nnode:\n  egress_bps: 1500.5\n"), 0o600)
 	_, err := loadConfig(bad)
-	if err == nil || !strings.Contains(err.Error(), "line 2: max_sessions_per_user 1.5: want a whole number") ||
+	if err == nil || !strings.HasPrefix(err.Error(), "--config "+bad+": ") || // as every other error of the file
+		!strings.Contains(err.Error(), "line 2: max_sessions_per_user 1.5: want a whole number") ||
 		!strings.Contains(err.Error(), "line 4: egress_bps 1500.5: want a whole number") {
 		t.Fatalf("fractions in whole-number keys: %v", err)
 	}

@@ -20,7 +20,7 @@ type listenKey struct {
 
 // namingListenKey names the configuration file and key of the listener
 // err failed to open (a port in use, an address not on this host), as
-// the other configuration errors do: "config FILE: KEY VALUE: listen tcp
+// the other configuration errors do: "--config FILE: KEY VALUE: listen tcp
 // ...: bind: address already in use". Before, the process said only
 // "vodnode: listen udp 127.0.0.1:6970: bind: ..." and left the operator
 // to find which of its keys held the port. err is returned as it is when
@@ -55,7 +55,7 @@ func namingListenKey(path string, err error, keys ...listenKey) error {
 			match = match || strconv.Itoa(p+1) == port // the RTCP port
 		}
 		if match {
-			return fmt.Errorf("config %s: %s %s: %w", path, k.key, value, err)
+			return fmt.Errorf("--config %s: %s %s: %w", path, k.key, value, err)
 		}
 	}
 	return err

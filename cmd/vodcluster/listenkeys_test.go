@@ -69,7 +69,7 @@ func TestListenInUseNamesKey(t *testing.T) {
 		go func() { done <- c.cmd.Execute() }()
 		select {
 		case err := <-done:
-			want := "config " + f + ": " + c.key + ": "
+			want := "--config " + f + ": " + c.key + ": "
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
 				t.Errorf("%s, %s taken: %v\nwant %q ... address already in use", c.cmd.Name(), c.key, err, want)
 			}
