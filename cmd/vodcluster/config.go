@@ -390,7 +390,9 @@ func readableYAMLError(err error, b []byte) error {
 			continue // configDurations' (a bare 0: none)
 		}
 		if w, ok := typeErrorInWords(e, &doc); ok {
-			lines = append(lines, w)
+			if !slices.Contains(lines, w) { // an alias's: at its anchor's line, said once
+				lines = append(lines, w)
+			}
 			continue
 		}
 		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")

@@ -44,7 +44,12 @@ func typeErrorInWords(e string, doc *yaml.Node) (string, bool) {
 	default:
 		msg = fmt.Sprintf("line %d: `%s` is not a value this key takes", line, value)
 	}
-	if key := keyAtLine(doc, line, value); key != "" {
+	if key, v := keyAtLine(doc, line, value); key != "" {
+		// An alias (*name) of the value is reported at the anchor's
+		// line: its keys are named too.
+		if uses := aliasUses(doc, v); len(uses) > 0 {
+			key += ", and " + strings.Join(uses, ", ") + " by its alias *" + v.Anchor
+		}
 		msg += " (key " + key + ")"
 	}
 	return msg, true
@@ -52,18 +57,18 @@ func typeErrorInWords(e string, doc *yaml.Node) (string, bool) {
 
 // keyAtLine returns the key of the mapping entry of doc whose value is
 // written at line with text value ("" for a list or a mapping), "" when
-// there is none. The innermost such entry wins: a section's mapping
+// there is none, and that value's node. The innermost such entry wins: a section's mapping
 // starts at the line of its first key (node:'s at egress_bps: 20M's
 // line), and a flow mapping is on its key's line ({egress_bps: 20M}),
 // and the key is the value's, not the section's. A scalar matches a
 // scalar only, a list or a mapping one of those.
-func keyAtLine(n *yaml.Node, line int, value string) string {
+func keyAtLine(n *yaml.Node, line int, value string) (string, *yaml.Node) {
 	if n == nil {
-		return ""
+		return "", nil
 	}
 	for _, c := range n.Content {
-		if key := keyAtLine(c, line, value); key != "" {
-			return key
+		if key, v := keyAtLine(c, line, value); key != "" {
+			return key, v
 		}
 	}
 	if n.Kind == yaml.MappingNode {
@@ -73,9 +78,29 @@ func keyAtLine(n *yaml.Node, line int, value string) string {
 				continue
 			}
 			if (v.Kind == yaml.ScalarNode && v.Value == value) || (value == "" && (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode)) {
-				return k.Value
+				return k.Value, v
 			}
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// aliasUses lists the keys of doc whose value is an alias of v, "KEY at
+// line N", in the document's order; none when v has no anchor.
+func aliasUses(n, v *yaml.Node) []string {
+	if n == nil || v == nil || v.Anchor == "" {
+		return nil
+	}
+	var out []string
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if a := n.Content[i+1]; a.Kind == yaml.AliasNode && a.Alias == v {
+				out = append(out, fmt.Sprintf("%s at line %d", n.Content[i].Value, a.Line))
+			}
+		}
+	}
+	for _, c := range n.Content {
+		out = append(out, aliasUses(c, v)...)
+	}
+	return out
 }

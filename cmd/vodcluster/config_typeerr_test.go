@@ -54,3 +54,17 @@ func TestConfigWrongKindFirstKeyOfSection(t *testing.T) {
 		}
 	}
 }
+
+// A value of the wrong kind given by an alias (*w) was said twice, both
+// at the anchor's line and naming the anchor's key only: the decoder
+// reports each use at the anchor. It is said once, with the keys of its
+// aliases and their lines.
+func TestConfigWrongKindThroughAlias(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("node:\n  egress_bps: 1000\n  weight: &w yes\ncdp:\n  dir: /tmp\n  max_transfers: *w\n"), 0o600)
+	_, err := loadConfig(path)
+	want := "line 3: `yes` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key weight, and max_transfers at line 6 by its alias *w)"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "`yes`") != 1 {
+		t.Errorf("%v\nwant once: %q", err, want)
+	}
+}
