@@ -330,7 +330,7 @@ type Manager struct {
 	// suspended: the operator's suspended subscribers (suspend.go), by
 	// user; replaced whole (mu).
 	suspended map[string]suspension
-	suspStale atomic.Bool // a standby's last re-read of the stored suspensions failed (refreshSuspensions logs once)
+	suspStale atomic.Int32 // how a standby's last re-read of the stored suspensions went: suspFresh, suspUnanswered or suspMalformed (refreshSuspensions logs each change)
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting

@@ -57,7 +57,13 @@ func liveSuspensions(susp map[string]suspension, now time.Time) map[string]suspe
 // readSuspensions returns the stored suspensions still in force at now; a
 // malformed entry is logged and dropped.
 func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[string]suspension, error) {
-	susp, err := readStateJSON(m, ctx, stateSuspensions, "suspensions", false, func() map[string]suspension { return map[string]suspension{} })
+	return m.readSuspensionsStrict(ctx, now, false)
+}
+
+// readSuspensionsStrict is readSuspensions; when strict, a malformed
+// entry is an error wrapping errMalformed, not logged.
+func (m *Manager) readSuspensionsStrict(ctx context.Context, now time.Time, strict bool) (map[string]suspension, error) {
+	susp, err := readStateJSON(m, ctx, stateSuspensions, "suspensions", strict, func() map[string]suspension { return map[string]suspension{} })
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +78,14 @@ func (m *Manager) readSuspensions(ctx context.Context, now time.Time) (map[strin
 func (m *Manager) reloadSuspensions(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	return m.reloadSuspensionsOpLocked(ctx)
+	return m.reloadSuspensionsOpLocked(ctx, false)
 }
 
-// reloadSuspensionsOpLocked is reloadSuspensions with opMu held.
-func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context) error {
-	susp, err := m.readSuspensions(ctx, m.now())
+// reloadSuspensionsOpLocked is reloadSuspensions with opMu held; when
+// strict, a malformed entry is an error (errMalformed) that leaves the
+// suspensions as they were.
+func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context, strict bool) error {
+	susp, err := m.readSuspensionsStrict(ctx, m.now(), strict)
 	if err != nil {
 		return err
 	}
@@ -95,7 +103,10 @@ func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context) error {
 // stepErr is the try's error: the store did not answer it, and is not
 // asked again. When the store does not answer, the suspensions read last
 // stay in force; the first failure of a run is logged, and the first
-// read after it. While an operator's change or another reload holds opMu
+// read after it. A malformed stored entry is treated alike (kept, logged
+// once, not at every try: every third of leader_ttl it flooded the log
+// at error and dropped every suspension). While an operator's change or
+// another reload holds opMu
 // (on a store that stalls, for up to its timeout) it reads nothing this
 // time: the lock's tries do not wait behind it.
 func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
@@ -105,23 +116,40 @@ func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
 			return
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(m.LeaderTTL/3, time.Second))
-		err = m.reloadSuspensionsOpLocked(rctx)
+		err = m.reloadSuspensionsOpLocked(rctx, true)
 		cancel()
 		m.opMu.Unlock()
 	}
 	if ctx.Err() != nil {
 		return // Close
 	}
-	if err != nil {
-		if !m.suspStale.Swap(true) {
-			m.log.Warn("standby: suspensions not re-read from the store; those read last stay in force until it answers", "err", err)
-		}
-		return
+	state := suspFresh
+	switch {
+	case errors.Is(err, errMalformed):
+		state = suspMalformed
+	case err != nil:
+		state = suspUnanswered
 	}
-	if m.suspStale.Swap(false) {
+	if m.suspStale.Swap(state) == state {
+		return // logged when it became so
+	}
+	switch state {
+	case suspMalformed:
+		m.log.Error("standby: stored suspensions malformed; those read last stay in force until the active manager writes them again", "err", err)
+	case suspUnanswered:
+		m.log.Warn("standby: suspensions not re-read from the store; those read last stay in force until it answers", "err", err)
+	default:
 		m.log.Info("standby: suspensions re-read from the store")
 	}
 }
+
+// The outcomes of a standby's last re-read of the stored suspensions
+// (Manager.suspStale), each logged when it becomes so.
+const (
+	suspFresh      int32 = iota // read
+	suspUnanswered              // the store did not answer
+	suspMalformed               // the stored entry does not decode
+)
 
 // maxUserName is the longest subscriber name a suspension takes, bytes
 // (the users file's limit).

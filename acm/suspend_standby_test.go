@@ -166,3 +166,61 @@ func TestStandbyRereadsSuspensions(t *testing.T) {
 		t.Fatalf("DESCRIBE of the suspended subscriber on the standby, Redis stalled: %d %s, want 403", res.StatusCode, res.StatusMessage)
 	}
 }
+
+// TestStandbyKeepsSuspensionsOverMalformedEntry: the stored suspensions
+// are overwritten with something that does not decode (a hand edit in
+// redis-cli). The standby, which re-reads them at each try at the
+// planner lock, used to log "stored suspensions malformed: dropped" at
+// error at every try (every third of leader_ttl, without end) and drop
+// every suspension, its front door admitting the suspended subscriber.
+// It now keeps those it read last and logs it once; the next suspension
+// the active manager writes is read again.
+func TestStandbyKeepsSuspensionsOverMalformedEntry(t *testing.T) {
+	open, _ := sharedRedis(t)
+	var logs [2]logtest.Buffer // the active manager's, the standby's
+	started := 0
+	a, b := activeAndStandby(t, open, testTitles, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
+		started++
+	})
+	log := &logs[1]
+	ctx := context.Background()
+	b.registerWith("n1")
+	suspended := func(user string) func() bool {
+		return func() bool {
+			b.m.mu.Lock()
+			defer b.m.mu.Unlock()
+			return b.m.suspendedLocked(user, b.m.now())
+		}
+	}
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the standby to apply the suspension made on the active manager", suspended("demo"))
+	if err := b.m.st.PutState(ctx, stateSuspensions, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	const said = "standby: stored suspensions malformed"
+	waitFor(t, 10*time.Second, "the standby to log the malformed entry", func() bool {
+		return strings.Contains(log.String(), said) || strings.Contains(log.String(), "stored suspensions malformed: dropped")
+	})
+	if !suspended("demo")() {
+		t.Fatal("the standby dropped the suspension it read when the stored entry became malformed")
+	}
+	if res := b.describe("demo", "demo", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("DESCRIBE of the suspended subscriber on the standby, stored entry malformed: %d %s, want 403", res.StatusCode, res.StatusMessage)
+	}
+	// The standby reads again at each try (a log line each, before); the
+	// active manager's next write ends it.
+	lines := func() int { return strings.Count(log.String(), "suspensions malformed") }
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "other", DurationS: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the standby to read the suspensions the active manager wrote again", suspended("other"))
+	if n := lines(); n != 1 {
+		t.Fatalf("the standby logged the malformed entry %d times, want once:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), "standby: suspensions re-read from the store") {
+		t.Fatalf("the standby did not log that it read the suspensions again:\n%s", log.String())
+	}
+}
