@@ -251,6 +251,12 @@ func (m *Manager) userUnknown(ctx context.Context, user string) bool {
 	return errors.Is(err, boss.ErrUnknownUser)
 }
 
+// standbyListRead bounds a standby's read of the stored suspensions for
+// ListSuspensions: well under vodctl's default --timeout (10 s), so that
+// a store that does not answer is reported as such (UNAVAILABLE), not as
+// vodctl's own deadline passing.
+const standbyListRead = 5 * time.Second
+
 // ListSuspensions implements pb.AdminServer: the suspensions in force, by
 // user, each with user_unknown when the users file (the BOSS) does not
 // know its name: the list showed a misspelt name as any other, the
@@ -261,7 +267,7 @@ func (m *Manager) userUnknown(ctx context.Context, user string) bool {
 func (a *admin) ListSuspensions(ctx context.Context, _ *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
 	m := a.m
 	if m.lead != nil && !m.Leader() {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, standbyListRead)
 		err := m.reloadSuspensions(rctx)
 		cancel()
 		if err != nil {

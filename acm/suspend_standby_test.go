@@ -224,3 +224,21 @@ func TestStandbyKeepsSuspensionsOverMalformedEntry(t *testing.T) {
 		t.Fatalf("the standby did not log that it read the suspensions again:\n%s", log.String())
 	}
 }
+
+// TestStandbyListSuspensionsRedisStalled: vodctl suspensions against the
+// standby while Redis does not answer. The standby read the store for up
+// to 10 s, vodctl's own default --timeout, so the operator got
+// "DeadlineExceeded ... no answer within --timeout 10s" instead of the
+// answer saying the store does not answer. The read is now bounded well
+// under it (standbyListRead): UNAVAILABLE "suspensions not read".
+func TestStandbyListSuspensionsRedisStalled(t *testing.T) {
+	open, srv := sharedRedis(t)
+	_, b := activeAndStandby(t, open, testTitles, nil)
+	srv.Pause(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // vodctl's default --timeout
+	defer cancel()
+	_, err := b.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "suspensions not read") {
+		t.Fatalf("ListSuspensions on the standby, Redis stalled, within vodctl's 10s: %v; want UNAVAILABLE 'suspensions not read'", err)
+	}
+}
