@@ -88,25 +88,25 @@ func TestStandbyListsSaySo(t *testing.T) {
 		e       *env
 		standby bool
 	}{{"active", a, false}, {"standby", b, true}} {
-		ss, err := c.e.admin.ListSessions(ctx, &pb.ListSessionsRequest{})
-		if err != nil || ss.GetStandby() != c.standby {
-			t.Errorf("%s: ListSessions standby %v (%v), want %v", c.name, ss.GetStandby(), err, c.standby)
-		}
-		ns, err := c.e.admin.ListNodes(ctx, &pb.ListNodesRequest{})
-		if err != nil || ns.GetStandby() != c.standby {
-			t.Errorf("%s: ListNodes standby %v (%v), want %v", c.name, ns.GetStandby(), err, c.standby)
-		}
-		fs, err := c.e.admin.ListFills(ctx, &pb.ListFillsRequest{})
-		if err != nil || fs.GetStandby() != c.standby {
-			t.Errorf("%s: ListFills standby %v (%v), want %v", c.name, fs.GetStandby(), err, c.standby)
-		}
-		ps, err := c.e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{})
-		if err != nil || ps.GetStandby() != c.standby {
-			t.Errorf("%s: ListPlacement standby %v (%v), want %v", c.name, ps.GetStandby(), err, c.standby)
-		}
-		pi, err := c.e.admin.GetPolicy(ctx, &pb.GetPolicyRequest{})
-		if err != nil || pi.GetStandby() != c.standby {
-			t.Errorf("%s: GetPolicy standby %v (%v), want %v", c.name, pi.GetStandby(), err, c.standby)
+		admin := c.e.admin
+		for _, call := range []struct {
+			rpc string
+			get func() (interface{ GetStandby() bool }, error)
+		}{
+			{"ListSessions", func() (interface{ GetStandby() bool }, error) {
+				return admin.ListSessions(ctx, &pb.ListSessionsRequest{})
+			}},
+			{"ListNodes", func() (interface{ GetStandby() bool }, error) { return admin.ListNodes(ctx, &pb.ListNodesRequest{}) }},
+			{"ListFills", func() (interface{ GetStandby() bool }, error) { return admin.ListFills(ctx, &pb.ListFillsRequest{}) }},
+			{"ListPlacement", func() (interface{ GetStandby() bool }, error) {
+				return admin.ListPlacement(ctx, &pb.ListPlacementRequest{})
+			}},
+			{"GetPolicy", func() (interface{ GetStandby() bool }, error) { return admin.GetPolicy(ctx, &pb.GetPolicyRequest{}) }},
+		} {
+			res, err := call.get()
+			if err != nil || res.GetStandby() != c.standby {
+				t.Errorf("%s: %s standby %v (%v), want %v", c.name, call.rpc, err == nil && res.GetStandby(), err, c.standby)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -58,23 +59,13 @@ func TestListenInUseNamesKey(t *testing.T) {
 		{managerCmd(), fmt.Sprintf("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: %q\n  grpc_listen: 127.0.0.1:0\n  data_dir: %s\n  secret_file: %s\n  users_file: %s\n",
 			taken, filepath.Join(dir, "manager"), secret, users), "http_listen " + taken},
 	} {
-		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
-		if err := os.WriteFile(f, []byte(c.body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.cmd.SetArgs([]string{"--config", f})
-		c.cmd.SetOut(io.Discard)
-		c.cmd.SetErr(io.Discard)
-		done := make(chan error, 1)
-		go func() { done <- c.cmd.Execute() }()
-		select {
-		case err := <-done:
-			want := "--config " + f + ": " + c.key + ": "
-			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
-				t.Errorf("%s, %s taken: %v\nwant %q ... address already in use", c.cmd.Name(), c.key, err, want)
-			}
-		case <-time.After(20 * time.Second):
+		f, err := runConfigCmd(t, dir, i, c.cmd, c.body)
+		if err == errStillRunning {
 			t.Fatalf("%s runs (20 s) on a port another process holds (%s)", c.cmd.Name(), c.key)
+		}
+		want := "--config " + f + ": " + c.key + ": "
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("%s, %s taken: %v\nwant %q ... address already in use", c.cmd.Name(), c.key, err, want)
 		}
 	}
 }
@@ -100,23 +91,40 @@ func TestMissingPathNamesConfig(t *testing.T) {
 		{nodeCmd(), fmt.Sprintf("node:\n  id: n1\n  data_dir: %s\n  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  secret_file: %s\n",
 			filepath.Join(dir, "data"), missing), "secret_file"},
 	} {
-		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
-		if err := os.WriteFile(f, []byte(c.body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.cmd.SetArgs([]string{"--config", f})
-		c.cmd.SetOut(io.Discard)
-		c.cmd.SetErr(io.Discard)
-		done := make(chan error, 1)
-		go func() { done <- c.cmd.Execute() }()
-		select {
-		case err := <-done:
-			want := "--config " + f + ": " + c.want
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s: %v\nwant %q", c.cmd.Name(), err, want)
-			}
-		case <-time.After(20 * time.Second):
+		f, err := runConfigCmd(t, dir, i, c.cmd, c.body)
+		if err == errStillRunning {
 			t.Fatalf("%s runs (20 s) without %s", c.cmd.Name(), c.want)
 		}
+		want := "--config " + f + ": " + c.want
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %q", c.cmd.Name(), err, want)
+		}
+	}
+}
+
+// errStillRunning is runConfigCmd's answer for a command that did not
+// stop within 20 s.
+var errStillRunning = errors.New("still running after 20 s")
+
+// runConfigCmd writes body to DIR/cI.yaml and runs cmd with --config on
+// it, returning the file's path and the command's error, errStillRunning
+// when it is still running after 20 s (a process that should have
+// stopped at start).
+func runConfigCmd(t *testing.T, dir string, i int, cmd *cobra.Command, body string) (string, error) {
+	t.Helper()
+	f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.SetArgs([]string{"--config", f})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	select {
+	case err := <-done:
+		return f, err
+	case <-time.After(20 * time.Second):
+		return f, errStillRunning
 	}
 }
