@@ -80,8 +80,10 @@ func (m *Manager) refuseOverEgressLocked(r *lsm.Request, user string, now time.T
 // the storage planner's (mu held, the node registered), with
 // FAILED_PRECONDITION when t's bitrate is more than the node's egress:
 // filled there, it would take disk and an origin channel for a copy no
-// viewer could play there. A planner's order so refused counts as a
-// failed fill (retried after the Replicator's backoff).
+// viewer could play there. The Replicator plans no replica of a title
+// on such a node (smm, replicate_egress.go), so this guards the
+// operator's orders and any other planner; a planner's order so refused
+// counts as a failed fill (retried after the Replicator's backoff).
 func (m *Manager) streamableLocked(id string, t store.Title) error {
 	n := m.sched.Node(id)
 	if n == nil {

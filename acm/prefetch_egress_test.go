@@ -55,7 +55,9 @@ func TestPrefetchWithNoNodeChoosesANodeThatCanStreamIt(t *testing.T) {
 // is less than its bitrate: it ordered such fills (viewers asked for the
 // title, every node at half its bitrate), which took disk and origin
 // transfers for copies no viewer could play. The viewers' demand still
-// counts (popularity), and the refused orders count as failed fills.
+// counts (popularity), but the planner plans no replica of the title
+// (none can stream it), so no order is refused and `vodctl fills` lists
+// none in backoff.
 func TestPlanPrefetchesNothingNoNodeCanStream(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) {
 		m.QueueDeadline = 1
@@ -83,6 +85,12 @@ func TestPlanPrefetchesNothingNoNodeCanStream(t *testing.T) {
 		}
 	}
 	e.m.plan(time.Now())
+	if fs := e.fills(); len(fs) != 0 {
+		t.Errorf("fills listed %v, want none", fs)
+	}
+	if s := e.storageStats(); s.GetFillsFailed() != 0 {
+		t.Errorf("%d fills failed, want 0 (no order refused)", s.GetFillsFailed())
+	}
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
 	for id, ns := range e.m.nodes {

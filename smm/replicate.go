@@ -18,7 +18,10 @@ import (
 //     nodes with an origin: one without, NodeView.NoOrigin, can hold no
 //     new replica), with hysteresis (a replica is added above AddAbove
 //     and dropped below DropBelow times what the replicas carry): a hot
-//     title on several nodes, the tail on one;
+//     title on several nodes, the tail on one; only nodes that can stream
+//     the title count (a node whose egress is less than its bitrate holds
+//     no replica of it, and a title no node can stream none:
+//     replicate_egress.go);
 //  3. chooses the titles the cluster keeps, by value per byte of disk
 //     (request rate times (SetupBytes+size)/size, as gdsf), until
 //     DiskFill of the disks is planned; titles already placed keep their

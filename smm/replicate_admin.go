@@ -20,8 +20,9 @@ var (
 // (ObserveSite; when nodes have sites), else the alive
 // node where expected load per egress plus used bytes per disk (less a
 // partial of the title there, NodeView.Partials) is lowest;
-// only nodes with an origin (NodeView.NoOrigin false) and without a
-// disk fault (NodeView.DiskFault) that lack the
+// only nodes with an origin (NodeView.NoOrigin false), without a
+// disk fault (NodeView.DiskFault) and whose egress (NodeView.EgressBps)
+// is not less than the title's bitrate (both known), that lack the
 // title and can make room for it (free space plus
 // titles neither in use, pinned nor planned there). It fails with
 // ErrUnknownTitle when title is not in c.Titles and ErrNoRoom when no node
@@ -40,7 +41,7 @@ func (r *Replicator) ChooseNode(title string, c *ClusterView, now time.Time) (st
 	var opts []opt
 	for i := range c.Nodes {
 		v := &c.Nodes[i]
-		if !v.Alive || v.NoOrigin || v.DiskFault || v.ID == "" || v.DiskBytes < info.Bytes || r.blocked(fillKey{v.ID, title}, now) || r.isHeld(v.ID, title, now) {
+		if !v.Alive || v.NoOrigin || v.DiskFault || v.ID == "" || v.DiskBytes < info.Bytes || tooSmall(v, info) || r.blocked(fillKey{v.ID, title}, now) || r.isHeld(v.ID, title, now) {
 			continue
 		}
 		var used, free int64

@@ -41,6 +41,10 @@ const (
 	// DropNoOrigin: its node has no origin (NodeView.NoOrigin; it
 	// registered again without one) and cannot fill it.
 	DropNoOrigin = "its node registered again without an origin (node origin) and cannot fetch the title"
+	// DropTooSmall: its node's egress (NodeView.EgressBps; it registered
+	// again with less) is less than the title's bitrate: no viewer could
+	// play the title there.
+	DropTooSmall = "its node's egress_bps is less than the title's bitrate (it registered again with less): no viewer could play the title there"
 )
 
 // DroppedPrefetches returns the operator's prefetches the plans dropped

@@ -214,6 +214,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		byID[ns.v.ID] = ns
 	}
 	capRef := r.capRef(alive)
+	lo := minEgress(alive)
 	horizon := r.cfg.PrefetchHorizon.Seconds()
 	var cands []candidate
 	for i := range ds {
@@ -223,6 +224,15 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		copies := len(r.holders[d.id])
+		if someTooSmall(d.info, lo) {
+			// A copy on a node too small to stream it serves no viewer.
+			copies = 0
+			for _, h := range r.holders[d.id] {
+				if !cannotStream(byID[h], d.info) {
+					copies++
+				}
+			}
+		}
 		for _, id := range p.nodes {
 			ns := byID[id]
 			if ns == nil || ns.items[d.id] != nil || r.blocked(fillKey{id, d.id}, now) {
@@ -298,6 +308,10 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		info, known := c.Titles[k.title]
+		if ns != nil && known && tooSmall(ns.v, info) {
+			r.dropHand(k, f, DropTooSmall) // its egress is less than the title's bitrate (lowered since): given up
+			continue
+		}
 		if ns == nil || ns.items[k.title] != nil || !known || info.Bytes <= 0 || r.plan[k.title].has(k.node) {
 			continue // node gone, title there or gone, or a plan candidate above
 		}
@@ -317,8 +331,8 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 		}
 		ns, d := cd.node, cd.d
 		k := fillKey{ns.v.ID, d.id}
-		if ns.v.NoOrigin || ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
-			continue // NoOrigin: it cannot fill
+		if ns.v.NoOrigin || tooSmall(ns.v, d.info) || ns.fills >= r.cfg.MaxFillsPerNode || ns.items[d.id] != nil || r.blocked(k, now) {
+			continue // NoOrigin: it cannot fill; tooSmall: it cannot stream the title
 		}
 		size := d.info.Bytes
 		if size > ns.v.DiskBytes {

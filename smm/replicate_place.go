@@ -2,6 +2,7 @@ package smm
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -145,6 +146,7 @@ func (r *Replicator) replicas(x float64, prev, n int) int {
 // (fill).
 func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 	capRef := r.capRef(alive)
+	lo := minEgress(alive)
 	var budget float64
 	byID := make(map[string]*nodeState, len(alive))
 	for _, ns := range alive {
@@ -172,7 +174,18 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			prevK = prev.replicas
 		}
 		pinnedTo := r.pins.nodesPinning(d.id)
-		k := max(r.replicas(d.peak/capRef, prevK, len(alive)), len(pinnedTo))
+		// Over the nodes that can stream the title (replicate_egress.go):
+		// when one is too small for it, its count is theirs, and a pin
+		// to a too small node is no replica.
+		able, cref, small := alive, capRef, someTooSmall(d.info, lo)
+		if small {
+			if able = streamers(alive, d.info); len(able) == 0 {
+				continue // no node can stream it: no replica, no prefetch
+			}
+			cref = r.capRef(able)
+			pinnedTo = slices.DeleteFunc(slices.Clone(pinnedTo), func(id string) bool { return cannotStream(byID[id], d.info) })
+		}
+		k := max(r.replicas(d.peak/cref, prevK, len(able)), len(pinnedTo))
 		share := d.peak / float64(k)
 		var chosen []string
 		take := func(ns *nodeState) {
@@ -192,9 +205,11 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		// skip: taken, or evicted there by the operator (a pin to the
 		// node, taken first, is not skipped).
 		// A node without an origin (NodeView.NoOrigin) is skipped unless it
-		// holds the title: it cannot fill it.
+		// holds the title: it cannot fill it. A node whose egress is less
+		// than the title's bitrate is skipped: it cannot stream it.
 		skip := func(id string) bool {
-			return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id)
+			return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id) ||
+				(small && cannotStream(byID[id], d.info))
 		}
 		// count is how many nodes are chosen, of site g (-1: of any).
 		count := func(g int) int {
@@ -257,13 +272,17 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			}
 		}
 		for _, id := range pinnedTo {
-			if ns := byID[id]; ns != nil && !has(id) && !cannotFill(ns, d.id) {
+			if ns := byID[id]; ns != nil && !has(id) && !cannotFill(ns, d.id) && !cannotStream(ns, d.info) {
 				take(ns)
 			}
 		}
 		var prefer []int
 		if sites != nil {
-			if counts := r.quotas(sites, d, k, r.siteK[d.id]); counts != nil {
+			var fit func(*nodeState) bool // nil: every node can stream it
+			if small {
+				fit = func(ns *nodeState) bool { return !cannotStream(ns, d.info) }
+			}
+			if counts := r.quotas(sites, d, k, r.siteK[d.id], fit); counts != nil {
 				nextK[d.id] = counts
 			}
 			for _, g := range sites.order {

@@ -107,9 +107,10 @@ func (r *Replicator) groupSites(alive []*nodeState) *planSites {
 
 // quotas sets s.q, s.k, s.order and s.spread for title d with k replicas
 // in all, given the previous plan's counts prev (see the comment at the
-// top of the file). It returns the counts to remember, nil when no site
-// gets a replica.
-func (r *Replicator) quotas(s *planSites, d *demandOf, k int, prev []siteCount) []siteCount {
+// top of the file), a site given at most as many as its nodes that fit
+// (nil: all of them; the nodes that can stream d, replicate_egress.go).
+// It returns the counts to remember, nil when no site gets a replica.
+func (r *Replicator) quotas(s *planSites, d *demandOf, k int, prev []siteCount, fit func(*nodeState) bool) []siteCount {
 	row := r.pop.row(d.popIdx)
 	m := (r.cfg.AddAbove - r.cfg.DropBelow) / (2 * r.cfg.AddAbove)
 	up, down := 0.5+m, 0.5-m
@@ -123,8 +124,17 @@ func (r *Replicator) quotas(s *planSites, d *demandOf, k int, prev []siteCount) 
 				s.prev[g] = c.k
 			}
 		}
-		j := min(s.prev[g], len(grp.nodes))
-		for j < len(grp.nodes) && s.q[g] >= float64(j)+up {
+		avail := len(grp.nodes)
+		if fit != nil {
+			avail = 0
+			for _, ns := range grp.nodes {
+				if fit(ns) {
+					avail++
+				}
+			}
+		}
+		j := min(s.prev[g], avail)
+		for j < avail && s.q[g] >= float64(j)+up {
 			j++
 		}
 		for j > 0 && s.q[g] < float64(j-1)+down {

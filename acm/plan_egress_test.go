@@ -1,0 +1,55 @@
+package acm
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// The storage planner orders no fill of a title onto a node whose
+// egress_bps is less than the title's bitrate, so `vodctl fills` lists no
+// such order in backoff: it planned a replica of a hot title on every
+// node, the too small ones included (its replica count over all the
+// nodes' mean egress), the manager refused those orders (no viewer could
+// play the copy there) and they showed as failed fills in backoff, retried
+// for ever (seen with `vodcluster up --node-egress-bps 500000` and its
+// 0.6 Mbit/s titles). n1 (half the bitrate) and n2 (ten times it), "hot"
+// promoted to two requests a second: its prefetch goes to n2 only, and no
+// fill fails.
+func TestPlanOrdersNoFillOnNodeTooSmall(t *testing.T) {
+	titles := unhinted()
+	for i, tt := range titles {
+		if tt.GetId() == "hot" {
+			c := proto.Clone(tt).(*pb.Title)
+			c.PopularityPerDay = 2 * secondsPerDay
+			titles[i] = c
+		}
+	}
+	e := newManagerWith(t, "", titles, func(m *Manager) {
+		m.PlanInterval, m.ShiftCheck = time.Hour, time.Hour
+		m.Replicator.OffPeak = smm.Window{Start: 0, End: 24 * time.Hour}
+	})
+	n1 := e.startSimNode("n1", titles, simOpts{egress: titleBps / 2})
+	n2 := e.startSimNode("n2", titles, simOpts{egress: 10 * titleBps})
+	for range 3 {
+		e.m.plan(time.Now())
+	}
+	if f := e.fill("n2", "hot"); f == nil {
+		t.Fatalf("no fill of hot on n2 (egress ten times its bitrate): fills %v, n2 got %v", e.fills(), n2.commands())
+	}
+	for _, f := range e.fills() {
+		if f.GetNodeId() == "n1" {
+			t.Errorf("fill of %s listed on n1 (egress_bps %d, below the bitrate %d): %v", f.GetTitleId(), titleBps/2, titleBps, f)
+		}
+	}
+	if c := n1.commands(); len(c) != 0 {
+		t.Errorf("n1 got %v, want no order", c)
+	}
+	if s := e.storageStats(); s.GetFillsFailed() != 0 {
+		t.Errorf("%d fills failed, want 0 (no order refused)", s.GetFillsFailed())
+	}
+}

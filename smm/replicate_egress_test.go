@@ -1,0 +1,160 @@
+package smm
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// egressCluster is newCluster's two titles (t00 at 4 Mbit/s, t01 at 1
+// Mbit/s) on nodes of the given egress, bit/s, named n0, n1, ...
+func egressCluster(egress ...int64) *cluster {
+	c := newCluster(len(egress), 2)
+	for i, e := range egress {
+		c.view.Nodes[i].EgressBps = e
+	}
+	t01 := c.view.Titles["t01"]
+	t01.Bitrate = 1e6
+	c.view.Titles["t01"] = t01
+	return c
+}
+
+// planRounds runs n Plans a minute apart from now, each carried out at
+// once, and returns every Prefetch ordered.
+func planRounds(t *testing.T, r *Replicator, c *cluster, now time.Time, n int) []Action {
+	t.Helper()
+	var pf []Action
+	for i := range n {
+		acts := r.Plan(now.Add(time.Duration(i)*time.Minute), &c.view)
+		for _, a := range acts {
+			if a.Kind == Prefetch {
+				pf = append(pf, a)
+			}
+		}
+		c.apply(t, acts)
+	}
+	return pf
+}
+
+// TestPlanNoReplicaOnNodeTooSmall: in a cluster of a node whose egress
+// (3 Mbit/s) is less than t00's bitrate (4 Mbit/s) and a large one, t00,
+// hot enough for two replicas over the two nodes' mean egress, gets one,
+// on the large node only, and no prefetch on the small one; t01 (1
+// Mbit/s), as hot, gets both nodes. ChooseNode then has no node for t00
+// (the large one holds it) and does not offer the small one.
+func TestPlanNoReplicaOnNodeTooSmall(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := egressCluster(3e6, 10e9) // n0 small, n1 large
+	now := offPeak
+	seed(t, r, "t00", 2, now) // 8 Gbit/s: > 0.7 * mean(3e6, 10e9)
+	seed(t, r, "t01", 8, now) // 8 Gbit/s too
+	pf := planRounds(t, r, c, now, 3)
+	for _, a := range pf {
+		if a.Node == "n0" && a.Title == "t00" {
+			t.Fatalf("prefetch of t00 (4 Mbit/s) ordered on n0 (egress 3 Mbit/s): %v", pf)
+		}
+	}
+	if nodes, k := r.PlannedNodes("t00"); !slices.Equal(nodes, []string{"n1"}) || k != 1 {
+		t.Fatalf("t00 planned on %v with %d replicas, want [n1] and 1 (only n1 can stream it)", nodes, k)
+	}
+	if h := c.holders("t00"); !slices.Equal(h, []string{"n1"}) {
+		t.Fatalf("t00 held by %v, want [n1]", h)
+	}
+	if nodes, _ := r.PlannedNodes("t01"); len(nodes) != 2 {
+		t.Fatalf("t01 (1 Mbit/s) planned on %v, want both nodes", nodes)
+	}
+	for _, f := range r.Fills() {
+		if f.Node == "n0" && f.Title == "t00" {
+			t.Fatalf("fill of t00 on n0 listed: %+v", f)
+		}
+	}
+	if id, err := r.ChooseNode("t00", &c.view, now.Add(time.Hour)); !errors.Is(err, ErrNoRoom) {
+		t.Fatalf("ChooseNode(t00) = %q, %v; want ErrNoRoom (n1 holds it, n0 cannot stream it)", id, err)
+	}
+}
+
+// TestPlanNoNodeCanStream: with only nodes too small for t00, even pinned
+// (to the cluster and to n0) and hot, t00 gets no replica, no prefetch
+// and no fill listed, and ChooseNode finds no node for it; t01 is planned
+// as usual.
+func TestPlanNoNodeCanStream(t *testing.T) {
+	pins := &Pins{}
+	if _, err := pins.Pin("", "t00"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pins.Pin("n0", "t00"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplicator(ReplicatorConfig{}, pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := egressCluster(3e6, 3e6)
+	now := offPeak
+	seed(t, r, "t00", 2, now)
+	seed(t, r, "t01", 1, now)
+	for _, a := range planRounds(t, r, c, now, 3) {
+		if a.Title == "t00" {
+			t.Fatalf("prefetch of t00 (4 Mbit/s) ordered on %s (egress 3 Mbit/s)", a.Node)
+		}
+	}
+	if nodes, k := r.PlannedNodes("t00"); len(nodes) != 0 || k != 0 {
+		t.Fatalf("t00 planned on %v with %d replicas, want none", nodes, k)
+	}
+	for _, f := range r.Fills() {
+		if f.Title == "t00" {
+			t.Fatalf("fill of t00 listed: %+v", f)
+		}
+	}
+	if len(c.holders("t01")) == 0 {
+		t.Fatal("t01 (1 Mbit/s) not prefetched")
+	}
+	if id, err := r.ChooseNode("t00", &c.view, now.Add(time.Hour)); !errors.Is(err, ErrNoRoom) {
+		t.Fatalf("ChooseNode(t00) = %q, %v; want ErrNoRoom", id, err)
+	}
+}
+
+// TestSitesNoReplicaOnNodeTooSmall: site A's viewers make all of t00's
+// demand but A's only node is too small for it: A gets no replica of it
+// (its quota is over the nodes that can stream it) and t00 is placed on
+// site B's large node.
+func TestSitesNoReplicaOnNodeTooSmall(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := sitedCluster(2, []string{"A", "B"}, []int{1, 1})
+	c.node("A0").EgressBps = 3e6
+	now := offPeak
+	seedSites(t, r, "t00", 0.5, map[string]float64{"A": 1}, now)
+	for _, a := range planRounds(t, r, c, now, 3) {
+		if a.Node == "A0" && a.Title == "t00" {
+			t.Fatal("prefetch of t00 (4 Mbit/s) ordered on A0 (egress 3 Mbit/s)")
+		}
+	}
+	if nodes, _ := r.PlannedNodes("t00"); !slices.Equal(nodes, []string{"B0"}) {
+		t.Fatalf("t00 planned on %v, want [B0]", nodes)
+	}
+	if got := r.SiteReplicas("t00")["A"]; got != 0 {
+		t.Fatalf("site A given %d replicas of t00, want 0", got)
+	}
+}
+
+// TestQueuedPrefetchNodeTooSmall: the operator's prefetch queued on a
+// node that has since registered again with an egress less than the
+// title's bitrate is dropped (DropTooSmall), not ordered.
+func TestQueuedPrefetchNodeTooSmall(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := egressCluster(10e9)
+	now := offPeak
+	r.Queued("n0", "t00", 1<<30, now)
+	c.node("n0").EgressBps = 3e6
+	if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
+		t.Fatalf("orders %v, want none", acts)
+	}
+	d := r.DroppedPrefetches()
+	if len(d) != 1 || d[0].Node != "n0" || d[0].Title != "t00" || d[0].Why != DropTooSmall {
+		t.Fatalf("dropped %+v, want n0/t00 with DropTooSmall", d)
+	}
+	if f := r.Fills(); len(f) != 0 {
+		t.Fatalf("fills %+v, want none", f)
+	}
+}
