@@ -357,7 +357,8 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 
 // Pin pins a title to a node, or to the cluster when no node is given: a
 // title pinned to a node is prefetched there (not on a node without an
-// origin, lsm.NodeSpec.NoOrigin: the answer says so) and never evicted
+// origin, lsm.NodeSpec.NoOrigin, nor on one whose egress_bps is less
+// than the title's bitrate: the answer says so) and never evicted
 // from it; a
 // title pinned to the cluster is kept somewhere (prefetched when no node
 // has it) and none of its copies is evicted. The pin is in the store
@@ -487,7 +488,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	planned := m.rep != nil
 	var warn string
 	if pin && node != "" {
-		warn = m.pinWarningLocked(node)
+		warn = m.pinWarningLocked(node, title)
 	}
 	m.mu.Unlock()
 	if !pin {
@@ -500,17 +501,24 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn}, nil
 }
 
-// pinWarningLocked says why titles pinned to node may not all be fetched
-// there (mu held): the node has no origin (lsm.NodeSpec.NoOrigin: it
-// keeps the pinned titles it holds, and is never given the others), it is
-// out of service (each reason: dead or unreachable, draining, weight 0),
-// or they need more than its disk. "" when none of these.
-func (m *Manager) pinWarningLocked(node string) string {
+// pinWarningLocked says why titles pinned to node, title the one just
+// pinned, may not all be fetched there (mu held): title's bitrate is
+// more than the node's egress_bps (canStream: the storage planner never
+// fetches it there, and no viewer could play it there), the node has no
+// origin (lsm.NodeSpec.NoOrigin: it keeps the pinned titles it holds, and
+// is never given the others), it is out of service (each reason: dead or
+// unreachable, draining, weight 0), or they need more than its disk. ""
+// when none of these.
+func (m *Manager) pinWarningLocked(node, title string) string {
 	n := m.sched.Node(node)
 	if n == nil {
 		return ""
 	}
+	t, known := m.titles()[title]
 	switch {
+	case known && !canStream(n, t):
+		return fmt.Sprintf("; its bitrate, %.1f Mbit/s, is more than %s can stream (egress_bps %.1f Mbit/s): never fetched there, and a copy there is kept but plays to no viewer (give the node more egress_bps, or pin the title to another node)",
+			float64(t.BitrateBps)/1e6, node, float64(n.Capacity.EgressBps)/1e6)
 	case n.NoOrigin:
 		return fmt.Sprintf("; %s has no origin configured (node origin): a title pinned there is kept if the node holds it, never fetched there", node)
 	case !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0:

@@ -1,6 +1,8 @@
 package acm
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +53,31 @@ func TestPlanOrdersNoFillOnNodeTooSmall(t *testing.T) {
 	}
 	if s := e.storageStats(); s.GetFillsFailed() != 0 {
 		t.Errorf("%d fills failed, want 0 (no order refused)", s.GetFillsFailed())
+	}
+}
+
+// TestPinWarnsNodeTooSmall: a pin of a title to a node whose egress_bps
+// is less than its bitrate is taken, and the answer says the title is
+// never fetched there: the storage planner plans no copy there, so the
+// pin stayed "(missing)" in `vodctl placement` for ever without a word. A
+// pin to a node that can stream the title gets no such warning.
+func TestPinWarnsNodeTooSmall(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	e.startNode("small", nodeOpts{egress: titleBps / 2})
+	e.startNode("large", nodeOpts{egress: 10 * titleBps})
+	pin := func(node string) string {
+		t.Helper()
+		ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.GetMessage()
+	}
+	if msg := pin("small"); !strings.Contains(msg, "its bitrate, 0.6 Mbit/s, is more than small can stream (egress_bps 0.3 Mbit/s): never fetched there") {
+		t.Fatalf("pin to the node too small: %q", msg)
+	}
+	if msg := pin("large"); msg != "pinned" {
+		t.Fatalf("pin to the node that can stream it: %q", msg)
 	}
 }
