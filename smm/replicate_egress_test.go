@@ -158,3 +158,28 @@ func TestQueuedPrefetchNodeTooSmall(t *testing.T) {
 		t.Fatalf("fills %+v, want none", f)
 	}
 }
+
+// TestSiteCopyOnNodeTooSmallIsNoCopy: site A's viewers make all of t00's
+// demand; A's copy is on A0, whose egress (3 Mbit/s) has since fallen
+// below t00's bitrate (4 Mbit/s: it registered again with less), and B0
+// holds another. The plan places A's replica on A1, and at the peak its
+// prefetch is ordered as that of a site with no copy (A's viewers are
+// served across sites or from the origin meanwhile): the copy on A0 is no
+// copy of A's, as it is none of the cluster's. A0's copy was counted as
+// A's, so the prefetch waited for the off-peak.
+func TestSiteCopyOnNodeTooSmallIsNoCopy(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := sitedCluster(1, []string{"A", "B"}, []int{2, 1})
+	c.node("A0").EgressBps = 3e6
+	for _, id := range []string{"A0", "B0"} {
+		c.node(id).Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+	}
+	seedSites(t, r, "t00", 0.5, map[string]float64{"A": 1}, peak) // 2 Gbit/s: one replica
+	acts := r.Plan(peak, &c.view)
+	if nodes, _ := r.PlannedNodes("t00"); !slices.Equal(nodes, []string{"A1"}) {
+		t.Fatalf("t00 planned on %v, want [A1]", nodes)
+	}
+	if !slices.Contains(acts, Action{Kind: Prefetch, Node: "A1", Title: "t00"}) {
+		t.Fatalf("orders %v, want a prefetch of t00 on A1 (site A has no copy that can stream it)", acts)
+	}
+}

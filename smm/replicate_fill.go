@@ -224,7 +224,8 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		copies := len(r.holders[d.id])
-		if someTooSmall(d.info, lo) {
+		small := someTooSmall(d.info, lo)
+		if small {
 			// A copy on a node too small to stream it serves no viewer.
 			copies = 0
 			for _, h := range r.holders[d.id] {
@@ -242,7 +243,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			// for the title (siteDemand): its share of the demand, its
 			// nodes' capacity and its copies.
 			rate, demand, pk, cref, cs := d.rate, d.demand, d.peak, capRef, copies
-			siteShare, siteCap, siteCopies := r.siteDemand(d, ns)
+			siteShare, siteCap, siteCopies := r.siteDemand(d, ns, small, byID)
 			if siteShare > 0 {
 				rate, demand, pk, cref, cs = siteShare*rate, siteShare*demand, siteShare*pk, siteCap, siteCopies
 			}
