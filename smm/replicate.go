@@ -64,6 +64,10 @@ type Replicator struct {
 	// held are the (node, title) pairs the operator evicted by hand, with
 	// the end of their hold (EvictHold): not planned there until then.
 	held map[fillKey]time.Time
+	// unplayable are the last view's copies on a node too small to
+	// stream their title (replicate_egress.go): no copies for Copies; nil
+	// when none. Replaced by Plan, never changed in place.
+	unplayable map[fillKey]bool
 
 	// Sites (replicate_sites.go): nodeSite maps the last view's alive
 	// nodes to their sites, nil when none has one; siteK is, per title,
@@ -277,7 +281,9 @@ func (r *Replicator) PlannedNodes(title string) (nodes []string, replicas int) {
 // Copies returns how many alive nodes other than node held or were filling
 // title at the last Plan; when node has a site, how many of its site's
 // nodes did (a copy at another site does not serve node's site's viewers
-// first: it is no spare of node's copy).
+// first: it is no spare of node's copy). A copy on a node whose egress is
+// less than the title's bitrate (replicate_egress.go) is not counted: no
+// viewer of it is sent there.
 func (r *Replicator) Copies(node, title string) int {
 	site := ""
 	if r.nodeSite != nil {
@@ -285,7 +291,7 @@ func (r *Replicator) Copies(node, title string) int {
 	}
 	n := 0
 	for _, h := range r.holders[title] {
-		if h != node && (site == "" || r.nodeSite[h] == site) {
+		if h != node && (site == "" || r.nodeSite[h] == site) && !r.unplayable[fillKey{h, title}] {
 			n++
 		}
 	}

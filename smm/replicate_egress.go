@@ -53,3 +53,38 @@ func streamers(nodes []*nodeState, info TitleInfo) []*nodeState {
 	}
 	return out
 }
+
+// unplayableCopies returns the copies of alive's nodes (node, title) that
+// are on a node too small to stream their title (tooSmall, titles the
+// view's catalog), nil when none: they are no copies for Copies (a
+// viewer of the title is never sent there). A node's copies are looked
+// up in the catalog only when its egress is less than the catalog's
+// highest bitrate.
+func unplayableCopies(alive []*nodeState, titles map[string]TitleInfo) map[fillKey]bool {
+	lo := minEgress(alive)
+	if lo == 0 {
+		return nil
+	}
+	var hi int64
+	for _, t := range titles {
+		hi = max(hi, t.Bitrate)
+	}
+	if hi <= lo {
+		return nil
+	}
+	var out map[fillKey]bool
+	for _, ns := range alive {
+		if e := ns.v.EgressBps; e <= 0 || e >= hi {
+			continue
+		}
+		for t := range ns.items {
+			if info, ok := titles[t]; ok && tooSmall(ns.v, info) {
+				if out == nil {
+					out = map[fillKey]bool{}
+				}
+				out[fillKey{ns.v.ID, t}] = true
+			}
+		}
+	}
+	return out
+}

@@ -183,3 +183,66 @@ func TestSiteCopyOnNodeTooSmallIsNoCopy(t *testing.T) {
 		t.Fatalf("orders %v, want a prefetch of t00 on A1 (site A has no copy that can stream it)", acts)
 	}
 }
+
+// TestCopyOnNodeTooSmallIsNoSpare: n1 holds t00 and t01, both planned
+// there, t00 a little more requested; n0, whose egress (3 Mbit/s) has
+// since fallen below their bitrate (4 Mbit/s), holds t00 too. A fill on
+// demand on n1 that needs one of them evicts t01: the copy of t00 on n0
+// plays to no viewer, so it is no spare of n1's (Copies 0). It counted as
+// one, halving t00's gdsf priority, and n1's t00, the only copy any
+// viewer could play, went first.
+func TestCopyOnNodeTooSmallIsNoSpare(t *testing.T) {
+	st, err := NewStorage("gdsf", StorageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Replicator
+	c := egressCluster(3e6, 10e9)
+	c.view.Titles["t01"] = TitleInfo{ID: "t01", Bytes: 1 << 30, Bitrate: 4e6, Duration: 2000}
+	c.node("n0").Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+	c.node("n1").Items = []Item{{Title: "t00", Bytes: 1 << 30}, {Title: "t01", Bytes: 1 << 30}}
+	seed(t, r, "t00", 0.012, offPeak)
+	seed(t, r, "t01", 0.01, offPeak)
+	c.apply(t, r.Plan(offPeak, &c.view))
+	for _, title := range []string{"t00", "t01"} {
+		if nodes, _ := r.PlannedNodes(title); !slices.Equal(nodes, []string{"n1"}) {
+			t.Fatalf("%s planned on %v, want [n1]", title, nodes)
+		}
+	}
+	if n := r.Copies("n1", "t00"); n != 0 {
+		t.Fatalf("Copies(n1, t00) = %d, want 0 (n0 cannot stream it)", n)
+	}
+	v, ok := st.Evictor("n1").Victims(c.node("n1").Items, 1<<30, offPeak)
+	if !ok || !slices.Equal(v, []string{"t01"}) {
+		t.Fatalf("victims %v, %v; want [t01]", v, ok)
+	}
+}
+
+// TestSiteCopyOnNodeTooSmallNotKept: A0 (3 Mbit/s, its disk full with
+// t00 at 4 Mbit/s: its egress has since fallen below that) is to hold
+// t01 (1 Mbit/s, site A's viewers); the plan places t00 at site A on A1,
+// which has no fill slot yet. A0's t00 is evicted for t01's prefetch: a
+// copy no viewer could play there is not the site's only copy kept for
+// A1's fill. It was kept, so t01 was never prefetched on A0.
+func TestSiteCopyOnNodeTooSmallNotKept(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := sitedCluster(2, []string{"A"}, []int{2})
+	c.view.Titles["t01"] = TitleInfo{ID: "t01", Bytes: 1 << 29, Bitrate: 1e6, Duration: 2000}
+	a0, a1 := c.node("A0"), c.node("A1")
+	a0.EgressBps, a0.DiskBytes = 3e6, 5<<28 // 1.25 GiB
+	a0.Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+	a1.DiskBytes, a1.Fills = 5<<28, r.Config().MaxFillsPerNode
+	seedSites(t, r, "t00", 0.1, map[string]float64{"A": 1}, offPeak)
+	seedSites(t, r, "t01", 0.01, map[string]float64{"A": 1}, offPeak)
+	acts := r.Plan(offPeak, &c.view)
+	if nodes, _ := r.PlannedNodes("t00"); !slices.Equal(nodes, []string{"A1"}) {
+		t.Fatalf("t00 planned on %v, want [A1]", nodes)
+	}
+	if nodes, _ := r.PlannedNodes("t01"); !slices.Equal(nodes, []string{"A0"}) {
+		t.Fatalf("t01 planned on %v, want [A0]", nodes)
+	}
+	want := []Action{{Kind: Evict, Node: "A0", Title: "t00"}, {Kind: Prefetch, Node: "A0", Title: "t01"}}
+	if !slices.Equal(acts, want) {
+		t.Fatalf("orders %v, want %v", acts, want)
+	}
+}

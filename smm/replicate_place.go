@@ -44,6 +44,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 		alive = append(alive, ns)
 		byID[v.ID] = ns
 	}
+	r.unplayable = unplayableCopies(alive, c.Titles)
 	for k, until := range r.held {
 		if !now.Before(until) {
 			delete(r.held, k)

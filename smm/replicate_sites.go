@@ -208,9 +208,10 @@ func (r *Replicator) siteDemand(d *demandOf, ns *nodeState, small bool, byID map
 
 // siteOnlyCopy reports whether ns holds its site's only copy of title
 // while the plan places title at that site on another node (one still to
-// fill): an eviction plan keeps it as it keeps a title planned on ns.
+// fill): an eviction plan keeps it as it keeps a title planned on ns. A
+// copy ns is too small to stream (Copies) is none.
 func (r *Replicator) siteOnlyCopy(ns *nodeState, title string) bool {
-	if r.nodeSite == nil || ns.v.Site == "" || r.Copies(ns.v.ID, title) > 0 {
+	if r.nodeSite == nil || ns.v.Site == "" || r.unplayable[fillKey{ns.v.ID, title}] || r.Copies(ns.v.ID, title) > 0 {
 		return false
 	}
 	p := r.plan[title]
