@@ -246,3 +246,45 @@ func TestSiteCopyOnNodeTooSmallNotKept(t *testing.T) {
 		t.Fatalf("orders %v, want %v", acts, want)
 	}
 }
+
+// TestPeakPrefetchOverNodesThatCanStream: n0 (3 Mbit/s) cannot stream
+// t00 (4 Mbit/s), n1 and n2 (10 Gbit/s) can; the evening's peak (8 Gbit/s)
+// gave t00 two replicas, on n1, which holds it, and n2. At the peak its
+// demand is 5.6 Gbit/s, which n1's copy carries (0.8 of what a node that
+// can stream it carries at the target utilization): n2's prefetch waits
+// for the off-peak, as in a cluster without n0. The urgency took the mean
+// egress of every node, n0's included (1.2 of it), and ordered it at the
+// peak. The same with the three nodes at site A, whose viewers make all
+// the demand (the site's mean egress).
+func TestPeakPrefetchOverNodesThatCanStream(t *testing.T) {
+	for _, sited := range []bool{false, true} {
+		r := newRep(t, ReplicatorConfig{})
+		c := egressCluster(3e6, 10e9, 10e9)
+		seedAt := func(rate float64, now time.Time) { seed(t, r, "t00", rate, now) }
+		if sited {
+			for i := range c.view.Nodes {
+				c.view.Nodes[i].Site = "A"
+			}
+			seedAt = func(rate float64, now time.Time) {
+				seedSites(t, r, "t00", rate, map[string]float64{"A": 1}, now)
+			}
+		}
+		c.node("n1").Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+		at := peak.Add(-time.Minute)
+		seedAt(2, at)         // 8 Gbit/s
+		c.view.OriginFree = 0 // no prefetch at this plan
+		c.apply(t, r.Plan(at, &c.view))
+		if nodes, k := r.PlannedNodes("t00"); len(nodes) != 2 || k != 2 || slices.Contains(nodes, "n0") {
+			t.Fatalf("sites %v: t00 planned on %v with %d replicas, want n1 and n2", sited, nodes, k)
+		}
+		seedAt(1.4, peak) // 5.6 Gbit/s
+		c.view.OriginFree = 100
+		acts := r.Plan(peak, &c.view)
+		if nodes, k := r.PlannedNodes("t00"); len(nodes) != 2 || k != 2 {
+			t.Fatalf("sites %v: t00 planned on %v with %d replicas at the peak, want 2", sited, nodes, k)
+		}
+		if len(acts) != 0 {
+			t.Errorf("sites %v: orders at the peak %v, want none (n1's copy carries today's demand)", sited, acts)
+		}
+	}
+}

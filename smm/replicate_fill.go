@@ -224,9 +224,12 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			continue
 		}
 		copies := len(r.holders[d.id])
-		small := someTooSmall(d.info, lo)
+		small, cref0 := someTooSmall(d.info, lo), capRef
 		if small {
-			// A copy on a node too small to stream it serves no viewer.
+			// What a node carries is over the nodes that can stream it
+			// (as its replica count), and a copy on a node too small to
+			// stream it serves no viewer.
+			cref0 = r.capRef(streamers(alive, d.info))
 			copies = 0
 			for _, h := range r.holders[d.id] {
 				if !cannotStream(byID[h], d.info) {
@@ -242,7 +245,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 			// With sites, the figures of ns's site when its viewers ask
 			// for the title (siteDemand): its share of the demand, its
 			// nodes' capacity and its copies.
-			rate, demand, pk, cref, cs := d.rate, d.demand, d.peak, capRef, copies
+			rate, demand, pk, cref, cs := d.rate, d.demand, d.peak, cref0, copies
 			siteShare, siteCap, siteCopies := r.siteDemand(d, ns, small, byID)
 			if siteShare > 0 {
 				rate, demand, pk, cref, cs = siteShare*rate, siteShare*demand, siteShare*pk, siteCap, siteCopies

@@ -185,10 +185,10 @@ func (r *Replicator) quotas(s *planSites, d *demandOf, k int, prev []siteCount, 
 // siteDemand returns, for a prefetch of title d on ns, the share of d's
 // demand that ns's site's viewers make, the bit/s one of the site's nodes
 // carries at the target utilization, and the site's copies of d (alive
-// holders, prefetches ordered included; with small, not those on a node
-// of byID too small to stream d, replicate_egress.go); share 0 when ns
-// has no site, no request of its site asked for d, or the plan has no
-// sites.
+// holders, prefetches ordered included); with small, over the site's
+// nodes that can stream d only (not those of byID too small for it,
+// replicate_egress.go); share 0 when ns has no site, no request of its
+// site asked for d, or the plan has no sites.
 func (r *Replicator) siteDemand(d *demandOf, ns *nodeState, small bool, byID map[string]*nodeState) (share, capRef float64, copies int) {
 	if r.sites == nil || ns.site < 0 {
 		return 0, 0, 0
@@ -203,7 +203,11 @@ func (r *Replicator) siteDemand(d *demandOf, ns *nodeState, small bool, byID map
 			copies++
 		}
 	}
-	return share, g.capRef, copies
+	capRef = g.capRef
+	if small {
+		capRef = r.capRef(streamers(g.nodes, d.info))
+	}
+	return share, capRef, copies
 }
 
 // siteOnlyCopy reports whether ns holds its site's only copy of title
