@@ -361,7 +361,8 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 // than the title's bitrate: the answer says so) and never evicted
 // from it; a
 // title pinned to the cluster is kept somewhere (prefetched when no node
-// has it) and none of its copies is evicted. The pin is in the store
+// has it, on a node that can stream it: when no registered node can, the
+// answer says so) and none of its copies is evicted. The pin is in the store
 // before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
 // title not in the catalog or a node never registered, UNAVAILABLE when
 // the store fails (the pin is then not taken). FAILED_PRECONDITION on a
@@ -489,6 +490,8 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	var warn string
 	if pin && node != "" {
 		warn = m.pinWarningLocked(node, title)
+	} else if pin {
+		warn = m.clusterPinWarningLocked(title)
 	}
 	m.mu.Unlock()
 	if !pin {
@@ -536,6 +539,26 @@ func (m *Manager) pinWarningLocked(node, title string) string {
 		return fmt.Sprintf("; the titles pinned to %s take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
 	}
 	return ""
+}
+
+// clusterPinWarningLocked says why title, just pinned to the cluster, is
+// not fetched (mu held): its bitrate is more than every registered node's
+// egress_bps (canStream), so the storage planner places it nowhere. ""
+// when a node can stream it, or none is registered.
+func (m *Manager) clusterPinWarningLocked(title string) string {
+	t, known := m.titles()[title]
+	if !known || len(m.sched.Nodes) == 0 {
+		return ""
+	}
+	var most int64
+	for _, n := range m.sched.Nodes {
+		if canStream(n, t) {
+			return ""
+		}
+		most = max(most, n.Capacity.EgressBps)
+	}
+	return fmt.Sprintf("; its bitrate, %.1f Mbit/s, is more than any registered node can stream (the largest egress_bps is %.1f Mbit/s): fetched once a node that can stream it registers",
+		float64(t.BitrateBps)/1e6, float64(most)/1e6)
 }
 
 // syncPinnedLocked tells the scheduler which copies of title (every title

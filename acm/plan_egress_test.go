@@ -59,25 +59,34 @@ func TestPlanOrdersNoFillOnNodeTooSmall(t *testing.T) {
 // TestPinWarnsNodeTooSmall: a pin of a title to a node whose egress_bps
 // is less than its bitrate is taken, and the answer says the title is
 // never fetched there: the storage planner plans no copy there, so the
-// pin stayed "(missing)" in `vodctl placement` for ever without a word. A
-// pin to a node that can stream the title gets no such warning.
+// pin stayed "(missing)" in `vodctl placement` for ever without a word.
+// A pin to the cluster while no node can stream the title says so too. A
+// pin to a node that can stream the title, or to a cluster with one, gets
+// no such warning.
 func TestPinWarnsNodeTooSmall(t *testing.T) {
 	e := newManager(t, "", nil)
 	ctx := context.Background()
 	e.startNode("small", nodeOpts{egress: titleBps / 2})
-	e.startNode("large", nodeOpts{egress: 10 * titleBps})
-	pin := func(node string) string {
+	pin := func(title, node string) string {
 		t.Helper()
-		ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: node})
+		ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: title, NodeId: node})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ack.GetMessage()
 	}
-	if msg := pin("small"); !strings.Contains(msg, "its bitrate, 0.6 Mbit/s, is more than small can stream (egress_bps 0.3 Mbit/s): never fetched there") {
+	if msg := pin("t1", "small"); !strings.Contains(msg, "its bitrate, 0.6 Mbit/s, is more than small can stream (egress_bps 0.3 Mbit/s): never fetched there") {
 		t.Fatalf("pin to the node too small: %q", msg)
 	}
-	if msg := pin("large"); msg != "pinned" {
+	// To the cluster, while no node can stream it: said so too.
+	if msg := pin("t2", ""); !strings.Contains(msg, "its bitrate, 0.6 Mbit/s, is more than any registered node can stream (the largest egress_bps is 0.3 Mbit/s)") {
+		t.Fatalf("pin to the cluster of small nodes: %q", msg)
+	}
+	e.startNode("large", nodeOpts{egress: 10 * titleBps})
+	if msg := pin("t1", "large"); msg != "pinned" {
 		t.Fatalf("pin to the node that can stream it: %q", msg)
+	}
+	if msg := pin("t3", ""); msg != "pinned" {
+		t.Fatalf("pin to the cluster with a node that can stream it: %q", msg)
 	}
 }
