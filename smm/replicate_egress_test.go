@@ -288,3 +288,28 @@ func TestPeakPrefetchOverNodesThatCanStream(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedPrefetchNodeTooSmallDroppedAtOnce: the operator's prefetch
+// that failed on n0, which has since registered again with an egress less
+// than the title's bitrate, is dropped (DropTooSmall) at the next plan,
+// not listed by Fills in backoff until its retry time and dropped only
+// then: `vodctl fills` showed a retry that would never come, up to
+// RetryMax (30 min) after the failure.
+func TestFailedPrefetchNodeTooSmallDroppedAtOnce(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{})
+	c := egressCluster(10e9)
+	now := offPeak
+	r.Prefetched("n0", "t00", 1<<30, now)
+	r.FillFailed("n0", "t00", now)
+	c.node("n0").EgressBps = 3e6
+	if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
+		t.Fatalf("orders %v, want none", acts)
+	}
+	d := r.DroppedPrefetches()
+	if len(d) != 1 || d[0].Node != "n0" || d[0].Title != "t00" || d[0].Why != DropTooSmall {
+		t.Fatalf("dropped %+v, want n0/t00 with DropTooSmall", d)
+	}
+	if f := r.Fills(); len(f) != 0 {
+		t.Fatalf("fills %+v, want none", f)
+	}
+}

@@ -299,21 +299,26 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 	// the operator asked for them.
 	for _, k := range r.sortedFillKeys() {
 		f := r.fills[k]
-		if !f.byHand || !f.backoff || now.Before(f.next) || r.isHeld(k.node, k.title, now) {
+		if !f.byHand || !f.backoff {
+			continue
+		}
+		ns := byID[k.node]
+		info, known := c.Titles[k.title]
+		if ns != nil && known && tooSmall(ns.v, info) {
+			// Its egress is less than the title's bitrate (lowered
+			// since): given up at once, not listed as retried later.
+			r.dropHand(k, f, DropTooSmall)
+			continue
+		}
+		if now.Before(f.next) || r.isHeld(k.node, k.title, now) {
 			continue
 		}
 		if f.attempts >= MaxHandRetries {
 			r.dropHand(k, f, DropTooManyFailures) // given up: the operator can order it again
 			continue
 		}
-		ns := byID[k.node]
 		if ns != nil && ns.v.NoOrigin {
 			r.dropHand(k, f, DropNoOrigin) // it cannot fill (it lost its origin since): given up, not listed as queued for ever
-			continue
-		}
-		info, known := c.Titles[k.title]
-		if ns != nil && known && tooSmall(ns.v, info) {
-			r.dropHand(k, f, DropTooSmall) // its egress is less than the title's bitrate (lowered since): given up
 			continue
 		}
 		if ns == nil || ns.items[k.title] != nil || !known || info.Bytes <= 0 || r.plan[k.title].has(k.node) {
