@@ -90,3 +90,30 @@ func TestPinWarnsNodeTooSmall(t *testing.T) {
 		t.Fatalf("pin to the cluster with a node that can stream it: %q", msg)
 	}
 }
+
+// TestPrefetchNotSentAgainToNodeTooSmall: the operator's prefetch of t1
+// lost with n1's heartbeat stream is not sent again when n1 registers
+// again with an egress_bps below t1's bitrate: it fails at the
+// registration, and the next plan drops it (no fill listed). It was sent
+// again (seen with `vodcluster up` and a node restarted with a smaller
+// egress_bps: "prefetch sent again" and the node filled two copies no
+// viewer could play there).
+func TestPrefetchNotSentAgainToNodeTooSmall(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.OrderTimeout = time.Minute })
+	n := e.startSimNode("n1", testTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCommand(t, "prefetch t1", 1) // lost: the node does not act on it
+	e.registerAgainEgress(n, titleBps/2)
+	if f := e.fill("n1", "t1"); f != nil && f.State == "ordered" {
+		t.Fatalf("fill %v after the registration with egress_bps %d, want it failed", f, titleBps/2)
+	}
+	e.m.plan(time.Now())
+	if f := e.fill("n1", "t1"); f != nil {
+		t.Fatalf("fill %v listed after the plan, want none (dropped)", f)
+	}
+	if k := n.count("prefetch t1"); k != 1 {
+		t.Fatalf("t1 ordered %d times, want once", k)
+	}
+}

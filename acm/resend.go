@@ -2,6 +2,7 @@ package acm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,6 +27,12 @@ import (
 //     was started by the node and stopped with it (a node restarted):
 //     failed now, retried after the Replicator's backoff from the
 //     partial, instead of at the order timeout as "not started";
+//   - one of a title the node can no longer stream (it registered again
+//     with an egress_bps below the title's bitrate: canStream), queued or
+//     lost, is failed now, its queued command dropped with it
+//     (dropFailedPrefetchCmdsLocked): the copy would play to no viewer
+//     there (an operator's is then dropped by the next plan, a planner's
+//     is not planned there again);
 //   - any other was lost with the old stream (sent down it as it broke,
 //     or taken by a node process that stopped before starting it): sent
 //     again now, its order timeout starting over, instead of failing at
@@ -42,6 +49,7 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 	for _, t := range req.GetTitles() {
 		listed[t.GetTitleId()] = true
 	}
+	held := maps.Clone(listed) // whole or filling on the node
 	for _, c := range ns.queue {
 		if p := c.GetPrefetch(); p != nil {
 			listed[p.GetTitleId()] = true // queued: the new stream takes it
@@ -52,7 +60,14 @@ func (m *Manager) lostPrefetchesLocked(ns *nodeState, req *pb.RegisterRequest, n
 		partials[p.GetTitleId()] = p
 	}
 	var failed []*pb.FillFailure
+	n, cat := m.sched.Node(ns.id), m.titles()
 	for id, p := range ns.pending {
+		if t, ok := cat[id]; ok && n != nil && !held[id] && !canStream(n, t) {
+			failed = append(failed, &pb.FillFailure{TitleId: id, Prefetch: true, AtUnixMs: now.UnixMilli(),
+				Reason: fmt.Sprintf("it registered again with egress_bps %.1f Mbit/s, less than the title's bitrate, %.1f Mbit/s: no viewer could play it there (not sent again)",
+					float64(n.Capacity.EgressBps)/1e6, float64(t.BitrateBps)/1e6)})
+			continue
+		}
 		if listed[id] {
 			continue
 		}

@@ -14,10 +14,17 @@ import (
 // within the dead-node window.
 func (e *env) registerAgain(n *simNode) {
 	e.t.Helper()
+	e.registerAgainEgress(n, 10*titleBps)
+}
+
+// registerAgainEgress is registerAgain with egress (bit/s) as the node's
+// egress_bps.
+func (e *env) registerAgainEgress(n *simNode, egress int64) {
+	e.t.Helper()
 	n.stop()
 	n.mu.Lock()
 	req := &pb.RegisterRequest{NodeId: n.id, RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2", Titles: n.titles, Partials: n.partials,
-		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: n.disk}}
+		Capacity: &pb.NodeCapacity{EgressBps: egress, DiskBytes: n.disk}}
 	n.mu.Unlock()
 	if _, err := e.nc.Register(context.Background(), req); err != nil {
 		e.t.Fatal(err)
