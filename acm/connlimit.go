@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// connsRefused counts the front door's connections closed at accept
+// connsRefused counts the front door's connections refused at accept
 // because their client address had MaxConnsPerAddr open already.
 var connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_connections_refused_total",
-	Help: "Front-door connections closed at accept because their client address (an IPv6 client's /64) had max_conns_per_addr open already, by listener (rtsp, rtsps, http).",
+	Help: "Front-door connections refused at accept (answered 503 or closed) because their client address (an IPv6 client's /64) had max_conns_per_addr open already, by listener (rtsp, rtsps, http).",
 }, []string{"listener"})
 
 // connWarnEvery is how often a client address over the limit is logged
@@ -35,6 +35,8 @@ type connLimiter struct {
 	mu     sync.Mutex
 	open   map[netip.Prefix]int
 	warned map[netip.Prefix]time.Time // the last warn logged about each address
+
+	answering chan struct{} // a token per refused connection being answered (connrefuse.go)
 }
 
 // newConnLimiter returns a limiter of max open connections per client
@@ -43,17 +45,19 @@ func newConnLimiter(max int, log *slog.Logger) *connLimiter {
 	if max <= 0 {
 		return nil
 	}
-	return &connLimiter{max: max, log: log, open: map[netip.Prefix]int{}, warned: map[netip.Prefix]time.Time{}}
+	return &connLimiter{max: max, log: log, open: map[netip.Prefix]int{}, warned: map[netip.Prefix]time.Time{},
+		answering: make(chan struct{}, refuseAnswering)}
 }
 
 // wrap returns ln with each accepted connection counted against its
-// client address; name (rtsp, rtsps, http) labels the log and the metric.
-// A nil limiter returns ln.
-func (l *connLimiter) wrap(ln net.Listener, name string) net.Listener {
+// client address; name (rtsp, rtsps, http) labels the log and the metric,
+// proto says how a connection over the limit is answered (refuseClose on
+// a listener TLS wraps). A nil limiter returns ln.
+func (l *connLimiter) wrap(ln net.Listener, name string, proto refuseProto) net.Listener {
 	if l == nil {
 		return ln
 	}
-	return &limitedListener{Listener: ln, l: l, name: name}
+	return &limitedListener{Listener: ln, l: l, name: name, proto: proto}
 }
 
 // clientKey is the key of a connection's client address: the address
@@ -100,7 +104,7 @@ func (l *connLimiter) release(k netip.Prefix) {
 	}
 }
 
-// refused logs and counts a connection of k closed at accept: at debug
+// refused logs and counts a connection of k refused at accept: at debug
 // each time, at warn at most once every connWarnEvery per address.
 func (l *connLimiter) refused(k netip.Prefix, name string, remote net.Addr, now time.Time) {
 	connsRefused.WithLabelValues(name).Inc()
@@ -129,12 +133,15 @@ func (l *connLimiter) refused(k netip.Prefix, name string, remote net.Addr, now 
 // counts.
 type limitedListener struct {
 	net.Listener
-	l    *connLimiter
-	name string
+	l     *connLimiter
+	name  string
+	proto refuseProto
 }
 
 // Accept returns the next connection whose client address is under the
-// limit; one over it is closed at once and the next one awaited.
+// limit; one over it is answered 503 and closed by a goroutine of its
+// own (answerRefused), or closed at once on a TLS listener or with
+// refuseAnswering being answered, and the next one awaited.
 func (ll *limitedListener) Accept() (net.Conn, error) {
 	for {
 		c, err := ll.Listener.Accept()
@@ -146,8 +153,15 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		if !ll.l.take(k) {
-			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now()) // counted before the client sees the close
-			c.Close()
+			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now()) // counted before the client sees the answer or the close
+			if ll.proto == refuseClose || !ll.l.startAnswer() {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer ll.l.endAnswer()
+				answerRefused(c, ll.proto, ll.l.max)
+			}()
 			continue
 		}
 		return &countedConn{Conn: c, release: sync.OnceFunc(func() { ll.l.release(k) })}, nil

@@ -48,7 +48,7 @@ func options(t *testing.T, nc net.Conn, addr string) (base.StatusCode, error) {
 }
 
 // One client address may hold MaxConnsPerAddr front-door connections at
-// once (RTSP and HTTP together): one more is closed at accept and
+// once (RTSP and HTTP together): one more is refused at accept (503) and
 // counted, while another address is served; closing one frees a slot.
 // One address could open thousands.
 func TestFrontDoorConnectionsPerAddress(t *testing.T) {
@@ -62,8 +62,8 @@ func TestFrontDoorConnectionsPerAddress(t *testing.T) {
 			t.Fatalf("connection %d: %v %v", i+1, st, err)
 		}
 	}
-	if st, err := options(t, dialFrom(t, "127.0.0.1", addr), addr); err == nil {
-		t.Fatalf("a third connection from 127.0.0.1 answered %d, want it closed", st)
+	if st, err := options(t, dialFrom(t, "127.0.0.1", addr), addr); err != nil || st != base.StatusServiceUnavailable {
+		t.Fatalf("a third connection from 127.0.0.1: %v %v, want 503", st, err)
 	}
 	if got := refused() - before; got != 1 {
 		t.Fatalf("refused connections counted: %v, want 1", got)
@@ -71,9 +71,10 @@ func TestFrontDoorConnectionsPerAddress(t *testing.T) {
 	// HTTP counts with RTSP: the address has its two open.
 	hc := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).DialContext,
 		DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	if resp, err := hc.Get("http://" + e.m.HTTPAddr() + "/healthz"); err == nil {
+	if resp, err := hc.Get("http://" + e.m.HTTPAddr() + "/healthz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP from 127.0.0.1 over the limit: %v %v, want 503", resp, err)
+	} else {
 		resp.Body.Close()
-		t.Fatalf("HTTP from 127.0.0.1 over the limit: %s, want the connection closed", resp.Status)
 	}
 	// Another address is served.
 	if st, err := options(t, dialFrom(t, "127.0.0.2", addr), addr); err != nil || st != base.StatusOK {
@@ -105,7 +106,7 @@ func TestFrontDoorConnectionsUnlimited(t *testing.T) {
 	}
 	defer ln.Close()
 	var l *connLimiter
-	if l.wrap(ln, "rtsp") != ln {
+	if l.wrap(ln, "rtsp", refuseRTSP) != ln {
 		t.Fatal("no limit, yet the listener wrapped")
 	}
 }

@@ -17,7 +17,7 @@ func (m *Manager) listen() (err error) {
 	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
 		return fmt.Errorf("acm: rtsp: %w", err)
 	}
-	m.rtspLn = conns.wrap(m.rtspLn, "rtsp")
+	m.rtspLn = conns.wrap(m.rtspLn, "rtsp", refuseRTSP)
 	if (m.RTSPSListen == "") != (m.RTSPTLS == nil) {
 		return errors.New("acm: RTSPS needs both a listen address and a TLS configuration")
 	}
@@ -26,12 +26,16 @@ func (m *Manager) listen() (err error) {
 		if err != nil {
 			return fmt.Errorf("acm: rtsps: %w", err)
 		}
-		m.rtspsLn = tls.NewListener(conns.wrap(ln, "rtsps"), m.RTSPTLS)
+		m.rtspsLn = tls.NewListener(conns.wrap(ln, "rtsps", refuseClose), m.RTSPTLS)
 	}
 	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
 		return fmt.Errorf("acm: http: %w", err)
 	}
-	m.httpLn = conns.wrap(m.httpLn, "http")
+	httpRefuse := refuseHTTP
+	if m.HTTPTLS != nil {
+		httpRefuse = refuseClose // its bytes would have to be TLS
+	}
+	m.httpLn = conns.wrap(m.httpLn, "http", httpRefuse)
 	if m.HTTPTLS != nil {
 		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
 	}

@@ -164,7 +164,7 @@ type Manager struct {
 	RequestRefill   time.Duration // DefaultRequestRefill
 	// MaxConnsPerAddr caps the open front-door connections (RTSP, RTSPS
 	// and HTTP together) of one client address (an IPv6 client's /64):
-	// one more is closed at accept (connlimit.go). 0 means
+	// one more is answered 503 and closed at accept (connlimit.go, connrefuse.go). 0 means
 	// DefaultMaxConnsPerAddr; < 0 means no limit.
 	MaxConnsPerAddr int
 	// RestoreGrace is how long a session without a reservation waits for

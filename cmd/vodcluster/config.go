@@ -87,7 +87,7 @@ type ManagerConfig struct {
 	LoginRefill     time.Duration `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
 	RequestsPerUser int           `yaml:"requests_per_user"`     // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
 	RequestRefill   time.Duration `yaml:"request_refill"`        // one more title request allowed every, default 500ms
-	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`    // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then closed at accept, default 256; -1 = no limit
+	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`    // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then answered 503 and closed at accept, default 256; -1 = no limit
 	RestoreGrace    time.Duration `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
 	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	// StoreTimeout: how long a front-door request waits for the store

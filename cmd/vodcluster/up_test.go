@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -224,7 +225,7 @@ func TestUpMaxSessionsPerUser(t *testing.T) {
 // request limit (20 at once, then 2 a second: 269 of 300 viewers got 429
 // or 503) and up had no flag to lift it. With -1, 40 requests at once are
 // all sent to a node; 45 connections from one address are open at a
-// limit of 45, and a 46th is closed at accept while another address connects.
+// limit of 45, and a 46th is refused at accept (503) while another address connects.
 func TestUpLoadLimitsLifted(t *testing.T) {
 	front, _ := startUp(t, "--max-sessions-per-user", "-1", "--requests-per-user", "-1", "--max-conns-per-addr", "45")
 	const n = 40
@@ -268,31 +269,30 @@ func TestUpLoadLimitsLifted(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	// closed reports whether the server closed c: an HTTP request on it
-	// gets no answer.
-	closed := func(c net.Conn) bool {
+	// status sends an HTTP request on c and returns its answer's status
+	// line, "" if the server closed c without one.
+	status := func(c net.Conn) string {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Write([]byte("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-			return true
+			return ""
 		}
-		var b [1]byte
-		_, err := c.Read(b[:])
-		return err != nil
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
 	}
 	held := make([]net.Conn, 45)
 	for i := range held {
 		held[i] = dial(net.IPv4(127, 0, 0, 2))
 	}
 	for i, c := range held {
-		if closed(c) {
-			t.Fatalf("connection %d of 45 at --max-conns-per-addr 45 closed", i+1)
+		if st := status(c); st == "" || strings.Contains(st, " 503 ") {
+			t.Fatalf("connection %d of 45 at --max-conns-per-addr 45: %q", i+1, st)
 		}
 	}
-	if !closed(dial(net.IPv4(127, 0, 0, 2))) {
-		t.Fatal("a 46th connection from one address open at --max-conns-per-addr 45")
+	if st := status(dial(net.IPv4(127, 0, 0, 2))); st != "HTTP/1.1 503 Service Unavailable" {
+		t.Fatalf("a 46th connection from one address at --max-conns-per-addr 45: %q, want refused 503", st)
 	}
-	if closed(dial(net.IPv4(127, 0, 0, 4))) {
-		t.Fatal("another address's connection closed")
+	if st := status(dial(net.IPv4(127, 0, 0, 4))); st == "" || strings.Contains(st, " 503 ") {
+		t.Fatalf("another address's connection: %q", st)
 	}
 }
 

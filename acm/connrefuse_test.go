@@ -1,0 +1,171 @@
+package acm
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/bluenviron/gortsplib/v4/pkg/conn"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// holdOne opens a connection from 127.0.0.1 to the manager's RTSP front
+// door and waits until it is counted: with MaxConnsPerAddr 1 the address
+// is at its limit.
+func holdOne(t *testing.T, e *env) {
+	t.Helper()
+	dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	waitFor(t, 10*time.Second, "the held connection counted", func() bool {
+		return e.m.conns.count(netip.MustParsePrefix("127.0.0.1/32")) == 1
+	})
+}
+
+// A connection over max_conns_per_addr is answered, not closed bare (a
+// player read EOF, which it cannot tell from a crash): on the RTSP front
+// door 503 with the request's CSeq, the reason in the reason phrase,
+// Retry-After and a text body; an HTTP request sent to the RTSP port is
+// answered in HTTP; on the HTTP front door 503 with Connection: close,
+// Retry-After and the reason in the body, a HEAD's without a body.
+func TestFrontDoorRefusalAnswered(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
+	holdOne(t, e)
+	before := testutil.ToFloat64(connsRefused.WithLabelValues("rtsp"))
+
+	nc := dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(nc, "DESCRIBE rtsp://"+e.m.RTSPAddr()+"/vod/t1 RTSP/1.0\r\nCSeq: 7\r\nUser-Agent: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := conn.NewConn(nc).ReadResponse()
+	if err != nil {
+		t.Fatalf("RTSP over the limit: %v, want a 503", err)
+	}
+	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable ("+refuseMessage+")" ||
+		len(res.Header["CSeq"]) != 1 || res.Header["CSeq"][0] != "7" || len(res.Header["Retry-After"]) != 1 ||
+		!strings.Contains(string(res.Body), "max_conns_per_addr") {
+		t.Fatalf("RTSP over the limit: %d %q %v %q", res.StatusCode, res.StatusMessage, res.Header, res.Body)
+	}
+	if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the 503: %v, want the connection closed", err)
+	}
+	if got := testutil.ToFloat64(connsRefused.WithLabelValues("rtsp")) - before; got != 1 {
+		t.Fatalf("refusals counted: %v, want 1", got)
+	}
+
+	// HTTP to the RTSP port (a browser, RTSP over HTTP tunnelling).
+	nc = dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(nc, "GET /vod/t1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	hres, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	if err != nil || hres.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP to the RTSP port over the limit: %v %v", hres, err)
+	}
+	hres.Body.Close()
+
+	hc := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}}).DialContext},
+		Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, "http://"+e.m.HTTPAddr()+"/vod/t1", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("HTTP %s over the limit: %v, want a 503", method, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wantBody := method == http.MethodGet
+		if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || resp.Header.Get("Retry-After") == "" ||
+			strings.Contains(string(body), refuseMessage) != wantBody {
+			t.Fatalf("HTTP %s over the limit: %s %v %q", method, resp.Status, resp.Header, body)
+		}
+	}
+}
+
+// Real clients print the refusal: ffprobe the RTSP 503, curl the HTTP
+// one with its text.
+func TestFFprobeAndCurlSeeTooManyConnections(t *testing.T) {
+	ffprobe, curl := needTool(t, "ffprobe"), needTool(t, "curl")
+	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
+	holdOne(t, e)
+	out := runClient(t, ffprobe, "-v", "error", "-rtsp_transport", "tcp", "rtsp://demo:demo@"+e.m.RTSPAddr()+"/vod/t1")
+	if !strings.Contains(out, "method OPTIONS failed: 503 Service Unavailable ("+refuseMessage+")") {
+		t.Fatalf("ffprobe over the limit:\n%s", out)
+	}
+	out = runClient(t, curl, "-sS", "-i", "--max-time", "10", "http://"+e.m.HTTPAddr()+"/vod/t1")
+	if !strings.Contains(out, "HTTP/1.1 503 Service Unavailable") || !strings.Contains(out, refuseMessage) {
+		t.Fatalf("curl over the limit:\n%s", out)
+	}
+}
+
+// A flood of connections over the limit, none sending a byte, is answered
+// refuseAnswering at a time, the others closed at once, and Accept goes
+// on: another address is served while every answer waits for its
+// request.
+func TestFrontDoorRefusalFloodDoesNotBlockAccept(t *testing.T) {
+	was := refuseReadTimeout
+	t.Cleanup(func() { refuseReadTimeout = was })
+	refuseReadTimeout = 5 * time.Second
+	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
+	holdOne(t, e)
+	refused := func() float64 { return testutil.ToFloat64(connsRefused.WithLabelValues("rtsp")) }
+	before := refused()
+	const flood = 3 * refuseAnswering
+	conns := make([]net.Conn, flood)
+	start := time.Now()
+	for i := range conns {
+		conns[i] = dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	}
+	waitFor(t, 10*time.Second, "the flood refused", func() bool { return refused()-before == flood })
+	if len(e.m.conns.answering) != refuseAnswering {
+		t.Fatalf("%d refusals being answered, want %d", len(e.m.conns.answering), refuseAnswering)
+	}
+	if st, err := options(t, dialFrom(t, "127.0.0.2", e.m.RTSPAddr()), e.m.RTSPAddr()); err != nil || st != base.StatusOK {
+		t.Fatalf("127.0.0.2 during the flood: %v %v", st, err)
+	}
+	if waited := time.Since(start); waited >= refuseReadTimeout {
+		t.Fatalf("the flood and another address's OPTIONS took %v, the answers' wait", waited)
+	}
+	answered, closed := 0, 0
+	for _, nc := range conns {
+		nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+		b, err := io.ReadAll(nc)
+		switch {
+		case err != nil:
+			t.Fatalf("a flood connection: %v", err)
+		case strings.HasPrefix(string(b), "RTSP/1.0 503 "):
+			answered++
+		case len(b) == 0:
+			closed++
+		default:
+			t.Fatalf("a flood connection read %q", b)
+		}
+	}
+	if answered != refuseAnswering || closed != flood-refuseAnswering {
+		t.Fatalf("%d answered, %d closed at once, want %d and %d", answered, closed, refuseAnswering, flood-refuseAnswering)
+	}
+	waitFor(t, 10*time.Second, "the answer slots freed", func() bool { return len(e.m.conns.answering) == 0 })
+}
+
+// The CSeq of a refused request: the first, digits only.
+func TestCSeqOf(t *testing.T) {
+	for _, c := range []struct{ head, want string }{
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 3\r\n\r\n", "3"},
+		{"OPTIONS * RTSP/1.0\r\ncseq:12\r\nCSeq: 13\r\n\r\n", "12"},
+		{"OPTIONS * RTSP/1.0\r\nUser-Agent: x\r\n\r\nCSeq: 4\r\n", ""},
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 4x\r\n\r\n", ""},
+		{"OPTIONS * RTSP/1.0\nCSeq: 5\n\n", "5"},
+		{"CSeq: 6\r\n\r\n", ""},
+		{"", ""},
+		{"\x00\xff\r\nCSeq: 99999999999\r\n", ""},
+	} {
+		if got := cseqOf([]byte(c.head)); got != c.want {
+			t.Errorf("%q: %q, want %q", c.head, got, c.want)
+		}
+	}
+}
