@@ -13,6 +13,8 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/conn"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"vodcluster/proto/grpctls/grpctlstest"
 )
 
 // holdOne opens a connection from 127.0.0.1 to the manager's RTSP front
@@ -167,5 +169,32 @@ func TestCSeqOf(t *testing.T) {
 		if got := cseqOf([]byte(c.head)); got != c.want {
 			t.Errorf("%q: %q, want %q", c.head, got, c.want)
 		}
+	}
+}
+
+// On RTSPS and HTTPS a connection over the limit is closed at accept
+// with no byte written: a plain-text 503 would be garbage inside the TLS
+// handshake the client starts, and answering in TLS would cost a
+// handshake per refused connection.
+func TestFrontDoorRefusalOverTLSClosed(t *testing.T) {
+	_, rtspsCfg, _ := grpctlstest.TLS(t, "127.0.0.1")
+	_, httpsCfg, _ := grpctlstest.TLS(t, "127.0.0.1")
+	e := newManager(t, "", func(m *Manager) {
+		m.MaxConnsPerAddr = 1
+		m.RTSPTLS, m.RTSPSListen = rtspsCfg, "127.0.0.1:0"
+		m.HTTPTLS = httpsCfg
+	})
+	holdOne(t, e)
+	for _, addr := range []string{e.m.RTSPSAddr(), e.m.HTTPAddr()} {
+		nc := dialFrom(t, "127.0.0.1", addr)
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(nc, "\x16\x03\x01\x00\x05hello") // the start of a ClientHello
+		b, err := io.ReadAll(nc)
+		if isTimeout(err) || len(b) != 0 {
+			t.Fatalf("%s over the limit: read %q, %v; want the connection closed with nothing written", addr, b, err)
+		}
+	}
+	if n := len(e.m.conns.answering); n != 0 {
+		t.Fatalf("%d refusals being answered on TLS listeners", n)
 	}
 }
