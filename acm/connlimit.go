@@ -36,7 +36,10 @@ type connLimiter struct {
 	open   map[netip.Prefix]int
 	warned map[netip.Prefix]time.Time // the last warn logged about each address
 
-	answering chan struct{} // a token per refused connection being answered (connrefuse.go)
+	answering     chan struct{}         // a token per refused connection being answered (connrefuse.go)
+	answers       map[net.Conn]struct{} // the refused connections being answered, under mu
+	answersClosed bool                  // closeAnswers was called, under mu
+	answersWG     sync.WaitGroup        // the goroutines answering
 }
 
 // newConnLimiter returns a limiter of max open connections per client
@@ -46,7 +49,7 @@ func newConnLimiter(max int, log *slog.Logger) *connLimiter {
 		return nil
 	}
 	return &connLimiter{max: max, log: log, open: map[netip.Prefix]int{}, warned: map[netip.Prefix]time.Time{},
-		answering: make(chan struct{}, refuseAnswering)}
+		answering: make(chan struct{}, refuseAnswering), answers: map[net.Conn]struct{}{}}
 }
 
 // wrap returns ln with each accepted connection counted against its
@@ -154,12 +157,12 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 		}
 		if !ll.l.take(k) {
 			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now()) // counted before the client sees the answer or the close
-			if ll.proto == refuseClose || !ll.l.startAnswer() {
+			if ll.proto == refuseClose || !ll.l.startAnswer(c) {
 				c.Close()
 				continue
 			}
 			go func() {
-				defer ll.l.endAnswer()
+				defer ll.l.endAnswer(c)
 				answerRefused(c, ll.proto, ll.l.max)
 			}()
 			continue

@@ -51,19 +51,51 @@ const (
 	refuseHTTP                     // HTTP/1.1 503 with Connection: close
 )
 
-// startAnswer takes one of the refuseAnswering slots; false when all are
-// taken. Never blocks.
-func (l *connLimiter) startAnswer() bool {
+// startAnswer takes one of the refuseAnswering slots for c; false when
+// all are taken or the limiter is closed (closeAnswers). Never blocks.
+func (l *connLimiter) startAnswer(c net.Conn) bool {
 	select {
 	case l.answering <- struct{}{}:
-		return true
 	default:
 		return false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.answersClosed {
+		<-l.answering
+		return false
+	}
+	l.answers[c] = struct{}{}
+	l.answersWG.Add(1)
+	return true
 }
 
-// endAnswer frees a slot startAnswer took.
-func (l *connLimiter) endAnswer() { <-l.answering }
+// endAnswer frees the slot startAnswer took for c.
+func (l *connLimiter) endAnswer(c net.Conn) {
+	l.mu.Lock()
+	delete(l.answers, c)
+	l.mu.Unlock()
+	<-l.answering
+	l.answersWG.Done()
+}
+
+// closeAnswers closes the refused connections being answered and waits
+// for their goroutines to end; a connection refused after it is closed
+// at once. The manager's Close calls it once its listeners are closed,
+// so that no answer outlives the manager (each could otherwise hold its
+// connection up to refuseReadTimeout + refuseLinger past the Close).
+func (l *connLimiter) closeAnswers() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.answersClosed = true
+	for c := range l.answers {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.answersWG.Wait()
+}
 
 // answerRefused answers c, refused at accept, in proto, then closes it;
 // it returns within refuseReadTimeout + refuseLinger plus one write.

@@ -198,3 +198,32 @@ func TestFrontDoorRefusalOverTLSClosed(t *testing.T) {
 		t.Fatalf("%d refusals being answered on TLS listeners", n)
 	}
 }
+
+// The manager's Close ends the answers in flight: a refused connection
+// waiting for its first request is closed and its goroutine gone when
+// Close returns, not refuseReadTimeout + refuseLinger later (it held its
+// socket, and its answer slot, past the manager's end).
+func TestFrontDoorRefusalEndsWithClose(t *testing.T) {
+	was := refuseReadTimeout
+	t.Cleanup(func() { refuseReadTimeout = was }) // after the manager's Close: no answer reads it then
+	refuseReadTimeout = time.Minute
+	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
+	holdOne(t, e)
+	silent := dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	waitFor(t, 10*time.Second, "the silent connection being answered", func() bool { return len(e.m.conns.answering) == 1 })
+	e.m.Close()
+	if n := len(e.m.conns.answering); n != 0 {
+		t.Fatalf("%d refusals still being answered after Close", n)
+	}
+	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, silent); isTimeout(err) {
+		t.Fatal("the refused connection still open 10 s after Close")
+	}
+	// A connection refused after Close (one Accept returned as the
+	// listener closed) is closed at once.
+	a, b := net.Pipe()
+	defer b.Close()
+	if e.m.conns.startAnswer(a) {
+		t.Fatal("an answer started after Close")
+	}
+}

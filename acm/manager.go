@@ -558,9 +558,9 @@ func (m *Manager) teardown() error {
 	} else if m.httpLn != nil {
 		m.httpLn.Close()
 	}
+	m.conns.closeAnswers() // the listeners are closed: no refusal is answered past Close
 	if m.grpcSrv != nil {
-		// Stop, not GracefulStop: heartbeat streams never end by themselves.
-		m.grpcSrv.Stop()
+		m.grpcSrv.Stop() // Stop, not GracefulStop: heartbeat streams never end by themselves.
 	} else if m.grpcLn != nil {
 		m.grpcLn.Close()
 	}
