@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
-	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +18,7 @@ import (
 	"vodcluster/acm"
 	"vodcluster/acm/auth"
 	"vodcluster/cmd/internal/fileflag"
+	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/proto/grpctls"
 )
 
@@ -114,7 +112,7 @@ type ManagerConfig struct {
 	// set.
 	SubscriberTokens SubscriberTokensConfig `yaml:"subscriber_tokens"`
 
-	durs durTexts // its durations as the file writes them, for validate's messages
+	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
 }
 
 // SiteConfig is one of manager.sites: a site's name (as its nodes'
@@ -270,7 +268,7 @@ type NodeConfig struct {
 	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
 	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
 
-	durs durTexts // its durations as the file writes them, for validate's messages
+	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
 }
 
 // CDPConfig configures `vodcluster cdp`.
@@ -286,12 +284,15 @@ type CDPConfig struct {
 	TLSCert         string        `yaml:"tls_cert_file"`         // PEM certificate chain of the gRPC server; with tls_key_file: TLS
 	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
 
-	durs durTexts // its durations as the file writes them, for validate's messages
+	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
 }
 
 // loadConfig reads path (strict YAML: unknown keys, and a second document
 // after ---, are errors; a trailing --- alone is not). An empty path
-// gives the zero Config.
+// gives the zero Config. Errors are "--config PATH: line N: ..." in the
+// configuration's words (yamlcfg.Decode): a duration's quote it as
+// written with the key within its section ("store.leader_ttl"), the
+// others name the key alone ("egress_bps").
 func loadConfig(path string) (*Config, error) {
 	var c Config
 	if path == "" {
@@ -301,118 +302,36 @@ func loadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fileflag.Error("config", path, err)
 	}
-	// The document as a tree first: its durations are read here (with
-	// days, and quoted as written in their errors), then the decoder
-	// reads the rest (strict: unknown keys).
-	var top yaml.Node
-	var durBad []string
-	var durs map[string]durTexts
-	rewrote := false
-	if err := yaml.Unmarshal(b, &top); err == nil {
-		durBad, durs, rewrote = configDurations(&top)
+	f, err := yamlcfg.Decode(b, &c, yamlcfg.Options{DurationKey: keyInSection, Key: lastKey})
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		if err := readableYAMLError(err, b); err != nil {
-			if len(durBad) > 0 {
-				err = fmt.Errorf("%w; %s", err, strings.Join(durBad, "; "))
-			}
-			return nil, fmt.Errorf("--config %s: %w", path, err)
-		}
-	}
-	if len(durBad) > 0 {
-		return nil, fmt.Errorf("--config %s: %s", path, strings.Join(durBad, "; "))
-	}
-	if rewrote { // a duration in days: the decoder's value of it is 0
-		c = Config{}
-		if err := top.Decode(&c); err != nil {
-			if err := readableYAMLError(err, b); err != nil { // not a bare 0
-				return nil, fmt.Errorf("--config %s: %w", path, err)
-			}
-		}
-	}
-	c.Manager.durs, c.Node.durs, c.CDP.durs = durs["manager"], durs["node"], durs["cdp"]
-	if len(top.Content) > 0 && top.Content[0].Kind == yaml.MappingNode {
-		keys := top.Content[0].Content
+	c.Manager.durs, c.Node.durs, c.CDP.durs = f.Durations.Under("manager"), f.Durations.Under("node"), f.Durations.Under("cdp")
+	if f.Doc != nil && len(f.Doc.Content) > 0 && f.Doc.Content[0].Kind == yaml.MappingNode {
+		keys := f.Doc.Content[0].Content
 		for i := 0; i+1 < len(keys); i += 2 {
 			c.sections = append(c.sections, keys[i].Value)
 		}
-		if bad := fractionalInts(&top, reflect.TypeOf(c), ""); len(bad) > 0 {
-			return nil, fmt.Errorf("--config %s: %s", path, strings.Join(bad, "; "))
-		}
 	}
 	c.path = path
-	for {
-		var more yaml.Node
-		err := dec.Decode(&more)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, readableYAMLError(err, b))
-		}
-		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
-			// Ignored, it would hide settings the operator believes set.
-			return nil, fmt.Errorf("--config %s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
-		}
-	}
 	return &c, nil
 }
 
-// yamlUnknownField and yamlDuration match the decoder's messages for a
-// key the configuration does not have and for a duration it does not
-// read (a number, days, a word).
-var (
-	yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
-	yamlDuration     = regexp.MustCompile("cannot unmarshal !!(\\w+) `([^`]*)` into time\\.Duration")
-)
-
-// readableYAMLError rewrites the YAML decoder's messages that name Go
-// types into the configuration's words: "unknown key X". Its messages
-// about a duration written as a scalar are left out: configDurations
-// reads those itself (days, and a bare 0 as the default, which the
-// decoder leaves 0 and goes on) and says what is wrong with the key
-// named; nil when that is all. A value of the wrong kind (`20M` for
-// bit/s, `yes please` for a bool) is named with its key, looked up in b,
-// the file's text (typeErrorInWords). Other errors are returned as they
-// are.
-func readableYAMLError(err error, b []byte) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
+// keyInSection names the key at path ("manager.store.leader_ttl") by its
+// path within its section ("store.leader_ttl"), as validate's messages
+// name a duration.
+func keyInSection(path string) string {
+	if _, key, ok := strings.Cut(path, "."); ok {
+		return key
 	}
-	var doc yaml.Node
-	_ = yaml.Unmarshal(b, &doc) // the first document; on an error, keys are not named
-	var lines []string
-	for _, e := range te.Errors {
-		if yamlDuration.MatchString(e) {
-			continue // configDurations' (a bare 0: none)
-		}
-		if w, ok := typeErrorInWords(e, &doc); ok {
-			if !slices.Contains(lines, w) { // an alias's: at its anchor's line, said once
-				lines = append(lines, w)
-			}
-			continue
-		}
-		e = yamlUnknownField.ReplaceAllString(e, "unknown key $1 (misspelt, or under the wrong section?)")
-		lines = append(lines, e)
-	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return &configError{msg: strings.Join(lines, "; "), err: err}
+	return path
 }
 
-// configError is a YAML decoding error in the configuration's words; it
-// unwraps to the decoder's error.
-type configError struct {
-	msg string
-	err error
+// lastKey names the key at path by its last key ("egress_bps" of
+// "node.egress_bps").
+func lastKey(path string) string {
+	return strings.TrimSuffix(path[strings.LastIndexByte(path, '.')+1:], "[]")
 }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Unwrap() error { return e.err }
 
 // readSecret reads a cluster secret file: hex, or raw bytes when not hex;
 // at least 16 bytes.

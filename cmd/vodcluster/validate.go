@@ -14,6 +14,7 @@ import (
 	"vodcluster/cdp/tsindex"
 	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
+	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -84,12 +85,19 @@ func inConfig(path string, err error) error {
 // the section's durations as written (show).
 type keyCheck struct {
 	errs []error
-	durs durTexts
+	durs yamlcfg.DurTexts
 }
 
 func (k *keyCheck) failf(format string, a ...any) { k.errs = append(k.errs, fmt.Errorf(format, a...)) }
 
 func (k *keyCheck) err() error { return errors.Join(k.errs...) }
+
+// show names the duration v of key as the operator wrote it when the
+// file has it so ("line 12: session_timeout 9999ms"), else readable
+// ("session_timeout 9.999s", "token_ttl 1h", not "1h0m0s").
+func (k *keyCheck) show(key string, v time.Duration) string {
+	return k.durs.Show(key, key, v)
+}
 
 // duration refuses a negative duration; 0 (or the key left out) is the
 // default, given in def.

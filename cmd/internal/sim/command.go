@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +85,7 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			if err := needSites(cmd, &run); err != nil {
 				return err
 			}
-			if err := run.Validate(); err != nil {
+			if err := rf.validate(cmd, &run); err != nil {
 				return err
 			}
 			if printConfig {
@@ -309,6 +310,23 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 		return run.SetNodes(rf.nodes)
 	}
 	return nil
+}
+
+// validate validates run (Config.Validate), a duration given by a flag
+// shown as typed ("cdp.setup_delay (--cdp-setup) 1d", not 24h).
+func (rf *runFlags) validate(cmd *cobra.Command, run *Config) error {
+	typed := map[string]*durflag.Value{}
+	for name, v := range map[string]*durflag.Value{"cdp-setup": &rf.cdpSetup, "slow-start": &rf.sp.slowStart} {
+		if cmd.Flags().Changed(name) {
+			typed[flagKeys[name]] = v
+		}
+	}
+	return run.validate(func(path string, d time.Duration) string {
+		if v := typed[path]; v != nil && v.D == d {
+			return keyName(path) + " " + v.String()
+		}
+		return keyName(path) + " " + durflag.Readable(d)
+	})
 }
 
 // needSites refuses the flags that only mean something with sites

@@ -5,14 +5,15 @@ import (
 	"math"
 	"time"
 
-	"vodcluster/cmd/internal/durflag"
+	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
 
 // Config is a simulation: demand, cluster, origin, failures, and the
 // policies to compare. Start from Default; LoadFile overlays a YAML file
-// (unknown keys are errors). Durations in YAML are Go durations ("90s").
+// (unknown keys are errors). Durations in YAML are Go durations ("90s")
+// or whole days and then, optionally, one ("2d", "1d12h").
 type Config struct {
 	Seed     uint64   `yaml:"seed"`     // seeds demand, failures and twos; same seed, same run
 	Days     int      `yaml:"days"`     // simulated days, >= 1
@@ -215,9 +216,19 @@ func Default() Config {
 	}
 }
 
-// Validate reports the first parameter out of range, or nil.
-func (c *Config) Validate() error {
+// Validate reports the first parameter out of range, or nil. A
+// duration is named by its key and flag (keyName) and shown readably
+// ("cdp.setup_delay (--cdp-setup) 48h (2 days): at most 1h ...").
+func (c *Config) Validate() error { return c.validate(nil) }
+
+// validate is Validate, a duration v of the key at path shown by
+// show(path, v) ("line 3: cdp.setup_delay (--cdp-setup) 2d" as a file
+// writes it, "... 2d" as a flag was given); nil shows it readably.
+func (c *Config) validate(show func(path string, v time.Duration) string) error {
 	bad := func(format string, a ...any) error { return fmt.Errorf("sim: "+format, a...) }
+	if show == nil {
+		show = func(path string, v time.Duration) string { return yamlcfg.DurTexts(nil).Show(path, keyName(path), v) }
+	}
 	d := &c.Demand
 	switch {
 	case c.Days < 1 || c.Days > 60:
@@ -225,11 +236,11 @@ func (c *Config) Validate() error {
 	case c.WarmupDays < 0 || c.WarmupDays >= c.Days:
 		return bad("warmup_days %d out of 0..days-1 (days %d)", c.WarmupDays, c.Days)
 	case c.PlanInterval <= 0:
-		return bad("plan_interval %s must be > 0", durflag.Readable(c.PlanInterval))
+		return bad("%s: must be > 0", show("plan_interval", c.PlanInterval))
 	case c.SampleInterval <= 0 || c.SampleInterval > time.Hour:
-		return bad("sample_interval %s out of (0, 1h]", durflag.Readable(c.SampleInterval))
+		return bad("%s: out of (0, 1h]", show("sample_interval", c.SampleInterval))
 	case c.Scheduler.QueueWait < 0:
-		return bad("queue_wait %s < 0", durflag.Readable(c.Scheduler.QueueWait))
+		return bad("%s: must be >= 0", show("scheduler.queue_wait", c.Scheduler.QueueWait))
 	case d.Subscribers < 1:
 		return bad("subscribers %d < 1", d.Subscribers)
 	case !(d.SessionsPerSubscriber > 0) || d.SessionsPerSubscriber > 100:
@@ -244,8 +255,10 @@ func (c *Config) Validate() error {
 		return bad("hourly needs 24 values, has %d", len(d.Hourly))
 	case !(d.EarlyAbandon >= 0 && d.EarlyAbandon <= 1):
 		return bad("early_abandon %v out of [0, 1]", d.EarlyAbandon)
-	case d.EarlyAbandonMean <= 0 || d.WatchMedian <= 0:
-		return bad("early_abandon_mean and watch_median must be > 0")
+	case d.EarlyAbandonMean <= 0:
+		return bad("%s: must be > 0", show("demand.early_abandon_mean", d.EarlyAbandonMean))
+	case d.WatchMedian <= 0:
+		return bad("%s: must be > 0", show("demand.watch_median", d.WatchMedian))
 	case !(d.WatchSigma >= 0) || d.WatchSigma > 5:
 		return bad("watch_sigma %v out of [0, 5]", d.WatchSigma)
 	case len(d.Kinds) == 0:
@@ -264,16 +277,16 @@ func (c *Config) Validate() error {
 		return bad("disk_share %v out of (0, 1]", c.Cluster.DiskShare)
 	case c.CDP.Channels < 1 || c.CDP.Channels > 100_000:
 		return bad("cdp channels %d out of 1..100000", c.CDP.Channels)
-	case c.CDP.SetupDelay < 0 || c.CDP.FillWait < 0:
-		return bad("cdp setup_delay and fill_wait must be >= 0")
-	case c.CDP.SetupDelay > time.Hour || c.CDP.FillWait > time.Hour:
-		return bad("cdp setup_delay %s and fill_wait %s must be at most 1h: a viewer waits for them", durflag.Readable(c.CDP.SetupDelay), durflag.Readable(c.CDP.FillWait))
+	case c.CDP.SetupDelay < 0 || c.CDP.SetupDelay > time.Hour:
+		return bad("%s: out of [0, 1h]: a viewer waits for it", show("cdp.setup_delay", c.CDP.SetupDelay))
+	case c.CDP.FillWait < 0 || c.CDP.FillWait > time.Hour:
+		return bad("%s: out of [0, 1h]: a viewer waits for it", show("cdp.fill_wait", c.CDP.FillWait))
 	case c.CDP.ChannelBps <= 0:
 		return bad("cdp channel_bps %d must be > 0", c.CDP.ChannelBps)
 	case !(c.Failures.PerDay >= 0) || c.Failures.PerDay > 1000:
 		return bad("failures per_day %v out of [0, 1000]", c.Failures.PerDay)
 	case c.Failures.PerDay > 0 && c.Failures.DownMean <= 0:
-		return bad("failures down_mean must be > 0")
+		return bad("%s: must be > 0 (with failures.per_day above 0)", show("failures.down_mean", c.Failures.DownMean))
 	}
 	sum := 0.0
 	for h, v := range d.Hourly {
@@ -320,7 +333,7 @@ func (c *Config) Validate() error {
 			return bad("%v", err)
 		}
 	}
-	if err := c.Scheduler.validate(); err != nil {
+	if err := c.Scheduler.validate(show); err != nil {
 		return err
 	}
 	_, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy))
@@ -361,7 +374,8 @@ func (c *Config) lsmConfig(policy string) lsm.Config {
 
 // validate rejects the set values lsm would read as "default"
 // (0 where lsm needs a positive value): a set value means what it says.
-func (p *SchedulerParams) validate() error {
+// show names a duration by its path, with its value (Config.validate).
+func (p *SchedulerParams) validate(show func(path string, v time.Duration) string) error {
 	bad := func(name string, v any, want string) error {
 		return fmt.Errorf("sim: scheduler %s %v: must be %s", name, v, want)
 	}
@@ -377,7 +391,7 @@ func (p *SchedulerParams) validate() error {
 	case p.FillRefBps != nil && *p.FillRefBps <= 0:
 		return bad("fill_ref_bps", *p.FillRefBps, "> 0")
 	case p.SlowStart != nil && *p.SlowStart < 0:
-		return bad("slow_start", durflag.Readable(*p.SlowStart), ">= 0")
+		return fmt.Errorf("sim: %s: must be >= 0", show("scheduler.slow_start", *p.SlowStart))
 	case p.OriginChannels != nil && *p.OriginChannels < 0:
 		return bad("origin_channels", *p.OriginChannels, ">= 0")
 	}

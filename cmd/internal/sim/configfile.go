@@ -1,16 +1,17 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/lsm"
 )
 
@@ -18,7 +19,8 @@ import (
 const configHeader = `vodcluster sim configuration: every key, with its value in this run.
 Load it with vodcluster sim --config FILE.yaml: keys left out keep their
 defaults, unknown keys are errors, and flags given with --config override
-the file. Durations are Go durations ("90s", "5m0s"); rates in bit/s.
+the file. Durations are Go durations ("90s", "5m0s") or whole days and
+then, optionally, one ("2d", "1d12h"); rates in bit/s.
 scheduler.origin_channels null: the cdp channels.`
 
 // LoadFile overlays the YAML file at path on c. Unknown keys, bad values
@@ -26,6 +28,11 @@ scheduler.origin_channels null: the cdp channels.`
 // naming the file; an unknown key's
 // error gives its line and section, the key it may have meant (a flag's
 // name, or a key of another section) and points to --print-config.
+// Durations are taken as the duration flags take them (Go's form, or
+// whole days: "2d", "1d12h"); the errors about the file's values are
+// "PATH: line N: KEY VALUE: reason" with the value as written and the key
+// named by keyName ("cdp.setup_delay (--cdp-setup)"), as the other
+// commands' --config files say them (yamlcfg).
 func (c *Config) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -37,25 +44,49 @@ func (c *Config) LoadFile(path string) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && err != io.EOF {
+	f, err := yamlcfg.Decode(b, c, yamlcfg.Options{DurationKey: keyName, Key: keyName})
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	for { // a trailing "---" alone is an empty document, not a second one
-		var more yaml.Node
-		err := dec.Decode(&more)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
-			return fmt.Errorf("%s: line %d: a second document (after ---): the file holds one YAML document", path, more.Content[0].Line)
-		}
+	show := func(path string, v time.Duration) string { return f.Durations.Show(path, keyName(path), v) }
+	if err := c.validate(show); err != nil {
+		return &fileError{msg: path + ": " + strings.TrimPrefix(err.Error(), "sim: "), err: err}
 	}
-	return c.Validate()
+	return nil
+}
+
+// fileError is an error about the values of a --config file, said with
+// the file's name first; it unwraps to the error about the values.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// keyName names the key of the file at path (yamlcfg.Options: a list's
+// items as "cluster.nodes[].count") in messages: by its path, with the
+// flag that sets it when the flag's name is not the key's own
+// ("cdp.setup_delay (--cdp-setup)", "demand.zipf_alpha (--zipf)", not
+// "scheduler.slow_start (--slow-start)").
+func keyName(path string) string {
+	last := path[strings.LastIndexByte(path, '.')+1:]
+	var flags []string
+	for f, k := range flagKeys {
+		if k != path {
+			continue
+		}
+		if f == strings.ReplaceAll(last, "_", "-") {
+			return path
+		}
+		flags = append(flags, f)
+	}
+	if len(flags) == 0 {
+		return path
+	}
+	sort.Strings(flags)
+	return path + " (--" + flags[0] + ")"
 }
 
 // WriteConfig writes c as the YAML that LoadFile reads: every key, the

@@ -33,7 +33,7 @@ func flagged(t *testing.T, yaml string, args ...string) (Config, error) {
 	if err := rf.apply(cmd, &run); err != nil {
 		return run, err
 	}
-	return run, run.Validate()
+	return run, rf.validate(cmd, &run)
 }
 
 // A scheduler parameter set to 0, by flag or YAML, is 0; one not set is
@@ -205,17 +205,25 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 
 // TestDurationErrorsReadable: the simulator's refusals of a duration
 // showed it in Go's form ("cdp setup_delay 48h0m0s", "slow_start
-// -1h0m0s"); they show it without its zero units, and days beside a
-// whole number of them, as durflag.Readable does for the commands.
+// -1h0m0s"); they show a flag's value as typed (--cdp-setup 1d: "1d",
+// not "24h"), with the key and the flag, and a value given neither way
+// without its zero units, and days beside a whole number of them, as
+// durflag.Readable does for the commands.
 func TestDurationErrorsReadable(t *testing.T) {
 	for args, want := range map[string]string{
-		"--cdp-setup 2d":     "cdp setup_delay 48h (2 days) and fill_wait",
-		"--slow-start -90m":  "scheduler slow_start -1h30m: must be >= 0",
-		"--cdp-setup 1h0m1s": "cdp setup_delay 1h0m1s and",
+		"--cdp-setup 2d":     "cdp.setup_delay (--cdp-setup) 2d: out of [0, 1h]",
+		"--cdp-setup 1d":     "cdp.setup_delay (--cdp-setup) 1d: out of [0, 1h]",
+		"--slow-start -90m":  "scheduler.slow_start -90m: must be >= 0",
+		"--cdp-setup 1h0m1s": "cdp.setup_delay (--cdp-setup) 1h0m1s: out of",
 	} {
 		_, err := flagged(t, "", strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
+	}
+	c := Default()
+	c.CDP.SetupDelay = 48 * time.Hour
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cdp.setup_delay (--cdp-setup) 48h (2 days): out of [0, 1h]") {
+		t.Errorf("setup delay of 48h: %v", err)
 	}
 }

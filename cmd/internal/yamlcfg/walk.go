@@ -1,4 +1,4 @@
-package main
+package yamlcfg
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -18,14 +17,12 @@ import (
 // (2.0, 1e9) is accepted as the decoder takes it; one outside the key's
 // range (9.3e18 and -.inf for an int64) is refused, the decoder would
 // take some of them as -9223372036854775808. n is the decoded
-// document's node for a value of type t, and key its path (eachValue);
-// the messages name a value's last key. Aliases and merge keys are
-// followed as eachValue does.
-func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
+// document's node for a value of type t; KEY is named by o.Key. Aliases
+// and merge keys are followed as eachValue does.
+func fractionalInts(n *yaml.Node, t reflect.Type, o Options) []string {
 	var out []string
-	eachValue(n, t, key, func(n, at *yaml.Node, t reflect.Type, path string) {
-		key := path[strings.LastIndexByte(path, '.')+1:]
-		if msg := fractionalInt(n, t, key); msg != "" {
+	eachValue(n, t, "", func(n, at *yaml.Node, t reflect.Type, path string) {
+		if msg := fractionalInt(n, t, o.key(path)); msg != "" {
 			out = append(out, fmt.Sprintf("line %d: %s", at.Line, msg))
 		}
 	})
@@ -36,8 +33,9 @@ func fractionalInts(n *yaml.Node, t reflect.Type, key string) []string {
 // for a value of type t, that stands for a value of the configuration: n
 // the scalar, at where it is written (an alias's line, not its anchor's),
 // t its Go type (not a pointer) and path its keys from the top joined by
-// '.' ("node.session_timeout"; a list's items have the list's path),
-// path given to start with. A key the configuration does not have is
+// '.' ("node.session_timeout"; a list's items have the list's path and
+// "[]", "demand.kinds[].min_duration", a scalar item the list's path
+// alone), path given to start with. A key the configuration does not have is
 // passed over (the decoder reports it). An alias (*name) is visited as
 // the value it stands for, at the line it is used, and the maps a merge
 // key (<<: *base, <<: [*a, *b]) brings in as keys of the map it is in:
@@ -54,12 +52,7 @@ func eachValue(n *yaml.Node, t reflect.Type, path string, f func(n, at *yaml.Nod
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
+	join := func(k string) string { return joinKey(path, k) }
 	switch {
 	case n.Kind == yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -78,10 +71,10 @@ func eachValue(n *yaml.Node, t reflect.Type, path string, f func(n, at *yaml.Nod
 		eachKey(n, func(k, v *yaml.Node) { eachValue(v, t.Elem(), join(k.Value), f) })
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for _, c := range n.Content {
-			eachValue(c, t.Elem(), path, f)
+			eachValue(c, t.Elem(), path+"[]", f)
 		}
 	case n.Kind == yaml.ScalarNode:
-		f(n, at, t, path)
+		f(n, at, t, strings.TrimSuffix(path, "[]"))
 	}
 }
 
@@ -120,7 +113,7 @@ func fractionalInt(n *yaml.Node, t reflect.Type, key string) string {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if t == reflect.TypeOf(time.Duration(0)) || n.ShortTag() != "!!float" {
+		if t == durationType || n.ShortTag() != "!!float" {
 			return ""
 		}
 		v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)

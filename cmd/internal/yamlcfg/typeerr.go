@@ -1,0 +1,147 @@
+package yamlcfg
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlCannot matches the decoder's message for a value of the wrong kind:
+// its line, the YAML tag and text of the value, and the Go type it
+// could not go into.
+var yamlCannot = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)$")
+
+// typeErrorInWords rewrites the decoder's message e for a value of the
+// wrong kind ("line 12: cannot unmarshal !!str `20M` into int64", which
+// named a Go type and not the key) into the configuration's words, with
+// the key the value is written under (named by o.Key), looked up in doc,
+// the file's parsed document: "line 12: `20M` is not a whole number:
+// write digits alone, without a unit or suffix (key egress_bps)". ok is
+// false for a message of another form, left as it is. A duration's
+// scalar is not seen here: durations reads it and names its key.
+func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
+	m := yamlCannot.FindStringSubmatch(e)
+	if m == nil {
+		return "", false
+	}
+	line, _ := strconv.Atoi(m[1])
+	tag, value, into := m[2], m[3], m[4]
+	var msg string
+	switch {
+	case tag == "seq" || tag == "map":
+		kind := map[string]string{"seq": "list", "map": "mapping"}[tag]
+		msg = fmt.Sprintf("line %d: a %s where a single value belongs", line, kind)
+		value = ""
+	case strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint"):
+		msg = fmt.Sprintf("line %d: `%s` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers)", line, value)
+	case strings.HasPrefix(into, "float"):
+		msg = fmt.Sprintf("line %d: `%s` is not a number", line, value)
+	case into == "bool":
+		msg = fmt.Sprintf("line %d: `%s` is not true or false", line, value)
+	default:
+		msg = fmt.Sprintf("line %d: `%s` is not a value this key takes", line, value)
+	}
+	if path, v := keyAtLine(doc, "", line, value); path != "" {
+		key := o.key(path)
+		// An alias (*name) of the value is reported at the anchor's
+		// line: its keys are named too.
+		if uses := aliasUses(doc, "", v, o); len(uses) > 0 {
+			key += ", and " + strings.Join(uses, ", ") + " by its alias *" + v.Anchor
+		}
+		msg += " (key " + key + ")"
+	}
+	return msg, true
+}
+
+// keyAtLine returns the path (as Options has it, from path at n) of the
+// key of doc's mapping entry whose value is written at line with text
+// value ("" for a list or a mapping), or of the list holding such a
+// scalar; "" when there is none; and that value's node. The innermost
+// such entry wins: a section's mapping starts at the line of its first
+// key (node:'s at egress_bps: 20M's line), and a flow mapping is on its
+// key's line ({egress_bps: 20M}), and the key is the value's, not the
+// section's. A scalar matches a scalar only, a list or a mapping one of
+// those. A merge key (<<) is not a key of the path: the keys it brings
+// in are its mapping's.
+func keyAtLine(n *yaml.Node, path string, line int, value string) (string, *yaml.Node) {
+	if n == nil {
+		return "", nil
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p, v := keyAtLine(c, path, line, value); p != "" {
+				return p, v
+			}
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if p, v := keyAtLine(c, path+"[]", line, value); p != "" {
+				return p, v
+			}
+		}
+		for _, c := range n.Content {
+			if path != "" && value != "" && c.Kind == yaml.ScalarNode && c.Line == line && c.Value == value {
+				return path, c
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if p, v := keyAtLine(n.Content[i+1], entryPath(path, n.Content[i]), line, value); p != "" {
+				return p, v
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Line != line || isMergeKey(k) {
+				continue
+			}
+			if (v.Kind == yaml.ScalarNode && v.Value == value) || (value == "" && (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode)) {
+				return joinKey(path, k.Value), v
+			}
+		}
+	}
+	return "", nil
+}
+
+// entryPath is the path of the value of the key k in a mapping at path:
+// path itself for a merge key.
+func entryPath(path string, k *yaml.Node) string {
+	if isMergeKey(k) {
+		return path
+	}
+	return joinKey(path, k.Value)
+}
+
+// aliasUses lists the keys of n (at path) whose value is an alias of v,
+// "KEY at line N" (KEY named by o.Key), in the document's order; none
+// when v has no anchor.
+func aliasUses(n *yaml.Node, path string, v *yaml.Node, o Options) []string {
+	if n == nil || v == nil || v.Anchor == "" {
+		return nil
+	}
+	var out []string
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			out = append(out, aliasUses(c, path, v, o)...)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			out = append(out, aliasUses(c, path+"[]", v, o)...)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if a := n.Content[i+1]; a.Kind == yaml.AliasNode && a.Alias == v {
+				out = append(out, fmt.Sprintf("%s at line %d", o.key(entryPath(path, n.Content[i])), a.Line))
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out = append(out, aliasUses(n.Content[i+1], entryPath(path, n.Content[i]), v, o)...)
+		}
+	}
+	return out
+}
