@@ -145,3 +145,25 @@ func TestPlayAtInQuery(t *testing.T) {
 		t.Fatalf("%v\n%s: want a dial error", err, out.String())
 	}
 }
+
+// vodctl play of a URL with a password, a path that is not a title's and
+// an '@' in its query (rtsp://demo:PW@HOST/live/x?from=a@b) refused it as
+// a password to percent-encode, which it is not: the '@' is the query's.
+// It asks the front door (a real manager on loopback), whose answer says
+// what is wrong, the path; the password is shown nowhere.
+func TestPlayAtInQueryAfterOtherPath(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := startManager(t, dir, startOrigin(t, dir))
+	for _, path := range []string{"/live/x?from=a@b", "/x?a=b@c"} {
+		raw := "rtsp://demo:s3cr3t@" + m.RTSPAddr() + path
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"play", "--duration", "1s", raw}, &stdout, &stderr)
+		all := stdout.String() + stderr.String()
+		if code != 1 || strings.Contains(all, "percent-encode") || !strings.Contains(all, "not a title's URL") {
+			t.Errorf("play %s: exit status %d\n%s\nwant 1 and the front door's 404 for the path", path, code, all)
+		}
+		if strings.Contains(all, "s3cr3t") || strings.Contains(all, "3cr") {
+			t.Errorf("play %s: the password shows:\n%s", path, all)
+		}
+	}
+}

@@ -113,16 +113,35 @@ func redacted(rawURL string) string {
 // whole and dialled. No title id nor token has an '@'; a query or
 // fragment may ("rtsp://HOST:8554/vod/x?from=a@b"): that is no password,
 // with a password before the host too ("rtsp://u:p@HOST/vod/x?from=a@b/c")
-// when a title's path (/vod/..., a node's /s/TOKEN/...) comes before it.
-// Without that path, the query or fragment follows the host the
-// parser saw, text of a password with '@' and '?' or '#' in it
-// ("demo:q@ss?wd@HOST/vod/x" is host "ss"): it spills.
+// when a title's path (/vod/..., a node's /s/TOKEN/...) comes before it,
+// and after any other path ("rtsp://u:p@HOST/x?a=b@c": the server says
+// what is wrong with the path) unless a host and a path follow the '@'
+// ("demo:q@ss/x?wd@HOST/vod/x" is host "ss", path "/x": a password with
+// '@', '/' and '?' in it, before HOST and the title's path). Without a
+// path, the query or fragment follows the host the parser saw, text of
+// a password with '@' and '?' or '#' in it ("demo:q@ss?wd@HOST/vod/x" is
+// host "ss"): it spills.
 func passwordSpills(rawURL string, u *url.URL) bool {
 	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
 		return false
 	}
 	if _, has := u.User.Password(); has {
-		return strings.Contains(u.Path, "@") || !(strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"))
+		switch {
+		case strings.Contains(u.Path, "@") || u.Path == "":
+			return true
+		case strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"):
+			return false
+		}
+		// After another path: a host and a path after the '@' end a
+		// password, the rest is the query's or fragment's own.
+		_, after, ok := strings.Cut(rawURL, "://")
+		if !ok {
+			return true
+		}
+		if i := strings.IndexAny(after, "?#"); i >= 0 {
+			after = after[i:]
+		}
+		return hostThenPath.MatchString(after)
 	}
 	return hidePassword(rawURL) != rawURL
 }

@@ -221,14 +221,14 @@ func TestUnauthorizedHint(t *testing.T) {
 // percent-encode it.
 func TestUnparsablePasswordHidden(t *testing.T) {
 	for raw, secret := range map[string]string{
-		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x":      "qj/kw",
-		"rtsp://demo:q@kj/wz@127.0.0.1:8554/vod/x":    "q@kj/wz",
-		"rtsp://demo:qj%zzkw@127.0.0.1:8554/vod/x":    "qj%zzkw",
-		"rtsp://demo:qj#kw@127.0.0.1:8554/vod/x":      "qj#kw",
-		"rtsp://demo:qj?kw@127.0.0.1:8554/vod/x":      "qj?kw",
-		"rtsp://demo:qj kw@127.0.0.1:8554/vod/x":      "qj kw",
-		"rtsps://demo:qj[kw@127.0.0.1:8322/vod/x":     "qj[kw",
-		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x?a=%z": "qj/kw",
+		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x":          "qj/kw",
+		"rtsp://demo:q@127.0.0.2/wz@127.0.0.1:8554/vod/x": "q@127.0.0.2/wz", // were it dialled: a loopback address, never a name to look up
+		"rtsp://demo:qj%zzkw@127.0.0.1:8554/vod/x":        "qj%zzkw",
+		"rtsp://demo:qj#kw@127.0.0.1:8554/vod/x":          "qj#kw",
+		"rtsp://demo:qj?kw@127.0.0.1:8554/vod/x":          "qj?kw",
+		"rtsp://demo:qj kw@127.0.0.1:8554/vod/x":          "qj kw",
+		"rtsps://demo:qj[kw@127.0.0.1:8322/vod/x":         "qj[kw",
+		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x?a=%z":     "qj/kw",
 	} {
 		res, err := Play(context.Background(), raw, Options{})
 		if err == nil {
@@ -344,6 +344,40 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 		res, err := Play(context.Background(), raw, Options{})
 		if err == nil || strings.Contains(err.Error(), "percent-encode") || res.URL != raw {
 			t.Errorf("%s: %v (result URL %q), want a dial error (a fragment: not supported), the URL shown whole", raw, err, res.URL)
+		}
+	}
+}
+
+// With a password, an '@' in the query after a path that is not a
+// title's ("rtsp://u:p@h:8554/x?a=b@c") was taken for the end of a
+// password to percent-encode: only a title's path (/vod/, /s/) made it
+// the query's own. It is the query's own after any path, the URL shown
+// with its password hidden, unless a host and a path follow it
+// ("demo:q@ss/x?wd@HOST/vod/x": a password with '@', '/' and '?' before
+// HOST and the title's path), which is refused as before, and so is a
+// query with no path before it.
+func TestAtInQueryAfterOtherPath(t *testing.T) {
+	for raw, shown := range map[string]string{
+		"rtsp://u:s3cr3t@h:8554/x?a=b@c":          "rtsp://u:xxxxx@h:8554/x?a=b@c",
+		"rtsp://u:s3cr3t@h/live/x?a=b@c&d=e#f@g":  "rtsp://u:xxxxx@h/live/x?a=b@c&d=e#f@g",
+		"rtsps://u:s3cr3t@[::1]:8322/x#from=a@b":  "rtsps://u:xxxxx@[::1]:8322/x#from=a@b",
+		"rtsp://u:s3cr3t@h:8554/x/y.ts?a=b@c.d/e": "", // '@' then a host and a path: a password's end
+		"rtsp://demo:q@ss/x?wd@127.0.0.1/vod/x":   "",
+		"rtsp://demo:q@ss/x#wd@127.0.0.1/vod/x":   "",
+		"rtsp://u:s3cr3t@h:8554?a=b@c":            "", // no path: the host may be a part of the password
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spills := passwordSpills(raw, u); spills != (shown == "") {
+			t.Errorf("%s: taken for a password that spills: %v, want %v", raw, spills, shown == "")
+		}
+		if shown != "" && Redacted(raw) != shown {
+			t.Errorf("Redacted(%s) = %q, want %q", raw, Redacted(raw), shown)
+		}
+		if r := Redacted(raw); shown == "" && (strings.Contains(r, "s3cr3t") || strings.Contains(r, "q@ss") || strings.Contains(r, "ss/x")) {
+			t.Errorf("Redacted(%s) = %q: the password shows", raw, r)
 		}
 	}
 }
