@@ -118,6 +118,8 @@ func redacted(rawURL string) string {
 // what is wrong with the path) unless a host and a path follow the '@'
 // ("demo:q@ss/x?wd@HOST/vod/x" is host "ss", path "/x": a password with
 // '@', '/' and '?' in it, before HOST and the title's path). Without a
+// path after the '@' either, a host with a port, a dot or brackets
+// ends a password too ("demo:q@ss/x?wd@127.0.0.1:8554"). Without a
 // path, the query or fragment follows the host the parser saw, text of
 // a password with '@' and '?' or '#' in it ("demo:q@ss?wd@HOST/vod/x" is
 // host "ss"): it spills.
@@ -141,7 +143,7 @@ func passwordSpills(rawURL string, u *url.URL) bool {
 		if i := strings.IndexAny(after, "?#"); i >= 0 {
 			after = after[i:]
 		}
-		return hostThenPath.MatchString(after)
+		return hostThenPath.MatchString(after) || hostAtEnd.MatchString(after)
 	}
 	return hidePassword(rawURL) != rawURL
 }
@@ -149,6 +151,15 @@ func passwordSpills(rawURL string, u *url.URL) bool {
 // hostThenPath is an '@' followed by a host (and port) and a '/': where a
 // password ends, before the host and the title's path.
 var hostThenPath = regexp.MustCompile(`@[^/?#@]+/`)
+
+// hostAtEnd is an '@' followed by what reads as a host with no path: a
+// port, a dotted name or address, a bracketed IPv6 address or
+// localhost, then the end, a query or a fragment. A password with '@',
+// '/' and '?' in it, before the host of a URL given without its path
+// ("demo:q@ss/x?wd@127.0.0.1:8554"), ends there: the parser's host
+// ("ss") is a part of it, not to be dialled nor shown. A word alone
+// ("?a=b@c") is the query's own.
+var hostAtEnd = regexp.MustCompile(`@(?:[^/?#@]*[.:\]][^/?#@]*|localhost)(?:[?#]|$)`)
 
 // userinfoAt reports whether an '@' after the authority rawURL's parser
 // sees (up to the first '/', '?' or '#' after "://"; no '@' in it) may

@@ -365,6 +365,14 @@ func TestAtInQueryAfterOtherPath(t *testing.T) {
 		"rtsp://demo:q@ss/x?wd@127.0.0.1/vod/x":   "",
 		"rtsp://demo:q@ss/x#wd@127.0.0.1/vod/x":   "",
 		"rtsp://u:s3cr3t@h:8554?a=b@c":            "", // no path: the host may be a part of the password
+		// A host with a port, a dot, brackets or localhost after the
+		// '@' and no path: the URL given without its path, the
+		// password with '@', '/' and '?' in it.
+		"rtsp://demo:q@ss/x?wd@127.0.0.1:8554":    "",
+		"rtsp://demo:q@ss/x?wd@127.0.0.1":         "",
+		"rtsp://demo:q@ss/x?wd@vod.example.net?a": "",
+		"rtsp://demo:q@ss/x#wd@[::1]:8554":        "",
+		"rtsp://demo:q@ss/x?wd@localhost#f":       "",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {
