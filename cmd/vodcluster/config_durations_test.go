@@ -90,3 +90,19 @@ func TestConfigDurationsInDays(t *testing.T) {
 		}
 	}
 }
+
+// A bare 0 anchored at a duration and used again by its alias for a
+// whole number (session_timeout: &z 0, egress_bps: *z) was taken before
+// yamlcfg; then the duration's 0 was written again as "0s" for both
+// uses: "`0s` is not a whole number", the key not named.
+func TestConfigDurationZeroAliasedAsNumber(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("node:\n  session_timeout: &z 0\n  egress_bps: *z\n  max_sessions: *z\n"), 0o600)
+	c, err := loadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Node.SessionTimeout != 0 || c.Node.EgressBps != 0 {
+		t.Fatalf("node %+v", c.Node)
+	}
+}

@@ -67,6 +67,11 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // and a 0 as a number): top then decodes to the values written.
 func durations(top *yaml.Node, t reflect.Type, o Options) (bad []string, texts DurTexts, rewrote bool) {
 	texts = DurTexts{}
+	// A scalar written once and used again (&z 0, then *z) may be a
+	// duration at one use and a count or a name at another: each use
+	// gets its own copy, so that rewriting the duration's leaves the
+	// others as written.
+	copyAliasedScalars(top)
 	written := map[*yaml.Node]string{} // a scalar's text before it was rewritten (an anchor's, used again)
 	eachValue(top, t, "", func(n, at *yaml.Node, t reflect.Type, path string) {
 		if t != durationType || n.ShortTag() == "!!null" {
@@ -92,4 +97,26 @@ func durations(top *yaml.Node, t reflect.Type, o Options) (bad []string, texts D
 		}
 	})
 	return bad, texts, rewrote
+}
+
+// copyAliasedScalars replaces each alias of a scalar in n (*z of &z 0)
+// by a copy of the scalar at the alias's place (its line and column), so
+// that no scalar stands for two values. Aliases of lists and mappings
+// are left as they are.
+func copyAliasedScalars(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if a := n.Alias; a != nil && a.Kind == yaml.ScalarNode {
+			c := *a
+			c.Anchor, c.Line, c.Column = "", n.Line, n.Column
+			c.HeadComment, c.LineComment, c.FootComment = n.HeadComment, n.LineComment, n.FootComment
+			*n = c
+		}
+		return
+	}
+	for _, c := range n.Content {
+		copyAliasedScalars(c)
+	}
 }

@@ -67,3 +67,42 @@ func TestDecodeNamesKeysByPath(t *testing.T) {
 		}
 	}
 }
+
+// A scalar written once and used again by its alias (&z 0, then *z) is
+// a duration at one use and a count or a name at another: the
+// duration's is read as one (days, a bare 0), the others as written.
+// Before, the duration's rewriting in Go's form showed through the
+// alias: "`0s` is not a whole number", a name "24h0m0s".
+func TestDecodeAliasSharedWithOtherKinds(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want testConf
+	}{
+		{"wait: &z 0\ncount: *z\n", testConf{Count: 0}},
+		{"count: &z 0\nwait: *z\n", testConf{Count: 0}},
+		{"wait: &d 2d\nitems:\n  - {name: *d, hold: *d}\n", testConf{Wait: 48 * time.Hour, Count: 7, Items: []testItem{{Name: "2d", Hold: 48 * time.Hour}}}},
+		{"items:\n  - {name: &d 1d, hold: *d}\n", testConf{Wait: time.Minute, Count: 7, Items: []testItem{{Name: "1d", Hold: 24 * time.Hour}}}},
+	} {
+		v := testConf{Wait: time.Minute, Count: 7}
+		f, err := Decode([]byte(c.yaml), &v, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if v.Wait != c.want.Wait || v.Count != c.want.Count || len(v.Items) != len(c.want.Items) || (len(v.Items) == 1 && v.Items[0] != c.want.Items[0]) {
+			t.Errorf("%q: decoded %+v, want %+v", c.yaml, v, c.want)
+		}
+		if f.Doc == nil {
+			t.Errorf("%q: no document", c.yaml)
+		}
+	}
+	// The alias's line is where its duration is shown.
+	var v testConf
+	f, err := Decode([]byte("count: &z 0\n\nwait: *z\n"), &v, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Durations.Show("wait", "wait", 0); got != "line 3: wait 0" {
+		t.Errorf("shown %q", got)
+	}
+}
