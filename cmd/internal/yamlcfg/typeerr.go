@@ -31,10 +31,17 @@ func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
 	tag, value, into := m[2], m[3], m[4]
 	var msg string
 	switch {
+	case tag == "map" && strings.HasPrefix(into, "[]"):
+		msg = fmt.Sprintf("line %d: a mapping where a list belongs: write its items on lines of their own, each starting with '- '", line)
+		value = ""
 	case tag == "seq" || tag == "map":
 		kind := map[string]string{"seq": "list", "map": "mapping"}[tag]
 		msg = fmt.Sprintf("line %d: a %s where a single value belongs", line, kind)
 		value = ""
+	case strings.HasPrefix(into, "[]") && !strings.Contains(into, ".") || into == "[]time.Duration":
+		msg = fmt.Sprintf("line %d: `%s` is a single value where a list belongs: write [%s], or its items on lines of their own, each starting with '- '", line, value, value)
+	case strings.HasPrefix(into, "[]"): // a list of sections
+		msg = fmt.Sprintf("line %d: `%s` is a single value where a list belongs: write its items on lines of their own, each starting with '- '", line, value)
 	case strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint"):
 		msg = fmt.Sprintf("line %d: `%s` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers)", line, value)
 	case strings.HasPrefix(into, "float"):

@@ -69,7 +69,8 @@ type File struct {
 // "7d", "1d12h", and a bare 0) or too long, quoted as written with its
 // key, a number with a fraction (or out of range) where a whole one
 // belongs, a value of the wrong kind with its key, and YAML syntax
-// errors as the decoder gives them.
+// errors as the decoder gives them; a file that is a list or a single
+// value, not its keys, is refused as such.
 func Decode(b []byte, v any, o Options) (*File, error) {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
@@ -83,6 +84,9 @@ func Decode(b []byte, v any, o Options) (*File, error) {
 	var durBad []string
 	rewrote := false
 	if err := yaml.Unmarshal(b, &top); err == nil {
+		if err := notMapping(&top); err != nil {
+			return nil, err
+		}
 		f.Doc = &top
 		durBad, f.Durations, rewrote = durations(&top, t, o)
 	}
@@ -126,6 +130,32 @@ func Decode(b []byte, v any, o Options) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// notMapping is the error for top, a file's first document, when it is
+// not a mapping of keys (nor empty): a list or a single value, which the
+// decoder named by the configuration's Go type ("cannot unmarshal !!seq
+// into sim.Config"); nil when it is one.
+func notMapping(top *yaml.Node) error {
+	if len(top.Content) == 0 {
+		return nil
+	}
+	n := top.Content[0]
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	var what string
+	switch {
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		return nil
+	case n.Kind == yaml.SequenceNode:
+		what = "a list"
+	case n.Kind == yaml.ScalarNode:
+		what = fmt.Sprintf("the single value `%s`", n.Value)
+	default:
+		return nil // the decoder says what it is
+	}
+	return fmt.Errorf("line %d: the file is %s: it holds keys with their values, one per line (KEY: VALUE), in their sections", top.Content[0].Line, what)
 }
 
 // yamlUnknownField and yamlDuration match the decoder's messages for a

@@ -59,6 +59,15 @@ func TestDecodeNamesKeysByPath(t *testing.T) {
 		{"count: &n lots\nitems:\n  - size: *n\n", "line 1: `lots` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key <count>, and <items[].size> at line 3 by its alias *n)"},
 		{"count: 1\n---\ncount: 2\n", "line 3: a second document (after ---)"},
 		{"cuont: 1\n", "unknown key cuont"},
+		// A single value where a list belongs, a mapping where a list
+		// belongs, and a file that is no mapping of keys: said so, not
+		// "`x` is not a value this key takes", "a mapping where a
+		// single value belongs" nor the Go type of the configuration.
+		{"rates: 5\n", "line 1: `5` is a single value where a list belongs: write [5], or its items on lines of their own, each starting with '- ' (key <rates>)"},
+		{"items: a\n", "line 1: `a` is a single value where a list belongs: write its items on lines of their own, each starting with '- ' (key <items>)"},
+		{"items: {name: a}\n", "line 1: a mapping where a list belongs: write its items on lines of their own, each starting with '- ' (key <items>)"},
+		{"- count: 1\n", "line 1: the file is a list: it holds keys with their values, one per line (KEY: VALUE), in their sections"},
+		{"\n\ncount\n", "line 3: the file is the single value `count`: it holds keys"},
 	} {
 		var v testConf
 		_, err := Decode([]byte(c.yaml), &v, Options{DurationKey: name, Key: name})
