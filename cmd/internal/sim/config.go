@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/lsm"
 	"vodcluster/smm"
@@ -299,8 +300,13 @@ func (c *Config) validate(show func(path string, v time.Duration) string) error 
 		return bad("hourly is all zero")
 	}
 	for _, k := range d.Kinds {
-		if !(k.Share > 0) || k.BitrateBps <= 0 || k.MinLength <= 0 || k.MaxLength < k.MinLength || k.MaxLength > 24*time.Hour {
-			return bad("title kind %q: need share > 0, bitrate_bps > 0, 0 < min_duration <= max_duration <= 24h", k.Name)
+		switch {
+		case k.MinLength <= 0 || k.MinLength > 24*time.Hour:
+			return bad("%s (title kind %q): out of (0, 24h]", show("demand.kinds[].min_duration", k.MinLength), k.Name)
+		case k.MaxLength < k.MinLength || k.MaxLength > 24*time.Hour:
+			return bad("%s (title kind %q): out of [min_duration %s, 24h]", show("demand.kinds[].max_duration", k.MaxLength), k.Name, durflag.Readable(k.MinLength))
+		case !(k.Share > 0) || k.BitrateBps <= 0:
+			return bad("title kind %q: need share > 0 and bitrate_bps > 0", k.Name)
 		}
 		if k.BitrateBps > c.CDP.ChannelBps {
 			return bad("title kind %q: bitrate %d above the cdp channel rate %d: a fill could not keep ahead of playback", k.Name, k.BitrateBps, c.CDP.ChannelBps)

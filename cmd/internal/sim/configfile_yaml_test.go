@@ -57,6 +57,11 @@ func TestConfigFileErrorsAsWritten(t *testing.T) {
 		{"failures:\n  keep_disk: maybe\n", "line 2: `maybe` is not true or false (key failures.keep_disk)"},
 		{"cluster:\n  nodes:\n    - {count: 2, egress_bps: 1G, disk_weight: 1}\n", "line 3: `1G` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key cluster.nodes[].egress_bps)"},
 		{"cluster:\n  nodes:\n    - {count: 2.5, egress_bps: 1000000000, disk_weight: 1}\n", "line 3: cluster.nodes[].count (--nodes) 2.5: want a whole number"},
+		// A title kind's durations: by their line and as written (before,
+		// "title kind \"a\": need share > 0, ... <= 24h", no line, no value).
+		{"demand:\n  kinds:\n    - {name: a, share: 1, bitrate_bps: 1000000, min_duration: 2d, max_duration: 3d}\n", "line 3: demand.kinds[].min_duration 2d (title kind \"a\"): out of (0, 24h]"},
+		{"demand:\n  kinds:\n    - {name: a, share: 1, bitrate_bps: 1000000, min_duration: 1h, max_duration: 1d1s}\n", "line 3: demand.kinds[].max_duration 1d1s (title kind \"a\"): out of [min_duration 1h, 24h]"},
+		{"demand:\n  kinds:\n    - name: a\n      share: 1\n      bitrate_bps: 1000000\n      min_duration: 1h\n      max_duration: 0\n", "line 7: demand.kinds[].max_duration 0 (title kind \"a\"): out of [min_duration 1h, 24h]"},
 		{"demand:\n  subscribers: [1, 2]\n", "line 2: a list where a single value belongs (key demand.subscribers)"},
 	} {
 		os.WriteFile(p, []byte(c.yaml), 0o644)
