@@ -6,6 +6,7 @@ package durflag
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,11 @@ func (v *Value) Set(s string) error {
 func Parse(s string) (time.Duration, error) {
 	days, rest, ok := strings.Cut(s, "d")
 	if !ok {
-		return time.ParseDuration(s)
+		d, err := time.ParseDuration(s)
+		if err != nil && goForm.MatchString(s) { // "10000000000s": written right, too long
+			return 0, tooLong(s)
+		}
+		return d, err
 	}
 	sign := time.Duration(1)
 	if t, neg := strings.CutPrefix(days, "-"); neg {
@@ -67,6 +72,9 @@ func Parse(s string) (time.Duration, error) {
 	d := time.Duration(n) * 24 * time.Hour
 	if rest != "" {
 		r, err := time.ParseDuration(rest)
+		if err != nil && goForm.MatchString(rest) {
+			return 0, tooLong(s)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
 		}
@@ -78,11 +86,16 @@ func Parse(s string) (time.Duration, error) {
 	return sign * d, nil
 }
 
-// ErrTooLong is what Parse's error for days past what a time.Duration
-// holds is (errors.Is): its text names the limit, "at most 106751 days".
+// goForm matches what time.ParseDuration reads when the duration fits
+// in a time.Duration: a sign, then numbers each with its unit. Text of
+// that form it refuses is too long ("10000000000s").
+var goForm = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+// ErrTooLong is what Parse's error for a duration past what a
+// time.Duration holds ("106752d", "10000000000s") is (errors.Is): its text names the limit, "at most 106751 days".
 var ErrTooLong = fmt.Errorf("at most %d days", maxDays)
 
-// tooLong is Parse's error for s, days past what a time.Duration holds:
+// tooLong is Parse's error for s, past what a time.Duration holds:
 // `"106752d": at most 106751 days`.
 func tooLong(s string) error { return fmt.Errorf("%q: %w", s, ErrTooLong) }
 

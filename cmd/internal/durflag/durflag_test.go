@@ -38,7 +38,9 @@ func TestValue(t *testing.T) {
 // limit named, however many digits it has: past 2^32 days (and past
 // 2^64) it was "want a duration such as 90s ...", as if malformed.
 func TestTooManyDays(t *testing.T) {
-	for _, in := range []string{"106752d", "4294967296d", "999999999999d", "99999999999999999999999d", "-999999999999d", "999999999999d1h"} {
+	for _, in := range []string{"106752d", "4294967296d", "999999999999d", "99999999999999999999999d", "-999999999999d", "999999999999d1h",
+		// Go's form, written right but too long: not "invalid duration".
+		"10000000000s", "-2562048h", "9223372036854775808ns", "1d2562048h", "99999999999999999999m1s"} {
 		var v Value
 		if err := v.Set(in); err == nil || !strings.Contains(err.Error(), "at most 106751 days") || !strings.Contains(err.Error(), in) {
 			t.Errorf("%q: %v, want it quoted and \"at most 106751 days\"", in, err)
@@ -47,8 +49,13 @@ func TestTooManyDays(t *testing.T) {
 			t.Errorf("Parse(%q): %v, want ErrTooLong (the configuration's message says so)", in, err)
 		}
 	}
-	if _, err := Parse("1x"); errors.Is(err, ErrTooLong) {
-		t.Errorf("Parse(1x): %v is ErrTooLong", err)
+	for _, in := range []string{"1x", "10000000000", "1d10000000000", "1.2.3s", "s", ".s", "1h-1m"} {
+		if _, err := Parse(in); err == nil || errors.Is(err, ErrTooLong) {
+			t.Errorf("Parse(%s): %v, want an error that is not ErrTooLong", in, err)
+		}
+	}
+	if d, err := Parse("2562047h"); err != nil || d != 2562047*time.Hour {
+		t.Errorf("Parse(2562047h) = %v, %v", d, err)
 	}
 }
 
