@@ -2,7 +2,9 @@ package yamlcfg
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,8 +31,19 @@ func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
 	}
 	line, _ := strconv.Atoi(m[1])
 	tag, value, into := m[2], m[3], m[4]
-	var msg string
+	if v, ok := untruncated(doc, line, value); ok {
+		value = v
+	}
+	var msg, rng string
 	switch {
+	case (strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint")) && outOfRange(tag, value):
+		// As fractionalInts says a float out of range, with the key first.
+		rng = intRange(into)
+		msg = fmt.Sprintf("line %d: %s: out of range (a whole number %s)", line, value, rng)
+	case (strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint") || strings.HasPrefix(into, "float")) && tag == "str" && resolvesTo(value, "!!int", "!!float"):
+		msg = fmt.Sprintf("line %d: `%s` is quoted, a text: write the number without quotes", line, value)
+	case into == "bool" && tag == "str" && resolvesTo(value, "!!bool"):
+		msg = fmt.Sprintf("line %d: `%s` is quoted, a text: write true or false without quotes", line, value)
 	case tag == "map" && strings.HasPrefix(into, "[]"):
 		msg = fmt.Sprintf("line %d: a mapping where a list belongs: write its items on lines of their own, each starting with '- '", line)
 		value = ""
@@ -55,7 +68,11 @@ func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
 		key := o.key(path)
 		// An alias (*name) of the value is reported at the anchor's
 		// line: its keys are named too.
-		if uses := aliasUses(doc, "", v, o); len(uses) > 0 {
+		uses := aliasUses(doc, "", v, o)
+		if rng != "" && len(uses) == 0 {
+			return fmt.Sprintf("line %d: %s %s: out of range (a whole number %s)", line, key, value, rng), true
+		}
+		if len(uses) > 0 {
 			key += ", and " + strings.Join(uses, ", ") + " by its alias *" + v.Anchor
 		}
 		msg += " (key " + key + ")"
@@ -151,4 +168,76 @@ func aliasUses(n *yaml.Node, path string, v *yaml.Node, o Options) []string {
 		}
 	}
 	return out
+}
+
+// untruncated returns the whole text of the scalar at line in doc that
+// value, as the decoder quotes it, begins: the decoder cuts a value
+// longer than 10 characters to its first 7 and "..." ("1000000..." of
+// "10000000kbit"), which is not the value as written and, not found
+// as it is, would leave its key unnamed. ok is false when value is not
+// cut or no single scalar at line begins so.
+func untruncated(doc *yaml.Node, line int, value string) (string, bool) {
+	prefix, cut := strings.CutSuffix(value, "...")
+	if !cut || len(value) != 10 {
+		return "", false
+	}
+	var found []string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && n.Line == line && len(n.Value) > 10 && strings.HasPrefix(n.Value, prefix) && !slices.Contains(found, n.Value) {
+			found = append(found, n.Value)
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if len(found) != 1 {
+		return "", false
+	}
+	return found[0], true
+}
+
+// outOfRange reports whether value, the text of a scalar with YAML tag
+// tag the decoder could not put into a whole number, is a whole number
+// it could not hold: a YAML int (too big, or negative for an unsigned
+// one), or a whole float ("1e30", ".inf"); not a fraction nor a word.
+func outOfRange(tag, value string) bool {
+	switch tag {
+	case "int":
+		return true
+	case "float":
+		v, err := strconv.ParseFloat(strings.ReplaceAll(value, "_", ""), 64)
+		if err != nil {
+			return strings.EqualFold(strings.TrimLeft(value, "+-"), ".inf")
+		}
+		return v == math.Trunc(v)
+	}
+	return false
+}
+
+// intRange is the range of whole numbers of the Go type into ("int64",
+// "uint16"): "from -9223372036854775808 to 9223372036854775807".
+func intRange(into string) string {
+	unsigned := strings.HasPrefix(into, "uint")
+	bits, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(into, "u"), "int"))
+	if err != nil {
+		bits = strconv.IntSize // int, uint
+	}
+	if unsigned {
+		return fmt.Sprintf("from 0 to %d", uint64(1)<<(bits-1)<<1-1)
+	}
+	return fmt.Sprintf("from %d to %d", int64(-1)<<(bits-1), uint64(1)<<(bits-1)-1)
+}
+
+// resolvesTo reports whether value, unquoted, reads as a YAML scalar of
+// one of tags ("!!int" for "8", "1_000", "0x1f"; "!!bool" for "true"):
+// quoted, it was a text, which is what the decoder refused.
+func resolvesTo(value string, tags ...string) bool {
+	var n yaml.Node
+	return yaml.Unmarshal([]byte(value), &n) == nil && len(n.Content) == 1 &&
+		n.Content[0].Kind == yaml.ScalarNode && slices.Contains(tags, n.Content[0].ShortTag())
 }

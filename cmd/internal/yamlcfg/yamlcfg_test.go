@@ -12,6 +12,8 @@ type testConf struct {
 	Count int            `yaml:"count"`
 	Items []testItem     `yaml:"items"`
 	Rates []float64      `yaml:"rates"`
+	Uns   uint16         `yaml:"uns"`
+	Flag  bool           `yaml:"flag"`
 }
 
 type testItem struct {
@@ -59,6 +61,18 @@ func TestDecodeNamesKeysByPath(t *testing.T) {
 		{"count: &n lots\nitems:\n  - size: *n\n", "line 1: `lots` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key <count>, and <items[].size> at line 3 by its alias *n)"},
 		{"count: 1\n---\ncount: 2\n", "line 3: a second document (after ---)"},
 		{"cuont: 1\n", "unknown key cuont"},
+		// A whole number out of range (as fractionalInts says a float
+		// out of range), quoted, or longer than the decoder quotes: said
+		// so, whole, with its key (before: "`-1` is not a whole number",
+		// "`1000000...`" and no key).
+		{"items:\n  - {size: 99999999999999999999}\n", "line 2: <items[].size> 99999999999999999999: out of range (a whole number from -9223372036854775808 to 9223372036854775807)"},
+		{"uns: -1\n", "line 1: <uns> -1: out of range (a whole number from 0 to 65535)"},
+		{"count: 1e30\n", "line 1: <count> 1e30: out of range (a whole number from -9223372036854775808 to 9223372036854775807)"},
+		{"count: -.inf\n", "line 1: <count> -.inf: out of range (a whole number from -9223372036854775808"},
+		{"count: \"8\"\n", "line 1: `8` is quoted, a text: write the number without quotes (key <count>)"},
+		{"flag: 'true'\n", "line 1: `true` is quoted, a text: write true or false without quotes (key <flag>)"},
+		{"rates: ['1.5']\n", "line 1: `1.5` is quoted, a text: write the number without quotes (key <rates>)"},
+		{"items:\n  - {size: 10000000kbit}\n", "line 2: `10000000kbit` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key <items[].size>)"},
 		// A single value where a list belongs, a mapping where a list
 		// belongs, and a file that is no mapping of keys: said so, not
 		// "`x` is not a value this key takes", "a mapping where a
