@@ -1,11 +1,3 @@
-// Package yamlcfg reads the YAML configuration files of the commands
-// (vodcluster manager, node and cdp --config, vodcluster sim --config)
-// the same way: strictly (unknown keys and a second document are
-// errors), with durations written as the duration flags take them (Go's
-// form, or whole days: "7d", "1d12h") and quoted as written at their
-// line in errors, whole numbers refused with a fraction, and a value of
-// the wrong kind named by its key rather than by the Go type it could
-// not go into.
 package yamlcfg
 
 import (
