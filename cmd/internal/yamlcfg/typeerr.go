@@ -3,6 +3,7 @@ package yamlcfg
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,9 +23,11 @@ var yamlCannot = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: 
 // the key the value is written under (named by o.Key), looked up in doc,
 // the file's parsed document: "line 12: `20M` is not a whole number:
 // write digits alone, without a unit or suffix (key egress_bps)". ok is
-// false for a message of another form, left as it is. A duration's
-// scalar is not seen here: durations reads it and names its key.
-func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
+// false for a message of another form, left as it is. t, the
+// configuration's type, tells a section (a struct) from a single value.
+// A duration's scalar is not seen here: durations reads it and names
+// its key.
+func typeErrorInWords(e string, doc *yaml.Node, t reflect.Type, o Options) (string, bool) {
 	m := yamlCannot.FindStringSubmatch(e)
 	if m == nil {
 		return "", false
@@ -34,8 +37,29 @@ func typeErrorInWords(e string, doc *yaml.Node, o Options) (string, bool) {
 	if v, ok := untruncated(doc, line, value); ok {
 		value = v
 	}
+	lookup := value
+	if tag == "seq" || tag == "map" {
+		lookup = ""
+	}
+	path, _ := keyAtLine(doc, "", line, lookup)
+	var at reflect.Type // the value's type: a list's item's for a list's path
+	if path != "" {
+		at = typeAt(t, path)
+	}
+	if at != nil && (at.Kind() == reflect.Slice || at.Kind() == reflect.Array) && !strings.HasPrefix(into, "[]") {
+		at = at.Elem()
+		for at.Kind() == reflect.Pointer {
+			at = at.Elem()
+		}
+	}
+	section := at != nil && at.Kind() == reflect.Struct
 	var msg, rng string
 	switch {
+	case section && tag == "seq":
+		msg = fmt.Sprintf("line %d: a list where a section belongs: its keys go under it, one per line (KEY: VALUE)", line)
+		value = ""
+	case section && tag != "map":
+		msg = fmt.Sprintf("line %d: `%s` is a single value where a section belongs: its keys go under it, one per line (KEY: VALUE)", line, value)
 	case (strings.HasPrefix(into, "int") || strings.HasPrefix(into, "uint")) && outOfRange(tag, value):
 		// As fractionalInts says a float out of range, with the key first.
 		rng = intRange(into)
@@ -240,4 +264,42 @@ func resolvesTo(value string, tags ...string) bool {
 	var n yaml.Node
 	return yaml.Unmarshal([]byte(value), &n) == nil && len(n.Content) == 1 &&
 		n.Content[0].Kind == yaml.ScalarNode && slices.Contains(tags, n.Content[0].ShortTag())
+}
+
+// typeAt returns the Go type (not a pointer) of the value at path in a
+// configuration of type t (path as Options has it: "cluster.nodes[].count",
+// "cdp"); nil when t has no such key.
+func typeAt(t reflect.Type, path string) reflect.Type {
+	for _, k := range strings.Split(path, ".") {
+		name, _, _ := strings.Cut(k, "[]")
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		var next reflect.Type
+		for i := 0; i < t.NumField(); i++ {
+			if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); t.Field(i).IsExported() && tag == name {
+				next = t.Field(i).Type
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		t = next
+		for range strings.Count(k, "[]") {
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+				return nil
+			}
+			t = t.Elem()
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
 }

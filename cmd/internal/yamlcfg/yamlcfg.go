@@ -85,7 +85,7 @@ func Decode(b []byte, v any, o Options) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		if err := readableError(err, b, o); err != nil {
+		if err := readableError(err, b, t, o); err != nil {
 			if len(durBad) > 0 {
 				err = fmt.Errorf("%w; %s", err, strings.Join(durBad, "; "))
 			}
@@ -97,7 +97,7 @@ func Decode(b []byte, v any, o Options) (*File, error) {
 	}
 	if rewrote { // a duration in days or a bare 0: the decoder left it as it was
 		if err := top.Decode(v); err != nil {
-			if err := readableError(err, b, o); err != nil {
+			if err := readableError(err, b, t, o); err != nil {
 				return nil, err
 			}
 		}
@@ -166,7 +166,7 @@ var (
 // all. A value of the wrong kind (`20M` for bit/s, `yes please` for a
 // bool) is named with its key, looked up in b, the file's text
 // (typeErrorInWords). Other errors are returned as they are.
-func readableError(err error, b []byte, o Options) error {
+func readableError(err error, b []byte, t reflect.Type, o Options) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return err
@@ -178,7 +178,7 @@ func readableError(err error, b []byte, o Options) error {
 		if yamlDuration.MatchString(e) {
 			continue // durations' (a bare 0: none)
 		}
-		if w, ok := typeErrorInWords(e, &doc, o); ok {
+		if w, ok := typeErrorInWords(e, &doc, t, o); ok {
 			if !slices.Contains(lines, w) { // an alias's: at its anchor's line, said once
 				lines = append(lines, w)
 			}

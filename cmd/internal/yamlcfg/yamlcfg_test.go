@@ -14,6 +14,7 @@ type testConf struct {
 	Rates []float64      `yaml:"rates"`
 	Uns   uint16         `yaml:"uns"`
 	Flag  bool           `yaml:"flag"`
+	Sub   *testItem      `yaml:"sub"`
 }
 
 type testItem struct {
@@ -70,6 +71,12 @@ func TestDecodeNamesKeysByPath(t *testing.T) {
 		{"count: 1e30\n", "line 1: <count> 1e30: out of range (a whole number from -9223372036854775808 to 9223372036854775807)"},
 		{"count: -.inf\n", "line 1: <count> -.inf: out of range (a whole number from -9223372036854775808"},
 		{"count: \"8\"\n", "line 1: `8` is quoted, a text: write the number without quotes (key <count>)"},
+		// A list or a single value where a section belongs (before: "a
+		// list where a single value belongs", "`5` is not a value this
+		// key takes").
+		{"sub: [1, 2]\n", "line 1: a list where a section belongs: its keys go under it, one per line (KEY: VALUE) (key <sub>)"},
+		{"sub: 5\n", "line 1: `5` is a single value where a section belongs: its keys go under it, one per line (KEY: VALUE) (key <sub>)"},
+		{"items:\n  - 5\n", "line 2: `5` is a single value where a section belongs: its keys go under it, one per line (KEY: VALUE) (key <items>)"},
 		{"flag: 'true'\n", "line 1: `true` is quoted, a text: write true or false without quotes (key <flag>)"},
 		{"rates: ['1.5']\n", "line 1: `1.5` is quoted, a text: write the number without quotes (key <rates>)"},
 		{"items:\n  - {size: 10000000kbit}\n", "line 2: `10000000kbit` is not a whole number: write digits alone, without a unit or suffix (bit/s, bytes and counts are integers) (key <items[].size>)"},
