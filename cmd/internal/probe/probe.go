@@ -166,7 +166,8 @@ var hostAtEnd = regexp.MustCompile(`@(?:[^/?#@]*[.:\]][^/?#@]*|localhost)(?:[?#]
 // end a password that has one of those characters in it: an '@' before
 // the next '?' or '#' after that one ("demo:93/kw@HOST", "demo:93?kw@HOST",
 // "demo:93#kw@HOST"), or one followed by a host and a path
-// ("demo:93/k?w@HOST/vod/x"). An '@' in a query or fragment after the
+// ("demo:93/k?w@HOST/vod/x"), or, with no path, by a host alone
+// (hostAtEnd: "demo:qj##kw@HOST:8554"). An '@' in a query or fragment after the
 // path otherwise is the query's or fragment's own
 // ("HOST:8554/vod/x?from=a@b", "HOST/vod/x#a@b"). Without "://": true.
 func userinfoAt(rawURL string) bool {
@@ -183,7 +184,10 @@ func userinfoAt(rawURL string) bool {
 	if j := strings.IndexAny(after, "?#"); j >= 0 {
 		first = after[:j]
 	}
-	return strings.Contains(first, "@") || hostThenPath.MatchString(after)
+	// With no path ('?' or '#' right after the parser's authority), an
+	// '@' then a host at the end ends a password with two of '?' or '#'
+	// in it ("demo:qj##kw@HOST:8554"): there is no query of a path to own it.
+	return strings.Contains(first, "@") || hostThenPath.MatchString(after) || rest[i] != '/' && hostAtEnd.MatchString(after)
 }
 
 // badPassword says what to do about a password that a URL cannot carry

@@ -229,6 +229,11 @@ func TestUnparsablePasswordHidden(t *testing.T) {
 		"rtsp://demo:qj kw@127.0.0.1:8554/vod/x":          "qj kw",
 		"rtsps://demo:qj[kw@127.0.0.1:8322/vod/x":         "qj[kw",
 		"rtsp://demo:qj/kw@127.0.0.1:8554/vod/x?a=%z":     "qj/kw",
+		// Two of '?' or '#' and no path: shown whole before.
+		"rtsp://demo:qj##kw@127.0.0.1:8554":      "qj##kw",
+		"rtsp://demo:qj??kw@127.0.0.1:8554":      "qj??kw",
+		"rtsp://demo:qj#?#kw@127.0.0.1:8554":     "qj#?#kw",
+		"rtsp://demo:qj?x#kw@127.0.0.1:8554?a=b": "qj?x#kw",
 	} {
 		res, err := Play(context.Background(), raw, Options{})
 		if err == nil {
