@@ -132,7 +132,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	// the stored setting cannot come in between.
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
 	defer cancel()
 	m.mu.Lock()
 	_, known := m.nodeSettings[id]
@@ -147,7 +147,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	if !registered && !known {
 		stored, err := m.readNodeSettings(ctx, false)
 		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, storeMsg(err))
+			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, m.adminStoreMsg(ctx, err))
 		}
 		if _, ok := stored[id]; !ok {
 			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
@@ -198,7 +198,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 		if m.lead != nil {
 			lost = "a manager restart, a takeover or the node's next registration forgets it (each reads the stored setting)"
 		}
-		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, storeMsg(err), lost)
+		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, m.adminStoreMsg(ctx, err), lost)
 	}
 	return info, nil
 }
@@ -240,11 +240,11 @@ func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error)
 		return storedNodeInfo(id, st), nil
 	}
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, adminStoreWait)
 	defer cancel()
 	stored, err := m.readNodeSettings(ctx, false)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, storeMsg(err))
+		return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, m.adminStoreMsg(ctx, err))
 	}
 	st, ok := stored[id]
 	if !ok {
@@ -361,11 +361,11 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	info := m.policyInfoLocked()
 	m.mu.Unlock()
 	m.kickPump()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
 	defer cancel()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
-		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), storeMsg(err))
+		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), m.adminStoreMsg(ctx, err))
 	}
 	return info, nil
 }

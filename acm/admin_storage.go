@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -459,10 +458,10 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if !changed {
 		return &pb.PlacementAck{NodeId: node, TitleId: title, Message: "already pinned"}, nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
+	defer cancel()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = m.st.PutState(ctx, statePins, blob)
-		cancel()
 	}
 	if err != nil {
 		m.mu.Lock()
@@ -478,7 +477,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		}
 		m.mu.Unlock()
 		m.log.Error("store: pin change not persisted, undone", "title", title, "node", node, "pin", pin, "err", err)
-		return nil, status.Errorf(codes.Unavailable, "pin not %s: %s", verb, storeMsg(err))
+		return nil, status.Errorf(codes.Unavailable, "pin not %s: %s", verb, m.adminStoreMsg(ctx, err))
 	}
 	m.log.Info("pin changed by operator", "title", title, "where", where, "pin", pin)
 	m.mu.Lock()

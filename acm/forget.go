@@ -67,11 +67,11 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	defer m.pinsMu.Unlock()
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
 	defer cancel()
 	st, err := m.readStoredNodeState(ctx)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (%s)", id, storeMsg(err))
+		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (%s)", id, m.adminStoreMsg(ctx, err))
 	}
 
 	out := &pb.ForgetNodeResponse{NodeId: id}

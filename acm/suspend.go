@@ -220,12 +220,14 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	}
 	blob, err := json.Marshal(next)
 	if err == nil {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = m.st.PutState(sctx, stateSuspensions, blob)
+		sctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		if err = m.st.PutState(sctx, stateSuspensions, blob); err != nil {
+			err = errors.New(m.adminStoreMsg(sctx, err))
+		}
 		cancel()
 	}
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "suspension not changed: %s", storeMsg(err))
+		return nil, status.Errorf(codes.Unavailable, "suspension not changed: %v", err)
 	}
 	m.mu.Lock()
 	m.suspended = next
@@ -251,12 +253,6 @@ func (m *Manager) userUnknown(ctx context.Context, user string) bool {
 	return errors.Is(err, boss.ErrUnknownUser)
 }
 
-// standbyListRead bounds a standby's read of the stored suspensions for
-// ListSuspensions: well under vodctl's default --timeout (10 s), so that
-// a store that does not answer is reported as such (UNAVAILABLE), not as
-// vodctl's own deadline passing.
-const standbyListRead = 5 * time.Second
-
 // ListSuspensions implements pb.AdminServer: the suspensions in force, by
 // user, each with user_unknown when the users file (the BOSS) does not
 // know its name: the list showed a misspelt name as any other, the
@@ -267,11 +263,10 @@ const standbyListRead = 5 * time.Second
 func (a *admin) ListSuspensions(ctx context.Context, _ *pb.ListSuspensionsRequest) (*pb.ListSuspensionsResponse, error) {
 	m := a.m
 	if m.lead != nil && !m.Leader() {
-		rctx, cancel := context.WithTimeout(ctx, standbyListRead)
-		err := m.reloadSuspensions(rctx)
-		cancel()
-		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "suspensions not read: %s", storeMsg(err))
+		rctx, cancel := context.WithTimeout(ctx, adminStoreWait)
+		defer cancel()
+		if err := m.reloadSuspensions(rctx); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "suspensions not read: %s", m.adminStoreMsg(rctx, err))
 		}
 	}
 	now := m.now()

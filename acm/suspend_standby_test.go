@@ -230,7 +230,7 @@ func TestStandbyKeepsSuspensionsOverMalformedEntry(t *testing.T) {
 // to 10 s, vodctl's own default --timeout, so the operator got
 // "DeadlineExceeded ... no answer within --timeout 10s" instead of the
 // answer saying the store does not answer. The read is now bounded well
-// under it (standbyListRead): UNAVAILABLE "suspensions not read".
+// under it (adminStoreWait): UNAVAILABLE "suspensions not read".
 func TestStandbyListSuspensionsRedisStalled(t *testing.T) {
 	open, srv := sharedRedis(t)
 	_, b := activeAndStandby(t, open, testTitles, nil)

@@ -1,0 +1,46 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// adminStoreWait bounds the store work of an operator's call (Admin): a
+// standby's read of the stored suspensions for ListSuspensions, and the
+// reads and writes of a suspension, a node's setting, a forget, a pin or
+// a policy. Well under vodctl's default --timeout (10 s), so that a
+// store that does not answer is reported as such (UNAVAILABLE,
+// adminStoreMsg), not as vodctl's own deadline passing.
+const adminStoreWait = 5 * time.Second
+
+// adminStoreMsg is storeMsg for the error of an operator's call's store
+// work, ctx its bound (adminStoreWait): when that bound passed, or the
+// store's client gave up reading at it (a network timeout: go-redis
+// reads up to the call's deadline), it says that the store did not
+// answer within it, naming the store.
+func (m *Manager) adminStoreMsg(ctx context.Context, err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Sprintf("%s did not answer within %v: try again", m.storeName(), adminStoreWait)
+	}
+	return storeMsg(err)
+}
+
+// storeName names the manager's store for an operator's message: "the
+// store (Redis)" or "the store (badger)".
+func (m *Manager) storeName() string {
+	switch m.st.(type) {
+	case *store.Redis:
+		return "the store (Redis)"
+	case *store.Badger:
+		return "the store (badger)"
+	}
+	return "the store"
+}
