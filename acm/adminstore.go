@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"vodcluster/acm/store"
@@ -25,6 +26,9 @@ const adminStoreWait = 5 * time.Second
 // reads up to the call's deadline), it says that the store did not
 // answer within it, naming the store.
 func (m *Manager) adminStoreMsg(ctx context.Context, err error) string {
+	if errors.Is(err, errOpBusy) {
+		return fmt.Sprintf("another operator's change or reload held the operator's settings throughout %v, waiting for %s: try again", adminStoreWait, m.storeName())
+	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
 		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
@@ -43,4 +47,34 @@ func (m *Manager) storeName() string {
 		return "the store (badger)"
 	}
 	return "the store"
+}
+
+// errOpBusy is the error of a wait for opMu that its bound ended: an
+// operator's change or a reload held it (waiting for the store).
+var errOpBusy = errors.New("the operator's settings held by another change or reload")
+
+// lockCtx locks mu, waiting at most until ctx is done: then it returns
+// ctx's error and mu stays with whoever holds it (a goroutine left
+// behind takes it when it is free and unlocks it again). A caller that
+// waits for the store under its own bound waits no longer behind a
+// holder that waits for the store too.
+func lockCtx(ctx context.Context, mu *sync.Mutex) error {
+	if mu.TryLock() {
+		return nil
+	}
+	got := make(chan struct{})
+	go func() {
+		mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			mu.Unlock()
+		}()
+		return ctx.Err()
+	}
 }

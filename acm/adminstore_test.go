@@ -2,7 +2,9 @@ package acm
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +73,51 @@ func TestAdminWritesRedisStalled(t *testing.T) {
 			t.Errorf("%s, Redis stalled, within vodctl's 10s (took %v): %v; want UNAVAILABLE 'the store (Redis) did not answer within 5s: try again'", c.name, took.Round(time.Millisecond), err)
 		}
 	}
+}
+
+// TestStandbyListSuspensionsOpLockHeld: vodctl suspensions against the
+// standby while the operator's settings (opMu) are held, as by a node's
+// setting changed on the standby or a registration's reload, each
+// waiting for a stalled store. The standby waited for the lock without a
+// bound before its 5 s read, so vodctl ended in its own DeadlineExceeded
+// after 10 s. The wait is now bounded by the same deadline: UNAVAILABLE
+// saying the settings were held throughout it; with the lock free again,
+// the list is read.
+func TestStandbyListSuspensionsOpLockHeld(t *testing.T) {
+	open, _ := sharedRedis(t)
+	_, b := activeAndStandby(t, open, testTitles, nil)
+	b.m.opMu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // vodctl's default --timeout
+	defer cancel()
+	_, err := b.admin.ListSuspensions(ctx, &pb.ListSuspensionsRequest{})
+	b.m.opMu.Unlock()
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "held the operator's settings throughout 5s") {
+		t.Fatalf("ListSuspensions on the standby, opMu held, within vodctl's 10s: %v; want UNAVAILABLE 'held the operator's settings throughout 5s'", err)
+	}
+	if _, err := b.admin.ListSuspensions(context.Background(), &pb.ListSuspensionsRequest{}); err != nil {
+		t.Fatalf("ListSuspensions on the standby, opMu free again: %v", err)
+	}
+}
+
+// TestLockCtx: lockCtx takes a free mutex at once; on a held one it
+// returns the context's error when it ends, and leaves the mutex to its
+// holder, free once the holder unlocks it (the goroutine it left behind
+// takes and releases it).
+func TestLockCtx(t *testing.T) {
+	var mu sync.Mutex
+	if err := lockCtx(context.Background(), &mu); err != nil {
+		t.Fatalf("free mutex: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- lockCtx(ctx, &mu) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("held mutex, context cancelled: %v; want context.Canceled", err)
+	}
+	mu.Unlock()
+	if err := lockCtx(context.Background(), &mu); err != nil {
+		t.Fatalf("mutex released by its holder: %v", err)
+	}
+	mu.Unlock()
 }

@@ -74,9 +74,15 @@ func (m *Manager) readSuspensionsStrict(ctx context.Context, now time.Time, stri
 // active manager's, on a shared store): on a standby, at a node's
 // registration (its front door admits from then on) and for
 // ListSuspensions, which otherwise gave those of the standby's start.
-// Errors: the store fails.
+// Its wait for opMu (held by an operator's change or another reload,
+// each waiting for the store) ends with ctx too (lockCtx): a standby's
+// ListSuspensions waited for it without a bound before its own read of
+// the store. Errors: the store fails; errOpBusy wrapping ctx's error
+// when it ends first.
 func (m *Manager) reloadSuspensions(ctx context.Context) error {
-	m.opMu.Lock()
+	if err := lockCtx(ctx, &m.opMu); err != nil {
+		return fmt.Errorf("%w: %w", errOpBusy, err)
+	}
 	defer m.opMu.Unlock()
 	return m.reloadSuspensionsOpLocked(ctx, false)
 }
