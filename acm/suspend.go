@@ -101,7 +101,8 @@ func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context, strict bool) er
 	return nil
 }
 
-// refreshSuspensions, on a standby, re-reads the stored suspensions at
+// refreshSuspensions, on a standby (or a manager that lost the planner
+// lock: each log line says which, lockRole), re-reads the stored suspensions at
 // each try at the planner lock (every third of LeaderTTL; leader.standing):
 // its front door applied only those of the last node's registration, so a
 // subscriber suspended on the active manager since was admitted here
@@ -139,14 +140,28 @@ func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
 	if m.suspStale.Swap(state) == state {
 		return // logged when it became so
 	}
+	role := m.lockRole()
 	switch state {
 	case suspMalformed:
-		m.log.Error("standby: stored suspensions malformed; those read last stay in force until the active manager writes them again", "err", err)
+		m.log.Error(role+": stored suspensions malformed; those read last stay in force until the active manager writes them again", "err", err)
 	case suspUnanswered:
-		m.log.Warn("standby: suspensions not re-read from the store; those read last stay in force until it answers", "err", err)
+		m.log.Warn(role+": suspensions not re-read from the store; those read last stay in force until it answers", "err", err)
 	default:
-		m.log.Info("standby: suspensions re-read from the store")
+		m.log.Info(role + ": suspensions re-read from the store")
 	}
+}
+
+// lockRole says, for a log line of refreshSuspensions, why this manager
+// does not hold the planner lock: "standby" when another manager holds it
+// (its last try found the key another's, or it gave the lock back to the
+// manager the nodes report to), "planner lock not held" otherwise: an
+// active manager that lost the lock while the store did not answer, or
+// had its renewal refused, is no standby (it logged "standby:" alike).
+func (m *Manager) lockRole() string {
+	if m.lead != nil && m.lead.other.Load() {
+		return "standby"
+	}
+	return "planner lock not held"
 }
 
 // The outcomes of a standby's last re-read of the stored suspensions

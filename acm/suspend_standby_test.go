@@ -118,7 +118,8 @@ func TestStandbyListsSaySo(t *testing.T) {
 // reaches it alike: the standby re-reads the stored suspensions at each
 // try at the lock. It applied only those of the node's registration. When
 // Redis stops answering, the standby says so and keeps refusing the
-// subscriber it last read suspended.
+// subscriber it last read suspended; the active manager, which loses the
+// lock then, says so without calling itself a standby.
 func TestStandbyRereadsSuspensions(t *testing.T) {
 	open, srv := sharedRedis(t)
 	var logs [2]logtest.Buffer // the active manager's, the standby's
@@ -159,6 +160,13 @@ func TestStandbyRereadsSuspensions(t *testing.T) {
 	srv.Pause(t)
 	const said = "standby: suspensions not re-read from the store"
 	waitFor(t, 10*time.Second, "the standby to log that the store does not answer", func() bool { return strings.Contains(log.String(), said) })
+	// The active manager lost the planner lock in the same stall: no
+	// standby, its line said "standby:" all the same.
+	const lost = "planner lock not held: suspensions not re-read from the store"
+	waitFor(t, 10*time.Second, "the manager that lost the lock to log that the store does not answer", func() bool { return strings.Contains(logs[0].String(), lost) })
+	if strings.Contains(logs[0].String(), "standby:") {
+		t.Fatalf("the manager that lost the planner lock in the stall logged as a standby:\n%s", logs[0].String())
+	}
 	if !suspended() {
 		t.Fatal("the standby dropped the suspension it read when the store stopped answering")
 	}
