@@ -98,6 +98,7 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // manager started but with a stored setting can be changed too (applied
 // when it registers); the answer for it is that stored setting
 // (weight_stored: whether a weight is stored, a stored 0 included).
+// Each answer has standby set on a manager without the planner lock.
 // NOT_FOUND for a node neither registered nor with a stored setting,
 // INVALID_ARGUMENT for a weight out of 0..lsm.MaxWeight or an overload
 // threshold out of [the scheduler's normal limit, 1] (0 = none:
@@ -126,7 +127,11 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 		return nil, status.Errorf(codes.InvalidArgument, "node id %q: want 1-128 of [A-Za-z0-9._-]", clip(id))
 	}
 	if req.Weight == nil && req.Draining == nil && req.Overload == nil {
-		return m.showNode(ctx, id)
+		info, err := m.showNode(ctx, id)
+		if info != nil {
+			info.Standby = m.standby()
+		}
+		return info, err
 	}
 	// opMu through the change and its write: a registration's reload of
 	// the stored setting cannot come in between.
@@ -200,6 +205,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 		}
 		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, m.adminStoreMsg(ctx, err), lost)
 	}
+	info.Standby = m.standby()
 	return info, nil
 }
 

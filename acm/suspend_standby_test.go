@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/lsm"
 	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -55,14 +56,20 @@ func TestStandbyKeepsTheActiveManagersSuspensions(t *testing.T) {
 // ListNodes, ListFills, ListPlacement and GetPolicy): `vodctl sessions`
 // against it printed an empty table with nothing to tell it from a
 // cluster without a viewer, `vodctl placement` no copy anywhere, `vodctl
-// policy` a storage planner that never planned. The active manager's do
-// not. A node filter naming a node registered with the active manager
+// policy` a storage planner that never planned; so does SetNode's answer
+// (NodeInfo.standby: `vodctl node ID` showed a node registered with the
+// active manager as not registered, by its stored setting, without a
+// word). The active manager's do not. A node filter naming a node registered with the active manager
 // only is NOT_FOUND on the standby, which says to ask the active manager.
 func TestStandbyListsSaySo(t *testing.T) {
 	open, _ := sharedRedis(t)
 	a, b := activeAndStandby(t, open, testTitles, nil)
 	ctx := context.Background()
 	a.registerWith("n1")
+	w := int32(lsm.DefaultWeight) // a stored setting, which the standby shows for n1
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Weight: &w}); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		call func() error
@@ -102,6 +109,9 @@ func TestStandbyListsSaySo(t *testing.T) {
 				return admin.ListPlacement(ctx, &pb.ListPlacementRequest{})
 			}},
 			{"GetPolicy", func() (interface{ GetStandby() bool }, error) { return admin.GetPolicy(ctx, &pb.GetPolicyRequest{}) }},
+			{"SetNode (shown)", func() (interface{ GetStandby() bool }, error) {
+				return admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1"})
+			}},
 		} {
 			res, err := call.get()
 			if err != nil || res.GetStandby() != c.standby {

@@ -120,6 +120,7 @@ func (g *globals) showNode(id string) error {
 		}
 		for _, n := range r.Nodes {
 			if n.NodeId == id {
+				n.Standby = r.Standby // the note beside it, as vodctl nodes prints
 				return n, nil
 			}
 		}

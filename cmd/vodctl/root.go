@@ -145,6 +145,8 @@ func standbyShows(m proto.Message) string {
 	switch m.(type) {
 	case *v1.ListPlacementResponse:
 		return "it lists only the copies and partial fills of the nodes registered with it, and the pins as it last read them"
+	case *v1.NodeInfo:
+		return "it shows a node registered only with the active manager as not registered, by its stored setting"
 	case *v1.PolicyInfo:
 		return "its storage planner does not run (the counts are its own, not the cluster's), and its policy is the one it read at its start"
 	}

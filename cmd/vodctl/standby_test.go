@@ -20,7 +20,12 @@ func (a standbyAdmin) ListSessions(context.Context, *v1.ListSessionsRequest) (*v
 }
 
 func (a standbyAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
-	return &v1.ListNodesResponse{Standby: a.standby}, nil
+	return &v1.ListNodesResponse{Nodes: []*v1.NodeInfo{{NodeId: "n-here", RtspAddr: "127.0.0.1:554", Alive: true}}, Standby: a.standby}, nil
+}
+
+// SetNode answers for a node not registered: its stored setting.
+func (a standbyAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	return &v1.NodeInfo{NodeId: r.GetNodeId(), Draining: r.GetDraining(), Standby: a.standby}, nil
 }
 
 func (a standbyAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
@@ -35,10 +40,12 @@ func (a standbyAdmin) GetPolicy(context.Context, *v1.GetPolicyRequest) (*v1.Poli
 	return &v1.PolicyInfo{Policy: "lall", Standby: a.standby}, nil
 }
 
-// Against the standby of a pair, vodctl sessions, nodes, fills, placement
-// and policy say so beside their tables (and their JSON): they printed
-// empty tables, read as a cluster without nodes or viewers (placement: no
-// copy anywhere; policy: a storage planner that never planned). Against
+// Against the standby of a pair, vodctl sessions, nodes, fills, placement,
+// policy and node ID say so beside their tables (and their JSON): they
+// printed empty tables, read as a cluster without nodes or viewers
+// (placement: no copy anywhere; policy: a storage planner that never
+// planned; node: a node registered with the active manager as not
+// registered, by its stored setting). Against
 // the active manager nothing is added.
 func TestStandbyListsNoted(t *testing.T) {
 	for _, c := range []struct {
@@ -52,6 +59,10 @@ func TestStandbyListsNoted(t *testing.T) {
 		{[]string{"placement"}, "only the copies and partial fills of the nodes registered with it"},
 		{[]string{"--json", "placement"}, "only the copies"},
 		{[]string{"policy"}, "its storage planner does not run"},
+		{[]string{"node", "n-gone"}, "registered only with the active manager as not registered"},
+		{[]string{"node", "n-gone", "--drain"}, "registered only with the active manager as not registered"},
+		{[]string{"--json", "node", "n-gone"}, "registered only with the active manager as not registered"},
+		{[]string{"node", "n-here"}, "registered only with the active manager as not registered"},
 	} {
 		args := c.args
 		out := runVodctl(t, standbyAdmin{standby: true}, args...)

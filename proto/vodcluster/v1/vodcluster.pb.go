@@ -2056,7 +2056,14 @@ type NodeInfo struct {
 	// that weight (0 too: no new sessions once it registers). False there:
 	// no weight is stored, weight 0 says nothing, and the node gets the
 	// weight it announces when it registers.
-	WeightStored  bool `protobuf:"varint,21,opt,name=weight_stored,json=weightStored,proto3" json:"weight_stored,omitempty"`
+	WeightStored bool `protobuf:"varint,21,opt,name=weight_stored,json=weightStored,proto3" json:"weight_stored,omitempty"`
+	// standby, set only in SetNode's answer: this manager, one of a pair on
+	// a shared store, does not hold the planner lock (a standby, or one
+	// taking the lock): it shows the node as registered with it, and a
+	// node registered only with the active manager by its stored setting,
+	// as not registered; the active manager (the pair's virtual IP) has
+	// the node's state. ListNodesResponse.standby says so for its list.
+	Standby       bool `protobuf:"varint,22,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2234,6 +2241,13 @@ func (x *NodeInfo) GetNoOrigin() bool {
 func (x *NodeInfo) GetWeightStored() bool {
 	if x != nil {
 		return x.WeightStored
+	}
+	return false
+}
+
+func (x *NodeInfo) GetStandby() bool {
+	if x != nil {
+		return x.Standby
 	}
 	return false
 }
@@ -4274,7 +4288,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\x9f\x05\n" +
+	"\x10ListNodesRequest\"\xb9\x05\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4298,7 +4312,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\rpartial_bytes\x18\x12 \x01(\x03R\fpartialBytes\x12\x12\n" +
 	"\x04site\x18\x13 \x01(\tR\x04site\x12\x1b\n" +
 	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
-	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\"\\\n" +
+	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\x12\x18\n" +
+	"\astandby\x18\x16 \x01(\bR\astandby\"\\\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\"\xad\x01\n" +
