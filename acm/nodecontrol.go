@@ -167,8 +167,12 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	m.reexpectNodeLocked(ns, now) // its viewers on their way, which a restart lost
 	sessions := len(ns.sessions)
 	m.mu.Unlock()
+	// sessions_restored: the sessions the manager holds on the node, its
+	// reservations booked again; its first load report ends those it no
+	// longer plays, and says how many (it said "sessions=1" of a session
+	// ended as not on the node a moment later).
 	attrs := []any{"node", id, "rtsp", req.GetRtspAddr(), "http", req.GetHttpAddr(),
-		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions", sessions}
+		"egress_bps", c.GetEgressBps(), "titles", len(holdings), "sessions_restored", sessions}
 	if a := req.GetRtspsAddr(); a != "" {
 		attrs = append(attrs, "rtsps", a)
 	}
@@ -476,6 +480,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	ns.paused, ns.finished = idSet(r.GetPausedSessions()), idSet(r.GetFinishedSessions())
 	first := ns.awaitFirst
 	ns.awaitFirst = false
+	notOn := 0 // sessions ended as not on the node at its first report
 	for _, s := range ns.sessions {
 		switch {
 		case s.State != store.StatePlaying:
@@ -500,6 +505,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			}
 			m.endLocked(s, "not on its node after the node registered")
 			changed = append(changed, s)
+			notOn++
 		case s.playingAt+1 < ns.reports:
 			// Playing here before the previous report was applied, and
 			// started before this report was taken: its ENDED was lost
@@ -510,6 +516,10 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 				changed = append(changed, s)
 			}
 		}
+	}
+	if notOn > 0 {
+		m.log.Info("node's first report since it registered or came back: sessions restored on it that it does not play ended", "node", ns.id,
+			"sessions_ended", notOn, "sessions_kept", len(ns.sessions))
 	}
 	for id := range ns.endedAway {
 		if !alive[id] {
