@@ -135,10 +135,12 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	}
 	// opMu through the change and its write: a registration's reload of
 	// the stored setting cannot come in between.
-	m.opMu.Lock()
-	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // the lock's wait and the store's
 	defer cancel()
+	if err := m.adminLock(ctx, &m.opMu, "node "+id+" not changed"); err != nil {
+		return nil, err
+	}
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	_, known := m.nodeSettings[id]
 	registered := m.sched.Node(id) != nil
@@ -356,7 +358,12 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	if name := req.GetPolicy(); slices.Contains(smm.StoragePolicies(), name) {
 		return nil, status.Errorf(codes.InvalidArgument, "%q is a storage policy: it is set in the manager's config (storage.policy, %s here) and read at start; vodctl policy NAME switches the scheduling policy only", name, m.storage.Name)
 	}
-	m.opMu.Lock() // through the change and its write: a takeover's load cannot come in between
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // the lock's wait and the write
+	defer cancel()
+	// opMu through the change and its write: a takeover's load cannot come in between.
+	if err := m.adminLock(ctx, &m.opMu, "policy not set"); err != nil {
+		return nil, err
+	}
 	defer m.opMu.Unlock()
 	m.mu.Lock()
 	if err := m.sched.SetPolicy(req.GetPolicy()); err != nil {
@@ -367,8 +374,6 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	info := m.policyInfoLocked()
 	m.mu.Unlock()
 	m.kickPump()
-	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
-	defer cancel()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
 		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), m.adminStoreMsg(ctx, err))

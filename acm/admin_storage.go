@@ -430,7 +430,11 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		verb := map[bool]string{true: "pin", false: "unpin"}[pin]
 		return nil, m.notLeader(verb + " the title on the active manager (the nodes registered here are told the pins at their next registration)")
 	}
-	m.pinsMu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // the lock's wait and the write
+	defer cancel()
+	if err := m.adminLock(ctx, &m.pinsMu, map[bool]string{true: "pin not pinned", false: "pin not unpinned"}[pin]); err != nil {
+		return nil, err
+	}
 	defer m.pinsMu.Unlock()
 	m.mu.Lock()
 	var changed bool
@@ -458,8 +462,6 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if !changed {
 		return &pb.PlacementAck{NodeId: node, TitleId: title, Message: "already pinned"}, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
-	defer cancel()
 	if err == nil {
 		err = m.st.PutState(ctx, statePins, blob)
 	}

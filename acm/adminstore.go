@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"vodcluster/acm/store"
 )
 
@@ -52,6 +55,18 @@ func (m *Manager) storeName() string {
 // errOpBusy is the error of a wait for opMu that its bound ended: an
 // operator's change or a reload held it (waiting for the store).
 var errOpBusy = errors.New("the operator's settings held by another change or reload")
+
+// adminLock takes mu (opMu, pinsMu) for an operator's change within ctx,
+// its adminStoreWait bound: behind another change waiting for a stalled
+// store it waited for the lock without a bound, then for the store, past
+// vodctl's default --timeout. Errors: UNAVAILABLE "what: ..." naming the
+// store when the bound passes first (mu not held then).
+func (m *Manager) adminLock(ctx context.Context, mu *sync.Mutex, what string) error {
+	if err := lockCtx(ctx, mu); err != nil {
+		return status.Errorf(codes.Unavailable, "%s: %s", what, m.adminStoreMsg(ctx, fmt.Errorf("%w: %w", errOpBusy, err)))
+	}
+	return nil
+}
 
 // lockCtx locks mu, waiting at most until ctx is done: then it returns
 // ctx's error and mu stays with whoever holds it (a goroutine left

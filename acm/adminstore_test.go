@@ -121,3 +121,73 @@ func TestLockCtx(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// TestAdminChangesOpLockHeld: the operator's changes on the active
+// manager while another change holds the operator's settings (opMu,
+// pinsMu), as one waiting for a stalled store does. Each waited for the
+// lock without a bound, then up to 5 s for the store: past vodctl's
+// default --timeout (10 s), which ended in its own DeadlineExceeded. The
+// wait for the lock is now within the same 5 s: UNAVAILABLE saying the
+// settings were held throughout, and nothing changed.
+func TestAdminChangesOpLockHeld(t *testing.T) {
+	open, _ := sharedRedis(t)
+	e := newManagerWith(t, "", testTitles, func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		m.LeaderTTL = time.Minute
+	})
+	drain := true
+	calls := map[string]func(ctx context.Context) error{
+		"suspend": func(ctx context.Context) error {
+			_, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "alice", DurationS: 60})
+			return err
+		},
+		"node settings": func(ctx context.Context) error {
+			_, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n-gone", Draining: &drain})
+			return err
+		},
+		"forget": func(ctx context.Context) error {
+			_, err := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n-gone"})
+			return err
+		},
+		"pin": func(ctx context.Context) error {
+			_, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: testTitles[0].GetId()})
+			return err
+		},
+		"policy": func(ctx context.Context) error {
+			_, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"})
+			return err
+		},
+	}
+	e.m.pinsMu.Lock()
+	e.m.opMu.Lock()
+	errs := make(map[string]error, len(calls))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // vodctl's default --timeout
+			defer cancel()
+			err := call(ctx)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	e.m.opMu.Unlock()
+	e.m.pinsMu.Unlock()
+	for name, err := range errs {
+		if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "held the operator's settings throughout 5s") {
+			t.Errorf("%s, the operator's settings held, within vodctl's 10s: %v; want UNAVAILABLE 'held the operator's settings throughout 5s'", name, err)
+		}
+	}
+	ss, err := e.admin.ListSuspensions(context.Background(), &pb.ListSuspensionsRequest{})
+	if err != nil || len(ss.GetSuspensions()) != 0 {
+		t.Errorf("suspensions after the refused suspend: %v (%v); want none", ss.GetSuspensions(), err)
+	}
+	if p, err := e.admin.GetPolicy(context.Background(), &pb.GetPolicyRequest{}); err != nil || p.GetPolicy() == "rr" {
+		t.Errorf("policy after the refused change: %v (%v); want the configured one", p.GetPolicy(), err)
+	}
+}

@@ -63,12 +63,16 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	// pinsMu, opMu: the pins, node settings and holds do not change
 	// between the reads and the writes below, nor does a registration's
 	// reload of the node's setting come in between.
-	m.pinsMu.Lock()
-	defer m.pinsMu.Unlock()
-	m.opMu.Lock()
-	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // the locks' waits and the store's
 	defer cancel()
+	if err := m.adminLock(ctx, &m.pinsMu, "node "+id+" not forgotten"); err != nil {
+		return nil, err
+	}
+	defer m.pinsMu.Unlock()
+	if err := m.adminLock(ctx, &m.opMu, "node "+id+" not forgotten"); err != nil {
+		return nil, err
+	}
+	defer m.opMu.Unlock()
 	st, err := m.readStoredNodeState(ctx)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "node %s not forgotten: its stored state cannot be read (%s)", id, m.adminStoreMsg(ctx, err))

@@ -222,7 +222,11 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 		}
 		return nil, m.notLeader("suspend the subscriber on the active manager")
 	}
-	m.opMu.Lock()
+	sctx, cancel := context.WithTimeout(ctx, adminStoreWait) // the lock's wait and the write
+	defer cancel()
+	if err := m.adminLock(sctx, &m.opMu, "suspension not changed"); err != nil {
+		return nil, err
+	}
 	defer m.opMu.Unlock()
 	now := m.now()
 	m.mu.Lock()
@@ -241,11 +245,9 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	}
 	blob, err := json.Marshal(next)
 	if err == nil {
-		sctx, cancel := context.WithTimeout(ctx, adminStoreWait)
 		if err = m.st.PutState(sctx, stateSuspensions, blob); err != nil {
 			err = errors.New(m.adminStoreMsg(sctx, err))
 		}
-		cancel()
 	}
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "suspension not changed: %v", err)
