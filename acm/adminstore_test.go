@@ -191,3 +191,53 @@ func TestAdminChangesOpLockHeld(t *testing.T) {
 		t.Errorf("policy after the refused change: %v (%v); want the configured one", p.GetPolicy(), err)
 	}
 }
+
+// TestAdminRefusedWriteNotAppliedLater: an operator's change refused
+// while Redis stalled (UNAVAILABLE, "suspension not changed", "pin not
+// pinned") must change nothing. Its write was left in the stalled
+// Redis's socket, which applied it when it ran again: the subscriber
+// suspended in the store (a standby's re-read, a takeover and a restart
+// applied it) though the active manager, and the operator, had it not
+// suspended; the pin likewise. A write whose caller gave up is now
+// refused by Redis itself (store.Redis.PutState fences it by its
+// context's deadline).
+func TestAdminRefusedWriteNotAppliedLater(t *testing.T) {
+	open, srv := sharedRedis(t)
+	e := newManagerWith(t, "", testTitles, func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		m.LeaderTTL = time.Minute
+	})
+	if !e.m.Leader() {
+		t.Fatal("the manager does not hold the planner lock")
+	}
+	title := testTitles[0].GetId()
+	srv.Pause(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // vodctl's default --timeout
+	defer cancel()
+	if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "alice", DurationS: 600}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("suspend, Redis stalled: %v; want UNAVAILABLE", err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer pcancel()
+	if _, err := e.admin.Pin(pctx, &pb.PlacementRequest{TitleId: title}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("pin, Redis stalled: %v; want UNAVAILABLE", err)
+	}
+	srv.Resume()
+	rd := open()
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	// A write of the store's own after the resume: the stalled ones were
+	// read by Redis before it (first in its socket buffers).
+	if err := rd.PutState(rctx, "probe", []byte("x")); err != nil {
+		t.Fatalf("Redis resumed: %v", err)
+	}
+	if b, err := rd.State(rctx, stateSuspensions); err == nil && strings.Contains(string(b), "alice") {
+		t.Errorf("suspension refused (UNAVAILABLE) is in the store after Redis ran again: %s", b)
+	}
+	if b, err := rd.State(rctx, statePins); err == nil && strings.Contains(string(b), title) {
+		t.Errorf("pin refused (UNAVAILABLE) is in the store after Redis ran again: %s", b)
+	}
+	if l, _ := e.admin.ListSuspensions(rctx, &pb.ListSuspensionsRequest{}); len(l.GetSuspensions()) != 0 {
+		t.Errorf("the manager lists %v after a refused suspension", l.GetSuspensions())
+	}
+}

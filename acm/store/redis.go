@@ -383,7 +383,9 @@ func (r *Redis) Titles(ctx context.Context) ([]Title, error) {
 }
 
 // PutState implements Store. It fails on a name that does not match
-// StateNamePattern.
+// StateNamePattern. With a deadline in ctx the write is fenced by it
+// (putStateFenced): Redis does not apply it after the deadline, when its
+// caller has given up (a Redis that stalled, then ran again).
 func (r *Redis) PutState(ctx context.Context, name string, value []byte) error {
 	if !StateNamePattern.MatchString(name) {
 		return fmt.Errorf("store: state name %q: want %s", name, StateNamePattern)
@@ -393,6 +395,9 @@ func (r *Redis) PutState(ctx context.Context, name string, value []byte) error {
 	}
 	if value == nil {
 		value = []byte{}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		return r.wrap("put state "+name, r.putStateFenced(ctx, dl, name, value))
 	}
 	return r.wrap("put state "+name, r.c.HSet(ctx, r.key(redisState), name, value).Err())
 }

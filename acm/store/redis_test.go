@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -518,4 +519,59 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestRedisPutStateFenced: a state write whose caller gave up (its
+// context's deadline passed while Redis's process was stopped, the write
+// in its socket) was applied when Redis ran again, though the caller had
+// reported it not done ("suspension not changed"). It is now fenced by
+// the deadline: the write sent to a stalled Redis is a read of its clock,
+// and the write itself, a script, does nothing once Redis's clock passed
+// the fence. A write within its deadline, or without one, is applied.
+func TestRedisPutStateFenced(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r := openRedis(t, RedisOptions{Addr: srv.Addr})
+	long, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel2()
+	if err := r.PutState(long, "late", []byte("v0")); err != nil { // a connection in the pool
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := r.PutState(short, "late", []byte("v1")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("put while Redis is stopped: %v, want DeadlineExceeded", err)
+	}
+	srv.Resume()
+	if err := r.PutState(long, "probe", []byte("x")); err != nil { // read by Redis after the late one
+		t.Fatalf("put after the stall: %v", err)
+	}
+	if b, err := r.State(long, "late"); err != nil || string(b) != "v0" {
+		t.Fatalf("write whose caller gave up: %q %v, want v0 (it was applied when Redis ran again)", b, err)
+	}
+	// The script run after its fence (as one sent just before a stall).
+	at, err := r.c.Time(long).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := fencedPutScript.Run(long, r.c, []string{r.key(redisState)}, "late", "v1", strconv.FormatInt(at.Add(-time.Second).UnixMilli(), 10)).Int()
+	if err != nil || n != 0 {
+		t.Fatalf("write run past its fence: %d %v, want 0 (not written)", n, err)
+	}
+	if b, err := r.State(long, "late"); err != nil || string(b) != "v0" {
+		t.Fatalf("write run past its fence: %q %v, want v0", b, err)
+	}
+	if err := r.PutState(long, "late", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.State(long, "late"); err != nil || string(b) != "v2" {
+		t.Fatalf("write within its deadline: %q %v, want v2", b, err)
+	}
+	if err := r.PutState(ctx, "nodeadline", []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.State(long, "nodeadline"); err != nil || string(b) != "v3" {
+		t.Fatalf("write without a deadline: %q %v, want v3", b, err)
+	}
 }

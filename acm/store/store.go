@@ -161,7 +161,8 @@ type Store interface {
 	Titles(ctx context.Context) ([]Title, error)
 	// PutState stores value under name: a piece of the manager's own
 	// state other than sessions and the catalog (the operator's pins, the
-	// popularity snapshot). name matches StateNamePattern.
+	// popularity snapshot). name matches StateNamePattern. A write that
+	// fails by ctx's deadline is not applied later (Redis: fenced by it).
 	PutState(ctx context.Context, name string, value []byte) error
 	// State returns the value stored under name, or an error wrapping
 	// ErrNotFound.
