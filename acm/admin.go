@@ -157,7 +157,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 			return nil, status.Errorf(codes.Unavailable, "node %q is not registered here and its stored setting cannot be read (%s)", id, m.adminStoreMsg(ctx, err))
 		}
 		if _, ok := stored[id]; !ok {
-			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting%s", id, m.standbyHint())
 		}
 	}
 	st, _, err := m.changeNodeSettingOpLocked(ctx, id, func(st *nodeSetting) {
@@ -243,7 +243,7 @@ func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error)
 		st, ok := m.nodeSettings[id]
 		m.mu.Unlock()
 		if !ok {
-			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting%s", id, m.standbyHint())
 		}
 		return storedNodeInfo(id, st), nil
 	}
@@ -256,7 +256,7 @@ func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error)
 	}
 	st, ok := stored[id]
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", id)
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting%s", id, m.standbyHint())
 	}
 	return storedNodeInfo(id, st), nil
 }

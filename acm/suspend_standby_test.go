@@ -87,6 +87,16 @@ func TestStandbyListsSaySo(t *testing.T) {
 			t.Errorf("standby: %s of node n1 (registered with the active manager): %v; want NOT_FOUND saying to ask the active manager", c.name, err)
 		}
 	}
+	// A node registered with the active manager only, without a stored
+	// setting (most nodes): the standby's NOT_FOUND says to ask the active
+	// manager (it read as a node out of the cluster), the active's not.
+	a.registerWith("n2")
+	if _, err := b.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2"}); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "ask the active manager") {
+		t.Errorf("standby: SetNode showing n2 (registered with the active manager, no stored setting): %v; want NOT_FOUND saying to ask the active manager", err)
+	}
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n9"}); status.Code(err) != codes.NotFound || strings.Contains(err.Error(), "active manager") {
+		t.Errorf("active: SetNode showing an unknown node: %v; want NOT_FOUND without a word of a standby", err)
+	}
 	if _, err := a.admin.ListPlacement(ctx, &pb.ListPlacementRequest{NodeId: "n9"}); status.Code(err) != codes.NotFound || strings.Contains(err.Error(), "active manager") {
 		t.Errorf("active: ListPlacement of an unknown node: %v; want NOT_FOUND without a word of a standby", err)
 	}

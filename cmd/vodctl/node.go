@@ -126,7 +126,14 @@ func (g *globals) showNode(id string) error {
 		}
 		n, err := c.SetNode(ctx, &v1.SetNodeRequest{NodeId: id})
 		if status.Code(err) == codes.NotFound {
-			return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager and has no stored setting (vodctl nodes lists those registered)", id)
+			// On a standby a node registered only with the active
+			// manager, without a stored setting (most nodes), is not
+			// known here: said so, not read as a node out of the cluster.
+			hint := ""
+			if r.Standby {
+				hint = fmt.Sprintf("; %s does not hold the planner lock (the standby of a pair, or taking the lock): it does not know a node registered only with the active manager; ask the active manager (the pair's virtual IP)", g.manager)
+			}
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager and has no stored setting (vodctl nodes lists those registered)%s", id, hint)
 		}
 		return n, err
 	}, func(m proto.Message, w *tabwriter.Writer) {

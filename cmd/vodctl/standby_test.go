@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -71,6 +78,46 @@ func TestStandbyListsNoted(t *testing.T) {
 		}
 		if out := runVodctl(t, standbyAdmin{}, args...); strings.Contains(out, "planner lock") {
 			t.Errorf("vodctl %v against the active manager:\n%s", args, out)
+		}
+	}
+}
+
+// notFoundAdmin is standbyAdmin where no node has a stored setting.
+type notFoundAdmin struct{ standbyAdmin }
+
+func (notFoundAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored setting", r.GetNodeId())
+}
+
+// TestStandbyNodeNotFoundNoted: vodctl node ID against the standby of a
+// pair, for a node registered only with the active manager and without a
+// stored setting (most nodes), answered NOT_FOUND "not registered with
+// the manager and has no stored setting" without the standby's note,
+// read as a node that is not in the cluster. It now says the manager
+// does not hold the planner lock and to ask the active one; against the
+// active manager the answer is as before.
+func TestStandbyNodeNotFoundNoted(t *testing.T) {
+	for _, standby := range []bool{true, false} {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		v1.RegisterAdminServer(srv, notFoundAdmin{standbyAdmin{standby: standby}})
+		go srv.Serve(lis)
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "node", "n-gone"})
+		err = cmd.Execute()
+		srv.Stop()
+		msg := fmt.Sprint(err)
+		if err == nil || !strings.Contains(msg, "NotFound") || !strings.Contains(msg, "has no stored setting") {
+			t.Fatalf("vodctl node n-gone (standby %v): %v\n%s; want NotFound", standby, err, out.String())
+		}
+		if noted := strings.Contains(msg, "does not hold the planner lock") && strings.Contains(msg, "ask the active manager"); noted != standby {
+			t.Errorf("vodctl node n-gone against a manager with standby %v: %s", standby, msg)
 		}
 	}
 }
