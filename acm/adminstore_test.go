@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/acm/store"
+	"vodcluster/acm/store/redistest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -23,14 +25,7 @@ import (
 // is held for a minute, so that the manager stays the active one
 // throughout (no notLeader answer).
 func TestAdminWritesRedisStalled(t *testing.T) {
-	open, srv := sharedRedis(t)
-	e := newManagerWith(t, "", testTitles, func(m *Manager) {
-		onShared(open(), nil, time.Minute)(m)
-		m.LeaderTTL = time.Minute
-	})
-	if !e.m.Leader() {
-		t.Fatal("the manager does not hold the planner lock")
-	}
+	e, _, srv := leaderOnRedis(t)
 	drain := true
 	calls := []struct {
 		name string
@@ -130,11 +125,7 @@ func TestLockCtx(t *testing.T) {
 // wait for the lock is now within the same 5 s: UNAVAILABLE saying the
 // settings were held throughout, and nothing changed.
 func TestAdminChangesOpLockHeld(t *testing.T) {
-	open, _ := sharedRedis(t)
-	e := newManagerWith(t, "", testTitles, func(m *Manager) {
-		onShared(open(), nil, time.Minute)(m)
-		m.LeaderTTL = time.Minute
-	})
+	e, _, _ := leaderOnRedis(t)
 	drain := true
 	calls := map[string]func(ctx context.Context) error{
 		"suspend": func(ctx context.Context) error {
@@ -202,14 +193,7 @@ func TestAdminChangesOpLockHeld(t *testing.T) {
 // refused by Redis itself (store.Redis.PutState fences it by its
 // context's deadline).
 func TestAdminRefusedWriteNotAppliedLater(t *testing.T) {
-	open, srv := sharedRedis(t)
-	e := newManagerWith(t, "", testTitles, func(m *Manager) {
-		onShared(open(), nil, time.Minute)(m)
-		m.LeaderTTL = time.Minute
-	})
-	if !e.m.Leader() {
-		t.Fatal("the manager does not hold the planner lock")
-	}
+	e, open, srv := leaderOnRedis(t)
 	title := testTitles[0].GetId()
 	srv.Pause(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // vodctl's default --timeout
@@ -240,4 +224,20 @@ func TestAdminRefusedWriteNotAppliedLater(t *testing.T) {
 	if l, _ := e.admin.ListSuspensions(rctx, &pb.ListSuspensionsRequest{}); len(l.GetSuspensions()) != 0 {
 		t.Errorf("the manager lists %v after a refused suspension", l.GetSuspensions())
 	}
+}
+
+// leaderOnRedis starts a manager on a Redis of its own (started by the
+// test; open opens another client of it) holding the planner lock for a minute, so that it stays the
+// active one through a stall of Redis (no notLeader answer).
+func leaderOnRedis(t *testing.T) (e *env, open func() *store.Redis, srv *redistest.Server) {
+	t.Helper()
+	open, srv = sharedRedis(t)
+	e = newManagerWith(t, "", testTitles, func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		m.LeaderTTL = time.Minute
+	})
+	if !e.m.Leader() {
+		t.Fatal("the manager does not hold the planner lock")
+	}
+	return e, open, srv
 }

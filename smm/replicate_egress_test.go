@@ -138,24 +138,40 @@ func TestSitesNoReplicaOnNodeTooSmall(t *testing.T) {
 	}
 }
 
-// TestQueuedPrefetchNodeTooSmall: the operator's prefetch queued on a
+// TestOperatorPrefetchNodeTooSmallDropped: the operator's prefetch on a
 // node that has since registered again with an egress less than the
-// title's bitrate is dropped (DropTooSmall), not ordered.
-func TestQueuedPrefetchNodeTooSmall(t *testing.T) {
-	r := newRep(t, ReplicatorConfig{})
-	c := egressCluster(10e9)
-	now := offPeak
-	r.Queued("n0", "t00", 1<<30, now)
-	c.node("n0").EgressBps = 3e6
-	if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
-		t.Fatalf("orders %v, want none", acts)
-	}
-	d := r.DroppedPrefetches()
-	if len(d) != 1 || d[0].Node != "n0" || d[0].Title != "t00" || d[0].Why != DropTooSmall {
-		t.Fatalf("dropped %+v, want n0/t00 with DropTooSmall", d)
-	}
-	if f := r.Fills(); len(f) != 0 {
-		t.Fatalf("fills %+v, want none", f)
+// title's bitrate is dropped (DropTooSmall) at the next plan, not
+// ordered: one still queued, and one that failed and awaits its retry
+// (that one stayed in `vodctl fills` as a retry that would never come, up
+// to RetryMax, 30 min, after the failure).
+func TestOperatorPrefetchNodeTooSmallDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order func(r *Replicator, now time.Time)
+	}{
+		{"queued", func(r *Replicator, now time.Time) { r.Queued("n0", "t00", 1<<30, now) }},
+		{"failed", func(r *Replicator, now time.Time) {
+			r.Prefetched("n0", "t00", 1<<30, now)
+			r.FillFailed("n0", "t00", now)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRep(t, ReplicatorConfig{})
+			c := egressCluster(10e9)
+			now := offPeak
+			tc.order(r, now)
+			c.node("n0").EgressBps = 3e6
+			if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
+				t.Fatalf("orders %v, want none", acts)
+			}
+			d := r.DroppedPrefetches()
+			if len(d) != 1 || d[0].Node != "n0" || d[0].Title != "t00" || d[0].Why != DropTooSmall {
+				t.Fatalf("dropped %+v, want n0/t00 with DropTooSmall", d)
+			}
+			if f := r.Fills(); len(f) != 0 {
+				t.Fatalf("fills %+v, want none", f)
+			}
+		})
 	}
 }
 
@@ -286,30 +302,5 @@ func TestPeakPrefetchOverNodesThatCanStream(t *testing.T) {
 		if len(acts) != 0 {
 			t.Errorf("sites %v: orders at the peak %v, want none (n1's copy carries today's demand)", sited, acts)
 		}
-	}
-}
-
-// TestFailedPrefetchNodeTooSmallDroppedAtOnce: the operator's prefetch
-// that failed on n0, which has since registered again with an egress less
-// than the title's bitrate, is dropped (DropTooSmall) at the next plan,
-// not listed by Fills in backoff until its retry time and dropped only
-// then: `vodctl fills` showed a retry that would never come, up to
-// RetryMax (30 min) after the failure.
-func TestFailedPrefetchNodeTooSmallDroppedAtOnce(t *testing.T) {
-	r := newRep(t, ReplicatorConfig{})
-	c := egressCluster(10e9)
-	now := offPeak
-	r.Prefetched("n0", "t00", 1<<30, now)
-	r.FillFailed("n0", "t00", now)
-	c.node("n0").EgressBps = 3e6
-	if acts := r.Plan(now.Add(time.Second), &c.view); len(acts) != 0 {
-		t.Fatalf("orders %v, want none", acts)
-	}
-	d := r.DroppedPrefetches()
-	if len(d) != 1 || d[0].Node != "n0" || d[0].Title != "t00" || d[0].Why != DropTooSmall {
-		t.Fatalf("dropped %+v, want n0/t00 with DropTooSmall", d)
-	}
-	if f := r.Fills(); len(f) != 0 {
-		t.Fatalf("fills %+v, want none", f)
 	}
 }
