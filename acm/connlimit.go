@@ -36,10 +36,11 @@ type connLimiter struct {
 	open   map[netip.Prefix]int
 	warned map[netip.Prefix]time.Time // the last warn logged about each address
 
-	answering     chan struct{}         // a token per refused connection being answered (connrefuse.go)
-	answers       map[net.Conn]struct{} // the refused connections being answered, under mu
-	answersClosed bool                  // closeAnswers was called, under mu
-	answersWG     sync.WaitGroup        // the goroutines answering
+	answering     chan struct{}             // a token per refused connection being answered (connrefuse.go)
+	answers       map[net.Conn]netip.Prefix // the refused connections being answered and their client keys, under mu
+	answersBy     map[netip.Prefix]int      // how many of answers each client key has, under mu
+	answersClosed bool                      // closeAnswers was called, under mu
+	answersWG     sync.WaitGroup            // the goroutines answering
 }
 
 // newConnLimiter returns a limiter of max open connections per client
@@ -49,7 +50,7 @@ func newConnLimiter(max int, log *slog.Logger) *connLimiter {
 		return nil
 	}
 	return &connLimiter{max: max, log: log, open: map[netip.Prefix]int{}, warned: map[netip.Prefix]time.Time{},
-		answering: make(chan struct{}, refuseAnswering), answers: map[net.Conn]struct{}{}}
+		answering: make(chan struct{}, refuseAnswering), answers: map[net.Conn]netip.Prefix{}, answersBy: map[netip.Prefix]int{}}
 }
 
 // wrap returns ln with each accepted connection counted against its
@@ -143,8 +144,9 @@ type limitedListener struct {
 
 // Accept returns the next connection whose client address is under the
 // limit; one over it is answered 503 and closed by a goroutine of its
-// own (answerRefused), or closed at once on a TLS listener or with
-// refuseAnswering being answered, and the next one awaited.
+// own (answerRefused), or closed at once on a TLS listener, with
+// refuseAnswering being answered or refuseAnsweringPerAddr of its
+// address, and the next one awaited.
 func (ll *limitedListener) Accept() (net.Conn, error) {
 	for {
 		c, err := ll.Listener.Accept()
@@ -157,7 +159,7 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 		}
 		if !ll.l.take(k) {
 			ll.l.refused(k, ll.name, c.RemoteAddr(), time.Now()) // counted before the client sees the answer or the close
-			if ll.proto == refuseClose || !ll.l.startAnswer(c) {
+			if ll.proto == refuseClose || !ll.l.startAnswer(c, k) {
 				c.Close()
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -15,12 +16,21 @@ import (
 // from your address" from a crash. The answer reads the client's first
 // request, bounded in time and bytes, to answer in its protocol (and with
 // its CSeq, RTSP), then closes. At most refuseAnswering connections are
-// answered at once, over all the listeners; beyond them a refused
-// connection is closed at once, as a TLS listener's always is (answering
-// would cost a handshake). Accept never waits for an answer.
+// answered at once, over all the listeners, and at most
+// refuseAnsweringPerAddr of one client address (the limit's key: an IPv6
+// client's /64), so that one address flooding silent connections cannot
+// take every answer for refuseReadTimeout each and leave another
+// address's refusal unanswered; beyond them a refused connection is
+// closed at once, as a TLS listener's always is (answering would cost a
+// handshake). Accept never waits for an answer.
 
 // refuseAnswering is how many refused connections may be answered at once.
 const refuseAnswering = 64
+
+// refuseAnsweringPerAddr is how many refused connections of one client
+// address may be answered at once (a player reconnecting after a refusal
+// has one or two in flight).
+const refuseAnsweringPerAddr = 4
 
 // refuseReadBytes bounds the bytes read of a refused connection's first
 // request (its request line and headers).
@@ -51,31 +61,37 @@ const (
 	refuseHTTP                     // HTTP/1.1 503 with Connection: close
 )
 
-// startAnswer takes one of the refuseAnswering slots for c; false when
-// all are taken or the limiter is closed (closeAnswers). Never blocks.
-func (l *connLimiter) startAnswer(c net.Conn) bool {
+// startAnswer takes one of the refuseAnswering slots for c, of client
+// key k; false when all are taken, k has refuseAnsweringPerAddr answers
+// in flight already or the limiter is closed (closeAnswers). Never
+// blocks.
+func (l *connLimiter) startAnswer(c net.Conn, k netip.Prefix) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.answersClosed || l.answersBy[k] >= refuseAnsweringPerAddr {
+		return false
+	}
 	select {
 	case l.answering <- struct{}{}:
 	default:
 		return false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.answersClosed {
-		<-l.answering
-		return false
-	}
-	l.answers[c] = struct{}{}
+	l.answers[c] = k
+	l.answersBy[k]++
 	l.answersWG.Add(1)
 	return true
 }
 
-// endAnswer frees the slot startAnswer took for c.
+// endAnswer frees the slots startAnswer took for c.
 func (l *connLimiter) endAnswer(c net.Conn) {
 	l.mu.Lock()
+	k := l.answers[c]
 	delete(l.answers, c)
-	l.mu.Unlock()
+	if l.answersBy[k]--; l.answersBy[k] <= 0 {
+		delete(l.answersBy, k)
+	}
 	<-l.answering
+	l.mu.Unlock()
 	l.answersWG.Done()
 }
 

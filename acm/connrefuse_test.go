@@ -2,6 +2,7 @@ package acm
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,10 +23,7 @@ import (
 // is at its limit.
 func holdOne(t *testing.T, e *env) {
 	t.Helper()
-	dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
-	waitFor(t, 10*time.Second, "the held connection counted", func() bool {
-		return e.m.conns.count(netip.MustParsePrefix("127.0.0.1/32")) == 1
-	})
+	holdFrom(t, e, "127.0.0.1")
 }
 
 // A connection over max_conns_per_addr is answered, not closed bare (a
@@ -105,23 +103,42 @@ func TestFFprobeAndCurlSeeTooManyConnections(t *testing.T) {
 	}
 }
 
-// A flood of connections over the limit, none sending a byte, is answered
-// refuseAnswering at a time, the others closed at once, and Accept goes
-// on: another address is served while every answer waits for its
-// request.
+// holdFrom opens a connection from the loopback address from to the
+// manager's RTSP front door and waits until it is counted: with
+// MaxConnsPerAddr 1 the address is at its limit.
+func holdFrom(t *testing.T, e *env, from string) {
+	t.Helper()
+	dialFrom(t, from, e.m.RTSPAddr())
+	waitFor(t, 10*time.Second, from+"'s held connection counted", func() bool {
+		return e.m.conns.count(netip.MustParsePrefix(from+"/32")) == 1
+	})
+}
+
+// A flood of connections over the limit from many addresses, none
+// sending a byte, is answered refuseAnswering at a time (and at most
+// refuseAnsweringPerAddr of one address), the others closed at once,
+// and Accept goes on: another address is served while every answer
+// waits for its request.
 func TestFrontDoorRefusalFloodDoesNotBlockAccept(t *testing.T) {
 	was := refuseReadTimeout
 	t.Cleanup(func() { refuseReadTimeout = was })
 	refuseReadTimeout = 5 * time.Second
 	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
-	holdOne(t, e)
+	const addrs, each = refuseAnswering/refuseAnsweringPerAddr + 2, refuseAnsweringPerAddr + 2 // more than refuseAnswering answerable
+	from := make([]string, addrs)
+	for i := range from {
+		from[i] = fmt.Sprintf("127.0.0.%d", 10+i)
+		holdFrom(t, e, from[i])
+	}
 	refused := func() float64 { return testutil.ToFloat64(connsRefused.WithLabelValues("rtsp")) }
 	before := refused()
-	const flood = 3 * refuseAnswering
-	conns := make([]net.Conn, flood)
+	const flood = addrs * each
+	conns := make([]net.Conn, 0, flood)
 	start := time.Now()
-	for i := range conns {
-		conns[i] = dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	for range each {
+		for _, a := range from {
+			conns = append(conns, dialFrom(t, a, e.m.RTSPAddr()))
+		}
 	}
 	waitFor(t, 10*time.Second, "the flood refused", func() bool { return refused()-before == flood })
 	if len(e.m.conns.answering) != refuseAnswering {
@@ -134,6 +151,7 @@ func TestFrontDoorRefusalFloodDoesNotBlockAccept(t *testing.T) {
 		t.Fatalf("the flood and another address's OPTIONS took %v, the answers' wait", waited)
 	}
 	answered, closed := 0, 0
+	answeredOf := map[string]int{}
 	for _, nc := range conns {
 		nc.SetReadDeadline(time.Now().Add(15 * time.Second))
 		b, err := io.ReadAll(nc)
@@ -142,6 +160,7 @@ func TestFrontDoorRefusalFloodDoesNotBlockAccept(t *testing.T) {
 			t.Fatalf("a flood connection: %v", err)
 		case strings.HasPrefix(string(b), "RTSP/1.0 503 "):
 			answered++
+			answeredOf[nc.LocalAddr().(*net.TCPAddr).IP.String()]++
 		case len(b) == 0:
 			closed++
 		default:
@@ -151,7 +170,52 @@ func TestFrontDoorRefusalFloodDoesNotBlockAccept(t *testing.T) {
 	if answered != refuseAnswering || closed != flood-refuseAnswering {
 		t.Fatalf("%d answered, %d closed at once, want %d and %d", answered, closed, refuseAnswering, flood-refuseAnswering)
 	}
+	for a, n := range answeredOf {
+		if n > refuseAnsweringPerAddr {
+			t.Fatalf("%s had %d refusals answered, want at most %d", a, n, refuseAnsweringPerAddr)
+		}
+	}
 	waitFor(t, 10*time.Second, "the answer slots freed", func() bool { return len(e.m.conns.answering) == 0 })
+}
+
+// One address flooding silent connections over its limit has at most
+// refuseAnsweringPerAddr of them answered at a time, the others closed
+// at once: another address over its own limit still gets its 503 with
+// its CSeq (the flood took every answer for refuseReadTimeout each, and
+// the other address's refusal was closed bare).
+func TestFrontDoorRefusalFloodLeavesAnswersForOthers(t *testing.T) {
+	was := refuseReadTimeout
+	t.Cleanup(func() { refuseReadTimeout = was }) // after the manager's Close: no answer reads it then
+	refuseReadTimeout = time.Minute
+	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
+	holdFrom(t, e, "127.0.0.1")
+	holdFrom(t, e, "127.0.0.2")
+	refused := func() float64 { return testutil.ToFloat64(connsRefused.WithLabelValues("rtsp")) }
+	before := refused()
+	const flood = refuseAnswering + 16
+	for range flood {
+		dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	}
+	waitFor(t, 10*time.Second, "the flood refused", func() bool { return refused()-before == flood })
+	if n := len(e.m.conns.answering); n != refuseAnsweringPerAddr {
+		t.Fatalf("%d of one address's refusals being answered, want %d", n, refuseAnsweringPerAddr)
+	}
+
+	nc := dialFrom(t, "127.0.0.2", e.m.RTSPAddr())
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(nc, "DESCRIBE rtsp://"+e.m.RTSPAddr()+"/vod/t1 RTSP/1.0\r\nCSeq: 9\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := conn.NewConn(nc).ReadResponse()
+	if err != nil {
+		t.Fatalf("127.0.0.2 over its limit during 127.0.0.1's flood: %v, want a 503", err)
+	}
+	if res.StatusCode != base.StatusServiceUnavailable || len(res.Header["CSeq"]) != 1 || res.Header["CSeq"][0] != "9" {
+		t.Fatalf("127.0.0.2 over its limit during 127.0.0.1's flood: %d %q %v", res.StatusCode, res.StatusMessage, res.Header)
+	}
+	if got := refused() - before; got != flood+1 {
+		t.Fatalf("refusals counted: %v, want %d", got, flood+1)
+	}
 }
 
 // The CSeq of a refused request: the first, digits only.
@@ -223,7 +287,7 @@ func TestFrontDoorRefusalEndsWithClose(t *testing.T) {
 	// listener closed) is closed at once.
 	a, b := net.Pipe()
 	defer b.Close()
-	if e.m.conns.startAnswer(a) {
+	if e.m.conns.startAnswer(a, netip.MustParsePrefix("127.0.0.3/32")) {
 		t.Fatal("an answer started after Close")
 	}
 }
