@@ -376,7 +376,8 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	m.kickPump()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
-		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover goes back to the configured one", req.GetPolicy(), m.adminStoreMsg(ctx, err))
+		// The store keeps what it had: an earlier vodctl policy, or none.
+		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover applies the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (%s here)", req.GetPolicy(), m.adminStoreMsg(ctx, err), m.configuredPolicy)
 	}
 	return info, nil
 }

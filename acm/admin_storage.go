@@ -148,7 +148,9 @@ func sortFills(fs []*pb.Fill) {
 // plan's own prefetches (smm Replicator.Queued); vodctl fills lists it as
 // queued. FAILED_PRECONDITION on a standby (notLeader: it never plans, so
 // it would never order a queued prefetch, and the stored orders are the
-// active manager's).
+// active manager's). UNAVAILABLE "prefetch not ordered" when the store
+// does not answer within adminStoreWait (nothing ordered nor stored); a
+// write failing after the order is noted in the answer (OK).
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.PlacementAck, err error) {
 	m := a.m
 	if err = checkIDs(req); err != nil {
@@ -164,9 +166,16 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
 	}
-	m.opMu.Lock() // through the hold's change and its write
+	// One bound for the locks' waits, the store's check and the writes:
+	// under vodctl's default --timeout (10 s).
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait)
+	defer cancel()
+	// opMu through the hold's change and its write.
+	unlock, err := m.adminStorageLock(ctx, "prefetch not ordered")
+	if err != nil {
+		return nil, err
+	}
 	defer m.opMu.Unlock()
-	unlock := m.lockBetweenPlans()
 	now := m.now()
 	id, queuedAt := req.GetNodeId(), ""
 	var passed, passedIDs []string // the nodes it is queued on that cannot take a fill: why, and their ids
@@ -244,14 +253,14 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	// copy unless the operator cancels it.
 	msg += passedNote(t.ID, passed, passedIDs)
 	// The order outlives a restart or a takeover until carried out.
-	if err := m.savePrefetchOrderOpLocked(id, t.ID, true); err != nil {
+	if err := m.savePrefetchOrderOpLocked(ctx, id, t.ID, true); err != nil {
 		m.log.Error("store: prefetch order not saved", "node", id, "title", t.ID, "err", err)
-		msg += fmt.Sprintf(" (order not saved, %s: a manager restart before it is carried out forgets it)", storeMsg(err))
+		msg += fmt.Sprintf(" (order not saved, %s: a manager restart before it is carried out forgets it)", m.adminStoreNote(ctx, err))
 	}
 	// Also a hold another manager sharing the store wrote: lifted there too.
-	if err := m.saveHoldOpLocked(id, t.ID); err != nil {
+	if err := m.saveHoldOpLocked(ctx, id, t.ID); err != nil {
 		m.log.Error("store: eviction hold not saved", "node", id, "title", t.ID, "err", err)
-		msg += fmt.Sprintf(" (the stored hold not lifted, %s: a manager restart brings it back)", storeMsg(err))
+		msg += fmt.Sprintf(" (the stored hold not lifted, %s: a manager restart brings it back)", m.adminStoreNote(ctx, err))
 	}
 	return &pb.PlacementAck{NodeId: id, TitleId: t.ID, Message: msg}, nil
 }
@@ -279,7 +288,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 // FAILED_PRECONDITION on a standby (notLeader: the stored holds and
 // prefetch orders are the active manager's), UNAVAILABLE while a shared
 // store does not answer (no manager holds the planner lock; a hold not
-// saved is said so only in the lease's last stretch before it is lost).
+// saved is said so only in the lease's last stretch before it is lost),
+// and "title not evicted" when it does not answer within adminStoreWait
+// (nothing ordered nor stored; a write failing after it is noted, OK).
 func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.PlacementAck, error) {
 	m := a.m
 	node, title := req.GetNodeId(), req.GetTitleId()
@@ -294,9 +305,14 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		// into the store's lists, which the active manager writes too.
 		return nil, m.notLeader("evict the title on the active manager (the eviction holds and prefetch orders are its own)")
 	}
-	m.opMu.Lock() // through the hold's change and its write
+	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // as Prefetch's
+	defer cancel()
+	// opMu through the hold's change and its write.
+	unlock, err := m.adminStorageLock(ctx, "title not evicted")
+	if err != nil {
+		return nil, err
+	}
 	defer m.opMu.Unlock()
-	unlock := m.lockBetweenPlans()
 	partial, err := m.evictCopyOrPartialLocked(node, title)
 	if err != nil {
 		// Not on the node, or in use there (its fill under way, or cut
@@ -311,9 +327,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 			if code == codes.FailedPrecondition {
 				msg = "the operator's prefetch there, failed or queued, is cancelled; the title there is not evicted: " + status.Convert(err).Message()
 			}
-			if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+			if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
 				m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
-				msg += fmt.Sprintf(" (its stored order not removed, %s: a manager restart may order it again)", storeMsg(err))
+				msg += fmt.Sprintf(" (its stored order not removed, %s: a manager restart may order it again)", m.adminStoreNote(ctx, err))
 			}
 			return &pb.PlacementAck{NodeId: node, TitleId: title, Message: msg}, nil
 		}
@@ -340,15 +356,15 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	unlock()
 	if planner {
-		if err := m.saveHoldOpLocked(node, title); err != nil { // the hold outlives a restart or a takeover
+		if err := m.saveHoldOpLocked(ctx, node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)
-			msg += fmt.Sprintf(" (hold not saved, %s: a manager restart forgets it)", storeMsg(err))
+			msg += fmt.Sprintf(" (hold not saved, %s: a manager restart forgets it)", m.adminStoreNote(ctx, err))
 		}
 		// The operator's order there, failed and cancelled with a partial's
 		// removal, is not to be restored by a restart or a takeover.
-		if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+		if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
 			m.log.Error("store: cancelled prefetch order not removed", "node", node, "title", title, "err", err)
-			msg += fmt.Sprintf(" (a stored prefetch order of it there not removed, %s: a manager restart may order it again)", storeMsg(err))
+			msg += fmt.Sprintf(" (a stored prefetch order of it there not removed, %s: a manager restart may order it again)", m.adminStoreNote(ctx, err))
 		}
 	}
 	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: msg}, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,4 +93,44 @@ func lockCtx(ctx context.Context, mu *sync.Mutex) error {
 		}()
 		return ctx.Err()
 	}
+}
+
+// adminStorageLock prepares an operator's prefetch or evict (what names
+// it in the error, e.g. "prefetch not ordered") within ctx, its
+// adminStoreWait bound: it takes opMu, then, with a Replicator (whose
+// orders and holds are stored), reads the stored prefetch orders, so
+// that a store that does not answer refuses the call before anything
+// changes (no order sent to a node, nothing stored), and last takes
+// planMu and mu (lockBetweenPlans), each wait within ctx. It returns
+// what gives planMu and mu back (opMu stays held: the caller unlocks it).
+// Errors: UNAVAILABLE "what: ..." naming the store (adminStoreMsg), no
+// lock held then.
+func (m *Manager) adminStorageLock(ctx context.Context, what string) (unlock func(), err error) {
+	if err := m.adminLock(ctx, &m.opMu, what); err != nil {
+		return nil, err
+	}
+	if m.rep != nil {
+		// A malformed value is no stall: the write after says so.
+		if _, err := m.readPrefetchOrders(ctx, true); err != nil && !errors.Is(err, errMalformed) {
+			m.opMu.Unlock()
+			return nil, status.Errorf(codes.Unavailable, "%s: %s", what, m.adminStoreMsg(ctx, err))
+		}
+	}
+	// A plan in progress may wait for the store too (its writes).
+	if err := lockCtx(ctx, &m.planMu); err != nil {
+		m.opMu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "%s: a storage plan in progress held the planner throughout %v, waiting for %s: try again", what, adminStoreWait, m.storeName())
+	}
+	m.mu.Lock()
+	return func() {
+		m.mu.Unlock()
+		m.planMu.Unlock()
+	}, nil
+}
+
+// adminStoreNote is adminStoreMsg for a note in an answer whose change
+// was made (an order sent to a node) but whose write to the store was
+// not: without the advice to try again, which would order it twice.
+func (m *Manager) adminStoreNote(ctx context.Context, err error) string {
+	return strings.TrimSuffix(m.adminStoreMsg(ctx, err), ": try again")
 }

@@ -67,6 +67,11 @@ func TestAdminWritesRedisStalled(t *testing.T) {
 		if status.Code(err) != codes.Unavailable || !strings.Contains(msg, "the store (Redis) did not answer within 5s: try again") {
 			t.Errorf("%s, Redis stalled, within vodctl's 10s (took %v): %v; want UNAVAILABLE 'the store (Redis) did not answer within 5s: try again'", c.name, took.Round(time.Millisecond), err)
 		}
+		// Nothing stored before: a restart goes back to the configured
+		// policy, an earlier stored one otherwise; the answer says both.
+		if want := "applies the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (" + e.m.configuredPolicy + " here)"; c.name == "policy" && !strings.Contains(msg, want) {
+			t.Errorf("policy not saved: %q; want it to say %q", msg, want)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"vodcluster/acm/store"
 	"vodcluster/smm"
@@ -256,12 +255,11 @@ func (m *Manager) changeNodeSettingOpLocked(ctx context.Context, id string, chan
 // saveHoldOpLocked writes the eviction hold of title on node as the
 // Replicator has it now (added, or removed when it no longer holds) into
 // the stored holds (opMu held); expired holds are dropped on the way.
-func (m *Manager) saveHoldOpLocked(node, title string) error {
+// ctx bounds the read and the write (an operator's call: adminStoreWait).
+func (m *Manager) saveHoldOpLocked(ctx context.Context, node, title string) error {
 	if m.rep == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	stored, err := m.readHolds(ctx, true)
 	if err != nil {
 		return err

@@ -37,13 +37,12 @@ func (m *Manager) readPrefetchOrders(ctx context.Context, strict bool) ([]opPref
 // savePrefetchOrderOpLocked adds the operator's order of title on node (or,
 // with keep false, removes it) to the stored orders, dropping those older
 // than prefetchOrderTTL on the way (opMu held). Without a Replicator there
-// is nothing to restore orders into: nothing is stored.
-func (m *Manager) savePrefetchOrderOpLocked(node, title string, keep bool) error {
+// is nothing to restore orders into: nothing is stored. ctx bounds the
+// read and the write (an operator's call: adminStoreWait).
+func (m *Manager) savePrefetchOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
 	if m.rep == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	stored, err := m.readPrefetchOrders(ctx, true)
 	if err != nil {
 		return err
@@ -202,7 +201,9 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 			// before this): that order stays stored.
 			return
 		}
-		if err := m.savePrefetchOrderOpLocked(node, title, false); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
 			m.log.Warn("store: carried out prefetch order not removed (dropped after "+prefetchOrderTTL.String()+")", "node", node, "title", title, "err", err)
 		}
 	}()
