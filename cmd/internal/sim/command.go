@@ -312,8 +312,10 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	return nil
 }
 
-// validate validates run (Config.Validate), a duration given by a flag
-// shown as typed ("cdp.setup_delay (--cdp-setup) 1d", not 24h).
+// validate validates run (Config.Validate), a value named by its key
+// and flag, without a line (the file's values were checked by LoadFile),
+// a duration given by a flag shown as typed ("cdp.setup_delay
+// (--cdp-setup) 1d", not 24h).
 func (rf *runFlags) validate(cmd *cobra.Command, run *Config) error {
 	typed := map[string]*durflag.Value{}
 	for name, v := range map[string]*durflag.Value{"cdp-setup": &rf.cdpSetup, "slow-start": &rf.sp.slowStart} {
@@ -321,11 +323,13 @@ func (rf *runFlags) validate(cmd *cobra.Command, run *Config) error {
 			typed[flagKeys[name]] = v
 		}
 	}
-	return run.validate(func(path string, d time.Duration) string {
-		if v := typed[path]; v != nil && v.D == d {
-			return keyName(path) + " " + v.String()
+	return run.validate(func(path string, v any) string {
+		if d, ok := v.(time.Duration); ok {
+			if t := typed[path]; t != nil && t.D == d {
+				return keyName(path) + " " + t.String()
+			}
 		}
-		return keyName(path) + " " + durflag.Readable(d)
+		return showPlain(path, v)
 	})
 }
 

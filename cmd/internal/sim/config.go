@@ -217,25 +217,36 @@ func Default() Config {
 	}
 }
 
-// Validate reports the first parameter out of range, or nil. A
-// duration is named by its key and flag (keyName) and shown readably
-// ("cdp.setup_delay (--cdp-setup) 48h (2 days): at most 1h ...").
+// Validate reports the first parameter out of range, or nil, naming
+// the value by its key and flag (keyName) and showing it readably
+// ("cdp.setup_delay (--cdp-setup) 48h (2 days): out of [0, 1h] ...",
+// "days 70: out of 1..60").
 func (c *Config) Validate() error { return c.validate(nil) }
 
-// validate is Validate, a duration v of the key at path shown by
-// show(path, v) ("line 3: cdp.setup_delay (--cdp-setup) 2d" as a file
-// writes it, "... 2d" as a flag was given); nil shows it readably.
-func (c *Config) validate(show func(path string, v time.Duration) string) error {
+// showFunc names the value v of the key at path (yamlcfg's path: a
+// list's items "demand.kinds[].share") in a range error: "line 3:
+// cdp.setup_delay (--cdp-setup) 2d" as a file writes it, "days 70" as
+// a flag gave it.
+type showFunc func(path string, v any) string
+
+// showPlain names a value by its key and flag, readably, without a line.
+func showPlain(path string, v any) string {
+	return (*yamlcfg.File)(nil).Show(path, keyName(path), v)
+}
+
+// validate is Validate, each value v of the key at path named by
+// show(path, v); nil is showPlain.
+func (c *Config) validate(show showFunc) error {
 	bad := func(format string, a ...any) error { return fmt.Errorf("sim: "+format, a...) }
 	if show == nil {
-		show = func(path string, v time.Duration) string { return yamlcfg.DurTexts(nil).Show(path, keyName(path), v) }
+		show = showPlain
 	}
 	d := &c.Demand
 	switch {
 	case c.Days < 1 || c.Days > 60:
-		return bad("days %d out of 1..60", c.Days)
+		return bad("%s: out of 1..60", show("days", c.Days))
 	case c.WarmupDays < 0 || c.WarmupDays >= c.Days:
-		return bad("warmup_days %d out of 0..days-1 (days %d)", c.WarmupDays, c.Days)
+		return bad("%s: out of 0..days-1 (days %d)", show("warmup_days", c.WarmupDays), c.Days)
 	case c.PlanInterval <= 0:
 		return bad("%s: must be > 0", show("plan_interval", c.PlanInterval))
 	case c.SampleInterval <= 0 || c.SampleInterval > time.Hour:
@@ -243,61 +254,61 @@ func (c *Config) validate(show func(path string, v time.Duration) string) error 
 	case c.Scheduler.QueueWait < 0:
 		return bad("%s: must be >= 0", show("scheduler.queue_wait", c.Scheduler.QueueWait))
 	case d.Subscribers < 1:
-		return bad("subscribers %d < 1", d.Subscribers)
+		return bad("%s: must be >= 1", show("demand.subscribers", d.Subscribers))
 	case !(d.SessionsPerSubscriber > 0) || d.SessionsPerSubscriber > 100:
-		return bad("sessions_per_subscriber %v out of (0, 100]", d.SessionsPerSubscriber)
+		return bad("%s: out of (0, 100]", show("demand.sessions_per_subscriber", d.SessionsPerSubscriber))
 	case float64(d.Subscribers)*d.SessionsPerSubscriber*float64(c.Days) > 20e6:
 		return bad("more than 20 million sessions in the run")
 	case d.Titles < 1 || d.Titles > 1_000_000:
-		return bad("titles %d out of 1..1000000", d.Titles)
+		return bad("%s: out of 1..1000000", show("demand.titles", d.Titles))
 	case !(d.ZipfAlpha >= 0) || d.ZipfAlpha > 3:
-		return bad("zipf_alpha %v out of [0, 3]", d.ZipfAlpha)
+		return bad("%s: out of [0, 3]", show("demand.zipf_alpha", d.ZipfAlpha))
 	case len(d.Hourly) != 24:
-		return bad("hourly needs 24 values, has %d", len(d.Hourly))
+		return bad("demand.hourly needs 24 values, has %d", len(d.Hourly))
 	case !(d.EarlyAbandon >= 0 && d.EarlyAbandon <= 1):
-		return bad("early_abandon %v out of [0, 1]", d.EarlyAbandon)
+		return bad("%s: out of [0, 1]", show("demand.early_abandon", d.EarlyAbandon))
 	case d.EarlyAbandonMean <= 0:
 		return bad("%s: must be > 0", show("demand.early_abandon_mean", d.EarlyAbandonMean))
 	case d.WatchMedian <= 0:
 		return bad("%s: must be > 0", show("demand.watch_median", d.WatchMedian))
 	case !(d.WatchSigma >= 0) || d.WatchSigma > 5:
-		return bad("watch_sigma %v out of [0, 5]", d.WatchSigma)
+		return bad("%s: out of [0, 5]", show("demand.watch_sigma", d.WatchSigma))
 	case len(d.Kinds) == 0:
 		return bad("no title kinds")
 	case d.NewTitlesPerDay < 0 || d.NewTitlesPerDay > 100_000:
-		return bad("new_titles_per_day %d out of 0..100000", d.NewTitlesPerDay)
+		return bad("%s: out of 0..100000", show("demand.new_titles_per_day", d.NewTitlesPerDay))
 	case !(d.NewTitleHour >= 0 && d.NewTitleHour < 24):
-		return bad("new_title_hour %v out of [0, 24)", d.NewTitleHour)
+		return bad("%s: out of [0, 24)", show("demand.new_title_hour", d.NewTitleHour))
 	case d.NewTitlesPerDay > 0 && d.NewTitleTopRank < 1:
-		return bad("new_title_top_rank %d < 1", d.NewTitleTopRank)
+		return bad("%s: must be >= 1", show("demand.new_title_top_rank", d.NewTitleTopRank))
 	case !(d.DriftSigma >= 0) || d.DriftSigma > 3:
-		return bad("drift_sigma %v out of [0, 3]", d.DriftSigma)
+		return bad("%s: out of [0, 3]", show("demand.drift_sigma", d.DriftSigma))
 	case len(c.Cluster.Nodes) == 0:
 		return bad("no node classes")
 	case !(c.Cluster.DiskShare > 0 && c.Cluster.DiskShare <= 1):
-		return bad("disk_share %v out of (0, 1]", c.Cluster.DiskShare)
+		return bad("%s: out of (0, 1]", show("cluster.disk_share", c.Cluster.DiskShare))
 	case c.CDP.Channels < 1 || c.CDP.Channels > 100_000:
-		return bad("cdp channels %d out of 1..100000", c.CDP.Channels)
+		return bad("%s: out of 1..100000", show("cdp.channels", c.CDP.Channels))
 	case c.CDP.SetupDelay < 0 || c.CDP.SetupDelay > time.Hour:
 		return bad("%s: out of [0, 1h]: a viewer waits for it", show("cdp.setup_delay", c.CDP.SetupDelay))
 	case c.CDP.FillWait < 0 || c.CDP.FillWait > time.Hour:
 		return bad("%s: out of [0, 1h]: a viewer waits for it", show("cdp.fill_wait", c.CDP.FillWait))
 	case c.CDP.ChannelBps <= 0:
-		return bad("cdp channel_bps %d must be > 0", c.CDP.ChannelBps)
+		return bad("%s: must be > 0", show("cdp.channel_bps", c.CDP.ChannelBps))
 	case !(c.Failures.PerDay >= 0) || c.Failures.PerDay > 1000:
-		return bad("failures per_day %v out of [0, 1000]", c.Failures.PerDay)
+		return bad("%s: out of [0, 1000]", show("failures.per_day", c.Failures.PerDay))
 	case c.Failures.PerDay > 0 && c.Failures.DownMean <= 0:
 		return bad("%s: must be > 0 (with failures.per_day above 0)", show("failures.down_mean", c.Failures.DownMean))
 	}
 	sum := 0.0
 	for h, v := range d.Hourly {
 		if !(v >= 0) || math.IsInf(v, 0) {
-			return bad("hourly[%d] = %v must be >= 0", h, v)
+			return bad("%s (hour %d): must be >= 0 and finite", show("demand.hourly", v), h)
 		}
 		sum += v
 	}
 	if sum <= 0 {
-		return bad("hourly is all zero")
+		return bad("demand.hourly is all zero")
 	}
 	for _, k := range d.Kinds {
 		switch {
@@ -305,24 +316,32 @@ func (c *Config) validate(show func(path string, v time.Duration) string) error 
 			return bad("%s (title kind %q): out of (0, 24h]", show("demand.kinds[].min_duration", k.MinLength), k.Name)
 		case k.MaxLength < k.MinLength || k.MaxLength > 24*time.Hour:
 			return bad("%s (title kind %q): out of [min_duration %s, 24h]", show("demand.kinds[].max_duration", k.MaxLength), k.Name, durflag.Readable(k.MinLength))
-		case !(k.Share > 0) || k.BitrateBps <= 0:
-			return bad("title kind %q: need share > 0 and bitrate_bps > 0", k.Name)
-		}
-		if k.BitrateBps > c.CDP.ChannelBps {
-			return bad("title kind %q: bitrate %d above the cdp channel rate %d: a fill could not keep ahead of playback", k.Name, k.BitrateBps, c.CDP.ChannelBps)
+		case !(k.Share > 0) || math.IsInf(k.Share, 0):
+			return bad("%s (title kind %q): must be > 0", show("demand.kinds[].share", k.Share), k.Name)
+		case k.BitrateBps <= 0:
+			return bad("%s (title kind %q): must be > 0", show("demand.kinds[].bitrate_bps", k.BitrateBps), k.Name)
+		case k.BitrateBps > c.CDP.ChannelBps:
+			return bad("%s (title kind %q): above the cdp channel rate (cdp.channel_bps %d): a fill could not keep ahead of playback", show("demand.kinds[].bitrate_bps", k.BitrateBps), k.Name, c.CDP.ChannelBps)
 		}
 	}
 	nodes := 0
 	for _, n := range c.Cluster.Nodes {
-		if n.Count < 0 || n.EgressBps <= 0 || !(n.DiskWeight > 0) || n.Weight < 0 || n.Weight > lsm.MaxWeight {
-			return bad("node class: need count >= 0, egress_bps > 0, disk_weight > 0, weight 0..%d", lsm.MaxWeight)
+		switch {
+		case n.Count < 0:
+			return bad("%s (node class): must be >= 0", show("cluster.nodes[].count", n.Count))
+		case n.EgressBps <= 0:
+			return bad("%s (node class): must be > 0", show("cluster.nodes[].egress_bps", n.EgressBps))
+		case !(n.DiskWeight > 0) || math.IsInf(n.DiskWeight, 0):
+			return bad("%s (node class): must be > 0", show("cluster.nodes[].disk_weight", n.DiskWeight))
+		case n.Weight < 0 || n.Weight > lsm.MaxWeight:
+			return bad("%s (node class): out of 0..%d (0: lsm's default)", show("cluster.nodes[].weight", n.Weight), lsm.MaxWeight)
 		}
 		nodes += n.Count
 	}
 	if nodes < 1 || nodes > 10_000 {
 		return bad("%d nodes out of 1..10000", nodes)
 	}
-	if err := c.Sites.validate(nodes); err != nil {
+	if err := c.Sites.validate(nodes, show); err != nil {
 		return err
 	}
 	known := map[string]bool{}
@@ -331,7 +350,7 @@ func (c *Config) validate(show func(path string, v time.Duration) string) error 
 	}
 	for _, p := range c.Policies {
 		if !known[p] {
-			return bad("unknown policy %q (known: %v)", p, lsm.Policies())
+			return bad("%s: unknown policy (known: %v)", show("policies", p), lsm.Policies())
 		}
 	}
 	for _, sp := range c.storagePolicies() {
@@ -380,10 +399,10 @@ func (c *Config) lsmConfig(policy string) lsm.Config {
 
 // validate rejects the set values lsm would read as "default"
 // (0 where lsm needs a positive value): a set value means what it says.
-// show names a duration by its path, with its value (Config.validate).
-func (p *SchedulerParams) validate(show func(path string, v time.Duration) string) error {
-	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("sim: scheduler %s %v: must be %s", name, v, want)
+// show names a value by its path (Config.validate).
+func (p *SchedulerParams) validate(show showFunc) error {
+	bad := func(path string, v any, want string) error {
+		return fmt.Errorf("sim: %s: must be %s", show("scheduler."+path, v), want)
 	}
 	switch {
 	case p.Normal != nil && !(*p.Normal > 0 && *p.Normal <= 1):
@@ -397,7 +416,7 @@ func (p *SchedulerParams) validate(show func(path string, v time.Duration) strin
 	case p.FillRefBps != nil && *p.FillRefBps <= 0:
 		return bad("fill_ref_bps", *p.FillRefBps, "> 0")
 	case p.SlowStart != nil && *p.SlowStart < 0:
-		return fmt.Errorf("sim: %s: must be >= 0", show("scheduler.slow_start", *p.SlowStart))
+		return bad("slow_start", *p.SlowStart, ">= 0")
 	case p.OriginChannels != nil && *p.OriginChannels < 0:
 		return bad("origin_channels", *p.OriginChannels, ">= 0")
 	}

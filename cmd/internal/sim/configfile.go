@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -29,10 +28,11 @@ scheduler.origin_channels null: the cdp channels.`
 // error gives its line and section, the key it may have meant (a flag's
 // name, or a key of another section) and points to --print-config.
 // Durations are taken as the duration flags take them (Go's form, or
-// whole days: "2d", "1d12h"); the errors about the file's values are
-// "PATH: line N: KEY VALUE: reason" with the value as written and the key
-// named by keyName ("cdp.setup_delay (--cdp-setup)"), as the other
-// commands' --config files say them (yamlcfg).
+// whole days: "2d", "1d12h"); the errors about the file's values (a
+// duration, a whole number or any other value out of range) are "PATH:
+// line N: KEY VALUE: reason" with the value as written and the key named
+// by keyName ("cdp.setup_delay (--cdp-setup)", "days"), as the other
+// commands' --config files say them (yamlcfg, File.Show).
 func (c *Config) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -48,7 +48,7 @@ func (c *Config) LoadFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	show := func(path string, v time.Duration) string { return f.Durations.Show(path, keyName(path), v) }
+	show := func(path string, v any) string { return f.Show(path, keyName(path), v) }
 	if err := c.validate(show); err != nil {
 		return &fileError{msg: path + ": " + strings.TrimPrefix(err.Error(), "sim: "), err: err}
 	}

@@ -64,27 +64,28 @@ func (s *Sites) aware() []string {
 	return s.Aware
 }
 
-// validate checks s for a cluster of nodes nodes.
-func (s *Sites) validate(nodes int) error {
+// validate checks s for a cluster of nodes nodes; show names a value by
+// its path (Config.validate).
+func (s *Sites) validate(nodes int, show showFunc) error {
 	switch {
 	case s.Count < 0 || s.Count > smm.MaxSites:
-		return fmt.Errorf("sim: sites %d out of 0..%d", s.Count, smm.MaxSites)
+		return fmt.Errorf("sim: %s: out of 0..%d", show("sites.count", s.Count), smm.MaxSites)
 	case s.Count > nodes:
-		return fmt.Errorf("sim: %d sites for %d nodes: a site needs a node", s.Count, nodes)
+		return fmt.Errorf("sim: %s for %d nodes: a site needs a node", show("sites.count", s.Count), nodes)
 	case !(s.Local >= 0 && s.Local <= 1):
-		return fmt.Errorf("sim: site local share %v out of [0, 1]", s.Local)
+		return fmt.Errorf("sim: %s: out of [0, 1]", show("sites.local", s.Local))
 	}
 	for i, a := range s.Aware {
 		if a != SiteAwareAll && a != SiteAwareScheduler && a != SiteAwareNone {
-			return fmt.Errorf("sim: site awareness %q (known: all, scheduler, none)", a)
+			return fmt.Errorf("sim: %s: unknown site awareness (known: all, scheduler, none)", show("sites.aware", a))
 		}
 		for _, b := range s.Aware[:i] {
 			if a == b {
-				return fmt.Errorf("sim: site awareness %q given twice", a)
+				return fmt.Errorf("sim: %s: site awareness given twice", show("sites.aware", a))
 			}
 		}
 		if s.Only && a == SiteAwareNone {
-			return fmt.Errorf("sim: site only needs a site-aware scheduler, not awareness %q", a)
+			return fmt.Errorf("sim: %s: sites.only needs a site-aware scheduler", show("sites.aware", a))
 		}
 	}
 	return nil

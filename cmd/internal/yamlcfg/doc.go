@@ -11,6 +11,6 @@
 // (Decode) and the words of its errors, each "line N: ..." without the
 // file's name; the caller names a key from its path (Options: a
 // section's key alone, or with the flag that sets it), puts the file's
-// name first, and checks the values' ranges, showing a duration as the
-// file wrote it (DurTexts.Show). The durations' forms are durflag's.
+// name first, and checks the values' ranges, showing a value as the
+// file wrote it, at its line (File.Show; a duration: DurTexts.Show). The durations' forms are durflag's.
 package yamlcfg

@@ -50,6 +50,7 @@ type File struct {
 	// Durations are its durations as written, by their key's path (as
 	// Options has it).
 	Durations DurTexts
+	typ       reflect.Type // the configuration's (Show)
 }
 
 // Decode reads b, the text of a configuration file, into v, a pointer
@@ -71,7 +72,7 @@ func Decode(b []byte, v any, o Options) (*File, error) {
 	// The document as a tree first: its durations are read here (with
 	// days, and quoted as written in their errors), then the decoder
 	// reads the rest (strict: unknown keys).
-	f := &File{}
+	f := &File{typ: t}
 	var top yaml.Node
 	var durBad []string
 	rewrote := false

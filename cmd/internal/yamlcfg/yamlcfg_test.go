@@ -136,3 +136,39 @@ func TestDecodeAliasSharedWithOtherKinds(t *testing.T) {
 		t.Errorf("shown %q", got)
 	}
 }
+
+// File.Show quotes a value of any kind as written at its line when the
+// file has it so (the first item of a list that has it, an alias at its
+// use), and shows it as it reads otherwise, as DurTexts.Show does a
+// duration; a nil File shows every value as it reads.
+func TestFileShowAnyValue(t *testing.T) {
+	var c testConf
+	f, err := Decode([]byte("count: 0x10\nitems:\n  - {size: 5}\n  - size: &s 07\n  - {size: *s}\nrates: [1.50, .nan]\nwait: 2d\n"), &c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		path string
+		v    any
+		want string
+	}{
+		{"count", 16, "line 1: count 0x10"},
+		{"items[].size", int64(7), "line 4: items[].size 07"},
+		{"items[].size", int64(5), "line 3: items[].size 5"},
+		{"items[].size", int64(9), "items[].size 9"},
+		{"rates", 1.5, "line 6: rates 1.50"},
+		{"rates", c.Rates[1], "line 6: rates .nan"},
+		{"uns", uint16(3), "uns 3"},
+		{"wait", 48 * time.Hour, "line 7: wait 2d"},
+	} {
+		if got := f.Show(s.path, s.path, s.v); got != s.want {
+			t.Errorf("Show(%s, %v) = %q, want %q", s.path, s.v, got, s.want)
+		}
+	}
+	if got := (*File)(nil).Show("wait", "wait", 48*time.Hour); got != "wait 48h (2 days)" {
+		t.Errorf("nil File: %q", got)
+	}
+	if got := (*File)(nil).Show("count", "count", 3); got != "count 3" {
+		t.Errorf("nil File: %q", got)
+	}
+}

@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigFileRangeErrorsAtTheirLine: a --config file's number (or
+// name) out of range was refused without its line and, for most, without
+// the key as the file writes it ("sim: days 70 out of 1..60", "title kind
+// \"a\": need share > 0 and bitrate_bps > 0", "sites 99 out of 0..64",
+// "scheduler normal 1.5: must be in (0, 1]"), while a duration's said
+// "--config FILE: line N: KEY VALUE: reason". Every range error of a
+// value from the file now says it so, the value as written (-0.50, not
+// -0.5), in a list of sections at the item's line; a value a flag gave is
+// named by its key and flag, without a line.
+func TestConfigFileRangeErrorsAtTheirLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	for _, c := range []struct{ yaml, want string }{
+		{"seed: 3\ndays: 70\n", "line 2: days 70: out of 1..60"},
+		{"days: 2\nwarmup_days: 2\n", "line 2: warmup_days 2: out of 0..days-1 (days 2)"},
+		{"demand:\n  subscribers: 0\n", "line 2: demand.subscribers 0: must be >= 1"},
+		{"demand:\n  zipf_alpha: 3.50\n", "line 2: demand.zipf_alpha (--zipf) 3.50: out of [0, 3]"},
+		{"demand:\n  sessions_per_subscriber: .nan\n", "line 2: demand.sessions_per_subscriber .nan: out of (0, 100]"},
+		{"demand:\n  hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,\n    1, 1, 1, 1, 1, -2, 1, 1, 1, 1, 1, 1]\n", "line 3: demand.hourly -2 (hour 17): must be >= 0"},
+		{"demand:\n  kinds:\n    - {name: a, share: 1, bitrate_bps: 1000000, min_duration: 1h, max_duration: 2h}\n    - {name: b, share: -0.50, bitrate_bps: 1000000, min_duration: 1h, max_duration: 2h}\n", "line 4: demand.kinds[].share -0.50 (title kind \"b\"): must be > 0"},
+		{"demand:\n  kinds:\n    - name: a\n      share: 1\n      bitrate_bps: 0\n      min_duration: 1h\n      max_duration: 2h\n", "line 5: demand.kinds[].bitrate_bps 0 (title kind \"a\"): must be > 0"},
+		{"cluster:\n  nodes:\n    - {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 70000}\n", "line 3: cluster.nodes[].weight 70000 (node class): out of 0..65535"},
+		{"cluster:\n  disk_share: 1.5\n", "line 2: cluster.disk_share 1.5: out of (0, 1]"},
+		{"cdp:\n  channels: 0\n", "line 2: cdp.channels (--cdp-channels) 0: out of 1..100000"},
+		{"failures:\n  per_day: 1e4\n", "line 2: failures.per_day (--failures) 1e4: out of [0, 1000]"},
+		{"sites:\n  count: 99\n", "line 2: sites.count (--sites) 99: out of 0..64"},
+		{"sites:\n  count: 2\n  local: 2\n", "line 3: sites.local (--site-local) 2: out of [0, 1]"},
+		{"sites:\n  count: 2\n  aware: [all, bogus]\n", "line 3: sites.aware (--site-aware) bogus: unknown site awareness"},
+		{"scheduler:\n  normal: 1.5\n", "line 2: scheduler.normal 1.5: must be in (0, 1]"},
+		{"scheduler:\n  origin_channels: -1\n", "line 2: scheduler.origin_channels (--lsm-origin-channels) -1: must be >= 0"},
+		{"policies:\n  - lall\n  - nope\n", "line 3: policies nope: unknown policy"},
+	} {
+		os.WriteFile(p, []byte(c.yaml), 0o644)
+		_, err := runCommand("--config", p, "--print-config")
+		want := "--config " + p + ": " + c.want
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v\nwant %q", c.yaml, err, want)
+		}
+	}
+	// A value given by a flag: its key and flag, no line (the file's
+	// other values are good).
+	os.WriteFile(p, []byte("seed: 3\ndays: 2\n"), 0o644)
+	for args, want := range map[string]string{
+		"--days 70":         "sim: days 70: out of 1..60",
+		"--subscribers 0":   "sim: demand.subscribers 0: must be >= 1",
+		"--site-local 2":    "sim: sites.local (--site-local) 2: out of [0, 1]",
+		"--cdp-channels -3": "sim: cdp.channels (--cdp-channels) -3: out of 1..100000",
+	} {
+		_, err := runCommand(append([]string{"--config", p, "--sites", "2", "--print-config"}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "line ") || strings.Contains(err.Error(), "--config") {
+			t.Errorf("%s: %v, want %q without a line", args, err, want)
+		}
+	}
+}
