@@ -112,7 +112,7 @@ type ManagerConfig struct {
 	// set.
 	SubscriberTokens SubscriberTokensConfig `yaml:"subscriber_tokens"`
 
-	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
+	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }
 
 // SiteConfig is one of manager.sites: a site's name (as its nodes'
@@ -268,7 +268,7 @@ type NodeConfig struct {
 	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
 	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
 
-	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
+	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }
 
 // CDPConfig configures `vodcluster cdp`.
@@ -284,7 +284,7 @@ type CDPConfig struct {
 	TLSCert         string        `yaml:"tls_cert_file"`         // PEM certificate chain of the gRPC server; with tls_key_file: TLS
 	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
 
-	durs yamlcfg.DurTexts // its durations as the file writes them (by key within the section), for validate's messages
+	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }
 
 // loadConfig reads path (strict YAML: unknown keys, and a second document
@@ -306,7 +306,7 @@ func loadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config %s: %w", path, err)
 	}
-	c.Manager.durs, c.Node.durs, c.CDP.durs = f.Durations.Under("manager"), f.Durations.Under("node"), f.Durations.Under("cdp")
+	c.Manager.file, c.Node.file, c.CDP.file = f, f, f
 	if f.Doc != nil && len(f.Doc.Content) > 0 && f.Doc.Content[0].Kind == yaml.MappingNode {
 		keys := f.Doc.Content[0].Content
 		for i := 0; i+1 < len(keys); i += 2 {

@@ -81,22 +81,26 @@ func inConfig(path string, err error) error {
 	return fmt.Errorf("--config %s: %w", path, err)
 }
 
-// keyCheck collects a section's problems, each naming its key; durs are
-// the section's durations as written (show).
+// keyCheck collects a section's problems, each naming its key; file is
+// the --config file the section was read from (nil: none) and section
+// its key in it ("node"), to show a value as written at its line (show).
 type keyCheck struct {
-	errs []error
-	durs yamlcfg.DurTexts
+	errs    []error
+	file    *yamlcfg.File
+	section string
 }
 
 func (k *keyCheck) failf(format string, a ...any) { k.errs = append(k.errs, fmt.Errorf(format, a...)) }
 
 func (k *keyCheck) err() error { return errors.Join(k.errs...) }
 
-// show names the duration v of key as the operator wrote it when the
-// file has it so ("line 12: session_timeout 9999ms"), else readable
-// ("session_timeout 9.999s", "token_ttl 1h", not "1h0m0s").
-func (k *keyCheck) show(key string, v time.Duration) string {
-	return k.durs.Show(key, key, v)
+// show names the value v of key (its path within the section) as the
+// operator wrote it, at its line, when the file has it so ("line 12:
+// session_timeout 9999ms", "line 4: max_sessions -1"), else readably
+// ("session_timeout 9.999s", "token_ttl 1h", not "1h0m0s";
+// "max_sessions -1"): yamlcfg.File.Show.
+func (k *keyCheck) show(key string, v any) string {
+	return k.file.Show(k.section+"."+key, key, v)
 }
 
 // duration refuses a negative duration; 0 (or the key left out) is the
@@ -125,7 +129,7 @@ func (k *keyCheck) grpcAddr(key, v, what string) {
 // count refuses a negative integer; 0 (or the key left out) means def.
 func (k *keyCheck) count(key string, v int64, def string) {
 	if v < 0 {
-		k.failf("%s %d: negative; give a positive number, or 0 (or leave it out) for %s", key, v, def)
+		k.failf("%s: negative; give a positive number, or 0 (or leave it out) for %s", k.show(key, v), def)
 	}
 }
 
@@ -134,21 +138,21 @@ func (k *keyCheck) count(key string, v int64, def string) {
 func (k *keyCheck) int32Count(key string, v int64, def string) {
 	k.count(key, v, def)
 	if v > math.MaxInt32 {
-		k.failf("%s %d: above the largest allowed, %d", key, v, math.MaxInt32)
+		k.failf("%s: above the largest allowed, %d", k.show(key, v), math.MaxInt32)
 	}
 }
 
 // limit checks a limit where -1 means none: below -1 is refused.
 func (k *keyCheck) limit(key string, v int, def string) {
 	if v < -1 {
-		k.failf("%s %d: give a positive number, -1 for no limit, or 0 (or leave it out) for %s", key, v, def)
+		k.failf("%s: give a positive number, -1 for no limit, or 0 (or leave it out) for %s", k.show(key, v), def)
 	}
 }
 
 // ratio refuses a negative (or NaN) number; 0 means the default.
 func (k *keyCheck) ratio(key string, v float64) {
 	if !(v >= 0) {
-		k.failf("%s %v: negative; give a positive number, or 0 (or leave it out) for the default", key, v)
+		k.failf("%s: negative; give a positive number, or 0 (or leave it out) for the default", k.show(key, v))
 	}
 }
 
@@ -158,7 +162,7 @@ func (k *keyCheck) ratio(key string, v float64) {
 // it accepts, and a storage policy and planner smm knows with values it
 // accepts.
 func (c ManagerConfig) validate() error {
-	k := keyCheck{durs: c.durs}
+	k := keyCheck{file: c.file, section: "manager"}
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	k.duration("token_ttl", c.TokenTTL, "60s")
 	k.duration("queue_deadline", c.QueueDeadline, "5s")
@@ -261,18 +265,18 @@ func (c ManagerConfig) validate() error {
 // validate checks the node section: no negative capacity, weight or
 // timeout, an RTP port pair that exists, and an eviction policy smm knows.
 func (c NodeConfig) validate() error {
-	k := keyCheck{durs: c.durs}
+	k := keyCheck{file: c.file, section: "node"}
 	k.grpcAddr("manager", c.Manager, "the manager's grpc_listen (port 9090 by default)")
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
-		k.failf("rtp_port %d: want an even port below 65535 (RTCP takes the next), or 0", c.RTPPort)
+		k.failf("%s: want an even port below 65535 (RTCP takes the next), or 0", k.show("rtp_port", c.RTPPort))
 	}
 	k.count("egress_bps", c.EgressBps, "1 Gbit/s (1000000000)")
 	k.int32Count("max_sessions", int64(c.MaxSessions), "no limit but egress_bps")
 	k.count("disk_bytes", c.DiskBytes, "100 GB (100000000000)")
 	k.count("weight", int64(c.Weight), "100")
 	if c.Weight > lsm.MaxWeight {
-		k.failf("weight %d: above %d, the largest IPVS weight (the manager refuses the node's registration)", c.Weight, lsm.MaxWeight)
+		k.failf("%s: above %d, the largest IPVS weight (the manager refuses the node's registration)", k.show("weight", c.Weight), lsm.MaxWeight)
 	}
 	k.duration("session_timeout", c.SessionTimeout, "60s")
 	if c.SessionTimeout > 0 && c.SessionTimeout < minSessionTimeout {
@@ -292,7 +296,7 @@ func (c NodeConfig) validate() error {
 // cost, a catalog_poll_interval of 1s or more (or 0, or -1s: SIGHUP
 // only), and a chunk size the origin accepts.
 func (c CDPConfig) validate() error {
-	k := keyCheck{durs: c.durs}
+	k := keyCheck{file: c.file, section: "cdp"}
 	if c.Dir == "" {
 		k.failf("dir is required (the directory of the title files)")
 	}
@@ -306,8 +310,8 @@ func (c CDPConfig) validate() error {
 			k.show("catalog_poll_interval", c.CatalogPoll), durflag.Readable(cdp.DefaultCatalogPoll))
 	}
 	if c.ChunkBytes < 0 || c.ChunkBytes > cdp.MaxChunkBytes || c.ChunkBytes%tsindex.PacketSize != 0 {
-		k.failf("chunk_bytes %d: want a multiple of %d (whole MPEG-TS packets) up to %d, or 0 (or leave it out) for %d",
-			c.ChunkBytes, tsindex.PacketSize, cdp.MaxChunkBytes, cdp.DefaultChunkBytes)
+		k.failf("%s: want a multiple of %d (whole MPEG-TS packets) up to %d, or 0 (or leave it out) for %d",
+			k.show("chunk_bytes", c.ChunkBytes), tsindex.PacketSize, cdp.MaxChunkBytes, cdp.DefaultChunkBytes)
 	}
 	return k.err()
 }

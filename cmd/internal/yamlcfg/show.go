@@ -15,7 +15,8 @@ import (
 // line, when the file has it so ("line 4: days 70", "line 9:
 // demand.kinds[].share -0.5"), else as it reads ("days 70"; a
 // duration readably: DurTexts.Show). A key written more than once (the
-// items of a list) is shown at the first place it has the value v. A
+// items of a list) is shown at the first place it has the value v (of
+// the key's type or a wider one: an int64 for an int32 key). A
 // nil File (the values came from elsewhere: defaults, flags) shows v as
 // it reads.
 func (f *File) Show(path, name string, v any) string {
@@ -26,14 +27,16 @@ func (f *File) Show(path, name string, v any) string {
 		return f.Durations.Show(path, name, d)
 	}
 	if f != nil && f.Doc != nil && f.typ != nil && v != nil {
-		want, vt := fmt.Sprint(v), reflect.TypeOf(v)
+		want := fmt.Sprint(v)
 		shown := ""
 		eachValue(f.Doc, f.typ, "", func(n, at *yaml.Node, t reflect.Type, p string) {
-			if shown != "" || p != path || t != vt {
+			if shown != "" || p != path {
 				return
 			}
-			got := reflect.New(vt)
-			if n.Decode(got.Interface()) == nil && fmt.Sprint(got.Elem().Interface()) == want { // Sprint: NaN is NaN
+			// Read as the key's own type (v may be wider: an int32 count
+			// checked as an int64), compared as printed: NaN is NaN.
+			got := reflect.New(t)
+			if n.Decode(got.Interface()) == nil && fmt.Sprint(got.Elem().Interface()) == want {
 				shown = fmt.Sprintf("line %d: %s %s", at.Line, name, n.Value)
 			}
 		})
