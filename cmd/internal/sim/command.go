@@ -325,7 +325,7 @@ func (rf *runFlags) validate(cmd *cobra.Command, run *Config) error {
 	}
 	return run.validate(func(path string, v any) string {
 		if d, ok := v.(time.Duration); ok {
-			if t := typed[path]; t != nil && t.D == d {
+			if t := typed[unindexed(path)]; t != nil && t.D == d {
 				return keyName(path) + " " + t.String()
 			}
 		}

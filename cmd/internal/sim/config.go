@@ -223,10 +223,11 @@ func Default() Config {
 // "days 70: out of 1..60").
 func (c *Config) Validate() error { return c.validate(nil) }
 
-// showFunc names the value v of the key at path (yamlcfg's path: a
-// list's items "demand.kinds[].share") in a range error: "line 3:
-// cdp.setup_delay (--cdp-setup) 2d" as a file writes it, "days 70" as
-// a flag gave it.
+// showFunc names the value v of the key at path (yamlcfg's path, a
+// list's item with its index: "demand.kinds[1].share", "sites.aware[0]",
+// so that the item out of range is shown, not another with the same
+// value) in a range error: "line 3: cdp.setup_delay (--cdp-setup) 2d" as
+// a file writes it, "days 70" as a flag gave it.
 type showFunc func(path string, v any) string
 
 // showPlain names a value by its key and flag, readably, without a line.
@@ -303,38 +304,40 @@ func (c *Config) validate(show showFunc) error {
 	sum := 0.0
 	for h, v := range d.Hourly {
 		if !(v >= 0) || math.IsInf(v, 0) {
-			return bad("%s (hour %d): must be >= 0 and finite", show("demand.hourly", v), h)
+			return bad("%s (hour %d): must be >= 0 and finite", show(fmt.Sprintf("demand.hourly[%d]", h), v), h)
 		}
 		sum += v
 	}
 	if sum <= 0 {
 		return bad("demand.hourly is all zero")
 	}
-	for _, k := range d.Kinds {
+	for i, k := range d.Kinds {
+		item := func(key string) string { return fmt.Sprintf("demand.kinds[%d].%s", i, key) }
 		switch {
 		case k.MinLength <= 0 || k.MinLength > 24*time.Hour:
-			return bad("%s (title kind %q): out of (0, 24h]", show("demand.kinds[].min_duration", k.MinLength), k.Name)
+			return bad("%s (title kind %q): out of (0, 24h]", show(item("min_duration"), k.MinLength), k.Name)
 		case k.MaxLength < k.MinLength || k.MaxLength > 24*time.Hour:
-			return bad("%s (title kind %q): out of [min_duration %s, 24h]", show("demand.kinds[].max_duration", k.MaxLength), k.Name, durflag.Readable(k.MinLength))
+			return bad("%s (title kind %q): out of [min_duration %s, 24h]", show(item("max_duration"), k.MaxLength), k.Name, durflag.Readable(k.MinLength))
 		case !(k.Share > 0) || math.IsInf(k.Share, 0):
-			return bad("%s (title kind %q): must be > 0", show("demand.kinds[].share", k.Share), k.Name)
+			return bad("%s (title kind %q): must be > 0", show(item("share"), k.Share), k.Name)
 		case k.BitrateBps <= 0:
-			return bad("%s (title kind %q): must be > 0", show("demand.kinds[].bitrate_bps", k.BitrateBps), k.Name)
+			return bad("%s (title kind %q): must be > 0", show(item("bitrate_bps"), k.BitrateBps), k.Name)
 		case k.BitrateBps > c.CDP.ChannelBps:
-			return bad("%s (title kind %q): above the cdp channel rate (cdp.channel_bps %d): a fill could not keep ahead of playback", show("demand.kinds[].bitrate_bps", k.BitrateBps), k.Name, c.CDP.ChannelBps)
+			return bad("%s (title kind %q): above the cdp channel rate (cdp.channel_bps %d): a fill could not keep ahead of playback", show(item("bitrate_bps"), k.BitrateBps), k.Name, c.CDP.ChannelBps)
 		}
 	}
 	nodes := 0
-	for _, n := range c.Cluster.Nodes {
+	for i, n := range c.Cluster.Nodes {
+		item := func(key string) string { return fmt.Sprintf("cluster.nodes[%d].%s", i, key) }
 		switch {
 		case n.Count < 0:
-			return bad("%s (node class): must be >= 0", show("cluster.nodes[].count", n.Count))
+			return bad("%s (node class): must be >= 0", show(item("count"), n.Count))
 		case n.EgressBps <= 0:
-			return bad("%s (node class): must be > 0", show("cluster.nodes[].egress_bps", n.EgressBps))
+			return bad("%s (node class): must be > 0", show(item("egress_bps"), n.EgressBps))
 		case !(n.DiskWeight > 0) || math.IsInf(n.DiskWeight, 0):
-			return bad("%s (node class): must be > 0", show("cluster.nodes[].disk_weight", n.DiskWeight))
+			return bad("%s (node class): must be > 0", show(item("disk_weight"), n.DiskWeight))
 		case n.Weight < 0 || n.Weight > lsm.MaxWeight:
-			return bad("%s (node class): out of 0..%d (0: lsm's default)", show("cluster.nodes[].weight", n.Weight), lsm.MaxWeight)
+			return bad("%s (node class): out of 0..%d (0: lsm's default)", show(item("weight"), n.Weight), lsm.MaxWeight)
 		}
 		nodes += n.Count
 	}
@@ -348,9 +351,9 @@ func (c *Config) validate(show showFunc) error {
 	for _, p := range lsm.Policies() {
 		known[p] = true
 	}
-	for _, p := range c.Policies {
+	for i, p := range c.Policies {
 		if !known[p] {
-			return bad("%s: unknown policy (known: %v)", show("policies", p), lsm.Policies())
+			return bad("%s: unknown policy (known: %v)", show(fmt.Sprintf("policies[%d]", i), p), lsm.Policies())
 		}
 	}
 	for _, sp := range c.storagePolicies() {

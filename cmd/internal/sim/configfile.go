@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -65,12 +66,23 @@ type fileError struct {
 func (e *fileError) Error() string { return e.msg }
 func (e *fileError) Unwrap() error { return e.err }
 
+// itemIndex is a list item's index in a path ("demand.kinds[1].share").
+var itemIndex = regexp.MustCompile(`\[[0-9]+\]`)
+
+// unindexed is path without its items' indexes, as Options has it:
+// "demand.kinds[].share" for "demand.kinds[1].share", "sites.aware" for
+// "sites.aware[0]".
+func unindexed(path string) string {
+	return strings.TrimSuffix(itemIndex.ReplaceAllString(path, "[]"), "[]")
+}
+
 // keyName names the key of the file at path (yamlcfg.Options: a list's
 // items as "cluster.nodes[].count") in messages: by its path, with the
 // flag that sets it when the flag's name is not the key's own
 // ("cdp.setup_delay (--cdp-setup)", "demand.zipf_alpha (--zipf)", not
 // "scheduler.slow_start (--slow-start)").
 func keyName(path string) string {
+	path = unindexed(path)
 	last := path[strings.LastIndexByte(path, '.')+1:]
 	var flags []string
 	for f, k := range flagKeys {

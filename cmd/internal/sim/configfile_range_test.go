@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,36 @@ func TestConfigFileRangeErrorsAtTheirLine(t *testing.T) {
 		_, err := runCommand(append([]string{"--config", p, "--sites", "2", "--print-config"}, strings.Fields(args)...)...)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "line ") || strings.Contains(err.Error(), "--config") {
 			t.Errorf("%s: %v, want %q without a line", args, err, want)
+		}
+	}
+}
+
+// TestConfigFileRangeErrorAtTheItem: a list's item out of range was shown
+// at the first item with the same value, another item's line: the second
+// "all" of sites.aware (given twice) at the first one's, title kind b's
+// max_duration 2h (below its min_duration) at kind a's line. The item
+// out of range is shown at its own line.
+func TestConfigFileRangeErrorAtTheItem(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	kinds := "demand:\n  kinds:\n    - {name: a, share: 1, bitrate_bps: 1000000, min_duration: 1h, max_duration: %s}\n    - {name: b, share: 1, bitrate_bps: 1000000, min_duration: %s, max_duration: %s}\n"
+	for _, c := range []struct{ yaml, want string }{
+		{"sites:\n  count: 2\n  aware:\n    - all\n    - scheduler\n    - all\n", "line 6: sites.aware (--site-aware) all: site awareness given twice"},
+		{fmt.Sprintf(kinds, "2h", "3h", "2h"), "line 4: demand.kinds[].max_duration 2h (title kind \"b\")"},
+		{fmt.Sprintf(kinds, "1d", "2d", "1d"), "line 4: demand.kinds[].min_duration 2d (title kind \"b\")"},
+		{"cluster:\n  nodes:\n    - &n {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 5}\n    - {<<: *n, weight: 70000}\n", "line 4: cluster.nodes[].weight 70000"},
+		{"cluster:\n  nodes:\n    - {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 0}\n    - {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 0}\n", ""},
+	} {
+		os.WriteFile(p, []byte(c.yaml), 0o644)
+		_, err := runCommand("--config", p, "--print-config")
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.yaml, err)
+			}
+			continue
+		}
+		want := "--config " + p + ": " + c.want
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v\nwant %q", c.yaml, err, want)
 		}
 	}
 }

@@ -77,15 +77,15 @@ func (s *Sites) validate(nodes int, show showFunc) error {
 	}
 	for i, a := range s.Aware {
 		if a != SiteAwareAll && a != SiteAwareScheduler && a != SiteAwareNone {
-			return fmt.Errorf("sim: %s: unknown site awareness (known: all, scheduler, none)", show("sites.aware", a))
+			return fmt.Errorf("sim: %s: unknown site awareness (known: all, scheduler, none)", show(fmt.Sprintf("sites.aware[%d]", i), a))
 		}
 		for _, b := range s.Aware[:i] {
 			if a == b {
-				return fmt.Errorf("sim: %s: site awareness given twice", show("sites.aware", a))
+				return fmt.Errorf("sim: %s: site awareness given twice", show(fmt.Sprintf("sites.aware[%d]", i), a))
 			}
 		}
 		if s.Only && a == SiteAwareNone {
-			return fmt.Errorf("sim: %s: sites.only needs a site-aware scheduler", show("sites.aware", a))
+			return fmt.Errorf("sim: %s: sites.only needs a site-aware scheduler", show(fmt.Sprintf("sites.aware[%d]", i), a))
 		}
 	}
 	return nil

@@ -160,6 +160,12 @@ func TestFileShowAnyValue(t *testing.T) {
 		{"rates", c.Rates[1], "line 6: rates .nan"},
 		{"uns", uint16(3), "uns 3"},
 		{"wait", 48 * time.Hour, "line 7: wait 2d"},
+		// An item by its index: that item's line, not the first with the value.
+		{"items[2].size", int64(7), "line 5: items[2].size 07"},
+		{"items[1].size", int64(7), "line 4: items[1].size 07"},
+		{"items[0].size", int64(7), "items[0].size 7"},
+		{"items[9].size", int64(7), "items[9].size 7"},
+		{"rates[1]", c.Rates[1], "line 6: rates[1] .nan"},
 	} {
 		if got := f.Show(s.path, s.path, s.v); got != s.want {
 			t.Errorf("Show(%s, %v) = %q, want %q", s.path, s.v, got, s.want)
