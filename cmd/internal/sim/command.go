@@ -10,6 +10,7 @@ import (
 
 	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/fileflag"
+	"vodcluster/cmd/internal/yamlcfg"
 	"vodcluster/lsm"
 	"vodcluster/smm"
 )
@@ -49,9 +50,21 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := Default()
+			var file *yamlcfg.File
+			var fileErr error // the file's values alone out of range: a flag may set them
 			if configFile != "" {
-				if err := run.LoadFile(configFile); err != nil {
+				var err error
+				if file, err = run.loadFile(configFile); err != nil {
 					return fmt.Errorf("sim: %w", fileflag.Error("config", configFile, err))
+				}
+				fileErr = run.validate(fileShow(file))
+				if cmd.Flags().Changed("nodes") { // scales the file's counts: a negative one first
+					for i, n := range run.Cluster.Nodes {
+						if n.Count < 0 {
+							err := fmt.Errorf("sim: %s (node class): must be >= 0", fileShow(file)(fmt.Sprintf("cluster.nodes[%d].count", i), n.Count))
+							return fmt.Errorf("sim: %w", fileflag.Error("config", configFile, fileValuesError(configFile, err)))
+						}
+					}
 				}
 			}
 			if err := rf.apply(cmd, &run); err != nil {
@@ -85,7 +98,12 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			if err := needSites(cmd, &run); err != nil {
 				return err
 			}
-			if err := rf.validate(cmd, &run); err != nil {
+			if inFile, err := rf.validate(cmd, &run, file); err != nil {
+				// A value the file gave, or a rule over several values
+				// (no value shown) that the file alone breaks the same way.
+				if inFile || (fileErr != nil && fileErr.Error() == err.Error()) {
+					return fmt.Errorf("sim: %w", fileflag.Error("config", configFile, fileValuesError(configFile, err)))
+				}
 				return err
 			}
 			if printConfig {
@@ -312,25 +330,43 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 	return nil
 }
 
-// validate validates run (Config.Validate), a value named by its key
-// and flag, without a line (the file's values were checked by LoadFile),
-// a duration given by a flag shown as typed ("cdp.setup_delay
-// (--cdp-setup) 1d", not 24h).
-func (rf *runFlags) validate(cmd *cobra.Command, run *Config) error {
+// validate validates run (Config.Validate) after the flags given on cmd
+// overlaid file's values (file nil: no --config), so that a flag wins
+// over the file. A value a flag gave is named by its key and flag,
+// without a line, a duration as typed ("cdp.setup_delay (--cdp-setup)
+// 1d", not 24h); one the file gave as the file writes it, at its line
+// (File.Show), and inFile is then true.
+func (rf *runFlags) validate(cmd *cobra.Command, run *Config, file *yamlcfg.File) (inFile bool, err error) {
 	typed := map[string]*durflag.Value{}
 	for name, v := range map[string]*durflag.Value{"cdp-setup": &rf.cdpSetup, "slow-start": &rf.sp.slowStart} {
 		if cmd.Flags().Changed(name) {
 			typed[flagKeys[name]] = v
 		}
 	}
-	return run.validate(func(path string, v any) string {
+	flagged := func(key string) bool {
+		for name, k := range flagKeys {
+			if k == key && cmd.Flags().Changed(name) { // --nodes: the classes' counts
+				return true
+			}
+		}
+		return false
+	}
+	err = run.validate(func(path string, v any) string {
+		key := unindexed(path)
+		if !flagged(key) && file != nil {
+			shown := file.Show(path, keyName(path), v)
+			inFile = strings.HasPrefix(shown, "line ")
+			return shown
+		}
+		inFile = false
 		if d, ok := v.(time.Duration); ok {
-			if t := typed[unindexed(path)]; t != nil && t.D == d {
+			if t := typed[key]; t != nil && t.D == d {
 				return keyName(path) + " " + t.String()
 			}
 		}
 		return showPlain(path, v)
 	})
+	return inFile, err
 }
 
 // needSites refuses the flags that only mean something with sites

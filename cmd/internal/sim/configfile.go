@@ -35,25 +35,46 @@ scheduler.origin_channels null: the cdp channels.`
 // by keyName ("cdp.setup_delay (--cdp-setup)", "days"), as the other
 // commands' --config files say them (yamlcfg, File.Show).
 func (c *Config) LoadFile(path string) error {
-	b, err := os.ReadFile(path)
+	f, err := c.loadFile(path)
 	if err != nil {
 		return err
+	}
+	return fileValuesError(path, c.validate(fileShow(f)))
+}
+
+// loadFile is LoadFile without the check of the values' ranges: the
+// file's read, *File for their errors.
+func (c *Config) loadFile(path string) (*yamlcfg.File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err == nil {
 		if err := checkKeys(&doc, reflect.TypeOf(Config{}), ""); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	f, err := yamlcfg.Decode(b, c, yamlcfg.Options{DurationKey: keyName, Key: keyName})
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	show := func(path string, v any) string { return f.Show(path, keyName(path), v) }
-	if err := c.validate(show); err != nil {
-		return &fileError{msg: path + ": " + strings.TrimPrefix(err.Error(), "sim: "), err: err}
+	return f, nil
+}
+
+// fileShow names a value of f's configuration as f writes it, at its
+// line (File.Show), its key by keyName.
+func fileShow(f *yamlcfg.File) showFunc {
+	return func(path string, v any) string { return f.Show(path, keyName(path), v) }
+}
+
+// fileValuesError is err, validate's error about the values of the
+// --config file at path, said with the file's name first; nil stays nil.
+func fileValuesError(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return &fileError{msg: path + ": " + strings.TrimPrefix(err.Error(), "sim: "), err: err}
 }
 
 // fileError is an error about the values of a --config file, said with

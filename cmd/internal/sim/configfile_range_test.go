@@ -91,3 +91,39 @@ func TestConfigFileRangeErrorAtTheItem(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFlagWinsOverFileRange: a flag given with --config overrides
+// the file (docs/scheduling.md), but the file was checked alone first: a
+// file's days: 70 was refused with --days 5, and with --days 70 the error
+// named the file's line for the flag's value. The flags now overlay the
+// file before the check, a value a flag gave is named by its flag without
+// a line, one the file gave at its line.
+func TestConfigFlagWinsOverFileRange(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	for _, c := range []struct {
+		yaml, args, want string
+	}{
+		{"days: 70\n", "--days 5", ""},
+		{"days: 3\nwarmup_days: 5\n", "--days 10", ""},
+		{"cdp:\n  setup_delay: 2d\n", "--cdp-setup 1m", ""},
+		{"policies: [nope]\n", "--policies lall", ""},
+		{"scheduler:\n  normal: 1.5\n", "--normal 0.5", ""},
+		{"days: 70\n", "--days 70", "sim: days 70: out of 1..60"},
+		{"demand:\n  zipf_alpha: 4\n", "--zipf 4", "sim: demand.zipf_alpha (--zipf) 4: out of [0, 3]"},
+		{"scheduler:\n  normal: 1.5\n", "--normal 1.5", "sim: scheduler.normal 1.5: must be in (0, 1]"},
+		// The file's own value stays at its line.
+		{"days: 10\nwarmup_days: 5\n", "--days 3", "sim: --config " + p + ": line 2: warmup_days 5: out of 0..days-1 (days 3)"},
+		{"cluster:\n  nodes:\n    - {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 70000}\n", "--nodes 2", "sim: --config " + p + ": line 3: cluster.nodes[].weight 70000"},
+		{"cluster:\n  nodes:\n    - {count: -1, egress_bps: 1000000000, disk_weight: 1}\n    - {count: 2, egress_bps: 1000000000, disk_weight: 1}\n", "--nodes 2", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) -1 (node class): must be >= 0"},
+		{"demand:\n  subscribers: 1000000\n  sessions_per_subscriber: 100\n", "--seed 2", "sim: --config " + p + ": more than 20 million sessions"},
+	} {
+		os.WriteFile(p, []byte(c.yaml), 0o644)
+		_, err := runCommand(append([]string{"--config", p, "--print-config"}, strings.Fields(c.args)...)...)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q %s: %v, want the flag to win", c.yaml, c.args, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%q %s: %v\nwant %q", c.yaml, c.args, err, c.want)
+		}
+	}
+}

@@ -33,7 +33,8 @@ func flagged(t *testing.T, yaml string, args ...string) (Config, error) {
 	if err := rf.apply(cmd, &run); err != nil {
 		return run, err
 	}
-	return run, rf.validate(cmd, &run)
+	_, err := rf.validate(cmd, &run, nil)
+	return run, err
 }
 
 // A scheduler parameter set to 0, by flag or YAML, is 0; one not set is
