@@ -174,8 +174,8 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 			[]string{"max_sessions_per_user -2", "login_failures -5", "requests_per_user -3: give a positive number, -1 for no limit"}},
 		{"manager store", ManagerConfig{Store: StoreConfig{LeaderTTL: -1, RedisDB: -1}}.validate(),
 			[]string{"store.leader_ttl -1ns", "store.redis_db -1"}},
-		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler: ", "nope"}},
-		{"manager storage policy", ManagerConfig{Storage: StorageConfig{Policy: "nope"}}.validate(), []string{"storage: ", "nope"}},
+		{"manager policy", ManagerConfig{Scheduler: SchedulerConfig{Policy: "nope"}}.validate(), []string{"scheduler.policy nope: ", "nope"}},
+		{"manager storage policy", ManagerConfig{Storage: StorageConfig{Policy: "nope"}}.validate(), []string{"storage.policy nope: ", "nope"}},
 		{"manager token ttl", ManagerConfig{TokenTTL: time.Millisecond}.validate(), []string{"token_ttl 1ms: at least 1s"}},
 		// nodes report in whole milliseconds: at 1ns each was dead 3 ns after each report
 		{"manager heartbeat 1ns", ManagerConfig{Scheduler: SchedulerConfig{HeartbeatInterval: 1}}.validate(),

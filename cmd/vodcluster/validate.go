@@ -251,13 +251,23 @@ func (c ManagerConfig) validate() error {
 	}
 	// The values are not negative: what is left to check is lsm's and
 	// smm's own rules (policy names, ranges, orders).
-	if _, err := lsm.New(schedulerConfig(c.Scheduler)); err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+	// Each is named by the keys that break it, at their lines.
+	checkScheduler := func(s any) error {
+		_, err := lsm.New(schedulerConfig(s.(SchedulerConfig)))
+		return err
 	}
-	if _, err := smm.NewStorage(orString(st.Policy, st.Eviction), smm.StorageConfig{
-		Planner: st.Planner, Replicator: replicatorConfig(st),
-	}); err != nil {
-		return fmt.Errorf("storage: %w", err)
+	if err := checkScheduler(c.Scheduler); err != nil {
+		return k.blameRule("scheduler", "scheduler.", c.Scheduler, err, checkScheduler)
+	}
+	checkStorage := func(s any) error {
+		st := s.(StorageConfig)
+		_, err := smm.NewStorage(orString(st.Policy, st.Eviction), smm.StorageConfig{
+			Planner: st.Planner, Replicator: replicatorConfig(st),
+		})
+		return err
+	}
+	if err := checkStorage(st); err != nil {
+		return k.blameRule("storage", "storage.", st, err, checkStorage)
 	}
 	return nil
 }

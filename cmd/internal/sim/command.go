@@ -335,7 +335,8 @@ func (rf *runFlags) apply(cmd *cobra.Command, run *Config) error {
 // over the file. A value a flag gave is named by its key and flag,
 // without a line, a duration as typed ("cdp.setup_delay (--cdp-setup)
 // 1d", not 24h); one the file gave as the file writes it, at its line
-// (File.Show), and inFile is then true.
+// (File.Show), and inFile is then true (for a rule over several values,
+// when one of them is the file's).
 func (rf *runFlags) validate(cmd *cobra.Command, run *Config, file *yamlcfg.File) (inFile bool, err error) {
 	typed := map[string]*durflag.Value{}
 	for name, v := range map[string]*durflag.Value{"cdp-setup": &rf.cdpSetup, "slow-start": &rf.sp.slowStart} {
@@ -355,10 +356,11 @@ func (rf *runFlags) validate(cmd *cobra.Command, run *Config, file *yamlcfg.File
 		key := unindexed(path)
 		if !flagged(key) && file != nil {
 			shown := file.Show(path, keyName(path), v)
-			inFile = strings.HasPrefix(shown, "line ")
+			// Shown only for the error: a rule over several values
+			// (showEach) is the file's when one of them is.
+			inFile = inFile || strings.HasPrefix(shown, "line ")
 			return shown
 		}
-		inFile = false
 		if d, ok := v.(time.Duration); ok {
 			if t := typed[key]; t != nil && t.D == d {
 				return keyName(path) + " " + t.String()

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"vodcluster/cmd/internal/durflag"
@@ -230,6 +231,25 @@ func (c *Config) Validate() error { return c.validate(nil) }
 // a file writes it, "days 70" as a flag gave it.
 type showFunc func(path string, v any) string
 
+// keyValue is a value v of the key at path (showFunc) that a rule over
+// several values is about.
+type keyValue struct {
+	path string
+	v    any
+}
+
+// showEach names each of the values a rule over several values is about,
+// as show names one ("line 3: demand.subscribers 1000000, line 4:
+// demand.sessions_per_subscriber 30, days 3"), so that a file's are
+// shown at their lines as a single value out of range is.
+func showEach(show showFunc, kvs ...keyValue) string {
+	shown := make([]string, len(kvs))
+	for i, kv := range kvs {
+		shown[i] = show(kv.path, kv.v)
+	}
+	return strings.Join(shown, ", ")
+}
+
 // showPlain names a value by its key and flag, readably, without a line.
 func showPlain(path string, v any) string {
 	return (*yamlcfg.File)(nil).Show(path, keyName(path), v)
@@ -259,7 +279,9 @@ func (c *Config) validate(show showFunc) error {
 	case !(d.SessionsPerSubscriber > 0) || d.SessionsPerSubscriber > 100:
 		return bad("%s: out of (0, 100]", show("demand.sessions_per_subscriber", d.SessionsPerSubscriber))
 	case float64(d.Subscribers)*d.SessionsPerSubscriber*float64(c.Days) > 20e6:
-		return bad("more than 20 million sessions in the run")
+		return bad("%s: more than 20 million sessions in the run (%.0f)", showEach(show,
+			keyValue{"demand.subscribers", d.Subscribers}, keyValue{"demand.sessions_per_subscriber", d.SessionsPerSubscriber}, keyValue{"days", c.Days}),
+			float64(d.Subscribers)*d.SessionsPerSubscriber*float64(c.Days))
 	case d.Titles < 1 || d.Titles > 1_000_000:
 		return bad("%s: out of 1..1000000", show("demand.titles", d.Titles))
 	case !(d.ZipfAlpha >= 0) || d.ZipfAlpha > 3:
@@ -342,7 +364,11 @@ func (c *Config) validate(show showFunc) error {
 		nodes += n.Count
 	}
 	if nodes < 1 || nodes > 10_000 {
-		return bad("%d nodes out of 1..10000", nodes)
+		counts := make([]keyValue, len(c.Cluster.Nodes))
+		for i, n := range c.Cluster.Nodes {
+			counts[i] = keyValue{fmt.Sprintf("cluster.nodes[%d].count", i), n.Count}
+		}
+		return bad("%s: %d nodes out of 1..10000", showEach(show, counts...), nodes)
 	}
 	if err := c.Sites.validate(nodes, show); err != nil {
 		return err

@@ -115,7 +115,7 @@ func TestConfigFlagWinsOverFileRange(t *testing.T) {
 		{"days: 10\nwarmup_days: 5\n", "--days 3", "sim: --config " + p + ": line 2: warmup_days 5: out of 0..days-1 (days 3)"},
 		{"cluster:\n  nodes:\n    - {count: 1, egress_bps: 1000000000, disk_weight: 1, weight: 70000}\n", "--nodes 2", "sim: --config " + p + ": line 3: cluster.nodes[].weight 70000"},
 		{"cluster:\n  nodes:\n    - {count: -1, egress_bps: 1000000000, disk_weight: 1}\n    - {count: 2, egress_bps: 1000000000, disk_weight: 1}\n", "--nodes 2", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) -1 (node class): must be >= 0"},
-		{"demand:\n  subscribers: 1000000\n  sessions_per_subscriber: 100\n", "--seed 2", "sim: --config " + p + ": more than 20 million sessions"},
+		{"demand:\n  subscribers: 1000000\n  sessions_per_subscriber: 100\n", "--seed 2", "sim: --config " + p + ": line 2: demand.subscribers 1000000, line 3: demand.sessions_per_subscriber 100, days 1: more than 20 million sessions"},
 	} {
 		os.WriteFile(p, []byte(c.yaml), 0o644)
 		_, err := runCommand(append([]string{"--config", p, "--print-config"}, strings.Fields(c.args)...)...)
@@ -123,6 +123,37 @@ func TestConfigFlagWinsOverFileRange(t *testing.T) {
 		case c.want == "" && err != nil:
 			t.Errorf("%q %s: %v, want the flag to win", c.yaml, c.args, err)
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%q %s: %v\nwant %q", c.yaml, c.args, err, c.want)
+		}
+	}
+}
+
+// TestConfigFileRuleOverSeveralValuesAtTheirLines: the rules over several
+// values (more than 20 million sessions, the node count) named no value
+// and no line ("--config FILE: more than 20 million sessions in the
+// run", "--config FILE: 12000 nodes out of 1..10000"), the operator left
+// to guess which keys; they now name each value the rule is about, the
+// file's at its line, a flag's by its key without one.
+func TestConfigFileRuleOverSeveralValuesAtTheirLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	two := "cluster:\n  nodes:\n    - {count: 6000, egress_bps: 1000000000, disk_weight: 1}\n    - {count: %d, egress_bps: 1000000000, disk_weight: 1}\n"
+	for _, c := range []struct {
+		yaml, args, want string
+	}{
+		{"days: 2\ndemand:\n  subscribers: 1000000\n  sessions_per_subscriber: 20\n", "",
+			"sim: --config " + p + ": line 3: demand.subscribers 1000000, line 4: demand.sessions_per_subscriber 20, line 1: days 2: more than 20 million sessions in the run (40000000)"},
+		{"demand:\n  subscribers: 1000000\n  sessions_per_subscriber: 10\n", "--days 3",
+			"sim: --config " + p + ": line 2: demand.subscribers 1000000, line 3: demand.sessions_per_subscriber 10, days 3: more than 20 million sessions"},
+		{"days: 3\n", "--subscribers 10000000 --sessions-per-subscriber 1",
+			"sim: --config " + p + ": demand.subscribers 10000000, demand.sessions_per_subscriber 1, line 1: days 3: more than 20 million sessions"},
+		{"seed: 2\n", "--subscribers 10000000 --sessions-per-subscriber 1 --days 3",
+			"sim: demand.subscribers 10000000, demand.sessions_per_subscriber 1, days 3: more than 20 million sessions"},
+		{fmt.Sprintf(two, 6000), "", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) 6000, line 4: cluster.nodes[].count (--nodes) 6000: 12000 nodes out of 1..10000"},
+		{"cluster:\n  nodes:\n    - {count: 0, egress_bps: 1000000000, disk_weight: 1}\n", "", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) 0: 0 nodes out of 1..10000"},
+	} {
+		os.WriteFile(p, []byte(c.yaml), 0o644)
+		_, err := runCommand(append([]string{"--config", p, "--print-config"}, strings.Fields(c.args)...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q %s: %v\nwant %q", c.yaml, c.args, err, c.want)
 		}
 	}
