@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -390,8 +391,37 @@ func (c *Config) validate(show showFunc) error {
 	if err := c.Scheduler.validate(show); err != nil {
 		return err
 	}
-	_, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy))
-	return err
+	if _, err := lsm.New(c.lsmConfig(lsm.DefaultPolicy)); err != nil {
+		// A rule of lsm's over several values (overload below normal,
+		// lard_low not below lard_high): named by the values that break it.
+		if kvs := c.schedulerBlame(err); len(kvs) > 0 {
+			return bad("%s: %v", showEach(show, kvs...), err)
+		}
+		return err
+	}
+	return nil
+}
+
+// schedulerBlame returns the scheduler's values set (not nil) that lsm's
+// rule failing with err is about: each without which (left to lsm's
+// default) lsm takes the configuration or fails with another error.
+func (c *Config) schedulerBlame(err error) []keyValue {
+	p := reflect.ValueOf(c.Scheduler)
+	var kvs []keyValue
+	for i := 0; i < p.NumField(); i++ {
+		f := p.Field(i)
+		if f.Kind() != reflect.Pointer || f.IsNil() {
+			continue
+		}
+		without := *c
+		w := reflect.ValueOf(&without.Scheduler).Elem()
+		w.Field(i).SetZero()
+		if _, e := lsm.New(without.lsmConfig(lsm.DefaultPolicy)); e == nil || e.Error() != err.Error() {
+			tag, _, _ := strings.Cut(p.Type().Field(i).Tag.Get("yaml"), ",")
+			kvs = append(kvs, keyValue{"scheduler." + tag, f.Elem().Interface()})
+		}
+	}
+	return kvs
 }
 
 // lsmConfig returns the scheduler configuration for policy.

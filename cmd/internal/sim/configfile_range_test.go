@@ -149,6 +149,10 @@ func TestConfigFileRuleOverSeveralValuesAtTheirLines(t *testing.T) {
 		{"seed: 2\n", "--subscribers 10000000 --sessions-per-subscriber 1 --days 3",
 			"sim: demand.subscribers 10000000, demand.sessions_per_subscriber 1, days 3: more than 20 million sessions"},
 		{fmt.Sprintf(two, 6000), "", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) 6000, line 4: cluster.nodes[].count (--nodes) 6000: 12000 nodes out of 1..10000"},
+		// lsm's own rules over two of the scheduler's values.
+		{"scheduler:\n  overload: 0.50\n", "", "sim: --config " + p + ": line 2: scheduler.overload 0.50: lsm: overload threshold 0.5 below the normal utilization limit 0.8"},
+		{"scheduler:\n  lard_low: 0.9\n  lard_high: 0.5\n", "", "sim: --config " + p + ": line 2: scheduler.lard_low 0.9, line 3: scheduler.lard_high 0.5: lsm: lard thresholds"},
+		{"scheduler:\n  overload: 0.92\n", "--normal 0.95", "sim: --config " + p + ": scheduler.normal 0.95, line 2: scheduler.overload 0.92: lsm: overload threshold"},
 		{"cluster:\n  nodes:\n    - {count: 0, egress_bps: 1000000000, disk_weight: 1}\n", "", "sim: --config " + p + ": line 3: cluster.nodes[].count (--nodes) 0: 0 nodes out of 1..10000"},
 	} {
 		os.WriteFile(p, []byte(c.yaml), 0o644)
