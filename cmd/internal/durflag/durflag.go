@@ -133,3 +133,24 @@ func Readable(d time.Duration) string {
 	}
 	return s
 }
+
+// Written renders d as an operator writes it in a configuration file,
+// and as Parse reads it back to d: without Go's zero units ("1h",
+// "1m30s", "500ms", not "1h0m0s"), in whole days from one day up, and
+// what is left of a day after them ("30d", "1d12h", "-2d"); "0s" for 0.
+func Written(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == 0:
+		return "0s"
+	case d < 0 && -d > 0: // not the most negative duration, which -d cannot hold
+		return "-" + Written(-d)
+	case d < day:
+		return Readable(d)
+	}
+	s := strconv.FormatInt(int64(d/day), 10) + "d"
+	if rest := d % day; rest != 0 {
+		s += Readable(rest)
+	}
+	return s
+}

@@ -83,3 +83,32 @@ func TestPlusDays(t *testing.T) {
 		}
 	}
 }
+
+// Written gives the form an operator writes ("1h", "30d", "1m30s", not
+// Go's "1h0m0s", "720h0m0s"), and Parse reads it back to the same
+// duration.
+func TestWrittenReadsBack(t *testing.T) {
+	const day = 24 * time.Hour
+	for d, want := range map[time.Duration]string{
+		0:                             "0s",
+		time.Hour:                     "1h",
+		90 * time.Second:              "1m30s",
+		30 * day:                      "30d",
+		36 * time.Hour:                "1d12h",
+		day + time.Second:             "1d1s",
+		500 * time.Millisecond:        "500ms",
+		-2 * day:                      "-2d",
+		-90 * time.Second:             "-1m30s",
+		23*time.Hour + 59*time.Minute: "23h59m",
+	} {
+		if got := Written(d); got != want {
+			t.Errorf("Written(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for _, d := range []time.Duration{1, -1, time.Minute + time.Nanosecond, 1<<63 - 1, -1 << 63, -(1<<63 - 1), 106751 * day, 1234567890123456789, -987654321987654321} {
+		got, err := Parse(Written(d))
+		if err != nil || got != d {
+			t.Errorf("Parse(Written(%d) = %q) = %v, %v", d, Written(d), got, err)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 const configHeader = `vodcluster sim configuration: every key, with its value in this run.
 Load it with vodcluster sim --config FILE.yaml: keys left out keep their
 defaults, unknown keys are errors, and flags given with --config override
-the file. Durations are Go durations ("90s", "5m0s") or whole days and
+the file. Durations are Go durations ("90s", "1h30m") or whole days and
 then, optionally, one ("2d", "1d12h"); rates in bit/s.
 scheduler.origin_channels null: the cdp channels.`
 
@@ -153,6 +153,7 @@ func WriteConfig(w io.Writer, c Config) error {
 		return err
 	}
 	doc.HeadComment = configHeader
+	yamlcfg.WriteDurations(&doc, reflect.TypeOf(c)) // "30d", "1m30s", not "720h0m0s"
 	if h := findKey(&doc, "demand", "hourly"); h != nil {
 		h.Style = yaml.FlowStyle // 24 numbers on a line
 	}

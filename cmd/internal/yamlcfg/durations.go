@@ -120,3 +120,19 @@ func copyAliasedScalars(n *yaml.Node) {
 		copyAliasedScalars(c)
 	}
 }
+
+// WriteDurations writes each duration of doc, a document encoded from a
+// value of type t (its durations in Go's form: "720h0m0s", "1m30s"), as
+// an operator writes it and Decode reads it back (durflag.Written:
+// "30d", "1m30s", "1h"), so that a printed configuration file reads as
+// one written by hand and prints the same again.
+func WriteDurations(doc *yaml.Node, t reflect.Type) {
+	eachValue(doc, t, "", func(n, _ *yaml.Node, t reflect.Type, _ string) {
+		if t != durationType || n.ShortTag() == "!!null" {
+			return
+		}
+		if d, err := time.ParseDuration(n.Value); err == nil {
+			n.Value, n.Tag, n.Style = durflag.Written(d), "!!str", 0
+		}
+	})
+}
