@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -323,13 +324,14 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 			t.Errorf("%s: taken for a password (shown as %q)", raw, Redacted(raw))
 		}
 	}
-	// With a password before the host: hidden, the query's '@' shown,
-	// and played (a dial error, not "percent-encode").
+	// With a password before the host: played (a dial error, not
+	// "percent-encode"), but shown hidden up to the last '@', which may
+	// yet end the password (the password showed when it did:
+	// "rtsp://u:xxxxx@h:8554/vod/x?x=a@b/c" of a password "p@h:8554/vod/x?x=a").
 	for raw, shown := range map[string]string{
-		"rtsp://u:p@h:8554/vod/x?x=a@b/c":           "rtsp://u:xxxxx@h:8554/vod/x?x=a@b/c",
-		"rtsp://u:s3cr3t@h/vod/x#f@g":               "rtsp://u:xxxxx@h/vod/x#f@g",
-		"rtsp://u:pa@ss@h/vod/x?a=b@c":              "rtsp://u:xxxxx@h/vod/x?a=b@c",
-		"rtsps://u:pw@[::1]:8322/s/tok/vod/x?e=a@b": "rtsps://u:xxxxx@[::1]:8322/s/xxxxx/vod/x?e=a@b",
+		"rtsp://u:p@h:8554/vod/x?x=a@b/c":           "rtsp://u:xxxxx@b/c",
+		"rtsp://u:s3cr3t@h/vod/x#f@g":               "rtsp://u:xxxxx@g",
+		"rtsps://u:pw@[::1]:8322/s/tok/vod/x?e=a@b": "rtsps://u:xxxxx@b",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -353,44 +355,73 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 	}
 }
 
-// With a password, an '@' in the query after a path that is not a
-// title's ("rtsp://u:p@h:8554/x?a=b@c") was taken for the end of a
-// password to percent-encode: only a title's path (/vod/, /s/) made it
-// the query's own. It is the query's own after any path, the URL shown
-// with its password hidden, unless a host and a path follow it
-// ("demo:q@ss/x?wd@HOST/vod/x": a password with '@', '/' and '?' before
-// HOST and the title's path), which is refused as before, and so is a
-// query with no path before it.
+// With a password, an '@' in the query or fragment after a path that is
+// not a title's was the query's own unless a port, a dot, brackets or
+// localhost, or a host and a path followed it: a password ending in a
+// word alone ("rtsp://u:p@h:8554/x?a=wd@vodfront", host vodfront) was
+// taken for the query's, its host and path sent a part of the password
+// and shown. After a path that is not a title's (/vod/, /s/), or none,
+// such an '@' may end a password: refused and hidden up to it, whatever
+// follows. So is a password with an '@' in it as parsed (two '@' before
+// the host: "u:pw@127.0.0.1:8554@x/sample-001"), the host after them
+// perhaps a mistake. After a title's path the '@' is the query's own
+// (TestAtInQueryIsNoPassword).
 func TestAtInQueryAfterOtherPath(t *testing.T) {
 	for raw, shown := range map[string]string{
-		"rtsp://u:s3cr3t@h:8554/x?a=b@c":          "rtsp://u:xxxxx@h:8554/x?a=b@c",
-		"rtsp://u:s3cr3t@h/live/x?a=b@c&d=e#f@g":  "rtsp://u:xxxxx@h/live/x?a=b@c&d=e#f@g",
-		"rtsps://u:s3cr3t@[::1]:8322/x#from=a@b":  "rtsps://u:xxxxx@[::1]:8322/x#from=a@b",
-		"rtsp://u:s3cr3t@h:8554/x/y.ts?a=b@c.d/e": "", // '@' then a host and a path: a password's end
-		"rtsp://demo:q@ss/x?wd@127.0.0.1/vod/x":   "",
-		"rtsp://demo:q@ss/x#wd@127.0.0.1/vod/x":   "",
-		"rtsp://u:s3cr3t@h:8554?a=b@c":            "", // no path: the host may be a part of the password
-		// A host with a port, a dot, brackets or localhost after the
-		// '@' and no path: the URL given without its path, the
-		// password with '@', '/' and '?' in it.
-		"rtsp://demo:q@ss/x?wd@127.0.0.1:8554":    "",
-		"rtsp://demo:q@ss/x?wd@127.0.0.1":         "",
-		"rtsp://demo:q@ss/x?wd@vod.example.net?a": "",
-		"rtsp://demo:q@ss/x#wd@[::1]:8554":        "",
-		"rtsp://demo:q@ss/x?wd@localhost#f":       "",
+		"rtsp://u:s3cr3t@h:8554/x?a=b@c":                 "rtsp://u:xxxxx@c",
+		"rtsp://u:s3cr3t@h/live/x?a=b@c&d=e#f@g":         "rtsp://u:xxxxx@g",
+		"rtsps://u:s3cr3t@[::1]:8322/x#from=a@b":         "rtsps://u:xxxxx@b",
+		"rtsp://u:p@h:8554/x?a=wd@vodfront":              "rtsp://u:xxxxx@vodfront",
+		"rtsp://u:s3cr3t@h:8554/x/y.ts?a=b@c.d/e":        "rtsp://u:xxxxx@c.d/e",
+		"rtsp://demo:q@ss/x?wd@127.0.0.1/vod/x":          "rtsp://demo:xxxxx@127.0.0.1/vod/x",
+		"rtsp://demo:q@ss/x#wd@127.0.0.1/vod/x":          "rtsp://demo:xxxxx@127.0.0.1/vod/x",
+		"rtsp://u:s3cr3t@h:8554?a=b@c":                   "rtsp://u:xxxxx@c",
+		"rtsp://demo:q@ss/x?wd@127.0.0.1:8554":           "rtsp://demo:xxxxx@127.0.0.1:8554",
+		"rtsp://demo:q@ss/x?wd@vod.example.net?a":        "rtsp://demo:xxxxx@vod.example.net?a",
+		"rtsp://demo:q@ss/x#wd@[::1]:8554":               "rtsp://demo:xxxxx@[::1]:8554",
+		"rtsp://u:pw@127.0.0.1:8554@x/sample-001":        "rtsp://u:xxxxx@x/sample-001",
+		"rtsp://u:pa@ss@h/vod/x?a=b":                     "rtsp://u:xxxxx@h/vod/x?a=b",
+		"rtsp://u:s3cr3t@127.0.0.1:8554@h:1/vod/x?a=b@c": "rtsp://u:xxxxx@c",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spills := passwordSpills(raw, u); spills != (shown == "") {
-			t.Errorf("%s: taken for a password that spills: %v, want %v", raw, spills, shown == "")
+		if !passwordSpills(raw, u) {
+			t.Errorf("%s: not taken for a password that may spill", raw)
 		}
-		if shown != "" && Redacted(raw) != shown {
-			t.Errorf("Redacted(%s) = %q, want %q", raw, Redacted(raw), shown)
+		if r := Redacted(raw); r != shown {
+			t.Errorf("Redacted(%s) = %q, want %q", raw, r, shown)
 		}
-		if r := Redacted(raw); shown == "" && (strings.Contains(r, "s3cr3t") || strings.Contains(r, "q@ss") || strings.Contains(r, "ss/x")) {
-			t.Errorf("Redacted(%s) = %q: the password shows", raw, r)
+		res, err := Play(context.Background(), raw, Options{Transport: "none"})
+		if err == nil || !strings.Contains(err.Error(), "percent-encode") || res.URL != shown {
+			t.Errorf("%s: %v (result URL %q), want it refused, shown as %q", raw, err, res.URL, shown)
+		}
+		if strings.Contains(u.RawQuery+u.Fragment, "@") != (err != nil && strings.Contains(err.Error(), "write it as %40")) {
+			t.Errorf("%s: %v: the hint for the query's '@' only with one", raw, err)
+		}
+	}
+}
+
+// A URL that does not parse showed what hidePassword took for no
+// password: "rtsp://u:p/x?y@127.0.0.1:85540" (its '@' after a '/' and a
+// '?' read as the query's) was quoted whole, and the reason named a part
+// of the password (`invalid port ":p" after host`). All of it from the
+// first ':' to the last '@' is hidden now.
+func TestUnparsableHidesToLastAt(t *testing.T) {
+	for raw, shown := range map[string]string{
+		"rtsp://u:p/x?y@127.0.0.1:85540":       "rtsp://u:xxxxx@127.0.0.1:85540",
+		"rtsp://u:pw/x?y@127.0.0.1:bad/vod/x":  "rtsp://u:xxxxx@127.0.0.1:bad/vod/x",
+		"rtsp://u:p%zz@127.0.0.1:8554/vod/x":   "rtsp://u:xxxxx@127.0.0.1:8554/vod/x",
+		"rtsp://h:bad/vod/x":                   "rtsp://h:bad/vod/x",
+		"rtsp://u:p q/x?y@127.0.0.1:8554#z@w:": "rtsp://u:xxxxx@w:",
+	} {
+		res, err := Play(context.Background(), raw, Options{Transport: "none"})
+		if res.URL != shown || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", shown)) {
+			t.Errorf("%s: %v (result URL %q), want it shown as %q", raw, err, res.URL, shown)
+		}
+		if shown != raw && (strings.Contains(err.Error(), "pw") || strings.Contains(err.Error(), ":p")) {
+			t.Errorf("%s: %v: the password shows", raw, err)
 		}
 	}
 }
