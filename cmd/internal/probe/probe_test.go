@@ -332,6 +332,9 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 		"rtsp://u:p@h:8554/vod/x?x=a@b/c":           "rtsp://u:xxxxx@b/c",
 		"rtsp://u:s3cr3t@h/vod/x#f@g":               "rtsp://u:xxxxx@g",
 		"rtsps://u:pw@[::1]:8322/s/tok/vod/x?e=a@b": "rtsps://u:xxxxx@b",
+		// An '@' percent-encoded, as the refusal says to write it: the
+		// password's own, not a second '@' before the host.
+		"rtsp://u:p%40ss@h:8554/vod/x": "rtsp://u:xxxxx@h:8554/vod/x",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {

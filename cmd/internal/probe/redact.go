@@ -63,11 +63,12 @@ func redacted(rawURL string) string {
 // ("u:p@h:8554/x?a=wd@vodfront" may be host vodfront and no path): it
 // spills.
 func passwordSpills(rawURL string, u *url.URL) bool {
-	if p, has := u.User.Password(); has && strings.Contains(p, "@") {
+	if _, has := u.User.Password(); has && twoAtsBeforeHost(rawURL) {
 		// Two '@' before the host ("u:pw@127.0.0.1:8554@x/..."): the
 		// password as parsed runs to the last one, a host and a port in
 		// it; or the password ended at the first and the rest is a
-		// mistake. Neither is dialled.
+		// mistake. Neither is dialled. One percent-encoded ("%40", as
+		// the refusal says to write it) is the password's own.
 		return true
 	}
 	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
@@ -82,6 +83,27 @@ func passwordSpills(rawURL string, u *url.URL) bool {
 		return strings.Contains(u.Path, "@") || !(strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"))
 	}
 	return hidePassword(rawURL) != rawURL
+}
+
+// twoAtsBeforeHost reports whether the password of rawURL's authority
+// as written (after "://", up to the first '/', '?' or '#'; the password
+// from the first ':' to the last '@') has an '@' not percent-encoded:
+// "u:pw@127.0.0.1:8554@x", not "u:p%40ss@x", whose password, decoded,
+// has one as well, nor "a@b.example:93@x", whose user name has it.
+func twoAtsBeforeHost(rawURL string) bool {
+	_, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return false
+	}
+	_, password, has := strings.Cut(rest[:at], ":")
+	return has && strings.Contains(password, "@")
 }
 
 // hostThenPath is an '@' followed by a host (and port) and a '/': where a
