@@ -335,6 +335,10 @@ func TestAtInQueryIsNoPassword(t *testing.T) {
 		// An '@' percent-encoded, as the refusal says to write it: the
 		// password's own, not a second '@' before the host.
 		"rtsp://u:p%40ss@h:8554/vod/x": "rtsp://u:xxxxx@h:8554/vod/x",
+		// So in the path or fragment: no password's end (the password
+		// "p" was refused as one to percent-encode).
+		"rtsp://u:p@h:8554/vod/a%40b":         "rtsp://u:xxxxx@h:8554/vod/a%40b",
+		"rtsp://u:p@h:8554/s/t%40k/vod/a#%40": "rtsp://u:xxxxx@h:8554/s/xxxxx/vod/a#%40",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {

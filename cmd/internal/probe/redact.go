@@ -71,7 +71,9 @@ func passwordSpills(rawURL string, u *url.URL) bool {
 		// the refusal says to write it) is the password's own.
 		return true
 	}
-	if !strings.Contains(u.Path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
+	// As written: a percent-encoded '@' ("/vod/a%40b") is no password's end.
+	path, frag := u.EscapedPath(), u.EscapedFragment()
+	if !strings.Contains(path, "@") && !strings.Contains(u.RawQuery, "@") && !strings.Contains(frag, "@") {
 		return false
 	}
 	if _, has := u.User.Password(); has {
@@ -80,7 +82,7 @@ func passwordSpills(rawURL string, u *url.URL) bool {
 		// end a password with '/' and '?' in it before any host, a word
 		// alone too ("u:p@h:8554/x?a=wd@vodfront": host vodfront): it
 		// is refused and hidden.
-		return strings.Contains(u.Path, "@") || !(strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"))
+		return strings.Contains(path, "@") || !(strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/"))
 	}
 	return hidePassword(rawURL) != rawURL
 }
@@ -264,12 +266,13 @@ func parseError(rawURL, shown string, err error) error {
 // (/vod/..., a node's /s/TOKEN/...) in a URL without a password
 // ("rtsp://h:8554/vod/x?from=a@b", shown whole).
 func atMayEndPassword(rawURL string, u *url.URL) bool {
-	if !strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") || hideAll(rawURL) == rawURL {
+	path := u.EscapedPath() // as written: "%40" is no '@'
+	if !strings.Contains(path+u.RawQuery+u.EscapedFragment(), "@") || hideAll(rawURL) == rawURL {
 		return false
 	}
 	_, has := u.User.Password()
 	titled := strings.HasPrefix(u.Path, "/vod/") || strings.HasPrefix(u.Path, "/s/")
-	return has || !titled || strings.Contains(u.Path, "@")
+	return has || !titled || strings.Contains(path, "@")
 }
 
 // hideAll replaces by "xxxxx" all of rawURL, a URL that does not parse,
@@ -307,7 +310,7 @@ var schemeSlashes = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/+`)
 // when its '@' is the query's or fragment's after a path that is not a
 // title's, which is taken for a password's end: "" when there is none.
 func queryAtHint(u *url.URL) string {
-	if !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.Fragment, "@") {
+	if !strings.Contains(u.RawQuery, "@") && !strings.Contains(u.EscapedFragment(), "@") {
 		return ""
 	}
 	return "; or, if the '@' after the path is the query's, write it as %40 (after a path that is not a title's, /vod/TITLE, it may end a password)"
