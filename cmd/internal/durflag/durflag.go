@@ -145,12 +145,24 @@ func Written(d time.Duration) string {
 		return "0s"
 	case d < 0 && -d > 0: // not the most negative duration, which -d cannot hold
 		return "-" + Written(-d)
-	case d < day:
-		return Readable(d)
+	case d < 0:
+		return d.String() // the most negative duration: Go's form reads back
 	}
-	s := strconv.FormatInt(int64(d/day), 10) + "d"
-	if rest := d % day; rest != 0 {
-		s += Readable(rest)
+	s := ""
+	if d >= day {
+		s = strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	// Each unit left out where it is 0, in the middle too: "1h30s",
+	// "1d1h500ms", not Go's "1h0m30s", "1d1h0m0.5s".
+	rest := d % day
+	if h := rest / time.Hour; h > 0 {
+		s += strconv.FormatInt(int64(h), 10) + "h"
+	}
+	if m := rest % time.Hour / time.Minute; m > 0 {
+		s += strconv.FormatInt(int64(m), 10) + "m"
+	}
+	if r := rest % time.Minute; r > 0 {
+		s += r.String() // "30s", "0.5s", "500ms", "1.5µs"
 	}
 	return s
 }

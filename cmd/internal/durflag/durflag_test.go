@@ -100,6 +100,11 @@ func TestWrittenReadsBack(t *testing.T) {
 		-2 * day:                      "-2d",
 		-90 * time.Second:             "-1m30s",
 		23*time.Hour + 59*time.Minute: "23h59m",
+		// Go's zero units in the middle too: "1h0m30s", "1d1h0m0.5s".
+		time.Hour + 30*time.Second:                  "1h30s",
+		25*time.Hour + 500*time.Millisecond:         "1d1h500ms",
+		day + 2*time.Minute + 1500*time.Microsecond: "1d2m1.5ms",
+		-(time.Hour + time.Nanosecond):              "-1h1ns",
 	} {
 		if got := Written(d); got != want {
 			t.Errorf("Written(%v) = %q, want %q", d, got, want)
