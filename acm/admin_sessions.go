@@ -188,7 +188,7 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 		return false
 	}
 	delete(m.heldRecords, ev.GetSessionId())
-	h.rec.BytesSent = ev.GetBytesSent()
+	h.rec.BytesSent, h.rec.BytesSentUnknown = ev.GetBytesSent(), false
 	if h.nodeReason && ev.GetReason() != "" {
 		h.rec.Reason = ev.GetReason()
 	}

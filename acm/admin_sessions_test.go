@@ -118,7 +118,7 @@ func TestOperatorEndsSessions(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the played session's record", func() bool { return len(readRecords(t, records)) == 1 })
 	r := readRecords(t, records)[0]
-	if r.Session != played || r.BytesSent != 4242 || r.Reason != "ended by the operator: account suspended" || r.StartedAt.IsZero() {
+	if r.Session != played || r.BytesSent != 4242 || r.Reason != "ended by the operator: account suspended" || r.StartedAt.IsZero() || r.BytesSentUnknown {
 		t.Fatalf("record %+v", r)
 	}
 	// The other never reached the node: its record is written once the

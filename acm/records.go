@@ -40,10 +40,16 @@ type sessionRecord struct {
 	// (wall time, pauses included); 0 when it never started.
 	PlayedS float64 `json:"played_s"`
 	// BytesSent is what the node sent, as it counted (payload bytes of
-	// MPEG-TS or elementary streams); 0 when the node did not say (it
-	// died, or the viewer never came).
-	BytesSent int64  `json:"bytes_sent"`
-	Reason    string `json:"reason"` // why it ended: teardown, timeout, end of title, no-show, ...
+	// MPEG-TS or elementary streams); 0 when the viewer never came, and
+	// when the node did not say (BytesSentUnknown).
+	BytesSent int64 `json:"bytes_sent"`
+	// BytesSentUnknown: the session started at its node but the node
+	// never reported what it sent (it died or was cut off and the
+	// session ended without its ENDED; load reports carry no per-session
+	// bytes): BytesSent is 0 for want of a figure, not a count. Absent
+	// (false) when the node's count is in BytesSent.
+	BytesSentUnknown bool   `json:"bytes_sent_unknown,omitempty"`
+	Reason           string `json:"reason"` // why it ended: teardown, timeout, end of title, no-show, ...
 }
 
 // sessionRecordsTotal counts the session records by result.
@@ -221,6 +227,7 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		BytesSent: s.bytesSent, Reason: reason,
 	}
 	if !s.StartedAt.IsZero() {
+		rec.BytesSentUnknown = !s.bytesReported // a held record's ENDED clears it (recordEndedLocked)
 		rec.StartedAt = s.StartedAt.UTC()
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}

@@ -67,7 +67,8 @@ func TestSessionRecords(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Session != sid || r.User != "demo" || r.Title != "t1" || r.Node != "n1" || r.Protocol != "rtsp" || r.Reason != "teardown" ||
 		r.BytesSent != 123456 || r.BitrateBps != titleBps || r.StartedAt.IsZero() || r.StartedAt.Before(r.AdmittedAt.Add(-time.Second)) || // the node's clock, to the ms
-		r.EndedAt.Before(r.StartedAt) || r.PlayedS != float64(r.EndedAt.Sub(r.StartedAt).Milliseconds())/1000 || r.Client == "" {
+		r.EndedAt.Before(r.StartedAt) || r.PlayedS != float64(r.EndedAt.Sub(r.StartedAt).Milliseconds())/1000 || r.Client == "" ||
+		r.BytesSentUnknown {
 		t.Fatalf("record %+v", r)
 	}
 
@@ -86,7 +87,7 @@ func TestSessionRecords(t *testing.T) {
 		return err == nil && len(readRecords(t, path)) == 1
 	})
 	r = readRecords(t, path)[0]
-	if r.Title != "t2" || r.Reason != "no-show" || !r.StartedAt.IsZero() || r.PlayedS != 0 || r.BytesSent != 0 {
+	if r.Title != "t2" || r.Reason != "no-show" || !r.StartedAt.IsZero() || r.PlayedS != 0 || r.BytesSent != 0 || r.BytesSentUnknown {
 		t.Fatalf("no-show record %+v", r)
 	}
 	if got := readRecords(t, path+".1"); len(got) != 1 {
@@ -116,7 +117,9 @@ func TestSessionRecordsFileUnusable(t *testing.T) {
 // TestSessionRecordOfADeadNode: a session whose node died and did not come
 // back within RestoreGrace is recorded as ending when the node was last
 // heard of (its last heartbeat, or the session's start when that came
-// later), not when the grace ran out.
+// later), not when the grace ran out, and its bytes_sent, which the node
+// never reported, is marked unknown (bytes_sent_unknown), not left a 0
+// that reads as a count.
 func TestSessionRecordOfADeadNode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.jsonl")
 	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = 2 * time.Second })
@@ -134,6 +137,16 @@ func TestSessionRecordOfADeadNode(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
 		t.Fatalf("record %+v: want it ended by the node's last heartbeat (before %v)", r, cut)
+	}
+	if r.BytesSent != 0 || !r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent 0 marked bytes_sent_unknown (the node never said)", r)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"bytes_sent":0,"bytes_sent_unknown":true`) {
+		t.Fatalf("record line %s: want \"bytes_sent_unknown\":true after bytes_sent", raw)
 	}
 }
 
@@ -165,5 +178,8 @@ func TestSessionRecordOfANodeBackWithoutIt(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
 		t.Fatalf("record %+v: want it ended by the node's last heartbeat before it died (before %v)", r, cut)
+	}
+	if !r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent marked unknown (the node never reported it)", r)
 	}
 }

@@ -75,7 +75,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		}
 		if !s.ended {
 			m.sessionEndedLocked(s, at)
-			s.bytesSent, s.endedAt = ev.GetBytesSent(), at
+			s.bytesSent, s.bytesReported, s.endedAt = ev.GetBytesSent(), true, at
 		}
 		delete(m.endedRefused, s.ID) // retried in time: nothing to hold
 		m.endLocked(s, reason)

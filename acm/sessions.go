@@ -51,8 +51,10 @@ type session struct {
 	playingAt uint64
 	absent    int
 	// bytesSent is what the node sent, from its ENDED event (0 until
-	// then): for the session record.
-	bytesSent int64
+	// then): for the session record. bytesReported: an ENDED brought it
+	// (the node said; else the record marks the 0 as unknown).
+	bytesSent     int64
+	bytesReported bool
 	// holdRecord: its session record waits for its node's ENDED (the
 	// operator ended it: admin_sessions.go).
 	holdRecord bool
