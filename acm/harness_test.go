@@ -252,6 +252,8 @@ type nodeOpts struct {
 	rtsps    string // its RTSPS address; "" = none
 	httpTLS  bool   // its HTTP address speaks HTTPS
 	noOrigin bool   // it has no origin: it plays only its titles (RegisterRequest.no_origin)
+	// started: when its process started (RegisterRequest.started_at_unix_ms); zero: unknown.
+	started time.Time
 	// onCommand, when set, takes each command as the stream receives it,
 	// in order, instead of the cmds channel (a node that applies its
 	// commands as they come, before its next report).
@@ -276,9 +278,13 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 		o.diskFree = o.disk
 	}
 	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree, onCommand: o.onCommand}
+	var started int64
+	if !o.started.IsZero() {
+		started = o.started.UnixMilli()
+	}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
 		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin,
-		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk},
+		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk}, StartedAtUnixMs: started,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -159,6 +159,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// stream opens.
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
+	ns.processStart = time.Time{}
+	if ms := req.GetStartedAtUnixMs(); ms > 0 {
+		ns.processStart = time.UnixMilli(ms)
+	}
 	changed, _ = m.reserveOrphansLocked(ns)
 	// The node refuses sessions while it drains: tell it the drain state,
 	// which an operator may have changed while it was away.
@@ -491,11 +495,19 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			// (by the node's clock): reports queue behind a slow store
 			// write, and arrive after the STARTED sent beside them.
 		case first:
-			if !s.heardUntil.IsZero() && s.endedAt.IsZero() {
+			switch ps := ns.processStart; {
+			case !s.endedAt.IsZero():
+			case !s.heardUntil.IsZero():
 				// Its node died and came back without it (restarted):
 				// it ended by the time the node was last heard of, not
 				// when it registered again.
 				s.endedAt = later(s.heardUntil, s.StartedAt)
+			case ps.After(s.StartedAt) && ps.Before(now):
+				// Never heard of here since it started (this manager
+				// restarted meanwhile): its node's process started
+				// after it, so it ended by then at the latest, not at
+				// the registration, which may be an outage later.
+				s.endedAt = ps
 			}
 			if _, ok := m.endedRefused[s.ID]; ok {
 				// Its ENDED was refused before the registration: the

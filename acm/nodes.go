@@ -37,6 +37,10 @@ type nodeState struct {
 	streamCancel context.CancelFunc // ends the current stream's command sender
 	regGen       uint64             // registrations: a sender's batch taken before the latest one predates it
 	awaitFirst   bool               // the next report is the first since Register
+	// processStart is when the node's process started, on its clock, as
+	// its last Register said (RegisterRequest.started_at_unix_ms); zero:
+	// unknown.
+	processStart time.Time
 
 	reports     uint64                     // load reports received
 	reported    bool                       // Register or a load report gave the free disk

@@ -183,3 +183,39 @@ func TestSessionRecordOfANodeBackWithoutIt(t *testing.T) {
 		t.Fatalf("record %+v: want bytes_sent marked unknown (the node never reported it)", r)
 	}
 }
+
+// TestSessionRecordOfANodeRestartedWhileTheManagerWas: the manager is
+// stopped while a session plays, its node is killed and restarted while
+// the manager is away, and registers with the restarted manager without
+// the session. The manager never heard of the node since the session
+// started, so the record ends when the node's new process started (it
+// says so when it registers), not at the registration: played_s leaves
+// out the outage between the node's restart and its registration.
+func TestSessionRecordOfANodeRestartedWhileTheManagerWas(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path }
+	e := newManager(t, dir, withRecords)
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	e.m.mu.Lock()
+	started := e.m.sessions[a].StartedAt
+	e.m.mu.Unlock()
+	n.stop()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restart := started.Add(time.Millisecond) // the node's new process: it plays nothing
+	e2 := newManager(t, dir, withRecords)
+	e2.startNode("n1", nodeOpts{started: restart})
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Session != a || r.Reason != "not on its node after the node registered" || !r.EndedAt.Equal(restart) || r.PlayedS != 0.001 {
+		t.Fatalf("record %+v: want it ended when the node's process started again (%v), played_s 0.001", r, restart.UTC())
+	}
+}

@@ -412,6 +412,9 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		// Without an origin it cannot fill: the manager sends it only
 		// viewers of the titles it holds, and no prefetch.
 		NoOrigin: n.OriginAddr == "",
+		// Sessions of its previous process it no longer plays ended by
+		// then at the latest (a restart).
+		StartedAtUnixMs: n.startedAt.UnixMilli(),
 	}
 }
 

@@ -113,6 +113,8 @@ type Node struct {
 	// fillEnded is signalled (without blocking) when a fill ends: the
 	// manager link sends a load report at once (manager.go).
 	fillEnded chan struct{}
+	// startedAt is when Start ran: RegisterRequest.started_at_unix_ms.
+	startedAt time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -198,6 +200,7 @@ func (n *Node) Start() (err error) {
 		n.Logger = slog.Default()
 	}
 	n.log = n.Logger.With("node", n.ID)
+	n.startedAt = time.Now()
 	if n.signer, err = token.NewSigner(n.Secret); err != nil {
 		return fmt.Errorf("vodnode: %w", err)
 	}

@@ -54,3 +54,22 @@ func TestRegistrationCarriesNoOrigin(t *testing.T) {
 		}
 	}
 }
+
+// A node's registration says when its process started (between the
+// moments before and after Start), so that a manager that restarted
+// meanwhile ends the sessions of its previous process by then, not at
+// the registration.
+func TestRegistrationCarriesProcessStart(t *testing.T) {
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	before := time.Now().UnixMilli()
+	startNode(t, "", func(n *Node) { n.ManagerAddr = maddr })
+	after := time.Now().UnixMilli()
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	m.mu.Lock()
+	got := m.registers[0].GetStartedAtUnixMs()
+	m.mu.Unlock()
+	if got < before || got > after {
+		t.Fatalf("started_at_unix_ms %d, want the node's start, in [%d, %d]", got, before, after)
+	}
+}

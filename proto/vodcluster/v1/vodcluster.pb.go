@@ -679,9 +679,17 @@ type RegisterRequest struct {
 	// title it lacks: it plays only the titles on its disk. The manager
 	// sends it no viewer of a title it does not hold and orders it no
 	// prefetch. false (an older node, or one with an origin) = it can fill.
-	NoOrigin      bool `protobuf:"varint,11,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NoOrigin bool `protobuf:"varint,11,opt,name=no_origin,json=noOrigin,proto3" json:"no_origin,omitempty"`
+	// started_at_unix_ms: when the node's process started, on its clock
+	// (ms since the epoch); 0 = unknown (an older node). A session the
+	// manager holds on the node that its first report after this
+	// registration does not list, started before then, ended by then at the
+	// latest (the node was restarted): its record ends there when the
+	// manager never heard of the node since (it restarted meanwhile), not at
+	// the registration, which may be an outage later.
+	StartedAtUnixMs int64 `protobuf:"varint,12,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
@@ -789,6 +797,13 @@ func (x *RegisterRequest) GetNoOrigin() bool {
 		return x.NoOrigin
 	}
 	return false
+}
+
+func (x *RegisterRequest) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
 }
 
 type RegisterResponse struct {
@@ -4174,7 +4189,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x8d\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xba\x03\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4188,7 +4203,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"rtsps_addr\x18\n" +
 	" \x01(\tR\trtspsAddr\x12\x1b\n" +
-	"\tno_origin\x18\v \x01(\bR\bnoOrigin\"F\n" +
+	"\tno_origin\x18\v \x01(\bR\bnoOrigin\x12+\n" +
+	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xa7\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
