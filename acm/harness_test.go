@@ -216,6 +216,8 @@ type fakeNode struct {
 	cmds chan *pb.NodeCommand
 	// onCommand: nodeOpts.onCommand (set once, before the first stream).
 	onCommand func(*pb.NodeCommand)
+	// skew: nodeOpts.skew, added to the times its reports and events carry.
+	skew time.Duration
 
 	mu       sync.Mutex
 	titles   []*pb.StoredTitle
@@ -254,6 +256,9 @@ type nodeOpts struct {
 	noOrigin bool   // it has no origin: it plays only its titles (RegisterRequest.no_origin)
 	// started: when its process started (RegisterRequest.started_at_unix_ms); zero: unknown.
 	started time.Time
+	// skew: how far the node's clock is ahead of the manager's (behind
+	// when negative): added to the times of its reports and events.
+	skew time.Duration
 	// onCommand, when set, takes each command as the stream receives it,
 	// in order, instead of the cmds channel (a node that applies its
 	// commands as they come, before its next report).
@@ -277,7 +282,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	if o.diskFree == 0 {
 		o.diskFree = o.disk
 	}
-	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree, onCommand: o.onCommand}
+	n := &fakeNode{t: e.t, id: id, nc: e.nc, cmds: make(chan *pb.NodeCommand, 64), titles: o.titles, diskFree: o.diskFree, onCommand: o.onCommand, skew: o.skew}
 	var started int64
 	if !o.started.IsZero() {
 		started = o.started.UnixMilli()
@@ -316,7 +321,7 @@ func (n *fakeNode) report() *pb.LoadReport {
 	if n.stale != nil {
 		sessions, n.stale = n.stale, nil
 	}
-	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().UnixMilli(), Titles: titles,
+	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().Add(n.skew).UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
 		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished, DiskFault: n.diskFault}
 	n.failed = nil
@@ -446,7 +451,7 @@ func (n *fakeNode) event(sid string, kind pb.SessionEvent_Kind) error {
 	}
 	n.mu.Unlock()
 	_, err := n.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: kind, Reason: "test",
-		AtUnixMs: time.Now().UnixMilli()})
+		AtUnixMs: time.Now().Add(n.skew).UnixMilli()})
 	return err
 }
 
