@@ -44,9 +44,9 @@ type sessionRecord struct {
 	// when the node did not say (BytesSentUnknown).
 	BytesSent int64 `json:"bytes_sent"`
 	// BytesSentUnknown: the session started at its node but the node
-	// never reported what it sent (it died or was cut off and the
-	// session ended without its ENDED; load reports carry no per-session
-	// bytes): BytesSent is 0 for want of a figure, not a count. Absent
+	// never reported what it sent (it died or was cut off, or its ENDED
+	// was lost, and the session ended without it; load reports carry no
+	// per-session bytes): BytesSent is 0 for want of a figure, not a count. Absent
 	// (false) when the node's count is in BytesSent.
 	BytesSentUnknown bool   `json:"bytes_sent_unknown,omitempty"`
 	Reason           string `json:"reason"` // why it ended: teardown, timeout, end of title, no-show, ...
