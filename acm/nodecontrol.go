@@ -484,10 +484,6 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	ns.paused, ns.finished = idSet(r.GetPausedSessions()), idSet(r.GetFinishedSessions())
 	first := ns.awaitFirst
 	ns.awaitFirst = false
-	reportAt := now // when the report was taken, on the node's clock when it says
-	if ms := r.GetAtUnixMs(); ms > 0 {
-		reportAt = time.UnixMilli(ms)
-	}
 	notOn := 0 // sessions ended as not on the node at its first report
 	for _, s := range ns.sessions {
 		switch {
@@ -499,24 +495,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			// (by the node's clock): reports queue behind a slow store
 			// write, and arrive after the STARTED sent beside them.
 		case first:
-			switch ps := ns.processStart; {
-			case !s.endedAt.IsZero():
-			case !s.heardUntil.IsZero():
-				// Its node died and came back without it (restarted):
-				// it ended by the time the node was last heard of, not
-				// when it registered again.
-				s.endedAt = later(s.heardUntil, s.StartedAt)
-			case ps.After(s.StartedAt) && ps.Before(reportAt):
-				// No sign of life of the node from after it started
-				// (this manager restarted meanwhile, or the node came
-				// back before it missed its heartbeats): its node's
-				// process started after it, so it ended by then at the
-				// latest, not at the registration, which may be an
-				// outage later. Both times, and reportAt, are on the
-				// node's clock: a clock off the manager's does not
-				// matter.
-				s.endedAt = ps
-			}
+			restartEnd(s, ns.processStart, r, now)
 			if _, ok := m.endedRefused[s.ID]; ok {
 				// Its ENDED was refused before the registration: the
 				// node retries it after this report.

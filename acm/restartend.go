@@ -1,0 +1,36 @@
+package acm
+
+import (
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// restartEnd sets when s ended, a session its node's first report r
+// since the node registered or came back does not list (received at now,
+// on the manager's clock), unless its ENDED said: when the node was last
+// heard of before it died (heardUntil), or else, when the node's process
+// started after the session did (processStart, zero when the node did not
+// say), then. The record ends there, not at the registration, which may
+// be an outage later. Left zero (ended now) otherwise.
+func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.Time) {
+	reportAt := now // when the report was taken, on the node's clock when it says
+	if ms := r.GetAtUnixMs(); ms > 0 {
+		reportAt = time.UnixMilli(ms)
+	}
+	switch ps := processStart; {
+	case !s.endedAt.IsZero():
+	case !s.heardUntil.IsZero():
+		// Its node died and came back without it (restarted): it ended by
+		// the time the node was last heard of, not when it registered
+		// again.
+		s.endedAt = later(s.heardUntil, s.StartedAt)
+	case ps.After(s.StartedAt) && ps.Before(reportAt):
+		// No sign of life of the node from after it started (this manager
+		// restarted meanwhile, or the node came back before it missed its
+		// heartbeats): its node's process started after it, so it ended
+		// by then at the latest. Both times, and reportAt, are on the
+		// node's clock: a clock off the manager's does not matter.
+		s.endedAt = ps
+	}
+}
