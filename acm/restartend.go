@@ -14,10 +14,7 @@ import (
 // say), then. The record ends there, not at the registration, which may
 // be an outage later. Left zero (ended now) otherwise.
 func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.Time) {
-	reportAt := now // when the report was taken, on the node's clock when it says
-	if ms := r.GetAtUnixMs(); ms > 0 {
-		reportAt = time.UnixMilli(ms)
-	}
+	reportAt := reportTime(r, now)
 	switch ps := processStart; {
 	case !s.endedAt.IsZero():
 	case !s.heardUntil.IsZero():
@@ -33,4 +30,13 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// node's clock: a clock off the manager's does not matter.
 		s.endedAt = ps
 	}
+}
+
+// reportTime is when load report r was taken, on its node's clock
+// (at_unix_ms); now, on the manager's, when it does not say.
+func reportTime(r *pb.LoadReport, now time.Time) time.Time {
+	if ms := r.GetAtUnixMs(); ms > 0 {
+		return time.UnixMilli(ms)
+	}
+	return now
 }
