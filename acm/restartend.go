@@ -10,9 +10,10 @@ import (
 // since the node registered or came back does not list (received at now,
 // on the manager's clock), unless its ENDED said: when the node was last
 // heard of before it died (heardUntil), or else, when the node's process
-// started after the session did (processStart, zero when the node did not
-// say), then. The record ends there, not at the registration, which may
-// be an outage later. Left zero (ended now) otherwise.
+// started after the session did and before r was taken (processStart,
+// zero when the node did not say; a start after its own report is not
+// believed), then. The record ends there, not at the registration, which
+// may be an outage later. Left zero (ended now) otherwise.
 func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.Time) {
 	reportAt := reportTime(r, now)
 	switch ps := processStart; {
@@ -23,11 +24,11 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// again.
 		s.endedAt = later(s.heardUntil, s.StartedAt)
 	case ps.After(s.StartedAt) && ps.Before(reportAt):
-		// No sign of life of the node from after it started (this manager
-		// restarted meanwhile, or the node came back before it missed its
-		// heartbeats): its node's process started after it, so it ended
-		// by then at the latest. Both times, and reportAt, are on the
-		// node's clock: a clock off the manager's does not matter.
+		// This manager did not see the node die (it restarted meanwhile,
+		// or the node came back before it missed its heartbeats): its
+		// node's process started after it, so it ended by then at the
+		// latest. Both times, and reportAt, are on the node's clock: a
+		// clock off the manager's does not matter.
 		s.endedAt = ps
 	}
 }

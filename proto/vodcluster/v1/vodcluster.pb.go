@@ -685,10 +685,9 @@ type RegisterRequest struct {
 	// manager holds on the node that its first report after this
 	// registration does not list, started before then, ended by then at the
 	// latest (the node was restarted): its record ends there when the
-	// manager has no sign of life of the node from after the session
-	// started (it restarted meanwhile, or the node was back before it
-	// missed its heartbeats), not at the registration, which may be an
-	// outage later. Weighed against the node's own clock (the session's
+	// manager did not see the node die (it restarted meanwhile, or the node
+	// was back before it missed its heartbeats), not at the registration,
+	// which may be an outage later. Weighed against the node's own clock (the session's
 	// STARTED, the report's at_unix_ms), not the manager's.
 	StartedAtUnixMs int64 `protobuf:"varint,12,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
 	unknownFields   protoimpl.UnknownFields
