@@ -48,9 +48,12 @@ const forgottenKeep = 30 * 24 * time.Hour
 // it once it is listed dead), and on a standby manager (it does not see
 // whether the node reports to the active one); NOT_FOUND for an id
 // neither registered nor with stored state; UNAVAILABLE when the store
-// does not answer: before any change when its state cannot be read, or
-// after the node was forgotten in this manager when a write fails (the
-// message says what is left in the store; forgetting again removes it).
+// does not answer within adminStoreWait (5 s, the locks' waits and every
+// store call of the forget within it): before any change when its state
+// cannot be read, or after the node was forgotten in this manager when a
+// write fails (the message says what is left in the store, which
+// forgetting again removes, and how many of the sessions' entries are
+// deleted when the store answers again).
 func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.ForgetNodeResponse, error) {
 	m := a.m
 	id := req.GetNodeId()
@@ -125,9 +128,10 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		m.forgotEnded[id] = ids
 	}
 	commands, fills, holds, err := m.dropNodeLocked(id, now)
+	deadline, _ := ctx.Deadline() // every store call of the forget within it
 	if err != nil {
 		unlock()
-		m.persistAll(ended)
+		m.persistAllBy(ended, deadline)
 		return nil, status.Errorf(codes.Internal, "node %s not forgotten: %v", id, err)
 	}
 	delete(m.nodeSettings, id)
@@ -147,14 +151,16 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	out.CommandsDropped = int32(commands)
 	out.FillsDropped = int32(fills)
 
-	// The store: the sessions' entries, then the node's setting, holds
-	// and pins, then the forget for a standby.
-	deletesLeft := m.persistAll(ended) // those left are retried when the store answers (retryLater)
-	var failed []string
+	// The store, each call within ctx's deadline (a write Redis runs
+	// after it is not applied: store.Redis.PutState): the sessions'
+	// entries, then the node's setting, holds and pins, then the forget
+	// for a standby.
+	deletesLeft := m.persistAllBy(ended, deadline) // those left are retried when the store answers (retryLater)
+	var failed []forgetLeft
 	note := func(what string, err error) {
 		if err != nil {
 			m.log.Error("store: forgotten node's state not removed", "node", id, "state", what, "err", err)
-			failed = append(failed, fmt.Sprintf("%s (%v)", what, err))
+			failed = append(failed, forgetLeft{what, m.adminStoreMsg(ctx, err)})
 		}
 	}
 	if setStored {
@@ -186,15 +192,39 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	m.kickPump()
 	m.kickPlan() // the plan drops the node now
 	out.Message = forgetSummary(out)
+	deletes := ""
 	if deletesLeft > 0 {
-		out.Message += fmt.Sprintf("; %d session entries are deleted from the store when it answers again", deletesLeft)
+		deletes = fmt.Sprintf("; %s deleted from the store when it answers again",
+			counted(deletesLeft, "session entry is", "session entries are"))
+		out.Message += deletes
 	}
 	if len(failed) > 0 {
 		return nil, status.Errorf(codes.Unavailable,
-			"node %s forgotten in this manager, but not removed from the store: %s; run vodctl node forget %s again when the store answers (until then a manager restart or a takeover applies them to a node registering under the id)",
-			id, strings.Join(failed, ", "), id)
+			"node %s forgotten in this manager, but not removed from the store: %s; run vodctl node forget %s again when the store answers (until then a manager restart or a takeover applies them to a node registering under the id)%s",
+			id, forgetLeftList(failed), id, deletes)
 	}
 	return out, nil
+}
+
+// forgetLeft is a part of a forgotten node's stored state whose removal
+// failed (what), and why (an operator's message: adminStoreMsg).
+type forgetLeft struct{ what, why string }
+
+// forgetLeftList names the parts left in the store, each run of parts
+// left for the same reason followed by it once ("its operator setting,
+// its pins (the store (Redis) did not answer within 5s: try again)").
+func forgetLeftList(left []forgetLeft) string {
+	var b strings.Builder
+	for i, l := range left {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l.what)
+		if i == len(left)-1 || left[i+1].why != l.why {
+			fmt.Fprintf(&b, " (%s)", l.why)
+		}
+	}
+	return b.String()
 }
 
 // forgetSummary says in one line what forgetting a node removed.

@@ -352,9 +352,21 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 // tick, a node's registration or load report, an operator's order) one
 // timeout, not one per session.
 func (m *Manager) persistAll(ss []*session) (failed int) {
+	return m.persistAllBy(ss, time.Time{})
+}
+
+// persistAllBy is persistAll with every store call of the batch bounded
+// by deadline (an operator's call: its adminStoreWait), each by
+// persistWait when deadline is zero. A session whose write the deadline
+// ended waits for the store's return, as in a stall.
+func (m *Manager) persistAllBy(ss []*session, deadline time.Time) (failed int) {
 	waiting := 0
 	for _, s := range ss {
-		switch err := m.persistBy(s, time.Now().Add(m.persistWait), persistInBatch); {
+		dl := deadline
+		if dl.IsZero() {
+			dl = time.Now().Add(m.persistWait)
+		}
+		switch err := m.persistBy(s, dl, persistInBatch); {
 		case errors.Is(err, errStoreDown):
 			waiting++
 			failed++
