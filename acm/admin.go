@@ -105,7 +105,9 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 // checkOverload), UNAVAILABLE when the store fails: the change then
 // holds in this manager only (until it restarts; on a shared store also
 // until a takeover or the node's next registration, which read the
-// stored setting), and the message says which. On a standby, a node not registered with it is
+// stored setting), and the message says which (the answer carries
+// pb.ReasonNotSaved, pb.IsNotSaved; UNAVAILABLE without it changed
+// nothing). On a standby, a node not registered with it is
 // FAILED_PRECONDITION (notLeader): the change would wait for a takeover.
 //
 // A request with no change (no weight, drain flag or overload threshold)
@@ -205,7 +207,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 		if m.lead != nil {
 			lost = "a manager restart, a takeover or the node's next registration forgets it (each reads the stored setting)"
 		}
-		return nil, status.Errorf(codes.Unavailable, "node %s changed in this manager, but not saved (%s): %s", id, m.adminStoreMsg(ctx, err), lost)
+		return nil, pb.NotSaved(fmt.Sprintf("node %s changed in this manager, but not saved (%s): %s", id, m.adminStoreMsg(ctx, err), lost))
 	}
 	info.Standby = m.standby()
 	return info, nil
@@ -346,8 +348,8 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 // manager (set it on the active one); INVALID_ARGUMENT for an unknown
 // name, or a storage policy's (saying so: storage.policy is not changed
 // at run time); UNAVAILABLE when the store did not take it (in use here all the
-// same), or does not answer so that no manager holds the planner lock
-// (notLeader).
+// same: the answer carries pb.ReasonNotSaved, pb.IsNotSaved), or does not
+// answer so that no manager holds the planner lock (notLeader).
 func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.PolicyInfo, error) {
 	m := a.m
 	if !m.Leader() {
@@ -377,7 +379,7 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
 		// The store keeps what it had: an earlier vodctl policy, or none.
-		return nil, status.Errorf(codes.Unavailable, "policy %s in use in this manager, but not saved (%s): a manager restart or a takeover applies the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (%s here)", req.GetPolicy(), m.adminStoreMsg(ctx, err), m.configuredPolicy)
+		return nil, pb.NotSaved(fmt.Sprintf("policy %s in use in this manager, but not saved (%s): a manager restart or a takeover applies the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (%s here)", req.GetPolicy(), m.adminStoreMsg(ctx, err), m.configuredPolicy))
 	}
 	return info, nil
 }

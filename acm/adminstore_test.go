@@ -30,31 +30,34 @@ func TestAdminWritesRedisStalled(t *testing.T) {
 	calls := []struct {
 		name string
 		call func(ctx context.Context) error
+		// notSaved: the change is made in the manager, only its write
+		// failed (pb.IsNotSaved); the others changed nothing.
+		notSaved bool
 	}{
 		{"suspend", func(ctx context.Context) error {
 			_, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "alice", DurationS: 60})
 			return err
-		}},
+		}, false},
 		{"node settings", func(ctx context.Context) error {
 			_, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n-gone", Draining: &drain})
 			return err
-		}},
+		}, false}, // its stored setting not read: nothing changed
 		{"node shown", func(ctx context.Context) error {
 			_, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n-gone"})
 			return err
-		}},
+		}, false},
 		{"forget", func(ctx context.Context) error {
 			_, err := e.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n-gone"})
 			return err
-		}},
+		}, false}, // its stored state not read: nothing changed
 		{"pin", func(ctx context.Context) error {
 			_, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: testTitles[0].GetId()})
 			return err
-		}},
+		}, false},
 		{"policy", func(ctx context.Context) error {
 			_, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"})
 			return err
-		}},
+		}, true},
 	}
 	srv.Pause(t)
 	for _, c := range calls {
@@ -66,6 +69,9 @@ func TestAdminWritesRedisStalled(t *testing.T) {
 		msg := status.Convert(err).Message()
 		if status.Code(err) != codes.Unavailable || !strings.Contains(msg, "the store (Redis) did not answer within 5s: try again") {
 			t.Errorf("%s, Redis stalled, within vodctl's 10s (took %v): %v; want UNAVAILABLE 'the store (Redis) did not answer within 5s: try again'", c.name, took.Round(time.Millisecond), err)
+		}
+		if got := pb.IsNotSaved(err); got != c.notSaved {
+			t.Errorf("%s, Redis stalled: the answer says in use but not saved (%s detail): %v, want %v", c.name, pb.ReasonNotSaved, got, c.notSaved)
 		}
 		// Nothing stored before: a restart goes back to the configured
 		// policy, an earlier stored one otherwise; the answer says both.
@@ -177,6 +183,9 @@ func TestAdminChangesOpLockHeld(t *testing.T) {
 	for name, err := range errs {
 		if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "held the operator's settings throughout 5s") {
 			t.Errorf("%s, the operator's settings held, within vodctl's 10s: %v; want UNAVAILABLE 'held the operator's settings throughout 5s'", name, err)
+		}
+		if pb.IsNotSaved(err) {
+			t.Errorf("%s, refused before any change: the answer says in use but not saved (%s)", name, pb.ReasonNotSaved)
 		}
 	}
 	ss, err := e.admin.ListSuspensions(context.Background(), &pb.ListSuspensionsRequest{})

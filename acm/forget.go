@@ -53,7 +53,8 @@ const forgottenKeep = 30 * 24 * time.Hour
 // cannot be read, or after the node was forgotten in this manager when a
 // write fails (the message says what is left in the store, which
 // forgetting again removes, and how many of the sessions' entries are
-// deleted when the store answers again).
+// deleted when the store answers again; the answer carries
+// pb.ReasonNotSaved, pb.IsNotSaved).
 func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.ForgetNodeResponse, error) {
 	m := a.m
 	id := req.GetNodeId()
@@ -199,9 +200,9 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		out.Message += deletes
 	}
 	if len(failed) > 0 {
-		return nil, status.Errorf(codes.Unavailable,
+		return nil, pb.NotSaved(fmt.Sprintf(
 			"node %s forgotten in this manager, but not removed from the store: %s; run vodctl node forget %s again when the store answers (until then a manager restart or a takeover applies them to a node registering under the id)%s",
-			id, forgetLeftList(failed), id, deletes)
+			id, forgetLeftList(failed), id, deletes))
 	}
 	return out, nil
 }

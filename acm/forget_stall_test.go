@@ -84,6 +84,9 @@ func TestForgetNodeRedisStalledAfterItsRead(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || !strings.Contains(msg, "the store did not answer within 5s: try again") {
 		t.Fatalf("forget, Redis stalled after its read (took %v): %v; want UNAVAILABLE 'the store did not answer within 5s: try again'", took.Round(time.Millisecond), err)
 	}
+	if !pb.IsNotSaved(err) {
+		t.Errorf("forget, Redis stalled after its read: the answer carries no %s detail (forgotten in this manager)", pb.ReasonNotSaved)
+	}
 	if took > adminStoreWait+2*time.Second {
 		t.Errorf("forget, Redis stalled: answered after %v; want within adminStoreWait (5s)", took.Round(time.Millisecond))
 	}

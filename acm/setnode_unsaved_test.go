@@ -76,6 +76,9 @@ func TestSetNodeNotSavedSaysWhatForgetsIt(t *testing.T) {
 			if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), tc.want) {
 				t.Fatalf("drain not saved: %v; want UNAVAILABLE saying %q", err, tc.want)
 			}
+			if !pb.IsNotSaved(err) {
+				t.Errorf("drain not saved: the answer carries no %s detail: a script cannot tell it from a change refused", pb.ReasonNotSaved)
+			}
 			if !e.nodeInfo("n1").Draining {
 				t.Fatal("the drain not held in the manager")
 			}

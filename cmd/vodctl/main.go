@@ -3,9 +3,12 @@
 // gRPC API (titles, nodes, sessions, policy, placement, prefetch, eviction,
 // pins, fills).
 //
-// Exit status: 0 on success, 1 on any error, and for vodctl play
-// interrupted by a signal 128 + its number (130 for SIGINT, 143 for
-// SIGTERM), as a shell reports a command a signal killed.
+// Exit status: 0 on success, 1 on any error, 3 (exitNotSaved) for a
+// change in use in the manager but not saved in its store (vodctl policy
+// NAME, vodctl node ID with a change, vodctl node forget: a warning on
+// standard error), and for vodctl play interrupted by a signal 128 + its
+// number (130 for SIGINT, 143 for SIGTERM), as a shell reports a command
+// a signal killed.
 package main
 
 import (
@@ -13,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"google.golang.org/grpc/status"
 )
 
 func main() {
@@ -48,3 +53,26 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// exitNotSaved is vodctl's exit status for a change the manager made but
+// could not save in its store (its answer carries
+// vodclusterv1.ReasonNotSaved): in use there, lost at a restart or a
+// takeover. A manager that predates that detail answers it UNAVAILABLE
+// alone: exit status 1, as for a change refused.
+const exitNotSaved = 3
+
+// notSaved is the error of such an answer err: "warning: " and the
+// manager's message, with exit status exitNotSaved.
+func notSaved(err error) error {
+	return &exitError{code: exitNotSaved, err: notSavedWarning{status.Convert(err)}}
+}
+
+// notSavedWarning prints the manager's answer of a change not saved as a
+// warning; status.Code still reads it (UNAVAILABLE).
+type notSavedWarning struct{ st *status.Status }
+
+// Error returns "warning: " and the manager's message.
+func (w notSavedWarning) Error() string { return "warning: " + w.st.Message() }
+
+// GRPCStatus returns the manager's answer.
+func (w notSavedWarning) GRPCStatus() *status.Status { return w.st }

@@ -25,7 +25,10 @@ func nodeCmd(g *globals) *cobra.Command {
 			"a node not registered with the manager (not reporting to it since it started, or a standby)\n" +
 			"by its stored setting (drain, weight, overload), applied when it registers (NOT_FOUND when it\n" +
 			"has none). --weight, --overload, --drain and --undrain change it, a node not registered too\n" +
-			"when it has a stored setting.",
+			"when it has a stored setting.\n\n" +
+			"Exit status 3 when the manager made the change but could not save it in its store (it\n" +
+			"holds in that manager until a restart, a takeover or the node's next registration): a\n" +
+			"warning says so.",
 		Example: "  vodctl node node-2\n  vodctl node node-2 --drain\n  vodctl node node-2 --undrain --weight 200\n  vodctl node forget node-2",
 		Args:    argsBetween(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -163,7 +166,9 @@ func nodeForgetCmd(g *globals) *cobra.Command {
 			"removed (the titles unpinned are listed: pin them elsewhere if they should stay pinned).\n" +
 			"A node registering later under the id starts fresh.\n\n" +
 			"Refused while the node is alive: drain it, let its sessions end, stop it, and forget it once\n" +
-			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.",
+			"vodctl nodes lists it dead. Refused on a standby manager: forget it on the active one.\n\n" +
+			"Exit status 3 when the node is forgotten in the manager but not all of its stored state\n" +
+			"could be removed: a warning names what is left (forget it again to remove it).",
 		Example: "  vodctl node node-3 --drain\n  vodctl sessions --node node-3   # until none are left\n" +
 			"  # stop the node (systemctl stop vodcluster-node), then:\n  vodctl node forget node-3",
 		Args: argsBetween(1, 1),

@@ -237,7 +237,8 @@ func TestSessionsAndPolicyHelp(t *testing.T) {
 		}
 	}
 	p := help("policy")
-	if !strings.Contains(p, "switch the scheduling policy to NAME") || !strings.Contains(p, "The storage policy is not switched here") {
+	if !strings.Contains(p, "switch the scheduling policy to NAME") || !strings.Contains(p, "The storage policy is not switched here") ||
+		!strings.Contains(p, "Exit status 3 when the manager uses the new policy but could not save it") {
 		t.Errorf("policy --help:\n%s", p)
 	}
 }

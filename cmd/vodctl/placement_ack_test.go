@@ -65,6 +65,13 @@ func startOrigin(t *testing.T, dir string) *cdp.Server {
 // closed when the test ends, and returns it with an Admin client.
 func startManager(t *testing.T, dir string, origin *cdp.Server) (*acm.Manager, v1.AdminClient) {
 	t.Helper()
+	return startManagerWith(t, dir, origin, nil)
+}
+
+// startManagerWith is startManager with configure, when not nil, setting
+// the manager up further before it starts.
+func startManagerWith(t *testing.T, dir string, origin *cdp.Server, configure func(*acm.Manager)) (*acm.Manager, v1.AdminClient) {
+	t.Helper()
 	users, err := boss.NewFile(acm.DefaultRealm, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +81,9 @@ func startManager(t *testing.T, dir string, origin *cdp.Server) (*acm.Manager, v
 	m := &acm.Manager{RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
 		DataDir: filepath.Join(dir, "manager"), OriginAddr: origin.Addr(), Secret: testSecret, BOSS: users,
 		Scheduler: sched, StoragePlanner: smm.PlannerNone, Logger: quietLog}
+	if configure != nil {
+		configure(m)
+	}
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}

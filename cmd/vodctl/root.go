@@ -113,6 +113,9 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout.D)
 	defer cancel()
 	m, err := f(ctx, v1.NewAdminClient(conn))
+	if v1.IsNotSaved(err) {
+		return notSaved(err)
+	}
 	if err != nil {
 		return g.explain(err)
 	}
@@ -357,7 +360,9 @@ func policyCmd(g *globals) *cobra.Command {
 		Long: "Show the scheduling policy and the storage policy (with its planner's counts since the\n" +
 			"manager started), or switch the scheduling policy to NAME, one of those listed available,\n" +
 			"at run time: sessions are kept. The storage policy is not switched here: it is the\n" +
-			"manager's storage.policy setting.",
+			"manager's storage.policy setting.\n\n" +
+			"Exit status 3 when the manager uses the new policy but could not save it in its store\n" +
+			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
 		Args: argsBetween(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {

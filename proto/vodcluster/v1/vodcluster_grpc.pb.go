@@ -460,6 +460,10 @@ type AdminClient interface {
 	RefreshCatalog(ctx context.Context, in *RefreshCatalogRequest, opts ...grpc.CallOption) (*RefreshCatalogResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
+	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
+	// CHANGE_NOT_SAVED (domain vodcluster) when the change holds in the
+	// manager but its store did not take it; UNAVAILABLE without it changed
+	// nothing.
 	SetNode(ctx context.Context, in *SetNodeRequest, opts ...grpc.CallOption) (*NodeInfo, error)
 	// ForgetNode forgets a dead or decommissioned node: it leaves the node
 	// list, the scheduler and the metrics; its stored operator setting,
@@ -467,7 +471,10 @@ type AdminClient interface {
 	// sessions left on it go. A node registering later under the id starts
 	// fresh. FAILED_PRECONDITION while the node is alive (drain and stop it
 	// first) or on a standby manager; NOT_FOUND for an id neither
-	// registered nor with stored state; UNAVAILABLE when the store fails.
+	// registered nor with stored state; UNAVAILABLE when the store fails,
+	// with a google.rpc.ErrorInfo detail of reason CHANGE_NOT_SAVED (domain
+	// vodcluster) when the node is forgotten in the manager but some of its
+	// stored state is left (forgetting it again removes it).
 	ForgetNode(ctx context.Context, in *ForgetNodeRequest, opts ...grpc.CallOption) (*ForgetNodeResponse, error)
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// EndSessions ends sessions at once, by the operator's order (a
@@ -497,6 +504,9 @@ type AdminClient interface {
 	ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
+	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
+	// CHANGE_NOT_SAVED (domain vodcluster) when the policy is in use in the
+	// manager but its store did not take it.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// ListPlacement lists the replicas (title -> nodes, node -> titles with
 	// bytes) with their pins, the titles pinned to the cluster, and the
@@ -716,6 +726,10 @@ type AdminServer interface {
 	RefreshCatalog(context.Context, *RefreshCatalogRequest) (*RefreshCatalogResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
+	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
+	// CHANGE_NOT_SAVED (domain vodcluster) when the change holds in the
+	// manager but its store did not take it; UNAVAILABLE without it changed
+	// nothing.
 	SetNode(context.Context, *SetNodeRequest) (*NodeInfo, error)
 	// ForgetNode forgets a dead or decommissioned node: it leaves the node
 	// list, the scheduler and the metrics; its stored operator setting,
@@ -723,7 +737,10 @@ type AdminServer interface {
 	// sessions left on it go. A node registering later under the id starts
 	// fresh. FAILED_PRECONDITION while the node is alive (drain and stop it
 	// first) or on a standby manager; NOT_FOUND for an id neither
-	// registered nor with stored state; UNAVAILABLE when the store fails.
+	// registered nor with stored state; UNAVAILABLE when the store fails,
+	// with a google.rpc.ErrorInfo detail of reason CHANGE_NOT_SAVED (domain
+	// vodcluster) when the node is forgotten in the manager but some of its
+	// stored state is left (forgetting it again removes it).
 	ForgetNode(context.Context, *ForgetNodeRequest) (*ForgetNodeResponse, error)
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// EndSessions ends sessions at once, by the operator's order (a
@@ -753,6 +770,9 @@ type AdminServer interface {
 	ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
+	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
+	// CHANGE_NOT_SAVED (domain vodcluster) when the policy is in use in the
+	// manager but its store did not take it.
 	SetPolicy(context.Context, *SetPolicyRequest) (*PolicyInfo, error)
 	// ListPlacement lists the replicas (title -> nodes, node -> titles with
 	// bytes) with their pins, the titles pinned to the cluster, and the
