@@ -37,7 +37,7 @@ func cdpCmd() *cobra.Command {
 			if err != nil {
 				return inConfig(path, err)
 			}
-			return namingListenKey(path, runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) }), cfg.CDP.listenKeys()...)
+			return namingListenKey(path, runUntilSignal(s, func() { h.handle("reading the title directory", "dir", s.Dir, s.Reload) }), cfg.CDP.listenKeys())
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section cdp:)")

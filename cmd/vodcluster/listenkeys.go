@@ -8,6 +8,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/cdp"
+	"vodcluster/cmd/internal/yamlcfg"
 )
 
 // listenKey is a configuration key of an address a process listens on,
@@ -18,14 +19,27 @@ type listenKey struct {
 	udp  bool   // an RTP/RTCP pair: the port and the next one, over UDP
 }
 
-// namingListenKey names the configuration file and key of the listener
-// err failed to open (a port in use, an address not on this host), as
-// the other configuration errors do: "--config FILE: KEY VALUE: listen tcp
-// ...: bind: address already in use". Before, the process said only
-// "vodnode: listen udp 127.0.0.1:6970: bind: ..." and left the operator
-// to find which of its keys held the port. err is returned as it is when
-// it is not a listen error or no key matches its address.
-func namingListenKey(path string, err error, keys ...listenKey) error {
+// listenKeys are a section's listening keys with the file it was read
+// from, for namingListenKey.
+type listenKeys struct {
+	file    *yamlcfg.File // nil: none (the key is named without a line)
+	section string        // manager, node, cdp
+	keys    []listenKey
+}
+
+// namingListenKey names the configuration file, the line and the key of
+// the listener err failed to open (a port in use, an address not on this
+// host), as the other configuration errors do: "--config FILE: line 4:
+// rtsp_listen 127.0.0.1:8555: listen tcp 127.0.0.1:8555: bind: address
+// already in use" (without a line for a key the file leaves out: its
+// default). Before, the process said only "vodnode: listen udp
+// 127.0.0.1:6970: bind: ..." and left the operator to find which of its
+// keys held the port; then, the key named, it still gave no line and
+// kept the component's own prefixes ("vodnode: rtsp listen: ...") inside.
+// The error wraps the listen error (errors.Is finds
+// syscall.EADDRINUSE). err is returned as it is when it is not a listen
+// error or no key matches its address.
+func namingListenKey(path string, err error, ks listenKeys) error {
 	var oe *net.OpError
 	if path == "" || !errors.As(err, &oe) || oe.Op != "listen" || oe.Addr == nil {
 		return err
@@ -36,7 +50,7 @@ func namingListenKey(path string, err error, keys ...listenKey) error {
 	}
 	ip := net.ParseIP(host)
 	udp := oe.Net == "udp" || oe.Net == "udp4" || oe.Net == "udp6"
-	for _, k := range keys {
+	for _, k := range ks.keys {
 		if k.udp != udp {
 			continue
 		}
@@ -55,14 +69,14 @@ func namingListenKey(path string, err error, keys ...listenKey) error {
 			match = match || strconv.Itoa(p+1) == port // the RTCP port
 		}
 		if match {
-			return fmt.Errorf("--config %s: %s %s: %w", path, k.key, value, err)
+			return fmt.Errorf("--config %s: %s: %w", path, ks.file.Show(ks.section+"."+k.key, k.key, value), oe)
 		}
 	}
 	return err
 }
 
 // listenKeys are the manager's listening keys, for namingListenKey.
-func (c ManagerConfig) listenKeys() []listenKey {
+func (c ManagerConfig) listenKeys() listenKeys {
 	k := []listenKey{
 		{key: "rtsp_listen", addr: orString(c.RTSPListen, acm.DefaultRTSPListen)},
 		{key: "http_listen", addr: orString(c.HTTPListen, acm.DefaultHTTPListen)},
@@ -74,11 +88,11 @@ func (c ManagerConfig) listenKeys() []listenKey {
 	if c.RTSPTLSCert != "" {
 		k = append(k, listenKey{key: "rtsps_listen", addr: orString(c.RTSPSListen, acm.DefaultRTSPSListen)})
 	}
-	return k
+	return listenKeys{file: c.file, section: "manager", keys: k}
 }
 
 // listenKeys are the node's listening keys, for namingListenKey.
-func (c NodeConfig) listenKeys() []listenKey {
+func (c NodeConfig) listenKeys() listenKeys {
 	k := []listenKey{
 		{key: "rtsp_listen", addr: orString(c.RTSPListen, defaultNodeRTSPListen)},
 		{key: "http_listen", addr: orString(c.HTTPListen, defaultNodeHTTPListen)},
@@ -92,14 +106,14 @@ func (c NodeConfig) listenKeys() []listenKey {
 	if c.RTPPort > 0 {
 		k = append(k, listenKey{key: "rtp_port", addr: net.JoinHostPort("", strconv.Itoa(c.RTPPort)), udp: true})
 	}
-	return k
+	return listenKeys{file: c.file, section: "node", keys: k}
 }
 
 // listenKeys are the origin's listening keys, for namingListenKey.
-func (c CDPConfig) listenKeys() []listenKey {
+func (c CDPConfig) listenKeys() listenKeys {
 	k := []listenKey{{key: "listen", addr: orString(c.Listen, cdp.DefaultListen)}}
 	if c.MetricsListen != "" {
 		k = append(k, listenKey{key: "metrics_listen", addr: c.MetricsListen})
 	}
-	return k
+	return listenKeys{file: c.file, section: "cdp", keys: k}
 }

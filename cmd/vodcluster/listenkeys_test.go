@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,10 +16,12 @@ import (
 )
 
 // A port another process holds stops a process at start with an error
-// naming the file and the key that gave it, as the other configuration
-// errors do: the node said "vodnode: listen udp 127.0.0.1:6971: bind:
-// address already in use" for its rtp_port (RTCP on the next port), and
-// nothing about which key to change.
+// naming the file, the line and the key that gave it, as the other
+// configuration errors do: the node said "vodnode: listen udp
+// 127.0.0.1:6971: bind: address already in use" for its rtp_port (RTCP
+// on the next port), and nothing about which key to change; then, the
+// key named, no line, and the component's prefix inside ("--config F:
+// rtsp_listen ...: vodnode: rtsp listen: listen tcp ...").
 func TestListenInUseNamesKey(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
@@ -50,21 +53,23 @@ func TestListenInUseNamesKey(t *testing.T) {
 	for i, c := range []struct {
 		cmd  *cobra.Command
 		body string
-		key  string
+		key  string // at its line, as written
 	}{
-		{nodeCmd(), node(0, fmt.Sprintf("  rtsp_listen: %q\n  http_listen: 127.0.0.1:0\n", taken)), "rtsp_listen " + taken},
-		{nodeCmd(), node(1, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  rtp_port: %d\n", rtp)), fmt.Sprintf("rtp_port %d", rtp)},
-		{nodeCmd(), node(2, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  metrics_listen: %q\n", taken)), "metrics_listen " + taken},
-		{cdpCmd(), fmt.Sprintf("cdp:\n  dir: %s\n  listen: %q\n", dir, taken), "listen " + taken},
+		{nodeCmd(), node(0, fmt.Sprintf("  rtsp_listen: %q\n  http_listen: 127.0.0.1:0\n", taken)), "line 8: rtsp_listen " + taken},
+		{nodeCmd(), node(1, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  rtp_port: %d\n", rtp)), fmt.Sprintf("line 10: rtp_port %d", rtp)},
+		{nodeCmd(), node(2, fmt.Sprintf("  rtsp_listen: 127.0.0.1:0\n  http_listen: 127.0.0.1:0\n  metrics_listen: %q\n", taken)), "line 10: metrics_listen " + taken},
+		{cdpCmd(), fmt.Sprintf("cdp:\n  dir: %s\n  listen: %q\n", dir, taken), "line 3: listen " + taken},
 		{managerCmd(), fmt.Sprintf("manager:\n  rtsp_listen: 127.0.0.1:0\n  http_listen: %q\n  grpc_listen: 127.0.0.1:0\n  data_dir: %s\n  secret_file: %s\n  users_file: %s\n",
-			taken, filepath.Join(dir, "manager"), secret, users), "http_listen " + taken},
+			taken, filepath.Join(dir, "manager"), secret, users), "line 3: http_listen " + taken},
 	} {
 		f, err := runConfigCmd(t, dir, i, c.cmd, c.body)
 		if err == errStillRunning {
 			t.Fatalf("%s runs (20 s) on a port another process holds (%s)", c.cmd.Name(), c.key)
 		}
-		want := "--config " + f + ": " + c.key + ": "
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+		// The listen error right after the key: no "vodnode: rtsp
+		// listen: ", "acm: http: ", "cdp: " in between.
+		want := "--config " + f + ": " + c.key + ": listen "
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, syscall.EADDRINUSE) {
 			t.Errorf("%s, %s taken: %v\nwant %q ... address already in use", c.cmd.Name(), c.key, err, want)
 		}
 	}

@@ -39,7 +39,7 @@ func managerCmd() *cobra.Command {
 				return inConfig(path, err)
 			}
 			logStartWarnings(cfg.Manager.startWarnings())
-			return namingListenKey(path, runUntilSignal(m, func() { handleManagerHangups(h, m.users, m.Manager) }), cfg.Manager.listenKeys()...)
+			return namingListenKey(path, runUntilSignal(m, func() { handleManagerHangups(h, m.users, m.Manager) }), cfg.Manager.listenKeys())
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section manager:)")

@@ -38,7 +38,7 @@ func nodeCmd() *cobra.Command {
 				return inConfig(path, err)
 			}
 			logStartWarnings(cfg.Node.startWarnings())
-			return namingListenKey(path, runUntilSignal(n, func() { nodeHangups(h, path) }), cfg.Node.listenKeys()...)
+			return namingListenKey(path, runUntilSignal(n, func() { nodeHangups(h, path) }), cfg.Node.listenKeys())
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (YAML, section node:)")
