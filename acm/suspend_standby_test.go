@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/acm/store"
 	"vodcluster/lsm"
 	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -131,6 +132,32 @@ func TestStandbyListsSaySo(t *testing.T) {
 	}
 }
 
+// pairWithLogs starts an active manager a and a standby b on the shared
+// store open opens (activeAndStandby), each logging into its own buffer
+// (logs[0] a's, logs[1] b's), and registers node n1 with the standby (the
+// front door's address moved to it, before it holds the planner lock).
+func pairWithLogs(t *testing.T, open func() *store.Redis) (a, b *env, logs *[2]logtest.Buffer) {
+	t.Helper()
+	logs = new([2]logtest.Buffer)
+	started := 0
+	a, b = activeAndStandby(t, open, testTitles, func(m *Manager) {
+		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
+		started++
+	})
+	b.registerWith("n1")
+	return a, b, logs
+}
+
+// suspended returns a check of whether e's manager holds user suspended
+// at the time of the call (for waitFor).
+func (e *env) suspended(user string) func() bool {
+	return func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.suspendedLocked(user, e.m.now())
+	}
+}
+
 // TestStandbyRereadsSuspensions: a subscriber suspended on the active
 // manager after a node registered with the standby (the front door's
 // address moved to it, before it takes the planner lock) is refused by
@@ -142,20 +169,10 @@ func TestStandbyListsSaySo(t *testing.T) {
 // lock then, says so without calling itself a standby.
 func TestStandbyRereadsSuspensions(t *testing.T) {
 	open, srv := sharedRedis(t)
-	var logs [2]logtest.Buffer // the active manager's, the standby's
-	started := 0
-	a, b := activeAndStandby(t, open, testTitles, func(m *Manager) {
-		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
-		started++
-	})
+	a, b, logs := pairWithLogs(t, open)
 	log := &logs[1]
 	ctx := context.Background()
-	b.registerWith("n1")
-	suspended := func() bool {
-		b.m.mu.Lock()
-		defer b.m.mu.Unlock()
-		return b.m.suspendedLocked("demo", b.m.now())
-	}
+	suspended := b.suspended("demo")
 	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,22 +222,10 @@ func TestStandbyRereadsSuspensions(t *testing.T) {
 // the active manager writes is read again.
 func TestStandbyKeepsSuspensionsOverMalformedEntry(t *testing.T) {
 	open, _ := sharedRedis(t)
-	var logs [2]logtest.Buffer // the active manager's, the standby's
-	started := 0
-	a, b := activeAndStandby(t, open, testTitles, func(m *Manager) {
-		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
-		started++
-	})
+	a, b, logs := pairWithLogs(t, open)
 	log := &logs[1]
 	ctx := context.Background()
-	b.registerWith("n1")
-	suspended := func(user string) func() bool {
-		return func() bool {
-			b.m.mu.Lock()
-			defer b.m.mu.Unlock()
-			return b.m.suspendedLocked(user, b.m.now())
-		}
-	}
+	suspended := b.suspended
 	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 3600}); err != nil {
 		t.Fatal(err)
 	}
