@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"vodcluster/acm"
 	"vodcluster/cdp"
@@ -116,4 +117,32 @@ func (c CDPConfig) listenKeys() listenKeys {
 		k = append(k, listenKey{key: "metrics_listen", addr: c.MetricsListen})
 	}
 	return listenKeys{file: c.file, section: "cdp", keys: k}
+}
+
+// namingListenFlag names the flag of up whose port err failed to listen
+// on (another process holds it), as up's other flag errors do: "up:
+// --grpc-port 9090: listen tcp 127.0.0.1:9090: bind: address already in
+// use". Before, up said "manager: acm: grpc: listen tcp ...", with the
+// components' own prefixes and no flag. The error wraps the listen error
+// (errors.Is finds syscall.EADDRINUSE). err is returned as it is when it
+// is not a listen error or no flag gave its port (0: any free one, which
+// up's origin and nodes take).
+func namingListenFlag(err error, o clusterOptions) error {
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "listen" || oe.Addr == nil || strings.HasPrefix(oe.Net, "udp") {
+		return err
+	}
+	_, port, splitErr := net.SplitHostPort(oe.Addr.String())
+	if splitErr != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		port int
+	}{{"rtsp-port", o.RTSPPort}, {"http-port", o.HTTPPort}, {"grpc-port", o.GRPCPort}, {"metrics-port", o.MetricsPort}} {
+		if f.port > 0 && strconv.Itoa(f.port) == port {
+			return fmt.Errorf("up: --%s %d: %w", f.name, f.port, oe)
+		}
+	}
+	return err
 }

@@ -133,3 +133,40 @@ func runConfigCmd(t *testing.T, dir string, i int, cmd *cobra.Command, body stri
 		return f, errStillRunning
 	}
 }
+
+// A port of up's flags another process holds stops up naming the flag,
+// as its other flag errors do: it said "manager: acm: grpc: listen tcp
+// 127.0.0.1:N: bind: address already in use", the manager's prefixes
+// and no flag.
+func TestUpListenInUseNamesFlag(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	for _, flag := range []string{"rtsp-port", "http-port", "grpc-port", "metrics-port"} {
+		args := map[string]string{"rtsp-port": "0", "http-port": "0", "grpc-port": "0", "metrics-port": "-1"}
+		args[flag] = fmt.Sprint(port)
+		cmd := upCmd()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SilenceUsage = true
+		cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--quiet", "--nodes", "1",
+			"--rtsp-port", args["rtsp-port"], "--http-port", args["http-port"], "--grpc-port", args["grpc-port"], "--metrics-port", args["metrics-port"]})
+		done := make(chan error, 1)
+		go func() { done <- cmd.Execute() }()
+		select {
+		case err := <-done:
+			want := fmt.Sprintf("up: --%s %d: listen tcp 127.0.0.1:%d: bind: address already in use", flag, port, port)
+			if err == nil || err.Error() != want {
+				t.Errorf("--%s held: %v, want %q", flag, err, want)
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("--%s held: %v does not wrap EADDRINUSE", flag, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("--%s held: up still running after 30 s", flag)
+		}
+	}
+}

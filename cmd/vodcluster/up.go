@@ -128,7 +128,7 @@ func upCmd() *cobra.Command {
 			opts.Logger = logger
 			c, err := startCluster(opts)
 			if err != nil {
-				return err
+				return namingListenFlag(err, opts)
 			}
 			defer c.Close()
 
