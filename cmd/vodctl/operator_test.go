@@ -236,6 +236,11 @@ func TestSessionsAndPolicyHelp(t *testing.T) {
 			t.Errorf("sessions --help lacks %q:\n%s", want, s)
 		}
 	}
+	// A script reading vodctl's own help learns each exit status: 3 was
+	// said only in the help of the commands that give it.
+	if r := help(); !strings.Contains(r, "Exit status: 0 on success, 1 on an error, 3 for a change the manager made but could not\nsave in its store") {
+		t.Errorf("vodctl --help:\n%s", r)
+	}
 	p := help("policy")
 	if !strings.Contains(p, "switch the scheduling policy to NAME") || !strings.Contains(p, "The storage policy is not switched here") ||
 		!strings.Contains(p, "Exit status 3 when the manager uses the new policy but could not save it") {

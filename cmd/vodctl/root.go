@@ -40,8 +40,13 @@ type globals struct {
 func newRoot() *cobra.Command {
 	g := &globals{timeout: durflag.Value{D: 10 * time.Second}}
 	root := &cobra.Command{
-		Use:           "vodctl",
-		Short:         "Operate a vodcluster: play titles, inspect nodes and sessions, steer scheduling and storage",
+		Use:   "vodctl",
+		Short: "Operate a vodcluster: play titles, inspect nodes and sessions, steer scheduling and storage",
+		Long: "Operate a vodcluster: play titles, inspect nodes and sessions, steer scheduling and storage.\n\n" +
+			"Exit status: 0 on success, 1 on an error, 3 for a change the manager made but could not\n" +
+			"save in its store (vodctl policy NAME, vodctl node ID with a change, vodctl node forget: a\n" +
+			"warning on standard error says so; lost at a restart or a takeover), and for vodctl play\n" +
+			"interrupted by a signal 128 + its number (130 for SIGINT, 143 for SIGTERM).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
