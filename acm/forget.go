@@ -178,7 +178,12 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		}
 		note("its pins", perr)
 	}
-	note("its prefetch orders", m.dropNodePrefetchOrdersOpLocked(ctx, id))
+	if read, err := m.dropNodePrefetchOrdersOpLocked(ctx, id); read {
+		note("its prefetch orders", err)
+	} else {
+		// Not read with the rest (readStoredNodeState): there may be none.
+		note("its prefetch orders if any", err)
+	}
 	m.mu.Lock()
 	delete(m.restoring, id)
 	for k := range m.handOrders {

@@ -96,6 +96,11 @@ func TestForgetNodeRedisStalledAfterItsRead(t *testing.T) {
 			t.Errorf("forget, Redis stalled: %q; want it to say %q", msg, want)
 		}
 	}
+	// n1 had no prefetch order: their read failed too, and the answer
+	// said they were left in the store.
+	if strings.Contains(msg, "its prefetch orders") && !strings.Contains(msg, "its prefetch orders if any") {
+		t.Errorf("forget, Redis stalled: %q names n1's prefetch orders as left, but it has none, and they were not read", msg)
+	}
 	if e.listed("n1") {
 		t.Error("n1 still listed after a forget made in this manager")
 	}

@@ -210,18 +210,19 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 }
 
 // dropNodePrefetchOrdersOpLocked removes node's prefetch orders from the
-// store (a node forgotten; opMu held).
-func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node string) error {
+// store (a node forgotten; opMu held). read is false when the stored
+// orders could not be read (err): whether node has any is unknown.
+func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node string) (read bool, err error) {
 	stored, err := m.readPrefetchOrders(ctx, true)
 	if err != nil {
-		return err
+		return false, err
 	}
 	had := len(stored)
 	stored = slices.DeleteFunc(stored, func(o opPrefetch) bool { return o.Node == node })
 	if len(stored) == had {
-		return nil
+		return true, nil
 	}
-	return m.putStateJSON(ctx, statePrefetches, stored)
+	return true, m.putStateJSON(ctx, statePrefetches, stored)
 }
 
 // dropPrefetchesLocked gives up the prefetches ordered on ns before it
