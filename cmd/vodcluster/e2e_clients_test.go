@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,16 +17,19 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // TestFFmpegSeekThroughFrontDoor: ffmpeg with -ss 10 on the RTSP input,
-// over TCP and UDP, through the front door. ffmpeg asks PLAY Range
-// npt=<10 + the input's start time> (it seeks in stream timestamps: 11.328
-// for the samples, whose first timestamp is 1.328 s); the node starts at
-// the keyframe presented at or before that npt, so the first picture
-// decoded (-noaccurate_seek: ffmpeg drops nothing) is that keyframe's,
-// that many seconds of media after the title's first picture, and the
-// play goes on from there in real time.
+// over TCP and UDP, through the front door. ffmpeg asks PLAY Range npt=T-
+// where T is in stream timestamps (10 + the input's start time) less 3/23
+// s when the probe found the video reordered (ffmpeg's "dts heuristic",
+// fftools: the seek then lands before the B-frames' reference): T is read
+// from the PLAY ffmpeg sent (its trace log), not guessed. The node starts
+// at the keyframe presented at or before T, so the first picture decoded
+// (-noaccurate_seek: ffmpeg drops nothing) is that keyframe, its PTS as in
+// the title's index, and the play goes on from there in real time.
 func TestFFmpegSeekThroughFrontDoor(t *testing.T) {
 	t.Parallel()
 	c := startPlaybackCluster(t, 2, 100_000_000, nil)
@@ -33,13 +37,28 @@ func TestFFmpegSeekThroughFrontDoor(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			title := fmt.Sprintf("sample-01%d", i+1)
 			idx := sampleIndex(t, c, title)
-			from, _, _ := showFrames(t, c.frontURL("demo", "demo", title), tr, 1)
-			seek, start, took := showFrames(t, c.frontURL("demo", "demo", title), tr, 75, "-ss", "10", "-noaccurate_seek")
-			asked := 10 + start
-			want := idx.KeyframeSeconds(idx.KeyframeAt(asked))
-			t.Logf("%s: first picture at %.3f s; with -ss 10 (npt=%.3f asked) at %.3f s; 75 frames in %v", tr, from[0], asked, seek[0], took)
-			if d := seek[0] - from[0]; math.Abs(d-want) > 0.001 {
-				t.Errorf("-ss 10 started %.3f s into the title, want the keyframe before npt %.3f, at %.3f s", d, asked, want)
+			seek, start, took, log := showFramesLog(t, c.frontURL("demo", "demo", title), tr, 75, "-loglevel", "trace", "-ss", "10", "-noaccurate_seek")
+			asked, ok := lastPlayNPT(log)
+			if !ok {
+				t.Fatalf("no PLAY with a Range npt in ffmpeg's log:\n%s", log)
+			}
+			if asked < 10+start-0.2 || asked > 10+start {
+				t.Errorf("ffmpeg asked npt=%.3f for -ss 10 with start %.3f: want 10+start, or 3/23 s less", asked, start)
+			}
+			for _, l := range strings.Split(log, "\n") {
+				if strings.Contains(l, "Range: npt=") {
+					t.Logf("%s: %s", tr, strings.TrimSpace(l)) // the Ranges asked and answered
+				}
+			}
+			k := idx.KeyframeAt(asked)
+			if k < 0 || idx.Keyframes[k].PTS < 0 {
+				t.Fatalf("no keyframe with a PTS at or before npt %.3f in %s's index", asked, title)
+			}
+			want := float64(idx.Keyframes[k].PTS) / tsindex.PTSHz
+			t.Logf("%s: -ss 10 (start %.3f, npt=%.3f asked): first picture at %.3f s, keyframe %d at %.3f s (npt %.3f); 75 frames in %v",
+				tr, start, asked, seek[0], k, want, idx.KeyframeSeconds(k), took)
+			if math.Abs(seek[0]-want) > 0.001 {
+				t.Errorf("-ss 10 showed first the picture at %.3f s, want the keyframe presented at or before npt %.3f, at %.3f s", seek[0], asked, want)
 			}
 			if span := seek[len(seek)-1] - seek[0]; span < 2.95 || span > 2.97 {
 				t.Errorf("75 frames spanning %.3f s after the seek, want 2.96 s", span)
@@ -50,6 +69,25 @@ func TestFFmpegSeekThroughFrontDoor(t *testing.T) {
 		})
 	}
 }
+
+// lastPlayNPT returns the start of the npt Range of the last PLAY request
+// in an ffmpeg trace log (its "Sending:" dumps of RTSP requests).
+func lastPlayNPT(log string) (float64, bool) {
+	npt, found := 0.0, false
+	for _, req := range strings.Split(log, "Sending:")[1:] {
+		req, _, _ = strings.Cut(req, "\n--")
+		if !strings.HasPrefix(strings.TrimSpace(req), "PLAY ") {
+			continue
+		}
+		if m := playNPTRe.FindStringSubmatch(req); m != nil {
+			v, err := strconv.ParseFloat(m[1], 64)
+			npt, found = v, err == nil
+		}
+	}
+	return npt, found
+}
+
+var playNPTRe = regexp.MustCompile(`(?m)^Range: npt=([0-9.]+)-`)
 
 // gstRace: see vodnode's test of the same name (rtspsrc's PAUSE cut by
 // its own CLOSE at EOS over UDP, posted as an error after a clean EOS).

@@ -244,6 +244,13 @@ var startRe = regexp.MustCompile(`Duration: .*, start: ([0-9.]+)`)
 // reports it, and the wall time taken.
 func showFrames(t *testing.T, u, transport string, frames int, extra ...string) ([]float64, float64, time.Duration) {
 	t.Helper()
+	pts, st, took, _ := showFramesLog(t, u, transport, frames, extra...)
+	return pts, st, took
+}
+
+// showFramesLog is showFrames that also returns ffmpeg's output (its log).
+func showFramesLog(t *testing.T, u, transport string, frames int, extra ...string) ([]float64, float64, time.Duration, string) {
+	t.Helper()
 	ff := needTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -265,7 +272,7 @@ func showFrames(t *testing.T, u, transport string, frames int, extra ...string) 
 		t.Fatalf("%d frames shown, start %v:\n%s", len(pts), m, out)
 	}
 	st, _ := strconv.ParseFloat(m[1], 64)
-	return pts[:frames], st, took
+	return pts[:frames], st, took, out
 }
 
 // sampleIndex indexes the sample clip a title of the test cluster's
