@@ -217,7 +217,13 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		res.StatusMessage = "Bad Request (want one CSeq header)"
 		return res, ""
 	}
-	res.Header["CSeq"] = cseq
+	if !validCSeq(cseq[0]) {
+		// RFC 2326 §12.17: CSeq is 1*DIGIT; not echoed.
+		res.StatusCode = base.StatusBadRequest
+		res.StatusMessage = "Bad Request (CSeq is not a number)"
+		return res, ""
+	}
+	res.Header["CSeq"] = base.HeaderValue{strings.TrimSpace(cseq[0])}
 	if v, ok := req.Header["Require"]; ok && len(v) > 0 && strings.TrimSpace(v[0]) != "" {
 		// No option is supported (RFC 2326 12.32): refused before any
 		// admission, as the node would refuse it after one.
@@ -246,8 +252,14 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		}
 	case base.GetParameter, base.SetParameter:
 		res.StatusCode = base.StatusOK
-		if hasSession {
+		switch {
+		case hasSession:
 			res.StatusCode = base.StatusSessionNotFound
+		case req.Method == base.SetParameter && strings.TrimSpace(string(req.Body)) != "":
+			// RFC 2326 §10.9: the front door sets no parameter. An
+			// empty body (a set-top box's keepalive) stays 200.
+			res.StatusCode = base.StatusParameterNotUnderstood
+			res.StatusMessage = "Parameter Not Understood (the front door sets no parameter)"
 		}
 	case base.Teardown, base.Pause:
 		res.StatusCode = base.StatusMethodNotValidInThisState
@@ -519,4 +531,19 @@ func statusWithReason(code base.StatusCode, reason string) string {
 		}
 	}
 	return text + " (" + string(r) + ")"
+}
+
+// validCSeq reports whether v is a CSeq value of RFC 2326 §12.17: one or
+// more decimal digits, with white space around (trimmed when echoed).
+func validCSeq(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
+	}
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -173,7 +173,8 @@ func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
-// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200).
+// parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200;
+// a SET_PARAMETER naming parameters is 451, setParameterErr).
 // A GET_PARAMETER of a session whose body names parameters (one per line,
 // RFC 2326 §10.8) gets those it knows in a text/parameters body:
 // "position" (npt of the stream, seconds, as set-top boxes ask for their
@@ -188,6 +189,9 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 	id := sessionHeader(req)
 	if id == "" {
 		c.touchAll()
+		if err := setParameterErr(req); err != nil {
+			return nil, err
+		}
 		return &base.Response{StatusCode: base.StatusOK}, nil
 	}
 	if _, terr := requestTarget(req.URL); terr != nil {
@@ -202,7 +206,21 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 	if err != nil {
 		return nil, err
 	}
+	if err := setParameterErr(req); err != nil {
+		return nil, err
+	}
 	return c.parameters(req, s), nil
+}
+
+// setParameterErr returns 451 Parameter Not Understood (RFC 2326 §10.9,
+// §11.3.8) for a SET_PARAMETER whose body names a parameter: the node
+// sets none. An empty body, or one of blank lines only (the keepalive
+// some set-top boxes send), is nil: answered 200.
+func setParameterErr(req *base.Request) *rtspError {
+	if req.Method != base.SetParameter || strings.TrimSpace(string(req.Body)) == "" {
+		return nil
+	}
+	return rtspErr(base.StatusParameterNotUnderstood, "parameter not understood: the node sets no parameter")
 }
 
 // parameters answers a GET_PARAMETER of s with the parameters it knows
