@@ -37,7 +37,7 @@ func TestFFmpegSeekThroughFrontDoor(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			title := fmt.Sprintf("sample-01%d", i+1)
 			idx := sampleIndex(t, c, title)
-			seek, start, took, log := showFramesLog(t, c.frontURL("demo", "demo", title), tr, 75, "-loglevel", "trace", "-ss", "10", "-noaccurate_seek")
+			seek, start, took, log := showFrames(t, c.frontURL("demo", "demo", title), tr, 75, "-loglevel", "trace", "-ss", "10", "-noaccurate_seek")
 			asked, ok := lastPlayNPT(log)
 			if !ok {
 				t.Fatalf("no PLAY with a Range npt in ffmpeg's log:\n%s", log)

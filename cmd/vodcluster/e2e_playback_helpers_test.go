@@ -241,15 +241,8 @@ var startRe = regexp.MustCompile(`Duration: .*, start: ([0-9.]+)`)
 // showFrames decodes frames video frames of an RTSP URL with ffmpeg (extra
 // input options first), keeping the stream's timestamps, and returns the
 // presentation time of each (showinfo), the input's start time as ffmpeg
-// reports it, and the wall time taken.
-func showFrames(t *testing.T, u, transport string, frames int, extra ...string) ([]float64, float64, time.Duration) {
-	t.Helper()
-	pts, st, took, _ := showFramesLog(t, u, transport, frames, extra...)
-	return pts, st, took
-}
-
-// showFramesLog is showFrames that also returns ffmpeg's output (its log).
-func showFramesLog(t *testing.T, u, transport string, frames int, extra ...string) ([]float64, float64, time.Duration, string) {
+// reports it, the wall time taken and ffmpeg's output (its log).
+func showFrames(t *testing.T, u, transport string, frames int, extra ...string) ([]float64, float64, time.Duration, string) {
 	t.Helper()
 	ff := needTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
