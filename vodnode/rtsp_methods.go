@@ -174,7 +174,8 @@ func (c *rtspConn) teardown(req *base.Request) (*base.Response, *rtspError) {
 }
 
 // parameter answers GET_PARAMETER and SET_PARAMETER: keepalives (200;
-// a SET_PARAMETER naming parameters is 451, setParameterErr).
+// a SET_PARAMETER naming parameters is 451, setParameterErr, at any URL,
+// and keeps its session alive all the same).
 // A GET_PARAMETER of a session whose body names parameters (one per line,
 // RFC 2326 §10.8) gets those it knows in a text/parameters body:
 // "position" (npt of the stream, seconds, as set-top boxes ask for their
@@ -199,7 +200,10 @@ func (c *rtspConn) parameter(req *base.Request) (*base.Response, *rtspError) {
 		if s == nil {
 			return nil, rtspErr(base.StatusSessionNotFound, "session %s not found", id)
 		}
-		s.touch(time.Now())
+		s.touch(time.Now()) // a keepalive, answered 451 or not
+		if err := setParameterErr(req); err != nil {
+			return nil, err
+		}
 		return c.parameters(req, s), nil
 	}
 	s, _, err := c.sessionOf(req)

@@ -64,3 +64,49 @@ func TestRTSPCSeqAndSetParameter(t *testing.T) {
 		}
 	}
 }
+
+// Every SET_PARAMETER naming a session keeps it alive, whatever it is
+// answered: a set-top box whose keepalive is a SET_PARAMETER with a body
+// ("ping") gets 451 but must not see its session time out. The answer is
+// the same at the session's URL and at a URL without a token ("*", the
+// node's root, as set-top boxes send), where it was 200.
+func TestSetParameterWithBodyKeepsSessionAlive(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "sp-body", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != base.StatusOK {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	s := n.lookupSession(id)
+	if s == nil {
+		t.Fatal("no session after SETUP")
+	}
+	root := "rtsp://" + n.RTSPAddr() + "/"
+	for _, tc := range []struct {
+		name, method, url, body string
+		session                 bool
+		code                    base.StatusCode
+	}{
+		{"at the session's URL", "SET_PARAMETER", url + "/", "ping\r\n", true, base.StatusParameterNotUnderstood},
+		{"at *", "SET_PARAMETER", "*", "ping\r\n", true, base.StatusParameterNotUnderstood},
+		{"at the node's root", "SET_PARAMETER", root, "keepalive: 1\r\n", true, base.StatusParameterNotUnderstood},
+		{"at * without Session", "SET_PARAMETER", "*", "ping\r\n", false, base.StatusParameterNotUnderstood},
+		{"at * with an empty body", "SET_PARAMETER", "*", "", true, base.StatusOK},
+		{"GET_PARAMETER at * with a body", "GET_PARAMETER", "*", "ping\r\n", true, base.StatusOK},
+	} {
+		s.lastSeen.Store(1) // long silent: the request must refresh it
+		var hdr []string
+		if tc.session {
+			hdr = []string{"Session", id}
+		}
+		res := c.doBody(tc.method, tc.url, tc.body, hdr...)
+		if res.StatusCode != tc.code {
+			t.Errorf("%s: %s, want %d", tc.name, statusLine(res), tc.code)
+		}
+		if s.lastSeen.Load() == 1 {
+			t.Errorf("%s: session not kept alive", tc.name)
+		}
+	}
+}
