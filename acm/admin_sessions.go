@@ -188,7 +188,7 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 		return false
 	}
 	delete(m.heldRecords, ev.GetSessionId())
-	h.rec.BytesSent, h.rec.BytesSentUnknown = ev.GetBytesSent(), false
+	h.rec.BytesSent, h.rec.BytesSentUnknown, h.rec.BytesSentAsOfReport = ev.GetBytesSent(), false, false
 	if h.nodeReason && ev.GetReason() != "" {
 		h.rec.Reason = ev.GetReason()
 	}
@@ -202,7 +202,8 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 
 // flushHeldRecordsLocked writes the held records whose node has not said
 // ENDED within their wait (dead, or the viewer never came), without
-// the bytes sent; all of them when all is set (Close).
+// the ENDED's bytes sent (with its load reports' last figure, if any:
+// reportedBytesLocked); all of them when all is set (Close).
 func (m *Manager) flushHeldRecordsLocked(now time.Time, all bool) {
 	for id, h := range m.heldRecords {
 		if all || now.Sub(h.since) >= h.wait {

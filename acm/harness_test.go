@@ -228,6 +228,9 @@ type fakeNode struct {
 	idle     []*pb.IdleSession  // its idle sessions (HTTP, no request lately)
 	paused   []string           // its sessions PAUSEd by their RTSP clients
 	finished []string           // its sessions played to the end of the title
+	// sent: when set, the bytes each session has sent, in its reports
+	// (LoadReport.session_bytes_sent; 0 for a session not in it).
+	sent map[string]uint64
 	// expects are the ExpectCommands received, in order: kept apart
 	// from cmds and onCommand (one comes with every admission).
 	expects []*pb.ExpectCommand
@@ -322,8 +325,23 @@ func (n *fakeNode) report() *pb.LoadReport {
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().Add(n.skew).UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
 		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished, DiskFault: n.diskFault}
+	if n.sent != nil {
+		for _, id := range r.SessionIds {
+			r.SessionBytesSent = append(r.SessionBytesSent, n.sent[id])
+		}
+	}
 	n.failed = nil
 	return r
+}
+
+// setSent makes its reports say session sid has sent b bytes so far.
+func (n *fakeNode) setSent(sid string, b uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sent == nil {
+		n.sent = map[string]uint64{}
+	}
+	n.sent[sid] = b
 }
 
 // heartbeat opens the stream; the first report is sent before it returns.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -184,6 +185,9 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	if r.GetNodeId() != ns.id {
 		return status.Errorf(codes.InvalidArgument, "report for node %q on the stream of node %q", r.GetNodeId(), ns.id)
 	}
+	if nb, ni := len(r.GetSessionBytesSent()), len(r.GetSessionIds()); nb != 0 && nb != ni {
+		return status.Errorf(codes.InvalidArgument, "report of node %q: %d session_bytes_sent for %d session_ids (one each, or none)", ns.id, nb, ni)
+	}
 	now := m.now()
 	print, titles := reportPrint(r) // before the lock: reportsteady.go
 	var changed []*session
@@ -254,8 +258,12 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	var unknown []string
-	for _, id := range r.GetSessionIds() {
+	sent := r.GetSessionBytesSent()
+	for i, id := range r.GetSessionIds() {
 		alive[id] = true
+		if len(sent) > 0 {
+			m.reportedBytesLocked(ns, id, sent[i])
+		}
 		if m.sessions[id] == nil && ns.endedAway[id] {
 			unknown = append(unknown, id)
 		}
@@ -316,6 +324,28 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	m.persistLater(changed) // not waiting for the store: the node's next report would
 	m.kickPump()
 	return nil
+}
+
+// reportedBytesLocked keeps b, the bytes session id has sent so far as a
+// load report of ns says, for the session's record should its ENDED
+// never come (mu held): on the session while it lives on ns, else on its
+// record held for that ENDED (recordEndedLocked). A session whose ENDED
+// came keeps the ENDED's count.
+func (m *Manager) reportedBytesLocked(ns *nodeState, id string, b uint64) {
+	n := int64(min(b, math.MaxInt64))
+	if s := ns.sessions[id]; s != nil {
+		if !s.bytesReported {
+			s.bytesSent, s.bytesAsOfReport = n, true
+		}
+		return
+	}
+	if m.sessions[id] != nil {
+		return // on another node (this one's report raced its move)
+	}
+	if h, ok := m.heldRecords[id]; ok && h.rec.Node == ns.id && !h.rec.StartedAt.IsZero() && (h.rec.BytesSentUnknown || h.rec.BytesSentAsOfReport) {
+		h.rec.BytesSent, h.rec.BytesSentAsOfReport, h.rec.BytesSentUnknown = n, true, false
+		m.heldRecords[id] = h
+	}
 }
 
 // endUnknownResend is how many load reports a session the manager told

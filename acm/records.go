@@ -39,15 +39,24 @@ type sessionRecord struct {
 	// PlayedS is the session's length from its start to its end, seconds
 	// (wall time, pauses included); 0 when it never started.
 	PlayedS float64 `json:"played_s"`
-	// BytesSent is what the node sent, as it counted (payload bytes of
-	// MPEG-TS or elementary streams); 0 when the viewer never came, and
-	// when the node did not say (BytesSentUnknown).
+	// BytesSent is what the node sent, as it counted in the session's
+	// ENDED (payload bytes of MPEG-TS or elementary streams), or, without
+	// an ENDED, as its last load report said (BytesSentAsOfReport); 0
+	// when the viewer never came, and when the node did not say
+	// (BytesSentUnknown).
 	BytesSent int64 `json:"bytes_sent"`
-	// BytesSentUnknown: the session started at its node but the node
-	// never reported what it sent (it died or was cut off, or its ENDED
-	// was lost, and the session ended without it; load reports carry no
-	// per-session bytes): BytesSent is 0 for want of a figure, not a count. Absent
-	// (false) when the node's count is in BytesSent.
+	// BytesSentAsOfReport: the session started at its node, whose ENDED
+	// never came (it died or was cut off, or its ENDED was lost, and the
+	// session ended without it), but whose load reports counted the
+	// session's bytes: BytesSent is the last figure reported, a lower
+	// bound (the node may have sent more in the last report interval).
+	// Absent (false) when BytesSent is the ENDED's count.
+	BytesSentAsOfReport bool `json:"bytes_sent_as_of_report,omitempty"`
+	// BytesSentUnknown: as BytesSentAsOfReport, but no load report
+	// counted the session's bytes either (an older node, or the session
+	// ended before the node's first report with it): BytesSent is 0 for
+	// want of a figure, not a count. Absent (false) when BytesSent is a
+	// count; never set with BytesSentAsOfReport.
 	BytesSentUnknown bool   `json:"bytes_sent_unknown,omitempty"`
 	Reason           string `json:"reason"` // why it ended: teardown, timeout, end of title, no-show, ...
 }
@@ -227,7 +236,9 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		BytesSent: s.bytesSent, Reason: reason,
 	}
 	if !s.StartedAt.IsZero() {
-		rec.BytesSentUnknown = !s.bytesReported // a held record's ENDED clears it (recordEndedLocked)
+		// A held record's ENDED clears both (recordEndedLocked).
+		rec.BytesSentAsOfReport = !s.bytesReported && s.bytesAsOfReport
+		rec.BytesSentUnknown = !s.bytesReported && !s.bytesAsOfReport
 		rec.StartedAt = s.StartedAt.UTC()
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}

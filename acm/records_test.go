@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/boss"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -147,6 +149,63 @@ func TestSessionRecordOfADeadNode(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), `"bytes_sent":0,"bytes_sent_unknown":true`) {
 		t.Fatalf("record line %s: want \"bytes_sent_unknown\":true after bytes_sent", raw)
+	}
+}
+
+// TestSessionRecordOfADeadNodeHasItsReportedBytes: a node whose load
+// reports count each session's bytes dies with a session playing: the
+// session's record has the last figure reported, marked as such
+// (bytes_sent_as_of_report), not a 0 marked unknown.
+func TestSessionRecordOfADeadNodeHasItsReportedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = 2 * time.Second })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(a, 1000)
+	n.setSent(a, 187_654_321)
+	waitFor(t, 10*time.Second, "the session's bytes reported", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		s := e.m.sessions[a]
+		return s != nil && s.bytesSent == 187_654_321
+	})
+	n.stop()
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Reason != "node did not come back" {
+		t.Fatalf("record %+v: want it ended as its node did not come back", r)
+	}
+	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report, not unknown", r)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"bytes_sent":187654321,"bytes_sent_as_of_report":true,"reason"`) {
+		t.Fatalf("record line %s: want \"bytes_sent_as_of_report\":true after bytes_sent, no bytes_sent_unknown", raw)
+	}
+}
+
+// TestReportWithWrongBytesCountRefused: a load report whose
+// session_bytes_sent is neither empty nor one per session id is refused
+// with INVALID_ARGUMENT, naming both counts.
+func TestReportWithWrongBytesCountRefused(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	e.m.mu.Lock()
+	ns := e.m.nodes["n1"]
+	gen := ns.streamGen
+	e.m.mu.Unlock()
+	err := e.m.report(ns, gen, &pb.LoadReport{NodeId: "n1", SessionIds: []string{"s1", "s2"}, SessionBytesSent: []uint64{5}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "1 session_bytes_sent for 2 session_ids") {
+		t.Fatalf("report with 1 figure for 2 sessions: %v, want INVALID_ARGUMENT naming the counts", err)
 	}
 }
 

@@ -50,11 +50,14 @@ type session struct {
 	// one (a lost ENDED: ended after two).
 	playingAt uint64
 	absent    int
-	// bytesSent is what the node sent, from its ENDED event (0 until
-	// then): for the session record. bytesReported: an ENDED brought it
-	// (the node said; else the record marks the 0 as unknown).
-	bytesSent     int64
-	bytesReported bool
+	// bytesSent is what the node sent, from its ENDED event, or until
+	// then from its last load report that had a figure for the session
+	// (bytesAsOfReport; 0 before any): for the session record.
+	// bytesReported: an ENDED brought it (the node said; else the record
+	// marks it as of a report, or the 0 as unknown).
+	bytesSent       int64
+	bytesReported   bool
+	bytesAsOfReport bool
 	// holdRecord: its session record waits for its node's ENDED (the
 	// operator ended it: admin_sessions.go).
 	holdRecord bool

@@ -444,7 +444,8 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 
 // loadReport measures the node now: sessions, egress over the interval
 // since the last report, disk, titles, live admission sessions (and the
-// idle, paused and finished ones among them) and fills.
+// idle, paused and finished ones among them, and the bytes each has sent
+// so far) and fills.
 func (m *managerLink) loadReport() *pb.LoadReport { return m.loadReportAt(true) }
 
 // loadReportAt is loadReport; with remeasure false (a report sent between two
@@ -473,6 +474,11 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, s.sid)
+		var sent int64 // none before an ES session's first PLAY
+		if s.player != nil {
+			sent = s.player.BytesSent()
+		}
+		r.SessionBytesSent = append(r.SessionBytesSent, uint64(max(sent, 0)))
 		// A session its client PAUSEd and left silent longer than a
 		// playing one may stay: idle, as an HTTP one below.
 		if last := time.Unix(0, s.lastSeen.Load()); s.paused.Load() && now.Sub(last) > n.SessionTimeout {
@@ -496,6 +502,7 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, hs.sid)
+		r.SessionBytesSent = append(r.SessionBytesSent, uint64(max(hs.bytes.Load(), 0)))
 		// Idle: no request in progress and none for longer than an RTSP
 		// session may stay silent. It lives on to PauseTimeout, unless
 		// the manager ends it for another session of its subscriber.
