@@ -105,3 +105,22 @@ func (c clockOf) keyframeBefore(npt float64) (int64, float64) {
 	}
 	return kfs[i-1].Offset, c.keyframeNPT(i - 1)
 }
+
+// seekSettled reports whether keyframeBefore(npt) on this index is the
+// keyframe it gives on the complete title, for an index still growing:
+// a keyframe presented after npt is indexed (keyframes are presented in
+// file order, so none indexed later is presented at or before npt); in an
+// index without keyframes (a title without video), the clock has passed
+// npt. That the index's npt has passed npt is not enough: a keyframe's
+// presentation time against the clock where it is sent (the mux's delay)
+// varies, by 0.66 s in the sample titles, so npt(Size) can pass a time
+// presented by a keyframe not indexed yet.
+func (c clockOf) seekSettled(npt float64) bool {
+	if !c.ok() {
+		return false
+	}
+	if n := len(c.idx.Keyframes); n > 0 {
+		return c.keyframeNPT(n-1) > npt
+	}
+	return npt < c.npt(c.idx.Size)
+}

@@ -20,7 +20,7 @@ func (s *ESStream) Seek(npt float64) ([2]PlayInfo, error) {
 // SeekTracks stops the stream (a playing one pauses) and, for npt >= 0, moves to
 // the keyframe at or before npt seconds (a title without video: to npt
 // itself, startOffset; into the part of the title not indexed yet: there
-// once the fill has indexed it, the answer giving npt itself and its RTP
+// once the fill has indexed it (seekSettled), the answer giving npt itself and its RTP
 // timestamp); npt < 0 keeps the position (a play paused, or playing, goes
 // on where it is, with the packets it had read). It returns, per track,
 // the sequence number and RTP timestamp the stream will go on with (index
@@ -67,7 +67,7 @@ func (s *ESStream) SeekTracks(npt float64) ([]PlayInfo, error) {
 		s.pos, s.seekTo, s.fromNPT = 0, -1, -1
 		switch {
 		case npt <= 0:
-		case !complete && (!ck.ok() || npt >= ck.npt(idx.Size)):
+		case !complete && !ck.seekSettled(npt):
 			// Not indexed yet: the play starts at npt's keyframe once
 			// the fill has indexed it (see Stream's seek).
 			s.seekTo = npt
@@ -196,7 +196,8 @@ func (s *ESStream) WaitingForFill() bool {
 }
 
 // seekIndexed waits until the fill has indexed npt seconds of the title
-// (or completed it) and moves rd, and the stream's position, to the
+// with a keyframe presented after npt (seekSettled), or completed it,
+// and moves rd, and the stream's position, to the
 // keyframe presented at or before npt: a seek into the part of the title
 // not indexed when it was asked. A fill that failed after indexing npt is
 // played from there to where it stopped. Errors: the fill's (failed
@@ -212,7 +213,7 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPla
 		if err != nil && !indexed {
 			return err // the fill failed before npt
 		}
-		if complete || indexed {
+		if complete || err != nil || ck.seekSettled(npt) {
 			off := s.startOffset(ck, npt)
 			rd.off = off
 			if off > 0 {
@@ -231,8 +232,10 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPla
 		s.fillWait.Store(true)
 		_, err = WaitAvailable(ctx, s.cfg.Source, idx.Size)
 		s.fillWait.Store(false)
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return err
 		}
+		// A fill that failed: the next State tells whether npt was
+		// indexed before it stopped (then played from there).
 	}
 }

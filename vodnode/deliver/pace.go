@@ -43,9 +43,9 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	if s.seekTo >= 0 {
 		// A seek into the part not filled when it was asked starts at the
 		// keyframe presented at or before its time once the fill has
-		// indexed it: from the offset the bitrate gave, in the middle of a
+		// indexed it and one presented after (seekSettled): from the offset the bitrate gave, in the middle of a
 		// picture, a decoder shows nothing or garbage until the next one.
-		if !complete && s.seekTo >= ck.npt(idx.Size) {
+		if !complete && !ck.seekSettled(s.seekTo) {
 			return s.park(idx.Size)
 		}
 		if off, _ := ck.keyframeBefore(s.seekTo); off >= 0 {

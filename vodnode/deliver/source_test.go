@@ -95,6 +95,18 @@ func (s *memSource) Notify(after int64, fn func()) bool {
 	return true
 }
 
+// waitsPast reports whether a Notify waits for bytes past at least off.
+func (s *memSource) waitsPast(off int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.afters {
+		if a >= off {
+			return true
+		}
+	}
+	return false
+}
+
 // seconds returns the byte length of the first d seconds of data
 // (whole RTP payloads).
 func prefix(t testing.TB, data []byte, d float64) []byte {

@@ -230,7 +230,8 @@ func (s *Stream) Play(npt float64) (PlayInfo, error) {
 // Seek stops sending (a playing stream is paused) and, for npt >= 0, moves
 // to the keyframe presented at or before npt seconds of normal play time
 // (the presentation time from the title's first picture; into a part
-// still filling: to that keyframe once the fill has indexed npt, the
+// still filling: to that keyframe once the fill has indexed one presented
+// after npt (seekSettled), the
 // stream waiting until then, and the position returned is npt itself,
 // with the RTP timestamp of npt on the stream's clock, seekRTPTime, which
 // the packets from the keyframe on agree with, startAsAnswered); npt < 0
@@ -334,8 +335,9 @@ func (s *Stream) Resume() {
 
 // seekOffset returns where a play from npt seconds starts and its npt:
 // the keyframe presented at or before npt; into a part still filling
-// without keyframes indexed, the offset the bitrate gives (estimated true:
-// step moves it to the keyframe once the fill has indexed npt).
+// where that keyframe is not known yet (seekSettled), the offset the
+// bitrate gives (estimated true: step moves it to the keyframe once it
+// is).
 func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt float64) (off int64, at float64, estimated bool, err error) {
 	if npt == 0 {
 		return 0, 0, false, nil
@@ -351,7 +353,7 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 		}
 		return 0, 0, false, ErrRange
 	}
-	if complete || (ck.ok() && npt < ck.npt(idx.Size)) {
+	if complete || ck.seekSettled(npt) {
 		if !ck.ok() {
 			return 0, 0, false, nil
 		}
