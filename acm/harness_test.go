@@ -231,6 +231,9 @@ type fakeNode struct {
 	// sent: when set, the bytes each session has sent, in its reports
 	// (LoadReport.session_bytes_sent; 0 for a session not in it).
 	sent map[string]uint64
+	// extraSent: its reports carry one session_bytes_sent figure more
+	// than session_ids (a node's bug).
+	extraSent bool
 	// expects are the ExpectCommands received, in order: kept apart
 	// from cmds and onCommand (one comes with every admission).
 	expects []*pb.ExpectCommand
@@ -329,6 +332,9 @@ func (n *fakeNode) report() *pb.LoadReport {
 		for _, id := range r.SessionIds {
 			r.SessionBytesSent = append(r.SessionBytesSent, n.sent[id])
 		}
+	}
+	if n.extraSent {
+		r.SessionBytesSent = append(r.SessionBytesSent, 1)
 	}
 	n.failed = nil
 	return r

@@ -185,9 +185,6 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	if r.GetNodeId() != ns.id {
 		return status.Errorf(codes.InvalidArgument, "report for node %q on the stream of node %q", r.GetNodeId(), ns.id)
 	}
-	if nb, ni := len(r.GetSessionBytesSent()), len(r.GetSessionIds()); nb != 0 && nb != ni {
-		return status.Errorf(codes.InvalidArgument, "report of node %q: %d session_bytes_sent for %d session_ids (one each, or none)", ns.id, nb, ni)
-	}
 	now := m.now()
 	print, titles := reportPrint(r) // before the lock: reportsteady.go
 	var changed []*session
@@ -198,6 +195,19 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	ns.reports++
 	sn := m.sched.Node(ns.id)
+	// The bytes figures are one per session id, or none. Any other count
+	// (a node's bug) is ignored, not the report: refusing it would end the
+	// node's stream at every report and the node would be declared dead
+	// for a field that only the records use.
+	sent := r.GetSessionBytesSent()
+	if nb, ni := len(sent), len(r.GetSessionIds()); nb != 0 && nb != ni {
+		sent = nil
+		if ns.badBytesGen != gen {
+			ns.badBytesGen = gen
+			m.log.Warn("node's load reports have a session_bytes_sent count other than their session_ids': its session_bytes_sent figures are ignored",
+				"node", ns.id, "session_bytes_sent", nb, "session_ids", ni)
+		}
+	}
 	if sn != nil && !sn.Alive {
 		m.log.Info("node back: its heartbeats arrive again", "node", ns.id)
 	}
@@ -258,7 +268,6 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 	}
 	alive := make(map[string]bool, len(r.GetSessionIds()))
 	var unknown []string
-	sent := r.GetSessionBytesSent()
 	for i, id := range r.GetSessionIds() {
 		alive[id] = true
 		if len(sent) > 0 {

@@ -92,6 +92,10 @@ type nodeState struct {
 	// unknownEnded: of those, the ones the node listed -> the report
 	// counts when first listed and when last told to end.
 	unknownEnded map[string]*[2]uint64
+	// badBytesGen: the heartbeat stream generation whose reports were
+	// last logged as having a session_bytes_sent of the wrong count (the
+	// warning goes once a stream; the figures are ignored each time).
+	badBytesGen uint64
 	// idle: the idle sessions of its last report (LoadReport.idle_sessions:
 	// HTTP sessions whose viewer asked nothing for longer than the node's
 	// session timeout) -> since when, by the manager's clock; nil when

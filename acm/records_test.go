@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/boss"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -193,19 +191,52 @@ func TestSessionRecordOfADeadNodeHasItsReportedBytes(t *testing.T) {
 	}
 }
 
-// TestReportWithWrongBytesCountRefused: a load report whose
-// session_bytes_sent is neither empty nor one per session id is refused
-// with INVALID_ARGUMENT, naming both counts.
-func TestReportWithWrongBytesCountRefused(t *testing.T) {
+// TestReportWithWrongBytesCountKeepsTheNode: a node whose load reports
+// have a session_bytes_sent count other than their session_ids' (a
+// node's bug) keeps its heartbeat stream and its place: its reports are
+// applied, their figures ignored (the session keeps the last good one),
+// not refused, which ended its stream at every report until it was
+// declared dead.
+func TestReportWithWrongBytesCountKeepsTheNode(t *testing.T) {
 	e := newManager(t, "", nil)
-	e.startNode("n1", nodeOpts{})
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(a, 1000)
+	bytesOf := func() int64 {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		if s := e.m.sessions[a]; s != nil {
+			return s.bytesSent
+		}
+		return -1
+	}
+	waitFor(t, 10*time.Second, "the session's bytes reported", func() bool { return bytesOf() == 1000 })
+	n.mu.Lock()
+	n.sent[a], n.extraSent = 5000, true
+	n.mu.Unlock()
+	from := e.reports("n1")
+	waitFor(t, 10*time.Second, "three reports with the wrong count applied", func() bool { return e.reports("n1") >= from+3 })
 	e.m.mu.Lock()
 	ns := e.m.nodes["n1"]
+	live := ns.streamCancel != nil
+	sn := e.m.sched.Node("n1")
+	alive := sn != nil && sn.Alive && !sn.Unreachable
+	e.m.mu.Unlock()
+	if !live || !alive {
+		t.Fatalf("node with a wrong figure count: stream up %v, alive and reachable %v; want both", live, alive)
+	}
+	if b := bytesOf(); b != 1000 {
+		t.Fatalf("session bytes %d after reports with a wrong figure count: want the last good figure 1000", b)
+	}
+	// The report itself is not refused either.
+	e.m.mu.Lock()
 	gen := ns.streamGen
 	e.m.mu.Unlock()
-	err := e.m.report(ns, gen, &pb.LoadReport{NodeId: "n1", SessionIds: []string{"s1", "s2"}, SessionBytesSent: []uint64{5}})
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "1 session_bytes_sent for 2 session_ids") {
-		t.Fatalf("report with 1 figure for 2 sessions: %v, want INVALID_ARGUMENT naming the counts", err)
+	if err := e.m.report(ns, gen, &pb.LoadReport{NodeId: "n1", SessionIds: []string{a}, SessionBytesSent: []uint64{7, 8}}); err != nil {
+		t.Fatalf("report with 2 figures for 1 session: %v, want it applied", err)
 	}
 }
 

@@ -1035,8 +1035,9 @@ type LoadReport struct {
 	// session_bytes_sent are the bytes each session of session_ids has sent
 	// so far, counted as its ENDED's bytes_sent, in session_ids' order: one
 	// entry per session id, or none at all (a node that sends none, an
-	// older one, gives its manager no figure; any other count is refused,
-	// INVALID_ARGUMENT). The manager keeps the last figure of each session
+	// older one, gives its manager no figure; the figures of a report with
+	// any other count are ignored, with a warning, the report applied). The
+	// manager keeps the last figure of each session
 	// for its record when the ENDED never comes (the node dies). Every
 	// session is listed in every report: packed varints, at most 5 bytes a
 	// session up to 34 GB (a 32-character session id in session_ids takes
