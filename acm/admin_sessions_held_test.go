@@ -54,3 +54,58 @@ func TestOperatorEndedRecordWaitsForTheNodesWrites(t *testing.T) {
 		t.Fatalf("record %+v, want session %s with the node's 4242 bytes", r, sid)
 	}
 }
+
+// TestOperatorEndedRecordTakesLaterReportedBytes: the held record of a
+// session the operator ended takes the figures of its node's reports
+// that still list the session (the node slow to end it), is written with
+// the last one, marked as of a report, when no ENDED comes, and an ENDED
+// that comes replaces it; a report after the ENDED changes nothing.
+func TestOperatorEndedRecordTakesLaterReportedBytes(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = records })
+	n := e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	a, b := e.admitOne("t1"), e.admitOne("t1")
+	for _, sid := range []string{a, b} {
+		if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+		n.setSent(sid, 100)
+	}
+	if _, err := e.admin.EndSessions(ctx, &pb.EndSessionsRequest{SessionIds: []string{a, b}}); err != nil {
+		t.Fatal(err)
+	}
+	n.endCommand(t) // not carried out: the node lists both still
+	n.setSent(a, 9000)
+	n.setSent(b, 7000)
+	held := func(sid string) (int64, bool) {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		h, ok := e.m.heldRecords[sid]
+		return h.rec.BytesSent, ok && h.rec.BytesSentAsOfReport && !h.rec.BytesSentUnknown
+	}
+	waitFor(t, 10*time.Second, "the held records' bytes from the later reports", func() bool {
+		x, okA := held(a)
+		y, okB := held(b)
+		return okA && okB && x == 9000 && y == 7000
+	})
+	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: b, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: "ended", BytesSent: 7100, AtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(b, 99_999) // a report listing b after its ENDED
+	from := e.reports("n1")
+	waitFor(t, 10*time.Second, "two more reports", func() bool { return e.reports("n1") >= from+2 })
+	e.m.mu.Lock()
+	e.m.flushHeldRecordsLocked(time.Now().Add(heldRecordWait+time.Second), false)
+	e.m.mu.Unlock()
+	waitFor(t, 5*time.Second, "both records", func() bool { return len(readRecords(t, records)) == 2 })
+	for _, r := range readRecords(t, records) {
+		switch {
+		case r.Session == a && (r.BytesSent != 9000 || !r.BytesSentAsOfReport || r.BytesSentUnknown):
+			t.Errorf("record %+v: want a's last reported 9000 bytes, as of a report", r)
+		case r.Session == b && (r.BytesSent != 7100 || r.BytesSentAsOfReport || r.BytesSentUnknown):
+			t.Errorf("record %+v: want b's ENDED count 7100", r)
+		}
+	}
+}
