@@ -217,7 +217,7 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 		res.StatusMessage = "Bad Request (want one CSeq header)"
 		return res, ""
 	}
-	if !validCSeq(cseq[0]) {
+	if !rtspwire.ValidCSeq(cseq[0]) {
 		// RFC 2326 §12.17: CSeq is 1*DIGIT; not echoed.
 		res.StatusCode = base.StatusBadRequest
 		res.StatusMessage = "Bad Request (CSeq is not a number)"
@@ -531,19 +531,4 @@ func statusWithReason(code base.StatusCode, reason string) string {
 		}
 	}
 	return text + " (" + string(r) + ")"
-}
-
-// validCSeq reports whether v is a CSeq value of RFC 2326 §12.17: one or
-// more decimal digits, with white space around (trimmed when echoed).
-func validCSeq(v string) bool {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return false
-	}
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

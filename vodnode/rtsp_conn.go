@@ -274,7 +274,7 @@ func (c *rtspConn) write(res *base.Response, req *base.Request) error {
 		res.Header = base.Header{}
 	}
 	if req != nil {
-		if v := req.Header["CSeq"]; len(v) == 1 && validCSeq(v[0]) {
+		if v := req.Header["CSeq"]; len(v) == 1 && rtspwire.ValidCSeq(v[0]) {
 			res.Header["CSeq"] = base.HeaderValue{strings.TrimSpace(v[0])}
 		}
 	}
@@ -421,7 +421,7 @@ func (c *rtspConn) handle(req *base.Request) (*base.Response, func()) {
 	case len(v) != 1:
 		// Which would the answer carry? Refused, as the front door does.
 		return errResponse(rtspErr(base.StatusBadRequest, "more than one CSeq")), nil
-	case !validCSeq(v[0]):
+	case !rtspwire.ValidCSeq(v[0]):
 		// RFC 2326 §12.17: CSeq is 1*DIGIT. Not echoed (write).
 		return errResponse(rtspErr(base.StatusBadRequest, "CSeq is not a number")), nil
 	}
@@ -471,19 +471,4 @@ func errResponse(e *rtspError) *base.Response {
 		h[k] = v
 	}
 	return &base.Response{StatusCode: e.code, Header: h, Body: []byte(e.reason + "\n")}
-}
-
-// validCSeq reports whether v is a CSeq value of RFC 2326 §12.17: one or
-// more decimal digits, with white space around (trimmed when echoed).
-func validCSeq(v string) bool {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return false
-	}
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
