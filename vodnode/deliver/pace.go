@@ -21,7 +21,15 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
-		if s.pos+TSPacketSize > idx.Size || s.trick() {
+		// A seek still waiting (seekSettled) plays what the fill left
+		// when the fill passed its time before failing, from the keyframe
+		// at or before it; s.pos is only the bitrate's estimate then.
+		left := s.pos+TSPacketSize > idx.Size
+		if s.seekTo >= 0 {
+			ck := s.clock(idx, true)
+			left = !ck.ok() || s.seekTo >= ck.npt(idx.Size)
+		}
+		if left || s.trick() {
 			// The title's fill failed and the stream has played what it
 			// left: the client is told the stream ends (an RTSP client
 			// over TCP would otherwise wait in silence until its

@@ -122,3 +122,16 @@ func prefix(t testing.TB, data []byte, d float64) []byte {
 	}
 	return data
 }
+
+// fail makes the source's fill fail with err and wakes its waiters, as
+// Source.Notify does for a fill that failed.
+func (s *memSource) fail(err error) {
+	s.mu.Lock()
+	s.err = err
+	due := s.waiters
+	s.waiters, s.afters = nil, nil
+	s.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
