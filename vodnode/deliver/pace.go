@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/pion/rtcp"
+
+	"vodcluster/cdp/tsindex"
 )
 
 var errNoClock = errors.New("deliver: title has no clock (no PCR and no bitrate)")
@@ -58,6 +60,12 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 		if off, _ := ck.keyframeBefore(s.seekTo); off >= 0 {
 			s.pos = off
+		} else {
+			// No keyframe at or before it (a title without video): the
+			// offset of its time by the title's clock, as seekOffset
+			// gives on the complete title, not the bitrate's estimate.
+			off = ck.offset(ck.at(0) + int64(s.seekTo*tsindex.PCRHz))
+			s.pos = max(off-off%TSPacketSize, 0)
 		}
 		s.startAsAnswered(ck)
 		s.seekTo = -1
