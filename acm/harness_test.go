@@ -290,6 +290,11 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	var started int64
 	if !o.started.IsZero() {
 		started = o.started.UnixMilli()
+		// A node's reports are taken after its process started: a start
+		// the test sets a few milliseconds ahead (on the node's clock) is
+		// let pass first, or the first report could carry an earlier time
+		// than the start and the manager rightly disbelieve it.
+		time.Sleep(time.Until(o.started.Add(-o.skew).Add(2 * time.Millisecond)))
 	}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
 		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin,
