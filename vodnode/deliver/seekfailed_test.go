@@ -33,13 +33,7 @@ func TestSeekIntoFillingPartFillFailsPastSeek(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.reveal(size)
-	deadline := time.Now().Add(10 * time.Second)
-	for !src.waitsPast(int64(size) - 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream did not wait for the fill past the prefix revealed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	src.awaitWaitPast(t, int64(size)-1)
 	src.fail(errors.New("origin gone"))
 	media, _, _ := readFrames(t, cli, 2*PayloadSize, 5*time.Second)
 	for i := 0; i+TSPacketSize <= len(media); i += TSPacketSize {

@@ -111,13 +111,7 @@ func TestSeekIntoFillingPartStreamWaitsForKeyframe(t *testing.T) {
 	src.reveal(size)
 	// The stream has seen this prefix once it waits for bytes past it
 	// (without the fix, after sending from the early keyframe up to it).
-	deadline := time.Now().Add(10 * time.Second)
-	for !src.waitsPast(int64(size) - 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream did not wait for the fill past the prefix revealed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	src.awaitWaitPast(t, int64(size)-1)
 	src.reveal(len(data))
 	media, _, _ := readFrames(t, cli, 20*PayloadSize, 5*time.Second)
 	for i := 0; i+TSPacketSize <= len(media); i += TSPacketSize {
@@ -162,13 +156,7 @@ func TestESSeekIntoFillingPartWaitsForKeyframe(t *testing.T) {
 	}
 	st.Resume()
 	src2.reveal(size)
-	deadline := time.Now().Add(10 * time.Second)
-	for !src2.waitsPast(int64(size) - 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream did not wait for the fill past the prefix revealed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	src2.awaitWaitPast(t, int64(size)-1)
 	src2.reveal(len(data))
 	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 65536)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"vodcluster/cdp/tsindex"
 )
@@ -105,6 +106,19 @@ func (s *memSource) waitsPast(off int64) bool {
 		}
 	}
 	return false
+}
+
+// awaitWaitPast waits, at most 10 s, until a Notify waits for bytes past
+// at least off: the stream has taken everything revealed before it.
+func (s *memSource) awaitWaitPast(t testing.TB, off int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.waitsPast(off) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not wait for the fill past the prefix revealed")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // seconds returns the byte length of the first d seconds of data
