@@ -200,15 +200,22 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	}
 	if err != nil {
 		m.log.Error("store: node setting not saved", "node", id, "err", err)
+		if m.unsavedNodes == nil {
+			m.unsavedNodes = map[string]bool{}
+		}
+		m.unsavedNodes[id] = true
 		// On a store of its own the manager keeps the setting for the
 		// node's registrations; on a shared one each registration reads
-		// the stored setting (registerHook), as a takeover does.
+		// the stored setting (registerHook), as a takeover by another
+		// manager does; this manager's own retake of the planner lock
+		// saves it (loadOpState).
 		lost := "this manager keeps it until it restarts"
 		if m.lead != nil {
-			lost = "a manager restart, a takeover or the node's next registration forgets it (each reads the stored setting)"
+			lost = "a manager restart, a takeover by another manager or the node's next registration forgets it (each reads the stored setting); " + retakeSaves
 		}
 		return nil, pb.NotSaved(fmt.Sprintf("node %s changed in this manager, but not saved (%s): %s", id, m.adminStoreMsg(ctx, err), lost))
 	}
+	delete(m.unsavedNodes, id)
 	info.Standby = m.standby()
 	return info, nil
 }
@@ -378,11 +385,22 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	m.kickPump()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {
 		m.log.Error("store: scheduling policy not saved", "err", err)
+		m.unsavedPolicy = true
 		// The store keeps what it had: an earlier vodctl policy, or none.
-		return nil, pb.NotSaved(fmt.Sprintf("policy %s in use in this manager, but not saved (%s): a manager restart or a takeover applies the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (%s here)", req.GetPolicy(), m.adminStoreMsg(ctx, err), m.configuredPolicy))
+		what, retake := "a manager restart applies", ""
+		if m.lead != nil {
+			what, retake = "a manager restart, or a takeover by another manager, applies", "; "+retakeSaves
+		}
+		return nil, pb.NotSaved(fmt.Sprintf("policy %s in use in this manager, but not saved (%s): %s the policy stored before by vodctl policy, if any and still of the same configured policy, else the manager's configured one (%s here)%s", req.GetPolicy(), m.adminStoreMsg(ctx, err), what, m.configuredPolicy, retake))
 	}
+	m.unsavedPolicy = false
 	return info, nil
 }
+
+// retakeSaves is what a change not saved on a shared store adds: the
+// manager's own retake of its planner lock keeps and saves it
+// (settleUnsavedOpLocked).
+const retakeSaves = "should this manager lose its planner lock to the store's outage and retake it with no other manager holding it meanwhile, it keeps the change and saves it then"
 
 // notLeader is the answer to an operator's change that only the manager
 // holding the planner lock makes, asked of one that does not; todo says

@@ -83,6 +83,12 @@ type leader struct {
 	// without other is taking it (back): the only one on the store after
 	// an outage, or the holder whose lease ran short.
 	other atomic.Bool
+	// kept: when the lock was last taken (step), this manager had been
+	// its last holder: no other manager held it since this one did (it
+	// retook it after the store's outage, or a renewal that failed).
+	// takeOver keeps then the operator's changes in force here that the
+	// store did not take (loadOpState).
+	kept atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
 	// unless a renewal succeeds: 2/3 of a ttl after the last successful
 	// one was sent.
@@ -112,7 +118,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	was := l.held.Load()
 	idle := l.serves != nil && !l.serves()
 	l.yielding.Store(idle)
-	var ok bool
+	var ok, kept bool
 	if was && l.tookLate && idle {
 		if l.idle++; l.idle > deferSteps {
 			l.idle = 0
@@ -132,7 +138,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 			return false, nil
 		}
 		l.deferred = 0
-		ok, err = l.locker.TryLock(ctx, plannerLock, l.holder, l.ttl)
+		ok, kept, err = l.locker.TakeLock(ctx, plannerLock, l.holder, l.ttl)
 	}
 	switch {
 	case err != nil && was && l.holds():
@@ -160,6 +166,9 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	}
 	l.other.Store(false)
 	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
+	if !was {
+		l.kept.Store(kept)
+	}
 	if !was && l.gained != nil {
 		l.taking.Store(true) // run clears it once gained has run
 	}
@@ -336,7 +345,11 @@ func (m *Manager) releaseLeader() {
 // table are loaded (those of registered nodes get their reservations at
 // once, the others when their node registers, or end RestoreGrace from
 // now), and the operator's pins and the popularity snapshot the previous
-// leader saved replace this manager's; then it plans.
+// leader saved replace this manager's; then it plans. The operator's
+// changes the store did not take (a policy, a node setting answered
+// CHANGE_NOT_SAVED) are kept and saved when no other manager held the
+// lock since this one did (leader.kept: it retook it after the store's
+// outage), else the stored ones replace them (loadOpState).
 func (m *Manager) takeOver() {
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
@@ -348,7 +361,7 @@ func (m *Manager) takeOver() {
 	m.mu.Lock()
 	m.startedAt = m.now() // RestoreGrace counts from now
 	m.mu.Unlock()
-	if err := m.reloadStorage(ctx); err != nil {
+	if err := m.reloadStorage(ctx, m.lead.kept.Load()); err != nil {
 		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
 	}
 	m.log.Info("active: took over planning", "sessions_loaded", loaded)
@@ -427,8 +440,9 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 
 // reloadStorage replaces the pins and the popularity with the stored ones
 // (another manager's, on a shared store), tells the nodes their pins, and
-// applies the catalog's hints again.
-func (m *Manager) reloadStorage(ctx context.Context) error {
+// applies the catalog's hints again; the operator's settings as
+// loadOpState with keep.
+func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 	m.pinsMu.Lock()
 	defer m.pinsMu.Unlock()
 	pins, err := m.st.State(ctx, statePins)
@@ -457,7 +471,7 @@ func (m *Manager) reloadStorage(ctx context.Context) error {
 	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()
-	return m.loadOpState(ctx)
+	return m.loadOpState(ctx, keep)
 }
 
 // registerHook runs before NodeControl.Register on a shared store: the

@@ -57,18 +57,18 @@ func (g *callGate) pass(ctx context.Context) error {
 }
 
 // lockGatedRedis is the shared Redis store whose attempts at the planner
-// lock (TryLock) and reads of the sessions (Sessions, as a takeover
+// lock (TakeLock) and reads of the sessions (Sessions, as a takeover
 // loads them) wait while their gate is shut: a Redis slow to answer them.
 type lockGatedRedis struct {
 	*store.Redis
 	try, sessions callGate
 }
 
-func (g *lockGatedRedis) TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+func (g *lockGatedRedis) TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, bool, error) {
 	if err := g.try.pass(ctx); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return g.Redis.TryLock(ctx, name, holder, ttl)
+	return g.Redis.TakeLock(ctx, name, holder, ttl)
 }
 
 func (g *lockGatedRedis) Sessions(ctx context.Context) ([]store.Session, []store.Skipped, error) {

@@ -88,7 +88,7 @@ func (m *Manager) Start() (err error) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = m.loadOpState(ctx)
+	err = m.loadOpState(ctx, false)
 	cancel()
 	if err != nil {
 		return err

@@ -330,6 +330,12 @@ type Manager struct {
 	// nodeSettings are the operator's SetNode changes by node id (mu),
 	// persisted so that they outlive this manager.
 	nodeSettings map[string]nodeSetting
+	// unsavedPolicy, unsavedNodes (opMu): the scheduling policy and the
+	// nodes' settings in force here that the store did not take (SetPolicy,
+	// SetNode answered CHANGE_NOT_SAVED), saved at a retake of the planner
+	// lock that no other manager held meanwhile (loadOpState).
+	unsavedPolicy bool
+	unsavedNodes  map[string]bool
 	// restoring: the operator's stored prefetch orders loaded at Start or
 	// takeover, by node, queued again at each node's next report
 	// (prefetchstate.go; mu). handOrders: the operator's orders this

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"vodcluster/acm/store"
 	"vodcluster/smm"
@@ -123,8 +125,10 @@ func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error
 // loadOpState reads the node settings, the suspended subscribers and, with a Replicator, the
 // eviction holds and the operator's prefetch orders from the store (at Start and when taking over), applies
 // the settings to the registered nodes and tells each node whose drain
-// state this changes.
-func (m *Manager) loadOpState(ctx context.Context) error {
+// state this changes. keep (a takeover of a lock no other manager held
+// since this one did: leader.kept) keeps the operator's changes in force
+// here that the store did not take, and saves them (settleUnsavedOpLocked).
+func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 	settings, err := m.readNodeSettings(ctx, false)
@@ -148,6 +152,7 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pol, settings = m.settleUnsavedOpLocked(ctx, keep, pol, settings)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.suspended = susp
@@ -174,6 +179,64 @@ func (m *Manager) loadOpState(ctx context.Context) error {
 	return nil
 }
 
+// settleUnsavedOpLocked settles, at a takeover (opMu held), the operator's
+// changes in force here that the store did not take (unsavedPolicy,
+// unsavedNodes), given the stored policy pol and node settings just read;
+// it returns what loadOpState applies. keep (this manager retook the lock
+// that no other manager held since it did: after the store's outage):
+// they stay in force and are saved now (logged; one the store refuses
+// again stays in force, unsaved). Otherwise another manager held the
+// lock meanwhile, and may have changed them: the stored ones win (the
+// changes dropped are logged).
+func (m *Manager) settleUnsavedOpLocked(ctx context.Context, keep bool, pol *storedPolicy, settings map[string]nodeSetting) (*storedPolicy, map[string]nodeSetting) {
+	if !m.unsavedPolicy && len(m.unsavedNodes) == 0 {
+		return pol, settings
+	}
+	nodes := slices.Sorted(maps.Keys(m.unsavedNodes))
+	if !keep {
+		m.log.Warn("operator's changes not saved dropped at the takeover: another manager held the planner lock meanwhile; the stored ones apply",
+			"policy", m.unsavedPolicy, "nodes", nodes)
+		m.unsavedPolicy, m.unsavedNodes = false, nil
+		return pol, settings
+	}
+	if m.unsavedPolicy {
+		m.mu.Lock()
+		cur := m.sched.Policy().Name()
+		m.mu.Unlock()
+		pol = &storedPolicy{Policy: cur, Configured: m.configuredPolicy}
+		if err := m.savePolicy(ctx, cur); err != nil {
+			m.log.Error("store: scheduling policy set by an operator still not saved: kept in use here", "policy", cur, "err", err)
+		} else {
+			m.unsavedPolicy = false
+			m.log.Info("scheduling policy set by an operator but not saved, saved now: this manager retook its planner lock, which no other manager held meanwhile",
+				"policy", cur)
+		}
+	}
+	if len(nodes) > 0 {
+		m.mu.Lock()
+		for _, id := range nodes {
+			if st, ok := m.nodeSettings[id]; ok {
+				settings[id] = st
+			} else {
+				delete(settings, id)
+			}
+		}
+		m.mu.Unlock()
+		b, err := json.Marshal(settings)
+		if err == nil {
+			err = m.st.PutState(ctx, stateNodeSettings, b)
+		}
+		if err != nil {
+			m.log.Error("store: node settings set by an operator still not saved: kept in force here", "nodes", nodes, "err", err)
+		} else {
+			m.unsavedNodes = nil
+			m.log.Info("node settings set by an operator but not saved, saved now: this manager retook its planner lock, which no other manager held meanwhile",
+				"nodes", nodes)
+		}
+	}
+	return pol, settings
+}
+
 // reloadNodeSetting reads node id's stored setting into nodeSettings: on
 // a shared store another manager may have changed it since (Register on
 // a standby).
@@ -184,6 +247,7 @@ func (m *Manager) reloadNodeSetting(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	delete(m.unsavedNodes, id) // the stored setting wins (SetNode's answer said so)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st, ok := settings[id]; ok {

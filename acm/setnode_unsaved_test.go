@@ -64,7 +64,7 @@ func TestSetNodeNotSavedSaysWhatForgetsIt(t *testing.T) {
 		{"shared store", func(t *testing.T) func(*Manager) {
 			open, _ := sharedRedis(t)
 			return onShared(settingsRefusedRedis{open()}, nil, time.Minute)
-		}, "a manager restart, a takeover or the node's next registration forgets it", false},
+		}, "a manager restart, a takeover by another manager or the node's next registration forgets it", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newManager(t, "", tc.configure(t))

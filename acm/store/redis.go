@@ -30,6 +30,7 @@ const (
 	redisTitlesDigest = "titles-digest" // string: SHA-256 (hex) of the titles as ReplaceTitles last wrote them
 	redisState        = "state"         // hash: state name -> value
 	redisLock         = "lock:"         // string per lock: lock:<name> -> holder, with an expiry
+	redisLockHolder   = "lock-holder:"  // string per lock: lock-holder:<name> -> its last holder, no expiry (TakeLock)
 )
 
 // redisBatch is how many hash fields one HSET carries (a large catalog is

@@ -20,17 +20,27 @@ return 0
 `)
 
 // takeScript takes the lock KEYS[1] for ARGV[1] for ARGV[2] ms when it is
-// free, or extends it by that when ARGV[1] holds it: 1 when ARGV[1] holds
-// it afterwards, 0 when another does.
+// free, or extends it by that when ARGV[1] holds it, and records ARGV[1]
+// in KEYS[2] (no expiry) as the lock's last holder: 0 when another holds
+// it; 2 when ARGV[1] holds it afterwards and was its last holder before
+// (it held it all along, or took it back free with no other holder in
+// between); 1 when ARGV[1] holds it afterwards, its last holder another
+// or unknown (never recorded, or the record lost with Redis's data).
 var takeScript = redis.NewScript(`
 local cur = redis.call("GET", KEYS[1])
+local last = redis.call("GET", KEYS[2])
 if cur == false then
 	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+	redis.call("SET", KEYS[2], ARGV[1])
+	if last == ARGV[1] then
+		return 2
+	end
 	return 1
 end
 if cur == ARGV[1] then
 	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return 1
+	redis.call("SET", KEYS[2], ARGV[1])
+	return 2
 end
 return 0
 `)
@@ -146,24 +156,31 @@ func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
 	return nil
 }
 
-// TryLock implements Locker with a take-or-extend script: the lock is
+// TryLock implements Locker (TakeLock, without its kept).
+func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	held, _, err := r.TakeLock(ctx, name, holder, ttl)
+	return held, err
+}
+
+// TakeLock implements Locker with a take-or-extend script: the lock is
 // taken when free (SET PX), and extended by ttl when holder already holds
 // it (a retried take whose first attempt took the lock, or a renewal whose
 // answer was lost): a true answer always means the lock's lease is ttl from
 // now, so that the caller's lease, counted from when it sent the call,
-// never outlasts the key.
-func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+// never outlasts the key. Its last holder is kept in a key of its own
+// (lock-holder:<name>, no expiry) for kept.
+func (r *Redis) TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (held, kept bool, err error) {
 	if err := checkLock(name, holder, ttl, true); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := r.check(); err != nil {
-		return false, err
+		return false, false, err
 	}
-	n, err := takeScript.Run(ctx, r.c, []string{r.key(redisLock + name)}, holder, ttl.Milliseconds()).Int()
+	n, err := takeScript.Run(ctx, r.c, []string{r.key(redisLock + name), r.key(redisLockHolder + name)}, holder, ttl.Milliseconds()).Int()
 	if err != nil {
-		return false, r.wrap("lock "+name, err)
+		return false, false, r.wrap("lock "+name, err)
 	}
-	return n == 1, nil
+	return n > 0, n == 2, nil
 }
 
 // RenewLock implements Locker with a compare-and-pexpire script.

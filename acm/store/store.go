@@ -188,6 +188,12 @@ type Locker interface {
 	// holder does. Errors: a name not matching StateNamePattern, an empty
 	// holder, ttl under a millisecond, the store's errors.
 	TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// TakeLock is TryLock telling also whether holder was the lock's last
+	// holder before the call (kept: it held it all along, or takes it back
+	// free with no other holder having taken it since holder last did);
+	// kept is false when another held it since, and when the store cannot
+	// tell (no holder recorded, or the record lost). Errors: TryLock's.
+	TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (held, kept bool, err error)
 	// RenewLock extends holder's lock name to ttl from now. It returns
 	// false (and extends nothing) when holder does not hold it: it expired
 	// or another holder took it.
