@@ -192,8 +192,11 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		}
 	}
 	m.mu.Unlock()
+	var recErr error // the record of the forget: written, not removed
 	if m.lead != nil {
-		note("the record of the forget for the standby", m.saveForgotten(ctx, id, now))
+		if recErr = m.saveForgotten(ctx, id, now); recErr != nil {
+			m.log.Error("store: forget of the node not recorded for the standby", "node", id, "err", recErr)
+		}
 	}
 	m.kickPump()
 	m.kickPlan() // the plan drops the node now
@@ -204,12 +207,34 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 			counted(deletesLeft, "session entry is", "session entries are"))
 		out.Message += deletes
 	}
-	if len(failed) > 0 {
-		return nil, pb.NotSaved(fmt.Sprintf(
-			"node %s forgotten in this manager, but not removed from the store: %s; run vodctl node forget %s again when the store answers (until then a manager restart or a takeover applies them to a node registering under the id)%s",
-			id, forgetLeftList(failed), id, deletes))
+	if len(failed) > 0 || recErr != nil {
+		return nil, pb.NotSaved(m.forgetNotSavedMsg(ctx, id, failed, recErr) + deletes)
 	}
 	return out, nil
+}
+
+// forgetNotSavedMsg is the message of a forget of node id made in this
+// manager whose store work failed: the parts of its stored state left
+// (failed) and, on a shared store, the error of the forget's record for
+// the standby (recErr, nil when written), each with what it leads to
+// until the forget is made again: on a store of its own only a restart
+// applies what is left.
+func (m *Manager) forgetNotSavedMsg(ctx context.Context, id string, failed []forgetLeft, recErr error) string {
+	var but, until []string
+	if len(failed) > 0 {
+		but = append(but, "not removed from the store: "+forgetLeftList(failed))
+		if m.lead != nil {
+			until = append(until, "a manager restart or a takeover applies what is left to a node registering under the id")
+		} else {
+			until = append(until, "a manager restart applies what is left to a node registering under the id")
+		}
+	}
+	if recErr != nil {
+		but = append(but, "the record of the forget for the standby not written ("+m.adminStoreMsg(ctx, recErr)+")")
+		until = append(until, "the standby, taking over, still lists the node")
+	}
+	return fmt.Sprintf("node %s forgotten in this manager, but %s; run vodctl node forget %s again when the store answers (until then %s)",
+		id, strings.Join(but, "; "), id, strings.Join(until, ", and "))
 }
 
 // forgetLeft is a part of a forgotten node's stored state whose removal
