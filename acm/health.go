@@ -156,6 +156,11 @@ func (m *Manager) healthLoop() {
 // (healthLoop).
 func (m *Manager) noteStall() {
 	m.health.storeStalled.Store(true)
+	m.kickHealth()
+}
+
+// kickHealth makes the health check read the store now (healthLoop).
+func (m *Manager) kickHealth() {
 	select {
 	case m.healthKick <- struct{}{}:
 	default:

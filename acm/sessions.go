@@ -243,7 +243,16 @@ const (
 	// live session's write that fails is the request's refusal, not made
 	// again (the caller ends the session).
 	persistFrontDoor
+	// persistOperator (persistAllBy with an operator's deadline): as
+	// persistInBatch, within a budget the caller's own waits (for its
+	// locks) may have used up: a call that the deadline ends having had
+	// less than StoreTimeout is not taken as the store stalling (the
+	// health check reads it at once instead: inBudget).
+	persistOperator
 )
+
+// batch reports whether mode is persistInBatch or persistOperator.
+func (mode persistMode) batch() bool { return mode == persistInBatch || mode == persistOperator }
 
 // persistFront is persist for a front-door request's store work (its
 // new session, the sessions it ends, a redirect not delivered): the
@@ -274,7 +283,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 		m.mu.Lock()
 		snap, gone := s.Session, s.ended
 		m.mu.Unlock()
-		if gone || mode == persistInBatch {
+		if gone || mode.batch() {
 			m.retryLater(s, snap)
 		}
 		return errStoreDown
@@ -309,11 +318,12 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 		return nil
 	}
 	if mode != persistOne && m.health.storeStalled.Load() {
-		if gone || mode == persistInBatch {
+		if gone || mode.batch() {
 			m.retryLater(s, snap)
 		}
 		return errStoreDown
 	}
+	budget := time.Until(deadline) // what the call has
 	var err error
 	switch {
 	case gone && forget:
@@ -328,6 +338,18 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 		}
 	}
 	stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if stalled && mode == persistOperator && budget < m.StoreTimeout {
+		// The operator's budget ran out, not the store: a store that
+		// answers takes longer than what was left. The health check
+		// reads it now, each read given StoreTimeout (healthLoop): that
+		// read, not this call, tells whether it stalls, and, when it
+		// answers, retries this write (retryWrites).
+		m.log.Warn("store: session not persisted within the operator's call's time left: written when the health check reads the store",
+			"session", snap.ID, "time_left", budget, "err", err)
+		m.retryLater(s, snap)
+		m.kickHealth()
+		return err
+	}
 	if stalled {
 		m.noteStall()
 	}
@@ -369,7 +391,11 @@ func (m *Manager) persistAllBy(ss []*session, deadline time.Time) (failed int) {
 		if dl.IsZero() {
 			dl = time.Now().Add(m.persistWait)
 		}
-		switch err := m.persistBy(s, dl, persistInBatch); {
+		mode := persistInBatch
+		if !deadline.IsZero() {
+			mode = persistOperator
+		}
+		switch err := m.persistBy(s, dl, mode); {
 		case errors.Is(err, errStoreDown):
 			waiting++
 			failed++
