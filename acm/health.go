@@ -325,11 +325,25 @@ func (m *Manager) retryWrites() {
 	m.log.Info("store: sessions written and ended sessions deleted after the store's return", "deleted", deleted, "written", written, "left", waiting, "others", spared, "skipped", skipped)
 }
 
-// storeMsg returns the store's error err for a message, with one "store: "
-// in front (the store's own errors carry it already).
+// storeMsg returns the store's error err for an operator's message: one
+// chain of what failed, without the package names the wrappings stacked
+// ("acm: load node settings: store: redis: state node-settings: ..."
+// reads "load node settings: redis: state node-settings: ..."), with
+// "store: " once in front when the chain does not name the store (redis).
 func storeMsg(err error) string {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "store: ") {
+	var parts []string
+	named := false
+	for _, p := range strings.Split(err.Error(), ": ") {
+		switch {
+		case p == "acm" || p == "store":
+			continue
+		case p == "redis" || strings.HasPrefix(p, "redis "):
+			named = true
+		}
+		parts = append(parts, p)
+	}
+	msg := strings.Join(parts, ": ")
+	if !named {
 		msg = "store: " + msg
 	}
 	return msg

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -237,12 +238,17 @@ func TestDeleteRetriedWhenStoreReturns(t *testing.T) {
 
 // TestStoreMsgOnePrefix: messages name the store once, whether or not its
 // error says "store: " itself (the store's own errors read "store: …";
-// messages read "store: store: …" before).
+// messages read "store: store: …" before), and a chain of wrappings
+// reads without the package names stacked in it ("store: acm: load node
+// settings: store: redis: …" before).
 func TestStoreMsgOnePrefix(t *testing.T) {
 	for in, want := range map[error]string{
-		errors.New("store: redis: 127.0.0.1:6379: connection refused"): "store: redis: 127.0.0.1:6379: connection refused",
+		errors.New("store: redis: 127.0.0.1:6379: connection refused"): "redis: 127.0.0.1:6379: connection refused",
 		errors.New("connection refused"):                               "store: connection refused",
 		context.DeadlineExceeded:                                       "store: context deadline exceeded",
+		fmt.Errorf("acm: load node settings: %w", errors.New("store: redis: state node-settings: dial tcp 127.0.0.1:1: connect: connection refused")): "load node settings: redis: state node-settings: dial tcp 127.0.0.1:1: connect: connection refused",
+		fmt.Errorf("acm: load pins: %w", store.ErrClosed):                "store: load pins: closed",
+		errors.New("store: redis 127.0.0.1:6379: dial tcp: i/o timeout"): "redis 127.0.0.1:6379: dial tcp: i/o timeout",
 	} {
 		if got := storeMsg(in); got != want {
 			t.Errorf("storeMsg(%q) = %q, want %q", in, got, want)
