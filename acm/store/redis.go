@@ -30,7 +30,7 @@ const (
 	redisTitlesDigest = "titles-digest" // string: SHA-256 (hex) of the titles as ReplaceTitles last wrote them
 	redisState        = "state"         // hash: state name -> value
 	redisLock         = "lock:"         // string per lock: lock:<name> -> holder, with an expiry
-	redisLockHolder   = "lock-holder:"  // string per lock: lock-holder:<name> -> its last holder, no expiry (TakeLock)
+	redisLockHolder   = "lock-holder:"  // string per lock: lock-holder:<name> -> the token of its last holder's tenure, no expiry (TakeLock)
 )
 
 // redisBatch is how many hash fields one HSET carries (a large catalog is
@@ -70,6 +70,11 @@ type Redis struct {
 	c      *redis.Client
 	prefix string
 	closed atomic.Bool
+	// tenures (lockMu): by lock name and holder, the token of the
+	// lock's tenure Redis last answered TakeLock the holder held (the
+	// lock-holder:<name> record), for TakeLock's kept.
+	lockMu  sync.Mutex
+	tenures map[string]string
 }
 
 var (

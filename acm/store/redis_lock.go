@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,29 +22,34 @@ return 0
 `)
 
 // takeScript takes the lock KEYS[1] for ARGV[1] for ARGV[2] ms when it is
-// free, or extends it by that when ARGV[1] holds it, and records ARGV[1]
-// in KEYS[2] (no expiry) as the lock's last holder: 0 when another holds
-// it; 2 when ARGV[1] holds it afterwards and was its last holder before
-// (it held it all along, or took it back free with no other holder in
-// between); 1 when ARGV[1] holds it afterwards, its last holder another
-// or unknown (never recorded, or the record lost with Redis's data).
+// free, or extends it by that when ARGV[1] holds it. KEYS[2] (no expiry)
+// records the lock's tenure: a token naming one holder's unbroken hold,
+// made anew (ARGV[4]) each time a holder takes the lock after another, or
+// without knowing the tenure it continues. ARGV[3] is the token of the
+// tenure the caller last knew it held ("" none). It returns {0, ""} when
+// another holds the lock; {2, token} when ARGV[1] holds it afterwards and
+// the recorded tenure is ARGV[3]'s (it held it all along, or takes it
+// back free with no other holder in between); {1, token} when ARGV[1]
+// holds it afterwards in a tenure that ARGV[3] is not: another held it
+// since, the record was lost, or a take of ARGV[1]'s whose answer was
+// lost (run by Redis after the caller's timeout) began a tenure the
+// caller never heard of, as the lock's next holder after another.
 var takeScript = redis.NewScript(`
 local cur = redis.call("GET", KEYS[1])
-local last = redis.call("GET", KEYS[2])
+if cur ~= false and cur ~= ARGV[1] then
+	return {0, ""}
+end
 if cur == false then
 	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-	redis.call("SET", KEYS[2], ARGV[1])
-	if last == ARGV[1] then
-		return 2
-	end
-	return 1
-end
-if cur == ARGV[1] then
+else
 	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	redis.call("SET", KEYS[2], ARGV[1])
-	return 2
 end
-return 0
+local last = redis.call("GET", KEYS[2])
+if ARGV[3] ~= "" and last == ARGV[3] then
+	return {2, last}
+end
+redis.call("SET", KEYS[2], ARGV[4])
+return {1, ARGV[4]}
 `)
 
 // unlockScript deletes the lock KEYS[1] when ARGV[1] holds it
@@ -167,8 +174,10 @@ func (r *Redis) TryLock(ctx context.Context, name, holder string, ttl time.Durat
 // it (a retried take whose first attempt took the lock, or a renewal whose
 // answer was lost): a true answer always means the lock's lease is ttl from
 // now, so that the caller's lease, counted from when it sent the call,
-// never outlasts the key. Its last holder is kept in a key of its own
-// (lock-holder:<name>, no expiry) for kept.
+// never outlasts the key. kept compares the tenure recorded in Redis
+// (lock-holder:<name>, no expiry) with the one this Redis value last
+// answered holder it held (takeScript): a take of holder's that timed out
+// here but ran in Redis later does not make a later take kept.
 func (r *Redis) TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (held, kept bool, err error) {
 	if err := checkLock(name, holder, ttl, true); err != nil {
 		return false, false, err
@@ -176,9 +185,26 @@ func (r *Redis) TakeLock(ctx context.Context, name, holder string, ttl time.Dura
 	if err := r.check(); err != nil {
 		return false, false, err
 	}
-	n, err := takeScript.Run(ctx, r.c, []string{r.key(redisLock + name), r.key(redisLockHolder + name)}, holder, ttl.Milliseconds()).Int()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	fresh := holder + "/" + hex.EncodeToString(b[:])
+	at := name + "\x00" + holder
+	r.lockMu.Lock()
+	known := r.tenures[at]
+	r.lockMu.Unlock()
+	res, err := takeScript.Run(ctx, r.c, []string{r.key(redisLock + name), r.key(redisLockHolder + name)}, holder, ttl.Milliseconds(), known, fresh).Slice()
 	if err != nil {
 		return false, false, r.wrap("lock "+name, err)
+	}
+	n, _ := res[0].(int64)
+	if n > 0 {
+		tenure, _ := res[1].(string)
+		r.lockMu.Lock()
+		if r.tenures == nil {
+			r.tenures = map[string]string{}
+		}
+		r.tenures[at] = tenure
+		r.lockMu.Unlock()
 	}
 	return n > 0, n == 2, nil
 }

@@ -190,9 +190,12 @@ type Locker interface {
 	TryLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 	// TakeLock is TryLock telling also whether holder was the lock's last
 	// holder before the call (kept: it held it all along, or takes it back
-	// free with no other holder having taken it since holder last did);
-	// kept is false when another held it since, and when the store cannot
-	// tell (no holder recorded, or the record lost). Errors: TryLock's.
+	// free with no other holder having taken it since this Locker was last
+	// answered holder held it); kept is false when another held it since,
+	// when the store cannot tell (no holder recorded, or the record lost),
+	// and when a take of holder's whose answer was lost (it timed out, and
+	// the store ran it later) took the lock after another holder.
+	// Errors: TryLock's.
 	TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (held, kept bool, err error)
 	// RenewLock extends holder's lock name to ttl from now. It returns
 	// false (and extends nothing) when holder does not hold it: it expired
