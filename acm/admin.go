@@ -399,8 +399,9 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 
 // retakeSaves is what a change not saved on a shared store adds: the
 // manager's own retake of its planner lock keeps and saves it
-// (settleUnsavedOpLocked).
-const retakeSaves = "should this manager lose its planner lock to the store's outage and retake it with no other manager holding it meanwhile, it keeps the change and saves it then"
+// (settleUnsavedOpLocked), and so does its holding the lock when the
+// store answers again (saveUnsavedOp).
+const retakeSaves = "should this manager lose its planner lock to the store's outage and retake it with no other manager holding it meanwhile, it keeps the change and saves it then; holding the lock throughout, it saves it once the store takes it"
 
 // notLeader is the answer to an operator's change that only the manager
 // holding the planner lock makes, asked of one that does not; todo says

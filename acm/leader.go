@@ -47,6 +47,11 @@ type leader struct {
 	// error (the store did not answer it): the standby re-reads there
 	// what the active manager changes in the store.
 	standing func(ctx context.Context, stepErr error)
+	// holding, when not nil, is called by run, in a goroutine of its own
+	// (one at a time, bounded by a third of a ttl), after each renewal
+	// that leaves this manager the holder.
+	holding func(ctx context.Context)
+	inHold  atomic.Bool // a holding call runs
 	// serves reports whether nodes report to this manager. One that has
 	// none lets deferSteps tries pass (2 ttl) before each attempt at the
 	// lock: after the store stalled longer than a lease, the manager
@@ -198,6 +203,13 @@ func (l *leader) run(ctx context.Context) {
 				l.taking.Store(false)
 			} else if !l.holds() && ctx.Err() == nil && l.standing != nil {
 				l.standing(ctx, err)
+			} else if err == nil && l.holds() && l.holding != nil && l.inHold.CompareAndSwap(false, true) {
+				go func() {
+					defer l.inHold.Store(false)
+					hctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
+					defer cancel()
+					l.holding(hctx)
+				}()
 			}
 		}
 	}
@@ -303,6 +315,7 @@ func (m *Manager) startLeader() error {
 	}
 	m.lead.gained = m.takeOver
 	m.lead.standing = m.refreshSuspensions
+	m.lead.holding = m.saveUnsavedOp
 	m.lead.serves = func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()

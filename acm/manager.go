@@ -333,7 +333,8 @@ type Manager struct {
 	// unsavedPolicy, unsavedNodes (opMu): the scheduling policy and the
 	// nodes' settings in force here that the store did not take (SetPolicy,
 	// SetNode answered CHANGE_NOT_SAVED), saved at a retake of the planner
-	// lock that no other manager held meanwhile (loadOpState).
+	// lock that no other manager held meanwhile (loadOpState), or after a
+	// renewal of the lock once the store takes them (saveUnsavedOp).
 	unsavedPolicy bool
 	unsavedNodes  map[string]bool
 	// restoring: the operator's stored prefetch orders loaded at Start or

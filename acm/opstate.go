@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -189,6 +190,12 @@ func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 // lock meanwhile, and may have changed them: the stored ones win (the
 // changes dropped are logged).
 func (m *Manager) settleUnsavedOpLocked(ctx context.Context, keep bool, pol *storedPolicy, settings map[string]nodeSetting) (*storedPolicy, map[string]nodeSetting) {
+	return m.saveUnsavedOpLocked(ctx, keep, "this manager retook its planner lock, which no other manager held meanwhile", slog.LevelError, pol, settings)
+}
+
+// saveUnsavedOpLocked is settleUnsavedOpLocked saying why the changes
+// are saved now, and logging at failed a save the store refuses again.
+func (m *Manager) saveUnsavedOpLocked(ctx context.Context, keep bool, why string, failed slog.Level, pol *storedPolicy, settings map[string]nodeSetting) (*storedPolicy, map[string]nodeSetting) {
 	if !m.unsavedPolicy && len(m.unsavedNodes) == 0 {
 		return pol, settings
 	}
@@ -205,11 +212,10 @@ func (m *Manager) settleUnsavedOpLocked(ctx context.Context, keep bool, pol *sto
 		m.mu.Unlock()
 		pol = &storedPolicy{Policy: cur, Configured: m.configuredPolicy}
 		if err := m.savePolicy(ctx, cur); err != nil {
-			m.log.Error("store: scheduling policy set by an operator still not saved: kept in use here", "policy", cur, "err", err)
+			m.log.Log(ctx, failed, "store: scheduling policy set by an operator still not saved: kept in use here", "policy", cur, "err", err)
 		} else {
 			m.unsavedPolicy = false
-			m.log.Info("scheduling policy set by an operator but not saved, saved now: this manager retook its planner lock, which no other manager held meanwhile",
-				"policy", cur)
+			m.log.Info("scheduling policy set by an operator but not saved, saved now: "+why, "policy", cur)
 		}
 	}
 	if len(nodes) > 0 {
@@ -227,14 +233,37 @@ func (m *Manager) settleUnsavedOpLocked(ctx context.Context, keep bool, pol *sto
 			err = m.st.PutState(ctx, stateNodeSettings, b)
 		}
 		if err != nil {
-			m.log.Error("store: node settings set by an operator still not saved: kept in force here", "nodes", nodes, "err", err)
+			m.log.Log(ctx, failed, "store: node settings set by an operator still not saved: kept in force here", "nodes", nodes, "err", err)
 		} else {
 			m.unsavedNodes = nil
-			m.log.Info("node settings set by an operator but not saved, saved now: this manager retook its planner lock, which no other manager held meanwhile",
-				"nodes", nodes)
+			m.log.Info("node settings set by an operator but not saved, saved now: "+why, "nodes", nodes)
 		}
 	}
 	return pol, settings
+}
+
+// saveUnsavedOp saves, on the holder of the planner lock (called after
+// each renewal), the operator's changes in force here that the store did
+// not take (SetPolicy, SetNode answered CHANGE_NOT_SAVED) once it answers
+// again: holding the lock throughout, this manager is the one whose
+// settings apply. It does nothing while opMu is taken (an operator's
+// change or a reload: the next renewal tries again), or when nothing is
+// left unsaved; a store still refusing them is logged at debug level (the
+// change's own answer said so). ctx bounds the store calls.
+func (m *Manager) saveUnsavedOp(ctx context.Context) {
+	if !m.opMu.TryLock() {
+		return
+	}
+	defer m.opMu.Unlock()
+	if (!m.unsavedPolicy && len(m.unsavedNodes) == 0) || !m.Leader() {
+		return
+	}
+	settings, err := m.readNodeSettings(ctx, true)
+	if err != nil {
+		m.log.Debug("store: operator's changes not saved still not saved: the stored node settings not read", "err", err)
+		return
+	}
+	m.saveUnsavedOpLocked(ctx, true, "the store answers again, and this manager held its planner lock throughout", slog.LevelDebug, nil, settings)
 }
 
 // reloadNodeSetting reads node id's stored setting into nodeSettings: on
