@@ -23,6 +23,7 @@ import (
 	"vodcluster/cdp/samples"
 	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
+	"vodcluster/lsm"
 )
 
 // Demo subscriber of `vodcluster up`, entitled to every title.
@@ -194,7 +195,8 @@ const maxUpNodes = 100
 
 // checkUpFlags refuses the values of up's flags that would start a cluster
 // that cannot play (no node, a node with no egress, or a disk too small
-// for a sample title; a --host of every address, which its nodes would
+// for a sample title; a --host of every address; a --policy the scheduler
+// does not know, which its nodes would
 // announce) or run one without end (a million nodes), or fail
 // only once the cluster is up (a negative origin setting, refused by the
 // part it configures in its own words; up's RunE refuses negative
@@ -218,6 +220,10 @@ func checkUpFlags(o clusterOptions, play string, transport string, once bool) er
 		return fmt.Errorf("up: --origin-channels %d is negative (0: unlimited)", o.OriginMaxTransfers)
 	case o.MetricsPort < -1:
 		return fmt.Errorf("up: --metrics-port %d: a port, 0 for any, or -1 for none", o.MetricsPort)
+	case o.Policy != "" && !slices.Contains(lsm.Policies(), o.Policy):
+		// It started the origin, then failed in the manager's words
+		// ("manager: acm: lsm: unknown policy"), the flag unnamed.
+		return fmt.Errorf("up: --policy %q: no such scheduling policy (known: %v)", o.Policy, lsm.Policies())
 	case transport != "tcp" && transport != "udp":
 		return fmt.Errorf("up: --transport %q: want tcp or udp", transport)
 	case once && play == "":
