@@ -195,12 +195,11 @@ const maxUpNodes = 100
 
 // checkUpFlags refuses the values of up's flags that would start a cluster
 // that cannot play (no node, a node with no egress, or a disk too small
-// for a sample title; a --host of every address; a --policy the scheduler
-// does not know, which its nodes would
+// for a sample title; a --host of every address, which its nodes would
 // announce) or run one without end (a million nodes), or fail
 // only once the cluster is up (a negative origin setting, refused by the
-// part it configures in its own words; up's RunE refuses negative
-// durations, echoed as typed).
+// part it configures in its own words; a --policy the scheduler does not
+// know; up's RunE refuses negative durations, echoed as typed).
 func checkUpFlags(o clusterOptions, play string, transport string, once bool) error {
 	switch {
 	case o.Nodes < 1 || o.Nodes > maxUpNodes:
