@@ -76,6 +76,9 @@ func upCmd() *cobra.Command {
 			if err := checkUpFlags(opts, play, transport, once); err != nil {
 				return err
 			}
+			if err := checkUpHost(opts.Host); err != nil {
+				return err
+			}
 			if maxSessions == 0 || maxSessions < -1 {
 				return fmt.Errorf("up: --max-sessions-per-user %d: want 1 or more, or -1 for no cap", maxSessions)
 			}
@@ -254,6 +257,19 @@ func checkUpFlags(o clusterOptions, play string, transport string, once bool) er
 		}
 	}
 	return nil
+}
+
+// checkUpHost refuses a --host every part of up could not listen on (a
+// name that does not resolve, an address not on this machine) before
+// anything starts, naming the flag: the origin failed first, in its own
+// words, "origin: cdp: listen tcp 192.0.2.1:0: bind: cannot assign
+// requested address". It listens on a free TCP port of host and closes it.
+func checkUpHost(host string) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return fmt.Errorf("up: --host %s: %w: give an address of this machine (127.0.0.1 by default)", host, err)
+	}
+	return l.Close()
 }
 
 // playFor says how long up's --play of d plays: "for 5s", or "to the end

@@ -89,7 +89,8 @@ func TestUpRefusesBadFlags(t *testing.T) {
 		{"--play", "sample-001", "--play-duration", "-1s"},
 		{"--play", "sample-001", "--transport", "foo"},
 		{"--once"}, {"--play", "nosuch", "--once"},
-		{"--policy", "bogus"}, // the origin started, then "manager: acm: lsm: unknown policy", the flag unnamed
+		{"--host", "192.0.2.1"}, // an address not on this machine: "origin: cdp: listen tcp 192.0.2.1:0: bind: cannot assign requested address"
+		{"--policy", "bogus"},   // the origin started, then "manager: acm: lsm: unknown policy", the flag unnamed
 		{"--max-sessions-per-user", "0"}, {"--max-sessions-per-user", "-2"},
 		{"--requests-per-user", "0"}, {"--requests-per-user", "-2"},
 		{"--max-conns-per-addr", "0"}, {"--max-conns-per-addr", "-2"},
