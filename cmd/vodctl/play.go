@@ -101,7 +101,7 @@ func playCmd(g *globals) *cobra.Command {
 			case sig != 0:
 				return interrupted(sig, fmt.Errorf("play interrupted by %s: the report is of the part played", sigName(sig)))
 			case res.VideoFrames == 0:
-				return fmt.Errorf("no video frame received")
+				return noVideo(res, opts.Duration)
 			}
 			return nil
 		},
@@ -205,4 +205,20 @@ func explainPlay(err error, rawURL string, answered bool) error {
 		return fmt.Errorf("%w (%s closed the connection without an RTSP answer: is it the front door's RTSP port, rtsp_listen, 8554 by default, or with rtsps:// its RTSPS port?)", err, host)
 	}
 	return err
+}
+
+// noVideo is the error of a play that received no video frame: with no
+// byte at all it names the time played and what to do (it said only "no
+// video frame received" after "0.00 s of media in 0.00 s", as if the
+// stream had ended at once, when a node filling the title had not yet had
+// the origin's first bytes: the example origin's setup_delay is 2 s).
+func noVideo(res probe.Result, d time.Duration) error {
+	if res.Bytes > 0 {
+		return fmt.Errorf("no video frame received (%d bytes came: a title without video?)", res.Bytes)
+	}
+	in := "before the play ended"
+	if d > 0 {
+		in = "in " + durflag.Readable(d) + " of play"
+	}
+	return fmt.Errorf("no video frame received: nothing came %s (a node filling the title from the origin sends its first bytes after the origin's setup delay: play longer with --duration, or again once vodctl fills shows the fill done)", in)
 }
