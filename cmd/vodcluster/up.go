@@ -152,7 +152,7 @@ func upCmd() *cobra.Command {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
 				fmt.Fprintf(out, "\nplaying %s %s with vodctl's probe client ...\n", u, playFor(playDuration.D))
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
-				err = reportPlay(out, play, res, err, once)
+				err = reportPlay(out, play, res, err, once, playDuration.D, opts.OriginSetupDelay)
 				if once {
 					if cerr := c.Close(); err == nil {
 						err = cerr
@@ -285,10 +285,21 @@ func playFor(d time.Duration) string {
 // failure (err, or no video frame received) when up goes on running;
 // with once it returns the failure for up's caller to print, not
 // written here as well: it was printed twice. It returns the failure,
-// naming the title, or nil.
-func reportPlay(out io.Writer, title string, res probe.Result, err error, once bool) error {
+// naming the title, or nil. d is --play-duration and setup
+// --origin-setup-delay: a play that received nothing says how long it
+// played and which flags to change (it said only "no video frame
+// received" when the fill's first bytes came after the play ended).
+func reportPlay(out io.Writer, title string, res probe.Result, err error, once bool, d, setup time.Duration) error {
 	if err == nil && res.VideoFrames == 0 {
-		err = fmt.Errorf("no video frame received")
+		switch {
+		case res.Bytes > 0:
+			err = fmt.Errorf("no video frame received (%d bytes came)", res.Bytes)
+		case d > 0:
+			err = fmt.Errorf("no video frame received: nothing came in %s of play (a node filling the title gets the origin's first bytes after --origin-setup-delay %s: give a longer --play-duration)",
+				durflag.Readable(d), durflag.Readable(setup))
+		default:
+			err = fmt.Errorf("no video frame received: nothing came before the play ended")
+		}
 	}
 	if err == nil {
 		fmt.Fprintln(out, res)

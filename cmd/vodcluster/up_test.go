@@ -329,19 +329,19 @@ func TestUpRefusesUnknownPlayTitle(t *testing.T) {
 func TestUpPlayFailureOnce(t *testing.T) {
 	refused := errors.New("DESCRIBE: 404 Not Found")
 	var out bytes.Buffer
-	err := reportPlay(&out, "sample-009", probe.Result{}, refused, true)
+	err := reportPlay(&out, "sample-009", probe.Result{}, refused, true, 5*time.Second, 200*time.Millisecond)
 	if !errors.Is(err, refused) || !strings.Contains(err.Error(), "--play sample-009 failed") || out.Len() != 0 {
 		t.Fatalf("with --once: %v, output %q", err, out.String())
 	}
-	err = reportPlay(&out, "sample-009", probe.Result{}, refused, false)
+	err = reportPlay(&out, "sample-009", probe.Result{}, refused, false, 5*time.Second, 200*time.Millisecond)
 	if err == nil || strings.Count(out.String(), "404 Not Found") != 1 {
 		t.Fatalf("without --once: %v, output %q", err, out.String())
 	}
 	out.Reset()
-	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 0}, nil, true); err == nil || !strings.Contains(err.Error(), "no video frame") || out.Len() != 0 {
+	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 0}, nil, true, 5*time.Second, 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no video frame") || out.Len() != 0 {
 		t.Fatalf("no frame: %v, output %q", err, out.String())
 	}
-	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 5}, nil, true); err != nil || !strings.Contains(out.String(), "5 video frames") {
+	if err := reportPlay(&out, "sample-009", probe.Result{VideoFrames: 5}, nil, true, 5*time.Second, 200*time.Millisecond); err != nil || !strings.Contains(out.String(), "5 video frames") {
 		t.Fatalf("a play: %v, output %q", err, out.String())
 	}
 }
