@@ -85,15 +85,21 @@ func (g *grant) rtspURL(overTLS bool) string {
 	return "rtsp://" + g.RTSPAddr
 }
 
+// errNoCatalog is the 503 (with Retry-After) of a title request to a
+// manager that has no catalog: its origin was never reached and its store
+// holds none (Manager.noCatalog). It wraps errUnavailable; the answer
+// says why, as /healthz does.
+var errNoCatalog = fmt.Errorf("%w: no catalog yet: the origin has not been reached", errUnavailable)
+
 // entitled returns title id of the catalog when user may watch it.
 // Errors: errNoTitle, errUnauthorized (the BOSS no longer knows the
 // user), errForbidden (not in the user's packages), errUnavailable (the
-// BOSS failed, or no catalog was ever read: Manager.noCatalog).
+// BOSS failed; errNoCatalog when no catalog was ever read).
 func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, error) {
 	t, ok := m.titles()[id]
 	if !ok && m.noCatalog() {
 		// Not "no such title": no title is known yet (503, as /healthz).
-		return store.Title{}, fmt.Errorf("%w: no catalog yet", errUnavailable)
+		return store.Title{}, errNoCatalog
 	}
 	if !ok {
 		return store.Title{}, errNoTitle

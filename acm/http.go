@@ -176,6 +176,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errOriginDown):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1)))))
 		http.Error(w, "title not on any node and the origin is unavailable: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errNoCatalog):
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "no catalog yet: the origin has not been reached: try again later", http.StatusServiceUnavailable)
 	default:
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)

@@ -129,8 +129,11 @@ func (m *Manager) Start() (err error) {
 		// One attempt now so that a reachable origin's catalog is there
 		// when Start returns; the loop retries in the background.
 		if err := m.refreshCatalog(m.ctx, 3*time.Second); err != nil {
-			m.log.Warn("catalog: origin unavailable, serving the stored catalog",
-				withOriginHint(err, "origin", m.OriginAddr, "err", err)...)
+			msg := "catalog: origin unavailable, serving the stored catalog"
+			if m.noCatalog() { // it said "serving the stored catalog" of a store holding none
+				msg = "catalog: origin unavailable and no catalog stored: title requests are refused (503, /healthz not ready) until the origin answers"
+			}
+			m.log.Warn(msg, withOriginHint(err, "origin", m.OriginAddr, "err", err)...)
 		}
 	}
 	m.rtsp = &rtspServer{m: m, conns: map[net.Conn]struct{}{}}

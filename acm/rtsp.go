@@ -448,6 +448,10 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (too many requests)"
 		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
+	case errors.Is(err, errNoCatalog):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (no catalog yet)"
+		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
 		res.Header["Retry-After"] = base.HeaderValue{"5"}
