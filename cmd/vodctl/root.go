@@ -184,6 +184,11 @@ func titlesCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
+				if len(ts) == 0 && !refresh {
+					// A header alone, exit 0: as for an empty catalog, and
+					// for one never read (the origin out of reach).
+					fmt.Fprintln(cmd.ErrOrStderr(), "no title: the manager's catalog is empty, or not read yet (its origin not reached: /healthz says so); vodctl titles --refresh reads it now, or says why it cannot")
+				}
 				return &v1.ListTitlesResponse{Titles: ts}, nil
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
