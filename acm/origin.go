@@ -34,7 +34,8 @@ var errOriginDown = errors.New("origin unavailable and no node holds the title")
 // originDown: set after originDownAfter failed checks in a row (no
 // answer, or NOT_SERVING), cleared by the first answer that serves. An
 // origin without the health service (UNIMPLEMENTED) answered: it counts
-// as up.
+// as up. An answer that serves after an outage, or while the manager has
+// no catalog (noCatalog), has the catalog read at once (kickCatalog).
 func (m *Manager) originLoop() {
 	hc := healthpb.NewHealthClient(m.origin)
 	t := time.NewTicker(m.OriginCheck)
@@ -56,6 +57,13 @@ func (m *Manager) originLoop() {
 			if m.originDown.Swap(false) {
 				m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
 				m.queuedOriginDown(false)
+				// The catalog loop backs off up to CatalogRefresh after
+				// failed reads: a manager with no catalog stayed not ready,
+				// refusing every title "the origin has not been reached",
+				// for up to that long after the origin answered.
+				m.kickCatalog()
+			} else if m.noCatalog() {
+				m.kickCatalog()
 			}
 		case failed+1 < originDownAfter:
 			failed++
