@@ -35,7 +35,10 @@ func TestTitleRequestWithoutCatalogSaysWhy(t *testing.T) {
 
 	e := &env{t: t, m: m}
 	r := e.describe("demo", "demo", "t1")
-	if r.StatusCode != base.StatusServiceUnavailable || !strings.Contains(r.StatusMessage, "no catalog yet") || len(r.Header["Retry-After"]) == 0 {
+	// The reason phrase says why as the HTTP body and /healthz do (it
+	// said only "no catalog yet"), on one line.
+	if r.StatusCode != base.StatusServiceUnavailable || !strings.Contains(r.StatusMessage, "no catalog yet: the origin has not been reached") ||
+		strings.ContainsAny(r.StatusMessage, "\r\n") || len(r.Header["Retry-After"]) == 0 {
 		t.Fatalf("RTSP: %d %q %v, want 503 saying no catalog yet, with Retry-After", r.StatusCode, r.StatusMessage, r.Header)
 	}
 }

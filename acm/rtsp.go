@@ -450,7 +450,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	case errors.Is(err, errNoCatalog):
 		res.StatusCode = base.StatusServiceUnavailable
-		res.StatusMessage = "Service Unavailable (no catalog yet)"
+		res.StatusMessage = "Service Unavailable (no catalog yet: the origin has not been reached)"
 		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
