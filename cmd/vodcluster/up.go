@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,6 +75,7 @@ func upCmd() *cobra.Command {
 				}
 			}
 			opts.OriginSetupDelay, opts.QueueDeadline = setupDelay.D, queueWait.D
+			opts.Host = unbracketHost(opts.Host)
 			if err := checkUpFlags(opts, play, transport, once); err != nil {
 				return err
 			}
@@ -168,7 +171,7 @@ func upCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", "", "directory for all state, made when missing and refused at start when it is not a directory or not writable (default: a fresh temporary directory, removed at exit)")
-	f.StringVar(&opts.Host, "host", "127.0.0.1", "address every part listens on")
+	f.StringVar(&opts.Host, "host", "127.0.0.1", "address every part listens on: one of this machine's (an IPv6 one with or without brackets: ::1 or [::1])")
 	f.IntVar(&opts.RTSPPort, "rtsp-port", 8554, "front door RTSP port")
 	f.IntVar(&opts.HTTPPort, "http-port", 8080, "front door HTTP port")
 	f.IntVar(&opts.GRPCPort, "grpc-port", 9090, "manager gRPC port (vodctl --manager)")
@@ -270,6 +273,22 @@ func checkUpHost(host string) error {
 		return fmt.Errorf("up: --host %s: %w: give an address of this machine (127.0.0.1 by default)", host, err)
 	}
 	return l.Close()
+}
+
+// unbracketHost returns host without the brackets of an IPv6 address
+// written as in a URL ("[::1]" is "::1": up tried to listen on
+// "[[::1]]:0" and refused the flag, "missing port in address: give an
+// address of this machine", for one of this machine's addresses); any
+// other host as given.
+func unbracketHost(host string) string {
+	if in, ok := strings.CutPrefix(host, "["); ok {
+		if in, ok = strings.CutSuffix(in, "]"); ok {
+			if _, err := netip.ParseAddr(in); err == nil {
+				return in
+			}
+		}
+	}
+	return host
 }
 
 // playFor says how long up's --play of d plays: "for 5s", or "to the end

@@ -80,7 +80,7 @@ func TestUpRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--nodes", "0"}, {"--nodes", "-1"}, {"--nodes", "1000000"},
 		{"--node-egress-bps", "0"}, {"--node-egress-bps", "-5"},
-		{"--host", "0.0.0.0"}, {"--host", "::"}, // the nodes announced it; the manager refused them: "context deadline exceeded" after 15 s
+		{"--host", "0.0.0.0"}, {"--host", "::"}, {"--host", "[::]"}, // the nodes announced it; the manager refused them: "context deadline exceeded" after 15 s
 		{"--node-disk-bytes", "0"}, {"--node-disk-bytes", "-1"},
 		{"--node-disk-bytes", "1000000"}, // smaller than a sample title: every play of it 453
 		{"--data-dir", "/dev/null"},      // a file: it was "secret_file: open /dev/null/secret: not a directory"
@@ -408,5 +408,36 @@ func TestUpOncePlayFailurePrintedOnce(t *testing.T) {
 	// Not "453" alone: a port or the temporary directory may hold it.
 	if !strings.Contains(out.String(), "playing rtsp://") || strings.Contains(out.String(), "bad status code") || strings.Contains(out.String(), "failed") {
 		t.Fatalf("up --once printed the failure as well as returning it:\n%s", out.String())
+	}
+}
+
+// up --host takes an IPv6 address in brackets, as written in a URL, for
+// the address itself: "[::1]" was refused as "listen tcp: address
+// [[::1]]:0: missing port in address: give an address of this machine",
+// and "[::]" (every address) by that same listen rather than as every
+// address.
+func TestUpHostInBrackets(t *testing.T) {
+	for in, want := range map[string]string{"[::1]": "::1", "[::]": "::", "::1": "::1", "[fe80::1%lo]": "fe80::1%lo",
+		"localhost": "localhost", "[localhost]": "[localhost]", "127.0.0.1": "127.0.0.1", "[::1": "[::1"} {
+		if got := unbracketHost(in); got != want {
+			t.Errorf("unbracketHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		t.Logf("no IPv6 loopback here (%v): --host [::1] not tried", err)
+	} else {
+		l.Close()
+		if err := checkUpHost(unbracketHost("[::1]")); err != nil {
+			t.Errorf("--host [::1]: %v", err)
+		}
+	}
+	cmd := upCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage = true
+	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--quiet", "--host", "[::]"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--host :: means every address") {
+		t.Fatalf("--host [::]: %v, want it refused as every address", err)
 	}
 }
