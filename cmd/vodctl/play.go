@@ -216,9 +216,10 @@ func noVideo(res probe.Result, d time.Duration) error {
 	if res.Bytes > 0 {
 		return fmt.Errorf("no video frame received (%d bytes came: a title without video?)", res.Bytes)
 	}
-	in := "before the play ended"
-	if d > 0 {
-		in = "in " + durflag.Readable(d) + " of play"
+	if d == 0 {
+		// --duration 0 plays to the end: "play longer with --duration"
+		// was no advice for a stream that ended with nothing.
+		return fmt.Errorf("no video frame received: nothing came before the stream ended (the node's log says why it ended; vodctl fills shows whether the title is still filling)")
 	}
-	return fmt.Errorf("no video frame received: nothing came %s (a node filling the title from the origin sends its first bytes after the origin's setup delay: play longer with --duration, or again once vodctl fills shows the fill done)", in)
+	return fmt.Errorf("no video frame received: nothing came in %s of play (a node filling the title from the origin sends its first bytes after the origin's setup delay: play longer with --duration, or again once vodctl fills shows the fill done)", durflag.Readable(d))
 }

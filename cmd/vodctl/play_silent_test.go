@@ -4,10 +4,13 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gortsplib/v4"
 	"github.com/bluenviron/gortsplib/v4/pkg/description"
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
+
+	"vodcluster/cmd/internal/probe"
 )
 
 // startSilentServer serves an MPEG-TS stream over RTSP (TCP) on loopback
@@ -58,5 +61,17 @@ func TestPlayNothingReceivedSaysWhy(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q: want %q in it", err, want)
 		}
+	}
+}
+
+// A play to the end (--duration 0) that received nothing is not told to
+// play longer with --duration: it played as long as the stream lasted.
+func TestPlayNothingToTheEndSaysNoLonger(t *testing.T) {
+	err := noVideo(probe.Result{}, 0)
+	if err == nil || strings.Contains(err.Error(), "--duration") || !strings.Contains(err.Error(), "nothing came before the stream ended") {
+		t.Fatalf("no byte in a play to the end: %v", err)
+	}
+	if err := noVideo(probe.Result{}, 2*time.Second); err == nil || !strings.Contains(err.Error(), "nothing came in 2s of play") || !strings.Contains(err.Error(), "--duration") {
+		t.Fatalf("no byte in 2s of play: %v", err)
 	}
 }
