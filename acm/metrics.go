@@ -109,6 +109,47 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
 }, []string{"protocol"})
 
+// frontDoorProtocols are the protocol label values of the front door's
+// counters (and the listener values of connsRefused).
+var frontDoorProtocols = []string{store.ProtoRTSP, store.ProtoRTSPS, store.ProtoHTTP}
+
+// requestOutcomes are every outcome label value of requestsTotal.
+var requestOutcomes = []string{outcomeAdmitted, outcomeChallenged, outcomeUnauthorized, outcomeForbidden,
+	outcomeSuspended, outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown,
+	outcomeThrottled, outcomeRateLimited, outcomeUnavailable, outcomeClientGone}
+
+// admissionOutcomes are the outcomes admit can give (admissionSeconds):
+// those of requestsTotal but the ones decided before it (challenged,
+// throttled, rate_limited: the login and request-rate checks).
+var admissionOutcomes = []string{outcomeAdmitted, outcomeUnauthorized, outcomeForbidden, outcomeSuspended,
+	outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown, outcomeUnavailable, outcomeClientGone}
+
+// sessionRecordResults are the result label values of sessionRecordsTotal.
+var sessionRecordResults = []string{"written", "dropped", "failed"}
+
+// init creates each series of the labelled counters and histograms whose
+// label values are known in advance at 0, so that a scrape before their
+// first event already has them: an alerting rule's rate() or increase()
+// over a series not yet there gives no data rather than 0, and absent()
+// would fire. vodcluster_site_admissions_total{client_site,node_site} is
+// left to its first event: its node_site values are the nodes' sites,
+// not known to the manager until they register.
+func init() {
+	for _, p := range frontDoorProtocols {
+		for _, o := range requestOutcomes {
+			requestsTotal.WithLabelValues(p, o)
+		}
+		supersededTotal.WithLabelValues(p)
+		connsRefused.WithLabelValues(p)
+	}
+	for _, o := range admissionOutcomes {
+		admissionSeconds.WithLabelValues(o)
+	}
+	for _, r := range sessionRecordResults {
+		sessionRecordsTotal.WithLabelValues(r)
+	}
+}
+
 // countRequest counts one front-door answer of protocol with err's outcome.
 func countRequest(protocol string, err error) {
 	requestsTotal.WithLabelValues(protocol, outcome(err)).Inc()
