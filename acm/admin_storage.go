@@ -352,7 +352,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		m.rep.Evicted(node, title, m.now())
 		delete(m.handOrders, [2]string{node, title})
 		m.dropRestoringLocked(node, title)
-		msg += fmt.Sprintf("; not planned on %s again for %v", node, m.rep.Config().EvictHold)
+		msg += fmt.Sprintf("; not planned on %s again for %s", node, durText(m.rep.Config().EvictHold))
 	}
 	unlock()
 	if planner {

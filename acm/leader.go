@@ -298,7 +298,7 @@ func (m *Manager) startLeader() error {
 		m.LeaderTTL = DefaultLeaderTTL
 	}
 	if m.LeaderTTL < 30*time.Millisecond {
-		return fmt.Errorf("acm: leader TTL %v: want at least 30ms", m.LeaderTTL)
+		return fmt.Errorf("acm: leader TTL %s: want at least 30ms", durText(m.LeaderTTL))
 	}
 	m.lead = newLeader(l, m.LeaderTTL, m.log)
 	if _, err := m.lead.step(context.Background()); err != nil {

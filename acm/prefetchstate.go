@@ -204,7 +204,7 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
-			m.log.Warn("store: carried out prefetch order not removed (dropped after "+prefetchOrderTTL.String()+")", "node", node, "title", title, "err", err)
+			m.log.Warn("store: carried out prefetch order not removed (dropped after "+durText(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
 		}
 	}()
 }

@@ -230,7 +230,7 @@ func (s *Store) expirePartialsLocked() {
 	now := s.cfg.Now()
 	for _, p := range s.partials {
 		if now.Sub(p.since) >= s.cfg.PartialMaxAge {
-			s.dropPartialLocked(p, fmt.Sprintf("not resumed within %v", s.cfg.PartialMaxAge))
+			s.dropPartialLocked(p, fmt.Sprintf("not resumed within %s", durText(s.cfg.PartialMaxAge)))
 		}
 	}
 }

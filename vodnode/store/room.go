@@ -105,7 +105,7 @@ func (s *Store) makeRoom(t *Title) error {
 				wait.Stop()
 				return t.ctx.Err()
 			case <-wait.C:
-				return fmt.Errorf("%w: prefetches stopped for room did not end within %v", ErrNoSpace, preemptWait)
+				return fmt.Errorf("%w: prefetches stopped for room did not end within %s", ErrNoSpace, durText(preemptWait))
 			}
 		}
 		wait.Stop()

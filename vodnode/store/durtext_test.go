@@ -1,0 +1,30 @@
+package store
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// Durations in operator messages read as the configuration writes them.
+func TestDurText(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{time.Hour, "1h"},
+		{90 * time.Second, "1m30s"},
+		{time.Hour + 30*time.Second, "1h30s"},
+		{500 * time.Millisecond, "500ms"},
+		{2 * time.Second, "2s"},
+		{36 * time.Hour, "1d12h"},
+		{30 * 24 * time.Hour, "30d"},
+		{-2 * time.Minute, "-2m"},
+		{math.MinInt64, time.Duration(math.MinInt64).String()},
+	} {
+		if got := durText(c.d); got != c.want {
+			t.Errorf("durText(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
