@@ -45,6 +45,47 @@ func TestUpPlaysOnce(t *testing.T) {
 			t.Fatalf("banner lacks %q:\n%s", want, out.String())
 		}
 	}
+	checkBannerFollowsREADME(t, out.String())
+}
+
+// sampleRE finds the sample title a play command names.
+var sampleRE = regexp.MustCompile(`/vod/(sample-\d+)`)
+
+// checkBannerFollowsREADME checks that the banner's play commands name
+// their titles in the order of README.md's play commands (the sh block
+// after "What make run shows"): the banner listed cvlc's sample-005
+// before the HLS ffplay's sample-004, README the other way round.
+func checkBannerFollowsREADME(t *testing.T, banner string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## What `make run` shows")
+	if !ok {
+		t.Fatal("README.md has no \"What `make run` shows\"")
+	}
+	_, block, ok := strings.Cut(after, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("README.md: no play commands after \"What `make run` shows\"")
+	}
+	titles := func(text string) []string {
+		var out []string
+		for _, l := range strings.Split(text, "\n") {
+			if strings.Contains(l, "?token=") || strings.HasPrefix(l, "play") {
+				continue // the token line (README shows it apart, with the banner) and the --play result
+			}
+			if m := sampleRE.FindStringSubmatch(l); m != nil {
+				out = append(out, m[1])
+			}
+		}
+		return out
+	}
+	got, want := titles(banner), titles(block)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("banner's play commands name %v, README.md's %v: not in README's order", got, want)
+	}
 }
 
 // With --once and no --data-dir the data directory is temporary, removed
