@@ -70,13 +70,20 @@ func (s *tsServer) OnPlay(*gortsplib.ServerHandlerOnPlayCtx) (*base.Response, er
 // address.
 func startTSServer(t *testing.T) (*tsServer, string) {
 	t.Helper()
+	return startTSServerAt(t, "127.0.0.1:0")
+}
+
+// startTSServerAt is startTSServer listening on listen ("[::1]:0" for
+// IPv6 loopback; the test is skipped when that cannot be listened on).
+func startTSServerAt(t *testing.T, listen string) (*tsServer, string) {
+	t.Helper()
 	clip, err := fs.ReadFile(samples.FS(), "clip-a.ts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("listen on %s: %v", listen, err)
 	}
 	s := &tsServer{played: make(chan struct{}), teardown: make(chan struct{})}
 	s.srv = &gortsplib.Server{Handler: s, RTSPAddress: lis.Addr().String(),

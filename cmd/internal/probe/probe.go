@@ -179,6 +179,12 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	if _, err := c.Play(nil); err != nil {
 		return res, early(fmt.Errorf("probe: PLAY: %w", err))
 	}
+	// Played: the host dialled was the one parsed, so an '@' after the
+	// title's path is the query's or fragment's own, not a password's end
+	// (atMayEndPassword hid all up to it, "rtsp://demo:xxxxx@b" for
+	// rtsp://demo:PW@HOST/vod/x?from=a@b): only the password and tokens
+	// are hidden now.
+	res.URL = playedURL(rawURL, (*url.URL)(u))
 	stopEarly() // from here ctx ends the play as its Duration does
 	played := time.Now()
 	res.SetupSeconds = played.Sub(start).Seconds()

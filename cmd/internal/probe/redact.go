@@ -213,10 +213,21 @@ func hidePassword(rawURL string) string {
 	// port: too much hidden, never a part of a password shown.
 	at := strings.LastIndexByte(rest, '@')
 	colon := strings.IndexByte(auth, ':')
+	host := 0 // where the '@' that may end a password is looked for
+	if end := bracketedHostEnd(rest); end > 0 {
+		// An IPv6 address's colons are no password's, and a user name
+		// without one before it ends at its '@': after the address, its
+		// port's ("demo@[::1]:1/vod/x?a=b@c" was hidden from the
+		// address's first colon, "demo@[:xxxxx@c").
+		host = strings.IndexByte(rest, '[')
+		if colon = strings.IndexByte(auth[min(end, len(auth)):], ':'); colon >= 0 {
+			colon += end
+		}
+	}
 	if at < 0 || colon < 0 || colon > at {
 		return rawURL
 	}
-	if i := strings.IndexAny(rest, "/?#@"); (i < 0 || rest[i] != '@') && !userinfoAt(rawURL) {
+	if i := strings.IndexAny(rest[host:], "/?#@"); (i < 0 || rest[host+i] != '@') && !userinfoAt(rawURL) {
 		return rawURL // an '@' of the query or fragment, after a port
 	}
 	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
@@ -291,7 +302,7 @@ func hideAll(rawURL string) string {
 	}
 	rest := rawURL[start:]
 	at, colon := strings.LastIndexByte(rest, '@'), strings.IndexByte(rest, ':')
-	if end := strings.IndexByte(rest, ']'); strings.HasPrefix(rest, "[") && end > 0 && isIPv6(rest[1:end]) {
+	if end := bracketedHostEnd(rest); end > 0 {
 		// An IPv6 address's colons are no password's: after it, its port's.
 		if colon = strings.IndexByte(rest[end:], ':'); colon >= 0 {
 			colon += end
@@ -301,6 +312,27 @@ func hideAll(rawURL string) string {
 		return rawURL
 	}
 	return rawURL[:start+colon+1] + "xxxxx" + rawURL[start+at:]
+}
+
+// bracketedHostEnd returns the index in rest, a URL's authority and what
+// follows it, of the ']' that closes an IPv6 host at its start or after
+// a user name without a password ("[::1]:8554/...", "demo@[::1]:8554/..."),
+// or -1 when there is none: the colons in the brackets are the address's,
+// not a password's (hideAll hid "demo@[::1]:1/vod/x?a=b@c" from the
+// address's first colon, "demo@[:xxxxx@c").
+func bracketedHostEnd(rest string) int {
+	open := strings.IndexByte(rest, '[')
+	if open < 0 {
+		return -1
+	}
+	if user := rest[:open]; user != "" && (!strings.HasSuffix(user, "@") || strings.ContainsAny(user, ":/?#") || strings.Count(user, "@") > 1) {
+		return -1
+	}
+	end := strings.IndexByte(rest[open:], ']')
+	if end < 0 || !isIPv6(rest[open+1:open+end]) {
+		return -1
+	}
+	return open + end
 }
 
 // schemeSlashes is a scheme followed by one slash or more: "rtsp:/".
@@ -322,4 +354,16 @@ func isIPv6(s string) bool {
 	addr, _, _ := strings.Cut(s, "%")
 	ip := net.ParseIP(addr)
 	return ip != nil && strings.Contains(addr, ":")
+}
+
+// playedURL returns rawURL, parsed as u, as the report of a play that
+// worked shows it: its password and tokens replaced by "xxxxx", the rest
+// as parsed and dialled (its host, path, query and fragment whole). A
+// URL written without "://" or whose password may spill (Play refuses
+// both before it dials) is shown as redacted shows it.
+func playedURL(rawURL string, u *url.URL) string {
+	if !strings.Contains(rawURL, "://") || passwordSpills(rawURL, u) {
+		return redacted(rawURL)
+	}
+	return hideToken(u.Redacted())
 }
