@@ -150,8 +150,7 @@ func (m *managerLink) run() {
 			m.n.log.Error("the manager refuses this node's id: another node process with this id is live at another address; give this node its own id (retrying, in case the other moved)",
 				"id", m.n.ID, "manager", m.n.ManagerAddr, "err", err, "in", backoff)
 		case codes.InvalidArgument:
-			m.n.log.Error("the manager refuses this node's registration: fix the node's configuration (advertise_host, the listen addresses, capacity, weight); retrying",
-				"manager", m.n.ManagerAddr, "err", err, "in", backoff)
+			m.logInvalid(err, backoff)
 		default:
 			if h := grpctls.Hint(err); h != "" {
 				m.n.log.Error("manager link down, retrying", "manager", m.n.ManagerAddr, "err", err, "in", backoff,
@@ -173,7 +172,7 @@ func (m *managerLink) session() error {
 	res, err := m.client.Register(rctx, m.n.registerRequest())
 	cancel()
 	if err != nil {
-		return err
+		return &registerError{err: err}
 	}
 	// Drain is the manager's order: the manager this node registered with
 	// sends it again (DrainCommand) when it wants the node drained, so a

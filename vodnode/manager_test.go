@@ -28,14 +28,15 @@ import (
 // send and can push commands down the heartbeat stream.
 type fakeManager struct {
 	pb.UnimplementedNodeControlServer
-	mu        sync.Mutex
-	registers []*pb.RegisterRequest
-	reports   []*pb.LoadReport
-	events    []*pb.SessionEvent
-	cmds      chan *pb.NodeCommand
-	byes      int           // heartbeat streams the node ended cleanly
-	interval  time.Duration // heartbeat interval it answers at registration; 0: 1 s
-	refuse    error         // answered to every registration when set
+	mu           sync.Mutex
+	registers    []*pb.RegisterRequest
+	reports      []*pb.LoadReport
+	events       []*pb.SessionEvent
+	cmds         chan *pb.NodeCommand
+	byes         int           // heartbeat streams the node ended cleanly
+	interval     time.Duration // heartbeat interval it answers at registration; 0: 1 s
+	refuse       error         // answered to every registration when set
+	refuseReport error         // answered to the first load report of every heartbeat stream when set
 }
 
 func newFakeManager() *fakeManager { return &fakeManager{cmds: make(chan *pb.NodeCommand, 16)} }
@@ -72,7 +73,12 @@ func (m *fakeManager) Heartbeat(s grpc.BidiStreamingServer[pb.LoadReport, pb.Nod
 			}
 			m.mu.Lock()
 			m.reports = append(m.reports, r)
+			refuse := m.refuseReport
 			m.mu.Unlock()
+			if refuse != nil {
+				errc <- refuse
+				return
+			}
 		}
 	}()
 	for {
@@ -506,7 +512,7 @@ func TestRegistrationRefusedIsAnError(t *testing.T) {
 		n.ManagerAddr = maddr
 		n.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
-	want := `level=ERROR msg="the manager refuses this node's registration: fix the node's configuration`
+	want := `level=ERROR msg="the manager refuses this node's registration: fix the address the node announces (advertise_host`
 	waitFor(t, 10*time.Second, "the refusal logged", func() bool { return strings.Contains(log.String(), want) })
 	if out := log.String(); !strings.Contains(out, "means every address: set advertise_host") || strings.Contains(out, "manager link down") {
 		t.Fatalf("log:\n%s", out)
