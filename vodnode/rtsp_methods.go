@@ -385,8 +385,8 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	// Asked to play, the session is no longer paused by its viewer, even
-	// when the PLAY fails (ffmpeg seeking past the end PAUSEs, is answered
-	// 457 and then waits in silence: it gets session_timeout, not
+	// when the PLAY fails (a player seeking past the end that PAUSEs, is
+	// answered 457 and then waits in silence gets session_timeout, not
 	// pause_timeout). Whether it is at the end of the title (atEnd)
 	// changes only with a PLAY that succeeds.
 	s.paused.Store(false)
@@ -407,7 +407,13 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	}
 	dur := s.duration()
 	if start >= 0 && dur > 0 && start >= dur {
-		return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s)", start, dur)
+		if !lavfSeekPastEnd(req, scale) || !s.t.View().Complete {
+			return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s)", start, dur)
+		}
+		// libavformat: played from the last keyframe to the end, whose
+		// BYE ends its read (lavfSeekPastEnd). A title still filling
+		// has no last keyframe known yet: 457.
+		start = dur
 	}
 	if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && end >= 0 && scale > 0 {
 		// A Range without a start ("npt=-3") ends the play under way:

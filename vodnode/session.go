@@ -397,8 +397,8 @@ func (n *Node) janitor() {
 				n.endSession(c.s, "timeout", nil)
 				if conn := c.s.conn; conn != nil {
 					// Its connection, idle too, closes now rather than
-					// at its own read deadline a timeout later (ffmpeg,
-					// answered 457 and silent, waits for the close);
+					// at its own read deadline a timeout later (a player
+					// answered 457 and silent waits for the close);
 					// one with a request in flight (a new SETUP arriving
 					// just then) once it is answered, if it set up no
 					// session.

@@ -1,0 +1,28 @@
+package vodnode
+
+import (
+	"strings"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// lavfSeekPastEnd reports whether a PLAY whose Range starts at or past the
+// end of the title is answered as live555 answers it, the start clamped to
+// the end (200, played from the last keyframe, RTCP BYE at the end), rather
+// than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay, mpv;
+// User-Agent "Lavf..."), in normal play, of a title stored whole (the
+// caller checks that). libavformat seeks by PAUSE and a
+// PLAY with Range; a refused PLAY only logs "could not seek" and then waits
+// for RTP that a session still paused never sends, with no keepalive (it
+// sends those only as packets come) and deaf to SIGINT (its first signal
+// does not interrupt a read), until the node times the session out. The
+// BYE on each track is its end of file: it sends TEARDOWN and exits. Other
+// clients, which read the 457 and stay where they were, get it
+// (RFC 2326 §11.3.12, RFC 7826 §13.4).
+func lavfSeekPastEnd(req *base.Request, scale float64) bool {
+	if scale <= 0 {
+		return false
+	}
+	ua := req.Header["User-Agent"]
+	return len(ua) > 0 && strings.HasPrefix(strings.TrimSpace(ua[0]), "Lavf")
+}

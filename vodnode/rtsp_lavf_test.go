@@ -1,0 +1,72 @@
+package vodnode
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFFmpegSeekPastTheEndEnds: `ffmpeg -ss 500` on a 20 s title (its seek
+// a PAUSE and a PLAY with Range npt=500-) ends within seconds, exit 0,
+// over TCP as over UDP, in elementary-stream mode (/es) too. The node
+// answered that PLAY 457, which ffmpeg only logged ("could not seek") before waiting for RTP the paused session
+// never sent, deaf to SIGINT, until the node timed the session out (a
+// minute); it is played from the last keyframe now and ends with its BYE
+// (lavfSeekPastEnd). A client other than libavformat still gets 457
+// (TestPlayAtTheEndIsRefused, TestTimedOutSessionSparesARequestInFlight).
+func TestFFmpegSeekPastTheEndEnds(t *testing.T) {
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	fillWhole(t, n, "sample-001")
+	for _, tc := range []struct{ mode, tr string }{{"mp2t", "tcp"}, {"mp2t", "udp"}, {"es", "tcp"}} {
+		tok := mint(t, "lavf-past-end-"+tc.mode+"-"+tc.tr, "sample-001", "node-1", "", time.Minute)
+		url := nodeURL(n, tok, "sample-001")
+		if tc.mode == "es" {
+			url = esURL(n, tok, "sample-001")
+		}
+		// ffmpeg is killed 21 s in (runFFmpegArgs): well before the
+		// session's timeout, well after an end that comes at once.
+		r := runFFmpeg(t, url, tc.tr, 1, "-ss", "500")
+		if r.elapsed > 10*time.Second {
+			t.Errorf("ffmpeg -ss 500 (%s over %s) took %v, want an end within seconds\n%s", tc.mode, tc.tr, r.elapsed, r.stderr)
+		}
+		if strings.Contains(r.stderr, "could not seek") {
+			t.Errorf("ffmpeg -ss 500 (%s over %s) could not seek:\n%s", tc.mode, tc.tr, r.stderr)
+		}
+	}
+}
+
+// A start past the end is clamped for libavformat only: another client
+// (here GStreamer's User-Agent) is answered 457, nothing changed, and
+// libavformat's is answered 200 from the last keyframe.
+func TestSeekPastTheEndClampedForLavfOnly(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	for ua, want := range map[string]int{"GStreamer/1.22.0": 457, "Lavf59.27.100": 200} {
+		c := dialRTSP(t, n)
+		url := nodeURL(n, mint(t, "clamp-"+ua, "sample-001", "node-1", "", time.Minute), "sample-001")
+		res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast", "User-Agent", ua)
+		if res.StatusCode != 200 {
+			t.Fatalf("SETUP: %s", statusLine(res))
+		}
+		waitComplete(t, n, "sample-001") // a title still filling is 457 to all
+		res = c.do("PLAY", url+"/", "Session", sessionID(res), "Range", "npt=60-", "User-Agent", ua)
+		if int(res.StatusCode) != want {
+			t.Errorf("%s: PLAY npt=60- of a 20 s title: %s, want %d", ua, statusLine(res), want)
+		}
+		if r := res.Header["Range"]; want == 200 && (len(r) != 1 || !strings.HasPrefix(r[0], "npt=") || r[0] == "npt=60.000-") {
+			t.Errorf("%s: Range %q, want the last keyframe's", ua, r)
+		}
+	}
+}
+
+// fillWhole has n fill title whole, as a viewer's SETUP has it filled: a
+// start past the end is clamped only in a title stored whole.
+func fillWhole(t *testing.T, n *Node, title string) {
+	t.Helper()
+	c := dialRTSP(t, n)
+	url := nodeURL(n, mint(t, "fill-"+title, title, "node-1", "", time.Minute), title)
+	if res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast"); res.StatusCode != 200 {
+		t.Fatalf("SETUP: %s", statusLine(res))
+	}
+	waitComplete(t, n, title)
+}
