@@ -9,8 +9,8 @@ import (
 // lavfSeekPastEnd reports whether a PLAY whose Range starts at or past the
 // end of the title is answered as live555 answers it, the start clamped to
 // the end (200, played from the last keyframe, RTCP BYE at the end), rather
-// than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay, mpv;
-// User-Agent "Lavf..."), in normal play, of a title stored whole (the
+// than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay;
+// its default User-Agent "Lavf..."), in normal play (Scale 1), of a title stored whole (the
 // caller checks that). libavformat seeks by PAUSE and a
 // PLAY with Range; a refused PLAY only logs "could not seek" and then waits
 // for RTP that a session still paused never sends, with no keepalive (it
@@ -20,7 +20,10 @@ import (
 // clients, which read the 457 and stay where they were, get it
 // (RFC 2326 §11.3.12, RFC 7826 §13.4).
 func lavfSeekPastEnd(req *base.Request, scale float64) bool {
-	if scale <= 0 {
+	if scale != 1 {
+		// Trick play (libavformat sends no Scale): 457, as to any
+		// client ("Scale: 2" with a start past the end was clamped and
+		// played the last keyframe, while normal play only is meant).
 		return false
 	}
 	ua := req.Header["User-Agent"]

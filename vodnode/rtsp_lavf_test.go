@@ -59,6 +59,27 @@ func TestSeekPastTheEndClampedForLavfOnly(t *testing.T) {
 	}
 }
 
+// A start past the end with a Scale other than 1 (trick play, which
+// libavformat never asks for) is 457 to libavformat's User-Agent too: only
+// its normal play is clamped. "Scale: 2" was clamped and played the last
+// keyframe.
+func TestSeekPastTheEndInTrickPlayIsRefusedToLavf(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	fillWhole(t, n, "sample-001")
+	for _, scale := range []string{"2", "-2", "4"} {
+		c := dialRTSP(t, n)
+		url := nodeURL(n, mint(t, "clamp-scale"+scale, "sample-001", "node-1", "", time.Minute), "sample-001")
+		res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast", "User-Agent", "Lavf59.27.100")
+		if res.StatusCode != 200 {
+			t.Fatalf("SETUP: %s", statusLine(res))
+		}
+		res = c.do("PLAY", url+"/", "Session", sessionID(res), "Range", "npt=60-", "Scale", scale, "User-Agent", "Lavf59.27.100")
+		if res.StatusCode != 457 {
+			t.Errorf("Lavf, Scale %s: PLAY npt=60- of a 20 s title: %s %v, want 457", scale, statusLine(res), res.Header["Range"])
+		}
+	}
+}
+
 // fillWhole has n fill title whole, as a viewer's SETUP has it filled: a
 // start past the end is clamped only in a title stored whole.
 func fillWhole(t *testing.T, n *Node, title string) {
