@@ -122,7 +122,8 @@ func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, e
 // headroom, or until ctx ends (the client went away: the request leaves
 // the queue). A request no node could take unless an operator acts
 // (every node that could is drained or at weight 0) is refused at once,
-// also while it waits (errNoNodeInService). On success the session is in
+// also while it waits (errNoNodeInService), as is one while no node
+// reports to the manager (errNoNodeReporting). On success the session is in
 // the table and the store and its bitrate is reserved; on any error
 // nothing stays reserved.
 func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
@@ -216,6 +217,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
 	req.Requires = m.requiresLocked(r.Protocol)
+	if err := m.refuseNoNodeLocked(&req, r.User, now); err != nil { // unlocks mu
+		return nil, err
+	}
 	if m.originDown.Load() {
 		// No fill can start: only a node whose report shows the title,
 		// whole or filling (not a fill booked there for a viewer who has
@@ -318,6 +322,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.mu.Unlock()
 		m.capRefusals.log(m.log, m.now(), refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
 		return nil, errNoNodeInService
+	}
+	if errors.Is(tk.Err, errNoNodeReporting) {
+		return nil, m.noNodeRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
 	}
 	if errors.Is(tk.Err, errNoSource) {
 		return nil, m.noSourceRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
@@ -484,7 +491,8 @@ func (m *Manager) pumpLoop() {
 	}
 }
 
-// pumpLocked retries the admission queue at now, refuses the requests no
+// pumpLocked retries the admission queue at now, refuses the requests
+// while no node reports to the manager (errNoNodeReporting), those no
 // node could take unless an operator acts (errNoNodeInService) and those
 // no node can ever get the title for (errNoSource), and wakes
 // the waiters whose tickets finished (mu held).
@@ -497,6 +505,7 @@ func (m *Manager) pumpLocked(now time.Time) {
 			m.sched.Release(tk.Res) // nobody waits for it any more
 		}
 	}
+	m.refuseNoNodeQueuedLocked(now)
 	m.refuseNeedingOperatorLocked(now)
 	m.refuseNoSourceQueuedLocked(now)
 }

@@ -155,6 +155,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many requests: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
+	case errors.Is(err, errNoNodeReporting):
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
+		http.Error(w, "no node is reporting to the manager: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoNodeInService):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node in service: try again later", http.StatusServiceUnavailable)

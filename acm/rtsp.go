@@ -411,6 +411,10 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 	case errors.Is(err, errNoTitle):
 		res.StatusCode = base.StatusNotFound
 		res.StatusMessage = "Not Found (no such title)"
+	case errors.Is(err, errNoNodeReporting):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (no node is reporting to the manager)"
+		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoNodeInService):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no node in service)"
