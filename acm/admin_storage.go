@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -352,7 +353,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		m.rep.Evicted(node, title, m.now())
 		delete(m.handOrders, [2]string{node, title})
 		m.dropRestoringLocked(node, title)
-		msg += fmt.Sprintf("; not planned on %s again for %s", node, durText(m.rep.Config().EvictHold))
+		msg += fmt.Sprintf("; not planned on %s again for %s", node, durtext.Written(m.rep.Config().EvictHold))
 	}
 	unlock()
 	if planner {

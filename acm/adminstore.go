@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/durtext"
 )
 
 // adminStoreWait bounds the store work of an operator's call (Admin): a
@@ -31,12 +32,12 @@ const adminStoreWait = 5 * time.Second
 // answer within it, naming the store.
 func (m *Manager) adminStoreMsg(ctx context.Context, err error) string {
 	if errors.Is(err, errOpBusy) {
-		return fmt.Sprintf("another operator's change or reload held the operator's settings throughout %s, waiting for %s: try again", durText(adminStoreWait), m.storeName())
+		return fmt.Sprintf("another operator's change or reload held the operator's settings throughout %s, waiting for %s: try again", durtext.Written(adminStoreWait), m.storeName())
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
 		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Sprintf("%s did not answer within %s: try again", m.storeName(), durText(adminStoreWait))
+		return fmt.Sprintf("%s did not answer within %s: try again", m.storeName(), durtext.Written(adminStoreWait))
 	}
 	return storeMsg(err)
 }
@@ -119,7 +120,7 @@ func (m *Manager) adminStorageLock(ctx context.Context, what string) (unlock fun
 	// A plan in progress may wait for the store too (its writes).
 	if err := lockCtx(ctx, &m.planMu); err != nil {
 		m.opMu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "%s: a storage plan in progress held the planner throughout %s, waiting for %s: try again", what, durText(adminStoreWait), m.storeName())
+		return nil, status.Errorf(codes.Unavailable, "%s: a storage plan in progress held the planner throughout %s, waiting for %s: try again", what, durtext.Written(adminStoreWait), m.storeName())
 	}
 	m.mu.Lock()
 	return func() {

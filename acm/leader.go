@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -298,7 +299,7 @@ func (m *Manager) startLeader() error {
 		m.LeaderTTL = DefaultLeaderTTL
 	}
 	if m.LeaderTTL < 30*time.Millisecond {
-		return fmt.Errorf("acm: leader TTL %s: want at least 30ms", durText(m.LeaderTTL))
+		return fmt.Errorf("acm: leader TTL %s: want at least 30ms", durtext.Written(m.LeaderTTL))
 	}
 	m.lead = newLeader(l, m.LeaderTTL, m.log)
 	if _, err := m.lead.step(context.Background()); err != nil {

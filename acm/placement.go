@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -112,7 +113,7 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 		return nil
 	}
 	return status.Errorf(codes.AlreadyExists, "a prefetch of %q on node %q is already queued (for %s, %s queued there in all: vodctl fills): %s; ordered by the first plan with a fill slot there and a free origin channel",
-		title, id, durText(max(now.Sub(since), 0).Round(time.Second)), counted(queued, "prefetch", "prefetches"), wait)
+		title, id, durtext.Written(max(now.Sub(since), 0).Round(time.Second)), counted(queued, "prefetch", "prefetches"), wait)
 }
 
 // queuedNodeLocked returns the node where the operator's prefetch of

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -204,7 +205,7 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
-			m.log.Warn("store: carried out prefetch order not removed (dropped after "+durText(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
+			m.log.Warn("store: carried out prefetch order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
 		}
 	}()
 }

@@ -11,6 +11,7 @@ import (
 
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/durtext"
 )
 
 // session is one entry of the session table. Its fields are guarded by
@@ -297,7 +298,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 		m.mu.Unlock()
 		err := fmt.Errorf("store: session %s: waiting for its previous write: %w", snap.ID, ctx.Err())
 		if mode == persistFrontDoor {
-			err = fmt.Errorf("%w (%s): session %s: its previous write still waits for the store", errStoreTimeout, durText(m.StoreTimeout), snap.ID)
+			err = fmt.Errorf("%w (%s): session %s: its previous write still waits for the store", errStoreTimeout, durtext.Written(m.StoreTimeout), snap.ID)
 		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
 		if gone || mode != persistFrontDoor {
@@ -357,7 +358,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 	if err != nil {
 		if mode == persistFrontDoor && stalled {
 			// Not wrapping err: a deadline is not the client's (outcome).
-			err = fmt.Errorf("%w (%s): %v", errStoreTimeout, durText(m.StoreTimeout), err)
+			err = fmt.Errorf("%w (%s): %v", errStoreTimeout, durtext.Written(m.StoreTimeout), err)
 		}
 		m.log.Error("store: session not persisted", "session", snap.ID, "err", err)
 		if gone || mode != persistFrontDoor {

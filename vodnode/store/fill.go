@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/durtext"
 	"vodcluster/proto/grpctls"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -179,7 +180,7 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		r.queued(queued)
 		wait, ok := r.next(time.Now())
 		if !ok {
-			return fetched, fmt.Errorf("no byte from the origin for %s, not counting the wait for its channels (%d attempts): %w", durText(s.cfg.RetryFor), attempt, err)
+			return fetched, fmt.Errorf("no byte from the origin for %s, not counting the wait for its channels (%d attempts): %w", durtext.Written(s.cfg.RetryFor), attempt, err)
 		}
 		// One warning per outage (the first attempt since bytes last came),
 		// the retries after it at debug: an origin away for fill_retry_for
@@ -295,9 +296,9 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errStalled) && t.ctx.Err() == nil {
 				if n == 0 {
-					return n, queued, fmt.Errorf("%w: no byte for %s since the origin started the transfer at offset %d", errStalled, durText(s.cfg.StallAfter), off)
+					return n, queued, fmt.Errorf("%w: no byte for %s since the origin started the transfer at offset %d", errStalled, durtext.Written(s.cfg.StallAfter), off)
 				}
-				return n, queued, fmt.Errorf("%w: no chunk for %s after offset %d", errStalled, durText(s.cfg.StallAfter), off+n)
+				return n, queued, fmt.Errorf("%w: no chunk for %s after offset %d", errStalled, durtext.Written(s.cfg.StallAfter), off+n)
 			}
 			return n, queued, err
 		}

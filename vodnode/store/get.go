@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"vodcluster/proto/durtext"
 )
 
 // Acquire returns title id held for reading (Release it when done),
@@ -49,7 +51,7 @@ func (s *Store) get(ctx context.Context, id string, prefetch bool) (*Title, erro
 		case <-ending:
 			timer.Stop()
 		case <-timer.C:
-			return nil, fmt.Errorf("%w: %q: its stopped fill did not end within %s", ErrNoSpace, id, durText(preemptWait))
+			return nil, fmt.Errorf("%w: %q: its stopped fill did not end within %s", ErrNoSpace, id, durtext.Written(preemptWait))
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, fmt.Errorf("store: %q: waiting for its stopped fill to end: %w", id, ctx.Err())

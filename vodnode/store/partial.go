@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/durtext"
 )
 
 // A partial is the beginning of a title kept on the node's disk after its
@@ -230,7 +231,7 @@ func (s *Store) expirePartialsLocked() {
 	now := s.cfg.Now()
 	for _, p := range s.partials {
 		if now.Sub(p.since) >= s.cfg.PartialMaxAge {
-			s.dropPartialLocked(p, fmt.Sprintf("not resumed within %s", durText(s.cfg.PartialMaxAge)))
+			s.dropPartialLocked(p, fmt.Sprintf("not resumed within %s", durtext.Written(s.cfg.PartialMaxAge)))
 		}
 	}
 }

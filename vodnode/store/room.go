@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"vodcluster/proto/durtext"
 	"vodcluster/smm"
 )
 
@@ -105,7 +106,7 @@ func (s *Store) makeRoom(t *Title) error {
 				wait.Stop()
 				return t.ctx.Err()
 			case <-wait.C:
-				return fmt.Errorf("%w: prefetches stopped for room did not end within %s", ErrNoSpace, durText(preemptWait))
+				return fmt.Errorf("%w: prefetches stopped for room did not end within %s", ErrNoSpace, durtext.Written(preemptWait))
 			}
 		}
 		wait.Stop()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"vodcluster/proto/durtext"
 )
 
 // Value is a duration flag's value: the duration and the text it was
@@ -135,34 +137,7 @@ func Readable(d time.Duration) string {
 }
 
 // Written renders d as an operator writes it in a configuration file,
-// and as Parse reads it back to d: without Go's zero units ("1h",
-// "1m30s", "500ms", not "1h0m0s"), in whole days from one day up, and
-// what is left of a day after them ("30d", "1d12h", "-2d"); "0s" for 0.
-func Written(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d == 0:
-		return "0s"
-	case d < 0 && -d > 0: // not the most negative duration, which -d cannot hold
-		return "-" + Written(-d)
-	case d < 0:
-		return d.String() // the most negative duration: Go's form reads back
-	}
-	s := ""
-	if d >= day {
-		s = strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	// Each unit left out where it is 0, in the middle too: "1h30s",
-	// "1d1h500ms", not Go's "1h0m30s", "1d1h0m0.5s".
-	rest := d % day
-	if h := rest / time.Hour; h > 0 {
-		s += strconv.FormatInt(int64(h), 10) + "h"
-	}
-	if m := rest % time.Hour / time.Minute; m > 0 {
-		s += strconv.FormatInt(int64(m), 10) + "m"
-	}
-	if r := rest % time.Minute; r > 0 {
-		s += r.String() // "30s", "0.5s", "500ms", "1.5µs"
-	}
-	return s
-}
+// and as Parse reads it back to d ("1h", "1m30s", "500ms", "1d12h";
+// "0s" for 0): proto/durtext.Written, which the manager's and the nodes'
+// messages use too.
+func Written(d time.Duration) string { return durtext.Written(d) }

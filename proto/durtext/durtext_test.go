@@ -1,4 +1,4 @@
-package acm
+package durtext
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 )
 
 // Durations in operator messages read as the configuration writes them.
-func TestDurText(t *testing.T) {
+func TestWritten(t *testing.T) {
 	for _, c := range []struct {
 		d    time.Duration
 		want string
@@ -23,8 +23,8 @@ func TestDurText(t *testing.T) {
 		{-2 * time.Minute, "-2m"},
 		{math.MinInt64, time.Duration(math.MinInt64).String()},
 	} {
-		if got := durText(c.d); got != c.want {
-			t.Errorf("durText(%v) = %q, want %q", c.d, got, c.want)
+		if got := Written(c.d); got != c.want {
+			t.Errorf("Written(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
 }
