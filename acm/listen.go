@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"vodcluster/acm/store"
 )
 
 // listen binds the front doors (RTSP, RTSPS when configured, HTTP or
@@ -17,7 +19,7 @@ func (m *Manager) listen() (err error) {
 	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
 		return fmt.Errorf("acm: rtsp: %w", err)
 	}
-	m.rtspLn = conns.wrap(m.rtspLn, "rtsp", refuseRTSP)
+	m.rtspLn = conns.wrap(m.rtspLn, store.ProtoRTSP, refuseRTSP)
 	if (m.RTSPSListen == "") != (m.RTSPTLS == nil) {
 		return errors.New("acm: RTSPS needs both a listen address and a TLS configuration")
 	}
@@ -26,7 +28,7 @@ func (m *Manager) listen() (err error) {
 		if err != nil {
 			return fmt.Errorf("acm: rtsps: %w", err)
 		}
-		m.rtspsLn = tls.NewListener(conns.wrap(ln, "rtsps", refuseClose), m.RTSPTLS)
+		m.rtspsLn = tls.NewListener(conns.wrap(ln, store.ProtoRTSPS, refuseClose), m.RTSPTLS)
 	}
 	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
 		return fmt.Errorf("acm: http: %w", err)
@@ -35,7 +37,7 @@ func (m *Manager) listen() (err error) {
 	if m.HTTPTLS != nil {
 		httpRefuse = refuseClose // its bytes would have to be TLS
 	}
-	m.httpLn = conns.wrap(m.httpLn, "http", httpRefuse)
+	m.httpLn = conns.wrap(m.httpLn, store.ProtoHTTP, httpRefuse)
 	if m.HTTPTLS != nil {
 		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
 	}

@@ -110,7 +110,9 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"protocol"})
 
 // frontDoorProtocols are the protocol label values of the front door's
-// counters (and the listener values of connsRefused).
+// counters, and the listener values of connsRefused (listen.go names
+// each front door's listener by its protocol; an HTTPS front door is
+// "http").
 var frontDoorProtocols = []string{store.ProtoRTSP, store.ProtoRTSPS, store.ProtoHTTP}
 
 // requestOutcomes are every outcome label value of requestsTotal.
@@ -124,8 +126,16 @@ var requestOutcomes = []string{outcomeAdmitted, outcomeChallenged, outcomeUnauth
 var admissionOutcomes = []string{outcomeAdmitted, outcomeUnauthorized, outcomeForbidden, outcomeSuspended,
 	outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown, outcomeUnavailable, outcomeClientGone}
 
+// Session record results, the "result" label of
+// vodcluster_session_records_total (records.go).
+const (
+	recordWritten = "written" // appended to the session records file
+	recordDropped = "dropped" // the writer was behind by sessionRecordQueue records: the record is lost
+	recordFailed  = "failed"  // the record could not be written to the file
+)
+
 // sessionRecordResults are the result label values of sessionRecordsTotal.
-var sessionRecordResults = []string{"written", "dropped", "failed"}
+var sessionRecordResults = []string{recordWritten, recordDropped, recordFailed}
 
 // init creates each series of the labelled counters and histograms whose
 // label values are known in advance at 0, so that a scrape before their

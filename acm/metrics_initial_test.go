@@ -1,9 +1,12 @@
 package acm
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The labelled series whose label values are known in advance are on
@@ -50,6 +53,37 @@ func TestMetricsLabelledSeriesBeforeFirstEvent(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s missing from /metrics before its first event", w)
+		}
+	}
+}
+
+// Every refusal the front door or an admission can answer is counted
+// under an outcome created at start: the no-node, no-source, drained,
+// over-egress, disk-room and origin-busy refusals under no_capacity, the
+// store's under unavailable, a token for another title and the
+// operator's end under forbidden; so a rule over no_capacity sees them,
+// and none opens a series of its own after start. The admission
+// histogram's outcomes are among the front door's.
+func TestMetricsOutcomeOfEveryRefusalPreCreated(t *testing.T) {
+	in := func(list []string, o string) bool { return slices.Contains(list, o) }
+	for err, want := range map[error]string{
+		nil: outcomeAdmitted, errChallenge: outcomeChallenged, errUnauthorized: outcomeUnauthorized,
+		errForbidden: outcomeForbidden, errTokenTitle: outcomeForbidden, errEndedByOperator: outcomeForbidden,
+		errSuspended: outcomeSuspended, errUserLimit: outcomeUserLimit, errNoTitle: outcomeUnknownTitle,
+		errNoBandwidth: outcomeNoCapacity, errNoNodeReporting: outcomeNoCapacity, errNoSource: outcomeNoCapacity,
+		errNoNodeInService: outcomeNoCapacity, errOverEgress: outcomeNoCapacity, errNoDiskRoom: outcomeNoCapacity,
+		errOriginBusy: outcomeNoCapacity, errOriginDown: outcomeOriginDown,
+		retryLater{errThrottled, time.Second}: outcomeThrottled, retryLater{errRateLimited, time.Second}: outcomeRateLimited,
+		errUnavailable: outcomeUnavailable, errStoreTimeout: outcomeUnavailable, errStoreDown: outcomeUnavailable,
+		errNoCatalog: outcomeUnavailable, context.Canceled: outcomeClientGone, context.DeadlineExceeded: outcomeClientGone,
+	} {
+		if got := outcome(err); got != want || !in(requestOutcomes, got) {
+			t.Errorf("outcome(%v) = %q, want %q, created at start: %v", err, got, want, in(requestOutcomes, got))
+		}
+	}
+	for _, o := range admissionOutcomes {
+		if !in(requestOutcomes, o) {
+			t.Errorf("admission outcome %q is not a front-door outcome", o)
 		}
 	}
 }

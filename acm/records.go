@@ -117,7 +117,7 @@ func (r *sessionRecords) add(rec sessionRecord) {
 	select {
 	case r.ch <- rec:
 	default:
-		sessionRecordsTotal.WithLabelValues("dropped").Inc()
+		sessionRecordsTotal.WithLabelValues(recordDropped).Inc()
 	}
 }
 
@@ -140,13 +140,13 @@ func (r *sessionRecords) run(f *os.File) {
 			}
 			switch {
 			case err != nil:
-				sessionRecordsTotal.WithLabelValues("failed").Inc()
+				sessionRecordsTotal.WithLabelValues(recordFailed).Inc()
 				if !failing {
 					r.log.Error("session records: write failed (records are lost until it works again)", "file", r.path, "err", err)
 				}
 				failing = true
 			default:
-				sessionRecordsTotal.WithLabelValues("written").Inc()
+				sessionRecordsTotal.WithLabelValues(recordWritten).Inc()
 				if failing {
 					r.log.Info("session records: writing again", "file", r.path)
 				}
