@@ -13,6 +13,7 @@ import (
 
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -421,7 +422,7 @@ func (m *Manager) notLeader(todo string) error {
 	}
 	if m.yielding() {
 		return status.Error(codes.FailedPrecondition, "no node reports to this manager, so it leaves the planner lock (the active manager's role) to the manager the nodes report to (taking it itself only if none has in "+
-			(2*m.LeaderTTL).String()+"): "+todo)
+			durtext.Written(2*m.LeaderTTL)+"): "+todo)
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -91,8 +92,8 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		dead := time.Duration(m.sched.Config.MissedHeartbeats) * m.sched.Config.HeartbeatInterval
 		unlock()
 		return nil, status.Errorf(codes.FailedPrecondition,
-			"node %s is alive (last heartbeat %v ago): drain it (vodctl node %s --drain), let its sessions end, stop it, and forget it once vodctl nodes lists it dead (%v after its last heartbeat, at once when it shuts down cleanly)",
-			id, ago, id, dead)
+			"node %s is alive (last heartbeat %s ago): drain it (vodctl node %s --drain), let its sessions end, stop it, and forget it once vodctl nodes lists it dead (%s after its last heartbeat, at once when it shuts down cleanly)",
+			id, durtext.Written(ago), id, durtext.Written(dead))
 	}
 	var ended []*session
 	for _, s := range m.sessions {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"vodcluster/lsm"
+	"vodcluster/proto/durtext"
 	"vodcluster/smm"
 )
 
@@ -137,7 +138,7 @@ func (m *Manager) checkNegatives() error {
 		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill}, {"StoreTimeout", m.StoreTimeout},
 	} {
 		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("acm: %s %v is negative (0 means the default)", d.name, d.v))
+			errs = append(errs, fmt.Errorf("acm: %s %s is negative (0 means the default)", d.name, durtext.Written(d.v)))
 		}
 	}
 	if m.OriginChannels < 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"vodcluster/lsm"
+	"vodcluster/proto/durtext"
 )
 
 // errNoNodeReporting refuses at once a request while no node reports to
@@ -44,7 +45,7 @@ func (m *Manager) noNodeRefusedLocked(r *lsm.Request, user string, asked, now ti
 	m.mu.Unlock()
 	why := "no node has registered with the manager since it became active"
 	if known > 0 {
-		why = fmt.Sprintf("no node is reporting to the manager: the %d it knows have been dead for over restore_grace (%s)", known, m.RestoreGrace)
+		why = fmt.Sprintf("no node is reporting to the manager: the %d it knows have been dead for over restore_grace (%s)", known, durtext.Written(m.RestoreGrace))
 	}
 	msg, attrs := "admission refused at once: ", []any{"title", r.Title, "user", user, "known_nodes", known}
 	if waited := now.Sub(asked); waited > 0 {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"vodcluster/proto/durtext"
 )
 
 // capacityNote is how often at most the front door logs a line for its
@@ -55,7 +57,7 @@ func summaryLocked(l *slog.Logger, reason string, w *refusalWindow, now time.Tim
 	if w.held == 1 {
 		requests = "request"
 	}
-	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d %s for %s in the last %s (each at debug)", w.held, requests, reason, over),
+	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d %s for %s in the last %s (each at debug)", w.held, requests, reason, durtext.Written(over)),
 		"reason", reason, "refused", w.held, "over", over)
 }
 
@@ -80,7 +82,7 @@ func (r *refusalNotes) log(l *slog.Logger, now time.Time, reason string, level s
 	}
 	if w == nil {
 		r.by[reason] = &refusalWindow{start: now, level: level}
-		l.Log(context.Background(), level, msg+fmt.Sprintf(" (further refusals for %s logged at debug, counted in one line every %s)", reason, capacityNote), args...)
+		l.Log(context.Background(), level, msg+fmt.Sprintf(" (further refusals for %s logged at debug, counted in one line every %s)", reason, durtext.Written(capacityNote)), args...)
 		return
 	}
 	w.held++

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/durtext"
 	"vodcluster/proto/metricshttp"
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
@@ -206,7 +207,7 @@ func (s *Server) check() error {
 	case s.Dir == "":
 		return errors.New("cdp: Dir is empty")
 	case s.SetupDelay < 0:
-		return fmt.Errorf("cdp: SetupDelay %v is negative", s.SetupDelay)
+		return fmt.Errorf("cdp: SetupDelay %s is negative", durtext.Written(s.SetupDelay))
 	case s.MaxTransfers < 0:
 		return fmt.Errorf("cdp: MaxTransfers %d is negative", s.MaxTransfers)
 	case s.TransferRateBps < 0:

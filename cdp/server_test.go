@@ -397,3 +397,12 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// A negative setup delay is quoted as the configuration writes it
+// ("-1m"), not in Go's form ("-1m0s").
+func TestSetupDelayNegativeWritten(t *testing.T) {
+	s := &Server{Dir: t.TempDir(), Listen: "127.0.0.1:0", SetupDelay: -time.Minute}
+	if err := s.Validate(); err == nil || err.Error() != "cdp: SetupDelay -1m is negative" {
+		t.Fatalf("SetupDelay -1m: %v", err)
+	}
+}

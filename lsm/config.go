@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vodcluster/proto/durtext"
 )
 
 // Config holds the scheduler's parameters. The zero value is not useful;
@@ -148,7 +150,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lsm: fill reference %d bit/s and origin channels %d must be >= 0", c.FillRefBps, c.OriginChannels)
 	}
 	if c.SlowStart < 0 {
-		return fmt.Errorf("lsm: slow start %v < 0", c.SlowStart)
+		return fmt.Errorf("lsm: slow start %s < 0", durtext.Written(c.SlowStart))
 	}
 	if c.SlowStartFloor < 0 || c.SlowStartFloor > 1 {
 		return fmt.Errorf("lsm: slow start floor %v out of (0, 1]", c.SlowStartFloor)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"vodcluster/proto/durtext"
 )
 
 // ErrTokenRefused is the error of SubscriberTokens.Verify for a token that
@@ -88,7 +90,7 @@ func NewSubscriberTokens(c SubscriberTokenConfig) (*SubscriberTokens, error) {
 		return nil, errors.New("subscriber tokens: want public keys or an HMAC secret, one of the two")
 	}
 	if c.Leeway < 0 || c.Leeway > MaxTokenLeeway {
-		return nil, fmt.Errorf("subscriber tokens: leeway %v: want 0 (the default, %v) up to %v", c.Leeway, DefaultTokenLeeway, MaxTokenLeeway)
+		return nil, fmt.Errorf("subscriber tokens: leeway %s: want 0 (the default, %s) up to %s", durtext.Written(c.Leeway), durtext.Written(DefaultTokenLeeway), durtext.Written(MaxTokenLeeway))
 	}
 	if c.Leeway == 0 {
 		c.Leeway = DefaultTokenLeeway

@@ -163,3 +163,12 @@ func BenchmarkSubscriberTokenVerifyES256(b *testing.B) {
 		}
 	}
 }
+
+// The leeway's error quotes the durations as the configuration writes
+// them ("5m"), not in Go's form ("5m0s").
+func TestSubscriberTokenLeewayErrorWritten(t *testing.T) {
+	_, err := NewSubscriberTokens(SubscriberTokenConfig{HMACSecret: []byte(strings.Repeat("k", 32)), Leeway: time.Hour})
+	if err == nil || err.Error() != "subscriber tokens: leeway 1h: want 0 (the default, 30s) up to 5m" {
+		t.Fatalf("leeway 1h: %v", err)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"vodcluster/proto/durtext"
 )
 
 // renewScript extends the lock KEYS[1] to ARGV[2] ms when ARGV[1] holds
@@ -158,7 +160,7 @@ func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
 		return errors.New("store: lock holder is empty")
 	}
 	if needTTL && ttl < time.Millisecond {
-		return fmt.Errorf("store: lock ttl %v: want at least 1ms", ttl)
+		return fmt.Errorf("store: lock ttl %s: want at least 1ms", durtext.Written(ttl))
 	}
 	return nil
 }

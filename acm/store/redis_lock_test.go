@@ -116,3 +116,12 @@ func TestRedisTakeLockKept(t *testing.T) {
 		t.Fatalf("retake by a after b held it: held %v kept %v, want held, not kept", held, kept)
 	}
 }
+
+// A lock TTL refused is quoted as the configuration writes it ("-1h"),
+// not in Go's form ("-1h0m0s").
+func TestCheckLockTTLWritten(t *testing.T) {
+	err := checkLock("planner", "m1", -time.Hour, true)
+	if err == nil || err.Error() != "store: lock ttl -1h: want at least 1ms" {
+		t.Fatalf("ttl -1h: %v", err)
+	}
+}

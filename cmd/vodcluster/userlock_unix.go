@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"vodcluster/proto/durtext"
 )
 
 // usersLockWait bounds how long `vodcluster user` waits for another one
@@ -41,7 +43,7 @@ func lockUsersDir(path string) (unlock func(), err error) {
 		}
 		if time.Now().After(deadline) {
 			d.Close()
-			return nil, fmt.Errorf("%s: another vodcluster user has been editing a users file there for %v", dir, usersLockWait)
+			return nil, fmt.Errorf("%s: another vodcluster user has been editing a users file there for %s", dir, durtext.Written(usersLockWait))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -119,19 +119,32 @@ func (v *Value) String() string {
 // Type names the flag's kind in help: "duration".
 func (v *Value) Type() string { return "duration" }
 
-// Readable renders d without its zero units ("8784h", "1m30s", "5s", not
-// "8784h0m0s"), with days beside a whole number of them from two up:
-// "8784h (366 days)".
+// Readable renders d in hours, without zero units ("8784h", "1m30s",
+// "1h1s", "5s", not "8784h0m0s" or Go's "1h0m1s"), with days beside a
+// whole number of them from two up: "8784h (366 days)". Below a day it
+// is Written's form.
 func Readable(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
+	s := hoursWritten(d)
 	if d >= 48*time.Hour && d%(24*time.Hour) == 0 {
 		s += fmt.Sprintf(" (%d days)", d/(24*time.Hour))
+	}
+	return s
+}
+
+// hoursWritten is durtext.Written in hours rather than days: "25h",
+// "26h30m", "-25h1s".
+func hoursWritten(d time.Duration) string {
+	switch {
+	case d > -24*time.Hour && d < 24*time.Hour:
+		return durtext.Written(d)
+	case d < 0 && -d > 0:
+		return "-" + hoursWritten(-d)
+	case d < 0:
+		return d.String() // the most negative duration, whose negation overflows
+	}
+	s := strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	if rest := d % time.Hour; rest != 0 {
+		s += durtext.Written(rest)
 	}
 	return s
 }

@@ -2,6 +2,8 @@ package durflag
 
 import (
 	"errors"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +64,8 @@ func TestTooManyDays(t *testing.T) {
 func TestReadable(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		8784 * time.Hour: "8784h (366 days)", time.Hour: "1h", 90 * time.Second: "1m30s", time.Second: "1s",
-		25 * time.Hour: "25h", 48 * time.Hour: "48h (2 days)", 0: "0s", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s",
+		25 * time.Hour: "25h", 48 * time.Hour: "48h (2 days)", 0: "0s", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h1s",
+		25*time.Hour + time.Second: "25h1s", -(25*time.Hour + 30*time.Minute): "-25h30m", 26*time.Hour + 500*time.Millisecond: "26h500ms",
 	} {
 		if got := Readable(d); got != want {
 			t.Errorf("Readable(%v) = %q, want %q", d, got, want)
@@ -114,6 +117,50 @@ func TestWrittenReadsBack(t *testing.T) {
 		got, err := Parse(Written(d))
 		if err != nil || got != d {
 			t.Errorf("Parse(Written(%d) = %q) = %v, %v", d, Written(d), got, err)
+		}
+	}
+}
+
+// zeroUnit matches a unit written with 0 ("1h0m30s"): Written leaves
+// them out.
+var zeroUnit = regexp.MustCompile(`(^|[^0-9.])0(d|h|m|s|ms|µs|ns)`)
+
+// Written, and Readable, read back through Parse for durations of every size and
+// shape: each unit from nanoseconds to days alone and combined
+// (sub-second fractions, days with a remainder), both signs, and
+// random values of every magnitude up to the extremes.
+func TestWrittenReadsBackMany(t *testing.T) {
+	const day = 24 * time.Hour
+	units := []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond, time.Second, time.Minute, time.Hour, day}
+	var ds []time.Duration
+	for _, a := range units {
+		for _, b := range units {
+			for _, n := range []time.Duration{1, 7, 59, 999, 1001} {
+				ds = append(ds, a, n*a, n*a+b, n*a+3*b+time.Nanosecond, day+n*a)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		d := time.Duration(r.Int64N(1<<63-1) >> r.UintN(63)) // every magnitude
+		ds = append(ds, d)
+	}
+	ds = append(ds, 1<<63-1, -(1 << 63), 106751*day, 106751*day+23*time.Hour)
+	for _, d := range ds {
+		for _, v := range []time.Duration{d, -d} {
+			w := Written(v)
+			got, err := Parse(w)
+			if err != nil || got != v {
+				t.Fatalf("Parse(Written(%d) = %q) = %d, %v", v, w, got, err)
+			}
+			h, _, _ := strings.Cut(Readable(v), " (")
+			if got, err := Parse(h); err != nil || got != v || v != 0 && zeroUnit.MatchString(h) && v != -(1<<63) {
+				t.Fatalf("Parse(Readable(%d) = %q) = %d, %v", v, h, got, err)
+			}
+			if v != 0 && zeroUnit.MatchString(w) && v != -(1<<63) { // the most negative: Go's form
+
+				t.Fatalf("Written(%d) = %q: a zero unit written", v, w)
+			}
 		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/durtext"
 )
 
 // Options says how to play.
@@ -96,7 +97,7 @@ var ErrStopped = errors.New("probe: stopped")
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: redacted(rawURL)}
 	if opts.Duration < 0 {
-		return res, fmt.Errorf("probe: duration %v is negative (0 plays to the end)", opts.Duration)
+		return res, fmt.Errorf("probe: duration %s is negative (0 plays to the end)", durtext.Written(opts.Duration))
 	}
 	if scheme, _, ok := strings.Cut(rawURL, "://"); !ok {
 		// Quoted as the result names it: a URL given without its scheme
