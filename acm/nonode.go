@@ -14,15 +14,19 @@ import (
 // for over RestoreGrace or forgotten (lsm.Scheduler.AnyNodeReporting), so
 // waiting out the queue deadline would only hold the viewer. Not in the
 // manager's first RestoreGrace (nodesSettledLocked: nodes may still be
-// registering). RTSP 503 and HTTP 503, both with Retry-After, as
-// errNoNodeInService. It wraps errNoBandwidth (the outcome no_capacity).
+// registering), nor on a standby (nodes report to the active manager; a
+// standby serving viewers got the front door's address before its nodes
+// followed, and takes the planner lock as they register). RTSP 503 and
+// HTTP 503, both with Retry-After, as errNoNodeInService. It wraps
+// errNoBandwidth (the outcome no_capacity).
 var errNoNodeReporting = fmt.Errorf("%w: no node is reporting to the manager", errNoBandwidth)
 
 // noNodeReportingLocked reports whether a request is refused at once
-// with errNoNodeReporting (mu held): the nodes settled
-// (nodesSettledLocked) and none is alive or dead within RestoreGrace.
+// with errNoNodeReporting (mu held): the manager is not a standby, the
+// nodes settled (nodesSettledLocked) and none is alive or dead within
+// RestoreGrace.
 func (m *Manager) noNodeReportingLocked(now time.Time) bool {
-	return m.nodesSettledLocked(now) && !m.sched.AnyNodeReporting(m.deadBefore(now))
+	return !m.standby() && m.nodesSettledLocked(now) && !m.sched.AnyNodeReporting(m.deadBefore(now))
 }
 
 // refuseNoNodeLocked refuses r of user at once when
@@ -43,7 +47,7 @@ func (m *Manager) refuseNoNodeLocked(r *lsm.Request, user string, now time.Time)
 func (m *Manager) noNodeRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
 	known := len(m.sched.Nodes)
 	m.mu.Unlock()
-	why := "no node has registered with the manager since it became active"
+	why := "no node is registered with the manager (none since it became active, or each one forgotten)"
 	if known > 0 {
 		why = fmt.Sprintf("no node is reporting to the manager: the %d it knows have been dead for over restore_grace (%s)", known, durtext.Written(m.RestoreGrace))
 	}
@@ -59,10 +63,13 @@ func (m *Manager) noNodeRefusedLocked(r *lsm.Request, user string, asked, now ti
 
 // refuseNoNodeQueuedLocked refuses with errNoNodeReporting every waiting
 // request once noNodeReportingLocked holds (the last node was forgotten,
-// or dead for over RestoreGrace, while they waited) and wakes their
+// or dead for over RestoreGrace, or the manager's first RestoreGrace
+// ran out with none registered, while they waited) and wakes their
 // waiters (mu held): waiting out the queue deadline brings them no node.
+// The pump runs it, and tick at every round: no event marks a grace
+// running out.
 func (m *Manager) refuseNoNodeQueuedLocked(now time.Time) {
-	if !m.noNodeReportingLocked(now) {
+	if m.sched.Queued() == 0 || !m.noNodeReportingLocked(now) {
 		return
 	}
 	m.refuseQueuedLocked(now, func(_ time.Time, err error) []*lsm.Ticket { return m.sched.RefuseAll(err) }, errNoNodeReporting)

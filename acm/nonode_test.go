@@ -73,7 +73,7 @@ func TestNoNodeRefusedAtOnce(t *testing.T) {
 	if r, h := count("rtsp")-rtspBefore, count("http")-httpBefore; r != 1 || h != 1 {
 		t.Fatalf("no_capacity counted %v over RTSP, %v over HTTP; want 1 and 1", r, h)
 	}
-	for _, want := range []string{"level=WARN", "no node has registered with the manager", "start the nodes", "NodeControl address " + e.m.GRPCAddr()} {
+	for _, want := range []string{"level=WARN", "no node is registered with the manager", "start the nodes", "NodeControl address " + e.m.GRPCAddr()} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
 		}

@@ -427,9 +427,10 @@ func (m *Manager) persistAllFront(ss []*session) {
 }
 
 // tickLoop runs the periodic housekeeping: lsm.Tick (nodes that missed
-// their heartbeats die and their sessions are orphaned), no-show release,
-// and the end of orphaned sessions whose node did not come back within
-// RestoreGrace.
+// their heartbeats die and their sessions are orphaned), the refusal of
+// the waiting requests once no node reports to the manager
+// (refuseNoNodeQueuedLocked), no-show release, and the end of orphaned
+// sessions whose node did not come back within RestoreGrace.
 func (m *Manager) tickLoop() {
 	iv := m.sched.Config.HeartbeatInterval / 2
 	t := time.NewTicker(max(iv, 10*time.Millisecond))
@@ -460,6 +461,9 @@ func (m *Manager) tick(now time.Time) {
 		// for one may go ahead.
 		defer m.kickPump()
 	}
+	// The manager's first RestoreGrace, or its last node's, may have run
+	// out while requests wait: no event but this round marks it.
+	m.refuseNoNodeQueuedLocked(now)
 	m.flushHeldRecordsLocked(now, false)
 	noShow := m.TokenTTL + m.NoShowGrace
 	for _, s := range m.sessions {

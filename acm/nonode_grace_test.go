@@ -1,0 +1,83 @@
+package acm
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// noNodeRefusal waits for the answer of a request that waits (got), at
+// most within (well under the queue deadline), and checks it is the
+// refusal for no node reporting.
+func noNodeRefusal(t *testing.T, got <-chan *base.Response, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case res := <-got:
+		if res.StatusCode != base.StatusServiceUnavailable || !strings.Contains(res.StatusMessage, "no node is reporting") || len(res.Header["Retry-After"]) != 1 {
+			t.Fatalf("%s: %d %q, Retry-After %v", what, res.StatusCode, res.StatusMessage, res.Header["Retry-After"])
+		}
+	case <-time.After(within):
+		t.Fatalf("%s: the request still waits %v on (queue deadline 20s)", what, within)
+	}
+}
+
+// A request that starts waiting in the manager's first restore_grace,
+// no node registering, is refused as soon as that grace runs out, not
+// after the queue deadline with 453 as if the nodes were full.
+func TestNoNodeGraceRunsOutWhileWaiting(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.QueueDeadline, m.RestoreGrace = 20*time.Second, 2*time.Second
+	})
+	got := make(chan *base.Response, 1)
+	go func() { got <- e.describe("demo", "demo", "t1") }()
+	waitFor(t, 5*time.Second, "the request to queue", func() bool { return e.queued() == 1 })
+	e.m.mu.Lock()
+	settled := e.m.nodesSettledLocked(e.m.now())
+	e.m.mu.Unlock()
+	if settled || len(got) > 0 {
+		t.Fatal("refused, or settled, before restore_grace ran out")
+	}
+	noNodeRefusal(t, got, 8*time.Second, "restore_grace over, no node")
+	if e.queued() != 0 {
+		t.Fatalf("queued %d", e.queued())
+	}
+}
+
+// A request that starts waiting while the only node is dead within
+// restore_grace (it may come back; no session of it left to end) is
+// refused once that grace is over, with no operator forgetting the node.
+func TestLastNodeDeadBeyondGraceRefusesTheWaiting(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.QueueDeadline, m.RestoreGrace = 20*time.Second, 3*time.Second
+	})
+	n1 := e.startNode("n1", nodeOpts{})
+	e.settled()
+	n1.stop()
+	waitFor(t, 5*time.Second, "n1 dead", func() bool { return !e.nodeInfo("n1").Alive })
+	got := make(chan *base.Response, 1)
+	go func() { got <- e.describe("demo", "demo", "t1") }()
+	waitFor(t, 5*time.Second, "the request to queue", func() bool { return e.queued() == 1 })
+	if len(got) > 0 {
+		t.Fatalf("n1 dead within restore_grace: refused %d", (<-got).StatusCode)
+	}
+	noNodeRefusal(t, got, 10*time.Second, "the last node dead beyond restore_grace")
+}
+
+// A standby serves the front door only once the address moved to it
+// before its nodes did (they report to the active manager, and follow):
+// however long it has run, it does not refuse a request for want of a
+// node; the request waits for them (here, out the queue deadline).
+func TestStandbyWithoutNodesWaits(t *testing.T) {
+	open, _ := sharedRedis(t)
+	_, b := activeAndStandby(t, open, testTitles, func(m *Manager) { m.QueueDeadline = 300 * time.Millisecond })
+	b.settled()
+	start := time.Now()
+	if res := b.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("standby with no node: %d %q, want 453 after the queue deadline", res.StatusCode, res.StatusMessage)
+	}
+	if waited := time.Since(start); waited < b.m.QueueDeadline {
+		t.Fatalf("refused after %v, before the queue deadline", waited)
+	}
+}
