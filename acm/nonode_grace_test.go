@@ -1,11 +1,15 @@
 package acm
 
 import (
+	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/proto/logtest"
 )
 
 // noNodeRefusal waits for the answer of a request that waits (got), at
@@ -79,5 +83,22 @@ func TestStandbyWithoutNodesWaits(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < b.m.QueueDeadline {
 		t.Fatalf("refused after %v, before the queue deadline", waited)
+	}
+}
+
+// In the manager's first restore_grace with no node registered, an HTTP
+// viewer waits out the queue deadline; the log of that refusal says no
+// node is in service, not that the nodes lack an HTTP address.
+func TestNoNodeYetLogSaysNoNodeInService(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		m.QueueDeadline = 300 * time.Millisecond
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP with no node yet: %d", res.StatusCode)
+	}
+	if !strings.Contains(log.String(), "no node is in service") || strings.Contains(log.String(), "HTTP address") {
+		t.Fatalf("the refusal's log:\n%s", log.String())
 	}
 }

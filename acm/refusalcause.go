@@ -57,6 +57,12 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 // can fetch it (errNoSource), refusedOriginChannels when no node holds the
 // title and every origin channel is busy, refusedNoBandwidth otherwise.
 func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
+	if site == "" && !m.anyInServiceLocked() {
+		// Not a feature the nodes lack: there is no node to offer one
+		// (the manager's nodes not registered yet, or each dead within
+		// restore_grace, drained or at weight 0).
+		return "no node is in service (alive, not drained, weight above 0): none has registered yet, or each is dead (it may come back within restore_grace), drained or at weight 0", refusedNoBandwidth
+	}
 	for _, fr := range featureRefusals {
 		if requires&fr.f == 0 {
 			continue
@@ -119,4 +125,15 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 		return which + " has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
 	}
 	return "no node in service has headroom for the title (egress, session cap, slow start or overload)", refusedNoBandwidth
+}
+
+// anyInServiceLocked reports whether some node is in service (alive, not
+// drained, weight above 0; mu held).
+func (m *Manager) anyInServiceLocked() bool {
+	for _, n := range m.sched.Nodes {
+		if m.sched.InService(n) {
+			return true
+		}
+	}
+	return false
 }
