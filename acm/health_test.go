@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -90,17 +89,13 @@ func awaitProbe(t *testing.T, m *Manager, path string, code int, body string) {
 	t.Fatalf("%s: %d %q, want %d %q", path, got, text, code, body)
 }
 
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.6:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// freeAddr returns a loopback address nothing listens on, for an origin
+// the test starts later: unusedPortBelowEphemeral. A port from the
+// ephemeral range (it was 127.0.0.6:0) could be taken before the origin
+// came up, by the manager's own dial to it connecting to itself or by any
+// other socket on the machine: TestNoCatalogYetIsUnavailable failed in CI
+// with "listen tcp 127.0.0.6:44725: bind: address already in use".
+func freeAddr(t *testing.T) string { return unusedPortBelowEphemeral(t) }
 
 // startBare starts a manager on loopback with the test users, configured
 // by configure, closed at the end of the test.
