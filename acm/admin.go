@@ -27,14 +27,19 @@ type admin struct {
 }
 
 // ListTitles returns the catalog in id order, whole or the page req asks
-// for (pb.TitlePage); INVALID_ARGUMENT for a negative page_size.
+// for (pb.TitlePage), with whether the manager has a catalog at all and
+// when it last read it from the origin (so that no title can be told from
+// no catalog); INVALID_ARGUMENT for a negative page_size.
 func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
+	readMs := a.m.health.catalogReadMs.Load()
+	has := !a.m.noCatalog()
 	ts := a.m.sortedTitles()
 	start, end, next, err := pb.TitlePage(len(ts), func(i int) string { return ts[i].ID }, req)
 	if err != nil {
 		return nil, err
 	}
-	out := &pb.ListTitlesResponse{Titles: make([]*pb.Title, 0, end-start), NextPageToken: next}
+	out := &pb.ListTitlesResponse{Titles: make([]*pb.Title, 0, end-start), NextPageToken: next,
+		HasCatalog: &has, CatalogReadUnixMs: &readMs}
 	for _, t := range ts[start:end] {
 		out.Titles = append(out.Titles, titleProto(t))
 	}

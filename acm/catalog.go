@@ -137,6 +137,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 		m.mu.Unlock()
 	}
 	m.health.catalogLoaded.Store(true)
+	m.health.catalogReadMs.Store(time.Now().UnixMilli())
 	m.applyHints()
 	err = m.st.ReplaceTitles(ctx, ts)
 	m.noteStore(err)

@@ -28,6 +28,9 @@ type health struct {
 	// catalogLoaded: a catalog came from the origin once (it may be
 	// empty: the origin has no title).
 	catalogLoaded atomic.Bool
+	// catalogReadMs: when a catalog last came from the origin, unix
+	// milliseconds; 0 = not since the manager started.
+	catalogReadMs atomic.Int64
 	// storeDown: the last store operation failed.
 	storeDown atomic.Bool
 	// storeStalled: storeDown for a store call that did not answer

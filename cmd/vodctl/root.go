@@ -168,7 +168,11 @@ func titlesCmd(g *globals) *cobra.Command {
 		Short: "List the catalog",
 		Long: "List the manager's catalog, which it reads from the origin every catalog_refresh (1 min).\n\n" +
 			"--refresh has it read the origin's catalog now first (after titles were published, withdrawn\n" +
-			"or replaced there) and says what changed, on standard error.",
+			"or replaced there) and says what changed, on standard error.\n\n" +
+			"With no title, a note on standard error says whether the catalog is empty (the origin has\n" +
+			"no title: publish titles in its directory) or not read yet (the origin not reached since\n" +
+			"the manager started). --json carries hasCatalog and catalogReadUnixMs (when the manager\n" +
+			"last read the catalog from the origin, unix ms; 0 = not since it started).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
@@ -180,16 +184,24 @@ func titlesCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "catalog read from the origin: %d titles; published %d %v, withdrawn %d %v, replaced %d %v\n",
 						r.Titles, len(r.Published), r.Published, len(r.Withdrawn), r.Withdrawn, len(r.Replaced), r.Replaced)
 				}
-				ts, err := v1.ListAllTitles(ctx, c.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
+				var first *v1.ListTitlesResponse // whether the manager has a catalog, when read
+				ts, err := v1.ListAllTitles(ctx, func(ctx context.Context, req *v1.ListTitlesRequest, opts ...grpc.CallOption) (*v1.ListTitlesResponse, error) {
+					r, err := c.ListTitles(ctx, req, opts...)
+					if first == nil {
+						first = r
+					}
+					return r, err
+				}) // a page at a time: a large catalog passes gRPC's 4 MB message limit
 				if err != nil {
 					return nil, err
 				}
-				if len(ts) == 0 && !refresh {
-					// A header alone, exit 0: as for an empty catalog, and
-					// for one never read (the origin out of reach).
-					fmt.Fprintln(cmd.ErrOrStderr(), "no title: the manager's catalog is empty, or not read yet (its origin not reached: /healthz says so); vodctl titles --refresh reads it now, or says why it cannot")
+				if len(ts) == 0 {
+					// A header alone, exit 0: the note says which case.
+					if note := noTitleNote(first, refresh); note != "" {
+						fmt.Fprintln(cmd.ErrOrStderr(), note)
+					}
 				}
-				return &v1.ListTitlesResponse{Titles: ts}, nil
+				return &v1.ListTitlesResponse{Titles: ts, HasCatalog: first.HasCatalog, CatalogReadUnixMs: first.CatalogReadUnixMs}, nil
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
 				for _, t := range m.(*v1.ListTitlesResponse).Titles {
@@ -200,6 +212,33 @@ func titlesCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&refresh, "refresh", false, "have the manager read the origin's catalog now first, and say what changed")
 	return cmd
+}
+
+// noTitleNote is the note of vodctl titles on a manager's answer r with
+// no title, after a --refresh when refreshed: whether its catalog is empty
+// (publish titles at the origin) or not read yet (the origin not reached),
+// or both possible for a manager that does not say (has_catalog unset: an
+// older one). "" after a refresh of an older manager, which said already.
+func noTitleNote(r *v1.ListTitlesResponse, refreshed bool) string {
+	switch {
+	case r == nil || r.HasCatalog == nil:
+		if refreshed {
+			return ""
+		}
+		return "no title: the manager's catalog is empty, or not read yet (its origin not reached: /healthz says so); vodctl titles --refresh reads it now, or says why it cannot"
+	case !r.GetHasCatalog():
+		return "no title: the manager has no catalog yet: it has not reached its origin since it started (and its store held none), so the origin's titles are not known; " +
+			"check that the origin is running and reachable at the manager's origin address (the manager's /healthz and log say why); vodctl titles --refresh reads it now, or says why it cannot"
+	}
+	note := "no title: the manager's catalog is empty"
+	if ms := r.GetCatalogReadUnixMs(); ms > 0 {
+		note += ": the origin had no title when last read, " + time.UnixMilli(ms).UTC().Format(time.RFC3339)
+	}
+	note += "; publish titles in the origin's directory"
+	if !refreshed {
+		note += ", then vodctl titles --refresh"
+	}
+	return note
 }
 
 func nodesCmd(g *globals) *cobra.Command {

@@ -403,8 +403,19 @@ type ListTitlesResponse struct {
 	// next_page_token, when not empty, is the page_token of the next page;
 	// empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// has_catalog, set by the manager (Admin.ListTitles), says whether it
+	// has a catalog: read from the origin, or from its store at its start.
+	// false: none yet (the origin has not been reached since the manager
+	// started and its store held none), so no title says nothing of the
+	// origin's; true with no title: the catalog is empty (the origin has
+	// no title). Unset in the origin's answer and an older manager's.
+	HasCatalog *bool `protobuf:"varint,3,opt,name=has_catalog,json=hasCatalog,proto3,oneof" json:"has_catalog,omitempty"`
+	// catalog_read_unix_ms, set by the manager with has_catalog, is when it
+	// last read the catalog from the origin, unix milliseconds; 0 = not
+	// since it started (its catalog, if any, is the one its store held).
+	CatalogReadUnixMs *int64 `protobuf:"varint,4,opt,name=catalog_read_unix_ms,json=catalogReadUnixMs,proto3,oneof" json:"catalog_read_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListTitlesResponse) Reset() {
@@ -449,6 +460,20 @@ func (x *ListTitlesResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListTitlesResponse) GetHasCatalog() bool {
+	if x != nil && x.HasCatalog != nil {
+		return *x.HasCatalog
+	}
+	return false
+}
+
+func (x *ListTitlesResponse) GetCatalogReadUnixMs() int64 {
+	if x != nil && x.CatalogReadUnixMs != nil {
+		return *x.CatalogReadUnixMs
+	}
+	return 0
 }
 
 type FetchRequest struct {
@@ -4188,10 +4213,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x11ListTitlesRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"j\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xef\x01\n" +
 	"\x12ListTitlesResponse\x12,\n" +
 	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x91\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12$\n" +
+	"\vhas_catalog\x18\x03 \x01(\bH\x00R\n" +
+	"hasCatalog\x88\x01\x01\x124\n" +
+	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01B\x0e\n" +
+	"\f_has_catalogB\x17\n" +
+	"\x15_catalog_read_unix_ms\"\x91\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
@@ -4687,6 +4717,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[5].OneofWrappers = []any{}
 	file_vodcluster_v1_vodcluster_proto_msgTypes[16].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),
 		(*NodeCommand_Evict)(nil),
