@@ -255,15 +255,31 @@ func nodesCmd(g *globals) *cobra.Command {
 			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
 			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
 			"ORIGIN, shown when a node has none (started without origin:), is \"none\" for such a node: it\n" +
-			"plays only the titles on its disk, gets no viewer of another title and no prefetch.",
-		RunE: func(*cobra.Command, []string) error {
+			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n\n" +
+			"With no node registered, a note on standard error says what to check (the nodes running,\n" +
+			"their manager: address and cluster secret; on a standby: nodes report to the active manager).",
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
-				return c.ListNodes(ctx, &v1.ListNodesRequest{})
+				r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
+				if err == nil && len(r.GetNodes()) == 0 {
+					// A header alone, exit 0: say why there is no row.
+					fmt.Fprintln(cmd.ErrOrStderr(), noNodeNote(r.GetStandby()))
+				}
+				return r, err
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				nodesTable(w, m.(*v1.ListNodesResponse).Nodes)
 			})
 		},
 	}
+}
+
+// noNodeNote is the note of vodctl nodes on a manager that lists no
+// node, a standby one when standby.
+func noNodeNote(standby bool) string {
+	if standby {
+		return "no node: no node has registered with this manager, a standby: nodes report to the active manager (the pair's virtual IP)"
+	}
+	return "no node: no node has registered with this manager: start the nodes, and check their manager: address (this manager's grpc_listen) and that their secret_file holds the manager's cluster secret; a node's log says why it cannot register"
 }
 
 // nodesTable writes the table of vodctl nodes for nodes: a header and a

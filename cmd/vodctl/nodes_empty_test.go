@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// vodctl nodes against a manager with no node registered says why there
+// is no row and what to check, on standard error: it printed its header
+// alone and exited 0, which reads as a cluster with nothing to show. A
+// manager with a node gets no such note. Against a real manager and node.
+func TestNodesEmptySaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	origin := startOrigin(t, dir)
+	m, admin := startManager(t, dir, origin)
+	run := func() (string, string) {
+		t.Helper()
+		cmd := newRoot()
+		var out, errOut strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs([]string{"--manager", m.GRPCAddr(), "nodes"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("nodes: %v\nstandard error %q", err, errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	out, errOut := run()
+	if strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.HasPrefix(out, "NODE") {
+		t.Fatalf("nodes with none registered:\n%s", out)
+	}
+	for _, want := range []string{"no node has registered with this manager", "start the nodes", "manager: address", "cluster secret"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("standard error %q: want %q in it", errOut, want)
+		}
+	}
+
+	startNode(t, dir, "node-1", m, origin)
+	waitUntil(t, "node-1 registered", func() bool {
+		r, err := admin.ListNodes(context.Background(), &v1.ListNodesRequest{})
+		return err == nil && len(r.Nodes) == 1
+	})
+	out, errOut = run()
+	if !strings.Contains(out, "node-1") || errOut != "" {
+		t.Fatalf("nodes with node-1 registered:\n%s\nstandard error %q", out, errOut)
+	}
+}
+
+// On a standby of a pair the note sends to the active manager, where the
+// nodes report.
+func TestNoNodeNoteStandby(t *testing.T) {
+	if got := noNodeNote(true); !strings.Contains(got, "nodes report to the active manager") || strings.Contains(got, "start the nodes") {
+		t.Errorf("note on a standby: %q", got)
+	}
+}
