@@ -31,9 +31,13 @@ type admin struct {
 // when it last read it from the origin (so that no title can be told from
 // no catalog); INVALID_ARGUMENT for a negative page_size.
 func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.ListTitlesResponse, error) {
-	readMs := a.m.health.catalogReadMs.Load()
+	// has and the titles before readMs, which readCatalog stores before
+	// the catalog it read and catalogLoaded: a catalog read from the
+	// origin comes with its read time, never with 0 (with no title and
+	// has_catalog, 0 is a manager with no origin).
 	has := !a.m.noCatalog()
 	ts := a.m.sortedTitles()
+	readMs := a.m.health.catalogReadMs.Load()
 	start, end, next, err := pb.TitlePage(len(ts), func(i int) string { return ts[i].ID }, req)
 	if err != nil {
 		return nil, err
@@ -47,10 +51,15 @@ func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.Li
 }
 
 // RefreshCatalog reads the origin's catalog now (Admin.RefreshCatalog) and
-// answers how the manager's catalog changed. UNAVAILABLE when the origin
-// cannot be read (the catalog before stays in use), or when the catalog
-// was read but could not be written to the store (it is served).
+// answers how the manager's catalog changed. FAILED_PRECONDITION on a
+// manager with no origin (OriginAddr empty: its catalog is the stored one
+// only); UNAVAILABLE when the origin cannot be read (the catalog before
+// stays in use), or when the catalog was read but could not be written to
+// the store (it is served).
 func (a *admin) RefreshCatalog(ctx context.Context, _ *pb.RefreshCatalogRequest) (*pb.RefreshCatalogResponse, error) {
+	if a.m.origin == nil {
+		return nil, status.Error(codes.FailedPrecondition, "this manager has no origin (manager.origin not set): its catalog is only the one its store holds, never read or refreshed; set origin in its configuration and restart it")
+	}
 	c, err := a.m.readCatalog(ctx, 10*time.Second)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "catalog not read from the origin %s: %v", a.m.OriginAddr, err)

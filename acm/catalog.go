@@ -130,6 +130,10 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 	}
 	change := m.logCatalogChange(ts)
 	before := m.catalogGen.Load()
+	// The read's time before its catalog and catalogLoaded: ListTitles,
+	// reading them the other way round, never sees this catalog (or
+	// has_catalog from it) with a read time of 0.
+	m.health.catalogReadMs.Store(time.Now().UnixMilli())
 	m.setCatalog(ts)
 	if len(change.replaced) > 0 {
 		m.mu.Lock()
@@ -137,7 +141,6 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 		m.mu.Unlock()
 	}
 	m.health.catalogLoaded.Store(true)
-	m.health.catalogReadMs.Store(time.Now().UnixMilli())
 	m.applyHints()
 	err = m.st.ReplaceTitles(ctx, ts)
 	m.noteStore(err)

@@ -89,3 +89,24 @@ func TestAdminRefreshCatalog(t *testing.T) {
 		t.Fatal("a failed refresh changed the catalog")
 	}
 }
+
+// Admin.RefreshCatalog on a manager with no origin (OriginAddr empty) is
+// FAILED_PRECONDITION saying so, and the manager serves on: it crashed
+// (a nil origin connection dereferenced), taking the front door down,
+// for `vodctl titles --refresh`. ListTitles on it says has_catalog with
+// catalog_read_unix_ms 0 (never read: no origin to read).
+func TestAdminRefreshCatalogNoOrigin(t *testing.T) {
+	e := newManagerWith(t, "", nil, func(m *Manager) { m.OriginAddr = "" })
+	ctx := context.Background()
+	_, err := e.admin.RefreshCatalog(ctx, &pb.RefreshCatalogRequest{})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no origin") {
+		t.Fatalf("refresh with no origin: %v, want FailedPrecondition saying no origin", err)
+	}
+	r, err := e.admin.ListTitles(ctx, &pb.ListTitlesRequest{})
+	if err != nil {
+		t.Fatalf("the manager after the refresh: %v", err)
+	}
+	if r.HasCatalog == nil || !r.GetHasCatalog() || r.CatalogReadUnixMs == nil || r.GetCatalogReadUnixMs() != 0 || len(r.GetTitles()) != 0 {
+		t.Fatalf("titles of a manager with no origin: %v", r)
+	}
+}

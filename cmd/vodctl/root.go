@@ -218,7 +218,9 @@ func titlesCmd(g *globals) *cobra.Command {
 // no title, after a --refresh when refreshed: whether its catalog is empty
 // (publish titles at the origin) or not read yet (the origin not reached),
 // or both possible for a manager that does not say (has_catalog unset: an
-// older one). "" after a refresh of an older manager, which said already.
+// older one), or that it has no origin (has_catalog with
+// catalog_read_unix_ms 0: a catalog never read). "" after a refresh of an
+// older manager, which said already.
 func noTitleNote(r *v1.ListTitlesResponse, refreshed bool) string {
 	switch {
 	case r == nil || r.HasCatalog == nil:
@@ -229,11 +231,14 @@ func noTitleNote(r *v1.ListTitlesResponse, refreshed bool) string {
 	case !r.GetHasCatalog():
 		return "no title: the manager has no catalog yet: it has not reached its origin since it started (and its store held none), so the origin's titles are not known; " +
 			"check that the origin is running and reachable at the manager's origin address (the manager's /healthz and log say why); vodctl titles --refresh reads it now, or says why it cannot"
+	case r.GetCatalogReadUnixMs() == 0:
+		// A catalog never read from an origin: the manager has none
+		// (manager.origin not set), its store no title.
+		return "no title: the manager has no origin (manager.origin not set): its catalog is only the one its store holds, and that holds no title; " +
+			"set origin (the origin's gRPC address) in the manager's configuration and restart it"
 	}
-	note := "no title: the manager's catalog is empty"
-	if ms := r.GetCatalogReadUnixMs(); ms > 0 {
-		note += ": the origin had no title when last read, " + time.UnixMilli(ms).UTC().Format(time.RFC3339)
-	}
+	note := "no title: the manager's catalog is empty: the origin had no title when last read, " +
+		time.UnixMilli(r.GetCatalogReadUnixMs()).UTC().Format(time.RFC3339)
 	note += "; publish titles in the origin's directory"
 	if !refreshed {
 		note += ", then vodctl titles --refresh"

@@ -154,3 +154,43 @@ func TestNoTitleNoteOlderManager(t *testing.T) {
 		t.Errorf("note for an older manager after --refresh: %q", got)
 	}
 }
+
+// vodctl titles against a manager with no origin (manager.origin not set)
+// and no stored title says so and what to do: it said "the catalog is
+// empty; publish titles in the origin's directory, then vodctl titles
+// --refresh", and that --refresh crashed the manager. --refresh now gets
+// FAILED_PRECONDITION saying there is no origin, and the manager answers on.
+func TestTitlesNoOriginSaysSo(t *testing.T) {
+	origin := startOrigin(t, t.TempDir())
+	m, _ := startManagerWith(t, t.TempDir(), origin, func(m *acm.Manager) { m.OriginAddr = "" })
+	run := func(args ...string) (string, string, error) {
+		cmd := newRoot()
+		var out, errOut strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"--manager", m.GRPCAddr()}, args...))
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, errOut, err := run("titles")
+	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("titles: %v\n%s", err, out)
+	}
+	for _, w := range []string{"no title", "no origin", "manager.origin not set", "restart"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("standard error %q: want %q in it", errOut, w)
+		}
+	}
+	for _, a := range []string{"is empty", "publish titles", "--refresh", "not reached"} {
+		if strings.Contains(errOut, a) {
+			t.Errorf("standard error %q: %q in it", errOut, a)
+		}
+	}
+	_, _, err = run("titles", "--refresh")
+	if err == nil || !strings.Contains(err.Error(), "FailedPrecondition") || !strings.Contains(err.Error(), "no origin") {
+		t.Fatalf("titles --refresh with no origin: %v, want FailedPrecondition saying no origin", err)
+	}
+	if _, _, err := run("titles"); err != nil {
+		t.Fatalf("the manager after titles --refresh: %v", err)
+	}
+}

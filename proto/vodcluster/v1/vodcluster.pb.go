@@ -411,8 +411,10 @@ type ListTitlesResponse struct {
 	// no title). Unset in the origin's answer and an older manager's.
 	HasCatalog *bool `protobuf:"varint,3,opt,name=has_catalog,json=hasCatalog,proto3,oneof" json:"has_catalog,omitempty"`
 	// catalog_read_unix_ms, set by the manager with has_catalog, is when it
-	// last read the catalog from the origin, unix milliseconds; 0 = not
-	// since it started (its catalog, if any, is the one its store held).
+	// last read the catalog from the origin (every read, changed or not),
+	// unix milliseconds; 0 = not since it started (its catalog, if any, is
+	// the one its store held). has_catalog with 0 and no title: a manager
+	// with no origin (manager.origin not set) whose store holds no title.
 	CatalogReadUnixMs *int64 `protobuf:"varint,4,opt,name=catalog_read_unix_ms,json=catalogReadUnixMs,proto3,oneof" json:"catalog_read_unix_ms,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
