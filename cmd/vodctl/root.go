@@ -171,8 +171,9 @@ func titlesCmd(g *globals) *cobra.Command {
 			"or replaced there) and says what changed, on standard error.\n\n" +
 			"With no title, a note on standard error says whether the catalog is empty (the origin has\n" +
 			"no title: publish titles in its directory) or not read yet (the origin not reached since\n" +
-			"the manager started). --json carries hasCatalog and catalogReadUnixMs (when the manager\n" +
-			"last read the catalog from the origin, unix ms; 0 = not since it started).",
+			"the manager started), or that the manager has no origin (manager.origin not set). --json\n" +
+			"carries hasCatalog and catalogReadUnixMs (when the manager last read the catalog from the\n" +
+			"origin, changed or not, unix ms; 0 = not since it started).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
