@@ -53,7 +53,8 @@ type Manager struct {
 	Store store.Store
 	// LeaderTTL is the lease of the planner lock on a shared Store: a
 	// standby takes over within about LeaderTTL of the holder's failure,
-	// at once when it closes. DefaultLeaderTTL; at least 30 ms.
+	// and at its next try of the lock (every LeaderTTL/3) when the holder
+	// closes and gives the lock back. DefaultLeaderTTL; at least 30 ms.
 	LeaderTTL time.Duration
 
 	// OriginAddr is the host:port of the CDP's gRPC Origin service the
