@@ -16,7 +16,10 @@ import (
 // for RTP that a session still paused never sends, with no keepalive (it
 // sends those only as packets come) and deaf to SIGINT (its first signal
 // does not interrupt a read), until the node times the session out. The
-// BYE on each track is its end of file: it sends TEARDOWN and exits. Other
+// BYE on each track is its end of file: it sends TEARDOWN and exits. A
+// PLAY without a Range start at the end of the title (ffplay un-paused
+// there) is answered the same way, the end played again: libavformat
+// clears its count of BYEs as it sends a PLAY. Other
 // clients, which read the 457 and stay where they were, get it
 // (RFC 2326 §11.3.12, RFC 7826 §13.4).
 func lavfSeekPastEnd(req *base.Request, scale float64) bool {

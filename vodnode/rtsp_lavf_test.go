@@ -91,3 +91,59 @@ func fillWhole(t *testing.T, n *Node, title string) {
 	}
 	waitComplete(t, n, title)
 }
+
+// TestLavfPlayWithoutRangeAtTheEnd: a PLAY without a Range after the end
+// of the title (its BYE sent), as ffplay un-paused after the end sends,
+// is answered 200 to libavformat's User-Agent, the last keyframe played
+// and the BYE sent again at once: it was 457, and libavformat, its BYE
+// count cleared by the PLAY, waited for RTP in silence. Another client
+// (GStreamer's User-Agent) is still answered 457 (nothing to play from
+// where the session stands), MP2T and /es alike.
+func TestLavfPlayWithoutRangeAtTheEnd(t *testing.T) {
+	n := startNode(t, startOrigin(t, newFakeOrigin(t)))
+	fillWhole(t, n, "sample-001")
+	for _, mode := range []string{"mp2t", "es"} {
+		for ua, want := range map[string]int{"GStreamer/1.22.0": 457, "Lavf59.27.100": 200} {
+			c := dialRTSP(t, n)
+			tok := mint(t, "lavf-resume-end-"+mode+ua, "sample-001", "node-1", "", time.Minute)
+			url, track := nodeURL(n, tok, "sample-001"), "/trackID=0"
+			if mode == "es" {
+				url, track = esURL(n, tok, "sample-001"), "/trackID=1" // the video
+			}
+			res := c.do("SETUP", url+track, "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1", "User-Agent", ua)
+			if res.StatusCode != 200 {
+				t.Fatalf("%s %s: SETUP: %s", mode, ua, statusLine(res))
+			}
+			id := sessionID(res)
+			if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=19-", "User-Agent", ua); res.StatusCode != 200 {
+				t.Fatalf("%s %s: PLAY npt=19-: %s", mode, ua, statusLine(res))
+			}
+			awaitBye(t, c, mode+" "+ua+": first play")
+			res = c.do("PLAY", url+"/", "Session", id, "User-Agent", ua)
+			if int(res.StatusCode) != want {
+				t.Errorf("%s %s: PLAY without Range at the end: %s, want %d", mode, ua, statusLine(res), want)
+				continue
+			}
+			if want == 200 {
+				awaitBye(t, c, mode+" "+ua+": play at the end")
+			}
+		}
+	}
+}
+
+// awaitBye reads c's interleaved frames until an RTCP BYE on channel 1,
+// failing t after 10 s.
+func awaitBye(t *testing.T, c *testClient, what string) {
+	t.Helper()
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer c.c.SetReadDeadline(time.Time{})
+	for {
+		ch, b, err := c.frame()
+		if err != nil {
+			t.Fatalf("%s: no RTCP BYE: %v", what, err)
+		}
+		if ch == 1 && hasBye(b) {
+			return
+		}
+	}
+}

@@ -424,7 +424,14 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 			return nil, nil, rtspErr(base.StatusInvalidRange, "range ends (%s s) before where the play stands (%s s)", formatNPT(end), formatNPT(at))
 		}
 	}
-	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && (scale > 0 || s.es != nil) && e.AtEnd() {
+	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && lavfSeekPastEnd(req, scale) && e.AtEnd() {
+		// libavformat resuming at the end (ffplay un-paused after the
+		// BYE): a 457 leaves it waiting in silence for RTP, its BYE
+		// count cleared by the PLAY; the end is played again, as a start
+		// past the end is (the last keyframe, then the BYE), as live555
+		// answers a PLAY at the end (200, then the BYE).
+		start = dur
+	} else if ok && start < 0 && (scale > 0 || s.es != nil) && e.AtEnd() {
 		// At the end of the title (its BYE sent), a play from where it
 		// stands has nothing to send: it is refused as a Range starting
 		// at the end is (RFC 2326 §11.3.12), nothing changed, rather
