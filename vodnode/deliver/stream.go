@@ -350,6 +350,10 @@ func (s *Stream) seekOffset(idx *tsindex.Index, complete bool, ck clockOf, npt f
 			if off, at := ck.keyframeBefore(npt); off >= 0 {
 				return off, at, false, nil
 			}
+			if len(idx.Keyframes) == 0 { // no video: from npt by the clock (as below), at most the end
+				off := min(ck.offset(ck.at(0)+int64(npt*tsindex.PCRHz)), idx.Size)
+				return off - off%TSPacketSize, ck.npt(off - off%TSPacketSize), false, nil
+			}
 		}
 		return 0, 0, false, ErrRange
 	}
