@@ -92,12 +92,19 @@ func TestNoNodeRefusedAtOnce(t *testing.T) {
 // before.
 func TestNoNodeRightAfterStartWaits(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 500 * time.Millisecond }) // restore_grace 30 s
+	e.awaitWaitedOut(t, "no node, the manager just started")
+}
+
+// awaitWaitedOut checks that a DESCRIBE of t1 by demo waits out e's queue
+// deadline and is then refused 453 (what is named in the failure).
+func (e *env) awaitWaitedOut(t *testing.T, what string) {
+	t.Helper()
 	start := time.Now()
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
-		t.Fatalf("no node, the manager just started: %d %q, want 453", res.StatusCode, res.StatusMessage)
+		t.Fatalf("%s: %d %q, want 453 after the queue deadline", what, res.StatusCode, res.StatusMessage)
 	}
 	if waited := time.Since(start); waited < e.m.QueueDeadline {
-		t.Fatalf("refused after %v, before the queue deadline", waited)
+		t.Fatalf("%s: refused after %v, before the queue deadline", what, waited)
 	}
 }
 
