@@ -317,11 +317,14 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Info("admission refused: the operator ended the subscriber's sessions while it waited", "title", t.ID, "user", r.User)
 		return nil, errEndedByOperator
 	}
+	if errors.Is(tk.Err, lsm.ErrDeadline) {
+		// The manager's first RestoreGrace, or a dead node's, may have
+		// run out since the queue was last checked (tick, a pump):
+		// refused as the at-once refusal would refuse it now, not 453.
+		tk.Err = m.hopelessLocked(&tk.Req, m.now(), tk.Err)
+	}
 	if errors.Is(tk.Err, errNoNodeInService) {
-		why := m.operatorHeldLocked(&tk.Req, m.now())
-		m.mu.Unlock()
-		m.capRefusals.log(m.log, m.now(), refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", t.ID, "user", r.User, "waited", m.now().Sub(now))
-		return nil, errNoNodeInService
+		return nil, m.noNodeInServiceRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
 	}
 	if errors.Is(tk.Err, errNoNodeReporting) {
 		return nil, m.noNodeRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
@@ -505,9 +508,7 @@ func (m *Manager) pumpLocked(now time.Time) {
 			m.sched.Release(tk.Res) // nobody waits for it any more
 		}
 	}
-	m.refuseNoNodeQueuedLocked(now)
-	m.refuseNeedingOperatorLocked(now)
-	m.refuseNoSourceQueuedLocked(now)
+	m.refuseHopelessQueuedLocked(now)
 }
 
 // fillRoomLocked is the storage hook of a fill placement (mu held, and

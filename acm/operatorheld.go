@@ -2,6 +2,7 @@ package acm
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -42,6 +43,49 @@ func (m *Manager) needsOperatorLocked(r *lsm.Request, now time.Time) bool {
 // they waited) and wakes their waiters (mu held).
 func (m *Manager) refuseNeedingOperatorLocked(now time.Time) {
 	m.refuseQueuedLocked(now, m.sched.RefuseNeedingOperator, errNoNodeInService)
+}
+
+// noNodeInServiceRefusedLocked logs the refusal of r of user with
+// errNoNodeInService, asked at asked (its wait in the queue is logged),
+// and returns errNoNodeInService (mu held, and released).
+func (m *Manager) noNodeInServiceRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
+	why := m.operatorHeldLocked(r, now)
+	m.mu.Unlock()
+	m.capRefusals.log(m.log, now, refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", r.Title, "user", user, "waited", now.Sub(asked))
+	return errNoNodeInService
+}
+
+// hopelessLocked is the at-once refusal that holds for r at now, checked
+// again when r reaches its queue deadline (mu held): errNoNodeReporting
+// (noNodeReportingLocked), errNoNodeInService (needsOperatorLocked) or
+// errNoSource (noSourceLocked), in that order, as refuseHopelessQueuedLocked
+// refuses the waiting; err otherwise. A grace running out is marked by no
+// event, and the queue is checked for it only at the next round of tick or
+// pump: a deadline falling in between was refused 453 "no bandwidth",
+// sending the operator to the nodes' egress.
+func (m *Manager) hopelessLocked(r *lsm.Request, now time.Time, err error) error {
+	switch {
+	case m.noNodeReportingLocked(now):
+		return errNoNodeReporting
+	case m.needsOperatorLocked(r, now):
+		return errNoNodeInService
+	case m.noSourceLocked(r, now):
+		return errNoSource
+	}
+	return err
+}
+
+// refuseHopelessQueuedLocked refuses the waiting requests no node will
+// take while nothing changes and wakes their waiters (mu held): while no
+// node reports to the manager (refuseNoNodeQueuedLocked), those no node
+// could take unless an operator acts (refuseNeedingOperatorLocked) and
+// those no node can get the title for (refuseNoSourceQueuedLocked). The
+// pump runs it, and tick at every round: no event marks the manager's
+// first RestoreGrace or a dead node's running out.
+func (m *Manager) refuseHopelessQueuedLocked(now time.Time) {
+	m.refuseNoNodeQueuedLocked(now)
+	m.refuseNeedingOperatorLocked(now)
+	m.refuseNoSourceQueuedLocked(now)
 }
 
 // refuseQueuedLocked refuses with err, by refuse (one of lsm's

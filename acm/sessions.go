@@ -428,8 +428,8 @@ func (m *Manager) persistAllFront(ss []*session) {
 
 // tickLoop runs the periodic housekeeping: lsm.Tick (nodes that missed
 // their heartbeats die and their sessions are orphaned), the refusal of
-// the waiting requests once no node reports to the manager
-// (refuseNoNodeQueuedLocked), no-show release, and the end of orphaned
+// the waiting requests no node will take while nothing changes
+// (refuseHopelessQueuedLocked), no-show release, and the end of orphaned
 // sessions whose node did not come back within RestoreGrace.
 func (m *Manager) tickLoop() {
 	iv := m.sched.Config.HeartbeatInterval / 2
@@ -461,9 +461,11 @@ func (m *Manager) tick(now time.Time) {
 		// for one may go ahead.
 		defer m.kickPump()
 	}
-	// The manager's first RestoreGrace, or its last node's, may have run
-	// out while requests wait: no event but this round marks it.
-	m.refuseNoNodeQueuedLocked(now)
+	// The manager's first RestoreGrace, or a dead node's (its last
+	// node's, or the last one in service or with an origin that a request
+	// could use), may have run out while requests wait: no event but this
+	// round marks it when no node reports to kick the pump.
+	m.refuseHopelessQueuedLocked(now)
 	m.flushHeldRecordsLocked(now, false)
 	noShow := m.TokenTTL + m.NoShowGrace
 	for _, s := range m.sessions {

@@ -1,0 +1,154 @@
+package acm
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"vodcluster/proto/logtest"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// noTick makes the manager's periodic round (tick, every half heartbeat
+// interval) too rare to run within a test: a grace that runs out is then
+// seen only by the pump, at a kick or at a queue deadline.
+func noTick(m *Manager) { m.Scheduler.HeartbeatInterval = time.Hour }
+
+// graceOver moves the last heartbeat of node id, dead, back by
+// restore_grace, as if it had been dead that long.
+func (e *env) graceOver(id string) {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	n := e.m.sched.Node(id)
+	if n == nil || n.Alive {
+		e.t.Fatalf("node %s is not dead", id)
+	}
+	n.LastHeartbeat = n.LastHeartbeat.Add(-e.m.RestoreGrace)
+}
+
+// queueThen sends a DESCRIBE of title by demo, awaits it in the queue,
+// runs then, and returns its answer and how long it waited in all; it
+// fails when no answer comes within (from then on).
+func (e *env) queueThen(title string, within time.Duration, then func()) (*base.Response, time.Duration) {
+	e.t.Helper()
+	got := make(chan *base.Response, 1)
+	start := time.Now()
+	go func() { got <- e.describe("demo", "demo", title) }()
+	waitFor(e.t, 5*time.Second, "the request to queue", func() bool { return e.queued() == 1 || len(got) > 0 })
+	if len(got) > 0 {
+		res := <-got
+		e.t.Fatalf("refused at once (%d %q): the test needs it to wait", res.StatusCode, res.StatusMessage)
+	}
+	then()
+	select {
+	case res := <-got:
+		return res, time.Since(start)
+	case <-time.After(within):
+		e.t.Fatalf("still waiting %v on (queue deadline %v)", within, e.m.QueueDeadline)
+	}
+	return nil, 0
+}
+
+// The manager's first restore_grace runs out, no node registered, while
+// a request waits, and no round of tick comes before the request's queue
+// deadline: the deadline's refusal says no node reports to the manager
+// (503 with Retry-After, logged as such, counted no_capacity), as the
+// at-once refusal does, not 453 "no bandwidth".
+func TestDeadlineAfterGraceSaysNoNodeReporting(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		noTick(m)
+		m.QueueDeadline = 500 * time.Millisecond
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	before := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeNoCapacity))
+	res, waited := e.queueThen("t1", 10*time.Second, e.settled)
+	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node is reporting to the manager)" || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("the queue deadline after restore_grace, no node: %d %q, Retry-After %v", res.StatusCode, res.StatusMessage, res.Header["Retry-After"])
+	}
+	if waited < e.m.QueueDeadline {
+		t.Fatalf("refused after %v, before the queue deadline: not the deadline's refusal", waited)
+	}
+	if n := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeNoCapacity)) - before; n != 1 {
+		t.Fatalf("no_capacity counted %v times, want 1", n)
+	}
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "no node is registered with the manager") {
+		t.Fatalf("the log does not say no node reports:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), "no node could take it within the queue deadline") {
+		t.Fatalf("logged as a want of bandwidth:\n%s", log.String())
+	}
+}
+
+// The only node in service leaves while the other is drained: a request
+// waits for its return within restore_grace. That grace runs out with no
+// round of tick and no report (the drained node is between two) before
+// the request's queue deadline: the deadline's refusal says no node is in
+// service (503 with Retry-After), as the at-once refusal does, not 453.
+func TestDeadlineAfterDeadNodeGraceSaysNoNodeInService(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		noTick(m)
+		m.QueueDeadline = 500 * time.Millisecond
+	})
+	n1 := e.startNode("n1", nodeOpts{})
+	n2 := e.startNode("n2", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Draining: ptr(true)})
+	e.settled()
+	n2.mute(true) // its reports would pump the queue
+	n1.leave()
+	res, waited := e.queueThen("t1", 10*time.Second, func() { e.graceOver("n1") })
+	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node in service)" || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("the queue deadline after n1's restore_grace, n2 drained: %d %q", res.StatusCode, res.StatusMessage)
+	}
+	if waited < e.m.QueueDeadline {
+		t.Fatalf("refused after %v, before the queue deadline: not the deadline's refusal", waited)
+	}
+}
+
+// As TestDeadlineAfterDeadNodeGraceSaysNoNodeInService with a node in
+// service that has no origin and not the title: the deadline's refusal
+// says no node holds the title and none can fetch it.
+func TestDeadlineAfterDeadNodeGraceSaysNoSource(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		noTick(m)
+		m.QueueDeadline = 500 * time.Millisecond
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	n1 := e.startNode("n1", nodeOpts{})
+	bare := e.startNode("bare", nodeOpts{rtsp: "127.0.0.1:7001", noOrigin: true})
+	e.settled()
+	bare.mute(true)
+	n1.leave()
+	res, _ := e.queueThen("t1", 10*time.Second, func() { e.graceOver("n1") })
+	if res.StatusCode != base.StatusNotEnoughBandwidth || res.StatusMessage != "Not Enough Bandwidth (no node holds the title and none can fetch it)" {
+		t.Fatalf("the queue deadline after n1's restore_grace, only a node without origin: %d %q", res.StatusCode, res.StatusMessage)
+	}
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "none can fetch it") {
+		t.Fatalf("the log:\n%s", log.String())
+	}
+}
+
+// The only node in service and a drained one are both dead, the drained
+// one within restore_grace: no node reports to pump the queue. When the
+// grace of the node in service runs out, the next round of tick refuses
+// the waiting request (503, no node in service), well before its queue
+// deadline.
+func TestTickRefusesOnceDeadNodeGraceRunsOut(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 20 * time.Second }) // restore_grace 30 s
+	n1 := e.startNode("n1", nodeOpts{})
+	n2 := e.startNode("n2", nodeOpts{})
+	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Draining: ptr(true)})
+	e.settled()
+	n1.stop()
+	n2.stop()
+	waitFor(t, 5*time.Second, "n1 and n2 dead", func() bool { return !e.nodeInfo("n1").Alive && !e.nodeInfo("n2").Alive })
+	res, _ := e.queueThen("t1", 5*time.Second, func() { e.graceOver("n1") })
+	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node in service)" {
+		t.Fatalf("n1 dead beyond restore_grace, n2 drained: %d %q", res.StatusCode, res.StatusMessage)
+	}
+}
