@@ -49,10 +49,32 @@ func TestNodesEmptySaysWhy(t *testing.T) {
 	}
 }
 
-// On a standby of a pair the note sends to the active manager, where the
-// nodes report.
-func TestNoNodeNoteStandby(t *testing.T) {
-	if got := noNodeNote(true); !strings.Contains(got, "nodes report to the active manager") || strings.Contains(got, "start the nodes") {
-		t.Errorf("note on a standby: %q", got)
+// On a standby of a pair with no node registered, vodctl nodes printed
+// two notes, the one for a manager without nodes and the standby's, that
+// said the same twice over. It prints the standby's alone, which says no
+// node has registered with it and to ask the active manager; with a node
+// registered the standby's note is the usual one.
+func TestNodesEmptyStandbyOneNote(t *testing.T) {
+	out := runVodctl(t, emptyStandbyAdmin{}, "nodes")
+	var notes []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "no node") || strings.Contains(l, "note:") {
+			notes = append(notes, l)
+		}
 	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "does not hold the planner lock") ||
+		!strings.Contains(notes[0], "no node has registered with it") || !strings.Contains(notes[0], "ask the active manager") ||
+		strings.Contains(notes[0], "start the nodes") {
+		t.Fatalf("vodctl nodes on a standby without nodes: want one note naming the standby and no node:\n%s", out)
+	}
+	if out := runVodctl(t, standbyAdmin{standby: true}, "nodes"); strings.Contains(out, "no node has registered") {
+		t.Fatalf("vodctl nodes on a standby with a node:\n%s", out)
+	}
+}
+
+// emptyStandbyAdmin is standbyAdmin, a standby, with no node registered.
+type emptyStandbyAdmin struct{ standbyAdmin }
+
+func (emptyStandbyAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
+	return &v1.ListNodesResponse{Standby: true}, nil
 }

@@ -157,6 +157,10 @@ func standbyShows(m proto.Message) string {
 		return "it shows a node registered only with the active manager as not registered, by its stored setting"
 	case *v1.PolicyInfo:
 		return "its storage planner does not run (the counts are its own, not the cluster's), and its policy is the one it read at its start"
+	case *v1.ListNodesResponse:
+		if len(m.(*v1.ListNodesResponse).GetNodes()) == 0 {
+			return "no node has registered with it: the nodes report to the active manager, and it lists only the nodes registered with it"
+		}
 	}
 	return "it lists only the nodes registered with it and their sessions, and plans no fill"
 }
@@ -267,9 +271,10 @@ func nodesCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
-				if err == nil && len(r.GetNodes()) == 0 {
-					// A header alone, exit 0: say why there is no row.
-					fmt.Fprintln(cmd.ErrOrStderr(), noNodeNote(r.GetStandby()))
+				if err == nil && len(r.GetNodes()) == 0 && !r.GetStandby() {
+					// A header alone, exit 0: say why there is no row
+					// (on a standby its one note says it: standbyShows).
+					fmt.Fprintln(cmd.ErrOrStderr(), noNodeNote())
 				}
 				return r, err
 			}, func(m proto.Message, w *tabwriter.Writer) {
@@ -279,12 +284,9 @@ func nodesCmd(g *globals) *cobra.Command {
 	}
 }
 
-// noNodeNote is the note of vodctl nodes on a manager that lists no
-// node, a standby one when standby.
-func noNodeNote(standby bool) string {
-	if standby {
-		return "no node: no node has registered with this manager, a standby: nodes report to the active manager (the pair's virtual IP)"
-	}
+// noNodeNote is the note of vodctl nodes on a manager, not a standby,
+// that lists no node (a standby's is its standby note: standbyShows).
+func noNodeNote() string {
 	return "no node: no node has registered with this manager: start the nodes, and check their manager: address (this manager's grpc_listen) and that their secret_file holds the manager's cluster secret; a node's log says why it cannot register"
 }
 
