@@ -19,11 +19,18 @@ import (
 	"vodcluster/proto/grpctls"
 )
 
-// printPlay writes res to w: one line for people, or with asJSON an
+// printPlay writes res to w: one line for people, none when nothing
+// came (no byte, no frame: the play's error says so), or with asJSON an
 // indented JSON object whose keys are lowerCamelCase (videoFrames,
-// mediaS), as every other command's --json (protojson).
+// mediaS), as every other command's --json (protojson), always.
 func printPlay(w io.Writer, res probe.Result, asJSON bool) {
 	if !asJSON {
+		if res.Bytes == 0 && res.VideoFrames == 0 && res.AudioFrames == 0 {
+			// Nothing came: the figures say nothing ("0.00 s of media
+			// in 0.00 s", read as a stream that ended at once); the
+			// play's error says what happened.
+			return
+		}
 		fmt.Fprintln(w, res)
 		return
 	}

@@ -64,6 +64,51 @@ func TestPlayNothingReceivedSaysWhy(t *testing.T) {
 	}
 }
 
+// A play that received nothing prints no figure line before its error:
+// it printed "played ...: 0 video frames, 0 audio frames, 0.00 s of media
+// in 0.00 s (0.00x real time), 0 kbit/s", as if the stream had ended at
+// once, above the error that says nothing came in the time played. With
+// --json the result is still printed (a script reads its fields).
+func TestPlayNothingReceivedPrintsNoFigures(t *testing.T) {
+	addr := startSilentServer(t)
+	for _, asJSON := range []bool{false, true} {
+		cmd := newRoot()
+		var out strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&strings.Builder{})
+		args := []string{"play", "--duration", "300ms", "rtsp://" + addr + "/vod/sample-001"}
+		if asJSON {
+			args = append([]string{"--json"}, args...)
+		}
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "nothing came in 300ms of play") {
+			t.Fatalf("a play that received nothing (json %v): %v\n%s", asJSON, err, out.String())
+		}
+		switch {
+		case !asJSON && out.String() != "":
+			t.Errorf("a play that received nothing printed figures before its error:\n%s", out.String())
+		case asJSON && !strings.Contains(out.String(), `"videoFrames": 0`):
+			t.Errorf("--json play that received nothing: want its result:\n%s", out.String())
+		}
+	}
+}
+
+// printPlay prints the figures of a play that received bytes but no
+// video frame (a title without video: its audio frames and bit/s say
+// something), and nothing for people when no byte came.
+func TestPrintPlayNothingCame(t *testing.T) {
+	var b strings.Builder
+	printPlay(&b, probe.Result{URL: "rtsp://x/vod/t", WallSeconds: 1}, false)
+	if b.String() != "" {
+		t.Fatalf("no byte: %q", b.String())
+	}
+	printPlay(&b, probe.Result{URL: "rtsp://x/vod/t", Bytes: 1316, AudioFrames: 3, WallSeconds: 1}, false)
+	if !strings.Contains(b.String(), "3 audio frames") {
+		t.Fatalf("bytes, no video: %q", b.String())
+	}
+}
+
 // A play to the end (--duration 0) that received nothing is not told to
 // play longer with --duration: it played as long as the stream lasted.
 func TestPlayNothingToTheEndSaysNoLonger(t *testing.T) {
