@@ -20,11 +20,15 @@ func TestManagerRuleErrorsAtTheirLines(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"manager:\n  scheduler:\n    overload: 0.50\n", "line 3: scheduler.overload 0.50: lsm: overload threshold 0.5 below the normal utilization limit 0.8"},
 		{"manager:\n  scheduler:\n    normal: 0.95\n    overload: 0.92\n", "line 3: scheduler.normal 0.95, line 4: scheduler.overload 0.92: lsm: overload threshold"},
+		// overload at its default, 0.9: leaving it out changed nothing,
+		// and it was not named.
+		{"manager:\n  scheduler:\n    normal: 0.95\n    overload: 0.9\n", "line 3: scheduler.normal 0.95, line 4: scheduler.overload 0.9: lsm: overload threshold"},
 		{"manager:\n  scheduler:\n    a: 1\n    lard_low: 0.9\n", "line 4: scheduler.lard_low 0.9: lsm: lard thresholds low=0.9 high=0.85"},
 		{"manager:\n  scheduler:\n    chbl_factor: 0.5\n", "line 3: scheduler.chbl_factor 0.5: lsm: chbl balance factor"},
 		{"manager:\n  scheduler:\n    policy: nope\n", "line 3: scheduler.policy nope: lsm: unknown policy \"nope\""},
 		{"manager:\n  storage:\n    retry_base: 1d\n", "line 3: storage.retry_base 1d: smm: replicator: retry base"},
 		{"manager:\n  storage:\n    retry_base: 2h\n    retry_max: 90m\n", "line 3: storage.retry_base 2h, line 4: storage.retry_max 90m: smm: replicator: retry base"},
+		{"manager:\n  storage:\n    retry_base: 2h\n    retry_max: 30m\n", "line 3: storage.retry_base 2h, line 4: storage.retry_max 30m: smm: replicator: retry base"},
 		{"manager:\n  storage:\n    off_peak_start: 25h\n", "line 3: storage.off_peak_start 25h: smm: replicator: off-peak window"},
 		{"manager:\n  storage:\n    planner: later\n", "line 3: storage.planner later: smm: unknown planner"},
 		{"manager:\n  storage:\n    target_utilization: 1.5\n", "line 3: storage.target_utilization 1.5: smm: replicator: target utilization"},
