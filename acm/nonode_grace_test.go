@@ -72,12 +72,27 @@ func TestLastNodeDeadBeyondGraceRefusesTheWaiting(t *testing.T) {
 // A standby serves the front door only once the address moved to it
 // before its nodes did (they report to the active manager, and follow):
 // however long it has run, it does not refuse a request for want of a
-// node; the request waits for them (here, out the queue deadline).
+// node; the request waits for them (here, out the queue deadline). The
+// refusal's log says it is a standby no node reports to and what to
+// check; it said "no node is in service ... none has registered yet", as
+// on an active manager just started.
 func TestStandbyWithoutNodesWaits(t *testing.T) {
 	open, _ := sharedRedis(t)
-	_, b := activeAndStandby(t, open, testTitles, func(m *Manager) { m.QueueDeadline = 300 * time.Millisecond })
+	var log logtest.Buffer
+	started := 0
+	_, b := activeAndStandby(t, open, testTitles, func(m *Manager) {
+		m.QueueDeadline = 300 * time.Millisecond
+		if started++; started == 2 { // the standby
+			m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		}
+	})
 	b.settled()
 	b.awaitWaitedOut(t, "standby with no node")
+	for _, want := range []string{"no node reports to this manager, a standby", "NodeControl address " + b.m.GRPCAddr(), "the other manager was stopped"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the standby's log lacks %q:\n%s", want, log.String())
+		}
+	}
 }
 
 // In the manager's first restore_grace with no node registered, an HTTP

@@ -55,8 +55,15 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 // node could take the session but for a fill of the title
 // (errNoDiskRoom), refusedNoSource when no node holds the title and none
 // can fetch it (errNoSource), refusedOriginChannels when no node holds the
-// title and every origin channel is busy, refusedNoBandwidth otherwise.
+// title and every origin channel is busy, refusedNoBandwidth otherwise (on
+// a standby no node reports to, saying so and where the nodes are).
 func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
+	if m.standby() && !m.sched.AnyNodeReporting(m.deadBefore(m.now())) {
+		// It never refuses for want of a node (noNodeReportingLocked):
+		// the operator is told where the nodes are.
+		return "no node reports to this manager, a standby (it does not hold the planner lock): the nodes report to the active manager, and follow the front door's address (the virtual IP) to a standby within seconds; if this one holds that address and none comes, check that the nodes reach its NodeControl address " +
+			m.GRPCAddr() + " (node.manager) with its cluster secret (secret_file), and that the other manager was stopped", refusedNoBandwidth
+	}
 	if site == "" && !m.anyInServiceLocked() {
 		// Not a feature the nodes lack: there is no node to offer one
 		// (the manager's nodes not registered yet, or each dead within
