@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 )
@@ -36,34 +37,66 @@ func ruleKeys(prefix string, section any, err error, check func(section any) err
 	return keys
 }
 
-// otherFactors are the factors fixedByOther scales a number by: the
-// value twice, half, a tenth more or less, ten times, a tenth of it.
-var otherFactors = []float64{2, 0.5, 1.1, 1 / 1.1, 10, 0.1}
+// otherFactors are the factors fixedByOther scales a number by, each
+// both ways (times and divided by): a hundredth, a tenth and a half more,
+// for a rule that a near value passes (normal 0.95 above overload 0.9,
+// the default), and each power of ten up to 10^18, for one that only a
+// far value passes (retry_base 1d above retry_max 30m, the default).
+var otherFactors = func() []float64 {
+	f := []float64{1.01, 1.1, 1.5}
+	for k := 10.0; k <= 1e18; k *= 10 {
+		f = append(f, k)
+	}
+	return f
+}()
 
 // fixedByOther reports whether check passes on section (a copy, changed
-// here) with field i set to another value than was (a number scaled by
-// otherFactors; other kinds have none). A key set exactly to its default
-// breaks a rule all the same (normal 0.95 above overload 0.9, the
-// default), yet leaving it out changes nothing: another value that lets
-// the rule pass says the key is one it is about. A key the rule is not
-// about never makes it pass.
+// here) with field i set to another value than was: a number scaled by
+// otherFactors, or the value of another field of its type in section (a
+// rule that holds only at equality: overload 0.9, the default, with
+// normal 1); other kinds have none. An integer the scaling takes out of
+// its range is not tried (a conversion would wrap it, at random, to a
+// negative one). A key set exactly to its default breaks a rule all the
+// same, yet leaving it out changes nothing: another value that lets the
+// rule pass says the key is one it is about. A key the rule is not about
+// never makes it pass.
 func fixedByOther(section reflect.Value, i int, was reflect.Value, check func(section any) error) bool {
 	f := section.Field(i)
+	if !f.CanFloat() && !f.CanInt() {
+		return false
+	}
+	try := func(set func()) bool {
+		set()
+		return check(section.Interface()) == nil
+	}
+	for j := 0; j < section.NumField(); j++ {
+		o := section.Field(j)
+		if j == i || o.Type() != f.Type() || o.IsZero() || o.Equal(was) {
+			continue
+		}
+		if try(func() { f.Set(o) }) {
+			return true
+		}
+	}
 	for _, k := range otherFactors {
-		switch {
-		case f.CanFloat():
-			f.SetFloat(was.Float() * k)
-		case f.CanInt():
-			n := int64(float64(was.Int()) * k)
-			if n == was.Int() {
+		for _, by := range []float64{k, 1 / k} {
+			if f.CanFloat() {
+				if try(func() { f.SetFloat(was.Float() * by) }) {
+					return true
+				}
 				continue
 			}
-			f.SetInt(n)
-		default:
-			return false
-		}
-		if check(section.Interface()) == nil {
-			return true
+			p := float64(was.Int()) * by
+			if p >= math.Exp2(63) || p < -math.Exp2(63) {
+				continue // not an int64: out of range
+			}
+			n := int64(p)
+			if n == was.Int() || f.OverflowInt(n) {
+				continue
+			}
+			if try(func() { f.SetInt(n) }) {
+				return true
+			}
 		}
 	}
 	return false
