@@ -278,6 +278,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if !tk.Done && m.needsOperatorLocked(&tk.Req, now) {
 		m.sched.Cancel(tk, errNoNodeInService) // nothing drained comes back by itself: no wait
 	}
+	answered := now // when the refusal below is made: now, unless it waited
 	if !tk.Done {
 		ch := make(chan struct{})
 		m.waiters[tk] = ch
@@ -294,6 +295,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			gone = errUnavailable
 		}
 		m.mu.Lock()
+		answered = m.now()
 		if gone != nil {
 			m.pendingDoneLocked(r.User)
 			delete(m.waiters, tk)
@@ -324,7 +326,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		tk.Err = m.hopelessLocked(&tk.Req, m.now(), tk.Err)
 	}
 	if errors.Is(tk.Err, errNoNodeInService) {
-		return nil, m.noNodeInServiceRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
+		return nil, m.noNodeInServiceRefusedLocked(&tk.Req, r.User, now, answered) // unlocks mu
 	}
 	if errors.Is(tk.Err, errNoNodeReporting) {
 		return nil, m.noNodeRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu

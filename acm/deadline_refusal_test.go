@@ -89,10 +89,17 @@ func TestDeadlineAfterGraceSaysNoNodeReporting(t *testing.T) {
 // round of tick and no report (the drained node is between two) before
 // the request's queue deadline: the deadline's refusal says no node is in
 // service (503 with Retry-After), as the at-once refusal does, not 453.
+//
+// Its log says it was refused while it waited, with how long, not "at
+// once" (as it said, with the wait beside it), as the refusals of the
+// waiting for no node reporting or no source say; a request refused on
+// its arrival is still logged "at once", without a wait.
 func TestDeadlineAfterDeadNodeGraceSaysNoNodeInService(t *testing.T) {
+	var log logtest.Buffer
 	e := newManager(t, "", func(m *Manager) {
 		noTick(m)
 		m.QueueDeadline = 500 * time.Millisecond
+		m.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})) // the second refusal's line is at debug
 	})
 	n1 := e.startNode("n1", nodeOpts{})
 	n2 := e.startNode("n2", nodeOpts{})
@@ -107,6 +114,35 @@ func TestDeadlineAfterDeadNodeGraceSaysNoNodeInService(t *testing.T) {
 	if waited < e.m.QueueDeadline {
 		t.Fatalf("refused after %v, before the queue deadline: not the deadline's refusal", waited)
 	}
+	line := logLine(t, log.String(), "every node that could take it is drained")
+	if !strings.Contains(line, "msg=\"admission refused while it waited: ") || !strings.Contains(line, " waited=") {
+		t.Fatalf("the refusal after a wait is not logged as one:\n%s", line)
+	}
+	// n1 long dead, n2 drained: refused on arrival.
+	mark := len(log.String())
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusServiceUnavailable {
+		t.Fatalf("n2 drained, n1 long dead: %d %q", res.StatusCode, res.StatusMessage)
+	}
+	line = logLine(t, log.String()[mark:], "every node that could take it is drained")
+	if !strings.Contains(line, "msg=\"admission refused at once: ") || strings.Contains(line, " waited=") {
+		t.Fatalf("the refusal on arrival:\n%s", line)
+	}
+}
+
+// logLine is the one line of log that holds s; the test fails when none
+// or more than one does.
+func logLine(t *testing.T, log, s string) string {
+	t.Helper()
+	var found []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			found = append(found, l)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d lines with %q in the log:\n%s", len(found), s, log)
+	}
+	return found[0]
 }
 
 // As TestDeadlineAfterDeadNodeGraceSaysNoNodeInService with a node in

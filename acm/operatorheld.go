@@ -46,12 +46,17 @@ func (m *Manager) refuseNeedingOperatorLocked(now time.Time) {
 }
 
 // noNodeInServiceRefusedLocked logs the refusal of r of user with
-// errNoNodeInService, asked at asked (its wait in the queue is logged),
-// and returns errNoNodeInService (mu held, and released).
+// errNoNodeInService, asked at asked (its wait in the queue, when it
+// waited, is logged: now after asked), and returns errNoNodeInService (mu
+// held, and released).
 func (m *Manager) noNodeInServiceRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
 	why := m.operatorHeldLocked(r, now)
 	m.mu.Unlock()
-	m.capRefusals.log(m.log, now, refusedNoNodeInService, slog.LevelWarn, "admission refused at once: "+why, "title", r.Title, "user", user, "waited", now.Sub(asked))
+	msg, attrs := "admission refused at once: ", []any{"title", r.Title, "user", user}
+	if waited := now.Sub(asked); waited > 0 {
+		msg, attrs = "admission refused while it waited: ", append(attrs, "waited", waited)
+	}
+	m.capRefusals.log(m.log, now, refusedNoNodeInService, slog.LevelWarn, msg+why, attrs...)
 	return errNoNodeInService
 }
 
