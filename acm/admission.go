@@ -334,6 +334,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if errors.Is(tk.Err, errNoSource) {
 		return nil, m.noSourceRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu
 	}
+	if errors.Is(tk.Err, errOriginDown) {
+		return nil, m.originDownRefusedLocked(&tk.Req, r.User, now, answered) // unlocks mu
+	}
 	if tk.Err != nil {
 		site := ""
 		if req.SiteOnly {

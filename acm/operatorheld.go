@@ -62,9 +62,11 @@ func (m *Manager) noNodeInServiceRefusedLocked(r *lsm.Request, user string, aske
 
 // hopelessLocked is the at-once refusal that holds for r at now, checked
 // again when r reaches its queue deadline (mu held): errNoNodeReporting
-// (noNodeReportingLocked), errNoNodeInService (needsOperatorLocked) or
-// errNoSource (noSourceLocked), in that order, as refuseHopelessQueuedLocked
-// refuses the waiting; err otherwise. A grace running out is marked by no
+// (noNodeReportingLocked), errOriginDown (originDownLocked: the origin
+// went down while r waited, and no node in service holds its title),
+// errNoNodeInService
+// (needsOperatorLocked) or errNoSource (noSourceLocked), in that order;
+// err otherwise. A grace running out is marked by no
 // event, and the queue is checked for it only at the next round of tick or
 // pump: a deadline falling in between was refused 453 "no bandwidth",
 // sending the operator to the nodes' egress.
@@ -72,6 +74,8 @@ func (m *Manager) hopelessLocked(r *lsm.Request, now time.Time, err error) error
 	switch {
 	case m.noNodeReportingLocked(now):
 		return errNoNodeReporting
+	case m.originDownLocked(r):
+		return errOriginDown
 	case m.needsOperatorLocked(r, now):
 		return errNoNodeInService
 	case m.noSourceLocked(r, now):

@@ -3,12 +3,14 @@ package acm
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/lsm"
 	"vodcluster/proto/grpctls"
 )
 
@@ -102,4 +104,27 @@ func withOriginHint(err error, args ...any) []any {
 		args = append(args, "hint", h+" (origin_tls, origin_tls_ca_file)")
 	}
 	return args
+}
+
+// originDownLocked reports whether r, waiting in the queue, would now be
+// refused at once with errOriginDown (mu held): the origin is unavailable
+// and no node in service r could use holds or fills its title (a fill
+// booked but not begun does not count: it cannot begin).
+func (m *Manager) originDownLocked(r *lsm.Request) bool {
+	if !m.originDown.Load() {
+		return false
+	}
+	q := *r
+	q.OriginDown = true
+	return m.sched.HoldersInServiceFor(&q) == 0
+}
+
+// originDownRefusedLocked logs the refusal of r of user with
+// errOriginDown at its queue deadline, now, asked at asked, and returns
+// errOriginDown (mu held, and released).
+func (m *Manager) originDownRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
+	m.mu.Unlock()
+	m.capRefusals.log(m.log, now, refusedOriginDown, slog.LevelInfo, "admission refused while it waited: origin unavailable and no node the viewer may use holds the title",
+		"title", r.Title, "user", user, "site", r.Site, "waited", now.Sub(asked))
+	return errOriginDown
 }
