@@ -120,11 +120,15 @@ func (m *Manager) originDownLocked(r *lsm.Request) bool {
 }
 
 // originDownRefusedLocked logs the refusal of r of user with
-// errOriginDown at its queue deadline, now, asked at asked, and returns
-// errOriginDown (mu held, and released).
+// errOriginDown at its queue deadline, now, asked at asked (its wait in
+// the queue, when it waited, is logged), and returns errOriginDown (mu
+// held, and released).
 func (m *Manager) originDownRefusedLocked(r *lsm.Request, user string, asked, now time.Time) error {
 	m.mu.Unlock()
-	m.capRefusals.log(m.log, now, refusedOriginDown, slog.LevelInfo, "admission refused while it waited: origin unavailable and no node the viewer may use holds the title",
-		"title", r.Title, "user", user, "site", r.Site, "waited", now.Sub(asked))
+	msg, attrs := "admission refused: ", []any{"title", r.Title, "user", user, "site", r.Site}
+	if waited := now.Sub(asked); waited > 0 {
+		msg, attrs = "admission refused while it waited: ", append(attrs, "waited", waited)
+	}
+	m.capRefusals.log(m.log, now, refusedOriginDown, slog.LevelInfo, msg+"origin unavailable and no node the viewer may use holds the title", attrs...)
 	return errOriginDown
 }
