@@ -10,8 +10,9 @@ import (
 // end of the title is answered as live555 answers it, the start clamped to
 // the end (200, played from the last keyframe, RTCP BYE at the end), rather
 // than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay;
-// its default User-Agent "Lavf..."), in normal play (Scale 1), of a title stored whole (the
-// caller checks that). libavformat seeks by PAUSE and a
+// its default User-Agent "Lavf..."), in normal play (Scale 1); of a
+// title still filling, the BYE alone, at once (lavfEndHere). libavformat
+// seeks by PAUSE and a
 // PLAY with Range; a refused PLAY only logs "could not seek" and then waits
 // for RTP that a session still paused never sends, with no keepalive (it
 // sends those only as packets come) and deaf to SIGINT (its first signal
@@ -32,3 +33,13 @@ func lavfSeekPastEnd(req *base.Request, scale float64) bool {
 	ua := req.Header["User-Agent"]
 	return len(ua) > 0 && strings.HasPrefix(strings.TrimSpace(ua[0]), "Lavf")
 }
+
+// lavfEndHere reports whether a PLAY that lavfSeekPastEnd clamps to the
+// end of s's title is answered with the end-of-title BYE at once, no
+// media (deliver's EndHere): the title is still filling, its last
+// keyframe not known yet. Played from the part not filled, the play
+// would wait for the fill (minutes from a slow origin), libavformat
+// silent meanwhile until the session timed out; it was answered 457,
+// which it ignores. A title stored whole plays its last keyframe's group
+// of pictures instead. s.ctl held.
+func lavfEndHere(s *session) bool { return !s.t.View().Complete }

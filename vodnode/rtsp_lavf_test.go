@@ -48,7 +48,7 @@ func TestSeekPastTheEndClampedForLavfOnly(t *testing.T) {
 		if res.StatusCode != 200 {
 			t.Fatalf("SETUP: %s", statusLine(res))
 		}
-		waitComplete(t, n, "sample-001") // a title still filling is 457 to all
+		waitComplete(t, n, "sample-001") // stored whole: the last keyframe (filling: TestLavfPastTheEndOfATitleFilling)
 		res = c.do("PLAY", url+"/", "Session", sessionID(res), "Range", "npt=60-", "User-Agent", ua)
 		if int(res.StatusCode) != want {
 			t.Errorf("%s: PLAY npt=60- of a 20 s title: %s, want %d", ua, statusLine(res), want)

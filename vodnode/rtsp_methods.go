@@ -406,14 +406,15 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
 	}
 	dur := s.duration()
+	endHere := false // libavformat past the end of a title still filling (lavfEndHere)
 	if start >= 0 && dur > 0 && start >= dur {
-		if !lavfSeekPastEnd(req, scale) || !s.t.View().Complete {
+		if !lavfSeekPastEnd(req, scale) {
 			return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s)", start, dur)
 		}
 		// libavformat: played from the last keyframe to the end, whose
-		// BYE ends its read (lavfSeekPastEnd). A title still filling
-		// has no last keyframe known yet: 457.
-		start = dur
+		// BYE ends its read (lavfSeekPastEnd); of a title still filling,
+		// whose last keyframe is not known yet, the BYE at once.
+		start, endHere = dur, lavfEndHere(s)
 	}
 	if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && end >= 0 && scale > 0 {
 		// A Range without a start ("npt=-3") ends the play under way:
@@ -424,13 +425,13 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 			return nil, nil, rtspErr(base.StatusInvalidRange, "range ends (%s s) before where the play stands (%s s)", formatNPT(end), formatNPT(at))
 		}
 	}
-	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && lavfSeekPastEnd(req, scale) && e.AtEnd() {
+	if e, ok := s.player.(interface{ AtEnd() bool }); ok && start < 0 && lavfSeekPastEnd(req, scale) && (e.AtEnd() || s.endedHere) {
 		// libavformat resuming at the end (ffplay un-paused after the
 		// BYE): a 457 leaves it waiting in silence for RTP, its BYE
 		// count cleared by the PLAY; the end is played again, as a start
 		// past the end is (the last keyframe, then the BYE), as live555
 		// answers a PLAY at the end (200, then the BYE).
-		start = dur
+		start, endHere = dur, lavfEndHere(s)
 	} else if ok && start < 0 && (scale > 0 || s.es != nil) && e.AtEnd() {
 		// At the end of the title (its BYE sent), a play from where it
 		// stands has nothing to send: it is refused as a Range starting
@@ -479,6 +480,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 	}
 	s.atEnd.Store(false) // a play that ends again at once is marked again (onStreamEnd)
+	s.endedHere = endHere
 	c.n.started(s)
 	h := base.Header{
 		"Session": c.sessionValue(s),
@@ -501,7 +503,11 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 		h["RTP-Info"] = ri.Marshal()
 	}
-	return &base.Response{StatusCode: base.StatusOK, Header: h}, s.player.Resume, nil
+	resume := s.player.Resume
+	if e, ok := s.player.(interface{ EndHere() }); ok && endHere {
+		resume = e.EndHere // the BYE after the response, no media
+	}
+	return &base.Response{StatusCode: base.StatusOK, Header: h}, resume, nil
 }
 
 // duration returns the session's title play time, seconds: from the index

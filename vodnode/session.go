@@ -45,6 +45,11 @@ type session struct {
 	// ctl serialises PLAY, PAUSE and the SETUP of a further ES track:
 	// any connection may name the session, so two may race.
 	ctl sync.Mutex
+	// endedHere: guarded by ctl; its last PLAY, libavformat's past the
+	// end of a title still filling, was answered with the end-of-title
+	// BYE at once (lavfEndHere), the stream where it stands: a PLAY
+	// without a start then is at the end too.
+	endedHere bool
 
 	// guarded by Node.mu
 	started bool // PLAY seen, STARTED reported
@@ -304,7 +309,7 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 			// Unless a PLAY has moved it since (this callback runs on
 			// its own): a session playing again is not finished.
 			s.ctl.Lock()
-			if e, ok := s.player.(interface{ AtEnd() bool }); !ok || e.AtEnd() {
+			if e, ok := s.player.(interface{ AtEnd() bool }); !ok || e.AtEnd() || s.endedHere {
 				s.atEnd.Store(true)
 			}
 			s.ctl.Unlock()
