@@ -9,11 +9,10 @@ import (
 // lavfSeekPastEnd reports whether a PLAY whose Range starts at or past the
 // end of the title is answered as live555 answers it, the start clamped to
 // the end (200, played from the last keyframe, RTCP BYE at the end), rather
-// than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay;
-// its default User-Agent "Lavf..."), in normal play (Scale 1); of a
-// title still filling, the BYE alone, at once (lavfEndHere). libavformat
-// seeks by PAUSE and a
-// PLAY with Range; a refused PLAY only logs "could not seek" and then waits
+// than 457: for libavformat's RTSP demuxer (ffmpeg, ffprobe, ffplay,
+// mpv: libavformatAgent), in normal play (Scale 1); of a title still
+// filling, the BYE alone, at once (lavfEndHere). libavformat seeks by
+// PAUSE and a PLAY with Range; a refused PLAY only logs "could not seek" and then waits
 // for RTP that a session still paused never sends, with no keepalive (it
 // sends those only as packets come) and deaf to SIGINT (its first signal
 // does not interrupt a read), until the node times the session out. The
@@ -31,7 +30,21 @@ func lavfSeekPastEnd(req *base.Request, scale float64) bool {
 		return false
 	}
 	ua := req.Header["User-Agent"]
-	return len(ua) > 0 && strings.HasPrefix(strings.TrimSpace(ua[0]), "Lavf")
+	return len(ua) > 0 && libavformatAgent(ua[0])
+}
+
+// libavformatAgent reports whether a User-Agent is that of a client whose
+// RTSP is libavformat's demuxer: libavformat's own default ("Lavf" and
+// its version: ffmpeg, ffprobe, ffplay), or mpv's default --user-agent,
+// which mpv hands to that demuxer (its rtsp:// URLs are opened by
+// demux_lavf, whose network options set the demuxer's user_agent):
+// "libmpv" (mpv 0.35.1 sends it) or, from older mpv releases, "mpv
+// <version>".
+// A User-Agent set by the viewer (ffmpeg's -user_agent, mpv's
+// --user-agent) is not recognised.
+func libavformatAgent(ua string) bool {
+	ua = strings.TrimSpace(ua)
+	return strings.HasPrefix(ua, "Lavf") || ua == "libmpv" || strings.HasPrefix(ua, "mpv ")
 }
 
 // lavfEndHere reports whether a PLAY that lavfSeekPastEnd clamps to the
