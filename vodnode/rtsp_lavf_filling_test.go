@@ -3,9 +3,12 @@ package vodnode
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // stillFilling reports whether n holds title only in part, its fill going
@@ -24,7 +27,8 @@ func stillFilling(n *Node, title string) bool {
 // within seconds, exit 0, over TCP and UDP and in /es; a libavformat
 // PLAY npt=60- is answered 200, Range at the title's end, and the
 // end-of-title BYE comes at once, no media before it; a PLAY without
-// Range then (ffplay un-paused) gets 200 and the BYE again. Another
+// Range then (ffplay un-paused) gets 200 and the BYE again, the session
+// listed finished after each. Another
 // client (GStreamer's User-Agent) is still answered 457. Before
 // lavfEndHere such a PLAY was 457 to libavformat too, and ffmpeg, which
 // only logs "could not seek", waited in silence for RTP until it was
@@ -38,7 +42,16 @@ func TestLavfPastTheEndOfATitleFilling(t *testing.T) {
 	o := newFakeOrigin(t)
 	const title = "sample-001"
 	o.rate = int64(len(o.titles[title])) / 90 // a fill of about 90 s
-	n := startNode(t, startOrigin(t, o))
+	m, maddr := startFastManager(t)
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.ManagerAddr = maddr })
+	// finished waits for a load report taken after now that lists sid
+	// finished (the BYE goes before the node marks it).
+	finished := func(sid, what string) {
+		t.Helper()
+		m.reportAfter(t, what+": "+sid+" listed finished", func(r *pb.LoadReport) bool {
+			return slices.Contains(r.GetFinishedSessions(), sid)
+		})
+	}
 	const ua = "Lavf59.27.100"
 	for _, tc := range []struct{ mode, tr string }{{"mp2t", "tcp"}, {"mp2t", "udp"}, {"es", "tcp"}} {
 		tok := mint(t, "lavf-filling-past-end-"+tc.mode+"-"+tc.tr, title, "node-1", "", time.Minute)
@@ -63,7 +76,8 @@ func TestLavfPastTheEndOfATitleFilling(t *testing.T) {
 	for _, mode := range []string{"mp2t", "es"} {
 		for u, want := range map[string]int{"GStreamer/1.22.0": 457, ua: 200} {
 			c := dialRTSP(t, n)
-			tok := mint(t, "lavf-filling-resume-end-"+mode+u, title, "node-1", "", time.Minute)
+			sid := "lavf-filling-resume-end-" + mode + u
+			tok := mint(t, sid, title, "node-1", "", time.Minute)
 			url, track := nodeURL(n, tok, title), "/trackID=0"
 			if mode == "es" {
 				url, track = esURL(n, tok, title), "/trackID=1" // the video
@@ -85,11 +99,13 @@ func TestLavfPastTheEndOfATitleFilling(t *testing.T) {
 				t.Errorf("%s: Range %q, want the title's end (about 20 s)", mode, r)
 			}
 			awaitByeOnly(t, c, mode+": play past the end")
+			finished(sid, mode+": play past the end")
 			if res := c.do("PLAY", url+"/", "Session", id, "User-Agent", u); res.StatusCode != 200 {
 				t.Errorf("%s: PLAY without Range at the end: %s, want 200", mode, statusLine(res))
 				continue
 			}
 			awaitByeOnly(t, c, mode+": play at the end")
+			finished(sid, mode+": play at the end")
 		}
 	}
 	if !stillFilling(n, title) {
