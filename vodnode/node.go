@@ -133,6 +133,9 @@ type Node struct {
 	// once a session the node aborts has left its sessions, before its
 	// stream's Abort.
 	abortHook func()
+	// streamEndHook, when set (tests, before Start), runs in onStreamEnd
+	// before it handles a stream's end by itself.
+	streamEndHook func()
 	// commandHook, when set (tests, before Start), runs on the manager
 	// link's receiver in place of carrying out each command it receives:
 	// ctx is the command's heartbeat stream's, and carryOut carries it out.

@@ -50,6 +50,9 @@ type session struct {
 	// BYE at once (lavfEndHere), the stream where it stands: a PLAY
 	// without a start then is at the end too.
 	endedHere bool
+	// readErrorSeen: its stream's failed read of the title's file was
+	// counted and logged (streamEnded), once.
+	readErrorSeen atomic.Bool
 
 	// guarded by Node.mu
 	started bool // PLAY seen, STARTED reported
@@ -141,6 +144,18 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 		p.Close()
 	case bye && s.es != nil:
 		quiet = n.abortES(s, reason) // set up, not played yet: no stream
+	}
+	if e, ok := p.(interface {
+		EndedBy() (deliver.EndReason, error)
+	}); ok && next == nil {
+		if r, err := e.EndedBy(); r != "" {
+			// Its stream had ended by itself (a read of the title's file
+			// or its fill failed): that is why s ends, though
+			// onStreamEnd, which hears it only once the RTCP BYE telling
+			// the client went, has not run yet; ffmpeg answers the BYE
+			// with a TEARDOWN that can come first.
+			reason, cause = string(n.streamEnded(s, r, err)), err
+		}
 	}
 	if written != nil {
 		whenClosed(quiet, written)
@@ -298,13 +313,10 @@ func (p esPlayer) Seek(npt float64) ([]deliver.PlayInfo, error) {
 // or a slow client end it.
 func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 	return func(r deliver.EndReason, err error) {
-		if r == deliver.EndDiskRead {
-			if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) {
-				r = deliver.EndError // the title closed under the stream: not the disk's failure
-			} else {
-				n.streamReadError(s, err)
-			}
+		if f := n.streamEndHook; f != nil {
+			f() // a test's hook: the stream ended, its end not handled yet
 		}
+		r = n.streamEnded(s, r, err)
 		if r == deliver.EndOfTitle {
 			// Unless a PLAY has moved it since (this callback runs on
 			// its own): a session playing again is not finished.
@@ -321,6 +333,25 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 			deliver.CloseNow(s.conn.nc) // the connection is hopelessly behind
 		}
 	}
+}
+
+// streamEnded returns the reason s ends for, its stream having ended by
+// itself with r and err: a read of the title's file that failed is
+// counted and logged (streamReadError) once, whoever sees it first
+// (onStreamEnd, or finishSession for a request that ended s before
+// onStreamEnd ran); one that failed because the title was closed under
+// the stream is EndError, not the disk's failure.
+func (n *Node) streamEnded(s *session, r deliver.EndReason, err error) deliver.EndReason {
+	if r != deliver.EndDiskRead {
+		return r
+	}
+	if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) {
+		return deliver.EndError
+	}
+	if s.readErrorSeen.CompareAndSwap(false, true) {
+		n.streamReadError(s, err)
+	}
+	return r
 }
 
 // streamReadError counts in vodnode_disk_read_errors_total, as an HTTP

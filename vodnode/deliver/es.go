@@ -180,11 +180,13 @@ type ESStream struct {
 	lastTS  []uint32    // RTP timestamp of the last packet per track
 	nextSR  []time.Time // when the next sender report of each track is due
 	ended   bool
-	closed  bool     // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
-	startTS []uint32 // per track: the RTP timestamp the next play starts with (as Seek answered it)
-	fromNPT float64  // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
-	stopNPT float64  // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
-	seekTo  float64  // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
+	closed  bool      // Close or Abort was called: the BYE of a play that failed, still due over UDP, is not sent
+	endedBy EndReason // why it ended by itself (a play that failed; EndedBy), "" while it has not
+	endErr  error     // the error it ended by itself with
+	startTS []uint32  // per track: the RTP timestamp the next play starts with (as Seek answered it)
+	fromNPT float64   // a title without video: the next play sends no audio that ends before this npt (startOffset), seconds; < 0: none
+	stopNPT float64   // a PLAY Range's end not yet handed to a play (armStopLocked), seconds; < 0: none
+	seekTo  float64   // a seek into the part not indexed yet: the next play starts at its keyframe once indexed, seconds; < 0: none
 	cancel  context.CancelFunc
 	done    chan struct{}
 	reading *pacedReader
@@ -485,7 +487,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		s.pos = idx.Size
 		s.endOfTitleByeLocked()
 	} else {
-		s.ended = true
+		s.ended, s.endedBy, s.endErr = true, reason, err
 		bye := ""
 		if _, _, ferr := s.cfg.Source.State(); ferr != nil && reason == EndError {
 			bye = "fill failed" // the title's fill failed

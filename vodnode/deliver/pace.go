@@ -355,7 +355,7 @@ func abortByePacket(ssrc uint32, reason string) []byte {
 // response, or not at all. OnEnd is called once the BYE went (so that BytesSent, which the
 // session reports, counts it), was given up or cancelled. s.mu held.
 func (s *Stream) endWithBye(reason EndReason, err error, bye string) {
-	s.state = stateEnded
+	s.state, s.endedBy, s.endErr = stateEnded, reason, err
 	s.queued = false
 	s.stopIdleReportLocked()
 	var b []byte

@@ -3,7 +3,6 @@ package deliver
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"sync"
@@ -54,33 +53,6 @@ const (
 	// and OnEnd's error is a *ReadError.
 	EndDiskRead EndReason = "disk-read-error"
 )
-
-// ReadError is the error of a stream whose read of its title's file
-// failed (EndDiskRead).
-type ReadError struct {
-	Off int64 // bytes: where in the title the read started
-	// Err is the read's error: the file's (an I/O error), or
-	// io.ErrUnexpectedEOF when the file ends short of the bytes its
-	// index has.
-	Err error
-}
-
-func (e *ReadError) Error() string {
-	return fmt.Sprintf("deliver: reading the title at %d: %v", e.Off, e.Err)
-}
-
-// Unwrap returns the read's error.
-func (e *ReadError) Unwrap() error { return e.Err }
-
-// readError returns the ReadError of a read at off, below the bytes the
-// title's index has, that failed with err: io.EOF there is the file
-// ending short of its index (io.ErrUnexpectedEOF).
-func readError(off int64, err error) *ReadError {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return &ReadError{Off: off, Err: err}
-}
 
 // writeEnd returns why a stream whose write to its client failed with err
 // ends: EndClosed when the client's connection is gone (closed here,
@@ -180,6 +152,8 @@ type Stream struct {
 	idleTimer   *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
 	bye         byeDue      // the BYE still to send, of the end of the title or of a play that failed (byeLocked)
 	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
+	endedBy     EndReason   // why it ended by itself (finish, endWithBye; EndedBy), "" while it has not
+	endErr      error       // the error it ended by itself with
 
 	bytes atomic.Int64
 }
@@ -555,7 +529,7 @@ func (s *Stream) endOfTitle(ck clockOf) {
 }
 
 func (s *Stream) finish(reason EndReason, err error) {
-	s.state = stateEnded
+	s.state, s.endedBy, s.endErr = stateEnded, reason, err
 	s.queued = false
 	s.stopIdleReportLocked()
 	s.bye.cancel()
