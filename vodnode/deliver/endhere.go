@@ -9,8 +9,9 @@ import (
 // EndHere ends the play at once where the last Seek left the stream, as
 // the end of the title ends it, without sending any media: the final
 // sender report and the end-of-title BYE (byeLocked: over UDP ByeDelay
-// later, over TCP at once or before the connection's next write), the
-// stream left paused there (a Seek and Resume play on), and OnEnd hears
+// later, over TCP at once or before the connection's next write), and
+// nothing after it (the reports of a stream held stop), the stream left
+// paused there (a Seek and Resume play on), and OnEnd hears
 // EndOfTitle. It is a PLAY's answer to libavformat seeking past the end
 // of a title still filling, whose last keyframe is not known yet: the
 // BYE is its end of file, where a wait for the fill would leave it
@@ -23,6 +24,9 @@ func (s *Stream) EndHere() {
 		return
 	}
 	s.state = statePaused // not queued again: a Resume takes it from here
+	// Nothing after the BYE (RFC 3550 §6.6): the reports of a stream held
+	// (paused, or parked at the fill) stop, as at the end of the title.
+	s.stopIdleReportLocked()
 	rt := s.cfg.TSBase
 	idx, complete, _ := s.cfg.Source.State()
 	switch ck := s.clock(idx, complete); {
