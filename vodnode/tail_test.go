@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/vodnode/deliver"
 )
 
 // audioFrames returns how many audio frames ffmpeg decodes from input (a
@@ -104,12 +107,17 @@ func TestFFmpegPlaysToWhereTheFillStopped(t *testing.T) {
 	data := o.titles[title]
 	cut := int64(len(data)/4) / 188 * 188
 	o.failAt.Store(cut)
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.FillRetryFor = 300 * time.Millisecond })
+	m, maddr := startFastManager(t)
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		n.FillRetryFor = 300 * time.Millisecond
+		n.ManagerAddr = maddr
+	})
 	want := bytesFrames(t, "0:a", data[:cut])
 	for _, mode := range []string{"mp2t", "es"} {
 		for _, tr := range []string{"tcp", "udp"} {
 			t.Run(mode+"-"+tr, func(t *testing.T) {
-				tok := mint(t, "cut-"+mode+"-"+tr, title, "node-1", "", time.Minute)
+				sid := "cut-" + mode + "-" + tr
+				tok := mint(t, sid, title, "node-1", "", time.Minute)
 				url := nodeURL(n, tok, title)
 				if mode == "es" {
 					url = esURL(n, tok, title)
@@ -118,6 +126,17 @@ func TestFFmpegPlaysToWhereTheFillStopped(t *testing.T) {
 				// gone (a partial): it fills again, to the same cut.
 				if got := audioFrames(t, "-rtsp_transport", tr, "-i", url); got < want-2 || got > want {
 					t.Errorf("%s over %s: %d audio frames, the fill left %d", mode, tr, got, want)
+				}
+				// The stream ended by itself (its BYE "fill failed"), which
+				// ffmpeg answers with a TEARDOWN: the session ends for the
+				// stream's reason, whichever the node handles first.
+				var e *pb.SessionEvent
+				waitFor(t, 10*time.Second, "ENDED reported", func() bool {
+					e = m.event(sid, pb.SessionEvent_KIND_ENDED)
+					return e != nil
+				})
+				if e.GetReason() != string(deliver.EndError) {
+					t.Errorf("%s over %s: ENDED reason %q, want %q (the fill failed)", mode, tr, e.GetReason(), deliver.EndError)
 				}
 			})
 		}
