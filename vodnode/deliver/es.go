@@ -170,7 +170,8 @@ type ESStream struct {
 	cfg ESConfig
 	e   *Engine
 
-	tc []ESTrackConfig // per track (esTrackConfigs)
+	tc     []ESTrackConfig // per track (esTrackConfigs)
+	payMax []int           // per track: largest RTP payload, bytes (esPayloadMax: fits the route's MTU over UDP)
 
 	mu      sync.Mutex
 	pos     int64 // where the next Resume starts (a keyframe)
@@ -231,7 +232,14 @@ func (e *Engine) NewESStream(cfg ESConfig) (*ESStream, error) {
 	n := len(tc)
 	s := &ESStream{cfg: cfg, e: e, tc: tc, stopNPT: -1, seekTo: -1, fromNPT: -1,
 		seq: make([]uint16, n), packets: make([]uint32, n), octets: make([]uint32, n), lastTS: make([]uint32, n),
-		nextSR: make([]time.Time, n), startTS: make([]uint32, n)}
+		nextSR: make([]time.Time, n), startTS: make([]uint32, n), payMax: make([]int, n)}
+	for i := range tc {
+		var dst *net.UDPAddr
+		if cfg.Mode == RTPUDP {
+			dst = tc[i].Dest
+		}
+		s.payMax[i] = esPayloadMax(dst)
+	}
 	for i, t := range tc {
 		s.seq[i] = t.Seq
 	}
@@ -534,7 +542,7 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 			}
 			video = true
 			if s.track(0) {
-				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1}
+				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1, PayloadMaxSize: s.payMax[0]}
 				if err := enc.Init(); err != nil {
 					return err
 				}

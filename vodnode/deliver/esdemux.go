@@ -35,7 +35,7 @@ func (s *ESStream) demuxAudio(r *mpegts.Reader, t *mpegts.Track, i int, rd *pace
 	if !s.track(i) || f == nil {
 		return nil
 	}
-	enc := &rtpmpeg4audio.Encoder{PayloadType: f.PayloadTyp, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3}
+	enc := &rtpmpeg4audio.Encoder{PayloadType: f.PayloadTyp, SizeLength: 13, IndexLength: 3, IndexDeltaLength: 3, PayloadMaxSize: s.payMax[i]}
 	if err := enc.Init(); err != nil {
 		return err
 	}

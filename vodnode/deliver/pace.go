@@ -181,7 +181,7 @@ func (s *Stream) wake(gen uint64) {
 // send sends n bytes from s.pos; false (nothing sent) when the TCP
 // connection cannot take them now.
 func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
-	sh.reserve(n, (n+PayloadSize-1)/PayloadSize)
+	sh.reserve(n, (n+s.pay-1)/s.pay)
 	buf := sh.arenaTake(n)
 	if _, err := s.cfg.Source.ReadAt(buf, s.pos); err != nil {
 		return false, readError(s.pos, err)
@@ -199,7 +199,7 @@ func (s *Stream) send(sh *shard, ck clockOf, now int64, n int) (bool, error) {
 // buf must come from the shard's scratch, reserved for its datagrams.
 func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, still bool) (bool, error) {
 	n := len(buf)
-	k := (n + PayloadSize - 1) / PayloadSize
+	k := (n + s.pay - 1) / s.pay
 	at := func(i int) int64 {
 		if still {
 			return off
@@ -211,16 +211,17 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 	case RTPUDP, RawUDP:
 		// one GSO train (UDP_SEGMENT) when the kernel can, else k datagrams;
 		// the iovecs alternate RTP header and payload, so segments of
-		// header+PayloadSize bytes are exactly the RTP packets
+		// header+s.pay bytes are exactly the RTP packets (s.pay: what fits
+		// the route's MTU)
 		rtpMode := s.cfg.Mode == RTPUDP
 		gso := k > 1 && s.e.UDP.gso
 		start := len(sh.bufs)
-		for i := 0; i < n; i += PayloadSize {
-			p := buf[i:min(i+PayloadSize, n)]
+		for i := 0; i < n; i += s.pay {
+			p := buf[i:min(i+s.pay, n)]
 			var iov [][]byte
 			if rtpMode {
 				h := sh.hdrTake()
-				s.header(h, ck, s.seq+uint16(i/PayloadSize), at(i))
+				s.header(h, ck, s.seq+uint16(i/s.pay), at(i))
 				iov = sh.iov(h, p)
 			} else {
 				iov = sh.iov(p)
@@ -234,7 +235,7 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 			}
 		}
 		if gso {
-			seg := PayloadSize
+			seg := s.pay
 			if rtpMode {
 				seg += rtpHeaderSize
 			}
@@ -246,12 +247,12 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 		}
 	case RTPTCP:
 		out := sh.out[:0]
-		for i := 0; i < n; i += PayloadSize {
-			p := buf[i:min(i+PayloadSize, n)]
+		for i := 0; i < n; i += s.pay {
+			p := buf[i:min(i+s.pay, n)]
 			l := rtpHeaderSize + len(p)
 			out = append(out, '$', s.cfg.Channel, byte(l>>8), byte(l))
 			out = append(out, make([]byte, rtpHeaderSize)...)
-			s.header(out[len(out)-rtpHeaderSize:], ck, s.seq+uint16(i/PayloadSize), at(i))
+			s.header(out[len(out)-rtpHeaderSize:], ck, s.seq+uint16(i/s.pay), at(i))
 			out = append(out, p...)
 		}
 		sr := now >= s.nextSR

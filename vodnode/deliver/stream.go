@@ -118,10 +118,10 @@ const (
 
 // Stream is one viewer's playback. Its methods are safe for concurrent use.
 type Stream struct {
-	e   *Engine
-	sh  *shard
-	cfg StreamConfig
-
+	e           *Engine
+	sh          *shard
+	cfg         StreamConfig
+	pay         int // TS bytes per datagram: PayloadSize, less where the route's MTU is smaller (tsPayload)
 	mu          sync.Mutex
 	state       streamState
 	pos         int64 // next byte to send
@@ -180,7 +180,7 @@ func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
 		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
 	}
 	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
-	return &Stream{e: e, sh: sh, cfg: cfg, seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1, seekTo: -1}, nil
+	return &Stream{e: e, sh: sh, cfg: cfg, pay: streamPayload(cfg), seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1, seekTo: -1}, nil
 }
 
 func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {

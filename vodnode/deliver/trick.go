@@ -97,7 +97,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 	}
 	psi := s.loadPSI(idx)
 	n := int(end - k.Offset)
-	sh.reserve(len(psi)+n, (len(psi)+n)/PayloadSize+1)
+	sh.reserve(len(psi)+n, (len(psi)+n)/s.pay+1)
 	buf := sh.arenaTake(len(psi) + n)
 	copy(buf, psi)
 	if _, err := s.cfg.Source.ReadAt(buf[len(psi):], k.Offset); err != nil {

@@ -76,7 +76,11 @@ func listenPair(host string, port int) (*UDPServer, error) {
 	} else {
 		u.batch = ipv6.NewPacketConn(u.RTP)
 	}
-	u.oob = map[int][]byte{PayloadSize: makeOOB(PayloadSize), PayloadSize + rtpHeaderSize: makeOOB(PayloadSize + rtpHeaderSize)}
+	u.oob = map[int][]byte{}
+	for k := 1; k <= PacketsPerRTP; k++ {
+		u.oob[k*TSPacketSize] = makeOOB(k * TSPacketSize)
+		u.oob[k*TSPacketSize+rtpHeaderSize] = makeOOB(k*TSPacketSize + rtpHeaderSize)
+	}
 	u.gso = u.probeGSO()
 	return u, nil
 }
@@ -123,8 +127,8 @@ func (u *UDPServer) segmentOOB(size int) []byte {
 	return nil
 }
 
-// makeOOB builds the UDP_SEGMENT control messages of the two datagram
-// sizes the engine sends (RTP and raw).
+// makeOOB builds the UDP_SEGMENT control message of one datagram size the
+// engine sends (RTP or raw, 1 to PacketsPerRTP TS packets).
 func makeOOB(size int) []byte {
 	b := make([]byte, unix.CmsgSpace(2))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
@@ -149,4 +153,80 @@ func (u *UDPServer) probeGSO() bool {
 	oob := makeOOB(8)
 	_, _, err := u.RTP.WriteMsgUDP(make([]byte, 12), oob, &dst)
 	return err == nil
+}
+
+// routeMTU returns the MTU, bytes, of the route to dst as this host knows
+// it: the outgoing interface's, or a smaller path MTU learned from ICMP
+// (Packet Too Big, Fragmentation Needed); 0 when it cannot tell (no
+// route).
+func routeMTU(dst *net.UDPAddr) int {
+	c, err := net.DialUDP("udp", nil, dst)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	mtu := 0
+	rc.Control(func(fd uintptr) {
+		var err error
+		if dst.IP.To4() != nil {
+			mtu, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU)
+		} else {
+			mtu, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU)
+		}
+		if err != nil {
+			mtu = 0
+		}
+	})
+	return mtu
+}
+
+// UDPRoom returns the UDP payload, bytes, that one datagram to dst carries
+// unfragmented: the route's MTU (routeMTU; 1500 when unknown) less the IP
+// header (20 bytes for IPv4, 40 for IPv6) and the UDP header (8).
+func UDPRoom(dst *net.UDPAddr) int {
+	mtu := routeMTU(dst)
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	hdr := 20
+	if dst.IP.To4() == nil {
+		hdr = 40
+	}
+	return mtu - hdr - 8
+}
+
+// tsPayload returns the TS bytes one datagram to dst carries: as many
+// whole TS packets as fit the route's MTU with the RTP header when rtp is
+// set, at most PacketsPerRTP (7, 1316 bytes), at least one.
+func tsPayload(dst *net.UDPAddr, rtp bool) int {
+	room := UDPRoom(dst)
+	if rtp {
+		room -= rtpHeaderSize
+	}
+	return max(1, min(PacketsPerRTP, room/TSPacketSize)) * TSPacketSize
+}
+
+// esPayloadMax returns the largest RTP payload, bytes, of an
+// elementary-stream packet to dst: what fits the route's MTU after the
+// RTP header, at most gortsplib's default of 1450; over TCP (dst nil),
+// 1450.
+func esPayloadMax(dst *net.UDPAddr) int {
+	const def = 1450
+	if dst == nil {
+		return def
+	}
+	return max(TSPacketSize, min(def, UDPRoom(dst)-rtpHeaderSize))
+}
+
+// streamPayload returns the TS bytes one packet of an MP2T stream set up
+// with cfg carries: PayloadSize over TCP, tsPayload over UDP.
+func streamPayload(cfg StreamConfig) int {
+	if cfg.Mode == RTPTCP {
+		return PayloadSize
+	}
+	return tsPayload(cfg.Dest, cfg.Mode == RTPUDP)
 }

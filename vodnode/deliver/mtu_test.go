@@ -1,0 +1,243 @@
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/pion/rtp"
+	"golang.org/x/sys/unix"
+)
+
+// narrowPath is an IPv6 link of MTU 1280 (the IPv6 minimum) between this
+// network namespace and a test namespace of its own: host is this side's
+// address, listen opens a UDP socket on the far side.
+type narrowPath struct {
+	ns         string
+	host, peer net.IP
+}
+
+// newNarrowPath makes the namespace and its veth pair, removed by
+// t.Cleanup; it skips the test when not root or when namespaces cannot be
+// made.
+func newNarrowPath(t *testing.T) *narrowPath {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace with an MTU-1280 IPv6 link")
+	}
+	id := fmt.Sprintf("%d", os.Getpid()%1000000)
+	p := &narrowPath{ns: "vcmtu-" + id}
+	hostIf, nsIf := "vcm"+id+"h", "vcm"+id+"n"
+	run := func(args ...string) error {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	if err := run("netns", "add", p.ns); err != nil {
+		t.Skipf("cannot make a network namespace: %v", err)
+	}
+	t.Cleanup(func() { run("netns", "del", p.ns) })
+	if err := run("link", "add", hostIf, "type", "veth", "peer", "name", nsIf); err != nil {
+		t.Skipf("cannot make a veth pair: %v", err)
+	}
+	t.Cleanup(func() { run("link", "del", hostIf) })
+	sub := fmt.Sprintf("fd7e:%x:%x::", os.Getpid()>>16, os.Getpid()&0xffff)
+	p.host, p.peer = net.ParseIP(sub+"1"), net.ParseIP(sub+"2")
+	for _, args := range [][]string{
+		{"link", "set", nsIf, "netns", p.ns},
+		{"link", "set", hostIf, "mtu", "1280", "up"},
+		{"addr", "add", sub + "1/64", "dev", hostIf, "nodad"},
+		{"-n", p.ns, "link", "set", nsIf, "mtu", "1280", "up"},
+		{"-n", p.ns, "addr", "add", sub + "2/64", "dev", nsIf, "nodad"},
+	} {
+		if err := run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// listen opens a UDP socket on the namespace's side (made on a thread
+// moved into the namespace, which then goes back).
+func (p *narrowPath) listen(t *testing.T) *net.UDPConn {
+	t.Helper()
+	type res struct {
+		c   *net.UDPConn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- res{nil, err}
+			return // the thread stays locked and ends with the goroutine
+		}
+		defer self.Close()
+		f, err := os.Open("/run/netns/" + p.ns)
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: p.peer})
+		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- res{c, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.c.SetReadBuffer(4 << 20)
+	t.Cleanup(func() { r.c.Close() })
+	return r.c
+}
+
+// maxUDP1280 is the largest UDP payload an IPv6 datagram carries whole on
+// a link of MTU 1280: 1280 - 40 (IPv6) - 8 (UDP).
+const maxUDP1280 = 1232
+
+// TestUDPFitsTheRouteMTU plays MP2T over RTP/UDP (with and without UDP
+// GSO) and raw UDP to a client behind an IPv6 link of MTU 1280: every
+// datagram fits the link (no IPv6 fragments, which many networks drop),
+// and every byte of the title arrives. Before, the node sent 7 TS packets
+// a datagram whatever the route (1328 bytes of UDP payload with RTP): in
+// GSO trains the kernel refused them (EINVAL, nine in ten packets lost, a
+// black picture in ffmpeg), alone it fragmented them.
+func TestUDPFitsTheRouteMTU(t *testing.T) {
+	p := newNarrowPath(t)
+	for _, c := range []struct {
+		mode Mode
+		gso  bool
+	}{{RTPUDP, true}, {RTPUDP, false}, {RawUDP, true}} {
+		t.Run(fmt.Sprintf("mode=%d,gso=%v", c.mode, c.gso), func(t *testing.T) {
+			u, err := ListenUDP(p.host.String(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { u.Close() })
+			if c.gso && !u.gso {
+				t.Skip("the kernel has no UDP GSO")
+			}
+			u.gso = c.gso
+			e := &Engine{Shards: 1, UDP: u}
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			data := prefix(t, loadClip(t), 1)
+			sink := p.listen(t)
+			st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: c.mode,
+				Dest: sink.LocalAddr().(*net.UDPAddr), SSRC: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			if _, err := st.Play(0); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			buf := make([]byte, 65536)
+			for len(got) < len(data) {
+				sink.SetReadDeadline(time.Now().Add(3 * time.Second))
+				n, _, err := sink.ReadFrom(buf)
+				if err != nil {
+					t.Fatalf("after %d of %d bytes: %v", len(got), len(data), err)
+				}
+				if n > maxUDP1280 {
+					t.Fatalf("a datagram of %d bytes on a path of MTU 1280 (at most %d fit unfragmented)", n, maxUDP1280)
+				}
+				payload := buf[:n]
+				if c.mode == RTPUDP {
+					var pk rtp.Packet
+					if err := pk.Unmarshal(buf[:n]); err != nil {
+						t.Fatal(err)
+					}
+					payload = pk.Payload
+				}
+				if len(payload)%TSPacketSize != 0 {
+					t.Fatalf("payload of %d bytes: not whole TS packets", len(payload))
+				}
+				got = append(got, payload...)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatal("payload differs from the title bytes")
+			}
+		})
+	}
+}
+
+// TestESFitsTheRouteMTU plays the elementary streams over RTP/UDP to a
+// client behind an IPv6 link of MTU 1280: every packet fits it. Before,
+// H.264 fragments were cut at gortsplib's 1450 bytes, fragmented over
+// IPv6 even on a 1500-byte link.
+func TestESFitsTheRouteMTU(t *testing.T) {
+	p := newNarrowPath(t)
+	u, err := ListenUDP(p.host.String(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	e := &Engine{Shards: 1, UDP: u}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	src := newMemSource(prefix(t, loadClip(t), 1.5))
+	tr, err := ProbeES(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := p.listen(t)
+	done := make(chan struct{})
+	st, err := e.NewESStream(ESConfig{Source: src, Tracks: tr, Mode: RTPUDP,
+		Dest:  [2]*net.UDPAddr{sink.LocalAddr().(*net.UDPAddr), nil},
+		OnEnd: func(EndReason, error) { close(done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	largest, count := 0, 0
+	buf := make([]byte, 65536)
+	for {
+		sink.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, _, err := sink.ReadFrom(buf)
+		if err != nil {
+			break
+		}
+		count++
+		largest = max(largest, n)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no end of title")
+	}
+	if count == 0 {
+		t.Fatal("no packet arrived")
+	}
+	if largest > maxUDP1280 {
+		t.Fatalf("largest of %d packets: %d bytes on a path of MTU 1280 (at most %d fit unfragmented)", count, largest, maxUDP1280)
+	}
+	if largest < 1000 {
+		t.Errorf("largest of %d packets %d bytes: the keyframes' fragments should fill the room", count, largest)
+	}
+}
