@@ -30,9 +30,10 @@ type ConnWriter struct {
 	limit   int
 	timeout time.Duration
 
-	mu      sync.Mutex
-	pending []byte
-	err     error
+	mu       sync.Mutex
+	pending  []byte
+	err      error
+	draining bool // a drainLater is due (armDrainLocked)
 
 	// offers wait for the writer's next write (Offer); guarded by cmu,
 	// taken under mu (mu, then cmu).
@@ -126,6 +127,7 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 		return false, nil
 	}
 	defer w.mu.Unlock()
+	defer w.armDrainLocked()
 	if w.err != nil {
 		return false, w.err
 	}
@@ -275,6 +277,40 @@ func (w *ConnWriter) run() {
 		if failed {
 			return
 		}
+	}
+}
+
+// drainRetry is how soon, and then how often, bytes left in the queue of
+// a (plain TCP) writer are written on when nothing else writes them.
+const drainRetry = 20 * time.Millisecond
+
+// armDrainLocked has the queue written on (drainLater) while it holds
+// bytes, whoever writes next: the pacer writes it only while a stream
+// sends, and the stream that queued the bytes may have ended, paused or
+// be waiting for its fill. Before, the end of a title queued behind a
+// slow link (up to the queue's limit, and its BYE) stayed there until
+// the client's next request, which a player waiting for those bytes
+// never sent: it stalled until the session timed out. mu held; nothing
+// for an async writer (its goroutine writes the queue).
+func (w *ConnWriter) armDrainLocked() {
+	if w.async || w.draining || w.err != nil || len(w.pending) == 0 {
+		return
+	}
+	w.draining = true
+	time.AfterFunc(drainRetry, w.drainLater)
+}
+
+// drainLater writes what the socket takes now of the queue, and is due
+// again while bytes are left (armDrainLocked).
+func (w *ConnWriter) drainLater() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.draining = false
+	if w.err != nil || len(w.pending) == 0 {
+		return
+	}
+	if w.flushLocked() == nil {
+		w.armDrainLocked()
 	}
 }
 

@@ -43,6 +43,7 @@ func (o *Offer) Push() (taken bool, err error) {
 			if !w.async && len(w.pending) > 0 {
 				err = w.flushLocked()
 			}
+			w.armDrainLocked()
 		}
 		w.mu.Unlock()
 	}
