@@ -151,6 +151,7 @@ func TestUDPFitsTheRouteMTU(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []byte
+			short := 0
 			buf := make([]byte, 65536)
 			for len(got) < len(data) {
 				sink.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -172,10 +173,16 @@ func TestUDPFitsTheRouteMTU(t *testing.T) {
 				if len(payload)%TSPacketSize != 0 {
 					t.Fatalf("payload of %d bytes: not whole TS packets", len(payload))
 				}
+				if len(got)+len(payload) < len(data) && len(payload) != 6*TSPacketSize {
+					short++
+				}
 				got = append(got, payload...)
 			}
 			if !bytes.Equal(got, data) {
 				t.Fatal("payload differs from the title bytes")
+			}
+			if short > 0 {
+				t.Errorf("%d datagrams before the last carry other than 6 TS packets (all that fit): the title cut into more datagrams than needed", short)
 			}
 		})
 	}

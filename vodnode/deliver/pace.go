@@ -95,7 +95,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	// due within Lead+Batch: fewer, larger writes, each packet at most
 	// Lead+Batch early and never late by more than a tick
 	due := s.dueOffset(ck, now+int64(s.e.Lead))
-	if due-s.pos >= PayloadSize || (complete && due >= idx.Size) {
+	if due-s.pos >= int64(s.pay) || (complete && due >= idx.Size) {
 		due = s.dueOffset(ck, now+int64(s.e.Lead+s.e.Batch))
 	}
 	avail := idx.Size
@@ -108,9 +108,9 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	n := due - s.pos
 	if !atStop && (!complete || due < avail) {
-		n -= n % PayloadSize
+		n -= n % int64(s.pay) // whole datagrams (s.pay: PayloadSize, or less to fit the route's MTU)
 	}
-	n = min(n, int64(s.e.MaxBurst*PayloadSize))
+	n = min(n, int64(s.e.MaxBurst*s.pay))
 	if n > 0 {
 		sent, err := s.send(sh, ck, now, int(n))
 		if err != nil {
@@ -139,8 +139,8 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		s.endOfTitle(ck)
 		return false
 	}
-	if starving && avail-s.pos < PayloadSize {
-		return s.park(s.pos + PayloadSize - 1)
+	if starving && avail-s.pos < int64(s.pay) {
+		return s.park(s.pos + int64(s.pay) - 1)
 	}
 	return true
 }
