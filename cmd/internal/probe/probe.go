@@ -55,6 +55,12 @@ type Result struct {
 	Bytes        int64   `json:"bytes"`       // RTP payload bytes received
 	Packets      int64   `json:"packets"`     // RTP packets received
 	SetupSeconds float64 `json:"setupS"`      // connect .. PLAY reply, seconds
+	// Stopped says why the play stopped before its duration or the end
+	// of the title: the client's connection to the server failed, or the
+	// server closed it (a pulled cable over UDP: "… network is
+	// unreachable"; the node ended the session). Empty for a play that
+	// ran its course.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // BitrateBps returns the received payload rate over the wall time, bit/s.
@@ -75,9 +81,13 @@ func (r Result) RealTimeRatio() float64 {
 
 // String renders the result on one line for people.
 func (r Result) String() string {
-	return fmt.Sprintf("played %s from %s: %d video frames, %d audio frames, %.2f s of media in %.2f s (%.2fx real time), %.0f kbit/s, setup %.0f ms",
+	line := fmt.Sprintf("played %s from %s: %d video frames, %d audio frames, %.2f s of media in %.2f s (%.2fx real time), %.0f kbit/s, setup %.0f ms",
 		r.URL, r.Server, r.VideoFrames, r.AudioFrames, r.MediaSeconds, r.WallSeconds, r.RealTimeRatio(),
 		r.BitrateBps()/1000, r.SetupSeconds*1000)
+	if r.Stopped != "" {
+		line += "; stopped early: " + r.Stopped
+	}
+	return line
 }
 
 // ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
@@ -211,6 +221,9 @@ loop:
 			if packets.Load() == 0 {
 				return res, fmt.Errorf("probe: session ended before any media: %w", err)
 			}
+			// It ended the play as if it had run its course: a play to
+			// the end cut by a 3 s network outage read as a whole one.
+			res.Stopped = err.Error()
 			break loop
 		case <-got:
 		case <-idle.C:

@@ -1,0 +1,92 @@
+package probe
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/textproto"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPlayReportsAConnectionLost plays from an RTSP server that sends a
+// few packets and then closes the connection, as a node does when it ends
+// the session, or as a pulled cable fails it: the result says the play
+// stopped early, and why. Before, it read as a play that ran its course
+// (vodctl play --duration 0 over UDP printed "4.83 s of media in 4.85 s"
+// on a 20 s title when the client's link went down, nothing more).
+func TestPlayReportsAConnectionLost(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go serveThenClose(lis)
+	res, err := Play(t.Context(), "rtsp://"+lis.Addr().String()+"/vod/x", Options{Duration: time.Minute, Idle: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("play: %v", err)
+	}
+	if res.Packets == 0 {
+		t.Fatal("no packet counted")
+	}
+	if !strings.Contains(res.String(), "; stopped early: ") {
+		t.Fatalf("a play the server cut after %d packets reads as a whole one: %s", res.Packets, res)
+	}
+}
+
+// serveThenClose answers one client's OPTIONS, DESCRIBE (one MP2T track),
+// SETUP (interleaved) and PLAY, sends ten RTP packets of null TS packets
+// and ends the connection.
+func serveThenClose(lis net.Listener) {
+	c, err := lis.Accept()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	r := textproto.NewReader(bufio.NewReader(c))
+	for {
+		line, err := r.ReadLine()
+		if err != nil {
+			return
+		}
+		hdr, err := r.ReadMIMEHeader()
+		if err != nil {
+			return
+		}
+		method := strings.Fields(line)[0]
+		head := fmt.Sprintf("RTSP/1.0 200 OK\r\nCSeq: %s\r\n", hdr.Get("CSeq"))
+		switch method {
+		case "OPTIONS":
+			fmt.Fprintf(c, "%sPublic: DESCRIBE, SETUP, PLAY, TEARDOWN\r\n\r\n", head)
+		case "DESCRIBE":
+			sdp := "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=x\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 33\r\na=rtpmap:33 MP2T/90000\r\na=control:trackID=0\r\n"
+			fmt.Fprintf(c, "%sContent-Base: rtsp://%s/vod/x/\r\nContent-Type: application/sdp\r\nContent-Length: %d\r\n\r\n%s", head, lis.Addr(), len(sdp), sdp)
+		case "SETUP":
+			fmt.Fprintf(c, "%sTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1;timeout=60\r\n\r\n", head)
+		case "PLAY":
+			fmt.Fprintf(c, "%sSession: 1\r\n\r\n", head)
+			for i := range 10 {
+				const l = 12 + 7*188 // RTP header and payload
+				pkt := make([]byte, 4+l)
+				pkt[0], pkt[1], pkt[2], pkt[3] = '$', 0, l>>8, l&0xff
+				pkt[4], pkt[5] = 0x80, 33
+				pkt[6], pkt[7] = 0, byte(i)
+				for k := range 7 {
+					ts := pkt[16+k*188:]
+					ts[0], ts[1], ts[2], ts[3] = 0x47, 0x1f, 0xff, 0x10 // null packet
+				}
+				c.Write(pkt)
+			}
+			// The end of the stream, then what the client still sends
+			// read away until it closes (no reset to drop the packets).
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
+			return
+		default:
+			fmt.Fprintf(c, "%s\r\n", head)
+		}
+	}
+}
