@@ -132,11 +132,12 @@ type shard struct {
 
 	active []*Stream
 	// per-wake scratch, reused: file bytes, RTP headers, TCP frames, UDP batch
-	arena []byte
-	hdrs  []byte
-	out   []byte
-	msgs  []ipv4.Message
-	bufs  [][]byte // iovecs of the queued datagrams
+	arena  []byte
+	hdrs   []byte
+	out    []byte
+	msgs   []ipv4.Message
+	owners []*Stream // the stream of each of msgs
+	bufs   [][]byte  // iovecs of the queued datagrams
 }
 
 const (
@@ -148,13 +149,14 @@ const (
 func newShard(e *Engine) *shard {
 	burst := e.MaxBurst * PayloadSize
 	return &shard{
-		e:     e,
-		wake:  make(chan struct{}, 1),
-		arena: make([]byte, 0, max(burst, batchMessages*PayloadSize)),
-		hdrs:  make([]byte, 0, batchMessages*rtpHeaderSize),
-		out:   make([]byte, 0, e.MaxBurst*(PayloadSize+frameOverhead)+1024),
-		msgs:  make([]ipv4.Message, 0, batchMessages),
-		bufs:  make([][]byte, 0, 2*batchMessages),
+		e:      e,
+		wake:   make(chan struct{}, 1),
+		arena:  make([]byte, 0, max(burst, batchMessages*PayloadSize)),
+		hdrs:   make([]byte, 0, batchMessages*rtpHeaderSize),
+		out:    make([]byte, 0, e.MaxBurst*(PayloadSize+frameOverhead)+1024),
+		msgs:   make([]ipv4.Message, 0, batchMessages),
+		owners: make([]*Stream, 0, batchMessages),
+		bufs:   make([][]byte, 0, 2*batchMessages),
 	}
 }
 
@@ -249,22 +251,32 @@ func (sh *shard) iov(parts ...[]byte) [][]byte {
 	return sh.bufs[l:len(sh.bufs):len(sh.bufs)]
 }
 
-// queueUDP adds one datagram made of bufs for dst to the batch; oob is a
-// UDP_SEGMENT control message when bufs carry several datagrams.
-func (sh *shard) queueUDP(bufs [][]byte, oob []byte, dst *net.UDPAddr) {
+// queueUDP adds one datagram made of bufs for dst, of stream st, to the
+// batch; oob is a UDP_SEGMENT control message when bufs carry several
+// datagrams.
+func (sh *shard) queueUDP(st *Stream, bufs [][]byte, oob []byte, dst *net.UDPAddr) {
 	sh.msgs = append(sh.msgs, ipv4.Message{Buffers: bufs, OOB: oob, Addr: dst})
+	sh.owners = append(sh.owners, st)
 }
 
-// flush sends the queued datagrams and frees the scratch.
+// flush sends the queued datagrams and frees the scratch. A stream whose
+// datagram the kernel refused as too large (tooBig: the route's MTU
+// shrank after its SETUP) asks its size again before it sends more.
 func (sh *shard) flush() {
 	if len(sh.msgs) > 0 && sh.e.UDP != nil {
-		if err := sh.e.UDP.writeBatch(sh.msgs); err != nil {
+		if err := sh.e.UDP.writeBatch(sh.msgs, func(i int, err error) {
+			if tooBig(err) {
+				sh.owners[i].resize.Store(true)
+			}
+		}); err != nil {
 			sh.e.Logger.Debug("udp send", "err", err)
 		}
 	}
 	for i := range sh.msgs {
 		sh.msgs[i] = ipv4.Message{}
 	}
+	clear(sh.owners)
+	sh.owners = sh.owners[:0]
 	clear(sh.bufs)
 	sh.bufs = sh.bufs[:0]
 	sh.msgs = sh.msgs[:0]

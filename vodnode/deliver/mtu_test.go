@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,14 +20,26 @@ import (
 // network namespace and a test namespace of its own: host is this side's
 // address, listen opens a UDP socket on the far side.
 type narrowPath struct {
-	ns         string
-	host, peer net.IP
+	ns, hostIf, sub string
+	host, peer      net.IP
+}
+
+// ipCmd runs ip(8) with args.
+func ipCmd(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %v: %v: %s", args, err, out)
+	}
+	return nil
 }
 
 // newNarrowPath makes the namespace and its veth pair, removed by
 // t.Cleanup; it skips the test when not root or when namespaces cannot be
 // made.
-func newNarrowPath(t *testing.T) *narrowPath {
+func newNarrowPath(t *testing.T) *narrowPath { return newPath(t, 1280) }
+
+// newPath is newNarrowPath with a link of MTU mtu.
+func newPath(t *testing.T, mtu int) *narrowPath {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a network namespace with an MTU-1280 IPv6 link")
@@ -34,13 +47,8 @@ func newNarrowPath(t *testing.T) *narrowPath {
 	id := fmt.Sprintf("%d", os.Getpid()%1000000)
 	p := &narrowPath{ns: "vcmtu-" + id}
 	hostIf, nsIf := "vcm"+id+"h", "vcm"+id+"n"
-	run := func(args ...string) error {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, out)
-		}
-		return nil
-	}
+	p.hostIf = hostIf
+	run := ipCmd
 	if err := run("netns", "add", p.ns); err != nil {
 		t.Skipf("cannot make a network namespace: %v", err)
 	}
@@ -50,12 +58,13 @@ func newNarrowPath(t *testing.T) *narrowPath {
 	}
 	t.Cleanup(func() { run("link", "del", hostIf) })
 	sub := fmt.Sprintf("fd7e:%x:%x::", os.Getpid()>>16, os.Getpid()&0xffff)
+	p.sub = sub
 	p.host, p.peer = net.ParseIP(sub+"1"), net.ParseIP(sub+"2")
 	for _, args := range [][]string{
 		{"link", "set", nsIf, "netns", p.ns},
-		{"link", "set", hostIf, "mtu", "1280", "up"},
+		{"link", "set", hostIf, "mtu", strconv.Itoa(mtu), "up"},
 		{"addr", "add", sub + "1/64", "dev", hostIf, "nodad"},
-		{"-n", p.ns, "link", "set", nsIf, "mtu", "1280", "up"},
+		{"-n", p.ns, "link", "set", nsIf, "mtu", strconv.Itoa(mtu), "up"},
 		{"-n", p.ns, "addr", "add", sub + "2/64", "dev", nsIf, "nodad"},
 	} {
 		if err := run(args...); err != nil {
@@ -246,5 +255,71 @@ func TestESFitsTheRouteMTU(t *testing.T) {
 	}
 	if largest < 1000 {
 		t.Errorf("largest of %d packets %d bytes: the keyframes' fragments should fill the room", count, largest)
+	}
+}
+
+// TestUDPFollowsAPathMTULearnedLater plays MP2T over RTP/UDP (UDP GSO) to
+// a client on a 1500-byte IPv6 link whose route's MTU drops to 1280 a
+// second into the play, as a path MTU the node learns from an ICMP Packet
+// Too Big after the SETUP does: the stream goes on to the end of the
+// title in datagrams that fit the new MTU. Before, its size stayed the
+// one asked at SETUP and the kernel refused every GSO train of it
+// (EINVAL): a vodctl play over UDP got 37 video frames in 8 s, and this
+// test about half the title.
+func TestUDPFollowsAPathMTULearnedLater(t *testing.T) {
+	p := newPath(t, 1500)
+	u, err := ListenUDP(p.host.String(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	if !u.gso {
+		t.Skip("the kernel has no UDP GSO")
+	}
+	e := &Engine{Shards: 1, UDP: u}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	data := prefix(t, loadClip(t), 3)
+	sink := p.listen(t)
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPUDP,
+		Dest: sink.LocalAddr().(*net.UDPAddr), SSRC: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if st.pay != PayloadSize {
+		t.Fatalf("%d TS bytes a datagram on a 1500-byte link, want %d", st.pay, PayloadSize)
+	}
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	got, changed, big := 0, false, 0
+	buf := make([]byte, 65536)
+	for got < len(data) {
+		sink.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, _, err := sink.ReadFrom(buf)
+		if err != nil {
+			break // the end, or datagrams lost
+		}
+		if n > maxUDP1280 && changed {
+			big++
+		}
+		got += n - rtpHeaderSize
+		if !changed && got >= len(data)/3 {
+			if err := ipCmd("-6", "route", "change", p.sub+"/64", "dev", p.hostIf, "metric", "256", "mtu", "1280"); err != nil {
+				t.Fatal(err)
+			}
+			changed = true
+		}
+	}
+	// One train of the old size may be refused (the one that tells the
+	// stream) and a few sent before the change may still arrive.
+	if lost := len(data) - got; lost > len(data)/20 {
+		t.Fatalf("%d of %d bytes arrived after the route's MTU dropped to 1280", got, len(data))
+	}
+	if big > 2*e.MaxBurst {
+		t.Errorf("%d datagrams over 1232 bytes after the route's MTU dropped to 1280", big)
 	}
 }

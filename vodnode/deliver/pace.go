@@ -21,6 +21,11 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		s.queued = false
 		return false
 	}
+	if s.resize.Swap(false) {
+		// A path MTU learned after SETUP (ICMP Packet Too Big, a route
+		// changed): the kernel refuses GSO trains of the old size.
+		s.pay = streamPayload(s.cfg)
+	}
 	idx, complete, err := s.cfg.Source.State()
 	if err != nil {
 		// A seek still waiting (seekSettled) plays what the fill left
@@ -227,7 +232,7 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 				iov = sh.iov(p)
 			}
 			if !gso {
-				sh.queueUDP(iov, nil, s.cfg.Dest)
+				sh.queueUDP(s, iov, nil, s.cfg.Dest)
 			}
 			wire += len(p)
 			if rtpMode {
@@ -239,7 +244,7 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 			if rtpMode {
 				seg += rtpHeaderSize
 			}
-			sh.queueUDP(sh.bufs[start:len(sh.bufs):len(sh.bufs)], s.e.UDP.segmentOOB(seg), s.cfg.Dest)
+			sh.queueUDP(s, sh.bufs[start:len(sh.bufs):len(sh.bufs)], s.e.UDP.segmentOOB(seg), s.cfg.Dest)
 		}
 		if s.cfg.Mode == RTPUDP && now >= s.nextSR {
 			s.nextSR = now + int64(s.e.SRInterval)

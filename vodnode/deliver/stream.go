@@ -154,6 +154,7 @@ type Stream struct {
 	closed      bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
 	endedBy     EndReason   // why it ended by itself (finish, endWithBye; EndedBy), "" while it has not
 	endErr      error       // the error it ended by itself with
+	resize      atomic.Bool // the kernel refused a datagram of pay bytes (the route's MTU shrank since): pay is asked again (step)
 
 	bytes atomic.Int64
 }

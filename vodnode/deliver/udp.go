@@ -95,23 +95,34 @@ func (u *UDPServer) Close() error {
 	return errors.Join(u.RTP.Close(), u.RTCP.Close())
 }
 
-// writeBatch sends ms, skipping a message the kernel refuses; it returns
-// the first error seen.
-func (u *UDPServer) writeBatch(ms []ipv4.Message) error {
+// writeBatch sends ms, skipping a message the kernel refuses (failed,
+// when not nil, is told its index and the error); it returns the first
+// error seen.
+func (u *UDPServer) writeBatch(ms []ipv4.Message, failed func(i int, err error)) error {
 	var first error
-	for len(ms) > 0 {
-		n, err := u.batch.WriteBatch(ms, 0)
+	for i := 0; i < len(ms); {
+		n, err := u.batch.WriteBatch(ms[i:], 0)
 		if err != nil {
 			if first == nil {
 				first = err
 			}
 			if n <= 0 {
+				if failed != nil {
+					failed(i, err)
+				}
 				n = 1 // drop the message that failed
 			}
 		}
-		ms = ms[n:]
+		i += n
 	}
 	return first
+}
+
+// tooBig reports whether err is the kernel refusing a datagram larger
+// than the route's MTU allows: EMSGSIZE, or EINVAL for a GSO train whose
+// segments do not fit it.
+func tooBig(err error) bool {
+	return errors.Is(err, unix.EMSGSIZE) || errors.Is(err, unix.EINVAL)
 }
 
 // udpSegment is the UDP_SEGMENT socket option/control message (Linux
