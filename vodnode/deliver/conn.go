@@ -33,7 +33,8 @@ type ConnWriter struct {
 	mu       sync.Mutex
 	pending  []byte
 	err      error
-	draining bool // a drainLater is due (armDrainLocked)
+	draining bool          // a drainLater is due (armDrainLocked)
+	drainGap time.Duration // until the next drainLater: drainRetry, doubled while the socket takes nothing
 
 	// offers wait for the writer's next write (Offer); guarded by cmu,
 	// taken under mu (mu, then cmu).
@@ -281,8 +282,13 @@ func (w *ConnWriter) run() {
 }
 
 // drainRetry is how soon, and then how often, bytes left in the queue of
-// a (plain TCP) writer are written on when nothing else writes them.
-const drainRetry = 20 * time.Millisecond
+// a (plain TCP) writer are written on when nothing else writes them;
+// while the socket takes none of them (a client that stopped reading) the
+// wait doubles, up to drainRetryMax.
+const (
+	drainRetry    = 20 * time.Millisecond
+	drainRetryMax = 640 * time.Millisecond
+)
 
 // armDrainLocked has the queue written on (drainLater) while it holds
 // bytes, whoever writes next: the pacer writes it only while a stream
@@ -297,11 +303,18 @@ func (w *ConnWriter) armDrainLocked() {
 		return
 	}
 	w.draining = true
-	time.AfterFunc(drainRetry, w.drainLater)
+	if w.drainGap == 0 {
+		w.drainGap = drainRetry
+	}
+	time.AfterFunc(w.drainGap, w.drainLater)
 }
 
 // drainLater writes what the socket takes now of the queue, and is due
-// again while bytes are left (armDrainLocked).
+// again while bytes are left (armDrainLocked): drainRetry later when the
+// socket took some, twice the last wait (at most drainRetryMax) when it
+// took none. Before, a stalled connection was tried every 20 ms until it
+// ended (up to the session timeout after the end of its title): 6% of a
+// core for 200 of them.
 func (w *ConnWriter) drainLater() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -309,9 +322,14 @@ func (w *ConnWriter) drainLater() {
 	if w.err != nil || len(w.pending) == 0 {
 		return
 	}
-	if w.flushLocked() == nil {
-		w.armDrainLocked()
+	before := len(w.pending)
+	if w.flushLocked() != nil {
+		return
 	}
+	if len(w.pending) == before {
+		w.drainGap = min(2*max(w.drainGap, drainRetry), drainRetryMax)
+	}
+	w.armDrainLocked()
 }
 
 func (w *ConnWriter) flushLocked() error {
@@ -319,6 +337,9 @@ func (w *ConnWriter) flushLocked() error {
 	if err != nil {
 		w.err = err
 		return err
+	}
+	if n > 0 {
+		w.drainGap = drainRetry // the client reads: drain at the first pace
 	}
 	rest := copy(w.pending, w.pending[n:])
 	w.pending = w.pending[:rest]
