@@ -68,7 +68,9 @@ func newPath(t *testing.T, mtu int) *narrowPath {
 		{"-n", p.ns, "addr", "add", sub + "2/64", "dev", nsIf, "nodad"},
 	} {
 		if err := run(args...); err != nil {
-			t.Fatal(err)
+			// A machine whose new interfaces have IPv6 disabled
+			// (net.ipv6.conf.default.disable_ipv6) cannot make the link.
+			t.Skipf("cannot set up the IPv6 test link: %v", err)
 		}
 	}
 	return p
