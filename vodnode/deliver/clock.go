@@ -9,11 +9,14 @@ import (
 // TSPacketSize is the size of one MPEG-TS packet, bytes.
 const TSPacketSize = tsindex.PacketSize
 
-// PacketsPerRTP is the number of TS packets carried by one RTP packet (or
-// one raw UDP datagram): 7 × 188 = 1316 bytes, under a 1500-byte MTU.
+// PacketsPerRTP is the most TS packets one RTP packet (or one raw UDP
+// datagram) carries: 7 × 188 = 1316 bytes, under a 1500-byte MTU; over
+// UDP a route with a smaller MTU gets fewer (tsPayload).
 const PacketsPerRTP = 7
 
-// PayloadSize is the media payload of one RTP packet, bytes.
+// PayloadSize is the largest media payload of one MP2T RTP packet (or raw
+// UDP datagram), bytes: every packet's over TCP; over UDP the route's MTU
+// may allow less (tsPayload).
 const PayloadSize = PacketsPerRTP * TSPacketSize
 
 // clockOf maps byte offsets of a title to its stream clock (27 MHz) and

@@ -15,6 +15,8 @@ type ReadError struct {
 	Err error
 }
 
+// Error says where in the title the read started, bytes, and why it
+// failed.
 func (e *ReadError) Error() string {
 	return fmt.Sprintf("deliver: reading the title at %d: %v", e.Off, e.Err)
 }

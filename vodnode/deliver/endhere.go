@@ -48,7 +48,8 @@ func (s *Stream) EndHere() {
 }
 
 // EndHere is Stream.EndHere for elementary streams: each track's final
-// report and end-of-title BYE at once (endOfTitleByeLocked), no media,
+// report and end-of-title BYE (endOfTitleByeLocked: over UDP ByeDelay
+// later, over TCP at once or before the connection's next write), no media,
 // the stream left where its last Seek put it, and OnEnd hears
 // EndOfTitle. Called in place of Resume; nothing when the stream has
 // ended.

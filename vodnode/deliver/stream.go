@@ -35,7 +35,7 @@ type Mode int
 const (
 	RTPUDP Mode = iota + 1 // RTP over UDP (RTP/AVP, MP2T/RTP/UDP)
 	RTPTCP                 // RTP interleaved in the RTSP connection (RTP/AVP/TCP, MP2T/RTP/TCP)
-	RawUDP                 // 7 TS packets per UDP datagram, no RTP (MP2T/UDP, RAW/RAW/UDP)
+	RawUDP                 // up to 7 TS packets per UDP datagram (fewer where the route's MTU is smaller), no RTP (MP2T/UDP, RAW/RAW/UDP)
 )
 
 // EndReason says why a stream ended by itself.
