@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,8 @@ func newPath(t *testing.T, mtu int) *narrowPath {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a network namespace with an MTU-1280 IPv6 link")
 	}
-	id := fmt.Sprintf("%d", os.Getpid()%1000000)
+	sweepStalePaths()
+	id := strconv.Itoa(os.Getpid())
 	p := &narrowPath{ns: "vcmtu-" + id}
 	hostIf, nsIf := "vcm"+id+"h", "vcm"+id+"n"
 	p.hostIf = hostIf
@@ -74,6 +76,30 @@ func newPath(t *testing.T, mtu int) *narrowPath {
 		}
 	}
 	return p
+}
+
+// sweepStalePaths removes the namespaces (and with them their veth pairs)
+// that an earlier test binary killed before its cleanup left: those whose
+// process is gone.
+func sweepStalePaths() {
+	ents, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		id, ok := strings.CutPrefix(e.Name(), "vcmtu-")
+		if !ok {
+			continue
+		}
+		if pid, err := strconv.Atoi(id); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + id); err == nil {
+			continue
+		}
+		ipCmd("netns", "del", e.Name())
+		ipCmd("link", "del", "vcm"+id+"h")
+	}
 }
 
 // listen opens a UDP socket on the namespace's side (made on a thread
