@@ -258,6 +258,8 @@ func nodesCmd(g *globals) *cobra.Command {
 		Args:  noArgs,
 		Long: "List nodes with their load.\n\n" +
 			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
+			"RESERVED is the sum of their titles' bitrates; EGRESS is what the node measured sending over\n" +
+			"its last heartbeat interval, so it can show a session that ended within that interval.\n" +
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
 			"the bit/s of sessions served from disk and from a fill, E the node's weighted capacity,\n" +
 			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.\n" +

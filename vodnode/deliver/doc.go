@@ -3,7 +3,7 @@
 // (Stream: its own position, pause and seek), paced in real time from the
 // clock inside the stream (the PCR, ISO/IEC 13818-1), as RTP (payload type
 // 33, RFC 2250: 7 TS packets per RTP packet, fewer over UDP where the
-// route's MTU is smaller: UDPRoom) over UDP or interleaved in the
+// route's MTU is smaller: udpRoom) over UDP or interleaved in the
 // RTSP TCP connection (RFC 2326 §10.12), or as raw TS over UDP.
 //
 // Streams are served by a few pacer goroutines (shards, one per core by

@@ -195,10 +195,10 @@ func routeMTU(dst *net.UDPAddr) int {
 	return mtu
 }
 
-// UDPRoom returns the UDP payload, bytes, that one datagram to dst carries
+// udpRoom returns the UDP payload, bytes, that one datagram to dst carries
 // unfragmented: the route's MTU (routeMTU; 1500 when unknown) less the IP
 // header (20 bytes for IPv4, 40 for IPv6) and the UDP header (8).
-func UDPRoom(dst *net.UDPAddr) int {
+func udpRoom(dst *net.UDPAddr) int {
 	mtu := routeMTU(dst)
 	if mtu <= 0 {
 		mtu = 1500
@@ -214,7 +214,7 @@ func UDPRoom(dst *net.UDPAddr) int {
 // whole TS packets as fit the route's MTU with the RTP header when rtp is
 // set, at most PacketsPerRTP (7, 1316 bytes), at least one.
 func tsPayload(dst *net.UDPAddr, rtp bool) int {
-	room := UDPRoom(dst)
+	room := udpRoom(dst)
 	if rtp {
 		room -= rtpHeaderSize
 	}
@@ -223,15 +223,22 @@ func tsPayload(dst *net.UDPAddr, rtp bool) int {
 
 // esPayloadMax returns the largest RTP payload, bytes, of an
 // elementary-stream packet to dst: what fits the route's MTU after the
-// RTP header, at most gortsplib's default of 1450; over TCP (dst nil),
-// 1450.
+// RTP header, at most gortsplib's default of 1450, at least
+// esPayloadFloor; over TCP (dst nil), 1450.
 func esPayloadMax(dst *net.UDPAddr) int {
 	const def = 1450
 	if dst == nil {
 		return def
 	}
-	return max(TSPacketSize, min(def, UDPRoom(dst)-rtpHeaderSize))
+	return max(esPayloadFloor, min(def, udpRoom(dst)-rtpHeaderSize))
 }
+
+// esPayloadFloor is the smallest RTP payload, bytes, esPayloadMax gives:
+// what a datagram of 576 bytes (the size every IPv4 host reassembles,
+// RFC 791) holds after the IPv4, UDP and RTP headers. A route reported
+// narrower than that (never seen: IPv6 links are at least 1280 bytes)
+// has its packets fragmented rather than cut into slivers.
+const esPayloadFloor = 576 - 20 - 8 - rtpHeaderSize
 
 // streamPayload returns the TS bytes one packet of an MP2T stream set up
 // with cfg carries: PayloadSize over TCP, tsPayload over UDP.
