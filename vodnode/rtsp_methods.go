@@ -300,7 +300,7 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 		// What Go's float parser would take besides the RFC's npt-time
 		// ("inf", "nan", exponents) or a time past any title, which
 		// overflowed into "now".
-		return 0, 0, fmt.Errorf("malformed range %q", raw)
+		return 0, 0, errors.New("malformed")
 	}
 	switch {
 	case strings.HasPrefix(lower, "npt=now"):
@@ -313,7 +313,7 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 		}
 		r, ok := h.Value.(*headers.RangeNPT)
 		if !ok || r.End == nil {
-			return 0, 0, fmt.Errorf("malformed range %q", raw)
+			return 0, 0, errors.New("malformed")
 		}
 		return -1, r.End.Seconds(), nil
 	case strings.HasPrefix(lower, "smpte-25="):
@@ -335,20 +335,20 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 			return r.Start.Seconds(), -1, nil
 		}
 		if *r.End < r.Start && !reverse {
-			return 0, 0, fmt.Errorf("range ends (%v) before it starts (%v)", *r.End, r.Start)
+			return 0, 0, fmt.Errorf("range ends (%s s) before it starts (%s s)", formatNPT(r.End.Seconds()), formatNPT(r.Start.Seconds()))
 		}
 		return r.Start.Seconds(), r.End.Seconds(), nil
 	case *headers.RangeSMPTE:
 		start, err := smpteSeconds(r.Start, fps)
 		if err != nil {
-			return 0, 0, fmt.Errorf("malformed range %q: %w", raw, err)
+			return 0, 0, err
 		}
 		if r.End == nil {
 			return start, -1, nil
 		}
 		end, err := smpteSeconds(*r.End, fps)
 		if err != nil {
-			return 0, 0, fmt.Errorf("malformed range %q: %w", raw, err)
+			return 0, 0, err
 		}
 		if end < start && !reverse {
 			return 0, 0, fmt.Errorf("range ends before it starts")
@@ -403,7 +403,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		return nil, nil, rtspErr(base.StatusNotImplemented, "%v", perr)
 	}
 	if perr != nil || math.IsNaN(start) || math.IsInf(start, 0) || math.IsNaN(end) || math.IsInf(end, 0) {
-		return nil, nil, rtspErr(base.StatusInvalidRange, "invalid Range")
+		return nil, nil, rtspErr(base.StatusInvalidRange, "%s", invalidRangeText(req.Header["Range"], perr))
 	}
 	dur := s.duration()
 	endHere := false // libavformat past the end of a title still filling (lavfEndHere)
