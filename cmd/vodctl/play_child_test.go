@@ -47,7 +47,7 @@ func TestPlayChild(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			return
 		}
-		for deadline := time.Now().Add(10 * time.Second); s.stream.BytesSent() < 200_000 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); s.stream.Stats().BytesSent < 200_000 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		}
 		syscall.Kill(syscall.Getpid(), sig)
 	}()

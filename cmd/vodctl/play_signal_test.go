@@ -167,9 +167,9 @@ func TestPlayStopsOnSignal(t *testing.T) {
 			}
 			// Media flows (the report has frames): 200 kB sent, a third of a
 			// second at the server's rate.
-			for deadline := time.Now().Add(10 * time.Second); s.stream.BytesSent() < 200_000; time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); s.stream.Stats().BytesSent < 200_000; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d bytes sent in 10 s", s.stream.BytesSent())
+					t.Fatalf("%d bytes sent in 10 s", s.stream.Stats().BytesSent)
 				}
 			}
 			sent := time.Now()

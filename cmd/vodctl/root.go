@@ -150,7 +150,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 // standbyShows says what a standby's answer m (standby set) shows
 // instead of the cluster's, for the note beside it.
 func standbyShows(m proto.Message) string {
-	switch m.(type) {
+	switch m := m.(type) {
 	case *v1.ListPlacementResponse:
 		return "it lists only the copies and partial fills of the nodes registered with it, and the pins as it last read them"
 	case *v1.NodeInfo:
@@ -158,7 +158,7 @@ func standbyShows(m proto.Message) string {
 	case *v1.PolicyInfo:
 		return "its storage planner does not run (the counts are its own, not the cluster's), and its policy is the one it read at its start"
 	case *v1.ListNodesResponse:
-		if len(m.(*v1.ListNodesResponse).GetNodes()) == 0 {
+		if len(m.GetNodes()) == 0 {
 			return "no node has registered with it: the nodes report to the active manager, and it lists only the nodes registered with it"
 		}
 	}
