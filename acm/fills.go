@@ -25,8 +25,8 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	seen := make(map[string]bool, len(reported))
 	for _, t := range reported {
 		id := t.GetTitleId()
-		if id == "" {
-			continue
+		if storedTitleFault(t) != "" {
+			continue // malformed: not in the view (report warns)
 		}
 		seen[id] = true
 		if at, ok := ns.evicting[id]; ok {

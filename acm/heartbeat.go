@@ -208,6 +208,11 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 				"node", ns.id, "session_bytes_sent", nb, "session_ids", ni)
 		}
 	}
+	if n, why := badStoredTitles(r.GetTitles()); n > 0 && ns.badTitlesGen != gen {
+		ns.badTitlesGen = gen
+		m.log.Warn("node's load reports list malformed stored titles: those are left out of its titles",
+			"node", ns.id, "malformed", n, "first", why)
+	}
 	if sn != nil && !sn.Alive {
 		m.log.Info("node back: its heartbeats arrive again", "node", ns.id)
 	}

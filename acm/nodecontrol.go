@@ -38,7 +38,8 @@ func checkAddr(field, a string) error {
 // its titles in the replica view), sessions of the node kept from before
 // get their reservations back, a draining node is told so again, and
 // the prefetches lost with its old stream are sent again
-// (lostPrefetchesLocked). INVALID_ARGUMENT for a malformed id, address, capacity, weight or partial;
+// (lostPrefetchesLocked). INVALID_ARGUMENT for a malformed id, address, capacity, weight, stored
+// title or partial;
 // ALREADY_EXISTS while a live node (heartbeats arriving) holds the id at
 // another RTSP address.
 func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
@@ -66,11 +67,11 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	if w := req.GetWeight(); w < 0 || w > lsm.MaxWeight {
 		return nil, status.Errorf(codes.InvalidArgument, "weight %d out of 0..%d (IPVS's range; 0 = the default, %d)", w, lsm.MaxWeight, lsm.DefaultWeight)
 	}
+	if why := checkStoredTitles(req.GetTitles()); why != "" {
+		return nil, status.Error(codes.InvalidArgument, why)
+	}
 	var used int64
 	for _, t := range req.GetTitles() {
-		if t.GetTitleId() == "" {
-			return nil, status.Errorf(codes.InvalidArgument, "stored title without title_id")
-		}
 		used += t.GetStoredBytes()
 	}
 	if why := checkPartials(req.GetPartials()); why != "" {

@@ -96,6 +96,9 @@ type nodeState struct {
 	// last logged as having a session_bytes_sent of the wrong count (the
 	// warning goes once a stream; the figures are ignored each time).
 	badBytesGen uint64
+	// badTitlesGen: likewise for reports listing malformed stored titles
+	// (storedTitleFault), which are left out each time.
+	badTitlesGen uint64
 	// idle: the idle sessions of its last report (LoadReport.idle_sessions:
 	// HTTP sessions whose viewer asked nothing for longer than the node's
 	// session timeout) -> since when, by the manager's clock; nil when

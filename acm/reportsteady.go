@@ -46,8 +46,8 @@ func reportPrint(r *pb.LoadReport) (uint64, map[string]*pb.StoredTitle) {
 	titles := make(map[string]*pb.StoredTitle, len(r.GetTitles()))
 	sum := uint64(len(r.GetTitles()))<<32 | uint64(len(r.GetPartials()))
 	for _, t := range r.GetTitles() {
-		if t.GetTitleId() == "" {
-			continue
+		if storedTitleFault(t) != "" {
+			continue // left out of the view (syncTitlesLocked)
 		}
 		titles[t.GetTitleId()] = t
 		flags := boolInt(t.GetFilling()) | boolInt(t.GetPrefetch())<<1 | boolInt(t.GetPreemptible())<<2
