@@ -284,7 +284,10 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		if s := ns.sessions[id]; s != nil && s.State == store.StateAdmitted {
 			// Its STARTED event was lost: the node says it plays.
 			s.State, s.StartedAt, s.playingAt = store.StatePlaying, reportTime(r, now), ns.reports // the node's clock, as a STARTED's
-			s.startedNodeMs = r.GetAtUnixMs()
+			// Not the node's time past the year 9999 (reportTime).
+			if ms := r.GetAtUnixMs(); ms <= maxUnixMs {
+				s.startedNodeMs = ms
+			}
 			changed = append(changed, s)
 		}
 	}

@@ -33,10 +33,17 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 	}
 }
 
+// maxUnixMs is the last millisecond of the year 9999 (UTC), the latest
+// time a session's store entry and record (JSON, RFC 3339) can hold: one
+// after it failed the session's store write (the manager then reported
+// its store unavailable) and lost its record.
+const maxUnixMs = 253402300799999
+
 // reportTime is when load report r was taken, on its node's clock
-// (at_unix_ms); now, on the manager's, when it does not say.
+// (at_unix_ms); now, on the manager's, when it does not say or says a
+// time past maxUnixMs.
 func reportTime(r *pb.LoadReport, now time.Time) time.Time {
-	if ms := r.GetAtUnixMs(); ms > 0 {
+	if ms := r.GetAtUnixMs(); ms > 0 && ms <= maxUnixMs {
 		return time.UnixMilli(ms)
 	}
 	return now

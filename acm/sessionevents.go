@@ -20,7 +20,9 @@ import (
 // and the node retries),
 // NOT_FOUND for a session the manager does not hold otherwise (never
 // admitted, or already ended and released), FAILED_PRECONDITION when the
-// reporting node is not the session's node.
+// reporting node is not the session's node. INVALID_ARGUMENT too for an
+// at_unix_ms below 0 or past the year 9999 (maxUnixMs), which no session
+// record can hold.
 func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*pb.SessionEventAck, error) {
 	m := nc.m
 	if ev.GetSessionId() == "" {
@@ -28,6 +30,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	}
 	if ev.GetKind() != pb.SessionEvent_KIND_STARTED && ev.GetKind() != pb.SessionEvent_KIND_ENDED {
 		return nil, status.Errorf(codes.InvalidArgument, "kind %v: want STARTED or ENDED", ev.GetKind())
+	}
+	if ms := ev.GetAtUnixMs(); ms < 0 || ms > maxUnixMs {
+		return nil, status.Errorf(codes.InvalidArgument, "at_unix_ms %d: want milliseconds since the Unix epoch up to the year 9999, or 0 (now)", ms)
 	}
 	at := m.now()
 	if ev.GetAtUnixMs() > 0 {
