@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -22,16 +24,41 @@ type nodeControl struct {
 	m *Manager
 }
 
-// checkAddr requires host:port with a host clients can reach: not an
-// address that means every address (0.0.0.0, ::, in any spelling), which
-// a node announces when it listens on all of them without an
-// advertise_host.
+// checkAddr requires host:port with a host clients can reach: an IP
+// address (an IPv6 one may name its zone) or a DNS name (RFC 1123: at
+// most 253 bytes, labels of letters, digits, '-' and '_' of at most 63),
+// not an address that means every address (0.0.0.0, ::, in any
+// spelling), which a node announces when it listens on all of them
+// without an advertise_host; and a port number 1..65535. Viewers are
+// redirected to it, and an address no client can reach was taken (a
+// 10 kB host, a port "abc").
 func checkAddr(field, a string) error {
 	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" || port == "" || net.ParseIP(host).IsUnspecified() {
-		return status.Errorf(codes.InvalidArgument, "%s %q: want host:port with a host clients can reach (the node's advertise_host)", field, a)
+	if err != nil || !reachableHost(host) || !validPort(port) {
+		return status.Errorf(codes.InvalidArgument, "%s %q: want host:port with a host clients can reach (the node's advertise_host) and a port 1..65535", field, clip(a))
 	}
 	return nil
+}
+
+// reachableHost reports whether host is an IP address other than the
+// unspecified one, or a DNS name (checkAddr).
+func reachableHost(host string) bool {
+	ip, _, _ := strings.Cut(host, "%") // fe80::1%eth0
+	if parsed := net.ParseIP(ip); parsed != nil {
+		return !parsed.IsUnspecified()
+	}
+	return dnsName.MatchString(host) && len(host) <= 253
+}
+
+// dnsName is a DNS host name: dot-separated labels of letters, digits,
+// '-' and '_' (seen in internal names), neither starting nor ending with
+// '-', at most 63 bytes each; a final dot allowed.
+var dnsName = regexp.MustCompile(`^([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?$`)
+
+// validPort reports whether p is a port number 1..65535 in decimal.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+'
 }
 
 // Register implements pb.NodeControlServer: the node joins lsm (alive,
