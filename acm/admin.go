@@ -379,6 +379,9 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 		// next takeover, unasked.
 		return nil, m.notLeader("set the policy on the active manager")
 	}
+	if name := req.GetPolicy(); len(name) > 64 {
+		return nil, status.Errorf(codes.InvalidArgument, "policy %q: no policy has a name that long (known: %v)", clip(name), lsm.Policies())
+	}
 	if name := req.GetPolicy(); slices.Contains(smm.StoragePolicies(), name) {
 		return nil, status.Errorf(codes.InvalidArgument, "%q is a storage policy: it is set in the manager's config (storage.policy, %s here) and read at start; vodctl policy NAME switches the scheduling policy only", name, m.storage.Name)
 	}

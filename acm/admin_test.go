@@ -38,6 +38,11 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 	if _, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "no-such"}); grpcCode(err) != codes.InvalidArgument {
 		t.Fatalf("unknown policy: %v", err)
 	}
+	// a 10 kB name is not echoed whole (it was)
+	if _, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: strings.Repeat("p", 10_000)}); grpcCode(err) != codes.InvalidArgument ||
+		len(err.Error()) > 400 || !strings.Contains(err.Error(), "(10000 bytes)") {
+		t.Fatalf("a 10 kB policy name: %.500v", err)
+	}
 	if p, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"}); err != nil || p.Policy != "rr" {
 		t.Fatalf("set rr: %v %v", p, err)
 	}

@@ -22,7 +22,7 @@ import (
 // admitted, or already ended and released), FAILED_PRECONDITION when the
 // reporting node is not the session's node. INVALID_ARGUMENT too for an
 // at_unix_ms below 0 or past the year 9999 (maxUnixMs), which no session
-// record can hold.
+// record can hold, and for a negative bytes_sent.
 func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*pb.SessionEventAck, error) {
 	m := nc.m
 	if ev.GetSessionId() == "" {
@@ -33,6 +33,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	}
 	if ms := ev.GetAtUnixMs(); ms < 0 || ms > maxUnixMs {
 		return nil, status.Errorf(codes.InvalidArgument, "at_unix_ms %d: want milliseconds since the Unix epoch up to the year 9999, or 0 (now)", ms)
+	}
+	if b := ev.GetBytesSent(); b < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "bytes_sent %d: want the bytes the node sent, 0 or more", b)
 	}
 	at := m.now()
 	if ev.GetAtUnixMs() > 0 {

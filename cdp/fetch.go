@@ -62,9 +62,12 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	if off < 0 || length < 0 {
 		return status.Errorf(codes.InvalidArgument, "offset %d and length %d must not be negative", off, length)
 	}
+	if req.GetTitleId() == "" {
+		return status.Error(codes.InvalidArgument, "title_id is empty")
+	}
 	t, ok := cat.Title(req.GetTitleId())
 	if !ok {
-		return status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+		return status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", clipID(req.GetTitleId()))
 	}
 	if v := req.GetIfVersion(); v != "" && v != t.Version {
 		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", t.ID, t.Version, v)

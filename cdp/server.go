@@ -303,10 +303,20 @@ func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) 
 	}
 	t, ok := cat.Title(req.GetTitleId())
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", req.GetTitleId())
+		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", clipID(req.GetTitleId()))
 	}
 	if err := t.checkFile(os.Stat(t.Path)); err != nil {
 		return nil, err
 	}
 	return t.Proto(), nil
+}
+
+// clipID returns a title id a caller sent, cut to 128 bytes (the longest
+// valid id, ValidID) with its length after a cut, for an error message
+// that must not echo a huge argument back whole.
+func clipID(id string) string {
+	if len(id) <= 128 {
+		return id
+	}
+	return fmt.Sprintf("%s… (%d bytes)", id[:128], len(id))
 }

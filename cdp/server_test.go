@@ -273,8 +273,21 @@ func TestFetchErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-999"}, DefaultChunkBytes)
 	wantCode(t, err, codes.NotFound, `"sample-999"`)
+	// as GetTitle answers them: an empty id is the caller's mistake, and
+	// a huge one is not echoed whole
 	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: ""}, DefaultChunkBytes)
-	wantCode(t, err, codes.NotFound, "not in the origin's catalog")
+	wantCode(t, err, codes.InvalidArgument, "title_id is empty")
+	long := strings.Repeat("x", 10_000)
+	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: long}, DefaultChunkBytes)
+	wantCode(t, err, codes.NotFound, "… (10000 bytes)")
+	if len(status.Convert(err).Message()) > 300 {
+		t.Errorf("Fetch of a 10 kB id: a %d-byte message", len(status.Convert(err).Message()))
+	}
+	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: long})
+	wantCode(t, err, codes.NotFound, "… (10000 bytes)")
+	if len(status.Convert(err).Message()) > 300 {
+		t.Errorf("GetTitle of a 10 kB id: a %d-byte message", len(status.Convert(err).Message()))
+	}
 	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: -1}, DefaultChunkBytes)
 	wantCode(t, err, codes.InvalidArgument, "offset -1")
 	_, err = fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Length: -5}, DefaultChunkBytes)
