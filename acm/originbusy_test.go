@@ -24,7 +24,7 @@ func TestOriginChannelsBusyRefusalSaysSo(t *testing.T) {
 		m.OriginChannels = 1
 		m.QueueDeadline = 300 * time.Millisecond
 	})
-	e.startNode("n1", nodeOpts{http: "127.0.0.1:0"})
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:2"})
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
 		t.Fatalf("first cold title: %d", res.StatusCode)
 	}

@@ -22,8 +22,8 @@ import (
 // cached redirect never asked for.
 func TestOnlyProgressiveRedirectsAreReused(t *testing.T) {
 	e := newManager(t, "", nil)
-	n1 := e.startNode("n1", nodeOpts{http: "127.0.0.1:0"})
-	e.startNode("n2", nodeOpts{http: "127.0.0.1:0"})
+	n1 := e.startNode("n1", nodeOpts{http: "127.0.0.1:2"})
+	e.startNode("n2", nodeOpts{http: "127.0.0.1:2"})
 	e.setNode(&pb.SetNodeRequest{NodeId: "n2", Draining: ptr(true)})
 
 	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
