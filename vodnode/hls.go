@@ -73,6 +73,9 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		titleUnavailable(w, err)
 		return
 	}
+	if err == nil && !complete {
+		segs, complete, err = waitListed(r.Context(), hs.t, int(hs.hlsAsked.Load())+eventAhead)
+	}
 	all := len(segs)
 	var b strings.Builder
 	// A playlist's reloads may only append (RFC 8216 §6.2.1): the target
@@ -120,6 +123,28 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 	w.Header().Set("Cache-Control", "no-cache")
 	serveContent(w, r, "index.m3u8", int64(b.Len()), strings.NewReader(b.String()))
+}
+
+// eventListWait bounds how long an EVENT playlist (a title being filled)
+// waits, once its first segment is there, for the fill to reach the
+// segments it lists (eventShown): a fill runs many times faster than
+// play, and a playlist answered with the one segment filled so far kept
+// players that reload a live playlist only after its target duration
+// (8 s) waiting for the next: GStreamer's playbin started a title being
+// filled 8.7 s late, VLC and mpv (--start) stalled 4 to 8 s.
+const eventListWait = 2 * time.Second
+
+// waitListed returns the segments of t once want of them exist, the title
+// is complete or eventListWait has passed (those there then), or why the
+// fill failed; ctx ending is its error.
+func waitListed(ctx context.Context, t *store.Title, want int) ([]segment, bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, eventListWait)
+	defer cancel()
+	more, complete, err := waitSegments(wctx, t, want)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil && t.View().Err == nil {
+		return more, false, nil // the wait's bound, not the fill's failure
+	}
+	return more, complete, err
 }
 
 // titleUnavailable answers an HLS request whose title has no bytes to
