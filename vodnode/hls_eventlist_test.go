@@ -1,6 +1,8 @@
 package vodnode
 
 import (
+	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -39,4 +41,37 @@ func TestHLSEventPlaylistListsAheadOfTheFill(t *testing.T) {
 	if took > 3*time.Second { // eventListWait (2 s) and room for a busy machine
 		t.Errorf("the first playlist took %v", took)
 	}
+}
+
+// TestGStreamerHLSStartsAFillAtOnce: GStreamer's playbin (hlsdemux, its
+// buffering) plays the HLS playlist of a title whose fill has just
+// started, to a clock-synced sink, in about the title's 20 s. Given a
+// first playlist of one segment, it played that segment's 4 s only after
+// reloading the playlist a target duration (8 s) later: 29 s in all.
+func TestGStreamerHLSStartsAFillAtOnce(t *testing.T) {
+	if _, err := exec.LookPath("gst-launch-1.0"); err != nil {
+		t.Skip("gst-launch-1.0 not installed")
+	}
+	t.Parallel() // real-time bound: overlaps the other real-client tests
+	o := newFakeOrigin(t)
+	o.rate = 700 << 10 // bytes/s: the 1.5 MB title fills in about 2 s, many times faster than play
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	const title = "sample-003"
+	if err := n.store.Prefetch(n.ctx, title); err != nil {
+		t.Fatal(err)
+	}
+	url := httpURL(n, mint(t, "gst-hls-fill", title, "node-1", "", time.Minute), title+"/index.m3u8")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	b, err := exec.CommandContext(ctx, "gst-launch-1.0", "playbin", "uri="+url,
+		"video-sink=fakesink sync=true", "audio-sink=fakesink sync=true").CombinedOutput()
+	took, out := time.Since(start), string(b)
+	if err != nil || !strings.Contains(out, "Got EOS") || strings.Contains(out, "ERROR") {
+		t.Fatalf("gst-launch-1.0 playbin after %v: %v\n%s", took, err, out)
+	}
+	if took < 19*time.Second || took > 26*time.Second {
+		t.Errorf("playbin played the 20 s title being filled in %v (it started 8 s late on a one-segment playlist)", took)
+	}
+	t.Logf("playbin: %v", took)
 }
