@@ -90,7 +90,7 @@ func (m *Manager) nodeLeft(ns *nodeState, gen uint64) {
 	}
 	ns.stopStream()
 	m.sched.MarkDead(ns.id)
-	m.orphanLocked(ns, m.now())
+	m.orphanLocked(ns, m.now(), true)
 	m.log.Info("node left: out of service until it registers again", "node", ns.id)
 }
 

@@ -453,7 +453,7 @@ func (m *Manager) tick(now time.Time) {
 	for _, n := range dead {
 		m.log.Warn("node dead: missed heartbeats", "node", n.ID, "last_heartbeat", n.LastHeartbeat)
 		if ns := m.nodes[n.ID]; ns != nil {
-			m.orphanLocked(ns, now)
+			m.orphanLocked(ns, now, false)
 		}
 	}
 	if len(dead) > 0 {
@@ -519,8 +519,10 @@ func (m *Manager) tick(now time.Time) {
 // playing them. When the node registers again (here, or with another
 // manager on a shared store) they get their reservations back and its
 // first report ends those it no longer plays; those still orphaned
-// RestoreGrace later end (tick).
-func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
+// RestoreGrace later end (tick). left says the node said goodbye (it is
+// stopping, and its sessions' ENDED reports follow): logged at info, not
+// as a warning.
+func (m *Manager) orphanLocked(ns *nodeState, now time.Time, left bool) {
 	var heard time.Time
 	if node := m.sched.Node(ns.id); node != nil {
 		heard = node.LastHeartbeat
@@ -538,7 +540,10 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time) {
 		m.uncountLocked(s)
 		n++
 	}
-	if n > 0 {
+	switch {
+	case n > 0 && left:
+		m.log.Info("node left with sessions: reservations released; their ends follow from the node (or restore_grace)", "node", ns.id, "sessions", n, "grace", m.RestoreGrace)
+	case n > 0:
 		m.log.Warn("sessions orphaned: reservations released until the node comes back", "node", ns.id, "sessions", n, "grace", m.RestoreGrace)
 	}
 }
