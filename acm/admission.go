@@ -385,13 +385,16 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	nodeSite := node.Site
 	m.mu.Unlock()
 
-	fail := func(why string, err error) (*grant, error) {
-		m.log.Error("admission undone", "session", s.ID, "why", why, "err", err)
+	undo := func(why string) {
 		m.mu.Lock()
 		m.endLocked(s, why)
 		m.mu.Unlock()
 		m.persistFront(s)
 		m.kickPump()
+	}
+	fail := func(why string, err error) (*grant, error) {
+		m.log.Error("admission undone", "session", s.ID, "why", why, "err", err)
+		undo(why)
 		return nil, errUnavailable
 	}
 	if r.Protocol == store.ProtoHTTP && g.HTTPAddr == "" {
@@ -401,7 +404,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return fail("store", err)
 	}
 	if ctx.Err() != nil {
-		fail("client left before its redirect", ctx.Err())
+		// The client closed its connection (a player zapping on, a box
+		// switched off, a killed player): nothing failed here, as when
+		// it leaves the queue, so not an error.
+		m.log.Info("admission undone: the client left before its redirect", "session", s.ID, "title", t.ID, "user", r.User, "client", r.Client)
+		undo("client left before its redirect")
 		return nil, ctx.Err()
 	}
 	m.mu.Lock()
