@@ -107,6 +107,9 @@ func TestDeadlineAfterDeadNodeGraceSaysNoNodeInService(t *testing.T) {
 	e.settled()
 	n2.mute(true) // its reports would pump the queue
 	n1.leave()
+	// the goodbye handled before the request comes (its stream's end is
+	// not: under load the request was placed on n1)
+	waitFor(t, 5*time.Second, "n1's goodbye", func() bool { return strings.Contains(log.String(), `msg="node left: out of service`) })
 	res, waited := e.queueThen("t1", 10*time.Second, func() { e.graceOver("n1") })
 	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node in service)" || len(res.Header["Retry-After"]) != 1 {
 		t.Fatalf("the queue deadline after n1's restore_grace, n2 drained: %d %q", res.StatusCode, res.StatusMessage)
@@ -160,6 +163,7 @@ func TestDeadlineAfterDeadNodeGraceSaysNoSource(t *testing.T) {
 	e.settled()
 	bare.mute(true)
 	n1.leave()
+	waitFor(t, 5*time.Second, "n1's goodbye", func() bool { return strings.Contains(log.String(), `msg="node left: out of service`) })
 	res, _ := e.queueThen("t1", 10*time.Second, func() { e.graceOver("n1") })
 	if res.StatusCode != base.StatusNotEnoughBandwidth || res.StatusMessage != "Not Enough Bandwidth (no node holds the title and none can fetch it)" {
 		t.Fatalf("the queue deadline after n1's restore_grace, only a node without origin: %d %q", res.StatusCode, res.StatusMessage)
