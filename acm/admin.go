@@ -67,6 +67,16 @@ func (a *admin) RefreshCatalog(ctx context.Context, _ *pb.RefreshCatalogRequest)
 	return &pb.RefreshCatalogResponse{Titles: int32(len(a.m.titles())), Published: c.published, Withdrawn: c.withdrawn, Replaced: c.replaced}, nil
 }
 
+// diskFreeShown is node n's free disk as vodctl nodes and the metrics show
+// it, bytes (-1: unknown): as the node last gave it, not less the fills
+// booked since (mu held).
+func (m *Manager) diskFreeShown(n *lsm.Node) int64 {
+	if ns := m.nodes[n.ID]; ns != nil && ns.reported {
+		return ns.shownFree
+	}
+	return n.DiskFreeBytes
+}
+
 // nodeInfoLocked describes node n (mu held).
 func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 	egress := n.EgressBps
@@ -83,7 +93,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		Capacity: &pb.NodeCapacity{EgressBps: n.Capacity.EgressBps, MaxSessions: int32(n.Capacity.MaxSessions), DiskBytes: n.Capacity.DiskBytes},
 		Alive:    n.Alive, Draining: n.Draining, Weight: int32(n.Weight),
 		Sessions: int32(n.Sessions), FillSessions: int32(n.FillSessions), ReservedBps: n.ReservedBps,
-		EgressBps: egress, DiskFreeBytes: n.DiskFreeBytes, Load: m.sched.Load(n.Index),
+		EgressBps: egress, DiskFreeBytes: m.diskFreeShown(n), Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
 		Partials: int32(partials), PartialBytes: partialBytes, Site: n.Site, NoOrigin: n.NoOrigin,
 	}

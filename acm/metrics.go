@@ -251,7 +251,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNodeEgress, egress, n.ID)
 		gauge(descNodeSess, float64(n.Sessions), n.ID)
 		gauge(descNodeLoad, m.sched.Load(n.Index), n.ID)
-		gauge(descNodeDisk, float64(n.DiskFreeBytes), n.ID)
+		gauge(descNodeDisk, float64(m.diskFreeShown(n)), n.ID)
 		gauge(descNodeTitles, float64(n.Titles()), n.ID)
 		gauge(descNodeInfo, 1, n.ID, n.Site)
 		if ns := m.nodes[n.ID]; ns != nil {

@@ -183,6 +183,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// stream opens.
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
+	ns.shownFree = max(c.GetDiskBytes()-used, 0)
 	ns.processStart = time.Time{}
 	if ms := req.GetStartedAtUnixMs(); ms > 0 {
 		ns.processStart = time.UnixMilli(ms)

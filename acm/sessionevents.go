@@ -14,7 +14,7 @@ import (
 
 // ReportSession implements pb.NodeControlServer: STARTED marks the session
 // playing; ENDED releases its reservation and removes it. INVALID_ARGUMENT
-// for a missing session id or kind, UNAVAILABLE for a session the manager
+// for a missing session id, node id or kind, UNAVAILABLE for a session the manager
 // does not hold but the store does, from a node not registered with it
 // (yet: it loads the node's sessions from the store when it registers,
 // and the node retries),
@@ -27,6 +27,10 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	m := nc.m
 	if ev.GetSessionId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "session_id is required")
+	}
+	if ev.GetNodeId() == "" {
+		// Without it the event could end a session on any node.
+		return nil, status.Error(codes.InvalidArgument, "node_id is required: the node the session plays on")
 	}
 	if ev.GetKind() != pb.SessionEvent_KIND_STARTED && ev.GetKind() != pb.SessionEvent_KIND_ENDED {
 		return nil, status.Errorf(codes.InvalidArgument, "kind %v: want STARTED or ENDED", ev.GetKind())
@@ -47,7 +51,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	case s == nil && m.recordEndedLocked(ev, at):
 		m.mu.Unlock()
 		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
-	case s == nil && ev.GetNodeId() != "" && !m.registeredLocked(ev.GetNodeId()):
+	case s == nil && !m.registeredLocked(ev.GetNodeId()):
 		m.mu.Unlock()
 		if m.storedLive(ev.GetSessionId()) {
 			// A node that reports before it registered here (the front
@@ -65,7 +69,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	case s == nil:
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
-	case ev.GetNodeId() != "" && ev.GetNodeId() != s.Node:
+	case ev.GetNodeId() != s.Node:
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "session %s was placed on node %q, not %q", s.ID, s.Node, ev.GetNodeId())
 	}

@@ -263,6 +263,8 @@ func nodesCmd(g *globals) *cobra.Command {
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
 			"the bit/s of sessions served from disk and from a fill, E the node's weighted capacity,\n" +
 			"U its utilization (docs/scheduling.md). 0.50 is half the egress reserved, no fill.\n" +
+			"DISK FREE is the free disk the node last reported (\"unknown\" when it could not measure it):\n" +
+			"fills ordered since are not taken off until the node reports them.\n" +
 			"PARTIALS are the partial fills the node keeps (fills cut short, kept for the title's next\n" +
 			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
 			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
