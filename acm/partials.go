@@ -135,7 +135,7 @@ func (m *Manager) evictPartialLocked(ns *nodeState, p *pb.PartialTitle) error {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
 	}
 	if !ns.push(evictCmd(title, evictOperator)) {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
+		return queueFull(ns.id)
 	}
 	without := func(ps map[string]*pb.PartialTitle) map[string]*pb.PartialTitle {
 		if ps[title] == nil {

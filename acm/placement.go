@@ -38,7 +38,7 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	}
 	cmd := prefetchCmd(t.ID)
 	if !ns.push(cmd) {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+		return queueFull(id)
 	}
 	ns.setTitle(t.ID, &pb.StoredTitle{TitleId: t.ID, SizeBytes: t.SizeBytes, Filling: true, Prefetch: true})
 	ns.pending[t.ID] = &pendingFill{at: now, bytes: t.SizeBytes, partial: ns.partialOf(t.ID), cmd: cmd}
@@ -248,7 +248,7 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, status.Errorf(codes.ResourceExhausted, "title %q (%d bytes) is larger than the disk of node %q (%d bytes)", t.ID, t.SizeBytes, id, d)
 	}
 	if len(ns.queue) >= cmdQueue {
-		return nil, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+		return nil, queueFull(id)
 	}
 	return ns, nil
 }
@@ -290,6 +290,16 @@ func outOfService(n *lsm.Node) string {
 // errNoRoom is makeRoomLocked's refusal when all is required.
 var errNoRoom = errors.New("not enough room")
 
+// queueFullMsg starts the message of queueFull's error.
+const queueFullMsg = "command queue of node "
+
+// queueFull is the RESOURCE_EXHAUSTED of an order to node id whose
+// command queue is full (the node takes no command: stuck, or its stream
+// too slow).
+func queueFull(id string) error {
+	return status.Errorf(codes.ResourceExhausted, queueFullMsg+"%q is full", id)
+}
+
 // makeRoomLocked frees room for a fill of t on ns (mu held) when the
 // node's free disk (last report minus fills ordered since) is below t's
 // size (see reclaimLocked, and stops for its argument). It reports
@@ -327,7 +337,7 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 			errNoRoom, ns.id, title, need)
 	}
 	if len(ns.queue)+len(victims)+1 > cmdQueue {
-		return false, status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", ns.id)
+		return false, queueFull(ns.id)
 	}
 	for _, v := range victims {
 		m.orderEvictLocked(ns, v, false, evictRoom)
@@ -386,7 +396,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
 	}
 	if !m.orderEvictLocked(ns, title, true, reason) {
-		return status.Errorf(codes.ResourceExhausted, "command queue of node %q is full", id)
+		return queueFull(id)
 	}
 	m.log.Info("eviction ordered", "node", id, "title", title)
 	return nil

@@ -204,11 +204,33 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 			}
 		}
 		if err != nil {
-			m.log.Warn("planner order not carried out", "kind", a.Kind.String(), "node", a.Node, "title", a.Title, "err", err)
+			if overtaken(err) {
+				// The state moved since the plan's view (a viewer's fill
+				// took the room, the title began playing, the node left
+				// service): the next plan sees it. Nothing failed.
+				m.log.Info("planner order overtaken: not carried out", "kind", a.Kind.String(), "node", a.Node, "title", a.Title, "why", status.Convert(err).Message())
+			} else {
+				m.log.Warn("planner order not carried out", "kind", a.Kind.String(), "node", a.Node, "title", a.Title, "err", err)
+			}
 			continue
 		}
 		m.log.Info("planner order", "kind", a.Kind.String(), "node", a.Node, "title", a.Title)
 	}
+}
+
+// overtaken reports whether err, an order's refusal, says only that the
+// state moved since the plan was computed (ALREADY_EXISTS,
+// FAILED_PRECONDITION, RESOURCE_EXHAUSTED for room), not that something
+// is wrong (a node's full command queue, a title gone from the catalog).
+func overtaken(err error) bool {
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.AlreadyExists, codes.FailedPrecondition:
+		return true
+	case codes.ResourceExhausted:
+		return !strings.HasPrefix(st.Message(), queueFullMsg)
+	}
+	return false
 }
 
 // planSnapshot is what the planner's view is built from, taken under mu
