@@ -43,6 +43,17 @@ type fakeOrigin struct {
 	// written over in place before it has read its catalog again
 	// (FailedPrecondition), while the catalog still gives the old version.
 	replaced atomic.Bool
+	// holdAt > 0: a fill's transfer (not no_wait) sends the bytes below
+	// it, then waits for release to be closed (a fill held mid-way; its
+	// retries too). Set before the origin serves.
+	holdAt      int64
+	release     chan struct{}
+	releaseOnce sync.Once
+	// busyNoWait: a transfer asked with no_wait is refused
+	// RESOURCE_EXHAUSTED, as by a CDP with no channel free (counted in
+	// busyRefusals).
+	busyNoWait   atomic.Bool
+	busyRefusals atomic.Int64
 
 	mu      sync.Mutex
 	fetches map[string]int
@@ -122,6 +133,10 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	if o.replaced.Load() {
 		return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (test)", req.GetTitleId())
 	}
+	if req.GetNoWait() && o.busyNoWait.Load() {
+		o.busyRefusals.Add(1)
+		return status.Error(codes.ResourceExhausted, "every transfer channel is busy (test)")
+	}
 	if v := req.GetIfVersion(); v != "" && v != titleVersion(d) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not %s", req.GetTitleId(), titleVersion(d), v)
 	}
@@ -144,7 +159,7 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	}
 	const chunk = 32 << 10
 	start := time.Now()
-	for off := req.GetOffset(); off < int64(len(d)); off += chunk {
+	for off, end := req.GetOffset(), int64(0); off < int64(len(d)); off = end {
 		if o.fail.Load() && off > 0 {
 			return status.Error(codes.DataLoss, "origin failure (test)")
 		}
@@ -156,7 +171,18 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 				return stream.Context().Err()
 			}
 		}
-		end := min(off+chunk, int64(len(d)))
+		end = min(off+chunk, int64(len(d)))
+		if h := o.holdAt; h > 0 && !req.GetNoWait() {
+			if off >= h {
+				select {
+				case <-o.release:
+				case <-stream.Context().Done():
+					return stream.Context().Err()
+				}
+			} else {
+				end = min(end, h)
+			}
+		}
 		if fa := o.failAt.Load(); fa > 0 {
 			if off >= fa {
 				return status.Error(codes.DataLoss, "origin failure at a set offset (test)")
@@ -176,6 +202,9 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	o.mu.Unlock()
 	return nil
 }
+
+// unhold releases the transfers held at holdAt, and those to come.
+func (o *fakeOrigin) unhold() { o.releaseOnce.Do(func() { close(o.release) }) }
 
 // replace puts data at the origin as title id, in place of its bytes
 // there (an operator's new file renamed over the title's), for transfers

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -260,6 +259,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
 			sendfile: h.n.HTTPTLS == nil}
 		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd)
+		rd.closeAhead()
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
 	case httpSegment:
@@ -458,132 +458,3 @@ func (a *activityWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (a *activityWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
-
-// titleReader reads a title for http.ServeContent: its size is the
-// title's, and a read past the bytes on disk waits for the fill. With rc,
-// each read gives the write of what it returns stall to complete (a
-// client that stops reading, paused or hung, is disconnected after
-// stall; its session then ends PauseTimeout later unless it asks
-// again, as a paused player does when it resumes).
-type titleReader struct {
-	hs  *httpSession
-	n   *Node
-	ctx context.Context
-	off int64
-	// reading: Read was called (ServeContent seeks to the end and back
-	// before; only where the first read starts tells a seek).
-	reading bool
-	rc      *http.ResponseController
-	stall   time.Duration
-	// sendfile: activityWriter.ReadFrom may send the bytes with
-	// sendfile(2) (httpsend.go); not over TLS, which encrypts them in the
-	// node.
-	sendfile bool
-}
-
-func (r *titleReader) Seek(off int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		off += r.off
-	case io.SeekEnd:
-		off += r.hs.meta.Size
-	}
-	if off < 0 {
-		return 0, errors.New("negative offset")
-	}
-	r.off = off
-	return off, nil
-}
-
-func (r *titleReader) Read(p []byte) (int, error) {
-	k, err := r.next(len(p))
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.hs.t.ReadAt(p[:k], r.off)
-	if err != nil && n < k {
-		if err == io.EOF && n == 0 {
-			err = io.ErrUnexpectedEOF // the file shorter than its index
-		}
-		if err != io.EOF {
-			r.n.diskReadError(r.hs.title, r.off+int64(n), err)
-		}
-	}
-	r.deadline()
-	r.advance(n)
-	if err == io.EOF && n > 0 {
-		err = nil // the next read finds the file's end
-	}
-	return n, err
-}
-
-// next returns how many bytes (at most want, and 64 KiB) may be sent from
-// r.off now, once the fill has any there and the viewer's pace allows
-// them: io.EOF at the title's end; the context's error once the session
-// ended or the client left; the fill's once it failed short of r.off.
-func (r *titleReader) next(want int) (int, error) {
-	if r.off >= r.hs.meta.Size {
-		return 0, io.EOF
-	}
-	if err := r.ctx.Err(); err != nil {
-		return 0, err // the session ended, or the client left
-	}
-	want = min(want, 64<<10)
-	avail, err := waitBytes(r.ctx, r.hs.t, r.off)
-	if err != nil {
-		return 0, err
-	}
-	k := int(min(int64(want), avail-r.off))
-	if !r.reading {
-		r.reading = true
-		if r.hs.bytes.Load() > 0 && r.off != r.hs.readTo.Load() {
-			r.hs.pacing.seeked(time.Now()) // a range elsewhere than where the viewer was
-		}
-	}
-	if err := r.hs.pacing.wait(r.ctx, k); err != nil {
-		return 0, err
-	}
-	return k, nil
-}
-
-// deadline gives the write of the bytes next allowed stall to complete.
-func (r *titleReader) deadline() {
-	if r.rc != nil && r.stall > 0 {
-		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall))
-	}
-}
-
-// advance counts n bytes sent from r.off.
-func (r *titleReader) advance(n int) {
-	r.off += int64(n)
-	r.hs.readTo.Store(r.off)
-	r.hs.bytes.Add(int64(n))
-	r.n.httpBytes.Add(int64(n))
-}
-
-// waitBytes waits until title t has bytes past off on disk and returns how
-// many it has (the file size once complete). Errors: the fill's once it
-// failed with no bytes past off (those before are still served), or ctx's.
-func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
-	for {
-		v := t.View()
-		switch {
-		case v.Complete:
-			return t.Meta().Size, nil
-		case v.Index.Size > off:
-			return v.Index.Size, nil
-		case v.Err != nil:
-			return 0, v.Err
-		}
-		ch := make(chan struct{})
-		if !t.Notify(off, func() { close(ch) }) {
-			continue
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-}

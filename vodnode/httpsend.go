@@ -86,7 +86,7 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 		// behind what the viewer has (a client that read a whole title
 		// finds it in Stats).
 		s.advance(k)
-		if len(mem) > 0 { // a segment's PSI prefix
+		if len(mem) > 0 { // a segment's PSI prefix, or a range read from the origin
 			m, err := a.Write(mem)
 			n += int64(m)
 			if err != nil {
@@ -168,8 +168,11 @@ func (t titleSend) owner() (*Node, string) { return t.n, t.hs.title }
 
 func (t titleSend) diskError(off int64, err error) { t.n.diskReadError(t.hs.title, off, err) }
 
-func (t titleSend) chunk(int) ([]byte, int64) {
+func (t titleSend) chunk(k int) ([]byte, int64) {
 	t.deadline()
+	if t.fromAhead {
+		return t.aheadBuf[:k], t.off // read from the origin: not in the file
+	}
 	return nil, t.off
 }
 

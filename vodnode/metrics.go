@@ -15,6 +15,7 @@ var (
 	descNodeCapacity = prometheus.NewDesc("vodnode_capacity_bits_per_second", "Egress the node may reserve (egress_bps), bit/s.", nil, nil)
 	descNodeSent     = prometheus.NewDesc("vodnode_sent_bytes_total", "Bytes sent to viewers (RTP, RTCP and interleaving headers, and HTTP bodies).", nil, nil)
 	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
+	descNodeOriginRg = prometheus.NewDesc("vodnode_origin_range_bytes_total", "Bytes received from the origin for HTTP ranges far ahead of their title's fill (a player's duration probe or seek), sent on and not cached.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
 	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte), preempted (a prefetch stopped for a viewer's fill).", []string{"cause"}, nil)
@@ -29,7 +30,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin,
+	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin, descNodeOriginRg,
 		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining,
 		descNodeFallback, descNodeDiskRead} {
 		ch <- d
@@ -67,6 +68,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descNodeCapacity, float64(n.Capacity.EgressBps))
 	counter(descNodeSent, float64(n.bytesSent()))
 	counter(descNodeOrigin, float64(n.store.OriginBytes()))
+	counter(descNodeOriginRg, float64(n.store.OriginRangeBytes()))
 	gauge(descNodeFillsNow, float64(n.store.ActiveFills()))
 	started := 0
 	for _, k := range n.store.Fills() {

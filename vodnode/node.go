@@ -166,7 +166,10 @@ type Stats struct {
 	FillsCompleted map[string]int // fills completed (the title stored whole) since Start, per title
 	FillsFailed    map[string]int // fills that failed since Start, per cause (store.FailCause: origin, preempted, ...)
 	OriginBytes    int64          // bytes received from the origin
-	BytesSent      int64          // bytes sent to clients (RTP/RTCP and interleaving headers included)
+	// OriginRangeBytes: bytes received from the origin for HTTP ranges
+	// far ahead of their title's fill, sent on, not cached (store.OriginRange).
+	OriginRangeBytes int64
+	BytesSent        int64 // bytes sent to clients (RTP/RTCP and interleaving headers included)
 }
 
 // Start validates the configuration, opens the store (indexing the stored
@@ -442,12 +445,13 @@ func (n *Node) Stats() Stats {
 	}
 	n.mu.Unlock()
 	return Stats{
-		Sessions:       ns,
-		FillsStarted:   n.store.Fills(),
-		FillsCompleted: n.store.FillsCompleted(),
-		FillsFailed:    n.store.FillsFailed(),
-		OriginBytes:    n.store.OriginBytes(),
-		BytesSent:      n.bytesSent(),
+		Sessions:         ns,
+		FillsStarted:     n.store.Fills(),
+		FillsCompleted:   n.store.FillsCompleted(),
+		FillsFailed:      n.store.FillsFailed(),
+		OriginBytes:      n.store.OriginBytes(),
+		OriginRangeBytes: n.store.OriginRangeBytes(),
+		BytesSent:        n.bytesSent(),
 	}
 }
 

@@ -1,0 +1,164 @@
+package vodnode
+
+import (
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/proto/grpctls/grpctlstest"
+)
+
+// aheadTail is the range libavformat's players ask for first after the
+// start of a progressive .ts (its last 250 kB, for its duration).
+const aheadTail = 250_000
+
+// heldOrigin is a fake origin whose fills stop at holdAt bytes until
+// the test ends (released then).
+func heldOrigin(t *testing.T, holdAt int64) *fakeOrigin {
+	o := newFakeOrigin(t)
+	o.holdAt, o.release = holdAt, make(chan struct{})
+	t.Cleanup(o.unhold) // after the node's close
+	return o
+}
+
+// getWith is get with client c (any status: the caller checks it).
+func getWith(t *testing.T, c *http.Client, url string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("GET %s: body: %v", hdr, err)
+	}
+	return res, b
+}
+
+// A range that starts far ahead of its title's fill is read from the
+// origin (not cached) and sent at once, over plain HTTP (sendfile's path)
+// and HTTPS (Read's): the last 250 kB that libavformat's players read
+// before they play a progressive .ts waited for the whole fill (a film
+// at the origin's 8 Mbit/s: minutes of black). Here the fill is held at
+// 200 kB for the whole test: the tail can only have come from the
+// origin's read of the range.
+func TestHTTPRangeFarAheadOfTheFillReadFromTheOrigin(t *testing.T) {
+	for _, https := range []bool{false, true} {
+		name := "http"
+		if https {
+			name = "https"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := heldOrigin(t, 200_000)
+			data := o.titles["sample-001"]
+			// The timeout bounds the test where the range would wait for
+			// the held fill (forever); it measures nothing.
+			client, scheme := &http.Client{Timeout: 30 * time.Second}, "http"
+			opts := []func(*Node){withHTTP}
+			if https {
+				_, cfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
+				cliCfg.ServerName = "127.0.0.1"
+				client.Transport = &http.Transport{TLSClientConfig: cliCfg.Clone(),
+					TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+				scheme = "https"
+				opts = append(opts, func(n *Node) { n.HTTPTLS = cfg })
+			}
+			n := startNode(t, startOrigin(t, o), opts...)
+			url := strings.Replace(httpURL(n, mint(t, "ahead-"+name, "sample-001", "node-1", "", time.Minute), "sample-001.ts"), "http", scheme, 1)
+			if res, b := getWith(t, client, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+				t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+			}
+			res, b := getWith(t, client, url, "Range", "bytes=-"+itoa(aheadTail))
+			if res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-aheadTail:]) {
+				t.Fatalf("the title's last %d bytes, its fill held at 200 kB: %d, %d bytes (equal: %v)", aheadTail, res.StatusCode, len(b), bytes.Equal(b, data[len(data)-aheadTail:]))
+			}
+			if off := o.fetchOffsets("sample-001"); !slices.Contains(off, int64(len(data)-aheadTail)) {
+				t.Errorf("origin transfers at offsets %v: none from the range's start %d", off, len(data)-aheadTail)
+			}
+			if got := n.Stats().OriginRangeBytes; got != aheadTail {
+				t.Errorf("OriginRangeBytes %d, want %d", got, aheadTail)
+			}
+		})
+	}
+}
+
+// A range whose bytes the origin cannot send now (no transfer channel
+// free) waits for the fill as before, and so does one that starts close
+// ahead of the fill (the fill reaches it sooner than a transfer
+// starts): no origin read for either.
+func TestHTTPRangeAheadWaitsForTheFillOtherwise(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	o.busyNoWait.Store(true)
+	data := o.titles["sample-002"]
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "ahead-busy", "sample-002", "node-1", "", time.Minute), "sample-002.ts")
+	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+	}
+	tail, near := make(chan answer, 1), make(chan answer, 1)
+	go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+	go func() { near <- getAsync(url, "bytes=210000-219999") }()
+	waitFor(t, 10*time.Second, "the node to ask the origin for the tail", func() bool { return o.busyRefusals.Load() > 0 })
+	select {
+	case a := <-tail:
+		t.Fatalf("the tail answered (%+v) with the fill held and no origin channel", a)
+	case a := <-near:
+		t.Fatalf("a range 10 kB past the fill answered (%+v) with the fill held", a)
+	default:
+	}
+	o.unhold()
+	a := <-tail
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+		t.Fatalf("the tail once the fill went on: %d, %d bytes", a.res.StatusCode, len(a.body))
+	}
+	a = <-near
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[210000:220000]) {
+		t.Fatalf("the near range once the fill went on: %d, %d bytes", a.res.StatusCode, len(a.body))
+	}
+	if got := n.Stats().OriginRangeBytes; got != 0 {
+		t.Errorf("OriginRangeBytes %d, want 0", got)
+	}
+	if off := o.fetchOffsets("sample-002"); slices.Contains(off, 210000) {
+		t.Errorf("origin transfers at offsets %v: one for the range 10 kB past the fill", off)
+	}
+}
+
+// answer is getAsync's: a response and its body, or why there is none.
+type answer struct {
+	res  *http.Response
+	body []byte
+	err  error
+}
+
+// getAsync is get for a goroutine other than the test's: GET url with
+// Range rng.
+func getAsync(url, rng string) answer {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return answer{err: err}
+	}
+	req.Header.Set("Range", rng)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return answer{res: res, body: b, err: err}
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// ErrNoOrigin is OriginRange's error on a store without an origin.
+var ErrNoOrigin = errors.New("store: no origin")
+
+// OriginRange is a read of a title's bytes straight from the origin, from
+// an offset to the title's end, that is not written to the cache: what a
+// viewer asks for far ahead of the title's fill (a player reading the
+// title's last bytes for its duration, or seeking past the part filled)
+// is served now rather than when the fill reaches it. Read returns the
+// bytes in file order; Close ends the transfer. Not safe for concurrent
+// use.
+type OriginRange struct {
+	s      *Store
+	cancel context.CancelFunc
+	stream pb.Origin_FetchClient
+	off    int64  // title offset of the next byte Read returns
+	buf    []byte // received, not yet read
+}
+
+// OriginRange opens a read of title t's bytes from offset off to its end
+// from the origin, without queueing: it takes one of the origin's
+// transfer channels only if one is free now (pb.FetchRequest.no_wait), and
+// only from t's version (if_version). It returns once the origin has
+// started the transfer (its started message or first bytes). The transfer
+// ends with ctx or Close. Errors: ErrNoOrigin on a store without an
+// origin; the origin's (RESOURCE_EXHAUSTED: no channel free;
+// FAILED_PRECONDITION: the origin holds another version of t).
+func (s *Store) OriginRange(ctx context.Context, t *Title, off int64) (*OriginRange, error) {
+	if s.cfg.Origin == nil {
+		return nil, ErrNoOrigin
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, NoWait: true, IfVersion: t.meta.Version})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r := &OriginRange{s: s, cancel: cancel, stream: stream, off: off}
+	if err := r.recv(); err != nil && err != io.EOF {
+		cancel()
+		return nil, err
+	}
+	return r, nil
+}
+
+// recv receives the origin's next message into buf: io.EOF at the end of
+// the transfer.
+func (r *OriginRange) recv() error {
+	c, err := r.stream.Recv()
+	if err != nil {
+		return err
+	}
+	if len(c.GetData()) == 0 {
+		return nil // the transfer's start (started)
+	}
+	if want := r.off + int64(len(r.buf)); c.GetOffset() != want {
+		return fmt.Errorf("origin chunk at offset %d, expected %d", c.GetOffset(), want)
+	}
+	r.buf = append(r.buf, c.GetData()...)
+	r.s.originRangeBytes.Add(int64(len(c.GetData())))
+	return nil
+}
+
+// Read reads the next bytes of the range: io.EOF at the title's end,
+// the transfer's error otherwise (the origin's, or the context's).
+func (r *OriginRange) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if err := r.recv(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	r.off += int64(n)
+	return n, nil
+}
+
+// Close ends the transfer. It always returns nil.
+func (r *OriginRange) Close() error {
+	r.cancel()
+	return nil
+}
+
+// OriginRangeBytes returns the bytes received from the origin by
+// OriginRange reads since Open (not written to the cache; not in
+// OriginBytes), bytes.
+func (s *Store) OriginRangeBytes() int64 { return s.originRangeBytes.Load() }
+
+var _ io.ReadCloser = (*OriginRange)(nil)
