@@ -24,6 +24,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/description"
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
@@ -58,8 +59,10 @@ type Result struct {
 	// Stopped says why the play stopped before its duration or the end
 	// of the title: the client's connection to the server failed, or the
 	// server closed it (a pulled cable over UDP: "… network is
-	// unreachable"; the node ended the session). Empty for a play that
-	// ran its course.
+	// unreachable"), or the server ended the session with an RTCP BYE
+	// giving another reason than the end of the title (an operator's
+	// `vodctl sessions end`: its --reason). Empty for a play that ran its
+	// course.
 	Stopped string `json:"stopped,omitempty"`
 }
 
@@ -89,6 +92,14 @@ func (r Result) String() string {
 	}
 	return line
 }
+
+// endOfTitleBye is the reason of a node's RTCP BYE at the end of the
+// title (vodnode/deliver): a play that ran its course.
+const endOfTitleBye = "end of title"
+
+// byeIdle is how long a play waits for packets in flight after the
+// server's RTCP BYE before it ends (Options.Idle, shortened).
+const byeIdle = 500 * time.Millisecond
 
 // ErrNoMPEGTS is returned when the server offers neither MPEG-TS (payload
 // 33) nor H.264/H.265/AAC elementary-stream media.
@@ -187,6 +198,15 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		return res, early(err)
 	}
 	defer counter.close()
+	// The server's RTCP BYE (RFC 3550 §6.6): nothing more comes after it,
+	// at the end of the title or when the server ended the session.
+	var bye atomic.Pointer[string]
+	c.OnPacketRTCPAny(func(_ *description.Media, p rtcp.Packet) {
+		if g, ok := p.(*rtcp.Goodbye); ok {
+			r := g.Reason
+			bye.CompareAndSwap(nil, &r)
+		}
+	})
 	if _, err := c.Play(nil); err != nil {
 		return res, early(fmt.Errorf("probe: PLAY: %w", err))
 	}
@@ -206,7 +226,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		defer t.Stop()
 		deadline = t.C
 	}
-	idle := time.NewTicker(opts.Idle / 4)
+	idle := time.NewTicker(min(opts.Idle/4, byeIdle/2))
 	defer idle.Stop()
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- c.Wait() }()
@@ -228,16 +248,26 @@ loop:
 		case <-got:
 		case <-idle.C:
 			l := last.Load()
+			limit := opts.Idle
+			if r := bye.Load(); r != nil {
+				if l == 0 {
+					return res, fmt.Errorf("probe: the server ended the session before any media (RTCP BYE %q)", *r)
+				}
+				limit = min(limit, byeIdle)
+			}
 			if l == 0 {
 				if time.Since(played) > 10*time.Second {
 					return res, errors.New("probe: no media within 10 s of PLAY")
 				}
 				continue
 			}
-			if time.Since(time.Unix(0, l)) > opts.Idle {
+			if time.Since(time.Unix(0, l)) > limit {
 				break loop
 			}
 		}
+	}
+	if r := bye.Load(); r != nil && *r != endOfTitleBye && res.Stopped == "" {
+		res.Stopped = fmt.Sprintf("the server ended the session (RTCP BYE %q)", *r)
 	}
 	c.Close()
 	counter.close()

@@ -2,6 +2,8 @@ package probe
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pion/rtcp"
 )
 
 // TestPlayReportsAConnectionLost plays from an RTSP server that sends a
@@ -23,7 +27,7 @@ func TestPlayReportsAConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	go serveThenClose(lis)
+	go serveThenEnd(lis, "")
 	res, err := Play(t.Context(), "rtsp://"+lis.Addr().String()+"/vod/x", Options{Duration: time.Minute, Idle: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("play: %v", err)
@@ -36,10 +40,44 @@ func TestPlayReportsAConnectionLost(t *testing.T) {
 	}
 }
 
-// serveThenClose answers one client's OPTIONS, DESCRIBE (one MP2T track),
+// A session the server ends with an RTCP BYE naming another reason than
+// the end of the title (an operator's `vodctl sessions end --reason`)
+// is a play stopped early, with that reason; a BYE at the end of the
+// title is a play that ran its course. Before, an operator's cut read as
+// a whole play (a 20 s title: "2.95 s of media in 2.99 s", nothing
+// more). Either way the play ends once the packets stop after the BYE,
+// not Idle (a minute here) later.
+func TestPlayReportsTheServersBye(t *testing.T) {
+	for bye, stopped := range map[string]bool{"test cut": true, endOfTitleBye: false} {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lis.Close()
+		go serveThenEnd(lis, bye)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // bounds a play that ignored the BYE
+		res, err := Play(ctx, "rtsp://"+lis.Addr().String()+"/vod/x", Options{Idle: time.Minute})
+		cancel()
+		if err != nil {
+			t.Fatalf("BYE %q: play: %v", bye, err)
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("BYE %q: the play went on after the BYE until the test's deadline: %s", bye, res)
+		}
+		if got := strings.Contains(res.String(), "; stopped early: "); got != stopped {
+			t.Errorf("BYE %q: stopped early %v, want %v: %s", bye, got, stopped, res)
+		}
+		if stopped && !strings.Contains(res.Stopped, bye) {
+			t.Errorf("BYE %q: Stopped %q does not give the reason", bye, res.Stopped)
+		}
+	}
+}
+
+// serveThenEnd answers one client's OPTIONS, DESCRIBE (one MP2T track),
 // SETUP (interleaved) and PLAY, sends ten RTP packets of null TS packets
-// and ends the connection.
-func serveThenClose(lis net.Listener) {
+// and ends the connection; with bye, sends an RTCP BYE with that reason
+// instead and answers the client until it closes.
+func serveThenEnd(lis net.Listener, bye string) {
 	c, err := lis.Accept()
 	if err != nil {
 		return
@@ -79,6 +117,11 @@ func serveThenClose(lis net.Listener) {
 					ts[0], ts[1], ts[2], ts[3] = 0x47, 0x1f, 0xff, 0x10 // null packet
 				}
 				c.Write(pkt)
+			}
+			if bye != "" {
+				b, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: 1}, &rtcp.Goodbye{Sources: []uint32{1}, Reason: bye}})
+				c.Write(append([]byte{'$', 1, byte(len(b) >> 8), byte(len(b))}, b...))
+				continue // the client's TEARDOWN, answered
 			}
 			// The end of the stream, then what the client still sends
 			// read away until it closes (no reset to drop the packets).
