@@ -53,6 +53,26 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 	return "", "", false
 }
 
+// unauthorizedBody is the body of the front door's HTTP 401 for err
+// (errUnauthorized) on a request whose Authorization header is authz:
+// why, as far as a subscriber may be told (a refused password does not
+// say whether the user exists). viaToken: it carried a subscriber token.
+func unauthorizedBody(err error, authz string, viaToken bool) string {
+	var tr tokenRefused
+	scheme, _, _ := strings.Cut(authz, " ")
+	switch {
+	case errors.As(err, &tr):
+		return "unauthorized: " + tr.Error()
+	case viaToken:
+		return "unauthorized: the subscriber token was refused"
+	case authz == "":
+		return "unauthorized: no credentials: give the subscriber's user name and password (http://user:password@host/vod/...) or a subscriber token (?token=)"
+	case !strings.EqualFold(scheme, "Basic"):
+		return "unauthorized: HTTP takes Basic credentials or a subscriber token, not " + clip(scheme)
+	}
+	return "unauthorized: the user name and password were refused"
+}
+
 // serveVOD answers GET with a redirect to a node, after authentication,
 // the subscriber's request limit (Manager.RequestsPerUser) and admission,
 // and HEAD (players probe with it, RFC 7231 §4.3.2) with
@@ -135,7 +155,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 			w.Header().Add("WWW-Authenticate", auth.BearerChallenge(m.Realm, tr.reason))
 		}
 		w.Header().Add("WWW-Authenticate", auth.BasicChallenge(m.Realm))
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		http.Error(w, unauthorizedBody(err, r.Header.Get("Authorization"), viaToken), http.StatusUnauthorized)
 	case errors.Is(err, errTokenTitle):
 		http.Error(w, "forbidden: the token opens another title", http.StatusForbidden)
 	case errors.Is(err, errEndedByOperator):

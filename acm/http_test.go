@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -191,5 +192,34 @@ func TestHTTPSameViewerOneSession(t *testing.T) {
 	again := e.tokenOf(e.get("GET", "/vod/t1.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
 	if again.Session == first.Session || len(e.sessions()) != 2 {
 		t.Fatalf("after the end: session %s (first %s), %d sessions", again.Session, first.Session, len(e.sessions()))
+	}
+}
+
+// The front door's HTTP 401 says why: no credentials (and how to give
+// them), the password refused, a scheme HTTP does not take, or the
+// subscriber token's refusal. Every 401 said only "unauthorized", where
+// curl and browser users read the body.
+func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{})
+	for _, tc := range []struct{ name, authz, query, want string }{
+		{"no credentials", "", "", "no credentials: give the subscriber's user name and password"},
+		{"wrong password", "Basic " + base64.StdEncoding.EncodeToString([]byte("demo:nope")), "", "the user name and password were refused"},
+		{"digest", `Digest username="demo"`, "", "HTTP takes Basic credentials or a subscriber token, not Digest"},
+		{"bad token", "Bearer not.a.token", "", "subscriber token"},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts"+tc.query, nil)
+		if tc.authz != "" {
+			req.Header.Set("Authorization", tc.authz)
+		}
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s: %d %q, want 401 saying %q", tc.name, res.StatusCode, body, tc.want)
+		}
 	}
 }

@@ -90,9 +90,9 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		if site != "" {
-			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", site), refusedOriginChannels
+			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress or booked for viewers on their way (storage.origin_channels; vodctl fills)", site), refusedOriginChannels
 		}
-		return "no node holds the title and every origin channel is taken by fills in progress (storage.origin_channels)", refusedOriginChannels
+		return "no node holds the title and every origin channel is taken by fills in progress or booked for viewers on their way (storage.origin_channels; vodctl fills)", refusedOriginChannels
 	}
 	which := "no node"
 	if site != "" {
