@@ -90,12 +90,12 @@ func nodeCmd(g *globals) *cobra.Command {
 					if req.Weight != nil || n.WeightStored || n.Weight != 0 {
 						weight = fmt.Sprintf(", weight %d", n.Weight)
 					}
-					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v%s, overload %.2f (0 = default); applied when it registers\n",
-						n.NodeId, n.Draining, weight, n.Overload)
+					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v%s, overload %s; applied when it registers\n",
+						n.NodeId, n.Draining, weight, overloadText(n.Overload))
 					return
 				}
-				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %.2f (0 = default), %d sessions\n",
-					n.NodeId, n.Alive, n.Draining, n.Weight, n.Overload, n.Sessions)
+				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %s, %s\n",
+					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), plural(int(n.Sessions), "session"))
 			})
 		},
 	}
@@ -181,4 +181,22 @@ func nodeForgetCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// overloadText is a node's overload threshold as vodctl node shows it:
+// the utilization with two decimals, or "default" for 0 (the manager's
+// scheduler threshold, which the answer does not carry).
+func overloadText(o float64) string {
+	if o == 0 {
+		return "default (the manager's)"
+	}
+	return fmt.Sprintf("%.2f", o)
+}
+
+// plural is n and noun, with an s when n is not 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

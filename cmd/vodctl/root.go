@@ -398,7 +398,7 @@ func endSessionsCmd(g *globals) *cobra.Command {
 				return r, err
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				ids := m.(*v1.EndSessionsResponse).SessionIds
-				fmt.Fprintf(w, "ended %d session(s):\n", len(ids))
+				fmt.Fprintf(w, "ended %s:\n", plural(len(ids), "session"))
 				for _, id := range ids {
 					fmt.Fprintln(w, id)
 				}
