@@ -161,6 +161,13 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 				if err := trace.write(func(f *os.File) error { return WriteTraceCSV(f, r.Trace) }); err != nil {
 					return fmt.Errorf("sim: %w", fileflag.Error("trace-out", traceFile, err))
 				}
+				if traceFile != "" {
+					// Its rows are more than the requests when node
+					// failures cut sessions that resumed elsewhere:
+					// `vodcluster bound` counts rows.
+					fmt.Fprintf(cmd.ErrOrStderr(), "trace: %d rows in %s: %d requests and %d playbacks resumed after a node failure\n",
+						len(r.Trace), traceFile, r.Requested, r.Resumed)
+				}
 			}
 			return nil
 		},

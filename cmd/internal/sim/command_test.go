@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +139,35 @@ func TestCommandLargeCatalogNamesWhatMakesTheRuns(t *testing.T) {
 		if err == nil || !strings.HasSuffix(err.Error(), c.want) || strings.Contains(err.Error(), c.not) || out != "" {
 			t.Errorf("%v: %v\n%s\nwant it to end in %q, without %q", c.args, err, out, c.want, c.not)
 		}
+	}
+}
+
+// --trace-out says how many rows it wrote and that they are the requests
+// and the playbacks resumed after a node failure: `vodcluster bound`
+// counts the rows ("100259 requests served of 100259") where the table
+// said "requested 100178", and nothing told why.
+func TestCommandTraceSaysItsRows(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	cmd := NewCommand()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"--subscribers", "5000", "--titles", "200", "--nodes", "4", "--policies", "lall", "--failures", "20", "--trace-out", trace})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := bytes.Count(b, []byte("\n")) - 1 // the header
+	var n, requested, resumed int
+	var file string
+	if _, err := fmt.Sscanf(errOut.String(), "trace: %d rows in %s %d requests and %d playbacks resumed", &n, &file, &requested, &resumed); err != nil {
+		t.Fatalf("standard error %q: %v", errOut.String(), err)
+	}
+	if n != rows || requested+resumed != rows || resumed == 0 {
+		t.Fatalf("said %d rows (%d requests, %d resumed), the file has %d: %q", n, requested, resumed, rows, errOut.String())
 	}
 }
