@@ -220,12 +220,13 @@ func (m *Manager) carryOutLocked(acts []smm.Action, cat map[string]store.Title, 
 
 // overtaken reports whether err, an order's refusal, says only that the
 // state moved since the plan was computed (ALREADY_EXISTS,
-// FAILED_PRECONDITION, RESOURCE_EXHAUSTED for room), not that something
-// is wrong (a node's full command queue, a title gone from the catalog).
+// FAILED_PRECONDITION, NOT_FOUND: the title evicted or the node gone
+// meanwhile, RESOURCE_EXHAUSTED for room), not that something is wrong
+// (a node's full command queue).
 func overtaken(err error) bool {
 	st := status.Convert(err)
 	switch st.Code() {
-	case codes.AlreadyExists, codes.FailedPrecondition:
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 		return true
 	case codes.ResourceExhausted:
 		return !strings.HasPrefix(st.Message(), queueFullMsg)
