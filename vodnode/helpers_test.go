@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ type fakeOrigin struct {
 	// busyRefusals).
 	busyNoWait   atomic.Bool
 	busyRefusals atomic.Int64
+	// holdRanges: a no_wait transfer (a range read, not a fill) sends its
+	// first chunk, then waits for release. Set before the origin serves.
+	holdRanges bool
+	// rangeLengths: the length asked by every no_wait transfer, in order.
+	rangeLengths []int64
 
 	mu      sync.Mutex
 	fetches map[string]int
@@ -146,6 +152,9 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 		o.offsets = map[string][]int64{}
 	}
 	o.offsets[req.GetTitleId()] = append(o.offsets[req.GetTitleId()], req.GetOffset())
+	if req.GetNoWait() {
+		o.rangeLengths = append(o.rangeLengths, req.GetLength())
+	}
 	done := o.done[req.GetTitleId()]
 	if done == nil {
 		done = make(chan struct{})
@@ -159,7 +168,18 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	}
 	const chunk = 32 << 10
 	start := time.Now()
-	for off, end := req.GetOffset(), int64(0); off < int64(len(d)); off = end {
+	last := int64(len(d))
+	if l := req.GetLength(); l > 0 {
+		last = min(last, req.GetOffset()+l)
+	}
+	for off, end := req.GetOffset(), int64(0); off < last; off = end {
+		if o.holdRanges && req.GetNoWait() && off > req.GetOffset() {
+			select {
+			case <-o.release:
+			case <-stream.Context().Done():
+				return stream.Context().Err()
+			}
+		}
 		if o.fail.Load() && off > 0 {
 			return status.Error(codes.DataLoss, "origin failure (test)")
 		}
@@ -171,7 +191,7 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 				return stream.Context().Err()
 			}
 		}
-		end = min(off+chunk, int64(len(d)))
+		end = min(off+chunk, last)
 		if h := o.holdAt; h > 0 && !req.GetNoWait() {
 			if off >= h {
 				select {
@@ -201,6 +221,13 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	}
 	o.mu.Unlock()
 	return nil
+}
+
+// lengths returns the length asked by every no_wait transfer so far.
+func (o *fakeOrigin) lengths() []int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.rangeLengths)
 }
 
 // unhold releases the transfers held at holdAt, and those to come.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"vodcluster/proto/grpctls/grpctlstest"
+	"vodcluster/proto/logtest"
 )
 
 // aheadTail is the range libavformat's players ask for first after the
@@ -161,4 +163,83 @@ func getAsync(url, rng string) answer {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	return answer{res: res, body: b, err: err}
+}
+
+// One origin read of a range ahead of the fill at a time per node: the
+// transfer takes an origin channel the manager does not count, and one
+// viewer's concurrent ranges (or many viewers' probes) took every channel,
+// holding back other viewers' fills at the origin. A second range while
+// the first is open waits for the fill; both come out whole.
+func TestHTTPRangeAheadOneAtATimePerNode(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	o.holdRanges = true // the first range's read stays open after its first chunk
+	data := o.titles["sample-003"]
+	var log logtest.Buffer
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+		n.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	url := httpURL(n, mint(t, "ahead-one", "sample-003", "node-1", "", time.Minute), "sample-003.ts")
+	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+	}
+	first, second := make(chan answer, 1), make(chan answer, 1)
+	go func() { first <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+	waitFor(t, 10*time.Second, "the first range's origin read", func() bool { return len(o.lengths()) == 1 })
+	go func() { second <- getAsync(url, "bytes=600000-699999") }()
+	// Its decision, either way: the log line of the one not taken, or a
+	// second origin read.
+	waitFor(t, 10*time.Second, "the second range's decision", func() bool {
+		return strings.Contains(log.String(), "another such read open") || len(o.lengths()) > 1
+	})
+	o.unhold()
+	for name, c := range map[string]chan answer{"first": first, "second": second} {
+		a := <-c
+		want := data[len(data)-aheadTail:]
+		if name == "second" {
+			want = data[600000:700000]
+		}
+		if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, want) {
+			t.Fatalf("%s range: %+v", name, a)
+		}
+	}
+	if l := o.lengths(); len(l) != 1 || l[0] != aheadTail {
+		t.Errorf("origin range reads asked for lengths %v, want one of %d (the tail)", l, aheadTail)
+	}
+}
+
+// An origin read of a range ahead of the fill asks for at most
+// originAheadMax of the title (here 100 kB): the rest of the range waits
+// for the fill. The origin sent the whole rest of the title, fast, where
+// the viewer took its bytes at its pace (more than half of it unsent
+// once the fill caught up).
+func TestHTTPRangeAheadBounded(t *testing.T) {
+	wasMax, wasMin := originAheadMax, originAheadMaxMin
+	originAheadMax, originAheadMaxMin = 0, 100_000
+	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	o := heldOrigin(t, 200_000)
+	data := o.titles["sample-004"]
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "ahead-bound", "sample-004", "node-1", "", time.Minute), "sample-004.ts")
+	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+	}
+	tail := make(chan answer, 1)
+	go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+	waitFor(t, 10*time.Second, "the origin read's 100 kB", func() bool { return n.Stats().OriginRangeBytes >= 100_000 })
+	select {
+	case a := <-tail:
+		t.Fatalf("the whole tail answered (%+v) with the fill held and 100 kB read from the origin", a)
+	default:
+	}
+	o.unhold()
+	a := <-tail
+	if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+		t.Fatalf("the tail: %+v", a)
+	}
+	if l := o.lengths(); len(l) != 1 || l[0] != 100_000 {
+		t.Errorf("origin range reads asked for lengths %v, want one of 100000", l)
+	}
+	if got := n.Stats().OriginRangeBytes; got != 100_000 {
+		t.Errorf("OriginRangeBytes %d, want 100000", got)
+	}
 }

@@ -37,6 +37,7 @@ type titleReader struct {
 	// otherwise. When fromAhead, the bytes next allowed are in aheadBuf
 	// (read from ahead), not in the title's file.
 	ahead     *store.OriginRange
+	aheadEnd  int64 // where ahead's bytes end (originAheadMax)
 	aheadBuf  []byte
 	fromAhead bool
 }
@@ -54,24 +55,49 @@ const originAhead = 5 * time.Second
 // title's five seconds).
 const originAheadMin = 64 << 10
 
+// originAheadMax bounds one origin read of a range ahead of the fill, in
+// seconds of the title at its bitrate (originAheadMaxMin bytes at
+// least): what a player's probes and seek search read, and the first
+// seconds of a play that starts there; the rest waits for the fill. The
+// transfer takes one of the origin's channels that the manager does not
+// count (its budget is the fills'): bounded so, and to maxOriginRanges at
+// a time per node, it cannot hold back other viewers' fills for long.
+var originAheadMax = 30 * time.Second
+
+// originAheadMaxMin is the least bound of originAheadMax, bytes.
+var originAheadMaxMin int64 = 1 << 20
+
+// maxOriginRanges is how many origin reads of ranges ahead of their
+// fill a node has open at a time; a range past it waits for its fill.
+const maxOriginRanges = 1
+
 // openAhead opens the origin's read of the range from r.off when it
-// starts far ahead of the title's fill (originAhead) and the origin has a
-// transfer channel free; else the range waits for the fill, as it did.
+// starts far ahead of the title's fill (originAhead), the node has no
+// other open (maxOriginRanges) and the origin has a transfer channel
+// free; else the range waits for the fill, as it did.
 func (r *titleReader) openAhead() {
 	v := r.hs.t.View()
 	if v.Complete || v.Err != nil {
 		return
 	}
-	gap := max(int64(originAhead.Seconds()*float64(r.hs.meta.Bitrate)/8), originAheadMin)
+	bps := float64(r.hs.meta.Bitrate) / 8
+	gap := max(int64(originAhead.Seconds()*bps), originAheadMin)
 	if r.off-v.Index.Size < gap {
 		return
 	}
-	a, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off)
+	if r.n.originRanges.Add(1) > maxOriginRanges {
+		r.n.originRanges.Add(-1)
+		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off)
+		return
+	}
+	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
+	a, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
 	if err != nil {
+		r.n.originRanges.Add(-1)
 		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", v.Index.Size, "err", err)
 		return
 	}
-	r.ahead = a
+	r.ahead, r.aheadEnd = a, r.off+length
 }
 
 // nextAhead reads the next bytes, at most want, of a range read from the
@@ -84,11 +110,11 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 	if r.ahead == nil {
 		return 0, nil
 	}
-	if v := r.hs.t.View(); v.Complete || v.Index.Size > r.off {
-		r.closeAhead()
+	if v := r.hs.t.View(); v.Complete || v.Index.Size > r.off || r.off >= r.aheadEnd {
+		r.closeAhead() // the fill has it, or the read's bound reached: the rest waits for the fill
 		return 0, nil
 	}
-	k := int(min(int64(want), r.hs.meta.Size-r.off))
+	k := int(min(int64(want), r.aheadEnd-r.off))
 	if cap(r.aheadBuf) < k {
 		r.aheadBuf = make([]byte, k)
 	}
@@ -110,6 +136,7 @@ func (r *titleReader) closeAhead() {
 	if r.ahead != nil {
 		r.ahead.Close()
 		r.ahead = nil
+		r.n.originRanges.Add(-1)
 	}
 	r.fromAhead = false
 }

@@ -27,20 +27,20 @@ type OriginRange struct {
 	buf    []byte // received, not yet read
 }
 
-// OriginRange opens a read of title t's bytes from offset off to its end
-// from the origin, without queueing: it takes one of the origin's
+// OriginRange opens a read of length bytes of title t from offset off (0:
+// to its end) from the origin, without queueing: it takes one of the origin's
 // transfer channels only if one is free now (pb.FetchRequest.no_wait), and
 // only from t's version (if_version). It returns once the origin has
 // started the transfer (its started message or first bytes). The transfer
 // ends with ctx or Close. Errors: ErrNoOrigin on a store without an
 // origin; the origin's (RESOURCE_EXHAUSTED: no channel free;
 // FAILED_PRECONDITION: the origin holds another version of t).
-func (s *Store) OriginRange(ctx context.Context, t *Title, off int64) (*OriginRange, error) {
+func (s *Store) OriginRange(ctx context.Context, t *Title, off, length int64) (*OriginRange, error) {
 	if s.cfg.Origin == nil {
 		return nil, ErrNoOrigin
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, NoWait: true, IfVersion: t.meta.Version})
+	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, Length: length, NoWait: true, IfVersion: t.meta.Version})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -71,7 +71,7 @@ func (r *OriginRange) recv() error {
 	return nil
 }
 
-// Read reads the next bytes of the range: io.EOF at the title's end,
+// Read reads the next bytes of the range: io.EOF at its end,
 // the transfer's error otherwise (the origin's, or the context's).
 func (r *OriginRange) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
