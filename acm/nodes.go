@@ -42,20 +42,20 @@ type nodeState struct {
 	// unknown.
 	processStart time.Time
 
-	reports     uint64 // load reports received
-	reported    bool   // Register or a load report gave the free disk
-	diskFault   bool   // the last report said the node cannot write its title cache
-	diskFree    int64  // bytes, last report minus fills ordered since
-	diskUnknown bool   // the last report gave the free disk unknown (-1): diskFree counts unknownDiskFree
+	reports     uint64                     // load reports received
+	reported    bool                       // Register or a load report gave the free disk
+	diskFault   bool                       // the last report said the node cannot write its title cache
+	diskFree    int64                      // bytes, last report minus fills ordered since
+	diskUnknown bool                       // the last report gave the free disk unknown (-1): diskFree counts unknownDiskFree
+	titles      map[string]*pb.StoredTitle // last report, adjusted by commands since
+	sessions    map[string]*session        // live sessions placed on the node
+	active      map[string]int             // title -> live sessions of it on the node
 	// shownFree is the free disk as the node gave it, bytes: its last load
 	// report's disk_free_bytes (-1: unknown), or its budget's room after
 	// its registration. vodctl nodes and vodcluster_node_disk_free_bytes
 	// show it; diskFree, which takes off the fills booked since, can be
 	// below 0 until the evictions that make their room are reported.
 	shownFree int64
-	titles    map[string]*pb.StoredTitle // last report, adjusted by commands since
-	sessions  map[string]*session        // live sessions placed on the node
-	active    map[string]int             // title -> live sessions of it on the node
 	// titlesShared, activeShared, hitsShared: the map is read by a plan
 	// in progress (share), copied before it changes.
 	titlesShared, activeShared, hitsShared bool

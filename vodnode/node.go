@@ -170,7 +170,8 @@ type Stats struct {
 	FillsFailed    map[string]int // fills that failed since Start, per cause (store.FailCause: origin, preempted, ...)
 	OriginBytes    int64          // bytes received from the origin
 	// OriginRangeBytes: bytes received from the origin for HTTP ranges
-	// far ahead of their title's fill, sent on, not cached (store.OriginRange).
+	// far ahead of their title's fill, to send on, not cached
+	// (store.OriginRange).
 	OriginRangeBytes int64
 	BytesSent        int64 // bytes sent to clients (RTP/RTCP and interleaving headers included)
 }

@@ -107,17 +107,18 @@ type Store struct {
 
 	lock *os.File // holds the flock on Dir's LockFile; nil where there is none
 
-	mu               sync.Mutex
-	titles           map[string]*Title
-	partials         map[string]*partial // titles whose fill stopped short, kept to resume (not in titles)
-	used             int64               // bytes of stored titles, the full size of filling ones and the partials' bytes
-	closed           bool
-	fillsByID        map[string]int // fills started per title since Open
-	doneByID         map[string]int // fills completed per title since Open
-	failedBy         map[string]int // fills failed since Open, by FailCause
-	originBytes      atomic.Int64
-	originRangeBytes atomic.Int64 // OriginRange reads
-	diskFault        atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
+	mu          sync.Mutex
+	titles      map[string]*Title
+	partials    map[string]*partial // titles whose fill stopped short, kept to resume (not in titles)
+	used        int64               // bytes of stored titles, the full size of filling ones and the partials' bytes
+	closed      bool
+	fillsByID   map[string]int // fills started per title since Open
+	doneByID    map[string]int // fills completed per title since Open
+	failedBy    map[string]int // fills failed since Open, by FailCause
+	originBytes atomic.Int64
+	diskFault   atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
+	// originRangeBytes: bytes received by OriginRange reads (not cached).
+	originRangeBytes atomic.Int64
 	// protected are the titles the manager says the node's own eviction
 	// must keep (the operator's pins): SetProtected.
 	protected map[string]bool
