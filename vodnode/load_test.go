@@ -37,7 +37,7 @@ func TestLoadRTSPLoad(t *testing.T) {
 	}
 	if _, err := os.Stat(tool); err != nil {
 		// Asked for (VODNODE_LOAD): a skip would read as a run that passed.
-		t.Fatalf("rtspload not built: %v (build it: cd ../shared/tools/rtspload && go build -o \"$HOME/rtspload\" .; or set RTSPLOAD to its path)", err)
+		t.Fatalf("rtspload not built: %v (build it from the repository's root: cd ../shared/tools/rtspload && go build -o \"$HOME/rtspload\" .; or set RTSPLOAD to its path)", err)
 	}
 	viewers := envInt("VODNODE_LOAD_N", 400)
 	transport := envStr("VODNODE_LOAD_TRANSPORT", "tcp")

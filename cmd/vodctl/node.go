@@ -146,13 +146,13 @@ func (g *globals) showNode(id string) error {
 			if n.WeightStored || n.Weight != 0 { // as SetNode's answer: a manager without weight_stored answers 0 for none
 				weight = fmt.Sprint(n.Weight)
 			}
-			fmt.Fprintf(w, "node %s:\tnot registered with this manager (not reporting to it); stored setting, applied when it registers: draining %v, weight %s, overload %.2f (0 = the scheduler's default)\n",
-				n.NodeId, n.Draining, weight, n.Overload)
+			fmt.Fprintf(w, "node %s:\tnot registered with this manager (not reporting to it); stored setting, applied when it registers: draining %v, weight %s, overload %s\n",
+				n.NodeId, n.Draining, weight, overloadText(n.Overload))
 			return
 		}
 		nodesTable(w, []*v1.NodeInfo{n})
 		w.Flush()
-		fmt.Fprintf(w, "overload %.2f (0 = the scheduler's default)\n", n.Overload)
+		fmt.Fprintf(w, "overload %s\n", overloadText(n.Overload))
 	})
 }
 
