@@ -45,6 +45,8 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
 //     no_wait the call queues, first come first served, for a channel);
+//   - ABORTED: the transfer was preemptible and gave its channel to a
+//     Fetch that queued for one (preempt.go);
 //   - CANCELED / DEADLINE_EXCEEDED: the caller's context ended, while
 //     queued, during the setup delay or during the transfer;
 //   - INTERNAL: the title's file can no longer be read as loaded.
@@ -105,7 +107,12 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 		}
 	}
 
-	release, err := s.acquire(ctx, req.GetNoWait())
+	var preempt context.CancelCauseFunc
+	if req.GetPreemptible() {
+		ctx, preempt = context.WithCancelCause(ctx)
+		defer preempt(nil)
+	}
+	release, err := s.acquire(ctx, req.GetNoWait(), preempt)
 	if err != nil {
 		return err
 	}
@@ -127,31 +134,12 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	began := time.Now()
 	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
 	transferred()
+	if errors.Is(context.Cause(ctx), errPreempted) {
+		err = status.Error(codes.Aborted, "the origin gave this preemptible transfer's channel to a transfer that needed one")
+	}
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)
 	return err
-}
-
-// acquire takes a transfer channel, waiting for one unless noWait, and
-// returns the function that gives it back.
-func (s *Server) acquire(ctx context.Context, noWait bool) (release func(), err error) {
-	if s.slots == nil {
-		return func() {}, nil
-	}
-	if noWait {
-		if !s.slots.TryAcquire(1) {
-			s.stats.refused()
-			return nil, status.Errorf(codes.ResourceExhausted, "all %d origin transfer channels are busy", s.MaxTransfers)
-		}
-	} else {
-		s.stats.waiting(1)
-		err := s.slots.Acquire(ctx, 1)
-		s.stats.waiting(-1)
-		if err != nil {
-			return nil, status.FromContextError(err).Err()
-		}
-	}
-	return func() { s.slots.Release(1) }, nil
 }
 
 // transfer pays the setup delay, says the transfer started (a message
@@ -194,6 +182,9 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 	buf := make([]byte, chunk)
 	var sent int64
 	for pos := off; pos < end; {
+		if err := ctx.Err(); err != nil { // the caller left, or the channel was preempted
+			return sent, status.FromContextError(err).Err()
+		}
 		n := int(min(int64(chunk), end-pos))
 		if _, err := f.ReadAt(buf[:n], pos); err != nil {
 			return sent, status.Errorf(codes.Internal, "title %q: reading %d bytes at %d: %v", t.ID, n, pos, err)

@@ -109,6 +109,9 @@ type Server struct {
 	chunk int
 	slots *semaphore.Weighted // nil when MaxTransfers is 0
 
+	preemptMu sync.Mutex
+	preempt   []*preemptEntry // the preemptible transfers holding a channel, oldest first (preemptMu)
+
 	stats counters
 
 	reloadMu  sync.Mutex    // serialises loads of the catalog

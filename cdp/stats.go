@@ -29,6 +29,9 @@ type Stats struct {
 	Abandoned int
 	// Refused counts no_wait Fetch calls refused with RESOURCE_EXHAUSTED.
 	Refused int64
+	// Preempted counts preemptible transfers ended (ABORTED) to give their
+	// channel to a Fetch that queued for one.
+	Preempted int64
 	// CatalogReloads counts catalogs loaded again after Start (Reload).
 	CatalogReloads int64
 	// CatalogRefused counts reloads refused (the catalog before kept).
@@ -70,6 +73,12 @@ func (c *counters) abandoned(delta int) {
 func (c *counters) refused() {
 	c.mu.Lock()
 	c.s.Refused++
+	c.mu.Unlock()
+}
+
+func (c *counters) preempted() {
+	c.mu.Lock()
+	c.s.Preempted++
 	c.mu.Unlock()
 }
 

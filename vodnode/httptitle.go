@@ -60,8 +60,10 @@ const originAheadMin = 64 << 10
 // least): what a player's probes and seek search read, and the first
 // seconds of a play that starts there; the rest waits for the fill. The
 // transfer takes one of the origin's channels that the manager does not
-// count (its budget is the fills'): bounded so, and to maxOriginRanges at
-// a time per node, it cannot hold back other viewers' fills for long.
+// count (its budget is the fills'), but is preemptible: a fill that
+// queues at the origin takes its channel (the range then waits for its
+// own fill). Bounded so, and to maxOriginRanges at a time per node, it
+// does not send the origin's bytes far ahead of the viewer's pace.
 var originAheadMax = 30 * time.Second
 
 // originAheadMaxMin is the least bound of originAheadMax, bytes.
@@ -124,7 +126,7 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 		if cerr := r.ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
-		r.n.log.Info("range ahead of the fill: the origin's read failed, the rest waits for the fill", "title", r.hs.title, "offset", r.off, "err", err)
+		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the rest waits for the fill", "title", r.hs.title, "offset", r.off, "err", err)
 		return 0, nil
 	}
 	r.fromAhead = true

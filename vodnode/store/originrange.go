@@ -29,8 +29,9 @@ type OriginRange struct {
 
 // OriginRange opens a read of length bytes of title t from offset off (0:
 // to its end) from the origin, without queueing: it takes one of the origin's
-// transfer channels only if one is free now (pb.FetchRequest.no_wait), and
-// only from t's version (if_version). It returns once the origin has
+// transfer channels only if one is free now (pb.FetchRequest.no_wait), gives
+// it up (the read then fails with ABORTED) to a fill that queues for one
+// (preemptible), and reads only t's version (if_version). It returns once the origin has
 // started the transfer (its started message or first bytes). The transfer
 // ends with ctx or Close. Errors: ErrNoOrigin on a store without an
 // origin; the origin's (RESOURCE_EXHAUSTED: no channel free;
@@ -40,7 +41,7 @@ func (s *Store) OriginRange(ctx context.Context, t *Title, off, length int64) (*
 		return nil, ErrNoOrigin
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, Length: length, NoWait: true, IfVersion: t.meta.Version})
+	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, Length: length, NoWait: true, Preemptible: true, IfVersion: t.meta.Version})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -489,7 +489,14 @@ type FetchRequest struct {
 	// when its title is of another version (replaced under the same id), or
 	// when the title's file changed since the origin read its catalog (the
 	// version of its bytes is then unknown until the origin reads it again).
-	IfVersion     string `protobuf:"bytes,5,opt,name=if_version,json=ifVersion,proto3" json:"if_version,omitempty"`
+	IfVersion string `protobuf:"bytes,5,opt,name=if_version,json=ifVersion,proto3" json:"if_version,omitempty"`
+	// preemptible: the transfer uses a channel only while no other Fetch
+	// needs it. When a Fetch that is not preemptible finds every channel
+	// busy, the oldest preemptible transfer ends with ABORTED and gives it
+	// its channel. A node reads so what a viewer asks for far ahead of a
+	// fill (a read not counted in the manager's budget of the origin's
+	// channels, which is the fills'), so that it never holds a fill back.
+	Preemptible   bool `protobuf:"varint,6,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -557,6 +564,13 @@ func (x *FetchRequest) GetIfVersion() string {
 		return x.IfVersion
 	}
 	return ""
+}
+
+func (x *FetchRequest) GetPreemptible() bool {
+	if x != nil {
+		return x.Preemptible
+	}
+	return false
 }
 
 // FetchChunk is one message of a Fetch stream: bytes of the title in file
@@ -4223,14 +4237,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"hasCatalog\x88\x01\x01\x124\n" +
 	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01B\x0e\n" +
 	"\f_has_catalogB\x17\n" +
-	"\x15_catalog_read_unix_ms\"\x91\x01\n" +
+	"\x15_catalog_read_unix_ms\"\xb3\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x17\n" +
 	"\ano_wait\x18\x04 \x01(\bR\x06noWait\x12\x1d\n" +
 	"\n" +
-	"if_version\x18\x05 \x01(\tR\tifVersion\"R\n" +
+	"if_version\x18\x05 \x01(\tR\tifVersion\x12 \n" +
+	"\vpreemptible\x18\x06 \x01(\bR\vpreemptible\"R\n" +
 	"\n" +
 	"FetchChunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x12\n" +

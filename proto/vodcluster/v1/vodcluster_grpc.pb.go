@@ -51,7 +51,8 @@ type OriginClient interface {
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
 	// FAILED_PRECONDITION when if_version is not the title's version or the
-	// title's file changed since the origin read its catalog.
+	// title's file changed since the origin read its catalog, ABORTED when a
+	// preemptible transfer gave its channel to a Fetch that needed one.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchChunk], error)
 }
 
@@ -124,7 +125,8 @@ type OriginServer interface {
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
 	// FAILED_PRECONDITION when if_version is not the title's version or the
-	// title's file changed since the origin read its catalog.
+	// title's file changed since the origin read its catalog, ABORTED when a
+	// preemptible transfer gave its channel to a Fetch that needed one.
 	Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchChunk]) error
 	mustEmbedUnimplementedOriginServer()
 }

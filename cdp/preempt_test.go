@@ -1,0 +1,121 @@
+package cdp
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	vodclusterv1 "vodcluster/proto/vodcluster/v1"
+)
+
+// startSlow opens a Fetch of sample-007 paced at one chunk a second and
+// returns its stream once its first chunk came: it holds a channel.
+func startSlow(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.FetchRequest) vodclusterv1.Origin_FetchClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := c.Fetch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("%v: %v before its first chunk", req, err)
+		}
+		if len(m.GetData()) > 0 {
+			return stream
+		}
+	}
+}
+
+// drain reads stream to its end and returns its error (nil at io.EOF).
+func drain(stream vodclusterv1.Origin_FetchClient) error {
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// A fill that queues for a channel takes it from the oldest preemptible
+// transfer (a node's read far ahead of a fill), which ends ABORTED; a
+// transfer that is not preemptible is never ended so, and a preemptible
+// one never ends another.
+func TestPreemptibleTransferGivesItsChannelToAFill(t *testing.T) {
+	const chunk = 10 * 188
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 2
+		s.ChunkBytes = chunk
+		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
+	})
+	older := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", NoWait: true, Preemptible: true})
+	younger := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Offset: 188 * 100, NoWait: true, Preemptible: true})
+
+	// Another preemptible transfer, queued or not, ends neither.
+	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-001", NoWait: true, Preemptible: true}, chunk)
+	wantCode(t, err, codes.ResourceExhausted, "all 2 origin transfer channels are busy")
+	qctx, qcancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := fetch(qctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Preemptible: true}, chunk)
+		queued <- err
+	}()
+	waitStats(t, s, "a queued preemptible fetch", func(st Stats) bool { return st.Waiting == 1 })
+	if st := s.Stats(); st.Preempted != 0 {
+		t.Fatalf("a preemptible fetch ended another: %+v", st)
+	}
+	qcancel()
+	wantCode(t, <-queued, codes.Canceled, "")
+	waitStats(t, s, "the queued fetch gone", func(st Stats) bool { return st.Waiting == 0 })
+
+	// A fill queues: the older read gives its channel up and the fill
+	// gets it.
+	first := make(chan error, 1)
+	go func() { first <- firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001"}) }()
+	if err := <-first; err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	wantCode(t, drain(older), codes.Aborted, "gave this preemptible transfer's channel to a transfer that needed one")
+	if st := s.Stats(); st.Preempted != 1 || st.Refused != 1 {
+		t.Errorf("stats %+v: want 1 preempted, 1 refused", st)
+	}
+
+	// The younger read kept its channel; a second fill takes it.
+	second := make(chan error, 1)
+	go func() { second <- firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}) }()
+	if err := <-second; err != nil {
+		t.Fatalf("second fill: %v", err)
+	}
+	wantCode(t, drain(younger), codes.Aborted, "")
+
+	if st := s.Stats(); st.Preempted != 2 {
+		t.Errorf("stats %+v: want 2 preempted", st)
+	}
+}
+
+// firstChunk opens a Fetch and returns once its first data chunk came
+// (nil) or it failed; the transfer goes on holding its channel until the
+// test ends (so that the next fill must take a preemptible one's).
+func firstChunk(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.FetchRequest) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := c.Fetch(ctx, req)
+	if err != nil {
+		return err
+	}
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if len(m.GetData()) > 0 {
+			return nil
+		}
+	}
+}
