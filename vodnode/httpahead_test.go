@@ -3,6 +3,7 @@ package vodnode
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -148,6 +149,14 @@ type answer struct {
 	err  error
 }
 
+// String gives the answer's status, length and error (not its bytes).
+func (a answer) String() string {
+	if a.res == nil {
+		return fmt.Sprintf("no answer: %v", a.err)
+	}
+	return fmt.Sprintf("%s, %d bytes, err %v", a.res.Status, len(a.body), a.err)
+}
+
 // getAsync is get for a goroutine other than the test's: GET url with
 // Range rng.
 func getAsync(url, rng string) answer {
@@ -208,11 +217,14 @@ func TestHTTPRangeAheadOneAtATimePerNode(t *testing.T) {
 }
 
 // An origin read of a range ahead of the fill asks for at most
-// originAheadMax of the title (here 100 kB): the rest of the range waits
-// for the fill. The origin sent the whole rest of the title, fast, where
-// the viewer took its bytes at its pace (more than half of it unsent
-// once the fill caught up).
-func TestHTTPRangeAheadBounded(t *testing.T) {
+// originAheadMax of the title (here 100 kB): the origin sent the whole
+// rest of the title, fast, where the viewer took its bytes at its pace
+// (more than half of it unsent once the fill caught up). When the viewer
+// reaches its end with the fill still far behind (here held for the whole
+// test), the next read opens there: the tail comes whole from three
+// reads, not from the fill (a viewer resuming a film far into it played
+// 30 s and then waited for the fill to reach it).
+func TestHTTPRangeAheadBoundedAndContinued(t *testing.T) {
 	wasMax, wasMin := originAheadMax, originAheadMaxMin
 	originAheadMax, originAheadMaxMin = 0, 100_000
 	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
@@ -225,21 +237,56 @@ func TestHTTPRangeAheadBounded(t *testing.T) {
 	}
 	tail := make(chan answer, 1)
 	go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
-	waitFor(t, 10*time.Second, "the origin read's 100 kB", func() bool { return n.Stats().OriginRangeBytes >= 100_000 })
+	var a answer
 	select {
-	case a := <-tail:
-		t.Fatalf("the whole tail answered (%+v) with the fill held and 100 kB read from the origin", a)
-	default:
+	case a = <-tail:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the tail not answered within 10 s, its fill held (origin range reads of lengths %v)", o.lengths())
 	}
-	o.unhold()
-	a := <-tail
 	if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
-		t.Fatalf("the tail: %+v", a)
+		t.Fatalf("the tail, its fill held: %v", a)
 	}
-	if l := o.lengths(); len(l) != 1 || l[0] != 100_000 {
-		t.Errorf("origin range reads asked for lengths %v, want one of 100000", l)
+	if l := o.lengths(); !slices.Equal(l, []int64{100_000, 100_000, aheadTail - 200_000}) {
+		t.Errorf("origin range reads asked for lengths %v, want 100000, 100000, %d", l, aheadTail-200_000)
 	}
-	if got := n.Stats().OriginRangeBytes; got != 100_000 {
-		t.Errorf("OriginRangeBytes %d, want 100000", got)
+	if off := o.fetchOffsets("sample-004"); !slices.Contains(off, int64(len(data)-aheadTail+100_000)) || !slices.Contains(off, int64(len(data)-aheadTail+200_000)) {
+		t.Errorf("origin transfers at offsets %v: want reads from where each ended", off)
+	}
+	if got := n.Stats().OriginRangeBytes; got != aheadTail {
+		t.Errorf("OriginRangeBytes %d, want %d", got, aheadTail)
+	}
+}
+
+// A range far ahead of its fill refused an origin read (no channel free
+// at the origin) asks again later (aheadRetry): once the origin has a
+// channel, its bytes come from it, while the fill is still held. It
+// waited for the fill however long the fill took.
+func TestHTTPRangeAheadAsksTheOriginAgain(t *testing.T) {
+	wasRetry := aheadRetry
+	aheadRetry = 50 * time.Millisecond
+	t.Cleanup(func() { aheadRetry = wasRetry })
+	o := heldOrigin(t, 200_000)
+	o.busyNoWait.Store(true)
+	data := o.titles["sample-006"]
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "ahead-again", "sample-006", "node-1", "", time.Minute), "sample-006.ts")
+	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+	}
+	tail := make(chan answer, 1)
+	go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+	waitFor(t, 10*time.Second, "two refused origin reads", func() bool { return o.busyRefusals.Load() >= 2 })
+	o.busyNoWait.Store(false)
+	var a answer
+	select {
+	case a = <-tail:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the tail not answered within 10 s of the origin's channel coming free (its fill held; %d refusals)", o.busyRefusals.Load())
+	}
+	if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+		t.Fatalf("the tail: %v", a)
+	}
+	if got := n.Stats().OriginRangeBytes; got != aheadTail {
+		t.Errorf("OriginRangeBytes %d, want %d", got, aheadTail)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -40,6 +41,11 @@ type titleReader struct {
 	aheadEnd  int64 // where ahead's bytes end (originAheadMax)
 	aheadBuf  []byte
 	fromAhead bool
+	// aheadNext is when a range far ahead of the fill may ask the origin
+	// again after its read was refused or ended (zero: now); aheadStep the
+	// pause after the next refusal (aheadRetry doubling to aheadRetryMax).
+	aheadNext time.Time
+	aheadStep time.Duration
 }
 
 // originAhead is how far ahead of the part filled a range must start,
@@ -63,57 +69,93 @@ const originAheadMin = 64 << 10
 // count (its budget is the fills'), but is preemptible: a fill that
 // queues at the origin takes its channel (the range then waits for its
 // own fill). Bounded so, and to maxOriginRanges at a time per node, it
-// does not send the origin's bytes far ahead of the viewer's pace.
+// does not send the origin's bytes far ahead of the viewer's pace: once the
+// viewer has reached its end with the fill still far behind (a viewer
+// resuming a film far into it), the next read opens there.
 var originAheadMax = 30 * time.Second
 
 // originAheadMaxMin is the least bound of originAheadMax, bytes.
 var originAheadMaxMin int64 = 1 << 20
 
 // maxOriginRanges is how many origin reads of ranges ahead of their
-// fill a node has open at a time; a range past it waits for its fill.
+// fill a node has open at a time; a range past it waits for its fill,
+// and asks again (aheadRetry).
 const maxOriginRanges = 1
 
-// openAhead opens the origin's read of the range from r.off when it
-// starts far ahead of the title's fill (originAhead), the node has no
-// other open (maxOriginRanges) and the origin has a transfer channel
-// free; else the range waits for the fill, as it did.
-func (r *titleReader) openAhead() {
+// aheadRetry is the first pause before a range still far ahead of its
+// fill asks the origin again after its read was refused (no channel free
+// at the origin, another such read open on the node) or ended (a fill
+// took its channel); each refusal in a row doubles it up to
+// aheadRetryMax, jittered into [1/2, 1] of its step so that a node's
+// waiting ranges do not ask together. Variables for tests.
+var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
+
+// farAhead reports whether r.off is far ahead of the title's fill
+// (originAhead): its bytes are then read from the origin when it can.
+func (r *titleReader) farAhead() bool {
 	v := r.hs.t.View()
 	if v.Complete || v.Err != nil {
-		return
+		return false
 	}
-	bps := float64(r.hs.meta.Bitrate) / 8
-	gap := max(int64(originAhead.Seconds()*bps), originAheadMin)
-	if r.off-v.Index.Size < gap {
+	gap := max(int64(originAhead.Seconds()*float64(r.hs.meta.Bitrate)/8), originAheadMin)
+	return r.off-v.Index.Size >= gap
+}
+
+// openAhead opens the origin's read of the range from r.off when it is
+// far ahead of the title's fill (farAhead), the node has no other open
+// (maxOriginRanges) and the origin has a transfer channel free; else the
+// range waits for the fill, and asks again at aheadNext if it is still
+// far ahead then.
+func (r *titleReader) openAhead() {
+	if !r.farAhead() {
 		return
 	}
 	if r.n.originRanges.Add(1) > maxOriginRanges {
 		r.n.originRanges.Add(-1)
-		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off)
+		r.retryAhead()
+		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
 	}
+	bps := float64(r.hs.meta.Bitrate) / 8
 	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
 	a, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
 	if err != nil {
 		r.n.originRanges.Add(-1)
-		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", v.Index.Size, "err", err)
+		r.retryAhead()
+		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
 	}
 	r.ahead, r.aheadEnd = a, r.off+length
+	r.aheadStep = 0
+}
+
+// retryAhead sets when the range may ask the origin again (aheadRetry).
+func (r *titleReader) retryAhead() {
+	if r.aheadStep == 0 {
+		r.aheadStep = aheadRetry
+	}
+	r.aheadNext = time.Now().Add(r.aheadStep/2 + rand.N(r.aheadStep/2+1))
+	r.aheadStep = min(2*r.aheadStep, aheadRetryMax)
 }
 
 // nextAhead reads the next bytes, at most want, of a range read from the
 // origin into aheadBuf and returns how many (fromAhead set), or 0 when
 // they are to come from the title's file: the fill has reached r.off (the
-// origin's read is closed then), none is open, or it failed (the range
-// waits for the fill then). Errors: the context's.
+// origin's read is closed then), or no read is open (none could be,
+// openAhead; or it failed: the range waits for the fill then, and asks
+// again later). A read that reached its bound with the fill still far
+// behind is followed by the next from there. Errors: the context's.
 func (r *titleReader) nextAhead(want int) (int, error) {
 	r.fromAhead = false
-	if r.ahead == nil {
-		return 0, nil
+	if r.ahead != nil {
+		if v := r.hs.t.View(); v.Complete || v.Index.Size > r.off || r.off >= r.aheadEnd {
+			r.closeAhead() // the fill has it, or the read's bound reached
+		}
 	}
-	if v := r.hs.t.View(); v.Complete || v.Index.Size > r.off || r.off >= r.aheadEnd {
-		r.closeAhead() // the fill has it, or the read's bound reached: the rest waits for the fill
+	if r.ahead == nil && !time.Now().Before(r.aheadNext) {
+		r.openAhead()
+	}
+	if r.ahead == nil {
 		return 0, nil
 	}
 	k := int(min(int64(want), r.aheadEnd-r.off))
@@ -126,7 +168,8 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 		if cerr := r.ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
-		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the rest waits for the fill", "title", r.hs.title, "offset", r.off, "err", err)
+		r.retryAhead()
+		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return 0, nil
 	}
 	r.fromAhead = true
@@ -202,19 +245,31 @@ func (r *titleReader) next(want int) (int, error) {
 		return 0, err // the session ended, or the client left
 	}
 	want = min(want, 64<<10)
-	if !r.reading {
-		r.openAhead()
-	}
-	k, err := r.nextAhead(want)
-	if err != nil {
-		return 0, err
-	}
-	if k == 0 {
-		avail, err := waitBytes(r.ctx, r.hs.t, r.off)
+	k := 0
+	for k == 0 {
+		var err error
+		if k, err = r.nextAhead(want); err != nil {
+			return 0, err
+		}
+		if k > 0 {
+			break
+		}
+		// Wait for the fill; far ahead of it, until the origin may be
+		// asked again (aheadNext).
+		var retry <-chan time.Time
+		var tm *time.Timer
+		if r.farAhead() {
+			tm = time.NewTimer(time.Until(r.aheadNext))
+			retry = tm.C
+		}
+		avail, err := waitBytes(r.ctx, r.hs.t, r.off, retry)
+		if tm != nil {
+			tm.Stop()
+		}
 		if err != nil {
 			return 0, err
 		}
-		k = int(min(int64(want), avail-r.off))
+		k = int(min(int64(want), avail-r.off)) // 0 at retry
 	}
 	if !r.reading {
 		r.reading = true
@@ -244,9 +299,10 @@ func (r *titleReader) advance(n int) {
 }
 
 // waitBytes waits until title t has bytes past off on disk and returns how
-// many it has (the file size once complete). Errors: the fill's once it
-// failed with no bytes past off (those before are still served), or ctx's.
-func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
+// many it has (the file size once complete), or until wake (nil: never)
+// fires: off then. Errors: the fill's once it failed with no bytes past
+// off (those before are still served), or ctx's.
+func waitBytes(ctx context.Context, t *store.Title, off int64, wake <-chan time.Time) (int64, error) {
 	for {
 		v := t.View()
 		switch {
@@ -263,6 +319,8 @@ func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 		}
 		select {
 		case <-ch:
+		case <-wake:
+			return off, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
