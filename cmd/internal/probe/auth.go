@@ -71,7 +71,7 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 	if hasToken {
 		return ": the front door takes no subscriber tokens (its manager has no subscriber_tokens) and asked for a user name and password: " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE"
 	}
-	return ": no credentials: give the subscriber's in the URL, " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
+	return ": no credentials: give the subscriber's user name and password in the URL, " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
 }
 
 // redirectRefusalHint says, for a DESCRIBE that failed at node (host:port)

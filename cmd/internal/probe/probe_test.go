@@ -189,9 +189,9 @@ func TestUnauthorizedHint(t *testing.T) {
 		{"rtsp://u:p@h:8554/vod/t?token=eyJ", frontDoor, "password in the URL were refused (a subscriber the users file does not know, or a wrong password); the token in the URL was not looked at"},
 		{"rtsp://u:p@h:8554/vod/t", frontDoor, ": the user name and password in the URL were refused"},
 		{"rtsp://u@h:8554/vod/t", frontDoor, ": the user name in the URL was refused, and it gives no password"},
-		{"rtsp://h:8554/vod/t", frontDoor, ": no credentials: give the subscriber's in the URL"},
+		{"rtsp://h:8554/vod/t", frontDoor, ": no credentials: give the subscriber's user name and password in the URL"},
 		// The URL forms it gives are RTSPS's for an rtsps:// URL.
-		{"rtsps://h:8322/vod/t", frontDoor, ": no credentials: give the subscriber's in the URL, rtsps://USER:PASSWORD@HOST:PORT/vod/TITLE"},
+		{"rtsps://h:8322/vod/t", frontDoor, ": no credentials: give the subscriber's user name and password in the URL, rtsps://USER:PASSWORD@HOST:PORT/vod/TITLE"},
 		{"RTSPS://u@h:8322/vod/t", frontDoor, "no password: rtsps://USER:PASSWORD@"},
 		{"rtsp://h:8555/s/abc/vod/t", base.HeaderValue{`Bearer realm="vodcluster", error="invalid_token", error_description="admission token expired"`},
 			": the node refused the admission token of the URL (/s/TOKEN/): admission token expired; a node's URL is the front door's redirect"},
