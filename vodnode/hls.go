@@ -59,7 +59,7 @@ func waitSegments(ctx context.Context, t *store.Title, want int) ([]segment, boo
 		if len(segs) >= want || v.Complete || v.Err != nil {
 			return segs, v.Complete, v.Err
 		}
-		if _, err := waitBytes(ctx, t, v.Index.Size, nil); err != nil {
+		if _, err := waitBytes(ctx, t, v.Index.Size); err != nil {
 			return segs, false, err
 		}
 	}

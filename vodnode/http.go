@@ -258,8 +258,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "video/mp2t")
 		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
 			sendfile: h.n.HTTPTLS == nil}
-		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd)
-		rd.closeAhead()
+		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd) // an origin read rd left open closes with ctx (aheadRead)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
 	case httpSegment:

@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// mpv resuming 12 s into a 20 s title that has just started filling,
-// from an origin at about the title's bitrate (the fill reaches the seek
-// point 12 s later): mpv seeks by byte ranges, and the bytes past the
-// seek point come from successive origin reads, each opened where the
-// viewer reached the previous one's end (here 100 kB each), until mpv
-// has played to where it was asked to stop. The first read's end was
-// where such a range waited for the fill (mpv took 28 s here, now 19 s,
-// its start, probes and six seconds of play).
+// mpv resuming 12 s into a 20 s title whose fill is held at 200 kB (a
+// film resumed far into it, the fill far behind): mpv seeks by byte
+// ranges, and the bytes past the seek point come from successive origin
+// reads, each opened where the viewer reached the previous one's end
+// (here 100 kB each), until mpv has played to where it was asked to stop.
+// The first read's end was where such a range waited for the fill (with
+// the fill at the title's bitrate, mpv took 28 s here, then 19 s: its
+// start, probes and five seconds of play).
 func TestMpvResumesFarAheadOfAFillOverHTTP(t *testing.T) {
 	if _, err := exec.LookPath("mpv"); err != nil {
 		t.Skip("mpv not installed")
@@ -25,8 +25,7 @@ func TestMpvResumesFarAheadOfAFillOverHTTP(t *testing.T) {
 	wasMax, wasMin := originAheadMax, originAheadMaxMin
 	originAheadMax, originAheadMaxMin = 0, 100_000
 	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
-	o := newFakeOrigin(t)
-	o.rate = 80 << 10 // bytes/s: about the title's bitrate (76 kB/s)
+	o := heldOrigin(t, 200_000) // the fill never reaches the seek point
 	n := startNode(t, startOrigin(t, o), withHTTP)
 	const title = "sample-001"
 	data := o.titles[title]
@@ -66,5 +65,6 @@ func TestMpvResumesFarAheadOfAFillOverHTTP(t *testing.T) {
 	if continued < 2 {
 		t.Errorf("origin range reads at offsets %v, lengths %v: %d past the seek point followed by another where it ended, want 2 or more", ranges, lens, continued)
 	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 	t.Logf("mpv played to %.1f s; origin range reads at %v, lengths %v, %d bytes", played, ranges, lens, n.Stats().OriginRangeBytes)
 }

@@ -255,6 +255,7 @@ func TestHTTPRangeAheadBoundedAndContinued(t *testing.T) {
 	if got := n.Stats().OriginRangeBytes; got != aheadTail {
 		t.Errorf("OriginRangeBytes %d, want %d", got, aheadTail)
 	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }
 
 // A range far ahead of its fill refused an origin read (no channel free
@@ -289,4 +290,70 @@ func TestHTTPRangeAheadAsksTheOriginAgain(t *testing.T) {
 	if got := n.Stats().OriginRangeBytes; got != aheadTail {
 		t.Errorf("OriginRangeBytes %d, want %d", got, aheadTail)
 	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
+}
+
+// aheadOpen returns how many origin reads of ranges ahead of their fill
+// node n has open.
+func aheadOpen(n *Node) int {
+	n.ahead.mu.Lock()
+	defer n.ahead.mu.Unlock()
+	return n.ahead.open
+}
+
+// Two viewers far ahead of their fills take turns at the node's one
+// origin read: a read that reached its bound gives the next turn to the
+// range waiting for one. Viewer A asks for 780 kB of its title (thirteen
+// reads of 60 kB), then B for the last 250 kB of another (five): B
+// finishes first. One viewer's continued reads held the read until its
+// range ended (a viewer resuming a film far into it: until its fill
+// caught up), and B waited for that, or for its own fill.
+func TestHTTPRangesAheadTakeTurnsAtTheOrigin(t *testing.T) {
+	wasMax, wasMin, wasRetry := originAheadMax, originAheadMaxMin, aheadRetry
+	originAheadMax, originAheadMaxMin, aheadRetry = 0, 60_000, 10*time.Second // B asks again only when A's read closes
+	t.Cleanup(func() { originAheadMax, originAheadMaxMin, aheadRetry = wasMax, wasMin, wasRetry })
+	o := heldOrigin(t, 200_000)
+	o.holdRanges = false
+	a, b := o.titles["sample-007"], o.titles["sample-008"]
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	urlA := httpURL(n, mint(t, "turns-a", "sample-007", "node-1", "", time.Minute), "sample-007.ts")
+	urlB := httpURL(n, mint(t, "turns-b", "sample-008", "node-1", "", time.Minute), "sample-008.ts")
+	for _, u := range []string{urlA, urlB} {
+		if res, _ := get(t, u, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent {
+			t.Fatalf("first bytes: %d", res.StatusCode)
+		}
+	}
+	const fromA, lenA = 700_000, 780_000
+	ansA, ansB := make(chan answer, 1), make(chan answer, 1)
+	go func() { ansA <- getAsync(urlA, "bytes="+itoa(fromA)+"-"+itoa(fromA+lenA-1)) }()
+	waitFor(t, 10*time.Second, "A's first origin read", func() bool { return len(o.lengths()) >= 1 })
+	go func() { ansB <- getAsync(urlB, "bytes=-"+itoa(aheadTail)) }()
+	var first string
+	for range 2 {
+		select {
+		case ans := <-ansA:
+			if ans.err != nil || ans.res.StatusCode != http.StatusPartialContent || !bytes.Equal(ans.body, a[fromA:fromA+lenA]) {
+				t.Fatalf("A's range: %v", ans)
+			}
+			if first == "" {
+				first = "A"
+			}
+		case ans := <-ansB:
+			if ans.err != nil || ans.res.StatusCode != http.StatusPartialContent || !bytes.Equal(ans.body, b[len(b)-aheadTail:]) {
+				t.Fatalf("B's tail: %v", ans)
+			}
+			if first == "" {
+				first = "B"
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the ranges not answered within 20 s, their fills held (origin range reads of lengths %v)", o.lengths())
+		}
+	}
+	if first != "B" {
+		t.Errorf("A's 780 kB answered before B's 250 kB: B waited for A's reads (origin range reads of lengths %v)", o.lengths())
+	}
+	if got, want := n.Stats().OriginRangeBytes, int64(lenA+aheadTail); got != want {
+		t.Errorf("OriginRangeBytes %d, want %d: every byte of both from the origin", got, want)
+	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }

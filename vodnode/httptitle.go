@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -37,8 +36,7 @@ type titleReader struct {
 	// fill (openAhead), until the fill reaches where it is; nil
 	// otherwise. When fromAhead, the bytes next allowed are in aheadBuf
 	// (read from ahead), not in the title's file.
-	ahead     *store.OriginRange
-	aheadEnd  int64 // where ahead's bytes end (originAheadMax)
+	ahead     *aheadRead
 	aheadBuf  []byte
 	fromAhead bool
 	// aheadNext is when a range far ahead of the fill may ask the origin
@@ -46,144 +44,10 @@ type titleReader struct {
 	// pause after the next refusal (aheadRetry doubling to aheadRetryMax).
 	aheadNext time.Time
 	aheadStep time.Duration
-}
-
-// originAhead is how far ahead of the part filled a range must start,
-// in seconds of the title at its bitrate, for its bytes to be read from
-// the origin rather than wait for the fill (which runs faster than the
-// bitrate: a closer range waits less than this). libavformat's players
-// (ffmpeg, ffprobe, ffplay, mpv) read a progressive .ts's last 250 kB
-// before they play (its duration): of a title being filled, that waited
-// for the whole fill.
-const originAhead = 5 * time.Second
-
-// originAheadMin is the least gap of originAhead, bytes (a low-bitrate
-// title's five seconds).
-const originAheadMin = 64 << 10
-
-// originAheadMax bounds one origin read of a range ahead of the fill, in
-// seconds of the title at its bitrate (originAheadMaxMin bytes at
-// least): what a player's probes and seek search read, and the first
-// seconds of a play that starts there; the rest waits for the fill. The
-// transfer takes one of the origin's channels that the manager does not
-// count (its budget is the fills'), but is preemptible: a fill that
-// queues at the origin takes its channel (the range then waits for its
-// own fill). Bounded so, and to maxOriginRanges at a time per node, it
-// does not send the origin's bytes far ahead of the viewer's pace: once the
-// viewer has reached its end with the fill still far behind (a viewer
-// resuming a film far into it), the next read opens there.
-var originAheadMax = 30 * time.Second
-
-// originAheadMaxMin is the least bound of originAheadMax, bytes.
-var originAheadMaxMin int64 = 1 << 20
-
-// maxOriginRanges is how many origin reads of ranges ahead of their
-// fill a node has open at a time; a range past it waits for its fill,
-// and asks again (aheadRetry).
-const maxOriginRanges = 1
-
-// aheadRetry is the first pause before a range still far ahead of its
-// fill asks the origin again after its read was refused (no channel free
-// at the origin, another such read open on the node) or ended (a fill
-// took its channel); each refusal in a row doubles it up to
-// aheadRetryMax, jittered into [1/2, 1] of its step so that a node's
-// waiting ranges do not ask together. Variables for tests.
-var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
-
-// farAhead reports whether r.off is far ahead of the title's fill
-// (originAhead): its bytes are then read from the origin when it can.
-func (r *titleReader) farAhead() bool {
-	v := r.hs.t.View()
-	if v.Complete || v.Err != nil {
-		return false
-	}
-	gap := max(int64(originAhead.Seconds()*float64(r.hs.meta.Bitrate)/8), originAheadMin)
-	return r.off-v.Index.Size >= gap
-}
-
-// openAhead opens the origin's read of the range from r.off when it is
-// far ahead of the title's fill (farAhead), the node has no other open
-// (maxOriginRanges) and the origin has a transfer channel free; else the
-// range waits for the fill, and asks again at aheadNext if it is still
-// far ahead then.
-func (r *titleReader) openAhead() {
-	if !r.farAhead() {
-		return
-	}
-	if r.n.originRanges.Add(1) > maxOriginRanges {
-		r.n.originRanges.Add(-1)
-		r.retryAhead()
-		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
-		return
-	}
-	bps := float64(r.hs.meta.Bitrate) / 8
-	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
-	a, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
-	if err != nil {
-		r.n.originRanges.Add(-1)
-		r.retryAhead()
-		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
-		return
-	}
-	r.ahead, r.aheadEnd = a, r.off+length
-	r.aheadStep = 0
-}
-
-// retryAhead sets when the range may ask the origin again (aheadRetry).
-func (r *titleReader) retryAhead() {
-	if r.aheadStep == 0 {
-		r.aheadStep = aheadRetry
-	}
-	r.aheadNext = time.Now().Add(r.aheadStep/2 + rand.N(r.aheadStep/2+1))
-	r.aheadStep = min(2*r.aheadStep, aheadRetryMax)
-}
-
-// nextAhead reads the next bytes, at most want, of a range read from the
-// origin into aheadBuf and returns how many (fromAhead set), or 0 when
-// they are to come from the title's file: the fill has reached r.off (the
-// origin's read is closed then), or no read is open (none could be,
-// openAhead; or it failed: the range waits for the fill then, and asks
-// again later). A read that reached its bound with the fill still far
-// behind is followed by the next from there. Errors: the context's.
-func (r *titleReader) nextAhead(want int) (int, error) {
-	r.fromAhead = false
-	if r.ahead != nil {
-		if v := r.hs.t.View(); v.Complete || v.Index.Size > r.off || r.off >= r.aheadEnd {
-			r.closeAhead() // the fill has it, or the read's bound reached
-		}
-	}
-	if r.ahead == nil && !time.Now().Before(r.aheadNext) {
-		r.openAhead()
-	}
-	if r.ahead == nil {
-		return 0, nil
-	}
-	k := int(min(int64(want), r.aheadEnd-r.off))
-	if cap(r.aheadBuf) < k {
-		r.aheadBuf = make([]byte, k)
-	}
-	r.aheadBuf = r.aheadBuf[:k]
-	if _, err := io.ReadFull(r.ahead, r.aheadBuf); err != nil {
-		r.closeAhead()
-		if cerr := r.ctx.Err(); cerr != nil {
-			return 0, cerr
-		}
-		r.retryAhead()
-		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
-		return 0, nil
-	}
-	r.fromAhead = true
-	return k, nil
-}
-
-// closeAhead ends the origin's read of the range, if any.
-func (r *titleReader) closeAhead() {
-	if r.ahead != nil {
-		r.ahead.Close()
-		r.ahead = nil
-		r.n.originRanges.Add(-1)
-	}
-	r.fromAhead = false
+	// fillWake, when not nil, is closed once the fill has passed the
+	// offset it was registered at (Title.Notify): one waiter per reader,
+	// kept across the wakes to ask the origin again.
+	fillWake chan struct{}
 }
 
 func (r *titleReader) Seek(off int64, whence int) (int64, error) {
@@ -199,6 +63,7 @@ func (r *titleReader) Seek(off int64, whence int) (int64, error) {
 	}
 	if off != r.off {
 		r.closeAhead() // it reads from r.off on
+		r.aheadNext, r.aheadStep = time.Time{}, 0
 	}
 	r.off = off
 	return off, nil
@@ -244,6 +109,9 @@ func (r *titleReader) next(want int) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, err // the session ended, or the client left
 	}
+	if want <= 0 {
+		return 0, nil
+	}
 	want = min(want, 64<<10)
 	k := 0
 	for k == 0 {
@@ -254,22 +122,13 @@ func (r *titleReader) next(want int) (int, error) {
 		if k > 0 {
 			break
 		}
-		// Wait for the fill; far ahead of it, until the origin may be
-		// asked again (aheadNext).
-		var retry <-chan time.Time
-		var tm *time.Timer
-		if r.farAhead() {
-			tm = time.NewTimer(time.Until(r.aheadNext))
-			retry = tm.C
-		}
-		avail, err := waitBytes(r.ctx, r.hs.t, r.off, retry)
-		if tm != nil {
-			tm.Stop()
-		}
+		avail, err := r.waitFill(r.farAhead())
 		if err != nil {
 			return 0, err
 		}
-		k = int(min(int64(want), avail-r.off)) // 0 at retry
+		if avail > 0 {
+			k = int(min(int64(want), avail-r.off))
+		}
 	}
 	if !r.reading {
 		r.reading = true
@@ -299,10 +158,9 @@ func (r *titleReader) advance(n int) {
 }
 
 // waitBytes waits until title t has bytes past off on disk and returns how
-// many it has (the file size once complete), or until wake (nil: never)
-// fires: off then. Errors: the fill's once it failed with no bytes past
-// off (those before are still served), or ctx's.
-func waitBytes(ctx context.Context, t *store.Title, off int64, wake <-chan time.Time) (int64, error) {
+// many it has (the file size once complete). Errors: the fill's once it
+// failed with no bytes past off (those before are still served), or ctx's.
+func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 	for {
 		v := t.View()
 		switch {
@@ -319,8 +177,6 @@ func waitBytes(ctx context.Context, t *store.Title, off int64, wake <-chan time.
 		}
 		select {
 		case <-ch:
-		case <-wake:
-			return off, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}

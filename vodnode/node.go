@@ -123,10 +123,11 @@ type Node struct {
 	draining  atomic.Bool
 	metrics   *metricshttp.Server // MetricsListen's endpoint, or nil
 	httpBytes atomic.Int64        // bytes sent over HTTP
-	// originRanges: origin reads of HTTP ranges ahead of their fill open
-	// (titleReader.openAhead; at most maxOriginRanges).
-	originRanges atomic.Int32
-	send         sendStats // HTTP sends copied instead of sendfile, and title reads failed (httpsendstats.go)
+	// ahead: origin reads of HTTP ranges ahead of their fill open
+	// (titleReader.openAhead; at most maxOriginRanges), and the ranges
+	// waiting for one.
+	ahead aheadSlots
+	send  sendStats // HTTP sends copied instead of sendfile, and title reads failed (httpsendstats.go)
 
 	// describeGrace and describedSettled: see describeonly.go (tests set
 	// them before Start; zero: defaultDescribeGrace, no hook).

@@ -1,0 +1,286 @@
+package vodnode
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"vodcluster/vodnode/store"
+)
+
+// originAhead is how far ahead of the part filled a range must start,
+// in seconds of the title at its bitrate, for its bytes to be read from
+// the origin rather than wait for the fill (which runs faster than the
+// bitrate: a closer range waits less than this). libavformat's players
+// (ffmpeg, ffprobe, ffplay, mpv) read a progressive .ts's last 250 kB
+// before they play (its duration): of a title being filled, that waited
+// for the whole fill.
+const originAhead = 5 * time.Second
+
+// originAheadMin is the least gap of originAhead, bytes (a low-bitrate
+// title's five seconds).
+const originAheadMin = 64 << 10
+
+// originAheadMax bounds one origin read of a range ahead of the fill, in
+// seconds of the title at its bitrate (originAheadMaxMin bytes at
+// least): what a player's probes and seek search read, and the first
+// seconds of a play that starts there. The transfer takes one of the
+// origin's channels that the manager does not count (its budget is the
+// fills'), but is preemptible: a fill that queues at the origin takes its
+// channel (the range then waits for its own fill). Bounded so, and to
+// maxOriginRanges at a time per node, it does not send the origin's bytes
+// far ahead of the viewer's pace: once the viewer has reached its end
+// with the fill still far behind (a viewer resuming a film far into it),
+// the next read opens there, unless another range of the node waits for
+// a read (aheadSlots): that range's read comes first.
+var originAheadMax = 30 * time.Second
+
+// originAheadMaxMin is the least bound of originAheadMax, bytes.
+var originAheadMaxMin int64 = 1 << 20
+
+// maxOriginRanges is how many origin reads of ranges ahead of their
+// fill a node has open at a time; a range past it waits for its fill,
+// and asks again (aheadRetry, or at once when a read closes).
+const maxOriginRanges = 1
+
+// aheadRetry is the first pause before a range still far ahead of its
+// fill asks the origin again after its read was refused (no channel free
+// at the origin, another such read open on the node) or ended (a fill
+// took its channel); each refusal in a row doubles it up to
+// aheadRetryMax, jittered into [1/2, 1] of its step so that a node's
+// waiting ranges do not ask together. A range waiting for the node's
+// read asks at once when it closes. Variables for tests.
+var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
+
+// aheadSlots is a node's origin reads of HTTP ranges far ahead of their
+// fill: how many are open (at most maxOriginRanges) and how many ranges
+// wait to ask the origin, so that a read that reached its bound gives
+// its turn to a waiting range rather than open the next (one viewer
+// resuming a film far into it held the node's read until its fill caught
+// up, and other viewers' probes waited for their fills meanwhile).
+type aheadSlots struct {
+	mu      sync.Mutex
+	open    int
+	waiting int
+	freed   chan struct{} // closed, and forgotten, when a read closes; nil: none made
+}
+
+// take takes a slot if one is free.
+func (s *aheadSlots) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open >= maxOriginRanges {
+		return false
+	}
+	s.open++
+	return true
+}
+
+// release gives a slot back and wakes the waiting ranges.
+func (s *aheadSlots) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
+}
+
+// wait counts a range as waiting to ask the origin until done is called,
+// and returns a channel closed when a read closes meanwhile.
+func (s *aheadSlots) wait() (freed <-chan struct{}, done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting++
+	if s.freed == nil {
+		s.freed = make(chan struct{})
+	}
+	return s.freed, func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}
+}
+
+// contended reports whether a range waits to ask the origin.
+func (s *aheadSlots) contended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting > 0
+}
+
+// aheadRead is an open origin read of a range ahead of its fill, holding
+// one of the node's slots until close. close is safe to call more than
+// once and from another goroutine: the request's context ending closes
+// it (ServeContent's reader of a request of several ranges may still be
+// in Read when the handler returns).
+type aheadRead struct {
+	rng   *store.OriginRange
+	end   int64 // where its bytes end (originAheadMax)
+	slots *aheadSlots
+	once  sync.Once
+	stop  func() bool // the context.AfterFunc that closes it
+}
+
+func (a *aheadRead) close() {
+	a.once.Do(func() {
+		a.rng.Close()
+		a.slots.release()
+	})
+}
+
+// farAhead reports whether r.off is far ahead of the title's fill
+// (originAhead): its bytes are then read from the origin when it can.
+func (r *titleReader) farAhead() bool {
+	v := r.hs.t.View()
+	if v.Complete || v.Err != nil {
+		return false
+	}
+	gap := max(int64(originAhead.Seconds()*float64(r.hs.meta.Bitrate)/8), originAheadMin)
+	return r.off-v.Index.Size >= gap
+}
+
+// openAhead opens the origin's read of the range from r.off when it is
+// far ahead of the title's fill (farAhead), the node has a slot free
+// (maxOriginRanges) and the origin has a transfer channel free; else the
+// range waits for the fill, and asks again at aheadNext (or when a read
+// of the node closes) if it is still far ahead then.
+func (r *titleReader) openAhead() {
+	if !r.farAhead() {
+		return
+	}
+	if !r.n.ahead.take() {
+		r.retryAhead()
+		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		return
+	}
+	bps := float64(r.hs.meta.Bitrate) / 8
+	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
+	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
+	if err != nil {
+		r.n.ahead.release()
+		r.retryAhead()
+		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		return
+	}
+	a := &aheadRead{rng: rng, end: r.off + length, slots: &r.n.ahead}
+	a.stop = context.AfterFunc(r.ctx, a.close)
+	r.ahead, r.aheadStep = a, 0
+}
+
+// retryAhead sets when the range may ask the origin again (aheadRetry).
+func (r *titleReader) retryAhead() {
+	if r.aheadStep == 0 {
+		r.aheadStep = aheadRetry
+	}
+	r.aheadNext = time.Now().Add(r.aheadStep/2 + rand.N(r.aheadStep/2+1))
+	r.aheadStep = min(2*r.aheadStep, aheadRetryMax)
+}
+
+// nextAhead reads the next bytes, at most want, of a range read from the
+// origin into aheadBuf and returns how many (fromAhead set), or 0 when
+// they are to come from the title's file: the fill has reached r.off (the
+// origin's read is closed then), or no read is open (none could be,
+// openAhead; or it failed: the range waits for the fill then, and asks
+// again later). A read that reached its bound with the fill still far
+// behind is followed by the next from there, unless another range of the
+// node waits to ask the origin (it goes first). Errors: the context's.
+func (r *titleReader) nextAhead(want int) (int, error) {
+	r.fromAhead = false
+	if r.ahead != nil {
+		v := r.hs.t.View()
+		switch {
+		case v.Complete || v.Index.Size > r.off:
+			r.closeAhead() // the fill has it
+		case r.off >= r.ahead.end:
+			r.closeAhead()
+			if r.n.ahead.contended() {
+				r.retryAhead() // its turn to wait
+				r.n.log.Debug("range ahead of the fill: its origin read reached its bound; another range waits for one and goes first", "title", r.hs.title, "offset", r.off)
+			}
+		}
+	}
+	if r.ahead == nil && !time.Now().Before(r.aheadNext) {
+		r.openAhead()
+	}
+	if r.ahead == nil {
+		return 0, nil
+	}
+	k := int(min(int64(want), r.ahead.end-r.off))
+	if cap(r.aheadBuf) < k {
+		r.aheadBuf = make([]byte, k)
+	}
+	r.aheadBuf = r.aheadBuf[:k]
+	if _, err := io.ReadFull(r.ahead.rng, r.aheadBuf); err != nil {
+		r.closeAhead()
+		if cerr := r.ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		r.retryAhead()
+		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		return 0, nil
+	}
+	r.fromAhead = true
+	return k, nil
+}
+
+// closeAhead ends the origin's read of the range, if any.
+func (r *titleReader) closeAhead() {
+	if r.ahead != nil {
+		r.ahead.stop()
+		r.ahead.close()
+		r.ahead = nil
+	}
+	r.fromAhead = false
+}
+
+// waitFill waits until the title has bytes past r.off on disk and returns
+// how many it has (the file's size once complete); with retry (the range
+// far ahead of the fill, no origin read open), or 0 once the range may
+// ask the origin again: at aheadNext, or at once when a read of the node
+// closes. Errors: the fill's once it failed with no bytes past r.off,
+// or the context's.
+func (r *titleReader) waitFill(retry bool) (int64, error) {
+	var due <-chan time.Time
+	var freed <-chan struct{}
+	if retry {
+		tm := time.NewTimer(time.Until(r.aheadNext))
+		defer tm.Stop()
+		due = tm.C
+		var done func()
+		freed, done = r.n.ahead.wait()
+		defer done()
+	}
+	for {
+		v := r.hs.t.View()
+		switch {
+		case v.Complete:
+			return r.hs.meta.Size, nil
+		case v.Index.Size > r.off:
+			return v.Index.Size, nil
+		case v.Err != nil:
+			return 0, v.Err
+		}
+		if r.fillWake == nil {
+			ch := make(chan struct{})
+			if !r.hs.t.Notify(r.off, func() { close(ch) }) {
+				continue
+			}
+			r.fillWake = ch
+		}
+		select {
+		case <-r.fillWake:
+			r.fillWake = nil
+		case <-due:
+			return 0, nil
+		case <-freed:
+			r.aheadNext = time.Time{}
+			return 0, nil
+		case <-r.ctx.Done():
+			return 0, r.ctx.Err()
+		}
+	}
+}
