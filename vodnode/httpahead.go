@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,34 +56,85 @@ const maxOriginRanges = 1
 var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
 
 // aheadSlots is a node's origin reads of HTTP ranges far ahead of their
-// fill: how many are open (at most maxOriginRanges) and how many ranges
-// wait to ask the origin, so that a read that reached its bound gives
-// its turn to a waiting range rather than open the next (one viewer
-// resuming a film far into it held the node's read until its fill caught
-// up, and other viewers' probes waited for their fills meanwhile).
+// fill: the slots held (at most maxOriginRanges) and how many ranges wait
+// to ask the origin, so that a read that reached its bound gives its turn
+// to a waiting range rather than open the next (one viewer resuming a
+// film far into it held the node's read until its fill caught up, and
+// other viewers' probes waited for their fills meanwhile). A viewer's
+// newer range takes the slot of its session's older one: a player that
+// asks for a new range has moved on (mpv's seek opens a range while the
+// one it read before stays open, and that one held the read for 30 s of
+// the title while the seek waited).
 type aheadSlots struct {
 	mu      sync.Mutex
-	open    int
+	held    []*aheadSlot
 	waiting int
-	freed   chan struct{} // closed, and forgotten, when a read closes; nil: none made
+	freed   chan struct{} // closed, and forgotten, when a slot is given back; nil: none made
 }
 
-// take takes a slot if one is free.
-func (s *aheadSlots) take() bool {
+// aheadSlot is one slot of aheadSlots, held by a range of session hs.
+type aheadSlot struct {
+	hs *httpSession
+	// taken: a newer range of the session took the slot (aheadSlots.mu);
+	// the read holding it is ended (end).
+	taken bool
+	end   func() // ends the read holding the slot; nil until it is open (aheadSlots.mu)
+}
+
+// take takes a slot for a range of hs: a free one, or the one a range of
+// hs holds (that range's read is ended, and it does not ask again);
+// nil when neither.
+func (s *aheadSlots) take(hs *httpSession) *aheadSlot {
+	s.mu.Lock()
+	sl := &aheadSlot{hs: hs}
+	if len(s.held) < maxOriginRanges {
+		s.held = append(s.held, sl)
+		s.mu.Unlock()
+		return sl
+	}
+	i := slices.IndexFunc(s.held, func(h *aheadSlot) bool { return h.hs == hs })
+	if i < 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	old := s.held[i]
+	old.taken, s.held[i] = true, sl
+	end := old.end
+	s.mu.Unlock()
+	if end != nil {
+		end()
+	}
+	return sl
+}
+
+// opened records how to end the read now holding sl, and reports false
+// (not recording it) when a newer range of its session has taken sl
+// meanwhile: the caller ends the read then.
+func (s *aheadSlots) opened(sl *aheadSlot, end func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open >= maxOriginRanges {
+	if sl.taken {
 		return false
 	}
-	s.open++
+	sl.end = end
 	return true
 }
 
-// release gives a slot back and wakes the waiting ranges.
-func (s *aheadSlots) release() {
+// lost reports whether a newer range of sl's session took sl.
+func (s *aheadSlots) lost(sl *aheadSlot) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.open--
+	return sl.taken
+}
+
+// release gives sl back (unless a newer range took it) and wakes the
+// waiting ranges.
+func (s *aheadSlots) release(sl *aheadSlot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.held, sl); i >= 0 {
+		s.held = slices.Delete(s.held, i, i+1)
+	}
 	if s.freed != nil {
 		close(s.freed)
 		s.freed = nil
@@ -90,7 +142,7 @@ func (s *aheadSlots) release() {
 }
 
 // wait counts a range as waiting to ask the origin until done is called,
-// and returns a channel closed when a read closes meanwhile.
+// and returns a channel closed when a slot is given back meanwhile.
 func (s *aheadSlots) wait() (freed <-chan struct{}, done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,10 +168,12 @@ func (s *aheadSlots) contended() bool {
 // one of the node's slots until close. close is safe to call more than
 // once and from another goroutine: the request's context ending closes
 // it (ServeContent's reader of a request of several ranges may still be
-// in Read when the handler returns).
+// in Read when the handler returns), and so does a newer range of the
+// session taking its slot.
 type aheadRead struct {
 	rng   *store.OriginRange
 	end   int64 // where its bytes end (originAheadMax)
+	slot  *aheadSlot
 	slots *aheadSlots
 	once  sync.Once
 	stop  func() bool // the context.AfterFunc that closes it
@@ -128,7 +182,7 @@ type aheadRead struct {
 func (a *aheadRead) close() {
 	a.once.Do(func() {
 		a.rng.Close()
-		a.slots.release()
+		a.slots.release(a.slot)
 	})
 }
 
@@ -152,7 +206,8 @@ func (r *titleReader) openAhead() {
 	if !r.farAhead() {
 		return
 	}
-	if !r.n.ahead.take() {
+	sl := r.n.ahead.take(r.hs)
+	if sl == nil {
 		r.retryAhead()
 		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
@@ -161,14 +216,26 @@ func (r *titleReader) openAhead() {
 	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
 	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
 	if err != nil {
-		r.n.ahead.release()
+		r.n.ahead.release(sl)
 		r.retryAhead()
 		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
 	}
-	a := &aheadRead{rng: rng, end: r.off + length, slots: &r.n.ahead}
+	a := &aheadRead{rng: rng, end: r.off + length, slot: sl, slots: &r.n.ahead}
+	if !r.n.ahead.opened(sl, a.close) {
+		a.close()
+		r.superseded()
+		return
+	}
 	a.stop = context.AfterFunc(r.ctx, a.close)
 	r.ahead, r.aheadStep = a, 0
+}
+
+// superseded notes that a newer range of the session took the range's
+// origin read: it waits for the fill and does not ask the origin again.
+func (r *titleReader) superseded() {
+	r.noAhead = true
+	r.n.log.Debug("range ahead of the fill: a newer range of the viewer took the node's origin read; this one waits for the fill", "title", r.hs.title, "offset", r.off)
 }
 
 // retryAhead sets when the range may ask the origin again (aheadRetry).
@@ -203,7 +270,7 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 			}
 		}
 	}
-	if r.ahead == nil && !time.Now().Before(r.aheadNext) {
+	if r.ahead == nil && !r.noAhead && !time.Now().Before(r.aheadNext) {
 		r.openAhead()
 	}
 	if r.ahead == nil {
@@ -215,9 +282,14 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 	}
 	r.aheadBuf = r.aheadBuf[:k]
 	if _, err := io.ReadFull(r.ahead.rng, r.aheadBuf); err != nil {
+		lost := r.n.ahead.lost(r.ahead.slot)
 		r.closeAhead()
 		if cerr := r.ctx.Err(); cerr != nil {
 			return 0, cerr
+		}
+		if lost {
+			r.superseded()
+			return 0, nil
 		}
 		r.retryAhead()
 		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))

@@ -44,6 +44,9 @@ type titleReader struct {
 	// pause after the next refusal (aheadRetry doubling to aheadRetryMax).
 	aheadNext time.Time
 	aheadStep time.Duration
+	// noAhead: a newer range of the session took this one's origin read
+	// (aheadSlots); it waits for the fill from then on.
+	noAhead bool
 	// fillWake, when not nil, is closed once the fill has passed the
 	// offset it was registered at (Title.Notify): one waiter per reader,
 	// kept across the wakes to ask the origin again.
@@ -122,7 +125,7 @@ func (r *titleReader) next(want int) (int, error) {
 		if k > 0 {
 			break
 		}
-		avail, err := r.waitFill(r.farAhead())
+		avail, err := r.waitFill(!r.noAhead && r.farAhead())
 		if err != nil {
 			return 0, err
 		}
