@@ -254,12 +254,16 @@ func (r *titleReader) retryAhead() {
 // openAhead; or it failed: the range waits for the fill then, and asks
 // again later). A read that reached its bound with the fill still far
 // behind is followed by the next from there, unless another range of the
-// node waits to ask the origin (it goes first). Errors: the context's.
+// node waits to ask the origin (it goes first); one whose slot a newer
+// range of the session took is not (superseded). Errors: the context's.
 func (r *titleReader) nextAhead(want int) (int, error) {
 	r.fromAhead = false
 	if r.ahead != nil {
 		v := r.hs.t.View()
 		switch {
+		case r.n.ahead.lost(r.ahead.slot): // a newer range of the session took it
+			r.closeAhead()
+			r.superseded()
 		case v.Complete || v.Index.Size > r.off:
 			r.closeAhead() // the fill has it
 		case r.off >= r.ahead.end:
