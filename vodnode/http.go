@@ -134,6 +134,9 @@ type httpSession struct {
 	expires    time.Time    // the token's expiry
 	t          *store.Title // set (under Node.mu) once set up
 	pacing     pacing       // paces the bytes at a multiple of the title's bitrate (httppace.go)
+	// aheadSeq numbers the session's ranges that ask the origin for bytes
+	// far ahead of the fill, in the order they first ask (titleReader.seq).
+	aheadSeq atomic.Int64
 
 	ready chan struct{} // closed once set up (or refused: err)
 	err   *rtspError

@@ -72,30 +72,33 @@ type aheadSlots struct {
 	freed   chan struct{} // closed, and forgotten, when a slot is given back; nil: none made
 }
 
-// aheadSlot is one slot of aheadSlots, held by a range of session hs.
+// aheadSlot is one slot of aheadSlots, held by the range of session hs
+// numbered seq (titleReader.seq).
 type aheadSlot struct {
-	hs *httpSession
+	hs  *httpSession
+	seq int64
 	// taken: a newer range of the session took the slot (aheadSlots.mu);
 	// the read holding it is ended (end).
 	taken bool
 	end   func() // ends the read holding the slot; nil until it is open (aheadSlots.mu)
 }
 
-// take takes a slot for a range of hs: a free one, or the one a range of
-// hs holds (that range's read is ended, and it does not ask again);
-// nil when neither.
-func (s *aheadSlots) take(hs *httpSession) *aheadSlot {
+// take takes a slot for the range of hs numbered seq: a free one, or the
+// one an older range of hs holds (that range's read is ended, and it does
+// not ask again). It returns nil when neither, with superseded when a
+// newer range of hs holds one (this range then does not ask again).
+func (s *aheadSlots) take(hs *httpSession, seq int64) (sl *aheadSlot, superseded bool) {
 	s.mu.Lock()
-	sl := &aheadSlot{hs: hs}
+	sl = &aheadSlot{hs: hs, seq: seq}
 	if len(s.held) < maxOriginRanges {
 		s.held = append(s.held, sl)
 		s.mu.Unlock()
-		return sl
+		return sl, false
 	}
 	i := slices.IndexFunc(s.held, func(h *aheadSlot) bool { return h.hs == hs })
-	if i < 0 {
+	if i < 0 || s.held[i].seq > seq {
 		s.mu.Unlock()
-		return nil
+		return nil, i >= 0
 	}
 	old := s.held[i]
 	old.taken, s.held[i] = true, sl
@@ -104,7 +107,7 @@ func (s *aheadSlots) take(hs *httpSession) *aheadSlot {
 	if end != nil {
 		end()
 	}
-	return sl
+	return sl, false
 }
 
 // opened records how to end the read now holding sl, and reports false
@@ -142,20 +145,33 @@ func (s *aheadSlots) release(sl *aheadSlot) {
 }
 
 // wait counts a range as waiting to ask the origin until done is called,
-// and returns a channel closed when a slot is given back meanwhile.
-func (s *aheadSlots) wait() (freed <-chan struct{}, done func()) {
+// and returns a channel closed when a slot is given back meanwhile; with
+// ifFree, one already closed when a slot is free now (a range refused for
+// want of one asks again at once: the slot came back after its refusal).
+func (s *aheadSlots) wait(ifFree bool) (freed <-chan struct{}, done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waiting++
-	if s.freed == nil {
-		s.freed = make(chan struct{})
-	}
-	return s.freed, func() {
+	done = func() {
 		s.mu.Lock()
 		s.waiting--
 		s.mu.Unlock()
 	}
+	if ifFree && len(s.held) < maxOriginRanges {
+		return closedChan, done
+	}
+	if s.freed == nil {
+		s.freed = make(chan struct{})
+	}
+	return s.freed, done
 }
+
+// closedChan is a channel that is closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // contended reports whether a range waits to ask the origin.
 func (s *aheadSlots) contended() bool {
@@ -206,8 +222,16 @@ func (r *titleReader) openAhead() {
 	if !r.farAhead() {
 		return
 	}
-	sl := r.n.ahead.take(r.hs)
-	if sl == nil {
+	if r.seq == 0 {
+		r.seq = r.hs.aheadSeq.Add(1)
+	}
+	sl, newer := r.n.ahead.take(r.hs, r.seq)
+	r.slotRefused = sl == nil && !newer
+	switch {
+	case newer:
+		r.superseded()
+		return
+	case sl == nil:
 		r.retryAhead()
 		r.n.log.Debug("range ahead of the fill not read from the origin: the node has another such read open; it waits for the fill", "title", r.hs.title, "offset", r.off, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
@@ -217,6 +241,10 @@ func (r *titleReader) openAhead() {
 	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
 	if err != nil {
 		r.n.ahead.release(sl)
+		if r.n.ahead.lost(sl) {
+			r.superseded()
+			return
+		}
 		r.retryAhead()
 		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
@@ -235,7 +263,7 @@ func (r *titleReader) openAhead() {
 // origin read: it waits for the fill and does not ask the origin again.
 func (r *titleReader) superseded() {
 	r.noAhead = true
-	r.n.log.Debug("range ahead of the fill: a newer range of the viewer took the node's origin read; this one waits for the fill", "title", r.hs.title, "offset", r.off)
+	r.n.log.Debug("range ahead of the fill: a newer range of the viewer has the node's origin read; this one waits for the fill", "title", r.hs.title, "offset", r.off)
 }
 
 // retryAhead sets when the range may ask the origin again (aheadRetry).
@@ -327,7 +355,7 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		defer tm.Stop()
 		due = tm.C
 		var done func()
-		freed, done = r.n.ahead.wait()
+		freed, done = r.n.ahead.wait(r.slotRefused)
 		defer done()
 	}
 	for {

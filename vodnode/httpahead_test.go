@@ -197,7 +197,7 @@ func TestHTTPRangeAheadNewerRangeOfAViewerTakesTheRead(t *testing.T) {
 	go func() { second <- getAsync(url, "bytes=600000-699999") }()
 	waitFor(t, 10*time.Second, "the second range's origin read", func() bool { return len(o.lengths()) == 2 })
 	waitFor(t, 10*time.Second, "the first range's read ended", func() bool {
-		return strings.Contains(log.String(), "a newer range of the viewer took the node's origin read")
+		return strings.Contains(log.String(), "a newer range of the viewer has the node's origin read")
 	})
 	o.unhold()
 	for name, c := range map[string]chan answer{"first": first, "second": second} {
@@ -354,6 +354,53 @@ func TestHTTPRangesAheadTakeTurnsAtTheOrigin(t *testing.T) {
 	}
 	if got, want := n.Stats().OriginRangeBytes, int64(lenA+aheadTail); got != want {
 		t.Errorf("OriginRangeBytes %d, want %d: every byte of both from the origin", got, want)
+	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
+}
+
+// An older range of a viewer never takes the origin read from a newer
+// one: refused a read (the origin had no channel free), it asks again
+// after the newer range has opened its read, finds it held by the newer
+// range and waits for the fill from then on. It took the read whatever
+// the ranges' order.
+func TestHTTPRangeAheadOlderRangeOfAViewerDoesNotTakeTheRead(t *testing.T) {
+	wasRetry := aheadRetry
+	aheadRetry = 4 * time.Second // the older range asks again 2-4 s after its refusal
+	t.Cleanup(func() { aheadRetry = wasRetry })
+	o := heldOrigin(t, 200_000)
+	o.holdRanges = true
+	o.busyNoWait.Store(true)
+	data := o.titles["sample-009"]
+	var log logtest.Buffer
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+		n.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	url := httpURL(n, mint(t, "ahead-older", "sample-009", "node-1", "", time.Minute), "sample-009.ts")
+	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
+		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
+	}
+	older, newer := make(chan answer, 1), make(chan answer, 1)
+	go func() { older <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+	waitFor(t, 10*time.Second, "the older range refused a read", func() bool { return o.busyRefusals.Load() == 1 })
+	o.busyNoWait.Store(false)
+	go func() { newer <- getAsync(url, "bytes=600000-699999") }()
+	waitFor(t, 10*time.Second, "the newer range's read", func() bool { return len(o.lengths()) == 1 })
+	waitFor(t, 10*time.Second, "the older range's second ask", func() bool {
+		return strings.Contains(log.String(), "a newer range of the viewer has the node's origin read")
+	})
+	o.unhold()
+	for name, c := range map[string]chan answer{"older": older, "newer": newer} {
+		a := <-c
+		want := data[len(data)-aheadTail:]
+		if name == "newer" {
+			want = data[600000:700000]
+		}
+		if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, want) {
+			t.Fatalf("%s range: %v", name, a)
+		}
+	}
+	if l := o.lengths(); len(l) != 1 || l[0] != int64(len(data)-600000) {
+		t.Errorf("origin range reads asked for lengths %v, want only the newer range's %d", l, len(data)-600000)
 	}
 	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }

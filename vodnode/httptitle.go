@@ -44,9 +44,14 @@ type titleReader struct {
 	// pause after the next refusal (aheadRetry doubling to aheadRetryMax).
 	aheadNext time.Time
 	aheadStep time.Duration
-	// noAhead: a newer range of the session took this one's origin read
-	// (aheadSlots); it waits for the fill from then on.
+	// noAhead: a newer range of the session took this one's origin read,
+	// or holds one (aheadSlots); it waits for the fill from then on.
 	noAhead bool
+	// seq orders the session's ranges (httpSession.aheadSeq), set when
+	// the range first asks the origin; slotRefused: its last ask found the
+	// node's reads taken (it asks again as soon as one is given back).
+	seq         int64
+	slotRefused bool
 	// fillWake, when not nil, is closed once the fill has passed the
 	// offset it was registered at (Title.Notify): one waiter per reader,
 	// kept across the wakes to ask the origin again.
@@ -67,6 +72,7 @@ func (r *titleReader) Seek(off int64, whence int) (int64, error) {
 	if off != r.off {
 		r.closeAhead() // it reads from r.off on
 		r.aheadNext, r.aheadStep = time.Time{}, 0
+		r.fillWake = nil // registered for the old offset
 	}
 	r.off = off
 	return off, nil
