@@ -31,7 +31,7 @@ const originAheadMin = 64 << 10
 // origin's channels that the manager does not count (its budget is the
 // fills'), but is preemptible: a fill that queues at the origin takes its
 // channel (the range then waits for its own fill). Bounded so, and to
-// maxOriginRanges at a time per node, it does not send the origin's bytes
+// Node.OriginRanges at a time per node, it does not send the origin's bytes
 // far ahead of the viewer's pace: once the viewer has reached its end
 // with the fill still far behind (a viewer resuming a film far into it),
 // the next read opens there, unless another range of the node waits for
@@ -41,10 +41,11 @@ var originAheadMax = 30 * time.Second
 // originAheadMaxMin is the least bound of originAheadMax, bytes.
 var originAheadMaxMin int64 = 1 << 20
 
-// maxOriginRanges is how many origin reads of ranges ahead of their
-// fill a node has open at a time; a range past it waits for its fill,
-// and asks again (aheadRetry, or at once when a read closes).
-const maxOriginRanges = 1
+// DefaultOriginRanges is Node.OriginRanges's default: how many origin
+// reads of ranges ahead of their fill a node has open at a time; a range
+// past it waits for its fill, and asks again (aheadRetry, or at once when
+// a read closes).
+const DefaultOriginRanges = 1
 
 // aheadRetry is the first pause before a range still far ahead of its
 // fill asks the origin again after its read was refused (no channel free
@@ -56,7 +57,7 @@ const maxOriginRanges = 1
 var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
 
 // aheadSlots is a node's origin reads of HTTP ranges far ahead of their
-// fill: the slots held (at most maxOriginRanges) and how many ranges wait
+// fill: the slots held (at most max) and how many ranges wait
 // to ask the origin, so that a read that reached its bound gives its turn
 // to a waiting range rather than open the next (one viewer resuming a
 // film far into it held the node's read until its fill caught up, and
@@ -66,6 +67,7 @@ var aheadRetry, aheadRetryMax = time.Second, 8 * time.Second
 // one it read before stays open, and that one held the read for 30 s of
 // the title while the seek waited).
 type aheadSlots struct {
+	max     int // Node.OriginRanges resolved (set at Start): negative, none
 	mu      sync.Mutex
 	held    []*aheadSlot
 	waiting int
@@ -90,7 +92,7 @@ type aheadSlot struct {
 func (s *aheadSlots) take(hs *httpSession, seq int64) (sl *aheadSlot, superseded bool) {
 	s.mu.Lock()
 	sl = &aheadSlot{hs: hs, seq: seq}
-	if len(s.held) < maxOriginRanges {
+	if len(s.held) < s.max {
 		s.held = append(s.held, sl)
 		s.mu.Unlock()
 		return sl, false
@@ -157,7 +159,7 @@ func (s *aheadSlots) wait(ifFree bool) (freed <-chan struct{}, done func()) {
 		s.waiting--
 		s.mu.Unlock()
 	}
-	if ifFree && len(s.held) < maxOriginRanges {
+	if ifFree && len(s.held) < s.max {
 		return closedChan, done
 	}
 	if s.freed == nil {
@@ -205,6 +207,9 @@ func (a *aheadRead) close() {
 // farAhead reports whether r.off is far ahead of the title's fill
 // (originAhead): its bytes are then read from the origin when it can.
 func (r *titleReader) farAhead() bool {
+	if r.n.ahead.max <= 0 {
+		return false // the node reads none so (Node.OriginRanges)
+	}
 	v := r.hs.t.View()
 	if v.Complete || v.Err != nil {
 		return false
@@ -215,7 +220,7 @@ func (r *titleReader) farAhead() bool {
 
 // openAhead opens the origin's read of the range from r.off when it is
 // far ahead of the title's fill (farAhead), the node has a slot free
-// (maxOriginRanges) and the origin has a transfer channel free; else the
+// (Node.OriginRanges) and the origin has a transfer channel free; else the
 // range waits for the fill, and asks again at aheadNext (or when a read
 // of the node closes) if it is still far ahead then.
 func (r *titleReader) openAhead() {

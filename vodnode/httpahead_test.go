@@ -404,3 +404,49 @@ func TestHTTPRangeAheadOlderRangeOfAViewerDoesNotTakeTheRead(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }
+
+// Node.OriginRanges sets how many such reads a node has open at a time:
+// with 2, two viewers' ranges far ahead of their fills read from the
+// origin at once (each read held open after its first chunk, so both are
+// open together); with -1, none does, and the range waits for its fill.
+func TestHTTPRangeAheadOriginRangesSetting(t *testing.T) {
+	t.Run("two", func(t *testing.T) {
+		o := heldOrigin(t, 200_000)
+		o.holdRanges = true
+		n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.OriginRanges = 2 })
+		answers := make(chan answer, 2)
+		for i, title := range []string{"sample-004", "sample-005"} {
+			url := httpURL(n, mint(t, "ranges-two-"+itoa(i), title, "node-1", "", time.Minute), title+".ts")
+			if res, _ := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent {
+				t.Fatalf("%s's first bytes: %d", title, res.StatusCode)
+			}
+			go func() { answers <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+		}
+		waitFor(t, 10*time.Second, "two origin reads open at once", func() bool { return aheadOpen(n) == 2 && len(o.lengths()) == 2 })
+		o.unhold()
+		for range 2 {
+			if a := <-answers; a.err != nil || a.res.StatusCode != http.StatusPartialContent || len(a.body) != aheadTail {
+				t.Fatalf("a tail: %v", a)
+			}
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		o := heldOrigin(t, 200_000)
+		data := o.titles["sample-006"]
+		n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.OriginRanges = -1 })
+		url := httpURL(n, mint(t, "ranges-none", "sample-006", "node-1", "", time.Minute), "sample-006.ts")
+		if res, _ := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent {
+			t.Fatalf("first bytes: %d", res.StatusCode)
+		}
+		tail := make(chan answer, 1)
+		go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
+		waitFor(t, 10*time.Second, "the tail's request at the node", func() bool { return n.Stats().Sessions == 1 && o.fetchCount("sample-006") == 1 })
+		o.unhold() // the fill completes; the tail comes from it
+		if a := <-tail; a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+			t.Fatalf("the tail: %v", a)
+		}
+		if l := o.lengths(); len(l) != 0 {
+			t.Errorf("origin range reads of lengths %v with OriginRanges -1, want none", l)
+		}
+	})
+}

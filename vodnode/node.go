@@ -96,6 +96,13 @@ type Node struct {
 	PauseTimeout time.Duration
 	Evictor      string       // eviction policy name (smm); "" = lru
 	Logger       *slog.Logger // nil = slog.Default()
+	// OriginRanges is how many origin reads of HTTP ranges far ahead of
+	// their title's fill (a player's probe of a title's end, a viewer
+	// resuming far into a title being filled; httpahead.go) the node has
+	// open at a time, each a preemptible origin transfer the manager's
+	// budget does not count: 0 = 1 (DefaultOriginRanges); negative = none
+	// (such ranges wait for their fills).
+	OriginRanges int
 
 	Pacers int           // pacer goroutines of the delivery engine; 0 = GOMAXPROCS
 	Tick   time.Duration // pacer period; 0 = 5 ms
@@ -124,7 +131,7 @@ type Node struct {
 	metrics   *metricshttp.Server // MetricsListen's endpoint, or nil
 	httpBytes atomic.Int64        // bytes sent over HTTP
 	// ahead: origin reads of HTTP ranges ahead of their fill open
-	// (titleReader.openAhead; at most maxOriginRanges), and the ranges
+	// (titleReader.openAhead; at most OriginRanges), and the ranges
 	// waiting for one.
 	ahead aheadSlots
 	send  sendStats // HTTP sends copied instead of sendfile, and title reads failed (httpsendstats.go)
@@ -292,6 +299,10 @@ func (n *Node) Start() (err error) {
 		return fmt.Errorf("vodnode: %w", err)
 	}
 	undo = append(undo, func() { n.udp.Close() })
+	n.ahead.max = n.OriginRanges
+	if n.ahead.max == 0 {
+		n.ahead.max = DefaultOriginRanges
+	}
 	n.engine = &deliver.Engine{Shards: n.Pacers, Tick: n.Tick, UDP: n.udp, Logger: n.log}
 	if err = n.engine.Start(); err != nil {
 		return fmt.Errorf("vodnode: %w", err)

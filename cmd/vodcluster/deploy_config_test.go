@@ -156,6 +156,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{"cdp catalog poll -1ns", CDPConfig{Dir: "d", CatalogPoll: -1}.validate(), []string{"catalog_poll_interval -1ns: want 1s or more"}},
 		{"node negatives", NodeConfig{DiskBytes: -5, EgressBps: -1, MaxSessions: -2, Weight: -3, SessionTimeout: -1, PauseTimeout: -1, FillRetryFor: -1}.validate(),
 			[]string{"disk_bytes -5: negative", "egress_bps -1: negative", "max_sessions -2", "weight -3", "session_timeout -1ns", "pause_timeout -1ns", "fill_retry_for -1ns"}},
+		{"node origin ranges", NodeConfig{OriginRanges: -2}.validate(), []string{"origin_ranges -2: want 1 or more, 0 for the default (1), or -1 for none"}},
 		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above 65535, the largest IPVS weight"}},
 		{"node weight above IPVS's", NodeConfig{Weight: 65536}.validate(), []string{"weight 65536: above 65535"}},
 		{"node eviction", NodeConfig{Eviction: "fifo"}.validate(), []string{"eviction: ", "fifo"}},

@@ -164,6 +164,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		Site:           c.Site,
 		Evictor:        c.Eviction,
 		FillRetryFor:   c.FillRetryFor,
+		OriginRanges:   c.OriginRanges,
 		Logger:         slog.Default().With("component", "node"),
 	}, nil
 }
