@@ -364,14 +364,8 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		defer done()
 	}
 	for {
-		v := r.hs.t.View()
-		switch {
-		case v.Complete:
-			return r.hs.meta.Size, nil
-		case v.Index.Size > r.off:
-			return v.Index.Size, nil
-		case v.Err != nil:
-			return 0, v.Err
+		if avail, ok, err := filledPast(r.hs.t, r.off); ok {
+			return avail, err
 		}
 		if r.fillWake == nil {
 			ch := make(chan struct{})

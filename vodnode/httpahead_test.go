@@ -149,6 +149,18 @@ type answer struct {
 	err  error
 }
 
+// partial reports whether the answer is a 206 whose body is want.
+func (a answer) partial(want []byte) bool {
+	return a.err == nil && a.res != nil && a.res.StatusCode == http.StatusPartialContent && bytes.Equal(a.body, want)
+}
+
+// withDebugLog has the node log at debug level into log.
+func withDebugLog(log *logtest.Buffer) func(*Node) {
+	return func(n *Node) {
+		n.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+}
+
 // String gives the answer's status, length and error (not its bytes).
 func (a answer) String() string {
 	if a.res == nil {
@@ -184,9 +196,7 @@ func TestHTTPRangeAheadNewerRangeOfAViewerTakesTheRead(t *testing.T) {
 	o.holdRanges = true // each range's read stays open after its first chunk
 	data := o.titles["sample-003"]
 	var log logtest.Buffer
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	n := startNode(t, startOrigin(t, o), withHTTP, withDebugLog(&log))
 	url := httpURL(n, mint(t, "ahead-newer", "sample-003", "node-1", "", time.Minute), "sample-003.ts")
 	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
 		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
@@ -200,15 +210,11 @@ func TestHTTPRangeAheadNewerRangeOfAViewerTakesTheRead(t *testing.T) {
 		return strings.Contains(log.String(), "a newer range of the viewer has the node's origin read")
 	})
 	o.unhold()
-	for name, c := range map[string]chan answer{"first": first, "second": second} {
-		a := <-c
-		want := data[len(data)-aheadTail:]
-		if name == "second" {
-			want = data[600000:700000]
-		}
-		if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, want) {
-			t.Fatalf("%s range: %v", name, a)
-		}
+	if a := <-first; !a.partial(data[len(data)-aheadTail:]) {
+		t.Fatalf("first range: %v", a)
+	}
+	if a := <-second; !a.partial(data[600000:700000]) {
+		t.Fatalf("second range: %v", a)
 	}
 	if l := o.lengths(); len(l) != 2 || l[0] != aheadTail || l[1] != int64(len(data)-600000) {
 		t.Errorf("origin range reads asked for lengths %v, want the tail's %d, then the second range's %d", l, aheadTail, len(data)-600000)
@@ -243,7 +249,7 @@ func TestHTTPRangeAheadBoundedAndContinued(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the tail not answered within 10 s, its fill held (origin range reads of lengths %v)", o.lengths())
 	}
-	if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+	if !a.partial(data[len(data)-aheadTail:]) {
 		t.Fatalf("the tail, its fill held: %v", a)
 	}
 	if l := o.lengths(); !slices.Equal(l, []int64{100_000, 100_000, aheadTail - 200_000}) {
@@ -284,7 +290,7 @@ func TestHTTPRangeAheadAsksTheOriginAgain(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the tail not answered within 10 s of the origin's channel coming free (its fill held; %d refusals)", o.busyRefusals.Load())
 	}
-	if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+	if !a.partial(data[len(data)-aheadTail:]) {
 		t.Fatalf("the tail: %v", a)
 	}
 	if got := n.Stats().OriginRangeBytes; got != aheadTail {
@@ -332,14 +338,14 @@ func TestHTTPRangesAheadTakeTurnsAtTheOrigin(t *testing.T) {
 	for range 2 {
 		select {
 		case ans := <-ansA:
-			if ans.err != nil || ans.res.StatusCode != http.StatusPartialContent || !bytes.Equal(ans.body, a[fromA:fromA+lenA]) {
+			if !ans.partial(a[fromA : fromA+lenA]) {
 				t.Fatalf("A's range: %v", ans)
 			}
 			if first == "" {
 				first = "A"
 			}
 		case ans := <-ansB:
-			if ans.err != nil || ans.res.StatusCode != http.StatusPartialContent || !bytes.Equal(ans.body, b[len(b)-aheadTail:]) {
+			if !ans.partial(b[len(b)-aheadTail:]) {
 				t.Fatalf("B's tail: %v", ans)
 			}
 			if first == "" {
@@ -372,9 +378,7 @@ func TestHTTPRangeAheadOlderRangeOfAViewerDoesNotTakeTheRead(t *testing.T) {
 	o.busyNoWait.Store(true)
 	data := o.titles["sample-009"]
 	var log logtest.Buffer
-	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
-		n.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	n := startNode(t, startOrigin(t, o), withHTTP, withDebugLog(&log))
 	url := httpURL(n, mint(t, "ahead-older", "sample-009", "node-1", "", time.Minute), "sample-009.ts")
 	if res, b := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[:1000]) {
 		t.Fatalf("the title's first bytes: %d, %d bytes", res.StatusCode, len(b))
@@ -389,15 +393,11 @@ func TestHTTPRangeAheadOlderRangeOfAViewerDoesNotTakeTheRead(t *testing.T) {
 		return strings.Contains(log.String(), "a newer range of the viewer has the node's origin read")
 	})
 	o.unhold()
-	for name, c := range map[string]chan answer{"older": older, "newer": newer} {
-		a := <-c
-		want := data[len(data)-aheadTail:]
-		if name == "newer" {
-			want = data[600000:700000]
-		}
-		if a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, want) {
-			t.Fatalf("%s range: %v", name, a)
-		}
+	if a := <-older; !a.partial(data[len(data)-aheadTail:]) {
+		t.Fatalf("older range: %v", a)
+	}
+	if a := <-newer; !a.partial(data[600000:700000]) {
+		t.Fatalf("newer range: %v", a)
 	}
 	if l := o.lengths(); len(l) != 1 || l[0] != int64(len(data)-600000) {
 		t.Errorf("origin range reads asked for lengths %v, want only the newer range's %d", l, len(data)-600000)
@@ -442,7 +442,7 @@ func TestHTTPRangeAheadOriginRangesSetting(t *testing.T) {
 		go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
 		waitFor(t, 10*time.Second, "the tail's request at the node", func() bool { return n.Stats().Sessions == 1 && o.fetchCount("sample-006") == 1 })
 		o.unhold() // the fill completes; the tail comes from it
-		if a := <-tail; a.err != nil || a.res.StatusCode != http.StatusPartialContent || !bytes.Equal(a.body, data[len(data)-aheadTail:]) {
+		if a := <-tail; !a.partial(data[len(data)-aheadTail:]) {
 			t.Fatalf("the tail: %v", a)
 		}
 		if l := o.lengths(); len(l) != 0 {

@@ -171,14 +171,8 @@ func (r *titleReader) advance(n int) {
 // failed with no bytes past off (those before are still served), or ctx's.
 func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 	for {
-		v := t.View()
-		switch {
-		case v.Complete:
-			return t.Meta().Size, nil
-		case v.Index.Size > off:
-			return v.Index.Size, nil
-		case v.Err != nil:
-			return 0, v.Err
+		if avail, ok, err := filledPast(t, off); ok {
+			return avail, err
 		}
 		ch := make(chan struct{})
 		if !t.Notify(off, func() { close(ch) }) {
@@ -190,4 +184,20 @@ func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// filledPast returns, with ok, how many bytes title t has on disk once it
+// has some past off (the file's size once complete), or the fill's error
+// once it failed with none past off; ok is false while they are to come.
+func filledPast(t *store.Title, off int64) (avail int64, ok bool, err error) {
+	v := t.View()
+	switch {
+	case v.Complete:
+		return t.Meta().Size, true, nil
+	case v.Index.Size > off:
+		return v.Index.Size, true, nil
+	case v.Err != nil:
+		return 0, true, v.Err
+	}
+	return 0, false, nil
 }
