@@ -329,7 +329,7 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 			return 0, nil
 		}
 		r.retryAhead()
-		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there takes its channel: ABORTED), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there took its channel: ABORTED; or the origin stalled), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return 0, nil
 	}
 	r.fromAhead = true

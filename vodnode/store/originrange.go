@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -18,13 +20,19 @@ var ErrNoOrigin = errors.New("store: no origin")
 // title's last bytes for its duration, or seeking past the part filled)
 // is served now rather than when the fill reaches it. Read returns the
 // bytes in file order; Close ends the transfer. Not safe for concurrent
-// use.
+// use, but for Close, which may end a Read in progress from another
+// goroutine.
 type OriginRange struct {
 	s      *Store
-	cancel context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	stream pb.Origin_FetchClient
 	off    int64  // title offset of the next byte Read returns
 	buf    []byte // received, not yet read
+	// stall ends the transfer with errStalled when the origin's next
+	// message is awaited for Config.StallAfter; nil until the transfer
+	// started (its first message), as for a fill.
+	stall *time.Timer
 }
 
 // OriginRange opens a read of length bytes of title t from offset off (0:
@@ -32,33 +40,50 @@ type OriginRange struct {
 // transfer channels only if one is free now (pb.FetchRequest.no_wait), gives
 // it up (the read then fails with ABORTED) to a fill that queues for one
 // (preemptible), and reads only t's version (if_version). It returns once the origin has
-// started the transfer (its started message or first bytes). The transfer
-// ends with ctx or Close. Errors: ErrNoOrigin on a store without an
-// origin; the origin's (RESOURCE_EXHAUSTED: no channel free;
-// FAILED_PRECONDITION: the origin holds another version of t).
+// started the transfer (its started message or first bytes). From then
+// on, as a fill's transfer, the read fails with an error wrapping
+// errStalled when the origin sends nothing for Config.StallAfter (an
+// origin stuck in a read held the viewer's request, and the node's read,
+// until the viewer left). The transfer ends with ctx or Close. Errors:
+// ErrNoOrigin on a store without an origin; the origin's
+// (RESOURCE_EXHAUSTED: no channel free; FAILED_PRECONDITION: the origin
+// holds another version of t).
 func (s *Store) OriginRange(ctx context.Context, t *Title, off, length int64) (*OriginRange, error) {
 	if s.cfg.Origin == nil {
 		return nil, ErrNoOrigin
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, Length: length, NoWait: true, Preemptible: true, IfVersion: t.meta.Version})
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, err
 	}
-	r := &OriginRange{s: s, cancel: cancel, stream: stream, off: off}
+	r := &OriginRange{s: s, ctx: ctx, cancel: cancel, stream: stream, off: off}
 	if err := r.recv(); err != nil && err != io.EOF {
-		cancel()
+		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
 // recv receives the origin's next message into buf: io.EOF at the end of
-// the transfer.
+// the transfer; an error wrapping errStalled after Config.StallAfter
+// without one once the transfer started.
 func (r *OriginRange) recv() error {
+	if r.stall != nil {
+		r.stall.Reset(r.s.cfg.StallAfter)
+	}
 	c, err := r.stream.Recv()
+	if r.stall != nil {
+		r.stall.Stop()
+	} else if err == nil {
+		r.stall = time.AfterFunc(r.s.cfg.StallAfter, func() { r.cancel(errStalled) })
+		r.stall.Stop()
+	}
 	if err != nil {
+		if errors.Is(context.Cause(r.ctx), errStalled) {
+			return fmt.Errorf("%w: no chunk for %s after offset %d", errStalled, durtext.Written(r.s.cfg.StallAfter), r.off+int64(len(r.buf)))
+		}
 		return err
 	}
 	if len(c.GetData()) == 0 {
@@ -88,7 +113,7 @@ func (r *OriginRange) Read(p []byte) (int, error) {
 
 // Close ends the transfer. It always returns nil.
 func (r *OriginRange) Close() error {
-	r.cancel()
+	r.cancel(nil) // a stall timer that fires later cancels nothing more
 	return nil
 }
 
