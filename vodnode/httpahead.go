@@ -26,7 +26,8 @@ const originAheadMin = 64 << 10
 
 // originAheadMax bounds one origin read of a range ahead of the fill, in
 // seconds of the title at its bitrate (originAheadMaxMin bytes at
-// least): what a player's probes and seek search read, and the first
+// least; at most to the end of the range asked, when it is known:
+// titleReader.rangeEnd): what a player's probes and seek search read, and the first
 // seconds of a play that starts there. The transfer takes one of the
 // origin's channels that the manager does not count (its budget is the
 // fills'), but is preemptible: a fill that queues at the origin takes its
@@ -207,9 +208,6 @@ func (a *aheadRead) close() {
 // farAhead reports whether r.off is far ahead of the title's fill
 // (originAhead): its bytes are then read from the origin when it can.
 func (r *titleReader) farAhead() bool {
-	if r.n.ahead.max <= 0 {
-		return false // the node reads none so (Node.OriginRanges)
-	}
 	v := r.hs.t.View()
 	if v.Complete || v.Err != nil {
 		return false
@@ -225,6 +223,11 @@ func (r *titleReader) farAhead() bool {
 // of the node closes) if it is still far ahead then.
 func (r *titleReader) openAhead() {
 	if !r.farAhead() {
+		return
+	}
+	if r.n.ahead.max <= 0 {
+		r.noAhead = true
+		r.n.log.Debug("range ahead of the fill not read from the origin: the node reads none so (origin_ranges -1); it waits for the fill", "title", r.hs.title, "offset", r.off)
 		return
 	}
 	if r.seq == 0 {
@@ -243,6 +246,9 @@ func (r *titleReader) openAhead() {
 	}
 	bps := float64(r.hs.meta.Bitrate) / 8
 	length := min(max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin), r.hs.meta.Size-r.off)
+	if r.rangeEnd > r.off {
+		length = min(length, r.rangeEnd-r.off) // a small range far ahead: the origin sends it, not 30 s
+	}
 	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
 	if err != nil {
 		r.n.ahead.release(sl)

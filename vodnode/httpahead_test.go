@@ -216,8 +216,8 @@ func TestHTTPRangeAheadNewerRangeOfAViewerTakesTheRead(t *testing.T) {
 	if a := <-second; !a.partial(data[600000:700000]) {
 		t.Fatalf("second range: %v", a)
 	}
-	if l := o.lengths(); len(l) != 2 || l[0] != aheadTail || l[1] != int64(len(data)-600000) {
-		t.Errorf("origin range reads asked for lengths %v, want the tail's %d, then the second range's %d", l, aheadTail, len(data)-600000)
+	if l := o.lengths(); len(l) != 2 || l[0] != aheadTail || l[1] != 100000 {
+		t.Errorf("origin range reads asked for lengths %v, want the tail's %d, then the second range's 100000", l, aheadTail)
 	}
 	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }
@@ -399,8 +399,30 @@ func TestHTTPRangeAheadOlderRangeOfAViewerDoesNotTakeTheRead(t *testing.T) {
 	if a := <-newer; !a.partial(data[600000:700000]) {
 		t.Fatalf("newer range: %v", a)
 	}
-	if l := o.lengths(); len(l) != 1 || l[0] != int64(len(data)-600000) {
-		t.Errorf("origin range reads asked for lengths %v, want only the newer range's %d", l, len(data)-600000)
+	if l := o.lengths(); len(l) != 1 || l[0] != 100000 {
+		t.Errorf("origin range reads asked for lengths %v, want only the newer range's 100000", l)
+	}
+	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
+}
+
+// A range far ahead of the fill with an end asks the origin for its own
+// bytes only, not for the 30 s of the title an open-ended one gets (a
+// small range far ahead had the origin send up to 1 MB into the gRPC
+// window for nothing).
+func TestHTTPRangeAheadAsksTheOriginToItsEnd(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	data := o.titles["sample-003"]
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "ahead-end", "sample-003", "node-1", "", time.Minute), "sample-003.ts")
+	if res, _ := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent {
+		t.Fatalf("first bytes: %d", res.StatusCode)
+	}
+	const from, size = 800_000, 100_000
+	if res, b := get(t, url, "Range", fmt.Sprintf("bytes=%d-%d", from, from+size-1)); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[from:from+size]) {
+		t.Fatalf("the range: %d, %d bytes", res.StatusCode, len(b))
+	}
+	if l := o.lengths(); !slices.Equal(l, []int64{size}) {
+		t.Errorf("origin range reads of lengths %v, want [%d]", l, size)
 	}
 	waitFor(t, 10*time.Second, "the node's origin reads closed", func() bool { return aheadOpen(n) == 0 })
 }
@@ -433,14 +455,17 @@ func TestHTTPRangeAheadOriginRangesSetting(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		o := heldOrigin(t, 200_000)
 		data := o.titles["sample-006"]
-		n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.OriginRanges = -1 })
+		var log logtest.Buffer
+		n := startNode(t, startOrigin(t, o), withHTTP, withDebugLog(&log), func(n *Node) { n.OriginRanges = -1 })
 		url := httpURL(n, mint(t, "ranges-none", "sample-006", "node-1", "", time.Minute), "sample-006.ts")
 		if res, _ := get(t, url, "Range", "bytes=0-999"); res.StatusCode != http.StatusPartialContent {
 			t.Fatalf("first bytes: %d", res.StatusCode)
 		}
 		tail := make(chan answer, 1)
 		go func() { tail <- getAsync(url, "bytes=-"+itoa(aheadTail)) }()
-		waitFor(t, 10*time.Second, "the tail's request at the node", func() bool { return n.Stats().Sessions == 1 && o.fetchCount("sample-006") == 1 })
+		waitFor(t, 10*time.Second, "the tail's request at the node", func() bool {
+			return strings.Contains(log.String(), "the node reads none so (origin_ranges -1)")
+		})
 		o.unhold() // the fill completes; the tail comes from it
 		if a := <-tail; !a.partial(data[len(data)-aheadTail:]) {
 			t.Fatalf("the tail: %v", a)

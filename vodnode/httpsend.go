@@ -36,6 +36,9 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	if !ok {
 		return io.Copy(writerOnly{a}, src)
 	}
+	if r, ok := lr.R.(*titleReader); ok {
+		r.rangeEnd = r.off + lr.N // an origin read ahead of the fill stops there
+	}
 	var s sendSource
 	switch r := lr.R.(type) {
 	case *titleReader:

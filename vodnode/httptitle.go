@@ -52,6 +52,11 @@ type titleReader struct {
 	// node's reads taken (it asks again as soon as one is given back).
 	seq         int64
 	slotRefused bool
+	// rangeEnd is where the range ServeContent sends ends (the offset
+	// after its last byte; activityWriter.ReadFrom), 0 when not known (a
+	// part of a multipart answer): an origin read ahead of the fill asks
+	// for no more than that.
+	rangeEnd int64
 	// fillWake, when not nil, is closed once the fill has passed the
 	// offset it was registered at (Title.Notify): one waiter per reader,
 	// kept across the wakes to ask the origin again.
