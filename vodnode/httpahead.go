@@ -75,10 +75,11 @@ type aheadSlots struct {
 	freed   chan struct{} // closed, and forgotten, when a slot is given back; nil: none made
 }
 
-// aheadSlot is one slot of aheadSlots, held by the range of session hs
-// numbered seq (titleReader.seq).
+// aheadSlot is one slot of aheadSlots, held by the range of viewer owner
+// (an *httpSession, or an RTSP session's *aheadSource) numbered seq
+// (titleReader.seq, aheadExtent.seq).
 type aheadSlot struct {
-	hs  *httpSession
+	hs  any
 	seq int64
 	// taken: a newer range of the session took the slot (aheadSlots.mu);
 	// the read holding it is ended (end).
@@ -90,7 +91,7 @@ type aheadSlot struct {
 // one an older range of hs holds (that range's read is ended, and it does
 // not ask again). It returns nil when neither, with superseded when a
 // newer range of hs holds one (this range then does not ask again).
-func (s *aheadSlots) take(hs *httpSession, seq int64) (sl *aheadSlot, superseded bool) {
+func (s *aheadSlots) take(hs any, seq int64) (sl *aheadSlot, superseded bool) {
 	s.mu.Lock()
 	sl = &aheadSlot{hs: hs, seq: seq}
 	if len(s.held) < s.max {

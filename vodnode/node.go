@@ -96,12 +96,13 @@ type Node struct {
 	PauseTimeout time.Duration
 	Evictor      string       // eviction policy name (smm); "" = lru
 	Logger       *slog.Logger // nil = slog.Default()
-	// OriginRanges is how many origin reads of HTTP ranges far ahead of
-	// their title's fill (a player's probe of a title's end, a viewer
-	// resuming far into a title being filled; httpahead.go) the node has
-	// open at a time, each a preemptible origin transfer the manager's
-	// budget does not count: 0 = 1 (DefaultOriginRanges); negative = none
-	// (such ranges wait for their fills).
+	// OriginRanges is how many origin reads of what viewers ask for far
+	// ahead of their title's fill (an HTTP player's probe of a title's
+	// end; a viewer resuming far into a title being filled, with an HTTP
+	// range, httpahead.go, or an RTSP PLAY Range, rtspahead.go) the node
+	// has open at a time, each a preemptible origin transfer the
+	// manager's budget does not count: 0 = 1 (DefaultOriginRanges);
+	// negative = none (they wait for their fills).
 	OriginRanges int
 
 	Pacers int           // pacer goroutines of the delivery engine; 0 = GOMAXPROCS

@@ -446,6 +446,13 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 			return nil, nil, err
 		}
 	}
+	if s.ahead != nil {
+		if scale == 1 {
+			s.ahead.seek(start) // far ahead of the fill: read from the origin
+		} else {
+			s.ahead.drop() // trick play: the fill's index
+		}
+	}
 	infos, serr := s.player.Seek(start)
 	if errors.Is(serr, deliver.ErrRange) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "%v", serr)

@@ -157,8 +157,9 @@ func (c *rtspConn) newStream(s *session) (*deliver.Stream, deliver.StreamConfig,
 	var ids [10]byte
 	rand.Read(ids[:])
 	spec := s.spec
+	s.ahead = newAheadSource(c.n, s.t, s.meta)
 	cfg := deliver.StreamConfig{
-		Source: s.t, Mode: spec.Mode, Bitrate: s.meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
+		Source: s.ahead, Mode: spec.Mode, Bitrate: s.meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
 		SSRC: binary.BigEndian.Uint32(ids[0:4]), Seq: binary.BigEndian.Uint16(ids[4:6]),
 		TSBase: binary.BigEndian.Uint32(ids[6:10]),
 	}

@@ -34,6 +34,9 @@ type session struct {
 	peers      []udpKey      // UDP: the client's media and RTCP addresses
 	controlURL string        // the SETUP URL, echoed in RTP-Info
 	rtsps      bool          // set up over RTSPS (RTSP over TLS)
+	// ahead is the MP2T stream's Source (its title, and what a play far
+	// ahead of the fill reads from the origin); nil for elementary streams.
+	ahead *aheadSource
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
 	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives PauseTimeout without a word
@@ -159,6 +162,9 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	if written != nil {
 		whenClosed(quiet, written)
+	}
+	if s.ahead != nil {
+		s.ahead.close() // its origin reads stop writing into the title's file
 	}
 	n.store.Release(s.t)
 	if s.conn != nil {

@@ -80,6 +80,16 @@ func NewBuilder() *Builder {
 	return &Builder{idx: Index{FirstPTS: -1}}
 }
 
+// NewBuilderAt returns an empty Builder for the bytes of a stream from
+// offset off (bytes, a multiple of PacketSize) on: the offsets it indexes
+// are the stream's, from off. It learns the PIDs from the PAT and PMT it
+// meets there, and unwraps the PCRs and PTSs from the first it meets
+// (a caller joining it to the index of the stream's start places them on
+// that one's scale).
+func NewBuilderAt(off int64) *Builder {
+	return &Builder{idx: Index{Size: off, FirstPTS: -1}}
+}
+
 // Write indexes p, which continues the bytes given before. Partial packets
 // are kept until completed. It returns len(p) and ErrNotTS when a packet
 // does not begin with 0x47; the Builder then stops indexing.

@@ -267,7 +267,7 @@ type NodeConfig struct {
 	PauseTimeout   time.Duration `yaml:"pause_timeout"`      // a paused viewer's session (HTTP with no request, RTSP after PAUSE) lives this long without a word: the longest pause that resumes; 0 (or left out) = 5m, never below session_timeout; negative is an error
 	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
 	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
-	OriginRanges   int           `yaml:"origin_ranges"`      // origin reads of HTTP ranges far ahead of their title's fill open at a time (a player's probe of the title's end, a resume far into it), each preemptible by fills; 0 (or left out) = 1; -1 = none (such ranges wait for the fill); below -1 is an error
+	OriginRanges   int           `yaml:"origin_ranges"`      // origin reads of what viewers ask for far ahead of their title's fill open at a time (an HTTP player's probe of the title's end; a resume far into it over HTTP or RTSP), each preemptible by fills; 0 (or left out) = 1; -1 = none (such ranges wait for the fill); below -1 is an error
 
 	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }

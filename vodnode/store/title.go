@@ -109,6 +109,37 @@ func (t *Title) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// WriteAhead writes p, the title's bytes at offset off (bytes) read from
+// the origin far ahead of its fill (an RTSP viewer's seek there), into
+// the title's file at their own offset, for ReadAt to read them before
+// the fill reaches them. The fill's view is unchanged (it is still the
+// prefix the fill wrote): only the reader that wrote them knows they are
+// there. The fill writes the same bytes again when it gets there (the
+// origin sends the title's version only, FetchRequest.if_version), and a
+// fill that stops cuts the file to its prefix (keepBytes; after a crash,
+// resumeFrom cuts it at the zeros before them). It writes nothing once
+// the fill has passed off+len(p) or the title is complete. Errors:
+// ErrClosed, the fill's once it failed, the write's.
+func (t *Title) WriteAhead(p []byte, off int64) error {
+	if t.file == nil {
+		return ErrClosed
+	}
+	v := t.view.Load()
+	switch {
+	case v.Err != nil:
+		return v.Err
+	case v.Complete || v.Index.Size >= off+int64(len(p)):
+		return nil
+	}
+	if _, err := t.file.WriteAt(p, off); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return ErrClosed
+		}
+		return err
+	}
+	return nil
+}
+
 // Notify arranges for fn to be called once, from the fill's goroutine, as
 // soon as more than after bytes are readable, or the title is complete, or
 // its fill failed. It returns false, without registering fn, when that is

@@ -1,0 +1,500 @@
+package vodnode
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vodcluster/cdp/tsindex"
+	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
+)
+
+// rtspAheadMargin is how far before the time of a PLAY's Range an origin
+// read of a seek far ahead of the fill starts, seconds of the title at
+// its bitrate: the keyframe presented at or before that time is sent
+// before it (a GOP of a second or two, the mux's delay), and the offset
+// the bitrate gives is an estimate.
+const rtspAheadMargin = 4 * time.Second
+
+// rtspAheadTries bounds how often an extent that started after the
+// keyframe of its time is started again earlier (a title whose bitrate
+// up to there is below its mean); then the play waits for the fill.
+const rtspAheadTries = 3
+
+// aheadSource is the deliver.Source of an RTSP session's MP2T stream: the
+// session's title and, after a PLAY whose Range starts far ahead of the
+// title's fill (a set-top box resuming a film from its bookmark on a node
+// that does not hold it), that part of the title read from the origin
+// (aheadExtent) until the fill reaches it. Before, the play started when
+// the fill got there: minutes for a film resumed an hour in.
+//
+// The extent's bytes go into the title's file at their own offsets
+// (store.Title.WriteAhead) and are indexed as they come; once it holds
+// the keyframe presented at or before the PLAY's time, State gives an
+// index of the extent (with the title's first PCRs and PTS, so that
+// positions and timestamps are the title's) rather than the fill's, and
+// the stream's seek into the part not filled (deliver.Stream.Seek) starts
+// there. Reads take the node's origin reads (Node.OriginRanges) as HTTP
+// ranges far ahead do, 30 s of the title at a time kept at most that far
+// ahead of the play, and end once the fill has every byte the extent
+// read: the fill's index is given from then on. A PLAY elsewhere, or in
+// trick play, drops the extent.
+type aheadSource struct {
+	n    *Node
+	t    *store.Title
+	meta store.Meta
+
+	mu      sync.Mutex
+	ext     *aheadExtent // nil: none
+	seq     int64        // numbers the extents (aheadSlots)
+	waiters []sourceWaiter
+	closed  bool
+}
+
+// sourceWaiter is a Notify waiting for more than after bytes.
+type sourceWaiter struct {
+	after int64
+	fn    func()
+}
+
+// aheadExtent is the part of a title read from the origin for a play far
+// ahead of the fill, from start on.
+type aheadExtent struct {
+	start  int64   // offset, bytes (a multiple of 188)
+	target float64 // npt of the PLAY's Range, seconds
+	tries  int     // extents started for this PLAY before this one
+	seq    int64
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+
+	// guarded by aheadSource.mu
+	b       *tsindex.Builder   // the bytes read, from start
+	end     int64              // the end of the bytes read (b indexes whole packets: its Size is below it by a packet's part)
+	shifted bool               // pcrShift and ptsShift are known (the first PCR was read)
+	pcrs    []tsindex.PCRPoint // the title's first two, then the extent's (on the title's clock)
+	kfs     []tsindex.Keyframe // the extent's
+	idx     *tsindex.Index     // what State gives once shown; replaced, never changed
+	shown   bool               // it holds a keyframe presented at or before target
+	settled bool               // and one presented after it: the play starts (its reads keep pace with it from then on)
+
+	pcrShift, ptsShift int64
+	read               atomic.Int64  // the end of the stream's last read in it
+	moved              chan struct{} // signalled (one slot) when read moves
+}
+
+// newAheadSource returns the Source of a session of title t.
+func newAheadSource(n *Node, t *store.Title, meta store.Meta) *aheadSource {
+	return &aheadSource{n: n, t: t, meta: meta}
+}
+
+// State gives the extent's index while the play is in it and the fill
+// has not caught up with it; the fill's otherwise.
+func (s *aheadSource) State() (*tsindex.Index, bool, error) {
+	v := s.t.View()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateLocked(v)
+}
+
+func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
+	if e := s.ext; e != nil && e.shown && !v.Complete && v.Err == nil && v.Index.Size < e.idx.Size {
+		return e.idx, e.idx.Size >= s.meta.Size, nil // read to the title's end: it plays to its end
+	}
+	return &v.Index, v.Complete, v.Err
+}
+
+// ReadAt reads the title's file: the fill's bytes, and the extent's it
+// wrote there.
+func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
+	n, err := s.t.ReadAt(p, off)
+	s.mu.Lock()
+	e := s.ext
+	s.mu.Unlock()
+	if e != nil && off >= e.start {
+		if end := off + int64(n); end > e.read.Load() {
+			e.read.Store(end)
+			select {
+			case e.moved <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return n, err
+}
+
+// Notify calls fn once more than after bytes are readable (State), the
+// title is complete or its fill failed; false, not calling it, when so
+// already.
+func (s *aheadSource) Notify(after int64, fn func()) bool {
+	var once sync.Once
+	f := func() { once.Do(fn) }
+	v := s.t.View()
+	s.mu.Lock()
+	idx, complete, err := s.stateLocked(v)
+	if idx.Size > after || complete || err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	fromExtent := s.ext != nil && idx == s.ext.idx
+	if s.ext != nil {
+		s.waiters = append(s.waiters, sourceWaiter{after: after, fn: f})
+	}
+	s.mu.Unlock()
+	if !fromExtent && !s.t.Notify(after, f) {
+		go f() // the fill moved past after meanwhile
+	}
+	return true
+}
+
+// wakeLocked takes the waiters that State now satisfies (all of them with
+// all) for the caller to call once it unlocked s.mu.
+func (s *aheadSource) wakeLocked(all bool) []func() {
+	v := s.t.View()
+	idx, complete, err := s.stateLocked(v)
+	var due []func()
+	keep := s.waiters[:0]
+	for _, w := range s.waiters {
+		if all || idx.Size > w.after || complete || err != nil {
+			due = append(due, w.fn)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(s.waiters[len(keep):])
+	s.waiters = keep
+	return due
+}
+
+func callAll(fns []func()) {
+	for _, f := range fns {
+		f()
+	}
+}
+
+// seek readies the source for a PLAY from npt seconds at Scale 1 (npt <
+// 0: from where the play stands), before the stream's Seek: an extent
+// that holds npt is kept; otherwise it is dropped and, when npt is far
+// ahead of the fill (originAhead past the bytes filled, and the margin),
+// an extent is started for it.
+func (s *aheadSource) seek(npt float64) {
+	if npt < 0 {
+		return
+	}
+	v := s.t.View()
+	s.mu.Lock()
+	if e := s.ext; e != nil && e.holds(npt) {
+		s.mu.Unlock()
+		return
+	}
+	due := s.dropLocked()
+	if !s.closed {
+		if start, ok := s.extentStart(v, npt); ok {
+			s.startLocked(start, npt, 0)
+		}
+	}
+	s.mu.Unlock()
+	callAll(due)
+}
+
+// holds reports whether e is the extent of a play from npt: it was
+// started for npt, or shows a keyframe presented at or before npt and
+// has read, or will read, past it. Under aheadSource.mu.
+func (e *aheadExtent) holds(npt float64) bool {
+	if npt == e.target {
+		return true
+	}
+	if !e.shown || len(e.kfs) == 0 {
+		return false
+	}
+	return e.idx.KeyframeSeconds(0) <= npt && npt <= e.idx.KeyframeSeconds(len(e.kfs)-1)+originAheadMax.Seconds()
+}
+
+// extentStart returns where an extent for a play from npt starts, and
+// false when none is to (the fill is near, or the title cannot be read
+// so: no origin reads, no bitrate, too little of it indexed to place it).
+func (s *aheadSource) extentStart(v *store.View, npt float64) (int64, bool) {
+	if s.n.ahead.max <= 0 || s.meta.Bitrate <= 0 || s.meta.Size <= 0 || v.Complete || v.Err != nil ||
+		len(v.Index.PCRs) < 2 || v.Index.PMTPID == 0 || v.Index.FirstPTS < 0 {
+		return 0, false
+	}
+	bps := float64(s.meta.Bitrate) / 8
+	est := npt * bps
+	gap := max(originAhead.Seconds()*bps, float64(originAheadMin))
+	if !(est < float64(s.meta.Size)) || est-float64(v.Index.Size) < gap+rtspAheadMargin.Seconds()*bps {
+		return 0, false
+	}
+	start := int64(est - rtspAheadMargin.Seconds()*bps)
+	return start - start%deliver.TSPacketSize, true
+}
+
+// startLocked starts an extent from start for a play from npt.
+func (s *aheadSource) startLocked(start int64, npt float64, tries int) {
+	s.seq++
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &aheadExtent{start: start, target: npt, tries: tries, seq: s.seq, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), b: tsindex.NewBuilderAt(start), end: start, moved: make(chan struct{}, 1)}
+	e.read.Store(start)
+	s.ext = e
+	s.n.log.Info("RTSP play far ahead of the title's fill: its part read from the origin", "title", s.meta.ID, "npt", npt, "offset", start, "filled", s.t.View().Index.Size)
+	go s.run(e)
+}
+
+// dropLocked ends the extent, if any, and returns the waiters to wake.
+func (s *aheadSource) dropLocked() []func() {
+	if s.ext == nil {
+		return nil
+	}
+	s.ext.cancel()
+	s.ext = nil
+	return s.wakeLocked(true)
+}
+
+// drop ends the extent (trick play, which the fill's index serves).
+func (s *aheadSource) drop() {
+	s.mu.Lock()
+	due := s.dropLocked()
+	s.mu.Unlock()
+	callAll(due)
+}
+
+// close ends the extent for good (the session ended) and waits for its
+// reads to stop writing.
+func (s *aheadSource) close() {
+	s.mu.Lock()
+	s.closed = true
+	e := s.ext
+	due := s.dropLocked()
+	s.mu.Unlock()
+	callAll(due)
+	if e != nil {
+		<-e.done
+	}
+}
+
+// errExtentRestarted ends an extent's read when it started after the
+// keyframe of its time.
+var errExtentRestarted = errors.New("extent started again earlier")
+
+// run reads e's bytes from the origin until the fill has them all, e is
+// dropped, or it gives up (see restart).
+func (s *aheadSource) run(e *aheadExtent) {
+	defer close(e.done)
+	defer e.cancel()
+	var step time.Duration
+	var fillWake chan struct{} // closed once the fill passed where it was registered
+	buf := make([]byte, 64<<10)
+	bps := float64(s.meta.Bitrate) / 8
+	bound := max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin)
+	bound -= bound % deliver.TSPacketSize
+	for e.ctx.Err() == nil {
+		s.mu.Lock()
+		end := e.end
+		settled := e.settled
+		s.mu.Unlock()
+		v := s.t.View()
+		if v.Complete || v.Err != nil || v.Index.Size >= end || end >= s.meta.Size {
+			s.finished(e)
+			return
+		}
+		if settled && end-e.read.Load() > bound {
+			// Far enough ahead of the play: wait for it to come closer,
+			// or for the fill to pass what was read.
+			if fillWake == nil {
+				ch := make(chan struct{})
+				if !s.t.Notify(end-1, func() { close(ch) }) {
+					continue
+				}
+				fillWake = ch
+			}
+			select {
+			case <-e.moved:
+			case <-fillWake:
+				fillWake = nil
+			case <-e.ctx.Done():
+			}
+			continue
+		}
+		sl, newer := s.n.ahead.take(s, e.seq)
+		if newer {
+			return // a later extent of this session holds a read
+		}
+		if sl == nil {
+			step = s.retryWait(e, step, true)
+			continue
+		}
+		rng, err := s.n.store.OriginRange(e.ctx, s.t, end, min(bound, s.meta.Size-end))
+		if err != nil {
+			s.n.ahead.release(sl)
+			s.n.log.Debug("RTSP play far ahead of the fill: origin read refused; it asks again", "title", s.meta.ID, "offset", end, "err", err)
+			step = s.retryWait(e, step, false)
+			continue
+		}
+		a := &aheadRead{rng: rng, slot: sl, slots: &s.n.ahead}
+		if !s.n.ahead.opened(sl, a.close) {
+			a.close()
+			return
+		}
+		err = s.copyExtent(e, rng, end, buf)
+		a.close()
+		switch {
+		case errors.Is(err, errExtentRestarted):
+			return
+		case err != nil && e.ctx.Err() == nil:
+			s.n.log.Info("RTSP play far ahead of the fill: the origin's read ended (a fill took its channel, or the origin stalled); it asks again", "title", s.meta.ID, "err", err)
+			step = s.retryWait(e, step, false)
+		case s.n.ahead.contended():
+			step = s.retryWait(e, 0, false) // another range waits for a read: its turn
+		default:
+			step = 0
+		}
+	}
+}
+
+// copyExtent copies the bytes of rng, from off, into the title's file and
+// e's index, waking the stream as they come. It returns nil at the read's
+// end; errExtentRestarted when e started after the keyframe of its time
+// (restart); the read's or the write's error.
+func (s *aheadSource) copyExtent(e *aheadExtent, rng *store.OriginRange, off int64, buf []byte) error {
+	for {
+		k, rerr := rng.Read(buf)
+		if k > 0 {
+			if err := s.t.WriteAhead(buf[:k], off); err != nil {
+				return err
+			}
+			off += int64(k)
+			restart, due := s.indexed(e, buf[:k])
+			callAll(due)
+			if restart {
+				return errExtentRestarted
+			}
+			if v := s.t.View(); v.Complete || v.Err != nil || v.Index.Size >= off {
+				return nil // the fill has them
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return nil
+			}
+			return rerr
+		}
+	}
+}
+
+// indexed indexes p, the extent's next bytes, and shows the extent once
+// it holds the keyframe of its time. It reports whether e was started
+// again (after that keyframe), and returns the waiters to wake.
+func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ext != e {
+		return false, nil
+	}
+	e.b.Write(p) // an error stops its indexing: the extent then shows no more
+	e.end += int64(len(p))
+	bi := e.b.Index()
+	head := s.t.View().Index
+	if !e.shifted {
+		if len(bi.PCRs) == 0 {
+			return false, nil
+		}
+		e.shiftTo(&head, s.meta.Bitrate)
+		e.pcrs = append(e.pcrs, head.PCRs[:2]...)
+	}
+	for _, p := range bi.PCRs[len(e.pcrs)-2:] {
+		e.pcrs = append(e.pcrs, tsindex.PCRPoint{Offset: p.Offset, PCR: p.PCR + e.pcrShift})
+	}
+	for _, k := range bi.Keyframes[len(e.kfs):] {
+		if k.PTS >= 0 {
+			k.PTS += e.ptsShift
+		}
+		e.kfs = append(e.kfs, k)
+	}
+	e.idx = &tsindex.Index{Size: bi.Size, PCRPID: head.PCRPID, VideoPID: head.VideoPID, PMTPID: head.PMTPID,
+		PCRs: e.pcrs, Keyframes: e.kfs, FirstPTS: head.FirstPTS}
+	if !e.shown && len(e.kfs) > 0 {
+		if first := e.idx.KeyframeSeconds(0); first > e.target {
+			s.restartLocked(e, first)
+			return true, s.wakeLocked(true)
+		}
+		e.shown = true
+		s.n.log.Info("RTSP play far ahead of the title's fill: playing from the origin's bytes", "title", s.meta.ID, "npt", e.target, "keyframe_npt", e.idx.KeyframeSeconds(0), "offset", e.kfs[0].Offset)
+	}
+	if !e.shown {
+		return false, nil
+	}
+	e.settled = e.settled || e.idx.KeyframeSeconds(len(e.kfs)-1) > e.target
+	return false, s.wakeLocked(false)
+}
+
+// shiftTo places e's clock on the title's: its PCRs and PTSs are the
+// stream's, but unwrapped from the extent's first; the 33-bit wraps
+// between the title's start and the extent are those nearest to what the
+// bitrate gives for its offset.
+func (e *aheadExtent) shiftTo(head *tsindex.Index, bitrate int64) {
+	const wrapPCR = (int64(1) << 33) * 300
+	first := e.b.Index().PCRs[0]
+	want := float64(head.PCRs[0].PCR) + float64(first.Offset-head.PCRs[0].Offset)*8*tsindex.PCRHz/float64(bitrate)
+	k := int64(math.Round((want - float64(first.PCR)) / float64(wrapPCR)))
+	e.pcrShift, e.ptsShift, e.shifted = k*wrapPCR, k<<33, true
+}
+
+// restartLocked starts the extent of e's play again earlier: its first
+// keyframe is presented at first, after e.target; after rtspAheadTries,
+// or when that is near the fill, the play waits for the fill.
+func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
+	s.ext = nil
+	v := s.t.View()
+	bps := float64(s.meta.Bitrate) / 8
+	start := e.start - int64((first-e.target+rtspAheadMargin.Seconds())*bps)
+	start -= start % deliver.TSPacketSize
+	gap := int64(max(originAhead.Seconds()*bps, float64(originAheadMin)))
+	if e.tries+1 >= rtspAheadTries || start-v.Index.Size < gap {
+		s.n.log.Info("RTSP play far ahead of the title's fill: no origin read starts before its time; it waits for the fill", "title", s.meta.ID, "npt", e.target)
+		return
+	}
+	s.startLocked(start, e.target, e.tries+1)
+}
+
+// finished ends e's reads: once the fill has its bytes (or completed, or
+// failed) the source gives the fill's index from then on; an extent read
+// to the title's end is kept until the fill gets there (its play goes on
+// to the end).
+func (s *aheadSource) finished(e *aheadExtent) {
+	s.mu.Lock()
+	var due []func()
+	if s.ext == e {
+		if v := s.t.View(); v.Complete || v.Err != nil || v.Index.Size >= e.end {
+			s.ext = nil
+		}
+		due = s.wakeLocked(true)
+	}
+	s.mu.Unlock()
+	callAll(due)
+}
+
+// retryWait waits before e asks the origin again: step doubling from
+// aheadRetry to aheadRetryMax, jittered; at once when a read of the node
+// is given back and, with slot, it was refused one. It returns the next
+// step.
+func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool) time.Duration {
+	if step == 0 {
+		step = aheadRetry
+	}
+	freed, done := s.n.ahead.wait(slot)
+	defer done()
+	tm := time.NewTimer(step/2 + rand.N(step/2+1))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-freed:
+	case <-e.ctx.Done():
+	}
+	return min(2*step, aheadRetryMax)
+}
