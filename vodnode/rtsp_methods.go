@@ -447,13 +447,23 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 	}
 	if s.ahead != nil {
-		if scale == 1 {
+		if normalPlay(scale) {
+			if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && s.ahead.wants(p.Position()) {
+				// Normal play again after trick play that stands far
+				// ahead of the fill: from where it stands, as a seek
+				// there (the keyframe at or before it), its bytes read
+				// from the origin.
+				start = p.Position()
+			}
 			s.ahead.seek(start) // far ahead of the fill: read from the origin
 		} else {
-			s.ahead.drop() // trick play: the fill's index
+			s.ahead.drop() // trick play: the fill's index, waiting for the fill
 		}
 	}
 	infos, serr := s.player.Seek(start)
+	if serr != nil && s.ahead != nil {
+		s.ahead.drop() // nothing plays from there
+	}
 	if errors.Is(serr, deliver.ErrRange) {
 		return nil, nil, rtspErr(base.StatusInvalidRange, "%v", serr)
 	}

@@ -84,7 +84,9 @@ type aheadExtent struct {
 	shown   bool               // it holds a keyframe presented at or before target
 	settled bool               // and one presented after it: the play starts (its reads keep pace with it from then on)
 
-	pcrShift, ptsShift int64
+	pcrShift   int64 // added to the extent's PCRs: whole 33-bit wraps
+	ptsShift   int64 // added to its PTSs (ptsShifted: known)
+	ptsShifted bool
 	read               atomic.Int64  // the end of the stream's last read in it
 	moved              chan struct{} // signalled (one slot) when read moves
 }
@@ -105,7 +107,7 @@ func (s *aheadSource) State() (*tsindex.Index, bool, error) {
 
 func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
 	if e := s.ext; e != nil && e.shown && !v.Complete && v.Err == nil && v.Index.Size < e.idx.Size {
-		return e.idx, e.idx.Size >= s.meta.Size, nil // read to the title's end: it plays to its end
+		return e.idx, e.end >= s.meta.Size, nil // read to the title's end: it plays to its end
 	}
 	return &v.Index, v.Complete, v.Err
 }
@@ -203,9 +205,31 @@ func (s *aheadSource) seek(npt float64) {
 	callAll(due)
 }
 
+// wants reports whether a play from npt seconds would read from the
+// origin and no extent of the source holds npt: normal play after trick
+// play far ahead of the fill (drop).
+func (s *aheadSource) wants(npt float64) bool {
+	v := s.t.View()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ext != nil && s.ext.holds(npt) {
+		return false
+	}
+	_, ok := s.extentStart(v, npt)
+	return ok
+}
+
+// normalPlay reports whether a PLAY's Scale is granted as normal play
+// (deliver.Stream.SetScale: 1, and slow motion, which is not offered).
+func normalPlay(scale float64) bool {
+	return math.IsNaN(scale) || math.Abs(scale) < 1 || scale == 1
+}
+
 // holds reports whether e is the extent of a play from npt: it was
-// started for npt, or shows a keyframe presented at or before npt and
-// has read, or will read, past it. Under aheadSource.mu.
+// started for npt, or holds the keyframes presented at or before npt and
+// after it (a later npt takes an extent of its own: this one's reads keep
+// pace with where its play stands, and a seek past its last keyframe
+// would wait for the play to move). Under aheadSource.mu.
 func (e *aheadExtent) holds(npt float64) bool {
 	if npt == e.target {
 		return true
@@ -213,15 +237,15 @@ func (e *aheadExtent) holds(npt float64) bool {
 	if !e.shown || len(e.kfs) == 0 {
 		return false
 	}
-	return e.idx.KeyframeSeconds(0) <= npt && npt <= e.idx.KeyframeSeconds(len(e.kfs)-1)+originAheadMax.Seconds()
+	return e.idx.KeyframeSeconds(0) <= npt && npt < e.idx.KeyframeSeconds(len(e.kfs)-1)
 }
 
 // extentStart returns where an extent for a play from npt starts, and
 // false when none is to (the fill is near, or the title cannot be read
-// so: no origin reads, no bitrate, too little of it indexed to place it).
+// so: no origin reads, no bitrate). The fill may have nothing yet (a PLAY
+// right after SETUP): the extent's reads wait for its first bytes.
 func (s *aheadSource) extentStart(v *store.View, npt float64) (int64, bool) {
-	if s.n.ahead.max <= 0 || s.meta.Bitrate <= 0 || s.meta.Size <= 0 || v.Complete || v.Err != nil ||
-		len(v.Index.PCRs) < 2 || v.Index.PMTPID == 0 || v.Index.FirstPTS < 0 {
+	if s.n.ahead.max <= 0 || s.meta.Bitrate <= 0 || s.meta.Size <= 0 || v.Complete || v.Err != nil {
 		return 0, false
 	}
 	bps := float64(s.meta.Bitrate) / 8
@@ -288,7 +312,7 @@ func (s *aheadSource) run(e *aheadExtent) {
 	defer close(e.done)
 	defer e.cancel()
 	var step time.Duration
-	var fillWake chan struct{} // closed once the fill passed where it was registered
+	fill := fillWaiter{t: s.t}
 	buf := make([]byte, 64<<10)
 	bps := float64(s.meta.Bitrate) / 8
 	bound := max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin)
@@ -303,20 +327,22 @@ func (s *aheadSource) run(e *aheadExtent) {
 			s.finished(e)
 			return
 		}
+		if !headKnown(&v.Index) || !s.t.AheadWritable() {
+			// A PLAY right after SETUP: the fill has not indexed the
+			// title's first PCRs, PMT and picture (the extent's clock is
+			// placed on them) or receives no origin bytes yet.
+			select {
+			case <-fill.past(v.Index.Size):
+			case <-e.ctx.Done():
+			}
+			continue
+		}
 		if settled && end-e.read.Load() > bound {
 			// Far enough ahead of the play: wait for it to come closer,
 			// or for the fill to pass what was read.
-			if fillWake == nil {
-				ch := make(chan struct{})
-				if !s.t.Notify(end-1, func() { close(ch) }) {
-					continue
-				}
-				fillWake = ch
-			}
 			select {
 			case <-e.moved:
-			case <-fillWake:
-				fillWake = nil
+			case <-fill.past(end - 1):
 			case <-e.ctx.Done():
 			}
 			continue
@@ -326,14 +352,14 @@ func (s *aheadSource) run(e *aheadExtent) {
 			return // a later extent of this session holds a read
 		}
 		if sl == nil {
-			step = s.retryWait(e, step, true)
+			step = s.retryWait(e, step, true, fill.past(end-1))
 			continue
 		}
 		rng, err := s.n.store.OriginRange(e.ctx, s.t, end, min(bound, s.meta.Size-end))
 		if err != nil {
 			s.n.ahead.release(sl)
 			s.n.log.Debug("RTSP play far ahead of the fill: origin read refused; it asks again", "title", s.meta.ID, "offset", end, "err", err)
-			step = s.retryWait(e, step, false)
+			step = s.retryWait(e, step, false, fill.past(end-1))
 			continue
 		}
 		a := &aheadRead{rng: rng, slot: sl, slots: &s.n.ahead}
@@ -348,9 +374,9 @@ func (s *aheadSource) run(e *aheadExtent) {
 			return
 		case err != nil && e.ctx.Err() == nil:
 			s.n.log.Info("RTSP play far ahead of the fill: the origin's read ended (a fill took its channel, or the origin stalled); it asks again", "title", s.meta.ID, "err", err)
-			step = s.retryWait(e, step, false)
+			step = s.retryWait(e, step, false, fill.past(end-1))
 		case s.n.ahead.contended():
-			step = s.retryWait(e, 0, false) // another range waits for a read: its turn
+			step = s.retryWait(e, 0, false, fill.past(end-1)) // another range waits for a read: its turn
 		default:
 			step = 0
 		}
@@ -412,6 +438,9 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 	}
 	for _, k := range bi.Keyframes[len(e.kfs):] {
 		if k.PTS >= 0 {
+			if !e.ptsShifted {
+				e.shiftPTS(&head, s.meta.Bitrate, k)
+			}
 			k.PTS += e.ptsShift
 		}
 		e.kfs = append(e.kfs, k)
@@ -433,16 +462,25 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 	return false, s.wakeLocked(false)
 }
 
-// shiftTo places e's clock on the title's: its PCRs and PTSs are the
-// stream's, but unwrapped from the extent's first; the 33-bit wraps
-// between the title's start and the extent are those nearest to what the
-// bitrate gives for its offset.
+// shiftTo places e's PCRs on the title's clock: they are the stream's,
+// but unwrapped from the extent's first; the 33-bit wraps between the
+// title's start and the extent are those nearest to what the bitrate
+// gives for its offset (shiftPTS for the PTSs, which wrap apart).
 func (e *aheadExtent) shiftTo(head *tsindex.Index, bitrate int64) {
 	const wrapPCR = (int64(1) << 33) * 300
 	first := e.b.Index().PCRs[0]
 	want := float64(head.PCRs[0].PCR) + float64(first.Offset-head.PCRs[0].Offset)*8*tsindex.PCRHz/float64(bitrate)
 	k := int64(math.Round((want - float64(first.PCR)) / float64(wrapPCR)))
-	e.pcrShift, e.ptsShift, e.shifted = k*wrapPCR, k<<33, true
+	e.pcrShift, e.shifted = k*wrapPCR, true
+}
+
+// shiftPTS places e's PTSs on the title's, from k, its first keyframe
+// with a PTS: the 33-bit wraps nearest to what the bitrate gives for its
+// offset from the title's first picture.
+func (e *aheadExtent) shiftPTS(head *tsindex.Index, bitrate int64, k tsindex.Keyframe) {
+	const wrap = int64(1) << 33
+	want := float64(head.FirstPTS) + float64(k.Offset-head.PCRs[0].Offset)*8*tsindex.PTSHz/float64(bitrate)
+	e.ptsShift, e.ptsShifted = wrap*int64(math.Round((want-float64(k.PTS))/float64(wrap))), true
 }
 
 // restartLocked starts the extent of e's play again earlier: its first
@@ -481,9 +519,9 @@ func (s *aheadSource) finished(e *aheadExtent) {
 
 // retryWait waits before e asks the origin again: step doubling from
 // aheadRetry to aheadRetryMax, jittered; at once when a read of the node
-// is given back and, with slot, it was refused one. It returns the next
-// step.
-func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool) time.Duration {
+// is given back and, with slot, it was refused one, or when fill is
+// closed (the fill passed what e read). It returns the next step.
+func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool, fill <-chan struct{}) time.Duration {
 	if step == 0 {
 		step = aheadRetry
 	}
@@ -494,7 +532,34 @@ func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool) t
 	select {
 	case <-tm.C:
 	case <-freed:
+	case <-fill:
 	case <-e.ctx.Done():
 	}
 	return min(2*step, aheadRetryMax)
+}
+
+// fillWaiter is one Title.Notify at a time for run's waits.
+type fillWaiter struct {
+	t  *store.Title
+	at int64
+	ch chan struct{}
+}
+
+// past returns a channel closed once the fill has more than at bytes, or
+// completed or failed (registered once per at).
+func (w *fillWaiter) past(at int64) <-chan struct{} {
+	if w.ch == nil || w.at != at {
+		ch := make(chan struct{})
+		if !w.t.Notify(at, func() { close(ch) }) {
+			close(ch)
+		}
+		w.ch, w.at = ch, at
+	}
+	return w.ch
+}
+
+// headKnown reports whether the fill has indexed what an extent's index
+// takes from the title's start: two PCRs, the PMT and a picture's PTS.
+func headKnown(x *tsindex.Index) bool {
+	return len(x.PCRs) >= 2 && x.PMTPID != 0 && x.FirstPTS >= 0
 }

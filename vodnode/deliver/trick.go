@@ -51,6 +51,12 @@ func (s *Stream) trick() bool { return s.scale != 1 && s.scale != 0 }
 func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bool, ck clockOf) bool {
 	kfs := idx.Keyframes
 	if s.kf < 0 {
+		if !complete && s.pos > idx.Size {
+			// It stands past the part filled (its normal play read
+			// there from elsewhere, the node's read of the origin far
+			// ahead of the fill): its keyframes are not known yet.
+			return s.park(s.pos)
+		}
 		i := sort.Search(len(kfs), func(i int) bool { return kfs[i].Offset >= s.pos })
 		if s.scale < 0 && (i == len(kfs) || kfs[i].Offset > s.pos) {
 			i--

@@ -327,6 +327,9 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 				return n, queued, err
 			}
 			*room = true
+			t.aheadMu.Lock()
+			t.aheadOK = true // Title.WriteAhead
+			t.aheadMu.Unlock()
 		}
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
@@ -431,6 +434,9 @@ func FailCause(err error) string {
 // whole packets indexed, when indexed says the index is the file's) or
 // removes its .part file (keepPartial), and tells the readers.
 func (s *Store) failFill(t *Title, err error, indexed bool) {
+	t.aheadMu.Lock()
+	t.aheadOK = false // no Title.WriteAhead past keepBytes's cut
+	t.aheadMu.Unlock()
 	id := t.meta.ID
 	var kept int64
 	if keepPartial(t, err) {

@@ -42,6 +42,13 @@ type Title struct {
 	wmu     sync.Mutex
 	waiters []waiter
 
+	// aheadMu serialises WriteAhead with keepBytes's cut of the file;
+	// aheadOK: the fill has made room for the title and receives the
+	// origin's bytes (a partial it resumes from was checked and cut
+	// before), and has not stopped: WriteAhead may write.
+	aheadMu sync.Mutex
+	aheadOK bool
+
 	// guarded by Store.mu
 	refs       int
 	filling    bool
@@ -119,17 +126,23 @@ func (t *Title) ReadAt(p []byte, off int64) (int, error) {
 // fill that stops cuts the file to its prefix (keepBytes; after a crash,
 // resumeFrom cuts it at the zeros before them). It writes nothing once
 // the fill has passed off+len(p) or the title is complete. Errors:
-// ErrClosed, the fill's once it failed, the write's.
+// ErrClosed, the fill's once it failed, ErrNotWritable before the fill
+// receives the origin's bytes or once it stopped (AheadWritable), the
+// write's.
 func (t *Title) WriteAhead(p []byte, off int64) error {
 	if t.file == nil {
 		return ErrClosed
 	}
+	t.aheadMu.Lock()
+	defer t.aheadMu.Unlock()
 	v := t.view.Load()
 	switch {
 	case v.Err != nil:
 		return v.Err
 	case v.Complete || v.Index.Size >= off+int64(len(p)):
 		return nil
+	case !t.aheadOK:
+		return ErrNotWritable
 	}
 	if _, err := t.file.WriteAt(p, off); err != nil {
 		if errors.Is(err, os.ErrClosed) {
@@ -138,6 +151,20 @@ func (t *Title) WriteAhead(p []byte, off int64) error {
 		return err
 	}
 	return nil
+}
+
+// ErrNotWritable is WriteAhead's error while the title's fill is not
+// receiving the origin's bytes (AheadWritable).
+var ErrNotWritable = errors.New("store: the title's fill is not receiving the origin's bytes")
+
+// AheadWritable reports whether WriteAhead may write into the title's
+// file now: its fill has made room for the title and receives the
+// origin's bytes (the check of a partial it resumes from, which may cut
+// the file, is done), and has not stopped.
+func (t *Title) AheadWritable() bool {
+	t.aheadMu.Lock()
+	defer t.aheadMu.Unlock()
+	return t.aheadOK
 }
 
 // Notify arranges for fn to be called once, from the fill's goroutine, as

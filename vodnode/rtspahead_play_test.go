@@ -1,0 +1,189 @@
+package vodnode
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"vodcluster/cdp/tsindex"
+)
+
+// pictures reads the interleaved RTP of tc until done says so of the
+// pictures' presentation times seen (seconds from the title's first,
+// firstPTS in 90 kHz ticks; of the video PID vpid), an RTCP BYE, or
+// limit; it returns them, and whether a BYE came. limit bounds a play
+// that sends nothing (the test then fails); it measures nothing.
+func pictures(tc *testClient, vpid uint16, firstPTS int64, limit time.Duration, done func([]float64) bool) (pts []float64, bye bool) {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) && !done(pts) {
+		tc.c.SetReadDeadline(end)
+		ch, b, err := tc.frame()
+		if err != nil {
+			break
+		}
+		if ch%2 != 0 {
+			if bytes.Contains(b, []byte("end of title")) {
+				return pts, true
+			}
+			continue
+		}
+		for p := b[min(12, len(b)):]; len(p) >= 188; p = p[188:] {
+			pk := p[:188]
+			if uint16(pk[1]&0x1f)<<8|uint16(pk[2]) != vpid || pk[1]&0x40 == 0 {
+				continue
+			}
+			i := 4
+			if pk[3]&0x20 != 0 {
+				i += 1 + int(pk[4])
+			}
+			if i+14 > 188 || pk[i] != 0 || pk[i+1] != 0 || pk[i+2] != 1 || pk[i+7]&0x80 == 0 {
+				continue
+			}
+			h := pk[i+9:]
+			v := int64(h[0]>>1&7)<<30 | int64(h[1])<<22 | int64(h[2]>>1)<<15 | int64(h[3])<<7 | int64(h[4]>>1)
+			pts = append(pts, float64(v-firstPTS)/90000)
+		}
+	}
+	return pts, false
+}
+
+// reach returns a done for pictures: a picture presented at or after t.
+func reach(t float64) func([]float64) bool {
+	return func(pts []float64) bool { return len(pts) > 0 && pts[len(pts)-1] >= t }
+}
+
+// aheadSession sets up an RTSP session over TCP of title on n (whose
+// fill is held) and returns its client, URL, session id, and the title's
+// video PID and first PTS (from the whole file).
+func aheadSession(t *testing.T, n *Node, o *fakeOrigin, title, sid string) (*testClient, string, string, uint16, int64) {
+	t.Helper()
+	url := nodeURL(n, mint(t, sid, title, "node-1", "", time.Minute), title)
+	tc := dialRTSP(t, n)
+	res := tc.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %d", res.StatusCode)
+	}
+	x := indexOf(t, o.titles[title])
+	return tc, url, sessionID(res), x.VideoPID, x.FirstPTS
+}
+
+// A set-top box sends its PLAY with the bookmark's Range at once after
+// SETUP, before the fill has a byte: the play starts from the origin's
+// bytes all the same (it waited for the fill: the read far ahead needed
+// the fill's first bytes to place its clock, and was not asked again).
+// Then a seek a little past the last keyframe read (after a PAUSE) plays
+// too: it is read again from the origin (a seek there kept the read,
+// which waited for the play to move, and the play for a keyframe after
+// its time: silence).
+func TestRTSPPlayAheadRightAfterSetupAndSkip(t *testing.T) {
+	wasMax, wasMin := originAheadMax, originAheadMaxMin
+	originAheadMax, originAheadMaxMin = 0, 50_000 // reads kept close to the play
+	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	o := heldOrigin(t, 200_000)
+	n := startNode(t, startOrigin(t, o))
+	tc, url, id, vpid, first := aheadSession(t, n, o, "sample-001", "ahead-at-once")
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt=12-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=12-: %d", res.StatusCode)
+	}
+	pts, _ := pictures(tc, vpid, first, 30*time.Second, reach(13))
+	if len(pts) == 0 || pts[0] < 5 || pts[len(pts)-1] < 13 {
+		t.Fatalf("pictures presented at %v after PLAY npt=12- at once after SETUP, want from the keyframe before 12 s to 13 s", pts)
+	}
+	if res := tc.do("PAUSE", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %d", res.StatusCode)
+	}
+	skip := 16.8 // past the last keyframe the reads kept close to the play had (15 s)
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt="+formatNPT(skip)+"-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=%v-: %d", skip, res.StatusCode)
+	}
+	pts, _ = pictures(tc, vpid, first, 30*time.Second, reach(skip+1))
+	if i := len(pts) - 1; i < 0 || pts[i] < skip+1 {
+		t.Fatalf("pictures presented at %v after the skip to %v s, want past %v s", pts, skip, skip+1)
+	}
+	if !stillFilling(n, "sample-001") {
+		t.Fatal("the title is no longer filling")
+	}
+}
+
+// Trick play from a position far ahead of the fill waits for the fill
+// (it jumped back to the fill's last keyframe and rewound from there),
+// and goes on from where it stood once the fill gets there; normal play
+// after it far ahead of the fill reads from the origin again (it waited
+// for the fill).
+func TestRTSPPlayAheadThenTrickPlay(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	n := startNode(t, startOrigin(t, o))
+	tc, url, id, vpid, first := aheadSession(t, n, o, "sample-001", "ahead-trick")
+	waitFor(t, 10*time.Second, "the fill held at 200 kB", func() bool {
+		for _, s := range n.Titles() {
+			if s.ID == "sample-001" {
+				return s.Stored >= 199_000
+			}
+		}
+		return false
+	})
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt=12-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=12-: %d", res.StatusCode)
+	}
+	if pts, _ := pictures(tc, vpid, first, 30*time.Second, reach(13)); len(pts) == 0 || pts[len(pts)-1] < 13 {
+		t.Fatalf("pictures presented at %v, want to 13 s", pts)
+	}
+	if res := tc.do("PLAY", url+"/", "Session", id, "Scale", "-2"); res.StatusCode != 200 {
+		t.Fatalf("PLAY Scale -2: %d", res.StatusCode)
+	}
+	if pts, _ := pictures(tc, vpid, first, 2*time.Second, func([]float64) bool { return false }); len(pts) != 0 {
+		t.Fatalf("rewinding far ahead of the held fill sent pictures presented at %v, want none until the fill gets there", pts)
+	}
+	if res := tc.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PLAY at Scale 1 after the rewind: %d", res.StatusCode)
+	}
+	pts, _ := pictures(tc, vpid, first, 30*time.Second, reach(15))
+	if len(pts) == 0 || pts[0] < 9 || pts[len(pts)-1] < 15 {
+		t.Fatalf("normal play after trick play far ahead of the held fill: pictures presented at %v, want from about 13 s to 15 s", pts)
+	}
+	o.unhold()
+	if res := tc.do("PLAY", url+"/", "Session", id, "Scale", "-4"); res.StatusCode != 200 {
+		t.Fatalf("PLAY Scale -4: %d", res.StatusCode)
+	}
+	pts, _ = pictures(tc, vpid, first, 30*time.Second, func(p []float64) bool { return len(p) > 0 && p[len(p)-1] <= 9 })
+	if len(pts) < 2 || pts[0] < 13 || pts[len(pts)-1] > 9 {
+		t.Fatalf("rewinding once the fill went on: pictures presented at %v, want from where it stood (15 s or so) back to 9 s", pts)
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i] >= pts[i-1] {
+			t.Fatalf("rewinding: pictures presented at %v, want each before the last", pts)
+		}
+	}
+}
+
+// A title whose size is not a whole number of TS packets (a cut tail),
+// played far ahead of its held fill to its end, ends there with the
+// end-of-title BYE (it waited for the fill: the end was counted in whole
+// packets).
+func TestRTSPPlayAheadToTheEnd(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	const title = "sample-001"
+	o.titles[title] = append(append([]byte(nil), o.titles[title]...), bytes.Repeat([]byte{0x47}, 100)...)
+	n := startNode(t, startOrigin(t, o))
+	tc, url, id, vpid, first := aheadSession(t, n, o, title, "ahead-end")
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt=15-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=15-: %d", res.StatusCode)
+	}
+	pts, bye := pictures(tc, vpid, first, 30*time.Second, func([]float64) bool { return false })
+	if !bye || len(pts) == 0 || pts[len(pts)-1] < 19 {
+		t.Fatalf("played from 15 s to pictures presented at %v, BYE %v; want to the end (19 s and more) and the end-of-title BYE", pts, bye)
+	}
+	if !stillFilling(n, title) {
+		t.Fatal("the title is no longer filling")
+	}
+}
+
+// indexOf indexes a whole title.
+func indexOf(t *testing.T, d []byte) *tsindex.Index {
+	t.Helper()
+	x, err := tsindex.BuildFrom(bytes.NewReader(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
