@@ -87,8 +87,8 @@ type aheadExtent struct {
 	pcrShift   int64 // added to the extent's PCRs: whole 33-bit wraps
 	ptsShift   int64 // added to its PTSs (ptsShifted: known)
 	ptsShifted bool
-	read               atomic.Int64  // the end of the stream's last read in it
-	moved              chan struct{} // signalled (one slot) when read moves
+	read       atomic.Int64  // the end of the stream's last read in it
+	moved      chan struct{} // signalled (one slot) when read moves
 }
 
 // newAheadSource returns the Source of a session of title t.
