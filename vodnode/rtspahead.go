@@ -3,9 +3,11 @@ package vodnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,9 +115,16 @@ func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
 }
 
 // ReadAt reads the title's file: the fill's bytes, and the extent's it
-// wrote there.
+// wrote there. A read short of bytes past the fill's once the fill
+// stopped (it cut the file to what it filled before it says it failed)
+// fails with store.ErrFillFailed, not as the disk's failure.
 func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
 	n, err := s.t.ReadAt(p, off)
+	if n < len(p) && off+int64(len(p)) > s.t.View().Index.Size && !s.t.AheadWritable() {
+		if v := s.t.View(); !v.Complete {
+			return n, fmt.Errorf("%w: the fill stopped; the bytes read from the origin past %d are cut", store.ErrFillFailed, v.Index.Size)
+		}
+	}
 	s.mu.Lock()
 	e := s.ext
 	s.mu.Unlock()
@@ -146,6 +155,10 @@ func (s *aheadSource) Notify(after int64, fn func()) bool {
 	}
 	fromExtent := s.ext != nil && idx == s.ext.idx
 	if s.ext != nil {
+		// Those the state satisfies were called, or will be by the
+		// fill's Notify they registered with too: forgotten here (one a
+		// fill chunk piled up while an extent was not shown).
+		s.waiters = slices.DeleteFunc(s.waiters, func(w sourceWaiter) bool { return idx.Size > w.after })
 		s.waiters = append(s.waiters, sourceWaiter{after: after, fn: f})
 	}
 	s.mu.Unlock()

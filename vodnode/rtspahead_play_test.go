@@ -187,3 +187,41 @@ func indexOf(t *testing.T, d []byte) *tsindex.Index {
 	}
 	return x
 }
+
+// While the origin refuses the read far ahead (no channel free), the
+// play waits for the fill, woken at each chunk of it: the source keeps
+// one waiter, not one a chunk (they piled up until the fill got there).
+func TestRTSPPlayAheadWaitersDoNotPileUp(t *testing.T) {
+	o := newFakeOrigin(t)
+	const title = "sample-001"
+	o.rate = int64(len(o.titles[title])) / 40 // the fill takes 40 s: it stays far behind 15 s
+	o.busyNoWait.Store(true)
+	n := startNode(t, startOrigin(t, o))
+	tc, url, id, _, _ := aheadSession(t, n, o, title, "ahead-waiters")
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt=15-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=15-: %d", res.StatusCode)
+	}
+	stored := func() int64 {
+		for _, s := range n.Titles() {
+			if s.ID == title {
+				return s.Stored
+			}
+		}
+		return 0
+	}
+	waitFor(t, 10*time.Second, "the origin to refuse the read far ahead", func() bool { return o.busyRefusals.Load() > 0 })
+	from := stored()
+	waitFor(t, 20*time.Second, "the fill to go on by 200 kB", func() bool { return stored() >= from+200_000 })
+	n.mu.Lock()
+	var src *aheadSource
+	for _, s := range n.sessions {
+		src = s.ahead
+	}
+	n.mu.Unlock()
+	src.mu.Lock()
+	w := len(src.waiters)
+	src.mu.Unlock()
+	if w > 2 {
+		t.Errorf("%d waiters held by the source after the fill went on by 200 kB, want 1 or 2", w)
+	}
+}

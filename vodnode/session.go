@@ -351,8 +351,8 @@ func (n *Node) streamEnded(s *session, r deliver.EndReason, err error) deliver.E
 	if r != deliver.EndDiskRead {
 		return r
 	}
-	if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) {
-		return deliver.EndError
+	if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, store.ErrFillFailed) {
+		return deliver.EndError // its fill stopped under a play far ahead of it (aheadSource.ReadAt)
 	}
 	if s.readErrorSeen.CompareAndSwap(false, true) {
 		n.streamReadError(s, err)
