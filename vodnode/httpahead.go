@@ -197,7 +197,18 @@ type aheadRead struct {
 	slots *aheadSlots
 	once  sync.Once
 	stop  func() bool // the context.AfterFunc that closes it
+	// idle closes it, giving its slot to a waiting viewer, when its
+	// viewer has not asked for more for aheadIdle (a paused player, or
+	// one that stopped reading: its write to the client blocks).
+	idle *time.Timer
 }
+
+// aheadIdle is how long an HTTP range's origin read may go without its
+// viewer asking for more before it gives the node's read to another
+// viewer waiting for one (a paused player held it until its write
+// deadline, and RTSP or HTTP viewers resuming on the node waited). A
+// playing viewer asks again as soon as its last bytes are written.
+var aheadIdle = 2 * time.Second
 
 func (a *aheadRead) close() {
 	a.once.Do(func() {
@@ -298,6 +309,9 @@ func (r *titleReader) retryAhead() {
 // range of the session took is not (superseded). Errors: the context's.
 func (r *titleReader) nextAhead(want int) (int, error) {
 	r.fromAhead = false
+	if r.ahead != nil && r.ahead.idle != nil {
+		r.ahead.idle.Stop()
+	}
 	if r.ahead != nil {
 		v := r.hs.t.View()
 		switch {
@@ -336,16 +350,40 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 			return 0, nil
 		}
 		r.retryAhead()
-		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there took its channel: ABORTED; or the origin stalled), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		r.n.log.Info("range ahead of the fill: the origin's read ended (a fill that queued there took its channel: ABORTED; the origin stalled; or its viewer stopped reading while another waited for the node's read), the range waits for the fill and asks again later", "title", r.hs.title, "offset", r.off, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return 0, nil
 	}
 	r.fromAhead = true
 	return k, nil
 }
 
+// armIdle starts the wait of aheadIdle for the viewer to ask for more,
+// once the bytes nextAhead read are handed over to be written (paced
+// already): a read its viewer does not come back to within it gives the
+// node's read to a waiting viewer (closed; its range asks again when it
+// reads on).
+func (r *titleReader) armIdle() {
+	a := r.ahead
+	if a == nil {
+		return
+	}
+	if a.idle == nil {
+		a.idle = time.AfterFunc(aheadIdle, func() {
+			if a.slots.contended() {
+				a.close()
+			}
+		})
+		return
+	}
+	a.idle.Reset(aheadIdle)
+}
+
 // closeAhead ends the origin's read of the range, if any.
 func (r *titleReader) closeAhead() {
 	if r.ahead != nil {
+		if r.ahead.idle != nil {
+			r.ahead.idle.Stop()
+		}
 		r.ahead.stop()
 		r.ahead.close()
 		r.ahead = nil

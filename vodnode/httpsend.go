@@ -174,6 +174,7 @@ func (t titleSend) diskError(off int64, err error) { t.n.diskReadError(t.hs.titl
 func (t titleSend) chunk(k int) ([]byte, int64) {
 	t.deadline()
 	if t.fromAhead {
+		t.armIdle()
 		return t.aheadBuf[:k], t.off // read from the origin: not in the file
 	}
 	return nil, t.off

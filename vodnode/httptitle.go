@@ -90,6 +90,7 @@ func (r *titleReader) Read(p []byte) (int, error) {
 	}
 	if r.fromAhead {
 		copy(p, r.aheadBuf[:k])
+		r.armIdle()
 		r.deadline()
 		r.advance(k)
 		return k, nil

@@ -2,6 +2,11 @@ package vodnode
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,5 +228,40 @@ func TestRTSPPlayAheadWaitersDoNotPileUp(t *testing.T) {
 	src.mu.Unlock()
 	if w > 2 {
 		t.Errorf("%d waiters held by the source after the fill went on by 200 kB, want 1 or 2", w)
+	}
+}
+
+// An HTTP viewer that stopped reading (a paused player) while it held the
+// node's one origin read far ahead of a fill gives it up once another
+// viewer waits for it: an RTSP play far ahead of another title's fill
+// plays (it was silent until the HTTP viewer's write deadline).
+func TestRTSPPlayAheadGetsTheReadOfAPausedHTTPViewer(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	o.titles["long-001"] = bytes.Repeat(o.titles["sample-002"], 8) // 12 MB: more than the sockets hold
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	url := httpURL(n, mint(t, "ahead-paused-http", "long-001", "node-1", "", time.Minute), "long-001.ts")
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	hc, err := d.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	path := strings.TrimPrefix(url, "http://"+n.HTTPAddr())
+	if _, err := fmt.Fprintf(hc, "GET %s HTTP/1.1\r\nHost: %s\r\nRange: bytes=6000000-\r\n\r\n", path, n.HTTPAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(hc, make([]byte, 4096)); err != nil { // then it reads no more
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the HTTP viewer's origin read", func() bool { return aheadOpen(n) == 1 })
+
+	tc, rurl, id, vpid, first := aheadSession(t, n, o, "sample-001", "ahead-after-http")
+	if res := tc.do("PLAY", rurl+"/", "Session", id, "Range", "npt=12-"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=12-: %d", res.StatusCode)
+	}
+	if pts, _ := pictures(tc, vpid, first, 20*time.Second, reach(13)); len(pts) == 0 || pts[len(pts)-1] < 13 {
+		t.Fatalf("RTSP play far ahead while a paused HTTP viewer held the node's read: pictures presented at %v, want to 13 s", pts)
 	}
 }
