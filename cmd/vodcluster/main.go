@@ -59,16 +59,19 @@ type service interface {
 
 // runUntilSignal starts s, calls started (when not nil: what a SIGHUP
 // does is set then, one caught while s started handled once it has), waits
-// for SIGINT or SIGTERM, then closes it.
+// for SIGINT or SIGTERM, then closes it. SIGINT and SIGTERM are caught as
+// soon as s has started, before started runs: one that came while a SIGHUP
+// caught during the start was being handled killed the process (s not
+// closed). While s starts they still end the process at once.
 func runUntilSignal(s service, started func()) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if started != nil {
 		started()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	slog.Info("shutting down")
 	return s.Close()
