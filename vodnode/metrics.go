@@ -15,7 +15,7 @@ var (
 	descNodeCapacity = prometheus.NewDesc("vodnode_capacity_bits_per_second", "Egress the node may reserve (egress_bps), bit/s.", nil, nil)
 	descNodeSent     = prometheus.NewDesc("vodnode_sent_bytes_total", "Bytes sent to viewers (RTP, RTCP and interleaving headers, and HTTP bodies).", nil, nil)
 	descNodeOrigin   = prometheus.NewDesc("vodnode_origin_bytes_total", "Bytes received from the origin by fills.", nil, nil)
-	descNodeOriginRg = prometheus.NewDesc("vodnode_origin_range_bytes_total", "Bytes received from the origin for HTTP ranges far ahead of their title's fill (a player's duration probe or seek), to send on, not cached (a range cut short leaves some unsent).", nil, nil)
+	descNodeOriginRg = prometheus.NewDesc("vodnode_origin_range_bytes_total", "Bytes received from the origin for what viewers ask for far ahead of their title's fill: HTTP ranges (a player's duration probe or seek; sent on, not cached; a range cut short leaves some unsent) and RTSP plays (written into the title's file ahead of its fill, which writes them again). Not in vodnode_origin_bytes_total.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
 	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte), preempted (a prefetch stopped for a viewer's fill).", []string{"cause"}, nil)

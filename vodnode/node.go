@@ -178,9 +178,10 @@ type Stats struct {
 	FillsCompleted map[string]int // fills completed (the title stored whole) since Start, per title
 	FillsFailed    map[string]int // fills that failed since Start, per cause (store.FailCause: origin, preempted, ...)
 	OriginBytes    int64          // bytes received from the origin
-	// OriginRangeBytes: bytes received from the origin for HTTP ranges
-	// far ahead of their title's fill, to send on, not cached
-	// (store.OriginRange).
+	// OriginRangeBytes: bytes received from the origin for what viewers
+	// ask for far ahead of their title's fill (store.OriginRange): HTTP
+	// ranges, sent on, not cached; RTSP plays, written into the title's
+	// file ahead of the fill (store.Title.WriteAhead). Not in OriginBytes.
 	OriginRangeBytes int64
 	BytesSent        int64 // bytes sent to clients (RTP/RTCP and interleaving headers included)
 }

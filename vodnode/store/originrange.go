@@ -15,10 +15,11 @@ import (
 var ErrNoOrigin = errors.New("store: no origin")
 
 // OriginRange is a read of a title's bytes straight from the origin, from
-// an offset to the title's end, that is not written to the cache: what a
-// viewer asks for far ahead of the title's fill (a player reading the
-// title's last bytes for its duration, or seeking past the part filled)
-// is served now rather than when the fill reaches it. Read returns the
+// an offset, apart from the title's fill: what a viewer asks for far
+// ahead of the fill (a player reading the title's last bytes for its
+// duration, or seeking past the part filled) is served now rather than
+// when the fill reaches it. The store keeps nothing of it (an RTSP play
+// writes its bytes into the title's file itself: Title.WriteAhead). Read returns the
 // bytes in file order; Close ends the transfer. Not safe for concurrent
 // use, but for Close, which may end a Read in progress from another
 // goroutine.
@@ -118,8 +119,8 @@ func (r *OriginRange) Close() error {
 }
 
 // OriginRangeBytes returns the bytes received from the origin by
-// OriginRange reads since Open (not written to the cache; not in
-// OriginBytes), bytes.
+// OriginRange reads since Open (not in OriginBytes, which counts the
+// fills'), bytes.
 func (s *Store) OriginRangeBytes() int64 { return s.originRangeBytes.Load() }
 
 var _ io.ReadCloser = (*OriginRange)(nil)
