@@ -105,6 +105,19 @@ func heldPlay(t *testing.T, n *Node, mode string, tr gortsplib.Transport) {
 			t.Errorf("track %d: no sender report in %v held", i, readTimeout+2*time.Second)
 		}
 	}
+	// The PAUSE goes just after a sender report on each track: gortsplib's
+	// client ends with "received unexpected interleaved frame" when one
+	// comes over TCP while it waits for the PAUSE's answer (seen once in
+	// CI), and the next is 5 s away.
+	reported := [2]int64{srs[0].Load(), srs[1].Load()}
+	waitFor(t, 15*time.Second, "a sender report on each track", func() bool {
+		for i := range desc.Medias {
+			if srs[i].Load() <= reported[i] {
+				return false
+			}
+		}
+		return true
+	})
 	before := [2]int64{rtps[0].Load(), rtps[1].Load()}
 	if _, err := c.Pause(); err != nil { // the client plays again only from its paused state
 		t.Fatal(err)
