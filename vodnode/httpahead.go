@@ -224,8 +224,14 @@ func (r *titleReader) farAhead() bool {
 	if v.Complete || v.Err != nil {
 		return false
 	}
-	gap := max(int64(originAhead.Seconds()*float64(r.hs.meta.Bitrate)/8), originAheadMin)
-	return r.off-v.Index.Size >= gap
+	return r.off-v.Index.Size >= aheadGap(r.hs.meta.Bitrate)
+}
+
+// aheadGap returns originAhead of a title at bitrate bit/s in bytes, at
+// least originAheadMin: how far past the title's fill a read starts from
+// the origin rather than waits for the fill.
+func aheadGap(bitrate int64) int64 {
+	return max(int64(originAhead.Seconds()*float64(bitrate)/8), originAheadMin)
 }
 
 // openAhead opens the origin's read of the range from r.off when it is
@@ -291,11 +297,20 @@ func (r *titleReader) superseded() {
 
 // retryAhead sets when the range may ask the origin again (aheadRetry).
 func (r *titleReader) retryAhead() {
-	if r.aheadStep == 0 {
-		r.aheadStep = aheadRetry
+	var wait time.Duration
+	wait, r.aheadStep = aheadBackoff(r.aheadStep)
+	r.aheadNext = time.Now().Add(wait)
+}
+
+// aheadBackoff returns the pause before a read far ahead of a fill asks
+// the origin again after a refusal: step, the backoff's step (0 before
+// the first refusal in a row: aheadRetry), jittered into [1/2, 1] of it;
+// and the next step, doubled up to aheadRetryMax.
+func aheadBackoff(step time.Duration) (wait, next time.Duration) {
+	if step == 0 {
+		step = aheadRetry
 	}
-	r.aheadNext = time.Now().Add(r.aheadStep/2 + rand.N(r.aheadStep/2+1))
-	r.aheadStep = min(2*r.aheadStep, aheadRetryMax)
+	return step/2 + rand.N(step/2+1), min(2*step, aheadRetryMax)
 }
 
 // nextAhead reads the next bytes, at most want, of a range read from the

@@ -22,9 +22,7 @@ func TestMpvResumesFarAheadOfAFillOverHTTP(t *testing.T) {
 	if _, err := exec.LookPath("mpv"); err != nil {
 		t.Skip("mpv not installed")
 	}
-	wasMax, wasMin := originAheadMax, originAheadMaxMin
-	originAheadMax, originAheadMaxMin = 0, 100_000
-	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	aheadBounds(t, 100_000)
 	o := heldOrigin(t, 200_000) // the fill never reaches the seek point
 	n := startNode(t, startOrigin(t, o), withHTTP)
 	const title = "sample-001"

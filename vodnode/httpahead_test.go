@@ -29,6 +29,15 @@ func heldOrigin(t *testing.T, holdAt int64) *fakeOrigin {
 	return o
 }
 
+// aheadBounds bounds each read far ahead of a fill to bytes (not
+// originAheadMax's seconds of the title) for the test: reads kept close
+// to the viewer's pace, on titles of a few seconds.
+func aheadBounds(t *testing.T, bytes int64) {
+	wasMax, wasMin := originAheadMax, originAheadMaxMin
+	originAheadMax, originAheadMaxMin = 0, bytes
+	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+}
+
 // getWith is get with client c (any status: the caller checks it).
 func getWith(t *testing.T, c *http.Client, url string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
@@ -231,9 +240,7 @@ func TestHTTPRangeAheadNewerRangeOfAViewerTakesTheRead(t *testing.T) {
 // reads, not from the fill (a viewer resuming a film far into it played
 // 30 s and then waited for the fill to reach it).
 func TestHTTPRangeAheadBoundedAndContinued(t *testing.T) {
-	wasMax, wasMin := originAheadMax, originAheadMaxMin
-	originAheadMax, originAheadMaxMin = 0, 100_000
-	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	aheadBounds(t, 100_000)
 	o := heldOrigin(t, 200_000)
 	data := o.titles["sample-004"]
 	n := startNode(t, startOrigin(t, o), withHTTP)
@@ -315,9 +322,10 @@ func aheadOpen(n *Node) int {
 // range ended (a viewer resuming a film far into it: until its fill
 // caught up), and B waited for that, or for its own fill.
 func TestHTTPRangesAheadTakeTurnsAtTheOrigin(t *testing.T) {
-	wasMax, wasMin, wasRetry := originAheadMax, originAheadMaxMin, aheadRetry
-	originAheadMax, originAheadMaxMin, aheadRetry = 0, 60_000, 10*time.Second // B asks again only when A's read closes
-	t.Cleanup(func() { originAheadMax, originAheadMaxMin, aheadRetry = wasMax, wasMin, wasRetry })
+	aheadBounds(t, 60_000)
+	wasRetry := aheadRetry
+	aheadRetry = 10 * time.Second // B asks again only when A's read closes
+	t.Cleanup(func() { aheadRetry = wasRetry })
 	o := heldOrigin(t, 200_000)
 	o.holdRanges = false
 	a, b := o.titles["sample-007"], o.titles["sample-008"]

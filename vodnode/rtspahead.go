@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,15 +18,17 @@ import (
 
 // rtspAheadMargin is how far before the time of a PLAY's Range an origin
 // read of a seek far ahead of the fill starts, seconds of the title at
-// its bitrate: the keyframe presented at or before that time is sent
-// before it (a GOP of a second or two, the mux's delay), and the offset
-// the bitrate gives is an estimate.
+// its bitrate there: the keyframe presented at or before that time is
+// sent before it (a GOP of a second or two, the mux's delay), and the
+// offset of that time is an estimate (aheadSource.estimate).
 const rtspAheadMargin = 4 * time.Second
 
-// rtspAheadTries bounds how often an extent that started after the
-// keyframe of its time is started again earlier (a title whose bitrate
-// up to there is below its mean); then the play waits for the fill.
-const rtspAheadTries = 3
+// rtspAheadTries bounds the extents started for one PLAY: those that
+// started after the keyframe of its time are started again earlier (a
+// title whose bitrate up to there is below its mean: restartLocked), and
+// those that started well before it later (above its mean: reaimLocked).
+// Then the play waits for the fill, or plays from the last one.
+const rtspAheadTries = 4
 
 // aheadSource is the deliver.Source of an RTSP session's MP2T stream: the
 // session's title and, after a PLAY whose Range starts far ahead of the
@@ -57,6 +58,7 @@ type aheadSource struct {
 	seq     int64        // numbers the extents (aheadSlots)
 	waiters []sourceWaiter
 	closed  bool
+	clock   []clockPoint // where extents' first PCRs were: the title's clock (estimate)
 }
 
 // sourceWaiter is a Notify waiting for more than after bytes.
@@ -261,13 +263,11 @@ func (s *aheadSource) extentStart(v *store.View, npt float64) (int64, bool) {
 	if s.n.ahead.max <= 0 || s.meta.Bitrate <= 0 || s.meta.Size <= 0 || v.Complete || v.Err != nil {
 		return 0, false
 	}
-	bps := float64(s.meta.Bitrate) / 8
-	est := npt * bps
-	gap := max(originAhead.Seconds()*bps, float64(originAheadMin))
-	if !(est < float64(s.meta.Size)) || est-float64(v.Index.Size) < gap+rtspAheadMargin.Seconds()*bps {
+	est, rate := s.estimate(v, npt)
+	start := int64(est - rtspAheadMargin.Seconds()*rate)
+	if !(est < float64(s.meta.Size)) || start-v.Index.Size < aheadGap(s.meta.Bitrate) {
 		return 0, false
 	}
-	start := int64(est - rtspAheadMargin.Seconds()*bps)
 	return start - start%deliver.TSPacketSize, true
 }
 
@@ -445,6 +445,9 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 		}
 		e.shiftTo(&head, s.meta.Bitrate)
 		e.pcrs = append(e.pcrs, head.PCRs[:2]...)
+		if s.reaimLocked(e, &head, bi.PCRs[0]) {
+			return true, s.wakeLocked(true)
+		}
 	}
 	for _, p := range bi.PCRs[len(e.pcrs)-2:] {
 		e.pcrs = append(e.pcrs, tsindex.PCRPoint{Offset: p.Offset, PCR: p.PCR + e.pcrShift})
@@ -475,38 +478,18 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 	return false, s.wakeLocked(false)
 }
 
-// shiftTo places e's PCRs on the title's clock: they are the stream's,
-// but unwrapped from the extent's first; the 33-bit wraps between the
-// title's start and the extent are those nearest to what the bitrate
-// gives for its offset (shiftPTS for the PTSs, which wrap apart).
-func (e *aheadExtent) shiftTo(head *tsindex.Index, bitrate int64) {
-	const wrapPCR = (int64(1) << 33) * 300
-	first := e.b.Index().PCRs[0]
-	want := float64(head.PCRs[0].PCR) + float64(first.Offset-head.PCRs[0].Offset)*8*tsindex.PCRHz/float64(bitrate)
-	k := int64(math.Round((want - float64(first.PCR)) / float64(wrapPCR)))
-	e.pcrShift, e.shifted = k*wrapPCR, true
-}
-
-// shiftPTS places e's PTSs on the title's, from k, its first keyframe
-// with a PTS: the 33-bit wraps nearest to what the bitrate gives for its
-// offset from the title's first picture.
-func (e *aheadExtent) shiftPTS(head *tsindex.Index, bitrate int64, k tsindex.Keyframe) {
-	const wrap = int64(1) << 33
-	want := float64(head.FirstPTS) + float64(k.Offset-head.PCRs[0].Offset)*8*tsindex.PTSHz/float64(bitrate)
-	e.ptsShift, e.ptsShifted = wrap*int64(math.Round((want-float64(k.PTS))/float64(wrap))), true
-}
-
 // restartLocked starts the extent of e's play again earlier: its first
-// keyframe is presented at first, after e.target; after rtspAheadTries,
-// or when that is near the fill, the play waits for the fill.
+// keyframe is presented at first, after e.target, so it starts that
+// much and the margin earlier, at the title's rate there (estimate);
+// after rtspAheadTries, or when that is near the fill, the play waits
+// for the fill.
 func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
 	s.ext = nil
 	v := s.t.View()
-	bps := float64(s.meta.Bitrate) / 8
-	start := e.start - int64((first-e.target+rtspAheadMargin.Seconds())*bps)
+	_, rate := s.estimate(v, e.target)
+	start := e.start - int64((first-e.target+rtspAheadMargin.Seconds())*rate)
 	start -= start % deliver.TSPacketSize
-	gap := int64(max(originAhead.Seconds()*bps, float64(originAheadMin)))
-	if e.tries+1 >= rtspAheadTries || start-v.Index.Size < gap {
+	if e.tries+1 >= rtspAheadTries || start-v.Index.Size < aheadGap(s.meta.Bitrate) {
 		s.n.log.Info("RTSP play far ahead of the title's fill: no origin read starts before its time; it waits for the fill", "title", s.meta.ID, "npt", e.target)
 		return
 	}
@@ -535,12 +518,10 @@ func (s *aheadSource) finished(e *aheadExtent) {
 // is given back and, with slot, it was refused one, or when fill is
 // closed (the fill passed what e read). It returns the next step.
 func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool, fill <-chan struct{}) time.Duration {
-	if step == 0 {
-		step = aheadRetry
-	}
+	wait, next := aheadBackoff(step)
 	freed, done := s.n.ahead.wait(slot)
 	defer done()
-	tm := time.NewTimer(step/2 + rand.N(step/2+1))
+	tm := time.NewTimer(wait)
 	defer tm.Stop()
 	select {
 	case <-tm.C:
@@ -548,7 +529,7 @@ func (s *aheadSource) retryWait(e *aheadExtent, step time.Duration, slot bool, f
 	case <-fill:
 	case <-e.ctx.Done():
 	}
-	return min(2*step, aheadRetryMax)
+	return next
 }
 
 // fillWaiter is one Title.Notify at a time for run's waits.
@@ -569,10 +550,4 @@ func (w *fillWaiter) past(at int64) <-chan struct{} {
 		w.ch, w.at = ch, at
 	}
 	return w.ch
-}
-
-// headKnown reports whether the fill has indexed what an extent's index
-// takes from the title's start: two PCRs, the PMT and a picture's PTS.
-func headKnown(x *tsindex.Index) bool {
-	return len(x.PCRs) >= 2 && x.PMTPID != 0 && x.FirstPTS >= 0
 }

@@ -81,9 +81,7 @@ func aheadSession(t *testing.T, n *Node, o *fakeOrigin, title, sid string) (*tes
 // which waited for the play to move, and the play for a keyframe after
 // its time: silence).
 func TestRTSPPlayAheadRightAfterSetupAndSkip(t *testing.T) {
-	wasMax, wasMin := originAheadMax, originAheadMaxMin
-	originAheadMax, originAheadMaxMin = 0, 50_000 // reads kept close to the play
-	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	aheadBounds(t, 50_000) // reads kept close to the play
 	o := heldOrigin(t, 200_000)
 	n := startNode(t, startOrigin(t, o))
 	tc, url, id, vpid, first := aheadSession(t, n, o, "sample-001", "ahead-at-once")

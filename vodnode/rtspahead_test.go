@@ -98,9 +98,7 @@ func TestRTSPPlayAheadHandsOverToTheFill(t *testing.T) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("ffmpeg not installed")
 	}
-	wasMax, wasMin := originAheadMax, originAheadMaxMin
-	originAheadMax, originAheadMaxMin = 0, 150_000
-	t.Cleanup(func() { originAheadMax, originAheadMaxMin = wasMax, wasMin })
+	aheadBounds(t, 150_000)
 	o := heldOrigin(t, 200_000)
 	const title = "sample-002"
 	data := o.titles[title]
