@@ -46,7 +46,8 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
 //     no_wait the call queues, first come first served, for a channel);
 //   - ABORTED: the transfer was preemptible and gave its channel to a
-//     Fetch that queued for one (preempt.go);
+//     Fetch that queued for one, or a prefetch and gave it to a viewer's
+//     read (preempt.go);
 //   - CANCELED / DEADLINE_EXCEEDED: the caller's context ended, while
 //     queued, during the setup delay or during the transfer;
 //   - INTERNAL: the title's file can no longer be read as loaded.
@@ -107,12 +108,19 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 		}
 	}
 
+	cls := classFill
+	switch {
+	case req.GetPreemptible():
+		cls = classRead
+	case req.GetPrefetch():
+		cls = classPrefetch
+	}
 	var preempt context.CancelCauseFunc
-	if req.GetPreemptible() {
+	if cls != classFill {
 		ctx, preempt = context.WithCancelCause(ctx)
 		defer preempt(nil)
 	}
-	release, err := s.acquire(ctx, req.GetNoWait(), preempt)
+	release, err := s.acquire(ctx, req.GetNoWait(), cls, preempt)
 	if err != nil {
 		return err
 	}
@@ -134,8 +142,11 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	began := time.Now()
 	sent, err := s.transfer(ctx, stream, t, off, end, checkFile)
 	transferred()
-	if errors.Is(context.Cause(ctx), errPreempted) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errPreempted):
 		err = status.Error(codes.Aborted, "the origin gave this preemptible transfer's channel to a transfer that needed one")
+	case errors.Is(cause, errYielded):
+		err = status.Error(codes.Aborted, "the origin gave this prefetch's channel to a viewer's read (ask again: it queues)")
 	}
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)

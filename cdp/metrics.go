@@ -17,6 +17,7 @@ var (
 	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back), and fetches whose caller left during the stat of the title's file before they queued, that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descPreempted = prometheus.NewDesc("cdp_transfers_preempted_total", "Preemptible transfers (a node's reads far ahead of a fill) ended to give their channel to a Fetch that queued for one.", nil, nil)
+	descYielded   = prometheus.NewDesc("cdp_transfers_yielded_total", "Prefetches (fills no viewer waits for) ended to give their channel to a node's read far ahead of a fill, which a viewer waits for.", nil, nil)
 	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
 	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)
 	descReloads   = prometheus.NewDesc("cdp_catalog_reloads_total", "Catalogs read again after start, by result: loaded, or refused (the catalog before kept).", []string{"result"}, nil)
@@ -25,7 +26,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c originCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descAbandoned, descRefused, descPreempted, descChannels, descTitles, descReloads, descStale} {
+	for _, d := range []*prometheus.Desc{descTransfers, descSent, descActive, descWaiting, descAbandoned, descRefused, descPreempted, descYielded, descChannels, descTitles, descReloads, descStale} {
 		ch <- d
 	}
 }
@@ -43,6 +44,7 @@ func (c originCollector) Collect(ch chan<- prometheus.Metric) {
 	m(descAbandoned, prometheus.GaugeValue, float64(st.Abandoned))
 	m(descRefused, prometheus.CounterValue, float64(st.Refused))
 	m(descPreempted, prometheus.CounterValue, float64(st.Preempted))
+	m(descYielded, prometheus.CounterValue, float64(st.Yielded))
 	m(descChannels, prometheus.GaugeValue, float64(c.s.MaxTransfers))
 	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(st.CatalogReloads), "loaded")
 	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(st.CatalogRefused), "refused")

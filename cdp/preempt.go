@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -13,22 +14,55 @@ import (
 // when the transfer gives its channel to a Fetch that queues for one.
 var errPreempted = errors.New("origin channel given to a transfer that needed one")
 
-// preemptEntry is a preemptible transfer (FetchRequest.preemptible)
-// holding a channel: cancel ends it with errPreempted.
+// errYielded is the cause a prefetch's context ends with when it gives
+// its channel to a viewer's read.
+var errYielded = errors.New("origin channel given by a prefetch to a viewer's read")
+
+// transferClass is what a Fetch is for, which decides who gives way to
+// whom when every channel is busy.
+type transferClass int
+
+const (
+	// classFill: a fill a viewer waits for (or a caller that does not
+	// say): it queues, ending the oldest read (classRead) first.
+	classFill transferClass = iota
+	// classRead: a node's read far ahead of a fill
+	// (FetchRequest.preemptible): it gives way to fills and, with no_wait,
+	// ends the oldest prefetch.
+	classRead
+	// classPrefetch: a fill no viewer waits for yet
+	// (FetchRequest.prefetch): it queues without ending a read, and gives
+	// way to reads.
+	classPrefetch
+)
+
+// readYieldWait bounds how long a viewer's read (classRead, no_wait) that
+// ended a prefetch waits for that channel: fills queued before it take
+// the channel first (RESOURCE_EXHAUSTED when none comes in time).
+// Variable for tests.
+var readYieldWait = 5 * time.Second
+
+// preemptEntry is a transfer holding a channel that gives it up to
+// another (a read, a prefetch): cancel ends it with errPreempted or
+// errYielded.
 type preemptEntry struct{ cancel context.CancelCauseFunc }
 
-// acquire takes a transfer channel and returns the function that gives it
-// back. A Fetch with noWait takes one only if one is free now
-// (RESOURCE_EXHAUSTED otherwise); one without queues for one, first come
-// first served, and when it finds every channel busy, the oldest
-// preemptible transfer holding one is ended (its context cancelled with
-// errPreempted, which gives its channel back) so that the channel comes to
-// the queue: a node's read of a range far ahead of a fill uses only the
-// channels no fill needs (the manager's budget counts fills only). A
-// preemptible Fetch (preempt, the cancel of its context, not nil) never
-// ends another. Errors: RESOURCE_EXHAUSTED as above; the context's, as a
-// gRPC status, while queued.
-func (s *Server) acquire(ctx context.Context, noWait bool, preempt context.CancelCauseFunc) (release func(), err error) {
+// acquire takes a transfer channel for a Fetch of class cls and returns
+// the function that gives it back. A Fetch with noWait takes one only if
+// one is free now (RESOURCE_EXHAUSTED otherwise), but for a read
+// (classRead) while a prefetch holds one: the oldest such prefetch ends
+// (its context cancelled with errYielded, which gives its channel back)
+// and the read queues for a channel for up to readYieldWait. One without
+// noWait queues for one, first come first served, and when it finds every
+// channel busy, a fill (classFill) ends the oldest read holding one (its
+// context cancelled with errPreempted) so that the channel comes to the
+// queue: a node's read of a range far ahead of a fill uses only the
+// channels no fill needs (the manager's budget counts fills, prefetches
+// among them), and a prefetch only those no viewer's read needs. A read or
+// a prefetch (preempt, the cancel of its context, not nil) never ends a
+// transfer but as above. Errors: RESOURCE_EXHAUSTED as above; the
+// context's, as a gRPC status, while queued.
+func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, preempt context.CancelCauseFunc) (release func(), err error) {
 	if s.slots == nil {
 		return func() {}, nil
 	}
@@ -37,16 +71,25 @@ func (s *Server) acquire(ctx context.Context, noWait bool, preempt context.Cance
 	}
 	s.preemptMu.Lock()
 	if s.slots.TryAcquire(1) {
-		release = s.register(preempt)
+		release = s.register(cls, preempt)
 		s.preemptMu.Unlock()
 		return release, nil
 	}
-	if noWait {
+	wait := ctx
+	switch {
+	case noWait && cls == classRead && len(s.yielding) > 0:
+		e := s.yielding[0]
+		s.yielding = s.yielding[1:]
+		e.cancel(errYielded) // its channel goes back at once (Fetch's watchLeft)
+		s.stats.yielded()
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, readYieldWait)
+		defer cancel()
+	case noWait:
 		s.preemptMu.Unlock()
 		s.stats.refused()
-		return nil, status.Errorf(codes.ResourceExhausted, "all %d origin transfer channels are busy", s.MaxTransfers)
-	}
-	if preempt == nil && len(s.preempt) > 0 {
+		return nil, s.busy()
+	case cls == classFill && len(s.preempt) > 0:
 		e := s.preempt[0]
 		s.preempt = s.preempt[1:]
 		e.cancel(errPreempted) // its channel goes back at once (Fetch's watchLeft), to the queue's head
@@ -55,29 +98,43 @@ func (s *Server) acquire(ctx context.Context, noWait bool, preempt context.Cance
 	s.preemptMu.Unlock()
 
 	s.stats.waiting(1)
-	err = s.slots.Acquire(ctx, 1)
+	err = s.slots.Acquire(wait, 1)
 	s.stats.waiting(-1)
 	if err != nil {
+		if ctx.Err() == nil { // a read that waited readYieldWait
+			s.stats.refused()
+			return nil, s.busy()
+		}
 		return nil, status.FromContextError(err).Err()
 	}
 	s.preemptMu.Lock()
 	defer s.preemptMu.Unlock()
-	return s.register(preempt), nil
+	return s.register(cls, preempt), nil
 }
 
-// register records a preemptible transfer (preempt not nil) that has just
-// taken a channel and returns the function that gives the channel back
-// and forgets the transfer (preemptMu held).
-func (s *Server) register(preempt context.CancelCauseFunc) (release func()) {
-	if preempt == nil {
+// busy is the RESOURCE_EXHAUSTED of a no_wait Fetch with no channel.
+func (s *Server) busy() error {
+	return status.Errorf(codes.ResourceExhausted, "all %d origin transfer channels are busy", s.MaxTransfers)
+}
+
+// register records a transfer of class cls that has just taken a channel
+// (a read or a prefetch, preempt not nil, in the list of those that give
+// way) and returns the function that gives the channel back and forgets
+// the transfer (preemptMu held).
+func (s *Server) register(cls transferClass, preempt context.CancelCauseFunc) (release func()) {
+	if cls == classFill || preempt == nil {
 		return func() { s.slots.Release(1) }
 	}
+	list := &s.preempt
+	if cls == classPrefetch {
+		list = &s.yielding
+	}
 	e := &preemptEntry{cancel: preempt}
-	s.preempt = append(s.preempt, e)
+	*list = append(*list, e)
 	return func() {
 		s.preemptMu.Lock()
-		if i := slices.Index(s.preempt, e); i >= 0 {
-			s.preempt = slices.Delete(s.preempt, i, i+1)
+		if i := slices.Index(*list, e); i >= 0 {
+			*list = slices.Delete(*list, i, i+1)
 		}
 		s.preemptMu.Unlock()
 		s.slots.Release(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -117,5 +118,81 @@ func firstChunk(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.Fet
 		if len(m.GetData()) > 0 {
 			return nil
 		}
+	}
+}
+
+// A prefetch (FetchRequest.prefetch, a fill no viewer waits for) gives
+// its channel to a viewer's read (preemptible, no_wait) that finds every
+// channel busy, and ends ABORTED; a prefetch that queues never ends a
+// read; a fill still ends a read, not a prefetch; and a read that finds
+// only fills on the channels is refused as before.
+func TestPrefetchGivesItsChannelToARead(t *testing.T) {
+	const chunk = 10 * 188
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 1
+		s.ChunkBytes = chunk
+		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
+	})
+	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
+	read := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188 * 100, NoWait: true, Preemptible: true})
+	wantCode(t, drain(prefetch), codes.Aborted, "prefetch's channel to a viewer's read")
+	if st := s.Stats(); st.Yielded != 1 || st.Preempted != 0 || st.Refused != 0 {
+		t.Fatalf("stats %+v: want 1 yielded", st)
+	}
+
+	// The prefetch asks again: it queues, and the read keeps its channel.
+	qctx, qcancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := fetch(qctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true}, chunk)
+		queued <- err
+	}()
+	waitStats(t, s, "the prefetch queued", func(st Stats) bool { return st.Waiting == 1 })
+	if st := s.Stats(); st.Preempted != 0 || st.Active != 1 {
+		t.Fatalf("a queued prefetch ended the read: %+v", st)
+	}
+	qcancel()
+	wantCode(t, <-queued, codes.Canceled, "")
+	waitStats(t, s, "the queued prefetch gone", func(st Stats) bool { return st.Waiting == 0 })
+
+	// A fill ends the read.
+	if err := firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}); err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	wantCode(t, drain(read), codes.Aborted, "preemptible transfer's channel")
+
+	// With only a fill on the channel, a read is refused at once.
+	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", NoWait: true, Preemptible: true}, chunk)
+	wantCode(t, err, codes.ResourceExhausted, "all 1 origin transfer channels are busy")
+	if st := s.Stats(); st.Yielded != 1 || st.Preempted != 1 || st.Refused != 1 {
+		t.Errorf("stats %+v: want 1 yielded, 1 preempted, 1 refused", st)
+	}
+}
+
+// A read that ended a prefetch while a fill queued before it lets the
+// fill have the channel, waits readYieldWait for another, and is refused
+// RESOURCE_EXHAUSTED (it does not queue behind the fill as a fill).
+func TestReadAfterAQueuedFillIsRefused(t *testing.T) {
+	was := readYieldWait
+	readYieldWait = 100 * time.Millisecond
+	t.Cleanup(func() { readYieldWait = was })
+	const chunk = 10 * 188
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 1
+		s.ChunkBytes = chunk
+		s.TransferRateBps = chunk * 8
+	})
+	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
+	fill := make(chan error, 1)
+	go func() { fill <- firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}) }()
+	waitStats(t, s, "the fill queued", func(st Stats) bool { return st.Waiting == 1 })
+	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", NoWait: true, Preemptible: true}, chunk)
+	wantCode(t, err, codes.ResourceExhausted, "busy")
+	wantCode(t, drain(prefetch), codes.Aborted, "viewer's read")
+	if err := <-fill; err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	if st := s.Stats(); st.Yielded != 1 || st.Refused != 1 {
+		t.Errorf("stats %+v: want 1 yielded, 1 refused", st)
 	}
 }

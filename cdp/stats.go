@@ -32,6 +32,9 @@ type Stats struct {
 	// Preempted counts preemptible transfers ended (ABORTED) to give their
 	// channel to a Fetch that queued for one.
 	Preempted int64
+	// Yielded counts prefetches ended (ABORTED) to give their channel to
+	// a viewer's read.
+	Yielded int64
 	// CatalogReloads counts catalogs loaded again after Start (Reload).
 	CatalogReloads int64
 	// CatalogRefused counts reloads refused (the catalog before kept).
@@ -79,6 +82,12 @@ func (c *counters) refused() {
 func (c *counters) preempted() {
 	c.mu.Lock()
 	c.s.Preempted++
+	c.mu.Unlock()
+}
+
+func (c *counters) yielded() {
+	c.mu.Lock()
+	c.s.Yielded++
 	c.mu.Unlock()
 }
 

@@ -26,15 +26,17 @@ import (
 // chunks after its first until rangeGate closes. A held send waits in
 // the test's wrapper, not in the origin: the origin gives the channel of
 // a transfer it ends back at once, and the transfer returns once its
-// send does.
+// send does. With prefetchGate, a prefetch's transfer
+// (FetchRequest.prefetch) holds its chunks after its first until it
+// closes.
 type gateCDP struct {
 	*cdp.Server
 	fillTitle string
 	fillAt    int64
 
-	fillGate, rangeGate chan struct{}
-	fillHeld, rangeHeld chan struct{} // closed when a send first waits at each gate
-	heldOnce            [2]sync.Once
+	fillGate, rangeGate, prefetchGate chan struct{}
+	fillHeld, rangeHeld, prefetchHeld chan struct{} // closed when a send first waits at each gate
+	heldOnce                          [3]sync.Once
 }
 
 func (o *gateCDP) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.FetchChunk]) error {
@@ -54,6 +56,8 @@ func (g *gateStream) Send(c *pb.FetchChunk) error {
 		var gate, held chan struct{}
 		var once *sync.Once
 		switch {
+		case g.req.GetPrefetch() && g.o.prefetchGate != nil && g.chunks > 0:
+			gate, held, once = g.o.prefetchGate, g.o.prefetchHeld, &g.o.heldOnce[2]
 		case g.req.GetNoWait() && g.chunks > 0:
 			gate, held, once = g.o.rangeGate, g.o.rangeHeld, &g.o.heldOnce[1]
 		case !g.req.GetNoWait() && g.req.GetTitleId() == g.o.fillTitle && c.GetOffset() >= g.o.fillAt:

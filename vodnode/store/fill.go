@@ -169,10 +169,24 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 	room := false
 	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
 	for attempt := 1; ; attempt++ {
-		n, queued, err := s.fetch(t, b, off+fetched, &room)
+		prefetch := s.unwatched(t)
+		n, queued, err := s.fetch(t, b, off+fetched, prefetch, &room)
 		fetched += n
 		if err == nil || !retryable(err) || t.ctx.Err() != nil {
 			return fetched, err
+		}
+		if prefetch && status.Code(err) == codes.Aborted {
+			// The origin gave the prefetch's channel to a viewer's read
+			// (pb.FetchRequest.prefetch): not an outage; it queues again
+			// after the first pause of a retry.
+			s.log.Info("prefetch gave its origin channel to a viewer's read; it queues for one again", "title", t.meta.ID, "offset", off+fetched)
+			timer := time.NewTimer(s.cfg.Retry)
+			select {
+			case <-timer.C:
+			case <-t.ctx.Done():
+				timer.Stop()
+			}
+			continue
 		}
 		if n > 0 {
 			r.progress()
@@ -255,7 +269,17 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 	return nil
 }
 
-// fetch runs one Fetch from offset off and returns the bytes written and
+// unwatched reports whether t is a prefetch no viewer watches: its
+// transfers give way to viewers' reads at the origin
+// (pb.FetchRequest.prefetch).
+func (s *Store) unwatched(t *Title) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.prefetch && t.refs == 0
+}
+
+// fetch runs one Fetch from offset off (a prefetch's, with prefetch:
+// unwatched) and returns the bytes written and
 // how long the transfer waited at the origin before it started: from the
 // call to the origin's started message (its queue for a channel and its
 // setup delay), 0 without one (an origin that predates it, or a transfer
@@ -270,11 +294,11 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 // transfer with errStalled (retried as an interrupted one). The wait
 // before that, the transfer queued at the origin for a channel, is not
 // bounded so.
-func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, queued time.Duration, err error) {
+func (s *Store) fetch(t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	defer cancel(nil)
 	asked := time.Now()
-	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version})
+	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version, Prefetch: prefetch})
 	if err != nil {
 		return 0, 0, err
 	}

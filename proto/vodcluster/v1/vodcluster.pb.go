@@ -496,7 +496,15 @@ type FetchRequest struct {
 	// its channel. A node reads so what a viewer asks for far ahead of a
 	// fill (a read not counted in the manager's budget of the origin's
 	// channels, which is the fills'), so that it never holds a fill back.
-	Preemptible   bool `protobuf:"varint,6,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
+	Preemptible bool `protobuf:"varint,6,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
+	// prefetch: the transfer is a fill no viewer waits for yet (a prefetch
+	// ordered ahead of demand). It queues for a channel without ending a
+	// preemptible transfer, and while it holds one, a preemptible Fetch
+	// with no_wait that finds every channel busy (a viewer's read far ahead
+	// of a fill) ends the oldest such transfer with ABORTED and takes its
+	// channel: what a viewer waits for comes before what none does. The
+	// node asks again (it queues), resuming from the bytes it has.
+	Prefetch      bool `protobuf:"varint,7,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -569,6 +577,13 @@ func (x *FetchRequest) GetIfVersion() string {
 func (x *FetchRequest) GetPreemptible() bool {
 	if x != nil {
 		return x.Preemptible
+	}
+	return false
+}
+
+func (x *FetchRequest) GetPrefetch() bool {
+	if x != nil {
+		return x.Prefetch
 	}
 	return false
 }
@@ -4237,7 +4252,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"hasCatalog\x88\x01\x01\x124\n" +
 	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01B\x0e\n" +
 	"\f_has_catalogB\x17\n" +
-	"\x15_catalog_read_unix_ms\"\xb3\x01\n" +
+	"\x15_catalog_read_unix_ms\"\xcf\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
@@ -4245,7 +4260,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\ano_wait\x18\x04 \x01(\bR\x06noWait\x12\x1d\n" +
 	"\n" +
 	"if_version\x18\x05 \x01(\tR\tifVersion\x12 \n" +
-	"\vpreemptible\x18\x06 \x01(\bR\vpreemptible\"R\n" +
+	"\vpreemptible\x18\x06 \x01(\bR\vpreemptible\x12\x1a\n" +
+	"\bprefetch\x18\a \x01(\bR\bprefetch\"R\n" +
 	"\n" +
 	"FetchChunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x12\n" +
