@@ -263,12 +263,12 @@ func (s *aheadSource) extentStart(v *store.View, npt float64) (int64, bool) {
 	if s.n.ahead.max <= 0 || s.meta.Bitrate <= 0 || s.meta.Size <= 0 || v.Complete || v.Err != nil {
 		return 0, false
 	}
-	est, rate := s.estimate(v, npt)
-	start := int64(est - rtspAheadMargin.Seconds()*rate)
+	est, _ := s.estimate(v, npt)
+	start := s.startAt(v, npt)
 	if !(est < float64(s.meta.Size)) || start-v.Index.Size < aheadGap(s.meta.Bitrate) {
 		return 0, false
 	}
-	return start - start%deliver.TSPacketSize, true
+	return start, true
 }
 
 // startLocked starts an extent from start for a play from npt.
@@ -479,21 +479,36 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 }
 
 // restartLocked starts the extent of e's play again earlier: its first
-// keyframe is presented at first, after e.target, so it starts that
-// much and the margin earlier, at the title's rate there (estimate);
-// after rtspAheadTries, or when that is near the fill, the play waits
-// for the fill.
+// keyframe is presented at first, after e.target, so it starts where
+// the points of the title's clock place a time that much earlier than
+// e.target (startAt, the margin before it), but not before the furthest
+// point known to be the margin before e.target (earlyLocked) nor within
+// the fill's gap. The last try (rtspAheadTries) starts from that point
+// when an extent placed it past the fill's gap. When there is no earlier
+// place to start than e's, the play waits for the fill.
 func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
 	s.ext = nil
 	v := s.t.View()
-	_, rate := s.estimate(v, e.target)
-	start := e.start - int64((first-e.target+rtspAheadMargin.Seconds())*rate)
+	early, read := s.earlyLocked(v, e.target)
+	least := v.Index.Size + aheadGap(s.meta.Bitrate)
+	start := s.startAt(v, e.target-(first-e.target))
+	if start >= e.start { // points out of order (a discontinuity): the mean bitrate
+		start = e.start - int64((first-e.target+rtspAheadMargin.Seconds())*float64(s.meta.Bitrate)/8)
+	}
+	tries := e.tries + 1
+	switch {
+	case tries >= rtspAheadTries && read && e.tries < rtspAheadTries:
+		start, tries = early, rtspAheadTries // the last: from a point known to be early
+	case tries >= rtspAheadTries:
+		start = e.start // none known past the fill, or that was the last
+	}
+	start = max(start, early, least)
 	start -= start % deliver.TSPacketSize
-	if e.tries+1 >= rtspAheadTries || start-v.Index.Size < aheadGap(s.meta.Bitrate) {
+	if start >= e.start {
 		s.n.log.Info("RTSP play far ahead of the title's fill: no origin read starts before its time; it waits for the fill", "title", s.meta.ID, "npt", e.target)
 		return
 	}
-	s.startLocked(start, e.target, e.tries+1)
+	s.startLocked(start, e.target, tries)
 }
 
 // finished ends e's reads: once the fill has its bytes (or completed, or

@@ -24,9 +24,8 @@ const maxClockPoints = 64
 // estimate returns the byte offset at which the title presents npt
 // seconds, and the rate there in bytes/s: a linear interpolation between
 // the nearest points of the title's clock known before and after npt
-// (the fill's last PCR, the title's start when the fill has none, the
-// first PCR of each extent read for the session, the title's end at its
-// duration), or its mean bitrate after the last. On a title of variable
+// (the title's start, the fill's last PCR, the first PCR of each extent
+// read for the session, the title's end at its duration), or its mean bitrate after the last. On a title of variable
 // bitrate each extent that lands away from its time brings the next one
 // closer, as the secant method does. Under mu.
 func (s *aheadSource) estimate(v *store.View, npt float64) (off, rate float64) {
@@ -56,6 +55,16 @@ func (s *aheadSource) estimate(v *store.View, npt float64) (off, rate float64) {
 	return float64(lo.off) + (npt-lo.npt)*rate, rate
 }
 
+// startAt returns where an extent for a play from npt starts: the
+// offset estimate places rtspAheadMargin before npt (the keyframe
+// presented at or before npt, a GOP and the mux's delay before it, comes
+// after), whole packets, 0 at least. Under mu.
+func (s *aheadSource) startAt(v *store.View, npt float64) int64 {
+	est, _ := s.estimate(v, npt-rtspAheadMargin.Seconds())
+	start := max(int64(est), 0)
+	return start - start%deliver.TSPacketSize
+}
+
 // reaimLocked adds the title's clock at e's first PCR, first, to the
 // session's points (estimate) and, when it shows that e started so far
 // before its time that its reads would run through more than
@@ -78,8 +87,7 @@ func (s *aheadSource) reaimLocked(e *aheadExtent, head *tsindex.Index, first tsi
 	}
 	v := s.t.View()
 	est, rate := s.estimate(v, e.target)
-	start := int64(est - rtspAheadMargin.Seconds()*rate)
-	start -= start % deliver.TSPacketSize
+	start := s.startAt(v, e.target)
 	if !(est < float64(s.meta.Size)) || float64(start-e.end) <= rtspAheadMargin.Seconds()*rate {
 		return false
 	}
@@ -88,6 +96,26 @@ func (s *aheadSource) reaimLocked(e *aheadExtent, head *tsindex.Index, first tsi
 	s.ext = nil
 	s.startLocked(start, e.target, e.tries+1)
 	return true
+}
+
+// earlyLocked returns the furthest offset known to present a time at
+// least rtspAheadMargin before npt: the first PCR of an extent read in
+// the session (read true) or the fill's last PCR; 0 with neither. An
+// extent started there holds the keyframe presented at or before npt (a
+// GOP is shorter than the margin). Under mu.
+func (s *aheadSource) earlyLocked(v *store.View, npt float64) (off int64, read bool) {
+	if x := &v.Index; len(x.PCRs) >= 2 {
+		last := x.PCRs[len(x.PCRs)-1]
+		if x.Seconds(last.Offset) <= npt-rtspAheadMargin.Seconds() {
+			off = last.Offset
+		}
+	}
+	for _, p := range s.clock {
+		if p.npt <= npt-rtspAheadMargin.Seconds() && p.off > off {
+			off, read = p.off, true
+		}
+	}
+	return off, read
 }
 
 // shiftTo places e's PCRs on the title's clock: they are the stream's,
