@@ -123,6 +123,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = m.checkRequestRate(user, store.ProtoHTTP, title)
 	}
+	if err == nil && rest == ".ts" {
+		err = m.checkRange(r.Context(), user, title, r.Header.Get("Range"))
+	}
 	if err == nil {
 		var g *grant
 		g, err = m.admitTimed(r.Context(), admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: store.ProtoHTTP})
@@ -175,6 +178,11 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many requests: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
+	case errors.As(err, new(rangeRefused)):
+		var rr rangeRefused
+		errors.As(err, &rr)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rr.size))
+		http.Error(w, rr.Error(), http.StatusRequestedRangeNotSatisfiable)
 	case errors.Is(err, errNoNodeReporting):
 		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node is reporting to the manager: try again later", http.StatusServiceUnavailable)

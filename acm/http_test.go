@@ -223,3 +223,69 @@ func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP GET of a progressive title whose Range asks for no byte of it
+// (past its end) is answered 416 at the front door, with the title's
+// size, and admits nothing: no session, no reservation, no fill on a
+// node (before, the node filled the title from the origin to answer 416,
+// and the session counted against the subscriber until it timed out).
+// A Range with a byte in it, a suffix, or one that does not parse is
+// admitted as before (the node answers it); a viewer outside the title's
+// packages is refused 403 whatever the Range.
+func TestHTTPRangePastTheEndAnsweredAtTheFrontDoor(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	size := e.m.titles()["t1"].SizeBytes
+	getRange := func(path, user, rng string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+path, nil)
+		req.SetBasicAuth(user, user)
+		req.Header.Set("Range", rng)
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		res.Header.Set("X-Body", string(body))
+		return res
+	}
+	for _, rng := range []string{fmt.Sprintf("bytes=%d-", size), fmt.Sprintf("bytes=%d-%d", size+10, size+20), "bytes=-0", fmt.Sprintf("bytes=%d-, %d-", size, size+1)} {
+		res := getRange("/vod/t1.ts", "demo", rng)
+		if res.StatusCode != http.StatusRequestedRangeNotSatisfiable || res.Header.Get("Content-Range") != fmt.Sprintf("bytes */%d", size) ||
+			!strings.Contains(res.Header.Get("X-Body"), fmt.Sprintf("the title is %d bytes", size)) {
+			t.Errorf("Range %q: %d, Content-Range %q, body %q", rng, res.StatusCode, res.Header.Get("Content-Range"), res.Header.Get("X-Body"))
+		}
+	}
+	if len(e.sessions()) != 0 || e.reserved("n1") != 0 {
+		t.Fatalf("416s left sessions %v, %d bit/s reserved", e.sessions(), e.reserved("n1"))
+	}
+	if res := getRange("/vod/adult-1.ts", "kid", "bytes=999999999999-"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("outside packages, past the end: %d, want 403", res.StatusCode)
+	}
+	for i, rng := range []string{"bytes=0-", fmt.Sprintf("bytes=%d-", size-1), "bytes=-500", fmt.Sprintf("bytes=%d-, 0-1", size), "bytes=x-y", "items=5-"} {
+		if res := getRange("/vod/t1.ts", "demo", rng); res.StatusCode != http.StatusFound {
+			t.Errorf("Range %q: %d, want 302 (admitted)", rng, res.StatusCode)
+		}
+		if n := len(e.sessions()); n != 1 {
+			t.Fatalf("after %d admitted ranges: %d sessions", i+1, n)
+		}
+	}
+}
+
+func TestRangeSatisfiable(t *testing.T) {
+	for _, tc := range []struct {
+		h    string
+		size int64
+		want bool
+	}{
+		{"", 10, true}, {"bytes=0-", 10, true}, {"bytes=9-", 10, true}, {"bytes=10-", 10, false}, {"bytes=10-20", 10, false},
+		{"bytes=-1", 10, true}, {"bytes=-0", 10, false}, {"bytes=-5", 0, false}, {"bytes=10-, 3-4", 10, true},
+		{"bytes=10-,11-", 10, false}, {"bytes=5-2", 10, true}, {"bytes=a-", 10, true}, {"bytes=", 10, true},
+		{"bytes=,", 10, true}, {"pages=10-", 10, true}, {" bytes = 10-", 10, true}, {"bytes=10", 10, true},
+	} {
+		if got := rangeSatisfiable(tc.h, tc.size); got != tc.want {
+			t.Errorf("rangeSatisfiable(%q, %d) = %v, want %v", tc.h, tc.size, got, tc.want)
+		}
+	}
+}

@@ -14,19 +14,20 @@ import (
 // Front-door request outcomes, the "outcome" label of
 // vodcluster_frontdoor_requests_total.
 const (
-	outcomeAdmitted     = "admitted"      // redirected to a node (a new session, or a new token for the viewer's)
-	outcomeChallenged   = "challenged"    // 401 asking for credentials: none sent (a player's first request), or a Digest nonce expired or used
-	outcomeUnauthorized = "unauthorized"  // 401: wrong or malformed credentials
-	outcomeForbidden    = "forbidden"     // the title is outside the subscriber's packages
-	outcomeSuspended    = "suspended"     // the operator suspended the subscriber (vodctl suspend)
-	outcomeUserLimit    = "user_limit"    // the subscriber has max_sessions_per_user live sessions
-	outcomeUnknownTitle = "unknown_title" // not in the catalog
-	outcomeNoCapacity   = "no_capacity"   // no node could take it within the queue deadline
-	outcomeOriginDown   = "origin_down"   // no node holds it and the origin is unavailable
-	outcomeThrottled    = "throttled"     // too many failed logins from the client
-	outcomeRateLimited  = "rate_limited"  // the subscriber is over requests_per_user (title requests at once, refilled every request_refill)
-	outcomeUnavailable  = "unavailable"   // store, BOSS or manager unavailable
-	outcomeClientGone   = "client_gone"   // the client left before the answer (gave up waiting in the queue)
+	outcomeAdmitted     = "admitted"              // redirected to a node (a new session, or a new token for the viewer's)
+	outcomeChallenged   = "challenged"            // 401 asking for credentials: none sent (a player's first request), or a Digest nonce expired or used
+	outcomeUnauthorized = "unauthorized"          // 401: wrong or malformed credentials
+	outcomeForbidden    = "forbidden"             // the title is outside the subscriber's packages
+	outcomeSuspended    = "suspended"             // the operator suspended the subscriber (vodctl suspend)
+	outcomeUserLimit    = "user_limit"            // the subscriber has max_sessions_per_user live sessions
+	outcomeUnknownTitle = "unknown_title"         // not in the catalog
+	outcomeBadRange     = "range_not_satisfiable" // an HTTP GET whose Range asks for no byte of the title (416)
+	outcomeNoCapacity   = "no_capacity"           // no node could take it within the queue deadline
+	outcomeOriginDown   = "origin_down"           // no node holds it and the origin is unavailable
+	outcomeThrottled    = "throttled"             // too many failed logins from the client
+	outcomeRateLimited  = "rate_limited"          // the subscriber is over requests_per_user (title requests at once, refilled every request_refill)
+	outcomeUnavailable  = "unavailable"           // store, BOSS or manager unavailable
+	outcomeClientGone   = "client_gone"           // the client left before the answer (gave up waiting in the queue)
 )
 
 // outcome names the front-door outcome of an admission error (nil:
@@ -47,6 +48,8 @@ func outcome(err error) string {
 		return outcomeUserLimit
 	case errors.Is(err, errNoTitle):
 		return outcomeUnknownTitle
+	case errors.Is(err, errRangeNotSatisfiable):
+		return outcomeBadRange
 	case errors.Is(err, errNoBandwidth):
 		return outcomeNoCapacity
 	case errors.Is(err, errOriginDown):
@@ -64,7 +67,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, suspended, user_limit, unknown_title, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, suspended, user_limit, unknown_title, range_not_satisfiable, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // planSeconds is how long the storage plans of this manager took, from
@@ -117,12 +120,13 @@ var frontDoorProtocols = []string{store.ProtoRTSP, store.ProtoRTSPS, store.Proto
 
 // requestOutcomes are every outcome label value of requestsTotal.
 var requestOutcomes = []string{outcomeAdmitted, outcomeChallenged, outcomeUnauthorized, outcomeForbidden,
-	outcomeSuspended, outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown,
+	outcomeSuspended, outcomeUserLimit, outcomeUnknownTitle, outcomeBadRange, outcomeNoCapacity, outcomeOriginDown,
 	outcomeThrottled, outcomeRateLimited, outcomeUnavailable, outcomeClientGone}
 
 // admissionOutcomes are the outcomes admit can give (admissionSeconds):
 // those of requestsTotal but the ones decided before it (challenged,
-// throttled, rate_limited: the login and request-rate checks).
+// throttled, rate_limited, range_not_satisfiable: the login, request-rate
+// and Range checks).
 var admissionOutcomes = []string{outcomeAdmitted, outcomeUnauthorized, outcomeForbidden, outcomeSuspended,
 	outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown, outcomeUnavailable, outcomeClientGone}
 

@@ -1,0 +1,96 @@
+package acm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// errRangeNotSatisfiable is an HTTP GET of a progressive title whose
+// Range asks for no byte of it (every range past the title's end): 416
+// at the front door, without a session, a reservation or a fill.
+var errRangeNotSatisfiable = errors.New("range not satisfiable")
+
+// rangeRefused is errRangeNotSatisfiable with the title's size, bytes
+// (the 416's Content-Range: bytes */size).
+type rangeRefused struct{ size int64 }
+
+func (r rangeRefused) Error() string {
+	return fmt.Sprintf("range not satisfiable: the title is %d bytes", r.size)
+}
+
+func (rangeRefused) Unwrap() error { return errRangeNotSatisfiable }
+
+// checkRange returns rangeRefused when h, the Range of user's GET of
+// title's progressive form, asks for no byte of it (rangeSatisfiable)
+// and user may watch the title; nil otherwise (no Range, or one the node
+// answers: admission goes on), or entitled's error. A player that asks
+// past a title's end (a seek beyond it, a probe with a stale size) was
+// admitted before, and its node filled the title from the origin to
+// answer 416, the session counted against the subscriber's limit until
+// it timed out.
+func (m *Manager) checkRange(ctx context.Context, user, title, h string) error {
+	if h == "" {
+		return nil
+	}
+	t, ok := m.titles()[title]
+	if !ok || rangeSatisfiable(h, t.SizeBytes) {
+		return nil
+	}
+	if _, err := m.entitled(ctx, user, title); err != nil {
+		return err
+	}
+	return rangeRefused{size: t.SizeBytes}
+}
+
+// rangeSatisfiable reports whether h, an HTTP Range header (RFC 9110
+// §14.1.2), asks for at least one byte of a representation of size bytes.
+// A Range that is not of bytes or does not parse counts as satisfiable
+// (the node answers it as its HTTP server does); false only when every
+// range of a well-formed bytes Range starts at or past size, or is a
+// suffix of no byte.
+func rangeSatisfiable(h string, size int64) bool {
+	specs, ok := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !ok {
+		return true
+	}
+	seen := false
+	for _, spec := range strings.Split(specs, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue // RFC 9110 §5.6.1: empty list elements are ignored
+		}
+		first, last, ok := strings.Cut(spec, "-")
+		if !ok {
+			return true
+		}
+		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+		if first == "" { // a suffix: the last bytes
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil || n < 0 {
+				return true
+			}
+			if n > 0 && size > 0 {
+				return true
+			}
+			seen = true
+			continue
+		}
+		a, err := strconv.ParseInt(first, 10, 64)
+		if err != nil || a < 0 {
+			return true
+		}
+		if last != "" {
+			if b, err := strconv.ParseInt(last, 10, 64); err != nil || b < a {
+				return true
+			}
+		}
+		if a < size {
+			return true
+		}
+		seen = true
+	}
+	return !seen
+}
