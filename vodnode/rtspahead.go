@@ -27,7 +27,8 @@ const rtspAheadMargin = 4 * time.Second
 // started after the keyframe of its time are started again earlier (a
 // title whose bitrate up to there is below its mean: restartLocked), and
 // those that started well before it later (above its mean: reaimLocked).
-// Then the play waits for the fill, or plays from the last one.
+// Then the play plays from the last one, or from one more started at a
+// point known to be early enough, or waits for the fill.
 const rtspAheadTries = 4
 
 // aheadSource is the deliver.Source of an RTSP session's MP2T stream: the
@@ -483,14 +484,15 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 // the points of the title's clock place a time that much earlier than
 // e.target (startAt, the margin before it), but not before the furthest
 // point known to be the margin before e.target (earlyLocked) nor within
-// the fill's gap. The last try (rtspAheadTries) starts from that point
-// when an extent placed it past the fill's gap. When there is no earlier
+// the fill's gap. After the last try (rtspAheadTries), one more starts
+// from that point when an extent placed it past the fill's gap. When there is no earlier
 // place to start than e's, the play waits for the fill.
 func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
 	s.ext = nil
 	v := s.t.View()
 	early, read := s.earlyLocked(v, e.target)
 	least := v.Index.Size + aheadGap(s.meta.Bitrate)
+	least += (deliver.TSPacketSize - least%deliver.TSPacketSize) % deliver.TSPacketSize
 	start := s.startAt(v, e.target-(first-e.target))
 	if start >= e.start { // points out of order (a discontinuity): the mean bitrate
 		start = e.start - int64((first-e.target+rtspAheadMargin.Seconds())*float64(s.meta.Bitrate)/8)
@@ -498,7 +500,7 @@ func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
 	tries := e.tries + 1
 	switch {
 	case tries >= rtspAheadTries && read && e.tries < rtspAheadTries:
-		start, tries = early, rtspAheadTries // the last: from a point known to be early
+		start, tries = early, rtspAheadTries // one more: from a point known to be early
 	case tries >= rtspAheadTries:
 		start = e.start // none known past the fill, or that was the last
 	}
