@@ -353,7 +353,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		m.rep.Evicted(node, title, m.now())
 		delete(m.handOrders, [2]string{node, title})
 		m.dropRestoringLocked(node, title)
-		msg += fmt.Sprintf("; not planned on %s again for %s", node, durtext.Written(m.rep.Config().EvictHold))
+		msg += fmt.Sprintf("; not planned (prefetched) on %s again for %s; a viewer sent there may still fill it", node, durtext.Written(m.rep.Config().EvictHold))
 	}
 	unlock()
 	if planner {

@@ -69,8 +69,19 @@ func unauthorizedBody(err error, authz string, viaToken bool) string {
 		return "unauthorized: no credentials: give the subscriber's user name and password (http://user:password@host/vod/...) or a subscriber token (?token=)"
 	case !strings.EqualFold(scheme, "Basic"):
 		return "unauthorized: HTTP takes Basic credentials or a subscriber token, not " + clip(scheme)
+	case !basicWellFormed(authz):
+		return "unauthorized: malformed Basic credentials: want the base64 of user:password (RFC 7617)"
 	}
 	return "unauthorized: the user name and password were refused"
+}
+
+// basicWellFormed reports whether authz, an Authorization header of the
+// Basic scheme, carries the base64 of a user-id, a colon and a password
+// (RFC 7617 §2), as net/http's Request.BasicAuth reads it.
+func basicWellFormed(authz string) bool {
+	r := http.Request{Header: http.Header{"Authorization": {authz}}}
+	_, _, ok := r.BasicAuth()
+	return ok
 }
 
 // serveVOD answers GET with a redirect to a node, after authentication,

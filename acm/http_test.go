@@ -196,7 +196,8 @@ func TestHTTPSameViewerOneSession(t *testing.T) {
 }
 
 // The front door's HTTP 401 says why: no credentials (and how to give
-// them), the password refused, a scheme HTTP does not take, or the
+// them), the password refused, Basic credentials that do not decode to
+// user:password (they were "the password refused"), a scheme HTTP does not take, or the
 // subscriber token's refusal. Every 401 said only "unauthorized", where
 // curl and browser users read the body.
 func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
@@ -206,6 +207,8 @@ func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
 		{"no credentials", "", "", "no credentials: give the subscriber's user name and password"},
 		{"wrong password", "Basic " + base64.StdEncoding.EncodeToString([]byte("demo:nope")), "", "the user name and password were refused"},
 		{"digest", `Digest username="demo"`, "", "HTTP takes Basic credentials or a subscriber token, not Digest"},
+		{"not base64", "Basic !!!notbase64", "", "malformed Basic credentials"},
+		{"no colon", "Basic " + base64.StdEncoding.EncodeToString([]byte("demo")), "", "malformed Basic credentials"},
 		{"bad token", "Bearer not.a.token", "", "subscriber token"},
 	} {
 		req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts"+tc.query, nil)

@@ -449,7 +449,7 @@ func TestOperatorEvictionNotUndoneByThePlanner(t *testing.T) {
 	}
 	// The hold as the configuration writes it (evict_hold 1h), not Go's
 	// "1h0m0s".
-	if !strings.Contains(ack.Message, "not planned on n1 again for 1h") || strings.Contains(ack.Message, "1h0m") {
+	if !strings.Contains(ack.Message, "not planned (prefetched) on n1 again for 1h; a viewer sent there may still fill it") || strings.Contains(ack.Message, "1h0m") {
 		t.Fatalf("ack %q", ack.Message)
 	}
 	n.waitCommand(t, "evict hot", 1)

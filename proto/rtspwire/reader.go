@@ -51,16 +51,28 @@ func (e *FramingError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Re
 // RFC 2326 §10.12); only its channel is kept.
 type Frame struct{ Channel int }
 
+// maxBlankBytes bounds the CR and LF bytes skipped before one message
+// (Next): more is not an RTSP client's.
+const maxBlankBytes = 1024
+
 // Next returns the next *base.Request or Frame. Responses from the client
-// are read and dropped (the servers send no requests). Errors: the
-// connection's read error, or a *FramingError.
+// are read and dropped (the servers send no requests), and so are empty
+// lines before a message, up to maxBlankBytes (RFC 7230 §3.5, which RTSP
+// 2.0 takes up: a CRLF some clients send after a request's body, or as a
+// keepalive, is not an error). Errors: the connection's read error, or a
+// *FramingError.
 func (r *Reader) Next() (any, error) {
+	blank := 0
 	for {
 		b, err := r.br.Peek(1)
 		if err != nil {
 			return nil, err
 		}
 		switch {
+		case (b[0] == '\r' || b[0] == '\n') && blank < maxBlankBytes:
+			r.br.Discard(1)
+			blank++
+			continue
 		case b[0] == base.InterleavedFrameMagicByte:
 			h, err := r.br.Peek(4)
 			if err != nil {
@@ -100,10 +112,17 @@ func (r *Reader) Next() (any, error) {
 // Wait blocks until the first byte of the next message has arrived (it
 // stays buffered for Next) or reading fails, and returns the read error:
 // a server tells by it a connection idle between messages from one with
-// a message in flight, which it should not cut.
+// a message in flight, which it should not cut. Empty lines between
+// messages (Next) are read and dropped: a connection that sends only
+// CRLFs is idle.
 func (r *Reader) Wait() error {
-	_, err := r.br.Peek(1)
-	return err
+	for {
+		b, err := r.br.Peek(1)
+		if err != nil || (b[0] != '\r' && b[0] != '\n') {
+			return err
+		}
+		r.br.Discard(1)
+	}
 }
 
 // head consumes and returns the request line and headers, up to and

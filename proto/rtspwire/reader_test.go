@@ -10,11 +10,13 @@ import (
 )
 
 // TestReader: requests with and without a body, frames and responses
-// are told apart; what is not a well-formed RTSP/1.0 request is a
+// are told apart, empty lines before them skipped (a stray CRLF was 400
+// "not an RTSP request", the connection closed), up to 1 kB of them; what
+// is not a well-formed RTSP/1.0 request is a
 // *FramingError with the right code and the CSeq when there is one.
 func TestReader(t *testing.T) {
-	r := NewReader(strings.NewReader("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n" +
-		"$\x01\x00\x02hi" +
+	r := NewReader(strings.NewReader("\r\nOPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n\r\n" +
+		"$\x01\x00\x02hi\n" +
 		"RTSP/1.0 200 OK\r\nCSeq: 9\r\n\r\n" +
 		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd"))
 	for i, want := range []string{"OPTIONS", "frame 1", "SET_PARAMETER"} {
@@ -39,6 +41,7 @@ func TestReader(t *testing.T) {
 		cseq string
 	}{
 		{"GARBAGE\r\n\r\n", base.StatusBadRequest, ""},
+		{strings.Repeat("\r\n", 600) + "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n", base.StatusBadRequest, ""},
 		{"\x00\x01 garbage", base.StatusBadRequest, ""},
 		{"OPTIONS * RTSP/1.0\nCSeq: 3\n\n", base.StatusBadRequest, "3"},
 		{"OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
@@ -89,10 +92,10 @@ func FuzzRTSPReader(f *testing.F) {
 }
 
 // TestReaderWait: Wait returns once a message's first byte is in, without
-// consuming it (Next reads the whole message), and the read error at the
-// end.
+// consuming it (Next reads the whole message), empty lines before it
+// dropped, and the read error at the end (after a last CRLF too).
 func TestReaderWait(t *testing.T) {
-	r := NewReader(strings.NewReader("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n"))
+	r := NewReader(strings.NewReader("\r\n\r\nOPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n\r\n"))
 	for range 2 {
 		if err := r.Wait(); err != nil {
 			t.Fatal(err)

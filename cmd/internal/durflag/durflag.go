@@ -52,10 +52,13 @@ func Parse(s string) (time.Duration, error) {
 	days, rest, ok := strings.Cut(s, "d")
 	if !ok {
 		d, err := time.ParseDuration(s)
-		if err != nil && goForm.MatchString(s) { // "10000000000s": written right, too long
+		switch {
+		case err != nil && goForm.MatchString(s): // "10000000000s": written right, too long
 			return 0, tooLong(s)
+		case err != nil: // "2x", "5": Go's text ("time: unknown unit") names no remedy
+			return 0, fmt.Errorf("%q: want a duration such as 90s, 30m, 24h, 1h30m or 7d (days)", s)
 		}
-		return d, err
+		return d, nil
 	}
 	sign := time.Duration(1)
 	if t, neg := strings.CutPrefix(days, "-"); neg {

@@ -31,6 +31,14 @@ func TestValue(t *testing.T) {
 			t.Errorf("%q: error %v does not quote it", in, err)
 		}
 	}
+	// Go's own malformed forms are answered with the remedy, not with
+	// time.ParseDuration's text ("time: unknown unit").
+	for _, in := range []string{"2x", "5", "1h-", "abc"} {
+		var v Value
+		if err := v.Set(in); err == nil || !strings.Contains(err.Error(), "want a duration such as 90s") || strings.Contains(err.Error(), "time:") {
+			t.Errorf("%q: %v, want it quoted with the forms taken", in, err)
+		}
+	}
 	if v := (&Value{D: 10 * time.Second}); v.String() != "10s" {
 		t.Errorf("default: %q", v.String())
 	}
