@@ -50,9 +50,10 @@ type preemptEntry struct{ cancel context.CancelCauseFunc }
 // acquire takes a transfer channel for a Fetch of class cls and returns
 // the function that gives it back. A Fetch with noWait takes one only if
 // one is free now (RESOURCE_EXHAUSTED otherwise), but for a read
-// (classRead) while a prefetch holds one: the oldest such prefetch ends
-// (its context cancelled with errYielded, which gives its channel back)
-// and the read queues for a channel for up to readYieldWait. One without
+// (classRead) while a prefetch holds one and no Fetch queues for one
+// (it would take the channel first): the oldest such prefetch ends (its
+// context cancelled with errYielded, which gives its channel back) and
+// the read queues for a channel for up to readYieldWait. One without
 // noWait queues for one, first come first served, and when it finds every
 // channel busy, a fill (classFill) ends the oldest read holding one (its
 // context cancelled with errPreempted) so that the channel comes to the
@@ -77,7 +78,7 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 	}
 	wait := ctx
 	switch {
-	case noWait && cls == classRead && len(s.yielding) > 0:
+	case noWait && cls == classRead && len(s.yielding) > 0 && s.queued == 0:
 		e := s.yielding[0]
 		s.yielding = s.yielding[1:]
 		e.cancel(errYielded) // its channel goes back at once (Fetch's watchLeft)
@@ -95,11 +96,15 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		e.cancel(errPreempted) // its channel goes back at once (Fetch's watchLeft), to the queue's head
 		s.stats.preempted()
 	}
+	s.queued++
 	s.preemptMu.Unlock()
 
 	s.stats.waiting(1)
 	err = s.slots.Acquire(wait, 1)
 	s.stats.waiting(-1)
+	s.preemptMu.Lock()
+	s.queued--
+	s.preemptMu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil { // a read that waited readYieldWait
 			s.stats.refused()

@@ -206,7 +206,8 @@ func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec t
 
 // startES creates the ES playback of s at its first PLAY.
 func (n *Node) startES(s *session) *rtspError {
-	cfg := n.esConfig(s)
+	ahead := newAheadSource(n, s.t, s.meta)
+	cfg := n.esConfig(s, ahead)
 	st, err := n.engine.NewESStream(cfg)
 	if err != nil {
 		return rtspErr(base.StatusInternalServerError, "%v", err)
@@ -217,7 +218,7 @@ func (n *Node) startES(s *session) *rtspError {
 		st.Close()
 		return rtspErr(base.StatusSessionNotFound, "session %s ended", s.id)
 	}
-	s.player = esPlayer{st}
+	s.player, s.ahead = esPlayer{st}, ahead
 	n.mu.Unlock()
 	return nil
 }
@@ -227,7 +228,7 @@ func (n *Node) startES(s *session) *rtspError {
 // session's client gets it from its stream created at SETUP. The channel
 // returned is Abort's (nil when no BYE could be made).
 func (n *Node) abortES(s *session, reason string) <-chan struct{} {
-	st, err := n.engine.NewESStream(n.esConfig(s))
+	st, err := n.engine.NewESStream(n.esConfig(s, s.t))
 	if err != nil {
 		n.log.Debug("no BYE for an unplayed ES session", "session", s.id, "err", err)
 		return nil
@@ -235,13 +236,14 @@ func (n *Node) abortES(s *session, reason string) <-chan struct{} {
 	return st.Abort(reason)
 }
 
-// esConfig is the playback of s's tracks as set up, with new random SSRCs,
-// first sequence numbers and RTP timestamps (RFC 3550 §5.1).
-func (n *Node) esConfig(s *session) deliver.ESConfig {
+// esConfig is the playback of s's tracks as set up from src (s's title,
+// or its aheadSource), with new random SSRCs, first sequence numbers and
+// RTP timestamps (RFC 3550 §5.1).
+func (n *Node) esConfig(s *session, src deliver.Source) deliver.ESConfig {
 	es := s.es
 	ids := make([]byte, 10*len(es.specs))
 	rand.Read(ids)
-	cfg := deliver.ESConfig{Source: s.t, Tracks: es.tracks, Bitrate: s.meta.Bitrate, Channel: [2]int{-1, -1},
+	cfg := deliver.ESConfig{Source: src, Tracks: es.tracks, Bitrate: s.meta.Bitrate, Channel: [2]int{-1, -1},
 		OnEnd: n.onStreamEnd(s)}
 	if len(es.specs) > 2 {
 		cfg.More = make([]deliver.ESTrackConfig, len(es.specs)-2)

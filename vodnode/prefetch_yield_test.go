@@ -94,3 +94,44 @@ func TestHTTPRangeAheadTakesAPrefetchsOriginChannel(t *testing.T) {
 		t.Errorf("the node did not log the prefetch's yield:\n%s", log.String())
 	}
 }
+
+// A viewer that comes for a title its prefetch is filling makes the fill
+// one on demand at the origin too: the prefetch's transfer ends and the
+// fill asks again as a fill (not FetchRequest.prefetch), which a
+// viewer's read far ahead does not take the channel of. Here the origin
+// holds every prefetch's transfer after its first chunk: the title
+// completes only from a transfer asked again so. Before, the transfer
+// stayed a prefetch's to its end, and gave its channel to any read.
+func TestPrefetchWatchedIsAskedAgainAsAFill(t *testing.T) {
+	dir := t.TempDir()
+	c := clip(t, "clip-c.ts")
+	if err := os.WriteFile(filepath.Join(dir, "film-c.ts"), c, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := &cdp.Server{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: 2, CatalogPoll: -1,
+		Logger: slog.New(slog.DiscardHandler)}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	open := make(chan struct{})
+	close(open)
+	o := &gateCDP{Server: srv, fillGate: open, rangeGate: open, prefetchGate: make(chan struct{}),
+		fillHeld: make(chan struct{}), rangeHeld: make(chan struct{}), prefetchHeld: make(chan struct{})}
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(o.prefetchGate) }) }) // before the origin's close
+	n := startNode(t, serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) }), withHTTP)
+
+	if err := n.store.Prefetch(n.ctx, "film-c"); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, o.prefetchHeld, "film-c's prefetch held after its first chunk")
+	url := httpURL(n, mint(t, "watch-c", "film-c", "node-1", "", time.Minute), "film-c.ts")
+	if res, body := get(t, url, "Range", "bytes=0-99"); res.StatusCode != 206 || !bytes.Equal(body, c[:100]) {
+		t.Fatalf("film-c's first bytes: %d, %d bytes", res.StatusCode, len(body))
+	}
+	waitComplete(t, n, "film-c")
+	if st := srv.Stats(); st.TitleTransfers["film-c"] != 2 || st.Yielded != 0 {
+		t.Errorf("origin: %+v, want film-c's prefetch and its fill asked again", st)
+	}
+}

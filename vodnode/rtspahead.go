@@ -31,9 +31,9 @@ const rtspAheadMargin = 4 * time.Second
 // point known to be early enough, or waits for the fill.
 const rtspAheadTries = 4
 
-// aheadSource is the deliver.Source of an RTSP session's MP2T stream: the
-// session's title and, after a PLAY whose Range starts far ahead of the
-// title's fill (a set-top box resuming a film from its bookmark on a node
+// aheadSource is the deliver.Source of an RTSP session's stream (MP2T,
+// or elementary streams: /es): the session's title and, after a PLAY
+// whose Range starts far ahead of the title's fill (a set-top box resuming a film from its bookmark on a node
 // that does not hold it), that part of the title read from the origin
 // (aheadExtent) until the fill reaches it. Before, the play started when
 // the fill got there: minutes for a film resumed an hour in.

@@ -37,7 +37,8 @@ func videoCRCs(t *testing.T, ctx context.Context, url string, args ...string) []
 // -ss 12 waited for the fill to reach 12 s, forever. The pictures ffmpeg
 // decodes are the title's from 12 s on (their CRCs are among those of
 // the file decoded from 10 s, none among its first 5 s), over TCP and
-// UDP, and the bytes came from origin reads.
+// UDP, and as elementary streams (/es: before, those waited for the
+// fill), and the bytes came from origin reads.
 func TestRTSPPlayFarAheadOfTheFillFromTheOrigin(t *testing.T) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("ffmpeg not installed")
@@ -59,9 +60,13 @@ func TestRTSPPlayFarAheadOfTheFillFromTheOrigin(t *testing.T) {
 		first5[c] = true
 	}
 	n := startNode(t, startOrigin(t, o))
-	for _, tr := range []string{"tcp", "udp"} {
-		url := nodeURL(n, mint(t, "rtsp-ahead-"+tr, title, "node-1", "", time.Minute), title)
-		crcs := videoCRCs(t, ctx, url, "-rtsp_transport", tr, "-ss", "12", "-t", "3")
+	for _, tr := range []string{"tcp", "udp", "es"} {
+		tok := mint(t, "rtsp-ahead-"+tr, title, "node-1", "", time.Minute)
+		url, transport := nodeURL(n, tok, title), tr
+		if tr == "es" { // elementary streams (/es), over TCP
+			url, transport = esURL(n, tok, title), "tcp"
+		}
+		crcs := videoCRCs(t, ctx, url, "-rtsp_transport", transport, "-ss", "12", "-t", "3")
 		if ctx.Err() != nil {
 			t.Fatalf("over %s: ffmpeg -ss 12 did not end: the play waited for the held fill", tr)
 		}

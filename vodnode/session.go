@@ -34,8 +34,10 @@ type session struct {
 	peers      []udpKey      // UDP: the client's media and RTCP addresses
 	controlURL string        // the SETUP URL, echoed in RTP-Info
 	rtsps      bool          // set up over RTSPS (RTSP over TLS)
-	// ahead is the MP2T stream's Source (its title, and what a play far
-	// ahead of the fill reads from the origin); nil for elementary streams.
+	// ahead is the stream's Source (its title, and what a play far ahead
+	// of the fill reads from the origin): an MP2T session's from SETUP,
+	// an ES session's from its first PLAY (set with player, under the
+	// node's mu).
 	ahead *aheadSource
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
@@ -133,7 +135,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	if bye && s.conn != nil {
 		written = s.conn.aborting()
 	}
-	p := s.player // an ES session's first PLAY sets it under mu, unless ended
+	p, ahead := s.player, s.ahead // an ES session's first PLAY sets them under mu, unless ended
 	n.mu.Unlock()
 	if f := n.abortHook; f != nil && bye {
 		f() // a test's hook: s gone from the node's sessions, its stream not aborted yet
@@ -163,8 +165,8 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	if written != nil {
 		whenClosed(quiet, written)
 	}
-	if s.ahead != nil {
-		s.ahead.close() // its origin reads stop writing into the title's file
+	if ahead != nil {
+		ahead.close() // its origin reads stop writing into the title's file
 	}
 	n.store.Release(s.t)
 	if s.conn != nil {

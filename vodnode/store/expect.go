@@ -149,6 +149,7 @@ func (s *Store) Expect(session, title string, until time.Time) bool {
 	}
 	s.expect.prune(now)
 	s.expect.add(session, title, now.Add(min(wait, MaxExpectWait)))
+	s.watchedLocked(s.titles[title])
 	return true
 }
 

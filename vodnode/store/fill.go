@@ -169,16 +169,30 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 	room := false
 	r := retrier{base: s.cfg.Retry, max: s.cfg.RetryMax, window: s.cfg.RetryFor}
 	for attempt := 1; ; attempt++ {
-		prefetch := s.unwatched(t)
-		n, queued, err := s.fetch(t, b, off+fetched, prefetch, &room)
+		n, queued, prefetch, err := s.fetch(t, b, off+fetched, &room)
 		fetched += n
+		if errors.Is(err, errWatched) && t.ctx.Err() == nil {
+			// A viewer came for the prefetch: asked again at once, as a
+			// fill on demand (a viewer's read far ahead does not take
+			// its channel).
+			if n > 0 {
+				r.progress()
+			}
+			r.queued(queued)
+			continue
+		}
 		if err == nil || !retryable(err) || t.ctx.Err() != nil {
 			return fetched, err
 		}
+		if n > 0 {
+			r.progress()
+		}
 		if prefetch && status.Code(err) == codes.Aborted {
 			// The origin gave the prefetch's channel to a viewer's read
-			// (pb.FetchRequest.prefetch): not an outage; it queues again
-			// after the first pause of a retry.
+			// (pb.FetchRequest.prefetch): not an outage (the retry window
+			// is not spent); it queues again after the first pause of a
+			// retry.
+			r.queued(queued)
 			s.log.Info("prefetch gave its origin channel to a viewer's read; it queues for one again", "title", t.meta.ID, "offset", off+fetched)
 			timer := time.NewTimer(s.cfg.Retry)
 			select {
@@ -187,9 +201,6 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 				timer.Stop()
 			}
 			continue
-		}
-		if n > 0 {
-			r.progress()
 		}
 		r.queued(queued)
 		wait, ok := r.next(time.Now())
@@ -269,17 +280,20 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 	return nil
 }
 
-// unwatched reports whether t is a prefetch no viewer watches: its
-// transfers give way to viewers' reads at the origin
-// (pb.FetchRequest.prefetch).
-func (s *Store) unwatched(t *Title) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return t.prefetch && t.refs == 0
+// errWatched ends a prefetch's transfer when a viewer comes for its
+// title (Title.yield): the fill asks the origin again as a fill on demand.
+var errWatched = errors.New("a viewer came for the prefetch")
+
+// watchedLocked notes that a viewer came for t (s.mu held): a transfer
+// of its fill asked of the origin as a prefetch ends (errWatched).
+func (s *Store) watchedLocked(t *Title) {
+	if t != nil && t.yield != nil {
+		t.yield(errWatched)
+		t.yield = nil
+	}
 }
 
-// fetch runs one Fetch from offset off (a prefetch's, with prefetch:
-// unwatched) and returns the bytes written and
+// fetch runs one Fetch from offset off and returns the bytes written and
 // how long the transfer waited at the origin before it started: from the
 // call to the origin's started message (its queue for a channel and its
 // setup delay), 0 without one (an origin that predates it, or a transfer
@@ -294,9 +308,36 @@ func (s *Store) unwatched(t *Title) bool {
 // transfer with errStalled (retried as an interrupted one). The wait
 // before that, the transfer queued at the origin for a channel, is not
 // bounded so.
-func (s *Store) fetch(t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
+//
+// A prefetch no viewer watches (nor is on its way to, nor the manager
+// protects: keptLocked) asks the origin so (pb.FetchRequest.prefetch,
+// reported in prefetch): its channel goes to a viewer's read far ahead of
+// a fill that needs one. Once a viewer comes for it, the transfer ends
+// with errWatched (watchedLocked).
+func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, queued time.Duration, prefetch bool, err error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	defer cancel(nil)
+	s.mu.Lock()
+	s.expect.prune(s.cfg.Now())
+	prefetch = t.prefetch && t.refs == 0 && !s.keptLocked(t.meta.ID)
+	if prefetch {
+		t.yield = cancel
+		defer func() {
+			s.mu.Lock()
+			t.yield = nil
+			s.mu.Unlock()
+		}()
+	}
+	s.mu.Unlock()
+	n, queued, err = s.fetchOnce(ctx, cancel, t, b, off, prefetch, room)
+	if err != nil && errors.Is(context.Cause(ctx), errWatched) {
+		err = errWatched
+	}
+	return n, queued, prefetch, err
+}
+
+// fetchOnce is fetch's Fetch, on ctx (cancel is its).
+func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
 	asked := time.Now()
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version, Prefetch: prefetch})
 	if err != nil {

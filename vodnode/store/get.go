@@ -131,6 +131,7 @@ func (s *Store) holdLocked(t *Title, prefetch bool) (*Title, <-chan struct{}) {
 	if !prefetch {
 		t.refs++
 		t.lastAccess = s.cfg.Now()
+		s.watchedLocked(t)
 	} else if t.filling {
 		t.prefetch = true // wanted now whoever watches: never abandoned
 	}

@@ -73,6 +73,11 @@ type Title struct {
 	// abandoned by its viewers: Store.Release); a reader asking for the
 	// title meanwhile waits for done rather than join it (Store.get).
 	stopped bool
+	// yield cancels the fill's transfer under way while it is asked of
+	// the origin as a prefetch (pb.FetchRequest.prefetch), with
+	// errWatched once a viewer comes for the title (holdLocked, Expect):
+	// it is asked again as a fill on demand. nil otherwise.
+	yield context.CancelCauseFunc
 }
 
 type waiter struct {

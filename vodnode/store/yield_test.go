@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// yieldOrigin answers a prefetch's transfers as an origin whose channels
+// viewers' reads take: the first fails at once (Unavailable: an outage
+// starts the fill's retry window), the second sends half of the title
+// over more than the window and then ends ABORTED (its channel given to
+// a viewer's read), the third fails at once again, and the others send
+// the rest. It records whether each was asked as a prefetch.
+type yieldOrigin struct {
+	*origin
+	window time.Duration
+
+	mu       sync.Mutex
+	calls    int
+	prefetch []bool
+}
+
+func (o *yieldOrigin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.FetchChunk]) error {
+	o.mu.Lock()
+	o.calls++
+	call := o.calls
+	o.prefetch = append(o.prefetch, req.GetPrefetch())
+	o.mu.Unlock()
+	switch call {
+	case 1, 3:
+		return status.Error(codes.Unavailable, "origin restarting (test)")
+	case 2:
+		o.origin.mu.Lock()
+		d := o.titles[req.GetTitleId()]
+		o.origin.mu.Unlock()
+		half := int64(len(d)) / 2 / 188 * 188
+		select { // a transfer that lasts longer than the window
+		case <-time.After(2 * o.window):
+		case <-s.Context().Done():
+			return s.Context().Err()
+		}
+		if err := s.Send(&pb.FetchChunk{Offset: req.GetOffset(), Data: d[req.GetOffset():half]}); err != nil {
+			return err
+		}
+		return status.Error(codes.Aborted, "the origin gave this prefetch's channel to a viewer's read (test)")
+	}
+	return o.origin.Fetch(req, s)
+}
+
+// A prefetch whose transfer gives its channel to a viewer's read (ABORTED,
+// pb.FetchRequest.prefetch) after receiving bytes has not failed: the
+// fill's retry window starts again, and a short outage after it is
+// ridden out. Before, the window opened by an outage before the yield
+// went on through it, and the next failure failed the fill at once ("no
+// byte from the origin for 300ms").
+func TestPrefetchYieldIsNotAnOutage(t *testing.T) {
+	data := sample(t)
+	const window = 300 * time.Millisecond
+	o := &yieldOrigin{origin: &origin{titles: map[string][]byte{"pre": data}}, window: window}
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), DiskBytes: int64(len(data)) * 2,
+		Retry: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Prefetch(context.Background(), "pre"); err != nil {
+		t.Fatal(err)
+	}
+	s.fills.Wait() // the fill's end, complete or failed
+	if f := s.TakeFailures(); len(f) != 0 {
+		t.Fatalf("the prefetch failed: %+v", f)
+	}
+	if st := s.Titles(); len(st) != 1 || st[0].Filling || st[0].Stored != int64(len(data)) {
+		t.Fatalf("titles %+v, want pre stored whole", st)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.calls != 4 || !o.prefetch[0] || !o.prefetch[3] {
+		t.Errorf("%d transfers, asked as prefetches %v: want 4, all prefetches", o.calls, o.prefetch)
+	}
+}
