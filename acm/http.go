@@ -135,7 +135,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		err = m.checkRequestRate(user, store.ProtoHTTP, title)
 	}
 	if err == nil && rest == ".ts" {
-		err = m.checkRange(r.Context(), user, title, r.Header.Get("Range"))
+		err = m.checkRange(r.Context(), user, title, r.Header.Get("Range"), r.Header.Get("If-Range"))
 	}
 	if err == nil {
 		var g *grant

@@ -266,6 +266,26 @@ func TestHTTPRangePastTheEndAnsweredAtTheFrontDoor(t *testing.T) {
 	if res := getRange("/vod/adult-1.ts", "kid", "bytes=999999999999-"); res.StatusCode != http.StatusForbidden {
 		t.Errorf("outside packages, past the end: %d, want 403", res.StatusCode)
 	}
+	e.m.mu.Lock()
+	if e.m.suspended == nil {
+		e.m.suspended = map[string]suspension{}
+	}
+	e.m.suspended["kid"] = suspension{Until: time.Now().Add(time.Hour)}
+	e.m.mu.Unlock()
+	if res := getRange("/vod/t1.ts", "kid", fmt.Sprintf("bytes=%d-", size)); res.StatusCode != http.StatusForbidden {
+		t.Errorf("suspended, past the end: %d, want 403", res.StatusCode)
+	}
+	// With If-Range the node may answer the whole title (RFC 9110 §13.1.5):
+	// admitted.
+	req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
+	req.SetBasicAuth("demo", "demo")
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", size))
+	req.Header.Set("If-Range", `"an-older-copy"`)
+	if res, err := noRedirect.Do(req); err != nil || res.StatusCode != http.StatusFound {
+		t.Fatalf("past the end with If-Range: %v %v, want 302", res, err)
+	} else {
+		res.Body.Close()
+	}
 	for i, rng := range []string{"bytes=0-", fmt.Sprintf("bytes=%d-", size-1), "bytes=-500", fmt.Sprintf("bytes=%d-, 0-1", size), "bytes=x-y", "items=5-"} {
 		if res := getRange("/vod/t1.ts", "demo", rng); res.StatusCode != http.StatusFound {
 			t.Errorf("Range %q: %d, want 302 (admitted)", rng, res.StatusCode)
@@ -286,6 +306,8 @@ func TestRangeSatisfiable(t *testing.T) {
 		{"bytes=-1", 10, true}, {"bytes=-0", 10, false}, {"bytes=-5", 0, false}, {"bytes=10-, 3-4", 10, true},
 		{"bytes=10-,11-", 10, false}, {"bytes=5-2", 10, true}, {"bytes=a-", 10, true}, {"bytes=", 10, true},
 		{"bytes=,", 10, true}, {"pages=10-", 10, true}, {" bytes = 10-", 10, true}, {"bytes=10", 10, true},
+		{"Bytes=10-", 10, false}, {"bytes=+10-", 10, true}, {"bytes=10-+20", 10, true}, {"bytes=-+5", 10, true},
+		{"bytes=99999999999999999999-", 10, false}, {"bytes=0-99999999999999999999", 10, true}, {"bytes=0-0", 10, true},
 	} {
 		if got := rangeSatisfiable(tc.h, tc.size); got != tc.want {
 			t.Errorf("rangeSatisfiable(%q, %d) = %v, want %v", tc.h, tc.size, got, tc.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -24,15 +25,16 @@ func (r rangeRefused) Error() string {
 func (rangeRefused) Unwrap() error { return errRangeNotSatisfiable }
 
 // checkRange returns rangeRefused when h, the Range of user's GET of
-// title's progressive form, asks for no byte of it (rangeSatisfiable)
-// and user may watch the title; nil otherwise (no Range, or one the node
-// answers: admission goes on), or entitled's error. A player that asks
+// title's progressive form, asks for no byte of it (rangeSatisfiable),
+// there is no If-Range (ifRange) and user may watch the title; nil
+// otherwise (no Range, or one the node answers: admission goes on), or
+// entitled's error, or errSuspended. A player that asks
 // past a title's end (a seek beyond it, a probe with a stale size) was
 // admitted before, and its node filled the title from the origin to
 // answer 416, the session counted against the subscriber's limit until
 // it timed out.
-func (m *Manager) checkRange(ctx context.Context, user, title, h string) error {
-	if h == "" {
+func (m *Manager) checkRange(ctx context.Context, user, title, h, ifRange string) error {
+	if h == "" || ifRange != "" { // If-Range: the node may answer the whole title (RFC 9110 §13.1.5)
 		return nil
 	}
 	t, ok := m.titles()[title]
@@ -41,6 +43,12 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h string) error {
 	}
 	if _, err := m.entitled(ctx, user, title); err != nil {
 		return err
+	}
+	m.mu.Lock()
+	suspended := m.suspendedLocked(user, m.now())
+	m.mu.Unlock()
+	if suspended {
+		return errSuspended
 	}
 	return rangeRefused{size: t.SizeBytes}
 }
@@ -52,8 +60,8 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h string) error {
 // range of a well-formed bytes Range starts at or past size, or is a
 // suffix of no byte.
 func rangeSatisfiable(h string, size int64) bool {
-	specs, ok := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
-	if !ok {
+	unit, specs, ok := strings.Cut(strings.TrimSpace(h), "=")
+	if !ok || !strings.EqualFold(unit, "bytes") { // range units are case-insensitive (RFC 9110 §14.1)
 		return true
 	}
 	seen := false
@@ -68,22 +76,19 @@ func rangeSatisfiable(h string, size int64) bool {
 		}
 		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 		if first == "" { // a suffix: the last bytes
-			n, err := strconv.ParseInt(last, 10, 64)
-			if err != nil || n < 0 {
-				return true
-			}
-			if n > 0 && size > 0 {
+			n, ok := bytePos(last)
+			if !ok || (n > 0 && size > 0) {
 				return true
 			}
 			seen = true
 			continue
 		}
-		a, err := strconv.ParseInt(first, 10, 64)
-		if err != nil || a < 0 {
+		a, ok := bytePos(first)
+		if !ok {
 			return true
 		}
 		if last != "" {
-			if b, err := strconv.ParseInt(last, 10, 64); err != nil || b < a {
+			if b, ok := bytePos(last); !ok || b < a {
 				return true
 			}
 		}
@@ -93,4 +98,18 @@ func rangeSatisfiable(h string, size int64) bool {
 		seen = true
 	}
 	return !seen
+}
+
+// bytePos reads a byte position of a Range: 1DIGIT or more (no sign, no
+// space; RFC 9110 §14.1.2), one past what an int64 holds read as
+// math.MaxInt64 (past any title's end). ok is false for anything else.
+func bytePos(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil { // digits only: too many for an int64
+		return math.MaxInt64, true
+	}
+	return n, true
 }
