@@ -96,15 +96,19 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		e.cancel(errPreempted) // its channel goes back at once (Fetch's watchLeft), to the queue's head
 		s.stats.preempted()
 	}
-	s.queued++
+	if !noWait {
+		s.queued++ // a read waiting for a prefetch's channel is not: it blocks no other read
+	}
 	s.preemptMu.Unlock()
 
 	s.stats.waiting(1)
 	err = s.slots.Acquire(wait, 1)
 	s.stats.waiting(-1)
-	s.preemptMu.Lock()
-	s.queued--
-	s.preemptMu.Unlock()
+	if !noWait {
+		s.preemptMu.Lock()
+		s.queued--
+		s.preemptMu.Unlock()
+	}
 	if err != nil {
 		if ctx.Err() == nil { // a read that waited readYieldWait
 			s.stats.refused()

@@ -194,3 +194,65 @@ func TestReadAfterAQueuedFillIsRefused(t *testing.T) {
 	default:
 	}
 }
+
+// A read waiting for the channel of the prefetch it ended (its channel
+// comes back on the transfer's own goroutine) does not keep a second read
+// from ending another prefetch: reads that find every channel busy are
+// not a queue that reads give way to (the second was refused at once).
+func TestReadsEachTakeAPrefetchsChannel(t *testing.T) {
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a read still waiting when the test fails
+	type held struct {
+		release func()
+		ended   chan error
+	}
+	prefetch := func() held {
+		ended := make(chan error, 1)
+		rel, err := s.acquire(ctx, false, classPrefetch, func(cause error) { ended <- cause })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return held{rel, ended}
+	}
+	a, b := prefetch(), prefetch()
+	first := make(chan error, 1)
+	go func() {
+		rel, err := s.acquire(ctx, true, classRead, func(error) {})
+		if err == nil {
+			defer rel()
+		}
+		first <- err
+	}()
+	if cause := <-a.ended; cause != errYielded {
+		t.Fatalf("prefetch A ended with %v, want errYielded", cause)
+	}
+	waitStats(t, s, "the first read waiting for A's channel", func(st Stats) bool { return st.Waiting == 1 })
+	second := make(chan error, 1)
+	go func() {
+		rel, err := s.acquire(ctx, true, classRead, func(error) {})
+		if err == nil {
+			defer rel()
+		}
+		second <- err
+	}()
+	select {
+	case cause := <-b.ended:
+		if cause != errYielded {
+			t.Fatalf("prefetch B ended with %v, want errYielded", cause)
+		}
+	case err := <-second:
+		t.Fatalf("the second read was answered (%v) before it ended prefetch B", err)
+	}
+	a.release()
+	b.release()
+	if err := <-first; err != nil {
+		t.Errorf("first read: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Errorf("second read: %v", err)
+	}
+	if st := s.Stats(); st.Yielded != 2 || st.Refused != 0 {
+		t.Errorf("stats %+v: want 2 yielded, none refused", st)
+	}
+}

@@ -447,7 +447,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 	}
 	if s.ahead != nil {
-		if normalPlay(scale) {
+		if normalPlay(scale) || s.es != nil { // elementary streams play at Scale 1 whatever is asked
 			if p, ok := s.player.(interface{ Position() float64 }); ok && start < 0 && s.ahead.wants(p.Position()) {
 				// Normal play again after trick play that stands far
 				// ahead of the fill: from where it stands, as a seek

@@ -263,3 +263,35 @@ func TestRTSPPlayAheadGetsTheReadOfAPausedHTTPViewer(t *testing.T) {
 		t.Fatalf("RTSP play far ahead while a paused HTTP viewer held the node's read: pictures presented at %v, want to 13 s", pts)
 	}
 }
+
+// An elementary-stream session (/es) that asks for a Scale plays at
+// Scale 1 all the same, and so reads far ahead of the fill from the
+// origin as normal play does (its read was dropped as for trick play,
+// and the play waited for the held fill: no packet).
+func TestRTSPPlayAheadOfAnESSessionAskingAScale(t *testing.T) {
+	o := heldOrigin(t, 200_000)
+	n := startNode(t, startOrigin(t, o))
+	url := esURL(n, mint(t, "ahead-es-scale", "sample-001", "node-1", "", time.Minute), "sample-001")
+	tc := dialRTSP(t, n)
+	res := tc.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP: %d", res.StatusCode)
+	}
+	if res := tc.do("PLAY", url+"/", "Session", sessionID(res), "Range", "npt=12-", "Scale", "2"); res.StatusCode != 200 {
+		t.Fatalf("PLAY npt=12- Scale 2: %d", res.StatusCode)
+	}
+	end := time.Now().Add(20 * time.Second) // bounds a play that waits for the held fill
+	for {
+		tc.c.SetReadDeadline(end)
+		ch, _, err := tc.frame()
+		if err != nil {
+			t.Fatalf("no video packet after PLAY npt=12- with the fill held at 200 kB: %v", err)
+		}
+		if ch == 0 {
+			break
+		}
+	}
+	if n.Stats().OriginRangeBytes == 0 || !stillFilling(n, "sample-001") {
+		t.Fatalf("origin range bytes %d, still filling %v: want the play's bytes read far ahead of the held fill", n.Stats().OriginRangeBytes, stillFilling(n, "sample-001"))
+	}
+}

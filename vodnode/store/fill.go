@@ -174,11 +174,9 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		if errors.Is(err, errWatched) && t.ctx.Err() == nil {
 			// A viewer came for the prefetch: asked again at once, as a
 			// fill on demand (a viewer's read far ahead does not take
-			// its channel).
-			if n > 0 {
-				r.progress()
-			}
-			r.queued(queued)
+			// its channel), with a retry window of its own (the wait
+			// cut short may have been the origin's queue).
+			r.progress()
 			continue
 		}
 		if err == nil || !retryable(err) || t.ctx.Err() != nil {

@@ -87,3 +87,72 @@ func TestPrefetchYieldIsNotAnOutage(t *testing.T) {
 		t.Errorf("%d transfers, asked as prefetches %v: want 4, all prefetches", o.calls, o.prefetch)
 	}
 }
+
+// watchOrigin is an origin with an outage and a long queue: its first
+// transfer fails at once (Unavailable), its second waits in the queue
+// (no started message) for more than the retry window, says so on
+// queuedLong and waits on for its caller to leave, its third fails at
+// once again, and the others send the title.
+type watchOrigin struct {
+	*origin
+	window     time.Duration
+	queuedLong chan struct{}
+
+	mu    sync.Mutex
+	calls int
+}
+
+func (o *watchOrigin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.FetchChunk]) error {
+	o.mu.Lock()
+	o.calls++
+	call := o.calls
+	o.mu.Unlock()
+	switch call {
+	case 1, 3:
+		return status.Error(codes.Unavailable, "origin restarting (test)")
+	case 2:
+		select { // queued for a channel longer than the window
+		case <-time.After(2 * o.window):
+		case <-s.Context().Done():
+			return s.Context().Err()
+		}
+		close(o.queuedLong)
+		<-s.Context().Done()
+		return s.Context().Err()
+	}
+	return o.origin.Fetch(req, s)
+}
+
+// A viewer that comes for a prefetch whose transfer waits in the origin's
+// queue ends that transfer (the fill asks again as one on demand) and
+// starts a new retry window: an outage right after does not fail the fill
+// at once. Before, the window opened by an outage before the queue ran
+// on through the queue's wait ("no byte from the origin for 300ms").
+func TestPrefetchWatchedWhileQueuedIsNotAnOutage(t *testing.T) {
+	data := sample(t)
+	const window = 300 * time.Millisecond
+	o := &watchOrigin{origin: &origin{titles: map[string][]byte{"pre": data}}, window: window, queuedLong: make(chan struct{})}
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), DiskBytes: int64(len(data)) * 2,
+		Retry: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Prefetch(context.Background(), "pre"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-o.queuedLong:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the prefetch's second transfer did not come")
+	}
+	tt, err := s.Acquire(context.Background(), "pre") // a viewer comes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(tt)
+	s.fills.Wait()
+	if v := tt.View(); !v.Complete {
+		t.Fatalf("the fill ended without the title: %v", v.Err)
+	}
+}
