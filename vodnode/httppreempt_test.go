@@ -26,9 +26,8 @@ import (
 // chunks after its first until rangeGate closes. A held send waits in
 // the test's wrapper, not in the origin: the origin gives the channel of
 // a transfer it ends back at once, and the transfer returns once its
-// send does. With prefetchGate, a prefetch's transfer
-// (FetchRequest.prefetch) holds its chunks after its first until it
-// closes.
+// send does. A prefetch's transfer (FetchRequest.prefetch) holds its
+// chunks after its first until prefetchGate closes.
 type gateCDP struct {
 	*cdp.Server
 	fillTitle string
@@ -36,8 +35,38 @@ type gateCDP struct {
 
 	fillGate, rangeGate, prefetchGate chan struct{}
 	fillHeld, rangeHeld, prefetchHeld chan struct{} // closed when a send first waits at each gate
-	heldOnce                          [3]sync.Once
+	heldOnce, openOnce                [3]sync.Once
 }
+
+// startGateCDP starts a real origin with two channels serving titles
+// (id → bytes) and returns it behind a gateCDP holding the fills of
+// fillTitle from fillAt on, every gate shut until the test opens it (the
+// test's end opens them all, before the origin closes).
+func startGateCDP(t *testing.T, titles map[string][]byte, fillTitle string, fillAt int64) (*cdp.Server, *gateCDP) {
+	t.Helper()
+	dir := t.TempDir()
+	for id, d := range titles {
+		if err := os.WriteFile(filepath.Join(dir, id+".ts"), d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := &cdp.Server{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: 2, CatalogPoll: -1,
+		Logger: slog.New(slog.DiscardHandler)}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	o := &gateCDP{Server: srv, fillTitle: fillTitle, fillAt: fillAt,
+		fillGate: make(chan struct{}), rangeGate: make(chan struct{}), prefetchGate: make(chan struct{}),
+		fillHeld: make(chan struct{}), rangeHeld: make(chan struct{}), prefetchHeld: make(chan struct{})}
+	t.Cleanup(func() { o.openFills(); o.openRanges(); o.openPrefetches() })
+	return srv, o
+}
+
+// openFills, openRanges and openPrefetches open each gate (once).
+func (o *gateCDP) openFills()      { o.openOnce[0].Do(func() { close(o.fillGate) }) }
+func (o *gateCDP) openRanges()     { o.openOnce[1].Do(func() { close(o.rangeGate) }) }
+func (o *gateCDP) openPrefetches() { o.openOnce[2].Do(func() { close(o.prefetchGate) }) }
 
 func (o *gateCDP) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb.FetchChunk]) error {
 	return o.Server.Fetch(req, &gateStream{ServerStreamingServer: s, o: o, req: req})
@@ -56,7 +85,7 @@ func (g *gateStream) Send(c *pb.FetchChunk) error {
 		var gate, held chan struct{}
 		var once *sync.Once
 		switch {
-		case g.req.GetPrefetch() && g.o.prefetchGate != nil && g.chunks > 0:
+		case g.req.GetPrefetch() && g.chunks > 0:
 			gate, held, once = g.o.prefetchGate, g.o.prefetchHeld, &g.o.heldOnce[2]
 		case g.req.GetNoWait() && g.chunks > 0:
 			gate, held, once = g.o.rangeGate, g.o.rangeHeld, &g.o.heldOnce[1]
@@ -87,25 +116,9 @@ func (g *gateStream) Send(c *pb.FetchChunk) error {
 // and comes out whole. Without preemption the second film's fill would
 // wait for the range's read to end.
 func TestHTTPRangeAheadGivesItsOriginChannelToAFill(t *testing.T) {
-	dir := t.TempDir()
 	a, b := clip(t, "clip-a.ts"), clip(t, "clip-b.ts")
-	for id, d := range map[string][]byte{"film-a": a, "film-b": b} {
-		if err := os.WriteFile(filepath.Join(dir, id+".ts"), d, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := &cdp.Server{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: 2, CatalogPoll: -1,
-		Logger: slog.New(slog.DiscardHandler)}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	o := &gateCDP{Server: srv, fillTitle: "film-a", fillAt: 200_000,
-		fillGate: make(chan struct{}), rangeGate: make(chan struct{}),
-		fillHeld: make(chan struct{}), rangeHeld: make(chan struct{})}
-	var once sync.Once
-	open := func() { once.Do(func() { close(o.fillGate); close(o.rangeGate) }) }
-	t.Cleanup(open) // before the origin's close
+	srv, o := startGateCDP(t, map[string][]byte{"film-a": a, "film-b": b}, "film-a", 200_000)
+	open := func() { o.openFills(); o.openRanges() }
 	var log logtest.Buffer
 	n := startNode(t, serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) }), withHTTP,
 		func(n *Node) { n.Logger = slog.New(slog.NewTextHandler(&log, nil)) })

@@ -3,16 +3,12 @@ package vodnode
 import (
 	"bytes"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
-	"vodcluster/cdp"
 	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -28,29 +24,9 @@ import (
 // channel busy) and the tail waited for film-a's fill: a prefetch, which
 // no viewer waits for, held back a viewer.
 func TestHTTPRangeAheadTakesAPrefetchsOriginChannel(t *testing.T) {
-	dir := t.TempDir()
 	a, c := clip(t, "clip-a.ts"), clip(t, "clip-c.ts")
-	for id, d := range map[string][]byte{"film-a": a, "film-c": c} {
-		if err := os.WriteFile(filepath.Join(dir, id+".ts"), d, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := &cdp.Server{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: 2, CatalogPoll: -1,
-		Logger: slog.New(slog.DiscardHandler)}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	ranges := make(chan struct{})
-	close(ranges) // the tail's read is not held
-	o := &gateCDP{Server: srv, fillTitle: "film-a", fillAt: 200_000,
-		fillGate: make(chan struct{}), rangeGate: ranges, prefetchGate: make(chan struct{}),
-		fillHeld: make(chan struct{}), rangeHeld: make(chan struct{}), prefetchHeld: make(chan struct{})}
-	var fillOnce, prefetchOnce sync.Once
-	openFill := func() { fillOnce.Do(func() { close(o.fillGate) }) }
-	openPrefetch := func() { prefetchOnce.Do(func() { close(o.prefetchGate) }) }
-	t.Cleanup(openFill) // before the origin's close
-	t.Cleanup(openPrefetch)
+	srv, o := startGateCDP(t, map[string][]byte{"film-a": a, "film-c": c}, "film-a", 200_000)
+	o.openRanges() // the tail's read is not held
 	var log logtest.Buffer
 	n := startNode(t, serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) }), withHTTP,
 		func(n *Node) { n.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
@@ -88,7 +64,7 @@ func TestHTTPRangeAheadTakesAPrefetchsOriginChannel(t *testing.T) {
 		t.Error("film-a's fill is not held any more")
 	}
 
-	openPrefetch()
+	o.openPrefetches()
 	waitComplete(t, n, "film-c")
 	if !strings.Contains(log.String(), "prefetch gave its origin channel to a viewer's read") {
 		t.Errorf("the node did not log the prefetch's yield:\n%s", log.String())
@@ -103,23 +79,10 @@ func TestHTTPRangeAheadTakesAPrefetchsOriginChannel(t *testing.T) {
 // completes only from a transfer asked again so. Before, the transfer
 // stayed a prefetch's to its end, and gave its channel to any read.
 func TestPrefetchWatchedIsAskedAgainAsAFill(t *testing.T) {
-	dir := t.TempDir()
 	c := clip(t, "clip-c.ts")
-	if err := os.WriteFile(filepath.Join(dir, "film-c.ts"), c, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := &cdp.Server{Dir: dir, Listen: "127.0.0.1:0", MaxTransfers: 2, CatalogPoll: -1,
-		Logger: slog.New(slog.DiscardHandler)}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	open := make(chan struct{})
-	close(open)
-	o := &gateCDP{Server: srv, fillGate: open, rangeGate: open, prefetchGate: make(chan struct{}),
-		fillHeld: make(chan struct{}), rangeHeld: make(chan struct{}), prefetchHeld: make(chan struct{})}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(o.prefetchGate) }) }) // before the origin's close
+	srv, o := startGateCDP(t, map[string][]byte{"film-c": c}, "", 0)
+	o.openFills()
+	o.openRanges()
 	n := startNode(t, serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) }), withHTTP)
 
 	if err := n.store.Prefetch(n.ctx, "film-c"); err != nil {

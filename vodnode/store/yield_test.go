@@ -55,6 +55,23 @@ func (o *yieldOrigin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[p
 	return o.origin.Fetch(req, s)
 }
 
+// prefetchOn opens a store on origin o with room for two titles of size
+// bytes, retries of 10 to 20 ms for window, and prefetches "pre" there;
+// the store closes at the test's end.
+func prefetchOn(t *testing.T, o pb.OriginServer, size int64, window time.Duration) *Store {
+	t.Helper()
+	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), DiskBytes: 2 * size,
+		Retry: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Prefetch(context.Background(), "pre"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A prefetch whose transfer gives its channel to a viewer's read (ABORTED,
 // pb.FetchRequest.prefetch) after receiving bytes has not failed: the
 // fill's retry window starts again, and a short outage after it is
@@ -65,15 +82,7 @@ func TestPrefetchYieldIsNotAnOutage(t *testing.T) {
 	data := sample(t)
 	const window = 300 * time.Millisecond
 	o := &yieldOrigin{origin: &origin{titles: map[string][]byte{"pre": data}}, window: window}
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), DiskBytes: int64(len(data)) * 2,
-		Retry: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Prefetch(context.Background(), "pre"); err != nil {
-		t.Fatal(err)
-	}
+	s := prefetchOn(t, o, int64(len(data)), window)
 	s.fills.Wait() // the fill's end, complete or failed
 	if f := s.TakeFailures(); len(f) != 0 {
 		t.Fatalf("the prefetch failed: %+v", f)
@@ -132,15 +141,7 @@ func TestPrefetchWatchedWhileQueuedIsNotAnOutage(t *testing.T) {
 	data := sample(t)
 	const window = 300 * time.Millisecond
 	o := &watchOrigin{origin: &origin{titles: map[string][]byte{"pre": data}}, window: window, queuedLong: make(chan struct{})}
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), DiskBytes: int64(len(data)) * 2,
-		Retry: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Prefetch(context.Background(), "pre"); err != nil {
-		t.Fatal(err)
-	}
+	s := prefetchOn(t, o, int64(len(data)), window)
 	select {
 	case <-o.queuedLong:
 	case <-time.After(10 * time.Second):
