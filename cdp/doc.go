@@ -17,7 +17,10 @@
 // documents: each transfer waits for one of MaxTransfers channels, pays a
 // SetupDelay once, says it started (FetchChunk.started: a node bounds the
 // silence of a transfer from there, not while it queues), then is paced to
-// TransferRateBps. Stats counts transfers
+// TransferRateBps. When every channel is busy, the transfers give way by
+// what they are for (preempt.go): a fill a viewer waits for ends a node's
+// read far ahead of a fill (FetchRequest.preemptible), and such a read
+// ends a prefetch (FetchRequest.prefetch). Stats counts transfers
 // per title so tests can assert that a title was fetched exactly once.
 //
 // Subpackages: tsindex (the MPEG-TS index shared with the nodes) and
