@@ -37,23 +37,32 @@ const (
 )
 
 // readYieldWait bounds how long a viewer's read (classRead, no_wait) that
-// ended a prefetch waits for that channel: fills queued before it take
-// the channel first (RESOURCE_EXHAUSTED when none comes in time).
+// ended a prefetch waits for that prefetch's channel to be handed over
+// (RESOURCE_EXHAUSTED when it does not come in time: a transfer that
+// does not return gives its channel back once its caller left, at once).
 // Variable for tests.
 var readYieldWait = 5 * time.Second
 
 // preemptEntry is a transfer holding a channel that gives it up to
 // another (a read, a prefetch): cancel ends it with errPreempted or
 // errYielded.
-type preemptEntry struct{ cancel context.CancelCauseFunc }
+type preemptEntry struct {
+	cancel context.CancelCauseFunc
+	// handoff, set when a read ended this prefetch, is closed when its
+	// channel passes to that read (its release), past the queue; orphan:
+	// that read stopped waiting, and the channel goes back to the queue.
+	// preemptMu.
+	handoff chan struct{}
+	orphan  bool
+}
 
 // acquire takes a transfer channel for a Fetch of class cls and returns
 // the function that gives it back. A Fetch with noWait takes one only if
 // one is free now (RESOURCE_EXHAUSTED otherwise), but for a read
-// (classRead) while a prefetch holds one and no Fetch queues for one
-// (it would take the channel first): the oldest such prefetch ends (its
-// context cancelled with errYielded, which gives its channel back) and
-// the read queues for a channel for up to readYieldWait. One without
+// (classRead) while a prefetch holds one and no fill (classFill) queues
+// for one (it would end the read on its way): the oldest such prefetch
+// ends (its context cancelled with errYielded) and its channel passes to
+// the read, past the prefetches queued (takeHandoff). One without
 // noWait queues for one, first come first served, and when it finds every
 // channel busy, a fill (classFill) ends the oldest read holding one (its
 // context cancelled with errPreempted) so that the channel comes to the
@@ -76,16 +85,15 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		s.preemptMu.Unlock()
 		return release, nil
 	}
-	wait := ctx
 	switch {
 	case noWait && cls == classRead && len(s.yielding) > 0 && s.queued == 0:
 		e := s.yielding[0]
 		s.yielding = s.yielding[1:]
-		e.cancel(errYielded) // its channel goes back at once (Fetch's watchLeft)
+		e.handoff = make(chan struct{})
+		e.cancel(errYielded) // its channel comes at once (Fetch's watchLeft), handed over
 		s.stats.yielded()
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(ctx, readYieldWait)
-		defer cancel()
+		s.preemptMu.Unlock()
+		return s.takeHandoff(ctx, e, preempt)
 	case noWait:
 		s.preemptMu.Unlock()
 		s.stats.refused()
@@ -96,29 +104,55 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		e.cancel(errPreempted) // its channel goes back at once (Fetch's watchLeft), to the queue's head
 		s.stats.preempted()
 	}
-	if !noWait {
-		s.queued++ // a read waiting for a prefetch's channel is not: it blocks no other read
+	if cls == classFill {
+		s.queued++
 	}
 	s.preemptMu.Unlock()
 
 	s.stats.waiting(1)
-	err = s.slots.Acquire(wait, 1)
+	err = s.slots.Acquire(ctx, 1)
 	s.stats.waiting(-1)
-	if !noWait {
-		s.preemptMu.Lock()
-		s.queued--
-		s.preemptMu.Unlock()
-	}
-	if err != nil {
-		if ctx.Err() == nil { // a read that waited readYieldWait
-			s.stats.refused()
-			return nil, s.busy()
-		}
-		return nil, status.FromContextError(err).Err()
-	}
 	s.preemptMu.Lock()
 	defer s.preemptMu.Unlock()
+	if cls == classFill {
+		s.queued--
+	}
+	if err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	return s.register(cls, preempt), nil
+}
+
+// takeHandoff waits for the channel of e, a prefetch a read ended, to be
+// handed to the read (e's release), up to readYieldWait, and registers the
+// read on it. Errors: RESOURCE_EXHAUSTED when it does not come in time;
+// the context's, as a gRPC status. A channel that comes after the read
+// stopped waiting goes back to the queue.
+func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, preempt context.CancelCauseFunc) (release func(), err error) {
+	s.stats.waiting(1)
+	tm := time.NewTimer(readYieldWait)
+	defer tm.Stop()
+	select {
+	case <-e.handoff:
+	case <-tm.C:
+		err = s.busy()
+		s.stats.refused()
+	case <-ctx.Done():
+		err = status.FromContextError(ctx.Err()).Err()
+	}
+	s.stats.waiting(-1)
+	s.preemptMu.Lock()
+	defer s.preemptMu.Unlock()
+	if err != nil {
+		select {
+		case <-e.handoff: // handed over meanwhile: back to the queue
+			s.slots.Release(1)
+		default:
+			e.orphan = true
+		}
+		return nil, err
+	}
+	return s.register(classRead, preempt), nil
 }
 
 // busy is the RESOURCE_EXHAUSTED of a no_wait Fetch with no channel.
@@ -142,10 +176,14 @@ func (s *Server) register(cls transferClass, preempt context.CancelCauseFunc) (r
 	*list = append(*list, e)
 	return func() {
 		s.preemptMu.Lock()
+		defer s.preemptMu.Unlock()
 		if i := slices.Index(*list, e); i >= 0 {
 			*list = slices.Delete(*list, i, i+1)
 		}
-		s.preemptMu.Unlock()
+		if e.handoff != nil && !e.orphan {
+			close(e.handoff) // to the read that ended it (takeHandoff)
+			return
+		}
 		s.slots.Release(1)
 	}
 }

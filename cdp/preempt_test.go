@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
@@ -254,5 +256,93 @@ func TestReadsEachTakeAPrefetchsChannel(t *testing.T) {
 	}
 	if st := s.Stats(); st.Yielded != 2 || st.Refused != 0 {
 		t.Errorf("stats %+v: want 2 yielded, none refused", st)
+	}
+}
+
+// A read that ends a prefetch takes its channel past the prefetches
+// queued for one (a prefetch asking again after it gave its channel
+// away): the channel is handed over, not given back to the queue, and
+// goes to the queue when the read gives it back. Before, a prefetch
+// queued made every read be refused at once.
+func TestReadTakesAPrefetchsChannelBeforeQueuedPrefetches(t *testing.T) {
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ended := make(chan error, 1)
+	releaseA, err := s.acquire(ctx, false, classPrefetch, func(cause error) { ended <- cause })
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan func(), 1)
+	go func() {
+		if rel, err := s.acquire(ctx, false, classPrefetch, func(error) {}); err == nil {
+			queued <- rel
+		}
+	}()
+	waitStats(t, s, "a prefetch queued", func(st Stats) bool { return st.Waiting == 1 })
+	type got struct {
+		release func()
+		err     error
+	}
+	read := make(chan got, 1)
+	go func() {
+		rel, err := s.acquire(ctx, true, classRead, func(error) {})
+		read <- got{rel, err}
+	}()
+	select {
+	case cause := <-ended:
+		if cause != errYielded {
+			t.Fatalf("the prefetch on the channel ended with %v, want errYielded", cause)
+		}
+	case r := <-read:
+		t.Fatalf("the read was answered (%v) before it ended the prefetch on the channel", r.err)
+	}
+	releaseA() // the prefetch's transfer returns: its channel goes to the read
+	r := <-read
+	if r.err != nil {
+		t.Fatalf("read: %v", r.err)
+	}
+	select {
+	case <-queued:
+		t.Fatal("the queued prefetch got the channel the read was handed")
+	default:
+	}
+	r.release()
+	select {
+	case rel := <-queued:
+		rel()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued prefetch did not get the channel the read gave back")
+	}
+	if st := s.Stats(); st.Yielded != 1 || st.Refused != 0 {
+		t.Errorf("stats %+v: want 1 yielded, none refused", st)
+	}
+}
+
+// A read that stops waiting for the channel of the prefetch it ended (its
+// transfer has not returned within readYieldWait) is refused, and the
+// channel, once the prefetch gives it back, goes to the queue: it is not
+// lost.
+func TestReadGivingUpOnAHandoffLosesNoChannel(t *testing.T) {
+	was := readYieldWait
+	readYieldWait = 50 * time.Millisecond
+	t.Cleanup(func() { readYieldWait = was })
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
+	ctx := context.Background()
+	releaseA, err := s.acquire(ctx, false, classPrefetch, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.acquire(ctx, true, classRead, func(error) {}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("read whose handoff did not come: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	releaseA() // the prefetch's transfer returns late
+	rel, err := s.acquire(ctx, true, classFill, nil)
+	if err != nil {
+		t.Fatalf("the channel was lost: %v", err)
+	}
+	rel()
+	if st := s.Stats(); st.Yielded != 1 || st.Refused != 1 || st.Waiting != 0 {
+		t.Errorf("stats %+v: want 1 yielded, 1 refused, none waiting", st)
 	}
 }

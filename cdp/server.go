@@ -112,7 +112,7 @@ type Server struct {
 	preemptMu sync.Mutex
 	preempt   []*preemptEntry // the preemptible transfers holding a channel, oldest first (preemptMu)
 	yielding  []*preemptEntry // the prefetches holding a channel, oldest first (preemptMu)
-	queued    int             // Fetch calls without no_wait queued for a channel (preemptMu)
+	queued    int             // fills (classFill) queued for a channel (preemptMu)
 
 	stats counters
 
