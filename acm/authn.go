@@ -120,8 +120,8 @@ func (e tokenRefused) Unwrap() error { return errUnauthorized }
 // tokens are accepted, its URL's token query parameter (query: the
 // URL's raw query). ok is false when it carries none.
 func (m *Manager) subscriberToken(header, query string) (tok string, ok bool) {
-	if scheme, cred, found := strings.Cut(header, " "); found && strings.EqualFold(scheme, "Bearer") {
-		return strings.TrimSpace(cred), true
+	if scheme, cred, _ := strings.Cut(strings.TrimSpace(header), " "); strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(cred), true // "Bearer" alone: an empty token, refused as such
 	}
 	if m.SubscriberTokens == nil || query == "" {
 		return "", false

@@ -210,6 +210,7 @@ func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
 		{"not base64", "Basic !!!notbase64", "", "malformed Basic credentials"},
 		{"no colon", "Basic " + base64.StdEncoding.EncodeToString([]byte("demo")), "", "malformed Basic credentials"},
 		{"bad token", "Bearer not.a.token", "", "subscriber token"},
+		{"empty token", "Bearer ", "", "subscriber token refused"},
 	} {
 		req, _ := http.NewRequest("GET", "http://"+e.m.HTTPAddr()+"/vod/t1.ts"+tc.query, nil)
 		if tc.authz != "" {
