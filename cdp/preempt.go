@@ -125,9 +125,10 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 
 // takeHandoff waits for the channel of e, a prefetch a read ended, to be
 // handed to the read (e's release), up to readYieldWait, and registers the
-// read on it. Errors: RESOURCE_EXHAUSTED when it does not come in time;
-// the context's, as a gRPC status. A channel that comes after the read
-// stopped waiting goes back to the queue.
+// read on it. Errors: RESOURCE_EXHAUSTED when it does not come in time, or
+// when a fill queued meanwhile (it ends only reads on a channel: the
+// channel goes to it); the context's, as a gRPC status. A channel that
+// comes after the read stopped waiting goes back to the queue.
 func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, preempt context.CancelCauseFunc) (release func(), err error) {
 	s.stats.waiting(1)
 	tm := time.NewTimer(readYieldWait)
@@ -151,6 +152,11 @@ func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, preempt conte
 			e.orphan = true
 		}
 		return nil, err
+	}
+	if s.queued > 0 { // a fill queued meanwhile found no read to end (this one had no channel yet): the channel is its
+		s.slots.Release(1)
+		s.stats.refused()
+		return nil, s.busy()
 	}
 	return s.register(classRead, preempt), nil
 }

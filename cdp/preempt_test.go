@@ -3,6 +3,8 @@ package cdp
 import (
 	"context"
 	"io"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,4 +347,115 @@ func TestReadGivingUpOnAHandoffLosesNoChannel(t *testing.T) {
 	if st := s.Stats(); st.Yielded != 1 || st.Refused != 1 || st.Waiting != 0 {
 		t.Errorf("stats %+v: want 1 yielded, 1 refused, none waiting", st)
 	}
+}
+
+// A fill that queues while a read waits for the channel of the prefetch
+// it ended (a fill ends only the reads on a channel, and that read had
+// none yet) gets the channel: the read is refused, not handed it. Before,
+// the read took it and the fill waited for the whole read.
+func TestFillQueuedDuringAHandoffGetsTheChannel(t *testing.T) {
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	releaseA, err := s.acquire(ctx, false, classPrefetch, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		rel, err := s.acquire(ctx, true, classRead, func(error) {})
+		if err == nil {
+			rel()
+		}
+		read <- err
+	}()
+	waitStats(t, s, "the read waiting for the prefetch's channel", func(st Stats) bool { return st.Waiting == 1 })
+	fill := make(chan func(), 1)
+	go func() {
+		if rel, err := s.acquire(ctx, false, classFill, nil); err == nil {
+			fill <- rel
+		}
+	}()
+	waitStats(t, s, "the fill queued", func(st Stats) bool { return st.Waiting == 2 })
+	releaseA()
+	if err := <-read; status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("read: %v, want RESOURCE_EXHAUSTED (the queued fill comes first)", err)
+	}
+	select {
+	case rel := <-fill:
+		rel()
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the queued fill did not get the channel: %+v", s.Stats())
+	}
+}
+
+// Under load, fills, reads and prefetches whose callers leave at random
+// (some transfers returning after their caller left, as a transfer stuck
+// in a read of its file does) lose no channel and give none back twice:
+// afterwards exactly MaxTransfers fills get one at once. Bounded: 12
+// goroutines of 300 transfers of a few milliseconds.
+func TestHandoffsUnderLoadLoseNoChannel(t *testing.T) {
+	was := readYieldWait
+	readYieldWait = 3 * time.Millisecond
+	t.Cleanup(func() { readYieldWait = was })
+	const n = 3
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = n })
+	transfer := func(r *rand.Rand, noWait bool, cls transferClass) {
+		base, leaveCaller := context.WithTimeout(context.Background(), time.Duration(r.IntN(6000))*time.Microsecond)
+		defer leaveCaller()
+		ctx := base
+		var preempt context.CancelCauseFunc
+		if cls != classFill {
+			ctx, preempt = context.WithCancelCause(base)
+			defer preempt(nil)
+		}
+		release, err := s.acquire(ctx, noWait, cls, preempt)
+		if err != nil {
+			return
+		}
+		var once sync.Once
+		leave := func() { once.Do(release) } // as Fetch's: at the caller's leaving or the transfer's end
+		defer leave()
+		stop := context.AfterFunc(ctx, leave)
+		defer stop()
+		select {
+		case <-time.After(time.Duration(r.IntN(4000)) * time.Microsecond):
+		case <-ctx.Done():
+			if r.IntN(2) == 0 { // a transfer that returns after its caller left
+				<-time.After(time.Duration(r.IntN(4000)) * time.Microsecond)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 300 {
+				switch r.IntN(4) {
+				case 0:
+					transfer(r, false, classFill)
+				case 1:
+					transfer(r, true, classRead)
+				default:
+					transfer(r, false, classPrefetch)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if _, err := s.acquire(context.Background(), true, classFill, nil); err != nil {
+			t.Fatalf("channel %d lost: %v; stats %+v", i, err, s.Stats())
+		}
+	}
+	if _, err := s.acquire(context.Background(), true, classFill, nil); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a channel given back twice: one more fill got %v", err)
+	}
+	st := s.Stats()
+	if st.Waiting != 0 {
+		t.Errorf("stats %+v: want none waiting", st)
+	}
+	t.Logf("%d prefetches yielded, %d reads preempted, %d refused", st.Yielded, st.Preempted, st.Refused)
 }
