@@ -172,10 +172,10 @@ func TestPrefetchGivesItsChannelToARead(t *testing.T) {
 	}
 }
 
-// A read that finds every channel busy while a Fetch queues for one (a
-// fill, or a prefetch asking again) is refused at once, and ends no
-// prefetch: the channel it would free goes to the queue first (the read
-// ended one, then waited readYieldWait for a channel and was refused).
+// A read that finds every channel busy while a fill queues for one is
+// refused at once, and ends no prefetch: the fill comes first (the read
+// ended one, then waited readYieldWait for a channel and was refused). A
+// prefetch queued does not keep a read out (TestReadTakesAPrefetchsChannelBeforeQueuedPrefetches).
 func TestReadAfterAQueuedFillIsRefused(t *testing.T) {
 	const chunk = 10 * 188
 	s, c := startServer(t, func(s *Server) {
