@@ -18,9 +18,10 @@
 // SetupDelay once, says it started (FetchChunk.started: a node bounds the
 // silence of a transfer from there, not while it queues), then is paced to
 // TransferRateBps. When every channel is busy, the transfers give way by
-// what they are for (preempt.go): a fill a viewer waits for ends a node's
-// read far ahead of a fill (FetchRequest.preemptible), and such a read
-// ends a prefetch (FetchRequest.prefetch). Stats counts transfers
+// what they are for (preempt.go): a fill a viewer waits for ends a
+// prefetch (FetchRequest.prefetch), or else a node's read far ahead of a
+// fill (FetchRequest.preemptible), and such a read ends a prefetch; a
+// prefetch queues behind the fills. Stats counts transfers
 // per title so tests can assert that a title was fetched exactly once.
 //
 // Subpackages: tsindex (the MPEG-TS index shared with the nodes) and

@@ -146,7 +146,7 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	case errors.Is(cause, errPreempted):
 		err = status.Error(codes.Aborted, "the origin gave this preemptible transfer's channel to a transfer that needed one")
 	case errors.Is(cause, errYielded):
-		err = status.Error(codes.Aborted, "the origin gave this prefetch's channel to a viewer's read (ask again: it queues)")
+		err = status.Error(codes.Aborted, "the origin gave this prefetch's channel to a viewer's fill or read (ask again: it queues)")
 	}
 	s.log.Info("origin transfer", "title", t.ID, "offset", off, "bytes", sent,
 		"of", end-off, "wall", time.Since(began).Round(time.Millisecond), "err", err)

@@ -17,7 +17,7 @@ var (
 	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back), and fetches whose caller left during the stat of the title's file before they queued, that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descPreempted = prometheus.NewDesc("cdp_transfers_preempted_total", "Preemptible transfers (a node's reads far ahead of a fill) ended to give their channel to a Fetch that queued for one.", nil, nil)
-	descYielded   = prometheus.NewDesc("cdp_transfers_yielded_total", "Prefetches (fills no viewer waits for) ended to give their channel to a node's read far ahead of a fill, which a viewer waits for.", nil, nil)
+	descYielded   = prometheus.NewDesc("cdp_transfers_yielded_total", "Prefetches (fills no viewer waits for) ended to give their channel to a fill or a read far ahead of a fill that a viewer waits for.", nil, nil)
 	descChannels  = prometheus.NewDesc("cdp_channels", "Concurrent transfers allowed (max_transfers; 0: unlimited).", nil, nil)
 	descTitles    = prometheus.NewDesc("cdp_titles", "Titles in the catalog.", nil, nil)
 	descReloads   = prometheus.NewDesc("cdp_catalog_reloads_total", "Catalogs read again after start, by result: loaded, or refused (the catalog before kept).", []string{"result"}, nil)

@@ -15,8 +15,8 @@ import (
 var errPreempted = errors.New("origin channel given to a transfer that needed one")
 
 // errYielded is the cause a prefetch's context ends with when it gives
-// its channel to a viewer's read.
-var errYielded = errors.New("origin channel given by a prefetch to a viewer's read")
+// its channel to a viewer's fill or read.
+var errYielded = errors.New("origin channel given by a prefetch to a viewer's fill or read")
 
 // transferClass is what a Fetch is for, which decides who gives way to
 // whom when every channel is busy.
@@ -24,15 +24,16 @@ type transferClass int
 
 const (
 	// classFill: a fill a viewer waits for (or a caller that does not
-	// say): it queues, ending the oldest read (classRead) first.
+	// say): it takes the channel of the oldest prefetch (classPrefetch),
+	// or else queues, ending the oldest read (classRead) first.
 	classFill transferClass = iota
 	// classRead: a node's read far ahead of a fill
 	// (FetchRequest.preemptible): it gives way to fills and, with no_wait,
 	// ends the oldest prefetch.
 	classRead
 	// classPrefetch: a fill no viewer waits for yet
-	// (FetchRequest.prefetch): it queues without ending a read, and gives
-	// way to reads.
+	// (FetchRequest.prefetch): it queues without ending a read, behind
+	// every fill queued, and gives way to fills and reads.
 	classPrefetch
 )
 
@@ -57,21 +58,28 @@ type preemptEntry struct {
 }
 
 // acquire takes a transfer channel for a Fetch of class cls and returns
-// the function that gives it back. A Fetch with noWait takes one only if
-// one is free now (RESOURCE_EXHAUSTED otherwise), but for a read
-// (classRead) while a prefetch holds one and no fill (classFill) queues
-// for one (it would end the read on its way): the oldest such prefetch
-// ends (its context cancelled with errYielded) and its channel passes to
-// the read, past the prefetches queued (takeHandoff). One without
-// noWait queues for one, first come first served, and when it finds every
-// channel busy, a fill (classFill) ends the oldest read holding one (its
-// context cancelled with errPreempted) so that the channel comes to the
-// queue: a node's read of a range far ahead of a fill uses only the
-// channels no fill needs (the manager's budget counts fills, prefetches
-// among them), and a prefetch only those no viewer's read needs. A read or
-// a prefetch (preempt, the cancel of its context, not nil) never ends a
-// transfer but as above. Errors: RESOURCE_EXHAUSTED as above; the
-// context's, as a gRPC status, while queued.
+// the function that gives it back. When every channel is busy:
+//
+//   - a fill (classFill) ends the oldest prefetch holding one (its context
+//     cancelled with errYielded) and takes its channel, handed over past
+//     the queue (takeHandoff); with no prefetch on a channel it queues,
+//     ending the oldest read holding one (errPreempted) so that the
+//     channel comes to the queue;
+//   - a read (classRead) with noWait does the same with the oldest
+//     prefetch while no fill queues for a channel (it would end the read
+//     on its way), and is refused otherwise;
+//   - a prefetch (classPrefetch) queues, and a channel the queue gives it
+//     while a fill queues goes to the fill: the prefetch queues again once
+//     that fill has left the queue.
+//
+// Otherwise a Fetch with noWait is refused (RESOURCE_EXHAUSTED) and one
+// without it queues, first come first served. So a prefetch uses only the
+// channels no viewer's fill or read needs, and a read only those no fill
+// needs: the manager's budget of origin channels counts the fills viewers
+// wait for, not the prefetches (lsm). A read or a prefetch (preempt, the
+// cancel of its context, not nil) never ends a transfer but as above.
+// Errors: RESOURCE_EXHAUSTED as above; the context's, as a gRPC status,
+// while queued.
 func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, preempt context.CancelCauseFunc) (release func(), err error) {
 	if s.slots == nil {
 		return func() {}, nil
@@ -86,14 +94,14 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		return release, nil
 	}
 	switch {
-	case noWait && cls == classRead && len(s.yielding) > 0 && s.queued == 0:
+	case len(s.yielding) > 0 && (cls == classFill || noWait && cls == classRead && s.queued == 0):
 		e := s.yielding[0]
 		s.yielding = s.yielding[1:]
 		e.handoff = make(chan struct{})
 		e.cancel(errYielded) // its channel comes at once (Fetch's watchLeft), handed over
 		s.stats.yielded()
 		s.preemptMu.Unlock()
-		return s.takeHandoff(ctx, e, preempt)
+		return s.takeHandoff(ctx, e, cls, preempt)
 	case noWait:
 		s.preemptMu.Unlock()
 		s.stats.refused()
@@ -110,12 +118,32 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 	s.preemptMu.Unlock()
 
 	s.stats.waiting(1)
-	err = s.slots.Acquire(ctx, 1)
-	s.stats.waiting(-1)
-	s.preemptMu.Lock()
+	defer s.stats.waiting(-1)
+	for {
+		err = s.slots.Acquire(ctx, 1)
+		s.preemptMu.Lock()
+		if err != nil || cls != classPrefetch || s.queued == 0 {
+			break
+		}
+		// A fill queues (behind this prefetch, or about to): the channel
+		// is the fill's. This prefetch queues again once a fill has left
+		// the queue, so that it does not take the channel back first.
+		s.slots.Release(1)
+		left := s.fillLeftLocked()
+		s.preemptMu.Unlock()
+		select {
+		case <-left:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	defer s.preemptMu.Unlock()
 	if cls == classFill {
 		s.queued--
+		if s.fillLeft != nil {
+			close(s.fillLeft) // the prefetches that gave way to it queue again
+			s.fillLeft = nil
+		}
 	}
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
@@ -123,19 +151,33 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 	return s.register(cls, preempt), nil
 }
 
-// takeHandoff waits for the channel of e, a prefetch a read ended, to be
-// handed to the read (e's release), up to readYieldWait, and registers the
-// read on it. Errors: RESOURCE_EXHAUSTED when it does not come in time, or
-// when a fill queued meanwhile (it ends only reads on a channel: the
-// channel goes to it); the context's, as a gRPC status. A channel that
-// comes after the read stopped waiting goes back to the queue.
-func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, preempt context.CancelCauseFunc) (release func(), err error) {
+// fillLeftLocked returns a channel closed when the next fill leaves the
+// queue (with a channel or without: its caller left). preemptMu held.
+func (s *Server) fillLeftLocked() <-chan struct{} {
+	if s.fillLeft == nil {
+		s.fillLeft = make(chan struct{})
+	}
+	return s.fillLeft
+}
+
+// takeHandoff waits for the channel of e, a prefetch a fill or a read
+// (cls) ended, to be handed over (e's release), and registers the
+// transfer on it; a read waits up to readYieldWait. Errors, for a read:
+// RESOURCE_EXHAUSTED when it does not come in time, or when a fill queued
+// meanwhile (it ends only reads on a channel: the channel goes to it);
+// for both, the context's as a gRPC status. A channel that comes after
+// the transfer stopped waiting goes back to the queue.
+func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, cls transferClass, preempt context.CancelCauseFunc) (release func(), err error) {
 	s.stats.waiting(1)
-	tm := time.NewTimer(readYieldWait)
-	defer tm.Stop()
+	var timeout <-chan time.Time
+	if cls == classRead {
+		tm := time.NewTimer(readYieldWait)
+		defer tm.Stop()
+		timeout = tm.C
+	}
 	select {
 	case <-e.handoff:
-	case <-tm.C:
+	case <-timeout:
 		err = s.busy()
 		s.stats.refused()
 	case <-ctx.Done():
@@ -153,12 +195,12 @@ func (s *Server) takeHandoff(ctx context.Context, e *preemptEntry, preempt conte
 		}
 		return nil, err
 	}
-	if s.queued > 0 { // a fill queued meanwhile found no read to end (this one had no channel yet): the channel is its
+	if cls == classRead && s.queued > 0 { // a fill queued meanwhile found no read to end (this one had no channel yet): the channel is its
 		s.slots.Release(1)
 		s.stats.refused()
 		return nil, s.busy()
 	}
-	return s.register(classRead, preempt), nil
+	return s.register(cls, preempt), nil
 }
 
 // busy is the RESOURCE_EXHAUSTED of a no_wait Fetch with no channel.

@@ -127,8 +127,8 @@ func firstChunk(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.Fet
 // A prefetch (FetchRequest.prefetch, a fill no viewer waits for) gives
 // its channel to a viewer's read (preemptible, no_wait) that finds every
 // channel busy, and ends ABORTED; a prefetch that queues never ends a
-// read; a fill still ends a read, not a prefetch; and a read that finds
-// only fills on the channels is refused as before.
+// read; a fill ends a read; and a read that finds only fills on the
+// channels is refused as before.
 func TestPrefetchGivesItsChannelToARead(t *testing.T) {
 	const chunk = 10 * 188
 	s, c := startServer(t, func(s *Server) {
@@ -138,7 +138,7 @@ func TestPrefetchGivesItsChannelToARead(t *testing.T) {
 	})
 	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
 	read := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188 * 100, NoWait: true, Preemptible: true})
-	wantCode(t, drain(prefetch), codes.Aborted, "prefetch's channel to a viewer's read")
+	wantCode(t, drain(prefetch), codes.Aborted, "prefetch's channel to a viewer's fill or read")
 	if st := s.Stats(); st.Yielded != 1 || st.Preempted != 0 || st.Refused != 0 {
 		t.Fatalf("stats %+v: want 1 yielded", st)
 	}
@@ -173,28 +173,91 @@ func TestPrefetchGivesItsChannelToARead(t *testing.T) {
 }
 
 // A read that finds every channel busy while a fill queues for one is
-// refused at once, and ends no prefetch: the fill comes first (the read
-// ended one, then waited readYieldWait for a channel and was refused). A
-// prefetch queued does not keep a read out (TestReadTakesAPrefetchsChannelBeforeQueuedPrefetches).
+// refused at once. A fill queued comes before the prefetches queued
+// before it: the channel a fill gives back goes to the fill, then to the
+// prefetch (a prefetch that gave its channel away asks again and
+// queues, and would otherwise take the channel back from the viewer's
+// fill queued after it). A read that ends a prefetch while no fill
+// queues is TestReadTakesAPrefetchsChannelBeforeQueuedPrefetches.
 func TestReadAfterAQueuedFillIsRefused(t *testing.T) {
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	releaseA, err := s.acquire(ctx, false, classFill, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 2)
+	releases := make(chan func(), 2)
+	queue := func(name string, cls transferClass, preempt context.CancelCauseFunc) {
+		go func() {
+			if rel, err := s.acquire(ctx, false, cls, preempt); err == nil {
+				got <- name
+				releases <- rel
+			}
+		}()
+	}
+	queue("prefetch", classPrefetch, func(error) {})
+	waitStats(t, s, "the prefetch queued", func(st Stats) bool { return st.Waiting == 1 })
+	queue("fill", classFill, nil)
+	waitStats(t, s, "the fill queued", func(st Stats) bool { return st.Waiting == 2 })
+
+	_, err = s.acquire(ctx, true, classRead, func(error) {})
+	wantCode(t, err, codes.ResourceExhausted, "busy")
+	releaseA()
+	if first := <-got; first != "fill" {
+		t.Fatalf("the channel the first fill gave back went to the %s queued before the fill", first)
+	}
+	(<-releases)()
+	if second := <-got; second != "prefetch" {
+		t.Fatalf("then to the %s", second)
+	}
+	(<-releases)()
+	if st := s.Stats(); st.Yielded != 0 || st.Refused != 1 || st.Waiting != 0 {
+		t.Errorf("stats %+v: want 0 yielded, 1 refused, none waiting", st)
+	}
+}
+
+// A fill that finds every channel busy ends the prefetch holding one
+// (ABORTED, "to a viewer's fill or read") rather than a viewer's read far
+// ahead, and takes its channel; with no prefetch left on a channel, the
+// next fill ends the read, and its channel goes to that fill, past the
+// prefetch asking again.
+func TestFillTakesAPrefetchsChannel(t *testing.T) {
 	const chunk = 10 * 188
 	s, c := startServer(t, func(s *Server) {
-		s.MaxTransfers = 1
+		s.MaxTransfers = 2
 		s.ChunkBytes = chunk
-		s.TransferRateBps = chunk * 8
+		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
 	})
-	startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
-	fill := make(chan error, 1)
-	go func() { fill <- firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}) }()
-	waitStats(t, s, "the fill queued", func(st Stats) bool { return st.Waiting == 1 })
-	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", NoWait: true, Preemptible: true}, chunk)
-	wantCode(t, err, codes.ResourceExhausted, "busy")
-	if st := s.Stats(); st.Yielded != 0 || st.Refused != 1 || st.Active != 1 || st.Waiting != 1 {
-		t.Errorf("stats %+v: want 0 yielded, 1 refused, the prefetch on its channel and the fill queued", st)
+	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
+	read := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188 * 100, NoWait: true, Preemptible: true})
+	if err := firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}); err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	wantCode(t, drain(prefetch), codes.Aborted, "prefetch's channel to a viewer's fill or read")
+	if st := s.Stats(); st.Yielded != 1 || st.Preempted != 0 || st.Active != 2 {
+		t.Fatalf("stats %+v: want 1 yielded, the read and the fill on the channels", st)
+	}
+
+	// The prefetch asks again and queues; a second fill ends the read and
+	// gets its channel before the prefetch.
+	queued := make(chan error, 1)
+	go func() {
+		_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true}, chunk)
+		queued <- err
+	}()
+	waitStats(t, s, "the prefetch queued", func(st Stats) bool { return st.Waiting == 1 })
+	if err := firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-003"}); err != nil {
+		t.Fatalf("second fill: %v", err)
+	}
+	wantCode(t, drain(read), codes.Aborted, "preemptible transfer's channel")
+	if st := s.Stats(); st.Yielded != 1 || st.Preempted != 1 || st.Waiting != 1 {
+		t.Errorf("stats %+v: want 1 yielded, 1 preempted, the prefetch still queued", st)
 	}
 	select {
-	case err := <-fill:
-		t.Fatalf("the fill got a channel (%v) with the prefetch on it", err)
+	case err := <-queued:
+		t.Fatalf("the prefetch ended (%v) with both fills on the channels", err)
 	default:
 	}
 }

@@ -113,6 +113,7 @@ type Server struct {
 	preempt   []*preemptEntry // the preemptible transfers holding a channel, oldest first (preemptMu)
 	yielding  []*preemptEntry // the prefetches holding a channel, oldest first (preemptMu)
 	queued    int             // fills (classFill) queued for a channel (preemptMu)
+	fillLeft  chan struct{}   // closed when a fill leaves the queue, for the prefetches that gave way to it (preemptMu; nil: none waits)
 
 	stats counters
 

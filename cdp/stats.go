@@ -33,7 +33,7 @@ type Stats struct {
 	// channel to a Fetch that queued for one.
 	Preempted int64
 	// Yielded counts prefetches ended (ABORTED) to give their channel to
-	// a viewer's read.
+	// a viewer's fill or read.
 	Yielded int64
 	// CatalogReloads counts catalogs loaded again after Start (Reload).
 	CatalogReloads int64

@@ -148,3 +148,82 @@ func TestLallFullOriginLeavesOutDeadNodeFills(t *testing.T) {
 		t.Errorf("second viewer, the only fill in the view on dead node c: %+v, want a fill on a (c's fill holds no origin channel)", res)
 	}
 }
+
+// A prefetch no viewer plays (Holding.Preemptible) holds no origin
+// channel of the budget: the origin gives its channel to a viewer's fill.
+// With one channel taken by such a prefetch, a viewer of a title no node
+// holds is placed with a fill at once; a second one waits, the channel
+// now the first fill's. The prefetch counts again once a viewer plays it
+// or it is pinned. Before, the prefetch kept every such viewer waiting
+// until it completed.
+func TestPrefetchHoldsNoOriginChannel(t *testing.T) {
+	s := newTestScheduler(t, "lall", 100e6, 100e6)
+	s.Config.OriginChannels = 1
+	s.Config.FillNeedsChannel = true
+	prefetch := Holding{Title: "promo", Bytes: 1e6, Filling: true, Preemptible: true}
+	if err := s.Heartbeat("a", Report{Titles: []Holding{prefetch}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	checkViews(t, s)
+	if s.LiveFilling() != 1 || s.OriginChannelsBusy() {
+		t.Fatalf("a prefetch on the only channel: LiveFilling %d, busy %v; want 1, not busy", s.LiveFilling(), s.OriginChannelsBusy())
+	}
+	tk, err := s.Admit(Request{Title: "cold-1", Bitrate: 4e6}, t0.Add(5*time.Second), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tk.Done || tk.Err != nil || !tk.Res.Fill {
+		t.Fatalf("cold-1 with a prefetch on the only channel: done=%v err=%v %+v, want placed with a fill", tk.Done, tk.Err, tk.Res)
+	}
+	checkViews(t, s)
+	if !s.OriginChannelsBusy() {
+		t.Fatal("the channel taken by cold-1's fill: not busy")
+	}
+	tk2, err := s.Admit(Request{Title: "cold-2", Bitrate: 4e6}, t0.Add(5*time.Second), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk2.Done {
+		t.Fatalf("cold-2 placed (%+v, %v) with cold-1's fill on the only channel", tk2.Res, tk2.Err)
+	}
+	s.Release(tk.Res)
+	s.SetReplica(tk.Res.NodeID, "cold-1", false, 1e6) // cold-1's fill completed
+	s.Pump(t0.Add(time.Second))
+	if !tk2.Done || tk2.Err != nil {
+		t.Fatalf("cold-2 once cold-1's fill completed: done=%v err=%v", tk2.Done, tk2.Err)
+	}
+	s.Release(tk2.Res)
+	s.SetReplica(tk2.Res.NodeID, "cold-2", false, 1e6)
+	checkViews(t, s)
+
+	// A viewer of the prefetch, or a pin, makes it a fill that keeps its
+	// channel.
+	res, err := s.Reserve("a", "promo", 4e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkViews(t, s)
+	if !s.OriginChannelsBusy() {
+		t.Fatal("a prefetch a viewer plays: channel not busy")
+	}
+	s.Release(res)
+	checkViews(t, s)
+	if s.OriginChannelsBusy() {
+		t.Fatal("the prefetch's viewer gone: channel still busy")
+	}
+	if err := s.SetPinned("a", "promo", true); err != nil {
+		t.Fatal(err)
+	}
+	checkViews(t, s)
+	if !s.OriginChannelsBusy() {
+		t.Fatal("a pinned prefetch: channel not busy")
+	}
+	if err := s.SetPinned("a", "promo", false); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReplica("a", "promo", false, 1e6) // the prefetch completed
+	checkViews(t, s)
+	if s.OriginChannelsBusy() || s.LiveFilling() != 0 {
+		t.Fatalf("no fill left: busy %v, LiveFilling %d", s.OriginChannelsBusy(), s.LiveFilling())
+	}
+}

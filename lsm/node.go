@@ -127,6 +127,7 @@ type Node struct {
 
 	titles   map[string]*replica // titles held or filling
 	filling  int                 // of titles, those filling
+	yielding int                 // of those, prefetches that give their origin channel to a fill (replica.yieldsChannel)
 	stale    int                 // of titles, stale copies (Holding.Stale)
 	partials map[string]Partial  // partly filled titles kept to resume (partial.go), by title
 	// viewEpoch counts the changes to titles and partials (ViewEpoch).
@@ -158,6 +159,24 @@ type replica struct {
 // filling (but for a prefetch the node would stop for a fill on demand:
 // Holding.Preemptible) or pinned there.
 func (r *replica) inUse() bool { return r.filling && !r.preemptible || r.sessions > 0 || r.pinned }
+
+// yieldsChannel reports whether r is a fill that gives its origin channel
+// to a fill on demand: a prefetch (Holding.Preemptible) no viewer plays
+// and not pinned, which the origin ends for a viewer's fill (cdp), so
+// that it holds no channel of the manager's budget (originChannelsFull).
+func (r *replica) yieldsChannel() bool { return r.filling && !r.inUse() }
+
+// countYield applies change, a change of r on n, keeping n.yielding.
+func countYield(n *Node, r *replica, change func()) {
+	was := r.yieldsChannel()
+	change()
+	switch now := r.yieldsChannel(); {
+	case was && !now:
+		n.yielding--
+	case !was && now:
+		n.yielding++
+	}
+}
 
 // Holds reports whether the node holds title completely (filling is false)
 // or is filling it (filling is true). ok is false when it has neither.

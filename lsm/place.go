@@ -401,7 +401,8 @@ func (s *Scheduler) LiveFilling() int {
 
 // OriginChannelsBusy reports whether Config.FillNeedsChannel holds new
 // fills back: it is set, Config.OriginChannels > 0, and the fills on alive
-// nodes (LiveFilling) reach OriginChannels. While the fills in the view,
+// nodes (LiveFilling) but for the prefetches no viewer plays
+// (originChannelsFull) reach OriginChannels. While the fills in the view,
 // dead nodes' included, are fewer than the channels, it answers without a
 // pass over the nodes.
 func (s *Scheduler) OriginChannelsBusy() bool {
@@ -409,9 +410,23 @@ func (s *Scheduler) OriginChannelsBusy() bool {
 }
 
 // originChannelsFull reports whether Config.OriginChannels > 0 and the
-// fills on alive nodes (LiveFilling) reach it; while the fills in the
-// view, dead nodes' included, are fewer, without a pass over the nodes.
+// fills on alive nodes that hold an origin channel a fill cannot take
+// reach it; while the fills in the view, dead nodes' included, are fewer,
+// without a pass over the nodes. A prefetch no viewer plays
+// (Holding.Preemptible, not pinned) does not count: the origin ends it
+// for a viewer's fill that finds every channel busy, and the node asks it
+// again (cdp). So prefetches, the planner's or an operator's, never keep
+// a viewer of a title no node holds waiting for a channel.
 func (s *Scheduler) originChannelsFull() bool {
 	c := s.Config.OriginChannels
-	return c > 0 && s.filling >= c && s.LiveFilling() >= c
+	if c <= 0 || s.filling < c {
+		return false
+	}
+	k := 0
+	for _, n := range s.Nodes {
+		if n.Alive {
+			k += n.filling - n.yielding
+		}
+	}
+	return k >= c
 }

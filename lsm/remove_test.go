@@ -9,8 +9,9 @@ import (
 
 // checkViews fails t when the scheduler's derived views disagree with its
 // nodes: every Index is the node's position, byID names the same nodes,
-// holders list exactly the nodes whose replica view has the title, and
-// the filling count is the nodes' sum.
+// holders list exactly the nodes whose replica view has the title, the
+// filling count is the nodes' sum, and each node's count of prefetches
+// that give their origin channel away is its replicas'.
 func checkViews(t *testing.T, s *Scheduler) {
 	t.Helper()
 	filling := 0
@@ -20,6 +21,15 @@ func checkViews(t *testing.T, s *Scheduler) {
 			t.Fatalf("node %s: Index %d at position %d, byID %p", n.ID, n.Index, i, s.Node(n.ID))
 		}
 		filling += n.filling
+		yielding := 0
+		for _, r := range n.titles {
+			if r.yieldsChannel() {
+				yielding++
+			}
+		}
+		if yielding != n.yielding {
+			t.Fatalf("node %s: yielding %d, its prefetches no viewer plays %d", n.ID, n.yielding, yielding)
+		}
 		for title := range n.titles {
 			if want[title] == nil {
 				want[title] = map[int32]bool{}

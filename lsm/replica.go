@@ -18,6 +18,9 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	if !filling {
 		r.booked = false
 	}
+	if r.yieldsChannel() {
+		n.yielding--
+	}
 	if r.filling {
 		s.filling--
 		n.filling--
@@ -47,6 +50,9 @@ func (s *Scheduler) setReplica(n *Node, title string, filling bool, bytes int64)
 	if r.inUse() {
 		n.InUseBytes += r.bytes
 	}
+	if r.yieldsChannel() {
+		n.yielding++
+	}
 }
 
 // setPinned records whether title, which n holds or fills, is pinned
@@ -66,7 +72,7 @@ func (s *Scheduler) setPinned(n *Node, title string, pinned bool) {
 func changeInUse(n *Node, r *replica, change func()) {
 	n.viewEpoch++
 	was := r.inUse()
-	change()
+	countYield(n, r, change)
 	switch now := r.inUse(); {
 	case was && !now:
 		n.InUseBytes -= r.bytes
@@ -115,6 +121,9 @@ func (s *Scheduler) dropReplica(n *Node, title string) {
 	if r.inUse() {
 		n.InUseBytes -= r.bytes
 	}
+	if r.yieldsChannel() {
+		n.yielding--
+	}
 	if r.filling {
 		s.filling--
 		n.filling--
@@ -146,7 +155,7 @@ func (s *Scheduler) book(n *Node, title string, bitrate, bytes int64) bool {
 	if !r.inUse() {
 		n.InUseBytes += r.bytes
 	}
-	r.sessions++
+	countYield(n, r, func() { r.sessions++ })
 	if r.filling {
 		r.fills++
 		r.fillBps += bitrate
@@ -177,7 +186,7 @@ func (s *Scheduler) unbook(n *Node, title string, bitrate int64) {
 		n.FillBps = max(0, n.FillBps-bitrate)
 	}
 	was := r.inUse()
-	r.sessions = max(0, r.sessions-1)
+	countYield(n, r, func() { r.sessions = max(0, r.sessions-1) })
 	if was && !r.inUse() {
 		n.InUseBytes -= r.bytes
 	}

@@ -66,7 +66,7 @@ func TestHTTPRangeAheadTakesAPrefetchsOriginChannel(t *testing.T) {
 
 	o.openPrefetches()
 	waitComplete(t, n, "film-c")
-	if !strings.Contains(log.String(), "prefetch gave its origin channel to a viewer's read") {
+	if !strings.Contains(log.String(), "prefetch gave its origin channel to a viewer's fill or read") {
 		t.Errorf("the node did not log the prefetch's yield:\n%s", log.String())
 	}
 }

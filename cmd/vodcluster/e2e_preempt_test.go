@@ -77,3 +77,53 @@ func TestPrefetchYieldsRoomToAViewer(t *testing.T) {
 		t.Fatalf("prefetches completed: %d, want 1 (the other gave its room to the viewer)", completed)
 	}
 }
+
+// TestPrefetchYieldsItsOriginChannelToAViewer: with the origin's only
+// channel taken by a prefetch ordered over the admin API (filling slowly),
+// a viewer of a title no node holds is placed at once, and the origin
+// gives the prefetch's channel to the viewer's fill, which ffmpeg plays;
+// the prefetch asks again, resumes from its bytes and completes. The
+// viewer was refused 453 "every origin channel is busy" while the
+// prefetch ran: the manager counted the prefetch in its budget of
+// channels, and the origin queued the fill behind it.
+func TestPrefetchYieldsItsOriginChannelToAViewer(t *testing.T) {
+	needTool(t, "ffmpeg")
+	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) {
+		o.OriginMaxTransfers = 1
+		o.OriginRateBps = 1_500_000
+		o.StoragePlanner = smm.PlannerNone // the prefetch is the operator's alone
+	})
+	adm := c.admin(t)
+	ctx := context.Background()
+	if _, err := adm.Prefetch(ctx, &v1.PlacementRequest{TitleId: "sample-010", NodeId: "node-1"}); err != nil {
+		t.Fatalf("prefetch: %v", err)
+	}
+	eventually(t, 10*time.Second, "the prefetch filling on node-1", func() bool {
+		r, err := adm.ListFills(ctx, &v1.ListFillsRequest{})
+		if err != nil {
+			return false
+		}
+		for _, f := range r.Fills {
+			if f.NodeId == "node-1" && f.TitleId == "sample-010" && f.Prefetch && f.State == "filling" && f.StoredBytes > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if c.filled(0, "sample-010") {
+		t.Fatal("the prefetch completed before the viewer came: the origin is too fast for this test")
+	}
+
+	p := runFFmpeg(t, c.frontURL("demo", "demo", "sample-012"), "tcp", 2)
+	if p.Err != nil || p.Frames < 45 {
+		t.Fatalf("play of a cold title with the only origin channel taken by a prefetch: %v, %d frames\n%s", p.Err, p.Frames, p.Out)
+	}
+	if st := c.origin.Stats(); st.Yielded != 1 {
+		t.Errorf("origin: %d prefetches yielded, want 1 (%+v)", st.Yielded, st)
+	}
+	eventually(t, 30*time.Second, "sample-012 filled on node-1", func() bool { return c.filled(0, "sample-012") })
+	eventually(t, 60*time.Second, "the prefetch of sample-010 complete", func() bool { return c.filled(0, "sample-010") })
+	if got := c.nodes[0].Stats().FillsFailed; len(got) != 0 {
+		t.Errorf("fills failed on node-1: %v, want none (a prefetch that gave its channel away resumes)", got)
+	}
+}

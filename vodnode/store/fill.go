@@ -186,18 +186,13 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 			r.progress()
 		}
 		if prefetch && status.Code(err) == codes.Aborted {
-			// The origin gave the prefetch's channel to a viewer's read
-			// (pb.FetchRequest.prefetch): not an outage (the retry window
-			// is not spent); it queues again after the first pause of a
-			// retry.
+			// The origin gave the prefetch's channel to a viewer's fill
+			// or read (pb.FetchRequest.prefetch): not an outage (the
+			// retry window is not spent); it queues again after the
+			// first pause of a retry.
 			r.queued(queued)
-			s.log.Info("prefetch gave its origin channel to a viewer's read; it queues for one again", "title", t.meta.ID, "offset", off+fetched)
-			timer := time.NewTimer(s.cfg.Retry)
-			select {
-			case <-timer.C:
-			case <-t.ctx.Done():
-				timer.Stop()
-			}
+			s.log.Info("prefetch gave its origin channel to a viewer's fill or read; it queues for one again", "title", t.meta.ID, "offset", off+fetched)
+			pause(t.ctx, s.cfg.Retry)
 			continue
 		}
 		r.queued(queued)
@@ -214,12 +209,17 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		}
 		s.log.Log(t.ctx, level, "fill interrupted, retrying", "title", t.meta.ID, "offset", off+fetched, "attempt", attempt,
 			"retry_in_s", wait.Seconds(), "retry_for_s", s.cfg.RetryFor.Seconds(), "err", err)
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-t.ctx.Done():
-			timer.Stop()
-		}
+		pause(t.ctx, wait)
+	}
+}
+
+// pause waits d or until ctx is done.
+func pause(ctx context.Context, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -309,8 +309,8 @@ func (s *Store) watchedLocked(t *Title) {
 //
 // A prefetch no viewer watches (nor is on its way to, nor the manager
 // protects: keptLocked) asks the origin so (pb.FetchRequest.prefetch,
-// reported in prefetch): its channel goes to a viewer's read far ahead of
-// a fill that needs one. Once a viewer comes for it, the transfer ends
+// reported in prefetch): its channel goes to a viewer's fill, or to a
+// viewer's read far ahead of a fill, that needs one. Once a viewer comes for it, the transfer ends
 // with errWatched (watchedLocked).
 func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, queued time.Duration, prefetch bool, err error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)

@@ -499,11 +499,14 @@ type FetchRequest struct {
 	Preemptible bool `protobuf:"varint,6,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
 	// prefetch: the transfer is a fill no viewer waits for yet (a prefetch
 	// ordered ahead of demand). It queues for a channel without ending a
-	// preemptible transfer, and while it holds one, a preemptible Fetch
-	// with no_wait that finds every channel busy (a viewer's read far ahead
-	// of a fill) ends the oldest such transfer with ABORTED and takes its
-	// channel: what a viewer waits for comes before what none does. The
-	// node asks again (it queues), resuming from the bytes it has.
+	// preemptible transfer, behind the fills queued. While it holds one, a
+	// Fetch that is neither preemptible nor a prefetch (a viewer's fill),
+	// or a preemptible one with no_wait (a viewer's read far ahead of a
+	// fill), that finds every channel busy ends the oldest such transfer
+	// with ABORTED and takes its channel: what a viewer waits for comes
+	// before what none does (the manager's budget of the origin's channels
+	// counts the fills viewers wait for, not the prefetches). The node asks
+	// again (it queues), resuming from the bytes it has.
 	Prefetch      bool `protobuf:"varint,7,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
