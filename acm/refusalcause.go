@@ -18,7 +18,8 @@ var errNoDiskRoom = fmt.Errorf("%w: no node that could take it has disk room for
 
 // errOriginBusy refuses a session of a title no node that may serve the
 // viewer holds (with site_only: none of its site) while every
-// origin channel is taken by fills in progress (storage.origin_channels):
+// origin channel is taken by viewers' fills in progress (prefetches give
+// theirs up: lsm; storage.origin_channels):
 // the nodes have headroom, the title has no way onto one yet. It wraps
 // errNoBandwidth (RTSP 453, HTTP 503 + Retry-After; the outcome
 // no_capacity); the front doors say it is the origin's channels (they
@@ -90,9 +91,9 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
 		if site != "" {
-			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by fills in progress or booked for viewers on their way (storage.origin_channels; vodctl fills)", site), refusedOriginChannels
+			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by viewers' fills, in progress or booked for viewers on their way (prefetches give theirs up; storage.origin_channels; vodctl fills)", site), refusedOriginChannels
 		}
-		return "no node holds the title and every origin channel is taken by fills in progress or booked for viewers on their way (storage.origin_channels; vodctl fills)", refusedOriginChannels
+		return "no node holds the title and every origin channel is taken by viewers' fills, in progress or booked for viewers on their way (prefetches give theirs up; storage.origin_channels; vodctl fills)", refusedOriginChannels
 	}
 	which := "no node"
 	if site != "" {
