@@ -107,6 +107,18 @@ func upCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), stopOn...)
 			defer stop()
+			// A reader of up's output that exits (`vodcluster up | head
+			// -2`) stops up as Ctrl-C does: the write to the broken pipe
+			// killed the process (SIGPIPE), and the temporary data
+			// directory stayed. Asked for, SIGPIPE kills no more and the
+			// write fails with EPIPE (outputWatch); the signals themselves,
+			// a viewer's closed connection's among them, are dropped.
+			ctx, outGone := context.WithCancelCause(ctx)
+			defer outGone(nil)
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
+			out := outputWatch{w: cmd.OutOrStdout(), gone: outGone}
 			// With --once a temporary data directory is gone when up
 			// returns: the banner names no file in it to use later.
 			gone := once && dataDir == ""
@@ -143,13 +155,12 @@ func upCmd() *cobra.Command {
 			err = c.waitNodes(wctx, opts.Nodes)
 			cancel()
 			if ctx.Err() != nil { // a signal while the cluster started
-				fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
-				return c.Close()
+				fmt.Fprintln(out, "shutting down")
+				return outputClosed(ctx, c.Close())
 			}
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			printBanner(out, c, dataDir, gone)
 			if play != "" {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
@@ -157,7 +168,7 @@ func upCmd() *cobra.Command {
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
 				err = reportPlay(out, play, res, err, once, playDuration.D, opts.OriginSetupDelay)
 				if once {
-					if cerr := c.Close(); err == nil {
+					if cerr := outputClosed(ctx, c.Close()); err == nil {
 						err = cerr
 					}
 					return err
@@ -166,7 +177,7 @@ func upCmd() *cobra.Command {
 			fmt.Fprintln(out, "\ncluster is up; press Ctrl-C to stop")
 			<-ctx.Done()
 			fmt.Fprintln(out, "shutting down")
-			return c.Close()
+			return outputClosed(ctx, c.Close())
 		},
 	}
 	f := cmd.Flags()
@@ -443,4 +454,34 @@ func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 			fmt.Fprintf(w, "  node %-11s rtsp %s  http %s\n", n.ID, n.RTSPAddr(), n.HTTPAddr())
 		}
 	}
+}
+
+// errOutputClosed is the cause up stops with when a write to its output
+// fails with EPIPE: the reader of its pipe exited.
+var errOutputClosed = errors.New("up: its output was closed (the command reading it exited): the cluster was shut down")
+
+// outputWatch is up's output: a write that fails with EPIPE (SIGPIPE
+// asked for, so that it does not kill the process) calls gone with
+// errOutputClosed.
+type outputWatch struct {
+	w    io.Writer
+	gone context.CancelCauseFunc
+}
+
+// Write writes b to the output; its result is the output's.
+func (o outputWatch) Write(b []byte) (int, error) {
+	n, err := o.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		o.gone(errOutputClosed)
+	}
+	return n, err
+}
+
+// outputClosed returns err, or errOutputClosed when that is why ctx
+// ended and err is nil.
+func outputClosed(ctx context.Context, err error) error {
+	if err == nil && errors.Is(context.Cause(ctx), errOutputClosed) {
+		return errOutputClosed
+	}
+	return err
 }

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -49,5 +51,44 @@ func TestUpStopsOnHangup(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
 		t.Fatalf("temporary data directory left after SIGHUP: %v %v", ents, err)
+	}
+}
+
+// A reader of up's output that exits (`vodcluster up | head -2`) stops up
+// as Ctrl-C does, its temporary data directory removed, and up says why.
+// The first write to the broken pipe killed it (SIGPIPE), leaving the
+// directory with the cluster's and the portal's secrets.
+func TestUpStopsWhenItsOutputIsClosed(t *testing.T) {
+	tmp := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader has exited before up writes anything
+	child := exec.Command(os.Args[0], "-test.run=^TestHangupHelperProcess$")
+	child.Env = append(os.Environ(), "TMPDIR="+tmp, "VODCLUSTER_HANGUP_HELPER_ARGS="+strings.Join([]string{"up", "--rtsp-port", "0", "--http-port", "0",
+		"--grpc-port", "0", "--metrics-port", "-1", "--nodes", "1", "--quiet"}, "\x1f"))
+	var stderr logtest.Buffer
+	child.Stdout, child.Stderr = w, &stderr
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		child.Process.Kill()
+		<-exited
+		t.Fatalf("up still running 60 s after its output was closed:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "vodcluster: up: its output was closed") {
+		t.Errorf("up with its output closed: %v, want exit status 1 saying its output was closed:\n%s", err, stderr.String())
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Errorf("temporary data directory left: %v %v", ents, err)
 	}
 }
