@@ -127,12 +127,7 @@ func TestCancelFreesChannel(t *testing.T) {
 }
 
 func TestCancelMidTransfer(t *testing.T) {
-	const chunk = 10 * 188
-	s, c := startServer(t, func(s *Server) {
-		s.MaxTransfers = 1
-		s.ChunkBytes = chunk
-		s.TransferRateBps = chunk * 8 // one chunk per second on the wall clock
-	})
+	s, c := startPaced(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream, err := c.Fetch(ctx, &vodclusterv1.FetchRequest{TitleId: "sample-007"})

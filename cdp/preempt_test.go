@@ -35,6 +35,20 @@ func startSlow(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.Fetc
 	}
 }
 
+// chunk is startPaced's chunk size, in bytes: ten TS packets.
+const chunk = 10 * 188
+
+// startPaced starts an origin of channels transfer channels sending one
+// chunk a second, so that a transfer holds its channel for the test.
+func startPaced(t *testing.T, channels int) (*Server, vodclusterv1.OriginClient) {
+	t.Helper()
+	return startServer(t, func(s *Server) {
+		s.MaxTransfers = channels
+		s.ChunkBytes = chunk
+		s.TransferRateBps = chunk * 8
+	})
+}
+
 // drain reads stream to its end and returns its error (nil at io.EOF).
 func drain(stream vodclusterv1.Origin_FetchClient) error {
 	for {
@@ -52,12 +66,7 @@ func drain(stream vodclusterv1.Origin_FetchClient) error {
 // transfer that is not preemptible is never ended so, and a preemptible
 // one never ends another.
 func TestPreemptibleTransferGivesItsChannelToAFill(t *testing.T) {
-	const chunk = 10 * 188
-	s, c := startServer(t, func(s *Server) {
-		s.MaxTransfers = 2
-		s.ChunkBytes = chunk
-		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
-	})
+	s, c := startPaced(t, 2) // the transfers below hold their channel
 	older := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", NoWait: true, Preemptible: true})
 	younger := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Offset: 188 * 100, NoWait: true, Preemptible: true})
 
@@ -130,12 +139,7 @@ func firstChunk(t *testing.T, c vodclusterv1.OriginClient, req *vodclusterv1.Fet
 // read; a fill ends a read; and a read that finds only fills on the
 // channels is refused as before.
 func TestPrefetchGivesItsChannelToARead(t *testing.T) {
-	const chunk = 10 * 188
-	s, c := startServer(t, func(s *Server) {
-		s.MaxTransfers = 1
-		s.ChunkBytes = chunk
-		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
-	})
+	s, c := startPaced(t, 1) // the transfers below hold their channel
 	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
 	read := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188 * 100, NoWait: true, Preemptible: true})
 	wantCode(t, drain(prefetch), codes.Aborted, "prefetch's channel to a viewer's fill or read")
@@ -224,12 +228,7 @@ func TestReadAfterAQueuedFillIsRefused(t *testing.T) {
 // next fill ends the read, and its channel goes to that fill, past the
 // prefetch asking again.
 func TestFillTakesAPrefetchsChannel(t *testing.T) {
-	const chunk = 10 * 188
-	s, c := startServer(t, func(s *Server) {
-		s.MaxTransfers = 2
-		s.ChunkBytes = chunk
-		s.TransferRateBps = chunk * 8 // one chunk a second: the transfers below hold their channel
-	})
+	s, c := startPaced(t, 2) // the transfers below hold their channel
 	prefetch := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-007", Prefetch: true})
 	read := startSlow(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", Offset: 188 * 100, NoWait: true, Preemptible: true})
 	if err := firstChunk(t, c, &vodclusterv1.FetchRequest{TitleId: "sample-002"}); err != nil {
