@@ -68,9 +68,11 @@ type preemptEntry struct {
 //   - a read (classRead) with noWait does the same with the oldest
 //     prefetch while no fill queues for a channel (it would end the read
 //     on its way), and is refused otherwise;
-//   - a prefetch (classPrefetch) queues, and a channel the queue gives it
-//     while a fill queues goes to the fill: the prefetch queues again once
-//     that fill has left the queue.
+//   - a prefetch (classPrefetch) queues.
+//
+// While a fill queues, no other transfer takes a channel: one free goes
+// to the fill, and a prefetch or a read the queue gives one to gives it to
+// the fill and queues again once that fill has left the queue.
 //
 // Otherwise a Fetch with noWait is refused (RESOURCE_EXHAUSTED) and one
 // without it queues, first come first served. So a prefetch uses only the
@@ -88,7 +90,10 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 		return nil, status.FromContextError(err).Err()
 	}
 	s.preemptMu.Lock()
-	if s.slots.TryAcquire(1) {
+	// A channel free while a fill queues (one the fill freed by ending a
+	// read, given back before the fill reached the semaphore's queue) is
+	// the fill's.
+	if (cls == classFill || s.queued == 0) && s.slots.TryAcquire(1) {
 		release = s.register(cls, preempt)
 		s.preemptMu.Unlock()
 		return release, nil
@@ -122,12 +127,13 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 	for {
 		err = s.slots.Acquire(ctx, 1)
 		s.preemptMu.Lock()
-		if err != nil || cls != classPrefetch || s.queued == 0 {
+		if err != nil || cls == classFill || s.queued == 0 {
 			break
 		}
-		// A fill queues (behind this prefetch, or about to): the channel
-		// is the fill's. This prefetch queues again once a fill has left
-		// the queue, so that it does not take the channel back first.
+		// A fill queues (behind this prefetch or read, or about to): the
+		// channel is the fill's. This transfer queues again once a fill
+		// has left the queue, so that it does not take the channel back
+		// first.
 		s.slots.Release(1)
 		left := s.fillLeftLocked()
 		s.preemptMu.Unlock()
@@ -139,16 +145,23 @@ func (s *Server) acquire(ctx context.Context, noWait bool, cls transferClass, pr
 	}
 	defer s.preemptMu.Unlock()
 	if cls == classFill {
-		s.queued--
-		if s.fillLeft != nil {
-			close(s.fillLeft) // the prefetches that gave way to it queue again
-			s.fillLeft = nil
-		}
+		s.leftQueueLocked()
 	}
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
 	return s.register(cls, preempt), nil
+}
+
+// leftQueueLocked counts a fill out of the queue (with a channel or
+// without) and lets the transfers that gave way to it queue again
+// (preemptMu held).
+func (s *Server) leftQueueLocked() {
+	s.queued--
+	if s.fillLeft != nil {
+		close(s.fillLeft)
+		s.fillLeft = nil
+	}
 }
 
 // fillLeftLocked returns a channel closed when the next fill leaves the

@@ -521,3 +521,44 @@ func TestHandoffsUnderLoadLoseNoChannel(t *testing.T) {
 	}
 	t.Logf("%d prefetches yielded, %d reads preempted, %d refused", st.Yielded, st.Preempted, st.Refused)
 }
+
+// A channel freed while a fill is on its way into the queue (the fill
+// ended a read, whose channel came back before the fill reached the
+// semaphore's queue) goes to the fill, not to a prefetch or a read that
+// comes meanwhile. Before, the prefetch took it at once and the fill
+// waited for its whole transfer.
+func TestChannelFreedForAQueuingFillGoesToIt(t *testing.T) {
+	s, _ := startServer(t, func(s *Server) { s.MaxTransfers = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.preemptMu.Lock()
+	s.queued++ // a fill past its decision to queue, not yet in the semaphore's queue
+	s.preemptMu.Unlock()
+	prefetch := make(chan error, 1)
+	go func() {
+		rel, err := s.acquire(ctx, false, classPrefetch, func(error) {})
+		if err == nil {
+			rel()
+		}
+		prefetch <- err
+	}()
+	waitStats(t, s, "the prefetch waiting", func(st Stats) bool { return st.Waiting == 1 })
+	_, err := s.acquire(ctx, true, classRead, func(error) {})
+	wantCode(t, err, codes.ResourceExhausted, "busy")
+	rel, err := s.acquire(ctx, true, classFill, nil) // the fill reaches the channel
+	if err != nil {
+		t.Fatalf("the fill: %v", err)
+	}
+	s.preemptMu.Lock()
+	s.leftQueueLocked()
+	s.preemptMu.Unlock()
+	select {
+	case err := <-prefetch:
+		t.Fatalf("the prefetch was answered (%v) with the fill on the only channel", err)
+	default:
+	}
+	rel()
+	if err := <-prefetch; err != nil {
+		t.Fatalf("the prefetch once the fill gave the channel back: %v", err)
+	}
+}

@@ -279,11 +279,13 @@ func (w *fillWriter) verify(m Meta, n int64) error {
 }
 
 // errWatched ends a prefetch's transfer when a viewer comes for its
-// title (Title.yield): the fill asks the origin again as a fill on demand.
-var errWatched = errors.New("a viewer came for the prefetch")
+// title, or the manager protects it (Title.yield): the fill asks the
+// origin again as a fill on demand.
+var errWatched = errors.New("a viewer came for the prefetch, or the manager protects it")
 
-// watchedLocked notes that a viewer came for t (s.mu held): a transfer
-// of its fill asked of the origin as a prefetch ends (errWatched).
+// watchedLocked notes that a viewer came for t, or the manager protects
+// it (s.mu held): a transfer of its fill asked of the origin as a
+// prefetch ends (errWatched).
 func (s *Store) watchedLocked(t *Title) {
 	if t != nil && t.yield != nil {
 		t.yield(errWatched)
@@ -310,8 +312,9 @@ func (s *Store) watchedLocked(t *Title) {
 // A prefetch no viewer watches (nor is on its way to, nor the manager
 // protects: keptLocked) asks the origin so (pb.FetchRequest.prefetch,
 // reported in prefetch): its channel goes to a viewer's fill, or to a
-// viewer's read far ahead of a fill, that needs one. Once a viewer comes for it, the transfer ends
-// with errWatched (watchedLocked).
+// viewer's read far ahead of a fill, that needs one. Once a viewer comes
+// for it, or the manager protects it, the transfer ends with errWatched
+// (watchedLocked). Any other transfer holds its channel (Title.askedFill).
 func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, queued time.Duration, prefetch bool, err error) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	defer cancel(nil)
@@ -320,13 +323,15 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 	prefetch = t.prefetch && t.refs == 0 && !s.keptLocked(t.meta.ID)
 	if prefetch {
 		t.yield = cancel
-		defer func() {
-			s.mu.Lock()
-			t.yield = nil
-			s.mu.Unlock()
-		}()
+	} else {
+		t.askedFill = true
 	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		t.yield, t.askedFill = nil, false
+		s.mu.Unlock()
+	}()
 	n, queued, err = s.fetchOnce(ctx, cancel, t, b, off, prefetch, room)
 	if err != nil && errors.Is(context.Cause(ctx), errWatched) {
 		err = errWatched

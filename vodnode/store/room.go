@@ -49,10 +49,12 @@ func (s *Store) roomLocked(need int64, id string, prefetch bool) error {
 // preemptibleLocked reports whether t is a fill that a fill on demand may
 // stop to take its room (s.mu held): a prefetch (ordered ahead of demand)
 // no reader holds, no viewer on its way expects (Expect) and no pin
-// protects (SetProtected). The manager is told (Status.Preemptible) and
-// counts its bytes as room.
+// protects (SetProtected), whose transfer under way, if any, was asked of
+// the origin as a prefetch (not Title.askedFill). The manager is told
+// (Status.Preemptible): it counts its bytes as room, and the fill as one
+// that gives its origin channel to a viewer's fill.
 func (s *Store) preemptibleLocked(t *Title) bool {
-	return t.filling && t.prefetch && t.refs == 0 && !t.preempted && t.done != nil && !s.keptLocked(t.meta.ID)
+	return t.filling && t.prefetch && t.refs == 0 && !t.preempted && t.done != nil && !t.askedFill && !s.keptLocked(t.meta.ID)
 }
 
 // fsShortLocked returns the bytes the file system holding the titles

@@ -144,7 +144,10 @@ func (s *Store) FSAvail() (int64, bool) {
 
 // SetProtected replaces the titles that eviction to make room for a fill
 // must never remove (the manager's ProtectCommand: the operator's pins).
-// Evict, the manager's own order, is not affected.
+// Evict, the manager's own order, is not affected. A prefetch newly
+// protected that is asked of the origin as a prefetch is asked again as a
+// fill (watchedLocked): the manager counts a pinned fill in its budget of
+// origin channels, and the origin no longer ends it for a viewer's fill.
 func (s *Store) SetProtected(ids []string) {
 	p := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -152,6 +155,9 @@ func (s *Store) SetProtected(ids []string) {
 	}
 	s.mu.Lock()
 	s.protected = p
+	for id := range p {
+		s.watchedLocked(s.titles[id])
+	}
 	s.mu.Unlock()
 }
 

@@ -78,6 +78,13 @@ type Title struct {
 	// errWatched once a viewer comes for the title (holdLocked, Expect):
 	// it is asked again as a fill on demand. nil otherwise.
 	yield context.CancelCauseFunc
+	// askedFill: the fill's transfer under way was asked of the origin
+	// as a fill (not pb.FetchRequest.prefetch: a viewer watched it, or
+	// the manager protects it), so the origin never ends it for a
+	// viewer's fill; until it ends, the title is not preemptible even if
+	// the viewer left (preemptibleLocked), and the manager counts it in
+	// its budget of origin channels.
+	askedFill bool
 }
 
 type waiter struct {
