@@ -65,13 +65,29 @@ func (o *gateOrigin) asked() []bool {
 	return append([]bool(nil), o.prefetch...)
 }
 
-// await fails t unless ch closes within 10 s.
-func await(t *testing.T, ch <-chan struct{}, what string) {
+// gatedPrefetch prefetches "pre" (the sample title, returned) on a store
+// whose origin is a gateOrigin, and returns them once the prefetch's
+// first transfer is under way.
+func gatedPrefetch(t *testing.T) (*gateOrigin, *Store, []byte) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no %s within 10 s", what)
+	data := sample(t)
+	o := newGateOrigin(map[string][]byte{"pre": data})
+	s := prefetchOn(t, o, int64(len(data)), 5*time.Second)
+	wait(t, o.first, "first transfer")
+	return o, s, data
+}
+
+// secondAskedAsFill waits for o's second transfer and fails t unless the
+// first was asked as a prefetch and the second as a fill, and s reports
+// the title filling and not preemptible.
+func secondAskedAsFill(t *testing.T, o *gateOrigin, s *Store) {
+	t.Helper()
+	wait(t, o.inFlight, "second transfer")
+	if asked := o.asked(); len(asked) != 2 || !asked[0] || asked[1] {
+		t.Fatalf("transfers asked as prefetch: %v, want [true false]", asked)
+	}
+	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible {
+		t.Errorf("titles %+v: want pre filling, not preemptible while its transfer holds the channel as a fill", st)
 	}
 }
 
@@ -83,10 +99,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // preemptible at once, and the manager sent a viewer of a cold title a
 // fill that queued at the origin behind it.
 func TestPrefetchWatchedThenLeftIsNotPreemptible(t *testing.T) {
-	data := sample(t)
-	o := newGateOrigin(map[string][]byte{"pre": data})
-	s := prefetchOn(t, o, int64(len(data)), 5*time.Second)
-	await(t, o.first, "first transfer")
+	o, s, data := gatedPrefetch(t)
 	if st := s.Titles(); len(st) != 1 || !st[0].Preemptible {
 		t.Fatalf("titles %+v: want pre a preemptible prefetch", st)
 	}
@@ -96,14 +109,9 @@ func TestPrefetchWatchedThenLeftIsNotPreemptible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await(t, o.inFlight, "second transfer")
+	wait(t, o.inFlight, "second transfer")
 	s.Release(tt) // the viewer leaves
-	if asked := o.asked(); len(asked) != 2 || !asked[0] || asked[1] {
-		t.Fatalf("transfers asked as prefetch: %v, want [true false]", asked)
-	}
-	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible {
-		t.Errorf("titles %+v: want pre filling, not preemptible while its transfer holds the channel as a fill", st)
-	}
+	secondAskedAsFill(t, o, s)
 	close(o.gate)
 	s.fills.Wait()
 	if st := s.Titles(); len(st) != 1 || st[0].Filling || st[0].Stored != int64(len(data)) {
@@ -117,18 +125,9 @@ func TestPrefetchWatchedThenLeftIsNotPreemptible(t *testing.T) {
 // must not end it for a viewer's fill. Before, the transfer stayed a
 // prefetch until it ended.
 func TestPrefetchPinnedIsAskedAgainAsAFill(t *testing.T) {
-	data := sample(t)
-	o := newGateOrigin(map[string][]byte{"pre": data})
-	s := prefetchOn(t, o, int64(len(data)), 5*time.Second)
-	await(t, o.first, "first transfer")
+	o, s, _ := gatedPrefetch(t)
 	s.SetProtected([]string{"pre"})
-	await(t, o.inFlight, "second transfer")
-	if asked := o.asked(); len(asked) != 2 || !asked[0] || asked[1] {
-		t.Fatalf("transfers asked as prefetch: %v, want [true false]", asked)
-	}
-	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible {
-		t.Errorf("titles %+v: want pre filling, not preemptible", st)
-	}
+	secondAskedAsFill(t, o, s)
 	close(o.gate)
 	s.fills.Wait()
 	if f := s.TakeFailures(); len(f) != 0 {
