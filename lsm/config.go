@@ -250,6 +250,10 @@ type Request struct {
 	// noStale: place does not fall back to stale copies (staleFallback)
 	// during Place's tries of the current version across sites.
 	noStale bool
+	// noChannel: every origin channel is taken by fills that keep theirs
+	// (OriginChannelsBusy), set by place: Eligible then refuses a node
+	// whose copy is a prefetch that gives its channel away.
+	noChannel bool
 
 	titleHash, clientHash uint64
 }

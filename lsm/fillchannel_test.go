@@ -153,8 +153,10 @@ func TestLallFullOriginLeavesOutDeadNodeFills(t *testing.T) {
 // channel of the budget: the origin gives its channel to a viewer's fill.
 // With one channel taken by such a prefetch, a viewer of a title no node
 // holds is placed with a fill at once; a second one waits, the channel
-// now the first fill's. The prefetch counts again once a viewer plays it
-// or it is pinned. Before, the prefetch kept every such viewer waiting
+// now the first fill's, and so does a viewer of the prefetch's title, who
+// would make it a fill with no channel (it played the prefetch's bytes
+// and stalled). The prefetch counts again once a viewer plays it or it is
+// pinned. Before, the prefetch kept every viewer of a cold title waiting
 // until it completed.
 func TestPrefetchHoldsNoOriginChannel(t *testing.T) {
 	s := newTestScheduler(t, "lall", 100e6, 100e6)
@@ -186,27 +188,37 @@ func TestPrefetchHoldsNoOriginChannel(t *testing.T) {
 	if tk2.Done {
 		t.Fatalf("cold-2 placed (%+v, %v) with cold-1's fill on the only channel", tk2.Res, tk2.Err)
 	}
-	s.Release(tk.Res)
-	s.SetReplica(tk.Res.NodeID, "cold-1", false, 1e6) // cold-1's fill completed
-	s.Pump(t0.Add(time.Second))
-	if !tk2.Done || tk2.Err != nil {
-		t.Fatalf("cold-2 once cold-1's fill completed: done=%v err=%v", tk2.Done, tk2.Err)
+	// A viewer of the prefetch would make it a fill, with no channel (it
+	// would play the prefetch's bytes and stall): it waits too.
+	if k := s.HoldersInServiceFor(&Request{Title: "promo"}); k != 0 {
+		t.Errorf("holders of the prefetch with every channel taken: %d, want 0", k)
 	}
-	s.Release(tk2.Res)
-	s.SetReplica(tk2.Res.NodeID, "cold-2", false, 1e6)
-	checkViews(t, s)
-
-	// A viewer of the prefetch, or a pin, makes it a fill that keeps its
-	// channel.
-	res, err := s.Reserve("a", "promo", 4e6)
+	tkp, err := s.Admit(Request{Title: "promo", Bitrate: 4e6}, t0.Add(5*time.Second), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkViews(t, s)
+	if tkp.Done {
+		t.Fatalf("a viewer of the prefetch placed (%+v, %v) with cold-1's fill on the only channel", tkp.Res, tkp.Err)
+	}
+	for i, k := range []*Ticket{tk, tk2} {
+		s.Release(k.Res)
+		s.SetReplica(k.Res.NodeID, k.Req.Title, false, 1e6) // its fill completed
+		s.Pump(t0.Add(time.Duration(i+1) * time.Second))
+		if next := []*Ticket{tk2, tkp}[i]; !next.Done || next.Err != nil {
+			t.Fatalf("%s once %s's fill completed: done=%v err=%v", next.Req.Title, k.Req.Title, next.Done, next.Err)
+		}
+		checkViews(t, s)
+	}
+	if tkp.Res.NodeID != "a" || tkp.Res.Fill {
+		t.Fatalf("the prefetch's viewer: %+v, want joining the prefetch on a", tkp.Res)
+	}
+
+	// The viewer makes the prefetch a fill that keeps its channel, as a
+	// pin does.
 	if !s.OriginChannelsBusy() {
 		t.Fatal("a prefetch a viewer plays: channel not busy")
 	}
-	s.Release(res)
+	s.Release(tkp.Res)
 	checkViews(t, s)
 	if s.OriginChannelsBusy() {
 		t.Fatal("the prefetch's viewer gone: channel still busy")

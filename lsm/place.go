@@ -54,8 +54,12 @@ func (s *Scheduler) CapBps(i int) int64 {
 // and in the request's site while Place tries that site first
 // (Request.Site), and offering what the request requires
 // (Request.Requires). A node without an origin (NodeSpec.NoOrigin) is
-// eligible only for a title it holds complete: it cannot fill. This is
-// the admission rule every policy obeys.
+// eligible only for a title it holds complete: it cannot fill. While
+// every origin channel is taken (OriginChannelsBusy, during Place), a
+// node whose copy is a prefetch that gives its channel away
+// (Holding.Preemptible, no viewer, not pinned) is not: the viewer would
+// make it a fill with no channel. This is the admission rule every
+// policy obeys.
 func (s *Scheduler) Eligible(i int, r *Request) bool {
 	n := s.Nodes[i]
 	if !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0 || n.OverloadFlag {
@@ -82,6 +86,13 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 	if n.NoOrigin {
 		return c != nil && !c.filling // no fill there, nor a share of one
 	}
+	if r.noChannel && c != nil && c.yieldsChannel() {
+		// A viewer makes a prefetch that gives its origin channel away a
+		// fill that keeps one (the node asks it again as a fill), and
+		// every channel is taken by such fills: the prefetch waits at the
+		// origin, and the viewer would play its bytes and stall.
+		return false
+	}
 	if c != nil && c.preemptible && !c.inUse() && roomBytes(n) < c.bytes {
 		// A viewer makes a preemptible prefetch's bytes in use, and fills
 		// placed since count on them as room: the node would stop the
@@ -101,13 +112,19 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 // request could be served without a fill, not whether it can be now.
 // With r.OriginDown a fill booked but not yet reported (Holding.Booked)
 // does not count, nor does a fill on a node without an origin
-// (NodeSpec.NoOrigin), which takes no viewer of it.
+// (NodeSpec.NoOrigin), which takes no viewer of it; without it, while
+// every origin channel is taken (OriginChannelsBusy), neither does a
+// prefetch that gives its channel away (Eligible).
 func (s *Scheduler) HoldersInServiceFor(r *Request) int {
 	k := 0
+	noChannel := !r.OriginDown && s.OriginChannelsBusy()
 	for _, i := range s.holders[r.Title] {
 		n := s.Nodes[i]
 		if r.Requires&^n.Features != 0 || (r.SiteOnly && r.Site != "" && n.Site != r.Site) {
 			continue
+		}
+		if noChannel && n.titles[r.Title].yieldsChannel() {
+			continue // a viewer would make it a fill with no channel
 		}
 		if r.OriginDown && n.titles[r.Title].booked {
 			continue // cannot start without the origin
@@ -280,9 +297,13 @@ func (s *Scheduler) place(r *Request) (Reservation, error) {
 		r.NoFill = true // no fill can start: holders only (Request.OriginDown)
 		defer func() { r.NoFill = false }()
 	}
-	if !r.NoFill && s.OriginChannelsBusy() {
-		r.NoFill = true // every origin channel is taken: holders only, for this attempt
-		defer func() { r.NoFill = false }()
+	if s.OriginChannelsBusy() {
+		r.noChannel = true
+		defer func() { r.noChannel = false }()
+		if !r.NoFill {
+			r.NoFill = true // every origin channel is taken: holders only, for this attempt
+			defer func() { r.NoFill = false }()
+		}
 	}
 	i := s.policy.Pick(s, r)
 	if i < 0 && !r.NoFill && !r.noStale && s.staleHeld(r.Title) {

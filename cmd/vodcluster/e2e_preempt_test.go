@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
 	v1 "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 )
@@ -85,7 +87,9 @@ func TestPrefetchYieldsRoomToAViewer(t *testing.T) {
 // the prefetch asks again, resumes from its bytes and completes. The
 // viewer was refused 453 "every origin channel is busy" while the
 // prefetch ran: the manager counted the prefetch in its budget of
-// channels, and the origin queued the fill behind it.
+// channels, and the origin queued the fill behind it. A viewer of the
+// prefetch's title meanwhile waits for a channel (453 at the queue
+// deadline), where it was admitted and stalled on the prefetch's bytes.
 func TestPrefetchYieldsItsOriginChannelToAViewer(t *testing.T) {
 	needTool(t, "ffmpeg")
 	c := startTestCluster(t, 1, 100_000_000, func(o *clusterOptions) {
@@ -120,6 +124,15 @@ func TestPrefetchYieldsItsOriginChannelToAViewer(t *testing.T) {
 	}
 	if st := c.origin.Stats(); st.Yielded != 1 {
 		t.Errorf("origin: %d prefetches yielded, want 1 (%+v)", st.Yielded, st)
+	}
+	// While sample-012's fill holds the channel, a viewer of the title the
+	// prefetch waits for is not sent to play its bytes and stall: it
+	// waits for a channel, and is refused at the queue deadline.
+	if !c.filled(0, "sample-012") {
+		res := dialRTSPC(t, c.manager.RTSPAddr(), "demo", "demo").do("DESCRIBE", c.frontURL("", "", "sample-010"))
+		if res.StatusCode != base.StatusNotEnoughBandwidth && !c.filled(0, "sample-012") {
+			t.Errorf("a viewer of the prefetch's title with the only channel taken by a viewer's fill: %d %s, want 453", res.StatusCode, res.StatusMessage)
+		}
 	}
 	eventually(t, 30*time.Second, "sample-012 filled on node-1", func() bool { return c.filled(0, "sample-012") })
 	eventually(t, 60*time.Second, "the prefetch of sample-010 complete", func() bool { return c.filled(0, "sample-010") })
