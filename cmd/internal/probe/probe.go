@@ -36,7 +36,8 @@ type Options struct {
 	Transport string        // "tcp" (default) or "udp"
 	Duration  time.Duration // how long to play; 0 = until the stream ends
 	// Idle ends the play when no packet arrived for this long after the
-	// first one (the end of the title); default 3 s.
+	// first one; default 3 s. Without the server's RTCP BYE at the end of
+	// the title, the play is reported stopped early (Result.Stopped).
 	Idle time.Duration
 	// TLSConfig verifies rtsps:// servers (the front door's and the
 	// node's certificates); nil: the system's roots.
@@ -61,8 +62,10 @@ type Result struct {
 	// server closed it (a pulled cable over UDP: "… network is
 	// unreachable"), or the server ended the session with an RTCP BYE
 	// giving another reason than the end of the title (an operator's
-	// `vodctl sessions end`: its --reason). Empty for a play that ran its
-	// course.
+	// `vodctl sessions end`: its --reason), or no packet came for
+	// Options.Idle with no RTCP BYE (a stream that froze; a server that
+	// sends no BYE at the end of the title reads so too). Empty for a
+	// play that ran its course.
 	Stopped string `json:"stopped,omitempty"`
 }
 
@@ -262,6 +265,11 @@ loop:
 				continue
 			}
 			if time.Since(time.Unix(0, l)) > limit {
+				if bye.Load() == nil {
+					// No end of title: a stream that froze (a node whose
+					// fill waits for the origin) read as a whole play.
+					res.Stopped = fmt.Sprintf("no packet for %s, and no end of title from the server (RTCP BYE)", durtext.Written(limit))
+				}
 				break loop
 			}
 		}

@@ -73,11 +73,43 @@ func TestPlayReportsTheServersBye(t *testing.T) {
 	}
 }
 
+// A stream that stops without the server's RTCP BYE at the end of the
+// title (a node whose fill waits for an origin channel: its viewer plays
+// the bytes it has and freezes) is a play stopped early, after Idle.
+// Before, `vodctl play` reported it as a play that ran its course
+// ("2.59 s of media in 2.60 s (1.00x real time)" of a 10 s play).
+func TestPlayReportsAStreamThatFroze(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go serveThenFreeze(lis)
+	res, err := Play(t.Context(), "rtsp://"+lis.Addr().String()+"/vod/x", Options{Duration: 10 * time.Second, Idle: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("play: %v", err)
+	}
+	if res.Packets == 0 || !strings.Contains(res.Stopped, "no packet for 300ms, and no end of title") {
+		t.Fatalf("a stream that froze after %d packets: Stopped %q: %s", res.Packets, res.Stopped, res)
+	}
+}
+
 // serveThenEnd answers one client's OPTIONS, DESCRIBE (one MP2T track),
 // SETUP (interleaved) and PLAY, sends ten RTP packets of null TS packets
 // and ends the connection; with bye, sends an RTCP BYE with that reason
 // instead and answers the client until it closes.
 func serveThenEnd(lis net.Listener, bye string) {
+	serve(lis, bye, false)
+}
+
+// serveThenFreeze is serveThenEnd that, after its packets, sends nothing
+// more and keeps the connection open: a stream that froze.
+func serveThenFreeze(lis net.Listener) {
+	serve(lis, "", true)
+}
+
+// serve is serveThenEnd, or with freeze serveThenFreeze.
+func serve(lis net.Listener, bye string, freeze bool) {
 	c, err := lis.Accept()
 	if err != nil {
 		return
@@ -118,9 +150,11 @@ func serveThenEnd(lis net.Listener, bye string) {
 				}
 				c.Write(pkt)
 			}
-			if bye != "" {
+			if bye != "" || freeze {
 				b, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: 1}, &rtcp.Goodbye{Sources: []uint32{1}, Reason: bye}})
-				c.Write(append([]byte{'$', 1, byte(len(b) >> 8), byte(len(b))}, b...))
+				if !freeze {
+					c.Write(append([]byte{'$', 1, byte(len(b) >> 8), byte(len(b))}, b...))
+				}
 				continue // the client's TEARDOWN, answered
 			}
 			// The end of the stream, then what the client still sends
