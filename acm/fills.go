@@ -187,8 +187,12 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 // heartbeats, the transfer stopped with it), "ordered" (a prefetch sent
 // and not in a report since), "reserved" (a fill on demand that starts
 // when its viewer reaches the node: in the view as such, ns.awaiting, or
-// booked and not in the view yet), else "filling".
+// booked and not in the view yet), "origin queue" (its transfer waits in
+// the origin's queue for a channel: StoredTitle.origin_queued, as a
+// prefetch that gave its channel to a viewer's fill does), else
+// "filling".
 func fillState(ns *nodeState, title string, down bool) string {
+	// fillRunning must know every state of a fill the node runs.
 	switch {
 	case down:
 		return "node down"
@@ -196,9 +200,15 @@ func fillState(ns *nodeState, title string, down bool) string {
 		return "ordered"
 	case ns.awaiting[title] || ns.titles[title] == nil:
 		return "reserved"
+	case ns.titles[title].GetOriginQueued():
+		return "origin queue"
 	}
 	return "filling"
 }
+
+// fillRunning reports whether state (fillState's) is of a fill its node
+// runs: "filling", or its transfer in the origin's queue.
+func fillRunning(state string) bool { return state == "filling" || state == "origin queue" }
 
 // copyState says where title stands in ns's view (mu held), in vodctl
 // fills' words: "stored" when complete, else as fillState.
@@ -267,7 +277,7 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 			if p := ns.pending[tid]; p != nil && f.State == "ordered" {
 				f.SinceUnixMs = p.at.UnixMilli()
 			}
-			if p := ns.partials[tid]; p != nil && f.State != "filling" && f.StoredBytes == 0 {
+			if p := ns.partials[tid]; p != nil && !fillRunning(f.State) && f.StoredBytes == 0 {
 				f.StoredBytes = p.GetStoredBytes() // the fill resumes from the node's partial
 			}
 			byKey[key{id, tid}] = f
@@ -292,7 +302,7 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 			if !fs.Since.IsZero() {
 				f.SinceUnixMs = fs.Since.UnixMilli()
 			}
-			if !fs.NextTry.IsZero() && f.State != "filling" {
+			if !fs.NextTry.IsZero() && !fillRunning(f.State) {
 				f.State, f.NextTryUnixMs = string(fs.State), fs.NextTry.UnixMilli()
 			}
 		}

@@ -125,6 +125,20 @@ func TestPrefetchYieldsItsOriginChannelToAViewer(t *testing.T) {
 	if st := c.origin.Stats(); st.Yielded != 1 {
 		t.Errorf("origin: %d prefetches yielded, want 1 (%+v)", st.Yielded, st)
 	}
+	// While sample-012's fill holds the channel, the prefetch is listed
+	// waiting in the origin's queue.
+	eventually(t, 10*time.Second, "the prefetch listed in the origin queue", func() bool {
+		r, err := adm.ListFills(ctx, &v1.ListFillsRequest{})
+		if err != nil {
+			return false
+		}
+		for _, f := range r.Fills {
+			if f.TitleId == "sample-010" && f.State == "origin queue" {
+				return true
+			}
+		}
+		return c.filled(0, "sample-012") // the channel came back first
+	})
 	// While sample-012's fill holds the channel, a viewer of the title the
 	// prefetch waits for is not sent to play its bytes and stall: it
 	// waits for a channel, and is refused at the queue deadline.

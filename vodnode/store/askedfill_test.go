@@ -54,6 +54,7 @@ func (o *gateOrigin) Fetch(req *pb.FetchRequest, s grpc.ServerStreamingServer[pb
 		case <-s.Context().Done():
 			return s.Context().Err()
 		}
+		req = &pb.FetchRequest{TitleId: req.GetTitleId(), Offset: off + 188*10, IfVersion: req.GetIfVersion()} // the rest
 	}
 	return o.origin.Fetch(req, s)
 }
@@ -74,6 +75,9 @@ func gatedPrefetch(t *testing.T) (*gateOrigin, *Store, []byte) {
 	o := newGateOrigin(map[string][]byte{"pre": data})
 	s := prefetchOn(t, o, int64(len(data)), 5*time.Second)
 	wait(t, o.first, "first transfer")
+	if st := s.Titles(); len(st) != 1 || !st[0].OriginQueued {
+		t.Fatalf("titles %+v: want pre's transfer in the origin's queue (no message from the origin yet)", st)
+	}
 	return o, s, data
 }
 
@@ -86,8 +90,9 @@ func secondAskedAsFill(t *testing.T, o *gateOrigin, s *Store) {
 	if asked := o.asked(); len(asked) != 2 || !asked[0] || asked[1] {
 		t.Fatalf("transfers asked as prefetch: %v, want [true false]", asked)
 	}
-	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible {
-		t.Errorf("titles %+v: want pre filling, not preemptible while its transfer holds the channel as a fill", st)
+	waitFor(t, func() bool { return s.Titles()[0].Stored > 0 }, "the second transfer's first chunk written")
+	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible || st[0].OriginQueued {
+		t.Errorf("titles %+v: want pre filling, out of the origin's queue, not preemptible while its transfer holds the channel as a fill", st)
 	}
 }
 

@@ -342,6 +342,8 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 // fetchOnce is fetch's Fetch, on ctx (cancel is its).
 func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
 	asked := time.Now()
+	s.setOriginQueued(t, true)
+	defer s.setOriginQueued(t, false)
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version, Prefetch: prefetch})
 	if err != nil {
 		return 0, 0, err
@@ -373,7 +375,8 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		if c.GetStarted() { // the transfer's first message, once
 			queued = time.Since(asked)
 		}
-		if stall == nil {
+		if stall == nil { // the first message: out of the origin's queue
+			s.setOriginQueued(t, false)
 			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
 			stall.Stop()
 		}
@@ -411,6 +414,14 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		}
 		t.publish(&View{Index: *b.Index()})
 	}
+}
+
+// setOriginQueued records whether t's transfer waits in the origin's
+// queue (Title.originQueued).
+func (s *Store) setOriginQueued(t *Title, queued bool) {
+	s.mu.Lock()
+	t.originQueued = queued
+	s.mu.Unlock()
 }
 
 // errStalled ends a transfer the origin started and then sent nothing of
