@@ -187,10 +187,10 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 // heartbeats, the transfer stopped with it), "ordered" (a prefetch sent
 // and not in a report since), "reserved" (a fill on demand that starts
 // when its viewer reaches the node: in the view as such, ns.awaiting, or
-// booked and not in the view yet), "origin queue" (its transfer waits in
-// the origin's queue for a channel: StoredTitle.origin_queued, as a
-// prefetch that gave its channel to a viewer's fill does), else
-// "filling".
+// booked and not in the view yet), "origin wait" (its transfer not
+// started at the origin yet: StoredTitle.origin_wait; queued for a
+// channel, as a prefetch that gave its channel to a viewer's fill is, or
+// paying the origin's setup delay), else "filling".
 func fillState(ns *nodeState, title string, down bool) string {
 	// fillRunning must know every state of a fill the node runs.
 	switch {
@@ -200,15 +200,15 @@ func fillState(ns *nodeState, title string, down bool) string {
 		return "ordered"
 	case ns.awaiting[title] || ns.titles[title] == nil:
 		return "reserved"
-	case ns.titles[title].GetOriginQueued():
-		return "origin queue"
+	case ns.titles[title].GetOriginWait():
+		return "origin wait"
 	}
 	return "filling"
 }
 
 // fillRunning reports whether state (fillState's) is of a fill its node
-// runs: "filling", or its transfer in the origin's queue.
-func fillRunning(state string) bool { return state == "filling" || state == "origin queue" }
+// runs: "filling", or its transfer not started at the origin yet.
+func fillRunning(state string) bool { return state == "filling" || state == "origin wait" }
 
 // copyState says where title stands in ns's view (mu held), in vodctl
 // fills' words: "stored" when complete, else as fillState.

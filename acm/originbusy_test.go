@@ -10,6 +10,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -67,5 +68,32 @@ func TestOriginChannelsBusySiteOnlySaysNoNodeOfTheViewers(t *testing.T) {
 	res := e.describe("demo", "demo", "t1")
 	if res.StatusCode != base.StatusNotEnoughBandwidth || !strings.Contains(res.StatusMessage, "every origin channel is busy") || strings.Contains(res.StatusMessage, "on no node") {
 		t.Errorf("a title only south-1 holds: %d %q", res.StatusCode, res.StatusMessage)
+	}
+}
+
+// A viewer of a title whose only copy is a prefetch that gave its origin
+// channel away, while every channel is taken by a viewer's fill, waits
+// and is refused 453 (sent to the prefetch, it would play its bytes and
+// stall), and the refusal logged says the title is held only as a
+// prefetch waiting for a channel: it said that no node holds the title.
+func TestOriginChannelsBusyWithOnlyAWaitingPrefetchSaysSo(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.OriginChannels = 1
+		m.QueueDeadline = 300 * time.Millisecond
+	})
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:2", titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 300_000, Filling: true, Prefetch: true, Preemptible: true, OriginWait: true},
+	}})
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != base.StatusFound {
+		t.Fatalf("a cold title with only a prefetch on the channel: %d", res.StatusCode)
+	}
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("the prefetch's title with the channel taken by t2's fill: %d %q, want 453", res.StatusCode, res.StatusMessage)
+	}
+	e.m.mu.Lock()
+	why := e.m.refusalLocked(store.Title{ID: "t1", BitrateBps: titleBps, SizeBytes: 1_500_000})
+	e.m.mu.Unlock()
+	if !strings.Contains(why, "only as prefetches waiting for an origin channel") {
+		t.Errorf("the refusal logged as %q", why)
 	}
 }

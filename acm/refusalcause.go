@@ -90,6 +90,11 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 		return why, refusedNoSource
 	}
 	if m.sched.OriginChannelsBusy() && m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires}) == 0 {
+		// Holders as reported, the prefetches that gave their channel
+		// away among them (lsm counts those only with the origin down).
+		if m.sched.HoldersInServiceFor(&lsm.Request{Title: t.ID, Site: site, SiteOnly: site != "", Requires: requires, OriginDown: true}) > 0 {
+			return "the nodes that may serve the viewer hold the title only as prefetches waiting for an origin channel, and every origin channel is taken by viewers' fills, in progress or booked for viewers on their way (storage.origin_channels; vodctl fills: origin wait)", refusedOriginChannels
+		}
 		if site != "" {
 			return fmt.Sprintf("no node of the viewer's site %q (site_only) holds the title and every origin channel is taken by viewers' fills, in progress or booked for viewers on their way (prefetches give theirs up; storage.origin_channels; vodctl fills)", site), refusedOriginChannels
 		}

@@ -434,7 +434,7 @@ func storedTitles(ts []store.Status) []*pb.StoredTitle {
 	out := make([]*pb.StoredTitle, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, &pb.StoredTitle{
-			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch, Preemptible: t.Preemptible, OriginQueued: t.OriginQueued,
+			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch, Preemptible: t.Preemptible, OriginWait: t.OriginWait,
 			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(), Version: t.Version,
 		})
 	}

@@ -127,13 +127,13 @@ func TestPrefetchYieldsItsOriginChannelToAViewer(t *testing.T) {
 	}
 	// While sample-012's fill holds the channel, the prefetch is listed
 	// waiting in the origin's queue.
-	eventually(t, 10*time.Second, "the prefetch listed in the origin queue", func() bool {
+	eventually(t, 10*time.Second, "the prefetch listed waiting for the origin", func() bool {
 		r, err := adm.ListFills(ctx, &v1.ListFillsRequest{})
 		if err != nil {
 			return false
 		}
 		for _, f := range r.Fills {
-			if f.TitleId == "sample-010" && f.State == "origin queue" {
+			if f.TitleId == "sample-010" && f.State == "origin wait" {
 				return true
 			}
 		}

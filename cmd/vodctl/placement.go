@@ -31,7 +31,7 @@ func placementCmd(g *globals) *cobra.Command {
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STATE is where each copy stands, in vodctl fills' words: stored (complete), filling, ordered (a\n" +
 			"prefetch sent to the node, not started yet), reserved (a fill on demand waiting for its viewer to\n" +
-			"reach the node), origin queue (filling, its transfer waiting for an origin channel), node down\n" +
+			"reach the node), origin wait (filling, its transfer not started at the origin yet), node down\n" +
 			"(filling in the last report of a node now missing its heartbeats).\n\n" +
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
@@ -190,8 +190,9 @@ func fillsCmd(g *globals) *cobra.Command {
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
 			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
-			"slot on its node or an origin channel), filling, origin queue (filling, its transfer waiting in\n" +
-			"the origin's queue for a channel: a prefetch that gave its channel to a viewer's fill),\n" +
+			"slot on its node or an origin channel), filling, origin wait (filling, its transfer not started\n" +
+			"at the origin yet: queued for a channel, as a prefetch that gave its channel to a viewer's fill\n" +
+			"is, or paying the origin's setup delay),\n" +
 			"backoff (failed: retried at NEXT TRY),\n" +
 			"node down (in the last report of a node now missing its heartbeats).\n" +
 			"STORED of a fill not in progress is what the node kept of an earlier fill cut short (a partial,\n" +

@@ -75,8 +75,8 @@ func gatedPrefetch(t *testing.T) (*gateOrigin, *Store, []byte) {
 	o := newGateOrigin(map[string][]byte{"pre": data})
 	s := prefetchOn(t, o, int64(len(data)), 5*time.Second)
 	wait(t, o.first, "first transfer")
-	if st := s.Titles(); len(st) != 1 || !st[0].OriginQueued {
-		t.Fatalf("titles %+v: want pre's transfer in the origin's queue (no message from the origin yet)", st)
+	if st := s.Titles(); len(st) != 1 || !st[0].OriginWait {
+		t.Fatalf("titles %+v: want pre's transfer not started at the origin (no message from it yet)", st)
 	}
 	return o, s, data
 }
@@ -91,8 +91,8 @@ func secondAskedAsFill(t *testing.T, o *gateOrigin, s *Store) {
 		t.Fatalf("transfers asked as prefetch: %v, want [true false]", asked)
 	}
 	waitFor(t, func() bool { return s.Titles()[0].Stored > 0 }, "the second transfer's first chunk written")
-	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible || st[0].OriginQueued {
-		t.Errorf("titles %+v: want pre filling, out of the origin's queue, not preemptible while its transfer holds the channel as a fill", st)
+	if st := s.Titles(); len(st) != 1 || !st[0].Filling || st[0].Preemptible || st[0].OriginWait {
+		t.Errorf("titles %+v: want pre filling, started at the origin, not preemptible while its transfer holds the channel as a fill", st)
 	}
 }
 

@@ -342,8 +342,8 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 // fetchOnce is fetch's Fetch, on ctx (cancel is its).
 func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
 	asked := time.Now()
-	s.setOriginQueued(t, true)
-	defer s.setOriginQueued(t, false)
+	s.setOriginWait(t, true)
+	defer s.setOriginWait(t, false)
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version, Prefetch: prefetch})
 	if err != nil {
 		return 0, 0, err
@@ -376,7 +376,7 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 			queued = time.Since(asked)
 		}
 		if stall == nil { // the first message: out of the origin's queue
-			s.setOriginQueued(t, false)
+			s.setOriginWait(t, false)
 			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
 			stall.Stop()
 		}
@@ -416,11 +416,11 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 	}
 }
 
-// setOriginQueued records whether t's transfer waits in the origin's
-// queue (Title.originQueued).
-func (s *Store) setOriginQueued(t *Title, queued bool) {
+// setOriginWait records whether t's transfer has not started at the
+// origin yet (Title.originWait).
+func (s *Store) setOriginWait(t *Title, queued bool) {
 	s.mu.Lock()
-	t.originQueued = queued
+	t.originWait = queued
 	s.mu.Unlock()
 }
 

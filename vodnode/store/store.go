@@ -395,9 +395,10 @@ type Status struct {
 	// Version is the origin's version of the bytes (Meta.Version); ""
 	// when not known (a copy indexed again at start without its record).
 	Version string
-	// OriginQueued: the fill's transfer waits in the origin's queue for a
-	// channel (asked, no message from the origin yet).
-	OriginQueued bool
+	// OriginWait: the fill's transfer has not started at the origin yet
+	// (asked, no message from the origin): queued for a channel, or
+	// paying the origin's setup delay.
+	OriginWait bool
 }
 
 // Titles returns the stored and filling titles, sorted by id (not the
@@ -411,7 +412,7 @@ func (s *Store) Titles() []Status {
 		out = append(out, Status{
 			ID: t.meta.ID, Size: t.meta.Size, Stored: t.View().Index.Size, Filling: t.filling,
 			Prefetch: t.prefetch, Preemptible: s.preemptibleLocked(t), Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,
-			OriginQueued: t.filling && t.originQueued,
+			OriginWait: t.filling && t.originWait,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

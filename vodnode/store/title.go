@@ -85,9 +85,9 @@ type Title struct {
 	// the viewer left (preemptibleLocked), and the manager counts it in
 	// its budget of origin channels.
 	askedFill bool
-	// originQueued: the fill's transfer waits in the origin's queue for a
-	// channel (asked, no message yet: Status.OriginQueued).
-	originQueued bool
+	// originWait: the fill's transfer has not started at the origin yet
+	// (asked, no message from it: Status.OriginWait).
+	originWait bool
 }
 
 type waiter struct {

@@ -933,11 +933,12 @@ type StoredTitle struct {
 	// demand, so the manager counts its bytes as room a viewer's fill can
 	// take, not as in use. false from an older node.
 	Preemptible bool `protobuf:"varint,9,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
-	// origin_queued: the fill's transfer waits in the origin's queue for a
-	// channel (asked, not started yet: FetchChunk.started, or from an
-	// origin that predates it the first chunk), as a prefetch that gave its
-	// channel to a viewer's fill does. Only with filling.
-	OriginQueued  bool `protobuf:"varint,10,opt,name=origin_queued,json=originQueued,proto3" json:"origin_queued,omitempty"`
+	// origin_wait: the fill's transfer has not started at the origin yet
+	// (asked, no message from the origin: FetchChunk.started comes once the
+	// transfer has a channel and has paid the origin's setup delay): queued
+	// for a channel, as a prefetch that gave its channel to a viewer's fill
+	// is, or paying the setup delay. Only with filling.
+	OriginWait    bool `protobuf:"varint,10,opt,name=origin_wait,json=originWait,proto3" json:"origin_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1035,9 +1036,9 @@ func (x *StoredTitle) GetPreemptible() bool {
 	return false
 }
 
-func (x *StoredTitle) GetOriginQueued() bool {
+func (x *StoredTitle) GetOriginWait() bool {
 	if x != nil {
-		return x.OriginQueued
+		return x.OriginWait
 	}
 	return false
 }
@@ -4304,7 +4305,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\tno_origin\x18\v \x01(\bR\bnoOrigin\x12+\n" +
 	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\"F\n" +
 	"\x10RegisterResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xcc\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xc8\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
 	"\n" +
@@ -4315,9 +4316,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bsessions\x18\x06 \x01(\x05R\bsessions\x12-\n" +
 	"\x13last_access_unix_ms\x18\a \x01(\x03R\x10lastAccessUnixMs\x12\x18\n" +
 	"\aversion\x18\b \x01(\tR\aversion\x12 \n" +
-	"\vpreemptible\x18\t \x01(\bR\vpreemptible\x12#\n" +
-	"\rorigin_queued\x18\n" +
-	" \x01(\bR\foriginQueued\"\xf0\x05\n" +
+	"\vpreemptible\x18\t \x01(\bR\vpreemptible\x12\x1f\n" +
+	"\vorigin_wait\x18\n" +
+	" \x01(\bR\n" +
+	"originWait\"\xf0\x05\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
