@@ -326,10 +326,11 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 	} else {
 		t.askedFill = true
 	}
+	t.originWait = true // until the origin's first message (fetchOnce)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		t.yield, t.askedFill = nil, false
+		t.yield, t.askedFill, t.originWait = nil, false, false
 		s.mu.Unlock()
 	}()
 	n, queued, err = s.fetchOnce(ctx, cancel, t, b, off, prefetch, room)
@@ -342,8 +343,6 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 // fetchOnce is fetch's Fetch, on ctx (cancel is its).
 func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t *Title, b *fillWriter, off int64, prefetch bool, room *bool) (n int64, queued time.Duration, err error) {
 	asked := time.Now()
-	s.setOriginWait(t, true)
-	defer s.setOriginWait(t, false)
 	stream, err := s.cfg.Origin.Fetch(ctx, &pb.FetchRequest{TitleId: t.meta.ID, Offset: off, IfVersion: t.meta.Version, Prefetch: prefetch})
 	if err != nil {
 		return 0, 0, err
@@ -375,8 +374,10 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		if c.GetStarted() { // the transfer's first message, once
 			queued = time.Since(asked)
 		}
-		if stall == nil { // the first message: out of the origin's queue
-			s.setOriginWait(t, false)
+		if stall == nil { // the origin's first message: the transfer started there
+			s.mu.Lock()
+			t.originWait = false
+			s.mu.Unlock()
 			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
 			stall.Stop()
 		}
@@ -414,14 +415,6 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		}
 		t.publish(&View{Index: *b.Index()})
 	}
-}
-
-// setOriginWait records whether t's transfer has not started at the
-// origin yet (Title.originWait).
-func (s *Store) setOriginWait(t *Title, queued bool) {
-	s.mu.Lock()
-	t.originWait = queued
-	s.mu.Unlock()
 }
 
 // errStalled ends a transfer the origin started and then sent nothing of
