@@ -328,6 +328,12 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		res.StatusMessage = notTitleURL
 		return res, ""
 	}
+	if req.Method == base.Setup {
+		if code, reason := setupTransportRefusal(req, isTLS(nc), strings.HasPrefix(rest, "/es")); code != 0 {
+			res.StatusCode, res.StatusMessage = code, reason
+			return res, ""
+		}
+	}
 	var authz string
 	if v := req.Header["Authorization"]; len(v) > 0 {
 		authz = v[0]

@@ -48,7 +48,9 @@ func TestRTSPSetupWithoutDescribeKeepsControlPath(t *testing.T) {
 	e := newManager(t, "", nil)
 	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
 	c := e.dialRTSP()
-	res := c.mustDo(base.Setup, "/vod/t2/trackID=0", basicHeader("demo", "demo"))
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
+	res := c.mustDo(base.Setup, "/vod/t2/trackID=0", h)
 	if res.StatusCode != base.StatusFound {
 		t.Fatalf("SETUP without session: %d", res.StatusCode)
 	}
@@ -57,7 +59,7 @@ func TestRTSPSetupWithoutDescribeKeepsControlPath(t *testing.T) {
 	if res.StatusCode != base.StatusMethodNotValidInThisState {
 		t.Fatalf("PLAY without session: %d, want 455 (and no reservation)", res.StatusCode)
 	}
-	h := basicHeader("demo", "demo")
+	h = basicHeader("demo", "demo")
 	h["Session"] = base.HeaderValue{"12345678"}
 	if res := c.mustDo(base.Play, "/vod/t3", h); res.StatusCode != base.StatusSessionNotFound {
 		t.Fatalf("PLAY with a node's session: %d", res.StatusCode)
@@ -386,7 +388,9 @@ func TestRTSPRepeatedDescribeOneAdmission(t *testing.T) {
 		if i == 3 {
 			method = base.Setup
 		}
-		res := c.mustDo(method, "/vod/t1", basicHeader("demo", "demo"))
+		h := basicHeader("demo", "demo")
+		h["Transport"] = base.HeaderValue{"RTP/AVP/TCP;unicast"}
+		res := c.mustDo(method, "/vod/t1", h)
 		if res.StatusCode != base.StatusFound {
 			t.Fatalf("request %d: %d", i, res.StatusCode)
 		}

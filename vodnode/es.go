@@ -14,6 +14,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/pion/sdp/v3"
 
+	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/deliver"
 	"vodcluster/vodnode/store"
 )
@@ -157,7 +158,7 @@ func (c *rtspConn) addESTrack(s *session, i int, spec transportSpec, url string)
 		return rtspErr(base.StatusMethodNotValidInThisState, "track already set up")
 	}
 	if spec.Mode == deliver.RawUDP {
-		return rtspErr(base.StatusUnsupportedTransport, "elementary streams need RTP (RTP/AVP or RTP/AVP/TCP)")
+		return rtspErr(base.StatusUnsupportedTransport, "%v", rtspwire.ErrESNeedsRTP)
 	}
 	for _, other := range es.specs {
 		if other != nil && other.Mode != spec.Mode {

@@ -119,3 +119,25 @@ func TestESSetupMistakeKeepsTheToken(t *testing.T) {
 		t.Fatalf("SETUP of trackID=1 after the mistakes: %s, want 200", statusLine(res))
 	}
 }
+
+// TestESTransportListSkipsMPEGTSInUDP: a SETUP of an elementary stream
+// whose Transport list puts MPEG-TS in UDP (which carries no elementary
+// stream) before an RTP entry is served with the RTP entry, as a list of
+// an MP2T session is served by its first entry the node can serve; a list
+// with no RTP entry is 461, and the token stays for the next SETUP.
+func TestESTransportListSkipsMPEGTSInUDP(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := esURL(n, mint(t, "es-rawfirst", "sample-001", "node-1", "", time.Minute), "sample-001")
+	if res := c.do("SETUP", url+"/trackID=1", "Transport", "MP2T/UDP;unicast;client_port=40000"); res.StatusCode != 461 {
+		t.Fatalf("SETUP with MPEG-TS in UDP only: %s, want 461", statusLine(res))
+	}
+	res := c.do("SETUP", url+"/trackID=1", "Transport", "MP2T/UDP;unicast;client_port=40000, RTP/AVP/TCP;unicast")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP with MPEG-TS in UDP, then RTP/AVP/TCP: %s, want 200", statusLine(res))
+	}
+	if tr := res.Header["Transport"]; len(tr) != 1 || !strings.HasPrefix(tr[0], "RTP/AVP/TCP;unicast;") {
+		t.Errorf("granted %v, want RTP/AVP/TCP", tr)
+	}
+}

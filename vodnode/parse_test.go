@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"vodcluster/vodnode/deliver"
+	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/store"
 )
 
@@ -58,87 +58,26 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
-func TestParseTransports(t *testing.T) {
-	specs, err := parseTransports(`X-UNKNOWN/FOO;unicast, RTP/AVP;multicast;port=5000-5001, MP2T/UDP;unicast;destination=10.0.0.5;client_port=6000, ` +
-		`RAW/RAW/UDP;unicast;client_port=7000, mp2t/rtp/udp;unicast;client_port=8000-8001, MP2T/RTP/TCP;unicast;interleaved=2-3, ` +
-		`RTP/AVP/TCP;unicast, RTP/AVP;unicast;client_port=9000-9001;mode="PLAY", RTP/AVP;unicast;client_port=1-2;mode=record, RTP/AVP;unicast`)
+// TestResponseTransport: the 200 of a SETUP echoes the entry served, with
+// the server's ports and SSRC.
+func TestResponseTransport(t *testing.T) {
+	specs, err := rtspwire.ParseTransports("MP2T/RTP/UDP;unicast;client_port=8000-8001")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		profile string
-		mode    deliver.Mode
-		ports   [2]int
-		il      [2]int
-	}{
-		{"MP2T/UDP", deliver.RawUDP, [2]int{6000, 6001}, [2]int{-1, -1}},
-		{"RAW/RAW/UDP", deliver.RawUDP, [2]int{7000, 7001}, [2]int{-1, -1}},
-		{"MP2T/RTP/UDP", deliver.RTPUDP, [2]int{8000, 8001}, [2]int{-1, -1}},
-		{"MP2T/RTP/TCP", deliver.RTPTCP, [2]int{}, [2]int{2, 3}},
-		{"RTP/AVP/TCP", deliver.RTPTCP, [2]int{}, [2]int{-1, -1}},
-		{"RTP/AVP", deliver.RTPUDP, [2]int{9000, 9001}, [2]int{-1, -1}},
-	}
-	if len(specs) != len(want) {
-		t.Fatalf("%d specs: %+v", len(specs), specs)
-	}
-	for i, w := range want {
-		s := specs[i]
-		if s.Profile != w.profile || s.Mode != w.mode || s.ClientPorts != w.ports || s.Interleaved != w.il {
-			t.Errorf("spec %d: %+v, want %+v", i, s, w)
-		}
-	}
-	if specs[0].Destination != netip.MustParseAddr("10.0.0.5") {
-		t.Errorf("destination %v", specs[0].Destination)
-	}
-	for _, bad := range []string{"", "RTP/AVP;unicast", "RTP/SAVP;unicast;client_port=1-2", "RTP/AVP;unicast;client_port=0-1",
-		"RTP/AVP;unicast;client_port=70000", "RTP/AVP/TCP;interleaved=300-301", "RTP/AVP/TCP;interleaved=255", strings.Repeat("RTP/AVP,", 1000)} {
-		if _, err := parseTransports(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	got := responseTransport(specs[2], netip.MustParseAddr("127.0.0.1"), 6970, 6971, 0xABCD)
+	got := responseTransport(specs[0], netip.MustParseAddr("127.0.0.1"), 6970, 6971, 0xABCD)
 	if got != "MP2T/RTP/UDP;unicast;destination=127.0.0.1;client_port=8000-8001;server_port=6970-6971;ssrc=0000ABCD;mode=play" {
 		t.Errorf("response transport %q", got)
 	}
 	// A single client port with none above it for RTCP is echoed alone
 	// (it was "client_port=65535-0").
-	last, err := parseTransports("RTP/AVP;unicast;client_port=65535")
+	last, err := rtspwire.ParseTransports("RTP/AVP;unicast;client_port=65535")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := responseTransport(last[0], netip.MustParseAddr("127.0.0.1"), 6970, 6971, 0xABCD); got != "RTP/AVP;unicast;destination=127.0.0.1;client_port=65535;server_port=6970-6971;ssrc=0000ABCD;mode=play" {
 		t.Errorf("response transport %q", got)
 	}
-}
-
-func FuzzParseTransports(f *testing.F) {
-	for _, s := range []string{
-		"RTP/AVP;unicast;client_port=5000-5001",
-		"RTP/AVP/TCP;unicast;interleaved=0-1",
-		"MP2T/RTP/UDP;unicast;destination=1.2.3.4;client_port=5000-5001,RAW/RAW/UDP;unicast;client_port=5000",
-		"MP2T/UDP;unicast;client_port=65535;mode=PLAY",
-		"x;;;=,,;client_port=-",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		specs, err := parseTransports(v)
-		if err != nil {
-			return
-		}
-		for _, s := range specs {
-			if _, ok := profiles[s.Profile]; !ok {
-				t.Fatalf("unknown profile accepted: %q", s.Profile)
-			}
-			if s.Mode != deliver.RTPTCP && (s.ClientPorts[0] < 1 || s.ClientPorts[0] > 65535) {
-				t.Fatalf("bad client port %v from %q", s.ClientPorts, v)
-			}
-			if s.Interleaved[0] > 255 || s.Interleaved[1] > 255 {
-				t.Fatalf("bad channels %v", s.Interleaved)
-			}
-			responseTransport(s, netip.MustParseAddr("127.0.0.1"), 1, 2, 3)
-		}
-	})
 }
 
 func FuzzParseTarget(f *testing.F) {

@@ -275,7 +275,7 @@ var ffmpegBeforeStart = regexp.MustCompile(`^npt=(-?\d{1,9}\.-\d{1,3}|-\d{1,9}\.
 
 // errRangeFormat is a Range in a format the node does not play from (the
 // absolute clock= format, or an unknown one): 501 (RFC 2326 §12.29).
-var errRangeFormat = errors.New("range format not supported: use npt= or smpte=")
+var errRangeFormat = errors.New("range format not supported: use npt=, smpte=, smpte-25= or smpte-30-drop=")
 
 // parseRange returns the start and end of an npt or smpte (smpte-25=,
 // smpte-30-drop=: frames count at the type's rate, smpteSeconds) Range header value
@@ -409,7 +409,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	endHere := false // libavformat past the end of a title still filling (lavfEndHere)
 	if start >= 0 && dur > 0 && start >= dur {
 		if !lavfSeekPastEnd(req, scale) {
-			return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s)", start, dur)
+			return nil, nil, rtspErr(base.StatusInvalidRange, "start %.3f s is at or past the end (%.3f s): start before it", start, dur)
 		}
 		// libavformat: played from the last keyframe to the end, whose
 		// BYE ends its read (lavfSeekPastEnd); of a title still filling,

@@ -13,6 +13,7 @@ import (
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
+	"vodcluster/proto/rtspwire"
 )
 
 // Source is a title as the engine reads it (store.Title implements it).
@@ -28,14 +29,15 @@ type Source interface {
 	Notify(after int64, fn func()) bool
 }
 
-// Mode is how a stream's packets travel.
-type Mode int
+// Mode is how a stream's packets travel: the delivery of the SETUP's
+// Transport entry (rtspwire.Delivery).
+type Mode = rtspwire.Delivery
 
 // Modes.
 const (
-	RTPUDP Mode = iota + 1 // RTP over UDP (RTP/AVP, MP2T/RTP/UDP)
-	RTPTCP                 // RTP interleaved in the RTSP connection (RTP/AVP/TCP, MP2T/RTP/TCP)
-	RawUDP                 // up to 7 TS packets per UDP datagram (fewer where the route's MTU is smaller), no RTP (MP2T/UDP, RAW/RAW/UDP)
+	RTPUDP = rtspwire.RTPUDP // RTP over UDP (RTP/AVP, MP2T/RTP/UDP)
+	RTPTCP = rtspwire.RTPTCP // RTP interleaved in the RTSP connection (RTP/AVP/TCP, MP2T/RTP/TCP)
+	RawUDP = rtspwire.RawUDP // up to 7 TS packets per UDP datagram (fewer where the route's MTU is smaller), no RTP (MP2T/UDP, RAW/RAW/UDP)
 )
 
 // EndReason says why a stream ended by itself.

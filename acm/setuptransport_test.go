@@ -1,0 +1,91 @@
+package acm
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"net/textproto"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/proto/grpctls/grpctlstest"
+)
+
+// TestSetupWithATransportNoNodeServes: a SETUP at the front door whose
+// Transport no node can serve (an unknown profile, multicast, UDP with no
+// client port; MPEG-TS in UDP for elementary streams; UDP over RTSPS) or
+// that has no Transport is refused there (461, 400) before it is admitted:
+// no session is held for the subscriber and no node has bit/s reserved,
+// where it was admitted and redirected to a node that refused it. The
+// client that corrects its list on the same connection is redirected.
+func TestSetupWithATransportNoNodeServes(t *testing.T) {
+	_, cfg, cli := grpctlstest.TLS(t, "127.0.0.1")
+	cli.ServerName = "127.0.0.1"
+	e := newManager(t, "", func(m *Manager) { m.RTSPTLS, m.RTSPSListen = cfg, "127.0.0.1:0" })
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", rtsps: "127.0.0.1:7002"})
+	c := e.dialRTSP()
+	setup := func(path, transport string) *base.Response {
+		t.Helper()
+		h := basicHeader("demo", "demo")
+		if transport != "" {
+			h["Transport"] = base.HeaderValue{transport}
+		}
+		return c.mustDo(base.Setup, path, h)
+	}
+	for _, tc := range []struct {
+		path, transport string
+		code            base.StatusCode
+		reason          string
+	}{
+		{"/vod/t1/trackID=0", "FOO/BAR", base.StatusUnsupportedTransport, "none of RTP/AVP"},
+		{"/vod/t1/trackID=0", "RTP/AVP;multicast;port=5000-5001, RTP/SAVP;unicast;client_port=5000-5001", base.StatusUnsupportedTransport, "none of RTP/AVP"},
+		{"/vod/t1/trackID=0", "RTP/AVP;unicast", base.StatusUnsupportedTransport, "with client_port over UDP"},
+		{"/vod/t1/es/trackID=1", "MP2T/UDP;unicast;client_port=5000", base.StatusUnsupportedTransport, "elementary streams need RTP"},
+		{"/vod/t1/trackID=0", "", base.StatusBadRequest, "needs a Transport header"},
+	} {
+		res := setup(tc.path, tc.transport)
+		if res.StatusCode != tc.code || !strings.Contains(res.StatusMessage, tc.reason) {
+			t.Errorf("SETUP %s with %q: %d %q, want %d with %q", tc.path, tc.transport, res.StatusCode, res.StatusMessage, tc.code, tc.reason)
+		}
+		if _, ok := res.Header["Location"]; ok {
+			t.Errorf("SETUP %s with %q redirected to %v", tc.path, tc.transport, res.Header["Location"])
+		}
+	}
+	// Over RTSPS the media go inside the TLS connection: UDP only is 461.
+	nc, err := tls.Dial("tcp", e.m.RTSPSAddr(), cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(nc, "SETUP rtsps://%s/vod/t1/trackID=0 RTSP/1.0\r\nCSeq: 1\r\nAuthorization: %s\r\nTransport: RTP/AVP;unicast;client_port=5000-5001\r\n\r\n",
+		e.m.RTSPSAddr(), basicHeader("demo", "demo")["Authorization"][0])
+	line, err := textproto.NewReader(bufio.NewReader(nc)).ReadLine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(line, "RTSP/1.0 461 ") || !strings.Contains(line, "over RTSPS") {
+		t.Errorf("SETUP over RTSPS with UDP only: %q, want 461 naming RTSPS", line)
+	}
+	if ss := e.sessions(); len(ss) != 0 {
+		t.Fatalf("sessions held after refused SETUPs: %+v", ss)
+	}
+	if got := e.reserved("n1"); got != 0 {
+		t.Fatalf("%d bit/s reserved after refused SETUPs", got)
+	}
+	// The client corrects its Transport on the same connection: served.
+	for _, tc := range []struct{ path, transport string }{
+		{"/vod/t1/trackID=0", "FOO/BAR, MP2T/UDP;unicast;client_port=5000"},
+		{"/vod/t2/es/trackID=1", "MP2T/UDP;unicast;client_port=5000, RTP/AVP/TCP;unicast"},
+	} {
+		if res := setup(tc.path, tc.transport); res.StatusCode != base.StatusFound {
+			t.Errorf("SETUP %s with %q: %d %q, want 302", tc.path, tc.transport, res.StatusCode, res.StatusMessage)
+		}
+	}
+	if ss := e.sessions(); len(ss) != 2 {
+		t.Fatalf("%d sessions after two served SETUPs, want 2", len(ss))
+	}
+}

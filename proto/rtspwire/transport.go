@@ -1,0 +1,169 @@
+package rtspwire
+
+import (
+	"errors"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Delivery is how the packets of a Transport entry travel.
+type Delivery int
+
+// Deliveries.
+const (
+	RTPUDP Delivery = iota + 1 // RTP over UDP (RTP/AVP, MP2T/RTP/UDP)
+	RTPTCP                     // RTP interleaved in the RTSP connection (RTP/AVP/TCP, MP2T/RTP/TCP; RFC 2326 §10.12)
+	RawUDP                     // MPEG-TS packets in UDP datagrams, no RTP (MP2T/UDP, RAW/RAW/UDP)
+)
+
+// Transport is one entry of a Transport header (RFC 2326 §12.39) that a
+// node can serve.
+type Transport struct {
+	Profile     string     // as the client spelled it, upper-cased: RTP/AVP, MP2T/UDP, ...
+	Mode        Delivery   // how the packets travel
+	ClientPorts [2]int     // UDP: client's media and RTCP ports (RTCP 0 when none)
+	Interleaved [2]int     // TCP: channels; -1 when the client gave none
+	Destination netip.Addr // destination= when given (invalid otherwise)
+}
+
+// profiles maps the transport profiles the nodes serve to deliveries: RTP/AVP
+// of RFC 2326 and the IPTV set-top box profiles.
+var profiles = map[string]Delivery{
+	"RTP/AVP":        RTPUDP,
+	"RTP/AVP/UDP":    RTPUDP,
+	"MP2T/RTP/UDP":   RTPUDP,
+	"RTP/AVP/TCP":    RTPTCP,
+	"MP2T/RTP/TCP":   RTPTCP,
+	"MP2T/UDP":       RawUDP,
+	"RAW/RAW/UDP":    RawUDP,
+	"MP2T/H2221/UDP": RawUDP,
+}
+
+// Known tells whether profile (upper-cased) is one of the profiles
+// ParseTransports accepts.
+func Known(profile string) bool {
+	_, ok := profiles[profile]
+	return ok
+}
+
+// Errors of ParseTransports and Servable; each answers a SETUP with 461
+// Unsupported Transport.
+var (
+	// ErrNoTransport means no entry of the header can be served.
+	ErrNoTransport = errors.New("no supported transport (RTP/AVP, RTP/AVP/UDP, RTP/AVP/TCP, MP2T/RTP/UDP, MP2T/RTP/TCP, MP2T/UDP, RAW/RAW/UDP, MP2T/H2221/UDP; unicast, with client_port over UDP)")
+	// ErrRTSPSNeedsTCP refuses a SETUP over RTSPS that asks for UDP only.
+	ErrRTSPSNeedsTCP = errors.New("over RTSPS the media go interleaved in the TLS connection (RTP/AVP/TCP or MP2T/RTP/TCP): UDP would carry them in clear")
+	// ErrESNeedsRTP refuses a SETUP of elementary streams (a title's
+	// /es URL) that asks for MPEG-TS in UDP only: each track is an RTP
+	// stream.
+	ErrESNeedsRTP = errors.New("elementary streams need RTP (RTP/AVP or RTP/AVP/TCP)")
+)
+
+// ParseTransports returns the entries of a Transport header value a node
+// can serve, in the client's order of preference. Entries with an unknown
+// profile, multicast, a record mode or missing client ports are skipped;
+// malformed parameters of an entry skip that entry. ErrNoTransport when
+// nothing is left; an error for a value over 4096 bytes.
+func ParseTransports(v string) ([]Transport, error) {
+	if len(v) > 4096 {
+		return nil, errors.New("transport header too long")
+	}
+	var out []Transport
+	for _, entry := range strings.Split(v, ",") {
+		if s, ok := parseTransport(entry); ok {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNoTransport
+	}
+	return out, nil
+}
+
+// Servable keeps, of ts (from ParseTransports), the entries a SETUP may be
+// served with: over RTSPS (tls) only the interleaved ones, so that the media
+// go inside the TLS connection, not in clear over UDP; for elementary
+// streams (es) only RTP. ErrRTSPSNeedsTCP or ErrESNeedsRTP when none is
+// left. ts is filtered in place.
+func Servable(ts []Transport, tls, es bool) ([]Transport, error) {
+	out := ts[:0]
+	for _, t := range ts {
+		if (tls && t.Mode != RTPTCP) || (es && t.Mode == RawUDP) {
+			continue
+		}
+		out = append(out, t)
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case tls:
+		return nil, ErrRTSPSNeedsTCP
+	default:
+		return nil, ErrESNeedsRTP
+	}
+}
+
+func parseTransport(entry string) (Transport, bool) {
+	parts := strings.Split(strings.TrimSpace(entry), ";")
+	s := Transport{Profile: strings.ToUpper(strings.TrimSpace(parts[0])), Interleaved: [2]int{-1, -1}}
+	mode, ok := profiles[s.Profile]
+	if !ok {
+		return s, false
+	}
+	s.Mode = mode
+	for _, p := range parts[1:] {
+		k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
+		val = strings.Trim(strings.TrimSpace(val), `"`)
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "multicast":
+			return s, false
+		case "mode":
+			if m := strings.ToLower(val); m != "play" && m != "" {
+				return s, false
+			}
+		case "client_port":
+			a, b, ok := parsePortRange(val, 1)
+			if !ok {
+				return s, false
+			}
+			s.ClientPorts = [2]int{a, b}
+		case "interleaved":
+			a, b, ok := parsePortRange(val, 0)
+			if !ok || a > 254 || b > 255 { // RTP on a, RTCP on a+1: both must fit in the $ frame's byte
+				return s, false
+			}
+			s.Interleaved = [2]int{a, b}
+		case "destination":
+			if ip, err := netip.ParseAddr(val); err == nil {
+				s.Destination = ip.Unmap()
+			}
+		}
+	}
+	if mode != RTPTCP && s.ClientPorts[0] == 0 {
+		return s, false
+	}
+	return s, true
+}
+
+// parsePortRange parses "a" or "a-b" with min <= a <= b <= 65535 (a
+// descending range is no pair: RTP on a, RTCP on a port below it). A single
+// value means a and a+1 for RTP pairs; callers that need one port ignore b.
+func parsePortRange(v string, min int) (int, int, bool) {
+	as, bs, two := strings.Cut(v, "-")
+	a, err := strconv.Atoi(as)
+	if err != nil || a < min || a > 65535 {
+		return 0, 0, false
+	}
+	if !two {
+		if a == 65535 {
+			return a, 0, true
+		}
+		return a, a + 1, true
+	}
+	b, err := strconv.Atoi(bs)
+	if err != nil || b < a || b > 65535 {
+		return 0, 0, false
+	}
+	return a, b, true
+}
