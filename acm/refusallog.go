@@ -18,7 +18,8 @@ import (
 // vodcluster_frontdoor_requests_total counts every refusal all the same.
 const capacityNote = 10 * time.Second
 
-// Reasons of capacity refusals at the front door, each collapsed on its
+// Reasons of capacity refusals at the front door, and of refused logins
+// (a password guesser sends them as fast as it can), each collapsed on its
 // own in the log (refusalNotes).
 const (
 	refusedNoBandwidth     = "no bandwidth"                     // no node has headroom within the queue deadline (errNoBandwidth)
@@ -30,6 +31,8 @@ const (
 	refusedNoSource        = "no source"                        // no node the viewer may use holds the title and none has an origin (errNoSource)
 	refusedStoreDown       = "store unavailable"                // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)
 	refusedOverEgress      = "bitrate over every node's egress" // the title's bitrate is more than any node the viewer may use can stream (errOverEgress)
+	refusedLogins          = "too many failed logins"           // the client's address ran out of failed logins, for the user name or over all (errThrottled)
+	refusedCredentials     = "wrong credentials"                // the BOSS refused the user name and password (errUnauthorized)
 )
 
 // refusalNotes collapses the log lines of the front door's capacity

@@ -171,3 +171,13 @@ func TestCommandTraceSaysItsRows(t *testing.T) {
 		t.Fatalf("said %d rows (%d requests, %d resumed), the file has %d: %q", n, requested, resumed, rows, errOut.String())
 	}
 }
+
+// A cluster whose largest disk holds no title of the catalog (10,000
+// nodes sharing half of 10 titles' bytes) is refused, saying why: it ran
+// and refused every request, with no word of the cause.
+func TestCommandDisksHoldingNoTitleRefused(t *testing.T) {
+	out, err := runCommand("--nodes", "10000", "--titles", "10", "--subscribers", "10", "--policies", "lall", "--storage-policies", "gdsf")
+	if err == nil || !strings.Contains(err.Error(), "holds no title") || !strings.Contains(err.Error(), "10000 nodes") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -131,6 +131,9 @@ func (e *engine) buildNodes() error {
 		wsum += float64(k.Count) * k.DiskWeight
 	}
 	total := e.cfg.Cluster.DiskShare * float64(e.d.initialBytes)
+	if err := e.checkDisks(total, wsum); err != nil {
+		return err
+	}
 	for _, k := range e.cfg.Cluster.Nodes {
 		for j := 0; j < k.Count; j++ {
 			spec := lsm.NodeSpec{
@@ -157,6 +160,38 @@ func (e *engine) buildNodes() error {
 		}
 	}
 	return nil
+}
+
+// checkDisks refuses a cluster whose largest disk (of total bytes over the
+// classes' disk weights, wsum) holds none of the catalog's titles: every
+// request would be refused for no disk room, and the figures would say
+// nothing of the policies.
+func (e *engine) checkDisks(total, wsum float64) error {
+	if len(e.d.titles) == 0 {
+		return nil
+	}
+	largest := 0.0
+	for _, k := range e.cfg.Cluster.Nodes {
+		largest = max(largest, total*k.DiskWeight/wsum)
+	}
+	smallest := e.d.titles[0].bytes
+	for _, t := range e.d.titles {
+		smallest = min(smallest, t.bytes)
+	}
+	if int64(largest) < smallest {
+		return fmt.Errorf("sim: the largest node's disk, %d bytes (cluster.disk_share %g of the catalog's %d bytes over %d nodes), holds no title (the smallest is %d bytes): every request would be refused; fewer nodes, more titles or a larger disk_share",
+			int64(largest), e.cfg.Cluster.DiskShare, e.d.initialBytes, e.nodeCount(), smallest)
+	}
+	return nil
+}
+
+// nodeCount is the number of nodes of the cluster's classes.
+func (e *engine) nodeCount() int {
+	n := 0
+	for _, k := range e.cfg.Cluster.Nodes {
+		n += k.Count
+	}
+	return n
 }
 
 func (e *engine) sub(i int32) string {
