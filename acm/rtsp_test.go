@@ -353,7 +353,7 @@ func TestRTSPUnreadableRequests(t *testing.T) {
 		cseq      string
 	}{
 		{"garbage", "GARBAGE\r\n\r\n", base.StatusBadRequest, ""},
-		{"LF-only lines", "OPTIONS * RTSP/1.0\nCSeq: 1\n\n", base.StatusBadRequest, "1"},
+		{"CR inside a header line", "OPTIONS * RTSP/1.0\r\nCSeq: 1\rX: y\r\n\r\n", base.StatusBadRequest, ""},
 		{"RTSP 2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
 		{"HTTP", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, ""},
 	} {
@@ -370,6 +370,17 @@ func TestRTSPUnreadableRequests(t *testing.T) {
 		}
 		if _, err := c.nc.Read(make([]byte, 1)); err != io.EOF {
 			t.Errorf("%s: connection not closed: %v", tc.name, err)
+		}
+	}
+	// Lines ended by LF alone are read (RFC 2326 §4), and the connection
+	// serves the next request.
+	c := e.dialRTSP()
+	io.WriteString(c.nc, "OPTIONS * RTSP/1.0\nCSeq: 1\n\nOPTIONS * RTSP/1.0\r\nCSeq: 2\n\n")
+	for _, cseq := range []string{"1", "2"} {
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		res, err := c.c.ReadResponse()
+		if err != nil || res.StatusCode != base.StatusOK || len(res.Header["CSeq"]) != 1 || res.Header["CSeq"][0] != cseq {
+			t.Fatalf("OPTIONS with LF-only lines, CSeq %s: %v %v", cseq, res, err)
 		}
 	}
 }

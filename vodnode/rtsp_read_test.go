@@ -42,7 +42,7 @@ func rawExchange(t *testing.T, n *Node, raw string) (*base.Response, bool) {
 
 // TestMalformedRequests: an unknown method is answered 501 with Public
 // and the connection goes on; what cannot be read as an RTSP request
-// (binary garbage, LF-only lines, another protocol) is answered 400 (505
+// (binary garbage, a CR inside a header line, another protocol) is answered 400 (505
 // for another RTSP version) and the connection closed at once; a request
 // with no CSeq or more than one is answered 400 with none, as the front
 // door answers it (two were answered 200, both echoed).
@@ -57,8 +57,9 @@ func TestMalformedRequests(t *testing.T) {
 		{"unknown method", "FOO * RTSP/1.0\r\nCSeq: 7\r\n\r\n", base.StatusNotImplemented, false, "7"},
 		{"known method not allowed", "RECORD rtsp://h/vod/x RTSP/1.0\r\nCSeq: 8\r\n\r\n", base.StatusMethodNotAllowed, false, "8"},
 		{"binary garbage", "\x00\x01\x02\xff\xfe garbage\r\n\r\n", base.StatusBadRequest, true, ""},
-		{"LF-only lines", "OPTIONS * RTSP/1.0\nCSeq: 3\n\n", base.StatusBadRequest, true, "3"},
-		{"LF-only headers", "OPTIONS * RTSP/1.0\r\nCSeq: 4\n\n", base.StatusBadRequest, true, "4"},
+		{"LF-only lines (RFC 2326 §4)", "OPTIONS * RTSP/1.0\nCSeq: 3\n\n", base.StatusOK, false, "3"},
+		{"LF-only headers", "OPTIONS * RTSP/1.0\r\nCSeq: 4\n\n", base.StatusOK, false, "4"},
+		{"CR inside a header line", "OPTIONS * RTSP/1.0\r\nCSeq: 9\rX: y\r\n\r\n", base.StatusBadRequest, true, ""},
 		{"HTTP request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, true, ""},
 		{"RTSP 2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, true, "5"},
 		{"request line too long", "OPTIONS " + strings.Repeat("a", 20000), base.StatusBadRequest, true, ""},

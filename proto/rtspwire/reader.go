@@ -22,10 +22,15 @@ const (
 // requests (parsed by gortsplib's base.Request), interleaved frames and
 // stray responses. Unlike gortsplib's conn.Conn it never skips bytes it
 // does not understand, nor waits for a delimiter that will not come: a
-// message that is not a well-formed RTSP/1.0 request (RFC 2326 §6: CRLF
-// line ends, token method, three-part request line) is a *FramingError as
-// soon as that is clear, after which the stream cannot be trusted. Limits:
-// a request head of MaxRequestHead bytes, a body of MaxRequestBody.
+// message that is not a well-formed RTSP/1.0 request (RFC 2326 §6: token
+// method, three-part request line) is a *FramingError as soon as that is
+// clear, after which the stream cannot be trusted. Lines may end in CRLF
+// or in a bare LF (RFC 2326 §4: receivers should take CR and LF by
+// themselves as line ends; what a client typed into nc, or an embedded
+// client's, sends LF): the head is given to gortsplib's parser with CRLF.
+// A bare CR inside the head, the other form of §4, is refused: no client
+// sends it, and it would end a line for one parser and not for another.
+// Limits: a request head of MaxRequestHead bytes, a body of MaxRequestBody.
 type Reader struct {
 	br *bufio.Reader
 }
@@ -141,17 +146,14 @@ func (r *Reader) head() ([]byte, error) {
 			}
 		}
 		if lineOK {
-			if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
-				head := buf[:i+4]
-				if j := bareLF(head); j >= 0 {
-					return nil, &FramingError{Code: base.StatusBadRequest, Reason: "header line not ended by CRLF", CSeq: cseqOf(head)}
+			if n := headEnd(buf); n > 0 {
+				head := buf[:n]
+				if bareCR(head) {
+					return nil, &FramingError{Code: base.StatusBadRequest, Reason: "CR inside a header line", CSeq: cseqOf(head)}
 				}
-				out := append([]byte(nil), head...)
-				r.br.Discard(len(head))
+				out := withCRLF(head)
+				r.br.Discard(n)
 				return out, nil
-			}
-			if bareLF(buf) >= 0 {
-				return nil, &FramingError{Code: base.StatusBadRequest, Reason: "header line not ended by CRLF", CSeq: cseqOf(buf)}
 			}
 		}
 		if len(buf) >= MaxRequestHead {
@@ -181,12 +183,10 @@ func (r *Reader) body(head []byte) ([]byte, error) {
 }
 
 // checkRequestLine checks "Method SP Request-URI SP RTSP-Version CRLF"
-// (RFC 2326 §6.1), or a response's status line.
+// (RFC 2326 §6.1; LF alone ends it too), or a response's status line.
 func checkRequestLine(line []byte) *FramingError {
-	if !bytes.HasSuffix(line, []byte("\r\n")) {
-		return &FramingError{Code: base.StatusBadRequest, Reason: "request line not ended by CRLF"}
-	}
-	parts := strings.Split(string(line[:len(line)-2]), " ")
+	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+	parts := strings.Split(string(line), " ")
 	if strings.HasPrefix(parts[0], "RTSP/") {
 		return nil // a response's status line
 	}
@@ -207,14 +207,50 @@ func checkRequestLine(line []byte) *FramingError {
 	return &FramingError{Code: base.StatusBadRequest, Reason: "not an RTSP/1.0 request"}
 }
 
-// bareLF returns the index of the first LF not preceded by CR, -1 if none.
-func bareLF(b []byte) int {
-	for i, c := range b {
-		if c == '\n' && (i == 0 || b[i-1] != '\r') {
-			return i
+// headEnd returns the length of the head at the start of b, up to and
+// including the empty line that ends it (CRLF or LF alone: "\n\r\n" or
+// "\n\n"); 0 when b does not hold it yet.
+func headEnd(b []byte) int {
+	for i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b); {
+		switch {
+		case b[i+1] == '\n':
+			return i + 2
+		case b[i+1] == '\r' && i+2 < len(b) && b[i+2] == '\n':
+			return i + 3
+		}
+		j := bytes.IndexByte(b[i+1:], '\n')
+		if j < 0 {
+			return 0
+		}
+		i += 1 + j
+	}
+	return 0
+}
+
+// bareCR reports whether head holds a CR that does not end a line.
+func bareCR(head []byte) bool {
+	for i, c := range head {
+		if c == '\r' && (i+1 == len(head) || head[i+1] != '\n') {
+			return true
 		}
 	}
-	return -1
+	return false
+}
+
+// withCRLF returns a copy of head (lines ended by LF, CR LF, or both) with
+// every line ended by CRLF.
+func withCRLF(head []byte) []byte {
+	out := make([]byte, 0, len(head)+bytes.Count(head, []byte("\n")))
+	for len(head) > 0 {
+		i := bytes.IndexByte(head, '\n')
+		if i < 0 {
+			return append(out, head...) // not reached: a head ends in LF
+		}
+		out = append(out, bytes.TrimSuffix(head[:i], []byte("\r"))...)
+		out = append(out, '\r', '\n')
+		head = head[i+1:]
+	}
+	return out
 }
 
 // headerOf returns the value of header name (lower case) in a raw head,

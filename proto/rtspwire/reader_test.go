@@ -41,9 +41,11 @@ func TestReader(t *testing.T) {
 		cseq string
 	}{
 		{"GARBAGE\r\n\r\n", base.StatusBadRequest, ""},
+		{"GARBAGE\n\n", base.StatusBadRequest, ""},
 		{strings.Repeat("\r\n", 600) + "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n", base.StatusBadRequest, ""},
 		{"\x00\x01 garbage", base.StatusBadRequest, ""},
-		{"OPTIONS * RTSP/1.0\nCSeq: 3\n\n", base.StatusBadRequest, "3"},
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 3\rX-Injected: 1\r\n\r\n", base.StatusBadRequest, ""},
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 4\r\nX: a\r\r\n\r\n", base.StatusBadRequest, "4"},
 		{"OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
 		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, ""},
 		{"OPTIONS * RTSP/1.0\r\nCSeq: 6\r\nContent-Length: 999999999\r\n\r\n", base.StatusBadRequest, "6"},
@@ -107,5 +109,30 @@ func TestReaderWait(t *testing.T) {
 	}
 	if err := r.Wait(); err == nil {
 		t.Fatal("Wait at the end: no error")
+	}
+}
+
+// TestReaderBareLF: lines ended by LF alone, or some by CRLF and some by
+// LF, are read as with CRLF (RFC 2326 §4: a receiver should take LF by
+// itself as a line end; they were 400 "not ended by CRLF"), the body after
+// the head as its Content-Length says, and the next request after it.
+func TestReaderBareLF(t *testing.T) {
+	r := NewReader(strings.NewReader("OPTIONS * RTSP/1.0\nCSeq: 3\n\n" +
+		"SET_PARAMETER rtsp://h/x RTSP/1.0\nCSeq: 4\r\nContent-Length: 3\n\r\na\nb" +
+		"DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 5\nAccept: application/sdp\n\n"))
+	for _, want := range []struct {
+		method, cseq, body string
+	}{{"OPTIONS", "3", ""}, {"SET_PARAMETER", "4", "a\nb"}, {"DESCRIBE", "5", ""}} {
+		msg, err := r.Next()
+		if err != nil {
+			t.Fatalf("%s: %v", want.method, err)
+		}
+		req, ok := msg.(*base.Request)
+		if !ok || string(req.Method) != want.method || len(req.Header["CSeq"]) != 1 || req.Header["CSeq"][0] != want.cseq || string(req.Body) != want.body {
+			t.Fatalf("%#v, want %s with CSeq %s and body %q", msg, want.method, want.cseq, want.body)
+		}
+	}
+	if _, err := r.Next(); err == nil {
+		t.Fatal("a message after the last")
 	}
 }
