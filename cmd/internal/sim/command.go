@@ -151,6 +151,15 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 			if err != nil {
 				return err
 			}
+			warned := map[string]bool{}
+			for _, r := range rs {
+				for _, w := range r.Warnings {
+					if !warned[w] {
+						warned[w] = true
+						fmt.Fprintf(cmd.ErrOrStderr(), "sim: warning: %s\n", w)
+					}
+				}
+			}
 			for _, r := range rs {
 				if r.Policy != focus || r.StoragePolicy != focusStorage {
 					continue

@@ -131,8 +131,8 @@ func (e *engine) buildNodes() error {
 		wsum += float64(k.Count) * k.DiskWeight
 	}
 	total := e.cfg.Cluster.DiskShare * float64(e.d.initialBytes)
-	if err := e.checkDisks(total, wsum); err != nil {
-		return err
+	if w := e.checkDisks(total, wsum); w != "" {
+		e.res.Warnings = append(e.res.Warnings, w)
 	}
 	for _, k := range e.cfg.Cluster.Nodes {
 		for j := 0; j < k.Count; j++ {
@@ -162,13 +162,13 @@ func (e *engine) buildNodes() error {
 	return nil
 }
 
-// checkDisks refuses a cluster whose largest disk (of total bytes over the
-// classes' disk weights, wsum) holds none of the catalog's titles: every
-// request would be refused for no disk room, and the figures would say
-// nothing of the policies.
-func (e *engine) checkDisks(total, wsum float64) error {
+// checkDisks returns a warning for a cluster whose largest disk (of total
+// bytes over the classes' disk weights, wsum) holds none of the catalog's
+// titles: every request is refused for no disk room, and the figures say
+// nothing of the policies. "" otherwise.
+func (e *engine) checkDisks(total, wsum float64) string {
 	if len(e.d.titles) == 0 {
-		return nil
+		return ""
 	}
 	largest := 0.0
 	for _, k := range e.cfg.Cluster.Nodes {
@@ -179,10 +179,10 @@ func (e *engine) checkDisks(total, wsum float64) error {
 		smallest = min(smallest, t.bytes)
 	}
 	if int64(largest) < smallest {
-		return fmt.Errorf("sim: the largest node's disk, %d bytes (cluster.disk_share %g of the catalog's %d bytes over %d nodes), holds no title (the smallest is %d bytes): every request would be refused; fewer nodes, more titles or a larger disk_share",
+		return fmt.Sprintf("the largest node's disk, %d bytes (cluster.disk_share %g of the catalog's %d bytes at the start, over %d nodes), holds no title (the smallest is %d bytes): every request is refused; give fewer nodes, more titles or a larger disk_share",
 			int64(largest), e.cfg.Cluster.DiskShare, e.d.initialBytes, e.nodeCount(), smallest)
 	}
-	return nil
+	return ""
 }
 
 // nodeCount is the number of nodes of the cluster's classes.

@@ -38,6 +38,10 @@ type Result struct {
 	// DiskBytes is the nodes' disks together, bytes: the capacity of the
 	// one cache the bounds take the cluster for.
 	DiskBytes int64 `json:"disk_bytes"`
+	// Warnings say why the figures may say little of the policies (a
+	// cluster whose largest disk holds no title: every request refused);
+	// none for a sound run.
+	Warnings []string `json:"warnings,omitempty"`
 	// BoundOriginBytes is a lower bound on the origin bytes of any storage
 	// policy, online or offline, serving this run's served requests with
 	// the cluster's disk (bound.Residency: the whole disk as one cache,
