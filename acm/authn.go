@@ -84,14 +84,14 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		if ctx.Err() != nil {
 			return "", false, ctx.Err() // left while waiting for its check
 		}
-		m.capRefusals.log(m.log, m.now(), refusedLogins, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
+		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
 		return "", false, retryLater{errThrottled, wait}
 	}
 	err = m.BOSS.Authenticate(ctx, c)
 	done(errors.Is(err, boss.ErrUnauthorized), m.now())
 	switch {
 	case errors.Is(err, boss.ErrUnauthorized):
-		m.capRefusals.log(m.log, m.now(), refusedCredentials, slog.LevelInfo, "authentication failed", "user", c.User, "method", method, "client", ip)
+		m.capRefusals.logFrom(m.log, m.now(), refusedCredentials, ip, c.User, slog.LevelInfo, "authentication failed", "user", c.User, "method", method, "client", ip)
 		return "", false, errUnauthorized
 	case ctx.Err() != nil:
 		return "", false, ctx.Err() // left while its check waited

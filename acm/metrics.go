@@ -22,6 +22,7 @@ const (
 	outcomeUserLimit    = "user_limit"            // the subscriber has max_sessions_per_user live sessions
 	outcomeUnknownTitle = "unknown_title"         // not in the catalog
 	outcomeBadRange     = "range_not_satisfiable" // an HTTP GET whose Range asks for no byte of the title (416)
+	outcomeBadTransport = "unsupported_transport" // an RTSP SETUP whose Transport no node serves (461), or with none (400)
 	outcomeNoCapacity   = "no_capacity"           // no node could take it within the queue deadline
 	outcomeOriginDown   = "origin_down"           // no node holds it and the origin is unavailable
 	outcomeThrottled    = "throttled"             // too many failed logins from the client
@@ -50,6 +51,8 @@ func outcome(err error) string {
 		return outcomeUnknownTitle
 	case errors.Is(err, errRangeNotSatisfiable):
 		return outcomeBadRange
+	case errors.Is(err, errUnsupportedTransport):
+		return outcomeBadTransport
 	case errors.Is(err, errNoBandwidth):
 		return outcomeNoCapacity
 	case errors.Is(err, errOriginDown):
@@ -67,7 +70,7 @@ func outcome(err error) string {
 // requestsTotal counts the front door's answers by protocol and outcome.
 var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "vodcluster_frontdoor_requests_total",
-	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, suspended, user_limit, unknown_title, range_not_satisfiable, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
+	Help: "Front-door requests for a title (RTSP DESCRIBE/SETUP, HTTP GET), by protocol (rtsp, rtsps, http) and outcome (admitted, challenged, unauthorized, forbidden, suspended, user_limit, unknown_title, range_not_satisfiable, unsupported_transport, no_capacity, origin_down, throttled, rate_limited, unavailable, client_gone).",
 }, []string{"protocol", "outcome"})
 
 // planSeconds is how long the storage plans of this manager took, from
@@ -120,13 +123,13 @@ var frontDoorProtocols = []string{store.ProtoRTSP, store.ProtoRTSPS, store.Proto
 
 // requestOutcomes are every outcome label value of requestsTotal.
 var requestOutcomes = []string{outcomeAdmitted, outcomeChallenged, outcomeUnauthorized, outcomeForbidden,
-	outcomeSuspended, outcomeUserLimit, outcomeUnknownTitle, outcomeBadRange, outcomeNoCapacity, outcomeOriginDown,
-	outcomeThrottled, outcomeRateLimited, outcomeUnavailable, outcomeClientGone}
+	outcomeSuspended, outcomeUserLimit, outcomeUnknownTitle, outcomeBadRange, outcomeBadTransport, outcomeNoCapacity,
+	outcomeOriginDown, outcomeThrottled, outcomeRateLimited, outcomeUnavailable, outcomeClientGone}
 
 // admissionOutcomes are the outcomes admit can give (admissionSeconds):
 // those of requestsTotal but the ones decided before it (challenged,
-// throttled, rate_limited, range_not_satisfiable: the login, request-rate
-// and Range checks).
+// throttled, rate_limited, range_not_satisfiable, unsupported_transport:
+// the login, request-rate, Range and Transport checks).
 var admissionOutcomes = []string{outcomeAdmitted, outcomeUnauthorized, outcomeForbidden, outcomeSuspended,
 	outcomeUserLimit, outcomeUnknownTitle, outcomeNoCapacity, outcomeOriginDown, outcomeUnavailable, outcomeClientGone}
 

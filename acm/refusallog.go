@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,37 +32,74 @@ const (
 	refusedNoSource        = "no source"                        // no node the viewer may use holds the title and none has an origin (errNoSource)
 	refusedStoreDown       = "store unavailable"                // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)
 	refusedOverEgress      = "bitrate over every node's egress" // the title's bitrate is more than any node the viewer may use can stream (errOverEgress)
+	refusedTransport       = "unsupported transport"            // a SETUP whose Transport no node serves, or with none (setupTransportRefusal)
 	refusedLogins          = "too many failed logins"           // the client's address ran out of failed logins, for the user name or over all (errThrottled)
 	refusedCredentials     = "wrong credentials"                // the BOSS refused the user name and password (errUnauthorized)
 )
 
-// refusalNotes collapses the log lines of the front door's capacity
-// refusals per reason (capacityNote). Safe for concurrent use; its zero
-// value is ready to use.
+// refusalNotes collapses the log lines of the front door's refusals per
+// reason (capacityNote), and for refused logins per reason and client
+// address (logFrom). Safe for concurrent use; its zero value is ready to
+// use.
 type refusalNotes struct {
 	mu sync.Mutex
-	by map[string]*refusalWindow // reason -> its window; at most one per reason
+	by map[string]*refusalWindow // reason, or "<reason> from <client>" -> its window
 }
 
-// refusalWindow is the current capacityNote window of one reason: since
-// when, the level of its lines, and how many refusals were logged at
-// debug in it.
+// maxRefusalWindows bounds the windows of refusalNotes: logins refused
+// from more client addresses at once than this share one window per
+// reason ("from other addresses").
+const maxRefusalWindows = 4096
+
+// maxWindowUsers is how many user names a window of refused logins
+// lists in its summary; the others are counted.
+const maxWindowUsers = 8
+
+// refusalWindow is the current capacityNote window of one reason (and
+// client): since when, the level of its lines, how many refusals were
+// logged at debug in it, and for logins the user names they were for.
 type refusalWindow struct {
-	start time.Time
-	level slog.Level
-	held  int
+	start     time.Time
+	level     slog.Level
+	held      int
+	users     []string // distinct, at most maxWindowUsers
+	moreUsers int      // distinct user names past those
+}
+
+// reset opens w's next window at now, its lines at level.
+func (w *refusalWindow) reset(now time.Time, level slog.Level) {
+	*w = refusalWindow{start: now, level: level}
+}
+
+// addUser records user (not "") among the users of w's refusals.
+func (w *refusalWindow) addUser(user string) {
+	if user == "" || slices.Contains(w.users, user) {
+		return
+	}
+	if len(w.users) < maxWindowUsers {
+		w.users = append(w.users, user)
+		return
+	}
+	w.moreUsers++ // a name past the list may be counted twice: a summary's estimate
 }
 
 // summaryLocked logs how many refusals w held (logged at debug) for
-// reason by now.
-func summaryLocked(l *slog.Logger, reason string, w *refusalWindow, now time.Time) {
+// label (a reason, or "<reason> from <client>") by now, and the user
+// names of refused logins.
+func summaryLocked(l *slog.Logger, label string, w *refusalWindow, now time.Time) {
 	over := now.Sub(w.start).Round(time.Second)
 	requests := "requests"
 	if w.held == 1 {
 		requests = "request"
 	}
-	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d %s for %s in the last %s (each at debug)", w.held, requests, reason, durtext.Written(over)),
-		"reason", reason, "refused", w.held, "over", over)
+	args := []any{"reason", label, "refused", w.held, "over", over}
+	if len(w.users) > 0 {
+		args = append(args, "users", w.users)
+		if w.moreUsers > 0 {
+			args = append(args, "more_users", w.moreUsers)
+		}
+	}
+	l.Log(context.Background(), w.level, fmt.Sprintf("refused %d %s for %s in the last %s (each at debug)", w.held, requests, label, durtext.Written(over)), args...)
 }
 
 // log logs one refusal of reason at now: in full at level (msg and args)
@@ -69,26 +107,43 @@ func summaryLocked(l *slog.Logger, reason string, w *refusalWindow, now time.Tim
 // (capacityNote) with refusals held is summed up first in one line at
 // its level, and the refusal opens the next window at debug.
 func (r *refusalNotes) log(l *slog.Logger, now time.Time, reason string, level slog.Level, msg string, args ...any) {
+	r.logFrom(l, now, reason, "", "", level, msg, args...)
+}
+
+// logFrom is log for a refusal of the client at address client (its IP)
+// and user name user: its window is the reason's for that client, so
+// that one password guesser does not hide another subscriber's refused
+// logins, and the window's summary names the users refused. With client
+// "" it is log.
+func (r *refusalNotes) logFrom(l *slog.Logger, now time.Time, reason, client, user string, level slog.Level, msg string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock() // held while logging: the summary comes before the next window's lines
 	if r.by == nil {
 		r.by = map[string]*refusalWindow{}
 	}
-	w := r.by[reason]
+	label := reason
+	if client != "" {
+		label = reason + " from " + client
+		if _, ok := r.by[label]; !ok && len(r.by) >= maxRefusalWindows {
+			label = reason + " from other addresses"
+		}
+	}
+	w := r.by[label]
 	if w != nil && (now.Sub(w.start) >= capacityNote || now.Before(w.start)) {
 		if w.held == 0 {
 			w = nil // a lull: this refusal is logged in full again
 		} else {
-			summaryLocked(l, reason, w, now)
-			w.start, w.level, w.held = now, level, 0
+			summaryLocked(l, label, w, now)
+			w.reset(now, level)
 		}
 	}
 	if w == nil {
-		r.by[reason] = &refusalWindow{start: now, level: level}
-		l.Log(context.Background(), level, msg+fmt.Sprintf(" (further refusals for %s logged at debug, counted in one line every %s)", reason, durtext.Written(capacityNote)), args...)
+		r.by[label] = &refusalWindow{start: now, level: level}
+		l.Log(context.Background(), level, msg+fmt.Sprintf(" (further refusals for %s logged at debug, counted in one line every %s)", label, durtext.Written(capacityNote)), args...)
 		return
 	}
 	w.held++
+	w.addUser(user)
 	l.Debug(msg, args...)
 }
 
@@ -108,6 +163,6 @@ func (r *refusalNotes) flush(l *slog.Logger, now time.Time) {
 			continue
 		}
 		summaryLocked(l, reason, w, now)
-		w.start, w.held = now, 0
+		w.reset(now, w.level)
 	}
 }

@@ -2,6 +2,8 @@ package acm
 
 import (
 	"errors"
+	"log/slog"
+	"net"
 	"strings"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
@@ -19,6 +21,11 @@ import (
 // timeout for a client that gives up at the 302. It returns 0 when a node
 // can serve the SETUP, else the status (400 for no Transport header, 461
 // Unsupported Transport) and its reason phrase.
+// errUnsupportedTransport is a SETUP refused at the front door for its
+// Transport (setupTransportRefusal): counted as the unsupported_transport
+// outcome.
+var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
+
 func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, string) {
 	v := req.Header["Transport"]
 	if len(v) == 0 || strings.TrimSpace(v[0]) == "" {
@@ -40,4 +47,22 @@ func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, st
 	default:
 		return base.StatusUnsupportedTransport, "Unsupported Transport (" + err.Error() + ")"
 	}
+}
+
+// refuseSetupTransport is setupTransportRefusal for a SETUP of title on
+// connection nc, for its elementary streams (es) or not: a refusal is
+// counted (the unsupported_transport outcome) and logged at info, collapsed
+// with the others (refusedTransport): a set-top box model sending a
+// Transport no node serves shows in the log and the metrics, where the
+// front door answered it alone.
+func (m *Manager) refuseSetupTransport(nc net.Conn, req *base.Request, title string, es bool) (base.StatusCode, string) {
+	code, reason := setupTransportRefusal(req, isTLS(nc), es)
+	if code == 0 {
+		return 0, ""
+	}
+	countRequest(rtspProto(nc), errUnsupportedTransport)
+	_, addr := remote(nc)
+	m.capRefusals.log(m.log, m.now(), refusedTransport, slog.LevelInfo, "SETUP refused at the front door: no node serves its Transport",
+		"title", title, "client", addr, "transport", req.Header["Transport"], "status", int(code), "reason", reason)
+	return code, reason
 }

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/textproto"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"vodcluster/proto/grpctls/grpctlstest"
+	"vodcluster/proto/logtest"
 )
 
 // TestSetupWithATransportNoNodeServes: a SETUP at the front door whose
@@ -19,12 +22,21 @@ import (
 // client port; MPEG-TS in UDP for elementary streams; UDP over RTSPS) or
 // that has no Transport is refused there (461, 400) before it is admitted:
 // no session is held for the subscriber and no node has bit/s reserved,
-// where it was admitted and redirected to a node that refused it. The
-// client that corrects its list on the same connection is redirected.
+// where it was admitted and redirected to a node that refused it. Each is
+// counted (unsupported_transport) and the first logged with its Transport.
+// The client that corrects its list on the same connection is redirected.
 func TestSetupWithATransportNoNodeServes(t *testing.T) {
 	_, cfg, cli := grpctlstest.TLS(t, "127.0.0.1")
 	cli.ServerName = "127.0.0.1"
-	e := newManager(t, "", func(m *Manager) { m.RTSPTLS, m.RTSPSListen = cfg, "127.0.0.1:0" })
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		m.RTSPTLS, m.RTSPSListen = cfg, "127.0.0.1:0"
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	counted := func(proto string) float64 {
+		return testutil.ToFloat64(requestsTotal.WithLabelValues(proto, outcomeBadTransport))
+	}
+	plain, tls0 := counted("rtsp"), counted("rtsps")
 	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", rtsps: "127.0.0.1:7002"})
 	c := e.dialRTSP()
 	setup := func(path, transport string) *base.Response {
@@ -72,6 +84,12 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 	}
 	if ss := e.sessions(); len(ss) != 0 {
 		t.Fatalf("sessions held after refused SETUPs: %+v", ss)
+	}
+	if n, ntls := counted("rtsp")-plain, counted("rtsps")-tls0; n != 5 || ntls != 1 {
+		t.Errorf("counted %v over RTSP and %v over RTSPS as unsupported_transport, want 5 and 1", n, ntls)
+	}
+	if !strings.Contains(log.String(), `msg="SETUP refused at the front door: no node serves its Transport`) || !strings.Contains(log.String(), "transport=[FOO/BAR]") {
+		t.Errorf("no line for the refusals:\n%s", log.String())
 	}
 	if got := e.reserved("n1"); got != 0 {
 		t.Fatalf("%d bit/s reserved after refused SETUPs", got)

@@ -189,3 +189,19 @@ func TestCommandDisksHoldingNoTitleWarned(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// A class of no node (count 0) has no disk: a large disk_weight on it
+// does not hide that the nodes' disks hold no title.
+func TestDisksHoldingNoTitleWithAnEmptyClass(t *testing.T) {
+	c := small()
+	c.Demand.Titles, c.Demand.NewTitlesPerDay, c.Demand.Subscribers = 1, 0, 10
+	c.Policies = []string{"lall"}
+	c.Cluster.Nodes = append(c.Cluster.Nodes, NodeClass{Count: 0, EgressBps: 1_000_000_000, DiskWeight: 100000})
+	rs, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs[0].Warnings) != 1 || !strings.Contains(rs[0].Warnings[0], "holds no title") {
+		t.Fatalf("warnings %q", rs[0].Warnings)
+	}
+}

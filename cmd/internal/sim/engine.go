@@ -172,7 +172,9 @@ func (e *engine) checkDisks(total, wsum float64) string {
 	}
 	largest := 0.0
 	for _, k := range e.cfg.Cluster.Nodes {
-		largest = max(largest, total*k.DiskWeight/wsum)
+		if k.Count > 0 { // a class of no node has no disk
+			largest = max(largest, total*k.DiskWeight/wsum)
+		}
 	}
 	smallest := e.d.titles[0].bytes
 	for _, t := range e.d.titles {
