@@ -329,7 +329,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		return res, ""
 	}
 	if req.Method == base.Setup {
-		if code, reason := m.refuseSetupTransport(nc, req, title, strings.HasPrefix(rest, "/es")); code != 0 {
+		if code, reason := m.refuseSetup(nc, req, title, strings.HasPrefix(rest, "/es")); code != 0 {
 			res.StatusCode, res.StatusMessage = code, reason
 			return res, ""
 		}

@@ -20,7 +20,9 @@ import (
 // TestSetupWithATransportNoNodeServes: a SETUP at the front door whose
 // Transport no node can serve (an unknown profile, multicast, UDP with no
 // client port; MPEG-TS in UDP for elementary streams; UDP over RTSPS) or
-// that has no Transport is refused there (461, 400) before it is admitted:
+// that has no Transport is refused there (461, 400) before it is admitted,
+// and so is one of a track no node has (404) or of the elementary streams'
+// aggregate URL (459):
 // no session is held for the subscriber and no node has bit/s reserved,
 // where it was admitted and redirected to a node that refused it. Each is
 // counted (unsupported_transport) and the first logged with its Transport.
@@ -57,6 +59,12 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 		{"/vod/t1/trackID=0", "RTP/AVP;unicast", base.StatusUnsupportedTransport, "with client_port over UDP"},
 		{"/vod/t1/es/trackID=1", "MP2T/UDP;unicast;client_port=5000", base.StatusUnsupportedTransport, "elementary streams need RTP"},
 		{"/vod/t1/trackID=0", "", base.StatusBadRequest, "needs a Transport header"},
+		// the track: the MPEG-TS is trackID=0, the elementary streams
+		// trackID=1 and up, each set up on its own
+		{"/vod/t1/trackID=1", "RTP/AVP/TCP;unicast", base.StatusNotFound, "no track 1: the title is one MPEG-TS track, trackID=0"},
+		{"/vod/t1/es/trackID=0", "RTP/AVP/TCP;unicast", base.StatusNotFound, "no track 0 of the elementary streams"},
+		{"/vod/t1/es", "RTP/AVP/TCP;unicast", base.StatusAggregateOperationNotAllowed, "SETUP each track"},
+		{"/vod/t1/es/", "RTP/AVP/TCP;unicast", base.StatusAggregateOperationNotAllowed, "SETUP each track"},
 	} {
 		res := setup(tc.path, tc.transport)
 		if res.StatusCode != tc.code || !strings.Contains(res.StatusMessage, tc.reason) {
@@ -98,12 +106,13 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 	for _, tc := range []struct{ path, transport string }{
 		{"/vod/t1/trackID=0", "FOO/BAR, MP2T/UDP;unicast;client_port=5000"},
 		{"/vod/t2/es/trackID=1", "MP2T/UDP;unicast;client_port=5000, RTP/AVP/TCP;unicast"},
+		{"/vod/t3", "RTP/AVP;unicast;client_port=5000-5001"},
 	} {
 		if res := setup(tc.path, tc.transport); res.StatusCode != base.StatusFound {
 			t.Errorf("SETUP %s with %q: %d %q, want 302", tc.path, tc.transport, res.StatusCode, res.StatusMessage)
 		}
 	}
-	if ss := e.sessions(); len(ss) != 2 {
-		t.Fatalf("%d sessions after two served SETUPs, want 2", len(ss))
+	if ss := e.sessions(); len(ss) != 3 {
+		t.Fatalf("%d sessions after three served SETUPs, want 3", len(ss))
 	}
 }

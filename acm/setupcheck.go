@@ -2,14 +2,21 @@ package acm
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
 	"vodcluster/proto/rtspwire"
 )
+
+// errUnsupportedTransport is a SETUP refused at the front door for its
+// Transport (setupTransportRefusal): counted as the unsupported_transport
+// outcome.
+var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
 
 // setupTransportRefusal checks the Transport header of a SETUP at the front
 // door, for a title's elementary streams (es) or its MPEG-TS, over RTSPS
@@ -21,11 +28,6 @@ import (
 // timeout for a client that gives up at the 302. It returns 0 when a node
 // can serve the SETUP, else the status (400 for no Transport header, 461
 // Unsupported Transport) and its reason phrase.
-// errUnsupportedTransport is a SETUP refused at the front door for its
-// Transport (setupTransportRefusal): counted as the unsupported_transport
-// outcome.
-var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
-
 func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, string) {
 	v := req.Header["Transport"]
 	if len(v) == 0 || strings.TrimSpace(v[0]) == "" {
@@ -49,20 +51,50 @@ func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, st
 	}
 }
 
-// refuseSetupTransport is setupTransportRefusal for a SETUP of title on
-// connection nc, for its elementary streams (es) or not: a refusal is
-// counted (the unsupported_transport outcome) and logged at info, collapsed
-// with the others (refusedTransport): a set-top box model sending a
-// Transport no node serves shows in the log and the metrics, where the
-// front door answered it alone.
-func (m *Manager) refuseSetupTransport(nc net.Conn, req *base.Request, title string, es bool) (base.StatusCode, string) {
+// refuseSetup checks a SETUP of title at the front door on connection nc,
+// for its elementary streams (es) or not, as the node it would be
+// redirected to checks it: its Transport (setupTransportRefusal), then the
+// track it names (setupTrackRefusal). It returns 0 when a node may serve
+// it, else the status and reason phrase to answer. A refusal for the
+// Transport is counted (the unsupported_transport outcome) and logged at
+// info, collapsed with the others (refusedTransport): a set-top box model
+// sending a Transport no node serves shows in the log and the metrics,
+// where the front door answered it alone.
+func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es bool) (base.StatusCode, string) {
 	code, reason := setupTransportRefusal(req, isTLS(nc), es)
 	if code == 0 {
-		return 0, ""
+		return setupTrackRefusal(req.URL.Path, es)
 	}
 	countRequest(rtspProto(nc), errUnsupportedTransport)
 	_, addr := remote(nc)
 	m.capRefusals.log(m.log, m.now(), refusedTransport, slog.LevelInfo, "SETUP refused at the front door: no node serves its Transport",
 		"title", title, "client", addr, "transport", req.Header["Transport"], "status", int(code), "reason", reason)
 	return code, reason
+}
+
+// setupTrackRefusal checks the track a SETUP at the front door names
+// (path: the request URL's path, "/vod/<title>[/es][/trackID=N][/]"), as
+// the node would: the title's MPEG-TS is the one track trackID=0, its
+// elementary streams (es) are trackID=1 (video) and up (audio), each set
+// up on its own (RFC 2326 §10.4, 459 for the aggregate URL). It returns 0
+// when a node may serve the track (an elementary stream past the title's
+// last is known only to the node), else the status and reason phrase.
+func setupTrackRefusal(path string, es bool) (base.StatusCode, string) {
+	track := -1
+	if i := strings.LastIndex(path, "/trackID="); i >= 0 {
+		n, err := strconv.Atoi(strings.TrimSuffix(path[i+len("/trackID="):], "/"))
+		if err != nil {
+			return 0, "" // vodPath let no such URL through
+		}
+		track = n
+	}
+	switch {
+	case es && track < 0:
+		return base.StatusAggregateOperationNotAllowed, "Aggregate Operation Not Allowed (SETUP each track of the elementary streams: trackID=1 video, trackID=2 and up audio)"
+	case es && track == 0:
+		return base.StatusNotFound, "Not Found (no track 0 of the elementary streams: trackID=1 video, trackID=2 and up audio)"
+	case !es && track > 0:
+		return base.StatusNotFound, fmt.Sprintf("Not Found (no track %d: the title is one MPEG-TS track, trackID=0)", track)
+	}
+	return 0, ""
 }
