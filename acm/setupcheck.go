@@ -30,10 +30,10 @@ var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
 // Unsupported Transport) and its reason phrase.
 func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, string) {
 	v := req.Header["Transport"]
-	if len(v) == 0 || strings.TrimSpace(v[0]) == "" {
+	if len(v) == 0 {
 		return base.StatusBadRequest, "Bad Request (a SETUP needs a Transport header)"
 	}
-	ts, err := rtspwire.ParseTransports(v[0])
+	ts, err := rtspwire.ParseTransports(strings.Join(v, ",")) // its lines are one list (RFC 2326 §4.2)
 	if err == nil {
 		_, err = rtspwire.Servable(ts, tls, es)
 	}

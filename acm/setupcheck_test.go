@@ -112,7 +112,13 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 			t.Errorf("SETUP %s with %q: %d %q, want 302", tc.path, tc.transport, res.StatusCode, res.StatusMessage)
 		}
 	}
-	if ss := e.sessions(); len(ss) != 3 {
-		t.Fatalf("%d sessions after three served SETUPs, want 3", len(ss))
+	// A list over several Transport lines is one list (RFC 2326 §4.2).
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"FOO/BAR", "RTP/AVP/TCP;unicast"}
+	if res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h); res.StatusCode != base.StatusFound {
+		t.Errorf("SETUP with a list over two Transport lines: %d %q, want 302", res.StatusCode, res.StatusMessage)
+	}
+	if ss := e.sessions(); len(ss) != 4 {
+		t.Fatalf("%d sessions after four served SETUPs, want 4", len(ss))
 	}
 }

@@ -74,7 +74,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if c.n.draining.Load() {
 		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
 	}
-	specs, perr := c.transportsOf(tv[0], tg.ES)
+	specs, perr := c.transportsOf(tv, tg.ES)
 	if perr != nil {
 		return fail(rtspErr(base.StatusUnsupportedTransport, "%v", perr))
 	}
@@ -145,7 +145,7 @@ func (c *rtspConn) setupInSession(req *base.Request) (*base.Response, *rtspError
 	if !ok || len(tv) == 0 {
 		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
 	}
-	specs, perr := c.transportsOf(tv[0], true)
+	specs, perr := c.transportsOf(tv, true)
 	if perr != nil {
 		return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
 	}

@@ -14,12 +14,13 @@ import (
 // (rtspwire.ParseTransports).
 type transportSpec = rtspwire.Transport
 
-// transportsOf parses the Transport header value v of a SETUP on c of
-// elementary streams (es) or not: the entries it may be served with
-// (rtspwire.Servable), in the client's order; an error to answer 461 with
-// when there is none. The front door checks the same before it admits.
-func (c *rtspConn) transportsOf(v string, es bool) ([]transportSpec, error) {
-	specs, err := rtspwire.ParseTransports(v)
+// transportsOf parses the Transport header of a SETUP on c of elementary
+// streams (es) or not, its lines v taken as one list (RFC 2326 §4.2): the
+// entries it may be served with (rtspwire.Servable), in the client's
+// order; an error to answer 461 with when there is none. The front door
+// checks the same before it admits.
+func (c *rtspConn) transportsOf(v []string, es bool) ([]transportSpec, error) {
+	specs, err := rtspwire.ParseTransports(strings.Join(v, ","))
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,12 @@ func TestTransportLists(t *testing.T) {
 	if res := c.do("SETUP", url+"/trackID=0", "Transport", strings.Join(unknown, ",")); res.StatusCode != 461 {
 		t.Errorf("only unknown entries: %s, want 461", statusLine(res))
 	}
+	// A list over several Transport lines is one list (RFC 2326 §4.2).
+	url = nodeURL(n, mint(t, "tl-lines", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", url+"/trackID=0", "Transport", unknown[0], "Transport", "MP2T/RTP/TCP;unicast")
+	if tr := res.Header["Transport"]; res.StatusCode != 200 || len(tr) != 1 || !strings.HasPrefix(tr[0], "MP2T/RTP/TCP;unicast;") {
+		t.Errorf("a list over two Transport lines: %s %v, want MP2T/RTP/TCP from the second", statusLine(res), tr)
+	}
 }
 
 // TestInterleavedChannels: a pair that does not fit the $ frame's channel
