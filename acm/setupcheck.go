@@ -63,7 +63,7 @@ func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, st
 func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es bool) (base.StatusCode, string) {
 	code, reason := setupTransportRefusal(req, isTLS(nc), es)
 	if code == 0 {
-		return setupTrackRefusal(req.URL.Path, es)
+		return setupTrackRefusal(req.URL.Path, req.URL.RawQuery, es)
 	}
 	countRequest(rtspProto(nc), errUnsupportedTransport)
 	_, addr := remote(nc)
@@ -78,8 +78,14 @@ func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es b
 // elementary streams (es) are trackID=1 (video) and up (audio), each set
 // up on its own (RFC 2326 §10.4, 459 for the aggregate URL). It returns 0
 // when a node may serve the track (an elementary stream past the title's
-// last is known only to the node), else the status and reason phrase.
-func setupTrackRefusal(path string, es bool) (base.StatusCode, string) {
+// last is known only to the node), else the status and reason phrase. A
+// track in the query (rawQuery, "token=…/trackID=N", as players append a
+// control to a URL whose token is in its query; the nodes read it there)
+// is left to the node.
+func setupTrackRefusal(path, rawQuery string, es bool) (base.StatusCode, string) {
+	if strings.Contains(rawQuery, "trackID=") {
+		return 0, ""
+	}
 	track := -1
 	if i := strings.LastIndex(path, "/trackID="); i >= 0 {
 		n, err := strconv.Atoi(strings.TrimSuffix(path[i+len("/trackID="):], "/"))

@@ -107,6 +107,7 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 		{"/vod/t1/trackID=0", "FOO/BAR, MP2T/UDP;unicast;client_port=5000"},
 		{"/vod/t2/es/trackID=1", "MP2T/UDP;unicast;client_port=5000, RTP/AVP/TCP;unicast"},
 		{"/vod/t3", "RTP/AVP;unicast;client_port=5000-5001"},
+		{"/vod/t2/es?x=1/trackID=2", "RTP/AVP/TCP;unicast"}, // a track in the query: the node's to check
 	} {
 		if res := setup(tc.path, tc.transport); res.StatusCode != base.StatusFound {
 			t.Errorf("SETUP %s with %q: %d %q, want 302", tc.path, tc.transport, res.StatusCode, res.StatusMessage)
