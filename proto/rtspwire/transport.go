@@ -40,13 +40,6 @@ var profiles = map[string]Delivery{
 	"MP2T/H2221/UDP": RawUDP,
 }
 
-// Known tells whether profile (upper-cased) is one of the profiles
-// ParseTransports accepts.
-func Known(profile string) bool {
-	_, ok := profiles[profile]
-	return ok
-}
-
 // Errors of ParseTransports and Servable; each answers a SETUP with 461
 // Unsupported Transport.
 var (
