@@ -4,20 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"vodcluster/acm/store"
 	"vodcluster/proto/durtext"
-	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // DefaultLeaderTTL is the default lease of the planner lock (Manager.LeaderTTL).
@@ -30,6 +24,14 @@ const deferSteps = 6
 // plannerLock is the name of the lock that elects the manager whose
 // storage planner runs.
 const plannerLock = "planner"
+
+// servingLock is the name of a lease (a lock of the store, with the
+// planner lock's ttl) that a manager nodes report to takes or extends at
+// each of its steps, and gives up once none does (leader.markServing):
+// its holder is one of the managers that serve nodes, and a free one says
+// none does. A planner-lock holder no node reports to reads it to tell
+// whether to give the planner lock to another manager (leader.step).
+const servingLock = "serving"
 
 // leader keeps the planner lock of a store shared by several managers
 // (store.Locker): it takes the lock when free and renews it every third
@@ -66,14 +68,19 @@ type leader struct {
 	// deferSteps tries pass before each of its own (read by the gRPC
 	// handlers; step sets it).
 	yielding atomic.Bool
-	// idle counts renewals in a row by a holder that took the lock in run
-	// and serves no node: after deferSteps it lets the lock go (a standby
-	// that won the race for a free lock against the manager the nodes are
-	// on, when the store came back from a stall, gives it back). A
-	// manager that took the lock at its start keeps it (alone, before its
-	// nodes registered).
-	idle     int
-	tookLate bool
+	// idle counts renewals in a row by a holder no node reports to
+	// (serves): after deferSteps, it gives the lock back at the first
+	// renewal that finds another manager serving nodes (servingLock held
+	// by another): a manager that won the race for a free lock against
+	// the manager the nodes are on (when the store came back from a
+	// stall, or a manager started just then) gives it to that one. With
+	// no manager serving nodes it keeps it: a lone manager started before
+	// its nodes, and a pair whose nodes are all dead, where giving it
+	// back would pass the lock to and fro between the two.
+	idle int
+	// serving: this manager holds the servingLock lease as the store
+	// last answered (markServing).
+	serving bool
 
 	held atomic.Bool
 	// taking is set while a lock taken in run is being taken over
@@ -124,14 +131,22 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	was := l.held.Load()
 	idle := l.serves != nil && !l.serves()
 	l.yielding.Store(idle)
+	if l.serves != nil {
+		// After the lock's own call, whose lease matters more, on what is
+		// left of the step's time.
+		defer l.markServing(ctx, !idle)
+	}
 	var ok, kept bool
-	if was && l.tookLate && idle {
-		if l.idle++; l.idle > deferSteps {
-			l.idle = 0
-			l.log.Warn("planner lock given back: no node reports to this manager")
-			l.other.Store(true) // to the manager the nodes report to
-			l.release()
-			return false, nil
+	if was && idle {
+		l.idle = min(l.idle+1, deferSteps+1)
+		if l.idle > deferSteps {
+			if other := l.otherServing(ctx); other != "" {
+				l.idle = 0
+				l.log.Warn("planner lock given back: no node reports to this manager; another manager serves nodes", "serving", other)
+				l.other.Store(true) // to the manager the nodes report to
+				l.release()
+				return false, nil
+			}
 		}
 	} else {
 		l.idle = 0
@@ -197,7 +212,6 @@ func (l *leader) run(ctx context.Context) {
 		case <-t.C:
 			gained, err := l.step(ctx)
 			if gained {
-				l.tookLate = true
 				if ctx.Err() == nil && l.gained != nil {
 					l.gained()
 				}
@@ -214,6 +228,35 @@ func (l *leader) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// markServing takes or extends the servingLock lease when nodes report to
+// this manager (on), and gives it up when none does and this manager
+// holds it. A store error leaves what this manager believes it holds as
+// it was: the next step tries again, and a lease not extended runs out.
+func (l *leader) markServing(ctx context.Context, on bool) {
+	switch {
+	case on:
+		ok, err := l.locker.TryLock(ctx, servingLock, l.holder, l.ttl)
+		if err == nil {
+			l.serving = ok // false: another manager serving nodes holds it
+		}
+	case l.serving:
+		if _, err := l.locker.Unlock(ctx, servingLock, l.holder); err == nil {
+			l.serving = false
+		}
+	}
+}
+
+// otherServing returns the holder of the servingLock lease when it is
+// another manager (one that nodes report to), "" when it is free, this
+// manager's, or the store does not answer.
+func (l *leader) otherServing(ctx context.Context) string {
+	h, err := l.locker.LockHolder(ctx, servingLock)
+	if err != nil || h == l.holder {
+		return ""
+	}
+	return h
 }
 
 // release gives the lock up (compare-and-delete), so that a standby takes
@@ -346,212 +389,16 @@ func (m *Manager) runLeader() {
 	}
 }
 
-// releaseLeader gives the planner lock up at Close.
+// releaseLeader gives the planner lock and the servingLock lease up at
+// Close (after the lock's goroutine ended).
 func (m *Manager) releaseLeader() {
-	if m.lead != nil {
-		m.lead.release()
+	if m.lead == nil {
+		return
 	}
-}
-
-// takeOver makes a standby the active manager when it takes the planner
-// lock: the nodes an operator forgot on the previous leader are forgotten
-// here too (dropForgotten), the sessions in the store that are not in the
-// table are loaded (those of registered nodes get their reservations at
-// once, the others when their node registers, or end RestoreGrace from
-// now), and the operator's pins and the popularity snapshot the previous
-// leader saved replace this manager's; then it plans. The operator's
-// changes the store did not take (a policy, a node setting answered
-// CHANGE_NOT_SAVED) are kept and saved when no other manager held the
-// lock since this one did (leader.kept: it retook it after the store's
-// outage), else the stored ones replace them (loadOpState).
-func (m *Manager) takeOver() {
-	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-	defer cancel()
-	m.dropForgotten(ctx)
-	loaded, err := m.loadSessions(ctx, "")
-	if err != nil {
-		m.log.Error("taking over: sessions not loaded; they load when their nodes register", "err", err)
+	m.lead.release()
+	if m.lead.serving {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		m.lead.markServing(ctx, false)
 	}
-	m.mu.Lock()
-	m.startedAt = m.now() // RestoreGrace counts from now
-	m.mu.Unlock()
-	if err := m.reloadStorage(ctx, m.lead.kept.Load()); err != nil {
-		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
-	}
-	m.log.Info("active: took over planning", "sessions_loaded", loaded)
-	m.lead.taking.Store(false) // Leader from now, before the plan it asks for
-	m.kickPlan()
-}
-
-// loadSessions adds to the table the stored sessions, of node only unless
-// node is "", that it does not hold (written by another manager sharing
-// the store), as restored sessions; those whose node is registered and
-// alive (draining or not) get their reservation at once, the others when
-// it registers (Register). A session whose reservation cannot be rebuilt
-// ends. For a node, a session of it the table holds whose entry names
-// another manager takes that manager's name, which Register claims back;
-// one whose entry names the manager it names takes that entry's Digest
-// (a claim is made over the entry as last read).
-// An entry that does not decode is skipped (logSkipped). It returns how
-// many it added.
-func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
-	ss, skipped, err := m.st.Sessions(ctx)
-	if err != nil {
-		return 0, err
-	}
-	m.logSkipped(skipped)
-	var changed []*session
-	n := 0
-	m.mu.Lock()
-	for _, st := range ss {
-		if st.State == store.StateEnded || (node != "" && st.Node != node) {
-			continue
-		}
-		if cur := m.sessions[st.ID]; cur != nil {
-			if node != "" && cur.Manager != st.Manager {
-				// Its node was with the manager the entry names
-				// meanwhile, which took it over: Register claims it back
-				// (the entry left naming that manager, its delete there
-				// of the session as an orphan removed the live one's).
-				cur.Manager = st.Manager
-			}
-			if cur.Manager == st.Manager {
-				// The entry as read now: a claim of it (claimLocked) is
-				// made over this one, not one read before it (at the
-				// start, an earlier load) that its manager rewrote since.
-				cur.Digest = st.Digest
-			}
-			continue
-		}
-		s := &session{Session: st, restored: true, orphaned: m.now()} // RestoreGrace from now
-		m.addSessionLocked(s)
-		n++
-		if node != "" {
-			continue // Register reserves it
-		}
-		// Taking over: this manager holds every session in the store now,
-		// also those whose node has not registered here yet.
-		if m.claimLocked(s) {
-			changed = append(changed, s)
-		}
-		if sn := m.sched.Node(st.Node); sn != nil && m.nodes[st.Node] != nil && sn.Alive {
-			res, err := m.sched.Reserve(st.Node, st.Title, st.BitrateBps)
-			if err != nil {
-				m.endLocked(s, "reservation not rebuilt: "+err.Error())
-				changed = append(changed, s)
-				continue
-			}
-			s.res, s.reserved, s.restored, s.orphaned = res, true, false, time.Time{}
-		}
-	}
-	m.mu.Unlock()
-	m.persistAll(changed)
-	if n > 0 {
-		m.log.Info("sessions loaded from the shared store", "node", node, "sessions", n)
-	}
-	return n, nil
-}
-
-// reloadStorage replaces the pins and the popularity with the stored ones
-// (another manager's, on a shared store), tells the nodes their pins, and
-// applies the catalog's hints again; the operator's settings as
-// loadOpState with keep.
-func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
-	m.pinsMu.Lock()
-	defer m.pinsMu.Unlock()
-	pins, err := m.st.State(ctx, statePins)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	var pop []byte
-	if m.rep != nil {
-		if pop, err = m.st.State(ctx, statePopularity); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-	}
-	m.mu.Lock()
-	if pins != nil {
-		if err := m.pins.UnmarshalJSON(pins); err != nil {
-			m.log.Error("stored pins malformed: keeping this manager's", "err", err)
-		}
-	}
-	if pop != nil {
-		m.restorePopularity(pop)
-	}
-	for _, ns := range m.nodes {
-		m.sendProtectLocked(ns, false)
-	}
-	m.syncPinnedLocked("")
-	m.seeded = map[string]float64{}
-	m.mu.Unlock()
-	m.applyHints()
-	return m.loadOpState(ctx, keep)
-}
-
-// registerHook runs before NodeControl.Register on a shared store: the
-// node's sessions another manager admitted are loaded into the table, so
-// that Register rebuilds their reservations (a node registers here when
-// the front door's address moved to this manager), its operator setting
-// is read again, and on a standby the pins too (reloadPins), which the
-// registration tells the node, and the suspensions (reloadSuspensions).
-// UNAVAILABLE when the store does not answer: the node retries, rather
-// than joining without its sessions' reservations.
-func (m *Manager) registerHook(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if m.lead == nil || info.FullMethod != pb.NodeControl_Register_FullMethodName {
-		return h(ctx, req)
-	}
-	r, ok := req.(*pb.RegisterRequest)
-	if !ok || !idPattern.MatchString(r.GetNodeId()) {
-		return h(ctx, req) // Register answers INVALID_ARGUMENT
-	}
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := m.loadSessions(lctx, r.GetNodeId()); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s: its sessions not loaded (%s)", r.GetNodeId(), storeMsg(err))
-	}
-	if err := m.reloadNodeSetting(lctx, r.GetNodeId()); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "node %s: its operator setting not loaded (%s)", r.GetNodeId(), storeMsg(err))
-	}
-	if !m.Leader() {
-		// The registration tells the node its pins, none included, and
-		// the node protects that set alone: a standby's are those it
-		// loaded at its start, or at a registration since.
-		if err := m.reloadPins(lctx); err != nil {
-			return nil, status.Errorf(codes.Unavailable, "node %s: the pins not loaded (%s)", r.GetNodeId(), storeMsg(err))
-		}
-		// Its front door admits the node's viewers from now on: with
-		// the suspensions of the active manager, not of its start.
-		if err := m.reloadSuspensions(lctx); err != nil {
-			return nil, status.Errorf(codes.Unavailable, "node %s: the suspensions not loaded (%s)", r.GetNodeId(), storeMsg(err))
-		}
-	}
-	return h(ctx, req)
-}
-
-// reloadPins replaces the pins with the stored ones (the active manager's,
-// on a shared store) and tells the nodes registered here theirs when they
-// changed: on a standby, before a node's registration tells it its pins.
-// Errors: the store fails. With none stored, or stored pins that do not
-// decode (logged), this manager's are kept.
-func (m *Manager) reloadPins(ctx context.Context) error {
-	m.pinsMu.Lock()
-	defer m.pinsMu.Unlock()
-	b, err := m.st.State(ctx, statePins)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // none ever stored: this manager's stand
-	}
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.pins.UnmarshalJSON(b); err != nil {
-		m.log.Error("stored pins malformed: keeping this manager's", "err", err)
-		return nil
-	}
-	for _, ns := range m.nodes {
-		m.sendProtectLocked(ns, false)
-	}
-	m.syncPinnedLocked("")
-	return nil
 }

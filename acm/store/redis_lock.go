@@ -240,3 +240,21 @@ func (r *Redis) Unlock(ctx context.Context, name, holder string) (bool, error) {
 	}
 	return n == 1, nil
 }
+
+// LockHolder implements Locker with a GET of the lock's key.
+func (r *Redis) LockHolder(ctx context.Context, name string) (string, error) {
+	if !StateNamePattern.MatchString(name) {
+		return "", fmt.Errorf("store: lock name %q: want %s", name, StateNamePattern)
+	}
+	if err := r.check(); err != nil {
+		return "", err
+	}
+	h, err := r.c.Get(ctx, r.key(redisLock+name)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", r.wrap("lock "+name, err)
+	}
+	return h, nil
+}

@@ -228,6 +228,12 @@ func TestRedisLock(t *testing.T) {
 	if ttl := srv.Client(t).PTTL(ctx, DefaultRedisPrefix+"lock:planner").Val(); ttl <= time.Minute {
 		t.Fatalf("ttl after renewal to an hour: %v", ttl)
 	}
+	if h, err := r2.LockHolder(ctx, "planner"); h != "a" || err != nil {
+		t.Fatalf("holder of a held lock: %q, %v; want a", h, err)
+	}
+	if h, err := r2.LockHolder(ctx, "never"); h != "" || err != nil {
+		t.Fatalf("holder of a lock never taken: %q, %v; want none", h, err)
+	}
 	if must(r2.Unlock(ctx, "planner", "b")) {
 		t.Fatal("released by a holder that does not hold it")
 	}
@@ -236,6 +242,9 @@ func TestRedisLock(t *testing.T) {
 	}
 	if !must(r.Unlock(ctx, "planner", "a")) {
 		t.Fatal("holder's release refused")
+	}
+	if h, err := r2.LockHolder(ctx, "planner"); h != "" || err != nil {
+		t.Fatalf("holder of a released lock: %q, %v; want none", h, err)
 	}
 	if !must(r2.TryLock(ctx, "planner", "b", time.Minute)) {
 		t.Fatal("released lock not taken")
@@ -261,6 +270,7 @@ func TestRedisLock(t *testing.T) {
 		"empty holder": func() (bool, error) { return r.TryLock(ctx, "planner", "", time.Second) },
 		"zero ttl":     func() (bool, error) { return r.RenewLock(ctx, "planner", "a", 0) },
 		"unlock name":  func() (bool, error) { return r.Unlock(ctx, "", "a") },
+		"holder name":  func() (bool, error) { _, err := r.LockHolder(ctx, "Bad Name"); return false, err },
 	} {
 		if _, err := call(); err == nil {
 			t.Errorf("%s accepted", name)
@@ -272,6 +282,9 @@ func TestRedisLock(t *testing.T) {
 	}
 	if _, err := r.Unlock(ctx, "planner", "a"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("unlock after close: %v", err)
+	}
+	if _, err := r.LockHolder(ctx, "planner"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("holder after close: %v", err)
 	}
 }
 

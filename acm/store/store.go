@@ -204,6 +204,10 @@ type Locker interface {
 	// Unlock releases holder's lock name; it returns false (and releases
 	// nothing) when holder does not hold it.
 	Unlock(ctx context.Context, name, holder string) (bool, error)
+	// LockHolder returns the holder of lock name now, "" when nobody
+	// holds it (never taken, released, or its lease ran out). Errors: a
+	// name not matching StateNamePattern, the store's errors.
+	LockHolder(ctx context.Context, name string) (string, error)
 	// DeleteSessionHeldBy removes session id in one atomic step when its
 	// Manager is one of managers, or, unchanged not "", when the entry is
 	// still the one read as a Session whose Digest is unchanged, whatever
