@@ -91,10 +91,15 @@ func (g *grant) rtspURL(overTLS bool) string {
 // says why, as /healthz does.
 var errNoCatalog = fmt.Errorf("%w: no catalog yet: the origin has not been reached", errUnavailable)
 
+// errBOSSDown refuses a request the subscriber database (the BOSS) could
+// not check: it failed or did not answer. It wraps errUnavailable: RTSP
+// and HTTP 503 with Retry-After, saying so.
+var errBOSSDown = fmt.Errorf("%w: the subscriber database does not answer", errUnavailable)
+
 // entitled returns title id of the catalog when user may watch it.
 // Errors: errNoTitle, errUnauthorized (the BOSS no longer knows the
 // user), errForbidden (not in the user's packages), errUnavailable (the
-// BOSS failed; errNoCatalog when no catalog was ever read).
+// BOSS failed: errBOSSDown; errNoCatalog when no catalog was ever read).
 func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, error) {
 	t, ok := m.titles()[id]
 	if !ok && m.noCatalog() {
@@ -110,7 +115,7 @@ func (m *Manager) entitled(ctx context.Context, user, id string) (store.Title, e
 		return store.Title{}, errUnauthorized
 	case err != nil:
 		m.log.Error("boss: entitlement check failed", "user", user, "err", err)
-		return store.Title{}, errUnavailable
+		return store.Title{}, errBOSSDown
 	case !ok:
 		return store.Title{}, errForbidden
 	}
@@ -395,6 +400,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	fail := func(why string, err error) (*grant, error) {
 		m.log.Error("admission undone", "session", s.ID, "why", why, "err", err)
 		undo(why)
+		if errors.Is(err, errUnavailable) {
+			return nil, err // the store's: says why
+		}
 		return nil, errUnavailable
 	}
 	if r.Protocol == store.ProtoHTTP && g.HTTPAddr == "" {

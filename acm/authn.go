@@ -97,7 +97,7 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		return "", false, ctx.Err() // left while its check waited
 	case err != nil:
 		m.log.Error("boss: authentication backend failed", "err", err)
-		return "", false, errUnavailable
+		return "", false, errBOSSDown
 	case expired:
 		return "", true, errChallenge
 	case c.Digest != nil && !m.replays.First(c.Digest.Nonce, c.Digest.Response, m.now()):

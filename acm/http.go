@@ -221,6 +221,12 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNoCatalog):
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "no catalog yet: the origin has not been reached: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the cluster's session store does not answer: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errBOSSDown):
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the subscriber database does not answer: try again later", http.StatusServiceUnavailable)
 	default:
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)

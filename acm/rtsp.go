@@ -462,6 +462,14 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no catalog yet: the origin has not been reached)"
 		res.Header["Retry-After"] = base.HeaderValue{"5"}
+	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (the cluster's session store does not answer)"
+		res.Header["Retry-After"] = base.HeaderValue{"5"}
+	case errors.Is(err, errBOSSDown):
+		res.StatusCode = base.StatusServiceUnavailable
+		res.StatusMessage = "Service Unavailable (the subscriber database does not answer)"
+		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
 		res.Header["Retry-After"] = base.HeaderValue{"5"}

@@ -40,11 +40,16 @@ func TestStoreStallEndsWhenTheStoreAnswers(t *testing.T) {
 		t.Fatalf("before the stall: %d", res.StatusCode)
 	}
 	srv.Pause(t)
-	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 {
-		t.Fatalf("during the stall: %d, want 503", res.StatusCode)
+	// The answers say why (the HTTP body said only "service unavailable").
+	const why = "the cluster's session store does not answer"
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, why) {
+		t.Fatalf("during the stall: %d %q, want 503 saying %q", res.StatusCode, res.StatusMessage, why)
 	}
 	if !e.m.health.storeDown.Load() {
 		t.Fatal("the store is not taken as unavailable after its timeout")
+	}
+	if res, b := e.getBody("/vod/t3.ts", "demo", "demo"); res.StatusCode != 503 || !strings.Contains(b, why) {
+		t.Fatalf("HTTP during the stall: %d %q, want 503 saying %q", res.StatusCode, b, why)
 	}
 	if res := e.get("GET", "/healthz", "", ""); res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/healthz during the stall: %d, want 503", res.StatusCode)
