@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -13,7 +14,8 @@ import (
 )
 
 // fillsAdmin answers ListFills with a fill in progress, one in backoff
-// whose node keeps a partial of it, and one queued with none.
+// past its next try whose node keeps a partial of it, one queued with
+// none, and one in backoff before its next try.
 type fillsAdmin struct{ v1.UnimplementedAdminServer }
 
 func (fillsAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
@@ -21,6 +23,7 @@ func (fillsAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFill
 		{NodeId: "n1", TitleId: "a", State: "filling", StoredBytes: 500, SizeBytes: 1000},
 		{NodeId: "n1", TitleId: "b", State: "backoff", StoredBytes: 250, SizeBytes: 1000, Prefetch: true, Attempts: 1, NextTryUnixMs: 1},
 		{NodeId: "n2", TitleId: "c", State: "queued", SizeBytes: 1000, Prefetch: true},
+		{NodeId: "n2", TitleId: "d", State: "backoff", SizeBytes: 1000, Prefetch: true, Attempts: 2, NextTryUnixMs: time.Now().Add(time.Hour).UnixMilli()},
 	}}, nil
 }
 
@@ -53,6 +56,14 @@ func TestFillsShowKeptBytes(t *testing.T) {
 	}
 	if r := rows["b"]; len(r) < 6 || r[2] != "backoff" || r[3] != "25%" || r[4] != "kept" || r[5] != "250" {
 		t.Errorf("backoff with a partial: %v", r)
+	}
+	// A retry whose time has passed (the origin does not answer, or no
+	// channel is free) is due, not shown at a time in the past.
+	if r := rows["b"]; r[len(r)-1] != "due" {
+		t.Errorf("backoff past its next try: %v, want NEXT TRY due", r)
+	}
+	if r := rows["d"]; len(r) < 4 || r[len(r)-3] != time.Now().Add(time.Hour).Format("2006-01-02") {
+		t.Errorf("backoff before its next try: %v, want the time of the try", r)
 	}
 	if r := rows["c"]; len(r) < 5 || r[2] != "queued" || r[3] != "-" || r[4] != "0" {
 		t.Errorf("queued without a partial: %v", r)

@@ -193,7 +193,8 @@ func fillsCmd(g *globals) *cobra.Command {
 			"slot on its node or an origin channel), filling, origin wait (filling, its transfer not started\n" +
 			"at the origin yet: queued for a channel, as a prefetch that gave its channel to a viewer's fill\n" +
 			"is, or paying the origin's setup delay),\n" +
-			"backoff (failed: retried at NEXT TRY),\n" +
+			"backoff (failed: retried at NEXT TRY; \"due\" once that has passed: retried at the planner's next\n" +
+			"round with the origin answering, an origin channel and a fill slot on the node free),\n" +
 			"node down (in the last report of a node now missing its heartbeats).\n" +
 			"STORED of a fill not in progress is what the node kept of an earlier fill cut short (a partial,\n" +
 			"PROGRESS \"NN% kept\"): its next attempt fetches only the rest from the origin.",
@@ -213,8 +214,10 @@ func fillsCmd(g *globals) *cobra.Command {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}
 					next := "-"
-					if f.NextTryUnixMs > 0 {
-						next = time.UnixMilli(f.NextTryUnixMs).Format("2006-01-02 15:04:05 MST")
+					if at := time.UnixMilli(f.NextTryUnixMs); f.NextTryUnixMs > 0 && at.After(time.Now()) {
+						next = at.Format("2006-01-02 15:04:05 MST")
+					} else if f.NextTryUnixMs > 0 {
+						next = "due" // waits for the origin, a channel or a slot
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
 				}
