@@ -208,9 +208,9 @@ func TestFailoverAfterCrash(t *testing.T) {
 	stA, stB := keepLock{open()}, open()
 	pA, pB := &countPlanner{}, &countPlanner{}
 	a := newManager(t, "", onShared(stA, pA, time.Minute))
-	// Shorter than the 2 ttl after which a manager no node reports to
-	// gives a lock it took back (leader.serves): the session must end
-	// while B leads for B to delete it from the store.
+	// Short: the session ends within the test's wait, while B leads (a
+	// manager no node reports to keeps the lock while no other manager
+	// serves nodes), for B to delete it from the store.
 	const grace = 300 * time.Millisecond
 	b := newManager(t, "", onShared(stB, pB, grace))
 	a.startNode("n1", nodeOpts{})
