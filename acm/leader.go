@@ -174,7 +174,11 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		return false, err
 	case !ok:
 		if was {
-			l.log.Error("planner lock lost to another manager; planning stops")
+			if h, err := l.locker.LockHolder(ctx, plannerLock); err == nil && h == "" {
+				l.log.Error("planner lock lost: its key is gone from the store (its lease ran out, or the store lost its data); planning stops until it is taken again")
+			} else {
+				l.log.Error("planner lock lost to another manager; planning stops")
+			}
 		}
 		if !was {
 			// The key is another's. A renewal refused says only that the

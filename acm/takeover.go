@@ -51,7 +51,11 @@ func (m *Manager) takeOver() {
 // ends. For a node, a session of it the table holds whose entry names
 // another manager takes that manager's name, which Register claims back;
 // one whose entry names the manager it names takes that entry's Digest
-// (a claim is made over the entry as last read).
+// (a claim is made over the entry as last read). Taking over (node ""),
+// the live sessions of the table that the store lacks (its node
+// registered here and alive, so reporting them) are written again: a
+// Redis that restarted without its data (no AOF) holds none of them, and
+// the other manager, taking over later, would not know them.
 // An entry that does not decode is skipped (logSkipped). It returns how
 // many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
@@ -62,8 +66,10 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	m.logSkipped(skipped)
 	var changed []*session
 	n := 0
+	stored := make(map[string]bool, len(ss))
 	m.mu.Lock()
 	for _, st := range ss {
+		stored[st.ID] = true
 		if st.State == store.StateEnded || (node != "" && st.Node != node) {
 			continue
 		}
@@ -104,7 +110,21 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 			s.res, s.reserved, s.restored, s.orphaned = res, true, false, time.Time{}
 		}
 	}
+	missing := 0
+	if node == "" {
+		for id, s := range m.sessions {
+			if stored[id] || !s.reserved || s.ended {
+				continue
+			}
+			m.claimLocked(s)
+			changed = append(changed, s)
+			missing++
+		}
+	}
 	m.mu.Unlock()
+	if missing > 0 {
+		m.log.Warn("taking over: live sessions missing from the store written again (did Redis restart without its data? run it with appendonly yes: deploy/README.md, Shared state)", "sessions", missing)
+	}
 	m.persistAll(changed)
 	if n > 0 {
 		m.log.Info("sessions loaded from the shared store", "node", node, "sessions", n)
