@@ -21,6 +21,14 @@ const DefaultLeaderTTL = 10 * time.Second
 // reports to lets pass before it takes a free planner lock (leader.serves).
 const deferSteps = 6
 
+// giveBackSteps is how many renewals in a row (a third of a ttl apart) a
+// planner-lock holder no node reports to makes before it gives the lock
+// to another manager that serves nodes (leader.idle): one ttl, longer
+// than a node's reconnection to the manager it left, and well within the
+// default RestoreGrace (30 s with the default 10 s ttl), so that the
+// sessions it loaded are left to that manager, not ended here.
+const giveBackSteps = 3
+
 // plannerLock is the name of the lock that elects the manager whose
 // storage planner runs.
 const plannerLock = "planner"
@@ -69,7 +77,7 @@ type leader struct {
 	// handlers; step sets it).
 	yielding atomic.Bool
 	// idle counts renewals in a row by a holder no node reports to
-	// (serves): after deferSteps, it gives the lock back at the first
+	// (serves): after giveBackSteps, it gives the lock back at the first
 	// renewal that finds another manager serving nodes (servingLock held
 	// by another): a manager that won the race for a free lock against
 	// the manager the nodes are on (when the store came back from a
@@ -138,8 +146,8 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	}
 	var ok, kept bool
 	if was && idle {
-		l.idle = min(l.idle+1, deferSteps+1)
-		if l.idle > deferSteps {
+		l.idle = min(l.idle+1, giveBackSteps+1)
+		if l.idle > giveBackSteps {
 			if other := l.otherServing(ctx); other != "" {
 				l.idle = 0
 				l.log.Warn("planner lock given back: no node reports to this manager; another manager serves nodes", "serving", other)

@@ -58,7 +58,7 @@ func TestPlannerLockGoesToTheManagerServingNodes(t *testing.T) {
 	stA := &stallableLock{Redis: open()}
 	stB := open()
 	pA, pB := &countPlanner{}, &countPlanner{}
-	const grace = 3 * time.Second // past B's give-back, 2 leases and a third
+	const grace = 3 * time.Second // past B's give-back, a lease and a third
 	a := newManager(t, "", onShared(stA, pA, grace))
 	n := a.startNode("n1", nodeOpts{})
 	sid := a.admitOne("t1")
@@ -137,7 +137,7 @@ func TestLeaderWithoutNodesDefers(t *testing.T) {
 }
 
 // A planner-lock holder no node reports to gives the lock back, after
-// deferSteps renewals, once another manager serves nodes (after Redis
+// giveBackSteps renewals, once another manager serves nodes (after Redis
 // returned from an outage, a manager started just then took the free
 // lock at its start while the nodes registered with the other, and kept
 // it: nothing planned, and the operator's commands on the manager the
@@ -166,7 +166,7 @@ func TestLeaderWithoutNodesGivesTheLockBack(t *testing.T) {
 		t.Fatal("the lock taken from its holder")
 	}
 	if holder.step(ctx); holder.holds() {
-		t.Fatal("a holder serving no node kept the lock past deferSteps renewals while another manager serves nodes")
+		t.Fatal("a holder serving no node kept the lock past giveBackSteps renewals while another manager serves nodes")
 	}
 	if gained, err := other.step(ctx); !gained || err != nil {
 		t.Fatalf("the manager with nodes after the give-back: %v %v", gained, err)
@@ -188,8 +188,8 @@ func TestLeaderWithoutNodesGivesTheLockBack(t *testing.T) {
 	other.step(ctx)  // serving again: holds the lock, extends nothing of holder's
 	otherServes.Store(false)
 	for i := range 3 * deferSteps {
-		if other.step(ctx); !other.holds() && i < deferSteps {
-			t.Fatalf("given back at renewal %d, before deferSteps", i)
+		if other.step(ctx); !other.holds() && i < giveBackSteps {
+			t.Fatalf("given back at renewal %d, before giveBackSteps", i)
 		}
 		holder.step(ctx)
 	}
