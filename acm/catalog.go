@@ -135,6 +135,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 	// has_catalog from it) with a read time of 0.
 	m.health.catalogReadMs.Store(time.Now().UnixMilli())
 	m.setCatalog(ts)
+	m.checkPackages(ts)
 	if len(change.replaced) > 0 {
 		m.mu.Lock()
 		m.markReplacedLocked(change.replaced, before)

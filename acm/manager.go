@@ -278,7 +278,10 @@ type Manager struct {
 	// the refusals at once, not at the next HealthCheck.
 	healthKick chan struct{}
 	catalogMu  sync.Mutex // one read of the origin's catalog at a time (readCatalog)
-	health     health     // readiness for /healthz (health.go)
+	// unknownPackages: the packages held by subscribers that no title is
+	// in, as checkPackages last logged them ("" none; catalogMu).
+	unknownPackages string
+	health          health // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,29 @@ func TestBasicChecksBounded(t *testing.T) {
 	defer cancel()
 	if err := f.Authenticate(ctx, Credentials{User: "kid", Password: "pw:with:colons"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a check with every slot taken: %v, want it to wait until its context ends", err)
+	}
+}
+
+// PackageHolders lists each package held, but AllPackages, with its
+// holders sorted, each once.
+func TestPackageHolders(t *testing.T) {
+	var users []User
+	for _, u := range []struct {
+		name string
+		pkgs []string
+	}{{"zoe", []string{"basic", "basic"}}, {"amy", []string{"basic", "sport"}}, {"root", []string{AllPackages}}} {
+		nu, err := NewUserCost(u.name, "pw", "r", u.pkgs, bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, nu)
+	}
+	f, err := NewFile("r", users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.PackageHolders()
+	if len(got) != 2 || !slices.Equal(got["basic"], []string{"amy", "zoe"}) || !slices.Equal(got["sport"], []string{"amy"}) {
+		t.Fatalf("PackageHolders: %v", got)
 	}
 }

@@ -327,3 +327,30 @@ func (f *File) Entitled(_ context.Context, user, pkg string) (bool, error) {
 	}
 	return slices.Contains(u.Packages, AllPackages) || slices.Contains(u.Packages, pkg), nil
 }
+
+// PackageLister is implemented by a BOSS that can list its subscribers'
+// packages (a users file): the manager checks them against the catalog
+// (a package no title is in entitles its holders to nothing).
+type PackageLister interface {
+	// PackageHolders returns each package some subscriber holds (AllPackages
+	// left out) with the names of its holders, sorted.
+	PackageHolders() map[string][]string
+}
+
+var _ PackageLister = (*File)(nil)
+
+// PackageHolders implements PackageLister.
+func (f *File) PackageHolders() map[string][]string {
+	out := map[string][]string{}
+	for name, u := range f.users {
+		for _, p := range u.Packages {
+			if p != AllPackages && !slices.Contains(out[p], name) {
+				out[p] = append(out[p], name)
+			}
+		}
+	}
+	for _, names := range out {
+		slices.Sort(names)
+	}
+	return out
+}

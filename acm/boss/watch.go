@@ -38,7 +38,15 @@ type WatchedFile struct {
 	seen os.FileInfo // the file as last read (loaded or refused)
 }
 
-var _ BOSS = (*WatchedFile)(nil)
+var (
+	_ BOSS          = (*WatchedFile)(nil)
+	_ PackageLister = (*WatchedFile)(nil)
+)
+
+// PackageHolders implements PackageLister for the file as last loaded.
+func (w *WatchedFile) PackageHolders() map[string][]string {
+	return w.cur.Load().PackageHolders()
+}
 
 // WatchFile loads the users file at path like LoadFile and returns it
 // ready to be watched; logger (nil: slog.Default()) receives the reloads
