@@ -400,8 +400,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	fail := func(why string, err error) (*grant, error) {
 		m.log.Error("admission undone", "session", s.ID, "why", why, "err", err)
 		undo(why)
-		if errors.Is(err, errUnavailable) {
+		switch {
+		case errors.Is(err, errUnavailable):
 			return nil, err // the store's: says why
+		case why == "store":
+			return nil, errStoreDown // a refused connection, say: not taken as stalled
 		}
 		return nil, errUnavailable
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
+	"vodcluster/acm/store/redistest"
 )
 
 // failingBOSS is a subscriber database that fails authentications
@@ -63,5 +65,25 @@ func TestBOSSDownSaysSo(t *testing.T) {
 	}
 	if len(e.sessions()) != 1 {
 		t.Fatalf("sessions: %v, want the last request's alone", e.sessions())
+	}
+}
+
+// A Redis that refuses connections (stopped, restarting) fails the first
+// request's write at once, not by a timeout: that answer, too, says the
+// session store does not answer (it was a bare "Service Unavailable"
+// until a later request found the store taken as down).
+func TestStoreRefusingSaysSo(t *testing.T) {
+	srv := redistest.Start(t)
+	r, err := store.OpenRedis(store.RedisOptions{Addr: srv.Addr, Prefix: t.Name() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e := newManager(t, "", func(m *Manager) { m.Store = r })
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	srv.Stop()
+	const why = "the cluster's session store does not answer"
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, why) {
+		t.Fatalf("the first request with Redis stopped: %d %q, want 503 saying %q", res.StatusCode, res.StatusMessage, why)
 	}
 }

@@ -74,11 +74,12 @@ func (m *Manager) claimLocked(s *session) bool {
 }
 
 // claimMade notes that snap, written for s, is in the store: a claim it
-// carries is made (claimedOver cleared).
+// carries is made (claimedOver cleared), and so is a rewrite.
 func (m *Manager) claimMade(s *session, snap store.Session) {
 	m.mu.Lock()
 	if s.claimedOver != "" && snap.Manager == m.holderID() {
 		s.claimedOver = ""
 	}
+	s.rewrite = false // in the store now
 	m.mu.Unlock()
 }

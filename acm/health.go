@@ -257,10 +257,10 @@ func (m *Manager) retryWrites() {
 			waiting++
 			continue
 		}
-		snap, gone, claimedOver := d.s, true, ""
+		snap, gone, claimedOver, rewrite := d.s, true, "", false
 		m.mu.Lock()
 		if d.sess != nil {
-			snap, gone = d.sess.Session, d.sess.ended
+			snap, gone, rewrite = d.sess.Session, d.sess.ended, d.sess.rewrite
 			if (gone && !d.sess.forget) || (!gone && d.sess.reserved) {
 				// Its node reports here (a live session with its
 				// reservation, one ended by its node or viewer): its
@@ -284,6 +284,11 @@ func (m *Manager) retryWrites() {
 		case m.lead != nil && !m.Leader():
 			// The active manager's to write, if the session is still its.
 			others = true
+		case rewrite:
+			// Missing from the store at the takeover: written whole.
+			if err = m.st.PutSession(ctx, snap); err == nil {
+				m.claimMade(d.sess, snap)
+			}
 		default:
 			var ok bool
 			ok, err = m.putOwn(ctx, snap, claimedOver)

@@ -89,6 +89,13 @@ type leader struct {
 	// serving: this manager holds the servingLock lease as the store
 	// last answered (markServing).
 	serving bool
+	// toOther: this manager holds the lock, no node reports to it, and
+	// another manager serves nodes (the servingLock lease, read at each
+	// renewal, and at the start): it gives the lock to that one within
+	// giveBackSteps renewals. Meanwhile the sessions it loaded are that
+	// manager's: they do not end here for their node not coming back
+	// (tick), which would write their records twice.
+	toOther atomic.Bool
 
 	held atomic.Bool
 	// taking is set while a lock taken in run is being taken over
@@ -147,17 +154,19 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	var ok, kept bool
 	if was && idle {
 		l.idle = min(l.idle+1, giveBackSteps+1)
-		if l.idle > giveBackSteps {
-			if other := l.otherServing(ctx); other != "" {
-				l.idle = 0
-				l.log.Warn("planner lock given back: no node reports to this manager; another manager serves nodes", "serving", other)
-				l.other.Store(true) // to the manager the nodes report to
-				l.release()
-				return false, nil
-			}
+		other := l.otherServing(ctx)
+		l.toOther.Store(other != "")
+		if l.idle > giveBackSteps && other != "" {
+			l.idle = 0
+			l.log.Warn("planner lock given back: no node reports to this manager; another manager serves nodes", "serving", other)
+			l.other.Store(true) // to the manager the nodes report to
+			l.toOther.Store(false)
+			l.release()
+			return false, nil
 		}
 	} else {
 		l.idle = 0
+		l.toOther.Store(false)
 	}
 	if was {
 		ok, err = l.locker.RenewLock(ctx, plannerLock, l.holder, l.ttl)
@@ -360,7 +369,13 @@ func (m *Manager) startLeader() error {
 	if _, err := m.lead.step(context.Background()); err != nil {
 		return fmt.Errorf("acm: planner lock: %w", err)
 	}
-	if !m.Leader() {
+	if m.Leader() {
+		// Taken at the start, while the nodes may report to another
+		// manager (one started as the store came back from an outage).
+		ctx, cancel := context.WithTimeout(context.Background(), max(m.LeaderTTL/3, time.Second))
+		m.lead.toOther.Store(m.lead.otherServing(ctx) != "")
+		cancel()
+	} else {
 		m.mu.Lock()
 		n := len(m.sessions)
 		m.sessions = map[string]*session{}

@@ -58,7 +58,9 @@ func TestPlannerLockGoesToTheManagerServingNodes(t *testing.T) {
 	stA := &stallableLock{Redis: open()}
 	stB := open()
 	pA, pB := &countPlanner{}, &countPlanner{}
-	const grace = 3 * time.Second // past B's give-back, a lease and a third
+	// Shorter than B's give-back (four renewals, a third of a lease
+	// apart): B leaves the session it loaded to A all the same.
+	const grace = 200 * time.Millisecond
 	a := newManager(t, "", onShared(stA, pA, grace))
 	n := a.startNode("n1", nodeOpts{})
 	sid := a.admitOne("t1")
@@ -100,6 +102,48 @@ func TestPlannerLockGoesToTheManagerServingNodes(t *testing.T) {
 	if recs := readRecords(t, recordsB); len(recs) != 0 {
 		t.Fatalf("B wrote records of A's session: %+v", recs)
 	}
+}
+
+// A standby B that takes the planner lock while the active manager A
+// cannot reach Redis claims A's sessions in the store (their entries name
+// B). When A, which the node reports to, gets the lock back, it claims
+// them back: before, their entries kept naming B, so that A, ending the
+// session, left its entry in the store (a manager deletes only the
+// entries it holds), listed as playing, to be loaded by the next
+// takeover.
+func TestSessionsClaimedBackWhenTheLockFollowsTheNodes(t *testing.T) {
+	open, _ := sharedRedis(t)
+	stA := &stallableLock{Redis: open()}
+	stB := open()
+	const grace = time.Minute
+	a := newManager(t, "", onShared(stA, nil, grace))
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	n.setSessions(sid)
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	b := newManager(t, "", onShared(stB, nil, grace))
+	if b.m.Leader() {
+		t.Fatal("B took a held lock")
+	}
+	stA.stalled.Store(true)
+	waitFor(t, 40*testLeaderTTL, "B to take the lock A cannot renew", b.m.Leader)
+	waitFor(t, 5*time.Second, "B's claim of A's session", func() bool {
+		s, err := stB.Session(context.Background(), sid)
+		return err == nil && s.Manager == b.m.holderID()
+	})
+	stA.stalled.Store(false)
+	waitFor(t, 40*testLeaderTTL, "A, which the node reports to, to get the lock back", a.m.Leader)
+	waitFor(t, 5*time.Second, "A's claim back", func() bool {
+		s, err := stB.Session(context.Background(), sid)
+		return err == nil && s.Manager == a.m.holderID()
+	})
+	n.setSessions()
+	if err := n.event(sid, pb.SessionEvent_KIND_ENDED); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the ended session's entry deleted", func() bool { return !inStore(t, stB, sid) })
 }
 
 // A manager no node reports to lets a free planner lock be for

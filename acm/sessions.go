@@ -45,6 +45,12 @@ type session struct {
 	// reports here, if that manager did not rewrite it since (its node,
 	// back there, plays it on: the entry is that manager's again).
 	claimedOver string
+	// rewrite: a live session the store lacked at a takeover (a Redis
+	// restarted without its data), written back there (loadSessions): a
+	// write made late (retryWrites) writes it whole, not only over an
+	// entry this manager holds (putOwn refuses a missing one). Cleared
+	// once written.
+	rewrite bool
 	// playingAt is the node's report count (nodeState.reports) when the
 	// session was seen playing; absent counts the node's reports in a
 	// row that did not list it although it played before the previous
@@ -474,6 +480,12 @@ func (m *Manager) tick(now time.Time) {
 			// An orphan: its node may have started it while out of
 			// touch, so no no-show; it ends once the grace is over.
 			if now.Sub(later(m.startedAt, s.orphaned)) > m.RestoreGrace {
+				if m.lead != nil && m.lead.toOther.Load() {
+					// Holding the lock while another manager serves the
+					// nodes, to which it goes within moments: left to
+					// end as below once it has.
+					continue
+				}
 				if m.lead != nil && !m.Leader() {
 					// A standby (or a manager that took the lock over
 					// and gave it back, its nodes reporting to the other

@@ -2,9 +2,12 @@ package acm
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -19,7 +22,8 @@ func TestLiveSessionsWrittenAgainAfterTheStoreLostThem(t *testing.T) {
 	ctx := context.Background()
 	open, srv := sharedRedis(t)
 	st := open()
-	a := newManager(t, "", onShared(open(), nil, time.Minute))
+	stA := &failingPuts{Redis: open()}
+	a := newManager(t, "", onShared(stA, nil, time.Minute))
 	n := a.startNode("n1", nodeOpts{})
 	sid := a.admitOne("t1")
 	n.setSessions(sid)
@@ -30,10 +34,17 @@ func TestLiveSessionsWrittenAgainAfterTheStoreLostThem(t *testing.T) {
 		s, err := st.Session(ctx, sid)
 		return err == nil && s.State == "playing"
 	})
+	// The first write back fails (Redis just restarted): its retry, when
+	// the store answers again, writes it all the same (a write made late
+	// writes only over an entry this manager holds, and there is none).
+	stA.fail.Store(1)
 	if err := srv.Client(t).FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*testLeaderTTL, "the live session written again", func() bool { return inStore(t, st, sid) })
+	if stA.fail.Load() != 0 {
+		t.Fatal("the session written back without the write that fails")
+	}
 	if s, err := st.Session(ctx, sid); err != nil || s.Manager != a.m.holderID() || s.Node != "n1" {
 		t.Fatalf("the session written again: %+v, %v; want A's on n1", s, err)
 	}
@@ -50,4 +61,19 @@ func TestLiveSessionsWrittenAgainAfterTheStoreLostThem(t *testing.T) {
 	if got := b.reserved("n1"); got != titleBps {
 		t.Fatalf("reserved on n1 after the failover: %d, want %d", got, titleBps)
 	}
+}
+
+// failingPuts is a Redis store whose next fail session writes fail, as
+// writes to a Redis restarting do.
+type failingPuts struct {
+	*store.Redis
+	fail atomic.Int32
+}
+
+func (f *failingPuts) PutSession(ctx context.Context, s store.Session) error {
+	if f.fail.Add(-1) >= 0 {
+		return errors.New("redis: connection refused")
+	}
+	f.fail.Store(0)
+	return f.Redis.PutSession(ctx, s)
 }

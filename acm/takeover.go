@@ -74,6 +74,19 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 			continue
 		}
 		if cur := m.sessions[st.ID]; cur != nil {
+			if node == "" && !cur.ended && cur.Manager != st.Manager {
+				// Taking over a session of the table whose entry names
+				// another manager (which claimed it at its own takeover,
+				// and gave the lock back since): claimed back, as the
+				// sessions loaded here are, so that its end here deletes
+				// the entry (deleteOwn) and a write made late writes it
+				// (putOwn).
+				cur.Manager, cur.Digest = st.Manager, st.Digest
+				if m.claimLocked(cur) {
+					changed = append(changed, cur)
+				}
+				continue
+			}
 			if node != "" && cur.Manager != st.Manager {
 				// Its node was with the manager the entry names
 				// meanwhile, which took it over: Register claims it back
@@ -117,6 +130,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 				continue
 			}
 			m.claimLocked(s)
+			s.rewrite = true
 			changed = append(changed, s)
 			missing++
 		}
