@@ -191,10 +191,13 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		return false, err
 	case !ok:
 		if was {
-			if h, err := l.locker.LockHolder(ctx, plannerLock); err == nil && h == "" {
+			switch h, err := l.locker.LockHolder(ctx, plannerLock); {
+			case err != nil:
+				l.log.Error("planner lock lost: its renewal was refused; planning stops", "holder_unknown", err)
+			case h == "":
 				l.log.Error("planner lock lost: its key is gone from the store (its lease ran out, or the store lost its data); planning stops until it is taken again")
-			} else {
-				l.log.Error("planner lock lost to another manager; planning stops")
+			default:
+				l.log.Error("planner lock lost to another manager; planning stops", "holder", h)
 			}
 		}
 		if !was {
