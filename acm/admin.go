@@ -451,6 +451,12 @@ func (m *Manager) notLeader(todo string) error {
 		return status.Error(codes.FailedPrecondition, "no node reports to this manager, so it leaves the planner lock (the active manager's role) to the manager the nodes report to (taking it itself only if none has in "+
 			durtext.Written(2*m.LeaderTTL)+"): "+todo)
 	}
+	if l := m.lead; l != nil && l.serves != nil && !l.yielding.Load() {
+		// Nodes report here: the holder gives the lock to this manager
+		// once none reports to it (leader.step).
+		return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock), though nodes report to it: should no node report to that manager, it gives the lock to this one within about "+
+			durtext.Written((giveBackSteps+2)*m.LeaderTTL/3)+": try again then; else (the nodes split between the two managers) "+todo)
+	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }
 

@@ -68,6 +68,7 @@ func (m *Manager) noteStore(err error) {
 	default:
 		if !m.health.storeDown.Swap(true) {
 			m.log.Error("store unavailable: not ready (/healthz 503) until it answers", "err", err)
+			m.kickHealth() // reads it again and again until it does (healthLoop)
 		}
 	}
 }
@@ -106,6 +107,11 @@ func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
+// downRecheck is how soon the health check reads again a store that
+// failed quickly (not by a timeout), at most: a Redis refusing
+// connections is read twice a second until it answers.
+const downRecheck = 500 * time.Millisecond
+
 // healthLoop reads the store every HealthCheck, so that a store that
 // stopped (or came back) answering shows in /healthz while no session
 // changes. Its read is answered within StoreTimeout or fails, as a
@@ -143,10 +149,17 @@ func (m *Manager) healthLoop() {
 			m.retryWrites()
 		}
 		next := m.HealthCheck
-		if stalled {
+		switch {
+		case stalled:
 			// This read waited StoreTimeout: the next one starts now,
 			// so that the store's answer to it is its return.
 			next = 0
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			// A quick failure (a refused connection: a Redis stopped or
+			// restarting): read again soon, so that /healthz answers 200
+			// within moments of its return, not a HealthCheck later
+			// (keepalived would move the VIP away meanwhile).
+			next = min(next, downRecheck)
 		}
 		t.Reset(next)
 	}

@@ -211,10 +211,13 @@ func (m *Manager) endLocked(s *session, reason string) {
 	if ns := m.nodes[s.Node]; ns != nil {
 		ns.removeSession(s)
 	}
-	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
-	if reason != reasonLeftToActive {
-		m.sessionRecordLocked(s, reason, m.now())
+	if reason == reasonLeftToActive {
+		// Not an end: the session plays on with the active manager.
+		m.log.Info("session left to the active manager: out of this manager's table (no record here)", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User)
+		return
 	}
+	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
+	m.sessionRecordLocked(s, reason, m.now())
 }
 
 // reasonLeftToActive ends a session on a standby without ending it: the
