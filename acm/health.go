@@ -294,8 +294,10 @@ func (m *Manager) retryWrites() {
 		case replaced:
 		case gone:
 			err = m.deleteOwn(ctx, snap, claimedOver)
-		case m.lead != nil && !m.Leader():
-			// The active manager's to write, if the session is still its.
+		case m.lead != nil && !m.Leader() && !(rewrite && m.lead.held.Load()):
+			// The active manager's to write, if the session is still its
+			// (but a write back of this manager's takeover, which it
+			// holds the lock for while it loads the sessions).
 			others = true
 		case rewrite:
 			// Missing from the store at the takeover: written whole.
