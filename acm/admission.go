@@ -212,8 +212,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	if m.health.storeDown.Load() {
 		// A new session could not be stored: answer at once rather than
-		// after StoreTimeout (the health check notices its return within
-		// HealthCheck). A viewer's new token above needs no store.
+		// after StoreTimeout (the health check reads the store again and
+		// again until it answers: healthLoop). A viewer's new token above
+		// needs no store.
 		m.mu.Unlock()
 		m.capRefusals.log(m.log, m.now(), refusedStoreDown, slog.LevelWarn, "admission refused at once: the store is unavailable (it failed, or did not answer within store_timeout) until a health check reads it again",
 			"title", t.ID, "user", r.User)

@@ -209,7 +209,10 @@ type Manager struct {
 	OrderTimeout time.Duration
 	// HealthCheck is how often the store is read to tell /healthz whether
 	// it answers (between the reads, the outcome of the manager's own
-	// store operations counts), DefaultHealthCheck.
+	// store operations counts), DefaultHealthCheck. A store taken as
+	// unavailable is read sooner: at once, then again as StoreTimeout
+	// says, and every downRecheck (500 ms) while it fails quickly (a
+	// refused connection).
 	HealthCheck time.Duration
 	// StoreTimeout bounds each store call of a front-door request (the
 	// write of its new session, the delete of each session it ends), each
