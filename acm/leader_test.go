@@ -338,9 +338,10 @@ func TestLeaderStartErrors(t *testing.T) {
 
 // TestOrphanTakenOverStaysInStore: the node of a session admitted on A
 // (the leader) moves to B (the front door's address moved) while A keeps
-// running. A sees the node die and, after its RestoreGrace, ends the
-// orphan in its own table, but leaves the store entry B took over; a
-// session whose node went nowhere is deleted.
+// running, and serving a node (n3: a manager no node reports to gives
+// the lock to the one serving nodes). A sees the node die and, after its
+// RestoreGrace, ends the orphan in its own table, but leaves the store
+// entry B took over; a session whose node went nowhere is deleted.
 func TestOrphanTakenOverStaysInStore(t *testing.T) {
 	open, _ := sharedRedis(t)
 	stA, stB := open(), open()
@@ -362,6 +363,7 @@ func TestOrphanTakenOverStaysInStore(t *testing.T) {
 	if len(onN1) == 0 || len(onN2) == 0 {
 		t.Fatalf("sessions not on both nodes: %v", a.sessions())
 	}
+	a.startNode("n3", nodeOpts{rtsp: "127.0.0.1:7003"}) // A keeps a node
 	n1.stop()
 	n2.stop()
 	b.registerWith("n1", onN1...)
@@ -369,6 +371,9 @@ func TestOrphanTakenOverStaysInStore(t *testing.T) {
 		t.Fatalf("B reserves %d for n1's %d sessions", got, len(onN1))
 	}
 	waitFor(t, 10*time.Second, "A to end the orphans", func() bool { return len(a.sessions()) == 0 })
+	if !a.m.Leader() {
+		t.Fatal("A, serving n3, gave the lock up")
+	}
 	waitFor(t, 5*time.Second, "the entries of n2's sessions to go", func() bool {
 		for _, sid := range onN2 {
 			if inStore(t, stB, sid) {
