@@ -22,6 +22,7 @@ func TestNodeBackRewritesItsSessions(t *testing.T) {
 	if !a.m.Leader() || b.m.Leader() {
 		t.Fatalf("leaders: A %v, B %v; want A only", a.m.Leader(), b.m.Leader())
 	}
+	a.keepServing() // else the lock would go to b, which n1 reports to
 	n := b.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001"})
 	sid := b.admitOne("t1")
 	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {

@@ -250,3 +250,20 @@ func TestLeaderWithoutNodesGivesTheLockBack(t *testing.T) {
 		t.Fatalf("serving lease still held by %q after it was given up", h)
 	}
 }
+
+// keepServing registers with e's manager a node that takes no session
+// (egress below any title's bitrate, no disk free) and keeps reporting,
+// so that a test's active manager keeps the planner lock while its other
+// nodes move to the standby: a holder no node reports to gives the lock
+// to a manager that serves nodes (leader.step).
+func (e *env) keepServing() *fakeNode {
+	e.t.Helper()
+	n := &fakeNode{t: e.t, id: "keep", nc: e.nc, cmds: make(chan *pb.NodeCommand, 64)}
+	if _, err := e.nc.Register(context.Background(), regReq("keep", "127.0.0.1:7099", "127.0.0.1:7098", 1000)); err != nil {
+		e.t.Fatal(err)
+	}
+	n.heartbeat()
+	e.t.Cleanup(n.stop)
+	waitFor(e.t, 5*time.Second, "the kept node's first report", func() bool { return e.reports("keep") > 0 })
+	return n
+}

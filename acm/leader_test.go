@@ -246,6 +246,7 @@ func TestStandbyLoadsSessionsAtRegistration(t *testing.T) {
 	b := newManager(t, "", onShared(stB, pB, time.Minute))
 	n := a.startNode("n1", nodeOpts{})
 	sid := a.admitOne("t1")
+	a.keepServing() // else the lock would go to b, which n1 reports to
 	n.stop()
 	b.registerWith("n1", sid)
 	if s := b.session(sid); s == nil || b.reserved("n1") != titleBps {

@@ -102,6 +102,7 @@ func TestNodeSettingsOnASharedStore(t *testing.T) {
 	n1 := a.startNode("n1", nodeOpts{})
 	n2 := a.startNode("n2", nodeOpts{})
 	n3 := a.startNode("n3", nodeOpts{})
+	a.keepServing() // else the lock would go to b once the nodes move there
 	for _, id := range []string{"n1", "n2"} {
 		if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: id, Draining: ptr(true)}); err != nil {
 			t.Fatal(err)

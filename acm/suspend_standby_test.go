@@ -36,6 +36,7 @@ func TestStandbyKeepsTheActiveManagersSuspensions(t *testing.T) {
 	if err != nil || len(list.GetSuspensions()) != 1 || list.GetSuspensions()[0].GetUser() != "demo" {
 		t.Fatalf("the standby's list: %v %v; want demo", list, err)
 	}
+	a.keepServing() // else the lock would go to b, which a node reports to
 	n := b.registerWith("n1")
 	if b.m.Leader() {
 		t.Fatal("the standby took the lock while the active manager runs")
@@ -144,6 +145,7 @@ func pairWithLogs(t *testing.T, open func() *store.Redis) (a, b *env, logs *[2]l
 		m.Logger = slog.New(slog.NewTextHandler(&logs[started], nil))
 		started++
 	})
+	a.keepServing() // else the lock would go to b, which a node reports to
 	b.registerWith("n1")
 	return a, b, logs
 }
