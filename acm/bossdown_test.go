@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"vodcluster/acm/boss"
-	"vodcluster/acm/store"
-	"vodcluster/acm/store/redistest"
 )
 
 // failingBOSS is a subscriber database that fails authentications
@@ -73,13 +71,8 @@ func TestBOSSDownSaysSo(t *testing.T) {
 // session store does not answer (it was a bare "Service Unavailable"
 // until a later request found the store taken as down).
 func TestStoreRefusingSaysSo(t *testing.T) {
-	srv := redistest.Start(t)
-	r, err := store.OpenRedis(store.RedisOptions{Addr: srv.Addr, Prefix: t.Name() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	e := newManager(t, "", func(m *Manager) { m.Store = r })
+	open, srv := sharedRedis(t)
+	e := newManager(t, "", func(m *Manager) { m.Store = open() })
 	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
 	srv.Stop()
 	const why = "the cluster's session store does not answer"

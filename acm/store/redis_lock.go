@@ -152,9 +152,17 @@ func (r *Redis) runHeld(ctx context.Context, script *redis.Script, what, id stri
 	return n == 1, nil
 }
 
-func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
+// checkLockName refuses a lock name not matching StateNamePattern.
+func checkLockName(name string) error {
 	if !StateNamePattern.MatchString(name) {
 		return fmt.Errorf("store: lock name %q: want %s", name, StateNamePattern)
+	}
+	return nil
+}
+
+func checkLock(name, holder string, ttl time.Duration, needTTL bool) error {
+	if err := checkLockName(name); err != nil {
+		return err
 	}
 	if holder == "" {
 		return errors.New("store: lock holder is empty")
@@ -243,8 +251,8 @@ func (r *Redis) Unlock(ctx context.Context, name, holder string) (bool, error) {
 
 // LockHolder implements Locker with a GET of the lock's key.
 func (r *Redis) LockHolder(ctx context.Context, name string) (string, error) {
-	if !StateNamePattern.MatchString(name) {
-		return "", fmt.Errorf("store: lock name %q: want %s", name, StateNamePattern)
+	if err := checkLockName(name); err != nil {
+		return "", err
 	}
 	if err := r.check(); err != nil {
 		return "", err
