@@ -45,6 +45,9 @@ type admitRequest struct {
 	ClientIP string // bound into the token (cip)
 	Client   string // ip:port, for the session table
 	Protocol string // store.ProtoRTSP or store.ProtoHTTP
+	// Door is the RTSP front door the viewer asked (rtspDoor), signed into
+	// the token (token.Claims.Door); "" over HTTP.
+	Door string
 	// Reuse is a session granted earlier on the same RTSP connection for
 	// the same title: while its viewer has not reached the node, it gets a
 	// new token instead of a second admission.
@@ -255,9 +258,16 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// The sessions it supersedes are persisted with the stranded ones
 	// (endedHere).
 	// A session being moved (moving) is not counted: the new one replaces it.
+	// Nor are sessions on a node whose heartbeat stream broke (a crash
+	// the manager has not yet taken for a death, which uncounts them:
+	// orphanLocked): their viewers, cut off, come back at once, and a
+	// household at its limit would be refused 403 until then.
 	held := m.userSessions[r.User] + m.userPending[r.User]
 	if moving != nil {
 		held--
+	}
+	if limit := m.MaxSessionsPerUser; limit > 0 && held >= limit {
+		held -= m.unreachableSessionsLocked(r.User, moving)
 	}
 	if limit := m.MaxSessionsPerUser; limit > 0 && held >= limit {
 		superseded := m.supersedeIdleLocked(r.User, held, limit, now)
@@ -430,7 +440,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	g.Token, err = m.signer.Sign(token.Claims{
-		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate, Proto: r.Protocol,
+		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate, Proto: r.Protocol, Door: r.Door,
 	}, now, m.TokenTTL)
 	if err != nil {
 		return fail("token", err)
@@ -453,6 +463,25 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	m.log.Info("admitted", attrs...)
 	return g, nil
+}
+
+// unreachableSessionsLocked counts the sessions of user counted in
+// userSessions, but skip, on nodes whose heartbeat stream broke
+// (lsm.Node.Unreachable; mu held). It visits those nodes' sessions only,
+// and only for a subscriber at its limit.
+func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
+	n := 0
+	for id, ns := range m.nodes {
+		if node := m.sched.Node(id); node == nil || !node.Unreachable {
+			continue
+		}
+		for _, s := range ns.sessions {
+			if s.User == user && s != skip && !s.uncounted && !s.ended {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // pendingDoneLocked takes one of user's requests out of the queued count

@@ -21,6 +21,7 @@ import (
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
 	"vodcluster/proto/rtspwire"
+	"vodcluster/proto/token"
 )
 
 // RTSP front door timeouts.
@@ -353,7 +354,8 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
 		return s.fail(nc, res, err, false), ""
 	}
-	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc), Reuse: admitted[title]})
+	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc),
+		Door: rtspDoor(isTLS(nc), u.Host), Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
 			countRequest(rtspProto(nc), ctx.Err())
@@ -370,6 +372,22 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	res.Header["Location"] = base.HeaderValue{g.rtspURL(isTLS(nc)) + "/s/" + g.Token + "/vod/" + title + rest}
 	admitted[title] = g.Session.ID
 	return res, g.Session.ID
+}
+
+// rtspDoor is the front door a viewer asked over RTSP (TLS: RTSPS), as
+// the request URL's authority host names it (the virtual IP or the name
+// the viewer's box was given, not this manager's own address), for the
+// token's Claims.Door; "" when host is not fit for a Location header
+// (token.ValidDoor).
+func rtspDoor(tls bool, host string) string {
+	door := "rtsp://" + host
+	if tls {
+		door = "rtsps://" + host
+	}
+	if !token.ValidDoor(door) {
+		return ""
+	}
+	return door
 }
 
 // notTitleURL is the reason phrase of the front door's 404 for a URL that

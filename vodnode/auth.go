@@ -3,6 +3,7 @@ package vodnode
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
@@ -34,28 +35,60 @@ func requestTarget(u *base.URL) (target, *rtspError) {
 // (DESCRIBE, SETUP without Session) over proto ("rtsp", "rtsps", "http"):
 // valid signature, unexpired, issued for this title on this node to this
 // client over this protocol (token.Claims.CheckProto), and not already
-// used here.
+// used here. A token spent here (its session ended: TEARDOWN, timeout,
+// refusal), expired or not, that names the RTSP front door its viewer
+// asked (token.Claims.Door) gets a 302 there (spentAnswer); 401 otherwise.
 func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.Claims, *rtspError) {
 	ip := ""
 	if client.IsValid() {
 		ip = client.String()
 	}
 	c, err := n.signer.Verify(tg.Token, time.Now(), tg.Title, n.ID, ip)
+	expired := errors.Is(err, token.ErrExpired)
+	if expired {
+		err = c.Check(tg.Title, n.ID, ip) // Verify checks the scope of an unexpired token only
+	}
 	if err == nil {
 		err = c.CheckProto(proto)
 	}
 	switch {
-	case errors.Is(err, token.ErrExpired):
-		return nil, unauthorized("admission token expired")
 	case errors.Is(err, token.ErrScope):
 		return nil, unauthorized(err.Error())
 	case err != nil:
 		return nil, unauthorized("invalid admission token")
-	}
-	if n.tokenUsed(c.Session) {
-		return nil, unauthorized(reasonUsed)
+	case n.tokenUsed(c.Session):
+		return nil, spentAnswer(c, tg, proto)
+	case expired:
+		return nil, unauthorized("admission token expired")
 	}
 	return c, nil
+}
+
+// spentAnswer answers a request that starts a session with token c, spent
+// here: over RTSP, when c names its front door (token.Claims.Door, checked
+// again with token.ValidDoor), 302 Moved Temporarily to the title's URL
+// there (the URL tg names, /es and the track kept), where the viewer is
+// admitted anew. A player that reconnects to the node's URL it was
+// redirected to, rather than to the one it was given, gets the front door
+// back: GStreamer's rtspsrc, falling back from UDP to TCP when no RTP
+// reaches it, tears its session down and asks the node's URL again. The
+// token is known here, so it is not a fresh one a node whose clock runs
+// ahead takes for expired (which would send its viewer round and round).
+// Otherwise 401 (reasonUsed).
+func spentAnswer(c *token.Claims, tg target, proto string) *rtspError {
+	if proto == "http" || !token.ValidDoor(c.Door) {
+		return unauthorized(reasonUsed)
+	}
+	loc := c.Door + "/vod/" + tg.Title
+	if tg.ES {
+		loc += "/es"
+	}
+	if tg.Track >= 0 {
+		loc += "/trackID=" + strconv.Itoa(tg.Track)
+	}
+	e := rtspErr(base.StatusFound, "admission token already used on this node (its session ended): ask the front door again")
+	e.header = base.Header{"Location": base.HeaderValue{loc}}
+	return e
 }
 
 // verifyInSession checks the token of a request inside session s: a valid

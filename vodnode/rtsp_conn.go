@@ -470,5 +470,9 @@ func errResponse(e *rtspError) *base.Response {
 	for k, v := range e.header {
 		h[k] = v
 	}
-	return &base.Response{StatusCode: e.code, Header: h, Body: []byte(e.reason + "\n")}
+	res := &base.Response{StatusCode: e.code, Header: h, Body: []byte(e.reason + "\n")}
+	if e.code == base.StatusFound {
+		res.StatusMessage = "Moved Temporarily" // RFC 2326 section 7.1.1, as the front door's
+	}
+	return res
 }

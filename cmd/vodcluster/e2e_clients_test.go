@@ -292,3 +292,37 @@ func TestVCRThroughFrontDoor(t *testing.T) {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})
 }
+
+// TestGStreamerFallsBackFromUDPToTCP: rtspsrc that receives no RTP over
+// UDP (timeout=1000: after 1 ms without a packet, as after its 5 s
+// default behind a firewall that drops UDP) tears its session down and
+// asks the node's URL it was redirected to again, over TCP. The node
+// sends it back to the front door (its token is spent), which admits it
+// anew: the title plays to its end over TCP. It was refused 401
+// Unauthorized, and the player stopped.
+func TestGStreamerFallsBackFromUDPToTCP(t *testing.T) {
+	t.Parallel()
+	gst := needTool(t, "gst-launch-1.0")
+	c := startPlaybackCluster(t, 1, 100_000_000, nil)
+	adm := c.admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	b, err := exec.CommandContext(ctx, gst, "-e", "rtspsrc", "location="+c.frontURL("", "", "sample-007"),
+		"user-id=demo", "user-pw=demo", "protocols=udp+tcp", "timeout=1000", "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
+		"h264parse", "!", "fakesink", "sync=false").CombinedOutput()
+	took, out := time.Since(start), string(b)
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("still running after %v:\n%s", took, out)
+	case !strings.Contains(out, "Retrying using a tcp connection"):
+		t.Fatalf("rtspsrc did not fall back to TCP (exit %v):\n%s", err, out)
+	case strings.Contains(out, "Unauthorized"):
+		t.Fatalf("refused after the fallback:\n%s", out)
+	case err != nil && !gstRace(out), !strings.Contains(out, "Got EOS"):
+		t.Fatalf("exit %v after %v, want the title played to its end:\n%s", err, took, out)
+	}
+	eventually(t, 15*time.Second, "no session or reservation left", func() bool {
+		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
+	})
+}

@@ -108,7 +108,11 @@ func (r *Reader) Next() (any, error) {
 		var req base.Request
 		msg := io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))
 		if err := req.Unmarshal(bufio.NewReader(msg)); err != nil {
-			return nil, &FramingError{Code: base.StatusBadRequest, Reason: err.Error(), CSeq: cseqOf(head)}
+			reason := err.Error()
+			if why := overLimit(head); why != "" {
+				reason = why // gortsplib says "buffer length exceeds 2048"
+			}
+			return nil, &FramingError{Code: base.StatusBadRequest, Reason: reason, CSeq: cseqOf(head)}
 		}
 		return &req, nil
 	}
@@ -163,6 +167,51 @@ func (r *Reader) head() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// Limits of gortsplib's base.Request parser within a request head, bytes:
+// the Request-URI, a header's name and a header's value. A subscriber
+// token (Authorization: Bearer, or ?token= in the URL) must fit in them.
+const (
+	MaxURI         = 2047
+	MaxHeaderName  = 511
+	MaxHeaderValue = 2047
+)
+
+// overLimit names the part of head (request line, headers) that is
+// longer than gortsplib's parser takes, "" when none is: its error
+// ("buffer length exceeds 2048") names no header.
+func overLimit(head []byte) string {
+	lines := strings.Split(strings.TrimRight(string(head), "\r\n"), "\n")
+	if parts := strings.Split(strings.TrimSuffix(lines[0], "\r"), " "); len(parts) == 3 && len(parts[1]) > MaxURI {
+		return fmt.Sprintf("request URL of %d bytes, longer than %d", len(parts[1]), MaxURI)
+	}
+	for _, l := range lines[1:] {
+		name, value, ok := strings.Cut(strings.TrimSuffix(l, "\r"), ":")
+		switch {
+		case !ok:
+		case len(name) > MaxHeaderName:
+			return fmt.Sprintf("header name of %d bytes, longer than %d", len(name), MaxHeaderName)
+		case len(strings.TrimLeft(value, " ")) > MaxHeaderValue:
+			return fmt.Sprintf("header %s of %d bytes, longer than %d", clipName(name), len(strings.TrimLeft(value, " ")), MaxHeaderValue)
+		}
+	}
+	return ""
+}
+
+// clipName is a header name fit for a reason phrase: at most 40 bytes of
+// token characters (RFC 2326 §15.1), "?" for any other.
+func clipName(name string) string {
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	b := []byte(name)
+	for i, c := range b {
+		if !isTokenChar(c) {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // body consumes and returns the body that head announces (Content-Length).

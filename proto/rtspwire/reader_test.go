@@ -136,3 +136,34 @@ func TestReaderBareLF(t *testing.T) {
 		t.Fatal("a message after the last")
 	}
 }
+
+// TestReaderLimits: a request URL or header value at gortsplib's limits
+// is read; one byte over is a 400 whose reason names what is too long
+// (gortsplib's own error, "buffer length exceeds 2048", named nothing),
+// with the request's CSeq.
+func TestReaderLimits(t *testing.T) {
+	uri := func(n int) string {
+		return "rtsp://h/vod/x?token=" + strings.Repeat("a", n-len("rtsp://h/vod/x?token="))
+	}
+	for _, tc := range []struct {
+		name, raw, reason string
+	}{
+		{"URL at the limit", "DESCRIBE " + uri(MaxURI) + " RTSP/1.0\r\nCSeq: 1\r\n\r\n", ""},
+		{"URL over", "DESCRIBE " + uri(MaxURI+1) + " RTSP/1.0\r\nCSeq: 1\r\n\r\n", "request URL of 2048 bytes, longer than 2047"},
+		{"value at the limit", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nAuthorization:  Bearer " + strings.Repeat("b", MaxHeaderValue-7) + "\r\n\r\n", ""},
+		{"value over", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Bearer " + strings.Repeat("b", MaxHeaderValue-6) + "\r\n\r\n", "header Authorization of 2048 bytes, longer than 2047"},
+		{"name over", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\n" + strings.Repeat("N", MaxHeaderName+1) + ": v\r\n\r\n", "header name of 512 bytes, longer than 511"},
+	} {
+		msg, err := NewReader(strings.NewReader(tc.raw)).Next()
+		if tc.reason == "" {
+			if _, ok := msg.(*base.Request); !ok || err != nil {
+				t.Errorf("%s: %v, want the request", tc.name, err)
+			}
+			continue
+		}
+		var fe *FramingError
+		if !errors.As(err, &fe) || fe.Code != base.StatusBadRequest || fe.Reason != tc.reason || fe.CSeq != "1" {
+			t.Errorf("%s: %v, want 400 %q with CSeq 1", tc.name, err, tc.reason)
+		}
+	}
+}

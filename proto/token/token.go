@@ -7,6 +7,7 @@ package token
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -24,7 +25,44 @@ type Claims struct {
 	// "http" (the front door's HTTP, plain or HTTPS); empty: any (tokens
 	// of managers that did not say). See CheckProto.
 	Proto string `json:"pro,omitempty"`
+	// Door is the RTSP front door the viewer asked, as its request URL
+	// named it: scheme and authority ("rtsp://vod.example.net:554"),
+	// checked with ValidDoor; empty: none (HTTP tokens, tokens of managers
+	// that did not say). A node sends a viewer whose session already
+	// ended there back to it (a 302) rather than refusing its spent token:
+	// GStreamer, falling back from UDP to TCP, tears its session down and
+	// asks the node's URL again.
+	Door string `json:"fd,omitempty"`
 	jwt.RegisteredClaims
+}
+
+// maxDoor bounds the length of Claims.Door, bytes: a host name (at most
+// 253), a port and the scheme.
+const maxDoor = 280
+
+// ValidDoor reports whether door is a front door fit for Claims.Door and
+// for a Location header: "rtsp://" or "rtsps://" and an authority of
+// host name or address characters (letters, digits, ".-_~:%", an IPv6
+// literal's brackets), with an optional port; no user information,
+// path, query, space or control character, at most maxDoor bytes.
+func ValidDoor(door string) bool {
+	rest, ok := strings.CutPrefix(door, "rtsp://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(door, "rtsps://"); !ok {
+			return false
+		}
+	}
+	if rest == "" || len(door) > maxDoor {
+		return false
+	}
+	for _, r := range rest {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(".-_~:%[]", r):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Errors returned by Verify (wrapped; test with errors.Is).

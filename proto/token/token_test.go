@@ -98,3 +98,27 @@ func TestCheckProto(t *testing.T) {
 		}
 	}
 }
+
+// TestValidDoor: the front doors a token may name are RTSP or RTSPS
+// scheme and authority only; anything that could split a Location header
+// or add a path, user or query is refused.
+func TestValidDoor(t *testing.T) {
+	for door, want := range map[string]bool{
+		"rtsp://127.0.0.1:8554":              true,
+		"rtsps://vod.example.net":            true,
+		"rtsp://[::1]:554":                   true,
+		"rtsp://[fe80::1%25eth0]:554":        true,
+		"http://127.0.0.1:8080":              false,
+		"rtsp://":                            false,
+		"rtsp://h/vod/x":                     false,
+		"rtsp://user:pw@h":                   false,
+		"rtsp://h?x=1":                       false,
+		"rtsp://h\r\nX-Injected: 1":          false,
+		"rtsp://h p":                         false,
+		"rtsp://" + strings.Repeat("a", 300): false,
+	} {
+		if got := ValidDoor(door); got != want {
+			t.Errorf("ValidDoor(%q) = %v, want %v", door, got, want)
+		}
+	}
+}

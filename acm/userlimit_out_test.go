@@ -1,0 +1,45 @@
+package acm
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// TestUserLimitLeavesOutSessionsOnANodeOut: a subscriber at its session
+// limit whose sessions are on a node whose heartbeat stream just broke
+// (it crashed; the manager has not yet taken it for dead) is admitted
+// for another title: its viewers, cut off, come back at once. It was
+// refused 403/429 "too many sessions" until the node was declared dead,
+// and many boxes do not retry a 403.
+func TestUserLimitLeavesOutSessionsOnANodeOut(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 1 })
+	addrs := map[string]string{"n1": "127.0.0.1:7091", "n2": "127.0.0.1:7092"}
+	nodes := map[string]*fakeNode{}
+	for id, a := range addrs {
+		nodes[id] = e.startNode(id, nodeOpts{http: a})
+	}
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("first request: %d", res.StatusCode)
+	}
+	out, other := redirectedTo(t, res.Header.Get("Location"), "http", addrs)
+	first := e.tokenOf(res.Header.Get("Location"), "http", addrs[out], "t1", ".ts").Session
+	if err := nodes[out].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.get("GET", "/vod/t2.ts", "demo", "demo"); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second title at the limit with the node in service: %d, want 429", res.StatusCode)
+	}
+	nodes[out].stop()
+	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable(out) })
+	res = e.get("GET", "/vod/t2.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("another title while %s is out: %d, want a redirect (the session there must not count)", out, res.StatusCode)
+	}
+	if tk := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t2", ".ts"); tk.Node != other {
+		t.Fatalf("t2 admitted on %s, want %s", tk.Node, other)
+	}
+}

@@ -1,0 +1,88 @@
+package vodnode
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/proto/token"
+)
+
+// mintDoor is mint with the front door the viewer asked (Claims.Door),
+// for protocol proto ("" any).
+func mintDoor(t *testing.T, sid, title, door, proto string, ttl time.Duration) string {
+	t.Helper()
+	s, err := token.NewSigner(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Sign(token.Claims{Session: sid, Title: title, Node: "node-1", Door: door, Proto: proto}, time.Now(), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestSpentTokenBackToFrontDoor: a request that starts a session with a
+// token whose session ended here (a TEARDOWN), from a new connection as
+// GStreamer's fallback from UDP to TCP makes it, is sent back to the
+// front door the token names (302 to the title's URL there, /es and the
+// track kept), expired or not; a token naming no front door, or one not
+// fit for a Location header, still gets 401, as does an expired token
+// never used here (a node whose clock runs ahead would otherwise send a
+// fresh token's viewer round and round) and a spent token over HTTP.
+func TestSpentTokenBackToFrontDoor(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	const door = "rtsp://vod.example.net:8554"
+	spend := func(sid, tok string) {
+		url := nodeURL(n, tok, "sample-001")
+		c := dialRTSP(t, n)
+		id := c.play(url)
+		if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
+			t.Fatalf("%s: TEARDOWN: %s", sid, statusLine(res))
+		}
+	}
+	tok := mintDoor(t, "back", "sample-001", door, "rtsp", time.Minute)
+	spend("back", tok)
+	url := nodeURL(n, tok, "sample-001")
+	for _, tc := range []struct{ method, url, loc string }{
+		{"DESCRIBE", url, door + "/vod/sample-001"},
+		{"SETUP", url + "/trackID=0", door + "/vod/sample-001/trackID=0"},
+		{"DESCRIBE", "rtsp://" + n.RTSPAddr() + "/s/" + tok + "/es/sample-001", door + "/vod/sample-001/es"},
+	} {
+		res := dialRTSP(t, n).do(tc.method, tc.url, "Transport", "RTP/AVP/TCP;unicast")
+		if res.StatusCode != 302 || res.StatusMessage != "Moved Temporarily" || len(res.Header["Location"]) != 1 || res.Header["Location"][0] != tc.loc {
+			t.Errorf("%s %s with a spent token: %s, Location %q; want 302 to %s", tc.method, tc.url, statusLine(res), res.Header["Location"], tc.loc)
+		}
+	}
+
+	// Expired and spent (the manager ended its session before the
+	// viewer came: refuseTokens): back to the front door too.
+	old := mintDoor(t, "old", "sample-001", door, "rtsp", -time.Minute)
+	n.refuseTokens([]string{"old"}, time.Now().Add(time.Minute))
+	if res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, old, "sample-001")); res.StatusCode != 302 {
+		t.Errorf("an expired spent token: %s, want 302", statusLine(res))
+	}
+
+	// 401 for the rest.
+	noDoor := mint(t, "nodoor", "sample-001", "node-1", "", time.Minute)
+	spend("nodoor", noDoor)
+	badDoor := mintDoor(t, "baddoor", "sample-001", "rtsp://x\r\nX-Injected: 1", "rtsp", time.Minute)
+	spend("baddoor", badDoor)
+	for name, tok := range map[string]string{"no front door": noDoor, "a front door unfit for Location": badDoor} {
+		res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, tok, "sample-001"))
+		if res.StatusCode != 401 || !strings.Contains(string(res.Body), "already used") {
+			t.Errorf("%s: %s, want 401 already used", name, statusLine(res))
+		}
+	}
+	fresh := mintDoor(t, "fresh", "sample-001", door, "rtsp", -time.Minute)
+	if res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, fresh, "sample-001")); res.StatusCode != 401 || !strings.Contains(string(res.Body), "expired") {
+		t.Errorf("an expired token never used here: %s, want 401 expired", statusLine(res))
+	}
+	httpTok := mintDoor(t, "web", "sample-001", door, "", time.Minute)
+	n.refuseTokens([]string{"web"}, time.Now().Add(time.Minute))
+	if res, body := get(t, httpURL(n, httpTok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != 401 || !strings.Contains(string(body), "already used") {
+		t.Errorf("HTTP GET with a spent token: %d %s, want 401 already used", res.StatusCode, body)
+	}
+}
