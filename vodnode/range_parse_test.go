@@ -12,7 +12,8 @@ import (
 // second for smpte and smpte-30-drop, 25 for smpte-25, subframes in
 // hundredths of a frame); an empty value, a frame number past the rate
 // (it was taken as the whole second) or a subframe over 99 is malformed
-// (PLAY answers 457), a format other than those is errRangeFormat (501).
+// (PLAY answers 457), a format other than those is errRangeFormat (501);
+// spaces around npt's "=" and "-" are read past.
 func TestParseRange(t *testing.T) {
 	const drop = 30000.0 / 1001
 	for _, c := range []struct {
@@ -33,6 +34,9 @@ func TestParseRange(t *testing.T) {
 		// waited for a play after 457
 		{"npt=-1.000-", 0, -1},
 		{"npt=-2.000-", 0, -1},
+		// spaces around "=" and "-": 501 "use npt=" before
+		{"npt = 3 -", 3, -1},
+		{"NPT= 1.5 - 4 ;time=20261130T150000Z", 1.5, 4},
 	} {
 		start, end, err := parseRange(base.HeaderValue{c.v}, false)
 		if err != nil || math.Abs(start-c.start) > 1e-9 || math.Abs(end-c.end) > 1e-9 {

@@ -293,6 +293,16 @@ func parseRange(v base.HeaderValue, reverse bool) (start, end float64, err error
 		return 0, 0, errors.New("empty range")
 	}
 	lower := strings.ToLower(raw)
+	if nptRange.MatchString(lower) {
+		// Spaces around "=" and "-" (npt = 3 -): read without them (the
+		// checks below take "npt=" whole; it was 501 "use npt=").
+		rng, params, hasParams := strings.Cut(raw, ";")
+		raw = strings.Join(strings.Fields(strings.ToLower(rng)), "") // "NPT=" too
+		if hasParams {
+			raw += ";" + params
+		}
+		lower = strings.ToLower(raw)
+	}
 	if ffmpegBeforeStart.MatchString(lower) {
 		return 0, -1, nil
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4"
@@ -246,7 +247,7 @@ loop:
 			}
 			// It ended the play as if it had run its course: a play to
 			// the end cut by a 3 s network outage read as a whole one.
-			res.Stopped = err.Error()
+			res.Stopped = connectionEnded(err)
 			break loop
 		case <-got:
 		case <-idle.C:
@@ -423,4 +424,20 @@ func PlayContext(rawURL string, opts Options) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+30*time.Second)
 	defer cancel()
 	return Play(ctx, rawURL, opts)
+}
+
+// connectionEnded says why the client's connection ended with err, in
+// the words of a play's report: io.EOF (the server, or a node that died,
+// closed the connection: it read as "EOF") and a reset are named; any
+// other error is given as it is.
+func connectionEnded(err error) string {
+	switch {
+	case errors.Is(err, io.EOF):
+		return "the server closed the connection"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "the server reset the connection"
+	case err == nil:
+		return "the connection ended"
+	}
+	return err.Error()
 }

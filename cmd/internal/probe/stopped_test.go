@@ -20,7 +20,8 @@ import (
 // the session, or as a pulled cable fails it: the result says the play
 // stopped early, and why. Before, it read as a play that ran its course
 // (vodctl play --duration 0 over UDP printed "4.83 s of media in 4.85 s"
-// on a 20 s title when the client's link went down, nothing more).
+// on a 20 s title when the client's link went down, nothing more), and
+// the reason is said in words.
 func TestPlayReportsAConnectionLost(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,6 +38,10 @@ func TestPlayReportsAConnectionLost(t *testing.T) {
 	}
 	if !strings.Contains(res.String(), "; stopped early: ") {
 		t.Fatalf("a play the server cut after %d packets reads as a whole one: %s", res.Packets, res)
+	}
+	// A node killed mid-play read "stopped early: EOF".
+	if want := "; stopped early: the server closed the connection"; !strings.HasSuffix(res.String(), want) {
+		t.Errorf("report %q, want it to end %q", res, want)
 	}
 }
 
