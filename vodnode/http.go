@@ -59,6 +59,12 @@ const (
 	httpSegment                      // one HLS segment
 )
 
+// Errors of parseHTTPTarget.
+var (
+	errNoHTTPPath = errors.New("no such resource: want /s/<token>/vod/<title>.ts, /s/<token>/vod/<title>/index.m3u8 or /vod/<title>.ts?token=<token>")
+	errSegName    = errors.New("no such segment: want seg-<n>.ts, n a segment's number from 0 (the playlist lists them)")
+)
+
 type httpTarget struct {
 	Token, Title string
 	Kind         httpKind
@@ -70,6 +76,8 @@ type httpTarget struct {
 //	/s/<token>/vod/<title>.ts                (or /vod/<title>.ts?token=<token>)
 //	/s/<token>/vod/<title>/index.m3u8
 //	/s/<token>/vod/<title>/seg-<n>.ts
+//
+// Errors: errNoHTTPPath, errSegName (404), errNoToken (401).
 func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
 	var tg httpTarget
 	rest, hasTok := strings.CutPrefix(path, "/s/")
@@ -77,7 +85,7 @@ func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
 		var ok bool
 		tg.Token, rest, ok = strings.Cut(rest, "/")
 		if !ok || tg.Token == "" {
-			return tg, errNoPath
+			return tg, errNoHTTPPath
 		}
 		rest = "/" + rest
 	} else if q, err := urlQuery(rawQuery); err == nil {
@@ -85,7 +93,7 @@ func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
 	}
 	rest, ok := strings.CutPrefix(rest, "/vod/")
 	if !ok {
-		return tg, errNoPath
+		return tg, errNoHTTPPath
 	}
 	if title, file, ok := strings.Cut(rest, "/"); ok {
 		tg.Title = title
@@ -95,19 +103,19 @@ func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
 		case strings.HasPrefix(file, "seg-") && strings.HasSuffix(file, ".ts"):
 			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(file, "seg-"), ".ts"))
 			if err != nil || n < 0 || n > 1<<24 {
-				return tg, errNoPath
+				return tg, errSegName
 			}
 			tg.Kind, tg.Seg = httpSegment, n
 		default:
-			return tg, errNoPath
+			return tg, errNoHTTPPath
 		}
 	} else if title, ok := strings.CutSuffix(rest, ".ts"); ok {
 		tg.Title, tg.Kind = title, httpTS
 	} else {
-		return tg, errNoPath
+		return tg, errNoHTTPPath
 	}
 	if !store.ValidID(tg.Title) {
-		return tg, errNoPath
+		return tg, errNoHTTPPath
 	}
 	if tg.Token == "" {
 		return tg, errNoToken

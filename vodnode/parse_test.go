@@ -111,10 +111,13 @@ func TestParseHTTPTarget(t *testing.T) {
 		{"/s/TOK/vod/sample-001/index.m3u8", "", httpPlaylist, "sample-001", 0, nil},
 		{"/s/TOK/vod/sample-001/seg-12.ts", "", httpSegment, "sample-001", 12, nil},
 		{"/vod/sample-001.ts", "", 0, "", 0, errNoToken},
-		{"/s/TOK/vod/sample-001/seg-x.ts", "", 0, "", 0, errNoPath},
-		{"/s/TOK/vod/sample-001/seg--1.ts", "", 0, "", 0, errNoPath},
-		{"/s/TOK/vod/../x.ts", "", 0, "", 0, errNoPath},
-		{"/s/TOK/vod/sample-001", "", 0, "", 0, errNoPath},
+		// a segment's name that is not seg-<n>.ts says so, as a
+		// segment past the end does ("no such segment"); the other
+		// paths give the HTTP forms (they gave the RTSP ones)
+		{"/s/TOK/vod/sample-001/seg-x.ts", "", 0, "", 0, errSegName},
+		{"/s/TOK/vod/sample-001/seg--1.ts", "", 0, "", 0, errSegName},
+		{"/s/TOK/vod/../x.ts", "", 0, "", 0, errNoHTTPPath},
+		{"/s/TOK/vod/sample-001", "", 0, "", 0, errNoHTTPPath},
 	} {
 		tg, err := parseHTTPTarget(c.path, c.query)
 		if err != c.err || (err == nil && (tg.Kind != c.kind || tg.Title != c.title || tg.Seg != c.seg || tg.Token != "TOK")) {

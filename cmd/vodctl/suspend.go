@@ -33,9 +33,13 @@ func suspendCmd(g *globals) *cobra.Command {
 		Example: "  vodctl suspend alice --for 24h --reason 'account shared'\n" +
 			"  vodctl sessions end --user alice --reason 'account shared'\n" +
 			"  vodctl suspend alice --lift",
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("name one subscriber")
+			}
+			if cmd.Flags().Changed("for") && dur.D == 0 {
+				// It read as no --for at all.
+				return fmt.Errorf("--for %s: at least 1s (--lift ends a suspension)", &dur)
 			}
 			if lift == (dur.D != 0) {
 				return fmt.Errorf("give --for DURATION (1s to %s, a year) or --lift, one of the two", maxSuspensionDays)
@@ -46,7 +50,7 @@ func suspendCmd(g *globals) *cobra.Command {
 			}
 			if dur.D > maxSuspension {
 				// The manager's refusal spoke of duration_s 32400000, not --for.
-				return fmt.Errorf("--for %s: at most %s, a year", &dur, durflag.Readable(maxSuspension))
+				return fmt.Errorf("--for %s: at most %s, a year", &dur, maxSuspensionDays) // as --for takes it (it said 8784h)
 			}
 			return nil
 		},

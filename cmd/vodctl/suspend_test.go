@@ -41,19 +41,20 @@ func TestSuspend(t *testing.T) {
 	fa := &suspendAdmin{}
 	run := vodctlAgainst(t, fa)
 	for args, want := range map[string]string{
-		"suspend alice":                 "--for DURATION",
+		"suspend alice":                 "give --for DURATION (1s to 366d, a year) or --lift, one of the two",
 		"suspend alice --for 1h --lift": "one of the two",
 		// Without nested parentheses: it was "(1s to 8784h (366 days), a year)".
-		"suspend alice --for 0s":           "give --for DURATION (1s to 366d, a year) or --lift, one of the two",
+		// A --for of 0 read as none: it said to give --for.
+		"suspend alice --for 0s":           "--for 0s: at least 1s (--lift ends a suspension)",
 		"suspend --for 1h":                 "name one subscriber",
 		"suspend alice --for 10ms":         "at least 1s",
 		"suspend alice bob --for 1h":       "name one subscriber",
 		"suspend alice --for -1h --reason": "flag needs an argument",
 		// The manager's refusal named its duration_s, not --for.
-		// Echoed as typed, the limit readable: it was "--for 8785h0m0s:
-		// at most 8784h0m0s".
-		"suspend alice --for 8785h":   "--for 8785h: at most 8784h (366 days), a year",
-		"suspend alice --for 367d":    "--for 367d: at most 8784h (366 days), a year",
+		// Echoed as typed, the limit as --for takes it: it was "--for
+		// 8785h0m0s: at most 8784h0m0s", then "at most 8784h (366 days)".
+		"suspend alice --for 8785h":   "--for 8785h: at most 366d, a year",
+		"suspend alice --for 367d":    "--for 367d: at most 366d, a year",
 		"suspend alice --for 90m100d": `"90m100d": want a duration such as 90s, 30m, 24h, 1h30m or 7d`,
 		"suspend alice --for 500ms":   "--for 500ms: at least 1s",
 	} {
