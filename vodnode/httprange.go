@@ -33,12 +33,15 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	if outcome == rangeServe && v != "" {
 		v = coalesce(v, size)
 	}
+	if outcome == rangeServe && v != "" && pastEnd(v, size) {
+		outcome = rangeUnsatisfiable // net/http's text: "invalid range: failed to overlap"
+	}
 	switch outcome {
 	case rangeIgnored:
 		r.Header.Del("Range")
 	case rangeUnsatisfiable, rangeExcessive:
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		msg := "range not satisfiable"
+		msg := fmt.Sprintf("range not satisfiable: the title is %d bytes", size) // as the front door's
 		if outcome == rangeExcessive {
 			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", maxByteRanges)
 		}
@@ -50,6 +53,20 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 		}
 	}
 	http.ServeContent(w, r, name, time.Time{}, rd)
+}
+
+// pastEnd reports whether every range of v, a byte-range set as
+// cleanRange returns it, starts at or past the end of a body of size
+// bytes (a suffix range never does, on a body that is not empty).
+func pastEnd(v string, size int64) bool {
+	_, set, _ := strings.Cut(v, "=")
+	for _, spec := range strings.Split(set, ",") {
+		first, _, _ := strings.Cut(spec, "-")
+		if f, err := strconv.ParseInt(first, 10, 64); first == "" || err != nil || f < size {
+			return first == "" && size == 0
+		}
+	}
+	return true
 }
 
 // cleanRange returns the Range header v as http.ServeContent reads it

@@ -3,6 +3,7 @@ package vodnode
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,8 +33,9 @@ func TestRangeCheck(t *testing.T) {
 }
 
 // TestHTTPRangesRFC7233: a Range of another unit or that does not parse
-// is ignored (200, the whole title); a zero-length suffix is 416 with
-// "Content-Range: bytes */size"; a suffix range is the title's end.
+// is ignored (200, the whole title); a zero-length suffix, or ranges
+// that all start past the end, are 416 with "Content-Range: bytes */size"
+// and the title's size in words; a suffix range is the title's end.
 func TestHTTPRangesRFC7233(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o), withHTTP)
@@ -51,9 +53,15 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 			t.Errorf("Range %q: %d, Content-Length %d; want 200 with the whole title", v, res.StatusCode, res.ContentLength)
 		}
 	}
-	res, _ := get(t, url, "Range", "bytes=-0")
-	if cr := res.Header.Get("Content-Range"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable || cr != "bytes */"+itoa(len(data)) {
-		t.Errorf("Range bytes=-0: %d, Content-Range %q", res.StatusCode, cr)
+	// Every unsatisfiable range says so alike, as the front door does
+	// (a range past the end said net/http's "invalid range: failed to
+	// overlap").
+	for _, v := range []string{"bytes=-0", "bytes=" + itoa(len(data)) + "-", "bytes=" + itoa(len(data)+10) + "-" + itoa(len(data)+20) + ",-0"} {
+		res, b := get(t, url, "Range", v)
+		if cr := res.Header.Get("Content-Range"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable || cr != "bytes */"+itoa(len(data)) ||
+			strings.TrimSpace(string(b)) != "range not satisfiable: the title is "+itoa(len(data))+" bytes" {
+			t.Errorf("Range %s: %d, Content-Range %q, %q", v, res.StatusCode, cr, b)
+		}
 	}
 	if res, b := get(t, url, "Range", "bytes=-188"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-188:]) {
 		t.Errorf("Range bytes=-188: %d, %d bytes", res.StatusCode, len(b))
