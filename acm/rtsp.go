@@ -375,15 +375,17 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 }
 
 // rtspDoor is the front door a viewer asked over RTSP (TLS: RTSPS), as
-// the request URL's authority host names it (the virtual IP or the name
-// the viewer's box was given, not this manager's own address), for the
+// the request URL's authority names it (the virtual IP or the name the
+// viewer's box was given, not this manager's own address; host is the
+// parsed URL's, unescaped), for the
 // token's Claims.Door; "" when host is not fit for a Location header
 // (token.ValidDoor).
 func rtspDoor(tls bool, host string) string {
-	door := "rtsp://" + host
+	u := url.URL{Scheme: "rtsp", Host: host} // escaped again: a zone's "%" is "%25" in a URL
 	if tls {
-		door = "rtsps://" + host
+		u.Scheme = "rtsps"
 	}
+	door := u.String()
 	if !token.ValidDoor(door) {
 		return ""
 	}

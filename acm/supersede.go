@@ -71,7 +71,9 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 		if len(ns.idle) == 0 {
 			continue
 		}
-		if n := m.sched.Node(ns.id); n == nil || !n.Alive {
+		if n := m.sched.Node(ns.id); n == nil || !n.Alive || n.Unreachable {
+			// Unreachable: its sessions are not counted at the limit
+			// (unreachableSessionsLocked); ending one frees no slot.
 			continue
 		}
 		for id, since := range ns.idle {

@@ -43,3 +43,47 @@ func TestUserLimitLeavesOutSessionsOnANodeOut(t *testing.T) {
 		t.Fatalf("t2 admitted on %s, want %s", tk.Node, other)
 	}
 }
+
+// TestNoSupersedeOnANodeOut: at the limit, an idle session on a node
+// whose heartbeat stream broke is not superseded for a new request: it is
+// not counted there already, so ending it frees no slot. It was, and the
+// subscriber went over its limit (three sessions on the node in service
+// against a limit of two).
+func TestNoSupersedeOnANodeOut(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	var titles []*pb.StoredTitle
+	for _, id := range []string{"t1", "t2", "t3", "adult-1"} {
+		titles = append(titles, &pb.StoredTitle{TitleId: id, SizeBytes: 1_500_000, StoredBytes: 1_500_000})
+	}
+	addrs := map[string]string{"n1": "127.0.0.1:7093", "n2": "127.0.0.1:7094"}
+	nodes := map[string]*fakeNode{}
+	for id, a := range addrs {
+		nodes[id] = e.startNode(id, nodeOpts{http: a, titles: titles})
+	}
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("t1: %d", res.StatusCode)
+	}
+	out, other := redirectedTo(t, res.Header.Get("Location"), "http", addrs)
+	first := e.tokenOf(res.Header.Get("Location"), "http", addrs[out], "t1", ".ts").Session
+	if err := nodes[out].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	nodes[out].setIdle(first, 90)
+	e.awaitReports(out)
+	nodes[out].stop()
+	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable(out) })
+	for _, title := range []string{"t2", "t3"} {
+		res := e.get("GET", "/vod/"+title+".ts", "demo", "demo")
+		if res.StatusCode != http.StatusFound {
+			t.Fatalf("%s while %s is out: %d", title, out, res.StatusCode)
+		}
+		sid := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], title, ".ts").Session
+		if err := nodes[other].event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := e.get("GET", "/vod/adult-1.ts", "demo", "demo"); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third title with two playing on %s and the limit 2: %d, want 429", other, res.StatusCode)
+	}
+}

@@ -36,6 +36,9 @@ import (
 const (
 	reasonLive = "admission session already playing on this node (one token, one viewer)"
 	reasonUsed = "admission token already used on this node (its session ended or was refused)"
+	// reasonEndedByManager: a token spent by the manager's order
+	// (EndSessions), which the node does not send back to the front door.
+	reasonEndedByManager = "admission session ended by the manager (the operator, or a newer session of the viewer)"
 )
 
 // claim makes owner (a *session or *httpSession) the live session of
@@ -88,6 +91,20 @@ func (n *Node) tokenUsed(sid string) bool {
 	defer n.mu.Unlock()
 	_, ok := n.used[sid]
 	return ok
+}
+
+// endedByManager marks the spent tokens among sids as ended by the
+// manager's order (Node.byManager): a viewer the operator cut off, or
+// that the manager moved or superseded, is not sent back to the front
+// door by the node (spentAnswer).
+func (n *Node) endedByManager(sids []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, sid := range sids {
+		if _, ok := n.used[sid]; ok {
+			n.byManager[sid] = struct{}{}
+		}
+	}
 }
 
 // usedUntil is how long an ended admission session is remembered: until

@@ -57,7 +57,7 @@ func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.C
 	case err != nil:
 		return nil, unauthorized("invalid admission token")
 	case n.tokenUsed(c.Session):
-		return nil, spentAnswer(c, tg, proto)
+		return nil, n.spentAnswer(c, tg, proto)
 	case expired:
 		return nil, unauthorized("admission token expired")
 	}
@@ -74,8 +74,16 @@ func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.C
 // reaches it, tears its session down and asks the node's URL again. The
 // token is known here, so it is not a fresh one a node whose clock runs
 // ahead takes for expired (which would send its viewer round and round).
-// Otherwise 401 (reasonUsed).
-func spentAnswer(c *token.Claims, tg target, proto string) *rtspError {
+// Otherwise 401 (reasonUsed), and for a session the manager ended
+// (Node.byManager: an operator's cut is not undone by the node)
+// reasonEndedByManager.
+func (n *Node) spentAnswer(c *token.Claims, tg target, proto string) *rtspError {
+	n.mu.Lock()
+	_, ordered := n.byManager[c.Session]
+	n.mu.Unlock()
+	if ordered {
+		return unauthorized(reasonEndedByManager)
+	}
 	if proto == "http" || !token.ValidDoor(c.Door) {
 		return unauthorized(reasonUsed)
 	}

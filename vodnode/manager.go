@@ -335,6 +335,7 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 				ended++
 			}
 		}
+		n.endedByManager(c.EndSessions.GetSessionIds())
 		n.log.Warn("sessions ended by the manager", "sessions", ended, "of", len(c.EndSessions.GetSessionIds()), "reason", reason)
 	}
 }

@@ -156,12 +156,18 @@ type Node struct {
 	// session's stream still writing: finishSession); Close waits for them.
 	ends pendingEnds
 
-	mu           sync.Mutex
-	sessions     map[string]*session  // by RTSP session id
-	udpPeers     map[udpKey]*session  // by client address (RTP and RTCP ports)
-	used         map[string]time.Time // admission sessions that ended here, until their token expires
-	usedDirty    bool                 // used changed since usedTokensFile was written
-	live         map[string]any       // admission session id -> its live *session or *httpSession
+	mu        sync.Mutex
+	sessions  map[string]*session  // by RTSP session id
+	udpPeers  map[udpKey]*session  // by client address (RTP and RTCP ports)
+	used      map[string]time.Time // admission sessions that ended here, until their token expires
+	usedDirty bool                 // used changed since usedTokensFile was written
+	// byManager: the admission sessions of used that the manager ended
+	// (EndSessions: an operator's end, a viewer moved or superseded):
+	// their tokens are refused 401, not sent back to the front door
+	// (spentAnswer). Dropped with their used entry; not kept across a
+	// restart.
+	byManager    map[string]struct{}
+	live         map[string]any // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
 	httpSessions map[string]*httpSession // by admission session id
 	esTracks     map[string]esProbe      // probed elementary streams, by title (of the copy probed)
@@ -231,6 +237,7 @@ func (n *Node) Start() (err error) {
 	n.sessions = map[string]*session{}
 	n.udpPeers = map[udpKey]*session{}
 	n.used = map[string]time.Time{}
+	n.byManager = map[string]struct{}{}
 	n.live = map[string]any{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}

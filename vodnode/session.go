@@ -422,6 +422,7 @@ func (n *Node) janitor() {
 			for sid, until := range n.used {
 				if now.After(until) {
 					delete(n.used, sid)
+					delete(n.byManager, sid)
 				}
 			}
 			n.mu.Unlock()

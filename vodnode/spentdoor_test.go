@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // mintDoor is mint with the front door the viewer asked (Claims.Door),
@@ -27,13 +30,16 @@ func mintDoor(t *testing.T, sid, title, door, proto string, ttl time.Duration) s
 // token whose session ended here (a TEARDOWN), from a new connection as
 // GStreamer's fallback from UDP to TCP makes it, is sent back to the
 // front door the token names (302 to the title's URL there, /es and the
-// track kept), expired or not; a token naming no front door, or one not
+// track kept), expired or not; a session the manager ended (an
+// operator's cut) is not undone so (401); a token naming no front door, or one not
 // fit for a Location header, still gets 401, as does an expired token
 // never used here (a node whose clock runs ahead would otherwise send a
 // fresh token's viewer round and round) and a spent token over HTTP.
 func TestSpentTokenBackToFrontDoor(t *testing.T) {
 	o := newFakeOrigin(t)
-	n := startNode(t, startOrigin(t, o), withHTTP)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) { n.ManagerAddr = maddr })
 	const door = "rtsp://vod.example.net:8554"
 	spend := func(sid, tok string) {
 		url := nodeURL(n, tok, "sample-001")
@@ -63,6 +69,22 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 	n.refuseTokens([]string{"old"}, time.Now().Add(time.Minute))
 	if res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, old, "sample-001")); res.StatusCode != 302 {
 		t.Errorf("an expired spent token: %s, want 302", statusLine(res))
+	}
+
+	// Ended by the manager (an operator's cut, a viewer moved): 401, the
+	// node does not undo it; playing, or not arrived yet.
+	cut := mintDoor(t, "cut", "sample-001", door, "rtsp", time.Minute)
+	cutURL := nodeURL(n, cut, "sample-001")
+	playing := dialRTSP(t, n)
+	playing.play(cutURL)
+	notYet := mintDoor(t, "notyet", "sample-001", door, "rtsp", time.Minute)
+	n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: []string{"cut", "notyet"}, Reason: "ended by the operator: test", RefuseUntilUnixMs: time.Now().Add(time.Minute).UnixMilli()}}})
+	for name, tok := range map[string]string{"playing": cut, "not arrived": notYet} {
+		res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, tok, "sample-001"))
+		if res.StatusCode != 401 || !strings.Contains(string(res.Body), "ended by the manager") {
+			t.Errorf("a session the manager ended (%s): %s, want 401 ended by the manager", name, statusLine(res))
+		}
 	}
 
 	// 401 for the rest.

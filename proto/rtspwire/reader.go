@@ -109,8 +109,10 @@ func (r *Reader) Next() (any, error) {
 		msg := io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))
 		if err := req.Unmarshal(bufio.NewReader(msg)); err != nil {
 			reason := err.Error()
-			if why := overLimit(head); why != "" {
-				reason = why // gortsplib says "buffer length exceeds 2048"
+			if lengthErr(reason) {
+				if why := overLimit(head); why != "" {
+					reason = why // gortsplib says "buffer length exceeds 2048"
+				}
 			}
 			return nil, &FramingError{Code: base.StatusBadRequest, Reason: reason, CSeq: cseqOf(head)}
 		}
@@ -177,6 +179,16 @@ const (
 	MaxHeaderName  = 511
 	MaxHeaderValue = 2047
 )
+
+// lengthErr reports whether reason, gortsplib's error for a request
+// head, is for a request URL or header value too long ("buffer length
+// exceeds 2048") or a header name ("value is missing": no ':' within
+// its limit), the errors overLimit names the part of. Its other errors
+// (a method or protocol too long, too many headers, a URL that does
+// not parse) are given as they are, whatever else is long.
+func lengthErr(reason string) bool {
+	return strings.HasSuffix(reason, fmt.Sprintf("exceeds %d", MaxURI+1)) || reason == "value is missing"
+}
 
 // overLimit names the part of head (request line, headers) that is
 // longer than gortsplib's parser takes, "" when none is: its error

@@ -153,6 +153,8 @@ func TestReaderLimits(t *testing.T) {
 		{"value at the limit", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nAuthorization:  Bearer " + strings.Repeat("b", MaxHeaderValue-7) + "\r\n\r\n", ""},
 		{"value over", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Bearer " + strings.Repeat("b", MaxHeaderValue-6) + "\r\n\r\n", "header Authorization of 2048 bytes, longer than 2047"},
 		{"name over", "DESCRIBE rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\n" + strings.Repeat("N", MaxHeaderName+1) + ": v\r\n\r\n", "header name of 512 bytes, longer than 511"},
+		// another error of the parser is its own, whatever else is long
+		{"method over, a long header", strings.Repeat("M", 70) + " rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\nX-Long: " + strings.Repeat("b", 2100) + "\r\n\r\n", "buffer length exceeds 64"},
 	} {
 		msg, err := NewReader(strings.NewReader(tc.raw)).Next()
 		if tc.reason == "" {

@@ -42,9 +42,10 @@ const maxDoor = 280
 
 // ValidDoor reports whether door is a front door fit for Claims.Door and
 // for a Location header: "rtsp://" or "rtsps://" and an authority of
-// host name or address characters (letters, digits, ".-_~:%", an IPv6
-// literal's brackets), with an optional port; no user information,
-// path, query, space or control character, at most maxDoor bytes.
+// host name or address characters (letters, digits, ".-_~:", an IPv6
+// literal's brackets, and in it "%25" before a zone, RFC 6874),
+// a host before an optional port; no user information, path, query,
+// space or control character, at most maxDoor bytes.
 func ValidDoor(door string) bool {
 	rest, ok := strings.CutPrefix(door, "rtsp://")
 	if !ok {
@@ -52,12 +53,14 @@ func ValidDoor(door string) bool {
 			return false
 		}
 	}
-	if rest == "" || len(door) > maxDoor {
+	if rest == "" || rest[0] == ':' || len(door) > maxDoor {
 		return false
 	}
-	for _, r := range rest {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(".-_~:%[]", r):
+	for i := 0; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte(".-_~:[]", c) >= 0:
+		case c == '%' && strings.HasPrefix(rest[i:], "%25") && strings.Contains(rest[:i], "["):
+			i += 2 // an IPv6 literal's zone, escaped (RFC 6874)
 		default:
 			return false
 		}

@@ -116,6 +116,11 @@ func TestValidDoor(t *testing.T) {
 		"rtsp://h\r\nX-Injected: 1":          false,
 		"rtsp://h p":                         false,
 		"rtsp://" + strings.Repeat("a", 300): false,
+		"rtsp://:554":                        false,
+		"rtsp://[fe80::1%eth0]:554":          false, // an unescaped zone: no client parses it
+		"rtsp://a%2":                         false,
+		"rtsp://a%25b":                       false, // a zone outside brackets
+		"rtsp://h%20p":                       false,
 	} {
 		if got := ValidDoor(door); got != want {
 			t.Errorf("ValidDoor(%q) = %v, want %v", door, got, want)

@@ -434,6 +434,8 @@ func connectionEnded(err error) string {
 	switch {
 	case errors.Is(err, io.EOF):
 		return "the server closed the connection"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection within a message"
 	case errors.Is(err, syscall.ECONNRESET):
 		return "the server reset the connection"
 	case err == nil:
