@@ -54,40 +54,6 @@ type admitRequest struct {
 	Reuse string
 }
 
-// grant is an admitted request: the session, its node's addresses and the
-// signed token.
-type grant struct {
-	Session    store.Session
-	RTSPAddr   string
-	RTSPSAddr  string // the node's RTSPS address, "" when it has none
-	HTTPAddr   string
-	HTTPScheme string // "http", or "https" for a node with HTTPS
-	Token      string
-}
-
-// grantLocked is the grant of session s on node n, with n's addresses as
-// it registered them (mu held); the token is signed later.
-func (m *Manager) grantLocked(s store.Session, n *lsm.Node) *grant {
-	g := &grant{Session: s, RTSPAddr: n.RTSPAddr, HTTPAddr: n.HTTPAddr, HTTPScheme: "http"}
-	if ns := m.nodes[n.ID]; ns != nil {
-		if ns.httpTLS {
-			g.HTTPScheme = "https"
-		}
-		g.RTSPSAddr = ns.rtspsAddr
-	}
-	return g
-}
-
-// rtspURL is the scheme and address of g's node for an RTSP viewer:
-// rtsps:// when the viewer came over RTSPS (overTLS) and the node has an
-// RTSPS listener, rtsp:// otherwise.
-func (g *grant) rtspURL(overTLS bool) string {
-	if overTLS && g.RTSPSAddr != "" {
-		return "rtsps://" + g.RTSPSAddr
-	}
-	return "rtsp://" + g.RTSPAddr
-}
-
 // errNoCatalog is the 503 (with Retry-After) of a title request to a
 // manager that has no catalog: its origin was never reached and its store
 // holds none (Manager.noCatalog). It wraps errUnavailable; the answer
@@ -463,25 +429,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	m.log.Info("admitted", attrs...)
 	return g, nil
-}
-
-// unreachableSessionsLocked counts the sessions of user counted in
-// userSessions, but skip, on nodes whose heartbeat stream broke
-// (lsm.Node.Unreachable; mu held). It visits those nodes' sessions only,
-// and only for a subscriber at its limit.
-func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
-	n := 0
-	for id, ns := range m.nodes {
-		if node := m.sched.Node(id); node == nil || !node.Unreachable {
-			continue
-		}
-		for _, s := range ns.sessions {
-			if s.User == user && s != skip && !s.uncounted && !s.ended {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // pendingDoneLocked takes one of user's requests out of the queued count

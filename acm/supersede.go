@@ -101,3 +101,22 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 	m.endOrderedLocked(ended, reasonSuperseded, now)
 	return ended
 }
+
+// unreachableSessionsLocked counts the sessions of user counted in
+// userSessions, but skip, on nodes whose heartbeat stream broke
+// (lsm.Node.Unreachable; mu held). It visits those nodes' sessions only,
+// and only for a subscriber at its limit.
+func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
+	n := 0
+	for id, ns := range m.nodes {
+		if node := m.sched.Node(id); node == nil || !node.Unreachable {
+			continue
+		}
+		for _, s := range ns.sessions {
+			if s.User == user && s != skip && !s.uncounted && !s.ended {
+				n++
+			}
+		}
+	}
+	return n
+}
