@@ -26,7 +26,7 @@ func (e *env) unreachable(id string) bool {
 
 // redirectedTo returns the node of two (id → address) that loc redirects
 // to, and the other.
-func redirectedTo(t *testing.T, loc, scheme string, addrs map[string]string) (to, other string) {
+func redirectedTo(t testing.TB, loc, scheme string, addrs map[string]string) (to, other string) {
 	t.Helper()
 	for id, a := range addrs {
 		if strings.HasPrefix(loc, scheme+"://"+a+"/") {
@@ -51,23 +51,11 @@ func redirectedTo(t *testing.T, loc, scheme string, addrs map[string]string) (to
 func TestHTTPViewerBackWhileItsNodeIsOut(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 1 })
 	addrs := map[string]string{"n1": "127.0.0.1:7081", "n2": "127.0.0.1:7082"}
-	nodes := map[string]*fakeNode{}
-	for id, a := range addrs {
-		nodes[id] = e.startNode(id, nodeOpts{http: a})
-	}
-	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("first request: %d", res.StatusCode)
-	}
-	out, other := redirectedTo(t, res.Header.Get("Location"), "http", addrs)
-	first := e.tokenOf(res.Header.Get("Location"), "http", addrs[out], "t1", ".ts").Session
-	if err := nodes[out].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
+	nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
 	nodes[out].stop()
 	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable(out) })
 
-	res = e.get("GET", "/vod/t1.ts", "demo", "demo")
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
 	if res.StatusCode != http.StatusFound {
 		t.Fatalf("back while %s is out: %d (limit 1: the stranded session must not count)", out, res.StatusCode)
 	}

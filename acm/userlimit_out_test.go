@@ -17,25 +17,13 @@ import (
 func TestUserLimitLeavesOutSessionsOnANodeOut(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 1 })
 	addrs := map[string]string{"n1": "127.0.0.1:7091", "n2": "127.0.0.1:7092"}
-	nodes := map[string]*fakeNode{}
-	for id, a := range addrs {
-		nodes[id] = e.startNode(id, nodeOpts{http: a})
-	}
-	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("first request: %d", res.StatusCode)
-	}
-	out, other := redirectedTo(t, res.Header.Get("Location"), "http", addrs)
-	first := e.tokenOf(res.Header.Get("Location"), "http", addrs[out], "t1", ".ts").Session
-	if err := nodes[out].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
+	nodes, out, other, _ := e.startedOnOneOfTwo(addrs, nil)
 	if res := e.get("GET", "/vod/t2.ts", "demo", "demo"); res.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a second title at the limit with the node in service: %d, want 429", res.StatusCode)
 	}
 	nodes[out].stop()
 	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable(out) })
-	res = e.get("GET", "/vod/t2.ts", "demo", "demo")
+	res := e.get("GET", "/vod/t2.ts", "demo", "demo")
 	if res.StatusCode != http.StatusFound {
 		t.Fatalf("another title while %s is out: %d, want a redirect (the session there must not count)", out, res.StatusCode)
 	}
@@ -56,19 +44,7 @@ func TestNoSupersedeOnANodeOut(t *testing.T) {
 		titles = append(titles, &pb.StoredTitle{TitleId: id, SizeBytes: 1_500_000, StoredBytes: 1_500_000})
 	}
 	addrs := map[string]string{"n1": "127.0.0.1:7093", "n2": "127.0.0.1:7094"}
-	nodes := map[string]*fakeNode{}
-	for id, a := range addrs {
-		nodes[id] = e.startNode(id, nodeOpts{http: a, titles: titles})
-	}
-	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("t1: %d", res.StatusCode)
-	}
-	out, other := redirectedTo(t, res.Header.Get("Location"), "http", addrs)
-	first := e.tokenOf(res.Header.Get("Location"), "http", addrs[out], "t1", ".ts").Session
-	if err := nodes[out].event(first, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
+	nodes, out, other, first := e.startedOnOneOfTwo(addrs, titles)
 	nodes[out].setIdle(first, 90)
 	e.awaitReports(out)
 	nodes[out].stop()
@@ -86,4 +62,26 @@ func TestNoSupersedeOnANodeOut(t *testing.T) {
 	if res := e.get("GET", "/vod/adult-1.ts", "demo", "demo"); res.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a third title with two playing on %s and the limit 2: %d, want 429", other, res.StatusCode)
 	}
+}
+
+// startedOnOneOfTwo starts HTTP nodes n1 and n2 at addrs (holding
+// titles, when given), admits demo's t1 over HTTP and reports it STARTED
+// on its node; it returns the nodes, the one t1 plays on, the other and
+// t1's session.
+func (e *env) startedOnOneOfTwo(addrs map[string]string, titles []*pb.StoredTitle) (nodes map[string]*fakeNode, on, other, sid string) {
+	e.t.Helper()
+	nodes = map[string]*fakeNode{}
+	for id, a := range addrs {
+		nodes[id] = e.startNode(id, nodeOpts{http: a, titles: titles})
+	}
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		e.t.Fatalf("first request: %d", res.StatusCode)
+	}
+	on, other = redirectedTo(e.t, res.Header.Get("Location"), "http", addrs)
+	sid = e.tokenOf(res.Header.Get("Location"), "http", addrs[on], "t1", ".ts").Session
+	if err := nodes[on].event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		e.t.Fatal(err)
+	}
+	return nodes, on, other, sid
 }
