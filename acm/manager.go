@@ -295,6 +295,7 @@ type Manager struct {
 	st           store.Store
 	ownStore     bool
 	signer       *token.Signer
+	readmits     readmitted // re-admission tickets taken (authenticateReadmit)
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces

@@ -343,7 +343,9 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	var user string
 	var stale bool
 	tok, viaToken := m.subscriberToken(authz, u.RawQuery)
-	if viaToken {
+	if ticket := readmitTicket(u.RawQuery); ticket != "" && authz == "" && !viaToken {
+		user, err = m.authenticateReadmit(ticket, title, ip)
+	} else if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
 		user, stale, err = m.authenticate(ctx, string(req.Method), u, authz, ip, true)

@@ -19,7 +19,7 @@ func mintDoor(t *testing.T, sid, title, door, proto string, ttl time.Duration) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := s.Sign(token.Claims{Session: sid, Title: title, Node: "node-1", Door: door, Proto: proto}, time.Now(), ttl)
+	tok, err := s.Sign(token.Claims{Session: sid, Title: title, Node: "node-1", Door: door, Proto: proto, User: "demo"}, time.Now(), ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,8 @@ func mintDoor(t *testing.T, sid, title, door, proto string, ttl time.Duration) s
 // token whose session ended here (a TEARDOWN), from a new connection as
 // GStreamer's fallback from UDP to TCP makes it, is sent back to the
 // front door the token names (302 to the title's URL there, /es and the
-// track kept), expired or not; a session the manager ended (an
+// track kept, with a re-admission ticket naming its subscriber), expired
+// or not; a session the manager ended (an
 // operator's cut) is not undone so (401); a token naming no front door, or one not
 // fit for a Location header, still gets 401, as does an expired token
 // never used here (a node whose clock runs ahead would otherwise send a
@@ -58,8 +59,13 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 		{"DESCRIBE", "rtsp://" + n.RTSPAddr() + "/s/" + tok + "/es/sample-001", door + "/vod/sample-001/es"},
 	} {
 		res := dialRTSP(t, n).do(tc.method, tc.url, "Transport", "RTP/AVP/TCP;unicast")
-		if res.StatusCode != 302 || res.StatusMessage != "Moved Temporarily" || len(res.Header["Location"]) != 1 || res.Header["Location"][0] != tc.loc {
+		loc, ticket, _ := strings.Cut(strings.Join(res.Header["Location"], ","), "?readmit=")
+		if res.StatusCode != 302 || res.StatusMessage != "Moved Temporarily" || loc != tc.loc {
 			t.Errorf("%s %s with a spent token: %s, Location %q; want 302 to %s", tc.method, tc.url, statusLine(res), res.Header["Location"], tc.loc)
+		}
+		// The ticket names the subscriber, for this title, once.
+		if c, err := n.signer.VerifyReadmit(ticket, time.Now(), "sample-001", "127.0.0.1"); err != nil || c.User != "demo" || c.Session != "back" {
+			t.Errorf("%s %s: re-admission ticket %+v, %v", tc.method, tc.url, c, err)
 		}
 	}
 

@@ -297,31 +297,45 @@ func TestVCRThroughFrontDoor(t *testing.T) {
 // UDP (timeout=1000: after 1 ms without a packet, as after its 5 s
 // default behind a firewall that drops UDP) tears its session down and
 // asks the node's URL it was redirected to again, over TCP. The node
-// sends it back to the front door (its token is spent), which admits it
-// anew: the title plays to its end over TCP. It was refused 401
-// Unauthorized, and the player stopped.
+// sends it back to the front door (its token is spent) with a
+// re-admission ticket, and the front door admits it anew: the title plays
+// to its end over TCP, whether its credentials were given apart
+// (user-id, user-pw) or in the URL, which rtspsrc forgets at a redirect.
+// It was refused 401 Unauthorized, and the player stopped.
 func TestGStreamerFallsBackFromUDPToTCP(t *testing.T) {
 	t.Parallel()
 	gst := needTool(t, "gst-launch-1.0")
 	c := startPlaybackCluster(t, 1, 100_000_000, nil)
 	adm := c.admin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	start := time.Now()
-	b, err := exec.CommandContext(ctx, gst, "-e", "rtspsrc", "location="+c.frontURL("", "", "sample-007"),
-		"user-id=demo", "user-pw=demo", "protocols=udp+tcp", "timeout=1000", "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
-		"h264parse", "!", "fakesink", "sync=false").CombinedOutput()
-	took, out := time.Since(start), string(b)
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("still running after %v:\n%s", took, out)
-	case !strings.Contains(out, "Retrying using a tcp connection"):
-		t.Fatalf("rtspsrc did not fall back to TCP (exit %v):\n%s", err, out)
-	case strings.Contains(out, "Unauthorized"):
-		t.Fatalf("refused after the fallback:\n%s", out)
-	case err != nil && !gstRace(out), !strings.Contains(out, "Got EOS"):
-		t.Fatalf("exit %v after %v, want the title played to its end:\n%s", err, took, out)
+	var wg sync.WaitGroup
+	for _, tc := range []struct{ name, title string }{{"credentials apart", "sample-007"}, {"credentials in the URL", "sample-008"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := []string{"location=" + c.frontURL("", "", tc.title), "user-id=demo", "user-pw=demo"}
+			if tc.name == "credentials in the URL" {
+				src = []string{"location=" + c.frontURL("demo", "demo", tc.title)}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			start := time.Now()
+			args := append(append([]string{"-e", "rtspsrc"}, src...), "protocols=udp+tcp", "timeout=1000", "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
+				"h264parse", "!", "fakesink", "sync=false")
+			b, err := exec.CommandContext(ctx, gst, args...).CombinedOutput()
+			took, out := time.Since(start), string(b)
+			switch {
+			case ctx.Err() != nil:
+				t.Errorf("%s: still running after %v:\n%s", tc.name, took, out)
+			case !strings.Contains(out, "Retrying using a tcp connection"):
+				t.Errorf("%s: rtspsrc did not fall back to TCP (exit %v):\n%s", tc.name, err, out)
+			case strings.Contains(out, "Unauthorized"):
+				t.Errorf("%s: refused after the fallback:\n%s", tc.name, out)
+			case err != nil && !gstRace(out), !strings.Contains(out, "Got EOS"):
+				t.Errorf("%s: exit %v after %v, want the title played to its end:\n%s", tc.name, err, took, out)
+			}
+		}()
 	}
+	wg.Wait()
 	eventually(t, 15*time.Second, "no session or reservation left", func() bool {
 		return len(sessions(t, adm)) == 0 && reservedBps(t, adm) == 0
 	})

@@ -33,8 +33,15 @@ type Claims struct {
 	// GStreamer, falling back from UDP to TCP, tears its session down and
 	// asks the node's URL again.
 	Door string `json:"fd,omitempty"`
+	// Readmit marks a re-admission ticket (Signer.Readmit), never an
+	// admission token: Parse and Verify refuse it, VerifyReadmit wants it.
+	Readmit bool `json:"rdm,omitempty"`
 	jwt.RegisteredClaims
 }
+
+// ReadmitTTL is how long a re-admission ticket is good for: the player
+// follows the node's 302 to the front door at once.
+const ReadmitTTL = 30 * time.Second
 
 // maxDoor bounds the length of Claims.Door, bytes: a host name (at most
 // 253), a port and the scheme.
@@ -99,6 +106,15 @@ func (s *Signer) Sign(c Claims, now time.Time, ttl time.Duration) (string, error
 // at the expiry (a node lets an established session go on with its token
 // after the token has expired). Errors wrap ErrInvalid.
 func (s *Signer) Parse(tok string) (*Claims, error) {
+	c, err := s.parse(tok)
+	if err == nil && c.Readmit {
+		return nil, fmt.Errorf("%w: a re-admission ticket, not an admission token", ErrInvalid)
+	}
+	return c, err
+}
+
+// parse is Parse, re-admission tickets included.
+func (s *Signer) parse(tok string) (*Claims, error) {
 	var c Claims
 	_, err := jwt.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) { return s.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithoutClaimsValidation())
@@ -109,6 +125,40 @@ func (s *Signer) Parse(tok string) (*Claims, error) {
 		return nil, fmt.Errorf("%w: missing sid or tid", ErrInvalid)
 	}
 	return &c, nil
+}
+
+// Readmit signs a re-admission ticket for the viewer of admission token
+// c, whose session ended on its node: the front door admits c.User for
+// c.Title from c.Client without credentials (VerifyReadmit), once, within
+// ReadmitTTL of now. A node sends it in the Location of the 302 that
+// sends such a viewer back to the front door (a player following a
+// redirect keeps no credentials given in its URL, nor a subscriber token
+// in its query).
+func (s *Signer) Readmit(c *Claims, now time.Time) (string, error) {
+	return s.Sign(Claims{Session: c.Session, Title: c.Title, Node: c.Node, Client: c.Client, User: c.User,
+		Bitrate: c.Bitrate, Proto: c.Proto, Door: c.Door, Readmit: true}, now, ReadmitTTL)
+}
+
+// VerifyReadmit checks re-admission ticket tok (Readmit) for title from
+// client at now (ClockSkew allowed) and returns its claims: the
+// subscriber is User, the ended admission session Session (the caller
+// takes each once). Errors wrap ErrInvalid (malformed, bad signature, an
+// admission token, no subscriber), ErrExpired or ErrScope (another
+// title or client).
+func (s *Signer) VerifyReadmit(tok string, now time.Time, title, client string) (*Claims, error) {
+	c, err := s.parse(tok)
+	switch {
+	case err != nil:
+		return nil, err
+	case !c.Readmit || c.User == "":
+		return nil, fmt.Errorf("%w: not a re-admission ticket", ErrInvalid)
+	case c.ExpiresAt == nil || !now.Before(c.ExpiresAt.Add(ClockSkew)):
+		return nil, ErrExpired
+	}
+	if err := c.Check(title, "", client); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // ClockSkew is how long after its expiry a token is still accepted: the

@@ -127,3 +127,55 @@ func TestValidDoor(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmit: a re-admission ticket verifies for its title and client
+// as the subscriber of the token it was made from, within ReadmitTTL; it
+// is never taken as an admission token, nor an admission token as a
+// ticket.
+func TestReadmit(t *testing.T) {
+	s, err := NewSigner([]byte("0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	adm := Claims{Session: "s1", Title: "t1", Node: "n1", Client: "192.0.2.7", User: "alice", Proto: "rtsp", Door: "rtsp://vod:554"}
+	tok, err := s.Sign(adm, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := s.Readmit(&adm, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.VerifyReadmit(ticket, now, "t1", "192.0.2.7"); err != nil || c.User != "alice" || c.Session != "s1" {
+		t.Fatalf("the ticket: %+v, %v", c, err)
+	}
+	for name, tc := range map[string]struct {
+		tok, title, client string
+		at                 time.Time
+		want               error
+	}{
+		"another title":      {ticket, "t2", "192.0.2.7", now, ErrScope},
+		"another client":     {ticket, "t1", "192.0.2.8", now, ErrScope},
+		"expired":            {ticket, "t1", "192.0.2.7", now.Add(ReadmitTTL + ClockSkew + time.Second), ErrExpired},
+		"an admission token": {tok, "t1", "192.0.2.7", now, ErrInvalid},
+		"not a token":        {"x.y.z", "t1", "192.0.2.7", now, ErrInvalid},
+	} {
+		if _, err := s.VerifyReadmit(tc.tok, tc.at, tc.title, tc.client); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := s.Verify(ticket, now, "t1", "n1", "192.0.2.7"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the ticket as an admission token: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Parse(ticket); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the ticket parsed as an admission token: %v, want ErrInvalid", err)
+	}
+	noUser := adm
+	noUser.User = ""
+	if t2, _ := s.Readmit(&noUser, now); t2 != "" {
+		if _, err := s.VerifyReadmit(t2, now, "t1", "192.0.2.7"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a ticket naming no subscriber: %v, want ErrInvalid", err)
+		}
+	}
+}
