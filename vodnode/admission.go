@@ -96,7 +96,9 @@ func (n *Node) tokenUsed(sid string) bool {
 // endedByManager marks the spent tokens among sids as ended by the
 // manager's order (Node.byManager): a viewer the operator cut off, or
 // that the manager moved or superseded, is not sent back to the front
-// door by the node (spentAnswer).
+// door by the node (spentAnswer). The manager's orders to end sessions
+// carry a time to refuse their tokens until, and refuseTokens marks them
+// first; this marks those of an order without one, once ended.
 func (n *Node) endedByManager(sids []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -118,15 +120,27 @@ func usedUntil(expires time.Time, timeout time.Duration) time.Time {
 }
 
 // refuseTokens spends the tokens of admission sessions sids until until
-// (plus the clock skew tokens are allowed): a viewer the manager ended
-// before it reached the node is refused here (401, token spent).
+// (plus the clock skew tokens are allowed), as ended by the manager
+// (Node.byManager, in the same hold of n.mu: no request finds one spent
+// and not so marked): a viewer the manager ended before it reached the
+// node is refused here (401, token spent).
 func (n *Node) refuseTokens(sids []string, until time.Time) {
 	until = until.Add(token.ClockSkew)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, sid := range sids {
 		n.spendLocked(sid, until)
+		n.byManager[sid] = struct{}{}
 	}
+}
+
+// spentLocked is the 401 of a token spent here (n.mu held): ended by the
+// manager (Node.byManager) or otherwise.
+func (n *Node) spentLocked(sid string) *rtspError {
+	if _, ok := n.byManager[sid]; ok {
+		return unauthorized(reasonEndedByManager)
+	}
+	return unauthorized(reasonUsed)
 }
 
 // spendLocked spends the token of admission session sid until until, or

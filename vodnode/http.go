@@ -389,9 +389,10 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 		return fail(rtspErr(base.StatusServiceUnavailable, "node shutting down"))
 	}
 	if _, used := n.used[hs.sid]; used { // the manager ended it meanwhile (refuseTokens)
+		e := n.spentLocked(hs.sid)
 		n.mu.Unlock()
 		n.store.Release(t)
-		return fail(unauthorized(reasonUsed))
+		return fail(e)
 	}
 	hs.t = t
 	n.mu.Unlock()

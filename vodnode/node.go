@@ -164,8 +164,8 @@ type Node struct {
 	// byManager: the admission sessions of used that the manager ended
 	// (EndSessions: an operator's end, a viewer moved or superseded):
 	// their tokens are refused 401, not sent back to the front door
-	// (spentAnswer). Dropped with their used entry; not kept across a
-	// restart.
+	// (spentAnswer). Dropped with their used entry; kept with it in
+	// usedTokensFile.
 	byManager    map[string]struct{}
 	live         map[string]any // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}

@@ -237,8 +237,9 @@ func (n *Node) addSession(s *session) *rtspError {
 		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
 	}
 	if _, used := n.used[s.sid]; used {
+		e := n.spentLocked(s.sid)
 		n.mu.Unlock()
-		return unauthorized(reasonUsed)
+		return e
 	}
 	n.sessions[s.id] = s
 	var replaced []*session

@@ -69,10 +69,10 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 		}
 	}
 
-	// Expired and spent (the manager ended its session before the
-	// viewer came: refuseTokens): back to the front door too.
+	// Expired and spent (its session ended here long after its token
+	// expired): back to the front door too.
 	old := mintDoor(t, "old", "sample-001", door, "rtsp", -time.Minute)
-	n.refuseTokens([]string{"old"}, time.Now().Add(time.Minute))
+	spendHere(n, "old")
 	if res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, old, "sample-001")); res.StatusCode != 302 {
 		t.Errorf("an expired spent token: %s, want 302", statusLine(res))
 	}
@@ -109,8 +109,16 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 		t.Errorf("an expired token never used here: %s, want 401 expired", statusLine(res))
 	}
 	httpTok := mintDoor(t, "web", "sample-001", door, "", time.Minute)
-	n.refuseTokens([]string{"web"}, time.Now().Add(time.Minute))
+	spendHere(n, "web")
 	if res, body := get(t, httpURL(n, httpTok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != 401 || !strings.Contains(string(body), "already used") {
 		t.Errorf("HTTP GET with a spent token: %d %s, want 401 already used", res.StatusCode, body)
 	}
+}
+
+// spendHere spends the token of admission session sid on n as a session
+// that ended there does.
+func spendHere(n *Node, sid string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.spendLocked(sid, time.Now().Add(time.Minute))
 }

@@ -25,6 +25,9 @@ type usedTokensDoc struct {
 	// Until maps an admission session id to when its token may be
 	// forgotten, Unix ms.
 	Until map[string]int64 `json:"until_unix_ms"`
+	// ByManager lists those of them the manager ended (Node.byManager),
+	// refused 401 rather than sent back to the front door.
+	ByManager []string `json:"by_manager,omitempty"`
 }
 
 // loadUsedTokens reads usedTokensFile into n.used, skipping what expired
@@ -52,6 +55,11 @@ func (n *Node) loadUsedTokens(now time.Time) {
 			kept++
 		}
 	}
+	for _, sid := range doc.ByManager {
+		if _, ok := n.used[sid]; ok {
+			n.byManager[sid] = struct{}{}
+		}
+	}
 	n.usedDirty = false
 	n.mu.Unlock()
 	if kept > 0 {
@@ -72,6 +80,9 @@ func (n *Node) saveUsedTokens(now time.Time, force bool) {
 	for sid, until := range n.used {
 		if until.After(now) {
 			doc.Until[sid] = until.UnixMilli()
+			if _, ok := n.byManager[sid]; ok {
+				doc.ByManager = append(doc.ByManager, sid)
+			}
 		}
 	}
 	n.usedDirty = false

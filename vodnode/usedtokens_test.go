@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestSpentTokensOutliveARestart: a token spent by a session that ended
 // is still refused (401) by the node restarted on the same data dir within
-// the token's life; entries that expired are not carried, and a file that
+// the token's life, one the manager ended still as such (not sent back
+// to the front door); entries that expired are not carried, and a file that
 // does not parse does not stop the node.
 func TestSpentTokensOutliveARestart(t *testing.T) {
 	o := newFakeOrigin(t)
 	addr := startOrigin(t, o)
 	dir := t.TempDir()
 	first := startNode(t, addr, func(n *Node) { n.DataDir = dir })
+	first.refuseTokens([]string{"cut"}, time.Now().Add(time.Minute)) // ended by the manager before the viewer came
 	tok := mint(t, "spent-once", "sample-001", "node-1", "", time.Minute)
 	c := dialRTSP(t, first)
 	id := c.play(nodeURL(first, tok, "sample-001"))
@@ -31,6 +34,10 @@ func TestSpentTokensOutliveARestart(t *testing.T) {
 	second := startNode(t, addr, func(n *Node) { n.DataDir = dir })
 	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, tok, "sample-001")); res.StatusCode != 401 {
 		t.Fatalf("the spent token after a restart: %s, want 401", statusLine(res))
+	}
+	// One the manager ended stays so: 401, not back to the front door.
+	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mintDoor(t, "cut", "sample-001", "rtsp://front:554", "rtsp", time.Minute), "sample-001")); res.StatusCode != 401 || !strings.Contains(string(res.Body), "ended by the manager") {
+		t.Fatalf("a token the manager ended, after a restart: %s, want 401 ended by the manager", statusLine(res))
 	}
 	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mint(t, "fresh", "sample-001", "node-1", "", time.Minute), "sample-001")); res.StatusCode != 200 {
 		t.Fatalf("a fresh token after a restart: %s", statusLine(res))

@@ -66,7 +66,7 @@ func ValidDoor(door string) bool {
 	for i := 0; i < len(rest); i++ {
 		switch c := rest[i]; {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte(".-_~:[]", c) >= 0:
-		case c == '%' && strings.HasPrefix(rest[i:], "%25") && strings.Contains(rest[:i], "["):
+		case c == '%' && strings.HasPrefix(rest[i:], "%25") && strings.LastIndexByte(rest[:i], '[') > strings.LastIndexByte(rest[:i], ']'):
 			i += 2 // an IPv6 literal's zone, escaped (RFC 6874)
 		default:
 			return false

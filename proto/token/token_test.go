@@ -121,6 +121,8 @@ func TestValidDoor(t *testing.T) {
 		"rtsp://a%2":                         false,
 		"rtsp://a%25b":                       false, // a zone outside brackets
 		"rtsp://h%20p":                       false,
+		"rtsp://[::1]:5%25":                  false, // a zone after the literal
+		"rtsp://[::1]%25x":                   false,
 	} {
 		if got := ValidDoor(door); got != want {
 			t.Errorf("ValidDoor(%q) = %v, want %v", door, got, want)
