@@ -48,6 +48,10 @@ type admitRequest struct {
 	// Door is the RTSP front door the viewer asked (rtspDoor), signed into
 	// the token (token.Claims.Door); "" over HTTP.
 	Door string
+	// Readmitted: authenticated by a re-admission ticket
+	// (authenticateReadmit), signed into the token
+	// (token.Claims.Readmitted): no ticket is made from it.
+	Readmitted bool
 	// Reuse is a session granted earlier on the same RTSP connection for
 	// the same title: while its viewer has not reached the node, it gets a
 	// new token instead of a second admission.
@@ -406,7 +410,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	g.Token, err = m.signer.Sign(token.Claims{
-		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate, Proto: r.Protocol, Door: r.Door,
+		Session: s.ID, Title: t.ID, Node: res.NodeID, Client: r.ClientIP, User: r.User, Bitrate: res.Bitrate, Proto: r.Protocol, Door: r.Door, Readmitted: r.Readmitted,
 	}, now, m.TokenTTL)
 	if err != nil {
 		return fail("token", err)

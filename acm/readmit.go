@@ -1,7 +1,9 @@
 package acm
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
@@ -17,17 +19,24 @@ type readmitRefused struct{ reason string }
 func (e readmitRefused) Error() string { return "re-admission ticket refused: " + e.reason }
 func (e readmitRefused) Unwrap() error { return errUnauthorized }
 
-// readmitted holds the admission sessions whose re-admission ticket the
-// front door took, each until its ticket expires: a ticket is taken once
-// (per manager). The zero value is ready.
+// readmitMemory is how long the front door remembers an admission
+// session it re-admitted (readmitted), past its ticket's expiry: longer
+// than a node remembers a spent token (its expiry, and its
+// session_timeout after the session's end), so that no second ticket of
+// that session, whatever made it, is taken either.
+const readmitMemory = time.Hour
+
+// readmitted holds the admission sessions the front door re-admitted
+// with a ticket, each readmitMemory past the ticket's expiry: one ended
+// session is re-admitted once (per manager). The zero value is ready.
 type readmitted struct {
 	mu    sync.Mutex
-	until map[string]time.Time // admission session id -> its ticket's expiry (ClockSkew added)
+	until map[string]time.Time // admission session id -> when it may be forgotten
 }
 
-// take reports whether the ticket of admission session sid, good until
-// until, is taken now for the first time, and remembers it; the expired
-// entries are dropped.
+// take reports whether admission session sid, whose ticket is good until
+// until, is re-admitted now for the first time, and remembers it; the
+// entries past their time are dropped.
 func (r *readmitted) take(sid string, until, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -42,7 +51,7 @@ func (r *readmitted) take(sid string, until, now time.Time) bool {
 	if _, ok := r.until[sid]; ok {
 		return false
 	}
-	r.until[sid] = until
+	r.until[sid] = until.Add(readmitMemory)
 	return true
 }
 
@@ -58,27 +67,33 @@ func readmitTicket(rawQuery string) string {
 
 // authenticateReadmit checks re-admission ticket raw (token.Signer.Readmit:
 // a node sent back to the front door a viewer whose session had ended
-// there, GStreamer falling back from UDP to TCP) for title from ip, and
-// returns the subscriber it names. Each ticket is taken once. Errors:
-// readmitRefused (401). The entitlement, a suspension and the session
+// there, GStreamer falling back from UDP to TCP) for title from ip over
+// proto (rtsp, rtsps), and returns the subscriber it names. An ended
+// session is re-admitted once (readmitted). Errors: readmitRefused (401). The entitlement, a suspension and the session
 // limit are checked at admission, as for a password.
-func (m *Manager) authenticateReadmit(raw, title, ip string) (string, error) {
+func (m *Manager) authenticateReadmit(raw, title, ip, proto string) (string, error) {
 	now := m.now()
 	c, err := m.signer.VerifyReadmit(raw, now, title, ip)
-	if err != nil {
-		reason := "it does not verify"
-		switch {
-		case errors.Is(err, token.ErrExpired):
-			reason = "expired"
-		case errors.Is(err, token.ErrScope):
-			reason = "for another title or client"
+	if err == nil {
+		err = c.CheckProto(proto) // an RTSPS viewer's ticket is not good in clear
+	}
+	refused := func(reason string, attrs ...any) (string, error) {
+		lvl := slog.LevelInfo
+		if !m.refusalLog.Allow() {
+			lvl = slog.LevelDebug // a flood of bad tickets: counted (unauthorized), not each logged
 		}
-		m.log.Info("re-admission ticket refused", "title", title, "client", ip, "why", reason)
+		m.log.Log(context.Background(), lvl, "re-admission ticket refused", append([]any{"title", title, "client", ip, "why", reason}, attrs...)...)
 		return "", readmitRefused{reason}
 	}
-	if !m.readmits.take(c.Session, c.ExpiresAt.Add(token.ClockSkew), now) {
-		m.log.Info("re-admission ticket refused: already used", "title", title, "client", ip, "user", c.User, "session", c.Session)
-		return "", readmitRefused{"already used"}
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return refused("expired")
+	case errors.Is(err, token.ErrScope):
+		return refused("for another title, client or protocol")
+	case err != nil:
+		return refused("it does not verify")
+	case !m.readmits.take(c.Session, c.ExpiresAt.Add(token.ClockSkew), now):
+		return refused("its session was re-admitted already", "user", c.User, "session", c.Session)
 	}
 	m.log.Info("re-admission: a viewer sent back by its node", "title", title, "client", ip, "user", c.User, "ended_session", c.Session, "node", c.Node)
 	return c.User, nil

@@ -343,8 +343,10 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	var user string
 	var stale bool
 	tok, viaToken := m.subscriberToken(authz, u.RawQuery)
-	if ticket := readmitTicket(u.RawQuery); ticket != "" && authz == "" && !viaToken {
-		user, err = m.authenticateReadmit(ticket, title, ip)
+	ticket := readmitTicket(u.RawQuery)
+	readmitted := ticket != "" && authz == "" && !viaToken
+	if readmitted {
+		user, err = m.authenticateReadmit(ticket, title, ip, rtspProto(nc))
 	} else if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
@@ -357,7 +359,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		return s.fail(nc, res, err, false), ""
 	}
 	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc),
-		Door: rtspDoor(isTLS(nc), u.Host), Reuse: admitted[title]})
+		Door: rtspDoor(isTLS(nc), u.Host), Readmitted: readmitted, Reuse: admitted[title]})
 	if err != nil {
 		if ctx.Err() != nil {
 			countRequest(rtspProto(nc), ctx.Err())

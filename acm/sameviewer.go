@@ -255,7 +255,7 @@ func (m *Manager) moveLocked(old, s *session, now time.Time) []*session {
 func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, error) {
 	s := g.Session
 	tok, err := m.signer.Sign(token.Claims{
-		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps, Proto: r.Protocol, Door: r.Door,
+		Session: s.ID, Title: s.Title, Node: s.Node, Client: r.ClientIP, User: s.User, Bitrate: s.BitrateBps, Proto: r.Protocol, Door: r.Door, Readmitted: r.Readmitted,
 	}, now, m.TokenTTL)
 	if err != nil {
 		m.log.Error("token", "session", s.ID, "err", err)

@@ -134,6 +134,20 @@ func (n *Node) refuseTokens(sids []string, until time.Time) {
 	}
 }
 
+// firstTicket reports whether admission session sid, spent here, has
+// had no re-admission ticket yet, and counts this one (spentAnswer): a
+// viewer sent back to the front door again gets none, and needs its
+// credentials.
+func (n *Node) firstTicket(sid string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.ticketed[sid]; ok {
+		return false
+	}
+	n.ticketed[sid] = struct{}{}
+	return true
+}
+
 // spentLocked is the 401 of a token spent here (n.mu held): ended by the
 // manager (Node.byManager) or otherwise.
 func (n *Node) spentLocked(sid string) *rtspError {

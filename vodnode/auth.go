@@ -68,8 +68,9 @@ func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.C
 // here: over RTSP, when c names its front door (token.Claims.Door, checked
 // again with token.ValidDoor), 302 Moved Temporarily to the title's URL
 // there (the URL tg names, /es and the track kept), where the viewer is
-// admitted anew: a re-admission ticket in its query (token.Signer.Readmit)
-// names the subscriber, so that a player that kept no credentials (they
+// admitted anew: a re-admission ticket in its query (token.Signer.Readmit:
+// the first time only, and not for a session itself admitted so) names
+// the subscriber, so that a player that kept no credentials (they
 // were in the URL it was first given, or a subscriber token in its
 // query) needs none. A player that reconnects to the node's URL it was
 // redirected to, rather than to the one it was given, gets the front door
@@ -97,8 +98,10 @@ func (n *Node) spentAnswer(c *token.Claims, tg target, proto string) *rtspError 
 	if tg.Track >= 0 {
 		loc += "/trackID=" + strconv.Itoa(tg.Track)
 	}
-	if ticket, err := n.signer.Readmit(c, time.Now()); err == nil && c.User != "" {
-		loc += "?readmit=" + ticket // its subscriber, without credentials
+	if n.firstTicket(c.Session) {
+		if ticket, err := n.signer.Readmit(c, time.Now()); err == nil {
+			loc += "?readmit=" + ticket // its subscriber, without credentials
+		}
 	}
 	e := rtspErr(base.StatusFound, "admission token already used on this node (its session ended): ask the front door again")
 	e.header = base.Header{"Location": base.HeaderValue{loc}}

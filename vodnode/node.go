@@ -166,7 +166,11 @@ type Node struct {
 	// their tokens are refused 401, not sent back to the front door
 	// (spentAnswer). Dropped with their used entry; kept with it in
 	// usedTokensFile.
-	byManager    map[string]struct{}
+	byManager map[string]struct{}
+	// ticketed: the admission sessions of used whose viewer was sent a
+	// re-admission ticket (firstTicket): one each. Dropped with their
+	// used entry.
+	ticketed     map[string]struct{}
 	live         map[string]any // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
 	httpSessions map[string]*httpSession // by admission session id
@@ -238,6 +242,7 @@ func (n *Node) Start() (err error) {
 	n.udpPeers = map[udpKey]*session{}
 	n.used = map[string]time.Time{}
 	n.byManager = map[string]struct{}{}
+	n.ticketed = map[string]struct{}{}
 	n.live = map[string]any{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}

@@ -423,6 +423,7 @@ func (n *Node) janitor() {
 				if now.After(until) {
 					delete(n.used, sid)
 					delete(n.byManager, sid)
+					delete(n.ticketed, sid)
 				}
 			}
 			n.mu.Unlock()

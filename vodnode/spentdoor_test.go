@@ -53,7 +53,7 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 	tok := mintDoor(t, "back", "sample-001", door, "rtsp", time.Minute)
 	spend("back", tok)
 	url := nodeURL(n, tok, "sample-001")
-	for _, tc := range []struct{ method, url, loc string }{
+	for i, tc := range []struct{ method, url, loc string }{
 		{"DESCRIBE", url, door + "/vod/sample-001"},
 		{"SETUP", url + "/trackID=0", door + "/vod/sample-001/trackID=0"},
 		{"DESCRIBE", "rtsp://" + n.RTSPAddr() + "/s/" + tok + "/es/sample-001", door + "/vod/sample-001/es"},
@@ -63,10 +63,28 @@ func TestSpentTokenBackToFrontDoor(t *testing.T) {
 		if res.StatusCode != 302 || res.StatusMessage != "Moved Temporarily" || loc != tc.loc {
 			t.Errorf("%s %s with a spent token: %s, Location %q; want 302 to %s", tc.method, tc.url, statusLine(res), res.Header["Location"], tc.loc)
 		}
-		// The ticket names the subscriber, for this title, once.
-		if c, err := n.signer.VerifyReadmit(ticket, time.Now(), "sample-001", "127.0.0.1"); err != nil || c.User != "demo" || c.Session != "back" {
-			t.Errorf("%s %s: re-admission ticket %+v, %v", tc.method, tc.url, c, err)
+		// The first answer has a ticket naming the subscriber, for this
+		// title; the next ones none.
+		if i == 0 {
+			if c, err := n.signer.VerifyReadmit(ticket, time.Now(), "sample-001", "127.0.0.1"); err != nil || c.User != "demo" || c.Session != "back" {
+				t.Errorf("%s %s: re-admission ticket %+v, %v", tc.method, tc.url, c, err)
+			}
+		} else if ticket != "" {
+			t.Errorf("%s %s: a second re-admission ticket for one ended session", tc.method, tc.url)
 		}
+	}
+
+	// A session admitted with a ticket gets none: tickets do not chain
+	// past the credentials first given.
+	signer, _ := token.NewSigner(testSecret)
+	again, err := signer.Sign(token.Claims{Session: "again", Title: "sample-001", Node: "node-1", Door: door, Proto: "rtsp", User: "demo", Readmitted: true}, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spend("again", again)
+	res := dialRTSP(t, n).do("DESCRIBE", nodeURL(n, again, "sample-001"))
+	if loc := strings.Join(res.Header["Location"], ""); res.StatusCode != 302 || loc != door+"/vod/sample-001" {
+		t.Errorf("a spent token of a session admitted with a ticket: %s, Location %q; want 302 with no ticket", statusLine(res), loc)
 	}
 
 	// Expired and spent (its session ended here long after its token

@@ -36,8 +36,18 @@ type Claims struct {
 	// Readmit marks a re-admission ticket (Signer.Readmit), never an
 	// admission token: Parse and Verify refuse it, VerifyReadmit wants it.
 	Readmit bool `json:"rdm,omitempty"`
+	// Readmitted marks an admission token of a session the front door
+	// admitted with a re-admission ticket: no ticket is made from it
+	// (Signer.Readmit), so that tickets do not chain past the expiry or
+	// change of the credentials first given.
+	Readmitted bool `json:"rdmd,omitempty"`
 	jwt.RegisteredClaims
 }
+
+// ErrNoTicket is Signer.Readmit's refusal to make a ticket from an
+// admission token that names no subscriber, or of a session admitted
+// with a ticket.
+var ErrNoTicket = errors.New("token: no re-admission ticket for this admission")
 
 // ReadmitTTL is how long a re-admission ticket is good for: the player
 // follows the node's 302 to the front door at once.
@@ -130,11 +140,15 @@ func (s *Signer) parse(tok string) (*Claims, error) {
 // Readmit signs a re-admission ticket for the viewer of admission token
 // c, whose session ended on its node: the front door admits c.User for
 // c.Title from c.Client without credentials (VerifyReadmit), once, within
-// ReadmitTTL of now. A node sends it in the Location of the 302 that
+// ReadmitTTL of now. ErrNoTicket for a token that names no subscriber or
+// was itself admitted with a ticket (Claims.Readmitted). A node sends it in the Location of the 302 that
 // sends such a viewer back to the front door (a player following a
 // redirect keeps no credentials given in its URL, nor a subscriber token
 // in its query).
 func (s *Signer) Readmit(c *Claims, now time.Time) (string, error) {
+	if c.Readmitted || c.User == "" {
+		return "", ErrNoTicket
+	}
 	return s.Sign(Claims{Session: c.Session, Title: c.Title, Node: c.Node, Client: c.Client, User: c.User,
 		Bitrate: c.Bitrate, Proto: c.Proto, Door: c.Door, Readmit: true}, now, ReadmitTTL)
 }

@@ -133,7 +133,8 @@ func TestValidDoor(t *testing.T) {
 // TestReadmit: a re-admission ticket verifies for its title and client
 // as the subscriber of the token it was made from, within ReadmitTTL; it
 // is never taken as an admission token, nor an admission token as a
-// ticket.
+// ticket; none is made from a token naming no subscriber or of a session
+// admitted with a ticket (tickets do not chain).
 func TestReadmit(t *testing.T) {
 	s, err := NewSigner([]byte("0123456789abcdef0123"))
 	if err != nil {
@@ -173,11 +174,11 @@ func TestReadmit(t *testing.T) {
 	if _, err := s.Parse(ticket); !errors.Is(err, ErrInvalid) {
 		t.Errorf("the ticket parsed as an admission token: %v, want ErrInvalid", err)
 	}
-	noUser := adm
-	noUser.User = ""
-	if t2, _ := s.Readmit(&noUser, now); t2 != "" {
-		if _, err := s.VerifyReadmit(t2, now, "t1", "192.0.2.7"); !errors.Is(err, ErrInvalid) {
-			t.Errorf("a ticket naming no subscriber: %v, want ErrInvalid", err)
+	noUser, again := adm, adm
+	noUser.User, again.Readmitted = "", true
+	for name, c := range map[string]*Claims{"no subscriber": &noUser, "a session admitted with a ticket": &again} {
+		if _, err := s.Readmit(c, now); !errors.Is(err, ErrNoTicket) {
+			t.Errorf("a ticket from %s: %v, want ErrNoTicket", name, err)
 		}
 	}
 }
