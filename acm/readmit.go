@@ -34,6 +34,18 @@ type readmitted struct {
 	until map[string]time.Time // admission session id -> when it may be forgotten
 }
 
+// forget drops admission session sid (none when ""): its re-admission
+// was refused after its ticket was taken (the session limit, no node),
+// and the viewer may try the ticket again.
+func (r *readmitted) forget(sid string) {
+	if sid == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.until, sid)
+}
+
 // take reports whether admission session sid, whose ticket is good until
 // until, is re-admitted now for the first time, and remembers it; the
 // entries past their time are dropped.
@@ -68,22 +80,23 @@ func readmitTicket(rawQuery string) string {
 // authenticateReadmit checks re-admission ticket raw (token.Signer.Readmit:
 // a node sent back to the front door a viewer whose session had ended
 // there, GStreamer falling back from UDP to TCP) for title from ip over
-// proto (rtsp, rtsps), and returns the subscriber it names. An ended
-// session is re-admitted once (readmitted). Errors: readmitRefused (401). The entitlement, a suspension and the session
+// proto (rtsp, rtsps), and returns the subscriber it names and the ended
+// admission session it re-admits, which is re-admitted once (readmitted;
+// forget it when the admission is refused). Errors: readmitRefused (401). The entitlement, a suspension and the session
 // limit are checked at admission, as for a password.
-func (m *Manager) authenticateReadmit(raw, title, ip, proto string) (string, error) {
+func (m *Manager) authenticateReadmit(raw, title, ip, proto string) (user, ended string, err error) {
 	now := m.now()
 	c, err := m.signer.VerifyReadmit(raw, now, title, ip)
 	if err == nil {
 		err = c.CheckProto(proto) // an RTSPS viewer's ticket is not good in clear
 	}
-	refused := func(reason string, attrs ...any) (string, error) {
+	refused := func(reason string, attrs ...any) (string, string, error) {
 		lvl := slog.LevelInfo
 		if !m.refusalLog.Allow() {
 			lvl = slog.LevelDebug // a flood of bad tickets: counted (unauthorized), not each logged
 		}
 		m.log.Log(context.Background(), lvl, "re-admission ticket refused", append([]any{"title", title, "client", ip, "why", reason}, attrs...)...)
-		return "", readmitRefused{reason}
+		return "", "", readmitRefused{reason}
 	}
 	switch {
 	case errors.Is(err, token.ErrExpired):
@@ -96,5 +109,5 @@ func (m *Manager) authenticateReadmit(raw, title, ip, proto string) (string, err
 		return refused("its session was re-admitted already", "user", c.User, "session", c.Session)
 	}
 	m.log.Info("re-admission: a viewer sent back by its node", "title", title, "client", ip, "user", c.User, "ended_session", c.Session, "node", c.Node)
-	return c.User, nil
+	return c.User, c.Session, nil
 }

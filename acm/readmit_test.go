@@ -8,6 +8,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
 	"vodcluster/proto/token"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // TestReadmitTicketAtTheFrontDoor: a DESCRIBE at the front door with a
@@ -84,5 +85,31 @@ func TestReadmittedRemembersPastTheTicket(t *testing.T) {
 	}
 	if !r.take("s2", expiry, t0) {
 		t.Error("another session's ticket refused")
+	}
+}
+
+// TestReadmitRefusedKeepsTheTicket: a ticket whose admission is refused
+// (the subscriber suspended: 403) is good again once that is lifted,
+// within its 30 s: it was spent by the refusal, and the node makes no
+// second, so a player without credentials could not come back.
+func TestReadmitRefusedKeepsTheTicket(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7102"})
+	tk, err := e.m.signer.Readmit(&token.Claims{Session: "ended-s", Title: "t1", Node: "n1", Client: "127.0.0.1", User: "demo", Proto: "rtsp"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.dialRTSP().mustDo(base.Describe, "/vod/t1?readmit="+tk, nil); res.StatusCode != base.StatusForbidden {
+		t.Fatalf("a ticket of a suspended subscriber: %d %s, want 403", res.StatusCode, res.StatusMessage)
+	}
+	if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "demo", DurationS: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.dialRTSP().mustDo(base.Describe, "/vod/t1?readmit="+tk, nil); res.StatusCode != base.StatusFound {
+		t.Fatalf("the ticket once the suspension is lifted: %d %s, want 302", res.StatusCode, res.StatusMessage)
 	}
 }

@@ -345,8 +345,9 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 	tok, viaToken := m.subscriberToken(authz, u.RawQuery)
 	ticket := readmitTicket(u.RawQuery)
 	readmitted := ticket != "" && authz == "" && !viaToken
+	var ended string // the session a ticket re-admits: free for another try if this one is refused
 	if readmitted {
-		user, err = m.authenticateReadmit(ticket, title, ip, rtspProto(nc))
+		user, ended, err = m.authenticateReadmit(ticket, title, ip, rtspProto(nc))
 	} else if viaToken {
 		user, err = m.authenticateToken(tok, title, ip)
 	} else {
@@ -356,11 +357,13 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		return s.fail(nc, res, err, stale), ""
 	}
 	if err := m.checkRequestRate(user, store.ProtoRTSP, title); err != nil {
+		m.readmits.forget(ended)
 		return s.fail(nc, res, err, false), ""
 	}
 	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc),
 		Door: rtspDoor(isTLS(nc), u.Host), Readmitted: readmitted, Reuse: admitted[title]})
 	if err != nil {
+		m.readmits.forget(ended) // a 453, or a 403 while the ended session's report is on its way: the viewer may try again
 		if ctx.Err() != nil {
 			countRequest(rtspProto(nc), ctx.Err())
 			return nil, ""

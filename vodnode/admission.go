@@ -134,18 +134,28 @@ func (n *Node) refuseTokens(sids []string, until time.Time) {
 	}
 }
 
-// firstTicket reports whether admission session sid, spent here, has
-// had no re-admission ticket yet, and counts this one (spentAnswer): a
-// viewer sent back to the front door again gets none, and needs its
-// credentials.
-func (n *Node) firstTicket(sid string) bool {
+// ticketFor reads, in one hold of n.mu, whether admission session sid,
+// spent here, was ended by the manager (Node.byManager), and, when not
+// and redirect is set, whether its viewer has had no re-admission ticket
+// yet (Node.ticketed), counting this one (spentAnswer): a viewer sent
+// back to the front door again gets none, and needs its credentials. No
+// ticket is counted for a session no longer in used (the janitor dropped
+// it meanwhile), which nothing would drop.
+func (n *Node) ticketFor(sid string, redirect bool) (ordered, first bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if _, ok := n.byManager[sid]; ok {
+		return true, false
+	}
+	if _, ok := n.used[sid]; !ok || !redirect {
+		return false, false
+	}
 	if _, ok := n.ticketed[sid]; ok {
-		return false
+		return false, false
 	}
 	n.ticketed[sid] = struct{}{}
-	return true
+	n.usedDirty = true // kept in usedTokensFile
+	return false, true
 }
 
 // spentLocked is the 401 of a token spent here (n.mu held): ended by the

@@ -82,13 +82,12 @@ func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.C
 // (Node.byManager: an operator's cut is not undone by the node)
 // reasonEndedByManager.
 func (n *Node) spentAnswer(c *token.Claims, tg target, proto string) *rtspError {
-	n.mu.Lock()
-	_, ordered := n.byManager[c.Session]
-	n.mu.Unlock()
-	if ordered {
+	redirect := proto != "http" && token.ValidDoor(c.Door)
+	ordered, first := n.ticketFor(c.Session, redirect)
+	switch {
+	case ordered:
 		return unauthorized(reasonEndedByManager)
-	}
-	if proto == "http" || !token.ValidDoor(c.Door) {
+	case !redirect:
 		return unauthorized(reasonUsed)
 	}
 	loc := c.Door + "/vod/" + tg.Title
@@ -98,7 +97,7 @@ func (n *Node) spentAnswer(c *token.Claims, tg target, proto string) *rtspError 
 	if tg.Track >= 0 {
 		loc += "/trackID=" + strconv.Itoa(tg.Track)
 	}
-	if n.firstTicket(c.Session) {
+	if first {
 		if ticket, err := n.signer.Readmit(c, time.Now()); err == nil {
 			loc += "?readmit=" + ticket // its subscriber, without credentials
 		}

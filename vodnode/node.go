@@ -168,8 +168,8 @@ type Node struct {
 	// usedTokensFile.
 	byManager map[string]struct{}
 	// ticketed: the admission sessions of used whose viewer was sent a
-	// re-admission ticket (firstTicket): one each. Dropped with their
-	// used entry.
+	// re-admission ticket (ticketFor): one each. Dropped with their used
+	// entry; kept with it in usedTokensFile.
 	ticketed     map[string]struct{}
 	live         map[string]any // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}

@@ -28,6 +28,9 @@ type usedTokensDoc struct {
 	// ByManager lists those of them the manager ended (Node.byManager),
 	// refused 401 rather than sent back to the front door.
 	ByManager []string `json:"by_manager,omitempty"`
+	// Ticketed lists those of them whose viewer was sent a re-admission
+	// ticket (Node.ticketed): one each, across a restart too.
+	Ticketed []string `json:"ticketed,omitempty"`
 }
 
 // loadUsedTokens reads usedTokensFile into n.used, skipping what expired
@@ -60,6 +63,11 @@ func (n *Node) loadUsedTokens(now time.Time) {
 			n.byManager[sid] = struct{}{}
 		}
 	}
+	for _, sid := range doc.Ticketed {
+		if _, ok := n.used[sid]; ok {
+			n.ticketed[sid] = struct{}{}
+		}
+	}
 	n.usedDirty = false
 	n.mu.Unlock()
 	if kept > 0 {
@@ -82,6 +90,9 @@ func (n *Node) saveUsedTokens(now time.Time, force bool) {
 			doc.Until[sid] = until.UnixMilli()
 			if _, ok := n.byManager[sid]; ok {
 				doc.ByManager = append(doc.ByManager, sid)
+			}
+			if _, ok := n.ticketed[sid]; ok {
+				doc.Ticketed = append(doc.Ticketed, sid)
 			}
 		}
 	}

@@ -12,7 +12,8 @@ import (
 // TestSpentTokensOutliveARestart: a token spent by a session that ended
 // is still refused (401) by the node restarted on the same data dir within
 // the token's life, one the manager ended still as such (not sent back
-// to the front door); entries that expired are not carried, and a file that
+// to the front door), one whose viewer had a re-admission ticket gets no
+// second; entries that expired are not carried, and a file that
 // does not parse does not stop the node.
 func TestSpentTokensOutliveARestart(t *testing.T) {
 	o := newFakeOrigin(t)
@@ -20,6 +21,10 @@ func TestSpentTokensOutliveARestart(t *testing.T) {
 	dir := t.TempDir()
 	first := startNode(t, addr, func(n *Node) { n.DataDir = dir })
 	first.refuseTokens([]string{"cut"}, time.Now().Add(time.Minute)) // ended by the manager before the viewer came
+	spendHere(first, "ticketed")
+	if _, got := first.ticketFor("ticketed", true); !got {
+		t.Fatal("no first ticket")
+	}
 	tok := mint(t, "spent-once", "sample-001", "node-1", "", time.Minute)
 	c := dialRTSP(t, first)
 	id := c.play(nodeURL(first, tok, "sample-001"))
@@ -38,6 +43,10 @@ func TestSpentTokensOutliveARestart(t *testing.T) {
 	// One the manager ended stays so: 401, not back to the front door.
 	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mintDoor(t, "cut", "sample-001", "rtsp://front:554", "rtsp", time.Minute), "sample-001")); res.StatusCode != 401 || !strings.Contains(string(res.Body), "ended by the manager") {
 		t.Fatalf("a token the manager ended, after a restart: %s, want 401 ended by the manager", statusLine(res))
+	}
+	// One whose viewer had its re-admission ticket gets no second.
+	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mintDoor(t, "ticketed", "sample-001", "rtsp://front:554", "rtsp", time.Minute), "sample-001")); res.StatusCode != 302 || strings.Contains(strings.Join(res.Header["Location"], ""), "readmit") {
+		t.Fatalf("a token whose viewer had its ticket, after a restart: %s, Location %q; want 302 with no ticket", statusLine(res), res.Header["Location"])
 	}
 	if res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, mint(t, "fresh", "sample-001", "node-1", "", time.Minute), "sample-001")); res.StatusCode != 200 {
 		t.Fatalf("a fresh token after a restart: %s", statusLine(res))
