@@ -82,8 +82,9 @@ func readmitTicket(rawQuery string) string {
 // there, GStreamer falling back from UDP to TCP) for title from ip over
 // proto (rtsp, rtsps), and returns the subscriber it names and the ended
 // admission session it re-admits, which is re-admitted once (readmitted;
-// forget it when the admission is refused). Errors: readmitRefused (401). The entitlement, a suspension and the session
-// limit are checked at admission, as for a password.
+// forget it when the admission is refused). Errors: readmitRefused (401).
+// The entitlement, a suspension and the session limit are checked at
+// admission, as for a password.
 func (m *Manager) authenticateReadmit(raw, title, ip, proto string) (user, ended string, err error) {
 	now := m.now()
 	c, err := m.signer.VerifyReadmit(raw, now, title, ip)
