@@ -93,8 +93,21 @@ func (n *Node) tokenUsed(sid string) bool {
 	return ok
 }
 
+// spentToken is what the node keeps of an admission session that ended
+// here (Node.used), kept in usedTokensFile.
+type spentToken struct {
+	until time.Time // when its token may be forgotten (refused anyway after)
+	// byManager: the manager ended it (EndSessions: an operator's end, a
+	// viewer moved or superseded): its token is refused 401, not sent
+	// back to the front door (spentAnswer).
+	byManager bool
+	// ticketed: its viewer was sent a re-admission ticket (ticketFor):
+	// one each.
+	ticketed bool
+}
+
 // endedByManager marks the spent tokens among sids as ended by the
-// manager's order (Node.byManager): a viewer the operator cut off, or
+// manager's order (spentToken.byManager): a viewer the operator cut off, or
 // that the manager moved or superseded, is not sent back to the front
 // door by the node (spentAnswer). The manager's orders to end sessions
 // carry a time to refuse their tokens until, and refuseTokens marks them
@@ -103,8 +116,9 @@ func (n *Node) endedByManager(sids []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, sid := range sids {
-		if _, ok := n.used[sid]; ok {
-			n.byManager[sid] = struct{}{}
+		if e, ok := n.used[sid]; ok {
+			e.byManager = true
+			n.used[sid] = e
 		}
 	}
 }
@@ -121,7 +135,7 @@ func usedUntil(expires time.Time, timeout time.Duration) time.Time {
 
 // refuseTokens spends the tokens of admission sessions sids until until
 // (plus the clock skew tokens are allowed), as ended by the manager
-// (Node.byManager, in the same hold of n.mu: no request finds one spent
+// (spentToken.byManager, in the same hold of n.mu: no request finds one spent
 // and not so marked): a viewer the manager ended before it reached the
 // node is refused here (401, token spent).
 func (n *Node) refuseTokens(sids []string, until time.Time) {
@@ -130,38 +144,39 @@ func (n *Node) refuseTokens(sids []string, until time.Time) {
 	defer n.mu.Unlock()
 	for _, sid := range sids {
 		n.spendLocked(sid, until)
-		n.byManager[sid] = struct{}{}
+		e := n.used[sid]
+		e.byManager = true
+		n.used[sid] = e
 	}
 }
 
 // ticketFor reads, in one hold of n.mu, whether admission session sid,
-// spent here, was ended by the manager (Node.byManager), and, when not
-// and redirect is set, whether its viewer has had no re-admission ticket
-// yet (Node.ticketed), counting this one (spentAnswer): a viewer sent
-// back to the front door again gets none, and needs its credentials. No
-// ticket is counted for a session no longer in used (the janitor dropped
-// it meanwhile), which nothing would drop.
+// spent here, was ended by the manager (spentToken.byManager), and, when
+// not and redirect is set, whether its viewer has had no re-admission
+// ticket yet (spentToken.ticketed), counting this one (spentAnswer): a
+// viewer sent back to the front door again gets none, and needs its
+// credentials. A session no longer in used (the janitor dropped it
+// meanwhile) gets none.
 func (n *Node) ticketFor(sid string, redirect bool) (ordered, first bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.byManager[sid]; ok {
+	e, ok := n.used[sid]
+	switch {
+	case e.byManager:
 		return true, false
-	}
-	if _, ok := n.used[sid]; !ok || !redirect {
+	case !ok || !redirect || e.ticketed:
 		return false, false
 	}
-	if _, ok := n.ticketed[sid]; ok {
-		return false, false
-	}
-	n.ticketed[sid] = struct{}{}
+	e.ticketed = true
+	n.used[sid] = e
 	n.usedDirty = true // kept in usedTokensFile
 	return false, true
 }
 
 // spentLocked is the 401 of a token spent here (n.mu held): ended by the
-// manager (Node.byManager) or otherwise.
+// manager (spentToken.byManager) or otherwise.
 func (n *Node) spentLocked(sid string) *rtspError {
-	if _, ok := n.byManager[sid]; ok {
+	if n.used[sid].byManager {
 		return unauthorized(reasonEndedByManager)
 	}
 	return unauthorized(reasonUsed)
@@ -170,8 +185,9 @@ func (n *Node) spentLocked(sid string) *rtspError {
 // spendLocked spends the token of admission session sid until until, or
 // longer when it was spent so already (refuseTokens); under n.mu.
 func (n *Node) spendLocked(sid string, until time.Time) {
-	if u, ok := n.used[sid]; !ok || u.Before(until) {
-		n.used[sid] = until
+	if e, ok := n.used[sid]; !ok || e.until.Before(until) {
+		e.until = until
+		n.used[sid] = e
 		n.usedDirty = true
 	}
 }

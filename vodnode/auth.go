@@ -79,7 +79,7 @@ func (n *Node) verifyStart(tg target, client netip.Addr, proto string) (*token.C
 // token is known here, so it is not a fresh one a node whose clock runs
 // ahead takes for expired (which would send its viewer round and round).
 // Otherwise 401 (reasonUsed), and for a session the manager ended
-// (Node.byManager: an operator's cut is not undone by the node)
+// (spentToken.byManager: an operator's cut is not undone by the node)
 // reasonEndedByManager.
 func (n *Node) spentAnswer(c *token.Claims, tg target, proto string) *rtspError {
 	redirect := proto != "http" && token.ValidDoor(c.Door)

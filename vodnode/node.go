@@ -156,22 +156,12 @@ type Node struct {
 	// session's stream still writing: finishSession); Close waits for them.
 	ends pendingEnds
 
-	mu        sync.Mutex
-	sessions  map[string]*session  // by RTSP session id
-	udpPeers  map[udpKey]*session  // by client address (RTP and RTCP ports)
-	used      map[string]time.Time // admission sessions that ended here, until their token expires
-	usedDirty bool                 // used changed since usedTokensFile was written
-	// byManager: the admission sessions of used that the manager ended
-	// (EndSessions: an operator's end, a viewer moved or superseded):
-	// their tokens are refused 401, not sent back to the front door
-	// (spentAnswer). Dropped with their used entry; kept with it in
-	// usedTokensFile.
-	byManager map[string]struct{}
-	// ticketed: the admission sessions of used whose viewer was sent a
-	// re-admission ticket (ticketFor): one each. Dropped with their used
-	// entry; kept with it in usedTokensFile.
-	ticketed     map[string]struct{}
-	live         map[string]any // admission session id -> its live *session or *httpSession
+	mu           sync.Mutex
+	sessions     map[string]*session   // by RTSP session id
+	udpPeers     map[udpKey]*session   // by client address (RTP and RTCP ports)
+	used         map[string]spentToken // admission sessions that ended here, until their token expires
+	usedDirty    bool                  // used changed since usedTokensFile was written
+	live         map[string]any        // admission session id -> its live *session or *httpSession
 	conns        map[*rtspConn]struct{}
 	httpSessions map[string]*httpSession // by admission session id
 	esTracks     map[string]esProbe      // probed elementary streams, by title (of the copy probed)
@@ -240,9 +230,7 @@ func (n *Node) Start() (err error) {
 	}
 	n.sessions = map[string]*session{}
 	n.udpPeers = map[udpKey]*session{}
-	n.used = map[string]time.Time{}
-	n.byManager = map[string]struct{}{}
-	n.ticketed = map[string]struct{}{}
+	n.used = map[string]spentToken{}
 	n.live = map[string]any{}
 	n.conns = map[*rtspConn]struct{}{}
 	n.httpSessions = map[string]*httpSession{}

@@ -419,11 +419,9 @@ func (n *Node) janitor() {
 					idleHTTP = append(idleHTTP, hs)
 				}
 			}
-			for sid, until := range n.used {
-				if now.After(until) {
+			for sid, e := range n.used {
+				if now.After(e.until) {
 					delete(n.used, sid)
-					delete(n.byManager, sid)
-					delete(n.ticketed, sid)
 				}
 			}
 			n.mu.Unlock()

@@ -25,11 +25,12 @@ type usedTokensDoc struct {
 	// Until maps an admission session id to when its token may be
 	// forgotten, Unix ms.
 	Until map[string]int64 `json:"until_unix_ms"`
-	// ByManager lists those of them the manager ended (Node.byManager),
-	// refused 401 rather than sent back to the front door.
+	// ByManager lists those of them the manager ended
+	// (spentToken.byManager), refused 401 rather than sent back to the
+	// front door.
 	ByManager []string `json:"by_manager,omitempty"`
 	// Ticketed lists those of them whose viewer was sent a re-admission
-	// ticket (Node.ticketed): one each, across a restart too.
+	// ticket (spentToken.ticketed): one each, across a restart too.
 	Ticketed []string `json:"ticketed,omitempty"`
 }
 
@@ -59,13 +60,15 @@ func (n *Node) loadUsedTokens(now time.Time) {
 		}
 	}
 	for _, sid := range doc.ByManager {
-		if _, ok := n.used[sid]; ok {
-			n.byManager[sid] = struct{}{}
+		if e, ok := n.used[sid]; ok {
+			e.byManager = true
+			n.used[sid] = e
 		}
 	}
 	for _, sid := range doc.Ticketed {
-		if _, ok := n.used[sid]; ok {
-			n.ticketed[sid] = struct{}{}
+		if e, ok := n.used[sid]; ok {
+			e.ticketed = true
+			n.used[sid] = e
 		}
 	}
 	n.usedDirty = false
@@ -85,13 +88,13 @@ func (n *Node) saveUsedTokens(now time.Time, force bool) {
 		return
 	}
 	doc := usedTokensDoc{Until: make(map[string]int64, len(n.used))}
-	for sid, until := range n.used {
-		if until.After(now) {
-			doc.Until[sid] = until.UnixMilli()
-			if _, ok := n.byManager[sid]; ok {
+	for sid, e := range n.used {
+		if e.until.After(now) {
+			doc.Until[sid] = e.until.UnixMilli()
+			if e.byManager {
 				doc.ByManager = append(doc.ByManager, sid)
 			}
-			if _, ok := n.ticketed[sid]; ok {
+			if e.ticketed {
 				doc.Ticketed = append(doc.Ticketed, sid)
 			}
 		}
