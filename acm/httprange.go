@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+
+	"vodcluster/proto/byterange"
 )
 
 // errRangeNotSatisfiable is an HTTP GET of a progressive title whose
@@ -25,7 +24,7 @@ func (r rangeRefused) Error() string {
 func (rangeRefused) Unwrap() error { return errRangeNotSatisfiable }
 
 // checkRange returns rangeRefused when h, the Range of user's GET of
-// title's progressive form, asks for no byte of it (rangeSatisfiable),
+// title's progressive form, asks for no byte of it (byterange.Satisfiable),
 // there is no If-Range (ifRange) and user may watch the title; nil
 // otherwise (no Range, or one the node answers: admission goes on), or
 // entitled's error, or errSuspended. A player that asks
@@ -38,7 +37,7 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h, ifRange string
 		return nil
 	}
 	t, ok := m.titles()[title]
-	if !ok || rangeSatisfiable(h, t.SizeBytes) {
+	if !ok || byterange.Satisfiable(h, t.SizeBytes) {
 		return nil
 	}
 	if _, err := m.entitled(ctx, user, title); err != nil {
@@ -51,65 +50,4 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h, ifRange string
 		return errSuspended
 	}
 	return rangeRefused{size: t.SizeBytes}
-}
-
-// rangeSatisfiable reports whether h, an HTTP Range header (RFC 9110
-// §14.1.2), asks for at least one byte of a representation of size bytes.
-// A Range that is not of bytes or does not parse counts as satisfiable
-// (the node answers it as its HTTP server does); false only when every
-// range of a well-formed bytes Range starts at or past size, or is a
-// suffix of no byte.
-func rangeSatisfiable(h string, size int64) bool {
-	unit, specs, ok := strings.Cut(strings.TrimSpace(h), "=")
-	if !ok || !strings.EqualFold(unit, "bytes") { // range units are case-insensitive (RFC 9110 §14.1)
-		return true
-	}
-	seen := false
-	for _, spec := range strings.Split(specs, ",") {
-		spec = strings.TrimSpace(spec)
-		if spec == "" {
-			continue // RFC 9110 §5.6.1: empty list elements are ignored
-		}
-		first, last, ok := strings.Cut(spec, "-")
-		if !ok {
-			return true
-		}
-		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
-		if first == "" { // a suffix: the last bytes
-			n, ok := bytePos(last)
-			if !ok || (n > 0 && size > 0) {
-				return true
-			}
-			seen = true
-			continue
-		}
-		a, ok := bytePos(first)
-		if !ok {
-			return true
-		}
-		if last != "" {
-			if b, ok := bytePos(last); !ok || b < a {
-				return true
-			}
-		}
-		if a < size {
-			return true
-		}
-		seen = true
-	}
-	return !seen
-}
-
-// bytePos reads a byte position of a Range: 1DIGIT or more (no sign, no
-// space; RFC 9110 §14.1.2), one past what an int64 holds read as
-// math.MaxInt64 (past any title's end). ok is false for anything else.
-func bytePos(s string) (int64, bool) {
-	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil { // digits only: too many for an int64
-		return math.MaxInt64, true
-	}
-	return n, true
 }

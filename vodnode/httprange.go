@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"vodcluster/proto/byterange"
 )
 
 // maxByteRanges is the most byte ranges one HTTP request may ask for; more
@@ -33,7 +35,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	if outcome == rangeServe && v != "" {
 		v = coalesce(v, size)
 	}
-	if outcome == rangeServe && v != "" && pastEnd(v, size) {
+	if outcome == rangeServe && v != "" && !byterange.Satisfiable(v, size) { // as the front door decides it
 		outcome = rangeUnsatisfiable // net/http's text: "invalid range: failed to overlap"
 	}
 	switch outcome {
@@ -53,20 +55,6 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 		}
 	}
 	http.ServeContent(w, r, name, time.Time{}, rd)
-}
-
-// pastEnd reports whether every range of v, a byte-range set as
-// cleanRange returns it, starts at or past the end of a body of size
-// bytes (a suffix range never does, on a body that is not empty).
-func pastEnd(v string, size int64) bool {
-	_, set, _ := strings.Cut(v, "=")
-	for _, spec := range strings.Split(set, ",") {
-		first, _, _ := strings.Cut(spec, "-")
-		if f, err := strconv.ParseInt(first, 10, 64); first == "" || err != nil || f < size {
-			return first == "" && size == 0
-		}
-	}
-	return true
 }
 
 // cleanRange returns the Range header v as http.ServeContent reads it

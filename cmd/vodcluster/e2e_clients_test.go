@@ -107,6 +107,19 @@ func gstRace(out string) bool {
 	return len(errs) > 0 && strings.Contains(out, "Got EOS") && strings.Count(out, "(Received end-of-file)") == len(errs)
 }
 
+// gstPlay runs gst (gst-launch-1.0 -e) with an rtspsrc of properties src,
+// the MPEG-TS depayloader, demuxer and H.264 parser into a fakesink of
+// property sink, for at most limit: its output, how long it ran, whether
+// limit ran out first, and its exit error.
+func gstPlay(gst string, limit time.Duration, sink string, src ...string) (out string, took time.Duration, timedOut bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	args := append(append([]string{"-e", "rtspsrc"}, src...), "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!", "h264parse", "!", "fakesink", sink)
+	start := time.Now()
+	b, err := exec.CommandContext(ctx, gst, args...).CombinedOutput()
+	return string(b), time.Since(start), ctx.Err() != nil, err
+}
+
 // TestGStreamerThroughFrontDoor: gst-launch-1.0 (rtspsrc with the
 // subscriber's credentials, following the 302; the MP2T depayloader)
 // plays whole 20 s titles over TCP, synced to the clock, and over UDP; at
@@ -122,15 +135,10 @@ func TestGStreamerThroughFrontDoor(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-			defer cancel()
-			start := time.Now()
-			b, err := exec.CommandContext(ctx, gst, "-e", "rtspsrc", "location="+c.frontURL("", "", fmt.Sprintf("sample-00%d", i+2)),
-				"user-id=demo", "user-pw=demo", "protocols="+tc.proto, "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
-				"h264parse", "!", "fakesink", tc.sink).CombinedOutput()
-			took, out := time.Since(start), string(b)
+			out, took, timedOut, err := gstPlay(gst, 40*time.Second, tc.sink, "location="+c.frontURL("", "", fmt.Sprintf("sample-00%d", i+2)),
+				"user-id=demo", "user-pw=demo", "protocols="+tc.proto)
 			switch {
-			case ctx.Err() != nil:
+			case timedOut:
 				t.Errorf("%s: still running after %v:\n%s", tc.proto, took, out)
 			case err != nil && !gstRace(out):
 				t.Errorf("%s: %v after %v:\n%s", tc.proto, err, took, out)
@@ -316,15 +324,9 @@ func TestGStreamerFallsBackFromUDPToTCP(t *testing.T) {
 			if tc.name == "credentials in the URL" {
 				src = []string{"location=" + c.frontURL("demo", "demo", tc.title)}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			start := time.Now()
-			args := append(append([]string{"-e", "rtspsrc"}, src...), "protocols=udp+tcp", "timeout=1000", "!", "rtpmp2tdepay", "!", "tsdemux", "!", "queue", "!",
-				"h264parse", "!", "fakesink", "sync=false")
-			b, err := exec.CommandContext(ctx, gst, args...).CombinedOutput()
-			took, out := time.Since(start), string(b)
+			out, took, timedOut, err := gstPlay(gst, 60*time.Second, "sync=false", append(src, "protocols=udp+tcp", "timeout=1000")...)
 			switch {
-			case ctx.Err() != nil:
+			case timedOut:
 				t.Errorf("%s: still running after %v:\n%s", tc.name, took, out)
 			case !strings.Contains(out, "Retrying using a tcp connection"):
 				t.Errorf("%s: rtspsrc did not fall back to TCP (exit %v):\n%s", tc.name, err, out)
