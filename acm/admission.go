@@ -56,6 +56,9 @@ type admitRequest struct {
 	// the same title: while its viewer has not reached the node, it gets a
 	// new token instead of a second admission.
 	Reuse string
+	// NeedsUDP: an RTSP SETUP that offers only UDP (rtspwire.NeedsUDP);
+	// only a node that serves UDP (lsm.FeatureUDP) may take it.
+	NeedsUDP bool
 }
 
 // errNoCatalog is the 503 (with Retry-After) of a title request to a
@@ -124,6 +127,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	var g *grant
 	var endedHere []*session
 	var moving *session // the same viewer's session moved, ended once the new one is placed
+	var movedFor string // why: reasonMovedOriginDown, reasonMovedTransport
 	defer func() { m.persistAllFront(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
 		g, endedHere = m.sameHTTPViewerLocked(r, t.ID, now)
@@ -143,7 +147,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// ends once that admission has placed it (moveLocked); a
 			// refusal keeps it, for when the origin returns.
 			if s := m.sessions[g.Session.ID]; s != nil {
-				moving = s
+				moving, movedFor = s, reasonMovedOriginDown
 				g = nil
 			}
 		case !elsewhere:
@@ -153,6 +157,20 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			m.capRefusals.log(m.log, m.now(), refusedOriginDown, slog.LevelInfo, "same viewer refused: origin unavailable and no node the viewer may use has the title (its session's node would need a fill)",
 				"title", t.ID, "user", r.User, "session", g.Session.ID, "node", g.Session.Node)
 			return nil, errOriginDown
+		}
+	}
+	if g != nil && g.Session.State == store.StateAdmitted {
+		if n := m.sched.Node(g.Session.Node); n != nil && m.requiresLocked(r)&^n.Features != 0 {
+			// Its node cannot serve this request (a SETUP that offers
+			// only UDP, on the connection whose DESCRIBE was admitted
+			// on a node with tcp_only), and its viewer never reached
+			// it: admitted anew below on a node that can, the session
+			// ends once that admission has placed it (moveLocked); a
+			// refusal keeps it.
+			if s := m.sessions[g.Session.ID]; s != nil {
+				moving, movedFor = s, reasonMovedTransport
+				g = nil
+			}
 		}
 	}
 	if g != nil {
@@ -195,7 +213,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	}
 	req := lsm.Request{Title: t.ID, Client: r.User, Bitrate: t.BitrateBps, Bytes: t.SizeBytes,
 		Site: m.sites.siteOf(r.ClientIP), SiteOnly: m.SiteOnly}
-	req.Requires = m.requiresLocked(r.Protocol)
+	req.Requires = m.requiresLocked(r)
 	if err := m.refuseNoNodeLocked(&req, r.User, now); err != nil { // unlocks mu
 		return nil, err
 	}
@@ -361,7 +379,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
-	endedHere = append(endedHere, m.moveLocked(moving, s, now)...)
+	endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
 	ns.admissions++
 	m.recordLocked(ns, t, now)
 	if res.Fill {
@@ -555,21 +573,26 @@ func (m *Manager) fillRoomLocked(ctx context.Context, ns *nodeState, s *session,
 	}
 }
 
-// requiresLocked is what a node must offer to take a viewer that came
-// over protocol (mu held): RTSPS for an RTSPS viewer (its player cannot
-// follow a redirect to plain RTSP), an HTTP address for an HTTP viewer,
-// and HTTPS too behind an HTTPS front door (a browser on an https:// page
-// refuses a redirect to http://, and the token in the URL would travel in
-// clear).
-func (m *Manager) requiresLocked(protocol string) lsm.Feature {
-	switch protocol {
+// requiresLocked is what a node must offer to take the viewer of r (mu
+// held): RTSPS for an RTSPS viewer (its player cannot follow a redirect
+// to plain RTSP), an HTTP address for an HTTP viewer, and HTTPS too
+// behind an HTTPS front door (a browser on an https:// page refuses a
+// redirect to http://, and the token in the URL would travel in clear),
+// and UDP for a SETUP that offers only UDP (r.NeedsUDP: a node with
+// tcp_only would answer it 461).
+func (m *Manager) requiresLocked(r admitRequest) lsm.Feature {
+	var f lsm.Feature
+	if r.NeedsUDP {
+		f = lsm.FeatureUDP
+	}
+	switch r.Protocol {
 	case store.ProtoRTSPS:
-		return lsm.FeatureRTSPS
+		return f | lsm.FeatureRTSPS
 	case store.ProtoHTTP:
 		if m.HTTPTLS != nil {
-			return lsm.FeatureHTTP | lsm.FeatureHTTPS
+			return f | lsm.FeatureHTTP | lsm.FeatureHTTPS
 		}
-		return lsm.FeatureHTTP
+		return f | lsm.FeatureHTTP
 	}
-	return 0
+	return f
 }

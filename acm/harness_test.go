@@ -258,6 +258,7 @@ type nodeOpts struct {
 	rtsps    string // its RTSPS address; "" = none
 	httpTLS  bool   // its HTTP address speaks HTTPS
 	noOrigin bool   // it has no origin: it plays only its titles (RegisterRequest.no_origin)
+	tcpOnly  bool   // it sends RTSP media over TCP only (RegisterRequest.tcp_only)
 	// started: when its process started (RegisterRequest.started_at_unix_ms); zero: unknown.
 	started time.Time
 	// skew: how far the node's clock is ahead of the manager's (behind
@@ -297,7 +298,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 		time.Sleep(time.Until(o.started.Add(-o.skew).Add(2 * time.Millisecond)))
 	}
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
-		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin,
+		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin, TcpOnly: o.tcpOnly,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk}, StartedAtUnixMs: started,
 	})
 	if err != nil {

@@ -119,6 +119,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		return nil, status.Errorf(codes.AlreadyExists, "node id %q is in use by a live node at %s (its heartbeats arrive): give this node another id, or stop the other", id, addr)
 	}
 	var features lsm.Feature
+	if !req.GetTcpOnly() {
+		features |= lsm.FeatureUDP
+	}
 	if req.GetRtspsAddr() != "" {
 		features |= lsm.FeatureRTSPS
 	}
@@ -210,6 +213,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	if req.GetNoOrigin() {
 		attrs = append(attrs, "no_origin", true) // viewers of the titles it holds only; no prefetch
+	}
+	if req.GetTcpOnly() {
+		attrs = append(attrs, "tcp_only", true) // no SETUP that offers only UDP
 	}
 	m.log.Info("node registered", attrs...)
 	if site := req.GetSite(); len(m.Sites) > 0 && site != "" && !m.sites.has(site) {

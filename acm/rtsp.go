@@ -329,8 +329,11 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		res.StatusMessage = notTitleURL
 		return res, ""
 	}
+	var needsUDP bool // a SETUP that offers only UDP
 	if req.Method == base.Setup {
-		if code, reason := m.refuseSetup(nc, req, title, strings.HasPrefix(rest, "/es")); code != 0 {
+		var code base.StatusCode
+		var reason string
+		if code, reason, needsUDP = m.refuseSetup(nc, req, title, strings.HasPrefix(rest, "/es")); code != 0 {
 			res.StatusCode, res.StatusMessage = code, reason
 			return res, ""
 		}
@@ -361,7 +364,7 @@ func (s *rtspServer) admit(ctx context.Context, nc net.Conn, req *base.Request, 
 		return s.fail(nc, res, err, false), ""
 	}
 	g, err := m.admitTimed(ctx, admitRequest{User: user, Title: title, ClientIP: ip, Client: addr, Protocol: rtspProto(nc),
-		Door: rtspDoor(isTLS(nc), u.Host), Readmitted: readmitted, Reuse: admitted[title]})
+		Door: rtspDoor(isTLS(nc), u.Host), Readmitted: readmitted, Reuse: admitted[title], NeedsUDP: needsUDP})
 	if err != nil {
 		m.readmits.forget(ended) // a 453, or a 403 while the ended session's report is on its way: the viewer may try again
 		if ctx.Err() != nil {

@@ -216,7 +216,7 @@ func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) (here,
 	if reported(node) {
 		return true, false
 	}
-	requires, site := m.requiresLocked(r.Protocol), m.sites.siteOf(r.ClientIP)
+	requires, site := m.requiresLocked(r), m.sites.siteOf(r.ClientIP)
 	for _, i := range m.sched.Holders(title) {
 		n := m.sched.Nodes[i]
 		if n.ID == node || requires&^n.Features != 0 || (m.SiteOnly && site != "" && n.Site != site) || !m.sched.InService(n) {
@@ -235,18 +235,25 @@ func (m *Manager) copyForRepeatLocked(r admitRequest, title, node string) (here,
 // title another node has: the viewer is admitted anew there.
 const reasonMovedOriginDown = "moved: the origin is unavailable, its node lacks the title and another node has it"
 
-// moveLocked ends old, the session of the same viewer moved while the
-// origin is down (reasonMovedOriginDown), now that its new session s is
-// placed (mu held), and returns it for the caller to persist once mu is
-// released; nil when old is nil or ended meanwhile. Ended only here, so
-// that a viewer whose new admission is refused keeps its session.
-func (m *Manager) moveLocked(old, s *session, now time.Time) []*session {
+// reasonMovedTransport is the reason of a session ended because its
+// viewer, who never reached its node, came back to the front door on the
+// same connection with a SETUP its node cannot serve (one that offers
+// only UDP, admitted on a DESCRIBE on a node with tcp_only): the viewer is
+// admitted anew on a node that can.
+const reasonMovedTransport = "moved: its node sends over TCP only and the SETUP offers only UDP"
+
+// moveLocked ends old, the session of the same viewer moved to s for
+// reason (reasonMovedOriginDown, reasonMovedTransport), now that its new
+// session s is placed (mu held), and returns it for the caller to persist
+// once mu is released; nil when old is nil or ended meanwhile. Ended only
+// here, so that a viewer whose new admission is refused keeps its session.
+func (m *Manager) moveLocked(old, s *session, reason string, now time.Time) []*session {
 	if old == nil || old.ended {
 		return nil
 	}
-	m.log.Info("same viewer moved: origin unavailable, its session's node would need a fill, another node has the title",
+	m.log.Info("same viewer moved to another node", "reason", reason,
 		"title", old.Title, "user", old.User, "session", old.ID, "node", old.Node, "new_session", s.ID, "new_node", s.Node)
-	m.endOrderedLocked([]*session{old}, reasonMovedOriginDown, now)
+	m.endOrderedLocked([]*session{old}, reason, now)
 	return []*session{old}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/lsm"
 	"vodcluster/proto/rtspwire"
 )
 
@@ -27,49 +28,90 @@ var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
 // reservation) until the node reported its refusal, or until the no-show
 // timeout for a client that gives up at the 302. It returns 0 when a node
 // can serve the SETUP, else the status (400 for no Transport header, 461
-// Unsupported Transport) and its reason phrase.
-func setupTransportRefusal(req *base.Request, tls, es bool) (base.StatusCode, string) {
+// Unsupported Transport) and its reason phrase; and whether it can be
+// served only over UDP (rtspwire.NeedsUDP: only a node that serves UDP may
+// take it).
+func setupTransportRefusal(req *base.Request, tls, es bool) (code base.StatusCode, reason string, needsUDP bool) {
 	v := req.Header["Transport"]
 	if len(v) == 0 {
-		return base.StatusBadRequest, "Bad Request (a SETUP needs a Transport header)"
+		return base.StatusBadRequest, "Bad Request (a SETUP needs a Transport header)", false
 	}
+	lim := rtspwire.Limits{TLS: tls, ES: es}
 	ts, err := rtspwire.ParseTransports(strings.Join(v, ",")) // its lines are one list (RFC 2326 §4.2)
 	if err == nil {
-		_, err = rtspwire.Servable(ts, tls, es)
+		ts, err = rtspwire.Servable(ts, lim)
 	}
 	switch {
 	case err == nil:
-		return 0, ""
+		return 0, "", rtspwire.NeedsUDP(ts, lim)
 	case errors.Is(err, rtspwire.ErrRTSPSNeedsTCP):
-		return base.StatusUnsupportedTransport, "Unsupported Transport (over RTSPS only RTP/AVP/TCP or MP2T/RTP/TCP: the media go inside the TLS connection)"
+		return base.StatusUnsupportedTransport, "Unsupported Transport (over RTSPS only RTP/AVP/TCP or MP2T/RTP/TCP: the media go inside the TLS connection)", false
 	case errors.Is(err, rtspwire.ErrESNeedsRTP):
-		return base.StatusUnsupportedTransport, "Unsupported Transport (elementary streams need RTP: RTP/AVP or RTP/AVP/TCP)"
+		return base.StatusUnsupportedTransport, "Unsupported Transport (elementary streams need RTP: RTP/AVP or RTP/AVP/TCP)", false
 	case errors.Is(err, rtspwire.ErrNoTransport):
-		return base.StatusUnsupportedTransport, "Unsupported Transport (none of RTP/AVP, RTP/AVP/UDP, RTP/AVP/TCP, MP2T/RTP/UDP, MP2T/RTP/TCP, MP2T/UDP, RAW/RAW/UDP, MP2T/H2221/UDP; unicast, with client_port over UDP)"
+		return base.StatusUnsupportedTransport, "Unsupported Transport (none of RTP/AVP, RTP/AVP/UDP, RTP/AVP/TCP, MP2T/RTP/UDP, MP2T/RTP/TCP, MP2T/UDP, RAW/RAW/UDP, MP2T/H2221/UDP; unicast, with client_port over UDP)", false
 	default:
-		return base.StatusUnsupportedTransport, "Unsupported Transport (" + err.Error() + ")"
+		return base.StatusUnsupportedTransport, "Unsupported Transport (" + err.Error() + ")", false
 	}
 }
+
+// noUDPReason is the 461's reason phrase of a SETUP at the front door that
+// offers only UDP while every node in service sends the media over TCP
+// only (their tcp_only).
+const noUDPReason = "Unsupported Transport (this cluster sends the media over TCP only: ask for RTP/AVP/TCP or MP2T/RTP/TCP, interleaved in the RTSP connection)"
 
 // refuseSetup checks a SETUP of title at the front door on connection nc,
 // for its elementary streams (es) or not, as the node it would be
 // redirected to checks it: its Transport (setupTransportRefusal), then the
 // track it names (setupTrackRefusal). It returns 0 when a node may serve
-// it, else the status and reason phrase to answer. A refusal for the
-// Transport is counted (the unsupported_transport outcome) and logged at
-// info, collapsed with the others (refusedTransport): a set-top box model
-// sending a Transport no node serves shows in the log and the metrics,
-// where the front door answered it alone.
-func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es bool) (base.StatusCode, string) {
-	code, reason := setupTransportRefusal(req, isTLS(nc), es)
+// it, else the status and reason phrase to answer; and whether only a node
+// that serves UDP may take it (needsUDP). A SETUP that offers only UDP
+// while nodes the viewer may use are in service and none of them serves
+// UDP (each has tcp_only; noUDPNode) is refused 461 (noUDPReason):
+// players set up again over TCP.
+// A refusal for the Transport is counted (the unsupported_transport
+// outcome) and logged at info, collapsed with the others
+// (refusedTransport): a set-top box model sending a Transport no node
+// serves shows in the log and the metrics, where the front door answered
+// it alone.
+func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es bool) (code base.StatusCode, reason string, needsUDP bool) {
+	code, reason, needsUDP = setupTransportRefusal(req, isTLS(nc), es)
+	ip, addr := remote(nc)
+	if code == 0 && needsUDP && m.noUDPNode(ip) {
+		code, reason = base.StatusUnsupportedTransport, noUDPReason
+	}
 	if code == 0 {
-		return setupTrackRefusal(req.URL.Path, req.URL.RawQuery, es)
+		code, reason = setupTrackRefusal(req.URL.Path, req.URL.RawQuery, es)
+		return code, reason, needsUDP
 	}
 	countRequest(rtspProto(nc), errUnsupportedTransport)
-	_, addr := remote(nc)
 	m.capRefusals.log(m.log, m.now(), refusedTransport, slog.LevelInfo, "SETUP refused at the front door: no node serves its Transport",
 		"title", title, "client", addr, "transport", req.Header["Transport"], "status", int(code), "reason", reason)
-	return code, reason
+	return code, reason, needsUDP
+}
+
+// noUDPNode reports whether nodes the viewer at client address ip may
+// use are in service (with site_only, those of its site) and none of them
+// serves media over UDP (lsm.FeatureUDP: each registered with tcp_only).
+// With no such node in service it is false: the admission says why.
+func (m *Manager) noUDPNode(ip string) bool {
+	site := ""
+	if m.SiteOnly {
+		site = m.sites.siteOf(ip)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inService := false
+	for _, n := range m.sched.Nodes {
+		if !m.sched.InService(n) || (site != "" && n.Site != site) {
+			continue
+		}
+		if n.Features&lsm.FeatureUDP != 0 {
+			return false
+		}
+		inService = true
+	}
+	return inService
 }
 
 // setupTrackRefusal checks the track a SETUP at the front door names

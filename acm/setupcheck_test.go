@@ -123,3 +123,64 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 		t.Fatalf("%d sessions after four served SETUPs, want 4", len(ss))
 	}
 }
+
+// TestSetupOnlyOverUDPAndTCPOnlyNodes: a SETUP at the front door that
+// offers only UDP is refused 461 (saying the cluster sends over TCP only)
+// when every node in service has tcp_only, before it is admitted, and a
+// list with a TCP entry is admitted there; once a node that serves UDP is
+// in service, such SETUPs go to it and no other, also after a DESCRIBE on
+// the same connection was admitted on a tcp_only node. A DESCRIBE, which
+// names no transport, may go to any node. ListNodes says which nodes
+// have tcp_only.
+func TestSetupOnlyOverUDPAndTCPOnlyNodes(t *testing.T) {
+	e := newManager(t, "", nil)
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	refused := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeBadTransport))
+	c := e.dialRTSP()
+	do := func(method base.Method, path, transport string) *base.Response {
+		t.Helper()
+		h := basicHeader("demo", "demo")
+		if transport != "" {
+			h["Transport"] = base.HeaderValue{transport}
+		}
+		return c.mustDo(method, path, h)
+	}
+	const udp = "RTP/AVP;unicast;client_port=5000-5001, MP2T/UDP;unicast;client_port=5002"
+	for _, path := range []string{"/vod/t1/trackID=0", "/vod/t1/es/trackID=1"} {
+		res := do(base.Setup, path, udp)
+		if res.StatusCode != base.StatusUnsupportedTransport || !strings.Contains(res.StatusMessage, "TCP only") {
+			t.Errorf("SETUP %s offering only UDP to tcp_only nodes: %d %q, want 461 saying TCP only", path, res.StatusCode, res.StatusMessage)
+		}
+	}
+	if ss := e.sessions(); len(ss) != 0 {
+		t.Fatalf("sessions held after refused SETUPs: %+v", ss)
+	}
+	if got := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeBadTransport)) - refused; got != 2 {
+		t.Errorf("counted %v as unsupported_transport, want 2", got)
+	}
+	location := func(res *base.Response) string {
+		t.Helper()
+		if res.StatusCode != base.StatusFound || len(res.Header["Location"]) != 1 {
+			t.Fatalf("%d %q, want 302", res.StatusCode, res.StatusMessage)
+		}
+		return res.Header["Location"][0]
+	}
+	if loc := location(do(base.Setup, "/vod/t1/trackID=0", udp+", RTP/AVP/TCP;unicast")); !strings.Contains(loc, "127.0.0.1:7001") {
+		t.Errorf("SETUP with a TCP entry sent to %s, want the tcp_only node", loc)
+	}
+	if loc := location(do(base.Describe, "/vod/t2", "")); !strings.Contains(loc, "127.0.0.1:7001") {
+		t.Errorf("DESCRIBE sent to %s, want the tcp_only node", loc)
+	}
+	// A node serving UDP joins: SETUPs offering only UDP go to it, the
+	// ones of t2 and t1 too, DESCRIBEd and set up over TCP on this
+	// connection on the tcp_only node.
+	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
+	if !e.nodeInfo("tcp").GetTcpOnly() || e.nodeInfo("udp").GetTcpOnly() {
+		t.Errorf("ListNodes tcp_only: %v for the tcp_only node, %v for the other", e.nodeInfo("tcp").GetTcpOnly(), e.nodeInfo("udp").GetTcpOnly())
+	}
+	for _, path := range []string{"/vod/t2/trackID=0", "/vod/t3/trackID=0", "/vod/t1/trackID=0", "/vod/t3/es/trackID=1"} {
+		if loc := location(do(base.Setup, path, udp)); !strings.Contains(loc, "127.0.0.1:7003") {
+			t.Errorf("SETUP %s offering only UDP sent to %s, want the node that serves UDP", path, loc)
+		}
+	}
+}

@@ -50,6 +50,10 @@ const (
 	// http:// (mixed content), and the session token in the URL would
 	// travel in clear.
 	FeatureHTTPS
+	// FeatureUDP: the node sends RTSP media over UDP too (it does not have
+	// tcp_only). A SETUP that offers only UDP (a set-top box taking raw
+	// MPEG-TS in UDP) would be answered 461 by a node without it.
+	FeatureUDP
 )
 
 // DefaultWeight is the weight of a node that announces none.

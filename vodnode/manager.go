@@ -415,6 +415,8 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		// Sessions of its previous process it no longer plays ended by
 		// then at the latest (a restart).
 		StartedAtUnixMs: n.startedAt.UnixMilli(),
+		// No SETUP that offers only UDP is sent to it.
+		TcpOnly: n.TCPOnly,
 	}
 }
 

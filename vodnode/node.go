@@ -61,11 +61,19 @@ type Node struct {
 	// whose packets are not encrypted. "" or nil: no RTSPS.
 	RTSPSListen   string
 	RTSPTLS       *tls.Config
-	MetricsListen string   // Prometheus /metrics listen address (metrics.go); "" = none
-	AdvertiseHost string   // host reported to the manager; "" = the RTSP listener's
-	RTPPort       int      // even UDP port for RTP (RTCP on the next); 0 = a free pair
-	Capacity      Capacity // limits
-	Weight        int      // scheduling weight reported at registration; 0 = 100
+	MetricsListen string // Prometheus /metrics listen address (metrics.go); "" = none
+	AdvertiseHost string // host reported to the manager; "" = the RTSP listener's
+	RTPPort       int    // even UDP port for RTP (RTCP on the next); 0 = a free pair
+	// TCPOnly: the node sends RTSP media over TCP only, interleaved in
+	// the RTSP connection (RFC 2326 §10.12). It opens no UDP port, and
+	// answers 461 Unsupported Transport (rtspwire.ErrNoUDP) to a SETUP
+	// that offers only UDP, so that players set up again over TCP at once
+	// (ffmpeg, ffprobe, GStreamer's rtspsrc) instead of waiting for UDP
+	// packets a network drops. It registers so (RegisterRequest.tcp_only),
+	// and the manager sends it no SETUP that offers only UDP.
+	TCPOnly  bool
+	Capacity Capacity // limits
+	Weight   int      // scheduling weight reported at registration; 0 = 100
 
 	ManagerAddr string // gRPC NodeControl address; "" = standalone, no reports
 	OriginAddr  string // gRPC Origin address; "" = serve stored titles only
@@ -295,12 +303,14 @@ func (n *Node) Start() (err error) {
 		n.rtspsLn = tls.NewListener(ln, n.RTSPTLS)
 		undo = append(undo, func() { n.rtspsLn.Close() })
 	}
-	host, _, _ := net.SplitHostPort(n.rtspLn.Addr().String())
-	n.udp, err = deliver.ListenUDP(host, n.RTPPort)
-	if err != nil {
-		return fmt.Errorf("vodnode: %w", err)
+	if !n.TCPOnly {
+		host, _, _ := net.SplitHostPort(n.rtspLn.Addr().String())
+		n.udp, err = deliver.ListenUDP(host, n.RTPPort)
+		if err != nil {
+			return fmt.Errorf("vodnode: %w", err)
+		}
+		undo = append(undo, func() { n.udp.Close() })
 	}
-	undo = append(undo, func() { n.udp.Close() })
 	n.ahead.max = n.OriginRanges
 	if n.ahead.max == 0 {
 		n.ahead.max = DefaultOriginRanges
@@ -331,21 +341,25 @@ func (n *Node) Start() (err error) {
 		undo = append(undo, func() { n.mgr.close() })
 	}
 
-	n.wg.Add(4)
+	n.wg.Add(2)
 	go n.acceptRTSP(n.rtspLn)
 	if n.rtspsLn != nil {
 		n.wg.Add(1)
 		go n.acceptRTSP(n.rtspsLn)
 	}
-	go n.readUDP(n.udp.RTP)
-	go n.readUDP(n.udp.RTCP)
+	var rtp, rtcp int // 0: none (tcp_only)
+	if n.udp != nil {
+		n.wg.Add(2)
+		go n.readUDP(n.udp.RTP)
+		go n.readUDP(n.udp.RTCP)
+		rtp, rtcp = n.udp.Ports()
+	}
 	go n.janitor()
 	if n.mgr != nil {
 		n.mgr.start()
 	}
-	rtp, rtcp := n.udp.Ports()
 	n.log.Info("node started", "rtsp", n.RTSPAddr(), "rtsps", n.RTSPSAddr(), "http", n.HTTPAddr(), "rtp_port", rtp, "rtcp_port", rtcp,
-		"titles", len(n.store.Titles()))
+		"tcp_only", n.TCPOnly, "titles", len(n.store.Titles()))
 	return nil
 }
 
@@ -411,7 +425,9 @@ func (n *Node) Close() error {
 		n.mgr.close()
 	}
 	n.cancel()
-	n.udp.Close()
+	if n.udp != nil {
+		n.udp.Close()
+	}
 	n.wg.Wait()
 	n.saveUsedTokens(time.Now(), true) // the sessions ended above spent theirs
 	n.engine.Close()

@@ -16,15 +16,16 @@ type transportSpec = rtspwire.Transport
 
 // transportsOf parses the Transport header of a SETUP on c of elementary
 // streams (es) or not, its lines v taken as one list (RFC 2326 §4.2): the
-// entries it may be served with (rtspwire.Servable), in the client's
-// order; an error to answer 461 with when there is none. The front door
+// entries it may be served with (rtspwire.Servable: only interleaved ones
+// over RTSPS or on a node with TCPOnly), in the client's order; an error
+// to answer 461 with when there is none. The front door
 // checks the same before it admits.
 func (c *rtspConn) transportsOf(v []string, es bool) ([]transportSpec, error) {
 	specs, err := rtspwire.ParseTransports(strings.Join(v, ","))
 	if err != nil {
 		return nil, err
 	}
-	return rtspwire.Servable(specs, c.overTLS(), es)
+	return rtspwire.Servable(specs, rtspwire.Limits{TLS: c.overTLS(), NoUDP: c.n.TCPOnly, ES: es})
 }
 
 // responseTransport formats the Transport header of a SETUP response for

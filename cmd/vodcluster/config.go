@@ -245,6 +245,7 @@ type NodeConfig struct {
 	HTTPListen     string        `yaml:"http_listen"`         // default ":8081"
 	MetricsListen  string        `yaml:"metrics_listen"`      // Prometheus /metrics; empty: none
 	RTPPort        int           `yaml:"rtp_port"`            // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
+	TCPOnly        bool          `yaml:"tcp_only"`            // RTSP media over TCP only (interleaved): no UDP port, 461 to a SETUP offering only UDP (players set up again over TCP)
 	AdvertiseHost  string        `yaml:"advertise_host"`      // host clients are redirected to
 	Manager        string        `yaml:"manager"`             // manager gRPC host:port
 	Origin         string        `yaml:"origin"`              // CDP gRPC host:port

@@ -19,6 +19,7 @@ func TestConfigRangeErrorsAtTheirLine(t *testing.T) {
 		{"node:\n  max_sessions: 3000000000\n", "line 2: max_sessions 3000000000: above the largest allowed, 2147483647"},
 		{"node:\n  weight: 70000\n", "line 2: weight 70000: above 65535, the largest IPVS weight"},
 		{"node:\n  rtp_port: 5001\n", "line 2: rtp_port 5001: want an even port"},
+		{"node:\n  tcp_only: true\n  rtp_port: 6970\n", "line 3: rtp_port 6970: a node with tcp_only opens no UDP port"},
 		{"manager:\n  max_sessions_per_user: -2\n", "line 2: max_sessions_per_user -2: give a positive number, -1 for no limit"},
 		{"manager:\n  scheduler:\n    fill_ref_bps: &n -5\n  storage:\n    origin_channels: *n\n", "line 5: storage.origin_channels -5: negative"},
 		{"manager:\n  storage:\n    target_utilization: -0.50\n", "line 3: storage.target_utilization -0.50: negative"},

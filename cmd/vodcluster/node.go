@@ -148,6 +148,7 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 		HTTPListen:     orString(c.HTTPListen, defaultNodeHTTPListen),
 		MetricsListen:  c.MetricsListen,
 		RTPPort:        c.RTPPort,
+		TCPOnly:        c.TCPOnly,
 		AdvertiseHost:  c.AdvertiseHost,
 		Capacity:       vodnode.Capacity{EgressBps: egress, MaxSessions: c.MaxSessions, DiskBytes: disk},
 		Weight:         c.Weight,

@@ -281,6 +281,9 @@ func (c NodeConfig) validate() error {
 	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
 		k.failf("%s: want an even port below 65535 (RTCP takes the next), or 0", k.show("rtp_port", c.RTPPort))
 	}
+	if c.TCPOnly && c.RTPPort != 0 {
+		k.failf("%s: a node with tcp_only opens no UDP port; remove one of rtp_port and tcp_only", k.show("rtp_port", c.RTPPort))
+	}
 	k.count("egress_bps", c.EgressBps, "1 Gbit/s (1000000000)")
 	k.int32Count("max_sessions", int64(c.MaxSessions), "no limit but egress_bps")
 	k.count("disk_bytes", c.DiskBytes, "100 GB (100000000000)")

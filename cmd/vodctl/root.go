@@ -296,16 +296,21 @@ func noNodeNote() string {
 
 // nodesTable writes the table of vodctl nodes for nodes: a header and a
 // row each (SITE only when a node has a site, ORIGIN only when a node has
-// none: "none" for it, "yes" for the others).
+// none: "none" for it, "yes" for the others, UDP only when a node sends
+// over TCP only: "no" for it, "yes" for the others).
 func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
 	bare := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.NoOrigin })
+	tcpOnly := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.TcpOnly })
 	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
 	if sited {
 		head += "\tSITE"
 	}
 	if bare {
 		head += "\tORIGIN"
+	}
+	if tcpOnly {
+		head += "\tUDP"
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
@@ -322,6 +327,13 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 				origin = "none" // it plays only the titles it holds
 			}
 			fmt.Fprintf(w, "\t%s", origin)
+		}
+		if tcpOnly {
+			udp := "yes"
+			if n.TcpOnly {
+				udp = "no" // tcp_only: media inside the RTSP connection
+			}
+			fmt.Fprintf(w, "\t%s", udp)
 		}
 		fmt.Fprintln(w)
 	}

@@ -51,6 +51,10 @@ var (
 	// /es URL) that asks for MPEG-TS in UDP only: each track is an RTP
 	// stream.
 	ErrESNeedsRTP = errors.New("elementary streams need RTP (RTP/AVP or RTP/AVP/TCP)")
+	// ErrNoUDP refuses a SETUP that asks for UDP only on a node that
+	// serves the media over TCP only (tcp_only): the player may set up
+	// again over TCP (ffmpeg, GStreamer and VLC do after a 461).
+	ErrNoUDP = errors.New("this node sends the media over TCP only (RTP/AVP/TCP or MP2T/RTP/TCP, interleaved in the RTSP connection): ask for TCP")
 )
 
 // ParseTransports returns the entries of a Transport header value a node
@@ -74,15 +78,28 @@ func ParseTransports(v string) ([]Transport, error) {
 	return out, nil
 }
 
+// Limits are what narrows the transports a SETUP may be served with.
+type Limits struct {
+	// TLS: the SETUP came over RTSPS; only interleaved entries, so that
+	// the media go inside the TLS connection, not in clear over UDP.
+	TLS bool
+	// NoUDP: the node serves media over TCP only (its tcp_only); only
+	// interleaved entries.
+	NoUDP bool
+	// ES: a title's elementary streams (its /es URL); only RTP entries
+	// (MPEG-TS in UDP carries no elementary stream).
+	ES bool
+}
+
 // Servable keeps, of ts (from ParseTransports), the entries a SETUP may be
-// served with: over RTSPS (tls) only the interleaved ones, so that the media
-// go inside the TLS connection, not in clear over UDP; for elementary
-// streams (es) only RTP. ErrRTSPSNeedsTCP or ErrESNeedsRTP when none is
-// left. ts is filtered in place.
-func Servable(ts []Transport, tls, es bool) ([]Transport, error) {
+// served with under lim, in the client's order. ErrRTSPSNeedsTCP,
+// ErrNoUDP or ErrESNeedsRTP (the first limit that applies, in that order)
+// when none is left. ts is filtered in place.
+func Servable(ts []Transport, lim Limits) ([]Transport, error) {
+	tcpOnly := lim.TLS || lim.NoUDP
 	out := ts[:0]
 	for _, t := range ts {
-		if (tls && t.Mode != RTPTCP) || (es && t.Mode == RawUDP) {
+		if (tcpOnly && t.Mode != RTPTCP) || (lim.ES && t.Mode == RawUDP) {
 			continue
 		}
 		out = append(out, t)
@@ -90,11 +107,31 @@ func Servable(ts []Transport, tls, es bool) ([]Transport, error) {
 	switch {
 	case len(out) > 0:
 		return out, nil
-	case tls:
+	case lim.TLS:
 		return nil, ErrRTSPSNeedsTCP
+	case lim.NoUDP:
+		return nil, ErrNoUDP
 	default:
 		return nil, ErrESNeedsRTP
 	}
+}
+
+// NeedsUDP reports whether a SETUP with ts (from ParseTransports) can be
+// served only over UDP under lim (lim.NoUDP ignored): some entry is
+// servable, none of them interleaved. Such a SETUP must go to a node that
+// serves UDP.
+func NeedsUDP(ts []Transport, lim Limits) bool {
+	servable := false
+	for _, t := range ts {
+		if (lim.TLS && t.Mode != RTPTCP) || (lim.ES && t.Mode == RawUDP) {
+			continue
+		}
+		if t.Mode == RTPTCP {
+			return false
+		}
+		servable = true
+	}
+	return servable
 }
 
 func parseTransport(entry string) (Transport, bool) {

@@ -76,32 +76,46 @@ func FuzzParseTransports(f *testing.F) {
 	})
 }
 
-// TestServable: over RTSPS only interleaved entries are served, for
-// elementary streams only RTP ones, in the client's order; the error says
-// which rule left none.
+// TestServable: over RTSPS and on a node with UDP off only interleaved
+// entries are served, for elementary streams only RTP ones, in the
+// client's order; the error says which rule left none. NeedsUDP is true
+// for a list whose only servable entries are UDP ones.
 func TestServable(t *testing.T) {
 	const list = "MP2T/UDP;unicast;client_port=6000, RTP/AVP;unicast;client_port=8000-8001, RTP/AVP/TCP;unicast"
+	const udp = "MP2T/UDP;unicast;client_port=6000, RTP/AVP;unicast;client_port=8000-8001"
 	for _, c := range []struct {
-		list    string
-		tls, es bool
-		want    []string
-		err     error
+		list     string
+		lim      Limits
+		want     []string
+		err      error
+		needsUDP bool
 	}{
-		{list, false, false, []string{"MP2T/UDP", "RTP/AVP", "RTP/AVP/TCP"}, nil},
-		{list, false, true, []string{"RTP/AVP", "RTP/AVP/TCP"}, nil},
-		{list, true, false, []string{"RTP/AVP/TCP"}, nil},
-		{list, true, true, []string{"RTP/AVP/TCP"}, nil},
-		{"MP2T/UDP;unicast;client_port=6000", false, true, nil, ErrESNeedsRTP},
-		{"RTP/AVP;unicast;client_port=8000-8001", true, false, nil, ErrRTSPSNeedsTCP},
-		{"MP2T/UDP;unicast;client_port=6000", true, true, nil, ErrRTSPSNeedsTCP},
+		{list, Limits{}, []string{"MP2T/UDP", "RTP/AVP", "RTP/AVP/TCP"}, nil, false},
+		{list, Limits{ES: true}, []string{"RTP/AVP", "RTP/AVP/TCP"}, nil, false},
+		{list, Limits{TLS: true}, []string{"RTP/AVP/TCP"}, nil, false},
+		{list, Limits{TLS: true, ES: true}, []string{"RTP/AVP/TCP"}, nil, false},
+		{list, Limits{NoUDP: true}, []string{"RTP/AVP/TCP"}, nil, false},
+		{list, Limits{NoUDP: true, ES: true}, []string{"RTP/AVP/TCP"}, nil, false},
+		{"MP2T/UDP;unicast;client_port=6000", Limits{ES: true}, nil, ErrESNeedsRTP, false},
+		{"RTP/AVP;unicast;client_port=8000-8001", Limits{TLS: true}, nil, ErrRTSPSNeedsTCP, false},
+		{"MP2T/UDP;unicast;client_port=6000", Limits{TLS: true, ES: true}, nil, ErrRTSPSNeedsTCP, false},
+		{udp, Limits{NoUDP: true}, nil, ErrNoUDP, true},
+		{udp, Limits{NoUDP: true, TLS: true}, nil, ErrRTSPSNeedsTCP, false},
+		{udp, Limits{NoUDP: true, ES: true}, nil, ErrNoUDP, true},
+		{"MP2T/UDP;unicast;client_port=6000", Limits{NoUDP: true, ES: true}, nil, ErrNoUDP, false},
+		{udp, Limits{}, []string{"MP2T/UDP", "RTP/AVP"}, nil, true},
+		{"RTP/AVP/TCP;unicast, RTP/AVP;unicast;client_port=8000-8001", Limits{}, []string{"RTP/AVP/TCP", "RTP/AVP"}, nil, false},
 	} {
 		ts, err := ParseTransports(c.list)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Servable(ts, c.tls, c.es)
+		if got := NeedsUDP(ts, c.lim); got != c.needsUDP {
+			t.Errorf("%q %+v: NeedsUDP %v, want %v", c.list, c.lim, got, c.needsUDP)
+		}
+		got, err := Servable(ts, c.lim)
 		if !errors.Is(err, c.err) {
-			t.Errorf("%q tls=%v es=%v: error %v, want %v", c.list, c.tls, c.es, err, c.err)
+			t.Errorf("%q %+v: error %v, want %v", c.list, c.lim, err, c.err)
 			continue
 		}
 		var names []string
@@ -109,7 +123,7 @@ func TestServable(t *testing.T) {
 			names = append(names, s.Profile)
 		}
 		if strings.Join(names, ",") != strings.Join(c.want, ",") {
-			t.Errorf("%q tls=%v es=%v: %v, want %v", c.list, c.tls, c.es, names, c.want)
+			t.Errorf("%q %+v: %v, want %v", c.list, c.lim, names, c.want)
 		}
 	}
 }

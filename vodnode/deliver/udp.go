@@ -85,8 +85,11 @@ func listenPair(host string, port int) (*UDPServer, error) {
 	return u, nil
 }
 
-// Ports returns the RTP and RTCP port numbers.
+// Ports returns the RTP and RTCP port numbers; 0, 0 for a nil UDPServer.
 func (u *UDPServer) Ports() (rtp, rtcp int) {
+	if u == nil {
+		return 0, 0 // no UDP (a node with tcp_only)
+	}
 	return u.RTP.LocalAddr().(*net.UDPAddr).Port, u.RTCP.LocalAddr().(*net.UDPAddr).Port
 }
 

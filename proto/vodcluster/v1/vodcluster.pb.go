@@ -749,8 +749,16 @@ type RegisterRequest struct {
 	// which may be an outage later. Weighed against the node's own clock (the session's
 	// STARTED, the report's at_unix_ms), not the manager's.
 	StartedAtUnixMs int64 `protobuf:"varint,12,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// tcp_only: the node serves RTSP media over TCP only (interleaved in
+	// the RTSP connection, RFC 2326 §10.12): it has no UDP port, and
+	// answers 461 Unsupported Transport to a SETUP that offers only UDP,
+	// so that players set up over TCP at once (an operator whose viewers
+	// sit behind networks that drop UDP). The manager sends it no SETUP
+	// that offers only UDP. false (an older node, or the default) = it
+	// serves UDP too.
+	TcpOnly       bool `protobuf:"varint,13,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
@@ -865,6 +873,13 @@ func (x *RegisterRequest) GetStartedAtUnixMs() int64 {
 		return x.StartedAtUnixMs
 	}
 	return 0
+}
+
+func (x *RegisterRequest) GetTcpOnly() bool {
+	if x != nil {
+		return x.TcpOnly
+	}
+	return false
 }
 
 type RegisterResponse struct {
@@ -2170,7 +2185,10 @@ type NodeInfo struct {
 	// node registered only with the active manager by its stored setting,
 	// as not registered; the active manager (the pair's virtual IP) has
 	// the node's state. ListNodesResponse.standby says so for its list.
-	Standby       bool `protobuf:"varint,22,opt,name=standby,proto3" json:"standby,omitempty"`
+	Standby bool `protobuf:"varint,22,opt,name=standby,proto3" json:"standby,omitempty"`
+	// tcp_only: the node sends RTSP media over TCP only
+	// (RegisterRequest.tcp_only): no SETUP that offers only UDP goes to it.
+	TcpOnly       bool `protobuf:"varint,23,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2355,6 +2373,13 @@ func (x *NodeInfo) GetWeightStored() bool {
 func (x *NodeInfo) GetStandby() bool {
 	if x != nil {
 		return x.Standby
+	}
+	return false
+}
+
+func (x *NodeInfo) GetTcpOnly() bool {
+	if x != nil {
+		return x.TcpOnly
 	}
 	return false
 }
@@ -4288,7 +4313,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xba\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xd5\x03\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4303,7 +4328,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"rtsps_addr\x18\n" +
 	" \x01(\tR\trtspsAddr\x12\x1b\n" +
 	"\tno_origin\x18\v \x01(\bR\bnoOrigin\x12+\n" +
-	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\"F\n" +
+	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\x12\x19\n" +
+	"\btcp_only\x18\r \x01(\bR\atcpOnly\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xc8\x02\n" +
 	"\vStoredTitle\x12\x19\n" +
@@ -4407,7 +4433,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xb9\x05\n" +
+	"\x10ListNodesRequest\"\xd4\x05\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4432,7 +4458,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x04site\x18\x13 \x01(\tR\x04site\x12\x1b\n" +
 	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
 	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\x12\x18\n" +
-	"\astandby\x18\x16 \x01(\bR\astandby\"\\\n" +
+	"\astandby\x18\x16 \x01(\bR\astandby\x12\x19\n" +
+	"\btcp_only\x18\x17 \x01(\bR\atcpOnly\"\\\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\"\xad\x01\n" +

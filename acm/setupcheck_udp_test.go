@@ -1,0 +1,65 @@
+package acm
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
+)
+
+// TestSetupOnlyOverUDPMovesTheDescribedSession: a subscriber at its
+// session limit (1) DESCRIBEs a title and is admitted on a node with
+// tcp_only; its SETUP on the same connection offers only UDP, which that
+// node cannot serve: it is admitted on a node that serves UDP and the
+// DESCRIBE's session, whose viewer never reached its node, ends once the
+// new one is placed. It was left reserved, counted at the limit: the
+// SETUP was refused 403 "too many sessions".
+func TestSetupOnlyOverUDPMovesTheDescribedSession(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 1 })
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	c := e.dialRTSP()
+	if res := c.mustDo(base.Describe, "/vod/t2", basicHeader("demo", "demo")); res.StatusCode != base.StatusFound {
+		t.Fatalf("DESCRIBE: %d %q", res.StatusCode, res.StatusMessage)
+	}
+	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
+	res := c.mustDo(base.Setup, "/vod/t2/trackID=0", h)
+	if res.StatusCode != base.StatusFound || len(res.Header["Location"]) != 1 || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7003") {
+		t.Fatalf("SETUP offering only UDP after a DESCRIBE admitted on the tcp_only node: %d %q %v, want 302 to the node that serves UDP", res.StatusCode, res.StatusMessage, res.Header["Location"])
+	}
+	ss := e.sessions()
+	if len(ss) != 1 || ss[0].NodeId != "udp" {
+		t.Fatalf("sessions %+v, want the one on the node that serves UDP", ss)
+	}
+	if got := e.reserved("tcp"); got != 0 {
+		t.Errorf("%d bit/s still reserved on the tcp_only node", got)
+	}
+}
+
+// TestSetupOnlyOverUDPSiteOnly: with site_only, a SETUP that offers only
+// UDP from a viewer whose site's nodes all have tcp_only is refused 461
+// at once, though a node of another site serves UDP: the viewer may not
+// use it. It waited the queue deadline and got 453, which players do not
+// answer by setting up over TCP.
+func TestSetupOnlyOverUDPSiteOnly(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.Sites = []Site{{Name: "north", Clients: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+		m.SiteOnly = true
+		m.QueueDeadline = time.Minute // a refusal after it would fail the test's own bound
+	})
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true, site: "north"})
+	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003", site: "south"})
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
+	res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h)
+	if res.StatusCode != base.StatusUnsupportedTransport || !strings.Contains(res.StatusMessage, "TCP only") {
+		t.Fatalf("SETUP offering only UDP from a site of tcp_only nodes: %d %q, want 461", res.StatusCode, res.StatusMessage)
+	}
+	h["Transport"] = base.HeaderValue{"RTP/AVP/TCP;unicast"}
+	if res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h); res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7001") {
+		t.Fatalf("SETUP over TCP: %d %q %v, want 302 to the site's node", res.StatusCode, res.StatusMessage, res.Header["Location"])
+	}
+}
