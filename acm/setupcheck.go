@@ -56,9 +56,9 @@ func setupTransportRefusal(req *base.Request, tls, es bool) (code base.StatusCod
 }
 
 // noUDPReason is the 461's reason phrase of a SETUP at the front door that
-// offers only UDP while every node in service sends the media over TCP
-// only (their tcp_only).
-const noUDPReason = "Unsupported Transport (this cluster sends the media over TCP only: ask for RTP/AVP/TCP or MP2T/RTP/TCP, interleaved in the RTSP connection)"
+// offers only UDP while every node the viewer may use sends the media over
+// TCP only (their tcp_only; noUDPNode).
+const noUDPReason = "Unsupported Transport (the nodes that serve you send the media over TCP only: ask for RTP/AVP/TCP or MP2T/RTP/TCP, interleaved in the RTSP connection)"
 
 // refuseSetup checks a SETUP of title at the front door on connection nc,
 // for its elementary streams (es) or not, as the node it would be
@@ -66,9 +66,8 @@ const noUDPReason = "Unsupported Transport (this cluster sends the media over TC
 // track it names (setupTrackRefusal). It returns 0 when a node may serve
 // it, else the status and reason phrase to answer; and whether only a node
 // that serves UDP may take it (needsUDP). A SETUP that offers only UDP
-// while nodes the viewer may use are in service and none of them serves
-// UDP (each has tcp_only; noUDPNode) is refused 461 (noUDPReason):
-// players set up again over TCP.
+// when every node the viewer may use has tcp_only (noUDPNode) is refused
+// 461 (noUDPReason): players set up again over TCP.
 // A refusal for the Transport is counted (the unsupported_transport
 // outcome) and logged at info, collapsed with the others
 // (refusedTransport): a set-top box model sending a Transport no node
@@ -90,28 +89,36 @@ func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es b
 	return code, reason, needsUDP
 }
 
-// noUDPNode reports whether nodes the viewer at client address ip may
-// use are in service (with site_only, those of its site) and none of them
-// serves media over UDP (lsm.FeatureUDP: each registered with tcp_only).
-// With no such node in service it is false: the admission says why.
+// noUDPNode reports whether the nodes the viewer at client address ip may
+// use (with site_only, those of its site) all send media over TCP only
+// (each registered with tcp_only: none has lsm.FeatureUDP), so that no
+// SETUP that offers only UDP can be served whatever their state. False
+// when one of them serves UDP, even drained, at weight 0 or dead (the
+// admission says why it cannot take the viewer now, and the viewer may
+// try again), when none is registered, and in the manager's first
+// RestoreGrace (nodesSettledLocked: nodes may still be registering).
 func (m *Manager) noUDPNode(ip string) bool {
 	site := ""
 	if m.SiteOnly {
 		site = m.sites.siteOf(ip)
 	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	inService := false
+	if !m.nodesSettledLocked(now) {
+		return false
+	}
+	known := false
 	for _, n := range m.sched.Nodes {
-		if !m.sched.InService(n) || (site != "" && n.Site != site) {
+		if site != "" && n.Site != site {
 			continue
 		}
 		if n.Features&lsm.FeatureUDP != 0 {
 			return false
 		}
-		inService = true
+		known = true
 	}
-	return inService
+	return known
 }
 
 // setupTrackRefusal checks the track a SETUP at the front door names

@@ -135,6 +135,7 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 func TestSetupOnlyOverUDPAndTCPOnlyNodes(t *testing.T) {
 	e := newManager(t, "", nil)
 	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	e.settled()
 	refused := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeBadTransport))
 	c := e.dialRTSP()
 	do := func(method base.Method, path, transport string) *base.Response {

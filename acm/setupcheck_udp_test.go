@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // TestSetupOnlyOverUDPMovesTheDescribedSession: a subscriber at its
@@ -52,6 +54,7 @@ func TestSetupOnlyOverUDPSiteOnly(t *testing.T) {
 	})
 	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true, site: "north"})
 	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003", site: "south"})
+	e.settled()
 	h := basicHeader("demo", "demo")
 	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
 	res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h)
@@ -61,5 +64,40 @@ func TestSetupOnlyOverUDPSiteOnly(t *testing.T) {
 	h["Transport"] = base.HeaderValue{"RTP/AVP/TCP;unicast"}
 	if res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h); res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7001") {
 		t.Fatalf("SETUP over TCP: %d %q %v, want 302 to the site's node", res.StatusCode, res.StatusMessage, res.Header["Location"])
+	}
+}
+
+// TestSetupOnlyOverUDPWhileTheUDPNodesAreOut: the front door answers a
+// SETUP that offers only UDP 461 ("TCP only") only when every node the
+// viewer may use has tcp_only. While the nodes that serve UDP are drained,
+// at weight 0 or dead, or in the manager's first restore_grace (nodes may
+// still be registering), it is refused as any request no node can take
+// now (503 at once, or 453), never 461: a set-top box that can take only
+// UDP would give up on a 461, told something untrue.
+func TestSetupOnlyOverUDPWhileTheUDPNodesAreOut(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 300 * time.Millisecond })
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
+	setup := func(when string) {
+		t.Helper()
+		res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h)
+		if res.StatusCode == base.StatusUnsupportedTransport || res.StatusCode == base.StatusFound {
+			t.Errorf("SETUP offering only UDP %s: %d %q, want a refusal for now (503 or 453)", when, res.StatusCode, res.StatusMessage)
+		}
+	}
+	setup("in the manager's first restore_grace, a tcp_only node registered")
+	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
+	e.settled()
+	e.setNode(&pb.SetNodeRequest{NodeId: "udp", Draining: ptr(true)})
+	setup("with the node that serves UDP drained")
+	e.setNode(&pb.SetNodeRequest{NodeId: "udp", Draining: ptr(false), Weight: ptr[int32](0)})
+	setup("with the node that serves UDP at weight 0")
+	e.setNode(&pb.SetNodeRequest{NodeId: "udp", Weight: ptr[int32](100)})
+	if res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h); res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7003") {
+		t.Fatalf("SETUP offering only UDP, the node back in service: %d %q, want 302 to it", res.StatusCode, res.StatusMessage)
+	}
+	if e.reserved("tcp") != 0 {
+		t.Error("bit/s reserved on the tcp_only node")
 	}
 }

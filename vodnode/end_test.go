@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -197,12 +199,15 @@ func TestEndedByManagerSendsBye(t *testing.T) {
 // TestEndSessionsRefusesLateViewers: the manager's EndSessions (the
 // operator ended a subscriber's sessions) ends the one playing, with an
 // RTCP BYE over TCP, and spends the token of the one not yet at the node:
-// its viewer, arriving later with its token, is refused (401).
+// its viewer, arriving later with its token, is refused (401). The node
+// logs the order at warn when it cut a session, at info when it cut none
+// (a viewer the manager moved before it arrived): routine, not a fault.
 func TestEndSessionsRefusesLateViewers(t *testing.T) {
 	o := newFakeOrigin(t)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
-	n := startNode(t, startOrigin(t, o), func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
+	var log logtest.Buffer
+	n := startNode(t, startOrigin(t, o), withDebugLog(&log), func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
 	c := dialRTSP(t, n)
 	c.play(nodeURL(n, mint(t, "cut-playing", "sample-001", "node-1", "", time.Minute), "sample-001"))
 	late := nodeURL(n, mint(t, "cut-late", "sample-002", "node-1", "", time.Minute), "sample-002")
@@ -215,6 +220,18 @@ func TestEndSessionsRefusesLateViewers(t *testing.T) {
 	}
 	if res := dialRTSP(t, n).do("DESCRIBE", late); res.StatusCode != 401 {
 		t.Fatalf("the late viewer's DESCRIBE: %s, want 401", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "the order's log line", func() bool {
+		return strings.Contains(log.String(), `level=WARN msg="sessions ended by the manager" node=node-1 sessions=1 of=2`)
+	})
+	m.cmds <- &pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: []string{"moved-early"}, Reason: "moved: its node sends over TCP only and the SETUP offers only UDP",
+		RefuseUntilUnixMs: time.Now().Add(time.Minute).UnixMilli()}}}
+	waitFor(t, 5*time.Second, "the second order's log line at info", func() bool {
+		return strings.Contains(log.String(), `level=INFO msg="sessions ended by the manager" node=node-1 sessions=0 of=1`)
+	})
+	if strings.Contains(log.String(), `level=WARN msg="sessions ended by the manager" node=node-1 sessions=0`) {
+		t.Errorf("an order that cut no session logged at warn:\n%s", log.String())
 	}
 }
 

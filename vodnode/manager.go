@@ -3,6 +3,7 @@ package vodnode
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -336,7 +337,14 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 			}
 		}
 		n.endedByManager(c.EndSessions.GetSessionIds())
-		n.log.Warn("sessions ended by the manager", "sessions", ended, "of", len(c.EndSessions.GetSessionIds()), "reason", reason)
+		// At warn when it cut sessions here; one whose viewer never came
+		// (a viewer the manager moved to another node before it
+		// arrived) only has its token refused.
+		level := slog.LevelWarn
+		if ended == 0 {
+			level = slog.LevelInfo
+		}
+		n.log.Log(context.Background(), level, "sessions ended by the manager", "sessions", ended, "of", len(c.EndSessions.GetSessionIds()), "reason", reason)
 	}
 }
 

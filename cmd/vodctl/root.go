@@ -269,7 +269,9 @@ func nodesCmd(g *globals) *cobra.Command {
 			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
 			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
 			"ORIGIN, shown when a node has none (started without origin:), is \"none\" for such a node: it\n" +
-			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n\n" +
+			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n" +
+			"UDP, shown when a node sends RTSP media over TCP only (tcp_only:), is \"no\" for such a node:\n" +
+			"it gets no SETUP that offers only UDP (--json: tcpOnly, for every node).\n\n" +
 			"With no node registered, a note on standard error says what to check (the nodes running,\n" +
 			"their manager: address and cluster secret; on a standby: nodes report to the active manager).",
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/description"
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
+	"github.com/bluenviron/gortsplib/v4/pkg/liberrors"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
@@ -308,7 +309,7 @@ func setupCounter(c *gortsplib.Client, desc *description.Session, onPacket func(
 				continue
 			}
 			if _, err := c.Setup(desc.BaseURL, m, 0, 0); err != nil {
-				return nil, fmt.Errorf("probe: SETUP: %w", err)
+				return nil, fmt.Errorf("probe: SETUP: %w%s", err, setupRefusalHint(err))
 			}
 			pr, pw := io.Pipe()
 			d := newDemux(pr)
@@ -321,6 +322,19 @@ func setupCounter(c *gortsplib.Client, desc *description.Session, onPacket func(
 		}
 	}
 	return setupES(c, desc, onPacket)
+}
+
+// setupRefusalHint says, for a SETUP refused 461 Unsupported Transport
+// (err from the client's Setup), what it means and what to do: the
+// status line alone, "461 (Unsupported Transport)", said neither (the
+// client drops the node's reason, given in the body). "" for any other
+// error.
+func setupRefusalHint(err error) string {
+	var bad liberrors.ErrClientBadStatusCode
+	if !errors.As(err, &bad) || bad.Code != base.StatusUnsupportedTransport {
+		return ""
+	}
+	return ": the server does not send the media over the transport asked (a node with tcp_only sends over TCP only); play over TCP (vodctl play --transport tcp, the default)"
 }
 
 // tsCounter is the counter of an MPEG-TS play.
