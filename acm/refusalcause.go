@@ -39,7 +39,7 @@ var featureRefusals = []struct {
 }{
 	{lsm.FeatureRTSPS, "the viewer came over RTSPS and no node in service has RTSPS (node rtsp_tls_cert_file): its player cannot follow a redirect to plain RTSP"},
 	{lsm.FeatureHTTP, "the viewer came over HTTP and no node in service has an HTTP address (node http_listen)"},
-	{lsm.FeatureUDP, "the viewer's SETUP offers only UDP and no node in service serves UDP (each has tcp_only)"},
+	{lsm.FeatureUDP, "the viewer's SETUP offers only UDP and no node in service serves UDP (those in service have tcp_only)"},
 	{lsm.FeatureHTTPS, "the viewer came over HTTPS and no node in service has HTTPS (node http_tls_cert_file): a browser on an https:// page refuses a redirect to http://"},
 }
 

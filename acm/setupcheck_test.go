@@ -184,4 +184,9 @@ func TestSetupOnlyOverUDPAndTCPOnlyNodes(t *testing.T) {
 			t.Errorf("SETUP %s offering only UDP sent to %s, want the node that serves UDP", path, loc)
 		}
 	}
+	// The sessions of t1 and t2 on the tcp_only node, their viewers never
+	// there, ended as they moved.
+	if got := e.reserved("tcp"); got != 0 {
+		t.Errorf("%d bit/s still reserved on the tcp_only node after the moves", got)
+	}
 }

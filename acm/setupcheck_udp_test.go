@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -19,7 +21,11 @@ import (
 // new one is placed. It was left reserved, counted at the limit: the
 // SETUP was refused 403 "too many sessions".
 func TestSetupOnlyOverUDPMovesTheDescribedSession(t *testing.T) {
-	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 1 })
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		m.MaxSessionsPerUser = 1
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
 	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
 	c := e.dialRTSP()
 	if res := c.mustDo(base.Describe, "/vod/t2", basicHeader("demo", "demo")); res.StatusCode != base.StatusFound {
@@ -38,6 +44,9 @@ func TestSetupOnlyOverUDPMovesTheDescribedSession(t *testing.T) {
 	}
 	if got := e.reserved("tcp"); got != 0 {
 		t.Errorf("%d bit/s still reserved on the tcp_only node", got)
+	}
+	if !strings.Contains(log.String(), `msg="same viewer moved to another node" reason="`+reasonMovedTransport+`"`) || !strings.Contains(log.String(), "node=tcp new_session=") {
+		t.Errorf("no line for the move with its reason:\n%s", log.String())
 	}
 }
 
@@ -73,7 +82,8 @@ func TestSetupOnlyOverUDPSiteOnly(t *testing.T) {
 // at weight 0 or dead, or in the manager's first restore_grace (nodes may
 // still be registering), it is refused as any request no node can take
 // now (503 at once, or 453), never 461: a set-top box that can take only
-// UDP would give up on a 461, told something untrue.
+// UDP would give up on a 461, told something untrue. So too with the UDP
+// node cut off.
 func TestSetupOnlyOverUDPWhileTheUDPNodesAreOut(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 300 * time.Millisecond })
 	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
@@ -82,12 +92,12 @@ func TestSetupOnlyOverUDPWhileTheUDPNodesAreOut(t *testing.T) {
 	setup := func(when string) {
 		t.Helper()
 		res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h)
-		if res.StatusCode == base.StatusUnsupportedTransport || res.StatusCode == base.StatusFound {
+		if res.StatusCode != base.StatusServiceUnavailable && res.StatusCode != base.StatusNotEnoughBandwidth {
 			t.Errorf("SETUP offering only UDP %s: %d %q, want a refusal for now (503 or 453)", when, res.StatusCode, res.StatusMessage)
 		}
 	}
 	setup("in the manager's first restore_grace, a tcp_only node registered")
-	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
+	udp := e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
 	e.settled()
 	e.setNode(&pb.SetNodeRequest{NodeId: "udp", Draining: ptr(true)})
 	setup("with the node that serves UDP drained")
@@ -100,4 +110,11 @@ func TestSetupOnlyOverUDPWhileTheUDPNodesAreOut(t *testing.T) {
 	if e.reserved("tcp") != 0 {
 		t.Error("bit/s reserved on the tcp_only node")
 	}
+	udp.stop()
+	waitFor(t, 5*time.Second, "the manager to see the stream break", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.sched.Node("udp").Unreachable
+	})
+	setup("with the node that serves UDP cut off (its heartbeat stream broke)")
 }
