@@ -26,13 +26,14 @@ var (
 	descNodeFallback = prometheus.NewDesc("vodnode_http_send_fallbacks_total", "HTTP sends of a title's bytes (progressive downloads, HLS segments) copied through the node instead of sent with sendfile, by cause: reopen (the title's file could not be opened again), writer (the response writer takes no file), connection (net/http or the kernel copied the file). HTTPS sends are always copied and not counted.", []string{"cause"}, nil)
 	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it (an I/O error, or the file shorter than its index), each cutting a viewer's HTTP response short or ending an RTSP session (reason \"disk-read-error\").", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
+	descNodeUDPRefd  = prometheus.NewDesc("vodnode_setups_udp_refused_total", "RTSP SETUPs that offered only UDP, answered 461 Unsupported Transport by this node, which has tcp_only (players then set up over TCP): how many players asked for UDP first.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin, descNodeOriginRg,
 		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining,
-		descNodeFallback, descNodeDiskRead} {
+		descNodeFallback, descNodeDiskRead, descNodeUDPRefd} {
 		ch <- d
 	}
 }
@@ -84,6 +85,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descNodeFallback, prometheus.CounterValue, float64(fallbacks[cause]), cause)
 	}
 	counter(descNodeDiskRead, float64(n.send.diskErrors.Load()))
+	counter(descNodeUDPRefd, float64(n.udpRefused.Load()))
 	used, partial, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
 	gauge(descNodePartial, float64(partial))

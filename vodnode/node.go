@@ -164,6 +164,10 @@ type Node struct {
 	// session's stream still writing: finishSession); Close waits for them.
 	ends pendingEnds
 
+	// udpRefused counts the SETUPs that offered only UDP answered 461 on
+	// a node with TCPOnly (vodnode_setups_udp_refused_total).
+	udpRefused atomic.Int64
+
 	mu           sync.Mutex
 	sessions     map[string]*session   // by RTSP session id
 	udpPeers     map[udpKey]*session   // by client address (RTP and RTCP ports)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 
 	pb "vodcluster/proto/vodcluster/v1"
@@ -17,7 +19,8 @@ import (
 func withTCPOnly(n *Node) { n.TCPOnly = true }
 
 // TestTCPOnlyNode: a node with TCPOnly opens no UDP port, registers
-// tcp_only, answers a SETUP that offers only UDP 461 with the reason, and
+// tcp_only, answers a SETUP that offers only UDP 461 with the reason
+// (counted: vodnode_setups_udp_refused_total), and
 // takes the same session's SETUP over TCP on the same connection (what
 // players do after a 461), for a title's MPEG-TS and its elementary
 // streams; a list with a TCP entry after UDP ones is served over TCP at
@@ -47,6 +50,14 @@ func TestTCPOnlyNode(t *testing.T) {
 		if res.StatusCode != base.StatusUnsupportedTransport || !strings.Contains(string(res.Body), "TCP only") {
 			t.Errorf("SETUP %s on a tcp_only node: %s, want 461 saying it sends over TCP only", tr, statusLine(res))
 		}
+	}
+	metrics := prometheus.NewPedanticRegistry()
+	metrics.MustRegister(nodeCollector{n})
+	if got, err := testutil.GatherAndCount(metrics, "vodnode_setups_udp_refused_total"); err != nil || got != 1 {
+		t.Fatalf("vodnode_setups_udp_refused_total: %d series (%v)", got, err)
+	}
+	if err := testutil.GatherAndCompare(metrics, strings.NewReader("# HELP vodnode_setups_udp_refused_total RTSP SETUPs that offered only UDP, answered 461 Unsupported Transport by this node, which has tcp_only (players then set up over TCP): how many players asked for UDP first.\n# TYPE vodnode_setups_udp_refused_total counter\nvodnode_setups_udp_refused_total 2\n"), "vodnode_setups_udp_refused_total"); err != nil {
+		t.Errorf("after two SETUPs offering only UDP: %v", err)
 	}
 	res := c.do("SETUP", url, "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
 	if res.StatusCode != base.StatusOK {

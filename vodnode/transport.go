@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -18,14 +19,19 @@ type transportSpec = rtspwire.Transport
 // streams (es) or not, its lines v taken as one list (RFC 2326 §4.2): the
 // entries it may be served with (rtspwire.Servable: only interleaved ones
 // over RTSPS or on a node with TCPOnly), in the client's order; an error
-// to answer 461 with when there is none. The front door
+// to answer 461 with when there is none (one for UDP on a TCPOnly node
+// is counted: vodnode_setups_udp_refused_total). The front door
 // checks the same before it admits.
 func (c *rtspConn) transportsOf(v []string, es bool) ([]transportSpec, error) {
 	specs, err := rtspwire.ParseTransports(strings.Join(v, ","))
 	if err != nil {
 		return nil, err
 	}
-	return rtspwire.Servable(specs, rtspwire.Limits{TLS: c.overTLS(), NoUDP: c.n.TCPOnly, ES: es})
+	specs, err = rtspwire.Servable(specs, rtspwire.Limits{TLS: c.overTLS(), NoUDP: c.n.TCPOnly, ES: es})
+	if errors.Is(err, rtspwire.ErrNoUDP) {
+		c.n.udpRefused.Add(1)
+	}
+	return specs, err
 }
 
 // responseTransport formats the Transport header of a SETUP response for
