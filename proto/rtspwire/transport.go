@@ -96,13 +96,11 @@ type Limits struct {
 // ErrNoUDP or ErrESNeedsRTP (the first limit that applies, in that order)
 // when none is left. ts is filtered in place.
 func Servable(ts []Transport, lim Limits) ([]Transport, error) {
-	tcpOnly := lim.TLS || lim.NoUDP
 	out := ts[:0]
 	for _, t := range ts {
-		if (tcpOnly && t.Mode != RTPTCP) || (lim.ES && t.Mode == RawUDP) {
-			continue
+		if lim.allows(t) {
+			out = append(out, t)
 		}
-		out = append(out, t)
 	}
 	switch {
 	case len(out) > 0:
@@ -121,9 +119,10 @@ func Servable(ts []Transport, lim Limits) ([]Transport, error) {
 // servable, none of them interleaved. Such a SETUP must go to a node that
 // serves UDP.
 func NeedsUDP(ts []Transport, lim Limits) bool {
+	lim.NoUDP = false
 	servable := false
 	for _, t := range ts {
-		if (lim.TLS && t.Mode != RTPTCP) || (lim.ES && t.Mode == RawUDP) {
+		if !lim.allows(t) {
 			continue
 		}
 		if t.Mode == RTPTCP {
@@ -132,6 +131,16 @@ func NeedsUDP(ts []Transport, lim Limits) bool {
 		servable = true
 	}
 	return servable
+}
+
+// allows reports whether entry t may be served under lim: interleaved
+// only over RTSPS or without UDP, not MPEG-TS in UDP for elementary
+// streams.
+func (lim Limits) allows(t Transport) bool {
+	if (lim.TLS || lim.NoUDP) && t.Mode != RTPTCP {
+		return false
+	}
+	return !lim.ES || t.Mode != RawUDP
 }
 
 func parseTransport(entry string) (Transport, bool) {
