@@ -126,7 +126,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// waits in the queue, or as it returns.
 	var g *grant
 	var endedHere []*session
-	var moving *session // the same viewer's session moved, ended once the new one is placed
+	var moving *session // the same viewer's session moved, ended once the new one is stored and signed
 	var movedFor string // why: reasonMovedOriginDown, reasonMovedTransport
 	defer func() { m.persistAllFront(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
@@ -144,7 +144,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// The session's node would need a fill that cannot start,
 			// and its viewer never reached it: the viewer is admitted
 			// anew below, on a node that has the title, and the session
-			// ends once that admission has placed it (moveLocked); a
+			// ends once that admission is stored and signed (moveLocked); a
 			// refusal keeps it, for when the origin returns.
 			if s := m.sessions[g.Session.ID]; s != nil {
 				moving, movedFor = s, reasonMovedOriginDown
@@ -165,7 +165,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// only UDP, on the connection whose DESCRIBE was admitted
 			// on a node with tcp_only), and its viewer never reached
 			// it: admitted anew below on a node that can, the session
-			// ends once that admission has placed it (moveLocked); a
+			// ends once that admission is stored and signed (moveLocked); a
 			// refusal keeps it.
 			if s := m.sessions[g.Session.ID]; s != nil {
 				moving, movedFor = s, reasonMovedTransport
@@ -379,7 +379,6 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
-	endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
 	ns.admissions++
 	m.recordLocked(ns, t, now)
 	if res.Fill {
@@ -437,8 +436,13 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// once nothing above undoes the admission (undone, its node would keep
 	// the title until the deadline for a viewer who is not coming).
 	m.mu.Lock()
-	if ns := m.nodes[s.Node]; ns != nil && !s.ended {
-		m.expectLocked(ns, s, now)
+	if !s.ended {
+		if ns := m.nodes[s.Node]; ns != nil {
+			m.expectLocked(ns, s, now)
+		}
+		// The session moved from ends only now that the viewer has
+		// another to go to: stored, signed, its client still there.
+		endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
 	}
 	m.mu.Unlock()
 	attrs := []any{"session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,
