@@ -241,10 +241,9 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// number of requests while the cluster is full and take every slot
 	// that frees up. At the limit, the request supersedes the
 	// subscriber's idle session (supersede.go), if any: after the
-	// refusals that do not depend on it (the origin down), which
-	// leave the paused viewer its session.
-	// The sessions it supersedes are persisted with the stranded ones
-	// (endedHere).
+	// refusals that do not depend on it (the origin down), which leave
+	// the paused viewer its session. Those superseded are persisted with
+	// the stranded ones (endedHere).
 	// A session being moved (moving) is not counted: the new one replaces it.
 	// Nor are sessions on a node whose heartbeat stream broke (a crash
 	// the manager has not yet taken for a death, which uncounts them:
@@ -432,16 +431,15 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if err != nil {
 		return fail("token", err)
 	}
-	// The node keeps the title for the viewer on its way; told only now,
-	// once nothing above undoes the admission (undone, its node would keep
-	// the title until the deadline for a viewer who is not coming).
+	// The node keeps the title for the viewer on its way, and the session
+	// moved from ends: only now, once nothing above undoes the admission
+	// (undone, the node would keep the title for a viewer not coming, and
+	// the viewer moved would have no session).
 	m.mu.Lock()
 	if !s.ended {
 		if ns := m.nodes[s.Node]; ns != nil {
 			m.expectLocked(ns, s, now)
 		}
-		// The session moved from ends only now that the viewer has
-		// another to go to: stored, signed, its client still there.
 		endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
 	}
 	m.mu.Unlock()
