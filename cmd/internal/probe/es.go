@@ -95,7 +95,7 @@ func setupES(c *gortsplib.Client, desc *description.Session, onPacket func(*rtp.
 	}
 	for _, t := range tracks {
 		if _, err := c.Setup(desc.BaseURL, t.m, 0, 0); err != nil {
-			return nil, fmt.Errorf("probe: SETUP %s: %w%s", t.f.Codec(), err, setupRefusalHint(err))
+			return nil, fmt.Errorf("probe: SETUP %s: %w%s", t.f.Codec(), err, setupRefusalHint(c, err))
 		}
 		k := &rtpClock{rate: t.f.ClockRate()}
 		if t.video && videoClock == nil {

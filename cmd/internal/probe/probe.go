@@ -309,7 +309,7 @@ func setupCounter(c *gortsplib.Client, desc *description.Session, onPacket func(
 				continue
 			}
 			if _, err := c.Setup(desc.BaseURL, m, 0, 0); err != nil {
-				return nil, fmt.Errorf("probe: SETUP: %w%s", err, setupRefusalHint(err))
+				return nil, fmt.Errorf("probe: SETUP: %w%s", err, setupRefusalHint(c, err))
 			}
 			pr, pw := io.Pipe()
 			d := newDemux(pr)
@@ -324,17 +324,19 @@ func setupCounter(c *gortsplib.Client, desc *description.Session, onPacket func(
 	return setupES(c, desc, onPacket)
 }
 
-// setupRefusalHint says, for a SETUP refused 461 Unsupported Transport
-// (err from the client's Setup), what it means and what to do: the
+// setupRefusalHint says, for a SETUP of c refused 461 Unsupported
+// Transport (err), what it means and, asked over UDP, what to do: the
 // status line alone, "461 (Unsupported Transport)", said neither (the
-// client drops the node's reason, given in the body). "" for any other
-// error.
-func setupRefusalHint(err error) string {
+// client drops the node's reason, given in the body). "" for other errors.
+func setupRefusalHint(c *gortsplib.Client, err error) string {
 	var bad liberrors.ErrClientBadStatusCode
 	if !errors.As(err, &bad) || bad.Code != base.StatusUnsupportedTransport {
 		return ""
 	}
-	return ": the server does not send the media over the transport asked (a node with tcp_only sends over TCP only); play over TCP (vodctl play --transport tcp, the default)"
+	if c.Transport != nil && *c.Transport == gortsplib.TransportTCP {
+		return ": the server does not send this media interleaved in the RTSP connection"
+	}
+	return ": the server does not send the media over UDP (a node with tcp_only, or one asked over RTSPS, sends over TCP only); play over TCP (vodctl play --transport tcp, the default)"
 }
 
 // tsCounter is the counter of an MPEG-TS play.
