@@ -96,7 +96,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		EgressBps: egress, DiskFreeBytes: m.diskFreeShown(n), Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
 		Partials: int32(partials), PartialBytes: partialBytes, Site: n.Site, NoOrigin: n.NoOrigin,
-		TcpOnly: n.RTSPAddr != "" && n.Features&lsm.FeatureUDP == 0, // registered, without UDP
+		TcpOnly: tcpOnly(n),
 	}
 }
 

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,7 +201,7 @@ var (
 	// its heartbeats reach the manager (VodclusterViewersNotReachingNode).
 	descNodeAdmit  = prometheus.NewDesc("vodcluster_node_admissions_total", "New sessions admitted to the node (redirects to it; a viewer's new token for its session is not counted).", []string{"node"}, nil)
 	descNodeNoShow = prometheus.NewDesc("vodcluster_node_no_shows_total", "Sessions admitted to the node whose viewer never reached it (ended as no-show after token_ttl plus the no-show grace): a node its viewers cannot reach shows here.", []string{"node"}, nil)
-	descNodeInfo   = prometheus.NewDesc("vodcluster_node_info", "1 for each node, labelled with its site (empty for none): join on node to sum the other vodcluster_node_* series by site.", []string{"node", "site"}, nil)
+	descNodeInfo   = prometheus.NewDesc("vodcluster_node_info", "1 for each node, labelled with its site (empty for none) and tcp_only (true: it sends RTSP media over TCP only): join on node to sum the other vodcluster_node_* series by site or by transport.", []string{"node", "site", "tcp_only"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -260,7 +261,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNodeLoad, m.sched.Load(n.Index), n.ID)
 		gauge(descNodeDisk, float64(m.diskFreeShown(n)), n.ID)
 		gauge(descNodeTitles, float64(n.Titles()), n.ID)
-		gauge(descNodeInfo, 1, n.ID, n.Site)
+		gauge(descNodeInfo, 1, n.ID, n.Site, strconv.FormatBool(tcpOnly(n)))
 		if ns := m.nodes[n.ID]; ns != nil {
 			ch <- prometheus.MustNewConstMetric(descNodeAdmit, prometheus.CounterValue, float64(ns.admissions), n.ID)
 			ch <- prometheus.MustNewConstMetric(descNodeNoShow, prometheus.CounterValue, float64(ns.noShows), n.ID)

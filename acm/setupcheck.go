@@ -153,3 +153,7 @@ func setupTrackRefusal(path, rawQuery string, es bool) (base.StatusCode, string)
 	}
 	return 0, ""
 }
+
+// tcpOnly says n registered with tcp_only: it serves RTSP (has an RTSP
+// address) but not over UDP (no lsm.FeatureUDP).
+func tcpOnly(n *lsm.Node) bool { return n.RTSPAddr != "" && n.Features&lsm.FeatureUDP == 0 }

@@ -179,6 +179,9 @@ func TestSetupOnlyOverUDPAndTCPOnlyNodes(t *testing.T) {
 	if !e.nodeInfo("tcp").GetTcpOnly() || e.nodeInfo("udp").GetTcpOnly() {
 		t.Errorf("ListNodes tcp_only: %v for the tcp_only node, %v for the other", e.nodeInfo("tcp").GetTcpOnly(), e.nodeInfo("udp").GetTcpOnly())
 	}
+	if got := nodeInfo(t, e.m); got != "tcp=,tcp_only=true udp=,tcp_only=false" {
+		t.Errorf("vodcluster_node_info: %q, want the tcp_only node labelled so", got)
+	}
 	for _, path := range []string{"/vod/t2/trackID=0", "/vod/t3/trackID=0", "/vod/t1/trackID=0", "/vod/t3/es/trackID=1"} {
 		if loc := location(do(base.Setup, path, udp)); !strings.Contains(loc, "127.0.0.1:7003") {
 			t.Errorf("SETUP %s offering only UDP sent to %s, want the node that serves UDP", path, loc)

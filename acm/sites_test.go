@@ -108,7 +108,7 @@ func TestViewersStayInTheirSite(t *testing.T) {
 		if d, a := counted("north", "north")-inSite, counted("north", "south")-across; d != 2 || a != wantAcross {
 			t.Errorf("only=%v: vodcluster_site_admissions_total north/north +%v, north/south +%v; want +2, +%v", only, d, a, wantAcross)
 		}
-		if got := nodeInfo(t, e.m); got != "north-1=north south-1=south" {
+		if got := nodeInfo(t, e.m); got != "north-1=north,tcp_only=false south-1=south,tcp_only=false" {
 			t.Errorf("vodcluster_node_info: %q", got)
 		}
 		nodes, err := e.admin.ListNodes(context.Background(), &pb.ListNodesRequest{})
@@ -187,7 +187,7 @@ func TestSiteLogs(t *testing.T) {
 }
 
 // nodeInfo returns the vodcluster_node_info series of m's collector as
-// "node=site ...", sorted.
+// "node=site,tcp_only=bool ...", sorted.
 func nodeInfo(t *testing.T, m *Manager) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -208,7 +208,7 @@ func nodeInfo(t *testing.T, m *Manager) string {
 			for _, p := range mt.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			out = append(out, l["node"]+"="+l["site"])
+			out = append(out, l["node"]+"="+l["site"]+",tcp_only="+l["tcp_only"])
 		}
 	}
 	slices.Sort(out)
