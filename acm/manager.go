@@ -345,6 +345,9 @@ type Manager struct {
 	// renewal of the lock once the store takes them (saveUnsavedOp).
 	unsavedPolicy bool
 	unsavedNodes  map[string]bool
+	// storeMarked: this manager saw the store's mark, or wrote it
+	// (markStore): its absence since says the store lost its data.
+	storeMarked atomic.Bool
 	// restoring: the operator's stored prefetch orders loaded at Start or
 	// takeover, by node, queued again at each node's next report
 	// (prefetchstate.go; mu). handOrders: the operator's orders this
