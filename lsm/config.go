@@ -3,6 +3,7 @@ package lsm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"vodcluster/proto/durtext"
@@ -132,13 +133,25 @@ func DefaultConfig() Config {
 }
 
 // Validate reports the first parameter out of range, or nil. Zero values
-// of the optional fields are replaced by their defaults in New.
+// of the optional fields are replaced by their defaults in New. NaN and
+// the infinities are out of every range (each test below is written so
+// that NaN fails it): A = +Inf made every load NaN, a NaN slow-start floor
+// kept a slow-starting node from taking any session, a NaN chbl factor
+// refused every request.
 func (c *Config) Validate() error {
-	if c.Normal <= 0 || c.Normal > 1 {
+	finite := func(xs ...float64) bool {
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	if !(c.Normal > 0 && c.Normal <= 1) {
 		return fmt.Errorf("lsm: normal utilization limit %v out of (0, 1]", c.Normal)
 	}
-	if !(c.A >= 0) || !(c.B >= 0) || !(c.DiskPressure >= 0) {
-		return fmt.Errorf("lsm: load weights a=%v b=%v disk=%v must be >= 0", c.A, c.B, c.DiskPressure)
+	if !(c.A >= 0) || !(c.B >= 0) || !(c.DiskPressure >= 0) || !finite(c.A, c.B, c.DiskPressure) {
+		return fmt.Errorf("lsm: load weights a=%v b=%v disk=%v must be finite and >= 0", c.A, c.B, c.DiskPressure)
 	}
 	if !(c.Overload >= 0 && c.Overload <= 1) || !(c.OverloadLower >= 0 && c.OverloadLower <= 1) {
 		return fmt.Errorf("lsm: overload threshold %v or lower mark %v out of (0, 1]", c.Overload, c.OverloadLower)
@@ -152,14 +165,14 @@ func (c *Config) Validate() error {
 	if c.SlowStart < 0 {
 		return fmt.Errorf("lsm: slow start %s < 0", durtext.Written(c.SlowStart))
 	}
-	if c.SlowStartFloor < 0 || c.SlowStartFloor > 1 {
+	if !(c.SlowStartFloor >= 0 && c.SlowStartFloor <= 1) {
 		return fmt.Errorf("lsm: slow start floor %v out of (0, 1]", c.SlowStartFloor)
 	}
-	if c.LARDLow < 0 || c.LARDHigh < 0 || (c.LARDHigh > 0 && c.LARDLow >= c.LARDHigh) {
-		return fmt.Errorf("lsm: lard thresholds low=%v high=%v: need 0 <= low < high", c.LARDLow, c.LARDHigh)
+	if !(c.LARDLow >= 0 && c.LARDHigh >= 0 && c.LARDHigh <= 1) || (c.LARDHigh > 0 && !(c.LARDLow < c.LARDHigh)) {
+		return fmt.Errorf("lsm: lard thresholds low=%v high=%v: need 0 <= low < high <= 1 (fractions of capacity)", c.LARDLow, c.LARDHigh)
 	}
-	if c.CHBLFactor != 0 && c.CHBLFactor <= 1 {
-		return fmt.Errorf("lsm: chbl balance factor %v must be > 1", c.CHBLFactor)
+	if c.CHBLFactor != 0 && !(c.CHBLFactor > 1 && finite(c.CHBLFactor)) {
+		return fmt.Errorf("lsm: chbl balance factor %v must be finite and > 1", c.CHBLFactor)
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ func (s *Scheduler) Ramp(i int) float64 {
 }
 
 // EffectiveWeight returns node i's weight as the weighted IPVS policies
-// (wrr, wlc, sed, nq, lblc, lblcr, sh, mh, twos) use it: its relative
+// (wrr, wlc, sed, nq, lblc, lblcr, twos) use it; sh, mh and chbl build
+// their tables on scale, without the slow-start share: its relative
 // capacity c (announced egress in units of 100 Mbit/s, times Weight/100:
 // a node announces its capacity, so Weight is the operator's adjustment,
 // 100 = as announced) times its slow-start share. 0 for a node not in
@@ -73,10 +74,12 @@ func (s *Scheduler) Eligible(i int, r *Request) bool {
 			return false
 		}
 	}
-	if n.ReservedBps+r.Bitrate > n.Capacity.EgressBps {
+	// Against the headroom, not the sum: a bitrate near MaxInt64 (a
+	// catalog's nonsense) would wrap the sum negative and fit.
+	if r.Bitrate > n.Capacity.EgressBps-n.ReservedBps {
 		return false
 	}
-	if !n.SlowUntil.IsZero() && n.ReservedBps+r.Bitrate > s.CapBps(i) {
+	if !n.SlowUntil.IsZero() && r.Bitrate > s.CapBps(i)-n.ReservedBps {
 		return false
 	}
 	if n.Capacity.MaxSessions > 0 && n.Sessions >= n.Capacity.MaxSessions {
@@ -289,6 +292,16 @@ func (r *Request) tableKey() string {
 // n is of r's site while Place keeps to it, any node otherwise.
 func (r *Request) inScope(n *Node) bool {
 	return r.restrict == "" || n.Site == r.restrict
+}
+
+// couldTake reports whether node n could ever take r as things stand,
+// whatever its load: of r's site while Place keeps to it, with the
+// features r requires, and able to serve its title (canServe). The
+// locality policies' tests of another node being idle (lblcOverloaded,
+// anyBelow) count only such nodes: one that can take none of r's
+// viewers is no reason to move r's title off its node.
+func (r *Request) couldTake(n *Node) bool {
+	return r.inScope(n) && r.Requires&^n.Features == 0 && canServe(n, r.Title)
 }
 
 // place is Place with r's restriction as it is.

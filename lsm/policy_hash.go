@@ -15,16 +15,26 @@ func bucketCount(n int) int {
 	return size
 }
 
-// buildBuckets assigns size buckets to the nodes in service (those of
-// site, when not "", that offer requires), in proportion to weight(i) (or
-// equally when weighted is false), interleaved by smooth weighted round
-// robin. It returns nil when no node is in service.
+// buildBuckets returns the dh/sh bucket table of size buckets (a power
+// of two) over the registered nodes of site (all when ""), that offer
+// requires. Its base assigns the buckets to those nodes in proportion to
+// weight (scale, or equally when weighted is false), interleaved by
+// smooth weighted round robin, whatever their state: it changes when a
+// node joins or is removed, or (weighted) changes weight, as the kernel's
+// table does. A bucket whose node is out of service (dead, cut off,
+// drained, at weight 0) takes the node of the first bucket in service
+// along its own probe sequence (an odd stride from the bucket's hash), so
+// that a node leaving service moves only its own buckets, spread over the
+// others, and takes them back when it returns: rebuilt over the nodes in
+// service, a drain or a heartbeat stream's break remapped ~96% of the
+// titles of the other nodes of 20 (each a new fill for dh). It returns
+// nil when no such node is in service.
 func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires Feature) []int32 {
 	var ids []int
 	var ws []float64
 	total := 0.0
 	for i, n := range s.Nodes {
-		if !s.InService(n) || (site != "" && n.Site != site) || requires&^n.Features != 0 {
+		if (site != "" && n.Site != site) || requires&^n.Features != 0 {
 			continue
 		}
 		w := 1.0
@@ -34,12 +44,16 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires F
 		ids, ws = append(ids, i), append(ws, w)
 		total += w
 	}
-	if len(ids) == 0 {
+	inService := false
+	for _, i := range ids {
+		inService = inService || s.InService(s.Nodes[i])
+	}
+	if !inService {
 		return nil
 	}
 	credit := make([]float64, len(ids))
-	out := make([]int32, size)
-	for b := range out {
+	base := make([]int32, size)
+	for b := range base {
 		best := 0
 		for k := range ids {
 			credit[k] += ws[k]
@@ -48,17 +62,33 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires F
 			}
 		}
 		credit[best] -= total
-		out[b] = int32(ids[best])
+		base[b] = int32(ids[best])
+	}
+	out := make([]int32, size)
+	for b, i := range base {
+		out[b] = i
+		if s.InService(s.Nodes[i]) {
+			continue
+		}
+		stride := 2*(mix64(uint64(b))%uint64(size/2)) + 1 // odd: the sequence visits every bucket
+		for k := 1; k < size; k++ {
+			if j := base[(uint64(b)+uint64(k)*stride)%uint64(size)]; s.InService(s.Nodes[j]) {
+				out[b] = j
+				break
+			}
+		}
 	}
 	return out
 }
 
 // DestinationHashing ("dh", Linux IPVS ip_vs_dh) sends a title always to
-// the node its hash selects in a bucket table over the nodes in service
+// the node its hash selects in a bucket table over the registered nodes
 // (weights ignored, as in the kernel); when that node is not eligible the
-// session is refused, as the kernel refuses. The table is rebuilt when a
-// node joins, dies, drains or changes weight (keepalived removes dead
-// real servers, which rebuilds the kernel's table the same way). While
+// session is refused, as the kernel refuses. The table's base changes
+// when a node joins or is removed, as the kernel's does; a node out of
+// service (dead, cut off, drained, at weight 0) has its buckets lent to
+// the others, each to its own, until it returns (buildBuckets): its
+// titles move, no other's. While
 // Place keeps to a site (Request.Site) the table is one over that site's
 // nodes: a title has its one node in each site; likewise over the nodes
 // that offer what a request requires (Request.Requires). A title that
@@ -146,8 +176,9 @@ func nextCanServe(s *Scheduler, r *Request, table []int32, h uint64) int {
 
 // SourceHashing ("sh", Linux IPVS ip_vs_sh with the sh-fallback flag)
 // sends a subscriber always to the node its hash selects in a bucket table
-// where each node in service has buckets in proportion to its weight
-// (capacity times Weight/100); when that node is not eligible it rehashes
+// where each registered node has buckets in proportion to its weight
+// (capacity times Weight/100), those of a node out of service lent to the
+// others (buildBuckets); when that node is not eligible it rehashes
 // with offsets 1, 2, ... as the kernel's fallback does.
 type SourceHashing struct {
 	version uint64

@@ -20,12 +20,13 @@ func leastUtilized(s *Scheduler, r *Request) int {
 	return best
 }
 
-// anyBelow reports whether some node in service, in r's site while Place
-// keeps to it, that could serve r's title (canServe: not a node without
-// an origin that lacks it) has utilization below u.
+// anyBelow reports whether some node in service that could take r
+// (Request.couldTake: in r's site while Place keeps to it, with the
+// features r requires, not a node without an origin that lacks its
+// title) has utilization below u.
 func anyBelow(s *Scheduler, r *Request, u float64) bool {
 	for _, n := range s.Nodes {
-		if s.InService(n) && r.inScope(n) && canServe(n, r.Title) && n.Utilization() < u {
+		if s.InService(n) && r.couldTake(n) && n.Utilization() < u {
 			return true
 		}
 	}

@@ -10,16 +10,17 @@ func init() {
 // lblcOverloaded is the overload test of Linux IPVS lblc/lblcr adapted to
 // bit/s: node i is above its overload threshold (Scheduler.Overloaded)
 // while some node in service is below half of its own threshold. (The
-// kernel compares active connections with the weight.) While Place keeps
-// to r's site only that site's nodes count: a node of another site being
-// idle is no reason to move the title within this one; nor is a node
-// without an origin that lacks the title (canServe), which cannot take it.
+// kernel compares active connections with the weight.) Only nodes that
+// could take r count (Request.couldTake): a node of another site being
+// idle, while Place keeps to r's site, is no reason to move the title
+// within this one; nor is a node without an origin that lacks the title,
+// or one without a feature r requires (RTSPS, UDP, ...).
 func lblcOverloaded(s *Scheduler, r *Request, i int) bool {
 	if !s.Overloaded(i) {
 		return false
 	}
 	for j, n := range s.Nodes {
-		if j == i || !s.InService(n) || !r.inScope(n) || !canServe(n, r.Title) {
+		if j == i || !s.InService(n) || !r.couldTake(n) {
 			continue
 		}
 		th := n.Overload

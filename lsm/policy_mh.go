@@ -50,7 +50,11 @@ func buildMaglev(s *Scheduler) []int32 {
 		}
 		w := scale(n)
 		wmax = max(wmax, w)
-		ms = append(ms, member{node: i, w: w})
+		// A turn to start with: every node in service gets at least one
+		// slot whatever its share (as the kernel's ip_vs_mh gives each
+		// destination of positive weight at least one turn per round);
+		// one 65535 times the others' weight took them all.
+		ms = append(ms, member{node: i, w: w, credit: 1})
 	}
 	if len(ms) == 0 {
 		return []int32{}

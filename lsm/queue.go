@@ -20,13 +20,13 @@ type queue struct {
 // Queued returns the number of waiting requests.
 func (s *Scheduler) Queued() int { return len(s.queue.items) }
 
-// Admit places r now when nothing waits ahead of it and a node fits;
-// otherwise it queues r until deadline and returns its ticket, not Done.
-// Requests are served in arrival order: a new request does not overtake
-// one that waits, unless the waiting one cannot be placed now and the new
-// one can (no node stays idle behind a large request): Admit itself does
-// not retry the queue, so a caller that releases capacity keeps that order
-// by calling Pump before the next Admit. Errors other than
+// Admit places r now when a node fits; otherwise it queues r until
+// deadline and returns its ticket, not Done. Admit does not look at the
+// queue: requests are served in arrival order when the caller calls Pump
+// before each Admit (the waiting ones are placed first on the capacity
+// freed since), so that a new request overtakes one that waits only when
+// the waiting one cannot be placed now and the new one can (no node stays
+// idle behind a large request). Errors other than
 // ErrNoCapacity and ErrNoNode (a malformed request) are returned at once.
 func (s *Scheduler) Admit(r Request, deadline, now time.Time) (*Ticket, error) {
 	t := &Ticket{Req: r, Deadline: deadline, Enqueued: now}
