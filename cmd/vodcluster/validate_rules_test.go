@@ -32,6 +32,10 @@ func TestManagerRuleErrorsAtTheirLines(t *testing.T) {
 		{"manager:\n  scheduler:\n    normal: 1\n    overload: 0.9\n", "line 3: scheduler.normal 1, line 4: scheduler.overload 0.9: lsm: overload threshold"},
 		{"manager:\n  scheduler:\n    a: 1\n    lard_low: 0.9\n", "line 4: scheduler.lard_low 0.9: lsm: lard thresholds low=0.9 high=0.85"},
 		{"manager:\n  scheduler:\n    chbl_factor: 0.5\n", "line 3: scheduler.chbl_factor 0.5: lsm: chbl balance factor"},
+		// Infinities pass the key's own check (a ratio >= 0) and are
+		// refused by the scheduler's: a = .inf made every load NaN.
+		{"manager:\n  scheduler:\n    a: .inf\n", "line 3: scheduler.a .inf: lsm: load weights"},
+		{"manager:\n  scheduler:\n    lard_high: 2\n", "line 3: scheduler.lard_high 2: lsm: lard thresholds"},
 		{"manager:\n  scheduler:\n    policy: nope\n", "line 3: scheduler.policy nope: lsm: unknown policy \"nope\""},
 		{"manager:\n  storage:\n    retry_base: 1d\n", "line 3: storage.retry_base 1d: smm: replicator: retry base"},
 		{"manager:\n  storage:\n    retry_base: 2h\n    retry_max: 90m\n", "line 3: storage.retry_base 2h, line 4: storage.retry_max 90m: smm: replicator: retry base"},
