@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A request whose bitrate is near MaxInt64 (a catalog's nonsense) is
@@ -175,5 +176,39 @@ func TestMaglevSlotForEveryNode(t *testing.T) {
 	}
 	if len(have) != 50 {
 		t.Errorf("%d of 50 nodes have a slot of the Maglev table, want all", len(have))
+	}
+}
+
+// lblc and lblcr delete the entries of titles unused for LBLCExpiration
+// (24 h), as the kernel's tables do: every title ever asked for stayed.
+func TestLocalityTablesForgetUnusedTitles(t *testing.T) {
+	for _, p := range []string{"lblc", "lblcr"} {
+		s := sched(t, p, nil, 1e9, 1e9)
+		size := func() int {
+			switch pol := s.Policy().(type) {
+			case *LBLC:
+				return len(pol.table)
+			case *LBLCR:
+				return len(pol.table)
+			}
+			t.Fatalf("%s: policy %T", p, s.Policy())
+			return 0
+		}
+		for k := range 100 {
+			r := Request{Title: fmt.Sprint("old", k), Client: "c", Bitrate: 1}
+			res, err := s.Place(&r, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Release(res)
+		}
+		later := t0.Add(25 * time.Hour)
+		r := Request{Title: "new", Client: "c", Bitrate: 1}
+		if _, err := s.Place(&r, later); err != nil {
+			t.Fatal(err)
+		}
+		if got := size(); got != 1 {
+			t.Errorf("%s: %d entries a day after 100 titles were last asked for and one since, want 1", p, got)
+		}
 	}
 }

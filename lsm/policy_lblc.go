@@ -43,10 +43,21 @@ type lblcEntry struct {
 // keeps a table title -> node. A title goes to its node while that node is
 // eligible and not overloaded (lblcOverloaded); otherwise, and for a title
 // not in the table or unused for Config.LBLCExpiration, it goes to the wlc
-// choice, which becomes the title's node. While Place keeps to a site
+// choice, which becomes the title's node. Entries unused for that long
+// are deleted by a sweep every quarter of it. While Place keeps to a site
 // (Request.Site) the table has a node per site and title.
 type LBLC struct {
 	table map[string]lblcEntry
+	swept time.Time // the last sweep of the table (sweepEvery)
+}
+
+// sweepEvery returns whether a table whose entries expire after exp and
+// was last swept at swept is due a sweep at now, every quarter of exp:
+// the entries unused for exp are then deleted, as the kernel's
+// ip_vs_lblc_check_expire does, so that the table holds the titles asked
+// for within about exp, not every title ever asked for.
+func sweepEvery(swept, now time.Time, exp time.Duration) bool {
+	return now.Sub(swept) >= exp/4
 }
 
 var _ Policy = (*LBLC)(nil)
@@ -57,6 +68,14 @@ func (*LBLC) Name() string { return "lblc" }
 // Pick implements Policy.
 func (p *LBLC) Pick(s *Scheduler, r *Request) int {
 	now, key := s.Now(), r.tableKey()
+	if exp := s.Config.LBLCExpiration; sweepEvery(p.swept, now, exp) {
+		p.swept = now
+		for k, e := range p.table {
+			if now.Sub(e.lastUse) > exp {
+				delete(p.table, k)
+			}
+		}
+	}
 	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
 		i := int(e.node)
 		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, r, i) {
@@ -104,9 +123,11 @@ func (set *serverSet) remove(i int, now time.Time) {
 // eligible, or it is overloaded (lblcOverloaded), the wlc choice of all
 // nodes joins the set and takes the session. A set with more than one
 // member that has not changed for Config.LBLCRShrink loses its most loaded
-// member. Sets unused for Config.LBLCExpiration are forgotten.
+// member. Sets unused for Config.LBLCExpiration are forgotten, and
+// deleted by a sweep every quarter of it.
 type LBLCR struct {
 	table map[string]*serverSet
+	swept time.Time // the last sweep of the table (sweepEvery)
 }
 
 var _ Policy = (*LBLCR)(nil)
@@ -117,6 +138,14 @@ func (*LBLCR) Name() string { return "lblcr" }
 // Pick implements Policy.
 func (p *LBLCR) Pick(s *Scheduler, r *Request) int {
 	now := s.Now()
+	if exp := s.Config.LBLCExpiration; sweepEvery(p.swept, now, exp) {
+		p.swept = now
+		for k, set := range p.table {
+			if now.Sub(set.lastUse) > exp {
+				delete(p.table, k)
+			}
+		}
+	}
 	set := p.table[r.Title]
 	if set != nil && now.Sub(set.lastUse) > s.Config.LBLCExpiration {
 		set.nodes, set.lastMod = set.nodes[:0], now
