@@ -112,7 +112,8 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 			storedHolds++
 		}
 	}
-	if n == nil && m.nodes[id] == nil && len(ended) == 0 && !setHere && !setStored && len(unpinned) == 0 && storedHolds == 0 {
+	_, transport := m.knownTransports[id]
+	if n == nil && m.nodes[id] == nil && len(ended) == 0 && !setHere && !setStored && len(unpinned) == 0 && storedHolds == 0 && !transport {
 		unlock()
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored state", id)
 	}
@@ -137,6 +138,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		return nil, status.Errorf(codes.Internal, "node %s not forgotten: %v", id, err)
 	}
 	delete(m.nodeSettings, id)
+	delete(m.knownTransports, id)
 	for _, t := range m.pins.NodePins(id) {
 		m.pins.Unpin(id, t)
 	}
@@ -178,6 +180,9 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 			perr = m.st.PutState(ctx, statePins, pins)
 		}
 		note("its pins", perr)
+	}
+	if transport {
+		note("its transport", m.writeTransport(ctx, id, nil))
 	}
 	if read, err := m.dropNodePrefetchOrdersOpLocked(ctx, id); read {
 		note("its prefetch orders", err)

@@ -58,6 +58,7 @@ func (m *Manager) Start() (err error) {
 	m.nodes = map[string]*nodeState{}
 	m.forgotEnded = map[string][]string{}
 	m.nodeSettings = map[string]nodeSetting{}
+	m.knownTransports = map[string]storedTransport{}
 	m.waiters = map[*lsm.Ticket]chan struct{}{}
 	m.kick = make(chan struct{}, 1)
 	m.catalogKick = make(chan struct{}, 1)
@@ -93,6 +94,7 @@ func (m *Manager) Start() (err error) {
 		if _, merr := m.markStore(ctx); merr != nil {
 			m.log.Warn("store: its mark not read or written (the next takeover writes it)", "err", merr)
 		}
+		err = m.loadTransports(ctx)
 	}
 	cancel()
 	if err != nil {

@@ -345,6 +345,11 @@ type Manager struct {
 	// renewal of the lock once the store takes them (saveUnsavedOp).
 	unsavedPolicy bool
 	unsavedNodes  map[string]bool
+	// knownTransports (mu): the transport and site each node registered
+	// with, here or (stored) with a manager before (transports.go);
+	// transportsMu serialises their writes to the store.
+	knownTransports map[string]storedTransport
+	transportsMu    sync.Mutex
 	// storeMarked: this manager saw the store's mark, or wrote it
 	// (markStore): its absence since says the store lost its data.
 	storeMarked atomic.Bool

@@ -222,6 +222,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		m.log.Warn("node's site is none of the manager's sites: no viewer is placed there first (a misspelt site, or manager.sites lacks it)",
 			"node", id, "site", site, "sites", m.sites.namesList())
 	}
+	m.noteTransport(id, storedTransport{TCPOnly: req.GetTcpOnly(), Site: req.GetSite()})
 	m.persistAll(changed)
 	m.kickPump()
 	m.kickPlanSoon() // new room and egress to plan for, with the nodes starting along

@@ -95,8 +95,10 @@ func (m *Manager) refuseSetup(nc net.Conn, req *base.Request, title string, es b
 // SETUP that offers only UDP can be served whatever their state. False
 // when one of them serves UDP, even drained, at weight 0 or dead (the
 // admission says why it cannot take the viewer now, and the viewer may
-// try again), when none is registered, and in the manager's first
-// RestoreGrace (nodesSettledLocked: nodes may still be registering).
+// try again), or registered serving UDP with a manager before and not
+// here since (a restart, a takeover; until an operator forgets it), when
+// none is registered, and in the manager's first RestoreGrace
+// (nodesSettledLocked: nodes may still be registering).
 func (m *Manager) noUDPNode(ip string) bool {
 	site := ""
 	if m.SiteOnly {
@@ -117,6 +119,14 @@ func (m *Manager) noUDPNode(ip string) bool {
 			return false
 		}
 		known = true
+	}
+	// A node not registered here since this manager's start or takeover
+	// that registered serving UDP before (stored: transports.go) may come
+	// back: as one registered here and dead.
+	for id, t := range m.knownTransports {
+		if !t.TCPOnly && (site == "" || t.Site == site) && m.sched.Node(id) == nil {
+			return false
+		}
 	}
 	return known
 }

@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -155,5 +156,38 @@ func TestSetupOnlyOverUDPMoveKeepsTheSessionWhenTheStoreFails(t *testing.T) {
 	}
 	if ss := e.sessions(); len(ss) != 1 || ss[0].SessionId != first[0].SessionId {
 		t.Errorf("sessions %+v, want the DESCRIBE's alone", ss)
+	}
+}
+
+// TestSetupOnlyOverUDPAfterARestart: a manager restarted while its node
+// that serves UDP is away (dead, or on its way back) knows it from the
+// store: a SETUP that offers only UDP, the tcp_only node alone
+// registered, is refused as one no node can take now (503 or 453, to try
+// again), not 461, which a box that can take only UDP gives up on. It got
+// 461 once the restarted manager's restore_grace had run: it knew only
+// the tcp_only node. Once the operator forgets the node, it is 461.
+func TestSetupOnlyOverUDPAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, nil)
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	udp := e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
+	udp.stop()
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManager(t, dir, func(m *Manager) { m.QueueDeadline = 300 * time.Millisecond })
+	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
+	e.settled()
+	h := basicHeader("demo", "demo")
+	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
+	res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h)
+	if res.StatusCode != base.StatusServiceUnavailable && res.StatusCode != base.StatusNotEnoughBandwidth {
+		t.Fatalf("SETUP offering only UDP after a restart, the node that serves UDP away: %d %q, want a refusal for now (503 or 453)", res.StatusCode, res.StatusMessage)
+	}
+	if _, err := e.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "udp"}); err != nil {
+		t.Fatalf("forget of the node known only from the store: %v", err)
+	}
+	if res := e.dialRTSP().mustDo(base.Setup, "/vod/t1/trackID=0", h); res.StatusCode != base.StatusUnsupportedTransport {
+		t.Fatalf("SETUP offering only UDP, the node that served UDP forgotten: %d %q, want 461", res.StatusCode, res.StatusMessage)
 	}
 }

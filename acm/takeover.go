@@ -41,6 +41,9 @@ func (m *Manager) takeOver() {
 	if err := m.reloadStorage(ctx, m.lead.kept.Load()); err != nil {
 		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
 	}
+	if err := m.loadTransports(ctx); err != nil {
+		m.log.Error("taking over: the nodes' transports not reloaded", "err", err)
+	}
 	m.log.Info("active: took over planning", "sessions_loaded", loaded)
 	m.lead.taking.Store(false) // Leader from now, before the plan it asks for
 	m.kickPlan()

@@ -1,0 +1,77 @@
+package acm
+
+import (
+	"context"
+	"maps"
+	"time"
+)
+
+// stateNodeTransports is the state key of the transports the nodes
+// registered with (storedTransport by node id, as JSON): a manager that
+// restarts or takes over knows whether a node that has not registered
+// with it since serves RTSP media over UDP (noUDPNode).
+const stateNodeTransports = "node-transports"
+
+// storedTransport is what the store keeps of a node's registration for
+// the front door's 461 to a SETUP that offers only UDP: whether it sends
+// over TCP only, and its site.
+type storedTransport struct {
+	TCPOnly bool   `json:"tcp_only"`
+	Site    string `json:"site,omitempty"`
+}
+
+// loadTransports reads the stored node transports into knownTransports
+// (at Start and when taking over). Errors: the store's; a malformed value
+// is logged and taken as none (readStateJSON).
+func (m *Manager) loadTransports(ctx context.Context) error {
+	st, err := readStateJSON(m, ctx, stateNodeTransports, "node transports", false, func() map[string]storedTransport { return map[string]storedTransport{} })
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.knownTransports = st
+	m.mu.Unlock()
+	return nil
+}
+
+// noteTransport records, at node id's registration, its transport and
+// site when they differ from those known, in knownTransports and in the
+// store (read, changed, written: another manager's entries are kept),
+// within StoreTimeout. The store's failure is logged: the node is
+// registered all the same, and a manager restarted before it registers
+// again may take it for one that sends over TCP only (noUDPNode: a 461
+// rather than a 503 to a SETUP that offers only UDP).
+func (m *Manager) noteTransport(id string, t storedTransport) {
+	m.mu.Lock()
+	old, ok := m.knownTransports[id]
+	if ok && old == t {
+		m.mu.Unlock()
+		return
+	}
+	m.knownTransports[id] = t
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), max(m.StoreTimeout, time.Second))
+	defer cancel()
+	if err := m.writeTransport(ctx, id, &t); err != nil {
+		m.log.Warn("store: the node's transport not stored (a manager restarted before the node registers again may answer a SETUP that offers only UDP 461 rather than 503)", "node", id, "tcp_only", t.TCPOnly, "err", err)
+	}
+}
+
+// writeTransport sets node id's entry of the stored transports to t (nil:
+// removes it). Errors: the store's, or a stored value that does not
+// decode (written over, it would lose the other nodes' entries).
+func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransport) error {
+	m.transportsMu.Lock()
+	defer m.transportsMu.Unlock()
+	st, err := readStateJSON(m, ctx, stateNodeTransports, "node transports", true, func() map[string]storedTransport { return map[string]storedTransport{} })
+	if err != nil {
+		return err
+	}
+	st = maps.Clone(st)
+	if t != nil {
+		st[id] = *t
+	} else {
+		delete(st, id)
+	}
+	return m.putStateJSON(ctx, stateNodeTransports, st)
+}
