@@ -163,6 +163,7 @@ type httpSession struct {
 	hlsEvent   atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
 	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
 	hlsLast    atomic.Int64 // 1 + the last HLS segment asked for (a seek's test); 0: none
+	hlsCut     atomic.Bool  // a segment's download was dropped partway, no segment asked for since (a seek's sign)
 	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
 	bytes      atomic.Int64
 	readTo     atomic.Int64 // offset a progressive read of the title last reached

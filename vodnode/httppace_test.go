@@ -1,7 +1,10 @@
 package vodnode
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -173,4 +176,43 @@ func TestBurstPoolSharesOutBursts(t *testing.T) {
 	if got := tokens(&free, time.Now()); got < free.burst-1000 {
 		t.Fatalf("no pool: %d bytes of burst, want %d", got, free.burst)
 	}
+}
+
+// An HLS segment whose download the player drops partway, followed by the
+// next segment, counts as a seek: mpv seeking 10 s on drops the segment it
+// was fetching ahead and asks for the one of its new position, the next
+// one. It did not, and the player, its buffer empty, waited ~5 s for the
+// viewer's pace to bring the picture back (under 1 s from a plain HTTP
+// server). A segment sent whole, then the next, is still no seek.
+func TestHLSDroppedSegmentThenTheNextIsASeek(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	hls := mint(t, "hls-drop", "sample-001", "node-1", "", time.Minute)
+	seg := func(i int) {
+		t.Helper()
+		if res, _ := get(t, httpURL(n, hls, fmt.Sprintf("sample-001/seg-%d.ts", i))); res.StatusCode != 200 {
+			t.Fatalf("seg-%d: %d", i, res.StatusCode)
+		}
+	}
+	seg(0)
+	seg(1)
+	n.mu.Lock()
+	hs := n.httpSessions["hls-drop"]
+	n.mu.Unlock()
+	if hs.pacing.lastRefill.Load() != 0 {
+		t.Fatal("segments sent whole, in order, counted as a seek")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, hls, "sample-001/seg-2.ts"), nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(res.Body, make([]byte, 188)); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the player drops it, and asks for the next
+	res.Body.Close()
+	seg(3)
+	waitFor(t, 10*time.Second, "the dropped segment and the next counted as a seek", func() bool { return hs.pacing.lastRefill.Load() != 0 })
 }
