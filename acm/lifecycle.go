@@ -91,9 +91,6 @@ func (m *Manager) Start() (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = m.loadOpState(ctx, false)
 	if err == nil {
-		if _, merr := m.markStore(ctx); merr != nil {
-			m.log.Warn("store: its mark not read or written (the next takeover writes it)", "err", merr)
-		}
 		err = m.loadTransports(ctx)
 	}
 	cancel()

@@ -350,9 +350,6 @@ type Manager struct {
 	// transportsMu serialises their writes to the store.
 	knownTransports map[string]storedTransport
 	transportsMu    sync.Mutex
-	// storeMarked: this manager saw the store's mark, or wrote it
-	// (markStore): its absence since says the store lost its data.
-	storeMarked atomic.Bool
 	// restoring: the operator's stored prefetch orders loaded at Start or
 	// takeover, by node, queued again at each node's next report
 	// (prefetchstate.go; mu). handOrders: the operator's orders this

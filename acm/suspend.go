@@ -115,8 +115,7 @@ func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context, strict bool) er
 // at error and dropped every suspension). While an operator's change or
 // another reload holds opMu
 // (on a store that stalls, for up to its timeout) it reads nothing this
-// time: the lock's tries do not wait behind it; nor while the store has
-// lost its data (storeLost).
+// time: the lock's tries do not wait behind it.
 func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
 	err := stepErr
 	if err == nil {
@@ -124,13 +123,6 @@ func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
 			return
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(m.LeaderTTL/3, time.Second))
-		if m.storeLost(rctx) {
-			// Its suspensions are kept, for the takeover to write back
-			// (storeLostAtTakeover), not replaced by the empty store's.
-			cancel()
-			m.opMu.Unlock()
-			return
-		}
 		err = m.reloadSuspensionsOpLocked(rctx, true)
 		cancel()
 		m.opMu.Unlock()

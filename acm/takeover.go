@@ -23,9 +23,7 @@ import (
 // changes the store did not take (a policy, a node setting answered
 // CHANGE_NOT_SAVED) are kept and saved when no other manager held the
 // lock since this one did (leader.kept: it retook it after the store's
-// outage), else the stored ones replace them (loadOpState). Before, when
-// the store lost its data since and this manager held the lock last, its
-// operator's state is written back (storeLostAtTakeover).
+// outage), else the stored ones replace them (loadOpState).
 func (m *Manager) takeOver() {
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
@@ -37,7 +35,6 @@ func (m *Manager) takeOver() {
 	m.mu.Lock()
 	m.startedAt = m.now() // RestoreGrace counts from now
 	m.mu.Unlock()
-	m.storeLostAtTakeover(ctx, m.lead.kept.Load())
 	if err := m.reloadStorage(ctx, m.lead.kept.Load()); err != nil {
 		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
 	}

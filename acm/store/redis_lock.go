@@ -31,12 +31,9 @@ return 0
 // tenure the caller last knew it held ("" none). It returns {0, ""} when
 // another holds the lock; {2, token} when ARGV[1] holds it afterwards and
 // the recorded tenure is ARGV[3]'s (it held it all along, or takes it
-// back free with no other holder in between), or there is no record while
-// the caller knows one (the store lost its data, a Redis restarted
-// without appendonly: no holder took the lock since, or it would be
-// recorded; ARGV[3]'s is recorded again); {1, token} when ARGV[1]
+// back free with no other holder in between); {1, token} when ARGV[1]
 // holds it afterwards in a tenure that ARGV[3] is not: another held it
-// since, the caller knows none, or a take of ARGV[1]'s whose answer was
+// since, the record was lost, or a take of ARGV[1]'s whose answer was
 // lost (run by Redis after the caller's timeout) began a tenure the
 // caller never heard of, as the lock's next holder after another.
 var takeScript = redis.NewScript(`
@@ -50,10 +47,6 @@ else
 	redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 local last = redis.call("GET", KEYS[2])
-if ARGV[3] ~= "" and last == false then
-	redis.call("SET", KEYS[2], ARGV[3])
-	return {2, ARGV[3]}
-end
 if ARGV[3] ~= "" and last == ARGV[3] then
 	return {2, last}
 end
