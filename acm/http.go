@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
+	"vodcluster/proto/byterange"
 	"vodcluster/proto/httpcors"
 )
 
@@ -135,7 +136,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		err = m.checkRequestRate(user, store.ProtoHTTP, title)
 	}
 	if err == nil && rest == ".ts" {
-		err = m.checkRange(r.Context(), user, title, r.Header.Get("Range"), r.Header.Get("If-Range"))
+		err = m.checkRange(r.Context(), user, title, r.Header.Get("Range"), byterange.PreconditionsFirst(r.Header))
 	}
 	if err == nil {
 		var g *grant

@@ -287,6 +287,20 @@ func TestHTTPRangePastTheEndAnsweredAtTheFrontDoor(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
+	// So with an If-Match the node fails (412, RFC 9110 §13.2.2: before
+	// the Range); it was 416 here. If-Match: * holds: 416 as without.
+	for _, c := range []struct {
+		im   string
+		want int
+	}{{`"nope"`, http.StatusFound}, {"*", http.StatusRequestedRangeNotSatisfiable}} {
+		req.Header.Del("If-Range")
+		req.Header.Set("If-Match", c.im)
+		if res, err := noRedirect.Do(req); err != nil || res.StatusCode != c.want {
+			t.Fatalf("past the end with If-Match: %s: %v %v, want %d", c.im, res, err, c.want)
+		} else {
+			res.Body.Close()
+		}
+	}
 	for i, rng := range []string{"bytes=0-", fmt.Sprintf("bytes=%d-", size-1), "bytes=-500", fmt.Sprintf("bytes=%d-, 0-1", size), "bytes=x-y", "items=5-"} {
 		if res := getRange("/vod/t1.ts", "demo", rng); res.StatusCode != http.StatusFound {
 			t.Errorf("Range %q: %d, want 302 (admitted)", rng, res.StatusCode)

@@ -25,15 +25,16 @@ func (rangeRefused) Unwrap() error { return errRangeNotSatisfiable }
 
 // checkRange returns rangeRefused when h, the Range of user's GET of
 // title's progressive form, asks for no byte of it (byterange.Satisfiable),
-// there is no If-Range (ifRange) and user may watch the title; nil
+// there is no precondition the node answers first (precondition:
+// byterange.PreconditionsFirst) and user may watch the title; nil
 // otherwise (no Range, or one the node answers: admission goes on), or
 // entitled's error, or errSuspended. A player that asks
 // past a title's end (a seek beyond it, a probe with a stale size) was
 // admitted before, and its node filled the title from the origin to
 // answer 416, the session counted against the subscriber's limit until
 // it timed out.
-func (m *Manager) checkRange(ctx context.Context, user, title, h, ifRange string) error {
-	if h == "" || ifRange != "" { // If-Range: the node may answer the whole title (RFC 9110 §13.1.5)
+func (m *Manager) checkRange(ctx context.Context, user, title, h string, precondition bool) error {
+	if h == "" || precondition { // the node may answer the whole title (If-Range, RFC 9110 §13.1.5), or 412 (If-Match)
 		return nil
 	}
 	t, ok := m.titles()[title]
@@ -51,3 +52,4 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h, ifRange string
 	}
 	return rangeRefused{size: t.SizeBytes}
 }
+

@@ -38,6 +38,11 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	if outcome == rangeServe && v != "" && !byterange.Satisfiable(v, size) { // as the front door decides it
 		outcome = rangeUnsatisfiable // net/http's text: "invalid range: failed to overlap"
 	}
+	if (outcome == rangeUnsatisfiable || outcome == rangeExcessive) && byterange.PreconditionsFirst(r.Header) {
+		// Preconditions first (RFC 9110 §13.2.2): ServeContent answers
+		// them once the Range is dropped (412, or the whole body).
+		outcome = rangeIgnored
+	}
 	switch outcome {
 	case rangeIgnored:
 		r.Header.Del("Range")

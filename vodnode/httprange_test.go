@@ -63,6 +63,31 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 			t.Errorf("Range %s: %d, Content-Range %q, %q", v, res.StatusCode, cr, b)
 		}
 	}
+	// Preconditions come before the Range (RFC 9110 §13.2.2): an If-Range,
+	// which never holds here (no validator is sent), has the Range ignored
+	// and the whole title sent, and a failed If-Match is 412; both were
+	// 416 for a range past the end or more than 16 ranges. If-Match: *
+	// holds, and the range is still unsatisfiable.
+	many := "bytes=0-1"
+	for k := 1; k <= 16; k++ {
+		many += "," + itoa(10*k) + "-" + itoa(10*k+1)
+	}
+	past := "bytes=" + itoa(len(data)+10) + "-"
+	for _, c := range []struct {
+		rng, hdr, val string
+		want          int
+	}{
+		{past, "If-Range", `"stale"`, http.StatusOK},
+		{many, "If-Range", `"stale"`, http.StatusOK},
+		{past, "If-Match", `"nope"`, http.StatusPreconditionFailed},
+		{"bytes=0-9", "If-Match", `"nope"`, http.StatusPreconditionFailed},
+		{past, "If-Match", "*", http.StatusRequestedRangeNotSatisfiable},
+	} {
+		res, b := get(t, url, "Range", c.rng, c.hdr, c.val)
+		if res.StatusCode != c.want || (c.want == http.StatusOK && !bytes.Equal(b, data)) {
+			t.Errorf("Range %.30s… with %s: %s: %d, %d bytes; want %d", c.rng, c.hdr, c.val, res.StatusCode, len(b), c.want)
+		}
+	}
 	if res, b := get(t, url, "Range", "bytes=-188"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-188:]) {
 		t.Errorf("Range bytes=-188: %d, %d bytes", res.StatusCode, len(b))
 	}

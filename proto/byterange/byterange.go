@@ -2,6 +2,7 @@ package byterange
 
 import (
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -65,4 +66,19 @@ func bytePos(s string) (int64, bool) {
 		return math.MaxInt64, true
 	}
 	return n, true
+}
+
+// PreconditionsFirst reports whether the request headers h hold a
+// precondition that decides the answer before its Range (RFC 9110
+// §13.2.2) on a node, which sends no ETag or Last-Modified: an If-Range,
+// which then never holds (the Range is ignored and the whole body sent,
+// as to a client whose copy is of another version), or an If-Match other
+// than "*", which fails (412). A Range that asks for no byte is answered
+// 416 only without them.
+func PreconditionsFirst(h http.Header) bool {
+	if h.Get("If-Range") != "" {
+		return true
+	}
+	im := h.Values("If-Match")
+	return len(im) > 0 && !(len(im) == 1 && strings.TrimSpace(im[0]) == "*")
 }

@@ -1,6 +1,9 @@
 package byterange
 
-import "testing"
+import (
+	"net/http"
+	"testing"
+)
 
 // TestSatisfiable: false only when every range of a well-formed bytes
 // Range starts at or past the end, or is a suffix of no byte; anything
@@ -20,6 +23,27 @@ func TestSatisfiable(t *testing.T) {
 	} {
 		if got := Satisfiable(tc.h, tc.size); got != tc.want {
 			t.Errorf("Satisfiable(%q, %d) = %v, want %v", tc.h, tc.size, got, tc.want)
+		}
+	}
+}
+
+// TestPreconditionsFirst: an If-Range, or an If-Match other than "*",
+// decides before the Range; If-Match: * and no precondition do not.
+func TestPreconditionsFirst(t *testing.T) {
+	for _, c := range []struct {
+		h    http.Header
+		want bool
+	}{
+		{http.Header{}, false},
+		{http.Header{"If-Range": {`"x"`}}, true},
+		{http.Header{"If-Match": {`"x"`}}, true},
+		{http.Header{"If-Match": {"*"}}, false},
+		{http.Header{"If-Match": {" * "}}, false},
+		{http.Header{"If-Match": {"*", `"x"`}}, true},
+		{http.Header{"If-None-Match": {`"x"`}}, false},
+	} {
+		if got := PreconditionsFirst(c.h); got != c.want {
+			t.Errorf("%v: %v, want %v", c.h, got, c.want)
 		}
 	}
 }
