@@ -52,4 +52,3 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h string, precond
 	}
 	return rangeRefused{size: t.SizeBytes}
 }
-
