@@ -48,7 +48,11 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 		r.Header.Del("Range")
 	case rangeUnsatisfiable, rangeExcessive:
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		msg := fmt.Sprintf("range not satisfiable: the title is %d bytes", size) // as the front door's
+		what := "the title"
+		if strings.HasPrefix(name, "seg-") {
+			what = "the segment" // an HLS segment's range: its own size, not the title's
+		}
+		msg := fmt.Sprintf("range not satisfiable: %s is %d bytes", what, size) // as the front door's
 		if outcome == rangeExcessive {
 			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", maxByteRanges)
 		}

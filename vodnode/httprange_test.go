@@ -88,6 +88,13 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 			t.Errorf("Range %.30s… with %s: %s: %d, %d bytes; want %d", c.rng, c.hdr, c.val, res.StatusCode, len(b), c.want)
 		}
 	}
+	// An HLS segment's 416 names the segment, whose size it gives (it said
+	// "the title is", with the segment's size).
+	seg := httpURL(n, mint(t, "rfc7233", "sample-001", "node-1", "", time.Minute), "sample-001/seg-0.ts")
+	if res, b := get(t, seg, "Range", "bytes=99999999-"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable ||
+		!strings.HasPrefix(strings.TrimSpace(string(b)), "range not satisfiable: the segment is ") {
+		t.Errorf("a segment's range past its end: %d %q", res.StatusCode, b)
+	}
 	if res, b := get(t, url, "Range", "bytes=-188"); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[len(data)-188:]) {
 		t.Errorf("Range bytes=-188: %d, %d bytes", res.StatusCode, len(b))
 	}
