@@ -126,7 +126,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// waits in the queue, or as it returns.
 	var g *grant
 	var endedHere []*session
-	var moving *session // the same viewer's session moved, ended once the new one is stored and signed
+	var moving *session // the same viewer's session moved, ended once the new one is placed
 	var movedFor string // why: reasonMovedOriginDown, reasonMovedTransport
 	defer func() { m.persistAllFront(endedHere) }()
 	if r.Protocol == store.ProtoHTTP {
@@ -144,7 +144,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// The session's node would need a fill that cannot start,
 			// and its viewer never reached it: the viewer is admitted
 			// anew below, on a node that has the title, and the session
-			// ends once that admission is stored and signed (moveLocked); a
+			// ends once that admission has placed it (moveLocked); a
 			// refusal keeps it, for when the origin returns.
 			if s := m.sessions[g.Session.ID]; s != nil {
 				moving, movedFor = s, reasonMovedOriginDown
@@ -165,7 +165,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			// only UDP, on the connection whose DESCRIBE was admitted
 			// on a node with tcp_only), and its viewer never reached
 			// it: admitted anew below on a node that can, the session
-			// ends once that admission is stored and signed (moveLocked); a
+			// ends once that admission has placed it (moveLocked); a
 			// refusal keeps it.
 			if s := m.sessions[g.Session.ID]; s != nil {
 				moving, movedFor = s, reasonMovedTransport
@@ -241,9 +241,10 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	// number of requests while the cluster is full and take every slot
 	// that frees up. At the limit, the request supersedes the
 	// subscriber's idle session (supersede.go), if any: after the
-	// refusals that do not depend on it (the origin down), which leave
-	// the paused viewer its session. Those superseded are persisted with
-	// the stranded ones (endedHere).
+	// refusals that do not depend on it (the origin down), which
+	// leave the paused viewer its session.
+	// The sessions it supersedes are persisted with the stranded ones
+	// (endedHere).
 	// A session being moved (moving) is not counted: the new one replaces it.
 	// Nor are sessions on a node whose heartbeat stream broke (a crash
 	// the manager has not yet taken for a death, which uncounts them:
@@ -378,6 +379,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		return nil, errUnavailable
 	}
 	m.addSessionLocked(s)
+	endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
 	ns.admissions++
 	m.recordLocked(ns, t, now)
 	if res.Fill {
@@ -431,16 +433,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 	if err != nil {
 		return fail("token", err)
 	}
-	// The node keeps the title for the viewer on its way, and the session
-	// moved from ends: only now, once nothing above undoes the admission
-	// (undone, the node would keep the title for a viewer not coming, and
-	// the viewer moved would have no session).
+	// The node keeps the title for the viewer on its way; told only now,
+	// once nothing above undoes the admission (undone, its node would keep
+	// the title until the deadline for a viewer who is not coming).
 	m.mu.Lock()
-	if !s.ended {
-		if ns := m.nodes[s.Node]; ns != nil {
-			m.expectLocked(ns, s, now)
-		}
-		endedHere = append(endedHere, m.moveLocked(moving, s, movedFor, now)...)
+	if ns := m.nodes[s.Node]; ns != nil && !s.ended {
+		m.expectLocked(ns, s, now)
 	}
 	m.mu.Unlock()
 	attrs := []any{"session", s.ID, "user", r.User, "title", t.ID, "node", res.NodeID,

@@ -120,45 +120,6 @@ func TestSetupOnlyOverUDPWhileTheUDPNodesAreOut(t *testing.T) {
 	setup("with the node that serves UDP cut off (its heartbeat stream broke)")
 }
 
-// TestSetupOnlyOverUDPMoveKeepsTheSessionWhenTheStoreFails: as in
-// TestSetupOnlyOverUDPMovesTheDescribedSession, but the store stops
-// answering before the SETUP: the new session cannot be stored, the SETUP
-// is refused 503, and the viewer keeps the DESCRIBE's session (a SETUP
-// over TCP on the same connection, the store back, is sent to it). It
-// was ended as soon as the new one was placed, before its write: the
-// viewer was left with neither.
-func TestSetupOnlyOverUDPMoveKeepsTheSessionWhenTheStoreFails(t *testing.T) {
-	e, g, _ := gatedManager(t, 0, nil)
-	e.startNode("tcp", nodeOpts{rtsp: "127.0.0.1:7001", tcpOnly: true})
-	c := e.dialRTSP()
-	if res := c.mustDo(base.Describe, "/vod/t2", basicHeader("demo", "demo")); res.StatusCode != base.StatusFound {
-		t.Fatalf("DESCRIBE: %d %q", res.StatusCode, res.StatusMessage)
-	}
-	first := e.sessions()
-	if len(first) != 1 {
-		t.Fatalf("sessions after the DESCRIBE: %+v", first)
-	}
-	e.startNode("udp", nodeOpts{rtsp: "127.0.0.1:7003"})
-	g.shut()
-	h := basicHeader("demo", "demo")
-	h["Transport"] = base.HeaderValue{"RTP/AVP;unicast;client_port=5000-5001"}
-	if res := c.mustDo(base.Setup, "/vod/t2/trackID=0", h); res.StatusCode != base.StatusServiceUnavailable {
-		t.Fatalf("SETUP offering only UDP, the store not answering: %d %q, want 503", res.StatusCode, res.StatusMessage)
-	}
-	g.open()
-	waitFor(t, 10*time.Second, "the store seen answering again", func() bool { return !e.m.health.storeDown.Load() })
-	if ss := e.sessions(); len(ss) != 1 || ss[0].SessionId != first[0].SessionId {
-		t.Fatalf("sessions %+v, want the DESCRIBE's (%s, on the tcp_only node) kept", ss, first[0].SessionId)
-	}
-	h["Transport"] = base.HeaderValue{"RTP/AVP/TCP;unicast;interleaved=0-1"}
-	if res := c.mustDo(base.Setup, "/vod/t2/trackID=0", h); res.StatusCode != base.StatusFound || !strings.Contains(res.Header["Location"][0], "127.0.0.1:7001") {
-		t.Fatalf("SETUP over TCP after the failed move: %d %q %v, want 302 to the DESCRIBE's node", res.StatusCode, res.StatusMessage, res.Header["Location"])
-	}
-	if ss := e.sessions(); len(ss) != 1 || ss[0].SessionId != first[0].SessionId {
-		t.Errorf("sessions %+v, want the DESCRIBE's alone", ss)
-	}
-}
-
 // TestSetupOnlyOverUDPAfterARestart: a manager restarted while its node
 // that serves UDP is away (dead, or on its way back) knows it from the
 // store: a SETUP that offers only UDP, the tcp_only node alone
