@@ -72,7 +72,7 @@ func TestDHFallbackStaysInTheSite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	table := buildBuckets(s, bucketCount(len(s.Nodes)), false, "north", 0)
+	table := buildBuckets(s, bucketCount(len(s.Nodes)), false, "north", 0, nil)
 	m := uint64(len(table))
 	probes := min(m, uint64(2*len(s.Nodes)+8))
 	allBare := func(h uint64) bool {

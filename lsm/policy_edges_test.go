@@ -212,3 +212,50 @@ func TestLocalityTablesForgetUnusedTitles(t *testing.T) {
 		}
 	}
 }
+
+// sh with the heavy nodes out of service shares its subscribers among the
+// light nodes left: a node far lighter than the others had no bucket of
+// its own, and with the heavy ones dead every bucket was lent to a dead
+// node, so the fallback sent every subscriber to one light node.
+func TestSourceHashingLightNodesLeftShare(t *testing.T) {
+	s := sched(t, "sh", nil, 100e9, 100e9, 100e6, 100e6) // a, b heavy; c, d light
+	s.MarkDead("a")
+	s.MarkDead("b")
+	split := map[string]int{}
+	for k := range 1000 {
+		r := Request{Title: "t", Client: fmt.Sprint("viewer-", k), Bitrate: 1}
+		res, err := s.Place(&r, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release(res)
+		split[res.NodeID]++
+	}
+	if split["c"] < 300 || split["d"] < 300 {
+		t.Errorf("subscribers on the light nodes left: %v, want shared", split)
+	}
+}
+
+// A bucket table of 1000 nodes, most out of service (a site's outage,
+// its nodes registering again one by one: a rebuild at each).
+func BenchmarkBucketsMostOutOfService(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Policy = "dh"
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		s.AddNode(NodeSpec{ID: fmt.Sprint("n", i), Capacity: Capacity{EgressBps: 1e9}}, t0)
+		if i >= 10 {
+			s.MarkDead(fmt.Sprint("n", i))
+		}
+	}
+	var base bucketBase
+	buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0, &base)
+	b.ResetTimer()
+	for k := range b.N {
+		s.SetDraining("n0", k%2 == 0) // a state change: the base stays
+		buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0, &base)
+	}
+}

@@ -1,5 +1,7 @@
 package lsm
 
+import "math"
+
 func init() {
 	Register("dh", func(Config) Policy { return &DestinationHashing{} })
 	Register("sh", func(Config) Policy { return &SourceHashing{} })
@@ -16,23 +18,28 @@ func bucketCount(n int) int {
 }
 
 // buildBuckets returns the dh/sh bucket table of size buckets (a power
-// of two) over the registered nodes of site (all when ""), that offer
-// requires. Its base assigns the buckets to those nodes in proportion to
-// weight (scale, or equally when weighted is false), interleaved by
-// smooth weighted round robin, whatever their state: it changes when a
-// node joins or is removed, or (weighted) changes weight, as the kernel's
-// table does. A bucket whose node is out of service (dead, cut off,
-// drained, at weight 0) takes the node of the first bucket in service
+// of two, at least 16 per node: bucketCount) over the registered nodes of
+// site (all when ""), that offer requires. Its base gives each of those
+// nodes one bucket, then assigns the rest in proportion to weight
+// (scale, or equally when weighted is false), interleaved by smooth
+// weighted round robin, whatever their state: it changes when a node
+// joins or is removed, or (weighted) changes weight, as the kernel's
+// table does (weighted, a weight set to 0 too). A bucket whose node is
+// out of service (dead, cut off, drained, or at weight 0 when not
+// weighted) takes the node of the first bucket in service
 // along its own probe sequence (an odd stride from the bucket's hash), so
 // that a node leaving service moves only its own buckets, spread over the
 // others, and takes them back when it returns: rebuilt over the nodes in
 // service, a drain or a heartbeat stream's break remapped ~96% of the
-// titles of the other nodes of 20 (each a new fill for dh). It returns
-// nil when no such node is in service.
-func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires Feature) []int32 {
+// titles of the other nodes of 20 (each a new fill for dh). cache, when
+// not nil, keeps the base between calls. It returns nil when no such
+// node is in service.
+func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires Feature, cache *bucketBase) []int32 {
 	var ids []int
 	var ws []float64
 	total := 0.0
+	inService := false
+	fp := mix64(uint64(size))
 	for i, n := range s.Nodes {
 		if (site != "" && n.Site != site) || requires&^n.Features != 0 {
 			continue
@@ -43,42 +50,69 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires F
 		}
 		ids, ws = append(ids, i), append(ws, w)
 		total += w
-	}
-	inService := false
-	for _, i := range ids {
-		inService = inService || s.InService(s.Nodes[i])
+		inService = inService || s.InService(n)
+		fp = mix64(fp ^ hash64(n.ID) ^ uint64(i)<<1 ^ math.Float64bits(w))
 	}
 	if !inService {
 		return nil
 	}
-	credit := make([]float64, len(ids))
-	base := make([]int32, size)
-	for b := range base {
-		best := 0
-		for k := range ids {
-			credit[k] += ws[k]
-			if credit[k] > credit[best] {
-				best = k
-			}
+	var base []int32
+	if cache != nil && cache.fp == fp && len(cache.base) == size {
+		base = cache.base // the same nodes and weights: only their states changed
+	} else {
+		base = make([]int32, size)
+		// One bucket each first (a node far lighter than the others got
+		// none, and with the heavy ones out of service every bucket was
+		// lent to a node out of service too), then the rest by weight.
+		for k, i := range ids {
+			base[k] = int32(i)
 		}
-		credit[best] -= total
-		base[b] = int32(ids[best])
+		credit := make([]float64, len(ids))
+		for b := len(ids); b < size; b++ {
+			best := 0
+			for k := range ids {
+				credit[k] += ws[k]
+				if credit[k] > credit[best] {
+					best = k
+				}
+			}
+			credit[best] -= total
+			base[b] = int32(ids[best])
+		}
+		if cache != nil {
+			cache.fp, cache.base = fp, base
+		}
+	}
+	up := make([]bool, size)
+	for b, i := range base {
+		up[b] = s.InService(s.Nodes[i])
 	}
 	out := make([]int32, size)
+	mask := uint64(size - 1)
 	for b, i := range base {
 		out[b] = i
-		if s.InService(s.Nodes[i]) {
+		if up[b] {
 			continue
 		}
 		stride := 2*(mix64(uint64(b))%uint64(size/2)) + 1 // odd: the sequence visits every bucket
-		for k := 1; k < size; k++ {
-			if j := base[(uint64(b)+uint64(k)*stride)%uint64(size)]; s.InService(s.Nodes[j]) {
-				out[b] = j
+		for k, at := 1, uint64(b); k < size; k++ {
+			if at = (at + stride) & mask; up[at] {
+				out[b] = base[at]
 				break
 			}
 		}
 	}
 	return out
+}
+
+// bucketBase keeps a bucket table's base (buildBuckets) with the
+// fingerprint of the nodes and weights it was built on: a change of the
+// nodes' states only (a drain, a death, a heartbeat stream's break) lends
+// buckets anew without building the base again (O(buckets × nodes): 12 ms
+// at 1,000 nodes).
+type bucketBase struct {
+	fp   uint64
+	base []int32
 }
 
 // DestinationHashing ("dh", Linux IPVS ip_vs_dh) sends a title always to
@@ -98,7 +132,21 @@ func buildBuckets(s *Scheduler, size int, weighted bool, site string, requires F
 type DestinationHashing struct {
 	version uint64
 	buckets []int32
-	sites   map[string][]int32 // per site and required features, built at their first request since version
+	sites   map[string][]int32     // per site and required features, built at their first request since version
+	bases   map[string]*bucketBase // the bases of buckets ("") and of sites', by the same key
+}
+
+// base returns p's bucketBase for key, made when new.
+func (p *DestinationHashing) base(key string) *bucketBase {
+	if p.bases == nil {
+		p.bases = map[string]*bucketBase{}
+	}
+	b := p.bases[key]
+	if b == nil {
+		b = &bucketBase{}
+		p.bases[key] = b
+	}
+	return b
 }
 
 var _ Policy = (*DestinationHashing)(nil)
@@ -109,7 +157,7 @@ func (*DestinationHashing) Name() string { return "dh" }
 // Pick implements Policy.
 func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0, p.base("")), s.Version()
 		clear(p.sites)
 	}
 	buckets := p.buckets
@@ -120,7 +168,7 @@ func (p *DestinationHashing) Pick(s *Scheduler, r *Request) int {
 			if p.sites == nil {
 				p.sites = map[string][]int32{}
 			}
-			buckets = buildBuckets(s, bucketCount(len(s.Nodes)), false, r.restrict, r.Requires)
+			buckets = buildBuckets(s, bucketCount(len(s.Nodes)), false, r.restrict, r.Requires, p.base(key))
 			p.sites[key] = buckets
 		}
 	}
@@ -183,6 +231,7 @@ func nextCanServe(s *Scheduler, r *Request, table []int32, h uint64) int {
 type SourceHashing struct {
 	version uint64
 	buckets []int32
+	base    bucketBase
 }
 
 var _ Policy = (*SourceHashing)(nil)
@@ -193,7 +242,7 @@ func (*SourceHashing) Name() string { return "sh" }
 // Pick implements Policy.
 func (p *SourceHashing) Pick(s *Scheduler, r *Request) int {
 	if p.buckets == nil || p.version != s.Version() {
-		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true, "", 0), s.Version()
+		p.buckets, p.version = buildBuckets(s, bucketCount(len(s.Nodes)), true, "", 0, &p.base), s.Version()
 	}
 	return lookupFallback(s, r, p.buckets, r.ClientHash())
 }
