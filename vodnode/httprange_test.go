@@ -82,6 +82,10 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 		{past, "If-Match", `"nope"`, http.StatusPreconditionFailed},
 		{"bytes=0-9", "If-Match", `"nope"`, http.StatusPreconditionFailed},
 		{past, "If-Match", "*", http.StatusRequestedRangeNotSatisfiable},
+		{past, "If-Match", `"x", *`, http.StatusRequestedRangeNotSatisfiable},
+		{past, "If-Match", "", http.StatusRequestedRangeNotSatisfiable},
+		{past, "If-None-Match", "*", http.StatusNotModified},
+		{"bytes=0-9", "If-None-Match", "*", http.StatusNotModified},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Range", c.rng)

@@ -70,15 +70,29 @@ func bytePos(s string) (int64, bool) {
 
 // PreconditionsFirst reports whether the request headers h hold a
 // precondition that decides the answer before its Range (RFC 9110
-// §13.2.2) on a node, which sends no ETag or Last-Modified: an If-Range,
-// which then never holds (the Range is ignored and the whole body sent,
-// as to a client whose copy is of another version), or an If-Match other
-// than "*", which fails (412). A Range that asks for no byte is answered
-// 416 only without them.
+// §13.2.2) on a node, which sends no ETag or Last-Modified, read as
+// net/http's ServeContent reads them (each header's first line): an
+// If-Range, which then never holds (the Range is ignored and the whole
+// body sent, as to a client whose copy is of another version); an
+// If-Match whose list has no "*", which fails (412); an If-None-Match
+// whose list has a "*", which fails (304 to a GET or HEAD). A Range that
+// asks for no byte is answered 416 only without them.
 func PreconditionsFirst(h http.Header) bool {
 	if h.Get("If-Range") != "" {
 		return true
 	}
-	im := h.Values("If-Match")
-	return len(im) > 0 && !(len(im) == 1 && strings.TrimSpace(im[0]) == "*")
+	if im := h.Get("If-Match"); strings.TrimSpace(im) != "" && !hasStar(im) {
+		return true
+	}
+	return hasStar(h.Get("If-None-Match"))
+}
+
+// hasStar reports whether the entity-tag list v has the member "*".
+func hasStar(v string) bool {
+	for _, e := range strings.Split(v, ",") {
+		if strings.TrimSpace(e) == "*" {
+			return true
+		}
+	}
+	return false
 }

@@ -27,8 +27,10 @@ func TestSatisfiable(t *testing.T) {
 	}
 }
 
-// TestPreconditionsFirst: an If-Range, or an If-Match other than "*",
-// decides before the Range; If-Match: * and no precondition do not.
+// TestPreconditionsFirst: an If-Range, an If-Match without "*" or an
+// If-None-Match with "*" decides before the Range, as ServeContent reads
+// them; an If-Match with "*", an empty one, an If-None-Match without
+// "*" and no precondition do not.
 func TestPreconditionsFirst(t *testing.T) {
 	for _, c := range []struct {
 		h    http.Header
@@ -39,8 +41,12 @@ func TestPreconditionsFirst(t *testing.T) {
 		{http.Header{"If-Match": {`"x"`}}, true},
 		{http.Header{"If-Match": {"*"}}, false},
 		{http.Header{"If-Match": {" * "}}, false},
-		{http.Header{"If-Match": {"*", `"x"`}}, true},
+		{http.Header{"If-Match": {"*", `"x"`}}, false}, // the first line, as ServeContent reads it
+		{http.Header{"If-Match": {`"x", *`}}, false},
+		{http.Header{"If-Match": {""}}, false},
 		{http.Header{"If-None-Match": {`"x"`}}, false},
+		{http.Header{"If-None-Match": {"*"}}, true},
+		{http.Header{"If-None-Match": {`"x", *`}}, true},
 	} {
 		if got := PreconditionsFirst(c.h); got != c.want {
 			t.Errorf("%v: %v, want %v", c.h, got, c.want)
