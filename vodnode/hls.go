@@ -198,7 +198,13 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		http.Error(w, "no such segment", http.StatusNotFound)
 		return
 	}
-	cut := hs.hlsCut.Swap(false)
+	hs.hlsMu.Lock()
+	cut := hs.hlsCut > 0 && hs.hlsCut != i+1 // another than the one dropped: not its retry
+	hs.hlsCut = 0
+	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
+		asked = hs.hlsAsked.Load()
+	}
+	hs.hlsMu.Unlock()
 	if last := hs.hlsLast.Swap(int64(i + 1)); cut || (last > 0 && (int64(i) > last || int64(i+2) < last)) {
 		// Neither the segment after the last asked for, nor that one
 		// again, nor the one before it (two fetched at once, answered
@@ -207,9 +213,6 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		// segment it was fetching ahead, and asks for the one of its new
 		// position, which may be the next (mpv seeking 10 s on).
 		hs.pacing.seeked(time.Now())
-	}
-	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
-		asked = hs.hlsAsked.Load()
 	}
 	s := segs[i]
 	var psi []byte
@@ -234,10 +237,14 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		// The player went before the segment was all sent: if it asked
 		// for a later one meanwhile (a seek's request may come first),
 		// that was a seek, else the next it asks for is (above).
-		if hs.hlsAsked.Load() > int64(i+1) {
+		hs.hlsMu.Lock()
+		later := hs.hlsAsked.Load() > int64(i+1)
+		if !later {
+			hs.hlsCut = i + 1
+		}
+		hs.hlsMu.Unlock()
+		if later {
 			hs.pacing.seeked(time.Now())
-		} else {
-			hs.hlsCut.Store(true)
 		}
 	}
 }

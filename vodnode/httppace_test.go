@@ -216,3 +216,45 @@ func TestHLSDroppedSegmentThenTheNextIsASeek(t *testing.T) {
 	seg(3)
 	waitFor(t, 10*time.Second, "the dropped segment and the next counted as a seek", func() bool { return hs.pacing.lastRefill.Load() != 0 })
 }
+
+// The same segment asked for again after its download was dropped (a
+// retry, a resume after a network drop) is no seek.
+func TestHLSDroppedSegmentRetriedIsNoSeek(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o), withHTTP)
+	hls := mint(t, "hls-retry", "sample-001", "node-1", "", time.Minute)
+	for i := range 2 {
+		if res, _ := get(t, httpURL(n, hls, fmt.Sprintf("sample-001/seg-%d.ts", i))); res.StatusCode != 200 {
+			t.Fatalf("seg-%d: %d", i, res.StatusCode)
+		}
+	}
+	n.mu.Lock()
+	hs := n.httpSessions["hls-retry"]
+	n.mu.Unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, hls, "sample-001/seg-2.ts"), nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(res.Body, make([]byte, 188)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	res.Body.Close()
+	waitFor(t, 10*time.Second, "the drop seen", func() bool {
+		hs.hlsMu.Lock()
+		defer hs.hlsMu.Unlock()
+		return hs.hlsCut == 3
+	})
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	defer cancel2()
+	req, _ = http.NewRequestWithContext(ctx2, http.MethodGet, httpURL(n, hls, "sample-001/seg-2.ts"), nil)
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close() // asked again: the request is what counts
+	if hs.pacing.lastRefill.Load() != 0 {
+		t.Error("the dropped segment asked for again counted as a seek")
+	}
+}
