@@ -2,6 +2,8 @@ package acm
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"time"
 )
@@ -36,10 +38,10 @@ func (m *Manager) loadTransports(ctx context.Context) error {
 
 // noteTransport records, at node id's registration, its transport and
 // site when they differ from those known, in knownTransports and in the
-// store (read, changed, written: another manager's entries are kept),
-// within StoreTimeout. The store's failure is logged: the node is
-// registered all the same, and a manager restarted before it registers
-// again may take it for one that sends over TCP only (noUDPNode: a 461
+// store, within StoreTimeout. The store's failure is logged and the entry
+// forgotten here, so that the node's next registration writes it again:
+// the node is registered all the same, and a manager restarted before
+// that may take it for one that sends over TCP only (noUDPNode: a 461
 // rather than a 503 to a SETUP that offers only UDP).
 func (m *Manager) noteTransport(id string, t storedTransport) {
 	m.mu.Lock()
@@ -53,17 +55,57 @@ func (m *Manager) noteTransport(id string, t storedTransport) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(m.StoreTimeout, time.Second))
 	defer cancel()
 	if err := m.writeTransport(ctx, id, &t); err != nil {
+		m.mu.Lock()
+		if m.knownTransports[id] == t {
+			delete(m.knownTransports, id)
+		}
+		m.mu.Unlock()
 		m.log.Warn("store: the node's transport not stored (a manager restarted before the node registers again may answer a SETUP that offers only UDP 461 rather than 503)", "node", id, "tcp_only", t.TCPOnly, "err", err)
 	}
 }
 
+// transportsLock is the store's lock (store.Locker) a manager holds, on a
+// shared store, for its read, change and write of the stored transports:
+// without it two managers writing at once each wrote over the other's
+// entries.
+const transportsLock = "node-transports"
+
 // writeTransport sets node id's entry of the stored transports to t (nil:
-// removes it). Errors: the store's, or a stored value that does not
-// decode (written over, it would lose the other nodes' entries).
+// removes it): it reads them, changes the entry and writes them back,
+// holding transportsLock on a shared store (tried every 20 ms within
+// ctx). A stored value that does not decode is replaced (logged).
+// Errors: the store's, or ctx's while the lock is held by another
+// manager.
 func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransport) error {
 	m.transportsMu.Lock()
 	defer m.transportsMu.Unlock()
+	if m.lead != nil {
+		holder := m.holderID()
+		for {
+			ok, err := m.lead.locker.TryLock(ctx, transportsLock, holder, 5*time.Second)
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the stored transports' lock is held by another manager: %w", ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		defer func() {
+			uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = m.lead.locker.Unlock(uctx, transportsLock, holder)
+		}()
+	}
 	st, err := readStateJSON(m, ctx, stateNodeTransports, "node transports", true, func() map[string]storedTransport { return map[string]storedTransport{} })
+	if errors.Is(err, errMalformed) {
+		m.log.Error("stored node transports malformed: written anew", "err", err)
+		st, err = map[string]storedTransport{}, nil
+	}
 	if err != nil {
 		return err
 	}
