@@ -54,12 +54,7 @@ func TestPacingSeekRefill(t *testing.T) {
 func TestHTTPSeekDetected(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o), withHTTP)
-	session := func(sid string) *httpSession {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.httpSessions[sid]
-	}
-	refilled := func(sid string) bool { return session(sid).pacing.lastRefill.Load() != 0 }
+	refilled := func(sid string) bool { return sessionOf(n, sid).pacing.lastRefill.Load() != 0 }
 
 	hls := mint(t, "hls-seek", "sample-001", "node-1", "", time.Minute)
 	for _, seg := range []int{0, 1, 1, 2} { // in order, one asked again
@@ -103,9 +98,7 @@ func TestHLSPlayAfterSeekBackIsNoSeek(t *testing.T) {
 	for i := range 3 {
 		seg(i)
 	}
-	n.mu.Lock()
-	hs := n.httpSessions["hls-back"]
-	n.mu.Unlock()
+	hs := sessionOf(n, "hls-back")
 	if hs.pacing.lastRefill.Load() != 0 {
 		t.Fatal("segments in order counted as a seek")
 	}
@@ -185,6 +178,13 @@ func hlsPlay(t *testing.T, sid string) (*Node, string, func(i int)) {
 	}
 }
 
+// sessionOf returns n's HTTP session sid.
+func sessionOf(n *Node, sid string) *httpSession {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.httpSessions[sid]
+}
+
 // dropSegment gets segment i of hls's session and drops its download
 // after its first packet, as a player that seeks does.
 func dropSegment(t *testing.T, n *Node, hls string, i int) {
@@ -213,9 +213,7 @@ func TestHLSDroppedSegmentThenTheNextIsASeek(t *testing.T) {
 	n, hls, seg := hlsPlay(t, "hls-drop")
 	seg(0)
 	seg(1)
-	n.mu.Lock()
-	hs := n.httpSessions["hls-drop"]
-	n.mu.Unlock()
+	hs := sessionOf(n, "hls-drop")
 	if hs.pacing.lastRefill.Load() != 0 {
 		t.Fatal("segments sent whole, in order, counted as a seek")
 	}
@@ -230,9 +228,7 @@ func TestHLSDroppedSegmentRetriedIsNoSeek(t *testing.T) {
 	n, hls, seg := hlsPlay(t, "hls-retry")
 	seg(0)
 	seg(1)
-	n.mu.Lock()
-	hs := n.httpSessions["hls-retry"]
-	n.mu.Unlock()
+	hs := sessionOf(n, "hls-retry")
 	dropSegment(t, n, hls, 2)
 	waitFor(t, 10*time.Second, "the drop seen", func() bool {
 		hs.hlsMu.Lock()
