@@ -3,6 +3,7 @@ package byterange
 import (
 	"math"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 )
@@ -71,28 +72,58 @@ func bytePos(s string) (int64, bool) {
 // PreconditionsFirst reports whether the request headers h hold a
 // precondition that decides the answer before its Range (RFC 9110
 // §13.2.2) on a node, which sends no ETag or Last-Modified, read as
-// net/http's ServeContent reads them (each header's first line): an
-// If-Range, which then never holds (the Range is ignored and the whole
+// net/http's ServeContent reads them (each header's first line, its
+// entity-tag list scanned as checkIfMatch and checkIfNoneMatch scan it):
+// an If-Range, which then never holds (the Range is ignored and the whole
 // body sent, as to a client whose copy is of another version); an
-// If-Match whose list has no "*", which fails (412); an If-None-Match
-// whose list has a "*", which fails (304 to a GET or HEAD). A Range that
-// asks for no byte is answered 416 only without them.
+// If-Match whose list reaches no "*", which fails (412); an If-None-Match
+// whose list reaches a "*", which fails (304 to a GET or HEAD). A Range
+// that asks for no byte is answered 416 only without them.
 func PreconditionsFirst(h http.Header) bool {
 	if h.Get("If-Range") != "" {
 		return true
 	}
-	if im := h.Get("If-Match"); strings.TrimSpace(im) != "" && !hasStar(im) {
+	if im := h.Get("If-Match"); im != "" && !listHasStar(im) {
 		return true
 	}
-	return hasStar(h.Get("If-None-Match"))
+	inm := h.Get("If-None-Match")
+	return inm != "" && listHasStar(inm)
 }
 
-// hasStar reports whether the entity-tag list v has the member "*".
-func hasStar(v string) bool {
-	for _, e := range strings.Split(v, ",") {
-		if strings.TrimSpace(e) == "*" {
+// listHasStar scans the entity-tag list v as net/http's checkIfMatch and
+// checkIfNoneMatch do for a representation without an ETag: true at a
+// member starting with "*"; false at the end of the list or at the first
+// member that is not an entity-tag (RFC 9110 §8.8.3), where they stop.
+func listHasStar(v string) bool {
+	for {
+		v = textproto.TrimString(v)
+		switch {
+		case v == "":
+			return false
+		case v[0] == ',':
+			v = v[1:]
+			continue
+		case v[0] == '*':
 			return true
 		}
+		s := strings.TrimPrefix(v, "W/")
+		if len(s) < 2 || s[0] != '"' {
+			return false
+		}
+		end := -1
+		for i := 1; i < len(s); i++ {
+			c := s[i]
+			if c == '"' {
+				end = i
+				break
+			}
+			if !(c == 0x21 || c >= 0x23 && c <= 0x7E || c >= 0x80) {
+				return false
+			}
+		}
+		if end < 0 {
+			return false
+		}
+		v = s[end+1:]
 	}
-	return false
 }

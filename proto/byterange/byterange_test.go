@@ -2,7 +2,10 @@ package byterange
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestSatisfiable: false only when every range of a well-formed bytes
@@ -50,6 +53,34 @@ func TestPreconditionsFirst(t *testing.T) {
 	} {
 		if got := PreconditionsFirst(c.h); got != c.want {
 			t.Errorf("%v: %v, want %v", c.h, got, c.want)
+		}
+	}
+}
+
+// PreconditionsFirst decides as http.ServeContent does, for a body
+// without ETag or Last-Modified and a Range past its end: true exactly
+// when ServeContent does not answer 416, malformed lists included (a
+// split on commas took "bogus, *" for a list with "*").
+func TestPreconditionsFirstAsServeContent(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		for _, h := range []http.Header{
+			{"If-None-Match": {"bogus, *"}}, {"If-None-Match": {`"x", bogus, *`}}, {"If-None-Match": {`"x" *`}},
+			{"If-Match": {"bogus, *"}}, {"If-Match": {`"x", bogus, *`}}, {"If-Match": {`"x" *`}},
+			{"If-Match": {`*"x"`}}, {"If-Match": {"\u00a0*"}}, {"If-Match": {`W/"x"`}},
+			{"If-None-Match": {`W/"x"`}}, {"If-Range": {`"x"`}, "If-Match": {"*"}},
+			{"If-Match": {"*"}}, {"If-None-Match": {"*"}}, {"If-None-Match": {`"x", *`}}, {},
+		} {
+			req := httptest.NewRequest(method, "/t", nil)
+			for k, v := range h {
+				req.Header[k] = v
+			}
+			req.Header.Set("Range", "bytes=1000-")
+			rec := httptest.NewRecorder()
+			http.ServeContent(rec, req, "t.ts", time.Time{}, strings.NewReader(body))
+			if got, want := PreconditionsFirst(req.Header), rec.Code != http.StatusRequestedRangeNotSatisfiable; got != want {
+				t.Errorf("%s %q: %v, ServeContent answers %d", method, h, got, rec.Code)
+			}
 		}
 	}
 }
