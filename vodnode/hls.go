@@ -198,21 +198,14 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 		http.Error(w, "no such segment", http.StatusNotFound)
 		return
 	}
-	hs.hlsMu.Lock()
-	cut := hs.hlsCut > 0 && hs.hlsCut != i+1 // another than the one dropped: not its retry
-	hs.hlsCut = 0
-	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
-		asked = hs.hlsAsked.Load()
-	}
-	hs.hlsMu.Unlock()
-	if last := hs.hlsLast.Swap(int64(i + 1)); cut || (last > 0 && (int64(i) > last || int64(i+2) < last)) {
+	if last := hs.hlsLast.Swap(int64(i + 1)); last > 0 && (int64(i) > last || int64(i+2) < last) {
 		// Neither the segment after the last asked for, nor that one
 		// again, nor the one before it (two fetched at once, answered
-		// out of order): the player jumped. Or the player dropped the
-		// download of the last partway: a player that seeks drops the
-		// segment it was fetching ahead, and asks for the one of its new
-		// position, which may be the next (mpv seeking 10 s on).
+		// out of order): the player jumped.
 		hs.pacing.seeked(time.Now())
+	}
+	for asked := hs.hlsAsked.Load(); int64(i+1) > asked && !hs.hlsAsked.CompareAndSwap(asked, int64(i+1)); {
+		asked = hs.hlsAsked.Load()
 	}
 	s := segs[i]
 	var psi []byte
@@ -233,20 +226,6 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
 		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
 	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), rd)
-	if r.Context().Err() != nil && rd.pos < rd.rd.Size() && r.Header.Get("Range") == "" {
-		// The player went before the segment was all sent: if it asked
-		// for a later one meanwhile (a seek's request may come first),
-		// that was a seek, else the next it asks for is (above).
-		hs.hlsMu.Lock()
-		later := hs.hlsAsked.Load() > int64(i+1)
-		if !later {
-			hs.hlsCut = i + 1
-		}
-		hs.hlsMu.Unlock()
-		if later {
-			hs.pacing.seeked(time.Now())
-		}
-	}
 }
 
 // segmentAt is an HLS segment as an io.ReaderAt: psi, then the title's

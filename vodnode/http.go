@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,16 +163,10 @@ type httpSession struct {
 	hlsEvent   atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
 	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
 	hlsLast    atomic.Int64 // 1 + the last HLS segment asked for (a seek's test); 0: none
-	// hlsMu orders a segment's request against the drop of another's
-	// download: hlsCut is 1 + the segment whose download the player
-	// dropped partway, no segment asked for since (a seek's sign); 0:
-	// none. hlsAsked is raised under it too.
-	hlsMu    sync.Mutex
-	hlsCut   int
-	hlsShown atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
-	bytes    atomic.Int64
-	readTo   atomic.Int64 // offset a progressive read of the title last reached
-	ended    bool         // guarded by Node.mu
+	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
+	bytes      atomic.Int64
+	readTo     atomic.Int64 // offset a progressive read of the title last reached
+	ended      bool         // guarded by Node.mu
 }
 
 // httpPace is how much faster than its bitrate an HTTP viewer (all the

@@ -1,10 +1,7 @@
 package vodnode
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -183,67 +180,4 @@ func sessionOf(n *Node, sid string) *httpSession {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.httpSessions[sid]
-}
-
-// dropSegment gets segment i of hls's session and drops its download
-// after its first packet, as a player that seeks does.
-func dropSegment(t *testing.T, n *Node, hls string, i int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, hls, fmt.Sprintf("sample-001/seg-%d.ts", i)), nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if _, err := io.ReadFull(res.Body, make([]byte, 188)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// An HLS segment whose download the player drops partway, followed by the
-// next segment, counts as a seek: a player that seeks drops the segment
-// it was fetching ahead and asks for the one of its new position, which
-// may be the next one (mpv seeking 10 s on does). It did not, and that
-// segment came at the viewer's pace, without the burst back (2.6 s for
-// one curl got in 0.003 s with it). A segment sent whole, then the next,
-// is still no seek.
-func TestHLSDroppedSegmentThenTheNextIsASeek(t *testing.T) {
-	n, hls, seg := hlsPlay(t, "hls-drop")
-	seg(0)
-	seg(1)
-	hs := sessionOf(n, "hls-drop")
-	if hs.pacing.lastRefill.Load() != 0 {
-		t.Fatal("segments sent whole, in order, counted as a seek")
-	}
-	dropSegment(t, n, hls, 2)
-	seg(3)
-	waitFor(t, 10*time.Second, "the dropped segment and the next counted as a seek", func() bool { return hs.pacing.lastRefill.Load() != 0 })
-}
-
-// The same segment asked for again after its download was dropped (a
-// retry, a resume after a network drop) is no seek.
-func TestHLSDroppedSegmentRetriedIsNoSeek(t *testing.T) {
-	n, hls, seg := hlsPlay(t, "hls-retry")
-	seg(0)
-	seg(1)
-	hs := sessionOf(n, "hls-retry")
-	dropSegment(t, n, hls, 2)
-	waitFor(t, 10*time.Second, "the drop seen", func() bool {
-		hs.hlsMu.Lock()
-		defer hs.hlsMu.Unlock()
-		return hs.hlsCut == 3
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpURL(n, hls, "sample-001/seg-2.ts"), nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close() // asked again: the request is what counts
-	if hs.pacing.lastRefill.Load() != 0 {
-		t.Error("the dropped segment asked for again counted as a seek")
-	}
 }
