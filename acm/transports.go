@@ -73,7 +73,7 @@ const transportsLock = "node-transports"
 // writeTransport sets node id's entry of the stored transports to t (nil:
 // removes it): it reads them, changes the entry and writes them back,
 // holding transportsLock on a shared store (tried every 20 ms within
-// ctx). A stored value that does not decode is replaced (logged).
+// ctx; its lease outlasts ctx's deadline by 2 s). A stored value that does not decode is replaced (logged).
 // Errors: the store's, or ctx's while the lock is held by another
 // manager.
 func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransport) error {
@@ -81,8 +81,15 @@ func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransp
 	defer m.transportsMu.Unlock()
 	if m.lead != nil {
 		holder := m.holderID()
+		// The lease outlasts every store call this write can still make
+		// (ctx's deadline): run out mid-write, another manager could take
+		// the lock and its entry be written over.
+		ttl := 5 * time.Second
+		if d, ok := ctx.Deadline(); ok {
+			ttl = max(ttl, time.Until(d)+2*time.Second)
+		}
 		for {
-			ok, err := m.lead.locker.TryLock(ctx, transportsLock, holder, 5*time.Second)
+			ok, err := m.lead.locker.TryLock(ctx, transportsLock, holder, ttl)
 			if err != nil {
 				return err
 			}
