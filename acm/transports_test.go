@@ -35,14 +35,7 @@ func TestTransportsStoredByTwoManagersAtOnce(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	raw, err := st.State(context.Background(), stateNodeTransports)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored map[string]storedTransport
-	if err := json.Unmarshal(raw, &stored); err != nil {
-		t.Fatal(err)
-	}
+	stored := storedTransports(t, st)
 	if len(stored) != 40 {
 		t.Errorf("%d of the 40 nodes' transports stored", len(stored))
 	}
@@ -97,6 +90,18 @@ func TestTransportsLockOutlastsASlowWrite(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	stored := storedTransports(t, st)
+	if _, ok := stored["na"]; !ok {
+		t.Errorf("stored %v: na lost", stored)
+	}
+	if _, ok := stored["nb"]; !ok {
+		t.Errorf("stored %v: nb lost", stored)
+	}
+}
+
+// storedTransports returns the node transports stored in st.
+func storedTransports(t *testing.T, st store.Store) map[string]storedTransport {
+	t.Helper()
 	raw, err := st.State(context.Background(), stateNodeTransports)
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +110,5 @@ func TestTransportsLockOutlastsASlowWrite(t *testing.T) {
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := stored["na"]; !ok {
-		t.Errorf("stored %v: na lost", stored)
-	}
-	if _, ok := stored["nb"]; !ok {
-		t.Errorf("stored %v: nb lost", stored)
-	}
+	return stored
 }
