@@ -73,9 +73,9 @@ const transportsLock = "node-transports"
 // writeTransport sets node id's entry of the stored transports to t (nil:
 // removes it): it reads them, changes the entry and writes them back,
 // holding transportsLock on a shared store (tried every 20 ms within
-// ctx; its lease outlasts ctx's deadline by 2 s). A stored value that does not decode is replaced (logged).
-// Errors: the store's, or ctx's while the lock is held by another
-// manager.
+// ctx; its lease outlasts ctx's deadline by 2 s). A stored value that
+// does not decode is replaced (logged). Errors: the store's, or ctx's
+// while the lock is held by another manager.
 func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransport) error {
 	m.transportsMu.Lock()
 	defer m.transportsMu.Unlock()

@@ -48,16 +48,23 @@ type lblcEntry struct {
 // (Request.Site) the table has a node per site and title.
 type LBLC struct {
 	table map[string]lblcEntry
-	swept time.Time // the last sweep of the table (sweepEvery)
+	swept time.Time // the last sweep of the table (sweepExpired)
 }
 
-// sweepEvery returns whether a table whose entries expire after exp and
-// was last swept at swept is due a sweep at now, every quarter of exp:
-// the entries unused for exp are then deleted, as the kernel's
+// sweepExpired deletes from table the entries unused for exp (lastUse)
+// at now, every quarter of exp (swept: the last sweep), as the kernel's
 // ip_vs_lblc_check_expire does, so that the table holds the titles asked
 // for within about exp, not every title ever asked for.
-func sweepEvery(swept, now time.Time, exp time.Duration) bool {
-	return now.Sub(swept) >= exp/4
+func sweepExpired[V any](table map[string]V, lastUse func(V) time.Time, swept *time.Time, now time.Time, exp time.Duration) {
+	if now.Sub(*swept) < exp/4 {
+		return
+	}
+	*swept = now
+	for k, v := range table {
+		if now.Sub(lastUse(v)) > exp {
+			delete(table, k)
+		}
+	}
 }
 
 var _ Policy = (*LBLC)(nil)
@@ -68,14 +75,7 @@ func (*LBLC) Name() string { return "lblc" }
 // Pick implements Policy.
 func (p *LBLC) Pick(s *Scheduler, r *Request) int {
 	now, key := s.Now(), r.tableKey()
-	if exp := s.Config.LBLCExpiration; sweepEvery(p.swept, now, exp) {
-		p.swept = now
-		for k, e := range p.table {
-			if now.Sub(e.lastUse) > exp {
-				delete(p.table, k)
-			}
-		}
-	}
+	sweepExpired(p.table, func(e lblcEntry) time.Time { return e.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
 	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
 		i := int(e.node)
 		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, r, i) {
@@ -127,7 +127,7 @@ func (set *serverSet) remove(i int, now time.Time) {
 // deleted by a sweep every quarter of it.
 type LBLCR struct {
 	table map[string]*serverSet
-	swept time.Time // the last sweep of the table (sweepEvery)
+	swept time.Time // the last sweep of the table (sweepExpired)
 }
 
 var _ Policy = (*LBLCR)(nil)
@@ -138,14 +138,7 @@ func (*LBLCR) Name() string { return "lblcr" }
 // Pick implements Policy.
 func (p *LBLCR) Pick(s *Scheduler, r *Request) int {
 	now := s.Now()
-	if exp := s.Config.LBLCExpiration; sweepEvery(p.swept, now, exp) {
-		p.swept = now
-		for k, set := range p.table {
-			if now.Sub(set.lastUse) > exp {
-				delete(p.table, k)
-			}
-		}
-	}
+	sweepExpired(p.table, func(set *serverSet) time.Time { return set.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
 	set := p.table[r.Title]
 	if set != nil && now.Sub(set.lastUse) > s.Config.LBLCExpiration {
 		set.nodes, set.lastMod = set.nodes[:0], now
