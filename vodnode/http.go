@@ -62,7 +62,7 @@ const (
 // Errors of parseHTTPTarget.
 var (
 	errNoHTTPPath = errors.New("no such resource: want /s/<token>/vod/<title>.ts, /s/<token>/vod/<title>/index.m3u8 or /vod/<title>.ts?token=<token>")
-	errSegName    = errors.New("no such segment: want seg-<n>.ts, n a segment's number from 0 (the playlist lists them)")
+	errSegName    = errors.New("no such segment: want seg-<n>.ts, n a segment's number from 0 in decimal without leading zeros (the playlist lists them)")
 )
 
 type httpTarget struct {
@@ -101,8 +101,11 @@ func parseHTTPTarget(path, rawQuery string) (httpTarget, error) {
 		case file == "index.m3u8":
 			tg.Kind = httpPlaylist
 		case strings.HasPrefix(file, "seg-") && strings.HasSuffix(file, ".ts"):
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(file, "seg-"), ".ts"))
-			if err != nil || n < 0 || n > 1<<24 {
+			num := strings.TrimSuffix(strings.TrimPrefix(file, "seg-"), ".ts")
+			n, err := strconv.Atoi(num)
+			// the playlist's names only: seg-01.ts or seg-+1.ts would be
+			// a second name for seg-1.ts (two URLs, two cache entries)
+			if err != nil || n < 0 || n > 1<<24 || strconv.Itoa(n) != num {
 				return tg, errSegName
 			}
 			tg.Kind, tg.Seg = httpSegment, n

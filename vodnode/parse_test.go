@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -116,6 +117,10 @@ func TestParseHTTPTarget(t *testing.T) {
 		// paths give the HTTP forms (they gave the RTSP ones)
 		{"/s/TOK/vod/sample-001/seg-x.ts", "", 0, "", 0, errSegName},
 		{"/s/TOK/vod/sample-001/seg--1.ts", "", 0, "", 0, errSegName},
+		// one name per segment: the playlist's
+		{"/s/TOK/vod/sample-001/seg-01.ts", "", 0, "", 0, errSegName},
+		{"/s/TOK/vod/sample-001/seg-+1.ts", "", 0, "", 0, errSegName},
+		{"/s/TOK/vod/sample-001/seg-0.ts", "", httpSegment, "sample-001", 0, nil},
 		{"/s/TOK/vod/../x.ts", "", 0, "", 0, errNoHTTPPath},
 		{"/s/TOK/vod/sample-001", "", 0, "", 0, errNoHTTPPath},
 	} {
@@ -137,7 +142,8 @@ func FuzzParseHTTPTarget(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if tg.Token == "" || !store.ValidID(tg.Title) || tg.Kind < httpTS || tg.Kind > httpSegment || tg.Seg < 0 {
+		if tg.Token == "" || !store.ValidID(tg.Title) || tg.Kind < httpTS || tg.Kind > httpSegment || tg.Seg < 0 ||
+			(tg.Kind == httpSegment && !strings.HasSuffix(path, fmt.Sprintf("/seg-%d.ts", tg.Seg))) {
 			t.Fatalf("%q %q gave %+v", path, query, tg)
 		}
 	})
