@@ -243,6 +243,12 @@ func (s *rtspServer) respond(ctx context.Context, nc net.Conn, req *base.Request
 			res.StatusCode = base.StatusSessionNotFound
 			return res, ""
 		}
+		if req.Method == base.Describe && !rtspwire.AcceptsSDP(req.Header["Accept"]) {
+			// refused before any admission, as the node would refuse it
+			res.StatusCode = base.StatusNotAcceptable
+			res.StatusMessage = "Not Acceptable (the description is application/sdp)"
+			return res, ""
+		}
 		return s.admit(ctx, nc, req, res, admitted)
 	case base.Play:
 		// PLAY belongs to a session set up on a node (RFC 2326 A.1: PLAY

@@ -89,6 +89,7 @@ func TestRTSPStatuses(t *testing.T) {
 		{"not under /vod", base.Describe, "/live/t1", basicHeader("demo", "demo"), base.StatusNotFound},
 		{"bad title id", base.Describe, "/vod/a%20b", basicHeader("demo", "demo"), base.StatusNotFound},
 		{"outside packages", base.Describe, "/vod/adult-1", basicHeader("kid", "kid"), base.StatusForbidden},
+		{"describe accepting only html", base.Describe, "/vod/t1", base.Header{"Authorization": basicHeader("demo", "demo")["Authorization"], "Accept": {"text/html"}}, base.StatusNotAcceptable},
 		{"keepalive", base.GetParameter, "/vod/t1", nil, base.StatusOK},
 		{"teardown of a node's session", base.Teardown, "/vod/t1", base.Header{"Session": {"abc"}}, base.StatusSessionNotFound},
 		{"pause without session", base.Pause, "/vod/t1", nil, base.StatusMethodNotValidInThisState},

@@ -60,7 +60,12 @@ func TestSessionRequests(t *testing.T) {
 	url := nodeURL(n, tok, "sample-001")
 	c := dialRTSP(t, n)
 
-	res := c.do("DESCRIBE", url)
+	// a description the client does not accept: 406, and the token is
+	// still good for the DESCRIBE that follows
+	if res := c.do("DESCRIBE", url, "Accept", "text/html"); res.StatusCode != base.StatusNotAcceptable {
+		t.Errorf("DESCRIBE accepting only text/html: %s", statusLine(res))
+	}
+	res := c.do("DESCRIBE", url, "Accept", "application/sdp")
 	if res.StatusCode != 200 {
 		t.Fatalf("DESCRIBE: %s", statusLine(res))
 	}

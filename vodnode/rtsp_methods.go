@@ -13,6 +13,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/headers"
 
+	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/deliver"
 	"vodcluster/vodnode/store"
 )
@@ -85,6 +86,10 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 	tg, err := requestTarget(req.URL)
 	if err != nil {
 		return nil, err
+	}
+	if !rtspwire.AcceptsSDP(req.Header["Accept"]) {
+		// before the token is looked at: the viewer keeps its admission
+		return nil, rtspErr(base.StatusNotAcceptable, "the description is application/sdp, which Accept does not admit")
 	}
 	claims, err := c.n.verifyStart(tg, c.remote, c.proto())
 	if err != nil {
