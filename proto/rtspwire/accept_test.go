@@ -9,7 +9,7 @@ func TestAcceptsSDP(t *testing.T) {
 	}{
 		{nil, true},
 		{[]string{""}, true},
-		{[]string{"application/sdp"}, true},                                     // ffmpeg, GStreamer, live555
+		{[]string{"application/sdp"}, true}, // ffmpeg, GStreamer, live555
 		{[]string{"application/sdp, application/rtsl, application/mheg"}, true}, // QuickTime
 		{[]string{"Application/SDP;q=0.5"}, true},
 		{[]string{"*/*"}, true},
