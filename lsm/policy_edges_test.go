@@ -259,3 +259,19 @@ func BenchmarkBucketsMostOutOfService(b *testing.B) {
 		buildBuckets(s, bucketCount(len(s.Nodes)), false, "", 0, &base)
 	}
 }
+
+// A request lard/r refuses (no node can take it) leaves no entry behind:
+// its table has no expiry (the paper's has none), so each refused title
+// stayed, an empty server set, for the manager's life.
+func TestLARDRRefusalLeavesNoEntry(t *testing.T) {
+	s := sched(t, "lard/r", nil, 10)
+	for k := range 50 {
+		r := Request{Title: fmt.Sprint("t", k), Client: "c", Bitrate: 100}
+		if _, err := s.Place(&r, t0); err == nil {
+			t.Fatal("a 100 bit/s session placed on a 10 bit/s node")
+		}
+	}
+	if n := len(s.Policy().(*LARDR).table); n != 0 {
+		t.Errorf("%d entries after 50 refusals, want 0", n)
+	}
+}

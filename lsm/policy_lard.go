@@ -120,5 +120,9 @@ func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 	if len(set.nodes) > 1 && most >= 0 && most != best && now.Sub(set.lastMod) > s.Config.LBLCRShrink {
 		set.remove(most, now)
 	}
+	if len(set.nodes) == 0 {
+		// refused with no member: no entry (the table has no expiry)
+		delete(p.table, r.Title)
+	}
 	return best
 }
