@@ -338,7 +338,51 @@ type PopularityEntry struct {
 	// Sites are the viewers' sites' shares of Weight (ObserveSite), by
 	// site; none when no request named a site.
 	Sites []SiteShare `json:"sites,omitempty"`
+	// WatchSum and WatchN are the title's ended sessions
+	// (ObserveSession), decayed as Weight to the snapshot's time: the sum
+	// of the seconds they lasted, and how many (MeanSession). None in a
+	// snapshot of an earlier version: the mean is then learnt again.
+	WatchSum float64 `json:"watch_sum,omitempty"`
+	WatchN   float64 `json:"watch_n,omitempty"`
 }
+
+// SessionStats are a tracker's cluster-wide session statistics
+// (ObserveSession), for a snapshot: FracSum, the decayed sum of the
+// fractions of their titles' durations that sessions lasted (each in
+// [0, 1]), FracN their decayed number, both as of At. MeanSession falls
+// back on them for a title with too few sessions of its own.
+type SessionStats struct {
+	FracSum float64   `json:"frac_sum"`
+	FracN   float64   `json:"frac_n"`
+	At      time.Time `json:"at"`
+}
+
+// SessionStats returns the tracker's cluster-wide session statistics.
+func (p *Popularity) SessionStats() SessionStats {
+	return SessionStats{FracSum: p.fracSum, FracN: p.fracN, At: p.statsAt}
+}
+
+// RestoreSessionStats sets the tracker's cluster-wide session statistics
+// (a SessionStats taken before a restart). It fails, changing nothing, on
+// a negative or non-finite figure or a FracSum above FracN (a mean
+// fraction above 1).
+func (p *Popularity) RestoreSessionStats(s SessionStats) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	p.fracSum, p.fracN, p.statsAt = s.FracSum, s.FracN, s.At
+	return nil
+}
+
+func (s SessionStats) check() error {
+	if !finiteNonNeg(s.FracSum) || !finiteNonNeg(s.FracN) || s.FracSum > s.FracN*(1+1e-9) {
+		return fmt.Errorf("smm: bad session statistics %+v", s)
+	}
+	return nil
+}
+
+// finiteNonNeg reports whether v is a finite number ≥ 0.
+func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
 // Snapshot returns every title's state at now, sorted by title, for the
 // manager to persist.
@@ -348,19 +392,21 @@ func (p *Popularity) Snapshot(now time.Time) []PopularityEntry {
 		i := p.index[t]
 		x := &p.entries[i].pop
 		p.decay(x, now)
-		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate, Sites: p.sharesOf(i)})
+		out = append(out, PopularityEntry{Title: t, Count: x.count, Weight: x.rate, Sites: p.sharesOf(i),
+			WatchSum: x.watchSum, WatchN: x.watchN})
 	}
 	return out
 }
 
 // Restore loads entries taken by Snapshot at time at (replacing the state
-// of those titles, their site shares included). It fails on an empty
-// title, a negative or non-finite weight, or malformed site shares (an
-// empty or repeated site, a share outside [0, 1], shares summing to more
-// than 1 beyond rounding: shareSumSlack), and then changes nothing.
+// of those titles, their site shares and session lengths included). It
+// fails on an empty title, a negative or non-finite weight or session
+// figure, or malformed site shares (an empty or repeated site, a share
+// outside [0, 1], shares summing to more than 1 beyond rounding:
+// shareSumSlack), and then changes nothing.
 func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 	for _, e := range entries {
-		if e.Title == "" || !(e.Weight >= 0) || math.IsInf(e.Weight, 0) || e.Count < 0 {
+		if e.Title == "" || !finiteNonNeg(e.Weight) || e.Count < 0 || !finiteNonNeg(e.WatchSum) || !finiteNonNeg(e.WatchN) {
 			return fmt.Errorf("smm: bad popularity entry %+v", e)
 		}
 		if err := checkShares(e.Sites); err != nil {
@@ -371,7 +417,7 @@ func (p *Popularity) Restore(entries []PopularityEntry, at time.Time) error {
 		p.index = map[string]int32{}
 	}
 	for _, e := range entries {
-		rec := popEntry{title: e.Title, pop: pop{count: e.Count, rate: e.Weight, at: at}}
+		rec := popEntry{title: e.Title, pop: pop{count: e.Count, rate: e.Weight, at: at, watchSum: e.WatchSum, watchN: e.WatchN}}
 		i, ok := p.index[e.Title]
 		if ok {
 			p.entries[i] = rec

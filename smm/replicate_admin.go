@@ -3,7 +3,9 @@ package smm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -178,22 +180,57 @@ func (r *Replicator) rememberTop(now time.Time) {
 	}
 }
 
-// PopularityState is what a Replicator knows of popularity, for the
-// manager's store: both trackers' entries at time At.
+// PopularityState is what a Replicator knows of popularity and of its
+// plan, for the manager's store: both trackers' entries at time At, the
+// session statistics, the remembered peak and the last plan's replicas.
+// The fields after Rank are omitted from a snapshot of an earlier
+// version; restored without them, the session lengths and the peak are
+// learnt again and the first plan has no earlier counts to hold to.
 type PopularityState struct {
 	At     time.Time         `json:"at"`
 	Demand []PopularityEntry `json:"demand"` // Popularity (HalfLife)
 	Rank   []PopularityEntry `json:"rank"`   // Ranking (RankHalfLife)
+	// Sessions are the demand tracker's cluster-wide session statistics
+	// (MeanSession's fallback for a title with few sessions of its own).
+	Sessions *SessionStats `json:"sessions,omitempty"`
+	// PeakBps is the remembered peak of total demand, bit/s, as of the
+	// plan at PeakAt (it decays with PeakHalfLife from then).
+	PeakBps float64   `json:"peak_bps,omitempty"`
+	PeakAt  time.Time `json:"peak_at,omitzero"`
+	// Plan is the last plan: per title, the replicas it wants and the
+	// nodes it placed them on, sorted by title. The next plan holds to
+	// these counts (hysteresis) and prefers these nodes, as it would had
+	// the manager not restarted, and the evictors keep planned copies.
+	Plan []PlannedTitle `json:"plan,omitempty"`
 }
 
-// SnapshotPopularity returns both popularity trackers at now.
+// PlannedTitle is one title's entry of the plan in a PopularityState.
+type PlannedTitle struct {
+	Title    string   `json:"title"`
+	Replicas int      `json:"replicas"`        // ≥ 1
+	Nodes    []string `json:"nodes,omitempty"` // node ids, at most Replicas
+}
+
+// SnapshotPopularity returns both popularity trackers at now, the session
+// statistics, the remembered peak and the last plan.
 func (r *Replicator) SnapshotPopularity(now time.Time) PopularityState {
-	return PopularityState{At: now, Demand: r.pop.Snapshot(now), Rank: r.rank.Snapshot(now)}
+	ss := r.pop.SessionStats()
+	s := PopularityState{At: now, Demand: r.pop.Snapshot(now), Rank: r.rank.Snapshot(now),
+		Sessions: &ss, PeakBps: r.peak, PeakAt: r.at}
+	for _, t := range slices.Sorted(maps.Keys(r.plan)) {
+		p := r.plan[t]
+		s.Plan = append(s.Plan, PlannedTitle{Title: t, Replicas: p.replicas, Nodes: slices.Clone(p.nodes)})
+	}
+	return s
 }
 
-// RestorePopularity loads a SnapshotPopularity (after a manager restart,
-// so the hottest titles are prefetched at once). It fails on a malformed
-// entry, and then changes nothing.
+// RestorePopularity loads a SnapshotPopularity (after a manager restart or
+// a takeover, so the hottest titles are prefetched at once and the plan
+// goes on from where it was). It fails on a malformed entry (a tracker's,
+// Restore; the session statistics'; a negative or non-finite peak; a plan
+// entry without a title, with fewer than one replica or more nodes than
+// replicas, an empty or repeated node id, a title twice), and then
+// changes nothing.
 func (r *Replicator) RestorePopularity(s PopularityState) error {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { _ = r.RestorePopularity(s) })
@@ -204,9 +241,49 @@ func (r *Replicator) RestorePopularity(s PopularityState) error {
 	if err := (&Popularity{HalfLife: r.rank.HalfLife}).Restore(s.Rank, s.At); err != nil {
 		return err
 	}
+	if s.Sessions != nil {
+		if err := s.Sessions.check(); err != nil {
+			return err
+		}
+	}
+	if !finiteNonNeg(s.PeakBps) {
+		return fmt.Errorf("smm: bad remembered peak %v bit/s", s.PeakBps)
+	}
+	plan, err := restoredPlan(s.Plan)
+	if err != nil {
+		return err
+	}
 	_ = r.pop.Restore(s.Demand, s.At)
 	_ = r.rank.Restore(s.Rank, s.At)
+	if s.Sessions != nil {
+		_ = r.pop.RestoreSessionStats(*s.Sessions)
+	}
+	if !s.PeakAt.IsZero() {
+		r.peak, r.at = s.PeakBps, s.PeakAt
+	}
+	if plan != nil {
+		r.plan = plan
+	}
 	return nil
+}
+
+// restoredPlan checks a PopularityState's plan and returns it as a plan
+// (nil for none).
+func restoredPlan(ps []PlannedTitle) (map[string]*titlePlan, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	plan := make(map[string]*titlePlan, len(ps))
+	for _, p := range ps {
+		nodes := slices.Clone(p.Nodes)
+		slices.Sort(nodes)
+		if p.Title == "" || p.Replicas < 1 || len(p.Nodes) > p.Replicas || plan[p.Title] != nil ||
+			slices.Contains(nodes, "") || len(slices.Compact(nodes)) != len(p.Nodes) {
+			return nil, fmt.Errorf("smm: bad plan entry %+v", p)
+		}
+		plan[p.Title] = &titlePlan{replicas: p.Replicas, nodes: slices.Clone(p.Nodes)}
+	}
+	return plan, nil
 }
 
 // Seed sets title's request rate at now to rate requests per second in

@@ -96,7 +96,7 @@ func (w Window) Contains(t time.Time, loc *time.Location) bool {
 // DefaultReplicatorConfig returns the defaults: popularity half-life 3 h
 // for demand and 24 h for ranking, peak memory 12 h, 70% target utilization, hysteresis 1.0 / 0.7, 90% of
 // each disk planned, keep bonus 1.25, prefetch of an absent title when at
-// least one request is expected within 6 h, 2 fills per node, off-peak
+// least 3 requests are expected within 2 h, 2 fills per node, off-peak
 // 02:00-08:00 UTC with a quarter of the free origin channels outside it,
 // retries from 30 s to 30 min, 10 min fill timeout, 8 MB per transfer.
 func DefaultReplicatorConfig() ReplicatorConfig {
