@@ -76,7 +76,8 @@ type ManagerConfig struct {
 	RTSPSListen     string        `yaml:"rtsps_listen"`          // RTSPS front door, default ":8322" (with rtsp_tls_cert_file)
 	SecretFile      string        `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
 	UsersFile       string        `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
-	AdminTokenFile  string        `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open
+	AdminTokenFile  string        `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open, refused unless grpc_listen is loopback or admin_api_open
+	AdminAPIOpen    bool          `yaml:"admin_api_open"`        // run without admin_token_file on a grpc_listen that is not loopback (anyone reaching it may end sessions, suspend subscribers, drain nodes)
 	Realm           string        `yaml:"realm"`                 // authentication realm, default "vodcluster"
 	TokenTTL        time.Duration `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
 	QueueDeadline   time.Duration `yaml:"queue_deadline"`        // longest wait for a node, default 5s

@@ -192,3 +192,46 @@ func TestRedisAddrSocketURLNamesPath(t *testing.T) {
 		t.Errorf("redis_addr as a socket's path refused: %v", err)
 	}
 }
+
+// A manager without admin_token_file whose gRPC port is reachable from
+// other hosts does not start unless admin_api_open says to run it open:
+// it started with a warning, and anyone reaching grpc_listen could end
+// sessions, suspend subscribers and drain nodes with vodctl. On loopback
+// it starts as before.
+func TestManagerRefusesAnOpenAdminAPIOffLoopback(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.yaml")
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		grpc string
+		open bool
+		ok   bool
+	}{
+		{"", false, false}, // the default, :9090
+		{":0", false, false},
+		{"0.0.0.0:0", false, false},
+		{"[::]:0", false, false},
+		{"192.0.2.1:9090", false, false},
+		{":0", true, true},
+		{"127.0.0.6:0", false, true},
+		{"[::1]:0", false, true},
+		{"localhost:0", false, true},
+	} {
+		p, err := newManager(ManagerConfig{
+			RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: c.grpc, AdminAPIOpen: c.open,
+			DataDir: filepath.Join(dir, "data"), SecretFile: secret, UsersFile: users,
+		})
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin_token_file is not set")) {
+			t.Errorf("grpc_listen %q, admin_api_open %v: %v", c.grpc, c.open, err)
+		}
+		if p != nil {
+			p.Close()
+		}
+	}
+}

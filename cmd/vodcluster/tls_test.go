@@ -230,7 +230,7 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Errorf("node with rtsps_listen and no certificate: %v", err)
 	}
 	users := filepath.Join(deployConfigDirs[0], "users.yaml")
-	m, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: users, DataDir: t.TempDir(), RTSPTLSCert: pki.Cert, RTSPTLSKey: pki.Key})
+	m, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: users, DataDir: t.TempDir(), RTSPTLSCert: pki.Cert, RTSPTLSKey: pki.Key, AdminAPIOpen: true})
 	if err != nil || m.RTSPTLS == nil || m.RTSPSListen != ":8322" {
 		t.Errorf("manager with an RTSPS certificate: %v; %+v", err, m)
 	}
