@@ -30,19 +30,4 @@ func (m *Manager) authorize(ctx context.Context, method string) error {
 }
 
 // grpcAuth returns the server options that run authorize on every call.
-func (m *Manager) grpcAuth() []grpc.ServerOption {
-	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := m.authorize(ctx, info.FullMethod); err != nil {
-				return nil, err
-			}
-			return h(ctx, req)
-		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := m.authorize(ss.Context(), info.FullMethod); err != nil {
-				return err
-			}
-			return h(srv, ss)
-		}),
-	}
-}
+func (m *Manager) grpcAuth() []grpc.ServerOption { return token.Authorize(m.authorize) }

@@ -112,6 +112,7 @@ func (m *Manager) Start() (err error) {
 			creds = insecure.NewCredentials()
 		}
 		if m.origin, err = grpc.NewClient(m.OriginAddr, grpc.WithTransportCredentials(creds),
+			grpc.WithPerRPCCredentials(token.Bearer(token.OriginCredential(m.Secret))),
 			grpc.WithConnectParams(pb.ConnectParams), grpc.WithKeepaliveParams(pb.Keepalive)); err != nil {
 			return fmt.Errorf("acm: origin %s: %w", m.OriginAddr, err)
 		}

@@ -97,11 +97,11 @@ func (m *Manager) queuedOriginDown(down bool) {
 }
 
 // withOriginHint returns the log attributes args, followed by a "hint"
-// when err on the origin link comes from TLS (grpctls.Hint, with the
-// manager's keys for that link).
+// when err on the origin link comes from TLS or from the origin's refusal
+// of the credential (grpctls.OriginHint).
 func withOriginHint(err error, args ...any) []any {
-	if h := grpctls.Hint(err); h != "" {
-		args = append(args, "hint", h+" (origin_tls, origin_tls_ca_file)")
+	if h := grpctls.OriginHint(err); h != "" {
+		args = append(args, "hint", h)
 	}
 	return args
 }

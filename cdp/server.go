@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -80,6 +81,12 @@ type Server struct {
 	// Creds are the gRPC server's transport credentials (grpctls.Server:
 	// TLS); nil means plaintext.
 	Creds credentials.TransportCredentials
+	// Credential is the bearer credential every Origin call must carry
+	// (token.OriginCredential of the cluster secret, which the manager and
+	// the nodes send); a call without it is UNAUTHENTICATED. The health
+	// service stays open. "" means none is asked: anyone who reaches
+	// Listen may list the catalog and fetch every title.
+	Credential string
 	// MetricsListen is the address of the Prometheus /metrics endpoint
 	// (metrics.go); "" means none.
 	MetricsListen string
@@ -177,6 +184,7 @@ func (s *Server) Start() error {
 	if s.Creds != nil {
 		opts = append(opts, grpc.Creds(s.Creds))
 	}
+	opts = append(opts, s.authOptions()...)
 	s.grpc = grpc.NewServer(opts...)
 	vodclusterv1.RegisterOriginServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, health.NewServer())
@@ -185,6 +193,9 @@ func (s *Server) Start() error {
 
 	if cat.Len() == 0 {
 		s.log.Warn("catalog is empty", "dir", s.Dir)
+	}
+	if ap, err := netip.ParseAddrPort(lis.Addr().String()); s.Credential == "" && (err != nil || !ap.Addr().IsLoopback()) {
+		s.log.Warn("the origin asks no credential: anyone who reaches it may list the catalog and fetch every title; give it the cluster's secret_file", "addr", lis.Addr().String())
 	}
 	s.log.Info("origin serving", "addr", lis.Addr().String(), "titles", cat.Len(),
 		"setup_delay", s.SetupDelay, "max_transfers", s.MaxTransfers,

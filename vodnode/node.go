@@ -264,6 +264,7 @@ func (n *Node) Start() (err error) {
 	var originClient pb.OriginClient
 	if n.OriginAddr != "" {
 		n.origin, err = grpc.NewClient(n.OriginAddr, grpc.WithTransportCredentials(orPlaintext(n.OriginCreds)),
+			grpc.WithPerRPCCredentials(token.Bearer(token.OriginCredential(n.Secret))),
 			grpc.WithConnectParams(pb.ConnectParams), grpc.WithKeepaliveParams(pb.Keepalive))
 		if err != nil {
 			return fmt.Errorf("vodnode: origin %s: %w", n.OriginAddr, err)

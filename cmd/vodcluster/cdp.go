@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"vodcluster/cdp"
+	"vodcluster/proto/token"
 )
 
 func cdpCmd() *cobra.Command {
@@ -46,13 +47,23 @@ func cdpCmd() *cobra.Command {
 }
 
 // newCDP builds the origin from its configuration section. Errors: a TLS
-// certificate and key that do not load.
+// certificate and key that do not load, a secret_file that cannot be read
+// or is too short.
 func newCDP(c CDPConfig) (*cdp.Server, error) {
 	creds, err := serverTLS("tls_cert_file", c.TLSCert, "tls_key_file", c.TLSKey)
 	if err != nil {
 		return nil, err
 	}
+	var credential string
+	if c.SecretFile != "" {
+		secret, err := readSecret(c.SecretFile)
+		if err != nil {
+			return nil, err
+		}
+		credential = token.OriginCredential(secret)
+	}
 	return &cdp.Server{
+		Credential:      credential,
 		Dir:             c.Dir,
 		Listen:          orString(c.Listen, cdp.DefaultListen),
 		MetricsListen:   c.MetricsListen,

@@ -22,6 +22,7 @@ import (
 	"vodcluster/cdp"
 	"vodcluster/cdp/samples"
 	"vodcluster/lsm"
+	"vodcluster/proto/token"
 	v1 "vodcluster/proto/vodcluster/v1"
 	"vodcluster/smm"
 	"vodcluster/vodnode"
@@ -135,6 +136,7 @@ func startCluster(opts clusterOptions) (_ *cluster, err error) {
 		MaxTransfers:    opts.OriginMaxTransfers,
 		TransferRateBps: opts.OriginRateBps,
 		Logger:          opts.Logger,
+		Credential:      token.OriginCredential(c.secret),
 	}
 	if err := c.origin.Start(); err != nil {
 		return nil, fmt.Errorf("origin: %w", err)

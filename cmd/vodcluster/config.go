@@ -286,6 +286,7 @@ type CDPConfig struct {
 	CatalogPoll     time.Duration `yaml:"catalog_poll_interval"` // how often dir is looked at for new, removed or replaced titles (then read again without a restart), default 5s; -1s = never (SIGHUP only)
 	TLSCert         string        `yaml:"tls_cert_file"`         // PEM certificate chain of the gRPC server; with tls_key_file: TLS
 	TLSKey          string        `yaml:"tls_key_file"`          // its PEM private key
+	SecretFile      string        `yaml:"secret_file"`           // the cluster secret (the manager's and nodes' secret_file): every Origin call must then carry the credential derived from it; empty: the origin answers anyone who reaches it
 
 	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }

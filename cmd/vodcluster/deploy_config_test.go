@@ -125,6 +125,10 @@ func checkExampleConfig(t *testing.T, path string, users *boss.File) {
 			if err := c.CDP.validate(); err != nil {
 				t.Fatalf("cdp: %v", err)
 			}
+			if f := c.CDP.SecretFile; f == "" || !filepath.IsAbs(f) {
+				t.Fatalf("cdp: secret_file %q: want an absolute path (the origin asks for the cluster's credential)", f)
+			}
+			c.CDP.SecretFile = secret
 			s, err := newCDP(c.CDP)
 			if err != nil {
 				t.Fatalf("cdp: %v", err)

@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Server returns the transport credentials of a gRPC server that speaks
@@ -292,6 +294,22 @@ func Hint(err error) string {
 		return "TLS: this link has TLS on but the server speaks plaintext gRPC"
 	case ServerTLS:
 		return "the server closed the connection at once: if it has a TLS certificate configured, turn TLS on for this link"
+	}
+	return ""
+}
+
+// OriginHint explains an error of the link to the origin (manager or node
+// to origin) for its log line: Hint's, naming the keys of that link
+// (origin_tls, origin_tls_ca_file), or, for the origin's UNAUTHENTICATED,
+// that the origin's secret_file must hold the cluster secret of the
+// manager and nodes (the credential they send is derived from theirs:
+// token.OriginCredential). It returns "" for any other error.
+func OriginHint(err error) string {
+	if h := Hint(err); h != "" {
+		return h + " (origin_tls, origin_tls_ca_file)"
+	}
+	if status.Code(err) == codes.Unauthenticated {
+		return "the origin refuses the credential this process sends: the origin's secret_file must hold the cluster secret of the manager and the nodes"
 	}
 	return ""
 }

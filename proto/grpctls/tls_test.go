@@ -13,10 +13,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"vodcluster/proto/grpctls/grpctlstest"
 	"vodcluster/proto/logtest"
@@ -323,6 +325,17 @@ func TestHint(t *testing.T) {
 		if h := Hint(err); (c.want == "" && h != "") || !strings.Contains(h, c.want) {
 			t.Errorf("%s: Hint(%v) = %q, want %q", c.name, err, h, c.want)
 		}
+		// the origin link's: the same, naming its keys
+		if h := OriginHint(err); (c.want == "" && h != "") || !strings.Contains(h, c.want) || (h != "" && !strings.Contains(h, "(origin_tls, origin_tls_ca_file)")) {
+			t.Errorf("%s: OriginHint(%v) = %q, want %q", c.name, err, h, c.want)
+		}
+	}
+	// the origin's refusal of the credential: its secret_file
+	if h := OriginHint(status.Error(codes.Unauthenticated, "missing or wrong bearer credential")); !strings.Contains(h, "origin's secret_file") {
+		t.Errorf("OriginHint(UNAUTHENTICATED) = %q", h)
+	}
+	if h := OriginHint(status.Error(codes.NotFound, "no title")); h != "" {
+		t.Errorf("OriginHint(NOT_FOUND) = %q", h)
 	}
 	// A server that accepts and never answers (stopped with SIGSTOP,
 	// overloaded): the client gives up waiting for its preface, which is

@@ -135,8 +135,8 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 	list, err := pb.ListAllTitles(ctx, c.origin.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
 	if err != nil {
 		if c.log != nil {
-			if h := grpctls.Hint(err); h != "" {
-				c.log.Error("origin catalog not read", "err", err, "hint", h+" (origin_tls, origin_tls_ca_file)")
+			if h := grpctls.OriginHint(err); h != "" {
+				c.log.Error("origin catalog not read", "err", err, "hint", h)
 			} else {
 				c.log.Warn("origin catalog not read", "err", err)
 			}

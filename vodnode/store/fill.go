@@ -522,8 +522,8 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 	case errors.Is(err, errPreempted):
 		s.log.Info("prefetch stopped to make room for a fill on demand", "title", id, "stored_bytes", t.View().Index.Size)
 	default:
-		if h := grpctls.Hint(err); h != "" {
-			s.log.Error("fill failed", "title", id, "err", err, "hint", h+" (origin_tls, origin_tls_ca_file)")
+		if h := grpctls.OriginHint(err); h != "" {
+			s.log.Error("fill failed", "title", id, "err", err, "hint", h)
 		} else {
 			s.log.Error("fill failed", "title", id, "err", err)
 		}
