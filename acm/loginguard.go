@@ -35,18 +35,28 @@ const addrFactor = 10
 // household's or a hotel's set-top boxes share one NAT address, and one
 // box with a wrong password must not lock the others out. The address's
 // limit stops one address from spraying guesses over many user names
-// (100 at once, then one every 3 s with the defaults). Each table holds
-// at most bucketTableMax keys (bucketTable: a key with a check in flight
-// is never forgotten). Safe for concurrent use.
+// (100 at once, then one every 3 s with the defaults), but a pair that
+// logged in correctly within knownPairTTL is not held by it (its own
+// limit still holds): a device spraying guesses from a household's,
+// hotel's or carrier-grade NAT's address locked out every subscriber
+// behind it, one guess every 3 s keeping them out. Each table holds at
+// most bucketTableMax keys (bucketTable: a key with a check in flight is
+// never forgotten), the known pairs as many. Safe for concurrent use.
 type loginGuard struct {
 	burst  int
 	refill time.Duration
 
 	mu      sync.Mutex
-	pairs   *bucketTable  // by client address and user name; inflight: checks in flight
-	addrs   *bucketTable  // by client address
-	changed chan struct{} // closed (and replaced) when a check ends
+	pairs   *bucketTable         // by client address and user name; inflight: checks in flight
+	addrs   *bucketTable         // by client address
+	known   map[string]time.Time // pairs (as pairs' keys) by their last correct login
+	changed chan struct{}        // closed (and replaced) when a check ends
 }
+
+// knownPairTTL is how long a correct login keeps its pair (client
+// address, user name) clear of its address's limit: a set-top box
+// reconnects at least daily.
+const knownPairTTL = 7 * 24 * time.Hour
 
 // newLoginGuard returns a guard allowing burst failures per pair, one
 // more every refill; nil (no limit) when burst < 0.
@@ -58,6 +68,7 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	return &loginGuard{burst: burst, refill: refill,
 		pairs:   newBucketTable(burst, refill, bucketTableMax),
 		addrs:   newBucketTable(addrFactor*burst, refill/addrFactor, bucketTableMax),
+		known:   map[string]time.Time{},
 		changed: make(chan struct{})}
 }
 
@@ -107,16 +118,17 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 		a := g.addrs.get(addr, now)
 		p := g.pairs.get(pair, now)
 		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
+		known := g.knownLocked(pair, now)
 		switch {
-		case ta-float64(a.inflight) >= 1 && tp-float64(p.inflight) >= 1:
+		case (known || ta-float64(a.inflight) >= 1) && tp-float64(p.inflight) >= 1:
 			a.inflight++
 			p.inflight++
 			g.mu.Unlock()
 			var once sync.Once
 			return true, 0, func(failed bool, at time.Time) {
-				once.Do(func() { g.end(a, p, cred, failed, at) })
+				once.Do(func() { g.end(pair, a, p, cred, failed, at) })
 			}
-		case (ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
+		case (!known && ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
 			// Spent by failures: refused until the bucket refills.
 			wait = max(refillWait(ta, g.refill/addrFactor), refillWait(tp, g.refill))
 			g.mu.Unlock()
@@ -132,10 +144,11 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 	}
 }
 
-// end ends a check of cred counted on a and p: a failure at time at is
-// charged (into debt if need be) and cred remembered as the pair's last
-// failed credentials, and the waiting checks are woken.
-func (g *loginGuard) end(a, p *bucket, cred credKey, failed bool, at time.Time) {
+// end ends a check of cred counted on a and p (pair's): a failure at
+// time at is charged (into debt if need be) and cred remembered as the
+// pair's last failed credentials, a success makes the pair known, and
+// the waiting checks are woken.
+func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, failed bool, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
@@ -144,9 +157,42 @@ func (g *loginGuard) end(a, p *bucket, cred credKey, failed bool, at time.Time) 
 		a.l.ReserveN(at, 1)
 		p.l.ReserveN(at, 1)
 		p.failed, p.failedAt = cred, at
+	} else {
+		g.noteKnownLocked(pair, at)
 	}
 	close(g.changed)
 	g.changed = make(chan struct{})
+}
+
+// knownLocked reports whether pair logged in correctly within
+// knownPairTTL of now (mu held).
+func (g *loginGuard) knownLocked(pair string, now time.Time) bool {
+	at, ok := g.known[pair]
+	return ok && now.Sub(at) < knownPairTTL && !now.Before(at.Add(-time.Minute))
+}
+
+// noteKnownLocked records pair's correct login at (mu held). A table at
+// bucketTableMax pairs first forgets, of a sample of 64 (map order), those
+// past knownPairTTL, or else the one logged in longest ago.
+func (g *loginGuard) noteKnownLocked(pair string, at time.Time) {
+	if _, ok := g.known[pair]; !ok && len(g.known) >= bucketTableMax {
+		oldest, n, expired := "", 0, false
+		for k, t := range g.known {
+			if at.Sub(t) >= knownPairTTL {
+				delete(g.known, k)
+				expired = true
+			} else if oldest == "" || t.Before(g.known[oldest]) {
+				oldest = k
+			}
+			if n++; n == 64 {
+				break
+			}
+		}
+		if !expired {
+			delete(g.known, oldest)
+		}
+	}
+	g.known[pair] = at
 }
 
 // addrKey is the guard's key of a client address: the address, or an

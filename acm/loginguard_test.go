@@ -261,3 +261,62 @@ func (b slowBOSS) Authenticate(ctx context.Context, c boss.Credentials) error {
 	time.Sleep(200 * time.Millisecond)
 	return b.BOSS.Authenticate(ctx, c)
 }
+
+// A device spraying guesses over many user names from a shared address
+// (a household's, a hotel's, a carrier's NAT) spends the address's budget,
+// but the subscribers who logged in correctly from there before are not
+// locked out by it (they were: 100 wrong guesses, then one every 3 s,
+// kept every password login behind the address refused); a user name
+// new to the address still is, and a known pair's own limit still holds.
+func TestLoginGuardKnownPairsPassASprayedAddress(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	if !guess(g, "10.0.0.1", "alice", t0, false) {
+		t.Fatal("first login refused")
+	}
+	for i := range 20 {
+		guess(g, "10.0.0.1", "spray"+strconv.Itoa(i), t0, true)
+	}
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, t0); ok {
+		t.Fatal("a name new to the sprayed address let through")
+	}
+	later := t0.Add(24 * time.Hour)
+	for i := range 20 {
+		guess(g, "10.0.0.1", "spray-again"+strconv.Itoa(i), later, true)
+	}
+	if !guess(g, "10.0.0.1", "alice", later, false) {
+		t.Fatal("a subscriber who logged in from the address before is locked out by the spray")
+	}
+	// alice's own limit: two failures, then refused
+	guess(g, "10.0.0.1", "alice", later, true)
+	guess(g, "10.0.0.1", "alice", later, true)
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, later); ok {
+		t.Fatal("a known pair's own failures not limited")
+	}
+	// known for knownPairTTL only
+	if !guess(g, "10.0.0.1", "alice", t0.Add(knownPairTTL+time.Hour), false) {
+		t.Fatal("refused a week on, the address's and alice's budgets refilled")
+	}
+	g.known["10.0.0.1\x00old"] = t0
+	for i := range 20 {
+		guess(g, "10.0.0.1", "s"+strconv.Itoa(i), t0.Add(knownPairTTL+2*time.Hour), true)
+	}
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "old", credKey{}, t0.Add(knownPairTTL+2*time.Hour)); ok {
+		t.Fatal("a pair known more than knownPairTTL ago still passes the spent address")
+	}
+}
+
+// The known pairs are bounded: past bucketTableMax a correct login makes
+// room by forgetting another.
+func TestLoginGuardKnownPairsBounded(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	for i := range bucketTableMax + 50 {
+		g.mu.Lock()
+		g.noteKnownLocked("10.0.0.1\x00u"+strconv.Itoa(i), t0.Add(time.Duration(i)*time.Millisecond))
+		g.mu.Unlock()
+	}
+	if n := len(g.known); n > bucketTableMax {
+		t.Fatalf("%d known pairs, at most %d", n, bucketTableMax)
+	}
+}
