@@ -40,3 +40,49 @@ func TestGDSFClassicFillTakesTheLAfterItsEvictions(t *testing.T) {
 		t.Fatalf("H(c) after a hit at L=5 = %v, want 7", h)
 	}
 }
+
+// CanFree answers whether room can be made without the side effects of
+// Victims: gdsf-classic raises L and forgets its victims, w-tinylfu
+// forgets them at its next call. A queued operator's prefetch asked
+// Victims only to check for room, and reset the disk's history.
+func TestCanFreeChangesNoState(t *testing.T) {
+	// hot is the least recently used: a policy that lost its history
+	// evicts it first.
+	items := []Item{{Title: "cold", Bytes: 100, LastAccess: at(2)}, {Title: "hot", Bytes: 100, LastAccess: at(1)},
+		{Title: "play", Bytes: 100, InUse: true}}
+	for _, name := range []string{"gdsf-classic", "w-tinylfu", "gdsf", "lru", "lfu"} {
+		st, err := NewStorage(name, StorageConfig{Planner: PlannerNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := st.Evictor("n")
+		rec := ev.(Recorder)
+		for _, x := range []string{"cold", "hot", "play"} {
+			rec.Record(x, 100, at(0))
+		}
+		for range 9 {
+			rec.Record("hot", 100, at(1))
+		}
+		for range 3 {
+			if !CanFree(ev, items, 200, at(2)) || CanFree(ev, items, 201, at(2)) {
+				t.Fatalf("%s: CanFree of 200 and 201 bytes with 200 evictable", name)
+			}
+		}
+		if name == "lru" || name == "lfu" {
+			continue // no history: the least recently used goes
+		}
+		rec.Record("play", 100, at(3))
+		if v, ok := ev.Victims(items, 100, at(4)); !ok || !slices.Equal(v, []string{"cold"}) {
+			t.Fatalf("%s: victims after three room checks %v %v, want [cold]", name, v, ok)
+		}
+	}
+	// The node's pins count as in use.
+	pins := &Pins{}
+	if _, err := pins.Pin("n", "cold"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := NewStorage("w-tinylfu", StorageConfig{Pins: pins})
+	if CanFree(st.Evictor("n"), items, 101, at(0)) || !CanFree(st.Evictor("n"), items, 100, at(0)) {
+		t.Fatal("CanFree counts a pinned title as room")
+	}
+}
