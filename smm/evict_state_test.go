@@ -86,3 +86,38 @@ func TestCanFreeChangesNoState(t *testing.T) {
 		t.Fatal("CanFree counts a pinned title as room")
 	}
 }
+
+// A title w-tinylfu refuses to admit is streamed through, not kept: it
+// leaves the segments (the sketch keeps its count). It stayed in
+// probation with its candidacy spent, and its next request promoted it
+// to protected without passing the filter again.
+func TestWTinyLFURefusedTitleLeavesTheSegments(t *testing.T) {
+	w := NewWTinyLFU()
+	w.Record("x", 100, at(0))
+	w.Record("x", 100, at(0))
+	disk := []Item{{Title: "x", Bytes: 100}}
+	for i := range 2 {
+		w.Record("b", 100, at(1+i))
+		v, ok := w.Victims(disk, 100, at(1+i))
+		if !ok || !slices.Equal(v, []string{"x"}) {
+			t.Fatalf("request %d of b: victims %v %v, want [x]", i+1, v, ok)
+		}
+		if w.Admit("b", 100, disk, at(1+i)) {
+			t.Fatalf("request %d of b (estimate %d) admitted over x (estimate %d)", i+1, w.Frequency("b"), w.Frequency("x"))
+		}
+		if e := w.ents["b"]; e != nil {
+			t.Fatalf("request %d of b: refused, still in segment %d", i+1, e.seg)
+		}
+	}
+	if w.Frequency("b") != 2 {
+		t.Fatalf("sketch estimate of b %d, want 2", w.Frequency("b"))
+	}
+	// Its third request beats x's two.
+	w.Record("b", 100, at(3))
+	if _, ok := w.Victims(disk, 100, at(3)); !ok || !w.Admit("b", 100, disk, at(3)) {
+		t.Fatal("b, requested three times, not admitted over x, requested twice")
+	}
+	if e := w.ents["b"]; e == nil || e.seg == segProtected {
+		t.Fatalf("b admitted: %+v, want it in the window or probation", e)
+	}
+}

@@ -294,7 +294,9 @@ func (w *WTinyLFU) reconcile(items []Item, on map[string]*Item) {
 // Admit implements Admitter: a title that did not fit in the window is kept
 // only when the sketch deems it more frequent than every victim. When it
 // is not, the victims the last Victims named stay where they were (the
-// owner evicts nothing).
+// owner evicts nothing), and the refused title leaves the segments (it is
+// not on the disk; the sketch keeps its count): its next request makes it
+// a new entry, which must pass the filter again.
 func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) bool {
 	e := w.ents[title]
 	if e == nil || !e.cand {
@@ -304,6 +306,7 @@ func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) boo
 	for i := range victims {
 		if w.sketch.estimate(victims[i].Title) >= f {
 			w.pending = w.pending[:0]
+			w.remove(e)
 			return false
 		}
 	}
