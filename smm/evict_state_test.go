@@ -3,6 +3,7 @@ package smm
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // gdsf-classic gives a title filled on demand H = L' + F*C/S with L' the
@@ -119,5 +120,34 @@ func TestWTinyLFURefusedTitleLeavesTheSegments(t *testing.T) {
 	}
 	if e := w.ents["b"]; e == nil || e.seg == segProtected {
 		t.Fatalf("b admitted: %+v, want it in the window or probation", e)
+	}
+}
+
+// Without Record calls (a node's own evictor) w-tinylfu is LRU by
+// Item.LastAccess, as its doc says; it evicted the title it had just
+// heard of (appended at probation's end) first.
+func TestWTinyLFUWithoutRecordIsLRU(t *testing.T) {
+	w := NewWTinyLFU()
+	t1 := at(0)
+	items := []Item{{Title: "old", Bytes: 100, LastAccess: t1}, {Title: "mid", Bytes: 100, LastAccess: t1.Add(time.Hour)}}
+	w.Victims(items, 0, t1.Add(2*time.Hour))
+	items = append(items, Item{Title: "new", Bytes: 100, LastAccess: t1.Add(3 * time.Hour)})
+	if v, _ := w.Victims(items, 200, t1.Add(3*time.Hour)); !slices.Equal(v, []string{"old", "mid"}) {
+		t.Fatalf("victims %v, want [old mid]", v)
+	}
+	// old played again: now the most recent.
+	items[0].LastAccess = t1.Add(4 * time.Hour)
+	if v, _ := w.Victims(items, 100, t1.Add(4*time.Hour)); !slices.Equal(v, []string{"mid"}) {
+		t.Fatalf("victims %v, want [mid]", v)
+	}
+
+	// With Record calls, titles it never heard of (prefetches) join the
+	// least recent end of probation, the least recently used last.
+	w = NewWTinyLFU()
+	w.Record("a", 100, t1)
+	items = []Item{{Title: "a", Bytes: 100, LastAccess: t1},
+		{Title: "p1", Bytes: 100, LastAccess: t1.Add(time.Hour)}, {Title: "p2", Bytes: 100, LastAccess: t1.Add(2 * time.Hour)}}
+	if v, _ := w.Victims(items, 200, t1.Add(3*time.Hour)); !slices.Equal(v, []string{"p1", "p2"}) {
+		t.Fatalf("victims %v, want [p1 p2]", v)
 	}
 }
