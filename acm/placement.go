@@ -197,7 +197,9 @@ func (m *Manager) queueRoomLocked(ns *nodeState, t store.Title, now time.Time) e
 	if need <= 0 {
 		return nil
 	}
-	if _, ok := m.storage.Evictor(ns.id).Victims(m.itemsLocked(ns, t.ID), need, now); !ok {
+	// smm.CanFree, not Victims: some evictors (gdsf-classic, w-tinylfu)
+	// take Victims' answer as evictions.
+	if !smm.CanFree(m.storage.Evictor(ns.id), m.itemsLocked(ns, t.ID), need, now) {
 		return status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed with the prefetches queued there, the rest is playing, filling or pinned",
 			errNoRoom, ns.id, t.ID, need)
 	}
@@ -322,7 +324,20 @@ func (m *Manager) makeRoomLocked(ns *nodeState, t store.Title, now time.Time, al
 // preemptibleBytesLocked; 0 for a prefetch), free the whole need.
 func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now time.Time, all bool, stops int64) (bool, error) {
 	items := m.itemsLocked(ns, title)
-	victims, ok := m.storage.Evictor(ns.id).Victims(items, need, now)
+	ev := m.storage.Evictor(ns.id)
+	// The refusals that evict nothing come before Victims, whose answer
+	// some evictors (gdsf-classic, w-tinylfu) take as evictions: the
+	// victims free all that is evictable when they cannot free need. (A
+	// queue with room for fewer commands than the victims is still found
+	// after it.)
+	if all && !smm.CanFree(ev, items, need-stops, now) {
+		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
+			errNoRoom, ns.id, title, need)
+	}
+	if len(ns.queue)+1 > cmdQueue {
+		return false, queueFull(ns.id)
+	}
+	victims, ok := ev.Victims(items, need, now)
 	if !ok && stops > 0 {
 		freed := stops
 		for _, it := range items {
@@ -332,7 +347,7 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 		}
 		ok = freed >= need
 	}
-	if !ok && all {
+	if !ok && all { // an evictor short of its own CanFree
 		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes needed, the rest is playing, filling or pinned",
 			errNoRoom, ns.id, title, need)
 	}

@@ -43,6 +43,38 @@ type Evictor interface {
 	Victims(items []Item, need int64, now time.Time) (titles []string, ok bool)
 }
 
+// RoomChecker is implemented by evictors that know better than the items
+// alone whether room can be made (Storage's node evictors mark the
+// operator's pins). CanFree reports whether Victims(items, need, now)
+// would answer ok, without changing any state.
+type RoomChecker interface {
+	CanFree(items []Item, need int64, now time.Time) bool
+}
+
+// CanFree reports whether ev could free need bytes among items: ev's own
+// answer when it is a RoomChecker, else whether the evictable items
+// (neither InUse, Filling nor Pinned) hold need bytes, which is when
+// Victims answers ok. Unlike Victims it changes no state: ask it, not
+// Victims, when nothing will be evicted (gdsf-classic and w-tinylfu treat
+// Victims' answer as evictions).
+func CanFree(ev Evictor, items []Item, need int64, now time.Time) bool {
+	if rc, ok := ev.(RoomChecker); ok {
+		return rc.CanFree(items, need, now)
+	}
+	return evictableBytes(items) >= need
+}
+
+// evictableBytes is the bytes of the items a policy may remove.
+func evictableBytes(items []Item) int64 {
+	var n int64
+	for i := range items {
+		if evictable(&items[i]) {
+			n += items[i].Bytes
+		}
+	}
+	return n
+}
+
 // Recorder is implemented by eviction policies that keep state per title
 // (gdsf, w-tinylfu). The owner of the disk calls Record for every request
 // the node serves, a hit or a fill, before it asks for Victims, and Forget

@@ -38,6 +38,10 @@ type GDSFClassic struct {
 	clock    float64 // L
 	ents     map[string]*gdsfEnt
 	recorded bool // Record was called: ignore Item.Hits
+	// incoming is the last title Record saw, until a Victims call frees
+	// room: when it is not on the disk then, the room is for its fill,
+	// and it takes the L after its victims.
+	incoming string
 }
 
 type gdsfEnt struct {
@@ -73,12 +77,18 @@ func (g *GDSFClassic) Record(title string, _ int64, _ time.Time) {
 	}
 	e.f++
 	e.at = g.clock
+	g.incoming = title
 }
 
 // Forget implements Recorder: title left the disk by an order that did not
 // come from Victims. L stays: such a title was not chosen as the lowest
 // priority, so raising L to it would age every other title at once.
-func (g *GDSFClassic) Forget(title string) { delete(g.ents, title) }
+func (g *GDSFClassic) Forget(title string) {
+	delete(g.ents, title)
+	if g.incoming == title {
+		g.incoming = ""
+	}
+}
 
 // Priority returns H for it as Victims would rank it now.
 func (g *GDSFClassic) Priority(it *Item) float64 {
@@ -104,7 +114,11 @@ func (g *GDSFClassic) sync(it *Item) *gdsfEnt {
 }
 
 // Victims implements Evictor. When it can free need bytes it treats its
-// victims as evicted: L rises to the highest priority among them.
+// victims as evicted: L rises to the highest priority among them, and the
+// title being filled (the last one Record saw, when it is not among
+// items) is stamped with that L, H = L' + F*C/S with L' the
+// value after the evictions that make its room, as in the paper. Ask
+// smm.CanFree, not Victims, when nothing will be evicted.
 func (g *GDSFClassic) Victims(items []Item, need int64, _ time.Time) ([]string, bool) {
 	type cand struct {
 		it *Item
@@ -141,9 +155,23 @@ func (g *GDSFClassic) Victims(items []Item, need int64, _ time.Time) ([]string, 
 		for _, t := range out {
 			delete(g.ents, t)
 		}
+		if e := g.ents[g.incoming]; e != nil && !onDisk(items, g.incoming) {
+			e.at = g.clock
+		}
+		g.incoming = ""
 	}
 	g.prune(items)
 	return out, ok
+}
+
+// onDisk reports whether title is among items.
+func onDisk(items []Item, title string) bool {
+	for i := range items {
+		if items[i].Title == title {
+			return true
+		}
+	}
+	return false
 }
 
 // prune drops state of titles no longer on the disk once it outgrows it,

@@ -2,6 +2,7 @@ package smm
 
 import (
 	"container/list"
+	"sort"
 	"time"
 )
 
@@ -26,8 +27,10 @@ func init() {
 // larger than the window it competes at once, through Admitter.Admit, and
 // a false answer tells the node to stream it through without keeping it.
 //
-// It needs Recorder calls to see requests; without them every stored title
-// counts as an unknown probation entry and the order falls back to LRU.
+// It needs Recorder calls to see requests; without them (a node's own
+// evictor) every stored title is an unknown probation entry, kept in
+// Item.LastAccess order, and the policy is LRU. A title it has not heard
+// of (a prefetch) joins probation's least recent end, by LastAccess.
 // The disk's size is inferred from the Victims calls (the bytes on disk
 // plus the free space they imply).
 type WTinyLFU struct {
@@ -42,6 +45,7 @@ type WTinyLFU struct {
 	protBytes       int64
 	total           int64 // bytes of all entries
 	incoming        string
+	recorded        bool     // Record was called
 	cands           []*tlEnt // moved out of the window by the last Record
 	pending         []*tlEnt // the last Victims, forgotten at the next call unless Admit refused
 }
@@ -143,6 +147,7 @@ func (w *WTinyLFU) commit() {
 // Record implements Recorder.
 func (w *WTinyLFU) Record(title string, bytes int64, _ time.Time) {
 	w.commit()
+	w.recorded = true
 	w.sketch.sample = 10 * max(len(w.ents), 64)
 	w.sketch.add(title)
 	for _, c := range w.cands {
@@ -264,22 +269,24 @@ func (w *WTinyLFU) Victims(items []Item, need int64, _ time.Time) ([]string, boo
 }
 
 // reconcile makes the segments match the disk: unknown stored titles join
-// probation as its least recent entries; entries no longer on the disk
-// (other than the title being filled now) are dropped.
+// probation as its least recent entries, the least recently used
+// (Item.LastAccess) last; entries no longer on the disk (other than the
+// title being filled now) are dropped. Without Record calls, probation
+// (every entry then) is kept in LastAccess order: LRU.
 func (w *WTinyLFU) reconcile(items []Item, on map[string]*Item) {
 	for t, e := range w.ents {
 		if _, ok := on[t]; !ok && t != w.incoming {
 			w.remove(e)
 		}
 	}
+	byRecency := make([]*Item, 0, len(items))
 	for i := range items {
 		it := &items[i]
 		e := w.ents[it.Title]
+		if e == nil || !w.recorded {
+			byRecency = append(byRecency, it)
+		}
 		if e == nil {
-			e = &tlEnt{title: it.Title, bytes: it.Bytes, seg: segProbation}
-			e.el = w.prob.PushBack(e)
-			w.ents[it.Title] = e
-			w.total += e.bytes
 			continue
 		}
 		if e.bytes != it.Bytes {
@@ -289,12 +296,26 @@ func (w *WTinyLFU) reconcile(items []Item, on map[string]*Item) {
 			w.account(e, +1)
 		}
 	}
+	sort.SliceStable(byRecency, func(i, j int) bool { return byRecency[i].LastAccess.After(byRecency[j].LastAccess) })
+	for _, it := range byRecency {
+		e := w.ents[it.Title]
+		if e == nil {
+			e = &tlEnt{title: it.Title, bytes: it.Bytes, seg: segProbation}
+			e.el = w.prob.PushBack(e)
+			w.ents[it.Title] = e
+			w.total += e.bytes
+		} else if e.seg == segProbation {
+			w.prob.MoveToBack(e.el)
+		}
+	}
 }
 
 // Admit implements Admitter: a title that did not fit in the window is kept
 // only when the sketch deems it more frequent than every victim. When it
 // is not, the victims the last Victims named stay where they were (the
-// owner evicts nothing).
+// owner evicts nothing), and the refused title leaves the segments (it is
+// not on the disk; the sketch keeps its count): its next request makes it
+// a new entry, which must pass the filter again.
 func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) bool {
 	e := w.ents[title]
 	if e == nil || !e.cand {
@@ -304,6 +325,7 @@ func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) boo
 	for i := range victims {
 		if w.sketch.estimate(victims[i].Title) >= f {
 			w.pending = w.pending[:0]
+			w.remove(e)
 			return false
 		}
 	}

@@ -123,9 +123,10 @@ type nodeEvictor struct {
 }
 
 var (
-	_ Evictor  = (*nodeEvictor)(nil)
-	_ Recorder = (*nodeEvictor)(nil)
-	_ Admitter = (*nodeEvictor)(nil)
+	_ Evictor     = (*nodeEvictor)(nil)
+	_ Recorder    = (*nodeEvictor)(nil)
+	_ Admitter    = (*nodeEvictor)(nil)
+	_ RoomChecker = (*nodeEvictor)(nil)
 )
 
 // Name returns the base policy's name.
@@ -152,6 +153,19 @@ func (e *nodeEvictor) Admit(title string, bytes int64, victims []Item, now time.
 		return a.Admit(title, bytes, victims, now)
 	}
 	return true
+}
+
+// CanFree implements RoomChecker: whether the titles neither in use nor
+// pinned (by the item or by the operator's pins) hold need bytes, which
+// is when Victims answers ok (its second pass takes planned titles too).
+func (e *nodeEvictor) CanFree(items []Item, need int64, _ time.Time) bool {
+	var n int64
+	for i := range items {
+		if evictable(&items[i]) && !e.pins.Protects(e.node, items[i].Title) {
+			n += items[i].Bytes
+		}
+	}
+	return n >= need
 }
 
 // Victims implements Evictor: pinned titles are protected; with a planner

@@ -37,7 +37,8 @@ new titles, node failures) and prints, per scheduling and storage policy, the
 sessions requested, admitted and refused, QoS violations, peak-to-mean node
 load at the peak hour, origin fetches and bytes, the offline lower bound on
 origin bytes for the same served requests and the cluster's disk (each title
-on disk while it plays) and the ratio to it, placement moves, peak CDP
+on disk while it plays, but for a fill the admission filter streams through
+unkept: an instant) and the ratio to it, placement moves, peak CDP
 transfers and decision times. --storage-policies all --policies lall,rr,wlc
 is the side-by-side storage table. --trace-out writes the requests as CSV,
 one row per placement (a viewer resumed after a node failure has two) and

@@ -498,7 +498,11 @@ func (e *engine) endSession(sid int32) {
 	if s.playing {
 		e.streamed(s)
 		if s.trace >= 0 {
-			e.res.Trace[s.trace].End = e.now
+			tr := &e.res.Trace[s.trace]
+			tr.End = e.now
+			if s.bypass { // streamed through, never on the disk: an instant for the bound
+				tr.End = tr.T
+			}
 		}
 		if e.rep != nil {
 			t := &e.d.titles[s.title]

@@ -151,6 +151,39 @@ func TestFillsTheAdmissionFilterRefusesStreamThrough(t *testing.T) {
 	}
 }
 
+// A session whose fill streams through unkept (an admission filter's
+// refusal) holds no disk room: the trace and the bound take it as an
+// instant request. The residency bound assumed its title stayed on disk
+// while it played, so with disks too small for the titles played at once
+// the bound was infeasible (the run failed), and with larger ones it could
+// exceed what the run fetched.
+func TestBypassedSessionsAreInstantsForTheBound(t *testing.T) {
+	c := small()
+	c.StoragePolicy = "lru"
+	c.Cluster.DiskShare = 0.1
+	e, err := newEngine(&c, generate(&c, 6), "lall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range e.nodes {
+		n.evictor = &refuseAll{victims: map[string]bool{}}
+	}
+	r, err := e.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStorage(t, r)
+	instants := 0
+	for _, tr := range r.Trace {
+		if tr.Node >= 0 && tr.End == tr.T {
+			instants++
+		}
+	}
+	if r.BypassedFills == 0 || instants == 0 || int64(instants) > r.BypassedFills {
+		t.Fatalf("%d fills streamed through, %d served rows that are instants", r.BypassedFills, instants)
+	}
+}
+
 // The heavy-load case of docs/scheduling.md: the default demand at
 // 320,000 subscribers (peak utilization about 0.92), and the same with
 // disks of 90% of the catalog. lall degrades no worse than lard and lblc:

@@ -104,7 +104,10 @@ type Result struct {
 // refused (seconds since the start, rounded up to a millisecond), the
 // title and its bytes, the node index chosen (-1 refused), whether the
 // node had to fill the title from the origin, and when the session
-// stopped playing (rounded down to a millisecond; 0 when refused).
+// stopped playing (rounded down to a millisecond; 0 when refused; T when
+// the node streamed its fill through without keeping it, an admission
+// filter's refusal (smm.Admitter): the title took no disk room, so the
+// bound counts the session as an instant request).
 // Resumed marks the playback of a viewer who asked again after a node
 // failure cut it off (not a request of its own in Requested; the CSV does
 // not tell it apart: it is demand served like any other).

@@ -125,7 +125,8 @@ func WriteJSON(w io.Writer, rs []Result) error {
 // reads (bound.CSVHeader): time_s (when the request reached its node, or
 // was refused), title, bytes, node index (-1 when refused), fill (the
 // node filled the title from the origin), end_s (when the session stopped
-// playing; 0 when refused).
+// playing; 0 when refused; time_s for a fill streamed through unkept,
+// which held no disk room: TraceRecord).
 func WriteTraceCSV(w io.Writer, tr []TraceRecord) error {
 	cw, err := bound.NewCSVWriter(w)
 	if err != nil {
