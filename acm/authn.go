@@ -87,7 +87,11 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
 		return "", false, retryLater{errThrottled, wait}
 	}
-	err = m.BOSS.Authenticate(ctx, c)
+	bctx := ctx
+	if m.logins.isKnown(ip, c.User, m.now()) {
+		bctx = boss.WithPriority(ctx) // its bcrypt before the guesses of unknown names
+	}
+	err = m.BOSS.Authenticate(bctx, c)
 	done(errors.Is(err, boss.ErrUnauthorized), m.now())
 	switch {
 	case errors.Is(err, boss.ErrUnauthorized):

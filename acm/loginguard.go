@@ -31,7 +31,8 @@ const addrFactor = 10
 // (a correct one gives its place back, a wrong one spends it), so any
 // number of correct logins at once pass (a household's boxes reconnecting
 // together wait about one check) while guesses sent at once get no more
-// checks than the budget. The pair's limit is the tight one: a
+// checks than the budget, and no more than maxAddrChecks at once per
+// address for names not known there. The pair's limit is the tight one: a
 // household's or a hotel's set-top boxes share one NAT address, and one
 // box with a wrong password must not lock the others out. The address's
 // limit stops one address from spraying guesses over many user names
@@ -52,6 +53,14 @@ type loginGuard struct {
 	known   map[string]time.Time // pairs (as pairs' keys) by their last correct login
 	changed chan struct{}        // closed (and replaced) when a check ends
 }
+
+// maxAddrChecks is how many credential checks of user names not known at
+// an address (knownLocked) may run at once from it; the others wait for
+// one of them to end. An address's budget of guesses (100) sent at once
+// queued as many bcrypt comparisons (about 50 ms each, on as few slots
+// as cores), and ten addresses held every subscriber's first login back
+// for seconds.
+const maxAddrChecks = 4
 
 // knownPairTTL is how long a correct login keeps its pair (client
 // address, user name) clear of its address's limit: a set-top box
@@ -120,7 +129,7 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
 		known := g.knownLocked(pair, now)
 		switch {
-		case (known || ta-float64(a.inflight) >= 1) && tp-float64(p.inflight) >= 1:
+		case (known || (ta-float64(a.inflight) >= 1 && a.inflight < maxAddrChecks)) && tp-float64(p.inflight) >= 1:
 			a.inflight++
 			p.inflight++
 			g.mu.Unlock()
@@ -162,6 +171,18 @@ func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, failed bool, a
 	}
 	close(g.changed)
 	g.changed = make(chan struct{})
+}
+
+// isKnown reports whether user logged in correctly from ip within
+// knownPairTTL of now: its credential check may go first
+// (boss.WithPriority).
+func (g *loginGuard) isKnown(ip, user string, now time.Time) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.knownLocked(addrKey(ip)+"\x00"+user, now)
 }
 
 // knownLocked reports whether pair logged in correctly within

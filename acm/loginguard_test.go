@@ -320,3 +320,39 @@ func TestLoginGuardKnownPairsBounded(t *testing.T) {
 		t.Fatalf("%d known pairs, at most %d", n, bucketTableMax)
 	}
 }
+
+// At most maxAddrChecks checks of names not known at an address run at
+// once from it, the next waiting for one to end (an address's 100 guesses
+// sent at once queued 100 bcrypt comparisons ahead of every subscriber);
+// a name known there does not wait for them.
+func TestLoginGuardChecksPerAddress(t *testing.T) {
+	g := newLoginGuard(10, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	guess(g, "10.0.0.1", "alice", t0, false) // known at the address
+	var dones []func(bool, time.Time)
+	for i := range maxAddrChecks {
+		ok, _, done := g.take(context.Background(), "10.0.0.1", "guess"+strconv.Itoa(i), credKey{}, t0)
+		if !ok {
+			t.Fatalf("check %d of the address refused", i)
+		}
+		dones = append(dones, done)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, wait, _ := g.take(gone, "10.0.0.1", "another", credKey{}, t0); ok || wait != 0 {
+		t.Fatalf("a check beyond %d at once from the address: ok %v, wait %v; want it to wait (until its context ended)", maxAddrChecks, ok, wait)
+	}
+	if !guess(g, "10.0.0.1", "alice", t0, false) {
+		t.Fatal("a name known at the address waited for the guesses' checks")
+	}
+	if !guess(g, "10.0.0.2", "bob", t0, false) {
+		t.Fatal("another address waited")
+	}
+	dones[0](true, t0)
+	if !guess(g, "10.0.0.1", "another", t0, true) {
+		t.Fatal("a check still refused once one of the address's ended")
+	}
+	for _, d := range dones[1:] {
+		d(true, t0)
+	}
+}

@@ -183,7 +183,7 @@ func TestParseFileStrict(t *testing.T) {
 	}
 }
 
-// At most cap(bcryptSlots) bcrypt comparisons run at once: with every slot
+// At most bcryptSlots.size bcrypt comparisons run at once: with every slot
 // taken a check waits, and ends with its context; a cached credential
 // needs no slot.
 func TestBasicChecksBounded(t *testing.T) {
@@ -191,13 +191,9 @@ func TestBasicChecksBounded(t *testing.T) {
 	if err := f.Authenticate(context.Background(), Credentials{User: "demo", Password: "demo"}); err != nil {
 		t.Fatal(err)
 	}
-	for range cap(bcryptSlots) {
-		bcryptSlots <- struct{}{}
-	}
+	takeAllSlots()
 	defer func() {
-		for range cap(bcryptSlots) {
-			<-bcryptSlots
-		}
+		releaseAllSlots()
 	}()
 	if err := f.Authenticate(context.Background(), Credentials{User: "demo", Password: "demo"}); err != nil {
 		t.Fatalf("cached credential with every slot taken: %v", err)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -62,10 +61,6 @@ type fileDoc struct {
 	Realm string `yaml:"realm"` // the Digest realm the HA1 values were made for
 	Users []User `yaml:"users"`
 }
-
-// bcryptSlots bounds the bcrypt comparisons running at once, over every
-// File: all the cores but one, at least one.
-var bcryptSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
 
 // Defaults of the Basic credential cache.
 const (
@@ -239,7 +234,7 @@ func (f *File) Realm() string { return f.realm }
 
 // Authenticate implements BOSS. Basic: bcrypt comparison, at most
 // bcryptSlots at once (waiting for a slot ends with ctx, returning its
-// error), a success is cached for DefaultCacheTTL, and a check that
+// error; a ctx marked WithPriority is given the next free slot first), a success is cached for DefaultCacheTTL, and a check that
 // waited for a slot while the same credential was verified takes that
 // verification (a burst of one subscriber's requests costs one bcrypt).
 // Digest: the response is checked against the
@@ -265,12 +260,10 @@ func (f *File) Authenticate(ctx context.Context, c Credentials) error {
 		// first logins (a failover, the evening peak) runs at most
 		// bcryptSlots at once, so that it does not starve the manager's
 		// other work; the others wait their turn or their client leaves.
-		select {
-		case bcryptSlots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := bcryptSlots.acquire(ctx, priority(ctx)); err != nil {
+			return err
 		}
-		defer func() { <-bcryptSlots }()
+		defer bcryptSlots.release()
 		// A check of the same credential that held a slot meanwhile (the
 		// same subscriber's requests at once) may have verified it.
 		if f.verified(key, now) {

@@ -12,7 +12,7 @@ import (
 )
 
 // waitBlockedOnSlot waits until n goroutines are blocked in Authenticate
-// sending to bcryptSlots (so they have looked at the cache and missed),
+// waiting for a bcryptSlots slot (so they have looked at the cache and missed),
 // reading the goroutines' stacks for at most 10 s.
 func waitBlockedOnSlot(t *testing.T, n int) {
 	t.Helper()
@@ -42,16 +42,12 @@ func waitBlockedOnSlot(t *testing.T, n int) {
 // own would fail: the check must take the cached verification.
 func TestBasicWaiterTakesConcurrentVerification(t *testing.T) {
 	f := newTestFile(t)
-	for range cap(bcryptSlots) {
-		bcryptSlots <- struct{}{}
-	}
+	takeAllSlots()
 	released := false
 	release := func() {
 		if !released {
 			released = true
-			for range cap(bcryptSlots) {
-				<-bcryptSlots
-			}
+			releaseAllSlots()
 		}
 	}
 	defer release()
