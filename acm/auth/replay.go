@@ -63,8 +63,11 @@ func NewReplays(ttl time.Duration, capacity int) *Replays {
 // it is the first time: false for a response already accepted within the
 // TTL. Call it only for a response checked right (a wrong response must
 // not take the place of the right one). When capacity responses are
-// remembered and none has expired, First returns true without recording
-// (the nonce's age still bounds a replay).
+// remembered and none has expired, the oldest is forgotten for it (a
+// replay of that one is then bounded by its nonce's age only): it
+// returned true without recording, so that once one subscriber's flood
+// of logins had filled it, every response accepted after could be
+// replayed.
 func (r *Replays) First(nonce, response string, now time.Time) bool {
 	h := sha256.New()
 	h.Write([]byte(nonce))
@@ -87,10 +90,12 @@ func (r *Replays) First(nonce, response string, now time.Time) bool {
 	if _, ok := r.seen[key]; ok {
 		return false
 	}
-	if len(r.seen) < r.cap {
-		r.seen[key] = struct{}{}
-		r.queue = append(r.queue, replayEntry{key, now.Add(r.ttl + nonceSkew).UnixNano()})
+	if len(r.seen) >= r.cap && r.head < len(r.queue) {
+		delete(r.seen, r.queue[r.head].key)
+		r.head++
 	}
+	r.seen[key] = struct{}{}
+	r.queue = append(r.queue, replayEntry{key, now.Add(r.ttl + nonceSkew).UnixNano()})
 	return true
 }
 
