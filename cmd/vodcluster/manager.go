@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,6 +113,14 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	tokens, err := c.SubscriberTokens.subscriberTokens()
 	if err != nil {
 		return nil, err
+	}
+	if f := c.SubscriberTokens.SecretFile; f != "" {
+		// The admission tokens the front door signs are HS256 under the
+		// cluster secret: under the same key they verify as subscriber
+		// tokens, for any title, from anywhere.
+		if b, err := readTokenSecret(f); err == nil && bytes.Equal(b, secret) {
+			return nil, fmt.Errorf("subscriber_tokens.secret_file %s holds the cluster secret (secret_file %s): an admission token handed to any viewer would then be a subscriber token; give the portal a secret of its own (openssl rand -hex 32)", f, c.SecretFile)
+		}
 	}
 	st, err := openStore(c)
 	if err != nil {

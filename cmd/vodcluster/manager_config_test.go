@@ -235,3 +235,38 @@ func TestManagerRefusesAnOpenAdminAPIOffLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A portal secret that is the cluster secret is refused: admission tokens
+// (HS256 under the cluster secret, handed to every viewer in a node URL)
+// then verified as subscriber tokens, for any title and from any address.
+// A hex cluster secret is used decoded, so the same hex file as the
+// portal's (used as its text) is another key, accepted.
+func TestManagerRefusesThePortalSecretAsTheClusterSecret(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.yaml")
+	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "text-secret")
+	os.WriteFile(text, []byte("a cluster secret that is not hex, 40 bytes\n"), 0o600)
+	hexed := filepath.Join(dir, "hex-secret")
+	os.WriteFile(hexed, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	other := filepath.Join(dir, "portal")
+	os.WriteFile(other, []byte("the portal's own secret of 32 bytes or more\n"), 0o600)
+	for _, c := range []struct {
+		cluster, portal string
+		ok              bool
+	}{{text, text, false}, {text, other, true}, {hexed, hexed, true}} {
+		p, err := newManager(ManagerConfig{
+			RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: "127.0.0.6:0",
+			DataDir: filepath.Join(dir, "data"), SecretFile: c.cluster, UsersFile: users,
+			SubscriberTokens: SubscriberTokensConfig{SecretFile: c.portal},
+		})
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "holds the cluster secret")) {
+			t.Errorf("cluster %s, portal %s: %v", filepath.Base(c.cluster), filepath.Base(c.portal), err)
+		}
+		if p != nil {
+			p.Close()
+		}
+	}
+}
