@@ -92,7 +92,14 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		bctx = boss.WithPriority(ctx) // its bcrypt before the guesses of unknown names
 	}
 	err = m.BOSS.Authenticate(bctx, c)
-	done(errors.Is(err, boss.ErrUnauthorized), m.now())
+	switch {
+	case err == nil:
+		done(checkPassed, m.now())
+	case errors.Is(err, boss.ErrUnauthorized):
+		done(checkFailed, m.now())
+	default: // left while it waited, or the backend failed: neither
+		done(checkUndecided, m.now())
+	}
 	switch {
 	case errors.Is(err, boss.ErrUnauthorized):
 		m.capRefusals.logFrom(m.log, m.now(), refusedCredentials, ip, c.User, slog.LevelInfo, "authentication failed", "user", c.User, "method", method, "client", ip)

@@ -114,11 +114,11 @@ func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool
 // of them to end (or ctx: ok false, wait 0). On ok it returns done, to
 // call once with the check's outcome and its time: a failure is charged
 // to both buckets and cred (the credentials checked) is remembered for
-// repeated. IPv6 clients are keyed by their /64 (one subscriber's
+// repeated; a pass makes the pair known. IPv6 clients are keyed by their /64 (one subscriber's
 // prefix).
-func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, now time.Time) (ok bool, wait time.Duration, done func(failed bool, at time.Time)) {
+func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, now time.Time) (ok bool, wait time.Duration, done func(outcome checkOutcome, at time.Time)) {
 	if g == nil {
-		return true, 0, func(bool, time.Time) {}
+		return true, 0, func(checkOutcome, time.Time) {}
 	}
 	addr := addrKey(ip)
 	pair := addr + "\x00" + user
@@ -134,8 +134,8 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 			p.inflight++
 			g.mu.Unlock()
 			var once sync.Once
-			return true, 0, func(failed bool, at time.Time) {
-				once.Do(func() { g.end(pair, a, p, cred, failed, at) })
+			return true, 0, func(outcome checkOutcome, at time.Time) {
+				once.Do(func() { g.end(pair, a, p, cred, outcome, at) })
 			}
 		case (!known && ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
 			// Spent by failures: refused until the bucket refills.
@@ -153,20 +153,31 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 	}
 }
 
+// checkOutcome is how a credential check under the guard ended.
+type checkOutcome int
+
+const (
+	checkUndecided checkOutcome = iota // neither right nor wrong: the client left while it waited, the backend failed
+	checkPassed                        // the credentials are right
+	checkFailed                        // the credentials are wrong
+)
+
 // end ends a check of cred counted on a and p (pair's): a failure at
 // time at is charged (into debt if need be) and cred remembered as the
-// pair's last failed credentials, a success makes the pair known, and
-// the waiting checks are woken.
-func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, failed bool, at time.Time) {
+// pair's last failed credentials, a pass makes the pair known (an
+// undecided check does neither: a guess abandoned while it waited for
+// its bcrypt made its pair known), and the waiting checks are woken.
+func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, outcome checkOutcome, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
 	p.inflight--
-	if failed {
+	switch outcome {
+	case checkFailed:
 		a.l.ReserveN(at, 1)
 		p.l.ReserveN(at, 1)
 		p.failed, p.failedAt = cred, at
-	} else {
+	case checkPassed:
 		g.noteKnownLocked(pair, at)
 	}
 	close(g.changed)

@@ -18,9 +18,17 @@ import (
 func guess(g *loginGuard, ip, user string, now time.Time, wrong bool) bool {
 	ok, _, done := g.take(context.Background(), ip, user, credKey{}, now)
 	if ok {
-		done(wrong, now)
+		done(outcomeOf(wrong), now)
 	}
 	return ok
+}
+
+// outcomeOf is the outcome of a check of wrong or right credentials.
+func outcomeOf(wrong bool) checkOutcome {
+	if wrong {
+		return checkFailed
+	}
+	return checkPassed
 }
 
 func TestLoginGuardBudget(t *testing.T) {
@@ -95,7 +103,7 @@ func TestLoginGuardConcurrent(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond) // the credential check
 				inflight.Add(-1)
-				done(wrong, t0)
+				done(outcomeOf(wrong), t0)
 				if !wrong {
 					p.Add(1)
 				}
@@ -124,7 +132,7 @@ func TestLoginGuardConcurrent(t *testing.T) {
 	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", credKey{}, t0); ok || wait != 0 || cctx.Err() == nil {
 		t.Fatalf("a check waiting past its context: ok %v, wait %v", ok, wait)
 	}
-	done(false, t0)
+	done(checkPassed, t0)
 }
 
 func TestLoginGuardPrunes(t *testing.T) {
@@ -329,7 +337,7 @@ func TestLoginGuardChecksPerAddress(t *testing.T) {
 	g := newLoginGuard(10, 10*time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	guess(g, "10.0.0.1", "alice", t0, false) // known at the address
-	var dones []func(bool, time.Time)
+	var dones []func(checkOutcome, time.Time)
 	for i := range maxAddrChecks {
 		ok, _, done := g.take(context.Background(), "10.0.0.1", "guess"+strconv.Itoa(i), credKey{}, t0)
 		if !ok {
@@ -348,11 +356,37 @@ func TestLoginGuardChecksPerAddress(t *testing.T) {
 	if !guess(g, "10.0.0.2", "bob", t0, false) {
 		t.Fatal("another address waited")
 	}
-	dones[0](true, t0)
+	dones[0](checkFailed, t0)
 	if !guess(g, "10.0.0.1", "another", t0, true) {
 		t.Fatal("a check still refused once one of the address's ended")
 	}
 	for _, d := range dones[1:] {
-		d(true, t0)
+		d(checkFailed, t0)
+	}
+}
+
+// A check that ended neither right nor wrong (the client left while it
+// waited for its bcrypt, the subscriber database failed) makes its pair
+// known no more than it charges a failure: 40 guesses of made-up names,
+// each dropped after 5 ms, made 39 of them known, and their address then
+// had 399 guesses checked for its budget of 100.
+func TestLoginGuardUndecidedChecksMakeNoPairKnown(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	for i := range 20 {
+		ok, _, done := g.take(context.Background(), "10.0.0.1", "made-up"+strconv.Itoa(i), credKey{}, t0)
+		if !ok {
+			t.Fatalf("check %d refused", i)
+		}
+		done(checkUndecided, t0)
+	}
+	if g.isKnown("10.0.0.1", "made-up0", t0) || len(g.known) != 0 {
+		t.Fatalf("%d pairs known without a correct login", len(g.known))
+	}
+	for i := range 20 {
+		guess(g, "10.0.0.1", "spray"+strconv.Itoa(i), t0, true)
+	}
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "made-up1", credKey{}, t0); ok {
+		t.Fatal("a name whose check was abandoned passes the spent address")
 	}
 }

@@ -40,7 +40,7 @@ func TestLoginGuardRepeatedCredentials(t *testing.T) {
 	if !ok {
 		t.Fatal("first attempt refused")
 	}
-	done(true, t0)
+	done(checkFailed, t0)
 	t1 := t0.Add(time.Second)
 	if !g.repeated("10.0.0.1", "alice", wrong, t1) {
 		t.Fatal("the failed credentials sent again not taken for a repeat")
@@ -57,7 +57,7 @@ func TestLoginGuardRepeatedCredentials(t *testing.T) {
 	if !ok {
 		t.Fatal("second attempt refused with one failure left")
 	}
-	done(true, t1)
+	done(checkFailed, t1)
 	if g.repeated("10.0.0.1", "alice", wrong, t1) || !g.repeated("10.0.0.1", "alice", other, t1) {
 		t.Fatal("the last failed credentials are not the ones remembered")
 	}

@@ -24,6 +24,12 @@ func TestAcceptsSDP(t *testing.T) {
 		{[]string{"text/html;q=x"}, true},
 		{[]string{"text/html;q=2"}, true},
 		{[]string{"text/html, ;;;"}, true},
+		{[]string{"text/html;q=NaN"}, true},
+		// the most specific range decides (RFC 9110 §12.5.1)
+		{[]string{"application/sdp;q=0, */*"}, false},
+		{[]string{"application/*;q=0, */*"}, false},
+		{[]string{"application/sdp;q=0.1, application/*;q=0"}, true},
+		{[]string{"application/*;q=0.5, */*;q=0"}, true},
 	} {
 		if got := AcceptsSDP(c.accept); got != c.want {
 			t.Errorf("AcceptsSDP(%q) = %v, want %v", c.accept, got, c.want)
