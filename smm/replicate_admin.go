@@ -261,7 +261,10 @@ func (r *Replicator) RestorePopularity(s PopularityState) error {
 	if !s.PeakAt.IsZero() {
 		r.peak, r.at = s.PeakBps, s.PeakAt
 	}
-	if plan != nil {
+	if s.Sessions != nil { // a snapshot that has them: its plan, empty or not
+		if plan == nil {
+			plan = map[string]*titlePlan{}
+		}
 		r.plan = plan
 	}
 	return nil

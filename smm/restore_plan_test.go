@@ -99,3 +99,38 @@ func TestRestorePopularityChecksThePlan(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot whose plan is empty (its manager planned nothing) empties the
+// plan of the Replicator restoring it, as it would one plan; an earlier
+// version's snapshot (no session statistics, no plan) leaves it.
+func TestRestoreAnEmptyPlan(t *testing.T) {
+	c := newCluster(2, 3)
+	r := newRep(t, ReplicatorConfig{})
+	now := time.Date(2026, 1, 1, 21, 0, 0, 0, time.UTC)
+	for range 50 {
+		r.Observe("t00", now)
+	}
+	r.Plan(now, &c.view)
+	if _, k := r.PlannedNodes("t00"); k == 0 {
+		t.Fatal("t00 not planned")
+	}
+	old := PopularityState{At: now}
+	if err := r.RestorePopularity(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, k := r.PlannedNodes("t00"); k == 0 {
+		t.Fatal("an earlier version's snapshot emptied the plan")
+	}
+	empty := newRep(t, ReplicatorConfig{}).SnapshotPopularity(now)
+	b, _ := json.Marshal(empty)
+	var back PopularityState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RestorePopularity(back); err != nil {
+		t.Fatal(err)
+	}
+	if _, k := r.PlannedNodes("t00"); k != 0 {
+		t.Fatalf("a snapshot with an empty plan left t00's %d replicas", k)
+	}
+}
