@@ -79,7 +79,7 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		m.log.Debug("authentication failed again with the same credentials", "user", c.User, "method", method, "client", ip)
 		return "", false, errUnauthorized
 	}
-	ok, wait, done := m.logins.take(ctx, ip, c.User, cred, m.now())
+	ok, wait, done := m.logins.take(ctx, ip, c.User, cred, c.Digest == nil, m.now())
 	if !ok {
 		if ctx.Err() != nil {
 			return "", false, ctx.Err() // left while waiting for its check

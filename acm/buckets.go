@@ -19,6 +19,9 @@ type bucket struct {
 	// inflight counts the key's uses in progress (loginGuard: credential
 	// checks); a bucket with one is never forgotten.
 	inflight int
+	// costly counts, of inflight, the Basic (bcrypt) checks under an
+	// address's key (loginGuard: maxAddrChecks).
+	costly int
 	// noted is when a refusal under the key was last logged above debug
 	// (requestLimiter); zero: never.
 	noted time.Time

@@ -54,9 +54,10 @@ type loginGuard struct {
 	changed chan struct{}        // closed (and replaced) when a check ends
 }
 
-// maxAddrChecks is how many credential checks of user names not known at
-// an address (knownLocked) may run at once from it; the others wait for
-// one of them to end. An address's budget of guesses (100) sent at once
+// maxAddrChecks is how many costly credential checks (Basic: a bcrypt
+// comparison; Digest's, an MD5, are not) of user names not known at an
+// address (knownLocked) may run at once from it; the others wait for one
+// of them to end. An address's budget of guesses (100) sent at once
 // queued as many bcrypt comparisons (about 50 ms each, on as few slots
 // as cores), and ten addresses held every subscriber's first login back
 // for seconds.
@@ -114,9 +115,10 @@ func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool
 // of them to end (or ctx: ok false, wait 0). On ok it returns done, to
 // call once with the check's outcome and its time: a failure is charged
 // to both buckets and cred (the credentials checked) is remembered for
-// repeated; a pass makes the pair known. IPv6 clients are keyed by their /64 (one subscriber's
+// repeated; a pass makes the pair known. costly: the check is a Basic
+// one (bcrypt), counted against maxAddrChecks. IPv6 clients are keyed by their /64 (one subscriber's
 // prefix).
-func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, now time.Time) (ok bool, wait time.Duration, done func(outcome checkOutcome, at time.Time)) {
+func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, costly bool, now time.Time) (ok bool, wait time.Duration, done func(outcome checkOutcome, at time.Time)) {
 	if g == nil {
 		return true, 0, func(checkOutcome, time.Time) {}
 	}
@@ -129,13 +131,16 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, no
 		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
 		known := g.knownLocked(pair, now)
 		switch {
-		case (known || (ta-float64(a.inflight) >= 1 && a.inflight < maxAddrChecks)) && tp-float64(p.inflight) >= 1:
+		case (known || (ta-float64(a.inflight) >= 1 && (!costly || a.costly < maxAddrChecks))) && tp-float64(p.inflight) >= 1:
 			a.inflight++
 			p.inflight++
+			if costly {
+				a.costly++
+			}
 			g.mu.Unlock()
 			var once sync.Once
 			return true, 0, func(outcome checkOutcome, at time.Time) {
-				once.Do(func() { g.end(pair, a, p, cred, outcome, at) })
+				once.Do(func() { g.end(pair, a, p, cred, costly, outcome, at) })
 			}
 		case (!known && ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
 			// Spent by failures: refused until the bucket refills.
@@ -167,11 +172,14 @@ const (
 // pair's last failed credentials, a pass makes the pair known (an
 // undecided check does neither: a guess abandoned while it waited for
 // its bcrypt made its pair known), and the waiting checks are woken.
-func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, outcome checkOutcome, at time.Time) {
+func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, costly bool, outcome checkOutcome, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
 	p.inflight--
+	if costly {
+		a.costly--
+	}
 	switch outcome {
 	case checkFailed:
 		a.l.ReserveN(at, 1)

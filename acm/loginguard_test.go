@@ -16,7 +16,7 @@ import (
 // guess tries user's credentials from ip at now through g, wrong ones
 // when wrong: it reports whether the guard let the attempt through.
 func guess(g *loginGuard, ip, user string, now time.Time, wrong bool) bool {
-	ok, _, done := g.take(context.Background(), ip, user, credKey{}, now)
+	ok, _, done := g.take(context.Background(), ip, user, credKey{}, true, now)
 	if ok {
 		done(outcomeOf(wrong), now)
 	}
@@ -39,7 +39,7 @@ func TestLoginGuardBudget(t *testing.T) {
 			t.Fatalf("refused after %d failures, budget 2", i)
 		}
 	}
-	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, true, t0)
 	if ok || wait < 9*time.Second || wait > 10*time.Second {
 		t.Fatalf("after 2 failures: ok %v, wait %v (want about 10s)", ok, wait)
 	}
@@ -72,7 +72,7 @@ func TestLoginGuardBudget(t *testing.T) {
 		t.Fatal("a negative budget does not disable the guard")
 	}
 	var none *loginGuard
-	if ok, _, done := none.take(context.Background(), "10.0.0.1", "alice", credKey{}, t0); !ok || done == nil {
+	if ok, _, done := none.take(context.Background(), "10.0.0.1", "alice", credKey{}, true, t0); !ok || done == nil {
 		t.Fatal("no guard refuses")
 	}
 }
@@ -93,7 +93,7 @@ func TestLoginGuardConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, _, done := g.take(ctx, "10.0.0.1", user, credKey{}, t0)
+				ok, _, done := g.take(ctx, "10.0.0.1", user, credKey{}, true, t0)
 				if !ok {
 					return
 				}
@@ -123,13 +123,13 @@ func TestLoginGuardConcurrent(t *testing.T) {
 	}
 	// A waiting check gives up with its client.
 	g2 := newLoginGuard(1, time.Minute)
-	ok, _, done := g2.take(ctx, "10.0.0.2", "carol", credKey{}, t0)
+	ok, _, done := g2.take(ctx, "10.0.0.2", "carol", credKey{}, true, t0)
 	if !ok {
 		t.Fatal("first check refused")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", credKey{}, t0); ok || wait != 0 || cctx.Err() == nil {
+	if ok, wait, _ := g2.take(cctx, "10.0.0.2", "carol", credKey{}, true, t0); ok || wait != 0 || cctx.Err() == nil {
 		t.Fatalf("a check waiting past its context: ok %v, wait %v", ok, wait)
 	}
 	done(checkPassed, t0)
@@ -178,7 +178,7 @@ func TestLoginGuardPerAddress(t *testing.T) {
 			t.Fatalf("refused after %d failures over many names, budget 20", i)
 		}
 	}
-	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, t0)
+	ok, wait, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, true, t0)
 	if ok || wait <= 0 || wait > time.Second {
 		t.Fatalf("the address's 21st attempt: ok %v, wait %v (want about 1s)", ok, wait)
 	}
@@ -285,7 +285,7 @@ func TestLoginGuardKnownPairsPassASprayedAddress(t *testing.T) {
 	for i := range 20 {
 		guess(g, "10.0.0.1", "spray"+strconv.Itoa(i), t0, true)
 	}
-	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, t0); ok {
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "fresh", credKey{}, true, t0); ok {
 		t.Fatal("a name new to the sprayed address let through")
 	}
 	later := t0.Add(24 * time.Hour)
@@ -298,7 +298,7 @@ func TestLoginGuardKnownPairsPassASprayedAddress(t *testing.T) {
 	// alice's own limit: two failures, then refused
 	guess(g, "10.0.0.1", "alice", later, true)
 	guess(g, "10.0.0.1", "alice", later, true)
-	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, later); ok {
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "alice", credKey{}, true, later); ok {
 		t.Fatal("a known pair's own failures not limited")
 	}
 	// known for knownPairTTL only
@@ -309,7 +309,7 @@ func TestLoginGuardKnownPairsPassASprayedAddress(t *testing.T) {
 	for i := range 20 {
 		guess(g, "10.0.0.1", "s"+strconv.Itoa(i), t0.Add(knownPairTTL+2*time.Hour), true)
 	}
-	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "old", credKey{}, t0.Add(knownPairTTL+2*time.Hour)); ok {
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "old", credKey{}, true, t0.Add(knownPairTTL+2*time.Hour)); ok {
 		t.Fatal("a pair known more than knownPairTTL ago still passes the spent address")
 	}
 }
@@ -339,7 +339,7 @@ func TestLoginGuardChecksPerAddress(t *testing.T) {
 	guess(g, "10.0.0.1", "alice", t0, false) // known at the address
 	var dones []func(checkOutcome, time.Time)
 	for i := range maxAddrChecks {
-		ok, _, done := g.take(context.Background(), "10.0.0.1", "guess"+strconv.Itoa(i), credKey{}, t0)
+		ok, _, done := g.take(context.Background(), "10.0.0.1", "guess"+strconv.Itoa(i), credKey{}, true, t0)
 		if !ok {
 			t.Fatalf("check %d of the address refused", i)
 		}
@@ -347,7 +347,7 @@ func TestLoginGuardChecksPerAddress(t *testing.T) {
 	}
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	if ok, wait, _ := g.take(gone, "10.0.0.1", "another", credKey{}, t0); ok || wait != 0 {
+	if ok, wait, _ := g.take(gone, "10.0.0.1", "another", credKey{}, true, t0); ok || wait != 0 {
 		t.Fatalf("a check beyond %d at once from the address: ok %v, wait %v; want it to wait (until its context ended)", maxAddrChecks, ok, wait)
 	}
 	if !guess(g, "10.0.0.1", "alice", t0, false) {
@@ -374,7 +374,7 @@ func TestLoginGuardUndecidedChecksMakeNoPairKnown(t *testing.T) {
 	g := newLoginGuard(2, 10*time.Second)
 	t0 := time.Unix(1_000_000, 0)
 	for i := range 20 {
-		ok, _, done := g.take(context.Background(), "10.0.0.1", "made-up"+strconv.Itoa(i), credKey{}, t0)
+		ok, _, done := g.take(context.Background(), "10.0.0.1", "made-up"+strconv.Itoa(i), credKey{}, true, t0)
 		if !ok {
 			t.Fatalf("check %d refused", i)
 		}
@@ -386,7 +386,41 @@ func TestLoginGuardUndecidedChecksMakeNoPairKnown(t *testing.T) {
 	for i := range 20 {
 		guess(g, "10.0.0.1", "spray"+strconv.Itoa(i), t0, true)
 	}
-	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "made-up1", credKey{}, t0); ok {
+	if ok, _, _ := g.take(context.Background(), "10.0.0.1", "made-up1", credKey{}, true, t0); ok {
 		t.Fatal("a name whose check was abandoned passes the spent address")
+	}
+}
+
+// Digest checks (an MD5, no bcrypt) are not held by the cap of costly
+// checks per address: after a restart a carrier NAT address's boxes,
+// Digest over RTSP, log in together, none known yet.
+func TestLoginGuardDigestChecksNotCapped(t *testing.T) {
+	g := newLoginGuard(10, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	var dones []func(checkOutcome, time.Time)
+	take := func(ctx context.Context, user string, basic bool) bool {
+		ok, _, done := g.take(ctx, "10.0.0.1", user, credKey{}, basic, t0)
+		if ok {
+			dones = append(dones, done)
+		}
+		return ok
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range maxAddrChecks {
+		if !take(context.Background(), "basic"+strconv.Itoa(i), true) {
+			t.Fatalf("Basic check %d refused", i)
+		}
+	}
+	if take(gone, "one-more-basic", true) {
+		t.Fatal("a Basic check beyond the cap let through")
+	}
+	for i := range 2 * maxAddrChecks {
+		if !take(gone, "digest"+strconv.Itoa(i), false) {
+			t.Fatalf("Digest check %d held by the Basic checks' cap", i)
+		}
+	}
+	for _, d := range dones {
+		d(checkPassed, t0)
 	}
 }

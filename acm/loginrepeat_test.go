@@ -36,7 +36,7 @@ func TestLoginGuardRepeatedCredentials(t *testing.T) {
 	if g.repeated("10.0.0.1", "alice", wrong, t0) {
 		t.Fatal("a first attempt taken for a repeat")
 	}
-	ok, _, done := g.take(context.Background(), "10.0.0.1", "alice", wrong, t0)
+	ok, _, done := g.take(context.Background(), "10.0.0.1", "alice", wrong, true, t0)
 	if !ok {
 		t.Fatal("first attempt refused")
 	}
@@ -53,7 +53,7 @@ func TestLoginGuardRepeatedCredentials(t *testing.T) {
 	}
 	// A correct check does not forget the failed ones; a new failure
 	// replaces them.
-	ok, _, done = g.take(context.Background(), "10.0.0.1", "alice", other, t1)
+	ok, _, done = g.take(context.Background(), "10.0.0.1", "alice", other, true, t1)
 	if !ok {
 		t.Fatal("second attempt refused with one failure left")
 	}
