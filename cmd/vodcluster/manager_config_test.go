@@ -91,20 +91,28 @@ func TestManagerConfigWiring(t *testing.T) {
 	}
 }
 
-// A subscriber added with `vodcluster user --file` while the manager runs
-// is let in without a restart: the manager polls its users file (401
-// before, then past authentication: 404 for a title the empty catalog
-// does not hold).
-func TestManagerSeesNewUsers(t *testing.T) {
-	dir := t.TempDir()
-	users := filepath.Join(dir, "users.yaml")
-	secret := filepath.Join(dir, "secret")
+// managerFiles writes, in a new temporary directory dir, a users file
+// with alice (password pw) and a cluster secret.
+func managerFiles(t *testing.T) (dir, users, secret string) {
+	t.Helper()
+	dir = t.TempDir()
+	users = filepath.Join(dir, "users.yaml")
+	secret = filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
 		t.Fatal(err)
 	}
+	return dir, users, secret
+}
+
+// A subscriber added with `vodcluster user --file` while the manager runs
+// is let in without a restart: the manager polls its users file (401
+// before, then past authentication: 404 for a title the empty catalog
+// does not hold).
+func TestManagerSeesNewUsers(t *testing.T) {
+	dir, users, secret := managerFiles(t)
 	p, err := newManager(ManagerConfig{
 		RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: "127.0.0.6:0",
 		DataDir: filepath.Join(dir, "data"), SecretFile: secret, UsersFile: users,
@@ -199,15 +207,7 @@ func TestRedisAddrSocketURLNamesPath(t *testing.T) {
 // sessions, suspend subscribers and drain nodes with vodctl. On loopback
 // it starts as before.
 func TestManagerRefusesAnOpenAdminAPIOffLoopback(t *testing.T) {
-	dir := t.TempDir()
-	users := filepath.Join(dir, "users.yaml")
-	secret := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secret, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
-		t.Fatal(err)
-	}
+	dir, users, secret := managerFiles(t)
 	for _, c := range []struct {
 		grpc string
 		open bool
@@ -242,11 +242,7 @@ func TestManagerRefusesAnOpenAdminAPIOffLoopback(t *testing.T) {
 // A hex cluster secret is used decoded, so the same hex file as the
 // portal's (used as its text) is another key, accepted.
 func TestManagerRefusesThePortalSecretAsTheClusterSecret(t *testing.T) {
-	dir := t.TempDir()
-	users := filepath.Join(dir, "users.yaml")
-	if _, err := runUser(t, "pw\n", "alice", "--file", users); err != nil {
-		t.Fatal(err)
-	}
+	dir, users, _ := managerFiles(t)
 	text := filepath.Join(dir, "text-secret")
 	os.WriteFile(text, []byte("a cluster secret that is not hex, 40 bytes\n"), 0o600)
 	hexed := filepath.Join(dir, "hex-secret")
