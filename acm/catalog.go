@@ -75,7 +75,7 @@ func (m *Manager) catalogLoop() {
 		if err := m.refreshCatalog(m.ctx, 10*time.Second); err != nil {
 			if failingSince.IsZero() { // one warning per outage
 				failingSince = last
-				m.log.Warn("catalog: refresh failed, retrying", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
+				m.log.Warn("catalog: refresh failed, retrying", withOriginHint(err, "origin", m.OriginAddr, "err", err, "retry_in", backoff)...)
 			} else {
 				m.log.Debug("catalog: refresh failed again", "origin", m.OriginAddr, "err", err, "retry_in", backoff)
 			}

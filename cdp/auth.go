@@ -3,8 +3,10 @@ package cdp
 import (
 	"context"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 
 	"vodcluster/proto/token"
 )
@@ -19,8 +21,24 @@ func (s *Server) authorize(ctx context.Context, method string) error {
 	if s.Credential == "" || !strings.HasPrefix(method, originPrefix) {
 		return nil
 	}
-	return token.CheckBearer(ctx, s.Credential)
+	err := token.CheckBearer(ctx, s.Credential)
+	if err != nil {
+		// at warn once per refusedLogEvery: a node with another secret
+		// retries its fills and catalog reads
+		now := time.Now().UnixNano()
+		if last := s.refusedLogged.Load(); now-last >= int64(refusedLogEvery) && s.refusedLogged.CompareAndSwap(last, now) {
+			from := ""
+			if p, ok := peer.FromContext(ctx); ok {
+				from = p.Addr.String()
+			}
+			s.log.Warn("origin call refused: no or wrong credential (the caller's secret_file must hold the cluster secret this origin's secret_file holds)", "method", method, "from", from)
+		}
+	}
+	return err
 }
+
+// refusedLogEvery is how often, at most, the origin logs a refused call.
+const refusedLogEvery = 10 * time.Second
 
 // authOptions returns the server options that run authorize on every
 // call; none when no credential is asked.

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -123,6 +124,8 @@ type Server struct {
 	fillLeft  chan struct{}   // closed when a fill leaves the queue, for the prefetches that gave way to it (preemptMu; nil: none waits)
 
 	stats counters
+
+	refusedLogged atomic.Int64 // when (Unix ns) a call without the Credential was last logged
 
 	reloadMu  sync.Mutex    // serialises loads of the catalog
 	seen      dirState      // the directory as last loaded, or refused (reloadMu)

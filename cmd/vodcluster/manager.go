@@ -104,22 +104,29 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		}
 	}
 	if g := orString(c.GRPCListen, acm.DefaultGRPCListen); adminToken == "" && !c.AdminAPIOpen && !loopbackListen(g) {
-		return nil, fmt.Errorf("admin_token_file is not set and grpc_listen %q is not a loopback address: the Admin API (vodctl: list and end sessions, suspend subscribers, drain and forget nodes) would be open to anyone who reaches it; set admin_token_file (16 characters or more: openssl rand -hex 16 > FILE), listen on loopback, or set admin_api_open: true to run it open", g)
+		return nil, fmt.Errorf("admin_token_file is not set and grpc_listen %q is not a loopback address: the Admin API (vodctl: list and end sessions, suspend subscribers, drain and forget nodes) would be open to anyone who reaches it; set admin_token_file (16 characters or more: openssl rand -hex 24 > FILE), listen on loopback, or set admin_api_open: true to run it open", g)
 	}
 	if adminToken == "" {
-		slog.Warn("no admin_token_file: the Admin API (vodctl) is open to anyone who reaches the manager's gRPC port",
-			"grpc_listen", orString(c.GRPCListen, acm.DefaultGRPCListen))
+		msg := "no admin_token_file: the Admin API (vodctl) is open to anyone who reaches the manager's gRPC port"
+		if c.AdminAPIOpen {
+			msg = "admin_api_open: the Admin API (vodctl: sessions, suspensions, drains) is open to anyone who reaches the manager's gRPC port, as configured"
+		}
+		slog.Warn(msg, "grpc_listen", orString(c.GRPCListen, acm.DefaultGRPCListen))
 	}
 	tokens, err := c.SubscriberTokens.subscriberTokens()
 	if err != nil {
 		return nil, err
 	}
 	if f := c.SubscriberTokens.SecretFile; f != "" {
-		// The admission tokens the front door signs are HS256 under the
-		// cluster secret: under the same key they verify as subscriber
-		// tokens, for any title, from anywhere.
-		if b, err := readTokenSecret(f); err == nil && bytes.Equal(b, secret) {
-			return nil, fmt.Errorf("subscriber_tokens.secret_file %s holds the cluster secret (secret_file %s): an admission token handed to any viewer would then be a subscriber token; give the portal a secret of its own (openssl rand -hex 32)", f, c.SecretFile)
+		// The portal must not hold the cluster secret: it could sign
+		// admission tokens for the nodes itself, and the admission tokens
+		// the front door signs (HS256 under the cluster secret, the
+		// decoded bytes of a hex file) would, under the same key, verify
+		// as subscriber tokens, for any title, from anywhere.
+		b, err := readTokenSecret(f)
+		raw, rerr := os.ReadFile(c.SecretFile)
+		if err == nil && (bytes.Equal(b, secret) || (rerr == nil && bytes.Equal(bytes.TrimSpace(b), bytes.TrimSpace(raw)))) {
+			return nil, fmt.Errorf("subscriber_tokens.secret_file %s holds the cluster secret (secret_file %s): the portal could then sign admission tokens for the nodes; give the portal a secret of its own (openssl rand -hex 32)", f, c.SecretFile)
 		}
 	}
 	st, err := openStore(c)

@@ -236,11 +236,13 @@ func TestManagerRefusesAnOpenAdminAPIOffLoopback(t *testing.T) {
 	}
 }
 
-// A portal secret that is the cluster secret is refused: admission tokens
-// (HS256 under the cluster secret, handed to every viewer in a node URL)
-// then verified as subscriber tokens, for any title and from any address.
-// A hex cluster secret is used decoded, so the same hex file as the
-// portal's (used as its text) is another key, accepted.
+// A portal secret that is the cluster secret is refused: the portal could
+// sign admission tokens for the nodes, and admission tokens (HS256 under
+// the cluster secret, handed to every viewer in a node URL) verified as
+// subscriber tokens, for any title and from any address. A hex cluster
+// secret (openssl rand -hex 32, as the docs make it) is used decoded and
+// the portal's as its text, but the file is the same secret: refused too
+// (it was accepted).
 func TestManagerRefusesThePortalSecretAsTheClusterSecret(t *testing.T) {
 	dir, users, _ := managerFiles(t)
 	text := filepath.Join(dir, "text-secret")
@@ -252,7 +254,7 @@ func TestManagerRefusesThePortalSecretAsTheClusterSecret(t *testing.T) {
 	for _, c := range []struct {
 		cluster, portal string
 		ok              bool
-	}{{text, text, false}, {text, other, true}, {hexed, hexed, true}} {
+	}{{text, text, false}, {text, other, true}, {hexed, hexed, false}, {hexed, other, true}} {
 		p, err := newManager(ManagerConfig{
 			RTSPListen: "127.0.0.6:0", HTTPListen: "127.0.0.6:0", GRPCListen: "127.0.0.6:0",
 			DataDir: filepath.Join(dir, "data"), SecretFile: c.cluster, UsersFile: users,

@@ -83,6 +83,9 @@ func TestDiskErrorsNotRetried(t *testing.T) {
 		{fmt.Errorf("%w: %v", errDisk, syscall.ENOSPC), false},
 		{fmt.Errorf("%w: %v", errDisk, syscall.EROFS), false},
 		{status.Error(codes.Unavailable, "origin restarting"), true},
+		// the origin refuses the node's credential (another secret_file):
+		// retried for fill_retry_for, its viewer waited 30 s for nothing
+		{status.Error(codes.Unauthenticated, "missing or wrong bearer credential"), false},
 	} {
 		if got := retryable(c.err); got != c.want {
 			t.Errorf("retryable(%v) = %v, want %v", c.err, got, c.want)

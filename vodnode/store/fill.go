@@ -439,7 +439,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch status.Code(err) {
-	case codes.NotFound, codes.OutOfRange, codes.InvalidArgument, codes.PermissionDenied, codes.Canceled, codes.FailedPrecondition:
+	case codes.NotFound, codes.OutOfRange, codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.Canceled, codes.FailedPrecondition:
 		return false
 	}
 	return true
