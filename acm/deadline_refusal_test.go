@@ -43,6 +43,9 @@ func (e *env) queueThen(title string, within time.Duration, then func()) (*base.
 		res := <-got
 		e.t.Fatalf("refused at once (%d %q): the test needs it to wait", res.StatusCode, res.StatusMessage)
 	}
+	// the pump's pass for the arrival (kicked once it is queued) taken,
+	// so that it comes before then, as a rule
+	waitFor(e.t, 5*time.Second, "the pump to take the arrival's kick", func() bool { return len(e.m.kick) == 0 })
 	then()
 	select {
 	case res := <-got:
@@ -59,19 +62,32 @@ func (e *env) queueThen(title string, within time.Duration, then func()) (*base.
 // (503 with Retry-After, logged as such, counted no_capacity), as the
 // at-once refusal does, not 453 "no bandwidth".
 func TestDeadlineAfterGraceSaysNoNodeReporting(t *testing.T) {
-	var log logtest.Buffer
-	e := newManager(t, "", func(m *Manager) {
-		noTick(m)
-		m.QueueDeadline = 500 * time.Millisecond
-		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	})
-	before := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeNoCapacity))
-	res, waited := e.queueThen("t1", 10*time.Second, e.settled)
-	if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node is reporting to the manager)" || len(res.Header["Retry-After"]) != 1 {
-		t.Fatalf("the queue deadline after restore_grace, no node: %d %q, Retry-After %v", res.StatusCode, res.StatusMessage, res.Header["Retry-After"])
-	}
-	if waited < e.m.QueueDeadline {
-		t.Fatalf("refused after %v, before the queue deadline: not the deadline's refusal", waited)
+	var log *logtest.Buffer
+	var e *env
+	var before float64
+	for attempt := 1; ; attempt++ {
+		log = &logtest.Buffer{}
+		e = newManager(t, "", func(m *Manager) {
+			noTick(m)
+			m.QueueDeadline = 500 * time.Millisecond
+			m.Logger = slog.New(slog.NewTextHandler(log, nil))
+		})
+		before = testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeNoCapacity))
+		res, waited := e.queueThen("t1", 10*time.Second, e.settled)
+		if res.StatusCode != base.StatusServiceUnavailable || res.StatusMessage != "Service Unavailable (no node is reporting to the manager)" || len(res.Header["Retry-After"]) != 1 {
+			t.Fatalf("the queue deadline after restore_grace, no node: %d %q, Retry-After %v", res.StatusCode, res.StatusMessage, res.Header["Retry-After"])
+		}
+		if waited >= e.m.QueueDeadline {
+			break
+		}
+		// The pump's pass for the request's arrival (kicked once the
+		// request is queued, which queueThen awaits) ran after settled:
+		// the at-once refusal, right too, but not the one tested here.
+		// It happens about once in a hundred runs under the race detector.
+		if attempt == 3 {
+			t.Fatalf("refused after %v, before the queue deadline, in 3 tries: not the deadline's refusal", waited)
+		}
+		t.Logf("try %d: refused after %v, by the pump's pass for the request's arrival: again", attempt, waited)
 	}
 	if n := testutil.ToFloat64(requestsTotal.WithLabelValues("rtsp", outcomeNoCapacity)) - before; n != 1 {
 		t.Fatalf("no_capacity counted %v times, want 1", n)
