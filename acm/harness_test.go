@@ -77,7 +77,6 @@ func (o *fakeOrigin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*
 	return &pb.ListTitlesResponse{Titles: o.titles[start:end], NextPageToken: next}, nil
 }
 
-// startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port).
 // unusedPortBelowEphemeral returns a loopback address whose port nothing
 // listens on, below Linux's ephemeral range (32768 and up): a client
 // dialling a port in that range while nothing listens can be given that
@@ -98,13 +97,16 @@ func unusedPortBelowEphemeral(t testing.TB) string {
 	return ""
 }
 
-func startOrigin(t testing.TB, addr string, titles []*pb.Title) *fakeOrigin {
+// startOrigin serves a fake origin on addr ("127.0.0.1:0" for any port)
+// with the server options opts.
+func startOrigin(t testing.TB, addr string, titles []*pb.Title, opts ...grpc.ServerOption) *fakeOrigin {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement)), addr: ln.Addr().String(), health: grpchealth.NewServer()}
+	opts = append(opts, grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))
+	o := &fakeOrigin{titles: titles, srv: grpc.NewServer(opts...), addr: ln.Addr().String(), health: grpchealth.NewServer()}
 	pb.RegisterOriginServer(o.srv, o)
 	healthpb.RegisterHealthServer(o.srv, o.health)
 	go o.srv.Serve(ln)

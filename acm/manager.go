@@ -231,8 +231,8 @@ type Manager struct {
 	// Run-time state, guarded by mu.
 	mu    sync.Mutex
 	sched *lsm.Scheduler
-	// originDown is set while the origin fails its health checks
-	// (originLoop).
+	// originDown is set while the origin fails its health checks or
+	// refuses the manager's credential (originLoop).
 	originDown atomic.Bool
 	metrics    *metricshttp.Server // MetricsListen's endpoint, or nil
 	// configuredPolicy is the scheduling policy of the configuration

@@ -183,7 +183,7 @@ var (
 	descSessions   = prometheus.NewDesc("vodcluster_sessions", "Live sessions, by state (admitted: redirected, not yet playing; playing) and protocol.", []string{"state", "protocol"}, nil)
 	descQueue      = prometheus.NewDesc("vodcluster_admission_queue_requests", "Requests waiting in the admission queue for a node with headroom.", nil, nil)
 	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the alive nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
-	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks, else 0.", nil, nil)
+	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks and takes the manager's credential, else 0.", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
 	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget). A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)

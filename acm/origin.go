@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/lsm"
 	"vodcluster/proto/grpctls"
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // DefaultOriginCheck is how often the manager asks the origin's gRPC
@@ -32,12 +33,13 @@ const originDownAfter = 3
 var errOriginDown = errors.New("origin unavailable and no node holds the title")
 
 // originLoop checks the origin every OriginCheck with the standard gRPC
-// health protocol (grpc.health.v1, which the CDP serves) and keeps
-// originDown: set after originDownAfter failed checks in a row (no
-// answer, or NOT_SERVING), cleared by the first answer that serves. An
-// origin without the health service (UNIMPLEMENTED) answered: it counts
-// as up. An answer that serves after an outage, or while the manager has
-// no catalog (noCatalog), has the catalog read at once (kickCatalog).
+// health protocol (grpc.health.v1, which the CDP serves) and with
+// checkCredential, and keeps originDown: set after originDownAfter failed
+// checks in a row (no answer, NOT_SERVING, or the credential refused),
+// cleared by the first check that passes. An origin without the health
+// service (UNIMPLEMENTED) answered: it counts as up. A check that passes
+// after an outage, or while the manager has no catalog (noCatalog), has
+// the catalog read at once (kickCatalog).
 func (m *Manager) originLoop() {
 	hc := healthpb.NewHealthClient(m.origin)
 	t := time.NewTicker(m.OriginCheck)
@@ -51,8 +53,17 @@ func (m *Manager) originLoop() {
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck, 100*time.Millisecond))
 		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
 		up := err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING || status.Code(err) == codes.Unimplemented
+		if up {
+			// The health service asks for no credential: an origin
+			// refusing ours (another secret_file) served its health while
+			// every fill and catalog read failed, and viewers were sent to
+			// nodes for fills that could not start.
+			if err = m.checkCredential(ctx); err != nil {
+				up, res = false, nil
+			}
+		}
+		cancel()
 		switch {
 		case up:
 			failed = 0
@@ -79,6 +90,22 @@ func (m *Manager) originLoop() {
 			}
 		}
 	}
+}
+
+// checkCredential asks the origin for a title without an id, a call that
+// needs the origin credential (token.OriginCredential) and reads nothing:
+// nil when the origin answered it past its credential check
+// (INVALID_ARGUMENT, or NOT_FOUND or OK from an origin that takes an empty
+// id, or UNIMPLEMENTED from one without GetTitle), else the call's error
+// (UNAUTHENTICATED when the origin refuses the credential, UNAVAILABLE or
+// DEADLINE_EXCEEDED when it does not answer).
+func (m *Manager) checkCredential(ctx context.Context) error {
+	_, err := pb.NewOriginClient(m.origin).GetTitle(ctx, &pb.GetTitleRequest{})
+	switch status.Code(err) {
+	case codes.OK, codes.InvalidArgument, codes.NotFound, codes.Unimplemented:
+		return nil
+	}
+	return err
 }
 
 // queuedOriginDown applies the origin's change to the requests waiting in
