@@ -22,8 +22,9 @@ func TestSessionLimitPerSubscriber(t *testing.T) {
 	a := e.admitOne("t1")
 	e.admitOne("t2")
 	res := e.describe("demo", "demo", "t1")
-	if res.StatusCode != base.StatusForbidden {
-		t.Fatalf("third session: %d, want 403", res.StatusCode)
+	// vodctl play's hint (cmd/internal/probe) keys on the reason
+	if res.StatusCode != base.StatusForbidden || res.StatusMessage != "Forbidden (too many sessions)" {
+		t.Fatalf("third session: %d %q, want 403 (too many sessions)", res.StatusCode, res.StatusMessage)
 	}
 	if got := e.reserved("n1"); got != 2*titleBps {
 		t.Fatalf("the refused request reserved: %d", got)

@@ -74,6 +74,23 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 	return ": no credentials: give the subscriber's user name and password in the URL, " + scheme + "://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"
 }
 
+// sessionLimitHint says, for a DESCRIBE of u answered 403 "Forbidden (too
+// many sessions)" by the front door, why and what ends a session: the
+// subscriber holds as many as the manager's max_sessions_per_user allows.
+// It is "" for any other answer (nil too).
+func sessionLimitHint(u *base.URL, answer *base.Response) string {
+	if answer == nil || answer.StatusCode != base.StatusForbidden || !strings.Contains(answer.StatusMessage, "too many sessions") {
+		return ""
+	}
+	user := "USER"
+	if u.User != nil && u.User.Username() != "" {
+		user = u.User.Username()
+	}
+	return ": the subscriber already holds as many sessions as the manager allows at once (max_sessions_per_user); " +
+		"stop another of its players, or end its sessions (vodctl sessions end --user " + user + "); " +
+		"a session silent longer than its node's session_timeout (60 s unless set) is taken over by the subscriber's next request"
+}
+
 // redirectRefusalHint says, for a DESCRIBE that failed at node (host:port)
 // after the front door's redirect, answered answer (nil when the client
 // got none) with err, that the node refused the admission token of the

@@ -214,6 +214,26 @@ func TestUnauthorizedHint(t *testing.T) {
 	}
 }
 
+// A 403 for too many sessions says what ends one; another 403 is left
+// as the server said it.
+func TestSessionLimitHint(t *testing.T) {
+	u, _ := base.ParseURL("rtsp://demo:demo@h:8554/vod/t")
+	limit := &base.Response{StatusCode: base.StatusForbidden, StatusMessage: "Forbidden (too many sessions)"}
+	if got := sessionLimitHint(u, limit); !strings.Contains(got, "max_sessions_per_user") || !strings.Contains(got, "vodctl sessions end --user demo") {
+		t.Errorf("too many sessions: %q", got)
+	}
+	noUser, _ := base.ParseURL("rtsp://h:8554/vod/t?token=x")
+	if got := sessionLimitHint(noUser, limit); !strings.Contains(got, "--user USER") {
+		t.Errorf("too many sessions, no user in the URL: %q", got)
+	}
+	for _, a := range []*base.Response{nil, {StatusCode: base.StatusForbidden, StatusMessage: "Forbidden (title not in your packages)"},
+		{StatusCode: base.StatusUnauthorized, StatusMessage: "too many sessions"}} {
+		if got := sessionLimitHint(u, a); got != "" {
+			t.Errorf("%+v: %q, want none", a, got)
+		}
+	}
+}
+
 // A password that does not parse (a '/', '%', '#', '?', '[' or a space
 // in it, not percent-encoded) shows in no part of the error or the
 // result: a '/' ended the host early and the error quoted the URL whole
