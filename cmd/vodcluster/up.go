@@ -437,6 +437,7 @@ func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  curl -u %s:%s -L -o sample-008.ts http://%s/vod/sample-008.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	if f := c.opts.PortalSecretFile; f != "" {
 		// A player given a portal's subscriber token needs no password.
 		if tok, err := signSubscriberToken(tokenRequest{User: demoUser, TTL: time.Hour, SecretFile: f}, time.Now()); err == nil && gone {
