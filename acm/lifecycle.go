@@ -15,6 +15,7 @@ import (
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -145,7 +146,7 @@ func (m *Manager) Start() (err error) {
 	m.httpSrv = &http.Server{Handler: m.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return m.ctx }}
 	m.nodeCredential = token.NodeCredential(m.Secret)
-	if m.AdminToken == "" && !isLoopback(m.GRPCAddr()) {
+	if m.AdminToken == "" && !grpctls.Loopback(m.GRPCAddr()) {
 		m.log.Warn("the Admin API is open to anyone who reaches the gRPC port: set an admin token", "grpc", m.GRPCAddr())
 	}
 	srvOpts := append(m.grpcAuth(), grpc.ChainUnaryInterceptor(m.registerHook), grpc.KeepaliveEnforcementPolicy(pb.KeepaliveEnforcement))

@@ -60,16 +60,6 @@ func (m *Manager) HTTPAddr() string { return addrOf(m.httpLn) }
 // GRPCAddr returns the bound gRPC address (host:port), "" before Start.
 func (m *Manager) GRPCAddr() string { return addrOf(m.grpcLn) }
 
-// isLoopback reports whether addr (host:port) is on a loopback address.
-func isLoopback(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 func addrOf(l net.Listener) string {
 	if l == nil {
 		return ""

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,6 +23,7 @@ import (
 
 	"vodcluster/cdp/tsindex"
 	"vodcluster/proto/durtext"
+	"vodcluster/proto/grpctls"
 	"vodcluster/proto/metricshttp"
 	vodclusterv1 "vodcluster/proto/vodcluster/v1"
 )
@@ -197,7 +197,7 @@ func (s *Server) Start() error {
 	if cat.Len() == 0 {
 		s.log.Warn("catalog is empty", "dir", s.Dir)
 	}
-	if ap, err := netip.ParseAddrPort(lis.Addr().String()); s.Credential == "" && (err != nil || !ap.Addr().IsLoopback()) {
+	if s.Credential == "" && !grpctls.Loopback(lis.Addr().String()) {
 		s.log.Warn("the origin asks no credential: anyone who reaches it may list the catalog and fetch every title; give it the cluster's secret_file", "addr", lis.Addr().String())
 	}
 	s.log.Info("origin serving", "addr", lis.Addr().String(), "titles", cat.Len(),

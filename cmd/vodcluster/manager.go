@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"strings"
 
@@ -16,6 +14,7 @@ import (
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/grpctls"
 	"vodcluster/smm"
 )
 
@@ -103,7 +102,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 			return nil, fmt.Errorf("admin_token_file %s: %d characters, need at least 16", c.AdminTokenFile, len(adminToken))
 		}
 	}
-	if g := orString(c.GRPCListen, acm.DefaultGRPCListen); adminToken == "" && !c.AdminAPIOpen && !loopbackListen(g) {
+	if g := orString(c.GRPCListen, acm.DefaultGRPCListen); adminToken == "" && !c.AdminAPIOpen && !grpctls.Loopback(g) {
 		return nil, fmt.Errorf("admin_token_file is not set and grpc_listen %q is not a loopback address: the Admin API (vodctl: list and end sessions, suspend subscribers, drain and forget nodes) would be open to anyone who reaches it; set admin_token_file (16 characters or more: openssl rand -hex 24 > FILE), listen on loopback, or set admin_api_open: true to run it open", g)
 	}
 	if adminToken == "" {
@@ -281,19 +280,4 @@ func schedulerConfig(s SchedulerConfig) lsm.Config {
 	}
 	c.SlowStart = orDuration(s.SlowStart, c.SlowStart)
 	return c
-}
-
-// loopbackListen reports whether listen address addr (HOST:PORT) binds
-// only loopback: a loopback IP or localhost (":PORT" and 0.0.0.0 bind
-// every interface).
-func loopbackListen(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.IsLoopback()
 }
