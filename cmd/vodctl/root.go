@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/durflag"
+	"vodcluster/cmd/internal/fileflag"
 	"vodcluster/cmd/internal/probe"
 	"vodcluster/proto/grpctls"
 	"vodcluster/proto/token"
@@ -52,11 +54,13 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
 	// The token's default is read at run time, not shown in --help.
-	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN)")
+	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN); --token-file keeps it off the command line")
+	var tokenFile string
+	root.PersistentFlags().StringVar(&tokenFile, "token-file", "", "a file holding the manager's admin token, as its admin_token_file (default $VODCTL_TOKEN_FILE)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		g.out, g.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
-		if !cmd.Flags().Changed("token") {
-			g.token = os.Getenv("VODCTL_TOKEN")
+		if err := g.readToken(cmd.Flags().Changed("token"), cmd.Flags().Changed("token-file"), tokenFile); err != nil {
+			return err
 		}
 		if !cmd.Flags().Changed("tls") {
 			// Read as --tls is (it took "1" alone: VODCTL_TLS=true went
@@ -474,6 +478,41 @@ func policyCmd(g *globals) *cobra.Command {
 	}
 }
 
+// readToken sets g.token from, in this order, --token (given: tokenSet),
+// --token-file (given: fileSet, its path file), $VODCTL_TOKEN and the
+// file $VODCTL_TOKEN_FILE names. A token file holds the token as the
+// manager's admin_token_file does, surrounding white space ignored. Errors:
+// --token and --token-file both given, or a token file that cannot be read
+// or holds only white space (naming the flag or variable and the file).
+func (g *globals) readToken(tokenSet, fileSet bool, file string) error {
+	from := "--token-file"
+	switch {
+	case tokenSet && fileSet:
+		return errors.New("--token and --token-file: give one")
+	case tokenSet:
+		return nil
+	case fileSet:
+	case os.Getenv("VODCTL_TOKEN") != "":
+		g.token = os.Getenv("VODCTL_TOKEN")
+		return nil
+	case os.Getenv("VODCTL_TOKEN_FILE") != "":
+		file, from = os.Getenv("VODCTL_TOKEN_FILE"), "$VODCTL_TOKEN_FILE"
+	default:
+		return nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		if from == "--token-file" {
+			return fileflag.Error("token-file", file, err)
+		}
+		return fmt.Errorf("%s %s: %w", from, file, err)
+	}
+	if g.token = strings.TrimSpace(string(b)); g.token == "" {
+		return fmt.Errorf("%s %s: the file holds no token", from, file)
+	}
+	return nil
+}
+
 // explain adds to an admin call's error what the operator can do about
 // it: give the admin token, or check the manager's address.
 func (g *globals) explain(err error) error {
@@ -485,7 +524,7 @@ func (g *globals) explain(err error) error {
 	switch st.Code() {
 	case codes.Unauthenticated:
 		if g.token == "" {
-			return fmt.Errorf("%w (the manager has an admin token: give it with --token or $VODCTL_TOKEN)", err)
+			return fmt.Errorf("%w (the manager has an admin token: give it with --token-file, --token, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE)", err)
 		}
 		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
 	case codes.Unavailable:

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +63,7 @@ func TestAdminTokenHint(t *testing.T) {
 		return cmd.Execute()
 	}
 	if err := run("nodes"); err == nil || !strings.HasPrefix(err.Error(), "Unauthenticated: ") ||
-		!strings.Contains(err.Error(), "--token or $VODCTL_TOKEN") {
+		!strings.Contains(err.Error(), "give it with --token-file, --token, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE") {
 		t.Fatalf("no token: %v", err)
 	}
 	if err := run("--token", want, "pin", "t1", "n1", "--node", "n2"); err == nil || !strings.Contains(err.Error(), "NODE given twice") {
@@ -77,13 +79,52 @@ func TestAdminTokenHint(t *testing.T) {
 	if err := run("--token", want, "nodes"); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("right token: %v", err)
 	}
-	t.Setenv("VODCTL_TOKEN", want)
-	env := newRoot()
-	env.SetOut(&bytes.Buffer{})
-	env.SetErr(&bytes.Buffer{})
-	env.SetArgs([]string{"--manager", lis.Addr().String(), "nodes"})
-	if err := env.Execute(); status.Code(err) != codes.Unimplemented {
+	// A token file, as the manager's admin_token_file: white space around
+	// the token is not part of it.
+	dir := t.TempDir()
+	file, empty := filepath.Join(dir, "admin-token"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(file, []byte("  "+want+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runEnv := func(args ...string) error {
+		cmd := newRoot()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(append([]string{"--manager", lis.Addr().String()}, args...))
+		return cmd.Execute()
+	}
+	if err := runEnv("--token-file", file, "nodes"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("--token-file: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token-file", file, "--token", want}, "--token and --token-file: give one"},
+		{[]string{"--token-file", filepath.Join(dir, "none")}, "--token-file " + filepath.Join(dir, "none") + ": open: no such file"},
+		{[]string{"--token-file", empty}, "--token-file " + empty + ": the file holds no token"},
+	} {
+		if err := runEnv(append(c.args, "nodes")...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	t.Setenv("VODCTL_TOKEN_FILE", file)
+	if err := runEnv("nodes"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("token from $VODCTL_TOKEN_FILE: %v", err)
+	}
+	t.Setenv("VODCTL_TOKEN_FILE", empty)
+	if err := runEnv("nodes"); err == nil || !strings.Contains(err.Error(), "$VODCTL_TOKEN_FILE "+empty+": the file holds no token") {
+		t.Fatalf("$VODCTL_TOKEN_FILE empty: %v", err)
+	}
+	t.Setenv("VODCTL_TOKEN", want) // before $VODCTL_TOKEN_FILE
+	if err := runEnv("nodes"); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("token from $VODCTL_TOKEN: %v", err)
+	}
+	if err := runEnv("--token-file", file, "nodes"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("--token-file with $VODCTL_TOKEN set: %v", err)
 	}
 }
 
