@@ -15,14 +15,16 @@ const (
 	DefaultLoginFailureRefill = 30 * time.Second
 )
 
-// addrFactor scales the per-pair budget to the per-address one: an
-// address may fail addrFactor times more often, over every user name.
+// addrFactor scales the per-pair budget to the per-address and per-user
+// ones: an address may fail addrFactor times more often, over every user
+// name, and a user name as often, over every address.
 const addrFactor = 10
 
-// loginGuard limits failed logins per client IP and user name, and per
-// client IP over all user names: each key has a token bucket of failures
-// (golang.org/x/time/rate), burst failures refilled one per refill for a
-// pair, addrFactor times both for an address. While a bucket is empty
+// loginGuard limits failed logins per client IP and user name, per
+// client IP over all user names, and per user name over all client IPs:
+// each key has a token bucket of failures (golang.org/x/time/rate), burst
+// failures refilled one per refill for a pair, addrFactor times both for
+// an address and for a user name. While a bucket is empty
 // the requests under its key are refused before the credentials are
 // checked, so guessing a password costs the guesser time and the BOSS no
 // bcrypt. Only failures spend, and checks in flight count against the
@@ -40,7 +42,12 @@ const addrFactor = 10
 // logged in correctly within knownPairTTL is not held by it (its own
 // limit still holds): a device spraying guesses from a household's,
 // hotel's or carrier-grade NAT's address locked out every subscriber
-// behind it, one guess every 3 s keeping them out. Each table holds at
+// behind it, one guess every 3 s keeping them out. A user name has the
+// address's budget over every address too (100 failures, then one every
+// 3 s), which known pairs are not held by either: guesses at one account
+// spread over many addresses (an IPv6 /48 holds 65,536 /64s, each with its
+// own pair budget) stop there, while the subscriber's own boxes, known at
+// their addresses, still log in. Each table holds at
 // most bucketTableMax keys (bucketTable: a key with a check in flight is
 // never forgotten), the known pairs as many. Safe for concurrent use.
 type loginGuard struct {
@@ -50,6 +57,7 @@ type loginGuard struct {
 	mu      sync.Mutex
 	pairs   *bucketTable         // by client address and user name; inflight: checks in flight
 	addrs   *bucketTable         // by client address
+	users   *bucketTable         // by user name, over every address
 	known   map[string]time.Time // pairs (as pairs' keys) by their last correct login
 	changed chan struct{}        // closed (and replaced) when a check ends
 }
@@ -78,6 +86,7 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 	return &loginGuard{burst: burst, refill: refill,
 		pairs:   newBucketTable(burst, refill, bucketTableMax),
 		addrs:   newBucketTable(addrFactor*burst, refill/addrFactor, bucketTableMax),
+		users:   newBucketTable(addrFactor*burst, refill/addrFactor, bucketTableMax),
 		known:   map[string]time.Time{},
 		changed: make(chan struct{})}
 }
@@ -109,8 +118,9 @@ func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool
 }
 
 // take lets the client at ip check user's credentials at now: ok false,
-// and when it may try again, while the pair's or the address's bucket
-// holds less than one failure and no check under them is in flight;
+// and when it may try again, while the pair's, the address's or the user
+// name's bucket (the last two not for a known pair) holds less than one
+// failure and no check under it is in flight;
 // while the tokens left are taken by checks in flight it waits for one
 // of them to end (or ctx: ok false, wait 0). On ok it returns done, to
 // call once with the check's outcome and its time: a failure is charged
@@ -128,23 +138,28 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, co
 		g.mu.Lock()
 		a := g.addrs.get(addr, now)
 		p := g.pairs.get(pair, now)
-		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
+		u := g.users.get(user, now)
+		ta, tp, tu := a.l.TokensAt(now), p.l.TokensAt(now), u.l.TokensAt(now)
 		known := g.knownLocked(pair, now)
 		switch {
-		case (known || (ta-float64(a.inflight) >= 1 && (!costly || a.costly < maxAddrChecks))) && tp-float64(p.inflight) >= 1:
+		case (known || (ta-float64(a.inflight) >= 1 && (!costly || a.costly < maxAddrChecks) && tu-float64(u.inflight) >= 1)) && tp-float64(p.inflight) >= 1:
 			a.inflight++
 			p.inflight++
+			u.inflight++
 			if costly {
 				a.costly++
 			}
 			g.mu.Unlock()
 			var once sync.Once
 			return true, 0, func(outcome checkOutcome, at time.Time) {
-				once.Do(func() { g.end(pair, a, p, cred, costly, outcome, at) })
+				once.Do(func() { g.end(pair, a, p, u, cred, costly, outcome, at) })
 			}
-		case (!known && ta < 1 && a.inflight == 0) || (tp < 1 && p.inflight == 0):
-			// Spent by failures: refused until the bucket refills.
-			wait = max(refillWait(ta, g.refill/addrFactor), refillWait(tp, g.refill))
+		case !known && ta < 1 && a.inflight == 0, !known && tu < 1 && u.inflight == 0, tp < 1 && p.inflight == 0:
+			// Spent by failures: refused until the buckets refill.
+			wait = refillWait(tp, g.refill)
+			if !known {
+				wait = max(wait, refillWait(ta, g.refill/addrFactor), refillWait(tu, g.refill/addrFactor))
+			}
 			g.mu.Unlock()
 			return false, wait, nil
 		}
@@ -167,16 +182,17 @@ const (
 	checkFailed                        // the credentials are wrong
 )
 
-// end ends a check of cred counted on a and p (pair's): a failure at
+// end ends a check of cred counted on a, p (pair's) and u (user name's): a failure at
 // time at is charged (into debt if need be) and cred remembered as the
 // pair's last failed credentials, a pass makes the pair known (an
 // undecided check does neither: a guess abandoned while it waited for
 // its bcrypt made its pair known), and the waiting checks are woken.
-func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, costly bool, outcome checkOutcome, at time.Time) {
+func (g *loginGuard) end(pair string, a, p, u *bucket, cred credKey, costly bool, outcome checkOutcome, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a.inflight--
 	p.inflight--
+	u.inflight--
 	if costly {
 		a.costly--
 	}
@@ -184,6 +200,7 @@ func (g *loginGuard) end(pair string, a, p *bucket, cred credKey, costly bool, o
 	case checkFailed:
 		a.l.ReserveN(at, 1)
 		p.l.ReserveN(at, 1)
+		u.l.ReserveN(at, 1)
 		p.failed, p.failedAt = cred, at
 	case checkPassed:
 		g.noteKnownLocked(pair, at)

@@ -424,3 +424,34 @@ func TestLoginGuardDigestChecksNotCapped(t *testing.T) {
 		d(checkPassed, t0)
 	}
 }
+
+// Guesses at one account spread over many addresses (one a /64, each
+// within its own pair's and address's budget) are limited for that user
+// name: ten times the pair's budget over every address, refilled ten
+// times as fast; an address where the subscriber logged in before is not
+// held by it, and other user names are not affected.
+func TestLoginGuardPerUserOverAddresses(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	if !guess(g, "192.0.2.7", "alice", t0, false) {
+		t.Fatal("alice's own box refused")
+	}
+	for i := range 20 {
+		if !guess(g, "2001:db8:0:"+strconv.FormatInt(int64(i+1), 16)+"::1", "alice", t0, true) {
+			t.Fatalf("refused after %d failures for alice over many addresses, budget 20", i)
+		}
+	}
+	ok, wait, _ := g.take(context.Background(), "2001:db8:0:ff::1", "alice", credKey{}, true, t0)
+	if ok || wait <= 0 || wait > time.Second {
+		t.Fatalf("alice's 21st failure from a 21st address: ok %v, wait %v (want about 1s)", ok, wait)
+	}
+	if !guess(g, "192.0.2.7", "alice", t0, false) {
+		t.Fatal("alice's own box, known at its address, refused")
+	}
+	if !guess(g, "2001:db8:0:ff::1", "bob", t0, false) {
+		t.Fatal("another user name refused")
+	}
+	if !guess(g, "2001:db8:0:fe::1", "alice", t0.Add(time.Second), false) {
+		t.Fatal("alice from a new address still refused after the refill")
+	}
+}

@@ -146,7 +146,9 @@ type Manager struct {
 	// 503, HTTP 429, with Retry-After) without checking the credentials;
 	// one more is allowed every LoginFailureRefill. One client IP (an
 	// IPv6 client's /64) may fail ten times as often over all user names
-	// (a guesser spraying passwords over many names). 0 means
+	// (a guesser spraying passwords over many names), and one user name
+	// as often over all client IPs but those where it logged in correctly
+	// within 7 days (guesses at one account from many addresses). 0 means
 	// DefaultLoginFailures; < 0 means no limit.
 	LoginFailures      int
 	LoginFailureRefill time.Duration // DefaultLoginFailureRefill
