@@ -2,6 +2,7 @@ package smm
 
 import (
 	"container/list"
+	"maps"
 	"sort"
 	"time"
 )
@@ -16,7 +17,9 @@ func init() {
 // a main segmented LRU (probation, and protected = ProtectedShare of the
 // main part), with a TinyLFU admission filter: a count-min sketch of
 // request frequencies (4 rows of 4-bit counters, halved every 10 requests
-// per stored title, as the paper's reset).
+// per stored title, as the paper's reset; at least as many counters a row
+// as titles stored, 16,384 to begin with, doubled as more are stored, as
+// Caffeine's sketch grows with its cache).
 //
 // A new title enters the window. Titles pushed out of the window become
 // candidates at the head of probation; when room must be made, each
@@ -148,6 +151,11 @@ func (w *WTinyLFU) commit() {
 func (w *WTinyLFU) Record(title string, bytes int64, _ time.Time) {
 	w.commit()
 	w.recorded = true
+	if len(w.ents) >= w.sketch.width() {
+		// as many counters a row as titles held, at least: a sketch
+		// narrower than the titles it tells apart counts them together
+		w.sketch = w.sketch.grown(2*len(w.ents), maps.Keys(w.ents))
+	}
 	w.sketch.sample = 10 * max(len(w.ents), 64)
 	w.sketch.add(title)
 	for _, c := range w.cands {

@@ -24,6 +24,28 @@ func newCMSketch(width int) cmSketch {
 	return s
 }
 
+// width is the number of counters in a row.
+func (s *cmSketch) width() int { return len(s.rows[0]) }
+
+// grown returns a sketch at least width wide (a power of two) holding the
+// estimates of keys (the titles still held: a count-min sketch cannot
+// give back the keys of its counters, so the others' counts are lost),
+// with s's additions since its last reset.
+func (s *cmSketch) grown(width int, keys func(yield func(string) bool)) cmSketch {
+	n := newCMSketch(width)
+	for k := range keys {
+		e := s.estimate(k)
+		h := hashString(k)
+		for i := range n.rows {
+			if c := &n.rows[i][n.index(h, i)]; *c < e {
+				*c = e
+			}
+		}
+	}
+	n.adds = s.adds
+	return n
+}
+
 func (s *cmSketch) index(h uint64, i int) uint64 {
 	h1, h2 := h&0xffffffff, (h>>32)|1
 	return (h1 + uint64(i)*h2) & s.mask
