@@ -170,6 +170,8 @@ func TestFailoverToStandby(t *testing.T) {
 	a.m.Close()
 	waitFor(t, 20*testLeaderTTL, "B to take the planner lock", b.m.Leader)
 	took := time.Now() // B's restore grace began before
+	// The subscriber logged in on A's front door: known on B's too.
+	waitFor(t, 5*time.Second, "B to load the known logins", func() bool { return b.m.logins.isKnown("127.0.0.1", "demo", b.m.now()) })
 	b.registerWith("n1", sid, sid3)
 	for id, title := range map[string]string{sid: "t1", sid3: "t3"} {
 		s := b.session(id)

@@ -248,6 +248,7 @@ func (m *Manager) teardown() error {
 	var err error
 	if m.serving && m.Leader() {
 		m.savePopularity()
+		m.saveKnownLogins()
 	}
 	m.releaseLeader()
 	if m.origin != nil {

@@ -54,12 +54,15 @@ type loginGuard struct {
 	burst  int
 	refill time.Duration
 
-	mu      sync.Mutex
-	pairs   *bucketTable         // by client address and user name; inflight: checks in flight
-	addrs   *bucketTable         // by client address
-	users   *bucketTable         // by user name, over every address
-	known   map[string]time.Time // pairs (as pairs' keys) by their last correct login
-	changed chan struct{}        // closed (and replaced) when a check ends
+	mu    sync.Mutex
+	pairs *bucketTable         // by client address and user name; inflight: checks in flight
+	addrs *bucketTable         // by client address
+	users *bucketTable         // by user name, over every address
+	known map[string]time.Time // pairs (as pairs' keys) by their last correct login
+	// knownDirty: known changed since the last snapshotKnown (a new pair,
+	// or one whose login was older than knownRefreshAfter).
+	knownDirty bool
+	changed    chan struct{} // closed (and replaced) when a check ends
 }
 
 // maxAddrChecks is how many costly credential checks (Basic: a bcrypt
@@ -248,6 +251,9 @@ func (g *loginGuard) noteKnownLocked(pair string, at time.Time) {
 		if !expired {
 			delete(g.known, oldest)
 		}
+	}
+	if prev, ok := g.known[pair]; !ok || at.Sub(prev) >= knownRefreshAfter {
+		g.knownDirty = true
 	}
 	g.known[pair] = at
 }

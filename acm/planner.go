@@ -19,7 +19,8 @@ import (
 // kicked (kickPlan), one heartbeat interval after a node registers
 // (kickPlanSoon: nodes that start together are all in the plan's view),
 // and when the Replicator says demand shifted (asked every ShiftCheck),
-// and saves the popularity snapshot every PopularitySave.
+// and saves the popularity snapshot and the login guard's known pairs
+// every PopularitySave.
 func (m *Manager) planLoop() {
 	plan := time.NewTicker(m.PlanInterval)
 	defer plan.Stop()
@@ -59,6 +60,7 @@ func (m *Manager) planLoop() {
 		case <-save.C:
 			if m.Leader() { // a standby's snapshot would overwrite the leader's
 				m.savePopularity()
+				m.saveKnownLogins()
 			}
 		}
 	}

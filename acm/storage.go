@@ -58,7 +58,8 @@ func (m *Manager) plannerName() string {
 }
 
 // restoreStorage loads the operator's pins and the popularity snapshot
-// from the store at Start, then applies the catalog's popularity hints.
+// from the store at Start, then applies the catalog's popularity hints,
+// and loads the login guard's known pairs (loadKnownLogins).
 // Malformed pins fail Start (a pin silently lost could let a pinned title
 // be evicted); a malformed popularity snapshot is logged and dropped.
 func (m *Manager) restoreStorage() error {
@@ -88,6 +89,9 @@ func (m *Manager) restoreStorage() error {
 		}
 	}
 	m.applyHints()
+	if err := m.loadKnownLogins(ctx); err != nil {
+		return fmt.Errorf("acm: load known logins: %w", err)
+	}
 	return nil
 }
 

@@ -150,8 +150,9 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 }
 
 // reloadStorage replaces the pins and the popularity with the stored ones
-// (another manager's, on a shared store), tells the nodes their pins, and
-// applies the catalog's hints again; the operator's settings as
+// (another manager's, on a shared store), tells the nodes their pins,
+// applies the catalog's hints again, adds the stored known logins
+// (loadKnownLogins); the operator's settings as
 // loadOpState with keep.
 func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 	m.pinsMu.Lock()
@@ -182,6 +183,9 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()
+	if err := m.loadKnownLogins(ctx); err != nil {
+		return err
+	}
 	return m.loadOpState(ctx, keep)
 }
 
