@@ -37,7 +37,9 @@ type sessionRecord struct {
 	// or when the manager ended it.
 	EndedAt time.Time `json:"ended_at"`
 	// PlayedS is the session's length from its start to its end, seconds
-	// (wall time, pauses included); 0 when it never started.
+	// (wall time, pauses included); 0 when it never started, and when its
+	// node's fill of the title failed before it sent the viewer any of it
+	// (the node reports that end at the start: reason "fill failed: ...").
 	PlayedS float64 `json:"played_s"`
 	// BytesSent is what the node sent, as it counted in the session's
 	// ENDED (payload bytes of MPEG-TS or elementary streams), or, without

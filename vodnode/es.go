@@ -56,6 +56,9 @@ func (n *Node) esTracksOf(ctx context.Context, t *store.Title) (*deliver.ESTrack
 	}
 	tr, err := deliver.ProbeES(ctx, t)
 	if err != nil {
+		if unavailable := probeUnavailable(t, err); unavailable != nil {
+			return nil, unavailable
+		}
 		return nil, rtspErr(base.StatusUnsupportedMediaType, "no elementary streams: %v", err)
 	}
 	n.mu.Lock()

@@ -71,6 +71,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	segs, complete, err := waitSegments(r.Context(), hs.t, 1)
 	if err != nil && len(segs) == 0 {
 		titleUnavailable(w, err)
+		n.fillFailedEmpty(hs, err)
 		return
 	}
 	if err == nil && !complete {
@@ -147,15 +148,6 @@ func waitListed(ctx context.Context, t *store.Title, want int) ([]segment, bool,
 	return more, complete, err
 }
 
-// titleUnavailable answers an HLS request whose title has no bytes to
-// give it (its fill failed, or none came within requestTimeout): 503 with
-// Retry-After 5 s, as the node's other 503s (httpError), so that a player
-// asks again later rather than at once.
-func titleUnavailable(w http.ResponseWriter, err error) {
-	w.Header().Set("Retry-After", "5")
-	http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
-}
-
 // eventAhead is how many segments an EVENT playlist lists past the
 // highest one its viewer asked for (see eventShown).
 const eventAhead = 3
@@ -193,6 +185,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	if i >= len(segs) {
 		if err != nil {
 			titleUnavailable(w, err)
+			n.fillFailedEmpty(hs, err)
 			return
 		}
 		http.Error(w, "no such segment", http.StatusNotFound)

@@ -170,6 +170,9 @@ type httpSession struct {
 	bytes      atomic.Int64
 	readTo     atomic.Int64 // offset a progressive read of the title last reached
 	ended      bool         // guarded by Node.mu
+	// startedAt is when STARTED was reported (set once set up, before
+	// ready is closed).
+	startedAt time.Time
 }
 
 // httpPace is how much faster than its bitrate an HTTP viewer (all the
@@ -272,7 +275,11 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "video/mp2t")
 		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
 			sendfile: h.n.HTTPTLS == nil}
+		if r.Method == http.MethodGet {
+			aw.held = heldHeader{on: true, due: time.Now().Add(requestTimeout)}
+		}
 		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd) // an origin read rd left open closes with ctx (aheadRead)
+		h.n.answered(aw, hs, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
 	case httpSegment:
@@ -402,9 +409,10 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	n.store.Unexpect(hs.sid) // it arrived: its title is held for it (hs.t)
 	filled := !t.View().Complete
 	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "filling", filled)
+	hs.startedAt = time.Now()
 	if n.mgr != nil {
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title,
-			Kind: pb.SessionEvent_KIND_STARTED, Filled: filled, AtUnixMs: time.Now().UnixMilli()})
+			Kind: pb.SessionEvent_KIND_STARTED, Filled: filled, AtUnixMs: hs.startedAt.UnixMilli()})
 	}
 	return nil
 }
@@ -420,6 +428,12 @@ func (n *Node) endHTTPSession(hs *httpSession, reason string) {
 // checks hs.ended under the same lock, so an idle end and a new request
 // cannot both go ahead.
 func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool) {
+	n.endHTTPSessionAt(hs, reason, time.Time{}, cond)
+}
+
+// endHTTPSessionAt is endHTTPSessionIf reporting the end at at when it is
+// not zero (fillFailedEmpty: the session's start).
+func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, cond func() bool) {
 	n.mu.Lock()
 	if hs.ended || hs.t == nil || (cond != nil && !cond()) {
 		n.mu.Unlock()
@@ -439,9 +453,11 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 		// Ended idle (timed out, by the manager's order or at shutdown):
 		// the end of its last request, not the time of the end, which
 		// the session record would count as watched.
-		at := time.Now()
-		if idle {
-			at = time.Unix(0, hs.lastActive.Load())
+		if at.IsZero() {
+			at = time.Now()
+			if idle {
+				at = time.Unix(0, hs.lastActive.Load())
+			}
 		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
 			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli()})
@@ -450,9 +466,11 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 
 // activityWriter records when the viewer last took bytes: the end of the
 // last write that went through, and whether one failed (its write
-// deadline passed: the player stopped reading).
+// deadline passed: the player stopped reading). A progressive download's
+// status line is held until its first bytes (held).
 type activityWriter struct {
 	http.ResponseWriter
+	held   heldHeader
 	lastOK time.Time
 	failed bool
 	// fileBytes: bytes handed from a title's file to the connection's
@@ -460,7 +478,26 @@ type activityWriter struct {
 	fileBytes int64
 }
 
+// WriteHeader holds a 200 or 206 while a.held is on; else writes code.
+func (a *activityWriter) WriteHeader(code int) {
+	if a.held.on && a.held.code == 0 && (code == http.StatusOK || code == http.StatusPartialContent) {
+		a.held.code = code
+		return
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+// release writes the status line held, if any, and holds no more.
+func (a *activityWriter) release() {
+	code := a.held.code
+	a.held = heldHeader{}
+	if code != 0 {
+		a.ResponseWriter.WriteHeader(code)
+	}
+}
+
 func (a *activityWriter) Write(p []byte) (int, error) {
+	a.release()
 	n, err := a.ResponseWriter.Write(p)
 	if err != nil {
 		a.failed = true

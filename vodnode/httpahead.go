@@ -423,6 +423,14 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		freed, done = r.n.ahead.wait(r.slotRefused)
 		defer done()
 	}
+	var hold <-chan time.Time
+	if r.hold != nil && r.hold.held.code != 0 {
+		// The status line held (heldHeader) goes out at its due time,
+		// the body then waiting for the fill as before.
+		tm := time.NewTimer(time.Until(r.hold.held.due))
+		defer tm.Stop()
+		hold = tm.C
+	}
 	for {
 		if avail, ok, err := filledPast(r.hs.t, r.off); ok {
 			return avail, err
@@ -437,6 +445,9 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		select {
 		case <-r.fillWake:
 			r.fillWake = nil
+		case <-hold:
+			r.hold.release()
+			hold = nil
 		case <-due:
 			return 0, nil
 		case <-freed:

@@ -38,6 +38,7 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 	if r, ok := lr.R.(*titleReader); ok {
 		r.rangeEnd = r.off + lr.N // an origin read ahead of the fill stops there
+		r.hold = a                // read on this goroutine: it releases a's status line held
 	}
 	var s sendSource
 	switch r := lr.R.(type) {

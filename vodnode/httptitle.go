@@ -61,6 +61,12 @@ type titleReader struct {
 	// offset it was registered at (Title.Notify): one waiter per reader,
 	// kept across the wakes to ask the origin again.
 	fillWake chan struct{}
+	// hold is the response writer whose status line (heldHeader) waits
+	// for the first bytes next finds, when the body is read on the
+	// handler's goroutine (activityWriter.ReadFrom); nil otherwise.
+	hold *activityWriter
+	// err is the error next last failed with.
+	err error
 }
 
 func (r *titleReader) Seek(off int64, whence int) (int64, error) {
@@ -118,6 +124,31 @@ func (r *titleReader) Read(p []byte) (int, error) {
 // them: io.EOF at the title's end; the context's error once the session
 // ended or the client left; the fill's once it failed short of r.off.
 func (r *titleReader) next(want int) (int, error) {
+	k, err := r.nextBytes(want)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return k, err
+}
+
+// fillErr returns the title's fill's error when the reader failed for
+// it: with no bytes past r.off after the fill failed, or cut by the end
+// of its session, which the fill's failure ended (fillFailedEmpty); nil
+// otherwise.
+func (r *titleReader) fillErr() error {
+	if r.err == nil {
+		return nil
+	}
+	if errors.Is(r.err, store.ErrFillFailed) {
+		return r.err
+	}
+	if _, ok, err := filledPast(r.hs.t, r.off); ok && err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *titleReader) nextBytes(want int) (int, error) {
 	if r.off >= r.hs.meta.Size {
 		return 0, io.EOF
 	}
@@ -144,6 +175,9 @@ func (r *titleReader) next(want int) (int, error) {
 		if avail > 0 {
 			k = int(min(int64(want), avail-r.off))
 		}
+	}
+	if r.hold != nil {
+		r.hold.release() // the first bytes are there: the answer goes out
 	}
 	if !r.reading {
 		r.reading = true

@@ -458,7 +458,7 @@ func (c *rtspConn) handle(req *base.Request) (*base.Response, func()) {
 	}
 	if err != nil {
 		c.n.log.Debug("rtsp request refused", "method", req.Method, "remote", c.remote, "status", int(err.code), "reason", err.reason)
-		return errResponse(err), nil
+		return errResponse(err), after // a refused PLAY's: its session's end (play)
 	}
 	return res, after
 }

@@ -485,8 +485,13 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	if errors.Is(serr, store.ErrFillFailed) {
 		// Nothing to play from start: the fill stopped before it (the
 		// origin away, the title replaced there). A later request fills
-		// again.
-		return nil, nil, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
+		// again. A session never played ends once this is answered
+		// (fillfail.go): it has nothing to play.
+		var end func()
+		if !c.n.hasStarted(s) {
+			end = func() { c.n.endSession(s, fillFailedReason(serr), serr) }
+		}
+		return nil, end, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
 	}
 	if errors.Is(serr, deliver.ErrEnded) {
 		// The session ended while this PLAY ran (a TEARDOWN from another

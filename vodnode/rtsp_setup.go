@@ -259,9 +259,12 @@ func (n *Node) addSession(s *session) *rtspError {
 
 // started records the first PLAY of s and reports STARTED.
 func (n *Node) started(s *session) {
+	now := time.Now()
 	n.mu.Lock()
 	first := !s.started && !s.ended
-	s.started = true
+	if first {
+		s.started, s.startedAt = true, now
+	}
 	n.mu.Unlock()
 	if !first {
 		return
@@ -270,7 +273,7 @@ func (n *Node) started(s *session) {
 	if n.mgr != nil {
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_STARTED,
-			Filled: filled, AtUnixMs: time.Now().UnixMilli(),
+			Filled: filled, AtUnixMs: now.UnixMilli(),
 		})
 	}
 }

@@ -60,6 +60,7 @@ type aheadSource struct {
 	waiters []sourceWaiter
 	closed  bool
 	clock   []clockPoint // where extents' first PCRs were: the title's clock (estimate)
+	gave    atomic.Bool  // ReadAt has read bytes of the title: the stream had some to send
 }
 
 // sourceWaiter is a Notify waiting for more than after bytes.
@@ -123,6 +124,9 @@ func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
 // fails with store.ErrFillFailed, not as the disk's failure.
 func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
 	n, err := s.t.ReadAt(p, off)
+	if n > 0 {
+		s.gave.Store(true)
+	}
 	if n < len(p) && off+int64(len(p)) > s.t.View().Index.Size && !s.t.AheadWritable() {
 		if v := s.t.View(); !v.Complete {
 			return n, fmt.Errorf("%w: the fill stopped; the bytes read from the origin past %d are cut", store.ErrFillFailed, v.Index.Size)

@@ -60,8 +60,9 @@ type session struct {
 	readErrorSeen atomic.Bool
 
 	// guarded by Node.mu
-	started bool // PLAY seen, STARTED reported
-	ended   bool
+	started   bool      // PLAY seen, STARTED reported
+	startedAt time.Time // when STARTED was reported
+	ended     bool
 }
 
 func (s *session) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
@@ -175,6 +176,16 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	at := time.Now()
 	if reason == "timeout" {
 		at = time.Unix(0, s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+	}
+	if next == nil && errors.Is(cause, store.ErrFillFailed) && (ahead == nil || !ahead.gave.Load()) {
+		// Its title's fill failed before the session was sent any of
+		// the title (fillfail.go): ended at its start, if it started.
+		reason = fillFailedReason(cause)
+		n.mu.Lock()
+		if s.started {
+			at = s.startedAt
+		}
+		n.mu.Unlock()
 	}
 	// The bytes are read, and the end reported, once nothing more of the
 	// stream is to be written (at once but for an abort whose BYE, or a
