@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"slices"
@@ -30,13 +31,17 @@ import (
 type globals struct {
 	manager string
 	token   string
-	json    bool
-	timeout durflag.Value // --timeout, as typed for errors
-	tls     bool          // TLS to the manager
-	tlsCA   string        // PEM CA(s) to verify the manager with (implies tls)
-	tlsEnv  error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
-	out     io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
-	errOut  io.Writer     // where admin calls print notes: the command's error output (os.Stderr unless a test sets it)
+	// tokenFile is --token-file's path; tokenSet and tokenFileSet say
+	// which of --token and --token-file was given (readToken).
+	tokenFile              string
+	tokenSet, tokenFileSet bool
+	json                   bool
+	timeout                durflag.Value // --timeout, as typed for errors
+	tls                    bool          // TLS to the manager
+	tlsCA                  string        // PEM CA(s) to verify the manager with (implies tls)
+	tlsEnv                 error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
+	out                    io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
+	errOut                 io.Writer     // where admin calls print notes: the command's error output (os.Stderr unless a test sets it)
 }
 
 func newRoot() *cobra.Command {
@@ -55,12 +60,14 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
 	// The token's default is read at run time, not shown in --help.
 	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN); --token-file keeps it off the command line")
-	var tokenFile string
-	root.PersistentFlags().StringVar(&tokenFile, "token-file", "", "a file holding the manager's admin token, as its admin_token_file (default $VODCTL_TOKEN_FILE)")
+	root.PersistentFlags().StringVar(&g.tokenFile, "token-file", "", "a file holding the manager's admin token, as its admin_token_file (default $VODCTL_TOKEN_FILE)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		g.out, g.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
-		if err := g.readToken(cmd.Flags().Changed("token"), cmd.Flags().Changed("token-file"), tokenFile); err != nil {
-			return err
+		// read when the Admin API is called (admin): vodctl play needs
+		// none, and a token file it may not read must not stop it
+		g.tokenSet, g.tokenFileSet = cmd.Flags().Changed("token"), cmd.Flags().Changed("token-file")
+		if g.tokenSet && g.tokenFileSet {
+			return errors.New("--token and --token-file: give one")
 		}
 		if !cmd.Flags().Changed("tls") {
 			// Read as --tls is (it took "1" alone: VODCTL_TLS=true went
@@ -105,6 +112,9 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		// gRPC would dial port 443 of a bare host.
 		// Quoted without a password (a URL given as --manager).
 		return fmt.Errorf("--manager %q: want HOST:PORT, the manager's grpc_listen (port 9090 by default)", probe.Redacted(g.manager))
+	}
+	if err := g.readToken(); err != nil {
+		return err
 	}
 	creds, err := grpctls.Client(g.tls || g.tlsCA != "", g.tlsCA)
 	if err != nil {
@@ -478,20 +488,19 @@ func policyCmd(g *globals) *cobra.Command {
 	}
 }
 
-// readToken sets g.token from, in this order, --token (given: tokenSet),
-// --token-file (given: fileSet, its path file), $VODCTL_TOKEN and the
-// file $VODCTL_TOKEN_FILE names. A token file holds the token as the
-// manager's admin_token_file does, surrounding white space ignored. Errors:
-// --token and --token-file both given, or a token file that cannot be read
-// or holds only white space (naming the flag or variable and the file).
-func (g *globals) readToken(tokenSet, fileSet bool, file string) error {
-	from := "--token-file"
+// readToken sets g.token from, in this order, --token (g.tokenSet),
+// --token-file (g.tokenFileSet: the file g.tokenFile), $VODCTL_TOKEN and
+// the file $VODCTL_TOKEN_FILE names. A token file holds the token as the
+// manager's admin_token_file does, surrounding white space ignored.
+// Errors: a token file that cannot be read or holds only white space,
+// naming the flag or variable and the file; a name that is no file and
+// has no '/' is not shown (a token given as the file's name).
+func (g *globals) readToken() error {
+	file, from := g.tokenFile, "--token-file"
 	switch {
-	case tokenSet && fileSet:
-		return errors.New("--token and --token-file: give one")
-	case tokenSet:
+	case g.tokenSet:
 		return nil
-	case fileSet:
+	case g.tokenFileSet:
 	case os.Getenv("VODCTL_TOKEN") != "":
 		g.token = os.Getenv("VODCTL_TOKEN")
 		return nil
@@ -501,9 +510,15 @@ func (g *globals) readToken(tokenSet, fileSet bool, file string) error {
 		return nil
 	}
 	b, err := os.ReadFile(file)
-	if err != nil {
-		if from == "--token-file" {
-			return fileflag.Error("token-file", file, err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !strings.Contains(file, "/"):
+		return fmt.Errorf("%s: no such file (its name, not shown, has no '/': if it is the token itself, give it with --token or $VODCTL_TOKEN)", from)
+	case err != nil && from == "--token-file":
+		return fileflag.Error("token-file", file, err)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s %s: %s: %w", from, file, pe.Op, pe.Err)
 		}
 		return fmt.Errorf("%s %s: %w", from, file, err)
 	}

@@ -111,6 +111,17 @@ func TestAdminTokenHint(t *testing.T) {
 			t.Errorf("%q: %v, want %q", c.args, err, c.want)
 		}
 	}
+	// A token given as the file's name by mistake is not shown.
+	t.Setenv("VODCTL_TOKEN_FILE", "s3cr3t-token-0123456789")
+	if err := runEnv("nodes"); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "$VODCTL_TOKEN_FILE: no such file") {
+		t.Fatalf("$VODCTL_TOKEN_FILE naming no file, without '/': %v", err)
+	}
+	// vodctl play calls no Admin API: a token file it cannot read does
+	// not stop it (it fails here for the URL alone).
+	t.Setenv("VODCTL_TOKEN_FILE", filepath.Join(dir, "none"))
+	if err := runEnv("play", "http://not-rtsp/"); err == nil || strings.Contains(err.Error(), "VODCTL_TOKEN_FILE") {
+		t.Fatalf("vodctl play with an unreadable $VODCTL_TOKEN_FILE: %v", err)
+	}
 	t.Setenv("VODCTL_TOKEN_FILE", file)
 	if err := runEnv("nodes"); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("token from $VODCTL_TOKEN_FILE: %v", err)
