@@ -43,7 +43,8 @@ func retryAfter(err error) string {
 // fault was a Digest nonce expired or a Digest response already accepted
 // once: then stale is true and the client may retry with a fresh nonce,
 // see auth.Replays), a retryLater
-// wrapping errThrottled (the client IP and user name ran out of failed
+// wrapping errThrottled (the client IP and user name, the client IP over
+// all user names, or the user name over all client IPs ran out of failed
 // logins: see loginGuard) or errUnavailable (the BOSS failed). The
 // credentials that last failed for the user from ip, sent again, are
 // refused (errUnauthorized) without a check or a charge
@@ -84,7 +85,8 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		if ctx.Err() != nil {
 			return "", false, ctx.Err() // left while waiting for its check
 		}
-		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait)
+		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait,
+			"limit", m.logins.refusedBy(ip, c.User, m.now())) // pair, address, or user over all addresses
 		return "", false, retryLater{errThrottled, wait}
 	}
 	bctx := ctx

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"net/netip"
 	"sync"
 	"time"
@@ -59,10 +60,12 @@ type loginGuard struct {
 	addrs *bucketTable         // by client address
 	users *bucketTable         // by user name, over every address
 	known map[string]time.Time // pairs (as pairs' keys) by their last correct login
-	// knownDirty: known changed since the last snapshotKnown (a new pair,
-	// or one whose login was older than knownRefreshAfter).
-	knownDirty bool
-	changed    chan struct{} // closed (and replaced) when a check ends
+	// knownDirty: a pair became known since the last snapshotKnown;
+	// knownTouched: a known pair logged in again since it; knownSavedAt:
+	// the last snapshotKnown's time (loginknown.go).
+	knownDirty, knownTouched bool
+	knownSavedAt             time.Time
+	changed                  chan struct{} // closed (and replaced) when a check ends
 }
 
 // maxAddrChecks is how many costly credential checks (Basic: a bcrypt
@@ -116,7 +119,7 @@ func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p := g.pairs.get(addrKey(ip)+"\x00"+user, now)
+	p := g.pairs.get(addrKey(ip)+"\x00"+userKey(user), now)
 	return !p.failedAt.IsZero() && p.failed == cred && now.Sub(p.failedAt) < g.refill && !now.Before(p.failedAt)
 }
 
@@ -127,7 +130,7 @@ func (g *loginGuard) repeated(ip, user string, cred credKey, now time.Time) bool
 // while the tokens left are taken by checks in flight it waits for one
 // of them to end (or ctx: ok false, wait 0). On ok it returns done, to
 // call once with the check's outcome and its time: a failure is charged
-// to both buckets and cred (the credentials checked) is remembered for
+// to the three buckets and cred (the credentials checked) is remembered for
 // repeated; a pass makes the pair known. costly: the check is a Basic
 // one (bcrypt), counted against maxAddrChecks. IPv6 clients are keyed by their /64 (one subscriber's
 // prefix).
@@ -136,12 +139,12 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, co
 		return true, 0, func(checkOutcome, time.Time) {}
 	}
 	addr := addrKey(ip)
-	pair := addr + "\x00" + user
+	pair := addr + "\x00" + userKey(user)
 	for {
 		g.mu.Lock()
 		a := g.addrs.get(addr, now)
 		p := g.pairs.get(pair, now)
-		u := g.users.get(user, now)
+		u := g.users.get(userKey(user), now)
 		ta, tp, tu := a.l.TokensAt(now), p.l.TokensAt(now), u.l.TokensAt(now)
 		known := g.knownLocked(pair, now)
 		switch {
@@ -174,6 +177,30 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, co
 			return false, 0, nil
 		}
 	}
+}
+
+// refusedBy names, for the log, the limit that refuses user's logins
+// from ip at now (take's refusal): "pair" (the user name from this
+// address), "address" (this address over all user names) or "user" (the
+// user name over all addresses but those it is known at); "" when none
+// does now.
+func (g *loginGuard) refusedBy(ip, user string, now time.Time) string {
+	if g == nil {
+		return ""
+	}
+	addr, uk := addrKey(ip), userKey(user)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	known := g.knownLocked(addr+"\x00"+uk, now)
+	switch {
+	case g.pairs.get(addr+"\x00"+uk, now).l.TokensAt(now) < 1:
+		return "pair"
+	case !known && g.addrs.get(addr, now).l.TokensAt(now) < 1:
+		return "address"
+	case !known && g.users.get(uk, now).l.TokensAt(now) < 1:
+		return "user"
+	}
+	return ""
 }
 
 // checkOutcome is how a credential check under the guard ended.
@@ -221,7 +248,7 @@ func (g *loginGuard) isKnown(ip, user string, now time.Time) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.knownLocked(addrKey(ip)+"\x00"+user, now)
+	return g.knownLocked(addrKey(ip)+"\x00"+userKey(user), now)
 }
 
 // knownLocked reports whether pair logged in correctly within
@@ -252,10 +279,28 @@ func (g *loginGuard) noteKnownLocked(pair string, at time.Time) {
 			delete(g.known, oldest)
 		}
 	}
-	if prev, ok := g.known[pair]; !ok || at.Sub(prev) >= knownRefreshAfter {
+	if _, ok := g.known[pair]; ok {
+		g.knownTouched = true
+	} else {
 		g.knownDirty = true
 	}
 	g.known[pair] = at
+}
+
+// maxUserKey is the longest user name the guard keys as it is, bytes;
+// longer ones by their hash (userKey).
+const maxUserKey = 64
+
+// userKey is the guard's key of a user name: the name, or for one longer
+// than maxUserKey "#" and the hex of the first 128 bits of its SHA-256, so
+// that a flood of made-up names of a few kilobytes each (as long as a
+// header may be) holds at most about 100 bytes a key in each table.
+func userKey(user string) string {
+	if len(user) <= maxUserKey {
+		return user
+	}
+	sum := sha256.Sum256([]byte(user))
+	return "#" + hex.EncodeToString(sum[:16])
 }
 
 // addrKey is the guard's key of a client address: the address, or an

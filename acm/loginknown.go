@@ -15,9 +15,10 @@ import (
 // (savedKnownLogins as JSON).
 const stateKnownLogins = "known_logins"
 
-// knownRefreshAfter is how old a known pair's stored login may be before
-// a new correct login makes the table worth saving again: a pair logged
-// in daily is saved about daily, not at every login.
+// knownRefreshAfter is how often, at most, the table is saved for logins
+// of pairs already known (a new pair has it saved at the next chance):
+// the stored login of a pair that logs in hourly is at most about a day
+// old, the table not written at every login.
 const knownRefreshAfter = 24 * time.Hour
 
 // savedKnownLogins is the stored table of known pairs: for each client
@@ -35,18 +36,19 @@ type savedKnownPair struct {
 }
 
 // snapshotKnown returns the known pairs still within knownPairTTL of now
-// as JSON, and clears the guard's mark of changes since the last
-// snapshot; nil when nothing changed since (a nil guard: nil).
+// as JSON when a pair became known since the last snapshot, or known
+// pairs logged in again since one knownRefreshAfter or more before now;
+// nil otherwise (a nil guard: nil).
 func (g *loginGuard) snapshotKnown(now time.Time) []byte {
 	if g == nil {
 		return nil
 	}
 	g.mu.Lock()
-	if !g.knownDirty {
+	if !g.knownDirty && (!g.knownTouched || now.Sub(g.knownSavedAt) < knownRefreshAfter) {
 		g.mu.Unlock()
 		return nil
 	}
-	g.knownDirty = false
+	g.knownDirty, g.knownTouched, g.knownSavedAt = false, false, now
 	s := savedKnownLogins{Pairs: make([]savedKnownPair, 0, len(g.known))}
 	for pair, at := range g.known {
 		if now.Sub(at) >= knownPairTTL {
@@ -118,26 +120,27 @@ func (g *loginGuard) markKnownDirty() {
 
 // loadKnownLogins adds the stored known pairs to the login guard's (at
 // Start, and when this manager takes over from another on a shared
-// store). A table that does not decode is logged and left; an error only
-// when the store does not answer.
-func (m *Manager) loadKnownLogins(ctx context.Context) error {
+// store). A table that cannot be read or does not decode is logged and
+// left: the pairs are an aid, their addresses' first logins then wait as
+// strangers' do, and nothing else waits on them.
+func (m *Manager) loadKnownLogins(ctx context.Context) {
 	if m.logins == nil {
-		return nil
+		return
 	}
 	b, err := m.st.State(ctx, stateKnownLogins)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil
+		return
 	case err != nil:
-		return err
+		m.log.Warn("known logins not read from the store: their addresses' first logins wait as strangers' do", "err", err)
+		return
 	}
 	n, err := m.logins.restoreKnown(b, m.now())
 	if err != nil {
 		m.log.Warn("stored known logins malformed: not restored", "err", err)
-		return nil
+		return
 	}
 	if n > 0 {
 		m.log.Info("known logins restored", "pairs", n)
 	}
-	return nil
 }

@@ -2,6 +2,8 @@ package acm
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +86,71 @@ func TestKnownLoginsSnapshot(t *testing.T) {
 	}
 	if !r.isKnown("10.0.0.1", "alice", t0.Add(time.Minute)) || r.isKnown("10.0.0.3", "future", t0.Add(time.Minute)) {
 		t.Fatal("alice not known, or a login from the future taken")
+	}
+}
+
+// A box that logs in every hour has its pair saved about daily: compared
+// with the login before it (an hour older), it was never saved again, and
+// a restart more than knownPairTTL after its first login forgot it.
+func TestKnownLoginsSavedForPairsLoggingInOften(t *testing.T) {
+	g := newLoginGuard(10, 30*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	var last []byte
+	var lastAt time.Time
+	saves := 0
+	for h := range 8 * 24 {
+		now := t0.Add(time.Duration(h) * time.Hour)
+		guess(g, "10.0.0.1", "alice", now, false)
+		if b := g.snapshotKnown(now.Add(time.Minute)); b != nil { // a save every minute, as PopularitySave's
+			last, lastAt = b, now
+			saves++
+		}
+	}
+	if saves < 7 || saves > 10 {
+		t.Fatalf("%d saves in 8 days of hourly logins, want about one a day", saves)
+	}
+	end := t0.Add(8 * 24 * time.Hour)
+	r := newLoginGuard(10, 30*time.Second)
+	if n, err := r.restoreKnown(last, end); err != nil || n != 1 || !r.isKnown("10.0.0.1", "alice", end) {
+		t.Fatalf("the last save (%v) restored %d pairs (%v) at %v", lastAt, n, err, end)
+	}
+}
+
+// The log names the limit that refuses a login.
+func TestLoginGuardSaysWhichLimit(t *testing.T) {
+	g := newLoginGuard(2, 10*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	guess(g, "10.0.0.1", "alice", t0, true)
+	guess(g, "10.0.0.1", "alice", t0, true)
+	for i := range 20 {
+		guess(g, "10.0.0.2", "u"+strconv.Itoa(i), t0, true)
+		guess(g, "10.1.0."+strconv.Itoa(i+1), "bob", t0, true)
+	}
+	for _, c := range []struct{ ip, user, want string }{
+		{"10.0.0.1", "alice", "pair"}, {"10.0.0.2", "carol", "address"}, {"10.2.0.1", "bob", "user"}, {"10.2.0.1", "dave", ""},
+	} {
+		if got := g.refusedBy(c.ip, c.user, t0); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.ip, c.user, got, c.want)
+		}
+	}
+}
+
+// A user name longer than maxUserKey is keyed by its hash: a flood of
+// made-up names of kilobytes each holds small keys.
+func TestLoginGuardKeysLongUserNamesByHash(t *testing.T) {
+	g := newLoginGuard(10, 30*time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	long := strings.Repeat("x", 4000)
+	guess(g, "10.0.0.1", long, t0, false)
+	if !g.isKnown("10.0.0.1", long, t0) || g.isKnown("10.0.0.1", long+"y", t0) {
+		t.Fatal("a long user name not known after its login, or another taken for it")
+	}
+	for k := range g.known {
+		if len(k) > 100 {
+			t.Fatalf("a key of %d bytes", len(k))
+		}
+	}
+	if userKey("alice") != "alice" || len(userKey(long)) != 33 {
+		t.Fatalf("keys %q, %q", userKey("alice"), userKey(long))
 	}
 }

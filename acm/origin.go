@@ -60,7 +60,7 @@ func (m *Manager) originLoop() {
 			// every fill and catalog read failed, and viewers were sent to
 			// nodes for fills that could not start.
 			if err = m.checkCredential(ctx); err != nil {
-				up, res = false, nil
+				up = false
 			}
 		}
 		cancel()
@@ -85,8 +85,11 @@ func (m *Manager) originLoop() {
 			m.origin.ResetConnectBackoff() // try the origin again at the next check, not after a backoff
 			if !m.originDown.Swap(true) {
 				m.queuedOriginDown(true)
-				m.log.Warn("origin unavailable: requests for titles no node holds are refused (503) until it answers",
-					withOriginHint(err, "origin", m.OriginAddr, "status", res.GetStatus().String(), "err", err)...)
+				msg := "origin unavailable: requests for titles no node holds are refused (503) until it answers"
+				if res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+					msg = "origin serves but does not take the manager's origin call: requests for titles no node holds are refused (503) until it does"
+				}
+				m.log.Warn(msg, withOriginHint(err, "origin", m.OriginAddr, "health", res.GetStatus().String(), "err", err)...)
 			}
 		}
 	}

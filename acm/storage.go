@@ -89,9 +89,7 @@ func (m *Manager) restoreStorage() error {
 		}
 	}
 	m.applyHints()
-	if err := m.loadKnownLogins(ctx); err != nil {
-		return fmt.Errorf("acm: load known logins: %w", err)
-	}
+	m.loadKnownLogins(ctx)
 	return nil
 }
 

@@ -183,10 +183,9 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()
-	if err := m.loadKnownLogins(ctx); err != nil {
-		return err
-	}
-	return m.loadOpState(ctx, keep)
+	err = m.loadOpState(ctx, keep)
+	m.loadKnownLogins(ctx)
+	return err
 }
 
 // registerHook runs before NodeControl.Register on a shared store: the

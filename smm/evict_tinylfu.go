@@ -322,7 +322,8 @@ func (w *WTinyLFU) reconcile(items []Item, on map[string]*Item) {
 // only when the sketch deems it more frequent than every victim. When it
 // is not, the victims the last Victims named stay where they were (the
 // owner evicts nothing), and the refused title leaves the segments (it is
-// not on the disk; the sketch keeps its count): its next request makes it
+// not on the disk; the sketch keeps its count, but for a growth of the
+// sketch, which keeps the held titles' only): its next request makes it
 // a new entry, which must pass the filter again.
 func (w *WTinyLFU) Admit(title string, _ int64, victims []Item, _ time.Time) bool {
 	e := w.ents[title]
