@@ -432,10 +432,10 @@ func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 	}
 	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
 	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
-	fmt.Fprintf(w, "  ffplay rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  ffplay -rtsp_transport tcp rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  gst-launch-1.0 rtspsrc location=rtsp://%s/vod/sample-003 user-id=%s user-pw=%s ! rtpmp2tdepay ! tsdemux ! fakesink\n", front, demoUser, demoPassword)
 	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
-	fmt.Fprintf(w, "  cvlc http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  cvlc --play-and-exit http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  curl -u %s:%s -L -o sample-008.ts http://%s/vod/sample-008.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	if f := c.opts.PortalSecretFile; f != "" {
