@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of the failed-login limit (Manager.LoginFailures,
@@ -58,7 +61,7 @@ type loginGuard struct {
 	mu    sync.Mutex
 	pairs *bucketTable         // by client address and user name; inflight: checks in flight
 	addrs *bucketTable         // by client address
-	users *bucketTable         // by user name, over every address
+	users *bucketTable         // by user name, over every address; nil: no such limit (withUserBudget)
 	known map[string]time.Time // pairs (as pairs' keys) by their last correct login
 	// knownDirty: a pair became known since the last snapshotKnown;
 	// knownTouched: a known pair logged in again since it; knownSavedAt:
@@ -95,6 +98,21 @@ func newLoginGuard(burst int, refill time.Duration) *loginGuard {
 		users:   newBucketTable(addrFactor*burst, refill/addrFactor, bucketTableMax),
 		known:   map[string]time.Time{},
 		changed: make(chan struct{})}
+}
+
+// withUserBudget sets the budget of failed logins of one user name over
+// every address but those it is known at: n failures, one more every
+// refill/addrFactor; n == 0 leaves the default (addrFactor times the
+// pair's), n < 0 sets none. It returns g (nil stays nil).
+func (g *loginGuard) withUserBudget(n int) *loginGuard {
+	switch {
+	case g == nil || n == 0:
+	case n < 0:
+		g.users = nil
+	default:
+		g.users = newBucketTable(n, g.refill/addrFactor, bucketTableMax)
+	}
+	return g
 }
 
 // credKey identifies the credentials of a request: the first 128 bits
@@ -144,8 +162,12 @@ func (g *loginGuard) take(ctx context.Context, ip, user string, cred credKey, co
 		g.mu.Lock()
 		a := g.addrs.get(addr, now)
 		p := g.pairs.get(pair, now)
-		u := g.users.get(userKey(user), now)
-		ta, tp, tu := a.l.TokensAt(now), p.l.TokensAt(now), u.l.TokensAt(now)
+		ta, tp := a.l.TokensAt(now), p.l.TokensAt(now)
+		u, tu := &bucket{l: rate.NewLimiter(rate.Inf, 0)}, math.Inf(1) // no per-user limit: a bucket kept nowhere, never short
+		if g.users != nil {
+			u = g.users.get(userKey(user), now)
+			tu = u.l.TokensAt(now)
+		}
 		known := g.knownLocked(pair, now)
 		switch {
 		case (known || (ta-float64(a.inflight) >= 1 && (!costly || a.costly < maxAddrChecks) && tu-float64(u.inflight) >= 1)) && tp-float64(p.inflight) >= 1:
@@ -197,7 +219,7 @@ func (g *loginGuard) refusedBy(ip, user string, now time.Time) string {
 		return "pair"
 	case !known && g.addrs.get(addr, now).l.TokensAt(now) < 1:
 		return "address"
-	case !known && g.users.get(uk, now).l.TokensAt(now) < 1:
+	case !known && g.users != nil && g.users.get(uk, now).l.TokensAt(now) < 1:
 		return "user"
 	}
 	return ""

@@ -455,3 +455,35 @@ func TestLoginGuardPerUserOverAddresses(t *testing.T) {
 		t.Fatal("alice from a new address still refused after the refill")
 	}
 }
+
+// LoginFailuresPerUser sets the per-user budget (n failures over every
+// address) or, at -1, removes it: guesses at one name from many
+// addresses then meet only their addresses' and pairs' limits.
+func TestLoginGuardUserBudget(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spend := func(g *loginGuard, n int) int {
+		for i := range n {
+			if !guess(g, "10.9.0."+strconv.Itoa(i+1), "alice", t0, true) {
+				return i
+			}
+		}
+		return n
+	}
+	if got := spend(newLoginGuard(2, 10*time.Second).withUserBudget(5), 30); got != 5 {
+		t.Fatalf("a budget of 5: %d failures let through", got)
+	}
+	if got := spend(newLoginGuard(2, 10*time.Second).withUserBudget(0), 30); got != 20 {
+		t.Fatalf("the default budget (ten times 2): %d failures let through", got)
+	}
+	g := newLoginGuard(2, 10*time.Second).withUserBudget(-1)
+	if got := spend(g, 30); got != 30 {
+		t.Fatalf("no per-user budget: %d of 30 failures let through", got)
+	}
+	if by := g.refusedBy("10.9.1.1", "alice", t0); by != "" {
+		t.Fatalf("no per-user budget, a new address refused by %q", by)
+	}
+	var none *loginGuard
+	if none.withUserBudget(3) != nil {
+		t.Fatal("a nil guard given a budget")
+	}
+}

@@ -152,6 +152,14 @@ type Manager struct {
 	// DefaultLoginFailures; < 0 means no limit.
 	LoginFailures      int
 	LoginFailureRefill time.Duration // DefaultLoginFailureRefill
+	// LoginFailuresPerUser is how many failed logins one user name may
+	// make over all client IPs but those where it logged in correctly
+	// within 7 days before it is refused at the others; one more is
+	// allowed every LoginFailureRefill/10. 0 means ten times
+	// LoginFailures; < 0 means no such limit (guesses at one account from
+	// many addresses then meet only each address's limits, and nobody can
+	// hold a subscriber's new addresses refused by guessing its name).
+	LoginFailuresPerUser int
 	// RequestsPerUser is how many front-door title requests (RTSP
 	// DESCRIBE or SETUP, HTTP GET of a title) one subscriber may make at
 	// once over RTSP and HTTP; one more is allowed every RequestRefill

@@ -89,7 +89,7 @@ func (m *Manager) defaults() error {
 		m.LoginFailures = DefaultLoginFailures
 	}
 	setD(&m.LoginFailureRefill, DefaultLoginFailureRefill)
-	m.logins = newLoginGuard(m.LoginFailures, m.LoginFailureRefill)
+	m.logins = newLoginGuard(m.LoginFailures, m.LoginFailureRefill).withUserBudget(m.LoginFailuresPerUser)
 	if m.RequestsPerUser == 0 {
 		m.RequestsPerUser = DefaultRequestsPerUser
 	}

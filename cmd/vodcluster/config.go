@@ -29,8 +29,8 @@ import (
 // (durflag); bit/s and bytes are integers. A zero or absent value means
 // the key's default; a negative one is an error naming the key
 // (validate.go), except the -1 ("no limit") of
-// max_sessions_per_user, login_failures, requests_per_user and
-// max_conns_per_addr.
+// max_sessions_per_user, login_failures, login_failures_per_user,
+// requests_per_user and max_conns_per_addr.
 type Config struct {
 	Manager ManagerConfig `yaml:"manager"`
 	Node    NodeConfig    `yaml:"node"`
@@ -59,36 +59,37 @@ func (c *Config) needSection(role string) error {
 
 // ManagerConfig configures `vodcluster manager` (acm + lsm + smm).
 type ManagerConfig struct {
-	RTSPListen      string        `yaml:"rtsp_listen"`           // front door RTSP, default ":8554"
-	HTTPListen      string        `yaml:"http_listen"`           // front door HTTP, default ":8080"
-	GRPCListen      string        `yaml:"grpc_listen"`           // NodeControl + Admin, default ":9090"
-	MetricsListen   string        `yaml:"metrics_listen"`        // Prometheus /metrics; empty: none
-	DataDir         string        `yaml:"data_dir"`              // badger state directory (store.backend badger)
-	Origin          string        `yaml:"origin"`                // CDP gRPC host:port
-	OriginTLS       bool          `yaml:"origin_tls"`            // TLS to the origin, its certificate verified for origin's host
-	OriginTLSCA     string        `yaml:"origin_tls_ca_file"`    // PEM CA(s) to verify it with (implies origin_tls); empty: the system's roots
-	GRPCTLSCert     string        `yaml:"grpc_tls_cert_file"`    // PEM certificate chain of the gRPC server (nodes, vodctl); with grpc_tls_key_file: TLS
-	GRPCTLSKey      string        `yaml:"grpc_tls_key_file"`     // its PEM private key
-	HTTPTLSCert     string        `yaml:"http_tls_cert_file"`    // PEM certificate chain of the HTTP front door; with http_tls_key_file it speaks HTTPS only
-	HTTPTLSKey      string        `yaml:"http_tls_key_file"`     // its PEM private key
-	RTSPTLSCert     string        `yaml:"rtsp_tls_cert_file"`    // PEM certificate chain of an RTSPS front door (rtsps://) beside the plain RTSP one; with rtsp_tls_key_file
-	RTSPTLSKey      string        `yaml:"rtsp_tls_key_file"`     // its PEM private key
-	RTSPSListen     string        `yaml:"rtsps_listen"`          // RTSPS front door, default ":8322" (with rtsp_tls_cert_file)
-	SecretFile      string        `yaml:"secret_file"`           // cluster secret (token HMAC key), shared with nodes
-	UsersFile       string        `yaml:"users_file"`            // subscribers (bcrypt + digest HA1 + packages)
-	AdminTokenFile  string        `yaml:"admin_token_file"`      // bearer token vodctl must present (at least 16 characters); empty: Admin API open, refused unless grpc_listen is loopback or admin_api_open
-	AdminAPIOpen    bool          `yaml:"admin_api_open"`        // run without admin_token_file on a grpc_listen that is not loopback (anyone reaching it may end sessions, suspend subscribers, drain nodes)
-	Realm           string        `yaml:"realm"`                 // authentication realm, default "vodcluster"
-	TokenTTL        time.Duration `yaml:"token_ttl"`             // time a client has to reach its node, default 60s
-	QueueDeadline   time.Duration `yaml:"queue_deadline"`        // longest wait for a node, default 5s
-	MaxSessions     int           `yaml:"max_sessions_per_user"` // live sessions per subscriber, default 8; -1 = no cap
-	LoginFailures   int           `yaml:"login_failures"`        // failed logins per client IP and user before refusals (ten times that per IP over all names), default 10; -1 = no limit
-	LoginRefill     time.Duration `yaml:"login_failure_refill"`  // one more failed login allowed every, default 30s
-	RequestsPerUser int           `yaml:"requests_per_user"`     // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
-	RequestRefill   time.Duration `yaml:"request_refill"`        // one more title request allowed every, default 500ms
-	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`    // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then answered 503 and closed at accept, default 256; -1 = no limit
-	RestoreGrace    time.Duration `yaml:"restore_grace"`         // how long sessions wait for their dead or unregistered node, default 30s
-	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`       // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
+	RTSPListen      string        `yaml:"rtsp_listen"`             // front door RTSP, default ":8554"
+	HTTPListen      string        `yaml:"http_listen"`             // front door HTTP, default ":8080"
+	GRPCListen      string        `yaml:"grpc_listen"`             // NodeControl + Admin, default ":9090"
+	MetricsListen   string        `yaml:"metrics_listen"`          // Prometheus /metrics; empty: none
+	DataDir         string        `yaml:"data_dir"`                // badger state directory (store.backend badger)
+	Origin          string        `yaml:"origin"`                  // CDP gRPC host:port
+	OriginTLS       bool          `yaml:"origin_tls"`              // TLS to the origin, its certificate verified for origin's host
+	OriginTLSCA     string        `yaml:"origin_tls_ca_file"`      // PEM CA(s) to verify it with (implies origin_tls); empty: the system's roots
+	GRPCTLSCert     string        `yaml:"grpc_tls_cert_file"`      // PEM certificate chain of the gRPC server (nodes, vodctl); with grpc_tls_key_file: TLS
+	GRPCTLSKey      string        `yaml:"grpc_tls_key_file"`       // its PEM private key
+	HTTPTLSCert     string        `yaml:"http_tls_cert_file"`      // PEM certificate chain of the HTTP front door; with http_tls_key_file it speaks HTTPS only
+	HTTPTLSKey      string        `yaml:"http_tls_key_file"`       // its PEM private key
+	RTSPTLSCert     string        `yaml:"rtsp_tls_cert_file"`      // PEM certificate chain of an RTSPS front door (rtsps://) beside the plain RTSP one; with rtsp_tls_key_file
+	RTSPTLSKey      string        `yaml:"rtsp_tls_key_file"`       // its PEM private key
+	RTSPSListen     string        `yaml:"rtsps_listen"`            // RTSPS front door, default ":8322" (with rtsp_tls_cert_file)
+	SecretFile      string        `yaml:"secret_file"`             // cluster secret (token HMAC key), shared with nodes
+	UsersFile       string        `yaml:"users_file"`              // subscribers (bcrypt + digest HA1 + packages)
+	AdminTokenFile  string        `yaml:"admin_token_file"`        // bearer token vodctl must present (at least 16 characters); empty: Admin API open, refused unless grpc_listen is loopback or admin_api_open
+	AdminAPIOpen    bool          `yaml:"admin_api_open"`          // run without admin_token_file on a grpc_listen that is not loopback (anyone reaching it may end sessions, suspend subscribers, drain nodes)
+	Realm           string        `yaml:"realm"`                   // authentication realm, default "vodcluster"
+	TokenTTL        time.Duration `yaml:"token_ttl"`               // time a client has to reach its node, default 60s
+	QueueDeadline   time.Duration `yaml:"queue_deadline"`          // longest wait for a node, default 5s
+	MaxSessions     int           `yaml:"max_sessions_per_user"`   // live sessions per subscriber, default 8; -1 = no cap
+	LoginFailures   int           `yaml:"login_failures"`          // failed logins per client IP and user before refusals (ten times that per IP over all names), default 10; -1 = no limit
+	LoginRefill     time.Duration `yaml:"login_failure_refill"`    // one more failed login allowed every, default 30s
+	LoginPerUser    int           `yaml:"login_failures_per_user"` // failed logins of one user name over all client IPs but those it logged in from within 7 days, default ten times login_failures (one more every login_failure_refill/10); -1 = no such limit
+	RequestsPerUser int           `yaml:"requests_per_user"`       // front-door title requests (DESCRIBE/SETUP, GET) a subscriber may make at once, then refused (RTSP 503, HTTP 429) until one more is allowed, default 20; -1 = no limit
+	RequestRefill   time.Duration `yaml:"request_refill"`          // one more title request allowed every, default 500ms
+	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`      // open front-door connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then answered 503 and closed at accept, default 256; -1 = no limit
+	RestoreGrace    time.Duration `yaml:"restore_grace"`           // how long sessions wait for their dead or unregistered node, default 30s
+	CatalogRefresh  time.Duration `yaml:"catalog_refresh"`         // how often the origin's catalog is read (titles published or withdrawn there are served or refused from then on), default 1m
 	// StoreTimeout: how long a front-door request waits for the store
 	// (its new session's write, the deletes of the sessions it ends);
 	// past it the request is refused (503 with Retry-After) and the store

@@ -50,6 +50,7 @@ func TestManagerConfigWiring(t *testing.T) {
   admin_token_file: %s
   max_sessions_per_user: 3
   login_failures: 4
+  login_failures_per_user: -1
   login_failure_refill: 1m
   requests_per_user: 5
   request_refill: 2s
@@ -65,7 +66,7 @@ func TestManagerConfigWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := p.Manager
-	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 ||
+	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailuresPerUser != -1 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 ||
 		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 || m.StoreTimeout != 1500*time.Millisecond {
 		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v, store timeout %v",
 			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill, m.StoreTimeout)

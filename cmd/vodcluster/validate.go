@@ -157,8 +157,8 @@ func (k *keyCheck) ratio(key string, v float64) {
 }
 
 // validate checks the manager section: no negative duration, count or
-// weight (the -1 of max_sessions_per_user, login_failures and
-// requests_per_user excepted), a scheduling policy lsm knows with values
+// weight (the -1 of max_sessions_per_user, login_failures,
+// login_failures_per_user and requests_per_user excepted), a scheduling policy lsm knows with values
 // it accepts, and a storage policy and planner smm knows with values it
 // accepts.
 func (c ManagerConfig) validate() error {
@@ -179,6 +179,7 @@ func (c ManagerConfig) validate() error {
 	}
 	k.limit("max_sessions_per_user", c.MaxSessions, "8")
 	k.limit("login_failures", c.LoginFailures, "10")
+	k.limit("login_failures_per_user", c.LoginPerUser, "ten times login_failures")
 	k.limit("requests_per_user", c.RequestsPerUser, "20")
 	k.limit("max_conns_per_addr", c.MaxConnsPerAddr, "256")
 	k.duration("subscriber_tokens.leeway", c.SubscriberTokens.Leeway, "30s")
