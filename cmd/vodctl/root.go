@@ -89,7 +89,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().Var(&g.timeout, "timeout", "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
-		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), suspendCmd(g), suspensionsCmd(g))
+		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), suspendCmd(g), suspensionsCmd(g), unlockCmd(g))
 	return root
 }
 

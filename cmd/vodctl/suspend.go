@@ -101,3 +101,37 @@ func suspensionsCmd(g *globals) *cobra.Command {
 		},
 	}
 }
+
+// unlockCmd is `vodctl unlock USER`.
+func unlockCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unlock USER",
+		Short: "Forget a subscriber's failed logins (refused \"too many failed logins\"): it may log in at once",
+		Long: "Forget the failed logins counted against a subscriber's user name at the manager's front door,\n" +
+			"at each address (login_failures) and over all addresses (login_failures_per_user), so that a\n" +
+			"subscriber refused \"too many failed logins\" may log in at once. An address's limit over all user\n" +
+			"names is left: it is not the subscriber's. Ask the active manager (its front door serves the viewers).",
+		Example: "  vodctl unlock alice",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("name one subscriber")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ClearLoginFailures(ctx, &v1.ClearLoginFailuresRequest{User: args[0]})
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				r := m.(*v1.ClearLoginFailuresResponse)
+				switch {
+				case r.Addresses == 0 && !r.OverAllAddresses:
+					fmt.Fprintf(w, "%s: no failed logins counted\n", args[0])
+				case r.OverAllAddresses:
+					fmt.Fprintf(w, "%s: failed logins forgotten at %d address(es) and over all addresses\n", args[0], r.Addresses)
+				default:
+					fmt.Fprintf(w, "%s: failed logins forgotten at %d address(es)\n", args[0], r.Addresses)
+				}
+			})
+		},
+	}
+}

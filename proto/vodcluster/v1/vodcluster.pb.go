@@ -2884,6 +2884,103 @@ func (x *SuspendRequest) GetReason() string {
 	return ""
 }
 
+type ClearLoginFailuresRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearLoginFailuresRequest) Reset() {
+	*x = ClearLoginFailuresRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearLoginFailuresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearLoginFailuresRequest) ProtoMessage() {}
+
+func (x *ClearLoginFailuresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearLoginFailuresRequest.ProtoReflect.Descriptor instead.
+func (*ClearLoginFailuresRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ClearLoginFailuresRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+// ClearLoginFailuresResponse says what was forgotten.
+type ClearLoginFailuresResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Addresses        int32                  `protobuf:"varint,1,opt,name=addresses,proto3" json:"addresses,omitempty"`                                         // addresses at which the user name had failed logins counted
+	OverAllAddresses bool                   `protobuf:"varint,2,opt,name=over_all_addresses,json=overAllAddresses,proto3" json:"over_all_addresses,omitempty"` // whether its count over all addresses had failures
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ClearLoginFailuresResponse) Reset() {
+	*x = ClearLoginFailuresResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearLoginFailuresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearLoginFailuresResponse) ProtoMessage() {}
+
+func (x *ClearLoginFailuresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearLoginFailuresResponse.ProtoReflect.Descriptor instead.
+func (*ClearLoginFailuresResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ClearLoginFailuresResponse) GetAddresses() int32 {
+	if x != nil {
+		return x.Addresses
+	}
+	return 0
+}
+
+func (x *ClearLoginFailuresResponse) GetOverAllAddresses() bool {
+	if x != nil {
+		return x.OverAllAddresses
+	}
+	return false
+}
+
 // Suspension is a subscriber whose new title requests the front door
 // refuses until until_unix_ms.
 type Suspension struct {
@@ -2904,7 +3001,7 @@ type Suspension struct {
 
 func (x *Suspension) Reset() {
 	*x = Suspension{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +3013,7 @@ func (x *Suspension) String() string {
 func (*Suspension) ProtoMessage() {}
 
 func (x *Suspension) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[35]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3026,7 @@ func (x *Suspension) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspension.ProtoReflect.Descriptor instead.
 func (*Suspension) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{35}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Suspension) GetUser() string {
@@ -2975,7 +3072,7 @@ type ListSuspensionsRequest struct {
 
 func (x *ListSuspensionsRequest) Reset() {
 	*x = ListSuspensionsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3084,7 @@ func (x *ListSuspensionsRequest) String() string {
 func (*ListSuspensionsRequest) ProtoMessage() {}
 
 func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[36]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3097,7 @@ func (x *ListSuspensionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{36}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
 }
 
 type ListSuspensionsResponse struct {
@@ -3012,7 +3109,7 @@ type ListSuspensionsResponse struct {
 
 func (x *ListSuspensionsResponse) Reset() {
 	*x = ListSuspensionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3121,7 @@ func (x *ListSuspensionsResponse) String() string {
 func (*ListSuspensionsResponse) ProtoMessage() {}
 
 func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[37]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3134,7 @@ func (x *ListSuspensionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSuspensionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSuspensionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{37}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListSuspensionsResponse) GetSuspensions() []*Suspension {
@@ -3078,7 +3175,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3187,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[38]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3200,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{38}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SessionInfo) GetSessionId() string {
@@ -3197,7 +3294,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3306,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[39]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3319,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{39}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -3247,7 +3344,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3356,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[40]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3369,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{40}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
 }
 
 type PolicyInfo struct {
@@ -3296,7 +3393,7 @@ type PolicyInfo struct {
 
 func (x *PolicyInfo) Reset() {
 	*x = PolicyInfo{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3308,7 +3405,7 @@ func (x *PolicyInfo) String() string {
 func (*PolicyInfo) ProtoMessage() {}
 
 func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[41]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3321,7 +3418,7 @@ func (x *PolicyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyInfo.ProtoReflect.Descriptor instead.
 func (*PolicyInfo) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{41}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PolicyInfo) GetPolicy() string {
@@ -3391,7 +3488,7 @@ type StorageStats struct {
 
 func (x *StorageStats) Reset() {
 	*x = StorageStats{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3500,7 @@ func (x *StorageStats) String() string {
 func (*StorageStats) ProtoMessage() {}
 
 func (x *StorageStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[42]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3513,7 @@ func (x *StorageStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageStats.ProtoReflect.Descriptor instead.
 func (*StorageStats) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{42}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StorageStats) GetPlans() int64 {
@@ -3484,7 +3581,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +3593,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[43]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +3606,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{43}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SetPolicyRequest) GetPolicy() string {
@@ -3529,7 +3626,7 @@ type ListPlacementRequest struct {
 
 func (x *ListPlacementRequest) Reset() {
 	*x = ListPlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3638,7 @@ func (x *ListPlacementRequest) String() string {
 func (*ListPlacementRequest) ProtoMessage() {}
 
 func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[44]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3651,7 @@ func (x *ListPlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementRequest.ProtoReflect.Descriptor instead.
 func (*ListPlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{44}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListPlacementRequest) GetTitleId() string {
@@ -3600,7 +3697,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3612,7 +3709,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[45]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3625,7 +3722,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{45}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Replica) GetNodeId() string {
@@ -3718,7 +3815,7 @@ type ListPlacementResponse struct {
 
 func (x *ListPlacementResponse) Reset() {
 	*x = ListPlacementResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3827,7 @@ func (x *ListPlacementResponse) String() string {
 func (*ListPlacementResponse) ProtoMessage() {}
 
 func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[46]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3840,7 @@ func (x *ListPlacementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPlacementResponse.ProtoReflect.Descriptor instead.
 func (*ListPlacementResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{46}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListPlacementResponse) GetReplicas() []*Replica {
@@ -3802,7 +3899,7 @@ type NodePartial struct {
 
 func (x *NodePartial) Reset() {
 	*x = NodePartial{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3911,7 @@ func (x *NodePartial) String() string {
 func (*NodePartial) ProtoMessage() {}
 
 func (x *NodePartial) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[47]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +3924,7 @@ func (x *NodePartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePartial.ProtoReflect.Descriptor instead.
 func (*NodePartial) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{47}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NodePartial) GetNodeId() string {
@@ -3891,7 +3988,7 @@ type NodePin struct {
 
 func (x *NodePin) Reset() {
 	*x = NodePin{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4000,7 @@ func (x *NodePin) String() string {
 func (*NodePin) ProtoMessage() {}
 
 func (x *NodePin) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[48]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4013,7 @@ func (x *NodePin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePin.ProtoReflect.Descriptor instead.
 func (*NodePin) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{48}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NodePin) GetTitleId() string {
@@ -3950,7 +4047,7 @@ type PlacementRequest struct {
 
 func (x *PlacementRequest) Reset() {
 	*x = PlacementRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3962,7 +4059,7 @@ func (x *PlacementRequest) String() string {
 func (*PlacementRequest) ProtoMessage() {}
 
 func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[49]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3975,7 +4072,7 @@ func (x *PlacementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementRequest.ProtoReflect.Descriptor instead.
 func (*PlacementRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{49}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PlacementRequest) GetTitleId() string {
@@ -4004,7 +4101,7 @@ type PlacementAck struct {
 
 func (x *PlacementAck) Reset() {
 	*x = PlacementAck{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4016,7 +4113,7 @@ func (x *PlacementAck) String() string {
 func (*PlacementAck) ProtoMessage() {}
 
 func (x *PlacementAck) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[50]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4029,7 +4126,7 @@ func (x *PlacementAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementAck.ProtoReflect.Descriptor instead.
 func (*PlacementAck) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{50}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PlacementAck) GetNodeId() string {
@@ -4061,7 +4158,7 @@ type ListFillsRequest struct {
 
 func (x *ListFillsRequest) Reset() {
 	*x = ListFillsRequest{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4073,7 +4170,7 @@ func (x *ListFillsRequest) String() string {
 func (*ListFillsRequest) ProtoMessage() {}
 
 func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[51]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4086,7 +4183,7 @@ func (x *ListFillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsRequest.ProtoReflect.Descriptor instead.
 func (*ListFillsRequest) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{51}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{53}
 }
 
 type Fill struct {
@@ -4110,7 +4207,7 @@ type Fill struct {
 
 func (x *Fill) Reset() {
 	*x = Fill{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4122,7 +4219,7 @@ func (x *Fill) String() string {
 func (*Fill) ProtoMessage() {}
 
 func (x *Fill) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[52]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4135,7 +4232,7 @@ func (x *Fill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fill.ProtoReflect.Descriptor instead.
 func (*Fill) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{52}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Fill) GetNodeId() string {
@@ -4215,7 +4312,7 @@ type ListFillsResponse struct {
 
 func (x *ListFillsResponse) Reset() {
 	*x = ListFillsResponse{}
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4324,7 @@ func (x *ListFillsResponse) String() string {
 func (*ListFillsResponse) ProtoMessage() {}
 
 func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[53]
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4337,7 @@ func (x *ListFillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFillsResponse.ProtoReflect.Descriptor instead.
 func (*ListFillsResponse) Descriptor() ([]byte, []int) {
-	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{53}
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListFillsResponse) GetFills() []*Fill {
@@ -4500,7 +4597,12 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
 	"duration_s\x18\x02 \x01(\x03R\tdurationS\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"/\n" +
+	"\x19ClearLoginFailuresRequest\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\"h\n" +
+	"\x1aClearLoginFailuresResponse\x12\x1c\n" +
+	"\taddresses\x18\x01 \x01(\x05R\taddresses\x12,\n" +
+	"\x12over_all_addresses\x18\x02 \x01(\bR\x10overAllAddresses\"\xa3\x01\n" +
 	"\n" +
 	"Suspension\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\"\n" +
@@ -4619,8 +4721,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xda\n" +
-	"\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xc5\v\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12]\n" +
@@ -4632,7 +4733,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\fListSessions\x12\".vodcluster.v1.ListSessionsRequest\x1a#.vodcluster.v1.ListSessionsResponse\x12T\n" +
 	"\vEndSessions\x12!.vodcluster.v1.EndSessionsRequest\x1a\".vodcluster.v1.EndSessionsResponse\x12M\n" +
 	"\x11SuspendSubscriber\x12\x1d.vodcluster.v1.SuspendRequest\x1a\x19.vodcluster.v1.Suspension\x12`\n" +
-	"\x0fListSuspensions\x12%.vodcluster.v1.ListSuspensionsRequest\x1a&.vodcluster.v1.ListSuspensionsResponse\x12G\n" +
+	"\x0fListSuspensions\x12%.vodcluster.v1.ListSuspensionsRequest\x1a&.vodcluster.v1.ListSuspensionsResponse\x12i\n" +
+	"\x12ClearLoginFailures\x12(.vodcluster.v1.ClearLoginFailuresRequest\x1a).vodcluster.v1.ClearLoginFailuresResponse\x12G\n" +
 	"\tGetPolicy\x12\x1f.vodcluster.v1.GetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12G\n" +
 	"\tSetPolicy\x12\x1f.vodcluster.v1.SetPolicyRequest\x1a\x19.vodcluster.v1.PolicyInfo\x12Z\n" +
 	"\rListPlacement\x12#.vodcluster.v1.ListPlacementRequest\x1a$.vodcluster.v1.ListPlacementResponse\x12H\n" +
@@ -4655,63 +4757,65 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
-	(SessionEvent_Kind)(0),          // 0: vodcluster.v1.SessionEvent.Kind
-	(*Title)(nil),                   // 1: vodcluster.v1.Title
-	(*RefreshCatalogRequest)(nil),   // 2: vodcluster.v1.RefreshCatalogRequest
-	(*RefreshCatalogResponse)(nil),  // 3: vodcluster.v1.RefreshCatalogResponse
-	(*GetTitleRequest)(nil),         // 4: vodcluster.v1.GetTitleRequest
-	(*ListTitlesRequest)(nil),       // 5: vodcluster.v1.ListTitlesRequest
-	(*ListTitlesResponse)(nil),      // 6: vodcluster.v1.ListTitlesResponse
-	(*FetchRequest)(nil),            // 7: vodcluster.v1.FetchRequest
-	(*FetchChunk)(nil),              // 8: vodcluster.v1.FetchChunk
-	(*NodeCapacity)(nil),            // 9: vodcluster.v1.NodeCapacity
-	(*RegisterRequest)(nil),         // 10: vodcluster.v1.RegisterRequest
-	(*RegisterResponse)(nil),        // 11: vodcluster.v1.RegisterResponse
-	(*StoredTitle)(nil),             // 12: vodcluster.v1.StoredTitle
-	(*LoadReport)(nil),              // 13: vodcluster.v1.LoadReport
-	(*IdleSession)(nil),             // 14: vodcluster.v1.IdleSession
-	(*PartialTitle)(nil),            // 15: vodcluster.v1.PartialTitle
-	(*FillFailure)(nil),             // 16: vodcluster.v1.FillFailure
-	(*NodeCommand)(nil),             // 17: vodcluster.v1.NodeCommand
-	(*ExpectCommand)(nil),           // 18: vodcluster.v1.ExpectCommand
-	(*EndSessionsCommand)(nil),      // 19: vodcluster.v1.EndSessionsCommand
-	(*ProtectCommand)(nil),          // 20: vodcluster.v1.ProtectCommand
-	(*PrefetchCommand)(nil),         // 21: vodcluster.v1.PrefetchCommand
-	(*EvictCommand)(nil),            // 22: vodcluster.v1.EvictCommand
-	(*DrainCommand)(nil),            // 23: vodcluster.v1.DrainCommand
-	(*SessionEvent)(nil),            // 24: vodcluster.v1.SessionEvent
-	(*SessionEventAck)(nil),         // 25: vodcluster.v1.SessionEventAck
-	(*ListNodesRequest)(nil),        // 26: vodcluster.v1.ListNodesRequest
-	(*NodeInfo)(nil),                // 27: vodcluster.v1.NodeInfo
-	(*ListNodesResponse)(nil),       // 28: vodcluster.v1.ListNodesResponse
-	(*SetNodeRequest)(nil),          // 29: vodcluster.v1.SetNodeRequest
-	(*ForgetNodeRequest)(nil),       // 30: vodcluster.v1.ForgetNodeRequest
-	(*ForgetNodeResponse)(nil),      // 31: vodcluster.v1.ForgetNodeResponse
-	(*ListSessionsRequest)(nil),     // 32: vodcluster.v1.ListSessionsRequest
-	(*EndSessionsRequest)(nil),      // 33: vodcluster.v1.EndSessionsRequest
-	(*EndSessionsResponse)(nil),     // 34: vodcluster.v1.EndSessionsResponse
-	(*SuspendRequest)(nil),          // 35: vodcluster.v1.SuspendRequest
-	(*Suspension)(nil),              // 36: vodcluster.v1.Suspension
-	(*ListSuspensionsRequest)(nil),  // 37: vodcluster.v1.ListSuspensionsRequest
-	(*ListSuspensionsResponse)(nil), // 38: vodcluster.v1.ListSuspensionsResponse
-	(*SessionInfo)(nil),             // 39: vodcluster.v1.SessionInfo
-	(*ListSessionsResponse)(nil),    // 40: vodcluster.v1.ListSessionsResponse
-	(*GetPolicyRequest)(nil),        // 41: vodcluster.v1.GetPolicyRequest
-	(*PolicyInfo)(nil),              // 42: vodcluster.v1.PolicyInfo
-	(*StorageStats)(nil),            // 43: vodcluster.v1.StorageStats
-	(*SetPolicyRequest)(nil),        // 44: vodcluster.v1.SetPolicyRequest
-	(*ListPlacementRequest)(nil),    // 45: vodcluster.v1.ListPlacementRequest
-	(*Replica)(nil),                 // 46: vodcluster.v1.Replica
-	(*ListPlacementResponse)(nil),   // 47: vodcluster.v1.ListPlacementResponse
-	(*NodePartial)(nil),             // 48: vodcluster.v1.NodePartial
-	(*NodePin)(nil),                 // 49: vodcluster.v1.NodePin
-	(*PlacementRequest)(nil),        // 50: vodcluster.v1.PlacementRequest
-	(*PlacementAck)(nil),            // 51: vodcluster.v1.PlacementAck
-	(*ListFillsRequest)(nil),        // 52: vodcluster.v1.ListFillsRequest
-	(*Fill)(nil),                    // 53: vodcluster.v1.Fill
-	(*ListFillsResponse)(nil),       // 54: vodcluster.v1.ListFillsResponse
+	(SessionEvent_Kind)(0),             // 0: vodcluster.v1.SessionEvent.Kind
+	(*Title)(nil),                      // 1: vodcluster.v1.Title
+	(*RefreshCatalogRequest)(nil),      // 2: vodcluster.v1.RefreshCatalogRequest
+	(*RefreshCatalogResponse)(nil),     // 3: vodcluster.v1.RefreshCatalogResponse
+	(*GetTitleRequest)(nil),            // 4: vodcluster.v1.GetTitleRequest
+	(*ListTitlesRequest)(nil),          // 5: vodcluster.v1.ListTitlesRequest
+	(*ListTitlesResponse)(nil),         // 6: vodcluster.v1.ListTitlesResponse
+	(*FetchRequest)(nil),               // 7: vodcluster.v1.FetchRequest
+	(*FetchChunk)(nil),                 // 8: vodcluster.v1.FetchChunk
+	(*NodeCapacity)(nil),               // 9: vodcluster.v1.NodeCapacity
+	(*RegisterRequest)(nil),            // 10: vodcluster.v1.RegisterRequest
+	(*RegisterResponse)(nil),           // 11: vodcluster.v1.RegisterResponse
+	(*StoredTitle)(nil),                // 12: vodcluster.v1.StoredTitle
+	(*LoadReport)(nil),                 // 13: vodcluster.v1.LoadReport
+	(*IdleSession)(nil),                // 14: vodcluster.v1.IdleSession
+	(*PartialTitle)(nil),               // 15: vodcluster.v1.PartialTitle
+	(*FillFailure)(nil),                // 16: vodcluster.v1.FillFailure
+	(*NodeCommand)(nil),                // 17: vodcluster.v1.NodeCommand
+	(*ExpectCommand)(nil),              // 18: vodcluster.v1.ExpectCommand
+	(*EndSessionsCommand)(nil),         // 19: vodcluster.v1.EndSessionsCommand
+	(*ProtectCommand)(nil),             // 20: vodcluster.v1.ProtectCommand
+	(*PrefetchCommand)(nil),            // 21: vodcluster.v1.PrefetchCommand
+	(*EvictCommand)(nil),               // 22: vodcluster.v1.EvictCommand
+	(*DrainCommand)(nil),               // 23: vodcluster.v1.DrainCommand
+	(*SessionEvent)(nil),               // 24: vodcluster.v1.SessionEvent
+	(*SessionEventAck)(nil),            // 25: vodcluster.v1.SessionEventAck
+	(*ListNodesRequest)(nil),           // 26: vodcluster.v1.ListNodesRequest
+	(*NodeInfo)(nil),                   // 27: vodcluster.v1.NodeInfo
+	(*ListNodesResponse)(nil),          // 28: vodcluster.v1.ListNodesResponse
+	(*SetNodeRequest)(nil),             // 29: vodcluster.v1.SetNodeRequest
+	(*ForgetNodeRequest)(nil),          // 30: vodcluster.v1.ForgetNodeRequest
+	(*ForgetNodeResponse)(nil),         // 31: vodcluster.v1.ForgetNodeResponse
+	(*ListSessionsRequest)(nil),        // 32: vodcluster.v1.ListSessionsRequest
+	(*EndSessionsRequest)(nil),         // 33: vodcluster.v1.EndSessionsRequest
+	(*EndSessionsResponse)(nil),        // 34: vodcluster.v1.EndSessionsResponse
+	(*SuspendRequest)(nil),             // 35: vodcluster.v1.SuspendRequest
+	(*ClearLoginFailuresRequest)(nil),  // 36: vodcluster.v1.ClearLoginFailuresRequest
+	(*ClearLoginFailuresResponse)(nil), // 37: vodcluster.v1.ClearLoginFailuresResponse
+	(*Suspension)(nil),                 // 38: vodcluster.v1.Suspension
+	(*ListSuspensionsRequest)(nil),     // 39: vodcluster.v1.ListSuspensionsRequest
+	(*ListSuspensionsResponse)(nil),    // 40: vodcluster.v1.ListSuspensionsResponse
+	(*SessionInfo)(nil),                // 41: vodcluster.v1.SessionInfo
+	(*ListSessionsResponse)(nil),       // 42: vodcluster.v1.ListSessionsResponse
+	(*GetPolicyRequest)(nil),           // 43: vodcluster.v1.GetPolicyRequest
+	(*PolicyInfo)(nil),                 // 44: vodcluster.v1.PolicyInfo
+	(*StorageStats)(nil),               // 45: vodcluster.v1.StorageStats
+	(*SetPolicyRequest)(nil),           // 46: vodcluster.v1.SetPolicyRequest
+	(*ListPlacementRequest)(nil),       // 47: vodcluster.v1.ListPlacementRequest
+	(*Replica)(nil),                    // 48: vodcluster.v1.Replica
+	(*ListPlacementResponse)(nil),      // 49: vodcluster.v1.ListPlacementResponse
+	(*NodePartial)(nil),                // 50: vodcluster.v1.NodePartial
+	(*NodePin)(nil),                    // 51: vodcluster.v1.NodePin
+	(*PlacementRequest)(nil),           // 52: vodcluster.v1.PlacementRequest
+	(*PlacementAck)(nil),               // 53: vodcluster.v1.PlacementAck
+	(*ListFillsRequest)(nil),           // 54: vodcluster.v1.ListFillsRequest
+	(*Fill)(nil),                       // 55: vodcluster.v1.Fill
+	(*ListFillsResponse)(nil),          // 56: vodcluster.v1.ListFillsResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -4731,13 +4835,13 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	0,  // 14: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
 	9,  // 15: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
 	27, // 16: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	36, // 17: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
-	39, // 18: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	43, // 19: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	46, // 20: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	49, // 21: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	48, // 22: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	53, // 23: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	38, // 17: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
+	41, // 18: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	45, // 19: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	48, // 20: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	51, // 21: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	50, // 22: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	55, // 23: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
 	5,  // 24: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
 	4,  // 25: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
 	7,  // 26: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
@@ -4752,40 +4856,42 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	32, // 35: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
 	33, // 36: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
 	35, // 37: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
-	37, // 38: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
-	41, // 39: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	44, // 40: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	45, // 41: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	50, // 42: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	50, // 43: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	50, // 44: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	50, // 45: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	52, // 46: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 47: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 48: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 49: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 50: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	17, // 51: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	25, // 52: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 53: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 54: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	28, // 55: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	27, // 56: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	31, // 57: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	40, // 58: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	34, // 59: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	36, // 60: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
-	38, // 61: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
-	42, // 62: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	42, // 63: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	47, // 64: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	51, // 65: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	51, // 66: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	51, // 67: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	51, // 68: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	54, // 69: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	47, // [47:70] is the sub-list for method output_type
-	24, // [24:47] is the sub-list for method input_type
+	39, // 38: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	36, // 39: vodcluster.v1.Admin.ClearLoginFailures:input_type -> vodcluster.v1.ClearLoginFailuresRequest
+	43, // 40: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	46, // 41: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	47, // 42: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	52, // 43: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	52, // 44: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	52, // 45: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	52, // 46: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	54, // 47: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	6,  // 48: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 49: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 50: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 51: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	17, // 52: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	25, // 53: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 54: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 55: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	28, // 56: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	27, // 57: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	31, // 58: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	42, // 59: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	34, // 60: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	38, // 61: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	40, // 62: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	37, // 63: vodcluster.v1.Admin.ClearLoginFailures:output_type -> vodcluster.v1.ClearLoginFailuresResponse
+	44, // 64: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	44, // 65: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	49, // 66: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	53, // 67: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	53, // 68: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	53, // 69: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	53, // 70: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	56, // 71: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	48, // [48:72] is the sub-list for method output_type
+	24, // [24:48] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -4812,7 +4918,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   54,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

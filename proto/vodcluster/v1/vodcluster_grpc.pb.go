@@ -427,23 +427,24 @@ var NodeControl_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Admin_ListTitles_FullMethodName        = "/vodcluster.v1.Admin/ListTitles"
-	Admin_RefreshCatalog_FullMethodName    = "/vodcluster.v1.Admin/RefreshCatalog"
-	Admin_ListNodes_FullMethodName         = "/vodcluster.v1.Admin/ListNodes"
-	Admin_SetNode_FullMethodName           = "/vodcluster.v1.Admin/SetNode"
-	Admin_ForgetNode_FullMethodName        = "/vodcluster.v1.Admin/ForgetNode"
-	Admin_ListSessions_FullMethodName      = "/vodcluster.v1.Admin/ListSessions"
-	Admin_EndSessions_FullMethodName       = "/vodcluster.v1.Admin/EndSessions"
-	Admin_SuspendSubscriber_FullMethodName = "/vodcluster.v1.Admin/SuspendSubscriber"
-	Admin_ListSuspensions_FullMethodName   = "/vodcluster.v1.Admin/ListSuspensions"
-	Admin_GetPolicy_FullMethodName         = "/vodcluster.v1.Admin/GetPolicy"
-	Admin_SetPolicy_FullMethodName         = "/vodcluster.v1.Admin/SetPolicy"
-	Admin_ListPlacement_FullMethodName     = "/vodcluster.v1.Admin/ListPlacement"
-	Admin_Prefetch_FullMethodName          = "/vodcluster.v1.Admin/Prefetch"
-	Admin_Evict_FullMethodName             = "/vodcluster.v1.Admin/Evict"
-	Admin_Pin_FullMethodName               = "/vodcluster.v1.Admin/Pin"
-	Admin_Unpin_FullMethodName             = "/vodcluster.v1.Admin/Unpin"
-	Admin_ListFills_FullMethodName         = "/vodcluster.v1.Admin/ListFills"
+	Admin_ListTitles_FullMethodName         = "/vodcluster.v1.Admin/ListTitles"
+	Admin_RefreshCatalog_FullMethodName     = "/vodcluster.v1.Admin/RefreshCatalog"
+	Admin_ListNodes_FullMethodName          = "/vodcluster.v1.Admin/ListNodes"
+	Admin_SetNode_FullMethodName            = "/vodcluster.v1.Admin/SetNode"
+	Admin_ForgetNode_FullMethodName         = "/vodcluster.v1.Admin/ForgetNode"
+	Admin_ListSessions_FullMethodName       = "/vodcluster.v1.Admin/ListSessions"
+	Admin_EndSessions_FullMethodName        = "/vodcluster.v1.Admin/EndSessions"
+	Admin_SuspendSubscriber_FullMethodName  = "/vodcluster.v1.Admin/SuspendSubscriber"
+	Admin_ListSuspensions_FullMethodName    = "/vodcluster.v1.Admin/ListSuspensions"
+	Admin_ClearLoginFailures_FullMethodName = "/vodcluster.v1.Admin/ClearLoginFailures"
+	Admin_GetPolicy_FullMethodName          = "/vodcluster.v1.Admin/GetPolicy"
+	Admin_SetPolicy_FullMethodName          = "/vodcluster.v1.Admin/SetPolicy"
+	Admin_ListPlacement_FullMethodName      = "/vodcluster.v1.Admin/ListPlacement"
+	Admin_Prefetch_FullMethodName           = "/vodcluster.v1.Admin/Prefetch"
+	Admin_Evict_FullMethodName              = "/vodcluster.v1.Admin/Evict"
+	Admin_Pin_FullMethodName                = "/vodcluster.v1.Admin/Pin"
+	Admin_Unpin_FullMethodName              = "/vodcluster.v1.Admin/Unpin"
+	Admin_ListFills_FullMethodName          = "/vodcluster.v1.Admin/ListFills"
 )
 
 // AdminClient is the client API for Admin service.
@@ -504,6 +505,16 @@ type AdminClient interface {
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error)
 	ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error)
+	// ClearLoginFailures forgets the failed logins counted against a
+	// subscriber's user name at this manager's front door: those of the
+	// name over all addresses (login_failures_per_user) and at each address
+	// (login_failures), so that a subscriber refused "too many failed
+	// logins" (a mistyped password on every box, or someone guessing its
+	// name) may log in at once. Each address's limit over all user names is
+	// left: it is not the subscriber's. Ask the active manager: a
+	// standby's front door serves no viewer. INVALID_ARGUMENT for no user
+	// or a user name over 256 bytes.
+	ClearLoginFailures(ctx context.Context, in *ClearLoginFailuresRequest, opts ...grpc.CallOption) (*ClearLoginFailuresResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
@@ -626,6 +637,16 @@ func (c *adminClient) ListSuspensions(ctx context.Context, in *ListSuspensionsRe
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListSuspensionsResponse)
 	err := c.cc.Invoke(ctx, Admin_ListSuspensions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ClearLoginFailures(ctx context.Context, in *ClearLoginFailuresRequest, opts ...grpc.CallOption) (*ClearLoginFailuresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearLoginFailuresResponse)
+	err := c.cc.Invoke(ctx, Admin_ClearLoginFailures_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -770,6 +791,16 @@ type AdminServer interface {
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error)
 	ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error)
+	// ClearLoginFailures forgets the failed logins counted against a
+	// subscriber's user name at this manager's front door: those of the
+	// name over all addresses (login_failures_per_user) and at each address
+	// (login_failures), so that a subscriber refused "too many failed
+	// logins" (a mistyped password on every box, or someone guessing its
+	// name) may log in at once. Each address's limit over all user names is
+	// left: it is not the subscriber's. Ask the active manager: a
+	// standby's front door serves no viewer. INVALID_ARGUMENT for no user
+	// or a user name over 256 bytes.
+	ClearLoginFailures(context.Context, *ClearLoginFailuresRequest) (*ClearLoginFailuresResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
 	// SetPolicy switches the scheduling policy without dropping sessions.
 	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
@@ -834,6 +865,9 @@ func (UnimplementedAdminServer) SuspendSubscriber(context.Context, *SuspendReque
 }
 func (UnimplementedAdminServer) ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSuspensions not implemented")
+}
+func (UnimplementedAdminServer) ClearLoginFailures(context.Context, *ClearLoginFailuresRequest) (*ClearLoginFailuresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearLoginFailures not implemented")
 }
 func (UnimplementedAdminServer) GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPolicy not implemented")
@@ -1042,6 +1076,24 @@ func _Admin_ListSuspensions_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_ClearLoginFailures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearLoginFailuresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ClearLoginFailures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ClearLoginFailures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ClearLoginFailures(ctx, req.(*ClearLoginFailuresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Admin_GetPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetPolicyRequest)
 	if err := dec(in); err != nil {
@@ -1228,6 +1280,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSuspensions",
 			Handler:    _Admin_ListSuspensions_Handler,
+		},
+		{
+			MethodName: "ClearLoginFailures",
+			Handler:    _Admin_ClearLoginFailures_Handler,
 		},
 		{
 			MethodName: "GetPolicy",
