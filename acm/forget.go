@@ -205,6 +205,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		}
 	}
 	m.kickPump()
+	m.unwaitNode(id)
 	m.kickPlan() // the plan drops the node now
 	out.Message = forgetSummary(out)
 	deletes := ""

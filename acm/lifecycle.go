@@ -89,6 +89,7 @@ func (m *Manager) Start() (err error) {
 	if err := m.restoreStorage(); err != nil {
 		return err
 	}
+	m.armPlanWait(m.now())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = m.loadOpState(ctx, false)
 	if err == nil {

@@ -203,6 +203,12 @@ type Manager struct {
 	// Replicator.Shifted says demand moved (asked every ShiftCheck).
 	PlanInterval time.Duration // DefaultPlanInterval
 	ShiftCheck   time.Duration // DefaultShiftCheck
+	// FirstPlanWait is how long, at most, the first plan after a start or
+	// a takeover waits for the nodes the restored plan placed titles on to
+	// register (a whole cluster restarting: nodes that boot slower than
+	// the manager); then the plan runs at the next PlanInterval tick with
+	// the nodes there are. DefaultFirstPlanWait.
+	FirstPlanWait time.Duration
 	// OriginChannels is the origin's concurrent transfers (the CDP's
 	// max_transfers): what the planner may count on, and, when set, a
 	// limit on fills: a request that would need a fill while that many are
@@ -302,10 +308,13 @@ type Manager struct {
 	// once per catalog (planTitlesOf) rather than at every plan (planMu).
 	planTitles   map[string]smm.TitleInfo
 	planTitlesOf *map[string]store.Title
-	st           store.Store
-	ownStore     bool
-	signer       *token.Signer
-	readmits     readmitted // re-admission tickets taken (authenticateReadmit)
+	// firstPlan: what the first plan after a start or a takeover waits
+	// for (planwait.go; planMu).
+	firstPlan planWait
+	st        store.Store
+	ownStore  bool
+	signer    *token.Signer
+	readmits  readmitted // re-admission tickets taken (authenticateReadmit)
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces

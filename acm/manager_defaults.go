@@ -26,11 +26,14 @@ const (
 	DefaultCatalogRefresh     = time.Minute
 	DefaultRestoreGrace       = 30 * time.Second
 	DefaultPlanInterval       = 30 * time.Second
-	DefaultOriginChannels     = 4
-	DefaultEvictor            = smm.DefaultEvictor
-	DefaultShiftCheck         = time.Second
-	DefaultPopularitySave     = time.Minute
-	DefaultOrderTimeout       = 30 * time.Second
+	// DefaultFirstPlanWait: a machine's boot after a power cut, with its
+	// disks' checks.
+	DefaultFirstPlanWait  = 3 * time.Minute
+	DefaultOriginChannels = 4
+	DefaultEvictor        = smm.DefaultEvictor
+	DefaultShiftCheck     = time.Second
+	DefaultPopularitySave = time.Minute
+	DefaultOrderTimeout   = 30 * time.Second
 	// DefaultStoreTimeout: a working store answers in milliseconds (a
 	// Redis across a data center, a disk's sync); a set-top box waits a
 	// few seconds for its answer before it retries or gives up.
@@ -70,6 +73,7 @@ func (m *Manager) defaults() error {
 	setD(&m.CatalogRefresh, DefaultCatalogRefresh)
 	setD(&m.RestoreGrace, DefaultRestoreGrace)
 	setD(&m.PlanInterval, DefaultPlanInterval)
+	setD(&m.FirstPlanWait, DefaultFirstPlanWait)
 	setD(&m.ShiftCheck, DefaultShiftCheck)
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)

@@ -20,7 +20,8 @@ import (
 // (kickPlanSoon: nodes that start together are all in the plan's view),
 // and when the Replicator says demand shifted (asked every ShiftCheck),
 // and saves the popularity snapshot and the login guard's known pairs
-// every PopularitySave.
+// every PopularitySave. After a start or a takeover, plans wait for the
+// restored plan's nodes to register (planWaits).
 func (m *Manager) planLoop() {
 	plan := time.NewTicker(m.PlanInterval)
 	defer plan.Stop()
@@ -110,6 +111,9 @@ func (m *Manager) plan(now time.Time) {
 	defer m.planMu.Unlock()
 	if _, none := m.planner.(smm.NoPlanner); none && m.rep == nil {
 		return // it orders nothing: no view to build
+	}
+	if m.planWaits(now) {
+		return // the restored plan's nodes are still registering
 	}
 	start := time.Now()
 	defer func() { planSeconds.Observe(time.Since(start).Seconds()) }()

@@ -19,7 +19,8 @@ import (
 // table are loaded (those of registered nodes get their reservations at
 // once, the others when their node registers, or end RestoreGrace from
 // now), and the operator's pins and the popularity snapshot the previous
-// leader saved replace this manager's; then it plans. The operator's
+// leader saved replace this manager's; then it plans (once the nodes of
+// the restored plan registered: armPlanWait). The operator's
 // changes the store did not take (a policy, a node setting answered
 // CHANGE_NOT_SAVED) are kept and saved when no other manager held the
 // lock since this one did (leader.kept: it retook it after the store's
@@ -42,6 +43,7 @@ func (m *Manager) takeOver() {
 		m.log.Error("taking over: the nodes' transports not reloaded", "err", err)
 	}
 	m.log.Info("active: took over planning", "sessions_loaded", loaded)
+	m.armPlanWait(m.now())
 	m.lead.taking.Store(false) // Leader from now, before the plan it asks for
 	m.kickPlan()
 }

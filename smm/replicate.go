@@ -1,6 +1,7 @@
 package smm
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -276,6 +277,21 @@ func (r *Replicator) PlannedNodes(title string) (nodes []string, replicas int) {
 		return append([]string(nil), p.nodes...), p.replicas
 	}
 	return nil, 0
+}
+
+// PlanNodes returns the nodes the current plan places any title on,
+// sorted: after RestorePopularity, the nodes of the restored plan, which
+// a manager starting again waits for before its first plan (a plan that
+// sees only some of them would fetch again, elsewhere, the copies the
+// others hold).
+func (r *Replicator) PlanNodes() []string {
+	seen := map[string]bool{}
+	for _, p := range r.plan {
+		for _, n := range p.nodes {
+			seen[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Copies returns how many alive nodes other than node held or were filling

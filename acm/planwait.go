@@ -1,0 +1,97 @@
+package acm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// planWait is what the first plan after a start or a takeover waits for:
+// the nodes the restored plan placed titles on, until each has registered
+// (with its titles), or until the deadline. After a whole-cluster restart
+// the nodes register one by one; a plan that sees only the first of them
+// counts the copies the others hold as missing and fetches them again from
+// the origin onto the nodes it sees, evicting what those hold to make
+// room, and the restored replica counts fall to the nodes registered.
+type planWait struct {
+	nodes  []string  // the restored plan's nodes; nil: no wait
+	until  time.Time // plan without the missing ones from then on
+	logged bool      // the wait was logged
+	waited int       // plans that waited
+}
+
+// armPlanWait starts the first plan's wait for the nodes of the plan the
+// Replicator holds (restored at Start or at a takeover), for at most
+// FirstPlanWait from now: a node that does not come back within it (one
+// retired while the manager was down) holds no plan longer than that and
+// the next PlanInterval tick.
+func (m *Manager) armPlanWait(now time.Time) {
+	if m.rep == nil {
+		return
+	}
+	m.mu.Lock()
+	nodes := m.rep.PlanNodes()
+	m.mu.Unlock()
+	m.planMu.Lock()
+	m.firstPlan = planWait{nodes: nodes, until: now.Add(m.FirstPlanWait)}
+	m.planMu.Unlock()
+	if len(nodes) > 0 {
+		m.log.Info("the first plan waits for the restored plan's nodes to register", "nodes", len(nodes), "at_most", m.FirstPlanWait.String())
+	}
+}
+
+// planWaits reports whether the plan at now waits (planMu held, mu not):
+// some node of the restored plan has not registered yet and the wait's
+// deadline has not passed. The wait ends for good once every node
+// registered or the deadline passed; the plan that a node's registration
+// kicks (kickPlanSoon) is the one that finds them all.
+func (m *Manager) planWaits(now time.Time) bool {
+	w := &m.firstPlan
+	if len(w.nodes) == 0 {
+		return false
+	}
+	var missing []string
+	m.mu.Lock()
+	for _, id := range w.nodes {
+		if ns := m.nodes[id]; ns == nil || !ns.reported || m.sched.Node(id) == nil {
+			missing = append(missing, id)
+		}
+	}
+	m.mu.Unlock()
+	switch {
+	case len(missing) == 0:
+		m.log.Info("the restored plan's nodes registered: planning", "nodes", len(w.nodes))
+	case !now.Before(w.until):
+		m.log.Warn("planning without nodes of the restored plan that did not register: the copies they held count as missing",
+			"missing", len(missing), "nodes", shortList(missing, 10))
+	default:
+		w.waited++
+		if !w.logged {
+			w.logged = true
+			m.log.Info("the first plan waits: nodes of the restored plan not registered yet",
+				"missing", len(missing), "nodes", shortList(missing, 10), "until", w.until.Format(time.RFC3339))
+		}
+		return true
+	}
+	*w = planWait{}
+	return false
+}
+
+// unwaitNode takes node out of the first plan's wait: the operator forgot
+// it (a node retired while the manager was down is not waited for).
+func (m *Manager) unwaitNode(node string) {
+	m.planMu.Lock()
+	defer m.planMu.Unlock()
+	w := &m.firstPlan
+	w.nodes = slices.DeleteFunc(w.nodes, func(id string) bool { return id == node })
+}
+
+// shortList returns ids joined by ", ", the first n of them and how many
+// more when there are more.
+func shortList(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
+}

@@ -1,0 +1,93 @@
+package acm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// After a whole-cluster restart the nodes register one by one. The first
+// plan waits for the nodes the restored plan placed titles on: a plan
+// that saw only the first node to register counted the copies of the
+// others as missing and fetched them again onto it (here: "hot", held by
+// n2, prefetched to n1 from the origin the moment n1 registered). Once n2
+// registers the plan runs and fetches nothing. A node that does not come
+// back holds the plan FirstPlanWait at most.
+func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
+	dir := t.TempDir()
+	e := newManagerWith(t, dir, storageTitles, fastStorage)
+	e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
+	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Planned("n2", "hot")
+	})
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.PlanInterval = time.Hour // only the kicks plan
+	})
+	n1 := r.startSimNode("n1", storageTitles, simOpts{})
+	r.m.planMu.Lock()
+	w0 := r.m.firstPlan.waited
+	r.m.planMu.Unlock()
+	r.m.kickPlan()
+	waitFor(t, 5*time.Second, "a plan after n1 registered", func() bool {
+		r.m.planMu.Lock()
+		defer r.m.planMu.Unlock()
+		return r.m.firstPlan.waited > w0 || r.storageStats().Plans > 0
+	})
+	if got, f := n1.commands(), r.fills(); len(got) != 0 || len(f) != 0 {
+		t.Fatalf("n1 was sent %v (prefetches ordered: %v) while n2, which holds hot, had not registered yet", got, f)
+	}
+	r.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
+	waitFor(t, 5*time.Second, "the plan once n2 registered", func() bool { return r.storageStats().Plans > 0 })
+	r.m.planMu.Lock()
+	waiting := len(r.m.firstPlan.nodes) > 0
+	r.m.planMu.Unlock()
+	if got, f := n1.commands(), r.fills(); len(got) != 0 || len(f) != 0 || waiting {
+		t.Fatalf("n1 was sent %v (prefetches ordered: %v) with n2 holding hot (still waiting: %v)", got, f, waiting)
+	}
+	if err := r.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// n2 does not come back: the plan waits FirstPlanWait, then plans
+	// with the nodes there are.
+	g := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.FirstPlanWait = 300 * time.Millisecond
+	})
+	m1 := g.startSimNode("n1", storageTitles, simOpts{})
+	m1.waitCommand(t, "prefetch hot", 1)
+}
+
+// A node of the restored plan the operator forgets (retired while the
+// manager was down) is not waited for: the plan runs at once.
+func TestFirstPlanWaitEndsWhenTheNodeIsForgotten(t *testing.T) {
+	dir := t.TempDir()
+	e := newManagerWith(t, dir, storageTitles, fastStorage)
+	e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
+	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Planned("n2", "hot")
+	})
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.FirstPlanWait = time.Hour
+	})
+	n1 := r.startSimNode("n1", storageTitles, simOpts{})
+	if _, err := r.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	n1.waitCommand(t, "prefetch hot", 1)
+}
