@@ -103,12 +103,18 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 // their progress from the nodes' last reports, merged with the
 // prefetches the storage manager ordered and not yet seen on their node
 // (state ordered) or waiting for a retry after a failure (state backoff,
-// with attempts and next_try_unix_ms), in (node, title) order.
+// with attempts and next_try_unix_ms), in (node, title) order; after a
+// start or a takeover, the restored plan's nodes the first plan still
+// waits for (plan_waits_for) and until when.
 func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsResponse, error) {
 	m := a.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &pb.ListFillsResponse{Fills: m.fillListLocked(), Standby: m.standby()}, nil
+	r := &pb.ListFillsResponse{Fills: m.fillListLocked(), Standby: m.standby()}
+	if nodes, until := m.planWaitLocked(); len(nodes) > 0 {
+		r.PlanWaitsFor, r.PlanWaitsUntilUnixMs = nodes, until.UnixMilli()
+	}
+	return r, nil
 }
 
 func sortFills(fs []*pb.Fill) {

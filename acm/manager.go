@@ -311,6 +311,8 @@ type Manager struct {
 	// firstPlan: what the first plan after a start or a takeover waits
 	// for (planwait.go; planMu).
 	firstPlan planWait
+	// shownWait: firstPlan as ListFills shows it (showPlanWait).
+	shownWait atomic.Pointer[planWait]
 	st        store.Store
 	ownStore  bool
 	signer    *token.Signer

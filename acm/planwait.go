@@ -35,6 +35,7 @@ func (m *Manager) armPlanWait(now time.Time) {
 	m.mu.Unlock()
 	m.planMu.Lock()
 	m.firstPlan = planWait{nodes: nodes, until: now.Add(m.FirstPlanWait)}
+	m.showPlanWait()
 	m.planMu.Unlock()
 	if len(nodes) > 0 {
 		m.log.Info("the first plan waits for the restored plan's nodes to register", "nodes", len(nodes), "at_most", m.FirstPlanWait.String())
@@ -51,13 +52,8 @@ func (m *Manager) planWaits(now time.Time) bool {
 	if len(w.nodes) == 0 {
 		return false
 	}
-	var missing []string
 	m.mu.Lock()
-	for _, id := range w.nodes {
-		if ns := m.nodes[id]; ns == nil || !ns.reported || m.sched.Node(id) == nil {
-			missing = append(missing, id)
-		}
-	}
+	missing := m.unregisteredLocked(w.nodes)
 	m.mu.Unlock()
 	switch {
 	case len(missing) == 0:
@@ -75,7 +71,44 @@ func (m *Manager) planWaits(now time.Time) bool {
 		return true
 	}
 	*w = planWait{}
+	m.showPlanWait()
 	return false
+}
+
+// unregisteredLocked returns the nodes of ids not registered with their
+// titles (mu held).
+func (m *Manager) unregisteredLocked(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if ns := m.nodes[id]; ns == nil || !ns.reported || m.sched.Node(id) == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// showPlanWait publishes the first plan's wait for ListFills (planMu
+// held), which reads it holding mu, not planMu (a plan holds planMu while
+// it computes).
+func (m *Manager) showPlanWait() {
+	w := m.firstPlan
+	w.nodes = slices.Clone(w.nodes)
+	m.shownWait.Store(&w)
+}
+
+// planWaitLocked returns the nodes the first plan waits for, not
+// registered yet, and until when (mu held); none when it does not wait
+// (nor on a standby, which plans nothing).
+func (m *Manager) planWaitLocked() ([]string, time.Time) {
+	w := m.shownWait.Load()
+	if w == nil || len(w.nodes) == 0 || !m.now().Before(w.until) || m.standby() {
+		return nil, time.Time{}
+	}
+	missing := m.unregisteredLocked(w.nodes)
+	if len(missing) == 0 {
+		return nil, time.Time{}
+	}
+	return missing, w.until
 }
 
 // unwaitNode takes node out of the first plan's wait: the operator forgot
@@ -85,6 +118,7 @@ func (m *Manager) unwaitNode(node string) {
 	defer m.planMu.Unlock()
 	w := &m.firstPlan
 	w.nodes = slices.DeleteFunc(w.nodes, func(id string) bool { return id == node })
+	m.showPlanWait()
 }
 
 // shortList returns ids joined by ", ", the first n of them and how many

@@ -45,6 +45,10 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 	if got, f := n1.commands(), r.fills(); len(got) != 0 || len(f) != 0 {
 		t.Fatalf("n1 was sent %v (prefetches ordered: %v) while n2, which holds hot, had not registered yet", got, f)
 	}
+	lf, err := r.admin.ListFills(context.Background(), &pb.ListFillsRequest{})
+	if err != nil || len(lf.PlanWaitsFor) != 1 || lf.PlanWaitsFor[0] != "n2" || lf.PlanWaitsUntilUnixMs <= time.Now().UnixMilli() {
+		t.Fatalf("ListFills while the plan waits: %v %v, want plan_waits_for [n2] and a deadline to come", lf, err)
+	}
 	r.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
 	waitFor(t, 5*time.Second, "the plan once n2 registered", func() bool { return r.storageStats().Plans > 0 })
 	r.m.planMu.Lock()
@@ -52,6 +56,9 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 	r.m.planMu.Unlock()
 	if got, f := n1.commands(), r.fills(); len(got) != 0 || len(f) != 0 || waiting {
 		t.Fatalf("n1 was sent %v (prefetches ordered: %v) with n2 holding hot (still waiting: %v)", got, f, waiting)
+	}
+	if lf, err := r.admin.ListFills(context.Background(), &pb.ListFillsRequest{}); err != nil || len(lf.PlanWaitsFor) != 0 || lf.PlanWaitsUntilUnixMs != 0 {
+		t.Fatalf("ListFills once n2 registered: %v %v, want no wait", lf, err)
 	}
 	if err := r.m.Close(); err != nil {
 		t.Fatal(err)

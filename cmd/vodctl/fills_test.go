@@ -72,3 +72,42 @@ func TestFillsShowKeptBytes(t *testing.T) {
 		t.Log(out.String())
 	}
 }
+
+// waitAdmin answers ListFills with no fill and a first plan waiting for
+// two nodes.
+type waitAdmin struct {
+	v1.UnimplementedAdminServer
+	until time.Time
+}
+
+func (a waitAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
+	return &v1.ListFillsResponse{PlanWaitsFor: []string{"n2", "n3"}, PlanWaitsUntilUnixMs: a.until.UnixMilli()}, nil
+}
+
+// vodctl fills says why nothing is prefetched after a restart: the nodes
+// the first plan waits for, until when, and what to do about a node that
+// is gone.
+func TestFillsShowThePlanWaiting(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	until := time.Now().Add(2 * time.Minute)
+	v1.RegisterAdminServer(srv, waitAdmin{until: until})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "fills"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"waits for the nodes of its restored plan to register: n2, n3", until.Format("15:04:05"), "vodctl node forget ID"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("vodctl fills lacks %q:\n%s", want, out.String())
+		}
+	}
+}

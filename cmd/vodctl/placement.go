@@ -221,6 +221,10 @@ func fillsCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
 				}
+				if r := m.(*v1.ListFillsResponse); len(r.PlanWaitsFor) > 0 {
+					fmt.Fprintf(w, "\nThe planner orders no prefetch or eviction yet: after the manager's restart or takeover it waits for the nodes of its restored plan to register: %s (until %s at most; vodctl node forget ID for a node that is gone).\n",
+						strings.Join(r.PlanWaitsFor, ", "), time.UnixMilli(r.PlanWaitsUntilUnixMs).Format("15:04:05 MST"))
+				}
 			})
 		},
 	}

@@ -4305,9 +4305,16 @@ type ListFillsResponse struct {
 	// hold the planner lock (a standby, or one taking the lock): it lists
 	// only the nodes registered with it and their sessions, and plans no
 	// fill; the active manager (the pair's virtual IP) has the cluster's.
-	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Standby bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	// plan_waits_for: after a start or a takeover, the nodes of the
+	// restored plan that have not registered yet, which the first plan
+	// waits for before it prefetches or evicts anything (empty: the
+	// planner plans); it plans without them from plan_waits_until_unix_ms
+	// on, or once an operator forgets them.
+	PlanWaitsFor         []string `protobuf:"bytes,3,rep,name=plan_waits_for,json=planWaitsFor,proto3" json:"plan_waits_for,omitempty"`
+	PlanWaitsUntilUnixMs int64    `protobuf:"varint,4,opt,name=plan_waits_until_unix_ms,json=planWaitsUntilUnixMs,proto3" json:"plan_waits_until_unix_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ListFillsResponse) Reset() {
@@ -4352,6 +4359,20 @@ func (x *ListFillsResponse) GetStandby() bool {
 		return x.Standby
 	}
 	return false
+}
+
+func (x *ListFillsResponse) GetPlanWaitsFor() []string {
+	if x != nil {
+		return x.PlanWaitsFor
+	}
+	return nil
+}
+
+func (x *ListFillsResponse) GetPlanWaitsUntilUnixMs() int64 {
+	if x != nil {
+		return x.PlanWaitsUntilUnixMs
+	}
+	return 0
 }
 
 var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
@@ -4709,10 +4730,12 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
 	"\battempts\x18\a \x01(\x05R\battempts\x12'\n" +
 	"\x10next_try_unix_ms\x18\b \x01(\x03R\rnextTryUnixMs\x12\"\n" +
-	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\"X\n" +
+	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\"\xb6\x01\n" +
 	"\x11ListFillsResponse\x12)\n" +
 	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills\x12\x18\n" +
-	"\astandby\x18\x02 \x01(\bR\astandby2\xe0\x01\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby\x12$\n" +
+	"\x0eplan_waits_for\x18\x03 \x03(\tR\fplanWaitsFor\x126\n" +
+	"\x18plan_waits_until_unix_ms\x18\x04 \x01(\x03R\x14planWaitsUntilUnixMs2\xe0\x01\n" +
 	"\x06Origin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12@\n" +
