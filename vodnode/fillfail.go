@@ -105,7 +105,7 @@ func (n *Node) answered(aw *activityWriter, hs *httpSession, rd *titleReader) {
 		} else {
 			aw.held = heldHeader{}
 			h := aw.Header()
-			for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges"} {
+			for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges", "Etag"} {
 				h.Del(k) // serveContent's, of the answer held
 			}
 			titleUnavailable(aw, ferr)

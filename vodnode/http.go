@@ -278,7 +278,9 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			aw.held = heldHeader{on: true, due: time.Now().Add(requestTimeout)}
 		}
-		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd) // an origin read rd left open closes with ctx (aheadRead)
+		// The title held's meta: the bytes served (hs.meta is the same
+		// title's, looked up before it was held).
+		serveContent(w, r, tg.Title+".ts", hs.meta.Size, titleETag(hs.t.Meta()), rd) // an origin read rd left open closes with ctx (aheadRead)
 		h.n.answered(aw, hs, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
