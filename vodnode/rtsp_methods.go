@@ -77,7 +77,7 @@ func storeError(err error) *rtspError {
 	case errors.Is(err, store.ErrNoSpace):
 		return rtspErr(base.StatusNotEnoughBandwidth, "no disk space for the title on this node")
 	case errors.Is(err, store.ErrOrigin):
-		return rtspErr(base.StatusServiceUnavailable, "origin unavailable")
+		return unavailable(err, "origin unavailable")
 	}
 	return rtspErr(base.StatusInternalServerError, "%v", err)
 }
@@ -108,7 +108,7 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 		return nil, e
 	}
 	if c.n.draining.Load() {
-		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
+		return fail(unavailable(nil, "node draining"))
 	}
 	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
 	defer cancel()
@@ -491,7 +491,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		if !c.n.hasStarted(s) {
 			end = func() { c.n.endSession(s, fillFailedReason(serr), serr) }
 		}
-		return nil, end, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
+		return nil, end, unavailable(serr, "origin unavailable: %v", serr)
 	}
 	if errors.Is(serr, deliver.ErrEnded) {
 		// The session ended while this PLAY ran (a TEARDOWN from another
