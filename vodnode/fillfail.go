@@ -53,6 +53,25 @@ func retryLater(err error) bool {
 	return true
 }
 
+// retryAfter is the Retry-After of the node's 503s (RFC 9110 §10.2.3,
+// RFC 2326 §12.31), in seconds: when a player that asks again may be
+// served.
+const retryAfter = "5"
+
+// unavailable returns a 503 Service Unavailable, over RTSP and HTTP
+// (httpError) alike, with Retry-After retryAfter unless its cause, when
+// not nil, is one no retry can succeed soon after (retryLater): the
+// node's own state (draining, shutting down: cause nil) and the origin
+// away are asked again later; the origin refusing the node or not having
+// the title is not.
+func unavailable(cause error, format string, args ...any) *rtspError {
+	e := rtspErr(base.StatusServiceUnavailable, format, args...)
+	if cause == nil || retryLater(cause) {
+		e.header = base.Header{"Retry-After": base.HeaderValue{retryAfter}}
+	}
+	return e
+}
+
 // titleUnavailable answers an HTTP request whose title has no bytes to
 // give it (its fill failed, or none came within requestTimeout): 503,
 // plain text, with Retry-After 5 s as the node's other 503s (httpError)
@@ -60,7 +79,7 @@ func retryLater(err error) bool {
 // can succeed soon (retryLater).
 func titleUnavailable(w http.ResponseWriter, err error) {
 	if retryLater(err) {
-		w.Header().Set("Retry-After", "5")
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
 }
@@ -105,7 +124,7 @@ func (n *Node) answered(aw *activityWriter, hs *httpSession, rd *titleReader) {
 		} else {
 			aw.held = heldHeader{}
 			h := aw.Header()
-			for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges"} {
+			for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges", "Etag"} {
 				h.Del(k) // serveContent's, of the answer held
 			}
 			titleUnavailable(aw, ferr)
@@ -134,9 +153,9 @@ func (n *Node) hasStarted(s *session) bool {
 func probeUnavailable(t *store.Title, err error) *rtspError {
 	switch {
 	case errors.Is(err, store.ErrFillFailed):
-		return rtspErr(base.StatusServiceUnavailable, "title unavailable: %v", err)
+		return unavailable(err, "title unavailable: %v", err)
 	case errors.Is(err, context.DeadlineExceeded) && !t.View().Complete:
-		return rtspErr(base.StatusServiceUnavailable, "title unavailable: its fill brought no stream parameters within %s", durtext.Written(requestTimeout))
+		return unavailable(nil, "title unavailable: its fill brought no stream parameters within %s", durtext.Written(requestTimeout))
 	}
 	return nil
 }

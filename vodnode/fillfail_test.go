@@ -188,8 +188,9 @@ func TestRTSPFillFailedBeforeItsFirstByte(t *testing.T) {
 	}
 	id := sessionID(res)
 	waitFor(t, 5*time.Second, "the fill refused", func() bool { return n.store.FillsFailed()["origin"] == 1 })
-	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0.000-"); res.StatusCode != 503 {
-		t.Fatalf("PLAY of a title whose fill failed before its first byte: %s, want 503", statusLine(res))
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0.000-"); res.StatusCode != 503 || retryAfterOf(res) != "" {
+		// the origin refuses the node's credential: no retry succeeds soon
+		t.Fatalf("PLAY of a title whose fill failed before its first byte: %s, Retry-After %q; want 503 without it", statusLine(res), retryAfterOf(res))
 	}
 	waitFor(t, 10*time.Second, "ENDED", func() bool { return m.event("rf-before", pb.SessionEvent_KIND_ENDED) != nil })
 	if e := m.event("rf-before", pb.SessionEvent_KIND_ENDED); e.GetReason() != "fill failed: origin" ||

@@ -123,7 +123,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	}
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 	w.Header().Set("Cache-Control", "no-cache")
-	serveContent(w, r, "index.m3u8", int64(b.Len()), strings.NewReader(b.String()))
+	serveContent(w, r, "index.m3u8", int64(b.Len()), "", strings.NewReader(b.String()))
 }
 
 // eventListWait bounds how long an EVENT playlist (a title being filled)
@@ -218,7 +218,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
 		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
-	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), rd)
+	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), segmentETag(hs.t.Meta(), i, s.start, s.end, len(psi)), rd)
 }
 
 // segmentAt is an HLS segment as an io.ReaderAt: psi, then the title's

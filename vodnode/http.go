@@ -195,9 +195,13 @@ const maxHTTPInFlight = 16
 func httpError(w http.ResponseWriter, e *rtspError) {
 	code := int(e.code)
 	switch e.code {
-	case base.StatusNotEnoughBandwidth, base.StatusServiceUnavailable:
+	case base.StatusNotEnoughBandwidth:
 		code = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "5")
+		w.Header().Set("Retry-After", retryAfter)
+	case base.StatusServiceUnavailable: // Retry-After where a retry may succeed (unavailable)
+		for k, v := range e.header {
+			w.Header()[k] = v
+		}
 	case base.StatusUnauthorized:
 		for k, v := range e.header {
 			w.Header()[k] = v
@@ -278,7 +282,9 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			aw.held = heldHeader{on: true, due: time.Now().Add(requestTimeout)}
 		}
-		serveContent(w, r, tg.Title+".ts", hs.meta.Size, rd) // an origin read rd left open closes with ctx (aheadRead)
+		// The title held's meta: the bytes served (hs.meta is the same
+		// title's, looked up before it was held).
+		serveContent(w, r, tg.Title+".ts", hs.meta.Size, titleETag(hs.t.Meta()), rd) // an origin read rd left open closes with ctx (aheadRead)
 		h.n.answered(aw, hs, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
@@ -349,7 +355,7 @@ func (hs *httpSession) join(ctx context.Context, title string) (*httpSession, *r
 	select {
 	case <-hs.ready:
 	case <-ctx.Done():
-		return nil, rtspErr(base.StatusServiceUnavailable, "request cancelled")
+		return nil, unavailable(nil, "request cancelled")
 	}
 	if hs.err != nil {
 		return nil, hs.err
@@ -374,7 +380,7 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 		return e
 	}
 	if n.draining.Load() {
-		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
+		return fail(unavailable(nil, "node draining"))
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -396,7 +402,7 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	if n.closed {
 		n.mu.Unlock()
 		n.store.Release(t)
-		return fail(rtspErr(base.StatusServiceUnavailable, "node shutting down"))
+		return fail(unavailable(nil, "node shutting down"))
 	}
 	if _, used := n.used[hs.sid]; used { // the manager ended it meanwhile (refuseTokens)
 		e := n.spentLocked(hs.sid)

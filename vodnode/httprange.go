@@ -29,8 +29,14 @@ const maxByteRanges = 16
 // where ServeContent answered every one in a multipart body; ranges that
 // overlap are merged (coalesce), so that the answer is never more than
 // the body's bytes and a client that names a range twice ("bytes=0-,0-")
-// gets it.
-func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, rd io.ReadSeeker) {
+// gets it. A non-empty etag is sent as the body's ETag (etag.go), which
+// ServeContent compares an If-Range (strong comparison: 206 when it
+// matches, else 200 with the whole body), an If-Match and an
+// If-None-Match (304) with.
+func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, etag string, rd io.ReadSeeker) {
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
 	v, outcome := cleanRange(r.Header.Get("Range"))
 	if outcome == rangeServe && v != "" {
 		v = coalesce(v, size)
@@ -38,7 +44,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	if outcome == rangeServe && v != "" && !byterange.Satisfiable(v, size) { // as the front door decides it
 		outcome = rangeUnsatisfiable // net/http's text: "invalid range: failed to overlap"
 	}
-	if (outcome == rangeUnsatisfiable || outcome == rangeExcessive) && byterange.PreconditionsFirst(r.Header) {
+	if (outcome == rangeUnsatisfiable || outcome == rangeExcessive) && preconditionsFirst(r, etag) {
 		// Preconditions first (RFC 9110 §13.2.2): ServeContent answers
 		// them once the Range is dropped (412, or the whole body).
 		outcome = rangeIgnored
@@ -47,6 +53,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	case rangeIgnored:
 		r.Header.Del("Range")
 	case rangeUnsatisfiable, rangeExcessive:
+		w.Header().Del("ETag") // the answer is no representation (as ServeContent's errors)
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		what := "the title"
 		if strings.HasPrefix(name, "seg-") {

@@ -63,9 +63,9 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 			t.Errorf("Range %s: %d, Content-Range %q, %q", v, res.StatusCode, cr, b)
 		}
 	}
-	// Preconditions come before the Range (RFC 9110 §13.2.2): an If-Range,
-	// which never holds here (no validator is sent), has the Range ignored
-	// and the whole title sent, and a failed If-Match is 412; both were
+	// Preconditions come before the Range (RFC 9110 §13.2.2): an If-Range
+	// that does not match the title's ETag has the Range ignored and the
+	// whole title sent, and a failed If-Match is 412; both were
 	// 416 for a range past the end or more than 16 ranges. If-Match: *
 	// holds, and the range is still unsatisfiable.
 	many := "bytes=0-1"

@@ -50,7 +50,7 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 		w := &countCheckWriter{h: http.Header{}, counted: func() int64 { return 1 << 62 }}
 		aw := &activityWriter{ResponseWriter: w}
 		r := httptest.NewRequest(http.MethodGet, "/t", nil)
-		serveContent(aw, r, "t.ts", hs.meta.Size, &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
+		serveContent(aw, r, "t.ts", hs.meta.Size, "", &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
 		if !bytes.Equal(w.got.Bytes(), data) {
 			t.Fatalf("copied send %d: %d bytes, want %d", i, w.got.Len(), len(data))
 		}
@@ -66,7 +66,7 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 	// reads on: the viewer's.
 	aw := &activityWriter{ResponseWriter: &failingWriter{h: http.Header{}, after: 100 << 10}}
 	r := httptest.NewRequest(http.MethodGet, "/t", nil)
-	serveContent(aw, r, "t.ts", hs.meta.Size, &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
+	serveContent(aw, r, "t.ts", hs.meta.Size, "", &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
 	if !aw.failed {
 		t.Error("a send whose connection failed (the file readable) not taken for the viewer's failure")
 	}
@@ -113,11 +113,11 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 		defer func() { done <- result{aw.failed} }()
 		send := r.URL.Query().Get("copy") == ""
 		if r.URL.Path == "/title" {
-			serveContent(aw, r, "t.ts", hs.meta.Size, &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send})
+			serveContent(aw, r, "t.ts", hs.meta.Size, "", &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send})
 			return
 		}
 		seg := segmentAt{t: hs.t, start: 188 * 10}
-		serveContent(aw, r, "seg.ts", hs.meta.Size-seg.start, &pacedSection{rd: io.NewSectionReader(seg, 0, hs.meta.Size-seg.start), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send})
+		serveContent(aw, r, "seg.ts", hs.meta.Size-seg.start, "", &pacedSection{rd: io.NewSectionReader(seg, 0, hs.meta.Size-seg.start), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send})
 	}))
 	defer srv.Close()
 	fallbacks := n.sendFallbacks()
@@ -144,7 +144,7 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 	// The same failure where the file ends: the file's.
 	aw = &activityWriter{ResponseWriter: &failingWriter{h: http.Header{}, after: 1 << 62}}
 	r = httptest.NewRequest(http.MethodGet, "/t", nil)
-	serveContent(aw, r, "t.ts", hs.meta.Size, &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
+	serveContent(aw, r, "t.ts", hs.meta.Size, "", &titleReader{hs: hs, ctx: r.Context(), n: n, sendfile: true})
 	if aw.failed {
 		t.Error("a send that failed where the file ends taken for the viewer's failure")
 	}

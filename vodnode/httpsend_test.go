@@ -42,12 +42,12 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 		defer func() { fromFile <- aw.fileBytes }()
 		if r.URL.Path == "/title" {
 			rd := &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send}
-			serveContent(aw, r, "t.ts", hs.meta.Size, rd)
+			serveContent(aw, r, "t.ts", hs.meta.Size, "", rd)
 			return
 		}
 		seg := segmentAt{psi: psi, t: hs.t, start: start}
 		rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(want))), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send}
-		serveContent(aw, r, "seg.ts", rd.rd.Size(), rd)
+		serveContent(aw, r, "seg.ts", rd.rd.Size(), "", rd)
 	}))
 	defer srv.Close()
 	// fetch returns the body and the bytes of it sent from the file.
@@ -169,7 +169,7 @@ func TestHTTPSendfileCountsBeforeTheViewerHasTheBytes(t *testing.T) {
 		w := &countCheckWriter{h: http.Header{}, counted: func() int64 { return hs.bytes.Load() - base }}
 		aw := &activityWriter{ResponseWriter: w}
 		r := httptest.NewRequest(http.MethodGet, "/"+c.name, nil)
-		serveContent(aw, r, c.name+".ts", c.size, c.rd(r.Context()))
+		serveContent(aw, r, c.name+".ts", c.size, "", c.rd(r.Context()))
 		if !bytes.Equal(w.got.Bytes(), c.want) || aw.fileBytes == 0 {
 			t.Fatalf("%s: %d bytes (%d from the file), want %d", c.name, w.got.Len(), aw.fileBytes, len(c.want))
 		}

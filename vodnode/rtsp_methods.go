@@ -77,7 +77,7 @@ func storeError(err error) *rtspError {
 	case errors.Is(err, store.ErrNoSpace):
 		return rtspErr(base.StatusNotEnoughBandwidth, "no disk space for the title on this node")
 	case errors.Is(err, store.ErrOrigin):
-		return rtspErr(base.StatusServiceUnavailable, "origin unavailable")
+		return unavailable(err, "origin unavailable")
 	}
 	return rtspErr(base.StatusInternalServerError, "%v", err)
 }
@@ -108,7 +108,7 @@ func (c *rtspConn) describe(req *base.Request) (*base.Response, *rtspError) {
 		return nil, e
 	}
 	if c.n.draining.Load() {
-		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
+		return fail(unavailable(nil, "node draining"))
 	}
 	ctx, cancel := context.WithTimeout(c.n.ctx, requestTimeout)
 	defer cancel()
@@ -456,6 +456,19 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		// there (MP2T mode; elementary streams play at Scale 1 only).
 		return nil, nil, rtspErr(base.StatusInvalidRange, "at the end of the title: PLAY with a Range (npt=0-) to play it again")
 	}
+	if scale <= -1 && s.es == nil { // reverse trick play (MP2T mode; SetScale grants 1 for -1 < Scale < 0)
+		// From the title's start there is nothing to play backwards: a
+		// Range out of bounds for the play asked (RFC 2326 §11.3.12), as
+		// a start past the end is for a forward one; it was answered 200
+		// with the first picture and then silence.
+		from, known := start, start >= 0
+		if p, ok := s.player.(interface{ Position() float64 }); ok && !known {
+			from, known = p.Position(), true
+		}
+		if known && from < 0.001 { // npt's precision in the answers (formatNPT)
+			return nil, nil, rtspErr(base.StatusInvalidRange, "nothing to play backwards from npt %s, the title's start: a negative Scale plays towards the start", formatNPT(from))
+		}
+	}
 	if s.player == nil {
 		if err := c.n.startES(s); err != nil {
 			return nil, nil, err
@@ -491,7 +504,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		if !c.n.hasStarted(s) {
 			end = func() { c.n.endSession(s, fillFailedReason(serr), serr) }
 		}
-		return nil, end, rtspErr(base.StatusServiceUnavailable, "origin unavailable: %v", serr)
+		return nil, end, unavailable(serr, "origin unavailable: %v", serr)
 	}
 	if errors.Is(serr, deliver.ErrEnded) {
 		// The session ended while this PLAY ran (a TEARDOWN from another

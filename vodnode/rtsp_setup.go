@@ -72,7 +72,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		return fail(rtspErr(base.StatusBadRequest, "missing Transport header"))
 	}
 	if c.n.draining.Load() {
-		return fail(rtspErr(base.StatusServiceUnavailable, "node draining"))
+		return fail(unavailable(nil, "node draining"))
 	}
 	specs, perr := c.transportsOf(tv, tg.ES)
 	if perr != nil {
@@ -234,7 +234,7 @@ func (n *Node) addSession(s *session) *rtspError {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return rtspErr(base.StatusServiceUnavailable, "node shutting down")
+		return unavailable(nil, "node shutting down")
 	}
 	if _, used := n.used[s.sid]; used {
 		e := n.spentLocked(s.sid)

@@ -70,31 +70,35 @@ func bytePos(s string) (int64, bool) {
 }
 
 // PreconditionsFirst reports whether the request headers h hold a
-// precondition that decides the answer before its Range (RFC 9110
-// §13.2.2) on a node, which sends no ETag or Last-Modified, read as
-// net/http's ServeContent reads them (each header's first line, its
-// entity-tag list scanned as checkIfMatch and checkIfNoneMatch scan it):
-// an If-Range, which then never holds (the Range is ignored and the whole
-// body sent, as to a client whose copy is of another version); an
-// If-Match whose list reaches no "*", which fails (412); an If-None-Match
-// whose list reaches a "*", which fails (304 to a GET or HEAD). A Range
-// that asks for no byte is answered 416 only without them.
+// precondition that may decide the answer before its Range (RFC 9110
+// §13.2.2) on a node, whose ETag (a title's strong entity tag, or none
+// for a copy without a version) is not known here and which sends no
+// Last-Modified, read as net/http's ServeContent reads them (each
+// header's first line, its entity-tag list scanned as checkIfMatch and
+// checkIfNoneMatch scan it): true when some ETag of the node would have
+// it decide: an If-Range, which then does not hold (the Range is ignored
+// and the whole body sent, as to a client whose copy is of another
+// version); an If-Match whose list reaches no "*", which then fails
+// (412); an If-None-Match whose list reaches a "*" or an entity-tag
+// (before a member that is none), which then matches (304 to a GET or
+// HEAD). A Range that asks for no byte is answered 416 only without them.
 func PreconditionsFirst(h http.Header) bool {
 	if h.Get("If-Range") != "" {
 		return true
 	}
-	if im := h.Get("If-Match"); im != "" && !listHasStar(im) {
+	if im := h.Get("If-Match"); im != "" && !listHas(im, false) {
 		return true
 	}
 	inm := h.Get("If-None-Match")
-	return inm != "" && listHasStar(inm)
+	return inm != "" && listHas(inm, true)
 }
 
-// listHasStar scans the entity-tag list v as net/http's checkIfMatch and
-// checkIfNoneMatch do for a representation without an ETag: true at a
-// member starting with "*"; false at the end of the list or at the first
-// member that is not an entity-tag (RFC 9110 §8.8.3), where they stop.
-func listHasStar(v string) bool {
+// listHas scans the entity-tag list v as net/http's checkIfMatch and
+// checkIfNoneMatch do: true at a member starting with "*", or, with tag,
+// at a member that is an entity-tag; false at the end of the list or at
+// the first member that is not an entity-tag (RFC 9110 §8.8.3), where
+// they stop.
+func listHas(v string, tag bool) bool {
 	for {
 		v = textproto.TrimString(v)
 		switch {
@@ -123,6 +127,9 @@ func listHasStar(v string) bool {
 		}
 		if end < 0 {
 			return false
+		}
+		if tag {
+			return true
 		}
 		v = s[end+1:]
 	}

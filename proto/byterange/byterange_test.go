@@ -31,9 +31,9 @@ func TestSatisfiable(t *testing.T) {
 }
 
 // TestPreconditionsFirst: an If-Range, an If-Match without "*" or an
-// If-None-Match with "*" decides before the Range, as ServeContent reads
-// them; an If-Match with "*", an empty one, an If-None-Match without
-// "*" and no precondition do not.
+// If-None-Match with "*" or an entity-tag (the node's, maybe) may decide
+// before the Range, as ServeContent reads them; an If-Match with "*", an
+// empty one, an If-None-Match with neither and no precondition do not.
 func TestPreconditionsFirst(t *testing.T) {
 	for _, c := range []struct {
 		h    http.Header
@@ -47,7 +47,9 @@ func TestPreconditionsFirst(t *testing.T) {
 		{http.Header{"If-Match": {"*", `"x"`}}, false}, // the first line, as ServeContent reads it
 		{http.Header{"If-Match": {`"x", *`}}, false},
 		{http.Header{"If-Match": {""}}, false},
-		{http.Header{"If-None-Match": {`"x"`}}, false},
+		{http.Header{"If-None-Match": {`"x"`}}, true},
+		{http.Header{"If-None-Match": {`W/"x"`}}, true},
+		{http.Header{"If-None-Match": {"bogus"}}, false},
 		{http.Header{"If-None-Match": {"*"}}, true},
 		{http.Header{"If-None-Match": {`"x", *`}}, true},
 	} {
@@ -58,9 +60,10 @@ func TestPreconditionsFirst(t *testing.T) {
 }
 
 // PreconditionsFirst decides as http.ServeContent does, for a body
-// without ETag or Last-Modified and a Range past its end: true exactly
-// when ServeContent does not answer 416, malformed lists included (a
-// split on commas took "bogus, *" for a list with "*").
+// without Last-Modified, with no ETag or with one the lists name, and a
+// Range past its end: true exactly when ServeContent does not answer 416
+// for one of them, malformed lists included (a split on commas took
+// "bogus, *" for a list with "*").
 func TestPreconditionsFirstAsServeContent(t *testing.T) {
 	body := strings.Repeat("x", 100)
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
@@ -70,16 +73,26 @@ func TestPreconditionsFirstAsServeContent(t *testing.T) {
 			{"If-Match": {`*"x"`}}, {"If-Match": {"\u00a0*"}}, {"If-Match": {`W/"x"`}},
 			{"If-None-Match": {`W/"x"`}}, {"If-Range": {`"x"`}, "If-Match": {"*"}},
 			{"If-Match": {"*"}}, {"If-None-Match": {"*"}}, {"If-None-Match": {`"x", *`}}, {},
+			{"If-None-Match": {`"x"`}}, {"If-None-Match": {`bogus, "x"`}}, {"If-Match": {`"x"`}}, {"If-Range": {`"x"`}},
 		} {
-			req := httptest.NewRequest(method, "/t", nil)
-			for k, v := range h {
-				req.Header[k] = v
+			var codes []int
+			decides := false
+			for _, etag := range []string{"", `"x"`} {
+				req := httptest.NewRequest(method, "/t", nil)
+				for k, v := range h {
+					req.Header[k] = v
+				}
+				req.Header.Set("Range", "bytes=1000-")
+				rec := httptest.NewRecorder()
+				if etag != "" {
+					rec.Header().Set("ETag", etag)
+				}
+				http.ServeContent(rec, req, "t.ts", time.Time{}, strings.NewReader(body))
+				codes = append(codes, rec.Code)
+				decides = decides || rec.Code != http.StatusRequestedRangeNotSatisfiable
 			}
-			req.Header.Set("Range", "bytes=1000-")
-			rec := httptest.NewRecorder()
-			http.ServeContent(rec, req, "t.ts", time.Time{}, strings.NewReader(body))
-			if got, want := PreconditionsFirst(req.Header), rec.Code != http.StatusRequestedRangeNotSatisfiable; got != want {
-				t.Errorf("%s %q: %v, ServeContent answers %d", method, h, got, rec.Code)
+			if got := PreconditionsFirst(h); got != decides {
+				t.Errorf("%s %q: %v, ServeContent answers %v (no ETag, ETag \"x\")", method, h, got, codes)
 			}
 		}
 	}
