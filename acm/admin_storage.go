@@ -111,9 +111,7 @@ func (a *admin) ListFills(context.Context, *pb.ListFillsRequest) (*pb.ListFillsR
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := &pb.ListFillsResponse{Fills: m.fillListLocked(), Standby: m.standby()}
-	if nodes, until := m.planWaitLocked(); len(nodes) > 0 {
-		r.PlanWaitsFor, r.PlanWaitsUntilUnixMs = nodes, until.UnixMilli()
-	}
+	r.PlanWaitsFor, r.PlanWaitsUntilUnixMs = m.planWaitLocked()
 	return r, nil
 }
 

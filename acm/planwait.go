@@ -97,18 +97,18 @@ func (m *Manager) showPlanWait() {
 }
 
 // planWaitLocked returns the nodes the first plan waits for, not
-// registered yet, and until when (mu held); none when it does not wait
-// (nor on a standby, which plans nothing).
-func (m *Manager) planWaitLocked() ([]string, time.Time) {
+// registered yet, and until when (Unix ms) (mu held); none and 0 when it
+// does not wait (nor on a standby, which plans nothing).
+func (m *Manager) planWaitLocked() ([]string, int64) {
 	w := m.shownWait.Load()
 	if w == nil || len(w.nodes) == 0 || !m.now().Before(w.until) || m.standby() {
-		return nil, time.Time{}
+		return nil, 0
 	}
 	missing := m.unregisteredLocked(w.nodes)
 	if len(missing) == 0 {
-		return nil, time.Time{}
+		return nil, 0
 	}
-	return missing, w.until
+	return missing, w.until.UnixMilli()
 }
 
 // unwaitNode takes node out of the first plan's wait: the operator forgot
