@@ -16,17 +16,7 @@ import (
 // registers the plan runs and fetches nothing. A node that does not come
 // back holds the plan FirstPlanWait at most.
 func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
-	dir := t.TempDir()
-	e := newManagerWith(t, dir, storageTitles, fastStorage)
-	e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
-	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
-		e.m.mu.Lock()
-		defer e.m.mu.Unlock()
-		return e.m.rep.Planned("n2", "hot")
-	})
-	if err := e.m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := hotPlannedOnN2(t)
 
 	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
 		fastStorage(m)
@@ -77,6 +67,21 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 // A node of the restored plan the operator forgets (retired while the
 // manager was down) is not waited for: the plan runs at once.
 func TestFirstPlanWaitEndsWhenTheNodeIsForgotten(t *testing.T) {
+	dir := hotPlannedOnN2(t)
+	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.FirstPlanWait = time.Hour
+	})
+	n1 := r.startSimNode("n1", storageTitles, simOpts{})
+	if _, err := r.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	n1.waitCommand(t, "prefetch hot", 1)
+}
+
+// hotPlannedOnN2 runs a manager until its plan places "hot" on n2, which
+// holds it, and closes it: its data directory, returned, holds that plan.
+func hotPlannedOnN2(t *testing.T) string {
 	dir := t.TempDir()
 	e := newManagerWith(t, dir, storageTitles, fastStorage)
 	e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
@@ -88,13 +93,5 @@ func TestFirstPlanWaitEndsWhenTheNodeIsForgotten(t *testing.T) {
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
-		fastStorage(m)
-		m.FirstPlanWait = time.Hour
-	})
-	n1 := r.startSimNode("n1", storageTitles, simOpts{})
-	if _, err := r.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n2"}); err != nil {
-		t.Fatal(err)
-	}
-	n1.waitCommand(t, "prefetch hot", 1)
+	return dir
 }

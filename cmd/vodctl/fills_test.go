@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -30,24 +26,9 @@ func (fillsAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFill
 // vodctl fills shows the bytes a fill not in progress resumes from (the
 // node's partial) as "NN% kept", and "-" when there are none.
 func TestFillsShowKeptBytes(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	v1.RegisterAdminServer(srv, fillsAdmin{})
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cmd := newRoot()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "fills"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	out := runVodctl(t, fillsAdmin{}, "fills")
 	rows := map[string][]string{}
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
 		f := strings.Fields(l)
 		rows[f[1]] = f
 	}
@@ -69,7 +50,7 @@ func TestFillsShowKeptBytes(t *testing.T) {
 		t.Errorf("queued without a partial: %v", r)
 	}
 	if t.Failed() {
-		t.Log(out.String())
+		t.Log(out)
 	}
 }
 
@@ -88,26 +69,11 @@ func (a waitAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFil
 // the first plan waits for, until when, and what to do about a node that
 // is gone.
 func TestFillsShowThePlanWaiting(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
 	until := time.Now().Add(2 * time.Minute)
-	v1.RegisterAdminServer(srv, waitAdmin{until: until})
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cmd := newRoot()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"--manager", lis.Addr().String(), "--token", "", "fills"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	out := runVodctl(t, waitAdmin{until: until}, "fills")
 	for _, want := range []string{"waits for the nodes of its restored plan to register: n2, n3", until.Format("15:04:05"), "vodctl node forget ID"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("vodctl fills lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("vodctl fills lacks %q:\n%s", want, out)
 		}
 	}
 }
