@@ -42,7 +42,9 @@ const forgottenKeep = 30 * 24 * time.Hour
 // names their titles to pin elsewhere. A node registering later under
 // the id starts fresh. On a shared store the forget is also recorded
 // (stateForgotten), so that a standby that knew the node forgets it when
-// it takes over.
+// it takes over. The first plan after a start or a takeover no longer
+// waits for the node (planwait.go), which is known here for that alone
+// when the restored plan names it.
 //
 // Errors: INVALID_ARGUMENT for a malformed id; FAILED_PRECONDITION while
 // the node is alive (its heartbeats arrive: drain it, stop it, and forget
@@ -113,7 +115,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		}
 	}
 	_, transport := m.knownTransports[id]
-	if n == nil && m.nodes[id] == nil && len(ended) == 0 && !setHere && !setStored && len(unpinned) == 0 && storedHolds == 0 && !transport {
+	if n == nil && m.nodes[id] == nil && len(ended) == 0 && !setHere && !setStored && len(unpinned) == 0 && storedHolds == 0 && !transport && !m.waitedFor(id) {
 		unlock()
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored state", id)
 	}

@@ -207,7 +207,8 @@ type Manager struct {
 	// a takeover waits for the nodes the restored plan placed titles on to
 	// register (a whole cluster restarting: nodes that boot slower than
 	// the manager); then the plan runs at the next PlanInterval tick with
-	// the nodes there are. DefaultFirstPlanWait.
+	// the nodes there are. DefaultFirstPlanWait (manager config
+	// storage.first_plan_wait).
 	FirstPlanWait time.Duration
 	// OriginChannels is the origin's concurrent transfers (the CDP's
 	// max_transfers): what the planner may count on, and, when set, a

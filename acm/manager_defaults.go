@@ -136,7 +136,7 @@ func (m *Manager) checkNegatives() error {
 		v    time.Duration
 	}{
 		{"TokenTTL", m.TokenTTL}, {"NoShowGrace", m.NoShowGrace}, {"QueueDeadline", m.QueueDeadline},
-		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval},
+		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval}, {"FirstPlanWait", m.FirstPlanWait},
 		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
 		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
 		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill}, {"StoreTimeout", m.StoreTimeout},

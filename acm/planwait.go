@@ -37,9 +37,6 @@ func (m *Manager) armPlanWait(now time.Time) {
 	m.firstPlan = planWait{nodes: nodes, until: now.Add(m.FirstPlanWait)}
 	m.showPlanWait()
 	m.planMu.Unlock()
-	if len(nodes) > 0 {
-		m.log.Info("the first plan waits for the restored plan's nodes to register", "nodes", len(nodes), "at_most", m.FirstPlanWait.String())
-	}
 }
 
 // planWaits reports whether the plan at now waits (planMu held, mu not):
@@ -76,11 +73,13 @@ func (m *Manager) planWaits(now time.Time) bool {
 }
 
 // unregisteredLocked returns the nodes of ids not registered with their
-// titles (mu held).
+// titles, or not alive (mu held): a manager taking over knows the nodes
+// that registered with it before, dead since the whole cluster went down,
+// and a node that registers and dies during the wait is waited for again.
 func (m *Manager) unregisteredLocked(ids []string) []string {
 	var out []string
 	for _, id := range ids {
-		if ns := m.nodes[id]; ns == nil || !ns.reported || m.sched.Node(id) == nil {
+		if ns, n := m.nodes[id], m.sched.Node(id); ns == nil || !ns.reported || n == nil || !n.Alive {
 			out = append(out, id)
 		}
 	}
@@ -109,6 +108,13 @@ func (m *Manager) planWaitLocked() ([]string, int64) {
 		return nil, 0
 	}
 	return missing, w.until.UnixMilli()
+}
+
+// waitedFor reports whether the first plan's wait, as shown, names node
+// (any lock or none).
+func (m *Manager) waitedFor(node string) bool {
+	w := m.shownWait.Load()
+	return w != nil && slices.Contains(w.nodes, node)
 }
 
 // unwaitNode takes node out of the first plan's wait: the operator forgot

@@ -60,8 +60,72 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 		fastStorage(m)
 		m.FirstPlanWait = 300 * time.Millisecond
 	})
+	armed := time.Now()
 	m1 := g.startSimNode("n1", storageTitles, simOpts{})
 	m1.waitCommand(t, "prefetch hot", 1)
+	if waited := time.Since(armed); waited < 300*time.Millisecond {
+		t.Fatalf("hot prefetched to n1 %v after the start, before FirstPlanWait (300ms)", waited)
+	}
+}
+
+// A manager taking over knows the nodes that registered with it before,
+// dead since (the whole cluster went down): a dead node counts as not
+// registered, so the plan waits for it to come back rather than fetch
+// its copies again onto the first node that registers.
+func TestFirstPlanWaitsForADeadNode(t *testing.T) {
+	e := newManagerWith(t, "", storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.PlanInterval, m.ShiftCheck, m.FirstPlanWait = time.Hour, time.Hour, time.Hour // only the kicks plan
+	})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{})
+	n2 := e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
+	e.m.kickPlan()
+	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Planned("n2", "hot")
+	})
+	// No plan sees n2 dead before the takeover's: planMu held meanwhile.
+	e.m.planMu.Lock()
+	n2.stop()
+	waitFor(t, 5*time.Second, "n2 dead", func() bool { return !e.nodeInfo("n2").Alive })
+	e.m.planMu.Unlock()
+	e.m.armPlanWait(e.m.now()) // as takeOver does
+	e.m.planMu.Lock()
+	w0 := e.m.firstPlan.waited
+	e.m.planMu.Unlock()
+	plans := e.storageStats().Plans
+	e.m.kickPlan()
+	waitFor(t, 5*time.Second, "a plan after the takeover", func() bool {
+		e.m.planMu.Lock()
+		defer e.m.planMu.Unlock()
+		return e.m.firstPlan.waited > w0 || e.storageStats().Plans > plans
+	})
+	if got, f := n1.commands(), e.fills(); len(got) != 0 || len(f) != 0 {
+		t.Fatalf("n1 was sent %v (prefetches ordered: %v) while n2, which holds hot, was dead after the takeover", got, f)
+	}
+}
+
+// A node the restored plan names and this manager knows nothing else of
+// (forgotten on the previous leader after its last popularity save) can
+// be forgotten here: the answer is not NOT_FOUND, and the wait ends.
+func TestForgetANodeKnownOnlyByTheWait(t *testing.T) {
+	dir := hotPlannedOnN2(t)
+	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.FirstPlanWait = time.Hour
+	})
+	r.m.planMu.Lock()
+	r.m.firstPlan.nodes = append(r.m.firstPlan.nodes, "n9")
+	r.m.showPlanWait()
+	r.m.planMu.Unlock()
+	if _, err := r.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n9"}); err != nil {
+		t.Fatalf("forget a node the plan waits for: %v", err)
+	}
+	lf, err := r.admin.ListFills(context.Background(), &pb.ListFillsRequest{})
+	if err != nil || len(lf.PlanWaitsFor) != 1 || lf.PlanWaitsFor[0] != "n2" {
+		t.Fatalf("ListFills after n9 was forgotten: %v %v, want the wait for n2 alone", lf, err)
+	}
 }
 
 // A node of the restored plan the operator forgets (retired while the

@@ -228,6 +228,7 @@ type StorageConfig struct {
 	Eviction          string        `yaml:"eviction"`           // older name of policy
 	Planner           string        `yaml:"planner"`            // replicate (default) or none (fills on demand only)
 	PlanInterval      time.Duration `yaml:"plan_interval"`      // how often the planner runs, default 30s
+	FirstPlanWait     time.Duration `yaml:"first_plan_wait"`    // after a restart or a takeover, how long the first plan waits at most for the nodes of the restored plan to register, default 3m
 	OriginChannels    int           `yaml:"origin_channels"`    // the origin's concurrent transfers: the planner's budget and, when set, a limit on fills (a viewer waits in the queue for one)
 	HalfLife          time.Duration `yaml:"half_life"`          // popularity half-life for demand and replica counts
 	TargetUtilization float64       `yaml:"target_utilization"` // share of a node's egress expected demand may take

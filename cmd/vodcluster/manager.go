@@ -170,6 +170,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		Evictor:              orString(c.Storage.Policy, c.Storage.Eviction),
 		StoragePlanner:       c.Storage.Planner,
 		PlanInterval:         c.Storage.PlanInterval,
+		FirstPlanWait:        c.Storage.FirstPlanWait,
 		OriginChannels:       c.Storage.OriginChannels,
 		Replicator:           replicatorConfig(c.Storage),
 		Logger:               slog.Default().With("component", "manager"),

@@ -56,6 +56,8 @@ func TestManagerConfigWiring(t *testing.T) {
   request_refill: 2s
   restore_grace: 45s
   store_timeout: 1500ms
+  storage:
+    first_plan_wait: 90s
 `, filepath.Join(dir, "data"), secret, filepath.Join(dir, "users.yaml"), tokenFile))
 	c, err := loadConfig(cfg)
 	if err != nil {
@@ -67,9 +69,9 @@ func TestManagerConfigWiring(t *testing.T) {
 	}
 	m := p.Manager
 	if m.AdminToken != admin || m.MaxSessionsPerUser != 3 || m.LoginFailures != 4 || m.LoginFailuresPerUser != -1 || m.LoginFailureRefill.Minutes() != 1 || m.RestoreGrace.Seconds() != 45 ||
-		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 || m.StoreTimeout != 1500*time.Millisecond {
-		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v, store timeout %v",
-			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill, m.StoreTimeout)
+		m.RequestsPerUser != 5 || m.RequestRefill.Seconds() != 2 || m.StoreTimeout != 1500*time.Millisecond || m.FirstPlanWait != 90*time.Second {
+		t.Fatalf("manager got admin token %q, max sessions %d, login failures %d every %v, title requests %d every %v, store timeout %v, first plan wait %v",
+			m.AdminToken, m.MaxSessionsPerUser, m.LoginFailures, m.LoginFailureRefill, m.RequestsPerUser, m.RequestRefill, m.StoreTimeout, m.FirstPlanWait)
 	}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)

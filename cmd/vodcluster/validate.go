@@ -214,6 +214,7 @@ func (c ManagerConfig) validate() error {
 	if st.PlanInterval > 0 && st.PlanInterval < minCatalogRefresh {
 		k.failf("%s: at least %s (30s by default): each plan goes over every title and node", k.show("storage.plan_interval", st.PlanInterval), durflag.Readable(minCatalogRefresh))
 	}
+	k.duration("storage.first_plan_wait", st.FirstPlanWait, "3m")
 	k.count("storage.origin_channels", int64(st.OriginChannels), "4")
 	k.duration("storage.half_life", st.HalfLife, "the default")
 	k.ratio("storage.target_utilization", st.TargetUtilization)

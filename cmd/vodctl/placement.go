@@ -223,9 +223,18 @@ func fillsCmd(g *globals) *cobra.Command {
 				}
 				if r := m.(*v1.ListFillsResponse); len(r.PlanWaitsFor) > 0 {
 					fmt.Fprintf(w, "\nThe planner orders no prefetch or eviction yet: after the manager's restart or takeover it waits for the nodes of its restored plan to register: %s (until %s at most; vodctl node forget ID for a node that is gone).\n",
-						strings.Join(r.PlanWaitsFor, ", "), time.UnixMilli(r.PlanWaitsUntilUnixMs).Format("15:04:05 MST"))
+						firstOf(r.PlanWaitsFor, 10), time.UnixMilli(r.PlanWaitsUntilUnixMs).Format("15:04:05 MST"))
 				}
 			})
 		},
 	}
+}
+
+// firstOf returns ids joined by ", ", the first n of them and how many
+// more when there are more (a whole cluster restarting: hundreds).
+func firstOf(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
 }

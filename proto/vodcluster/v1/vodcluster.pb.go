@@ -4310,7 +4310,8 @@ type ListFillsResponse struct {
 	// restored plan that have not registered yet, which the first plan
 	// waits for before it prefetches or evicts anything (empty: the
 	// planner plans); it plans without them from plan_waits_until_unix_ms
-	// on, or once an operator forgets them.
+	// on (manager config storage.first_plan_wait after the start), or once
+	// an operator forgets them (ForgetNode).
 	PlanWaitsFor         []string `protobuf:"bytes,3,rep,name=plan_waits_for,json=planWaitsFor,proto3" json:"plan_waits_for,omitempty"`
 	PlanWaitsUntilUnixMs int64    `protobuf:"varint,4,opt,name=plan_waits_until_unix_ms,json=planWaitsUntilUnixMs,proto3" json:"plan_waits_until_unix_ms,omitempty"`
 	unknownFields        protoimpl.UnknownFields
