@@ -248,7 +248,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	unlock()
 	msg := "prefetch ordered"
 	if wait != "" {
-		msg = "prefetch queued: " + wait + "; ordered by the first plan with a fill slot there and a free origin channel (vodctl fills lists it)"
+		msg = "prefetch queued: " + wait + "; ordered by the first plan with a fill slot there and a free origin channel (vodctl fills lists it)" + m.planWaitNote()
 		m.log.Info("prefetch queued", "node", id, "title", t.ID, "why", wait)
 	}
 	if lifted {
@@ -523,7 +523,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn + m.planWaitNote()}, nil
 }
 
 // pinWarningLocked says why titles pinned to node, title the one just

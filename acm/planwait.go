@@ -110,6 +110,20 @@ func (m *Manager) planWaitLocked() ([]string, int64) {
 	return missing, w.until.UnixMilli()
 }
 
+// planWaitNote returns what the answer to an order the plan carries out
+// (a pin, a queued prefetch) adds while the first plan waits: which
+// nodes, until when; "" when it does not wait (mu not held).
+func (m *Manager) planWaitNote() string {
+	m.mu.Lock()
+	nodes, until := m.planWaitLocked()
+	m.mu.Unlock()
+	if len(nodes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the planner waits for nodes of its restored plan to register (%s) until %s at most before it orders anything (vodctl fills)",
+		shortList(nodes, 10), time.UnixMilli(until).UTC().Format("15:04:05 MST"))
+}
+
 // waitedFor reports whether the first plan's wait, as shown, names node
 // (any lock or none).
 func (m *Manager) waitedFor(node string) bool {

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,11 @@ func TestForgetANodeKnownOnlyByTheWait(t *testing.T) {
 	r.m.firstPlan.nodes = append(r.m.firstPlan.nodes, "n9")
 	r.m.showPlanWait()
 	r.m.planMu.Unlock()
+	// An order the plan carries out says it waits.
+	ack, err := r.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "p"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "the planner waits for nodes of its restored plan to register (n2, n9) until") {
+		t.Fatalf("pin while the plan waits: %v %v", ack, err)
+	}
 	if _, err := r.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n9"}); err != nil {
 		t.Fatalf("forget a node the plan waits for: %v", err)
 	}
