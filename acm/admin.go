@@ -103,11 +103,12 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 // ListNodes returns every node registered with this manager and not
 // forgotten since (ForgetNode), dead ones included, in id order, with its
 // load (lsm.Load), reservations, liveness, and the partial fills its last
-// report listed with their bytes.
+// report listed with their bytes; and the nodes known from the store that
+// have not registered since it started (not_registered).
 func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesResponse, error) {
 	m := a.m
 	m.mu.Lock()
-	out := &pb.ListNodesResponse{Standby: m.standby()}
+	out := &pb.ListNodesResponse{Standby: m.standby(), NotRegistered: m.notRegisteredLocked()}
 	for _, n := range m.sched.Nodes {
 		out.Nodes = append(out.Nodes, m.nodeInfoLocked(n))
 	}

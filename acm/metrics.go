@@ -186,7 +186,7 @@ var (
 	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks and takes the manager's credential, else 0.", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
-	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget). A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)
+	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget); 0 also for a node known from the store that has not registered since the manager started. A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)
 	descNodeDrain  = prometheus.NewDesc("vodcluster_node_draining", "1 while the node is drained (no new sessions), else 0.", []string{"node"}, nil)
 	descNodeCap    = prometheus.NewDesc("vodcluster_node_capacity_bits_per_second", "Egress the node announced, bit/s.", []string{"node"}, nil)
 	descNodeResv   = prometheus.NewDesc("vodcluster_node_reserved_bits_per_second", "Bit/s reserved by the sessions admitted to the node.", []string{"node"}, nil)
@@ -266,6 +266,9 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descNodeAdmit, prometheus.CounterValue, float64(ns.admissions), n.ID)
 			ch <- prometheus.MustNewConstMetric(descNodeNoShow, prometheus.CounterValue, float64(ns.noShows), n.ID)
 		}
+	}
+	for _, id := range m.notRegisteredLocked() { // down since before a restart: still alerting
+		gauge(descNodeUp, 0, id)
 	}
 	m.mu.Unlock()
 	for k, v := range sessions {

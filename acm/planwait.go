@@ -137,7 +137,11 @@ func (m *Manager) unwaitNode(node string) {
 	m.planMu.Lock()
 	defer m.planMu.Unlock()
 	w := &m.firstPlan
-	w.nodes = slices.DeleteFunc(w.nodes, func(id string) bool { return id == node })
+	if n := len(w.nodes); n > 0 {
+		if w.nodes = slices.DeleteFunc(w.nodes, func(id string) bool { return id == node }); len(w.nodes) < n {
+			m.log.Info("the first plan no longer waits for the node: forgotten", "node", node, "still_waiting_for", len(w.nodes))
+		}
+	}
 	m.showPlanWait()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
 	"time"
 )
 
@@ -123,4 +124,24 @@ func (m *Manager) writeTransport(ctx context.Context, id string, t *storedTransp
 		delete(st, id)
 	}
 	return m.putStateJSON(ctx, stateNodeTransports, st)
+}
+
+// notRegisteredLocked returns, in id order, the nodes known from the store
+// (their transports, stored at each registration and removed by a
+// forget) that have not registered with this manager since it started:
+// after a restart, down as far as it knows, as a node that stopped while
+// it ran is listed (mu held). None on a standby, whose nodes report to the
+// active manager.
+func (m *Manager) notRegisteredLocked() []string {
+	if m.standby() {
+		return nil
+	}
+	var out []string
+	for id := range m.knownTransports {
+		if m.sched.Node(id) == nil {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return nodeIDLess(out[i], out[j]) })
+	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -133,6 +134,9 @@ func (g *globals) showNode(id string) error {
 			// manager, without a stored setting (most nodes), is not
 			// known here: said so, not read as a node out of the cluster.
 			hint := ""
+			if slices.Contains(r.NotRegistered, id) {
+				return nil, status.Errorf(codes.NotFound, "node %q has not registered since the manager started (it knows the node from its store: down as far as it knows); vodctl node forget %s if it is gone", id, id)
+			}
 			if r.Standby {
 				hint = fmt.Sprintf("; %s does not hold the planner lock (the standby of a pair, or taking the lock): it does not know a node registered only with the active manager; ask the active manager (the pair's virtual IP)", g.manager)
 			}

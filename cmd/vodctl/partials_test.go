@@ -40,6 +40,28 @@ func (partialsAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListN
 // returns its output.
 func runVodctl(t *testing.T, a v1.AdminServer, args ...string) string {
 	t.Helper()
+	out, err := runVodctlResult(t, a, args...)
+	if err != nil {
+		t.Fatalf("vodctl %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// runVodctlFails runs vodctl as runVodctl does, and returns its error and
+// output; it fails the test if vodctl succeeds.
+func runVodctlFails(t *testing.T, a v1.AdminServer, args ...string) string {
+	t.Helper()
+	out, err := runVodctlResult(t, a, args...)
+	if err == nil {
+		t.Fatalf("vodctl %v succeeded:\n%s", args, out)
+	}
+	return err.Error() + "\n" + out
+}
+
+// runVodctlResult runs vodctl with args against an Admin server serving
+// a and returns its output and error.
+func runVodctlResult(t *testing.T, a v1.AdminServer, args ...string) (string, error) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,10 +75,8 @@ func runVodctl(t *testing.T, a v1.AdminServer, args ...string) string {
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(append([]string{"--manager", lis.Addr().String(), "--token", ""}, args...))
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("vodctl %v: %v\n%s", args, err, out.String())
-	}
-	return out.String()
+	err = cmd.Execute()
+	return out.String(), err
 }
 
 // vodctl placement lists the partial fills after the copies, in a table of

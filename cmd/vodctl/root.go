@@ -286,19 +286,25 @@ func nodesCmd(g *globals) *cobra.Command {
 			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n" +
 			"UDP, shown when a node sends RTSP media over TCP only (tcp_only:), is \"no\" for such a node:\n" +
 			"it gets no SETUP that offers only UDP (--json: tcpOnly, for every node).\n\n" +
+			"Below the table: the nodes the manager knows from its store that have not registered since\n" +
+			"it started (down as far as it knows).\n" +
 			"With no node registered, a note on standard error says what to check (the nodes running,\n" +
 			"their manager: address and cluster secret; on a standby: nodes report to the active manager).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
-				if err == nil && len(r.GetNodes()) == 0 && !r.GetStandby() {
+				if err == nil && len(r.GetNodes()) == 0 && len(r.GetNotRegistered()) == 0 && !r.GetStandby() {
 					// A header alone, exit 0: say why there is no row
 					// (on a standby its one note says it: standbyShows).
 					fmt.Fprintln(cmd.ErrOrStderr(), noNodeNote())
 				}
 				return r, err
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				nodesTable(w, m.(*v1.ListNodesResponse).Nodes)
+				r := m.(*v1.ListNodesResponse)
+				nodesTable(w, r.Nodes)
+				if len(r.NotRegistered) > 0 {
+					fmt.Fprintf(w, "\nNot registered since the manager started (down as far as it knows): %s (vodctl node forget ID for a node that is gone)\n", strings.Join(r.NotRegistered, ", "))
+				}
 			})
 		},
 	}

@@ -2391,7 +2391,12 @@ type ListNodesResponse struct {
 	// hold the planner lock (a standby, or one taking the lock): it lists
 	// only the nodes registered with it and their sessions, and plans no
 	// fill; the active manager (the pair's virtual IP) has the cluster's.
-	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	Standby bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	// not_registered: the nodes this manager knows from its store (they
+	// registered before it started or took over, and were not forgotten)
+	// that have not registered since: down as far as it knows, exported
+	// as vodcluster_node_up 0; empty on a standby.
+	NotRegistered []string `protobuf:"bytes,3,rep,name=not_registered,json=notRegistered,proto3" json:"not_registered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2438,6 +2443,13 @@ func (x *ListNodesResponse) GetStandby() bool {
 		return x.Standby
 	}
 	return false
+}
+
+func (x *ListNodesResponse) GetNotRegistered() []string {
+	if x != nil {
+		return x.NotRegistered
+	}
+	return nil
 }
 
 type SetNodeRequest struct {
@@ -4578,10 +4590,11 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
 	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\x12\x18\n" +
 	"\astandby\x18\x16 \x01(\bR\astandby\x12\x19\n" +
-	"\btcp_only\x18\x17 \x01(\bR\atcpOnly\"\\\n" +
+	"\btcp_only\x18\x17 \x01(\bR\atcpOnly\"\x83\x01\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\x12\x18\n" +
-	"\astandby\x18\x02 \x01(\bR\astandby\"\xad\x01\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby\x12%\n" +
+	"\x0enot_registered\x18\x03 \x03(\tR\rnotRegistered\"\xad\x01\n" +
 	"\x0eSetNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\x06weight\x18\x02 \x01(\x05H\x00R\x06weight\x88\x01\x01\x12\x1f\n" +

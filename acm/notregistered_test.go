@@ -1,0 +1,56 @@
+package acm
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// A node that was down when the manager restarted is still shown down:
+// ListNodes names it in not_registered and the metrics export
+// vodcluster_node_up 0 for it (the node-down alert went quiet at the
+// restart, and vodctl nodes no longer listed it), until it registers
+// again or the operator forgets it.
+func TestNodesKnownFromTheStoreShownDownAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, withMetrics)
+	e.startNode("n1", nodeOpts{})
+	e.startNode("n2", nodeOpts{})
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newManager(t, dir, withMetrics)
+	ctx := context.Background()
+	notRegistered := func() []string {
+		t.Helper()
+		ln, err := r.admin.ListNodes(ctx, &pb.ListNodesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln.NotRegistered
+	}
+	if got := notRegistered(); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("not_registered after the restart: %v, want [n1 n2]", got)
+	}
+	if got := nodeSeries(scrape(t, r.m), "n1"); !slices.Contains(got, `vodcluster_node_up{node="n1"} 0`) {
+		t.Fatalf("n1's series after the restart: %v, want vodcluster_node_up 0", got)
+	}
+	r.startNode("n1", nodeOpts{})
+	if got := notRegistered(); !slices.Equal(got, []string{"n2"}) {
+		t.Fatalf("not_registered once n1 registered: %v, want [n2]", got)
+	}
+	if got := nodeSeries(scrape(t, r.m), "n1"); !slices.Contains(got, `vodcluster_node_up{node="n1"} 1`) || slices.Contains(got, `vodcluster_node_up{node="n1"} 0`) {
+		t.Fatalf("n1's series once registered: %v", got)
+	}
+	if _, err := r.admin.ForgetNode(ctx, &pb.ForgetNodeRequest{NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := notRegistered(); len(got) != 0 {
+		t.Fatalf("not_registered once n2 was forgotten: %v", got)
+	}
+	if got := nodeSeries(scrape(t, r.m), "n2"); len(got) != 0 {
+		t.Fatalf("n2's series once forgotten: %v", got)
+	}
+}
