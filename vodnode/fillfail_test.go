@@ -172,12 +172,7 @@ func TestHTTPFillFailedBeforeItsFirstByte(t *testing.T) {
 // sent none of the title, is reported ENDED "fill failed: origin" at its
 // start, not as having played until then.
 func TestRTSPFillFailedBeforeItsFirstByte(t *testing.T) {
-	o := newFakeOrigin(t)
-	addr, auth := startAuthOrigin(t, o)
-	m, maddr := startFastManager(t)
-	n := startNode(t, addr, func(n *Node) { n.ManagerAddr = maddr })
-	cacheCatalog(t, n, "sample-004")
-	auth.setSecret([]byte("another-cluster-secret-0123456789"))
+	m, n, auth := nodeWithRefusingOrigin(t)
 
 	// Failed before the PLAY.
 	c := dialRTSP(t, n)
@@ -221,12 +216,7 @@ func TestRTSPFillFailedBeforeItsFirstByte(t *testing.T) {
 // before them is answered 503, not 415 (nor an SDP without them), and the
 // admission session ends (ENDED, refused, never started).
 func TestESDescribeFillFailed(t *testing.T) {
-	o := newFakeOrigin(t)
-	addr, auth := startAuthOrigin(t, o)
-	m, maddr := startFastManager(t)
-	n := startNode(t, addr, func(n *Node) { n.ManagerAddr = maddr })
-	cacheCatalog(t, n, "sample-004")
-	auth.setSecret([]byte("another-cluster-secret-0123456789"))
+	m, n, _ := nodeWithRefusingOrigin(t)
 	c := dialRTSP(t, n)
 	url := nodeURL(n, mint(t, "es-fail", "sample-004", "node-1", "", time.Minute), "sample-004") + "/es"
 	res := c.do("DESCRIBE", url, "Accept", "application/sdp")
@@ -237,4 +227,17 @@ func TestESDescribeFillFailed(t *testing.T) {
 	if e := m.event("es-fail", pb.SessionEvent_KIND_ENDED); !strings.HasPrefix(e.GetReason(), "refused: 503") {
 		t.Errorf("ENDED %v, want refused: 503", e)
 	}
+}
+
+// nodeWithRefusingOrigin starts a manager and a node whose origin refuses
+// its credential from now on (another cluster secret), sample-004 in the
+// node's catalog cache: its fill fails before any byte.
+func nodeWithRefusingOrigin(t *testing.T) (*fakeManager, *Node, *authOrigin) {
+	o := newFakeOrigin(t)
+	addr, auth := startAuthOrigin(t, o)
+	m, maddr := startFastManager(t)
+	n := startNode(t, addr, func(n *Node) { n.ManagerAddr = maddr })
+	cacheCatalog(t, n, "sample-004")
+	auth.setSecret([]byte("another-cluster-secret-0123456789"))
+	return m, n, auth
 }

@@ -198,11 +198,7 @@ func httpError(w http.ResponseWriter, e *rtspError) {
 	case base.StatusNotEnoughBandwidth:
 		code = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", retryAfter)
-	case base.StatusServiceUnavailable: // Retry-After where a retry may succeed (unavailable)
-		for k, v := range e.header {
-			w.Header()[k] = v
-		}
-	case base.StatusUnauthorized:
+	case base.StatusServiceUnavailable, base.StatusUnauthorized: // Retry-After where a retry may succeed (unavailable); the challenge
 		for k, v := range e.header {
 			w.Header()[k] = v
 		}

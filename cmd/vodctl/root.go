@@ -519,14 +519,8 @@ func (g *globals) readToken() error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !strings.Contains(file, "/"):
 		return fmt.Errorf("%s: no such file (its name, not shown, has no '/': if it is the token itself, give it with --token or $VODCTL_TOKEN)", from)
-	case err != nil && from == "--token-file":
-		return fileflag.Error("token-file", file, err)
 	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return fmt.Errorf("%s %s: %s: %w", from, file, pe.Op, pe.Err)
-		}
-		return fmt.Errorf("%s %s: %w", from, file, err)
+		return fileflag.Named(from, file, err)
 	}
 	if g.token = strings.TrimSpace(string(b)); g.token == "" {
 		return fmt.Errorf("%s %s: the file holds no token", from, file)
