@@ -189,6 +189,9 @@ func newManagerWith(t testing.TB, dir string, titles []*pb.Title, configure func
 		RTSPListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0",
 		DataDir: dir, OriginAddr: o.addr, Secret: testSecret, BOSS: users,
 		QueueDeadline: 400 * time.Millisecond, Scheduler: cfg, Logger: testLogger(t),
+		// A restart with other nodes than before plans within a test's
+		// waits; the tests of the wait set their own (planwait_test.go).
+		FirstPlanWait: time.Second,
 	}
 	if configure != nil {
 		configure(m)

@@ -21,7 +21,7 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 
 	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
 		fastStorage(m)
-		m.PlanInterval = time.Hour // only the kicks plan
+		m.PlanInterval, m.FirstPlanWait = time.Hour, time.Hour // only the kicks plan
 	})
 	n1 := r.startSimNode("n1", storageTitles, simOpts{})
 	r.m.planMu.Lock()
