@@ -175,6 +175,7 @@ func (m *Manager) Start() (err error) {
 	m.goRun(m.reportWriter)
 	m.goRun(m.tickLoop)
 	m.goRun(m.planLoop)
+	m.goRun(m.progressLoop)
 	m.goRun(m.runLeader)
 	m.goRun(m.healthLoop)
 	if m.origin != nil {
@@ -200,7 +201,7 @@ func (m *Manager) goRun(f func()) {
 
 // Close stops the front doors and the gRPC services, ends waiting
 // requests (503), waits for stored prefetch orders' removals, writes the
-// popularity snapshot (the leader only), releases the planner lock, and closes the store it opened. Sessions, pins and popularity stay in the store for the next
+// sessions' progress and the popularity snapshot (the leader only), releases the planner lock, and closes the store it opened. Sessions, pins and popularity stay in the store for the next
 // Start. Closing twice returns the first result.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() { m.closeError = m.teardown() })
@@ -248,6 +249,7 @@ func (m *Manager) teardown() error {
 	m.records.close()
 	var err error
 	if m.serving && m.Leader() {
+		m.saveProgress()
 		m.savePopularity()
 		m.saveKnownLogins()
 	}

@@ -220,6 +220,14 @@ type Manager struct {
 	// PopularitySave is how often the popularity snapshot is written to
 	// the store (and once more at Close), DefaultPopularitySave.
 	PopularitySave time.Duration
+	// ProgressSave is how often the progress of the sessions playing at
+	// their nodes (when each was last heard of, the bytes last reported)
+	// is written to the store, and once more at Close, DefaultProgressSave:
+	// a manager that starts after this one ends a session whose node does
+	// not come back when it was last heard of (progress.go). The error of
+	// a session record's played_s after a crash of the manager is at most
+	// this plus the nodes' heartbeat interval.
+	ProgressSave time.Duration
 	// OrderTimeout: a prefetch ordered that its node neither shows in a
 	// load report nor reports failed within OrderTimeout counts as
 	// failed, DefaultOrderTimeout.
@@ -314,10 +322,13 @@ type Manager struct {
 	firstPlan planWait
 	// shownWait: firstPlan as ListFills shows it (showPlanWait).
 	shownWait atomic.Pointer[planWait]
-	st        store.Store
-	ownStore  bool
-	signer    *token.Signer
-	readmits  readmitted // re-admission tickets taken (authenticateReadmit)
+	// progressEmpty: the last write of the sessions' progress had none
+	// (saveProgress writes no other empty one; mu).
+	progressEmpty bool
+	st            store.Store
+	ownStore      bool
+	signer        *token.Signer
+	readmits      readmitted // re-admission tickets taken (authenticateReadmit)
 	// nodeCredential is the bearer NodeControl callers must present.
 	nodeCredential string
 	nonces         *auth.Nonces

@@ -33,7 +33,10 @@ const (
 	DefaultEvictor        = smm.DefaultEvictor
 	DefaultShiftCheck     = time.Second
 	DefaultPopularitySave = time.Minute
-	DefaultOrderTimeout   = 30 * time.Second
+	// DefaultProgressSave: one store write of every playing session's
+	// progress (some 100 bytes each) every 10 s.
+	DefaultProgressSave = 10 * time.Second
+	DefaultOrderTimeout = 30 * time.Second
 	// DefaultStoreTimeout: a working store answers in milliseconds (a
 	// Redis across a data center, a disk's sync); a set-top box waits a
 	// few seconds for its answer before it retries or gives up.
@@ -76,6 +79,7 @@ func (m *Manager) defaults() error {
 	setD(&m.FirstPlanWait, DefaultFirstPlanWait)
 	setD(&m.ShiftCheck, DefaultShiftCheck)
 	setD(&m.PopularitySave, DefaultPopularitySave)
+	setD(&m.ProgressSave, DefaultProgressSave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
 	setD(&m.HealthCheck, DefaultHealthCheck)
 	setD(&m.StoreTimeout, DefaultStoreTimeout)
@@ -137,7 +141,7 @@ func (m *Manager) checkNegatives() error {
 	}{
 		{"TokenTTL", m.TokenTTL}, {"NoShowGrace", m.NoShowGrace}, {"QueueDeadline", m.QueueDeadline},
 		{"CatalogRefresh", m.CatalogRefresh}, {"RestoreGrace", m.RestoreGrace}, {"PlanInterval", m.PlanInterval}, {"FirstPlanWait", m.FirstPlanWait},
-		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"OrderTimeout", m.OrderTimeout},
+		{"ShiftCheck", m.ShiftCheck}, {"PopularitySave", m.PopularitySave}, {"ProgressSave", m.ProgressSave}, {"OrderTimeout", m.OrderTimeout},
 		{"LoginFailureRefill", m.LoginFailureRefill}, {"LeaderTTL", m.LeaderTTL}, {"HealthCheck", m.HealthCheck},
 		{"OriginCheck", m.OriginCheck}, {"RequestRefill", m.RequestRefill}, {"StoreTimeout", m.StoreTimeout},
 	} {

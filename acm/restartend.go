@@ -12,8 +12,10 @@ import (
 // heard of before it died (heardUntil), or else, when the node's process
 // started after the session did and before r was taken (processStart,
 // zero when the node did not say; a start after its own report is not
-// believed), then. The record ends there, not at the registration, which
-// may be an outage later. Left zero (ended now) otherwise.
+// believed), then, or else when the manager before this one's start or
+// takeover last heard of it (storedHeard). The record ends there, not at
+// the registration, which may be an outage later. Left zero (ended now)
+// otherwise.
 func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.Time) {
 	reportAt := reportTime(r, now)
 	switch ps := processStart; {
@@ -30,6 +32,11 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// latest. Both times, and reportAt, are on the node's clock: a
 		// clock off the manager's does not matter.
 		s.endedAt = ps
+	case !s.storedHeard.IsZero():
+		// Known only from the stored progress of the manager before
+		// this one: it ended by the time that one last heard of it, as
+		// far as can be told.
+		s.endedAt = later(s.storedHeard, s.StartedAt)
 	}
 }
 

@@ -82,6 +82,10 @@ type session struct {
 	// report of the node lists the session. A session the node's first
 	// report after it came back does not list ended by then (its record).
 	heardUntil time.Time
+	// storedHeard is when it was last heard of by the manager before this
+	// one's start or takeover (the stored progress: progress.go); zero
+	// again once a report of its node lists it.
+	storedHeard time.Time
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.
@@ -162,6 +166,11 @@ func (m *Manager) restore() error {
 		}
 		m.sessions[s.ID] = &session{Session: s, restored: true}
 		m.userSessions[s.User]++
+	}
+	for id, p := range m.loadProgress(ctx) {
+		if s := m.sessions[id]; s != nil {
+			applyProgressLocked(s, p)
+		}
 	}
 	return nil
 }
@@ -498,10 +507,15 @@ func (m *Manager) tick(now time.Time) {
 					m.endLocked(s, reasonLeftToActive)
 					continue
 				}
+				// The record ends when the node, or the session, was last
+				// heard of (here, or by the manager before this one's
+				// start: storedHeard), not a restore_grace later.
+				heard := s.storedHeard
 				if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() && n.LastHeartbeat.Before(now) {
-					// The record ends when the node, or the session, was
-					// last heard of, not a restore_grace later.
-					s.endedAt = later(n.LastHeartbeat, s.StartedAt)
+					heard = n.LastHeartbeat
+				}
+				if !heard.IsZero() {
+					s.endedAt = later(heard, s.StartedAt)
 				}
 				m.endLocked(s, "node did not come back")
 				if ns := m.nodes[s.Node]; ns != nil {

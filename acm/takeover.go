@@ -69,6 +69,10 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		return 0, err
 	}
 	m.logSkipped(skipped)
+	var progress map[string]sessionProgress
+	if node == "" {
+		progress = m.loadProgress(ctx)
+	}
 	var changed []*session
 	n := 0
 	stored := make(map[string]bool, len(ss))
@@ -108,6 +112,9 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 			continue
 		}
 		s := &session{Session: st, restored: true, orphaned: m.now()} // RestoreGrace from now
+		if p, ok := progress[st.ID]; ok {
+			applyProgressLocked(s, p)
+		}
 		m.addSessionLocked(s)
 		n++
 		if node != "" {

@@ -1,0 +1,140 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// stateProgress names the stored progress of the sessions playing at
+// their nodes (savedProgress as JSON).
+const stateProgress = "session-progress"
+
+// savedProgress is what the active manager last knew of the sessions that
+// started at their nodes: when each was last heard of and the bytes its
+// node last reported. It is written every ProgressSave and at Close, and
+// read at Start and at a takeover, so that a session whose node does not
+// come back within RestoreGrace (a whole cluster's power cut, a node that
+// never returns) is recorded as ended when it was last heard of, with the
+// bytes last reported, not when the new manager gave up on it with none:
+// a session record's played_s then leaves out the manager's downtime.
+type savedProgress struct {
+	At       time.Time                  `json:"at"`
+	Sessions map[string]sessionProgress `json:"sessions"`
+}
+
+// sessionProgress is one session's entry of savedProgress.
+type sessionProgress struct {
+	// HeardAt is when the session's node last reported while it played
+	// it (the manager's clock).
+	HeardAt time.Time `json:"heard_at"`
+	// BytesSent is what its node had sent as of its last load report
+	// with a figure for it; 0: none said.
+	BytesSent int64 `json:"bytes_sent,omitempty"`
+}
+
+// progressLoop writes the sessions' progress (saveProgress) every
+// ProgressSave, on the active manager only (a standby's would overwrite
+// the active one's).
+func (m *Manager) progressLoop() {
+	t := time.NewTicker(m.ProgressSave)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			if m.Leader() {
+				m.saveProgress()
+			}
+		}
+	}
+}
+
+// heardLocked is when s was last heard of playing at its node: its
+// node's last report while s holds its reservation, else when the node
+// was last heard of before it died (heardUntil), else what the stored
+// progress said (storedHeard); zero when s never started or nothing is
+// known.
+func (m *Manager) heardLocked(s *session) time.Time {
+	if s.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	if s.reserved {
+		if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() {
+			return n.LastHeartbeat
+		}
+	}
+	if !s.heardUntil.IsZero() {
+		return s.heardUntil
+	}
+	return s.storedHeard
+}
+
+// saveProgress writes the progress of every session that started at its
+// node to the store. Nothing is written while no session started and
+// none did at the last write. A failed write is logged; the next one
+// tries again.
+func (m *Manager) saveProgress() {
+	m.mu.Lock()
+	p := savedProgress{At: m.now(), Sessions: make(map[string]sessionProgress)}
+	for id, s := range m.sessions {
+		if heard := m.heardLocked(s); !heard.IsZero() {
+			p.Sessions[id] = sessionProgress{HeardAt: heard.UTC(), BytesSent: s.bytesSent}
+		}
+	}
+	skip := len(p.Sessions) == 0 && m.progressEmpty
+	m.mu.Unlock()
+	if skip {
+		return
+	}
+	b, err := json.Marshal(p)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = m.st.PutState(ctx, stateProgress, b)
+		cancel()
+	}
+	if err != nil {
+		m.log.Warn("sessions' progress not saved", "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.progressEmpty = len(p.Sessions) == 0
+	m.mu.Unlock()
+}
+
+// loadProgress reads the stored progress; a missing, unreadable or
+// malformed entry gives none (logged unless missing): the sessions' ends
+// are then when the manager gives up on them, as before any was saved.
+func (m *Manager) loadProgress(ctx context.Context) map[string]sessionProgress {
+	b, err := m.st.State(ctx, stateProgress)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	var p savedProgress
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil {
+		m.log.Warn("stored sessions' progress not read: sessions whose node does not come back end when restore_grace does", "err", err)
+		return nil
+	}
+	return p.Sessions
+}
+
+// applyProgressLocked gives restored session s what the stored progress
+// knew of it: when it was last heard of (storedHeard) and, when nothing
+// newer counted its bytes, the bytes its node last reported, as of that
+// report.
+func applyProgressLocked(s *session, p sessionProgress) {
+	if s.StartedAt.IsZero() || !p.HeardAt.After(s.StartedAt) {
+		return
+	}
+	s.storedHeard = p.HeardAt
+	if p.BytesSent > s.bytesSent && !s.bytesReported {
+		s.bytesSent, s.bytesAsOfReport = p.BytesSent, true
+	}
+}

@@ -1,0 +1,115 @@
+package acm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// killManager stops e's manager as a killed process would: without the
+// writes its Close makes (the sessions' progress, the popularity
+// snapshot), so that what the next manager reads is what the periodic
+// writes left.
+func killManager(t *testing.T, e *env) {
+	t.Helper()
+	e.m.serving = false // read by teardown only (Close's final writes)
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// playingWithBytes starts node n1 of a manager on dir that saves its
+// sessions' progress every 20 ms, admits one session there that starts
+// and has 187654321 bytes reported, and waits until the stored progress
+// has them. It returns the manager, the node and the session.
+func playingWithBytes(t *testing.T, dir string, configure func(*Manager)) (*env, *fakeNode, string) {
+	t.Helper()
+	e := newManager(t, dir, func(m *Manager) { configure(m); m.ProgressSave = 20 * time.Millisecond })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(a, 187_654_321)
+	waitFor(t, 10*time.Second, "the session's progress stored with its bytes", func() bool {
+		b, err := e.m.st.State(context.Background(), stateProgress)
+		var p savedProgress
+		return err == nil && json.Unmarshal(b, &p) == nil && p.Sessions[a].BytesSent == 187_654_321
+	})
+	return e, n, a
+}
+
+// TestSessionRecordAfterTheManagerWasKilled: the manager and the node of
+// a playing session are killed; the next manager starts and the node
+// never comes back. The session's record ends when the first manager
+// last heard of it, with the bytes last reported (as of a report), not
+// restore_grace after the second manager started with its bytes unknown:
+// played_s leaves out the manager's downtime.
+func TestSessionRecordAfterTheManagerWasKilled(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second }
+	e, n, a := playingWithBytes(t, dir, withRecords)
+	n.stop()
+	killManager(t, e)
+	cut := time.Now()
+	newManager(t, dir, withRecords)
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Session != a || r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v)", r, cut.UTC())
+	}
+	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
+	}
+}
+
+// TestSessionRecordOfANodeBackWithoutItAfterTheManagerWasKilled: as
+// above, but the node comes back within restore_grace without the
+// session and without saying when its process started: the record ends
+// when the first manager last heard of the session, not at the node's
+// registration with the second.
+func TestSessionRecordOfANodeBackWithoutItAfterTheManagerWasKilled(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute }
+	e, n, a := playingWithBytes(t, dir, withRecords)
+	n.stop()
+	killManager(t, e)
+	cut := time.Now()
+	e2 := newManager(t, dir, withRecords)
+	e2.startNode("n1", nodeOpts{}) // restarted: it plays nothing
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Session != a || r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v)", r, cut.UTC())
+	}
+	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport {
+		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
+	}
+}
+
+// TestSessionProgressMalformed: a stored progress entry that does not
+// decode is logged and ignored: the manager starts, and its sessions end
+// as they did before any progress was stored.
+func TestSessionProgressMalformed(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, func(m *Manager) { m.ProgressSave = time.Hour })
+	if err := e.m.st.PutState(context.Background(), stateProgress, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	killManager(t, e)
+	e2 := newManager(t, dir, nil)
+	if got := e2.m.loadProgress(context.Background()); got != nil {
+		t.Fatalf("progress %v from a malformed entry: want none", got)
+	}
+}
