@@ -79,7 +79,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		if req.GetNodeId() != "" && p.Node != req.GetNodeId() {
 			continue
 		}
-		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: "unknown node"}
+		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: m.unseenNodeState(p.Node)}
 		if ns := m.nodes[p.Node]; ns != nil {
 			np.State = "missing"
 			if t := m.adminTitlesLocked(ns)[p.Title]; t != nil {

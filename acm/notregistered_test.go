@@ -12,12 +12,16 @@ import (
 // ListNodes names it in not_registered and the metrics export
 // vodcluster_node_up 0 for it (the node-down alert went quiet at the
 // restart, and vodctl nodes no longer listed it), until it registers
-// again or the operator forgets it.
+// again or the operator forgets it; a pin to it is "not registered",
+// not "unknown node".
 func TestNodesKnownFromTheStoreShownDownAfterARestart(t *testing.T) {
 	dir := t.TempDir()
 	e := newManager(t, dir, withMetrics)
 	e.startNode("n1", nodeOpts{})
 	e.startNode("n2", nodeOpts{})
+	if _, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +40,13 @@ func TestNodesKnownFromTheStoreShownDownAfterARestart(t *testing.T) {
 	}
 	if got := nodeSeries(scrape(t, r.m), "n1"); !slices.Contains(got, `vodcluster_node_up{node="n1"} 0`) {
 		t.Fatalf("n1's series after the restart: %v, want vodcluster_node_up 0", got)
+	}
+	pl, err := r.admin.ListPlacement(ctx, &pb.ListPlacementRequest{NodeId: "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.NodePins) != 1 || pl.NodePins[0].State != "not registered" {
+		t.Fatalf("pins to n2 after the restart: %v, want t1's, not registered", pl.NodePins)
 	}
 	r.startNode("n1", nodeOpts{})
 	if got := notRegistered(); !slices.Equal(got, []string{"n2"}) {

@@ -145,3 +145,14 @@ func (m *Manager) notRegisteredLocked() []string {
 	sort.Slice(out, func(i, j int) bool { return nodeIDLess(out[i], out[j]) })
 	return out
 }
+
+// unseenNodeState is the state ListPlacement gives a pin to node id when
+// the node is not registered with this manager: "not registered" for a
+// node the store knows (it registered before this manager's start or
+// takeover: notRegisteredLocked), "unknown node" for any other (mu held).
+func (m *Manager) unseenNodeState(id string) string {
+	if _, ok := m.knownTransports[id]; ok && !m.standby() {
+		return "not registered"
+	}
+	return "unknown node"
+}

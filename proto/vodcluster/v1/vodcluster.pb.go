@@ -3993,7 +3993,7 @@ type NodePin struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved, node down: as Replica.state), missing (to be prefetched), unknown node (not registered with this manager)
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved, node down: as Replica.state), missing (to be prefetched), not registered (registered before this manager's start or takeover, not since), unknown node (never registered with this manager)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
