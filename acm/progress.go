@@ -106,10 +106,14 @@ func (m *Manager) saveProgress() {
 	m.mu.Unlock()
 }
 
-// loadProgress reads the stored progress; a missing, unreadable or
-// malformed entry gives none (logged unless missing): the sessions' ends
-// are then when the manager gives up on them, as before any was saved.
+// loadProgress reads the stored progress, waiting StoreTimeout at most
+// (within ctx): it only refines records, and a takeover's load must not
+// wait for it at a stalled store. A missing, unreadable or malformed
+// entry gives none (logged unless missing): the sessions' ends are then
+// when the manager gives up on them, as before any was saved.
 func (m *Manager) loadProgress(ctx context.Context) map[string]sessionProgress {
+	ctx, cancel := context.WithTimeout(ctx, m.StoreTimeout)
+	defer cancel()
 	b, err := m.st.State(ctx, stateProgress)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
