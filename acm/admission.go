@@ -357,6 +357,8 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 			return nil, errNoSource
 		case refusedOriginChannels:
 			return nil, errOriginBusy
+		case refusedNoNodeReporting:
+			return nil, errNoNodeReporting
 		}
 		return nil, errNoBandwidth
 	}

@@ -87,7 +87,7 @@ func TestStandbyWithoutNodesWaits(t *testing.T) {
 		}
 	})
 	b.settled()
-	b.awaitWaitedOut(t, "standby with no node")
+	b.awaitWaitedOut(t, "standby with no node", base.StatusNotEnoughBandwidth)
 	for _, want := range []string{"no node reports to this manager, a standby", "NodeControl address " + b.m.GRPCAddr(), "the other manager was stopped"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the standby's log lacks %q:\n%s", want, log.String())
@@ -95,19 +95,24 @@ func TestStandbyWithoutNodesWaits(t *testing.T) {
 	}
 }
 
-// In the manager's first restore_grace with no node registered, an HTTP
-// viewer waits out the queue deadline; the log of that refusal says no
-// node is in service, not that the nodes lack an HTTP address.
-func TestNoNodeYetLogSaysNoNodeInService(t *testing.T) {
+// In the manager's first restore_grace with no node registered, a viewer
+// waits out the queue deadline and is told no node is reporting (RTSP and
+// HTTP 503 with Retry-After), not 453 as if the nodes were full; the log
+// of that refusal says no node has registered, not that the nodes lack
+// an HTTP address.
+func TestNoNodeYetRefusedAsNoNodeReporting(t *testing.T) {
 	var log logtest.Buffer
 	e := newManager(t, "", func(m *Manager) {
 		m.QueueDeadline = 300 * time.Millisecond
 		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
-	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("HTTP with no node yet: %d", res.StatusCode)
+	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("HTTP with no node yet: %d, Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
 	}
-	if !strings.Contains(log.String(), "no node is in service") || strings.Contains(log.String(), "HTTP address") {
+	if !strings.Contains(log.String(), "no node has registered") || strings.Contains(log.String(), "HTTP address") {
 		t.Fatalf("the refusal's log:\n%s", log.String())
 	}
+	got := make(chan *base.Response, 1)
+	go func() { got <- e.describe("demo", "demo", "t1") }()
+	noNodeRefusal(t, got, 10*time.Second, "RTSP with no node yet")
 }

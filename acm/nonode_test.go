@@ -88,24 +88,31 @@ func TestNoNodeRefusedAtOnce(t *testing.T) {
 }
 
 // Right after the manager starts, its nodes may still be registering:
-// with none yet, the request waits out the queue deadline (453), as
-// before.
+// with none yet, the request waits out the queue deadline, and is then
+// told no node is reporting (503 with Retry-After), not 453 as if the
+// nodes were full.
 func TestNoNodeRightAfterStartWaits(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 500 * time.Millisecond }) // restore_grace 30 s
-	e.awaitWaitedOut(t, "no node, the manager just started")
+	res := e.awaitWaitedOut(t, "no node, the manager just started", base.StatusServiceUnavailable)
+	if !strings.Contains(res.StatusMessage, "no node is reporting") || len(res.Header["Retry-After"]) != 1 {
+		t.Fatalf("no node, the manager just started: %q, Retry-After %v", res.StatusMessage, res.Header["Retry-After"])
+	}
 }
 
 // awaitWaitedOut checks that a DESCRIBE of t1 by demo waits out e's queue
-// deadline and is then refused 453 (what is named in the failure).
-func (e *env) awaitWaitedOut(t *testing.T, what string) {
+// deadline and is then refused with status want (what is named in the
+// failure), and returns the answer.
+func (e *env) awaitWaitedOut(t *testing.T, what string, want base.StatusCode) *base.Response {
 	t.Helper()
 	start := time.Now()
-	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusNotEnoughBandwidth {
-		t.Fatalf("%s: %d %q, want 453 after the queue deadline", what, res.StatusCode, res.StatusMessage)
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != want {
+		t.Fatalf("%s: %d %q, want %d after the queue deadline", what, res.StatusCode, res.StatusMessage, want)
 	}
 	if waited := time.Since(start); waited < e.m.QueueDeadline {
 		t.Fatalf("%s: refused after %v, before the queue deadline", what, waited)
 	}
+	return res
 }
 
 // A request waiting for the only node, full, is refused as soon as the

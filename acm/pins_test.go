@@ -109,7 +109,7 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = newManagerWith(t, dir, unhinted(), fastStorage)
-	if pl := e.placement("n1"); len(pl.NodePins) != 1 || pl.NodePins[0].TitleId != "t1" || pl.NodePins[0].State != "unknown node" {
+	if pl := e.placement("n1"); len(pl.NodePins) != 1 || pl.NodePins[0].TitleId != "t1" || pl.NodePins[0].State != "not registered" {
 		t.Fatalf("before n1 registers again: node pins %v", pl.NodePins)
 	}
 	e.startSimNode("n1", storageTitles, held)

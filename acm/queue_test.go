@@ -126,10 +126,11 @@ func TestUnconfiguredChannelsDoNotLimitFills(t *testing.T) {
 
 // A manager no node has registered with yet (a standby that just took
 // over, before its nodes reconnect) refuses a request after the queue
-// deadline, over RTSP and HTTP, and keeps serving.
+// deadline, over RTSP and HTTP (503: no node is reporting), and keeps
+// serving.
 func TestNoNodeYetRefuses(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.QueueDeadline = 200 * time.Millisecond })
-	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 453 {
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 503 {
 		t.Fatalf("RTSP with no node: %d", res.StatusCode)
 	}
 	if res := e.get("GET", "/vod/t1.ts", "demo", "demo"); res.StatusCode != 503 {

@@ -57,14 +57,23 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 // node could take the session but for a fill of the title
 // (errNoDiskRoom), refusedNoSource when no node holds the title and none
 // can fetch it (errNoSource), refusedOriginChannels when no node holds the
-// title and every origin channel is busy, refusedNoBandwidth otherwise (on
-// a standby no node reports to, saying so and where the nodes are).
+// title and every origin channel is busy, refusedNoNodeReporting when no
+// node has registered yet (errNoNodeReporting), refusedNoBandwidth
+// otherwise (on a standby no node reports to, saying so and where the
+// nodes are).
 func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
 	if m.standby() && !m.sched.AnyNodeReporting(m.deadBefore(m.now())) {
 		// It never refuses for want of a node (noNodeReportingLocked):
 		// the operator is told where the nodes are.
 		return "no node reports to this manager, a standby (it does not hold the planner lock): the nodes report to the active manager, and follow the front door's address (the virtual IP) to a standby within seconds; if this one holds that address and none comes, check that the nodes reach its NodeControl address " +
 			m.GRPCAddr() + " (node.manager) with its cluster secret (secret_file), and that the other manager was stopped", refusedNoBandwidth
+	}
+	if !m.sched.AnyNodeReporting(m.deadBefore(m.now())) {
+		// The manager's first restore_grace (after it such a request is
+		// refused at once: noNodeReportingLocked): a viewer told the
+		// cluster is full (453) would wait for nothing but the nodes.
+		return "no node has registered with the manager since it started or took over (they may still be starting; after restore_grace such a request is refused at once); start the nodes, or check that they reach its NodeControl address " +
+			m.GRPCAddr() + " (node.manager) with the cluster secret (secret_file)", refusedNoNodeReporting
 	}
 	if site == "" && !m.anyInServiceLocked() {
 		// Not a feature the nodes lack: there is no node to offer one
