@@ -27,7 +27,8 @@ func retryAfterOf(res *base.Response) string {
 // §12.31) where asking again may succeed, as its HTTP 503s do: a DESCRIBE
 // and a SETUP refused while the node drains; not an elementary-stream
 // DESCRIBE whose title's fill the origin refused (the node's credential is
-// not the origin's: no retry succeeds until an operator fixes it).
+// not the origin's: no retry succeeds until an operator fixes it), nor a
+// DESCRIBE at a node whose catalog read the origin refuses so.
 func TestRTSP503RetryAfter(t *testing.T) {
 	o := newFakeOrigin(t)
 	addr, auth := startAuthOrigin(t, o)
@@ -53,6 +54,21 @@ func TestRTSP503RetryAfter(t *testing.T) {
 	u = nodeURL(n, mint(t, "ra-es", "sample-004", "node-1", "", time.Minute), "sample-004") + "/es"
 	if res := dialRTSP(t, n).do("DESCRIBE", u, "Accept", "application/sdp"); res.StatusCode != 503 || retryAfterOf(res) != "" {
 		t.Errorf("ES DESCRIBE of a title whose fill the origin refused: %s, Retry-After %q; want 503 without Retry-After", statusLine(res), retryAfterOf(res))
+	}
+
+	// A node whose catalog the origin never gave it (it refuses the
+	// node's credential from the start): the catalog's read is refused
+	// (UNAUTHENTICATED), which no retry mends soon.
+	addr2, auth2 := startAuthOrigin(t, newFakeOrigin(t))
+	auth2.setSecret([]byte("another-cluster-secret-0123456789"))
+	n2 := startNode(t, addr2, withHTTP)
+	u = nodeURL(n2, mint(t, "ra-catalog", "sample-001", "node-1", "", time.Minute), "sample-001")
+	if res := dialRTSP(t, n2).do("DESCRIBE", u, "Accept", "application/sdp"); res.StatusCode != 503 || retryAfterOf(res) != "" {
+		t.Errorf("DESCRIBE at a node whose catalog the origin refuses: %s, Retry-After %q; want 503 without Retry-After", statusLine(res), retryAfterOf(res))
+	}
+	if res, _ := get(t, httpURL(n2, mint(t, "ra-catalog-http", "sample-001", "node-1", "", time.Minute), "sample-001.ts")); res.StatusCode != http.StatusServiceUnavailable ||
+		res.Header.Get("Retry-After") != "" {
+		t.Errorf("HTTP at a node whose catalog the origin refuses: %d, Retry-After %q; want 503 without Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 }
 

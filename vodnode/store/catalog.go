@@ -144,7 +144,7 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 		if ok {
 			return m, nil // the cached entry, as good as it was
 		}
-		return Meta{}, fmt.Errorf("%w: list titles: %v", ErrOrigin, err)
+		return Meta{}, fmt.Errorf("%w: list titles: %w", ErrOrigin, err) // its gRPC status kept: a refusal is not retried (vodnode retryLater)
 	}
 	titles := make(map[string]Meta, len(list))
 	for _, t := range list {
