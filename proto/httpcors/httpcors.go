@@ -8,13 +8,16 @@ const Methods = "GET, HEAD, OPTIONS"
 
 // allowHeaders are the request headers a player may send across origins
 // (Authorization: Basic or a subscriber token as Bearer; Range: byte
-// ranges of progressive MPEG-TS). "*" would not cover Authorization.
-const allowHeaders = "Authorization, Range"
+// ranges of progressive MPEG-TS; If-Range, If-None-Match: a download
+// resumed, or a segment revalidated, against its ETag). "*" would not
+// cover Authorization.
+const allowHeaders = "Authorization, Range, If-Range, If-None-Match"
 
 // exposeHeaders are the response headers a player's script may read past
-// the CORS-safelisted ones (byte ranges, the redirect's target, why a
-// request was refused and when to come back).
-const exposeHeaders = "Content-Length, Content-Range, Accept-Ranges, Location, Retry-After, WWW-Authenticate"
+// the CORS-safelisted ones (byte ranges, the copy's ETag a resumed
+// download names in If-Range, the redirect's target, why a request was
+// refused and when to come back).
+const exposeHeaders = "Content-Length, Content-Range, Accept-Ranges, ETag, Location, Retry-After, WWW-Authenticate"
 
 // maxAge is how long a browser may reuse a preflight's answer, seconds.
 const maxAge = "600"
