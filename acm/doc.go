@@ -34,7 +34,8 @@
 // pinned (admission.go). The operator's pins and the popularity snapshot
 // are kept in the Store; catalog popularity hints are priors of the
 // request rate (storage.go); the admin API lists placement and fills and
-// orders prefetches, evictions and pins (admin_storage.go).
+// orders prefetches, evictions and pins (admin_storage.go), and lists the
+// popularity the planner learnt (admin_popularity.go).
 //
 // Two managers may share a Redis store, active and standby behind the
 // front door's virtual IP: a lease in the store (leader.go) elects the one

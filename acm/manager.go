@@ -269,6 +269,15 @@ type Manager struct {
 	planner          smm.Planner
 	seeded           map[string]float64 // title -> popularity hint applied (requests/day)
 	sessions         map[string]*session
+	// popRestoredMs is when the popularity snapshot this manager restored
+	// (at its start or a takeover) was taken, popSavedMs when it last saved
+	// its own, Unix ms (0: none), for ListPopularity.
+	popRestoredMs, popSavedMs atomic.Int64
+	// popCopy is ListPopularity's copy of the Replicator's popularity,
+	// read without mu, its buffers reused by the next call (popCopyMu,
+	// taken before mu).
+	popCopyMu sync.Mutex
+	popCopy   *smm.PopularityCopy
 	// userSessions counts each subscriber's live sessions (MaxSessionsPerUser).
 	userSessions map[string]int
 	// userPending counts each subscriber's requests between the session

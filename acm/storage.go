@@ -131,6 +131,9 @@ func (m *Manager) restorePopularity(b []byte) {
 		m.log.Warn("stored popularity snapshot rejected: starting without it", "err", err)
 		return
 	}
+	if !ps.At.IsZero() {
+		m.popRestoredMs.Store(ps.At.UnixMilli())
+	}
 	m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
 }
 
@@ -152,7 +155,9 @@ func (m *Manager) savePopularity() {
 	}
 	if err != nil {
 		m.log.Warn("popularity snapshot not saved", "err", err)
+		return
 	}
+	m.popSavedMs.Store(saved.State.At.UnixMilli())
 }
 
 // applyHints feeds the catalog's popularity hints (expected requests per

@@ -11,7 +11,8 @@
 //   - Replicator, the default Planner: replica counts with hysteresis,
 //     placement, prefetch ordering with an off-peak window, per-node fill
 //     limits and retry backoff; with sites (NodeView.Site, SitePlanner),
-//     each title's replicas at the sites whose viewers ask for it
+//     each title's replicas at the sites whose viewers ask for it; for
+//     the operator, what it learnt, ranked by demand (PopularityCopy)
 //     (replicat*.go);
 //   - Storage, a storage policy by name: a Planner and the Evictor of each
 //     node's disk that work together (storage.go).

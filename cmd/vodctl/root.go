@@ -89,7 +89,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().Var(&g.timeout, "timeout", "timeout of an admin call")
 	root.AddCommand(playCmd(g), titlesCmd(g), nodesCmd(g), nodeCmd(g), sessionsCmd(g), policyCmd(g),
 		placementCmd(g), placementActionCmd(g, "prefetch"), placementActionCmd(g, "evict"),
-		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), suspendCmd(g), suspensionsCmd(g), unlockCmd(g))
+		placementActionCmd(g, "pin"), placementActionCmd(g, "unpin"), fillsCmd(g), popularityCmd(g), suspendCmd(g), suspensionsCmd(g), unlockCmd(g))
 	return root
 }
 
@@ -169,6 +169,8 @@ func standbyShows(m proto.Message) string {
 		return "it lists only the copies and partial fills of the nodes registered with it, and the pins as it last read them"
 	case *v1.NodeInfo:
 		return "it shows a node registered only with the active manager as not registered, by its stored setting"
+	case *v1.ListPopularityResponse:
+		return "it lists the popularity it restored from the store, not the requests the active manager has seen since"
 	case *v1.PolicyInfo:
 		return "its storage planner does not run (the counts are its own, not the cluster's), and its policy is the one it read at its start"
 	case *v1.ListNodesResponse:

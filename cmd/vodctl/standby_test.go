@@ -43,11 +43,15 @@ func (a standbyAdmin) ListPlacement(context.Context, *v1.ListPlacementRequest) (
 	return &v1.ListPlacementResponse{Standby: a.standby}, nil
 }
 
+func (a standbyAdmin) ListPopularity(context.Context, *v1.ListPopularityRequest) (*v1.ListPopularityResponse, error) {
+	return &v1.ListPopularityResponse{Standby: a.standby}, nil
+}
+
 func (a standbyAdmin) GetPolicy(context.Context, *v1.GetPolicyRequest) (*v1.PolicyInfo, error) {
 	return &v1.PolicyInfo{Policy: "lall", Standby: a.standby}, nil
 }
 
-// Against the standby of a pair, vodctl sessions, nodes, fills, placement,
+// Against the standby of a pair, vodctl sessions, nodes, fills, placement, popularity,
 // policy and node ID say so beside their tables (and their JSON): they
 // printed empty tables, read as a cluster without nodes or viewers
 // (placement: no copy anywhere; policy: a storage planner that never
@@ -66,6 +70,7 @@ func TestStandbyListsNoted(t *testing.T) {
 		{[]string{"placement"}, "only the copies and partial fills of the nodes registered with it"},
 		{[]string{"--json", "placement"}, "only the copies"},
 		{[]string{"policy"}, "its storage planner does not run"},
+		{[]string{"popularity"}, "the popularity it restored from the store"},
 		{[]string{"node", "n-gone"}, "registered only with the active manager as not registered"},
 		{[]string{"node", "n-gone", "--drain"}, "registered only with the active manager as not registered"},
 		{[]string{"--json", "node", "n-gone"}, "registered only with the active manager as not registered"},

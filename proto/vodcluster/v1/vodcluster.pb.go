@@ -4388,6 +4388,336 @@ func (x *ListFillsResponse) GetPlanWaitsUntilUnixMs() int64 {
 	return 0
 }
 
+// ListPopularityRequest asks for the most demanded titles, or one title.
+type ListPopularityRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"` // only this title (listed with zero figures when nothing was learnt of it); empty = the most demanded titles
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`                   // at most this many titles, the most demanded first; 0 = 20; negative: INVALID_ARGUMENT
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPopularityRequest) Reset() {
+	*x = ListPopularityRequest{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPopularityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPopularityRequest) ProtoMessage() {}
+
+func (x *ListPopularityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPopularityRequest.ProtoReflect.Descriptor instead.
+func (*ListPopularityRequest) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ListPopularityRequest) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *ListPopularityRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// TitlePopularity is what the storage planner learnt of one title, and
+// its place in the current plan.
+type TitlePopularity struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TitleId string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	// rank is the title's place by expected demand among all the titles
+	// the planner knows (1 = the most demanded; ties by value_requests_per_hour,
+	// then by id); 0 for a title it knows nothing of (a title filter).
+	Rank int32 `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	// requests_per_hour is the learnt request rate now: the decayed request
+	// count (halving every ListPopularityResponse.half_life_s) times
+	// ln 2 / half-life, in requests per hour. A catalog hint, when higher,
+	// sets it as a prior.
+	RequestsPerHour float64 `protobuf:"fixed64,3,opt,name=requests_per_hour,json=requestsPerHour,proto3" json:"requests_per_hour,omitempty"`
+	// value_requests_per_hour is the same rate with the long memory
+	// (value_half_life_s) that ranks titles by value for the disks: which
+	// titles the plan keeps, requests per hour.
+	ValueRequestsPerHour float64 `protobuf:"fixed64,4,opt,name=value_requests_per_hour,json=valueRequestsPerHour,proto3" json:"value_requests_per_hour,omitempty"`
+	// mean_session_s is the expected length of one session, seconds: the
+	// title's own mean once four sessions of it ended, else the cluster's
+	// mean share of a title's duration, else half the duration.
+	MeanSessionS float64 `protobuf:"fixed64,5,opt,name=mean_session_s,json=meanSessionS,proto3" json:"mean_session_s,omitempty"`
+	// demand_bps is the expected demand now, bit/s (Little's law: requests
+	// per second * mean_session_s * the title's bitrate); 0 for a title no
+	// longer in the catalog (its bitrate unknown).
+	DemandBps float64 `protobuf:"fixed64,6,opt,name=demand_bps,json=demandBps,proto3" json:"demand_bps,omitempty"`
+	// peak_demand_bps is demand_bps scaled to the cluster's remembered peak
+	// of total demand (ListPopularityResponse.peak_demand_bps over
+	// demand_bps), bit/s: what the plan counts the title's replicas for.
+	PeakDemandBps float64 `protobuf:"fixed64,7,opt,name=peak_demand_bps,json=peakDemandBps,proto3" json:"peak_demand_bps,omitempty"`
+	// catalog_popularity_per_day is the catalog's hint (Title.popularity_per_day),
+	// expected requests per day; 0 = no hint.
+	CatalogPopularityPerDay float64  `protobuf:"fixed64,8,opt,name=catalog_popularity_per_day,json=catalogPopularityPerDay,proto3" json:"catalog_popularity_per_day,omitempty"`
+	PlannedReplicas         int32    `protobuf:"varint,9,opt,name=planned_replicas,json=plannedReplicas,proto3" json:"planned_replicas,omitempty"` // replicas the current plan wants; 0 = not planned
+	PlannedNodes            []string `protobuf:"bytes,10,rep,name=planned_nodes,json=plannedNodes,proto3" json:"planned_nodes,omitempty"`          // the nodes the current plan places them on (at most planned_replicas), in node order
+	// complete_copies counts the alive nodes whose last report holds a
+	// complete copy of the version the origin serves (a copy still filling,
+	// or stale, is not counted).
+	CompleteCopies int32 `protobuf:"varint,11,opt,name=complete_copies,json=completeCopies,proto3" json:"complete_copies,omitempty"`
+	Pinned         bool  `protobuf:"varint,12,opt,name=pinned,proto3" json:"pinned,omitempty"` // pinned to a node or to the cluster: planned whatever its demand
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TitlePopularity) Reset() {
+	*x = TitlePopularity{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TitlePopularity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TitlePopularity) ProtoMessage() {}
+
+func (x *TitlePopularity) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TitlePopularity.ProtoReflect.Descriptor instead.
+func (*TitlePopularity) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *TitlePopularity) GetTitleId() string {
+	if x != nil {
+		return x.TitleId
+	}
+	return ""
+}
+
+func (x *TitlePopularity) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetRequestsPerHour() float64 {
+	if x != nil {
+		return x.RequestsPerHour
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetValueRequestsPerHour() float64 {
+	if x != nil {
+		return x.ValueRequestsPerHour
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetMeanSessionS() float64 {
+	if x != nil {
+		return x.MeanSessionS
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetDemandBps() float64 {
+	if x != nil {
+		return x.DemandBps
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetPeakDemandBps() float64 {
+	if x != nil {
+		return x.PeakDemandBps
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetCatalogPopularityPerDay() float64 {
+	if x != nil {
+		return x.CatalogPopularityPerDay
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetPlannedReplicas() int32 {
+	if x != nil {
+		return x.PlannedReplicas
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetPlannedNodes() []string {
+	if x != nil {
+		return x.PlannedNodes
+	}
+	return nil
+}
+
+func (x *TitlePopularity) GetCompleteCopies() int32 {
+	if x != nil {
+		return x.CompleteCopies
+	}
+	return 0
+}
+
+func (x *TitlePopularity) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+type ListPopularityResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Titles         []*TitlePopularity     `protobuf:"bytes,1,rep,name=titles,proto3" json:"titles,omitempty"`
+	Total          int32                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`                                              // titles the planner knows (has popularity or a plan for); titles lists the first limit of them
+	HalfLifeS      float64                `protobuf:"fixed64,3,opt,name=half_life_s,json=halfLifeS,proto3" json:"half_life_s,omitempty"`                  // half-life of requests_per_hour, seconds (storage.half_life)
+	ValueHalfLifeS float64                `protobuf:"fixed64,4,opt,name=value_half_life_s,json=valueHalfLifeS,proto3" json:"value_half_life_s,omitempty"` // half-life of value_requests_per_hour, seconds
+	DemandBps      float64                `protobuf:"fixed64,5,opt,name=demand_bps,json=demandBps,proto3" json:"demand_bps,omitempty"`                    // the cluster's total expected demand now, bit/s
+	PeakDemandBps  float64                `protobuf:"fixed64,6,opt,name=peak_demand_bps,json=peakDemandBps,proto3" json:"peak_demand_bps,omitempty"`      // the remembered peak of total demand (decaying with a 12 h half-life), bit/s
+	// restored_unix_ms: when the popularity snapshot this manager restored
+	// from its store (at its start, or at its takeover) was taken; 0 = none
+	// restored.
+	RestoredUnixMs int64 `protobuf:"varint,7,opt,name=restored_unix_ms,json=restoredUnixMs,proto3" json:"restored_unix_ms,omitempty"`
+	// saved_unix_ms: when this manager last saved its popularity snapshot
+	// to the store (every minute while it holds the planner lock, and when
+	// it stops); 0 = not since it started.
+	SavedUnixMs int64 `protobuf:"varint,8,opt,name=saved_unix_ms,json=savedUnixMs,proto3" json:"saved_unix_ms,omitempty"`
+	// standby: this manager, one of a pair on a shared store, does not
+	// hold the planner lock (a standby, or one taking the lock): it lists
+	// the popularity it restored at its start (restored_unix_ms) and the
+	// plan of that snapshot, not the requests the active manager has seen
+	// since; the active manager (the pair's virtual IP) has the cluster's.
+	Standby       bool `protobuf:"varint,9,opt,name=standby,proto3" json:"standby,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPopularityResponse) Reset() {
+	*x = ListPopularityResponse{}
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPopularityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPopularityResponse) ProtoMessage() {}
+
+func (x *ListPopularityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_vodcluster_v1_vodcluster_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPopularityResponse.ProtoReflect.Descriptor instead.
+func (*ListPopularityResponse) Descriptor() ([]byte, []int) {
+	return file_vodcluster_v1_vodcluster_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ListPopularityResponse) GetTitles() []*TitlePopularity {
+	if x != nil {
+		return x.Titles
+	}
+	return nil
+}
+
+func (x *ListPopularityResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetHalfLifeS() float64 {
+	if x != nil {
+		return x.HalfLifeS
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetValueHalfLifeS() float64 {
+	if x != nil {
+		return x.ValueHalfLifeS
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetDemandBps() float64 {
+	if x != nil {
+		return x.DemandBps
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetPeakDemandBps() float64 {
+	if x != nil {
+		return x.PeakDemandBps
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetRestoredUnixMs() int64 {
+	if x != nil {
+		return x.RestoredUnixMs
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetSavedUnixMs() int64 {
+	if x != nil {
+		return x.SavedUnixMs
+	}
+	return 0
+}
+
+func (x *ListPopularityResponse) GetStandby() bool {
+	if x != nil {
+		return x.Standby
+	}
+	return false
+}
+
 var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
 
 const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
@@ -4749,7 +5079,36 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\x12$\n" +
 	"\x0eplan_waits_for\x18\x03 \x03(\tR\fplanWaitsFor\x126\n" +
-	"\x18plan_waits_until_unix_ms\x18\x04 \x01(\x03R\x14planWaitsUntilUnixMs2\xe0\x01\n" +
+	"\x18plan_waits_until_unix_ms\x18\x04 \x01(\x03R\x14planWaitsUntilUnixMs\"H\n" +
+	"\x15ListPopularityRequest\x12\x19\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xde\x03\n" +
+	"\x0fTitlePopularity\x12\x19\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x12\n" +
+	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12*\n" +
+	"\x11requests_per_hour\x18\x03 \x01(\x01R\x0frequestsPerHour\x125\n" +
+	"\x17value_requests_per_hour\x18\x04 \x01(\x01R\x14valueRequestsPerHour\x12$\n" +
+	"\x0emean_session_s\x18\x05 \x01(\x01R\fmeanSessionS\x12\x1d\n" +
+	"\n" +
+	"demand_bps\x18\x06 \x01(\x01R\tdemandBps\x12&\n" +
+	"\x0fpeak_demand_bps\x18\a \x01(\x01R\rpeakDemandBps\x12;\n" +
+	"\x1acatalog_popularity_per_day\x18\b \x01(\x01R\x17catalogPopularityPerDay\x12)\n" +
+	"\x10planned_replicas\x18\t \x01(\x05R\x0fplannedReplicas\x12#\n" +
+	"\rplanned_nodes\x18\n" +
+	" \x03(\tR\fplannedNodes\x12'\n" +
+	"\x0fcomplete_copies\x18\v \x01(\x05R\x0ecompleteCopies\x12\x16\n" +
+	"\x06pinned\x18\f \x01(\bR\x06pinned\"\xe0\x02\n" +
+	"\x16ListPopularityResponse\x126\n" +
+	"\x06titles\x18\x01 \x03(\v2\x1e.vodcluster.v1.TitlePopularityR\x06titles\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\x12\x1e\n" +
+	"\vhalf_life_s\x18\x03 \x01(\x01R\thalfLifeS\x12)\n" +
+	"\x11value_half_life_s\x18\x04 \x01(\x01R\x0evalueHalfLifeS\x12\x1d\n" +
+	"\n" +
+	"demand_bps\x18\x05 \x01(\x01R\tdemandBps\x12&\n" +
+	"\x0fpeak_demand_bps\x18\x06 \x01(\x01R\rpeakDemandBps\x12(\n" +
+	"\x10restored_unix_ms\x18\a \x01(\x03R\x0erestoredUnixMs\x12\"\n" +
+	"\rsaved_unix_ms\x18\b \x01(\x03R\vsavedUnixMs\x12\x18\n" +
+	"\astandby\x18\t \x01(\bR\astandby2\xe0\x01\n" +
 	"\x06Origin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12@\n" +
@@ -4758,7 +5117,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vNodeControl\x12K\n" +
 	"\bRegister\x12\x1e.vodcluster.v1.RegisterRequest\x1a\x1f.vodcluster.v1.RegisterResponse\x12F\n" +
 	"\tHeartbeat\x12\x19.vodcluster.v1.LoadReport\x1a\x1a.vodcluster.v1.NodeCommand(\x010\x01\x12L\n" +
-	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xc5\v\n" +
+	"\rReportSession\x12\x1b.vodcluster.v1.SessionEvent\x1a\x1e.vodcluster.v1.SessionEventAck2\xa4\f\n" +
 	"\x05Admin\x12Q\n" +
 	"\n" +
 	"ListTitles\x12 .vodcluster.v1.ListTitlesRequest\x1a!.vodcluster.v1.ListTitlesResponse\x12]\n" +
@@ -4779,7 +5138,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05Evict\x12\x1f.vodcluster.v1.PlacementRequest\x1a\x1b.vodcluster.v1.PlacementAck\x12C\n" +
 	"\x03Pin\x12\x1f.vodcluster.v1.PlacementRequest\x1a\x1b.vodcluster.v1.PlacementAck\x12E\n" +
 	"\x05Unpin\x12\x1f.vodcluster.v1.PlacementRequest\x1a\x1b.vodcluster.v1.PlacementAck\x12N\n" +
-	"\tListFills\x12\x1f.vodcluster.v1.ListFillsRequest\x1a .vodcluster.v1.ListFillsResponseB-Z+vodcluster/proto/vodcluster/v1;vodclusterv1b\x06proto3"
+	"\tListFills\x12\x1f.vodcluster.v1.ListFillsRequest\x1a .vodcluster.v1.ListFillsResponse\x12]\n" +
+	"\x0eListPopularity\x12$.vodcluster.v1.ListPopularityRequest\x1a%.vodcluster.v1.ListPopularityResponseB-Z+vodcluster/proto/vodcluster/v1;vodclusterv1b\x06proto3"
 
 var (
 	file_vodcluster_v1_vodcluster_proto_rawDescOnce sync.Once
@@ -4794,7 +5154,7 @@ func file_vodcluster_v1_vodcluster_proto_rawDescGZIP() []byte {
 }
 
 var file_vodcluster_v1_vodcluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_vodcluster_v1_vodcluster_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(SessionEvent_Kind)(0),             // 0: vodcluster.v1.SessionEvent.Kind
 	(*Title)(nil),                      // 1: vodcluster.v1.Title
@@ -4853,6 +5213,9 @@ var file_vodcluster_v1_vodcluster_proto_goTypes = []any{
 	(*ListFillsRequest)(nil),           // 54: vodcluster.v1.ListFillsRequest
 	(*Fill)(nil),                       // 55: vodcluster.v1.Fill
 	(*ListFillsResponse)(nil),          // 56: vodcluster.v1.ListFillsResponse
+	(*ListPopularityRequest)(nil),      // 57: vodcluster.v1.ListPopularityRequest
+	(*TitlePopularity)(nil),            // 58: vodcluster.v1.TitlePopularity
+	(*ListPopularityResponse)(nil),     // 59: vodcluster.v1.ListPopularityResponse
 }
 var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	1,  // 0: vodcluster.v1.ListTitlesResponse.titles:type_name -> vodcluster.v1.Title
@@ -4879,59 +5242,62 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	51, // 21: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
 	50, // 22: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
 	55, // 23: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	5,  // 24: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 25: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	7,  // 26: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	10, // 27: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	13, // 28: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	24, // 29: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	5,  // 30: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 31: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
-	26, // 32: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	29, // 33: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	30, // 34: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	32, // 35: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	33, // 36: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
-	35, // 37: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
-	39, // 38: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
-	36, // 39: vodcluster.v1.Admin.ClearLoginFailures:input_type -> vodcluster.v1.ClearLoginFailuresRequest
-	43, // 40: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	46, // 41: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	47, // 42: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	52, // 43: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	52, // 44: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	52, // 45: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	52, // 46: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	54, // 47: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	6,  // 48: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 49: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 50: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 51: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	17, // 52: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	25, // 53: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 54: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 55: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	28, // 56: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	27, // 57: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	31, // 58: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	42, // 59: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	34, // 60: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	38, // 61: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
-	40, // 62: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
-	37, // 63: vodcluster.v1.Admin.ClearLoginFailures:output_type -> vodcluster.v1.ClearLoginFailuresResponse
-	44, // 64: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	44, // 65: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	49, // 66: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	53, // 67: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	53, // 68: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	53, // 69: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	53, // 70: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	56, // 71: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	48, // [48:72] is the sub-list for method output_type
-	24, // [24:48] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	58, // 24: vodcluster.v1.ListPopularityResponse.titles:type_name -> vodcluster.v1.TitlePopularity
+	5,  // 25: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 26: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 27: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 28: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 29: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	24, // 30: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 31: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 32: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	26, // 33: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	29, // 34: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	30, // 35: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	32, // 36: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	33, // 37: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	35, // 38: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
+	39, // 39: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	36, // 40: vodcluster.v1.Admin.ClearLoginFailures:input_type -> vodcluster.v1.ClearLoginFailuresRequest
+	43, // 41: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	46, // 42: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	47, // 43: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	52, // 44: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	52, // 45: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	52, // 46: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	52, // 47: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	54, // 48: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	57, // 49: vodcluster.v1.Admin.ListPopularity:input_type -> vodcluster.v1.ListPopularityRequest
+	6,  // 50: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 51: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 52: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 53: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	17, // 54: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	25, // 55: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 56: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 57: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	28, // 58: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	27, // 59: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	31, // 60: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	42, // 61: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	34, // 62: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	38, // 63: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	40, // 64: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	37, // 65: vodcluster.v1.Admin.ClearLoginFailures:output_type -> vodcluster.v1.ClearLoginFailuresResponse
+	44, // 66: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	44, // 67: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	49, // 68: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	53, // 69: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	53, // 70: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	53, // 71: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	53, // 72: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	56, // 73: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	59, // 74: vodcluster.v1.Admin.ListPopularity:output_type -> vodcluster.v1.ListPopularityResponse
+	50, // [50:75] is the sub-list for method output_type
+	25, // [25:50] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
@@ -4955,7 +5321,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vodcluster_v1_vodcluster_proto_rawDesc), len(file_vodcluster_v1_vodcluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -445,6 +445,7 @@ const (
 	Admin_Pin_FullMethodName                = "/vodcluster.v1.Admin/Pin"
 	Admin_Unpin_FullMethodName              = "/vodcluster.v1.Admin/Unpin"
 	Admin_ListFills_FullMethodName          = "/vodcluster.v1.Admin/ListFills"
+	Admin_ListPopularity_FullMethodName     = "/vodcluster.v1.Admin/ListPopularity"
 )
 
 // AdminClient is the client API for Admin service.
@@ -543,6 +544,15 @@ type AdminClient interface {
 	// ListFills lists fills in progress (on demand and prefetch) with their
 	// progress, and prefetches ordered or waiting for a retry.
 	ListFills(ctx context.Context, in *ListFillsRequest, opts ...grpc.CallOption) (*ListFillsResponse, error)
+	// ListPopularity lists the popularity the storage planner learnt from
+	// the viewers' requests (its request rates with exponential decay), per
+	// title ranked by expected demand, highest first, with the replicas the
+	// current plan wants and where, and the complete copies there are.
+	// INVALID_ARGUMENT for a negative limit; NOT_FOUND for a title filter
+	// naming a title neither in the catalog, known to the planner nor held
+	// by a node; FAILED_PRECONDITION when the manager runs no replicate
+	// planner (storage planner none, or another planner): nothing is learnt.
+	ListPopularity(ctx context.Context, in *ListPopularityRequest, opts ...grpc.CallOption) (*ListPopularityResponse, error)
 }
 
 type adminClient struct {
@@ -733,6 +743,16 @@ func (c *adminClient) ListFills(ctx context.Context, in *ListFillsRequest, opts 
 	return out, nil
 }
 
+func (c *adminClient) ListPopularity(ctx context.Context, in *ListPopularityRequest, opts ...grpc.CallOption) (*ListPopularityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPopularityResponse)
+	err := c.cc.Invoke(ctx, Admin_ListPopularity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -829,6 +849,15 @@ type AdminServer interface {
 	// ListFills lists fills in progress (on demand and prefetch) with their
 	// progress, and prefetches ordered or waiting for a retry.
 	ListFills(context.Context, *ListFillsRequest) (*ListFillsResponse, error)
+	// ListPopularity lists the popularity the storage planner learnt from
+	// the viewers' requests (its request rates with exponential decay), per
+	// title ranked by expected demand, highest first, with the replicas the
+	// current plan wants and where, and the complete copies there are.
+	// INVALID_ARGUMENT for a negative limit; NOT_FOUND for a title filter
+	// naming a title neither in the catalog, known to the planner nor held
+	// by a node; FAILED_PRECONDITION when the manager runs no replicate
+	// planner (storage planner none, or another planner): nothing is learnt.
+	ListPopularity(context.Context, *ListPopularityRequest) (*ListPopularityResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -892,6 +921,9 @@ func (UnimplementedAdminServer) Unpin(context.Context, *PlacementRequest) (*Plac
 }
 func (UnimplementedAdminServer) ListFills(context.Context, *ListFillsRequest) (*ListFillsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListFills not implemented")
+}
+func (UnimplementedAdminServer) ListPopularity(context.Context, *ListPopularityRequest) (*ListPopularityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPopularity not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -1238,6 +1270,24 @@ func _Admin_ListFills_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_ListPopularity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPopularityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListPopularity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListPopularity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListPopularity(ctx, req.(*ListPopularityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1316,6 +1366,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListFills",
 			Handler:    _Admin_ListFills_Handler,
+		},
+		{
+			MethodName: "ListPopularity",
+			Handler:    _Admin_ListPopularity_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+
+	"vodcluster/proto/durtext"
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+func popularityCmd(g *globals) *cobra.Command {
+	var limit int32
+	cmd := &cobra.Command{
+		Use:   "popularity [TITLE]",
+		Short: "List the popularity the storage planner learnt, the most demanded titles first",
+		Args:  argsBetween(0, 1),
+		Long: "List the popularity the storage planner learnt from the viewers' requests, the most demanded\n" +
+			"titles first (the first --limit, 20 by default), or TITLE alone with its RANK among them.\n\n" +
+			"REQ/H is the learnt request rate, requests per hour: each request counts 1 and the count halves\n" +
+			"every half-life (storage.half_life, 3h by default); a catalog hint (HINT/DAY, the catalog's\n" +
+			"popularity: in requests per day), when higher, sets it as a prior. DEMAND is the expected demand,\n" +
+			"Mbit/s: the rate times the mean session (SESSION(s): the title's own once four of its sessions\n" +
+			"ended, else the cluster's share of a title's duration watched, else half the duration) times the\n" +
+			"title's bitrate. PEAK is that demand scaled to the cluster's remembered peak of total demand:\n" +
+			"what the plan counts replicas for. REPLICAS and PLANNED ON are the current plan's (a plan may\n" +
+			"place fewer than it wants where no node can take more); COMPLETE counts the alive nodes holding a\n" +
+			"complete copy of the version the origin serves now. The plan chooses what the disks keep by\n" +
+			"the long-memory rate (--json: valueRequestsPerHour, its half-life 24h), pinned titles first.\n\n" +
+			"Refused when the manager runs no storage planner (storage.planner: none).",
+		RunE: func(_ *cobra.Command, args []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: want 0 (the manager's default, 20) or more", limit)
+			}
+			req := &v1.ListPopularityRequest{Limit: limit}
+			if len(args) == 1 {
+				req.TitleId = args[0]
+			}
+			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				return c.ListPopularity(ctx, req)
+			}, func(m proto.Message, w *tabwriter.Writer) {
+				popularityTable(w, m.(*v1.ListPopularityResponse), req.TitleId != "")
+			})
+		},
+	}
+	cmd.Flags().Int32Var(&limit, "limit", 0, "at most this many titles, the most demanded first (0: the manager's default, 20)")
+	return cmd
+}
+
+// popularityTable writes vodctl popularity's table of r, then a line on
+// what was left out (unless one title was asked for) and one on the
+// cluster's demand, the half-lives and the popularity snapshot.
+func popularityTable(w *tabwriter.Writer, r *v1.ListPopularityResponse, one bool) {
+	fmt.Fprintln(w, "RANK\tTITLE\tREQ/H\tDEMAND(Mbit/s)\tPEAK(Mbit/s)\tSESSION(s)\tHINT/DAY\tREPLICAS\tPLANNED ON\tCOMPLETE\tPINNED")
+	for _, p := range r.Titles {
+		rank, hint, on := "-", "-", "-"
+		if p.Rank > 0 {
+			rank = strconv.Itoa(int(p.Rank))
+		}
+		if p.CatalogPopularityPerDay > 0 {
+			hint = strconv.FormatFloat(p.CatalogPopularityPerDay, 'f', -1, 64)
+		}
+		if len(p.PlannedNodes) > 0 {
+			on = strings.Join(p.PlannedNodes, ",")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.2f\t%.3f\t%.3f\t%.0f\t%s\t%d\t%s\t%d\t%v\n", rank, p.TitleId, p.RequestsPerHour,
+			p.DemandBps/1e6, p.PeakDemandBps/1e6, p.MeanSessionS, hint, p.PlannedReplicas, on, p.CompleteCopies, p.Pinned)
+	}
+	if !one && int(r.Total) > len(r.Titles) {
+		fmt.Fprintf(w, "%d of %d titles (--limit %d for more)\n", len(r.Titles), r.Total, r.Total)
+	}
+	// A line without a tab: it leaves the table's columns alone.
+	fmt.Fprintf(w, "\ncluster demand %.3f Mbit/s now, remembered peak %.3f Mbit/s; half-life %s (long memory %s); %s\n",
+		r.DemandBps/1e6, r.PeakDemandBps/1e6, durtext.Written(seconds(r.HalfLifeS)), durtext.Written(seconds(r.ValueHalfLifeS)), snapshotNote(r))
+}
+
+// snapshotNote says when the manager restored its popularity snapshot
+// and when it last saved it.
+func snapshotNote(r *v1.ListPopularityResponse) string {
+	restored := "none restored"
+	if r.RestoredUnixMs > 0 {
+		restored = "restored a snapshot taken " + unixMs(r.RestoredUnixMs)
+	}
+	saved := "not saved since the manager started"
+	if r.SavedUnixMs > 0 {
+		saved = "last saved " + unixMs(r.SavedUnixMs)
+	}
+	return "popularity snapshot: " + restored + ", " + saved
+}
+
+// seconds is s seconds as a Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
