@@ -418,7 +418,7 @@ func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 	fmt.Fprintf(w, "\nvodcluster is up: origin, manager and %d %s (data in %s)\n\n", len(c.nodes), nodes, dataDir)
 	fmt.Fprintf(w, "  front door RTSP  rtsp://%s/vod/<title>\n", front)
 	fmt.Fprintf(w, "  front door HTTP  http://%s/vod/<title>.ts  and  /vod/<title>/index.m3u8\n", c.manager.HTTPAddr())
-	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement|fills|policy)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
+	fmt.Fprintf(w, "  admin gRPC       %s   (vodctl --manager %s nodes|sessions|titles|placement|fills|popularity|policy)\n", c.manager.GRPCAddr(), c.manager.GRPCAddr())
 	if a := c.manager.MetricsAddr(); a != "" {
 		fmt.Fprintf(w, "  metrics          http://%s/metrics  (origin: http://%s/metrics; nodes below)\n", a, c.origin.MetricsAddr())
 	}
