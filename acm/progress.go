@@ -55,10 +55,11 @@ func (m *Manager) progressLoop() {
 }
 
 // heardLocked is when s was last heard of playing at its node: its
-// node's last report while s holds its reservation, else when the node
-// was last heard of before it died (heardUntil), else what the stored
-// progress said (storedHeard); zero when s never started or nothing is
-// known.
+// node's last report while s holds its reservation, else the later of
+// when the node was last heard of before it died (heardUntil) and what
+// the stored progress said (storedHeard: the node went back to the
+// manager before this one's takeover meanwhile); zero when s never
+// started or nothing is known.
 func (m *Manager) heardLocked(s *session) time.Time {
 	if s.StartedAt.IsZero() {
 		return time.Time{}
@@ -68,10 +69,7 @@ func (m *Manager) heardLocked(s *session) time.Time {
 			return n.LastHeartbeat
 		}
 	}
-	if !s.heardUntil.IsZero() {
-		return s.heardUntil
-	}
-	return s.storedHeard
+	return later(s.heardUntil, s.storedHeard)
 }
 
 // saveProgress writes the progress of every session that started at its
@@ -126,14 +124,16 @@ func (m *Manager) loadProgress(ctx context.Context) map[string]sessionProgress {
 }
 
 // applyProgressLocked gives restored session s what the stored progress
-// knew of it: when it was last heard of (storedHeard) and, when nothing
-// newer counted its bytes, the bytes its node last reported, as of that
-// report.
+// knew of it: when it was last heard of (storedHeard; its start when
+// that was before it: the node's last report came before its STARTED,
+// or the node's clock is ahead of the manager's, as when the manager
+// ends it on a node's death) and, when nothing newer counted its bytes,
+// the bytes its node last reported, as of that report.
 func applyProgressLocked(s *session, p sessionProgress) {
-	if s.StartedAt.IsZero() || !p.HeardAt.After(s.StartedAt) {
+	if s.StartedAt.IsZero() || p.HeardAt.IsZero() {
 		return
 	}
-	s.storedHeard = p.HeardAt
+	s.storedHeard = later(s.storedHeard, later(p.HeardAt, s.StartedAt))
 	if p.BytesSent > s.bytesSent && !s.bytesReported {
 		s.bytesSent, s.bytesAsOfReport = p.BytesSent, true
 	}

@@ -1,0 +1,188 @@
+package acm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// onSharedWithProgress configures a manager on a store open opens (a
+// pair's) that saves its sessions' progress every 20 ms, with restore
+// grace grace and its session records in records ("": none).
+func onSharedWithProgress(open func() *store.Redis, grace time.Duration, records string) func(*Manager) {
+	return func(m *Manager) {
+		onShared(open(), nil, grace)(m)
+		m.ProgressSave = 20 * time.Millisecond
+		m.SessionRecordsFile = records
+	}
+}
+
+// TestSessionRecordOfANodeBackWithoutItAfterATakeover: a standby started
+// while the active manager's session played, whose bytes grew since;
+// the active manager and the session's node die, the standby takes over
+// and the node comes back restarted, without the session: its record
+// ends when the active manager last heard of it, with the bytes it last
+// knew (the progress as read at the takeover, not at the standby's
+// start).
+func TestSessionRecordOfANodeBackWithoutItAfterATakeover(t *testing.T) {
+	open, _ := sharedRedis(t)
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	a := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(sid, 1000)
+	waitProgressOf(t, a, sid, 1000)
+	b := newManager(t, "", onSharedWithProgress(open, time.Minute, path))
+	if b.m.Leader() {
+		t.Fatal("the second manager took a held lock")
+	}
+	n.setSent(sid, 2000)
+	heard := waitProgressOf(t, a, sid, 2000)
+	n.stop()
+	killManager(t, a)
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	b.startNode("n1", nodeOpts{}) // restarted: it plays nothing
+	r := recordOf(t, path)
+	if r.Session != sid || r.BytesSent != 2000 || !r.BytesSentAsOfReport || r.EndedAt.Before(heard) {
+		t.Fatalf("record %+v: want it ended at %v or later, bytes_sent 2000 as of a report", r, heard.UTC())
+	}
+}
+
+// TestSessionRecordAtTakeoverOfANodeKnownBefore: the node of a session
+// that the active manager stored the progress of had registered with the
+// standby long before (the VIP moved to it and back) and died there.
+// Taking over, the standby ends the session, whose node does not come
+// back, when the active manager last heard of it, not when the standby
+// last heard of the node (before the session started: played_s 0).
+func TestSessionRecordAtTakeoverOfANodeKnownBefore(t *testing.T) {
+	open, _ := sharedRedis(t)
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	a := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
+	b := newManager(t, "", onSharedWithProgress(open, 500*time.Millisecond, path))
+	a.keepServing() // the lock stays with A while n1 registers with B
+	b.registerWith("n1").stop()
+	waitFor(t, 10*time.Second, "n1 dead on B", func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		return !b.m.sched.Node("n1").Alive
+	})
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(sid, 1000)
+	waitProgressOf(t, a, sid, 1000)
+	n.setSent(sid, 2000) // played on a while
+	heard := waitProgressOf(t, a, sid, 2000)
+	n.stop()
+	killManager(t, a)
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	r := recordOf(t, path)
+	if r.Session != sid || r.Reason != "node did not come back" || r.EndedAt.Before(heard) || r.BytesSent != 2000 {
+		t.Fatalf("record %+v: want it ended at %v or later, bytes_sent 2000", r, heard.UTC())
+	}
+}
+
+// TestSessionRecordAtTakeoverOfAnOrphanHeldBefore: the standby holds an
+// orphan of the active manager's (its node registered with the standby,
+// then died there, and went back to the active manager, which heard it
+// play on) when it takes over: the session, whose node comes back
+// without it, ends when the active manager last heard of it, with the
+// bytes it last knew, not when the standby last heard of the node.
+func TestSessionRecordAtTakeoverOfAnOrphanHeldBefore(t *testing.T) {
+	open, _ := sharedRedis(t)
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	a := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
+	b := newManager(t, "", onSharedWithProgress(open, time.Minute, path))
+	a.keepServing() // the lock stays with A while n1 registers with B
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.stop()
+	onB := b.registerWith("n1", sid)
+	onB.setSent(sid, 1000)
+	waitFor(t, 10*time.Second, "the session on B with its bytes", func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		s := b.m.sessions[sid]
+		return s != nil && s.bytesSent == 1000
+	})
+	onB.stop()
+	waitFor(t, 10*time.Second, "the session orphaned on B", func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		s := b.m.sessions[sid]
+		return s != nil && !s.reserved
+	})
+	back := a.registerWith("n1", sid)
+	back.setSent(sid, 2000)
+	heard := waitProgressOf(t, a, sid, 2000)
+	back.stop()
+	killManager(t, a)
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	took := time.Now()
+	// B's own progress keeps what A knew, for a manager after it.
+	waitFor(t, 10*time.Second, "B's progress stored", func() bool { return storedProgress(t, b).At.After(took) })
+	if p := storedProgress(t, b).Sessions[sid]; p.HeardAt.Before(heard) {
+		t.Fatalf("B's stored progress of the session: heard at %v, want %v or later", p.HeardAt, heard.UTC())
+	}
+	b.startNode("n1", nodeOpts{}) // restarted: it plays nothing
+	r := recordOf(t, path)
+	if r.Session != sid || r.BytesSent != 2000 || r.EndedAt.Before(heard) {
+		t.Fatalf("record %+v: want it ended at %v or later, bytes_sent 2000", r, heard.UTC())
+	}
+}
+
+// keepPlannerLock is a Redis store whose Unlock leaves the planner lock:
+// its manager's Close leaves it behind, as a crash would, and releases
+// its other locks (the node's first report on the standby does not wait
+// for them, and the node is not declared dead meanwhile).
+type keepPlannerLock struct{ *store.Redis }
+
+func (k keepPlannerLock) Unlock(ctx context.Context, name, holder string) (bool, error) {
+	if name == plannerLock {
+		return false, nil
+	}
+	return k.Redis.Unlock(ctx, name, holder)
+}
+
+// TestSessionRecordOfANodeBackWithoutItOnTheStandby: the active manager
+// dies with the node of a playing session, leaving the planner lock to
+// run out; the node comes back restarted, without the session (and
+// without saying when its process started), registering with the
+// standby before it takes over: the session's record ends when the
+// active manager last heard of it, with the bytes it last knew.
+func TestSessionRecordOfANodeBackWithoutItOnTheStandby(t *testing.T) {
+	open, _ := sharedRedis(t)
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	a := newManager(t, "", func(m *Manager) {
+		onSharedWithProgress(open, time.Minute, "")(m)
+		m.Store = keepPlannerLock{open()}
+	})
+	b := newManager(t, "", onSharedWithProgress(open, time.Minute, path))
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(sid, 1000)
+	heard := waitProgressOf(t, a, sid, 1000)
+	n.stop()
+	killManager(t, a)
+	cut := time.Now()
+	b.startNode("n1", nodeOpts{}) // restarted: it plays nothing
+	r := recordOf(t, path)
+	if r.Session != sid || r.BytesSent != 1000 || !r.BytesSentAsOfReport || r.EndedAt.Before(heard) || r.EndedAt.After(cut) {
+		t.Fatalf("record %+v: want it ended at %v or later, before %v, bytes_sent 1000 as of a report", r, heard.UTC(), cut.UTC())
+	}
+}
