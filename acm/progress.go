@@ -32,8 +32,9 @@ type sessionProgress struct {
 	// it (the manager's clock).
 	HeardAt time.Time `json:"heard_at"`
 	// BytesSent is what its node had sent as of its last load report
-	// with a figure for it; 0: none said.
-	BytesSent int64 `json:"bytes_sent,omitempty"`
+	// with a figure for it, bytes; absent: none said (a figure of 0 is
+	// one).
+	BytesSent *int64 `json:"bytes_sent,omitempty"`
 }
 
 // progressLoop writes the sessions' progress (saveProgress) every
@@ -81,7 +82,12 @@ func (m *Manager) saveProgress() {
 	p := savedProgress{At: m.now(), Sessions: make(map[string]sessionProgress)}
 	for id, s := range m.sessions {
 		if heard := m.heardLocked(s); !heard.IsZero() {
-			p.Sessions[id] = sessionProgress{HeardAt: heard.UTC(), BytesSent: s.bytesSent}
+			sp := sessionProgress{HeardAt: heard.UTC()}
+			if s.bytesAsOfReport {
+				b := s.bytesSent // a copy: marshalled without mu
+				sp.BytesSent = &b
+			}
+			p.Sessions[id] = sp
 		}
 	}
 	skip := len(p.Sessions) == 0 && m.progressEmpty
@@ -134,7 +140,7 @@ func applyProgressLocked(s *session, p sessionProgress) {
 		return
 	}
 	s.storedHeard = later(s.storedHeard, later(p.HeardAt, s.StartedAt))
-	if p.BytesSent > s.bytesSent && !s.bytesReported {
-		s.bytesSent, s.bytesAsOfReport = p.BytesSent, true
+	if b := p.BytesSent; b != nil && !s.bytesReported && (!s.bytesAsOfReport || *b > s.bytesSent) {
+		s.bytesSent, s.bytesAsOfReport = *b, true
 	}
 }

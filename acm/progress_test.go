@@ -167,6 +167,22 @@ func TestSessionProgressMalformed(t *testing.T) {
 	}
 }
 
+// TestSessionRecordOfZeroBytesAfterTheManagerWasKilled: a session whose
+// node's last report counted 0 bytes for it keeps that figure through
+// the stored progress: its record has bytes_sent 0 as of a report, not
+// unknown, as the first manager's would have.
+func TestSessionRecordOfZeroBytesAfterTheManagerWasKilled(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second }
+	e, n, a := playingWith(t, dir, withRecords, 0)
+	n.stop()
+	killManager(t, e)
+	newManager(t, dir, withRecords)
+	if r := recordOf(t, path); r.Session != a || r.BytesSent != 0 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent 0 as of the last report", r)
+	}
+}
+
 // TestSessionRecordOfASessionStartedAfterItsNodesLastReport: a session
 // whose STARTED came after its node's last report (the manager heard of
 // the node before the start) when the progress was stored ends at its
