@@ -76,7 +76,10 @@ func (m *Manager) heardLocked(s *session) time.Time {
 // saveProgress writes the progress of every session that started at its
 // node to the store. Nothing is written while no session started and
 // none did at the last write. A failed write is logged; the next one
-// tries again.
+// tries again. On a shared store the write is bounded by the planner
+// lock's lease (leaseBound): one that stalled past it (the store, or
+// this process) is not applied over the progress of the manager that
+// took the lock since.
 func (m *Manager) saveProgress() {
 	m.mu.Lock()
 	at, heard := m.now(), m.heardListLocked()
@@ -87,7 +90,7 @@ func (m *Manager) saveProgress() {
 	}
 	b, err := json.Marshal(progressOf(at, heard))
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), m.leaseBound(time.Now().Add(10*time.Second)))
 		err = m.st.PutState(ctx, stateProgress, b)
 		cancel()
 	}
@@ -98,6 +101,20 @@ func (m *Manager) saveProgress() {
 	m.mu.Lock()
 	m.progressEmpty = len(heard) == 0
 	m.mu.Unlock()
+}
+
+// leaseBound returns deadline, or, on a shared store, when this manager
+// stops counting itself the planner-lock holder if that is earlier: a
+// store write fenced by it (PutState) is applied before the lease runs
+// out in the store, so before another manager can take the lock.
+func (m *Manager) leaseBound(deadline time.Time) time.Time {
+	if m.lead == nil {
+		return deadline
+	}
+	if until := time.Unix(0, m.lead.until.Load()); until.Before(deadline) {
+		return until
+	}
+	return deadline
 }
 
 // heardSession is one session's progress as heardListLocked takes it.

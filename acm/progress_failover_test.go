@@ -3,6 +3,8 @@ package acm
 import (
 	"context"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,6 +142,85 @@ func TestSessionRecordAtTakeoverOfAnOrphanHeldBefore(t *testing.T) {
 	r := recordOf(t, path)
 	if r.Session != sid || r.BytesSent != 2000 || r.EndedAt.Before(heard) {
 		t.Fatalf("record %+v: want it ended at %v or later, bytes_sent 2000", r, heard.UTC())
+	}
+}
+
+// stalledProgress is a Redis store whose write of the sessions' progress
+// stalls while hold is set (entered says it does; gate ends the stall;
+// written says the write returned), and whose planner lock is lost (its
+// renewals and takes refused) once lost is set.
+type stalledProgress struct {
+	*store.Redis
+	hold, lost atomic.Bool
+	entered    chan struct{}
+	gate       chan struct{}
+	open       sync.Once
+	written    chan error
+}
+
+func (s *stalledProgress) PutState(ctx context.Context, name string, v []byte) error {
+	if name != stateProgress || !s.hold.CompareAndSwap(true, false) {
+		return s.Redis.PutState(ctx, name, v)
+	}
+	close(s.entered)
+	<-s.gate
+	err := s.Redis.PutState(ctx, name, v)
+	s.written <- err
+	return err
+}
+
+func (s *stalledProgress) RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if s.lost.Load() {
+		return false, nil
+	}
+	return s.Redis.RenewLock(ctx, name, holder, ttl)
+}
+
+func (s *stalledProgress) TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, bool, error) {
+	if s.lost.Load() {
+		return false, false, nil
+	}
+	return s.Redis.TakeLock(ctx, name, holder, ttl)
+}
+
+// TestSessionProgressOfALostLeaderNotWritten: the active manager's write
+// of its sessions' progress stalls (its process froze after it checked
+// that it leads); meanwhile it loses the planner lock, and the standby
+// takes over and writes its own. The stalled write, once it goes on,
+// does not overwrite the new active manager's progress: it is bounded by
+// the lease.
+func TestSessionProgressOfALostLeaderNotWritten(t *testing.T) {
+	open, _ := sharedRedis(t)
+	st := &stalledProgress{Redis: open(), entered: make(chan struct{}), gate: make(chan struct{}), written: make(chan error, 1)}
+	release := func() { st.open.Do(func() { close(st.gate) }) }
+	a := newManager(t, "", func(m *Manager) {
+		onSharedWithProgress(open, time.Minute, "")(m)
+		m.Store = st
+	})
+	t.Cleanup(release) // before a's Close, which waits for the write
+	b := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
+	n := a.startNode("n1", nodeOpts{})
+	sid := a.admitOne("t1")
+	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setSent(sid, 1000)
+	waitProgressOf(t, a, sid, 1000)
+	n.stop()
+	st.hold.Store(true)
+	select {
+	case <-st.entered: // a's write waits
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's progress not written")
+	}
+	st.lost.Store(true)
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	took := time.Now()
+	waitFor(t, 10*time.Second, "B's progress stored", func() bool { return storedProgress(t, b).At.After(took) })
+	release()
+	err := <-st.written
+	if p := storedProgress(t, b); !p.At.After(took) {
+		t.Fatalf("stored progress of %v (the stalled write: %v): want B's, taken after %v", p.At, err, took)
 	}
 }
 
