@@ -156,7 +156,13 @@ func progressOf(at time.Time, heard []heardSession) savedProgress {
 // loadProgress reads the stored progress; a missing, unreadable or
 // malformed entry gives none (logged unless missing): the sessions' ends
 // are then when the manager gives up on them, as before any was saved.
+// The read is given StoreTimeout at most, not what is left of ctx: a
+// store that stalled after it listed the sessions leaves the takeover,
+// or the node's registration, the rest of its time for its own writes
+// (their stall handling) and reads.
 func (m *Manager) loadProgress(ctx context.Context) map[string]sessionProgress {
+	ctx, cancel := context.WithTimeout(ctx, m.StoreTimeout)
+	defer cancel()
 	b, err := m.st.State(ctx, stateProgress)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
