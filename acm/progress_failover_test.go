@@ -267,3 +267,44 @@ func TestSessionRecordOfANodeBackWithoutItOnTheStandby(t *testing.T) {
 		t.Fatalf("record %+v: want it ended at %v or later, before %v, bytes_sent 1000 as of a report", r, heard.UTC(), cut.UTC())
 	}
 }
+
+// progressReads is a Redis store that counts the reads of the sessions'
+// progress.
+type progressReads struct {
+	*store.Redis
+	n atomic.Int32
+}
+
+func (p *progressReads) State(ctx context.Context, name string) ([]byte, error) {
+	if name == stateProgress {
+		p.n.Add(1)
+	}
+	return p.Redis.State(ctx, name)
+}
+
+// TestSessionProgressNotReadAtARegistrationWithTheActiveManager: a node
+// registering with the active manager brings a session the table lacks
+// (another manager's, loaded then), but the stored progress is this
+// manager's own, which tells nothing of it: it is not read (some 100
+// bytes a session of the cluster, at every such registration).
+func TestSessionProgressNotReadAtARegistrationWithTheActiveManager(t *testing.T) {
+	open, _ := sharedRedis(t)
+	st := &progressReads{Redis: open()}
+	e := newManager(t, "", func(m *Manager) {
+		onSharedWithProgress(open, time.Minute, "")(m)
+		m.Store = st
+	})
+	other := store.Session{ID: "0123456789abcdef0123456789abcdef", User: "demo", Title: "t1", Node: "n1", BitrateBps: titleBps,
+		State: store.StatePlaying, Protocol: store.ProtoRTSP, AdmittedAt: time.Now(), StartedAt: time.Now(), Manager: "another-manager"}
+	if err := st.PutSession(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	before := st.n.Load()
+	e.registerWith("n1", other.ID)
+	if e.session(other.ID) == nil {
+		t.Fatal("the node's session not loaded at its registration")
+	}
+	if n := st.n.Load() - before; n != 0 {
+		t.Fatalf("the progress read %d times at the registration, want none", n)
+	}
+}

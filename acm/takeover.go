@@ -167,14 +167,19 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 }
 
 // addsLive reports whether loadSessions(node) may add a live session of
-// ss to the table, whose stored progress it then reads: at a takeover
-// (node ""), or when a session of node is not in the table (the node
-// registers here after the manager it was with died, or moved to this
-// one: it may come back without the session, which then ends when that
-// manager last heard of it, restartEnd).
+// ss to the table that the stored progress, another manager's, tells of:
+// at a takeover (node ""), or, on a manager that does not lead, when a
+// session of node is not in the table (the node registers here after
+// the active manager died, or moved to this one: it may come back without
+// the session, which then ends when that manager last heard of it,
+// restartEnd). The active manager's progress is its own: it tells of no
+// session its table lacks.
 func (m *Manager) addsLive(ss []store.Session, node string) bool {
 	if node == "" {
 		return true
+	}
+	if m.Leader() {
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
