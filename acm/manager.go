@@ -226,7 +226,9 @@ type Manager struct {
 	// a manager that starts after this one ends a session whose node does
 	// not come back when it was last heard of (progress.go). The error of
 	// a session record's played_s after a crash of the manager is at most
-	// this plus the nodes' heartbeat interval.
+	// this plus the nodes' heartbeat interval when the node stopped with
+	// the manager; what a node played while no manager ran, before it
+	// stopped too, is not counted.
 	ProgressSave time.Duration
 	// OrderTimeout: a prefetch ordered that its node neither shows in a
 	// load report nor reports failed within OrderTimeout counts as

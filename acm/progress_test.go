@@ -3,11 +3,13 @@ package acm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -29,19 +31,70 @@ func killManager(t *testing.T, e *env) {
 // has them. It returns the manager, the node and the session.
 func playingWithBytes(t *testing.T, dir string, configure func(*Manager)) (*env, *fakeNode, string) {
 	t.Helper()
+	return playingWith(t, dir, configure, 187_654_321)
+}
+
+// playingWith is playingWithBytes with bytes reported.
+func playingWith(t *testing.T, dir string, configure func(*Manager), bytes uint64) (*env, *fakeNode, string) {
+	t.Helper()
 	e := newManager(t, dir, func(m *Manager) { configure(m); m.ProgressSave = 20 * time.Millisecond })
 	n := e.startNode("n1", nodeOpts{})
 	a := e.admitOne("t1")
 	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
 		t.Fatal(err)
 	}
-	n.setSent(a, 187_654_321)
-	waitFor(t, 10*time.Second, "the session's progress stored with its bytes", func() bool {
-		b, err := e.m.st.State(context.Background(), stateProgress)
-		var p savedProgress
-		return err == nil && json.Unmarshal(b, &p) == nil && p.Sessions[a].BytesSent == 187_654_321
-	})
+	n.setSent(a, bytes)
+	waitProgressOf(t, e, a, int64(bytes))
 	return e, n, a
+}
+
+// waitProgressOf waits until e's manager has bytes reported for session
+// sid and has stored its sessions' progress since. It returns when the
+// manager last heard of the session's node then.
+func waitProgressOf(t *testing.T, e *env, sid string, bytes int64) (heard time.Time) {
+	t.Helper()
+	var mark time.Time
+	waitFor(t, 10*time.Second, "the session's bytes reported", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		s := e.m.sessions[sid]
+		if s == nil || !s.bytesAsOfReport || s.bytesSent != bytes {
+			return false
+		}
+		heard, mark = e.m.sched.Node(s.Node).LastHeartbeat, e.m.now()
+		return true
+	})
+	waitFor(t, 10*time.Second, "the sessions' progress stored since", func() bool {
+		p := storedProgress(t, e)
+		_, ok := p.Sessions[sid]
+		return ok && p.At.After(mark)
+	})
+	return heard
+}
+
+// storedProgress returns the sessions' progress in e's store (none when
+// it holds none).
+func storedProgress(t *testing.T, e *env) savedProgress {
+	t.Helper()
+	var p savedProgress
+	b, err := e.m.st.State(context.Background(), stateProgress)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// recordOf waits for the one session record in path and returns it.
+func recordOf(t *testing.T, path string) sessionRecord {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	return readRecords(t, path)[0]
 }
 
 // TestSessionRecordAfterTheManagerWasKilled: the manager and the node of
@@ -111,5 +164,51 @@ func TestSessionProgressMalformed(t *testing.T) {
 	e2 := newManager(t, dir, nil)
 	if got := e2.m.loadProgress(context.Background()); got != nil {
 		t.Fatalf("progress %v from a malformed entry: want none", got)
+	}
+}
+
+// TestSessionRecordOfZeroBytesAfterTheManagerWasKilled: a session whose
+// node's last report counted 0 bytes for it keeps that figure through
+// the stored progress: its record has bytes_sent 0 as of a report, not
+// unknown, as the first manager's would have.
+func TestSessionRecordOfZeroBytesAfterTheManagerWasKilled(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second }
+	e, n, a := playingWith(t, dir, withRecords, 0)
+	n.stop()
+	killManager(t, e)
+	newManager(t, dir, withRecords)
+	if r := recordOf(t, path); r.Session != a || r.BytesSent != 0 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
+		t.Fatalf("record %+v: want bytes_sent 0 as of the last report", r)
+	}
+}
+
+// TestSessionRecordOfASessionStartedAfterItsNodesLastReport: a session
+// whose STARTED came after its node's last report (the manager heard of
+// the node before the start) when the progress was stored ends at its
+// start, as it would on the manager that heard it, not restore_grace
+// after the next manager started.
+func TestSessionRecordOfASessionStartedAfterItsNodesLastReport(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second }
+	e := newManager(t, dir, func(m *Manager) { withRecords(m); m.ProgressSave = 20 * time.Millisecond })
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	n.mute(true)
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	mark := time.Now()
+	waitFor(t, 10*time.Second, "the session's progress stored", func() bool {
+		p := storedProgress(t, e)
+		_, ok := p.Sessions[a]
+		return ok && p.At.After(mark)
+	})
+	n.stop()
+	killManager(t, e)
+	cut := time.Now()
+	newManager(t, dir, withRecords)
+	if r := recordOf(t, path); r.Session != a || r.EndedAt.After(cut) || !r.EndedAt.Equal(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended at its start (before %v)", r, cut.UTC())
 	}
 }

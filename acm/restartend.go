@@ -9,7 +9,9 @@ import (
 // restartEnd sets when s ended, a session its node's first report r
 // since the node registered or came back does not list (received at now,
 // on the manager's clock), unless its ENDED said: when the node was last
-// heard of before it died (heardUntil), or else, when the node's process
+// heard of before it died (heardUntil; or when the manager before this
+// one's takeover last heard of the session, storedHeard, when later: the
+// node went back to that one meanwhile), or else, when the node's process
 // started after the session did and before r was taken (processStart,
 // zero when the node did not say; a start after its own report is not
 // believed), then, or else when the manager before this one's start or
@@ -22,9 +24,9 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 	case !s.endedAt.IsZero():
 	case !s.heardUntil.IsZero():
 		// Its node died and came back without it (restarted): it ended by
-		// the time the node was last heard of, not when it registered
-		// again.
-		s.endedAt = later(s.heardUntil, s.StartedAt)
+		// the time the node, or the manager before this one's takeover,
+		// last heard of it, not when it registered again.
+		s.endedAt = later(later(s.heardUntil, s.storedHeard), s.StartedAt)
 	case ps.After(s.StartedAt) && ps.Before(reportAt):
 		// This manager did not see the node die (it restarted meanwhile,
 		// or the node came back before it missed its heartbeats): its
@@ -38,6 +40,32 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// far as can be told.
 		s.endedAt = later(s.storedHeard, s.StartedAt)
 	}
+}
+
+// endOrphanLocked ends orphan s, whose node did not come back within
+// RestoreGrace (tick), on the active manager. Its record ends when the
+// session or its node was last heard of, here (the node's last
+// heartbeat) or by the manager before this one's start or takeover
+// (storedHeard), whichever is later, not a restore_grace later: a node
+// this manager heard of long ago (it registered here before the
+// takeover) says less than the stored progress.
+func (m *Manager) endOrphanLocked(s *session, now time.Time) {
+	heard := s.storedHeard
+	if n := m.sched.Node(s.Node); n != nil && n.LastHeartbeat.Before(now) {
+		heard = later(heard, n.LastHeartbeat)
+	}
+	if !heard.IsZero() {
+		s.endedAt = later(heard, s.StartedAt)
+	}
+	m.endLocked(s, "node did not come back")
+	if ns := m.nodes[s.Node]; ns != nil {
+		ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
+	} else {
+		// Restored, its node not registered since: told when it
+		// registers, if it plays it still (as after a forget).
+		m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
+	}
+	s.forget = m.lead != nil
 }
 
 // maxUnixMs is the last millisecond of the year 9999 (UTC), the latest

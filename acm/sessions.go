@@ -507,25 +507,7 @@ func (m *Manager) tick(now time.Time) {
 					m.endLocked(s, reasonLeftToActive)
 					continue
 				}
-				// The record ends when the node, or the session, was last
-				// heard of (here, or by the manager before this one's
-				// start: storedHeard), not a restore_grace later.
-				heard := s.storedHeard
-				if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() && n.LastHeartbeat.Before(now) {
-					heard = n.LastHeartbeat
-				}
-				if !heard.IsZero() {
-					s.endedAt = later(heard, s.StartedAt)
-				}
-				m.endLocked(s, "node did not come back")
-				if ns := m.nodes[s.Node]; ns != nil {
-					ns.endedAway[s.ID] = true // to end at the node if it still plays it (endUnknownLocked)
-				} else {
-					// Restored, its node not registered since: told when
-					// it registers, if it plays it still (as after a forget).
-					m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
-				}
-				s.forget = m.lead != nil
+				m.endOrphanLocked(s, now)
 				changed = append(changed, s)
 			}
 		case s.State == store.StateAdmitted && now.Sub(s.noShowFrom()) > noShow:

@@ -61,8 +61,10 @@ func (m *Manager) takeOver() {
 // registered here and alive, so reporting them) are written again: a
 // Redis that restarted without its data (no AOF) holds none of them, and
 // the other manager, taking over later, would not know them.
-// An entry that does not decode is skipped (logSkipped). It returns how
-// many it added.
+// An entry that does not decode is skipped (logSkipped). The sessions it
+// adds, and those of the table without a reservation, take what the
+// stored progress knew of them (applyProgressLocked), read when it may
+// add one (addsLive). It returns how many it added.
 func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	ss, skipped, err := m.st.Sessions(ctx)
 	if err != nil {
@@ -70,7 +72,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 	}
 	m.logSkipped(skipped)
 	var progress map[string]sessionProgress
-	if node == "" {
+	if m.addsLive(ss, node) {
 		progress = m.loadProgress(ctx)
 	}
 	var changed []*session
@@ -83,6 +85,12 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 			continue
 		}
 		if cur := m.sessions[st.ID]; cur != nil {
+			if p, ok := progress[st.ID]; ok && !cur.reserved {
+				// An orphan here (its node registered here, died, and
+				// went back to the manager before this one, which heard
+				// it since): what that one knew is later.
+				applyProgressLocked(cur, p)
+			}
 			if node == "" && !cur.ended && cur.Manager != st.Manager {
 				// Taking over a session of the table whose entry names
 				// another manager (which claimed it at its own takeover,
@@ -156,6 +164,31 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		m.log.Info("sessions loaded from the shared store", "node", node, "sessions", n)
 	}
 	return n, nil
+}
+
+// addsLive reports whether loadSessions(node) may add a live session of
+// ss to the table that the stored progress, another manager's, tells of:
+// at a takeover (node ""), or, on a manager that does not lead, when a
+// session of node is not in the table (the node registers here after
+// the active manager died, or moved to this one: it may come back without
+// the session, which then ends when that manager last heard of it,
+// restartEnd). The active manager's progress is its own: it tells of no
+// session its table lacks.
+func (m *Manager) addsLive(ss []store.Session, node string) bool {
+	if node == "" {
+		return true
+	}
+	if m.Leader() {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range ss {
+		if st.Node == node && st.State != store.StateEnded && m.sessions[st.ID] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // reloadStorage replaces the pins and the popularity with the stored ones
