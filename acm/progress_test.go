@@ -212,3 +212,27 @@ func TestSessionRecordOfASessionStartedAfterItsNodesLastReport(t *testing.T) {
 		t.Fatalf("record %+v: want it ended at its start (before %v)", r, cut.UTC())
 	}
 }
+
+// TestSessionRecordAfterAPowerCut: the manager and the node of a playing
+// session go down together and start again later; the node, its process
+// new, registers without the session within restore_grace. The record
+// ends when the first manager last heard of the session, not when the
+// node's new process started (the outage later).
+func TestSessionRecordAfterAPowerCut(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute }
+	e, n, a := playingWithBytes(t, dir, withRecords)
+	n.stop()
+	killManager(t, e)
+	cut := time.Now()
+	e2 := newManager(t, dir, withRecords)
+	e2.startNode("n1", nodeOpts{started: time.Now()})
+	waitFor(t, 10*time.Second, "the session's record", func() bool {
+		_, err := os.Stat(path)
+		return err == nil && len(readRecords(t, path)) == 1
+	})
+	r := readRecords(t, path)[0]
+	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the node's restart", r, cut.UTC())
+	}
+}

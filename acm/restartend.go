@@ -11,13 +11,14 @@ import (
 // on the manager's clock), unless its ENDED said: when the node was last
 // heard of before it died (heardUntil; or when the manager before this
 // one's takeover last heard of the session, storedHeard, when later: the
-// node went back to that one meanwhile), or else, when the node's process
-// started after the session did and before r was taken (processStart,
-// zero when the node did not say; a start after its own report is not
-// believed), then, or else when the manager before this one's start or
-// takeover last heard of it (storedHeard). The record ends there, not at
-// the registration, which may be an outage later. Left zero (ended now)
-// otherwise.
+// node went back to that one meanwhile), or else the earlier of when the
+// node's process started after the session did and before r was taken
+// (processStart, zero when the node did not say; a start after its own
+// report is not believed) and when the manager before this one's start
+// or takeover last heard of it after its start (storedHeard; at its start
+// says nothing the process start does not). The record ends there, not
+// at the registration, which may be an outage later. Left zero (ended
+// now) otherwise.
 func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.Time) {
 	reportAt := reportTime(r, now)
 	switch ps := processStart; {
@@ -27,7 +28,7 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// the time the node, or the manager before this one's takeover,
 		// last heard of it, not when it registered again.
 		s.endedAt = later(later(s.heardUntil, s.storedHeard), s.StartedAt)
-	case ps.After(s.StartedAt) && ps.Before(reportAt):
+	case ps.After(s.StartedAt) && ps.Before(reportAt) && (!s.storedHeard.After(s.StartedAt) || ps.Before(s.storedHeard)):
 		// This manager did not see the node die (it restarted meanwhile,
 		// or the node came back before it missed its heartbeats): its
 		// node's process started after it, so it ended by then at the
@@ -35,9 +36,11 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// clock off the manager's does not matter.
 		s.endedAt = ps
 	case !s.storedHeard.IsZero():
-		// Known only from the stored progress of the manager before
-		// this one: it ended by the time that one last heard of it, as
-		// far as can be told.
+		// Known from the stored progress of the manager before this
+		// one: it ended by the time that one last heard of it, as far as
+		// can be told, also when the node's process started again later
+		// (a power cut that took the manager and the node down together:
+		// the node's restart is the outage later).
 		s.endedAt = later(s.storedHeard, s.StartedAt)
 	}
 }
