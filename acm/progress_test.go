@@ -98,56 +98,48 @@ func recordOf(t *testing.T, path string) sessionRecord {
 }
 
 // TestSessionRecordAfterTheManagerWasKilled: the manager and the node of
-// a playing session are killed; the next manager starts and the node
-// never comes back. The session's record ends when the first manager
-// last heard of it, with the bytes last reported (as of a report), not
-// restore_grace after the second manager started with its bytes unknown:
-// played_s leaves out the manager's downtime.
+// a playing session are killed (a power cut) and the next manager
+// starts. Whether the node never comes back (ended after restore_grace),
+// comes back within it without the session and without saying when its
+// process started, or comes back restarted (its process start an outage
+// later), the session's record ends when the first manager last heard of
+// it, with the bytes last reported (as of a report), not restore_grace
+// after the second manager started, at the node's registration or at its
+// new process's start, with its bytes unknown: played_s leaves out the
+// downtime.
 func TestSessionRecordAfterTheManagerWasKilled(t *testing.T) {
-	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second }
-	e, n, a := playingWithBytes(t, dir, withRecords)
-	n.stop()
-	killManager(t, e)
-	cut := time.Now()
-	newManager(t, dir, withRecords)
-	waitFor(t, 10*time.Second, "the session's record", func() bool {
-		_, err := os.Stat(path)
-		return err == nil && len(readRecords(t, path)) == 1
-	})
-	r := readRecords(t, path)[0]
-	if r.Session != a || r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
-		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v)", r, cut.UTC())
-	}
-	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
-		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
-	}
-}
-
-// TestSessionRecordOfANodeBackWithoutItAfterTheManagerWasKilled: as
-// above, but the node comes back within restore_grace without the
-// session and without saying when its process started: the record ends
-// when the first manager last heard of the session, not at the node's
-// registration with the second.
-func TestSessionRecordOfANodeBackWithoutItAfterTheManagerWasKilled(t *testing.T) {
-	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute }
-	e, n, a := playingWithBytes(t, dir, withRecords)
-	n.stop()
-	killManager(t, e)
-	cut := time.Now()
-	e2 := newManager(t, dir, withRecords)
-	e2.startNode("n1", nodeOpts{}) // restarted: it plays nothing
-	waitFor(t, 10*time.Second, "the session's record", func() bool {
-		_, err := os.Stat(path)
-		return err == nil && len(readRecords(t, path)) == 1
-	})
-	r := readRecords(t, path)[0]
-	if r.Session != a || r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
-		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v)", r, cut.UTC())
-	}
-	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport {
-		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
+	for name, c := range map[string]struct {
+		grace  time.Duration
+		node   *nodeOpts // the node that comes back; nil: none
+		reason string
+	}{
+		"node never back": {time.Second, nil, "node did not come back"},
+		"node back":       {time.Minute, &nodeOpts{}, "not on its node after the node registered"},
+		"node restarted":  {time.Minute, &nodeOpts{started: time.Now()}, "not on its node after the node registered"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+			withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = c.grace }
+			e, n, a := playingWithBytes(t, dir, withRecords)
+			n.stop()
+			killManager(t, e)
+			cut := time.Now()
+			e2 := newManager(t, dir, withRecords)
+			if c.node != nil {
+				o := *c.node
+				if !o.started.IsZero() {
+					o.started = time.Now() // after the cut: the outage
+				}
+				e2.startNode("n1", o)
+			}
+			r := recordOf(t, path)
+			if r.Session != a || r.Reason != c.reason || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+				t.Fatalf("record %+v: want it ended (%s) when the first manager last heard of it (before %v)", r, c.reason, cut.UTC())
+			}
+			if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
+				t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
+			}
+		})
 	}
 }
 
@@ -210,29 +202,5 @@ func TestSessionRecordOfASessionStartedAfterItsNodesLastReport(t *testing.T) {
 	newManager(t, dir, withRecords)
 	if r := recordOf(t, path); r.Session != a || r.EndedAt.After(cut) || !r.EndedAt.Equal(r.StartedAt) {
 		t.Fatalf("record %+v: want it ended at its start (before %v)", r, cut.UTC())
-	}
-}
-
-// TestSessionRecordAfterAPowerCut: the manager and the node of a playing
-// session go down together and start again later; the node, its process
-// new, registers without the session within restore_grace. The record
-// ends when the first manager last heard of the session, not when the
-// node's new process started (the outage later).
-func TestSessionRecordAfterAPowerCut(t *testing.T) {
-	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute }
-	e, n, a := playingWithBytes(t, dir, withRecords)
-	n.stop()
-	killManager(t, e)
-	cut := time.Now()
-	e2 := newManager(t, dir, withRecords)
-	e2.startNode("n1", nodeOpts{started: time.Now()})
-	waitFor(t, 10*time.Second, "the session's record", func() bool {
-		_, err := os.Stat(path)
-		return err == nil && len(readRecords(t, path)) == 1
-	})
-	r := readRecords(t, path)[0]
-	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
-		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the node's restart", r, cut.UTC())
 	}
 }
