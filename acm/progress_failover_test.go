@@ -34,13 +34,7 @@ func TestSessionRecordOfANodeBackWithoutItAfterATakeover(t *testing.T) {
 	open, _ := sharedRedis(t)
 	path := filepath.Join(t.TempDir(), "sessions.jsonl")
 	a := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
-	n := a.startNode("n1", nodeOpts{})
-	sid := a.admitOne("t1")
-	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.setSent(sid, 1000)
-	waitProgressOf(t, a, sid, 1000)
+	n, sid, _ := startPlaying(t, a, 1000)
 	b := newManager(t, "", onSharedWithProgress(open, time.Minute, path))
 	if b.m.Leader() {
 		t.Fatal("the second manager took a held lock")
@@ -75,13 +69,7 @@ func TestSessionRecordAtTakeoverOfANodeKnownBefore(t *testing.T) {
 		defer b.m.mu.Unlock()
 		return !b.m.sched.Node("n1").Alive
 	})
-	n := a.startNode("n1", nodeOpts{})
-	sid := a.admitOne("t1")
-	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.setSent(sid, 1000)
-	waitProgressOf(t, a, sid, 1000)
+	n, sid, _ := startPlaying(t, a, 1000)
 	n.setSent(sid, 2000) // played on a while
 	heard := waitProgressOf(t, a, sid, 2000)
 	n.stop()
@@ -199,13 +187,7 @@ func TestSessionProgressOfALostLeaderNotWritten(t *testing.T) {
 	})
 	t.Cleanup(release) // before a's Close, which waits for the write
 	b := newManager(t, "", onSharedWithProgress(open, time.Minute, ""))
-	n := a.startNode("n1", nodeOpts{})
-	sid := a.admitOne("t1")
-	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.setSent(sid, 1000)
-	waitProgressOf(t, a, sid, 1000)
+	n, _, _ := startPlaying(t, a, 1000)
 	n.stop()
 	st.hold.Store(true)
 	select {
@@ -251,13 +233,7 @@ func TestSessionRecordOfANodeBackWithoutItOnTheStandby(t *testing.T) {
 		m.Store = keepPlannerLock{open()}
 	})
 	b := newManager(t, "", onSharedWithProgress(open, time.Minute, path))
-	n := a.startNode("n1", nodeOpts{})
-	sid := a.admitOne("t1")
-	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
-		t.Fatal(err)
-	}
-	n.setSent(sid, 1000)
-	heard := waitProgressOf(t, a, sid, 1000)
+	n, sid, heard := startPlaying(t, a, 1000)
 	n.stop()
 	killManager(t, a)
 	cut := time.Now()

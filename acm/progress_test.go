@@ -38,14 +38,23 @@ func playingWithBytes(t *testing.T, dir string, configure func(*Manager)) (*env,
 func playingWith(t *testing.T, dir string, configure func(*Manager), bytes uint64) (*env, *fakeNode, string) {
 	t.Helper()
 	e := newManager(t, dir, func(m *Manager) { configure(m); m.ProgressSave = 20 * time.Millisecond })
+	n, a, _ := startPlaying(t, e, bytes)
+	return e, n, a
+}
+
+// startPlaying starts node n1 of e, admits a session of t1 there that
+// starts and has bytes reported, and waits until e's manager stored
+// its progress (waitProgressOf). It returns the node, the session and
+// when the manager last heard of the node then.
+func startPlaying(t *testing.T, e *env, bytes uint64) (*fakeNode, string, time.Time) {
+	t.Helper()
 	n := e.startNode("n1", nodeOpts{})
 	a := e.admitOne("t1")
 	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
 		t.Fatal(err)
 	}
 	n.setSent(a, bytes)
-	waitProgressOf(t, e, a, int64(bytes))
-	return e, n, a
+	return n, a, waitProgressOf(t, e, a, int64(bytes))
 }
 
 // waitProgressOf waits until e's manager has bytes reported for session
