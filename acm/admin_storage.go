@@ -82,7 +82,7 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 		np := &pb.NodePin{TitleId: p.Title, NodeId: p.Node, State: m.unseenNodeState(p.Node)}
 		if ns := m.nodes[p.Node]; ns != nil {
 			np.State = "missing"
-			if t := m.adminTitlesLocked(ns)[p.Title]; t != nil {
+			if t := m.adminTitlesLocked(ns)[p.Title]; t != nil || m.nodeDownLocked(p.Node) {
 				np.State = m.copyState(ns, t)
 			}
 		}

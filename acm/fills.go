@@ -211,13 +211,23 @@ func fillState(ns *nodeState, title string, down bool) string {
 func fillRunning(state string) bool { return state == "filling" || state == "origin wait" }
 
 // copyState says where title stands in ns's view (mu held), in vodctl
-// fills' words: "stored" when complete, else as fillState.
+// fills' words: "node down" while ns misses its heartbeats (its last
+// report's copy, complete or not; t may then be nil: a title pinned to
+// ns that it does not hold), else "stored" when complete, else as
+// fillState.
 func (m *Manager) copyState(ns *nodeState, t *pb.StoredTitle) string {
-	if !t.GetFilling() {
+	down := m.nodeDownLocked(ns.id)
+	if !t.GetFilling() && !down {
 		return "stored"
 	}
-	n := m.sched.Node(ns.id)
-	return fillState(ns, t.GetTitleId(), n == nil || !n.Alive)
+	return fillState(ns, t.GetTitleId(), down)
+}
+
+// nodeDownLocked reports whether node id is registered and not alive
+// (it misses its heartbeats), or not in the scheduler (mu held).
+func (m *Manager) nodeDownLocked(id string) bool {
+	n := m.sched.Node(id)
+	return n == nil || !n.Alive
 }
 
 // bookedFillsLocked returns the fills on demand the manager booked on ns

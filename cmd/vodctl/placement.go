@@ -32,7 +32,7 @@ func placementCmd(g *globals) *cobra.Command {
 			"STATE is where each copy stands, in vodctl fills' words: stored (complete), filling, ordered (a\n" +
 			"prefetch sent to the node, not started yet), reserved (a fill on demand waiting for its viewer to\n" +
 			"reach the node), origin wait (filling, its transfer not started at the origin yet), node down\n" +
-			"(filling in the last report of a node now missing its heartbeats).\n\n" +
+			"(the node misses its heartbeats: a copy, complete or filling, in its last report, or a pin to it).\n\n" +
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
 			"manager evicts it once no session plays it (not while the origin is down).\n\n" +

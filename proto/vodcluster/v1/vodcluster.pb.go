@@ -3700,8 +3700,8 @@ type Replica struct {
 	// state is where the copy stands, in ListFills' words: stored
 	// (complete), filling, ordered (a prefetch sent, not begun: 0 bytes
 	// stored yet), reserved (a fill on demand waiting for its viewer to
-	// reach the node), node down (filling in the last report of a node now
-	// missing its heartbeats).
+	// reach the node), node down (the node misses its heartbeats: a copy
+	// in its last report, complete or filling: filling says which).
 	State         string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3993,7 +3993,7 @@ type NodePin struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved, node down: as Replica.state), missing (to be prefetched), not registered (registered before this manager's start or takeover, not since), unknown node (never registered with this manager)
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved: as Replica.state), node down (the node misses its heartbeats, whether it held the title or not), missing (to be prefetched), not registered (registered before this manager's start or takeover, not since), unknown node (never registered with this manager)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
