@@ -23,16 +23,17 @@ func popularityCmd(g *globals) *cobra.Command {
 		Args:  argsBetween(0, 1),
 		Long: "List the popularity the storage planner learnt from the viewers' requests, the most demanded\n" +
 			"titles first (the first --limit, 20 by default), or TITLE alone with its RANK among them.\n\n" +
-			"REQ/H is the learnt request rate, requests per hour: each request counts 1 and the count halves\n" +
-			"every half-life (storage.half_life, 3h by default); a catalog hint (HINT/DAY, the catalog's\n" +
-			"popularity: in requests per day), when higher, sets it as a prior. DEMAND is the expected demand,\n" +
-			"Mbit/s: the rate times the mean session (SESSION(s): the title's own once four of its sessions\n" +
-			"ended, else the cluster's share of a title's duration watched, else half the duration) times the\n" +
-			"title's bitrate. PEAK is that demand scaled to the cluster's remembered peak of total demand:\n" +
-			"what the plan counts replicas for. REPLICAS and PLANNED ON are the current plan's (a plan may\n" +
-			"place fewer than it wants where no node can take more); COMPLETE counts the alive nodes holding a\n" +
-			"complete copy of the version the origin serves now. The plan chooses what the disks keep by\n" +
-			"the long-memory rate (--json: valueRequestsPerHour, its half-life 24h), pinned titles first.\n\n" +
+			"REQ/H is the learnt request rate, requests per hour: the requests counted with weights that halve\n" +
+			"every half-life (storage.half_life, 3h by default), over the mean life of a weight (half-life / ln\n" +
+			"2, 4.3h): one request just made reads 0.23, a steady 24 an hour reads 24. A catalog hint (HINT/DAY,\n" +
+			"the catalog's popularity: in requests per day), when higher, sets it as a prior. DEMAND is the\n" +
+			"expected demand, Mbit/s: the rate times the mean session (SESSION(s): the title's own once four of\n" +
+			"its sessions ended, else the cluster's share of a title's duration watched, else half the duration)\n" +
+			"times the title's bitrate. PEAK is that demand scaled to the cluster's remembered peak of total\n" +
+			"demand: what the plan counts replicas for. REPLICAS and PLANNED ON are the current plan's (a plan\n" +
+			"may place fewer than it wants where no node can take more); COMPLETE counts the alive nodes holding\n" +
+			"a complete copy of the version the origin serves now. The plan chooses what the disks keep by the\n" +
+			"long-memory rate (--json: valueRequestsPerHour, its half-life 24h), pinned titles first.\n\n" +
 			"Refused when the manager runs no storage planner (storage.planner: none).",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if limit < 0 {
