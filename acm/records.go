@@ -15,7 +15,7 @@ import (
 // sessionRecord is one line of the session records file
 // (Manager.SessionRecordsFile): a call detail record of a session that
 // ended, for the operator's billing, royalty reports (plays per title) and
-// analytics. Times are RFC 3339 in UTC.
+// analytics. Times are RFC 3339 in UTC, to the millisecond.
 type sessionRecord struct {
 	Session  string `json:"session"`  // admission session id
 	User     string `json:"user"`     // subscriber
@@ -106,10 +106,15 @@ func openAppend(path string) (*os.File, error) {
 	return f, nil
 }
 
-// add queues rec; a nil r, or a closed one, drops it silently.
+// add queues rec, its times to the millisecond (the node's times are:
+// the manager's own would have nanoseconds); a nil r, or a closed one,
+// drops it silently.
 func (r *sessionRecords) add(rec sessionRecord) {
 	if r == nil {
 		return
+	}
+	for _, t := range []*time.Time{&rec.AdmittedAt, &rec.StartedAt, &rec.EndedAt} {
+		*t = t.Truncate(time.Millisecond)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

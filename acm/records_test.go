@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,11 @@ func TestSessionRecords(t *testing.T) {
 	r = readRecords(t, path)[0]
 	if r.Title != "t2" || r.Reason != "no-show" || !r.StartedAt.IsZero() || r.PlayedS != 0 || r.BytesSent != 0 || r.BytesSentUnknown {
 		t.Fatalf("no-show record %+v", r)
+	}
+	// The manager's own times (the no-show's admission and end) to the
+	// millisecond, as the node's are (RFC 3339 drops trailing zeros).
+	if raw, err := os.ReadFile(path); err != nil || !regexp.MustCompile(`"admitted_at":"[^".]*(\.\d{1,3})?Z","ended_at":"[^".]*(\.\d{1,3})?Z"`).Match(raw) {
+		t.Fatalf("no-show record %s (%v): want its times to the millisecond", raw, err)
 	}
 	if got := readRecords(t, path+".1"); len(got) != 1 {
 		t.Fatalf("%d records in the rotated file, want the 1 written before", len(got))
