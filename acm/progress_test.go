@@ -59,7 +59,7 @@ func startPlaying(t *testing.T, e *env, bytes uint64) (*fakeNode, string, time.T
 
 // waitProgressOf waits until e's manager has bytes reported for session
 // sid and has stored its sessions' progress since. It returns when the
-// manager last heard of the session's node then.
+// manager last heard of the session's node then, to the millisecond.
 func waitProgressOf(t *testing.T, e *env, sid string, bytes int64) (heard time.Time) {
 	t.Helper()
 	var mark time.Time
@@ -78,7 +78,7 @@ func waitProgressOf(t *testing.T, e *env, sid string, bytes int64) (heard time.T
 		_, ok := p.Sessions[sid]
 		return ok && p.At.After(mark)
 	})
-	return heard
+	return heard.Truncate(time.Millisecond) // as records' times are
 }
 
 // storedProgress returns the sessions' progress in e's store (none when
