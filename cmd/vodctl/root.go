@@ -488,7 +488,7 @@ func policyCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(w, "policy:\t%s\navailable:\t%v\n", p.Policy, p.Available)
 				fmt.Fprintf(w, "storage policy:\t%s (planner %s)\navailable:\t%v\n", p.StoragePolicy, p.StoragePlanner, p.StorageAvailable)
 				if st := p.StorageStats; st != nil {
-					fmt.Fprintf(w, "storage planner:\tsince the manager started: %d plans ordered %d prefetches and %d evictions (%d moves); prefetches done %d, failed %d, retried %d (planned or by hand)\n",
+					fmt.Fprintf(w, "storage planner:\tsince the manager started: %d plans ordered %d prefetches and %d evictions (%d placement moves in all); prefetches done %d, failed %d, retried %d (the plans' and the operator's by hand)\n",
 						st.Plans, st.Prefetches, st.Evictions, st.Moves, st.FillsDone, st.FillsFailed, st.Retries)
 				}
 			})
