@@ -276,8 +276,7 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 	type key struct{ node, title string }
 	byKey := map[key]*pb.Fill{}
 	for id, ns := range m.nodes {
-		n := m.sched.Node(id)
-		down := n == nil || !n.Alive
+		down := m.nodeDownLocked(id)
 		for tid, t := range m.adminTitlesLocked(ns) {
 			if !t.GetFilling() {
 				continue

@@ -432,3 +432,17 @@ func (m *Manager) releaseLeader() {
 		m.lead.markServing(ctx, false)
 	}
 }
+
+// leaseBound returns deadline, or, on a shared store, when this manager
+// stops counting itself the planner-lock holder if that is earlier: a
+// store write fenced by it (PutState) is applied before the lease runs
+// out in the store, so before another manager can take the lock.
+func (m *Manager) leaseBound(deadline time.Time) time.Time {
+	if m.lead == nil {
+		return deadline
+	}
+	if until := time.Unix(0, m.lead.until.Load()); until.Before(deadline) {
+		return until
+	}
+	return deadline
+}
