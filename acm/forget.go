@@ -120,6 +120,12 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 		return nil, status.Errorf(codes.NotFound, "node %q is not registered and has no stored state", id)
 	}
 	for _, s := range ended {
+		if heard := m.heardLocked(s); !heard.IsZero() && s.endedAt.IsZero() {
+			// Its record ends when the node was last heard of playing it
+			// (as an orphan's after restore_grace), not at the forget,
+			// which may come hours after the node died.
+			s.endedAt = later(heard, s.StartedAt)
+		}
 		m.endLocked(s, "node forgotten by the operator")
 		s.forget = m.lead != nil // on a shared store, only this manager's entries
 	}
