@@ -433,6 +433,18 @@ func (m *Manager) releaseLeader() {
 	}
 }
 
+// putLeaderState writes state name as the active manager's (the
+// sessions' progress, the popularity snapshot, the known logins): within
+// 10 s, and on a shared store within the planner lock's lease
+// (leaseBound), so that a write that stalled (the store, or this
+// process) is not applied over what the manager that took the lock since
+// wrote. Errors: the store's.
+func (m *Manager) putLeaderState(name string, b []byte) error {
+	ctx, cancel := context.WithDeadline(context.Background(), m.leaseBound(time.Now().Add(10*time.Second)))
+	defer cancel()
+	return m.st.PutState(ctx, name, b)
+}
+
 // leaseBound returns deadline, or, on a shared store, when this manager
 // stops counting itself the planner-lock holder if that is earlier: a
 // store write fenced by it (PutState) is applied before the lease runs

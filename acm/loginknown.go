@@ -97,15 +97,14 @@ func (g *loginGuard) restoreKnown(b []byte, now time.Time) (int, error) {
 
 // saveKnownLogins writes the login guard's known pairs to the store when
 // they changed since the last write (at most one write a PopularitySave;
-// at Close). A failed write is logged and tried again at the next.
+// at Close), on a shared store within the planner lock's lease
+// (putLeaderState). A failed write is logged and tried again at the next.
 func (m *Manager) saveKnownLogins() {
 	b := m.logins.snapshotKnown(m.now())
 	if b == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := m.st.PutState(ctx, stateKnownLogins, b); err != nil {
+	if err := m.putLeaderState(stateKnownLogins, b); err != nil {
 		m.logins.markKnownDirty()
 		m.log.Warn("known logins not saved: after a restart their addresses' first logins wait as strangers' do", "err", err)
 	}

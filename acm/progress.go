@@ -77,9 +77,7 @@ func (m *Manager) heardLocked(s *session) time.Time {
 // node to the store. Nothing is written while no session started and
 // none did at the last write. A failed write is logged; the next one
 // tries again. On a shared store the write is bounded by the planner
-// lock's lease (leaseBound): one that stalled past it (the store, or
-// this process) is not applied over the progress of the manager that
-// took the lock since.
+// lock's lease (putLeaderState).
 func (m *Manager) saveProgress() {
 	m.mu.Lock()
 	at, heard := m.now(), m.heardListLocked()
@@ -90,9 +88,7 @@ func (m *Manager) saveProgress() {
 	}
 	b, err := json.Marshal(progressOf(at, heard))
 	if err == nil {
-		ctx, cancel := context.WithDeadline(context.Background(), m.leaseBound(time.Now().Add(10*time.Second)))
-		err = m.st.PutState(ctx, stateProgress, b)
-		cancel()
+		err = m.putLeaderState(stateProgress, b)
 	}
 	if err != nil {
 		m.log.Warn("sessions' progress not saved", "err", err)

@@ -1,6 +1,7 @@
 package acm
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"sync"
@@ -134,11 +135,12 @@ func TestSessionRecordAtTakeoverOfAnOrphanHeldBefore(t *testing.T) {
 }
 
 // stalledProgress is a Redis store whose write of the sessions' progress
-// stalls while hold is set (entered says it does; gate ends the stall;
+// (or of state) stalls while hold is set (entered says it does; gate ends the stall;
 // written says the write returned), and whose planner lock is lost (its
 // renewals and takes refused) once lost is set.
 type stalledProgress struct {
 	*store.Redis
+	state      string // the state whose write stalls; "" = stateProgress
 	hold, lost atomic.Bool
 	entered    chan struct{}
 	gate       chan struct{}
@@ -147,7 +149,7 @@ type stalledProgress struct {
 }
 
 func (s *stalledProgress) PutState(ctx context.Context, name string, v []byte) error {
-	if name != stateProgress || !s.hold.CompareAndSwap(true, false) {
+	if name != cmp.Or(s.state, stateProgress) || !s.hold.CompareAndSwap(true, false) {
 		return s.Redis.PutState(ctx, name, v)
 	}
 	close(s.entered)

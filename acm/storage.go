@@ -137,7 +137,8 @@ func (m *Manager) restorePopularity(b []byte) {
 	m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
 }
 
-// savePopularity writes the Replicator's popularity snapshot to the store.
+// savePopularity writes the Replicator's popularity snapshot to the store,
+// on a shared store within the planner lock's lease (putLeaderState).
 func (m *Manager) savePopularity() {
 	if m.rep == nil {
 		return
@@ -149,9 +150,7 @@ func (m *Manager) savePopularity() {
 	m.mu.Unlock()
 	b, err := json.Marshal(saved)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = m.st.PutState(ctx, statePopularity, b)
-		cancel()
+		err = m.putLeaderState(statePopularity, b)
 	}
 	if err != nil {
 		m.log.Warn("popularity snapshot not saved", "err", err)
