@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -94,11 +95,14 @@ func (m *Manager) restoreStorage() error {
 }
 
 // savedPopularity is the stored popularity snapshot: the Replicator's
-// state with the half-lives it was taken under, seconds.
+// state with the half-lives it was taken under, seconds, and the
+// catalog's hints it had applied (title -> requests a day), so that a
+// restart does not apply them again.
 type savedPopularity struct {
 	HalfLifeS     float64             `json:"half_life_s"`
 	RankHalfLifeS float64             `json:"rank_half_life_s"`
 	State         smm.PopularityState `json:"state"`
+	Hints         map[string]float64  `json:"hints,omitempty"`
 }
 
 // restorePopularity loads a stored snapshot into the Replicator. An entry's
@@ -131,6 +135,14 @@ func (m *Manager) restorePopularity(b []byte) {
 		m.log.Warn("stored popularity snapshot rejected: starting without it", "err", err)
 		return
 	}
+	for id, h := range saved.Hints {
+		if h > 0 && !math.IsInf(h, 0) {
+			// Applied before, and what the title's requests made of it
+			// since is in the snapshot: not applied again (applyHints)
+			// unless the catalog's hint changed.
+			m.seeded[id] = h
+		}
+	}
 	if !ps.At.IsZero() {
 		m.popRestoredMs.Store(ps.At.UnixMilli())
 	}
@@ -146,7 +158,7 @@ func (m *Manager) savePopularity() {
 	m.mu.Lock()
 	cfg := m.rep.Config()
 	saved := savedPopularity{HalfLifeS: cfg.HalfLife.Seconds(), RankHalfLifeS: cfg.RankHalfLife.Seconds(),
-		State: m.rep.SnapshotPopularity(m.now())}
+		State: m.rep.SnapshotPopularity(m.now()), Hints: maps.Clone(m.seeded)}
 	m.mu.Unlock()
 	b, err := json.Marshal(saved)
 	if err == nil {
@@ -161,9 +173,12 @@ func (m *Manager) savePopularity() {
 
 // applyHints feeds the catalog's popularity hints (expected requests per
 // day) to the Replicator as priors (Replicator.Seed). A hint is applied
-// once per manager run and again when it changes, and only raises a
-// title's rate: what the title's own requests (or the restored snapshot)
-// show, when higher, stands. Plans at once when a hint took effect.
+// once, and again when it changes: the popularity snapshot records the
+// hints applied (savedPopularity.Hints), so a restart or a takeover does
+// not raise again a rate that decayed below its hint since. It only
+// raises a title's rate: what the title's own requests (or the restored
+// snapshot) show, when higher, stands. Plans at once when a hint took
+// effect.
 func (m *Manager) applyHints() {
 	if m.rep == nil {
 		return

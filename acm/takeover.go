@@ -193,7 +193,8 @@ func (m *Manager) addsLive(ss []store.Session, node string) bool {
 
 // reloadStorage replaces the pins and the popularity with the stored ones
 // (another manager's, on a shared store), tells the nodes their pins,
-// applies the catalog's hints again, adds the stored known logins
+// applies the catalog's hints the snapshot does not record as applied
+// (applyHints), adds the stored known logins
 // (loadKnownLogins); the operator's settings as
 // loadOpState with keep.
 func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
@@ -215,6 +216,7 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 			m.log.Error("stored pins malformed: keeping this manager's", "err", err)
 		}
 	}
+	m.seeded = map[string]float64{} // the hints the snapshot applied, if any
 	if pop != nil {
 		m.restorePopularity(pop)
 	}
@@ -222,7 +224,6 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 		m.sendProtectLocked(ns, false)
 	}
 	m.syncPinnedLocked("")
-	m.seeded = map[string]float64{}
 	m.mu.Unlock()
 	m.applyHints()
 	err = m.loadOpState(ctx, keep)
