@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,7 +28,7 @@ func TestHintNotAppliedAgainAtARestart(t *testing.T) {
 	if got := a.rateOf("hot"); !within(got, 5000.0/secondsPerDay) {
 		t.Fatalf("rate of hot %g/s: want its hint's %g/s", got, 5000.0/secondsPerDay)
 	}
-	a.m.savePopularity()
+	a.m.savePopularity(time.Now().Add(stateWriteWait))
 	decayStored(t, a, "hot", 0.1)
 	killManager(t, a) // no snapshot at its Close over the decayed one
 
@@ -56,7 +57,7 @@ func TestHintNotAppliedAgainAtARestart(t *testing.T) {
 func TestHintNotAppliedAgainAtATakeover(t *testing.T) {
 	open, _ := sharedRedis(t)
 	a, b := activeAndStandby(t, open, storageTitles, nil)
-	a.m.savePopularity()
+	a.m.savePopularity(time.Now().Add(stateWriteWait))
 	decayStored(t, a, "hot", 0.1)
 	killManager(t, a) // no snapshot at its Close over the decayed one
 	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)

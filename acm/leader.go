@@ -434,16 +434,22 @@ func (m *Manager) releaseLeader() {
 }
 
 // putLeaderState writes state name as the active manager's (the
-// sessions' progress, the popularity snapshot, the known logins): within
-// 10 s, and on a shared store within the planner lock's lease
+// sessions' progress, the popularity snapshot, the known logins): by
+// deadline, and on a shared store within the planner lock's lease
 // (leaseBound), so that a write that stalled (the store, or this
 // process) is not applied over what the manager that took the lock since
 // wrote. Errors: the store's.
-func (m *Manager) putLeaderState(name string, b []byte) error {
-	ctx, cancel := context.WithDeadline(context.Background(), m.leaseBound(time.Now().Add(10*time.Second)))
+func (m *Manager) putLeaderState(name string, b []byte, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(context.Background(), m.leaseBound(deadline))
 	defer cancel()
 	return m.st.PutState(ctx, name, b)
 }
+
+// stateWriteWait bounds a periodic write of the active manager's state
+// (saveProgress, savePopularity, saveKnownLogins); Close gives its final
+// writes of the three one such wait in all, so a stalled store holds a
+// stop up 10 s, not 30.
+const stateWriteWait = 10 * time.Second
 
 // leaseBound returns deadline, or, on a shared store, when this manager
 // stops counting itself the planner-lock holder if that is earlier: a

@@ -25,7 +25,7 @@ func TestPopularityOfALostLeaderNotWritten(t *testing.T) {
 	t.Cleanup(release) // before a's Close
 	b := newManagerWith(t, "", unhinted(), onShared(open(), nil, time.Minute))
 	st.hold.Store(true)
-	go a.m.savePopularity()
+	go a.m.savePopularity(time.Now().Add(stateWriteWait))
 	select {
 	case <-st.entered: // a's write waits
 	case <-time.After(10 * time.Second):
@@ -33,7 +33,7 @@ func TestPopularityOfALostLeaderNotWritten(t *testing.T) {
 	}
 	st.lost.Store(true)
 	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
-	b.m.savePopularity()
+	b.m.savePopularity(time.Now().Add(stateWriteWait))
 	took := storedPopularityAt(t, b)
 	release()
 	err := <-st.written

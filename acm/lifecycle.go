@@ -249,9 +249,10 @@ func (m *Manager) teardown() error {
 	m.records.close()
 	var err error
 	if m.serving && m.Leader() {
-		m.saveProgress()
-		m.savePopularity()
-		m.saveKnownLogins()
+		by := time.Now().Add(stateWriteWait) // the three within one wait
+		m.saveProgress(by)
+		m.savePopularity(by)
+		m.saveKnownLogins(by)
 	}
 	m.releaseLeader()
 	if m.origin != nil {

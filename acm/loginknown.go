@@ -97,14 +97,15 @@ func (g *loginGuard) restoreKnown(b []byte, now time.Time) (int, error) {
 
 // saveKnownLogins writes the login guard's known pairs to the store when
 // they changed since the last write (at most one write a PopularitySave;
-// at Close), on a shared store within the planner lock's lease
-// (putLeaderState). A failed write is logged and tried again at the next.
-func (m *Manager) saveKnownLogins() {
+// at Close), by deadline, on a shared store within the planner lock's
+// lease (putLeaderState). A failed write is logged and tried again at the
+// next.
+func (m *Manager) saveKnownLogins(deadline time.Time) {
 	b := m.logins.snapshotKnown(m.now())
 	if b == nil {
 		return
 	}
-	if err := m.putLeaderState(stateKnownLogins, b); err != nil {
+	if err := m.putLeaderState(stateKnownLogins, b, deadline); err != nil {
 		m.logins.markKnownDirty()
 		m.log.Warn("known logins not saved: after a restart their addresses' first logins wait as strangers' do", "err", err)
 	}

@@ -60,8 +60,9 @@ func (m *Manager) planLoop() {
 			}
 		case <-save.C:
 			if m.Leader() { // a standby's snapshot would overwrite the leader's
-				m.savePopularity()
-				m.saveKnownLogins()
+				by := time.Now().Add(stateWriteWait)
+				m.savePopularity(by)
+				m.saveKnownLogins(by)
 			}
 		}
 	}

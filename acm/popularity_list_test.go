@@ -210,7 +210,7 @@ func TestListPopularityOnStandby(t *testing.T) {
 	for range 3 {
 		a.admitOne("t1")
 	}
-	a.m.savePopularity()
+	a.m.savePopularity(time.Now().Add(stateWriteWait))
 	ra := a.popularity(&pb.ListPopularityRequest{})
 	if ra.Standby || ra.SavedUnixMs == 0 || ra.RestoredUnixMs != 0 {
 		t.Fatalf("active: standby %v, saved %d, restored %d; want active, saved, nothing restored", ra.Standby, ra.SavedUnixMs, ra.RestoredUnixMs)

@@ -49,7 +49,7 @@ func (m *Manager) progressLoop() {
 			return
 		case <-t.C:
 			if m.Leader() {
-				m.saveProgress()
+				m.saveProgress(time.Now().Add(stateWriteWait))
 			}
 		}
 	}
@@ -74,11 +74,11 @@ func (m *Manager) heardLocked(s *session) time.Time {
 }
 
 // saveProgress writes the progress of every session that started at its
-// node to the store. Nothing is written while no session started and
-// none did at the last write. A failed write is logged; the next one
-// tries again. On a shared store the write is bounded by the planner
-// lock's lease (putLeaderState).
-func (m *Manager) saveProgress() {
+// node to the store, by deadline. Nothing is written while no session
+// started and none did at the last write. A failed write is logged; the
+// next one tries again. On a shared store the write is bounded by the
+// planner lock's lease (putLeaderState).
+func (m *Manager) saveProgress(deadline time.Time) {
 	m.mu.Lock()
 	at, heard := m.now(), m.heardListLocked()
 	skip := len(heard) == 0 && m.progressEmpty
@@ -88,7 +88,7 @@ func (m *Manager) saveProgress() {
 	}
 	b, err := json.Marshal(progressOf(at, heard))
 	if err == nil {
-		err = m.putLeaderState(stateProgress, b)
+		err = m.putLeaderState(stateProgress, b, deadline)
 	}
 	if err != nil {
 		m.log.Warn("sessions' progress not saved", "err", err)

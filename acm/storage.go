@@ -149,9 +149,10 @@ func (m *Manager) restorePopularity(b []byte) {
 	m.log.Info("popularity restored", "titles", len(ps.Demand), "taken", ps.At)
 }
 
-// savePopularity writes the Replicator's popularity snapshot to the store,
-// on a shared store within the planner lock's lease (putLeaderState).
-func (m *Manager) savePopularity() {
+// savePopularity writes the Replicator's popularity snapshot to the store
+// by deadline, on a shared store within the planner lock's lease
+// (putLeaderState). A failed write is logged.
+func (m *Manager) savePopularity(deadline time.Time) {
 	if m.rep == nil {
 		return
 	}
@@ -162,7 +163,7 @@ func (m *Manager) savePopularity() {
 	m.mu.Unlock()
 	b, err := json.Marshal(saved)
 	if err == nil {
-		err = m.putLeaderState(statePopularity, b)
+		err = m.putLeaderState(statePopularity, b, deadline)
 	}
 	if err != nil {
 		m.log.Warn("popularity snapshot not saved", "err", err)
