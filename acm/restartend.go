@@ -48,13 +48,17 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 // endOrphanLocked ends orphan s, whose node did not come back within
 // RestoreGrace (tick), on the active manager. Its record ends when the
 // session or its node was last heard of, here (the node's last
-// heartbeat) or by the manager before this one's start or takeover
-// (storedHeard), whichever is later, not a restore_grace later: a node
-// this manager heard of long ago (it registered here before the
-// takeover) says less than the stored progress.
+// heartbeat, or heardUntil; not a registration the node sent no report
+// after, which says nothing of the session) or by the manager before
+// this one's start or takeover (storedHeard), whichever is later, not a
+// restore_grace later: a node this manager heard of long ago (it
+// registered here before the takeover) says less than the stored
+// progress.
 func (m *Manager) endOrphanLocked(s *session, now time.Time) {
-	heard := s.storedHeard
-	if n := m.sched.Node(s.Node); n != nil && n.LastHeartbeat.Before(now) {
+	heard := later(s.storedHeard, s.heardUntil)
+	if n := m.sched.Node(s.Node); n != nil && n.LastHeartbeat.Before(now) && (m.nodes[s.Node] == nil || !m.nodes[s.Node].awaitFirst) {
+		// Not a node that registered and sent no report since: its
+		// registration says nothing of the session.
 		heard = later(heard, n.LastHeartbeat)
 	}
 	if !heard.IsZero() {

@@ -535,7 +535,10 @@ func (m *Manager) tick(now time.Time) {
 // as a warning.
 func (m *Manager) orphanLocked(ns *nodeState, now time.Time, left bool) {
 	var heard time.Time
-	if node := m.sched.Node(ns.id); node != nil {
+	if node := m.sched.Node(ns.id); node != nil && !ns.awaitFirst {
+		// Not when the node had sent no report since it registered: its
+		// registration says nothing of the sessions, which keep what was
+		// known of them before (storedHeard, heardUntil).
 		heard = node.LastHeartbeat
 	}
 	n := 0
