@@ -212,6 +212,15 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 			m.log.Error("store: forget of the node not recorded for the standby", "node", id, "err", recErr)
 		}
 	}
+	// The stored plan without the node, now rather than at the next
+	// PopularitySave: a manager starting or taking over after a crash
+	// meanwhile would hold its first plan for the node (armPlanWait).
+	// Failed, it is logged, and the next save mends it.
+	by := time.Now().Add(stateWriteWait)
+	if !deadline.IsZero() && deadline.Before(by) {
+		by = deadline
+	}
+	m.savePopularity(by)
 	m.kickPump()
 	m.unwaitNode(id)
 	m.kickPlan() // the plan drops the node now

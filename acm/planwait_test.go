@@ -165,3 +165,36 @@ func hotPlannedOnN2(t *testing.T) string {
 	}
 	return dir
 }
+
+// A node the operator forgets leaves the stored plan at once: a manager
+// that restarts after a crash soon after the forget (before its next
+// popularity save) does not hold its first plan for the forgotten node.
+func TestForgottenNodeLeavesTheStoredPlan(t *testing.T) {
+	dir := t.TempDir()
+	e := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.Scheduler.MissedHeartbeats = 2
+	})
+	n2 := e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
+	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Planned("n2", "hot")
+	})
+	e.m.savePopularity(time.Now().Add(stateWriteWait)) // the plan with n2, stored
+	n2.stop()
+	waitFor(t, 10*time.Second, "n2 dead", func() bool { return !e.nodeInfo("n2").Alive })
+	if _, err := e.admin.ForgetNode(context.Background(), &pb.ForgetNodeRequest{NodeId: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	killManager(t, e) // no save at its Close
+
+	r := newManagerWith(t, dir, storageTitles, func(m *Manager) {
+		fastStorage(m)
+		m.FirstPlanWait = time.Hour
+	})
+	lf, err := r.admin.ListFills(context.Background(), &pb.ListFillsRequest{})
+	if err != nil || len(lf.PlanWaitsFor) != 0 {
+		t.Fatalf("ListFills after the restart: %v %v, want no wait for the forgotten n2", lf, err)
+	}
+}

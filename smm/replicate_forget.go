@@ -1,6 +1,7 @@
 package smm
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -10,9 +11,10 @@ import (
 // manager removed it from its scheduler). Its prefetches still in flight
 // count as failed (FillFailed: the node is gone with them) and, with
 // those waiting for a retry, are dropped, so none is retried on a node
-// registering later under the same id; its eviction holds go. The plan
-// places nothing on a node absent from the view, so the next Plan leaves
-// it out. It returns how many prefetches and holds it dropped.
+// registering later under the same id; its eviction holds go, and it
+// leaves the last plan's nodes (dropPlanned; the next Plan, which places
+// nothing on a node absent from the view, places its replicas elsewhere).
+// It returns how many prefetches and holds it dropped.
 //
 // It changes the state through FillFailed, FillDone and RestoreHolds, so
 // it may be called while a plan job is in progress; a prefetch that job
@@ -41,5 +43,31 @@ func (r *Replicator) ForgetNode(node string, now time.Time) (fills, holds int) {
 	if len(kept) != len(all) {
 		r.RestoreHolds(kept)
 	}
+	r.dropPlanned(node)
 	return len(keys), len(all) - len(kept)
+}
+
+// dropPlanned takes node out of the last plan's nodes (their replica
+// counts stay: the next Plan places them elsewhere), so that a snapshot
+// taken before that plan (SnapshotPopularity, PlanNodes after a restart)
+// no longer names it. The plan map is replaced, never changed in place
+// (plan jobs and PopularityCopy share it); a plan job in progress has the
+// change replayed on its result.
+func (r *Replicator) dropPlanned(node string) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.dropPlanned(node) })
+	}
+	var next map[string]*titlePlan
+	for t, p := range r.plan {
+		if !p.has(node) {
+			continue
+		}
+		if next == nil {
+			next = maps.Clone(r.plan)
+		}
+		next[t] = &titlePlan{replicas: p.replicas, nodes: slices.DeleteFunc(slices.Clone(p.nodes), func(n string) bool { return n == node })}
+	}
+	if next != nil {
+		r.plan = next
+	}
 }

@@ -81,3 +81,53 @@ func TestStorageForgetNode(t *testing.T) {
 		t.Fatal("the Replicator's hold on the forgotten node stays")
 	}
 }
+
+// A forgotten node leaves the last plan's nodes at once, not at the next
+// Plan: a snapshot taken between them (a manager restarting after a crash
+// waits for the nodes of its restored plan) no longer names it; the
+// replica counts stay. During a plan job the change is replayed on the
+// job's plan.
+func TestForgetNodeLeavesThePlan(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		r := newRep(t, ReplicatorConfig{})
+		now := offPeak
+		c := newCluster(2, 2)
+		seed(t, r, "t00", 1, now)
+		r.Plan(now, &c.view)
+		if nodes := r.PlanNodes(); len(nodes) == 0 {
+			t.Fatalf("plan nodes %v: want t00 planned", nodes)
+		}
+		node := r.PlanNodes()[0]
+		replicas := r.plan["t00"].replicas
+		if during {
+			j := r.StartPlan(now.Add(time.Second))
+			j.Run(&c.view)
+			r.ForgetNode(node, now)
+			r.FinishPlan(j)
+		} else {
+			r.ForgetNode(node, now)
+		}
+		for _, n := range r.PlanNodes() {
+			if n == node {
+				t.Fatalf("during a plan job %v: plan nodes %v still name the forgotten %s", during, r.PlanNodes(), node)
+			}
+		}
+		if p := r.plan["t00"]; p == nil || p.replicas != replicas {
+			t.Fatalf("during a plan job %v: t00's plan %+v, want %d replicas kept", during, p, replicas)
+		}
+		for _, n := range snapshotNodes(r.SnapshotPopularity(now)) {
+			if n == node {
+				t.Fatalf("during a plan job %v: the snapshot's plan names the forgotten %s", during, node)
+			}
+		}
+	}
+}
+
+// snapshotNodes returns the nodes of the plan in s.
+func snapshotNodes(s PopularityState) []string {
+	var out []string
+	for _, p := range s.Plan {
+		out = append(out, p.Nodes...)
+	}
+	return out
+}
