@@ -107,8 +107,13 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	now := m.now()
 	id := req.GetNodeId()
 	var changed []*session
+	var heardBefore time.Time // when the node, alive, was last heard of before this registration
 	m.mu.Lock()
-	if old := m.sched.Node(id); old != nil && old.Alive && old.RTSPAddr != req.GetRtspAddr() {
+	old := m.sched.Node(id)
+	if old != nil && old.Alive {
+		heardBefore = old.LastHeartbeat
+	}
+	if old != nil && old.Alive && old.RTSPAddr != req.GetRtspAddr() {
 		// Two processes with one id would take turns replacing each
 		// other's registration, and each time the manager would end the
 		// sessions the other plays. A node that moved is accepted once
@@ -185,6 +190,9 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	// false) until the node's first load report, sent as its heartbeat
 	// stream opens.
 	_ = m.sched.Heartbeat(id, lsm.Report{Titles: holdings, Partials: partials, DiskFreeBytes: free}, now)
+	if !ns.awaitFirst { // else it was heard of last before the registration it sent no report after
+		ns.heardBefore = heardBefore
+	}
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	ns.shownFree = max(c.GetDiskBytes()-used, 0)
 	ns.processStart = time.Time{}

@@ -37,6 +37,12 @@ type nodeState struct {
 	streamCancel context.CancelFunc // ends the current stream's command sender
 	regGen       uint64             // registrations: a sender's batch taken before the latest one predates it
 	awaitFirst   bool               // the next report is the first since Register
+	// heardBefore is when the node was last heard of before the
+	// registration it sent no report since (awaitFirst), when it was alive
+	// then (it registered again before it missed its heartbeats: its
+	// sessions kept their reservations); zero when it was not. Its
+	// sessions were heard of then, not at the registration.
+	heardBefore time.Time
 	// processStart is when the node's process started, on its clock, as
 	// its last Register said (RegisterRequest.started_at_unix_ms); zero:
 	// unknown.

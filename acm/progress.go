@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"vodcluster/acm/store"
+	"vodcluster/lsm"
 )
 
 // stateProgress names the stored progress of the sessions playing at
@@ -67,10 +68,26 @@ func (m *Manager) heardLocked(s *session) time.Time {
 	}
 	if s.reserved {
 		if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() {
+			if ns := m.nodes[s.Node]; ns != nil && ns.awaitFirst {
+				// Not the registration it sent no report after (nodeHeard).
+				return later(ns.heardBefore, later(s.heardUntil, s.storedHeard))
+			}
 			return n.LastHeartbeat
 		}
 	}
 	return later(s.heardUntil, s.storedHeard)
+}
+
+// nodeHeard is when node n (ns its state; nil: none) was last heard of
+// playing its sessions: its last report, not a registration it sent no
+// report after (awaitFirst), which says nothing of them: then its last
+// report before that registration if it was alive then (heardBefore),
+// else zero.
+func nodeHeard(ns *nodeState, n *lsm.Node) time.Time {
+	if ns != nil && ns.awaitFirst {
+		return ns.heardBefore
+	}
+	return n.LastHeartbeat
 }
 
 // saveProgress writes the progress of every session that started at its

@@ -56,10 +56,10 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 // progress.
 func (m *Manager) endOrphanLocked(s *session, now time.Time) {
 	heard := later(s.storedHeard, s.heardUntil)
-	if n := m.sched.Node(s.Node); n != nil && n.LastHeartbeat.Before(now) && (m.nodes[s.Node] == nil || !m.nodes[s.Node].awaitFirst) {
-		// Not a node that registered and sent no report since: its
-		// registration says nothing of the session.
-		heard = later(heard, n.LastHeartbeat)
+	if n := m.sched.Node(s.Node); n != nil && n.LastHeartbeat.Before(now) {
+		// Not a registration the node sent no report after: it says
+		// nothing of the session (nodeHeard).
+		heard = later(heard, nodeHeard(m.nodes[s.Node], n))
 	}
 	if !heard.IsZero() {
 		s.endedAt = later(heard, s.StartedAt)

@@ -535,11 +535,11 @@ func (m *Manager) tick(now time.Time) {
 // as a warning.
 func (m *Manager) orphanLocked(ns *nodeState, now time.Time, left bool) {
 	var heard time.Time
-	if node := m.sched.Node(ns.id); node != nil && !ns.awaitFirst {
-		// Not when the node had sent no report since it registered: its
-		// registration says nothing of the sessions, which keep what was
-		// known of them before (storedHeard, heardUntil).
-		heard = node.LastHeartbeat
+	if node := m.sched.Node(ns.id); node != nil {
+		// Not the registration the node sent no report after, which says
+		// nothing of the sessions: its last report before (heardBefore),
+		// if any, else what was known of them (storedHeard, heardUntil).
+		heard = nodeHeard(ns, node)
 	}
 	n := 0
 	for _, s := range ns.sessionList() {

@@ -1,0 +1,60 @@
+package acm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSessionRecordOfANodeRegisteredAgainAndDead: a node playing a
+// session restarts at once (it registers again before the manager missed
+// its heartbeats) and dies before its first report since. The
+// registration says nothing of the session, but the node's reports
+// before it did: its record ends when the node was last heard of playing
+// it, before the registration, not restore_grace after the node died.
+func TestSessionRecordOfANodeRegisteredAgainAndDead(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	e, n, a := playingWithBytes(t, dir, func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second })
+	reg := time.Now()
+	// Its new process, at its address; no report: it died again.
+	if _, err := e.nc.Register(context.Background(), regReq("n1", "127.0.0.1:1", "127.0.0.1:2", 10*titleBps)); err != nil {
+		t.Fatal(err)
+	}
+	n.stop() // the old stream's end: not the node's death (replaced)
+	r := recordOf(t, path)
+	if r.Session != a || r.EndedAt.After(reg) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended when n1 was last heard of playing it, by its registration at %v", r, reg.UTC())
+	}
+	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport {
+		t.Fatalf("record %+v: want bytes_sent 187654321 as of the last report", r)
+	}
+}
+
+// TestProgressOfANodeRegisteredWithoutAReport: after a power cut the next
+// manager starts, the session's node registers with it and, before its
+// first report, that manager saves the sessions' progress and is killed
+// too; the node never comes back. The registration said nothing of the
+// session: the progress keeps when the first manager last heard of it,
+// and the record ends there, not at the registration.
+func TestProgressOfANodeRegisteredWithoutAReport(t *testing.T) {
+	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Hour }
+	e, n, a := playingWithBytes(t, dir, withRecords)
+	n.stop()
+	killManager(t, e)
+	cut := time.Now()
+	e2 := newManager(t, dir, withRecords)
+	e2.registerOnly("n1") // and no report
+	e2.m.saveProgress(time.Now().Add(stateWriteWait))
+	if p := storedProgress(t, e2).Sessions[a]; p.HeardAt.After(cut) {
+		t.Errorf("stored progress of %s heard at %v: want when the first manager last heard of it, before %v", a, p.HeardAt, cut.UTC())
+	}
+	killManager(t, e2)
+	e3 := newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
+	_ = e3
+	r := recordOf(t, path)
+	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())
+	}
+}
