@@ -51,8 +51,7 @@ func TestProgressOfANodeRegisteredWithoutAReport(t *testing.T) {
 		t.Errorf("stored progress of %s heard at %v: want when the first manager last heard of it, before %v", a, p.HeardAt, cut.UTC())
 	}
 	killManager(t, e2)
-	e3 := newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
-	_ = e3
+	newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
 	r := recordOf(t, path)
 	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
 		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())

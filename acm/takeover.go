@@ -18,8 +18,9 @@ import (
 // here too (dropForgotten), the sessions in the store that are not in the
 // table are loaded (those of registered nodes get their reservations at
 // once, the others when their node registers, or end RestoreGrace from
-// now), and the operator's pins and the popularity snapshot the previous
-// leader saved replace this manager's; then it plans (once the nodes of
+// now), the catalog is read from the origin (3 s at most), and the
+// operator's pins and the popularity snapshot the previous leader saved
+// replace this manager's; then it plans (once the nodes of
 // the restored plan registered: armPlanWait). The operator's
 // changes the store did not take (a policy, a node setting answered
 // CHANGE_NOT_SAVED) are kept and saved when no other manager held the
@@ -36,6 +37,16 @@ func (m *Manager) takeOver() {
 	m.mu.Lock()
 	m.startedAt = m.now() // RestoreGrace counts from now
 	m.mu.Unlock()
+	if m.origin != nil {
+		// The catalog as the origin serves it now, as at Start: the
+		// hints the previous leader's snapshot records as applied are
+		// compared with it (applyHints), not with this manager's last
+		// read, up to a CatalogRefresh older (a hint changed since would
+		// be taken as changed back, and applied again).
+		if err := m.refreshCatalog(ctx, 3*time.Second); err != nil {
+			m.log.Warn("taking over: catalog not read from the origin; the last one read serves", withOriginHint(err, "origin", m.OriginAddr, "err", err)...)
+		}
+	}
 	if err := m.reloadStorage(ctx, m.lead.kept.Load()); err != nil {
 		m.log.Error("taking over: pins and popularity not reloaded", "err", err)
 	}
