@@ -60,6 +60,8 @@ func (m *Manager) planLoop() {
 			}
 		case <-save.C:
 			if m.Leader() { // a standby's snapshot would overwrite the leader's
+				// One wait for both: a stalled store holds the plan loop
+				// up once; the known logins are tried again next time.
 				by := time.Now().Add(stateWriteWait)
 				m.savePopularity(by)
 				m.saveKnownLogins(by)
