@@ -60,8 +60,9 @@ func (m *Manager) progressLoop() {
 // node's last report while s holds its reservation, else the later of
 // when the node was last heard of before it died (heardUntil) and what
 // the stored progress said (storedHeard: the node went back to the
-// manager before this one's takeover meanwhile); zero when s never
-// started or nothing is known.
+// manager before this one's takeover meanwhile), or its start when this
+// manager heard of it (startedHereLocked: a node that died before its
+// first report); zero when s never started or nothing is known.
 func (m *Manager) heardLocked(s *session) time.Time {
 	if s.StartedAt.IsZero() {
 		return time.Time{}
@@ -70,12 +71,24 @@ func (m *Manager) heardLocked(s *session) time.Time {
 		if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() {
 			if ns := m.nodes[s.Node]; ns != nil && ns.awaitFirst {
 				// Not the registration it sent no report after (nodeHeard).
-				return later(ns.heardBefore, later(s.heardUntil, s.storedHeard))
+				return later(later(ns.heardBefore, m.startedHereLocked(s)), later(s.heardUntil, s.storedHeard))
 			}
 			return n.LastHeartbeat
 		}
 	}
-	return later(s.heardUntil, s.storedHeard)
+	return later(later(s.heardUntil, s.storedHeard), m.startedHereLocked(s))
+}
+
+// startedHereLocked is s's start when it came after this manager became
+// active (its Start or takeover: startedAt), so its STARTED, or a report
+// listing it, reached this manager: a time it was heard of playing. Zero
+// otherwise: a session restored from the store started before, and its
+// start says nothing of how long it played (mu held).
+func (m *Manager) startedHereLocked(s *session) time.Time {
+	if s.StartedAt.After(m.startedAt) {
+		return s.StartedAt
+	}
+	return time.Time{}
 }
 
 // nodeHeard is when node n (ns its state; nil: none) was last heard of

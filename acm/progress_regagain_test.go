@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // TestSessionRecordOfANodeRegisteredAgainAndDead: a node playing a
@@ -55,5 +57,24 @@ func TestProgressOfANodeRegisteredWithoutAReport(t *testing.T) {
 	r := recordOf(t, path)
 	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
 		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())
+	}
+}
+
+// TestSessionRecordOfASessionStartedBeforeItsNodesFirstReport: a node
+// registers, a viewer starts playing on it, and the node dies before its
+// first report. Nothing was heard of the session but its STARTED: its
+// record ends at its start, as a session the stored progress missed
+// does, not restore_grace after the node died.
+func TestSessionRecordOfASessionStartedBeforeItsNodesFirstReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = 200 * time.Millisecond })
+	n := e.registerOnly("n1") // and no report: it dies
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	r := recordOf(t, path)
+	if r.Session != a || r.StartedAt.IsZero() || !r.EndedAt.Equal(r.StartedAt) || !r.BytesSentUnknown {
+		t.Fatalf("record %+v: want it ended at its start, its bytes unknown", r)
 	}
 }

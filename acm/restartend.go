@@ -61,6 +61,7 @@ func (m *Manager) endOrphanLocked(s *session, now time.Time) {
 		// nothing of the session (nodeHeard).
 		heard = later(heard, nodeHeard(m.nodes[s.Node], n))
 	}
+	heard = later(heard, m.startedHereLocked(s)) // its STARTED, when nothing since (its node died before its first report)
 	if !heard.IsZero() {
 		s.endedAt = later(heard, s.StartedAt)
 	}
