@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ func TestHintChangedOnTheActiveNotAppliedAgainAtATakeover(t *testing.T) {
 	open, _ := sharedRedis(t)
 	a, b := activeAndStandby(t, open, storageTitles, nil)
 	a.origin.mu.Lock()
+	a.origin.titles = slices.Clone(a.origin.titles) // not storageTitles' array, which other tests read
 	for i, ti := range a.origin.titles {
 		if ti.GetId() == "hot" {
 			c := proto.CloneOf(ti)
