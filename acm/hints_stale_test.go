@@ -19,16 +19,22 @@ import (
 func TestHintChangedOnTheActiveNotAppliedAgainAtATakeover(t *testing.T) {
 	open, _ := sharedRedis(t)
 	a, b := activeAndStandby(t, open, storageTitles, nil)
-	a.origin.mu.Lock()
-	a.origin.titles = slices.Clone(a.origin.titles) // not storageTitles' array, which other tests read
-	for i, ti := range a.origin.titles {
+	// The origin (each manager's stands for the one they share) raises
+	// hot's hint; a copy of the titles, not storageTitles' array, which
+	// other tests read.
+	raised := slices.Clone(storageTitles)
+	for i, ti := range raised {
 		if ti.GetId() == "hot" {
 			c := proto.CloneOf(ti)
 			c.PopularityPerDay = 8000
-			a.origin.titles[i] = c
+			raised[i] = c
 		}
 	}
-	a.origin.mu.Unlock()
+	for _, o := range []*fakeOrigin{a.origin, b.origin} {
+		o.mu.Lock()
+		o.titles = raised
+		o.mu.Unlock()
+	}
 	if err := a.m.refreshCatalog(context.Background(), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
