@@ -3,11 +3,15 @@ package acm
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -68,5 +72,55 @@ func TestCloseWritesWithinOneWait(t *testing.T) {
 		if !dl.Equal(first) {
 			t.Errorf("%s written by %v, the progress by %v: want one deadline for the three", name, dl, first)
 		}
+	}
+}
+
+// renewalsFail is a shared store whose planner-lock renewals fail (the
+// store does not answer them) once armed.
+type renewalsFail struct {
+	*store.Redis
+	armed atomic.Bool
+}
+
+func (s *renewalsFail) RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if s.armed.Load() {
+		return false, errors.New("store stalled")
+	}
+	return s.Redis.RenewLock(ctx, name, holder, ttl)
+}
+
+// TestCloseSaysWhenTheLeaseRanOut: an active manager whose lease ran out
+// during its stop (the store did not answer its renewal) does not write
+// its state over a possible new leader's, and says so: the operator
+// learns that the progress and popularity since the last saves are lost.
+// A standby's stop says nothing of it.
+func TestCloseSaysWhenTheLeaseRanOut(t *testing.T) {
+	open, _ := sharedRedis(t)
+	var logA, logB logtest.Buffer
+	st := &renewalsFail{Redis: open()}
+	a := newManagerWith(t, "", nil, func(m *Manager) {
+		onShared(st, nil, time.Minute)(m)
+		m.Logger = slog.New(slog.NewTextHandler(&logA, nil))
+	})
+	b := newManagerWith(t, "", nil, func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		m.Logger = slog.New(slog.NewTextHandler(&logB, nil))
+	})
+	if !a.m.Leader() || b.m.Leader() {
+		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
+	}
+	st.armed.Store(true)
+	a.m.lead.until.Store(time.Now().Add(-time.Second).UnixNano()) // the lease ran out
+	if err := a.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logA.String(), "state not saved, the planner lock's lease ran out") {
+		t.Errorf("the stop after the lease ran out says nothing of the state not saved:\n%s", logA.String())
+	}
+	if err := b.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logB.String(), "state not saved") {
+		t.Errorf("a standby's stop warns of state not saved:\n%s", logB.String())
 	}
 }

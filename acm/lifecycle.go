@@ -248,11 +248,18 @@ func (m *Manager) teardown() error {
 	m.orderWrites.Wait() // orders given up or dropped leave the store before it closes (none starts now: ctx done, checked under mu)
 	m.records.close()
 	var err error
-	if m.serving && m.Leader() {
+	switch {
+	case m.serving && m.Leader():
 		by := time.Now().Add(stateWriteWait) // the three within one wait
 		m.saveProgress(by)
 		m.savePopularity(by)
 		m.saveKnownLogins(by)
+	case m.serving && m.lead != nil && m.lead.held.Load():
+		// Active until its lease ran out during the stop (the store did
+		// not answer its renewal): writing now could land over the state
+		// of a manager that took the lock since.
+		m.log.Warn("stopping: state not saved, the planner lock's lease ran out while the store did not answer: the sessions' progress, the popularity and the known logins learnt since their last saves are lost",
+			"progress_save", m.ProgressSave, "popularity_save", m.PopularitySave)
 	}
 	m.releaseLeader()
 	if m.origin != nil {
