@@ -192,9 +192,9 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 	if h.nodeReason && ev.GetReason() != "" {
 		h.rec.Reason = ev.GetReason()
 	}
-	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt) && !at.Before(h.rec.StartedAt) {
-		h.rec.EndedAt = at.UTC()
-		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt))
+	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt.Time) && !at.Before(h.rec.StartedAt.Time) {
+		h.rec.EndedAt = recordTime{at.UTC()}
+		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt.Time))
 	}
 	m.records.add(h.rec)
 	return true

@@ -54,7 +54,7 @@ func TestNewTokenKeepsAdmittedAt(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the session's record", func() bool { return len(readRecords(t, path)) == 1 })
 	r := readRecords(t, path)[0]
-	if r.AdmittedAt.Sub(admitted).Abs() > time.Millisecond || r.AdmittedAt.After(r.StartedAt) {
+	if r.AdmittedAt.Sub(admitted).Abs() > time.Millisecond || r.AdmittedAt.After(r.StartedAt.Time) {
 		t.Fatalf("record admitted_at %v, started_at %v: want the admission %v, before the start", r.AdmittedAt, r.StartedAt, admitted.UTC())
 	}
 }

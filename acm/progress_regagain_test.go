@@ -25,7 +25,7 @@ func TestSessionRecordOfANodeRegisteredAgainAndDead(t *testing.T) {
 	}
 	n.stop() // the old stream's end: not the node's death (replaced)
 	r := recordOf(t, path)
-	if r.Session != a || r.EndedAt.After(reg) || r.EndedAt.Before(r.StartedAt) {
+	if r.Session != a || r.EndedAt.After(reg) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended when n1 was last heard of playing it, by its registration at %v", r, reg.UTC())
 	}
 	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport {
@@ -55,7 +55,7 @@ func TestProgressOfANodeRegisteredWithoutAReport(t *testing.T) {
 	killManager(t, e2)
 	newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
 	r := recordOf(t, path)
-	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())
 	}
 }
@@ -74,7 +74,7 @@ func TestSessionRecordOfASessionStartedBeforeItsNodesFirstReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := recordOf(t, path)
-	if r.Session != a || r.StartedAt.IsZero() || !r.EndedAt.Equal(r.StartedAt) || !r.BytesSentUnknown {
+	if r.Session != a || r.StartedAt.IsZero() || !r.EndedAt.Equal(r.StartedAt.Time) || !r.BytesSentUnknown {
 		t.Fatalf("record %+v: want it ended at its start, its bytes unknown", r)
 	}
 }

@@ -22,7 +22,7 @@ func TestSessionRecordOfANodeDeadBeforeItsFirstReport(t *testing.T) {
 	e2 := newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
 	e2.registerOnly("n1") // and no report: it died again
 	r := recordOf(t, path)
-	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())
 	}
 	if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport {

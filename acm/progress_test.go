@@ -142,7 +142,7 @@ func TestSessionRecordAfterTheManagerWasKilled(t *testing.T) {
 				e2.startNode("n1", o)
 			}
 			r := recordOf(t, path)
-			if r.Session != a || r.Reason != c.reason || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+			if r.Session != a || r.Reason != c.reason || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 				t.Fatalf("record %+v: want it ended (%s) when the first manager last heard of it (before %v)", r, c.reason, cut.UTC())
 			}
 			if r.BytesSent != 187_654_321 || !r.BytesSentAsOfReport || r.BytesSentUnknown {
@@ -209,7 +209,7 @@ func TestSessionRecordOfASessionStartedAfterItsNodesLastReport(t *testing.T) {
 	killManager(t, e)
 	cut := time.Now()
 	newManager(t, dir, withRecords)
-	if r := recordOf(t, path); r.Session != a || r.EndedAt.After(cut) || !r.EndedAt.Equal(r.StartedAt) {
+	if r := recordOf(t, path); r.Session != a || r.EndedAt.After(cut) || !r.EndedAt.Equal(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended at its start (before %v)", r, cut.UTC())
 	}
 }

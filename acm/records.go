@@ -12,6 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// recordTime is a time of a session record: written in UTC with three
+// digits of milliseconds whatever their value ("2026-12-01T04:33:26.120Z",
+// not time.Time's "…26.12Z"), so every record's times have one width.
+type recordTime struct{ time.Time }
+
+// recordTimeLayout is recordTime's layout (RFC 3339).
+const recordTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON writes t in UTC to the millisecond, truncated.
+func (t recordTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Truncate(time.Millisecond).Format(recordTimeLayout) + `"`), nil
+}
+
 // sessionRecord is one line of the session records file
 // (Manager.SessionRecordsFile): a call detail record of a session that
 // ended, for the operator's billing, royalty reports (plays per title) and
@@ -26,16 +39,16 @@ type sessionRecord struct {
 	// ClientSite and NodeSite are the client's site (Manager.Sites) and
 	// the node's, when sites are set: a session served across sites has
 	// two different ones.
-	ClientSite string    `json:"client_site,omitempty"`
-	NodeSite   string    `json:"node_site,omitempty"`
-	BitrateBps int64     `json:"bitrate_bps"` // bit/s reserved
-	Fill       bool      `json:"fill"`        // the node filled the title from the origin for it
-	AdmittedAt time.Time `json:"admitted_at"`
-	StartedAt  time.Time `json:"started_at,omitzero"` // absent: never started at the node
+	ClientSite string     `json:"client_site,omitempty"`
+	NodeSite   string     `json:"node_site,omitempty"`
+	BitrateBps int64      `json:"bitrate_bps"` // bit/s reserved
+	Fill       bool       `json:"fill"`        // the node filled the title from the origin for it
+	AdmittedAt recordTime `json:"admitted_at"`
+	StartedAt  recordTime `json:"started_at,omitzero"` // absent: never started at the node
 	// EndedAt is when the viewer left: its TEARDOWN or last request, its
 	// last sign of life for one that timed out (as its node reported),
 	// or when the manager ended it.
-	EndedAt time.Time `json:"ended_at"`
+	EndedAt recordTime `json:"ended_at"`
 	// PlayedS is the session's length from its start to its end, seconds
 	// (wall time, pauses included); 0 when it never started, and when its
 	// node's fill of the title failed before it sent the viewer any of it
@@ -113,8 +126,8 @@ func (r *sessionRecords) add(rec sessionRecord) {
 	if r == nil {
 		return
 	}
-	for _, t := range []*time.Time{&rec.AdmittedAt, &rec.StartedAt, &rec.EndedAt} {
-		*t = t.Truncate(time.Millisecond)
+	for _, t := range []*recordTime{&rec.AdmittedAt, &rec.StartedAt, &rec.EndedAt} {
+		t.Time = t.Truncate(time.Millisecond)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -239,14 +252,14 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 	rec := sessionRecord{
 		Session: s.ID, User: s.User, Title: s.Title, Node: s.Node, Protocol: s.Protocol, Client: s.ClientAddr,
 		ClientSite: clientSite, NodeSite: nodeSite,
-		BitrateBps: s.BitrateBps, Fill: s.Fill, AdmittedAt: s.AdmittedAt.UTC(), EndedAt: now.UTC(),
+		BitrateBps: s.BitrateBps, Fill: s.Fill, AdmittedAt: recordTime{s.AdmittedAt.UTC()}, EndedAt: recordTime{now.UTC()},
 		BytesSent: s.bytesSent, Reason: reason,
 	}
 	if !s.StartedAt.IsZero() {
 		// A held record's ENDED clears both (recordEndedLocked).
 		rec.BytesSentAsOfReport = !s.bytesReported && s.bytesAsOfReport
 		rec.BytesSentUnknown = !s.bytesReported && !s.bytesAsOfReport
-		rec.StartedAt = s.StartedAt.UTC()
+		rec.StartedAt = recordTime{s.StartedAt.UTC()}
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}
 	switch {

@@ -68,7 +68,7 @@ func TestSessionRecords(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Session != sid || r.User != "demo" || r.Title != "t1" || r.Node != "n1" || r.Protocol != "rtsp" || r.Reason != "teardown" ||
 		r.BytesSent != 123456 || r.BitrateBps != titleBps || r.StartedAt.IsZero() || r.StartedAt.Before(r.AdmittedAt.Add(-time.Second)) || // the node's clock, to the ms
-		r.EndedAt.Before(r.StartedAt) || r.PlayedS != float64(r.EndedAt.Sub(r.StartedAt).Milliseconds())/1000 || r.Client == "" ||
+		r.EndedAt.Before(r.StartedAt.Time) || r.PlayedS != float64(r.EndedAt.Sub(r.StartedAt.Time).Milliseconds())/1000 || r.Client == "" ||
 		r.BytesSentUnknown {
 		t.Fatalf("record %+v", r)
 	}
@@ -141,7 +141,7 @@ func TestSessionRecordOfADeadNode(t *testing.T) {
 		return err == nil && len(readRecords(t, path)) == 1
 	})
 	r := readRecords(t, path)[0]
-	if r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+	if r.Reason != "node did not come back" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended by the node's last heartbeat (before %v)", r, cut)
 	}
 	if r.BytesSent != 0 || !r.BytesSentUnknown {
@@ -272,7 +272,7 @@ func TestSessionRecordOfANodeBackWithoutIt(t *testing.T) {
 		return err == nil && len(readRecords(t, path)) == 1
 	})
 	r := readRecords(t, path)[0]
-	if r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt) {
+	if r.Reason != "not on its node after the node registered" || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended by the node's last heartbeat before it died (before %v)", r, cut)
 	}
 	if !r.BytesSentUnknown {
@@ -313,5 +313,32 @@ func TestSessionRecordOfANodeRestartedWhileTheManagerWas(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Session != a || r.Reason != "not on its node after the node registered" || !r.EndedAt.Equal(restart) || r.PlayedS != 0.001 {
 		t.Fatalf("record %+v: want it ended when the node's process started again (%v), played_s 0.001", r, restart.UTC())
+	}
+}
+
+// TestRecordTimesHaveOneWidth: a record's times are UTC with three digits
+// of milliseconds whatever their value (a parser of fixed width, or a sort
+// of the lines as text, sees one format), truncated to the millisecond; a
+// session that never started has no started_at.
+func TestRecordTimesHaveOneWidth(t *testing.T) {
+	east := time.FixedZone("UTC+2", 2*3600)
+	rec := sessionRecord{Session: "s", AdmittedAt: recordTime{time.Date(2026, 12, 1, 6, 33, 26, 320_999_999, east)},
+		EndedAt: recordTime{time.Date(2026, 12, 1, 4, 33, 27, 0, time.UTC)}}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := string(b)
+	for _, want := range []string{`"admitted_at":"2026-12-01T04:33:26.320Z"`, `"ended_at":"2026-12-01T04:33:27.000Z"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("record %s: want %s", line, want)
+		}
+	}
+	if strings.Contains(line, "started_at") {
+		t.Errorf("record %s of a session never started: want no started_at", line)
+	}
+	var back sessionRecord
+	if err := json.Unmarshal(b, &back); err != nil || !back.EndedAt.Equal(rec.EndedAt.Time) {
+		t.Fatalf("read back: %+v %v", back, err)
 	}
 }
