@@ -26,13 +26,7 @@ func TestPopularityOfALostLeaderNotWritten(t *testing.T) {
 	b := newManagerWith(t, "", unhinted(), onShared(open(), nil, time.Minute))
 	st.hold.Store(true)
 	go a.m.savePopularity(time.Now().Add(stateWriteWait))
-	select {
-	case <-st.entered: // a's write waits
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's popularity not written")
-	}
-	st.lost.Store(true)
-	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	st.loseWhileWriting(t, b)
 	b.m.savePopularity(time.Now().Add(stateWriteWait))
 	took := storedPopularityAt(t, b)
 	release()

@@ -159,6 +159,19 @@ func (s *stalledProgress) PutState(ctx context.Context, name string, v []byte) e
 	return err
 }
 
+// loseWhileWriting waits for the held write (hold set) to stall, loses
+// the planner lock and waits for standby b to take it over.
+func (s *stalledProgress) loseWhileWriting(t *testing.T, b *env) {
+	t.Helper()
+	select {
+	case <-s.entered: // the write waits
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s not written", cmp.Or(s.state, stateProgress))
+	}
+	s.lost.Store(true)
+	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+}
+
 func (s *stalledProgress) RenewLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	if s.lost.Load() {
 		return false, nil
@@ -192,13 +205,7 @@ func TestSessionProgressOfALostLeaderNotWritten(t *testing.T) {
 	n, _, _ := startPlaying(t, a, 1000)
 	n.stop()
 	st.hold.Store(true)
-	select {
-	case <-st.entered: // a's write waits
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's progress not written")
-	}
-	st.lost.Store(true)
-	waitFor(t, 20*testLeaderTTL, "B to take over", b.m.Leader)
+	st.loseWhileWriting(t, b) // A's progress loop writes
 	took := time.Now()
 	waitFor(t, 10*time.Second, "B's progress stored", func() bool { return storedProgress(t, b).At.After(took) })
 	release()

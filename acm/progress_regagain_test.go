@@ -40,20 +40,15 @@ func TestSessionRecordOfANodeRegisteredAgainAndDead(t *testing.T) {
 // session: the progress keeps when the first manager last heard of it,
 // and the record ends there, not at the registration.
 func TestProgressOfANodeRegisteredWithoutAReport(t *testing.T) {
-	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Hour }
-	e, n, a := playingWithBytes(t, dir, withRecords)
-	n.stop()
-	killManager(t, e)
-	cut := time.Now()
-	e2 := newManager(t, dir, withRecords)
+	dir, path, a, cut := powerCut(t)
+	e2 := newManager(t, dir, recordsTo(path, time.Hour))
 	e2.registerOnly("n1") // and no report
 	e2.m.saveProgress(time.Now().Add(stateWriteWait))
 	if p := storedProgress(t, e2).Sessions[a]; p.HeardAt.After(cut) {
 		t.Errorf("stored progress of %s heard at %v: want when the first manager last heard of it, before %v", a, p.HeardAt, cut.UTC())
 	}
 	killManager(t, e2)
-	newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
+	newManager(t, dir, recordsTo(path, time.Second))
 	r := recordOf(t, path)
 	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {
 		t.Fatalf("record %+v: want it ended when the first manager last heard of it (before %v), not at the registration", r, cut.UTC())

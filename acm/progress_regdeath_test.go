@@ -1,7 +1,6 @@
 package acm
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -13,13 +12,8 @@ import (
 // first manager last heard of it (its stored progress), not at the
 // registration, an outage later.
 func TestSessionRecordOfANodeDeadBeforeItsFirstReport(t *testing.T) {
-	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-	withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Minute }
-	e, n, a := playingWithBytes(t, dir, withRecords)
-	n.stop()
-	killManager(t, e)
-	cut := time.Now()
-	e2 := newManager(t, dir, func(m *Manager) { withRecords(m); m.RestoreGrace = time.Second })
+	dir, path, a, cut := powerCut(t)
+	e2 := newManager(t, dir, recordsTo(path, time.Second))
 	e2.registerOnly("n1") // and no report: it died again
 	r := recordOf(t, path)
 	if r.Session != a || r.EndedAt.After(cut) || r.EndedAt.Before(r.StartedAt.Time) {

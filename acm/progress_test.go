@@ -42,6 +42,25 @@ func playingWith(t *testing.T, dir string, configure func(*Manager), bytes uint6
 	return e, n, a
 }
 
+// powerCut plays a session on node n1 of a manager on a new data
+// directory (playingWithBytes) whose records go to a new file, then kills
+// the node and the manager together. It returns the directory, the
+// records file, the session and when the cut came.
+func powerCut(t *testing.T) (dir, path, sid string, cut time.Time) {
+	t.Helper()
+	dir, path = t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
+	e, n, sid := playingWithBytes(t, dir, recordsTo(path, time.Minute))
+	n.stop()
+	killManager(t, e)
+	return dir, path, sid, time.Now()
+}
+
+// recordsTo configures a manager to write its session records to path,
+// with restore_grace grace.
+func recordsTo(path string, grace time.Duration) func(*Manager) {
+	return func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = grace }
+}
+
 // startPlaying starts node n1 of e, admits a session of t1 there that
 // starts and has bytes reported, and waits until e's manager stored
 // its progress (waitProgressOf). It returns the node, the session and
@@ -127,13 +146,8 @@ func TestSessionRecordAfterTheManagerWasKilled(t *testing.T) {
 		"node restarted":  {time.Minute, &nodeOpts{started: time.Now()}, "not on its node after the node registered"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
-			withRecords := func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = c.grace }
-			e, n, a := playingWithBytes(t, dir, withRecords)
-			n.stop()
-			killManager(t, e)
-			cut := time.Now()
-			e2 := newManager(t, dir, withRecords)
+			dir, path, a, cut := powerCut(t)
+			e2 := newManager(t, dir, recordsTo(path, c.grace))
 			if c.node != nil {
 				o := *c.node
 				if !o.started.IsZero() {
