@@ -432,19 +432,19 @@ func printBanner(w io.Writer, c *cluster, dataDir string, gone bool) {
 	}
 	fmt.Fprintf(w, "  titles           sample-001 ... sample-020\n\n")
 	fmt.Fprintf(w, "  ffmpeg -rtsp_transport tcp -i rtsp://%s:%s@%s/vod/sample-001 -t 4 -f null -\n", demoUser, demoPassword, front)
-	fmt.Fprintf(w, "  ffplay -rtsp_transport tcp rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
+	fmt.Fprintf(w, "  ffplay -autoexit -rtsp_transport tcp rtsp://%s:%s@%s/vod/sample-002\n", demoUser, demoPassword, front)
 	fmt.Fprintf(w, "  gst-launch-1.0 rtspsrc location=rtsp://%s/vod/sample-003 user-id=%s user-pw=%s ! rtpmp2tdepay ! tsdemux ! fakesink\n", front, demoUser, demoPassword)
-	fmt.Fprintf(w, "  ffplay http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  ffplay -autoexit http://%s:%s@%s/vod/sample-004/index.m3u8   # HLS\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  cvlc --play-and-exit http://%s:%s@%s/vod/sample-005.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	fmt.Fprintf(w, "  bin/vodctl play --transport udp rtsp://%s:%s@%s/vod/sample-006\n", demoUser, demoPassword, front)
-	fmt.Fprintf(w, "  curl -u %s:%s -L -o sample-008.ts http://%s/vod/sample-008.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
+	fmt.Fprintf(w, "  curl -u %s:%s -L -o /tmp/sample-008.ts http://%s/vod/sample-008.ts\n", demoUser, demoPassword, c.manager.HTTPAddr())
 	if f := c.opts.PortalSecretFile; f != "" {
 		// A player given a portal's subscriber token needs no password.
 		if tok, err := signSubscriberToken(tokenRequest{User: demoUser, TTL: time.Hour, SecretFile: f}, time.Now()); err == nil && gone {
-			fmt.Fprintf(w, "  ffplay 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (its secret goes with the temporary data directory)\n",
+			fmt.Fprintf(w, "  ffplay -autoexit 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (its secret goes with the temporary data directory)\n",
 				c.manager.HTTPAddr(), tok)
 		} else if err == nil {
-			fmt.Fprintf(w, "  ffplay 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (bin/vodcluster subscriber-token --secret-file %s --user %s)\n",
+			fmt.Fprintf(w, "  ffplay -autoexit 'http://%s/vod/sample-007/index.m3u8?token=%s'   # a portal's subscriber token, good 1 h (bin/vodcluster subscriber-token --secret-file %s --user %s)\n",
 				c.manager.HTTPAddr(), tok, f, demoUser)
 		}
 	}
