@@ -67,16 +67,17 @@ func (m *Manager) heardLocked(s *session) time.Time {
 	if s.StartedAt.IsZero() {
 		return time.Time{}
 	}
+	var node time.Time
 	if s.reserved {
 		if n := m.sched.Node(s.Node); n != nil && !n.LastHeartbeat.IsZero() {
-			if ns := m.nodes[s.Node]; ns != nil && ns.awaitFirst {
-				// Not the registration it sent no report after (nodeHeard).
-				return later(later(ns.heardBefore, m.startedHereLocked(s)), later(s.heardUntil, s.storedHeard))
+			ns := m.nodes[s.Node]
+			if ns == nil || !ns.awaitFirst {
+				return n.LastHeartbeat
 			}
-			return n.LastHeartbeat
+			node = nodeHeard(ns, n) // not the registration it sent no report after
 		}
 	}
-	return later(later(s.heardUntil, s.storedHeard), m.startedHereLocked(s))
+	return later(later(node, s.heardUntil), later(s.storedHeard, m.startedHereLocked(s)))
 }
 
 // startedHereLocked is s's start when it came after this manager became
