@@ -119,15 +119,11 @@ func openAppend(path string) (*os.File, error) {
 	return f, nil
 }
 
-// add queues rec, its times to the millisecond (the node's times are:
-// the manager's own would have nanoseconds); a nil r, or a closed one,
-// drops it silently.
+// add queues rec (its times are written to the millisecond:
+// recordTime); a nil r, or a closed one, drops it silently.
 func (r *sessionRecords) add(rec sessionRecord) {
 	if r == nil {
 		return
-	}
-	for _, t := range []*recordTime{&rec.AdmittedAt, &rec.StartedAt, &rec.EndedAt} {
-		t.Time = t.Truncate(time.Millisecond)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
