@@ -81,7 +81,8 @@ type Config struct {
 	SlowStartFloor float64
 
 	// LBLCExpiration is how long an unused title->node entry of lblc and
-	// lblcr lives (Linux: lblc_expiration, lblcr_expiration, 24 h).
+	// lblcr lives (Linux: lblc_expiration, lblcr_expiration, 24 h), and
+	// an unused entry of lard and lard/r (LARD, LARDR).
 	LBLCExpiration time.Duration
 	// LBLCRShrink is how long an lblcr or lard/r server set must stay
 	// unmodified before its most loaded member is dropped (Linux lblcr

@@ -179,16 +179,21 @@ func TestMaglevSlotForEveryNode(t *testing.T) {
 	}
 }
 
-// lblc and lblcr delete the entries of titles unused for LBLCExpiration
-// (24 h), as the kernel's tables do: every title ever asked for stayed.
+// lblc, lblcr, lard and lard/r delete the entries of titles unused for
+// LBLCExpiration (24 h), as the kernel's tables do: every title ever asked
+// for stayed (lard and lard/r kept theirs for the manager's life).
 func TestLocalityTablesForgetUnusedTitles(t *testing.T) {
-	for _, p := range []string{"lblc", "lblcr"} {
+	for _, p := range []string{"lblc", "lblcr", "lard", "lard/r"} {
 		s := sched(t, p, nil, 1e9, 1e9)
 		size := func() int {
 			switch pol := s.Policy().(type) {
 			case *LBLC:
 				return len(pol.table)
 			case *LBLCR:
+				return len(pol.table)
+			case *LARD:
+				return len(pol.table)
+			case *LARDR:
 				return len(pol.table)
 			}
 			t.Fatalf("%s: policy %T", p, s.Policy())
@@ -261,8 +266,8 @@ func BenchmarkBucketsMostOutOfService(b *testing.B) {
 }
 
 // A request lard/r refuses (no node can take it) leaves no entry behind:
-// its table has no expiry (the paper's has none), so each refused title
-// stayed, an empty server set, for the manager's life.
+// each refused title stayed, an empty server set, until the table's sweep
+// (for the manager's life before it had one).
 func TestLARDRRefusalLeavesNoEntry(t *testing.T) {
 	s := sched(t, "lard/r", nil, 10)
 	for k := range 50 {

@@ -1,7 +1,9 @@
 package lsm
 
+import "time"
+
 func init() {
-	Register("lard", func(Config) Policy { return &LARD{table: map[string]int32{}} })
+	Register("lard", func(Config) Policy { return &LARD{table: map[string]lblcEntry{}} })
 	Register("lard/r", func(Config) Policy { return &LARDR{table: map[string]*serverSet{}} })
 }
 
@@ -48,9 +50,15 @@ func lardMove(s *Scheduler, r *Request, i int) bool {
 // node, which becomes its node (a node per site and title while Place
 // keeps to a site, Request.Site). Load is utilization, so T_low and T_high
 // (Config.LARDLow, LARDHigh) are fractions of capacity, not the paper's
-// connection counts.
+// connection counts. The paper's table has no expiry; here an entry unused
+// for Config.LBLCExpiration is deleted by a sweep every quarter of it, as
+// lblc's are, so that the table holds the titles asked for within about
+// that time, not every title ever asked for (a title dropped from the
+// catalog, a site's key for a title it no longer asks for). A title asked
+// for again after that is new to the table.
 type LARD struct {
-	table map[string]int32
+	table map[string]lblcEntry
+	swept time.Time // the last sweep of the table (sweepExpired)
 }
 
 var _ Policy = (*LARD)(nil)
@@ -60,16 +68,19 @@ func (*LARD) Name() string { return "lard" }
 
 // Pick implements Policy.
 func (p *LARD) Pick(s *Scheduler, r *Request) int {
-	key := r.tableKey()
-	if e, ok := p.table[key]; ok {
-		i := int(e)
+	now, key := s.Now(), r.tableKey()
+	sweepExpired(p.table, func(e lblcEntry) time.Time { return e.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
+	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
+		i := int(e.node)
 		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, r, i) {
+			e.lastUse = now
+			p.table[key] = e
 			return i
 		}
 	}
 	i := leastUtilized(s, r)
 	if i >= 0 {
-		p.table[key] = int32(i)
+		p.table[key] = lblcEntry{node: int32(i), lastUse: now}
 	}
 	return i
 }
@@ -79,9 +90,11 @@ func (p *LARD) Pick(s *Scheduler, r *Request) int {
 // its set; when there is none eligible, or lardMove holds for it, the
 // least utilized node of all joins the set and takes the session. A set
 // with more than one member that has not changed for Config.LBLCRShrink
-// (the paper's K) loses its most utilized member.
+// (the paper's K) loses its most utilized member. A set unused for
+// Config.LBLCExpiration is deleted, as LARD's entries are.
 type LARDR struct {
 	table map[string]*serverSet
+	swept time.Time // the last sweep of the table (sweepExpired)
 }
 
 var _ Policy = (*LARDR)(nil)
@@ -92,11 +105,13 @@ func (*LARDR) Name() string { return "lard/r" }
 // Pick implements Policy.
 func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 	now := s.Now()
+	sweepExpired(p.table, func(set *serverSet) time.Time { return set.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
 	set := p.table[r.Title]
-	if set == nil {
+	if set == nil || now.Sub(set.lastUse) > s.Config.LBLCExpiration {
 		set = &serverSet{lastMod: now}
 		p.table[r.Title] = set
 	}
+	set.lastUse = now
 	best, most := -1, -1
 	for _, m := range set.nodes {
 		i := int(m)
@@ -121,7 +136,7 @@ func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 		set.remove(most, now)
 	}
 	if len(set.nodes) == 0 {
-		// refused with no member: no entry (the table has no expiry)
+		// refused with no member: no entry
 		delete(p.table, r.Title)
 	}
 	return best
