@@ -47,8 +47,11 @@ type fakeOrigin struct {
 	// holdAt > 0: a fill's transfer (not no_wait) sends the bytes below
 	// it, then waits for release to be closed (a fill held mid-way; its
 	// retries too). Set before the origin serves.
-	holdAt      int64
-	release     chan struct{}
+	holdAt  int64
+	release chan struct{}
+	// holdFirst: a fill's transfer (not no_wait) waits for release before
+	// its first byte. Set before the origin serves.
+	holdFirst   bool
 	releaseOnce sync.Once
 	// busyNoWait: a transfer asked with no_wait is refused
 	// RESOURCE_EXHAUSTED, as by a CDP with no channel free (counted in
@@ -165,6 +168,13 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 	case <-time.After(o.delay):
 	case <-stream.Context().Done():
 		return stream.Context().Err()
+	}
+	if o.holdFirst && !req.GetNoWait() {
+		select {
+		case <-o.release:
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
 	}
 	const chunk = 32 << 10
 	start := time.Now()

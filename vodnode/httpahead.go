@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -446,7 +447,11 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		case <-r.fillWake:
 			r.fillWake = nil
 		case <-hold:
+			// net/http sends a status line with the body's first bytes,
+			// or when flushed: without the flush the release reached the
+			// client only with the fill's first byte.
 			r.hold.release()
+			_ = http.NewResponseController(r.hold).Flush()
 			hold = nil
 		case <-due:
 			return 0, nil
