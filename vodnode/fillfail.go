@@ -3,6 +3,7 @@ package vodnode
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"time"
 
@@ -81,7 +82,11 @@ func titleUnavailable(w http.ResponseWriter, err error) {
 	if retryLater(err) {
 		w.Header().Set("Retry-After", retryAfter)
 	}
-	http.Error(w, "title unavailable: "+err.Error(), http.StatusServiceUnavailable)
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "its fill did not bring the bytes asked for within " + durtext.Written(requestTimeout)
+	}
+	http.Error(w, "title unavailable: "+msg, http.StatusServiceUnavailable)
 }
 
 // fillFailedEmpty ends hs at once when its title's fill failed (err is
@@ -95,6 +100,34 @@ func (n *Node) fillFailedEmpty(hs *httpSession, err error) {
 		return
 	}
 	n.endHTTPSessionAt(hs, fillFailedReason(err), hs.startedAt, func() bool { return hs.bytes.Load() == 0 })
+}
+
+// watchFill ends hs, an HTTP session whose first request ended with no
+// byte of the title sent, when its title's fill fails (or has failed)
+// while hs has still been sent no byte and none of its viewer's requests
+// is in progress: a viewer who left before the failure (a download given
+// up, an HLS player after the 503 of a playlist that waited 10 s) ends as
+// fillFailedEmpty ends one who is still asking, at once and at its start.
+// Without it the session showed playing, and held its reservation and one
+// of its subscriber's sessions, until pause_timeout (5 min), and its
+// record billed that time. A request in progress is left to its own
+// answer (answered, and the HLS handlers), which ends the session so when
+// the bytes it asks for never come. Called once per session (watched), at
+// the end of a request.
+func (n *Node) watchFill(hs *httpSession) {
+	t := hs.t
+	failed := func() {
+		err := t.View().Err
+		if err == nil {
+			return // complete
+		}
+		go n.endHTTPSessionAt(hs, fillFailedReason(err), hs.startedAt, func() bool {
+			return hs.bytes.Load() == 0 && hs.active.Load() == 0
+		})
+	}
+	if !t.Notify(math.MaxInt64, failed) { // only the fill's end wakes it
+		failed()
+	}
 }
 
 // heldHeader holds the status line of a progressive download's answer

@@ -16,6 +16,9 @@ import (
 // than hearing nothing until the fill's first byte (or a 503 for a fill
 // that is only slow). The origin here holds the fill's first byte until
 // the answer came, so the status line cannot have waited for a byte.
+// An HLS playlist asked for meanwhile is answered 503 at 10 s, saying
+// that the fill brought nothing in that time (it said "context deadline
+// exceeded").
 func TestHTTPHeldStatusLineGoesOutAfterTheRequestTimeout(t *testing.T) {
 	o := newFakeOrigin(t)
 	o.holdFirst, o.release = true, make(chan struct{})
@@ -26,6 +29,21 @@ func TestHTTPHeldStatusLineGoesOutAfterTheRequestTimeout(t *testing.T) {
 	// The timeout bounds the test where the answer would wait for the
 	// held fill (forever); it measures nothing.
 	client := &http.Client{Timeout: 3 * requestTimeout}
+	type answer struct {
+		res  *http.Response
+		body []byte
+		err  error
+	}
+	playlist := make(chan answer, 1)
+	go func() {
+		res, err := client.Get(httpURL(n, mint(t, "held-hls", "sample-002", "node-1", "", time.Minute), "sample-002/index.m3u8"))
+		a := answer{res: res, err: err}
+		if err == nil {
+			a.body, a.err = io.ReadAll(res.Body)
+			res.Body.Close()
+		}
+		playlist <- a
+	}()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Range", "bytes=0-99999")
 	asked := time.Now()
@@ -40,6 +58,12 @@ func TestHTTPHeldStatusLineGoesOutAfterTheRequestTimeout(t *testing.T) {
 	}
 	if held < requestTimeout {
 		t.Errorf("status line out %v after the request with no byte of the fill, want it held %v", held, requestTimeout)
+	}
+	if a := <-playlist; a.err != nil {
+		t.Errorf("HLS playlist of a title whose fill brings no byte: %v", a.err)
+	} else if a.res.StatusCode != http.StatusServiceUnavailable ||
+		string(a.body) != "title unavailable: its fill did not bring the bytes asked for within 10s\n" {
+		t.Errorf("HLS playlist of a title whose fill brings no byte: %d %q, want 503 saying so", a.res.StatusCode, a.body)
 	}
 	o.unhold()
 	body, err := io.ReadAll(res.Body)

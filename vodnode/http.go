@@ -169,6 +169,7 @@ type httpSession struct {
 	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
 	bytes      atomic.Int64
 	readTo     atomic.Int64 // offset a progressive read of the title last reached
+	watched    atomic.Bool  // watchFill was called
 	ended      bool         // guarded by Node.mu
 	// startedAt is when STARTED was reported (set once set up, before
 	// ready is closed).
@@ -263,6 +264,9 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		hs.lastActive.Store(end.UnixNano())
 		hs.active.Add(-1)
+		if hs.bytes.Load() == 0 && hs.watched.CompareAndSwap(false, true) {
+			h.n.watchFill(hs) // a viewer that got nothing may leave now
+		}
 	}()
 	// A session ended meanwhile (the manager's order) cuts this request:
 	// its reservation is gone.
