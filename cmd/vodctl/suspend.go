@@ -23,7 +23,7 @@ const maxSuspensionDays = "366d"
 // suspendCmd is `vodctl suspend USER --for DURATION | --lift`.
 func suspendCmd(g *globals) *cobra.Command {
 	var (
-		dur    durflag.Value
+		dur    = durflag.Value{Limit: maxSuspensionDays + ", a year"}
 		lift   bool
 		reason string
 	)

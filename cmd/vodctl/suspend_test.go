@@ -53,10 +53,12 @@ func TestSuspend(t *testing.T) {
 		// The manager's refusal named its duration_s, not --for.
 		// Echoed as typed, the limit as --for takes it: it was "--for
 		// 8785h0m0s: at most 8784h0m0s", then "at most 8784h (366 days)".
-		"suspend alice --for 8785h":   "--for 8785h: at most 366d, a year",
-		"suspend alice --for 367d":    "--for 367d: at most 366d, a year",
-		"suspend alice --for 90m100d": `"90m100d": want a duration such as 90s, 30m, 24h, 1h30m or 7d`,
-		"suspend alice --for 500ms":   "--for 500ms: at least 1s",
+		"suspend alice --for 8785h": "--for 8785h: at most 366d, a year",
+		"suspend alice --for 367d":  "--for 367d: at most 366d, a year",
+		// Past what a duration holds: it said "at most 106751 days".
+		"suspend alice --for 99999999d": `"99999999d": at most 366d, a year`,
+		"suspend alice --for 90m100d":   `"90m100d": want a duration such as 90s, 30m, 24h, 1h30m or 7d`,
+		"suspend alice --for 500ms":     "--for 500ms: at least 1s",
 	} {
 		if _, err := run(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("vodctl %s: %v, want %q", args, err, want)

@@ -22,6 +22,12 @@ import (
 type Value struct {
 	D    time.Duration // the duration, 0 until set unless given a default
 	text string        // what was typed; empty: the default
+	// Limit, when not empty, is the most the flag's command takes, as
+	// its error says it ("366d, a year"): Set's error for days past what
+	// a time.Duration holds names it rather than that bound, which the
+	// command's own is far below (it said "at most 106751 days", and
+	// 106751d then "at most 366d"). The command checks its limit itself.
+	Limit string
 }
 
 // Var defines a duration flag name on fs with default def and usage, as
@@ -34,9 +40,12 @@ func Var(fs *pflag.FlagSet, name string, def time.Duration, usage string) *Value
 
 // Set parses s: a Go duration ("90m", "1h30m"), or whole days and
 // then, optionally, one ("366d", "1d12h"). Errors: any other text, or
-// days past what a time.Duration holds.
+// days past what a time.Duration holds (naming Limit when set).
 func (v *Value) Set(s string) error {
 	d, err := Parse(s)
+	if errors.Is(err, ErrTooLong) && v.Limit != "" {
+		return fmt.Errorf("%q: at most %s", s, v.Limit)
+	}
 	if err != nil {
 		return err
 	}
