@@ -138,7 +138,7 @@ func (g *globals) showNode(id string) error {
 				return nil, status.Errorf(codes.NotFound, "node %q has not registered since the manager started (it knows the node from its store: down as far as it knows); vodctl node forget %s if it is gone", id, id)
 			}
 			if r.Standby {
-				hint = fmt.Sprintf("; %s does not hold the planner lock (the standby of a pair, or taking the lock): it does not know a node registered only with the active manager; ask the active manager (the pair's virtual IP)", g.manager)
+				hint = fmt.Sprintf("; %s does not hold the planner lock %s: it does not know a node registered only with the active manager; %s", g.manager, notHeldWhy, notHeldDo)
 			}
 			return nil, status.Errorf(codes.NotFound, "node %q is not registered with the manager and has no stored setting (vodctl nodes lists those registered)%s", id, hint)
 		}

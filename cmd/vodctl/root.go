@@ -146,7 +146,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	}
 	if s, ok := m.(interface{ GetStandby() bool }); ok && s.GetStandby() {
 		// Its empty tables read as a cluster without nodes or viewers.
-		fmt.Fprintf(g.errOut, "note: %s does not hold the planner lock (the standby of a pair, or taking the lock): %s; ask the active manager (the pair's virtual IP)\n", g.manager, standbyShows(m))
+		fmt.Fprintf(g.errOut, "note: %s does not hold the planner lock %s: %s; %s\n", g.manager, notHeldWhy, standbyShows(m), notHeldDo)
 	}
 	if g.json || table == nil {
 		out, err := adminJSON(m)
@@ -160,6 +160,16 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	table(m, w)
 	return w.Flush()
 }
+
+// notHeldWhy and notHeldDo say, in a note about a manager that does not
+// hold the planner lock (its answer's standby), why that can be and what
+// to do: a single manager whose store stopped answering loses the lock
+// too, and is no standby with an active manager to ask (it said only
+// "the standby of a pair, or taking the lock").
+const (
+	notHeldWhy = "(the standby of a pair, one taking the lock, or one whose store does not answer: it cannot renew the lock)"
+	notHeldDo  = "ask the active manager (the pair's virtual IP), or, with no other manager, see that the store answers (the manager's log says when it does not)"
+)
 
 // standbyShows says what a standby's answer m (standby set) shows
 // instead of the cluster's, for the note beside it.
