@@ -187,10 +187,12 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 // heartbeats, the transfer stopped with it), "ordered" (a prefetch sent
 // and not in a report since), "reserved" (a fill on demand that starts
 // when its viewer reaches the node: in the view as such, ns.awaiting, or
-// booked and not in the view yet), "origin wait" (its transfer not
-// started at the origin yet: StoredTitle.origin_wait; queued for a
-// channel, as a prefetch that gave its channel to a viewer's fill is, or
-// paying the origin's setup delay), else "filling".
+// booked and not in the view yet), "origin retry" (its transfers failed
+// since the origin last answered, retried by the node:
+// StoredTitle.origin_retries), "origin wait" (its transfer not started at
+// the origin yet: StoredTitle.origin_wait; queued for a channel, as a
+// prefetch that gave its channel to a viewer's fill is, or paying the
+// origin's setup delay), else "filling".
 func fillState(ns *nodeState, title string, down bool) string {
 	// fillRunning must know every state of a fill the node runs.
 	switch {
@@ -200,6 +202,8 @@ func fillState(ns *nodeState, title string, down bool) string {
 		return "ordered"
 	case ns.awaiting[title] || ns.titles[title] == nil:
 		return "reserved"
+	case ns.titles[title].GetOriginRetries() > 0:
+		return "origin retry"
 	case ns.titles[title].GetOriginWait():
 		return "origin wait"
 	}
@@ -207,8 +211,11 @@ func fillState(ns *nodeState, title string, down bool) string {
 }
 
 // fillRunning reports whether state (fillState's) is of a fill its node
-// runs: "filling", or its transfer not started at the origin yet.
-func fillRunning(state string) bool { return state == "filling" || state == "origin wait" }
+// runs: "filling", its transfer not started at the origin yet, or retried
+// through an outage of the origin.
+func fillRunning(state string) bool {
+	return state == "filling" || state == "origin wait" || state == "origin retry"
+}
 
 // copyState says where title stands in ns's view (mu held), in vodctl
 // fills' words: "node down" while ns misses its heartbeats (its last
@@ -315,6 +322,15 @@ func (m *Manager) fillListLocked() []*pb.Fill {
 				f.State, f.NextTryUnixMs = string(fs.State), fs.NextTry.UnixMilli()
 			}
 		}
+	}
+	for k, f := range byKey {
+		if f.State != "origin retry" {
+			continue
+		}
+		// The node's retries of the transfer, not the planner's of the
+		// prefetch (which count failed fills).
+		t := m.nodes[k.node].titles[k.title]
+		f.Attempts, f.NextTryUnixMs, f.OriginError = t.GetOriginRetries(), t.GetOriginRetryAtUnixMs(), t.GetOriginError()
 	}
 	out := make([]*pb.Fill, 0, len(byKey))
 	for _, f := range byKey {

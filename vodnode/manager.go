@@ -444,10 +444,15 @@ func partialTitles(ps []store.Partial) []*pb.PartialTitle {
 func storedTitles(ts []store.Status) []*pb.StoredTitle {
 	out := make([]*pb.StoredTitle, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, &pb.StoredTitle{
+		st := &pb.StoredTitle{
 			TitleId: t.ID, SizeBytes: t.Size, StoredBytes: t.Stored, Filling: t.Filling, Prefetch: t.Prefetch, Preemptible: t.Preemptible, OriginWait: t.OriginWait,
 			Sessions: int32(t.Readers), LastAccessUnixMs: t.LastAccess.UnixMilli(), Version: t.Version,
-		})
+			OriginRetries: int32(t.OriginRetries), OriginError: t.OriginError,
+		}
+		if !t.OriginRetryAt.IsZero() {
+			st.OriginRetryAtUnixMs = t.OriginRetryAt.UnixMilli()
+		}
+		out = append(out, st)
 	}
 	return out
 }

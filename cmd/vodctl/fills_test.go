@@ -77,3 +77,47 @@ func TestFillsShowThePlanWaiting(t *testing.T) {
 		}
 	}
 }
+
+// retryAdmin answers ListFills with a fill its node retries through an
+// outage of the origin, its next attempt due in an hour, and one whose
+// retry is under way.
+type retryAdmin struct{ v1.UnimplementedAdminServer }
+
+func (retryAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
+	return &v1.ListFillsResponse{Fills: []*v1.Fill{
+		{NodeId: "n1", TitleId: "a", State: "origin retry", SizeBytes: 1000, Attempts: 7,
+			NextTryUnixMs: time.Now().Add(time.Hour).UnixMilli(), OriginError: "rpc error: code = Unavailable desc = connection refused"},
+		{NodeId: "n2", TitleId: "b", State: "origin retry", StoredBytes: 100, SizeBytes: 1000, Attempts: 2, OriginError: "origin transfer stalled"},
+	}}, nil
+}
+
+// vodctl fills shows a fill retried through an outage of the origin as
+// such, with the node's attempts and next try ("now" while one is under
+// way), and each one's last failure below the table: the outage showed
+// as a fill at 0% with no attempt.
+func TestFillsShowOriginRetries(t *testing.T) {
+	out := runVodctl(t, retryAdmin{}, "fills")
+	lines := strings.Split(out, "\n")
+	row := func(title string) string {
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) > 1 && f[0] != "" && f[1] == title {
+				return l
+			}
+		}
+		return ""
+	}
+	if r := strings.Fields(row("a")); len(r) < 10 || r[2] != "origin" || r[3] != "retry" || r[4] != "0%" || r[8] != "7" || r[9] != time.Now().Add(time.Hour).Format("2006-01-02") {
+		t.Errorf("a fill retried, its next try in an hour: %v", r)
+	}
+	if r := strings.Fields(row("b")); len(r) < 10 || r[4] != "10%" || r[8] != "2" || r[9] != "now" {
+		t.Errorf("a fill whose retry is under way: %v", r)
+	}
+	for _, want := range []string{"n1 a: rpc error: code = Unavailable desc = connection refused", "n2 b: origin transfer stalled"} {
+		if !strings.Contains(out, "\n"+want+"\n") {
+			t.Errorf("no line %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}

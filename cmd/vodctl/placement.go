@@ -31,7 +31,8 @@ func placementCmd(g *globals) *cobra.Command {
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STATE is where each copy stands, in vodctl fills' words: stored (complete), filling, ordered (a\n" +
 			"prefetch sent to the node, not started yet), reserved (a fill on demand waiting for its viewer to\n" +
-			"reach the node), origin wait (filling, its transfer not started at the origin yet), node down\n" +
+			"reach the node), origin wait (filling, its transfer not started at the origin yet), origin retry\n" +
+			"(filling, its transfers failed since the origin last answered: the node retries them), node down\n" +
 			"(the node misses its heartbeats: a copy, complete or filling, in its last report, or a pin to it).\n\n" +
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
@@ -192,7 +193,10 @@ func fillsCmd(g *globals) *cobra.Command {
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
 			"slot on its node or an origin channel), filling, origin wait (filling, its transfer not started\n" +
 			"at the origin yet: queued for a channel, as a prefetch that gave its channel to a viewer's fill\n" +
-			"is, or paying the origin's setup delay),\n" +
+			"is, or paying the origin's setup delay), origin retry (filling, its transfers failed since the\n" +
+			"origin last answered, which the node retries: ATTEMPTS counts them, NEXT TRY is the node's next,\n" +
+			"\"now\" while one is under way, and the causes are listed below the table; the fill fails once the\n" +
+			"origin has sent no byte for the node's fill_retry_for),\n" +
 			"backoff (failed: retried at NEXT TRY; \"due\" once that has passed: retried at the planner's next\n" +
 			"round with the origin answering, an origin channel and a fill slot on the node free),\n" +
 			"node down (in the last report of a node now missing its heartbeats).\n" +
@@ -214,12 +218,25 @@ func fillsCmd(g *globals) *cobra.Command {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}
 					next := "-"
-					if at := time.UnixMilli(f.NextTryUnixMs); f.NextTryUnixMs > 0 && at.After(time.Now()) {
+					if f.State == "origin retry" && f.NextTryUnixMs == 0 {
+						next = "now" // a retry under way
+					} else if at := time.UnixMilli(f.NextTryUnixMs); f.NextTryUnixMs > 0 && at.After(time.Now()) {
 						next = at.Format("2006-01-02 15:04:05 MST")
 					} else if f.NextTryUnixMs > 0 {
 						next = "due" // waits for the origin, a channel or a slot
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
+				}
+				retrying := false
+				for _, f := range m.(*v1.ListFillsResponse).Fills {
+					if f.State != "origin retry" || f.OriginError == "" {
+						continue
+					}
+					if !retrying {
+						fmt.Fprintln(w, "\nRetried through an outage of the origin (the last failure of each):")
+						retrying = true
+					}
+					fmt.Fprintf(w, "%s %s: %s\n", f.NodeId, f.TitleId, f.OriginError)
 				}
 				if r := m.(*v1.ListFillsResponse); len(r.PlanWaitsFor) > 0 {
 					fmt.Fprintf(w, "\nThe planner orders no prefetch or eviction yet: after the manager's restart or takeover it waits for the nodes of its restored plan to register: %s (until %s at most; vodctl node forget ID for a node that is gone).\n",

@@ -200,6 +200,9 @@ func (s *Store) transfer(t *Title, b *fillWriter, off int64) (int64, error) {
 		if !ok {
 			return fetched, fmt.Errorf("no byte from the origin for %s, not counting the wait for its channels (%d attempts): %w", durtext.Written(s.cfg.RetryFor), attempt, err)
 		}
+		s.mu.Lock()
+		t.retry = originRetry{failures: t.retry.failures + 1, next: time.Now().Add(wait), err: err.Error()}
+		s.mu.Unlock()
 		// One warning per outage (the first attempt since bytes last came),
 		// the retries after it at debug: an origin away for fill_retry_for
 		// would otherwise log some twenty lines per fill.
@@ -326,7 +329,8 @@ func (s *Store) fetch(t *Title, b *fillWriter, off int64, room *bool) (n int64, 
 	} else {
 		t.askedFill = true
 	}
-	t.originWait = true // until the origin's first message (fetchOnce)
+	t.originWait = true        // until the origin's first message (fetchOnce)
+	t.retry.next = time.Time{} // a retry under way
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -377,6 +381,7 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		if stall == nil { // the origin's first message: the transfer started there
 			s.mu.Lock()
 			t.originWait = false
+			t.retry = originRetry{} // the origin answers again
 			s.mu.Unlock()
 			stall = time.AfterFunc(s.cfg.StallAfter, func() { cancel(errStalled) })
 			stall.Stop()

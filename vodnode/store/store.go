@@ -399,6 +399,15 @@ type Status struct {
 	// (asked, no message from the origin): queued for a channel, or
 	// paying the origin's setup delay.
 	OriginWait bool
+	// OriginRetries counts the fill's transfers that failed since the
+	// origin last answered (0 when it answers, and when not filling): the
+	// origin away, restarting or refusing for now, the fill retried with
+	// backoff until fill_retry_for passes without a byte. OriginRetryAt is
+	// the next attempt (zero while one is under way), OriginError the last
+	// failure's cause.
+	OriginRetries int
+	OriginRetryAt time.Time
+	OriginError   string
 }
 
 // Titles returns the stored and filling titles, sorted by id (not the
@@ -414,6 +423,10 @@ func (s *Store) Titles() []Status {
 			Prefetch: t.prefetch, Preemptible: s.preemptibleLocked(t), Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,
 			OriginWait: t.filling && t.originWait,
 		})
+		if r := t.retry; t.filling && r.failures > 0 {
+			st := &out[len(out)-1]
+			st.OriginRetries, st.OriginRetryAt, st.OriginError = r.failures, r.next, r.err
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

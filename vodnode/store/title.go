@@ -88,6 +88,20 @@ type Title struct {
 	// originWait: the fill's transfer has not started at the origin yet
 	// (asked, no message from it: Status.OriginWait).
 	originWait bool
+	// retry: the fill's transfers that failed since the origin last
+	// answered, for Status (OriginRetries, OriginRetryAt, OriginError);
+	// zero once it answers.
+	retry originRetry
+}
+
+// originRetry is where a fill stands in an outage of its origin: failed
+// transfers since the origin last answered (the fill's first message of a
+// transfer), when the next one starts (zero: under way) and the last
+// failure's cause.
+type originRetry struct {
+	failures int
+	next     time.Time
+	err      string
 }
 
 type waiter struct {

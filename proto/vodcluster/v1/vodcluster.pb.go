@@ -953,9 +953,18 @@ type StoredTitle struct {
 	// transfer has a channel and has paid the origin's setup delay): queued
 	// for a channel, as a prefetch that gave its channel to a viewer's fill
 	// is, or paying the setup delay. Only with filling.
-	OriginWait    bool `protobuf:"varint,10,opt,name=origin_wait,json=originWait,proto3" json:"origin_wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OriginWait bool `protobuf:"varint,10,opt,name=origin_wait,json=originWait,proto3" json:"origin_wait,omitempty"`
+	// origin_retries: the fill's transfers that failed since the origin last
+	// answered (an origin away, restarting or refusing for now: the node
+	// retries with backoff, and the fill fails after fill_retry_for without
+	// a byte); 0 once the origin answers again. Only with filling.
+	// origin_retry_at_unix_ms is the node's next attempt (0: in progress),
+	// origin_error the last failure's cause as the node saw it.
+	OriginRetries       int32  `protobuf:"varint,11,opt,name=origin_retries,json=originRetries,proto3" json:"origin_retries,omitempty"`
+	OriginRetryAtUnixMs int64  `protobuf:"varint,12,opt,name=origin_retry_at_unix_ms,json=originRetryAtUnixMs,proto3" json:"origin_retry_at_unix_ms,omitempty"`
+	OriginError         string `protobuf:"bytes,13,opt,name=origin_error,json=originError,proto3" json:"origin_error,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StoredTitle) Reset() {
@@ -1056,6 +1065,27 @@ func (x *StoredTitle) GetOriginWait() bool {
 		return x.OriginWait
 	}
 	return false
+}
+
+func (x *StoredTitle) GetOriginRetries() int32 {
+	if x != nil {
+		return x.OriginRetries
+	}
+	return 0
+}
+
+func (x *StoredTitle) GetOriginRetryAtUnixMs() int64 {
+	if x != nil {
+		return x.OriginRetryAtUnixMs
+	}
+	return 0
+}
+
+func (x *StoredTitle) GetOriginError() string {
+	if x != nil {
+		return x.OriginError
+	}
+	return ""
 }
 
 type LoadReport struct {
@@ -4209,10 +4239,16 @@ type Fill struct {
 	StoredBytes   int64  `protobuf:"varint,3,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
 	SizeBytes     int64  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	Prefetch      bool   `protobuf:"varint,5,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
-	State         string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (a prefetch not yet on the node), reserved (a fill on demand waiting for its viewer to reach the node), filling, backoff (failed; retried at next_try_unix_ms)
+	State         string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                                           // ordered (a prefetch not yet on the node), reserved (a fill on demand waiting for its viewer to reach the node), filling, origin wait, origin retry (origin_error), backoff (failed; retried at next_try_unix_ms)
 	Attempts      int32  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`                                    // failures of this prefetch so far
 	NextTryUnixMs int64  `protobuf:"varint,8,opt,name=next_try_unix_ms,json=nextTryUnixMs,proto3" json:"next_try_unix_ms,omitempty"` // backoff only: earliest retry
 	SinceUnixMs   int64  `protobuf:"varint,9,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`         // ordered, or failed last; 0 when unknown (a fill on demand)
+	// origin_error: state "origin retry" (a fill the node runs whose
+	// transfers the origin failed since it last answered; attempts counts
+	// them, next_try_unix_ms is the node's next attempt, 0 when one is in
+	// progress): the last failure's cause as the node saw it
+	// (StoredTitle.origin_error).
+	OriginError   string `protobuf:"bytes,10,opt,name=origin_error,json=originError,proto3" json:"origin_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4308,6 +4344,13 @@ func (x *Fill) GetSinceUnixMs() int64 {
 		return x.SinceUnixMs
 	}
 	return 0
+}
+
+func (x *Fill) GetOriginError() string {
+	if x != nil {
+		return x.OriginError
+	}
+	return ""
 }
 
 type ListFillsResponse struct {
@@ -4792,7 +4835,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\x12\x19\n" +
 	"\btcp_only\x18\r \x01(\bR\atcpOnly\"F\n" +
 	"\x10RegisterResponse\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xc8\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xc8\x03\n" +
 	"\vStoredTitle\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x1d\n" +
 	"\n" +
@@ -4806,7 +4849,10 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\vpreemptible\x18\t \x01(\bR\vpreemptible\x12\x1f\n" +
 	"\vorigin_wait\x18\n" +
 	" \x01(\bR\n" +
-	"originWait\"\xf0\x05\n" +
+	"originWait\x12%\n" +
+	"\x0eorigin_retries\x18\v \x01(\x05R\roriginRetries\x124\n" +
+	"\x17origin_retry_at_unix_ms\x18\f \x01(\x03R\x13originRetryAtUnixMs\x12!\n" +
+	"\forigin_error\x18\r \x01(\tR\voriginError\"\xf0\x05\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -5063,7 +5109,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x19\n" +
 	"\btitle_id\x18\x03 \x01(\tR\atitleId\"\x12\n" +
-	"\x10ListFillsRequest\"\x97\x02\n" +
+	"\x10ListFillsRequest\"\xba\x02\n" +
 	"\x04Fill\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
@@ -5074,7 +5120,9 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
 	"\battempts\x18\a \x01(\x05R\battempts\x12'\n" +
 	"\x10next_try_unix_ms\x18\b \x01(\x03R\rnextTryUnixMs\x12\"\n" +
-	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\"\xb6\x01\n" +
+	"\rsince_unix_ms\x18\t \x01(\x03R\vsinceUnixMs\x12!\n" +
+	"\forigin_error\x18\n" +
+	" \x01(\tR\voriginError\"\xb6\x01\n" +
 	"\x11ListFillsResponse\x12)\n" +
 	"\x05fills\x18\x01 \x03(\v2\x13.vodcluster.v1.FillR\x05fills\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\x12$\n" +
