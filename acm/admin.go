@@ -300,10 +300,11 @@ func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error)
 // ListSessions returns the live sessions (admitted and playing), by
 // admission time, of one node or of all, of one subscriber or of all; a
 // playing session its node reports paused or finished is listed so
-// (listedState).
+// (listedState). A subscriber named with no session whom the users file
+// does not know is marked user_unknown.
 // NOT_FOUND for a node the manager does not know (neither registered
 // since it started nor holding sessions).
-func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
+func (a *admin) ListSessions(ctx context.Context, req *pb.ListSessionsRequest) (*pb.ListSessionsResponse, error) {
 	m := a.m
 	m.mu.Lock()
 	var ss []store.Session
@@ -339,6 +340,9 @@ func (a *admin) ListSessions(_ context.Context, req *pb.ListSessionsRequest) (*p
 		return ss[i].ID < ss[j].ID
 	})
 	out := &pb.ListSessionsResponse{Sessions: make([]*pb.SessionInfo, 0, len(ss)), Standby: m.standby()}
+	if u := req.GetUser(); u != "" && len(ss) == 0 {
+		out.UserUnknown = m.userUnknown(ctx, u) // the BOSS asked 2 s at most
+	}
 	for _, s := range ss {
 		si := &pb.SessionInfo{SessionId: s.ID, User: s.User, TitleId: s.Title, NodeId: s.Node, ClientAddr: s.ClientAddr,
 			State: s.State, BitrateBps: s.BitrateBps, AdmittedUnixMs: s.AdmittedAt.UnixMilli(), Protocol: s.Protocol, IdleS: idle[s.ID]}

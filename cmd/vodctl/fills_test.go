@@ -121,3 +121,21 @@ func TestFillsShowOriginRetries(t *testing.T) {
 		t.Log(out)
 	}
 }
+
+// unknownUserAdmin answers ListSessions with no session, its subscriber
+// unknown to the users file.
+type unknownUserAdmin struct{ v1.UnimplementedAdminServer }
+
+func (unknownUserAdmin) ListSessions(context.Context, *v1.ListSessionsRequest) (*v1.ListSessionsResponse, error) {
+	return &v1.ListSessionsResponse{UserUnknown: true}, nil
+}
+
+// vodctl sessions --user of a subscriber the users file does not know
+// says so under its empty table: it printed the table alone, as for a
+// subscriber with nothing playing.
+func TestSessionsOfAnUnknownUserWarn(t *testing.T) {
+	out := runVodctl(t, unknownUserAdmin{}, "sessions", "--user", "alcie")
+	if !strings.Contains(out, `warning: the users file has no subscriber "alcie" (check the name)`) {
+		t.Errorf("vodctl sessions --user alcie:\n%s", out)
+	}
+}

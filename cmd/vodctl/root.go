@@ -381,6 +381,9 @@ func sessionsCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.SessionId, s.User, s.TitleId, s.NodeId, s.State, s.Protocol, s.ClientAddr, s.BitrateBps/1000, idle)
 				}
+				if m.(*v1.ListSessionsResponse).UserUnknown {
+					fmt.Fprintf(w, "warning: the users file has no subscriber %q (check the name)\n", user)
+				}
 			})
 		},
 	}

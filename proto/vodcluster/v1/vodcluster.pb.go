@@ -3329,7 +3329,11 @@ type ListSessionsResponse struct {
 	// hold the planner lock (a standby, or one taking the lock): it lists
 	// only the nodes registered with it and their sessions, and plans no
 	// fill; the active manager (the pair's virtual IP) has the cluster's.
-	Standby       bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	Standby bool `protobuf:"varint,2,opt,name=standby,proto3" json:"standby,omitempty"`
+	// user_unknown: the request named a subscriber (user) with no session
+	// here whom the users file (the BOSS) does not know: a misspelt name
+	// reads otherwise as a subscriber not playing.
+	UserUnknown   bool `protobuf:"varint,3,opt,name=user_unknown,json=userUnknown,proto3" json:"user_unknown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3374,6 +3378,13 @@ func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
 func (x *ListSessionsResponse) GetStandby() bool {
 	if x != nil {
 		return x.Standby
+	}
+	return false
+}
+
+func (x *ListSessionsResponse) GetUserUnknown() bool {
+	if x != nil {
+		return x.UserUnknown
 	}
 	return false
 }
@@ -5039,10 +5050,11 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\t \x01(\x03R\rstartedUnixMs\x12\x1a\n" +
 	"\bprotocol\x18\n" +
 	" \x01(\tR\bprotocol\x12\x15\n" +
-	"\x06idle_s\x18\v \x01(\x03R\x05idleS\"h\n" +
+	"\x06idle_s\x18\v \x01(\x03R\x05idleS\"\x8b\x01\n" +
 	"\x14ListSessionsResponse\x126\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\x12\x18\n" +
-	"\astandby\x18\x02 \x01(\bR\astandby\"\x12\n" +
+	"\astandby\x18\x02 \x01(\bR\astandby\x12!\n" +
+	"\fuser_unknown\x18\x03 \x01(\bR\vuserUnknown\"\x12\n" +
 	"\x10GetPolicyRequest\"\x9b\x02\n" +
 	"\n" +
 	"PolicyInfo\x12\x16\n" +
