@@ -104,8 +104,11 @@ func (n *Node) fillFailedEmpty(hs *httpSession, err error) {
 
 // watchFill ends hs, an HTTP session whose first request ended with no
 // byte of the title sent, when its title's fill fails (or has failed)
-// while hs has still been sent no byte and none of its viewer's requests
-// is in progress: a viewer who left before the failure (a download given
+// before the node has any byte of the title, while hs has still been sent
+// no byte and none of its viewer's requests is in progress (a fill that
+// failed with bytes on disk leaves hs be: its viewer's next request, an
+// HLS player's first segment after its playlist, a download after its
+// HEAD, plays them): a viewer who left before the failure (a download given
 // up, an HLS player after the 503 of a playlist that waited 10 s) ends as
 // fillFailedEmpty ends one who is still asking, at once and at its start.
 // Without it the session showed playing, and held its reservation and one
@@ -117,9 +120,12 @@ func (n *Node) fillFailedEmpty(hs *httpSession, err error) {
 func (n *Node) watchFill(hs *httpSession) {
 	t := hs.t
 	failed := func() {
-		err := t.View().Err
-		if err == nil {
-			return // complete
+		v := t.View()
+		err := v.Err
+		if err == nil || v.Index.Size > 0 {
+			// complete; or failed with bytes on disk, which the
+			// viewer's next request is still served (filledPast)
+			return
 		}
 		go n.endHTTPSessionAt(hs, fillFailedReason(err), hs.startedAt, func() bool {
 			return hs.bytes.Load() == 0 && hs.active.Load() == 0
