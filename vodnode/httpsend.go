@@ -36,6 +36,16 @@ func (a *activityWriter) ReadFrom(src io.Reader) (int64, error) {
 	if !ok {
 		return io.Copy(writerOnly{a}, src)
 	}
+	if _, ok := lr.R.(*io.PipeReader); ok {
+		// A multipart answer (several ranges): ServeContent writes its
+		// parts into a pipe from a goroutine of its own, whose reads of
+		// the title wait for the fill there (no heldHeader: the first
+		// part's header releases the status line). Each write is
+		// flushed, or the status line and the parts sent reached the
+		// client only with the bytes of the next part, when the fill
+		// brought them.
+		return io.Copy(flushWriter{a}, src)
+	}
 	if r, ok := lr.R.(*titleReader); ok {
 		r.rangeEnd = r.off + lr.N // an origin read ahead of the fill stops there
 		r.hold = a                // read on this goroutine: it releases a's status line held
@@ -206,3 +216,14 @@ func (s sectionSend) advance(n int) {
 
 // writerOnly hides a writer's ReadFrom from io.Copy.
 type writerOnly struct{ io.Writer }
+
+// flushWriter writes to a and flushes each write to the client.
+type flushWriter struct{ a *activityWriter }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.a.Write(p)
+	if err == nil {
+		_ = http.NewResponseController(f.a).Flush()
+	}
+	return n, err
+}
