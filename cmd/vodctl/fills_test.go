@@ -78,9 +78,9 @@ func TestFillsShowThePlanWaiting(t *testing.T) {
 	}
 }
 
-// retryAdmin answers ListFills with a fill its node retries through an
-// outage of the origin, its next attempt due in an hour, and one whose
-// retry is under way.
+// retryAdmin answers ListFills with fills their node retries through an
+// outage of the origin: the next attempt in an hour, under way, and due
+// since the node's last report.
 type retryAdmin struct{ v1.UnimplementedAdminServer }
 
 func (retryAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFillsResponse, error) {
@@ -88,6 +88,7 @@ func (retryAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFill
 		{NodeId: "n1", TitleId: "a", State: "origin retry", SizeBytes: 1000, Attempts: 7,
 			NextTryUnixMs: time.Now().Add(time.Hour).UnixMilli(), OriginError: "rpc error: code = Unavailable desc = connection refused"},
 		{NodeId: "n2", TitleId: "b", State: "origin retry", StoredBytes: 100, SizeBytes: 1000, Attempts: 2, OriginError: "origin transfer stalled"},
+		{NodeId: "n2", TitleId: "c", State: "origin retry", SizeBytes: 1000, Attempts: 3, NextTryUnixMs: 1, OriginError: "origin transfer stalled"},
 	}}, nil
 }
 
@@ -111,6 +112,11 @@ func TestFillsShowOriginRetries(t *testing.T) {
 	}
 	if r := strings.Fields(row("b")); len(r) < 10 || r[4] != "10%" || r[8] != "2" || r[9] != "now" {
 		t.Errorf("a fill whose retry is under way: %v", r)
+	}
+	// Its time passed since the node's last report: it read "due", a
+	// backoff's word for a retry the planner holds back.
+	if r := strings.Fields(row("c")); len(r) < 10 || r[9] != "now" {
+		t.Errorf("a fill whose retry is due: %v", r)
 	}
 	for _, want := range []string{"n1 a: rpc error: code = Unavailable desc = connection refused", "n2 b: origin transfer stalled"} {
 		if !strings.Contains(out, "\n"+want+"\n") {

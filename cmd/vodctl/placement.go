@@ -195,7 +195,7 @@ func fillsCmd(g *globals) *cobra.Command {
 			"at the origin yet: queued for a channel, as a prefetch that gave its channel to a viewer's fill\n" +
 			"is, or paying the origin's setup delay), origin retry (filling, its transfers failed since the\n" +
 			"origin last answered, which the node retries: ATTEMPTS counts them, NEXT TRY is the node's next,\n" +
-			"\"now\" while one is under way, and the causes are listed below the table; the fill fails once the\n" +
+			"\"now\" once it is due or under way, and the causes are listed below the table; the fill fails once the\n" +
 			"origin has sent no byte for the node's fill_retry_for),\n" +
 			"backoff (failed: retried at NEXT TRY; \"due\" once that has passed: retried at the planner's next\n" +
 			"round with the origin answering, an origin channel and a fill slot on the node free),\n" +
@@ -218,8 +218,8 @@ func fillsCmd(g *globals) *cobra.Command {
 						pct = strconv.FormatFloat(100*float64(f.StoredBytes)/float64(f.SizeBytes), 'f', 0, 64) + "%"
 					}
 					next := "-"
-					if f.State == "origin retry" && f.NextTryUnixMs == 0 {
-						next = "now" // a retry under way
+					if f.State == "origin retry" && f.NextTryUnixMs <= time.Now().UnixMilli() {
+						next = "now" // a retry under way, or due since the node's last report
 					} else if at := time.UnixMilli(f.NextTryUnixMs); f.NextTryUnixMs > 0 && at.After(time.Now()) {
 						next = at.Format("2006-01-02 15:04:05 MST")
 					} else if f.NextTryUnixMs > 0 {
