@@ -54,16 +54,7 @@ func TestOriginRangeStalled(t *testing.T) {
 	data := sample(t)
 	const from, cut = 188 * 100, 188 * 1000
 	o := &rangeStallOrigin{origin: &origin{titles: map[string][]byte{"t1": data}}, cut: cut, abandoned: make(chan struct{})}
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), StallAfter: stallAfterTest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	s, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: startOrigin(t, o), StallAfter: stallAfterTest}, "t1")
 
 	rng, err := s.OriginRange(context.Background(), tt, from, 0)
 	if err != nil {

@@ -29,18 +29,9 @@ func TestFillRetryWindowLeavesOutTheOriginQueue(t *testing.T) {
 	data := sample(t)
 	o, client := startHangingCDP(t, map[string][]byte{"t0": data, "t1": data}, 1, "t1", "t1", "t0")
 	var logs logtest.Buffer
-	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: stall,
+	s, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: client, StallAfter: stall,
 		Retry: 20 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryFor: window,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, "t1")
 	waitFor(t, func() bool { return len(o.of("t1")) == 1 }, "the fill's first transfer")
 	wait(t, o.of("t1")[0].started, "start of the fill's first transfer")
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,17 +15,8 @@ func TestFillRetriesShownInStatus(t *testing.T) {
 	data := sample(t)
 	o := newFlakyOrigin(map[string][]byte{"t1": data}, 0)
 	o.down.Store(true)
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o),
-		Retry: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond, RetryFor: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	s, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: startOrigin(t, o),
+		Retry: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond, RetryFor: 20 * time.Second}, "t1")
 	// The origin refuses a transfer before the store counts it: once the
 	// fourth is refused, the store has counted the first three.
 	for i := range 4 {

@@ -100,17 +100,8 @@ func TestFillRidesOutOriginOutage(t *testing.T) {
 	o := newFlakyOrigin(map[string][]byte{"t1": data}, cut)
 	o.down.Store(true)
 	dir := t.TempDir()
-	s, err := Open(Config{Dir: dir, Origin: startOrigin(t, o),
-		Retry: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, RetryFor: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	s, tt := openAcquire(t, Config{Dir: dir, Origin: startOrigin(t, o),
+		Retry: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, RetryFor: 20 * time.Second}, "t1")
 
 	// the bytes before the cut are readable while the origin is down
 	waitView(t, tt, 10*time.Second, "the bytes before the cut", func(v *View) bool { return v.Index.Size >= cut })

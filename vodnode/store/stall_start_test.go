@@ -136,18 +136,9 @@ func TestFillRetriedWhenTheOriginHangsBeforeItsFirstByte(t *testing.T) {
 	data := sample(t)
 	o, client := startHangingCDP(t, map[string][]byte{"t1": data}, 1, "t1")
 	var logs logtest.Buffer
-	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: stallAfterTest,
+	s, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: client, StallAfter: stallAfterTest,
 		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, "t1")
 	waitFor(t, func() bool { return len(o.of("t1")) == 1 }, "the first transfer")
 	first := o.of("t1")[0]
 	wait(t, first.started, "started message of the first transfer")
@@ -193,17 +184,8 @@ func TestFillQueuedForAnOriginChannelIsNotGivenUp(t *testing.T) {
 		t.Fatalf("the busy transfer's first message: %v, %v; want its start", m, err)
 	}
 
-	s, err := Open(Config{Dir: t.TempDir(), Origin: client, StallAfter: stallAfterTest,
-		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	s, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: client, StallAfter: stallAfterTest,
+		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second}, "t1")
 	waitFor(t, func() bool { return o.Stats().Waiting == 1 }, "the fill's transfer queued at the origin")
 
 	time.Sleep(2 * stallAfterTest) // how long the origin queues the transfer, not a synchronisation

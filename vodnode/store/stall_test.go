@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -81,17 +80,8 @@ func TestFillResumesStalledTransfer(t *testing.T) {
 	const cut = 188 * 1000
 	o := &stallingOrigin{origin: &origin{titles: map[string][]byte{"t1": data}}, cut: cut, abandoned: make(chan struct{})}
 	dir := t.TempDir()
-	s, err := Open(Config{Dir: dir, Origin: startOrigin(t, o), StallAfter: stallAfterTest,
-		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	s, tt := openAcquire(t, Config{Dir: dir, Origin: startOrigin(t, o), StallAfter: stallAfterTest,
+		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second}, "t1")
 
 	waitComplete(t, tt)
 	select {
@@ -125,17 +115,8 @@ func TestFillWaitsForFirstChunkBeyondStallAfter(t *testing.T) {
 	const stallAfter = stallAfterTest
 	o := &stallingOrigin{origin: &origin{titles: map[string][]byte{"t1": data}}, cut: cut,
 		held: make(chan struct{}), abandoned: make(chan struct{})}
-	s, err := Open(Config{Dir: t.TempDir(), Origin: startOrigin(t, o), StallAfter: stallAfter,
-		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tt, err := s.Acquire(context.Background(), "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release(tt)
+	_, tt := openAcquire(t, Config{Dir: t.TempDir(), Origin: startOrigin(t, o), StallAfter: stallAfter,
+		Retry: 20 * time.Millisecond, RetryFor: 20 * time.Second}, "t1")
 
 	time.Sleep(2 * stallAfter) // how long the origin queues the transfer, not a synchronisation
 	if offs := o.fetchOffsets(); len(offs) != 1 {

@@ -46,6 +46,24 @@ func version(d []byte) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// openAcquire opens a store of cfg and holds title id in it (a fill on
+// demand when the store lacks it), both let go at the test's end: the
+// title released, then the store closed.
+func openAcquire(t testing.TB, cfg Config, id string) (*Store, *Title) {
+	t.Helper()
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tt, err := s.Acquire(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Release(tt) })
+	return s, tt
+}
+
 // checkVersion answers a fetch whose if_version is not d's as the CDP does.
 func checkVersion(req *pb.FetchRequest, d []byte) error {
 	if v := req.GetIfVersion(); v != "" && v != version(d) {
