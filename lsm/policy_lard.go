@@ -68,21 +68,7 @@ func (*LARD) Name() string { return "lard" }
 
 // Pick implements Policy.
 func (p *LARD) Pick(s *Scheduler, r *Request) int {
-	now, key := s.Now(), r.tableKey()
-	sweepExpired(p.table, func(e lblcEntry) time.Time { return e.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
-	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
-		i := int(e.node)
-		if i < len(s.Nodes) && s.Eligible(i, r) && !lardMove(s, r, i) {
-			e.lastUse = now
-			p.table[key] = e
-			return i
-		}
-	}
-	i := leastUtilized(s, r)
-	if i >= 0 {
-		p.table[key] = lblcEntry{node: int32(i), lastUse: now}
-	}
-	return i
+	return pickByTable(p.table, &p.swept, s, r, lardMove, leastUtilized)
 }
 
 // LARDR ("lard/r": LARD with replication, Pai et al., ASPLOS 1998) keeps a

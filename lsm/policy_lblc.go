@@ -74,19 +74,29 @@ func (*LBLC) Name() string { return "lblc" }
 
 // Pick implements Policy.
 func (p *LBLC) Pick(s *Scheduler, r *Request) int {
+	return pickByTable(p.table, &p.swept, s, r, lblcOverloaded, func(s *Scheduler, r *Request) int { return leastPerWeight(s, r, 0) })
+}
+
+// pickByTable is the pick of a title -> node table (table, swept: LBLC's
+// and LARD's): r's title goes to its node while that node is eligible and
+// leave does not hold for it; otherwise, and for a title not in the table
+// or unused for Config.LBLCExpiration, to fallback's choice, which becomes
+// the title's node. It sweeps the table first (sweepExpired).
+func pickByTable(table map[string]lblcEntry, swept *time.Time, s *Scheduler, r *Request,
+	leave func(*Scheduler, *Request, int) bool, fallback func(*Scheduler, *Request) int) int {
 	now, key := s.Now(), r.tableKey()
-	sweepExpired(p.table, func(e lblcEntry) time.Time { return e.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
-	if e, ok := p.table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
+	sweepExpired(table, func(e lblcEntry) time.Time { return e.lastUse }, swept, now, s.Config.LBLCExpiration)
+	if e, ok := table[key]; ok && now.Sub(e.lastUse) <= s.Config.LBLCExpiration {
 		i := int(e.node)
-		if i < len(s.Nodes) && s.Eligible(i, r) && !lblcOverloaded(s, r, i) {
+		if i < len(s.Nodes) && s.Eligible(i, r) && !leave(s, r, i) {
 			e.lastUse = now
-			p.table[key] = e
+			table[key] = e
 			return i
 		}
 	}
-	i := leastPerWeight(s, r, 0)
+	i := fallback(s, r)
 	if i >= 0 {
-		p.table[key] = lblcEntry{node: int32(i), lastUse: now}
+		table[key] = lblcEntry{node: int32(i), lastUse: now}
 	}
 	return i
 }
