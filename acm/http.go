@@ -3,7 +3,6 @@ package acm
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -163,6 +162,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		err = m.tokenSubscriberErr(err, user, ip)
 	}
 	countRequest(store.ProtoHTTP, err)
+	if ra := m.refusalRetryAfter(err); ra != "" {
+		w.Header().Set("Retry-After", ra)
+	}
 	switch {
 	case errors.Is(err, errUnauthorized):
 		var tr tokenRefused
@@ -180,13 +182,10 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):
-		// No Retry-After: a slot frees when a viewer stops, not at a time.
 		http.Error(w, userLimitBody(user, m.MaxSessionsPerUser), http.StatusTooManyRequests)
 	case errors.Is(err, errThrottled):
-		w.Header().Set("Retry-After", retryAfter(err))
 		http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errRateLimited):
-		w.Header().Set("Retry-After", retryAfter(err))
 		http.Error(w, "too many requests: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errNoTitle):
 		http.Error(w, "title not found", http.StatusNotFound)
@@ -196,40 +195,28 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rr.size))
 		http.Error(w, rr.Error(), http.StatusRequestedRangeNotSatisfiable)
 	case errors.Is(err, errNoNodeReporting):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node is reporting to the manager: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoNodeInService):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node in service: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoDiskRoom):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node has disk room for the title: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errOverEgress):
-		// No Retry-After: no node will have room for it until the operator acts.
 		http.Error(w, "the title's bitrate is more than any node can stream", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoSource):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node holds the title and none can fetch it: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errOriginBusy):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "no node that may serve you holds the title yet and every origin channel is busy: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoBandwidth):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1)))))
 		http.Error(w, "not enough bandwidth: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errOriginDown):
-		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1)))))
 		http.Error(w, "title not on any node and the origin is unavailable: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoCatalog):
-		w.Header().Set("Retry-After", "5")
 		http.Error(w, "no catalog yet: the origin has not been reached: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
-		w.Header().Set("Retry-After", "5")
 		http.Error(w, "the cluster's session store does not answer: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errBOSSDown):
-		w.Header().Set("Retry-After", "5")
 		http.Error(w, "the subscriber database does not answer: try again later", http.StatusServiceUnavailable)
 	default:
-		w.Header().Set("Retry-After", "5")
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	}
 }

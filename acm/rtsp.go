@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"io"
-	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -456,59 +454,48 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 	case errors.Is(err, errNoNodeReporting):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no node is reporting to the manager)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoNodeInService):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no node in service)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoDiskRoom):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node has disk room for the title)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errOverEgress):
-		// No Retry-After: no node will have room for it until the operator acts.
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (the title's bitrate is more than any node can stream)"
 	case errors.Is(err, errNoSource):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node holds the title and none can fetch it)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errOriginBusy):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node that may serve you holds the title yet and every origin channel is busy)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errNoBandwidth):
 		res.StatusCode = base.StatusNotEnoughBandwidth
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.QueueDeadline.Seconds(), 1))))}
 	case errors.Is(err, errOriginDown):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (origin unavailable)"
-		res.Header["Retry-After"] = base.HeaderValue{fmt.Sprint(int(math.Ceil(max(m.OriginCheck.Seconds()*originDownAfter, 1))))}
 	case errors.Is(err, errThrottled):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (too many failed logins)"
-		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	case errors.Is(err, errRateLimited):
 		// RTSP has no 429: 503 with Retry-After (RFC 2326 section 7.1.1,
 		// 12.27), as for too many failed logins.
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (too many requests)"
-		res.Header["Retry-After"] = base.HeaderValue{retryAfter(err)}
 	case errors.Is(err, errNoCatalog):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no catalog yet: the origin has not been reached)"
-		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (the cluster's session store does not answer)"
-		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	case errors.Is(err, errBOSSDown):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (the subscriber database does not answer)"
-		res.Header["Retry-After"] = base.HeaderValue{"5"}
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
-		res.Header["Retry-After"] = base.HeaderValue{"5"}
+	}
+	if ra := m.refusalRetryAfter(err); ra != "" {
+		res.Header["Retry-After"] = base.HeaderValue{ra}
 	}
 	return res
 }
