@@ -154,21 +154,36 @@ func esTrack(tr *deliver.ESTracks, track int) (int, *rtspError) {
 	return 0, fixableErr(base.StatusNotFound, "no track %d", track)
 }
 
-// addESTrack records the transport of one track of an ES session.
-func (c *rtspConn) addESTrack(s *session, i int, spec transportSpec, url string) *rtspError {
+// addESTrack records the transport of one track of an ES session: the
+// first entry of specs (the SETUP's Transport list) with the transport of
+// the tracks set up before it, whose channels are free (adopt).
+func (c *rtspConn) addESTrack(s *session, i int, specs []transportSpec, url string) *rtspError {
 	es := s.es
 	if es.specs[i] != nil {
 		return rtspErr(base.StatusMethodNotValidInThisState, "track already set up")
 	}
-	if spec.Mode == deliver.RawUDP {
-		return rtspErr(base.StatusUnsupportedTransport, "%v", rtspwire.ErrESNeedsRTP)
-	}
-	for _, other := range es.specs {
-		if other != nil && other.Mode != spec.Mode {
-			return rtspErr(base.StatusUnsupportedTransport, "all tracks must use the same transport")
+	// The entries of the list the other tracks' transport allows.
+	var same []transportSpec
+	for _, spec := range specs {
+		if spec.Mode == deliver.RawUDP {
+			continue // rtspwire.Servable dropped them already
+		}
+		ok := true
+		for _, other := range es.specs {
+			ok = ok && (other == nil || other.Mode == spec.Mode)
+		}
+		if ok {
+			same = append(same, spec)
 		}
 	}
-	if err := c.adopt(s, &spec); err != nil {
+	if len(same) == 0 {
+		if len(specs) > 0 && specs[0].Mode == deliver.RawUDP {
+			return rtspErr(base.StatusUnsupportedTransport, "%v", rtspwire.ErrESNeedsRTP)
+		}
+		return rtspErr(base.StatusUnsupportedTransport, "all tracks must use the same transport")
+	}
+	var spec transportSpec
+	if err := c.adopt(s, same, &spec); err != nil {
 		return err
 	}
 	es.specs[i], es.urls[i] = &spec, url
@@ -186,7 +201,7 @@ func (c *rtspConn) addESTrack(s *session, i int, spec transportSpec, url string)
 }
 
 // setupESTrack answers a SETUP of a further track in an ES session.
-func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec transportSpec) (*base.Response, *rtspError) {
+func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, specs []transportSpec) (*base.Response, *rtspError) {
 	i, err := esTrack(s.es.tracks, tg.Track)
 	if err != nil {
 		return nil, err
@@ -197,7 +212,7 @@ func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, spec t
 		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already playing")
 	}
 	c.n.mu.Lock()
-	if err := c.addESTrack(s, i, spec, req.URL.String()); err != nil {
+	if err := c.addESTrack(s, i, specs, req.URL.String()); err != nil {
 		c.n.mu.Unlock()
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -305,32 +306,47 @@ func (c *rtspConn) hasSessions() bool {
 	return len(c.sessions) > 0
 }
 
-// adopt records s as set up over this connection and, for TCP, allocates
-// spec's interleaved channels (the ones asked for, or the first free pair).
-// Errors: too many sessions, channels in use or exhausted.
-func (c *rtspConn) adopt(s *session, spec *transportSpec) *rtspError {
+// adopt records s as set up over this connection with the first entry of
+// specs (a SETUP's Transport list, in the client's order) it can serve,
+// written to into: for TCP, with that entry's interleaved channels (the
+// ones asked for, or the first free pair). An entry whose channels are in
+// use, or a TCP entry when none is free, is skipped for the next one, as
+// for an entry the node cannot serve at all (docs/delivery.md,
+// Transports). Errors: too many sessions on the connection (453); no
+// entry left (461, the first entry's reason).
+func (c *rtspConn) adopt(s *session, specs []transportSpec, into *transportSpec) *rtspError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.sessions[s.id]; !ok && len(c.sessions) >= maxSessionsPerConn {
 		return rtspErr(base.StatusNotEnoughBandwidth, "too many sessions on one connection (%d)", maxSessionsPerConn)
 	}
-	if spec.Mode == deliver.RTPTCP {
-		ch := spec.Interleaved[0]
-		if ch < 0 {
-			for ch = 0; c.channels[ch] != nil || c.channels[ch+1] != nil; ch += 2 {
+	var refused *rtspError
+	for _, spec := range specs {
+		if spec.Mode == deliver.RTPTCP {
+			ch := spec.Interleaved[0]
+			if ch < 0 {
+				for ch = 0; c.channels[ch] != nil || c.channels[ch+1] != nil; ch += 2 {
+				}
+				if ch > 254 {
+					refused = cmp.Or(refused, rtspErr(base.StatusUnsupportedTransport, "no free interleaved channel"))
+					continue
+				}
+			} else if c.channels[ch] != nil || c.channels[ch+1] != nil {
+				// An odd pair (1-2) is allowed; it must not overlap another.
+				refused = cmp.Or(refused, rtspErr(base.StatusUnsupportedTransport, "interleaved channels %d-%d in use", ch, ch+1))
+				continue
 			}
-			if ch > 254 {
-				return rtspErr(base.StatusUnsupportedTransport, "no free interleaved channel")
-			}
-		} else if c.channels[ch] != nil || c.channels[ch+1] != nil {
-			// An odd pair (1-2) is allowed; it must not overlap another.
-			return rtspErr(base.StatusUnsupportedTransport, "interleaved channels %d-%d in use", ch, ch+1)
+			spec.Interleaved = [2]int{ch, ch + 1}
+			c.channels[ch], c.channels[ch+1] = s, s
 		}
-		spec.Interleaved = [2]int{ch, ch + 1}
-		c.channels[ch], c.channels[ch+1] = s, s
+		*into = spec
+		c.sessions[s.id] = s
+		return nil
 	}
-	c.sessions[s.id] = s
-	return nil
+	if refused == nil {
+		refused = rtspErr(base.StatusUnsupportedTransport, "no transport entry to serve")
+	}
+	return refused
 }
 
 // aborting counts a session of the connection being aborted, whose

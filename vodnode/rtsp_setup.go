@@ -107,12 +107,12 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 			return fail(rerr)
 		}
 		s.es = newESSession(tr)
-		if rerr := c.addESTrack(s, i, s.spec, req.URL.String()); rerr != nil {
+		if rerr := c.addESTrack(s, i, specs, req.URL.String()); rerr != nil {
 			return fail(rerr)
 		}
 		s.spec = *s.es.specs[i]
 	} else {
-		if aerr := c.adopt(s, &s.spec); aerr != nil {
+		if aerr := c.adopt(s, specs, &s.spec); aerr != nil {
 			return fail(aerr)
 		}
 		st, cfg, serr := c.newStream(s)
@@ -149,7 +149,7 @@ func (c *rtspConn) setupInSession(req *base.Request) (*base.Response, *rtspError
 	if perr != nil {
 		return nil, rtspErr(base.StatusUnsupportedTransport, "%v", perr)
 	}
-	return c.setupESTrack(req, s, tg, specs[0])
+	return c.setupESTrack(req, s, tg, specs)
 }
 
 // newStream creates the MP2T stream of s.

@@ -101,4 +101,47 @@ func TestInterleavedChannels(t *testing.T) {
 	if tr := res.Header["Transport"]; len(tr) != 1 || !strings.Contains(tr[0], "interleaved=4-5") {
 		t.Errorf("Transport %v, want the first free pair 4-5", tr)
 	}
+	// An entry whose pair is taken is skipped for the list's next one
+	// (set-top boxes ask 0-1 for every session of their connection).
+	for i, c2 := range []struct{ list, want string }{
+		{"RTP/AVP/TCP;unicast;interleaved=1-2,RTP/AVP/TCP;unicast;interleaved=6-7", "RTP/AVP/TCP;unicast;interleaved=6-7"},
+		{"RTP/AVP/TCP;unicast;interleaved=4-5,RTP/AVP/TCP;unicast", "RTP/AVP/TCP;unicast;interleaved=8-9"},
+		{"RTP/AVP/TCP;unicast;interleaved=0-1,RTP/AVP;unicast;client_port=40000-40001", "RTP/AVP;unicast;"},
+	} {
+		url := nodeURL(n, mint(t, fmt.Sprintf("il-next-%d", i), "sample-001", "node-1", "", time.Minute), "sample-001") + "/trackID=0"
+		res := c.do("SETUP", url, "Transport", c2.list)
+		if tr := res.Header["Transport"]; res.StatusCode != 200 || len(tr) != 1 || !strings.HasPrefix(tr[0], c2.want) {
+			t.Errorf("%s: %s %v, want %s...", c2.list, statusLine(res), tr, c2.want)
+		}
+	}
+	url5 := nodeURL(n, mint(t, "il-taken", "sample-001", "node-1", "", time.Minute), "sample-001") + "/trackID=0"
+	res = c.do("SETUP", url5, "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1,RTP/AVP/TCP;unicast;interleaved=6-7")
+	if res.StatusCode != 461 || !strings.Contains(string(res.Body), "interleaved channels 0-1 in use") {
+		t.Errorf("every entry's pair taken: %s %q, want 461 naming the first", statusLine(res), res.Body)
+	}
+}
+
+// TestESTrackTransportList: a further track of an elementary-stream
+// session is set up with the first entry of its Transport list that has
+// the other tracks' transport and free channels; only a list with none
+// is 461.
+func TestESTrackTransportList(t *testing.T) {
+	o := newFakeOrigin(t)
+	n := startNode(t, startOrigin(t, o))
+	c := dialRTSP(t, n)
+	url := esURL(n, mint(t, "es-list", "sample-001", "node-1", "", time.Minute), "sample-001")
+	res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+	if res.StatusCode != 200 {
+		t.Fatalf("SETUP of the first track: %s", statusLine(res))
+	}
+	id := sessionID(res)
+	if res := c.do("SETUP", url+"/trackID=2", "Session", id, "Transport", "RTP/AVP;unicast;client_port=40000-40001,RTP/AVP/UDP;unicast;client_port=40002-40003"); res.StatusCode != 461 ||
+		!strings.Contains(string(res.Body), "same transport") {
+		t.Errorf("a list with no TCP entry: %s %q, want 461 (the same transport)", statusLine(res), res.Body)
+	}
+	res = c.do("SETUP", url+"/trackID=2", "Session", id, "Transport",
+		"RTP/AVP;unicast;client_port=40000-40001,RTP/AVP/TCP;unicast;interleaved=0-1,RTP/AVP/TCP;unicast;interleaved=4-5")
+	if tr := res.Header["Transport"]; res.StatusCode != 200 || len(tr) != 1 || !strings.HasPrefix(tr[0], "RTP/AVP/TCP;unicast;interleaved=4-5") {
+		t.Errorf("second track: %s %v, want RTP/AVP/TCP on 4-5 (UDP: another transport; 0-1: the first track's)", statusLine(res), tr)
+	}
 }
