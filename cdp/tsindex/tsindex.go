@@ -56,7 +56,20 @@ type Index struct {
 	PCRs      []PCRPoint // every PCR of PCRPID, in file order
 	Keyframes []Keyframe // random-access points of VideoPID, in file order
 	FirstPTS  int64      // 90 kHz ticks of the first video PTS seen, -1 when none
+	// PCRJumps counts the PCR discontinuities absorbed (Builder): PCRs
+	// that went back, or forward by more than MaxPCRStep beyond what the
+	// bytes since the last one give, whether the stream flagged them
+	// (discontinuity_indicator, a splice) or not (damaged bytes).
+	PCRJumps int
 }
+
+// MaxPCRStep is the largest step forward between two consecutive PCRs
+// that an Index takes as the stream's clock, 27 MHz ticks (1 s): ISO/IEC
+// 13818-1 §2.7.2 has a PCR at least every 100 ms, so a longer step is a
+// discontinuity (a splice, or damaged bytes that read as a PCR hours
+// ahead), unless the bytes between the two, at the mean rate so far, take
+// more than a tenth of it to play.
+const MaxPCRStep = PCRHz
 
 // Builder builds an Index from bytes given in order. It is not safe for
 // concurrent use; callers that share an Index across goroutines copy what
@@ -66,8 +79,9 @@ type Builder struct {
 	partial [PacketSize]byte
 	npart   int
 
-	pcrBase  int64 // unwrap state for PCR
+	pcrBase  int64 // unwrap state for PCR, discontinuities absorbed included
 	lastPCR  int64
+	lastOff  int64 // offset of lastPCR
 	havePCR  bool
 	ptsBase  int64 // unwrap state for PTS
 	lastPTS  int64
@@ -181,8 +195,22 @@ func (b *Builder) pcr(pid uint16, off int64, f []byte) {
 	if b.havePCR && v+b.pcrBase < b.lastPCR-wrap/2 {
 		b.pcrBase += wrap
 	}
+	if b.havePCR {
+		// A discontinuity is absorbed: the clock goes on from the last PCR
+		// at the mean rate so far, so that an Index's clock never goes back
+		// nor leaps (a pacer would wait for hours, or send everything at
+		// once).
+		want := b.lastPCR
+		if x := b.idx.PCRs; len(x) >= 2 && b.lastOff > x[0].Offset {
+			want += (b.lastPCR - x[0].PCR) * (off - b.lastOff) / (b.lastOff - x[0].Offset)
+		}
+		if step := v + b.pcrBase - b.lastPCR; step < 0 || step > max(MaxPCRStep, 10*(want-b.lastPCR)) {
+			b.pcrBase = max(want, b.lastPCR+1) - v
+			b.idx.PCRJumps++
+		}
+	}
 	v += b.pcrBase
-	b.lastPCR, b.havePCR = v, true
+	b.lastPCR, b.lastOff, b.havePCR = v, off, true
 	b.idx.PCRs = append(b.idx.PCRs, PCRPoint{Offset: off, PCR: v})
 }
 

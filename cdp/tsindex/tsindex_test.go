@@ -125,3 +125,63 @@ func FuzzBuilder(f *testing.F) {
 		x.KeyframeAt(1)
 	})
 }
+
+// pcrPackets returns the offsets of the packets of data that carry a PCR.
+func pcrPackets(data []byte) []int {
+	var at []int
+	for off := 0; off+PacketSize <= len(data); off += PacketSize {
+		p := data[off:]
+		if p[3]&0x20 != 0 && p[4] >= 7 && p[5]&0x10 != 0 {
+			at = append(at, off)
+		}
+	}
+	return at
+}
+
+// TestPCRDiscontinuitiesAbsorbed: a PCR that leaps hours ahead (damaged
+// bytes) and a splice whose PCRs start again from the first title's leave
+// the index's clock continuous, at the stream's rate: nothing for a
+// pacer to wait hours for or to rush through.
+func TestPCRDiscontinuitiesAbsorbed(t *testing.T) {
+	sample := loadSample(t)
+	clean, _ := BuildFrom(bytes.NewReader(sample))
+	if clean.PCRJumps != 0 {
+		t.Fatalf("the sample has %d PCR jumps, want 0", clean.PCRJumps)
+	}
+	damaged := bytes.Clone(sample)
+	pcrs := pcrPackets(damaged)
+	at := pcrs[len(pcrs)/2]
+	// 34632 s: the PCR the operator trial's damaged bytes read as.
+	base := int64(34632 * 90000)
+	damaged[at+6], damaged[at+7], damaged[at+8], damaged[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
+	damaged[at+10] = byte(base<<7) | 0x7e
+	spliced := append(bytes.Clone(sample), sample...)
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		jumps int
+		dur   float64
+	}{
+		{"a PCR hours ahead", damaged, 2, clean.Duration()},
+		{"a splice", spliced, 1, 2 * clean.Duration()},
+	} {
+		x, err := BuildFrom(bytes.NewReader(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.PCRJumps != c.jumps {
+			t.Errorf("%s: %d PCR jumps, want %d", c.name, x.PCRJumps, c.jumps)
+		}
+		for i := 1; i < len(x.PCRs); i++ {
+			if step := x.PCRs[i].PCR - x.PCRs[i-1].PCR; step <= 0 || step > MaxPCRStep {
+				t.Fatalf("%s: the clock steps %d ticks at offset %d", c.name, step, x.PCRs[i].Offset)
+			}
+		}
+		if d := x.Duration(); math.Abs(d-c.dur) > 0.5 {
+			t.Errorf("%s: duration %.3f s, want about %.3f", c.name, d, c.dur)
+		}
+		if br := x.Bitrate(); math.Abs(float64(br-clean.Bitrate())) > 0.05*float64(clean.Bitrate()) {
+			t.Errorf("%s: bitrate %d bit/s, want about %d", c.name, br, clean.Bitrate())
+		}
+	}
+}

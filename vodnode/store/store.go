@@ -320,6 +320,7 @@ func (s *Store) load(id string) error {
 		if err := saveIndex(s.path(id, ".idx"), st, idx, ""); err != nil {
 			s.log.Warn("cannot persist index", "title", id, "err", err)
 		}
+		s.warnClockJumps(id, idx)
 	}
 	t := &Title{
 		meta:       Meta{ID: id, Size: idx.Size, Bitrate: idx.Bitrate(), Duration: idx.Duration(), Version: version},
