@@ -280,7 +280,7 @@ func (p *pacedSection) Read(b []byte) (int, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // the file shorter than its index
 		}
-		p.n.diskReadError(p.hs.title, p.seg.start+max(p.pos+int64(n)-int64(len(p.seg.psi)), 0), err)
+		p.n.diskReadError(p.hs, p.seg.start+max(p.pos+int64(n)-int64(len(p.seg.psi)), 0), err)
 	}
 	p.deadline()
 	p.advance(n)

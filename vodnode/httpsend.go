@@ -180,7 +180,7 @@ func (t titleSend) reopen() (*os.File, error) { return t.hs.t.Reopen() }
 
 func (t titleSend) owner() (*Node, string) { return t.n, t.hs.title }
 
-func (t titleSend) diskError(off int64, err error) { t.n.diskReadError(t.hs.title, off, err) }
+func (t titleSend) diskError(off int64, err error) { t.n.diskReadError(t.hs, off, err) }
 
 func (t titleSend) chunk(k int) ([]byte, int64) {
 	t.deadline()
@@ -197,7 +197,7 @@ func (s sectionSend) reopen() (*os.File, error) { return s.hs.t.Reopen() }
 
 func (s sectionSend) owner() (*Node, string) { return s.n, s.hs.title }
 
-func (s sectionSend) diskError(off int64, err error) { s.n.diskReadError(s.hs.title, off, err) }
+func (s sectionSend) diskError(off int64, err error) { s.n.diskReadError(s.hs, off, err) }
 
 func (s sectionSend) chunk(k int) ([]byte, int64) {
 	s.deadline()

@@ -68,17 +68,21 @@ func (n *Node) sendFallbacks() map[string]int64 {
 	return m
 }
 
-// diskReadError counts a read of title's file at offset off that failed
-// during an HTTP send (err: the read's error; io.ErrUnexpectedEOF: the file
-// ended short of the bytes its index has) and logs it as a warning. A
-// title closed under the send (the node closing) is no disk error: not
-// counted.
-func (n *Node) diskReadError(title string, off int64, err error) {
+// diskReadError counts a read of hs's title's file at offset off that
+// failed during an HTTP send (err: the read's error; io.ErrUnexpectedEOF:
+// the file ended short of the bytes its index has), logs it as a warning
+// and has the store check the copy (store.Store.ReadFailed: one cut short
+// or unreadable is dropped, to be filled again). A title closed under the
+// send (the node closing) is no disk error: not counted.
+func (n *Node) diskReadError(hs *httpSession, off int64, err error) {
 	if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) {
 		return
 	}
 	n.send.diskErrors.Add(1)
-	n.log.Warn("reading a title's file failed during an HTTP send: the viewer's response is cut short", "title", title, "offset", off, "err", err)
+	n.log.Warn("reading a title's file failed during an HTTP send: the viewer's response is cut short", "title", hs.title, "offset", off, "err", err)
+	if hs.t != nil {
+		n.store.ReadFailed(hs.t, err)
+	}
 }
 
 // clientWriteError reports whether err, a send's, says the client's side

@@ -107,7 +107,7 @@ func (r *titleReader) Read(p []byte) (int, error) {
 			err = io.ErrUnexpectedEOF // the file shorter than its index
 		}
 		if err != io.EOF {
-			r.n.diskReadError(r.hs.title, r.off+int64(n), err)
+			r.n.diskReadError(r.hs, r.off+int64(n), err)
 		}
 	}
 	r.deadline()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
 )
 
 // TestRTSPDiskReadError: a title's file cut short on disk under a playing
@@ -93,6 +95,11 @@ func TestRTSPDiskReadError(t *testing.T) {
 				t.Errorf("the warning for session %s lacks %s: %q", id, want, warning)
 			}
 		}
+		// The copy cut short is dropped, to be filled again for the
+		// title's next viewer (TestCopyCutShortIsFilledAgain).
+		waitFor(t, 10*time.Second, "the copy cut short dropped", func() bool {
+			return !slices.ContainsFunc(n.store.Titles(), func(st store.Status) bool { return st.ID == title })
+		})
 	}
 	var i int
 	next := func() (int, string) {

@@ -378,7 +378,8 @@ func (n *Node) streamEnded(s *session, r deliver.EndReason, err error) deliver.E
 // RTSP stream (err: a *deliver.ReadError; io.ErrUnexpectedEOF: the file
 // ended short of the bytes its index has) and logs it as a warning naming
 // the title and the session; the session then ends with reason
-// deliver.EndDiskRead.
+// deliver.EndDiskRead. The store checks the copy (store.Store.ReadFailed:
+// one cut short or unreadable is dropped, to be filled again).
 func (n *Node) streamReadError(s *session, err error) {
 	n.send.diskErrors.Add(1)
 	attrs := []any{"title", s.title, "session", s.id, "sid", s.sid}
@@ -388,6 +389,9 @@ func (n *Node) streamReadError(s *session, err error) {
 		attrs = append(attrs, "err", err)
 	}
 	n.log.Warn("reading a title's file failed during an RTSP stream: the session ends", attrs...)
+	if s.t != nil {
+		n.store.ReadFailed(s.t, err)
+	}
 }
 
 // janitor ends RTSP sessions idle for SessionTimeout and HTTP sessions
