@@ -60,7 +60,7 @@ func TestEvictRefusalCountsTheSessionsOnlyTheNodeReports(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		name, others := "own store", "ending, or ended by this manager while the node was cut off"
 		if shared {
-			name, others = "shared store", "another manager's"
+			name, others = "shared store", "another manager's, or ending: the node reported before their ENDED"
 		}
 		t.Run(name, func(t *testing.T) {
 			var configure func(*Manager)

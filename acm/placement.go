@@ -422,7 +422,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 // and on their way apart, and its fill. The sessions playing are this
 // manager's and, when the node's count of them (its last report) is more
 // than those with the viewers admitted there, the others it counts:
-// sessions this manager does not know, said to be another manager's when
+// sessions this manager does not know, said to be another manager's (or ending) when
 // shared (a store two managers share), else ending (the report came
 // before their ENDED) or ended by this manager while the node was cut off
 // (a manager of its own alone admits to its nodes).
@@ -442,7 +442,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool) stri
 	others := int(st.GetSessions()) - playing - admitted
 	whose := "ending, or ended by this manager while the node was cut off"
 	if shared {
-		whose = "another manager's"
+		whose = "another manager's, or ending: the node reported before their ENDED"
 	}
 	var why []string
 	switch {
