@@ -38,7 +38,9 @@ const heldRecordWait = 30 * time.Second
 // node's first report after registering did not list waits for the node's
 // ENDED: refused as UNAVAILABLE before the node registered, the event is
 // retried after the node's backoff (at most 10 s apart, vodnode), which
-// comes after that first report.
+// comes after that first report; queued by the node while it reached no
+// manager, it is sent once the node registered, and may come after that
+// report too.
 const endedRetryWait = 30 * time.Second
 
 // heldRecord is the session record of a session the operator ended, or
@@ -192,7 +194,10 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 	if h.nodeReason && ev.GetReason() != "" {
 		h.rec.Reason = ev.GetReason()
 	}
-	if !h.rec.StartedAt.IsZero() && at.Before(h.rec.EndedAt.Time) && !at.Before(h.rec.StartedAt.Time) {
+	// The node's end, after the start: before the manager's (an operator
+	// ended it, the node later), or in place of the manager's guess when
+	// the manager ended it for want of news (nodeReason).
+	if !h.rec.StartedAt.IsZero() && (h.nodeReason || at.Before(h.rec.EndedAt.Time)) && !at.Before(h.rec.StartedAt.Time) {
 		h.rec.EndedAt = recordTime{at.UTC()}
 		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt.Time))
 	}

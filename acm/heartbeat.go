@@ -308,9 +308,11 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 			// write, and arrive after the STARTED sent beside them.
 		case first:
 			restartEnd(s, ns.processStart, r, now)
-			if _, ok := m.endedRefused[s.ID]; ok {
-				// Its ENDED was refused before the registration: the
-				// node retries it after this report.
+			if _, ok := m.endedRefused[s.ID]; ok || sameProcess(ns.processStart, s) {
+				// Its ENDED was refused before the registration, or the
+				// node's process that played it is the one registered,
+				// which queued the ENDED while no manager answered: the
+				// node sends it after this report, which may overtake it.
 				delete(m.endedRefused, s.ID)
 				s.awaitEnded = true
 			}

@@ -91,3 +91,11 @@ func reportTime(r *pb.LoadReport, now time.Time) time.Time {
 	}
 	return now
 }
+
+// sameProcess reports whether the node's process that registered, started
+// at processStart (its clock; zero when the node did not say), is the one
+// that started session s: one that never restarted since still holds the
+// ENDED of s, queued while it could reach no manager.
+func sameProcess(processStart time.Time, s *session) bool {
+	return !processStart.IsZero() && !s.StartedAt.IsZero() && !processStart.After(s.StartedAt)
+}

@@ -71,8 +71,11 @@ type session struct {
 	// awaitEnded: its node's first report after registering did not list
 	// it, and its ENDED was refused as UNAVAILABLE before (the node not
 	// registered here: Manager.endedRefused), which the node retries after
-	// its backoff. The record waits for it (endedRetryWait) and takes its
-	// bytes, end time and reason.
+	// its backoff, or the node's process is the one that played it
+	// (sameProcess), which queued the ENDED while it reached no manager
+	// and sends it after registering, maybe after that first report. The
+	// record waits for it (endedRetryWait) and takes its bytes, end time
+	// and reason.
 	awaitEnded bool
 	// endedAt is when it ended by its node's ENDED event (the viewer's
 	// last sign of life for a timeout); zero: when the manager ended it.
