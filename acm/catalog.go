@@ -144,7 +144,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 	m.health.catalogLoaded.Store(true)
 	m.applyHints()
 	err = m.st.ReplaceTitles(ctx, ts)
-	m.noteStore(err)
+	m.noteStoreWrite(err)
 	if err != nil {
 		return change, err // the store says "store: …"
 	}

@@ -21,6 +21,10 @@ const DefaultHealthCheck = 5 * time.Second
 // the store answers ErrNotFound when it works.
 const stateHealthProbe = "health-probe"
 
+// stateWriteProbe is the state the health check writes (the time, RFC
+// 3339) while the last store write failed (health.writeFailed).
+const stateWriteProbe = "health-write-probe"
+
 // health is what /healthz reports, kept by the store operations the
 // manager makes anyway (sessions, catalog) and by healthLoop's one read
 // every HealthCheck: a probe costs no store round trip.
@@ -38,6 +42,12 @@ type health struct {
 	// request makes no store call until the store answers again
 	// (persistFront).
 	storeStalled atomic.Bool
+	// writeFailed: the last store write failed (noteStoreWrite). Only a
+	// write then clears storeDown: a Redis that refuses writes (OOM at
+	// maxmemory, READONLY as a replica) still answers reads, and the
+	// health check's read took it for back while no one could be
+	// admitted.
+	writeFailed atomic.Bool
 	// skipped: the ids of the stored session entries that did not decode
 	// whose skipping was logged (logSkipped), to true.
 	skipped sync.Map
@@ -56,11 +66,15 @@ var (
 
 // noteStore records the outcome of a store operation. ErrNotFound and
 // ErrUndecodable (an entry the store cannot compare) are answers, so a
-// success; a cancellation says nothing about the store.
+// success; a cancellation says nothing about the store. A read that
+// succeeds does not clear a write's failure (health.writeFailed).
 func (m *Manager) noteStore(err error) {
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
 		m.health.storeStalled.Store(false)
+		if m.health.writeFailed.Load() {
+			return // it reads, but does not write
+		}
 		if m.health.storeDown.Swap(false) {
 			m.log.Info("store answers again: ready")
 		}
@@ -71,6 +85,19 @@ func (m *Manager) noteStore(err error) {
 			m.kickHealth() // reads it again and again until it does (healthLoop)
 		}
 	}
+}
+
+// noteStoreWrite is noteStore for a write (or a delete): its outcome also
+// sets health.writeFailed.
+func (m *Manager) noteStoreWrite(err error) {
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
+		m.health.writeFailed.Store(false)
+	case errors.Is(err, context.Canceled):
+	default:
+		m.health.writeFailed.Store(true)
+	}
+	m.noteStore(err)
 }
 
 // notReady returns why the manager cannot admit anyone, or "" when it can:
@@ -135,7 +162,14 @@ func (m *Manager) healthLoop() {
 			t.Stop()
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
-		_, err := m.st.State(ctx, stateHealthProbe)
+		var err error
+		write := m.health.writeFailed.Load()
+		if write {
+			// A store that failed a write is checked with a write.
+			err = m.st.PutState(ctx, stateWriteProbe, []byte(m.now().UTC().Format(time.RFC3339Nano)))
+		} else {
+			_, err = m.st.State(ctx, stateHealthProbe)
+		}
 		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if m.ctx.Err() != nil {
@@ -144,7 +178,11 @@ func (m *Manager) healthLoop() {
 		if stalled {
 			m.health.storeStalled.Store(true)
 		}
-		m.noteStore(err)
+		if write {
+			m.noteStoreWrite(err)
+		} else {
+			m.noteStore(err)
+		}
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			m.retryWrites()
 		}
@@ -340,7 +378,7 @@ func (m *Manager) retryWrites() {
 		if stalled {
 			m.noteStall()
 		}
-		m.noteStore(err)
+		m.noteStoreWrite(err)
 		m.log.Warn("store: sessions' writes stopped: the store failed again; the rest wait for its return",
 			"deleted", deleted, "written", written, "left", len(batch)-deleted-written-spared-skipped, "others", spared, "skipped", skipped, "err", err)
 		return

@@ -375,7 +375,7 @@ func (m *Manager) persistBy(s *session, deadline time.Time, mode persistMode) er
 	if stalled {
 		m.noteStall()
 	}
-	m.noteStore(err)
+	m.noteStoreWrite(err)
 	if err != nil {
 		if mode == persistFrontDoor && stalled {
 			// Not wrapping err: a deadline is not the client's (outcome).

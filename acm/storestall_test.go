@@ -181,6 +181,13 @@ func (g *gatedRedis) PutSessionHeldBy(ctx context.Context, s store.Session, unch
 	return g.Redis.PutSessionHeldBy(ctx, s, unchanged, managers...)
 }
 
+func (g *gatedRedis) PutState(ctx context.Context, name string, value []byte) error {
+	if err := g.hang(ctx, "PutState"); err != nil {
+		return err
+	}
+	return g.Redis.PutState(ctx, name, value)
+}
+
 func (g *gatedRedis) State(ctx context.Context, name string) ([]byte, error) {
 	if err := g.hang(ctx, "State"); err != nil {
 		return nil, err

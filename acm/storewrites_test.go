@@ -1,0 +1,89 @@
+package acm
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"vodcluster/acm/store"
+	"vodcluster/acm/store/redistest"
+)
+
+// probedStore is a real store that tells when the manager's health check
+// has read or written its probe.
+type probedStore struct {
+	store.Store
+	probed chan struct{} // a value after each probe (dropped when full)
+}
+
+func (p *probedStore) note(name string) {
+	if name == stateHealthProbe || name == stateWriteProbe {
+		select {
+		case p.probed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *probedStore) State(ctx context.Context, name string) ([]byte, error) {
+	b, err := p.Store.State(ctx, name)
+	p.note(name)
+	return b, err
+}
+
+func (p *probedStore) PutState(ctx context.Context, name string, v []byte) error {
+	err := p.Store.PutState(ctx, name, v)
+	p.note(name)
+	return err
+}
+
+// TestStoreRefusingWritesIsNotReady: a Redis that answers reads but
+// refuses every write (maxmemory reached with noeviction: "OOM command not
+// allowed") admits no one, and the manager says so: /healthz stays 503
+// through its health checks, which write while writes fail, until Redis
+// takes writes again. (The checks only read, which Redis allowed: /healthz
+// went back to 200 between refused requests, and a load balancer kept
+// sending viewers to a manager that refused them all.)
+func TestStoreRefusingWritesIsNotReady(t *testing.T) {
+	srv := redistest.Start(t)
+	r, err := store.OpenRedis(store.RedisOptions{Addr: srv.Addr, Prefix: t.Name() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ps := &probedStore{Store: r, probed: make(chan struct{}, 1)}
+	e := newManager(t, "", func(m *Manager) { m.Store, m.HealthCheck = ps, 200*time.Millisecond })
+	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
+		t.Fatalf("before: %d", res.StatusCode)
+	}
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 {
+		t.Fatalf("Redis refusing writes: %d, want 503", res.StatusCode)
+	}
+	for range 3 { // health checks after the refusal
+		select {
+		case <-ps.probed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no health check within 10 s")
+		}
+	}
+	if code, body := probe(t, e.m, "/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz while Redis refuses writes: %d %q, want 503", code, body)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 302 {
+		t.Fatalf("Redis taking writes again: %d, want 302", res.StatusCode)
+	}
+}
