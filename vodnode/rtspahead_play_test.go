@@ -254,6 +254,11 @@ func TestRTSPPlayAheadGetsTheReadOfAPausedHTTPViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the HTTP viewer's origin read", func() bool { return aheadOpen(n) == 1 })
+	// Unpaced: its writes fill the socket buffers and wait at once (at
+	// 1.2 times the bitrate, past the burst, they take minutes).
+	n.mu.Lock()
+	n.httpSessions["ahead-paused-http"].pacing.lim.Store(nil)
+	n.mu.Unlock()
 
 	tc, rurl, id, vpid, first := aheadSession(t, n, o, "sample-001", "ahead-after-http")
 	if res := tc.do("PLAY", rurl+"/", "Session", id, "Range", "npt=12-"); res.StatusCode != 200 {
