@@ -82,11 +82,13 @@ func titleUnavailable(w http.ResponseWriter, err error) {
 	if retryLater(err) {
 		w.Header().Set("Retry-After", retryAfter)
 	}
-	msg := err.Error()
+	msg := "title unavailable: " + err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
-		msg = "its fill did not bring the bytes asked for within " + durtext.Written(requestTimeout)
+		// Not the title's fault: its fill may be on its way (a segment
+		// asked ahead of a slow fill).
+		msg = "not filled yet: the title's fill did not bring the bytes asked for within " + durtext.Written(requestTimeout) + "; try again"
 	}
-	http.Error(w, "title unavailable: "+msg, http.StatusServiceUnavailable)
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // fillFailedEmpty ends hs at once when its title's fill failed (err is

@@ -60,7 +60,7 @@ func TestHTTPHeldStatusLineGoesOutAfterTheRequestTimeout(t *testing.T) {
 	if a := <-playlist; a.err != nil {
 		t.Errorf("HLS playlist of a title whose fill brings no byte: %v", a.err)
 	} else if a.res.StatusCode != http.StatusServiceUnavailable ||
-		string(a.body) != "title unavailable: its fill did not bring the bytes asked for within 10s\n" {
+		string(a.body) != "not filled yet: the title's fill did not bring the bytes asked for within 10s; try again\n" {
 		t.Errorf("HLS playlist of a title whose fill brings no byte: %d %q, want 503 saying so", a.res.StatusCode, a.body)
 	}
 	o.unhold()
