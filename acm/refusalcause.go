@@ -2,6 +2,7 @@ package acm
 
 import (
 	"fmt"
+	"strings"
 
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
@@ -129,8 +130,21 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 	noDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps}
 	withDisk := lsm.Request{Title: t.ID, Bitrate: t.BitrateBps, Bytes: t.SizeBytes}
 	lacksRoom, tooSmall := false, true
+	var faulty []string // nodes that could take it but for their disk fault
 	for i, n := range m.sched.Nodes {
 		if site != "" && n.Site != site {
+			continue
+		}
+		if n.DiskFault {
+			// Eligible refuses it a fill for the fault, with or without
+			// the disk's room: asked as if it had none (restored at once,
+			// under mu as every use of the scheduler).
+			n.DiskFault = false
+			could := m.sched.Eligible(i, &noDisk)
+			n.DiskFault = true
+			if could && !m.sched.Eligible(i, &noDisk) {
+				faulty = append(faulty, n.ID)
+			}
 			continue
 		}
 		if m.sched.Eligible(i, &noDisk) && !m.sched.Eligible(i, &withDisk) {
@@ -139,6 +153,13 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 		}
 	}
 	switch {
+	case len(faulty) > 0 && !lacksRoom:
+		verb := "reports"
+		if len(faulty) > 1 {
+			verb = "report"
+		}
+		return fmt.Sprintf("%s that could take the session can fill the title: %s %s a disk fault (%s)", which, strings.Join(faulty, ", "),
+			verb, diskFaultHelp), refusedNoDiskRoom
 	case lacksRoom && tooSmall:
 		return fmt.Sprintf("%s that could take the session has a disk as large as the title (%d bytes; node disk_bytes)", which, t.SizeBytes), refusedNoDiskRoom
 	case lacksRoom:

@@ -542,3 +542,31 @@ func TestTitleLargerThanEveryDisk(t *testing.T) {
 		t.Fatalf("the refusal logged as %q", why)
 	}
 }
+
+// TestRefusalForADiskFault: the only node that could take a viewer lacks
+// the title and reports a disk fault (its title cache full or read only):
+// the refusal says so, as a want of disk room (453 "no node has disk
+// room"), not as one of bandwidth, which sent the operator to the nodes'
+// egress while the node had all of it free.
+func TestRefusalForADiskFault(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{})
+	n.mu.Lock()
+	n.diskFault = true
+	n.mu.Unlock()
+	waitFor(t, 5*time.Second, "the disk fault reported", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.nodes["n1"].diskFault
+	})
+	res := e.describe("demo", "demo", "t1")
+	if res.StatusCode != base.StatusNotEnoughBandwidth || !strings.Contains(res.StatusMessage, "disk room") {
+		t.Fatalf("a title only a node with a disk fault could take: %d %q, want 453 (no node has disk room)", res.StatusCode, res.StatusMessage)
+	}
+	e.m.mu.Lock()
+	why := e.m.refusalLocked(store.Title{ID: "t1", BitrateBps: titleBps, SizeBytes: 1_500_000})
+	e.m.mu.Unlock()
+	if !strings.Contains(why, "n1 reports a disk fault") {
+		t.Fatalf("the refusal logged as %q", why)
+	}
+}
