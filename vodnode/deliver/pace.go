@@ -12,6 +12,11 @@ import (
 
 var errNoClock = errors.New("deliver: title has no clock (no PCR and no bitrate)")
 
+// maxCatchUp is how late a UDP stream's packets may be when the node
+// resumes sending them before its timeline restarts at its position
+// instead of sending them all at once (step): 1 s.
+const maxCatchUp = time.Second
+
 // step sends what is due of s at now (engine ns); false drops s from the
 // shard's active list (paused, ended, or parked until the fill progresses).
 func (s *Stream) step(sh *shard, now int64) bool {
@@ -80,6 +85,14 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if !s.anchored {
 		s.anchorClock, s.anchorWall, s.anchored = ck.at(s.pos), now, true
+	} else if s.cfg.Mode != RTPTCP && now-s.dueAt(ck, s.pos) > int64(maxCatchUp) {
+		// The node itself sent nothing for a while (a VM paused, the
+		// process stopped, a disk read stuck): over UDP the timeline
+		// restarts at the position rather than sending what is overdue
+		// at once, which a set-top box's jitter buffer of a second or two
+		// would drop. Over TCP the connection paces a catch-up, and a
+		// stream its connection held back is ended past MaxLag.
+		s.anchorClock, s.anchorWall = ck.at(s.pos), now
 	}
 	if s.injectPSI {
 		if psi := s.seekPSI(idx); len(psi) > 0 {

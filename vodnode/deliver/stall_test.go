@@ -1,0 +1,49 @@
+package deliver
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// TestUDPStreamAfterTheNodeStalled: a node that sent nothing for 2 s (its
+// sending held up: a VM paused, the process stopped) goes on over UDP at
+// the stream's pace from where it was, not with the 2 s overdue at once,
+// which a set-top box's jitter buffer would drop.
+func TestUDPStreamAfterTheNodeStalled(t *testing.T) {
+	e := startEngine(t, true)
+	data := loadClip(t)
+	rtpc := listenUDP(t)
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPUDP, Dest: rtpc.LocalAddr().(*net.UDPAddr), SSRC: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	read := func(until time.Time) (bytes int) {
+		for {
+			rtpc.SetReadDeadline(until)
+			n, _, err := rtpc.ReadFrom(buf)
+			if err != nil {
+				return bytes
+			}
+			bytes += n - 12
+		}
+	}
+	read(time.Now().Add(time.Second)) // playing
+	st.mu.Lock()                      // the node stalls: its shard waits for the stream
+	stalled := 2 * time.Second
+	time.Sleep(stalled)                         // the stall itself, not a wait for an event
+	read(time.Now().Add(50 * time.Millisecond)) // what went before the stall
+	resumed := time.Now()
+	st.mu.Unlock()
+	got := read(resumed.Add(500 * time.Millisecond))
+	// The clip's rate: 600 kbit/s, 75 KB a second of media.
+	rate := float64(len(data)) / 20
+	if secs := float64(got) / rate; secs > 1.2 {
+		t.Errorf("%.1f s of media in the 0.5 s after a 2 s stall, want about 0.5 (the stall's media at once)", secs)
+	}
+}
