@@ -202,7 +202,9 @@ func (b *Builder) pcr(pid uint16, off int64, f []byte) {
 		// once).
 		want := b.lastPCR
 		if x := b.idx.PCRs; len(x) >= 2 && b.lastOff > x[0].Offset {
-			want += (b.lastPCR - x[0].PCR) * (off - b.lastOff) / (b.lastOff - x[0].Offset)
+			// In floating point: ticks times bytes overflow int64 where
+			// PCRs are gigabytes apart.
+			want += int64(float64(b.lastPCR-x[0].PCR) * float64(off-b.lastOff) / float64(b.lastOff-x[0].Offset))
 		}
 		if step := v + b.pcrBase - b.lastPCR; step < 0 || step > max(MaxPCRStep, 10*(want-b.lastPCR)) {
 			b.pcrBase = max(want, b.lastPCR+1) - v
