@@ -119,6 +119,11 @@ func FuzzBuilder(f *testing.F) {
 		b := NewBuilder()
 		b.Write(data)
 		x := b.Index()
+		for i := 1; i < len(x.PCRs); i++ {
+			if x.PCRs[i].PCR < x.PCRs[i-1].PCR {
+				t.Fatalf("the clock goes back at PCR %d: %d after %d", i, x.PCRs[i].PCR, x.PCRs[i-1].PCR)
+			}
+		}
 		x.Duration()
 		x.Bitrate()
 		x.ClockAt(0)
