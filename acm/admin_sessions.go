@@ -197,7 +197,8 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 	// The node's end, after the start: before the manager's (an operator
 	// ended it, the node later), or in place of the manager's guess when
 	// the manager ended it for want of news (nodeReason).
-	if !h.rec.StartedAt.IsZero() && (h.nodeReason || at.Before(h.rec.EndedAt.Time)) && !at.Before(h.rec.StartedAt.Time) {
+	nodeTime := ev.GetAtUnixMs() > 0 // at is the node's, not when the ENDED came
+	if !h.rec.StartedAt.IsZero() && ((h.nodeReason && nodeTime) || at.Before(h.rec.EndedAt.Time)) && !at.Before(h.rec.StartedAt.Time) {
 		h.rec.EndedAt = recordTime{at.UTC()}
 		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt.Time))
 	}

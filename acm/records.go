@@ -258,12 +258,14 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		rec.StartedAt = recordTime{s.StartedAt.UTC()}
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
 	}
+	// Held from now, not from the end it says (a guess that may lie
+	// minutes back, past the wait: the record went out at once).
 	switch {
 	case s.awaitEnded:
-		m.holdRecordLocked(rec, now, endedRetryWait, true)
+		m.holdRecordLocked(rec, m.now(), endedRetryWait, true)
 		return
 	case s.holdRecord:
-		m.holdRecordLocked(rec, now, heldRecordWait, false)
+		m.holdRecordLocked(rec, m.now(), heldRecordWait, false)
 		return
 	}
 	m.records.add(rec)

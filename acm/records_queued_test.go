@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -47,5 +48,25 @@ func TestSessionRecordOfASessionEndedWhileNoManagerWas(t *testing.T) {
 	r := readRecords(t, path)[0]
 	if r.Session != a || r.Reason != "teardown" || r.BytesSent != 4_062_792 || r.BytesSentUnknown || !r.EndedAt.Equal(end.Truncate(time.Millisecond)) {
 		t.Fatalf("record %+v: want the node's ENDED (teardown at %v, 4062792 bytes)", r, end.UTC())
+	}
+}
+
+// TestHeldRecordWaitsFromNow: a record held for its node's ENDED waits
+// its time from when it was held, not from the end it guesses, which
+// after an outage of minutes lies further back than the wait: it went
+// out at once, and the ENDED that came seconds later was refused.
+func TestHeldRecordWaitsFromNow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = path })
+	now := time.Now()
+	s := &session{Session: store.Session{ID: "held", User: "demo", Title: "t1", Node: "n1", AdmittedAt: now.Add(-2 * time.Hour), StartedAt: now.Add(-2 * time.Hour)},
+		endedAt: now.Add(-time.Hour), awaitEnded: true}
+	e.m.mu.Lock()
+	e.m.sessionRecordLocked(s, "not on its node after the node registered", now)
+	e.m.flushHeldRecordsLocked(now.Add(time.Second), false)
+	_, held := e.m.heldRecords["held"]
+	e.m.mu.Unlock()
+	if !held {
+		t.Fatal("the record, its end an hour back, went out at once instead of waiting for the node's ENDED")
 	}
 }
