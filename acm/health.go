@@ -87,12 +87,14 @@ func (m *Manager) noteStore(err error) {
 	}
 }
 
-// noteStoreWrite is noteStore for a write (or a delete): its outcome also
-// sets health.writeFailed.
+// noteStoreWrite is noteStore for a write (or a delete): its failure also
+// sets health.writeFailed. Its success does not clear it: a call that
+// stored nothing new (a delete, which a Redis at maxmemory still takes;
+// a catalog unchanged, only read) says nothing of whether the store takes
+// writes. The health check's write probe clears it (healthLoop).
 func (m *Manager) noteStoreWrite(err error) {
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
-		m.health.writeFailed.Store(false)
 	case errors.Is(err, context.Canceled):
 	default:
 		m.health.writeFailed.Store(true)
@@ -179,6 +181,9 @@ func (m *Manager) healthLoop() {
 			m.health.storeStalled.Store(true)
 		}
 		if write {
+			if err == nil {
+				m.health.writeFailed.Store(false) // it takes writes again
+			}
 			m.noteStoreWrite(err)
 		} else {
 			m.noteStore(err)

@@ -69,6 +69,15 @@ func TestStoreRefusingWritesIsNotReady(t *testing.T) {
 	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 {
 		t.Fatalf("Redis refusing writes: %d, want 503", res.StatusCode)
 	}
+	// Calls that store nothing new go through: the delete of the refused
+	// session (Redis takes deletes at maxmemory), a catalog refresh that
+	// finds it unchanged. Neither says Redis takes writes.
+	if err := e.m.refreshCatalog(ctx, 5*time.Second); err != nil {
+		t.Fatalf("catalog refresh: %v", err)
+	}
+	if !e.m.health.storeDown.Load() {
+		t.Fatal("taken as ready after calls that stored nothing, while Redis refuses writes")
+	}
 	for range 3 { // health checks after the refusal
 		select {
 		case <-ps.probed:
