@@ -64,12 +64,25 @@ type Index struct {
 }
 
 // MaxPCRStep is the largest step forward between two consecutive PCRs
-// that an Index takes as the stream's clock, 27 MHz ticks (1 s): ISO/IEC
-// 13818-1 §2.7.2 has a PCR at least every 100 ms, so a longer step is a
-// discontinuity (a splice, or damaged bytes that read as a PCR hours
-// ahead), unless the bytes between the two, at the mean rate so far, take
-// more than a tenth of it to play.
-const MaxPCRStep = PCRHz
+// that an Index takes as the stream's clock, 27 MHz ticks (10 s): ISO/IEC
+// 13818-1 §2.7.2 has a PCR at least every 100 ms, and muxers that space
+// them out (a still picture, audio alone) stay within seconds, so a
+// longer step is a discontinuity (a splice, or damaged bytes that read as
+// a PCR hours ahead), unless the bytes between the two, at the mean rate
+// so far, take more than a tenth of it to play.
+const MaxPCRStep = 10 * PCRHz
+
+// Continuous reports whether x's clock never goes back nor leaps past
+// MaxPCRStep: false for an index built before discontinuities were
+// absorbed (Builder), which is to be built again.
+func (x *Index) Continuous() bool {
+	for i := 1; i < len(x.PCRs); i++ {
+		if step := x.PCRs[i].PCR - x.PCRs[i-1].PCR; step < 0 || step > MaxPCRStep {
+			return false
+		}
+	}
+	return true
+}
 
 // Builder builds an Index from bytes given in order. It is not safe for
 // concurrent use; callers that share an Index across goroutines copy what

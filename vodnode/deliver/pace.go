@@ -93,6 +93,15 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		// would drop. Over TCP the connection paces a catch-up, and a
 		// stream its connection held back is ended past MaxLag.
 		s.anchorClock, s.anchorWall = ck.at(s.pos), now
+	} else if ck.at(s.pos)-(s.anchorClock+(now-s.anchorWall)*27/1000) > int64(maxCatchUp)*27/1000 {
+		// The title's clock at the position runs ahead of the play's
+		// timeline by more than maxCatchUp: the index it reads by was
+		// replaced under it (a read far ahead of a fill handed over to
+		// the fill's index, whose clock absorbed a jump the read's did
+		// not), or the title's clock leaps where its index kept the leap.
+		// Waiting for that time would leave the viewer without a packet;
+		// the timeline restarts at the position.
+		s.anchorClock, s.anchorWall = ck.at(s.pos), now
 	}
 	if s.injectPSI {
 		if psi := s.seekPSI(idx); len(psi) > 0 {

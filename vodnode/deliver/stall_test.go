@@ -2,8 +2,12 @@ package deliver
 
 import (
 	"net"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // TestUDPStreamAfterTheNodeStalled: a node that sent nothing for 2 s (its
@@ -45,5 +49,63 @@ func TestUDPStreamAfterTheNodeStalled(t *testing.T) {
 	rate := float64(len(data)) / 20
 	if secs := float64(got) / rate; secs > 1.2 {
 		t.Errorf("%.1f s of media in the 0.5 s after a 2 s stall, want about 0.5 (the stall's media at once)", secs)
+	}
+}
+
+// leapSource is a title whose clock leaps 20 s ahead past its first PCR
+// once leap is set: the index a play reads by replaced under it, as when
+// a read far ahead of a fill hands over to the fill's index.
+type leapSource struct {
+	*memSource
+	leap atomic.Bool
+}
+
+func (l *leapSource) State() (*tsindex.Index, bool, error) {
+	idx, complete, err := l.memSource.State()
+	if !l.leap.Load() {
+		return idx, complete, err
+	}
+	x := *idx
+	x.PCRs = slices.Clone(idx.PCRs)
+	for i := 1; i < len(x.PCRs); i++ {
+		x.PCRs[i].PCR += 20 * tsindex.PCRHz
+	}
+	return &x, complete, err
+}
+
+// TestStreamAfterItsClockLeaps: a play whose title's clock at its position
+// leaps 20 s ahead of its timeline goes on at its pace from there, not
+// silent for 20 s.
+func TestStreamAfterItsClockLeaps(t *testing.T) {
+	e := startEngine(t, true)
+	data := loadClip(t)
+	rtpc := listenUDP(t)
+	src := &leapSource{memSource: newMemSource(data)}
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPUDP, Dest: rtpc.LocalAddr().(*net.UDPAddr), SSRC: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for got := 0; got < 50_000; { // playing
+		rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
+		n, _, err := rtpc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("before the leap: %v", err)
+		}
+		got += n
+	}
+	src.leap.Store(true)
+	rate := float64(len(data)) / 20
+	for got := 0; float64(got) < rate; { // a second of media after the leap
+		rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
+		n, _, err := rtpc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("%d bytes after the clock leapt 20 s, then silence: %v", got, err)
+		}
+		got += n
 	}
 }

@@ -303,6 +303,12 @@ func (s *Store) load(id string) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	idx, version, ok := loadIndex(s.path(id, ".idx"), st)
+	if ok && !idx.Continuous() {
+		// Indexed before PCR discontinuities were absorbed: its clock
+		// froze or rushed its viewers there. Built again, its version
+		// kept (the bytes are those the fill checked).
+		ok = false
+	}
 	if !ok {
 		if x, ok := readIndex(s.path(id, ".idx")); ok && x.Size != st.Size() {
 			f.Close()
@@ -317,7 +323,7 @@ func (s *Store) load(id string) error {
 			f.Close()
 			return fmt.Errorf("%w: %d bytes with no clock to play it by (empty or cut short)", errDamaged, idx.Size)
 		}
-		if err := saveIndex(s.path(id, ".idx"), st, idx, ""); err != nil {
+		if err := saveIndex(s.path(id, ".idx"), st, idx, version); err != nil {
 			s.log.Warn("cannot persist index", "title", id, "err", err)
 		}
 		s.warnClockJumps(id, idx)
