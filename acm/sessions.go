@@ -70,10 +70,9 @@ type session struct {
 	holdRecord bool
 	// awaitEnded: its node's first report after registering did not list
 	// it, and its ENDED was refused as UNAVAILABLE before (the node not
-	// registered here: Manager.endedRefused), which the node retries after
-	// its backoff, or the node's process is the one that played it
-	// (sameProcess), which queued the ENDED while it reached no manager
-	// and sends it after registering, maybe after that first report. The
+	// registered here: Manager.endedRefused), or the node's process is
+	// the one that played it (sameProcess), which queued the ENDED while
+	// it reached no manager: the node sends it after that report. The
 	// record waits for it (endedRetryWait) and takes its bytes, end time
 	// and reason.
 	awaitEnded bool

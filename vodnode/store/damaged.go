@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+
+	"vodcluster/cdp/tsindex"
 )
 
 // ReadFailed checks t, a copy a read of which failed while it was sent
@@ -38,4 +40,16 @@ func (s *Store) ReadFailed(t *Title, err error) string {
 	s.log.Warn("damaged copy dropped: the title's next viewer fills it again from the origin", "title", t.meta.ID, "why", why, "read_err", err)
 	s.removeLocked(t)
 	return why
+}
+
+// warnClockJumps logs a title whose clock the index found discontinuous
+// (tsindex.Index.PCRJumps): its PCRs went back or leapt ahead without
+// the stream's bytes between, as at a splice or where bytes are damaged.
+// It is played through at its mean rate; a player sees the jumps of its
+// timestamps.
+func (s *Store) warnClockJumps(id string, idx *tsindex.Index) {
+	if idx.PCRJumps > 0 {
+		s.log.Warn("title's PCR clock jumps (a splice, or damaged bytes): paced through at its mean rate; players see the jumps",
+			"title", id, "pcr_jumps", idx.PCRJumps)
+	}
 }

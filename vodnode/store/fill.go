@@ -482,18 +482,6 @@ func (s *Store) finishFill(t *Title, b *fillWriter) error {
 	return nil
 }
 
-// warnClockJumps logs a title whose clock the index found discontinuous
-// (tsindex.Index.PCRJumps): its PCRs went back or leapt ahead without
-// the stream's bytes between, as at a splice or where bytes are damaged.
-// It is played through at its mean rate; a player sees the jumps of its
-// timestamps.
-func (s *Store) warnClockJumps(id string, idx *tsindex.Index) {
-	if idx.PCRJumps > 0 {
-		s.log.Warn("title's PCR clock jumps (a splice, or damaged bytes): paced through at its mean rate; players see the jumps",
-			"title", id, "pcr_jumps", idx.PCRJumps)
-	}
-}
-
 // FailCause classes a fill's error for metrics: "abandoned" (its viewers
 // left before the origin's first byte), "preempted" (a prefetch no viewer
 // watched, stopped for a fill on demand), "replaced" (the title has another
