@@ -2,6 +2,7 @@ package acm
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -135,6 +136,8 @@ func TestExpectNotLeftByUndoneAdmission(t *testing.T) {
 		t.Fatalf("with a broken store: %d, want 503", res.StatusCode)
 	}
 	fs.broken.Store(false)
+	// Ready again once the health check's write goes through.
+	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
 	res := e.describe("demo", "demo", "t1")
 	if res.StatusCode != base.StatusFound {
 		t.Fatalf("store back: %d, want 302", res.StatusCode)

@@ -47,6 +47,7 @@ func TestStoreFailureLeavesNoReservation(t *testing.T) {
 		t.Fatalf("reserved %d sessions %v", got, e.sessions())
 	}
 	fs.broken.Store(false)
+	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok") // ready once the health check's write goes through
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != base.StatusFound {
 		t.Fatalf("store back: %d", res.StatusCode)
 	}
