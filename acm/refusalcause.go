@@ -136,13 +136,7 @@ func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Fe
 			continue
 		}
 		if n.DiskFault {
-			// Eligible refuses it a fill for the fault, with or without
-			// the disk's room: asked as if it had none (restored at once,
-			// under mu as every use of the scheduler).
-			n.DiskFault = false
-			could := m.sched.Eligible(i, &noDisk)
-			n.DiskFault = true
-			if could && !m.sched.Eligible(i, &noDisk) {
+			if !m.sched.Eligible(i, &noDisk) && m.eligibleButForDiskFault(i, &noDisk) {
 				faulty = append(faulty, n.ID)
 			}
 			continue
@@ -180,4 +174,15 @@ func (m *Manager) anyInServiceLocked() bool {
 		}
 	}
 	return false
+}
+
+// eligibleButForDiskFault reports whether node i, which reports a disk
+// fault, could take r were it not for the fault (mu held, as for every use
+// of the scheduler): Eligible refuses such a node a fill whatever its
+// disk's room, so it is asked with the fault set aside for the call.
+func (m *Manager) eligibleButForDiskFault(i int, r *lsm.Request) bool {
+	n := m.sched.Nodes[i]
+	n.DiskFault = false
+	defer func() { n.DiskFault = true }()
+	return m.sched.Eligible(i, r)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/pion/sdp/v3"
 
-	"vodcluster/proto/rtspwire"
 	"vodcluster/vodnode/deliver"
 	"vodcluster/vodnode/store"
 )
@@ -162,12 +161,10 @@ func (c *rtspConn) addESTrack(s *session, i int, specs []transportSpec, url stri
 	if es.specs[i] != nil {
 		return rtspErr(base.StatusMethodNotValidInThisState, "track already set up")
 	}
-	// The entries of the list the other tracks' transport allows.
+	// The entries of the list the other tracks' transport allows (the
+	// list holds RTP entries only: rtspwire.Servable).
 	var same []transportSpec
 	for _, spec := range specs {
-		if spec.Mode == deliver.RawUDP {
-			continue // rtspwire.Servable dropped them already
-		}
 		ok := true
 		for _, other := range es.specs {
 			ok = ok && (other == nil || other.Mode == spec.Mode)
@@ -177,9 +174,6 @@ func (c *rtspConn) addESTrack(s *session, i int, specs []transportSpec, url stri
 		}
 	}
 	if len(same) == 0 {
-		if len(specs) > 0 && specs[0].Mode == deliver.RawUDP {
-			return rtspErr(base.StatusUnsupportedTransport, "%v", rtspwire.ErrESNeedsRTP)
-		}
 		return rtspErr(base.StatusUnsupportedTransport, "all tracks must use the same transport")
 	}
 	var spec transportSpec

@@ -13,8 +13,9 @@ import (
 var errNoClock = errors.New("deliver: title has no clock (no PCR and no bitrate)")
 
 // maxCatchUp is how late a UDP stream's packets may be when the node
-// resumes sending them before its timeline restarts at its position
-// instead of sending them all at once (step): 1 s.
+// resumes sending them, and how far ahead of a play's timeline the title's
+// clock at its position may run, before the timeline restarts at the
+// position (step): 1 s.
 const maxCatchUp = time.Second
 
 // step sends what is due of s at now (engine ns); false drops s from the
