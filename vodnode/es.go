@@ -232,6 +232,7 @@ func (n *Node) startES(s *session) *rtspError {
 		return rtspErr(base.StatusSessionNotFound, "session %s ended", s.id)
 	}
 	s.player, s.ahead = esPlayer{st}, ahead
+	s.meter.Store(st.BytesSent)
 	n.mu.Unlock()
 	return nil
 }

@@ -120,6 +120,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 			return fail(rtspErr(base.StatusInternalServerError, "%v", serr))
 		}
 		s.player, ssrc = tsPlayer{st}, cfg.SSRC
+		s.meter.Store(st.BytesSent)
 	}
 	if rerr := c.n.addSession(s); rerr != nil {
 		return fail(rerr)

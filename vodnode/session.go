@@ -41,6 +41,12 @@ type session struct {
 	ahead *aheadSource
 
 	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
+	// meter is its stream's byte count (the player's BytesSent, a
+	// func() int64) once it has a stream; seenBytes is what it gave at
+	// the viewer's last sign of life (touch): a UDP session that times
+	// out reports that (reportEnd).
+	meter     atomic.Value
+	seenBytes atomic.Int64
 	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives PauseTimeout without a word
 	// atEnd: its play reached the end of the title (deliver.EndOfTitle)
 	// and no PLAY came since: the stream waits there (the load report's
@@ -65,7 +71,14 @@ type session struct {
 	ended     bool
 }
 
-func (s *session) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
+// touch notes a sign of life of s's viewer at now, and the bytes its
+// stream had sent by then.
+func (s *session) touch(now time.Time) {
+	s.lastSeen.Store(now.UnixNano())
+	if f, _ := s.meter.Load().(func() int64); f != nil {
+		s.seenBytes.Store(f())
+	}
+}
 
 func newSessionID() string {
 	var b [12]byte
@@ -257,6 +270,14 @@ func (n *Node) reportEnd(s *session, p player, reason string, cause error, next 
 	var bytes int64
 	if p != nil {
 		bytes = p.BytesSent()
+		if reason == "timeout" && s.spec.Mode != deliver.RTPTCP {
+			// Over UDP nothing says what reached a viewer gone silent
+			// (killed without a TEARDOWN, its datagrams drawing ICMP
+			// port unreachables): it is counted to its last sign of
+			// life, as its end (at) is, not for the timeout the node
+			// went on sending. Over TCP what was written was taken.
+			bytes = min(bytes, s.seenBytes.Load())
+		}
 	}
 	attrs := []any{"session", s.id, "sid", s.sid, "title", s.title, "reason", reason, "bytes", bytes}
 	if cause != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,4 +464,44 @@ func TestFailedPlayAfterPauseGetsSessionTimeout(t *testing.T) {
 		t.Fatalf("PLAY past the end: %s, want 457", statusLine(res))
 	}
 	waitFor(t, 10*time.Second, "the silent session to time out (session_timeout)", func() bool { return n.lookupSession(id) == nil })
+}
+
+// TestUDPTimeoutCountsBytesToLastSignOfLife: a UDP viewer gone silent (a
+// set-top box killed without a TEARDOWN) is reported ENDED with the bytes
+// its stream had sent at its last receiver report, not with what the node
+// went on sending to it until the session timed out, as its end is its
+// last sign of life.
+func TestUDPTimeoutCountsBytesToLastSignOfLife(t *testing.T) {
+	o := newFakeOrigin(t)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), func(n *Node) { n.SessionTimeout = time.Second; n.ManagerAddr = maddr })
+	_, srtcp := n.udp.Ports()
+	rtpc, rtcpc := udpPair(t)
+	var received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := rtpc.Read(buf)
+			if err != nil {
+				return
+			}
+			received.Add(int64(k))
+		}
+	}()
+	c := dialRTSP(t, n)
+	c.setupUDP(nodeURL(n, mint(t, "box-killed", "sample-001", "node-1", "", time.Minute), "sample-001"), rtpc, rtcpc)
+	waitFor(t, 10*time.Second, "20 kB of media", func() bool { return received.Load() >= 20000 })
+	before := received.Load()
+	rr, _ := (&rtcp.ReceiverReport{SSRC: 42}).Marshal()
+	if _, err := rtcpc.WriteTo(rr, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: srtcp}); err != nil {
+		t.Fatal(err)
+	}
+	// Silent from now on; the node streams on until the timeout.
+	waitFor(t, 10*time.Second, "ENDED", func() bool { return m.event("box-killed", pb.SessionEvent_KIND_ENDED) != nil })
+	total := received.Load()
+	e := m.event("box-killed", pb.SessionEvent_KIND_ENDED)
+	if e.GetReason() != "timeout" || e.GetBytesSent() < before || e.GetBytesSent() >= total {
+		t.Fatalf("ENDED %+v: want reason timeout and bytes sent at the receiver report, from %d (received before it) to below %d (received by the end)", e, before, total)
+	}
 }
