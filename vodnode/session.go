@@ -47,7 +47,7 @@ type session struct {
 	// out reports that (reportEnd).
 	meter     atomic.Value
 	seenBytes atomic.Int64
-	paused   atomic.Bool  // PAUSEd by its client and not played since: it lives PauseTimeout without a word
+	paused    atomic.Bool // PAUSEd by its client and not played since: it lives PauseTimeout without a word
 	// atEnd: its play reached the end of the title (deliver.EndOfTitle)
 	// and no PLAY came since: the stream waits there (the load report's
 	// finished_sessions).
