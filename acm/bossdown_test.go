@@ -68,14 +68,14 @@ func TestBOSSDownSaysSo(t *testing.T) {
 
 // A Redis that refuses connections (stopped, restarting) fails the first
 // request's write at once, not by a timeout: that answer, too, says the
-// session store does not answer (it was a bare "Service Unavailable"
+// session store is unavailable (it was a bare "Service Unavailable"
 // until a later request found the store taken as down).
 func TestStoreRefusingSaysSo(t *testing.T) {
 	open, srv := sharedRedis(t)
 	e := newManager(t, "", func(m *Manager) { m.Store = open() })
 	e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
 	srv.Stop()
-	const why = "the cluster's session store does not answer"
+	const why = "the cluster's session store is unavailable"
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, why) {
 		t.Fatalf("the first request with Redis stopped: %d %q, want 503 saying %q", res.StatusCode, res.StatusMessage, why)
 	}

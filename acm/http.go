@@ -213,7 +213,7 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNoCatalog):
 		http.Error(w, "no catalog yet: the origin has not been reached: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
-		http.Error(w, "the cluster's session store does not answer: try again later", http.StatusServiceUnavailable)
+		http.Error(w, "the cluster's session store is unavailable: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errBOSSDown):
 		http.Error(w, "the subscriber database does not answer: try again later", http.StatusServiceUnavailable)
 	default:

@@ -487,7 +487,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusMessage = "Service Unavailable (no catalog yet: the origin has not been reached)"
 	case errors.Is(err, errStoreDown), errors.Is(err, errStoreTimeout):
 		res.StatusCode = base.StatusServiceUnavailable
-		res.StatusMessage = "Service Unavailable (the cluster's session store does not answer)"
+		res.StatusMessage = "Service Unavailable (the cluster's session store is unavailable)"
 	case errors.Is(err, errBOSSDown):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (the subscriber database does not answer)"

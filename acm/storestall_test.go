@@ -41,7 +41,7 @@ func TestStoreStallEndsWhenTheStoreAnswers(t *testing.T) {
 	}
 	srv.Pause(t)
 	// The answers say why (the HTTP body said only "service unavailable").
-	const why = "the cluster's session store does not answer"
+	const why = "the cluster's session store is unavailable"
 	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, why) {
 		t.Fatalf("during the stall: %d %q, want 503 saying %q", res.StatusCode, res.StatusMessage, why)
 	}

@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,8 +67,8 @@ func TestStoreRefusingWritesIsNotReady(t *testing.T) {
 	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 {
-		t.Fatalf("Redis refusing writes: %d, want 503", res.StatusCode)
+	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, "store is unavailable") {
+		t.Fatalf("Redis refusing writes: %d %q, want 503 saying the store is unavailable", res.StatusCode, res.StatusMessage)
 	}
 	// Calls that store nothing new go through: the delete of the refused
 	// session (Redis takes deletes at maxmemory), a catalog refresh that
