@@ -44,7 +44,22 @@ type PCRPoint struct {
 // payload begins an H.264/H.265 access unit holding an IDR picture.
 type Keyframe struct {
 	Offset int64 // bytes, offset of the first TS packet of the PES packet
-	PTS    int64 // 90 kHz ticks, unwrapped; -1 when the PES header has none
+	PTS    int64 // 90 kHz ticks, unwrapped, as the stream has it; -1 when the PES header has none
+	// Jump is what places PTS on the index's continuous timeline, 90 kHz
+	// ticks: the presentation-time discontinuities absorbed before it
+	// (Builder; 0 in a title that has none). Time gives the sum.
+	Jump int64
+}
+
+// Time returns k's presentation time on its index's continuous timeline
+// (PTS + Jump), 90 kHz ticks; -1 when k has no PTS. Seeks, npt and HLS
+// segment durations count this; RTP timestamps, which follow the
+// stream's own PTS, count PTS.
+func (k Keyframe) Time() int64 {
+	if k.PTS < 0 {
+		return -1
+	}
+	return k.PTS + k.Jump
 }
 
 // Index is what a Builder learnt from the bytes it was given.
@@ -61,7 +76,20 @@ type Index struct {
 	// bytes since the last one give, whether the stream flagged them
 	// (discontinuity_indicator, a splice) or not (damaged bytes).
 	PCRJumps int
+	// PTSJumps counts the discontinuities of the video's presentation
+	// times absorbed (Builder, Keyframe.Jump): a splice of two encodes
+	// that were not stamped again restarts them with the PCR.
+	PTSJumps int
 }
+
+// MaxLeadChange is the largest change, 90 kHz ticks (3 s), between two
+// pictures of how far a picture's PTS runs ahead of the stream's clock
+// (PTS − PCR, the mux's decoder delay, which B-pictures and a varying
+// bitrate move by a fraction of a second) that an Index takes as the
+// stream's: a larger one is a discontinuity of the presentation times (a
+// splice), absorbed so that the picture keeps the lead of the one before
+// (Keyframe.Jump).
+const MaxLeadChange = 3 * PTSHz
 
 // MaxPCRStep is the largest step forward between two consecutive PCRs
 // that an Index takes as the stream's clock, 27 MHz ticks (10 s): ISO/IEC
@@ -81,6 +109,22 @@ func (x *Index) Continuous() bool {
 			return false
 		}
 	}
+	// Presentation times: a keyframe's lead over the clock moves by less
+	// than MaxLeadChange between two pictures once absorbed; twice that
+	// between two keyframes leaves room for the clock interpolated here
+	// and extrapolated by the Builder.
+	prev, have := int64(0), false
+	for _, k := range x.Keyframes {
+		c, ok := x.ClockAt(k.Offset)
+		if k.PTS < 0 || !ok {
+			continue
+		}
+		lead := k.Time() - c/300
+		if have && (lead-prev > 2*MaxLeadChange || prev-lead > 2*MaxLeadChange) {
+			return false
+		}
+		prev, have = lead, true
+	}
 	return true
 }
 
@@ -99,6 +143,9 @@ type Builder struct {
 	ptsBase  int64 // unwrap state for PTS
 	lastPTS  int64
 	havePTS  bool
+	ptsJump  int64 // Keyframe.Jump from here on
+	ptsLead  int64 // the last picture's PTS (with ptsJump) less the clock there, 90 kHz ticks
+	haveLead bool
 	videoH26 bool // video codec is H.264 or H.265 (IDR detection possible)
 }
 
@@ -315,14 +362,37 @@ func (b *Builder) videoPES(off int64, data []byte, rai bool) {
 		if b.idx.FirstPTS < 0 {
 			b.idx.FirstPTS = v
 		}
+		b.absorbPTS(off, v)
 	}
 	key := rai
 	if !key && b.videoH26 && 9+hlen < len(data) {
 		key = hasIDR(data[9+hlen:])
 	}
 	if key {
-		b.idx.Keyframes = append(b.idx.Keyframes, Keyframe{Offset: off, PTS: pts})
+		b.idx.Keyframes = append(b.idx.Keyframes, Keyframe{Offset: off, PTS: pts, Jump: b.ptsJump})
 	}
+}
+
+// absorbPTS takes in the PTS v (unwrapped) of a picture at offset off: a
+// lead over the stream's clock (continuous: pcr) more than MaxLeadChange
+// from the last picture's is a discontinuity, absorbed from here on
+// (ptsJump) so that the picture keeps that lead. The clock at off is the
+// last PCR's, carried on at the mean rate so far.
+func (b *Builder) absorbPTS(off, v int64) {
+	if !b.havePCR {
+		return
+	}
+	clock := b.lastPCR
+	if x := b.idx.PCRs; len(x) >= 2 && b.lastOff > x[0].Offset {
+		clock += int64(float64(b.lastPCR-x[0].PCR) * float64(off-b.lastOff) / float64(b.lastOff-x[0].Offset))
+	}
+	lead := v + b.ptsJump - clock/300
+	if d := lead - b.ptsLead; b.haveLead && (d > MaxLeadChange || d < -MaxLeadChange) {
+		b.ptsJump -= d
+		lead = b.ptsLead
+		b.idx.PTSJumps++
+	}
+	b.ptsLead, b.haveLead = lead, true
 }
 
 // hasIDR reports whether an H.264 Annex-B payload (the start of an access
@@ -425,17 +495,29 @@ func (x *Index) KeyframeAt(t float64) int {
 	target := int64(t * PTSHz)
 	i := sort.Search(len(x.Keyframes), func(i int) bool {
 		k := x.Keyframes[i]
-		return k.PTS >= 0 && k.PTS-x.FirstPTS > target
+		return k.PTS >= 0 && k.Time()-x.FirstPTS > target
 	})
 	return i - 1
 }
 
-// KeyframeSeconds returns the npt of keyframe k in seconds (its PTS from
-// the first video PTS), or its PCR-clock position when it has no PTS.
+// JumpAt returns the presentation-time jump (Keyframe.Jump, 90 kHz
+// ticks) in force at byte offset off: the last keyframe's at or before
+// it, 0 before the first.
+func (x *Index) JumpAt(off int64) int64 {
+	i := sort.Search(len(x.Keyframes), func(i int) bool { return x.Keyframes[i].Offset > off })
+	if i == 0 {
+		return 0
+	}
+	return x.Keyframes[i-1].Jump
+}
+
+// KeyframeSeconds returns the npt of keyframe k in seconds (its
+// presentation time, Keyframe.Time, from the first video PTS), or its
+// PCR-clock position when it has no PTS.
 func (x *Index) KeyframeSeconds(k int) float64 {
 	kf := x.Keyframes[k]
 	if kf.PTS >= 0 && x.FirstPTS >= 0 {
-		return float64(kf.PTS-x.FirstPTS) / PTSHz
+		return float64(kf.Time()-x.FirstPTS) / PTSHz
 	}
 	return x.Seconds(kf.Offset)
 }

@@ -190,3 +190,64 @@ func TestPCRDiscontinuitiesAbsorbed(t *testing.T) {
 		}
 	}
 }
+
+// TestPTSDiscontinuitiesAbsorbed: a splice whose presentation times start
+// again from the first title's leaves the keyframes' times (Keyframe.Time)
+// continuous, so that a seek past it lands where the viewer asked and the
+// HLS segments after it keep their length; the PTS themselves stay the
+// stream's (RTP timestamps follow them). A PCR leaping ahead (damaged
+// bytes) moves no presentation time. An index saved before the jumps
+// were absorbed is not Continuous: built again.
+func TestPTSDiscontinuitiesAbsorbed(t *testing.T) {
+	sample := loadSample(t)
+	clean, _ := BuildFrom(bytes.NewReader(sample))
+	if clean.PTSJumps != 0 || !clean.Continuous() {
+		t.Fatalf("the sample: %d PTS jumps, continuous %v; want 0, true", clean.PTSJumps, clean.Continuous())
+	}
+	damaged := bytes.Clone(sample)
+	pcrs := pcrPackets(damaged)
+	at := pcrs[len(pcrs)/2]
+	base := int64(34632 * 90000)
+	damaged[at+6], damaged[at+7], damaged[at+8], damaged[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
+	damaged[at+10] = byte(base<<7) | 0x7e
+	if x, _ := BuildFrom(bytes.NewReader(damaged)); x.PTSJumps != 0 {
+		t.Errorf("a PCR hours ahead: %d PTS jumps, want 0", x.PTSJumps)
+	}
+
+	x, err := BuildFrom(bytes.NewReader(append(bytes.Clone(sample), sample...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.PTSJumps != 1 || !x.Continuous() {
+		t.Fatalf("a splice: %d PTS jumps, continuous %v; want 1, true", x.PTSJumps, x.Continuous())
+	}
+	half := int64(len(sample))
+	second := -1 // the second part's first keyframe
+	for i, k := range x.Keyframes {
+		if i > 0 && k.Time() <= x.Keyframes[i-1].Time() {
+			t.Fatalf("keyframe %d at %d ticks after %d: its time goes back", i, k.Time(), x.Keyframes[i-1].Time())
+		}
+		if k.Offset >= half && second < 0 {
+			second = i
+		}
+		if k.PTS != clean.Keyframes[i%len(clean.Keyframes)].PTS {
+			t.Fatalf("keyframe %d: PTS %d, want the stream's %d", i, k.PTS, clean.Keyframes[i%len(clean.Keyframes)].PTS)
+		}
+	}
+	if s := x.KeyframeSeconds(second); math.Abs(s-clean.Duration()) > 0.6 {
+		t.Errorf("the second part's first keyframe at npt %.3f s, want about %.3f", s, clean.Duration())
+	}
+	k := x.KeyframeAt(25.5)
+	if k < 0 || x.Keyframes[k].Offset < half || x.KeyframeSeconds(k) > 25.5 || x.KeyframeSeconds(k) < 24.4 {
+		t.Errorf("seek to 25.5 s: keyframe %d at offset %d, npt %.3f; want one of the second part at 24.5 to 25.5 s", k, x.Keyframes[max(k, 0)].Offset, x.KeyframeSeconds(max(k, 0)))
+	}
+	old := *x
+	old.Keyframes = nil
+	for _, k := range x.Keyframes {
+		k.Jump = 0
+		old.Keyframes = append(old.Keyframes, k)
+	}
+	if old.Continuous() {
+		t.Error("an index with the splice's PTS not absorbed is taken as continuous")
+	}
+}

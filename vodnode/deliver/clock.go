@@ -79,7 +79,7 @@ func (c clockOf) seconds(off int64) float64 {
 func (c clockOf) keyframeNPT(k int) float64 {
 	kf := c.idx.Keyframes[k]
 	if kf.PTS >= 0 && c.idx.FirstPTS >= 0 {
-		return float64(kf.PTS-c.idx.FirstPTS) / tsindex.PTSHz
+		return float64(kf.Time()-c.idx.FirstPTS) / tsindex.PTSHz
 	}
 	return c.seconds(kf.Offset)
 }

@@ -443,6 +443,9 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 			hint = clockOf{idx: idx}.at(rd.off) / 300 // PTS and PCR count one clock
 		}
 		play.setHint(hint)
+		if idx, _, _ := s.cfg.Source.State(); idx != nil {
+			play.setJump(idx.JumpAt(rd.off))
+		}
 		sent := make(chan error, 1)
 		go func() {
 			err := play.sendLoop(ctx, s.sendUnit)

@@ -314,6 +314,19 @@ func (p *esPlay) setHint(pts int64) {
 	p.hint = pts
 }
 
+// setJump starts every track's shift at j (90 kHz ticks): the jump of
+// the presentation times the title's index absorbed before where the
+// play starts (tsindex.Index.JumpAt), so that the play's timeline, its
+// RTP timestamps among them, is the index's continuous one, as npt and
+// RTP-Info's rtptime are (tsindex.Keyframe.Time). Before the first unit.
+func (p *esPlay) setJump(j int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.tt {
+		p.tt[i].shift = j
+	}
+}
+
 // unwrap returns the raw 33-bit 90 kHz timestamp ts of either track on
 // the scale of the title's index (PTS unwrapped across the 33-bit wrap
 // from the title's first): the first timestamp is put on it nearest to

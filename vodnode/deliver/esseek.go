@@ -103,7 +103,7 @@ func (s *ESStream) SeekTracks(npt float64) ([]PlayInfo, error) {
 	pts := int64(-1)
 	for _, k := range idx.Keyframes {
 		if k.Offset >= s.pos && k.PTS >= 0 {
-			pts = k.PTS
+			pts = k.Time() // the play's timeline is the index's (esPlay.setJump)
 			break
 		}
 	}

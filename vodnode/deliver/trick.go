@@ -86,7 +86,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 		return s.park(idx.Size) // the picture's end is not on disk yet
 	}
 	end = min(end, k.Offset+maxPicture)
-	pts := k.PTS
+	pts := k.Time() // a splice's jump absorbed: the pictures stay paced
 	if pts < 0 {
 		pts = ck.at(k.Offset) / 300
 	}
