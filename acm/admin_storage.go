@@ -84,6 +84,8 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 			np.State = "missing"
 			if t := m.adminTitlesLocked(ns)[p.Title]; t != nil || m.nodeDownLocked(p.Node) {
 				np.State = m.copyState(ns, t)
+			} else if m.neverFetchedLocked(p.Node, p.Title) {
+				np.State = "never fetched"
 			}
 		}
 		out.NodePins = append(out.NodePins, np)
@@ -544,6 +546,9 @@ func (m *Manager) pinWarningLocked(node, title string) string {
 	case known && !canStream(n, t):
 		return fmt.Sprintf("; its bitrate, %.1f Mbit/s, is more than %s can stream (egress_bps %.1f Mbit/s): never fetched there, and a copy there is kept but plays to no viewer (give the node more egress_bps, or pin the title to another node)",
 			float64(t.BitrateBps)/1e6, node, float64(n.Capacity.EgressBps)/1e6)
+	case known && !canHold(n, t):
+		return fmt.Sprintf("; it takes %d bytes, more than %s's disk (%d bytes): never fetched there, and its copies elsewhere are kept as if not pinned (pin it to a node with a larger disk)",
+			t.SizeBytes, node, n.Capacity.DiskBytes)
 	case n.NoOrigin:
 		return fmt.Sprintf("; %s has no origin configured (node origin): a title pinned there is kept if the node holds it, never fetched there", node)
 	case !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0:
@@ -561,6 +566,16 @@ func (m *Manager) pinWarningLocked(node, title string) string {
 		return fmt.Sprintf("; the titles pinned to %s take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
 	}
 	return ""
+}
+
+// neverFetchedLocked reports whether the storage planner never fetches
+// title to node (mu held): the node cannot stream it (its egress_bps is
+// less than the title's bitrate), its disk is smaller than the title, or
+// it has no origin. False for a title not in the catalog.
+func (m *Manager) neverFetchedLocked(node, title string) bool {
+	n := m.sched.Node(node)
+	t, known := m.titles()[title]
+	return n != nil && known && (!canStream(n, t) || !canHold(n, t) || n.NoOrigin)
 }
 
 // clusterPinWarningLocked says why title, just pinned to the cluster, is

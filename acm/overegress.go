@@ -104,3 +104,11 @@ func canStream(n *lsm.Node, t store.Title) bool {
 	e := n.Capacity.EgressBps
 	return e <= 0 || t.BitrateBps <= e
 }
+
+// canHold reports whether n's disk (Capacity.DiskBytes, when known) is
+// at least t's size: the storage planner places no copy, not a pinned
+// one, on a disk smaller than the title (smm's cannotHold).
+func canHold(n *lsm.Node, t store.Title) bool {
+	d := n.Capacity.DiskBytes
+	return d <= 0 || t.SizeBytes <= d
+}

@@ -91,6 +91,31 @@ func TestPinWarnsNodeTooSmall(t *testing.T) {
 	}
 }
 
+// TestPinWarnsDiskTooSmall: a pin of a title to a node whose disk is
+// smaller than the title is taken, its answer says the title is never
+// fetched there, and the placement lists the pin as "never fetched", not
+// "missing" (to be prefetched). (The planner took such a pin for the
+// title's replica and unplanned its real copy, which was evicted.)
+func TestPinWarnsDiskTooSmall(t *testing.T) {
+	e := newManager(t, "", nil)
+	ctx := context.Background()
+	e.startNode("tiny", nodeOpts{disk: 1_000_000})
+	ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := ack.GetMessage(); !strings.Contains(msg, "it takes 1500000 bytes, more than tiny's disk (1000000 bytes): never fetched there") {
+		t.Fatalf("pin to the node whose disk is too small: %q", msg)
+	}
+	r, err := e.admin.ListPlacement(ctx, &pb.ListPlacementRequest{TitleId: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := r.GetNodePins(); len(ps) != 1 || ps[0].GetState() != "never fetched" {
+		t.Fatalf("node pins %v, want t1 on tiny never fetched", ps)
+	}
+}
+
 // TestPrefetchNotSentAgainToNodeTooSmall: the operator's prefetch of t1
 // lost with n1's heartbeat stream is not sent again when n1 registers
 // again with an egress_bps below t1's bitrate: it fails at the

@@ -174,7 +174,8 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		if prev != nil {
 			prevK = prev.replicas
 		}
-		pinnedTo := r.pins.nodesPinning(d.id)
+		// A pin to a node whose disk cannot take the title is no replica.
+		pinnedTo := slices.DeleteFunc(slices.Clone(r.pins.nodesPinning(d.id)), func(id string) bool { return cannotHold(byID[id], size) })
 		// Over the nodes that can stream the title (replicate_egress.go):
 		// when one is too small for it, its count is theirs, and a pin
 		// to a too small node is no replica.
@@ -187,6 +188,12 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			pinnedTo = slices.DeleteFunc(slices.Clone(pinnedTo), func(id string) bool { return cannotStream(byID[id], d.info) })
 		}
 		k := max(r.replicas(d.peak/cref, prevK, len(able)), len(pinnedTo))
+		if k == len(pinnedTo) && k < len(able) && r.pinnedCopyToCome(d.id, pinnedTo, byID) {
+			// A copy elsewhere stays planned (not evicted for room)
+			// until the pinned nodes' are complete: a pin moves a
+			// replica without a time when the cluster has none.
+			k++
+		}
 		share := d.peak / float64(k)
 		var chosen []string
 		take := func(ns *nodeState) {
@@ -210,7 +217,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		// than the title's bitrate is skipped: it cannot stream it.
 		skip := func(id string) bool {
 			return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id) ||
-				(small && cannotStream(byID[id], d.info))
+				(small && cannotStream(byID[id], d.info)) || cannotHold(byID[id], size)
 		}
 		// count is how many nodes are chosen, of site g (-1: of any).
 		count := func(g int) int {
@@ -308,6 +315,38 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 // planned there.
 func cannotFill(ns *nodeState, title string) bool {
 	return ns != nil && ns.v.NoOrigin && ns.items[title] == nil
+}
+
+// cannotHold reports whether ns's disk (NodeView.DiskBytes, when known)
+// is smaller than a title of size bytes: no plan puts the title there,
+// not for a pin to it.
+func cannotHold(ns *nodeState, size int64) bool {
+	return ns != nil && ns.v.DiskBytes > 0 && ns.v.DiskBytes < size
+}
+
+// pinnedCopyToCome reports whether a node of pinnedTo lacks a complete
+// copy of title (missing or filling) while a node outside pinnedTo holds
+// one: that copy is to stay planned until the pinned ones are there.
+func (r *Replicator) pinnedCopyToCome(title string, pinnedTo []string, byID map[string]*nodeState) bool {
+	toCome := false
+	for _, id := range pinnedTo {
+		if ns := byID[id]; ns != nil {
+			if it := ns.items[title]; it == nil || it.Filling {
+				toCome = true
+			}
+		}
+	}
+	if !toCome {
+		return false
+	}
+	for _, id := range r.holders[title] {
+		if ns := byID[id]; ns != nil && !slices.Contains(pinnedTo, id) {
+			if it := ns.items[title]; it != nil && !it.Filling {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bestNode returns the node where adding a replica of title (size bytes)

@@ -109,8 +109,14 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		Short: short,
 		Long:  long,
 		Args:  argsBetween(1, 2),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
+			if without, ok := map[string]string{
+				"prefetch": "let the storage manager choose the node", "pin": "pin it to the cluster", "unpin": "unpin it from the cluster",
+			}[verb]; ok && ((len(args) == 2 && args[1] == "") || (cmd.Flags().Changed("node") && node == "")) {
+				// A script's unset "$NODE": not taken for the cluster.
+				return fmt.Errorf("%s %s: NODE is empty (leave it out to %s)", verb, args[0], without)
+			}
 			if len(args) == 2 {
 				if node != "" && node != args[1] {
 					return fmt.Errorf("%s %s: NODE given twice (%s and --node %s)", verb, args[0], args[1], node)

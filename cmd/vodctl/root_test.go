@@ -69,6 +69,12 @@ func TestAdminTokenHint(t *testing.T) {
 	if err := run("--token", want, "pin", "t1", "n1", "--node", "n2"); err == nil || !strings.Contains(err.Error(), "NODE given twice") {
 		t.Fatalf("two nodes: %v", err)
 	}
+	// An empty NODE (a script's unset "$NODE") is not the cluster.
+	for _, args := range [][]string{{"pin", "t1", ""}, {"unpin", "t1", "--node", ""}, {"prefetch", "t1", ""}} {
+		if err := run(append([]string{"--token", want}, args...)...); err == nil || !strings.Contains(err.Error(), "NODE is empty (leave it out to ") {
+			t.Fatalf("%q: %v, want NODE is empty", args, err)
+		}
+	}
 	if err := run("--token", want, "evict", "t1", "--node", "n1"); status.Code(err) != codes.Unimplemented ||
 		!strings.HasPrefix(err.Error(), "Unimplemented: ") {
 		t.Fatalf("evict --node: %v", err)

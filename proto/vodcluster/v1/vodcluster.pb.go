@@ -4034,7 +4034,7 @@ type NodePin struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TitleId       string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved: as Replica.state), node down (the node misses its heartbeats, whether it held the title or not), missing (to be prefetched), not registered (registered before this manager's start or takeover, not since), unknown node (never registered with this manager)
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // stored, filling (or ordered, reserved: as Replica.state), node down (the node misses its heartbeats, whether it held the title or not), missing (to be prefetched), never fetched (the node cannot take the title: its disk is smaller than the title, its egress_bps less than its bitrate, or it has no origin), not registered (registered before this manager's start or takeover, not since), unknown node (never registered with this manager)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
