@@ -327,7 +327,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		// nothing evicted, but the operator's prefetch waiting there is
 		// cancelled, as the answers that name this command say.
 		code := status.Code(err)
-		if (code == codes.NotFound || code == codes.FailedPrecondition) && m.rep != nil && m.rep.CancelPrefetch(node, title) {
+		if (code == codes.NotFound || code == codes.FailedPrecondition) && m.rep != nil && m.rep.CancelPrefetch(node, title, m.nodeDownLocked(node)) {
 			delete(m.handOrders, [2]string{node, title})
 			unlock()
 			msg := "not on the node: the operator's prefetch there, failed or queued, is cancelled"
@@ -353,7 +353,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	planner := m.rep != nil
 	if planner {
-		if m.rep.CancelPrefetch(node, title) { // as Evicted would, but said
+		if m.rep.CancelPrefetch(node, title, m.nodeDownLocked(node)) { // as Evicted would, but said
 			msg += "; the operator's failed prefetch there is cancelled"
 		}
 		m.rep.Evicted(node, title, m.now())

@@ -402,7 +402,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)
 	}
 	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
-		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st, m.lead != nil))
+		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st, m.lead != nil, m.copyState(ns, st)))
 	}
 	if m.pins.Pinned(id, title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
@@ -419,14 +419,16 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 
 // inUseWhy says what keeps title in use on ns (mu held), for an
 // eviction refused: the sessions of it playing there, viewers admitted
-// and on their way apart, and its fill. The sessions playing are this
+// and on their way apart, and its fill in vodctl fills' words (fill:
+// copyState's; a prefetch ordered, a fill cut short by the node's death,
+// one under way). The sessions playing are this
 // manager's and, when the node's count of them (its last report) is more
 // than those with the viewers admitted there, the others it counts:
 // sessions this manager does not know, said to be another manager's (or ending) when
 // shared (a store two managers share), else ending (the report came
 // before their ENDED) or ended by this manager while the node was cut off
 // (a manager of its own alone admits to its nodes).
-func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool) string {
+func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill string) string {
 	admitted, playing := 0, 0
 	for _, s := range ns.sessions {
 		switch {
@@ -457,8 +459,14 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool) stri
 	if admitted > 0 {
 		why = append(why, fmt.Sprintf("is reserved for %d %s admitted and on the way (vodctl sessions: admitted; until it arrives or its token expires)", admitted, plural(admitted, "viewer")))
 	}
-	if st.GetFilling() {
-		why = append(why, "is filling (vodctl fills)")
+	switch {
+	case !st.GetFilling():
+	case fill == "ordered":
+		why = append(why, "has a prefetch ordered, not started yet (vodctl fills: ordered)")
+	case fill == "node down":
+		why = append(why, "was filling when its node went down (vodctl fills: node down)")
+	default:
+		why = append(why, fmt.Sprintf("is filling (vodctl fills: %s)", fill))
 	}
 	return strings.Join(why, " and ")
 }

@@ -265,7 +265,7 @@ func (m *Manager) dropPrefetchesLocked(ns *nodeState, held []*pb.StoredTitle, no
 		delete(ns.filling, id) // not counted failed by the sync: given up here
 		if m.rep != nil {
 			m.rep.FillFailed(ns.id, id, now)
-			m.rep.CancelPrefetch(ns.id, id) // the operator's: not retried where it cannot fill
+			m.rep.CancelPrefetch(ns.id, id, false) // the operator's: not retried where it cannot fill
 		}
 		m.orderDoneLocked(ns.id, id, true)
 		m.log.Warn("prefetch dropped: the node registered without an origin (node origin) and cannot fetch the title", "node", ns.id, "title", id)

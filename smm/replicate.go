@@ -198,13 +198,15 @@ func (r *Replicator) Evicted(node, title string, now time.Time) {
 func (r *Replicator) Held(node, title string, now time.Time) bool { return r.isHeld(node, title, now) }
 
 // CancelPrefetch forgets the operator's prefetch of title on node that
-// failed and waits for its retry; it reports whether there was one.
-func (r *Replicator) CancelPrefetch(node, title string) bool {
+// failed and waits for its retry, or, with nodeDown (the node misses its
+// heartbeats), that the node's death cut short; it reports whether there
+// was one.
+func (r *Replicator) CancelPrefetch(node, title string, nodeDown bool) bool {
 	if r.job != nil {
-		r.logged(func(r *Replicator) { r.CancelPrefetch(node, title) })
+		r.logged(func(r *Replicator) { r.CancelPrefetch(node, title, nodeDown) })
 	}
 	k := fillKey{node, title}
-	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
+	if f := r.fills[k]; f != nil && f.byHand && (f.backoff || nodeDown) {
 		delete(r.fills, k)
 		return true
 	}

@@ -341,7 +341,7 @@ func TestQueuedOperatorPrefetch(t *testing.T) {
 		t.Fatalf("a queued prefetch ordered counts as a retry: %+v", s)
 	}
 	r.Queued("n0", "t00", 1<<30, now)
-	if !r.CancelPrefetch("n0", "t00") || slices.ContainsFunc(r.Fills(), func(f FillStatus) bool { return f.Title == "t00" }) {
+	if !r.CancelPrefetch("n0", "t00", false) || slices.ContainsFunc(r.Fills(), func(f FillStatus) bool { return f.Title == "t00" }) {
 		t.Fatalf("queued prefetch not cancelled: %+v", r.Fills())
 	}
 }

@@ -77,7 +77,7 @@ func TestPlanJobIsPlanThenCalls(t *testing.T) {
 				case 5:
 					todo = append(todo, func(r *Replicator, _ *Pins) { r.Evicted(n, id, now) })
 				case 6:
-					todo = append(todo, func(r *Replicator, _ *Pins) { r.CancelPrefetch(n, id) })
+					todo = append(todo, func(r *Replicator, _ *Pins) { r.CancelPrefetch(n, id, false) })
 				case 7:
 					rate := rng.Float64() / 10
 					todo = append(todo, func(r *Replicator, _ *Pins) { _ = r.Seed(id, rate, now) })

@@ -522,7 +522,7 @@ func TestOperatorPrefetchRetriesEnd(t *testing.T) {
 	r.Evicted("n0", "t01", now)
 	r.Prefetched("n0", "t02", 1<<30, now)
 	r.FillFailed("n0", "t02", now)
-	if !r.CancelPrefetch("n0", "t02") || r.CancelPrefetch("n0", "t02") {
+	if !r.CancelPrefetch("n0", "t02", false) || r.CancelPrefetch("n0", "t02", false) {
 		t.Fatal("CancelPrefetch: want true once")
 	}
 	if acts := r.Plan(now.Add(2*time.Hour), &c.view); len(acts) != 0 || len(r.Fills()) != 0 {
