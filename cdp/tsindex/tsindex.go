@@ -76,10 +76,21 @@ type Index struct {
 	// bytes since the last one give, whether the stream flagged them
 	// (discontinuity_indicator, a splice) or not (damaged bytes).
 	PCRJumps int
-	// PTSJumps counts the discontinuities of the video's presentation
-	// times absorbed (Builder, Keyframe.Jump): a splice of two encodes
-	// that were not stamped again restarts them with the PCR.
-	PTSJumps int
+	// PTSJumps are the discontinuities of the video's presentation times
+	// absorbed (Builder, Keyframe.Jump), in file order: a splice of two
+	// encodes that were not stamped again restarts them (with the PCR, or
+	// under one clock remultiplexed).
+	PTSJumps []PTSJump
+}
+
+// PTSJump is one discontinuity of the presentation times an Index
+// absorbed: from the picture at Offset (bytes) on, the stream's PTS plus
+// Shift (90 kHz ticks, the jumps so far summed) is the continuous
+// timeline, on which that picture is presented at Time (90 kHz ticks).
+type PTSJump struct {
+	Offset int64
+	Time   int64
+	Shift  int64
 }
 
 // MaxLeadChange is the largest change, 90 kHz ticks (3 s), between two
@@ -201,6 +212,7 @@ func (b *Builder) Snapshot() Index {
 	s := b.idx
 	s.PCRs = append([]PCRPoint(nil), b.idx.PCRs...)
 	s.Keyframes = append([]Keyframe(nil), b.idx.Keyframes...)
+	s.PTSJumps = append([]PTSJump(nil), b.idx.PTSJumps...)
 	return s
 }
 
@@ -390,7 +402,7 @@ func (b *Builder) absorbPTS(off, v int64) {
 	if d := lead - b.ptsLead; b.haveLead && (d > MaxLeadChange || d < -MaxLeadChange) {
 		b.ptsJump -= d
 		lead = b.ptsLead
-		b.idx.PTSJumps++
+		b.idx.PTSJumps = append(b.idx.PTSJumps, PTSJump{Offset: off, Time: v + b.ptsJump, Shift: b.ptsJump})
 	}
 	b.ptsLead, b.haveLead = lead, true
 }
@@ -500,15 +512,25 @@ func (x *Index) KeyframeAt(t float64) int {
 	return i - 1
 }
 
-// JumpAt returns the presentation-time jump (Keyframe.Jump, 90 kHz
-// ticks) in force at byte offset off: the last keyframe's at or before
-// it, 0 before the first.
+// JumpAt returns the shift of the presentation times (PTSJump.Shift, 90
+// kHz ticks) in force at byte offset off: 0 before the first jump.
 func (x *Index) JumpAt(off int64) int64 {
-	i := sort.Search(len(x.Keyframes), func(i int) bool { return x.Keyframes[i].Offset > off })
+	i := sort.Search(len(x.PTSJumps), func(i int) bool { return x.PTSJumps[i].Offset > off })
 	if i == 0 {
 		return 0
 	}
-	return x.Keyframes[i-1].Jump
+	return x.PTSJumps[i-1].Shift
+}
+
+// JumpAtTime returns the shift in force (as JumpAt) at time t of the
+// continuous timeline (90 kHz ticks, as Keyframe.Time): the stream's own
+// PTS there is t less it.
+func (x *Index) JumpAtTime(t int64) int64 {
+	i := sort.Search(len(x.PTSJumps), func(i int) bool { return x.PTSJumps[i].Time > t })
+	if i == 0 {
+		return 0
+	}
+	return x.PTSJumps[i-1].Shift
 }
 
 // KeyframeSeconds returns the npt of keyframe k in seconds (its

@@ -201,8 +201,8 @@ func TestPCRDiscontinuitiesAbsorbed(t *testing.T) {
 func TestPTSDiscontinuitiesAbsorbed(t *testing.T) {
 	sample := loadSample(t)
 	clean, _ := BuildFrom(bytes.NewReader(sample))
-	if clean.PTSJumps != 0 || !clean.Continuous() {
-		t.Fatalf("the sample: %d PTS jumps, continuous %v; want 0, true", clean.PTSJumps, clean.Continuous())
+	if len(clean.PTSJumps) != 0 || !clean.Continuous() {
+		t.Fatalf("the sample: %d PTS jumps, continuous %v; want 0, true", len(clean.PTSJumps), clean.Continuous())
 	}
 	damaged := bytes.Clone(sample)
 	pcrs := pcrPackets(damaged)
@@ -210,16 +210,16 @@ func TestPTSDiscontinuitiesAbsorbed(t *testing.T) {
 	base := int64(34632 * 90000)
 	damaged[at+6], damaged[at+7], damaged[at+8], damaged[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
 	damaged[at+10] = byte(base<<7) | 0x7e
-	if x, _ := BuildFrom(bytes.NewReader(damaged)); x.PTSJumps != 0 {
-		t.Errorf("a PCR hours ahead: %d PTS jumps, want 0", x.PTSJumps)
+	if x, _ := BuildFrom(bytes.NewReader(damaged)); len(x.PTSJumps) != 0 {
+		t.Errorf("a PCR hours ahead: %d PTS jumps, want 0", len(x.PTSJumps))
 	}
 
 	x, err := BuildFrom(bytes.NewReader(append(bytes.Clone(sample), sample...)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.PTSJumps != 1 || !x.Continuous() {
-		t.Fatalf("a splice: %d PTS jumps, continuous %v; want 1, true", x.PTSJumps, x.Continuous())
+	if len(x.PTSJumps) != 1 || !x.Continuous() {
+		t.Fatalf("a splice: %d PTS jumps, continuous %v; want 1, true", len(x.PTSJumps), x.Continuous())
 	}
 	half := int64(len(sample))
 	second := -1 // the second part's first keyframe

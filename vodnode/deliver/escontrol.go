@@ -75,13 +75,10 @@ func (s *ESStream) armStopLocked(idx *tsindex.Index) {
 	if s.stopNPT < 0 || s.play == nil || !ok {
 		return
 	}
-	// The stop is on the index's unwrapped scale: the stream's own PTS,
-	// before the jumps the index absorbed up to it.
-	var jump int64
-	if k := idx.KeyframeAt(s.stopNPT); k >= 0 {
-		jump = idx.Keyframes[k].Jump
-	}
-	s.play.setStop(origin+int64(math.Round(s.stopNPT*tsindex.PTSHz))-jump, true)
+	// The stop is on the index's unwrapped scale, the stream's own PTS:
+	// npt's time less the jumps the index absorbed up to it.
+	stop := origin + int64(math.Round(s.stopNPT*tsindex.PTSHz))
+	s.play.setStop(stop-idx.JumpAtTime(stop), true)
 	s.stopNPT = -1
 }
 
@@ -136,10 +133,10 @@ func (s *ESStream) armStop(play *esPlay) {
 
 // Position returns the play position, seconds of npt (presentation time
 // from the title's first picture): while playing (or held), the time due
-// now on the play's timeline, less the jumps of the title's timestamps
-// the play absorbed and plus those the index absorbed up to the last
-// unit sent (npt is the index's continuous one, as a PLAY's Range takes
-// it: tsindex.Keyframe.Time); otherwise where the next play starts.
+// now on the play's timeline, which is the index's continuous one (npt,
+// as a PLAY's Range takes it: tsindex.Keyframe.Time): it starts there
+// (esPlay.setJump) and absorbs the jumps of the title's timestamps it
+// meets; otherwise where the next play starts.
 func (s *ESStream) Position() float64 {
 	s.mu.Lock()
 	play, seekTo := s.play, s.seekTo
@@ -147,10 +144,7 @@ func (s *ESStream) Position() float64 {
 	if play != nil {
 		idx, _, _ := s.cfg.Source.State()
 		origin, known := s.nptOrigin(idx)
-		if m, ok := play.indexNow(time.Now()); ok && known {
-			if off := play.lastSentOffset(); off >= 0 {
-				m += idx.JumpAt(off)
-			}
+		if m, ok := play.mediaNow(time.Now()); ok && known {
 			return max(float64(m-origin)/tsindex.PTSHz, 0)
 		}
 	}

@@ -124,7 +124,7 @@ type esPlay struct {
 	restarted atomic.Bool
 
 	sentOff   int64     // offset of the last unit sent; -1 before the first
-	sentShift int64     // shift of the last unit sent (mediaNow less it is on the index's scale)
+	sentShift int64     // shift of the last unit sent (a stop, on the stream's own PTS, is placed by it: nextShiftLocked)
 	sentWall  time.Time // when the last unit was sent
 	sentDue   int64     // due of the last unit sent, on the timeline (shift included); math.MinInt64 before the first
 
@@ -462,15 +462,6 @@ func (p *esPlay) reportNow(now time.Time, waiting bool) (int64, bool) {
 		m = min(m, last)
 	}
 	return m, ok
-}
-
-// indexNow is mediaNow on the index's scale: less the timestamp jumps
-// absorbed up to the last unit sent.
-func (p *esPlay) indexNow(now time.Time) (int64, bool) {
-	m, ok := p.mediaNow(now)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return m - p.sentShift, ok
 }
 
 // lastSentOffset returns the offset of the last unit sent, or -1.
