@@ -408,7 +408,7 @@ func needSites(cmd *cobra.Command, run *Config) error {
 func splitList(name, value string) ([]string, error) {
 	var list []string
 	for _, v := range strings.Split(value, ",") {
-		if v = strings.TrimSpace(v); v != "" {
+		if v = strings.TrimSpace(v); v != "" && !contains(list, v) { // a name given twice runs once
 			list = append(list, v)
 		}
 	}

@@ -54,6 +54,17 @@ func TestCommandEmptyListsRefused(t *testing.T) {
 	}
 }
 
+// A policy named twice runs once: one row, not the same row twice.
+func TestCommandListRepeatsRunOnce(t *testing.T) {
+	out, err := runCommand("--subscribers", "2000", "--titles", "100", "--nodes", "3", "--policies", "lall, lall", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, `"policy": "lall"`); n != 1 {
+		t.Fatalf("--policies lall,lall: %d runs of lall, want 1:\n%s", n, out)
+	}
+}
+
 // With several --site-aware settings the trace is the first one's (the
 // policy runs once per setting), as with several storage policies.
 func TestCommandTraceOfTheFirstSiteAwareRun(t *testing.T) {
