@@ -466,7 +466,10 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 			m.mu.Unlock()
 			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", title)
 		}
-		if node != "" && m.sched.Node(node) == nil {
+		if _, known := m.knownTransports[node]; node != "" && m.sched.Node(node) == nil && !known {
+			// A node the store knows (registered before this manager's
+			// start or takeover, not since) may be pinned to: the pin
+			// holds once it registers, as a stored pin to it does.
 			m.mu.Unlock()
 			return nil, status.Errorf(codes.NotFound, "node %q is not registered", node)
 		}
@@ -533,13 +536,15 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 // more than the node's egress_bps (canStream: the storage planner never
 // fetches it there, and no viewer could play it there), the node has no
 // origin (lsm.NodeSpec.NoOrigin: it keeps the pinned titles it holds, and
-// is never given the others), it is out of service (each reason: dead or
+// is never given the others), it has not registered since this manager
+// started (a node the store knows: the pin holds once it registers), it
+// is out of service (each reason: dead or
 // unreachable, draining, weight 0), or they need more than its disk. ""
 // when none of these.
 func (m *Manager) pinWarningLocked(node, title string) string {
 	n := m.sched.Node(node)
 	if n == nil {
-		return ""
+		return fmt.Sprintf("; %s has not registered since this manager started (the store knows it): the title is fetched there once it registers", node)
 	}
 	t, known := m.titles()[title]
 	switch {

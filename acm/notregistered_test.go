@@ -3,7 +3,11 @@ package acm
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -47,6 +51,16 @@ func TestNodesKnownFromTheStoreShownDownAfterARestart(t *testing.T) {
 	}
 	if len(pl.NodePins) != 1 || pl.NodePins[0].State != "not registered" {
 		t.Fatalf("pins to n2 after the restart: %v, want t1's, not registered", pl.NodePins)
+	}
+	// A node the store knows may be pinned to before it registers (it
+	// was refused NOT_FOUND "not registered" while unpinning it was
+	// taken); one it never knew may not.
+	ack, err := r.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n2"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "n2 has not registered since this manager started (the store knows it): the title is fetched there once it registers") {
+		t.Fatalf("pin to n2, known from the store: %v %v", ack, err)
+	}
+	if _, err := r.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n9"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("pin to a node never known: %v, want NOT_FOUND", err)
 	}
 	r.startNode("n1", nodeOpts{})
 	if got := notRegistered(); !slices.Equal(got, []string{"n2"}) {
