@@ -1,0 +1,75 @@
+package acm
+
+import "fmt"
+
+// pinWarningLocked says why titles pinned to node, title the one just
+// pinned, may not all be fetched there (mu held): title's bitrate is
+// more than the node's egress_bps (canStream: the storage planner never
+// fetches it there, and no viewer could play it there), the node has no
+// origin (lsm.NodeSpec.NoOrigin: it keeps the pinned titles it holds, and
+// is never given the others), it has not registered since this manager
+// started (a node the store knows: the pin holds once it registers), it
+// is out of service (each reason: dead or
+// unreachable, draining, weight 0), or they need more than its disk. ""
+// when none of these.
+func (m *Manager) pinWarningLocked(node, title string) string {
+	n := m.sched.Node(node)
+	if n == nil {
+		return fmt.Sprintf("; %s has not registered since this manager started (the store knows it): the title is fetched there once it registers", node)
+	}
+	t, known := m.titles()[title]
+	switch {
+	case known && !canStream(n, t):
+		return fmt.Sprintf("; its bitrate, %.1f Mbit/s, is more than %s can stream (egress_bps %.1f Mbit/s): never fetched there, and a copy there is kept but plays to no viewer (give the node more egress_bps, or pin the title to another node)",
+			float64(t.BitrateBps)/1e6, node, float64(n.Capacity.EgressBps)/1e6)
+	case known && !canHold(n, t):
+		return fmt.Sprintf("; it takes %d bytes, more than %s's disk (%d bytes): never fetched there, and its copies elsewhere are kept as if not pinned (pin it to a node with a larger disk)",
+			t.SizeBytes, node, n.Capacity.DiskBytes)
+	case n.NoOrigin:
+		return fmt.Sprintf("; %s has no origin configured (node origin): a title pinned there is kept if the node holds it, never fetched there", node)
+	case !n.Alive || n.Unreachable || n.Draining || n.Weight <= 0:
+		// Every reason, as a prefetch refused there names them.
+		return fmt.Sprintf("; %s %s: fetched there when it is back in service", node, outOfService(n))
+	}
+	var need int64
+	cat := m.titles()
+	for _, p := range m.pins.List() {
+		if p.Node == node {
+			need += cat[p.Title].SizeBytes
+		}
+	}
+	if disk := n.Capacity.DiskBytes; disk > 0 && need > disk {
+		return fmt.Sprintf("; the titles pinned to %s take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
+	}
+	return ""
+}
+
+// neverFetchedLocked reports whether the storage planner never fetches
+// title to node (mu held): the node cannot stream it (its egress_bps is
+// less than the title's bitrate), its disk is smaller than the title, or
+// it has no origin. False for a title not in the catalog.
+func (m *Manager) neverFetchedLocked(node, title string) bool {
+	n := m.sched.Node(node)
+	t, known := m.titles()[title]
+	return n != nil && known && (!canStream(n, t) || !canHold(n, t) || n.NoOrigin)
+}
+
+// clusterPinWarningLocked says why title, just pinned to the cluster, is
+// not fetched (mu held): its bitrate is more than every registered node's
+// egress_bps (canStream), so the storage planner places it nowhere. ""
+// when a node can stream it, or none is registered.
+func (m *Manager) clusterPinWarningLocked(title string) string {
+	t, known := m.titles()[title]
+	if !known || len(m.sched.Nodes) == 0 {
+		return ""
+	}
+	var most int64
+	for _, n := range m.sched.Nodes {
+		if canStream(n, t) {
+			return ""
+		}
+		most = max(most, n.Capacity.EgressBps)
+	}
+	return fmt.Sprintf("; its bitrate, %.1f Mbit/s, is more than any registered node can stream (the largest egress_bps is %.1f Mbit/s): fetched once a node that can stream it registers",
+		float64(t.BitrateBps)/1e6, float64(most)/1e6)
+}
