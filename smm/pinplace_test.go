@@ -44,8 +44,8 @@ func TestPinMovesAReplicaWithoutAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Replicator
-	c := newCluster(2, 1)
-	seed(t, r, "t00", 0.01, offPeak)
+	c := newCluster(3, 1)
+	seed(t, r, "t00", 1.5, offPeak) // a rate hysteresis would hold at two replicas
 	c.apply(t, r.Plan(offPeak, &c.view))
 	h := c.holders("t00")
 	if len(h) != 1 {
@@ -71,5 +71,15 @@ func TestPinMovesAReplicaWithoutAGap(t *testing.T) {
 	r.Plan(offPeak.Add(2*time.Minute), &c.view)
 	if !r.Planned(from, "t00") || !r.Planned(to, "t00") {
 		t.Fatalf("while the pinned copy fills: planned on %s %v, on %s %v", from, r.Planned(from, "t00"), to, r.Planned(to, "t00"))
+	}
+	// Complete: the copy it moved from is no longer planned, plan after
+	// plan (the extra replica is not the title's count, which hysteresis
+	// would keep).
+	n.Items[len(n.Items)-1] = Item{Title: "t00", Bytes: 1 << 30}
+	for i := range 4 {
+		r.Plan(offPeak.Add(time.Duration(3+i)*time.Minute), &c.view)
+		if r.Planned(from, "t00") || !r.Planned(to, "t00") {
+			t.Fatalf("plan %d after the pinned copy completed: planned on %s %v, on %s %v", i, from, r.Planned(from, "t00"), to, r.Planned(to, "t00"))
+		}
 	}
 }

@@ -188,10 +188,12 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			pinnedTo = slices.DeleteFunc(slices.Clone(pinnedTo), func(id string) bool { return cannotStream(byID[id], d.info) })
 		}
 		k := max(r.replicas(d.peak/cref, prevK, len(able)), len(pinnedTo))
+		planK := k // the plan's count, which the next plan's hysteresis starts from
 		if k == len(pinnedTo) && k < len(able) && r.pinnedCopyToCome(d.id, pinnedTo, byID) {
 			// A copy elsewhere stays planned (not evicted for room)
 			// until the pinned nodes' are complete: a pin moves a
-			// replica without a time when the cluster has none.
+			// replica without a time when the cluster has none. The
+			// extra copy is not counted as the title's replicas.
 			k++
 		}
 		share := d.peak / float64(k)
@@ -300,7 +302,7 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		}
 		fill(k, -1, prefer, alive)
 		if len(chosen) > 0 {
-			next[d.id] = &titlePlan{replicas: k, nodes: chosen}
+			next[d.id] = &titlePlan{replicas: planK, nodes: chosen}
 		} else if nextK != nil {
 			delete(nextK, d.id)
 		}

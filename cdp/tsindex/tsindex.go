@@ -151,11 +151,12 @@ type Builder struct {
 	lastPCR  int64
 	lastOff  int64 // offset of lastPCR
 	havePCR  bool
-	ptsBase  int64 // unwrap state for PTS
-	lastPTS  int64
-	havePTS  bool
+	dtsBase  int64 // unwrap state for the video's DTS (its PTS when it has none)
+	lastDTS  int64 // the last picture's DTS, unwrapped
+	haveDTS  bool
 	ptsJump  int64 // Keyframe.Jump from here on
-	ptsLead  int64 // the last picture's PTS (with ptsJump) less the clock there, 90 kHz ticks
+	ptsLead  int64 // the last picture's DTS (with ptsJump) less the clock there, 90 kHz ticks
+	cadence  int64 // the last step between two pictures' DTS, 90 kHz ticks
 	haveLead bool
 	videoH26 bool // video codec is H.264 or H.265 (IDR detection possible)
 }
@@ -362,19 +363,29 @@ func (b *Builder) videoPES(off int64, data []byte, rai bool) {
 	hlen := int(data[8])
 	pts := int64(-1)
 	if data[7]&0x80 != 0 && len(data) >= 14 {
-		p := data[9:14]
-		v := int64(p[0]>>1&0x07)<<30 | int64(p[1])<<22 | int64(p[2]>>1)<<15 | int64(p[3])<<7 | int64(p[4]>>1)
+		// The decoding time, which a continuous stream never takes back
+		// (the presentation time does, by B-pictures), is unwrapped
+		// across 2^33 forward; the PTS is it plus their difference.
 		const wrap = int64(1) << 33
-		if b.havePTS && v+b.ptsBase < b.lastPTS-wrap/2 {
-			b.ptsBase += wrap
+		rawPTS := timestamp(data[9:14])
+		rawDTS := rawPTS
+		if data[7]&0x40 != 0 && len(data) >= 19 {
+			rawDTS = timestamp(data[14:19])
 		}
-		v += b.ptsBase
-		b.lastPTS, b.havePTS = v, true
-		pts = v
+		if b.haveDTS && rawDTS+b.dtsBase < b.lastDTS-wrap/2 {
+			b.dtsBase += wrap
+		}
+		dts := rawDTS + b.dtsBase
+		d := (rawPTS - rawDTS + wrap) % wrap
+		if d > wrap/2 {
+			d -= wrap
+		}
+		pts = dts + d
 		if b.idx.FirstPTS < 0 {
-			b.idx.FirstPTS = v
+			b.idx.FirstPTS = pts
 		}
-		b.absorbPTS(off, v)
+		b.absorbJump(off, dts, pts)
+		b.lastDTS, b.haveDTS = dts, true
 	}
 	key := rai
 	if !key && b.videoH26 && 9+hlen < len(data) {
@@ -385,26 +396,54 @@ func (b *Builder) videoPES(off int64, data []byte, rai bool) {
 	}
 }
 
-// absorbPTS takes in the PTS v (unwrapped) of a picture at offset off: a
-// lead over the stream's clock (continuous: pcr) more than MaxLeadChange
-// from the last picture's is a discontinuity, absorbed from here on
-// (ptsJump) so that the picture keeps that lead. The clock at off is the
-// last PCR's, carried on at the mean rate so far.
-func (b *Builder) absorbPTS(off, v int64) {
-	if !b.havePCR {
-		return
+// absorbJump takes in the decoding time dts (unwrapped) of a picture at
+// offset off, pts its presentation time: a discontinuity of the times (a
+// splice of encodes not stamped again) is absorbed from here on
+// (ptsJump), the picture placed one cadence (the last step between two
+// pictures) after the one before. It is one when the DTS goes back by
+// more than 100 ms (it never goes back in a continuous stream), or leaps
+// forward by more than MaxLeadChange while its lead over the stream's
+// clock changes by as much (a still picture's DTS steps by seconds at
+// the clock's pace; a clock that strays, a damaged PCR, moves the lead
+// but not the step). The clock at off is the last PCR's, carried on at
+// the mean rate so far (continuous: pcr).
+func (b *Builder) absorbJump(off, dts, pts int64) {
+	var lead int64
+	have := b.havePCR
+	if have {
+		clock := b.lastPCR
+		if x := b.idx.PCRs; len(x) >= 2 && b.lastOff > x[0].Offset {
+			clock += int64(float64(b.lastPCR-x[0].PCR) * float64(off-b.lastOff) / float64(b.lastOff-x[0].Offset))
+		}
+		lead = dts + b.ptsJump - clock/300
 	}
-	clock := b.lastPCR
-	if x := b.idx.PCRs; len(x) >= 2 && b.lastOff > x[0].Offset {
-		clock += int64(float64(b.lastPCR-x[0].PCR) * float64(off-b.lastOff) / float64(b.lastOff-x[0].Offset))
+	if b.haveDTS {
+		step := dts - b.lastDTS
+		change := lead - b.ptsLead
+		back := step < -PTSHz/10
+		leap := step > MaxLeadChange && have && b.haveLead && (change > MaxLeadChange || change < -MaxLeadChange)
+		switch {
+		case back || leap:
+			cadence := b.cadence
+			if cadence <= 0 || cadence > MaxLeadChange {
+				cadence = PTSHz / 25
+			}
+			jump := b.lastDTS + b.ptsJump + cadence - dts
+			lead += jump - b.ptsJump
+			b.ptsJump = jump
+			b.idx.PTSJumps = append(b.idx.PTSJumps, PTSJump{Offset: off, Time: pts + jump, Shift: jump})
+		case step > 0:
+			b.cadence = step
+		}
 	}
-	lead := v + b.ptsJump - clock/300
-	if d := lead - b.ptsLead; b.haveLead && (d > MaxLeadChange || d < -MaxLeadChange) {
-		b.ptsJump -= d
-		lead = b.ptsLead
-		b.idx.PTSJumps = append(b.idx.PTSJumps, PTSJump{Offset: off, Time: v + b.ptsJump, Shift: b.ptsJump})
+	if have {
+		b.ptsLead, b.haveLead = lead, true
 	}
-	b.ptsLead, b.haveLead = lead, true
+}
+
+// timestamp reads a 33-bit PES timestamp (PTS or DTS) from its 5 bytes.
+func timestamp(p []byte) int64 {
+	return int64(p[0]>>1&0x07)<<30 | int64(p[1])<<22 | int64(p[2]>>1)<<15 | int64(p[3])<<7 | int64(p[4]>>1)
 }
 
 // hasIDR reports whether an H.264 Annex-B payload (the start of an access

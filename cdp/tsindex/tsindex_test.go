@@ -2,10 +2,14 @@ package tsindex
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 func loadSample(t testing.TB) []byte {
@@ -249,5 +253,110 @@ func TestPTSDiscontinuitiesAbsorbed(t *testing.T) {
 	}
 	if old.Continuous() {
 		t.Error("an index with the splice's PTS not absorbed is taken as continuous")
+	}
+}
+
+// setPCR writes a PCR of base (90 kHz ticks) into the packet at offset at
+// of data, which carries one.
+func setPCR(data []byte, at int, base int64) {
+	data[at+6], data[at+7], data[at+8], data[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
+	data[at+10] = byte(base<<7) | 0x7e
+}
+
+// TestPTSJumpsAbsorbedOnlyWhereTheStreamJumps: no presentation-time jump
+// is seen where the stream has none: a PCR a few seconds off (damaged
+// bytes: the clock strays, the pictures' times do not) leaves every
+// keyframe's npt as it was; and a splice whose times go back by only 2 s
+// (a short intro) is absorbed, its keyframes' times still increasing.
+func TestPTSJumpsAbsorbedOnlyWhereTheStreamJumps(t *testing.T) {
+	sample := loadSample(t)
+	clean, _ := BuildFrom(bytes.NewReader(sample))
+	pcrs := pcrPackets(sample)
+	for _, off := range []int64{5, -5, 9} {
+		damaged := bytes.Clone(sample)
+		at := pcrs[len(pcrs)/2]
+		x0, _ := BuildFrom(bytes.NewReader(sample[:at+PacketSize]))
+		setPCR(damaged, at, x0.PCRs[len(x0.PCRs)-1].PCR/300+off*90000)
+		x, _ := BuildFrom(bytes.NewReader(damaged))
+		if len(x.PTSJumps) != 0 {
+			t.Errorf("a PCR %+d s off: PTS jumps %v, want none", off, x.PTSJumps)
+		}
+		for i := range x.Keyframes {
+			if a, b := x.KeyframeSeconds(i), clean.KeyframeSeconds(i); math.Abs(a-b) > 0.001 {
+				t.Fatalf("a PCR %+d s off: keyframe %d at npt %.3f, the clean title's at %.3f", off, i, a, b)
+			}
+		}
+	}
+	var intro []byte
+	for _, at := range pcrs {
+		if x, _ := BuildFrom(bytes.NewReader(sample[:at])); x.Duration() >= 2 {
+			intro = sample[:at]
+			break
+		}
+	}
+	x, _ := BuildFrom(bytes.NewReader(append(bytes.Clone(intro), sample...)))
+	if len(x.PTSJumps) != 1 {
+		t.Fatalf("a 2 s intro spliced before the title: PTS jumps %v, want one", x.PTSJumps)
+	}
+	for i := 1; i < len(x.Keyframes); i++ {
+		if x.Keyframes[i].Time() <= x.Keyframes[i-1].Time() {
+			t.Fatalf("a 2 s intro spliced before the title: keyframe %d at %d ticks after %d", i, x.Keyframes[i].Time(), x.Keyframes[i-1].Time())
+		}
+	}
+}
+
+// TestNoPTSJumpsInEncodesWithBPictures: B-pictures move a picture's PTS
+// from its decoding time by frames, which are seconds in a still-picture
+// title at one frame a second (music with cover art): no jump is seen,
+// and each keyframe's npt is its time; nor across the 33-bit wrap of the
+// timestamps, where a B-picture decoded after the wrap is presented
+// before it. Encoded by ffmpeg.
+func TestNoPTSJumpsInEncodesWithBPictures(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "cover.png")
+	ffmpeg := func(args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if b, err := exec.CommandContext(ctx, "ffmpeg", append([]string{"-loglevel", "error", "-y"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg: %v: %s", err, b)
+		}
+	}
+	encode := func(name string, args ...string) []byte {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		ffmpeg(append(args, "-f", "mpegts", out)...)
+		d, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	ffmpeg("-f", "lavfi", "-i", "color=c=blue:s=160x120", "-frames:v", "1", img)
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		every float64 // seconds between keyframes
+	}{
+		{"a still picture at 1 fps", encode("still.ts", "-loop", "1", "-framerate", "1", "-i", img, "-f", "lavfi", "-i", "sine", "-t", "40",
+			"-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "256k"), 10},
+		{"across the 33-bit wrap", encode("wrap.ts", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-t", "20",
+			"-c:v", "libx264", "-bf", "3", "-g", "50", "-output_ts_offset", "95430"), 2},
+	} {
+		x, err := BuildFrom(bytes.NewReader(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.PTSJumps) != 0 || len(x.Keyframes) < 4 {
+			t.Errorf("%s: PTS jumps %v, %d keyframes; want none, and keyframes", c.name, x.PTSJumps, len(x.Keyframes))
+		}
+		for i := range x.Keyframes {
+			if s := x.KeyframeSeconds(i); math.Abs(s-float64(i)*c.every) > 0.05 {
+				t.Errorf("%s: keyframe %d at npt %.3f, want %.3f", c.name, i, s, float64(i)*c.every)
+			}
+		}
 	}
 }
