@@ -1,7 +1,11 @@
 package deliver
 
 import (
+	"context"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -135,5 +139,42 @@ func TestESStopInATimestampJumpSendsWhatPrecedesIt(t *testing.T) {
 		if !seen {
 			t.Errorf("%s: the last access unit before the jump (timestamp %d) not sent before the hold; %d packets sent", name, want, len(got[i]))
 		}
+	}
+}
+
+// TestESStopAcrossTheTimestampWrap: a play of a title with B-pictures
+// whose timestamps wrap at 2^33 seconds in (13 s), from 11 s with its
+// Range's end at 14 s, holds there: the index unwraps each picture's PTS
+// by its DTS, so a B-picture decoded after the wrap and presented before
+// it is no jump, and the stop is where the play's clock reaches it. (The
+// index took it for a jump of -2^33 ticks, placed the stop past anything
+// the play would reach, and the play ran to the end of the title.)
+// Encoded by ffmpeg.
+func TestESStopAcrossTheTimestampWrap(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	out := filepath.Join(t.TempDir(), "wrap.ts")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if b, err := exec.CommandContext(ctx, "ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25",
+		"-f", "lavfi", "-i", "sine", "-t", "20", "-c:v", "libx264", "-bf", "3", "-g", "50", "-c:a", "aac",
+		"-output_ts_offset", "95430", "-f", "mpegts", out).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEngine(t, false)
+	st, _, cli := playESOverTCP(t, e, newMemSource(data))
+	if _, err := st.Seek(11); err != nil {
+		t.Fatal(err)
+	}
+	st.SetStop(14)
+	st.Resume()
+	readUntilHeld(t, st, cli, 600*time.Millisecond, 15*time.Second)
+	if pos := st.Position(); pos < 13.5 || pos > 14.05 {
+		t.Fatalf("held at %.3f s, want at the stop (14 s)", pos)
 	}
 }
