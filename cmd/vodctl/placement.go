@@ -113,7 +113,7 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
 			if without, ok := map[string]string{
 				"prefetch": "let the storage manager choose the node", "pin": "pin it to the cluster", "unpin": "unpin it from the cluster",
-			}[verb]; ok && ((len(args) == 2 && args[1] == "") || (cmd.Flags().Changed("node") && node == "")) {
+			}[verb]; ok && ((len(args) == 2 && strings.TrimSpace(args[1]) == "") || (cmd.Flags().Changed("node") && strings.TrimSpace(node) == "")) {
 				// A script's unset "$NODE": not taken for the cluster.
 				return fmt.Errorf("%s %s: NODE is empty (leave it out to %s)", verb, args[0], without)
 			}

@@ -70,7 +70,7 @@ func TestAdminTokenHint(t *testing.T) {
 		t.Fatalf("two nodes: %v", err)
 	}
 	// An empty NODE (a script's unset "$NODE") is not the cluster.
-	for _, args := range [][]string{{"pin", "t1", ""}, {"unpin", "t1", "--node", ""}, {"prefetch", "t1", ""}} {
+	for _, args := range [][]string{{"pin", "t1", ""}, {"unpin", "t1", "--node", ""}, {"prefetch", "t1", ""}, {"pin", "t1", " "}} {
 		if err := run(append([]string{"--token", want}, args...)...); err == nil || !strings.Contains(err.Error(), "NODE is empty (leave it out to ") {
 			t.Fatalf("%q: %v, want NODE is empty", args, err)
 		}
