@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"vodcluster/cdp/tsindex"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -24,9 +26,16 @@ import (
 func TestHLSStalledReaderEnded(t *testing.T) {
 	t.Parallel()
 	o := newFakeOrigin(t)
-	// A title whose last segment (4, 11 MB) is larger than what the
-	// loopback's socket buffers take in.
-	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 8)
+	// A title whose segment 2 (11 MB: null packets after its keyframe)
+	// is larger than what the loopback's socket buffers take in.
+	title := o.titles["sample-001"]
+	x, err := tsindex.BuildFrom(bytes.NewReader(title))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := x.Keyframes[x.KeyframeAt(9)].Offset
+	null := append([]byte{0x47, 0x1f, 0xff, 0x10}, bytes.Repeat([]byte{0xff}, tsindex.PacketSize-4)...)
+	o.titles["long-001"] = slices.Concat(title[:at], bytes.Repeat(null, 11<<20/tsindex.PacketSize), title[at:])
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
@@ -52,7 +61,7 @@ func TestHLSStalledReaderEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "GET /s/%s/vod/long-001/seg-4.ts HTTP/1.1\r\nHost: node\r\n\r\n", tok)
+	fmt.Fprintf(c, "GET /s/%s/vod/long-001/seg-2.ts HTTP/1.1\r\nHost: node\r\n\r\n", tok)
 	if _, err := io.ReadFull(c, make([]byte, 8192)); err != nil {
 		t.Fatal(err)
 	}
