@@ -160,10 +160,7 @@ func TestPCRDiscontinuitiesAbsorbed(t *testing.T) {
 	damaged := bytes.Clone(sample)
 	pcrs := pcrPackets(damaged)
 	at := pcrs[len(pcrs)/2]
-	// 34632 s: the PCR the operator trial's damaged bytes read as.
-	base := int64(34632 * 90000)
-	damaged[at+6], damaged[at+7], damaged[at+8], damaged[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
-	damaged[at+10] = byte(base<<7) | 0x7e
+	setPCR(damaged, at, 34632*90000) // 34632 s: the PCR the operator trial's damaged bytes read as
 	spliced := append(bytes.Clone(sample), sample...)
 	for _, c := range []struct {
 		name  string
@@ -211,9 +208,7 @@ func TestPTSDiscontinuitiesAbsorbed(t *testing.T) {
 	damaged := bytes.Clone(sample)
 	pcrs := pcrPackets(damaged)
 	at := pcrs[len(pcrs)/2]
-	base := int64(34632 * 90000)
-	damaged[at+6], damaged[at+7], damaged[at+8], damaged[at+9] = byte(base>>25), byte(base>>17), byte(base>>9), byte(base>>1)
-	damaged[at+10] = byte(base<<7) | 0x7e
+	setPCR(damaged, at, 34632*90000)
 	if x, _ := BuildFrom(bytes.NewReader(damaged)); len(x.PTSJumps) != 0 {
 		t.Errorf("a PCR hours ahead: %d PTS jumps, want 0", len(x.PTSJumps))
 	}
