@@ -93,13 +93,15 @@ type PTSJump struct {
 	Shift  int64
 }
 
-// MaxLeadChange is the largest change, 90 kHz ticks (3 s), between two
-// pictures of how far a picture's PTS runs ahead of the stream's clock
-// (PTS − PCR, the mux's decoder delay, which B-pictures and a varying
-// bitrate move by a fraction of a second) that an Index takes as the
-// stream's: a larger one is a discontinuity of the presentation times (a
-// splice), absorbed so that the picture keeps the lead of the one before
-// (Keyframe.Jump).
+// MaxLeadChange is the largest step forward, 90 kHz ticks (3 s), of the
+// video's decoding time between two pictures, together with as large a
+// change of how far it runs ahead of the stream's clock (DTS − PCR, the
+// mux's decoder delay, which a varying bitrate moves by a fraction of a
+// second), that an Index takes as the stream's: a larger one is a
+// discontinuity of the times (a splice), absorbed so that the picture
+// follows the one before at the stream's cadence (Keyframe.Jump,
+// Builder). A decoding time that goes back by more than 100 ms is one
+// whatever its size.
 const MaxLeadChange = 3 * PTSHz
 
 // MaxPCRStep is the largest step forward between two consecutive PCRs
