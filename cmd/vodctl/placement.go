@@ -82,6 +82,11 @@ func placementCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// withoutNode says what each placement action does without a NODE.
+var withoutNode = map[string]string{
+	"prefetch": "let the storage manager choose the node", "pin": "pin it to the cluster", "unpin": "unpin it from the cluster",
+}
+
 func placementActionCmd(g *globals, verb string) *cobra.Command {
 	short := map[string]string{
 		"prefetch": "Order a fill of TITLE from the origin (on NODE, or where the storage manager chooses)",
@@ -111,11 +116,11 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		Args:  argsBetween(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &v1.PlacementRequest{TitleId: args[0], NodeId: node}
-			if without, ok := map[string]string{
-				"prefetch": "let the storage manager choose the node", "pin": "pin it to the cluster", "unpin": "unpin it from the cluster",
-			}[verb]; ok && ((len(args) == 2 && strings.TrimSpace(args[1]) == "") || (cmd.Flags().Changed("node") && strings.TrimSpace(node) == "")) {
-				// A script's unset "$NODE": not taken for the cluster.
-				return fmt.Errorf("%s %s: NODE is empty (leave it out to %s)", verb, args[0], without)
+			// A script's unset "$NODE" is not taken for the cluster.
+			emptyArg := len(args) == 2 && strings.TrimSpace(args[1]) == ""
+			emptyFlag := cmd.Flags().Changed("node") && strings.TrimSpace(node) == ""
+			if _, ok := withoutNode[verb]; ok && (emptyArg || emptyFlag) {
+				return fmt.Errorf("%s %s: NODE is empty (leave it out to %s)", verb, args[0], withoutNode[verb])
 			}
 			if len(args) == 2 {
 				if node != "" && node != args[1] {

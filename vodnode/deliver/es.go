@@ -438,14 +438,13 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		err = s.seekIndexed(ctx, rd, play, seekTo, done)
 	}
 	if err == nil {
+		idx, _, _ := s.cfg.Source.State()
 		hint := ptsNear(s.cfg.Source, rd.off)
-		if idx, _, _ := s.cfg.Source.State(); hint < 0 && s.audioOnly(idx) {
+		if hint < 0 && s.audioOnly(idx) {
 			hint = clockOf{idx: idx}.at(rd.off) / 300 // PTS and PCR count one clock
 		}
 		play.setHint(hint)
-		if idx, _, _ := s.cfg.Source.State(); idx != nil {
-			play.setJump(idx.JumpAt(rd.off))
-		}
+		play.setJump(idx.JumpAt(rd.off))
 		sent := make(chan error, 1)
 		go func() {
 			err := play.sendLoop(ctx, s.sendUnit)

@@ -17,15 +17,7 @@ import (
 func TestUDPStreamAfterTheNodeStalled(t *testing.T) {
 	e := startEngine(t, true)
 	data := loadClip(t)
-	rtpc := listenUDP(t)
-	st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPUDP, Dest: rtpc.LocalAddr().(*net.UDPAddr), SSRC: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Play(0); err != nil {
-		t.Fatal(err)
-	}
+	st, rtpc := playOverUDP(t, e, newMemSource(data))
 	buf := make([]byte, 2048)
 	read := func(until time.Time) (bytes int) {
 		for {
@@ -79,16 +71,8 @@ func (l *leapSource) State() (*tsindex.Index, bool, error) {
 func TestStreamAfterItsClockLeaps(t *testing.T) {
 	e := startEngine(t, true)
 	data := loadClip(t)
-	rtpc := listenUDP(t)
 	src := &leapSource{memSource: newMemSource(data)}
-	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPUDP, Dest: rtpc.LocalAddr().(*net.UDPAddr), SSRC: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Play(0); err != nil {
-		t.Fatal(err)
-	}
+	_, rtpc := playOverUDP(t, e, src)
 	buf := make([]byte, 2048)
 	for got := 0; got < 50_000; { // playing
 		rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -108,4 +92,20 @@ func TestStreamAfterItsClockLeaps(t *testing.T) {
 		}
 		got += n
 	}
+}
+
+// playOverUDP plays src from its start over RTP/UDP to a socket of the
+// test's, closed with the stream when the test ends.
+func playOverUDP(t *testing.T, e *Engine, src Source) (*Stream, *net.UDPConn) {
+	t.Helper()
+	rtpc := listenUDP(t)
+	st, err := e.NewStream(StreamConfig{Source: src, Mode: RTPUDP, Dest: rtpc.LocalAddr().(*net.UDPAddr), SSRC: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	return st, rtpc
 }
