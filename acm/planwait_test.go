@@ -78,7 +78,8 @@ func TestFirstPlanWaitsForADeadNode(t *testing.T) {
 		fastStorage(m)
 		m.PlanInterval, m.ShiftCheck, m.FirstPlanWait = time.Hour, time.Hour, time.Hour // only the kicks plan
 	})
-	n1 := e.startSimNode("n1", storageTitles, simOpts{})
+	// n2, which holds hot, first: a plan that n1's registration kicked
+	// before n2 registered would prefetch hot to n1.
 	n2 := e.startSimNode("n2", storageTitles, simOpts{held: []*pb.StoredTitle{stored("hot")}})
 	e.m.kickPlan()
 	waitFor(t, 5*time.Second, "hot planned on n2", func() bool {
@@ -86,6 +87,7 @@ func TestFirstPlanWaitsForADeadNode(t *testing.T) {
 		defer e.m.mu.Unlock()
 		return e.m.rep.Planned("n2", "hot")
 	})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{})
 	// No plan sees n2 dead before the takeover's: planMu held meanwhile.
 	e.m.planMu.Lock()
 	n2.stop()
