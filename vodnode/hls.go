@@ -23,27 +23,40 @@ const hlsTarget = 4.0
 type segment struct {
 	start, end int64
 	dur        float64 // seconds
+	// discontinuity: the title's presentation times start again in or
+	// right before the segment (a splice the index absorbed,
+	// tsindex.PTSJump): its playlist entry carries EXT-X-DISCONTINUITY.
+	discontinuity bool
 }
 
-// segments cuts the indexed part of a title at keyframes; the last
-// segment, which runs to the end, is included only once complete. The cuts
-// depend only on the keyframes before them, so they stay the same while a
-// fill goes on.
+// segments cuts the indexed part of a title at keyframes: at the first one
+// at least hlsTarget from the previous cut, and at the first one at or
+// past each discontinuity of the presentation times (a splice), whose
+// segment is marked (RFC 8216 §4.3.2.3 asks for the tag where the
+// timestamps' sequence changes; the segment before it keeps its own
+// length). The last segment, which runs to the end, is included only once
+// complete. The cuts depend only on the keyframes and splices before
+// them, so they stay the same while a fill goes on.
 func segments(idx *tsindex.Index, complete bool) []segment {
-	starts, times := []int64{0}, []float64{0}
+	starts, times, disc := []int64{0}, []float64{0}, []bool{false}
+	jumps := idx.PTSJumps
 	for k, kf := range idx.Keyframes {
 		t := idx.KeyframeSeconds(k)
-		if kf.Offset > starts[len(starts)-1] && t-times[len(times)-1] >= hlsTarget {
-			starts, times = append(starts, kf.Offset), append(times, t)
+		spliced := false
+		for len(jumps) > 0 && jumps[0].Offset <= kf.Offset {
+			spliced, jumps = true, jumps[1:]
+		}
+		if kf.Offset > starts[len(starts)-1] && (spliced || t-times[len(times)-1] >= hlsTarget) {
+			starts, times, disc = append(starts, kf.Offset), append(times, t), append(disc, spliced)
 		}
 	}
 	segs := make([]segment, 0, len(starts))
 	for i := 0; i+1 < len(starts); i++ {
-		segs = append(segs, segment{starts[i], starts[i+1], times[i+1] - times[i]})
+		segs = append(segs, segment{starts[i], starts[i+1], times[i+1] - times[i], disc[i]})
 	}
 	if complete {
 		last := len(starts) - 1
-		segs = append(segs, segment{starts[last], idx.Size, math.Max(idx.Duration()-times[last], 0.04)})
+		segs = append(segs, segment{starts[last], idx.Size, math.Max(idx.Duration()-times[last], 0.04), disc[last]})
 	}
 	return segs
 }
@@ -114,6 +127,9 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		query = "?token=" + url.QueryEscape(tok)
 	}
 	for i, s := range segs {
+		if s.discontinuity {
+			b.WriteString("#EXT-X-DISCONTINUITY\n")
+		}
 		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", s.dur, i, query)
 	}
 	if (complete || err != nil) && len(segs) == all {
