@@ -113,34 +113,6 @@ const MaxLeadChange = 3 * PTSHz
 // so far, take more than a tenth of it to play.
 const MaxPCRStep = 10 * PCRHz
 
-// Continuous reports whether x's clock never goes back nor leaps past
-// MaxPCRStep: false for an index built before discontinuities were
-// absorbed (Builder), which is to be built again.
-func (x *Index) Continuous() bool {
-	for i := 1; i < len(x.PCRs); i++ {
-		if step := x.PCRs[i].PCR - x.PCRs[i-1].PCR; step < 0 || step > MaxPCRStep {
-			return false
-		}
-	}
-	// Presentation times: a keyframe's lead over the clock moves by less
-	// than MaxLeadChange between two pictures once absorbed; twice that
-	// between two keyframes leaves room for the clock interpolated here
-	// and extrapolated by the Builder.
-	prev, have := int64(0), false
-	for _, k := range x.Keyframes {
-		c, ok := x.ClockAt(k.Offset)
-		if k.PTS < 0 || !ok {
-			continue
-		}
-		lead := k.Time() - c/300
-		if have && (lead-prev > 2*MaxLeadChange || prev-lead > 2*MaxLeadChange) {
-			return false
-		}
-		prev, have = lead, true
-	}
-	return true
-}
-
 // Builder builds an Index from bytes given in order. It is not safe for
 // concurrent use; callers that share an Index across goroutines copy what
 // they need under their own lock (see Snapshot).

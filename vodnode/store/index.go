@@ -17,15 +17,25 @@ type indexFile struct {
 	// when not known (an index written before versions, or rebuilt from
 	// a copy found without one).
 	Version string
+	// Format is the tsindex.Format Index was built under; 0 in a file
+	// written before it was saved (Format 1).
+	Format int
 }
 
 // loadIndex returns the persisted index at path, and the version of the
 // bytes it describes, when it was built from a file of st's size and
-// modification time.
-func loadIndex(path string, st os.FileInfo) (*tsindex.Index, string, bool) {
+// modification time, and under rules that read it as the Builder does
+// now: one built before the clock's discontinuities were absorbed (not
+// Continuous), or before the presentation times' were (an earlier
+// tsindex.Format) where it may hold one, is not returned (ok false), to
+// be built again; its version is returned all the same.
+func loadIndex(path string, st os.FileInfo) (idx *tsindex.Index, version string, ok bool) {
 	x, ok := readIndex(path)
 	if !ok || x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
 		return nil, "", false
+	}
+	if !x.Index.Continuous() || x.Format < tsindex.Format && x.Index.MayHoldPTSJump() {
+		return nil, x.Version, false
 	}
 	return &x.Index, x.Version, true
 }
@@ -53,7 +63,7 @@ func saveIndex(path string, st os.FileInfo, idx *tsindex.Index, version string) 
 	if err != nil {
 		return err
 	}
-	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx, Version: version})
+	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx, Version: version, Format: tsindex.Format})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

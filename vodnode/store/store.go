@@ -302,13 +302,11 @@ func (s *Store) load(id string) error {
 		f.Close()
 		return fmt.Errorf("store: %w", err)
 	}
+	// An index built before discontinuities were absorbed (its clock
+	// froze or rushed its viewers at a splice, a seek there landed a
+	// part away) is built again, its version kept (the bytes are those
+	// the fill checked).
 	idx, version, ok := loadIndex(s.path(id, ".idx"), st)
-	if ok && !idx.Continuous() {
-		// Indexed before PCR discontinuities were absorbed: its clock
-		// froze or rushed its viewers there. Built again, its version
-		// kept (the bytes are those the fill checked).
-		ok = false
-	}
 	if !ok {
 		if x, ok := readIndex(s.path(id, ".idx")); ok && x.Size != st.Size() {
 			f.Close()
