@@ -28,6 +28,13 @@ const (
 	rtspWriteTimeout = 10 * time.Second
 )
 
+// rtspHeadTimeout bounds the time a client's message (a request: its line,
+// headers and body; or an interleaved frame) takes to arrive whole once
+// its first byte is in, as the HTTP front door's ReadHeaderTimeout does: a
+// request sent a byte at a time is answered 408 and the connection
+// closed, not kept for rtspIdle. A variable for tests.
+var rtspHeadTimeout = 10 * time.Second
+
 const rtspPublic = "OPTIONS, DESCRIBE, SETUP, PLAY, GET_PARAMETER, SET_PARAMETER, TEARDOWN"
 
 // rtspServer is the RTSP front door: one goroutine per connection reading
@@ -131,7 +138,15 @@ func (s *rtspServer) handle(nc net.Conn) {
 		defer close(readerDone)
 		defer cancel() // the client went away (or sent garbage): leave the queue
 		for {
+			// Idle between requests: up to rtspIdle for a message's
+			// first byte; then rtspHeadTimeout for the rest of it, a
+			// deadline passed then being a 408 FramingError from Next
+			// (a frame's, a read error: the reader is left at once).
 			nc.SetReadDeadline(time.Now().Add(rtspIdle))
+			if rd.Wait() != nil {
+				return
+			}
+			nc.SetReadDeadline(time.Now().Add(rtspHeadTimeout))
 			msg, err := rd.Next()
 			if err != nil && isNetErr(err) {
 				return
@@ -164,9 +179,12 @@ func (s *rtspServer) handle(nc net.Conn) {
 		if it.err != nil {
 			// Unreadable (RFC 2326 §6): 400, or 505 for another RTSP
 			// version, with the CSeq when one was found; then close.
+			// A request not received whole within rtspHeadTimeout is
+			// one too: 408.
 			res = &base.Response{StatusCode: base.StatusBadRequest, Header: base.Header{"Connection": {"close"}}}
 			var fe *rtspwire.FramingError
 			if errors.As(it.err, &fe) {
+				s.m.log.Debug("rtsp request unreadable", "client", nc.RemoteAddr().String(), "status", int(fe.Code), "reason", fe.Reason)
 				res.StatusCode = fe.Code
 				res.StatusMessage = statusWithReason(fe.Code, fe.Reason)
 				if fe.CSeq != "" {

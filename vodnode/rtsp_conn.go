@@ -23,6 +23,13 @@ import (
 // for tests).
 var tlsHandshakeTimeout = 10 * time.Second
 
+// rtspHeadTimeout bounds the time a client's message (a request: its line,
+// headers and body; or an interleaved frame) takes to arrive whole once
+// its first byte is in, as HTTP's ReadHeaderTimeout does: a request sent a
+// byte at a time is answered 408 and the connection closed, not kept for
+// the session timeout. A variable for tests.
+var rtspHeadTimeout = 10 * time.Second
+
 // maxSessionsPerConn bounds the sessions one RTSP connection may set up.
 const maxSessionsPerConn = 64
 
@@ -161,19 +168,28 @@ func (c *rtspConn) serve() {
 	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
-		var msg any
-		err := c.waitMessage()
-		if err == nil {
-			msg, err = c.rd.Next()
-		}
-		if err != nil {
+		if err := c.waitMessage(); err != nil {
+			// The session timeout passed with no message begun: a
+			// connection idle between requests, kept while its
+			// sessions are (a TCP-interleaved player's, for the
+			// whole play).
 			if errors.Is(err, os.ErrDeadlineExceeded) && c.hasSessions() {
 				continue
 			}
+			return
+		}
+		// The deadline now is rtspHeadTimeout's (waitMessage): passed
+		// inside a request, it is a 408 FramingError; inside a frame,
+		// the read error. Either way the reader may be left in the
+		// middle of a message, never read on.
+		msg, err := c.rd.Next()
+		if err != nil {
 			var fe *rtspwire.FramingError
 			if errors.As(err, &fe) {
 				c.n.log.Debug("rtsp request unreadable", "remote", c.remote, "status", int(fe.Code), "reason", fe.Reason)
 				c.refuseAndClose(fe)
+			} else if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.n.log.Debug("rtsp interleaved frame not received whole in time", "remote", c.remote, "timeout", rtspHeadTimeout)
 			}
 			return
 		}
@@ -195,11 +211,13 @@ func (c *rtspConn) serve() {
 // waitMessage waits for the first byte of the client's next message, the
 // connection idle meanwhile: closeIfIdle may close it then (its read
 // deadline set to now), or at once when it asked to while a request was
-// handled and none of the connection's sessions is left. A message whose
-// first byte came as the connection was being closed is read on, its
-// deadline renewed: only a connection idle between requests is closed,
-// never one with a request in flight (its bytes read, or being handled).
-// It returns the read error; the message is left to rd.Next.
+// handled and none of the connection's sessions is left. Once the first
+// byte is in, the read deadline is rtspHeadTimeout from then, for the
+// message to arrive whole; a message whose first byte came as the
+// connection was being closed is read on so too: only a connection idle
+// between requests is closed, never one with a request in flight (its
+// bytes read, or being handled). It returns the read error; the message
+// is left to rd.Next.
 func (c *rtspConn) waitMessage() error {
 	c.mu.Lock()
 	c.idle = true
@@ -215,14 +233,15 @@ func (c *rtspConn) waitMessage() error {
 	c.mu.Unlock()
 	err := c.rd.Wait()
 	c.mu.Lock()
-	closing := c.closeIdle
 	c.idle = false
 	if err == nil {
 		c.closeIdle = false
 	}
 	c.mu.Unlock()
-	if err == nil && closing {
-		c.nc.SetReadDeadline(time.Now().Add(c.n.SessionTimeout))
+	if err == nil {
+		// After idle is false, closeIfIdle leaves the deadline alone:
+		// this one, set after any it set, stands.
+		c.nc.SetReadDeadline(time.Now().Add(rtspHeadTimeout))
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -40,9 +41,10 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, MaxRequestHead)}
 }
 
-// FramingError is a message that cannot be read: a server answers it with
-// Code (and the CSeq, when one could be found: "" otherwise) and closes
-// the connection.
+// FramingError is a message that cannot be read, or a request that did not
+// arrive whole before the connection's read deadline (Code 408, Next): a
+// server answers it with Code (and the CSeq, when one could be found: ""
+// otherwise) and closes the connection.
 type FramingError struct {
 	Code   base.StatusCode
 	Reason string
@@ -65,7 +67,15 @@ const maxBlankBytes = 1024
 // lines before a message, up to maxBlankBytes (RFC 7230 §3.5, which RTSP
 // 2.0 takes up: a CRLF some clients send after a request's body, or as a
 // keepalive, is not an error). Errors: the connection's read error, or a
-// *FramingError.
+// *FramingError. A read deadline that passes once a request's first byte
+// is in (a request line, or a response's status line: anything but an
+// interleaved frame) is a *FramingError 408 Request Timeout (RFC 2326
+// §7.1.1), with the CSeq of the header lines already whole; one that
+// passes before (the connection idle, blank lines aside: Wait) or inside
+// an interleaved frame is the read error as it is. After any error the
+// Reader is not to be used again: a read error inside a message may have
+// consumed part of it (a body, a frame), and the next byte is not a
+// message's first.
 func (r *Reader) Next() (any, error) {
 	blank := 0
 	for {
@@ -97,13 +107,13 @@ func (r *Reader) Next() (any, error) {
 		}
 		if bytes.HasPrefix(head, []byte("RTSP/")) {
 			if _, err := r.body(head); err != nil {
-				return nil, err
+				return nil, cut(err, cseqOf(head))
 			}
 			continue // a response: ignored
 		}
 		body, err := r.body(head)
 		if err != nil {
-			return nil, err
+			return nil, cut(err, cseqOf(head))
 		}
 		var req base.Request
 		msg := io.MultiReader(bytes.NewReader(head), bytes.NewReader(body))
@@ -123,9 +133,10 @@ func (r *Reader) Next() (any, error) {
 // Wait blocks until the first byte of the next message has arrived (it
 // stays buffered for Next) or reading fails, and returns the read error:
 // a server tells by it a connection idle between messages from one with
-// a message in flight, which it should not cut. Empty lines between
-// messages (Next) are read and dropped: a connection that sends only
-// CRLFs is idle.
+// a message in flight, which it should not cut but may give a read
+// deadline of its own (Next: a request cut by it is a 408). Empty lines
+// between messages (Next) are read and dropped: a connection that sends
+// only CRLFs is idle.
 func (r *Reader) Wait() error {
 	for {
 		b, err := r.br.Peek(1)
@@ -166,9 +177,23 @@ func (r *Reader) head() ([]byte, error) {
 			return nil, &FramingError{Code: base.StatusBadRequest, Reason: "request head too large", CSeq: cseqOf(buf)}
 		}
 		if _, err := r.br.Peek(len(buf) + 1); err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
+			in, _ := r.br.Peek(r.br.Buffered()) // buf's bytes may have moved
+			return nil, cut(err, cseqOf(in[:bytes.LastIndexByte(in, '\n')+1]))
 		}
 	}
+}
+
+// cut is the error of a read that failed inside a request (or a
+// response) whose first byte was in, cseq its CSeq when a whole header
+// line gave one: the read deadline having passed (os.ErrDeadlineExceeded:
+// the request did not arrive whole in time, as a client sending its head
+// a byte at a time does) is a 408 *FramingError; any other read error
+// (the client gone) is returned as it is.
+func cut(err error, cseq string) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return &FramingError{Code: base.StatusRequestTimeout, Reason: "request not received whole in time", CSeq: cseq}
 }
 
 // Limits of gortsplib's base.Request parser within a request head, bytes:

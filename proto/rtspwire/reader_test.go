@@ -3,8 +3,11 @@ package rtspwire
 import (
 	"bytes"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 )
@@ -167,5 +170,55 @@ func TestReaderLimits(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Code != base.StatusBadRequest || fe.Reason != tc.reason || fe.CSeq != "1" {
 			t.Errorf("%s: %v, want 400 %q with CSeq 1", tc.name, err, tc.reason)
 		}
+	}
+}
+
+// deadlineAfter reads s, then fails as a connection whose read deadline
+// passed.
+func deadlineAfter(s string) *Reader {
+	return NewReader(io.MultiReader(strings.NewReader(s), iotest.ErrReader(os.ErrDeadlineExceeded)))
+}
+
+// TestReaderDeadline: a read deadline that passes inside a request (its
+// head or its body) is a 408 with the CSeq of the header lines already
+// whole (it was the read error, and a server gave such a request its idle
+// timeout); before a message's first byte, or inside an interleaved frame,
+// it stays the read error.
+func TestReaderDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw, cseq string
+	}{
+		{"request line", "OPTIONS rtsp://h/vod/x RTS", ""},
+		{"head", "OPTIONS rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1\r\n", "1"},
+		{"in the CSeq line", "OPTIONS rtsp://h/vod/x RTSP/1.0\r\nCSeq: 1", ""},
+		{"body", "SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nab", "2"},
+		{"a response's", "RTSP/1.0 200 OK\r\nCSeq: 3\r\n", "3"},
+		{"after a request", "OPTIONS * RTSP/1.0\r\nCSeq: 4\r\n\r\nOPTIONS * RTSP/1.0\r\n", ""},
+	} {
+		r := deadlineAfter(tc.raw)
+		msg, err := r.Next()
+		if tc.name == "after a request" {
+			if _, ok := msg.(*base.Request); !ok || err != nil {
+				t.Fatalf("%s: %v %v, want the first request", tc.name, msg, err)
+			}
+			_, err = r.Next()
+		}
+		var fe *FramingError
+		if !errors.As(err, &fe) || fe.Code != base.StatusRequestTimeout || fe.CSeq != tc.cseq {
+			t.Errorf("%s: %v, want 408 with CSeq %q", tc.name, err, tc.cseq)
+		}
+	}
+	for _, tc := range []struct{ name, raw string }{
+		{"nothing", ""},
+		{"blank lines", "\r\n\r\n"},
+		{"frame header", "$\x01\x00"},
+		{"frame payload", "$\x01\x00\x08abc"},
+	} {
+		if _, err := deadlineAfter(tc.raw).Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: %v, want the read error", tc.name, err)
+		}
+	}
+	if err := deadlineAfter("\r\n").Wait(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Wait: %v, want the read error", err)
 	}
 }
