@@ -424,6 +424,23 @@ func (c *rtspConn) forget(s *session) {
 	}
 }
 
+// unackedFor returns the bytes the connection's socket holds that its
+// peer has not acknowledged (unackedBytes) when s is the only session
+// interleaved in it, so that they are its stream's; 0 otherwise, or when
+// the kernel does not say.
+func (c *rtspConn) unackedFor(s *session) int64 {
+	c.mu.Lock()
+	for _, cs := range c.channels {
+		if cs != s {
+			c.mu.Unlock()
+			return 0
+		}
+	}
+	c.mu.Unlock()
+	q, _ := unackedBytes(c.nc)
+	return q
+}
+
 // close ends the sessions interleaved in the connection (UDP sessions live
 // on, RFC 2326 §1.1: a session is not bound to a connection) and forgets it.
 func (c *rtspConn) close() {

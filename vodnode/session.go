@@ -183,7 +183,11 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 		ahead.close() // its origin reads stop writing into the title's file
 	}
 	n.store.Release(s.t)
+	var unacked int64
 	if s.conn != nil {
+		if reason == "timeout" && s.spec.Mode == deliver.RTPTCP {
+			unacked = s.conn.unackedFor(s)
+		}
 		s.conn.forget(s)
 	}
 	at := time.Now()
@@ -208,7 +212,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	reported := n.ends.add()
 	whenClosed(quiet, func() {
 		defer reported()
-		n.reportEnd(s, p, reason, cause, next, at)
+		n.reportEnd(s, p, reason, cause, next, at, unacked)
 	})
 	return true
 }
@@ -265,18 +269,27 @@ func (p *pendingEnds) wait(d time.Duration) bool {
 
 // reportEnd logs the end of s, whose playback p (nil: none) has written
 // all it will, and, without a successor (next nil), reports ENDED with
-// the bytes p sent, at at.
-func (n *Node) reportEnd(s *session, p player, reason string, cause error, next *session, at time.Time) {
+// the bytes p sent, at at. unacked: bytes its TCP connection's socket
+// held that the peer had not acknowledged when the session timed out
+// (rtspConn.unackedFor), not counted.
+func (n *Node) reportEnd(s *session, p player, reason string, cause error, next *session, at time.Time, unacked int64) {
 	var bytes int64
 	if p != nil {
 		bytes = p.BytesSent()
-		if reason == "timeout" && s.spec.Mode != deliver.RTPTCP {
+		switch {
+		case reason == "timeout" && s.spec.Mode != deliver.RTPTCP:
 			// Over UDP nothing says what reached a viewer gone silent
 			// (killed without a TEARDOWN, its datagrams drawing ICMP
 			// port unreachables): it is counted to its last sign of
 			// life, as its end (at) is, not for the timeout the node
-			// went on sending. Over TCP what was written was taken.
+			// went on sending.
 			bytes = min(bytes, s.seenBytes.Load())
+		case reason == "timeout":
+			// Over TCP the peer's acknowledgements say: what its
+			// connection's socket held unacknowledged when it timed
+			// out (a frozen player's, a box whose power went) never
+			// reached it.
+			bytes = max(bytes-unacked, 0)
 		}
 	}
 	attrs := []any{"session", s.id, "sid", s.sid, "title", s.title, "reason", reason, "bytes", bytes}

@@ -1,0 +1,35 @@
+//go:build linux
+
+package vodnode
+
+import (
+	"crypto/tls"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// unackedBytes returns the bytes nc's socket holds that its peer has not
+// acknowledged: written and not sent yet, or sent and not acknowledged
+// (SIOCOUTQ, tcp(7)); over TLS its records' overhead with them. False
+// when nc is not a socket or the kernel does not say.
+func unackedBytes(nc net.Conn) (int64, bool) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var q int
+	var qerr error
+	if err := rc.Control(func(fd uintptr) { q, qerr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil || qerr != nil {
+		return 0, false
+	}
+	return int64(q), true
+}
