@@ -149,6 +149,14 @@ type Node struct {
 	// them before Start; zero: defaultDescribeGrace, no hook).
 	describeGrace    time.Duration
 	describedSettled func()
+	// maxLag, when set (tests, before Start), is the delivery engine's
+	// MaxLag (zero: deliver's default, 5 s); rtspQueue and rtspSendBuffer,
+	// when set, bound each RTSP connection's writer queue and its socket's
+	// send buffer (SO_SNDBUF), bytes (zero: deliver.DefaultQueueLimit and
+	// the kernel's autotuning), so that a stream falls behind a player
+	// that stopped reading within a test's seconds.
+	maxLag                    time.Duration
+	rtspQueue, rtspSendBuffer int
 	// abortHook, when set (tests, before Start), runs in finishSession
 	// once a session the node aborts has left its sessions, before its
 	// stream's Abort.
@@ -320,7 +328,7 @@ func (n *Node) Start() (err error) {
 	if n.ahead.max == 0 {
 		n.ahead.max = DefaultOriginRanges
 	}
-	n.engine = &deliver.Engine{Shards: n.Pacers, Tick: n.Tick, UDP: n.udp, Logger: n.log}
+	n.engine = &deliver.Engine{Shards: n.Pacers, Tick: n.Tick, UDP: n.udp, Logger: n.log, MaxLag: n.maxLag}
 	if err = n.engine.Start(); err != nil {
 		return fmt.Errorf("vodnode: %w", err)
 	}

@@ -113,8 +113,11 @@ func (n *Node) acceptRTSP(ln net.Listener) {
 			}
 			continue
 		}
+		if tc, ok := nc.(*net.TCPConn); ok && n.rtspSendBuffer > 0 {
+			tc.SetWriteBuffer(n.rtspSendBuffer)
+		}
 		c := &rtspConn{
-			n: n, nc: nc, cw: deliver.NewConnWriter(nc, 0, 0), rd: rtspwire.NewReader(nc),
+			n: n, nc: nc, cw: deliver.NewConnWriter(nc, n.rtspQueue, 0), rd: rtspwire.NewReader(nc),
 			sessions: map[string]*session{}, channels: map[int]*session{}, pending: map[string]*pendingRefusal{},
 		}
 		if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
@@ -424,10 +427,10 @@ func (c *rtspConn) forget(s *session) {
 	}
 }
 
-// unackedFor returns the bytes the connection's socket holds that its
-// peer has not acknowledged (unackedBytes) when s is the only session
-// interleaved in it, so that they are its stream's; 0 otherwise, or when
-// the kernel does not say.
+// unackedFor returns the bytes the connection holds that its peer has not
+// acknowledged, queued in its writer or in its socket (unackedBytes),
+// when s is the only session interleaved in it, so that they are its
+// stream's; 0 otherwise, or when the kernel does not say.
 func (c *rtspConn) unackedFor(s *session) int64 {
 	c.mu.Lock()
 	for _, cs := range c.channels {
@@ -437,8 +440,11 @@ func (c *rtspConn) unackedFor(s *session) int64 {
 		}
 	}
 	c.mu.Unlock()
-	q, _ := unackedBytes(c.nc)
-	return q
+	q, ok := unackedBytes(c.nc)
+	if !ok {
+		return 0
+	}
+	return q + int64(c.cw.Queued())
 }
 
 // close ends the sessions interleaved in the connection (UDP sessions live

@@ -185,7 +185,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	n.store.Release(s.t)
 	var unacked int64
 	if s.conn != nil {
-		if reason == "timeout" && s.spec.Mode == deliver.RTPTCP {
+		if s.spec.Mode == deliver.RTPTCP && (reason == "timeout" || reason == string(deliver.EndSlow)) {
 			unacked = s.conn.unackedFor(s)
 		}
 		s.conn.forget(s)
@@ -269,9 +269,9 @@ func (p *pendingEnds) wait(d time.Duration) bool {
 
 // reportEnd logs the end of s, whose playback p (nil: none) has written
 // all it will, and, without a successor (next nil), reports ENDED with
-// the bytes p sent, at at. unacked: bytes its TCP connection's socket
-// held that the peer had not acknowledged when the session timed out
-// (rtspConn.unackedFor), not counted.
+// the bytes p sent, at at. unacked: bytes its TCP connection held that
+// the peer had not acknowledged when the session timed out or was ended
+// as a slow client (rtspConn.unackedFor), not counted.
 func (n *Node) reportEnd(s *session, p player, reason string, cause error, next *session, at time.Time, unacked int64) {
 	var bytes int64
 	if p != nil {
@@ -284,11 +284,13 @@ func (n *Node) reportEnd(s *session, p player, reason string, cause error, next 
 			// life, as its end (at) is, not for the timeout the node
 			// went on sending.
 			bytes = min(bytes, s.seenBytes.Load())
-		case reason == "timeout":
+		case reason == "timeout" || reason == string(deliver.EndSlow):
 			// Over TCP the peer's acknowledgements say: what its
-			// connection's socket held unacknowledged when it timed
-			// out (a frozen player's, a box whose power went) never
-			// reached it.
+			// connection held unacknowledged (queued at the node, or
+			// in its socket) when it timed out or fell hopelessly
+			// behind (a frozen player's, a box whose power went) is not
+			// counted; a slow client's connection is reset, so that
+			// none of it is delivered after.
 			bytes = max(bytes-unacked, 0)
 		}
 	}
@@ -383,7 +385,10 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 		}
 		n.endSession(s, string(r), err)
 		if r == deliver.EndSlow && s.conn != nil && s.spec.Mode == deliver.RTPTCP {
-			deliver.CloseNow(s.conn.nc) // the connection is hopelessly behind
+			// The connection is hopelessly behind: reset, what it
+			// holds unacknowledged dropped, as its count has it
+			// (reportEnd).
+			deliver.ResetNow(s.conn.nc)
 		}
 	}
 }

@@ -381,6 +381,19 @@ func (w *ConnWriter) writeSome(fd uintptr) bool {
 	return true
 }
 
+// ResetNow closes c at once as CloseNow does, its socket reset (SO_LINGER
+// 0, an RST) rather than closed in order: what it holds unsent or
+// unacknowledged is dropped, never delivered after. Its error is Close's.
+func ResetNow(c net.Conn) error {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	return c.Close()
+}
+
 // CloseNow closes c at once: a TLS connection's socket is closed without
 // the close-notify alert that tls.Conn.Close writes first (up to 5 s to a
 // client that does not read: a slow or stalled viewer, whose connection
