@@ -54,6 +54,7 @@ func (n *Node) claim(sid string, owner any) *rtspError {
 		return unauthorized(reasonLive)
 	}
 	n.live[sid] = owner
+	n.usedDirty = true // saved as spent (saveUsedTokens), in case of a crash
 	return nil
 }
 

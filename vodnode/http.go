@@ -337,6 +337,7 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 		}
 		n.live[hs.sid] = hs
 		n.httpSessions[hs.sid] = hs
+		n.usedDirty = true // saved as spent (saveUsedTokens), in case of a crash
 	default:
 		n.mu.Unlock()
 		return nil, unauthorized(reasonLive)

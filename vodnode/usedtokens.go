@@ -12,7 +12,10 @@ import (
 // usedTokensFile keeps, in DataDir, the admission sessions whose tokens
 // the node has spent, each until its token expires, so that a node
 // restarted within a token's life still refuses it: written every
-// usedSavePeriod when it changed and at Close, read at Start. A crash
+// usedSavePeriod when it changed and at Close, read at Start. The
+// sessions live when it is written are in it as spent too: after a
+// crash, which ended them without a word, their tokens are refused as
+// those of sessions that ended (a clean stop ends them so). A crash
 // loses at most the last period's.
 const usedTokensFile = "used-tokens.json"
 
@@ -78,16 +81,27 @@ func (n *Node) loadUsedTokens(now time.Time) {
 	}
 }
 
-// saveUsedTokens writes n.used to usedTokensFile when it changed since
-// the last write (or always with force), atomically (a new file renamed
-// over the old). A failure is logged and retried at the next call.
+// saveUsedTokens writes n.used, and the live sessions as spent, to
+// usedTokensFile when it changed since the last write (or always with
+// force), atomically (a new file renamed over the old). A failure is
+// logged and retried at the next call.
 func (n *Node) saveUsedTokens(now time.Time, force bool) {
 	n.mu.Lock()
 	if !n.usedDirty && !force {
 		n.mu.Unlock()
 		return
 	}
-	doc := usedTokensDoc{Until: make(map[string]int64, len(n.used))}
+	doc := usedTokensDoc{Until: make(map[string]int64, len(n.used)+len(n.live))}
+	for sid, owner := range n.live {
+		var expires time.Time
+		switch o := owner.(type) {
+		case *session:
+			expires = o.expires
+		case *httpSession:
+			expires = o.expires
+		}
+		doc.Until[sid] = usedUntil(expires, n.SessionTimeout).UnixMilli()
+	}
 	for sid, e := range n.used {
 		if e.until.After(now) {
 			doc.Until[sid] = e.until.UnixMilli()

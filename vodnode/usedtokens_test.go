@@ -74,3 +74,43 @@ func TestSpentTokensOutliveARestart(t *testing.T) {
 	}
 	startNode(t, addr, func(n *Node) { n.DataDir = dir }) // starts (the file is logged and left)
 }
+
+// TestLiveTokensSpentAfterACrash: the tokens of the sessions a node was
+// playing when it crashed (no clean stop to end them and spend their
+// tokens) are spent in the node restarted on its data dir: an RTSP
+// viewer replaying its node URL is sent back to the front door with a
+// re-admission ticket, as after a clean stop, and an HTTP one without a
+// front door is refused 401. (They were taken as fresh: sessions the
+// manager had ended, played untracked, reserving nothing.)
+func TestLiveTokensSpentAfterACrash(t *testing.T) {
+	o := newFakeOrigin(t)
+	addr := startOrigin(t, o)
+	dir := t.TempDir()
+	first := startNode(t, addr, withHTTP, func(n *Node) { n.DataDir = dir })
+	rtspTok := mintDoor(t, "crash-rtsp", "sample-001", "rtsp://front:554", "rtsp", time.Minute)
+	dialRTSP(t, first).play(nodeURL(first, rtspTok, "sample-001"))
+	httpTok := mint(t, "crash-http", "sample-001", "node-1", "", time.Minute)
+	if res, _ := get(t, httpURL(first, httpTok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != 206 {
+		t.Fatalf("HTTP: %d", res.StatusCode)
+	}
+	// The crash: the file as the janitor wrote it last, both sessions
+	// live, taken to a new data dir (the first node holds its own).
+	path := filepath.Join(dir, usedTokensFile)
+	var saved []byte
+	waitFor(t, 10*time.Second, "the live sessions saved", func() bool {
+		saved, _ = os.ReadFile(path)
+		return strings.Contains(string(saved), "crash-rtsp") && strings.Contains(string(saved), "crash-http")
+	})
+	dir2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir2, usedTokensFile), saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := startNode(t, addr, withHTTP, func(n *Node) { n.DataDir = dir2 })
+	res := dialRTSP(t, second).do("DESCRIBE", nodeURL(second, rtspTok, "sample-001"))
+	if res.StatusCode != 302 || !strings.Contains(strings.Join(res.Header["Location"], ""), "readmit") {
+		t.Errorf("RTSP replay after the crash: %s, Location %q; want 302 to the front door with a ticket", statusLine(res), res.Header["Location"])
+	}
+	if res, _ := get(t, httpURL(second, httpTok, "sample-001.ts"), "Range", "bytes=0-187"); res.StatusCode != 401 {
+		t.Errorf("HTTP replay after the crash: %d, want 401", res.StatusCode)
+	}
+}
