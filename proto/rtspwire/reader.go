@@ -126,6 +126,9 @@ func (r *Reader) Next() (any, error) {
 			}
 			return nil, &FramingError{Code: base.StatusBadRequest, Reason: reason, CSeq: cseqOf(head)}
 		}
+		if req.Body == nil && len(body) > 0 {
+			req.Body = body // its length repeated: gortsplib reads none
+		}
 		return &req, nil
 	}
 }
@@ -253,13 +256,21 @@ func clipName(name string) string {
 
 // body consumes and returns the body that head announces (Content-Length).
 func (r *Reader) body(head []byte) ([]byte, error) {
-	v, ok := headerOf(head, "content-length")
-	if !ok {
+	vs := headerValues(head, "content-length")
+	if len(vs) == 0 {
 		return nil, nil
 	}
-	n, err := strconv.ParseUint(v, 10, 32)
+	n, err := strconv.ParseUint(vs[0], 10, 32)
 	if err != nil || n > MaxRequestBody {
 		return nil, &FramingError{Code: base.StatusBadRequest, Reason: "invalid Content-Length", CSeq: cseqOf(head)}
+	}
+	for _, v := range vs[1:] {
+		// Two lengths that differ (RFC 9112 §6.3: the message's end
+		// cannot be told, so a part of it could be read as another
+		// request): unreadable; the same one repeated is that length.
+		if v != vs[0] {
+			return nil, &FramingError{Code: base.StatusBadRequest, Reason: "conflicting Content-Length", CSeq: cseqOf(head)}
+		}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.br, b); err != nil {
@@ -349,6 +360,22 @@ func headerOf(head []byte, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// headerValues returns the values of every header line name (lower
+// case) in a raw head, a line's comma-separated list split, each
+// trimmed.
+func headerValues(head []byte, name string) []string {
+	var vs []string
+	for _, line := range strings.Split(string(head), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(strings.TrimSpace(k), name) {
+			for _, x := range strings.Split(v, ",") {
+				vs = append(vs, strings.TrimSpace(x))
+			}
+		}
+	}
+	return vs
 }
 
 // cseqOf returns the CSeq of a raw head, "" when there is none.

@@ -16,13 +16,16 @@ import (
 // are told apart, empty lines before them skipped (a stray CRLF was 400
 // "not an RTSP request", the connection closed), up to 1 kB of them; what
 // is not a well-formed RTSP/1.0 request is a
-// *FramingError with the right code and the CSeq when there is one.
+// *FramingError with the right code and the CSeq when there is one (two
+// Content-Lengths that differ too: read as the first, the rest of the
+// body was taken for a request of its own).
 func TestReader(t *testing.T) {
 	r := NewReader(strings.NewReader("\r\nOPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n\r\n" +
 		"$\x01\x00\x02hi\n" +
 		"RTSP/1.0 200 OK\r\nCSeq: 9\r\n\r\n" +
-		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd"))
-	for i, want := range []string{"OPTIONS", "frame 1", "SET_PARAMETER"} {
+		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd" +
+		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 3\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nefgh"))
+	for i, want := range []string{"OPTIONS", "frame 1", "SET_PARAMETER abcd", "SET_PARAMETER efgh"} {
 		msg, err := r.Next()
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
@@ -30,7 +33,7 @@ func TestReader(t *testing.T) {
 		got := ""
 		switch m := msg.(type) {
 		case *base.Request:
-			got = string(m.Method)
+			got = strings.TrimSpace(string(m.Method) + " " + string(m.Body))
 		case Frame:
 			got = "frame " + string(rune('0'+m.Channel))
 		}
@@ -52,6 +55,9 @@ func TestReader(t *testing.T) {
 		{"OPTIONS * RTSP/2.0\r\nCSeq: 5\r\n\r\n", base.StatusRTSPVersionNotSupported, "5"},
 		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", base.StatusBadRequest, ""},
 		{"OPTIONS * RTSP/1.0\r\nCSeq: 6\r\nContent-Length: 999999999\r\n\r\n", base.StatusBadRequest, "6"},
+		// two lengths: the rest of the body was read as a request of its own
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 7\r\nContent-Length: 1\r\nContent-Length: 40\r\n\r\nXSET_PARAMETER * RTSP/1.0\r\nCSeq: 8\r\n\r\n", base.StatusBadRequest, "7"},
+		{"OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 1, 40\r\n\r\nXSET_PARAMETER * RTSP/1.0\r\nCSeq: 10\r\n\r\n", base.StatusBadRequest, "9"},
 	} {
 		_, err := NewReader(strings.NewReader(tc.raw)).Next()
 		var fe *FramingError
