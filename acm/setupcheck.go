@@ -33,7 +33,7 @@ var errUnsupportedTransport = errors.New("no node serves the SETUP's Transport")
 // take it).
 func setupTransportRefusal(req *base.Request, tls, es bool) (code base.StatusCode, reason string, needsUDP bool) {
 	v := req.Header["Transport"]
-	if len(v) == 0 {
+	if rtspwire.NoTransport(v) {
 		return base.StatusBadRequest, "Bad Request (a SETUP needs a Transport header)", false
 	}
 	lim := rtspwire.Limits{TLS: tls, ES: es}

@@ -59,6 +59,7 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 		{"/vod/t1/trackID=0", "RTP/AVP;unicast", base.StatusUnsupportedTransport, "with client_port over UDP"},
 		{"/vod/t1/es/trackID=1", "MP2T/UDP;unicast;client_port=5000", base.StatusUnsupportedTransport, "elementary streams need RTP"},
 		{"/vod/t1/trackID=0", "", base.StatusBadRequest, "needs a Transport header"},
+		{"/vod/t1/trackID=0", " ", base.StatusBadRequest, "needs a Transport header"}, // empty: it was 461
 		// the track: the MPEG-TS is trackID=0, the elementary streams
 		// trackID=1 and up, each set up on its own
 		{"/vod/t1/trackID=1", "RTP/AVP/TCP;unicast", base.StatusNotFound, "no track 1: the title is one MPEG-TS track, trackID=0"},
@@ -93,8 +94,8 @@ func TestSetupWithATransportNoNodeServes(t *testing.T) {
 	if ss := e.sessions(); len(ss) != 0 {
 		t.Fatalf("sessions held after refused SETUPs: %+v", ss)
 	}
-	if n, ntls := counted("rtsp")-plain, counted("rtsps")-tls0; n != 5 || ntls != 1 {
-		t.Errorf("counted %v over RTSP and %v over RTSPS as unsupported_transport, want 5 and 1", n, ntls)
+	if n, ntls := counted("rtsp")-plain, counted("rtsps")-tls0; n != 6 || ntls != 1 {
+		t.Errorf("counted %v over RTSP and %v over RTSPS as unsupported_transport, want 6 and 1", n, ntls)
 	}
 	if !strings.Contains(log.String(), `msg="SETUP refused at the front door: no node serves its Transport`) || !strings.Contains(log.String(), "transport=[FOO/BAR]") {
 		t.Errorf("no line for the refusals:\n%s", log.String())

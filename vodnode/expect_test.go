@@ -49,6 +49,9 @@ func TestExpectCommand(t *testing.T) {
 	if res := c.do("SETUP", u+"/trackID=0"); res.StatusCode != 400 {
 		t.Fatalf("SETUP without Transport: %s", statusLine(res))
 	}
+	if res := c.do("SETUP", u+"/trackID=0", "Transport", " "); res.StatusCode != 400 { // it was 461
+		t.Fatalf("SETUP with an empty Transport: %s", statusLine(res))
+	}
 	want("after a SETUP to retry", map[string]int{"sample-001": 1})
 	c.play(u)
 	want("RTSP viewer arrived", map[string]int{"sample-001": 0, "sample-002": 1})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/rtspwire"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/deliver"
 )
@@ -67,8 +68,8 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		}
 		return nil, e
 	}
-	tv, ok := req.Header["Transport"]
-	if !ok || len(tv) == 0 {
+	tv := req.Header["Transport"]
+	if rtspwire.NoTransport(tv) {
 		return fail(rtspErr(base.StatusBadRequest, "missing Transport header"))
 	}
 	if c.n.draining.Load() {
@@ -142,8 +143,8 @@ func (c *rtspConn) setupInSession(req *base.Request) (*base.Response, *rtspError
 	if s.es == nil {
 		return nil, rtspErr(base.StatusMethodNotValidInThisState, "session already set up (the title has one media)")
 	}
-	tv, ok := req.Header["Transport"]
-	if !ok || len(tv) == 0 {
+	tv := req.Header["Transport"]
+	if rtspwire.NoTransport(tv) {
 		return nil, rtspErr(base.StatusBadRequest, "missing Transport header")
 	}
 	specs, perr := c.transportsOf(tv, true)

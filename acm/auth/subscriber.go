@@ -186,11 +186,17 @@ func parsePublicKeys(b []byte) ([]any, error) {
 // Verify checks raw (the compact JWS form) at now for a request from
 // clientIP and returns its claims. Errors: ErrTokenRefused wrapped with
 // the reason: malformed, signed with another key or an algorithm not
-// allowed, expired or not yet valid, another issuer or audience, no sub,
-// or an ip claim that is not clientIP.
+// allowed, a crit header (no extension is understood), expired or not
+// yet valid, another issuer or audience, no sub, or an ip claim that is
+// not clientIP.
 func (v *SubscriberTokens) Verify(raw, clientIP string, now time.Time) (*SubscriberClaims, error) {
 	var c SubscriberClaims
 	_, err := v.parser(now).ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok {
+			// Extensions the token says must be understood: none is
+			// here, so it is refused (RFC 7515 §4.1.11).
+			return nil, errors.New("crit header: extensions not understood")
+		}
 		ks, ok := v.keys[t.Method.Alg()]
 		if !ok { // not reached: the parser allows only the methods of v.keys
 			return nil, fmt.Errorf("no key for %s", t.Method.Alg())

@@ -96,6 +96,12 @@ func TestSubscriberTokensRefused(t *testing.T) {
 	}
 	with := func(f func(*SubscriberClaims)) SubscriberClaims { c := good(); f(&c); return c }
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, good()).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	critical := jwt.NewWithClaims(jwt.SigningMethodRS256, good())
+	critical.Header["crit"], critical.Header["x-portal-bind"] = []string{"x-portal-bind"}, "device"
+	crit, err := critical.SignedString(rk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]string{
 		"expired":                             sign(t, jwt.SigningMethodRS256, rk, with(func(c *SubscriberClaims) { c.ExpiresAt = jwt.NewNumericDate(t0.Add(-time.Minute)) })),
 		"no exp":                              sign(t, jwt.SigningMethodRS256, rk, with(func(c *SubscriberClaims) { c.ExpiresAt = nil })),
@@ -106,6 +112,7 @@ func TestSubscriberTokensRefused(t *testing.T) {
 		"other address":                       sign(t, jwt.SigningMethodRS256, rk, with(func(c *SubscriberClaims) { c.IP = "192.0.2.99" })),
 		"other key":                           sign(t, jwt.SigningMethodRS256, other, good()),
 		"alg none":                            none,
+		"a crit header (RFC 7515 §4.1.11)":    crit,
 		"HS256 with the public key as secret": sign(t, jwt.SigningMethodHS256, pub, good()), // algorithm confusion
 		"garbage":                             "not.a.jwt",
 		"empty":                               "",

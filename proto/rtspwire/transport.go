@@ -206,3 +206,16 @@ func parsePortRange(v string, min int) (int, int, bool) {
 	}
 	return a, b, true
 }
+
+// NoTransport reports whether the Transport header lines v of a SETUP
+// name no transport at all: none, or only empty or blank ones (400 Bad
+// Request, RFC 2326 §12.39: the header is required; not 461, there being
+// nothing to be unsupported).
+func NoTransport(v []string) bool {
+	for _, s := range v {
+		if strings.Trim(s, " \t,") != "" {
+			return false
+		}
+	}
+	return true
+}
