@@ -128,7 +128,8 @@ func (m *Manager) readHolds(ctx context.Context, strict bool) ([]smm.Hold, error
 // the settings to the registered nodes and tells each node whose drain
 // state this changes. keep (a takeover of a lock no other manager held
 // since this one did: leader.kept) keeps the operator's changes in force
-// here that the store did not take, and saves them (settleUnsavedOpLocked).
+// here that the store did not take, and saves them (settleUnsavedOpLocked),
+// and those the store lost (restoreLostOpLocked).
 func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
@@ -154,6 +155,7 @@ func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 		return err
 	}
 	pol, settings = m.settleUnsavedOpLocked(ctx, keep, pol, settings)
+	settings, susp = m.restoreLostOpLocked(ctx, keep, settings, susp)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.suspended = susp

@@ -2,10 +2,13 @@ package acm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -76,4 +79,63 @@ func (f *failingPuts) PutSession(ctx context.Context, s store.Session) error {
 	}
 	f.fail.Store(0)
 	return f.Redis.PutSession(ctx, s)
+}
+
+// TestOperatorStateWrittenAgainAfterTheStoreLostIt: the node settings and
+// suspensions the operator set are written again by the manager taking
+// its planner lock again after a Redis that lost its data: a node drained
+// for maintenance stays drained, a suspended subscriber stays out. (The
+// store's empty state was applied: the node undrained without a word,
+// its weight kept here but never saved, the subscriber let in.)
+func TestOperatorStateWrittenAgainAfterTheStoreLostIt(t *testing.T) {
+	ctx := context.Background()
+	open, srv := sharedRedis(t)
+	st := open()
+	a := newManager(t, "", onShared(open(), nil, time.Minute))
+	a.startNode("n1", nodeOpts{})
+	a.startNode("n2", nodeOpts{})
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2", Weight: ptr[int32](30)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "kid", DurationS: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() (map[string]nodeSetting, map[string]suspension) {
+		var ns map[string]nodeSetting
+		var su map[string]suspension
+		if b, err := st.State(ctx, stateNodeSettings); err == nil {
+			json.Unmarshal(b, &ns)
+		}
+		if b, err := st.State(ctx, stateSuspensions); err == nil {
+			json.Unmarshal(b, &su)
+		}
+		return ns, su
+	}
+	waitFor(t, 20*testLeaderTTL, "the operator's state written again", func() bool {
+		ns, su := stored()
+		return len(ns) > 0 && len(su) > 0
+	})
+	ns, su := stored()
+	if !ns["n1"].Draining || ns["n2"].Weight == nil || *ns["n2"].Weight != 30 {
+		t.Errorf("node settings written again: %+v, want n1 draining, n2 at weight 30", ns)
+	}
+	if _, ok := su["kid"]; !ok {
+		t.Errorf("suspensions written again: %+v, want kid's", su)
+	}
+	waitFor(t, 20*testLeaderTTL, "A to lead again", a.m.Leader)
+	a.m.mu.Lock()
+	draining := a.m.sched.Node("n1").Draining
+	a.m.mu.Unlock()
+	if !draining {
+		t.Error("n1 undrained by the store's loss")
+	}
+	if res := a.describe("kid", "kid", "t1"); res.StatusCode != base.StatusForbidden {
+		t.Errorf("the suspended subscriber after the store's loss: %d, want 403", res.StatusCode)
+	}
 }
