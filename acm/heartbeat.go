@@ -301,7 +301,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		switch {
 		case s.State != store.StatePlaying:
 		case alive[s.ID]:
-			s.absent, s.heardUntil, s.storedHeard = 0, time.Time{}, time.Time{}
+			s.absent, s.heardUntil, s.storedHeard, s.idleSince = 0, time.Time{}, time.Time{}, time.Time{}
 		case s.startedNodeMs != 0 && r.GetAtUnixMs() <= s.startedNodeMs:
 			// The report was taken before the node started the session
 			// (by the node's clock): reports queue behind a slow store

@@ -27,7 +27,7 @@ func restartEnd(s *session, processStart time.Time, r *pb.LoadReport, now time.T
 		// Its node died and came back without it (restarted): it ended by
 		// the time the node, or the manager before this one's takeover,
 		// last heard of it, not when it registered again.
-		s.endedAt = later(later(s.heardUntil, s.storedHeard), s.StartedAt)
+		s.endedAt = idleEnd(s, later(later(s.heardUntil, s.storedHeard), s.StartedAt))
 	case ps.After(s.StartedAt) && ps.Before(reportAt) && (!s.storedHeard.After(s.StartedAt) || ps.Before(s.storedHeard)):
 		// This manager did not see the node die (it restarted meanwhile,
 		// or the node came back before it missed its heartbeats): its
@@ -63,7 +63,7 @@ func (m *Manager) endOrphanLocked(s *session, now time.Time) {
 	}
 	heard = later(heard, m.startedHereLocked(s)) // its STARTED, when nothing since (its node died before its first report)
 	if !heard.IsZero() {
-		s.endedAt = later(heard, s.StartedAt)
+		s.endedAt = idleEnd(s, later(heard, s.StartedAt))
 	}
 	m.endLocked(s, "node did not come back")
 	if ns := m.nodes[s.Node]; ns != nil {
@@ -74,6 +74,18 @@ func (m *Manager) endOrphanLocked(s *session, now time.Time) {
 		m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
 	}
 	s.forget = m.lead != nil
+}
+
+// idleEnd returns when s, ending for its node's death, ended: at, or
+// when its viewer last asked its node anything when its node's last
+// report listed it idle since then (idleSince; an HTTP session between
+// requests, as its idle timeout or a clean stop of the node would end it),
+// never before its start.
+func idleEnd(s *session, at time.Time) time.Time {
+	if s.idleSince.IsZero() || !s.idleSince.Before(at) {
+		return at
+	}
+	return later(s.idleSince, s.StartedAt)
 }
 
 // maxUnixMs is the last millisecond of the year 9999 (UTC), the latest

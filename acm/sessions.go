@@ -88,6 +88,12 @@ type session struct {
 	// one's start or takeover (the stored progress: progress.go); zero
 	// again once a report of its node lists it.
 	storedHeard time.Time
+	// idleSince is when its viewer last asked its node anything, for an
+	// HTTP session its node's last report before it died listed idle
+	// (nodeState.idle); zero otherwise, and again once a report of its
+	// node lists it. A session that ends for its node's death ends there
+	// at the latest (idleEnd): its viewer's last sign of life.
+	idleSince time.Time
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
 	// report taken before then does not count as leaving it out.
@@ -553,6 +559,7 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time, left bool) {
 		if !heard.IsZero() {
 			s.heardUntil = heard
 		}
+		s.idleSince = ns.idle[s.ID]
 		m.uncountLocked(s)
 		n++
 	}
