@@ -27,6 +27,8 @@ func TestConfigDurationsAsWritten(t *testing.T) {
 		{"manager:\n  subscriber_tokens:\n    secret_file: s\n    leeway: 1d\n", []string{"line 4: subscriber_tokens.leeway 1d: at most 5m (30s by default)"}},
 		{"cdp:\n  dir: d\n  <<: {catalog_poll_interval: 100ms}\n", []string{"line 3: catalog_poll_interval 100ms: want 1s or more", "for 5s"}},
 		{"manager:\n  store:\n    backend: redis\n    redis_addr: 127.0.0.1:6379\n    leader_ttl: 0.01s\n", []string{"line 5: store.leader_ttl 0.01s: at least 30ms (10s by default)"}},
+		// the store's own refusal named no key
+		{"manager:\n  store:\n    backend: redis\n", []string{"line 3: store.backend redis: store.redis_addr is required"}},
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		os.WriteFile(p, []byte(c.yaml), 0o600)

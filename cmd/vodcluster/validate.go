@@ -226,6 +226,11 @@ func (c ManagerConfig) validate() error {
 	k.duration("storage.evict_hold", st.EvictHold, "1h")
 
 	k.count("store.redis_db", int64(c.Store.RedisDB), "database 0")
+	if c.Store.Backend == "redis" && strings.TrimSpace(c.Store.RedisAddr) == "" {
+		// The store's own refusal named no key: "store: redis: empty
+		// address".
+		k.failf("%s: store.redis_addr is required: the Redis both managers share, HOST:PORT (e.g. 127.0.0.1:6379) or a Unix socket's path", k.show("store.backend", c.Store.Backend))
+	}
 	if a := c.Store.RedisAddr; a != "" && (strings.Contains(a, "://") || strings.Contains(a, "@")) {
 		// A redis:// URL with its password was quoted whole, twice, by
 		// the dial's "too many colons in address".
