@@ -177,7 +177,11 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	}
 	if setStored {
 		delete(st.settings, id)
-		note("its operator setting", m.putStateJSON(ctx, stateNodeSettings, st.settings))
+		err := m.putStateJSON(ctx, stateNodeSettings, st.settings)
+		if err == nil {
+			m.noteStored(st.settings, nil)
+		}
+		note("its operator setting", err)
 	}
 	if storedHolds > 0 {
 		note("its eviction holds", m.putStateJSON(ctx, stateEvictHolds,

@@ -117,11 +117,6 @@ type leader struct {
 	// takeOver keeps then the operator's changes in force here that the
 	// store did not take (loadOpState).
 	kept atomic.Bool
-	// vanished: a renewal found the lock's key gone from the store while
-	// this manager held it (a store that lost its data, its record of
-	// holders with it, so that TakeLock cannot tell kept), and no other
-	// holder was seen since: the next take is kept.
-	vanished atomic.Bool
 	// until (Unix ns) is when the holder stops counting itself the holder
 	// unless a renewal succeeds: 2/3 of a ttl after the last successful
 	// one was sent.
@@ -200,7 +195,6 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 			case err != nil:
 				l.log.Error("planner lock lost: its renewal was refused; planning stops", "holder_unknown", err)
 			case h == "":
-				l.vanished.Store(true)
 				l.log.Error("planner lock lost: its key is gone from the store (its lease ran out, or the store lost its data); planning stops until it is taken again")
 			default:
 				l.log.Error("planner lock lost to another manager; planning stops", "holder", h)
@@ -211,7 +205,6 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 			// key is not this manager's: gone too (expired during an
 			// outage) for all it knows; the next try tells.
 			l.other.Store(true)
-			l.vanished.Store(false)
 		}
 		l.held.Store(false)
 		return false, nil
@@ -219,8 +212,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	l.other.Store(false)
 	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
 	if !was {
-		l.kept.Store(kept || l.vanished.Load())
-		l.vanished.Store(false)
+		l.kept.Store(kept)
 	}
 	if !was && l.gained != nil {
 		l.taking.Store(true) // run clears it once gained has run

@@ -389,6 +389,12 @@ type Manager struct {
 	// renewal of the lock once the store takes them (saveUnsavedOp).
 	unsavedPolicy bool
 	unsavedNodes  map[string]bool
+	// storedSettings, storedSusp (opMu): the node settings and
+	// suspensions as this manager last wrote or read them in the store
+	// (noteStored), which restoreLostOpLocked puts back when the store
+	// lost them.
+	storedSettings map[string]nodeSetting
+	storedSusp     map[string]suspension
 	// knownTransports (mu): the transport and site each node registered
 	// with, here or (stored) with a manager before (transports.go);
 	// transportsMu serialises their writes to the store.

@@ -154,8 +154,9 @@ func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 	if err != nil {
 		return err
 	}
-	pol, settings = m.settleUnsavedOpLocked(ctx, keep, pol, settings)
 	settings, susp = m.restoreLostOpLocked(ctx, keep, settings, susp)
+	pol, settings = m.settleUnsavedOpLocked(ctx, keep, pol, settings)
+	m.noteStored(settings, susp)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.suspended = susp
@@ -237,6 +238,7 @@ func (m *Manager) saveUnsavedOpLocked(ctx context.Context, keep bool, why string
 		if err != nil {
 			m.log.Log(ctx, failed, "store: node settings set by an operator still not saved: kept in force here", "nodes", nodes, "err", err)
 		} else {
+			m.noteStored(settings, nil)
 			m.unsavedNodes = nil
 			m.log.Info("node settings set by an operator but not saved, saved now: "+why, "nodes", nodes)
 		}
@@ -343,6 +345,9 @@ func (m *Manager) changeNodeSettingOpLocked(ctx context.Context, id string, chan
 	b, err := json.Marshal(stored)
 	if err == nil {
 		err = m.st.PutState(ctx, stateNodeSettings, b)
+	}
+	if err == nil {
+		m.noteStored(stored, nil)
 	}
 	return st, had, err
 }

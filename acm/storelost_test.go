@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,5 +138,55 @@ func TestOperatorStateWrittenAgainAfterTheStoreLostIt(t *testing.T) {
 	}
 	if res := a.describe("kid", "kid", "t1"); res.StatusCode != base.StatusForbidden {
 		t.Errorf("the suspended subscriber after the store's loss: %d, want 403", res.StatusCode)
+	}
+}
+
+// TestOperatorStateWrittenAgainAfterALongOutage: the manager lost its
+// planner lock to the store's errors (an outage longer than its lease)
+// before Redis came back without its data: it takes the lock back kept
+// (the store lost its record of holders, none took it since), and writes
+// back the drain and suspension it had saved, beside the drain the
+// outage kept it from saving. (A restore that looked for an empty store
+// was skipped by that unsaved drain, and one that needed the lock's key
+// seen gone did not happen at all.)
+func TestOperatorStateWrittenAgainAfterALongOutage(t *testing.T) {
+	ctx := context.Background()
+	open, srv := sharedRedis(t)
+	st := &lockGatedRedis{Redis: open()}
+	e := newManager(t, "", func(m *Manager) {
+		onShared(st, nil, time.Minute)(m)
+		m.LeaderTTL = 2 * time.Second
+		m.HealthCheck = 100 * time.Millisecond
+	})
+	e.startNode("n1", nodeOpts{})
+	e.startNode("n2", nodeOpts{})
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: "kid", DurationS: 600}); err != nil {
+		t.Fatal(err)
+	}
+	st.try.shut()
+	srv.Pause(t)
+	if _, err := e.admin.SetNode(ctx, &pb.SetNodeRequest{NodeId: "n2", Draining: ptr(true)}); !pb.IsNotSaved(err) {
+		t.Fatalf("drain of n2, Redis stalled: %v; want it in force, not saved", err)
+	}
+	waitFor(t, 10*time.Second, "the planner lock lost in the outage", func() bool { return !e.m.Leader() })
+	srv.Resume()
+	if err := srv.Client(t).FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st.try.open()
+	waitFor(t, 20*time.Second, "the lock taken back", e.m.Leader)
+	rd := open()
+	settings, raw := storedSettings(t, rd)
+	if !settings["n1"].Draining || !settings["n2"].Draining {
+		t.Errorf("stored node settings after the outage: %s, want n1's drain written again and n2's saved", raw)
+	}
+	if b, err := rd.State(ctx, stateSuspensions); err != nil || !strings.Contains(string(b), `"kid"`) {
+		t.Errorf("stored suspensions after the outage: %s %v, want kid's written again", b, err)
+	}
+	if !e.nodeInfo("n1").Draining || !e.nodeInfo("n2").Draining {
+		t.Error("a node undrained by the outage")
 	}
 }

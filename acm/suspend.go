@@ -102,9 +102,7 @@ func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context, strict bool) er
 }
 
 // refreshSuspensions, on a standby (or a manager that lost the planner
-// lock: each log line says which, lockRole; not one whose lock's key
-// vanished from the store, leader.vanished, whose own suspensions stand
-// for the store's lost ones), re-reads the stored suspensions at
+// lock: each log line says which, lockRole), re-reads the stored suspensions at
 // each try at the planner lock (every third of LeaderTTL; leader.standing):
 // its front door applied only those of the last node's registration, so a
 // subscriber suspended on the active manager since was admitted here
@@ -120,14 +118,6 @@ func (m *Manager) reloadSuspensionsOpLocked(ctx context.Context, strict bool) er
 // time: the lock's tries do not wait behind it.
 func (m *Manager) refreshSuspensions(ctx context.Context, stepErr error) {
 	err := stepErr
-	if m.lead != nil && m.lead.vanished.Load() {
-		// This manager held the lock until its key vanished from the
-		// store, no other holder seen since: the store lost its data,
-		// and its suspensions with it; this manager's stay in force,
-		// to be written again when it takes the lock back
-		// (restoreLostOpLocked).
-		return
-	}
 	if err == nil {
 		if !m.opMu.TryLock() {
 			return
@@ -265,6 +255,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	m.mu.Lock()
 	m.suspended = next
 	m.mu.Unlock()
+	m.noteStored(nil, next)
 	if d == 0 {
 		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
 	} else {

@@ -31,11 +31,14 @@ return 0
 // tenure the caller last knew it held ("" none). It returns {0, ""} when
 // another holds the lock; {2, token} when ARGV[1] holds it afterwards and
 // the recorded tenure is ARGV[3]'s (it held it all along, or takes it
-// back free with no other holder in between); {1, token} when ARGV[1]
-// holds it afterwards in a tenure that ARGV[3] is not: another held it
-// since, the record was lost, or a take of ARGV[1]'s whose answer was
-// lost (run by Redis after the caller's timeout) began a tenure the
-// caller never heard of, as the lock's next holder after another.
+// back free with no other holder in between), or none is recorded while
+// the caller knew one (ARGV[3] not ""): Redis lost its data, the record
+// with it, and no holder took the lock since (it would have recorded
+// its tenure): the record is written again as ARGV[3]; {1, token} when
+// ARGV[1] holds it afterwards in a tenure that ARGV[3] is not: another
+// held it since, or a take of ARGV[1]'s whose answer was lost (run by
+// Redis after the caller's timeout) began a tenure the caller never
+// heard of, as the lock's next holder after another.
 var takeScript = redis.NewScript(`
 local cur = redis.call("GET", KEYS[1])
 if cur ~= false and cur ~= ARGV[1] then
@@ -49,6 +52,10 @@ end
 local last = redis.call("GET", KEYS[2])
 if ARGV[3] ~= "" and last == ARGV[3] then
 	return {2, last}
+end
+if ARGV[3] ~= "" and last == false then
+	redis.call("SET", KEYS[2], ARGV[3])
+	return {2, ARGV[3]}
 end
 redis.call("SET", KEYS[2], ARGV[4])
 return {1, ARGV[4]}

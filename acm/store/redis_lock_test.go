@@ -125,3 +125,43 @@ func TestCheckLockTTLWritten(t *testing.T) {
 		t.Fatalf("ttl -1h: %v", err)
 	}
 }
+
+// TestRedisTakeLockKeptAfterRedisLostItsData: a Redis restarted without
+// its data holds no record of the lock's holders; the manager that held
+// the lock takes it back kept (no other could have taken it without
+// recording its tenure), so that it writes back what the store lost;
+// another manager that never held it takes it not kept, and after it the
+// first one's take is not kept either. (Both were not kept: the store's
+// empty state replaced the active manager's.)
+func TestRedisTakeLockKeptAfterRedisLostItsData(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	a := openRedis(t, RedisOptions{Addr: srv.Addr})
+	b := openRedis(t, RedisOptions{Addr: srv.Addr})
+	take := func(r *Redis, holder string) (held, kept bool) {
+		t.Helper()
+		held, kept, err := r.TakeLock(ctx, "lost", holder, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return held, kept
+	}
+	if held, _ := take(a, "mgr-a"); !held {
+		t.Fatal("mgr-a: lock not taken")
+	}
+	raw.FlushAll(ctx)
+	if held, kept := take(a, "mgr-a"); !held || !kept {
+		t.Fatalf("mgr-a after the data loss: held %v kept %v, want both", held, kept)
+	}
+	raw.FlushAll(ctx)
+	if held, kept := take(b, "mgr-b"); !held || kept {
+		t.Fatalf("mgr-b after the data loss: held %v kept %v, want held, not kept", held, kept)
+	}
+	if _, err := b.Unlock(ctx, "lost", "mgr-b"); err != nil {
+		t.Fatal(err)
+	}
+	if held, kept := take(a, "mgr-a"); !held || kept {
+		t.Fatalf("mgr-a after mgr-b held it: held %v kept %v, want held, not kept", held, kept)
+	}
+}

@@ -191,10 +191,13 @@ type Locker interface {
 	// TakeLock is TryLock telling also whether holder was the lock's last
 	// holder before the call (kept: it held it all along, or takes it back
 	// free with no other holder having taken it since this Locker was last
-	// answered holder held it); kept is false when another held it since,
-	// when the store cannot tell (no holder recorded, or the record lost),
-	// and when a take of holder's whose answer was lost (it timed out, and
-	// the store ran it later) took the lock after another holder.
+	// answered holder held it, also when the store lost its record of
+	// holders, a Redis restarted without its data, since this Locker knew
+	// holder held it: no holder took it since, or its tenure would be
+	// recorded); kept is false when another held it since, when the
+	// store cannot tell (this Locker never knew holder held it), and when
+	// a take of holder's whose answer was lost (it timed out, and the
+	// store ran it later) took the lock after another holder.
 	// Errors: TryLock's.
 	TakeLock(ctx context.Context, name, holder string, ttl time.Duration) (held, kept bool, err error)
 	// RenewLock extends holder's lock name to ttl from now. It returns
