@@ -430,8 +430,14 @@ func (c *rtspConn) forget(s *session) {
 // unackedFor returns the bytes the connection holds that its peer has not
 // acknowledged, queued in its writer or in its socket (unackedBytes),
 // when s is the only session interleaved in it, so that they are its
-// stream's; 0 otherwise, or when the kernel does not say.
+// stream's; 0 otherwise, when the kernel does not say, and over RTSPS:
+// there the writer's batch being written is partly in the socket already
+// (as TLS records, SIOCOUTQ counting them too), and how much is not
+// known, so what was handed to TLS is counted.
 func (c *rtspConn) unackedFor(s *session) int64 {
+	if _, ok := c.nc.(*tls.Conn); ok {
+		return 0
+	}
 	c.mu.Lock()
 	for _, cs := range c.channels {
 		if cs != s {
