@@ -19,7 +19,8 @@ import (
 // and Connection: close, and the connection closed (it was kept for the
 // session timeout, 60 s, and closed without a word); another client's
 // connection is not touched. A connection idle for longer than that
-// before its request is not: the request is answered.
+// before its request is not, also after a response it sent: the request
+// is answered.
 func TestRTSPRequestHeadTimeout(t *testing.T) {
 	was := rtspHeadTimeout
 	t.Cleanup(func() { rtspHeadTimeout = was }) // after the node's own cleanup
@@ -91,5 +92,15 @@ func TestRTSPRequestHeadTimeout(t *testing.T) {
 		if res := idle.do("OPTIONS", "*"); res.StatusCode != 200 {
 			t.Fatalf("OPTIONS after %v idle: %s", 3*rtspHeadTimeout, statusLine(res))
 		}
+	}
+	// A response from the client, then silence: idle too (it waited
+	// for its next message under the head timeout, and the connection
+	// was closed).
+	if _, err := io.WriteString(idle.c, "RTSP/1.0 200 OK\r\nCSeq: 7\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * rtspHeadTimeout) // the idleness under test
+	if res := idle.do("OPTIONS", "*"); res.StatusCode != 200 {
+		t.Fatalf("OPTIONS after a response and %v idle: %s", 3*rtspHeadTimeout, statusLine(res))
 	}
 }

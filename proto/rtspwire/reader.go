@@ -58,6 +58,11 @@ func (e *FramingError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Re
 // RFC 2326 §10.12); only its channel is kept.
 type Frame struct{ Channel int }
 
+// Response is an RTSP response from the client: servers that send no
+// requests ignore it (Next returns it so that a caller waits for the
+// next message as after any other).
+type Response struct{}
+
 // maxBlankBytes bounds the CR and LF bytes skipped before one message
 // (Next): more is not an RTSP client's.
 const maxBlankBytes = 1024
@@ -109,7 +114,10 @@ func (r *Reader) Next() (any, error) {
 			if _, err := r.body(head); err != nil {
 				return nil, cut(err, cseqOf(head))
 			}
-			continue // a response: ignored
+			// A response (to nothing these servers ask): ignored, but
+			// returned, so that the caller waits for the next message
+			// under its idle rules, not under this one's deadline.
+			return Response{}, nil
 		}
 		body, err := r.body(head)
 		if err != nil {

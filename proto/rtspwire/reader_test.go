@@ -25,7 +25,7 @@ func TestReader(t *testing.T) {
 		"RTSP/1.0 200 OK\r\nCSeq: 9\r\n\r\n" +
 		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nabcd" +
 		"SET_PARAMETER rtsp://h/x RTSP/1.0\r\nCSeq: 3\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nefgh"))
-	for i, want := range []string{"OPTIONS", "frame 1", "SET_PARAMETER abcd", "SET_PARAMETER efgh"} {
+	for i, want := range []string{"OPTIONS", "frame 1", "response", "SET_PARAMETER abcd", "SET_PARAMETER efgh"} {
 		msg, err := r.Next()
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
@@ -36,6 +36,8 @@ func TestReader(t *testing.T) {
 			got = strings.TrimSpace(string(m.Method) + " " + string(m.Body))
 		case Frame:
 			got = "frame " + string(rune('0'+m.Channel))
+		case Response:
+			got = "response"
 		}
 		if got != want {
 			t.Fatalf("message %d: %q, want %q", i, got, want)
@@ -93,7 +95,7 @@ func FuzzRTSPReader(f *testing.F) {
 				if m.Method == "" {
 					t.Fatal("request without method")
 				}
-			case Frame:
+			case Frame, Response:
 			default:
 				t.Fatalf("message %T", msg)
 			}
