@@ -76,11 +76,11 @@ func (m *Manager) endOrphanLocked(s *session, now time.Time) {
 	s.forget = m.lead != nil
 }
 
-// idleEnd returns when s, ending for its node's death, ended: at, or
-// when its viewer last asked its node anything when its node's last
-// report listed it idle since then (idleSince; an HTTP session between
-// requests, as its idle timeout or a clean stop of the node would end it),
-// never before its start.
+// idleEnd returns when s, ending for its node's death, ended: at, or its
+// viewer's last sign of life when its node's last report listed it idle
+// since then (idleSince: an HTTP session between requests, an RTSP one
+// paused and silent, as its idle timeout or a clean stop of the node
+// would end it), never before its start.
 func idleEnd(s *session, at time.Time) time.Time {
 	if s.idleSince.IsZero() || !s.idleSince.Before(at) {
 		return at

@@ -88,11 +88,12 @@ type session struct {
 	// one's start or takeover (the stored progress: progress.go); zero
 	// again once a report of its node lists it.
 	storedHeard time.Time
-	// idleSince is when its viewer last asked its node anything, for an
-	// HTTP session its node's last report before it died listed idle
-	// (nodeState.idle); zero otherwise, and again once a report of its
-	// node lists it. A session that ends for its node's death ends there
-	// at the latest (idleEnd): its viewer's last sign of life.
+	// idleSince is its viewer's last sign of life, for a session its
+	// node's last report before it died listed idle (nodeState.idle: an
+	// HTTP session asking nothing, an RTSP one paused and silent, for
+	// longer than the node's session timeout); zero otherwise, and again
+	// once a report of its node lists it. A session that ends for its
+	// node's death ends there at the latest (idleEnd).
 	idleSince time.Time
 	// startedNodeMs is when the node started it, on the node's clock (its
 	// STARTED event, or the first report that listed it); 0: unknown. A
