@@ -131,8 +131,7 @@ func (e tokenRefused) Unwrap() error { return errUnauthorized }
 // subscriberToken returns the subscriber token a request carries: the
 // Bearer credentials of its Authorization header, else, when subscriber
 // tokens are accepted, its URL's token query parameter (query: the
-// URL's raw query). ok is false when it carries none (an empty token
-// parameter is none).
+// URL's raw query). ok is false when it carries none.
 func (m *Manager) subscriberToken(header, query string) (tok string, ok bool) {
 	if scheme, cred, _ := strings.Cut(strings.TrimSpace(header), " "); strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(cred), true // "Bearer" alone: an empty token, refused as such
@@ -143,9 +142,7 @@ func (m *Manager) subscriberToken(header, query string) (tok string, ok bool) {
 	// The pairs that parse count: a malformed one elsewhere in the query
 	// (players append their own parameters) does not hide the token.
 	v, _ := url.ParseQuery(query)
-	if v.Get("token") == "" {
-		// none, or empty: a portal's URL template whose token was not
-		// filled in, next to credentials that may be good
+	if !v.Has("token") {
 		return "", false
 	}
 	return v.Get("token"), true
