@@ -2,15 +2,14 @@ package acm
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+
+	"vodcluster/proto/rtspwire/rtspwiretest"
 )
 
 // TestRTSPFrontDoorHeadTimeout: a request whose first bytes came but not
@@ -53,49 +52,7 @@ func TestRTSPFrontDoorHeadTimeout(t *testing.T) {
 	}
 	head := "OPTIONS rtsp://" + addr + "/vod/t1 RTSP/1.0\r\nCSeq: 1\r\n"
 	for _, trickle := range []bool{false, true} {
-		nc, br := dial()
-		start := time.Now()
-		if _, err := io.WriteString(nc, head); err != nil {
-			t.Fatal(err)
-		}
-		stop := make(chan struct{})
-		trickled := make(chan struct{})
-		go func() {
-			defer close(trickled)
-			if !trickle {
-				return
-			}
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := io.WriteString(nc, "X"); err != nil {
-						return
-					}
-				}
-			}
-		}()
-		nc.SetReadDeadline(time.Now().Add(5 * time.Second)) // well before the idle timeout
-		var res base.Response
-		err := res.Unmarshal(br)
-		close(stop)
-		<-trickled
-		if err != nil {
-			t.Errorf("trickle %v: no answer within 5 s: %v, want 408", trickle, err)
-			continue
-		}
-		if res.StatusCode != base.StatusRequestTimeout || strings.Join(res.Header["CSeq"], ",") != "1" || strings.Join(res.Header["Connection"], ",") != "close" {
-			t.Errorf("trickle %v: %d %q CSeq %v Connection %v, want 408 with CSeq 1, Connection: close", trickle, res.StatusCode, res.StatusMessage, res.Header["CSeq"], res.Header["Connection"])
-		}
-		if took := time.Since(start); took < rtspHeadTimeout {
-			t.Errorf("trickle %v: 408 after %v, before the head timeout (%v)", trickle, took, rtspHeadTimeout)
-		}
-		if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("trickle %v: after the 408: %v, want the connection closed", trickle, err)
-		}
+		rtspwiretest.CheckHeadTimeout(t, addr, head, trickle, rtspHeadTimeout)
 	}
 	if res := options(other, otherBR, "2"); res.StatusCode != 200 {
 		t.Fatalf("OPTIONS on another connection: %d %s", res.StatusCode, res.StatusMessage)

@@ -1,16 +1,11 @@
 package vodnode
 
 import (
-	"bufio"
-	"errors"
 	"io"
-	"net"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"vodcluster/proto/rtspwire/rtspwiretest"
 )
 
 // TestRTSPRequestHeadTimeout: a request whose first bytes came but not
@@ -32,54 +27,7 @@ func TestRTSPRequestHeadTimeout(t *testing.T) {
 	}
 	head := "OPTIONS rtsp://" + n.RTSPAddr() + "/ RTSP/1.0\r\nCSeq: 1\r\n"
 	for _, trickle := range []bool{false, true} {
-		nc, err := net.Dial("tcp", n.RTSPAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		start := time.Now()
-		if _, err := io.WriteString(nc, head); err != nil {
-			t.Fatal(err)
-		}
-		stop := make(chan struct{})
-		trickled := make(chan struct{})
-		go func() {
-			defer close(trickled)
-			if !trickle {
-				return
-			}
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := io.WriteString(nc, "X"); err != nil {
-						return
-					}
-				}
-			}
-		}()
-		nc.SetReadDeadline(time.Now().Add(5 * time.Second)) // well before the session timeout
-		br := bufio.NewReader(nc)
-		var res base.Response
-		err = res.Unmarshal(br)
-		close(stop)
-		<-trickled
-		if err != nil {
-			t.Errorf("trickle %v: no answer within 5 s: %v, want 408", trickle, err)
-			continue
-		}
-		if res.StatusCode != base.StatusRequestTimeout || strings.Join(res.Header["CSeq"], ",") != "1" || strings.Join(res.Header["Connection"], ",") != "close" {
-			t.Errorf("trickle %v: %s CSeq %v Connection %v, want 408 with CSeq 1, Connection: close", trickle, statusLine(&res), res.Header["CSeq"], res.Header["Connection"])
-		}
-		if took := time.Since(start); took < rtspHeadTimeout {
-			t.Errorf("trickle %v: 408 after %v, before the head timeout (%v)", trickle, took, rtspHeadTimeout)
-		}
-		if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("trickle %v: after the 408: %v, want the connection closed", trickle, err)
-		}
+		rtspwiretest.CheckHeadTimeout(t, n.RTSPAddr(), head, trickle, rtspHeadTimeout)
 	}
 	if res := other.do("OPTIONS", "*"); res.StatusCode != 200 {
 		t.Fatalf("OPTIONS on another connection: %s", statusLine(res))

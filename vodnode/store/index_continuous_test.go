@@ -17,14 +17,7 @@ import (
 func TestIndexWithClockJumpsBuiltAgain(t *testing.T) {
 	dir := t.TempDir()
 	data := append(sample(t), sample(t)...) // a splice: the PCR starts again
-	ts := filepath.Join(dir, "t1.ts")
-	if err := os.WriteFile(ts, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := tsindex.BuildFrom(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, st := storeCopy(t, dir, "t1", data)
 	// As indexed before: the second half's PCRs as in the file, back.
 	old := *idx
 	old.PCRs = append([]tsindex.PCRPoint(nil), idx.PCRs...)
@@ -35,10 +28,6 @@ func TestIndexWithClockJumpsBuiltAgain(t *testing.T) {
 	}
 	if old.Continuous() {
 		t.Fatal("the old index made continuous: the test's splice is wrong")
-	}
-	st, err := os.Stat(ts)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := saveIndex(filepath.Join(dir, "t1.idx"), st, &old, "v1"); err != nil {
 		t.Fatal(err)
@@ -85,14 +74,7 @@ func TestIndexBeforePTSJumpsBuiltAgain(t *testing.T) {
 	spliced := append(bytes.Clone(intro), clip...)
 	titles := map[string][]byte{"spliced": spliced, "plain": clip, "current": spliced}
 	for id, data := range titles {
-		ts := filepath.Join(dir, id+".ts")
-		if err := os.WriteFile(ts, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		idx, err := tsindex.BuildFrom(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
+		idx, st := storeCopy(t, dir, id, data)
 		// As indexed before Format 2: the stream's own times, no jump.
 		old := *idx
 		old.Keyframes, old.PTSJumps = nil, nil
@@ -101,10 +83,6 @@ func TestIndexBeforePTSJumpsBuiltAgain(t *testing.T) {
 			old.Keyframes = append(old.Keyframes, k)
 		}
 		old.PCRJumps = 7 // marks the old index: a new one counts what it absorbed
-		st, err := os.Stat(ts)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if id == "current" {
 			if err := saveIndex(filepath.Join(dir, id+".idx"), st, &old, "v-"+id); err != nil {
 				t.Fatal(err)
@@ -155,4 +133,24 @@ func writeOldIndex(t *testing.T, path string, x indexFile) {
 	if err := gob.NewEncoder(f).Encode(x); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// storeCopy writes data as the stored copy id.ts in dir and returns its
+// index, as built now, and the file's FileInfo (what a saved index is
+// checked against).
+func storeCopy(t *testing.T, dir, id string, data []byte) (*tsindex.Index, os.FileInfo) {
+	t.Helper()
+	ts := filepath.Join(dir, id+".ts")
+	if err := os.WriteFile(ts, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := tsindex.BuildFrom(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, st
 }
