@@ -43,13 +43,13 @@ func TestFrontDoorConnectionSlotsFreedOnEveryClose(t *testing.T) {
 	closedByServer := func(e *env, what, addr string, do func(nc net.Conn)) {
 		t.Helper()
 		nc := dialFrom(t, "127.0.0.1", addr)
-		waitFor(t, 10*time.Second, what+": the connection counted", func() bool { return e.m.conns.count(client) == 1 })
+		waitFor(t, 10*time.Second, what+": the connection counted", func() bool { return e.m.conns.Open(client) == 1 })
 		do(nc)
 		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.Copy(io.Discard, nc); err != nil && isTimeout(err) {
 			t.Fatalf("%s: the manager did not close the connection in 10 s", what)
 		}
-		waitFor(t, 10*time.Second, what+": the slot freed", func() bool { return e.m.conns.count(client) == 0 })
+		waitFor(t, 10*time.Second, what+": the slot freed", func() bool { return e.m.conns.Open(client) == 0 })
 	}
 	send := func(s string) func(net.Conn) {
 		return func(nc net.Conn) {
@@ -99,13 +99,13 @@ func TestFrontDoorConnectionSlotsFreedOnEveryClose(t *testing.T) {
 	}
 	defer hc.Close()
 	waitFor(t, 10*time.Second, "the connections counted", func() bool {
-		return plain.m.conns.count(client) == 3 && secure.m.conns.count(client) == 1
+		return plain.m.conns.Open(client) == 3 && secure.m.conns.Open(client) == 1
 	})
 	for _, e := range []*env{plain, secure} {
 		if err := e.m.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.m.conns.count(client); n != 0 {
+		if n := e.m.conns.Open(client); n != 0 {
 			t.Errorf("%d connections counted after Close", n)
 		}
 	}

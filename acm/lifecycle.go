@@ -230,7 +230,7 @@ func (m *Manager) teardown() error {
 	} else if m.httpLn != nil {
 		m.httpLn.Close()
 	}
-	m.conns.closeAnswers() // the listeners are closed: no refusal is answered past Close
+	m.conns.CloseAnswers() // the listeners are closed: no refusal is answered past Close
 	if m.grpcSrv != nil {
 		// Stop, not GracefulStop: heartbeat streams never end by themselves.
 		m.grpcSrv.Stop()

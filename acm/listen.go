@@ -7,19 +7,21 @@ import (
 	"net"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/connlimit"
 )
 
 // listen binds the front doors (RTSP, RTSPS when configured, HTTP or
 // HTTPS), their connections counted per client address against
-// MaxConnsPerAddr (connlimit.go), and the gRPC port. Errors name the listener; what was bound
+// MaxConnsPerAddr (proto/connlimit), and the gRPC port. Errors name the listener; what was bound
 // before the error stays bound for teardown to close.
 func (m *Manager) listen() (err error) {
-	m.conns = newConnLimiter(m.MaxConnsPerAddr, m.log)
+	m.conns = connlimit.New(connlimit.Config{Max: m.MaxConnsPerAddr, Setting: "max_conns_per_addr", Log: m.log,
+		Refused: func(listener string) { connsRefused.WithLabelValues(listener).Inc() }})
 	conns := m.conns
 	if m.rtspLn, err = net.Listen("tcp", m.RTSPListen); err != nil {
 		return fmt.Errorf("acm: rtsp: %w", err)
 	}
-	m.rtspLn = conns.wrap(m.rtspLn, store.ProtoRTSP, refuseRTSP)
+	m.rtspLn = conns.Wrap(m.rtspLn, store.ProtoRTSP, connlimit.RTSP)
 	if (m.RTSPSListen == "") != (m.RTSPTLS == nil) {
 		return errors.New("acm: RTSPS needs both a listen address and a TLS configuration")
 	}
@@ -28,16 +30,16 @@ func (m *Manager) listen() (err error) {
 		if err != nil {
 			return fmt.Errorf("acm: rtsps: %w", err)
 		}
-		m.rtspsLn = tls.NewListener(conns.wrap(ln, store.ProtoRTSPS, refuseClose), m.RTSPTLS)
+		m.rtspsLn = tls.NewListener(conns.Wrap(ln, store.ProtoRTSPS, connlimit.Close), m.RTSPTLS)
 	}
 	if m.httpLn, err = net.Listen("tcp", m.HTTPListen); err != nil {
 		return fmt.Errorf("acm: http: %w", err)
 	}
-	httpRefuse := refuseHTTP
+	httpRefuse := connlimit.HTTP
 	if m.HTTPTLS != nil {
-		httpRefuse = refuseClose // its bytes would have to be TLS
+		httpRefuse = connlimit.Close // its bytes would have to be TLS
 	}
-	m.httpLn = conns.wrap(m.httpLn, store.ProtoHTTP, httpRefuse)
+	m.httpLn = conns.Wrap(m.httpLn, store.ProtoHTTP, httpRefuse)
 	if m.HTTPTLS != nil {
 		m.httpLn = tls.NewListener(m.httpLn, m.HTTPTLS)
 	}

@@ -18,6 +18,7 @@ import (
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
 	"vodcluster/lsm"
+	"vodcluster/proto/connlimit"
 	"vodcluster/proto/metricshttp"
 	"vodcluster/proto/token"
 	"vodcluster/smm"
@@ -171,7 +172,7 @@ type Manager struct {
 	RequestRefill   time.Duration // DefaultRequestRefill
 	// MaxConnsPerAddr caps the open front-door connections (RTSP, RTSPS
 	// and HTTP together) of one client address (an IPv6 client's /64):
-	// one more is answered 503 and closed at accept (connlimit.go, connrefuse.go). 0 means
+	// one more is answered 503 and closed at accept (proto/connlimit). 0 means
 	// DefaultMaxConnsPerAddr; < 0 means no limit.
 	MaxConnsPerAddr int
 	// RestoreGrace is how long a session without a reservation waits for
@@ -412,8 +413,8 @@ type Manager struct {
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener
-	rtspsLn    net.Listener // nil: no RTSPS front door
-	conns      *connLimiter // the front door's connections per client address; nil: no limit
+	rtspsLn    net.Listener       // nil: no RTSPS front door
+	conns      *connlimit.Limiter // the front door's connections per client address; nil: no limit
 	rtsp       *rtspServer
 	httpLn     net.Listener
 	httpSrv    *http.Server

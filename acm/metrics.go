@@ -116,6 +116,14 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
 }, []string{"protocol"})
 
+// connsRefused counts the front door's connections refused at accept
+// because their client address had MaxConnsPerAddr open already
+// (proto/connlimit).
+var connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_frontdoor_connections_refused_total",
+	Help: "Front-door connections refused at accept (answered 503 or closed) because their client address (an IPv6 client's /64) had max_conns_per_addr open already, by listener (rtsp, rtsps, http).",
+}, []string{"listener"})
+
 // frontDoorProtocols are the protocol label values of the front door's
 // counters, and the listener values of connsRefused (listen.go names
 // each front door's listener by its protocol; an HTTPS front door is
