@@ -15,6 +15,7 @@ import (
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
+	"vodcluster/proto/connlimit"
 	"vodcluster/proto/httpcors"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
@@ -34,7 +35,9 @@ func (h *httpServer) start(addr string) error {
 		return err
 	}
 	if h.n.HTTPTLS != nil {
-		ln = tls.NewListener(ln, h.n.HTTPTLS)
+		ln = tls.NewListener(h.n.connLimit.Wrap(ln, "http", connlimit.Close), h.n.HTTPTLS) // a refusal's bytes would have to be TLS
+	} else {
+		ln = h.n.connLimit.Wrap(ln, "http", connlimit.HTTP)
 	}
 	h.ln = ln
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

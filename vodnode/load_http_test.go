@@ -56,7 +56,7 @@ func TestLoadHTTP(t *testing.T) {
 	// times real time, to the end of the run
 	encodeLoadClip(ctx, t, filepath.Join(titles, "load-4m.ts"), seconds*13/10+30)
 	n := &Node{ID: "load", DataDir: dir, HTTPListen: "127.0.0.1:0", Secret: testSecret, Logger: testLogger(),
-		SessionTimeout: 120 * time.Second}
+		SessionTimeout: 120 * time.Second, MaxConnsPerAddr: -1} // every viewer of the load comes from 127.0.0.1
 	if err := n.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,8 @@ func TestLoadRTSPLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	encodeLoadClip(ctx, t, clip, seconds+30)
-	n := &Node{ID: "load", DataDir: dir, Secret: testSecret, Logger: testLogger(), SessionTimeout: 120 * time.Second}
+	n := &Node{ID: "load", DataDir: dir, Secret: testSecret, Logger: testLogger(), SessionTimeout: 120 * time.Second,
+		MaxConnsPerAddr: -1} // every viewer of the load generator comes from 127.0.0.1
 	if err := n.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package vodnode
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"vodcluster/proto/metricshttp"
@@ -26,6 +28,7 @@ var (
 	descNodeFallback = prometheus.NewDesc("vodnode_http_send_fallbacks_total", "HTTP sends of a title's bytes (progressive downloads, HLS segments) copied through the node instead of sent with sendfile, by cause: reopen (the title's file could not be opened again), writer (the response writer takes no file), connection (net/http or the kernel copied the file). HTTPS sends are always copied and not counted.", []string{"cause"}, nil)
 	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it (an I/O error, or the file shorter than its index), each cutting a viewer's HTTP response short or ending an RTSP session (reason \"disk-read-error\").", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
+	descNodeConnRefd = prometheus.NewDesc("vodnode_connections_refused_total", "Connections refused at accept (answered 503, or closed bare on RTSPS and HTTPS) because their client address (an IPv6 client's /64) had max_conns_per_addr open already, by listener (rtsp, rtsps, http).", []string{"listener"}, nil)
 	descNodeUDPRefd  = prometheus.NewDesc("vodnode_setups_udp_refused_total", "RTSP SETUPs that offered only UDP, answered 461 Unsupported Transport by this node, which has tcp_only (players then set up over TCP): how many players asked for UDP first.", nil, nil)
 )
 
@@ -33,7 +36,7 @@ var (
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descNodeSessions, descNodeReserved, descNodeCapacity, descNodeSent, descNodeOrigin, descNodeOriginRg,
 		descNodeFillsNow, descNodeFills, descNodeFailed, descNodeDiskUsed, descNodePartial, descNodeDiskCap, descNodeTitles, descNodeDraining,
-		descNodeFallback, descNodeDiskRead, descNodeUDPRefd} {
+		descNodeFallback, descNodeDiskRead, descNodeUDPRefd, descNodeConnRefd} {
 		ch <- d
 	}
 }
@@ -86,6 +89,9 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descNodeDiskRead, float64(n.send.diskErrors.Load()))
 	counter(descNodeUDPRefd, float64(n.udpRefused.Load()))
+	for listener, c := range map[string]*atomic.Uint64{"rtsp": &n.connsRefused.rtsp, "rtsps": &n.connsRefused.rtsps, "http": &n.connsRefused.http} {
+		ch <- prometheus.MustNewConstMetric(descNodeConnRefd, prometheus.CounterValue, float64(c.Load()), listener)
+	}
 	used, partial, quota := n.store.Usage()
 	gauge(descNodeDiskUsed, float64(used))
 	gauge(descNodePartial, float64(partial))

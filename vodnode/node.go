@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"vodcluster/proto/connlimit"
 	"vodcluster/proto/metricshttp"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -112,9 +113,18 @@ type Node struct {
 	// manager's budget does not count: 0 = 1 (DefaultOriginRanges);
 	// negative = none (they wait for their fills).
 	OriginRanges int
+	// MaxConnsPerAddr caps the open connections (RTSP, RTSPS and HTTP
+	// together) of one client address (an IPv6 client's /64): one more
+	// is answered 503 and closed at accept (proto/connlimit; closed bare
+	// on RTSPS and HTTPS), counted in vodnode_connections_refused_total.
+	// 0 means DefaultMaxConnsPerAddr; < 0 means no limit.
+	MaxConnsPerAddr int
 
 	Pacers int           // pacer goroutines of the delivery engine; 0 = GOMAXPROCS
 	Tick   time.Duration // pacer period; 0 = 5 ms
+
+	connLimit    *connlimit.Limiter // connections per client address over the listeners; nil: no limit
+	connsRefused refusedCounts      // connections conns refused, by listener
 
 	signer  *token.Signer
 	store   *store.Store
@@ -300,10 +310,16 @@ func (n *Node) Start() (err error) {
 	undo = append(undo, func() { n.store.Close() })
 	n.loadUsedTokens(time.Now()) // the data dir is this process's now
 
+	if n.MaxConnsPerAddr == 0 {
+		n.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	n.connLimit = connlimit.New(connlimit.Config{Max: n.MaxConnsPerAddr, Setting: "max_conns_per_addr", Log: n.log, Refused: n.connsRefused.add})
+	undo = append(undo, n.connLimit.CloseAnswers) // run after the listeners' closes: undo runs backwards
 	n.rtspLn, err = net.Listen("tcp", n.RTSPListen)
 	if err != nil {
 		return fmt.Errorf("vodnode: rtsp listen: %w", err)
 	}
+	n.rtspLn = n.connLimit.Wrap(n.rtspLn, "rtsp", connlimit.RTSP)
 	undo = append(undo, func() { n.rtspLn.Close() })
 	if (n.RTSPSListen == "") != (n.RTSPTLS == nil) {
 		return errors.New("vodnode: RTSPS needs both a listen address and a TLS configuration")
@@ -313,7 +329,7 @@ func (n *Node) Start() (err error) {
 		if err != nil {
 			return fmt.Errorf("vodnode: rtsps listen: %w", err)
 		}
-		n.rtspsLn = tls.NewListener(ln, n.RTSPTLS)
+		n.rtspsLn = tls.NewListener(n.connLimit.Wrap(ln, "rtsps", connlimit.Close), n.RTSPTLS)
 		undo = append(undo, func() { n.rtspsLn.Close() })
 	}
 	if !n.TCPOnly {
@@ -416,6 +432,7 @@ func (n *Node) Close() error {
 	if n.httpSrv != nil {
 		n.httpSrv.close()
 	}
+	n.connLimit.CloseAnswers() // the listeners are closed: no refusal is answered past Close
 	if n.metrics != nil {
 		n.metrics.Close()
 	}

@@ -113,7 +113,7 @@ func (n *Node) acceptRTSP(ln net.Listener) {
 			}
 			continue
 		}
-		if tc, ok := nc.(*net.TCPConn); ok && n.rtspSendBuffer > 0 {
+		if tc, ok := nc.(interface{ SetWriteBuffer(int) error }); ok && n.rtspSendBuffer > 0 {
 			tc.SetWriteBuffer(n.rtspSendBuffer)
 		}
 		c := &rtspConn{

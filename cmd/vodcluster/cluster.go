@@ -46,8 +46,9 @@ type clusterOptions struct {
 	// MaxSessionsPerUser caps each subscriber's live sessions
 	// (acm.Manager.MaxSessionsPerUser: 0 = acm's default, -1 = no cap).
 	MaxSessionsPerUser int
-	// RequestsPerUser and MaxConnsPerAddr are the manager's
-	// (acm.Manager: 0 = acm's default, -1 = no limit).
+	// RequestsPerUser is the manager's (acm.Manager: 0 = acm's default,
+	// -1 = no limit); MaxConnsPerAddr the manager's and each node's
+	// (acm.Manager, vodnode.Node: 0 = their default, -1 = no limit).
 	RequestsPerUser int
 	MaxConnsPerAddr int
 
@@ -232,6 +233,7 @@ func (c *cluster) newNode(id string) *vodnode.Node {
 		HTTPTLS:           opts.HTTPTLS,
 		RTSPTLS:           opts.RTSPTLS,
 		RTSPSListen:       rtsps,
+		MaxConnsPerAddr:   opts.MaxConnsPerAddr,
 		Logger:            opts.Logger.With("component", "node"),
 	}
 }

@@ -242,36 +242,37 @@ type StorageConfig struct {
 
 // NodeConfig configures `vodcluster node`.
 type NodeConfig struct {
-	ID             string        `yaml:"id"`
-	DataDir        string        `yaml:"data_dir"`
-	RTSPListen     string        `yaml:"rtsp_listen"`         // default ":8555"
-	HTTPListen     string        `yaml:"http_listen"`         // default ":8081"
-	MetricsListen  string        `yaml:"metrics_listen"`      // Prometheus /metrics; empty: none
-	RTPPort        int           `yaml:"rtp_port"`            // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
-	TCPOnly        bool          `yaml:"tcp_only"`            // RTSP media over TCP only (interleaved): no UDP port, 461 to a SETUP offering only UDP (players set up again over TCP)
-	AdvertiseHost  string        `yaml:"advertise_host"`      // host clients are redirected to
-	Manager        string        `yaml:"manager"`             // manager gRPC host:port
-	Origin         string        `yaml:"origin"`              // CDP gRPC host:port
-	ManagerTLS     bool          `yaml:"manager_tls"`         // TLS to the manager, its certificate verified for manager's host
-	ManagerTLSCA   string        `yaml:"manager_tls_ca_file"` // PEM CA(s) to verify it with (implies manager_tls); empty: the system's roots
-	OriginTLS      bool          `yaml:"origin_tls"`          // TLS to the origin, as for the manager
-	OriginTLSCA    string        `yaml:"origin_tls_ca_file"`  // PEM CA(s) for the origin (implies origin_tls)
-	SecretFile     string        `yaml:"secret_file"`
-	Site           string        `yaml:"site"`               // the operator's site (point of presence) of the node: viewers of its client prefixes (manager.sites) come here first
-	HTTPTLSCert    string        `yaml:"http_tls_cert_file"` // PEM certificate chain of the node's HTTP (for its advertise_host's name); with http_tls_key_file it speaks HTTPS only, and viewers are redirected to https://
-	HTTPTLSKey     string        `yaml:"http_tls_key_file"`  // its PEM private key
-	RTSPTLSCert    string        `yaml:"rtsp_tls_cert_file"` // PEM certificate chain of an RTSPS listener (for its advertise_host's name) beside the plain RTSP one, where viewers that came to the front door over RTSPS are sent; with rtsp_tls_key_file
-	RTSPTLSKey     string        `yaml:"rtsp_tls_key_file"`  // its PEM private key
-	RTSPSListen    string        `yaml:"rtsps_listen"`       // RTSPS, default ":8323" (with rtsp_tls_cert_file)
-	EgressBps      int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
-	MaxSessions    int           `yaml:"max_sessions"`       // 0 = bounded by egress only; negative is an error
-	DiskBytes      int64         `yaml:"disk_bytes"`         // bytes for titles; 0 (or left out) = 100 GB; negative is an error
-	Weight         int           `yaml:"weight"`             // 0 (or left out) = 100; negative or above 65535 (lsm.MaxWeight) is an error
-	SessionTimeout time.Duration `yaml:"session_timeout"`    // 0 (or left out) = 60s; negative is an error
-	PauseTimeout   time.Duration `yaml:"pause_timeout"`      // a paused viewer's session (HTTP with no request, RTSP after PAUSE) lives this long without a word: the longest pause that resumes; 0 (or left out) = 5m, never below session_timeout; negative is an error
-	Eviction       string        `yaml:"eviction"`           // local eviction policy when a fill needs room
-	FillRetryFor   time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
-	OriginRanges   int           `yaml:"origin_ranges"`      // origin reads of what viewers ask for far ahead of their title's fill open at a time (an HTTP player's probe of the title's end; a resume far into it over HTTP or RTSP), each preemptible by fills; 0 (or left out) = 1; -1 = none (such ranges wait for the fill); below -1 is an error
+	ID              string        `yaml:"id"`
+	DataDir         string        `yaml:"data_dir"`
+	RTSPListen      string        `yaml:"rtsp_listen"`         // default ":8555"
+	HTTPListen      string        `yaml:"http_listen"`         // default ":8081"
+	MetricsListen   string        `yaml:"metrics_listen"`      // Prometheus /metrics; empty: none
+	RTPPort         int           `yaml:"rtp_port"`            // even UDP port RTP over UDP is sent from, RTCP on the next; 0 = a free pair at each start
+	TCPOnly         bool          `yaml:"tcp_only"`            // RTSP media over TCP only (interleaved): no UDP port, 461 to a SETUP offering only UDP (players set up again over TCP)
+	AdvertiseHost   string        `yaml:"advertise_host"`      // host clients are redirected to
+	Manager         string        `yaml:"manager"`             // manager gRPC host:port
+	Origin          string        `yaml:"origin"`              // CDP gRPC host:port
+	ManagerTLS      bool          `yaml:"manager_tls"`         // TLS to the manager, its certificate verified for manager's host
+	ManagerTLSCA    string        `yaml:"manager_tls_ca_file"` // PEM CA(s) to verify it with (implies manager_tls); empty: the system's roots
+	OriginTLS       bool          `yaml:"origin_tls"`          // TLS to the origin, as for the manager
+	OriginTLSCA     string        `yaml:"origin_tls_ca_file"`  // PEM CA(s) for the origin (implies origin_tls)
+	SecretFile      string        `yaml:"secret_file"`
+	Site            string        `yaml:"site"`               // the operator's site (point of presence) of the node: viewers of its client prefixes (manager.sites) come here first
+	HTTPTLSCert     string        `yaml:"http_tls_cert_file"` // PEM certificate chain of the node's HTTP (for its advertise_host's name); with http_tls_key_file it speaks HTTPS only, and viewers are redirected to https://
+	HTTPTLSKey      string        `yaml:"http_tls_key_file"`  // its PEM private key
+	RTSPTLSCert     string        `yaml:"rtsp_tls_cert_file"` // PEM certificate chain of an RTSPS listener (for its advertise_host's name) beside the plain RTSP one, where viewers that came to the front door over RTSPS are sent; with rtsp_tls_key_file
+	RTSPTLSKey      string        `yaml:"rtsp_tls_key_file"`  // its PEM private key
+	RTSPSListen     string        `yaml:"rtsps_listen"`       // RTSPS, default ":8323" (with rtsp_tls_cert_file)
+	EgressBps       int64         `yaml:"egress_bps"`         // bit/s admission may reserve; 0 (or left out) = 1 Gbit/s; negative is an error
+	MaxSessions     int           `yaml:"max_sessions"`       // 0 = bounded by egress only; negative is an error
+	DiskBytes       int64         `yaml:"disk_bytes"`         // bytes for titles; 0 (or left out) = 100 GB; negative is an error
+	Weight          int           `yaml:"weight"`             // 0 (or left out) = 100; negative or above 65535 (lsm.MaxWeight) is an error
+	SessionTimeout  time.Duration `yaml:"session_timeout"`    // 0 (or left out) = 60s; negative is an error
+	PauseTimeout    time.Duration `yaml:"pause_timeout"`      // a paused viewer's session (HTTP with no request, RTSP after PAUSE) lives this long without a word: the longest pause that resumes; 0 (or left out) = 5m, never below session_timeout; negative is an error
+	Eviction        string        `yaml:"eviction"`           // local eviction policy when a fill needs room
+	FillRetryFor    time.Duration `yaml:"fill_retry_for"`     // a fill the origin interrupts is retried until it sent nothing this long; default 30s
+	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"` // open connections (RTSP, RTSPS, HTTP) of one client address (IPv6: /64), then answered 503 (closed bare on RTSPS/HTTPS) and closed at accept, default 256; -1 = no limit
+	OriginRanges    int           `yaml:"origin_ranges"`      // origin reads of what viewers ask for far ahead of their title's fill open at a time (an HTTP player's probe of the title's end; a resume far into it over HTTP or RTSP), each preemptible by fills; 0 (or left out) = 1; -1 = none (such ranges wait for the fill); below -1 is an error
 
 	file *yamlcfg.File // the --config file it was read from (nil: none), for validate's messages: a value as written, at its line
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -263,17 +264,20 @@ func TestUpMaxSessionsPerUser(t *testing.T) {
 	}
 }
 
-// up's --requests-per-user and --max-conns-per-addr reach the manager: a
-// load generator playing many viewers as demo from one address met the
-// request limit (20 at once, then 2 a second: 269 of 300 viewers got 429
-// or 503) and up had no flag to lift it. With -1, 40 requests at once are
-// all sent to a node; 45 connections from one address are open at a
-// limit of 45, and a 46th is refused at accept (503) while another address connects.
+// up's --requests-per-user and --max-conns-per-addr reach the manager,
+// and --max-conns-per-addr the nodes: a load generator playing many
+// viewers as demo from one address met the request limit (20 at once,
+// then 2 a second: 269 of 300 viewers got 429 or 503) and up had no flag
+// to lift it. With -1, 40 requests at once are all sent to a node; 45
+// connections from one address are open at a limit of 45, at the front
+// door and at a node, and a 46th is refused at accept (503) while
+// another address connects.
 func TestUpLoadLimitsLifted(t *testing.T) {
 	front, _ := startUp(t, "--max-sessions-per-user", "-1", "--requests-per-user", "-1", "--max-conns-per-addr", "45")
 	const n = 40
 	codes := make(chan int, n)
 	errs := make(chan error, n)
+	located := make(chan string, n)
 	for range n {
 		go func() {
 			req, err := http.NewRequest(http.MethodGet, "http://"+front+"/vod/sample-001.ts", nil)
@@ -293,6 +297,7 @@ func TestUpLoadLimitsLifted(t *testing.T) {
 				return
 			}
 			resp.Body.Close()
+			located <- resp.Header.Get("Location")
 			codes <- resp.StatusCode
 		}()
 	}
@@ -303,9 +308,13 @@ func TestUpLoadLimitsLifted(t *testing.T) {
 			t.Fatalf("request %d of %d at once with --requests-per-user -1: status %d, want 302", i+1, n, c)
 		}
 	}
-	dial := func(ip net.IP) net.Conn {
+	loc, err := url.Parse(<-located)
+	if err != nil || loc.Host == "" {
+		t.Fatalf("a redirect's Location: %v %v", loc, err)
+	}
+	dial := func(ip net.IP, to string) net.Conn {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 5 * time.Second}
-		c, err := d.Dial("tcp", front)
+		c, err := d.Dial("tcp", to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,20 +331,22 @@ func TestUpLoadLimitsLifted(t *testing.T) {
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		return strings.TrimSpace(line)
 	}
-	held := make([]net.Conn, 45)
-	for i := range held {
-		held[i] = dial(net.IPv4(127, 0, 0, 2))
-	}
-	for i, c := range held {
-		if st := status(c); st == "" || strings.Contains(st, " 503 ") {
-			t.Fatalf("connection %d of 45 at --max-conns-per-addr 45: %q", i+1, st)
+	for _, to := range []string{front, loc.Host} {
+		held := make([]net.Conn, 45)
+		for i := range held {
+			held[i] = dial(net.IPv4(127, 0, 0, 2), to)
 		}
-	}
-	if st := status(dial(net.IPv4(127, 0, 0, 2))); st != "HTTP/1.1 503 Service Unavailable" {
-		t.Fatalf("a 46th connection from one address at --max-conns-per-addr 45: %q, want refused 503", st)
-	}
-	if st := status(dial(net.IPv4(127, 0, 0, 4))); st == "" || strings.Contains(st, " 503 ") {
-		t.Fatalf("another address's connection: %q", st)
+		for i, c := range held {
+			if st := status(c); st == "" || strings.Contains(st, " 503 ") {
+				t.Fatalf("%s: connection %d of 45 at --max-conns-per-addr 45: %q", to, i+1, st)
+			}
+		}
+		if st := status(dial(net.IPv4(127, 0, 0, 2), to)); st != "HTTP/1.1 503 Service Unavailable" {
+			t.Fatalf("%s: a 46th connection from one address at --max-conns-per-addr 45: %q, want refused 503", to, st)
+		}
+		if st := status(dial(net.IPv4(127, 0, 0, 4), to)); st == "" || strings.Contains(st, " 503 ") {
+			t.Fatalf("%s: another address's connection: %q", to, st)
+		}
 	}
 }
 

@@ -304,6 +304,7 @@ func (c NodeConfig) validate() error {
 	}
 	k.duration("pause_timeout", c.PauseTimeout, "5m")
 	k.duration("fill_retry_for", c.FillRetryFor, "30s")
+	k.limit("max_conns_per_addr", c.MaxConnsPerAddr, "256")
 	if c.OriginRanges < -1 {
 		k.failf("%s: want 1 or more, 0 for the default (1), or -1 for none (ranges far ahead of a fill wait for it)", k.show("origin_ranges", c.OriginRanges))
 	}

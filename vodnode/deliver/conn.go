@@ -388,7 +388,7 @@ func ResetNow(c net.Conn) error {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok { // a *net.TCPConn, or one wrapped (proto/connlimit)
 		tc.SetLinger(0)
 	}
 	return c.Close()
