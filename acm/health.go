@@ -141,7 +141,7 @@ func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 // connections is read twice a second until it answers.
 const downRecheck = 500 * time.Millisecond
 
-// healthLoop reads the store every HealthCheck, so that a store that
+// healthLoop reads the store every HealthCheck (a standby writes it), so that a store that
 // stopped (or came back) answering shows in /healthz while no session
 // changes. Its read is answered within StoreTimeout or fails, as a
 // front-door request's store work: a store that answers, however slowly,
@@ -165,9 +165,12 @@ func (m *Manager) healthLoop() {
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
 		var err error
-		write := m.health.writeFailed.Load()
+		// A store that failed a write is checked with a write; so is a
+		// standby's, which writes nothing else: its lock tries only read
+		// while another manager holds the lock, and it stayed ready
+		// while Redis refused every write (maxmemory, READONLY).
+		write := m.health.writeFailed.Load() || m.standby()
 		if write {
-			// A store that failed a write is checked with a write.
 			err = m.st.PutState(ctx, stateWriteProbe, []byte(m.now().UTC().Format(time.RFC3339Nano)))
 		} else {
 			_, err = m.st.State(ctx, stateHealthProbe)

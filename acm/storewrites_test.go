@@ -97,3 +97,30 @@ func TestStoreRefusingWritesIsNotReady(t *testing.T) {
 		t.Fatalf("Redis taking writes again: %d, want 302", res.StatusCode)
 	}
 }
+
+// A standby is not ready while its store refuses writes: it writes
+// nothing but its tries at the planner lock, and its /healthz stayed 200
+// while Redis refused every write (maxmemory with noeviction), so that a
+// VIP moved to it from an active manager that had gone not ready for
+// the same cause. It is ready again once Redis takes writes.
+func TestStandbyNotReadyWhileTheStoreRefusesWrites(t *testing.T) {
+	open, srv := sharedRedis(t)
+	_, b := activeAndStandby(t, open, testTitles, func(m *Manager) { m.HealthCheck = 100 * time.Millisecond })
+	awaitProbe(t, b.m, "/healthz", http.StatusOK, "ok")
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitProbe(t, b.m, "/healthz", http.StatusServiceUnavailable, "store unavailable")
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitProbe(t, b.m, "/healthz", http.StatusOK, "ok")
+	if b.m.Leader() {
+		t.Fatal("the standby took the planner lock")
+	}
+}
