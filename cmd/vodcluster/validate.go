@@ -149,6 +149,15 @@ func (k *keyCheck) limit(key string, v int, def string) {
 	}
 }
 
+// rtspsWithoutCert refuses an rtsps_listen without a certificate and
+// key to serve it with (one of the two alone is serverTLSConfig's
+// error).
+func (k *keyCheck) rtspsWithoutCert(listen, cert, key string) {
+	if listen != "" && cert == "" && key == "" {
+		k.failf("%s: needs rtsp_tls_cert_file and rtsp_tls_key_file (the RTSPS listener's certificate); leave rtsps_listen out for no RTSPS", k.show("rtsps_listen", listen))
+	}
+}
+
 // ratio refuses a negative (or NaN) number; 0 means the default.
 func (k *keyCheck) ratio(key string, v float64) {
 	if !(v >= 0) {
@@ -164,6 +173,7 @@ func (k *keyCheck) ratio(key string, v float64) {
 func (c ManagerConfig) validate() error {
 	k := keyCheck{file: c.file, section: "manager"}
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
+	k.rtspsWithoutCert(c.RTSPSListen, c.RTSPTLSCert, c.RTSPTLSKey)
 	k.duration("token_ttl", c.TokenTTL, "60s")
 	k.duration("queue_deadline", c.QueueDeadline, "5s")
 	k.duration("login_failure_refill", c.LoginRefill, "30s")
@@ -284,6 +294,7 @@ func (c ManagerConfig) validate() error {
 func (c NodeConfig) validate() error {
 	k := keyCheck{file: c.file, section: "node"}
 	k.grpcAddr("manager", c.Manager, "the manager's grpc_listen (port 9090 by default)")
+	k.rtspsWithoutCert(c.RTSPSListen, c.RTSPTLSCert, c.RTSPTLSKey)
 	k.grpcAddr("origin", c.Origin, "the origin's listen (port 9100 by default)")
 	if c.RTPPort < 0 || c.RTPPort > 65534 || c.RTPPort%2 != 0 {
 		k.failf("%s: want an even port below 65535 (RTCP takes the next), or 0", k.show("rtp_port", c.RTPPort))
