@@ -50,3 +50,52 @@ func storedPopularityAt(t *testing.T, e *env) time.Time {
 	}
 	return p.State.At
 }
+
+// A manager that retakes its own planner lock after a store stall longer
+// than its lease (no other manager held the lock meanwhile) keeps the
+// popularity it learnt: it replaced it with the snapshot it had stored
+// itself, up to a save interval older, and a title asked for since was
+// forgotten.
+func TestPopularityKeptAtTheManagersOwnRetake(t *testing.T) {
+	open, srv := sharedRedis(t)
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		onShared(open(), nil, time.Minute)(m)
+		m.LeaderTTL = 2 * time.Second // lost in ~1.3 s of a stall
+		m.HealthCheck = 100 * time.Millisecond
+	})
+	e.startNode("n1", nodeOpts{}) // it serves a node: it retakes the lock without deferring
+	if !e.m.Leader() || e.m.rep == nil {
+		t.Fatal("the manager alone on the store is not the planning leader")
+	}
+	rate := func(title string) float64 {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.rep.Popularity().Rate(title, e.m.now())
+	}
+	title := storageTitles[1].GetId()
+	ask := func() {
+		if res := e.describe("demo", "demo", title); res.StatusCode != 200 && res.StatusCode != 302 {
+			t.Fatalf("DESCRIBE %s: %d", title, res.StatusCode)
+		}
+	}
+	ask()
+	e.m.savePopularity(time.Now().Add(stateWriteWait)) // the snapshot has one request
+	stored := rate(title)
+	for range 3 {
+		ask()
+	}
+	learnt := rate(title)
+	if !(learnt > 3*stored) {
+		t.Fatalf("%s's rate after four requests: %v, after one: %v", title, learnt, stored)
+	}
+	if !(learnt > 0) {
+		t.Fatalf("%s's rate after a request: %v", title, learnt)
+	}
+	srv.Pause(t)
+	waitFor(t, 10*time.Second, "the planner lock lost in the stall", func() bool { return !e.m.lead.held.Load() })
+	srv.Resume()
+	waitFor(t, 15*time.Second, "the lock retaken and the takeover done", e.m.Leader)
+	if got := rate(title); !(got > 3*stored) {
+		t.Fatalf("%s's rate after the manager's own retake: %v, want about %v (learnt before the stall, not the stored snapshot's)", title, got, learnt)
+	}
+}

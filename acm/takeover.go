@@ -207,7 +207,11 @@ func (m *Manager) addsLive(ss []store.Session, node string) bool {
 // applies the catalog's hints the snapshot does not record as applied
 // (applyHints), adds the stored known logins
 // (loadKnownLogins); the operator's settings as
-// loadOpState with keep.
+// loadOpState with keep. With keep (this manager retook its own lock, no
+// other manager held it since: leader.kept) the popularity stays this
+// manager's: the stored snapshot is its own, up to a save interval
+// older, and after the store lost its data there is none, and the hints
+// it applied are not applied again.
 func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 	m.pinsMu.Lock()
 	defer m.pinsMu.Unlock()
@@ -216,7 +220,7 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 		return err
 	}
 	var pop []byte
-	if m.rep != nil {
+	if m.rep != nil && !keep {
 		if pop, err = m.st.State(ctx, statePopularity); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -227,9 +231,11 @@ func (m *Manager) reloadStorage(ctx context.Context, keep bool) error {
 			m.log.Error("stored pins malformed: keeping this manager's", "err", err)
 		}
 	}
-	m.seeded = map[string]float64{} // the hints the snapshot applied, if any
-	if pop != nil {
-		m.restorePopularity(pop)
+	if !keep {
+		m.seeded = map[string]float64{} // the hints the snapshot applied, if any
+		if pop != nil {
+			m.restorePopularity(pop)
+		}
 	}
 	for _, ns := range m.nodes {
 		m.sendProtectLocked(ns, false)
