@@ -46,6 +46,7 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 	}
 	stale := m.staleLocked(ns, cur, now)
 	cat := m.titles()
+	m.withdrawnLocked(ns, cur, cat, now)
 
 	done := map[string]bool{}
 	lost := map[string]string{} // title -> why, prefetches only

@@ -235,6 +235,11 @@ type Manager struct {
 	// load report nor reports failed within OrderTimeout counts as
 	// failed, DefaultOrderTimeout.
 	OrderTimeout time.Duration
+	// WithdrawnGrace is how long a node's copy of a title withdrawn at
+	// the origin (gone from its catalog) is kept before it is evicted
+	// (withdrawn.go): a title published again within it keeps its copies.
+	// 0 means DefaultWithdrawnGrace; < 0 means never evicted for that.
+	WithdrawnGrace time.Duration
 	// HealthCheck is how often the store is read to tell /healthz whether
 	// it answers (between the reads, the outcome of the manager's own
 	// store operations counts), DefaultHealthCheck. A store taken as

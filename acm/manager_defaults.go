@@ -81,6 +81,7 @@ func (m *Manager) defaults() error {
 	setD(&m.PopularitySave, DefaultPopularitySave)
 	setD(&m.ProgressSave, DefaultProgressSave)
 	setD(&m.OrderTimeout, DefaultOrderTimeout)
+	setD(&m.WithdrawnGrace, DefaultWithdrawnGrace)
 	setD(&m.HealthCheck, DefaultHealthCheck)
 	setD(&m.StoreTimeout, DefaultStoreTimeout)
 	channelsKnown := m.OriginChannels > 0

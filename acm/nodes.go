@@ -73,6 +73,9 @@ type nodeState struct {
 	// stale: complete copies of another version (or size) than the
 	// catalog's, by title (staleLocked).
 	stale map[string]*staleCopySeen
+	// withdrawn: copies of titles not in the catalog, by title
+	// (withdrawnLocked).
+	withdrawn map[string]*withdrawnSeen
 	// steady: the last report applied in full, to tell a steady one
 	// (reportsteady.go).
 	steady steadyState
@@ -184,6 +187,7 @@ func newNodeState(id string) *nodeState {
 		evicting:  map[string]uint64{},
 		hits:      map[string]float64{},
 		stale:     map[string]*staleCopySeen{},
+		withdrawn: map[string]*withdrawnSeen{},
 		endedAway: map[string]bool{},
 	}
 }
@@ -308,17 +312,19 @@ func (ns *nodeState) stopStream() {
 }
 
 // evictCmd orders the eviction of title for reason (pb.EvictCommand's
-// reasons: evictOperator, evictPlanner, evictRoom, evictStale).
+// reasons: evictOperator, evictPlanner, evictRoom, evictStale,
+// evictWithdrawn).
 func evictCmd(title, reason string) *pb.NodeCommand {
 	return &pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: title, Reason: reason}}}
 }
 
 // The reasons of an EvictCommand (pb.EvictCommand.reason).
 const (
-	evictOperator = "operator" // Admin.Evict
-	evictPlanner  = "planner"  // the replica plan
-	evictRoom     = "room"     // room for a fill or a prefetch
-	evictStale    = "stale"    // a copy of a version the origin no longer serves
+	evictOperator  = "operator"  // Admin.Evict
+	evictPlanner   = "planner"   // the replica plan
+	evictRoom      = "room"      // room for a fill or a prefetch
+	evictStale     = "stale"     // a copy of a version the origin no longer serves
+	evictWithdrawn = "withdrawn" // a copy of a title withdrawn at the origin (withdrawnLocked)
 )
 
 func prefetchCmd(title string) *pb.NodeCommand {

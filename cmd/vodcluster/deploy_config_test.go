@@ -167,6 +167,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{"node origin ranges", NodeConfig{OriginRanges: -2}.validate(), []string{"origin_ranges -2: want 1 or more, 0 for the default (1), or -1 for none"}},
 		{"node rtsps_listen without a certificate", NodeConfig{RTSPSListen: ":8323"}.validate(), []string{"rtsps_listen :8323: needs rtsp_tls_cert_file and rtsp_tls_key_file"}},
 		{"manager rtsps_listen without a certificate", ManagerConfig{RTSPSListen: ":8322"}.validate(), []string{"rtsps_listen :8322: needs rtsp_tls_cert_file and rtsp_tls_key_file"}},
+		{"manager withdrawn grace", ManagerConfig{Storage: StorageConfig{WithdrawnGrace: -time.Minute}}.validate(), []string{"storage.withdrawn_grace -1m: want a duration, 0 (or leave it out) for 1h, or -1s for never"}},
 		{"node connections per address", NodeConfig{MaxConnsPerAddr: -2}.validate(), []string{"max_conns_per_addr -2: give a positive number, -1 for no limit"}},
 		{"node weight range", NodeConfig{Weight: 1 << 31}.validate(), []string{"weight 2147483648: above 65535, the largest IPVS weight"}},
 		{"node weight above IPVS's", NodeConfig{Weight: 65536}.validate(), []string{"weight 65536: above 65535"}},

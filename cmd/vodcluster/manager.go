@@ -172,6 +172,7 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 		PlanInterval:         c.Storage.PlanInterval,
 		FirstPlanWait:        c.Storage.FirstPlanWait,
 		OriginChannels:       c.Storage.OriginChannels,
+		WithdrawnGrace:       c.Storage.WithdrawnGrace,
 		Replicator:           replicatorConfig(c.Storage),
 		Logger:               slog.Default().With("component", "manager"),
 	}}, nil

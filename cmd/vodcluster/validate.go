@@ -234,6 +234,11 @@ func (c ManagerConfig) validate() error {
 	k.duration("storage.retry_base", st.RetryBase, "the default")
 	k.duration("storage.retry_max", st.RetryMax, "the default")
 	k.duration("storage.evict_hold", st.EvictHold, "1h")
+	// -1s is the one negative: never evicted for a withdrawal.
+	if st.WithdrawnGrace < 0 && st.WithdrawnGrace != -time.Second {
+		k.failf("%s: want a duration, 0 (or leave it out) for 1h, or -1s for never (a withdrawn title's copies stay until a fill needs their room)",
+			k.show("storage.withdrawn_grace", st.WithdrawnGrace))
+	}
 
 	k.count("store.redis_db", int64(c.Store.RedisDB), "database 0")
 	if c.Store.Backend == "redis" && strings.TrimSpace(c.Store.RedisAddr) == "" {

@@ -1907,7 +1907,8 @@ type EvictCommand struct {
 	TitleId string                 `protobuf:"bytes,1,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
 	// reason says who or what ordered it: "operator" (Admin.Evict),
 	// "planner" (the replica plan), "room" (room for a fill or a prefetch),
-	// "stale" (a copy of a version the origin no longer serves); "" from an
+	// "stale" (a copy of a version the origin no longer serves), "withdrawn"
+	// (a copy of a title withdrawn at the origin); "" from an
 	// older manager. The node logs it. A node that registers again without
 	// an origin is sent none but the operator's from those queued while it
 	// was away: it could not fetch the titles back.
