@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"vodcluster/proto/connlimit/connlimittest"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -42,7 +43,7 @@ func TestFrontDoorConnectionSlotsFreedOnEveryClose(t *testing.T) {
 	// EOF or a reset) and freed its slot; the client's end stays open.
 	closedByServer := func(e *env, what, addr string, do func(nc net.Conn)) {
 		t.Helper()
-		nc := dialFrom(t, "127.0.0.1", addr)
+		nc := connlimittest.DialFrom(t, "127.0.0.1", addr)
 		waitFor(t, 10*time.Second, what+": the connection counted", func() bool { return e.m.conns.Open(client) == 1 })
 		do(nc)
 		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -86,7 +87,7 @@ func TestFrontDoorConnectionSlotsFreedOnEveryClose(t *testing.T) {
 	// The manager's Close with connections open on each listener
 	// (RTSPS and HTTPS handshaken, so that each is past its accept).
 	for _, addr := range []string{plain.m.RTSPAddr(), plain.m.HTTPAddr()} {
-		dialFrom(t, "127.0.0.1", addr)
+		connlimittest.DialFrom(t, "127.0.0.1", addr)
 	}
 	rc, err := tls.Dial("tcp", plain.m.RTSPSAddr(), &tls.Config{InsecureSkipVerify: true})
 	if err != nil {

@@ -10,19 +10,9 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"github.com/bluenviron/gortsplib/v4/pkg/conn"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-)
 
-// dialFrom opens a TCP connection to addr from the loopback address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return nc
-}
+	"vodcluster/proto/connlimit/connlimittest"
+)
 
 // options sends an RTSP OPTIONS on nc and returns the answer's status, or
 // the error of a connection the manager closed.
@@ -53,13 +43,13 @@ func TestFrontDoorConnectionsPerAddress(t *testing.T) {
 	addr := e.m.RTSPAddr()
 	refused := func() float64 { return testutil.ToFloat64(connsRefused.WithLabelValues("rtsp")) }
 	before := refused()
-	first, second := dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)
+	first, second := connlimittest.DialFrom(t, "127.0.0.1", addr), connlimittest.DialFrom(t, "127.0.0.1", addr)
 	for i, nc := range []net.Conn{first, second} {
 		if st, err := options(t, nc, addr); err != nil || st != base.StatusOK {
 			t.Fatalf("connection %d: %v %v", i+1, st, err)
 		}
 	}
-	if st, err := options(t, dialFrom(t, "127.0.0.1", addr), addr); err != nil || st != base.StatusServiceUnavailable {
+	if st, err := options(t, connlimittest.DialFrom(t, "127.0.0.1", addr), addr); err != nil || st != base.StatusServiceUnavailable {
 		t.Fatalf("a third connection from 127.0.0.1: %v %v, want 503", st, err)
 	}
 	if got := refused() - before; got != 1 {
@@ -74,7 +64,7 @@ func TestFrontDoorConnectionsPerAddress(t *testing.T) {
 		resp.Body.Close()
 	}
 	// Another address is served.
-	if st, err := options(t, dialFrom(t, "127.0.0.2", addr), addr); err != nil || st != base.StatusOK {
+	if st, err := options(t, connlimittest.DialFrom(t, "127.0.0.2", addr), addr); err != nil || st != base.StatusOK {
 		t.Fatalf("127.0.0.2: %v %v", st, err)
 	}
 	// A connection closed frees its slot once the manager has seen it
@@ -83,7 +73,7 @@ func TestFrontDoorConnectionsPerAddress(t *testing.T) {
 	waitFor(t, 10*time.Second, "the closed connection's slot freed", func() bool {
 		return e.m.conns.Open(netip.MustParsePrefix("127.0.0.1/32")) == 1
 	})
-	if st, err := options(t, dialFrom(t, "127.0.0.1", addr), addr); err != nil || st != base.StatusOK {
+	if st, err := options(t, connlimittest.DialFrom(t, "127.0.0.1", addr), addr); err != nil || st != base.StatusOK {
 		t.Fatalf("127.0.0.1 after one of its connections closed: %v %v", st, err)
 	}
 	if st, err := options(t, second, addr); err != nil || st != base.StatusOK {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"vodcluster/proto/connlimit"
+	"vodcluster/proto/connlimit/connlimittest"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -37,7 +38,7 @@ func TestFrontDoorRefusalAnswered(t *testing.T) {
 	holdOne(t, e)
 	before := testutil.ToFloat64(connsRefused.WithLabelValues("rtsp"))
 
-	nc := dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	nc := connlimittest.DialFrom(t, "127.0.0.1", e.m.RTSPAddr())
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(nc, "DESCRIBE rtsp://"+e.m.RTSPAddr()+"/vod/t1 RTSP/1.0\r\nCSeq: 7\r\nUser-Agent: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func TestFrontDoorRefusalAnswered(t *testing.T) {
 	}
 
 	// HTTP to the RTSP port (a browser, RTSP over HTTP tunnelling).
-	nc = dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	nc = connlimittest.DialFrom(t, "127.0.0.1", e.m.RTSPAddr())
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(nc, "GET /vod/t1 HTTP/1.1\r\nHost: x\r\n\r\n")
 	hres, err := http.ReadResponse(bufio.NewReader(nc), nil)
@@ -108,7 +109,7 @@ func TestFFprobeAndCurlSeeTooManyConnections(t *testing.T) {
 // MaxConnsPerAddr 1 the address is at its limit.
 func holdFrom(t *testing.T, e *env, from string) {
 	t.Helper()
-	dialFrom(t, from, e.m.RTSPAddr())
+	connlimittest.DialFrom(t, from, e.m.RTSPAddr())
 	waitFor(t, 10*time.Second, from+"'s held connection counted", func() bool {
 		return e.m.conns.Open(netip.MustParsePrefix(from+"/32")) == 1
 	})
@@ -128,7 +129,7 @@ func TestFrontDoorRefusalOverTLSClosed(t *testing.T) {
 	})
 	holdOne(t, e)
 	for _, addr := range []string{e.m.RTSPSAddr(), e.m.HTTPAddr()} {
-		nc := dialFrom(t, "127.0.0.1", addr)
+		nc := connlimittest.DialFrom(t, "127.0.0.1", addr)
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		io.WriteString(nc, "\x16\x03\x01\x00\x05hello") // the start of a ClientHello
 		b, err := io.ReadAll(nc)
@@ -148,7 +149,7 @@ func TestFrontDoorRefusalOverTLSClosed(t *testing.T) {
 func TestFrontDoorRefusalEndsWithClose(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.MaxConnsPerAddr = 1 })
 	holdOne(t, e)
-	silent := dialFrom(t, "127.0.0.1", e.m.RTSPAddr())
+	silent := connlimittest.DialFrom(t, "127.0.0.1", e.m.RTSPAddr())
 	waitFor(t, 10*time.Second, "the silent connection being answered", func() bool { return e.m.conns.Answering() == 1 })
 	e.m.Close()
 	if n := e.m.conns.Answering(); n != 0 {

@@ -39,6 +39,25 @@ func (p *probedStore) PutState(ctx context.Context, name string, v []byte) error
 	return err
 }
 
+// refuseWrites has srv's Redis refuse every write (maxmemory 1 with
+// noeviction: "OOM command not allowed"), or take them again (maxmemory
+// 0); reads and deletes still go through.
+func refuseWrites(t *testing.T, srv *redistest.Server, refuse bool) {
+	t.Helper()
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	max := "0"
+	if refuse {
+		max = "1"
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", max).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestStoreRefusingWritesIsNotReady: a Redis that answers reads but
 // refuses every write (maxmemory reached with noeviction: "OOM command not
 // allowed") admits no one, and the manager says so: /healthz stays 503
@@ -59,14 +78,8 @@ func TestStoreRefusingWritesIsNotReady(t *testing.T) {
 	if res := e.describe("demo", "demo", "t1"); res.StatusCode != 302 {
 		t.Fatalf("before: %d", res.StatusCode)
 	}
-	c := srv.Client(t)
 	ctx := context.Background()
-	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
+	refuseWrites(t, srv, true)
 	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 503 || !strings.Contains(res.StatusMessage, "store is unavailable") {
 		t.Fatalf("Redis refusing writes: %d %q, want 503 saying the store is unavailable", res.StatusCode, res.StatusMessage)
 	}
@@ -89,9 +102,7 @@ func TestStoreRefusingWritesIsNotReady(t *testing.T) {
 	if code, body := probe(t, e.m, "/healthz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/healthz while Redis refuses writes: %d %q, want 503", code, body)
 	}
-	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
+	refuseWrites(t, srv, false)
 	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
 	if res := e.describe("demo", "demo", "t2"); res.StatusCode != 302 {
 		t.Fatalf("Redis taking writes again: %d, want 302", res.StatusCode)
@@ -107,18 +118,9 @@ func TestStandbyNotReadyWhileTheStoreRefusesWrites(t *testing.T) {
 	open, srv := sharedRedis(t)
 	_, b := activeAndStandby(t, open, testTitles, func(m *Manager) { m.HealthCheck = 100 * time.Millisecond })
 	awaitProbe(t, b.m, "/healthz", http.StatusOK, "ok")
-	c := srv.Client(t)
-	ctx := context.Background()
-	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
+	refuseWrites(t, srv, true)
 	awaitProbe(t, b.m, "/healthz", http.StatusServiceUnavailable, "store unavailable")
-	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
+	refuseWrites(t, srv, false)
 	awaitProbe(t, b.m, "/healthz", http.StatusOK, "ok")
 	if b.m.Leader() {
 		t.Fatal("the standby took the planner lock")

@@ -13,20 +13,9 @@ import (
 	"time"
 
 	"vodcluster/proto/connlimit"
+	"vodcluster/proto/connlimit/connlimittest"
 	"vodcluster/proto/grpctls/grpctlstest"
 )
-
-// dialFrom opens a TCP connection to addr from the loopback address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return nc
-}
 
 // rtspOptions sends OPTIONS with CSeq cseq on nc and returns what the node
 // wrote until it closed the connection or a whole answer was read.
@@ -65,27 +54,27 @@ func TestNodeConnectionsPerAddress(t *testing.T) {
 		n.HTTPListen, n.MetricsListen = "127.0.0.1:0", "127.0.0.1:0"
 		n.RTSPSListen, n.RTSPTLS = "127.0.0.1:0", rtspsCfg
 	})
-	held := dialFrom(t, "127.0.0.1", n.RTSPAddr())
+	held := connlimittest.DialFrom(t, "127.0.0.1", n.RTSPAddr())
 	if got := rtspOptions(t, held, "1"); !strings.HasPrefix(got, "RTSP/1.0 200 OK\r\n") {
 		t.Fatalf("the first connection: %q", got)
 	}
 	waitFor(t, 10*time.Second, "the held connection counted", func() bool {
 		return n.connLimit.Open(netip.MustParsePrefix("127.0.0.1/32")) == 1
 	})
-	if got := rtspOptions(t, dialFrom(t, "127.0.0.1", n.RTSPAddr()), "7"); !strings.HasPrefix(got, "RTSP/1.0 503 Service Unavailable ("+connlimit.Message+")\r\nCSeq: 7\r\n") {
+	if got := rtspOptions(t, connlimittest.DialFrom(t, "127.0.0.1", n.RTSPAddr()), "7"); !strings.HasPrefix(got, "RTSP/1.0 503 Service Unavailable ("+connlimit.Message+")\r\nCSeq: 7\r\n") {
 		t.Fatalf("a second RTSP connection from 127.0.0.1: %q, want 503 with CSeq 7", got)
 	}
 	out, _ := exec.Command(curl, "-sS", "-i", "--max-time", "10", "--interface", "127.0.0.1", "http://"+n.HTTPAddr()+"/vod/x").CombinedOutput()
 	if !strings.Contains(string(out), "HTTP/1.1 503 Service Unavailable") || !strings.Contains(string(out), connlimit.Message+" (1, max_conns_per_addr)") {
 		t.Fatalf("curl from 127.0.0.1 over the limit:\n%s", out)
 	}
-	tlsConn := dialFrom(t, "127.0.0.1", n.RTSPSAddr())
+	tlsConn := connlimittest.DialFrom(t, "127.0.0.1", n.RTSPSAddr())
 	tlsConn.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(tlsConn, "\x16\x03\x01\x00\x05hello")
 	if b, err := io.ReadAll(tlsConn); len(b) != 0 || err != nil && !errors.Is(err, syscall.ECONNRESET) { // the hello unread: a reset
 		t.Fatalf("RTSPS over the limit: read %q, %v; want a close with nothing written", b, err)
 	}
-	if got := rtspOptions(t, dialFrom(t, "127.0.0.2", n.RTSPAddr()), "2"); !strings.HasPrefix(got, "RTSP/1.0 200 OK\r\n") {
+	if got := rtspOptions(t, connlimittest.DialFrom(t, "127.0.0.2", n.RTSPAddr()), "2"); !strings.HasPrefix(got, "RTSP/1.0 200 OK\r\n") {
 		t.Fatalf("127.0.0.2: %q", got)
 	}
 	resp, err := http.Get("http://" + n.MetricsAddr() + "/metrics")

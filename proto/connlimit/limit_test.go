@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vodcluster/proto/connlimit/connlimittest"
 )
 
 // serve wraps a loopback listener with l and answers every connection it
@@ -53,18 +55,6 @@ func serve(t *testing.T, l *Limiter, answer Answer) string {
 		l.CloseAnswers()
 	})
 	return wl.Addr().String()
-}
-
-// dialFrom opens a TCP connection to addr from the loopback address from.
-func dialFrom(t *testing.T, from, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	nc, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return nc
 }
 
 // served reports whether nc was accepted (the server wrote "ok").
@@ -145,11 +135,11 @@ func TestLimitPerKey(t *testing.T) {
 	var refused counter
 	l := New(Config{Max: 2, Setting: "max_conns_per_addr", Refused: refused.refused})
 	addr := serve(t, l, RTSP)
-	first, second := dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)
+	first, second := connlimittest.DialFrom(t, "127.0.0.1", addr), connlimittest.DialFrom(t, "127.0.0.1", addr)
 	if !served(t, first) || !served(t, second) {
 		t.Fatal("the first two connections not served")
 	}
-	third := dialFrom(t, "127.0.0.1", addr)
+	third := connlimittest.DialFrom(t, "127.0.0.1", addr)
 	io.WriteString(third, "OPTIONS rtsp://x/ RTSP/1.0\r\nCSeq: 3\r\n\r\n")
 	third.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, _ := io.ReadAll(third)
@@ -160,7 +150,7 @@ func TestLimitPerKey(t *testing.T) {
 	if n := refused.n.Load(); n != 1 {
 		t.Fatalf("%d refusals counted, want 1", n)
 	}
-	if !served(t, dialFrom(t, "127.0.0.2", addr)) {
+	if !served(t, connlimittest.DialFrom(t, "127.0.0.2", addr)) {
 		t.Fatal("another address not served")
 	}
 	first.Close() // the server's end stays open: its Close frees the slot
@@ -183,7 +173,7 @@ func TestCountedConnKeepsTCPMethods(t *testing.T) {
 	}
 	wl := l.Wrap(ln, "http", HTTP)
 	defer wl.Close()
-	dialFrom(t, "127.0.0.1", wl.Addr().String())
+	connlimittest.DialFrom(t, "127.0.0.1", wl.Addr().String())
 	c, err := wl.Accept()
 	if err != nil {
 		t.Fatal(err)
