@@ -114,7 +114,7 @@ func stalledESPlay(t *testing.T, n *Node, sid, title string) *testClient {
 	// And a small send buffer on the node's side.
 	n.mu.Lock()
 	for rc := range n.conns {
-		if err := rc.nc.(*net.TCPConn).SetWriteBuffer(4096); err != nil {
+		if err := rc.nc.(interface{ SetWriteBuffer(int) error }).SetWriteBuffer(4096); err != nil {
 			t.Error(err)
 		}
 	}
