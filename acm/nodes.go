@@ -76,6 +76,9 @@ type nodeState struct {
 	// withdrawn: copies of titles not in the catalog, by title
 	// (withdrawnLocked).
 	withdrawn map[string]*withdrawnSeen
+	// withdrawnMost: most of the last report's copies were of titles not
+	// in the catalog (logged once; withdrawnLocked evicts none then).
+	withdrawnMost bool
 	// steady: the last report applied in full, to tell a steady one
 	// (reportsteady.go).
 	steady steadyState

@@ -98,7 +98,7 @@ type steadyState struct {
 // quietLocked reports whether nothing is in flight on ns that a report's
 // titles settle (mu held): see the comment at the top of the file.
 func (m *Manager) quietLocked(ns *nodeState) bool {
-	if len(ns.pending)+len(ns.filling)+len(ns.evicting)+len(ns.awaiting)+len(ns.stale)+len(ns.withdrawn)+len(ns.evictingPartials) > 0 {
+	if len(ns.pending)+len(ns.filling)+len(ns.evicting)+len(ns.awaiting)+len(ns.stale)+len(ns.evictingPartials) > 0 {
 		return false
 	}
 	if _, ok := m.restoring[ns.id]; ok {

@@ -27,12 +27,21 @@ type withdrawnSeen struct {
 // of a title published again soon, and of a catalog that lost titles for
 // a while (a directory not mounted at the origin), from being filled
 // again. A copy being played or filled, or a viewer is on its way for,
-// waits for its sessions to end; none is evicted while the origin is
+// waits for its sessions to end, and one a prefetch filled waits for the
+// report that completes the prefetch (syncTitlesLocked would take the
+// copy's eviction for the fill lost); none is evicted while the origin is
 // down, by a manager without an origin (its catalog is the stored one),
 // on a node without an origin (lsm.NodeSpec.NoOrigin: the copies it
-// serves are its own), or with WithdrawnGrace < 0. A pin does not keep
-// it (a pinned title cannot be filled again either). Evicted copies are
-// removed from cur. mu held.
+// serves are its own), or with WithdrawnGrace < 0. Nor is any on a node
+// most of whose copies the catalog lacks, or while it is empty: an
+// origin whose title directory was not mounted, or lost its catalog
+// file, serves a catalog without them, and evicting would empty the
+// nodes' disks (logged once per node; the operator evicts by hand what
+// was withdrawn indeed). A pin does not keep it (a pinned title cannot
+// be filled again either). Evicted copies are removed from cur. The
+// steady-report shortcut does not wait for it: each catalog read makes
+// every node's next report a full one, so the grace is checked at least
+// every catalog_refresh. mu held.
 func (m *Manager) withdrawnLocked(ns *nodeState, cur map[string]*pb.StoredTitle, cat map[string]store.Title, now time.Time) {
 	n := m.sched.Node(ns.id)
 	if m.origin == nil || m.WithdrawnGrace < 0 || (n != nil && n.NoOrigin) {
@@ -40,6 +49,21 @@ func (m *Manager) withdrawnLocked(ns *nodeState, cur map[string]*pb.StoredTitle,
 		return
 	}
 	gen := m.catalogGen.Load()
+	absent := 0
+	for id := range cur {
+		if _, ok := cat[id]; !ok {
+			absent++
+		}
+	}
+	if absent > 0 && (len(cat) == 0 || 2*absent > len(cur)) {
+		if !ns.withdrawnMost {
+			ns.withdrawnMost = true
+			m.log.Error("most of the node's copies are of titles not in the origin's catalog: none evicted as withdrawn; check the origin's title directory (evict what was withdrawn indeed with vodctl evict)",
+				"node", ns.id, "copies", len(cur), "not_in_catalog", absent, "catalog_titles", len(cat))
+		}
+		return
+	}
+	ns.withdrawnMost = false
 	for id, t := range cur {
 		if _, ok := cat[id]; ok {
 			delete(ns.withdrawn, id)
@@ -58,7 +82,7 @@ func (m *Manager) withdrawnLocked(ns *nodeState, cur map[string]*pb.StoredTitle,
 			m.log.Info("copy of a title withdrawn at the origin: evicted once no one plays it, withdrawn_grace after it was first seen",
 				"node", ns.id, "title", id, "bytes", t.GetStoredBytes(), "withdrawn_grace", m.WithdrawnGrace, "sessions", t.GetSessions())
 		}
-		if now.Sub(w.at) < m.WithdrawnGrace || t.GetFilling() || t.GetSessions() > 0 || ns.active[id] > 0 || m.originDown.Load() {
+		if now.Sub(w.at) < m.WithdrawnGrace || t.GetFilling() || ns.filling[id] || t.GetSessions() > 0 || ns.active[id] > 0 || m.originDown.Load() {
 			continue
 		}
 		if m.orderEvictLocked(ns, id, true, evictWithdrawn) {

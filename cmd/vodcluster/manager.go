@@ -71,11 +71,9 @@ func newManager(c ManagerConfig) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	rtspsListen := ""
+	rtspsListen := "" // rtsps_listen without a certificate: validate
 	if rtspTLS != nil {
 		rtspsListen = orString(c.RTSPSListen, acm.DefaultRTSPSListen)
-	} else if c.RTSPSListen != "" {
-		return nil, errors.New("rtsps_listen needs rtsp_tls_cert_file and rtsp_tls_key_file")
 	}
 	siteList, err := sites(c.Sites)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -127,11 +126,9 @@ func newNode(c NodeConfig) (*vodnode.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	rtspsListen := ""
+	rtspsListen := "" // rtsps_listen without a certificate: validate
 	if rtspTLS != nil {
 		rtspsListen = orString(c.RTSPSListen, defaultNodeRTSPSListen)
-	} else if c.RTSPSListen != "" {
-		return nil, errors.New("rtsps_listen needs rtsp_tls_cert_file and rtsp_tls_key_file")
 	}
 	egress := c.EgressBps
 	if egress == 0 {

@@ -222,11 +222,11 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Errorf("manager with an RTSPS certificate and no key: %v", err)
 	}
 	if _, err := newManager(ManagerConfig{SecretFile: secret, UsersFile: secret, RTSPSListen: ":8322"}); err == nil ||
-		!strings.Contains(err.Error(), "rtsps_listen needs rtsp_tls_cert_file") {
+		!strings.Contains(err.Error(), "rtsps_listen :8322: needs rtsp_tls_cert_file and rtsp_tls_key_file") {
 		t.Errorf("manager with rtsps_listen and no certificate: %v", err)
 	}
 	if _, err := newNode(NodeConfig{SecretFile: secret, RTSPSListen: ":8323"}); err == nil ||
-		!strings.Contains(err.Error(), "rtsps_listen needs rtsp_tls_cert_file") {
+		!strings.Contains(err.Error(), "rtsps_listen :8323: needs rtsp_tls_cert_file and rtsp_tls_key_file") {
 		t.Errorf("node with rtsps_listen and no certificate: %v", err)
 	}
 	users := filepath.Join(deployConfigDirs[0], "users.yaml")
