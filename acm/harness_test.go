@@ -231,6 +231,7 @@ type fakeNode struct {
 	stale    []string           // when set, the next report's sessions instead of sessions, once
 	partials []*pb.PartialTitle // fills cut short it keeps to resume
 	idle     []*pb.IdleSession  // its idle sessions (HTTP, no request lately)
+	quiet    []*pb.IdleSession  // its quiet sessions (HTTP, no request in progress, not idle yet)
 	paused   []string           // its sessions PAUSEd by their RTSP clients
 	finished []string           // its sessions played to the end of the title
 	// sent: when set, the bytes each session has sent, in its reports
@@ -338,7 +339,7 @@ func (n *fakeNode) report() *pb.LoadReport {
 	}
 	r := &pb.LoadReport{NodeId: n.id, AtUnixMs: time.Now().Add(n.skew).UnixMilli(), Titles: titles,
 		SessionIds: append([]string(nil), sessions...), DiskFreeBytes: n.diskFree, FailedFills: n.failed, Partials: n.partials,
-		IdleSessions: n.idle, PausedSessions: n.paused, FinishedSessions: n.finished, DiskFault: n.diskFault}
+		IdleSessions: n.idle, QuietSessions: n.quiet, PausedSessions: n.paused, FinishedSessions: n.finished, DiskFault: n.diskFault}
 	if n.sent != nil {
 		for _, id := range r.SessionIds {
 			r.SessionBytesSent = append(r.SessionBytesSent, n.sent[id])
@@ -468,6 +469,18 @@ func (n *fakeNode) setIdle(idle ...any) {
 	}
 	n.mu.Lock()
 	n.idle = out
+	n.mu.Unlock()
+}
+
+// setQuiet lists, in the next reports, the quiet sessions given as id,
+// seconds pairs.
+func (n *fakeNode) setQuiet(quiet ...any) {
+	var out []*pb.IdleSession
+	for i := 0; i+1 < len(quiet); i += 2 {
+		out = append(out, &pb.IdleSession{SessionId: quiet[i].(string), IdleSeconds: int64(quiet[i+1].(int))})
+	}
+	n.mu.Lock()
+	n.quiet = out
 	n.mu.Unlock()
 }
 

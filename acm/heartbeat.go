@@ -293,6 +293,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		}
 	}
 	ns.idle = idleSince(r.GetIdleSessions(), now)
+	ns.quiet = idleSince(r.GetQuietSessions(), now)
 	ns.paused, ns.finished = idSet(r.GetPausedSessions()), idSet(r.GetFinishedSessions())
 	first := ns.awaitFirst
 	ns.awaitFirst = false

@@ -257,5 +257,6 @@ func userLimitBody(user string, limit int) string {
 	return fmt.Sprintf("too many sessions: %s already has the %d live sessions allowed at once (max_sessions_per_user), none of them idle; "+
 		"stop playing on another device first: an RTSP player's session ends when it stops, "+
 		"and an HTTP player's, or a PAUSEd RTSP player's, can be taken over once it has been silent "+
-		"longer than its node's session_timeout (60 s unless the node sets another), and then this request gets in", user, limit)
+		"longer than its node's session_timeout (60 s unless the node sets another), an HTTP player's at this address once it has asked nothing for 10 s, "+
+		"and then this request gets in", user, limit)
 }

@@ -123,6 +123,11 @@ type nodeState struct {
 	// none. A new request of their subscriber at the session limit
 	// supersedes the one idle longest (supersede.go).
 	idle map[string]time.Time
+	// quiet: the HTTP sessions its last report listed with no request in
+	// progress, their last within the node's session timeout
+	// (LoadReport.quiet_sessions) -> since when, by the manager's clock;
+	// nil when none (supersede.go).
+	quiet map[string]time.Time
 	// paused, finished: the sessions of its last report its RTSP clients
 	// PAUSEd, and those whose play reached the end of the title
 	// (LoadReport.paused_sessions, finished_sessions), shown so by

@@ -89,7 +89,9 @@ type session struct {
 	// idleSince is its viewer's last sign of life, for a session its
 	// node's last report before it died listed idle (nodeState.idle: an
 	// HTTP session asking nothing, an RTSP one paused and silent, for
-	// longer than the node's session timeout); zero otherwise, and again
+	// longer than the node's session timeout), or quiet for quietLeft or
+	// more (nodeState.quiet: an HTTP session asking nothing that long);
+	// zero otherwise, and again
 	// once a report of its node lists it. A session that ends for its
 	// node's death ends there at the latest (idleEnd).
 	idleSince time.Time
@@ -348,6 +350,9 @@ func (m *Manager) orphanLocked(ns *nodeState, now time.Time, left bool) {
 			s.heardUntil = heard
 		}
 		s.idleSince = ns.idle[s.ID]
+		if since, ok := ns.quiet[s.ID]; ok && now.Sub(since) >= quietLeft {
+			s.idleSince = since // its viewer gone, or paused (a playing one asks every segment)
+		}
 		m.uncountLocked(s)
 		n++
 	}

@@ -2,8 +2,12 @@ package acm
 
 import (
 	"cmp"
+	"net"
+	"net/netip"
 	"slices"
 	"time"
+
+	"vodcluster/acm/store"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -20,8 +24,23 @@ import (
 // (endOrderedLocked) and admits the request. Idle is the node's word
 // (LoadReport.idle_sessions): an HTTP session with no request in progress
 // and none for longer than the node's session timeout (60 s), or an RTSP
-// session PAUSEd and silent that long. With none of its sessions idle,
-// the subscriber is refused as before.
+// session PAUSEd and silent that long. A viewer zapping faster than that
+// was still locked out for up to a minute (nine titles 3 s each: the
+// ninth refused for 40 s), so an HTTP session quiet for quietLeft or more
+// (LoadReport.quiet_sessions: no request in progress, none for 10 s)
+// whose client address is the new request's counts too: a player
+// playing HLS asks for a segment every few seconds, one playing a
+// progressive download has its request in progress, so that session is
+// the same player's earlier title, or a paused player of the same
+// household, which gives way at the limit as an idle one does. Those
+// idle go first, then those quiet, each the longest first. With none of
+// its sessions idle or so quiet, the subscriber is refused as before.
+
+// quietLeft is how long an HTTP session has been quiet (no request in
+// progress) for the manager to take its viewer as gone or paused: longer
+// than a playing HLS player waits between segments (a segment's length,
+// 2 to 8 s, hls.go).
+const quietLeft = 10 * time.Second
 
 // reasonSuperseded is the reason (node order, session record) of an idle
 // session ended for a new request of its subscriber.
@@ -57,7 +76,7 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 // for the caller to persist once mu is released. Only sessions reserved
 // on a live node that the node's last report listed idle count. Nil, and
 // nothing ended, when too few of the user's sessions are idle.
-func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Time) []*session {
+func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) []*session {
 	need := held - limit + 1
 	if need <= 0 {
 		return nil
@@ -65,10 +84,11 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 	type idleOne struct {
 		s     *session
 		since time.Time
+		quiet bool // listed quiet, not idle
 	}
 	var idle []idleOne
 	for _, ns := range m.nodes {
-		if len(ns.idle) == 0 {
+		if len(ns.idle)+len(ns.quiet) == 0 {
 			continue
 		}
 		if n := m.sched.Node(ns.id); n == nil || !n.Alive || n.Unreachable {
@@ -81,22 +101,31 @@ func (m *Manager) supersedeIdleLocked(user string, held, limit int, now time.Tim
 			if s == nil || s.User != user || s.ended || !s.reserved || s.uncounted {
 				continue
 			}
-			idle = append(idle, idleOne{s, since})
+			idle = append(idle, idleOne{s, since, false})
+		}
+		for id, since := range ns.quiet {
+			s := ns.sessions[id]
+			if s == nil || s.User != user || s.ended || !s.reserved || s.uncounted || now.Sub(since) < quietLeft ||
+				s.Protocol != store.ProtoHTTP || !sameClient(s.ClientAddr, clientIP) {
+				continue
+			}
+			idle = append(idle, idleOne{s, since, true})
 		}
 	}
 	if len(idle) < need {
 		return nil
 	}
 	slices.SortFunc(idle, func(a, b idleOne) int {
-		return cmp.Or(a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))
+		return cmp.Or(cmp.Compare(boolInt(a.quiet), boolInt(b.quiet)), a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))
 	})
 	ended := make([]*session, 0, need)
 	for _, o := range idle[:need] {
 		ended = append(ended, o.s)
 		supersededTotal.WithLabelValues(o.s.Protocol).Inc()
 		delete(m.nodes[o.s.Node].idle, o.s.ID)
+		delete(m.nodes[o.s.Node].quiet, o.s.ID)
 		m.log.Info("idle session superseded: its subscriber is at the session limit", "session", o.s.ID, "user", user,
-			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "limit", limit)
+			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "quiet_from_same_address", o.quiet, "limit", limit)
 	}
 	m.endOrderedLocked(ended, reasonSuperseded, now)
 	return ended
@@ -119,4 +148,28 @@ func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
 		}
 	}
 	return n
+}
+
+// sameClient reports whether a session's client address (ip:port, or an
+// ip) and a request's client ip are one client: the same address, an
+// IPv4-mapped one as IPv4, or for IPv6 the same /64 (a household's
+// devices, a device's privacy addresses), as the login guard and the
+// connection limit key them. False when either does not parse.
+func sameClient(sessionAddr, ip string) bool {
+	host := sessionAddr
+	if h, _, err := net.SplitHostPort(sessionAddr); err == nil {
+		host = h
+	}
+	a, err1 := netip.ParseAddr(host)
+	b, err2 := netip.ParseAddr(ip)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	a, b = a.Unmap(), b.Unmap()
+	if a.Is6() && b.Is6() {
+		pa, _ := a.Prefix(64)
+		pb, _ := b.Prefix(64)
+		return pa == pb
+	}
+	return a == b
 }

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -18,9 +19,16 @@ import (
 // status and, on a redirect, the session id of its token.
 func (e *env) httpAdmit(title string) (int, string) {
 	e.t.Helper()
+	return e.httpAdmitFrom("127.0.0.1", title)
+}
+
+// httpAdmitFrom is httpAdmit from the loopback address from.
+func (e *env) httpAdmitFrom(from, title string) (int, string) {
+	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/"+title+".ts", nil)
 	req.SetBasicAuth("demo", "demo")
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true},
+	dial := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: dial},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := c.Do(req)
 	if err != nil {
@@ -185,5 +193,100 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 	}
 	if cmd := n.endCommand(t); !slices.Equal(cmd.GetSessionIds(), []string{r1}) || cmd.GetReason() != reasonSuperseded {
 		t.Fatalf("node told %+v, want r1 %s ended", cmd, r1)
+	}
+}
+
+// A viewer zapping over HTTP faster than its sessions go idle (60 s) was
+// refused at the session limit (nine titles 3 s apart: the ninth refused
+// for 40 s). At the limit, a session of the subscriber its node lists
+// quiet (no request in progress) for 10 s or more, from the new
+// request's client address, gives way: the same player's earlier title.
+// One quiet for less (an HLS player between segments), or from another
+// address (another household member's player), does not; an idle one
+// goes before a quiet one.
+func TestQuietHTTPSessionOfTheSameAddressSuperseded(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	var titles []*pb.StoredTitle
+	for _, id := range []string{"t1", "t2", "t3", "adult-1"} {
+		titles = append(titles, &pb.StoredTitle{TitleId: id, SizeBytes: 1_500_000, StoredBytes: 1_500_000})
+	}
+	n := e.startNode("n1", nodeOpts{titles: titles})
+	admit := func(from, title string) string {
+		t.Helper()
+		code, sid := e.httpAdmitFrom(from, title)
+		if code != http.StatusFound {
+			t.Fatalf("HTTP %s from %s: %d", title, from, code)
+		}
+		if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
+			t.Fatal(err)
+		}
+		return sid
+	}
+	mine, theirs := admit("127.0.0.1", "t1"), admit("127.0.0.2", "t2")
+	held := e.sessionIDs()
+	refused := func(what string) {
+		t.Helper()
+		e.awaitReports("n1")
+		if code, _ := e.httpAdmitFrom("127.0.0.1", "t3"); code != http.StatusTooManyRequests {
+			t.Fatalf("%s: %d, want 429", what, code)
+		}
+		if got := e.sessionIDs(); !slices.Equal(got, held) {
+			t.Fatalf("%s: sessions %v, want %v untouched", what, got, held)
+		}
+	}
+	n.setQuiet(mine, 5, theirs, 30)
+	refused("this address's session quiet 5 s, another's 30 s")
+
+	n.setQuiet(mine, 12, theirs, 30)
+	e.awaitReports("n1")
+	code, next := e.httpAdmitFrom("127.0.0.1", "t3")
+	if code != http.StatusFound {
+		t.Fatalf("at the limit, this address's session quiet 12 s: %d, want 302", code)
+	}
+	want := []string{theirs, next}
+	slices.Sort(want)
+	if got := e.sessionIDs(); !slices.Equal(got, want) {
+		t.Fatalf("sessions %v, want %v: the quiet one of this address ended", got, want)
+	}
+	if cmd := n.endCommand(t); !slices.Equal(cmd.GetSessionIds(), []string{mine}) || cmd.GetReason() != reasonSuperseded {
+		t.Fatalf("node told %+v, want %s ended", cmd, mine)
+	}
+	if err := n.event(next, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+
+	// An idle session (of another address) goes before a quiet one.
+	n.setQuiet(next, 40)
+	n.setIdle(theirs, 70)
+	e.awaitReports("n1")
+	code, last := e.httpAdmitFrom("127.0.0.1", "adult-1")
+	if code != http.StatusFound {
+		t.Fatalf("at the limit, one idle and one quiet: %d, want 302", code)
+	}
+	want = []string{next, last}
+	slices.Sort(want)
+	if got := e.sessionIDs(); !slices.Equal(got, want) {
+		t.Fatalf("sessions %v, want %v: the idle one ended first", got, want)
+	}
+}
+
+// sameClient keys addresses as the connection limit does: an
+// IPv4-mapped address as IPv4, IPv6 by its /64.
+func TestSameClient(t *testing.T) {
+	for _, c := range []struct {
+		session, ip string
+		want        bool
+	}{
+		{"192.0.2.7:5000", "192.0.2.7", true},
+		{"[::ffff:192.0.2.7]:5000", "192.0.2.7", true},
+		{"192.0.2.7:5000", "192.0.2.8", false},
+		{"[2001:db8:1:2:aaaa::1]:5000", "2001:db8:1:2:bbbb::9", true},
+		{"[2001:db8:1:3::1]:5000", "2001:db8:1:2::1", false},
+		{"", "192.0.2.7", false},
+		{"192.0.2.7:5000", "", false},
+	} {
+		if got := sameClient(c.session, c.ip); got != c.want {
+			t.Errorf("sameClient(%q, %q) = %v, want %v", c.session, c.ip, got, c.want)
+		}
 	}
 }

@@ -28,12 +28,23 @@ func idleIn(r *pb.LoadReport, sid string) *pb.IdleSession {
 	return nil
 }
 
+// quietIn returns the entry of r's quiet_sessions for sid, nil if none.
+func quietIn(r *pb.LoadReport, sid string) *pb.IdleSession {
+	for _, s := range r.GetQuietSessions() {
+		if s.GetSessionId() == sid {
+			return s
+		}
+	}
+	return nil
+}
+
 // TestLoadReportListsIdleHTTPSession: a node's load report lists an HTTP
 // session as idle (idle_sessions, with its seconds since the viewer's
 // last request) once its viewer has asked nothing for longer than
 // SessionTimeout, not while a request is in progress however long it has
 // run, and not before SessionTimeout has passed since the last request
-// ended; the session stays (PauseTimeout), listed idle.
+// ended: it is listed quiet then (quiet_sessions), never both; the
+// session stays (PauseTimeout), listed idle.
 func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 	const st = 400 * time.Millisecond
 	o := newFakeOrigin(t)
@@ -84,15 +95,25 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 		r := m.lastReport()
 		return idleIn(r, "idle-1").GetIdleSeconds() >= 1
 	})
-	inProgress, listed := 0, 0
+	inProgress, listed, quiet := 0, 0, 0
 	for _, r := range m.allReports() {
 		at := time.UnixMilli(r.GetAtUnixMs())
 		if !slices.Contains(r.GetSessionIds(), "idle-1") {
 			continue
 		}
-		idle := idleIn(r, "idle-1")
+		idle, q := idleIn(r, "idle-1"), quietIn(r, "idle-1")
 		if at.Before(ended) && at.After(begun.Add(st+100*time.Millisecond)) {
 			inProgress++
+		}
+		switch {
+		case q != nil && idle != nil:
+			t.Errorf("report at %v lists the session both idle and quiet", at)
+		case q != nil && at.Before(ended):
+			t.Errorf("report at %v lists the session quiet while its request was in progress (%v in)", at, at.Sub(begun))
+		case q != nil:
+			quiet++
+		case idle == nil && at.After(ended.Add(time.Second)):
+			t.Errorf("report at %v lists the session neither quiet nor idle %v after its request ended", at, at.Sub(ended))
 		}
 		if idle == nil {
 			continue
@@ -110,8 +131,8 @@ func TestLoadReportListsIdleHTTPSession(t *testing.T) {
 			t.Errorf("report at %v: idle %d s, more than the %d s since its request ended", at, idle.GetIdleSeconds(), upTo)
 		}
 	}
-	if inProgress == 0 || listed == 0 {
-		t.Fatalf("%d reports while the request ran past SessionTimeout, %d listing the session idle: want some of both", inProgress, listed)
+	if inProgress == 0 || listed == 0 || quiet == 0 {
+		t.Fatalf("%d reports while the request ran past SessionTimeout, %d listing the session idle, %d quiet: want some of each", inProgress, listed, quiet)
 	}
 	if n.Stats().Sessions != 1 {
 		t.Fatalf("sessions %d: the idle session should stay until PauseTimeout", n.Stats().Sessions)

@@ -521,8 +521,14 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		// Idle: no request in progress and none for longer than an RTSP
 		// session may stay silent. It lives on to PauseTimeout, unless
 		// the manager ends it for another session of its subscriber.
-		if last := time.Unix(0, hs.lastSeen.Load()); hs.active.Load() == 0 && now.Sub(last) > n.SessionTimeout {
-			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: hs.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
+		// Quiet: no request in progress, the last within the timeout.
+		if last := time.Unix(0, hs.lastSeen.Load()); hs.active.Load() == 0 {
+			e := &pb.IdleSession{SessionId: hs.sid, IdleSeconds: int64(max(now.Sub(last), 0) / time.Second)}
+			if now.Sub(last) > n.SessionTimeout {
+				r.IdleSessions = append(r.IdleSessions, e)
+			} else {
+				r.QuietSessions = append(r.QuietSessions, e)
+			}
 		}
 	}
 	n.mu.Unlock()

@@ -1160,8 +1160,18 @@ type LoadReport struct {
 	// session up to 34 GB (a 32-character session id in session_ids takes
 	// 34), about 25 kB a report at 5000 sessions.
 	SessionBytesSent []uint64 `protobuf:"varint,18,rep,packed,name=session_bytes_sent,json=sessionBytesSent,proto3" json:"session_bytes_sent,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// quiet_sessions are the HTTP sessions among session_ids whose viewer
+	// has no request in progress, its last one ended within the node's
+	// session_timeout (so not in idle_sessions), with the seconds since it
+	// ended: between an HLS player's segments, a player paused or gone.
+	// At its session limit, a subscriber's new request from the address of
+	// such a session quiet for 10 s or more ends the one quiet longest (a
+	// player zapping over HTTP leaves one behind at each title), and when
+	// the node dies one ends at its last request. A node that sends none
+	// (an older one) lists none.
+	QuietSessions []*IdleSession `protobuf:"bytes,19,rep,name=quiet_sessions,json=quietSessions,proto3" json:"quiet_sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoadReport) Reset() {
@@ -1316,6 +1326,13 @@ func (x *LoadReport) GetFinishedSessions() []string {
 func (x *LoadReport) GetSessionBytesSent() []uint64 {
 	if x != nil {
 		return x.SessionBytesSent
+	}
+	return nil
+}
+
+func (x *LoadReport) GetQuietSessions() []*IdleSession {
+	if x != nil {
+		return x.QuietSessions
 	}
 	return nil
 }
@@ -4864,7 +4881,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"originWait\x12%\n" +
 	"\x0eorigin_retries\x18\v \x01(\x05R\roriginRetries\x124\n" +
 	"\x17origin_retry_at_unix_ms\x18\f \x01(\x03R\x13originRetryAtUnixMs\x12!\n" +
-	"\forigin_error\x18\r \x01(\tR\voriginError\"\xf0\x05\n" +
+	"\forigin_error\x18\r \x01(\tR\voriginError\"\xb3\x06\n" +
 	"\n" +
 	"LoadReport\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1c\n" +
@@ -4889,7 +4906,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\ridle_sessions\x18\x0f \x03(\v2\x1a.vodcluster.v1.IdleSessionR\fidleSessions\x12'\n" +
 	"\x0fpaused_sessions\x18\x10 \x03(\tR\x0epausedSessions\x12+\n" +
 	"\x11finished_sessions\x18\x11 \x03(\tR\x10finishedSessions\x12,\n" +
-	"\x12session_bytes_sent\x18\x12 \x03(\x04R\x10sessionBytesSent\"O\n" +
+	"\x12session_bytes_sent\x18\x12 \x03(\x04R\x10sessionBytesSent\x12A\n" +
+	"\x0equiet_sessions\x18\x13 \x03(\v2\x1a.vodcluster.v1.IdleSessionR\rquietSessions\"O\n" +
 	"\vIdleSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +
@@ -5287,78 +5305,79 @@ var file_vodcluster_v1_vodcluster_proto_depIdxs = []int32{
 	16, // 5: vodcluster.v1.LoadReport.failed_fills:type_name -> vodcluster.v1.FillFailure
 	15, // 6: vodcluster.v1.LoadReport.partials:type_name -> vodcluster.v1.PartialTitle
 	14, // 7: vodcluster.v1.LoadReport.idle_sessions:type_name -> vodcluster.v1.IdleSession
-	21, // 8: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
-	22, // 9: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
-	23, // 10: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
-	20, // 11: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
-	19, // 12: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
-	18, // 13: vodcluster.v1.NodeCommand.expect:type_name -> vodcluster.v1.ExpectCommand
-	0,  // 14: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
-	9,  // 15: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
-	27, // 16: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
-	38, // 17: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
-	41, // 18: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
-	45, // 19: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
-	48, // 20: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
-	51, // 21: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
-	50, // 22: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
-	55, // 23: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
-	58, // 24: vodcluster.v1.ListPopularityResponse.titles:type_name -> vodcluster.v1.TitlePopularity
-	5,  // 25: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	4,  // 26: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
-	7,  // 27: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
-	10, // 28: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
-	13, // 29: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
-	24, // 30: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
-	5,  // 31: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
-	2,  // 32: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
-	26, // 33: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
-	29, // 34: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
-	30, // 35: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
-	32, // 36: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
-	33, // 37: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
-	35, // 38: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
-	39, // 39: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
-	36, // 40: vodcluster.v1.Admin.ClearLoginFailures:input_type -> vodcluster.v1.ClearLoginFailuresRequest
-	43, // 41: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
-	46, // 42: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
-	47, // 43: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
-	52, // 44: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
-	52, // 45: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
-	52, // 46: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
-	52, // 47: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
-	54, // 48: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
-	57, // 49: vodcluster.v1.Admin.ListPopularity:input_type -> vodcluster.v1.ListPopularityRequest
-	6,  // 50: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	1,  // 51: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
-	8,  // 52: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
-	11, // 53: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
-	17, // 54: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
-	25, // 55: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
-	6,  // 56: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
-	3,  // 57: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
-	28, // 58: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
-	27, // 59: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
-	31, // 60: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
-	42, // 61: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
-	34, // 62: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
-	38, // 63: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
-	40, // 64: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
-	37, // 65: vodcluster.v1.Admin.ClearLoginFailures:output_type -> vodcluster.v1.ClearLoginFailuresResponse
-	44, // 66: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	44, // 67: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
-	49, // 68: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
-	53, // 69: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
-	53, // 70: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
-	53, // 71: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
-	53, // 72: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
-	56, // 73: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
-	59, // 74: vodcluster.v1.Admin.ListPopularity:output_type -> vodcluster.v1.ListPopularityResponse
-	50, // [50:75] is the sub-list for method output_type
-	25, // [25:50] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	14, // 8: vodcluster.v1.LoadReport.quiet_sessions:type_name -> vodcluster.v1.IdleSession
+	21, // 9: vodcluster.v1.NodeCommand.prefetch:type_name -> vodcluster.v1.PrefetchCommand
+	22, // 10: vodcluster.v1.NodeCommand.evict:type_name -> vodcluster.v1.EvictCommand
+	23, // 11: vodcluster.v1.NodeCommand.drain:type_name -> vodcluster.v1.DrainCommand
+	20, // 12: vodcluster.v1.NodeCommand.protect:type_name -> vodcluster.v1.ProtectCommand
+	19, // 13: vodcluster.v1.NodeCommand.end_sessions:type_name -> vodcluster.v1.EndSessionsCommand
+	18, // 14: vodcluster.v1.NodeCommand.expect:type_name -> vodcluster.v1.ExpectCommand
+	0,  // 15: vodcluster.v1.SessionEvent.kind:type_name -> vodcluster.v1.SessionEvent.Kind
+	9,  // 16: vodcluster.v1.NodeInfo.capacity:type_name -> vodcluster.v1.NodeCapacity
+	27, // 17: vodcluster.v1.ListNodesResponse.nodes:type_name -> vodcluster.v1.NodeInfo
+	38, // 18: vodcluster.v1.ListSuspensionsResponse.suspensions:type_name -> vodcluster.v1.Suspension
+	41, // 19: vodcluster.v1.ListSessionsResponse.sessions:type_name -> vodcluster.v1.SessionInfo
+	45, // 20: vodcluster.v1.PolicyInfo.storage_stats:type_name -> vodcluster.v1.StorageStats
+	48, // 21: vodcluster.v1.ListPlacementResponse.replicas:type_name -> vodcluster.v1.Replica
+	51, // 22: vodcluster.v1.ListPlacementResponse.node_pins:type_name -> vodcluster.v1.NodePin
+	50, // 23: vodcluster.v1.ListPlacementResponse.partials:type_name -> vodcluster.v1.NodePartial
+	55, // 24: vodcluster.v1.ListFillsResponse.fills:type_name -> vodcluster.v1.Fill
+	58, // 25: vodcluster.v1.ListPopularityResponse.titles:type_name -> vodcluster.v1.TitlePopularity
+	5,  // 26: vodcluster.v1.Origin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	4,  // 27: vodcluster.v1.Origin.GetTitle:input_type -> vodcluster.v1.GetTitleRequest
+	7,  // 28: vodcluster.v1.Origin.Fetch:input_type -> vodcluster.v1.FetchRequest
+	10, // 29: vodcluster.v1.NodeControl.Register:input_type -> vodcluster.v1.RegisterRequest
+	13, // 30: vodcluster.v1.NodeControl.Heartbeat:input_type -> vodcluster.v1.LoadReport
+	24, // 31: vodcluster.v1.NodeControl.ReportSession:input_type -> vodcluster.v1.SessionEvent
+	5,  // 32: vodcluster.v1.Admin.ListTitles:input_type -> vodcluster.v1.ListTitlesRequest
+	2,  // 33: vodcluster.v1.Admin.RefreshCatalog:input_type -> vodcluster.v1.RefreshCatalogRequest
+	26, // 34: vodcluster.v1.Admin.ListNodes:input_type -> vodcluster.v1.ListNodesRequest
+	29, // 35: vodcluster.v1.Admin.SetNode:input_type -> vodcluster.v1.SetNodeRequest
+	30, // 36: vodcluster.v1.Admin.ForgetNode:input_type -> vodcluster.v1.ForgetNodeRequest
+	32, // 37: vodcluster.v1.Admin.ListSessions:input_type -> vodcluster.v1.ListSessionsRequest
+	33, // 38: vodcluster.v1.Admin.EndSessions:input_type -> vodcluster.v1.EndSessionsRequest
+	35, // 39: vodcluster.v1.Admin.SuspendSubscriber:input_type -> vodcluster.v1.SuspendRequest
+	39, // 40: vodcluster.v1.Admin.ListSuspensions:input_type -> vodcluster.v1.ListSuspensionsRequest
+	36, // 41: vodcluster.v1.Admin.ClearLoginFailures:input_type -> vodcluster.v1.ClearLoginFailuresRequest
+	43, // 42: vodcluster.v1.Admin.GetPolicy:input_type -> vodcluster.v1.GetPolicyRequest
+	46, // 43: vodcluster.v1.Admin.SetPolicy:input_type -> vodcluster.v1.SetPolicyRequest
+	47, // 44: vodcluster.v1.Admin.ListPlacement:input_type -> vodcluster.v1.ListPlacementRequest
+	52, // 45: vodcluster.v1.Admin.Prefetch:input_type -> vodcluster.v1.PlacementRequest
+	52, // 46: vodcluster.v1.Admin.Evict:input_type -> vodcluster.v1.PlacementRequest
+	52, // 47: vodcluster.v1.Admin.Pin:input_type -> vodcluster.v1.PlacementRequest
+	52, // 48: vodcluster.v1.Admin.Unpin:input_type -> vodcluster.v1.PlacementRequest
+	54, // 49: vodcluster.v1.Admin.ListFills:input_type -> vodcluster.v1.ListFillsRequest
+	57, // 50: vodcluster.v1.Admin.ListPopularity:input_type -> vodcluster.v1.ListPopularityRequest
+	6,  // 51: vodcluster.v1.Origin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	1,  // 52: vodcluster.v1.Origin.GetTitle:output_type -> vodcluster.v1.Title
+	8,  // 53: vodcluster.v1.Origin.Fetch:output_type -> vodcluster.v1.FetchChunk
+	11, // 54: vodcluster.v1.NodeControl.Register:output_type -> vodcluster.v1.RegisterResponse
+	17, // 55: vodcluster.v1.NodeControl.Heartbeat:output_type -> vodcluster.v1.NodeCommand
+	25, // 56: vodcluster.v1.NodeControl.ReportSession:output_type -> vodcluster.v1.SessionEventAck
+	6,  // 57: vodcluster.v1.Admin.ListTitles:output_type -> vodcluster.v1.ListTitlesResponse
+	3,  // 58: vodcluster.v1.Admin.RefreshCatalog:output_type -> vodcluster.v1.RefreshCatalogResponse
+	28, // 59: vodcluster.v1.Admin.ListNodes:output_type -> vodcluster.v1.ListNodesResponse
+	27, // 60: vodcluster.v1.Admin.SetNode:output_type -> vodcluster.v1.NodeInfo
+	31, // 61: vodcluster.v1.Admin.ForgetNode:output_type -> vodcluster.v1.ForgetNodeResponse
+	42, // 62: vodcluster.v1.Admin.ListSessions:output_type -> vodcluster.v1.ListSessionsResponse
+	34, // 63: vodcluster.v1.Admin.EndSessions:output_type -> vodcluster.v1.EndSessionsResponse
+	38, // 64: vodcluster.v1.Admin.SuspendSubscriber:output_type -> vodcluster.v1.Suspension
+	40, // 65: vodcluster.v1.Admin.ListSuspensions:output_type -> vodcluster.v1.ListSuspensionsResponse
+	37, // 66: vodcluster.v1.Admin.ClearLoginFailures:output_type -> vodcluster.v1.ClearLoginFailuresResponse
+	44, // 67: vodcluster.v1.Admin.GetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	44, // 68: vodcluster.v1.Admin.SetPolicy:output_type -> vodcluster.v1.PolicyInfo
+	49, // 69: vodcluster.v1.Admin.ListPlacement:output_type -> vodcluster.v1.ListPlacementResponse
+	53, // 70: vodcluster.v1.Admin.Prefetch:output_type -> vodcluster.v1.PlacementAck
+	53, // 71: vodcluster.v1.Admin.Evict:output_type -> vodcluster.v1.PlacementAck
+	53, // 72: vodcluster.v1.Admin.Pin:output_type -> vodcluster.v1.PlacementAck
+	53, // 73: vodcluster.v1.Admin.Unpin:output_type -> vodcluster.v1.PlacementAck
+	56, // 74: vodcluster.v1.Admin.ListFills:output_type -> vodcluster.v1.ListFillsResponse
+	59, // 75: vodcluster.v1.Admin.ListPopularity:output_type -> vodcluster.v1.ListPopularityResponse
+	51, // [51:76] is the sub-list for method output_type
+	26, // [26:51] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_vodcluster_v1_vodcluster_proto_init() }
