@@ -463,22 +463,25 @@ func (n *fakeNode) setSessions(ids ...string) {
 // setIdle makes the reports list sessions idle (id, seconds, id,
 // seconds...), none without arguments.
 func (n *fakeNode) setIdle(idle ...any) {
-	var out []*pb.IdleSession
-	for i := 0; i+1 < len(idle); i += 2 {
-		out = append(out, &pb.IdleSession{SessionId: idle[i].(string), IdleSeconds: int64(idle[i+1].(int))})
-	}
+	out := idleEntries(idle)
 	n.mu.Lock()
 	n.idle = out
 	n.mu.Unlock()
 }
 
+// idleEntries makes the entries of id, seconds pairs.
+func idleEntries(pairs []any) []*pb.IdleSession {
+	var out []*pb.IdleSession
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, &pb.IdleSession{SessionId: pairs[i].(string), IdleSeconds: int64(pairs[i+1].(int))})
+	}
+	return out
+}
+
 // setQuiet lists, in the next reports, the quiet sessions given as id,
 // seconds pairs.
 func (n *fakeNode) setQuiet(quiet ...any) {
-	var out []*pb.IdleSession
-	for i := 0; i+1 < len(quiet); i += 2 {
-		out = append(out, &pb.IdleSession{SessionId: quiet[i].(string), IdleSeconds: int64(quiet[i+1].(int))})
-	}
+	out := idleEntries(quiet)
 	n.mu.Lock()
 	n.quiet = out
 	n.mu.Unlock()

@@ -85,13 +85,7 @@ func TestWithdrawnTitleEvictedAfterItsGrace(t *testing.T) {
 func TestWithdrawnTitleKept(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.WithdrawnGrace = -1 })
 	n1 := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "gone", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
-	e.nextReport("n1")
-	if err := e.m.refreshCatalog(context.Background(), 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	e.nextReport("n1")
-	e.nextReport("n1")
-	if ev := n1.evictions(); len(ev) > 0 {
+	if ev := evictedAfterACatalogRead(t, e, n1); len(ev) > 0 {
 		t.Fatalf("evicted %v with withdrawn_grace -1", ev)
 	}
 }
@@ -112,16 +106,24 @@ func TestWithdrawnMostOfANodeKept(t *testing.T) {
 		{TitleId: "gone-1", SizeBytes: 1_000_000, StoredBytes: 1_000_000},
 		{TitleId: "gone-2", SizeBytes: 1_000_000, StoredBytes: 1_000_000},
 	}})
+	if ev := evictedAfterACatalogRead(t, e, n1); len(ev) > 0 {
+		t.Fatalf("evicted %v, two of the node's three copies not in the catalog", ev)
+	}
+	if !strings.Contains(log.String(), "most of the node's copies are of titles not in the origin's catalog") {
+		t.Fatalf("no error logged:\n%s", log.String())
+	}
+}
+
+// evictedAfterACatalogRead returns the evictions n1 was sent by two
+// reports after a catalog read that followed its first report (one that
+// confirms its copies of titles not in the catalog as withdrawn).
+func evictedAfterACatalogRead(t *testing.T, e *env, n1 *fakeNode) []string {
+	t.Helper()
 	e.nextReport("n1")
 	if err := e.m.refreshCatalog(context.Background(), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	e.nextReport("n1")
 	e.nextReport("n1")
-	if ev := n1.evictions(); len(ev) > 0 {
-		t.Fatalf("evicted %v, two of the node's three copies not in the catalog", ev)
-	}
-	if !strings.Contains(log.String(), "most of the node's copies are of titles not in the origin's catalog") {
-		t.Fatalf("no error logged:\n%s", log.String())
-	}
+	return n1.evictions()
 }
