@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"vodcluster/proto/connlimit"
 )
 
 // Defaults of the failed-login limit (Manager.LoginFailures,
@@ -325,13 +327,19 @@ func userKey(user string) string {
 	return "#" + hex.EncodeToString(sum[:16])
 }
 
-// addrKey is the guard's key of a client address: the address, or an
-// IPv6 address's /64.
+// addrKey is the guard's key of a client address: its client key as the
+// connection limit keys it (connlimit.AddrKey: an IPv4-mapped address as
+// IPv4, an IPv6 address's /64), written as the address for an IPv4 one
+// (as snapshots of known logins hold it) and as the prefix for IPv6; the
+// text itself if it does not parse.
 func addrKey(ip string) string {
-	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() && !a.Is4In6() {
-		if p, err := a.Prefix(64); err == nil {
-			return p.String()
-		}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
 	}
-	return ip
+	k := connlimit.AddrKey(a)
+	if k.Addr().Is6() {
+		return k.String()
+	}
+	return k.Addr().String()
 }

@@ -68,6 +68,13 @@ func TestLoginGuardBudget(t *testing.T) {
 	if !guess(g, "2001:db8:1:3::10", "carol", t0, false) {
 		t.Fatal("another /64 refused")
 	}
+	// An IPv4-mapped address is its IPv4 address (a dual-stack listener
+	// sees it so).
+	guess(g, "::ffff:10.0.0.7", "dave", t0, true)
+	guess(g, "10.0.0.7", "dave", t0, true)
+	if guess(g, "::ffff:10.0.0.7", "dave", t0, false) {
+		t.Fatal("an IPv4-mapped address keyed apart from its IPv4 address")
+	}
 	if newLoginGuard(-1, time.Second) != nil {
 		t.Fatal("a negative budget does not disable the guard")
 	}

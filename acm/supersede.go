@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/connlimit"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -151,10 +152,10 @@ func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
 }
 
 // sameClient reports whether a session's client address (ip:port, or an
-// ip) and a request's client ip are one client: the same address, an
-// IPv4-mapped one as IPv4, or for IPv6 the same /64 (a household's
-// devices, a device's privacy addresses), as the login guard and the
-// connection limit key them. False when either does not parse.
+// ip) and a request's client ip are one client, as the connection limit
+// keys them (connlimit.AddrKey: the same address, an IPv4-mapped one as
+// IPv4, or for IPv6 the same /64: a household's devices, a device's
+// privacy addresses). False when either does not parse.
 func sameClient(sessionAddr, ip string) bool {
 	host := sessionAddr
 	if h, _, err := net.SplitHostPort(sessionAddr); err == nil {
@@ -165,11 +166,5 @@ func sameClient(sessionAddr, ip string) bool {
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	a, b = a.Unmap(), b.Unmap()
-	if a.Is6() && b.Is6() {
-		pa, _ := a.Prefix(64)
-		pb, _ := b.Prefix(64)
-		return pa == pb
-	}
-	return a == b
+	return connlimit.AddrKey(a) == connlimit.AddrKey(b)
 }

@@ -93,22 +93,33 @@ func (l *Limiter) Wrap(ln net.Listener, name string, answer Answer) net.Listener
 	return &limitedListener{Listener: ln, l: l, name: name, answer: answer}
 }
 
-// Key is the client key of a connection's remote address: the address
-// (an IPv4-mapped one as IPv4), or an IPv6 address's /64 (one household
-// or subscriber line is given a /64). ok is false for an address that is
-// no TCP address (not counted).
+// Key is the client key of a connection's remote address: AddrKey of its
+// IP. ok is false for an address that is no TCP address (not counted).
 func Key(a net.Addr) (k netip.Prefix, ok bool) {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
 		return netip.Prefix{}, false
 	}
-	ip := ta.AddrPort().Addr().Unmap()
+	return AddrKey(ta.AddrPort().Addr()), true
+}
+
+// AddrKey is the client key of an IP address, one per client as an
+// operator's network gives them out: the address (an IPv4-mapped one as
+// IPv4, a zone dropped) as a /32, or an IPv6 address's /64 (one household
+// or subscriber line is given a /64, its devices and privacy addresses
+// within it). The zero Prefix for the zero Addr. The manager keys its
+// login guard and its same-client checks with it too.
+func AddrKey(ip netip.Addr) netip.Prefix {
+	if !ip.IsValid() {
+		return netip.Prefix{}
+	}
+	ip = ip.Unmap().WithZone("")
 	bits := ip.BitLen()
 	if ip.Is6() {
 		bits = 64
 	}
-	p, err := ip.Prefix(bits)
-	return p, err == nil
+	p, _ := ip.Prefix(bits)
+	return p
 }
 
 // take counts one more connection of k; false when k has Max already.

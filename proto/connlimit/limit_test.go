@@ -104,6 +104,12 @@ func TestKey(t *testing.T) {
 	if _, ok := Key(&net.UnixAddr{Name: "/x", Net: "unix"}); ok {
 		t.Error("a unix address keyed")
 	}
+	if k := AddrKey(netip.MustParseAddr("fe80::1%eth0")); k != netip.MustParsePrefix("fe80::/64") {
+		t.Errorf("zoned address keyed %v", k)
+	}
+	if k := AddrKey(netip.Addr{}); k.IsValid() {
+		t.Errorf("zero address keyed %v", k)
+	}
 }
 
 // No limit: New returns nil for Max <= 0, whose Wrap returns the
