@@ -61,9 +61,10 @@ type session struct {
 	// BYE at once (lavfEndHere), the stream where it stands: a PLAY
 	// without a start then is at the end too.
 	endedHere bool
-	// readErrorSeen: its stream's failed read of the title's file was
-	// counted and logged (streamEnded), once.
-	readErrorSeen atomic.Bool
+	// readError counts and logs its stream's failed read of the title's
+	// file once (streamEnded); a second caller waits for the first's log,
+	// so that the warning comes before the session's ENDED.
+	readError sync.Once
 
 	// guarded by Node.mu
 	started   bool      // PLAY seen, STARTED reported
@@ -397,7 +398,7 @@ func (n *Node) onStreamEnd(s *session) func(deliver.EndReason, error) {
 // itself with r and err: a read of the title's file that failed is
 // counted and logged (streamReadError) once, whoever sees it first
 // (onStreamEnd, or finishSession for a request that ended s before
-// onStreamEnd ran); one that failed because the title was closed under
+// onStreamEnd ran), before either goes on to end s; one that failed because the title was closed under
 // the stream is EndError, not the disk's failure.
 func (n *Node) streamEnded(s *session, r deliver.EndReason, err error) deliver.EndReason {
 	if r != deliver.EndDiskRead {
@@ -406,9 +407,7 @@ func (n *Node) streamEnded(s *session, r deliver.EndReason, err error) deliver.E
 	if errors.Is(err, store.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, store.ErrFillFailed) {
 		return deliver.EndError // its fill stopped under a play far ahead of it (aheadSource.ReadAt)
 	}
-	if s.readErrorSeen.CompareAndSwap(false, true) {
-		n.streamReadError(s, err)
-	}
+	s.readError.Do(func() { n.streamReadError(s, err) })
 	return r
 }
 
