@@ -11,7 +11,9 @@ import (
 // "" for a refusal that carries none:
 //   - the client's own (401, 403, 404, 416) and a subscriber at
 //     max_sessions_per_user: a slot frees when a viewer stops, not at a
-//     time;
+//     time, unless an HTTP session of the request's client will be quiet
+//     long enough to give way (supersedeIdleLocked): then that time over
+//     HTTP (429; RTSP's refusal is a 403, which takes none);
 //   - a title whose bitrate is over every node's egress: no node will have
 //     room for it until the operator acts.
 //
@@ -27,9 +29,14 @@ func (m *Manager) refusalRetryAfter(err error) string {
 	switch {
 	case err == nil,
 		errors.Is(err, errUnauthorized), errors.Is(err, errTokenTitle), errors.Is(err, errEndedByOperator),
-		errors.Is(err, errSuspended), errors.Is(err, errForbidden), errors.Is(err, errUserLimit),
+		errors.Is(err, errSuspended), errors.Is(err, errForbidden),
 		errors.Is(err, errNoTitle), errors.As(err, new(rangeRefused)),
 		errors.Is(err, errOverEgress): // before errNoBandwidth, which it wraps
+		return ""
+	case errors.Is(err, errUserLimit):
+		if errors.As(err, new(retryLater)) {
+			return retryAfter(err)
+		}
 		return ""
 	case errors.Is(err, errThrottled), errors.Is(err, errRateLimited):
 		return retryAfter(err)

@@ -22,6 +22,7 @@ func TestRefusalRetryAfter(t *testing.T) {
 		{errSuspended, ""},
 		{errForbidden, ""},
 		{errUserLimit, ""},
+		{retryLater{err: errUserLimit, wait: 4100 * time.Millisecond}, "5"},
 		{errNoTitle, ""},
 		{rangeRefused{size: 10}, ""},
 		{errOverEgress, ""},

@@ -512,7 +512,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 	default:
 		res.StatusCode = base.StatusServiceUnavailable
 	}
-	if ra := m.refusalRetryAfter(err); ra != "" {
+	if ra := m.refusalRetryAfter(err); ra != "" && !errors.Is(err, errUserLimit) { // a 403 takes none
 		res.Header["Retry-After"] = base.HeaderValue{ra}
 	}
 	return res

@@ -76,11 +76,14 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 // held below limit (one, unless the limit was lowered), and returns them
 // for the caller to persist once mu is released. Only sessions reserved
 // on a live node that the node's last report listed idle count. Nil, and
-// nothing ended, when too few of the user's sessions are idle.
-func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) []*session {
+// nothing ended, when too few of the user's sessions are idle; then wait
+// is how long until enough would be, counting the HTTP sessions of the
+// request's client quiet for less than quietLeft (a player zapping
+// faster than that: the 429's Retry-After), 0 when none would be.
+func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) (ended []*session, wait time.Duration) {
 	need := held - limit + 1
 	if need <= 0 {
-		return nil
+		return nil, 0
 	}
 	type idleOne struct {
 		s     *session
@@ -88,6 +91,7 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 		quiet bool // listed quiet, not idle
 	}
 	var idle []idleOne
+	var soon []time.Duration // until each quiet session of the client is quiet quietLeft
 	for _, ns := range m.nodes {
 		if len(ns.idle)+len(ns.quiet) == 0 {
 			continue
@@ -106,20 +110,28 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 		}
 		for id, since := range ns.quiet {
 			s := ns.sessions[id]
-			if s == nil || s.User != user || s.ended || !s.reserved || s.uncounted || now.Sub(since) < quietLeft ||
+			if s == nil || s.User != user || s.ended || !s.reserved || s.uncounted ||
 				s.Protocol != store.ProtoHTTP || !sameClient(s.ClientAddr, clientIP) {
+				continue
+			}
+			if left := quietLeft - now.Sub(since); left > 0 {
+				soon = append(soon, left)
 				continue
 			}
 			idle = append(idle, idleOne{s, since, true})
 		}
 	}
 	if len(idle) < need {
-		return nil
+		if short := need - len(idle); len(soon) >= short {
+			slices.Sort(soon)
+			wait = soon[short-1]
+		}
+		return nil, wait
 	}
 	slices.SortFunc(idle, func(a, b idleOne) int {
 		return cmp.Or(cmp.Compare(boolInt(a.quiet), boolInt(b.quiet)), a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))
 	})
-	ended := make([]*session, 0, need)
+	ended = make([]*session, 0, need)
 	for _, o := range idle[:need] {
 		ended = append(ended, o.s)
 		supersededTotal.WithLabelValues(o.s.Protocol).Inc()
@@ -129,7 +141,7 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "quiet_from_same_address", o.quiet, "limit", limit)
 	}
 	m.endOrderedLocked(ended, reasonSuperseded, now)
-	return ended
+	return ended, 0
 }
 
 // unreachableSessionsLocked counts the sessions of user counted in

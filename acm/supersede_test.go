@@ -2,10 +2,12 @@ package acm
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +27,21 @@ func (e *env) httpAdmit(title string) (int, string) {
 // httpAdmitFrom is httpAdmit from the loopback address from.
 func (e *env) httpAdmitFrom(from, title string) (int, string) {
 	e.t.Helper()
+	res, _ := e.httpAskFrom(from, title)
+	if res.StatusCode != http.StatusFound {
+		return res.StatusCode, ""
+	}
+	cl, err := e.signer.Parse(tokenFromLocation(res.Header.Get("Location")))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.StatusCode, cl.Session
+}
+
+// httpAskFrom asks the front door for title over HTTP as demo from
+// address from, not following its redirect: the answer and its body.
+func (e *env) httpAskFrom(from, title string) (*http.Response, string) {
+	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/"+title+".ts", nil)
 	req.SetBasicAuth("demo", "demo")
 	dial := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext
@@ -34,15 +51,12 @@ func (e *env) httpAdmitFrom(from, title string) (int, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		return res.StatusCode, ""
-	}
-	cl, err := e.signer.Parse(tokenFromLocation(res.Header.Get("Location")))
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return res.StatusCode, cl.Session
+	return res, string(body)
 }
 
 // sessionIDs returns the ids of the live sessions, sorted.
@@ -224,18 +238,37 @@ func TestQuietHTTPSessionOfTheSameAddressSuperseded(t *testing.T) {
 	}
 	mine, theirs := admit("127.0.0.1", "t1"), admit("127.0.0.2", "t2")
 	held := e.sessionIDs()
-	refused := func(what string) {
+	// refused checks a 429, the sessions untouched, and its Retry-After
+	// (seconds within lo..hi; none when hi is 0) and text.
+	refused := func(what string, lo, hi int) {
 		t.Helper()
 		e.awaitReports("n1")
-		if code, _ := e.httpAdmitFrom("127.0.0.1", "t3"); code != http.StatusTooManyRequests {
-			t.Fatalf("%s: %d, want 429", what, code)
+		res, body := e.httpAskFrom("127.0.0.1", "t3")
+		if res.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%s: %d, want 429", what, res.StatusCode)
+		}
+		ra := res.Header.Values("Retry-After")
+		if hi == 0 {
+			if len(ra) != 0 || !strings.HasSuffix(strings.TrimSpace(body), "then this request gets in") {
+				t.Errorf("%s: Retry-After %q, want none; text %q", what, ra, body)
+			}
+		} else {
+			retryAfterIn(t, what, ra, lo, hi)
+			if !strings.Contains(body, "ask again in "+ra[0]+" s") {
+				t.Errorf("%s: the text does not say when to ask again: %q", what, body)
+			}
 		}
 		if got := e.sessionIDs(); !slices.Equal(got, held) {
 			t.Fatalf("%s: sessions %v, want %v untouched", what, got, held)
 		}
 	}
+	refused("neither session quiet", 0, 0)
+	n.setQuiet(theirs, 30)
+	refused("another address's session quiet 30 s", 0, 0)
+	// This address's session quiet 5 s gives way in 5 s: the 429 says
+	// so (Retry-After; reports are not instant, hence 4).
 	n.setQuiet(mine, 5, theirs, 30)
-	refused("this address's session quiet 5 s, another's 30 s")
+	refused("this address's session quiet 5 s, another's 30 s", 4, 5)
 
 	n.setQuiet(mine, 12, theirs, 30)
 	e.awaitReports("n1")
