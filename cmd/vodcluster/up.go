@@ -201,7 +201,7 @@ func upCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "no logs, only the banner and results")
 	f.BoolVar(&once, "once", false, "with --play: stop the cluster after the play (exit status 1 when it failed)")
 	f.IntVar(&maxSessions, "max-sessions-per-user", acm.DefaultMaxSessionsPerUser, "sessions the demo subscriber may hold at once (max_sessions_per_user; more viewers get RTSP 403 / HTTP 429); -1: no cap")
-	f.IntVar(&maxRequests, "requests-per-user", acm.DefaultRequestsPerUser, "title requests the demo subscriber may make at once, then one each refill (requests_per_user; more get RTSP 503 / HTTP 429); -1: no limit")
+	f.IntVar(&maxRequests, "requests-per-user", acm.DefaultRequestsPerUser, "title requests the demo subscriber may make at once, then one every 500 ms: 2 a second (requests_per_user, request_refill; more get RTSP 503 / HTTP 429); -1: no limit")
 	f.IntVar(&maxConns, "max-conns-per-addr", acm.DefaultMaxConnsPerAddr, "open connections per client address at the front door and at each node (max_conns_per_addr; more are answered 503 and closed at accept); -1: no limit")
 	return cmd
 }
