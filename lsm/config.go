@@ -155,7 +155,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lsm: load weights a=%v b=%v disk=%v must be finite and >= 0", c.A, c.B, c.DiskPressure)
 	}
 	if !(c.Overload >= 0 && c.Overload <= 1) || !(c.OverloadLower >= 0 && c.OverloadLower <= 1) {
-		return fmt.Errorf("lsm: overload threshold %v or lower mark %v out of (0, 1]", c.Overload, c.OverloadLower)
+		return fmt.Errorf("lsm: overload threshold %v or lower mark %v out of [0, 1] (0: the default)", c.Overload, c.OverloadLower)
 	}
 	if c.Overload != 0 && c.Overload < c.Normal {
 		return fmt.Errorf("lsm: overload threshold %v below the normal utilization limit %v: holders would be passed over, and their titles filled again elsewhere, before they are loaded", c.Overload, c.Normal)

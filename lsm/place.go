@@ -19,12 +19,12 @@ func (s *Scheduler) Ramp(i int) float64 {
 }
 
 // EffectiveWeight returns node i's weight as the weighted IPVS policies
-// (wrr, wlc, sed, nq, lblc, lblcr, twos) use it; sh, mh and chbl build
-// their tables on scale, without the slow-start share: its relative
-// capacity c (announced egress in units of 100 Mbit/s, times Weight/100:
-// a node announces its capacity, so Weight is the operator's adjustment,
-// 100 = as announced) times its slow-start share. 0 for a node not in
-// service.
+// (wrr, wlc, sed, nq, lblc, lblcr, twos) use it: its relative capacity c
+// (announced egress in units of 100 Mbit/s, times Weight/100: a node
+// announces its capacity, so Weight is the operator's adjustment, 100 =
+// as announced) times its slow-start share (Ramp). 0 for a node not in
+// service. sh, mh and chbl build their tables on the relative capacity
+// alone, without the slow-start share.
 func (s *Scheduler) EffectiveWeight(i int) float64 {
 	n := s.Nodes[i]
 	if !s.InService(n) {
@@ -277,7 +277,7 @@ func (s *Scheduler) Place(r *Request, now time.Time) (Reservation, error) {
 }
 
 // tableKey is the key of r's title in a policy's title table (lblc,
-// lard): the title, and the site while Place keeps to it, so that each
+// lblcr, lard, lard/r): the title, and the site while Place keeps to it, so that each
 // site keeps its own node for the title (viewers of two sites in turn
 // would otherwise move the title back and forth, to a new node of the
 // site each time).

@@ -9,9 +9,19 @@ func init() {
 	Register("chbl", func(Config) Policy { return &BoundedLoadHashing{} })
 }
 
-// chblPoints is the number of points per unit of relative capacity a node
-// gets on the ring (at least 1 per node).
-const chblPoints = 4
+// The ring's points: the node of the largest weighted capacity in service
+// gets chblMaxPoints (fewer when there are so many nodes that the ring
+// would pass chblRingPoints, never under chblMinPoints), each other node
+// points in proportion to its weighted capacity, at least 1. Relative, so
+// that the ring's size and its rebuild (on the request path, at each
+// change of the nodes' state) do not grow with absolute capacities or
+// weights: 100 Gbit/s nodes, or a weight of 65535, give the same ring as
+// 1 Gbit/s nodes at weight 100.
+const (
+	chblMaxPoints  = 160
+	chblMinPoints  = 16
+	chblRingPoints = 1 << 16
+)
 
 type ringPoint struct {
 	hash uint64
@@ -22,7 +32,7 @@ type ringPoint struct {
 // Mirrokni, Thorup, Zadimoghaddam, SODA 2018; HAProxy's hash-type
 // consistent with hash-balance-factor) places a title's hash on a ring of
 // points of the nodes in service (points in proportion to capacity times
-// Weight/100) and walks clockwise to the first node that is eligible and
+// Weight/100, the largest chblMaxPoints) and walks clockwise to the first node that is eligible and
 // whose utilization after taking the session stays within Config.CHBLFactor
 // times the cluster's mean utilization after it (the mean of the site's
 // nodes while Place keeps to a site, Request.Site, and of the nodes that
@@ -49,13 +59,25 @@ func (*BoundedLoadHashing) Name() string { return "chbl" }
 
 func (p *BoundedLoadHashing) rebuild(s *Scheduler) {
 	p.ring, p.capBps, p.noOrigin = p.ring[:0], 0, false
+	var top float64 // the largest weighted capacity in service, bit/s
+	in := 0
+	for _, n := range s.Nodes {
+		if s.InService(n) {
+			top = max(top, weightedBps(n))
+			in++
+		}
+	}
+	most := float64(chblMaxPoints)
+	if in > 0 {
+		most = min(most, max(chblMinPoints, float64(chblRingPoints/in)))
+	}
 	for i, n := range s.Nodes {
 		if !s.InService(n) {
 			continue
 		}
 		p.noOrigin = p.noOrigin || n.NoOrigin
 		p.capBps += float64(n.Capacity.EgressBps)
-		k := max(1, int(scale(n)*chblPoints))
+		k := max(1, int(math.Round(most*weightedBps(n)/top)))
 		for j := 0; j < k; j++ {
 			p.ring = append(p.ring, ringPoint{hash: mix64(hash64(n.ID) + uint64(j)), node: int32(i)})
 		}

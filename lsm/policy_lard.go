@@ -77,7 +77,8 @@ func (p *LARD) Pick(s *Scheduler, r *Request) int {
 // least utilized node of all joins the set and takes the session. A set
 // with more than one member that has not changed for Config.LBLCRShrink
 // (the paper's K) loses its most utilized member. A set unused for
-// Config.LBLCExpiration is deleted, as LARD's entries are.
+// Config.LBLCExpiration is deleted, as LARD's entries are. While Place
+// keeps to a site the set is the site's, as LBLCR's is.
 type LARDR struct {
 	table map[string]*serverSet
 	swept time.Time // the last sweep of the table (sweepExpired)
@@ -92,10 +93,11 @@ func (*LARDR) Name() string { return "lard/r" }
 func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 	now := s.Now()
 	sweepExpired(p.table, func(set *serverSet) time.Time { return set.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
-	set := p.table[r.Title]
+	key := r.tableKey() // a set per site while Place keeps to one
+	set := p.table[key]
 	if set == nil || now.Sub(set.lastUse) > s.Config.LBLCExpiration {
 		set = &serverSet{lastMod: now}
-		p.table[r.Title] = set
+		p.table[key] = set
 	}
 	set.lastUse = now
 	best, most := -1, -1
@@ -123,7 +125,7 @@ func (p *LARDR) Pick(s *Scheduler, r *Request) int {
 	}
 	if len(set.nodes) == 0 {
 		// refused with no member: no entry
-		delete(p.table, r.Title)
+		delete(p.table, key)
 	}
 	return best
 }

@@ -52,9 +52,12 @@ type LBLC struct {
 }
 
 // sweepExpired deletes from table the entries unused for exp (lastUse)
-// at now, every quarter of exp (swept: the last sweep), as the kernel's
-// ip_vs_lblc_check_expire does, so that the table holds the titles asked
-// for within about exp, not every title ever asked for.
+// at now, every quarter of exp (swept: the last sweep), so that the table
+// holds the titles asked for within about exp, not every title ever asked
+// for. The kernel's ip_vs_lblc_check_expire runs every minute, deleting
+// every entry unused for its expiration only every 30th run and, between,
+// entries unused for 6 min while the table is over its size; a sweep tied
+// to the expiration keeps the one setting.
 func sweepExpired[V any](table map[string]V, lastUse func(V) time.Time, swept *time.Time, now time.Time, exp time.Duration) {
 	if now.Sub(*swept) < exp/4 {
 		return
@@ -134,7 +137,11 @@ func (set *serverSet) remove(i int, now time.Time) {
 // nodes joins the set and takes the session. A set with more than one
 // member that has not changed for Config.LBLCRShrink loses its most loaded
 // member. Sets unused for Config.LBLCExpiration are forgotten, and
-// deleted by a sweep every quarter of it.
+// deleted by a sweep every quarter of it. While Place keeps to a site
+// (Request.Site) the set is the site's (Request.tableKey), as lblc's node
+// is: one set over sites would shrink, every LBLCRShrink, the most loaded
+// member whatever its site, often a site's only one, and move the title
+// to a new node of that site.
 type LBLCR struct {
 	table map[string]*serverSet
 	swept time.Time // the last sweep of the table (sweepExpired)
@@ -149,13 +156,14 @@ func (*LBLCR) Name() string { return "lblcr" }
 func (p *LBLCR) Pick(s *Scheduler, r *Request) int {
 	now := s.Now()
 	sweepExpired(p.table, func(set *serverSet) time.Time { return set.lastUse }, &p.swept, now, s.Config.LBLCExpiration)
-	set := p.table[r.Title]
+	key := r.tableKey() // a set per site while Place keeps to one
+	set := p.table[key]
 	if set != nil && now.Sub(set.lastUse) > s.Config.LBLCExpiration {
 		set.nodes, set.lastMod = set.nodes[:0], now
 	}
 	if set == nil {
 		set = &serverSet{lastMod: now}
-		p.table[r.Title] = set
+		p.table[key] = set
 	}
 	set.lastUse = now
 	if len(set.nodes) > 1 && now.Sub(set.lastMod) > s.Config.LBLCRShrink {

@@ -407,7 +407,7 @@ func (s *Scheduler) SetOverload(id string, th float64) error {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
 	if th < 0 || th > 1 || math.IsNaN(th) {
-		return fmt.Errorf("lsm: overload threshold %v out of (0, 1]", th)
+		return fmt.Errorf("lsm: overload threshold %v out of [0, 1] (0: none)", th)
 	}
 	n.Overload = th
 	s.touch(n)

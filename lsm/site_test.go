@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // sitedScheduler has nodes a and b in site "north", c in "south", each of
@@ -151,6 +152,23 @@ func TestTablePoliciesKeepATitleInEachSite(t *testing.T) {
 			r = Request{Title: "film", Client: fmt.Sprint("s", i), Bitrate: 2e6, Site: "south"}
 			if res, err := s.Place(&r, t0); err != nil || res.NodeID != "c" {
 				t.Errorf("%s: south viewer %d: %+v %v, want c", p, i, res, err)
+				break
+			}
+		}
+		// Past LBLCRShrink, again and again: a set shrinks, but a set over
+		// both sites lost its most loaded member whatever its site, the
+		// north's only one, whose next viewer filled the title on the
+		// other north node.
+		for i := range 4 {
+			now := t0.Add(time.Duration(i+1) * (s.Config.LBLCRShrink + time.Second))
+			r := Request{Title: "film", Client: fmt.Sprint("late-n", i), Bitrate: 2e6, Site: "north"}
+			if res, err := s.Place(&r, now); err != nil || res.NodeID != north {
+				t.Errorf("%s: north viewer %d after a shrink period: %+v %v, want %s", p, i, res, err, north)
+				break
+			}
+			r = Request{Title: "film", Client: fmt.Sprint("late-s", i), Bitrate: 2e6, Site: "south"}
+			if res, err := s.Place(&r, now); err != nil || res.NodeID != "c" {
+				t.Errorf("%s: south viewer %d after a shrink period: %+v %v, want c", p, i, res, err)
 				break
 			}
 		}
