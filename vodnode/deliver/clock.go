@@ -98,11 +98,19 @@ func (c clockOf) npt(off int64) float64 {
 	return max(s, 0)
 }
 
+// nptSlack is how far, seconds, a keyframe may be presented after an npt
+// and still count as at it: half the millisecond npt is answered in
+// (formatNPT), so that a position the node answered (a keyframe at 0.5005 s
+// at 29.97 fps answered "0.500") asked for again starts at that keyframe,
+// not a GOP before it.
+const nptSlack = 0.0005
+
 // keyframeBefore returns the offset and the normal play time of the last
-// keyframe presented at or before npt seconds; -1 when there is none.
+// keyframe presented at or before npt seconds (nptSlack after it at
+// most); -1 when there is none.
 func (c clockOf) keyframeBefore(npt float64) (int64, float64) {
 	kfs := c.idx.Keyframes
-	i := sort.Search(len(kfs), func(i int) bool { return c.keyframeNPT(i) > npt })
+	i := sort.Search(len(kfs), func(i int) bool { return c.keyframeNPT(i) > npt+nptSlack })
 	if i == 0 {
 		return -1, 0
 	}
@@ -123,7 +131,7 @@ func (c clockOf) seekSettled(npt float64) bool {
 		return false
 	}
 	if n := len(c.idx.Keyframes); n > 0 {
-		return c.keyframeNPT(n-1) > npt
+		return c.keyframeNPT(n-1) > npt+nptSlack
 	}
 	return npt < c.npt(c.idx.Size)
 }
