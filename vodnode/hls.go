@@ -101,10 +101,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	// segment and EXT-X-ENDLIST (an append): from then on it seeks
 	// anywhere, as a VOD playlist's viewer does (it could only seek
 	// within what eventShown listed, for the rest of the session).
-	target := 2 * hlsTarget
-	for _, s := range segs {
-		target = math.Max(target, math.Round(s.dur))
-	}
+	target := targetDuration(segs)
 	kind := "VOD"
 	if !complete || hs.hlsEvent.Load() {
 		kind = "EVENT"
@@ -130,7 +127,7 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 		if s.discontinuity {
 			b.WriteString("#EXT-X-DISCONTINUITY\n")
 		}
-		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", s.dur, i, query)
+		fmt.Fprintf(&b, "#EXTINF:%.3f,\nseg-%d.ts%s\n", extinf(s.dur), i, query)
 	}
 	if (complete || err != nil) && len(segs) == all {
 		// complete, or its fill failed: the player plays what there is,
@@ -365,4 +362,20 @@ run:
 		return start
 	}
 	return off
+}
+
+// extinf is a segment's duration of dur seconds as its EXTINF gives it:
+// to the millisecond.
+func extinf(dur float64) float64 { return math.Round(dur*1000) / 1000 }
+
+// targetDuration returns a playlist's EXT-X-TARGETDURATION, seconds: 2 ×
+// hlsTarget, or more for a segment whose EXTINF, rounded to the nearest
+// integer, is more (RFC 8216 §4.3.3.1): rounded as written (8.4996 s is
+// written 8.500, which rounds to 9, not 8).
+func targetDuration(segs []segment) float64 {
+	target := 2 * hlsTarget
+	for _, s := range segs {
+		target = math.Max(target, math.Round(extinf(s.dur)))
+	}
+	return target
 }

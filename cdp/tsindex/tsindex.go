@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 )
 
@@ -479,8 +480,9 @@ func (x *Index) Bitrate() int64 {
 }
 
 // ClockAt returns the stream clock, in 27 MHz ticks, at byte offset off:
-// linear interpolation between the PCRs around it, extrapolation at the
-// mean rate beyond the first or last. ok is false with fewer than two PCRs.
+// linear interpolation between the PCRs around it, extrapolation beyond
+// the first or last at the rate between the first two or the last two.
+// ok is false with fewer than two PCRs.
 func (x *Index) ClockAt(off int64) (pcr int64, ok bool) {
 	n := len(x.PCRs)
 	if n < 2 {
@@ -502,8 +504,10 @@ func (x *Index) ClockAt(off int64) (pcr int64, ok bool) {
 	return a.PCR + (b.PCR-a.PCR)*(off-a.Offset)/(b.Offset-a.Offset), true
 }
 
-// Seconds returns the play position of byte offset off in seconds from the
-// first PCR (the title's npt), or 0 when the clock is unknown.
+// Seconds returns the stream clock at byte offset off in seconds from the
+// first PCR, or 0 when the clock is unknown. (The npt a viewer is shown
+// counts from the first picture instead: the two differ by the mux's
+// delay, which varies along a title.)
 func (x *Index) Seconds(off int64) float64 {
 	c, ok := x.ClockAt(off)
 	if !ok {
@@ -515,9 +519,10 @@ func (x *Index) Seconds(off int64) float64 {
 // KeyframeAt returns the index into Keyframes of the last keyframe whose
 // presentation time (npt, seconds from the first video PTS) is at or before
 // t, or -1 when there is none (t before the first keyframe or no keyframe
-// indexed yet).
+// indexed yet). t is taken to the nearest 90 kHz tick (1.001 s is tick
+// 90090, not 90089). A keyframe without a PTS is taken as at or before t.
 func (x *Index) KeyframeAt(t float64) int {
-	target := int64(t * PTSHz)
+	target := int64(math.Round(t * PTSHz))
 	i := sort.Search(len(x.Keyframes), func(i int) bool {
 		k := x.Keyframes[i]
 		return k.PTS >= 0 && k.Time()-x.FirstPTS > target

@@ -55,6 +55,21 @@ func TestIndexSample(t *testing.T) {
 	}
 }
 
+// KeyframeAt takes t to the nearest 90 kHz tick: 1.001 s (a keyframe at
+// 29.97 fps) times 90000 is 90089.99…, which truncated fell before it.
+func TestKeyframeAtExactTimes(t *testing.T) {
+	x := &Index{FirstPTS: 0}
+	for k := range 20 {
+		x.Keyframes = append(x.Keyframes, Keyframe{Offset: int64(k) * PacketSize, PTS: int64(k) * 90090})
+	}
+	for k := range x.Keyframes {
+		at := float64(k) * 1.001
+		if got := x.KeyframeAt(at); got != k {
+			t.Errorf("KeyframeAt(%g) = %d, want %d", at, got, k)
+		}
+	}
+}
+
 func TestIncrementalEqualsWhole(t *testing.T) {
 	data := loadSample(t)
 	whole, _ := BuildFrom(bytes.NewReader(data))
