@@ -33,12 +33,12 @@ import (
 // (endStaleOnlyLocked). A viewer already playing the stale copy keeps its
 // session.
 func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Time) (g *grant, stranded []*session) {
-	if m.userSessions[r.User] == 0 {
+	if m.userSessions[r.User] == 0 && !m.orphansOfLocked(r.User) {
 		return nil, nil
 	}
 	var lacking, staleOnly []*session
 	for _, s := range m.sessions {
-		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || !s.reserved || s.ended {
+		if s.User != r.User || s.Title != title || s.Protocol != store.ProtoHTTP || s.ended {
 			continue
 		}
 		if host, _, err := net.SplitHostPort(s.ClientAddr); err != nil || host != r.ClientIP {
@@ -49,7 +49,13 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 			continue
 		}
 		if !n.Alive || n.Unreachable {
+			// Reserved (its heartbeat stream broke) or not (dead, its
+			// sessions orphaned: kept for its return, which would find
+			// the viewer playing elsewhere with a second session).
 			stranded = append(stranded, s)
+			continue
+		}
+		if !s.reserved {
 			continue
 		}
 		if m.cannotServeLocked(n, title) {
@@ -68,6 +74,24 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 	m.endLackingLocked(lacking, now)
 	m.endStaleOnlyLocked(staleOnly, now)
 	return g, slices.Concat(stranded, lacking, staleOnly)
+}
+
+// orphansOfLocked reports whether user has a session on a node that is
+// dead (its sessions orphaned, out of userSessions: orphanLocked) or
+// whose heartbeat stream broke (mu held). It visits those nodes' sessions
+// only.
+func (m *Manager) orphansOfLocked(user string) bool {
+	for id, ns := range m.nodes {
+		if n := m.sched.Node(id); n != nil && n.Alive && !n.Unreachable {
+			continue
+		}
+		for _, s := range ns.sessions {
+			if s.User == user && !s.ended {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cannotServeLocked reports whether node n has no origin

@@ -183,3 +183,54 @@ func TestStrandedSessionPersistedBeforeTheQueue(t *testing.T) {
 	cancel()
 	<-answered
 }
+
+// TestHTTPViewerBackWhileItsNodeIsDead: as above with the node dead (its
+// sessions orphaned, kept for its return within restore_grace). Such a
+// session was passed over, as not reserved: the viewer was admitted anew
+// beside it, and the node, back within the grace, played both, the old
+// one holding its reservation and a slot until its pause timeout.
+func TestHTTPViewerBackWhileItsNodeIsDead(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	addrs := map[string]string{"n1": "127.0.0.1:7083", "n2": "127.0.0.1:7084"}
+	nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
+	nodes[out].stop()
+	waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
+
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("back while %s is dead: %d", out, res.StatusCode)
+	}
+	again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
+	if again.Node != other || again.Session == first {
+		t.Fatalf("back while %s is dead: session %s on %s, want a new one on %s", out, again.Session, again.Node, other)
+	}
+	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
+		t.Fatalf("sessions %v, want only the new %s: the orphaned one ended (moved)", ids, again.Session)
+	}
+
+	// The node comes back within the grace, still playing the old
+	// session: it is told to end it, and it is not restored.
+	ended := make(chan []string, 16)
+	back := e.startNode(out, nodeOpts{http: addrs[out], onCommand: func(c *pb.NodeCommand) {
+		if es := c.GetEndSessions(); es != nil {
+			ended <- es.GetSessionIds()
+		}
+	}})
+	back.setSessions(first)
+	deadline := time.After(15 * time.Second)
+	for told := false; !told; {
+		select {
+		case ids := <-ended:
+			told = slices.Contains(ids, first)
+		case <-deadline:
+			t.Fatalf("%s, back and listing %s, was not told to end it", out, first)
+		}
+	}
+	e.awaitReports(out)
+	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
+		t.Fatalf("sessions %v after %s came back, want only %s", ids, out, again.Session)
+	}
+	if got := e.reserved(out); got != 0 {
+		t.Fatalf("%s reserves %d bit/s for the moved session", out, got)
+	}
+}
