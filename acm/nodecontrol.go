@@ -136,10 +136,15 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 			features |= lsm.FeatureHTTPS
 		}
 	}
+	var started time.Time // its process's start: another one slow-starts again (lsm.NodeSpec.Started)
+	if ms := req.GetStartedAtUnixMs(); ms > 0 {
+		started = time.UnixMilli(ms)
+	}
 	_, err := m.sched.AddNode(lsm.NodeSpec{
 		ID: id, RTSPAddr: req.GetRtspAddr(), HTTPAddr: req.GetHttpAddr(), Weight: int(req.GetWeight()), Site: req.GetSite(), Features: features,
 		NoOrigin: req.GetNoOrigin(), // it plays only the titles it holds: no fill, no prefetch there
 		Capacity: lsm.Capacity{EgressBps: c.GetEgressBps(), MaxSessions: int(c.GetMaxSessions()), DiskBytes: c.GetDiskBytes()},
+		Started:  started,
 	}, now)
 	if err != nil {
 		m.mu.Unlock()
@@ -195,10 +200,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	}
 	ns.reported, ns.diskFree, ns.awaitFirst = true, free, true
 	ns.shownFree = max(c.GetDiskBytes()-used, 0)
-	ns.processStart = time.Time{}
-	if ms := req.GetStartedAtUnixMs(); ms > 0 {
-		ns.processStart = time.UnixMilli(ms)
-	}
+	ns.processStart = started
 	changed, _ = m.reserveOrphansLocked(ns)
 	// The node refuses sessions while it drains: tell it the drain state,
 	// which an operator may have changed while it was away.

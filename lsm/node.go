@@ -30,6 +30,12 @@ type NodeSpec struct {
 	// can). false = it can fill (a node with an origin, or one too old
 	// to say).
 	NoOrigin bool
+	// Started is when the node's process started (by its clock; zero when
+	// it does not say). A registration of a node still alive with another
+	// Started is a restart before the node was taken for dead (systemd's
+	// Restart=, a container restarted within a heartbeat or two): it slow
+	// starts again (Config.SlowStart), as a node that comes back does.
+	Started time.Time
 }
 
 // Feature is one thing a node offers that a request may require (a bit of

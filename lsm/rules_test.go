@@ -95,6 +95,45 @@ func TestNodesJoiningWithTheClusterDoNotRamp(t *testing.T) {
 	}
 }
 
+// A node whose process restarted before it was taken for dead (it
+// registers again, alive, with another NodeSpec.Started) slow-starts as
+// one that comes back does; the same process registering again (its
+// heartbeat stream broke and reopened) does not. The restart took all of
+// its capacity at once.
+func TestRestartedNodeRamps(t *testing.T) {
+	s := sched(t, "lall", nil, 1e9)
+	first := t0.Add(-time.Hour)
+	spec := NodeSpec{ID: "z", Capacity: Capacity{EgressBps: 1e9}, Started: first}
+	if _, err := s.AddNode(spec, t0.Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	n := s.Node("z")
+	again := t0.Add(20 * time.Minute)
+	if _, err := s.AddNode(spec, again); err != nil {
+		t.Fatal(err)
+	}
+	if s.Ramp(n.Index) != 1 {
+		t.Fatalf("the same process registering again ramps (%v)", s.Ramp(n.Index))
+	}
+	spec.Started = again.Add(-time.Second)
+	if _, err := s.AddNode(spec, again); err != nil {
+		t.Fatal(err)
+	}
+	if !n.SlowUntil.Equal(again.Add(30*time.Second)) || s.Ramp(n.Index) > 0.11 {
+		t.Fatalf("a restarted process: slow start until %v, ramp %v; want 30 s from its registration, 10%% now", n.SlowUntil, s.Ramp(n.Index))
+	}
+	// A node that does not say when it started is taken as the same.
+	spec.Started = time.Time{}
+	later := again.Add(time.Hour)
+	if _, err := s.AddNode(spec, later); err != nil {
+		t.Fatal(err)
+	}
+	s.Place(&Request{Title: "t", Client: "c", Bitrate: 1e6}, later)
+	if s.Ramp(n.Index) != 1 {
+		t.Fatal("a registration without a start ramps")
+	}
+}
+
 func TestLoadFormula(t *testing.T) {
 	s := sched(t, "lall", nil, 1e9)
 	s.SetReplica("a", "held", false, 1)

@@ -109,7 +109,8 @@ func (s *Scheduler) Node(id string) *Node { return s.byID[id] }
 
 // AddNode registers a node, or updates a known one (a node that restarts
 // registers again): it becomes alive, and slow-starts when it was not alive
-// before (unless it joins with the cluster, see Config.SlowStart). It fails
+// before or its process is another than the one registered before
+// (NodeSpec.Started), unless it joins with the cluster (Config.SlowStart). It fails
 // on an empty id, an egress capacity <= 0 bit/s or a weight above
 // MaxWeight. A weight the operator
 // set with SetWeight is kept over the one the node announces. A node that
@@ -147,11 +148,12 @@ func (s *Scheduler) AddNode(spec NodeSpec, now time.Time) (*Node, error) {
 		spec.Weight = n.Weight // the operator's setting outlives a node restart
 	}
 	over := n.ReservedBps > n.Capacity.EgressBps
+	restarted := n.Alive && !n.Started.IsZero() && !spec.Started.IsZero() && !spec.Started.Equal(n.Started)
 	n.NodeSpec = spec
 	if !over && n.ReservedBps > n.Capacity.EgressBps {
 		s.anomalies.OverCapacity++
 	}
-	if !n.Alive {
+	if !n.Alive || restarted {
 		s.revive(n, now)
 	}
 	n.LastHeartbeat = now
