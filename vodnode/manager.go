@@ -383,7 +383,7 @@ func (m *managerLink) sendEvents() {
 				break
 			}
 			if c := status.Code(err); c == codes.InvalidArgument || c == codes.NotFound || c == codes.FailedPrecondition {
-				m.n.log.Warn("session event rejected by the manager", "sid", ev.GetSessionId(), "err", err)
+				m.n.log.Log(context.Background(), rejectedEventLevel(ev, c), "session event rejected by the manager", "sid", ev.GetSessionId(), "kind", ev.GetKind(), "err", err)
 				break
 			}
 			if !deadline.IsZero() && time.Now().After(deadline) {
@@ -572,4 +572,16 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		r.FailedFills = append(r.FailedFills, &pb.FillFailure{TitleId: f.Title, Reason: f.Reason, Prefetch: f.Prefetch, AtUnixMs: f.At.UnixMilli()})
 	}
 	return r
+}
+
+// rejectedEventLevel is the level at which a session event the manager
+// rejected with code c is logged: debug for the ENDED of a session it no
+// longer knows (NotFound: it ended the session itself, as for a node it
+// took for dead, whose sessions' ENDEDs all come when the node resumes:
+// a warning each said nothing to act on), warn otherwise.
+func rejectedEventLevel(ev *pb.SessionEvent, c codes.Code) slog.Level {
+	if c == codes.NotFound && ev.GetKind() == pb.SessionEvent_KIND_ENDED {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
