@@ -9,18 +9,15 @@ func init() {
 	Register("chbl", func(Config) Policy { return &BoundedLoadHashing{} })
 }
 
-// The ring's points: the node of the largest weighted capacity in service
-// gets chblMaxPoints (fewer when there are so many nodes that the ring
-// would pass chblRingPoints, never under chblMinPoints), each other node
-// points in proportion to its weighted capacity, at least 1. Relative, so
-// that the ring's size and its rebuild (on the request path, at each
-// change of the nodes' state) do not grow with absolute capacities or
-// weights: 100 Gbit/s nodes, or a weight of 65535, give the same ring as
-// 1 Gbit/s nodes at weight 100.
+// The ring's points: chblPoints per 100 Mbit/s of a node's weighted
+// capacity (capacity × Weight/100), at least 1 and at most chblMaxPoints
+// (100 Gbit/s at weight 100: the nodes above share alike on the ring; the
+// bound still holds each to its own capacity). A node's points depend on
+// that node alone, so that a change of another (a larger node joining, a
+// weight changed) moves no title between the nodes that did not change.
 const (
-	chblMaxPoints  = 160
-	chblMinPoints  = 16
-	chblRingPoints = 1 << 16
+	chblPoints    = 4
+	chblMaxPoints = 4000
 )
 
 type ringPoint struct {
@@ -31,25 +28,31 @@ type ringPoint struct {
 // BoundedLoadHashing ("chbl": consistent hashing with bounded loads,
 // Mirrokni, Thorup, Zadimoghaddam, SODA 2018; HAProxy's hash-type
 // consistent with hash-balance-factor) places a title's hash on a ring of
-// points of the nodes in service (points in proportion to capacity times
-// Weight/100, the largest chblMaxPoints) and walks clockwise to the first node that is eligible and
-// whose utilization after taking the session stays within Config.CHBLFactor
-// times the cluster's mean utilization after it (the mean of the site's
-// nodes while Place keeps to a site, Request.Site, and of the nodes that
-// offer what the request requires, Request.Requires, and of those that
-// can serve the title, NodeSpec.NoOrigin: the ring walk passes over the
-// others). Titles thus stick to one node until it is
-// c times busier than the mean, then spill to the next node on the ring,
-// the same one for every request of the title.
+// points of the registered nodes (points in proportion to capacity times
+// Weight/100: chblPoints, chblMaxPoints) and walks clockwise to the first
+// node that is eligible and whose utilization after taking the session
+// stays within Config.CHBLFactor times the cluster's mean utilization
+// after it (the mean of the nodes in service, of the site's while Place
+// keeps to a site, Request.Site, of those that offer what the request
+// requires, Request.Requires, and of those that can serve the title,
+// NodeSpec.NoOrigin: the ring walk passes over the others). Titles thus
+// stick to one node until it is c times busier than the mean, then spill
+// to the next node on the ring, the same one for every request of the
+// title. The ring holds the nodes out of service too, passed over as
+// ineligible: a node that drains, dies or flaps takes its points with it
+// (its titles go on to the next node) without a rebuild, which is made
+// only when a node joins, leaves or changes its weighted capacity.
 type BoundedLoadHashing struct {
+	ring []ringPoint
+	// built is the weighted capacity, bit/s, of each node (by index) the
+	// ring was built with, and ids their ids: a change rebuilds it.
+	built []float64
+	ids   []string
+	// version is the nodes' state (Scheduler.Version) when the ring was
+	// last found up to date.
 	version uint64
-	ring    []ringPoint
-	capBps  float64 // egress capacity of the nodes in service, bit/s
-	// noOrigin: a node in service has no origin (NodeSpec.NoOrigin): the
-	// mean is then taken per title, over the nodes that can serve it.
-	noOrigin bool
-	seen     []uint32 // per node: the pick that last examined it
-	pick     uint32
+	seen    []uint32 // per node: the pick that last examined it
+	pick    uint32
 }
 
 var _ Policy = (*BoundedLoadHashing)(nil)
@@ -57,57 +60,58 @@ var _ Policy = (*BoundedLoadHashing)(nil)
 // Name returns "chbl".
 func (*BoundedLoadHashing) Name() string { return "chbl" }
 
+// chblPointsOf returns node n's points on the ring.
+func chblPointsOf(n *Node) int {
+	return min(max(1, int(scale(n)*chblPoints)), chblMaxPoints)
+}
+
 func (p *BoundedLoadHashing) rebuild(s *Scheduler) {
-	p.ring, p.capBps, p.noOrigin = p.ring[:0], 0, false
-	var top float64 // the largest weighted capacity in service, bit/s
-	in := 0
-	for _, n := range s.Nodes {
-		if s.InService(n) {
-			top = max(top, weightedBps(n))
-			in++
-		}
-	}
-	most := float64(chblMaxPoints)
-	if in > 0 {
-		most = min(most, max(chblMinPoints, float64(chblRingPoints/in)))
-	}
+	p.ring, p.built, p.ids = p.ring[:0], p.built[:0], p.ids[:0]
 	for i, n := range s.Nodes {
-		if !s.InService(n) {
-			continue
-		}
-		p.noOrigin = p.noOrigin || n.NoOrigin
-		p.capBps += float64(n.Capacity.EgressBps)
-		k := max(1, int(math.Round(most*weightedBps(n)/top)))
-		for j := 0; j < k; j++ {
+		p.built, p.ids = append(p.built, weightedBps(n)), append(p.ids, n.ID)
+		for j := range chblPointsOf(n) {
 			p.ring = append(p.ring, ringPoint{hash: mix64(hash64(n.ID) + uint64(j)), node: int32(i)})
 		}
 	}
 	sort.Slice(p.ring, func(a, b int) bool { return p.ring[a].hash < p.ring[b].hash })
+}
+
+// stale reports whether the ring was built with other nodes, or other
+// weighted capacities, than s has now: looked at only when the nodes'
+// state changed since the last look (Scheduler.Version).
+func (p *BoundedLoadHashing) stale(s *Scheduler) bool {
+	if p.ring != nil && p.version == s.Version() {
+		return false
+	}
 	p.version = s.Version()
+	if p.ring == nil || len(p.built) != len(s.Nodes) {
+		return true
+	}
+	for i, n := range s.Nodes {
+		if p.built[i] != weightedBps(n) || p.ids[i] != n.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // Pick implements Policy.
 func (p *BoundedLoadHashing) Pick(s *Scheduler, r *Request) int {
-	if p.ring == nil || p.version != s.Version() {
+	if p.stale(s) {
 		p.rebuild(s)
 	}
 	if len(p.ring) == 0 {
 		return -1
 	}
+	// The mean of the nodes among which Place chooses.
 	var reserved int64
-	capBps := p.capBps
-	narrow := r.restrict != "" || r.Requires != 0 || p.noOrigin
-	if narrow {
-		capBps = 0 // the mean of the nodes among which Place chooses
-	}
+	var capBps float64
 	for _, n := range s.Nodes {
 		if !s.InService(n) || !r.inScope(n) || r.Requires&^n.Features != 0 || !canServe(n, r.Title) {
 			continue
 		}
 		reserved += n.ReservedBps
-		if narrow {
-			capBps += float64(n.Capacity.EgressBps)
-		}
+		capBps += float64(n.Capacity.EgressBps)
 	}
 	if capBps <= 0 {
 		return -1 // no node of the site in service
