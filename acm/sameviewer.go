@@ -20,7 +20,7 @@ import (
 // one session (and its pace at the node).
 //
 // Such a session on a node out of service (its heartbeat stream broken,
-// or dead and kept for its return) is ended (endStrandedLocked) and
+// or dead and kept for its return, its viewer gone from it) is ended (endStrandedLocked) and
 // returned in stranded for the caller to persist once mu is released:
 // its viewer, back at the front door, is admitted anew on a node in
 // service instead of being sent back to one that is not. So is such a
@@ -49,10 +49,17 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 			continue
 		}
 		if !n.Alive || n.Unreachable {
-			// Reserved (its heartbeat stream broke) or not (dead, its
-			// sessions orphaned: kept for its return, which would find
-			// the viewer playing elsewhere with a second session).
-			stranded = append(stranded, s)
+			// Reserved (its heartbeat stream broke), or not (dead, its
+			// sessions orphaned, kept for its return, which would find
+			// the viewer playing here with a second session) when its
+			// viewer had left it: never reached the node, or listed idle,
+			// or quiet quietLeft, before the node died (orphanLocked). A
+			// node that only lost its link to the manager plays on: one
+			// such session playing may be another player of the
+			// household, not to be cut.
+			if s.reserved || s.State == store.StateAdmitted || !s.idleSince.IsZero() {
+				stranded = append(stranded, s)
+			}
 			continue
 		}
 		if !s.reserved {

@@ -185,14 +185,37 @@ func TestStrandedSessionPersistedBeforeTheQueue(t *testing.T) {
 }
 
 // TestHTTPViewerBackWhileItsNodeIsDead: as above with the node dead (its
-// sessions orphaned, kept for its return within restore_grace). Such a
-// session was passed over, as not reserved: the viewer was admitted anew
-// beside it, and the node, back within the grace, played both, the old
-// one holding its reservation and a slot until its pause timeout.
+// sessions orphaned, kept for its return within restore_grace), the
+// session quiet (no request) for 10 s or more when it died: its viewer
+// had left it. Such a session was passed over, as not reserved: the
+// viewer was admitted anew beside it, and the node, back within the
+// grace, played both, the old one holding its reservation and a slot
+// until its pause timeout. One that was not quiet so long (a node that
+// only lost its link to the manager plays on: another player of the
+// household, an HLS player between segments) is kept.
 func TestHTTPViewerBackWhileItsNodeIsDead(t *testing.T) {
+	t.Run("playing", func(t *testing.T) {
+		e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
+		addrs := map[string]string{"n1": "127.0.0.1:7085", "n2": "127.0.0.1:7086"}
+		nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
+		nodes[out].setQuiet(first, 4)
+		e.awaitReports(out)
+		nodes[out].stop()
+		waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
+		res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+		if res.StatusCode != http.StatusFound {
+			t.Fatalf("back while %s is dead: %d", out, res.StatusCode)
+		}
+		again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
+		if ids := e.sessionIDs(); len(ids) != 2 || !slices.Contains(ids, first) || !slices.Contains(ids, again.Session) {
+			t.Fatalf("sessions %v, want %s kept beside the new %s", ids, first, again.Session)
+		}
+	})
 	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
 	addrs := map[string]string{"n1": "127.0.0.1:7083", "n2": "127.0.0.1:7084"}
 	nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
+	nodes[out].setQuiet(first, 12)
+	e.awaitReports(out)
 	nodes[out].stop()
 	waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
 
