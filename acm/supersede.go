@@ -43,6 +43,13 @@ import (
 // 2 to 8 s, hls.go).
 const quietLeft = 10 * time.Second
 
+// quietSoon is how long an HTTP session must have been quiet for the
+// 429 at the session limit to say when it will have been quiet quietLeft
+// (Retry-After): longer than a playing HLS player waits between segments
+// (8 s at the most, hls.go's target duration), so that a viewer playing
+// is never counted as one that will give way.
+const quietSoon = 8 * time.Second
+
 // reasonSuperseded is the reason (node order, session record) of an idle
 // session ended for a new request of its subscriber.
 const reasonSuperseded = "superseded: idle session of a subscriber at the session limit"
@@ -78,8 +85,8 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 // on a live node that the node's last report listed idle count. Nil, and
 // nothing ended, when too few of the user's sessions are idle; then wait
 // is how long until enough would be, counting the HTTP sessions of the
-// request's client quiet for less than quietLeft (a player zapping
-// faster than that: the 429's Retry-After), 0 when none would be.
+// request's client quiet for quietSoon but not yet quietLeft (a player
+// zapping: the 429's Retry-After), 0 when none would be.
 func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) (ended []*session, wait time.Duration) {
 	need := held - limit + 1
 	if need <= 0 {
@@ -114,8 +121,12 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 				s.Protocol != store.ProtoHTTP || !sameClient(s.ClientAddr, clientIP) {
 				continue
 			}
-			if left := quietLeft - now.Sub(since); left > 0 {
-				soon = append(soon, left)
+			if quiet := now.Sub(since); quiet < quietLeft {
+				if quiet >= quietSoon {
+					// +1 s: nodes report quiet seconds whole, so since may
+					// be up to a second late.
+					soon = append(soon, quietLeft-quiet+time.Second)
+				}
 				continue
 			}
 			idle = append(idle, idleOne{s, since, true})
