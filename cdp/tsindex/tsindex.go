@@ -520,9 +520,12 @@ func (x *Index) Seconds(off int64) float64 {
 // presentation time (npt, seconds from the first video PTS) is at or before
 // t, or -1 when there is none (t before the first keyframe or no keyframe
 // indexed yet). t is taken to the nearest 90 kHz tick (1.001 s is tick
-// 90090, not 90089). A keyframe without a PTS is taken as at or before t.
+// 90090, not 90089), and a keyframe half a millisecond after it at most
+// counts as at it, as a node's seek counts it (an npt answered in
+// milliseconds names the keyframe it was answered for). A keyframe without
+// a PTS is taken as at or before t.
 func (x *Index) KeyframeAt(t float64) int {
-	target := int64(math.Round(t * PTSHz))
+	target := int64(math.Round((t + 0.0005) * PTSHz))
 	i := sort.Search(len(x.Keyframes), func(i int) bool {
 		k := x.Keyframes[i]
 		return k.PTS >= 0 && k.Time()-x.FirstPTS > target

@@ -67,6 +67,14 @@ func TestKeyframeAtExactTimes(t *testing.T) {
 		if got := x.KeyframeAt(at); got != k {
 			t.Errorf("KeyframeAt(%g) = %d, want %d", at, got, k)
 		}
+		// 1.0005 s answered "1.000" names keyframe 1, as at a node
+		// (deliver's nptSlack).
+		if got := x.KeyframeAt(at - 0.0004); got != k {
+			t.Errorf("KeyframeAt(%g) = %d, want %d (within half a millisecond)", at-0.0004, got, k)
+		}
+		if got := x.KeyframeAt(at - 0.0006); got != k-1 {
+			t.Errorf("KeyframeAt(%g) = %d, want %d", at-0.0006, got, k-1)
+		}
 	}
 }
 
