@@ -258,14 +258,11 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		held -= m.unreachableSessionsLocked(r.User, moving)
 	}
 	if limit := m.MaxSessionsPerUser; limit > 0 && held >= limit {
-		superseded, wait := m.supersedeIdleLocked(r.User, r.ClientIP, held, limit, now)
+		superseded, refused := m.supersedeIdleLocked(r.User, r.ClientIP, held, limit, now)
 		if superseded == nil {
 			m.mu.Unlock()
-			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit, "retry_after", wait.Round(time.Second))
-			if wait > 0 {
-				return nil, retryLater{errUserLimit, wait}
-			}
-			return nil, errUserLimit
+			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)
+			return nil, refused
 		}
 		endedHere = append(endedHere, superseded...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
 	"vodcluster/acm/store"
+	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -72,22 +73,30 @@ func TestHTTPViewerBackWhileItsNodeIsOut(t *testing.T) {
 
 	// The node comes back, still playing the stranded session: it is told
 	// to end it.
+	e.backAndToldToEnd(out, addrs[out], first)
+}
+
+// backAndToldToEnd starts node id again at HTTP address addr, listing
+// session sid as playing, and waits (15 s at most) for the manager to
+// tell it to end sid.
+func (e *env) backAndToldToEnd(id, addr, sid string) {
+	e.t.Helper()
 	ended := make(chan []string, 16)
-	back := e.startNode(out, nodeOpts{http: addrs[out], onCommand: func(c *pb.NodeCommand) {
+	back := e.startNode(id, nodeOpts{http: addr, onCommand: func(c *pb.NodeCommand) {
 		if es := c.GetEndSessions(); es != nil {
 			ended <- es.GetSessionIds()
 		}
 	}})
-	back.setSessions(first)
+	back.setSessions(sid)
 	deadline := time.After(15 * time.Second)
 	for {
 		select {
 		case ids := <-ended:
-			if slices.Contains(ids, first) {
+			if slices.Contains(ids, sid) {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("%s, back and listing %s, was not told to end it", out, first)
+			e.t.Fatalf("%s, back and listing %s, was not told to end it", id, sid)
 		}
 	}
 }
@@ -194,11 +203,14 @@ func TestStrandedSessionPersistedBeforeTheQueue(t *testing.T) {
 // only lost its link to the manager plays on: another player of the
 // household, an HLS player between segments) is kept.
 func TestHTTPViewerBackWhileItsNodeIsDead(t *testing.T) {
-	t.Run("playing", func(t *testing.T) {
+	// backAfterDeath starts the viewer's session on one of two nodes,
+	// lists it quiet quiet seconds, kills that node and asks again: the
+	// manager, the two nodes' ids and addresses, the first session and the
+	// new one's token.
+	backAfterDeath := func(t *testing.T, addrs map[string]string, quiet int) (*env, string, string, *token.Claims) {
 		e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
-		addrs := map[string]string{"n1": "127.0.0.1:7085", "n2": "127.0.0.1:7086"}
 		nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
-		nodes[out].setQuiet(first, 4)
+		nodes[out].setQuiet(first, quiet)
 		e.awaitReports(out)
 		nodes[out].stop()
 		waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
@@ -207,48 +219,26 @@ func TestHTTPViewerBackWhileItsNodeIsDead(t *testing.T) {
 			t.Fatalf("back while %s is dead: %d", out, res.StatusCode)
 		}
 		again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
+		if again.Node != other || again.Session == first {
+			t.Fatalf("back while %s is dead: session %s on %s, want a new one on %s", out, again.Session, again.Node, other)
+		}
+		return e, out, first, again
+	}
+	t.Run("playing", func(t *testing.T) {
+		e, _, first, again := backAfterDeath(t, map[string]string{"n1": "127.0.0.1:7085", "n2": "127.0.0.1:7086"}, 4)
 		if ids := e.sessionIDs(); len(ids) != 2 || !slices.Contains(ids, first) || !slices.Contains(ids, again.Session) {
 			t.Fatalf("sessions %v, want %s kept beside the new %s", ids, first, again.Session)
 		}
 	})
-	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
 	addrs := map[string]string{"n1": "127.0.0.1:7083", "n2": "127.0.0.1:7084"}
-	nodes, out, other, first := e.startedOnOneOfTwo(addrs, nil)
-	nodes[out].setQuiet(first, 12)
-	e.awaitReports(out)
-	nodes[out].stop()
-	waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
-
-	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("back while %s is dead: %d", out, res.StatusCode)
-	}
-	again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
-	if again.Node != other || again.Session == first {
-		t.Fatalf("back while %s is dead: session %s on %s, want a new one on %s", out, again.Session, again.Node, other)
-	}
+	e, out, first, again := backAfterDeath(t, addrs, 12)
 	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
 		t.Fatalf("sessions %v, want only the new %s: the orphaned one ended (moved)", ids, again.Session)
 	}
 
 	// The node comes back within the grace, still playing the old
 	// session: it is told to end it, and it is not restored.
-	ended := make(chan []string, 16)
-	back := e.startNode(out, nodeOpts{http: addrs[out], onCommand: func(c *pb.NodeCommand) {
-		if es := c.GetEndSessions(); es != nil {
-			ended <- es.GetSessionIds()
-		}
-	}})
-	back.setSessions(first)
-	deadline := time.After(15 * time.Second)
-	for told := false; !told; {
-		select {
-		case ids := <-ended:
-			told = slices.Contains(ids, first)
-		case <-deadline:
-			t.Fatalf("%s, back and listing %s, was not told to end it", out, first)
-		}
-	}
+	e.backAndToldToEnd(out, addrs[out], first)
 	e.awaitReports(out)
 	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
 		t.Fatalf("sessions %v after %s came back, want only %s", ids, out, again.Session)

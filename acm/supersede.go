@@ -83,14 +83,15 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 // held below limit (one, unless the limit was lowered), and returns them
 // for the caller to persist once mu is released. Only sessions reserved
 // on a live node that the node's last report listed idle count. Nil, and
-// nothing ended, when too few of the user's sessions are idle; then wait
-// is how long until enough would be, counting the HTTP sessions of the
-// request's client quiet for quietSoon but not yet quietLeft (a player
-// zapping: the 429's Retry-After), 0 when none would be.
-func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) (ended []*session, wait time.Duration) {
+// nothing ended, when too few of the user's sessions are idle; then
+// refused is the refusal: errUserLimit, in a retryLater with how long
+// until enough would be when the HTTP sessions of the request's client
+// quiet for quietSoon but not yet quietLeft would make enough (a player
+// zapping: the 429's Retry-After).
+func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) (ended []*session, refused error) {
 	need := held - limit + 1
 	if need <= 0 {
-		return nil, 0
+		return nil, errUserLimit
 	}
 	type idleOne struct {
 		s     *session
@@ -135,9 +136,10 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 	if len(idle) < need {
 		if short := need - len(idle); len(soon) >= short {
 			slices.Sort(soon)
-			wait = soon[short-1]
+			m.log.Info("the session limit's refusal says when a quiet session of the client gives way", "user", user, "retry_after", soon[short-1].Round(time.Second))
+			return nil, retryLater{errUserLimit, soon[short-1]}
 		}
-		return nil, wait
+		return nil, errUserLimit
 	}
 	slices.SortFunc(idle, func(a, b idleOne) int {
 		return cmp.Or(cmp.Compare(boolInt(a.quiet), boolInt(b.quiet)), a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))
@@ -152,7 +154,7 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 			"node", o.s.Node, "title", o.s.Title, "idle", now.Sub(o.since).Round(time.Second), "quiet_from_same_address", o.quiet, "limit", limit)
 	}
 	m.endOrderedLocked(ended, reasonSuperseded, now)
-	return ended, 0
+	return ended, nil
 }
 
 // unreachableSessionsLocked counts the sessions of user counted in
