@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	dto "github.com/prometheus/client_model/go"
 
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -159,6 +160,14 @@ func TestHTTPNodeWithoutHTTPAddress(t *testing.T) {
 func TestHTTPSameViewerOneSession(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
 	n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
+	reuses := func() float64 {
+		var m dto.Metric
+		if err := reusesTotal.WithLabelValues(store.ProtoHTTP).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	counted := reuses()
 	first := e.tokenOf(e.get("GET", "/vod/t1.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
 	for i := 0; i < 3; i++ {
 		res := e.get("GET", "/vod/t1.ts", "demo", "demo")
@@ -171,6 +180,10 @@ func TestHTTPSameViewerOneSession(t *testing.T) {
 	}
 	if len(e.sessions()) != 1 || e.reserved("n1") != titleBps {
 		t.Fatalf("%d sessions, %d bit/s reserved, want one viewer", len(e.sessions()), e.reserved("n1"))
+	}
+	// Counted, so that an operator sees players sharing sessions.
+	if got := reuses() - counted; got != 3 {
+		t.Errorf("vodcluster_session_reuses_total{protocol=\"http\"} went up by %v, want 3", got)
 	}
 	// HLS of the same title from the same address is the same viewer too.
 	res := e.get("GET", "/vod/t1/index.m3u8", "demo", "demo")

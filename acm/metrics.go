@@ -116,6 +116,14 @@ var supersededTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Idle sessions (PAUSEd and silent, or HTTP with no request, longer than the node's session_timeout) ended for a new request of their subscriber at max_sessions_per_user, by the protocol of the session ended (rtsp, rtsps, http).",
 }, []string{"protocol"})
 
+// reusesTotal counts the title requests answered with a new token for a
+// live session of the same viewer rather than a new session (regrant), by
+// the request's protocol.
+var reusesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "vodcluster_session_reuses_total",
+	Help: "Title requests answered with a new token for a live session of the same viewer instead of a new session, by protocol (rtsp, rtsps, http): over HTTP the same subscriber, title and client address (a player asking again as it seeks; several players behind one address share that one session and its pace), over RTSP a second request on the connection whose viewer has not reached its node.",
+}, []string{"protocol"})
+
 // connsRefused counts the front door's connections refused at accept
 // because their client address had MaxConnsPerAddr open already
 // (proto/connlimit).
@@ -166,6 +174,7 @@ func init() {
 			requestsTotal.WithLabelValues(p, o)
 		}
 		supersededTotal.WithLabelValues(p)
+		reusesTotal.WithLabelValues(p)
 		connsRefused.WithLabelValues(p)
 	}
 	for _, o := range admissionOutcomes {
@@ -292,7 +301,7 @@ func (m *Manager) startMetrics() error {
 	if m.MetricsListen == "" {
 		return nil
 	}
-	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, admissionSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal,
+	srv, err := metricshttp.Serve(m.MetricsListen, metricsCollector{m}, requestsTotal, planSeconds, admissionSeconds, sessionRecordsTotal, siteAdmissions, supersededTotal, reusesTotal,
 		connsRefused)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ func TestMetricsLabelledSeriesBeforeFirstEvent(t *testing.T) {
 		}
 		want = append(want,
 			fmt.Sprintf(`vodcluster_superseded_sessions_total{protocol=%q}`, p),
+			fmt.Sprintf(`vodcluster_session_reuses_total{protocol=%q}`, p),
 			fmt.Sprintf(`vodcluster_frontdoor_connections_refused_total{listener=%q}`, p))
 	}
 	for _, o := range admissionOutcomes {

@@ -300,6 +300,7 @@ func (m *Manager) regrant(g *grant, r admitRequest, now time.Time) (*grant, erro
 		return nil, errUnavailable
 	}
 	g.Token = tok
+	reusesTotal.WithLabelValues(r.Protocol).Inc()
 	m.reexpect(s.ID, now) // its node keeps the title until the new token expires
 	m.log.Debug("same viewer: new token for its session", "session", s.ID, "user", s.User, "title", s.Title, "client", r.Client, "protocol", r.Protocol)
 	return g, nil
