@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
-	dto "github.com/prometheus/client_model/go"
 
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
@@ -160,13 +159,7 @@ func TestHTTPNodeWithoutHTTPAddress(t *testing.T) {
 func TestHTTPSameViewerOneSession(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
 	n := e.startNode("n1", nodeOpts{http: "127.0.0.1:7080"})
-	reuses := func() float64 {
-		var m dto.Metric
-		if err := reusesTotal.WithLabelValues(store.ProtoHTTP).Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue()
-	}
+	reuses := func() float64 { return counterValue(t, reusesTotal.WithLabelValues(store.ProtoHTTP)) }
 	counted := reuses()
 	first := e.tokenOf(e.get("GET", "/vod/t1.ts", "demo", "demo").Header.Get("Location"), "http", "127.0.0.1:7080", "t1", ".ts")
 	for i := 0; i < 3; i++ {

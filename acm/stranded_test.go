@@ -56,14 +56,7 @@ func TestHTTPViewerBackWhileItsNodeIsOut(t *testing.T) {
 	nodes[out].stop()
 	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable(out) })
 
-	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("back while %s is out: %d (limit 1: the stranded session must not count)", out, res.StatusCode)
-	}
-	again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
-	if again.Node != other || again.Session == first {
-		t.Fatalf("back while %s is out: session %s on %s, want a new one on %s", out, again.Session, again.Node, other)
-	}
+	again := e.backElsewhere(addrs, out, other, first, "out")
 	if ids := e.sessionIDs(); len(ids) != 1 || ids[0] != again.Session {
 		t.Fatalf("sessions %v, want only the new %s", ids, again.Session)
 	}
@@ -74,6 +67,23 @@ func TestHTTPViewerBackWhileItsNodeIsOut(t *testing.T) {
 	// The node comes back, still playing the stranded session: it is told
 	// to end it.
 	e.backAndToldToEnd(out, addrs[out], first)
+}
+
+// backElsewhere asks the HTTP front door for t1 again as demo while node
+// out (its state: "out", "dead") holds the viewer's session first: the
+// answer must be a redirect to a new session on node other (addresses by
+// id in addrs), whose token it returns.
+func (e *env) backElsewhere(addrs map[string]string, out, other, first, state string) *token.Claims {
+	e.t.Helper()
+	res := e.get("GET", "/vod/t1.ts", "demo", "demo")
+	if res.StatusCode != http.StatusFound {
+		e.t.Fatalf("back while %s is %s: %d (the stranded session must not count at the limit)", out, state, res.StatusCode)
+	}
+	again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
+	if again.Node != other || again.Session == first {
+		e.t.Fatalf("back while %s is %s: session %s on %s, want a new one on %s", out, state, again.Session, again.Node, other)
+	}
+	return again
 }
 
 // backAndToldToEnd starts node id again at HTTP address addr, listing
@@ -214,15 +224,7 @@ func TestHTTPViewerBackWhileItsNodeIsDead(t *testing.T) {
 		e.awaitReports(out)
 		nodes[out].stop()
 		waitFor(t, 10*time.Second, out+" dead", func() bool { return !e.nodeInfo(out).Alive })
-		res := e.get("GET", "/vod/t1.ts", "demo", "demo")
-		if res.StatusCode != http.StatusFound {
-			t.Fatalf("back while %s is dead: %d", out, res.StatusCode)
-		}
-		again := e.tokenOf(res.Header.Get("Location"), "http", addrs[other], "t1", ".ts")
-		if again.Node != other || again.Session == first {
-			t.Fatalf("back while %s is dead: session %s on %s, want a new one on %s", out, again.Session, again.Node, other)
-		}
-		return e, out, first, again
+		return e, out, first, e.backElsewhere(addrs, out, other, first, "dead")
 	}
 	t.Run("playing", func(t *testing.T) {
 		e, _, first, again := backAfterDeath(t, map[string]string{"n1": "127.0.0.1:7085", "n2": "127.0.0.1:7086"}, 4)

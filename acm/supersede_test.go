@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"vodcluster/acm/store"
@@ -148,13 +149,7 @@ func TestIdleHTTPSessionSuperseded(t *testing.T) {
 			t.Errorf("session %s listed idle %d s, want %d", si.SessionId, si.IdleS, want)
 		}
 	}
-	superseded := func() float64 {
-		var m dto.Metric
-		if err := supersededTotal.WithLabelValues(store.ProtoHTTP).Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue()
-	}
+	superseded := func() float64 { return counterValue(t, supersededTotal.WithLabelValues(store.ProtoHTTP)) }
 	counted := superseded()
 	before := time.Now()
 	code, h3 := e.httpAdmit("adult-1")
@@ -326,4 +321,14 @@ func TestSameClient(t *testing.T) {
 			t.Errorf("sameClient(%q, %q) = %v, want %v", c.session, c.ip, got, c.want)
 		}
 	}
+}
+
+// counterValue reads counter c (a labelled series of a CounterVec too).
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
