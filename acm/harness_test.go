@@ -267,6 +267,8 @@ type nodeOpts struct {
 	tcpOnly  bool   // it sends RTSP media over TCP only (RegisterRequest.tcp_only)
 	// started: when its process started (RegisterRequest.started_at_unix_ms); zero: unknown.
 	started time.Time
+	// pauseTimeout: its pause_timeout (RegisterRequest.pause_timeout_ms); 0: unknown.
+	pauseTimeout time.Duration
 	// skew: how far the node's clock is ahead of the manager's (behind
 	// when negative): added to the times of its reports and events.
 	skew time.Duration
@@ -306,6 +308,7 @@ func (e *env) startNode(id string, o nodeOpts) *fakeNode {
 	_, err := e.nc.Register(context.Background(), &pb.RegisterRequest{
 		NodeId: id, RtspAddr: o.rtsp, HttpAddr: o.http, Titles: o.titles, Site: o.site, RtspsAddr: o.rtsps, HttpTls: o.httpTLS, NoOrigin: o.noOrigin, TcpOnly: o.tcpOnly,
 		Capacity: &pb.NodeCapacity{EgressBps: o.egress, DiskBytes: o.disk}, StartedAtUnixMs: started,
+		PauseTimeoutMs: o.pauseTimeout.Milliseconds(),
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -232,6 +232,10 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 		m.log.Warn("node's site is none of the manager's sites: no viewer is placed there first (a misspelt site, or manager.sites lacks it)",
 			"node", id, "site", site, "sites", m.sites.namesList())
 	}
+	if pause := time.Duration(req.GetPauseTimeoutMs()) * time.Millisecond; pause > 0 && m.TokenTTL > pause {
+		m.log.Warn("token_ttl is longer than the node's pause_timeout: a player paused past pause_timeout that seeks with a redirect it kept gets 401 from the node until its token expires; keep token_ttl at most pause_timeout",
+			"node", id, "token_ttl", m.TokenTTL, "pause_timeout", pause)
+	}
 	m.noteTransport(id, storedTransport{TCPOnly: req.GetTcpOnly(), Site: req.GetSite()})
 	m.persistAll(changed)
 	m.kickPump()

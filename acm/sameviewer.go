@@ -88,15 +88,8 @@ func (m *Manager) sameHTTPViewerLocked(r admitRequest, title string, now time.Ti
 // whose heartbeat stream broke (mu held). It visits those nodes' sessions
 // only.
 func (m *Manager) orphansOfLocked(user string) bool {
-	for id, ns := range m.nodes {
-		if n := m.sched.Node(id); n != nil && n.Alive && !n.Unreachable {
-			continue
-		}
-		for _, s := range ns.sessions {
-			if s.User == user && !s.ended {
-				return true
-			}
-		}
+	for range m.sessionsOutLocked(user, true) {
+		return true
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"cmp"
+	"iter"
 	"net"
 	"net/netip"
 	"slices"
@@ -163,17 +164,32 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 // and only for a subscriber at its limit.
 func (m *Manager) unreachableSessionsLocked(user string, skip *session) int {
 	n := 0
-	for id, ns := range m.nodes {
-		if node := m.sched.Node(id); node == nil || !node.Unreachable {
-			continue
-		}
-		for _, s := range ns.sessions {
-			if s.User == user && s != skip && !s.uncounted && !s.ended {
-				n++
-			}
+	for s := range m.sessionsOutLocked(user, false) {
+		if s != skip && !s.uncounted {
+			n++
 		}
 	}
 	return n
+}
+
+// sessionsOutLocked yields the live sessions of user on nodes whose
+// heartbeat stream broke (lsm.Node.Unreachable) and, when dead is true,
+// on nodes that are dead or forgotten too (their sessions orphaned: see
+// orphanLocked) (mu held). It visits those nodes' sessions only.
+func (m *Manager) sessionsOutLocked(user string, dead bool) iter.Seq[*session] {
+	return func(yield func(*session) bool) {
+		for id, ns := range m.nodes {
+			n := m.sched.Node(id)
+			if out := n != nil && n.Unreachable; !out && (!dead || n != nil && n.Alive) {
+				continue
+			}
+			for _, s := range ns.sessions {
+				if s.User == user && !s.ended && !yield(s) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // sameClient reports whether a session's client address (ip:port, or an

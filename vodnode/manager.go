@@ -425,6 +425,8 @@ func (n *Node) registerRequest() *pb.RegisterRequest {
 		StartedAtUnixMs: n.startedAt.UnixMilli(),
 		// No SETUP that offers only UDP is sent to it.
 		TcpOnly: n.TCPOnly,
+		// The manager warns when its token_ttl outlives a paused session.
+		PauseTimeoutMs: n.PauseTimeout.Milliseconds(),
 	}
 }
 

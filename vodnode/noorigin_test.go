@@ -58,7 +58,8 @@ func TestRegistrationCarriesNoOrigin(t *testing.T) {
 // A node's registration says when its process started (between the
 // moments before and after Start), so that a manager that restarted
 // meanwhile ends the sessions of its previous process by then, not at
-// the registration.
+// the registration, and its pause_timeout (the default when not set), so
+// that the manager warns of a token_ttl longer than it.
 func TestRegistrationCarriesProcessStart(t *testing.T) {
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
@@ -67,9 +68,12 @@ func TestRegistrationCarriesProcessStart(t *testing.T) {
 	after := time.Now().UnixMilli()
 	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
 	m.mu.Lock()
-	got := m.registers[0].GetStartedAtUnixMs()
+	got, pause := m.registers[0].GetStartedAtUnixMs(), m.registers[0].GetPauseTimeoutMs()
 	m.mu.Unlock()
 	if got < before || got > after {
 		t.Fatalf("started_at_unix_ms %d, want the node's start, in [%d, %d]", got, before, after)
+	}
+	if pause != DefaultPauseTimeout.Milliseconds() {
+		t.Fatalf("pause_timeout_ms %d, want the default's %d", pause, DefaultPauseTimeout.Milliseconds())
 	}
 }

@@ -756,9 +756,16 @@ type RegisterRequest struct {
 	// sit behind networks that drop UDP). The manager sends it no SETUP
 	// that offers only UDP. false (an older node, or the default) = it
 	// serves UDP too.
-	TcpOnly       bool `protobuf:"varint,13,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TcpOnly bool `protobuf:"varint,13,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
+	// pause_timeout_ms: how long the node keeps a paused viewer's session
+	// without a word (its pause_timeout), ms; 0 = unknown (an older node).
+	// The manager warns when its token_ttl is longer: a player paused past
+	// pause_timeout that seeks with a redirect it kept (a 302 may be cached
+	// for token_ttl) would get 401 from the node until the token expires,
+	// rather than going back to the front door.
+	PauseTimeoutMs int64 `protobuf:"varint,14,opt,name=pause_timeout_ms,json=pauseTimeoutMs,proto3" json:"pause_timeout_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
@@ -880,6 +887,13 @@ func (x *RegisterRequest) GetTcpOnly() bool {
 		return x.TcpOnly
 	}
 	return false
+}
+
+func (x *RegisterRequest) GetPauseTimeoutMs() int64 {
+	if x != nil {
+		return x.PauseTimeoutMs
+	}
+	return 0
 }
 
 type RegisterResponse struct {
@@ -4846,7 +4860,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"egress_bps\x18\x01 \x01(\x03R\tegressBps\x12!\n" +
 	"\fmax_sessions\x18\x02 \x01(\x05R\vmaxSessions\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xd5\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xff\x03\n" +
 	"\x0fRegisterRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -4862,7 +4876,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	" \x01(\tR\trtspsAddr\x12\x1b\n" +
 	"\tno_origin\x18\v \x01(\bR\bnoOrigin\x12+\n" +
 	"\x12started_at_unix_ms\x18\f \x01(\x03R\x0fstartedAtUnixMs\x12\x19\n" +
-	"\btcp_only\x18\r \x01(\bR\atcpOnly\"F\n" +
+	"\btcp_only\x18\r \x01(\bR\atcpOnly\x12(\n" +
+	"\x10pause_timeout_ms\x18\x0e \x01(\x03R\x0epauseTimeoutMs\"F\n" +
 	"\x10RegisterResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\"\xc8\x03\n" +
 	"\vStoredTitle\x12\x19\n" +
