@@ -9,7 +9,8 @@ import (
 // title's start (Range npt=0-, or no Range where the session stands at the
 // start) has nothing to play backwards: 457 Invalid Range (RFC 2326
 // §11.3.12), and no media follows; from further in it plays (200), and a
-// Scale between -1 and 0, granted as normal play, plays from the start.
+// Scale between -1 and 0, granted as normal play, plays from the start
+// but is refused a range that ends before it starts (457).
 func TestReverseFromTheStartIs457(t *testing.T) {
 	o := newFakeOrigin(t)
 	n := startNode(t, startOrigin(t, o))
@@ -45,5 +46,14 @@ func TestReverseFromTheStartIs457(t *testing.T) {
 	c, url, id = setup("rev-half")
 	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-", "Scale", "-0.5"); res.StatusCode != 200 || res.Header["Scale"][0] != "1.000" {
 		t.Errorf("PLAY Scale -0.5 from npt 0: %s %v, want 200 at Scale 1", statusLine(res), res.Header["Scale"])
+	}
+	// A range that ends before it starts goes backwards: refused when the
+	// play is granted forwards, played when it is granted in reverse.
+	c, url, id = setup("rev-half-range")
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=10-5", "Scale", "-0.5"); res.StatusCode != 457 {
+		t.Errorf("PLAY Scale -0.5 (granted 1) Range npt=10-5: %s, Range %v, Scale %v; want 457", statusLine(res), res.Header["Range"], res.Header["Scale"])
+	}
+	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=10-5", "Scale", "-2"); res.StatusCode != 200 || res.Header["Scale"][0] != "-2.000" {
+		t.Errorf("PLAY Scale -2 Range npt=10-5: %s %v, want 200 at Scale -2", statusLine(res), res.Header["Scale"])
 	}
 }

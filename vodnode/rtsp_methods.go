@@ -413,7 +413,11 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 		}
 		scale = sc
 	}
-	start, end, perr := parseRange(req.Header["Range"], scale < 0)
+	// A range that ends before it starts is for a play that goes
+	// backwards: reverse trick play, granted for Scale <= -1 in MP2T mode
+	// only (SetScale grants 1 for -1 < Scale < 0, and elementary streams
+	// play at Scale 1), so a play granted forwards gets 457 for it.
+	start, end, perr := parseRange(req.Header["Range"], scale <= -1 && s.es == nil)
 	if errors.Is(perr, errRangeFormat) {
 		return nil, nil, rtspErr(base.StatusNotImplemented, "%v", perr)
 	}

@@ -271,7 +271,7 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 		}
 		if s.cfg.Mode == RTPUDP && now >= s.nextSR {
 			s.nextSR = now + int64(s.e.SRInterval)
-			s.sendRTCP(s.senderReport(ck))
+			s.sendRTCP(s.senderReport(ck, off))
 		}
 	case RTPTCP:
 		out := sh.out[:0]
@@ -285,7 +285,7 @@ func (s *Stream) emit(sh *shard, ck clockOf, now int64, buf []byte, off int64, s
 		}
 		sr := now >= s.nextSR
 		if sr {
-			out = appendFrame(out, s.cfg.Channel+1, s.senderReport(ck))
+			out = appendFrame(out, s.cfg.Channel+1, s.senderReport(ck, off))
 		}
 		sh.out = out[:0]
 		ok, err := s.cfg.Conn.TryWrite(out)
@@ -310,10 +310,12 @@ func appendFrame(out []byte, ch uint8, b []byte) []byte {
 	return append(out, b...)
 }
 
-// senderReport returns an RTCP sender report (RFC 3550 §6.4.1) for the
-// stream's position now.
-func (s *Stream) senderReport(ck clockOf) []byte {
-	return s.report(s.rtpTime(ck, s.pos))
+// senderReport returns an RTCP sender report (RFC 3550 §6.4.1) mapping
+// now to the RTP time of the title's byte offset off: that of the packets
+// it is sent with (the position in normal play; in trick play the
+// keyframe sent, which the position reaches only after it).
+func (s *Stream) senderReport(ck clockOf, off int64) []byte {
+	return s.report(s.rtpTime(ck, off))
 }
 
 // report returns an RTCP sender report mapping now to RTP time rtpTime.

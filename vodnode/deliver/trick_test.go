@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 
 	"vodcluster/cdp/tsindex"
@@ -112,4 +113,61 @@ func abs(v float64) float64 {
 		return -v
 	}
 	return v
+}
+
+// TestTrickSenderReportTime: in trick play each RTCP sender report maps
+// its NTP time to the RTP time of the picture it is sent with (RFC 3550
+// §6.4.1), forwards and backwards; it carried the previous picture's, a
+// GOP of media (1 s on the sample) off.
+func TestTrickSenderReportTime(t *testing.T) {
+	for _, scale := range []float64{8, -8} {
+		e := startEngineSR(t, 200*time.Millisecond)
+		srv, cli := tcpPair(t)
+		st, err := e.NewStream(StreamConfig{Source: newMemSource(loadClip(t)), Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetScale(scale)
+		from := 0.0
+		if scale < 0 {
+			from = 18
+		}
+		if _, err := st.Play(from); err != nil {
+			t.Fatal(err)
+		}
+		cli.SetReadDeadline(time.Now().Add(3 * time.Second))
+		hdr, buf := make([]byte, 4), make([]byte, 65536)
+		var last uint32
+		seen := false
+		for n := 0; n < 3; {
+			if _, err := io.ReadFull(cli, hdr); err != nil {
+				t.Fatalf("scale %v, after %d sender reports: %v", scale, n, err)
+			}
+			l := int(hdr[2])<<8 | int(hdr[3])
+			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+				t.Fatal(err)
+			}
+			if hdr[1] == 0 {
+				var p rtp.Packet
+				if err := p.Unmarshal(buf[:l]); err != nil {
+					t.Fatal(err)
+				}
+				last, seen = p.Timestamp, true
+				continue
+			}
+			ps, err := rtcp.Unmarshal(buf[:l])
+			if err != nil || !seen {
+				continue
+			}
+			sr, ok := ps[0].(*rtcp.SenderReport)
+			if !ok {
+				continue
+			}
+			n++
+			if d := int32(sr.RTPTime - last); d > 9000 || d < -9000 {
+				t.Fatalf("scale %v: sender report RTP time %d, the packets sent with it carry %d: %.3f s of media apart", scale, sr.RTPTime, last, float64(d)/90000)
+			}
+		}
+		st.Close()
+	}
 }
