@@ -553,6 +553,7 @@ func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
 					if err != nil {
 						return nil // an access unit that cannot be packetised is skipped
 					}
+					stapNRI(pkts)
 					pts, dts = play.unwrap(pts), play.unwrap(dts)
 					play.noteReorder(pts - dts)
 					shift := play.place(0, dts, rd.clock/300)

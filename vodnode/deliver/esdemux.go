@@ -45,6 +45,7 @@ func (s *ESStream) demuxAudio(r *mpegts.Reader, t *mpegts.Track, i int, rd *pace
 		if err != nil {
 			return nil
 		}
+		auSizeWhole(pkts)
 		due := play.unwrap(pts)
 		shift := play.place(i, due, rd.clock/300)
 		end := due + int64(len(aus))*mpeg4audio.SamplesPerAccessUnit*tsindex.PTSHz/rate

@@ -83,7 +83,11 @@ func setupES(c *gortsplib.Client, desc *description.Session, onPacket func(*rtp.
 				if err != nil {
 					return nil, fmt.Errorf("probe: AAC track: %w", err)
 				}
-				tracks = append(tracks, track{m, f, d.Decode, false})
+				size, index := f.SizeLength, f.IndexLength
+				tracks = append(tracks, track{m, f, func(p *rtp.Packet) ([][]byte, error) {
+					fragmentAUSize(p, size, index)
+					return d.Decode(p)
+				}, false})
 			default:
 				continue
 			}
@@ -124,4 +128,24 @@ func setupES(c *gortsplib.Client, desc *description.Session, onPacket func(*rtp.
 		e.clock = audioClock
 	}
 	return e, nil
+}
+
+// fragmentAUSize rewrites the AU-size of p, an AAC packet (RFC 3640) with
+// one 16-bit AU-header (sizeLength + indexLength = 16), from the whole
+// access unit's size, which a fragment carries (§3.2.1.1), to the
+// fragment's own length, which gortsplib v4.16.2's decoder expects of a
+// fragment (it refuses the other as too short, and the probe counted one
+// frame fewer for each access unit larger than a packet). A packet
+// whose AU-size fits its payload is left alone.
+func fragmentAUSize(p *rtp.Packet, sizeLength, indexLength int) {
+	b := p.Payload
+	if sizeLength+indexLength != 16 || len(b) < 4 || b[0] != 0 || b[1] != 16 {
+		return
+	}
+	hdr := int(b[2])<<8 | int(b[3])
+	size, index := hdr>>indexLength, hdr&(1<<indexLength-1)
+	if n := len(b) - 4; size > n {
+		hdr = n<<indexLength | index
+		b[2], b[3] = byte(hdr>>8), byte(hdr)
+	}
 }
