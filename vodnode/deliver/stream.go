@@ -142,6 +142,11 @@ type Stream struct {
 	scale       float64 // 1 (or 0): normal play; otherwise trick play
 	kf          int     // trick play: index of the next keyframe, -1 = from pos
 	anchorPTS   int64   // trick play: PTS (90 kHz) due at anchorWall
+	trickPic    []byte  // trick play: the tables and the picture being sent (readPicture)
+	trickAt     int64   // trick play: offset of trickPic's keyframe; -1 = none read
+	trickSent   int     // trick play: bytes of trickPic sent
+	trickRead   []byte  // trick play: readPicture's scratch (pictureRead bytes)
+	trickFree   int64   // trick play: engine ns from which the title's bitrate allows the next picture
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
 	injectPSI   bool        // send psi before the next bytes (after a seek)
@@ -183,7 +188,7 @@ func (e *Engine) NewStream(cfg StreamConfig) (*Stream, error) {
 		return nil, fmt.Errorf("deliver: unknown mode %d", cfg.Mode)
 	}
 	sh := e.shards[e.next.Add(1)%uint32(len(e.shards))]
-	return &Stream{e: e, sh: sh, cfg: cfg, pay: streamPayload(cfg), seq: cfg.Seq, scale: 1, kf: -1, stopNPT: -1, seekTo: -1}, nil
+	return &Stream{e: e, sh: sh, cfg: cfg, pay: streamPayload(cfg), seq: cfg.Seq, scale: 1, kf: -1, trickAt: -1, stopNPT: -1, seekTo: -1}, nil
 }
 
 func (s *Stream) clock(idx *tsindex.Index, complete bool) clockOf {

@@ -12,8 +12,15 @@ import (
 // MaxScale bounds the trick-play speed, times real time.
 const MaxScale = 64
 
-// maxPicture bounds the bytes read for one keyframe picture in trick play.
-const maxPicture = 256 << 10
+// maxPicture bounds a keyframe picture sent in trick play, bytes of its
+// video packets (an intra picture of a UHD title at 50 Mbit/s takes about
+// 2 MB); a larger one is passed over, not sent cut.
+const maxPicture = 8 << 20
+
+// pictureRead is how many bytes of the title trick play reads at a time
+// looking for a picture's end (the next PES start on the video PID):
+// whole TS packets, about 256 kB.
+const pictureRead = 1394 * TSPacketSize
 
 var errNoKeyframes = errors.New("deliver: title has no keyframes for trick play")
 
@@ -36,6 +43,7 @@ func (s *Stream) SetScale(scale float64) float64 {
 	if scale != s.scale {
 		if scale == 1 {
 			s.injectPSI = s.pos > 0 // resume at a keyframe: give the decoder the tables
+			s.trickPic, s.trickRead = nil, nil
 		}
 		s.scale = scale
 		s.kf = -1
@@ -51,6 +59,7 @@ func (s *Stream) trick() bool { return s.scale != 1 && s.scale != 0 }
 func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bool, ck clockOf) bool {
 	kfs := idx.Keyframes
 	if s.kf < 0 {
+		s.trickAt = -1 // a picture under way is dropped: the play moved
 		if !complete && s.pos > idx.Size {
 			// It stands past the part filled (its normal play read
 			// there from elsewhere, the node's read of the origin far
@@ -78,51 +87,79 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 		}
 		s.kf = i
 	}
-	k := kfs[s.kf]
-	end := idx.Size
-	if s.kf+1 < len(kfs) {
-		end = kfs[s.kf+1].Offset
-	} else if !complete {
+	if s.trickAt < 0 && s.kf+1 >= len(kfs) && !complete {
 		return s.park(idx.Size) // the picture's end is not on disk yet
 	}
-	end = min(end, k.Offset+maxPicture)
-	pts := k.Time() // a splice's jump absorbed: the pictures stay paced
-	if pts < 0 {
-		pts = ck.at(k.Offset) / 300
-	}
-	if !s.anchored {
-		s.anchorWall, s.anchorPTS, s.anchored = now, pts, true
-	}
-	dist := pts - s.anchorPTS
-	if s.scale < 0 {
-		dist = -dist
-	}
-	due := s.anchorWall + int64(float64(max(dist, 0))*1e9/tsindex.PTSHz/math.Abs(s.scale))
+	due := s.trickDue(kfs[s.kf], ck, now)
 	if now+int64(s.e.Lead) < due {
 		return true
 	}
-	psi := s.loadPSI(idx)
-	n := int(end - k.Offset)
-	sh.reserve(len(psi)+n, (len(psi)+n)/s.pay+1)
-	buf := sh.arenaTake(len(psi) + n)
-	copy(buf, psi)
-	if _, err := s.cfg.Source.ReadAt(buf[len(psi):], k.Offset); err != nil {
-		s.failed(readError(k.Offset, err))
-		return false
-	}
-	m := pictureOnly(buf[len(psi):], idx.VideoPID)
-	ok, err := s.emit(sh, ck, now, buf[:len(psi)+m], k.Offset, true)
-	if err != nil {
-		s.finish(writeEnd(err), err)
-		return false
-	}
-	if !ok {
-		if now-due > int64(s.e.MaxLag) {
-			s.finish(EndSlow, ErrQueueFull)
+	if s.trickAt < 0 {
+		if now < s.trickFree {
+			return true // the title's bitrate is spent until then
+		}
+		// Pictures whose time has passed while the one before went (or
+		// the budget was spent) are passed over for the latest due: the
+		// media advances at scale times the wall clock, and the stream
+		// carries fewer pictures rather than more bytes.
+		for {
+			next := s.kf + 1
+			if s.scale < 0 {
+				next = s.kf - 1
+			}
+			if next < 0 || next >= len(kfs) || next+1 >= len(kfs) && !complete || s.trickDue(kfs[next], ck, now) > now {
+				break
+			}
+			s.kf = next
+		}
+		k := kfs[s.kf]
+		end := idx.Size
+		if s.kf+1 < len(kfs) {
+			end = kfs[s.kf+1].Offset
+		}
+		// the tables, then the picture's packets (a picture too large
+		// is passed over)
+		if s.trickRead == nil {
+			s.trickRead = make([]byte, pictureRead)
+		}
+		pic, err := readPicture(s.cfg.Source, s.trickRead, append(s.trickPic[:0], s.loadPSI(idx)...), k.Offset, end, idx.VideoPID)
+		if err != nil {
+			s.failed(err)
 			return false
 		}
-		return true
+		s.trickPic, s.trickAt, s.trickSent = pic, k.Offset, 0
+		if len(pic) == len(s.psi) {
+			s.trickSent = len(pic) // no picture to send: on to the next
+		} else if s.cfg.Bitrate > 0 {
+			s.trickFree = max(s.trickFree, now) + int64(float64(len(pic))*8e9/float64(s.cfg.Bitrate))
+		}
 	}
+	k := kfs[s.kf]
+	// A tick sends at most MaxBurst packets of the picture, as normal
+	// play's catch-up does (and a UDP GSO train stays within the
+	// kernel's 64 kB).
+	if s.trickSent < len(s.trickPic) {
+		piece := s.trickPic[s.trickSent:min(len(s.trickPic), s.trickSent+s.e.MaxBurst*s.pay)]
+		sh.reserve(len(piece), len(piece)/s.pay+1)
+		buf := sh.arenaTake(len(piece))
+		copy(buf, piece)
+		ok, err := s.emit(sh, ck, now, buf, k.Offset, true)
+		if err != nil {
+			s.finish(writeEnd(err), err)
+			return false
+		}
+		if !ok {
+			if now-due > int64(s.e.MaxLag) {
+				s.finish(EndSlow, ErrQueueFull)
+				return false
+			}
+			return true
+		}
+		if s.trickSent += len(piece); s.trickSent < len(s.trickPic) {
+			return true
+		}
+	}
+	s.trickAt = -1
 	s.pos = k.Offset
 	if s.scale > 0 {
 		s.kf++
@@ -144,33 +181,63 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 	return true
 }
 
-// pictureOnly keeps, in place, the packets of video PID pid from the start
-// of b up to the next PES start on that PID (one access unit), and returns
-// the bytes kept.
-func pictureOnly(b []byte, pid uint16) int {
-	w := 0
-	started := false
-	for r := 0; r+TSPacketSize <= len(b); r += TSPacketSize {
-		p := b[r : r+TSPacketSize]
-		if p[0] != 0x47 {
-			break
-		}
-		if uint16(p[1]&0x1f)<<8|uint16(p[2]) != pid {
-			continue
-		}
-		if p[1]&0x40 != 0 {
-			if started {
-				break
-			}
-			started = true
-		}
-		if !started {
-			continue
-		}
-		copy(b[w:], p)
-		w += TSPacketSize
+// trickDue returns when keyframe k is due in trick play, engine ns: its
+// media time from the play's first picture (the anchor, set here at the
+// first) divided by the scale.
+func (s *Stream) trickDue(k tsindex.Keyframe, ck clockOf, now int64) int64 {
+	pts := k.Time() // a splice's jump absorbed: the pictures stay paced
+	if pts < 0 {
+		pts = ck.at(k.Offset) / 300
 	}
-	return w
+	if !s.anchored {
+		s.anchorWall, s.anchorPTS, s.anchored = now, pts, true
+	}
+	dist := pts - s.anchorPTS
+	if s.scale < 0 {
+		dist = -dist
+	}
+	return s.anchorWall + int64(float64(max(dist, 0))*1e9/tsindex.PTSHz/math.Abs(s.scale))
+}
+
+// readPicture appends to dst the packets of video PID pid from off up to
+// the next PES start on that PID (one access unit: the keyframe picture
+// at off), reading src from off no further than end (the next keyframe,
+// or the end of the title), len(chunk) bytes at a time into chunk. It
+// returns dst as it was when the picture takes more than maxPicture
+// bytes, and a *ReadError when src fails.
+func readPicture(src io.ReaderAt, chunk, dst []byte, off, end int64, pid uint16) ([]byte, error) {
+	head := len(dst)
+	started := false
+	for at := off; at < end; {
+		b := chunk[:min(int64(len(chunk)), end-at)]
+		if n, err := src.ReadAt(b, at); err != nil && (err != io.EOF || n < len(b)) {
+			return dst[:head], readError(at, err)
+		}
+		at += int64(len(b))
+		for r := 0; r+TSPacketSize <= len(b); r += TSPacketSize {
+			p := b[r : r+TSPacketSize]
+			if p[0] != 0x47 {
+				return dst, nil
+			}
+			if uint16(p[1]&0x1f)<<8|uint16(p[2]) != pid {
+				continue
+			}
+			if p[1]&0x40 != 0 {
+				if started {
+					return dst, nil
+				}
+				started = true
+			}
+			if !started {
+				continue
+			}
+			if len(dst)-head+TSPacketSize > maxPicture {
+				return dst[:head], nil
+			}
+			dst = append(dst, p...)
+		}
+	}
+	return dst, nil
 }
 
 // loadPSI returns the title's PSI (see ReadPSI), read once.
