@@ -448,8 +448,16 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		}
 		res.Header["WWW-Authenticate"] = auth.Challenge(m.Realm, nonce, stale, true)
 		var tr tokenRefused
-		if errors.As(err, &tr) {
+		switch {
+		case errors.As(err, &tr): // its reason in the Bearer challenge
 			res.Header["WWW-Authenticate"] = append(base.HeaderValue{auth.BearerChallenge(m.Realm, tr.reason)}, res.Header["WWW-Authenticate"]...)
+		case !errors.Is(err, errChallenge):
+			// Credentials were given and refused (a wrong password, an
+			// unknown user, a header that does not parse): said, as the
+			// HTTP front door's body does, so that a support desk tells
+			// it from the challenge every Digest login starts with
+			// (without saying whether the user exists).
+			res.StatusMessage = "Unauthorized (credentials refused)"
 		}
 	case errors.Is(err, errTokenTitle):
 		res.StatusCode = base.StatusForbidden

@@ -108,6 +108,14 @@ func TestRTSPStatuses(t *testing.T) {
 			if len(wa) != 2 || !strings.HasPrefix(wa[0], `Digest realm="vodcluster", nonce="`) || wa[1] != `Basic realm="vodcluster"` {
 				t.Errorf("%s: WWW-Authenticate %q", tc.name, wa)
 			}
+			// credentials asked for: the plain challenge; refused: said
+			want := "Unauthorized (credentials refused)"
+			if tc.h == nil {
+				want = "Unauthorized"
+			}
+			if res.StatusMessage != want {
+				t.Errorf("%s: status line %q, want %q", tc.name, res.StatusMessage, want)
+			}
 		}
 	}
 	if got := e.reserved("n1"); got != 0 {

@@ -45,7 +45,7 @@ func TestProbeSubscriberTokenHiddenAndRefusalsExplained(t *testing.T) {
 		{fmt.Sprintf("rtsp://%s/vod/sample-001?token=%s", front, sign("", time.Now().Add(-time.Hour))),
 			"401 (Unauthorized): the subscriber token in the URL was refused: token has invalid claims: token is expired"},
 		{fmt.Sprintf("rtsp://demo:wrong@%s/vod/sample-001", front),
-			"401 (Unauthorized): the user name and password in the URL were refused"},
+			"401 (Unauthorized (credentials refused)): the user name and password in the URL were refused"},
 		{fmt.Sprintf("rtsp://%s/vod/sample-001", front),
 			"401 (Unauthorized): no credentials: give the subscriber's user name and password in the URL, rtsp://USER:PASSWORD@HOST:PORT/vod/TITLE, or a subscriber token, ?token=JWT"},
 		// An empty token is a token refused (it was "no credentials").

@@ -125,6 +125,11 @@ func userCmd() *cobra.Command {
 				}
 				return err
 			}
+			if !cmd.Flags().Changed("package") {
+				// The default grants every title: said, so that a
+				// forgotten --package does not pass unseen.
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s is entitled to every title (no --package: *); --package limits it to the titles of those packages\n", u.Name)
+			}
 			if file == "" {
 				_, err = cmd.OutOrStdout().Write(buf.Bytes())
 				return err

@@ -146,3 +146,26 @@ func TestUserFileKeepsItsComments(t *testing.T) {
 		t.Error("bob keeps the packages of the replaced entry")
 	}
 }
+
+// A subscriber added without --package is entitled to every title, and
+// the command says so on stderr; with --package it says nothing of it.
+func TestUserWithoutPackageSaysEveryTitle(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{[]string{"carol", "--file", f}, true}, {[]string{"dave", "--file", f, "--package", "basic"}, false}, {[]string{"erin"}, true}} {
+		cmd := userCmd()
+		cmd.SetArgs(tc.args)
+		cmd.SetIn(strings.NewReader("pw\n"))
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(errb.String(), "entitled to every title (no --package: *)"); got != tc.want {
+			t.Errorf("user %v: stderr %q; want the every-title note: %v", tc.args, errb.String(), tc.want)
+		}
+	}
+}

@@ -115,3 +115,27 @@ func redirectRefusalHint(node string, answer *base.Response, err error) string {
 	}
 	return ""
 }
+
+// loginLockHint says, for a DESCRIBE of u answered 503 "Service
+// Unavailable (too many failed logins)" by the front door, why and when
+// the subscriber may log in again: the front door counted too many wrong
+// passwords for it from this address (or over all addresses), and takes
+// none for the Retry-After it answered (seconds), unless an operator
+// forgets them (vodctl unlock USER; a limit on the address over all user
+// names is not the subscriber's and is left). It is "" for any other
+// answer (nil too).
+func loginLockHint(u *base.URL, answer *base.Response) string {
+	if answer == nil || answer.StatusCode != base.StatusServiceUnavailable || !strings.Contains(answer.StatusMessage, "too many failed logins") {
+		return ""
+	}
+	user := "USER"
+	if u.User != nil && u.User.Username() != "" {
+		user = u.User.Username()
+	}
+	when := "later"
+	if v := answer.Header["Retry-After"]; len(v) > 0 && strings.TrimSpace(v[0]) != "" {
+		when = "in " + strings.TrimSpace(v[0]) + " s (Retry-After)"
+	}
+	return ": the front door refuses logins for now after too many wrong passwords (login_failures); " +
+		"try again " + when + " with the right password, or an operator lets the subscriber in at once: vodctl unlock " + user
+}

@@ -177,7 +177,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	desc, answer, err := c.Describe(u)
 	if err != nil {
-		hint := unauthorizedHint(u, answer) + sessionLimitHint(u, answer)
+		hint := unauthorizedHint(u, answer) + sessionLimitHint(u, answer) + loginLockHint(u, answer)
 		if c.Host != u.Host {
 			// The node's answer, after the front door's redirect: not
 			// about u's credentials.

@@ -234,6 +234,24 @@ func TestSessionLimitHint(t *testing.T) {
 	}
 }
 
+// A 503 for too many failed logins says when to try again (the
+// Retry-After) and how an operator lets the subscriber in; another 503 is
+// left as the server said it.
+func TestLoginLockHint(t *testing.T) {
+	u, _ := base.ParseURL("rtsp://demo:wrong@h:8554/vod/t")
+	lock := &base.Response{StatusCode: base.StatusServiceUnavailable, StatusMessage: "Service Unavailable (too many failed logins)",
+		Header: base.Header{"Retry-After": base.HeaderValue{"42"}}}
+	if got := loginLockHint(u, lock); !strings.Contains(got, "in 42 s (Retry-After)") || !strings.Contains(got, "vodctl unlock demo") {
+		t.Errorf("too many failed logins: %q", got)
+	}
+	for _, a := range []*base.Response{nil, {StatusCode: base.StatusServiceUnavailable, StatusMessage: "Service Unavailable (no node in service)"},
+		{StatusCode: base.StatusForbidden, StatusMessage: "too many failed logins"}} {
+		if got := loginLockHint(u, a); got != "" {
+			t.Errorf("%+v: %q, want none", a, got)
+		}
+	}
+}
+
 // A password that does not parse (a '/', '%', '#', '?', '[' or a space
 // in it, not percent-encoded) shows in no part of the error or the
 // result: a '/' ended the host early and the error quoted the URL whole
