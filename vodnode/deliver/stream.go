@@ -147,6 +147,7 @@ type Stream struct {
 	trickSent   int     // trick play: bytes of trickPic sent
 	trickRead   []byte  // trick play: readPicture's scratch (pictureRead bytes)
 	trickFree   int64   // trick play: engine ns from which the title's bitrate allows the next picture
+	trickCC     ccRun   // trick play: the continuity counters sent, per PID
 	psi         []byte  // the title's PAT and PMT packets
 	psiLoaded   bool
 	injectPSI   bool        // send psi before the next bytes (after a seek)

@@ -43,7 +43,7 @@ func (s *Stream) SetScale(scale float64) float64 {
 	if scale != s.scale {
 		if scale == 1 {
 			s.injectPSI = s.pos > 0 // resume at a keyframe: give the decoder the tables
-			s.trickPic, s.trickRead = nil, nil
+			s.trickPic, s.trickRead, s.trickCC = nil, nil, nil
 		}
 		s.scale = scale
 		s.kf = -1
@@ -130,7 +130,10 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 		s.trickPic, s.trickAt, s.trickSent = pic, k.Offset, 0
 		if len(pic) == len(s.psi) {
 			s.trickSent = len(pic) // no picture to send: on to the next
-		} else if s.cfg.Bitrate > 0 {
+		} else {
+			s.trickCC.renumber(pic)
+		}
+		if len(pic) > len(s.psi) && s.cfg.Bitrate > 0 {
 			s.trickFree = max(s.trickFree, now) + int64(float64(len(pic))*8e9/float64(s.cfg.Bitrate))
 		}
 	}
@@ -197,6 +200,37 @@ func (s *Stream) trickDue(k tsindex.Keyframe, ck clockOf, now int64) int64 {
 		dist = -dist
 	}
 	return s.anchorWall + int64(float64(max(dist, 0))*1e9/tsindex.PTSHz/math.Abs(s.scale))
+}
+
+// ccRun holds, per PID, the continuity counter of the last packet a
+// trick play sent.
+type ccRun map[uint16]byte
+
+// renumber sets the continuity counters of the TS packets in b to follow
+// those the trick play sent before, PID by PID: the counter goes up by
+// one with each packet that carries a payload and stays with one that
+// does not (ISO/IEC 13818-1 §2.4.3.3), so that the pictures, taken from
+// all over the title, and the tables sent before each read as one
+// continuous stream (a jump is a continuity error, which monitoring
+// probes count, ETSI TR 101 290 1.4, and ffmpeg flags the packets
+// corrupt). A PID's first packet keeps its counter.
+func (c *ccRun) renumber(b []byte) {
+	if *c == nil {
+		*c = ccRun{}
+	}
+	for i := 0; i+TSPacketSize <= len(b); i += TSPacketSize {
+		p := b[i : i+TSPacketSize]
+		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
+		cc, seen := (*c)[pid]
+		switch {
+		case !seen:
+			cc = p[3] & 0x0f
+		case p[3]&0x10 != 0: // with a payload
+			cc = (cc + 1) & 0x0f
+		}
+		p[3] = p[3]&0xf0 | cc
+		(*c)[pid] = cc
+	}
 }
 
 // readPicture appends to dst the packets of video PID pid from off up to

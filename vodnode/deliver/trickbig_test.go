@@ -204,3 +204,58 @@ func TestTrickPlayWithinTheTitleBitrate(t *testing.T) {
 	}
 	t.Logf("%d bit/s: %d bytes, %d pictures; without: %d bytes, %d pictures", bitrate, sent, len(pts), free, len(freePTS))
 }
+
+// TestTrickPlayContinuity: the packets trick play sends, tables and
+// pictures taken from all over the title, carry continuity counters that
+// go up by one per PID (ISO/IEC 13818-1 §2.4.3.3), forwards and
+// backwards: the tables went with the same counters before every picture
+// and each picture with its own, continuity errors to a receiver.
+func TestTrickPlayContinuity(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	for _, tc := range []struct{ scale, from float64 }{{4, 0}, {-4, 18}} {
+		srv, cli := tcpPair(t)
+		st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetScale(tc.scale)
+		if _, err := st.Play(tc.from); err != nil {
+			t.Fatal(err)
+		}
+		cli.SetReadDeadline(time.Now().Add(time.Second))
+		hdr, buf := make([]byte, 4), make([]byte, 65536)
+		last := map[uint16]byte{}
+		packets := 0
+		for {
+			if _, err := io.ReadFull(cli, hdr); err != nil {
+				break
+			}
+			l := int(hdr[2])<<8 | int(hdr[3])
+			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+				break // the second ended within a frame
+			}
+			if hdr[1] != 0 {
+				continue
+			}
+			var p rtp.Packet
+			if err := p.Unmarshal(buf[:l]); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i+TSPacketSize <= len(p.Payload); i += TSPacketSize {
+				ts := p.Payload[i : i+TSPacketSize]
+				pid, cc := uint16(ts[1]&0x1f)<<8|uint16(ts[2]), ts[3]&0x0f
+				if prev, ok := last[pid]; ok && ts[3]&0x10 != 0 && cc != (prev+1)&0x0f {
+					st.Close()
+					t.Fatalf("scale %v: packet %d, PID %d: continuity counter %d after %d", tc.scale, packets, pid, cc, prev)
+				}
+				last[pid] = cc
+				packets++
+			}
+		}
+		st.Close()
+		if packets < 100 || len(last) != 3 {
+			t.Fatalf("scale %v: %d packets of PIDs %v in 1 s, want pictures and the tables", tc.scale, packets, last)
+		}
+	}
+}
