@@ -147,7 +147,8 @@ func sortFills(fs []*pb.Fill) {
 // operator's failed prefetches of it waiting there for their retry, and
 // a refusal names them as well),
 // RESOURCE_EXHAUSTED when no room can be made or the
-// node's command queue is full. With the Replicator, a prefetch on a node
+// node's command queue is full. With the Replicator, a prefetch while the
+// origin is unavailable, on a node
 // with max_fills_per_node fills, or while fills take every origin
 // channel, is queued (OK, its message says so) when its room could be
 // made now with the prefetches queued there before it (else
@@ -155,7 +156,9 @@ func sortFills(fs []*pb.Fill) {
 // plan's own prefetches (smm Replicator.Queued); vodctl fills lists it as
 // queued. FAILED_PRECONDITION on a standby (notLeader: it never plans, so
 // it would never order a queued prefetch, and the stored orders are the
-// active manager's). UNAVAILABLE "prefetch not ordered" when the store
+// active manager's). UNAVAILABLE without the Replicator while the origin
+// is unavailable (nothing to queue it in: ordered, its room would be made
+// for a fill that cannot start), and "prefetch not ordered" when the store
 // does not answer within adminStoreWait (nothing ordered nor stored); a
 // write failing after the order is noted in the answer (OK).
 func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.PlacementAck, err error) {
@@ -172,6 +175,11 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	t, ok := m.titles()[req.GetTitleId()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
+	}
+	if m.rep == nil && m.originDown.Load() {
+		// No queue to wait in: ordered now, its room would be made for a
+		// fill that cannot start.
+		return nil, status.Error(codes.Unavailable, "prefetch not ordered: the origin is unavailable (a fill could not start, and making room for it would evict titles for nothing); order it again once it answers")
 	}
 	// One bound for the locks' waits, the store's check and the writes:
 	// under vodctl's default --timeout (10 s).

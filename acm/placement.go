@@ -62,14 +62,19 @@ func nodeFills(titles map[string]*pb.StoredTitle, activeFills int) int {
 }
 
 // prefetchWaitLocked says why an operator's prefetch on node id cannot be
-// ordered now (mu held): the node has the storage section's
-// max_fills_per_node fills (smm.ReplicatorConfig.MaxFillsPerNode), or
-// fills on live nodes take every origin channel (OriginChannels), as the
-// planner's own prefetches wait; "" when it can (always without the
-// Replicator).
+// ordered now (mu held): the origin is unavailable, the node has the
+// storage section's max_fills_per_node fills
+// (smm.ReplicatorConfig.MaxFillsPerNode), or fills on live nodes take
+// every origin channel (OriginChannels), as the planner's own prefetches
+// wait; "" when it can (always without the Replicator).
 func (m *Manager) prefetchWaitLocked(id string) string {
 	if m.rep == nil {
 		return ""
+	}
+	if m.originDown.Load() {
+		// Ordered now, its room would be made (titles evicted, perhaps
+		// the only copy of one) for a fill that cannot start.
+		return "the origin is unavailable"
 	}
 	ns, n := m.nodes[id], m.sched.Node(id)
 	if ns == nil || n == nil {

@@ -1,0 +1,57 @@
+package acm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	pb "vodcluster/proto/vodcluster/v1"
+	"vodcluster/smm"
+)
+
+// TestPrefetchWhileTheOriginIsDownEvictsNothing: an operator's prefetch
+// onto a full node while the origin is unavailable is queued, not
+// ordered: the node's titles stay (one was the only copy: evicting it for
+// a fill that cannot start made it unplayable until the origin came
+// back), and no plan orders it, nor makes room for it, until the origin
+// answers; then the plan orders it, room made.
+func TestPrefetchWhileTheOriginIsDownEvictsNothing(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		quietStorage(m)
+		m.StoragePlanner = smm.PlannerReplicate
+		m.OriginCheck = 50 * time.Millisecond
+	})
+	complete := func(id string) *pb.StoredTitle {
+		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_000_000, StoredBytes: 1_000_000}
+	}
+	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{complete("q"), complete("r")}})
+	waitFor(t, 5*time.Second, "n1's report", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		ns := e.m.nodes["n1"]
+		return ns != nil && ns.reported && ns.titles["r"] != nil
+	})
+	e.setOriginDown(t)
+	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "prefetch queued: the origin is unavailable") {
+		t.Fatalf("prefetch with the origin down: %v %v, want it queued for the origin", ack, err)
+	}
+	e.m.plan(e.m.now())
+	if got := n.commands(); len(got) != 0 || !n.has("q") || !n.has("r") {
+		t.Fatalf("with the origin down the node got %v (holds q %v, r %v), want nothing and both kept", got, n.has("q"), n.has("r"))
+	}
+	if f := e.fill("n1", "t1"); f == nil || f.State != "queued" {
+		t.Fatalf("fill of t1 after a plan with the origin down: %+v, want queued", f)
+	}
+
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	waitFor(t, 5*time.Second, "the origin seen up", func() bool { return !e.m.originDown.Load() })
+	e.m.plan(e.m.now())
+	n.waitCommand(t, "prefetch t1", 1)
+	if n.count("evict q")+n.count("evict r") != 1 {
+		t.Fatalf("commands %v once the origin answers: want one eviction for t1's room", n.commands())
+	}
+}
