@@ -48,9 +48,8 @@ func (m *Manager) prefetchLocked(id string, t store.Title, now time.Time) error 
 	return nil
 }
 
-// nodeFills is a node's fills in progress or ordered: the titles its
-// last report and the orders since show filling, or the fills the node
-// counted in its report if more.
+// nodeFills is a node's fills in progress or ordered: the titles its last
+// report and the orders since show filling, or its report's count if more.
 func nodeFills(titles map[string]*pb.StoredTitle, activeFills int) int {
 	nf := 0
 	for _, st := range titles {
@@ -62,18 +61,15 @@ func nodeFills(titles map[string]*pb.StoredTitle, activeFills int) int {
 }
 
 // prefetchWaitLocked says why an operator's prefetch on node id cannot be
-// ordered now (mu held): the origin is unavailable, the node has the
-// storage section's max_fills_per_node fills
-// (smm.ReplicatorConfig.MaxFillsPerNode), or fills on live nodes take
-// every origin channel (OriginChannels), as the planner's own prefetches
-// wait; "" when it can (always without the Replicator).
+// ordered now (mu held): the origin is unavailable, the node has
+// max_fills_per_node fills (smm.ReplicatorConfig.MaxFillsPerNode), or
+// fills on live nodes take every origin channel (OriginChannels), as the
+// planner's own prefetches wait; "" when it can (always without the Replicator).
 func (m *Manager) prefetchWaitLocked(id string) string {
 	if m.rep == nil {
 		return ""
 	}
-	if m.originDown.Load() {
-		// Ordered now, its room would be made (titles evicted, perhaps
-		// the only copy of one) for a fill that cannot start.
+	if m.originDown.Load() { // ordered, its room would be made for a fill that cannot start
 		return "the origin is unavailable"
 	}
 	ns, n := m.nodes[id], m.sched.Node(id)

@@ -451,12 +451,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		switch {
 		case errors.As(err, &tr): // its reason in the Bearer challenge
 			res.Header["WWW-Authenticate"] = append(base.HeaderValue{auth.BearerChallenge(m.Realm, tr.reason)}, res.Header["WWW-Authenticate"]...)
-		case !errors.Is(err, errChallenge):
-			// Credentials were given and refused (a wrong password, an
-			// unknown user, a header that does not parse): said, as the
-			// HTTP front door's body does, so that a support desk tells
-			// it from the challenge every Digest login starts with
-			// (without saying whether the user exists).
+		case !errors.Is(err, errChallenge): // given and refused: told from the challenge a Digest login starts with
 			res.StatusMessage = "Unauthorized (credentials refused)"
 		}
 	case errors.Is(err, errTokenTitle):
