@@ -352,6 +352,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		return nil, err
 	}
 	msg := "eviction ordered"
+	if m.pins.Pinned("", title) && partial == nil {
+		msg += "; the title stays pinned to the cluster, whole on another node in service"
+	}
 	if partial != nil {
 		msg = fmt.Sprintf("no copy there: removal of its partial fill ordered (%d of %d bytes kept, %.0f%%)",
 			partial.GetStoredBytes(), partial.GetSizeBytes(), 100*float64(partial.GetStoredBytes())/float64(partial.GetSizeBytes()))

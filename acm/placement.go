@@ -385,8 +385,8 @@ func (m *Manager) preemptibleBytesLocked(ns *nodeState, skip string) int64 {
 // while a session plays or fills it there (an eviction never cuts a
 // playing session), while it is reserved there for an admitted viewer
 // (as of the node's last report: ns.awaiting), or while it is pinned to
-// the node or the cluster, RESOURCE_EXHAUSTED when the node's command
-// queue is full.
+// the node, or to the cluster but for an operator's with a copy elsewhere
+// (copyElsewhereLocked), RESOURCE_EXHAUSTED when its command queue is full.
 func (m *Manager) evictLocked(id, title, reason string) error {
 	ns := m.nodes[id]
 	if ns == nil || m.sched.Node(id) == nil {
@@ -408,8 +408,8 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 	if m.pins.Pinned(id, title) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
 	}
-	if m.pins.Pinned("", title) {
-		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster: unpin it first", title)
+	if m.pins.Pinned("", title) && (reason != evictOperator || !m.copyElsewhereLocked(id, title)) {
+		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster and no other node in service holds it whole: unpin it first", title)
 	}
 	if !m.orderEvictLocked(ns, title, true, reason) {
 		return queueFull(id)
