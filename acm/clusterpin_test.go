@@ -38,3 +38,22 @@ func TestEvictACopyOfAClusterPinnedTitle(t *testing.T) {
 		t.Fatalf("evict the last copy in service (the other on a drained node): %v, want FAILED_PRECONDITION", err)
 	}
 }
+
+// TestPinWarningCountsClusterPinnedCopies: a pin to a node whose disk is
+// taken by its copies of titles pinned to the cluster (never evicted
+// either) is taken with the warning that not all will be there; it was
+// answered "pinned", and the title stayed missing there with no word.
+func TestPinWarningCountsClusterPinnedCopies(t *testing.T) {
+	ctx := context.Background()
+	e := newManagerWith(t, "", unhinted(), fastStorage)
+	e.startSimNode("n1", storageTitles, simOpts{disk: 2_500_000, held: []*pb.StoredTitle{stored("t1"), stored("t2")}})
+	for _, title := range []string{"t1", "t2"} {
+		if _, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: title}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ack, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "copies of titles pinned to the cluster take 3000000 bytes, more than its disk (2500000 bytes)") {
+		t.Fatalf("pin to a node full of cluster-pinned copies: %v %v", ack, err)
+	}
+}

@@ -10,7 +10,8 @@ import "fmt"
 // is never given the others), it has not registered since this manager
 // started (a node the store knows: the pin holds once it registers), it
 // is out of service (each reason: dead or
-// unreachable, draining, weight 0), or they need more than its disk. ""
+// unreachable, draining, weight 0), or they need more than its disk with
+// its copies of titles pinned to the cluster (never evicted either). ""
 // when none of these.
 func (m *Manager) pinWarningLocked(node, title string) string {
 	n := m.sched.Node(node)
@@ -34,12 +35,14 @@ func (m *Manager) pinWarningLocked(node, title string) string {
 	var need int64
 	cat := m.titles()
 	for _, p := range m.pins.List() {
-		if p.Node == node {
+		if _, held := n.Holds(p.Title); p.Node == node || p.Node == "" && held && !m.pins.Pinned(node, p.Title) {
+			// pinned there, or a copy there of a title pinned to the
+			// cluster: never evicted either
 			need += cat[p.Title].SizeBytes
 		}
 	}
 	if disk := n.Capacity.DiskBytes; disk > 0 && need > disk {
-		return fmt.Sprintf("; the titles pinned to %s take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
+		return fmt.Sprintf("; the titles pinned to %s and its copies of titles pinned to the cluster take %d bytes, more than its disk (%d bytes): not all will be there", node, need, disk)
 	}
 	return ""
 }
