@@ -288,8 +288,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 // FAILED_PRECONDITION while a session plays or fills it there (an
 // eviction never cuts a playing session, nor a fill resuming a partial),
 // while it is reserved there for an admitted viewer, or while it is
-// pinned, RESOURCE_EXHAUSTED when the node's command queue is
-// full. With the Replicator, the title is then not planned on that node
+// pinned to the node, or to the cluster with no other node in service
+// holding it whole (copyElsewhereLocked), RESOURCE_EXHAUSTED when the
+// node's command queue is full. With the Replicator, the title is then not planned on that node
 // for the storage section's evict_hold (smm.ReplicatorConfig.EvictHold),
 // kept in the store (when the store fails, the answer says the hold is
 // not saved), and the operator's prefetch of it there that failed and

@@ -15,7 +15,8 @@ import (
 // the node comes back with its own) may lose one copy by the operator's
 // order, the answer saying it stays pinned; its last copy in service may
 // not: the pin keeps it in the cluster. A drained node's copy does not
-// count as one in service.
+// count as one in service, nor one on a node whose egress_bps is less
+// than the title's bitrate.
 func TestEvictACopyOfAClusterPinnedTitle(t *testing.T) {
 	ctx := context.Background()
 	e := newManagerWith(t, "", unhinted(), fastStorage)
@@ -23,6 +24,7 @@ func TestEvictACopyOfAClusterPinnedTitle(t *testing.T) {
 	e.startSimNode("n1", storageTitles, held)
 	e.startSimNode("n2", storageTitles, held)
 	e.startSimNode("n3", storageTitles, held)
+	e.startSimNode("n4", storageTitles, simOpts{held: held.held, egress: titleBps / 2}) // cannot stream it
 	if _, err := e.admin.Pin(ctx, &pb.PlacementRequest{TitleId: "t2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestEvictACopyOfAClusterPinnedTitle(t *testing.T) {
 	}
 	_, err = e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t2", NodeId: "n2"})
 	if grpcCode(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "pinned to the cluster and no other node in service holds it whole") {
-		t.Fatalf("evict the last copy in service (the other on a drained node): %v, want FAILED_PRECONDITION", err)
+		t.Fatalf("evict the last copy in service (the others on a drained node and on one that cannot stream it): %v, want FAILED_PRECONDITION", err)
 	}
 }
 

@@ -248,6 +248,7 @@ func (s *Stream) Seek(npt float64) (PlayInfo, error) {
 			s.seekTo = npt
 		}
 		s.kf = -1
+		s.trickFree = 0 // a new play: the trick play's budget counts from its first picture
 		s.injectPSI = off > 0
 	}
 	// A PLAY's seek: the end-of-title BYE of the play before, not sent

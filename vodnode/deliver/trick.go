@@ -3,6 +3,7 @@ package deliver
 import (
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"sort"
 
@@ -41,6 +42,7 @@ func (s *Stream) SetScale(scale float64) float64 {
 		scale = -MaxScale
 	}
 	if scale != s.scale {
+		s.trickFree = 0 // a new play: the budget counts from its first picture
 		if scale == 1 {
 			s.injectPSI = s.pos > 0 // resume at a keyframe: give the decoder the tables
 			s.trickPic, s.trickRead, s.trickCC = nil, nil, nil
@@ -130,8 +132,6 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 		s.trickPic, s.trickAt, s.trickSent = pic, k.Offset, 0
 		if len(pic) == len(s.psi) {
 			s.trickSent = len(pic) // no picture to send: on to the next
-		} else {
-			s.trickCC.renumber(pic)
 		}
 		if len(pic) > len(s.psi) && s.cfg.Bitrate > 0 {
 			s.trickFree = max(s.trickFree, now) + int64(float64(len(pic))*8e9/float64(s.cfg.Bitrate))
@@ -146,6 +146,11 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 		sh.reserve(len(piece), len(piece)/s.pay+1)
 		buf := sh.arenaTake(len(piece))
 		copy(buf, piece)
+		// Numbered as sent: the rest of a picture the play leaves takes
+		// no counter, and a piece the connection refused now is numbered
+		// again as it is sent again.
+		cc := maps.Clone(s.trickCC)
+		cc.renumber(buf)
 		ok, err := s.emit(sh, ck, now, buf, k.Offset, true)
 		if err != nil {
 			s.finish(writeEnd(err), err)
@@ -158,6 +163,7 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 			}
 			return true
 		}
+		s.trickCC = cc
 		if s.trickSent += len(piece); s.trickSent < len(s.trickPic) {
 			return true
 		}
@@ -214,6 +220,9 @@ type ccRun map[uint16]byte
 // continuous stream (a jump is a continuity error, which monitoring
 // probes count, ETSI TR 101 290 1.4, and ffmpeg flags the packets
 // corrupt). A PID's first packet keeps its counter.
+//
+// A duplicate packet (the same counter twice, which §2.4.3.3 allows) is
+// numbered as a new one: files rarely hold them.
 func (c *ccRun) renumber(b []byte) {
 	if *c == nil {
 		*c = ccRun{}

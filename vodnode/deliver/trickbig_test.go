@@ -259,3 +259,125 @@ func TestTrickPlayContinuity(t *testing.T) {
 		}
 	}
 }
+
+// TestTrickPlayContinuityAcrossAPlayMidPicture: a PLAY that moves the
+// play while a picture is half sent (a picture goes over several ticks)
+// leaves the continuity counters going on by one: the rest of the picture
+// was numbered as if sent, and the next picture's video packets jumped.
+func TestTrickPlayContinuityAcrossAPlayMidPicture(t *testing.T) {
+	data := bigPictureTitle(t) // pictures of about 0.5 MB: hundreds of ticks each at one packet a tick
+	e := &Engine{Shards: 1, MaxBurst: 1}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, cli := tcpPair(t)
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.SetScale(4)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	cli.SetReadDeadline(time.Now().Add(3 * time.Second))
+	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	last := map[uint16]byte{}
+	packets, moved := 0, false
+	for packets < 400 {
+		if _, err := io.ReadFull(cli, hdr); err != nil {
+			t.Fatalf("after %d packets: %v", packets, err)
+		}
+		l := int(hdr[2])<<8 | int(hdr[3])
+		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		if hdr[1] != 0 {
+			continue
+		}
+		var p rtp.Packet
+		if err := p.Unmarshal(buf[:l]); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+TSPacketSize <= len(p.Payload); i += TSPacketSize {
+			ts := p.Payload[i : i+TSPacketSize]
+			pid, cc := uint16(ts[1]&0x1f)<<8|uint16(ts[2]), ts[3]&0x0f
+			if prev, ok := last[pid]; ok && ts[3]&0x10 != 0 && cc != (prev+1)&0x0f {
+				t.Fatalf("packet %d (after the PLAY: %v), PID %d: continuity counter %d after %d", packets, moved, pid, cc, prev)
+			}
+			last[pid] = cc
+			packets++
+		}
+		if !moved && packets >= 20 {
+			moved = true
+			if _, err := st.Seek(2); err != nil {
+				t.Fatal(err)
+			}
+			st.mu.Lock()
+			half := st.trickAt >= 0 && st.trickSent < len(st.trickPic)
+			st.mu.Unlock()
+			if !half {
+				t.Fatal("no picture half sent at the PLAY: the test proves nothing")
+			}
+			st.Resume()
+		}
+	}
+}
+
+// TestTrickPlayBudgetPerPlay: the title's bitrate a trick play's pictures
+// spent does not hold back the next trick play's first picture: the next
+// PLAY (a normal one between) starts with the budget whole. It waited for
+// the earlier pictures' budget (here 20 s of it).
+func TestTrickPlayBudgetPerPlay(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	idx, _ := tsindex.BuildFrom(bytes.NewReader(data))
+	bitrate := int64(len(firstPicture(t, data, idx))) * 8 / 20 // bit/s: the first picture takes 20 s of it
+	srv, cli := tcpPair(t)
+	st, err := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0), Bitrate: bitrate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hdr, buf := make([]byte, 4), make([]byte, 65536)
+	video := func(what string) {
+		t.Helper()
+		cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			if _, err := io.ReadFull(cli, hdr); err != nil {
+				t.Fatalf("%s: no video: %v", what, err)
+			}
+			l := int(hdr[2])<<8 | int(hdr[3])
+			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
+				t.Fatal(err)
+			}
+			var p rtp.Packet
+			if hdr[1] == 0 && p.Unmarshal(buf[:l]) == nil && len(videoOf(p.Payload, idx.VideoPID)) > 0 {
+				return
+			}
+		}
+	}
+	// playFrom seeks (the stream pauses), reads what the play before
+	// left in the connection, and resumes at scale.
+	playFrom := func(npt, scale float64) {
+		t.Helper()
+		st.SetScale(scale)
+		if _, err := st.Seek(npt); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			cli.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := cli.Read(buf); err != nil {
+				break
+			}
+		}
+		st.Resume()
+	}
+	playFrom(0, 4)
+	video("the first trick play")
+	playFrom(5, 1)
+	video("the normal play")
+	playFrom(10, 4)
+	video("the second trick play")
+}
