@@ -360,7 +360,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		msg = fmt.Sprintf("no copy there: removal of its partial fill ordered (%d of %d bytes kept, %.0f%%)",
 			partial.GetStoredBytes(), partial.GetSizeBytes(), 100*float64(partial.GetStoredBytes())/float64(partial.GetSizeBytes()))
 	}
+	down := false
 	if n := m.sched.Node(node); n != nil && !n.Alive {
+		down = true
 		msg += fmt.Sprintf("; node %s is down: carried out when it is back", node)
 	}
 	planner := m.rep != nil
@@ -374,6 +376,14 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		msg += fmt.Sprintf("; not planned (prefetched) on %s again for %s; a viewer sent there may still fill it", node, durtext.Written(m.rep.Config().EvictHold))
 	}
 	unlock()
+	if down && partial == nil {
+		// Its command waits in the node's queue, which a restart or a
+		// takeover loses: stored, it is ordered at the node's registration.
+		if err := m.saveEvictOrderOpLocked(ctx, node, title, true); err != nil {
+			m.log.Error("store: eviction order not saved", "node", node, "title", title, "err", err)
+			msg += fmt.Sprintf(" (order not saved, %s: a manager restart before the node is back forgets it)", m.adminStoreNote(ctx, err))
+		}
+	}
 	if planner {
 		if err := m.saveHoldOpLocked(ctx, node, title); err != nil { // the hold outlives a restart or a takeover
 			m.log.Error("store: eviction hold not saved", "node", node, "title", title, "err", err)

@@ -196,6 +196,7 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	if transport {
 		note("its transport", m.writeTransport(ctx, id, nil))
 	}
+	note("its eviction orders", m.dropNodeEvictOrdersOpLocked(ctx, id))
 	if read, err := m.dropNodePrefetchOrdersOpLocked(ctx, id); read {
 		note("its prefetch orders", err)
 	} else {

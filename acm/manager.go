@@ -413,8 +413,12 @@ type Manager struct {
 	// title complete (mu).
 	restoring   map[string][]opPrefetch
 	handOrders  map[[2]string]bool
-	orderWrites sync.WaitGroup // removals of stored prefetch orders under way (orderDoneLocked)
-	serving     bool           // Start succeeded: Close saves the popularity snapshot
+	orderWrites sync.WaitGroup // removals of stored prefetch and eviction orders under way (orderDoneLocked, evictOrderDoneLocked)
+	// evictOrders: the operator's evictions ordered while their node was
+	// down, by node and title, carried out at its registration
+	// (evictstate.go; mu).
+	evictOrders map[string]map[string]bool
+	serving     bool // Start succeeded: Close saves the popularity snapshot
 
 	origin     *grpc.ClientConn
 	rtspLn     net.Listener

@@ -202,6 +202,7 @@ func (nc *nodeControl) Register(_ context.Context, req *pb.RegisterRequest) (*pb
 	ns.shownFree = max(c.GetDiskBytes()-used, 0)
 	ns.processStart = started
 	changed, _ = m.reserveOrphansLocked(ns)
+	m.restoreEvictionsLocked(ns) // the operator's, ordered while it was down
 	// The node refuses sessions while it drains: tell it the drain state,
 	// which an operator may have changed while it was away.
 	m.applyNodeSettingLocked(id, true)

@@ -150,6 +150,9 @@ func (m *Manager) loadOpState(ctx context.Context, keep bool) error {
 	if err := m.loadPrefetchOrders(ctx); err != nil {
 		return err
 	}
+	if err := m.loadEvictOrders(ctx); err != nil {
+		return err
+	}
 	susp, err := m.readSuspensions(ctx, m.now())
 	if err != nil {
 		return err

@@ -1,0 +1,161 @@
+package acm
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"vodcluster/proto/durtext"
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// stateEvictions is the state key of the operator's evictions ordered
+// while their node was down.
+const stateEvictions = "evictions" // []opEvict as JSON
+
+// opEvict is an operator's eviction (Admin.Evict) ordered while its node
+// was down, as the store keeps it: the command waits in the node's queue
+// for the node to come back, and a manager that restarts meanwhile, or
+// the standby that takes over, lost that queue: it orders the eviction at
+// the node's registration instead (restoreEvictionsLocked). Kept
+// prefetchOrderTTL.
+type opEvict struct {
+	Node  string    `json:"node"`
+	Title string    `json:"title"`
+	At    time.Time `json:"at"` // when the operator ordered it
+}
+
+// readEvictOrders returns the stored eviction orders (nil when none); a
+// malformed value as readNodeSettings.
+func (m *Manager) readEvictOrders(ctx context.Context, strict bool) ([]opEvict, error) {
+	return readStateJSON(m, ctx, stateEvictions, "eviction orders", strict, func() []opEvict { return nil })
+}
+
+// saveEvictOrderOpLocked adds the operator's eviction of title on node,
+// down (or, with keep false, removes it) to the stored orders and to
+// those this manager carries out at the node's registration (evictOrders),
+// dropping those older than prefetchOrderTTL on the way (opMu held). ctx
+// bounds the read and the write.
+func (m *Manager) saveEvictOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
+	m.mu.Lock()
+	now := m.now()
+	if keep {
+		if m.evictOrders == nil {
+			m.evictOrders = map[string]map[string]bool{}
+		}
+		if m.evictOrders[node] == nil {
+			m.evictOrders[node] = map[string]bool{}
+		}
+		m.evictOrders[node][title] = true
+	}
+	m.mu.Unlock()
+	stored, err := m.readEvictOrders(ctx, true)
+	if err != nil {
+		return err
+	}
+	had := len(stored)
+	stored = slices.DeleteFunc(stored, func(o opEvict) bool {
+		return (o.Node == node && o.Title == title) || now.Sub(o.At) > prefetchOrderTTL
+	})
+	if !keep && len(stored) == had {
+		return nil
+	}
+	if keep {
+		stored = append(stored, opEvict{Node: node, Title: title, At: now})
+	}
+	return m.putStateJSON(ctx, stateEvictions, stored)
+}
+
+// loadEvictOrders reads the stored eviction orders into those carried out
+// at each node's registration (at Start and when taking over; opMu held).
+func (m *Manager) loadEvictOrders(ctx context.Context) error {
+	stored, err := m.readEvictOrders(ctx, false)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.evictOrders = map[string]map[string]bool{}
+	for _, o := range stored {
+		if now.Sub(o.At) > prefetchOrderTTL {
+			continue
+		}
+		if m.evictOrders[o.Node] == nil {
+			m.evictOrders[o.Node] = map[string]bool{}
+		}
+		m.evictOrders[o.Node][o.Title] = true
+	}
+	return nil
+}
+
+// restoreEvictionsLocked carries out, at node ns's registration (its
+// titles synced, its sessions restored; mu held), the operator's
+// evictions ordered while it was down: one whose command still waits in
+// the node's queue (this manager ordered it) is left to it; one the
+// queue lost (a manager restarted, or took over, since) is ordered again
+// when the node holds the title, as Admin.Evict orders it, or, refused
+// now (played there, pinned since), logged. Either way the order is
+// forgotten, and removed from the store in the background.
+func (m *Manager) restoreEvictionsLocked(ns *nodeState) {
+	orders := m.evictOrders[ns.id]
+	if len(orders) == 0 {
+		return
+	}
+	delete(m.evictOrders, ns.id)
+	for title := range orders {
+		queued := slices.ContainsFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetEvict().GetTitleId() == title })
+		if !queued && ns.titles[title] != nil {
+			if err := m.evictLocked(ns.id, title, evictOperator); err != nil {
+				m.log.Warn("operator's eviction ordered while the node was down not carried out at its registration", "node", ns.id, "title", title, "err", status.Convert(err).Message())
+			} else {
+				m.log.Info("operator's eviction ordered while the node was down carried out at its registration", "node", ns.id, "title", title)
+			}
+		}
+		m.evictOrderDoneLocked(ns.id, title)
+	}
+}
+
+// evictOrderDoneLocked removes the stored eviction order of title on
+// node in the background (mu held); one given again meanwhile stays.
+func (m *Manager) evictOrderDoneLocked(node, title string) {
+	if m.ctx.Err() != nil {
+		return // closing: the order goes at its TTL
+	}
+	m.orderWrites.Add(1)
+	go func() {
+		defer m.orderWrites.Done()
+		m.opMu.Lock()
+		defer m.opMu.Unlock()
+		m.mu.Lock()
+		again := m.evictOrders[node][title]
+		m.mu.Unlock()
+		if again {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.saveEvictOrderOpLocked(ctx, node, title, false); err != nil {
+			m.log.Warn("store: carried out eviction order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
+		}
+	}()
+}
+
+// dropNodeEvictOrdersOpLocked forgets node's eviction orders, here and in
+// the store (a node forgotten; opMu held).
+func (m *Manager) dropNodeEvictOrdersOpLocked(ctx context.Context, node string) error {
+	m.mu.Lock()
+	delete(m.evictOrders, node)
+	m.mu.Unlock()
+	stored, err := m.readEvictOrders(ctx, true)
+	if err != nil {
+		return err
+	}
+	had := len(stored)
+	if stored = slices.DeleteFunc(stored, func(o opEvict) bool { return o.Node == node }); len(stored) == had {
+		return nil
+	}
+	return m.putStateJSON(ctx, stateEvictions, stored)
+}
