@@ -114,27 +114,31 @@ func (s *Stream) stepTrick(sh *shard, now int64, idx *tsindex.Index, complete bo
 			}
 			s.kf = next
 		}
-		k := kfs[s.kf]
+		// the tables, then the picture's packets, read a step a tick from now
+		s.trickPic = append(s.trickPic[:0], s.loadPSI(idx)...)
+		s.trickAt, s.trickRd, s.trickStarted, s.trickSent = kfs[s.kf].Offset, kfs[s.kf].Offset, false, 0
+	}
+	if s.trickRd >= 0 {
+		// Read pictureRead bytes a tick, as normal play reads its burst
+		// a tick: a picture of megabytes does not hold the shard's other
+		// streams up for its whole read.
 		end := idx.Size
 		if s.kf+1 < len(kfs) {
 			end = kfs[s.kf+1].Offset
 		}
-		// the tables, then the picture's packets (a picture too large
-		// is passed over)
-		if s.trickRead == nil {
-			s.trickRead = make([]byte, pictureRead)
-		}
-		pic, err := readPicture(s.cfg.Source, s.trickRead, append(s.trickPic[:0], s.loadPSI(idx)...), k.Offset, end, idx.VideoPID)
+		done, err := s.readPictureStep(end, idx.VideoPID)
 		if err != nil {
 			s.failed(err)
 			return false
 		}
-		s.trickPic, s.trickAt, s.trickSent = pic, k.Offset, 0
-		if len(pic) == len(s.psi) {
-			s.trickSent = len(pic) // no picture to send: on to the next
+		if !done {
+			return true
 		}
-		if len(pic) > len(s.psi) && s.cfg.Bitrate > 0 {
-			s.trickFree = max(s.trickFree, now) + int64(float64(len(pic))*8e9/float64(s.cfg.Bitrate))
+		s.trickRd = -1
+		if len(s.trickPic) == len(s.psi) {
+			s.trickSent = len(s.trickPic) // no picture to send (none, or too large): on to the next
+		} else if s.cfg.Bitrate > 0 {
+			s.trickFree = max(s.trickFree, now) + int64(float64(len(s.trickPic))*8e9/float64(s.cfg.Bitrate))
 		}
 	}
 	k := kfs[s.kf]
@@ -242,45 +246,53 @@ func (c *ccRun) renumber(b []byte) {
 	}
 }
 
-// readPicture appends to dst the packets of video PID pid from off up to
-// the next PES start on that PID (one access unit: the keyframe picture
-// at off), reading src from off no further than end (the next keyframe,
-// or the end of the title), len(chunk) bytes at a time into chunk. It
-// returns dst as it was when the picture takes more than maxPicture
-// bytes, and a *ReadError when src fails.
-func readPicture(src io.ReaderAt, chunk, dst []byte, off, end int64, pid uint16) ([]byte, error) {
-	head := len(dst)
-	started := false
-	for at := off; at < end; {
-		b := chunk[:min(int64(len(chunk)), end-at)]
-		if n, err := src.ReadAt(b, at); err != nil && (err != io.EOF || n < len(b)) {
-			return dst[:head], readError(at, err)
-		}
-		at += int64(len(b))
-		for r := 0; r+TSPacketSize <= len(b); r += TSPacketSize {
-			p := b[r : r+TSPacketSize]
-			if p[0] != 0x47 {
-				return dst, nil
-			}
-			if uint16(p[1]&0x1f)<<8|uint16(p[2]) != pid {
-				continue
-			}
-			if p[1]&0x40 != 0 {
-				if started {
-					return dst, nil
-				}
-				started = true
-			}
-			if !started {
-				continue
-			}
-			if len(dst)-head+TSPacketSize > maxPicture {
-				return dst[:head], nil
-			}
-			dst = append(dst, p...)
-		}
+// readPictureStep reads the next pictureRead bytes (at most) of the
+// keyframe picture at s.trickAt, from s.trickRd and no further than end
+// (the next keyframe, or the end of the title), and appends to s.trickPic
+// the packets of video PID pid from its PES start up to the next PES
+// start on that PID (one access unit). done is true once the picture's
+// end is found (that next PES start, end, or bytes that are not a TS
+// packet); a picture of more than maxPicture bytes is then left out
+// (s.trickPic holds the tables alone). It returns a *ReadError when the
+// source fails.
+func (s *Stream) readPictureStep(end int64, pid uint16) (done bool, err error) {
+	if s.trickRead == nil {
+		s.trickRead = make([]byte, pictureRead)
 	}
-	return dst, nil
+	at := s.trickRd
+	b := s.trickRead[:min(int64(len(s.trickRead)), end-at)]
+	if len(b) == 0 {
+		return true, nil
+	}
+	if n, err := s.cfg.Source.ReadAt(b, at); err != nil && (err != io.EOF || n < len(b)) {
+		return false, readError(at, err)
+	}
+	s.trickRd += int64(len(b))
+	head := len(s.psi)
+	for r := 0; r+TSPacketSize <= len(b); r += TSPacketSize {
+		p := b[r : r+TSPacketSize]
+		if p[0] != 0x47 {
+			return true, nil
+		}
+		if uint16(p[1]&0x1f)<<8|uint16(p[2]) != pid {
+			continue
+		}
+		if p[1]&0x40 != 0 {
+			if s.trickStarted {
+				return true, nil
+			}
+			s.trickStarted = true
+		}
+		if !s.trickStarted {
+			continue
+		}
+		if len(s.trickPic)-head+TSPacketSize > maxPicture {
+			s.trickPic = s.trickPic[:head]
+			return true, nil
+		}
+		s.trickPic = append(s.trickPic, p...)
+	}
+	return s.trickRd >= end, nil
 }
 
 // loadPSI returns the title's PSI (see ReadPSI), read once.
