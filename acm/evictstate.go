@@ -3,45 +3,34 @@ package acm
 import (
 	"context"
 	"slices"
-	"time"
 
 	"google.golang.org/grpc/status"
 
-	"vodcluster/proto/durtext"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
 // stateEvictions is the state key of the operator's evictions ordered
-// while their node was down.
-const stateEvictions = "evictions" // []opEvict as JSON
+// while their node was down (opOrder): the command waits in the node's
+// queue for the node to come back, and a manager that restarts
+// meanwhile, or the standby that takes over, lost that queue; it orders
+// the eviction at the node's registration instead
+// (restoreEvictionsLocked).
+const stateEvictions = "evictions" // []opOrder as JSON
 
-// opEvict is an operator's eviction (Admin.Evict) ordered while its node
-// was down, as the store keeps it: the command waits in the node's queue
-// for the node to come back, and a manager that restarts meanwhile, or
-// the standby that takes over, lost that queue: it orders the eviction at
-// the node's registration instead (restoreEvictionsLocked). Kept
-// prefetchOrderTTL.
-type opEvict struct {
-	Node  string    `json:"node"`
-	Title string    `json:"title"`
-	At    time.Time `json:"at"` // when the operator ordered it
-}
-
-// readEvictOrders returns the stored eviction orders (nil when none); a
-// malformed value as readNodeSettings.
-func (m *Manager) readEvictOrders(ctx context.Context, strict bool) ([]opEvict, error) {
-	return readStateJSON(m, ctx, stateEvictions, "eviction orders", strict, func() []opEvict { return nil })
+// readEvictOrders returns the stored eviction orders (opOrder; nil when
+// none); a malformed value as readNodeSettings.
+func (m *Manager) readEvictOrders(ctx context.Context, strict bool) ([]opOrder, error) {
+	return m.readOrders(ctx, stateEvictions, "eviction orders", strict)
 }
 
 // saveEvictOrderOpLocked adds the operator's eviction of title on node,
-// down (or, with keep false, removes it) to the stored orders and to
-// those this manager carries out at the node's registration (evictOrders),
-// dropping those older than prefetchOrderTTL on the way (opMu held). ctx
-// bounds the read and the write.
+// down (or, with keep false, removes it) to the stored orders
+// (saveOrderOpLocked, kept prefetchOrderTTL), and, added, to those this
+// manager carries out at the node's registration (evictOrders) (opMu
+// held). ctx bounds the read and the write.
 func (m *Manager) saveEvictOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
-	m.mu.Lock()
-	now := m.now()
 	if keep {
+		m.mu.Lock()
 		if m.evictOrders == nil {
 			m.evictOrders = map[string]map[string]bool{}
 		}
@@ -49,23 +38,9 @@ func (m *Manager) saveEvictOrderOpLocked(ctx context.Context, node, title string
 			m.evictOrders[node] = map[string]bool{}
 		}
 		m.evictOrders[node][title] = true
+		m.mu.Unlock()
 	}
-	m.mu.Unlock()
-	stored, err := m.readEvictOrders(ctx, true)
-	if err != nil {
-		return err
-	}
-	had := len(stored)
-	stored = slices.DeleteFunc(stored, func(o opEvict) bool {
-		return (o.Node == node && o.Title == title) || now.Sub(o.At) > prefetchOrderTTL
-	})
-	if !keep && len(stored) == had {
-		return nil
-	}
-	if keep {
-		stored = append(stored, opEvict{Node: node, Title: title, At: now})
-	}
-	return m.putStateJSON(ctx, stateEvictions, stored)
+	return m.saveOrderOpLocked(ctx, stateEvictions, "eviction orders", node, title, keep)
 }
 
 // loadEvictOrders reads the stored eviction orders into those carried out
@@ -119,28 +94,10 @@ func (m *Manager) restoreEvictionsLocked(ns *nodeState) {
 }
 
 // evictOrderDoneLocked removes the stored eviction order of title on
-// node in the background (mu held); one given again meanwhile stays.
+// node in the background (removeOrderLater; mu held); one given again
+// meanwhile stays.
 func (m *Manager) evictOrderDoneLocked(node, title string) {
-	if m.ctx.Err() != nil {
-		return // closing: the order goes at its TTL
-	}
-	m.orderWrites.Add(1)
-	go func() {
-		defer m.orderWrites.Done()
-		m.opMu.Lock()
-		defer m.opMu.Unlock()
-		m.mu.Lock()
-		again := m.evictOrders[node][title]
-		m.mu.Unlock()
-		if again {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := m.saveEvictOrderOpLocked(ctx, node, title, false); err != nil {
-			m.log.Warn("store: carried out eviction order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
-		}
-	}()
+	m.removeOrderLater(stateEvictions, "eviction", node, title, func() bool { return m.evictOrders[node][title] })
 }
 
 // dropNodeEvictOrdersOpLocked forgets node's eviction orders, here and in
@@ -149,13 +106,6 @@ func (m *Manager) dropNodeEvictOrdersOpLocked(ctx context.Context, node string) 
 	m.mu.Lock()
 	delete(m.evictOrders, node)
 	m.mu.Unlock()
-	stored, err := m.readEvictOrders(ctx, true)
-	if err != nil {
-		return err
-	}
-	had := len(stored)
-	if stored = slices.DeleteFunc(stored, func(o opEvict) bool { return o.Node == node }); len(stored) == had {
-		return nil
-	}
-	return m.putStateJSON(ctx, stateEvictions, stored)
+	_, err := m.dropNodeOrdersOpLocked(ctx, stateEvictions, "eviction orders", node)
+	return err
 }

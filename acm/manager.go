@@ -411,7 +411,7 @@ type Manager struct {
 	// (prefetchstate.go; mu). handOrders: the operator's orders this
 	// manager knows, whose stored entry goes once the node reports the
 	// title complete (mu).
-	restoring   map[string][]opPrefetch
+	restoring   map[string][]opOrder
 	handOrders  map[[2]string]bool
 	orderWrites sync.WaitGroup // removals of stored prefetch and eviction orders under way (orderDoneLocked, evictOrderDoneLocked)
 	// evictOrders: the operator's evictions ordered while their node was

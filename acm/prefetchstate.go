@@ -10,7 +10,7 @@ import (
 )
 
 // statePrefetches is the state key of the operator's prefetch orders.
-const statePrefetches = "prefetches" // []opPrefetch as JSON
+const statePrefetches = "prefetches" // []opOrder as JSON
 
 // prefetchOrderTTL is how long an operator's prefetch order is kept in the
 // store to be carried out by a restarted manager (or the standby taking
@@ -18,33 +18,31 @@ const statePrefetches = "prefetches" // []opPrefetch as JSON
 // hours with the default backoff).
 const prefetchOrderTTL = 6 * time.Hour
 
-// opPrefetch is an operator's prefetch order (Admin.Prefetch) as the store
-// keeps it: a manager that restarts, or the standby that takes over, while
-// the order waits (queued behind the node's fill limit or the origin's
-// channels, or in backoff after a failed fill) queues it again when the
-// node next reports without the title, instead of dropping it.
-type opPrefetch struct {
+// opOrder is an operator's order on a node as the store keeps it: a
+// prefetch (Admin.Prefetch; statePrefetches), which a manager that
+// restarts, or the standby that takes over, while the order waits (queued
+// behind the node's fill limit or the origin's channels, or in backoff
+// after a failed fill) queues again when the node next reports without
+// the title, instead of dropping it; or an eviction ordered while its
+// node was down (Admin.Evict; stateEvictions, evictstate.go).
+type opOrder struct {
 	Node  string    `json:"node"`
 	Title string    `json:"title"`
 	At    time.Time `json:"at"` // when the operator ordered it
 }
 
-// readPrefetchOrders returns the stored prefetch orders (nil when none); a
-// malformed value as readNodeSettings.
-func (m *Manager) readPrefetchOrders(ctx context.Context, strict bool) ([]opPrefetch, error) {
-	return readStateJSON(m, ctx, statePrefetches, "prefetch orders", strict, func() []opPrefetch { return nil })
+// readOrders returns the orders stored under key, what they are named in
+// errors (nil when none); a malformed value as readNodeSettings.
+func (m *Manager) readOrders(ctx context.Context, key, what string, strict bool) ([]opOrder, error) {
+	return readStateJSON(m, ctx, key, what, strict, func() []opOrder { return nil })
 }
 
-// savePrefetchOrderOpLocked adds the operator's order of title on node (or,
-// with keep false, removes it) to the stored orders, dropping those older
-// than prefetchOrderTTL on the way (opMu held). Without a Replicator there
-// is nothing to restore orders into: nothing is stored. ctx bounds the
-// read and the write (an operator's call: adminStoreWait).
-func (m *Manager) savePrefetchOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
-	if m.rep == nil {
-		return nil
-	}
-	stored, err := m.readPrefetchOrders(ctx, true)
+// saveOrderOpLocked adds the operator's order of title on node (or, with
+// keep false, removes it) to the orders stored under key, dropping those
+// older than prefetchOrderTTL on the way (opMu held). ctx bounds the read
+// and the write.
+func (m *Manager) saveOrderOpLocked(ctx context.Context, key, what, node, title string, keep bool) error {
+	stored, err := m.readOrders(ctx, key, what, true)
 	if err != nil {
 		return err
 	}
@@ -52,16 +50,49 @@ func (m *Manager) savePrefetchOrderOpLocked(ctx context.Context, node, title str
 	now := m.now()
 	m.mu.Unlock()
 	had := len(stored)
-	stored = slices.DeleteFunc(stored, func(o opPrefetch) bool {
+	stored = slices.DeleteFunc(stored, func(o opOrder) bool {
 		return (o.Node == node && o.Title == title) || now.Sub(o.At) > prefetchOrderTTL
 	})
 	if !keep && len(stored) == had {
 		return nil
 	}
 	if keep {
-		stored = append(stored, opPrefetch{Node: node, Title: title, At: now})
+		stored = append(stored, opOrder{Node: node, Title: title, At: now})
 	}
-	return m.putStateJSON(ctx, statePrefetches, stored)
+	return m.putStateJSON(ctx, key, stored)
+}
+
+// dropNodeOrdersOpLocked removes node's orders stored under key (a node
+// forgotten; opMu held). read is false when the stored orders could not
+// be read (err): whether node has any is unknown.
+func (m *Manager) dropNodeOrdersOpLocked(ctx context.Context, key, what, node string) (read bool, err error) {
+	stored, err := m.readOrders(ctx, key, what, true)
+	if err != nil {
+		return false, err
+	}
+	had := len(stored)
+	if stored = slices.DeleteFunc(stored, func(o opOrder) bool { return o.Node == node }); len(stored) == had {
+		return true, nil
+	}
+	return true, m.putStateJSON(ctx, key, stored)
+}
+
+// readPrefetchOrders returns the stored prefetch orders (nil when none); a
+// malformed value as readNodeSettings.
+func (m *Manager) readPrefetchOrders(ctx context.Context, strict bool) ([]opOrder, error) {
+	return m.readOrders(ctx, statePrefetches, "prefetch orders", strict)
+}
+
+// savePrefetchOrderOpLocked adds the operator's prefetch of title on node
+// (or, with keep false, removes it) to the stored orders (saveOrderOpLocked;
+// opMu held). Without a Replicator there is nothing to restore orders
+// into: nothing is stored. ctx bounds the read and the write (an
+// operator's call: adminStoreWait).
+func (m *Manager) savePrefetchOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
+	if m.rep == nil {
+		return nil
+	}
+	return m.saveOrderOpLocked(ctx, statePrefetches, "prefetch orders", node, title, keep)
 }
 
 // loadPrefetchOrders reads the stored prefetch orders into the ones to
@@ -79,7 +110,7 @@ func (m *Manager) loadPrefetchOrders(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.restoring = map[string][]opPrefetch{}
+	m.restoring = map[string][]opOrder{}
 	for _, o := range stored {
 		if now.Sub(o.At) <= prefetchOrderTTL {
 			m.restoring[o.Node] = append(m.restoring[o.Node], o)
@@ -111,7 +142,7 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 	delete(m.restoring, ns.id)
 	cat := m.titles()
 	n := m.sched.Node(ns.id)
-	var later []opPrefetch
+	var later []opOrder
 	for _, o := range orders {
 		t, known := cat[o.Title]
 		if n != nil && n.NoOrigin && (cur[o.Title] == nil || staleHeld(cur[o.Title], cat)) {
@@ -158,7 +189,7 @@ func (m *Manager) dropRestoringLocked(node, title string) {
 	if !ok {
 		return
 	}
-	if orders = slices.DeleteFunc(orders, func(o opPrefetch) bool { return o.Title == title }); len(orders) > 0 {
+	if orders = slices.DeleteFunc(orders, func(o opOrder) bool { return o.Title == title }); len(orders) > 0 {
 		m.restoring[node] = orders
 	} else {
 		delete(m.restoring, node)
@@ -185,8 +216,19 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 		return
 	}
 	delete(m.handOrders, k)
+	m.removeOrderLater(statePrefetches, "prefetch", node, title, func() bool { return m.handOrders[k] })
+}
+
+// removeOrderLater removes the operator's order of title on node stored
+// under key (named name: "prefetch", "eviction") in the background (mu
+// held), once opMu is free: carried out, a restart must not order it
+// again. again, called with mu held, reports whether the operator gave
+// it again meanwhile (Admin.Prefetch waits for a plan in progress holding
+// opMu, then writes its order before this): then it stays stored.
+// Closing, it is left to its TTL (prefetchOrderTTL).
+func (m *Manager) removeOrderLater(key, name, node, title string, again func() bool) {
 	if m.ctx.Err() != nil {
-		return // closing: the order goes at its TTL
+		return
 	}
 	m.orderWrites.Add(1)
 	go func() {
@@ -194,36 +236,23 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 		m.opMu.Lock()
 		defer m.opMu.Unlock()
 		m.mu.Lock()
-		again := m.handOrders[k]
+		given := again()
 		m.mu.Unlock()
-		if again {
-			// The operator ordered it again since (Admin.Prefetch waits
-			// for a plan in progress holding opMu, then writes its order
-			// before this): that order stays stored.
+		if given {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := m.savePrefetchOrderOpLocked(ctx, node, title, false); err != nil {
-			m.log.Warn("store: carried out prefetch order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
+		if err := m.saveOrderOpLocked(ctx, key, name+" orders", node, title, false); err != nil {
+			m.log.Warn("store: carried out "+name+" order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
 		}
 	}()
 }
 
 // dropNodePrefetchOrdersOpLocked removes node's prefetch orders from the
-// store (a node forgotten; opMu held). read is false when the stored
-// orders could not be read (err): whether node has any is unknown.
+// store (dropNodeOrdersOpLocked; a node forgotten; opMu held).
 func (m *Manager) dropNodePrefetchOrdersOpLocked(ctx context.Context, node string) (read bool, err error) {
-	stored, err := m.readPrefetchOrders(ctx, true)
-	if err != nil {
-		return false, err
-	}
-	had := len(stored)
-	stored = slices.DeleteFunc(stored, func(o opPrefetch) bool { return o.Node == node })
-	if len(stored) == had {
-		return true, nil
-	}
-	return true, m.putStateJSON(ctx, statePrefetches, stored)
+	return m.dropNodeOrdersOpLocked(ctx, statePrefetches, "prefetch orders", node)
 }
 
 // dropPrefetchesLocked gives up the prefetches ordered on ns before it

@@ -11,13 +11,13 @@ import (
 )
 
 // storedOrders returns the operator's prefetch orders in e's store.
-func storedOrders(t *testing.T, e *env) []opPrefetch {
+func storedOrders(t *testing.T, e *env) []opOrder {
 	t.Helper()
 	b, err := e.m.st.State(context.Background(), statePrefetches)
 	if err != nil {
 		return nil
 	}
-	var out []opPrefetch
+	var out []opOrder
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
