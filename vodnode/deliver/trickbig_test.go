@@ -3,6 +3,7 @@ package deliver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -225,7 +226,7 @@ func TestTrickPlayContinuity(t *testing.T) {
 		}
 		cli.SetReadDeadline(time.Now().Add(time.Second))
 		hdr, buf := make([]byte, 4), make([]byte, 65536)
-		last := map[uint16]byte{}
+		last := ccSeen{}
 		packets := 0
 		for {
 			if _, err := io.ReadFull(cli, hdr); err != nil {
@@ -242,15 +243,9 @@ func TestTrickPlayContinuity(t *testing.T) {
 			if err := p.Unmarshal(buf[:l]); err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i+TSPacketSize <= len(p.Payload); i += TSPacketSize {
-				ts := p.Payload[i : i+TSPacketSize]
-				pid, cc := uint16(ts[1]&0x1f)<<8|uint16(ts[2]), ts[3]&0x0f
-				if prev, ok := last[pid]; ok && ts[3]&0x10 != 0 && cc != (prev+1)&0x0f {
-					st.Close()
-					t.Fatalf("scale %v: packet %d, PID %d: continuity counter %d after %d", tc.scale, packets, pid, cc, prev)
-				}
-				last[pid] = cc
-				packets++
+			if err := last.check(p.Payload, &packets); err != nil {
+				st.Close()
+				t.Fatalf("scale %v: %v", tc.scale, err)
 			}
 		}
 		st.Close()
@@ -283,7 +278,7 @@ func TestTrickPlayContinuityAcrossAPlayMidPicture(t *testing.T) {
 	}
 	cli.SetReadDeadline(time.Now().Add(3 * time.Second))
 	hdr, buf := make([]byte, 4), make([]byte, 65536)
-	last := map[uint16]byte{}
+	last := ccSeen{}
 	packets, moved := 0, false
 	for packets < 400 {
 		if _, err := io.ReadFull(cli, hdr); err != nil {
@@ -300,14 +295,8 @@ func TestTrickPlayContinuityAcrossAPlayMidPicture(t *testing.T) {
 		if err := p.Unmarshal(buf[:l]); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i+TSPacketSize <= len(p.Payload); i += TSPacketSize {
-			ts := p.Payload[i : i+TSPacketSize]
-			pid, cc := uint16(ts[1]&0x1f)<<8|uint16(ts[2]), ts[3]&0x0f
-			if prev, ok := last[pid]; ok && ts[3]&0x10 != 0 && cc != (prev+1)&0x0f {
-				t.Fatalf("packet %d (after the PLAY: %v), PID %d: continuity counter %d after %d", packets, moved, pid, cc, prev)
-			}
-			last[pid] = cc
-			packets++
+		if err := last.check(p.Payload, &packets); err != nil {
+			t.Fatalf("after the PLAY %v: %v", moved, err)
 		}
 		if !moved && packets >= 20 {
 			moved = true
@@ -380,4 +369,23 @@ func TestTrickPlayBudgetPerPlay(t *testing.T) {
 	video("the normal play")
 	playFrom(10, 4)
 	video("the second trick play")
+}
+
+// ccSeen is, per PID, the continuity counter of the last TS packet seen.
+type ccSeen map[uint16]byte
+
+// check goes through the TS packets of payload, counting them in *n, and
+// returns an error at the first whose counter does not follow the last
+// of its PID by one (a packet with a payload; ISO/IEC 13818-1 §2.4.3.3).
+func (c ccSeen) check(payload []byte, n *int) error {
+	for i := 0; i+TSPacketSize <= len(payload); i += TSPacketSize {
+		ts := payload[i : i+TSPacketSize]
+		pid, cc := uint16(ts[1]&0x1f)<<8|uint16(ts[2]), ts[3]&0x0f
+		if prev, ok := c[pid]; ok && ts[3]&0x10 != 0 && cc != (prev+1)&0x0f {
+			return fmt.Errorf("packet %d, PID %d: continuity counter %d after %d", *n, pid, cc, prev)
+		}
+		c[pid] = cc
+		*n++
+	}
+	return nil
 }
