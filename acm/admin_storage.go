@@ -176,10 +176,10 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
 	}
-	if m.rep == nil && m.originDown.Load() {
+	if why := m.prefetchBlocked(); m.rep == nil && why != "" {
 		// No queue to wait in: ordered now, its room would be made for a
 		// fill that cannot start.
-		return nil, status.Error(codes.Unavailable, "prefetch not ordered: the origin is unavailable (a fill could not start, and making room for it would evict titles for nothing); order it again once it answers")
+		return nil, status.Errorf(codes.Unavailable, "prefetch not ordered: %s (a fill could not start, and making room for it would evict titles for nothing); order it again once it answers", why)
 	}
 	// One bound for the locks' waits, the store's check and the writes:
 	// under vodctl's default --timeout (10 s).
@@ -258,7 +258,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	unlock()
 	msg := "prefetch ordered"
 	if wait != "" {
-		msg = "prefetch queued: " + wait + "; ordered by the first plan with a fill slot there and a free origin channel (vodctl fills lists it)" + m.planWaitNote()
+		msg = "prefetch queued: " + wait + "; ordered by the first plan with the origin answering, a fill slot there and a free origin channel (vodctl fills lists it)" + m.planWaitNote()
 		m.log.Info("prefetch queued", "node", id, "title", t.ID, "why", wait)
 	}
 	if lifted {

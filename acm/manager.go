@@ -267,7 +267,11 @@ type Manager struct {
 	// originDown is set while the origin fails its health checks or
 	// refuses the manager's credential (originLoop).
 	originDown atomic.Bool
-	metrics    *metricshttp.Server // MetricsListen's endpoint, or nil
+	// originHeard is set by the first health check of the origin that
+	// passes (originLoop): until then no prefetch is ordered
+	// (prefetchBlocked).
+	originHeard atomic.Bool
+	metrics     *metricshttp.Server // MetricsListen's endpoint, or nil
 	// configuredPolicy is the scheduling policy of the configuration
 	// (before any stored operator's choice: storedPolicy).
 	configuredPolicy string

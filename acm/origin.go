@@ -45,11 +45,13 @@ func (m *Manager) originLoop() {
 	t := time.NewTicker(m.OriginCheck)
 	defer t.Stop()
 	failed := 0
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first { // the first check at once: no prefetch is ordered before one passes (originHeard)
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck, 100*time.Millisecond))
 		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
@@ -67,6 +69,9 @@ func (m *Manager) originLoop() {
 		switch {
 		case up:
 			failed = 0
+			if !m.originHeard.Swap(true) {
+				m.kickPlan() // prefetches may be ordered now
+			}
 			if m.originDown.Swap(false) {
 				m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
 				m.queuedOriginDown(false)
@@ -134,6 +139,26 @@ func withOriginHint(err error, args ...any) []any {
 		args = append(args, "hint", h)
 	}
 	return args
+}
+
+// prefetchBlocked says why no prefetch may be ordered now ("" when one
+// may): the origin is unavailable (originDown), or, since the manager
+// started, it has not passed a health check yet (originHeard: a manager
+// started during an outage would otherwise evict titles, perhaps their
+// only copies, for fills that cannot start, and spend the retries of the
+// operator's prefetches it restores, for the checks' originDownAfter
+// failures before it counts the origin down). A manager without an origin
+// to check never blocks them.
+func (m *Manager) prefetchBlocked() string {
+	switch {
+	case m.origin == nil:
+		return ""
+	case m.originDown.Load():
+		return "the origin is unavailable"
+	case !m.originHeard.Load():
+		return "the origin has not answered since the manager started"
+	}
+	return ""
 }
 
 // originDownLocked reports whether r, waiting in the queue, would now be

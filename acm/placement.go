@@ -69,8 +69,8 @@ func (m *Manager) prefetchWaitLocked(id string) string {
 	if m.rep == nil {
 		return ""
 	}
-	if m.originDown.Load() { // ordered, its room would be made for a fill that cannot start
-		return "the origin is unavailable"
+	if why := m.prefetchBlocked(); why != "" { // ordered, its room would be made for a fill that cannot start
+		return why
 	}
 	ns, n := m.nodes[id], m.sched.Node(id)
 	if ns == nil || n == nil {
@@ -113,7 +113,7 @@ func (m *Manager) queuedAlreadyLocked(id, title, wait string, now time.Time) err
 	if !found {
 		return nil
 	}
-	return status.Errorf(codes.AlreadyExists, "a prefetch of %q on node %q is already queued (for %s, %s queued there in all: vodctl fills): %s; ordered by the first plan with a fill slot there and a free origin channel",
+	return status.Errorf(codes.AlreadyExists, "a prefetch of %q on node %q is already queued (for %s, %s queued there in all: vodctl fills): %s; ordered by the first plan with the origin answering, a fill slot there and a free origin channel",
 		title, id, durtext.Written(max(now.Sub(since), 0).Round(time.Second)), counted(queued, "prefetch", "prefetches"), wait)
 }
 

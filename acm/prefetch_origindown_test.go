@@ -55,3 +55,40 @@ func TestPrefetchWhileTheOriginIsDownEvictsNothing(t *testing.T) {
 		t.Fatalf("commands %v once the origin answers: want one eviction for t1's room", n.commands())
 	}
 }
+
+// TestNoPrefetchBeforeTheOriginAnswers: a manager started while the
+// origin fails its health checks (a restart during an outage) orders no
+// prefetch, nor makes room for one, before a check passes: it used to
+// plan at once, taking the origin for up until three checks had failed,
+// and evicted a title's only copy for a fill that could not start. The
+// operator's prefetch is queued meanwhile, saying why (once the origin
+// answers, the plan orders it: TestPrefetchWhileTheOriginIsDownEvictsNothing).
+func TestNoPrefetchBeforeTheOriginAnswers(t *testing.T) {
+	down := startOrigin(t, "127.0.0.1:0", unhinted())
+	down.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		quietStorage(m)
+		m.StoragePlanner = smm.PlannerReplicate
+		m.OriginAddr = down.addr
+		m.OriginCheck = time.Hour // one check, at start, which fails: not counted down for long
+	})
+	complete := func(id string) *pb.StoredTitle {
+		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_000_000, StoredBytes: 1_000_000}
+	}
+	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{complete("q"), complete("r")}})
+	waitFor(t, 5*time.Second, "n1's report and the catalog", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		ns := e.m.nodes["n1"]
+		_, cat := e.m.titles()["t1"]
+		return ns != nil && ns.reported && ns.titles["r"] != nil && cat
+	})
+	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "prefetch queued: the origin has not answered since the manager started") {
+		t.Fatalf("prefetch before the origin answered: %v %v, want it queued for the origin", ack, err)
+	}
+	e.m.plan(e.m.now())
+	if got := n.commands(); len(got) != 0 || !n.has("q") || !n.has("r") {
+		t.Fatalf("before the origin answered the node got %v (holds q %v, r %v), want nothing and both kept", got, n.has("q"), n.has("r"))
+	}
+}
