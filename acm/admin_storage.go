@@ -176,7 +176,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", req.GetTitleId())
 	}
-	if why := m.prefetchBlocked(); m.rep == nil && why != "" {
+	if why := m.originUnusable(); m.rep == nil && why != "" {
 		// No queue to wait in: ordered now, its room would be made for a
 		// fill that cannot start.
 		return nil, status.Errorf(codes.Unavailable, "prefetch not ordered: %s (a fill could not start, and making room for it would evict titles for nothing); order it again once it answers", why)
@@ -255,6 +255,7 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 		}
 		m.noteHandOrderLocked(id, t.ID)
 	}
+	m.dropEvictOrderLocked(id, t.ID) // wanted there again: not evicted by a restarted manager
 	unlock()
 	msg := "prefetch ordered"
 	if wait != "" {
@@ -364,6 +365,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	if n := m.sched.Node(node); n != nil && !n.Alive {
 		down = true
 		msg += fmt.Sprintf("; node %s is down: carried out when it is back", node)
+		if partial == nil {
+			m.noteEvictOrderLocked(node, title) // stored below: a restart or a takeover orders it at the node's registration
+		}
 	}
 	planner := m.rep != nil
 	if planner {
@@ -483,6 +487,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	defer m.pinsMu.Unlock()
 	m.mu.Lock()
 	var changed bool
+	cancelled := ""
 	if pin {
 		if _, ok := m.titles()[title]; !ok {
 			m.mu.Unlock()
@@ -499,6 +504,13 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		if changed, err = m.pins.Pin(node, title); err != nil {
 			m.mu.Unlock()
 			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		if node != "" && m.evictOrders[node][title] {
+			// The operator's eviction of it there waiting for the node
+			// (down when ordered) is cancelled: not carried out at its
+			// registration by a manager that restarts meanwhile.
+			m.dropEvictOrderLocked(node, title)
+			cancelled = "; the eviction of it ordered there while the node was down is cancelled"
 		}
 	} else if changed = m.pins.Unpin(node, title); !changed {
 		m.mu.Unlock()
@@ -550,7 +562,7 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn + m.planWaitNote()}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + warn + cancelled + m.planWaitNote()}, nil
 }
 
 // syncPinnedLocked tells the scheduler which copies of title (every title

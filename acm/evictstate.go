@@ -25,22 +25,35 @@ func (m *Manager) readEvictOrders(ctx context.Context, strict bool) ([]opOrder, 
 
 // saveEvictOrderOpLocked adds the operator's eviction of title on node,
 // down (or, with keep false, removes it) to the stored orders
-// (saveOrderOpLocked, kept prefetchOrderTTL), and, added, to those this
-// manager carries out at the node's registration (evictOrders) (opMu
-// held). ctx bounds the read and the write.
+// (saveOrderOpLocked, kept prefetchOrderTTL) (opMu held). ctx bounds the
+// read and the write.
 func (m *Manager) saveEvictOrderOpLocked(ctx context.Context, node, title string, keep bool) error {
-	if keep {
-		m.mu.Lock()
-		if m.evictOrders == nil {
-			m.evictOrders = map[string]map[string]bool{}
-		}
-		if m.evictOrders[node] == nil {
-			m.evictOrders[node] = map[string]bool{}
-		}
-		m.evictOrders[node][title] = true
-		m.mu.Unlock()
-	}
 	return m.saveOrderOpLocked(ctx, stateEvictions, "eviction orders", node, title, keep)
+}
+
+// noteEvictOrderLocked records the operator's eviction of title on node,
+// down, among those this manager carries out at the node's registration
+// and settles by its reports (evictOrders; mu held, with the order's
+// command queued, so that no registration comes between the two).
+func (m *Manager) noteEvictOrderLocked(node, title string) {
+	if m.evictOrders == nil {
+		m.evictOrders = map[string]map[string]bool{}
+	}
+	if m.evictOrders[node] == nil {
+		m.evictOrders[node] = map[string]bool{}
+	}
+	m.evictOrders[node][title] = true
+}
+
+// dropEvictOrderLocked forgets the operator's eviction of title on node
+// waiting for the node, here and, in the background, in the store (mu
+// held): the operator prefetched or pinned the title there since.
+func (m *Manager) dropEvictOrderLocked(node, title string) {
+	if !m.evictOrders[node][title] {
+		return
+	}
+	delete(m.evictOrders[node], title)
+	m.evictOrderDoneLocked(node, title)
 }
 
 // loadEvictOrders reads the stored eviction orders into those carried out
@@ -68,28 +81,46 @@ func (m *Manager) loadEvictOrders(ctx context.Context) error {
 
 // restoreEvictionsLocked carries out, at node ns's registration (its
 // titles synced, its sessions restored; mu held), the operator's
-// evictions ordered while it was down: one whose command still waits in
-// the node's queue (this manager ordered it) is left to it; one the
-// queue lost (a manager restarted, or took over, since) is ordered again
-// when the node holds the title, as Admin.Evict orders it, or, refused
-// now (played there, pinned since), logged. Either way the order is
-// forgotten, and removed from the store in the background.
+// evictions ordered while it was down, on the active manager only (a
+// standby orders nothing; its orders are read again when it takes over):
+// one whose command still waits in the node's queue (this manager
+// ordered it) is left to it; one the queue lost (a manager restarted, or
+// took over, since) is ordered again when the node holds the title, as
+// Admin.Evict orders it, or, refused now (played there), logged. An order
+// is settled, forgotten and removed from the store, by the node's first
+// report without the title (settleEvictOrdersLocked).
 func (m *Manager) restoreEvictionsLocked(ns *nodeState) {
-	orders := m.evictOrders[ns.id]
-	if len(orders) == 0 {
+	if len(m.evictOrders[ns.id]) == 0 || !m.Leader() {
 		return
 	}
-	delete(m.evictOrders, ns.id)
-	for title := range orders {
+	for title := range m.evictOrders[ns.id] {
 		queued := slices.ContainsFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetEvict().GetTitleId() == title })
-		if !queued && ns.titles[title] != nil {
-			if err := m.evictLocked(ns.id, title, evictOperator); err != nil {
-				m.log.Warn("operator's eviction ordered while the node was down not carried out at its registration", "node", ns.id, "title", title, "err", status.Convert(err).Message())
-			} else {
-				m.log.Info("operator's eviction ordered while the node was down carried out at its registration", "node", ns.id, "title", title)
-			}
+		if queued || ns.titles[title] == nil {
+			continue
 		}
-		m.evictOrderDoneLocked(ns.id, title)
+		if err := m.evictLocked(ns.id, title, evictOperator); err != nil {
+			m.log.Warn("operator's eviction ordered while the node was down not carried out at its registration", "node", ns.id, "title", title, "err", status.Convert(err).Message())
+		} else {
+			m.log.Info("operator's eviction ordered while the node was down carried out at its registration", "node", ns.id, "title", title)
+		}
+	}
+}
+
+// settleEvictOrdersLocked forgets, and removes from the store in the
+// background, the operator's evictions of node ns carried out: those whose
+// title its report (titles) does not list (mu held; the active manager
+// only). The node may have come back by its heartbeats alone, taking the
+// queued command with no registration.
+func (m *Manager) settleEvictOrdersLocked(ns *nodeState, titles []*pb.StoredTitle) {
+	orders := m.evictOrders[ns.id]
+	if len(orders) == 0 || !m.Leader() {
+		return
+	}
+	for title := range orders {
+		if !slices.ContainsFunc(titles, func(st *pb.StoredTitle) bool { return st.GetTitleId() == title }) {
+			delete(orders, title)
+			m.evictOrderDoneLocked(ns.id, title)
+		}
 	}
 }
 

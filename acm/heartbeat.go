@@ -253,6 +253,7 @@ func (m *Manager) report(ns *nodeState, gen uint64, r *pb.LoadReport) error {
 		}
 	}
 	ns.reported, ns.diskFree, ns.diskUnknown = true, free, !known
+	m.settleEvictOrdersLocked(ns, r.GetTitles())
 	ns.shownFree = max(r.GetDiskFreeBytes(), -1)
 	if r.GetDiskFault() != ns.diskFault {
 		ns.diskFault = r.GetDiskFault()

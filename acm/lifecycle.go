@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/store"
@@ -179,8 +180,11 @@ func (m *Manager) Start() (err error) {
 	m.goRun(m.runLeader)
 	m.goRun(m.healthLoop)
 	if m.origin != nil {
+		// The origin's first check before Start returns (at most
+		// originStartCheck): no prefetch is ordered before one passes.
+		failed := m.checkOrigin(healthpb.NewHealthClient(m.origin), 0, min(max(m.OriginCheck, 100*time.Millisecond), originStartCheck))
 		m.goRun(m.catalogLoop)
-		m.goRun(m.originLoop)
+		m.goRun(func() { m.originLoop(failed) })
 	}
 	if w, ok := m.BOSS.(interface{ Watch(context.Context) }); ok {
 		m.goRun(func() { w.Watch(m.ctx) })

@@ -269,7 +269,7 @@ type Manager struct {
 	originDown atomic.Bool
 	// originHeard is set by the first health check of the origin that
 	// passes (originLoop): until then no prefetch is ordered
-	// (prefetchBlocked).
+	// (originUnusable).
 	originHeard atomic.Bool
 	metrics     *metricshttp.Server // MetricsListen's endpoint, or nil
 	// configuredPolicy is the scheduling policy of the configuration

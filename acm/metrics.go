@@ -200,7 +200,7 @@ var (
 	descSessions   = prometheus.NewDesc("vodcluster_sessions", "Live sessions, by state (admitted: redirected, not yet playing; playing) and protocol.", []string{"state", "protocol"}, nil)
 	descQueue      = prometheus.NewDesc("vodcluster_admission_queue_requests", "Requests waiting in the admission queue for a node with headroom.", nil, nil)
 	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the alive nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
-	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks and takes the manager's credential, else 0.", nil, nil)
+	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks and takes the manager's credential, else 0 (and 0 from the manager's start until a check passes).", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
 	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget); 0 also for a node known from the store that has not registered since the manager started. A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)
@@ -291,7 +291,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range sessions {
 		gauge(descSessions, float64(v), k.state, k.protocol)
 	}
-	gauge(descOriginUp, b(m.origin != nil && !m.originDown.Load()))
+	gauge(descOriginUp, b(m.origin != nil && m.originUnusable() == ""))
 	gauge(descLeader, b(m.Leader()))
 	gauge(descTitles, float64(len(m.titles())))
 }

@@ -32,7 +32,8 @@ const originDownAfter = 3
 // Retry-After.
 var errOriginDown = errors.New("origin unavailable and no node holds the title")
 
-// originLoop checks the origin every OriginCheck with the standard gRPC
+// originLoop checks the origin every OriginCheck (checkOrigin; the first,
+// failed in a row before it, at Start) with the standard gRPC
 // health protocol (grpc.health.v1, which the CDP serves) and with
 // checkCredential, and keeps originDown: set after originDownAfter failed
 // checks in a row (no answer, NOT_SERVING, or the credential refused),
@@ -40,64 +41,72 @@ var errOriginDown = errors.New("origin unavailable and no node holds the title")
 // service (UNIMPLEMENTED) answered: it counts as up. A check that passes
 // after an outage, or while the manager has no catalog (noCatalog), has
 // the catalog read at once (kickCatalog).
-func (m *Manager) originLoop() {
+func (m *Manager) originLoop(failed int) {
 	hc := healthpb.NewHealthClient(m.origin)
 	t := time.NewTicker(m.OriginCheck)
 	defer t.Stop()
-	failed := 0
-	for first := true; ; first = false {
-		if !first { // the first check at once: no prefetch is ordered before one passes (originHeard)
-			select {
-			case <-m.ctx.Done():
-				return
-			case <-t.C:
-			}
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, max(m.OriginCheck, 100*time.Millisecond))
-		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		up := err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING || status.Code(err) == codes.Unimplemented
-		if up {
-			// The health service asks for no credential: an origin
-			// refusing ours (another secret_file) served its health while
-			// every fill and catalog read failed, and viewers were sent to
-			// nodes for fills that could not start.
-			if err = m.checkCredential(ctx); err != nil {
-				up = false
-			}
-		}
-		cancel()
-		switch {
-		case up:
-			failed = 0
-			if !m.originHeard.Swap(true) {
-				m.kickPlan() // prefetches may be ordered now
-			}
-			if m.originDown.Swap(false) {
-				m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
-				m.queuedOriginDown(false)
-				// The catalog loop backs off up to CatalogRefresh after
-				// failed reads: a manager with no catalog stayed not ready,
-				// refusing every title "the origin has not been reached",
-				// for up to that long after the origin answered.
-				m.kickCatalog()
-			} else if m.noCatalog() {
-				m.kickCatalog()
-			}
-		case failed+1 < originDownAfter:
-			failed++
-		default:
-			failed++
-			m.origin.ResetConnectBackoff() // try the origin again at the next check, not after a backoff
-			if !m.originDown.Swap(true) {
-				m.queuedOriginDown(true)
-				msg := "origin unavailable: requests for titles no node holds are refused (503) until it answers"
-				if res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-					msg = "origin serves but does not take the manager's origin call: requests for titles no node holds are refused (503) until it does"
-				}
-				m.log.Warn(msg, withOriginHint(err, "origin", m.OriginAddr, "health", res.GetStatus().String(), "err", err)...)
-			}
+		failed = m.checkOrigin(hc, failed, max(m.OriginCheck, 100*time.Millisecond))
+	}
+}
+
+// originStartCheck is how long Start waits for its check of the origin
+// (checkOrigin): a black-holed origin delays the start by this much.
+const originStartCheck = time.Second
+
+// checkOrigin checks the origin once (see originLoop), within timeout,
+// after failed checks in a row, and returns the failed checks in a row
+// after it. Start runs the first (no prefetch is ordered before one
+// passes: originHeard), originLoop the others.
+func (m *Manager) checkOrigin(hc healthpb.HealthClient, failed int, timeout time.Duration) int {
+	ctx, cancel := context.WithTimeout(m.ctx, timeout)
+	res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+	up := err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING || status.Code(err) == codes.Unimplemented
+	if up {
+		// The health service asks for no credential: an origin
+		// refusing ours (another secret_file) served its health while
+		// every fill and catalog read failed, and viewers were sent to
+		// nodes for fills that could not start.
+		if err = m.checkCredential(ctx); err != nil {
+			up = false
 		}
 	}
+	cancel()
+	switch {
+	case up:
+		if !m.originHeard.Swap(true) {
+			m.kickPlan() // prefetches may be ordered now
+		}
+		if m.originDown.Swap(false) {
+			m.log.Info("origin available again: fills admitted", "origin", m.OriginAddr)
+			m.queuedOriginDown(false)
+			// The catalog loop backs off up to CatalogRefresh after
+			// failed reads: a manager with no catalog stayed not ready,
+			// refusing every title "the origin has not been reached",
+			// for up to that long after the origin answered.
+			m.kickCatalog()
+		} else if m.noCatalog() {
+			m.kickCatalog()
+		}
+		return 0
+	case failed+1 < originDownAfter:
+		return failed + 1
+	}
+	m.origin.ResetConnectBackoff() // try the origin again at the next check, not after a backoff
+	if !m.originDown.Swap(true) {
+		m.queuedOriginDown(true)
+		msg := "origin unavailable: requests for titles no node holds are refused (503) until it answers"
+		if res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			msg = "origin serves but does not take the manager's origin call: requests for titles no node holds are refused (503) until it does"
+		}
+		m.log.Warn(msg, withOriginHint(err, "origin", m.OriginAddr, "health", res.GetStatus().String(), "err", err)...)
+	}
+	return failed + 1
 }
 
 // checkCredential asks the origin for a title without an id, a call that
@@ -141,15 +150,16 @@ func withOriginHint(err error, args ...any) []any {
 	return args
 }
 
-// prefetchBlocked says why no prefetch may be ordered now ("" when one
-// may): the origin is unavailable (originDown), or, since the manager
-// started, it has not passed a health check yet (originHeard: a manager
-// started during an outage would otherwise evict titles, perhaps their
-// only copies, for fills that cannot start, and spend the retries of the
-// operator's prefetches it restores, for the checks' originDownAfter
-// failures before it counts the origin down). A manager without an origin
-// to check never blocks them.
-func (m *Manager) prefetchBlocked() string {
+// originUnusable says why no fill from the origin may be counted on now
+// ("" when one may): the origin is unavailable (originDown), or, since the
+// manager started, it has not passed a health check yet (originHeard: a
+// manager started during an outage took it for up until originDownAfter
+// checks had failed). Then no prefetch is ordered nor room made for one
+// (a title's only copy was evicted for fills that could not start, and
+// the operator's restored prefetches spent their retries), and no stale
+// or withdrawn copy is evicted (it could not be fetched again). A manager
+// without an origin to check never finds it unusable.
+func (m *Manager) originUnusable() string {
 	switch {
 	case m.origin == nil:
 		return ""

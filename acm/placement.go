@@ -69,7 +69,7 @@ func (m *Manager) prefetchWaitLocked(id string) string {
 	if m.rep == nil {
 		return ""
 	}
-	if why := m.prefetchBlocked(); why != "" { // ordered, its room would be made for a fill that cannot start
+	if why := m.originUnusable(); why != "" { // ordered, its room would be made for a fill that cannot start
 		return why
 	}
 	ns, n := m.nodes[id], m.sched.Node(id)

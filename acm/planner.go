@@ -279,7 +279,7 @@ type nodeSnapshot struct {
 // cost is then one pass over the nodes and one over the pins.
 func (m *Manager) planSnapshotLocked(share bool) *planSnapshot {
 	s := &planSnapshot{pins: m.pins, originChannels: m.OriginChannels, nodes: make([]nodeSnapshot, 0, len(m.sched.Nodes))}
-	if m.prefetchBlocked() != "" {
+	if m.originUnusable() != "" {
 		// No channel free: no prefetch is ordered, nor room made for one,
 		// and no failed prefetch spends a retry, until the origin answers.
 		s.originChannels = 0

@@ -87,7 +87,7 @@ func (m *Manager) staleLocked(ns *nodeState, cur map[string]*pb.StoredTitle, now
 			left[id] = true
 			continue
 		}
-		if t.GetSessions() == 0 && ns.active[id] == 0 && !m.originDown.Load() && !keep && m.orderEvictLocked(ns, id, false, evictStale) {
+		if t.GetSessions() == 0 && ns.active[id] == 0 && m.originUnusable() == "" && !keep && m.orderEvictLocked(ns, id, false, evictStale) {
 			m.log.Info("stale copy evicted", "node", ns.id, "title", id)
 			delete(ns.stale, id)
 			delete(cur, id)

@@ -82,7 +82,7 @@ func (m *Manager) withdrawnLocked(ns *nodeState, cur map[string]*pb.StoredTitle,
 			m.log.Info("copy of a title withdrawn at the origin: evicted once no one plays it, withdrawn_grace after it was first seen",
 				"node", ns.id, "title", id, "bytes", t.GetStoredBytes(), "withdrawn_grace", m.WithdrawnGrace, "sessions", t.GetSessions())
 		}
-		if now.Sub(w.at) < m.WithdrawnGrace || t.GetFilling() || ns.filling[id] || t.GetSessions() > 0 || ns.active[id] > 0 || m.originDown.Load() {
+		if now.Sub(w.at) < m.WithdrawnGrace || t.GetFilling() || ns.filling[id] || t.GetSessions() > 0 || ns.active[id] > 0 || m.originUnusable() != "" {
 			continue
 		}
 		if m.orderEvictLocked(ns, id, true, evictWithdrawn) {
