@@ -27,16 +27,21 @@ type planWait struct {
 // retired while the manager was down) holds no plan longer than that and
 // the next PlanInterval tick.
 func (m *Manager) armPlanWait(now time.Time) {
+	m.planMu.Lock()
+	m.armPlanWaitLocked(now)
+	m.planMu.Unlock()
+}
+
+// armPlanWaitLocked is armPlanWait with planMu held (mu not).
+func (m *Manager) armPlanWaitLocked(now time.Time) {
 	if m.rep == nil {
 		return
 	}
 	m.mu.Lock()
 	nodes := m.rep.PlanNodes()
 	m.mu.Unlock()
-	m.planMu.Lock()
 	m.firstPlan = planWait{nodes: nodes, until: now.Add(m.FirstPlanWait)}
 	m.showPlanWait()
-	m.planMu.Unlock()
 }
 
 // planWaits reports whether the plan at now waits (planMu held, mu not):

@@ -88,13 +88,13 @@ func TestFirstPlanWaitsForADeadNode(t *testing.T) {
 		return e.m.rep.Planned("n2", "hot")
 	})
 	n1 := e.startSimNode("n1", storageTitles, simOpts{})
-	// No plan sees n2 dead before the takeover's: planMu held meanwhile.
+	// No plan sees n2 dead before the takeover's wait is armed (a plan
+	// n1's registration asked for would prefetch hot to n1): planMu held
+	// from n2's death to the wait, as no plan runs in takeOver before it.
 	e.m.planMu.Lock()
 	n2.stop()
 	waitFor(t, 5*time.Second, "n2 dead", func() bool { return !e.nodeInfo("n2").Alive })
-	e.m.planMu.Unlock()
-	e.m.armPlanWait(e.m.now()) // as takeOver does
-	e.m.planMu.Lock()
+	e.m.armPlanWaitLocked(e.m.now()) // as takeOver does
 	w0 := e.m.firstPlan.waited
 	e.m.planMu.Unlock()
 	plans := e.storageStats().Plans
