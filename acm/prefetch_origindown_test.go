@@ -24,16 +24,7 @@ func TestPrefetchWhileTheOriginIsDownEvictsNothing(t *testing.T) {
 		m.StoragePlanner = smm.PlannerReplicate
 		m.OriginCheck = 50 * time.Millisecond
 	})
-	complete := func(id string) *pb.StoredTitle {
-		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_000_000, StoredBytes: 1_000_000}
-	}
-	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{complete("q"), complete("r")}})
-	waitFor(t, 5*time.Second, "n1's report", func() bool {
-		e.m.mu.Lock()
-		defer e.m.mu.Unlock()
-		ns := e.m.nodes["n1"]
-		return ns != nil && ns.reported && ns.titles["r"] != nil
-	})
+	n := startFullNode(e)
 	e.setOriginDown(t)
 	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 	if err != nil || !strings.Contains(ack.GetMessage(), "prefetch queued: the origin is unavailable") {
@@ -72,17 +63,7 @@ func TestNoPrefetchBeforeTheOriginAnswers(t *testing.T) {
 		m.OriginAddr = down.addr
 		m.OriginCheck = time.Hour // one check, at start, which fails: not counted down for long
 	})
-	complete := func(id string) *pb.StoredTitle {
-		return &pb.StoredTitle{TitleId: id, SizeBytes: 1_000_000, StoredBytes: 1_000_000}
-	}
-	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{complete("q"), complete("r")}})
-	waitFor(t, 5*time.Second, "n1's report and the catalog", func() bool {
-		e.m.mu.Lock()
-		defer e.m.mu.Unlock()
-		ns := e.m.nodes["n1"]
-		_, cat := e.m.titles()["t1"]
-		return ns != nil && ns.reported && ns.titles["r"] != nil && cat
-	})
+	n := startFullNode(e)
 	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 	if err != nil || !strings.Contains(ack.GetMessage(), "prefetch queued: the origin has not answered since the manager started") {
 		t.Fatalf("prefetch before the origin answered: %v %v, want it queued for the origin", ack, err)
@@ -91,4 +72,20 @@ func TestNoPrefetchBeforeTheOriginAnswers(t *testing.T) {
 	if got := n.commands(); len(got) != 0 || !n.has("q") || !n.has("r") {
 		t.Fatalf("before the origin answered the node got %v (holds q %v, r %v), want nothing and both kept", got, n.has("q"), n.has("r"))
 	}
+}
+
+// startFullNode registers n1, its 2 MB disk full with q and r (1 MB
+// each), and waits until the manager has its report and the catalog
+// (t1 in it).
+func startFullNode(e *env) *simNode {
+	e.t.Helper()
+	n := e.startSimNode("n1", storageTitles, simOpts{disk: 2_000_000, held: []*pb.StoredTitle{stored("q"), stored("r")}})
+	waitFor(e.t, 5*time.Second, "n1's report and the catalog", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		ns := e.m.nodes["n1"]
+		_, cat := e.m.titles()["t1"]
+		return ns != nil && ns.reported && ns.titles["r"] != nil && cat
+	})
+	return n
 }

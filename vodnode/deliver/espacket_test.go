@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"slices"
 	"testing"
@@ -14,12 +15,7 @@ import (
 // highest NRI of the NAL units it aggregates (RFC 6184 §5.7.1): 3 for the
 // one with a picture's SPS and PPS (it was sent with 0).
 func TestSTAPANRI(t *testing.T) {
-	e := startEngine(t, false)
-	st, _, cli := playESOverTCP(t, e, newMemSource(loadClip(t)))
-	if _, err := st.Seek(0); err != nil {
-		t.Fatal(err)
-	}
-	st.Resume()
+	cli := playESFromStart(t, loadClip(t))
 	deadline := time.Now().Add(3 * time.Second)
 	buf := make([]byte, 65536)
 	for checked := 0; checked < 3; {
@@ -75,12 +71,7 @@ func TestAACFragmentAUSize(t *testing.T) {
 	if err != nil || len(data) == 0 {
 		t.Fatalf("ffmpeg: %v", err)
 	}
-	e := startEngine(t, false)
-	st, _, cli := playESOverTCP(t, e, newMemSource(data))
-	if _, err := st.Seek(0); err != nil {
-		t.Fatal(err)
-	}
-	st.Resume()
+	cli := playESFromStart(t, data)
 	deadline := time.Now().Add(3 * time.Second)
 	buf := make([]byte, 65536)
 	type frag struct{ auSize, dataLen int }
@@ -125,4 +116,16 @@ func TestAACFragmentAUSize(t *testing.T) {
 		}
 		run = nil
 	}
+}
+
+// playESFromStart plays title as elementary streams over an interleaved
+// TCP pair from its start (playESOverTCP) and returns the client's end.
+func playESFromStart(t *testing.T, title []byte) net.Conn {
+	t.Helper()
+	st, _, cli := playESOverTCP(t, startEngine(t, false), newMemSource(title))
+	if _, err := st.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	return cli
 }

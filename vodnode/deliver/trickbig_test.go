@@ -229,19 +229,12 @@ func TestTrickPlayContinuity(t *testing.T) {
 		last := ccSeen{}
 		packets := 0
 		for {
-			if _, err := io.ReadFull(cli, hdr); err != nil {
-				break
+			p, err := nextRTP(t, cli, hdr, buf)
+			if err != nil {
+				break // the second ended (within a frame, or between two)
 			}
-			l := int(hdr[2])<<8 | int(hdr[3])
-			if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-				break // the second ended within a frame
-			}
-			if hdr[1] != 0 {
+			if p == nil {
 				continue
-			}
-			var p rtp.Packet
-			if err := p.Unmarshal(buf[:l]); err != nil {
-				t.Fatal(err)
 			}
 			if err := last.check(p.Payload, &packets); err != nil {
 				st.Close()
@@ -281,19 +274,12 @@ func TestTrickPlayContinuityAcrossAPlayMidPicture(t *testing.T) {
 	last := ccSeen{}
 	packets, moved := 0, false
 	for packets < 400 {
-		if _, err := io.ReadFull(cli, hdr); err != nil {
+		p, err := nextRTP(t, cli, hdr, buf)
+		if err != nil {
 			t.Fatalf("after %d packets: %v", packets, err)
 		}
-		l := int(hdr[2])<<8 | int(hdr[3])
-		if _, err := io.ReadFull(cli, buf[:l]); err != nil {
-			t.Fatal(err)
-		}
-		if hdr[1] != 0 {
+		if p == nil {
 			continue
-		}
-		var p rtp.Packet
-		if err := p.Unmarshal(buf[:l]); err != nil {
-			t.Fatal(err)
 		}
 		if err := last.check(p.Payload, &packets); err != nil {
 			t.Fatalf("after the PLAY %v: %v", moved, err)
@@ -388,4 +374,27 @@ func (c ccSeen) check(payload []byte, n *int) error {
 		*n++
 	}
 	return nil
+}
+
+// nextRTP reads the next interleaved frame of c (its header into hdr, its
+// body into buf) and returns it as an RTP packet when it is on channel 0,
+// nil for another channel (RTCP); an error when c fails (its deadline).
+// A packet that does not parse fails the test.
+func nextRTP(t *testing.T, c net.Conn, hdr, buf []byte) (*rtp.Packet, error) {
+	t.Helper()
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		return nil, err
+	}
+	l := int(hdr[2])<<8 | int(hdr[3])
+	if _, err := io.ReadFull(c, buf[:l]); err != nil {
+		return nil, err
+	}
+	if hdr[1] != 0 {
+		return nil, nil
+	}
+	p := &rtp.Packet{}
+	if err := p.Unmarshal(buf[:l]); err != nil {
+		t.Fatal(err)
+	}
+	return p, nil
 }
