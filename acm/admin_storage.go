@@ -265,6 +265,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 	if lifted {
 		msg += "; the eviction hold there is lifted"
 	}
+	if m.rep != nil && m.rep.Config().EvictHold > 0 {
+		msg += fmt.Sprintf("; once filled, kept there for %s (vodctl evict removes it, vodctl pin keeps it for good)", durtext.Written(m.rep.Config().EvictHold))
+	}
 	// Left queued: ordered there too once the node can fill, a second
 	// copy unless the operator cancels it.
 	msg += passedNote(t.ID, passed, passedIDs)

@@ -201,7 +201,7 @@ func (m *Manager) queueRoomLocked(ns *nodeState, t store.Title, now time.Time) e
 	// smm.CanFree, not Victims: some evictors (gdsf-classic, w-tinylfu)
 	// take Victims' answer as evictions.
 	if !smm.CanFree(m.storage.Evictor(ns.id), m.itemsLocked(ns, t.ID), need, now) {
-		return status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk with the prefetches queued there, more than its titles not playing, filling or pinned take",
+		return status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk with the prefetches queued there, more than its titles not playing, filling, pinned or kept after an operator's prefetch take",
 			errNoRoom, ns.id, t.ID, need)
 	}
 	return nil
@@ -332,7 +332,7 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 	// queue with room for fewer commands than the victims is still found
 	// after it.)
 	if all && !smm.CanFree(ev, items, need-stops, now) {
-		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk, more than its titles not playing, filling or pinned take",
+		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk, more than its titles not playing, filling, pinned or kept after an operator's prefetch take",
 			errNoRoom, ns.id, title, need)
 	}
 	if len(ns.queue)+1 > cmdQueue {
@@ -349,7 +349,7 @@ func (m *Manager) reclaimLocked(ns *nodeState, title string, need int64, now tim
 		ok = freed >= need
 	}
 	if !ok && all { // an evictor short of its own CanFree
-		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk, more than its titles not playing, filling or pinned take",
+		return false, status.Errorf(codes.ResourceExhausted, "%v on node %q for %q: %d bytes to free beyond its free disk, more than its titles not playing, filling, pinned or kept after an operator's prefetch take",
 			errNoRoom, ns.id, title, need)
 	}
 	if len(ns.queue)+len(victims)+1 > cmdQueue {

@@ -67,7 +67,7 @@ func orderFailing(t *testing.T, e *env, n1 *simNode) {
 	t.Helper()
 	n1.setFailing(true)
 	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
-	if err != nil || ack.GetMessage() != "prefetch ordered" {
+	if err != nil || !strings.HasPrefix(ack.GetMessage(), "prefetch ordered;") {
 		t.Fatalf("prefetch of t1 on n1: %v %v, want it ordered", ack, err)
 	}
 	if o := storedOrders(t, e); len(o) != 1 || o[0].Node != "n1" || o[0].Title != "t1" {

@@ -20,7 +20,7 @@ func (e *env) failedOn(n *simNode, title string) {
 	n.failing = true
 	n.smu.Unlock()
 	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: title, NodeId: n.id})
-	if err != nil || ack.GetMessage() != "prefetch ordered" {
+	if err != nil || !strings.HasPrefix(ack.GetMessage(), "prefetch ordered;") {
 		e.t.Fatalf("prefetch of %s on %s: %v %v, want it ordered", title, n.id, ack, err)
 	}
 	waitFor(e.t, 10*time.Second, "the failed prefetch in backoff", func() bool {

@@ -137,7 +137,7 @@ func TestPrefetchWithNoNodeOrderedWhereQueuedOnceASlotIsFree(t *testing.T) {
 		t.Fatalf("fill of t1 on n1 %+v, want it still queued (no plan ordered it)", f)
 	}
 	ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
-	if err != nil || ack.GetNodeId() != "n1" || ack.GetMessage() != "prefetch ordered" {
+	if err != nil || ack.GetNodeId() != "n1" || !strings.HasPrefix(ack.GetMessage(), "prefetch ordered;") {
 		t.Fatalf("prefetch of t1 naming no node, queued on n1 with a slot free: %v %v, want it ordered on n1", ack, err)
 	}
 	n1.waitCommand(t, "prefetch t1", 1)

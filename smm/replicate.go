@@ -65,6 +65,10 @@ type Replicator struct {
 	// held are the (node, title) pairs the operator evicted by hand, with
 	// the end of their hold (EvictHold): not planned there until then.
 	held map[fillKey]time.Time
+	// kept are the (node, title) copies the operator's prefetches filled,
+	// with the end of their keep (EvictHold): not evicted for room until
+	// then (replicate_keep.go).
+	kept map[fillKey]time.Time
 	// unplayable are the last view's copies on a node too small to
 	// stream their title (replicate_egress.go): no copies for Copies; nil
 	// when none. Replaced by Plan, never changed in place.
@@ -181,13 +185,15 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 // for EvictHold (unless it is pinned there), so the eviction is not undone
 // at the next plan, and ChooseNode does not pick that node for it. An
 // operator's prefetch of it there (Prefetched) lifts the hold. The
-// manager persists them (Holds, RestoreHolds).
+// manager persists them (Holds, RestoreHolds). It ends the keep of the
+// copy there (Kept).
 func (r *Replicator) Evicted(node, title string, now time.Time) {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { r.Evicted(node, title, now) })
 	}
 	k := fillKey{node, title}
 	r.held[k] = now.Add(r.cfg.EvictHold)
+	delete(r.kept, k) // the operator wants it gone: no keep
 	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
 		delete(r.fills, k) // the operator's failed prefetch there is not retried
 	}

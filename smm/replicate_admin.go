@@ -202,6 +202,9 @@ type PopularityState struct {
 	// these counts (hysteresis) and prefers these nodes, as it would had
 	// the manager not restarted, and the evictors keep planned copies.
 	Plan []PlannedTitle `json:"plan,omitempty"`
+	// Kept are the copies the operator's prefetches filled that are still
+	// kept (Replicator.Kept), with the end of each keep.
+	Kept []Hold `json:"kept,omitempty"`
 }
 
 // PlannedTitle is one title's entry of the plan in a PopularityState.
@@ -212,11 +215,11 @@ type PlannedTitle struct {
 }
 
 // SnapshotPopularity returns both popularity trackers at now, the session
-// statistics, the remembered peak and the last plan.
+// statistics, the remembered peak, the last plan and the keeps (Kept).
 func (r *Replicator) SnapshotPopularity(now time.Time) PopularityState {
 	ss := r.pop.SessionStats()
 	s := PopularityState{At: now, Demand: r.pop.Snapshot(now), Rank: r.rank.Snapshot(now),
-		Sessions: &ss, PeakBps: r.peak, PeakAt: r.at}
+		Sessions: &ss, PeakBps: r.peak, PeakAt: r.at, Kept: r.Keeps(now)}
 	for _, t := range slices.Sorted(maps.Keys(r.plan)) {
 		p := r.plan[t]
 		s.Plan = append(s.Plan, PlannedTitle{Title: t, Replicas: p.replicas, Nodes: slices.Clone(p.nodes)})
@@ -266,6 +269,7 @@ func (r *Replicator) RestorePopularity(s PopularityState) error {
 			plan = map[string]*titlePlan{}
 		}
 		r.plan = plan
+		r.restoreKeeps(s.Kept)
 	}
 	return nil
 }

@@ -76,12 +76,13 @@ func (r *Replicator) Fills() []FillStatus {
 }
 
 // FillDone tells the Replicator that a fill of title on node completed
-// (prefetch or not): its retry state is cleared.
+// (prefetch or not): its retry state is cleared, and the copy an
+// operator's prefetch filled is kept there for EvictHold (Kept).
 func (r *Replicator) FillDone(node, title string, now time.Time) {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { r.FillDone(node, title, now) })
 	}
-	r.fillDone(fillKey{node, title})
+	r.fillDone(fillKey{node, title}, now)
 }
 
 // FillFailed tells the Replicator that a prefetch of title on node failed
@@ -137,9 +138,12 @@ func (r *Replicator) Queued(node, title string, bytes int64, now time.Time) {
 	delete(r.held, k) // the operator wants it there again
 }
 
-func (r *Replicator) fillDone(k fillKey) {
+// fillDone forgets k's fill, completed at now (or given up, when it waits
+// for a retry): a completed operator's prefetch is kept (keep).
+func (r *Replicator) fillDone(k fillKey, now time.Time) {
 	if f := r.fills[k]; f != nil && !f.backoff {
 		r.stats.FillsDone++
+		r.keep(k, f, now)
 	}
 	delete(r.fills, k)
 }
@@ -383,7 +387,7 @@ func (r *Replicator) prefetches(now time.Time, ds []demandOf, alive []*nodeState
 }
 
 // roomOn chooses titles to evict from ns to free need bytes for a
-// prefetch: never one in use or pinned, nor one planned on ns, nor ns's
+// prefetch: never one in use, pinned or kept (Kept), nor one planned on ns, nor ns's
 // site's only copy of a title the plan places at that site
 // (siteOnlyCopy), unless the prefetch is of a title pinned to ns (the
 // operator's pin outranks what the plan wants there); the lowest gdsf
@@ -406,7 +410,7 @@ func (r *Replicator) roomAmong(ns *nodeState, need int64, now time.Time, planned
 			continue
 		}
 		x := *it
-		x.Pinned = x.Pinned || r.pins.Protects(ns.v.ID, t)
+		x.Pinned = x.Pinned || r.pins.Protects(ns.v.ID, t) || r.Kept(ns.v.ID, t, now)
 		x.Copies = r.Copies(ns.v.ID, t)
 		items = append(items, x)
 	}

@@ -11,14 +11,16 @@ import (
 // manager removed it from its scheduler). Its prefetches still in flight
 // count as failed (FillFailed: the node is gone with them) and, with
 // those waiting for a retry, are dropped, so none is retried on a node
-// registering later under the same id; its eviction holds go, and it
-// leaves the last plan's nodes (dropPlanned; the next Plan, which places
-// nothing on a node absent from the view, places its replicas elsewhere).
-// It returns how many prefetches and holds it dropped.
+// registering later under the same id; its eviction holds and keeps
+// (Kept) go, and it leaves the last plan's nodes (dropPlanned; the next
+// Plan, which places nothing on a node absent from the view, places its
+// replicas elsewhere). It returns how many prefetches and holds it
+// dropped.
 //
-// It changes the state through FillFailed, FillDone and RestoreHolds, so
-// it may be called while a plan job is in progress; a prefetch that job
-// orders on node is then not dropped: call it between plans.
+// It changes the state through FillFailed, FillDone, RestoreHolds and
+// logged changes, so it may be called while a plan job is in progress; a
+// prefetch that job orders on node is then not dropped: call it between
+// plans.
 func (r *Replicator) ForgetNode(node string, now time.Time) (fills, holds int) {
 	var keys []fillKey
 	for k := range r.fills {
@@ -43,6 +45,10 @@ func (r *Replicator) ForgetNode(node string, now time.Time) (fills, holds int) {
 	if len(kept) != len(all) {
 		r.RestoreHolds(kept)
 	}
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.pruneKeeps(now, node) })
+	}
+	r.pruneKeeps(now, node)
 	r.dropPlanned(node)
 	return len(keys), len(all) - len(kept)
 }

@@ -52,7 +52,7 @@ func (r *Replicator) StartPlan(now time.Time) *PlanJob {
 	w := &Replicator{
 		cfg: r.cfg, pop: r.pop.copyInto(r.spare[0]), rank: r.rank.copyInto(r.spare[1]), pins: r.pins.Clone(),
 		plan: r.plan, fills: make(map[fillKey]*fillRec, len(r.fills)), peak: r.peak, at: r.at, stats: r.stats,
-		holders: r.holders, lastTop: r.lastTop, held: maps.Clone(r.held),
+		holders: r.holders, lastTop: r.lastTop, held: maps.Clone(r.held), kept: maps.Clone(r.kept),
 		nodeSite: r.nodeSite, siteK: r.siteK, unplayable: r.unplayable, // replaced by Plan, never changed in place
 	}
 	r.spare = [2]*Popularity{}
@@ -98,7 +98,7 @@ func (r *Replicator) FinishPlan(j *PlanJob) []Action {
 	*r.rank, *w.rank = *w.rank, *r.rank
 	r.spare = [2]*Popularity{w.pop, w.rank}
 	r.plan, r.fills, r.peak, r.at, r.stats = w.plan, w.fills, w.peak, w.at, w.stats
-	r.holders, r.lastTop, r.held = w.holders, w.lastTop, w.held
+	r.holders, r.lastTop, r.held, r.kept = w.holders, w.lastTop, w.held, w.kept
 	r.nodeSite, r.siteK, r.unplayable = w.nodeSite, w.siteK, w.unplayable
 	r.dropped = append(r.dropped, w.dropped...) // the plan's, DroppedPrefetches checks them against the replayed calls
 	for _, f := range j.log {

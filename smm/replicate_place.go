@@ -50,6 +50,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 			delete(r.held, k)
 		}
 	}
+	r.pruneKeeps(now, "")
 	for _, k := range r.sortedFillKeys() {
 		f := r.fills[k]
 		ns := byID[k.node]
@@ -88,7 +89,7 @@ func (r *Replicator) sync(now time.Time, c *ClusterView) []*nodeState {
 		it := ns.items[k.title]
 		switch {
 		case it != nil && !it.InUse && !it.Filling:
-			r.fillDone(k)
+			r.fillDone(k, now)
 		case it != nil:
 			f.seen = true
 		case f.seen || now.Sub(f.at) > r.cfg.FillTimeout:

@@ -66,7 +66,9 @@ type ReplicatorConfig struct {
 	SetupBytes int64
 	// EvictHold is how long an operator's eviction of a title from a node
 	// (Replicator.Evicted) keeps the plan from placing the title on that
-	// node again, unless it is pinned there.
+	// node again, unless it is pinned there; and how long the copy an
+	// operator's prefetch filled is kept from eviction for room
+	// (Replicator.Kept).
 	EvictHold time.Duration
 }
 

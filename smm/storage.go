@@ -156,19 +156,27 @@ func (e *nodeEvictor) Admit(title string, bytes int64, victims []Item, now time.
 }
 
 // CanFree implements RoomChecker: whether the titles neither in use nor
-// pinned (by the item or by the operator's pins) hold need bytes, which
-// is when Victims answers ok (its second pass takes planned titles too).
-func (e *nodeEvictor) CanFree(items []Item, need int64, _ time.Time) bool {
+// pinned (by the item or by the operator's pins) nor kept after the
+// operator's prefetch (Replicator.Kept) hold need bytes, which is when
+// Victims answers ok (its second pass takes planned titles too).
+func (e *nodeEvictor) CanFree(items []Item, need int64, now time.Time) bool {
 	var n int64
 	for i := range items {
-		if evictable(&items[i]) && !e.pins.Protects(e.node, items[i].Title) {
+		if evictable(&items[i]) && !e.protects(items[i].Title, now) {
 			n += items[i].Bytes
 		}
 	}
 	return n >= need
 }
 
-// Victims implements Evictor: pinned titles are protected; with a planner
+// protects reports whether the node's copy of title is not evicted at
+// now whatever the policy says: pinned by the operator, or kept after the
+// operator's prefetch filled it (Replicator.Kept).
+func (e *nodeEvictor) protects(title string, now time.Time) bool {
+	return e.pins.Protects(e.node, title) || (e.rep != nil && e.rep.Kept(e.node, title, now))
+}
+
+// Victims implements Evictor: pinned and kept titles are protected; with a planner
 // the titles not planned on this node go first (a first pass protects the
 // planned ones as if pinned), then, if that is not enough, the planned
 // ones, each pass in the base policy's order.
@@ -176,7 +184,7 @@ func (e *nodeEvictor) Victims(items []Item, need int64, now time.Time) ([]string
 	xs := make([]Item, len(items))
 	copy(xs, items)
 	for i := range xs {
-		if e.pins.Protects(e.node, xs[i].Title) {
+		if e.protects(xs[i].Title, now) {
 			xs[i].Pinned = true
 		}
 		if e.rep != nil && xs[i].Copies == 0 {

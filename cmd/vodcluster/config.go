@@ -237,7 +237,7 @@ type StorageConfig struct {
 	MaxFillsPerNode   int           `yaml:"max_fills_per_node"` // fills in progress per node when a prefetch is ordered
 	RetryBase         time.Duration `yaml:"retry_base"`         // backoff of a failed prefetch: first step
 	RetryMax          time.Duration `yaml:"retry_max"`          // backoff cap
-	EvictHold         time.Duration `yaml:"evict_hold"`         // an operator's eviction keeps the title off that node in the plan this long, default 1h
+	EvictHold         time.Duration `yaml:"evict_hold"`         // an operator's eviction keeps the title off that node in the plan this long, and an operator's prefetch keeps its copy this long once filled; default 1h
 	WithdrawnGrace    time.Duration `yaml:"withdrawn_grace"`    // a node's copy of a title withdrawn at the origin is evicted this long after it is first seen so (once no one plays it), default 1h; -1s = never
 }
 
