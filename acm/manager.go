@@ -271,7 +271,11 @@ type Manager struct {
 	// passes (originLoop): until then no prefetch is ordered
 	// (originUnusable).
 	originHeard atomic.Bool
-	metrics     *metricshttp.Server // MetricsListen's endpoint, or nil
+	// originMissed is set while the origin's last health check failed
+	// (checkOrigin): an outage's first seconds, before originDown, in
+	// which no prefetch is ordered either (originUnusable).
+	originMissed atomic.Bool
+	metrics      *metricshttp.Server // MetricsListen's endpoint, or nil
 	// configuredPolicy is the scheduling policy of the configuration
 	// (before any stored operator's choice: storedPolicy).
 	configuredPolicy string

@@ -291,7 +291,9 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range sessions {
 		gauge(descSessions, float64(v), k.state, k.protocol)
 	}
-	gauge(descOriginUp, b(m.origin != nil && m.originUnusable() == ""))
+	// Up once a check passed since the start, down after originDownAfter
+	// failed in a row: one lost answer (originMissed) is not an outage.
+	gauge(descOriginUp, b(m.origin != nil && m.originHeard.Load() && !m.originDown.Load()))
 	gauge(descLeader, b(m.Leader()))
 	gauge(descTitles, float64(len(m.titles())))
 }

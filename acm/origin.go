@@ -77,9 +77,10 @@ func (m *Manager) checkOrigin(hc healthpb.HealthClient, failed int, timeout time
 		}
 	}
 	cancel()
+	missed := m.originMissed.Swap(!up)
 	switch {
 	case up:
-		if !m.originHeard.Swap(true) {
+		if !m.originHeard.Swap(true) || missed {
 			m.kickPlan() // prefetches may be ordered now
 		}
 		if m.originDown.Swap(false) {
@@ -154,7 +155,11 @@ func withOriginHint(err error, args ...any) []any {
 // ("" when one may): the origin is unavailable (originDown), or, since the
 // manager started, it has not passed a health check yet (originHeard: a
 // manager started during an outage took it for up until originDownAfter
-// checks had failed). Then no prefetch is ordered nor room made for one
+// checks had failed), or its last check failed (originMissed: an outage's
+// first seconds, before originDownAfter checks failed, let a prefetch
+// evict a title's only copy; a prefetch is deferred at no cost to a
+// viewer, who is refused only once the origin counts as unavailable).
+// Then no prefetch is ordered nor room made for one
 // (a title's only copy was evicted for fills that could not start, and
 // the operator's restored prefetches spent their retries), and no stale
 // or withdrawn copy is evicted (it could not be fetched again). A manager
@@ -167,6 +172,8 @@ func (m *Manager) originUnusable() string {
 		return "the origin is unavailable"
 	case !m.originHeard.Load():
 		return "the origin has not answered since the manager started"
+	case m.originMissed.Load():
+		return "the origin did not pass its last health check"
 	}
 	return ""
 }

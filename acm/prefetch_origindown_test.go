@@ -89,3 +89,38 @@ func startFullNode(e *env) *simNode {
 	})
 	return n
 }
+
+// TestNoPrefetchAfterAFailedOriginCheck: in an outage's first seconds,
+// before three failed checks count the origin unavailable, an operator's
+// prefetch onto a full node is queued, not ordered: it evicted a title's
+// only copy for a fill that could not start. Viewers are not refused
+// meanwhile (vodcluster_origin_up stays 1: one lost answer is not an
+// outage); the check that passes again has the plan order it.
+func TestNoPrefetchAfterAFailedOriginCheck(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		quietStorage(m)
+		m.StoragePlanner = smm.PlannerReplicate
+		m.OriginCheck = time.Hour // the test checks
+		withMetrics(m)
+	})
+	n := startFullNode(e)
+	hc := healthpb.NewHealthClient(e.m.origin)
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	if failed := e.m.checkOrigin(hc, 0, time.Second); failed != 1 || e.m.originDown.Load() {
+		t.Fatalf("one failed check: %d failed, origin down %v; want 1, not down", failed, e.m.originDown.Load())
+	}
+	ack, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "prefetch queued: the origin did not pass its last health check") {
+		t.Fatalf("prefetch after a failed origin check: %v %v, want it queued for the origin", ack, err)
+	}
+	e.m.plan(e.m.now())
+	if got := n.commands(); len(got) != 0 {
+		t.Fatalf("after a failed origin check the node got %v, want nothing", got)
+	}
+	if text := scrape(t, e.m); !strings.Contains(text, "\nvodcluster_origin_up 1\n") {
+		t.Fatalf("/metrics after one failed origin check, want vodcluster_origin_up 1:\n%s", text)
+	}
+	e.origin.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	e.m.checkOrigin(hc, 1, time.Second)
+	n.waitCommand(t, "prefetch t1", 1)
+}
