@@ -64,7 +64,8 @@ func (a *admin) ListPlacement(_ context.Context, req *pb.ListPlacementRequest) (
 			seen := ns.stale[t.GetTitleId()]
 			out.Replicas = append(out.Replicas, &pb.Replica{NodeId: id, TitleId: t.GetTitleId(),
 				StoredBytes: t.GetStoredBytes(), SizeBytes: t.GetSizeBytes(), Filling: t.GetFilling(), State: m.copyState(ns, t),
-				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion(), Site: site})
+				Pinned: m.pins.Protects(id, t.GetTitleId()), Stale: seen != nil && seen.warned, Version: t.GetVersion(), Site: site,
+				KeptUntilUnixMs: m.keptUntilLocked(id, t.GetTitleId())})
 		}
 	}
 	out.Partials = m.partialListLocked(req.GetNodeId(), req.GetTitleId())
@@ -582,4 +583,17 @@ func (m *Manager) syncPinnedLocked(title string) {
 			_ = m.sched.SetPinned(ns.id, id, m.pins.Protects(ns.id, id))
 		}
 	}
+}
+
+// keptUntilLocked returns until when (Unix ms) node's copy of title,
+// filled by the operator's prefetch, is kept from eviction for room
+// (smm Replicator.Kept), 0 when it is not (mu held).
+func (m *Manager) keptUntilLocked(node, title string) int64 {
+	if m.rep == nil {
+		return 0
+	}
+	if until, ok := m.rep.KeptUntil(node, title, m.now()); ok {
+		return until.UnixMilli()
+	}
+	return 0
 }

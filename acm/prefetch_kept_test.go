@@ -47,6 +47,15 @@ func TestOperatorPrefetchKeptForTheNext(t *testing.T) {
 		defer e.m.mu.Unlock()
 		return e.m.rep.Kept("n1", "t1", e.m.now())
 	})
+	lp, err := e.admin.ListPlacement(context.Background(), &pb.ListPlacementRequest{NodeId: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range lp.GetReplicas() {
+		if kept := r.GetKeptUntilUnixMs() > e.m.now().Add(59*time.Minute).UnixMilli(); kept != (r.GetTitleId() == "t1") {
+			t.Fatalf("ListPlacement: %v kept until %d, want t1 alone kept, for 1h", r.GetTitleId(), r.GetKeptUntilUnixMs())
+		}
+	}
 	prefetch("t2")
 	n1.waitCommand(t, "prefetch t2", 1)
 	cmds := n1.commands()

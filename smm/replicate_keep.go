@@ -34,8 +34,18 @@ func (r *Replicator) keep(k fillKey, f *fillRec, now time.Time) {
 // before EvictHold from the fill's completion, unless the operator evicts
 // it.
 func (r *Replicator) Kept(node, title string, now time.Time) bool {
+	_, ok := r.KeptUntil(node, title, now)
+	return ok
+}
+
+// KeptUntil returns when the keep of node's copy of title ends (Kept),
+// and false when it is not kept at now.
+func (r *Replicator) KeptUntil(node, title string, now time.Time) (time.Time, bool) {
 	until, ok := r.kept[fillKey{node, title}]
-	return ok && now.Before(until)
+	if !ok || !now.Before(until) {
+		return time.Time{}, false
+	}
+	return until, true
 }
 
 // Keeps returns the keeps still running at now (Kept), by node and title,

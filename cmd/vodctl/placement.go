@@ -37,6 +37,9 @@ func placementCmd(g *globals) *cobra.Command {
 			"STALE marks a copy, or a fill, of a version the origin no longer serves (the title was replaced\n" +
 			"there): it takes no new viewer while another node can take the viewer with a fill, and the\n" +
 			"manager evicts it once no session plays it (not while the origin is down).\n\n" +
+			"PINNED is true for a copy pinned to its node or to the cluster (never evicted), or \"kept until\"\n" +
+			"for one an operator's prefetch filled: no room is made with it before then (evict_hold from\n" +
+			"the fill's end, 1h by default); vodctl evict removes it all the same.\n\n" +
 			"SITE, when a node names its site, is the holder's: the storage planner places a title's\n" +
 			"replicas at the sites whose viewers ask for it (docs/storage.md, Sites).",
 		RunE: func(*cobra.Command, []string) error {
@@ -52,7 +55,7 @@ func placementCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintln(w, head)
 				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%v\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, replicaState(p), p.Pinned, p.Stale)
+					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%s\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, replicaState(p), pinnedCol(p), p.Stale)
 					if sited {
 						fmt.Fprintf(w, "\t%s", p.Site)
 					}
@@ -180,6 +183,16 @@ func partialKept(p *v1.NodePartial) string {
 
 // unixMs formats milliseconds since the Unix epoch as local time, "-"
 // for 0 (unknown).
+// pinnedCol is a copy's PINNED column: true, false, or, for the copy an
+// operator's prefetch filled and not pinned, "kept until" the end of its
+// keep.
+func pinnedCol(p *v1.Replica) string {
+	if !p.Pinned && p.KeptUntilUnixMs > 0 {
+		return "kept until " + unixMs(p.KeptUntilUnixMs)
+	}
+	return strconv.FormatBool(p.Pinned)
+}
+
 func unixMs(ms int64) string {
 	if ms <= 0 {
 		return "-"

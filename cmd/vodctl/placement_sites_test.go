@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "vodcluster/proto/vodcluster/v1"
 )
@@ -40,5 +41,23 @@ func TestPlacementShowsSites(t *testing.T) {
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("placement:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
+	}
+}
+
+// PINNED says "kept until" for a copy an operator's prefetch filled that
+// no pin protects; a pin says true, as before.
+func TestPinnedColumnShowsAKeep(t *testing.T) {
+	until := time.Date(2027, 1, 5, 4, 0, 0, 0, time.Local).UnixMilli()
+	for _, c := range []struct {
+		r    *v1.Replica
+		want string
+	}{
+		{&v1.Replica{KeptUntilUnixMs: until}, "kept until " + time.UnixMilli(until).Format("2006-01-02 15:04:05 MST")},
+		{&v1.Replica{Pinned: true, KeptUntilUnixMs: until}, "true"},
+		{&v1.Replica{}, "false"},
+	} {
+		if got := pinnedCol(c.r); got != c.want {
+			t.Errorf("pinnedCol(%v) = %q, want %q", c.r, got, c.want)
+		}
 	}
 }

@@ -3775,9 +3775,13 @@ type Replica struct {
 	// stored yet), reserved (a fill on demand waiting for its viewer to
 	// reach the node), node down (the node misses its heartbeats: a copy
 	// in its last report, complete or filling: filling says which).
-	State         string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	// kept_until_unix_ms: the copy an operator's prefetch filled is kept
+	// from eviction for room until then (the storage section's evict_hold
+	// from the fill's end; Evict removes it all the same); 0 when not kept.
+	KeptUntilUnixMs int64 `protobuf:"varint,11,opt,name=kept_until_unix_ms,json=keptUntilUnixMs,proto3" json:"kept_until_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Replica) Reset() {
@@ -3878,6 +3882,13 @@ func (x *Replica) GetState() string {
 		return x.State
 	}
 	return ""
+}
+
+func (x *Replica) GetKeptUntilUnixMs() int64 {
+	if x != nil {
+		return x.KeptUntilUnixMs
+	}
+	return 0
 }
 
 type ListPlacementResponse struct {
@@ -5115,7 +5126,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\"J\n" +
 	"\x14ListPlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\x8b\x02\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xb8\x02\n" +
 	"\aReplica\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\btitle_id\x18\x02 \x01(\tR\atitleId\x12!\n" +
@@ -5128,7 +5139,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\aversion\x18\b \x01(\tR\aversion\x12\x12\n" +
 	"\x04site\x18\t \x01(\tR\x04site\x12\x14\n" +
 	"\x05state\x18\n" +
-	" \x01(\tR\x05state\"\xf5\x01\n" +
+	" \x01(\tR\x05state\x12+\n" +
+	"\x12kept_until_unix_ms\x18\v \x01(\x03R\x0fkeptUntilUnixMs\"\xf5\x01\n" +
 	"\x15ListPlacementResponse\x122\n" +
 	"\breplicas\x18\x01 \x03(\v2\x16.vodcluster.v1.ReplicaR\breplicas\x12!\n" +
 	"\fcluster_pins\x18\x02 \x03(\tR\vclusterPins\x123\n" +
