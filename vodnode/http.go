@@ -401,7 +401,11 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 	if serr != nil {
 		return fail(storeError(serr))
 	}
-	hs.pacing.start(meta.Bitrate, n.httpBursts)
+	if e := n.adoptHeldMeta(t, &hs.meta); e != nil {
+		n.store.Release(t)
+		return fail(e)
+	}
+	hs.pacing.start(hs.meta.Bitrate, n.httpBursts)
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()

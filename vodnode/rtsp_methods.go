@@ -78,6 +78,11 @@ func storeError(err error) *rtspError {
 		return rtspErr(base.StatusNotEnoughBandwidth, "no disk space for the title on this node")
 	case errors.Is(err, store.ErrOrigin):
 		return unavailable(err, "origin unavailable")
+	case errors.Is(err, store.ErrDisk):
+		// The node's log has the file and the cause; the viewer is told
+		// to come back (the manager sends it elsewhere meanwhile: the
+		// node reports the fault).
+		return unavailable(nil, "the node's disk cannot take the title's fill now")
 	}
 	return rtspErr(base.StatusInternalServerError, "%v", err)
 }

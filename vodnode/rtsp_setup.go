@@ -14,6 +14,7 @@ import (
 	"vodcluster/proto/rtspwire"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/deliver"
+	"vodcluster/vodnode/store"
 )
 
 func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
@@ -96,6 +97,9 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		return fail(storeError(serr))
 	}
 	acquired = true
+	if err := c.n.adoptHeldMeta(s.t, &s.meta); err != nil {
+		return fail(err)
+	}
 	s.touch(time.Now())
 	var ssrc uint32
 	if tg.ES {
@@ -216,6 +220,34 @@ func (n *Node) unreserve(bps int64) {
 	n.mu.Lock()
 	n.unreserveLocked(bps)
 	n.mu.Unlock()
+}
+
+// adoptHeldMeta makes *meta, the catalog entry a session's reservation
+// was made by (Lookup: the node's cached catalog), the meta of the copy t
+// it holds (Acquire's, its fill asking the origin afresh): a title
+// replaced at the origin with another size or bitrate since the node
+// cached its catalog was served by the old entry (an HTTP body cut at the
+// old size, a reader spinning at the end of a shorter copy). The
+// reservation moves to the copy's bitrate: 453 Not Enough Bandwidth,
+// the reservation unchanged, when the node's egress cannot take a higher
+// one.
+func (n *Node) adoptHeldMeta(t *store.Title, meta *store.Meta) *rtspError {
+	held := t.Meta()
+	if held == *meta {
+		return nil
+	}
+	n.mu.Lock()
+	d := held.Bitrate - meta.Bitrate
+	if d > 0 && n.Capacity.EgressBps > 0 && n.reserved+d > n.Capacity.EgressBps {
+		n.mu.Unlock()
+		return rtspErr(base.StatusNotEnoughBandwidth, "node egress full (%d of %d bit/s reserved) for the title's bitrate at the origin (%d bit/s)", n.reserved, n.Capacity.EgressBps, held.Bitrate)
+	}
+	n.reserved += d
+	n.httpBursts.setSpare(n.Capacity.EgressBps - n.reserved)
+	n.mu.Unlock()
+	n.log.Info("title changed at the origin since the node read its catalog: the session serves the copy it holds", "title", held.ID, "size_bytes", held.Size, "was_bytes", meta.Size, "bitrate", held.Bitrate, "was_bitrate", meta.Bitrate)
+	*meta = held
+	return nil
 }
 
 // unreserveLocked gives back bps bit/s and a session slot, and the egress

@@ -76,7 +76,8 @@ func (s *Store) startFillLocked(meta Meta, prefetch bool) (*Title, error) {
 			}
 			s.removePartialFiles(meta.ID)
 			s.noteDiskFault()
-			return nil, fmt.Errorf("store: %w", err)
+			s.log.Warn("title cache: a fill's file could not be created: no fills until a test write succeeds", "title", meta.ID, "err", err)
+			return nil, fmt.Errorf("%w: %w", ErrDisk, err)
 		}
 	}
 	t := &Title{meta: meta, file: f, filling: true, prefetch: prefetch, lastAccess: s.cfg.Now(), resume: p != nil, done: make(chan struct{})}
