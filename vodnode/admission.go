@@ -323,7 +323,7 @@ func (n *Node) endAdmission(sid, reason string) bool {
 			o = nil // its SETUP is in progress (addSession checks the token)
 		}
 	case *httpSession:
-		if s.t == nil {
+		if s.t() == nil {
 			o = nil // its first request is setting it up (startHTTPSession checks the token)
 		}
 	}

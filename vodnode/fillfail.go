@@ -120,7 +120,7 @@ func (n *Node) fillFailedEmpty(hs *httpSession, err error) {
 // the bytes it asks for never come. Called once per session (watched), at
 // the end of a request.
 func (n *Node) watchFill(hs *httpSession) {
-	t := hs.t
+	t := hs.t()
 	failed := func() {
 		v := t.View()
 		err := v.Err

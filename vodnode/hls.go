@@ -81,14 +81,14 @@ func waitSegments(ctx context.Context, t *store.Title, want int) ([]segment, boo
 // servePlaylist answers the HLS media playlist (RFC 8216 §4.3): a VOD
 // playlist once the title is complete, an EVENT playlist while it fills.
 func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSession) {
-	segs, complete, err := waitSegments(r.Context(), hs.t, 1)
+	segs, complete, err := waitSegments(r.Context(), hs.t(), 1)
 	if err != nil && len(segs) == 0 {
 		titleUnavailable(w, err)
 		n.fillFailedEmpty(hs, err)
 		return
 	}
 	if err == nil && !complete {
-		segs, complete, err = waitListed(r.Context(), hs.t, int(hs.hlsAsked.Load())+eventAhead)
+		segs, complete, err = waitListed(r.Context(), hs.t(), int(hs.hlsAsked.Load())+eventAhead)
 	}
 	all := len(segs)
 	var b strings.Builder
@@ -194,7 +194,7 @@ func eventShown(hs *httpSession, n int) int {
 // that the tables' continuity counters stay continuous for a player that
 // joins the segments; else the title's first ones.
 func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSession, i int) {
-	segs, _, err := waitSegments(r.Context(), hs.t, i+1)
+	segs, _, err := waitSegments(r.Context(), hs.t(), i+1)
 	if i >= len(segs) {
 		if err != nil {
 			titleUnavailable(w, err)
@@ -216,22 +216,22 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	s := segs[i]
 	var psi []byte
 	if s.start > 0 {
-		idx := &hs.t.View().Index
-		if at := psiRunBefore(hs.t, idx, s.start); at < s.start {
+		idx := &hs.t().View().Index
+		if at := psiRunBefore(hs.t(), idx, s.start); at < s.start {
 			s.start = at // the stream's own tables, continuity counters and all
 		} else {
-			psi = deliver.ReadPSI(hs.t, idx)
-			deliver.ContinuePSI(psi, hs.t, s.start, idx.PMTPID) // one sequence with the segment's own tables
+			psi = deliver.ReadPSI(hs.t(), idx)
+			deliver.ContinuePSI(psi, hs.t(), s.start, idx.PMTPID) // one sequence with the segment's own tables
 		}
 	}
 	// Read from the title as it is sent (not buffered: a segment of a
 	// title with few keyframes can be large, and a viewer may ask for
 	// several at once).
-	seg := segmentAt{psi: psi, t: hs.t, start: s.start}
+	seg := segmentAt{psi: psi, t: hs.t(), start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
 		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
-	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), segmentETag(hs.t.Meta(), i, s.start, s.end, len(psi)), rd)
+	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), segmentETag(hs.t().Meta(), i, s.start, s.end, len(psi)), rd)
 }
 
 // segmentAt is an HLS segment as an io.ReaderAt: psi, then the title's

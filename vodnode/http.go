@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -145,9 +146,14 @@ func urlQuery(raw string) (string, error) {
 type httpSession struct {
 	sid, title string
 	meta       store.Meta
-	expires    time.Time    // the token's expiry
-	t          *store.Title // set (under Node.mu) once set up
-	pacing     pacing       // paces the bytes at a multiple of the title's bitrate (httppace.go)
+	expires    time.Time // the token's expiry
+	// cur is the copy of the title the session holds (t), set once set
+	// up; a new one replaces it after its fill failed (refill), the old
+	// ones kept held in retired (under Node.mu) until the session ends.
+	cur      atomic.Pointer[store.Title]
+	retired  []*store.Title
+	refillMu sync.Mutex // one refill at a time
+	pacing   pacing     // paces the bytes at a multiple of the title's bitrate (httppace.go)
 	// aheadSeq numbers the session's ranges that ask the origin for bytes
 	// far ahead of the fill, in the order they first ask (titleReader.seq).
 	aheadSeq atomic.Int64
@@ -271,6 +277,10 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.n.watchFill(hs) // a viewer that got nothing may leave now
 		}
 	}()
+	if e := h.n.refill(r.Context(), hs); e != nil {
+		httpError(w, e)
+		return
+	}
 	// A session ended meanwhile (the manager's order) cuts this request:
 	// its reservation is gone.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -287,7 +297,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The title held's meta: the bytes served (hs.meta is the same
 		// title's, looked up before it was held).
-		serveContent(w, r, tg.Title+".ts", hs.meta.Size, titleETag(hs.t.Meta()), rd) // an origin read rd left open closes with ctx (aheadRead)
+		serveContent(w, r, tg.Title+".ts", hs.meta.Size, titleETag(hs.t().Meta()), rd) // an origin read rd left open closes with ctx (aheadRead)
 		h.n.answered(aw, hs, rd)
 	case httpPlaylist:
 		h.n.servePlaylist(w, r, hs)
@@ -418,9 +428,9 @@ func (n *Node) startHTTPSession(ctx context.Context, hs *httpSession) *rtspError
 		n.store.Release(t)
 		return fail(e)
 	}
-	hs.t = t
+	hs.cur.Store(t)
 	n.mu.Unlock()
-	n.store.Unexpect(hs.sid) // it arrived: its title is held for it (hs.t)
+	n.store.Unexpect(hs.sid) // it arrived: its title is held for it (hs.t())
 	filled := !t.View().Complete
 	n.log.Info("http session started", "sid", hs.sid, "title", hs.title, "filling", filled)
 	hs.startedAt = time.Now()
@@ -449,7 +459,7 @@ func (n *Node) endHTTPSessionIf(hs *httpSession, reason string, cond func() bool
 // not zero (fillFailedEmpty: the session's start).
 func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, cond func() bool) {
 	n.mu.Lock()
-	if hs.ended || hs.t == nil || (cond != nil && !cond()) {
+	if hs.ended || hs.t() == nil || (cond != nil && !cond()) {
 		n.mu.Unlock()
 		return
 	}
@@ -460,8 +470,13 @@ func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, co
 	delete(n.httpSessions, hs.sid)
 	n.unreserveLocked(hs.meta.Bitrate)
 	n.releaseLocked(hs.sid, hs, hs.expires)
+	retired := hs.retired
+	hs.retired = nil
 	n.mu.Unlock()
-	n.store.Release(hs.t)
+	n.store.Release(hs.t())
+	for _, t := range retired {
+		n.store.Release(t)
+	}
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
 	if n.mgr != nil {
 		// Ended idle (timed out, by the manager's order or at shutdown):

@@ -221,7 +221,7 @@ func (a *aheadRead) close() {
 // farAhead reports whether r.off is far ahead of the title's fill
 // (originAhead): its bytes are then read from the origin when it can.
 func (r *titleReader) farAhead() bool {
-	v := r.hs.t.View()
+	v := r.hs.t().View()
 	if v.Complete || v.Err != nil {
 		return false
 	}
@@ -268,7 +268,7 @@ func (r *titleReader) openAhead() {
 	if r.rangeEnd > r.off {
 		length = min(length, r.rangeEnd-r.off) // a small range far ahead: the origin sends it, not 30 s
 	}
-	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t, r.off, length)
+	rng, err := r.n.store.OriginRange(r.ctx, r.hs.t(), r.off, length)
 	if err != nil {
 		r.n.ahead.release(sl)
 		if r.n.ahead.lost(sl) {
@@ -276,7 +276,7 @@ func (r *titleReader) openAhead() {
 			return
 		}
 		r.retryAhead()
-		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t.View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
+		r.n.log.Debug("range ahead of the fill not read from the origin: it waits for the fill", "title", r.hs.title, "offset", r.off, "filled", r.hs.t().View().Index.Size, "err", err, "retry_in", time.Until(r.aheadNext).Round(time.Millisecond))
 		return
 	}
 	a := &aheadRead{rng: rng, end: r.off + length, slot: sl, slots: &r.n.ahead}
@@ -329,7 +329,7 @@ func (r *titleReader) nextAhead(want int) (int, error) {
 		r.ahead.idle.Stop()
 	}
 	if r.ahead != nil {
-		v := r.hs.t.View()
+		v := r.hs.t().View()
 		switch {
 		case r.n.ahead.lost(r.ahead.slot): // a newer range of the session took it
 			r.closeAhead()
@@ -433,12 +433,12 @@ func (r *titleReader) waitFill(retry bool) (int64, error) {
 		hold = tm.C
 	}
 	for {
-		if avail, ok, err := filledPast(r.hs.t, r.off); ok {
+		if avail, ok, err := filledPast(r.hs.t(), r.off); ok {
 			return avail, err
 		}
 		if r.fillWake == nil {
 			ch := make(chan struct{})
-			if !r.hs.t.Notify(r.off, func() { close(ch) }) {
+			if !r.hs.t().Notify(r.off, func() { close(ch) }) {
 				continue
 			}
 			r.fillWake = ch

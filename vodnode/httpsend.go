@@ -176,7 +176,7 @@ type sendSource interface {
 
 type titleSend struct{ *titleReader }
 
-func (t titleSend) reopen() (*os.File, error) { return t.hs.t.Reopen() }
+func (t titleSend) reopen() (*os.File, error) { return t.hs.t().Reopen() }
 
 func (t titleSend) owner() (*Node, string) { return t.n, t.hs.title }
 
@@ -193,7 +193,7 @@ func (t titleSend) chunk(k int) ([]byte, int64) {
 
 type sectionSend struct{ *pacedSection }
 
-func (s sectionSend) reopen() (*os.File, error) { return s.hs.t.Reopen() }
+func (s sectionSend) reopen() (*os.File, error) { return s.hs.t().Reopen() }
 
 func (s sectionSend) owner() (*Node, string) { return s.n, s.hs.title }
 

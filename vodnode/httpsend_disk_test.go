@@ -40,7 +40,7 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 	n.mu.Lock()
 	hs := n.httpSessions["de"]
 	n.mu.Unlock()
-	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t().View().Complete })
 	hs.pacing.lim.Store(nil)
 
 	// A ResponseWriter whose ReadFrom copies through Read, as a
@@ -116,7 +116,7 @@ func TestHTTPSendDiskReadError(t *testing.T) {
 			serveContent(aw, r, "t.ts", hs.meta.Size, "", &titleReader{hs: hs, ctx: r.Context(), n: n, rc: http.NewResponseController(aw), stall: time.Minute, sendfile: send})
 			return
 		}
-		seg := segmentAt{t: hs.t, start: 188 * 10}
+		seg := segmentAt{t: hs.t(), start: 188 * 10}
 		serveContent(aw, r, "seg.ts", hs.meta.Size-seg.start, "", &pacedSection{rd: io.NewSectionReader(seg, 0, hs.meta.Size-seg.start), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send})
 	}))
 	defer srv.Close()

@@ -30,7 +30,7 @@ func TestHTTPNodeSendsWithSendfile(t *testing.T) {
 	n.mu.Lock()
 	hs := n.httpSessions["nsf"]
 	n.mu.Unlock()
-	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t().View().Complete })
 	hs.pacing.lim.Store(nil) // unpaced: the sends, not the pace, are checked
 
 	// check asks url with method and the header hdr, and checks the

@@ -27,7 +27,7 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 	n.mu.Lock()
 	hs := n.httpSessions["sf"]
 	n.mu.Unlock()
-	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t().View().Complete })
 	hs.pacing.lim.Store(nil)                                     // unpaced: the bytes, not the pace, are compared
 	psi := bytes.Repeat([]byte{0x47, 1, 2, 3}, sendChunk/4+1000) // crosses a chunk
 	start, end := int64(188*50), int64(len(data)-188*20)
@@ -45,7 +45,7 @@ func TestHTTPSendfileSameBytes(t *testing.T) {
 			serveContent(aw, r, "t.ts", hs.meta.Size, "", rd)
 			return
 		}
-		seg := segmentAt{psi: psi, t: hs.t, start: start}
+		seg := segmentAt{psi: psi, t: hs.t(), start: start}
 		rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(want))), seg: seg, hs: hs, n: n, ctx: r.Context(), sendfile: send}
 		serveContent(aw, r, "seg.ts", rd.rd.Size(), "", rd)
 	}))
@@ -147,7 +147,7 @@ func TestHTTPSendfileCountsBeforeTheViewerHasTheBytes(t *testing.T) {
 	n.mu.Lock()
 	hs := n.httpSessions["sc"]
 	n.mu.Unlock()
-	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t.View().Complete })
+	waitFor(t, 10*time.Second, "fill", func() bool { return hs.t().View().Complete })
 	hs.pacing.lim.Store(nil)
 	psi := bytes.Repeat([]byte{0x47, 1, 2, 3}, sendChunk/4+1000) // crosses a chunk
 	start := int64(188 * 50)
@@ -161,7 +161,7 @@ func TestHTTPSendfileCountsBeforeTheViewerHasTheBytes(t *testing.T) {
 			return &titleReader{hs: hs, ctx: ctx, n: n, sendfile: true}
 		}, int64(len(data)), data},
 		{"segment", func(ctx context.Context) io.ReadSeeker {
-			seg := segmentAt{psi: psi, t: hs.t, start: start}
+			seg := segmentAt{psi: psi, t: hs.t(), start: start}
 			return &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+int64(len(data))-start), seg: seg, hs: hs, n: n, ctx: ctx, sendfile: true}
 		}, int64(len(psi)) + int64(len(data)) - start, append(append([]byte{}, psi...), data[start:]...)},
 	} {

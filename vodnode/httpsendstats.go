@@ -80,8 +80,8 @@ func (n *Node) diskReadError(hs *httpSession, off int64, err error) {
 	}
 	n.send.diskErrors.Add(1)
 	n.log.Warn("reading a title's file failed during an HTTP send: the viewer's response is cut short", "title", hs.title, "offset", off, "err", err)
-	if hs.t != nil {
-		n.store.ReadFailed(hs.t, err)
+	if hs.t() != nil {
+		n.store.ReadFailed(hs.t(), err)
 	}
 }
 

@@ -101,7 +101,7 @@ func (r *titleReader) Read(p []byte) (int, error) {
 		r.advance(k)
 		return k, nil
 	}
-	n, err := r.hs.t.ReadAt(p[:k], r.off)
+	n, err := r.hs.t().ReadAt(p[:k], r.off)
 	if err != nil && n < k {
 		if err == io.EOF && n == 0 {
 			err = io.ErrUnexpectedEOF // the file shorter than its index
@@ -142,7 +142,7 @@ func (r *titleReader) fillErr() error {
 	if errors.Is(r.err, store.ErrFillFailed) {
 		return r.err
 	}
-	if _, ok, err := filledPast(r.hs.t, r.off); ok && err != nil {
+	if _, ok, err := filledPast(r.hs.t(), r.off); ok && err != nil {
 		return err
 	}
 	return nil

@@ -511,11 +511,11 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		}
 	}
 	for _, hs := range n.httpSessions {
-		if hs.t == nil {
+		if hs.t() == nil {
 			continue // being set up
 		}
 		r.Sessions++
-		if !hs.t.View().Complete {
+		if !hs.t().View().Complete {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, hs.sid)

@@ -60,7 +60,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, hs := range n.httpSessions {
-		if hs.t != nil {
+		if hs.t() != nil {
 			http++
 		}
 	}

@@ -503,7 +503,7 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	ns := len(n.sessions)
 	for _, hs := range n.httpSessions {
-		if hs.t != nil {
+		if hs.t() != nil {
 			ns++
 		}
 	}

@@ -1,0 +1,42 @@
+package vodnode
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A progressive-download viewer whose title's fill failed a quarter in
+// (the origin away longer than fill_retry_for) asks for the rest once the
+// origin is back: its session fills the title again, from the partial
+// the failed fill left, and serves it. It was bound to the failed fill
+// for good: 503 with Retry-After at every request, which no retry mended.
+func TestHTTPSessionRefillsAfterAFailedFill(t *testing.T) {
+	o := newFakeOrigin(t)
+	data := o.titles["sample-005"]
+	cut := int64(len(data)/4) / 188 * 188
+	o.failAt.Store(cut)
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		withHTTP(n)
+		n.FillRetryFor = 300 * time.Millisecond
+	})
+	url := httpURL(n, mint(t, "refill", "sample-005", "node-1", "", 10*time.Minute), "sample-005.ts")
+	if res, b := get(t, url); res.StatusCode != http.StatusOK || int64(len(b)) > cut || !bytes.Equal(b, data[:len(b)]) {
+		t.Fatalf("first GET: %d, %d bytes, want 200 and at most the %d bytes the origin sent, the title's", res.StatusCode, len(b), cut)
+	}
+	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	if got := len(n.store.Partials()); got != 1 {
+		t.Fatalf("%d partials after the failed fill, want 1", got)
+	}
+	o.failAt.Store(0) // the origin is back, whole
+	res, b := get(t, url, "Range", fmt.Sprintf("bytes=%d-", cut))
+	if res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data[cut:]) {
+		t.Fatalf("the rest once the origin is back: %d, %d bytes (%q), want 206 and the title's last %d bytes",
+			res.StatusCode, len(b), b[:min(len(b), 120)], int64(len(data))-cut)
+	}
+	if got := len(n.store.Partials()); got != 0 {
+		t.Fatalf("%d partials once the title is whole, want 0 (the new fill resumed it)", got)
+	}
+}
