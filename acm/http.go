@@ -119,6 +119,13 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	if err == nil && r.Method == http.MethodHead {
 		var t store.Title
 		if t, err = m.entitled(r.Context(), user, title); err == nil {
+			m.mu.Lock()
+			if m.suspendedLocked(user, m.now()) {
+				err = errSuspended // as the GET would be: not 200 for a title it cannot play
+			}
+			m.mu.Unlock()
+		}
+		if err == nil {
 			if rest == ".ts" {
 				w.Header().Set("Content-Type", "video/mp2t")
 				w.Header().Set("Content-Length", strconv.FormatInt(t.SizeBytes, 10))

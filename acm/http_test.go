@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"vodcluster/proto/byterange"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 
@@ -267,6 +268,16 @@ func TestHTTPRangePastTheEndAnsweredAtTheFrontDoor(t *testing.T) {
 			t.Errorf("Range %q: %d, Content-Range %q, body %q", rng, res.StatusCode, res.Header.Get("Content-Range"), res.Header.Get("X-Body"))
 		}
 	}
+	// More than 16 ranges: 416 here as at the node (admitted, the session
+	// held a slot and a reservation until pause_timeout for the node's 416).
+	many := "bytes=0-1"
+	for k := 1; k <= byterange.MaxRanges; k++ {
+		many += fmt.Sprintf(",%d-%d", 10*k, 10*k+1)
+	}
+	if res := getRange("/vod/t1.ts", "demo", many); res.StatusCode != http.StatusRequestedRangeNotSatisfiable ||
+		!strings.Contains(res.Header.Get("X-Body"), "more than 16 byte ranges") {
+		t.Errorf("17 ranges: %d, body %q; want 416, more than 16 byte ranges", res.StatusCode, res.Header.Get("X-Body"))
+	}
 	if len(e.sessions()) != 0 || e.reserved("n1") != 0 {
 		t.Fatalf("416s left sessions %v, %d bit/s reserved", e.sessions(), e.reserved("n1"))
 	}
@@ -281,6 +292,14 @@ func TestHTTPRangePastTheEndAnsweredAtTheFrontDoor(t *testing.T) {
 	e.m.mu.Unlock()
 	if res := getRange("/vod/t1.ts", "kid", fmt.Sprintf("bytes=%d-", size)); res.StatusCode != http.StatusForbidden {
 		t.Errorf("suspended, past the end: %d, want 403", res.StatusCode)
+	}
+	// A suspended subscriber's HEAD is refused as its GET is (it was 200).
+	head, _ := http.NewRequest(http.MethodHead, "http://"+e.m.HTTPAddr()+"/vod/t1.ts", nil)
+	head.SetBasicAuth("kid", "kid")
+	if res, err := noRedirect.Do(head); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("suspended HEAD: %v %v, want 403", res, err)
+	} else {
+		res.Body.Close()
 	}
 	// With If-Range the node may answer the whole title (RFC 9110 §13.1.5):
 	// admitted.

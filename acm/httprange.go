@@ -15,16 +15,25 @@ var errRangeNotSatisfiable = errors.New("range not satisfiable")
 
 // rangeRefused is errRangeNotSatisfiable with the title's size, bytes
 // (the 416's Content-Range: bytes */size).
-type rangeRefused struct{ size int64 }
+type rangeRefused struct {
+	size      int64
+	excessive bool // more than byterange.MaxRanges ranges
+}
 
 func (r rangeRefused) Error() string {
+	if r.excessive { // as the node says it
+		return fmt.Sprintf("range not satisfiable: more than %d byte ranges", byterange.MaxRanges)
+	}
 	return fmt.Sprintf("range not satisfiable: the title is %d bytes", r.size)
 }
 
 func (rangeRefused) Unwrap() error { return errRangeNotSatisfiable }
 
 // checkRange returns rangeRefused when h, the Range of user's GET of
-// title's progressive form, asks for no byte of it (byterange.Satisfiable),
+// title's progressive form, asks for no byte of it (byterange.Satisfiable)
+// or for more than byterange.MaxRanges ranges (which the node answers 416
+// too: admitted, its session held a slot and a reservation until
+// pause_timeout for a 416),
 // there is no precondition the node answers first (precondition:
 // byterange.PreconditionsFirst) and user may watch the title; nil
 // otherwise (no Range, or one the node answers: admission goes on), or
@@ -38,7 +47,8 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h string, precond
 		return nil
 	}
 	t, ok := m.titles()[title]
-	if !ok || byterange.Satisfiable(h, t.SizeBytes) {
+	excessive := byterange.Classify(h) == byterange.Excessive // the node's 416 too
+	if !ok || (!excessive && byterange.Satisfiable(h, t.SizeBytes)) {
 		return nil
 	}
 	if _, err := m.entitled(ctx, user, title); err != nil {
@@ -50,5 +60,5 @@ func (m *Manager) checkRange(ctx context.Context, user, title, h string, precond
 	if suspended {
 		return errSuspended
 	}
-	return rangeRefused{size: t.SizeBytes}
+	return rangeRefused{size: t.SizeBytes, excessive: excessive}
 }

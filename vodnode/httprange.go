@@ -12,20 +12,13 @@ import (
 	"vodcluster/proto/byterange"
 )
 
-// maxByteRanges is the most byte ranges one HTTP request may ask for; more
-// are answered 416 (RFC 9110 §14.2 and §15.5.17: "an excessive number of
-// small or overlapping ranges", a denial of service: 2,000 one-byte
-// ranges drew a 269 KB multipart answer). No player asks for more than
-// one.
-const maxByteRanges = 16
-
 // serveContent is http.ServeContent of a body of size bytes, with the
 // Range header first held to RFC 7233: a range header of another unit or
 // that does not parse is ignored (§3.1: 200 with the whole body, where
 // ServeContent answers 416), and a zero-length suffix ("bytes=-0") is
 // unsatisfiable (§2.1: 416 with "Content-Range: bytes */size", where
 // ServeContent answers 206 with an empty, malformed range). More than
-// maxByteRanges ranges are refused with the same 416 (RFC 9110 §15.5.17),
+// byterange.MaxRanges ranges are refused with the same 416 (RFC 9110 §15.5.17),
 // where ServeContent answered every one in a multipart body; ranges that
 // overlap are merged (coalesce), so that the answer is never more than
 // the body's bytes and a client that names a range twice ("bytes=0-,0-")
@@ -38,21 +31,21 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 		w.Header().Set("ETag", etag)
 	}
 	v, outcome := cleanRange(r.Header.Get("Range"))
-	if outcome == rangeServe && v != "" {
+	if outcome == byterange.Serve && v != "" {
 		v = coalesce(v, size)
 	}
-	if outcome == rangeServe && v != "" && !byterange.Satisfiable(v, size) { // as the front door decides it
-		outcome = rangeUnsatisfiable // net/http's text: "invalid range: failed to overlap"
+	if outcome == byterange.Serve && v != "" && !byterange.Satisfiable(v, size) { // as the front door decides it
+		outcome = byterange.Unsatisfiable // net/http's text: "invalid range: failed to overlap"
 	}
-	if (outcome == rangeUnsatisfiable || outcome == rangeExcessive) && preconditionsFirst(r, etag) {
+	if (outcome == byterange.Unsatisfiable || outcome == byterange.Excessive) && preconditionsFirst(r, etag) {
 		// Preconditions first (RFC 9110 §13.2.2): ServeContent answers
 		// them once the Range is dropped (412, or the whole body).
-		outcome = rangeIgnored
+		outcome = byterange.Ignored
 	}
 	switch outcome {
-	case rangeIgnored:
+	case byterange.Ignored:
 		r.Header.Del("Range")
-	case rangeUnsatisfiable, rangeExcessive:
+	case byterange.Unsatisfiable, byterange.Excessive:
 		w.Header().Del("ETag") // the answer is no representation (as ServeContent's errors)
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		what := "the title"
@@ -60,12 +53,12 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 			what = "the segment" // an HLS segment's range: its own size, not the title's
 		}
 		msg := fmt.Sprintf("range not satisfiable: %s is %d bytes", what, size) // as the front door's
-		if outcome == rangeExcessive {
-			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", maxByteRanges)
+		if outcome == byterange.Excessive {
+			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", byterange.MaxRanges)
 		}
 		http.Error(w, msg, http.StatusRequestedRangeNotSatisfiable)
 		return
-	case rangeServe:
+	case byterange.Serve:
 		if v != "" {
 			r.Header.Set("Range", v) // as ServeContent reads it
 		}
@@ -75,10 +68,11 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 
 // cleanRange returns the Range header v as http.ServeContent reads it
 // ("bytes=" exactly, the unit matched case-insensitively as RFC 9110
-// 14.1 has it, zero-length suffixes dropped) and rangeCheck's outcome.
-func cleanRange(v string) (string, int) {
-	outcome := rangeCheck(v)
-	if outcome != rangeServe || v == "" {
+// 14.1 has it, zero-length suffixes dropped, positions past an int64
+// read as math.MaxInt64) and byterange.Classify's outcome.
+func cleanRange(v string) (string, byterange.Outcome) {
+	outcome := byterange.Classify(v)
+	if outcome != byterange.Serve || v == "" {
 		return "", outcome
 	}
 	_, set, _ := strings.Cut(v, "=")
@@ -87,21 +81,13 @@ func cleanRange(v string) (string, int) {
 		spec = strings.TrimSpace(spec)
 		first, last, _ := strings.Cut(spec, "-")
 		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
-		if spec == "" || (first == "" && trimZeros(last) == "0") {
+		if spec == "" || (first == "" && byterange.Pos(last) == 0) {
 			continue
 		}
-		kept = append(kept, first+"-"+last)
+		kept = append(kept, posText(first)+"-"+posText(last))
 	}
-	return "bytes=" + strings.Join(kept, ","), rangeServe
+	return "bytes=" + strings.Join(kept, ","), byterange.Serve
 }
-
-// Outcomes of rangeCheck.
-const (
-	rangeServe         = iota // none, or byte ranges ServeContent answers right
-	rangeIgnored              // another unit, or not a byte-range set: serve it all
-	rangeUnsatisfiable        // only zero-length suffixes
-	rangeExcessive            // more than maxByteRanges ranges: 416
-)
 
 // coalesce returns v, a byte-range set as cleanRange returns it, with
 // the ranges that overlap once resolved against a body of size bytes (a
@@ -133,7 +119,7 @@ func coalesce(v string, size int64) string {
 		case ferr == nil && lerr == nil:
 			sp = span{f, min(l+1, size)}
 		default:
-			continue // rangeCheck let no such range through
+			continue // byterange.Classify let no such range through
 		}
 		if sp.from < sp.to {
 			spans = append(spans, sp)
@@ -158,66 +144,12 @@ func coalesce(v string, size int64) string {
 	return "bytes=" + strings.Join(out, ",")
 }
 
-// rangeCheck classifies a Range header value (RFC 7233 §2.1
-// byte-ranges-specifier).
-func rangeCheck(v string) int {
-	if v == "" {
-		return rangeServe
+// posText is a byte position as ServeContent reads it: past an int64
+// read as math.MaxInt64 (byterange.Pos), as the front door reads it; ""
+// stays "".
+func posText(s string) string {
+	if s == "" {
+		return ""
 	}
-	unit, set, ok := strings.Cut(v, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
-		return rangeIgnored
-	}
-	specs, empty := 0, 0
-	for _, spec := range strings.Split(set, ",") {
-		spec = strings.TrimSpace(spec)
-		if spec == "" {
-			continue // empty list elements are allowed (RFC 7230 §7)
-		}
-		first, last, ok := strings.Cut(spec, "-")
-		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
-		if !ok || !digits(first) || !digits(last) || (first == "" && last == "") {
-			return rangeIgnored
-		}
-		if a, b := trimZeros(first), trimZeros(last); first != "" && last != "" && (len(a) > len(b) || (len(a) == len(b) && a > b)) {
-			return rangeIgnored // last-byte-pos before first-byte-pos: invalid (§2.1)
-		}
-		specs++
-		if first == "" && trimZeros(last) == "0" {
-			empty++ // "-0": a suffix of no byte
-		}
-	}
-	switch {
-	case specs == 0:
-		return rangeIgnored
-	case specs > maxByteRanges:
-		return rangeExcessive
-	case empty == specs:
-		return rangeUnsatisfiable
-	}
-	return rangeServe
-}
-
-// digits reports whether s is empty or a run of ASCII digits of at most
-// 18 significant ones (a position in int64).
-func digits(s string) bool {
-	s = trimZeros(s)
-	if len(s) > 18 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// trimZeros drops the leading zeros of a run of digits ("0" stays).
-func trimZeros(s string) string {
-	t := strings.TrimLeft(s, "0")
-	if t == "" && s != "" {
-		return "0"
-	}
-	return t
+	return strconv.FormatInt(byterange.Pos(s), 10)
 }

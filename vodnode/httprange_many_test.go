@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"vodcluster/proto/byterange"
 )
 
 // rangeSet returns "bytes=" with n one-byte ranges, every other byte from
@@ -21,11 +22,11 @@ func rangeSet(n int) string {
 }
 
 func TestRangeCheckCapsRanges(t *testing.T) {
-	if got := rangeCheck(rangeSet(maxByteRanges)); got != rangeServe {
-		t.Errorf("%d ranges: %d, want rangeServe", maxByteRanges, got)
+	if got := byterange.Classify(rangeSet(byterange.MaxRanges)); got != byterange.Serve {
+		t.Errorf("%d ranges: %d, want byterange.Serve", byterange.MaxRanges, got)
 	}
-	if got := rangeCheck(rangeSet(maxByteRanges + 1)); got != rangeExcessive {
-		t.Errorf("%d ranges: %d, want rangeExcessive", maxByteRanges+1, got)
+	if got := byterange.Classify(rangeSet(byterange.MaxRanges + 1)); got != byterange.Excessive {
+		t.Errorf("%d ranges: %d, want byterange.Excessive", byterange.MaxRanges+1, got)
 	}
 	for v, want := range map[string]string{
 		"bytes=0-99,50-149":               "bytes=0-149",
@@ -61,19 +62,19 @@ func TestHTTPManyRangesRefused(t *testing.T) {
 		t.Fatalf("sample-001 is %d bytes: too short for 2,000 ranges", len(data))
 	}
 	url := httpURL(n, mint(t, "ranges", "sample-001", "node-1", "", time.Minute), "sample-001.ts")
-	for _, v := range []string{rangeSet(2000), rangeSet(maxByteRanges + 1)} {
+	for _, v := range []string{rangeSet(2000), rangeSet(byterange.MaxRanges + 1)} {
 		res, b := get(t, url, "Range", v)
 		if cr := res.Header.Get("Content-Range"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable || cr != "bytes */"+itoa(len(data)) || len(b) > 200 {
 			t.Errorf("Range of %d bytes (%.40s...): %d, Content-Range %q, %d bytes of body; want 416 with bytes */%d and a short body",
 				len(v), v, res.StatusCode, cr, len(b), len(data))
 		}
 	}
-	res, b := get(t, url, "Range", rangeSet(maxByteRanges))
+	res, b := get(t, url, "Range", rangeSet(byterange.MaxRanges))
 	if res.StatusCode != http.StatusPartialContent || !strings.HasPrefix(res.Header.Get("Content-Type"), "multipart/byteranges") {
-		t.Fatalf("%d ranges: %d %q; want 206 multipart", maxByteRanges, res.StatusCode, res.Header.Get("Content-Type"))
+		t.Fatalf("%d ranges: %d %q; want 206 multipart", byterange.MaxRanges, res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	if parts := strings.Count(string(b), "Content-Range: bytes "); parts != maxByteRanges {
-		t.Fatalf("%d ranges: %d parts", maxByteRanges, parts)
+	if parts := strings.Count(string(b), "Content-Range: bytes "); parts != byterange.MaxRanges {
+		t.Fatalf("%d ranges: %d parts", byterange.MaxRanges, parts)
 	}
 	if res, b := get(t, url, "Range", "bytes=0-99,100-199"); res.StatusCode != http.StatusPartialContent || strings.Count(string(b), "Content-Range: bytes ") != 2 {
 		t.Fatalf("two adjacent ranges: %d, want 206 with two parts", res.StatusCode)

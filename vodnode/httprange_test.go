@@ -6,27 +6,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"vodcluster/proto/byterange"
 )
 
 func TestCleanRange(t *testing.T) {
 	for v, want := range map[string]string{
 		"Bytes = 1-2": "bytes=1-2", "bytes=0-1,-0": "bytes=0-1", "bytes= 5- , -10": "bytes=5-,-10", "bytes=0-99": "bytes=0-99",
+		// Past an int64: read as its largest, as the front door reads it
+		// (byterange.Pos); they were ignored here (the whole title) where
+		// the front door answered 416.
+		"bytes=0-99999999999999999999": "bytes=0-9223372036854775807", "bytes=-99999999999999999999": "bytes=-9223372036854775807",
+		"bytes=1000000000000000000000-": "bytes=9223372036854775807-", "bytes=007-9": "bytes=7-9",
 	} {
-		if got, outcome := cleanRange(v); got != want || outcome != rangeServe {
+		if got, outcome := cleanRange(v); got != want || outcome != byterange.Serve {
 			t.Errorf("%q: %q (%d), want %q", v, got, outcome, want)
 		}
 	}
 }
 
 func TestRangeCheck(t *testing.T) {
-	for v, want := range map[string]int{
-		"": rangeServe, "bytes=0-99": rangeServe, "bytes=100-": rangeServe, "bytes=-500": rangeServe,
-		"bytes=0-0,5-9": rangeServe, "Bytes = 1-2": rangeServe, "bytes=0-1,-0": rangeServe, "bytes=007-9": rangeServe,
-		"bytes=-0": rangeUnsatisfiable, "bytes=-000": rangeUnsatisfiable,
-		"items=0-5": rangeIgnored, "bytes=5-2": rangeIgnored, "bytes=abc": rangeIgnored, "bytes=-": rangeIgnored,
-		"bytes=": rangeIgnored, "bytes=1-2-3": rangeIgnored, "bytes=99999999999999999999-": rangeIgnored, "0-5": rangeIgnored,
+	for v, want := range map[string]byterange.Outcome{
+		"": byterange.Serve, "bytes=0-99": byterange.Serve, "bytes=100-": byterange.Serve, "bytes=-500": byterange.Serve,
+		"bytes=0-0,5-9": byterange.Serve, "Bytes = 1-2": byterange.Serve, "bytes=0-1,-0": byterange.Serve, "bytes=007-9": byterange.Serve,
+		"bytes=-0": byterange.Unsatisfiable, "bytes=-000": byterange.Unsatisfiable,
+		"items=0-5": byterange.Ignored, "bytes=5-2": byterange.Ignored, "bytes=abc": byterange.Ignored, "bytes=-": byterange.Ignored,
+		"bytes=": byterange.Ignored, "bytes=1-2-3": byterange.Ignored, "bytes=99999999999999999999-": byterange.Serve, "0-5": byterange.Ignored,
 	} {
-		if got := rangeCheck(v); got != want {
+		if got := byterange.Classify(v); got != want {
 			t.Errorf("%q: %d, want %d", v, got, want)
 		}
 	}
@@ -56,11 +63,19 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 	// Every unsatisfiable range says so alike, as the front door does
 	// (a range past the end said net/http's "invalid range: failed to
 	// overlap").
-	for _, v := range []string{"bytes=-0", "bytes=" + itoa(len(data)) + "-", "bytes=" + itoa(len(data)+10) + "-" + itoa(len(data)+20) + ",-0"} {
+	for _, v := range []string{"bytes=-0", "bytes=" + itoa(len(data)) + "-", "bytes=" + itoa(len(data)+10) + "-" + itoa(len(data)+20) + ",-0",
+		"bytes=1000000000000000000000-"} { // past an int64: past the end, as at the front door (the node sent the whole title)
 		res, b := get(t, url, "Range", v)
 		if cr := res.Header.Get("Content-Range"); res.StatusCode != http.StatusRequestedRangeNotSatisfiable || cr != "bytes */"+itoa(len(data)) ||
 			strings.TrimSpace(string(b)) != "range not satisfiable: the title is "+itoa(len(data))+" bytes" {
 			t.Errorf("Range %s: %d, Content-Range %q, %q", v, res.StatusCode, cr, b)
+		}
+	}
+	// A last-pos or a suffix past an int64 is the title to its end (206),
+	// as at the front door; the node ignored them (200).
+	for _, v := range []string{"bytes=0-99999999999999999999", "bytes=-99999999999999999999"} {
+		if res, b := get(t, url, "Range", v); res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, data) {
+			t.Errorf("Range %s: %d, %d bytes; want 206 with the whole title", v, res.StatusCode, len(b))
 		}
 	}
 	// Preconditions come before the Range (RFC 9110 §13.2.2): an If-Range

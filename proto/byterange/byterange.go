@@ -134,3 +134,79 @@ func listHas(v string, tag bool) bool {
 		v = s[end+1:]
 	}
 }
+
+// MaxRanges is the most byte ranges one HTTP request may ask for; more
+// are answered 416, at the front door as at the node (RFC 9110 §14.2 and
+// §15.5.17: "an excessive number of small or overlapping ranges", a
+// denial of service: 2,000 one-byte ranges drew a 269 KB multipart
+// answer). No player asks for more than one.
+const MaxRanges = 16
+
+// Outcome is how a Range header is answered (Classify).
+type Outcome int
+
+// Outcomes of Classify.
+const (
+	Serve         Outcome = iota // none, or byte ranges answered as asked
+	Ignored                      // another unit, or not a byte-range set: the whole body (RFC 9110 §14.2)
+	Unsatisfiable                // only suffixes of no byte ("bytes=-0"): 416
+	Excessive                    // more than MaxRanges ranges: 416
+)
+
+// Classify classifies a Range header value v (RFC 9110 §14.1.2
+// ranges-specifier) as the node answers it: Ignored for another unit, a
+// range that does not parse, or a last-pos before its first-pos;
+// Excessive past MaxRanges well-formed ranges; Unsatisfiable when every
+// range is a suffix of no byte; else Serve. Byte positions are runs of
+// digits of any length, those past an int64 read as math.MaxInt64 (Pos).
+func Classify(v string) Outcome {
+	if v == "" {
+		return Serve
+	}
+	unit, set, ok := strings.Cut(v, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return Ignored
+	}
+	specs, empty := 0, 0
+	for _, spec := range strings.Split(set, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue // empty list elements are allowed (RFC 9110 §5.6.1)
+		}
+		first, last, ok := strings.Cut(spec, "-")
+		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+		if !ok || !digitsOnly(first) || !digitsOnly(last) || (first == "" && last == "") {
+			return Ignored
+		}
+		if first != "" && last != "" && Pos(first) > Pos(last) {
+			return Ignored // last-pos before first-pos: invalid
+		}
+		specs++
+		if first == "" && Pos(last) == 0 {
+			empty++ // "-0": a suffix of no byte
+		}
+	}
+	switch {
+	case specs == 0:
+		return Ignored
+	case specs > MaxRanges:
+		return Excessive
+	case empty == specs:
+		return Unsatisfiable
+	}
+	return Serve
+}
+
+// Pos reads s, a run of ASCII digits (digitsOnly), as a byte position,
+// one past what an int64 holds read as math.MaxInt64 (past any title's
+// end; as a last-pos, the body's last byte; as a suffix, the whole body).
+func Pos(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return n
+}
+
+// digitsOnly reports whether s is empty or a run of ASCII digits.
+func digitsOnly(s string) bool { return strings.TrimLeft(s, "0123456789") == "" }

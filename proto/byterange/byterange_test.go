@@ -97,3 +97,23 @@ func TestPreconditionsFirstAsServeContent(t *testing.T) {
 		}
 	}
 }
+
+// Classify reads a Range as the node answers it; positions past an int64
+// are read as its largest, as Satisfiable reads them, so that the front
+// door and the node agree (the node ignored them: the whole title where
+// the front door answered 416).
+func TestClassify(t *testing.T) {
+	for v, want := range map[string]Outcome{
+		"": Serve, "bytes=0-99": Serve, "bytes=-500": Serve, "bytes=0-1,-0": Serve, "Bytes = 1-2": Serve,
+		"bytes=99999999999999999999-": Serve, "bytes=0-99999999999999999999": Serve,
+		"bytes=-0": Unsatisfiable, "bytes=-000": Unsatisfiable,
+		"items=0-5": Ignored, "bytes=5-2": Ignored, "bytes=abc": Ignored, "bytes=-": Ignored, "bytes=": Ignored,
+		"bytes=99999999999999999999-5": Ignored,
+		"bytes=0-0,1-1,2-2,3-3,4-4,5-5,6-6,7-7,8-8,9-9,10-10,11-11,12-12,13-13,14-14,15-15":       Serve,
+		"bytes=0-0,1-1,2-2,3-3,4-4,5-5,6-6,7-7,8-8,9-9,10-10,11-11,12-12,13-13,14-14,15-15,16-16": Excessive,
+	} {
+		if got := Classify(v); got != want {
+			t.Errorf("Classify(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
