@@ -70,9 +70,13 @@ type Title struct {
 
 // checkFile returns nil when st (with err, from a Stat of the file now at
 // Path) is the file the catalog's load scanned, so that its bytes are
-// Version's; FAILED_PRECONDITION when it is another file (renamed over
-// it) or one of another size or modification time (rewritten in place);
-// INTERNAL when err is set.
+// Version's; UNAVAILABLE when it is another file (renamed
+// over it) or one of another size or modification time (rewritten in
+// place, or only touched): its bytes may or may not be Version's, which
+// only the origin's next read of the file tells (Server.rescanOn has it
+// read soon); a caller retries, naming Version, and is then served when
+// the bytes are unchanged, or refused FAILED_PRECONDITION (if_version)
+// when they are another version's; INTERNAL when err is set.
 func (t Title) checkFile(st os.FileInfo, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return errGone(t)
@@ -83,7 +87,7 @@ func (t Title) checkFile(st os.FileInfo, err error) error {
 	if t.file == nil || sameFile(t.file, st) {
 		return nil
 	}
-	return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): version %s no longer describes it; the origin serves the new file once it has read its directory again (it looks every few seconds; SIGHUP: at once)",
+	return status.Errorf(codes.Unavailable, "title %q: its file changed since the origin loaded its catalog (%d bytes modified %s, was %d bytes modified %s): the origin is reading it again; retry (version %s is served again if its bytes did not change, else the title is refused under it once read)",
 		t.ID, st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), t.file.Size(), t.file.ModTime().UTC().Format(time.RFC3339Nano), t.Version)
 }
 

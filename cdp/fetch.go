@@ -34,13 +34,20 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //     before the transfer queues for a channel, so that it is answered at
 //     once without taking one, and again when the transfer opens the file;
 //   - FAILED_PRECONDITION: if_version is set and is not the title's
-//     Version (its file was replaced: the caller's bytes are of another),
-//     or the title's file changed since the catalog was loaded (rewritten,
-//     or another renamed over it: its bytes are of a version not known
-//     until the origin reads its directory again and scans it), checked
-//     before the transfer and, when if_version is set, after every chunk
-//     read (a file written over in place during the transfer ends it
-//     before a byte of the new version is sent);
+//     Version (its file was replaced, and read again by the origin: the
+//     caller's bytes are of another);
+//   - UNAVAILABLE: if_version is set and the title's file changed since
+//     the catalog was loaded (rewritten, touched, or another renamed over
+//     it: its bytes are of a version not known until the origin reads its
+//     directory again and scans it, which the answer has it do soon,
+//     Server.rescanOn), checked before the transfer queues, when it
+//     opens the file and after every chunk read (a file written over in
+//     place during the transfer ends it before a byte read after the
+//     change is sent). Not proof of a new version: the caller retries,
+//     naming its version, and is served once the origin has read the file
+//     again if its bytes are still that version's (a touch, a copy of the
+//     same bytes), or refused FAILED_PRECONDITION if they are not;
+//     UNAVAILABLE too when the origin was not started;
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
@@ -87,10 +94,11 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	}
 	// A title whose file is gone is NOT_FOUND at once, before the fetch
 	// queues for a channel and pays the setup delay (a file gone after
-	// this check is found so once the transfer opens it). A fetch whose
-	// version the file no longer has is refused here too, and again, on
-	// the file it reads, once it has a channel (the file may change while
-	// it waits).
+	// this check is found so once the transfer opens it). A fetch naming
+	// a version whose file changed since the catalog's load is answered
+	// UNAVAILABLE here too (retry once the origin has read it again), and
+	// again, on the file it reads, once it has a channel (the file may
+	// change while it waits).
 	// The stat, like the transfer's open and reads, is watched: a caller
 	// that leaves while it hangs (a failing disk, a network file system)
 	// counts it in cdp_transfers_abandoned until it returns, though it
@@ -103,7 +111,7 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 		return errGone(t)
 	}
 	if checkFile {
-		if err := t.checkFile(st, err); err != nil {
+		if err := s.rescanOn(t.checkFile(st, err)); err != nil {
 			return err
 		}
 	}
@@ -179,7 +187,7 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 	}
 	defer f.Close()
 	if checkFile {
-		if err := t.checkFile(f.Stat()); err != nil {
+		if err := s.rescanOn(t.checkFile(f.Stat())); err != nil {
 			return 0, err
 		}
 	}
@@ -201,9 +209,11 @@ func (s *Server) transfer(ctx context.Context, stream grpc.ServerStreamingServer
 			return sent, status.Errorf(codes.Internal, "title %q: reading %d bytes at %d: %v", t.ID, n, pos, err)
 		}
 		if checkFile {
-			// A file written over in place since it was opened: the bytes
-			// just read may be of another version; none of them is sent.
-			if err := t.checkFile(f.Stat()); err != nil {
+			// A file written over in place (or touched) since it was
+			// opened: the bytes just read may be of another version;
+			// none of them is sent (UNAVAILABLE: the caller asks again
+			// from here once the origin has read the file again).
+			if err := s.rescanOn(t.checkFile(f.Stat())); err != nil {
 				return sent, err
 			}
 		}

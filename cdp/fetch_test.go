@@ -288,8 +288,9 @@ func TestNotStarted(t *testing.T) {
 
 // A title's file written over in place during a transfer naming its
 // version (a `cp` onto it) ends the transfer before a byte read after the
-// change is sent: FAILED_PRECONDITION, so that a node never keeps a copy
-// made of two versions.
+// change is sent, so that a node never keeps a copy made of two versions:
+// UNAVAILABLE (the node retries; once the origin has read the file again,
+// a retry naming the old version is refused FAILED_PRECONDITION).
 func TestFetchEndsWhenTheFileIsWrittenOverInPlace(t *testing.T) {
 	const chunk = 100 * 188
 	clk := newFakeClock(true)
@@ -320,10 +321,15 @@ func TestFetchEndsWhenTheFileIsWrittenOverInPlace(t *testing.T) {
 	later(t, ti.Path)
 	close(clk.gate)
 	r := <-done
-	wantCode(t, r.err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+	wantCode(t, r.err, codes.Unavailable, `title "sample-003": its file changed since the origin loaded its catalog`)
 	if !bytes.Equal(r.got, clip[:len(r.got)]) || len(r.got) > chunk {
 		t.Fatalf("%d bytes sent before the refusal; want at most the first chunk, of the old file", len(r.got))
 	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: int64(len(r.got)), IfVersion: ti.Version}, chunk)
+	wantCode(t, err, codes.FailedPrecondition, `title "sample-003" is version `)
 }
 
 // A title whose file is gone from the origin while its catalog entry is

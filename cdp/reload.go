@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultCatalogPoll is how often a started Server looks whether its
@@ -104,8 +107,9 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 // be filled, removed ones are NOT_FOUND, and a replaced file is served
 // under its new version (nodes holding part of the old one start over;
 // transfers in progress finish from the file they opened when the new one
-// was renamed over it, and end, FAILED_PRECONDITION, when it was written
-// over in place: see Fetch). Only files
+// was renamed over it, and end, UNAVAILABLE, when it was written over in
+// place, their retries refused FAILED_PRECONDITION once the new version is
+// read: see Fetch). Only files
 // that are new or changed are scanned. A catalog that does not load (a
 // catalog.yaml that does not parse, a title file missing or not whole
 // MPEG-TS, e.g. one still being copied) is refused with an error naming
@@ -190,16 +194,21 @@ func diffCatalogs(old, cur *Catalog) catalogDiff {
 // watch polls the title directory every interval until done is closed and
 // reloads the catalog when it changed since the last load and has stayed
 // the same for one more interval (a file still being copied changes at
-// every poll: it is read once the copy is over).
+// every poll: it is read once the copy is over). A fetch that finds a
+// title's file changed wakes it at once (rescanSoon): that poll counts as
+// the first of the two, the second comes an interval after it.
 func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last dirState // the previous poll's state, when it differed from the loaded one
 	for {
+		kicked := false
 		select {
 		case <-done:
 			return
 		case <-t.C:
+		case <-s.rescan:
+			kicked = true
 		}
 		cur, changed := s.dirChanged()
 		if !changed {
@@ -208,10 +217,45 @@ func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
 		}
 		if last == nil || !cur.equal(last) {
 			last = cur
+			if kicked {
+				// The change a fetch found is seen now: it is read one
+				// interval from now if it stays so.
+				t.Reset(interval)
+			}
+			continue
+		}
+		if kicked {
+			// The same since the last poll, which may be less than an
+			// interval ago: the next poll reads it.
 			continue
 		}
 		last = nil
 		_ = s.Reload() // logged; the catalog before stays in use
+	}
+}
+
+// rescanOn returns err, the answer of Title.checkFile; when it says the
+// title's file changed since the catalog's load (UNAVAILABLE), it has the
+// watch look at the title directory at once (rescanSoon): the file is read
+// again, and its version known, about one CatalogPoll after, not up to
+// two.
+func (s *Server) rescanOn(err error) error {
+	if status.Code(err) == codes.Unavailable {
+		s.rescanSoon()
+	}
+	return err
+}
+
+// rescanSoon wakes the watch started by Start to look at the title
+// directory now rather than at its next poll, so that a change it finds
+// is read one CatalogPoll later (it must stay the same for that long: a
+// file still being copied is not read). It never blocks, and does nothing
+// when no watch runs (a negative CatalogPoll: only Reload, or SIGHUP,
+// reads the directory again).
+func (s *Server) rescanSoon() {
+	select {
+	case s.rescan <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 }
 

@@ -258,7 +258,7 @@ func TestGetTitle(t *testing.T) {
 	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{})
 	wantCode(t, err, codes.InvalidArgument, "title_id is empty")
 
-	// A file written over in place, not read again yet: FAILED_PRECONDITION.
+	// A file written over in place, not read again yet: UNAVAILABLE.
 	ti3, _ := s.Catalog().Title("sample-003")
 	changed := readClip(t, "clip-c.ts")
 	changed[188*10+100] ^= 0xff
@@ -267,7 +267,7 @@ func TestGetTitle(t *testing.T) {
 	}
 	later(t, ti3.Path)
 	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "sample-003"})
-	wantCode(t, err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+	wantCode(t, err, codes.Unavailable, `title "sample-003": its file changed since the origin loaded its catalog (`)
 
 	clip := readClip(t, "clip-a.ts")
 	if err := os.WriteFile(filepath.Join(s.Dir, "new.ts"), clip, 0o644); err != nil {

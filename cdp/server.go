@@ -131,6 +131,7 @@ type Server struct {
 	seen      dirState      // the directory as last loaded, or refused (reloadMu)
 	watched   []string      // the title files the last load named (reloadMu)
 	watchDone chan struct{} // closed by Close to stop the watch
+	rescan    chan struct{} // wakes the watch to poll now (rescanSoon); made by Start, buffered 1
 	afterLoad func()        // tests: called by each load once it has read the directory, before its state is kept
 }
 
@@ -192,6 +193,7 @@ func (s *Server) Start() error {
 	vodclusterv1.RegisterOriginServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, health.NewServer())
 	s.served = make(chan struct{})
+	s.rescan = make(chan struct{}, 1)
 	s.started = true
 
 	if cat.Len() == 0 {
@@ -310,9 +312,11 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 // version the origin serves now, however old their copy of the catalog.
 // It returns UNAVAILABLE when the server was not started, INVALID_ARGUMENT
 // for an empty id, NOT_FOUND for a title not in the catalog or whose file
-// is gone, FAILED_PRECONDITION while its file is not the one the catalog
-// describes (written over since; until the directory is read again a fill
-// of it would be refused).
+// is gone, UNAVAILABLE also while its file is not the one the catalog
+// describes (written over or touched since: its version is known once the
+// origin has read it again, which the answer has it do soon; a node then
+// fills from the title it has cached, naming that version, and its
+// fetches are answered UNAVAILABLE, retried, until then).
 func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) (*vodclusterv1.Title, error) {
 	cat := s.Catalog()
 	if cat == nil {
@@ -325,7 +329,7 @@ func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) 
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", clipID(req.GetTitleId()))
 	}
-	if err := t.checkFile(os.Stat(t.Path)); err != nil {
+	if err := s.rescanOn(t.checkFile(os.Stat(t.Path))); err != nil {
 		return nil, err
 	}
 	return t.Proto(), nil

@@ -317,9 +317,10 @@ func TestFetchIfVersion(t *testing.T) {
 
 // A title's file changed since the origin loaded its catalog (rewritten
 // in place, or another file renamed over it) is no longer the version the
-// catalog gives: a fetch naming that version is refused
-// (FAILED_PRECONDITION, no transfer), one naming none is served the file
-// as it is, as before versions.
+// catalog gives until the origin has read it again: a fetch naming that
+// version is refused (UNAVAILABLE, retry; no transfer), one naming none is
+// served the file as it is, as before versions. Once read again, the
+// fetch naming the old version is refused FAILED_PRECONDITION.
 func TestFetchIfVersionOfAChangedFile(t *testing.T) {
 	clip := readClip(t, "clip-c.ts")
 	for _, c := range []struct {
@@ -348,7 +349,7 @@ func TestFetchIfVersionOfAChangedFile(t *testing.T) {
 			}
 			ctx := context.Background()
 			_, err := fetch(ctx, cl, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: 188, IfVersion: ti.Version}, DefaultChunkBytes)
-			wantCode(t, err, codes.FailedPrecondition, `title "sample-003": its file changed since the origin loaded its catalog`)
+			wantCode(t, err, codes.Unavailable, `title "sample-003": its file changed since the origin loaded its catalog`)
 			if st := s.Stats(); st.Transfers != 0 || st.BytesSent != 0 {
 				t.Errorf("a refused fetch counted as a transfer: %+v", st)
 			}
@@ -356,6 +357,11 @@ func TestFetchIfVersionOfAChangedFile(t *testing.T) {
 			if err != nil || !bytes.Equal(got, changed) {
 				t.Fatalf("fetch naming no version: %d bytes, %v", len(got), err)
 			}
+			if err := s.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = fetch(ctx, cl, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: 188, IfVersion: ti.Version}, DefaultChunkBytes)
+			wantCode(t, err, codes.FailedPrecondition, `title "sample-003" is version `)
 		})
 	}
 }

@@ -158,8 +158,8 @@ func TestFillFailureEndsViewers(t *testing.T) {
 }
 
 // TestPlayOfAFailedFillIsUnavailable: a viewer whose title's fill fails
-// before its first byte (the title's file written over in place at the
-// origin, which refuses the transfer until it has read its catalog again)
+// before its first byte (the title's file replaced at the origin, which
+// refuses the transfer naming the version the node's catalog still gives)
 // gets 503 Service Unavailable at PLAY, as when the origin is away, not
 // 500; once the origin serves the title again, the next viewer plays it.
 func TestPlayOfAFailedFillIsUnavailable(t *testing.T) {

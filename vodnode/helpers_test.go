@@ -40,9 +40,10 @@ type fakeOrigin struct {
 	rate   int64 // bytes/s per transfer; 0 = unlimited
 	fail   atomic.Bool
 	failAt atomic.Int64 // > 0: transfers send the bytes below it, then fail (DataLoss)
-	// replaced: transfers are refused as the CDP refuses those of a file
-	// written over in place before it has read its catalog again
-	// (FailedPrecondition), while the catalog still gives the old version.
+	// replaced: transfers are refused as the CDP refuses those naming the
+	// version of a file written over since (FailedPrecondition, once it
+	// has read the new file), while the catalog still gives the old
+	// version.
 	replaced atomic.Bool
 	// holdAt > 0: a fill's transfer (not no_wait) sends the bytes below
 	// it, then waits for release to be closed (a fill held mid-way; its
@@ -140,7 +141,7 @@ func (o *fakeOrigin) Fetch(req *pb.FetchRequest, stream grpc.ServerStreamingServ
 		return status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
 	}
 	if o.replaced.Load() {
-		return status.Errorf(codes.FailedPrecondition, "title %q: its file changed since the origin loaded its catalog (test)", req.GetTitleId())
+		return status.Errorf(codes.FailedPrecondition, "title %q is version %s at the origin, not the one asked (test)", req.GetTitleId(), titleVersion(d))
 	}
 	if req.GetNoWait() && o.busyNoWait.Load() {
 		o.busyRefusals.Add(1)

@@ -55,11 +55,14 @@ func (c *catalog) forget() {
 // fresh returns title id as the origin serves it now (Origin.GetTitle), and
 // keeps it in the cache: a fill starts from it, so that it asks for the
 // version the origin has, however old the cached catalog. A title the
-// origin does not have (NOT_FOUND: withdrawn) is ErrUnknownTitle; one
-// whose file is being replaced there (FAILED_PRECONDITION) is ErrOrigin. When the
-// origin does not answer, the cached entry is used, or without one lookup
-// (maxAge as there); an origin that predates GetTitle (UNIMPLEMENTED) is
-// read with lookup.
+// origin does not have (NOT_FOUND: withdrawn) is ErrUnknownTitle; one it
+// refuses FAILED_PRECONDITION (older origins, for a file changed under
+// them) is ErrOrigin. When the origin does not answer, or answers
+// UNAVAILABLE (also while the title's file changed there and is not read
+// again yet: the fill, naming the cached version, is retried until it is,
+// then served or refused as replaced), the cached entry is used, or
+// without one lookup (maxAge as there); an origin that predates GetTitle
+// (UNIMPLEMENTED) is read with lookup.
 func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge time.Duration) (Meta, error) {
 	if c.origin == nil {
 		return c.lookup(ctx, id, now, maxAge)
@@ -88,8 +91,8 @@ func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge ti
 		c.mu.Unlock()
 		return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)
 	case codes.FailedPrecondition:
-		// The title's file is being replaced at the origin: no fill can
-		// start until the origin has read it again (seconds).
+		// An older origin's answer for a title whose file changed there:
+		// no fill can start until the origin has read it again (seconds).
 		return Meta{}, fmt.Errorf("%w: title %q: %v", ErrOrigin, id, status.Convert(err).Message())
 	case codes.Unimplemented:
 		return c.lookup(ctx, id, now, maxAge)

@@ -239,8 +239,10 @@ func TestFillAsksTheOriginForTheTitle(t *testing.T) {
 	if _, err := s.Acquire(ctx, "t2"); !errors.Is(err, ErrUnknownTitle) {
 		t.Fatalf("a title withdrawn at the origin: %v, want ErrUnknownTitle", err)
 	}
-	// A title whose file is being replaced at the origin: no fill now,
-	// ErrOrigin (a viewer's 503), no fetch.
+	// A title the origin refuses FAILED_PRECONDITION (as origins did
+	// for a file changed under them; they now answer UNAVAILABLE until
+	// they have read it again): no fill now, ErrOrigin (a viewer's 503),
+	// no fetch.
 	o.add("t3", a)
 	o.mu.Lock()
 	fetches := o.fetches

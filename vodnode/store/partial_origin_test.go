@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +12,14 @@ import (
 )
 
 // A title's file changed at the origin while the origin runs (its catalog,
-// read at start, still gives the old size and version): the origin says
-// so when the node asks for the title before a fill (GetTitle,
-// FAILED_PRECONDITION), so no fill starts (ErrOrigin: the viewer's 503),
-// nothing joins the new file's bytes to the partial's, until the origin
-// reads its catalog again (restarted), which then fills the new file
-// whole, the partial of the old one gone.
+// read at start, still gives the old size and version; here it never
+// reads it again by itself): the origin answers UNAVAILABLE, saying so,
+// when the node asks for the title (GetTitle) and to each fetch naming
+// the old version, so a fill resuming the partial from the cached entry
+// gets no byte and fails as the origin's (its retries spent), the partial
+// kept untouched: nothing joins the new file's bytes to the partial's,
+// until the origin reads its catalog again (restarted), which then fills
+// the new file whole, the partial of the old one gone.
 func TestPartialNotJoinedToAFileChangedUnderTheOrigin(t *testing.T) {
 	data := sample(t)
 	for _, c := range []struct {
@@ -39,6 +40,7 @@ func TestPartialNotJoinedToAFileChangedUnderTheOrigin(t *testing.T) {
 			clk := newTestClock()
 			s := openCutStore(t, o, clk, 300*time.Millisecond)
 			p := cutFill(t, s, o, "t1", 300<<10)
+			o.poll = -1
 			o.start(0)
 			o.ready()
 			// The new file: as long, other bytes before and after the
@@ -52,12 +54,11 @@ func TestPartialNotJoinedToAFileChangedUnderTheOrigin(t *testing.T) {
 			clk.add(2 * catalogMinRefresh)
 			ctx := context.Background()
 			for range 2 { // until the origin reads its catalog again
-				_, err := s.Acquire(ctx, "t1")
-				if !errors.Is(err, ErrOrigin) || !strings.Contains(err.Error(), "changed since the origin loaded its catalog") {
-					t.Fatalf("a fill of a file changed under the running origin: %v, want ErrOrigin saying so", err)
+				err := fillEnded(t, s, "t1")
+				if FailCause(err) != "origin" || !strings.Contains(err.Error(), "changed since the origin loaded its catalog") {
+					t.Fatalf("a fill of a file changed under the running origin: %v, want it failed as the origin's, saying so", err)
 				}
 			}
-			s.fills.Wait()
 			if ps := s.Partials(); len(ps) != 1 || ps[0].Stored != p.Stored {
 				t.Errorf("partials after the refusals: %+v, want the one kept (%d bytes), untouched", ps, p.Stored)
 			}

@@ -34,6 +34,10 @@ type cdpOrigin struct {
 	addr string
 	srv  *cdp.Server
 	cc   *grpc.ClientConn // client's
+	// poll is the origin's CatalogPoll from its next start (0: the
+	// default, negative: never; it reads its directory again only when
+	// started again).
+	poll time.Duration
 }
 
 // newCDPOrigin writes titles as <id>.ts into a new directory and picks an
@@ -71,7 +75,7 @@ func (o *cdpOrigin) put(titles map[string][]byte) {
 // start serves the directory's titles paced to rateBps (0: unlimited).
 func (o *cdpOrigin) start(rateBps int64) {
 	o.t.Helper()
-	o.srv = &cdp.Server{Dir: o.dir, Listen: o.addr, Logger: slog.New(slog.DiscardHandler), TransferRateBps: rateBps}
+	o.srv = &cdp.Server{Dir: o.dir, Listen: o.addr, Logger: slog.New(slog.DiscardHandler), TransferRateBps: rateBps, CatalogPoll: o.poll}
 	if err := o.srv.Start(); err != nil {
 		o.t.Fatal(err)
 	}

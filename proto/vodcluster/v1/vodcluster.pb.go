@@ -486,9 +486,10 @@ type FetchRequest struct {
 	NoWait  bool                   `protobuf:"varint,4,opt,name=no_wait,json=noWait,proto3" json:"no_wait,omitempty"` // fail at once with RESOURCE_EXHAUSTED instead of queueing for a channel
 	// if_version, when set, is the Title.version the caller's bytes so far
 	// belong to: the origin answers FAILED_PRECONDITION, sending nothing,
-	// when its title is of another version (replaced under the same id), or
-	// when the title's file changed since the origin read its catalog (the
-	// version of its bytes is then unknown until the origin reads it again).
+	// when its title is of another version (replaced under the same id),
+	// and UNAVAILABLE when the title's file changed since the origin read
+	// its catalog (the version of its bytes is then unknown until the
+	// origin reads it again, which it does soon: retry), also mid-transfer.
 	IfVersion string `protobuf:"bytes,5,opt,name=if_version,json=ifVersion,proto3" json:"if_version,omitempty"`
 	// preemptible: the transfer uses a channel only while no other Fetch
 	// needs it. When a Fetch that is not preemptible finds every channel

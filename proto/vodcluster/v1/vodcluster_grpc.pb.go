@@ -50,9 +50,10 @@ type OriginClient interface {
 	// (FetchChunk.started). NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
-	// FAILED_PRECONDITION when if_version is not the title's version or the
-	// title's file changed since the origin read its catalog, ABORTED when a
-	// preemptible transfer gave its channel to a Fetch that needed one.
+	// FAILED_PRECONDITION when if_version is not the title's version,
+	// UNAVAILABLE (retry) when it is set and the title's file changed since
+	// the origin read its catalog, ABORTED when a preemptible transfer gave
+	// its channel to a Fetch that needed one.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchChunk], error)
 }
 
@@ -124,9 +125,10 @@ type OriginServer interface {
 	// (FetchChunk.started). NOT_FOUND for an unknown title,
 	// OUT_OF_RANGE for an offset past the end, RESOURCE_EXHAUSTED when every
 	// transfer channel is busy and the caller asked not to wait,
-	// FAILED_PRECONDITION when if_version is not the title's version or the
-	// title's file changed since the origin read its catalog, ABORTED when a
-	// preemptible transfer gave its channel to a Fetch that needed one.
+	// FAILED_PRECONDITION when if_version is not the title's version,
+	// UNAVAILABLE (retry) when it is set and the title's file changed since
+	// the origin read its catalog, ABORTED when a preemptible transfer gave
+	// its channel to a Fetch that needed one.
 	Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchChunk]) error
 	mustEmbedUnimplementedOriginServer()
 }
