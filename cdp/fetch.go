@@ -47,7 +47,11 @@ var errNotStarted = status.Error(codes.Unavailable, "origin not started")
 //     naming its version, and is served once the origin has read the file
 //     again if its bytes are still that version's (a touch, a copy of the
 //     same bytes), or refused FAILED_PRECONDITION if they are not;
-//     UNAVAILABLE too when the origin was not started;
+//     UNAVAILABLE too when the origin was not started, and when the stat
+//     of the title's file it makes before the transfer queues has not
+//     returned within StatTimeout (a failing disk, a hung network file
+//     system: the caller, which bounds a transfer's silence only from
+//     the started message, would otherwise wait with no bound);
 //   - OUT_OF_RANGE: an offset past the end of the title (an offset equal to
 //     the size is an empty range: no chunk, no transfer);
 //   - RESOURCE_EXHAUSTED: every channel is busy and no_wait is set (without
@@ -99,14 +103,17 @@ func (s *Server) Fetch(req *vodclusterv1.FetchRequest, stream grpc.ServerStreami
 	// UNAVAILABLE here too (retry once the origin has read it again), and
 	// again, on the file it reads, once it has a channel (the file may
 	// change while it waits).
-	// The stat, like the transfer's open and reads, is watched: a caller
-	// that leaves while it hangs (a failing disk, a network file system)
-	// counts it in cdp_transfers_abandoned until it returns, though it
-	// holds no channel.
+	// The stat is bounded (StatTimeout: UNAVAILABLE, which the caller
+	// retries) and, like the transfer's open and reads, watched: one
+	// that hangs (a failing disk, a network file system) after the
+	// fetch answered, or its caller left, counts in
+	// cdp_transfers_abandoned until it returns, though it holds no
+	// channel.
 	checkFile := req.GetIfVersion() != ""
-	statted := s.watchLeft(ctx, t, off, "origin fetch's stat of its title's file before it queued", nil)
-	st, err := s.stat(t.Path)
-	statted()
+	st, err, serr := s.statTitle(ctx, t, off, "origin fetch's stat of its title's file before it queued")
+	if serr != nil {
+		return serr
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return errGone(t)
 	}

@@ -14,7 +14,7 @@ var (
 	descSent      = prometheus.NewDesc("cdp_sent_bytes_total", "Title bytes sent by transfers.", nil, nil)
 	descActive    = prometheus.NewDesc("cdp_transfers_active", "Transfers holding a channel now.", nil, nil)
 	descWaiting   = prometheus.NewDesc("cdp_transfers_waiting", "Fetch calls queued for a channel now.", nil, nil)
-	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back), and fetches whose caller left during the stat of the title's file before they queued, that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
+	descAbandoned = prometheus.NewDesc("cdp_transfers_abandoned", "Transfers whose caller left (their channel given back), and stats of a title's file (a fetch's before it queued, GetTitle's) whose call no longer waits for them (its caller left, or it answered UNAVAILABLE after 2 s), that have not returned yet; above 0 for long: stuck in a file operation (a hung disk or network file system).", nil, nil)
 	descRefused   = prometheus.NewDesc("cdp_transfers_refused_total", "no_wait Fetch calls refused because every channel was busy.", nil, nil)
 	descPreempted = prometheus.NewDesc("cdp_transfers_preempted_total", "Preemptible transfers (a node's reads far ahead of a fill) ended to give their channel to a Fetch that queued for one.", nil, nil)
 	descYielded   = prometheus.NewDesc("cdp_transfers_yielded_total", "Prefetches (fills no viewer waits for) ended to give their channel to a fill or a read far ahead of a fill that a viewer waits for.", nil, nil)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,9 +97,12 @@ type Server struct {
 	CatalogPoll time.Duration
 
 	clock clock // nil means the wall clock; tests put a fake here
-	// statFile stats a title's file before its fetch queues; nil: os.Stat
-	// (tests put one that hangs here).
+	// statFile stats a title's file before its fetch queues, and for
+	// GetTitle; nil: os.Stat (tests put one that hangs here).
 	statFile func(string) (fs.FileInfo, error)
+	// statWait bounds statFile's wait (statTitle); 0: StatTimeout (tests
+	// put a shorter one here).
+	statWait time.Duration
 
 	mu      sync.Mutex
 	started bool
@@ -316,8 +318,10 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 // describes (written over or touched since: its version is known once the
 // origin has read it again, which the answer has it do soon; a node then
 // fills from the title it has cached, naming that version, and its
-// fetches are answered UNAVAILABLE, retried, until then).
-func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) (*vodclusterv1.Title, error) {
+// fetches are answered UNAVAILABLE, retried, until then), and when the
+// stat of its file does not return within StatTimeout (a failing disk, a
+// hung network file system).
+func (s *Server) GetTitle(ctx context.Context, req *vodclusterv1.GetTitleRequest) (*vodclusterv1.Title, error) {
 	cat := s.Catalog()
 	if cat == nil {
 		return nil, errNotStarted
@@ -329,7 +333,11 @@ func (s *Server) GetTitle(_ context.Context, req *vodclusterv1.GetTitleRequest) 
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "title %q is not in the origin's catalog", clipID(req.GetTitleId()))
 	}
-	if err := s.rescanOn(t.checkFile(os.Stat(t.Path))); err != nil {
+	st, statErr, err := s.statTitle(ctx, t, 0, "origin GetTitle's stat of its title's file")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rescanOn(t.checkFile(st, statErr)); err != nil {
 		return nil, err
 	}
 	return t.Proto(), nil

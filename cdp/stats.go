@@ -22,8 +22,9 @@ type Stats struct {
 	Waiting int
 	// Abandoned is the number of transfers whose caller has left (its
 	// channel given back) while the transfer has not returned yet, and of
-	// fetches whose caller left during the stat of the title's file before
-	// they queued while that stat has not returned: stuck in a file
+	// the stats of a title's file (a fetch's before it queued, GetTitle's)
+	// whose call no longer waits for them (its caller left, or it answered
+	// UNAVAILABLE after StatTimeout) while they have not returned: stuck in a file
 	// operation no context interrupts (a stat, an open or a read hung on a
 	// failing disk or a network file system) when it stays above 0.
 	Abandoned int

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,5 +163,54 @@ func TestFetchStuckInItsStatIsCountedWhenItsCallerLeaves(t *testing.T) {
 	waitStats(t, s, "the stat to return", func(st Stats) bool { return st.Abandoned == 0 })
 	if st := s.Stats(); st.Transfers != 1 || st.Active != 0 {
 		t.Errorf("stats %+v: want one transfer (the other title's), none active", st)
+	}
+}
+
+// A fetch whose stat of its title's file, before it queues, hangs is
+// answered UNAVAILABLE once the stat has not returned within its bound
+// (StatTimeout; shorter here), so that a node, which bounds a transfer's
+// silence only from the origin's started message, retries it rather than
+// waiting with no bound; GetTitle's stat likewise. Each stat left behind
+// counts abandoned until it returns; none took a channel.
+func TestFetchStuckInItsStatIsAnsweredUnavailable(t *testing.T) {
+	entered, free := make(chan struct{}, 2), make(chan struct{})
+	var stuck string
+	s, c := startServer(t, func(s *Server) {
+		s.MaxTransfers = 1
+		s.statWait = 100 * time.Millisecond
+		s.statFile = func(path string) (fs.FileInfo, error) {
+			if path == stuck {
+				entered <- struct{}{}
+				<-free
+			}
+			return os.Stat(path)
+		}
+	})
+	ti, _ := s.Catalog().Title("sample-001")
+	stuck = ti.Path
+	var once sync.Once
+	release := func() { once.Do(func() { close(free) }) }
+	t.Cleanup(release) // before the server's Close, which waits for its handlers
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // generous: the bound is 100 ms
+	defer cancel()
+	_, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", IfVersion: ti.Version}, DefaultChunkBytes)
+	wantCode(t, err, codes.Unavailable, `title "sample-001": the origin's stat of its file did not return within 100ms`)
+	waitStats(t, s, "the fetch's stat left hung counted abandoned", func(st Stats) bool { return st.Abandoned == 1 })
+	_, err = c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "sample-001"})
+	wantCode(t, err, codes.Unavailable, `title "sample-001": the origin's stat of its file did not return within 100ms`)
+	waitStats(t, s, "GetTitle's stat left hung counted abandoned", func(st Stats) bool { return st.Abandoned == 2 })
+	if st := s.Stats(); st.Transfers != 0 || st.Waiting != 0 || st.Active != 0 {
+		t.Fatalf("stats %+v: want no transfer, none waiting or active", st)
+	}
+	for range 2 {
+		<-entered
+	}
+
+	release()
+	waitStats(t, s, "the stats to return", func(st Stats) bool { return st.Abandoned == 0 })
+	d, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-001", IfVersion: ti.Version}, DefaultChunkBytes)
+	if err != nil || len(d) != int(ti.SizeBytes) {
+		t.Fatalf("fetch once the stat returns: %d bytes, %v", len(d), err)
 	}
 }
