@@ -41,6 +41,30 @@ func fillFailedReason(err error) string {
 	return "fill failed: " + store.FailCause(err)
 }
 
+// failedText is what a viewer is told of its title's fill that failed
+// with err: what failed, in words, without the origin's or the node's
+// details (the origin's gRPC error, file times, versions, the node's
+// paths), which the node's log has ("fill failed").
+func failedText(err error) string {
+	switch c := status.Code(err); {
+	case c == codes.Unauthenticated || c == codes.PermissionDenied:
+		return "its fill failed: the origin refused the node (its credential)"
+	}
+	switch store.FailCause(err) {
+	case "replaced":
+		return "its fill failed: the title was replaced at the origin; ask for it again"
+	case "mismatch":
+		return "its fill failed: the origin's bytes did not match the title's version"
+	case "disk":
+		return "its fill failed: the node's disk could not take it"
+	case "not_found":
+		return "its fill failed: the origin no longer has the title"
+	case "abandoned", "preempted":
+		return "its fill was stopped"
+	}
+	return "its fill failed: the origin stopped sending it"
+}
+
 // retryLater reports whether a viewer refused because its title's fill
 // failed with err may be served by asking again later (Retry-After): not
 // when the origin refused the node (UNAUTHENTICATED, PERMISSION_DENIED:
@@ -82,7 +106,7 @@ func titleUnavailable(w http.ResponseWriter, err error) {
 	if retryLater(err) {
 		w.Header().Set("Retry-After", retryAfter)
 	}
-	msg := "title unavailable: " + err.Error()
+	msg := "title unavailable: " + failedText(err)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Not the title's fault: its fill may be on its way (a segment
 		// asked ahead of a slow fill).
@@ -194,7 +218,7 @@ func (n *Node) hasStarted(s *session) bool {
 func probeUnavailable(t *store.Title, err error) *rtspError {
 	switch {
 	case errors.Is(err, store.ErrFillFailed):
-		return unavailable(err, "title unavailable: %v", err)
+		return unavailable(err, "title unavailable: %s", failedText(err))
 	case errors.Is(err, context.DeadlineExceeded) && !t.View().Complete:
 		return unavailable(nil, "title unavailable: its fill brought no stream parameters within %s", durtext.Written(requestTimeout))
 	}

@@ -111,6 +111,11 @@ func TestHTTPFillFailedBeforeItsFirstByte(t *testing.T) {
 			!strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
 			t.Fatalf("%s: %d %q (%s), want 503 title unavailable in plain text", tc.name, res.StatusCode, body, res.Header.Get("Content-Type"))
 		}
+		// What failed, in words: not the origin's gRPC error (file
+		// times, versions), which the node's log has.
+		if b := string(body); strings.Contains(b, "rpc error") || strings.Contains(b, "code =") || !strings.Contains(b, "its fill failed: ") {
+			t.Errorf("%s: body %q, want what failed in words, without the origin's error", tc.name, b)
+		}
 		if ra := res.Header.Get("Retry-After"); (ra == "5") != tc.retry || res.Header.Get("Content-Range") != "" {
 			t.Errorf("%s: Retry-After %q, Content-Range %q; want Retry-After only where a retry may succeed (%v), no range",
 				tc.name, ra, res.Header.Get("Content-Range"), tc.retry)

@@ -80,8 +80,8 @@ func TestDiskErrorsNotRetried(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{fmt.Errorf("%w: %v", errDisk, syscall.ENOSPC), false},
-		{fmt.Errorf("%w: %v", errDisk, syscall.EROFS), false},
+		{fmt.Errorf("%w: %v", ErrDisk, syscall.ENOSPC), false},
+		{fmt.Errorf("%w: %v", ErrDisk, syscall.EROFS), false},
 		{status.Error(codes.Unavailable, "origin restarting"), true},
 		// the origin refuses the node's credential (another secret_file):
 		// retried for fill_retry_for, its viewer waited 30 s for nothing

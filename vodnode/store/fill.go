@@ -412,7 +412,7 @@ func (s *Store) fetchOnce(ctx context.Context, cancel context.CancelCauseFunc, t
 		data := c.GetData()
 		if _, err := t.file.WriteAt(data, off+n); err != nil {
 			s.noteDiskFault()
-			return n, queued, fmt.Errorf("%w: %v", errDisk, err)
+			return n, queued, fmt.Errorf("%w: %v", ErrDisk, err)
 		}
 		n += int64(len(data))
 		s.originBytes.Add(int64(len(data)))
@@ -436,12 +436,9 @@ var errAbandoned = errors.New("abandoned: its viewers left before the origin's f
 // the room may take in turn.
 var errPreempted = errors.New("preempted: stopped to make room for a fill on demand")
 
-// errDisk is a fill's failure to write to the node's own disk (full, read
-// only, failing): no retry from the origin mends it.
-var errDisk = errors.New("writing the title to the node's disk")
 
 func retryable(err error) bool {
-	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) || errors.Is(err, errDisk) {
+	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) || errors.Is(err, ErrDisk) {
 		return false
 	}
 	switch status.Code(err) {
@@ -467,7 +464,7 @@ func (s *Store) finishFill(t *Title, b *fillWriter) error {
 		return err
 	}
 	if err := saveIndex(s.path(id, ".idx"), st, idx, t.meta.Version); err != nil {
-		return fmt.Errorf("%w: index: %v", errDisk, err)
+		return fmt.Errorf("%w: index: %v", ErrDisk, err)
 	}
 	if err := os.Rename(s.path(id, ".ts.part"), s.path(id, ".ts")); err != nil {
 		os.Remove(s.path(id, ".idx"))
@@ -501,7 +498,7 @@ func FailCause(err error) string {
 		return "replaced"
 	case errors.Is(err, errMismatch):
 		return "mismatch"
-	case errors.Is(err, errDisk), errors.Is(err, ErrNoSpace):
+	case errors.Is(err, ErrDisk), errors.Is(err, ErrNoSpace):
 		return "disk"
 	case status.Code(err) == codes.NotFound:
 		return "not_found"

@@ -259,7 +259,7 @@ func (s *Store) sweepPartials() {
 // (index and hash of the kept bytes) that goes on with the origin's bytes
 // and the offset to fetch from. Readers
 // get the kept bytes as they are indexed. Errors: t's fill cancelled (the
-// file is left as it was), or errDisk (wrapped) when the file cannot be
+// file is left as it was), or ErrDisk (wrapped) when the file cannot be
 // read or cut.
 //
 // A machine that lost power keeps a file's size but may lose its pages
@@ -271,7 +271,7 @@ func (s *Store) sweepPartials() {
 func (s *Store) resumeFrom(t *Title) (*fillWriter, int64, error) {
 	st, err := t.file.Stat()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errDisk, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrDisk, err)
 	}
 	end := min(st.Size(), t.meta.Size) / tsindex.PacketSize * tsindex.PacketSize
 	b, n, err := s.index(t, end, true)
@@ -292,7 +292,7 @@ func (s *Store) resumeFrom(t *Title) (*fillWriter, int64, error) {
 	if n != st.Size() {
 		if err := t.file.Truncate(n); err != nil {
 			s.noteDiskFault()
-			return nil, 0, fmt.Errorf("%w: %v", errDisk, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrDisk, err)
 		}
 	}
 	return b, n, nil
@@ -305,7 +305,7 @@ func (s *Store) resumeFrom(t *Title) (*fillWriter, int64, error) {
 // last (so that a bad packet found in a read leaves the views at least a
 // read short of it), and the whole view once every read passed. Errors:
 // tsindex.ErrNotTS (wrapped) at the first bad packet, whose offset the
-// count then is; t's fill cancelled; errDisk.
+// count then is; t's fill cancelled; ErrDisk.
 func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, error) {
 	b := newFillWriter(t.meta)
 	buf := make([]byte, 1024*tsindex.PacketSize)
@@ -317,7 +317,7 @@ func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, er
 		n := int(min(int64(len(buf)), end-off))
 		if _, err := t.file.ReadAt(buf[:n], off); err != nil {
 			s.noteDiskFault()
-			return nil, 0, fmt.Errorf("%w: reading the partial fill: %v", errDisk, err)
+			return nil, 0, fmt.Errorf("%w: reading the partial fill: %v", ErrDisk, err)
 		}
 		if _, err := b.Write(buf[:n]); err != nil {
 			return nil, b.Index().Size, err
@@ -342,7 +342,7 @@ func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, er
 // version at the origin, not the version announced), the node's disk, or a
 // title the origin no longer has.
 func keepPartial(t *Title, err error) bool {
-	if t.meta.Version == "" || errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, errDisk) ||
+	if t.meta.Version == "" || errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrDisk) ||
 		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) {
 		return false
 	}

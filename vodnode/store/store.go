@@ -29,8 +29,12 @@ var (
 	ErrFillFailed   = errors.New("store: fill failed")           // a title's fill stopped before its end (View.Err): the origin away longer than RetryFor, the title replaced there
 	ErrBadID        = errors.New("store: invalid title id")      // not [A-Za-z0-9._-]{1,128}
 	ErrLocked       = errors.New("store: directory in use")      // another process (or Store) holds the directory's lock
-	ErrDisk         = errors.New("store: disk fault")            // a fill's file could not be created there (read only, a permissions problem, failing): DiskFault is set
-	errClosedStore  = errors.New("store: closed")
+	// ErrDisk is a fill's failure to create or write its file on the
+	// node's own disk (read only, a permissions problem, full, failing):
+	// no retry from the origin mends it (DiskFault says so until a test
+	// write succeeds).
+	ErrDisk        = errors.New("writing the title to the node's disk")
+	errClosedStore = errors.New("store: closed")
 )
 
 var idRe = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
