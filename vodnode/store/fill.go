@@ -436,7 +436,6 @@ var errAbandoned = errors.New("abandoned: its viewers left before the origin's f
 // the room may take in turn.
 var errPreempted = errors.New("preempted: stopped to make room for a fill on demand")
 
-
 func retryable(err error) bool {
 	if errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrNoSpace) || errors.Is(err, errAbandoned) || errors.Is(err, ErrDisk) {
 		return false
