@@ -292,27 +292,10 @@ func TestNotStarted(t *testing.T) {
 // UNAVAILABLE (the node retries; once the origin has read the file again,
 // a retry naming the old version is refused FAILED_PRECONDITION).
 func TestFetchEndsWhenTheFileIsWrittenOverInPlace(t *testing.T) {
-	const chunk = 100 * 188
-	clk := newFakeClock(true)
-	s, c := startServer(t, func(s *Server) {
-		s.TransferRateBps = 80_000_000
-		s.ChunkBytes = chunk
-		s.clock = clk
-	})
-	ti, _ := s.Catalog().Title("sample-003")
+	s, c, ti, clk, done := startPacedFetch(t)
 	clip := readClip(t, "clip-c.ts")
-	type result struct {
-		got []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", IfVersion: ti.Version}, chunk)
-		done <- result{got, err}
-	}()
-	clk.waitEntered(t, 1) // the first chunk read, paced
 	other := append([]byte(nil), clip...)
-	for i := chunk; i < len(other); i += 188 {
+	for i := pacedChunk; i < len(other); i += 188 {
 		other[i+100] ^= 0xff
 	}
 	if err := os.WriteFile(ti.Path, other, 0o644); err != nil { // same inode, truncated and written
@@ -322,13 +305,13 @@ func TestFetchEndsWhenTheFileIsWrittenOverInPlace(t *testing.T) {
 	close(clk.gate)
 	r := <-done
 	wantCode(t, r.err, codes.Unavailable, `title "sample-003": its file changed since the origin loaded its catalog`)
-	if !bytes.Equal(r.got, clip[:len(r.got)]) || len(r.got) > chunk {
-		t.Fatalf("%d bytes sent before the refusal; want at most the first chunk, of the old file", len(r.got))
+	if !bytes.Equal(r.got, clip[:len(r.got)]) || len(r.got) > pacedChunk {
+		t.Fatalf("%d bytes sent before the refusal; want at most the first pacedChunk, of the old file", len(r.got))
 	}
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: int64(len(r.got)), IfVersion: ti.Version}, chunk)
+	_, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: int64(len(r.got)), IfVersion: ti.Version}, pacedChunk)
 	wantCode(t, err, codes.FailedPrecondition, `title "sample-003" is version `)
 }
 

@@ -16,25 +16,8 @@ import (
 // Once it has, the version is the same and the transfer resumed from
 // where it ended, naming it, is served the rest of the same bytes.
 func TestFetchOfATouchedFileResumesOnceReadAgain(t *testing.T) {
-	const chunk = 100 * 188
-	clk := newFakeClock(true)
-	s, c := startServer(t, func(s *Server) {
-		s.TransferRateBps = 80_000_000
-		s.ChunkBytes = chunk
-		s.clock = clk
-	})
-	ti, _ := s.Catalog().Title("sample-003")
+	s, c, ti, clk, done := startPacedFetch(t)
 	clip := readClip(t, "clip-c.ts")
-	type result struct {
-		got []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", IfVersion: ti.Version}, chunk)
-		done <- result{got, err}
-	}()
-	clk.waitEntered(t, 1) // the first chunk read, paced
 	later(t, ti.Path)
 	close(clk.gate)
 	r := <-done
@@ -53,7 +36,7 @@ func TestFetchOfATouchedFileResumesOnceReadAgain(t *testing.T) {
 	if now, _ := s.Catalog().Title("sample-003"); now.Version != ti.Version {
 		t.Fatalf("version after the touched file was read again: %s, want %s", now.Version, ti.Version)
 	}
-	rest, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: int64(len(r.got)), IfVersion: ti.Version}, chunk)
+	rest, err := fetch(ctx, c, &vodclusterv1.FetchRequest{TitleId: "sample-003", Offset: int64(len(r.got)), IfVersion: ti.Version}, pacedChunk)
 	if err != nil {
 		t.Fatalf("fetch resumed after the file was read again: %v", err)
 	}
@@ -63,4 +46,36 @@ func TestFetchOfATouchedFileResumesOnceReadAgain(t *testing.T) {
 	if ti2, err := c.GetTitle(ctx, &vodclusterv1.GetTitleRequest{TitleId: "sample-003"}); err != nil || ti2.GetVersion() != ti.Version {
 		t.Fatalf("GetTitle after the file was read again: %v, %v", ti2, err)
 	}
+}
+
+// pacedChunk is the chunk of startPacedFetch's server, bytes.
+const pacedChunk = 100 * 188
+
+// fetchResult is a fetch's bytes and its end.
+type fetchResult struct {
+	got []byte
+	err error
+}
+
+// startPacedFetch starts an origin whose transfers are paced on a gated
+// fake clock in chunks of pacedChunk, and a fetch of sample-003 (clip-c)
+// naming its version; it returns once the fetch has read its first chunk
+// and waits for its pace (close clk.gate to let it go on). done gets the
+// fetch's bytes and end.
+func startPacedFetch(t *testing.T) (*Server, vodclusterv1.OriginClient, Title, *fakeClock, <-chan fetchResult) {
+	t.Helper()
+	clk := newFakeClock(true)
+	s, c := startServer(t, func(s *Server) {
+		s.TransferRateBps = 80_000_000
+		s.ChunkBytes = pacedChunk
+		s.clock = clk
+	})
+	ti, _ := s.Catalog().Title("sample-003")
+	done := make(chan fetchResult, 1)
+	go func() {
+		got, err := fetch(context.Background(), c, &vodclusterv1.FetchRequest{TitleId: "sample-003", IfVersion: ti.Version}, pacedChunk)
+		done <- fetchResult{got, err}
+	}()
+	clk.waitEntered(t, 1) // the first chunk read, paced
+	return s, c, ti, clk, done
 }

@@ -229,9 +229,13 @@ type Hold struct {
 
 // Holds returns the eviction holds still running at now, by node and
 // title, for the manager's store.
-func (r *Replicator) Holds(now time.Time) []Hold {
+func (r *Replicator) Holds(now time.Time) []Hold { return holdList(r.held, now) }
+
+// holdList returns the entries of m (pair -> end) still running at now,
+// by node and title.
+func holdList(m map[fillKey]time.Time, now time.Time) []Hold {
 	var out []Hold
-	for k, until := range r.held {
+	for k, until := range m {
 		if now.Before(until) {
 			out = append(out, Hold{Node: k.node, Title: k.title, Until: until})
 		}
@@ -245,18 +249,25 @@ func (r *Replicator) Holds(now time.Time) []Hold {
 	return out
 }
 
+// holdMap is hs as a map (pair -> end), entries with an empty node or
+// title skipped.
+func holdMap(hs []Hold) map[fillKey]time.Time {
+	m := make(map[fillKey]time.Time, len(hs))
+	for _, h := range hs {
+		if h.Node != "" && h.Title != "" {
+			m[fillKey{h.Node, h.Title}] = h.Until
+		}
+	}
+	return m
+}
+
 // RestoreHolds replaces the eviction holds with hs (from Holds, possibly
 // of another manager). Holds with an empty node or title are skipped.
 func (r *Replicator) RestoreHolds(hs []Hold) {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { r.RestoreHolds(hs) })
 	}
-	r.held = make(map[fillKey]time.Time, len(hs))
-	for _, h := range hs {
-		if h.Node != "" && h.Title != "" {
-			r.held[fillKey{h.Node, h.Title}] = h.Until
-		}
-	}
+	r.held = holdMap(hs)
 }
 
 // isHeld reports whether the operator's eviction of title from node still

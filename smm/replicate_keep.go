@@ -1,10 +1,6 @@
 package smm
 
-import (
-	"slices"
-	"strings"
-	"time"
-)
+import "time"
 
 // The operator's prefetch keeps its copy. A title prefetched by hand
 // (Prefetched, Queued) usually has no demand yet (that is why it was
@@ -50,32 +46,11 @@ func (r *Replicator) KeptUntil(node, title string, now time.Time) (time.Time, bo
 
 // Keeps returns the keeps still running at now (Kept), by node and title,
 // for the manager's store (PopularityState.Kept).
-func (r *Replicator) Keeps(now time.Time) []Hold {
-	var out []Hold
-	for k, until := range r.kept {
-		if now.Before(until) {
-			out = append(out, Hold{Node: k.node, Title: k.title, Until: until})
-		}
-	}
-	slices.SortFunc(out, func(a, b Hold) int {
-		if c := strings.Compare(a.Node, b.Node); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Title, b.Title)
-	})
-	return out
-}
+func (r *Replicator) Keeps(now time.Time) []Hold { return holdList(r.kept, now) }
 
 // restoreKeeps replaces the keeps with hs (Keeps, from a snapshot);
 // entries with an empty node or title are skipped.
-func (r *Replicator) restoreKeeps(hs []Hold) {
-	r.kept = make(map[fillKey]time.Time, len(hs))
-	for _, h := range hs {
-		if h.Node != "" && h.Title != "" {
-			r.kept[fillKey{h.Node, h.Title}] = h.Until
-		}
-	}
-}
+func (r *Replicator) restoreKeeps(hs []Hold) { r.kept = holdMap(hs) }
 
 // pruneKeeps forgets the keeps ended at now, and those of node when node
 // is not "" (a node forgotten).
