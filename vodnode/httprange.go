@@ -117,7 +117,7 @@ func coalesce(v string, size int64) string {
 		case ferr == nil && last == "":
 			sp = span{f, size}
 		case ferr == nil && lerr == nil:
-			sp = span{f, min(l+1, size)}
+			sp = span{f, min(l, size-1) + 1} // l may be math.MaxInt64 (byterange.Pos)
 		default:
 			continue // byterange.Classify let no such range through
 		}

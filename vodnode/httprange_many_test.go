@@ -43,6 +43,9 @@ func TestRangeCheckCapsRanges(t *testing.T) {
 		"bytes=0-0,0-0":                   "bytes=0-0",
 		"bytes=0-5,3-8,20-30,25-26,2000-": "bytes=0-8,20-30", // the one past the end dropped
 		"bytes=900-1200,950-":             "bytes=900-999",
+		// A last-pos of an int64's largest (byterange.Pos) ends at the end;
+		// its last+1 overflowed and the range was dropped.
+		"bytes=100-9223372036854775807,0-199": "bytes=0-999",
 	} {
 		if got := coalesce(v, 1000); got != want {
 			t.Errorf("coalesce(%q, 1000) = %q, want %q", v, got, want)

@@ -40,3 +40,43 @@ func TestHTTPSessionRefillsAfterAFailedFill(t *testing.T) {
 		t.Fatalf("%d partials once the title is whole, want 0 (the new fill resumed it)", got)
 	}
 }
+
+// A session's title replaced at the origin, after its fill failed, by a
+// file of the same size and bitrate (other bytes: another version) is
+// not filled again for it: its next bytes would be the new version's
+// after the old one's it has. It was (the check compared size and
+// bitrate only).
+func TestHTTPSessionDoesNotRefillAnotherVersion(t *testing.T) {
+	o := newFakeOrigin(t)
+	data := o.titles["sample-005"]
+	cut := int64(len(data)/4) / 188 * 188
+	o.failAt.Store(cut)
+	n := startNode(t, startOrigin(t, o), func(n *Node) {
+		withHTTP(n)
+		n.FillRetryFor = 300 * time.Millisecond
+	})
+	url := httpURL(n, mint(t, "refill-other", "sample-005", "node-1", "", 10*time.Minute), "sample-005.ts")
+	if res, b := get(t, url); res.StatusCode != http.StatusOK || !bytes.Equal(b, data[:len(b)]) {
+		t.Fatalf("first GET: %d, %d bytes", res.StatusCode, len(b))
+	}
+	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	other := bytes.Clone(data)
+	for p := cut; p+188 <= int64(len(other)); p += 188 {
+		other[p+187] ^= 0x55 // the same size and duration, other bytes
+	}
+	o.replace("sample-005", other)
+	o.failAt.Store(0)
+	// The session asks for the rest: its fill again, from the node's
+	// catalog as it was, fails as replaced, which has the node read the
+	// catalog again; asked once more, the title there is the new version.
+	rest := func() (int, []byte) {
+		res, b := get(t, url, "Range", fmt.Sprintf("bytes=%d-", cut))
+		return res.StatusCode, b
+	}
+	for i := range 2 {
+		if code, b := rest(); code != http.StatusServiceUnavailable || bytes.Contains(b, other[cut:cut+188]) {
+			t.Fatalf("request %d for the rest after the title was replaced: %d, %d bytes; want 503 (the session's bytes are the old version's)", i+1, code, len(b))
+		}
+		waitFor(t, 10*time.Second, "a fill of the title to fail as replaced", func() bool { return n.store.FillsFailed()["replaced"] >= 1 })
+	}
+}

@@ -172,6 +172,9 @@ func (r *titleReader) nextBytes(want int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if avail > 0 && avail <= r.off {
+			return 0, errPastCopy // complete, and ending before the read: it spun here
+		}
 		if avail > 0 {
 			k = int(min(int64(want), avail-r.off))
 		}
@@ -226,21 +229,19 @@ func waitBytes(ctx context.Context, t *store.Title, off int64) (int64, error) {
 	}
 }
 
-// errPastCopy ends a read at an offset at or past the end of the complete
-// copy held: the answer promised more bytes than the copy has (never
-// expected: a session serves its copy's size, adoptHeldMeta), so it is
-// cut, not waited on (it spun at the end of the copy).
+// errPastCopy ends a progressive read at an offset at or past the end of
+// the complete copy held: the answer promised more bytes than the copy
+// has (never expected: a session serves its copy's size, adoptHeldMeta),
+// so it is cut, not waited on (it spun at the end of the copy).
 var errPastCopy = errors.New("the range reaches past the end of the node's copy of the title")
 
 // filledPast returns, with ok, how many bytes title t has on disk once it
-// has some past off (the file's size once complete), or the fill's error
-// once it failed with none past off (errPastCopy: complete, with none past
-// off); ok is false while they are to come.
+// has some past off (the file's size once complete, which may be off: a
+// wait at the end of the fill's last bytes), or the fill's error once it
+// failed with none past off; ok is false while they are to come.
 func filledPast(t *store.Title, off int64) (avail int64, ok bool, err error) {
 	v := t.View()
 	switch {
-	case v.Complete && t.Meta().Size <= off:
-		return t.Meta().Size, true, errPastCopy
 	case v.Complete:
 		return t.Meta().Size, true, nil
 	case v.Index.Size > off:

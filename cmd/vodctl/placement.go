@@ -181,8 +181,6 @@ func partialKept(p *v1.NodePartial) string {
 	return "partial " + pct
 }
 
-// unixMs formats milliseconds since the Unix epoch as local time, "-"
-// for 0 (unknown).
 // pinnedCol is a copy's PINNED column: true, false, or, for the copy an
 // operator's prefetch filled and not pinned, "kept until" the end of its
 // keep.
@@ -193,6 +191,8 @@ func pinnedCol(p *v1.Replica) string {
 	return strconv.FormatBool(p.Pinned)
 }
 
+// unixMs formats milliseconds since the Unix epoch as local time, "-"
+// for 0 (unknown).
 func unixMs(ms int64) string {
 	if ms <= 0 {
 		return "-"
