@@ -463,11 +463,11 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	switch {
 	case !st.GetFilling():
 	case fill == "ordered":
-		why = append(why, "has a prefetch ordered, not started yet (vodctl fills: ordered)")
+		why = append(why, "has a prefetch ordered, not started yet (vodctl fills: ordered; evict it once its fill is complete)")
 	case fill == "node down":
 		why = append(why, "was filling when its node went down (vodctl fills: node down)")
 	default:
-		why = append(why, fmt.Sprintf("is filling (vodctl fills: %s)", fill))
+		why = append(why, fmt.Sprintf("is filling (vodctl fills: %s; evict it once complete)", fill))
 	}
 	return strings.Join(why, " and ")
 }

@@ -41,7 +41,7 @@ func TestPrefetchPassedOverCancelOfAFillCutShort(t *testing.T) {
 		// dead: seen dead by then or not (a heartbeat interval).
 		{"dead", func(_ *env, n1 *simNode) { n1.stop() }, "(its prefetch there failed 1 time and waits for its retry)", "filling"},
 		{"drained", func(e *env, _ *simNode) { e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}) },
-			"(its prefetch there is under way, vodctl fills: a copy there once complete", "is filling (vodctl fills: filling)"},
+			"(its prefetch there is under way, vodctl fills: a copy there once complete", "is filling (vodctl fills: filling; evict it once complete)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newManagerWith(t, "", unhinted(), quietStorage)

@@ -104,8 +104,11 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"plan with a slot; the same prefetch again meanwhile is refused (already queued), as one already\n" +
 			"ordered there is, and so is one without NODE (another NODE named orders it there as well).\n" +
 			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
-			"so a restarted manager or the standby taking over orders it again; vodctl evict TITLE NODE\n" +
-			"cancels it. A failed fill is retried with backoff, 10 attempts in all.",
+			"so a restarted manager or the standby taking over orders it again; while it is queued or waits\n" +
+			"for a retry, vodctl evict TITLE NODE cancels it (one sent to the node is carried out: evict the\n" +
+			"copy once its fill is complete). A failed fill is retried with backoff, 10 attempts in all.\n" +
+			"Once filled, the copy is kept there for the storage section's evict_hold (1h): no room is made\n" +
+			"with it until then; vodctl evict removes it, vodctl pin keeps it for good.",
 	}[verb]
 	var node string
 	use := verb + " TITLE [NODE]"
