@@ -14,19 +14,10 @@ import (
 // the failed fill left, and serves it. It was bound to the failed fill
 // for good: 503 with Retry-After at every request, which no retry mended.
 func TestHTTPSessionRefillsAfterAFailedFill(t *testing.T) {
-	o := newFakeOrigin(t)
-	data := o.titles["sample-005"]
-	cut := int64(len(data)/4) / 188 * 188
-	o.failAt.Store(cut)
-	n := startNode(t, startOrigin(t, o), func(n *Node) {
-		withHTTP(n)
-		n.FillRetryFor = 300 * time.Millisecond
-	})
-	url := httpURL(n, mint(t, "refill", "sample-005", "node-1", "", 10*time.Minute), "sample-005.ts")
-	if res, b := get(t, url); res.StatusCode != http.StatusOK || int64(len(b)) > cut || !bytes.Equal(b, data[:len(b)]) {
-		t.Fatalf("first GET: %d, %d bytes, want 200 and at most the %d bytes the origin sent, the title's", res.StatusCode, len(b), cut)
+	o, n, url, data, cut, first, b := cutFillSession(t, "refill")
+	if first != http.StatusOK || int64(len(b)) > cut || !bytes.Equal(b, data[:len(b)]) {
+		t.Fatalf("first GET: %d, %d bytes, want 200 and at most the %d bytes the origin sent, the title's", first, len(b), cut)
 	}
-	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
 	if got := len(n.store.Partials()); got != 1 {
 		t.Fatalf("%d partials after the failed fill, want 1", got)
 	}
@@ -47,19 +38,10 @@ func TestHTTPSessionRefillsAfterAFailedFill(t *testing.T) {
 // after the old one's it has. It was (the check compared size and
 // bitrate only).
 func TestHTTPSessionDoesNotRefillAnotherVersion(t *testing.T) {
-	o := newFakeOrigin(t)
-	data := o.titles["sample-005"]
-	cut := int64(len(data)/4) / 188 * 188
-	o.failAt.Store(cut)
-	n := startNode(t, startOrigin(t, o), func(n *Node) {
-		withHTTP(n)
-		n.FillRetryFor = 300 * time.Millisecond
-	})
-	url := httpURL(n, mint(t, "refill-other", "sample-005", "node-1", "", 10*time.Minute), "sample-005.ts")
-	if res, b := get(t, url); res.StatusCode != http.StatusOK || !bytes.Equal(b, data[:len(b)]) {
-		t.Fatalf("first GET: %d, %d bytes", res.StatusCode, len(b))
+	o, n, url, data, cut, first, b := cutFillSession(t, "refill-other")
+	if first != http.StatusOK || !bytes.Equal(b, data[:len(b)]) {
+		t.Fatalf("first GET: %d, %d bytes", first, len(b))
 	}
-	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
 	other := bytes.Clone(data)
 	for p := cut; p+188 <= int64(len(other)); p += 188 {
 		other[p+187] ^= 0x55 // the same size and duration, other bytes
@@ -79,4 +61,25 @@ func TestHTTPSessionDoesNotRefillAnotherVersion(t *testing.T) {
 		}
 		waitFor(t, 10*time.Second, "a fill of the title to fail as replaced", func() bool { return n.store.FillsFailed()["replaced"] >= 1 })
 	}
+}
+
+// cutFillSession starts a node whose origin sends sample-005's first
+// quarter (cut bytes) and then fails, and a progressive download of it by
+// session sid: it returns once the fill has failed (fill_retry_for
+// 300 ms), with the download's URL, the title's bytes, the first GET's
+// status and body.
+func cutFillSession(t *testing.T, sid string) (o *fakeOrigin, n *Node, url string, data []byte, cut int64, first int, body []byte) {
+	t.Helper()
+	o = newFakeOrigin(t)
+	data = o.titles["sample-005"]
+	cut = int64(len(data)/4) / 188 * 188
+	o.failAt.Store(cut)
+	n = startNode(t, startOrigin(t, o), func(n *Node) {
+		withHTTP(n)
+		n.FillRetryFor = 300 * time.Millisecond
+	})
+	url = httpURL(n, mint(t, sid, "sample-005", "node-1", "", 10*time.Minute), "sample-005.ts")
+	res, body := get(t, url)
+	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	return o, n, url, data, cut, res.StatusCode, body
 }
