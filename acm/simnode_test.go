@@ -28,6 +28,7 @@ type simNode struct {
 	autoComplete bool     // prefetches complete at once
 	doubles      []string // prefetches of a title already on the disk (a second fill)
 	protects     []int    // the index in log at which each ProtectCommand came
+	protected    []string // the titles of the last ProtectCommand
 }
 
 // simOpts configures a simNode.
@@ -104,6 +105,7 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 		n.log = append(n.log, fmt.Sprint("drain ", c.GetDrain().GetDrain()))
 	case c.GetProtect() != nil:
 		n.protects = append(n.protects, len(n.log))
+		n.protected = c.GetProtect().GetTitleIds()
 	case c.GetEvict() != nil:
 		id := c.GetEvict().GetTitleId()
 		n.log = append(n.log, "evict "+id)
@@ -188,6 +190,13 @@ func (n *simNode) commands() []string {
 	n.smu.Lock()
 	defer n.smu.Unlock()
 	return slices.Clone(n.log)
+}
+
+// protecting returns the titles of the last ProtectCommand received.
+func (n *simNode) protecting() []string {
+	n.smu.Lock()
+	defer n.smu.Unlock()
+	return slices.Clone(n.protected)
 }
 
 // count returns how many times cmd was received.

@@ -1,6 +1,9 @@
 package smm
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The operator's prefetch keeps its copy. A title prefetched by hand
 // (Prefetched, Queued) usually has no demand yet (that is why it was
@@ -26,7 +29,8 @@ func (r *Replicator) keep(k fillKey, f *fillRec, now time.Time) {
 
 // Kept reports whether node's copy of title, filled by the operator's
 // prefetch, is still kept at now: not evicted to make room (the
-// Replicator's own evictions and Storage's Evictor treat it as pinned)
+// Replicator's own evictions and Storage's Evictor treat it as pinned,
+// the node's own eviction is told: KeptOn)
 // before EvictHold from the fill's completion, unless the operator evicts
 // it.
 func (r *Replicator) Kept(node, title string, now time.Time) bool {
@@ -42,6 +46,20 @@ func (r *Replicator) KeptUntil(node, title string, now time.Time) (time.Time, bo
 		return time.Time{}, false
 	}
 	return until, true
+}
+
+// KeptOn returns the titles whose copies on node are kept at now (Kept),
+// sorted; nil when none. The manager adds them to the titles the node's
+// own eviction must never remove (its ProtectCommand), as it adds pins.
+func (r *Replicator) KeptOn(node string, now time.Time) []string {
+	var out []string
+	for k, until := range r.kept {
+		if k.node == node && now.Before(until) {
+			out = append(out, k.title)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Keeps returns the keeps still running at now (Kept), by node and title,
