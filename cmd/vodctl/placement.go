@@ -150,7 +150,7 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 				}
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				a := m.(*v1.PlacementAck)
-				fmt.Fprintf(w, "%s %s on %s\t%s\n", verb, args[0], orCluster(a.NodeId), a.Message)
+				fmt.Fprintf(w, "%s %s on %s: %s\n", verb, args[0], orCluster(a.NodeId), a.Message)
 			})
 		},
 	}

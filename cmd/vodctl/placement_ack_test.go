@@ -157,4 +157,15 @@ func TestPlacementJSONNamesTitle(t *testing.T) {
 	check(run("pin", "sample-001", "node-1"), "sample-001", "node-1", "pinned (kept from eviction where it is; not fetched: storage.planner is none)")
 	check(run("pin", "sample-003"), "sample-003", "", "pinned (kept from eviction where it is; not fetched: storage.planner is none)")
 	check(run("unpin", "sample-003"), "sample-003", "", "unpinned")
+
+	// Without --json: one line, the order, a colon, the answer (it was
+	// padded as a table's column: "node-1  unpinned").
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--manager", addr, "--token", "", "unpin", "sample-001", "node-1"})
+	if err := cmd.Execute(); err != nil || out.String() != "unpin sample-001 on node-1: unpinned\n" {
+		t.Errorf("vodctl unpin sample-001 node-1: %v, printed %q, want %q", err, out.String(), "unpin sample-001 on node-1: unpinned\n")
+	}
 }
