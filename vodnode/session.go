@@ -463,7 +463,15 @@ func (n *Node) janitor() {
 					// viewer does.
 					limit = n.PauseTimeout
 				}
-				if now.Sub(time.Unix(0, s.lastSeen.Load())) > limit {
+				silent := now.Sub(time.Unix(0, s.lastSeen.Load()))
+				if silent > limit && limit < n.PauseTimeout && s.spec.Mode == deliver.RTPTCP && s.conn != nil && s.conn.cw.PeerAlive(limit) {
+					// Silent, but its player's TCP takes the stream, or
+					// holds it back: a player paused without a PAUSE (mpv
+					// stops reading, and so sends no RTCP report or
+					// keepalive) lives as a paused one does.
+					limit = n.PauseTimeout
+				}
+				if silent > limit {
 					idle = append(idle, idleSession{s, s.player})
 				}
 			}

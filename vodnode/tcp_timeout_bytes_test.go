@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -28,40 +29,43 @@ func (c *countingConn) Read(b []byte) (int, error) {
 }
 
 // TestTCPTimeoutCountsBytesDelivered: a player over TCP that stops
-// reading (frozen, or a set-top box whose power went: the connection
-// stays, nothing acknowledges what the node sends) is counted the bytes
-// its side took (read, or held in its receive buffer), not also those
-// the node still held for it unsent or unacknowledged, whether its
-// session times out (no keepalive) or its stream falls too far behind
-// first (slow-client). (It was counted everything the node wrote into
-// its socket, and for a slow client what it queued for it too: what the
-// box received plus the node's whole send queue.)
+// reading (frozen) and whose session times out (no keepalive), or one
+// reading slower than the title's bitrate whose stream falls too far
+// behind (slow-client), is counted the bytes its side took (read, or
+// held in its receive buffer), not also those the node still held for
+// it unsent or unacknowledged. (It was counted everything the node wrote
+// into its socket, and for a slow client what it queued for it too: what
+// the box received plus the node's whole send queue.)
 func TestTCPTimeoutCountsBytesDelivered(t *testing.T) {
 	for _, c := range []struct {
 		reason  string
-		timeout time.Duration // the node's session timeout
-	}{{"timeout", 2 * time.Second}, {"slow-client", time.Minute}} {
+		timeout time.Duration // the node's session and pause timeouts
+		slow    bool          // the player reads on, slowly; else it stops
+	}{{"timeout", 2 * time.Second, false}, {"slow-client", time.Minute, true}} {
 		t.Run(c.reason, func(t *testing.T) {
 			t.Parallel()
-			frozenPlayerCounted(t, c.reason, c.timeout)
+			tcpPlayerCounted(t, c.reason, c.timeout, c.slow)
 		})
 	}
 }
 
-// frozenPlayerCounted plays a title over TCP to a player that stops
-// reading after 20 kB and checks its session's ENDED: reason, and bytes
-// between what it read and that plus its receive buffer.
-func frozenPlayerCounted(t *testing.T, reason string, timeout time.Duration) {
+// tcpPlayerAt20k plays long-001 (a title of two minutes) over TCP from a
+// node with a small send queue and socket buffer (set adjusts it before
+// it starts) to a player, session sid, whose receive buffer is 8 kB, and
+// reads its stream until 20 kB came. It returns the node, its manager,
+// the player, and the connection counting what the player read.
+func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeManager, *testClient, *countingConn) {
 	o := newFakeOrigin(t)
 	// two minutes of one title joined six times: longer than what the
-	// node's queue and socket take, so that a frozen player holds the
-	// stream back before its end
+	// node's queue and socket take, so that a player not reading holds
+	// the stream back before its end
 	o.titles["long-001"] = bytes.Repeat(o.titles["sample-001"], 6)
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, startOrigin(t, o), func(n *Node) {
-		n.SessionTimeout, n.ManagerAddr = timeout, maddr
-		n.maxLag, n.rtspQueue, n.rtspSendBuffer = 500*time.Millisecond, 64<<10, 64<<10
+		n.ManagerAddr = maddr
+		n.rtspQueue, n.rtspSendBuffer = 64<<10, 64<<10
+		set(n)
 	})
 	const rcvbuf = 8 << 10 // bytes asked of the player's receive buffer
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
@@ -76,7 +80,7 @@ func frozenPlayerCounted(t *testing.T, reason string, timeout time.Duration) {
 	t.Cleanup(func() { raw.Close() })
 	cc := &countingConn{Conn: raw}
 	c := &testClient{t: t, c: raw, br: bufio.NewReader(cc)}
-	url := nodeURL(n, mint(t, "box-frozen", "long-001", "node-1", "", time.Minute), "long-001")
+	url := nodeURL(n, mint(t, sid, "long-001", "node-1", "", time.Minute), "long-001")
 	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
 	if res.StatusCode != 200 {
 		t.Fatalf("SETUP: %s", statusLine(res))
@@ -90,11 +94,43 @@ func frozenPlayerCounted(t *testing.T, reason string, timeout time.Duration) {
 			t.Fatalf("media: %v", err)
 		}
 	}
-	// Frozen from now on: nothing read, no keepalive; the node's writes
-	// fill both sides' buffers until the session times out.
-	consumed := cc.n.Load()
+	return n, m, c, cc
+}
+
+// tcpPlayerCounted plays a title over TCP to a player that, after 20 kB,
+// stops reading, or (slow) reads 2 kB every 100 ms, a fourth of the
+// title's bitrate, and checks its session's ENDED: reason, and bytes
+// between what it read and that plus its receive buffer.
+func tcpPlayerCounted(t *testing.T, reason string, timeout time.Duration, slow bool) {
+	_, m, c, cc := tcpPlayerAt20k(t, "box-frozen", func(n *Node) {
+		n.SessionTimeout, n.PauseTimeout, n.maxLag = timeout, timeout, time.Second
+	})
+	raw := c.c
+	// From now on nothing is sent: no keepalive. The node's writes fill
+	// both sides' buffers until the session times out, or the slow
+	// player's stream falls behind.
+	read := make(chan struct{})
+	if slow {
+		go func() {
+			defer close(read)
+			raw.SetReadDeadline(time.Time{})
+			var b [2 << 10]byte
+			for {
+				if _, err := io.ReadFull(c.br, b[:]); err != nil {
+					return // reset by the node
+				}
+				time.Sleep(100 * time.Millisecond) // the player's pace, not a wait for an event
+			}
+		}()
+	} else {
+		close(read)
+	}
 	waitFor(t, 90*time.Second, "ENDED", func() bool { return m.event("box-frozen", pb.SessionEvent_KIND_ENDED) != nil })
 	e := m.event("box-frozen", pb.SessionEvent_KIND_ENDED)
+	if slow {
+		<-read
+	}
+	consumed := cc.n.Load()
 	tc := raw.(*net.TCPConn)
 	sc, err := tc.SyscallConn()
 	if err != nil {

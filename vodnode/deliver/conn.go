@@ -52,6 +52,10 @@ type ConnWriter struct {
 	spare    []byte
 	stop     sync.Once
 
+	// tookAt is when the socket last took bytes of a write (unix ns; 0:
+	// never): ReaderStopped.
+	tookAt int64
+
 	// non-blocking write state, bound once to avoid a closure per write
 	wbuf []byte
 	wn   int
@@ -357,6 +361,9 @@ func (w *ConnWriter) writeNB(b []byte) (int, error) {
 		return 0, err
 	}
 	w.wbuf = nil
+	if w.wn > 0 {
+		w.tookAt = time.Now().UnixNano()
+	}
 	return w.wn, w.werr
 }
 

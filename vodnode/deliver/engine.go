@@ -21,7 +21,7 @@ type Engine struct {
 	Lead       time.Duration // packets are sent this long before they are due; 0 = Tick
 	Batch      time.Duration // once a stream has a packet due, it also sends what is due this much later; 0 = 15 ms, <0 = none
 	MaxBurst   int           // RTP packets one stream may send per tick (catch-up bound); 0 = 32
-	MaxLag     time.Duration // a stream held back this long by its connection is ended; 0 = 5 s
+	MaxLag     time.Duration // a stream held back this long by its connection is ended (but one whose player stopped reading waits: ConnWriter.ReaderStopped); 0 = 5 s
 	SRInterval time.Duration // RTCP sender report period; 0 = 5 s
 	UDP        *UDPServer    // ports of the UDP streams; nil = no UDP streams
 	Logger     *slog.Logger  // nil = slog.Default()
@@ -39,10 +39,20 @@ type Engine struct {
 	shards    []*shard
 	next      atomic.Uint32
 	bytesSent atomic.Int64
-	done      chan struct{}
-	wg        sync.WaitGroup
-	started   bool
+	// readerStops counts the times a stream held back MaxLag waited for
+	// a player that stopped reading instead of ending: ReaderStops.
+	readerStops atomic.Int64
+	done        chan struct{}
+	wg          sync.WaitGroup
+	started     bool
 }
+
+// ReaderStops returns how many times a stream held back MaxLag by its
+// connection found the viewer's player had stopped reading, its host
+// alive (ConnWriter.ReaderStopped: paused without a PAUSE), and waited at
+// its position rather than ending as a slow client; counted again at
+// every MaxLag it waits.
+func (e *Engine) ReaderStops() int64 { return e.readerStops.Load() }
 
 // ErrNotStarted is returned by NewStream before Start or after Close.
 var ErrNotStarted = errors.New("deliver: engine not running")

@@ -147,6 +147,16 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 		if !sent {
 			if lag := now - s.dueAt(ck, s.pos); lag > int64(s.e.MaxLag) {
+				if s.cfg.Conn != nil && s.cfg.Conn.ReaderStopped(s.e.MaxLag) {
+					// The player stopped reading, its host alive: paused
+					// without a PAUSE (mpv). The stream waits at the
+					// position, its timeline restarted there, so that it
+					// goes on from where the player stopped once it reads
+					// again; the session lives as a paused one does.
+					s.anchorClock, s.anchorWall = ck.at(s.pos), now
+					s.e.readerStops.Add(1)
+					return true
+				}
 				s.finish(EndSlow, fmt.Errorf("%w: %v behind", ErrQueueFull, time.Duration(lag)))
 				return false
 			}

@@ -1,0 +1,98 @@
+package deliver
+
+import (
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReaderStopped reports whether the viewer's player has stopped reading
+// its connection while its host is alive: a player paused without
+// telling the node (mpv sends no RTSP PAUSE: it stops reading the stream
+// once its cache is full, and so sends no RTCP report or keepalive
+// either). It is true when the socket took none of the queue's bytes for
+// at least d and the peer's TCP says why (peerWindowClosed): nothing sent
+// is unacknowledged, bytes wait to be sent, and its window probes are
+// answered (its receive window is closed, its application reads
+// nothing). A slow link still takes bytes now and then, and a host gone
+// (power cut, cable pulled) answers no retransmission or probe: neither
+// is a stopped reader. False for a TLS connection (its writer's goroutine
+// writes whole records, blocking) and while a response is being written.
+func (w *ConnWriter) ReaderStopped(d time.Duration) bool {
+	if w.async || w.rc == nil || !w.mu.TryLock() {
+		return false
+	}
+	defer w.mu.Unlock()
+	if w.err != nil || len(w.pending) == 0 || time.Now().UnixNano()-w.tookAt < int64(d) {
+		return false
+	}
+	return peerWindowClosed(w.rc)
+}
+
+// PeerAlive reports whether the peer's TCP is alive and taking or
+// holding the node's bytes: it answers (no more than one retransmission
+// or window probe in a row unanswered) and either bytes of the node's
+// wait for it (queued, unsent or unacknowledged in the socket) or it
+// acknowledged some within d. A player that stopped reading
+// (ReaderStopped), or that takes the stream without a word (no RTSP
+// request, no RTCP report), is alive by this; a host gone, or a
+// connection quiet for d with nothing outstanding, is not. False as
+// ReaderStopped is.
+func (w *ConnWriter) PeerAlive(d time.Duration) bool {
+	if w.async || w.rc == nil || !w.mu.TryLock() {
+		return false
+	}
+	defer w.mu.Unlock()
+	return w.err == nil && peerAlive(w.rc, len(w.pending) > 0, d)
+}
+
+// tcpEstablished is TCP_ESTABLISHED, tcp_info's tcpi_state of an open
+// connection (include/net/tcp_states.h).
+const tcpEstablished = 1
+
+// tcpInfo returns rc's TCP_INFO (tcp(7)); false when the kernel does not
+// give it.
+func tcpInfo(rc syscall.RawConn) (*unix.TCPInfo, bool) {
+	var ti *unix.TCPInfo
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { ti, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); cerr != nil || err != nil {
+		return nil, false
+	}
+	return ti, true
+}
+
+// answering reports whether ti's peer answers the node: the connection
+// is open, and at most one retransmission (tcpi_retransmits) or
+// zero-window probe (tcpi_probes) in a row is unanswered. One is allowed:
+// a receiver answers at most one segment outside its window per
+// tcp_invalid_ratelimit (500 ms), so a probe sent sooner after the last
+// one answered goes unanswered (seen on loopback: tcpi_probes 1, then 0
+// at the next probe); a host gone answers none, its count growing at
+// each.
+func answering(ti *unix.TCPInfo) bool {
+	return ti.State == tcpEstablished && ti.Retransmits <= 1 && ti.Probes <= 1
+}
+
+// windowClosed reports whether ti says the peer's receive window is
+// closed by a live peer: it answers (answering), nothing sent is
+// unacknowledged (tcpi_unacked 0) and bytes wait unsent
+// (tcpi_notsent_bytes): the kernel would send them but for the window.
+func windowClosed(ti *unix.TCPInfo) bool {
+	return answering(ti) && ti.Unacked == 0 && ti.Notsent_bytes > 0
+}
+
+// peerWindowClosed is windowClosed of rc's TCP_INFO.
+func peerWindowClosed(rc syscall.RawConn) bool {
+	ti, ok := tcpInfo(rc)
+	return ok && windowClosed(ti)
+}
+
+// peerAlive reports whether rc's peer answers (answering) while bytes
+// are outstanding (queued: the caller's queue holds some; unsent or
+// unacknowledged in the socket), or acknowledged some within d
+// (tcpi_last_ack_recv).
+func peerAlive(rc syscall.RawConn, queued bool, d time.Duration) bool {
+	ti, ok := tcpInfo(rc)
+	return ok && answering(ti) && (queued || ti.Unacked > 0 || ti.Notsent_bytes > 0 || time.Duration(ti.Last_ack_recv)*time.Millisecond < d)
+}

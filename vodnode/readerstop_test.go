@@ -1,0 +1,84 @@
+package vodnode
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// TestTCPPlayerPausedWithoutPAUSE: a player over TCP that stops reading
+// without a PAUSE and without a word (mpv paused: it reads nothing once
+// its cache is full, so it sends no RTCP report and no keepalive either),
+// its host alive, keeps its session: its stream waits at the position
+// (ReaderStops) past the slow-client lag and the session timeout, and
+// when it reads again the title goes on from there, no byte lost or
+// skipped. (Its stream was ended as a slow client, or its session timed
+// out a minute after its last keepalive: mpv, resumed, played what its
+// cache held and ended "End of file" a few seconds into the title.)
+func TestTCPPlayerPausedWithoutPAUSE(t *testing.T) {
+	var payload []byte // the RTP payloads in order: the title's bytes
+	n, m, c, _ := tcpPlayerAt20k(t, "box-paused", func(n *Node) {
+		n.SessionTimeout, n.PauseTimeout, n.maxLag = time.Second, time.Minute, 300*time.Millisecond
+	})
+	collect := func(ch int, b []byte) {
+		if ch == 0 && len(b) > 12 {
+			payload = append(payload, b[12:]...)
+		}
+	}
+	// The frames read so far: as tcpPlayerAt20k read them, from the
+	// title's start. Read the rest of the frame in progress on.
+	c.onFrame = collect
+	// Paused: nothing read, nothing sent. The stream, held back, waits
+	// over and over (each MaxLag), past three session timeouts.
+	waitFor(t, 30*time.Second, "the stream waiting for its player", func() bool {
+		return n.engine.ReaderStops() >= int64(3*time.Second/(300*time.Millisecond))
+	})
+	if e := m.event("box-paused", pb.SessionEvent_KIND_ENDED); e != nil {
+		t.Fatalf("the session of a player paused without PAUSE ended: %s", e.GetReason())
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(nodeCollector{n})
+	if v := gathered(t, reg, "vodnode_rtsp_reader_stops_total"); v < 10 {
+		t.Errorf("vodnode_rtsp_reader_stops_total %v, want at least the 10 waited for", v)
+	}
+	// Resumed: 300 kB more, the title's bytes in order from where the
+	// payloads collected start.
+	c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for len(payload) < 300<<10 {
+		if _, _, err := c.frame(); err != nil {
+			t.Fatalf("media after the pause, %d bytes in: %v (ENDED %v)", len(payload), err, m.event("box-paused", pb.SessionEvent_KIND_ENDED))
+		}
+	}
+	title := bytes.Repeat(newFakeOrigin(t).titles["sample-001"], 6)
+	at := bytes.Index(title, payload[:188*7])
+	if at < 0 || !bytes.Equal(payload, title[at:at+len(payload)]) {
+		t.Fatalf("the stream after the pause is not the title's bytes in order (first payload at %d)", at)
+	}
+	if e := m.event("box-paused", pb.SessionEvent_KIND_ENDED); e != nil {
+		t.Fatalf("session ended: %s", e.GetReason())
+	}
+}
+
+// gathered returns the value of the metric name (one series, a counter
+// or a gauge) that reg gathers.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			if c := mf.GetMetric()[0].GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series of %s gathered", name)
+	return 0
+}
