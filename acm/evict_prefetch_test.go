@@ -98,3 +98,44 @@ func TestOperatorEvictLeavesPrefetchAViewerReads(t *testing.T) {
 		t.Fatalf("fill after the refused eviction: %+v, want it filling", f)
 	}
 }
+
+// A report the node sent before it had the operator's eviction, which
+// still lists the prefetch filling, is not taken for the node keeping
+// it (as one listing a copy is not): the prefetch stays cancelled, and
+// its absence from the report after is not a failed fill to retry.
+func TestOperatorEvictCancelBeforeTheNodeReport(t *testing.T) {
+	e, n1 := evictPrefetchEnv(t)
+	e.m.mu.Lock()
+	ns := e.m.nodes["n1"]
+	gen := ns.streamGen
+	e.m.mu.Unlock()
+	// n1's own reports stop: its stream broken, the manager takes no
+	// more of them (it marks the node unreachable once its stream ended).
+	n1.stop()
+	waitFor(t, 10*time.Second, "n1's stream seen broken", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		return e.m.sched.Node("n1").Unreachable
+	})
+	if ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil || !strings.Contains(ack.GetMessage(), "is cancelled") {
+		t.Fatalf("vodctl evict of the prefetch under way: %v %v, want it cancelled", ack, err)
+	}
+	report := func(titles ...*pb.StoredTitle) {
+		t.Helper()
+		if err := e.m.report(ns, gen, &pb.LoadReport{NodeId: "n1", Titles: titles, DiskFreeBytes: 4_000_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(&pb.StoredTitle{TitleId: "t1", SizeBytes: 1_000_000, StoredBytes: 2000, Filling: true, Prefetch: true, Preemptible: true})
+	if f := e.fill("n1", "t1"); f != nil {
+		t.Fatalf("vodctl fills after a report sent before the eviction: %+v, want the cancelled prefetch gone", f)
+	}
+	report() // the node's next, the fill cancelled
+	e.m.kickPlan()
+	if f := e.fill("n1", "t1"); f != nil {
+		t.Fatalf("vodctl fills after the node's report without t1: %+v, want none", f)
+	}
+	if got := e.storageStats().GetFillsFailed(); got != 0 {
+		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
+	}
+}
