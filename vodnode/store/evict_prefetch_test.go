@@ -95,3 +95,36 @@ func TestEvictOrCancelLeavesReadPrefetch(t *testing.T) {
 		})
 	}
 }
+
+// A prefetch whose fill completed as the operator's eviction cancelled
+// it (the last bytes came with the cancel) is evicted once complete
+// (dropEvictedCopy), unless a reader came for it since: the operator
+// wanted it gone, and Titles no longer listed it.
+func TestEvictedPrefetchCompletedIsDropped(t *testing.T) {
+	data := sample(t)
+	for _, read := range []bool{false, true} {
+		o := newCDPOrigin(t, map[string][]byte{"pre": data})
+		o.start(0)
+		s, err := Open(Config{Dir: t.TempDir(), Origin: o.client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := fillEnded(t, s, "pre"); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		pre := s.titles["pre"]
+		pre.evicted = true // cancelled as it completed
+		if read {
+			pre.refs++
+		}
+		s.mu.Unlock()
+		s.dropEvictedCopy(pre)
+		_, listed := statusOf(s, "pre")
+		_, statErr := os.Stat(s.path("pre", ".ts"))
+		if read != listed || read != (statErr == nil) {
+			t.Fatalf("read %v: the completed copy the eviction cancelled listed %v, file %v; want them kept only when read", read, listed, statErr)
+		}
+	}
+}
