@@ -34,7 +34,9 @@
 // pinned (admission.go). The operator's pins and the popularity snapshot
 // are kept in the Store; catalog popularity hints are priors of the
 // request rate (storage.go); the admin API lists placement and fills and
-// orders prefetches, evictions and pins (admin_storage.go), and lists the
+// orders prefetches, evictions and pins (admin_storage.go; the operator's
+// eviction, which cancels a prefetch under way no viewer needs,
+// admin_evict.go), and lists the
 // popularity the planner learnt (admin_popularity.go).
 //
 // Two managers may share a Redis store, active and standby behind the

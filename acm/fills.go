@@ -35,6 +35,12 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 				diskFree += t.GetStoredBytes()
 				continue
 			}
+			if ns.reports <= at+1 && t.GetFilling() && t.GetPreemptible() && t.GetSessions() == 0 {
+				// A prefetch the operator's eviction cancels, sent before
+				// the node had the order: its fill stops, its room freed.
+				diskFree += max(t.GetStoredBytes(), t.GetSizeBytes())
+				continue
+			}
 			delete(ns.evicting, id) // the node kept it (a viewer came): it stays
 		}
 		cur[id] = t

@@ -173,7 +173,7 @@ func (m *Manager) queuedNodeLocked(title string) (node string, passed, passedIDs
 func (m *Manager) retryWhyLocked(f smm.FillStatus) string {
 	n, ns := m.sched.Node(f.Node), m.nodes[f.Node]
 	if n != nil && n.Alive && !n.Unreachable && ns != nil && ns.titles[f.Title].GetFilling() {
-		return " (its prefetch there is under way, vodctl fills: a copy there once complete, which vodctl evict removes then; retried there should it fail)"
+		return " (its prefetch there is under way, vodctl fills: vodctl evict cancels it while no viewer needs it, else removes the copy once complete; retried there should it fail)"
 	}
 	return fmt.Sprintf(" (its prefetch there failed %s and waits for its retry)", counted(f.Attempts, "time", "times"))
 }
@@ -377,99 +377,6 @@ func (m *Manager) preemptibleBytesLocked(ns *nodeState, skip string) int64 {
 		n += max(st.GetStoredBytes(), st.GetSizeBytes())
 	}
 	return n
-}
-
-// evictLocked orders node id to remove title for reason (evictOperator,
-// evictPlanner; mu held). NOT_FOUND for an
-// unknown node or a title the node does not hold, FAILED_PRECONDITION
-// while a session plays or fills it there (an eviction never cuts a
-// playing session), while it is reserved there for an admitted viewer
-// (as of the node's last report: ns.awaiting), or while it is pinned to
-// the node, or to the cluster but for an operator's with a copy elsewhere
-// (copyElsewhereLocked), RESOURCE_EXHAUSTED when its command queue is full.
-func (m *Manager) evictLocked(id, title, reason string) error {
-	ns := m.nodes[id]
-	if ns == nil || m.sched.Node(id) == nil {
-		return status.Errorf(codes.NotFound, "node %q is not registered", id)
-	}
-	st := ns.titles[title]
-	if st == nil && ns.active[title] == 0 {
-		if _, ok := m.titles()[title]; !ok {
-			return status.Errorf(codes.NotFound, "node %q does not hold title %q, which is not in the catalog", id, title)
-		}
-		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
-	}
-	if ns.awaiting[title] {
-		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)
-	}
-	if ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() {
-		return status.Errorf(codes.FailedPrecondition, "title %q on node %q %s", title, id, inUseWhy(ns, title, st, m.lead != nil, m.copyState(ns, st)))
-	}
-	if m.pins.Pinned(id, title) {
-		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to node %q: unpin it first", title, id)
-	}
-	if m.pins.Pinned("", title) && (reason != evictOperator || !m.copyElsewhereLocked(id, title)) {
-		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster and no other node in service holds it whole: unpin it first", title)
-	}
-	if !m.orderEvictLocked(ns, title, true, reason) {
-		return queueFull(id)
-	}
-	m.log.Info("eviction ordered", "node", id, "title", title)
-	return nil
-}
-
-// inUseWhy says what keeps title in use on ns (mu held), for an
-// eviction refused: the sessions of it playing there, viewers admitted
-// and on their way apart, and its fill in vodctl fills' words (fill:
-// copyState's; a prefetch ordered, a fill cut short by the node's death,
-// one under way). The sessions playing are this
-// manager's and, when the node's count of them (its last report) is more
-// than those with the viewers admitted there, the others it counts:
-// sessions this manager does not know, said to be another manager's (or ending) when
-// shared (a store two managers share), else ending (the report came
-// before their ENDED) or ended by this manager while the node was cut off
-// (a manager of its own alone admits to its nodes).
-func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill string) string {
-	admitted, playing := 0, 0
-	for _, s := range ns.sessions {
-		switch {
-		case s.Title != title:
-		case s.State == store.StateAdmitted:
-			admitted++
-		default:
-			playing++
-		}
-	}
-	// The node's count beyond the sessions this manager knows there (an
-	// admitted viewer may have started already): sessions it does not know.
-	others := int(st.GetSessions()) - playing - admitted
-	whose := "ending, or ended by this manager while the node was cut off"
-	if shared {
-		whose = "another manager's, or ending: the node reported before their ENDED"
-	}
-	var why []string
-	switch {
-	case others > 0 && playing > 0:
-		why = append(why, fmt.Sprintf("has %d sessions playing (%d this manager's: vodctl sessions; %d more by the node's report: %s)",
-			playing+others, playing, others, whose))
-	case others > 0:
-		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (%s)", others, plural(others, "session"), whose))
-	case playing > 0:
-		why = append(why, fmt.Sprintf("has %d %s playing (vodctl sessions)", playing, plural(playing, "session")))
-	}
-	if admitted > 0 {
-		why = append(why, fmt.Sprintf("is reserved for %d %s admitted and on the way (vodctl sessions: admitted; until it arrives or its token expires)", admitted, plural(admitted, "viewer")))
-	}
-	switch {
-	case !st.GetFilling():
-	case fill == "ordered":
-		why = append(why, "has a prefetch ordered, not started yet (vodctl fills: ordered; evict it once its fill is complete)")
-	case fill == "node down":
-		why = append(why, "was filling when its node went down (vodctl fills: node down)")
-	default:
-		why = append(why, fmt.Sprintf("is filling (vodctl fills: %s; evict it once complete)", fill))
-	}
-	return strings.Join(why, " and ")
 }
 
 // plural is word with an s unless n is 1.

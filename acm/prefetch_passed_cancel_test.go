@@ -30,7 +30,9 @@ func (e *env) repFill(node, title string) smm.FillState {
 // cancel: that command cancels it (OK), saying the title is not evicted
 // and why. It was refused FAILED_PRECONDITION (filling), the order left.
 // The answer says the drained node's fill is under way (as vodctl fills
-// lists it), not that it failed.
+// lists it), not that it failed. (The fake node reports its fill not
+// preemptible: a prefetch a viewer needs, which no eviction cancels;
+// TestOperatorEvictCancelsPrefetchUnderWay has the one it cancels.)
 func TestPrefetchPassedOverCancelOfAFillCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -41,7 +43,7 @@ func TestPrefetchPassedOverCancelOfAFillCutShort(t *testing.T) {
 		// dead: seen dead by then or not (a heartbeat interval).
 		{"dead", func(_ *env, n1 *simNode) { n1.stop() }, "(its prefetch there failed 1 time and waits for its retry)", "filling"},
 		{"drained", func(e *env, _ *simNode) { e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}) },
-			"(its prefetch there is under way, vodctl fills: a copy there once complete", "is filling (vodctl fills: filling; evict it once complete)"},
+			"(its prefetch there is under way, vodctl fills: vodctl evict cancels it while no viewer needs it", "is filling a prefetch a viewer needs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newManagerWith(t, "", unhinted(), quietStorage)

@@ -14,7 +14,8 @@ import (
 // disk of its own (titles as *pb.StoredTitle, replaced, never changed in
 // place, since reports share them): a prefetch starts a fill (or is
 // refused and reported failed while failing is set), an evict removes an
-// idle title (never one playing or filling). Fills complete when the test
+// idle title (never one playing or filling, but with preemptible the
+// operator's cancels a prefetch filling that no session plays). Fills complete when the test
 // says so (complete), or at once with autoComplete.
 type simNode struct {
 	*fakeNode
@@ -29,6 +30,7 @@ type simNode struct {
 	doubles      []string // prefetches of a title already on the disk (a second fill)
 	protects     []int    // the index in log at which each ProtectCommand came
 	protected    []string // the titles of the last ProtectCommand
+	preemptible  bool     // simOpts.preemptible
 }
 
 // simOpts configures a simNode.
@@ -40,6 +42,11 @@ type simOpts struct {
 	noOrigin bool
 	// before runs before the node takes its first command.
 	before func(*simNode)
+	// preemptible: its prefetches filling that no session plays are
+	// reported preemptible, as a real node's are (store.Status), and the
+	// operator's eviction (reason "operator") cancels them, as a real
+	// node's does (store.EvictOrCancel).
+	preemptible bool
 }
 
 // startSimNode registers a simNode whose titles have the sizes of titles.
@@ -67,7 +74,7 @@ func (e *env) startSimNode(id string, titles []*pb.Title, o simOpts) *simNode {
 		n.apply(c)
 	}
 	fn := e.startNode(id, nodeOpts{disk: o.disk, diskFree: max(o.disk-used, 1), titles: o.held, egress: o.egress, onCommand: apply, noOrigin: o.noOrigin})
-	n = &simNode{fakeNode: fn, disk: o.disk, sizes: sizes}
+	n = &simNode{fakeNode: fn, disk: o.disk, sizes: sizes, preemptible: o.preemptible}
 	if o.before != nil {
 		o.before(n)
 	}
@@ -96,7 +103,7 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 			n.doubles = append(n.doubles, id)
 			return
 		}
-		st := &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], Filling: true, Prefetch: true}
+		st := &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], Filling: true, Prefetch: true, Preemptible: n.preemptible}
 		if n.autoComplete {
 			st = &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], StoredBytes: n.sizes[id], Prefetch: true}
 		}
@@ -109,7 +116,8 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 	case c.GetEvict() != nil:
 		id := c.GetEvict().GetTitleId()
 		n.log = append(n.log, "evict "+id)
-		if st := n.find(id); st != nil && !st.GetFilling() && st.GetSessions() == 0 {
+		cancel := n.preemptible && c.GetEvict().GetReason() == evictOperator
+		if st := n.find(id); st != nil && (!st.GetFilling() || cancel && st.GetPreemptible()) && st.GetSessions() == 0 {
 			n.set(id, nil)
 		}
 	}
@@ -150,7 +158,7 @@ func (n *simNode) set(id string, st *pb.StoredTitle) {
 func (n *simNode) progress(id string, stored int64) {
 	n.smu.Lock()
 	defer n.smu.Unlock()
-	n.set(id, &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], StoredBytes: stored, Filling: true, Prefetch: true})
+	n.set(id, &pb.StoredTitle{TitleId: id, SizeBytes: n.sizes[id], StoredBytes: stored, Filling: true, Prefetch: true, Preemptible: n.preemptible})
 }
 
 // complete finishes the fill of id.
@@ -176,7 +184,7 @@ func (n *simNode) setPlaying(id string, k int32) {
 		panic(fmt.Sprintf("%s not on %s", id, n.id))
 	}
 	n.set(id, &pb.StoredTitle{TitleId: id, SizeBytes: st.GetSizeBytes(), StoredBytes: st.GetStoredBytes(), Filling: st.GetFilling(),
-		Prefetch: st.GetPrefetch(), Sessions: k, LastAccessUnixMs: time.Now().UnixMilli()})
+		Prefetch: st.GetPrefetch(), Sessions: k, LastAccessUnixMs: time.Now().UnixMilli(), Preemptible: n.preemptible && st.GetFilling() && k == 0})
 }
 
 func (n *simNode) setFailing(v bool) {

@@ -186,7 +186,10 @@ func (r *Replicator) SessionEnded(title string, watched, duration float64, now t
 // at the next plan, and ChooseNode does not pick that node for it. An
 // operator's prefetch of it there (Prefetched) lifts the hold. The
 // manager persists them (Holds, RestoreHolds). It ends the keep of the
-// copy there (Kept).
+// copy there (Kept). A prefetch of it there in flight (the operator's or
+// a plan's), which the operator's eviction cancels on the node, and the
+// operator's that failed and waits for its retry, are forgotten: neither
+// counted failed nor retried.
 func (r *Replicator) Evicted(node, title string, now time.Time) {
 	if r.job != nil {
 		r.logged(func(r *Replicator) { r.Evicted(node, title, now) })
@@ -194,8 +197,8 @@ func (r *Replicator) Evicted(node, title string, now time.Time) {
 	k := fillKey{node, title}
 	r.held[k] = now.Add(r.cfg.EvictHold)
 	delete(r.kept, k) // the operator wants it gone: no keep
-	if f := r.fills[k]; f != nil && f.byHand && f.backoff {
-		delete(r.fills, k) // the operator's failed prefetch there is not retried
+	if f := r.fills[k]; f != nil && (!f.backoff || f.byHand) {
+		delete(r.fills, k) // cancelled, or failed: not retried there
 	}
 }
 

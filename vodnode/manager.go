@@ -296,12 +296,17 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 		}()
 	case *pb.NodeCommand_Evict:
 		id := c.Evict.GetTitleId()
-		if err := n.store.Evict(id); err != nil {
+		cancelled, err := n.evict(id, c.Evict.GetReason())
+		if err != nil {
 			if errors.Is(err, store.ErrInUse) {
 				n.log.Info("evict ignored: title in use", "title", id, "reason", c.Evict.GetReason())
 			} else {
 				n.log.Warn("evict failed", "title", id, "reason", c.Evict.GetReason(), "err", err)
 			}
+			return
+		}
+		if cancelled {
+			n.log.Info("prefetch cancelled by the manager's eviction: its fill stops, its bytes are dropped", "title", id, "reason", c.Evict.GetReason())
 			return
 		}
 		n.log.Info("title evicted by the manager", "title", id, "reason", c.Evict.GetReason())

@@ -19,7 +19,9 @@
 // share the directory.
 //
 // Readers hold a Title between Acquire and Release; a held or filling title
-// is never evicted. Exactly one fill runs per title however many readers
-// wait for it, and readers that catch up with a fill are woken by the fill's
-// progress (Title.Notify), not by polling.
+// is never evicted, but for the operator's eviction (EvictOrCancel) of a
+// prefetch no viewer needs, which cancels its fill and drops its bytes.
+// Exactly one fill runs per title however many readers wait for it, and
+// readers that catch up with a fill are woken by the fill's progress
+// (Title.Notify), not by polling.
 package store

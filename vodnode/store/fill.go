@@ -133,12 +133,7 @@ func (s *Store) fill(t *Title) {
 		off += fetched
 	}
 	if err != nil && s.ctx.Err() == nil && t.ctx.Err() != nil {
-		s.mu.Lock()
-		preempted := t.preempted
-		s.mu.Unlock()
-		if err = errAbandoned; preempted {
-			err = errPreempted
-		}
+		err = s.stopCause(t)
 	}
 	t.cancel() // the fill's context is done either way
 	if err == nil && t.meta.Size > 0 && off != t.meta.Size {
@@ -161,6 +156,7 @@ func (s *Store) fill(t *Title) {
 		return
 	}
 	s.log.Info("fill complete", "title", id, "bytes", off, "origin_bytes", fetched, "seconds", time.Since(start).Seconds())
+	s.dropEvictedCopy(t)
 }
 
 // transfer fetches t's bytes from offset off to the end, retrying the
@@ -479,32 +475,6 @@ func (s *Store) finishFill(t *Title, b *fillWriter) error {
 	return nil
 }
 
-// FailCause classes a fill's error for metrics: "abandoned" (its viewers
-// left before the origin's first byte), "preempted" (a prefetch no viewer
-// watched, stopped for a fill on demand), "replaced" (the title has another
-// size or version at the origin now), "mismatch" (the bytes did not hash
-// to the origin's version), "disk" (the node's disk could not take them:
-// write errors, no room), "not_found" (the origin no longer has the
-// title), else "origin" (the origin failed or stayed away longer than the
-// retries allow).
-func FailCause(err error) string {
-	switch {
-	case errors.Is(err, errAbandoned):
-		return "abandoned"
-	case errors.Is(err, errPreempted):
-		return "preempted"
-	case errors.Is(err, errReplaced):
-		return "replaced"
-	case errors.Is(err, errMismatch):
-		return "mismatch"
-	case errors.Is(err, ErrDisk), errors.Is(err, ErrNoSpace):
-		return "disk"
-	case status.Code(err) == codes.NotFound:
-		return "not_found"
-	}
-	return "origin"
-}
-
 // failFill forgets the title, keeps its bytes as a partial (cut to the
 // whole packets indexed, when indexed says the index is the file's) or
 // removes its .part file (keepPartial), and tells the readers.
@@ -524,6 +494,8 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 		s.log.Info("fill abandoned: its viewers left before the origin's first byte", "title", id)
 	case errors.Is(err, errPreempted):
 		s.log.Info("prefetch stopped to make room for a fill on demand", "title", id, "stored_bytes", t.View().Index.Size)
+	case errors.Is(err, errEvicted):
+		s.log.Info("prefetch cancelled by the operator's eviction: ended, its bytes dropped", "title", id, "stored_bytes", t.View().Index.Size)
 	default:
 		if h := grpctls.OriginHint(err); h != "" {
 			s.log.Error("fill failed", "title", id, "err", err, "hint", h)
@@ -535,7 +507,7 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 	if s.ctx.Err() == nil {
 		s.failedBy[FailCause(err)]++
 	}
-	if s.ctx.Err() == nil && len(s.failures) < maxFailures {
+	if s.ctx.Err() == nil && len(s.failures) < maxFailures && !errors.Is(err, errEvicted) { // not a failure to retry
 		s.failures = append(s.failures, Failure{Title: id, Reason: err.Error(), Prefetch: t.prefetch, At: s.cfg.Now()})
 	}
 	t.filling = false

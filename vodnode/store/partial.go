@@ -339,11 +339,11 @@ func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, er
 // keepPartial reports whether the bytes of t's fill, which ended with err,
 // are worth keeping for the next fill: the origin gave the title's version,
 // and err is not about the bytes themselves (not MPEG-TS, another size or
-// version at the origin, not the version announced), the node's disk, or a
-// title the origin no longer has.
+// version at the origin, not the version announced), the node's disk, a
+// title the origin no longer has, or a prefetch the operator evicted.
 func keepPartial(t *Title, err error) bool {
 	if t.meta.Version == "" || errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrDisk) ||
-		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) {
+		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) || errors.Is(err, errEvicted) {
 		return false
 	}
 	switch status.Code(err) {

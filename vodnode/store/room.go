@@ -54,7 +54,7 @@ func (s *Store) roomLocked(need int64, id string, prefetch bool) error {
 // (Status.Preemptible): it counts its bytes as room, and the fill as one
 // that gives its origin channel to a viewer's fill.
 func (s *Store) preemptibleLocked(t *Title) bool {
-	return t.filling && t.prefetch && t.refs == 0 && !t.preempted && t.done != nil && !t.askedFill && !s.keptLocked(t.meta.ID)
+	return t.filling && t.prefetch && t.refs == 0 && !t.preempted && !t.evicted && t.done != nil && !t.askedFill && !s.keptLocked(t.meta.ID)
 }
 
 // fsShortLocked returns the bytes the file system holding the titles
@@ -220,21 +220,50 @@ func (s *Store) preemptLocked(need int64) []chan struct{} {
 // kept. Errors wrap ErrUnknownTitle (neither stored nor partial) or
 // ErrInUse (held by a reader or filling).
 func (s *Store) Evict(id string) error {
+	_, _, err := s.evict(id, false)
+	return err
+}
+
+// EvictOrCancel is the operator's eviction: as Evict, and a prefetch
+// filling that no viewer needs (the one a fill on demand would preempt:
+// preemptibleLocked, Status.Preemptible) is cancelled too: its transfer
+// stopped, its bytes dropped (no partial kept of an evicted title), the
+// title gone from Titles at once and its room freed when the fill has
+// ended (at its next read from the origin or write to disk; done is
+// closed then). cancelled reports that it cancelled such a fill (done is
+// nil otherwise). Errors wrap ErrUnknownTitle, or ErrInUse while a reader
+// holds the title (an eviction never cuts a playing session), a viewer is
+// on its way for it (Expect) or it is pinned (SetProtected), or for a
+// fill on demand, or a prefetch whose transfer under way a viewer asked
+// for (Title.askedFill).
+func (s *Store) EvictOrCancel(id string) (cancelled bool, done <-chan struct{}, err error) {
+	return s.evict(id, true)
+}
+
+func (s *Store) evict(id string, cancelPrefetch bool) (bool, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.titles[id]
 	if !ok {
 		if p := s.partials[id]; p != nil {
 			s.dropPartialLocked(p, "evicted")
-			return nil
+			return false, nil, nil
 		}
-		return fmt.Errorf("%w: %q not stored", ErrUnknownTitle, id)
+		return false, nil, fmt.Errorf("%w: %q not stored", ErrUnknownTitle, id)
+	}
+	if cancelPrefetch && s.preemptibleLocked(t) {
+		// As preemptLocked stops it for a fill on demand; its end
+		// (failFill, errEvicted) drops its bytes and frees its room.
+		t.evicted, t.stopped = true, true
+		t.cancel()
+		s.log.Info("prefetch cancelled by the operator's eviction", "title", id, "stored_bytes", t.View().Index.Size, "size_bytes", t.meta.Size)
+		return true, t.done, nil
 	}
 	if t.refs > 0 || t.filling {
-		return fmt.Errorf("%w: %q", ErrInUse, id)
+		return false, nil, fmt.Errorf("%w: %q", ErrInUse, id)
 	}
 	s.removeLocked(t)
-	return nil
+	return false, nil, nil
 }
 
 func (s *Store) removeLocked(t *Title) {

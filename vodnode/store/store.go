@@ -423,13 +423,17 @@ type Status struct {
 }
 
 // Titles returns the stored and filling titles, sorted by id (not the
-// partials: Partials).
+// partials: Partials; nor a prefetch the operator's eviction cancelled
+// whose fill is ending: EvictOrCancel).
 func (s *Store) Titles() []Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expect.prune(s.cfg.Now())
 	out := make([]Status, 0, len(s.titles))
 	for _, t := range s.titles {
+		if t.filling && t.evicted {
+			continue // gone for the manager: its fill ends, its bytes dropped
+		}
 		out = append(out, Status{
 			ID: t.meta.ID, Size: t.meta.Size, Stored: t.View().Index.Size, Filling: t.filling,
 			Prefetch: t.prefetch, Preemptible: s.preemptibleLocked(t), Readers: t.refs, LastAccess: t.lastAccess, Version: t.meta.Version,

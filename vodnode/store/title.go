@@ -69,9 +69,14 @@ type Title struct {
 	// (failFill or finishFill done), nil for a title loaded from disk.
 	preempted bool
 	done      chan struct{}
-	// stopped: the fill was cancelled before its end (preempted, or
-	// abandoned by its viewers: Store.Release); a reader asking for the
-	// title meanwhile waits for done rather than join it (Store.get).
+	// evicted: a prefetch the operator's eviction cancelled
+	// (Store.EvictOrCancel): its fill ends with errEvicted, its bytes
+	// dropped; Titles no longer lists it.
+	evicted bool
+	// stopped: the fill was cancelled before its end (preempted,
+	// evicted, or abandoned by its viewers: Store.Release); a reader
+	// asking for the title meanwhile waits for done rather than join it
+	// (Store.get).
 	stopped bool
 	// yield cancels the fill's transfer under way while it is asked of
 	// the origin as a prefetch (pb.FetchRequest.prefetch), with

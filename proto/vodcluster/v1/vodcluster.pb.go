@@ -961,7 +961,8 @@ type StoredTitle struct {
 	// way for (ExpectCommand) or pins: the node stops it (keeping its bytes
 	// as a partial while the disk has room) to make room for a fill on
 	// demand, so the manager counts its bytes as room a viewer's fill can
-	// take, not as in use. false from an older node.
+	// take, not as in use; the operator's eviction cancels it
+	// (EvictCommand.reason). false from an older node.
 	Preemptible bool `protobuf:"varint,9,opt,name=preemptible,proto3" json:"preemptible,omitempty"`
 	// origin_wait: the fill's transfer has not started at the origin yet
 	// (asked, no message from the origin: FetchChunk.started comes once the
@@ -1943,9 +1944,13 @@ type EvictCommand struct {
 	// "planner" (the replica plan), "room" (room for a fill or a prefetch),
 	// "stale" (a copy of a version the origin no longer serves), "withdrawn"
 	// (a copy of a title withdrawn at the origin); "" from an
-	// older manager. The node logs it. A node that registers again without
-	// an origin is sent none but the operator's from those queued while it
-	// was away: it could not fetch the titles back.
+	// older manager. The node logs it. The operator's also cancels a
+	// prefetch of the title filling that the node reports preemptible
+	// (StoredTitle.preemptible; its bytes dropped, no partial kept); the
+	// others, and an older node, leave every fill alone. A node that
+	// registers again without an origin is sent none but the operator's
+	// from those queued while it was away: it could not fetch the titles
+	// back.
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
