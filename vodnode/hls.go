@@ -230,7 +230,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	seg := segmentAt{psi: psi, t: hs.t(), start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
-		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
+		conn: httpConnOf(r.Context()), rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
 	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), segmentETag(hs.t().Meta(), i, s.start, s.end, len(psi)), rd)
 }
 
@@ -266,6 +266,7 @@ type pacedSection struct {
 	hs    *httpSession
 	n     *Node
 	ctx   context.Context
+	conn  *httpConn // the request's (nil: not known), as titleReader's
 	rc    *http.ResponseController
 	stall time.Duration
 	// sendfile: activityWriter.ReadFrom may send the title's bytes with
@@ -328,8 +329,7 @@ func (p *pacedSection) next(want int) (int, error) {
 // advance counts n bytes sent from p.pos.
 func (p *pacedSection) advance(n int) {
 	p.pos += int64(n)
-	p.hs.bytes.Add(int64(n))
-	p.n.httpBytes.Add(int64(n))
+	p.conn.countSent(p.n, p.hs, int64(n))
 }
 
 // psiRunBefore returns the offset of the run of PAT and PMT packets (both)
