@@ -61,13 +61,20 @@ func etagc(s string) bool {
 // §13.2.2) on a representation whose entity tag is etag ("" for none):
 // an If-Match that fails (412), an If-None-Match that matches (304 to a
 // GET or HEAD), an If-Range that does not match (the Range is ignored: the
-// whole representation). They are evaluated by http.ServeContent itself,
-// as it will answer r, on a one-byte body asked for by its only byte:
-// any answer but 206 is theirs.
+// whole representation): any answer but 206 of preconditionStatus.
 func preconditionsFirst(r *http.Request, etag string) bool {
+	return preconditionStatus(r, etag) != http.StatusPartialContent
+}
+
+// preconditionStatus returns the status http.ServeContent answers r with,
+// as its preconditions decide it, on a representation whose entity tag is
+// etag: it is evaluated on a one-byte body asked for by its only byte
+// (206: the preconditions hold, or r has none; 200: an If-Range that does
+// not match; 304; 412).
+func preconditionStatus(r *http.Request, etag string) int {
 	h := r.Header
-	if h.Get("If-Match") == "" && h.Get("If-None-Match") == "" && h.Get("If-Range") == "" {
-		return false
+	if h.Get("If-Match") == "" && h.Get("If-None-Match") == "" && h.Get("If-Range") == "" && h.Get("If-Unmodified-Since") == "" {
+		return http.StatusPartialContent
 	}
 	q := &http.Request{Method: r.Method, URL: r.URL, Header: h.Clone()}
 	q.Header.Set("Range", "bytes=0-0")
@@ -76,7 +83,7 @@ func preconditionsFirst(r *http.Request, etag string) bool {
 		sw.h.Set("ETag", etag)
 	}
 	http.ServeContent(sw, q, "", time.Time{}, strings.NewReader("x"))
-	return sw.code != http.StatusPartialContent
+	return sw.code
 }
 
 // statusWriter is an http.ResponseWriter that keeps only the status.

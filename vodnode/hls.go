@@ -78,6 +78,45 @@ func waitSegments(ctx context.Context, t *store.Title, want int) ([]segment, boo
 	}
 }
 
+// segmentsAtMost returns how many HLS segments title t can have at most,
+// with ok, once that is known: t's own once complete; while it fills, the
+// segments cut so far, the one being read, and for the rest of the
+// title's play time (its Meta's duration, the origin's) one every
+// hlsTarget (the least a cut is apart from the one before) and as many
+// again for splices (each a cut of its own, which the bytes not filled
+// yet may hold). Not known (ok false) for a title whose duration is not,
+// nor once its fill failed (serveSegment answers that).
+func segmentsAtMost(t *store.Title) (int, bool) {
+	v := t.View()
+	switch {
+	case v.Err != nil:
+		return 0, false
+	case v.Complete:
+		return len(segments(&v.Index, true)), true
+	}
+	return segmentsBound(&v.Index, t.Meta().Duration)
+}
+
+// segmentsBound is segmentsAtMost of a title of d seconds still filling,
+// whose bytes so far idx indexes.
+func segmentsBound(idx *tsindex.Index, d float64) (int, bool) {
+	if d <= 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return 0, false
+	}
+	segs := segments(idx, false)
+	cut := 0.0 // where the segment being read starts, seconds
+	for _, s := range segs {
+		cut += s.dur
+	}
+	rest := math.Max(d-cut, 0)
+	if rest/hlsTarget > 1<<24 { // more than any segment number parseHTTPTarget takes
+		return 0, false
+	}
+	// +1: the title's duration and its keyframes' times, measured apart,
+	// may differ by a fraction of a second
+	return len(segs) + 1 + 2*int(rest/hlsTarget) + 1, true
+}
+
 // servePlaylist answers the HLS media playlist (RFC 8216 §4.3): a VOD
 // playlist once the title is complete, an EVENT playlist while it fills.
 func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSession) {
@@ -194,6 +233,12 @@ func eventShown(hs *httpSession, n int) int {
 // that the tables' continuity counters stay continuous for a player that
 // joins the segments; else the title's first ones.
 func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSession, i int) {
+	if most, ok := segmentsAtMost(hs.t()); ok && i >= most {
+		// Past any the title can have: not waited for (the wait ended
+		// in a 503 "not filled yet" while it filled, a 404 once complete).
+		http.Error(w, "no such segment", http.StatusNotFound)
+		return
+	}
 	segs, _, err := waitSegments(r.Context(), hs.t(), i+1)
 	if i >= len(segs) {
 		if err != nil {
@@ -230,7 +275,7 @@ func (n *Node) serveSegment(w http.ResponseWriter, r *http.Request, hs *httpSess
 	seg := segmentAt{psi: psi, t: hs.t(), start: s.start}
 	w.Header().Set("Content-Type", "video/mp2t")
 	rd := &pacedSection{rd: io.NewSectionReader(seg, 0, int64(len(psi))+s.end-s.start), seg: seg, hs: hs, n: n, ctx: r.Context(),
-		rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
+		conn: httpConnOf(r.Context()), rc: http.NewResponseController(w), stall: n.SessionTimeout, sendfile: n.HTTPTLS == nil}
 	serveContent(w, r, fmt.Sprintf("seg-%d.ts", i), rd.rd.Size(), segmentETag(hs.t().Meta(), i, s.start, s.end, len(psi)), rd)
 }
 
@@ -266,6 +311,7 @@ type pacedSection struct {
 	hs    *httpSession
 	n     *Node
 	ctx   context.Context
+	conn  *httpConn // the request's (nil: not known), as titleReader's
 	rc    *http.ResponseController
 	stall time.Duration
 	// sendfile: activityWriter.ReadFrom may send the title's bytes with
@@ -328,8 +374,7 @@ func (p *pacedSection) next(want int) (int, error) {
 // advance counts n bytes sent from p.pos.
 func (p *pacedSection) advance(n int) {
 	p.pos += int64(n)
-	p.hs.bytes.Add(int64(n))
-	p.n.httpBytes.Add(int64(n))
+	p.conn.countSent(p.n, p.hs, int64(n))
 }
 
 // psiRunBefore returns the offset of the run of PAT and PMT packets (both)

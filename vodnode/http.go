@@ -35,14 +35,16 @@ func (h *httpServer) start(addr string) error {
 	if err != nil {
 		return err
 	}
+	// Each connection an httpConn (below TLS), which takes back from its
+	// session's count what its socket never delivered.
 	if h.n.HTTPTLS != nil {
-		ln = tls.NewListener(h.n.connLimit.Wrap(ln, "http", connlimit.Close), h.n.HTTPTLS) // a refusal's bytes would have to be TLS
+		ln = tls.NewListener(httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.Close)}, h.n.HTTPTLS) // a refusal's bytes would have to be TLS
 	} else {
-		ln = h.n.connLimit.Wrap(ln, "http", connlimit.HTTP)
+		ln = httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.HTTP)}
 	}
 	h.ln = ln
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return h.n.ctx }}
+		BaseContext: func(net.Listener) context.Context { return h.n.ctx }, ConnContext: withHTTPConn}
 	h.n.wg.Add(1)
 	go func() {
 		defer h.n.wg.Done()
@@ -176,10 +178,14 @@ type httpSession struct {
 	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
 	hlsLast    atomic.Int64 // 1 + the last HLS segment asked for (a seek's test); 0: none
 	hlsShown   atomic.Int64 // segments the last EVENT playlist listed (reloads never list fewer)
-	bytes      atomic.Int64
-	readTo     atomic.Int64 // offset a progressive read of the title last reached
-	watched    atomic.Bool  // watchFill was called
-	ended      bool         // guarded by Node.mu
+	// bytes is the title's bytes the viewer took: those counted as sent,
+	// less what its connections' sockets never delivered (httpConn).
+	bytes   atomic.Int64
+	readTo  atomic.Int64 // offset a progressive read of the title last reached
+	watched atomic.Bool  // watchFill was called
+	connsMu sync.Mutex
+	conns   map[*httpConn]struct{} // the connections whose bytes it was counted last (httpConn.countSent)
+	ended   bool                   // guarded by Node.mu
 	// startedAt is when STARTED was reported (set once set up, before
 	// ready is closed).
 	startedAt time.Time
@@ -290,7 +296,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch tg.Kind {
 	case httpTS:
 		w.Header().Set("Content-Type", "video/mp2t")
-		rd := &titleReader{hs: hs, ctx: r.Context(), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
+		rd := &titleReader{hs: hs, ctx: r.Context(), conn: httpConnOf(r.Context()), n: h.n, rc: http.NewResponseController(w), stall: h.n.SessionTimeout,
 			sendfile: h.n.HTTPTLS == nil}
 		if r.Method == http.MethodGet {
 			aw.held = heldHeader{on: true, due: time.Now().Add(requestTimeout)}
@@ -477,6 +483,10 @@ func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, co
 	for _, t := range retired {
 		n.store.Release(t)
 	}
+	// What its connections never delivered is not counted: taken back
+	// once it was quiet as long as a session may be (an idle one ends
+	// after PauseTimeout).
+	hs.takeBackUnacked(idle && time.Since(time.Unix(0, hs.lastActive.Load())) >= min(n.SessionTimeout, n.PauseTimeout))
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
 	if n.mgr != nil {
 		// Ended idle (timed out, by the manager's order or at shutdown):

@@ -1,6 +1,7 @@
 package vodnode
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,11 +25,26 @@ import (
 // the body's bytes and a client that names a range twice ("bytes=0-,0-")
 // gets it. A non-empty etag is sent as the body's ETag (etag.go), which
 // ServeContent compares an If-Range (strong comparison: 206 when it
-// matches, else 200 with the whole body), an If-Match and an
-// If-None-Match (304) with.
+// matches, else 200 with the whole body) and an If-None-Match (304) with;
+// an If-Match that fails is answered here, 412 with a text/plain body
+// saying so, as other errors are (ServeContent's has no body, under the
+// body's Content-Type, video/mp2t).
 func serveContent(w http.ResponseWriter, r *http.Request, name string, size int64, etag string, rd io.ReadSeeker) {
 	if etag != "" {
 		w.Header().Set("ETag", etag)
+	}
+	what := "the title"
+	switch {
+	case strings.HasPrefix(name, "seg-"):
+		what = "the segment" // an HLS segment: its own ETag and size, not the title's
+	case name == "index.m3u8":
+		what = "the playlist"
+	}
+	if preconditionStatus(r, etag) == http.StatusPreconditionFailed {
+		// A text body saying why, as other errors have (ServeContent
+		// answers it with no body, under the body's Content-Type).
+		http.Error(w, fmt.Sprintf("precondition failed: If-Match names no entity tag of %s (its ETag: %s)", what, cmp.Or(etag, "none")), http.StatusPreconditionFailed)
+		return
 	}
 	v, outcome := cleanRange(r.Header.Get("Range"))
 	if outcome == byterange.Serve && v != "" {
@@ -48,10 +64,6 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, size int6
 	case byterange.Unsatisfiable, byterange.Excessive:
 		w.Header().Del("ETag") // the answer is no representation (as ServeContent's errors)
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		what := "the title"
-		if strings.HasPrefix(name, "seg-") {
-			what = "the segment" // an HLS segment's range: its own size, not the title's
-		}
 		msg := fmt.Sprintf("range not satisfiable: %s is %d bytes", what, size) // as the front door's
 		if outcome == byterange.Excessive {
 			msg = fmt.Sprintf("range not satisfiable: more than %d byte ranges", byterange.MaxRanges)

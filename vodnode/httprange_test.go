@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -109,10 +110,28 @@ func TestHTTPRangesRFC7233(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var body []byte
+		if c.want == http.StatusPreconditionFailed {
+			body, _ = io.ReadAll(res.Body)
+		}
 		res.Body.Close() // the headers say it (the whole title comes at the viewer's pace)
 		if res.StatusCode != c.want || (c.want == http.StatusOK && res.ContentLength != int64(len(data))) {
 			t.Errorf("Range %.30s… with %s: %s: %d, Content-Length %d; want %d", c.rng, c.hdr, c.val, res.StatusCode, res.ContentLength, c.want)
 		}
+		// A 412 is an error with a text body, as the others (it was
+		// empty, Content-Type: video/mp2t).
+		if ct := res.Header.Get("Content-Type"); c.want == http.StatusPreconditionFailed &&
+			(!strings.HasPrefix(ct, "text/plain") || !strings.HasPrefix(string(body), "precondition failed: If-Match names no entity tag of the title")) {
+			t.Errorf("Range %.30s… with %s: %s: %d, Content-Type %q, body %q; want a text/plain error", c.rng, c.hdr, c.val, res.StatusCode, ct, body)
+		}
+	}
+	// A playlist's 412 names the playlist (it has no ETag: any If-Match
+	// but * fails).
+	pl := httpURL(n, mint(t, "rfc7233", "sample-001", "node-1", "", time.Minute), "sample-001/index.m3u8")
+	if res, b := get(t, pl, "If-Match", `"x"`); res.StatusCode != http.StatusPreconditionFailed ||
+		!strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") ||
+		strings.TrimSpace(string(b)) != "precondition failed: If-Match names no entity tag of the playlist (its ETag: none)" {
+		t.Errorf("a playlist's If-Match: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), b)
 	}
 	// An HLS segment's 416 names the segment, whose size it gives (it said
 	// "the title is", with the segment's size).

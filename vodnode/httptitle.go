@@ -22,7 +22,10 @@ type titleReader struct {
 	hs  *httpSession
 	n   *Node
 	ctx context.Context
-	off int64
+	// conn is the request's connection (nil: not known): what it never
+	// delivered is taken back from the session's count.
+	conn *httpConn
+	off  int64
 	// reading: Read was called (ServeContent seeks to the end and back
 	// before; only where the first read starts tells a seek).
 	reading bool
@@ -205,8 +208,7 @@ func (r *titleReader) deadline() {
 func (r *titleReader) advance(n int) {
 	r.off += int64(n)
 	r.hs.readTo.Store(r.off)
-	r.hs.bytes.Add(int64(n))
-	r.n.httpBytes.Add(int64(n))
+	r.conn.countSent(r.n, r.hs, int64(n))
 }
 
 // waitBytes waits until title t has bytes past off on disk and returns how

@@ -33,3 +33,27 @@ func unackedBytes(nc net.Conn) (int64, bool) {
 	}
 	return int64(q), true
 }
+
+// peerReset reports whether nc's TCP connection was reset (its state
+// TCP_CLOSE, tcp(7): the peer closed it with bytes unread, or it was
+// aborted), so that what its socket held unacknowledged will never be
+// delivered. False when nc is not a socket or the kernel does not say.
+func peerReset(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		return false
+	}
+	return info.State == unix.BPF_TCP_CLOSE
+}
