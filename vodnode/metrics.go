@@ -29,7 +29,7 @@ var (
 	descNodeDiskRead = prometheus.NewDesc("vodnode_disk_read_errors_total", "Reads of a title's file that failed while sending it (an I/O error, or the file shorter than its index), each cutting a viewer's HTTP response short or ending an RTSP session (reason \"disk-read-error\").", nil, nil)
 	descNodeDraining = prometheus.NewDesc("vodnode_draining", "1 while the node is drained (refuses new sessions), else 0.", nil, nil)
 	descNodeConnRefd = prometheus.NewDesc("vodnode_connections_refused_total", "Connections refused at accept (answered 503, or closed bare on RTSPS and HTTPS) because their client address (an IPv6 client's /64) had max_conns_per_addr open already, by listener (rtsp, rtsps, http).", []string{"listener"}, nil)
-	descNodeRdrStops = prometheus.NewDesc("vodnode_rtsp_reader_stops_total", "Times an RTSP stream over TCP held back 5 s (max lag) found its player had stopped reading, its host alive (paused without a PAUSE: mpv), and waited at its position rather than ending as a slow client; counted again at every 5 s it waits.", nil, nil)
+	descNodeRdrStops = prometheus.NewDesc("vodnode_rtsp_reader_stops_total", "Times an RTSP stream over TCP held back 5 s (max lag) found its player had stopped reading, its host alive (paused without a PAUSE: mpv), and waited at its position rather than ending as a slow client: once per stop.", nil, nil)
 	descNodeUDPRefd  = prometheus.NewDesc("vodnode_setups_udp_refused_total", "RTSP SETUPs that offered only UDP, answered 461 Unsupported Transport by this node, which has tcp_only (players then set up over TCP): how many players asked for UDP first.", nil, nil)
 )
 

@@ -165,7 +165,11 @@ type Node struct {
 	// send buffer (SO_SNDBUF), bytes (zero: deliver.DefaultQueueLimit and
 	// the kernel's autotuning), so that a stream falls behind a player
 	// that stopped reading within a test's seconds.
-	maxLag                    time.Duration
+	maxLag time.Duration
+	// silentKept counts the janitor's finds of an RTSP session silent
+	// past SessionTimeout kept for PauseTimeout because its player's TCP
+	// takes or holds back its stream (tests).
+	silentKept                atomic.Int64
 	rtspQueue, rtspSendBuffer int
 	// abortHook, when set (tests, before Start), runs in finishSession
 	// once a session the node aborts has left its sessions, before its

@@ -470,6 +470,7 @@ func (n *Node) janitor() {
 					// stops reading, and so sends no RTCP report or
 					// keepalive) lives as a paused one does.
 					limit = n.PauseTimeout
+					n.silentKept.Add(1)
 				}
 				if silent > limit {
 					idle = append(idle, idleSession{s, s.player})

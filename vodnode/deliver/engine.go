@@ -39,8 +39,8 @@ type Engine struct {
 	shards    []*shard
 	next      atomic.Uint32
 	bytesSent atomic.Int64
-	// readerStops counts the times a stream held back MaxLag waited for
-	// a player that stopped reading instead of ending: ReaderStops.
+	// readerStops counts the streams held back MaxLag that waited for a
+	// player that stopped reading instead of ending: ReaderStops.
 	readerStops atomic.Int64
 	done        chan struct{}
 	wg          sync.WaitGroup
@@ -50,8 +50,8 @@ type Engine struct {
 // ReaderStops returns how many times a stream held back MaxLag by its
 // connection found the viewer's player had stopped reading, its host
 // alive (ConnWriter.ReaderStopped: paused without a PAUSE), and waited at
-// its position rather than ending as a slow client; counted again at
-// every MaxLag it waits.
+// its position rather than ending as a slow client: once per stop, until
+// the connection takes its bytes again.
 func (e *Engine) ReaderStops() int64 { return e.readerStops.Load() }
 
 // ErrNotStarted is returned by NewStream before Start or after Close.

@@ -146,14 +146,20 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			return false
 		}
 		if !sent {
+			if s.readerStopped {
+				s.anchorClock, s.anchorWall = ck.at(s.pos), now
+				return true
+			}
 			if lag := now - s.dueAt(ck, s.pos); lag > int64(s.e.MaxLag) {
 				if s.cfg.Conn != nil && s.cfg.Conn.ReaderStopped(s.e.MaxLag) {
 					// The player stopped reading, its host alive: paused
 					// without a PAUSE (mpv). The stream waits at the
-					// position, its timeline restarted there, so that it
-					// goes on from where the player stopped once it reads
-					// again; the session lives as a paused one does.
+					// position, its timeline restarting there until the
+					// player reads again, so that it goes on from there
+					// at its pace, not MaxLag behind; the session lives
+					// as a paused one does.
 					s.anchorClock, s.anchorWall = ck.at(s.pos), now
+					s.readerStopped = true
 					s.e.readerStops.Add(1)
 					return true
 				}
@@ -162,6 +168,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			}
 			return true
 		}
+		s.readerStopped = false
 	}
 	if stop >= 0 && s.pos >= stop && (!complete || s.pos < avail) {
 		// The Range's end: paused there, off the shard (a PLAY resumes).

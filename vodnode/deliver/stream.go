@@ -120,51 +120,56 @@ const (
 
 // Stream is one viewer's playback. Its methods are safe for concurrent use.
 type Stream struct {
-	e            *Engine
-	sh           *shard
-	cfg          StreamConfig
-	pay          int // TS bytes per datagram: PayloadSize, less where the route's MTU is smaller (tsPayload)
-	mu           sync.Mutex
-	state        streamState
-	pos          int64 // next byte to send
-	seq          uint16
-	queued       bool   // in its shard's lists
-	parked       bool   // waiting for the fill
-	gen          uint64 // bumped by Play; stale wake-ups are ignored
-	anchored     bool
-	anchorWall   int64 // engine ns at which anchorClock was due
-	anchorClock  int64 // 27 MHz
-	clock0       int64 // stream clock at offset 0, 27 MHz
-	haveClock0   bool
-	nextSR       int64
-	packets      uint32
-	octets       uint32
-	scale        float64 // 1 (or 0): normal play; otherwise trick play
-	kf           int     // trick play: index of the next keyframe, -1 = from pos
-	anchorPTS    int64   // trick play: PTS (90 kHz) due at anchorWall
-	trickPic     []byte  // trick play: the tables and the picture being sent (readPicture)
-	trickAt      int64   // trick play: offset of trickPic's keyframe; -1 = none read
-	trickSent    int     // trick play: bytes of trickPic sent
-	trickRd      int64   // trick play: offset of trickPic's picture read up to; -1 = read whole
-	trickStarted bool    // trick play: trickPic's picture's PES start read
-	trickRead    []byte  // trick play: readPicture's scratch (pictureRead bytes)
-	trickFree    int64   // trick play: engine ns from which the title's bitrate allows the next picture
-	trickCC      ccRun   // trick play: the continuity counters sent, per PID
-	psi          []byte  // the title's PAT and PMT packets
-	psiLoaded    bool
-	injectPSI    bool        // send psi before the next bytes (after a seek)
-	psiSeek      []byte      // psi with the counters ContinuePSI set for psiSeekAt
-	psiSeekAt    int64       // offset psiSeek was made for (when psiSeek is not nil)
-	seekTo       float64     // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
-	seekRTP      uint32      // the RTP timestamp answered for seekTo (RTP-Info's rtptime, seekRTPTime)
-	tsAdjust     uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
-	stopNPT      float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
-	idleTimer    *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
-	bye          byeDue      // the BYE still to send, of the end of the title or of a play that failed (byeLocked)
-	closed       bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
-	endedBy      EndReason   // why it ended by itself (finish, endWithBye; EndedBy), "" while it has not
-	endErr       error       // the error it ended by itself with
-	resize       atomic.Bool // the kernel refused a datagram of pay bytes (the route's MTU shrank since): pay is asked again (step)
+	e        *Engine
+	sh       *shard
+	cfg      StreamConfig
+	pay      int // TS bytes per datagram: PayloadSize, less where the route's MTU is smaller (tsPayload)
+	mu       sync.Mutex
+	state    streamState
+	pos      int64 // next byte to send
+	seq      uint16
+	queued   bool   // in its shard's lists
+	parked   bool   // waiting for the fill
+	gen      uint64 // bumped by Play; stale wake-ups are ignored
+	anchored bool
+	// readerStopped: held back by a player that stopped reading
+	// (ConnWriter.ReaderStopped); until the connection takes a send again
+	// the timeline restarts at every step, so that it restarts when the
+	// player reads again.
+	readerStopped bool
+	anchorWall    int64 // engine ns at which anchorClock was due
+	anchorClock   int64 // 27 MHz
+	clock0        int64 // stream clock at offset 0, 27 MHz
+	haveClock0    bool
+	nextSR        int64
+	packets       uint32
+	octets        uint32
+	scale         float64 // 1 (or 0): normal play; otherwise trick play
+	kf            int     // trick play: index of the next keyframe, -1 = from pos
+	anchorPTS     int64   // trick play: PTS (90 kHz) due at anchorWall
+	trickPic      []byte  // trick play: the tables and the picture being sent (readPicture)
+	trickAt       int64   // trick play: offset of trickPic's keyframe; -1 = none read
+	trickSent     int     // trick play: bytes of trickPic sent
+	trickRd       int64   // trick play: offset of trickPic's picture read up to; -1 = read whole
+	trickStarted  bool    // trick play: trickPic's picture's PES start read
+	trickRead     []byte  // trick play: readPicture's scratch (pictureRead bytes)
+	trickFree     int64   // trick play: engine ns from which the title's bitrate allows the next picture
+	trickCC       ccRun   // trick play: the continuity counters sent, per PID
+	psi           []byte  // the title's PAT and PMT packets
+	psiLoaded     bool
+	injectPSI     bool        // send psi before the next bytes (after a seek)
+	psiSeek       []byte      // psi with the counters ContinuePSI set for psiSeekAt
+	psiSeekAt     int64       // offset psiSeek was made for (when psiSeek is not nil)
+	seekTo        float64     // npt of a seek into the part not yet filled, moved to its keyframe once indexed; < 0: none
+	seekRTP       uint32      // the RTP timestamp answered for seekTo (RTP-Info's rtptime, seekRTPTime)
+	tsAdjust      uint32      // 90 kHz ticks added to the RTP timestamps of the PCR: set where a seek into the part not filled starts (startAsAnswered), 0 after any other seek
+	stopNPT       float64     // normal play pauses here (a PLAY Range's end), seconds; < 0: none
+	idleTimer     *time.Timer // the next sender report while it sends nothing (idleReportLocked); nil: none due
+	bye           byeDue      // the BYE still to send, of the end of the title or of a play that failed (byeLocked)
+	closed        bool        // Close or Abort was called: a BYE still due of a stream that ended on its own is not sent (endWithBye)
+	endedBy       EndReason   // why it ended by itself (finish, endWithBye; EndedBy), "" while it has not
+	endErr        error       // the error it ended by itself with
+	resize        atomic.Bool // the kernel refused a datagram of pay bytes (the route's MTU shrank since): pay is asked again (step)
 
 	bytes atomic.Int64
 }
@@ -307,7 +312,7 @@ func (s *Stream) Resume() {
 	}
 	s.bye.cancel()
 	s.state = statePlaying
-	s.anchored = false
+	s.anchored, s.readerStopped = false, false
 	s.parked = false
 	s.gen++
 	if s.nextSR == 0 {
