@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -64,8 +65,9 @@ type ConnWriter struct {
 }
 
 // NewConnWriter returns a writer for c whose queue holds at most limit
-// bytes (0 = DefaultQueueLimit) and whose blocking writes give up after
-// timeout (0 = 10 s).
+// bytes (0 = DefaultQueueLimit) and whose blocking writes give up once
+// the connection took nothing for timeout (0 = 10 s; for TLS
+// connections, once a batch was not written whole within it).
 func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 	if limit <= 0 {
 		limit = DefaultQueueLimit
@@ -94,8 +96,13 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 var ErrQueueFull = errors.New("deliver: connection send queue full (slow client)")
 
 // Write writes b after whatever is queued (and the offers waiting,
-// Offer), blocking until done or the timeout; used for RTSP responses. A
-// failed write fails the writer.
+// Offer), blocking until done or until the connection took nothing for
+// the timeout; used for RTSP responses. A response waits behind the
+// queue as long as the client takes bytes: a player resuming after it
+// stopped reading (ReaderStopped) drains the full queue at its play's
+// pace (512 KiB: 14 s of a 300 kbit/s title), and its first keepalive's
+// answer, given up 10 s after it was written, failed the connection.
+// A failed write fails the writer.
 func (w *ConnWriter) Write(b []byte) (int, error) {
 	if w.async {
 		return w.writeAsync(b)
@@ -106,20 +113,36 @@ func (w *ConnWriter) Write(b []byte) (int, error) {
 		return 0, w.err
 	}
 	w.takeOffersLocked()
-	w.c.SetWriteDeadline(time.Now().Add(w.timeout))
 	defer w.c.SetWriteDeadline(time.Time{})
 	if len(w.pending) > 0 {
-		if _, err := w.c.Write(w.pending); err != nil {
+		n, err := w.writeProgress(w.pending)
+		if err != nil {
+			w.pending = w.pending[:copy(w.pending, w.pending[n:])]
 			w.err = err
 			return 0, err
 		}
 		w.pending = w.pending[:0]
 	}
-	n, err := w.c.Write(b)
+	n, err := w.writeProgress(b)
 	if err != nil {
 		w.err = err
 	}
 	return n, err
+}
+
+// writeProgress writes b, blocking, until done or until the connection
+// took none of it for the timeout (mu held).
+func (w *ConnWriter) writeProgress(b []byte) (int, error) {
+	done := 0
+	for {
+		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		n, err := w.c.Write(b[done:])
+		done += n
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return done, err
+		}
+		w.tookAt = time.Now().UnixNano() // it took some: wait on
+	}
 }
 
 // TryWrite writes b without blocking: it returns false, writing nothing
@@ -167,8 +190,8 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	return true, nil
 }
 
-// Timeout returns how long a blocking write (Write) waits before it gives
-// up and fails the writer.
+// Timeout returns how long a blocking write (Write) waits for the
+// connection to take bytes before it gives up and fails the writer.
 func (w *ConnWriter) Timeout() time.Duration { return w.timeout }
 
 // Queued returns the bytes waiting in the queue.

@@ -17,11 +17,17 @@ import (
 // answered (its receive window is closed, its application reads
 // nothing). A slow link still takes bytes now and then, and a host gone
 // (power cut, cable pulled) answers no retransmission or probe: neither
-// is a stopped reader. False for a TLS connection (its writer's goroutine
-// writes whole records, blocking) and while a response is being written.
+// is a stopped reader. True too while a response is being written
+// (Write): the stream waits for it, which gives up if the connection
+// takes nothing for its timeout (a player resuming sends a keepalive
+// first, whose answer waits behind the full queue). False for a TLS
+// connection (its writer's goroutine writes whole records, blocking).
 func (w *ConnWriter) ReaderStopped(d time.Duration) bool {
-	if w.async || w.rc == nil || !w.mu.TryLock() {
+	if w.async || w.rc == nil {
 		return false
+	}
+	if !w.mu.TryLock() {
+		return true
 	}
 	defer w.mu.Unlock()
 	if w.err != nil || len(w.pending) == 0 || time.Now().UnixNano()-w.tookAt < int64(d) {

@@ -371,8 +371,10 @@ func TestFailedFillEndsStream(t *testing.T) {
 	}
 }
 
-// TestSlowTCPReader: a client that never reads is ended after MaxLag and
-// does not hold back another stream of the same shard.
+// TestSlowTCPReader: a client reading slower than the title's bitrate
+// (a link too slow for it) is ended after MaxLag and does not hold back
+// another stream of the same shard. (One that stopped reading, its host
+// alive, waits: TestTCPPlayerPausedWithoutPAUSE in vodnode.)
 func TestSlowTCPReader(t *testing.T) {
 	e := &Engine{Shards: 1, MaxLag: 300 * time.Millisecond}
 	if err := e.Start(); err != nil {
@@ -380,7 +382,16 @@ func TestSlowTCPReader(t *testing.T) {
 	}
 	defer e.Close()
 	data := loadClip(t)
-	slowSrv, _ := tcpPairBuf(t, 4096)
+	slowSrv, slowCli := tcpPairBuf(t, 4096)
+	go func() { // 512 bytes every 20 ms: 25 kB/s, a third of the clip's bitrate
+		var b [512]byte
+		for {
+			if _, err := io.ReadFull(slowCli, b[:]); err != nil {
+				return // reset as a slow client, or closed at the test's end
+			}
+			time.Sleep(20 * time.Millisecond) // the link's pace, not a wait for an event
+		}
+	}()
 	slowSrv.(*net.TCPConn).SetWriteBuffer(4096)
 	done := make(chan ended, 1)
 	slow, _ := e.NewStream(StreamConfig{Source: newMemSource(data), Mode: RTPTCP,
