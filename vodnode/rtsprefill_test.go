@@ -1,0 +1,149 @@
+package vodnode
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pion/rtp"
+)
+
+// An RTSP viewer whose title's fill failed a quarter in (the origin away
+// longer than fill_retry_for) while its play was PAUSEd plays on once the
+// origin is back: its PLAY fills the title again, from the partial the
+// failed fill left, and the stream goes on from where it stood to the end
+// of the title, every byte the title's. It was bound to the failed fill
+// for good: the play ended where the fill had stopped, with an RTCP BYE
+// "fill failed", and the session with it.
+func TestRTSPSessionRefillsAfterAFailedFill(t *testing.T) {
+	t.Parallel() // real-time bound: about 6 s
+	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill")
+	if got := len(n.store.Partials()); got != 1 {
+		t.Fatalf("%d partials after the failed fill, want 1", got)
+	}
+	o.failAt.Store(0) // the origin is back, whole
+	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PLAY once the origin is back: %s", statusLine(res))
+	}
+	b := got.untilBye(t, c)
+	if !bytes.Equal(b, data) {
+		t.Fatalf("the play's MP2T: %d bytes, want the title's %d (the fill stopped at %d); equal up to %d",
+			len(b), len(data), cut, commonPrefix(b, data))
+	}
+	if got := len(n.store.Partials()); got != 0 {
+		t.Fatalf("%d partials once the title is whole, want 0 (the new fill resumed it)", got)
+	}
+	if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "the title's copies released", func() bool {
+		for _, st := range n.store.Titles() {
+			if st.ID == "short-001" && st.Readers != 0 {
+				return false
+			}
+		}
+		return n.Stats().Sessions == 0
+	})
+}
+
+// An RTSP session's title replaced at the origin, after its fill failed,
+// by a file of the same size and bitrate (other bytes: another version)
+// is not filled again for it: its PLAY gets the failed fill's 503, not
+// the new version's bytes after the old one's.
+func TestRTSPSessionDoesNotRefillAnotherVersion(t *testing.T) {
+	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill-other")
+	other := bytes.Clone(data)
+	for p := cut; p+188 <= int64(len(other)); p += 188 {
+		other[p+187] ^= 0x55 // the same size and duration, other bytes
+	}
+	o.replace("short-001", other)
+	o.failAt.Store(0)
+	// Another fill of the title (the manager's prefetch) has the node
+	// read the catalog again: the title there is the new version.
+	waitFor(t, 10*time.Second, "the node's catalog to have the new version", func() bool {
+		n.store.Prefetch(context.Background(), "short-001")
+		m, err := n.store.Lookup(context.Background(), "short-001")
+		return err == nil && m.Version == titleVersion(other)
+	})
+	for i := range 2 {
+		if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 503 || !bytes.Equal(got.b, data[:len(got.b)]) {
+			t.Fatalf("PLAY %d once the origin is back: %s, %d bytes of MP2T equal to the old version's up to %d; want 503 (the session's bytes are the old version's) and no more",
+				i+1, statusLine(res), len(got.b), commonPrefix(got.b, data))
+		}
+	}
+}
+
+// rtspPayloads gathers the MP2T of a play over TCP (the RTP payloads of
+// interleaved channel 0, in order).
+type rtspPayloads struct{ b []byte }
+
+// untilBye reads c's frames until an RTCP BYE and returns the MP2T
+// gathered by then.
+func (p *rtspPayloads) untilBye(t *testing.T, c *testClient) []byte {
+	t.Helper()
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		ch, b, err := c.frame()
+		if err != nil {
+			t.Fatalf("no BYE after %d bytes of MP2T: %v", len(p.b), err)
+		}
+		if ch == 1 && hasBye(b) {
+			return p.b
+		}
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// cutFillRTSP starts a node whose origin sends short-001's first quarter
+// (cut bytes) and then fails, and an RTSP session of it over TCP
+// (MP2T) whose play, from the start, is PAUSEd after some packets: it
+// returns once the fill has failed for the origin (fill_retry_for
+// 300 ms), with the client, the URL, the RTSP session id, the title's
+// bytes, and the MP2T the client got (added to as it reads more).
+func cutFillRTSP(t *testing.T, sid string) (o *fakeOrigin, n *Node, c *testClient, url, id string, data []byte, cut int64, got *rtspPayloads) {
+	t.Helper()
+	o = newFakeOrigin(t)
+	data = o.titles["short-001"]
+	cut = int64(len(data)/4) / 188 * 188
+	o.failAt.Store(cut)
+	n = startNode(t, startOrigin(t, o), func(n *Node) {
+		n.FillRetryFor = 300 * time.Millisecond
+		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
+	})
+	got = &rtspPayloads{}
+	c = dialRTSP(t, n)
+	c.onFrame = func(ch int, b []byte) {
+		var pkt rtp.Packet
+		if ch == 0 && pkt.Unmarshal(b) == nil {
+			got.b = append(got.b, pkt.Payload...)
+		}
+	}
+	url = nodeURL(n, mint(t, sid, "short-001", "node-1", "", 10*time.Minute), "short-001")
+	id = c.play(url)
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for rtpN := 0; rtpN < 10; {
+		ch, _, err := c.frame()
+		if err != nil {
+			t.Fatalf("after %d RTP packets: %v", rtpN, err)
+		}
+		if ch == 0 {
+			rtpN++
+		}
+	}
+	if res := c.do("PAUSE", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PAUSE: %s", statusLine(res))
+	}
+	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	if int64(len(got.b)) >= cut || !bytes.Equal(got.b, data[:len(got.b)]) {
+		t.Fatalf("before the PAUSE: %d bytes of MP2T, want the title's first, fewer than the %d the origin sent", len(got.b), cut)
+	}
+	return o, n, c, url, id, data, cut, got
+}
