@@ -142,12 +142,13 @@ func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
 // stopped (it cut the file to what it filled before it says it failed)
 // fails with store.ErrFillFailed, not as the disk's failure.
 func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
-	n, err := s.title().ReadAt(p, off)
+	t := s.title()
+	n, err := t.ReadAt(p, off)
 	if n > 0 {
 		s.gave.Store(true)
 	}
-	if n < len(p) && off+int64(len(p)) > s.title().View().Index.Size && !s.title().AheadWritable() {
-		if v := s.title().View(); !v.Complete {
+	if n < len(p) && off+int64(len(p)) > t.View().Index.Size && !t.AheadWritable() {
+		if v := t.View(); !v.Complete {
 			return n, fmt.Errorf("%w: the fill stopped; the bytes read from the origin past %d are cut", store.ErrFillFailed, v.Index.Size)
 		}
 	}

@@ -3,9 +3,12 @@ package vodnode
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 )
 
@@ -18,7 +21,7 @@ import (
 // "fill failed", and the session with it.
 func TestRTSPSessionRefillsAfterAFailedFill(t *testing.T) {
 	t.Parallel() // real-time bound: about 6 s
-	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill")
+	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill", false)
 	if got := len(n.store.Partials()); got != 1 {
 		t.Fatalf("%d partials after the failed fill, want 1", got)
 	}
@@ -52,7 +55,7 @@ func TestRTSPSessionRefillsAfterAFailedFill(t *testing.T) {
 // is not filled again for it: its PLAY gets the failed fill's 503, not
 // the new version's bytes after the old one's.
 func TestRTSPSessionDoesNotRefillAnotherVersion(t *testing.T) {
-	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill-other")
+	o, n, c, url, id, data, cut, got := cutFillRTSP(t, "rtsp-refill-other", false)
 	other := bytes.Clone(data)
 	for p := cut; p+188 <= int64(len(other)); p += 188 {
 		other[p+187] ^= 0x55 // the same size and duration, other bytes
@@ -74,9 +77,34 @@ func TestRTSPSessionDoesNotRefillAnotherVersion(t *testing.T) {
 	}
 }
 
+// An elementary-stream session (/es/: H.264 and AAC tracks) refills as
+// an MP2T one does: its PLAY once the origin is back plays on to the
+// title's end (its BYE "end of title", not "fill failed"; its position the title's
+// duration). It was answered 503 at every PLAY.
+func TestRTSPESSessionRefillsAfterAFailedFill(t *testing.T) {
+	t.Parallel() // real-time bound: about 6 s
+	o, _, c, url, id, _, _, got := cutFillRTSP(t, "rtsp-refill-es", true)
+	o.failAt.Store(0)
+	if res := c.do("PLAY", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("PLAY once the origin is back: %s", statusLine(res))
+	}
+	got.untilBye(t, c)
+	if got.bye != "end of title" {
+		t.Fatalf("the play ended with a BYE %q, want the title's end's", got.bye)
+	}
+	res := c.doBody("GET_PARAMETER", url+"/", "position\r\n", "Session", id, "Content-Type", "text/parameters")
+	var at float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(res.Body)), "position: %g", &at); err != nil || at < shortSeconds-1 {
+		t.Fatalf("position at the BYE: %s (%v), want about %d s", statusLine(res), err, shortSeconds)
+	}
+}
+
 // rtspPayloads gathers the MP2T of a play over TCP (the RTP payloads of
 // interleaved channel 0, in order).
-type rtspPayloads struct{ b []byte }
+type rtspPayloads struct {
+	b   []byte
+	bye string // the reason of the first RTCP BYE read
+}
 
 // untilBye reads c's frames until an RTCP BYE and returns the MP2T
 // gathered by then.
@@ -88,7 +116,13 @@ func (p *rtspPayloads) untilBye(t *testing.T, c *testClient) []byte {
 		if err != nil {
 			t.Fatalf("no BYE after %d bytes of MP2T: %v", len(p.b), err)
 		}
-		if ch == 1 && hasBye(b) {
+		if ch%2 == 1 && hasBye(b) {
+			ps, _ := rtcp.Unmarshal(b)
+			for _, x := range ps {
+				if g, ok := x.(*rtcp.Goodbye); ok {
+					p.bye = g.Reason
+				}
+			}
 			return p.b
 		}
 	}
@@ -104,11 +138,11 @@ func commonPrefix(a, b []byte) int {
 
 // cutFillRTSP starts a node whose origin sends short-001's first quarter
 // (cut bytes) and then fails, and an RTSP session of it over TCP
-// (MP2T) whose play, from the start, is PAUSEd after some packets: it
+// (MP2T, or with es its H.264 and AAC tracks) whose play, from the start, is PAUSEd after some packets: it
 // returns once the fill has failed for the origin (fill_retry_for
 // 300 ms), with the client, the URL, the RTSP session id, the title's
 // bytes, and the MP2T the client got (added to as it reads more).
-func cutFillRTSP(t *testing.T, sid string) (o *fakeOrigin, n *Node, c *testClient, url, id string, data []byte, cut int64, got *rtspPayloads) {
+func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *testClient, url, id string, data []byte, cut int64, got *rtspPayloads) {
 	t.Helper()
 	o = newFakeOrigin(t)
 	data = o.titles["short-001"]
@@ -126,8 +160,22 @@ func cutFillRTSP(t *testing.T, sid string) (o *fakeOrigin, n *Node, c *testClien
 			got.b = append(got.b, pkt.Payload...)
 		}
 	}
-	url = nodeURL(n, mint(t, sid, "short-001", "node-1", "", 10*time.Minute), "short-001")
-	id = c.play(url)
+	tok := mint(t, sid, "short-001", "node-1", "", 10*time.Minute)
+	if url = nodeURL(n, tok, "short-001"); !es {
+		id = c.play(url)
+	} else {
+		url = esURL(n, tok, "short-001")
+		res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+		if id = sessionID(res); res.StatusCode != 200 {
+			t.Fatalf("SETUP video: %s", statusLine(res))
+		}
+		if res := c.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
+			t.Fatalf("SETUP audio: %s", statusLine(res))
+		}
+		if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
+			t.Fatalf("PLAY: %s", statusLine(res))
+		}
+	}
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for rtpN := 0; rtpN < 10; {
 		ch, _, err := c.frame()
@@ -142,7 +190,7 @@ func cutFillRTSP(t *testing.T, sid string) (o *fakeOrigin, n *Node, c *testClien
 		t.Fatalf("PAUSE: %s", statusLine(res))
 	}
 	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
-	if int64(len(got.b)) >= cut || !bytes.Equal(got.b, data[:len(got.b)]) {
+	if !es && (int64(len(got.b)) >= cut || !bytes.Equal(got.b, data[:len(got.b)])) {
 		t.Fatalf("before the PAUSE: %d bytes of MP2T, want the title's first, fewer than the %d the origin sent", len(got.b), cut)
 	}
 	return o, n, c, url, id, data, cut, got
