@@ -111,8 +111,8 @@ func (s *aheadSource) title() *store.Title { return s.cur.Load() }
 
 // refilled makes t, a new copy of the same version of s's title whose
 // fill resumes from the partial the failed one left (refillRTSP), the
-// copy s reads: an extent read for the failed copy is dropped (a PLAY
-// far ahead of the new fill starts one of its own), and waiters woken.
+// copy s reads: an extent read for the failed copy is dropped, its
+// waiters woken (a PLAY far ahead of the new fill starts one of its own).
 func (s *aheadSource) refilled(t *store.Title) {
 	s.mu.Lock()
 	due := s.dropLocked()
