@@ -51,7 +51,9 @@ func (n *Node) refillCopy(ctx context.Context, title string, old *store.Title, s
 	if err != nil {
 		return nil, storeError(err)
 	}
-	if t.Meta() != old.Meta() {
+	if t == old || t.Meta() != old.Meta() {
+		// old itself (its failure not yet out of the store's titles),
+		// or another version
 		n.store.Release(t)
 		return nil, nil
 	}

@@ -140,7 +140,8 @@ func commonPrefix(a, b []byte) int {
 // (cut bytes) and then fails, and an RTSP session of it over TCP
 // (MP2T, or with es its H.264 and AAC tracks) whose play, from the start, is PAUSEd after some packets: it
 // returns once the fill has failed for the origin (fill_retry_for
-// 300 ms), with the client, the URL, the RTSP session id, the title's
+// 300 ms; 2 s for es, whose play is PAUSEd once its reader waits at the
+// cut), with the client, the URL, the RTSP session id, the title's
 // bytes, and the MP2T the client got (added to as it reads more).
 func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *testClient, url, id string, data []byte, cut int64, got *rtspPayloads) {
 	t.Helper()
@@ -150,6 +151,9 @@ func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *
 	o.failAt.Store(cut)
 	n = startNode(t, startOrigin(t, o), func(n *Node) {
 		n.FillRetryFor = 300 * time.Millisecond
+		if es {
+			n.FillRetryFor = 2 * time.Second // its reader waits at the cut before the PAUSE
+		}
 		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
 	})
 	got = &rtspPayloads{}
@@ -186,10 +190,27 @@ func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *
 			rtpN++
 		}
 	}
+	if es {
+		// An elementary-stream play reads the title a second ahead of
+		// what it sends: its reader waits at the cut, the fill retrying,
+		// before the PAUSE, and meets the failure while paused.
+		waitFor(t, 10*time.Second, "the play's reader waiting at the cut", func() bool {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			s := n.sessions[id]
+			return s != nil && s.player != nil && s.player.WaitingForFill()
+		})
+	}
 	if res := c.do("PAUSE", url+"/", "Session", id); res.StatusCode != 200 {
 		t.Fatalf("PAUSE: %s", statusLine(res))
 	}
 	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	waitFor(t, 10*time.Second, "the session's copy to show its fill failed", func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		s := n.sessions[id]
+		return s != nil && s.t().View().Err != nil
+	})
 	if !es && (int64(len(got.b)) >= cut || !bytes.Equal(got.b, data[:len(got.b)])) {
 		t.Fatalf("before the PAUSE: %d bytes of MP2T, want the title's first, fewer than the %d the origin sent", len(got.b), cut)
 	}
