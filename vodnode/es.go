@@ -219,7 +219,7 @@ func (c *rtspConn) setupESTrack(req *base.Request, s *session, tg target, specs 
 
 // startES creates the ES playback of s at its first PLAY.
 func (n *Node) startES(s *session) *rtspError {
-	ahead := newAheadSource(n, s.t, s.meta)
+	ahead := newAheadSource(n, s.t(), s.meta)
 	cfg := n.esConfig(s, ahead)
 	st, err := n.engine.NewESStream(cfg)
 	if err != nil {
@@ -242,7 +242,7 @@ func (n *Node) startES(s *session) *rtspError {
 // session's client gets it from its stream created at SETUP. The channel
 // returned is Abort's (nil when no BYE could be made).
 func (n *Node) abortES(s *session, reason string) <-chan struct{} {
-	st, err := n.engine.NewESStream(n.esConfig(s, s.t))
+	st, err := n.engine.NewESStream(n.esConfig(s, s.t()))
 	if err != nil {
 		n.log.Debug("no BYE for an unplayed ES session", "session", s.id, "err", err)
 		return nil

@@ -492,7 +492,7 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 	n.mu.Lock()
 	for _, s := range n.sessions {
 		r.Sessions++
-		if !s.t.View().Complete {
+		if !s.t().View().Complete {
 			r.FillSessions++
 		}
 		r.SessionIds = append(r.SessionIds, s.sid)

@@ -61,7 +61,7 @@ func TestRTSPDiskReadError(t *testing.T) {
 					s = x
 				}
 			}
-			return s != nil && s.t.View().Complete
+			return s != nil && s.t().View().Complete
 		})
 		cut := int64(len(o.titles[title])*3/20) / 188 * 188
 		if err := os.Truncate(filepath.Join(n.DataDir, "titles", title+".ts"), cut); err != nil {

@@ -55,4 +55,4 @@ func libavformatAgent(ua string) bool {
 // silent meanwhile until the session timed out; it was answered 457,
 // which it ignores. A title stored whole plays its last keyframe's group
 // of pictures instead. s.ctl held.
-func lavfEndHere(s *session) bool { return !s.t.View().Complete }
+func lavfEndHere(s *session) bool { return !s.t().View().Complete }

@@ -410,6 +410,9 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	// pause_timeout). Whether it is at the end of the title (atEnd)
 	// changes only with a PLAY that succeeds.
 	s.paused.Store(false)
+	// Its copy's fill failed for the origin: filled again, from the
+	// partial it left, for this PLAY to go on past it (refillRTSP).
+	c.n.refillRTSP(c.n.ctx, s)
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
@@ -572,7 +575,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 // duration returns the session's title play time, seconds: from the index
 // when complete, else from the catalog.
 func (s *session) duration() float64 {
-	if v := s.t.View(); v.Complete {
+	if v := s.t().View(); v.Complete {
 		if d := v.Index.Duration(); d > 0 {
 			return d
 		}

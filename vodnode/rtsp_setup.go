@@ -57,7 +57,7 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		}
 		c.forget(s)
 		if acquired {
-			c.n.store.Release(s.t)
+			c.n.store.Release(s.t())
 		}
 		if reserved {
 			c.n.unreserve(s.meta.Bitrate)
@@ -93,17 +93,19 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 		return fail(err)
 	}
 	reserved = true
-	if s.t, serr = c.n.store.Acquire(ctx, tg.Title); serr != nil {
+	t, serr := c.n.store.Acquire(ctx, tg.Title)
+	if serr != nil {
 		return fail(storeError(serr))
 	}
+	s.cur.Store(t)
 	acquired = true
-	if err := c.n.adoptHeldMeta(s.t, &s.meta); err != nil {
+	if err := c.n.adoptHeldMeta(s.t(), &s.meta); err != nil {
 		return fail(err)
 	}
 	s.touch(time.Now())
 	var ssrc uint32
 	if tg.ES {
-		tr, rerr := c.n.esTracksOf(ctx, s.t)
+		tr, rerr := c.n.esTracksOf(ctx, s.t())
 		if rerr != nil {
 			return fail(rerr)
 		}
@@ -130,10 +132,10 @@ func (c *rtspConn) setup(req *base.Request) (*base.Response, *rtspError) {
 	if rerr := c.n.addSession(s); rerr != nil {
 		return fail(rerr)
 	}
-	c.n.store.Unexpect(s.sid) // it arrived: its title is held for it (s.t)
+	c.n.store.Unexpect(s.sid) // it arrived: its title is held for it (s.t())
 	c.retried(s.sid)
 	c.n.log.Info("session set up", "session", s.id, "sid", s.sid, "title", s.title, "transport", s.spec.Profile,
-		"es", tg.ES, "client", c.remote, "filling", !s.t.View().Complete)
+		"es", tg.ES, "client", c.remote, "filling", !s.t().View().Complete)
 	return c.setupResponse(s, s.spec, ssrc), nil
 }
 
@@ -163,7 +165,7 @@ func (c *rtspConn) newStream(s *session) (*deliver.Stream, deliver.StreamConfig,
 	var ids [10]byte
 	rand.Read(ids[:])
 	spec := s.spec
-	s.ahead = newAheadSource(c.n, s.t, s.meta)
+	s.ahead = newAheadSource(c.n, s.t(), s.meta)
 	cfg := deliver.StreamConfig{
 		Source: s.ahead, Mode: spec.Mode, Bitrate: s.meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
 		SSRC: binary.BigEndian.Uint32(ids[0:4]), Seq: binary.BigEndian.Uint16(ids[4:6]),
@@ -303,7 +305,7 @@ func (n *Node) started(s *session) {
 	if !first {
 		return
 	}
-	filled := !s.t.View().Complete
+	filled := !s.t().View().Complete
 	if n.mgr != nil {
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_STARTED,

@@ -50,8 +50,10 @@ const rtspAheadTries = 4
 // read: the fill's index is given from then on. A PLAY elsewhere, or in
 // trick play, drops the extent.
 type aheadSource struct {
-	n    *Node
-	t    *store.Title
+	n *Node
+	// cur is the session's copy of the title: replaced (refilled) when
+	// a PLAY acquired it again after its fill failed for the origin.
+	cur  atomic.Pointer[store.Title]
 	meta store.Meta
 
 	mu      sync.Mutex
@@ -99,13 +101,30 @@ type aheadExtent struct {
 
 // newAheadSource returns the Source of a session of title t.
 func newAheadSource(n *Node, t *store.Title, meta store.Meta) *aheadSource {
-	return &aheadSource{n: n, t: t, meta: meta}
+	s := &aheadSource{n: n, meta: meta}
+	s.cur.Store(t)
+	return s
+}
+
+// title returns the copy of the title s reads.
+func (s *aheadSource) title() *store.Title { return s.cur.Load() }
+
+// refilled makes t, a new copy of the same version of s's title whose
+// fill resumes from the partial the failed one left (refillRTSP), the
+// copy s reads: an extent read for the failed copy is dropped, its
+// waiters woken (a PLAY far ahead of the new fill starts one of its own).
+func (s *aheadSource) refilled(t *store.Title) {
+	s.mu.Lock()
+	due := s.dropLocked()
+	s.cur.Store(t)
+	s.mu.Unlock()
+	callAll(due)
 }
 
 // State gives the extent's index while the play is in it and the fill
 // has not caught up with it; the fill's otherwise.
 func (s *aheadSource) State() (*tsindex.Index, bool, error) {
-	v := s.t.View()
+	v := s.title().View()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stateLocked(v)
@@ -123,12 +142,13 @@ func (s *aheadSource) stateLocked(v *store.View) (*tsindex.Index, bool, error) {
 // stopped (it cut the file to what it filled before it says it failed)
 // fails with store.ErrFillFailed, not as the disk's failure.
 func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
-	n, err := s.t.ReadAt(p, off)
+	t := s.title()
+	n, err := t.ReadAt(p, off)
 	if n > 0 {
 		s.gave.Store(true)
 	}
-	if n < len(p) && off+int64(len(p)) > s.t.View().Index.Size && !s.t.AheadWritable() {
-		if v := s.t.View(); !v.Complete {
+	if n < len(p) && off+int64(len(p)) > t.View().Index.Size && !t.AheadWritable() {
+		if v := t.View(); !v.Complete {
 			return n, fmt.Errorf("%w: the fill stopped; the bytes read from the origin past %d are cut", store.ErrFillFailed, v.Index.Size)
 		}
 	}
@@ -153,7 +173,7 @@ func (s *aheadSource) ReadAt(p []byte, off int64) (int, error) {
 func (s *aheadSource) Notify(after int64, fn func()) bool {
 	var once sync.Once
 	f := func() { once.Do(fn) }
-	v := s.t.View()
+	v := s.title().View()
 	s.mu.Lock()
 	idx, complete, err := s.stateLocked(v)
 	if idx.Size > after || complete || err != nil {
@@ -169,7 +189,7 @@ func (s *aheadSource) Notify(after int64, fn func()) bool {
 		s.waiters = append(s.waiters, sourceWaiter{after: after, fn: f})
 	}
 	s.mu.Unlock()
-	if !fromExtent && !s.t.Notify(after, f) {
+	if !fromExtent && !s.title().Notify(after, f) {
 		go f() // the fill moved past after meanwhile
 	}
 	return true
@@ -178,7 +198,7 @@ func (s *aheadSource) Notify(after int64, fn func()) bool {
 // wakeLocked takes the waiters that State now satisfies (all of them with
 // all) for the caller to call once it unlocked s.mu.
 func (s *aheadSource) wakeLocked(all bool) []func() {
-	v := s.t.View()
+	v := s.title().View()
 	idx, complete, err := s.stateLocked(v)
 	var due []func()
 	keep := s.waiters[:0]
@@ -209,7 +229,7 @@ func (s *aheadSource) seek(npt float64) {
 	if npt < 0 {
 		return
 	}
-	v := s.t.View()
+	v := s.title().View()
 	s.mu.Lock()
 	if e := s.ext; e != nil && e.holds(npt) {
 		s.mu.Unlock()
@@ -229,7 +249,7 @@ func (s *aheadSource) seek(npt float64) {
 // origin and no extent of the source holds npt: normal play after trick
 // play far ahead of the fill (drop).
 func (s *aheadSource) wants(npt float64) bool {
-	v := s.t.View()
+	v := s.title().View()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ext != nil && s.ext.holds(npt) {
@@ -284,7 +304,7 @@ func (s *aheadSource) startLocked(start int64, npt float64, tries int) {
 		done: make(chan struct{}), b: tsindex.NewBuilderAt(start), end: start, moved: make(chan struct{}, 1)}
 	e.read.Store(start)
 	s.ext = e
-	s.n.log.Info("RTSP play far ahead of the title's fill: its part read from the origin", "title", s.meta.ID, "npt", npt, "offset", start, "filled", s.t.View().Index.Size)
+	s.n.log.Info("RTSP play far ahead of the title's fill: its part read from the origin", "title", s.meta.ID, "npt", npt, "offset", start, "filled", s.title().View().Index.Size)
 	go s.run(e)
 }
 
@@ -329,8 +349,9 @@ var errExtentRestarted = errors.New("extent started again earlier")
 func (s *aheadSource) run(e *aheadExtent) {
 	defer close(e.done)
 	defer e.cancel()
+	t := s.title() // the copy e reads for: a refill drops e (refilled)
 	var step time.Duration
-	fill := fillWaiter{t: s.t}
+	fill := fillWaiter{t: t}
 	buf := make([]byte, 64<<10)
 	bps := float64(s.meta.Bitrate) / 8
 	bound := max(int64(originAheadMax.Seconds()*bps), originAheadMaxMin)
@@ -340,12 +361,12 @@ func (s *aheadSource) run(e *aheadExtent) {
 		end := e.end
 		settled := e.settled
 		s.mu.Unlock()
-		v := s.t.View()
+		v := t.View()
 		if v.Complete || v.Err != nil || v.Index.Size >= end || end >= s.meta.Size {
 			s.finished(e)
 			return
 		}
-		if !headKnown(&v.Index) || !s.t.AheadWritable() {
+		if !headKnown(&v.Index) || !t.AheadWritable() {
 			// A PLAY right after SETUP: the fill has not indexed the
 			// title's first PCRs, PMT and picture (the extent's clock is
 			// placed on them) or receives no origin bytes yet.
@@ -373,7 +394,7 @@ func (s *aheadSource) run(e *aheadExtent) {
 			step = s.retryWait(e, step, true, fill.past(end-1))
 			continue
 		}
-		rng, err := s.n.store.OriginRange(e.ctx, s.t, end, min(bound, s.meta.Size-end))
+		rng, err := s.n.store.OriginRange(e.ctx, t, end, min(bound, s.meta.Size-end))
 		if err != nil {
 			s.n.ahead.release(sl)
 			s.n.log.Debug("RTSP play far ahead of the fill: origin read refused; it asks again", "title", s.meta.ID, "offset", end, "err", err)
@@ -385,7 +406,7 @@ func (s *aheadSource) run(e *aheadExtent) {
 			a.close()
 			return
 		}
-		err = s.copyExtent(e, rng, end, buf)
+		err = s.copyExtent(t, e, rng, end, buf)
 		a.close()
 		switch {
 		case errors.Is(err, errExtentRestarted):
@@ -401,15 +422,16 @@ func (s *aheadSource) run(e *aheadExtent) {
 	}
 }
 
-// copyExtent copies the bytes of rng, from off, into the title's file and
-// e's index, waking the stream as they come. It returns nil at the read's
+// copyExtent copies the bytes of rng, from off, into the file of t (the
+// copy of the title e reads for) and e's index, waking the stream as they
+// come. It returns nil at the read's
 // end; errExtentRestarted when e started after the keyframe of its time
 // (restart); the read's or the write's error.
-func (s *aheadSource) copyExtent(e *aheadExtent, rng *store.OriginRange, off int64, buf []byte) error {
+func (s *aheadSource) copyExtent(t *store.Title, e *aheadExtent, rng *store.OriginRange, off int64, buf []byte) error {
 	for {
 		k, rerr := rng.Read(buf)
 		if k > 0 {
-			if err := s.t.WriteAhead(buf[:k], off); err != nil {
+			if err := t.WriteAhead(buf[:k], off); err != nil {
 				return err
 			}
 			off += int64(k)
@@ -418,7 +440,7 @@ func (s *aheadSource) copyExtent(e *aheadExtent, rng *store.OriginRange, off int
 			if restart {
 				return errExtentRestarted
 			}
-			if v := s.t.View(); v.Complete || v.Err != nil || v.Index.Size >= off {
+			if v := t.View(); v.Complete || v.Err != nil || v.Index.Size >= off {
 				return nil // the fill has them
 			}
 		}
@@ -443,7 +465,7 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 	e.b.Write(p) // an error stops its indexing: the extent then shows no more
 	e.end += int64(len(p))
 	bi := e.b.Index()
-	head := s.t.View().Index
+	head := s.title().View().Index
 	if !e.shifted {
 		if len(bi.PCRs) == 0 {
 			return false, nil
@@ -493,7 +515,7 @@ func (s *aheadSource) indexed(e *aheadExtent, p []byte) (restart bool, due []fun
 // place to start than e's, the play waits for the fill.
 func (s *aheadSource) restartLocked(e *aheadExtent, first float64) {
 	s.ext = nil
-	v := s.t.View()
+	v := s.title().View()
 	early, read := s.earlyLocked(v, e.target)
 	least := v.Index.Size + aheadGap(s.meta.Bitrate)
 	least += (deliver.TSPacketSize - least%deliver.TSPacketSize) % deliver.TSPacketSize
@@ -525,7 +547,7 @@ func (s *aheadSource) finished(e *aheadExtent) {
 	s.mu.Lock()
 	var due []func()
 	if s.ext == e {
-		if v := s.t.View(); v.Complete || v.Err != nil || v.Index.Size >= e.end {
+		if v := s.title().View(); v.Complete || v.Err != nil || v.Index.Size >= e.end {
 			s.ext = nil
 		}
 		due = s.wakeLocked(true)

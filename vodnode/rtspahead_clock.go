@@ -85,7 +85,7 @@ func (s *aheadSource) reaimLocked(e *aheadExtent, head *tsindex.Index, first tsi
 	if at >= e.target || e.tries+1 >= rtspAheadTries {
 		return false
 	}
-	v := s.t.View()
+	v := s.title().View()
 	est, rate := s.estimate(v, e.target)
 	start := s.startAt(v, e.target)
 	if !(est < float64(s.meta.Size)) || float64(start-e.end) <= rtspAheadMargin.Seconds()*rate {

@@ -21,12 +21,15 @@ type udpKey = netip.AddrPort
 
 // session is one RTSP session: one viewer's playback of one title.
 type session struct {
-	id         string // RTSP session id
-	sid        string // admission session id (the token's sid)
-	title      string
-	meta       store.Meta
-	expires    time.Time // the token's expiry
-	t          *store.Title
+	id      string // RTSP session id
+	sid     string // admission session id (the token's sid)
+	title   string
+	meta    store.Meta
+	expires time.Time // the token's expiry
+	// cur is the copy of the title the session holds (t): the one
+	// acquired at SETUP, or the one a PLAY acquired again after its
+	// fill failed for the origin (refillRTSP).
+	cur        atomic.Pointer[store.Title]
 	player     player        // nil until an ES session's first PLAY; set under ctl and Node.mu
 	es         *esSession    // elementary-stream sessions only
 	spec       transportSpec // the (first) track's transport
@@ -70,7 +73,14 @@ type session struct {
 	started   bool      // PLAY seen, STARTED reported
 	startedAt time.Time // when STARTED was reported
 	ended     bool
+	// retired are the copies whose fill failed that the session held
+	// before a refill (refillRTSP), released when it ends.
+	retired []*store.Title
 }
+
+// t returns the copy of the title s holds (nil until its SETUP acquired
+// one).
+func (s *session) t() *store.Title { return s.cur.Load() }
 
 // touch notes a sign of life of s's viewer at now, and the bytes its
 // stream had sent by then.
@@ -150,7 +160,9 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	if bye && s.conn != nil {
 		written = s.conn.aborting()
 	}
-	p, ahead := s.player, s.ahead // an ES session's first PLAY sets them under mu, unless ended
+	p, ahead := s.player, s.ahead                       // an ES session's first PLAY sets them under mu, unless ended
+	held := append([]*store.Title{s.t()}, s.retired...) // no refill swaps them once ended
+	s.retired = nil
 	n.mu.Unlock()
 	if f := n.abortHook; f != nil && bye {
 		f() // a test's hook: s gone from the node's sessions, its stream not aborted yet
@@ -183,7 +195,9 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	if ahead != nil {
 		ahead.close() // its origin reads stop writing into the title's file
 	}
-	n.store.Release(s.t)
+	for _, t := range held {
+		n.store.Release(t)
+	}
 	var unacked int64
 	if s.conn != nil {
 		if s.spec.Mode == deliver.RTPTCP && (reason == "timeout" || reason == string(deliver.EndSlow)) {
@@ -427,8 +441,8 @@ func (n *Node) streamReadError(s *session, err error) {
 		attrs = append(attrs, "err", err)
 	}
 	n.log.Warn("reading a title's file failed during an RTSP stream: the session ends", attrs...)
-	if s.t != nil {
-		n.store.ReadFailed(s.t, err)
+	if t := s.t(); t != nil {
+		n.store.ReadFailed(t, err)
 	}
 }
 

@@ -473,8 +473,8 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 		reason, err = EndDiskRead, rd.readErr
 	case errors.Is(err, io.EOF):
 		reason, err = EndOfTitle, nil
-		if _, _, ferr := s.cfg.Source.State(); ferr != nil {
-			reason, err = EndError, ferr // the end of what the failed fill left
+		if rd.fillErr != nil {
+			reason, err = EndError, rd.fillErr // the end of what the failed fill left
 		}
 	case errors.Is(err, ErrQueueFull):
 		reason = EndSlow
@@ -499,7 +499,7 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	} else {
 		s.ended, s.endedBy, s.endErr = true, reason, err
 		bye := ""
-		if _, _, ferr := s.cfg.Source.State(); ferr != nil && reason == EndError {
+		if _, _, ferr := s.cfg.Source.State(); (ferr != nil || rd.fillErr != nil) && reason == EndError {
 			bye = "fill failed" // the title's fill failed
 		} else if reason == EndDiskRead {
 			bye = string(EndDiskRead) // the title's file could not be read

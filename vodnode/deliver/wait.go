@@ -70,6 +70,13 @@ type pacedReader struct {
 	// the end of its input), and its owner tells the failure from the
 	// end of the title by this.
 	readErr *ReadError
+	// fillErr is the source's error (its fill failed) that Read's io.EOF
+	// at the end of the bytes the fill left stands for: its owner tells
+	// the end of those bytes from the end of the title by it, not by the
+	// source's state later (a PAUSE may hold the play and its end while
+	// the session's copy is filled again, the source then failing no
+	// more).
+	fillErr error
 
 	anchored    bool
 	anchorWall  time.Time
@@ -100,20 +107,26 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			// The fill failed: the bytes it left are played to their end
 			// (as if complete), then io.EOF, so that a demuxer hands out
 			// the frames it holds; the reader's owner tells the end of the
-			// title from a failure by the source's error.
+			// title from a failure by fillErr.
 			if r.off+TSPacketSize > idx.Size {
+				r.fillErr = err
 				return 0, io.EOF
 			}
 			complete = true
 		}
 		if complete && r.off >= idx.Size {
+			r.fillErr = err
 			return 0, io.EOF
 		}
 		if !complete && r.off+TSPacketSize > idx.Size {
 			r.anchored = false // the timeline restarts when the fill catches up
-			if err := r.waitFill(r.off + TSPacketSize - 1); err != nil {
+			if err := r.waitFill(r.off + TSPacketSize - 1); err != nil && r.ctx.Err() != nil {
 				return 0, err
 			}
+			// More bytes, or the fill failed: the source's state is read
+			// again past the hold (a PAUSE holds the reader: the fill's
+			// failure met while paused is taken once it ends, and not at
+			// all when the session's copy was filled again meanwhile).
 			continue
 		}
 		ck := clockOf{idx: idx}
@@ -124,10 +137,10 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			if complete {
 				return 0, errNoClock
 			}
-			if err := r.waitFill(idx.Size); err != nil {
+			if err := r.waitFill(idx.Size); err != nil && r.ctx.Err() != nil {
 				return 0, err
 			}
-			continue
+			continue // as above
 		}
 		now := time.Now()
 		if !r.anchored {

@@ -1,0 +1,105 @@
+package vodnode
+
+import (
+	"context"
+
+	"vodcluster/vodnode/store"
+)
+
+// maxRefills bounds the fills one session (RTSP or HTTP) starts again
+// (refillCopy): each failed copy stays held, its file open, until the
+// session ends.
+const maxRefills = 8
+
+// refillable reports whether old, the copy of a title a session holds,
+// may be filled again for the session (refillCopy): its fill failed for
+// the origin (away longer than fill_retry_for, its transfers broken:
+// store.FailCause "origin") and a retry may succeed (retryLater). A fill
+// that failed otherwise (the title replaced or withdrawn at the origin,
+// its bytes not its version's, the node's disk, the node's credential
+// refused), a complete copy, one still filling or none (nil) is not.
+func refillable(old *store.Title) bool {
+	if old == nil {
+		return false
+	}
+	v := old.View()
+	return v.Err != nil && !v.Complete && retryLater(v.Err) && store.FailCause(v.Err) == "origin"
+}
+
+// refillCopy acquires title (its copy old refillable) again for a
+// session: the store resumes its fill from the partial the failed fill
+// left. spent, called under n.mu before, reports whether the session may
+// not take another copy (it ended, or holds maxRefills failed ones);
+// install, called under n.mu with the new copy unless spent says so
+// then, makes it the session's and keeps old held until the session
+// ends. A new copy that is not the same version of the title (another
+// meta: replaced at the origin since; its bytes would follow the other
+// version's the viewer has) is released, as one spent refuses. It
+// returns the copy installed, nil when none was. Errors: the new fill's
+// refusal (storeError: 503 with Retry-After while the origin is still
+// away, within requestTimeout).
+func (n *Node) refillCopy(ctx context.Context, title string, old *store.Title, spent func() bool, install func(*store.Title)) (*store.Title, *rtspError) {
+	n.mu.Lock()
+	no := spent()
+	n.mu.Unlock()
+	if no {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	t, err := n.store.Acquire(ctx, title)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if t == old || t.Meta() != old.Meta() {
+		// old itself (its failure not yet out of the store's titles),
+		// or another version
+		n.store.Release(t)
+		return nil, nil
+	}
+	n.mu.Lock()
+	no = spent()
+	if !no {
+		install(t)
+	}
+	n.mu.Unlock()
+	if no {
+		n.store.Release(t)
+		return nil, nil
+	}
+	return t, nil
+}
+
+// refillRTSP gives s, an RTSP session whose copy's fill failed for the
+// origin (refillable), a new fill of the title at its PLAY (refillCopy):
+// its stream's source (aheadSource.refilled) reads the new copy, so that
+// the play goes on past the bytes the failed fill left once the origin is
+// back, from where it stands. Bound to its failed fill for good, a PLAY
+// past those bytes was answered 503 at every try. The failed copy stays
+// held until s ends (finishSession releases it with the copy s holds
+// then); the reservation is unchanged (the same meta, its bitrate). A
+// refill refused (the origin still away) leaves s as it was: its PLAY
+// plays what is on disk, and one past it gets the failed fill's 503. Under
+// s.ctl (PLAY's).
+func (n *Node) refillRTSP(ctx context.Context, s *session) {
+	old := s.t()
+	if !refillable(old) {
+		return
+	}
+	t, err := n.refillCopy(ctx, s.title, old, func() bool { return s.ended || len(s.retired) >= maxRefills }, func(t *store.Title) {
+		s.retired = append(s.retired, old)
+		s.cur.Store(t)
+	})
+	if err != nil {
+		n.log.Info("rtsp session: its title's fill had failed; filling it again was refused", "session", s.id, "sid", s.sid, "title", s.title, "err", err.reason)
+		return
+	}
+	if t == nil {
+		return
+	}
+	if s.ahead != nil { // an ES session's first PLAY makes its source from s.t()
+		s.ahead.refilled(t)
+	}
+	n.log.Info("rtsp session: its title's fill had failed; filling it again for the session's PLAY", "session", s.id, "sid", s.sid, "title", s.title,
+		"stored_bytes", t.View().Index.Size)
+}
