@@ -124,3 +124,51 @@ func stoppedViewerCounted(t *testing.T, then string) {
 			e.GetReason(), b, consumed, held, margin, written)
 	}
 }
+
+// TestHTTPBytesOfAFailedFillDelivered: a viewer reading a progressive
+// download at its own pace whose title's fill fails mid-response (the
+// origin cut) is counted every byte it then reads: the node closes the
+// connection in good order after the fill's last byte, and its socket
+// delivers what it holds after; the fill's failure is not the
+// connection's, and nothing is taken back from the count.
+func TestHTTPBytesOfAFailedFillDelivered(t *testing.T) {
+	o := newFakeOrigin(t)
+	data := o.titles["sample-005"]
+	o.failAt.Store(int64(len(data)/2) / 188 * 188)
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, startOrigin(t, o), withHTTP, func(n *Node) {
+		n.ManagerAddr, n.FillRetryFor = maddr, 300*time.Millisecond
+	})
+	const sid = "h-failed-fill"
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<10) })
+	}}
+	raw, err := d.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	tok := mint(t, sid, "sample-005", "node-1", "", time.Minute)
+	raw.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(raw, "GET /s/%s/vod/sample-005.ts HTTP/1.1\r\nHost: %s\r\n\r\n", tok, n.HTTPAddr())
+	res, err := http.ReadResponse(bufio.NewReader(raw), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", res, err)
+	}
+	// Not reading while the fill fails: the node's socket holds bytes
+	// when the send's source fails.
+	waitFor(t, 10*time.Second, "the fill to fail", func() bool { return n.store.FillsFailed()["origin"] == 1 })
+	got, _ := io.Copy(io.Discard, res.Body) // to the node's close
+	n.mu.Lock()
+	hs := n.httpSessions[sid]
+	n.mu.Unlock()
+	if hs == nil {
+		t.Fatal("no session")
+	}
+	n.endHTTPSessionIf(hs, "test", func() bool { return true })
+	waitFor(t, 10*time.Second, "ENDED", func() bool { return m.event(sid, pb.SessionEvent_KIND_ENDED) != nil })
+	if b := m.event(sid, pb.SessionEvent_KIND_ENDED).GetBytesSent(); got == 0 || b != got {
+		t.Fatalf("ENDED %d bytes, want the %d the viewer read", b, got)
+	}
+}

@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"time"
 
 	"vodcluster/vodnode/store"
 )
@@ -70,6 +71,14 @@ func (n *Node) refillCopy(ctx context.Context, title string, old *store.Title, s
 	return t, nil
 }
 
+// rtspRefillWait bounds what a PLAY waits for its session's refill
+// (refillRTSP); rtspRefillBackoff is how long a refill refused is not
+// tried again for the session.
+const (
+	rtspRefillWait    = 3 * time.Second
+	rtspRefillBackoff = 10 * time.Second
+)
+
 // refillRTSP gives s, an RTSP session whose copy's fill failed for the
 // origin (refillable), a new fill of the title at its PLAY (refillCopy):
 // its stream's source (aheadSource.refilled) reads the new copy, so that
@@ -83,14 +92,22 @@ func (n *Node) refillCopy(ctx context.Context, title string, old *store.Title, s
 // s.ctl (PLAY's).
 func (n *Node) refillRTSP(ctx context.Context, s *session) {
 	old := s.t()
-	if !refillable(old) {
+	if !refillable(old) || time.Now().Before(s.refillAfter) {
 		return
 	}
+	// A PLAY waits at most rtspRefillWait for it (a resume within the
+	// bytes on disk needs none of it; set-top boxes give up on a PLAY
+	// in a few seconds), and one refused is not tried again for
+	// rtspRefillBackoff (every PLAY of a box retrying against an origin
+	// still away).
+	ctx, cancel := context.WithTimeout(ctx, rtspRefillWait)
+	defer cancel()
 	t, err := n.refillCopy(ctx, s.title, old, func() bool { return s.ended || len(s.retired) >= maxRefills }, func(t *store.Title) {
 		s.retired = append(s.retired, old)
 		s.cur.Store(t)
 	})
 	if err != nil {
+		s.refillAfter = time.Now().Add(rtspRefillBackoff)
 		n.log.Info("rtsp session: its title's fill had failed; filling it again was refused", "session", s.id, "sid", s.sid, "title", s.title, "err", err.reason)
 		return
 	}

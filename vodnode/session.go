@@ -68,6 +68,9 @@ type session struct {
 	// file once (streamEnded); a second caller waits for the first's log,
 	// so that the warning comes before the session's ENDED.
 	readError sync.Once
+	// refillAfter: a refill refused (refillRTSP) is not tried again
+	// before then (under ctl).
+	refillAfter time.Time
 
 	// guarded by Node.mu
 	started   bool      // PLAY seen, STARTED reported

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,9 @@ type ConnWriter struct {
 	// tookAt is when the socket last took bytes of a write (unix ns; 0:
 	// never): ReaderStopped.
 	tookAt int64
+	// writing is true while Write blocks (a response behind the queue):
+	// ReaderStopped.
+	writing atomic.Bool
 
 	// non-blocking write state, bound once to avoid a closure per write
 	wbuf []byte
@@ -96,8 +100,8 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 var ErrQueueFull = errors.New("deliver: connection send queue full (slow client)")
 
 // Write writes b after whatever is queued (and the offers waiting,
-// Offer), blocking until done or until the connection took nothing for
-// the timeout; used for RTSP responses. A response waits behind the
+// Offer), blocking until done, until the connection took nothing for
+// the timeout, or at most writeHolds timeouts; used for RTSP responses. A response waits behind the
 // queue as long as the client takes bytes: a player resuming after it
 // stopped reading (ReaderStopped) drains the full queue at its play's
 // pace (512 KiB: 14 s of a 300 kbit/s title), and its first keepalive's
@@ -113,9 +117,12 @@ func (w *ConnWriter) Write(b []byte) (int, error) {
 		return 0, w.err
 	}
 	w.takeOffersLocked()
+	w.writing.Store(true)
+	defer w.writing.Store(false)
 	defer w.c.SetWriteDeadline(time.Time{})
+	start := time.Now()
 	if len(w.pending) > 0 {
-		n, err := w.writeProgress(w.pending)
+		n, err := w.writeProgress(w.pending, start)
 		if err != nil {
 			w.pending = w.pending[:copy(w.pending, w.pending[n:])]
 			w.err = err
@@ -123,22 +130,32 @@ func (w *ConnWriter) Write(b []byte) (int, error) {
 		}
 		w.pending = w.pending[:0]
 	}
-	n, err := w.writeProgress(b)
+	n, err := w.writeProgress(b, start)
 	if err != nil {
 		w.err = err
 	}
 	return n, err
 }
 
-// writeProgress writes b, blocking, until done or until the connection
-// took none of it for the timeout (mu held).
-func (w *ConnWriter) writeProgress(b []byte) (int, error) {
+// writeHolds bounds a blocking write (Write) whose connection keeps
+// taking bytes, in timeouts: it holds the writer's lock, which the
+// node's session ends wait for (Queued).
+const writeHolds = 3
+
+// writeProgress writes b, blocking, until done, until the connection took
+// none of it for the timeout, or writeHolds timeouts after start (mu
+// held).
+func (w *ConnWriter) writeProgress(b []byte, start time.Time) (int, error) {
 	done := 0
 	for {
-		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		deadline := time.Now().Add(w.timeout)
+		if end := start.Add(writeHolds * w.timeout); end.Before(deadline) {
+			deadline = end
+		}
+		w.c.SetWriteDeadline(deadline)
 		n, err := w.c.Write(b[done:])
 		done += n
-		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(start.Add(writeHolds*w.timeout)) {
 			return done, err
 		}
 		w.tookAt = time.Now().UnixNano() // it took some: wait on

@@ -20,20 +20,36 @@ import (
 // is a stopped reader. True too while a response is being written
 // (Write): the stream waits for it, which gives up if the connection
 // takes nothing for its timeout (a player resuming sends a keepalive
-// first, whose answer waits behind the full queue). False for a TLS
+// first, whose answer waits behind the full queue). False while the
+// writer is busy otherwise (readerState says so), and for a TLS
 // connection (its writer's goroutine writes whole records, blocking).
-func (w *ConnWriter) ReaderStopped(d time.Duration) bool {
+func (w *ConnWriter) ReaderStopped(d time.Duration) bool { return w.readerState(d) == readerGone }
+
+// readerState is what ReaderStopped tells, and readerBusy when the writer
+// is busy otherwise (draining its queue, measured): unknown now.
+type readerState int
+
+const (
+	readerReading readerState = iota // not stopped: a slow link, a host gone, a TLS connection
+	readerGone                       // stopped reading, its host alive, or a response waits to be written
+	readerBusy                       // the writer is busy: ask again
+)
+
+func (w *ConnWriter) readerState(d time.Duration) readerState {
 	if w.async || w.rc == nil {
-		return false
+		return readerReading
 	}
 	if !w.mu.TryLock() {
-		return true
+		if w.writing.Load() {
+			return readerGone
+		}
+		return readerBusy
 	}
 	defer w.mu.Unlock()
-	if w.err != nil || len(w.pending) == 0 || time.Now().UnixNano()-w.tookAt < int64(d) {
-		return false
+	if w.err != nil || len(w.pending) == 0 || time.Now().UnixNano()-w.tookAt < int64(d) || !peerWindowClosed(w.rc) {
+		return readerReading
 	}
-	return peerWindowClosed(w.rc)
+	return readerGone
 }
 
 // PeerAlive reports whether the peer's TCP is alive and taking or

@@ -139,6 +139,14 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		n -= n % int64(s.pay) // whole datagrams (s.pay: PayloadSize, or less to fit the route's MTU)
 	}
 	n = min(n, int64(s.e.MaxBurst*s.pay))
+	if n > 0 && s.readerStopped && now < s.stoppedRetry {
+		// Waiting for a player that stopped reading: its connection is
+		// tried every readerRetry, not at every tick (a read of the
+		// title and a write refused, 400 times a second for each paused
+		// viewer).
+		s.anchorClock, s.anchorWall = ck.at(s.pos), now
+		return true
+	}
 	if n > 0 {
 		sent, err := s.send(sh, ck, now, int(n))
 		if err != nil {
@@ -148,10 +156,18 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		if !sent {
 			if s.readerStopped {
 				s.anchorClock, s.anchorWall = ck.at(s.pos), now
+				s.stoppedRetry = now + int64(readerRetry)
 				return true
 			}
 			if lag := now - s.dueAt(ck, s.pos); lag > int64(s.e.MaxLag) {
-				if s.cfg.Conn != nil && s.cfg.Conn.ReaderStopped(s.e.MaxLag) {
+				state := readerReading
+				if s.cfg.Conn != nil {
+					state = s.cfg.Conn.readerState(s.e.MaxLag)
+				}
+				if state == readerBusy {
+					return true // asked again at the next tick
+				}
+				if state == readerGone {
 					// The player stopped reading, its host alive: paused
 					// without a PAUSE (mpv). The stream waits at the
 					// position, its timeline restarting there until the
@@ -159,7 +175,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 					// at its pace, not MaxLag behind; the session lives
 					// as a paused one does.
 					s.anchorClock, s.anchorWall = ck.at(s.pos), now
-					s.readerStopped = true
+					s.readerStopped, s.stoppedRetry = true, now+int64(readerRetry)
 					s.e.readerStops.Add(1)
 					return true
 				}
@@ -203,6 +219,10 @@ func (s *Stream) dueAt(ck clockOf, off int64) int64 {
 
 // park takes s off its shard until more than after bytes are readable;
 // the stream's timeline restarts from its position when it wakes.
+// readerRetry is how often a stream waiting for a player that stopped
+// reading (Stream.readerStopped) tries its connection again.
+const readerRetry = 100 * time.Millisecond
+
 func (s *Stream) park(after int64) bool {
 	gen := s.gen
 	if !s.cfg.Source.Notify(after, func() { s.wake(gen) }) {

@@ -137,6 +137,7 @@ type Stream struct {
 	// the timeline restarts at every step, so that it restarts when the
 	// player reads again.
 	readerStopped bool
+	stoppedRetry  int64 // engine ns: while readerStopped, when to try the connection again
 	anchorWall    int64 // engine ns at which anchorClock was due
 	anchorClock   int64 // 27 MHz
 	clock0        int64 // stream clock at offset 0, 27 MHz
