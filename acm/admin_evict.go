@@ -117,7 +117,6 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 			msg += "; the operator's failed prefetch there is cancelled"
 		}
 		m.rep.Evicted(node, title, m.now())
-		m.sendProtectsLocked(m.now()) // its keep there is over
 		delete(m.handOrders, [2]string{node, title})
 		m.dropRestoringLocked(node, title)
 		msg += fmt.Sprintf("; not planned (prefetched) on %s again for %s; a viewer sent there may still fill it", node, durtext.Written(m.rep.Config().EvictHold))

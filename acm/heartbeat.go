@@ -147,7 +147,7 @@ func (m *Manager) sendCommands(ctx context.Context, stream pb.NodeControl_Heartb
 					// again, since).
 					switch n := m.sched.Node(ns.id); {
 					case isProtect(c) && ns.pins == nil:
-						setPinsLocked(ns, m.protectedOn(ns.id, m.now()))
+						setPinsLocked(ns, m.protectedOn(ns.id))
 					case isDrain(c) && ns.drain == nil && n != nil:
 						setDrainLocked(ns, n.Draining)
 					}

@@ -155,7 +155,6 @@ func (m *Manager) finishPlanLocked(snap *planSnapshot, job *smm.PlanJob, cat map
 	}
 	acts := m.rep.FinishPlan(job)
 	m.forgetDroppedLocked()
-	m.sendProtectsLocked(now) // keeps ended since
 	m.carryOutLocked(acts, cat, now)
 }
 

@@ -63,34 +63,3 @@ func TestOperatorPrefetchKeptForTheNext(t *testing.T) {
 		t.Fatalf("n1 was sent %v: want q or r evicted for t2, not t1, which the operator's prefetch just filled", cmds)
 	}
 }
-
-// TestOperatorPrefetchKeptOnTheNode: the node's own eviction keeps the
-// copy too (its ProtectCommand lists it beside the pins) while the keep
-// runs: the node, making room on its own for a fill the manager made no
-// room for, took it first. The operator's eviction ends the keep there,
-// and the first plan after evict_hold ends it too.
-func TestOperatorPrefetchKeptOnTheNode(t *testing.T) {
-	e := newManagerWith(t, "", unhinted(), quietStorage)
-	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 3_000_000})
-	waitFor(t, 5*time.Second, "n1's report", func() bool { return e.nodeInfo("n1").Alive })
-	ctx := context.Background()
-	protecting := func(what string, want ...string) {
-		t.Helper()
-		waitFor(t, 5*time.Second, what, func() bool { return slices.Equal(n1.protecting(), want) })
-	}
-	for _, id := range []string{"t1", "t2"} {
-		if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: id, NodeId: "n1"}); err != nil {
-			t.Fatal(err)
-		}
-		n1.waitCommand(t, "prefetch "+id, 1)
-		n1.complete(id)
-	}
-	protecting("t1 and t2 protected on n1 once filled", "t1", "t2")
-	if _, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
-		t.Fatal(err)
-	}
-	protecting("t1 no longer protected once the operator evicted it", "t2")
-	// A plan past evict_hold: t2's keep is over.
-	e.m.plan(time.Now().Add(e.m.rep.Config().EvictHold + time.Minute))
-	protecting("t2 no longer protected after evict_hold")
-}

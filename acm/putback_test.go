@@ -147,7 +147,7 @@ func TestProtectOfACommandBatchPutBackAfterTheRegistration(t *testing.T) {
 			e.releaseHeld(st, done)
 			e.m.mu.Lock()
 			got = append(got, takeDue(ns)...)
-			want := e.m.protectedOn("n", e.m.now())
+			want := e.m.protectedOn("n")
 			e.m.mu.Unlock()
 			if !slices.Equal(want, []string{"t1", "t2"}) {
 				t.Fatalf("pins %v, want t1 and t2", want)

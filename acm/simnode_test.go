@@ -29,7 +29,6 @@ type simNode struct {
 	autoComplete bool     // prefetches complete at once
 	doubles      []string // prefetches of a title already on the disk (a second fill)
 	protects     []int    // the index in log at which each ProtectCommand came
-	protected    []string // the titles of the last ProtectCommand
 	preemptible  bool     // simOpts.preemptible
 }
 
@@ -112,7 +111,6 @@ func (n *simNode) apply(c *pb.NodeCommand) {
 		n.log = append(n.log, fmt.Sprint("drain ", c.GetDrain().GetDrain()))
 	case c.GetProtect() != nil:
 		n.protects = append(n.protects, len(n.log))
-		n.protected = c.GetProtect().GetTitleIds()
 	case c.GetEvict() != nil:
 		id := c.GetEvict().GetTitleId()
 		n.log = append(n.log, "evict "+id)
@@ -198,13 +196,6 @@ func (n *simNode) commands() []string {
 	n.smu.Lock()
 	defer n.smu.Unlock()
 	return slices.Clone(n.log)
-}
-
-// protecting returns the titles of the last ProtectCommand received.
-func (n *simNode) protecting() []string {
-	n.smu.Lock()
-	defer n.smu.Unlock()
-	return slices.Clone(n.protected)
 }
 
 // count returns how many times cmd was received.

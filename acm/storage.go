@@ -234,34 +234,15 @@ func (m *Manager) sessionEndedLocked(s *session, at time.Time) {
 	m.rep.SessionEnded(s.Title, at.Sub(s.StartedAt).Seconds(), m.titles()[s.Title].DurationS, at)
 }
 
-// protectedOn returns the titles the node's own eviction must never
-// remove at now, sorted: those pinned to node or to the cluster, and the
-// copies there that the operator's prefetches filled, kept for evict_hold
-// (smm Replicator.KeptOn). Without the keeps the node, making room on its
-// own for a fill the manager did not make room for, took the copy just
-// prefetched first (no demand yet, unplanned: the lowest value).
-func (m *Manager) protectedOn(node string, now time.Time) []string {
+// protectedOn returns the titles pinned to node or to the cluster, sorted.
+func (m *Manager) protectedOn(node string) []string {
 	out := append(m.pins.NodePins(node), m.pins.ClusterPins()...)
-	if m.rep != nil {
-		out = append(out, m.rep.KeptOn(node, now)...)
-	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// sendProtectsLocked tells every node the titles its own eviction must
-// keep at now, to those whose set changed (sendProtectLocked): after each
-// plan (a completed fill kicks one: the keep of the operator's copy
-// starts; keeps end evict_hold after their fills) and after the
-// operator's eviction (it ends the keep there). mu held.
-func (m *Manager) sendProtectsLocked(now time.Time) {
-	for _, ns := range m.nodes {
-		m.sendProtectAtLocked(ns, false, now)
-	}
-}
-
 // sendProtectLocked tells ns which titles its own eviction must never
-// remove (ProtectCommand: protectedOn) when that changed since the last command, and at
+// remove (ProtectCommand) when that changed since the last command, and at
 // every registration (register), none included: the node keeps the last
 // set it received, and this manager is the authority on it. A node that
 // restarted knows none; one whose last protect command (the unpin of its
@@ -278,13 +259,7 @@ func (m *Manager) sendProtectsLocked(now time.Time) {
 // making room for one of those fills would otherwise know no pin). mu
 // held.
 func (m *Manager) sendProtectLocked(ns *nodeState, register bool) {
-	m.sendProtectAtLocked(ns, register, m.now())
-}
-
-// sendProtectAtLocked is sendProtectLocked with the keeps as they are at
-// now (mu held).
-func (m *Manager) sendProtectAtLocked(ns *nodeState, register bool, now time.Time) {
-	p := m.protectedOn(ns.id, now)
+	p := m.protectedOn(ns.id)
 	if slices.Equal(p, ns.protected) && !register {
 		return
 	}

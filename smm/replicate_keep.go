@@ -1,9 +1,6 @@
 package smm
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // The operator's prefetch keeps its copy. A title prefetched by hand
 // (Prefetched, Queued) usually has no demand yet (that is why it was
@@ -29,8 +26,7 @@ func (r *Replicator) keep(k fillKey, f *fillRec, now time.Time) {
 
 // Kept reports whether node's copy of title, filled by the operator's
 // prefetch, is still kept at now: not evicted to make room (the
-// Replicator's own evictions and Storage's Evictor treat it as pinned,
-// the node's own eviction is told: KeptOn)
+// Replicator's own evictions and Storage's Evictor treat it as pinned)
 // before EvictHold from the fill's completion, unless the operator evicts
 // it.
 func (r *Replicator) Kept(node, title string, now time.Time) bool {
@@ -46,20 +42,6 @@ func (r *Replicator) KeptUntil(node, title string, now time.Time) (time.Time, bo
 		return time.Time{}, false
 	}
 	return until, true
-}
-
-// KeptOn returns the titles whose copies on node are kept at now (Kept),
-// sorted; nil when none. The manager adds them to the titles the node's
-// own eviction must never remove (its ProtectCommand), as it adds pins.
-func (r *Replicator) KeptOn(node string, now time.Time) []string {
-	var out []string
-	for k, until := range r.kept {
-		if k.node == node && now.Before(until) {
-			out = append(out, k.title)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Keeps returns the keeps still running at now (Kept), by node and title,

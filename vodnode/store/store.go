@@ -125,8 +125,7 @@ type Store struct {
 	// originRangeBytes: bytes received by OriginRange reads (not cached).
 	originRangeBytes atomic.Int64
 	// protected are the titles the manager says the node's own eviction
-	// must keep (the operator's pins, the copies of its prefetches kept
-	// for evict_hold): SetProtected.
+	// must keep (the operator's pins): SetProtected.
 	protected map[string]bool
 	// expect are the viewers the manager sent to the node who have not
 	// arrived yet, whose titles the node's own eviction keeps too: Expect.
@@ -149,8 +148,7 @@ func (s *Store) FSAvail() (int64, bool) {
 }
 
 // SetProtected replaces the titles that eviction to make room for a fill
-// must never remove (the manager's ProtectCommand: the operator's pins,
-// and the copies its prefetches filled, kept for evict_hold).
+// must never remove (the manager's ProtectCommand: the operator's pins).
 // Evict, the manager's own order, is not affected. A prefetch newly
 // protected that is asked of the origin as a prefetch is asked again as a
 // fill (watchedLocked): the manager counts a pinned fill in its budget of

@@ -1844,10 +1844,8 @@ func (x *EndSessionsCommand) GetRefuseUntilUnixMs() int64 {
 
 // ProtectCommand lists the titles the node's own eviction (to make room
 // for a fill) must never remove: those the operator pinned to this node or
-// to the cluster, and the copies its prefetches filled there while they
-// are kept (evict_hold from the fill's end). Each command replaces the
-// previous list; the manager sends it when the node registers and when
-// the list changes. EvictCommands
+// to the cluster. Each command replaces the previous list; the manager
+// sends it when the node registers and when a pin changes. EvictCommands
 // are not affected (the manager never orders a protected title evicted).
 type ProtectCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
