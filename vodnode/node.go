@@ -168,7 +168,7 @@ type Node struct {
 	maxLag time.Duration
 	// silentKept counts the janitor's finds of an RTSP session silent
 	// past SessionTimeout kept for PauseTimeout because its player's TCP
-	// takes or holds back its stream (tests).
+	// holds its stream back (tests).
 	silentKept                atomic.Int64
 	rtspQueue, rtspSendBuffer int
 	// abortHook, when set (tests, before Start), runs in finishSession

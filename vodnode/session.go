@@ -481,11 +481,12 @@ func (n *Node) janitor() {
 					limit = n.PauseTimeout
 				}
 				silent := now.Sub(time.Unix(0, s.lastSeen.Load()))
-				if silent > limit && limit < n.PauseTimeout && s.spec.Mode == deliver.RTPTCP && s.conn != nil && s.conn.cw.PeerAlive(limit) {
-					// Silent, but its player's TCP takes the stream, or
-					// holds it back: a player paused without a PAUSE (mpv
-					// stops reading, and so sends no RTCP report or
-					// keepalive) lives as a paused one does.
+				if silent > limit && limit < n.PauseTimeout && s.spec.Mode == deliver.RTPTCP && s.conn != nil && s.conn.cw.PeerHolding() {
+					// Silent, its player's TCP holding the stream back,
+					// its host alive: a player paused without a PAUSE
+					// (mpv stops reading, and so sends no RTCP report or
+					// keepalive) lives as a paused one does. One taking
+					// the stream without a word is timed out as before.
 					limit = n.PauseTimeout
 					n.silentKept.Add(1)
 				}

@@ -53,8 +53,9 @@ func TestTCPTimeoutCountsBytesDelivered(t *testing.T) {
 // node with a small send queue and socket buffer (set adjusts it before
 // it starts) to a player, session sid, whose receive buffer is 8 kB, and
 // reads its stream until 20 kB came. It returns the node, its manager,
-// the player, and the connection counting what the player read.
-func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeManager, *testClient, *countingConn) {
+// the player, the connection counting what the player read, and the
+// title's URL and RTSP session.
+func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeManager, *testClient, *countingConn, string, string) {
 	o := newFakeOrigin(t)
 	// two minutes of one title joined six times: longer than what the
 	// node's queue and socket take, so that a player not reading holds
@@ -85,7 +86,8 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 	if res.StatusCode != 200 {
 		t.Fatalf("SETUP: %s", statusLine(res))
 	}
-	if res = c.do("PLAY", url+"/", "Session", sessionID(res)); res.StatusCode != 200 {
+	sess := sessionID(res)
+	if res = c.do("PLAY", url+"/", "Session", sess); res.StatusCode != 200 {
 		t.Fatalf("PLAY: %s", statusLine(res))
 	}
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -94,7 +96,7 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 			t.Fatalf("media: %v", err)
 		}
 	}
-	return n, m, c, cc
+	return n, m, c, cc, url, sess
 }
 
 // tcpPlayerCounted plays a title over TCP to a player that, after 20 kB,
@@ -102,7 +104,7 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 // title's bitrate, and checks its session's ENDED: reason, and bytes
 // between what it read and that plus its receive buffer.
 func tcpPlayerCounted(t *testing.T, reason string, timeout time.Duration, slow bool) {
-	_, m, c, cc := tcpPlayerAt20k(t, "box-frozen", func(n *Node) {
+	_, m, c, cc, _, _ := tcpPlayerAt20k(t, "box-frozen", func(n *Node) {
 		n.SessionTimeout, n.PauseTimeout, n.maxLag = timeout, timeout, time.Second
 	})
 	raw := c.c

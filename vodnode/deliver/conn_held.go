@@ -52,21 +52,21 @@ func (w *ConnWriter) readerState(d time.Duration) readerState {
 	return readerGone
 }
 
-// PeerAlive reports whether the peer's TCP is alive and taking or
-// holding the node's bytes: it answers (no more than one retransmission
-// or window probe in a row unanswered) and either bytes of the node's
-// wait for it (queued, unsent or unacknowledged in the socket) or it
-// acknowledged some within d. A player that stopped reading
-// (ReaderStopped), or that takes the stream without a word (no RTSP
-// request, no RTCP report), is alive by this; a host gone, or a
-// connection quiet for d with nothing outstanding, is not. False as
-// ReaderStopped is.
-func (w *ConnWriter) PeerAlive(d time.Duration) bool {
+// PeerHolding reports whether the viewer's player holds the stream back
+// while its host is alive: bytes of the node's wait for it (in the
+// queue, or unsent in the socket), none sent is unacknowledged, and it
+// answers (no more than one retransmission or window probe in a row
+// unanswered): its receive window is closed, its application reads
+// nothing (a player paused without a PAUSE: ReaderStopped). A player
+// taking the stream, a host gone, or a connection with nothing
+// outstanding is not. False as ReaderStopped is, and while the writer
+// is busy.
+func (w *ConnWriter) PeerHolding() bool {
 	if w.async || w.rc == nil || !w.mu.TryLock() {
 		return false
 	}
 	defer w.mu.Unlock()
-	return w.err == nil && peerAlive(w.rc, len(w.pending) > 0, d)
+	return w.err == nil && peerHolding(w.rc, len(w.pending) > 0)
 }
 
 // tcpEstablished is TCP_ESTABLISHED, tcp_info's tcpi_state of an open
@@ -110,11 +110,10 @@ func peerWindowClosed(rc syscall.RawConn) bool {
 	return ok && windowClosed(ti)
 }
 
-// peerAlive reports whether rc's peer answers (answering) while bytes
-// are outstanding (queued: the caller's queue holds some; unsent or
-// unacknowledged in the socket), or acknowledged some within d
-// (tcpi_last_ack_recv).
-func peerAlive(rc syscall.RawConn, queued bool, d time.Duration) bool {
+// peerHolding reports whether rc's peer holds the node's bytes back
+// (windowClosed), or, with the caller's queue holding some (queued),
+// answers with nothing unacknowledged.
+func peerHolding(rc syscall.RawConn, queued bool) bool {
 	ti, ok := tcpInfo(rc)
-	return ok && answering(ti) && (queued || ti.Unacked > 0 || ti.Notsent_bytes > 0 || time.Duration(ti.Last_ack_recv)*time.Millisecond < d)
+	return ok && answering(ti) && ti.Unacked == 0 && (queued || ti.Notsent_bytes > 0)
 }
