@@ -2,7 +2,6 @@ package vodnode
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -53,16 +52,7 @@ func stoppedViewerCounted(t *testing.T, then string) {
 	})
 	sid := "h-stopped-" + strings.ReplaceAll(then, " ", "-")
 	const rcvbuf = 8 << 10 // bytes asked of the viewer's receive buffer
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	raw, err := d.DialContext(ctx, "tcp", n.HTTPAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := dialRcvbuf(t, n.HTTPAddr(), rcvbuf)
 	cc := &countingConn{Conn: raw}
 	tok := mint(t, sid, "short-001", "node-1", "", time.Minute)
 	raw.SetDeadline(time.Now().Add(10 * time.Second))
@@ -141,14 +131,7 @@ func TestHTTPBytesOfAFailedFillDelivered(t *testing.T) {
 		n.ManagerAddr, n.FillRetryFor = maddr, 300*time.Millisecond
 	})
 	const sid = "h-failed-fill"
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<10) })
-	}}
-	raw, err := d.Dial("tcp", n.HTTPAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := dialRcvbuf(t, n.HTTPAddr(), 8<<10)
 	tok := mint(t, sid, "sample-005", "node-1", "", time.Minute)
 	raw.SetDeadline(time.Now().Add(20 * time.Second))
 	fmt.Fprintf(raw, "GET /s/%s/vod/sample-005.ts HTTP/1.1\r\nHost: %s\r\n\r\n", tok, n.HTTPAddr())

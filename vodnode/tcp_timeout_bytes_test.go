@@ -3,7 +3,6 @@ package vodnode
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"sync/atomic"
@@ -68,17 +67,7 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 		n.rtspQueue, n.rtspSendBuffer = 64<<10, 64<<10
 		set(n)
 	})
-	const rcvbuf = 8 << 10 // bytes asked of the player's receive buffer
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	raw, err := d.DialContext(ctx, "tcp", n.RTSPAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := dialRcvbuf(t, n.RTSPAddr(), 8<<10)
 	cc := &countingConn{Conn: raw}
 	c := &testClient{t: t, c: raw, br: bufio.NewReader(cc)}
 	url := nodeURL(n, mint(t, sid, "long-001", "node-1", "", time.Minute), "long-001")
@@ -144,4 +133,21 @@ func tcpPlayerCounted(t *testing.T, reason string, timeout time.Duration, slow b
 		t.Fatalf("ENDED reason %q, %d bytes: want %s and the bytes the player took: %d read, at most %d more held in its receive buffer",
 			e.GetReason(), e.GetBytesSent(), reason, consumed, held)
 	}
+}
+
+// dialRcvbuf connects to addr over TCP with a receive buffer of rcvbuf
+// bytes asked (set before connecting, so that the window stays small: a
+// player that stops reading holds the node's bytes back soon), closed
+// when the test ends.
+func dialRcvbuf(t *testing.T, addr string, rcvbuf int) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

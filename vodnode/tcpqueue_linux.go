@@ -15,15 +15,8 @@ import (
 // (SIOCOUTQ, tcp(7)); over TLS its records' overhead with them. False
 // when nc is not a socket or the kernel does not say.
 func unackedBytes(nc net.Conn) (int64, bool) {
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
+	rc, ok := rawConn(nc)
 	if !ok {
-		return 0, false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return 0, false
 	}
 	var q int
@@ -39,15 +32,8 @@ func unackedBytes(nc net.Conn) (int64, bool) {
 // aborted), so that what its socket held unacknowledged will never be
 // delivered. False when nc is not a socket or the kernel does not say.
 func peerReset(nc net.Conn) bool {
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
+	rc, ok := rawConn(nc)
 	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return false
 	}
 	var info *unix.TCPInfo
@@ -56,4 +42,18 @@ func peerReset(nc net.Conn) bool {
 		return false
 	}
 	return info.State == unix.BPF_TCP_CLOSE
+}
+
+// rawConn returns the socket under nc (a TLS connection's too); false
+// when nc is not a socket.
+func rawConn(nc net.Conn) (syscall.RawConn, bool) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	return rc, err == nil
 }
