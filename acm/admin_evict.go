@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -20,11 +21,11 @@ import (
 // a title the node neither holds nor keeps a partial of,
 // FAILED_PRECONDITION while a session plays or fills it there (an
 // eviction never cuts a playing session, nor a fill resuming a partial),
-// while a fill of it there is under way that is not a prefetch no viewer
-// needs (cancellablePrefetchLocked: such a prefetch the node cancels, its
-// partial dropped, the answer says so, and it is neither counted failed
-// nor retried, the operator's order of it forgotten as below), while it
-// is ordered and not yet reported filling, while it is reserved there
+// while a fill of it there is under way, or ordered and not yet reported,
+// that is not a prefetch no viewer needs (cancellablePrefetchLocked: such
+// a prefetch the node cancels, its partial dropped, or does not start,
+// the answer says so, and it is neither counted failed nor retried, the
+// operator's order of it forgotten as below), while it is reserved there
 // for an admitted viewer, or while it is
 // pinned to the node, or to the cluster with no other node in service
 // holding it whole (copyElsewhereLocked), RESOURCE_EXHAUSTED when the
@@ -68,6 +69,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	defer m.opMu.Unlock()
 	cancelled := m.cancellablePrefetchLocked(node, title) // the eviction cancels it: said below
+	ordered := cancelled != nil && m.nodes[node].pending[title] != nil
 	partial, err := m.evictCopyOrPartialLocked(node, title)
 	if err != nil {
 		// Not on the node, or in use there (its fill under way, or cut
@@ -92,7 +94,9 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 		return nil, err
 	}
 	msg := "eviction ordered"
-	if cancelled != nil {
+	if ordered {
+		msg = "eviction ordered: its prefetch ordered there, not started yet, is cancelled; not retried"
+	} else if cancelled != nil {
 		msg = fmt.Sprintf("eviction ordered: its prefetch under way there (%d of %d bytes received) is cancelled, its partial fill dropped; not retried",
 			cancelled.GetStoredBytes(), cancelled.GetSizeBytes())
 	}
@@ -147,11 +151,12 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 
 // cancellablePrefetchLocked returns node id's view of title when the
 // operator's eviction cancels it there (mu held): a prefetch under way
-// (the node's report shows it filling: not one ordered and not yet
-// reported, which the node may not have started) that the node reports
-// preemptible (no viewer reads it, is on its way for it or pins it there:
-// the one a fill on demand would stop for its room), on a node alive,
-// with no session of it there that this manager admitted, and not pinned
+// (the node's report shows it filling) that the node reports preemptible
+// (no viewer reads it, is on its way for it or pins it there: the one a
+// fill on demand would stop for its room), or a prefetch ordered there
+// and not reported yet (ns.pending: the node starting it, or its command
+// still queued here; its view then has no byte stored), on a node alive,
+// with no session of it there that this manager admitted or reserved, and not pinned
 // there or to the cluster since the report. nil otherwise.
 func (m *Manager) cancellablePrefetchLocked(id, title string) *pb.StoredTitle {
 	ns := m.nodes[id]
@@ -159,8 +164,10 @@ func (m *Manager) cancellablePrefetchLocked(id, title string) *pb.StoredTitle {
 		return nil
 	}
 	st := ns.titles[title]
-	if !st.GetFilling() || !st.GetPreemptible() || st.GetSessions() > 0 || !fillRunning(fillState(ns, title, false)) ||
-		ns.active[title] > 0 || m.pins.Protects(id, title) {
+	if !st.GetFilling() || st.GetSessions() > 0 || ns.active[title] > 0 || ns.awaiting[title] || m.pins.Protects(id, title) {
+		return nil
+	}
+	if ns.pending[title] == nil && (!st.GetPreemptible() || !fillRunning(fillState(ns, title, false))) {
 		return nil
 	}
 	return st
@@ -206,9 +213,26 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 	if cancel {
 		// The node stops the fill and drops its bytes: its whole room is
 		// freed (orderEvictLocked counted the bytes stored), and its
-		// vanishing from the next report is not the prefetch failing.
+		// vanishing from the next report is not the prefetch failing. A
+		// prefetch ordered and not reported yet is no longer waited for
+		// (nor sent again at the node's registration); its command still
+		// queued here is not sent, nor then the eviction; one sent (or
+		// held by a sender) the node, starting it, stops on the eviction
+		// (vodnode's prefetchRuns), or cancels as a fill under way.
 		ns.diskFree += max(st.GetSizeBytes()-st.GetStoredBytes(), 0)
 		delete(ns.filling, title)
+		if ns.pending[title] != nil {
+			delete(ns.pending, title)
+			queued := len(ns.queue)
+			ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
+			if len(ns.queue) < queued {
+				// Never sent: nor is the eviction just queued (mu held
+				// since, no sender took it).
+				ns.queue = ns.queue[:len(ns.queue)-1]
+			}
+			m.log.Info("eviction ordered: the prefetch ordered there, not reported started, is cancelled", "node", id, "title", title)
+			return nil
+		}
 		m.log.Info("eviction ordered: the prefetch under way there is cancelled", "node", id, "title", title, "stored_bytes", st.GetStoredBytes(), "size_bytes", st.GetSizeBytes())
 		return nil
 	}
@@ -262,7 +286,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	switch {
 	case !st.GetFilling():
 	case fill == "ordered":
-		why = append(why, "has a prefetch ordered, not started yet (vodctl fills: ordered; evict it once the node reports it filling, which cancels it if no viewer needs it, or once complete)")
+		why = append(why, "has a prefetch ordered, not started yet, that a viewer needs: one a viewer is on the way for, or one pinned there (vodctl fills: ordered; evict it once complete)")
 	case fill == "node down":
 		why = append(why, "was filling when its node went down (vodctl fills: node down)")
 	case !st.GetPrefetch():

@@ -139,3 +139,60 @@ func TestOperatorEvictCancelBeforeTheNodeReport(t *testing.T) {
 		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
 	}
 }
+
+// `vodctl evict t1 n1` right after `vodctl prefetch t1 n1`, the prefetch
+// ordered and sent but not yet reported by the node (vodctl fills:
+// ordered; the node is starting it), cancels it (OK, the answer says
+// so): the node is sent the operator's eviction, which stops it there;
+// the prefetch is not waited for (its order timeout would have failed it
+// and had it retried), nor listed, ordered again or kept in the store.
+// It was refused FAILED_PRECONDITION ("evict it once the node reports it
+// filling"), and a script doing both exited 1.
+func TestOperatorEvictCancelsPrefetchOrdered(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) {
+		quietStorage(m)
+		m.Replicator.RetryBase, m.Replicator.RetryMax = 10*time.Millisecond, 10*time.Millisecond
+		m.OrderTimeout = 100 * time.Millisecond
+	})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, preemptible: true, before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n1.waitCommand(t, "prefetch t1", 1)
+	if f := e.fill("n1", "t1"); f == nil || f.State != "ordered" {
+		t.Fatalf("fill before the eviction: %+v, want it ordered", f)
+	}
+	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "its prefetch ordered there, not started yet, is cancelled; not retried") {
+		t.Fatalf("vodctl evict of the prefetch ordered: %v %v, want it cancelled", ack, err)
+	}
+	n1.waitCommand(t, "evict t1", 1)
+	// Reports and plans past the order timeout (100 ms): a prefetch still
+	// waited for would be failed by it and retried (backoff 10 ms).
+	r0 := e.reports("n1")
+	waitFor(t, 10*time.Second, "five reports of n1 after the eviction", func() bool {
+		e.m.kickPlan()
+		return e.reports("n1") >= r0+5
+	})
+	if got := n1.count("prefetch t1"); got != 1 {
+		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the cancelled prefetch ordered again", got, n1.commands())
+	}
+	if f := e.fill("n1", "t1"); f != nil {
+		t.Fatalf("vodctl fills lists the cancelled prefetch: %+v", f)
+	}
+	if st := e.repFill("n1", "t1"); st != "" {
+		t.Fatalf("the planner's prefetch of t1 on n1 %s after its cancel, want none", st)
+	}
+	if o := storedOrders(t, e); len(o) != 0 {
+		t.Fatalf("stored prefetch orders %+v after the cancel, want none", o)
+	}
+	if got := e.storageStats().GetFillsFailed(); got != 0 {
+		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
+	}
+	e.m.mu.Lock()
+	free := e.m.nodes["n1"].diskFree
+	e.m.mu.Unlock()
+	if free != 5_000_000 {
+		t.Fatalf("n1's free disk counted %d after the cancel, want all 5000000", free)
+	}
+}

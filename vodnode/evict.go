@@ -1,5 +1,10 @@
 package vodnode
 
+import (
+	"context"
+	"sync"
+)
+
 // evictReasonOperator is the EvictCommand reason of the operator's
 // eviction (the manager's Admin.Evict: vodctl evict).
 const evictReasonOperator = "operator"
@@ -20,4 +25,87 @@ func (n *Node) evict(id, reason string) (cancelled bool, err error) {
 	}
 	cancelled, _, err = n.store.EvictOrCancel(id)
 	return cancelled, err
+}
+
+// prefetchRuns are the manager's PrefetchCommands being started, by
+// title: from the command's arrival to the end of its store.Prefetch
+// call, which asks the origin for the title's catalog entry before the
+// fill is registered (the title is in no load report until then). The
+// operator's eviction of a title in that window (vodctl evict right after
+// vodctl prefetch: the manager cancels a prefetch it ordered and the node
+// has not reported) cannot find a fill to cancel yet: it marks the run
+// instead and stops its wait for the origin, and the run carries the
+// eviction out once its call has returned (a fill registered meanwhile
+// is cancelled then, as a fill under way is). Safe for concurrent use.
+type prefetchRuns struct {
+	mu   sync.Mutex
+	runs map[string]*prefetchRun
+}
+
+// prefetchRun is one PrefetchCommand being started (prefetchRuns).
+type prefetchRun struct {
+	cancel  context.CancelFunc // stops its store.Prefetch call
+	evicted bool               // the operator's eviction came meanwhile (prefetchRuns.mu held)
+}
+
+// start notes the prefetch of title id starting, cancel stopping it; a
+// second one of the same title replaces the first in the map (each ends
+// with its own run).
+func (p *prefetchRuns) start(id string, cancel context.CancelFunc) *prefetchRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runs == nil {
+		p.runs = map[string]*prefetchRun{}
+	}
+	r := &prefetchRun{cancel: cancel}
+	p.runs[id] = r
+	return r
+}
+
+// end notes run r of title id ended, and reports whether the operator's
+// eviction of the title came while it ran (its caller carries it out).
+func (p *prefetchRuns) end(id string, r *prefetchRun) (evicted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runs[id] == r {
+		delete(p.runs, id)
+	}
+	return r.evicted
+}
+
+// evict marks the prefetch of title id being started, if any, as evicted
+// by the operator and stops its wait for the origin; it reports whether
+// there was one (its run then carries the eviction out: end).
+func (p *prefetchRuns) evict(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.runs[id]
+	if r == nil {
+		return false
+	}
+	r.evicted = true
+	r.cancel()
+	return true
+}
+
+// evictStarted carries out the operator's eviction of title id that came
+// while its prefetch was being started (prefetchRuns), that prefetch's
+// store.Prefetch call having returned err: a fill it registered is
+// cancelled (or a copy the node held already evicted), a call it stopped
+// is no failure of the fill (not reported as one).
+func (m *managerLink) evictStarted(id string, err error) {
+	n := m.n
+	if err != nil {
+		n.log.Info("prefetch cancelled by the manager's eviction before its fill started", "title", id, "err", err)
+		return
+	}
+	cancelled, err := n.evict(id, evictReasonOperator)
+	switch {
+	case err != nil:
+		n.log.Info("evict of a prefetch just started not carried out", "title", id, "err", err)
+	case cancelled:
+		n.log.Info("prefetch cancelled by the manager's eviction: its fill stops, its bytes are dropped", "title", id)
+	default:
+		n.log.Info("title evicted by the manager", "title", id, "reason", evictReasonOperator)
+	}
 }

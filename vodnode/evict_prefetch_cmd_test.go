@@ -1,10 +1,13 @@
 package vodnode
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
@@ -57,5 +60,78 @@ func TestOperatorEvictCommandCancelsPrefetch(t *testing.T) {
 	}
 	if used, _, _ := n.store.Usage(); used != 0 {
 		t.Fatalf("disk used %d after the cancelled prefetch, want 0", used)
+	}
+}
+
+// askHeldOrigin is a fakeOrigin whose GetTitle (asked before a fill is
+// registered) signals asked and waits for release or the caller's end.
+type askHeldOrigin struct {
+	*fakeOrigin
+	asked, release chan struct{}
+}
+
+func (o *askHeldOrigin) GetTitle(ctx context.Context, req *pb.GetTitleRequest) (*pb.Title, error) {
+	select {
+	case o.asked <- struct{}{}:
+	default:
+	}
+	select {
+	case <-o.release:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	res, err := o.ListTitles(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range res.GetTitles() {
+		if t.GetId() == req.GetTitleId() {
+			return t, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "no title %q", req.GetTitleId())
+}
+
+// The operator's eviction that reaches the node while its prefetch of the
+// title is being started (the origin asked for the title, the fill not
+// registered, so no fill to cancel yet: vodctl evict right after vodctl
+// prefetch) stops it: no fill starts, nothing is fetched from the origin
+// and no failure is reported. Before, the eviction found no title
+// ("evict failed") and the prefetch went on to fill the whole title.
+func TestOperatorEvictCommandStopsPrefetchBeingStarted(t *testing.T) {
+	o := &askHeldOrigin{fakeOrigin: newFakeOrigin(t), asked: make(chan struct{}, 1), release: make(chan struct{})}
+	oaddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) })
+	m := newFakeManager()
+	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
+	n := startNode(t, oaddr, func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
+	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
+	const id = "sample-001"
+	n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: id}}})
+	select {
+	case <-o.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the prefetch did not ask the origin for the title")
+	}
+	n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: id, Reason: evictReasonOperator}}})
+	close(o.release) // a prefetch not stopped goes on now
+	waitFor(t, 10*time.Second, "the prefetch's start to end", func() bool {
+		n.mgr.prefetches.mu.Lock()
+		defer n.mgr.prefetches.mu.Unlock()
+		return len(n.mgr.prefetches.runs) == 0
+	})
+	if st, ok := titleStatus(n, id); ok {
+		t.Fatalf("title listed after the operator's eviction of its prefetch being started: %+v", st)
+	}
+	if got := o.fetchCount(id); got != 0 {
+		t.Fatalf("%d fetches of the title from the origin, want none", got)
+	}
+	r := m.reportAfter(t, "a load report after the prefetch's end", func(*pb.LoadReport) bool { return true })
+	for _, r := range append(m.allReports(), r) {
+		if len(r.GetFailedFills()) > 0 {
+			t.Fatalf("failed fills reported %v, want none: a prefetch stopped by the eviction is no failure", r.GetFailedFills())
+		}
+	}
+	if used, _, _ := n.store.Usage(); used != 0 {
+		t.Fatalf("disk used %d, want 0", used)
 	}
 }

@@ -105,17 +105,17 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"ordered there is, and so is one without NODE (another NODE named orders it there as well).\n" +
 			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
 			"so a restarted manager or the standby taking over orders it again; while it is queued or waits\n" +
-			"for a retry, vodctl evict TITLE NODE cancels it, and so it does once the node fills it while no\n" +
-			"viewer reads it, is on the way for it or pins it there: the fill stops, its bytes are dropped,\n" +
-			"it is not retried. A failed fill is retried with backoff, 10 attempts in all.\n" +
+			"for a retry, vodctl evict TITLE NODE cancels it, and so it does once ordered or filling while no\n" +
+			"viewer reads it, is on the way for it or pins it there: the fill stops (or never starts), its\n" +
+			"bytes are dropped, it is not retried. A failed fill is retried with backoff, 10 attempts in all.\n" +
 			"Once filled, the copy is kept there for the storage section's evict_hold (1h): no room is made\n" +
 			"with it until then; vodctl evict removes it, vodctl pin keeps it for good.",
 		"evict": short + ".\n\n" +
 			"A copy is removed once no session plays it there: refused while one does, while a viewer\n" +
 			"admitted there is on the way, or while it is pinned there (or to the cluster with no other\n" +
 			"copy in service). A fill under way there is refused too (evict once it is complete), but for\n" +
-			"a prefetch that no viewer reads, is on the way for or pins: the node cancels it (its transfer\n" +
-			"from the origin stops, the bytes it got are dropped, not kept as a partial) and the prefetch\n" +
+			"a prefetch, ordered or filling, that no viewer reads, is on the way for or pins: the node\n" +
+			"cancels it (it does not start, or its transfer from the origin stops, the bytes it got are dropped, not kept as a partial) and the prefetch\n" +
 			"is not retried; the operator's prefetch orders of it there, queued, waiting for a retry or\n" +
 			"under way, are cancelled. A viewer's stream is never cut. The title is then not prefetched on\n" +
 			"NODE again by the storage manager for the storage section's evict_hold (1h).",

@@ -23,7 +23,9 @@ func (s *Store) Acquire(ctx context.Context, id string) (*Title, error) {
 
 // Prefetch starts filling title id with no reader (a fill ordered ahead of
 // demand). A title already stored or filling is left alone. Errors as for
-// Acquire.
+// Acquire; ctx done before the fill is registered (while the origin is
+// asked for the title) starts none and returns an error wrapping
+// ctx.Err().
 func (s *Store) Prefetch(ctx context.Context, id string) error {
 	_, err := s.get(ctx, id, true)
 	return err
@@ -96,6 +98,12 @@ func (s *Store) getOnce(ctx context.Context, id string, prefetch bool) (*Title, 
 	if t, ok := s.titles[id]; ok {
 		t, ending := s.holdLocked(t, prefetch)
 		return t, ending, nil
+	}
+	if err := ctx.Err(); prefetch && err != nil {
+		// A prefetch stopped while the origin was asked (the operator's
+		// eviction of it, the manager's link gone): no fill is started,
+		// which the catalog's cached entry would have let it.
+		return nil, nil, fmt.Errorf("store: prefetch of %q stopped before its fill started: %w", id, err)
 	}
 	t, err := s.startFillLocked(meta, prefetch)
 	if err != nil {
