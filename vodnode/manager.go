@@ -429,17 +429,25 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 			sent = s.player.BytesSent()
 		}
 		r.SessionBytesSent = append(r.SessionBytesSent, uint64(max(sent, 0)))
-		// A session its client PAUSEd and left silent longer than a
-		// playing one may stay: idle, as an HTTP one below.
-		if last := time.Unix(0, s.lastSeen.Load()); s.paused.Load() && now.Sub(last) > n.SessionTimeout {
+		// Paused: by its client's PAUSE, or by a player that stopped
+		// reading without one (mpv), its stream waiting for it
+		// (deliver.Stream.ReaderStopped; the janitor keeps such a
+		// session as a paused one).
+		paused := s.paused.Load()
+		if rs, ok := s.player.(interface{ ReaderStopped() bool }); ok && rs.ReaderStopped() {
+			paused = true
+		}
+		// A session paused and left silent longer than a playing one may
+		// stay: idle, as an HTTP one below.
+		if last := time.Unix(0, s.lastSeen.Load()); paused && now.Sub(last) > n.SessionTimeout {
 			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: s.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
 		}
 		// What the operator's listing shows of it (SessionInfo.state):
-		// finished at the end of the title, or paused by its client.
+		// finished at the end of the title, or paused.
 		switch {
 		case s.atEnd.Load():
 			r.FinishedSessions = append(r.FinishedSessions, s.sid)
-		case s.paused.Load():
+		case paused:
 			r.PausedSessions = append(r.PausedSessions, s.sid)
 		}
 	}

@@ -3,6 +3,7 @@ package vodnode
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,6 +46,14 @@ func TestTCPPlayerPausedWithoutPAUSE(t *testing.T) {
 	if e := m.event("box-paused", pb.SessionEvent_KIND_ENDED); e != nil {
 		t.Fatalf("the session of a player paused without PAUSE ended: %s", e.GetReason())
 	}
+	// The node reports it paused (vodctl sessions: paused) and, silent
+	// past the session timeout, idle: as a session its client PAUSEd.
+	r := m.reportAfter(t, "a load report listing the waiting session paused", func(r *pb.LoadReport) bool {
+		return slices.Contains(r.GetPausedSessions(), "box-paused")
+	})
+	if !slices.ContainsFunc(r.GetIdleSessions(), func(i *pb.IdleSession) bool { return i.GetSessionId() == "box-paused" }) {
+		t.Errorf("load report idle sessions %v, want the silent waiting session listed", r.GetIdleSessions())
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(nodeCollector{n})
 	if v := gathered(t, reg, "vodnode_rtsp_reader_stops_total"); v < 1 {
@@ -73,6 +82,9 @@ func TestTCPPlayerPausedWithoutPAUSE(t *testing.T) {
 	if e := m.event("box-paused", pb.SessionEvent_KIND_ENDED); e != nil {
 		t.Fatalf("session ended: %s", e.GetReason())
 	}
+	m.reportAfter(t, "a load report listing the session playing again", func(r *pb.LoadReport) bool {
+		return slices.Contains(r.GetSessionIds(), "box-paused") && !slices.Contains(r.GetPausedSessions(), "box-paused")
+	})
 }
 
 // gathered returns the value of the metric name (one series, a counter

@@ -360,12 +360,13 @@ func sessionsCmd(g *globals) *cobra.Command {
 		Use:   "sessions",
 		Short: "List sessions (admitted, playing, paused by an RTSP client, finished at the end of the title, orphaned by a dead node); sessions end: end some now",
 		Long: "List the live sessions; vodctl sessions end ends some now.\n\n" +
-			"STATE: admitted (redirected, not at its node yet), playing, paused (its RTSP client PAUSEd it),\n" +
+			"STATE: admitted (redirected, not at its node yet), playing, paused (its RTSP client PAUSEd it,\n" +
+			"or its player over TCP stopped reading without a PAUSE, as mpv paused does),\n" +
 			"finished (played to the end of the title, held until TEARDOWN, a seek back or its timeout),\n" +
 			"orphaned (its node died or has not registered again: no reservation; it ends unless the node\n" +
 			"is back within restore_grace). An HTTP session (progressive or HLS) is never paused or finished.\n" +
 			"BITRATE is the bit/s reserved for it on its node. IDLE is the seconds since its viewer was last\n" +
-			"heard of, once its node reports it idle (RTSP PAUSEd and silent, or HTTP with no request, past\n" +
+			"heard of, once its node reports it idle (RTSP paused and silent, or HTTP with no request, past\n" +
 			"the node's session_timeout, 60 s): it lives to pause_timeout (5 min), and its subscriber's\n" +
 			"next request at max_sessions_per_user supersedes it; \"-\" while it is not idle.",
 		Args: noArgs,

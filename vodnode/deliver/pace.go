@@ -139,7 +139,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		n -= n % int64(s.pay) // whole datagrams (s.pay: PayloadSize, or less to fit the route's MTU)
 	}
 	n = min(n, int64(s.e.MaxBurst*s.pay))
-	if n > 0 && s.readerStopped && now < s.stoppedRetry {
+	if n > 0 && s.readerStopped.Load() && now < s.stoppedRetry {
 		// Waiting for a player that stopped reading: its connection is
 		// tried every readerRetry, not at every tick (a read of the
 		// title and a write refused, 400 times a second for each paused
@@ -154,7 +154,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			return false
 		}
 		if !sent {
-			if s.readerStopped {
+			if s.readerStopped.Load() {
 				s.anchorClock, s.anchorWall = ck.at(s.pos), now
 				s.stoppedRetry = now + int64(readerRetry)
 				return true
@@ -175,7 +175,8 @@ func (s *Stream) step(sh *shard, now int64) bool {
 					// at its pace, not MaxLag behind; the session lives
 					// as a paused one does.
 					s.anchorClock, s.anchorWall = ck.at(s.pos), now
-					s.readerStopped, s.stoppedRetry = true, now+int64(readerRetry)
+					s.readerStopped.Store(true)
+					s.stoppedRetry = now + int64(readerRetry)
 					s.e.readerStops.Add(1)
 					return true
 				}
@@ -184,7 +185,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			}
 			return true
 		}
-		s.readerStopped = false
+		s.readerStopped.Store(false)
 	}
 	if stop >= 0 && s.pos >= stop && (!complete || s.pos < avail) {
 		// The Range's end: paused there, off the shard (a PLAY resumes).

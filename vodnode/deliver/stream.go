@@ -135,8 +135,9 @@ type Stream struct {
 	// readerStopped: held back by a player that stopped reading
 	// (ConnWriter.ReaderStopped); until the connection takes a send again
 	// the timeline restarts at every step, so that it restarts when the
-	// player reads again.
-	readerStopped bool
+	// player reads again. Written with mu held, read without it by
+	// ReaderStopped.
+	readerStopped atomic.Bool
 	stoppedRetry  int64 // engine ns: while readerStopped, when to try the connection again
 	anchorWall    int64 // engine ns at which anchorClock was due
 	anchorClock   int64 // 27 MHz
@@ -228,7 +229,8 @@ func (s *Stream) Resume() {
 	}
 	s.bye.cancel()
 	s.state = statePlaying
-	s.anchored, s.readerStopped = false, false
+	s.anchored = false
+	s.readerStopped.Store(false)
 	s.parked = false
 	s.gen++
 	if s.nextSR == 0 {
@@ -280,6 +282,13 @@ func (s *Stream) Playing() bool {
 	defer s.mu.Unlock()
 	return s.state == statePlaying
 }
+
+// ReaderStopped reports whether the stream, playing over TCP, waits for
+// a player that stopped reading while its host answers (a player paused
+// without a PAUSE, as mpv is: ConnWriter.ReaderStopped), from the moment
+// its queue has been held back MaxLag until the connection takes a send
+// again. It takes no lock: safe under its owner's locks.
+func (s *Stream) ReaderStopped() bool { return s.readerStopped.Load() }
 
 // AtEnd reports whether the stream waits at the end of its title, where
 // its play ended (EndOfTitle, BYE sent) and no Seek has moved it since: a

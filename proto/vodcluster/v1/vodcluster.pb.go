@@ -1145,7 +1145,7 @@ type LoadReport struct {
 	Partials []*PartialTitle `protobuf:"bytes,14,rep,name=partials,proto3" json:"partials,omitempty"`
 	// idle_sessions are the node's idle sessions among session_ids: HTTP
 	// sessions (progressive or HLS) whose viewer has no request in progress
-	// and has asked nothing, and RTSP sessions PAUSEd and silent, for longer
+	// and has asked nothing, and RTSP sessions paused (as in paused_sessions) and silent, for longer
 	// than the node's session_timeout (60 s). Such a session lives on until
 	// pause_timeout (5 min) so that a paused player resumes in it; the
 	// manager ends the one idle longest when its subscriber, at the session
@@ -1153,7 +1153,10 @@ type LoadReport struct {
 	// without keepalives ends at session_timeout).
 	IdleSessions []*IdleSession `protobuf:"bytes,15,rep,name=idle_sessions,json=idleSessions,proto3" json:"idle_sessions,omitempty"`
 	// paused_sessions are the RTSP sessions among session_ids that their
-	// client PAUSEd and has not asked to PLAY since, however long ago
+	// client PAUSEd and has not asked to PLAY since, however long ago, and
+	// those over TCP whose player stopped reading while its host answers (a
+	// player paused without a PAUSE, as mpv is: the stream waits for it,
+	// and the session lives as a PAUSEd one does)
 	// (idle_sessions lists those paused and silent beyond session_timeout):
 	// the operator's listing shows them paused (SessionInfo.state). A node
 	// that sends none (an older one) has its sessions shown playing.
@@ -3233,7 +3236,8 @@ type SessionInfo struct {
 	ClientAddr string                 `protobuf:"bytes,5,opt,name=client_addr,json=clientAddr,proto3" json:"client_addr,omitempty"`
 	// state: admitted (redirected, not yet at its node), playing, ended;
 	// for a playing session its node reports paused (PAUSEd by its RTSP
-	// client: LoadReport.paused_sessions) or finished (its play reached the
+	// client, or its player over TCP stopped reading:
+	// LoadReport.paused_sessions) or finished (its play reached the
 	// end of the title: LoadReport.finished_sessions), that instead. An
 	// HTTP session is never paused or finished (the node cannot tell a
 	// paused player from one with its buffer full: idle_s says it asks
@@ -3244,7 +3248,7 @@ type SessionInfo struct {
 	StartedUnixMs  int64  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	Protocol       string `protobuf:"bytes,10,opt,name=protocol,proto3" json:"protocol,omitempty"` // rtsp, rtsps or http
 	// idle_s: seconds since its viewer was last heard of, while its node
-	// reports it idle (PAUSEd and silent, or HTTP with no request, for
+	// reports it idle (paused and silent, or HTTP with no request, for
 	// longer than session_timeout; LoadReport.idle_sessions): it lives to
 	// pause_timeout, and the subscriber's next request at the session limit
 	// supersedes the one idle longest. 0: not idle.
