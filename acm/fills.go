@@ -19,7 +19,9 @@ import (
 // vanished before completing, that the node reports failed, or that no
 // report showed within OrderTimeout of its order, failed (FillFailed:
 // retried after backoff). Either outcome asks for a plan (a channel is
-// free again).
+// free again). A completed operator's prefetch starts its keep
+// (smm.Replicator.Kept), which asks for the popularity snapshot, where
+// the keeps are stored, to be saved at once (kickPopularitySave).
 func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, failed []*pb.FillFailure, diskFree int64, now time.Time) ([]lsm.Holding, int64) {
 	cur := make(map[string]*pb.StoredTitle, len(reported))
 	seen := make(map[string]bool, len(reported))
@@ -102,12 +104,21 @@ func (m *Manager) syncTitlesLocked(ns *nodeState, reported []*pb.StoredTitle, fa
 			lost[id] = "not started within the order timeout"
 		}
 	}
+	var keeps uint64
+	if m.rep != nil {
+		keeps = m.rep.KeepsStarted()
+	}
 	for id := range done {
 		if m.rep != nil {
 			m.rep.FillDone(ns.id, id, now)
 		}
 		delete(lost, id)
 		m.orderDoneLocked(ns.id, id, false)
+	}
+	if m.rep != nil && m.rep.KeepsStarted() != keeps {
+		// Stored only in the snapshot: a restart or a takeover before the
+		// next PopularitySave would lose the keep, and the copy with it.
+		m.kickPopularitySave()
 	}
 	for id, why := range lost {
 		if cur[id] != nil && cur[id].GetFilling() {

@@ -68,6 +68,7 @@ func (m *Manager) Start() (err error) {
 	m.initPersist()
 	m.planKick = make(chan struct{}, 1)
 	m.planSoon = make(chan struct{}, 1)
+	m.popSave = make(chan struct{}, 1)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.startedAt = time.Now()
 	m.setCatalog(nil)

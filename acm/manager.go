@@ -386,6 +386,7 @@ type Manager struct {
 	kick     chan struct{}
 	planKick chan struct{}
 	planSoon chan struct{}
+	popSave  chan struct{} // asks the plan loop to save the popularity snapshot now (kickPopularitySave)
 	wg       sync.WaitGroup
 	pinsMu   sync.Mutex // serialises pin changes and their writes to the store
 	opMu     sync.Mutex // serialises the operator's node settings and eviction holds: their changes with their writes to the store, and their reloads

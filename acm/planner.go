@@ -20,8 +20,10 @@ import (
 // (kickPlanSoon: nodes that start together are all in the plan's view),
 // and when the Replicator says demand shifted (asked every ShiftCheck),
 // and saves the popularity snapshot and the login guard's known pairs
-// every PopularitySave. After a start or a takeover, plans wait for the
-// restored plan's nodes to register (planWaits).
+// every PopularitySave, and the popularity snapshot alone at once when
+// kicked (kickPopularitySave: a keep started). After a start or a
+// takeover, plans wait for the restored plan's nodes to register
+// (planWaits).
 func (m *Manager) planLoop() {
 	plan := time.NewTicker(m.PlanInterval)
 	defer plan.Stop()
@@ -66,7 +68,24 @@ func (m *Manager) planLoop() {
 				m.savePopularity(by)
 				m.saveKnownLogins(by)
 			}
+		case <-m.popSave:
+			if m.Leader() {
+				m.savePopularity(time.Now().Add(stateWriteWait))
+			}
 		}
+	}
+}
+
+// kickPopularitySave asks the plan loop to save the popularity snapshot
+// now (savePopularity), not at the next PopularitySave: a keep started
+// (smm.Replicator.KeepsStarted), stored only there. It never waits, and
+// may be called with mu held: the loop takes mu to read the snapshot and
+// writes it to the store without mu. Kicks before the save coalesce into
+// one.
+func (m *Manager) kickPopularitySave() {
+	select {
+	case m.popSave <- struct{}{}:
+	default:
 	}
 }
 

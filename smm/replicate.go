@@ -69,6 +69,10 @@ type Replicator struct {
 	// with the end of their keep (EvictHold): not evicted for room until
 	// then (replicate_keep.go).
 	kept map[fillKey]time.Time
+	// keepsStarted counts the keeps started (KeepsStarted); not part of
+	// a plan job's copy (a keep started during a job counts again when
+	// FinishPlan replays its FillDone).
+	keepsStarted uint64
 	// unplayable are the last view's copies on a node too small to
 	// stream their title (replicate_egress.go): no copies for Copies; nil
 	// when none. Replaced by Plan, never changed in place.

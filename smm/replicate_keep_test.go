@@ -76,3 +76,51 @@ func TestOperatorPrefetchKept(t *testing.T) {
 		t.Fatal("kept after the operator evicted it")
 	}
 }
+
+// TestKeepsStartedAndEndedByAHold: KeepsStarted counts the keeps started
+// (the operator's fills completed, not the plan's), during a plan job
+// too; a keep restored from a snapshot taken before the operator's
+// eviction (the hold restored from the manager's holds) is over: not
+// Kept, and not in Keeps for the next snapshot.
+func TestKeepsStartedAndEndedByAHold(t *testing.T) {
+	r := newRep(t, ReplicatorConfig{EvictHold: time.Hour})
+	now := offPeak
+	if r.KeepsStarted() != 0 {
+		t.Fatalf("KeepsStarted %d at the start, want 0", r.KeepsStarted())
+	}
+	r.Prefetched("n0", "t00", 1<<30, now)
+	r.FillDone("n0", "t00", now)
+	if r.KeepsStarted() != 1 {
+		t.Fatalf("KeepsStarted %d after the operator's fill, want 1", r.KeepsStarted())
+	}
+	r.FillDone("n0", "t01", now) // no prefetch of the operator's: no keep
+	if r.KeepsStarted() != 1 {
+		t.Fatalf("KeepsStarted %d after a fill not the operator's, want 1", r.KeepsStarted())
+	}
+	j := r.StartPlan(now)
+	r.Prefetched("n0", "t02", 1<<30, now)
+	r.FillDone("n0", "t02", now)
+	if got := r.KeepsStarted(); got != 2 || !r.Kept("n0", "t02", now) {
+		t.Fatalf("during a plan job: KeepsStarted %d, t02 kept %v; want 2, kept", got, r.Kept("n0", "t02", now))
+	}
+	j.Run(&ClusterView{})
+	r.FinishPlan(j)
+	if got := r.KeepsStarted(); got < 2 || !r.Kept("n0", "t02", now) {
+		t.Fatalf("after the plan job: KeepsStarted %d, t02 kept %v; want at least 2, kept", got, r.Kept("n0", "t02", now))
+	}
+
+	snap := r.SnapshotPopularity(now) // both keeps
+	later := now.Add(time.Minute)
+	r.Evicted("n0", "t00", later)
+	r2 := newRep(t, ReplicatorConfig{EvictHold: time.Hour})
+	if err := r2.RestorePopularity(snap); err != nil {
+		t.Fatal(err)
+	}
+	r2.RestoreHolds(r.Holds(later))
+	if r2.Kept("n0", "t00", later) || !r2.Kept("n0", "t02", later) {
+		t.Fatalf("restored with t00's hold: t00 kept %v, t02 kept %v; want t02 alone", r2.Kept("n0", "t00", later), r2.Kept("n0", "t02", later))
+	}
+	if ks := r2.Keeps(later); len(ks) != 1 || ks[0].Title != "t02" {
+		t.Fatalf("restored Keeps %v, want t02's alone", ks)
+	}
+}
