@@ -13,7 +13,11 @@ import (
 var files embed.FS
 
 // names are the embedded files, written by WriteTo.
-var names = []string{"clip-a.ts", "clip-b.ts", "clip-c.ts", "catalog.yaml"}
+var names = []string{"clip-a.ts", "clip-b.ts", "clip-c.ts", catalogName}
+
+// catalogName is the catalog's file (cdp.CatalogFile), written by WriteTo
+// only where there is none.
+const catalogName = "catalog.yaml"
 
 // count is the number of sample titles in catalog.yaml.
 const count = 20
@@ -34,9 +38,12 @@ func FS() fs.FS { return files }
 
 // WriteTo writes the three clips and catalog.yaml into dir, creating dir
 // when needed, so that dir is a title directory for cdp.LoadCatalog. It is
-// idempotent: a file already there with the right content is left alone;
-// any other is replaced atomically (written aside, then renamed). It
-// returns the first file system error, naming the file.
+// idempotent: a clip already there with the right content is left alone,
+// any other is replaced atomically (written aside, then renamed); a
+// catalog.yaml already there is left as it is, whatever it holds: the
+// operator's own (titles added to a kept data directory, vodcluster up
+// --data-dir, stay published across restarts). It returns the first file
+// system error, naming the file.
 func WriteTo(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("samples: %w", err)
@@ -46,7 +53,13 @@ func WriteTo(dir string) error {
 		if err != nil {
 			return fmt.Errorf("samples: %w", err)
 		}
-		if err := writeFile(filepath.Join(dir, name), data); err != nil {
+		path := filepath.Join(dir, name)
+		if name == catalogName {
+			if _, err := os.Lstat(path); err == nil {
+				continue // the operator's
+			}
+		}
+		if err := writeFile(path, data); err != nil {
 			return fmt.Errorf("samples: %w", err)
 		}
 	}

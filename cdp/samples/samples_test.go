@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"vodcluster/cdp"
@@ -83,6 +84,42 @@ func TestWriteToIdempotent(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %d bytes, want %d (%v)", name, len(got), len(want), err)
 		}
+	}
+}
+
+// A catalog.yaml already in the directory is the operator's: WriteTo
+// leaves it as it is (a title added to the data directory of vodcluster up
+// stays published across restarts: it was overwritten by the samples'
+// catalog and withdrawn), while a damaged clip is still restored.
+func TestWriteToKeepsTheCatalog(t *testing.T) {
+	dir := t.TempDir()
+	if err := samples.WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(dir, "catalog.yaml")
+	sample, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := append(slices.Clone(sample), "  - id: long-001\n    name: \"Long\"\n    file: clip-a.ts\n"...)
+	if err := os.WriteFile(doc, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clip-c.ts"), []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := samples.WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(doc); err != nil || !bytes.Equal(got, edited) {
+		t.Fatalf("catalog.yaml after WriteTo: %d bytes (%v), want the edited %d bytes kept", len(got), err, len(edited))
+	}
+	cat, err := cdp.LoadCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cat.Title("long-001"); !ok || cat.Len() != 21 {
+		t.Fatalf("catalog after WriteTo: %d titles, long-001 listed %v: want the 20 samples and long-001", cat.Len(), ok)
 	}
 }
 

@@ -181,7 +181,7 @@ func upCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", "", "directory for all state, made when missing and refused at start when it is not a directory or not writable (default: a fresh temporary directory, removed at exit)")
+	f.StringVar(&dataDir, "data-dir", "", "directory for all state, made when missing and refused at start when it is not a directory or not writable; its cdp/catalog.yaml, once there, is kept as edited (default: a fresh temporary directory, removed at exit)")
 	f.StringVar(&opts.Host, "host", "127.0.0.1", "address every part listens on: one of this machine's (an IPv6 one with or without brackets: ::1 or [::1])")
 	f.IntVar(&opts.RTSPPort, "rtsp-port", 8554, "front door RTSP port")
 	f.IntVar(&opts.HTTPPort, "http-port", 8080, "front door HTTP port")
