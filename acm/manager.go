@@ -442,8 +442,9 @@ type Manager struct {
 	closeError error
 
 	// evictHook, set by tests before Start, sees every eviction as it is
-	// ordered (mu held), before the command is queued.
-	evictHook func(ns *nodeState, title string)
+	// ordered (mu held), before the command is queued, with its reason
+	// (evictOperator, evictPlanner, ...).
+	evictHook func(ns *nodeState, title, reason string)
 }
 
 // now is the manager's clock.

@@ -394,7 +394,7 @@ func plural(n int, word string) string {
 // node's command queue is full.
 func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, reason string) bool {
 	if m.evictHook != nil {
-		m.evictHook(ns, title)
+		m.evictHook(ns, title, reason)
 	}
 	if !ns.push(evictCmd(title, reason)) {
 		m.log.Warn("eviction not sent: command queue full", "node", ns.id, "title", title)

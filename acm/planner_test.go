@@ -19,7 +19,9 @@ import (
 // evictions records the evictions a manager orders (Manager.evictHook)
 // and those of a title in use on its node at that moment (a session
 // admitted or playing there, a fill, or a viewer awaited for a fill) or
-// pinned there.
+// pinned there; a prefetch, ordered or under way, that no viewer needs
+// is not in use to the operator's eviction, which cancels it
+// (cancellablePrefetchLocked).
 type evictions struct {
 	mu    sync.Mutex
 	all   []string // "node/title"
@@ -27,13 +29,16 @@ type evictions struct {
 }
 
 // on returns the hook for m.
-func (ev *evictions) on(m *Manager) func(*nodeState, string) {
-	return func(ns *nodeState, title string) { ev.hook(m, ns, title) }
+func (ev *evictions) on(m *Manager) func(*nodeState, string, string) {
+	return func(ns *nodeState, title, reason string) { ev.hook(m, ns, title, reason) }
 }
 
-func (ev *evictions) hook(m *Manager, ns *nodeState, title string) {
+func (ev *evictions) hook(m *Manager, ns *nodeState, title, reason string) {
 	st := ns.titles[title]
 	used := ns.active[title] > 0 || st.GetSessions() > 0 || st.GetFilling() || ns.awaiting[title] || m.pins.Protects(ns.id, title)
+	if used && reason == evictOperator && m.cancellablePrefetchLocked(ns.id, title) != nil {
+		used = false
+	}
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	ev.all = append(ev.all, ns.id+"/"+title)

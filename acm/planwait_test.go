@@ -57,11 +57,11 @@ func TestFirstPlanWaitsForTheRestoredPlansNodes(t *testing.T) {
 
 	// n2 does not come back: the plan waits FirstPlanWait, then plans
 	// with the nodes there are.
+	armed := time.Now() // before the manager's start, which arms the wait
 	g := newManagerWith(t, dir, storageTitles, func(m *Manager) {
 		fastStorage(m)
 		m.FirstPlanWait = 300 * time.Millisecond
 	})
-	armed := time.Now()
 	m1 := g.startSimNode("n1", storageTitles, simOpts{})
 	m1.waitCommand(t, "prefetch hot", 1)
 	if waited := time.Since(armed); waited < 300*time.Millisecond {
