@@ -216,20 +216,17 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		// vanishing from the next report is not the prefetch failing. A
 		// prefetch ordered and not reported yet is no longer waited for
 		// (nor sent again at the node's registration); its command still
-		// queued here is not sent, nor then the eviction; one sent (or
-		// held by a sender) the node, starting it, stops on the eviction
-		// (vodnode's prefetchRuns), or cancels as a fill under way.
+		// queued here is not sent. The eviction is sent all the same: a
+		// copy of the order may have reached the node already (one sent
+		// before a registration that queued it again), which the node,
+		// starting it, stops on the eviction (vodnode's prefetchRuns), or
+		// cancels as a fill under way; a node given none has nothing to
+		// evict.
 		ns.diskFree += max(st.GetSizeBytes()-st.GetStoredBytes(), 0)
 		delete(ns.filling, title)
 		if ns.pending[title] != nil {
 			delete(ns.pending, title)
-			queued := len(ns.queue)
 			ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
-			if len(ns.queue) < queued {
-				// Never sent: nor is the eviction just queued (mu held
-				// since, no sender took it).
-				ns.queue = ns.queue[:len(ns.queue)-1]
-			}
 			m.log.Info("eviction ordered: the prefetch ordered there, not reported started, is cancelled", "node", id, "title", title)
 			return nil
 		}

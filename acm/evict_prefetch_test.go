@@ -196,3 +196,35 @@ func TestOperatorEvictCancelsPrefetchOrdered(t *testing.T) {
 		t.Fatalf("n1's free disk counted %d after the cancel, want all 5000000", free)
 	}
 }
+
+// The operator's eviction of a prefetch ordered twice, sent to the node
+// before its stream broke and queued again at its registration (the
+// node's report did not list it yet: it was starting it), still sends
+// the eviction: the queued copy is taken out, but the node has the first
+// one, which it stops on the eviction. The eviction was dropped with the
+// queued copy, and the node filled the whole title.
+func TestOperatorEvictOfAPrefetchSentAgainReachesTheNode(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) { quietStorage(m); m.OrderTimeout = time.Minute })
+	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, preemptible: true, before: func(n *simNode) { n.deaf = true }})
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	n1.waitCommand(t, "prefetch t1", 1) // delivered: the node is starting it
+	n1.stop()                           // its stream breaks; it registers again, its new stream not open yet
+	n1.mu.Lock()
+	req := &pb.RegisterRequest{NodeId: "n1", RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2", Titles: n1.titles, Partials: n1.partials,
+		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: n1.disk}}
+	n1.mu.Unlock()
+	if _, err := e.nc.Register(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "not started yet, is cancelled") {
+		t.Fatalf("vodctl evict of the prefetch ordered: %v %v, want it cancelled", ack, err)
+	}
+	n1.heartbeat()
+	n1.waitCommand(t, "evict t1", 1)
+	if got := n1.count("prefetch t1"); got != 1 {
+		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the copy queued again is not sent", got, n1.commands())
+	}
+}

@@ -38,9 +38,14 @@ func (m *managerLink) command(cmd *pb.NodeCommand) {
 		}
 		cancelled, err := n.evict(id, c.Evict.GetReason())
 		if err != nil {
-			if errors.Is(err, store.ErrInUse) {
+			switch {
+			case errors.Is(err, store.ErrUnknownTitle) && c.Evict.GetReason() == evictReasonOperator:
+				// The operator's eviction of a prefetch the manager
+				// cancelled before its order was sent.
+				n.log.Info("evict: title not on the node, nothing to do", "title", id, "reason", c.Evict.GetReason())
+			case errors.Is(err, store.ErrInUse):
 				n.log.Info("evict ignored: title in use", "title", id, "reason", c.Evict.GetReason())
-			} else {
+			default:
 				n.log.Warn("evict failed", "title", id, "reason", c.Evict.GetReason(), "err", err)
 			}
 			return

@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -39,7 +40,7 @@ func (n *Node) evict(id, reason string) (cancelled bool, err error) {
 // is cancelled then, as a fill under way is). Safe for concurrent use.
 type prefetchRuns struct {
 	mu   sync.Mutex
-	runs map[string]*prefetchRun
+	runs map[string][]*prefetchRun // a title's runs: the manager may give a prefetch twice (sent again at a registration)
 }
 
 // prefetchRun is one PrefetchCommand being started (prefetchRuns).
@@ -48,17 +49,15 @@ type prefetchRun struct {
 	evicted bool               // the operator's eviction came meanwhile (prefetchRuns.mu held)
 }
 
-// start notes the prefetch of title id starting, cancel stopping it; a
-// second one of the same title replaces the first in the map (each ends
-// with its own run).
+// start notes a prefetch of title id starting, cancel stopping it.
 func (p *prefetchRuns) start(id string, cancel context.CancelFunc) *prefetchRun {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.runs == nil {
-		p.runs = map[string]*prefetchRun{}
+		p.runs = map[string][]*prefetchRun{}
 	}
 	r := &prefetchRun{cancel: cancel}
-	p.runs[id] = r
+	p.runs[id] = append(p.runs[id], r)
 	return r
 }
 
@@ -67,25 +66,24 @@ func (p *prefetchRuns) start(id string, cancel context.CancelFunc) *prefetchRun 
 func (p *prefetchRuns) end(id string, r *prefetchRun) (evicted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.runs[id] == r {
+	p.runs[id] = slices.DeleteFunc(p.runs[id], func(o *prefetchRun) bool { return o == r })
+	if len(p.runs[id]) == 0 {
 		delete(p.runs, id)
 	}
 	return r.evicted
 }
 
-// evict marks the prefetch of title id being started, if any, as evicted
-// by the operator and stops its wait for the origin; it reports whether
-// there was one (its run then carries the eviction out: end).
+// evict marks every prefetch of title id being started as evicted by the
+// operator and stops their waits for the origin; it reports whether there
+// was one (each run then carries the eviction out: end).
 func (p *prefetchRuns) evict(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := p.runs[id]
-	if r == nil {
-		return false
+	for _, r := range p.runs[id] {
+		r.evicted = true
+		r.cancel()
 	}
-	r.evicted = true
-	r.cancel()
-	return true
+	return len(p.runs[id]) > 0
 }
 
 // evictStarted carries out the operator's eviction of title id that came

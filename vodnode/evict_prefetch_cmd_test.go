@@ -99,18 +99,32 @@ func (o *askHeldOrigin) GetTitle(ctx context.Context, req *pb.GetTitleRequest) (
 // and no failure is reported. Before, the eviction found no title
 // ("evict failed") and the prefetch went on to fill the whole title.
 func TestOperatorEvictCommandStopsPrefetchBeingStarted(t *testing.T) {
-	o := &askHeldOrigin{fakeOrigin: newFakeOrigin(t), asked: make(chan struct{}, 1), release: make(chan struct{})}
+	t.Run("once", func(t *testing.T) { evictPrefetchBeingStarted(t, 1) })
+	// Given twice (sent again at the node's registration): both stopped.
+	// Only the second was, and the first filled the whole title.
+	t.Run("twice", func(t *testing.T) { evictPrefetchBeingStarted(t, 2) })
+}
+
+// evictPrefetchBeingStarted gives a node the manager's prefetch of a
+// title times times, then the operator's eviction of it while each asks
+// the origin for the title, and checks that nothing is filled.
+func evictPrefetchBeingStarted(t *testing.T, times int) {
+	o := &askHeldOrigin{fakeOrigin: newFakeOrigin(t), asked: make(chan struct{}, times), release: make(chan struct{})}
 	oaddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterOriginServer(s, o) })
 	m := newFakeManager()
 	maddr := serveGRPC(t, func(s *grpc.Server) { pb.RegisterNodeControlServer(s, m) })
 	n := startNode(t, oaddr, func(n *Node) { n.ManagerAddr = maddr; n.HeartbeatInterval = 50 * time.Millisecond })
 	waitFor(t, 5*time.Second, "registration", func() bool { return m.registrations() > 0 })
 	const id = "sample-001"
-	n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: id}}})
-	select {
-	case <-o.asked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the prefetch did not ask the origin for the title")
+	for range times {
+		n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Prefetch{Prefetch: &pb.PrefetchCommand{TitleId: id}}})
+	}
+	for range times {
+		select {
+		case <-o.asked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the prefetch did not ask the origin for the title")
+		}
 	}
 	n.mgr.command(&pb.NodeCommand{Command: &pb.NodeCommand_Evict{Evict: &pb.EvictCommand{TitleId: id, Reason: evictReasonOperator}}})
 	close(o.release) // a prefetch not stopped goes on now

@@ -137,7 +137,7 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 	defer cancel()
 	list, err := pb.ListAllTitles(ctx, c.origin.ListTitles) // a page at a time: a large catalog passes gRPC's 4 MB message limit
 	if err != nil {
-		if c.log != nil {
+		if c.log != nil && status.Code(err) != codes.Canceled { // canceled: the caller gave up (a prefetch the operator evicted)
 			if h := grpctls.OriginHint(err); h != "" {
 				c.log.Error("origin catalog not read", "err", err, "hint", h)
 			} else {
