@@ -83,3 +83,51 @@ func TestPinMovesAReplicaWithoutAGap(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterPinOutranksAnEvictionHold: a title pinned to the cluster
+// whose only copy's node dies is planned again on the node the operator
+// evicted it from (the eviction was allowed while another node held it
+// whole) when no other node can take it: the pin keeps a copy in the
+// cluster, the eviction's hold only keeps the planner from undoing the
+// eviction while the title has a copy. The hold kept it off that node,
+// and the cluster had no copy of a pinned title for evict_hold (1h).
+func TestClusterPinOutranksAnEvictionHold(t *testing.T) {
+	st, err := NewStorage("gdsf", StorageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Replicator
+	c := newCluster(2, 1)
+	if _, err := st.Pins().Pin("", "t00"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"n0", "n1"} {
+		c.node(id).Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+	}
+	// The operator evicts it from n0: n1 holds it whole.
+	c.node("n0").Items = nil
+	r.Evicted("n0", "t00", offPeak)
+	c.apply(t, r.Plan(offPeak.Add(time.Minute), &c.view))
+	if h := c.holders("t00"); !slices.Equal(h, []string{"n1"}) {
+		t.Fatalf("t00 on %v after the eviction from n0, want n1 alone (the hold keeps it off n0)", h)
+	}
+	// n1 dies: n0, held, is the only node left.
+	c.node("n1").Alive = false
+	acts := r.Plan(offPeak.Add(2*time.Minute), &c.view)
+	if !slices.Contains(acts, Action{Kind: Prefetch, Node: "n0", Title: "t00"}) {
+		t.Fatalf("plan with n1 dead: %v, want t00 prefetched to n0 for its pin to the cluster", acts)
+	}
+	// A title not pinned stays off the node the operator evicted it from.
+	st2, err := NewStorage("gdsf", StorageConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := newCluster(2, 1)
+	seed(t, st2.Replicator, "t00", 0.01, offPeak)
+	c2.node("n1").Items = []Item{{Title: "t00", Bytes: 1 << 30}}
+	st2.Replicator.Evicted("n0", "t00", offPeak)
+	c2.node("n1").Alive = false
+	if acts := st2.Replicator.Plan(offPeak.Add(time.Minute), &c2.view); slices.Contains(acts, Action{Kind: Prefetch, Node: "n0", Title: "t00"}) {
+		t.Fatalf("plan of a title not pinned: %v, want none to n0, held", acts)
+	}
+}

@@ -218,8 +218,9 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 		// A node without an origin (NodeView.NoOrigin) is skipped unless it
 		// holds the title: it cannot fill it. A node whose egress is less
 		// than the title's bitrate is skipped: it cannot stream it.
+		overHolds := false // a title pinned to the cluster that no node would take else (below)
 		skip := func(id string) bool {
-			return has(id) || (len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id) ||
+			return has(id) || (!overHolds && len(r.held) > 0 && r.isHeld(id, d.id, r.at)) || cannotFill(byID[id], d.id) ||
 				(small && cannotStream(byID[id], d.info)) || cannotHold(byID[id], size)
 		}
 		// count is how many nodes are chosen, of site g (-1: of any).
@@ -302,6 +303,15 @@ func (r *Replicator) place(ds []demandOf, alive []*nodeState, c *ClusterView) {
 			prefer = sites.spread
 		}
 		fill(k, -1, prefer, alive)
+		if len(chosen) == 0 && len(r.held) > 0 && r.pins.Pinned("", d.id) {
+			// Pinned to the cluster, and every node that could take it
+			// held by the operator's evictions of it (allowed while
+			// another node held it whole, since gone): the pin keeps a
+			// copy in the cluster; a hold only keeps the planner from
+			// undoing an eviction while the title has one elsewhere.
+			overHolds = true
+			fill(1, -1, nil, alive)
+		}
 		if len(chosen) > 0 {
 			next[d.id] = &titlePlan{replicas: planK, nodes: chosen}
 		} else if nextK != nil {
