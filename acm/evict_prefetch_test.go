@@ -54,26 +54,7 @@ func TestOperatorEvictCancelsPrefetchUnderWay(t *testing.T) {
 	}
 	// Reports without t1 and plans after them: a prefetch counted failed
 	// would be retried within them (retry backoff 10 ms).
-	r0 := e.reports("n1")
-	waitFor(t, 10*time.Second, "five reports of n1 after the eviction", func() bool {
-		e.m.kickPlan()
-		return e.reports("n1") >= r0+5
-	})
-	if got := n1.count("prefetch t1"); got != 1 {
-		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the cancelled prefetch ordered again", got, n1.commands())
-	}
-	if f := e.fill("n1", "t1"); f != nil {
-		t.Fatalf("vodctl fills lists the cancelled prefetch: %+v", f)
-	}
-	if st := e.repFill("n1", "t1"); st != "" {
-		t.Fatalf("the planner's prefetch of t1 on n1 %s after its cancel, want none", st)
-	}
-	if o := storedOrders(t, e); len(o) != 0 {
-		t.Fatalf("stored prefetch orders %+v after the cancel, want none", o)
-	}
-	if got := e.storageStats().GetFillsFailed(); got != 0 {
-		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
-	}
+	prefetchCancelled(t, e, n1)
 }
 
 // The operator's eviction of a prefetch under way that a viewer reads is
@@ -169,26 +150,7 @@ func TestOperatorEvictCancelsPrefetchOrdered(t *testing.T) {
 	n1.waitCommand(t, "evict t1", 1)
 	// Reports and plans past the order timeout (100 ms): a prefetch still
 	// waited for would be failed by it and retried (backoff 10 ms).
-	r0 := e.reports("n1")
-	waitFor(t, 10*time.Second, "five reports of n1 after the eviction", func() bool {
-		e.m.kickPlan()
-		return e.reports("n1") >= r0+5
-	})
-	if got := n1.count("prefetch t1"); got != 1 {
-		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the cancelled prefetch ordered again", got, n1.commands())
-	}
-	if f := e.fill("n1", "t1"); f != nil {
-		t.Fatalf("vodctl fills lists the cancelled prefetch: %+v", f)
-	}
-	if st := e.repFill("n1", "t1"); st != "" {
-		t.Fatalf("the planner's prefetch of t1 on n1 %s after its cancel, want none", st)
-	}
-	if o := storedOrders(t, e); len(o) != 0 {
-		t.Fatalf("stored prefetch orders %+v after the cancel, want none", o)
-	}
-	if got := e.storageStats().GetFillsFailed(); got != 0 {
-		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
-	}
+	prefetchCancelled(t, e, n1)
 	e.m.mu.Lock()
 	free := e.m.nodes["n1"].diskFree
 	e.m.mu.Unlock()
@@ -226,5 +188,33 @@ func TestOperatorEvictOfAPrefetchSentAgainReachesTheNode(t *testing.T) {
 	n1.waitCommand(t, "evict t1", 1)
 	if got := n1.count("prefetch t1"); got != 1 {
 		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the copy queued again is not sent", got, n1.commands())
+	}
+}
+
+// prefetchCancelled checks, over five reports of n1 and the plans after
+// them, that the operator's cancelled prefetch of t1 there was sent once
+// and is neither listed, tracked by the planner, stored, counted failed
+// nor ordered again.
+func prefetchCancelled(t *testing.T, e *env, n1 *simNode) {
+	t.Helper()
+	r0 := e.reports("n1")
+	waitFor(t, 10*time.Second, "five reports of n1 after the eviction", func() bool {
+		e.m.kickPlan()
+		return e.reports("n1") >= r0+5
+	})
+	if got := n1.count("prefetch t1"); got != 1 {
+		t.Fatalf("t1 prefetched %d times on n1 (%v), want once: the cancelled prefetch ordered again", got, n1.commands())
+	}
+	if f := e.fill("n1", "t1"); f != nil {
+		t.Fatalf("vodctl fills lists the cancelled prefetch: %+v", f)
+	}
+	if st := e.repFill("n1", "t1"); st != "" {
+		t.Fatalf("the planner's prefetch of t1 on n1 %s after its cancel, want none", st)
+	}
+	if o := storedOrders(t, e); len(o) != 0 {
+		t.Fatalf("stored prefetch orders %+v after the cancel, want none", o)
+	}
+	if got := e.storageStats().GetFillsFailed(); got != 0 {
+		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
 	}
 }
