@@ -95,7 +95,7 @@ func (a *admin) Evict(_ context.Context, req *pb.PlacementRequest) (*pb.Placemen
 	}
 	msg := "eviction ordered"
 	if ordered {
-		msg = "eviction ordered: its prefetch ordered there, not started yet, is cancelled; not retried"
+		msg = "eviction ordered: its prefetch ordered there, not yet reported started by the node, is cancelled; not retried"
 	} else if cancelled != nil {
 		msg = fmt.Sprintf("eviction ordered: its prefetch under way there (%d of %d bytes received) is cancelled, its partial fill dropped; not retried",
 			cancelled.GetStoredBytes(), cancelled.GetSizeBytes())
@@ -275,7 +275,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	case others > 0:
 		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (%s)", others, plural(others, "session"), whose))
 	case playing > 0:
-		why = append(why, fmt.Sprintf("has %d %s playing (vodctl sessions)", playing, plural(playing, "session")))
+		why = append(why, fmt.Sprintf("has %d %s playing or paused (vodctl sessions)", playing, plural(playing, "session")))
 	}
 	if admitted > 0 {
 		why = append(why, fmt.Sprintf("is reserved for %d %s admitted and on the way (vodctl sessions: admitted; until it arrives or its token expires)", admitted, plural(admitted, "viewer")))
@@ -283,7 +283,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	switch {
 	case !st.GetFilling():
 	case fill == "ordered":
-		why = append(why, "has a prefetch ordered, not started yet, that a viewer needs: one a viewer is on the way for, or one pinned there (vodctl fills: ordered; evict it once complete)")
+		why = append(why, "has a prefetch ordered, not yet reported started, that a viewer needs: one a viewer is on the way for, or one pinned there (vodctl fills: ordered; evict it once complete)")
 	case fill == "node down":
 		why = append(why, "was filling when its node went down (vodctl fills: node down)")
 	case !st.GetPrefetch():

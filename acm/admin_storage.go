@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -395,8 +396,22 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 			cancelled = "; the eviction of it ordered there while the node was down is cancelled"
 		}
 	} else if changed = m.pins.Unpin(node, title); !changed {
+		// Said where it is pinned instead, if anywhere.
+		var on []string
+		for _, p := range m.pins.List() {
+			if p.Title == title && p.Node != "" {
+				on = append(on, p.Node)
+			}
+		}
+		hint := ""
+		switch {
+		case node != "" && m.pins.Pinned("", title):
+			hint = fmt.Sprintf(" (it is pinned to the cluster: vodctl unpin %s)", title)
+		case node == "" && len(on) > 0:
+			hint = fmt.Sprintf(" (it is pinned to node %s: vodctl unpin %s NODE)", strings.Join(on, ", "), title)
+		}
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "title %q is not pinned to %s", title, where)
+		return nil, status.Errorf(codes.NotFound, "title %q is not pinned to %s%s", title, where, hint)
 	}
 	blob, err := json.Marshal(m.pins)
 	m.mu.Unlock()

@@ -144,7 +144,7 @@ func TestOperatorEvictCancelsPrefetchOrdered(t *testing.T) {
 		t.Fatalf("fill before the eviction: %+v, want it ordered", f)
 	}
 	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
-	if err != nil || !strings.Contains(ack.GetMessage(), "its prefetch ordered there, not started yet, is cancelled; not retried") {
+	if err != nil || !strings.Contains(ack.GetMessage(), "its prefetch ordered there, not yet reported started by the node, is cancelled; not retried") {
 		t.Fatalf("vodctl evict of the prefetch ordered: %v %v, want it cancelled", ack, err)
 	}
 	n1.waitCommand(t, "evict t1", 1)
@@ -181,7 +181,7 @@ func TestOperatorEvictOfAPrefetchSentAgainReachesTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
-	if err != nil || !strings.Contains(ack.GetMessage(), "not started yet, is cancelled") {
+	if err != nil || !strings.Contains(ack.GetMessage(), "not yet reported started by the node, is cancelled") {
 		t.Fatalf("vodctl evict of the prefetch ordered: %v %v, want it cancelled", ack, err)
 	}
 	n1.heartbeat()

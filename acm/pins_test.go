@@ -56,15 +56,18 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		req   *pb.PlacementRequest
 		unpin bool
 		want  codes.Code
+		msg   string // in the error's message, when set
 	}{
-		"unknown title":       {&pb.PlacementRequest{TitleId: "zz"}, false, codes.NotFound},
-		"unknown node":        {&pb.PlacementRequest{TitleId: "t1", NodeId: "zz"}, false, codes.NotFound},
-		"malformed title":     {&pb.PlacementRequest{TitleId: "a b"}, false, codes.InvalidArgument},
-		"no title":            {&pb.PlacementRequest{NodeId: "n1"}, false, codes.InvalidArgument},
-		"malformed node":      {&pb.PlacementRequest{TitleId: "t1", NodeId: "../n1"}, false, codes.InvalidArgument},
-		"unpin no pin":        {&pb.PlacementRequest{TitleId: "t3"}, true, codes.NotFound},
-		"unpin other node":    {&pb.PlacementRequest{TitleId: "t1", NodeId: "n2"}, true, codes.NotFound},
-		"unpin cluster of t1": {&pb.PlacementRequest{TitleId: "t1"}, true, codes.NotFound},
+		"unknown title":    {&pb.PlacementRequest{TitleId: "zz"}, false, codes.NotFound, ""},
+		"unknown node":     {&pb.PlacementRequest{TitleId: "t1", NodeId: "zz"}, false, codes.NotFound, ""},
+		"malformed title":  {&pb.PlacementRequest{TitleId: "a b"}, false, codes.InvalidArgument, ""},
+		"no title":         {&pb.PlacementRequest{NodeId: "n1"}, false, codes.InvalidArgument, ""},
+		"malformed node":   {&pb.PlacementRequest{TitleId: "t1", NodeId: "../n1"}, false, codes.InvalidArgument, ""},
+		"unpin no pin":     {&pb.PlacementRequest{TitleId: "t3"}, true, codes.NotFound, ""},
+		"unpin other node": {&pb.PlacementRequest{TitleId: "t1", NodeId: "n2"}, true, codes.NotFound, ""},
+		// Said where it is pinned instead.
+		"unpin cluster of t1": {&pb.PlacementRequest{TitleId: "t1"}, true, codes.NotFound, "(it is pinned to node n1: vodctl unpin t1 NODE)"},
+		"unpin t2 from n1":    {&pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}, true, codes.NotFound, "(it is pinned to the cluster: vodctl unpin t2)"},
 	} {
 		var err error
 		if tc.unpin {
@@ -72,8 +75,8 @@ func TestPinsPersistAndProtect(t *testing.T) {
 		} else {
 			_, err = e.admin.Pin(ctx, tc.req)
 		}
-		if grpcCode(err) != tc.want {
-			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		if grpcCode(err) != tc.want || tc.msg != "" && !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %v %s", name, err, tc.want, tc.msg)
 		}
 	}
 	check := func(e *env) {

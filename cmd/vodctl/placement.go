@@ -30,7 +30,7 @@ func placementCmd(g *globals) *cobra.Command {
 			"fill there).\n" +
 			"vodctl evict TITLE NODE removes one (refused while a fill of it runs there, or it is pinned).\n\n" +
 			"STATE is where each copy stands, in vodctl fills' words: stored (complete), filling, ordered (a\n" +
-			"prefetch sent to the node, not started yet), reserved (a fill on demand waiting for its viewer to\n" +
+			"prefetch sent to the node, not yet reported started), reserved (a fill on demand waiting for its viewer to\n" +
 			"reach the node), origin wait (filling, its transfer not started at the origin yet), origin retry\n" +
 			"(filling, its transfers failed since the origin last answered: the node retries them), node down\n" +
 			"(the node misses its heartbeats: a copy, complete or filling, in its last report, or a pin to it).\n\n" +
@@ -226,7 +226,7 @@ func fillsCmd(g *globals) *cobra.Command {
 		Short: "List fills from the origin in progress, with their progress",
 		Args:  noArgs,
 		Long: "List fills from the origin in progress, with their progress.\n\n" +
-			"STATE: ordered (a prefetch sent to the node, not started yet), reserved (a fill on demand\n" +
+			"STATE: ordered (a prefetch sent to the node, not yet reported started), reserved (a fill on demand\n" +
 			"waiting for its viewer to reach the node), queued (the operator's prefetch waiting for a fill\n" +
 			"slot on its node or an origin channel), filling, origin wait (filling, its transfer not started\n" +
 			"at the origin yet: queued for a channel, as a prefetch that gave its channel to a viewer's fill\n" +
