@@ -287,7 +287,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	case fill == "node down":
 		why = append(why, "was filling when its node went down (vodctl fills: node down)")
 	case !st.GetPrefetch():
-		why = append(why, fmt.Sprintf("is filling for a viewer (vodctl fills: %s; a fill on demand is not cancelled: evict it once complete)", fill))
+		why = append(why, fmt.Sprintf("is filling on demand, started for a viewer (vodctl fills: %s; a fill on demand is not cancelled, its viewer there or not: evict it once complete)", fill))
 	case len(why) > 0 || st.GetSessions() > 0:
 		why = append(why, fmt.Sprintf("is filling (vodctl fills: %s; a prefetch a viewer reads is not cancelled: evict it once complete)", fill))
 	case st.GetPreemptible(): // only the operator's eviction cancels it (evictLocked)
