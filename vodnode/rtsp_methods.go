@@ -412,7 +412,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	s.paused.Store(false)
 	// Its copy's fill failed for the origin: filled again, from the
 	// partial it left, for this PLAY to go on past it (refillRTSP).
-	c.n.refillRTSP(c.n.ctx, s)
+	c.n.refillRTSP(c.n.ctx, s, "PLAY")
 	scale := 1.0
 	if v, ok := req.Header["Scale"]; ok && len(v) > 0 {
 		sc, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)

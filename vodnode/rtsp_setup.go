@@ -170,6 +170,9 @@ func (c *rtspConn) newStream(s *session) (*deliver.Stream, deliver.StreamConfig,
 		Source: s.ahead, Mode: spec.Mode, Bitrate: s.meta.Bitrate, OnEnd: c.n.onStreamEnd(s),
 		SSRC: binary.BigEndian.Uint32(ids[0:4]), Seq: binary.BigEndian.Uint16(ids[4:6]),
 		TSBase: binary.BigEndian.Uint32(ids[6:10]),
+		// At the end of the bytes of a fill that failed for the origin:
+		// filled again, the play goes on (refillPlaying).
+		OnFillFailed: func() bool { return c.n.refillPlaying(s) },
 	}
 	switch spec.Mode {
 	case deliver.RTPTCP:

@@ -44,9 +44,13 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 		if left || s.trick() {
 			// The title's fill failed and the stream has played what it
-			// left: the client is told the stream ends (an RTSP client
-			// over TCP would otherwise wait in silence until its
-			// keepalive meets the ended session).
+			// left: unless its title is filled again for it
+			// (refillFailed), the client is told the stream ends (an
+			// RTSP client over TCP would otherwise wait in silence until
+			// its keepalive meets the ended session).
+			if !s.trick() && s.refillFailed() {
+				return false
+			}
 			s.endWithBye(EndError, err, "fill failed")
 			return false
 		}
@@ -195,6 +199,9 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if complete && s.pos >= avail {
 		if err != nil {
+			if !s.trick() && s.refillFailed() {
+				return false
+			}
 			s.endWithBye(EndError, err, "fill failed")
 			return false
 		}
@@ -232,6 +239,37 @@ func (s *Stream) park(after int64) bool {
 	s.parked, s.queued, s.anchored = true, false, false
 	s.idleReportLocked()
 	return false
+}
+
+// refillFailed asks cfg.OnFillFailed, on a goroutine of its own, whether
+// the title whose fill failed, the stream at the end of the bytes it
+// left, is filled again; true when the stream waits for the answer,
+// parked as for the fill: filled again, it plays on from its position
+// (the source no longer failing), refused, it ends at its next step with
+// the BYE "fill failed". False when there is nothing to ask (no
+// OnFillFailed, or it refused since the last Resume). s.mu held.
+func (s *Stream) refillFailed() bool {
+	if s.cfg.OnFillFailed == nil || s.refused {
+		return false
+	}
+	s.parked, s.queued, s.anchored = true, false, false
+	s.idleReportLocked()
+	if s.refilling {
+		return true // the answer under way wakes it
+	}
+	s.refilling = true
+	go func() {
+		ok := s.cfg.OnFillFailed()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.refilling, s.refused = false, !ok
+		if !s.parked || s.state != statePlaying {
+			return // paused, ended, or played on by a PLAY meanwhile
+		}
+		s.parked, s.queued = false, true
+		s.sh.add(s)
+	}()
+	return true
 }
 
 func (s *Stream) wake(gen uint64) {

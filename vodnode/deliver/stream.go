@@ -94,6 +94,19 @@ type StreamConfig struct {
 	// ByeDelay later over UDP, whatever came meanwhile); at every end of
 	// the title, after which the stream waits paused at the end.
 	OnEnd func(reason EndReason, err error)
+	// OnFillFailed, when set, is asked whether the title can be filled
+	// again when the stream's normal play has reached the end of the
+	// bytes its title's fill left before it failed (Source.State's
+	// error), where the stream would end with an RTCP BYE "fill failed".
+	// It is called on a goroutine of its own, without the stream's lock
+	// held (it may take its owner's locks and wait: a few seconds), and
+	// at most once at a time; meanwhile the stream waits as it does for
+	// the fill (WaitingForFill). It returns true when the Source was
+	// filled again (State no longer fails: the stream plays on from where
+	// it stands, its RTP timeline continuous, once the new fill brings
+	// bytes); false ends the stream with its BYE "fill failed" (EndError)
+	// as without it. A PLAY (Resume) asks again.
+	OnFillFailed func() bool
 }
 
 // PlayInfo is what a PLAY response reports (RTP-Info and Range).
@@ -172,6 +185,8 @@ type Stream struct {
 	endedBy       EndReason   // why it ended by itself (finish, endWithBye; EndedBy), "" while it has not
 	endErr        error       // the error it ended by itself with
 	resize        atomic.Bool // the kernel refused a datagram of pay bytes (the route's MTU shrank since): pay is asked again (step)
+	refilling     bool        // OnFillFailed is being asked (refillFailed)
+	refused       bool        // OnFillFailed answered false since the last Resume: the stream ends at the failed fill's end
 
 	bytes atomic.Int64
 }
@@ -232,6 +247,7 @@ func (s *Stream) Resume() {
 	s.anchored = false
 	s.readerStopped.Store(false)
 	s.parked = false
+	s.refused = false // a PLAY asks for a refill again (OnFillFailed)
 	s.gen++
 	if s.nextSR == 0 {
 		s.nextSR = s.e.now() + int64(s.e.SRInterval)/5
