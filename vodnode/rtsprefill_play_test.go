@@ -39,17 +39,7 @@ func TestRTSPPlayGoesOnPastAFailedFill(t *testing.T) {
 	if s := n.Stats().Sessions; s != 1 {
 		t.Errorf("%d sessions at the end of the title, want 1 (kept until TEARDOWN)", s)
 	}
-	if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
-		t.Fatalf("TEARDOWN: %s", statusLine(res))
-	}
-	waitFor(t, 5*time.Second, "the title's copies released", func() bool {
-		for _, st := range n.store.Titles() {
-			if st.ID == "short-001" && st.Readers != 0 {
-				return false
-			}
-		}
-		return n.Stats().Sessions == 0
-	})
+	teardownReleases(t, n, c, url, id)
 }
 
 // An RTSP play that reaches the end of the bytes of a failed fill while

@@ -37,17 +37,7 @@ func TestRTSPSessionRefillsAfterAFailedFill(t *testing.T) {
 	if got := len(n.store.Partials()); got != 0 {
 		t.Fatalf("%d partials once the title is whole, want 0 (the new fill resumed it)", got)
 	}
-	if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
-		t.Fatalf("TEARDOWN: %s", statusLine(res))
-	}
-	waitFor(t, 5*time.Second, "the title's copies released", func() bool {
-		for _, st := range n.store.Titles() {
-			if st.ID == "short-001" && st.Readers != 0 {
-				return false
-			}
-		}
-		return n.Stats().Sessions == 0
-	})
+	teardownReleases(t, n, c, url, id)
 }
 
 // An RTSP session's title replaced at the origin, after its fill failed,
@@ -215,4 +205,22 @@ func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *
 		t.Fatalf("before the PAUSE: %d bytes of MP2T, want the title's first, fewer than the %d the origin sent", len(got.b), cut)
 	}
 	return o, n, c, url, id, data, cut, got
+}
+
+// teardownReleases ends session id of url with a TEARDOWN on c and waits
+// for n to release every copy of short-001 it held (the failed ones
+// included) and end the session.
+func teardownReleases(t *testing.T, n *Node, c *testClient, url, id string) {
+	t.Helper()
+	if res := c.do("TEARDOWN", url+"/", "Session", id); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	waitFor(t, 5*time.Second, "the title's copies released", func() bool {
+		for _, st := range n.store.Titles() {
+			if st.ID == "short-001" && st.Readers != 0 {
+				return false
+			}
+		}
+		return n.Stats().Sessions == 0
+	})
 }
