@@ -181,7 +181,9 @@ func (m *Manager) cancellablePrefetchLocked(id, title string) *pb.StoredTitle {
 // viewer needs: cancellablePrefetchLocked), while it is reserved there for an admitted viewer
 // (as of the node's last report: ns.awaiting), or while it is pinned to
 // the node, or to the cluster but for an operator's with a copy elsewhere
-// (copyElsewhereLocked), RESOURCE_EXHAUSTED when its command queue is full.
+// (copyElsewhereLocked), RESOURCE_EXHAUSTED when its command queue is full
+// (the operator's cancel of a prefetch whose command waits there takes
+// that command out, which leaves room for the eviction).
 func (m *Manager) evictLocked(id, title, reason string) error {
 	ns := m.nodes[id]
 	if ns == nil || m.sched.Node(id) == nil {
@@ -207,8 +209,16 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 	if m.pins.Pinned("", title) && (reason != evictOperator || !m.copyElsewhereLocked(id, title)) {
 		return status.Errorf(codes.FailedPrecondition, "title %q is pinned to the cluster and no other node in service holds it whole: unpin it first", title)
 	}
+	dequeued := false
+	if cancel && ns.pending[title] != nil {
+		// Its command still queued here is not sent; taken out first, it
+		// leaves the eviction room in a full queue.
+		n := len(ns.queue)
+		ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
+		dequeued = len(ns.queue) < n
+	}
 	if !m.orderEvictLocked(ns, title, true, reason) {
-		return queueFull(id)
+		return queueFull(id) // nothing was taken out (dequeued false): the queue was full without it
 	}
 	if cancel {
 		// The node stops the fill and drops its bytes: its whole room is
@@ -216,7 +226,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		// vanishing from the next report is not the prefetch failing. A
 		// prefetch ordered and not reported yet is no longer waited for
 		// (nor sent again at the node's registration); its command still
-		// queued here is not sent. The eviction is sent all the same: a
+		// queued here was taken out above. The eviction is sent all the same: a
 		// copy of the order may have reached the node already (one sent
 		// before a registration that queued it again), which the node,
 		// starting it, stops on the eviction (vodnode's prefetchRuns), or
@@ -226,8 +236,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		delete(ns.filling, title)
 		if ns.pending[title] != nil {
 			delete(ns.pending, title)
-			ns.queue = slices.DeleteFunc(ns.queue, func(c *pb.NodeCommand) bool { return c.GetPrefetch().GetTitleId() == title })
-			m.log.Info("eviction ordered: the prefetch ordered there, not reported started, is cancelled", "node", id, "title", title)
+			m.log.Info("eviction ordered: the prefetch ordered there, not reported started, is cancelled", "node", id, "title", title, "unsent", dequeued)
 			return nil
 		}
 		m.log.Info("eviction ordered: the prefetch under way there is cancelled", "node", id, "title", title, "stored_bytes", st.GetStoredBytes(), "size_bytes", st.GetSizeBytes())

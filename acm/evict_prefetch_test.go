@@ -171,15 +171,8 @@ func TestOperatorEvictOfAPrefetchSentAgainReachesTheNode(t *testing.T) {
 	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
 		t.Fatal(err)
 	}
-	n1.waitCommand(t, "prefetch t1", 1) // delivered: the node is starting it
-	n1.stop()                           // its stream breaks; it registers again, its new stream not open yet
-	n1.mu.Lock()
-	req := &pb.RegisterRequest{NodeId: "n1", RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2", Titles: n1.titles, Partials: n1.partials,
-		Capacity: &pb.NodeCapacity{EgressBps: 10 * titleBps, DiskBytes: n1.disk}}
-	n1.mu.Unlock()
-	if _, err := e.nc.Register(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
+	n1.waitCommand(t, "prefetch t1", 1)      // delivered: the node is starting it
+	e.registerWithoutStream(n1, 10*titleBps) // its stream breaks; it registers again, its new stream not open yet
 	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
 	if err != nil || !strings.Contains(ack.GetMessage(), "not yet reported started by the node, is cancelled") {
 		t.Fatalf("vodctl evict of the prefetch ordered: %v %v, want it cancelled", ack, err)
@@ -216,5 +209,29 @@ func prefetchCancelled(t *testing.T, e *env, n1 *simNode) {
 	}
 	if got := e.storageStats().GetFillsFailed(); got != 0 {
 		t.Fatalf("fills failed %d, want none: the cancelled prefetch is no failure", got)
+	}
+}
+
+// The operator's eviction of a prefetch whose command waits in a full
+// command queue (the node's stream broken, its registration answered)
+// takes that command out, which leaves room for the eviction: the node
+// is never sent the prefetch, and is sent the eviction. It was refused
+// RESOURCE_EXHAUSTED, the prefetch left to be sent.
+func TestOperatorEvictOfAPrefetchQueuedInAFullQueue(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), func(m *Manager) { quietStorage(m); m.OrderTimeout = time.Minute })
+	n1 := e.startSimNode("n1", storageTitles, simOpts{disk: 5_000_000, preemptible: true, before: func(n *simNode) { n.deaf = true }})
+	e.registerWithoutStream(n1, 10*titleBps) // its stream breaks; it registers again, its new stream not open yet
+	if _, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	e.fillQueue("n1")
+	ack, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if err != nil || !strings.Contains(ack.GetMessage(), "not yet reported started by the node, is cancelled") {
+		t.Fatalf("vodctl evict of the prefetch queued: %v %v, want it cancelled", ack, err)
+	}
+	n1.heartbeat()
+	n1.waitCommand(t, "evict t1", 1)
+	if got := n1.count("prefetch t1"); got != 0 {
+		t.Fatalf("t1 prefetched %d times on n1 (%v), want never: its queued command was taken out", got, n1.commands())
 	}
 }

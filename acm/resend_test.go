@@ -21,6 +21,18 @@ func (e *env) registerAgain(n *simNode) {
 // egress_bps.
 func (e *env) registerAgainEgress(n *simNode, egress int64) {
 	e.t.Helper()
+	e.registerWithoutStream(n, egress)
+	r := e.reports(n.id)
+	n.heartbeat()
+	waitFor(e.t, 5*time.Second, n.id+"'s report after it registered again", func() bool { return e.reports(n.id) > r })
+}
+
+// registerWithoutStream breaks n's heartbeat stream and registers n
+// again with its titles and partials and egress (bit/s) as its
+// egress_bps, its new stream not open yet: commands for it queue at the
+// manager until n.heartbeat().
+func (e *env) registerWithoutStream(n *simNode, egress int64) {
+	e.t.Helper()
 	n.stop()
 	n.mu.Lock()
 	req := &pb.RegisterRequest{NodeId: n.id, RtspAddr: "127.0.0.1:1", HttpAddr: "127.0.0.1:2", Titles: n.titles, Partials: n.partials,
@@ -29,9 +41,6 @@ func (e *env) registerAgainEgress(n *simNode, egress int64) {
 	if _, err := e.nc.Register(context.Background(), req); err != nil {
 		e.t.Fatal(err)
 	}
-	r := e.reports(n.id)
-	n.heartbeat()
-	waitFor(e.t, 5*time.Second, n.id+"'s report after it registered again", func() bool { return e.reports(n.id) > r })
 }
 
 // A prefetch whose command was lost with the node's heartbeat stream (the
