@@ -90,11 +90,20 @@ func (p *prefetchRuns) evict(id string) bool {
 // while its prefetch was being started (prefetchRuns), that prefetch's
 // store.Prefetch call having returned err: a fill it registered is
 // cancelled (or a copy the node held already evicted), a call it stopped
-// is no failure of the fill (not reported as one).
+// is no failure of the fill (not reported as one). Either way a partial
+// fill of the title the prefetch would have resumed goes, as it does when
+// the eviction finds the fill registered (store.EvictOrCancel keeps no
+// partial of an evicted title): the operator's eviction leaves none of
+// the title's bytes on the node.
 func (m *managerLink) evictStarted(id string, err error) {
 	n := m.n
 	if err != nil {
 		n.log.Info("prefetch cancelled by the manager's eviction before its fill started", "title", id, "err", err)
+		// A partial it would have resumed, unless a viewer's fill took it
+		// up meanwhile (in use: kept).
+		if _, perr := n.evict(id, evictReasonOperator); perr == nil {
+			n.log.Info("partial fill of the title removed by the manager's eviction", "title", id)
+		}
 		return
 	}
 	cancelled, err := n.evict(id, evictReasonOperator)

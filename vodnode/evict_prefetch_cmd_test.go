@@ -2,6 +2,7 @@ package vodnode
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,21 +65,25 @@ func TestOperatorEvictCommandCancelsPrefetch(t *testing.T) {
 }
 
 // askHeldOrigin is a fakeOrigin whose GetTitle (asked before a fill is
-// registered) signals asked and waits for release or the caller's end.
+// registered) signals asked and waits for release or the caller's end
+// (with pass set, it answers at once).
 type askHeldOrigin struct {
 	*fakeOrigin
 	asked, release chan struct{}
+	pass           atomic.Bool // answers at once, holding nothing
 }
 
 func (o *askHeldOrigin) GetTitle(ctx context.Context, req *pb.GetTitleRequest) (*pb.Title, error) {
-	select {
-	case o.asked <- struct{}{}:
-	default:
-	}
-	select {
-	case <-o.release:
-	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if !o.pass.Load() {
+		select {
+		case o.asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-o.release:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	res, err := o.ListTitles(ctx, nil)
 	if err != nil {
