@@ -204,9 +204,9 @@ func titlesCmd(g *globals) *cobra.Command {
 				}
 				return &v1.ListTitlesResponse{Titles: ts, HasCatalog: first.HasCatalog, CatalogReadUnixMs: first.CatalogReadUnixMs}, nil
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
+				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE")
 				for _, t := range m.(*v1.ListTitlesResponse).Titles {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%d\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, t.SizeBytes)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%s\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, sizeText(t.SizeBytes))
 				}
 			})
 		},
@@ -262,7 +262,7 @@ func nodesCmd(g *globals) *cobra.Command {
 			"DISK FREE is the free disk the node last reported (\"unknown\" when it could not measure it):\n" +
 			"fills ordered since are not taken off until the node reports them.\n" +
 			"PARTIALS are the partial fills the node keeps (fills cut short, kept for the title's next\n" +
-			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
+			"fill there to resume; not served, not in TITLES), PARTIAL their bytes, which DISK FREE\n" +
 			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
 			"ORIGIN, shown when a node has none (started without origin:), is \"none\" for such a node: it\n" +
 			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n" +
@@ -306,7 +306,7 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
 	bare := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.NoOrigin })
 	tcpOnly := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.TcpOnly })
-	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
+	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE\tDISK\tPARTIALS\tPARTIAL"
 	if sited {
 		head += "\tSITE"
 	}
@@ -318,10 +318,10 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%s\t%d\t%s", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 			n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 			float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
-			diskFreeGB(n.DiskFreeBytes), float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
+			diskFree(n.DiskFreeBytes), sizeText(n.GetCapacity().GetDiskBytes()), n.Partials, sizeText(n.PartialBytes))
 		if sited {
 			fmt.Fprintf(w, "\t%s", n.Site)
 		}
@@ -343,15 +343,15 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 }
 
-// diskFreeGB is the DISK FREE(GB) cell of vodctl nodes for a node's
-// disk_free_bytes: GB with three decimals, or "unknown" when the node
-// could not measure it (-1: no disk_bytes, and its file system's free
-// space unknown; it was shown as -0.000).
-func diskFreeGB(b int64) string {
+// diskFree is the DISK FREE cell of vodctl nodes for a node's
+// disk_free_bytes: its sizeText, or "unknown" when the node could not
+// measure it (-1: no disk_bytes, and its file system's free space
+// unknown).
+func diskFree(b int64) string {
 	if b < 0 {
 		return "unknown"
 	}
-	return fmt.Sprintf("%.3f", float64(b)/1e9)
+	return sizeText(b)
 }
 
 func sessionsCmd(g *globals) *cobra.Command {
