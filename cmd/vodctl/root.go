@@ -16,8 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/durflag"
@@ -513,63 +511,3 @@ func (g *globals) readToken() error {
 	}
 	return nil
 }
-
-// explain adds to an admin call's error what the operator can do about
-// it: give the admin token, or check the manager's address.
-func (g *globals) explain(err error) error {
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	err = statusError{st}
-	switch st.Code() {
-	case codes.Unauthenticated:
-		if g.token == "" {
-			return fmt.Errorf("%w (the manager has an admin token: give it with --token-file, --token, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE)", err)
-		}
-		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
-	case codes.Unavailable:
-		if strings.HasPrefix(st.Message(), "name resolver error") {
-			// gRPC's client found no address for the host: it said only
-			// "name resolver error: produced zero addresses".
-			host, _, _ := net.SplitHostPort(g.manager)
-			return fmt.Errorf("%w (the host %q of --manager %s does not resolve: check the name, or give an IP address)", err, host, g.manager)
-		}
-		if !strings.HasPrefix(st.Message(), "connection error") {
-			// The manager's answer (which may quote an error of its own
-			// link to the origin), not the client's transport.
-			break
-		}
-		switch grpctls.Classify(err) {
-		case grpctls.WrongName:
-			return fmt.Errorf("%w (the manager's certificate does not name %s: give --manager a name or IP address it holds)", err, g.manager)
-		case grpctls.Untrusted:
-			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
-		case grpctls.ServerPlaintext:
-			return fmt.Errorf("%w (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", err, g.manager)
-		}
-		if !g.tls && g.tlsCA == "" {
-			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", err, g.manager)
-		}
-		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
-	case codes.DeadlineExceeded:
-		return fmt.Errorf("%w (no answer within --timeout %s from %s)", err, &g.timeout, g.manager)
-	case codes.Unimplemented:
-		if strings.Contains(st.Message(), "unknown service") {
-			// Another gRPC server: the origin (cdp, 9100), a node's port.
-			return fmt.Errorf("%w (%s serves gRPC but is no manager: give --manager the manager's grpc_listen, port 9090 by default; the origin listens on 9100)", err, g.manager)
-		}
-	}
-	return err
-}
-
-// statusError prints a gRPC status as "Code: message" rather than the
-// "rpc error: code = ... desc = ..." of the library; status.Code still
-// reads it.
-type statusError struct{ st *status.Status }
-
-// Error returns "Code: message".
-func (e statusError) Error() string { return e.st.Code().String() + ": " + e.st.Message() }
-
-// GRPCStatus returns the status, for status.Code and status.FromError.
-func (e statusError) GRPCStatus() *status.Status { return e.st }
