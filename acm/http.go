@@ -18,7 +18,8 @@ import (
 // httpHandler is the HTTP front door: GET /vod/<title>.ts (progressive
 // MPEG-TS) and GET /vod/<title>/index.m3u8 (HLS) are authenticated (Basic,
 // or a subscriber token: Manager.SubscriberTokens),
-// admitted and redirected (302) to the node; OPTIONS is answered for
+// admitted and redirected (302) to the node; either with a trailing
+// slash is moved (301, no admission) to the URL without it; OPTIONS is answered for
 // browsers (CORS: every answer allows any origin, package httpcors);
 // other methods get 405 (a redirect carries a reservation, so not even
 // HEAD is answered with one).
@@ -51,6 +52,22 @@ func httpVODPath(p string) (title, rest string, ok bool) {
 		return t, ".ts", idPattern.MatchString(t)
 	}
 	return "", "", false
+}
+
+// httpVODCanonical returns the path of the front door's HTTP URL p is
+// with a trailing slash ("/vod/<title>.ts/" or
+// "/vod/<title>/index.m3u8/": "/vod/<title>.ts" or
+// "/vod/<title>/index.m3u8"), found false for any other path.
+func httpVODCanonical(p string) (canon string, found bool) {
+	c, ok := strings.CutSuffix(p, "/")
+	if !ok {
+		return "", false
+	}
+	title, rest, ok := httpVODPath(c)
+	if !ok {
+		return "", false
+	}
+	return "/vod/" + title + rest, true
 }
 
 // unauthorizedBody is the body of the front door's HTTP 401 for err
@@ -101,6 +118,17 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	}
 	title, rest, ok := httpVODPath(r.URL.Path)
 	if !ok {
+		if canon, found := httpVODCanonical(r.URL.Path); found {
+			// With a trailing slash, as an RTSP URL may end: moved to
+			// the URL without it (players follow it: curl -L, ffmpeg),
+			// which a playlist's relative segment names resolve against.
+			if r.URL.RawQuery != "" {
+				canon += "?" + r.URL.RawQuery // a subscriber token (?token=)
+			}
+			w.Header().Set("Location", canon)
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
 		http.Error(w, "not found: want /vod/<title>.ts or /vod/<title>/index.m3u8", http.StatusNotFound)
 		return
 	}

@@ -128,8 +128,8 @@ func TestPinToANodeWithoutOriginSaysSo(t *testing.T) {
 		t.Fatalf("pin to bare: %v %v, want a message saying it has no origin", ack, err)
 	}
 	ack, err = e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t3", NodeId: "full"})
-	if err != nil || strings.Contains(ack.GetMessage(), "origin") {
-		t.Fatalf("pin to full: %v %v", ack, err)
+	if err != nil || strings.Contains(ack.GetMessage(), "no origin") || !ack.GetFetching() {
+		t.Fatalf("pin to full: %v %v, want it fetched there", ack, err)
 	}
 }
 

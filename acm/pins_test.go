@@ -519,10 +519,10 @@ func TestPinWarnings(t *testing.T) {
 		}
 		return ack.Message
 	}
-	if msg := pin("t1"); msg != "pinned" {
+	if msg := pin("t1"); msg != "pinned; fetching it there from the origin (vodctl fills shows the fill)" {
 		t.Fatalf("first pin: %q", msg)
 	}
-	if msg := pin("t2"); msg != "pinned" {
+	if msg := pin("t2"); msg != "pinned; fetching it there from the origin (vodctl fills shows the fill)" {
 		t.Fatalf("second pin (the disk's size exactly): %q", msg)
 	}
 	if msg := pin("t3"); !strings.Contains(msg, "take 4500000 bytes, more than its disk (3000000 bytes)") {

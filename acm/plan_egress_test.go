@@ -83,10 +83,10 @@ func TestPinWarnsNodeTooSmall(t *testing.T) {
 		t.Fatalf("pin to the cluster of small nodes: %q", msg)
 	}
 	e.startNode("large", nodeOpts{egress: 10 * titleBps})
-	if msg := pin("t1", "large"); msg != "pinned" {
+	if msg := pin("t1", "large"); msg != "pinned; fetching it there from the origin (vodctl fills shows the fill)" {
 		t.Fatalf("pin to the node that can stream it: %q", msg)
 	}
-	if msg := pin("t3", ""); msg != "pinned" {
+	if msg := pin("t3", ""); msg != "pinned; no node holds it: fetching it from the origin (vodctl fills shows the fill)" {
 		t.Fatalf("pin to the cluster with a node that can stream it: %q", msg)
 	}
 }

@@ -107,15 +107,15 @@ func TestFillsShowOriginRetries(t *testing.T) {
 		}
 		return ""
 	}
-	if r := strings.Fields(row("a")); len(r) < 10 || r[2] != "origin" || r[3] != "retry" || r[4] != "0%" || r[8] != "7" || r[9] != time.Now().Add(time.Hour).Format("2006-01-02") {
+	if r := strings.Fields(row("a")); len(r) < 12 || r[2] != "origin" || r[3] != "retry" || r[4] != "0%" || r[5]+" "+r[6] != "0 B" || r[7]+" "+r[8] != "1.00 kB" || r[10] != "7" || r[11] != time.Now().Add(time.Hour).Format("2006-01-02") {
 		t.Errorf("a fill retried, its next try in an hour: %v", r)
 	}
-	if r := strings.Fields(row("b")); len(r) < 10 || r[4] != "10%" || r[8] != "2" || r[9] != "now" {
+	if r := strings.Fields(row("b")); len(r) < 12 || r[4] != "10%" || r[5]+" "+r[6] != "100 B" || r[10] != "2" || r[11] != "now" {
 		t.Errorf("a fill whose retry is under way: %v", r)
 	}
 	// Its time passed since the node's last report: it read "due", a
 	// backoff's word for a retry the planner holds back.
-	if r := strings.Fields(row("c")); len(r) < 10 || r[9] != "now" {
+	if r := strings.Fields(row("c")); len(r) < 12 || r[11] != "now" {
 		t.Errorf("a fill whose retry is due: %v", r)
 	}
 	for _, want := range []string{"n1 a: rpc error: code = Unavailable desc = connection refused", "n2 b: origin transfer stalled"} {

@@ -3,6 +3,11 @@
 // gRPC API (titles, nodes, sessions, policy, placement, prefetch, eviction,
 // pins, fills).
 //
+// An error is one line on standard error, "vodctl: " and a sentence for
+// the operator; for an answer of the manager (or no answer), its gRPC
+// status code is last, in brackets as the docs name it
+// ("... [FAILED_PRECONDITION]").
+//
 // Exit status: 0 on success, 1 on any error, 3 (exitNotSaved) for a
 // change in use in the manager but not saved in its store (vodctl policy
 // NAME, vodctl node ID with a change, vodctl node forget: a warning on

@@ -81,7 +81,7 @@ func TestNodeWithoutChangeShowsIt(t *testing.T) {
 	if len(got) != 3 || fields(got[0]) != fields(lines[0]) || fields(got[1]) != fields(lines[2]) {
 		t.Fatalf("node n2:\n%s\nnot n2's row of nodes:\n%s", out, all)
 	}
-	if !strings.HasPrefix(fields(got[1]), "n2 127.0.0.1:2 true true 250 7 2 56.0 60.0 1000.0 0.42 5 1.500 4.000 0 0.000 west") ||
+	if !strings.HasPrefix(fields(got[1]), "n2 127.0.0.1:2 true true 250 7 2 56.0 60.0 1000.0 0.42 5 1.50 GB 4.00 GB 0 0 B west") ||
 		got[2] != "overload 0.95" {
 		t.Fatalf("node n2:\n%s", out)
 	}

@@ -92,7 +92,7 @@ func TestChangeNotSavedExitStatus(t *testing.T) {
 	check("node node-1 forgotten in this manager, but not removed from the store", "node", "forget", "node-1")
 
 	// Refused, nothing changed: exit 1, the error as before.
-	if code, _, stderr := vodctlRun(addr, "policy", "no-such-policy"); code != 1 || !strings.HasPrefix(stderr, "vodctl: InvalidArgument: ") {
+	if code, _, stderr := vodctlRun(addr, "policy", "no-such-policy"); code != 1 || !strings.HasPrefix(stderr, "vodctl: lsm: unknown policy \"no-such-policy\"") || !strings.HasSuffix(stderr, " [INVALID_ARGUMENT]\n") {
 		t.Errorf("policy refused: exit %d, %q; want 1 and the error", code, stderr)
 	}
 }
@@ -117,7 +117,7 @@ func TestChangeNotSavedOldManager(t *testing.T) {
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	code, _, stderr := vodctlRun(lis.Addr().String(), "policy", "rr")
-	if code != 1 || !strings.HasPrefix(stderr, "vodctl: Unavailable: policy rr in use in this manager, but not saved") {
+	if code != 1 || stderr != "vodctl: policy rr in use in this manager, but not saved (store: disk full): ... [UNAVAILABLE]\n" {
 		t.Fatalf("old manager's answer: exit %d, %q; want 1 and the UNAVAILABLE error", code, stderr)
 	}
 }

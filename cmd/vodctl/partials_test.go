@@ -85,8 +85,8 @@ func runVodctlResult(t *testing.T, a v1.AdminServer, args ...string) (string, er
 func TestPlacementListsPartials(t *testing.T) {
 	plain := runVodctl(t, partialsAdmin{none: true}, "placement")
 	lines := strings.Split(strings.TrimSpace(plain), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE NODE STORED(bytes) SIZE(bytes) STATE PINNED STALE" ||
-		strings.Join(strings.Fields(lines[1]), " ") != "a n1 1000 1000 stored false false" {
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE NODE STORED SIZE STATE PINNED STALE" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "a n1 1.00 kB 1.00 kB stored false false" {
 		t.Fatalf("placement without partials:\n%s", plain)
 	}
 
@@ -105,10 +105,10 @@ func TestPlacementListsPartials(t *testing.T) {
 			rows[f[0]] = f
 		}
 	}
-	if r := rows["b"]; len(r) < 7 || r[1] != "n1" || r[2] != "370" || r[3] != "1000" || r[4] != "partial" || r[5] != "37%" || r[6] != "false" {
+	if r := rows["b"]; len(r) < 9 || r[1] != "n1" || r[2]+" "+r[3] != "370 B" || r[4]+" "+r[5] != "1.00 kB" || r[6] != "partial" || r[7] != "37%" || r[8] != "false" {
 		t.Errorf("partial b: %v", r)
 	}
-	if r := rows["c"]; len(r) != 8 || r[1] != "n2" || r[4] != "stale" || r[5] != "90%" || r[6] != "true" || r[7] != "-" {
+	if r := rows["c"]; len(r) != 10 || r[1] != "n2" || r[6] != "stale" || r[7] != "90%" || r[8] != "true" || r[9] != "-" {
 		t.Errorf("stale partial c: %v", r)
 	}
 	if t.Failed() {
@@ -124,11 +124,10 @@ func TestNodesListPartials(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("nodes:\n%s", out)
 	}
-	h, r := strings.Fields(lines[0]), strings.Fields(lines[1])
-	if h[len(h)-2] != "PARTIALS" || h[len(h)-1] != "PARTIAL(GB)" || r[len(r)-2] != "2" || r[len(r)-1] != "1.270" {
+	if h := lines[0]; !strings.HasSuffix(h, "DISK FREE  DISK     PARTIALS  PARTIAL") {
 		t.Errorf("nodes:\n%s", out)
 	}
-	if r[len(r)-4] != "2.000" || r[len(r)-3] != "4.000" {
-		t.Errorf("DISK FREE(GB) and DISK(GB) moved:\n%s", out)
+	if r := lines[1]; !strings.HasSuffix(r, "2.00 GB    4.00 GB  2         1.27 GB") {
+		t.Errorf("DISK FREE, DISK, PARTIALS and PARTIAL:\n%s", out)
 	}
 }

@@ -49,13 +49,13 @@ func placementCmd(g *globals) *cobra.Command {
 				r := m.(*v1.ListPlacementResponse)
 				// SITE, the holder's site, only when a holder has one.
 				sited := slices.ContainsFunc(r.Replicas, func(p *v1.Replica) bool { return p.Site != "" })
-				head := "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tSTATE\tPINNED\tSTALE"
+				head := "TITLE\tNODE\tSTORED\tSIZE\tSTATE\tPINNED\tSTALE"
 				if sited {
 					head += "\tSITE"
 				}
 				fmt.Fprintln(w, head)
 				for _, p := range r.Replicas {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%s\t%v", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes, replicaState(p), pinnedCol(p), p.Stale)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%v", p.TitleId, p.NodeId, sizeText(p.StoredBytes), sizeText(p.SizeBytes), replicaState(p), pinnedCol(p), p.Stale)
 					if sited {
 						fmt.Fprintf(w, "\t%s", p.Site)
 					}
@@ -71,9 +71,9 @@ func placementCmd(g *globals) *cobra.Command {
 					// A line without a tab ends tabwriter's columns: the
 					// partials align among themselves.
 					fmt.Fprintln(w, "\npartial fills (not served; the next fill there resumes them):")
-					fmt.Fprintln(w, "TITLE\tNODE\tSTORED(bytes)\tSIZE(bytes)\tKEPT\tPINNED\tSINCE")
+					fmt.Fprintln(w, "TITLE\tNODE\tSTORED\tSIZE\tKEPT\tPINNED\tSINCE")
 					for _, p := range r.Partials {
-						fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%v\t%s\n", p.TitleId, p.NodeId, p.StoredBytes, p.SizeBytes,
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%s\n", p.TitleId, p.NodeId, sizeText(p.StoredBytes), sizeText(p.SizeBytes),
 							partialKept(p), p.Pinned, unixMs(p.SinceUnixMs))
 					}
 				}
@@ -243,7 +243,7 @@ func fillsCmd(g *globals) *cobra.Command {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListFills(ctx, &v1.ListFillsRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED(bytes)\tSIZE(bytes)\tPREFETCH\tATTEMPTS\tNEXT TRY")
+				fmt.Fprintln(w, "NODE\tTITLE\tSTATE\tPROGRESS\tSTORED\tSIZE\tPREFETCH\tATTEMPTS\tNEXT TRY")
 				for _, f := range m.(*v1.ListFillsResponse).Fills {
 					pct := "?"
 					if f.State == "ordered" || f.State == "reserved" || f.State == "queued" || f.State == "backoff" {
@@ -262,7 +262,7 @@ func fillsCmd(g *globals) *cobra.Command {
 					} else if f.NextTryUnixMs > 0 {
 						next = "due" // waits for the origin, a channel or a slot
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, f.StoredBytes, f.SizeBytes, f.Prefetch, f.Attempts, next)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%d\t%s\n", f.NodeId, f.TitleId, f.State, pct, sizeText(f.StoredBytes), sizeText(f.SizeBytes), f.Prefetch, f.Attempts, next)
 				}
 				retrying := false
 				for _, f := range m.(*v1.ListFillsResponse).Fills {

@@ -33,11 +33,11 @@ func TestPlacementShowsSites(t *testing.T) {
 		rows = append(rows, strings.Join(strings.Fields(l), " "))
 	}
 	want := []string{
-		"TITLE NODE STORED(bytes) SIZE(bytes) STATE PINNED STALE SITE",
-		"a n1 1000 1000 stored false false north",
-		"a s1 10 1000 filling false false south",
-		"b u1 1000 1000 stored false false",
-		"c u1 0 1000 ordered false false",
+		"TITLE NODE STORED SIZE STATE PINNED STALE SITE",
+		"a n1 1.00 kB 1.00 kB stored false false north",
+		"a s1 10 B 1.00 kB filling false false south",
+		"b u1 1.00 kB 1.00 kB stored false false",
+		"c u1 0 B 1.00 kB ordered false false",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("placement:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))

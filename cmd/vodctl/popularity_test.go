@@ -101,7 +101,7 @@ func TestPopularityOfOneTitle(t *testing.T) {
 		t.Errorf("vodctl popularity cold:\n%s", out)
 	}
 	out = runVodctlFails(t, a, "popularity", "nope")
-	if !strings.Contains(out, "NotFound") || !strings.Contains(out, `title "nope" is not in the catalog`) {
+	if !strings.HasPrefix(out, `title "nope" is not in the catalog`) || !strings.HasSuffix(strings.TrimSpace(out), "[NOT_FOUND]") {
 		t.Errorf("vodctl popularity nope:\n%s", out)
 	}
 }

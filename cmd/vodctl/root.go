@@ -16,8 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/durflag"
@@ -204,9 +202,9 @@ func titlesCmd(g *globals) *cobra.Command {
 				}
 				return &v1.ListTitlesResponse{Titles: ts, HasCatalog: first.HasCatalog, CatalogReadUnixMs: first.CatalogReadUnixMs}, nil
 			}, func(m proto.Message, w *tabwriter.Writer) {
-				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE(bytes)")
+				fmt.Fprintln(w, "ID\tNAME\tPACKAGE\tDURATION(s)\tBITRATE(kbit/s)\tSIZE")
 				for _, t := range m.(*v1.ListTitlesResponse).Titles {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%d\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, t.SizeBytes)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%s\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, sizeText(t.SizeBytes))
 				}
 			})
 		},
@@ -262,7 +260,7 @@ func nodesCmd(g *globals) *cobra.Command {
 			"DISK FREE is the free disk the node last reported (\"unknown\" when it could not measure it):\n" +
 			"fills ordered since are not taken off until the node reports them.\n" +
 			"PARTIALS are the partial fills the node keeps (fills cut short, kept for the title's next\n" +
-			"fill there to resume; not served, not in TITLES), PARTIAL(GB) their bytes, which DISK FREE\n" +
+			"fill there to resume; not served, not in TITLES), PARTIAL their bytes, which DISK FREE\n" +
 			"counts as free (the node removes them first when a fill needs room): vodctl placement lists them.\n" +
 			"ORIGIN, shown when a node has none (started without origin:), is \"none\" for such a node: it\n" +
 			"plays only the titles on its disk, gets no viewer of another title and no prefetch.\n" +
@@ -306,7 +304,7 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
 	bare := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.NoOrigin })
 	tcpOnly := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.TcpOnly })
-	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE(GB)\tDISK(GB)\tPARTIALS\tPARTIAL(GB)"
+	head := "NODE\tRTSP\tALIVE\tDRAINING\tWEIGHT\tSESSIONS\tFILLING\tRESERVED(Mbit/s)\tEGRESS(Mbit/s)\tCAPACITY(Mbit/s)\tLOAD\tTITLES\tDISK FREE\tDISK\tPARTIALS\tPARTIAL"
 	if sited {
 		head += "\tSITE"
 	}
@@ -318,10 +316,10 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%.3f\t%d\t%.3f", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%s\t%d\t%s", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
 			n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 			float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
-			diskFreeGB(n.DiskFreeBytes), float64(n.GetCapacity().GetDiskBytes())/1e9, n.Partials, float64(n.PartialBytes)/1e9)
+			diskFree(n.DiskFreeBytes), sizeText(n.GetCapacity().GetDiskBytes()), n.Partials, sizeText(n.PartialBytes))
 		if sited {
 			fmt.Fprintf(w, "\t%s", n.Site)
 		}
@@ -343,15 +341,15 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 }
 
-// diskFreeGB is the DISK FREE(GB) cell of vodctl nodes for a node's
-// disk_free_bytes: GB with three decimals, or "unknown" when the node
-// could not measure it (-1: no disk_bytes, and its file system's free
-// space unknown; it was shown as -0.000).
-func diskFreeGB(b int64) string {
+// diskFree is the DISK FREE cell of vodctl nodes for a node's
+// disk_free_bytes: its sizeText, or "unknown" when the node could not
+// measure it (-1: no disk_bytes, and its file system's free space
+// unknown).
+func diskFree(b int64) string {
 	if b < 0 {
 		return "unknown"
 	}
-	return fmt.Sprintf("%.3f", float64(b)/1e9)
+	return sizeText(b)
 }
 
 func sessionsCmd(g *globals) *cobra.Command {
@@ -513,63 +511,3 @@ func (g *globals) readToken() error {
 	}
 	return nil
 }
-
-// explain adds to an admin call's error what the operator can do about
-// it: give the admin token, or check the manager's address.
-func (g *globals) explain(err error) error {
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	err = statusError{st}
-	switch st.Code() {
-	case codes.Unauthenticated:
-		if g.token == "" {
-			return fmt.Errorf("%w (the manager has an admin token: give it with --token-file, --token, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE)", err)
-		}
-		return fmt.Errorf("%w (the token given is not the manager's admin_token_file)", err)
-	case codes.Unavailable:
-		if strings.HasPrefix(st.Message(), "name resolver error") {
-			// gRPC's client found no address for the host: it said only
-			// "name resolver error: produced zero addresses".
-			host, _, _ := net.SplitHostPort(g.manager)
-			return fmt.Errorf("%w (the host %q of --manager %s does not resolve: check the name, or give an IP address)", err, host, g.manager)
-		}
-		if !strings.HasPrefix(st.Message(), "connection error") {
-			// The manager's answer (which may quote an error of its own
-			// link to the origin), not the client's transport.
-			break
-		}
-		switch grpctls.Classify(err) {
-		case grpctls.WrongName:
-			return fmt.Errorf("%w (the manager's certificate does not name %s: give --manager a name or IP address it holds)", err, g.manager)
-		case grpctls.Untrusted:
-			return fmt.Errorf("%w (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", err, g.manager)
-		case grpctls.ServerPlaintext:
-			return fmt.Errorf("%w (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", err, g.manager)
-		}
-		if !g.tls && g.tlsCA == "" {
-			return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", err, g.manager)
-		}
-		return fmt.Errorf("%w (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", err, g.manager)
-	case codes.DeadlineExceeded:
-		return fmt.Errorf("%w (no answer within --timeout %s from %s)", err, &g.timeout, g.manager)
-	case codes.Unimplemented:
-		if strings.Contains(st.Message(), "unknown service") {
-			// Another gRPC server: the origin (cdp, 9100), a node's port.
-			return fmt.Errorf("%w (%s serves gRPC but is no manager: give --manager the manager's grpc_listen, port 9090 by default; the origin listens on 9100)", err, g.manager)
-		}
-	}
-	return err
-}
-
-// statusError prints a gRPC status as "Code: message" rather than the
-// "rpc error: code = ... desc = ..." of the library; status.Code still
-// reads it.
-type statusError struct{ st *status.Status }
-
-// Error returns "Code: message".
-func (e statusError) Error() string { return e.st.Code().String() + ": " + e.st.Message() }
-
-// GRPCStatus returns the status, for status.Code and status.FromError.
-func (e statusError) GRPCStatus() *status.Status { return e.st }

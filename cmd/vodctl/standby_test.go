@@ -121,7 +121,7 @@ func TestStandbyNodeNotFoundNoted(t *testing.T) {
 		err = cmd.Execute()
 		srv.Stop()
 		msg := fmt.Sprint(err)
-		if err == nil || !strings.Contains(msg, "NotFound") || !strings.Contains(msg, "has no stored setting") {
+		if err == nil || status.Code(err) != codes.NotFound || !strings.HasSuffix(msg, "[NOT_FOUND]") || !strings.Contains(msg, "has no stored setting") {
 			t.Fatalf("vodctl node n-gone (standby %v): %v\n%s; want NotFound", standby, err, out.String())
 		}
 		if noted := strings.Contains(msg, "does not hold the planner lock") && strings.Contains(msg, "ask the active manager"); noted != standby {

@@ -187,7 +187,7 @@ func TestTitlesNoOriginSaysSo(t *testing.T) {
 		}
 	}
 	_, _, err = run("titles", "--refresh")
-	if err == nil || !strings.Contains(err.Error(), "FailedPrecondition") || !strings.Contains(err.Error(), "no origin") {
+	if err == nil || !strings.HasSuffix(err.Error(), "[FAILED_PRECONDITION]") || !strings.Contains(err.Error(), "no origin") {
 		t.Fatalf("titles --refresh with no origin: %v, want FailedPrecondition saying no origin", err)
 	}
 	if _, _, err := run("titles"); err != nil {

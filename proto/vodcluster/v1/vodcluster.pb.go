@@ -4197,10 +4197,19 @@ func (x *PlacementRequest) GetNodeId() string {
 
 // PlacementAck answers Prefetch, Evict, Pin and Unpin.
 type PlacementAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`    // the node ordered (for Prefetch without one, the node chosen); empty: the cluster (Pin, Unpin)
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`                // what was done, for the operator
-	TitleId       string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"` // the request's title: a script sending several matches the answers with it
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	NodeId  string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`    // the node ordered (for Prefetch without one, the node chosen); empty: the cluster (Pin, Unpin)
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`                // what was done, for the operator
+	TitleId string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"` // the request's title: a script sending several matches the answers with it
+	// Pin: the title is on no node the pin covers (node_id's, or, for the
+	// cluster, any), and the storage planner fetches it there from the
+	// origin now (its next plan; vodctl fills shows the fill). False when
+	// it is there already, filling there, never fetched there (the message
+	// says why), or with no storage planner.
+	Fetching bool `protobuf:"varint,4,opt,name=fetching,proto3" json:"fetching,omitempty"`
+	// Pin to a node: an operator's eviction of the title from it (vodctl
+	// evict, evict_hold) kept it off the node; the pin overrides that hold.
+	HoldLifted    bool `protobuf:"varint,5,opt,name=hold_lifted,json=holdLifted,proto3" json:"hold_lifted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4254,6 +4263,20 @@ func (x *PlacementAck) GetTitleId() string {
 		return x.TitleId
 	}
 	return ""
+}
+
+func (x *PlacementAck) GetFetching() bool {
+	if x != nil {
+		return x.Fetching
+	}
+	return false
+}
+
+func (x *PlacementAck) GetHoldLifted() bool {
+	if x != nil {
+		return x.HoldLifted
+	}
+	return false
 }
 
 type ListFillsRequest struct {
@@ -5172,11 +5195,14 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
 	"\x10PlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\\\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\x99\x01\n" +
 	"\fPlacementAck\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x19\n" +
-	"\btitle_id\x18\x03 \x01(\tR\atitleId\"\x12\n" +
+	"\btitle_id\x18\x03 \x01(\tR\atitleId\x12\x1a\n" +
+	"\bfetching\x18\x04 \x01(\bR\bfetching\x12\x1f\n" +
+	"\vhold_lifted\x18\x05 \x01(\bR\n" +
+	"holdLifted\"\x12\n" +
 	"\x10ListFillsRequest\"\xba\x02\n" +
 	"\x04Fill\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +

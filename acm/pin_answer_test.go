@@ -1,0 +1,47 @@
+package acm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pb "vodcluster/proto/vodcluster/v1"
+)
+
+// The answer to a pin says what the pin set going: the fetch of the
+// title from the origin when the node (or, pinned to the cluster, every
+// node) lacks it, and the lifting of the operator's eviction hold there.
+// It said "pinned" alone, as for a title already there.
+func TestPinAnswerSaysWhatItStarted(t *testing.T) {
+	e := newManagerWith(t, "", unhinted(), quietStorage)
+	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
+	waitFor(t, 5*time.Second, "n1's report", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		ns := e.m.nodes["n1"]
+		return ns != nil && ns.reported && ns.titles["t1"] != nil
+	})
+	e.m.mu.Lock()
+	e.m.rep.Evicted("n1", "t3", e.m.now()) // vodctl evict t3 n1 earlier: held off n1 for evict_hold
+	e.m.mu.Unlock()
+	for _, c := range []struct {
+		what, title, node string
+		msg               string // the whole answer
+		fetching, lifted  bool
+	}{
+		{"there already", "t1", "n1", "pinned", false, false},
+		{"to the cluster, held by a node", "t1", "", "pinned", false, false},
+		{"not there", "t2", "n1", "pinned; fetching it there from the origin (vodctl fills shows the fill)", true, false},
+		{"held off the node", "t3", "n1", "pinned; the eviction hold there is lifted: fetching it there from the origin (vodctl fills shows the fill)", true, true},
+		{"to the cluster, on no node", "q", "", "pinned; no node holds it: fetching it from the origin (vodctl fills shows the fill)", true, false},
+	} {
+		ack, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: c.title, NodeId: c.node})
+		if err != nil || ack.GetMessage() != c.msg || ack.GetFetching() != c.fetching || ack.GetHoldLifted() != c.lifted {
+			t.Errorf("pin %s (%s): %v %v, want %q, fetching %v, hold_lifted %v", c.title, c.what, ack, err, c.msg, c.fetching, c.lifted)
+		}
+	}
+	// Said again: nothing started.
+	if ack, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); err != nil || ack.GetMessage() != "already pinned" || ack.GetFetching() {
+		t.Errorf("pin again: %v %v", ack, err)
+	}
+}

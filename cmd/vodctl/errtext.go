@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"vodcluster/proto/grpctls"
+)
+
+// explain adds to an admin call's error what the operator can do about
+// it: give the admin token, or check the manager's address.
+func (g *globals) explain(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	e := statusError{st: st, text: st.Message()}
+	switch st.Code() {
+	case codes.Unauthenticated:
+		if g.token == "" {
+			e.text += " (the manager has an admin token: give it with --token-file, --token, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE)"
+			return e
+		}
+		e.text += " (the token given is not the manager's admin_token_file)"
+		return e
+	case codes.Unavailable:
+		if strings.HasPrefix(st.Message(), "name resolver error") {
+			// gRPC's client found no address for the host: it said only
+			// "name resolver error: produced zero addresses".
+			host, _, _ := net.SplitHostPort(g.manager)
+			e.text = fmt.Sprintf("cannot reach the manager: the host %q of --manager %s does not resolve (check the name, or give an IP address)", host, g.manager)
+			return e
+		}
+		if !strings.HasPrefix(st.Message(), "connection error") {
+			// The manager's answer (which may quote an error of its own
+			// link to the origin), not the client's transport.
+			break
+		}
+		e.text = "cannot reach the manager at " + g.manager + ": " + transportCause(st.Message())
+		switch grpctls.Classify(err) {
+		case grpctls.WrongName:
+			e.text += fmt.Sprintf(" (the manager's certificate does not name %s: give --manager a name or IP address it holds)", g.manager)
+			return e
+		case grpctls.Untrusted:
+			e.text += fmt.Sprintf(" (the manager's certificate is not trusted for %s: give its CA with --tls-ca or $VODCTL_TLS_CA)", g.manager)
+			return e
+		case grpctls.ServerPlaintext:
+			e.text += fmt.Sprintf(" (the manager at %s speaks plaintext gRPC: leave out --tls and --tls-ca)", g.manager)
+			return e
+		}
+		if !g.tls && g.tlsCA == "" {
+			e.text += fmt.Sprintf(" (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER; with TLS (grpc_tls_cert_file) add --tls or --tls-ca)", g.manager)
+			return e
+		}
+		e.text += fmt.Sprintf(" (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", g.manager)
+		return e
+	case codes.DeadlineExceeded:
+		e.text = fmt.Sprintf("no answer from the manager at %s within --timeout %s (%s)", g.manager, &g.timeout, st.Message())
+		return e
+	case codes.Unimplemented:
+		if strings.Contains(st.Message(), "unknown service") {
+			// Another gRPC server: the origin (cdp, 9100), a node's port.
+			e.text = fmt.Sprintf("%s serves gRPC but is no manager (%s): give --manager the manager's grpc_listen, port 9090 by default; the origin listens on 9100", g.manager, st.Message())
+			return e
+		}
+	}
+	return e
+}
+
+// transportCause is the cause in a gRPC client's transport error
+// message ("connection error: desc = \"transport: Error while dialing:
+// dial tcp ...: connect: connection refused\""): "dial tcp ...: connect:
+// connection refused"; the message itself when it is not of that form.
+func transportCause(msg string) string {
+	c := strings.TrimPrefix(msg, "connection error: desc = ")
+	c = strings.Trim(c, `"`)
+	c = strings.TrimPrefix(c, "transport: ")
+	c = strings.TrimPrefix(c, "Error while dialing: ")
+	c = strings.TrimPrefix(c, "authentication handshake failed: ")
+	if c == "" {
+		return msg
+	}
+	return c
+}
+
+// statusError prints a gRPC status as one sentence for the operator, the
+// manager's message with vodctl's hint, and the status code last in
+// brackets as the docs name it ("... [FAILED_PRECONDITION]"), rather than
+// the "rpc error: code = ... desc = ..." of the library; status.Code
+// still reads it.
+type statusError struct {
+	st   *status.Status
+	text string // the manager's message, or vodctl's account of a transport error, with a hint
+}
+
+// Error returns the text and the status code in brackets.
+func (e statusError) Error() string { return e.text + " [" + codeName(e.st.Code()) + "]" }
+
+// codeName is a gRPC status code as the docs and the proto's comments
+// name it: FAILED_PRECONDITION for codes.FailedPrecondition.
+func codeName(c codes.Code) string {
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// GRPCStatus returns the status, for status.Code and status.FromError.
+func (e statusError) GRPCStatus() *status.Status { return e.st }

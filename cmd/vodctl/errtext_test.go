@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// refusingAdmin refuses a policy change as a manager does a change it
+// cannot make, and answers vodctl nodes only once vodctl gave up.
+type refusingAdmin struct{ v1.UnimplementedAdminServer }
+
+func (refusingAdmin) SetPolicy(context.Context, *v1.SetPolicyRequest) (*v1.PolicyInfo, error) {
+	return nil, status.Error(codes.FailedPrecondition, "the policy is changed on the active manager")
+}
+
+func (refusingAdmin) ListNodes(ctx context.Context, _ *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
+	<-ctx.Done() // vodctl's --timeout
+	return nil, ctx.Err()
+}
+
+// vodctl's error line is one sentence for the operator, the status code
+// last in brackets as the docs name it; it began with the code's Go name
+// ("FailedPrecondition: ...") and, for a manager it could not reach,
+// quoted gRPC's "connection error: desc = \"transport: Error while
+// dialing: ...\"". Exit status 1 all the same.
+func TestErrorLineReadsAsASentence(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	v1.RegisterAdminServer(srv, refusingAdmin{})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	addr := lis.Addr().String()
+
+	code, _, stderr := vodctlRun(addr, "policy", "rr")
+	if want := "vodctl: the policy is changed on the active manager [FAILED_PRECONDITION]\n"; code != 1 || stderr != want {
+		t.Errorf("refused: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+
+	code, _, stderr = vodctlRun(addr, "--timeout", "300ms", "nodes")
+	if want := "vodctl: no answer from the manager at " + addr + " within --timeout 300ms (context deadline exceeded) [DEADLINE_EXCEEDED]\n"; code != 1 || stderr != want {
+		t.Errorf("no answer: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goneAddr := gone.Addr().String()
+	gone.Close()
+	code, _, stderr = vodctlRun(goneAddr, "nodes")
+	if want := "vodctl: cannot reach the manager at " + goneAddr + ": dial tcp " + goneAddr + ": connect: connection refused (is the manager running with its gRPC at " + goneAddr + "?"; code != 1 || !strings.HasPrefix(stderr, want) ||
+		!strings.HasSuffix(stderr, ") [UNAVAILABLE]\n") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("no manager: exit %d, %q; want 1 and a line beginning %q", code, stderr, want)
+	}
+	for _, jargon := range []string{"rpc error", "desc =", "transport:", "Unavailable:"} {
+		if strings.Contains(stderr, jargon) {
+			t.Errorf("no manager: %q in %q", jargon, stderr)
+		}
+	}
+}
