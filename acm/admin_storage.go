@@ -295,8 +295,8 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 // has it, on a node that can stream it: when no registered node can, the
 // answer says so) and none of its copies is evicted. The answer says
 // what the pin set going (pinFetchesLocked): the title's fetch from the
-// origin (PlacementAck.fetching) and the lifting of an operator's
-// eviction hold on the node (hold_lifted). The pin is in the store
+// origin (PlacementAck.fetching) and an operator's
+// eviction hold on the node it overrides while it stands (hold_overridden). The pin is in the store
 // before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
 // title not in the catalog or a node never registered, UNAVAILABLE when
 // the store fails (the pin is then not taken). FAILED_PRECONDITION on a
@@ -449,10 +449,10 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	m.syncPinnedLocked(title) // the nodes' room for fills changes now, not at their next report
 	planned := m.rep != nil
 	var warn string
-	var fetching, lifted bool
+	var fetching, overridden bool
 	if pin && node != "" {
 		warn = m.pinWarningLocked(node, title)
-		fetching, lifted = m.pinFetchesLocked(node, title, warn)
+		fetching, overridden = m.pinFetchesLocked(node, title, warn)
 	} else if pin {
 		warn = m.clusterPinWarningLocked(title)
 		fetching, _ = m.pinFetchesLocked("", title, warn)
@@ -465,8 +465,8 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + pinDoneNote(node, fetching, lifted) + warn + cancelled + m.planWaitNote(),
-		Fetching: fetching, HoldLifted: lifted}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + pinDoneNote(node, fetching, overridden) + warn + cancelled + m.planWaitNote(),
+		Fetching: fetching, HoldOverridden: overridden}, nil
 }
 
 // syncPinnedLocked tells the scheduler which copies of title (every title

@@ -25,19 +25,19 @@ func TestPinAnswerSaysWhatItStarted(t *testing.T) {
 	e.m.rep.Evicted("n1", "t3", e.m.now()) // vodctl evict t3 n1 earlier: held off n1 for evict_hold
 	e.m.mu.Unlock()
 	for _, c := range []struct {
-		what, title, node string
-		msg               string // the whole answer
-		fetching, lifted  bool
+		what, title, node    string
+		msg                  string // the whole answer
+		fetching, overridden bool
 	}{
 		{"there already", "t1", "n1", "pinned", false, false},
 		{"to the cluster, held by a node", "t1", "", "pinned", false, false},
 		{"not there", "t2", "n1", "pinned; fetching it there from the origin (vodctl fills shows the fill)", true, false},
-		{"held off the node", "t3", "n1", "pinned; the eviction hold there is lifted: fetching it there from the origin (vodctl fills shows the fill)", true, true},
+		{"held off the node", "t3", "n1", "pinned; the eviction hold there gives way to the pin while it stands: fetching it there from the origin (vodctl fills shows the fill)", true, true},
 		{"to the cluster, on no node", "q", "", "pinned; no node holds it: fetching it from the origin (vodctl fills shows the fill)", true, false},
 	} {
 		ack, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: c.title, NodeId: c.node})
-		if err != nil || ack.GetMessage() != c.msg || ack.GetFetching() != c.fetching || ack.GetHoldLifted() != c.lifted {
-			t.Errorf("pin %s (%s): %v %v, want %q, fetching %v, hold_lifted %v", c.title, c.what, ack, err, c.msg, c.fetching, c.lifted)
+		if err != nil || ack.GetMessage() != c.msg || ack.GetFetching() != c.fetching || ack.GetHoldOverridden() != c.overridden {
+			t.Errorf("pin %s (%s): %v %v, want %q, fetching %v, hold_overridden %v", c.title, c.what, ack, err, c.msg, c.fetching, c.overridden)
 		}
 	}
 	// Said again: nothing started.

@@ -80,24 +80,24 @@ func (m *Manager) clusterPinWarningLocked(title string) string {
 // pinFetchesLocked says what a pin of title just taken sets going (mu
 // held): fetching, when the storage planner fetches it from the origin
 // for the pin (to node, or with node "" to the cluster: no registered
-// node holds it, nor fills it), and lifted, when an operator's eviction
+// node holds it, nor fills it), and overridden, when an operator's eviction
 // of it from node (Replicator.Held) kept it off the node, a hold the pin
 // overrides (the plan places a title on the nodes pinning it). warn is
 // the pin's warning (pinWarningLocked, clusterPinWarningLocked): with
 // one, the title is not fetched now. Both false without the storage
 // planner.
-func (m *Manager) pinFetchesLocked(node, title, warn string) (fetching, lifted bool) {
+func (m *Manager) pinFetchesLocked(node, title, warn string) (fetching, overridden bool) {
 	if m.rep == nil {
 		return false, false
 	}
 	if node != "" {
-		lifted = m.rep.Held(node, title, m.now())
+		overridden = m.rep.Held(node, title, m.now())
 		n := m.sched.Node(node)
 		if n == nil || warn != "" {
-			return false, lifted
+			return false, overridden
 		}
 		_, there := n.Holds(title)
-		return !there, lifted
+		return !there, overridden
 	}
 	if warn != "" || len(m.sched.Nodes) == 0 {
 		return false, false
@@ -112,13 +112,13 @@ func (m *Manager) pinFetchesLocked(node, title, warn string) (fetching, lifted b
 
 // pinDoneNote is what the answer to a pin says it set going (after
 // "pinned"): the fetch of the title from the origin, and the eviction
-// hold it lifted on node ("" for the cluster).
-func pinDoneNote(node string, fetching, lifted bool) string {
+// hold on node it overrides ("" for the cluster).
+func pinDoneNote(node string, fetching, overridden bool) string {
 	switch {
-	case lifted && fetching:
-		return "; the eviction hold there is lifted: fetching it there from the origin (vodctl fills shows the fill)"
-	case lifted:
-		return "; the eviction hold there is lifted"
+	case overridden && fetching:
+		return "; the eviction hold there gives way to the pin while it stands: fetching it there from the origin (vodctl fills shows the fill)"
+	case overridden:
+		return "; the eviction hold there gives way to the pin while it stands"
 	case fetching && node == "":
 		return "; no node holds it: fetching it from the origin (vodctl fills shows the fill)"
 	case fetching:

@@ -4208,10 +4208,12 @@ type PlacementAck struct {
 	// says why), or with no storage planner.
 	Fetching bool `protobuf:"varint,4,opt,name=fetching,proto3" json:"fetching,omitempty"`
 	// Pin to a node: an operator's eviction of the title from it (vodctl
-	// evict, evict_hold) kept it off the node; the pin overrides that hold.
-	HoldLifted    bool `protobuf:"varint,5,opt,name=hold_lifted,json=holdLifted,proto3" json:"hold_lifted,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// evict, evict_hold) keeps it off the node; the pin overrides that hold
+	// while it stands (the hold applies again if the title is unpinned
+	// before the hold expires).
+	HoldOverridden bool `protobuf:"varint,5,opt,name=hold_overridden,json=holdOverridden,proto3" json:"hold_overridden,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlacementAck) Reset() {
@@ -4272,9 +4274,9 @@ func (x *PlacementAck) GetFetching() bool {
 	return false
 }
 
-func (x *PlacementAck) GetHoldLifted() bool {
+func (x *PlacementAck) GetHoldOverridden() bool {
 	if x != nil {
-		return x.HoldLifted
+		return x.HoldOverridden
 	}
 	return false
 }
@@ -5195,14 +5197,13 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
 	"\x10PlacementRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\x99\x01\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"\xa1\x01\n" +
 	"\fPlacementAck\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x19\n" +
 	"\btitle_id\x18\x03 \x01(\tR\atitleId\x12\x1a\n" +
-	"\bfetching\x18\x04 \x01(\bR\bfetching\x12\x1f\n" +
-	"\vhold_lifted\x18\x05 \x01(\bR\n" +
-	"holdLifted\"\x12\n" +
+	"\bfetching\x18\x04 \x01(\bR\bfetching\x12'\n" +
+	"\x0fhold_overridden\x18\x05 \x01(\bR\x0eholdOverridden\"\x12\n" +
 	"\x10ListFillsRequest\"\xba\x02\n" +
 	"\x04Fill\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
