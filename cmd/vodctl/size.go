@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -30,10 +31,10 @@ func sizeText(b int64) string {
 		u++
 	}
 	var s string
-	switch {
-	case v < 10:
+	switch { // as rounded: 9.996 is "10.0", not "10.00"
+	case math.Round(v*100) < 1000:
 		s = fmt.Sprintf("%.2f", v)
-	case v < 100:
+	case math.Round(v*10) < 1000:
 		s = fmt.Sprintf("%.1f", v)
 	default:
 		s = fmt.Sprintf("%.0f", v)
