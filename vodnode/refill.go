@@ -130,7 +130,8 @@ func (n *Node) refillRTSP(ctx context.Context, s *session, at string) *store.Tit
 
 // refillPlaying is the OnFillFailed of s's MP2T stream
 // (deliver.StreamConfig), whose normal play has reached the end of the
-// bytes its copy's failed fill left, and of its elementary-stream play
+// bytes its copy's failed fill left (its trick play: wherever it stands
+// once the fill failed), and of its elementary-stream play
 // (deliver.ESConfig; its source s.ahead as well), whose reader has, or
 // whose seek is past them: it fills the title again for s
 // (refillRTSP, under s.ctl, as a PLAY does) and waits, up to
