@@ -165,8 +165,9 @@ type ESConfig struct {
 	// (State no longer fails: the play goes on from where it stands, its
 	// RTP sequence numbers and timestamps continuous, once the new fill
 	// brings bytes); false ends the stream with its BYE "fill failed"
-	// (EndError) as without it. A Seek, Pause or Close meanwhile stops
-	// the play without waiting for the answer.
+	// (EndError) as without it. A Seek, Abort or Close meanwhile stops
+	// the play without waiting for the answer (a Pause holds it, as
+	// ever, once the answer has come).
 	OnFillFailed func() bool
 }
 

@@ -221,3 +221,38 @@ func readESUntilByes(t *testing.T, cli net.Conn) (r esReceived) {
 	}
 	return r
 }
+
+// TestESCloseWhileRefillAsked: Close of an elementary-stream play whose
+// reader waits for OnFillFailed's answer returns without waiting for it
+// (the node answers under the session's lock, which a TEARDOWN closing
+// the stream holds), and the answer, when it comes, plays nothing more.
+func TestESCloseWhileRefillAsked(t *testing.T) {
+	e := startEngine(t, false)
+	src := newFillingSource(loadClip(t))
+	asked, answer := make(chan struct{}, 1), make(chan bool)
+	st, _ := esTCPStreamConfig(t, e, src, func(c *ESConfig) {
+		c.OnFillFailed = func() bool { asked <- struct{}{}; return <-answer }
+	})
+	src.reveal(len(prefix(t, src.data, 1.5)))
+	if _, err := st.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
+	src.fail(errors.New("origin gone"))
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnFillFailed not asked")
+	}
+	closed := make(chan struct{})
+	go func() { st.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for OnFillFailed's answer")
+	}
+	answer <- true
+	if st.WaitingForFill() {
+		t.Fatal("a closed stream waits for the fill")
+	}
+}

@@ -189,9 +189,9 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 // restarts when the new fill's bytes come, as after a wait for the fill),
 // false when it is not, or there is none to ask (none set, or it refused
 // before: not asked again by this play). Errors: r.ctx's, when
-// the play is stopped meanwhile (a Seek, Pause or Close, which wait for
-// the play's goroutines, not for the answer: its owner's locks may be
-// held by them).
+// the play is stopped meanwhile (a Seek or Close, which wait for the
+// play's goroutines, not for the answer: its owner's locks may be held
+// by them).
 func (r *pacedReader) askRefill() (bool, error) {
 	if r.refill == nil || r.refused {
 		return false, nil
