@@ -258,7 +258,11 @@ func (n *Node) esConfig(s *session, src deliver.Source) deliver.ESConfig {
 	ids := make([]byte, 10*len(es.specs))
 	rand.Read(ids)
 	cfg := deliver.ESConfig{Source: src, Tracks: es.tracks, Bitrate: s.meta.Bitrate, Channel: [2]int{-1, -1},
-		OnEnd: n.onStreamEnd(s)}
+		OnEnd: n.onStreamEnd(s),
+		// At the end of the bytes of a fill that failed for the origin,
+		// or a seek past them: filled again, the play goes on
+		// (refillPlaying).
+		OnFillFailed: func() bool { return n.refillPlaying(s) }}
 	if len(es.specs) > 2 {
 		cfg.More = make([]deliver.ESTrackConfig, len(es.specs)-2)
 	}

@@ -130,7 +130,10 @@ func (n *Node) refillRTSP(ctx context.Context, s *session, at string) *store.Tit
 
 // refillPlaying is the OnFillFailed of s's MP2T stream
 // (deliver.StreamConfig), whose normal play has reached the end of the
-// bytes its copy's failed fill left: it fills the title again for s
+// bytes its copy's failed fill left (its trick play: wherever it stands
+// once the fill failed), and of its elementary-stream play
+// (deliver.ESConfig; its source s.ahead as well), whose reader has, or
+// whose seek is past them: it fills the title again for s
 // (refillRTSP, under s.ctl, as a PLAY does) and waits, up to
 // rtspRefillWait, for the new fill to bring bytes past the failed one's.
 // True when it did (or a PLAY had filled it again meanwhile): the stream
@@ -141,7 +144,8 @@ func (n *Node) refillRTSP(ctx context.Context, s *session, at string) *store.Tit
 // refill is refused, or its fill brings no byte within rtspRefillWait
 // (the origin still away: not tried again for rtspRefillBackoff): the
 // stream then ends with its "fill failed" BYE, as it did. It runs on a
-// goroutine of the stream's, without its lock.
+// goroutine of the stream's, without its lock (an ES play stopped by a
+// PLAY, PAUSE or TEARDOWN under s.ctl meanwhile does not wait for it).
 func (n *Node) refillPlaying(s *session) bool {
 	s.ctl.Lock()
 	old := s.t()

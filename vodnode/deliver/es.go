@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
-	"github.com/bluenviron/gortsplib/v4/pkg/format/rtph264"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
@@ -154,6 +153,22 @@ type ESConfig struct {
 	Bitrate int64           // bit/s, pacing for a title without PCR
 	Tick    time.Duration
 	OnEnd   func(reason EndReason, err error) // called once when the stream ends by itself (a play whose fill or read failed, over UDP: after its BYE, ByeDelay later, whatever came meanwhile)
+	// OnFillFailed, when set, is asked whether the title can be filled
+	// again when a play has read to the end of the bytes its title's
+	// fill left before it failed (Source.State's error), or seeks past
+	// them, where the stream would end with an RTCP BYE "fill failed", as
+	// StreamConfig.OnFillFailed is: on a goroutine of its own, without
+	// the stream's lock held (it may take its owner's locks and wait: a
+	// few seconds), at most once at a time; meanwhile the play waits as
+	// it does for the fill (WaitingForFill), what it read before still
+	// sent on time. It returns true when the Source was filled again
+	// (State no longer fails: the play goes on from where it stands, its
+	// RTP sequence numbers and timestamps continuous, once the new fill
+	// brings bytes); false ends the stream with its BYE "fill failed"
+	// (EndError) as without it. A Seek, Abort or Close meanwhile stops
+	// the play without waiting for the answer (a Pause holds it, as
+	// ever, once the answer has come).
+	OnFillFailed func() bool
 }
 
 // ESStream plays a title as H.264 and AAC RTP tracks, demultiplexed by
@@ -267,7 +282,8 @@ func (s *ESStream) Resume() {
 	s.cancel, s.done = cancel, make(chan struct{})
 	idx, _, _ := s.cfg.Source.State()
 	rctx, rcancel := context.WithCancel(ctx) // also ended by a failed send
-	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, waiting: &s.fillWait}
+	r := &pacedReader{ctx: rctx, src: s.cfg.Source, off: s.pos, bitrate: s.cfg.Bitrate, tick: s.cfg.Tick, ahead: esReadAhead, waiting: &s.fillWait,
+		refill: s.cfg.OnFillFailed}
 	if s.pos > 0 {
 		r.prefix = ReadPSI(s.cfg.Source, idx)
 	}
@@ -520,75 +536,4 @@ func (s *ESStream) run(ctx context.Context, stopReading context.CancelFunc, rd *
 	if end != nil {
 		go end()
 	}
-}
-
-// demux reads the title with mediacommon's MPEG-TS reader and pushes the
-// RTP packets of each access unit of the tracks set up to play, until the
-// reader fails (io.EOF at the end of the title, the reader's context's
-// error when stopped).
-func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
-	r := &mpegts.Reader{}
-	if err := s.initDemux(r, rd); err != nil {
-		return err
-	}
-	r.OnDecodeError(func(error) {})
-	// The first H.264 track and each AAC track set up, each on its own
-	// RTP stream, as ProbeES offered them.
-	var video bool
-	audio := 0
-	for _, t := range r.Tracks() {
-		switch t.Codec.(type) {
-		case *mpegts.CodecH264:
-			if video {
-				continue
-			}
-			video = true
-			if s.track(0) {
-				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1, PayloadMaxSize: s.payMax[0]}
-				if err := enc.Init(); err != nil {
-					return err
-				}
-				r.OnDataH264(t, func(pts, dts int64, au [][]byte) error {
-					pkts, err := enc.Encode(au)
-					if err != nil {
-						return nil // an access unit that cannot be packetised is skipped
-					}
-					stapNRI(pkts)
-					pts, dts = play.unwrap(pts), play.unwrap(dts)
-					play.noteReorder(pts - dts)
-					shift := play.place(0, dts, rd.clock/300)
-					ts, at := s.rtpTime(0, pts+shift), dts+shift
-					ats := make([]int64, len(pkts))
-					for i, p := range pkts {
-						p.Timestamp += ts // the encoder stamps from 0
-						ats[i] = at       // a picture leaves at its decoding time
-					}
-					s.armStop(play)
-					play.push(0, rd.off, shift, pkts, ats)
-					return nil
-				})
-			}
-		case *mpegts.CodecMPEG4Audio:
-			audio++
-			if err := s.demuxAudio(r, t, s.audioTrackOf(t.PID, audio), rd, play); err != nil {
-				return err
-			}
-		}
-	}
-	for {
-		if err := r.Read(); err != nil {
-			return err
-		}
-	}
-}
-
-// track reports whether track i was set up.
-func (s *ESStream) track(i int) bool {
-	if i < 0 || i >= len(s.tc) {
-		return false
-	}
-	if s.cfg.Mode == RTPTCP {
-		return s.tc[i].Channel >= 0
-	}
-	return s.tc[i].Dest != nil
 }

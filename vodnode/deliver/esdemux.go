@@ -3,6 +3,7 @@ package deliver
 import (
 	"time"
 
+	"github.com/bluenviron/gortsplib/v4/pkg/format/rtph264"
 	"github.com/bluenviron/gortsplib/v4/pkg/format/rtpmpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
@@ -99,3 +100,74 @@ func (p *esPlay) awaitsAudioLocked(u *esUnit, at time.Time) bool {
 // than its video): none is coming for the picture to wait for, which
 // went out up to the stall's length late for nothing.
 const esAudioGap = 3 * tsindex.PTSHz / 2
+
+// demux reads the title with mediacommon's MPEG-TS reader and pushes the
+// RTP packets of each access unit of the tracks set up to play, until the
+// reader fails (io.EOF at the end of the title, the reader's context's
+// error when stopped).
+func (s *ESStream) demux(rd *pacedReader, play *esPlay) error {
+	r := &mpegts.Reader{}
+	if err := s.initDemux(r, rd); err != nil {
+		return err
+	}
+	r.OnDecodeError(func(error) {})
+	// The first H.264 track and each AAC track set up, each on its own
+	// RTP stream, as ProbeES offered them.
+	var video bool
+	audio := 0
+	for _, t := range r.Tracks() {
+		switch t.Codec.(type) {
+		case *mpegts.CodecH264:
+			if video {
+				continue
+			}
+			video = true
+			if s.track(0) {
+				enc := &rtph264.Encoder{PayloadType: 96, PacketizationMode: 1, PayloadMaxSize: s.payMax[0]}
+				if err := enc.Init(); err != nil {
+					return err
+				}
+				r.OnDataH264(t, func(pts, dts int64, au [][]byte) error {
+					pkts, err := enc.Encode(au)
+					if err != nil {
+						return nil // an access unit that cannot be packetised is skipped
+					}
+					stapNRI(pkts)
+					pts, dts = play.unwrap(pts), play.unwrap(dts)
+					play.noteReorder(pts - dts)
+					shift := play.place(0, dts, rd.clock/300)
+					ts, at := s.rtpTime(0, pts+shift), dts+shift
+					ats := make([]int64, len(pkts))
+					for i, p := range pkts {
+						p.Timestamp += ts // the encoder stamps from 0
+						ats[i] = at       // a picture leaves at its decoding time
+					}
+					s.armStop(play)
+					play.push(0, rd.off, shift, pkts, ats)
+					return nil
+				})
+			}
+		case *mpegts.CodecMPEG4Audio:
+			audio++
+			if err := s.demuxAudio(r, t, s.audioTrackOf(t.PID, audio), rd, play); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if err := r.Read(); err != nil {
+			return err
+		}
+	}
+}
+
+// track reports whether track i was set up.
+func (s *ESStream) track(i int) bool {
+	if i < 0 || i >= len(s.tc) {
+		return false
+	}
+	if s.cfg.Mode == RTPTCP {
+		return s.tc[i].Channel >= 0
+	}
+	return s.tc[i].Dest != nil
+}

@@ -200,8 +200,9 @@ func (s *ESStream) WaitingForFill() bool {
 // and moves rd, and the stream's position, to the
 // keyframe presented at or before npt: a seek into the part of the title
 // not indexed when it was asked. A fill that failed after indexing npt is
-// played from there to where it stopped. Errors: the fill's (failed
-// before npt), ctx's.
+// played from there to where it stopped; one failed before npt is asked
+// to be filled again (ESConfig.OnFillFailed), and waited for then.
+// Errors: the fill's (failed before npt, and not filled again), ctx's.
 func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPlay, npt float64, done chan struct{}) error {
 	for {
 		idx, complete, err := s.cfg.Source.State()
@@ -211,7 +212,15 @@ func (s *ESStream) seekIndexed(ctx context.Context, rd *pacedReader, play *esPla
 		}
 		indexed := ck.ok() && npt < ck.npt(idx.Size)
 		if err != nil && !indexed {
-			return err // the fill failed before npt
+			// The fill failed before npt: unless the title is filled
+			// again (askRefill: then waited for as it indexes npt), the
+			// play ends there.
+			if ok, cerr := rd.askRefill(); cerr != nil {
+				return cerr
+			} else if ok {
+				continue
+			}
+			return err
 		}
 		if complete || err != nil || ck.seekSettled(npt) {
 			off := s.startOffset(ck, npt)

@@ -44,11 +44,11 @@ func (s *Stream) step(sh *shard, now int64) bool {
 		}
 		if left || s.trick() {
 			// The title's fill failed and the stream has played what it
-			// left: unless its title is filled again for it
-			// (refillFailed), the client is told the stream ends (an
-			// RTSP client over TCP would otherwise wait in silence until
-			// its keepalive meets the ended session).
-			if !s.trick() && s.refillFailed() {
+			// left (trick play: wherever it stands): unless its title is
+			// filled again for it (refillFailed), the client is told the
+			// stream ends (an RTSP client over TCP would otherwise wait
+			// in silence until its keepalive meets the ended session).
+			if s.refillFailed() {
 				return false
 			}
 			s.endWithBye(EndError, err, "fill failed")
@@ -199,7 +199,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 	}
 	if complete && s.pos >= avail {
 		if err != nil {
-			if !s.trick() && s.refillFailed() {
+			if s.refillFailed() {
 				return false
 			}
 			s.endWithBye(EndError, err, "fill failed")
@@ -243,7 +243,8 @@ func (s *Stream) park(after int64) bool {
 
 // refillFailed asks cfg.OnFillFailed, on a goroutine of its own, whether
 // the title whose fill failed, the stream at the end of the bytes it
-// left, is filled again; true when the stream waits for the answer,
+// left (in trick play: wherever it stands), is filled again; true when
+// the stream waits for the answer,
 // parked as for the fill: filled again, it plays on from its position
 // (the source no longer failing), refused, it ends at its next step with
 // the BYE "fill failed". False when there is nothing to ask (no

@@ -134,3 +134,54 @@ func readUntilBye(t *testing.T, cli net.Conn) (media []byte, bye string, seqs []
 		}
 	}
 }
+
+// TestTrickFailedFillRefilledPlaysOn: a trick play (Scale 8) whose
+// title's fill fails asks OnFillFailed and, its source filled again,
+// plays on from where it stands once the new fill brings bytes: pictures
+// forward to the end of the title, its RTP sequence numbers following
+// one another, and the BYE of the end of the title. It ended at once
+// with its BYE "fill failed".
+func TestTrickFailedFillRefilledPlaysOn(t *testing.T) {
+	e := startEngine(t, false)
+	data := loadClip(t)
+	src := newFillingSource(data)
+	srv, cli := tcpPair(t)
+	asked := make(chan struct{}, 2)
+	var st *Stream
+	st, _ = e.NewStream(StreamConfig{Source: src, Mode: RTPTCP, Conn: NewConnWriter(srv, 0, 0),
+		OnFillFailed: func() bool {
+			st.Position() // s.mu not held
+			asked <- struct{}{}
+			src.mu.Lock()
+			src.err = nil // filled again: a new fill, from the bytes on disk
+			src.mu.Unlock()
+			return true
+		}})
+	src.reveal(len(data) / 2)
+	st.SetScale(8)
+	if _, err := st.Play(0); err != nil {
+		t.Fatal(err)
+	}
+	src.fail(errors.New("origin gone"))
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnFillFailed not asked")
+	}
+	src.reveal(len(data))
+	media, bye, seqs := readUntilBye(t, cli)
+	if bye != "end of title" {
+		t.Fatalf("BYE %q after %d bytes of media, want the end of the title's", bye, len(media))
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("RTP packet %d: sequence number %d after %d", i, seqs[i], seqs[i-1])
+		}
+	}
+	if p := st.Position(); p < 15 {
+		t.Fatalf("position %.1f s at the end, want the title's end", p)
+	}
+	if len(asked) != 0 {
+		t.Fatal("OnFillFailed asked twice")
+	}
+}

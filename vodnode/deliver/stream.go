@@ -97,7 +97,9 @@ type StreamConfig struct {
 	// OnFillFailed, when set, is asked whether the title can be filled
 	// again when the stream's normal play has reached the end of the
 	// bytes its title's fill left before it failed (Source.State's
-	// error), where the stream would end with an RTCP BYE "fill failed".
+	// error), or its trick play (SetScale) steps with the fill failed,
+	// wherever it stands, where the stream would end with an RTCP BYE
+	// "fill failed".
 	// It is called on a goroutine of its own, without the stream's lock
 	// held (it may take its owner's locks and wait: a few seconds), and
 	// at most once at a time; meanwhile the stream waits as it does for

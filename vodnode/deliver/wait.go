@@ -77,6 +77,11 @@ type pacedReader struct {
 	// the session's copy is filled again, the source then failing no
 	// more).
 	fillErr error
+	// refill, when set, is asked (askRefill) whether the source whose
+	// fill failed is filled again before Read ends at the end of the
+	// bytes the failed fill left (ESConfig.OnFillFailed).
+	refill  func() bool
+	refused bool // refill answered false: not asked again (a demuxer reads on past io.EOF)
 
 	anchored    bool
 	anchorWall  time.Time
@@ -109,6 +114,13 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			// the frames it holds; the reader's owner tells the end of the
 			// title from a failure by fillErr.
 			if r.off+TSPacketSize > idx.Size {
+				// Filled again (askRefill), the read goes on from r.off,
+				// waiting for the new fill's bytes.
+				if ok, cerr := r.askRefill(); cerr != nil {
+					return 0, cerr
+				} else if ok {
+					continue
+				}
 				r.fillErr = err
 				return 0, io.EOF
 			}
@@ -168,6 +180,40 @@ func (r *pacedReader) Read(p []byte) (int, error) {
 			return 0, r.ctx.Err()
 		case <-time.After(r.tick):
 		}
+	}
+}
+
+// askRefill asks r.refill, on a goroutine of its own, whether the source
+// whose fill failed is filled again, and waits for the answer as for the
+// fill (r.waiting set, r.idle told): true when it is (the timeline
+// restarts when the new fill's bytes come, as after a wait for the fill),
+// false when it is not, or there is none to ask (none set, or it refused
+// before: not asked again by this play). Errors: r.ctx's, when
+// the play is stopped meanwhile (a Seek or Close, which wait for the
+// play's goroutines, not for the answer: its owner's locks may be held
+// by them).
+func (r *pacedReader) askRefill() (bool, error) {
+	if r.refill == nil || r.refused {
+		return false, nil
+	}
+	if r.waiting != nil {
+		r.waiting.Store(true)
+		defer r.waiting.Store(false)
+	}
+	if r.idle != nil {
+		r.idle(time.Time{}, true)
+		defer func() { r.idle(time.Now(), false) }()
+	}
+	r.anchored = false
+	ok := make(chan bool, 1)
+	refill := r.refill
+	go func() { ok <- refill() }()
+	select {
+	case b := <-ok:
+		r.refused = !b
+		return b, nil
+	case <-r.ctx.Done():
+		return false, r.ctx.Err()
 	}
 }
 
