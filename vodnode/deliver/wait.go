@@ -196,14 +196,7 @@ func (r *pacedReader) askRefill() (bool, error) {
 	if r.refill == nil || r.refused {
 		return false, nil
 	}
-	if r.waiting != nil {
-		r.waiting.Store(true)
-		defer r.waiting.Store(false)
-	}
-	if r.idle != nil {
-		r.idle(time.Time{}, true)
-		defer func() { r.idle(time.Now(), false) }()
-	}
+	defer r.markWaiting()()
 	r.anchored = false
 	ok := make(chan bool, 1)
 	refill := r.refill
@@ -217,17 +210,30 @@ func (r *pacedReader) askRefill() (bool, error) {
 	}
 }
 
-// waitFill waits until the source has bytes past off (WaitAvailable),
-// with r.waiting set meanwhile.
-func (r *pacedReader) waitFill(off int64) error {
+// markWaiting sets r.waiting and tells r.idle that the play waits (for
+// its fill, or for the answer to askRefill); the function it returns
+// ends the wait.
+func (r *pacedReader) markWaiting() (done func()) {
 	if r.waiting != nil {
 		r.waiting.Store(true)
-		defer r.waiting.Store(false)
 	}
 	if r.idle != nil {
 		r.idle(time.Time{}, true)
-		defer func() { r.idle(time.Now(), false) }()
 	}
+	return func() {
+		if r.idle != nil {
+			r.idle(time.Now(), false)
+		}
+		if r.waiting != nil {
+			r.waiting.Store(false)
+		}
+	}
+}
+
+// waitFill waits until the source has bytes past off (WaitAvailable),
+// with r.waiting set meanwhile.
+func (r *pacedReader) waitFill(off int64) error {
+	defer r.markWaiting()()
 	_, err := WaitAvailable(r.ctx, r.src, off)
 	return err
 }
