@@ -393,7 +393,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 
 	undo := func(why string) {
 		m.mu.Lock()
-		m.endLocked(s, why)
+		m.undoLocked(s, why)
 		m.mu.Unlock()
 		m.persistFront(s)
 		m.kickPump()

@@ -302,11 +302,16 @@ type Manager struct {
 	// pendingWrites: sessions whose store write or delete failed, made
 	// when the store answers (health.go: retryLater).
 	pendingWrites map[string]writeRetry
-	reportWrites  reportWrites    // the load reports' session writes, made off their goroutine (persistq.go)
-	persistWait   time.Duration   // bounds a session's store call off the front door (persist; defaultPersistWait)
-	logins        *loginGuard     // failed logins per client IP and user; nil: no limit
-	requests      *requestLimiter // title requests per subscriber; nil: no limit
-	nodes         map[string]*nodeState
+	// undone: the sessions whose admission was undone, by id, to when,
+	// in that order (undoneOrder), for undoneKeep (undoLocked).
+	undone      map[string]time.Time
+	undoneOrder []string
+
+	reportWrites reportWrites    // the load reports' session writes, made off their goroutine (persistq.go)
+	persistWait  time.Duration   // bounds a session's store call off the front door (persist; defaultPersistWait)
+	logins       *loginGuard     // failed logins per client IP and user; nil: no limit
+	requests     *requestLimiter // title requests per subscriber; nil: no limit
+	nodes        map[string]*nodeState
 	// forgotEnded: sessions ended because the operator forgot their node
 	// (ForgetNode), or ended them (EndSessions) before their node
 	// registered here, by node id, until a node registers under the id: a

@@ -72,7 +72,8 @@ func (m *Manager) takeOver() {
 // registered here and alive, so reporting them) are written again: a
 // Redis that restarted without its data (no AOF) holds none of them, and
 // the other manager, taking over later, would not know them.
-// An entry that does not decode is skipped (logSkipped). The sessions it
+// An entry that does not decode is skipped (logSkipped), one of a session
+// whose admission this manager undid is deleted (undoLocked). The sessions it
 // adds, and those of the table without a reservation, take what the
 // stored progress knew of them (applyProgressLocked), read when it may
 // add one (addsLive). It returns how many it added.
@@ -87,12 +88,17 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		progress = m.loadProgress(ctx)
 	}
 	var changed []*session
+	var ghosts []store.Session
 	n := 0
 	stored := make(map[string]bool, len(ss))
 	m.mu.Lock()
 	for _, st := range ss {
 		stored[st.ID] = true
 		if st.State == store.StateEnded || (node != "" && st.Node != node) {
+			continue
+		}
+		if m.sessions[st.ID] == nil && m.undoneLocked(st) {
+			ghosts = append(ghosts, st) // written when the store resumed: deleted, not loaded
 			continue
 		}
 		if cur := m.sessions[st.ID]; cur != nil {
@@ -167,6 +173,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		}
 	}
 	m.mu.Unlock()
+	m.deleteUndone(ctx, ghosts)
 	if missing > 0 {
 		m.log.Warn("taking over: live sessions missing from the store written again (did Redis restart without its data? run it with appendonly yes: deploy/README.md, Shared state)", "sessions", missing)
 	}

@@ -1,0 +1,64 @@
+package acm
+
+import (
+	"context"
+	"time"
+
+	"vodcluster/acm/store"
+)
+
+// undoneKeep is how long the manager remembers a session whose admission
+// it undid (undoLocked), for loadSessions to tell its entry from a live
+// session's: well past a stalled store's return, when the entry may be
+// written and read back.
+const undoneKeep = 10 * time.Minute
+
+// maxUndone bounds the admissions undone remembered at once (the oldest
+// go first): a store that stalls under a crowd of requests refuses most
+// of them without a store call (persistFront), so without an entry.
+const maxUndone = 4096
+
+// undoLocked ends s, whose admission is undone before its viewer was
+// sent to the node (the store did not take its write, the client left,
+// the node has no HTTP address; mu held), and remembers its id for
+// undoneKeep: a session write the store took while it stalled is made
+// when it resumes (a Redis stopped and continued runs the commands
+// waiting in its sockets), and a load of the store's sessions (a
+// takeover, a node's registration) that read the entry before the
+// manager deleted it added it back to the table, as an admitted session
+// no viewer would ever reach: it held its node's bandwidth and a
+// reserved fill, counted against the subscriber's session limit, and
+// ended as a no-show minutes later with a second record.
+func (m *Manager) undoLocked(s *session, why string) {
+	m.endLocked(s, why)
+	now := m.now()
+	if m.undone == nil {
+		m.undone = map[string]time.Time{}
+	}
+	for len(m.undoneOrder) > 0 && (len(m.undoneOrder) >= maxUndone || now.Sub(m.undone[m.undoneOrder[0]]) > undoneKeep) {
+		delete(m.undone, m.undoneOrder[0])
+		m.undoneOrder = m.undoneOrder[1:]
+	}
+	m.undone[s.ID] = now
+	m.undoneOrder = append(m.undoneOrder, s.ID)
+}
+
+// undoneLocked reports whether st is the entry of a session whose
+// admission this manager undid (undoLocked; mu held).
+func (m *Manager) undoneLocked(st store.Session) bool {
+	at, ok := m.undone[st.ID]
+	return ok && m.now().Sub(at) <= undoneKeep
+}
+
+// deleteUndone deletes the store's entries of sessions whose admission
+// this manager undid, found by a load of the store's sessions
+// (loadSessions), as the manager's delete of them would have (deleteOwn:
+// only while this manager holds them).
+func (m *Manager) deleteUndone(ctx context.Context, ghosts []store.Session) {
+	for _, st := range ghosts {
+		err := m.deleteOwn(ctx, st, "")
+		m.noteStoreWrite(err)
+		m.log.Warn("store: the entry of a session whose admission was undone here (written when the store resumed) was read back: not loaded, deleted",
+			"session", st.ID, "title", st.Title, "user", st.User, "err", err)
+	}
+}
