@@ -142,6 +142,25 @@ func (tc *testClient) play(url string) string {
 	return id
 }
 
+// playES sets up the two tracks of the elementary-stream url over TCP
+// (video on interleaved channels 0-1, audio on 2-3) and plays them from
+// the start; it returns the session id. Any answer but 200 fails the test.
+func (tc *testClient) playES(url string) string {
+	tc.t.Helper()
+	res := tc.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
+	id := sessionID(res)
+	if res.StatusCode != 200 {
+		tc.t.Fatalf("SETUP video: %s", statusLine(res))
+	}
+	if res := tc.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
+		tc.t.Fatalf("SETUP audio: %s", statusLine(res))
+	}
+	if res := tc.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
+		tc.t.Fatalf("PLAY: %s", statusLine(res))
+	}
+	return id
+}
+
 func statusLine(res *base.Response) string {
 	return strconv.Itoa(int(res.StatusCode)) + " " + strings.TrimSpace(string(res.Body))
 }

@@ -29,14 +29,7 @@ import (
 // had come back long before.
 func TestRTSPESPlayGoesOnPastAFailedFill(t *testing.T) {
 	t.Parallel() // real-time bound: about 8 s
-	o := newFakeOrigin(t)
-	data := o.titles["short-001"]
-	cut := int64(len(data)/2) / 188 * 188
-	o.failAt.Store(cut)
-	n := startNode(t, startOrigin(t, o), func(n *Node) {
-		n.FillRetryFor = 300 * time.Millisecond
-		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
-	})
+	o, n, data, cut := failingOriginNode(t, 2, 300*time.Millisecond)
 	var pkts [2][]rtp.Header // per track: video, audio
 	var byes [2]string
 	c := dialRTSP(t, n)
@@ -62,17 +55,7 @@ func TestRTSPESPlayGoesOnPastAFailedFill(t *testing.T) {
 		}
 	}
 	url := esURL(n, mint(t, "rtsp-refill-es-playing", "short-001", "node-1", "", 10*time.Minute), "short-001")
-	res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
-	id := sessionID(res)
-	if res.StatusCode != 200 {
-		t.Fatalf("SETUP video: %s", statusLine(res))
-	}
-	if res := c.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
-		t.Fatalf("SETUP audio: %s", statusLine(res))
-	}
-	if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
-		t.Fatalf("PLAY: %s", statusLine(res))
-	}
+	id := c.playES(url)
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for n.store.FillsFailed()["origin"] == 0 {
 		if _, _, err := c.frame(); err != nil {
@@ -119,12 +102,7 @@ func TestRTSPESPlayGoesOnPastAFailedFill(t *testing.T) {
 		t.Fatalf("%d pictures, want the title's %d in its order; the same up to picture %d (the fill stopped at byte %d of %d)",
 			len(pics), len(want), k, cut, len(data))
 	}
-	if f := n.store.Fills()["short-001"]; f != 2 {
-		t.Errorf("%d fills of the title, want 2 (the failed one, and the one for the session)", f)
-	}
-	if s := n.Stats().Sessions; s != 1 {
-		t.Errorf("%d sessions at the end of the title, want 1 (kept until TEARDOWN)", s)
-	}
+	checkRefilledForSession(t, n)
 	teardownReleases(t, n, c, url, id)
 }
 

@@ -82,11 +82,59 @@ func TestRTSPESSessionRefillsAfterAFailedFill(t *testing.T) {
 	if got.bye != "end of title" {
 		t.Fatalf("the play ended with a BYE %q, want the title's end's", got.bye)
 	}
+	checkPositionAtEnd(t, c, url, id)
+}
+
+// checkPositionAtEnd fails t unless session id of url, asked its
+// position on c (GET_PARAMETER position), stands within a second of the
+// end of short-001 (shortSeconds).
+func checkPositionAtEnd(t *testing.T, c *testClient, url, id string) {
+	t.Helper()
 	res := c.doBody("GET_PARAMETER", url+"/", "position\r\n", "Session", id, "Content-Type", "text/parameters")
 	var at float64
 	if _, err := fmt.Sscanf(strings.TrimSpace(string(res.Body)), "position: %g", &at); err != nil || at < shortSeconds-1 {
 		t.Fatalf("position at the BYE: %s (%v), want about %d s", statusLine(res), err, shortSeconds)
 	}
+}
+
+// checkRefilledForSession fails t (without stopping it) unless n filled
+// short-001 twice, the failed fill and the one it started again for the
+// session, and the session is still there at the end of the title (kept
+// until its TEARDOWN).
+func checkRefilledForSession(t *testing.T, n *Node) {
+	t.Helper()
+	checkFilledTwice(t, n)
+	if s := n.Stats().Sessions; s != 1 {
+		t.Errorf("%d sessions at the end of the title, want 1 (kept until TEARDOWN)", s)
+	}
+}
+
+// checkFilledTwice fails t (without stopping it) unless n filled
+// short-001 twice: the failed fill, and the one it started again for the
+// session.
+func checkFilledTwice(t *testing.T, n *Node) {
+	t.Helper()
+	if f := n.store.Fills()["short-001"]; f != 2 {
+		t.Errorf("%d fills of the title, want 2 (the failed one, and the one for the session)", f)
+	}
+}
+
+// failingOriginNode starts a node (fill_retry_for retryFor; sessions and
+// pauses kept a minute) whose origin sends the first 1/part of short-001
+// (cut bytes, whole TS packets) and then fails. It returns the origin
+// (o.failAt.Store(0) brings it back, whole), the node, the title's bytes
+// and cut.
+func failingOriginNode(t *testing.T, part int, retryFor time.Duration) (o *fakeOrigin, n *Node, data []byte, cut int64) {
+	t.Helper()
+	o = newFakeOrigin(t)
+	data = o.titles["short-001"]
+	cut = int64(len(data)/part) / 188 * 188
+	o.failAt.Store(cut)
+	n = startNode(t, startOrigin(t, o), func(n *Node) {
+		n.FillRetryFor = retryFor
+		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
+	})
+	return o, n, data, cut
 }
 
 // rtspPayloads gathers the MP2T of a play over TCP (the RTP payloads of
@@ -135,17 +183,11 @@ func commonPrefix(a, b []byte) int {
 // bytes, and the MP2T the client got (added to as it reads more).
 func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *testClient, url, id string, data []byte, cut int64, got *rtspPayloads) {
 	t.Helper()
-	o = newFakeOrigin(t)
-	data = o.titles["short-001"]
-	cut = int64(len(data)/4) / 188 * 188
-	o.failAt.Store(cut)
-	n = startNode(t, startOrigin(t, o), func(n *Node) {
-		n.FillRetryFor = 300 * time.Millisecond
-		if es {
-			n.FillRetryFor = 2 * time.Second // its reader waits at the cut before the PAUSE
-		}
-		n.SessionTimeout, n.PauseTimeout = time.Minute, time.Minute
-	})
+	retryFor := 300 * time.Millisecond
+	if es {
+		retryFor = 2 * time.Second // its reader waits at the cut before the PAUSE
+	}
+	o, n, data, cut = failingOriginNode(t, 4, retryFor)
 	got = &rtspPayloads{}
 	c = dialRTSP(t, n)
 	c.onFrame = func(ch int, b []byte) {
@@ -155,20 +197,12 @@ func cutFillRTSP(t *testing.T, sid string, es bool) (o *fakeOrigin, n *Node, c *
 		}
 	}
 	tok := mint(t, sid, "short-001", "node-1", "", 10*time.Minute)
-	if url = nodeURL(n, tok, "short-001"); !es {
-		id = c.play(url)
-	} else {
+	if es {
 		url = esURL(n, tok, "short-001")
-		res := c.do("SETUP", url+"/trackID=1", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
-		if id = sessionID(res); res.StatusCode != 200 {
-			t.Fatalf("SETUP video: %s", statusLine(res))
-		}
-		if res := c.do("SETUP", url+"/trackID=2", "Transport", "RTP/AVP/TCP;unicast;interleaved=2-3", "Session", id); res.StatusCode != 200 {
-			t.Fatalf("SETUP audio: %s", statusLine(res))
-		}
-		if res := c.do("PLAY", url+"/", "Session", id, "Range", "npt=0-"); res.StatusCode != 200 {
-			t.Fatalf("PLAY: %s", statusLine(res))
-		}
+		id = c.playES(url)
+	} else {
+		url = nodeURL(n, tok, "short-001")
+		id = c.play(url)
 	}
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for rtpN := 0; rtpN < 10; {

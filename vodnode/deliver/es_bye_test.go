@@ -139,10 +139,7 @@ func TestESFailedFillSendsBye(t *testing.T) {
 	src.reveal(188 * 200)
 	ends := make(chan ended, 1)
 	st, cli := esTCPStream(t, e, src, func(r EndReason, err error) { ends <- ended{r, err} })
-	if _, err := st.Seek(0); err != nil {
-		t.Fatal(err)
-	}
-	st.Resume()
+	seekResume(t, st, 0)
 	src.mu.Lock()
 	src.err = errors.New("origin gone")
 	src.mu.Unlock()
@@ -151,12 +148,5 @@ func TestESFailedFillSendsBye(t *testing.T) {
 	if reasons != [2]string{"fill failed", "fill failed"} {
 		t.Errorf("BYE reasons %q", reasons)
 	}
-	select {
-	case d := <-ends:
-		if d.reason != EndError || d.err == nil {
-			t.Fatalf("end %+v", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnEnd not called")
-	}
+	awaitEndError(t, ends)
 }

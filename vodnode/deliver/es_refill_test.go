@@ -33,31 +33,20 @@ func TestESFailedFillRefilledPlaysOn(t *testing.T) {
 		c.OnFillFailed = func() bool {
 			st.Position() // s.mu not held
 			asked <- st.WaitingForFill()
-			src.mu.Lock()
-			src.err = nil // filled again: a new fill, from the bytes on disk
-			src.mu.Unlock()
+			src.refilled()
 			return true
 		}
 	})
 	cut := len(prefix(t, data, 1.5)) / TSPacketSize * TSPacketSize // half of it, its head's audio with it
 	src.reveal(cut)
-	for _, s := range []*ESStream{ref, st} {
-		if _, err := s.Seek(0); err != nil {
-			t.Fatal(err)
-		}
-		s.Resume()
-	}
+	seekResume(t, ref, 0)
+	seekResume(t, st, 0)
 	want := make(chan esReceived, 1)
 	go func() { want <- readESUntilByes(t, refCli) }()
 	src.awaitWaitPast(t, int64(cut)-1) // the reader at the cut
 	src.fail(errors.New("origin gone"))
-	select {
-	case waiting := <-asked:
-		if !waiting {
-			t.Error("the play did not wait for the fill while OnFillFailed was asked")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnFillFailed not asked")
+	if waiting := awaitAsked(t, asked); !waiting {
+		t.Error("the play did not wait for the fill while OnFillFailed was asked")
 	}
 	src.awaitWaitPast(t, int64(cut)-1) // waits for the new fill
 	src.reveal(len(data))
@@ -103,22 +92,12 @@ func TestESFailedFillRefillRefusedEnds(t *testing.T) {
 		}
 	})
 	src.reveal(len(prefix(t, src.data, 1.5)))
-	if _, err := st.Seek(0); err != nil {
-		t.Fatal(err)
-	}
-	st.Resume()
+	seekResume(t, st, 0)
 	src.fail(errors.New("origin gone"))
 	if got := readESUntilByes(t, cli); got.byes != [2]string{"fill failed", "fill failed"} {
 		t.Fatalf("BYEs %q, want \"fill failed\"", got.byes)
 	}
-	select {
-	case d := <-ends:
-		if d.reason != EndError || d.err == nil {
-			t.Fatalf("end %+v", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnEnd not called")
-	}
+	awaitEndError(t, ends)
 	if len(asked) != 1 {
 		t.Fatalf("OnFillFailed asked %d times, want once", len(asked))
 	}
@@ -137,23 +116,14 @@ func TestESSeekPastFailedFillRefilled(t *testing.T) {
 		c.OnEnd = nil
 		c.OnFillFailed = func() bool {
 			asked <- struct{}{}
-			src.mu.Lock()
-			src.err = nil
-			src.mu.Unlock()
+			src.refilled()
 			return true
 		}
 	})
 	src.reveal(len(prefix(t, data, 1)))
-	if _, err := st.Seek(2); err != nil { // not indexed yet: waits for the fill
-		t.Fatal(err)
-	}
-	st.Resume()
+	seekResume(t, st, 2) // not indexed yet: waits for the fill
 	src.fail(errors.New("origin gone"))
-	select {
-	case <-asked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnFillFailed not asked")
-	}
+	awaitAsked(t, asked)
 	src.reveal(len(data))
 	got := readESUntilByes(t, cli)
 	if got.byes != [2]string{"end of title", "end of title"} || len(got.pkts[0]) == 0 {
@@ -172,6 +142,16 @@ func esTCPStreamConfig(t *testing.T, e *Engine, src Source, set func(*ESConfig))
 		t.Fatal(err)
 	}
 	return st2, cli
+}
+
+// seekResume seeks st to at (seconds into the title) and resumes its play;
+// a Seek's error fails t.
+func seekResume(t *testing.T, st *ESStream, at float64) {
+	t.Helper()
+	if _, err := st.Seek(at); err != nil {
+		t.Fatal(err)
+	}
+	st.Resume()
 }
 
 // esReceived is what readESUntilByes read: each track's RTP packets and
@@ -234,16 +214,9 @@ func TestESCloseWhileRefillAsked(t *testing.T) {
 		c.OnFillFailed = func() bool { asked <- struct{}{}; return <-answer }
 	})
 	src.reveal(len(prefix(t, src.data, 1.5)))
-	if _, err := st.Seek(0); err != nil {
-		t.Fatal(err)
-	}
-	st.Resume()
+	seekResume(t, st, 0)
 	src.fail(errors.New("origin gone"))
-	select {
-	case <-asked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnFillFailed not asked")
-	}
+	awaitAsked(t, asked)
 	closed := make(chan struct{})
 	go func() { st.Close(); close(closed) }()
 	select {

@@ -30,9 +30,7 @@ func TestFailedFillRefilledPlaysOn(t *testing.T) {
 		OnEnd: func(r EndReason, err error) { done <- ended{r, err} },
 		OnFillFailed: func() bool {
 			asked <- st.Position() // s.mu not held
-			src.mu.Lock()
-			src.err = nil // filled again: a new fill, from the bytes on disk
-			src.mu.Unlock()
+			src.refilled()
 			return true
 		}})
 	st.Play(0)
@@ -54,11 +52,7 @@ func TestFailedFillRefilledPlaysOn(t *testing.T) {
 	if len(media) != len(data) || string(media) != string(data) {
 		t.Fatalf("%d bytes of media, want the title's %d", len(media), len(data))
 	}
-	for i := 1; i < len(seqs); i++ {
-		if seqs[i] != seqs[i-1]+1 {
-			t.Fatalf("RTP packet %d: sequence number %d after %d", i, seqs[i], seqs[i-1])
-		}
-	}
+	checkSeqsFollow(t, seqs)
 	if d := <-done; d.reason != EndOfTitle {
 		t.Fatalf("end %+v, want the title's", d)
 	}
@@ -86,14 +80,7 @@ func TestFailedFillRefillRefusedEnds(t *testing.T) {
 	if bye != "fill failed" || len(media) != 188*100 {
 		t.Fatalf("BYE %q after %d bytes of media, want \"fill failed\" after the %d the fill left", bye, len(media), 188*100)
 	}
-	select {
-	case d := <-done:
-		if d.reason != EndError || d.err == nil {
-			t.Fatalf("end %+v", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream did not end")
-	}
+	awaitEndError(t, done)
 	if len(asked) != 1 {
 		t.Fatalf("OnFillFailed asked %d times, want once", len(asked))
 	}
@@ -135,6 +122,43 @@ func readUntilBye(t *testing.T, cli net.Conn) (media []byte, bye string, seqs []
 	}
 }
 
+// checkSeqsFollow fails t unless the RTP sequence numbers seqs follow one
+// another: one stream, no packet lost nor sent twice.
+func checkSeqsFollow(t *testing.T, seqs []uint16) {
+	t.Helper()
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("RTP packet %d: sequence number %d after %d", i, seqs[i], seqs[i-1])
+		}
+	}
+}
+
+// awaitAsked waits, at most 5 s, for OnFillFailed to be asked (a value on
+// asked) and returns the value it sent.
+func awaitAsked[T any](t *testing.T, asked <-chan T) (v T) {
+	t.Helper()
+	select {
+	case v = <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnFillFailed not asked")
+	}
+	return v
+}
+
+// awaitEndError waits, at most 5 s, for a stream's OnEnd (an ended on
+// ends) and fails t unless it ended on an error (EndError with its err).
+func awaitEndError(t *testing.T, ends <-chan ended) {
+	t.Helper()
+	select {
+	case d := <-ends:
+		if d.reason != EndError || d.err == nil {
+			t.Fatalf("end %+v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnEnd not called")
+	}
+}
+
 // TestTrickFailedFillRefilledPlaysOn: a trick play (Scale 8) whose
 // title's fill fails asks OnFillFailed and, its source filled again,
 // plays on from where it stands once the new fill brings bytes: pictures
@@ -152,9 +176,7 @@ func TestTrickFailedFillRefilledPlaysOn(t *testing.T) {
 		OnFillFailed: func() bool {
 			st.Position() // s.mu not held
 			asked <- struct{}{}
-			src.mu.Lock()
-			src.err = nil // filled again: a new fill, from the bytes on disk
-			src.mu.Unlock()
+			src.refilled()
 			return true
 		}})
 	src.reveal(len(data) / 2)
@@ -163,21 +185,13 @@ func TestTrickFailedFillRefilledPlaysOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.fail(errors.New("origin gone"))
-	select {
-	case <-asked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnFillFailed not asked")
-	}
+	awaitAsked(t, asked)
 	src.reveal(len(data))
 	media, bye, seqs := readUntilBye(t, cli)
 	if bye != "end of title" {
 		t.Fatalf("BYE %q after %d bytes of media, want the end of the title's", bye, len(media))
 	}
-	for i := 1; i < len(seqs); i++ {
-		if seqs[i] != seqs[i-1]+1 {
-			t.Fatalf("RTP packet %d: sequence number %d after %d", i, seqs[i], seqs[i-1])
-		}
-	}
+	checkSeqsFollow(t, seqs)
 	if p := st.Position(); p < 15 {
 		t.Fatalf("position %.1f s at the end, want the title's end", p)
 	}

@@ -149,3 +149,12 @@ func (s *memSource) fail(err error) {
 		f()
 	}
 }
+
+// refilled clears the failed fill's error, as a new fill of the title
+// from the bytes on disk does: what an OnFillFailed that answers yes has
+// had done before it answers.
+func (s *memSource) refilled() {
+	s.mu.Lock()
+	s.err = nil
+	s.mu.Unlock()
+}
