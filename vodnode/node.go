@@ -161,8 +161,8 @@ type Node struct {
 	describedSettled func()
 	// maxLag, when set (tests, before Start), is the delivery engine's
 	// MaxLag (zero: deliver's default, 5 s); rtspQueue and rtspSendBuffer,
-	// when set, bound each RTSP connection's writer queue and its socket's
-	// send buffer (SO_SNDBUF), bytes (zero: deliver.DefaultQueueLimit and
+	// when set, bound each RTSP (and RTSPS) connection's writer queue and
+	// its socket's send buffer (SO_SNDBUF), bytes (zero: deliver.DefaultQueueLimit and
 	// the kernel's autotuning), so that a stream falls behind a player
 	// that stopped reading within a test's seconds.
 	maxLag time.Duration

@@ -22,10 +22,22 @@ import (
 // out a minute after its last keepalive: mpv, resumed, played what its
 // cache held and ended "End of file" a few seconds into the title.)
 func TestTCPPlayerPausedWithoutPAUSE(t *testing.T) {
+	n, m, c, _, url, sess := tcpPlayerAt20k(t, "box-paused", pausedWithoutPAUSETimes)
+	playerPausedWithoutPAUSE(t, n, m, c, url, sess)
+}
+
+// pausedWithoutPAUSETimes are the node's times for
+// playerPausedWithoutPAUSE: a 2 s session timeout, a minute's pause
+// timeout, a 300 ms slow-client lag.
+func pausedWithoutPAUSETimes(n *Node) {
+	n.SessionTimeout, n.PauseTimeout, n.maxLag = 2*time.Second, time.Minute, 300*time.Millisecond
+}
+
+// playerPausedWithoutPAUSE is TestTCPPlayerPausedWithoutPAUSE from
+// where its player (c, its session "box-paused" playing url) has read
+// 20 kB of the title and stops reading.
+func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClient, url, sess string) {
 	var payload []byte // the RTP payloads in order: the title's bytes
-	n, m, c, _, url, sess := tcpPlayerAt20k(t, "box-paused", func(n *Node) {
-		n.SessionTimeout, n.PauseTimeout, n.maxLag = 2*time.Second, time.Minute, 300*time.Millisecond
-	})
 	collect := func(ch int, b []byte) {
 		if ch == 0 && len(b) > 12 {
 			payload = append(payload, b[12:]...)

@@ -113,7 +113,11 @@ func (n *Node) acceptRTSP(ln net.Listener) {
 			}
 			continue
 		}
-		if tc, ok := nc.(interface{ SetWriteBuffer(int) error }); ok && n.rtspSendBuffer > 0 {
+		sock := nc // an RTSPS connection's TCP socket is under its TLS
+		if tc, ok := nc.(*tls.Conn); ok {
+			sock = tc.NetConn()
+		}
+		if tc, ok := sock.(interface{ SetWriteBuffer(int) error }); ok && n.rtspSendBuffer > 0 {
 			tc.SetWriteBuffer(n.rtspSendBuffer)
 		}
 		c := &rtspConn{

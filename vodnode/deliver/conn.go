@@ -25,7 +25,10 @@ const DefaultQueueLimit = 512 << 10
 // A TLS connection (RTSPS) cannot be written without blocking (crypto/tls
 // writes whole records): its ConnWriter queues every write and a goroutine
 // of its own writes the queue, so a slow RTSPS viewer holds back only its
-// own media, as a slow plain one does. Close stops that goroutine.
+// own media, as a slow plain one does. Close stops that goroutine. Its
+// TCP socket's TCP_INFO tells a viewer that stopped reading, its host
+// alive, from a slow link and a host gone, as for a plain connection
+// (ReaderStopped).
 type ConnWriter struct {
 	c       net.Conn
 	rc      syscall.RawConn // nil: the conn has no fd, writes block (or, async, a goroutine writes)
@@ -53,6 +56,13 @@ type ConnWriter struct {
 	drained  *sync.Cond    // on mu: run wrote a batch, or failed
 	spare    []byte
 	stop     sync.Once
+	// trc is the TCP socket under the TLS connection, for its TCP_INFO
+	// only (writes go through the tls.Conn); nil when it has none.
+	trc     syscall.RawConn
+	batchAt int64       // when run began the batch in flight (unix ns)
+	heldAt  int64       // when the peer was last seen holding that batch back, alive (unix ns; watchBatch)
+	acked   uint64      // tcpi_bytes_acked at watchBatch's last look
+	watch   *time.Timer // watchBatch, while a batch is in flight (trc only)
 
 	// tookAt is when the socket last took bytes of a write (unix ns; 0:
 	// never): ReaderStopped.
@@ -71,7 +81,9 @@ type ConnWriter struct {
 // NewConnWriter returns a writer for c whose queue holds at most limit
 // bytes (0 = DefaultQueueLimit) and whose blocking writes give up once
 // the connection took nothing for timeout (0 = 10 s; for TLS
-// connections, once a batch was not written whole within it).
+// connections likewise, its goroutine's write given up once the
+// connection took nothing of it for timeout, its peer not holding it
+// back alive: ReaderStopped).
 func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 	if limit <= 0 {
 		limit = DefaultQueueLimit
@@ -80,9 +92,14 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 		timeout = 10 * time.Second
 	}
 	w := &ConnWriter{c: c, limit: limit, timeout: timeout}
-	if _, ok := c.(*tls.Conn); ok {
+	if tc, ok := c.(*tls.Conn); ok {
 		w.async, w.kick, w.quit = true, make(chan struct{}, 1), make(chan struct{})
 		w.drained = sync.NewCond(&w.mu)
+		if sc, ok := tc.NetConn().(syscall.Conn); ok { // a *net.TCPConn, or one wrapped (proto/connlimit)
+			if rc, err := sc.SyscallConn(); err == nil {
+				w.trc = rc
+			}
+		}
 		go w.run()
 		return w
 	}
@@ -250,7 +267,12 @@ func (w *ConnWriter) enqueueLocked(b []byte) {
 
 // writeAsync is Write for an async writer: b is queued (whatever the
 // limit: a response is never dropped) and Write waits until run has
-// written it, failed, or the timeout passed.
+// written it, failed, or, as a plain connection's Write gives up
+// (writeProgress), until the connection took nothing for the timeout
+// or at most writeHolds timeouts: a player resuming after it stopped
+// reading drains the full queue ahead of its keepalive's answer. Before,
+// the answer was given up on a timeout after it was queued, the
+// connection closed under a player reading again.
 func (w *ConnWriter) writeAsync(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -260,15 +282,24 @@ func (w *ConnWriter) writeAsync(b []byte) (int, error) {
 	w.takeOffersLocked()
 	w.enqueueLocked(b)
 	end := w.queued
-	timer := time.AfterFunc(w.timeout, func() {
+	start := time.Now()
+	var timer *time.Timer
+	check := func() {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		if w.written < end && w.err == nil {
+			now := time.Now()
+			took := time.Unix(0, max(w.tookAt, start.UnixNano()))
+			if now.Sub(took) < w.timeout && now.Sub(start) < writeHolds*w.timeout {
+				timer.Reset(watchEvery(w.timeout))
+				return
+			}
 			w.err = errWriteTimeout
 			CloseNow(w.c) // unblocks run's write
 		}
 		w.drained.Broadcast()
-		w.mu.Unlock()
-	})
+	}
+	timer = time.AfterFunc(watchEvery(w.timeout), check) // check waits for mu, held until Wait
 	defer timer.Stop()
 	for w.written < end && w.err == nil {
 		w.drained.Wait()
@@ -285,7 +316,8 @@ var errWriteTimeout = errors.New("deliver: write timed out (client not reading)"
 
 // run writes the queue of an async writer, one batch at a time (what was
 // queued while the last was written), until Close or a write fails. A batch
-// that the connection does not take within the timeout fails it.
+// that the connection takes nothing of for the timeout fails it, but for a
+// peer holding it back alive (watchBatch).
 func (w *ConnWriter) run() {
 	for {
 		select {
@@ -297,15 +329,20 @@ func (w *ConnWriter) run() {
 		batch := w.pending
 		w.pending, w.spare = w.spare[:0], nil
 		w.inflight = len(batch)
+		if len(batch) > 0 {
+			w.startBatchLocked()
+		}
 		w.mu.Unlock()
 		if len(batch) == 0 {
 			continue
 		}
-		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
 		n, err := w.c.Write(batch)
 		w.mu.Lock()
 		w.inflight = 0
 		w.written += uint64(n)
+		if n > 0 {
+			w.tookAt = time.Now().UnixNano()
+		}
 		w.spare = batch[:0]
 		if err != nil && w.err == nil {
 			w.err = err
@@ -323,6 +360,57 @@ func (w *ConnWriter) run() {
 			return
 		}
 	}
+}
+
+// watchEvery is how often a batch in flight (watchBatch) and a response
+// waiting (writeAsync) are looked at, for a writer's timeout: at most
+// 1 s, a quarter of it when that is less.
+func watchEvery(timeout time.Duration) time.Duration {
+	return min(time.Second, timeout/4)
+}
+
+// startBatchLocked gives run's batch its write deadline, the timeout,
+// and has watchBatch look at it (mu held).
+func (w *ConnWriter) startBatchLocked() {
+	now := time.Now()
+	w.batchAt = now.UnixNano()
+	w.c.SetWriteDeadline(now.Add(w.timeout))
+	if w.trc == nil {
+		return
+	}
+	if w.watch == nil {
+		w.watch = time.AfterFunc(watchEvery(w.timeout), w.watchBatch)
+	} else {
+		w.watch.Reset(watchEvery(w.timeout))
+	}
+}
+
+// watchBatch moves the write deadline of run's batch in flight to the
+// timeout after the connection last took bytes (tcpi_bytes_acked grew)
+// or its peer was last seen holding them back alive (windowClosed: a
+// player that stopped reading), and looks again watchEvery later while
+// the batch is in flight. A slow link's batch is written on; one that
+// no byte of leaves (a host gone answers nothing) fails at its deadline.
+// Before, a batch not written whole within the timeout failed the
+// connection: a stopped RTSPS player was ended as a slow one. Nothing
+// after the writer failed (Close): the deadline stands, and run ends.
+func (w *ConnWriter) watchBatch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inflight == 0 || w.err != nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	if ti, ok := tcpInfo(w.trc); ok {
+		if ti.Bytes_acked != w.acked {
+			w.acked, w.tookAt = ti.Bytes_acked, now
+		}
+		if windowClosed(ti) {
+			w.heldAt = now
+		}
+	}
+	w.c.SetWriteDeadline(time.Unix(0, max(w.batchAt, w.tookAt, w.heldAt)).Add(w.timeout))
+	w.watch.Reset(watchEvery(w.timeout))
 }
 
 // drainRetry is how soon, and then how often, bytes left in the queue of

@@ -21,8 +21,13 @@ import (
 // (Write): the stream waits for it, which gives up if the connection
 // takes nothing for its timeout (a player resuming sends a keepalive
 // first, whose answer waits behind the full queue). False while the
-// writer is busy otherwise (readerState says so), and for a TLS
-// connection (its writer's goroutine writes whole records, blocking).
+// writer is busy otherwise (readerState says so). For a TLS connection
+// (RTSPS), whose writer's goroutine writes whole records, blocking, it
+// is true when that goroutine's batch has been in flight for at least d,
+// the socket has sent no data for d (tcpi_last_data_sent) and the peer's
+// TCP says why (peerWindowClosed); that batch then waits as long as the
+// peer holds it back alive (watchBatch). Before, a stopped RTSPS player
+// was ended as a slow one. False for a connection without TCP_INFO.
 func (w *ConnWriter) ReaderStopped(d time.Duration) bool { return w.readerState(d) == readerGone }
 
 // readerState is what ReaderStopped tells, and readerBusy when the writer
@@ -30,13 +35,16 @@ func (w *ConnWriter) ReaderStopped(d time.Duration) bool { return w.readerState(
 type readerState int
 
 const (
-	readerReading readerState = iota // not stopped: a slow link, a host gone, a TLS connection
+	readerReading readerState = iota // not stopped: a slow link, a host gone, a connection without TCP_INFO
 	readerGone                       // stopped reading, its host alive, or a response waits to be written
 	readerBusy                       // the writer is busy: ask again
 )
 
 func (w *ConnWriter) readerState(d time.Duration) readerState {
-	if w.async || w.rc == nil {
+	if w.async {
+		return w.asyncReaderState(d)
+	}
+	if w.rc == nil {
 		return readerReading
 	}
 	if !w.mu.TryLock() {
@@ -60,13 +68,47 @@ func (w *ConnWriter) readerState(d time.Duration) readerState {
 // nothing (a player paused without a PAUSE: ReaderStopped). A player
 // taking the stream, a host gone, or a connection with nothing
 // outstanding is not. False as ReaderStopped is, and while the writer
-// is busy.
+// is busy (for a TLS connection, its goroutine's batch in flight counts
+// as queued: it waits briefly for the writer's lock instead).
 func (w *ConnWriter) PeerHolding() bool {
-	if w.async || w.rc == nil || !w.mu.TryLock() {
+	if w.async {
+		if w.trc == nil {
+			return false
+		}
+		w.mu.Lock() // held only briefly by an async writer's users
+		defer w.mu.Unlock()
+		return w.err == nil && peerHolding(w.trc, w.inflight > 0 || len(w.pending) > 0)
+	}
+	if w.rc == nil || !w.mu.TryLock() {
 		return false
 	}
 	defer w.mu.Unlock()
 	return w.err == nil && peerHolding(w.rc, len(w.pending) > 0)
+}
+
+// asyncReaderState is readerState for an async writer (TLS): stopped
+// when run's batch has been in flight for at least d, its socket has
+// sent no data for d and the peer's window is closed, its host
+// answering; busy between two batches (the queue taken next).
+func (w *ConnWriter) asyncReaderState(d time.Duration) readerState {
+	if w.trc == nil {
+		return readerReading
+	}
+	w.mu.Lock() // held only briefly by an async writer's users
+	defer w.mu.Unlock()
+	switch {
+	case w.err != nil:
+		return readerReading
+	case w.inflight == 0 && len(w.pending) > 0:
+		return readerBusy
+	case w.inflight == 0 || time.Now().UnixNano()-w.batchAt < int64(d):
+		return readerReading
+	}
+	ti, ok := tcpInfo(w.trc)
+	if !ok || time.Duration(ti.Last_data_sent)*time.Millisecond < d || !windowClosed(ti) {
+		return readerReading
+	}
+	return readerGone
 }
 
 // tcpEstablished is TCP_ESTABLISHED, tcp_info's tcpi_state of an open
