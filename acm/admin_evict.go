@@ -260,6 +260,7 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 // (a manager of its own alone admits to its nodes).
 func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill string) string {
 	admitted, playing := 0, 0
+	var idle []string // of those playing, the idle ones (ns.idle), longest idle first
 	for _, s := range ns.sessions {
 		switch {
 		case s.Title != title:
@@ -267,8 +268,12 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 			admitted++
 		default:
 			playing++
+			if _, ok := ns.idle[s.ID]; ok {
+				idle = append(idle, s.ID)
+			}
 		}
 	}
+	slices.SortFunc(idle, func(a, b string) int { return ns.idle[a].Compare(ns.idle[b]) })
 	// The node's count beyond the sessions this manager knows there (an
 	// admitted viewer may have started already): sessions it does not know.
 	others := int(st.GetSessions()) - playing - admitted
@@ -284,7 +289,7 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 	case others > 0:
 		why = append(why, fmt.Sprintf("has %d %s playing by the node's report (%s)", others, plural(others, "session"), whose))
 	case playing > 0:
-		why = append(why, fmt.Sprintf("has %d %s playing or paused (vodctl sessions)", playing, plural(playing, "session")))
+		why = append(why, fmt.Sprintf("has %d %s playing or paused (vodctl sessions%s)", playing, plural(playing, "session"), idleNote(idle)))
 	}
 	if admitted > 0 {
 		why = append(why, fmt.Sprintf("is reserved for %d %s admitted and on the way (vodctl sessions: admitted; until it arrives or its token expires)", admitted, plural(admitted, "viewer")))
@@ -305,4 +310,22 @@ func inUseWhy(ns *nodeState, title string, st *pb.StoredTitle, shared bool, fill
 		why = append(why, fmt.Sprintf("is filling a prefetch a viewer needs: one read since it started, one a viewer is on the way for, or one pinned there (vodctl fills: %s; evict it once complete)", fill))
 	}
 	return strings.Join(why, " and ")
+}
+
+// idleNote is what inUseWhy says of the idle sessions among those that
+// keep a title in use (ids, longest idle first: an HTTP viewer that has
+// asked nothing, an RTSP one paused and silent, past the node's
+// session_timeout): their node keeps them until its pause_timeout, for a
+// viewer coming back (a download finished minutes ago, a player
+// paused), and the operator can end them now. "" when none.
+func idleNote(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	const most = 3
+	names := strings.Join(ids[:min(len(ids), most)], " ")
+	if len(ids) > most {
+		names += " …"
+	}
+	return fmt.Sprintf("; %d of them idle, kept until the node's pause_timeout for a viewer coming back: vodctl sessions end %s ends them now", len(ids), names)
 }

@@ -98,3 +98,29 @@ func TestEvictRefusalCountsTheSessionsOnlyTheNodeReports(t *testing.T) {
 		})
 	}
 }
+
+// An operator's eviction refused for a session its node lists idle (an
+// HTTP viewer that has asked nothing past the node's session timeout: a
+// download finished minutes ago) says so, that the node keeps it until
+// its pause_timeout, and how to end it now. It said "1 session playing
+// or paused" of a download the operator knew had ended.
+func TestEvictRefusalNamesTheIdleSessions(t *testing.T) {
+	e := newManager(t, "", nil)
+	n := e.startNode("n1", nodeOpts{titles: []*pb.StoredTitle{{TitleId: "t1", SizeBytes: 1_500_000, StoredBytes: 1_500_000}}})
+	a := e.admitOne("t1")
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	n.setIdle(a, 90)
+	n.heartbeat()
+	waitFor(t, 5*time.Second, "the session listed idle", func() bool {
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		_, ok := e.m.nodes["n1"].idle[a]
+		return ok
+	})
+	_, err := e.admin.Evict(context.Background(), &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if want := "1 of them idle, kept until the node's pause_timeout for a viewer coming back: vodctl sessions end " + a + " ends them now"; status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), want) {
+		t.Fatalf("evict of a title an idle session holds: %v, want FailedPrecondition saying %q", err, want)
+	}
+}
