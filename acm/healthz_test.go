@@ -14,9 +14,10 @@ import (
 	"vodcluster/acm/store"
 )
 
-// stallingStore is a badger store whose state reads and writes and
-// session writes hang while it is stalled (as a Redis stopped by SIGSTOP
-// does): until their deadline, or until it resumes, when they are made.
+// stallingStore is a badger store whose state reads and writes, session
+// writes and deletes and catalog writes hang while it is stalled (as a
+// Redis stopped by SIGSTOP does): until their deadline, or until it
+// resumes, when they are made.
 type stallingStore struct {
 	store.Store
 	probes atomic.Int64 // the health check's reads (stateHealthProbe)
@@ -78,6 +79,20 @@ func (s *stallingStore) PutSession(ctx context.Context, ss store.Session) error 
 		return err
 	}
 	return s.Store.PutSession(ctx, ss)
+}
+
+func (s *stallingStore) DeleteSession(ctx context.Context, id string) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.Store.DeleteSession(ctx, id)
+}
+
+func (s *stallingStore) ReplaceTitles(ctx context.Context, titles []store.Title) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.Store.ReplaceTitles(ctx, titles)
 }
 
 // TestHealthzChecksAStoreNotHeardFrom: /healthz answers from what the
