@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,8 +25,11 @@ const stateHealthProbe = "health-probe"
 const stateWriteProbe = "health-write-probe"
 
 // health is what /healthz reports, kept by the store operations the
-// manager makes anyway (sessions, catalog) and by healthLoop's one read
-// every HealthCheck: a probe costs no store round trip.
+// manager makes anyway (sessions, catalog), by healthLoop's one read
+// every HealthCheck and by /healthz itself: a probe finding the store's
+// last answer older than healthzFresh checks the store (checkStore).
+// Nothing else reads the store for it: the front door's refusals read
+// storeDown as it stands.
 type health struct {
 	// catalogLoaded: a catalog came from the origin once (it may be
 	// empty: the origin has no title).
@@ -51,6 +53,15 @@ type health struct {
 	// skipped: the ids of the stored session entries that did not decode
 	// whose skipping was logged (logSkipped), to true.
 	skipped sync.Map
+	// answered: when the store last answered a call noted (noteStore),
+	// nanoseconds since Manager.startedAt plus one (monotonic); 0: not
+	// since the manager started.
+	answered atomic.Int64
+	// checkMu guards check.
+	checkMu sync.Mutex
+	// check: the health check of the store in flight (checkStore), nil
+	// when none is.
+	check *storeCheck
 }
 
 // Refusals of a front-door request for its store (persistFront); both
@@ -71,6 +82,7 @@ var (
 func (m *Manager) noteStore(err error) {
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
+		m.noteAnswered()
 		m.health.storeStalled.Store(false)
 		if m.health.writeFailed.Load() {
 			return // it reads, but does not write
@@ -104,7 +116,9 @@ func (m *Manager) noteStoreWrite(err error) {
 
 // notReady returns why the manager cannot admit anyone, or "" when it can:
 // its store failed at the last operation, or it has no catalog (the
-// origin was never reached and the store held none).
+// origin was never reached and the store held none). It makes no store
+// call: it says what the manager knows (/healthz checks a store not
+// heard from within healthzFresh first: serveHealthz).
 func (m *Manager) notReady() string {
 	if m.health.storeDown.Load() {
 		return "store unavailable"
@@ -122,20 +136,6 @@ func (m *Manager) noCatalog() bool {
 	return m.OriginAddr != "" && !m.health.catalogLoaded.Load() && len(m.titles()) == 0
 }
 
-// serveHealthz answers 200 "ok" when the manager is ready, 503 with the
-// reason otherwise (the reason says no more than that: the front door is
-// public; the log has the details).
-func (m *Manager) serveHealthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if why := m.notReady(); why != "" {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready:", why)
-		return
-	}
-	fmt.Fprintln(w, "ok")
-}
-
 // downRecheck is how soon the health check reads again a store that
 // failed quickly (not by a timeout), at most: a Redis refusing
 // connections is read twice a second until it answers.
@@ -143,7 +143,11 @@ const downRecheck = 500 * time.Millisecond
 
 // healthLoop reads the store every HealthCheck (a standby writes it), so that a store that
 // stopped (or came back) answering shows in /healthz while no session
-// changes. Its read is answered within StoreTimeout or fails, as a
+// changes, and the front door refuses at once while it does not answer.
+// Its reads are checkStore's, which /healthz shares (a probe finding the
+// store not heard from within healthzFresh starts one: serveHealthz);
+// it retries the session writes that failed after each read the store
+// answers (retryWrites). Its read is answered within StoreTimeout or fails, as a
 // front-door request's store work: a store that answers, however slowly,
 // within it is not taken as unavailable (a check that takes longer than
 // HealthCheck delays the next one). A store that stalled (a store call,
@@ -151,7 +155,7 @@ const downRecheck = 500 * time.Millisecond
 // given StoreTimeout, until it answers: its return ends the refusals
 // (and /healthz 503, which moves a keepalived VIP after two failed
 // checks, 4 s) when it answers, not up to a HealthCheck later. A store
-// that fails quickly (a refused connection) is read every HealthCheck.
+// that fails quickly (a refused connection) is read every downRecheck.
 func (m *Manager) healthLoop() {
 	t := time.NewTimer(m.HealthCheck)
 	defer t.Stop()
@@ -163,34 +167,16 @@ func (m *Manager) healthLoop() {
 		case <-m.healthKick:
 			t.Stop()
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, m.StoreTimeout)
-		var err error
-		// A store that failed a write is checked with a write; so is a
-		// standby's, which writes nothing else: its lock tries only read
-		// while another manager holds the lock, and it stayed ready
-		// while Redis refused every write (maxmemory, READONLY).
-		write := m.health.writeFailed.Load() || m.standby()
-		if write {
-			err = m.st.PutState(ctx, stateWriteProbe, []byte(m.now().UTC().Format(time.RFC3339Nano)))
-		} else {
-			_, err = m.st.State(ctx, stateHealthProbe)
+		c := m.checkStore() // or the one a probe started (/healthz)
+		select {
+		case <-c.done:
+		case <-m.ctx.Done():
+			return
 		}
-		stalled := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
-		cancel()
 		if m.ctx.Err() != nil {
 			return
 		}
-		if stalled {
-			m.health.storeStalled.Store(true)
-		}
-		if write {
-			if err == nil {
-				m.health.writeFailed.Store(false) // it takes writes again
-			}
-			m.noteStoreWrite(err)
-		} else {
-			m.noteStore(err)
-		}
+		err, stalled := c.err, c.stalled
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			m.retryWrites()
 		}

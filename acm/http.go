@@ -24,7 +24,7 @@ import (
 // other methods get 405 (a redirect carries a reservation, so not even
 // HEAD is answered with one).
 // GET /healthz answers 200 when the manager is ready to admit, 503 with
-// the reason when not (health.go); GET /livez answers 200 while the
+// the reason when not (healthz.go); GET /livez answers 200 while the
 // process serves HTTP at all (a liveness probe: restarting the manager
 // would not bring the origin or the store back).
 func (m *Manager) httpHandler() http.Handler {

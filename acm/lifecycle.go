@@ -246,6 +246,7 @@ func (m *Manager) teardown() error {
 		m.metrics.Close()
 	}
 	m.wg.Wait()
+	m.waitStoreCheck() // a /healthz probe's check of the store, if one is still in flight
 	m.mu.Lock()
 	m.flushHeldRecordsLocked(m.now(), true)
 	m.dropPendingWritesLocked()

@@ -242,7 +242,9 @@ type Manager struct {
 	WithdrawnGrace time.Duration
 	// HealthCheck is how often the store is read to tell /healthz whether
 	// it answers (between the reads, the outcome of the manager's own
-	// store operations counts), DefaultHealthCheck. A store taken as
+	// store operations counts, and /healthz reads a store that has not
+	// answered within the last second itself, waiting at most 750 ms for
+	// it), DefaultHealthCheck. A store taken as
 	// unavailable is read sooner: at once, then again as StoreTimeout
 	// says, and every downRecheck (500 ms) while it fails quickly (a
 	// refused connection).
