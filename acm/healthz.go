@@ -73,9 +73,14 @@ func (m *Manager) readyAfterCheck(ctx context.Context) string {
 	return "store did not answer"
 }
 
+// monoBase is the fixed instant health.answered counts from, read on
+// the monotonic clock (Manager.startedAt moves at a takeover, under the
+// manager's lock, which the store's callers do not hold).
+var monoBase = time.Now()
+
 // noteAnswered records that the store answered now (health.answered).
 func (m *Manager) noteAnswered() {
-	m.health.answered.Store(int64(time.Since(m.startedAt)) + 1)
+	m.health.answered.Store(int64(time.Since(monoBase)) + 1)
 }
 
 // storeAnswerAge returns how long ago the store last answered
@@ -86,7 +91,7 @@ func (m *Manager) storeAnswerAge() time.Duration {
 	if a == 0 {
 		return math.MaxInt64
 	}
-	return time.Since(m.startedAt) - time.Duration(a-1)
+	return time.Since(monoBase) - time.Duration(a-1)
 }
 
 // checkStore returns the health check of the store in flight, or starts
