@@ -461,7 +461,7 @@ func (m *Manager) notLeader(todo string) error {
 		// Nodes report here: the holder gives the lock to this manager
 		// once none reports to it (leader.step).
 		return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock), though nodes report to it: should no node report to that manager, it gives the lock to this one within about "+
-			durtext.Written((giveBackSteps+2)*m.LeaderTTL/3)+": try again then; else (the nodes split between the two managers) "+todo)
+			durtext.About((giveBackSteps+2)*m.LeaderTTL/3)+": try again then; else (the nodes split between the two managers) "+todo)
 	}
 	return status.Error(codes.FailedPrecondition, "this manager is the standby (another manager holds the planner lock and serves the nodes): "+todo)
 }

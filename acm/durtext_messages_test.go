@@ -17,7 +17,10 @@ import (
 // restore_grace in the no-node refusal's log line, the time a node
 // alive now is taken as dead in vodctl node forget's refusal, the window of a
 // collapsed refusals' summary, twice leader_ttl in vodctl's answer of a
-// manager leaving the planner lock, and a negative setting's error.
+// manager leaving the planner lock, and a negative setting's error. A
+// duration computed for the message, as the time a standby nodes report
+// to waits for the planner lock (five thirds of leader_ttl), is rounded
+// ("about 17s", not "about 16.666666666s").
 func TestOperatorMessagesDurationsWritten(t *testing.T) {
 	t.Run("no node reporting", func(t *testing.T) {
 		var log logtest.Buffer
@@ -54,6 +57,13 @@ func TestOperatorMessagesDurationsWritten(t *testing.T) {
 		m.lead.yielding.Store(true)
 		if err := m.notLeader("retry"); err == nil || !strings.Contains(err.Error(), "none has in 2m)") {
 			t.Errorf("vodctl's answer, want in 2m: %v", err)
+		}
+	})
+	t.Run("standby nodes report to", func(t *testing.T) {
+		m := &Manager{LeaderTTL: 10 * time.Second, lead: &leader{serves: func() bool { return true }}}
+		m.lead.other.Store(true) // another manager holds the lock
+		if err := m.notLeader("retry"); err == nil || !strings.Contains(err.Error(), "within about 17s: try again then") {
+			t.Errorf("vodctl's answer, want within about 17s: %v", err)
 		}
 	})
 	t.Run("negative setting", func(t *testing.T) {

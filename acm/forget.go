@@ -90,12 +90,12 @@ func (a *admin) ForgetNode(_ context.Context, req *pb.ForgetNodeRequest) (*pb.Fo
 	unlock := m.lockBetweenPlans()
 	n := m.sched.Node(id)
 	if n != nil && n.Alive {
-		ago := now.Sub(n.LastHeartbeat).Round(time.Millisecond)
+		ago := now.Sub(n.LastHeartbeat)
 		dead := time.Duration(m.sched.Config.MissedHeartbeats) * m.sched.Config.HeartbeatInterval
 		unlock()
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"node %s is alive (last heartbeat %s ago): drain it (vodctl node %s --drain), let its sessions end, stop it, and forget it once vodctl nodes lists it dead (%s after its last heartbeat, at once when it shuts down cleanly)",
-			id, durtext.Written(ago), id, durtext.Written(dead))
+			id, durtext.About(ago), id, durtext.Written(dead))
 	}
 	var ended []*session
 	for _, s := range m.sessions {

@@ -202,6 +202,7 @@ var (
 	descFills      = prometheus.NewDesc("vodcluster_fills", "Fills from the origin in progress on the alive nodes, as the scheduler counts them (on demand and prefetches).", nil, nil)
 	descOriginUp   = prometheus.NewDesc("vodcluster_origin_up", "1 while the origin answers its health checks and takes the manager's credential, else 0 (and 0 from the manager's start until a check passes).", nil, nil)
 	descLeader     = prometheus.NewDesc("vodcluster_leader", "1 while this manager holds the planner lock (plans; the active manager), else 0.", nil, nil)
+	descStoreUp    = prometheus.NewDesc("vodcluster_store_up", "1 while the manager's store (Redis, or the embedded one) answers, 0 while the manager takes it as unavailable (its last call failed or did not answer within store_timeout, or it refuses writes: a Redis at maxmemory, or a replica): it admits no viewer then (/healthz 503), and no manager holds the planner lock.", nil, nil)
 	descTitles     = prometheus.NewDesc("vodcluster_catalog_titles", "Titles in the catalog.", nil, nil)
 	descNodeUp     = prometheus.NewDesc("vodcluster_node_up", "1 while the node is alive (heartbeats arrive), else 0, until an operator forgets it (vodctl node forget); 0 also for a node known from the store that has not registered since the manager started. A standby manager exports the node series only of the nodes alive there.", []string{"node"}, nil)
 	descNodeDrain  = prometheus.NewDesc("vodcluster_node_draining", "1 while the node is drained (no new sessions), else 0.", []string{"node"}, nil)
@@ -223,7 +224,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSessions, descQueue, descFills, descOriginUp, descLeader, descTitles,
+	for _, d := range []*prometheus.Desc{descSessions, descQueue, descFills, descOriginUp, descLeader, descStoreUp, descTitles,
 		descNodeUp, descNodeDrain, descNodeCap, descNodeResv, descNodeEgress, descNodeSess, descNodeLoad, descNodeDisk, descNodeTitles, descNodeAdmit, descNodeNoShow, descNodeInfo} {
 		ch <- d
 	}
@@ -295,6 +296,7 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	// failed in a row: one lost answer (originMissed) is not an outage.
 	gauge(descOriginUp, b(m.origin != nil && m.originHeard.Load() && !m.originDown.Load()))
 	gauge(descLeader, b(m.Leader()))
+	gauge(descStoreUp, b(!m.health.storeDown.Load())) // as /healthz: the health check reads it again while down
 	gauge(descTitles, float64(len(m.titles())))
 }
 

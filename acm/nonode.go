@@ -16,7 +16,8 @@ import (
 // manager's first RestoreGrace (nodesSettledLocked: nodes may still be
 // registering), nor on a standby (nodes report to the active manager; a
 // standby serving viewers got the front door's address before its nodes
-// followed, and takes the planner lock as they register). RTSP 503 and
+// followed, and takes the planner lock as they register; it refuses with
+// it only at the queue deadline: refusalCauseLocked). RTSP 503 and
 // HTTP 503, both with Retry-After, as errNoNodeInService. It wraps
 // errNoBandwidth (the outcome no_capacity).
 var errNoNodeReporting = fmt.Errorf("%w: no node is reporting to the manager", errNoBandwidth)

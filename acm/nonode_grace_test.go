@@ -75,7 +75,9 @@ func TestLastNodeDeadBeyondGraceRefusesTheWaiting(t *testing.T) {
 // node; the request waits for them (here, out the queue deadline). The
 // refusal's log says it is a standby no node reports to and what to
 // check; it said "no node is in service ... none has registered yet", as
-// on an active manager just started.
+// on an active manager just started. The viewer is told so too, RTSP and
+// HTTP 503 with Retry-After (it was told 453 and "not enough bandwidth",
+// as if the nodes were full, while the log said no node reports).
 func TestStandbyWithoutNodesWaits(t *testing.T) {
 	open, _ := sharedRedis(t)
 	var log logtest.Buffer
@@ -87,7 +89,16 @@ func TestStandbyWithoutNodesWaits(t *testing.T) {
 		}
 	})
 	b.settled()
-	b.awaitWaitedOut(t, "standby with no node", base.StatusNotEnoughBandwidth)
+	res := b.awaitWaitedOut(t, "standby with no node", base.StatusServiceUnavailable)
+	if res.StatusMessage != "Service Unavailable (no node is reporting to the manager)" || len(res.Header["Retry-After"]) != 1 {
+		t.Errorf("RTSP on the standby: %q, Retry-After %v", res.StatusMessage, res.Header["Retry-After"])
+	}
+	start := time.Now()
+	hres, body := b.getBody("/vod/t1.ts", "demo", "demo")
+	if hres.StatusCode != http.StatusServiceUnavailable || hres.Header.Get("Retry-After") == "" ||
+		strings.TrimSpace(body) != "no node is reporting to the manager: try again later" || time.Since(start) < b.m.QueueDeadline {
+		t.Errorf("HTTP on the standby: %d after %v, Retry-After %q, %q", hres.StatusCode, time.Since(start), hres.Header.Get("Retry-After"), body)
+	}
 	for _, want := range []string{"no node reports to this manager, a standby", "NodeControl address " + b.m.GRPCAddr(), "the other manager was stopped"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the standby's log lacks %q:\n%s", want, log.String())

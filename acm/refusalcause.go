@@ -59,15 +59,16 @@ func (m *Manager) refusalInLocked(t store.Title, site string, requires lsm.Featu
 // (errNoDiskRoom), refusedNoSource when no node holds the title and none
 // can fetch it (errNoSource), refusedOriginChannels when no node holds the
 // title and every origin channel is busy, refusedNoNodeReporting when no
-// node has registered yet (errNoNodeReporting), refusedNoBandwidth
-// otherwise (on a standby no node reports to, saying so and where the
-// nodes are).
+// node has registered yet or, on a standby, none reports to it (saying so
+// and where the nodes are; errNoNodeReporting: the viewer is told no node
+// reports, not that the nodes lack bandwidth), refusedNoBandwidth
+// otherwise.
 func (m *Manager) refusalCauseLocked(t store.Title, site string, requires lsm.Feature) (why, reason string) {
 	if m.standby() && !m.sched.AnyNodeReporting(m.deadBefore(m.now())) {
 		// It never refuses for want of a node (noNodeReportingLocked):
 		// the operator is told where the nodes are.
 		return "no node reports to this manager, a standby (it does not hold the planner lock): the nodes report to the active manager, and follow the front door's address (the virtual IP) to a standby within seconds; if this one holds that address and none comes, check that the nodes reach its NodeControl address " +
-			m.GRPCAddr() + " (node.manager) with its cluster secret (secret_file), and that the other manager was stopped", refusedNoBandwidth
+			m.GRPCAddr() + " (node.manager) with its cluster secret (secret_file), and that the other manager was stopped", refusedNoNodeReporting
 	}
 	if !m.sched.AnyNodeReporting(m.deadBefore(m.now())) {
 		// The manager's first restore_grace (after it such a request is

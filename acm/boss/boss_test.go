@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -226,5 +228,32 @@ func TestPackageHolders(t *testing.T) {
 	got := f.PackageHolders()
 	if len(got) != 2 || !slices.Equal(got["basic"], []string{"amy", "zoe"}) || !slices.Equal(got["sport"], []string{"amy"}) {
 		t.Fatalf("PackageHolders: %v", got)
+	}
+}
+
+// A users file's typo is told on one line as the manager's configuration
+// tells its own, with its line and the key as written, not the decoder's
+// two lines naming the manager's Go type ("field pakages not found in
+// type boss.User"); LoadFile names the file.
+func TestParseFileErrorInWords(t *testing.T) {
+	const good = "realm: r\nusers:\n  - name: a\n    ha1: 0123456789abcdef0123456789abcdef\n"
+	for name, c := range map[string]struct{ doc, want string }{
+		"misspelt key":   {good + "    pakages: [kids]\n", "line 5: unknown key pakages (misspelt, or under the wrong section?)"},
+		"two misspelt":   {"realm: r\nuser:\n  - name: a\n" + "reaml: s\n", "line 2: unknown key user (misspelt, or under the wrong section?); line 4: unknown key reaml (misspelt, or under the wrong section?)"},
+		"packages alone": {good + "    packages: kids\n", "line 5: cannot unmarshal !!str `kids` into a list (packages: [a, b])"},
+		"syntax":         {"realm: r\nusers:\n  - name: a\n   ha1: x\n", "line 2: did not find expected"},
+	} {
+		_, err := ParseFile(strings.NewReader(c.doc))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") ||
+			strings.Contains(err.Error(), "boss.") || strings.HasPrefix(err.Error(), "yaml: ") {
+			t.Errorf("%s: %v, want %q on one line", name, err, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(path, []byte(good+"    pakages: [kids]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFile(path); err == nil || err.Error() != path+": line 5: unknown key pakages (misspelt, or under the wrong section?)" {
+		t.Errorf("LoadFile: %v", err)
 	}
 }

@@ -85,7 +85,8 @@ type File struct {
 
 var _ BOSS = (*File)(nil)
 
-// LoadFile reads a users file (see ParseFile).
+// LoadFile reads a users file (see ParseFile); its errors of the file's
+// content are "PATH: line N: ...".
 func LoadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -93,7 +94,7 @@ func LoadFile(path string) (*File, error) {
 	}
 	f, err := ParseFile(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("boss: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }
@@ -108,7 +109,8 @@ func LoadFile(path string) (*File, error) {
 //	    packages: ["*"]
 //
 // A syntax error, an unknown field and a bad user entry are reported with
-// their line ("line 7: ...").
+// their line, on one line ("line 7: unknown key pakages (misspelt, or
+// under the wrong section?)"; several joined by "; "; fileError).
 func ParseFile(r io.Reader) (*File, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -121,7 +123,7 @@ func ParseFile(r io.Reader) (*File, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("empty users file")
 		}
-		return nil, err
+		return nil, fileError(err)
 	}
 	// The same document again, for the line of each user entry.
 	var lines struct {

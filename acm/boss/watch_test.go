@@ -119,7 +119,7 @@ func TestWatchedFileReloads(t *testing.T) {
 	}
 	replace(t, path, []byte("realm: vodcluster\nusers:\n  - name: dave\n   bcrypt: x\n"))
 	await(t, "syntax error logged", func() bool { return strings.Count(logs.String(), "users file not reloaded") == 2 })
-	if line := lastLine(logs.String(), "users file not reloaded"); !strings.Contains(line, "file="+path) || !strings.Contains(line, "yaml: line ") {
+	if line := lastLine(logs.String(), "users file not reloaded"); !strings.Contains(line, "file="+path) || !strings.Contains(line, path+": line ") || strings.Contains(line, ": yaml: ") {
 		t.Fatalf("log line of the syntax error: %s", line)
 	}
 	if err := w.Authenticate(ctx, basic("bob")); err != nil {

@@ -84,8 +84,8 @@ var (
 
 // OpenRedis connects to the Redis of opts and checks it answers (PING,
 // bounded by opts.DialTimeout). Errors: an empty or malformed Addr, a
-// negative DB, or a server that cannot be reached or refuses the
-// credentials.
+// negative DB, a server that cannot be reached, or one that refuses the
+// credentials (*AuthError: a password wanted, or the one given refused).
 func OpenRedis(opts RedisOptions) (*Redis, error) {
 	redisLogOnce.Do(func() { redis.SetLogger(redisLog{}) })
 	if opts.Addr == "" {
@@ -123,6 +123,9 @@ func OpenRedis(opts RedisOptions) (*Redis, error) {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
+		if ae := authError(opts.Addr, err); ae != nil {
+			return nil, ae
+		}
 		return nil, fmt.Errorf("store: redis %s: %w", opts.Addr, err)
 	}
 	return &Redis{c: c, prefix: opts.Prefix}, nil

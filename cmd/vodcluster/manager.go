@@ -186,15 +186,41 @@ func openStore(c ManagerConfig) (store.Store, error) {
 	if c.Store.RedisTLS || c.Store.RedisTLSCA != "" {
 		var err error
 		if r.TLS, err = store.RedisTLS(c.Store.RedisAddr, c.Store.RedisTLSCA); err != nil {
-			return nil, fmt.Errorf("manager store: %w", err)
+			return nil, storeOpenError(err)
 		}
 	}
 	st, err := store.Open(c.Store.Backend, c.DataDir, r, slog.Default().With("component", "store"))
 	if err != nil {
-		return nil, fmt.Errorf("manager store: %w", err)
+		return nil, storeOpenError(err)
 	}
 	return st, nil
 }
+
+// storeOpenError is err, of opening the manager's store, for the
+// operator: "manager store: " in front, once (the store's own errors
+// begin "store: "), and, when the Redis refused the credentials
+// (store.AuthError), the settings that give them.
+func storeOpenError(err error) error {
+	msg := "manager store: " + strings.TrimPrefix(err.Error(), "store: ")
+	var ae *store.AuthError
+	switch {
+	case errors.As(err, &ae) && ae.Required:
+		msg += ": set store.redis_password (the Redis's requirepass, or with store.redis_username an ACL user's password)"
+	case errors.As(err, &ae):
+		msg += ": check store.redis_password, and store.redis_username (an ACL user; leave it out for the default user, whose password is the Redis's requirepass)"
+	}
+	return &openError{msg: msg, err: err}
+}
+
+// openError is an error of opening the manager's store in the
+// operator's words (storeOpenError); it unwraps to the store's error.
+type openError struct {
+	msg string
+	err error
+}
+
+func (e *openError) Error() string { return e.msg }
+func (e *openError) Unwrap() error { return e.err }
 
 // managerProcess is the manager with the store it runs on: Close closes
 // both (acm.Manager does not close a store it is given).

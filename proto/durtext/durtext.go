@@ -44,3 +44,24 @@ func Written(d time.Duration) string {
 	}
 	return s
 }
+
+// About renders d, a duration given approximately ("within about 17s":
+// one computed, not configured), rounded to what an operator reads: to
+// the second from 10 s up, to a tenth of a second from 1 s, to the
+// millisecond below; then as Written writes it ("17s", "1.7s", "250ms",
+// not "16.666666666s").
+func About(d time.Duration) string {
+	a := d
+	if a < 0 {
+		a = -a // the most negative duration stays negative: rounded to the millisecond
+	}
+	switch {
+	case a >= 10*time.Second:
+		d = d.Round(time.Second)
+	case a >= time.Second:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Millisecond)
+	}
+	return Written(d)
+}

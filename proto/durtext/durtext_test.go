@@ -28,3 +28,26 @@ func TestWritten(t *testing.T) {
 		}
 	}
 }
+
+// A duration computed for a message ("within about …") is rounded to what
+// an operator reads, and keeps Written's form.
+func TestAbout(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{50 * time.Second / 3, "17s"},
+		{5 * time.Second / 3, "1.7s"},
+		{time.Second / 3, "333ms"},
+		{250 * time.Millisecond, "250ms"},
+		{90*time.Second + 400*time.Millisecond, "1m30s"},
+		{36*time.Hour + 2*time.Second/3, "1d12h1s"},
+		{-50 * time.Second / 3, "-17s"},
+		{1500 * time.Microsecond, "2ms"},
+	} {
+		if got := About(c.d); got != c.want {
+			t.Errorf("About(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}

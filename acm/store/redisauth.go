@@ -1,0 +1,47 @@
+package store
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AuthError is OpenRedis's error when the Redis at Addr refuses the
+// connection's credentials: Required when it asks for a password and
+// none was given (NOAUTH: its requirepass, or ACL users without nopass),
+// otherwise the username and password given are refused (WRONGPASS: a
+// wrong password, or an ACL user unknown or disabled). Reply is the
+// Redis's own answer. Its text reads "store: redis ADDR refused the
+// username and password (REPLY)" or "store: redis ADDR requires a
+// password (REPLY)"; the caller names its settings that give them.
+type AuthError struct {
+	Addr     string
+	Reply    string
+	Required bool
+}
+
+func (e *AuthError) Error() string {
+	if e.Required {
+		return "store: redis " + e.Addr + " requires a password (" + e.Reply + ")"
+	}
+	return "store: redis " + e.Addr + " refused the username and password (" + e.Reply + ")"
+}
+
+// authError returns err, the Redis's answer to a connection's first
+// command at addr, as an *AuthError when it refuses the credentials
+// (NOAUTH, WRONGPASS), nil otherwise.
+func authError(addr string, err error) error {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	reply := re.Error()
+	switch {
+	case strings.HasPrefix(reply, "NOAUTH"):
+		return &AuthError{Addr: addr, Reply: reply, Required: true}
+	case strings.HasPrefix(reply, "WRONGPASS"):
+		return &AuthError{Addr: addr, Reply: reply}
+	}
+	return nil
+}
