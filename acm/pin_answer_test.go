@@ -44,4 +44,12 @@ func TestPinAnswerSaysWhatItStarted(t *testing.T) {
 	if ack, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "t2", NodeId: "n1"}); err != nil || ack.GetMessage() != "already pinned" || ack.GetFetching() {
 		t.Errorf("pin again: %v %v", ack, err)
 	}
+	// Pinned to the cluster with no node the planner can fetch it to (the
+	// only one drained): not said to be fetched.
+	if _, err := e.admin.SetNode(context.Background(), &pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := e.admin.Pin(context.Background(), &pb.PlacementRequest{TitleId: "r"}); err != nil || ack.GetFetching() {
+		t.Errorf("pin to the cluster with its only node drained: %v %v, want no fetch said", ack, err)
+	}
 }

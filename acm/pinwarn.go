@@ -80,7 +80,8 @@ func (m *Manager) clusterPinWarningLocked(title string) string {
 // pinFetchesLocked says what a pin of title just taken sets going (mu
 // held): fetching, when the storage planner fetches it from the origin
 // for the pin (to node, or with node "" to the cluster: no registered
-// node holds it, nor fills it), and overridden, when an operator's eviction
+// node holds it, nor fills it, and one in service with an origin can
+// fetch it), and overridden, when an operator's eviction
 // of it from node (Replicator.Held) kept it off the node, a hold the pin
 // overrides (the plan places a title on the nodes pinning it). warn is
 // the pin's warning (pinWarningLocked, clusterPinWarningLocked): with
@@ -99,15 +100,17 @@ func (m *Manager) pinFetchesLocked(node, title, warn string) (fetching, overridd
 		_, there := n.Holds(title)
 		return !there, overridden
 	}
-	if warn != "" || len(m.sched.Nodes) == 0 {
+	if warn != "" {
 		return false, false
 	}
+	can := false // a node in service with an origin: one the planner can fetch it to
 	for _, n := range m.sched.Nodes {
 		if _, there := n.Holds(title); there {
 			return false, false
 		}
+		can = can || (m.sched.InService(n) && !n.NoOrigin)
 	}
-	return true, false
+	return can, false
 }
 
 // pinDoneNote is what the answer to a pin says it set going (after

@@ -58,7 +58,7 @@ func (m *Manager) deleteUndone(ctx context.Context, ghosts []store.Session) {
 	for _, st := range ghosts {
 		err := m.deleteOwn(ctx, st, "")
 		m.noteStoreWrite(err)
-		m.log.Warn("store: the entry of a session whose admission was undone here (written when the store resumed) was read back: not loaded, deleted",
+		m.log.Warn("store: the entry of a session whose admission was undone here (written when the store resumed) was read back: not loaded; deleted unless another manager holds it",
 			"session", st.ID, "title", st.Title, "user", st.User, "err", err)
 	}
 }

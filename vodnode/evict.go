@@ -101,8 +101,12 @@ func (m *managerLink) evictStarted(id string, err error) {
 		n.log.Info("prefetch cancelled by the manager's eviction before its fill started", "title", id, "err", err)
 		// A partial it would have resumed, unless a viewer's fill took it
 		// up meanwhile (in use: kept).
-		if _, perr := n.evict(id, evictReasonOperator); perr == nil {
-			n.log.Info("partial fill of the title removed by the manager's eviction", "title", id)
+		if cancelled, perr := n.evict(id, evictReasonOperator); perr == nil {
+			what := "what the node kept of the title (a partial fill, or a copy) removed by the manager's eviction"
+			if cancelled {
+				what = "a fill of the title cancelled by the manager's eviction"
+			}
+			n.log.Info(what, "title", id)
 		}
 		return
 	}

@@ -460,7 +460,14 @@ func (c *rtspConn) unackedFor(s *session) int64 {
 // close ends the sessions interleaved in the connection (UDP sessions live
 // on, RFC 2326 §1.1: a session is not bound to a connection) and forgets it.
 func (c *rtspConn) close() {
-	c.nc.Close()
+	if c.cw.Failed() {
+		// A TLS connection whose write failed (timed out) takes no
+		// close alert: sent, it would follow a record cut short, and
+		// wait up to 5 s on a dead host's full socket.
+		deliver.CloseNow(c.nc)
+	} else {
+		c.nc.Close()
+	}
 	c.cw.Close()
 	c.mu.Lock()
 	var tcp []*session

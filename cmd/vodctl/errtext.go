@@ -59,7 +59,10 @@ func (g *globals) explain(err error) error {
 		e.text += fmt.Sprintf(" (is the manager running with its gRPC at %s? --manager or $VODCTL_MANAGER)", g.manager)
 		return e
 	case codes.DeadlineExceeded:
-		e.text = fmt.Sprintf("no answer from the manager at %s within --timeout %s (%s)", g.manager, &g.timeout, st.Message())
+		// gRPC's own words vary with when the deadline struck ("context
+		// deadline exceeded", "stream terminated by RST_STREAM …"): they
+		// add nothing to this.
+		e.text = fmt.Sprintf("no answer from the manager at %s within --timeout %s", g.manager, &g.timeout)
 		return e
 	case codes.Unimplemented:
 		if strings.Contains(st.Message(), "unknown service") {
@@ -103,15 +106,17 @@ func (e statusError) Error() string { return e.text + " [" + codeName(e.st.Code(
 // codeName is a gRPC status code as the docs and the proto's comments
 // name it: FAILED_PRECONDITION for codes.FailedPrecondition.
 func codeName(c codes.Code) string {
-	var b strings.Builder
-	for i, r := range c.String() {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
+	if int(c) < len(codeNames) {
+		return codeNames[c]
 	}
-	return strings.ToUpper(b.String())
+	return fmt.Sprintf("CODE_%d", uint32(c))
 }
+
+// codeNames are the gRPC status codes' canonical names (grpc's
+// doc/statuscodes.md), by code.
+var codeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
 // GRPCStatus returns the status, for status.Code and status.FromError.
 func (e statusError) GRPCStatus() *status.Status { return e.st }

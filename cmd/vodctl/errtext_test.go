@@ -48,7 +48,7 @@ func TestErrorLineReadsAsASentence(t *testing.T) {
 	}
 
 	code, _, stderr = vodctlRun(addr, "--timeout", "300ms", "nodes")
-	if want := "vodctl: no answer from the manager at " + addr + " within --timeout 300ms (context deadline exceeded) [DEADLINE_EXCEEDED]\n"; code != 1 || stderr != want {
+	if want := "vodctl: no answer from the manager at " + addr + " within --timeout 300ms [DEADLINE_EXCEEDED]\n"; code != 1 || stderr != want {
 		t.Errorf("no answer: exit %d, %q; want 1 and %q", code, stderr, want)
 	}
 
@@ -66,6 +66,17 @@ func TestErrorLineReadsAsASentence(t *testing.T) {
 	for _, jargon := range []string{"rpc error", "desc =", "transport:", "Unavailable:"} {
 		if strings.Contains(stderr, jargon) {
 			t.Errorf("no manager: %q in %q", jargon, stderr)
+		}
+	}
+}
+
+// The status code in brackets is the code's canonical name (CANCELLED,
+// as grpc spells it, not CANCELED), and a code past them is CODE_N.
+func TestCodeName(t *testing.T) {
+	for c, want := range map[codes.Code]string{codes.Canceled: "CANCELLED", codes.FailedPrecondition: "FAILED_PRECONDITION",
+		codes.Unauthenticated: "UNAUTHENTICATED", codes.Code(17): "CODE_17"} {
+		if got := codeName(c); got != want {
+			t.Errorf("codeName(%d) = %q, want %q", c, got, want)
 		}
 	}
 }

@@ -62,6 +62,7 @@ type ConnWriter struct {
 	batchAt int64       // when run began the batch in flight (unix ns)
 	heldAt  int64       // when the peer was last seen holding that batch back, alive (unix ns; watchBatch)
 	acked   uint64      // tcpi_bytes_acked at watchBatch's last look
+	sampled bool        // acked is of the batch in flight (watchBatch looked at it)
 	watch   *time.Timer // watchBatch, while a batch is in flight (trc only)
 
 	// tookAt is when the socket last took bytes of a write (unix ns; 0:
@@ -224,6 +225,15 @@ func (w *ConnWriter) TryWrite(b []byte) (bool, error) {
 	return true, nil
 }
 
+// Failed reports whether the writer failed (a write's error or timeout,
+// or Close): a TLS connection then takes no more records, its close
+// alert included (close it with CloseNow).
+func (w *ConnWriter) Failed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err != nil
+}
+
 // Timeout returns how long a blocking write (Write) waits for the
 // connection to take bytes before it gives up and fails the writer.
 func (w *ConnWriter) Timeout() time.Duration { return w.timeout }
@@ -249,6 +259,9 @@ func (w *ConnWriter) Close() {
 		w.mu.Lock()
 		if w.err == nil {
 			w.err = net.ErrClosed
+		}
+		if w.watch != nil {
+			w.watch.Stop()
 		}
 		w.drained.Broadcast()
 		w.mu.Unlock()
@@ -373,7 +386,7 @@ func watchEvery(timeout time.Duration) time.Duration {
 // and has watchBatch look at it (mu held).
 func (w *ConnWriter) startBatchLocked() {
 	now := time.Now()
-	w.batchAt = now.UnixNano()
+	w.batchAt, w.sampled = now.UnixNano(), false
 	w.c.SetWriteDeadline(now.Add(w.timeout))
 	if w.trc == nil {
 		return
@@ -402,7 +415,12 @@ func (w *ConnWriter) watchBatch() {
 	}
 	now := time.Now().UnixNano()
 	if ti, ok := tcpInfo(w.trc); ok {
-		if ti.Bytes_acked != w.acked {
+		switch {
+		case !w.sampled:
+			// The batch's first look: what was acknowledged before it
+			// (the handshake, the batches before) is no progress of it.
+			w.acked, w.sampled = ti.Bytes_acked, true
+		case ti.Bytes_acked != w.acked:
 			w.acked, w.tookAt = ti.Bytes_acked, now
 		}
 		if windowClosed(ti) {

@@ -68,7 +68,7 @@ func (w *ConnWriter) readerState(d time.Duration) readerState {
 // nothing (a player paused without a PAUSE: ReaderStopped). A player
 // taking the stream, a host gone, or a connection with nothing
 // outstanding is not. False as ReaderStopped is, and while the writer
-// is busy (for a TLS connection, its goroutine's batch in flight counts
+// is busy (for a TLS connection, bytes left unsent in its socket count
 // as queued: it waits briefly for the writer's lock instead).
 func (w *ConnWriter) PeerHolding() bool {
 	if w.async {
@@ -77,7 +77,10 @@ func (w *ConnWriter) PeerHolding() bool {
 		}
 		w.mu.Lock() // held only briefly by an async writer's users
 		defer w.mu.Unlock()
-		return w.err == nil && peerHolding(w.trc, w.inflight > 0 || len(w.pending) > 0)
+		// Bytes in the socket unsent (Notsent_bytes), not a batch in
+		// flight: one is for every record written, also into a socket
+		// with room.
+		return w.err == nil && peerHolding(w.trc, false)
 	}
 	if w.rc == nil || !w.mu.TryLock() {
 		return false
