@@ -3,14 +3,10 @@ package deliver
 import (
 	"crypto/tls"
 	"net"
-	"os"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"vodcluster/proto/grpctls/grpctlstest"
 )
@@ -20,44 +16,15 @@ import (
 // namespace, which then goes back); closed when the test ends.
 func (p *narrowPath) dialFrom(t *testing.T, addr string, rcvbuf int) net.Conn {
 	t.Helper()
-	type res struct {
-		c   net.Conn
-		err error
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+	}}
+	c, err := inNamespace(p, func() (net.Conn, error) { return d.Dial("tcp", addr) })
+	if err != nil {
+		t.Fatal(err)
 	}
-	ch := make(chan res, 1)
-	go func() {
-		runtime.LockOSThread()
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			ch <- res{nil, err}
-			return // the thread stays locked and ends with the goroutine
-		}
-		defer self.Close()
-		f, err := os.Open("/run/netns/" + p.ns)
-		if err != nil {
-			ch <- res{nil, err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- res{nil, err}
-			return
-		}
-		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
-		}}
-		c, err := d.Dial("tcp", addr)
-		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- res{c, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // An RTSPS viewer whose host is gone (its link down: it answers no

@@ -102,46 +102,58 @@ func sweepStalePaths() {
 	}
 }
 
-// listen opens a UDP socket on the namespace's side (made on a thread
-// moved into the namespace, which then goes back).
-func (p *narrowPath) listen(t *testing.T) *net.UDPConn {
-	t.Helper()
+// inNamespace runs fn on a thread moved into the path's namespace, which
+// then goes back, and returns what fn returns, or the error of moving the
+// thread (a thread that cannot go back stays locked and ends with its
+// goroutine).
+func inNamespace[T any](p *narrowPath, fn func() (T, error)) (T, error) {
 	type res struct {
-		c   *net.UDPConn
+		v   T
 		err error
 	}
 	ch := make(chan res, 1)
 	go func() {
+		var zero T
 		runtime.LockOSThread()
 		self, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			ch <- res{nil, err}
+			ch <- res{zero, err}
 			return // the thread stays locked and ends with the goroutine
 		}
 		defer self.Close()
 		f, err := os.Open("/run/netns/" + p.ns)
 		if err != nil {
-			ch <- res{nil, err}
+			ch <- res{zero, err}
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- res{nil, err}
+			ch <- res{zero, err}
 			return
 		}
-		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: p.peer})
+		v, err := fn()
 		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		ch <- res{c, err}
+		ch <- res{v, err}
 	}()
 	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
+	return r.v, r.err
+}
+
+// listen opens a UDP socket on the namespace's side (made on a thread
+// moved into the namespace, which then goes back).
+func (p *narrowPath) listen(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c, err := inNamespace(p, func() (*net.UDPConn, error) {
+		return net.ListenUDP("udp", &net.UDPAddr{IP: p.peer})
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.c.SetReadBuffer(4 << 20)
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	c.SetReadBuffer(4 << 20)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // maxUDP1280 is the largest UDP payload an IPv6 datagram carries whole on
