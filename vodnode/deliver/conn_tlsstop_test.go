@@ -2,11 +2,48 @@ package deliver
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"testing"
 	"time"
 )
+
+// narrowTLSPair is tlsPair whose client asks a receive buffer, and whose
+// server socket a send buffer, of 4096 bytes: a viewer that stops reading
+// soon holds its writer's batch back.
+func narrowTLSPair(t *testing.T) (server *tls.Conn, client *tls.Conn) {
+	t.Helper()
+	server, client = tlsPair(t, 4096)
+	server.NetConn().(*net.TCPConn).SetWriteBuffer(4096)
+	return server, client
+}
+
+// startLaggingEngine starts an engine of one shard whose MaxLag is 300 ms
+// (a stream that long behind its player is ended as a slow one, unless
+// the player stopped reading, its host alive); the caller closes it.
+func startLaggingEngine(t *testing.T) *Engine {
+	t.Helper()
+	e := &Engine{Shards: 1, MaxLag: 300 * time.Millisecond}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// playClip plays the test clip from its start on e over RTP/TCP through
+// w, and returns the stream and the channel that takes how it ended.
+func playClip(t *testing.T, e *Engine, w *ConnWriter) (*Stream, chan ended) {
+	t.Helper()
+	done := make(chan ended, 1)
+	s, err := e.NewStream(StreamConfig{Source: newMemSource(loadClip(t)), Mode: RTPTCP, Conn: w,
+		OnEnd: func(r EndReason, err error) { done <- ended{r, err} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Play(0)
+	return s, done
+}
 
 // An RTSPS viewer that stops reading, its host alive, is told apart from
 // a slow one as a plain viewer is (ReaderStopped, PeerHolding): its
@@ -17,8 +54,7 @@ import (
 // failed the connection a timeout after it began, and a response failed
 // a timeout after it was queued.
 func TestConnWriterTLSStoppedReaderWaits(t *testing.T) {
-	srv, cli := tlsPair(t, 4096)
-	srv.NetConn().(*net.TCPConn).SetWriteBuffer(4096)
+	srv, cli := narrowTLSPair(t)
 	const timeout = time.Second
 	const limit = 48 << 10
 	w := NewConnWriter(srv, limit, timeout)
@@ -97,23 +133,13 @@ func TestConnWriterTLSStoppedReaderWaits(t *testing.T) {
 // goes on when the player reads again. Before, its writer's batch failed
 // a timeout after it began and the stream was ended.
 func TestTLSPlayerStoppedReadingWaits(t *testing.T) {
-	e := &Engine{Shards: 1, MaxLag: 300 * time.Millisecond}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e := startLaggingEngine(t)
 	defer e.Close()
-	srv, cli := tlsPair(t, 4096)
-	srv.NetConn().(*net.TCPConn).SetWriteBuffer(4096)
+	srv, cli := narrowTLSPair(t)
 	const timeout = time.Second
 	w := NewConnWriter(srv, 64<<10, timeout)
 	defer w.Close()
-	done := make(chan ended, 1)
-	s, err := e.NewStream(StreamConfig{Source: newMemSource(loadClip(t)), Mode: RTPTCP, Conn: w,
-		OnEnd: func(r EndReason, err error) { done <- ended{r, err} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Play(0)
+	s, done := playClip(t, e, w)
 	readFrames(t, cli, 32<<10, 5*time.Second)
 	// Stopped: nothing read.
 	waitUntil(t, 10*time.Second, "the stream waiting for its stopped player", func() bool {
@@ -155,13 +181,9 @@ func TestTLSPlayerStoppedReadingWaits(t *testing.T) {
 // (up to 16 KiB), so 512 bytes of its plaintext every 20 ms would leave
 // the socket unread 0.6 s at a time, not a slow link.
 func TestSlowTLSReader(t *testing.T) {
-	e := &Engine{Shards: 1, MaxLag: 300 * time.Millisecond}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e := startLaggingEngine(t)
 	defer e.Close()
-	srv, cli := tlsPair(t, 4096)
-	srv.NetConn().(*net.TCPConn).SetWriteBuffer(4096)
+	srv, cli := narrowTLSPair(t)
 	// The link's bytes, read as they come (a TLS client reads whole
 	// records): 512 bytes every 20 ms, 25 kB/s, a third of the clip's
 	// bitrate.
@@ -177,13 +199,7 @@ func TestSlowTLSReader(t *testing.T) {
 	}()
 	w := NewConnWriter(srv, 64<<10, time.Second)
 	defer w.Close()
-	done := make(chan ended, 1)
-	s, err := e.NewStream(StreamConfig{Source: newMemSource(loadClip(t)), Mode: RTPTCP, Conn: w,
-		OnEnd: func(r EndReason, err error) { done <- ended{r, err} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Play(0)
+	_, done := playClip(t, e, w)
 	select {
 	case d := <-done:
 		if d.reason != EndSlow {
