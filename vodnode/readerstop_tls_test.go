@@ -41,19 +41,6 @@ func TestRTSPSPlayerPausedWithoutPAUSE(t *testing.T) {
 	tc.SetDeadline(time.Time{})
 	c := &testClient{t: t, c: tc, br: bufio.NewReader(tc)}
 	url := "rtsps://" + n.RTSPSAddr() + "/s/" + mint(t, "box-paused", "long-001", "node-1", "", time.Minute) + "/vod/long-001"
-	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
-	if res.StatusCode != 200 {
-		t.Fatalf("SETUP: %s", statusLine(res))
-	}
-	sess := sessionID(res)
-	if res = c.do("PLAY", url+"/", "Session", sess); res.StatusCode != 200 {
-		t.Fatalf("PLAY: %s", statusLine(res))
-	}
-	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for c.frameBytes < 20000 {
-		if _, _, err := c.frame(); err != nil {
-			t.Fatalf("media: %v", err)
-		}
-	}
+	sess := playTo20k(t, c, url)
 	playerPausedWithoutPAUSE(t, n, m, c, url, sess)
 }

@@ -71,6 +71,15 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 	cc := &countingConn{Conn: raw}
 	c := &testClient{t: t, c: raw, br: bufio.NewReader(cc)}
 	url := nodeURL(n, mint(t, sid, "long-001", "node-1", "", time.Minute), "long-001")
+	sess := playTo20k(t, c, url)
+	return n, m, c, cc, url, sess
+}
+
+// playTo20k sets up track 0 of url interleaved on c's connection, plays
+// it and reads its media until 20 kB of frames came (the connection's
+// read deadline 10 s on), and returns the RTSP session's id.
+func playTo20k(t *testing.T, c *testClient, url string) string {
+	t.Helper()
 	res := c.do("SETUP", url+"/trackID=0", "Transport", "RTP/AVP/TCP;unicast;interleaved=0-1")
 	if res.StatusCode != 200 {
 		t.Fatalf("SETUP: %s", statusLine(res))
@@ -85,7 +94,7 @@ func tcpPlayerAt20k(t *testing.T, sid string, set func(*Node)) (*Node, *fakeMana
 			t.Fatalf("media: %v", err)
 		}
 	}
-	return n, m, c, cc, url, sess
+	return sess
 }
 
 // tcpPlayerCounted plays a title over TCP to a player that, after 20 kB,
