@@ -15,81 +15,48 @@ import (
 )
 
 // stallingStore is a badger store whose state reads and writes, session
-// writes and deletes and catalog writes hang while it is stalled (as a
-// Redis stopped by SIGSTOP does): until their deadline, or until it
-// resumes, when they are made.
+// writes and deletes and catalog writes hang while it is stalled, its
+// gate shut (as a Redis stopped by SIGSTOP does): until their deadline,
+// or until it resumes, its gate open, when they are made.
 type stallingStore struct {
 	store.Store
+	storeGate
 	probes atomic.Int64 // the health check's reads (stateHealthProbe)
-	mu     sync.Mutex
-	gate   chan struct{} // nil: it answers; closed when it resumes
-}
-
-func (s *stallingStore) stall() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate == nil {
-		s.gate = make(chan struct{})
-	}
-}
-
-func (s *stallingStore) resume() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate != nil {
-		close(s.gate)
-		s.gate = nil
-	}
-}
-
-func (s *stallingStore) wait(ctx context.Context) error {
-	s.mu.Lock()
-	gate := s.gate
-	s.mu.Unlock()
-	if gate == nil {
-		return nil
-	}
-	select {
-	case <-gate:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *stallingStore) State(ctx context.Context, name string) ([]byte, error) {
 	if name == stateHealthProbe {
 		s.probes.Add(1)
 	}
-	if err := s.wait(ctx); err != nil {
+	if err := s.hang(ctx, "State"); err != nil {
 		return nil, err
 	}
 	return s.Store.State(ctx, name)
 }
 
 func (s *stallingStore) PutState(ctx context.Context, name string, value []byte) error {
-	if err := s.wait(ctx); err != nil {
+	if err := s.hang(ctx, "PutState"); err != nil {
 		return err
 	}
 	return s.Store.PutState(ctx, name, value)
 }
 
 func (s *stallingStore) PutSession(ctx context.Context, ss store.Session) error {
-	if err := s.wait(ctx); err != nil {
+	if err := s.hang(ctx, "PutSession"); err != nil {
 		return err
 	}
 	return s.Store.PutSession(ctx, ss)
 }
 
 func (s *stallingStore) DeleteSession(ctx context.Context, id string) error {
-	if err := s.wait(ctx); err != nil {
+	if err := s.hang(ctx, "DeleteSession"); err != nil {
 		return err
 	}
 	return s.Store.DeleteSession(ctx, id)
 }
 
 func (s *stallingStore) ReplaceTitles(ctx context.Context, titles []store.Title) error {
-	if err := s.wait(ctx); err != nil {
+	if err := s.hang(ctx, "ReplaceTitles"); err != nil {
 		return err
 	}
 	return s.Store.ReplaceTitles(ctx, titles)
@@ -116,7 +83,7 @@ func TestHealthzChecksAStoreNotHeardFrom(t *testing.T) {
 	e := newManager(t, "", func(m *Manager) {
 		m.Store, m.HealthCheck, m.StoreTimeout = ss, 5*time.Minute, 3*time.Second
 	})
-	t.Cleanup(ss.resume)
+	t.Cleanup(ss.open)
 	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
 
 	// Heard from just now: no store call.
@@ -129,7 +96,7 @@ func TestHealthzChecksAStoreNotHeardFrom(t *testing.T) {
 		t.Fatalf("/healthz with the store just heard from read it %d times, want none", n)
 	}
 
-	ss.stall()
+	ss.shut()
 	e.m.health.answered.Store(0) // not heard from since: as after healthzFresh
 	const probes = 4
 	codes, bodies := make([]int, probes), make([]string, probes)
@@ -159,7 +126,7 @@ func TestHealthzChecksAStoreNotHeardFrom(t *testing.T) {
 	if code, body := probe(t, e.m, "/healthz"); code != http.StatusServiceUnavailable || body != "not ready: store unavailable\n" {
 		t.Fatalf("/healthz with the store taken as stalled: %d %q, want 503 \"not ready: store unavailable\"", code, body)
 	}
-	ss.resume()
+	ss.open()
 	awaitProbe(t, e.m, "/healthz", http.StatusOK, "ok")
 }
 

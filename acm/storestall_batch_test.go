@@ -23,7 +23,7 @@ func gatedManager(t *testing.T, persistWait time.Duration, configure func(*Manag
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	g := &gatedRedis{Redis: r, srv: srv, entered: make(chan string, 64)}
+	g := &gatedRedis{Redis: r, storeGate: storeGate{entered: make(chan string, 64)}, srv: srv}
 	e := newManager(t, "", func(m *Manager) {
 		m.Store, m.HealthCheck, m.StoreTimeout, m.persistWait = g, 5*time.Minute, 200*time.Millisecond, persistWait
 		if configure != nil {

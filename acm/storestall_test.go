@@ -90,45 +90,43 @@ func TestStoreStallEndsWhenTheStoreAnswers(t *testing.T) {
 	})
 }
 
-// gatedRedis is a real Redis store whose session writes, deletes and
-// state reads hang while its gate is shut (as a stalled server's): until
-// their deadline, or until the gate opens (then they are made, as a
-// server that resumes answers them), so that a test can change the store
-// behind the manager's back meanwhile. It keeps the Redis store's planner
-// lock (store.Locker).
-type gatedRedis struct {
-	*store.Redis
-	srv *redistest.Server // the server, when gatedManager started it
-	// closeAfter, when above 0, shuts the gate once that many deletes
-	// (DeleteSessionHeldBy) went through.
-	closeAfter atomic.Int64
-	entered    chan string // a call's name as it starts to hang, if there is room
-	mu         sync.Mutex
-	gate       chan struct{} // nil: open; closed when it opens
-	puts       []string      // ids of the sessions whose write failed at the gate
+// storeGate holds a fake store's calls while it is shut (as a stalled
+// server holds them): hang returns at once while the gate is open, and
+// while it is shut waits until the gate opens (nil: the call is then
+// made) or until the call's deadline (ctx's error). A fake store embeds
+// it and calls hang first in each call it holds.
+type storeGate struct {
+	entered chan string // a call's name as it starts to hang, if there is room (nil: not told)
+	gateMu  sync.Mutex
+	gate    chan struct{} // nil: open; closed when it opens
 }
 
-func (g *gatedRedis) shut() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// shut holds the calls that start from now on (those already past hang
+// are not held); shutting a shut gate changes nothing.
+func (g *storeGate) shut() {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
 	if g.gate == nil {
 		g.gate = make(chan struct{})
 	}
 }
 
-func (g *gatedRedis) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// open lets the held calls and those to come through.
+func (g *storeGate) open() {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
 	if g.gate != nil {
 		close(g.gate)
 		g.gate = nil
 	}
 }
 
-func (g *gatedRedis) hang(ctx context.Context, call string) error {
-	g.mu.Lock()
+// hang waits, while the gate is shut, until it opens (nil) or ctx ends
+// (its error), first sending call to entered if it has room.
+func (g *storeGate) hang(ctx context.Context, call string) error {
+	g.gateMu.Lock()
 	gate := g.gate
-	g.mu.Unlock()
+	g.gateMu.Unlock()
 	if gate == nil {
 		return nil
 	}
@@ -142,6 +140,23 @@ func (g *gatedRedis) hang(ctx context.Context, call string) error {
 	case <-gate:
 		return nil
 	}
+}
+
+// gatedRedis is a real Redis store whose session writes, deletes and
+// state reads hang while its gate is shut (as a stalled server's): until
+// their deadline, or until the gate opens (then they are made, as a
+// server that resumes answers them), so that a test can change the store
+// behind the manager's back meanwhile. It keeps the Redis store's planner
+// lock (store.Locker).
+type gatedRedis struct {
+	*store.Redis
+	storeGate
+	srv *redistest.Server // the server, when gatedManager started it
+	// closeAfter, when above 0, shuts the gate once that many deletes
+	// (DeleteSessionHeldBy) went through.
+	closeAfter atomic.Int64
+	mu         sync.Mutex
+	puts       []string // ids of the sessions whose write failed at the gate
 }
 
 func (g *gatedRedis) PutSession(ctx context.Context, s store.Session) error {
@@ -307,7 +322,7 @@ func TestStoreFrontPersistNotHeldByAnotherWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	g := &gatedRedis{Redis: r, entered: make(chan string, 8)}
+	g := &gatedRedis{Redis: r, storeGate: storeGate{entered: make(chan string, 8)}}
 	e := newManager(t, "", func(m *Manager) {
 		m.Store, m.HealthCheck, m.StoreTimeout = g, 5*time.Minute, 200*time.Millisecond
 	})
