@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/acm/store"
 	"vodcluster/proto/logtest"
+	"vodcluster/proto/monotime"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -110,7 +111,7 @@ func TestCloseSaysWhenTheLeaseRanOut(t *testing.T) {
 		t.Fatalf("leaders: a %v, b %v; want a alone", a.m.Leader(), b.m.Leader())
 	}
 	st.armed.Store(true)
-	a.m.lead.until.Store(time.Now().Add(-time.Second).UnixNano()) // the lease ran out
+	a.m.lead.until.Store(monotime.Of(time.Now().Add(-time.Second))) // the lease ran out
 	if err := a.m.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,7 @@ type health struct {
 	// whose skipping was logged (logSkipped), to true.
 	skipped sync.Map
 	// answered: when the store last answered a call noted (noteStore),
-	// nanoseconds since monoBase plus one (monotonic); 0: not since the
-	// manager started.
+	// monotime.Now; 0: not since the manager started.
 	answered atomic.Int64
 	// checkMu guards check.
 	checkMu sync.Mutex

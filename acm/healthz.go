@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"vodcluster/proto/monotime"
 )
 
 // healthzFresh is how old the store's last answer (health.answered) may
@@ -73,14 +75,11 @@ func (m *Manager) readyAfterCheck(ctx context.Context) string {
 	return "store did not answer"
 }
 
-// monoBase is the fixed instant health.answered counts from, read on
-// the monotonic clock (Manager.startedAt moves at a takeover, under the
-// manager's lock, which the store's callers do not hold).
-var monoBase = time.Now()
-
 // noteAnswered records that the store answered now (health.answered).
+// The monotonic count, not Manager.startedAt, which a takeover moves
+// under the manager's lock, which the store's callers do not hold.
 func (m *Manager) noteAnswered() {
-	m.health.answered.Store(int64(time.Since(monoBase)) + 1)
+	m.health.answered.Store(monotime.Now())
 }
 
 // storeAnswerAge returns how long ago the store last answered
@@ -91,7 +90,7 @@ func (m *Manager) storeAnswerAge() time.Duration {
 	if a == 0 {
 		return math.MaxInt64
 	}
-	return time.Since(monoBase) - time.Duration(a-1)
+	return monotime.Since(a)
 }
 
 // checkStore returns the health check of the store in flight, or starts

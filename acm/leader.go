@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/acm/store"
 	"vodcluster/proto/durtext"
+	"vodcluster/proto/monotime"
 )
 
 // DefaultLeaderTTL is the default lease of the planner lock (Manager.LeaderTTL).
@@ -117,7 +118,7 @@ type leader struct {
 	// takeOver keeps then the operator's changes in force here that the
 	// store did not take (loadOpState).
 	kept atomic.Bool
-	// until (Unix ns) is when the holder stops counting itself the holder
+	// until (monotime.Of) is when the holder stops counting itself the holder
 	// unless a renewal succeeds: 2/3 of a ttl after the last successful
 	// one was sent.
 	until atomic.Int64
@@ -126,7 +127,7 @@ type leader struct {
 // holds reports whether the lock is held now: taken or renewed, and its
 // lease not running short.
 func (l *leader) holds() bool {
-	return l.held.Load() && !l.taking.Load() && time.Now().UnixNano() < l.until.Load()
+	return l.held.Load() && !l.taking.Load() && monotime.Now() < l.until.Load()
 }
 
 func newLeader(l store.Locker, ttl time.Duration, log *slog.Logger) *leader {
@@ -181,7 +182,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 	switch {
 	case err != nil && was && l.holds():
 		l.log.Warn("planner lock not renewed: still held until its lease runs short", "err", err,
-			"until", time.Unix(0, l.until.Load()))
+			"until", monotime.Wall(l.until.Load()))
 		return false, err
 	case err != nil:
 		if was {
@@ -210,7 +211,7 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 		return false, nil
 	}
 	l.other.Store(false)
-	l.until.Store(sent.Add(l.ttl * 2 / 3).UnixNano())
+	l.until.Store(monotime.Of(sent.Add(l.ttl * 2 / 3)))
 	if !was {
 		l.kept.Store(kept)
 	}
@@ -459,7 +460,7 @@ func (m *Manager) leaseBound(deadline time.Time) time.Time {
 	if m.lead == nil {
 		return deadline
 	}
-	if until := time.Unix(0, m.lead.until.Load()); until.Before(deadline) {
+	if until := monotime.Time(m.lead.until.Load()); until.Before(deadline) {
 		return until
 	}
 	return deadline

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
+	"vodcluster/proto/monotime"
 	"vodcluster/proto/token"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) authorize(ctx context.Context, method string) error {
 	if err != nil {
 		// at warn once per refusedLogEvery: a node with another secret
 		// retries its fills and catalog reads
-		now := time.Now().UnixNano()
+		now := monotime.Now()
 		if last := s.refusedLogged.Load(); now-last >= int64(refusedLogEvery) && s.refusedLogged.CompareAndSwap(last, now) {
 			from := ""
 			if p, ok := peer.FromContext(ctx); ok {

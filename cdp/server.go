@@ -127,7 +127,7 @@ type Server struct {
 
 	stats counters
 
-	refusedLogged atomic.Int64 // when (Unix ns) a call without the Credential was last logged
+	refusedLogged atomic.Int64 // when (monotime.Now) a call without the Credential was last logged
 
 	reloadMu  sync.Mutex    // serialises loads of the catalog
 	seen      dirState      // the directory as last loaded, or refused (reloadMu)

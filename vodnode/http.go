@@ -18,6 +18,7 @@ import (
 
 	"vodcluster/proto/connlimit"
 	"vodcluster/proto/httpcors"
+	"vodcluster/proto/monotime"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
 )
@@ -167,9 +168,9 @@ type httpSession struct {
 	gone     context.Context
 	goneStop context.CancelFunc
 
-	lastSeen atomic.Int64
+	lastSeen atomic.Int64 // monotime.Now of the last request's start or end
 	// lastActive is when the viewer last took bytes or ended a request,
-	// Unix ns: lastSeen, but for a request cut by a stalled write (a
+	// monotime.Now: lastSeen, but for a request cut by a stalled write (a
 	// paused player) the end of its last write that went through. The
 	// session's end when it ended idle (the session record's).
 	lastActive atomic.Int64
@@ -273,11 +274,11 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = aw
 	defer func() {
 		end := time.Now()
-		hs.lastSeen.Store(end.UnixNano())
+		hs.lastSeen.Store(monotime.Of(end))
 		if aw.failed && !aw.lastOK.IsZero() {
 			end = aw.lastOK // a stalled player: not reading since
 		}
-		hs.lastActive.Store(end.UnixNano())
+		hs.lastActive.Store(monotime.Of(end))
 		hs.active.Add(-1)
 		if hs.bytes.Load() == 0 && hs.watched.CompareAndSwap(false, true) {
 			h.n.watchFill(hs) // a viewer that got nothing may leave now
@@ -342,7 +343,7 @@ func (n *Node) httpSession(ctx context.Context, tg httpTarget, client netip.Addr
 	if claims.ExpiresAt != nil {
 		hs.expires = claims.ExpiresAt.Time
 	}
-	hs.lastSeen.Store(time.Now().UnixNano())
+	hs.lastSeen.Store(monotime.Now())
 	hs.lastActive.Store(hs.lastSeen.Load())
 	n.mu.Lock()
 	switch other := n.live[hs.sid].(type) {
@@ -383,7 +384,7 @@ func (hs *httpSession) join(ctx context.Context, title string) (*httpSession, *r
 	if hs.title != title {
 		return nil, unauthorized(fmt.Sprintf("token for title %q", hs.title))
 	}
-	hs.lastSeen.Store(time.Now().UnixNano())
+	hs.lastSeen.Store(monotime.Now())
 	return hs, nil
 }
 
@@ -486,7 +487,7 @@ func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, co
 	// What its connections never delivered is not counted: taken back
 	// once it was quiet as long as a session may be (an idle one ends
 	// after PauseTimeout).
-	hs.takeBackUnacked(idle && time.Since(time.Unix(0, hs.lastActive.Load())) >= min(n.SessionTimeout, n.PauseTimeout))
+	hs.takeBackUnacked(idle && monotime.Since(hs.lastActive.Load()) >= min(n.SessionTimeout, n.PauseTimeout))
 	n.log.Info("http session ended", "sid", hs.sid, "title", hs.title, "reason", reason, "bytes", hs.bytes.Load())
 	if n.mgr != nil {
 		// Ended idle (timed out, by the manager's order or at shutdown):
@@ -495,7 +496,7 @@ func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, co
 		if at.IsZero() {
 			at = time.Now()
 			if idle {
-				at = time.Unix(0, hs.lastActive.Load())
+				at = monotime.Wall(hs.lastActive.Load())
 			}
 		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"vodcluster/proto/monotime"
 )
 
 // httpSeekRefill is how often, at most, a seek gives an HTTP viewer its
@@ -25,10 +27,10 @@ const httpSeekRefill = 30 * time.Second
 // (a title of unknown bitrate). Safe for concurrent use once started.
 type pacing struct {
 	lim        atomic.Pointer[rate.Limiter]
-	limit      rate.Limit // bytes/s
-	burst      int        // bytes
-	pool       *burstPool // nil: bursts not shared out
-	lastRefill atomic.Int64
+	limit      rate.Limit   // bytes/s
+	burst      int          // bytes
+	pool       *burstPool   // nil: bursts not shared out
+	lastRefill atomic.Int64 // monotime.Of the last seek that refilled the burst; 0: none
 }
 
 // start sets the pace for a title of bitrate bit/s (≤ 0: no pacing), its
@@ -124,7 +126,7 @@ func (p *pacing) seeked(now time.Time) {
 		return
 	}
 	last := p.lastRefill.Load()
-	if now.UnixNano()-last < int64(httpSeekRefill) || !p.lastRefill.CompareAndSwap(last, now.UnixNano()) {
+	if monotime.Of(now)-last < int64(httpSeekRefill) || !p.lastRefill.CompareAndSwap(last, monotime.Of(now)) {
 		return
 	}
 	p.lim.Store(p.newLimiter(now))

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"vodcluster/proto/grpctls"
+	"vodcluster/proto/monotime"
 	"vodcluster/proto/token"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/store"
@@ -439,7 +440,7 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		}
 		// A session paused and left silent longer than a playing one may
 		// stay: idle, as an HTTP one below.
-		if last := time.Unix(0, s.lastSeen.Load()); paused && now.Sub(last) > n.SessionTimeout {
+		if last := monotime.Time(s.lastSeen.Load()); paused && now.Sub(last) > n.SessionTimeout {
 			r.IdleSessions = append(r.IdleSessions, &pb.IdleSession{SessionId: s.sid, IdleSeconds: int64(now.Sub(last) / time.Second)})
 		}
 		// What the operator's listing shows of it (SessionInfo.state):
@@ -465,7 +466,7 @@ func (m *managerLink) loadReportAt(remeasure bool) *pb.LoadReport {
 		// session may stay silent. It lives on to PauseTimeout, unless
 		// the manager ends it for another session of its subscriber.
 		// Quiet: no request in progress, the last within the timeout.
-		if last := time.Unix(0, hs.lastSeen.Load()); hs.active.Load() == 0 {
+		if last := monotime.Time(hs.lastSeen.Load()); hs.active.Load() == 0 {
 			e := &pb.IdleSession{SessionId: hs.sid, IdleSeconds: int64(max(now.Sub(last), 0) / time.Second)}
 			if now.Sub(last) > n.SessionTimeout {
 				r.IdleSessions = append(r.IdleSessions, e)

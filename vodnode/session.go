@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"vodcluster/proto/monotime"
 	pb "vodcluster/proto/vodcluster/v1"
 	"vodcluster/vodnode/deliver"
 	"vodcluster/vodnode/store"
@@ -43,7 +44,7 @@ type session struct {
 	// node's mu).
 	ahead *aheadSource
 
-	lastSeen atomic.Int64 // unix ns of the last request or RTCP packet
+	lastSeen atomic.Int64 // monotime.Now of the last request or RTCP packet
 	// meter is its stream's byte count (the player's BytesSent, a
 	// func() int64) once it has a stream; seenBytes is what it gave at
 	// the viewer's last sign of life (touch): a UDP session that times
@@ -88,7 +89,7 @@ func (s *session) t() *store.Title { return s.cur.Load() }
 // touch notes a sign of life of s's viewer at now, and the bytes its
 // stream had sent by then.
 func (s *session) touch(now time.Time) {
-	s.lastSeen.Store(now.UnixNano())
+	s.lastSeen.Store(monotime.Of(now))
 	if f, _ := s.meter.Load().(func() int64); f != nil {
 		s.seenBytes.Store(f())
 	}
@@ -210,7 +211,7 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	at := time.Now()
 	if reason == "timeout" {
-		at = time.Unix(0, s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+		at = monotime.Wall(s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
 	}
 	if next == nil && errors.Is(cause, store.ErrFillFailed) && (ahead == nil || !ahead.gave.Load()) {
 		// Its title's fill failed before the session was sent any of
@@ -480,7 +481,7 @@ func (n *Node) janitor() {
 					// viewer does.
 					limit = n.PauseTimeout
 				}
-				silent := now.Sub(time.Unix(0, s.lastSeen.Load()))
+				silent := now.Sub(monotime.Time(s.lastSeen.Load()))
 				if silent > limit && limit < n.PauseTimeout && s.spec.Mode == deliver.RTPTCP && s.conn != nil && s.conn.cw.PeerHolding() {
 					// Silent, its player's TCP holding the stream back,
 					// its host alive: a player paused without a PAUSE
@@ -495,7 +496,7 @@ func (n *Node) janitor() {
 				}
 			}
 			for _, hs := range n.httpSessions {
-				if hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.PauseTimeout {
+				if hs.active.Load() == 0 && now.Sub(monotime.Time(hs.lastSeen.Load())) > n.PauseTimeout {
 					idleHTTP = append(idleHTTP, hs)
 				}
 			}
@@ -531,7 +532,7 @@ func (n *Node) janitor() {
 			}
 			for _, hs := range idleHTTP {
 				n.endHTTPSessionIf(hs, "idle", func() bool { // still idle
-					return hs.active.Load() == 0 && now.Sub(time.Unix(0, hs.lastSeen.Load())) > n.PauseTimeout
+					return hs.active.Load() == 0 && now.Sub(monotime.Time(hs.lastSeen.Load())) > n.PauseTimeout
 				})
 			}
 		}

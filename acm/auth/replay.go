@@ -75,7 +75,7 @@ func (r *Replays) First(nonce, response string, now time.Time) bool {
 	h.Write([]byte(response))
 	var key replayKey
 	copy(key[:], h.Sum(nil))
-	t := now.UnixNano()
+	t := now.UnixNano() // wall clock: the tokens' expiry (exp) is
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for r.head < len(r.queue) && r.queue[r.head].until <= t {
@@ -95,7 +95,7 @@ func (r *Replays) First(nonce, response string, now time.Time) bool {
 		r.head++
 	}
 	r.seen[key] = struct{}{}
-	r.queue = append(r.queue, replayEntry{key, now.Add(r.ttl + nonceSkew).UnixNano()})
+	r.queue = append(r.queue, replayEntry{key, now.Add(r.ttl + nonceSkew).UnixNano()}) // wall clock: as exp
 	return true
 }
 

@@ -210,7 +210,7 @@ func (r *reloader) reload(now time.Time) {
 	sig := err.Error()
 	for _, f := range []string{r.certFile, r.keyFile} {
 		if fi, serr := os.Stat(f); serr == nil {
-			sig += fmt.Sprintf("|%d %d", fi.ModTime().UnixNano(), fi.Size())
+			sig += fmt.Sprintf("|%d %d", fi.ModTime().UnixNano(), fi.Size()) // wall clock: the file's mtime
 		}
 	}
 	switch {

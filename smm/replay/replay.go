@@ -22,7 +22,7 @@ type Result struct {
 }
 
 // epoch is the virtual clock's origin: a trace's time 0.
-var epoch = time.Unix(0, 0).UTC()
+var epoch = time.Unix(0, 0).UTC() // wall clock: the trace's time 0
 
 // Run replays reqs through one cache of capacity bytes managed by ev, as
 // the cluster's disk would be if it were one cache: a request for a title

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"vodcluster/proto/monotime"
 )
 
 // DefaultQueueLimit is the default bound of a connection's send queue,
@@ -59,13 +61,13 @@ type ConnWriter struct {
 	// trc is the TCP socket under the TLS connection, for its TCP_INFO
 	// only (writes go through the tls.Conn); nil when it has none.
 	trc     syscall.RawConn
-	batchAt int64       // when run began the batch in flight (unix ns)
-	heldAt  int64       // when the peer was last seen holding that batch back, alive (unix ns; watchBatch)
+	batchAt int64       // when run began the batch in flight (monotime.Now)
+	heldAt  int64       // when the peer was last seen holding that batch back, alive (monotime.Now; watchBatch)
 	acked   uint64      // tcpi_bytes_acked at watchBatch's last look
 	sampled bool        // acked is of the batch in flight (watchBatch looked at it)
 	watch   *time.Timer // watchBatch, while a batch is in flight (trc only)
 
-	// tookAt is when the socket last took bytes of a write (unix ns; 0:
+	// tookAt is when the socket last took bytes of a write (monotime.Now; 0:
 	// never): ReaderStopped.
 	tookAt int64
 	// writing is true while Write blocks (a response behind the queue):
@@ -176,7 +178,7 @@ func (w *ConnWriter) writeProgress(b []byte, start time.Time) (int, error) {
 		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(start.Add(writeHolds*w.timeout)) {
 			return done, err
 		}
-		w.tookAt = time.Now().UnixNano() // it took some: wait on
+		w.tookAt = monotime.Now() // it took some: wait on
 	}
 }
 
@@ -302,7 +304,7 @@ func (w *ConnWriter) writeAsync(b []byte) (int, error) {
 		defer w.mu.Unlock()
 		if w.written < end && w.err == nil {
 			now := time.Now()
-			took := time.Unix(0, max(w.tookAt, start.UnixNano()))
+			took := monotime.Time(max(w.tookAt, monotime.Of(start)))
 			if now.Sub(took) < w.timeout && now.Sub(start) < writeHolds*w.timeout {
 				timer.Reset(watchEvery(w.timeout))
 				return
@@ -354,7 +356,7 @@ func (w *ConnWriter) run() {
 		w.inflight = 0
 		w.written += uint64(n)
 		if n > 0 {
-			w.tookAt = time.Now().UnixNano()
+			w.tookAt = monotime.Now()
 		}
 		w.spare = batch[:0]
 		if err != nil && w.err == nil {
@@ -386,7 +388,7 @@ func watchEvery(timeout time.Duration) time.Duration {
 // and has watchBatch look at it (mu held).
 func (w *ConnWriter) startBatchLocked() {
 	now := time.Now()
-	w.batchAt, w.sampled = now.UnixNano(), false
+	w.batchAt, w.sampled = monotime.Of(now), false
 	w.c.SetWriteDeadline(now.Add(w.timeout))
 	if w.trc == nil {
 		return
@@ -413,7 +415,7 @@ func (w *ConnWriter) watchBatch() {
 	if w.inflight == 0 || w.err != nil {
 		return
 	}
-	now := time.Now().UnixNano()
+	now := monotime.Now()
 	if ti, ok := tcpInfo(w.trc); ok {
 		switch {
 		case !w.sampled:
@@ -427,7 +429,7 @@ func (w *ConnWriter) watchBatch() {
 			w.heldAt = now
 		}
 	}
-	w.c.SetWriteDeadline(time.Unix(0, max(w.batchAt, w.tookAt, w.heldAt)).Add(w.timeout))
+	w.c.SetWriteDeadline(monotime.Time(max(w.batchAt, w.tookAt, w.heldAt)).Add(w.timeout))
 	w.watch.Reset(watchEvery(w.timeout))
 }
 
@@ -508,7 +510,7 @@ func (w *ConnWriter) writeNB(b []byte) (int, error) {
 	}
 	w.wbuf = nil
 	if w.wn > 0 {
-		w.tookAt = time.Now().UnixNano()
+		w.tookAt = monotime.Now()
 	}
 	return w.wn, w.werr
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"vodcluster/proto/monotime"
 )
 
 // ReaderStopped reports whether the viewer's player has stopped reading
@@ -54,7 +56,7 @@ func (w *ConnWriter) readerState(d time.Duration) readerState {
 		return readerBusy
 	}
 	defer w.mu.Unlock()
-	if w.err != nil || len(w.pending) == 0 || time.Now().UnixNano()-w.tookAt < int64(d) || !peerWindowClosed(w.rc) {
+	if w.err != nil || len(w.pending) == 0 || monotime.Now()-w.tookAt < int64(d) || !peerWindowClosed(w.rc) {
 		return readerReading
 	}
 	return readerGone
@@ -104,7 +106,7 @@ func (w *ConnWriter) asyncReaderState(d time.Duration) readerState {
 		return readerReading
 	case w.inflight == 0 && len(w.pending) > 0:
 		return readerBusy
-	case w.inflight == 0 || time.Now().UnixNano()-w.batchAt < int64(d):
+	case w.inflight == 0 || monotime.Now()-w.batchAt < int64(d):
 		return readerReading
 	}
 	ti, ok := tcpInfo(w.trc)

@@ -570,7 +570,7 @@ func (s *Stream) sendRTCP(b []byte) {
 // 1900 in the high 32 bits, fraction in the low 32).
 func ntpTime(t time.Time) uint64 {
 	const unixToNTP = 2208988800
-	ns := t.UnixNano()
+	ns := t.UnixNano() // wall clock: NTP time is
 	sec := uint64(ns/1e9) + unixToNTP
 	frac := uint64(ns%1e9) << 32 / 1e9
 	return sec<<32 | frac

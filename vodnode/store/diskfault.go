@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"vodcluster/proto/monotime"
 )
 
 // diskFaultRetry is how long after a write to the title cache failed the
@@ -12,7 +14,7 @@ const diskFaultRetry = 30 * time.Second
 
 // noteDiskFault records that writing the title cache failed now.
 func (s *Store) noteDiskFault() {
-	s.diskFault.Store(s.cfg.Now().UnixNano())
+	s.diskFault.Store(monotime.Of(s.cfg.Now()))
 }
 
 // DiskFault reports whether the title cache cannot be written: a write
@@ -26,7 +28,7 @@ func (s *Store) DiskFault() bool {
 	if at == 0 {
 		return false
 	}
-	if s.cfg.Now().Sub(time.Unix(0, at)) < diskFaultRetry {
+	if s.cfg.Now().Sub(monotime.Time(at)) < diskFaultRetry {
 		return true
 	}
 	if err := s.testWrite(); err != nil {

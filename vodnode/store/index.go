@@ -31,7 +31,7 @@ type indexFile struct {
 // be built again; its version is returned all the same.
 func loadIndex(path string, st os.FileInfo) (idx *tsindex.Index, version string, ok bool) {
 	x, ok := readIndex(path)
-	if !ok || x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() {
+	if !ok || x.Size != st.Size() || x.ModUnix != st.ModTime().UnixNano() { // wall clock: the file's mtime
 		return nil, "", false
 	}
 	if !x.Index.Continuous() || x.Format < tsindex.Format && x.Index.MayHoldPTSJump() {
@@ -63,6 +63,7 @@ func saveIndex(path string, st os.FileInfo, idx *tsindex.Index, version string) 
 	if err != nil {
 		return err
 	}
+	// wall clock: the file's mtime
 	err = gob.NewEncoder(f).Encode(indexFile{Size: st.Size(), ModUnix: st.ModTime().UnixNano(), Index: *idx, Version: version, Format: tsindex.Format})
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -31,6 +31,7 @@ import (
 
 	"vodcluster/cdp/tsindex"
 	"vodcluster/proto/durtext"
+	"vodcluster/proto/monotime"
 )
 
 // Options says how to play.
@@ -187,12 +188,12 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	res.Server = c.Host
 	var packets, bytes atomic.Int64
-	var last atomic.Int64 // unix ns of the last packet
+	var last atomic.Int64 // monotime.Now of the last packet
 	got := make(chan struct{}, 1)
 	onPacket := func(pkt *rtp.Packet) {
 		packets.Add(1)
 		bytes.Add(int64(len(pkt.Payload)))
-		last.Store(time.Now().UnixNano())
+		last.Store(monotime.Now())
 		select {
 		case got <- struct{}{}:
 		default:
@@ -266,7 +267,7 @@ loop:
 				}
 				continue
 			}
-			if time.Since(time.Unix(0, l)) > limit {
+			if monotime.Since(l) > limit {
 				if bye.Load() == nil {
 					// No end of title: a stream that froze (a node whose
 					// fill waits for the origin) read as a whole play.
@@ -284,7 +285,7 @@ loop:
 	res.Packets = packets.Load()
 	res.Bytes = bytes.Load()
 	if l := last.Load(); l > 0 {
-		res.WallSeconds = time.Unix(0, l).Sub(played).Seconds()
+		res.WallSeconds = monotime.Time(l).Sub(played).Seconds()
 	}
 	res.VideoFrames, res.AudioFrames, res.MediaSeconds = counter.result()
 	return res, nil
