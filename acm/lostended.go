@@ -22,9 +22,10 @@ type recentIDs struct {
 	order []string
 }
 
-// add remembers id at now, forgetting those older than keep and the
-// oldest past max, and reports whether id was not remembered already.
-func (r *recentIDs) add(id string, now time.Time, keep time.Duration, max int) bool {
+// add remembers id with time at, forgetting, as of now, those whose time
+// is older than keep and the oldest past max, and reports whether id was
+// not remembered already (its time is left as it was then).
+func (r *recentIDs) add(id string, at, now time.Time, keep time.Duration, max int) bool {
 	for len(r.order) > 0 && (len(r.order) >= max || now.Sub(r.at[r.order[0]]) > keep) {
 		delete(r.at, r.order[0])
 		r.order = r.order[1:]
@@ -35,7 +36,7 @@ func (r *recentIDs) add(id string, now time.Time, keep time.Duration, max int) b
 	if r.at == nil {
 		r.at = map[string]time.Time{}
 	}
-	r.at[id] = now
+	r.at[id] = at
 	r.order = append(r.order, id)
 	return true
 }
@@ -49,7 +50,7 @@ func (r *recentIDs) add(id string, now time.Time, keep time.Duration, max int) b
 // neither the subscriber nor the admission or start time, so the log line
 // is all that is left of it.
 func (m *Manager) logLostEndedLocked(ev *pb.SessionEvent, at time.Time) {
-	if ev.GetKind() != pb.SessionEvent_KIND_ENDED || !m.lostEnded.add(ev.GetSessionId(), m.now(), lostEndedKeep, maxLostEnded) {
+	if ev.GetKind() != pb.SessionEvent_KIND_ENDED || !m.lostEnded.add(ev.GetSessionId(), m.now(), m.now(), lostEndedKeep, maxLostEnded) {
 		return
 	}
 	m.log.Info("session ended at its node that this manager does not hold (lost in a restart after the store lost its data, or ended here already): no session record written",
