@@ -258,7 +258,7 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		held -= m.unreachableSessionsLocked(r.User, moving)
 	}
 	if limit := m.MaxSessionsPerUser; limit > 0 && held >= limit {
-		superseded, refused := m.supersedeIdleLocked(r.User, r.ClientIP, held, limit, now)
+		superseded, refused := m.supersedeIdleLocked(r.User, r.ClientIP, held, limit, moving, now)
 		if superseded == nil {
 			m.mu.Unlock()
 			m.log.Info("admission refused: subscriber at the session limit", "user", r.User, "title", t.ID, "limit", limit)

@@ -217,7 +217,9 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errForbidden):
 		http.Error(w, "forbidden: title not in your packages", http.StatusForbidden)
 	case errors.Is(err, errUserLimit):
-		http.Error(w, userLimitBody(user, m.MaxSessionsPerUser, m.refusalRetryAfter(err)), http.StatusTooManyRequests)
+		u := userLimited{limit: m.MaxSessionsPerUser, sessions: m.MaxSessionsPerUser}
+		errors.As(err, &u)
+		http.Error(w, userLimitBody(user, u), http.StatusTooManyRequests)
 	case errors.Is(err, errThrottled):
 		http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
 	case errors.Is(err, errRateLimited):
@@ -282,23 +284,4 @@ func redirectCacheControl(rest string, ttl time.Duration) string {
 		return "no-store"
 	}
 	return fmt.Sprintf("max-age=%d, private", s)
-}
-
-// userLimitBody is the text of the HTTP 429 of a subscriber at
-// max_sessions_per_user (limit), none of its sessions idle, nor quiet
-// long enough from the request's address (supersede.go): the limit, and
-// how a session ends so that a request gets in; retry, the 429's
-// Retry-After in seconds when a quiet session of the address will give
-// way then ("" when no time is known).
-func userLimitBody(user string, limit int, retry string) string {
-	then := "and then this request gets in"
-	if retry != "" {
-		then = "so ask again in " + retry + " s"
-	}
-	return fmt.Sprintf("too many sessions: %s already has the %d live sessions allowed at once (max_sessions_per_user), none of them idle; "+
-		"stop playing on another device first: an RTSP player's session ends when it stops, "+
-		"and an HTTP player's, or a PAUSEd RTSP player's, can be taken over once it has been silent "+
-		"longer than its node's session_timeout (60 s unless the node sets another), an HTTP player's at this address once its last request has been over for 10 s "+
-		"(a player zapping through titles), "+
-		"%s", user, limit, then)
 }

@@ -22,9 +22,10 @@ func TestSessionLimitPerSubscriber(t *testing.T) {
 	a := e.admitOne("t1")
 	e.admitOne("t2")
 	res := e.describe("demo", "demo", "t1")
-	// vodctl play's hint (cmd/internal/probe) keys on the reason
-	if res.StatusCode != base.StatusForbidden || res.StatusMessage != "Forbidden (too many sessions)" {
-		t.Fatalf("third session: %d %q, want 403 (too many sessions)", res.StatusCode, res.StatusMessage)
+	// vodctl play's hint (cmd/internal/probe) keys on the reason; neither
+	// viewer reached its node: the reason says so, and when one ends.
+	if res.StatusCode != base.StatusForbidden || !strings.HasPrefix(res.StatusMessage, "Forbidden (too many sessions: 2 of 2 not started, one ends within ") {
+		t.Fatalf("third session: %d %q, want 403 (too many sessions), 2 not started", res.StatusCode, res.StatusMessage)
 	}
 	if got := e.reserved("n1"); got != 2*titleBps {
 		t.Fatalf("the refused request reserved: %d", got)
@@ -105,15 +106,12 @@ func TestSessionLimitCountsQueuedRequests(t *testing.T) {
 	}
 }
 
-// The HTTP 429 of a subscriber at its session limit says what the limit
-// is and how to get under it, and carries no Retry-After (no time is
-// known at which a session ends): it said "end one first".
-func TestHTTPUserLimitAnswer(t *testing.T) {
-	e := newManager(t, "", func(m *Manager) { m.MaxSessionsPerUser = 2 })
-	e.startNode("n1", nodeOpts{})
-	e.admitOne("t1")
-	e.admitOne("t2")
-	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/t3.ts", nil)
+// userLimitAnswer asks e's front door for title as demo over HTTP and
+// returns the answer's Retry-After values and body, failing unless it is
+// 429.
+func userLimitAnswer(t *testing.T, e *env, title string) ([]string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.m.HTTPAddr()+"/vod/"+title+".ts", nil)
 	req.SetBasicAuth("demo", "demo")
 	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
@@ -127,13 +125,75 @@ func TestHTTPUserLimitAnswer(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("%s, want 429", resp.Status)
 	}
-	if ra := resp.Header.Values("Retry-After"); len(ra) != 0 {
-		t.Fatalf("Retry-After %v: no time is known", ra)
+	return resp.Header.Values("Retry-After"), string(body)
+}
+
+// The HTTP 429 of a subscriber at its session limit says, in a sentence
+// or two, what the subscriber holds and what frees a slot. Sessions whose
+// players have not reached their node (a player, or curl, that asked
+// again and again) end at their no-show, token_ttl + 10 s after their
+// redirect: the 429 says so, with the Retry-After of the first such end,
+// and the RTSP 403 the same; it said "none of them idle; stop playing on
+// another device first". Sessions started carry no Retry-After (no time
+// is known at which one ends) and say what ends one.
+func TestHTTPUserLimitAnswer(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.MaxSessionsPerUser = 2
+		m.TokenTTL, m.NoShowGrace = 50*time.Second, 10*time.Second
+	})
+	n := e.startNode("n1", nodeOpts{})
+	a := e.admitOne("t1")
+	b := e.admitOne("t2")
+
+	ra, body := userLimitAnswer(t, e, "t3")
+	if len(ra) != 1 {
+		t.Fatalf("Retry-After %v with both sessions not started: want the time of the first no-show", ra)
 	}
-	for _, want := range []string{"demo already has the 2 live sessions", "max_sessions_per_user", "stop playing on another device",
-		"PAUSEd RTSP", "longer than its node's session_timeout"} { // not "a minute": session_timeout is the node's setting
-		if !strings.Contains(string(body), want) {
+	retryAfterIn(t, "both not started", ra, 55, 62) // 60 s after the redirects, and the tick that ends them
+	for _, want := range []string{"demo holds 2 sessions, the most allowed at once (max_sessions_per_user 2)",
+		"none started", "ends 1m after it unless the player arrives", "Ask again in " + ra[0] + " s"} {
+		if !strings.Contains(body, want) {
 			t.Errorf("body %q lacks %q", body, want)
 		}
+	}
+	for _, not := range []string{"stop playing", "idle", "session_timeout"} {
+		if strings.Contains(body, not) {
+			t.Errorf("body %q says %q: the sessions are redirects not taken up", body, not)
+		}
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusForbidden ||
+		!strings.HasPrefix(res.StatusMessage, "Forbidden (too many sessions: 2 of 2 not started, one ends within ") {
+		t.Errorf("RTSP: %d %q, want 403 saying the 2 sessions are not started and when one ends", res.StatusCode, res.StatusMessage)
+	}
+
+	// One started: the other still ends at its no-show.
+	if err := n.event(a, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	ra, body = userLimitAnswer(t, e, "t3")
+	retryAfterIn(t, "one not started", ra, 55, 62)
+	if want := "1 of them not started"; !strings.Contains(body, want) {
+		t.Errorf("body %q lacks %q", body, want)
+	}
+
+	// Both started: no time is known.
+	if err := n.event(b, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	ra, body = userLimitAnswer(t, e, "t3")
+	if len(ra) != 0 {
+		t.Fatalf("Retry-After %v with both sessions started: no time is known", ra)
+	}
+	for _, want := range []string{"demo holds 2 sessions", "all started on their nodes", "Stop a player first",
+		"longer than its node's session_timeout"} { // not "a minute": session_timeout is the node's setting
+		if !strings.Contains(body, want) {
+			t.Errorf("body %q lacks %q", body, want)
+		}
+	}
+	if n := strings.Count(body, ". "); n > 1 {
+		t.Errorf("body %q: %d sentences, want two at most", body, n+1)
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusForbidden || res.StatusMessage != "Forbidden (too many sessions)" {
+		t.Errorf("RTSP, both started: %d %q, want 403 (too many sessions)", res.StatusCode, res.StatusMessage)
 	}
 }

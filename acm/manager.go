@@ -308,6 +308,13 @@ type Manager struct {
 	// in that order (undoneOrder), for undoneKeep (undoLocked).
 	undone      map[string]time.Time
 	undoneOrder []string
+	// noShows: the sessions this manager ended as no-shows, by id, to the
+	// start of their no-show clock then (noShowFrom), for undoneKeep
+	// (noShowLocked).
+	noShows recentIDs
+	// lostEnded: the sessions whose ENDED the manager answered NOT_FOUND
+	// and logged (logLostEndedLocked), for lostEndedKeep.
+	lostEnded recentIDs
 
 	reportWrites reportWrites    // the load reports' session writes, made off their goroutine (persistq.go)
 	persistWait  time.Duration   // bounds a session's store call off the front door (persist; defaultPersistWait)

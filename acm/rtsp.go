@@ -468,7 +468,7 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 		res.StatusMessage = "Forbidden (title not in your packages)"
 	case errors.Is(err, errUserLimit):
 		res.StatusCode = base.StatusForbidden
-		res.StatusMessage = "Forbidden (too many sessions)"
+		res.StatusMessage = userLimitReason(err)
 	case errors.Is(err, errNoTitle):
 		res.StatusCode = base.StatusNotFound
 		res.StatusMessage = "Not Found (no such title)"

@@ -19,7 +19,8 @@ import (
 // (yet: it loads the node's sessions from the store when it registers,
 // and the node retries),
 // NOT_FOUND for a session the manager does not hold otherwise (never
-// admitted, or already ended and released), FAILED_PRECONDITION when the
+// admitted, already ended and released, or lost: an ENDED is logged
+// once, logLostEndedLocked), FAILED_PRECONDITION when the
 // reporting node is not the session's node. INVALID_ARGUMENT too for an
 // at_unix_ms below 0 or past the year 9999 (maxUnixMs), which no session
 // record can hold, and for a negative bytes_sent.
@@ -65,8 +66,12 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 			}
 			return nil, status.Errorf(codes.Unavailable, "node %s has not registered with this manager yet: report session %s again once it has (its sessions load then)", ev.GetNodeId(), ev.GetSessionId())
 		}
+		m.mu.Lock()
+		m.logLostEndedLocked(ev, at)
+		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
 	case s == nil:
+		m.logLostEndedLocked(ev, at)
 		m.mu.Unlock()
 		return nil, status.Errorf(codes.NotFound, "session %s is not in the session table (ended or never admitted)", ev.GetSessionId())
 	case ev.GetNodeId() != s.Node:

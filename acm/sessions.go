@@ -309,7 +309,7 @@ func (m *Manager) tick(now time.Time) {
 				changed = append(changed, s)
 			}
 		case s.State == store.StateAdmitted && now.Sub(s.noShowFrom()) > noShow:
-			m.endLocked(s, "no-show")
+			m.noShowLocked(s)
 			if ns := m.nodes[s.Node]; ns != nil {
 				ns.noShows++ // vodcluster_node_no_shows_total
 			}

@@ -85,11 +85,12 @@ func idleSince(idle []*pb.IdleSession, now time.Time) map[string]time.Time {
 // for the caller to persist once mu is released. Only sessions reserved
 // on a live node that the node's last report listed idle count. Nil, and
 // nothing ended, when too few of the user's sessions are idle; then
-// refused is the refusal: errUserLimit, in a retryLater with how long
-// until enough would be when the HTTP sessions of the request's client
-// quiet for quietSoon but not yet quietLeft would make enough (a player
-// zapping: the 429's Retry-After).
-func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, now time.Time) (ended []*session, refused error) {
+// refused is the refusal: a userLimited (userLimitedLocked), with how
+// long until enough would be when the HTTP sessions of the request's
+// client quiet for quietSoon but not yet quietLeft (a player zapping),
+// and the user's redirects not taken up yet (skip, a session the request
+// replaces, left out), would make enough: the 429's Retry-After.
+func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, skip *session, now time.Time) (ended []*session, refused error) {
 	need := held - limit + 1
 	if need <= 0 {
 		return nil, errUserLimit
@@ -135,12 +136,11 @@ func (m *Manager) supersedeIdleLocked(user, clientIP string, held, limit int, no
 		}
 	}
 	if len(idle) < need {
-		if short := need - len(idle); len(soon) >= short {
-			slices.Sort(soon)
-			m.log.Info("the session limit's refusal says when a quiet session of the client gives way", "user", user, "retry_after", soon[short-1].Round(time.Second))
-			return nil, retryLater{errUserLimit, soon[short-1]}
+		u := m.userLimitedLocked(user, held, limit, need-len(idle), soon, skip, now)
+		if u.quiet {
+			m.log.Info("the session limit's refusal says when a quiet session of the client gives way", "user", user, "retry_after", u.wait.Round(time.Second))
 		}
-		return nil, errUserLimit
+		return nil, u
 	}
 	slices.SortFunc(idle, func(a, b idleOne) int {
 		return cmp.Or(cmp.Compare(boolInt(a.quiet), boolInt(b.quiet)), a.since.Compare(b.since), cmp.Compare(a.s.ID, b.s.ID))

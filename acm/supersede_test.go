@@ -244,12 +244,12 @@ func TestQuietHTTPSessionOfTheSameAddressSuperseded(t *testing.T) {
 		}
 		ra := res.Header.Values("Retry-After")
 		if hi == 0 {
-			if len(ra) != 0 || !strings.HasSuffix(strings.TrimSpace(body), "then this request gets in") {
+			if len(ra) != 0 || !strings.HasSuffix(strings.TrimSpace(body), "(60 s unless set).") {
 				t.Errorf("%s: Retry-After %q, want none; text %q", what, ra, body)
 			}
 		} else {
 			retryAfterIn(t, what, ra, lo, hi)
-			if !strings.Contains(body, "ask again in "+ra[0]+" s") {
+			if !strings.Contains(body, "Ask again in "+ra[0]+" s, when an HTTP player at this address will have been quiet for 10s") {
 				t.Errorf("%s: the text does not say when to ask again: %q", what, body)
 			}
 		}

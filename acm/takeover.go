@@ -73,7 +73,8 @@ func (m *Manager) takeOver() {
 // Redis that restarted without its data (no AOF) holds none of them, and
 // the other manager, taking over later, would not know them.
 // An entry that does not decode is skipped (logSkipped), one of a session
-// whose admission this manager undid is deleted (undoLocked). The sessions it
+// whose admission this manager undid (undoLocked), or that it ended as a
+// no-show (noShowLocked), is deleted. The sessions it
 // adds, and those of the table without a reservation, take what the
 // stored progress knew of them (applyProgressLocked), read when it may
 // add one (addsLive). It returns how many it added.
@@ -88,7 +89,7 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 		progress = m.loadProgress(ctx)
 	}
 	var changed []*session
-	var ghosts []store.Session
+	var ghosts []ghost
 	n := 0
 	stored := make(map[string]bool, len(ss))
 	m.mu.Lock()
@@ -98,7 +99,11 @@ func (m *Manager) loadSessions(ctx context.Context, node string) (int, error) {
 			continue
 		}
 		if m.sessions[st.ID] == nil && m.undoneLocked(st) {
-			ghosts = append(ghosts, st) // written when the store resumed: deleted, not loaded
+			ghosts = append(ghosts, ghost{st: st}) // written when the store resumed: deleted, not loaded
+			continue
+		}
+		if m.sessions[st.ID] == nil && m.noShownLocked(st) {
+			ghosts = append(ghosts, ghost{st: st, noShow: true}) // its delete waits for the store: deleted, not loaded
 			continue
 		}
 		if cur := m.sessions[st.ID]; cur != nil {

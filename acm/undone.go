@@ -50,15 +50,50 @@ func (m *Manager) undoneLocked(st store.Session) bool {
 	return ok && m.now().Sub(at) <= undoneKeep
 }
 
+// noShowLocked ends s, admitted and its viewer not on its node past its
+// no-show deadline (tick; mu held), and remembers its id with the start
+// of its no-show clock for undoneKeep: its store entry's delete may wait
+// for the store's return (a stall), and a load of the store's sessions
+// before it (the takeover at the planner lock's retake, a node's
+// registration) added the session back to the table as a new one, the
+// viewer's token long expired: held its node's bandwidth and a slot of
+// its subscriber's, and ended as a no-show a second time, with a second
+// record, as late as RestoreGrace after that load when its node was not
+// alive then (the wait restarted from the load).
+func (m *Manager) noShowLocked(s *session) {
+	m.endLocked(s, "no-show")
+	m.noShows.add(s.ID, s.noShowFrom(), m.now(), undoneKeep+m.TokenTTL+m.NoShowGrace, maxUndone)
+}
+
+// noShownLocked reports whether st is the entry, as it was at the end, of
+// a session this manager ended as a no-show (noShowLocked; mu held): not
+// started, and no newer token given its viewer since (the viewer asking
+// another manager's front door again restarts its no-show there).
+func (m *Manager) noShownLocked(st store.Session) bool {
+	from, ok := m.noShows.at[st.ID]
+	return ok && st.State == store.StateAdmitted && !later(st.AdmittedAt, st.TokenAt).After(from)
+}
+
+// ghost is a store entry a load of the store's sessions does not load
+// (loadSessions): a session this manager undid or ended as a no-show,
+// whose entry was read back before its delete was made.
+type ghost struct {
+	st     store.Session
+	noShow bool // ended as a no-show; else its admission was undone
+}
+
 // deleteUndone deletes the store's entries of sessions whose admission
-// this manager undid, found by a load of the store's sessions
-// (loadSessions), as the manager's delete of them would have (deleteOwn:
-// only while this manager holds them).
-func (m *Manager) deleteUndone(ctx context.Context, ghosts []store.Session) {
-	for _, st := range ghosts {
-		err := m.deleteOwn(ctx, st, "")
+// this manager undid, or that it ended as no-shows, found by a load of
+// the store's sessions (loadSessions), as the manager's delete of them
+// would have (deleteOwn: only while this manager holds them).
+func (m *Manager) deleteUndone(ctx context.Context, ghosts []ghost) {
+	for _, g := range ghosts {
+		err := m.deleteOwn(ctx, g.st, "")
 		m.noteStoreWrite(err)
-		m.log.Warn("store: the entry of a session whose admission was undone here (written when the store resumed) was read back: not loaded; deleted unless another manager holds it",
-			"session", st.ID, "title", st.Title, "user", st.User, "err", err)
+		msg := "store: the entry of a session whose admission was undone here (written when the store resumed) was read back: not loaded; deleted unless another manager holds it"
+		if g.noShow {
+			msg = "store: the entry of a session ended here as a no-show (its delete waiting for the store) was read back: not loaded again; deleted unless another manager holds it"
+		}
+		m.log.Warn(msg, "session", g.st.ID, "title", g.st.Title, "user", g.st.User, "err", err)
 	}
 }
