@@ -101,8 +101,11 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		"prefetch": short + ".\n\n" +
 			"Not held to the off-peak window. On a node with max_fills_per_node fills in progress, or while\n" +
 			"fills take every origin channel, it is queued (vodctl fills: queued) and ordered at the first\n" +
-			"plan with a slot; the same prefetch again meanwhile is refused (already queued), as one already\n" +
-			"ordered there is, and so is one without NODE (another NODE named orders it there as well).\n" +
+			"plan with a slot. A prefetch on a NODE that already has TITLE is refused (ALREADY_EXISTS), the\n" +
+			"answer saying which: queued, ordered (its fill not started yet), filling or held there. Without\n" +
+			"NODE it fetches a title the cluster lacks: refused the same way, naming the node, while TITLE is\n" +
+			"queued on a node, or a node in service holds it, fills it or was ordered to; naming another\n" +
+			"NODE orders a second copy there.\n" +
 			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
 			"so a restarted manager or the standby taking over orders it again; while it is queued or waits\n" +
 			"for a retry, vodctl evict TITLE NODE cancels it, and so it does once ordered or filling while no\n" +

@@ -1,0 +1,71 @@
+package acm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// heldHow says how node ns has title in its view (mu held), for a
+// prefetch's refusal: "held" (a complete copy), "ordered" (a prefetch
+// sent, not yet reported started: vodctl fills' ordered), "filling"
+// (with vodctl fills' state when it is another: origin wait, origin
+// retry, reserved), "" when it has neither copy nor fill.
+func heldHow(ns *nodeState, title string) string {
+	st := ns.titles[title]
+	switch {
+	case st == nil:
+		return ""
+	case !st.GetFilling():
+		return "held"
+	}
+	switch s := fillState(ns, title, false); s {
+	case "ordered":
+		return "ordered (its fill not started yet)"
+	case "filling":
+		return "filling"
+	default:
+		return "filling (vodctl fills: " + s + ")"
+	}
+}
+
+// heldWhere names where title is held, filling or ordered on a node in
+// service (mu held), in node order: `filling on node "n1"`, one phrase a
+// node; none when no node in service has it (a copy on a node out of
+// service serves no new viewer: a prefetch naming no node places it).
+func (m *Manager) heldWhereLocked(title string) []string {
+	var ids []string
+	for id, ns := range m.nodes {
+		if n := m.sched.Node(id); n != nil && m.sched.InService(n) && ns.titles[title] != nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, compareNodeIDs)
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, fmt.Sprintf("%s on node %q", heldHow(m.nodes[id], title), id))
+	}
+	return out
+}
+
+// heldAlready is the ALREADY_EXISTS of a prefetch of title on node id
+// that has it (how: heldHow's words), saying which: held, filling or
+// ordered there, and where the operator sees it.
+func heldAlready(id, title, how string) error {
+	see := "vodctl fills"
+	if how == "held" {
+		see = "vodctl placement --title " + title
+	}
+	return status.Errorf(codes.AlreadyExists, "%q is already %s on node %q (%s)", title, how, id, see)
+}
+
+// clusterHasIt is the ALREADY_EXISTS of a prefetch of title naming no
+// node while a node in service has it (where: heldWhereLocked's
+// phrases): the cluster has it, and naming a node orders another copy.
+func clusterHasIt(title string, where []string) error {
+	return status.Errorf(codes.AlreadyExists, "the cluster already has %q: %s (a prefetch naming no NODE fetches a title no node in service has; name a NODE to prefetch another copy there)",
+		title, strings.Join(where, ", "))
+}
