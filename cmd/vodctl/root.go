@@ -237,7 +237,7 @@ func noTitleNote(r *v1.ListTitlesResponse, refreshed bool) string {
 			"set origin (the origin's gRPC address) in the manager's configuration and restart it"
 	}
 	note := "no title: the manager's catalog is empty: the origin had no title when last read, " +
-		time.UnixMilli(r.GetCatalogReadUnixMs()).UTC().Format(time.RFC3339)
+		unixMs(r.GetCatalogReadUnixMs())
 	note += "; publish titles in the origin's directory"
 	if !refreshed {
 		note += ", then vodctl titles --refresh"
