@@ -3,6 +3,7 @@ package acm
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -32,9 +33,9 @@ func heldHow(ns *nodeState, title string) string {
 	}
 }
 
-// heldWhere names where title is held, filling or ordered on a node in
-// service (mu held), in node order: `filling on node "n1"`, one phrase a
-// node; none when no node in service has it (a copy on a node out of
+// heldWhereLocked names where title is held, filling or ordered on a node
+// in service (mu held), one phrase for each of these, its nodes in order:
+// `held on nodes "n1", "n3"`, `filling on node "n2"`; none when no node in service has it (a copy on a node out of
 // service serves no new viewer: a prefetch naming no node places it).
 func (m *Manager) heldWhereLocked(title string) []string {
 	var ids []string
@@ -44,9 +45,18 @@ func (m *Manager) heldWhereLocked(title string) []string {
 		}
 	}
 	slices.SortFunc(ids, compareNodeIDs)
-	out := make([]string, 0, len(ids))
+	var hows []string // in the order of their first node
+	on := map[string][]string{}
 	for _, id := range ids {
-		out = append(out, fmt.Sprintf("%s on node %q", heldHow(m.nodes[id], title), id))
+		how := heldHow(m.nodes[id], title)
+		if on[how] == nil {
+			hows = append(hows, how)
+		}
+		on[how] = append(on[how], strconv.Quote(id))
+	}
+	out := make([]string, 0, len(hows))
+	for _, how := range hows {
+		out = append(out, fmt.Sprintf("%s on %s %s", how, plural(len(on[how]), "node"), strings.Join(on[how], ", ")))
 	}
 	return out
 }
@@ -64,8 +74,9 @@ func heldAlready(id, title, how string) error {
 
 // clusterHasIt is the ALREADY_EXISTS of a prefetch of title naming no
 // node while a node in service has it (where: heldWhereLocked's
-// phrases): the cluster has it, and naming a node orders another copy.
+// phrases, joined by "; "): the cluster has it, and naming a node orders
+// another copy.
 func clusterHasIt(title string, where []string) error {
 	return status.Errorf(codes.AlreadyExists, "the cluster already has %q: %s (a prefetch naming no NODE fetches a title no node in service has; name a NODE to prefetch another copy there)",
-		title, strings.Join(where, ", "))
+		title, strings.Join(where, "; "))
 }

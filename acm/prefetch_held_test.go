@@ -21,8 +21,9 @@ import (
 func TestPrefetchRefusalSaysHeldFillingOrOrdered(t *testing.T) {
 	e := newManagerWith(t, "", unhinted(), fastStorage)
 	ctx := context.Background()
-	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{{TitleId: "t2", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
-	n2 := e.startSimNode("n2", storageTitles, simOpts{})
+	n1 := e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{{TitleId: "t2", SizeBytes: 1_000_000, StoredBytes: 1_000_000}}})
+	// n2 leaves its prefetches ordered (not begun) until the test reports progress.
+	n2 := e.startSimNode("n2", storageTitles, simOpts{before: func(n *simNode) { n.deaf = true }})
 	waitFor(t, 5*time.Second, "n1's copy of t2 seen", func() bool {
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()
@@ -56,4 +57,17 @@ func TestPrefetchRefusalSaysHeldFillingOrOrdered(t *testing.T) {
 	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t3", NodeId: "n1"}); err != nil || ack.GetNodeId() != "n1" {
 		t.Fatalf("prefetch of t3 naming n1: %v %v, want it ordered there", ack, err)
 	}
+	// One phrase for each state, its nodes in order.
+	n2.complete("t3")
+	waitFor(t, 5*time.Second, "n2's copy of t3 complete", func() bool { return e.fill("n2", "t3") == nil })
+	n1.waitCommand(t, "prefetch t3", 1)
+	n1.progress("t3", 100_000)
+	waitFor(t, 5*time.Second, "n1's fill of t3 reported", func() bool {
+		f := e.fill("n1", "t3")
+		return f != nil && f.State == "filling"
+	})
+	refused(&pb.PlacementRequest{TitleId: "t3"}, `the cluster already has "t3": filling on node "n1"; held on node "n2" (`)
+	n1.complete("t3")
+	waitFor(t, 5*time.Second, "n1's copy of t3 complete", func() bool { return e.fill("n1", "t3") == nil })
+	refused(&pb.PlacementRequest{TitleId: "t3"}, `the cluster already has "t3": held on nodes "n1", "n2" (`)
 }
