@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -396,10 +397,15 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 		return nil, m.notLeader("set the policy on the active manager")
 	}
 	if name := req.GetPolicy(); len(name) > 64 {
-		return nil, status.Errorf(codes.InvalidArgument, "policy %q: no policy has a name that long (known: %v)", clip(name), lsm.Policies())
+		return nil, status.Errorf(codes.InvalidArgument, "policy %q: no policy has a name that long (%s)", clip(name), validPolicies())
 	}
 	if name := req.GetPolicy(); slices.Contains(smm.StoragePolicies(), name) {
 		return nil, status.Errorf(codes.InvalidArgument, "%q is a storage policy: it is set in the manager's config (storage.policy, %s here) and read at start; vodctl policy NAME switches the scheduling policy only", name, m.storage.Name)
+	}
+	if name := req.GetPolicy(); !slices.Contains(lsm.Policies(), name) {
+		// lsm's own refusal began "lsm: unknown policy", its package
+		// shown to the operator, the names as a Go slice.
+		return nil, status.Errorf(codes.InvalidArgument, "unknown scheduling policy %q (%s)", name, validPolicies())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminStoreWait) // the lock's wait and the write
 	defer cancel()
@@ -517,4 +523,10 @@ func (m *Manager) checkOverload(th float64) string {
 		return fmt.Sprintf("overload threshold %v below the scheduler's normal utilization limit %v: the node would get no new session before the load formula counts it as loaded; give %v to 1, or 0 for the scheduler's default", th, normal, normal)
 	}
 	return ""
+}
+
+// validPolicies names the scheduling policies vodctl policy NAME takes,
+// for a refusal: "the valid names are chbl, dh, ...".
+func validPolicies() string {
+	return "the valid names are " + strings.Join(lsm.Policies(), ", ")
 }

@@ -138,8 +138,11 @@ func sortFills(fs []*pb.Fill) {
 // node named: when no node is in service, or none in service has one),
 // ALREADY_EXISTS when the
 // node holds, fills or was
-// ordered to fill it, or it is queued there and still waits (with no
-// node: when every node in service does, or it is queued on a node that
+// ordered to fill it (the message says which), or it is queued there and
+// still waits (with no node: when a node in service holds, fills or was
+// ordered to fill it, the message naming each such node and which, since
+// a prefetch naming no node fetches a title the cluster lacks and a second
+// copy is had by naming its node; or when it is queued on a node that
 // can take a fill: that node is taken as if named, so it is ordered there
 // when a slot is free now, never placed on a second node; naming another
 // node orders it there as well; one queued only on nodes out of service,
@@ -208,6 +211,10 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 		// placed as if queued nowhere, its order there left queued.
 		if id, passed, passedIDs = m.queuedNodeLocked(t.ID); id != "" {
 			queuedAt = id
+		} else if where := m.heldWhereLocked(t.ID); len(where) > 0 {
+			// A second copy only when the operator names its node.
+			unlock()
+			return nil, clusterHasIt(t.ID, where)
 		} else {
 			if id, err = m.chooseNodeLocked(t, now); err != nil {
 				unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"vodcluster/acm/boss"
 	"vodcluster/acm/store"
@@ -35,7 +36,10 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 		len(p.Available) < 2 || len(p.StorageAvailable) < 5 || p.StorageStats == nil {
 		t.Fatalf("policy %+v %v", p, err)
 	}
-	if _, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "no-such"}); grpcCode(err) != codes.InvalidArgument {
+	// An unknown name's refusal names the valid ones in plain words: it
+	// began "lsm: unknown policy", the package shown to the operator.
+	if _, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "no-such"}); grpcCode(err) != codes.InvalidArgument ||
+		status.Convert(err).Message() != `unknown scheduling policy "no-such" (the valid names are `+strings.Join(lsm.Policies(), ", ")+")" {
 		t.Fatalf("unknown policy: %v", err)
 	}
 	// a 10 kB name is not echoed whole (it was)

@@ -241,8 +241,8 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, err
 	}
 	n := m.sched.Node(id)
-	if ns.titles[t.ID] != nil {
-		return nil, status.Errorf(codes.AlreadyExists, "node %q already holds or fills %q", id, t.ID)
+	if how := heldHow(ns, t.ID); how != "" {
+		return nil, heldAlready(id, t.ID, how)
 	}
 	if ns.active[t.ID] > 0 {
 		return nil, status.Errorf(codes.AlreadyExists, "a viewer admitted on node %q plays or awaits %q (its fill starts when the viewer arrives)", id, t.ID)

@@ -53,10 +53,10 @@ func TestPrefetchDiskFaultRefusalsNameTheNodes(t *testing.T) {
 	e.setDiskFault(n1.fakeNode, true)
 	e.setDiskFault(n2.fakeNode, true)
 	ctx := context.Background()
-	// n3 holds t1, the others cannot write it.
+	// n3 holds t1 (the others cannot write it): the cluster has it.
 	_, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
-	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "(but n1, n2, reporting a disk fault, which cannot write it)") {
-		t.Errorf("prefetch of t1 held by n3, n1 and n2 with a disk fault: %v, want AlreadyExists naming n1 and n2", err)
+	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), `the cluster already has "t1": held on node "n3"`) {
+		t.Errorf("prefetch of t1 held by n3, n1 and n2 with a disk fault: %v, want AlreadyExists naming n3", err)
 	}
 	e.setDiskFault(n3.fakeNode, true)
 	_, err = e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t2"})

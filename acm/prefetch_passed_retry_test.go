@@ -79,7 +79,7 @@ func TestPrefetchPassedOverRefusalNamesTheOrdersLeft(t *testing.T) {
 	e.setNode(&pb.SetNodeRequest{NodeId: "n1", Draining: ptr(true)})
 	e.setNode(&pb.SetNodeRequest{NodeId: "n3", Weight: ptr(int32(0))})
 	_, err := e.admin.Prefetch(context.Background(), &pb.PlacementRequest{TitleId: "t1"})
-	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "already holds or fills") {
+	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), `the cluster already has "t1": held on node "n2"`) {
 		t.Fatalf("prefetch of t1 naming no node, held by n2, queued on n1 and failed on n3 out of service: %v, want AlreadyExists", err)
 	}
 	msg := status.Convert(err).Message()

@@ -216,8 +216,11 @@ func TestVanishedOrUnstartedPrefetchFails(t *testing.T) {
 }
 
 // TestPrefetchByHand: the operator's prefetch without a node goes where
-// the Replicator chooses; a title is never filled twice on one node;
-// errors carry the right codes.
+// the Replicator chooses; the same again while that fill is ordered is
+// refused ALREADY_EXISTS naming the node and that it is ordered there (it
+// ordered a second copy on the other node, though vodctl prefetch --help
+// said a repeat is refused); naming the other node orders a second copy; a
+// title is never filled twice on one node; errors carry the right codes.
 func TestPrefetchByHand(t *testing.T) {
 	e := newManagerWith(t, "", unhinted(), fastStorage)
 	ctx := context.Background()
@@ -235,9 +238,17 @@ func TestPrefetchByHand(t *testing.T) {
 	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: first.id}); grpcCode(err) != codes.AlreadyExists {
 		t.Fatalf("second fill on one node: %v", err)
 	}
-	ack2, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	again, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	// Ordered or, once the node reported it, filling there.
+	if want := `on node "` + first.id + `" (`; grpcCode(err) != codes.AlreadyExists || !strings.Contains(err.Error(), `the cluster already has "t1": `) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("the same prefetch naming no node again: %v %v, want ALREADY_EXISTS naming %s", again, err, first.id)
+	}
+	if other.count("prefetch t1") != 0 {
+		t.Fatalf("the refused prefetch reached %s: %v", other.id, other.commands())
+	}
+	ack2, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: other.id})
 	if err != nil || ack2.NodeId != other.id {
-		t.Fatalf("second replica: %v %v", ack2, err)
+		t.Fatalf("second replica, its node named: %v %v", ack2, err)
 	}
 	other.waitCommand(t, "prefetch t1", 1)
 	if _, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"}); grpcCode(err) != codes.AlreadyExists {

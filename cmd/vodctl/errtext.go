@@ -35,12 +35,22 @@ func (g *globals) explain(err error) error {
 			e.text = fmt.Sprintf("cannot reach the manager: the host %q of --manager %s does not resolve (check the name, or give an IP address)", host, g.manager)
 			return e
 		}
-		if !strings.HasPrefix(st.Message(), "connection error") {
+		cause := ""
+		switch msg := st.Message(); {
+		case strings.HasPrefix(msg, "connection error"):
+			cause = transportCause(msg)
+		case strings.HasPrefix(msg, "write tcp ") || strings.HasPrefix(msg, "read tcp "):
+			// The server closed the connection as the client wrote
+			// HTTP/2's preface ("write tcp A->B: write: broken pipe").
+			cause = closedNoGRPC
+		default:
 			// The manager's answer (which may quote an error of its own
 			// link to the origin), not the client's transport.
+		}
+		if cause == "" {
 			break
 		}
-		e.text = "cannot reach the manager at " + g.manager + ": " + transportCause(st.Message())
+		e.text = "cannot reach the manager at " + g.manager + ": " + cause
 		switch grpctls.Classify(err) {
 		case grpctls.WrongName:
 			e.text += fmt.Sprintf(" (the manager's certificate does not name %s: give --manager a name or IP address it holds)", g.manager)
@@ -78,17 +88,47 @@ func (g *globals) explain(err error) error {
 // message ("connection error: desc = \"transport: Error while dialing:
 // dial tcp ...: connect: connection refused\""): "dial tcp ...: connect:
 // connection refused"; the message itself when it is not of that form.
+// A server that does not speak gRPC is said so in plain words (notGRPC),
+// not in HTTP/2's ("error reading server preface: http2: frame too
+// large").
 func transportCause(msg string) string {
 	c := strings.TrimPrefix(msg, "connection error: desc = ")
 	c = strings.Trim(c, `"`)
 	c = strings.TrimPrefix(c, "transport: ")
 	c = strings.TrimPrefix(c, "Error while dialing: ")
 	c = strings.TrimPrefix(c, "authentication handshake failed: ")
+	if plain := notGRPC(c); plain != "" {
+		return plain
+	}
 	if c == "" {
 		return msg
 	}
 	return c
 }
+
+// notGRPC says in plain words why a server that took the connection gave
+// no gRPC answer, from the gRPC client's transport cause c: it answered
+// in another protocol (an HTTP/1.1 or RTSP port: "error reading server
+// preface: http2: frame too large"), closed the connection ("... EOF",
+// "connection closed before server preface received", a reset) or said
+// nothing ("failed to receive server preface within timeout"); "" for
+// another cause (a refused connection, a TLS failure).
+func notGRPC(c string) string {
+	if !strings.Contains(c, "server preface") {
+		return ""
+	}
+	switch {
+	case strings.Contains(c, "http2:"):
+		return "the server there answered, but not in gRPC: another service's port"
+	case strings.Contains(c, "within timeout"):
+		return "the server there took the connection but sent no gRPC answer"
+	}
+	return closedNoGRPC
+}
+
+// closedNoGRPC is notGRPC's words for a server that closed the
+// connection.
+const closedNoGRPC = "the server there closed the connection without a gRPC answer"
 
 // statusError prints a gRPC status as one sentence for the operator, the
 // manager's message with vodctl's hint, and the status code last in

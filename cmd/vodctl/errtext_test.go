@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -77,6 +79,41 @@ func TestCodeName(t *testing.T) {
 		codes.Unauthenticated: "UNAUTHENTICATED", codes.Code(17): "CODE_17"} {
 		if got := codeName(c); got != want {
 			t.Errorf("codeName(%d) = %q, want %q", c, got, want)
+		}
+	}
+}
+
+// A --manager port whose server is no gRPC one (an RTSP or HTTP/1.1 port
+// that answers, one that closes at once) gives the plain line of a closed
+// port, "cannot reach the manager at ADDR: " and what the server did,
+// not gRPC's and HTTP/2's words ("error reading server preface: http2:
+// frame too large, note that the frame header looked like an HTTP/1.1
+// header").
+func TestManagerPortNotGRPCIsPlain(t *testing.T) {
+	answers := serveOnce(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		r.ReadString('\n') // HTTP/2's preface: "PRI * HTTP/2.0"
+		c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+		io.Copy(io.Discard, r) // until the client gives up
+	})
+	closes := serveOnce(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+	})
+	closesAtOnce := serveOnce(t, func(net.Conn) {})
+	for _, c := range []struct{ addr, why string }{
+		{answers, "the server there answered, but not in gRPC: another service's port"},
+		{closes, "the server there closed the connection without a gRPC answer"},
+		{closesAtOnce, "the server there closed the connection without a gRPC answer"},
+	} {
+		code, _, stderr := vodctlRun(c.addr, "nodes")
+		want := "vodctl: cannot reach the manager at " + c.addr + ": " + c.why + " (is the manager running with its gRPC at " + c.addr + "?"
+		if code != 1 || !strings.HasPrefix(stderr, want) || !strings.HasSuffix(stderr, ") [UNAVAILABLE]\n") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("--manager %s: exit %d, %q; want 1 and a line beginning %q", c.addr, code, stderr, want)
+		}
+		for _, jargon := range []string{"preface", "http2", "frame", "transport:", "desc ="} {
+			if strings.Contains(stderr, jargon) {
+				t.Errorf("--manager %s: %q in %q", c.addr, jargon, stderr)
+			}
 		}
 	}
 }

@@ -43,7 +43,7 @@ func TestFillsShowKeptBytes(t *testing.T) {
 	if r := rows["b"]; r[len(r)-1] != "due" {
 		t.Errorf("backoff past its next try: %v, want NEXT TRY due", r)
 	}
-	if r := rows["d"]; len(r) < 4 || r[len(r)-3] != time.Now().Add(time.Hour).Format("2006-01-02") {
+	if r := rows["d"]; len(r) < 4 || !strings.HasPrefix(r[len(r)-1], time.Now().Add(time.Hour).UTC().Format("2006-01-02T")) || !strings.HasSuffix(r[len(r)-1], "Z") {
 		t.Errorf("backoff before its next try: %v, want the time of the try", r)
 	}
 	if r := rows["c"]; len(r) < 5 || r[2] != "queued" || r[3] != "-" || r[4] != "0" {
@@ -71,7 +71,7 @@ func (a waitAdmin) ListFills(context.Context, *v1.ListFillsRequest) (*v1.ListFil
 func TestFillsShowThePlanWaiting(t *testing.T) {
 	until := time.Now().Add(2 * time.Minute)
 	out := runVodctl(t, waitAdmin{until: until}, "fills")
-	for _, want := range []string{"waits for the nodes of its restored plan to register: n2, n3", until.Format("15:04:05"), "vodctl node forget ID"} {
+	for _, want := range []string{"waits for the nodes of its restored plan to register: n2, n3", "(until " + until.UTC().Format(time.RFC3339) + " at most", "vodctl node forget ID"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("vodctl fills lacks %q:\n%s", want, out)
 		}
@@ -107,7 +107,7 @@ func TestFillsShowOriginRetries(t *testing.T) {
 		}
 		return ""
 	}
-	if r := strings.Fields(row("a")); len(r) < 12 || r[2] != "origin" || r[3] != "retry" || r[4] != "0%" || r[5]+" "+r[6] != "0 B" || r[7]+" "+r[8] != "1.00 kB" || r[10] != "7" || r[11] != time.Now().Add(time.Hour).Format("2006-01-02") {
+	if r := strings.Fields(row("a")); len(r) < 12 || r[2] != "origin" || r[3] != "retry" || r[4] != "0%" || r[5]+" "+r[6] != "0 B" || r[7]+" "+r[8] != "1.00 kB" || r[10] != "7" || !strings.HasPrefix(r[11], time.Now().Add(time.Hour).UTC().Format("2006-01-02T")) {
 		t.Errorf("a fill retried, its next try in an hour: %v", r)
 	}
 	if r := strings.Fields(row("b")); len(r) < 12 || r[4] != "10%" || r[5]+" "+r[6] != "100 B" || r[10] != "2" || r[11] != "now" {

@@ -92,7 +92,7 @@ func TestChangeNotSavedExitStatus(t *testing.T) {
 	check("node node-1 forgotten in this manager, but not removed from the store", "node", "forget", "node-1")
 
 	// Refused, nothing changed: exit 1, the error as before.
-	if code, _, stderr := vodctlRun(addr, "policy", "no-such-policy"); code != 1 || !strings.HasPrefix(stderr, "vodctl: lsm: unknown policy \"no-such-policy\"") || !strings.HasSuffix(stderr, " [INVALID_ARGUMENT]\n") {
+	if code, _, stderr := vodctlRun(addr, "policy", "no-such-policy"); code != 1 || !strings.HasPrefix(stderr, "vodctl: unknown scheduling policy \"no-such-policy\" (the valid names are ") || !strings.HasSuffix(stderr, " [INVALID_ARGUMENT]\n") {
 		t.Errorf("policy refused: exit %d, %q; want 1 and the error", code, stderr)
 	}
 }

@@ -101,8 +101,11 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 		"prefetch": short + ".\n\n" +
 			"Not held to the off-peak window. On a node with max_fills_per_node fills in progress, or while\n" +
 			"fills take every origin channel, it is queued (vodctl fills: queued) and ordered at the first\n" +
-			"plan with a slot; the same prefetch again meanwhile is refused (already queued), as one already\n" +
-			"ordered there is, and so is one without NODE (another NODE named orders it there as well).\n" +
+			"plan with a slot. A prefetch on a NODE that already has TITLE is refused (ALREADY_EXISTS), the\n" +
+			"answer saying which: queued, ordered (its fill not started yet), filling or held there. Without\n" +
+			"NODE it fetches a title the cluster lacks: refused the same way, naming the node, while TITLE is\n" +
+			"queued on a node, or a node in service holds it, fills it or was ordered to; naming another\n" +
+			"NODE orders a second copy there.\n" +
 			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
 			"so a restarted manager or the standby taking over orders it again; while it is queued or waits\n" +
 			"for a retry, vodctl evict TITLE NODE cancels it, and so it does once ordered or filling while no\n" +
@@ -204,13 +207,16 @@ func pinnedCol(p *v1.Replica) string {
 	return strconv.FormatBool(p.Pinned)
 }
 
-// unixMs formats milliseconds since the Unix epoch as local time, "-"
-// for 0 (unknown).
+// unixMs formats milliseconds since the Unix epoch as every time vodctl
+// shows is (PINNED's "kept until", SINCE, NEXT TRY, a suspension's
+// UNTIL): UTC in RFC 3339, "2026-12-07T17:30:00Z"; "-" for 0 (unknown).
+// PINNED and NEXT TRY were local time as "2006-01-02 15:04:05 MST" while
+// the suspensions were RFC 3339.
 func unixMs(ms int64) string {
 	if ms <= 0 {
 		return "-"
 	}
-	return time.UnixMilli(ms).Format("2006-01-02 15:04:05 MST")
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
 }
 
 func orCluster(n string) string {
@@ -258,7 +264,7 @@ func fillsCmd(g *globals) *cobra.Command {
 					if f.State == "origin retry" && f.NextTryUnixMs <= time.Now().UnixMilli() {
 						next = "now" // a retry under way, or due since the node's last report
 					} else if at := time.UnixMilli(f.NextTryUnixMs); f.NextTryUnixMs > 0 && at.After(time.Now()) {
-						next = at.Format("2006-01-02 15:04:05 MST")
+						next = unixMs(f.NextTryUnixMs)
 					} else if f.NextTryUnixMs > 0 {
 						next = "due" // waits for the origin, a channel or a slot
 					}
@@ -277,7 +283,7 @@ func fillsCmd(g *globals) *cobra.Command {
 				}
 				if r := m.(*v1.ListFillsResponse); len(r.PlanWaitsFor) > 0 {
 					fmt.Fprintf(w, "\nThe planner orders no prefetch or eviction yet: after the manager's restart or takeover it waits for the nodes of its restored plan to register: %s (until %s at most; vodctl node forget ID for a node that is gone).\n",
-						firstOf(r.PlanWaitsFor, 10), time.UnixMilli(r.PlanWaitsUntilUnixMs).Format("15:04:05 MST"))
+						firstOf(r.PlanWaitsFor, 10), unixMs(r.PlanWaitsUntilUnixMs))
 				}
 			})
 		},

@@ -45,14 +45,16 @@ func TestPlacementShowsSites(t *testing.T) {
 }
 
 // PINNED says "kept until" for a copy an operator's prefetch filled that
-// no pin protects; a pin says true, as before.
+// no pin protects, the time as the suspensions' UNTIL shows one (UTC, RFC
+// 3339; it was local time as "2027-01-05 04:00:00 UTC"); a pin says true,
+// as before.
 func TestPinnedColumnShowsAKeep(t *testing.T) {
-	until := time.Date(2027, 1, 5, 4, 0, 0, 0, time.Local).UnixMilli()
+	until := time.Date(2027, 1, 5, 4, 0, 0, 0, time.UTC).UnixMilli()
 	for _, c := range []struct {
 		r    *v1.Replica
 		want string
 	}{
-		{&v1.Replica{KeptUntilUnixMs: until}, "kept until " + time.UnixMilli(until).Format("2006-01-02 15:04:05 MST")},
+		{&v1.Replica{KeptUntilUnixMs: until}, "kept until 2027-01-05T04:00:00Z"},
 		{&v1.Replica{Pinned: true, KeptUntilUnixMs: until}, "true"},
 		{&v1.Replica{}, "false"},
 	} {

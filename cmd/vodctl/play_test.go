@@ -78,7 +78,7 @@ func TestPlayRefusesURLWithoutHost(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
 		code := run([]string{"play", "--duration", "1s", c.url}, &stdout, &stderr)
-		if code != 1 || !strings.HasPrefix(stderr.String(), "vodctl: probe: ") || !strings.Contains(stderr.String(), c.want) ||
+		if code != 1 || !strings.HasPrefix(stderr.String(), "vodctl: ") || strings.Contains(stderr.String(), "probe:") || !strings.Contains(stderr.String(), c.want) ||
 			strings.Contains(stderr.String(), "dial") || stdout.Len() > 0 || time.Since(start) > 2*time.Second {
 			t.Errorf("play %s: exit status %d after %v\n%s%s\nwant 1 and %s", c.url, code, time.Since(start), stdout.String(), stderr.String(), c.want)
 		}

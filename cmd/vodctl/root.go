@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError) // the subcommands inherit it
 	root.PersistentFlags().StringVar(&g.manager, "manager", envOr("VODCTL_MANAGER", "127.0.0.1:9090"), "manager gRPC address host:port ($VODCTL_MANAGER)")
 	// The token's default is read at run time, not shown in --help.
 	root.PersistentFlags().StringVar(&g.token, "token", "", "the manager's admin token, when it has one (default $VODCTL_TOKEN); --token-file keeps it off the command line")
@@ -237,7 +238,7 @@ func noTitleNote(r *v1.ListTitlesResponse, refreshed bool) string {
 			"set origin (the origin's gRPC address) in the manager's configuration and restart it"
 	}
 	note := "no title: the manager's catalog is empty: the origin had no title when last read, " +
-		time.UnixMilli(r.GetCatalogReadUnixMs()).UTC().Format(time.RFC3339)
+		unixMs(r.GetCatalogReadUnixMs())
 	note += "; publish titles in the origin's directory"
 	if !refreshed {
 		note += ", then vodctl titles --refresh"

@@ -63,7 +63,7 @@ func suspendCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "%s: suspension lifted\n", s.User)
 					return
 				}
-				fmt.Fprintf(w, "%s: suspended until %s\n", s.User, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339))
+				fmt.Fprintf(w, "%s: suspended until %s\n", s.User, unixMs(s.UntilUnixMs))
 				if s.UserUnknown {
 					fmt.Fprintf(w, "warning: the users file has no subscriber %q: the suspension is kept and applies if one of that name is added (check the name)\n", s.User)
 				}
@@ -94,8 +94,8 @@ func suspensionsCmd(g *globals) *cobra.Command {
 						// still plays.
 						user += " (not in users file)"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", user, time.UnixMilli(s.UntilUnixMs).UTC().Format(time.RFC3339),
-						time.UnixMilli(s.SinceUnixMs).UTC().Format(time.RFC3339), s.Reason)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", user, unixMs(s.UntilUnixMs),
+						unixMs(s.SinceUnixMs), s.Reason)
 				}
 			})
 		},
