@@ -73,7 +73,7 @@ func TestPlayRefusesURLWithoutHost(t *testing.T) {
 		{"rtsp://demo:demo@/vod/sample-001", `"rtsp://demo:xxxxx@/vod/sample-001" has no host`},
 		{"rtsp://:8554/vod/sample-001", `"rtsp://:8554/vod/sample-001" has no host`},
 		{"rtsp://demo@:8554/vod/sample-001", `"rtsp://demo@:8554/vod/sample-001" has no host`},
-		{"http:///vod/sample-001.ts", "a http:// URL: this client plays RTSP"},
+		{"http:///vod/sample-001.ts", "this client plays RTSP (rtsp:// or rtsps://), not http://"},
 	} {
 		var stdout, stderr bytes.Buffer
 		start := time.Now()

@@ -131,7 +131,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		// still carries its token or password.
 		return res, fmt.Errorf("probe: %q is not a URL: want rtsp://[USER:PASSWORD@]HOST:PORT/vod/TITLE (or rtsps://)", res.URL)
 	} else if s := strings.ToLower(scheme); s != "rtsp" && s != "rtsps" {
-		return res, fmt.Errorf("probe: a %s:// URL: this client plays RTSP (rtsp:// or rtsps://); play HTTP and HLS URLs with ffmpeg, ffplay or VLC", scheme)
+		return res, fmt.Errorf("probe: this client plays RTSP (rtsp:// or rtsps://), not %s://; play HTTP and HLS URLs with ffmpeg, ffplay or VLC", scheme)
 	}
 	u, err := base.ParseURL(rawURL)
 	if err != nil {

@@ -34,8 +34,8 @@ func TestPlayRefusesBadOptions(t *testing.T) {
 // "unsupported scheme" with an empty name.
 func TestPlayRefusesURLsNotRTSP(t *testing.T) {
 	for url, want := range map[string]string{
-		"http://demo:demo@127.0.0.1:1/vod/x.ts": "a http:// URL: this client plays RTSP",
-		"HTTPS://127.0.0.1:1/vod/x/index.m3u8":  "a HTTPS:// URL: this client plays RTSP",
+		"http://demo:demo@127.0.0.1:1/vod/x.ts": "this client plays RTSP (rtsp:// or rtsps://), not http://",
+		"HTTPS://127.0.0.1:1/vod/x/index.m3u8":  "this client plays RTSP (rtsp:// or rtsps://), not HTTPS://",
 		"sample-001":                            `"sample-001" is not a URL: want rtsp://`,
 		"":                                      `"" is not a URL`,
 	} {
