@@ -76,8 +76,10 @@ func unauthorizedHint(u *base.URL, answer *base.Response) string {
 
 // sessionLimitHint says, for a DESCRIBE of u answered 403 "Forbidden (too
 // many sessions)" by the front door, why and what ends a session: the
-// subscriber holds as many as the manager's max_sessions_per_user allows.
-// It is "" for any other answer (nil too).
+// subscriber holds as many as the manager's max_sessions_per_user allows,
+// or, when the reason says some are not started, redirects no player took
+// up hold them until their no-show. It is "" for any other answer (nil
+// too).
 func sessionLimitHint(u *base.URL, answer *base.Response) string {
 	if answer == nil || answer.StatusCode != base.StatusForbidden || !strings.Contains(answer.StatusMessage, "too many sessions") {
 		return ""
@@ -85,6 +87,13 @@ func sessionLimitHint(u *base.URL, answer *base.Response) string {
 	user := "USER"
 	if u.User != nil && u.User.Username() != "" {
 		user = u.User.Username()
+	}
+	if strings.Contains(answer.StatusMessage, "not started") {
+		// The manager counted redirects its players have not taken up
+		// (requests asked again and again, players that gave up): they
+		// end on their own at their no-show.
+		return ": the subscriber's earlier requests hold redirects to nodes that no player took up (max_sessions_per_user counts them); " +
+			"ask again when one ends, or end them now (vodctl sessions end --user " + user + ")"
 	}
 	return ": the subscriber already holds as many sessions as the manager allows at once (max_sessions_per_user); " +
 		"stop another of its players, or end its sessions (vodctl sessions end --user " + user + "); " +

@@ -222,6 +222,13 @@ func TestSessionLimitHint(t *testing.T) {
 	if got := sessionLimitHint(u, limit); !strings.Contains(got, "max_sessions_per_user") || !strings.Contains(got, "vodctl sessions end --user demo") {
 		t.Errorf("too many sessions: %q", got)
 	}
+	// Held by redirects no player took up (the manager's reason says
+	// how many are not started): they end by themselves.
+	redirects := &base.Response{StatusCode: base.StatusForbidden, StatusMessage: "Forbidden (too many sessions: 2 of 2 not started, one ends within 68 s unless its player arrives)"}
+	if got := sessionLimitHint(u, redirects); !strings.Contains(got, "redirects to nodes that no player took up") || strings.Contains(got, "stop another of its players") ||
+		!strings.Contains(got, "vodctl sessions end --user demo") {
+		t.Errorf("too many sessions, not started: %q", got)
+	}
 	noUser, _ := base.ParseURL("rtsp://h:8554/vod/t?token=x")
 	if got := sessionLimitHint(noUser, limit); !strings.Contains(got, "--user USER") {
 		t.Errorf("too many sessions, no user in the URL: %q", got)
