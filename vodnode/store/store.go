@@ -121,7 +121,7 @@ type Store struct {
 	doneByID    map[string]int // fills completed per title since Open
 	failedBy    map[string]int // fills failed since Open, by FailCause
 	originBytes atomic.Int64
-	diskFault   atomic.Int64 // unix ns of the last failed write to the title cache (DiskFault); 0: none
+	diskFault   atomic.Int64 // monotime.Of the last failed write to the title cache (DiskFault); 0: none
 	// originRangeBytes: bytes received by OriginRange reads (not cached).
 	originRangeBytes atomic.Int64
 	// protected are the titles the manager says the node's own eviction
