@@ -61,6 +61,11 @@ type Title struct {
 	// expected requests per day (catalog.yaml popularity:); 0 = none. The
 	// storage manager takes it as a prior of the request rate.
 	PopularityPerDay float64
+	// HLSSegmentMaxS is the duration, seconds, of the longest HLS segment
+	// a node cuts the title into (tsindex.Index.LongestSegment with
+	// tsindex.HLSSegmentTarget), measured at load: the nodes declare an
+	// EXT-X-TARGETDURATION that holds it from a title's first playlist.
+	HLSSegmentMaxS float64
 
 	// file is Path as the load scanned it (nil for a title not loaded by
 	// LoadCatalog): Version describes its bytes only while Path is still
@@ -109,6 +114,7 @@ func (t Title) Proto() *vodclusterv1.Title {
 		Version:    t.Version,
 
 		PopularityPerDay: t.PopularityPerDay,
+		HlsSegmentMaxS:   t.HLSSegmentMaxS,
 	}
 }
 

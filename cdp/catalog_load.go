@@ -248,12 +248,14 @@ type fileMeta struct {
 	size     int64   // bytes
 	duration float64 // seconds
 	version  string  // Title.Version
+	segment  float64 // Title.HLSSegmentMaxS, seconds
 	file     os.FileInfo
 }
 
 // measure scans every distinct file of entries once, unless prev's load
 // scanned it as it is now, and fills in the titles' size, duration,
-// bitrate and version. It returns the number of files scanned.
+// bitrate, version and longest HLS segment. It returns the number of files
+// scanned.
 func measure(entries []entry, prev *Catalog) (int, error) {
 	firstUse := make(map[string]int) // path -> index of the first entry using it
 	var paths []string
@@ -298,6 +300,7 @@ func measure(entries []entry, prev *Catalog) (int, error) {
 		entries[i].SizeBytes = m.size
 		entries[i].DurationS = m.duration
 		entries[i].Version = m.version
+		entries[i].HLSSegmentMaxS = m.segment
 		entries[i].file = m.file
 		entries[i].BitrateBps = int64(math.Round(float64(m.size) * 8 / m.duration))
 	}
@@ -313,7 +316,7 @@ func (c *Catalog) files() map[string]fileMeta {
 	out := make(map[string]fileMeta, len(c.titles))
 	for _, t := range c.titles {
 		if t.file != nil {
-			out[t.Path] = fileMeta{size: t.SizeBytes, duration: t.DurationS, version: t.Version, file: t.file}
+			out[t.Path] = fileMeta{size: t.SizeBytes, duration: t.DurationS, version: t.Version, segment: t.HLSSegmentMaxS, file: t.file}
 		}
 	}
 	return out
@@ -327,8 +330,8 @@ func sameFile(was, st os.FileInfo) bool {
 }
 
 // scanFile checks that path is a whole MPEG-TS file with a clock and
-// returns its size, duration and version (the SHA-256 of the bytes read
-// for the index, in the same pass).
+// returns its size, duration, version (the SHA-256 of the bytes read for
+// the index, in the same pass) and longest HLS segment.
 func scanFile(path string) (fileMeta, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -359,5 +362,6 @@ func scanFile(path string) (fileMeta, error) {
 	if !(d > 0) || math.IsInf(d, 0) {
 		return fileMeta{}, fmt.Errorf("no play time: fewer than two PCRs in %d packets", idx.Size/tsindex.PacketSize)
 	}
-	return fileMeta{size: idx.Size, duration: d, version: hex.EncodeToString(h.Sum(nil)[:16]), file: st}, nil
+	return fileMeta{size: idx.Size, duration: d, version: hex.EncodeToString(h.Sum(nil)[:16]),
+		segment: idx.LongestSegment(tsindex.HLSSegmentTarget), file: st}, nil
 }

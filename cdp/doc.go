@@ -6,9 +6,11 @@
 //
 // The catalog is a directory of .ts files, described by an optional
 // catalog.yaml (see LoadCatalog). Every title file is scanned once at load
-// with cdp/tsindex for its duration and mean bitrate, and hashed (SHA-256)
-// for its version, which a node's Fetch may name (if_version) so that the
-// bytes it resumes from are never mixed with those of a replaced file.
+// with cdp/tsindex for its duration, mean bitrate and longest HLS segment
+// (which a node's playlists declare as their target duration), and hashed
+// (SHA-256) for its version, which a node's Fetch may name (if_version) so
+// that the bytes it resumes from are never mixed with those of a replaced
+// file.
 // A started Server watches the directory (reload.go) and reads it again
 // when it changes, scanning only new and changed files; a catalog that
 // does not load is refused and the one before kept.

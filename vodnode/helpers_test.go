@@ -121,7 +121,7 @@ func (o *fakeOrigin) ListTitles(context.Context, *pb.ListTitlesRequest) (*pb.Lis
 	for id, d := range titles {
 		x, _ := tsindex.BuildFrom(bytes.NewReader(d))
 		res.Titles = append(res.Titles, &pb.Title{Id: id, Name: id, DurationS: x.Duration(), BitrateBps: int64(float64(len(d)) * 8 / x.Duration()),
-			SizeBytes: int64(len(d)), Version: titleVersion(d)})
+			SizeBytes: int64(len(d)), Version: titleVersion(d), HlsSegmentMaxS: x.LongestSegment(tsindex.HLSSegmentTarget)})
 	}
 	return res, nil
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // hlsTarget is the wanted HLS segment duration, seconds; segments are cut
-// at the first keyframe at least this far from the previous cut.
-const hlsTarget = 4.0
+// at the first keyframe at least this far from the previous cut (the
+// origin measures its titles' longest segments with the same cuts).
+const hlsTarget = tsindex.HLSSegmentTarget
 
 // segment is one HLS segment: bytes [start, end) of the title.
 type segment struct {
@@ -29,34 +30,19 @@ type segment struct {
 	discontinuity bool
 }
 
-// segments cuts the indexed part of a title at keyframes: at the first one
-// at least hlsTarget from the previous cut, and at the first one at or
-// past each discontinuity of the presentation times (a splice), whose
-// segment is marked (RFC 8216 §4.3.2.3 asks for the tag where the
-// timestamps' sequence changes; the segment before it keeps its own
-// length). The last segment, which runs to the end, is included only once
-// complete. The cuts depend only on the keyframes and splices before
-// them, so they stay the same while a fill goes on.
+// segments cuts the indexed part of a title at keyframes
+// (tsindex.Index.Segments with hlsTarget): at the first one at least
+// hlsTarget from the previous cut, and at the first one at or past each
+// discontinuity of the presentation times (a splice), whose segment is
+// marked (RFC 8216 §4.3.2.3 asks for the tag where the timestamps'
+// sequence changes). The last segment, which runs to the end, is
+// included only once complete. The cuts stay the same while a fill goes
+// on.
 func segments(idx *tsindex.Index, complete bool) []segment {
-	starts, times, disc := []int64{0}, []float64{0}, []bool{false}
-	jumps := idx.PTSJumps
-	for k, kf := range idx.Keyframes {
-		t := idx.KeyframeSeconds(k)
-		spliced := false
-		for len(jumps) > 0 && jumps[0].Offset <= kf.Offset {
-			spliced, jumps = true, jumps[1:]
-		}
-		if kf.Offset > starts[len(starts)-1] && (spliced || t-times[len(times)-1] >= hlsTarget) {
-			starts, times, disc = append(starts, kf.Offset), append(times, t), append(disc, spliced)
-		}
-	}
-	segs := make([]segment, 0, len(starts))
-	for i := 0; i+1 < len(starts); i++ {
-		segs = append(segs, segment{starts[i], starts[i+1], times[i+1] - times[i], disc[i]})
-	}
-	if complete {
-		last := len(starts) - 1
-		segs = append(segs, segment{starts[last], idx.Size, math.Max(idx.Duration()-times[last], 0.04), disc[last]})
+	cuts := idx.Segments(hlsTarget, complete)
+	segs := make([]segment, len(cuts))
+	for i, c := range cuts {
+		segs[i] = segment{c.Start, c.End, c.Seconds, c.Discontinuity}
 	}
 	return segs
 }
@@ -133,14 +119,15 @@ func (n *Node) servePlaylist(w http.ResponseWriter, r *http.Request, hs *httpSes
 	var b strings.Builder
 	// A playlist's reloads may only append (RFC 8216 §6.2.1): the target
 	// duration leaves room for segments longer than hlsTarget (cut at the
-	// first keyframe past it), so it does not grow as the fill reveals
-	// them (each EXTINF rounded must stay within it, §4.3.3.1); and a
+	// first keyframe past it), and holds the title's longest one as the
+	// origin measured it, so it does not grow as the fill reveals them
+	// (each EXTINF rounded must stay within it, §4.3.3.1); and a
 	// viewer who was given an EVENT playlist while the title filled keeps
 	// that type, its playlist completed, once the fill is, by every
 	// segment and EXT-X-ENDLIST (an append): from then on it seeks
 	// anywhere, as a VOD playlist's viewer does (it could only seek
 	// within what eventShown listed, for the rest of the session).
-	target := targetDuration(segs)
+	target := targetDuration(segs, hs.t().Meta().HLSSegmentMax)
 	kind := "VOD"
 	if !complete || hs.hlsEvent.Load() {
 		kind = "EVENT"
@@ -416,9 +403,14 @@ func extinf(dur float64) float64 { return math.Round(dur*1000) / 1000 }
 // targetDuration returns a playlist's EXT-X-TARGETDURATION, seconds: 2 ×
 // hlsTarget, or more for a segment whose EXTINF, rounded to the nearest
 // integer, is more (RFC 8216 §4.3.3.1): rounded as written (8.4996 s is
-// written 8.500, which rounds to 9, not 8).
-func targetDuration(segs []segment) float64 {
-	target := 2 * hlsTarget
+// written 8.500, which rounds to 9, not 8); longest is the longest segment
+// the title has, seconds (store.Meta.HLSSegmentMax: the origin's measure
+// of the whole title), taken as such a segment, 0 when unknown. Given it,
+// a playlist of a title being filled declares the target of the whole
+// title's, which its reloads keep (§6.2.1) as the fill reveals longer
+// segments (keyframes 10 s apart); without it, only segs count.
+func targetDuration(segs []segment, longest float64) float64 {
+	target := math.Max(2*hlsTarget, math.Round(extinf(longest)))
 	for _, s := range segs {
 		target = math.Max(target, math.Round(extinf(s.dur)))
 	}

@@ -74,7 +74,7 @@ func (c *catalog) fresh(ctx context.Context, id string, now time.Time, maxAge ti
 	cancel()
 	switch status.Code(err) {
 	case codes.OK:
-		m := Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
+		m := metaOf(t)
 		if m.ID != id {
 			return Meta{}, fmt.Errorf("%w: asked for title %q, the origin answered %q", ErrOrigin, id, m.ID)
 		}
@@ -151,7 +151,7 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 	}
 	titles := make(map[string]Meta, len(list))
 	for _, t := range list {
-		titles[t.GetId()] = Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(), Version: t.GetVersion()}
+		titles[t.GetId()] = metaOf(t)
 	}
 	// Read before the map is published: once it is, fresh writes into it
 	// (under mu).
@@ -163,4 +163,10 @@ func (c *catalog) lookup(ctx context.Context, id string, now time.Time, maxAge t
 		return m, nil
 	}
 	return Meta{}, fmt.Errorf("%w: %q", ErrUnknownTitle, id)
+}
+
+// metaOf returns the metadata of the origin's catalog entry t.
+func metaOf(t *pb.Title) Meta {
+	return Meta{ID: t.GetId(), Size: t.GetSizeBytes(), Bitrate: t.GetBitrateBps(), Duration: t.GetDurationS(),
+		Version: t.GetVersion(), HLSSegmentMax: t.GetHlsSegmentMaxS()}
 }

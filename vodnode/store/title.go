@@ -21,6 +21,11 @@ type Meta struct {
 	// "" when unknown (a copy whose index predates versions or was rebuilt
 	// at start without its record, or an origin that gives none).
 	Version string
+	// HLSSegmentMax is the duration, seconds, of the longest HLS segment
+	// the title is cut into (pb.Title.hls_segment_max_s, the origin's
+	// measure of its whole file); 0 when unknown (an origin that gives
+	// none, a copy loaded from the node's disk).
+	HLSSegmentMax float64
 }
 
 // View is what a reader may use of a title at one moment. Index.Size is the

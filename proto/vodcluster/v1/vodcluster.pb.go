@@ -95,9 +95,19 @@ type Title struct {
 	// title only from a partial of the same version, and keeps a fill only
 	// when its bytes hash to it. Empty when the origin gives none (nothing
 	// is checked).
-	Version       string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version string `protobuf:"bytes,8,opt,name=version,proto3" json:"version,omitempty"`
+	// hls_segment_max_s is the duration, seconds, of the longest HLS segment
+	// a node cuts the title into (at the first keyframe at least 4 s past
+	// the previous cut, and at each splice: cdp/tsindex Index.Segments), as
+	// the origin measured its file. A node declares an
+	// EXT-X-TARGETDURATION of at least it, rounded, from the first playlist
+	// of a title it fills, so that the target holds the longest segment
+	// (RFC 8216 §4.3.3.1) and stays the same in every reload (§6.2.1) even
+	// for keyframes 10 s apart. 0 when the origin gives none: the node
+	// declares 8 s, or the longest segment it has cut so far.
+	HlsSegmentMaxS float64 `protobuf:"fixed64,9,opt,name=hls_segment_max_s,json=hlsSegmentMaxS,proto3" json:"hls_segment_max_s,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Title) Reset() {
@@ -184,6 +194,13 @@ func (x *Title) GetVersion() string {
 		return x.Version
 	}
 	return ""
+}
+
+func (x *Title) GetHlsSegmentMaxS() float64 {
+	if x != nil {
+		return x.HlsSegmentMaxS
+	}
+	return 0
 }
 
 type RefreshCatalogRequest struct {
@@ -4854,7 +4871,7 @@ var File_vodcluster_v1_vodcluster_proto protoreflect.FileDescriptor
 
 const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\xec\x01\n" +
+	"\x1evodcluster/v1/vodcluster.proto\x12\rvodcluster.v1\"\x97\x02\n" +
 	"\x05Title\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -4866,7 +4883,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\x18\n" +
 	"\apackage\x18\x06 \x01(\tR\apackage\x12,\n" +
 	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
-	"\aversion\x18\b \x01(\tR\aversion\"\x17\n" +
+	"\aversion\x18\b \x01(\tR\aversion\x12)\n" +
+	"\x11hls_segment_max_s\x18\t \x01(\x01R\x0ehlsSegmentMaxS\"\x17\n" +
 	"\x15RefreshCatalogRequest\"\x88\x01\n" +
 	"\x16RefreshCatalogResponse\x12\x16\n" +
 	"\x06titles\x18\x01 \x01(\x05R\x06titles\x12\x1c\n" +
