@@ -263,6 +263,12 @@ func refusalLine(text string, bad liberrors.ErrClientBadStatusCode, who, server,
 	if server != "" && step != "DESCRIBE" {
 		who = "the node at " + server // after the front door's redirect
 	}
+	if node, ok := strings.CutPrefix(who, "the node at "); ok {
+		// The probe's hint names the node again ("the node NODE refused
+		// the admission token ..."): the line has named it.
+		node, _, _ = strings.Cut(node, " ")
+		hint = strings.Replace(hint, ": the node "+node+" ", ": it ", 1)
+	}
 	if bad.Code == base.StatusNotFound && step == "DESCRIBE" && title != "" {
 		return fmt.Sprintf("%s has no title %q: %s%s", who, title, code, hint)
 	}

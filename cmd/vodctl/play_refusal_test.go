@@ -34,9 +34,10 @@ func answerDescribe(status string) func(c net.Conn) {
 	}
 }
 
-// answerRedirect answers as the front door does: OPTIONS 200, DESCRIBE
-// 302 to node (host:port) with an admission token's path.
-func answerRedirect(node string) func(c net.Conn) {
+// answerAfterOptions answers as the front door and the node do: OPTIONS
+// 200, any other request with status (a code and reason phrase, and any
+// header lines after it), each with its CSeq.
+func answerAfterOptions(status string) func(c net.Conn) {
 	return func(c net.Conn) {
 		r := textproto.NewReader(bufio.NewReader(c))
 		for {
@@ -52,9 +53,15 @@ func answerRedirect(node string) func(c net.Conn) {
 				fmt.Fprintf(c, "RTSP/1.0 200 OK\r\nCSeq: %s\r\nPublic: DESCRIBE, SETUP, PLAY, TEARDOWN\r\n\r\n", h.Get("Cseq"))
 				continue
 			}
-			fmt.Fprintf(c, "RTSP/1.0 302 Moved Temporarily\r\nCSeq: %s\r\nLocation: rtsp://%s/s/eyJ.grant/vod/sample-001\r\n\r\n", h.Get("Cseq"), node)
+			fmt.Fprintf(c, "RTSP/1.0 %s\r\nCSeq: %s\r\n\r\n", status, h.Get("Cseq"))
 		}
 	}
+}
+
+// answerRedirect answers as the front door does: DESCRIBE 302 to node
+// (host:port) with an admission token's path.
+func answerRedirect(node string) func(c net.Conn) {
+	return answerAfterOptions("302 Moved Temporarily\r\nLocation: rtsp://" + node + "/s/eyJ.grant/vod/sample-001")
 }
 
 // A play's error is one plain line: a refusal says who refused which
@@ -76,12 +83,18 @@ func TestPlayErrorIsOnePlainLine(t *testing.T) {
 	gone.Close()
 	toGone := serveOnce(t, answerRedirect(goneAddr))
 	toNotFound := serveOnce(t, answerRedirect(notFound))
+	// A node refusing the redirect's admission token (the status line,
+	// then its challenge).
+	toUnauthorizedNode := serveOnce(t, answerAfterOptions("401 Unauthorized\r\n"+
+		`WWW-Authenticate: Bearer realm="vodcluster", error="invalid_token", error_description="admission token expired"`))
+	toUnauthorized := serveOnce(t, answerRedirect(toUnauthorizedNode))
 	for _, c := range []struct{ url, want string }{
 		{"rtsp://demo:demo@" + notFound + "/vod/nosuch", `vodctl: the manager at ` + notFound + ` has no title "nosuch": RTSP 404 Not Found (no such title)` + "\n"},
 		{"rtsp://demo:demo@" + forbidden + "/vod/sample-001", `vodctl: the manager at ` + forbidden + ` refused DESCRIBE: RTSP 403 Forbidden (not entitled)` + "\n"},
 		{"rtsp://" + goneAddr + "/vod/sample-001", "vodctl: cannot reach the manager at " + goneAddr + ": dial tcp " + goneAddr + ": connect: connection refused (is the manager running with its front door's RTSP at " + goneAddr + "? rtsp_listen, 8554 by default)\n"},
 		{"rtsp://demo:demo@" + toGone + "/vod/sample-001", "vodctl: cannot reach the node at " + goneAddr + " (the front door's redirect): dial tcp " + goneAddr + ": connect: connection refused (the front door redirects players to the address the node advertises, its advertise_host and rtsp_listen's port, rtsps_listen's over RTSPS: is the node running, and is that address reachable from players?)\n"},
 		{"rtsp://demo:demo@" + toNotFound + "/vod/sample-001", `vodctl: the node at ` + notFound + ` (the front door's redirect) has no title "sample-001": RTSP 404 Not Found (no such title)` + "\n"},
+		{"rtsp://" + toUnauthorized + "/vod/sample-001", `vodctl: the node at ` + toUnauthorizedNode + ` (the front door's redirect) refused DESCRIBE: RTSP 401 Unauthorized: it refused the admission token of the front door's redirect: admission token expired` + "\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"play", "--duration", "1s", c.url}, &stdout, &stderr)
