@@ -101,7 +101,8 @@ func playCmd(g *globals) *cobra.Command {
 				if errors.Is(err, probe.ErrStopped) && sig != 0 {
 					// Before PLAY's answer (a request the server or the front
 					// door's admission queue held): it waited for that answer.
-					return interrupted(sig, fmt.Errorf("interrupted before the play began, nothing played: %w", err))
+					// Without the probe's "probe: " inside the line.
+					return interrupted(sig, &playError{text: "interrupted before the play began, nothing played: " + strings.TrimPrefix(err.Error(), "probe: "), err: err})
 				}
 				return explainPlay(err, args[0], res.Server)
 			}
@@ -207,7 +208,12 @@ func sigName(sig syscall.Signal) string {
 // ("connection reset by peer"). server is the host that answered
 // DESCRIBE ("" when none did): a connection closed after that (a node
 // that died or ended the session) is no wrong port, and a refusal of
-// SETUP or PLAY is that host's.
+// SETUP or PLAY is that host's. A DESCRIBE that failed at the node the
+// front door redirected to (probe.RedirectedError) is the node's, named
+// "the node at NODE (the front door's redirect)", and one that could not
+// reach it says the node's advertised address must be reachable from
+// players: it read as the front door's ("cannot reach the manager at
+// FRONT: dial tcp NODE: ...", "the manager at FRONT has no title").
 func explainPlay(err error, rawURL, server string) error {
 	host, title := probe.Redacted(rawURL), ""
 	if u, perr := url.Parse(rawURL); perr == nil && u.Host != "" {
@@ -218,9 +224,18 @@ func explainPlay(err error, rawURL, server string) error {
 	var bad liberrors.ErrClientBadStatusCode
 	var rec tls.RecordHeaderError
 	var op *net.OpError
+	who := "the manager at " + host
+	var redirected *probe.RedirectedError
+	if errors.As(err, &redirected) {
+		who = "the node at " + redirected.Host + " (the front door's redirect)"
+	}
 	switch {
 	case errors.As(err, &bad):
-		text = refusalLine(text, bad, host, server, title)
+		text = refusalLine(text, bad, who, server, title)
+	case redirected != nil && errors.As(err, &op) && op.Op == "dial":
+		text = fmt.Sprintf("cannot reach %s: %v (the front door redirects players to the address the node advertises, its advertise_host and rtsp_listen's port, rtsps_listen's over RTSPS: is the node running, and is that address reachable from players?)", who, op)
+	case redirected != nil:
+		text = who + ": " + text
 	case errors.As(err, &rec):
 		text += fmt.Sprintf(" (%s answers without TLS: give it an rtsp:// URL, or the front door's RTSPS port, rtsps_listen, 8322 by default)", host)
 	case server != "":
@@ -236,16 +251,23 @@ func explainPlay(err error, rawURL, server string) error {
 // bad's status (text: the probe's error, "DESCRIBE: bad status code: ..."
 // and its hint): who refused which request, the code and reason as
 // "RTSP 404 Not Found (...)", and the probe's hint after them; a DESCRIBE
-// answered 404 names the title the manager does not have.
-func refusalLine(text string, bad liberrors.ErrClientBadStatusCode, host, server, title string) string {
+// answered 404 names the title who does not have. who is the host that
+// answered DESCRIBE as the line names it ("the manager at HOST"); a
+// refusal of a later request is server's, the node's.
+func refusalLine(text string, bad liberrors.ErrClientBadStatusCode, who, server, title string) string {
 	step, hint := "the request", ""
 	if i := strings.Index(text, bad.Error()); i >= 0 {
 		step, hint = strings.TrimSuffix(text[:i], ": "), text[i+len(bad.Error()):]
 	}
 	code := fmt.Sprintf("RTSP %d %s", int(bad.Code), bad.Message)
-	who := "the manager at " + host
 	if server != "" && step != "DESCRIBE" {
 		who = "the node at " + server // after the front door's redirect
+	}
+	if node, ok := strings.CutPrefix(who, "the node at "); ok {
+		// The probe's hint names the node again ("the node NODE refused
+		// the admission token ..."): the line has named it.
+		node, _, _ = strings.Cut(node, " ")
+		hint = strings.Replace(hint, ": the node "+node+" ", ": it ", 1)
 	}
 	if bad.Code == base.StatusNotFound && step == "DESCRIBE" && title != "" {
 		return fmt.Sprintf("%s has no title %q: %s%s", who, title, code, hint)

@@ -232,7 +232,8 @@ func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
 	select {
 	case err := <-ran:
 		var ee *exitError // exit status 143, as a play SIGTERM ended later
-		if d := time.Since(sent); err == nil || !strings.Contains(err.Error(), "interrupted before the play began, nothing played: probe: stopped before PLAY's answer (terminated signal received)") ||
+		if d := time.Since(sent); err == nil || !strings.HasPrefix(err.Error(), "interrupted before the play began, nothing played: stopped before PLAY's answer (terminated signal received): DESCRIBE: ") ||
+			strings.Contains(err.Error(), "probe:") ||
 			!errors.Is(err, probe.ErrStopped) || !errors.As(err, &ee) || ee.code != 143 ||
 			d > 3*time.Second {
 			t.Fatalf("play after SIGTERM before PLAY: %v, %v later\n%s", err, d, out.String())

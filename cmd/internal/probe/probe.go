@@ -116,11 +116,28 @@ var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H
 // torn down).
 var ErrStopped = errors.New("probe: stopped")
 
+// RedirectedError is a DESCRIBE that failed at the host the front door's
+// RTSP redirect (302) named, the node, rather than at the URL's: the node
+// could not be reached at the address it advertises, or it refused or
+// closed the request. Err is the probe's error; its text is the error's.
+type RedirectedError struct {
+	Host string // host:port the redirect named (the node's advertised RTSP address)
+	Err  error
+}
+
+// Error returns Err's text.
+func (e *RedirectedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *RedirectedError) Unwrap() error { return e.Err }
+
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
 // ctx ending before PLAY's answer stops it at once with ErrStopped.
 // Errors: a bad URL (one without a host too), transport or negative
 // Duration, a refused request (the error carries the RTSP status, e.g.
-// 401, 403, 404, 453), ErrNoMPEGTS, ErrStopped, or a transport failure.
+// 401, 403, 404, 453), ErrNoMPEGTS, ErrStopped, or a transport failure;
+// a DESCRIBE that failed at the node the front door redirected to is a
+// *RedirectedError naming it.
 func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	res := Result{URL: redacted(rawURL)}
 	if opts.Duration < 0 {
@@ -172,7 +189,10 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	defer stopEarly()
 	early := func(err error) error {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w before PLAY's answer (%v): %v", ErrStopped, context.Cause(ctx), err)
+			// One "probe: " at the head: the request's error after it
+			// without its own ("…: probe: DESCRIBE: …" kept the inner
+			// one in vodctl's line, which strips the first).
+			return fmt.Errorf("%w before PLAY's answer (%v): %s", ErrStopped, context.Cause(ctx), strings.TrimPrefix(err.Error(), "probe: "))
 		}
 		return err
 	}
@@ -181,8 +201,11 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		hint := unauthorizedHint(u, answer) + sessionLimitHint(u, answer) + loginLockHint(u, answer)
 		if c.Host != u.Host {
 			// The node's answer, after the front door's redirect: not
-			// about u's credentials.
+			// about u's credentials. Its failure is the node's: read as
+			// the front door's, a node advertising an address players
+			// cannot reach was "cannot reach the manager".
 			hint = redirectRefusalHint(c.Host, answer, err)
+			return res, early(&RedirectedError{Host: c.Host, Err: fmt.Errorf("probe: DESCRIBE: %w%s", err, hint)})
 		}
 		return res, early(fmt.Errorf("probe: DESCRIBE: %w%s", err, hint))
 	}

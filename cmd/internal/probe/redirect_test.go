@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -92,6 +93,46 @@ func TestNodeRefusalAfterRedirectExplained(t *testing.T) {
 		}
 		if err != nil && (strings.Contains(err.Error(), "subscriber token") || strings.Contains(err.Error(), "eyJ")) {
 			t.Errorf("%s: %v: the node's refusal taken for the front door's, or a token named", res.URL, err)
+		}
+	}
+}
+
+// A DESCRIBE that fails at the node the front door redirected to, one
+// not listening at the address it advertises or one answering 404, is a
+// *RedirectedError naming the node: its failure read as the front
+// door's ("cannot reach the manager at FRONT: dial tcp NODE: ...").
+// The front door's own refusal is none.
+func TestNodeFailureAfterRedirectNamesTheNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	notFound := fakeRTSP(t, func(cseq string) string {
+		return "RTSP/1.0 404 Not Found\r\nCSeq: " + cseq + "\r\n\r\n"
+	})
+	redirect := func(node string) string {
+		return fakeRTSP(t, func(cseq string) string {
+			return "RTSP/1.0 302 Moved Temporarily\r\nCSeq: " + cseq + "\r\nLocation: rtsp://" + node + "/s/eyJ.grant/vod/t\r\n\r\n"
+		})
+	}
+	for _, c := range []struct{ front, node string }{
+		{redirect(closed), closed},
+		{redirect(notFound), notFound},
+		{notFound, ""},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := Play(ctx, "rtsp://"+c.front+"/vod/t", Options{})
+		cancel()
+		var re *RedirectedError
+		switch {
+		case err == nil:
+			t.Errorf("front door %s: played", c.front)
+		case c.node == "" && errors.As(err, &re):
+			t.Errorf("front door %s's own refusal: %v names node %q", c.front, err, re.Host)
+		case c.node != "" && (!errors.As(err, &re) || re.Host != c.node):
+			t.Errorf("front door %s, redirect to %s: %v (%T) does not name the node", c.front, c.node, err, err)
 		}
 	}
 }
