@@ -83,3 +83,26 @@ func TestDeadlineWithNodesDeadWithinGraceCountsThem(t *testing.T) {
 		t.Fatalf("the refusal's log:\n%s", line)
 	}
 }
+
+// The only node's heartbeat stream broke (unreachable, not yet taken for
+// dead): the queue deadline's refusal counts it out of touch too, and the
+// log says its stream broke.
+func TestDeadlineWithNodeUnreachableSaysOutOfTouch(t *testing.T) {
+	var log logtest.Buffer
+	e := newManager(t, "", func(m *Manager) {
+		noTick(m) // n1 is not taken for dead within the test
+		m.QueueDeadline = 500 * time.Millisecond
+		m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	n1 := e.startNode("n1", nodeOpts{})
+	e.settled()
+	n1.stop()
+	waitFor(t, 5*time.Second, "the broken stream noticed", func() bool { return e.unreachable("n1") })
+	res := e.awaitWaitedOut(t, "n1 unreachable", base.StatusServiceUnavailable)
+	if res.StatusMessage != "Service Unavailable (no node is in service: 1 node out of touch, waiting up to restore_grace for it)" {
+		t.Fatalf("RTSP: %q", res.StatusMessage)
+	}
+	if line := logLine(t, log.String(), "is out of touch"); !strings.Contains(line, "n1 (heartbeat stream broken, last heartbeat ") {
+		t.Fatalf("the refusal's log:\n%s", line)
+	}
+}
