@@ -323,14 +323,12 @@ func (m *Manager) admit(ctx context.Context, r admitRequest) (*grant, error) {
 		m.log.Info("admission refused: the operator ended the subscriber's sessions while it waited", "title", t.ID, "user", r.User)
 		return nil, errEndedByOperator
 	}
-	if errors.Is(tk.Err, lsm.ErrDeadline) {
-		// The manager's first RestoreGrace, or a dead node's, may have
-		// run out since the queue was last checked (tick, a pump):
-		// refused as the at-once refusal would refuse it now, not 453.
-		tk.Err = m.hopelessLocked(&tk.Req, m.now(), tk.Err)
-	}
+	tk.Err = m.deadlineRefusalLocked(&tk.Req, m.now(), tk.Err) // at the queue deadline: why, not 453
 	if errors.Is(tk.Err, errNoNodeInService) {
 		return nil, m.noNodeInServiceRefusedLocked(&tk.Req, r.User, now, answered) // unlocks mu
+	}
+	if out := (nodesOutOfTouch{}); errors.As(tk.Err, &out) {
+		return nil, m.outOfTouchRefusedLocked(out, &tk.Req, r.User, now, answered) // unlocks mu
 	}
 	if errors.Is(tk.Err, errNoNodeReporting) {
 		return nil, m.noNodeRefusedLocked(&tk.Req, r.User, now, m.now()) // unlocks mu

@@ -39,6 +39,10 @@ type health struct {
 	catalogReadMs atomic.Int64
 	// storeDown: the last store operation failed.
 	storeDown atomic.Bool
+	// authTold: the Redis's refusal of the manager's credentials was
+	// logged, with the settings that give them (noteStore), since the
+	// store last answered: once per outage.
+	authTold atomic.Bool
 	// storeStalled: storeDown for a store call that did not answer
 	// within its deadline (a stall, not a quick failure): a front-door
 	// request makes no store call until the store answers again
@@ -83,6 +87,7 @@ func (m *Manager) noteStore(err error) {
 	case err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUndecodable):
 		m.noteAnswered()
 		m.health.storeStalled.Store(false)
+		m.health.authTold.Store(false)
 		if m.health.writeFailed.Load() {
 			return // it reads, but does not write
 		}
@@ -91,9 +96,21 @@ func (m *Manager) noteStore(err error) {
 		}
 	case errors.Is(err, context.Canceled):
 	default:
+		// Credentials refused (the Redis's password changed while the
+		// manager ran) name the settings, once per outage: also when it
+		// began otherwise (a Redis restarted with a new password refused
+		// connections first).
+		advice := StoreAuthAdvice(err)
+		told := advice != "" && !m.health.authTold.Swap(true)
 		if !m.health.storeDown.Swap(true) {
-			m.log.Error("store unavailable: not ready (/healthz 503) until it answers", "err", err)
+			msg := "store unavailable: not ready (/healthz 503) until it answers"
+			if told {
+				msg += ": it refuses the manager's credentials: " + advice
+			}
+			m.log.Error(msg, "err", err)
 			m.kickHealth() // reads it again and again until it does (healthLoop)
+		} else if told {
+			m.log.Error("store still unavailable: it refuses the manager's credentials: "+advice, "err", err)
 		}
 	}
 }

@@ -233,8 +233,8 @@ func (m *Manager) serveVOD(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, rr.Error(), http.StatusRequestedRangeNotSatisfiable)
 	case errors.Is(err, errNoNodeReporting):
 		http.Error(w, "no node is reporting to the manager: try again later", http.StatusServiceUnavailable)
-	case errors.Is(err, errNoNodeInService):
-		http.Error(w, "no node in service: try again later", http.StatusServiceUnavailable)
+	case errors.Is(err, errNoNodeInService), errors.Is(err, errNodesOutOfTouch):
+		http.Error(w, noNodeInServiceReason(err)+": try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errNoDiskRoom):
 		http.Error(w, "no node has disk room for the title: try again later", http.StatusServiceUnavailable)
 	case errors.Is(err, errOverEgress):

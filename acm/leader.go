@@ -185,7 +185,9 @@ func (l *leader) step(ctx context.Context) (gained bool, err error) {
 			"until", monotime.Wall(l.until.Load()))
 		return false, err
 	case err != nil:
-		if was {
+		if advice := StoreAuthAdvice(err); was && advice != "" {
+			l.log.Error("planner lock lost: the store refuses the manager's credentials ("+advice+"); planning stops", "err", err)
+		} else if was {
 			l.log.Error("planner lock lost: the store does not answer; planning stops", "err", err)
 		}
 		l.held.Store(false)

@@ -74,7 +74,7 @@ func TestMetricsOutcomeOfEveryRefusalPreCreated(t *testing.T) {
 		rangeRefused{size: 1}: outcomeBadRange,
 		errNoBandwidth:        outcomeNoCapacity, errNoNodeReporting: outcomeNoCapacity, errNoSource: outcomeNoCapacity,
 		errNoNodeInService: outcomeNoCapacity, errOverEgress: outcomeNoCapacity, errNoDiskRoom: outcomeNoCapacity,
-		errOriginBusy: outcomeNoCapacity, errOriginDown: outcomeOriginDown,
+		errOriginBusy: outcomeNoCapacity, nodesOutOfTouch{nodes: 1}: outcomeNoCapacity, errOriginDown: outcomeOriginDown,
 		retryLater{errThrottled, time.Second}: outcomeThrottled, retryLater{errRateLimited, time.Second}: outcomeRateLimited,
 		errUnavailable: outcomeUnavailable, errStoreTimeout: outcomeUnavailable, errStoreDown: outcomeUnavailable,
 		errNoCatalog: outcomeUnavailable, context.Canceled: outcomeClientGone, context.DeadlineExceeded: outcomeClientGone,

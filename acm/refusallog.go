@@ -28,6 +28,7 @@ const (
 	refusedOriginChannels  = "origin channels busy"             // no node holds the title, every origin channel taken by fills (storage.origin_channels)
 	refusedNoNodeInService = "no node in service"               // every node that could take it is drained or at weight 0 (errNoNodeInService)
 	refusedNoNodeReporting = "no node reporting"                // no node alive or dead within restore_grace (errNoNodeReporting)
+	refusedNodesOutOfTouch = "nodes out of touch"               // every node that could take it dead within restore_grace or unreachable, at the queue deadline (errNodesOutOfTouch)
 	refusedOriginDown      = "origin unavailable"               // the origin is down and no node the viewer may use has the title (errOriginDown)
 	refusedNoSource        = "no source"                        // no node the viewer may use holds the title and none has an origin (errNoSource)
 	refusedStoreDown       = "store unavailable"                // the store failed or did not answer within store_timeout, and no health check read it since (errStoreDown)

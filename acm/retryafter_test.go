@@ -31,6 +31,7 @@ func TestRefusalRetryAfter(t *testing.T) {
 		{retryLater{err: errRateLimited, wait: 10 * time.Millisecond}, "1"},
 		{errNoNodeReporting, "3"},
 		{errNoNodeInService, "3"},
+		{nodesOutOfTouch{nodes: 2}, "3"},
 		{errNoDiskRoom, "3"},
 		{errNoSource, "3"},
 		{errOriginBusy, "3"},

@@ -475,9 +475,9 @@ func (s *rtspServer) fail(nc net.Conn, res *base.Response, err error, stale bool
 	case errors.Is(err, errNoNodeReporting):
 		res.StatusCode = base.StatusServiceUnavailable
 		res.StatusMessage = "Service Unavailable (no node is reporting to the manager)"
-	case errors.Is(err, errNoNodeInService):
+	case errors.Is(err, errNoNodeInService), errors.Is(err, errNodesOutOfTouch):
 		res.StatusCode = base.StatusServiceUnavailable
-		res.StatusMessage = "Service Unavailable (no node in service)"
+		res.StatusMessage = "Service Unavailable (" + noNodeInServiceReason(err) + ")"
 	case errors.Is(err, errNoDiskRoom):
 		res.StatusCode = base.StatusNotEnoughBandwidth
 		res.StatusMessage = "Not Enough Bandwidth (no node has disk room for the title)"

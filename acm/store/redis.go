@@ -68,6 +68,7 @@ type RedisOptions struct {
 // write; configure the server's persistence (appendonly) accordingly.
 type Redis struct {
 	c      *redis.Client
+	addr   string // the Redis's, for an *AuthError
 	prefix string
 	closed atomic.Bool
 	// tenures (lockMu): by lock name and holder, the token of the
@@ -128,7 +129,7 @@ func OpenRedis(opts RedisOptions) (*Redis, error) {
 		}
 		return nil, fmt.Errorf("store: redis %s: %w", opts.Addr, err)
 	}
-	return &Redis{c: c, prefix: opts.Prefix}, nil
+	return &Redis{c: c, addr: opts.Addr, prefix: opts.Prefix}, nil
 }
 
 // redisLog takes go-redis's own messages (a connection pool that failed
@@ -169,8 +170,10 @@ func (r *Redis) check() error {
 	return nil
 }
 
-// wrap maps go-redis errors: a closed client is ErrClosed; what names a
-// missing key or field is the caller's to map to ErrNotFound.
+// wrap maps go-redis errors: a closed client is ErrClosed; credentials
+// refused (NOAUTH, WRONGPASS: the Redis's password changed since it was
+// opened) have an *AuthError among their causes (errors.As); what names
+// a missing key or field is the caller's to map to ErrNotFound.
 func (r *Redis) wrap(what string, err error) error {
 	switch {
 	case err == nil:
@@ -178,7 +181,11 @@ func (r *Redis) wrap(what string, err error) error {
 	case errors.Is(err, redis.ErrClosed) || r.closed.Load():
 		return fmt.Errorf("%w: %s: %v", ErrClosed, what, err)
 	}
-	return fmt.Errorf("store: redis: %s: %w", what, err)
+	wrapped := fmt.Errorf("store: redis: %s: %w", what, err)
+	if ae := authError(r.addr, err); ae != nil {
+		return &authCallError{error: wrapped, auth: ae.(*AuthError)}
+	}
+	return wrapped
 }
 
 // PutSession implements Store.

@@ -8,7 +8,9 @@ import (
 )
 
 // AuthError is OpenRedis's error when the Redis at Addr refuses the
-// connection's credentials: Required when it asks for a password and
+// connection's credentials, and the cause (errors.As) of a call's error
+// when it does so later (its password changed while the store was open:
+// a connection the call dials anew is refused): Required when it asks for a password and
 // none was given (NOAUTH: its requirepass, or ACL users without nopass),
 // otherwise the username and password given are refused (WRONGPASS: a
 // wrong password, or an ACL user unknown or disabled). Reply is the
@@ -45,3 +47,13 @@ func authError(addr string, err error) error {
 	}
 	return nil
 }
+
+// authCallError is a call's error (wrap's text, unwrapping to go-redis's
+// answer) whose cause is the Redis refusing the credentials: errors.As
+// finds the *AuthError too, its text staying the call's.
+type authCallError struct {
+	error
+	auth *AuthError
+}
+
+func (e *authCallError) Unwrap() []error { return []error{e.error, e.auth} }

@@ -202,12 +202,8 @@ func openStore(c ManagerConfig) (store.Store, error) {
 // (store.AuthError), the settings that give them.
 func storeOpenError(err error) error {
 	msg := "manager store: " + strings.TrimPrefix(err.Error(), "store: ")
-	var ae *store.AuthError
-	switch {
-	case errors.As(err, &ae) && ae.Required:
-		msg += ": set store.redis_password (the Redis's requirepass, or with store.redis_username an ACL user's password)"
-	case errors.As(err, &ae):
-		msg += ": check store.redis_password, and store.redis_username (an ACL user; leave it out for the default user, whose password is the Redis's requirepass)"
+	if advice := acm.StoreAuthAdvice(err); advice != "" {
+		msg += ": " + advice
 	}
 	return &openError{msg: msg, err: err}
 }
