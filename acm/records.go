@@ -234,6 +234,13 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 	if !s.endedAt.IsZero() {
 		now = s.endedAt // the node's ENDED
 	}
+	if !s.StartedAt.IsZero() && now.Before(s.StartedAt) {
+		// Never an end before the start (ended_at - started_at is what
+		// billing counts): a node's end at its viewer's last sign of
+		// life, the PLAY that came a moment before the start it
+		// reported, or the manager's own clock behind the node's.
+		now = s.StartedAt
+	}
 	var clientSite, nodeSite string
 	if m.sites != nil && len(m.sites.prefixes) > 0 {
 		host, _, err := net.SplitHostPort(s.ClientAddr)
