@@ -12,6 +12,7 @@ import (
 
 	"vodcluster/acm/auth"
 	"vodcluster/acm/boss"
+	"vodcluster/proto/durtext"
 )
 
 // retryLater is a refusal (errThrottled, errRateLimited) with the time
@@ -85,7 +86,7 @@ func (m *Manager) authenticate(ctx context.Context, method string, target *url.U
 		if ctx.Err() != nil {
 			return "", false, ctx.Err() // left while waiting for its check
 		}
-		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", wait,
+		m.capRefusals.logFrom(m.log, m.now(), refusedLogins, ip, c.User, slog.LevelWarn, "login refused: too many failed logins", "user", c.User, "client", ip, "retry_after", durtext.About(wait),
 			"limit", m.logins.refusedBy(ip, c.User, m.now())) // pair, address, or user over all addresses
 		return "", false, retryLater{errThrottled, wait}
 	}

@@ -2,6 +2,7 @@ package acm
 
 import (
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,6 +48,11 @@ func TestRefusedLoginsCollapsedInTheLog(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "user=user0 client=127.0.0.1") {
 		t.Errorf("the first line names no user and client:\n%s", log.String())
+	}
+	// The wait as an operator reads it ("1h", "28s"), not Go's
+	// "59m59.999998s".
+	if !regexp.MustCompile(`msg="login refused: too many failed logins[^\n]* retry_after=1h `).MatchString(log.String()) {
+		t.Errorf("the refused line's retry_after is not rounded as durtext writes it:\n%s", log.String())
 	}
 	e.m.capRefusals.flush(e.m.log, e.m.now().Add(capacityNote))
 	if !strings.Contains(log.String(), "refused 16 requests for too many failed logins from 127.0.0.1 in the last 10s") ||

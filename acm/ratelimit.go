@@ -3,6 +3,8 @@ package acm
 import (
 	"sync"
 	"time"
+
+	"vodcluster/proto/durtext"
 )
 
 // Defaults of the per-subscriber request limit (Manager.RequestsPerUser,
@@ -86,7 +88,7 @@ func (m *Manager) checkRequestRate(user, protocol, title string) error {
 		m.log.Warn("title requests refused: subscriber over the request limit (further refusals for a minute at debug)",
 			"user", user, "protocol", protocol, "title", title, "burst", m.RequestsPerUser, "refill", m.RequestRefill)
 	} else {
-		m.log.Debug("title request refused: subscriber over the request limit", "user", user, "protocol", protocol, "title", title, "retry_after", wait)
+		m.log.Debug("title request refused: subscriber over the request limit", "user", user, "protocol", protocol, "title", title, "retry_after", durtext.About(wait))
 	}
 	return retryLater{errRateLimited, wait}
 }
