@@ -58,15 +58,15 @@ func (r *recentIDs) has(id string, now time.Time, keep time.Duration) bool {
 // is all that is left of it. The ENDED of a session this manager ended
 // itself within lostEndedKeep (endedHere: superseded, ended by the
 // operator with no session record to complete, an orphan past
-// restore_grace, a record held past its wait) is routine, its record
-// written: logged at debug only.
+// restore_grace, a record held past its wait) is routine, its end
+// logged (and recorded, with a records file) then: logged at debug only.
 func (m *Manager) logLostEndedLocked(ev *pb.SessionEvent, at time.Time) {
 	now := m.now()
 	if ev.GetKind() != pb.SessionEvent_KIND_ENDED || !m.lostEnded.add(ev.GetSessionId(), now, now, lostEndedKeep, maxLostEnded) {
 		return
 	}
 	if m.endedHere.has(ev.GetSessionId(), now, lostEndedKeep) {
-		m.log.Debug("session ended at its node after this manager ended it: its record was written then",
+		m.log.Debug("session ended at its node after this manager ended it",
 			"node", ev.GetNodeId(), "session", ev.GetSessionId(), "title", ev.GetTitleId(), "reason", ev.GetReason(),
 			"bytes_sent", ev.GetBytesSent(), "ended_at", at.UTC())
 		return
