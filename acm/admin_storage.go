@@ -135,14 +135,16 @@ func sortFills(fs []*pb.Fill) {
 // playing, filling nor pinned. INVALID_ARGUMENT for a malformed id,
 // NOT_FOUND for an unknown title or node, FAILED_PRECONDITION for a node
 // out of service or without an origin (lsm.NodeSpec.NoOrigin; with no
-// node named: when no node is in service, or none in service has one),
+// node named: when no node is in service, none in service has one, or
+// every one that could fetch it holds a stale copy or fill of it),
 // ALREADY_EXISTS when the
 // node holds, fills or was
 // ordered to fill it (the message says which), or it is queued there and
 // still waits (with no node: when a node in service holds, fills or was
 // ordered to fill it, the message naming each such node and which, since
 // a prefetch naming no node fetches a title the cluster lacks and a second
-// copy is had by naming its node; or when it is queued on a node that
+// copy is had by naming its node; a stale copy or fill, of a version the
+// origin has replaced, does not count; or when it is queued on a node that
 // can take a fill: that node is taken as if named, so it is ordered there
 // when a slot is free now, never placed on a second node; naming another
 // node orders it there as well; one queued only on nodes out of service,

@@ -197,3 +197,71 @@ func TestHTTPUserLimitAnswer(t *testing.T) {
 		t.Errorf("RTSP, both started: %d %q, want 403 (too many sessions)", res.StatusCode, res.StatusMessage)
 	}
 }
+
+// Sessions a restarted manager loaded from its store, their node not
+// registered with it since, never end as no-shows (their node may play
+// them): they end restore_grace after the start unless the node
+// registers. The 429 counted them as redirects not taken up, ending at
+// their no-show (token_ttl + 1 s after their redirect, long past): it
+// said Retry-After: 1 and, over RTSP, "one ends within 1 s", again and
+// again for the whole restore_grace. It now gives their end.
+func TestUserLimitRestoredSessionsEndAtRestoreGrace(t *testing.T) {
+	dir := t.TempDir()
+	e := newManager(t, dir, func(m *Manager) { m.MaxSessionsPerUser = 2 })
+	e.startNode("n1", nodeOpts{})
+	e.admitOne("t1")
+	e.admitOne("t2")
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = newManager(t, dir, func(m *Manager) {
+		m.MaxSessionsPerUser = 2
+		m.TokenTTL, m.NoShowGrace, m.RestoreGrace = 2*time.Second, time.Second, 60*time.Second
+	})
+	ra, body := userLimitAnswer(t, e, "t3")
+	retryAfterIn(t, "two sessions loaded, their node not registered", ra, 55, 62) // restore_grace after the start, and the tick
+	for _, want := range []string{"demo holds 2 sessions", "2 of them on a node not registered with this manager since it started",
+		"Ask again in " + ra[0] + " s, when a session on a node not registered with this manager since it started ends."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body %q lacks %q", body, want)
+		}
+	}
+	if strings.Contains(body, "not started") {
+		t.Errorf("body %q counts the loaded sessions as redirects not taken up", body)
+	}
+	if res := e.describe("demo", "demo", "t3"); res.StatusCode != base.StatusForbidden || strings.Contains(res.StatusMessage, "ends within") {
+		t.Errorf("RTSP: %d %q, want 403 without a no-show's end", res.StatusCode, res.StatusMessage)
+	}
+}
+
+// A session its node lists quiet, its STARTED not applied yet (a node
+// lists a session before it reports it STARTED), is counted once, as
+// giving way soon: it was counted a redirect not taken up as well
+// ("none started").
+func TestUserLimitQuietSessionNotCountedAsARedirect(t *testing.T) {
+	e := newManager(t, "", func(m *Manager) {
+		m.MaxSessionsPerUser = 2
+		m.TokenTTL, m.NoShowGrace = 50*time.Second, 10*time.Second
+	})
+	n := e.startNode("n1", nodeOpts{})
+	mine := func(title string) string {
+		t.Helper()
+		code, sid := e.httpAdmitFrom("127.0.0.1", title)
+		if code != http.StatusFound {
+			t.Fatalf("HTTP %s: %d", title, code)
+		}
+		return sid
+	}
+	quiet := mine("t1")
+	mine("t2")
+	n.setQuiet(quiet, 9)
+	e.awaitReports("n1")
+	res, body := e.httpAskFrom("127.0.0.1", "t3")
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("%d, want 429", res.StatusCode)
+	}
+	retryAfterIn(t, "a session quiet 9 s", res.Header.Values("Retry-After"), 1, 3)
+	if want := "1 of them not started"; !strings.Contains(body, want) {
+		t.Errorf("body %q lacks %q: the quiet session counted as a redirect not taken up", body, want)
+	}
+}

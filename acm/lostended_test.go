@@ -19,7 +19,8 @@ import (
 // manager without a trace: it logs the end at info, with the node, the
 // session, the title, the reason and the bytes sent, once per session
 // (the node may report it again). The report carries no subscriber nor
-// admission time: no session record is written.
+// admission time: no session record is written. The ENDED of a session
+// the manager ended itself (here by the operator) is not logged at info.
 func TestLostSessionEndedIsLogged(t *testing.T) {
 	var log lockedLog
 	e := newManager(t, "", func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
@@ -37,10 +38,27 @@ func TestLostSessionEndedIsLogged(t *testing.T) {
 	if _, err := n.nc.ReportSession(context.Background(), started); status.Code(err) != codes.NotFound {
 		t.Fatalf("STARTED of a session the manager does not hold: %v, want NOT_FOUND", err)
 	}
+	// The ENDED of a session this manager ended itself (the operator's
+	// vodctl sessions end, no session record file to complete) is
+	// routine: not logged at info.
+	ended := e.admitOne("t1")
+	if err := n.event(ended, pb.SessionEvent_KIND_STARTED); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.EndSessions(context.Background(), &pb.EndSessionsRequest{SessionIds: []string{ended}}); err != nil {
+		t.Fatal(err)
+	}
+	n.endCommand(t)
+	if err := n.event(ended, pb.SessionEvent_KIND_ENDED); status.Code(err) != codes.NotFound {
+		t.Fatalf("ENDED of a session the operator ended: %v, want NOT_FOUND", err)
+	}
 	var lines []string
 	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, "does not hold") {
 			lines = append(lines, l)
+		}
+		if strings.Contains(l, "session="+ended) && strings.Contains(l, "level=INFO") && strings.Contains(l, "at its node") {
+			t.Errorf("the ENDED of a session the operator ended logged at info: %s", l)
 		}
 	}
 	if len(lines) != 1 {

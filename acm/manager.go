@@ -315,6 +315,9 @@ type Manager struct {
 	// lostEnded: the sessions whose ENDED the manager answered NOT_FOUND
 	// and logged (logLostEndedLocked), for lostEndedKeep.
 	lostEnded recentIDs
+	// endedHere: the sessions this manager ended (endLocked), for
+	// lostEndedKeep: their node's later ENDED is no lost end.
+	endedHere recentIDs
 
 	reportWrites reportWrites    // the load reports' session writes, made off their goroutine (persistq.go)
 	persistWait  time.Duration   // bounds a session's store call off the front door (persist; defaultPersistWait)

@@ -241,7 +241,7 @@ func (m *Manager) prefetchCheckLocked(id string, t store.Title) (*nodeState, err
 		return nil, err
 	}
 	n := m.sched.Node(id)
-	if how := heldHow(ns, t.ID); how != "" {
+	if how := heldHow(ns, n, t.ID); how != "" {
 		return nil, heldAlready(id, t.ID, how)
 	}
 	if ns.active[t.ID] > 0 {
@@ -420,10 +420,12 @@ func (m *Manager) orderEvictLocked(ns *nodeState, title string, forget bool, rea
 // diskFree, unknownDiskFree, would otherwise always win), those among
 // themselves by their budget left (disk_bytes less the bytes stored or
 // filling there; ties by node id).
-// NOT_FOUND for a title the planner does not know, ALREADY_EXISTS when
-// every node in service with an origin holds or fills it,
+// NOT_FOUND for a title the planner does not know,
 // FAILED_PRECONDITION when no node is in service, none in service has
-// an origin and no disk fault, or none lacking t can stream it,
+// an origin and no disk fault, none lacking t can stream it, or every
+// one that could fetch it holds a stale copy or fill of it (a node with
+// a current one is Prefetch's ALREADY_EXISTS, heldWhereLocked, before
+// it asks here),
 // RESOURCE_EXHAUSTED when no node can take it.
 func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error) {
 	inService, lacking, noOrigin := 0, 0, 0
@@ -466,11 +468,15 @@ func (m *Manager) chooseNodeLocked(t store.Title, now time.Time) (string, error)
 		return "", status.Errorf(codes.FailedPrecondition, "no node is in service (every registered node is dead, unreachable, draining or at weight 0: vodctl nodes): none can fetch %q now", t.ID)
 	}
 	if inService > 0 && lacking == 0 {
+		// Prefetch refuses a title a node in service has before it
+		// chooses a node (heldWhereLocked): each copy or fill left here
+		// is stale, of a version the origin has replaced.
 		also := ""
 		if len(faulty) > 0 {
 			also = fmt.Sprintf(" (but %s, reporting a disk fault, which cannot write it)", strings.Join(faulty, ", "))
 		}
-		return "", status.Errorf(codes.AlreadyExists, "every node in service%s already holds or fills %q (vodctl placement --title %s)", also, t.ID, t.ID)
+		return "", status.Errorf(codes.FailedPrecondition, "every node in service%s that can fetch %q holds a stale copy or fill of it (the origin has another version; vodctl placement --title %s): none can fetch the current one until that copy is evicted, once no session plays it",
+			also, t.ID, t.ID)
 	}
 	if m.rep != nil {
 		view := m.viewLocked(map[string]smm.TitleInfo{t.ID: planTitle(t)})

@@ -70,4 +70,40 @@ func TestPrefetchRefusalSaysHeldFillingOrOrdered(t *testing.T) {
 	n1.complete("t3")
 	waitFor(t, 5*time.Second, "n1's copy of t3 complete", func() bool { return e.fill("n1", "t3") == nil })
 	refused(&pb.PlacementRequest{TitleId: "t3"}, `the cluster already has "t3": held on nodes "n1", "n2" (`)
+	t.Run("stale copy", prefetchPassesOverAStaleCopy)
+}
+
+// prefetchPassesOverAStaleCopy: a stale copy (the title replaced at the
+// origin; the copy kept while a viewer plays it, vodctl placement's
+// stale) is not the cluster's copy of the title: a prefetch naming no
+// node fetches the current version on a node lacking it (it was refused
+// ALREADY_EXISTS, "the cluster already has"), and one naming the stale
+// copy's node says it is stale. With no node lacking it, a prefetch
+// naming none says every node that could fetch it holds a stale copy.
+func prefetchPassesOverAStaleCopy(t *testing.T) {
+	e := newManagerWith(t, "", versioned(unhinted(), "v2"), nil)
+	e.startNode("n1", nodeOpts{rtsp: "127.0.0.1:7001", egress: 20 * titleBps, titles: []*pb.StoredTitle{
+		{TitleId: "t1", SizeBytes: 1_000_000, StoredBytes: 1_000_000, Version: "v1", Sessions: 1}}})
+	waitFor(t, 5*time.Second, "n1's copy of t1 seen stale", func() bool {
+		for _, r := range e.placement("n1").GetReplicas() {
+			if r.GetTitleId() == "t1" && r.GetStale() {
+				return true
+			}
+		}
+		return false
+	})
+	ctx := context.Background()
+	_, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1", NodeId: "n1"})
+	if want := `"t1" is already held (stale: the origin has another version) on node "n1" (vodctl placement --title t1)`; status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), want) {
+		t.Fatalf("prefetch of t1 on n1, holding a stale copy: %v, want ALREADY_EXISTS with %q", err, want)
+	}
+	_, err = e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"})
+	if want := `every node in service that can fetch "t1" holds a stale copy or fill of it`; status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), want) {
+		t.Fatalf("prefetch of t1 naming no node, n1 alone holding a stale copy: %v, want FAILED_PRECONDITION with %q", err, want)
+	}
+	e.startNode("n2", nodeOpts{rtsp: "127.0.0.1:7002", egress: 10 * titleBps})
+	e.awaitReports("n2")
+	if ack, err := e.admin.Prefetch(ctx, &pb.PlacementRequest{TitleId: "t1"}); err != nil || ack.GetNodeId() != "n2" {
+		t.Fatalf("prefetch of t1 naming no node, n1 holding a stale copy: %v %v, want it ordered on n2", ack, err)
+	}
 }

@@ -224,6 +224,8 @@ func (m *Manager) endLocked(s *session, reason string) {
 	}
 	s.ended = true
 	s.State = store.StateEnded
+	now := m.now()
+	m.endedHere.add(s.ID, now, now, lostEndedKeep, maxLostEnded)
 	delete(m.sessions, s.ID)
 	m.uncountLocked(s)
 	if ns := m.nodes[s.Node]; ns != nil {
@@ -235,7 +237,7 @@ func (m *Manager) endLocked(s *session, reason string) {
 		return
 	}
 	m.log.Info("session ended", "session", s.ID, "node", s.Node, "title", s.Title, "user", s.User, "reason", reason)
-	m.sessionRecordLocked(s, reason, m.now())
+	m.sessionRecordLocked(s, reason, now)
 }
 
 // reasonLeftToActive ends a session on a standby without ending it: the

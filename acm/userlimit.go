@@ -28,11 +28,21 @@ type userLimited struct {
 	waiting  int           // of sessions: redirects not taken up yet
 	noShow   time.Duration // TokenTTL + NoShowGrace
 	quiet    bool          // wait counts an HTTP session of the client that will have been quiet quietLeft
+	// restored: wait counts a session loaded from the store (at the
+	// manager's start or a takeover) whose node has not registered since,
+	// which ends RestoreGrace after then unless its node does.
+	restored bool
+	loaded   int           // of sessions: loaded from the store, their node not registered since (restored)
+	grace    time.Duration // RestoreGrace
 	wait     time.Duration // until enough sessions give way; 0: no time known
 }
 
+// Error is errUserLimit's text: the front door's answer (userLimitBody,
+// userLimitReason) says the rest.
 func (u userLimited) Error() string { return errUserLimit.Error() }
 
+// Unwrap is a retryLater of errUserLimit with u's wait when one is known
+// (the HTTP 429's Retry-After), else errUserLimit.
 func (u userLimited) Unwrap() error {
 	if u.wait > 0 {
 		return retryLater{errUserLimit, u.wait}
@@ -47,37 +57,64 @@ func (u userLimited) Unwrap() error {
 // request's client will have been quiet quietLeft. The user's redirects
 // not taken up give way at their no-show, judged at the housekeeping
 // tick after it; those on a node whose heartbeat stream broke are not
-// counted at the limit, so do not free a slot.
+// counted at the limit, so do not free a slot. A session its node lists
+// idle or quiet is no redirect not taken up (its player reached the
+// node; its STARTED may not be applied yet): counted in need or soon by
+// the caller, not again here. A session loaded from the store whose node
+// has not registered since (restored, not reserved) never ends as a
+// no-show: it gives way at the tick after its RestoreGrace (tick), and is
+// counted so, not as a redirect.
 func (m *Manager) userLimitedLocked(user string, held, limit, need int, soon []time.Duration, skip *session, now time.Time) userLimited {
-	u := userLimited{limit: limit, queued: m.userPending[user], noShow: m.TokenTTL + m.NoShowGrace}
+	u := userLimited{limit: limit, queued: m.userPending[user], noShow: m.TokenTTL + m.NoShowGrace, grace: m.RestoreGrace}
 	u.sessions = max(held-u.queued, 0)
 	type free struct {
-		in    time.Duration
-		quiet bool
+		in              time.Duration
+		quiet, restored bool
 	}
 	frees := make([]free, 0, len(soon))
 	for _, d := range soon {
-		frees = append(frees, free{d, true})
+		frees = append(frees, free{in: d, quiet: true})
 	}
 	tickEvery := max(m.sched.Config.HeartbeatInterval/2, 10*time.Millisecond)
 	for _, s := range m.sessions {
-		if s.User != user || s == skip || s.ended || s.uncounted || s.State != store.StateAdmitted {
+		if s.User != user || s == skip || s.ended || s.uncounted {
+			continue
+		}
+		if s.restored && !s.reserved {
+			u.loaded++
+			frees = append(frees, free{in: max(later(m.startedAt, s.orphaned).Add(m.RestoreGrace).Sub(now), 0) + tickEvery, restored: true})
+			continue
+		}
+		if s.State != store.StateAdmitted || m.listedLocked(s) {
 			continue
 		}
 		if n := m.sched.Node(s.Node); n != nil && n.Unreachable {
 			continue
 		}
 		u.waiting++
-		frees = append(frees, free{max(s.noShowFrom().Add(u.noShow).Sub(now), 0) + tickEvery, false})
+		frees = append(frees, free{in: max(s.noShowFrom().Add(u.noShow).Sub(now), 0) + tickEvery})
 	}
 	if need > 0 && len(frees) >= need {
 		slices.SortFunc(frees, func(a, b free) int { return cmp.Compare(a.in, b.in) })
 		u.wait = max(frees[need-1].in, time.Second)
 		for _, f := range frees[:need] {
 			u.quiet = u.quiet || f.quiet
+			u.restored = u.restored || f.restored
 		}
 	}
 	return u
+}
+
+// listedLocked reports whether s's node lists it idle or quiet in its
+// last report (mu held).
+func (m *Manager) listedLocked(s *session) bool {
+	ns := m.nodes[s.Node]
+	if ns == nil {
+		return false
+	}
+	_, idle := ns.idle[s.ID]
+	_, quiet := ns.quiet[s.ID]
+	return idle || quiet
 }
 
 // held says what the subscriber holds: "2 sessions", "1 session and 1
@@ -109,11 +146,19 @@ func userLimitBody(user string, u userLimited) string {
 		first += fmt.Sprintf("; none started: each is a redirect to a node its player has not reached, which ends %s after it unless the player arrives", durtext.Written(u.noShow))
 	case u.waiting > 0:
 		first += fmt.Sprintf("; %d of them not started: redirects to a node their player has not reached, each ending %s after it unless the player arrives", u.waiting, durtext.Written(u.noShow))
+	case u.loaded > 0:
+		first += fmt.Sprintf("; %d of them on a node not registered with this manager since it started, each ending %s after then (restore_grace) unless its node registers", u.loaded, durtext.Written(u.grace))
 	default:
 		first += ", all started on their nodes"
 	}
 	if s := u.retrySeconds(); s > 0 {
 		why := "a redirect not taken up ends"
+		switch {
+		case u.restored && !u.quiet && u.waiting == 0:
+			why = "a session on a node not registered with this manager since it started ends"
+		case u.restored && !u.quiet:
+			why = "a session gives way (one on a node not registered with this manager since it started, or a redirect not taken up)"
+		}
 		if u.quiet {
 			why = "a session gives way (an HTTP player at this address quiet for " + durtext.Written(quietLeft) + ", or a redirect not taken up)"
 			if u.waiting == 0 {
@@ -135,7 +180,7 @@ func userLimitReason(err error) string {
 	if u.waiting == 0 {
 		return "Forbidden (too many sessions)"
 	}
-	if s := u.retrySeconds(); s > 0 && !u.quiet {
+	if s := u.retrySeconds(); s > 0 && !u.quiet && !u.restored {
 		return fmt.Sprintf("Forbidden (too many sessions: %d of %d not started, one ends within %d s unless its player arrives)", u.waiting, u.sessions, s)
 	}
 	return fmt.Sprintf("Forbidden (too many sessions: %d of %d not started)", u.waiting, u.sessions)

@@ -105,7 +105,7 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"answer saying which: queued, ordered (its fill not started yet), filling or held there. Without\n" +
 			"NODE it fetches a title the cluster lacks: refused the same way, naming the node, while TITLE is\n" +
 			"queued on a node, or a node in service holds it, fills it or was ordered to; naming another\n" +
-			"NODE orders a second copy there.\n" +
+			"NODE orders a second copy there. A stale copy (vodctl placement: stale) does not count.\n" +
 			"The order is kept in the manager's store until carried out (6 hours at most),\n" +
 			"so a restarted manager or the standby taking over orders it again; while it is queued or waits\n" +
 			"for a retry, vodctl evict TITLE NODE cancels it, and so it does once ordered or filling while no\n" +
