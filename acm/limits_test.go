@@ -151,7 +151,7 @@ func TestHTTPUserLimitAnswer(t *testing.T) {
 	}
 	retryAfterIn(t, "both not started", ra, 55, 62) // 60 s after the redirects, and the tick that ends them
 	for _, want := range []string{"demo holds 2 sessions, the most allowed at once (max_sessions_per_user 2)",
-		"none started", "ends 1m after it unless the player arrives", "Ask again in " + ra[0] + " s"} {
+		"none started", "ends 1m after it unless the player arrives", "(Retry-After: " + ra[0] + ")"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body %q lacks %q", body, want)
 		}
@@ -221,7 +221,7 @@ func TestUserLimitRestoredSessionsEndAtRestoreGrace(t *testing.T) {
 	ra, body := userLimitAnswer(t, e, "t3")
 	retryAfterIn(t, "two sessions loaded, their node not registered", ra, 55, 62) // restore_grace after the start, and the tick
 	for _, want := range []string{"demo holds 2 sessions", "2 of them on a node not registered with this manager since it started",
-		"Ask again in " + ra[0] + " s, when a session on a node not registered with this manager since it started ends."} {
+		"(Retry-After: " + ra[0] + "), when a session on a node not registered with this manager since it started ends."} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body %q lacks %q", body, want)
 		}

@@ -249,7 +249,7 @@ func TestQuietHTTPSessionOfTheSameAddressSuperseded(t *testing.T) {
 			}
 		} else {
 			retryAfterIn(t, what, ra, lo, hi)
-			if !strings.Contains(body, "Ask again in "+ra[0]+" s, when an HTTP player at this address will have been quiet for 10s") {
+			if !strings.Contains(body, "(Retry-After: "+ra[0]+"), when an HTTP player at this address will have been quiet for 10s") {
 				t.Errorf("%s: the text does not say when to ask again: %q", what, body)
 			}
 		}

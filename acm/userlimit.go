@@ -165,7 +165,9 @@ func userLimitBody(user string, u userLimited) string {
 				why = "an HTTP player at this address will have been quiet for " + durtext.Written(quietLeft) + " and gives way"
 			}
 		}
-		return fmt.Sprintf("%s. Ask again in %d s, when %s.", first, s, why)
+		// In the form of the durations before it ("1m10s"), the header's
+		// seconds with it.
+		return fmt.Sprintf("%s. Ask again in %s (Retry-After: %d), when %s.", first, durtext.Written(time.Duration(s)*time.Second), s, why)
 	}
 	return first + ". Stop a player first; a paused one, or an HTTP player between requests, gives way to the next request once silent longer than its node's session_timeout (60 s unless set)."
 }
