@@ -86,7 +86,10 @@ type ConnWriter struct {
 // the connection took nothing for timeout (0 = 10 s; for TLS
 // connections likewise, its goroutine's write given up once the
 // connection took nothing of it for timeout, its peer not holding it
-// back alive: ReaderStopped).
+// back alive: ReaderStopped). Its TCP socket's retransmission timeout is
+// bounded by timeout too (probeWithin): a viewer holding its window
+// closed is probed at least once a timeout, so that its host gone is
+// seen within a few timeouts.
 func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 	if limit <= 0 {
 		limit = DefaultQueueLimit
@@ -101,6 +104,7 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 		if sc, ok := tc.NetConn().(syscall.Conn); ok { // a *net.TCPConn, or one wrapped (proto/connlimit)
 			if rc, err := sc.SyscallConn(); err == nil {
 				w.trc = rc
+				probeWithin(rc, timeout)
 			}
 		}
 		go w.run()
@@ -109,6 +113,7 @@ func NewConnWriter(c net.Conn, limit int, timeout time.Duration) *ConnWriter {
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			w.rc = rc
+			probeWithin(rc, timeout)
 		}
 	}
 	w.nbFn = w.writeSome

@@ -164,3 +164,25 @@ func peerHolding(rc syscall.RawConn, queued bool) bool {
 	ti, ok := tcpInfo(rc)
 	return ok && answering(ti) && ti.Unacked == 0 && (queued || ti.Notsent_bytes > 0)
 }
+
+// probeWithin bounds rc's retransmission timeout, and with it the gap
+// between its zero-window probes, to d (TCP_RTO_MAX_MS, Linux 6.15;
+// kept within the 1 s to 120 s the kernel takes; nothing where the
+// kernel lacks it). The kernel doubles the gap between the probes of a
+// window held closed at each one, answered or not, up to 120 s: a player
+// paused without a PAUSE for a minute or more was probed a minute or two
+// apart, and its host gone then (power cut, cable pulled) was seen to
+// answer none (answering: two in a row) only two to four minutes later,
+// its session holding its reservation meanwhile (the kernel itself gave
+// up after tcp_retries2 probes: half an hour). Bounded by the writer's
+// timeout, a host gone is seen within about two timeouts. Data in flight
+// is not held to it any sooner than before: a connection that takes
+// nothing for the writer's timeout (MaxLag for a stream) is given up
+// anyway, long before a retransmission waits that long. TCP_USER_TIMEOUT
+// cannot tell a paused player from a host gone: the kernel (seen on
+// 6.18) ends a connection whose window stays closed that long even when
+// its probes are answered.
+func probeWithin(rc syscall.RawConn, d time.Duration) {
+	ms := int(min(max(d, time.Second), 120*time.Second) / time.Millisecond)
+	rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, ms) })
+}
