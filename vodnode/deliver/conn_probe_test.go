@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"vodcluster/proto/grpctls/grpctlstest"
 )
 
@@ -64,6 +66,11 @@ func TestStoppedViewerHostGoneSeen(t *testing.T) {
 	defer l.Close()
 	plain, _ := p.acceptFrom(t, l)
 	wp := NewConnWriter(plain, 64<<10, 0)
+	var optErr error
+	wp.rc.Control(func(fd uintptr) { _, optErr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS) })
+	if optErr != nil {
+		t.Skipf("this kernel has no TCP_RTO_MAX_MS (Linux 6.15): %v", optErr)
+	}
 	s, c := p.acceptFrom(t, l)
 	_, srvCfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
 	cliCfg.ServerName = "127.0.0.1"
