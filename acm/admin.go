@@ -51,8 +51,20 @@ func (a *admin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*pb.Li
 	return out, nil
 }
 
-// RefreshCatalog reads the origin's catalog now (Admin.RefreshCatalog) and
-// answers how the manager's catalog changed. FAILED_PRECONDITION on a
+// refreshTimeout bounds an operator's read of the origin's catalog
+// (RefreshCatalog), whose caller's deadline (vodctl --timeout, 10 s) is
+// usually the shorter: longer than the manager's own reads (10 s), as the
+// origin first loads the change it finds in its title directory, scanning
+// each new or changed file.
+const refreshTimeout = time.Minute
+
+// RefreshCatalog reads the origin's catalog now (Admin.RefreshCatalog),
+// having the origin look at its title directory first and load a change
+// found there (readCatalog with check), and answers how the manager's
+// catalog changed, with the origin's refusal of its directory's last
+// change, if any (origin_catalog_refused), and whether it looked
+// (origin_checked_directory: false from an origin that predates
+// check_directory). FAILED_PRECONDITION on a
 // manager with no origin (OriginAddr empty: its catalog is the stored one
 // only); UNAVAILABLE when the origin cannot be read (the catalog before
 // stays in use), or when the catalog was read but could not be written to
@@ -61,11 +73,12 @@ func (a *admin) RefreshCatalog(ctx context.Context, _ *pb.RefreshCatalogRequest)
 	if a.m.origin == nil {
 		return nil, status.Error(codes.FailedPrecondition, "this manager has no origin (manager.origin not set): its catalog is only the one its store holds, never read or refreshed; set origin in its configuration and restart it")
 	}
-	c, err := a.m.readCatalog(ctx, 10*time.Second)
+	c, err := a.m.readCatalog(ctx, refreshTimeout, true)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "catalog not read from the origin %s: %v", a.m.OriginAddr, err)
 	}
-	return &pb.RefreshCatalogResponse{Titles: int32(len(a.m.titles())), Published: c.published, Withdrawn: c.withdrawn, Replaced: c.replaced}, nil
+	return &pb.RefreshCatalogResponse{Titles: int32(len(a.m.titles())), Published: c.published, Withdrawn: c.withdrawn, Replaced: c.replaced,
+		OriginCatalogRefused: c.originRefused, OriginCheckedDirectory: &c.originChecked}, nil
 }
 
 // diskFreeShown is node n's free disk as vodctl nodes and the metrics show

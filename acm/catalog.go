@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -96,21 +98,46 @@ func (m *Manager) catalogLoop() {
 // a malformed id or no bitrate are skipped, a malformed hint is dropped
 // (logged).
 func (m *Manager) refreshCatalog(ctx context.Context, timeout time.Duration) error {
-	_, err := m.readCatalog(ctx, timeout)
+	_, err := m.readCatalog(ctx, timeout, false)
 	return err
 }
 
 // readCatalog is refreshCatalog, returning how the catalog changed
-// (catalogChange); one read at a time (catalogMu).
-func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catalogChange, error) {
+// (catalogChange); one read at a time (catalogMu). With check (an
+// operator's refresh) it asks the origin to look at its title directory
+// first (ListTitlesRequest.check_directory), so that a change made there
+// since its last poll is in the read. A refusal of the origin's directory
+// (catalog_refused) is logged as a warning when it is new or check is set,
+// and its end at info.
+func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration, check bool) (catalogChange, error) {
 	m.catalogMu.Lock()
 	defer m.catalogMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	titles, err := pb.ListAllTitles(ctx, pb.NewOriginClient(m.origin).ListTitles)
+	var first *pb.ListTitlesResponse // the origin's answer to the first page, asked to check
+	list := pb.NewOriginClient(m.origin).ListTitles
+	titles, err := pb.ListAllTitles(ctx, func(ctx context.Context, req *pb.ListTitlesRequest, opts ...grpc.CallOption) (*pb.ListTitlesResponse, error) {
+		if first == nil {
+			req.CheckDirectory = check
+		}
+		r, err := list(ctx, req, opts...)
+		if first == nil && err == nil {
+			first = r
+		}
+		return r, err
+	})
 	if err != nil {
 		return catalogChange{}, err
 	}
+	refused := first.GetCatalogRefused()
+	switch {
+	case refused != "" && (refused != m.originRefused || check):
+		m.log.Warn("catalog: the origin refused its changed catalog: it serves the titles it loaded before (fix its title directory: the origin reads it again when it changes)",
+			"origin", m.OriginAddr, "origin_err", refused)
+	case refused == "" && m.originRefused != "":
+		m.log.Info("catalog: the origin serves its title directory again (its refusal is over)", "origin", m.OriginAddr)
+	}
+	m.originRefused = refused
 	ts := make([]store.Title, 0, len(titles))
 	seen := make(map[string]bool, len(titles))
 	for _, t := range titles {
@@ -129,6 +156,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 			Version: t.GetVersion()})
 	}
 	change := m.logCatalogChange(ts)
+	change.originRefused, change.originChecked = refused, first.GetDirectoryChecked()
 	before := m.catalogGen.Load()
 	// The read's time before its catalog and catalogLoaded: ListTitles,
 	// reading them the other way round, never sees this catalog (or
@@ -154,9 +182,14 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration) (catal
 
 // catalogChange is how a read of the origin's catalog changed the
 // manager's: the ids (sorted) of the titles published, withdrawn and
-// replaced (another version or size) since the previous read.
+// replaced (another version or size) since the previous read; and what
+// the origin said of its title directory: the error with which it refused
+// the directory's last change ("" none: ListTitlesResponse.catalog_refused)
+// and whether it looked at it before answering (directory_checked).
 type catalogChange struct {
 	published, withdrawn, replaced []string
+	originRefused                  string
+	originChecked                  bool
 }
 
 // logCatalogChange logs, before ts replaces it, how the catalog changed:

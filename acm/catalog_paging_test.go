@@ -78,6 +78,11 @@ func TestAdminRefreshCatalog(t *testing.T) {
 		!slices.Equal(r.GetReplaced(), []string{testTitles[0].GetId()}) {
 		t.Fatalf("refresh: %v", r)
 	}
+	// The fake origin predates check_directory: the answer says it did
+	// not look (vodctl then says a change may not be in the read).
+	if r.OriginCheckedDirectory == nil || r.GetOriginCheckedDirectory() || r.GetOriginCatalogRefused() != "" {
+		t.Fatalf("refresh from an origin that predates check_directory: %v; want origin_checked_directory false, no refusal", r)
+	}
 	if _, ok := e.m.titles()["zz-new"]; !ok {
 		t.Fatal("the published title is not in the manager's catalog after the refresh")
 	}

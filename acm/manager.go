@@ -351,7 +351,11 @@ type Manager struct {
 	// unknownPackages: the packages held by subscribers that no title is
 	// in, as checkPackages last logged them ("" none; catalogMu).
 	unknownPackages string
-	health          health // readiness for /healthz (health.go)
+	// originRefused is the origin's catalog_refused at the last read of
+	// its catalog: the error with which it refused its title directory's
+	// last change ("" none; catalogMu).
+	originRefused string
+	health        health // readiness for /healthz (health.go)
 	// planMu serialises plans (plan); the planner computes holding it,
 	// not mu. Taken before mu.
 	planMu sync.Mutex

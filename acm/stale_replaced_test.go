@@ -43,7 +43,7 @@ func TestReplacedTitleStaleFromTheCatalogRead(t *testing.T) {
 	}
 
 	e.setOriginVersion("t1", "v2")
-	change, err := e.m.readCatalog(context.Background(), 10*time.Second)
+	change, err := e.m.readCatalog(context.Background(), 10*time.Second, false)
 	if err != nil || len(change.replaced) != 1 {
 		t.Fatalf("catalog read: %+v %v", change, err)
 	}

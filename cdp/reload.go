@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -133,14 +134,14 @@ func (s *Server) Reload() error {
 	hadDoc := s.seen[doc] != nil
 	cat, scanned, err := s.loadDir(old)
 	if err != nil {
-		s.stats.catalogLoad(false)
+		s.stats.catalogLoad(err)
 		s.log.Error("catalog not reloaded: the titles loaded before stay in use", "dir", s.Dir, "err", err)
 		return err
 	}
 	s.mu.Lock()
 	s.catalog = cat
 	s.mu.Unlock()
-	wasStale := s.stats.catalogLoad(true)
+	wasStale := s.stats.catalogLoad(nil)
 	d := diffCatalogs(old, cat)
 	level, msg := slog.LevelInfo, "catalog reloaded"
 	switch {
@@ -257,6 +258,22 @@ func (s *Server) rescanSoon() {
 	case s.rescan <- struct{}{}:
 	default: // a wake-up is pending already
 	}
+}
+
+// checkDirectory looks at the title directory now and, when it changed
+// since the catalog was last loaded or refused, loads it (Reload: logged,
+// the catalog before kept when refused), without waiting for the watch's
+// next poll nor for the change to hold still one more look: an operator
+// who asks (vodctl titles --refresh) has finished the change. It returns
+// once the load is over; errNotStarted before Start or after Close.
+func (s *Server) checkDirectory() error {
+	if _, changed := s.dirChanged(); !changed {
+		return nil
+	}
+	if err := s.Reload(); errors.Is(err, errNotStarted) {
+		return err
+	}
+	return nil // a refusal: the answer says it (catalog_refused)
 }
 
 // dirChanged returns the state of the title directory now and whether it

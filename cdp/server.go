@@ -290,10 +290,21 @@ func (s *Server) Catalog() *Catalog {
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
 
 // ListTitles returns the catalog sorted by id, whole or the page req asks
-// for (Origin.ListTitles, vodclusterv1.TitlePage). It returns UNAVAILABLE
-// when the server was not started, INVALID_ARGUMENT for a negative
-// page_size.
+// for (Origin.ListTitles, vodclusterv1.TitlePage). With check_directory it
+// first looks at the title directory and loads it when it changed
+// (checkDirectory), answering directory_checked; every answer carries
+// catalog_refused while the last load was refused (Stats.CatalogRefusal).
+// It returns UNAVAILABLE when the server was not started, INVALID_ARGUMENT
+// for a negative page_size.
 func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
+	if s.Catalog() == nil {
+		return nil, errNotStarted
+	}
+	if req.GetCheckDirectory() {
+		if err := s.checkDirectory(); err != nil {
+			return nil, err
+		}
+	}
 	cat := s.Catalog()
 	if cat == nil {
 		return nil, errNotStarted
@@ -306,7 +317,8 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 	for _, t := range cat.titles[start:end] {
 		out = append(out, t.Proto())
 	}
-	return &vodclusterv1.ListTitlesResponse{Titles: out, NextPageToken: next}, nil
+	return &vodclusterv1.ListTitlesResponse{Titles: out, NextPageToken: next,
+		DirectoryChecked: req.GetCheckDirectory(), CatalogRefused: s.stats.catalogRefusal()}, nil
 }
 
 // GetTitle returns title req.title_id as the catalog in use has it

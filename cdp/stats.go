@@ -43,6 +43,9 @@ type Stats struct {
 	// CatalogStale is true while the last reload was refused: the catalog
 	// served is not what the title directory holds.
 	CatalogStale bool
+	// CatalogRefusal is, while CatalogStale, the error of the refused
+	// reload (naming the file and the line), as logged; "" otherwise.
+	CatalogRefusal string
 }
 
 // counters is the live form of Stats.
@@ -118,17 +121,28 @@ func (c *counters) sent(n int) {
 	c.mu.Unlock()
 }
 
-// catalogLoad records a reload of the catalog, loaded or refused, and
-// returns whether the reload before it was refused.
-func (c *counters) catalogLoad(loaded bool) (wasStale bool) {
+// catalogLoad records a reload of the catalog, loaded (refusal nil) or
+// refused with refusal, and returns whether the reload before it was
+// refused.
+func (c *counters) catalogLoad(refusal error) (wasStale bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	loaded := refusal == nil
 	if loaded {
 		c.s.CatalogReloads++
+		c.s.CatalogRefusal = ""
 	} else {
 		c.s.CatalogRefused++
+		c.s.CatalogRefusal = refusal.Error()
 	}
 	wasStale = c.s.CatalogStale
 	c.s.CatalogStale = !loaded
 	return wasStale
+}
+
+// catalogRefusal returns Stats.CatalogRefusal.
+func (c *counters) catalogRefusal() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s.CatalogRefusal
 }

@@ -167,7 +167,11 @@ func titlesCmd(g *globals) *cobra.Command {
 		Short: "List the catalog",
 		Long: "List the manager's catalog, which it reads from the origin every catalog_refresh (1 min).\n\n" +
 			"--refresh has it read the origin's catalog now first (after titles were published, withdrawn\n" +
-			"or replaced there) and says what changed, on standard error.\n\n" +
+			"or replaced there) and says what changed, on standard error: the origin looks at its title\n" +
+			"directory first and loads what changed there (run it once the copies are over). When the\n" +
+			"origin refused its directory's change (a catalog.yaml that does not parse, a title file\n" +
+			"missing or not whole MPEG-TS), a warning says why: it serves the titles it loaded before.\n" +
+			"Loading a large new file takes the origin a while: raise --timeout for it.\n\n" +
 			"With no title, a note on standard error says whether the catalog is empty (the origin has\n" +
 			"no title: publish titles in its directory) or not read yet (the origin not reached since\n" +
 			"the manager started), or that the manager has no origin (manager.origin not set). --json\n" +
@@ -183,6 +187,9 @@ func titlesCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "catalog read from the origin: %d titles; published %d %v, withdrawn %d %v, replaced %d %v\n",
 						r.Titles, len(r.Published), r.Published, len(r.Withdrawn), r.Withdrawn, len(r.Replaced), r.Replaced)
+					if note := refreshNote(r); note != "" {
+						fmt.Fprintln(cmd.ErrOrStderr(), note)
+					}
 				}
 				var first *v1.ListTitlesResponse // whether the manager has a catalog, when read
 				ts, err := v1.ListAllTitles(ctx, func(ctx context.Context, req *v1.ListTitlesRequest, opts ...grpc.CallOption) (*v1.ListTitlesResponse, error) {
@@ -212,6 +219,25 @@ func titlesCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&refresh, "refresh", false, "have the manager read the origin's catalog now first, and say what changed")
 	return cmd
+}
+
+// refreshNote is the line vodctl titles --refresh prints after what
+// changed, when the read may not be what the origin's title directory
+// holds: a warning when the origin refused the directory's last change
+// (it serves the titles it loaded before), a note when the origin did not
+// look at its directory first (one that predates check_directory reads it
+// every catalog_poll_interval only); "" otherwise, and from a manager that
+// predates saying (origin_checked_directory unset).
+func refreshNote(r *v1.RefreshCatalogResponse) string {
+	switch {
+	case r.GetOriginCatalogRefused() != "":
+		return "warning: the origin refused its changed catalog (" + r.GetOriginCatalogRefused() + "): it serves the titles it loaded before; " +
+			"fix its title directory (the origin's log says \"catalog not reloaded\"), then vodctl titles --refresh"
+	case r.OriginCheckedDirectory != nil && !r.GetOriginCheckedDirectory():
+		return "note: the origin did not look at its title directory first (it predates being asked to): it reads it every catalog_poll_interval (5 s) once a change has held still, " +
+			"so a change made in the last seconds may not be in this read; vodctl titles --refresh again in a few seconds, or send the origin SIGHUP first"
+	}
+	return ""
 }
 
 // noTitleNote is the note of vodctl titles on a manager's answer r with

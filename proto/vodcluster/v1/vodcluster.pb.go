@@ -243,13 +243,26 @@ func (*RefreshCatalogRequest) Descriptor() ([]byte, []int) {
 // read: the ids (sorted) of the titles published, withdrawn and replaced
 // (another version or size) at the origin since its previous read.
 type RefreshCatalogResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Titles        int32                  `protobuf:"varint,1,opt,name=titles,proto3" json:"titles,omitempty"` // titles in the catalog now
-	Published     []string               `protobuf:"bytes,2,rep,name=published,proto3" json:"published,omitempty"`
-	Withdrawn     []string               `protobuf:"bytes,3,rep,name=withdrawn,proto3" json:"withdrawn,omitempty"`
-	Replaced      []string               `protobuf:"bytes,4,rep,name=replaced,proto3" json:"replaced,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Titles    int32                  `protobuf:"varint,1,opt,name=titles,proto3" json:"titles,omitempty"` // titles in the catalog now
+	Published []string               `protobuf:"bytes,2,rep,name=published,proto3" json:"published,omitempty"`
+	Withdrawn []string               `protobuf:"bytes,3,rep,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	Replaced  []string               `protobuf:"bytes,4,rep,name=replaced,proto3" json:"replaced,omitempty"`
+	// origin_catalog_refused is the origin's catalog_refused in the read
+	// (ListTitlesResponse): the error with which it refused the last change
+	// of its title directory (naming the file and the line), the titles
+	// read being those it loaded before; empty when the origin serves its
+	// directory as it is (or predates saying so).
+	OriginCatalogRefused string `protobuf:"bytes,5,opt,name=origin_catalog_refused,json=originCatalogRefused,proto3" json:"origin_catalog_refused,omitempty"`
+	// origin_checked_directory says whether the origin looked at its title
+	// directory (and loaded a change) before it answered the read
+	// (ListTitlesRequest.check_directory); false: an origin that predates
+	// it, which reads its directory every catalog_poll_interval only, so a
+	// change made in the seconds before may not be in the read. Unset in an
+	// older manager's answer.
+	OriginCheckedDirectory *bool `protobuf:"varint,6,opt,name=origin_checked_directory,json=originCheckedDirectory,proto3,oneof" json:"origin_checked_directory,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *RefreshCatalogResponse) Reset() {
@@ -310,6 +323,20 @@ func (x *RefreshCatalogResponse) GetReplaced() []string {
 	return nil
 }
 
+func (x *RefreshCatalogResponse) GetOriginCatalogRefused() string {
+	if x != nil {
+		return x.OriginCatalogRefused
+	}
+	return ""
+}
+
+func (x *RefreshCatalogResponse) GetOriginCheckedDirectory() bool {
+	if x != nil && x.OriginCheckedDirectory != nil {
+		return *x.OriginCheckedDirectory
+	}
+	return false
+}
+
 // GetTitleRequest names one title of the origin's catalog.
 type GetTitleRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -365,9 +392,18 @@ type ListTitlesRequest struct {
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// page_token continues the listing: the next_page_token of the previous
 	// answer (titles with an id after it); empty = from the first title.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// check_directory asks the origin (Origin.ListTitles) to look at its
+	// title directory before it answers and, when it changed since its last
+	// load, to load it now, as on SIGHUP, rather than at its next poll
+	// (catalog_poll_interval, once a change has held still for one more
+	// look); the manager asks it on the first page of an operator's refresh
+	// (Admin.RefreshCatalog). An origin that predates it ignores it (its
+	// answer's directory_checked false). The manager's Admin.ListTitles
+	// ignores it.
+	CheckDirectory bool `protobuf:"varint,3,opt,name=check_directory,json=checkDirectory,proto3" json:"check_directory,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListTitlesRequest) Reset() {
@@ -414,6 +450,13 @@ func (x *ListTitlesRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListTitlesRequest) GetCheckDirectory() bool {
+	if x != nil {
+		return x.CheckDirectory
+	}
+	return false
+}
+
 type ListTitlesResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Titles []*Title               `protobuf:"bytes,1,rep,name=titles,proto3" json:"titles,omitempty"`
@@ -433,8 +476,19 @@ type ListTitlesResponse struct {
 	// the one its store held). has_catalog with 0 and no title: a manager
 	// with no origin (manager.origin not set) whose store holds no title.
 	CatalogReadUnixMs *int64 `protobuf:"varint,4,opt,name=catalog_read_unix_ms,json=catalogReadUnixMs,proto3,oneof" json:"catalog_read_unix_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// directory_checked, set by an origin asked to check_directory, says
+	// that it looked at its title directory (and loaded it, or refused it,
+	// when it had changed) before it answered.
+	DirectoryChecked bool `protobuf:"varint,5,opt,name=directory_checked,json=directoryChecked,proto3" json:"directory_checked,omitempty"`
+	// catalog_refused, set by the origin while the last load of its title
+	// directory was refused (cdp_catalog_stale 1), is the error it logged
+	// ("catalog not reloaded", naming the file and the line): the titles
+	// listed are the ones it loaded before, not what its directory holds.
+	// Empty when the catalog listed is the directory's (or in an older
+	// origin's answer, and the manager's).
+	CatalogRefused string `protobuf:"bytes,6,opt,name=catalog_refused,json=catalogRefused,proto3" json:"catalog_refused,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListTitlesResponse) Reset() {
@@ -493,6 +547,20 @@ func (x *ListTitlesResponse) GetCatalogReadUnixMs() int64 {
 		return *x.CatalogReadUnixMs
 	}
 	return 0
+}
+
+func (x *ListTitlesResponse) GetDirectoryChecked() bool {
+	if x != nil {
+		return x.DirectoryChecked
+	}
+	return false
+}
+
+func (x *ListTitlesResponse) GetCatalogRefused() string {
+	if x != nil {
+		return x.CatalogRefused
+	}
+	return ""
 }
 
 type FetchRequest struct {
@@ -4885,24 +4953,30 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
 	"\aversion\x18\b \x01(\tR\aversion\x12)\n" +
 	"\x11hls_segment_max_s\x18\t \x01(\x01R\x0ehlsSegmentMaxS\"\x17\n" +
-	"\x15RefreshCatalogRequest\"\x88\x01\n" +
+	"\x15RefreshCatalogRequest\"\x9a\x02\n" +
 	"\x16RefreshCatalogResponse\x12\x16\n" +
 	"\x06titles\x18\x01 \x01(\x05R\x06titles\x12\x1c\n" +
 	"\tpublished\x18\x02 \x03(\tR\tpublished\x12\x1c\n" +
 	"\twithdrawn\x18\x03 \x03(\tR\twithdrawn\x12\x1a\n" +
-	"\breplaced\x18\x04 \x03(\tR\breplaced\",\n" +
+	"\breplaced\x18\x04 \x03(\tR\breplaced\x124\n" +
+	"\x16origin_catalog_refused\x18\x05 \x01(\tR\x14originCatalogRefused\x12=\n" +
+	"\x18origin_checked_directory\x18\x06 \x01(\bH\x00R\x16originCheckedDirectory\x88\x01\x01B\x1b\n" +
+	"\x19_origin_checked_directory\",\n" +
 	"\x0fGetTitleRequest\x12\x19\n" +
-	"\btitle_id\x18\x01 \x01(\tR\atitleId\"O\n" +
+	"\btitle_id\x18\x01 \x01(\tR\atitleId\"x\n" +
 	"\x11ListTitlesRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xef\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12'\n" +
+	"\x0fcheck_directory\x18\x03 \x01(\bR\x0echeckDirectory\"\xc5\x02\n" +
 	"\x12ListTitlesResponse\x12,\n" +
 	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12$\n" +
 	"\vhas_catalog\x18\x03 \x01(\bH\x00R\n" +
 	"hasCatalog\x88\x01\x01\x124\n" +
-	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01B\x0e\n" +
+	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01\x12+\n" +
+	"\x11directory_checked\x18\x05 \x01(\bR\x10directoryChecked\x12'\n" +
+	"\x0fcatalog_refused\x18\x06 \x01(\tR\x0ecatalogRefusedB\x0e\n" +
 	"\f_has_catalogB\x17\n" +
 	"\x15_catalog_read_unix_ms\"\xcf\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
@@ -5467,6 +5541,7 @@ func file_vodcluster_v1_vodcluster_proto_init() {
 	if File_vodcluster_v1_vodcluster_proto != nil {
 		return
 	}
+	file_vodcluster_v1_vodcluster_proto_msgTypes[2].OneofWrappers = []any{}
 	file_vodcluster_v1_vodcluster_proto_msgTypes[5].OneofWrappers = []any{}
 	file_vodcluster_v1_vodcluster_proto_msgTypes[16].OneofWrappers = []any{
 		(*NodeCommand_Prefetch)(nil),

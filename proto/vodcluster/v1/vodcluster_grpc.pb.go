@@ -460,9 +460,11 @@ type AdminClient interface {
 	// at a time, as Origin.ListTitles.
 	ListTitles(ctx context.Context, in *ListTitlesRequest, opts ...grpc.CallOption) (*ListTitlesResponse, error)
 	// RefreshCatalog reads the origin's catalog now (rather than at the next
-	// catalog_refresh), e.g. after titles were published there, and says
-	// how it changed. UNAVAILABLE when the origin cannot be read (the
-	// catalog before stays in use).
+	// catalog_refresh), e.g. after titles were published there, having the
+	// origin look at its title directory first (check_directory), and says
+	// how it changed, and whether the origin refused its directory's last
+	// change. UNAVAILABLE when the origin cannot be read (the catalog before
+	// stays in use).
 	RefreshCatalog(ctx context.Context, in *RefreshCatalogRequest, opts ...grpc.CallOption) (*RefreshCatalogResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.
@@ -765,9 +767,11 @@ type AdminServer interface {
 	// at a time, as Origin.ListTitles.
 	ListTitles(context.Context, *ListTitlesRequest) (*ListTitlesResponse, error)
 	// RefreshCatalog reads the origin's catalog now (rather than at the next
-	// catalog_refresh), e.g. after titles were published there, and says
-	// how it changed. UNAVAILABLE when the origin cannot be read (the
-	// catalog before stays in use).
+	// catalog_refresh), e.g. after titles were published there, having the
+	// origin look at its title directory first (check_directory), and says
+	// how it changed, and whether the origin refused its directory's last
+	// change. UNAVAILABLE when the origin cannot be read (the catalog before
+	// stays in use).
 	RefreshCatalog(context.Context, *RefreshCatalogRequest) (*RefreshCatalogResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	// SetNode changes a node's weight or drain flag at run time.

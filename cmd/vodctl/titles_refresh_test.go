@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"vodcluster/cdp"
+	"vodcluster/cdp/samples"
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// vodctl titles --refresh against a real manager and origin: a title
+// the operator just copied into the origin's directory and added to its
+// catalog.yaml is published by the refresh at once (it said "published 0
+// []" until the origin's next poll, up to two catalog_poll_intervals
+// later; an hour here), and a catalog.yaml the origin refuses (an entry
+// naming a file not there) gets a warning with the origin's error, naming
+// the file and the line, where it said "published 0 []" and nothing else.
+func TestTitlesRefreshSeesTheOriginsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	origin := &cdp.Server{Dir: filepath.Join(dir, "cdp"), Listen: "127.0.0.1:0", Logger: quietLog, CatalogPoll: time.Hour}
+	if err := samples.WriteTo(origin.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := origin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { origin.Close() })
+	m, _ := startManager(t, dir, origin)
+	run := func() (string, string) {
+		t.Helper()
+		cmd := newRoot()
+		var out, errOut strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs([]string{"--manager", m.GRPCAddr(), "titles", "--refresh"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("vodctl titles --refresh: %v\nstandard error %q", err, errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+
+	docPath := filepath.Join(origin.Dir, cdp.CatalogFile)
+	good, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clip, err := os.ReadFile(filepath.Join(origin.Dir, "clip-b.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(origin.Dir, "premiere.ts"), clip, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	published := string(good) + "  - id: premiere\n    name: Premiere\n    file: premiere.ts\n    package: basic\n"
+	if err := os.WriteFile(docPath, []byte(published), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := run()
+	if !strings.Contains(errOut, "catalog read from the origin: 21 titles; published 1 [premiere], withdrawn 0 [], replaced 0 []") ||
+		strings.Contains(errOut, "warning") || strings.Contains(errOut, "note") || !strings.Contains(out, "Premiere") {
+		t.Fatalf("titles --refresh right after publishing:\n%s\nstandard error %q", out, errOut)
+	}
+
+	broken := published + "  - id: missing\n    file: missing.ts\n"
+	if err := os.WriteFile(docPath, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut = run()
+	want := fmt.Sprintf("warning: the origin refused its changed catalog (cdp: %s: line %d: title \"missing\": file %s",
+		docPath, strings.Count(broken, "\n")-1, filepath.Join(origin.Dir, "missing.ts"))
+	if !strings.Contains(errOut, "catalog read from the origin: 21 titles; published 0 [], withdrawn 0 [], replaced 0 []\n"+want) ||
+		!strings.Contains(errOut, "): it serves the titles it loaded before") {
+		t.Fatalf("titles --refresh of a catalog the origin refused: standard error %q\nwant %q", errOut, want)
+	}
+}
+
+// After a refresh, an origin that predates check_directory (the manager
+// says it did not look at its directory) gets a note that a change made
+// in the last seconds may not be in the read; a manager that predates
+// saying (origin_checked_directory unset) gets nothing more than before.
+func TestRefreshNoteOlderOriginOrManager(t *testing.T) {
+	checked, unchecked := true, false
+	if got := refreshNote(&v1.RefreshCatalogResponse{OriginCheckedDirectory: &unchecked}); !strings.Contains(got, "did not look at its title directory") ||
+		!strings.Contains(got, "catalog_poll_interval") {
+		t.Errorf("note for an origin that did not look: %q", got)
+	}
+	for _, r := range []*v1.RefreshCatalogResponse{{}, {OriginCheckedDirectory: &checked}} {
+		if got := refreshNote(r); got != "" {
+			t.Errorf("note for %v: %q, want none", r, got)
+		}
+	}
+}
