@@ -60,7 +60,9 @@ func endedBeforeRegistration(t *testing.T, ago time.Duration) (b *env, records, 
 		onShared(open(), &countPlanner{}, time.Minute)(m)
 		m.SessionRecordsFile = records
 	})
-	n := a.startNode("n1", nodeOpts{})
+	// The node's clock a second behind the end's "ago": its STARTED
+	// before the end it reports (a record never ends before it starts).
+	n := a.startNode("n1", nodeOpts{skew: -ago - time.Second})
 	sid = a.admitOne("t1")
 	if err := n.event(sid, pb.SessionEvent_KIND_STARTED); err != nil {
 		t.Fatal(err)
