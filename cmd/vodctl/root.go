@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/durflag"
@@ -134,14 +136,19 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	if v1.IsNotSaved(err) {
 		return notSaved(err)
 	}
-	if err != nil {
-		return g.explain(err)
-	}
 	if g.out == nil {
 		g.out = os.Stdout
 	}
 	if g.errOut == nil {
 		g.errOut = os.Stderr
+	}
+	if v1.IsAlreadyDone(err) {
+		// Its end state holds (not pinned there, not suspended, no live
+		// session): a script's repeat of the command is not an error.
+		return g.alreadyDone(status.Convert(err).Message())
+	}
+	if err != nil {
+		return g.explain(err)
 	}
 	if s, ok := m.(interface{ GetStandby() bool }); ok && s.GetStandby() {
 		// Its empty tables read as a cluster without nodes or viewers.
@@ -400,7 +407,8 @@ func endSessionsCmd(g *globals) *cobra.Command {
 		Short: "End sessions now: the ones named, or every session of --user (their viewers are cut off)",
 		Long: "End sessions now: the ones named, or every session of --user (their viewers are cut off).\n\n" +
 			"Prints the sessions ended. Exit status 1 when a session named was not live (and so not\n" +
-			"ended), or --user has no live session.",
+			"ended), or --user is not in the users file; --user with no live session prints\n" +
+			"\"nothing to do: ...\", exit status 0 (a repeat is no error).",
 		Example: "  vodctl sessions end 5bb32f90487153e79cb89c1b81e6fb53\n" +
 			"  vodctl sessions end --user alice --reason 'account suspended'",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -511,4 +519,23 @@ func (g *globals) readToken() error {
 		return fmt.Errorf("%s %s: the file holds no token", from, file)
 	}
 	return nil
+}
+
+// alreadyDone prints the manager's answer msg to a change whose end state
+// already held (v1.IsAlreadyDone): one line "nothing to do: msg", or with
+// --json {"nothing_to_do": true, "message": msg}. Exit status 0.
+func (g *globals) alreadyDone(msg string) error {
+	if g.json {
+		out, err := json.Marshal(struct {
+			NothingToDo bool   `json:"nothing_to_do"`
+			Message     string `json:"message"`
+		}{true, msg})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(g.out, string(out))
+		return err
+	}
+	_, err := fmt.Fprintf(g.out, "nothing to do: %s\n", msg)
+	return err
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	v1 "vodcluster/proto/vodcluster/v1"
+)
+
+// doneAdmin answers as a manager does a change already in effect
+// (v1.AlreadyDone) for a known name, and plain NOT_FOUND for an unknown
+// one ("ghost", "node-9").
+type doneAdmin struct{ v1.UnimplementedAdminServer }
+
+func (doneAdmin) Unpin(_ context.Context, r *v1.PlacementRequest) (*v1.PlacementAck, error) {
+	if r.NodeId == "node-9" {
+		return nil, status.Errorf(codes.NotFound, "node %q is not registered", r.NodeId)
+	}
+	return nil, v1.AlreadyDone(`title "T" is not pinned to node ` + r.NodeId)
+}
+
+func (doneAdmin) SuspendSubscriber(_ context.Context, r *v1.SuspendRequest) (*v1.Suspension, error) {
+	if r.User == "ghost" {
+		return nil, status.Error(codes.NotFound, `subscriber "ghost" is not suspended, and the users file has no subscriber "ghost" (check the name)`)
+	}
+	return nil, v1.AlreadyDone(`subscriber "demo" is not suspended`)
+}
+
+func (doneAdmin) EndSessions(_ context.Context, r *v1.EndSessionsRequest) (*v1.EndSessionsResponse, error) {
+	if r.User == "ghost" {
+		return nil, status.Error(codes.NotFound, `subscriber "ghost" has no live session, and the users file has no subscriber "ghost" (check the name)`)
+	}
+	return nil, v1.AlreadyDone(`subscriber "demo" has no live session`)
+}
+
+func (doneAdmin) ClearLoginFailures(_ context.Context, r *v1.ClearLoginFailuresRequest) (*v1.ClearLoginFailuresResponse, error) {
+	return &v1.ClearLoginFailuresResponse{UserUnknown: r.User == "ghost"}, nil
+}
+
+// A change whose end state already holds (unpin of a title not pinned
+// there, a lift of a subscriber not suspended, the end of a subscriber's
+// sessions when none is live) exits 0 with one line saying nothing was to
+// be done, as pin twice and node --drain twice do: a script may repeat
+// it. An unknown node or subscriber is still an error (exit status 1).
+func TestRepeatedChangeIsNoError(t *testing.T) {
+	run := vodctlAgainst(t, doneAdmin{})
+	for args, want := range map[string]string{
+		"unpin T node-1":           `nothing to do: title "T" is not pinned to node node-1` + "\n",
+		"suspend demo --lift":      `nothing to do: subscriber "demo" is not suspended` + "\n",
+		"sessions end --user demo": `nothing to do: subscriber "demo" has no live session` + "\n",
+		"--json unpin T node-1":    `{"nothing_to_do":true,"message":"title \"T\" is not pinned to node node-1"}` + "\n",
+		"unlock demo":              "demo: no failed logins counted\n",
+		"unlock ghost":             "ghost: no failed logins counted\nwarning: the users file has no subscriber \"ghost\" (check the name)\n",
+	} {
+		out, err := run(strings.Fields(args)...)
+		if err != nil || out != want {
+			t.Errorf("vodctl %s: err %v, output\n%q, want\n%q", args, err, out, want)
+		}
+	}
+	for args, want := range map[string]string{
+		"unpin T node-9":            `node "node-9" is not registered [NOT_FOUND]`,
+		"suspend ghost --lift":      `the users file has no subscriber "ghost" (check the name) [NOT_FOUND]`,
+		"sessions end --user ghost": `the users file has no subscriber "ghost" (check the name) [NOT_FOUND]`,
+	} {
+		out, err := run(strings.Fields(args)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("vodctl %s: err %v (want %q), output\n%s", args, err, want, out)
+		}
+	}
+}
