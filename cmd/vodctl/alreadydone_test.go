@@ -72,3 +72,33 @@ func TestRepeatedChangeIsNoError(t *testing.T) {
 		}
 	}
 }
+
+// policyAdmin switches its scheduling policy as a manager does.
+type policyAdmin struct {
+	v1.UnimplementedAdminServer
+	policy string
+}
+
+func (a *policyAdmin) GetPolicy(context.Context, *v1.GetPolicyRequest) (*v1.PolicyInfo, error) {
+	return &v1.PolicyInfo{Policy: a.policy, Available: []string{"lall", "wlc"}}, nil
+}
+
+func (a *policyAdmin) SetPolicy(_ context.Context, r *v1.SetPolicyRequest) (*v1.PolicyInfo, error) {
+	a.policy = r.Policy
+	return a.GetPolicy(context.Background(), nil)
+}
+
+// vodctl policy NAME says what changed, or that nothing did: it printed
+// what vodctl policy prints, the same before and after.
+func TestPolicySwitchSaysWhatChanged(t *testing.T) {
+	run := vodctlAgainst(t, &policyAdmin{policy: "lall"})
+	for _, want := range []string{"scheduling policy: lall → wlc\n", "scheduling policy: already wlc\n"} {
+		out, err := run("policy", "wlc")
+		if err != nil || !strings.HasPrefix(out, want) {
+			t.Errorf("vodctl policy wlc: %v\n%s\nwant first %q", err, out, want)
+		}
+	}
+	if out, err := run("policy"); err != nil || strings.Contains(out, "scheduling policy:") {
+		t.Errorf("vodctl policy: %v\n%s", err, out)
+	}
+}

@@ -469,13 +469,27 @@ func policyCmd(g *globals) *cobra.Command {
 			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
 		Args: argsBetween(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			before := "" // the scheduling policy before the switch, when asked for one
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if len(args) == 1 {
+					// The answer alone read as vodctl policy's: whether
+					// anything changed went unsaid. Without an answer
+					// (refused, unimplemented) SetPolicy's says it.
+					if old, err := c.GetPolicy(ctx, &v1.GetPolicyRequest{}); err == nil {
+						before = old.Policy
+					}
 					return c.SetPolicy(ctx, &v1.SetPolicyRequest{Policy: args[0]})
 				}
 				return c.GetPolicy(ctx, &v1.GetPolicyRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				p := m.(*v1.PolicyInfo)
+				switch {
+				case before == "":
+				case before == p.Policy:
+					fmt.Fprintf(w, "scheduling policy: already %s\n", p.Policy)
+				default:
+					fmt.Fprintf(w, "scheduling policy: %s → %s\n", before, p.Policy)
+				}
 				fmt.Fprintf(w, "policy:\t%s\navailable:\t%v\n", p.Policy, p.Available)
 				fmt.Fprintf(w, "storage policy:\t%s (planner %s)\navailable:\t%v\n", p.StoragePolicy, p.StoragePlanner, p.StorageAvailable)
 				if st := p.StorageStats; st != nil {
