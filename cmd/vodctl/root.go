@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -122,8 +123,17 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		return fmt.Errorf("--tls-ca: %w", err)
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	var unchecked bool // the manager said it checks no admin token
 	if g.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)))
+		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)), grpc.WithChainUnaryInterceptor(
+			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
+				var md metadata.MD
+				err := invoker(ctx, method, req, reply, cc, append(copts, grpc.Header(&md))...)
+				if slices.Contains(md.Get(v1.HeaderAdminAuth), v1.AdminAuthNone) {
+					unchecked = true
+				}
+				return err
+			}))
 	}
 	conn, err := grpc.NewClient(g.manager, opts...)
 	if err != nil {
@@ -133,14 +143,17 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout.D)
 	defer cancel()
 	m, err := f(ctx, v1.NewAdminClient(conn))
-	if v1.IsNotSaved(err) {
-		return notSaved(err)
-	}
 	if g.out == nil {
 		g.out = os.Stdout
 	}
 	if g.errOut == nil {
 		g.errOut = os.Stderr
+	}
+	if unchecked {
+		fmt.Fprintln(g.errOut, "warning: the manager takes no admin token (admin_token_file unset): --token was not checked")
+	}
+	if v1.IsNotSaved(err) {
+		return notSaved(err)
 	}
 	if v1.IsAlreadyDone(err) {
 		// Its end state holds (not pinned there, not suspended, no live
