@@ -124,7 +124,7 @@ func (a *admin) EndSessions(ctx context.Context, req *pb.EndSessionsRequest) (*p
 		m.mu.Unlock()
 		if user != "" {
 			if m.userUnknown(ctx, user) {
-				return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session, and the users file has no subscriber %q (check the name)", user, user)
+				return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session (the users file has no such subscriber)", clip(user))
 			}
 			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
 			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q has no live session", user))

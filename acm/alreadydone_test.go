@@ -41,9 +41,9 @@ func TestAlreadyDoneAnswers(t *testing.T) {
 		"unpin unknown node":  {unpinErr(e, "t1", "n9"), false, `node "n9" is not registered`},
 		"unpin unknown title": {unpinErr(e, "zz", "n1"), false, `title "zz" is not in the catalog`},
 		"lift not suspended":  {lift("demo"), true, `subscriber "demo" is not suspended`},
-		"lift unknown user":   {lift("dmeo"), false, `the users file has no subscriber "dmeo" (check the name)`},
+		"lift unknown user":   {lift("dmeo"), false, `"dmeo" is not suspended (the users file has no such subscriber)`},
 		"end no live session": {end("demo"), true, `subscriber "demo" has no live session`},
-		"end unknown user":    {end("dmeo"), false, `the users file has no subscriber "dmeo" (check the name)`},
+		"end unknown user":    {end("dmeo"), false, `"dmeo" has no live session (the users file has no such subscriber)`},
 	} {
 		if grpcCode(tc.err) != codes.NotFound || pb.IsAlreadyDone(tc.err) != tc.done || !strings.Contains(tc.err.Error(), tc.msg) {
 			t.Errorf("%s: %v (already done %v), want NOT_FOUND %q, already done %v", name, tc.err, pb.IsAlreadyDone(tc.err), tc.msg, tc.done)

@@ -236,7 +236,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	if d == 0 {
 		if _, ok := next[user]; !ok {
 			if m.userUnknown(sctx, user) {
-				return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended, and the users file has no subscriber %q (check the name)", clip(user), clip(user))
+				return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended (the users file has no such subscriber)", clip(user))
 			}
 			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
 			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q is not suspended", clip(user)))

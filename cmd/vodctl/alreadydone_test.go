@@ -25,14 +25,14 @@ func (doneAdmin) Unpin(_ context.Context, r *v1.PlacementRequest) (*v1.Placement
 
 func (doneAdmin) SuspendSubscriber(_ context.Context, r *v1.SuspendRequest) (*v1.Suspension, error) {
 	if r.User == "ghost" {
-		return nil, status.Error(codes.NotFound, `subscriber "ghost" is not suspended, and the users file has no subscriber "ghost" (check the name)`)
+		return nil, status.Error(codes.NotFound, `subscriber "ghost" is not suspended (the users file has no such subscriber)`)
 	}
 	return nil, v1.AlreadyDone(`subscriber "demo" is not suspended`)
 }
 
 func (doneAdmin) EndSessions(_ context.Context, r *v1.EndSessionsRequest) (*v1.EndSessionsResponse, error) {
 	if r.User == "ghost" {
-		return nil, status.Error(codes.NotFound, `subscriber "ghost" has no live session, and the users file has no subscriber "ghost" (check the name)`)
+		return nil, status.Error(codes.NotFound, `subscriber "ghost" has no live session (the users file has no such subscriber)`)
 	}
 	return nil, v1.AlreadyDone(`subscriber "demo" has no live session`)
 }
@@ -63,8 +63,8 @@ func TestRepeatedChangeIsNoError(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"unpin T node-9":            `node "node-9" is not registered [NOT_FOUND]`,
-		"suspend ghost --lift":      `the users file has no subscriber "ghost" (check the name) [NOT_FOUND]`,
-		"sessions end --user ghost": `the users file has no subscriber "ghost" (check the name) [NOT_FOUND]`,
+		"suspend ghost --lift":      `(the users file has no such subscriber) [NOT_FOUND]`,
+		"sessions end --user ghost": `(the users file has no such subscriber) [NOT_FOUND]`,
 	} {
 		out, err := run(strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
