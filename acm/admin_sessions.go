@@ -2,6 +2,7 @@ package acm
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -63,9 +64,10 @@ type heldRecord struct {
 // queue are refused (errEndedByOperator, 403) before the reservations
 // are freed. Errors: INVALID_ARGUMENT (neither or both of ids and user, a
 // reason too long or not printable), NOT_FOUND (no live session and no
-// waiting request matches), FAILED_PRECONDITION on a standby, UNAVAILABLE
+// waiting request matches; of a user the users file holds, with
+// pb.ReasonAlreadyDone), FAILED_PRECONDITION on a standby, UNAVAILABLE
 // while the store does not answer (notLeader).
-func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.EndSessionsResponse, error) {
+func (a *admin) EndSessions(ctx context.Context, req *pb.EndSessionsRequest) (*pb.EndSessionsResponse, error) {
 	m := a.m
 	ids, user := req.GetSessionIds(), req.GetUser()
 	switch {
@@ -121,7 +123,11 @@ func (a *admin) EndSessions(_ context.Context, req *pb.EndSessionsRequest) (*pb.
 	if len(ended) == 0 {
 		m.mu.Unlock()
 		if user != "" {
-			return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session", user)
+			if m.userUnknown(ctx, user) {
+				return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session (the users file has no such subscriber)", clip(user))
+			}
+			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
+			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q has no live session", user))
 		}
 		return nil, status.Error(codes.NotFound, "none of the sessions is live (ended, or never admitted)")
 	}

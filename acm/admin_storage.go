@@ -422,8 +422,20 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		case node == "" && len(on) > 0:
 			hint = fmt.Sprintf(" (it is pinned to node %s: vodctl unpin %s NODE)", strings.Join(on, ", "), title)
 		}
+		_, inCatalog := m.titles()[title]
+		_, known := m.knownTransports[node]
+		nodeUnknown := node != "" && m.sched.Node(node) == nil && !known
 		m.mu.Unlock()
-		return nil, status.Errorf(codes.NotFound, "title %q is not pinned to %s%s", title, where, hint)
+		switch {
+		case nodeUnknown:
+			// As pin says: not a pin merely missing (a stored pin to a
+			// node not known is unpinned above).
+			return nil, status.Errorf(codes.NotFound, "node %q is not registered", node)
+		case !inCatalog:
+			return nil, status.Errorf(codes.NotFound, "title %q is not in the catalog", title)
+		}
+		// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
+		return nil, pb.AlreadyDone(fmt.Sprintf("title %q is not pinned to %s%s", title, where, hint))
 	}
 	blob, err := json.Marshal(m.pins)
 	m.mu.Unlock()

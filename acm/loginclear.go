@@ -53,8 +53,9 @@ func (g *loginGuard) clearUser(user string, now time.Time) (addresses int, overA
 }
 
 // ClearLoginFailures implements pb.AdminServer (loginGuard.clearUser):
-// logged at info with what was forgotten. Errors as the proto says.
-func (a *admin) ClearLoginFailures(_ context.Context, req *pb.ClearLoginFailuresRequest) (*pb.ClearLoginFailuresResponse, error) {
+// logged at info with what was forgotten; user_unknown when the users
+// file (the BOSS, asked for at most 2 s) does not know the name. Errors as the proto says.
+func (a *admin) ClearLoginFailures(ctx context.Context, req *pb.ClearLoginFailuresRequest) (*pb.ClearLoginFailuresResponse, error) {
 	user := req.GetUser()
 	switch {
 	case user == "":
@@ -64,5 +65,5 @@ func (a *admin) ClearLoginFailures(_ context.Context, req *pb.ClearLoginFailures
 	}
 	n, all := a.m.logins.clearUser(user, a.m.now())
 	a.m.log.Info("failed logins forgotten by the operator", "user", user, "addresses", n, "over_all_addresses", all)
-	return &pb.ClearLoginFailuresResponse{Addresses: int32(n), OverAllAddresses: all}, nil
+	return &pb.ClearLoginFailuresResponse{Addresses: int32(n), OverAllAddresses: all, UserUnknown: a.m.userUnknown(ctx, user)}, nil
 }

@@ -235,7 +235,11 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	out := &pb.Suspension{User: user, Reason: reason}
 	if d == 0 {
 		if _, ok := next[user]; !ok {
-			return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended", clip(user))
+			if m.userUnknown(sctx, user) {
+				return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended (the users file has no such subscriber)", clip(user))
+			}
+			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
+			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q is not suspended", clip(user)))
 		}
 		delete(next, user)
 	} else {

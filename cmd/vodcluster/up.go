@@ -166,6 +166,11 @@ func upCmd() *cobra.Command {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
 				fmt.Fprintf(out, "\nplaying %s %s with vodctl's probe client ...\n", u, playFor(playDuration.D))
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
+				if err != nil {
+					// As vodctl play words it: it said "probe: DESCRIBE: bad
+					// status code: 453 (Not Enough Bandwidth)".
+					err = probe.Explain(err, u, res.Server)
+				}
 				err = reportPlay(out, play, res, err, once, playDuration.D, opts.OriginSetupDelay)
 				if once {
 					if cerr := outputClosed(ctx, c.Close()); err == nil {

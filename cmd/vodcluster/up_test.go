@@ -442,7 +442,7 @@ func TestUpPlayForSaysToTheEnd(t *testing.T) {
 }
 
 // A --play that fails with --once is up's error alone, not also written
-// to the output (it was printed twice): run for real, with a node egress
+// to the output (it was printed twice), worded as vodctl play's: run for real, with a node egress
 // no title fits in, so that the front door answers 453 after
 // --queue-deadline.
 func TestUpOncePlayFailurePrintedOnce(t *testing.T) {
@@ -454,7 +454,10 @@ func TestUpOncePlayFailurePrintedOnce(t *testing.T) {
 	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--quiet", "--rtsp-port", "0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1",
 		"--node-egress-bps", "1000", "--queue-deadline", "100ms", "--play", "sample-001", "--once"})
 	err := cmd.Execute()
-	if err == nil || !strings.Contains(err.Error(), "--play sample-001 failed") || !strings.Contains(err.Error(), "453") {
+	// Worded as vodctl play words it (probe.Explain): it said "probe:
+	// DESCRIBE: bad status code: 453 (Not Enough Bandwidth)".
+	if err == nil || !strings.Contains(err.Error(), "--play sample-001 failed: the manager at ") ||
+		!strings.Contains(err.Error(), " refused DESCRIBE: RTSP 453 Not Enough Bandwidth") || strings.Contains(err.Error(), "bad status code") {
 		t.Fatalf("up --play with no egress for it: %v", err)
 	}
 	// Not "453" alone: a port or the temporary directory may hold it.

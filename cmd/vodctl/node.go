@@ -84,18 +84,18 @@ func nodeCmd(g *globals) *cobra.Command {
 						// further change of the node is refused until it
 						// registers. It said "stored setting: draining
 						// false ...; applied when it registers".
-						fmt.Fprintf(w, "node %s:\tnot registered; no stored setting left (removed): it registers with the weight it announces, in service\n", n.NodeId)
+						fmt.Fprintf(w, "node %s: not registered; no stored setting left (removed): it registers with the weight it announces, in service\n", n.NodeId)
 						return
 					}
 					weight := ""
 					if req.Weight != nil || n.WeightStored || n.Weight != 0 {
 						weight = fmt.Sprintf(", weight %d", n.Weight)
 					}
-					fmt.Fprintf(w, "node %s:\tnot registered; stored setting: draining %v%s, overload %s; applied when it registers\n",
+					fmt.Fprintf(w, "node %s: not registered; stored setting: draining %v%s, overload %s; applied when it registers\n",
 						n.NodeId, n.Draining, weight, overloadText(n.Overload))
 					return
 				}
-				fmt.Fprintf(w, "node %s:\talive %v, draining %v, weight %d, overload %s, %s\n",
+				fmt.Fprintf(w, "node %s: alive %v, draining %v, weight %d, overload %s, %s\n",
 					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), plural(int(n.Sessions), "session"))
 			})
 		},
@@ -150,7 +150,7 @@ func (g *globals) showNode(id string) error {
 			if n.WeightStored || n.Weight != 0 { // as SetNode's answer: a manager without weight_stored answers 0 for none
 				weight = fmt.Sprint(n.Weight)
 			}
-			fmt.Fprintf(w, "node %s:\tnot registered with this manager (not reporting to it); stored setting, applied when it registers: draining %v, weight %s, overload %s\n",
+			fmt.Fprintf(w, "node %s: not registered with this manager (not reporting to it); stored setting, applied when it registers: draining %v, weight %s, overload %s\n",
 				n.NodeId, n.Draining, weight, overloadText(n.Overload))
 			return
 		}
@@ -181,7 +181,7 @@ func nodeForgetCmd(g *globals) *cobra.Command {
 				return c.ForgetNode(ctx, &v1.ForgetNodeRequest{NodeId: args[0]})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				r := m.(*v1.ForgetNodeResponse)
-				fmt.Fprintf(w, "node %s:\t%s\n", r.NodeId, r.Message)
+				fmt.Fprintf(w, "node %s: %s\n", r.NodeId, r.Message)
 			})
 		},
 	}

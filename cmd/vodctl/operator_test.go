@@ -264,6 +264,8 @@ func (absentAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInf
 		info.Weight, info.WeightStored = 120, true
 	case r.NodeId == "stopped":
 		info.WeightStored = true
+	case r.NodeId == "node-2": // registered
+		info.RtspAddr, info.Alive, info.Weight = "127.0.0.1:1", true, 100
 	}
 	return info, nil
 }
@@ -279,11 +281,13 @@ func TestNodeAbsentShowsStoredWeight(t *testing.T) {
 		want    string
 		without string
 	}{
-		{[]string{"node", "n3", "--weight", "7"}, "node n3:  not registered; stored setting: draining true, weight 7, overload 0.85", ""},
+		{[]string{"node", "n3", "--weight", "7"}, "node n3: not registered; stored setting: draining true, weight 7, overload 0.85", ""},
 		{[]string{"node", "n3", "--weight", "0"}, "draining true, weight 0, overload 0.85", ""},
 		{[]string{"node", "weighted", "--drain"}, "draining true, weight 120, overload 0.85", ""},
 		{[]string{"node", "stopped", "--drain"}, "draining true, weight 0, overload 0.85", ""},
 		{[]string{"node", "n3", "--drain"}, "stored setting: draining true, overload 0.85; applied when it registers", "weight"},
+		// One space after the colon: the tab of a one-row table padded two.
+		{[]string{"node", "node-2", "--drain"}, "node node-2: alive true, draining true, weight 100", ""},
 	} {
 		out, err := run(c.args...)
 		if err != nil || !strings.Contains(out, c.want) || (c.without != "" && strings.Contains(out, c.without)) {
@@ -350,7 +354,7 @@ func (clearedAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeIn
 func TestNodeAbsentSettingRemoved(t *testing.T) {
 	run := vodctlAgainst(t, clearedAdmin{})
 	out, err := run("node", "n3", "--undrain")
-	if err != nil || !strings.Contains(out, "node n3:  not registered; no stored setting left (removed)") || strings.Contains(out, "applied when it registers") {
+	if err != nil || !strings.Contains(out, "node n3: not registered; no stored setting left (removed)") || strings.Contains(out, "applied when it registers") {
 		t.Fatalf("vodctl node n3 --undrain: %v\n%s", err, out)
 	}
 	out, err = run("node", "n3", "--weight", "0")

@@ -122,6 +122,12 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"is not retried; the operator's prefetch orders of it there, queued, waiting for a retry or\n" +
 			"under way, are cancelled. A viewer's stream is never cut. The title is then not prefetched on\n" +
 			"NODE again by the storage manager for the storage section's evict_hold (1h).",
+		"pin": short + ".\n\n" +
+			"A repeat is no error: pinned already, it answers \"already pinned\", exit status 0. A TITLE not\n" +
+			"in the catalog or a NODE not registered: exit status 1.",
+		"unpin": short + ".\n\n" +
+			"A repeat is no error: not pinned there, it prints \"nothing to do: ...\", exit status 0. A NODE\n" +
+			"not registered or a TITLE not in the catalog (with no such pin): exit status 1.",
 	}[verb]
 	var node string
 	use := verb + " TITLE [NODE]"

@@ -26,10 +26,11 @@ func popularityCmd(g *globals) *cobra.Command {
 			"REQ/H is the learnt request rate, requests per hour: the requests counted with weights that halve\n" +
 			"every half-life (storage.half_life, 3h by default), over the mean life of a weight (half-life / ln\n" +
 			"2, 4.3h): one request just made reads 0.23, a steady 24 an hour reads 24. A catalog hint (HINT/DAY,\n" +
-			"the catalog's popularity: in requests per day), when higher, sets it as a prior. DEMAND is the\n" +
-			"expected demand, Mbit/s: the rate times the mean session (SESSION(s): the title's own once four of\n" +
-			"its sessions ended, else the cluster's share of a title's duration watched, else half the duration)\n" +
-			"times the title's bitrate. PEAK is that demand scaled to the cluster's remembered peak of total\n" +
+			"the catalog's popularity: in requests per day), when higher, sets it as a prior. DEMAND, the\n" +
+			"order of the rows, is the expected demand in bit/s (kbit/s, Mbit/s): the rate times the mean\n" +
+			"session (SESSION(s): the title's own once four of its sessions ended, else the cluster's share of\n" +
+			"a title's duration watched, else half the duration) times the title's bitrate, so a title asked\n" +
+			"for less often but longer or at a higher bitrate may rank above one with a higher REQ/H. PEAK is that demand scaled to the cluster's remembered peak of total\n" +
 			"demand: what the plan counts replicas for. REPLICAS and PLANNED ON are the current plan's (a plan\n" +
 			"may place fewer than it wants where no node can take more); COMPLETE counts the alive nodes holding\n" +
 			"a complete copy of the version the origin serves now. The plan chooses what the disks keep by the\n" +
@@ -58,7 +59,7 @@ func popularityCmd(g *globals) *cobra.Command {
 // what was left out (unless one title was asked for) and one on the
 // cluster's demand, the half-lives and the popularity snapshot.
 func popularityTable(w *tabwriter.Writer, r *v1.ListPopularityResponse, one bool) {
-	fmt.Fprintln(w, "RANK\tTITLE\tREQ/H\tDEMAND(Mbit/s)\tPEAK(Mbit/s)\tSESSION(s)\tHINT/DAY\tREPLICAS\tPLANNED ON\tCOMPLETE\tPINNED")
+	fmt.Fprintln(w, "RANK\tTITLE\tREQ/H\tDEMAND\tPEAK\tSESSION(s)\tHINT/DAY\tREPLICAS\tPLANNED ON\tCOMPLETE\tPINNED")
 	for _, p := range r.Titles {
 		rank, hint, on := "-", "-", "-"
 		if p.Rank > 0 {
@@ -70,15 +71,15 @@ func popularityTable(w *tabwriter.Writer, r *v1.ListPopularityResponse, one bool
 		if len(p.PlannedNodes) > 0 {
 			on = strings.Join(p.PlannedNodes, ",")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.2f\t%.3f\t%.3f\t%.0f\t%s\t%d\t%s\t%d\t%v\n", rank, p.TitleId, p.RequestsPerHour,
-			p.DemandBps/1e6, p.PeakDemandBps/1e6, p.MeanSessionS, hint, p.PlannedReplicas, on, p.CompleteCopies, p.Pinned)
+		fmt.Fprintf(w, "%s\t%s\t%.2f\t%s\t%s\t%.0f\t%s\t%d\t%s\t%d\t%v\n", rank, p.TitleId, p.RequestsPerHour,
+			bitRateText(p.DemandBps), bitRateText(p.PeakDemandBps), p.MeanSessionS, hint, p.PlannedReplicas, on, p.CompleteCopies, p.Pinned)
 	}
 	if !one && int(r.Total) > len(r.Titles) {
 		fmt.Fprintf(w, "%d of %d titles (--limit %d for more)\n", len(r.Titles), r.Total, r.Total)
 	}
 	// A line without a tab: it leaves the table's columns alone.
-	fmt.Fprintf(w, "\ncluster demand %.3f Mbit/s now, remembered peak %.3f Mbit/s; half-life %s (long memory %s); %s\n",
-		r.DemandBps/1e6, r.PeakDemandBps/1e6, durtext.Written(seconds(r.HalfLifeS)), durtext.Written(seconds(r.ValueHalfLifeS)), snapshotNote(r))
+	fmt.Fprintf(w, "\ncluster demand %s now, remembered peak %s; half-life %s (long memory %s); %s\n",
+		bitRateText(r.DemandBps), bitRateText(r.PeakDemandBps), durtext.Written(seconds(r.HalfLifeS)), durtext.Written(seconds(r.ValueHalfLifeS)), snapshotNote(r))
 }
 
 // snapshotNote says when the manager restored its popularity snapshot

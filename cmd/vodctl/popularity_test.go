@@ -48,7 +48,7 @@ func (a *popularityAdmin) ListPopularity(_ context.Context, r *v1.ListPopularity
 }
 
 // vodctl popularity prints the learnt popularity as a table, the most
-// demanded first: rates per hour, demand in Mbit/s, the catalog's hint
+// demanded first: rates per hour, demand in bit/s with its unit, the catalog's hint
 // ("-" for none), the plan's replicas and nodes ("-" for none), the
 // complete copies; then how many titles were left out and the cluster's
 // demand, the half-lives and the snapshot's times.
@@ -58,9 +58,9 @@ func TestPopularityTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	fields := func(l string) string { return strings.Join(strings.Fields(l), " ") }
 	want := []string{
-		"RANK TITLE REQ/H DEMAND(Mbit/s) PEAK(Mbit/s) SESSION(s) HINT/DAY REPLICAS PLANNED ON COMPLETE PINNED",
-		"1 hot 208.33 0.347 0.694 10 5000 2 n1,n2 1 false",
-		"2 t2 1.39 0.002 0.005 10 - 1 n1 1 true",
+		"RANK TITLE REQ/H DEMAND PEAK SESSION(s) HINT/DAY REPLICAS PLANNED ON COMPLETE PINNED",
+		"1 hot 208.33 347 kbit/s 694 kbit/s 10 5000 2 n1,n2 1 false",
+		"2 t2 1.39 2.31 kbit/s 4.62 kbit/s 10 - 1 n1 1 true",
 		"2 of 3 titles (--limit 3 for more)",
 	}
 	if len(lines) < len(want)+2 {
@@ -72,7 +72,7 @@ func TestPopularityTable(t *testing.T) {
 		}
 	}
 	last := lines[len(lines)-1]
-	for _, w := range []string{"cluster demand 0.350 Mbit/s now, remembered peak 0.700 Mbit/s", "half-life 3h (long memory 1d)",
+	for _, w := range []string{"cluster demand 350 kbit/s now, remembered peak 700 kbit/s", "half-life 3h (long memory 1d)",
 		"none restored", "last saved " + unixMs(popularitySaved.UnixMilli())} {
 		if !strings.Contains(last, w) {
 			t.Errorf("last line %q lacks %q", last, w)
@@ -97,7 +97,7 @@ func TestPopularityOfOneTitle(t *testing.T) {
 		t.Errorf("requests %v, want one for t2 with limit 5", a.reqs)
 	}
 	out = runVodctl(t, a, "popularity", "cold")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1]), " ") != "- cold 0.00 0.000 0.000 10 - 0 - 0 false" {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1]), " ") != "- cold 0.00 0 bit/s 0 bit/s 10 - 0 - 0 false" {
 		t.Errorf("vodctl popularity cold:\n%s", out)
 	}
 	out = runVodctlFails(t, a, "popularity", "nope")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"vodcluster/cmd/internal/durflag"
@@ -120,8 +123,17 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		return fmt.Errorf("--tls-ca: %w", err)
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	var unchecked bool // the manager said it checks no admin token
 	if g.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)))
+		opts = append(opts, grpc.WithPerRPCCredentials(token.Bearer(g.token)), grpc.WithChainUnaryInterceptor(
+			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, copts ...grpc.CallOption) error {
+				var md metadata.MD
+				err := invoker(ctx, method, req, reply, cc, append(copts, grpc.Header(&md))...)
+				if slices.Contains(md.Get(v1.HeaderAdminAuth), v1.AdminAuthNone) {
+					unchecked = true
+				}
+				return err
+			}))
 	}
 	conn, err := grpc.NewClient(g.manager, opts...)
 	if err != nil {
@@ -131,17 +143,25 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout.D)
 	defer cancel()
 	m, err := f(ctx, v1.NewAdminClient(conn))
-	if v1.IsNotSaved(err) {
-		return notSaved(err)
-	}
-	if err != nil {
-		return g.explain(err)
-	}
 	if g.out == nil {
 		g.out = os.Stdout
 	}
 	if g.errOut == nil {
 		g.errOut = os.Stderr
+	}
+	if unchecked {
+		fmt.Fprintln(g.errOut, "warning: the manager takes no admin token (admin_token_file unset): --token was not checked")
+	}
+	if v1.IsNotSaved(err) {
+		return notSaved(err)
+	}
+	if v1.IsAlreadyDone(err) {
+		// Its end state holds (not pinned there, not suspended, no live
+		// session): a script's repeat of the command is not an error.
+		return g.alreadyDone(status.Convert(err).Message())
+	}
+	if err != nil {
+		return g.explain(err)
 	}
 	if s, ok := m.(interface{ GetStandby() bool }); ok && s.GetStandby() {
 		// Its empty tables read as a cluster without nodes or viewers.
@@ -426,7 +446,8 @@ func endSessionsCmd(g *globals) *cobra.Command {
 		Short: "End sessions now: the ones named, or every session of --user (their viewers are cut off)",
 		Long: "End sessions now: the ones named, or every session of --user (their viewers are cut off).\n\n" +
 			"Prints the sessions ended. Exit status 1 when a session named was not live (and so not\n" +
-			"ended), or --user has no live session.",
+			"ended), or --user is not in the users file; --user with no live session prints\n" +
+			"\"nothing to do: ...\", exit status 0 (a repeat is no error).",
 		Example: "  vodctl sessions end 5bb32f90487153e79cb89c1b81e6fb53\n" +
 			"  vodctl sessions end --user alice --reason 'account suspended'",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -487,13 +508,27 @@ func policyCmd(g *globals) *cobra.Command {
 			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
 		Args: argsBetween(0, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			before := "" // the scheduling policy before the switch, when asked for one
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if len(args) == 1 {
+					// The answer alone read as vodctl policy's: whether
+					// anything changed went unsaid. Without an answer
+					// (refused, unimplemented) SetPolicy's says it.
+					if old, err := c.GetPolicy(ctx, &v1.GetPolicyRequest{}); err == nil {
+						before = old.Policy
+					}
 					return c.SetPolicy(ctx, &v1.SetPolicyRequest{Policy: args[0]})
 				}
 				return c.GetPolicy(ctx, &v1.GetPolicyRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				p := m.(*v1.PolicyInfo)
+				switch {
+				case before == "":
+				case before == p.Policy:
+					fmt.Fprintf(w, "scheduling policy: already %s\n", p.Policy)
+				default:
+					fmt.Fprintf(w, "scheduling policy: %s → %s\n", before, p.Policy)
+				}
 				fmt.Fprintf(w, "policy:\t%s\navailable:\t%v\n", p.Policy, p.Available)
 				fmt.Fprintf(w, "storage policy:\t%s (planner %s)\navailable:\t%v\n", p.StoragePolicy, p.StoragePlanner, p.StorageAvailable)
 				if st := p.StorageStats; st != nil {
@@ -537,4 +572,23 @@ func (g *globals) readToken() error {
 		return fmt.Errorf("%s %s: the file holds no token", from, file)
 	}
 	return nil
+}
+
+// alreadyDone prints the manager's answer msg to a change whose end state
+// already held (v1.IsAlreadyDone): one line "nothing to do: msg", or with
+// --json {"nothing_to_do": true, "message": msg}. Exit status 0.
+func (g *globals) alreadyDone(msg string) error {
+	if g.json {
+		out, err := json.Marshal(struct {
+			NothingToDo bool   `json:"nothing_to_do"`
+			Message     string `json:"message"`
+		}{true, msg})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(g.out, string(out))
+		return err
+	}
+	_, err := fmt.Fprintf(g.out, "nothing to do: %s\n", msg)
+	return err
 }

@@ -44,3 +44,41 @@ func sizeText(b int64) string {
 	}
 	return s + " " + sizeUnits[u]
 }
+
+// rateUnits are the decimal units of bitRateText, each 1000 times the
+// one before.
+var rateUnits = []string{"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
+
+// bitRateText is a rate in bit/s as vodctl popularity shows a demand: in
+// the largest decimal unit that leaves at least one integer digit, to
+// three significant digits ("347 kbit/s", "2.31 kbit/s", "128 bit/s"),
+// below 1 bit/s to three significant digits too ("0.0417 bit/s"): the
+// demand of a title asked for a few times an hour is a few bit/s, which
+// "0.000" Mbit/s showed as none. 0 (or less) is "0 bit/s". --json keeps
+// the exact bit/s.
+func bitRateText(bps float64) string {
+	if !(bps > 0) {
+		return "0 bit/s"
+	}
+	if bps < 1 {
+		return strconv.FormatFloat(bps, 'g', 3, 64) + " bit/s"
+	}
+	v, u := bps, 0
+	for v >= 1000 && u < len(rateUnits)-1 {
+		v /= 1000
+		u++
+	}
+	var s string
+	switch { // as rounded: 9.996 is "10.0", not "10.00"
+	case math.Round(v*100) < 1000:
+		s = fmt.Sprintf("%.2f", v)
+	case math.Round(v*10) < 1000:
+		s = fmt.Sprintf("%.1f", v)
+	default:
+		s = fmt.Sprintf("%.0f", v)
+	}
+	if s == "1000" && u < len(rateUnits)-1 { // 999.5 and up round to the next unit
+		s, u = "1.00", u+1
+	}
+	return s + " " + rateUnits[u]
+}

@@ -60,3 +60,19 @@ func TestNodesTableSizes(t *testing.T) {
 		t.Errorf("GB with decimals:\n%s", out.String())
 	}
 }
+
+// bitRateText shows a demand to three significant digits with its unit:
+// the demo's demands, a few hundred bit/s, read "0.000" (Mbit/s) for
+// every title, which hid the order of the rows (0.4608 req/h ranked
+// below 0.4575 at a lower bitrate, both shown 0.46 and 0.000).
+func TestBitRateText(t *testing.T) {
+	for bps, want := range map[float64]string{
+		0: "0 bit/s", -1: "0 bit/s", 0.0417: "0.0417 bit/s", 1: "1.00 bit/s", 127.6: "128 bit/s", 131.2: "131 bit/s",
+		999.4: "999 bit/s", 999.6: "1.00 kbit/s", 2310: "2.31 kbit/s", 347_222: "347 kbit/s", 1_500_000: "1.50 Mbit/s",
+		9_996_000: "10.0 Mbit/s", 2.5e9: "2.50 Gbit/s",
+	} {
+		if got := bitRateText(bps); got != want {
+			t.Errorf("bitRateText(%v) = %q, want %q", bps, got, want)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func unlockCmd(g *globals) *cobra.Command {
 				default:
 					fmt.Fprintf(w, "%s: failed logins forgotten at %d address(es)\n", args[0], r.Addresses)
 				}
+				if r.UserUnknown {
+					fmt.Fprintf(w, "warning: the users file has no subscriber %q (check the name)\n", args[0])
+				}
 			})
 		},
 	}

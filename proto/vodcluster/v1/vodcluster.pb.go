@@ -3101,8 +3101,12 @@ type ClearLoginFailuresResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Addresses        int32                  `protobuf:"varint,1,opt,name=addresses,proto3" json:"addresses,omitempty"`                                         // addresses at which the user name had failed logins counted
 	OverAllAddresses bool                   `protobuf:"varint,2,opt,name=over_all_addresses,json=overAllAddresses,proto3" json:"over_all_addresses,omitempty"` // whether its count over all addresses had failures
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The users file (the BOSS) has no subscriber of that name (asked for
+	// at most 2 s; false when it does not answer): a misspelt name, or one
+	// someone guessed. Its counts are forgotten all the same.
+	UserUnknown   bool `protobuf:"varint,3,opt,name=user_unknown,json=userUnknown,proto3" json:"user_unknown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClearLoginFailuresResponse) Reset() {
@@ -3145,6 +3149,13 @@ func (x *ClearLoginFailuresResponse) GetAddresses() int32 {
 func (x *ClearLoginFailuresResponse) GetOverAllAddresses() bool {
 	if x != nil {
 		return x.OverAllAddresses
+	}
+	return false
+}
+
+func (x *ClearLoginFailuresResponse) GetUserUnknown() bool {
+	if x != nil {
+		return x.UserUnknown
 	}
 	return false
 }
@@ -5193,10 +5204,11 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"duration_s\x18\x02 \x01(\x03R\tdurationS\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"/\n" +
 	"\x19ClearLoginFailuresRequest\x12\x12\n" +
-	"\x04user\x18\x01 \x01(\tR\x04user\"h\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\"\x8b\x01\n" +
 	"\x1aClearLoginFailuresResponse\x12\x1c\n" +
 	"\taddresses\x18\x01 \x01(\x05R\taddresses\x12,\n" +
-	"\x12over_all_addresses\x18\x02 \x01(\bR\x10overAllAddresses\"\xa3\x01\n" +
+	"\x12over_all_addresses\x18\x02 \x01(\bR\x10overAllAddresses\x12!\n" +
+	"\fuser_unknown\x18\x03 \x01(\bR\vuserUnknown\"\xa3\x01\n" +
 	"\n" +
 	"Suspension\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\"\n" +

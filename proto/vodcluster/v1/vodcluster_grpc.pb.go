@@ -494,7 +494,9 @@ type AdminClient interface {
 	// there). By user, the subscriber's requests waiting in the admission
 	// queue are refused too (403). INVALID_ARGUMENT for neither or both of
 	// session_ids and user; NOT_FOUND when nothing matches (none of the ids
-	// is live; the user has no session and no waiting request);
+	// is live; the user has no session and no waiting request: with
+	// ReasonAlreadyDone when the users file holds the user, its message
+	// then naming the users file when it does not);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(ctx context.Context, in *EndSessionsRequest, opts ...grpc.CallOption) (*EndSessionsResponse, error)
 	// SuspendSubscriber refuses a subscriber's new title requests at the
@@ -506,7 +508,9 @@ type AdminClient interface {
 	// or with a control character (C0, DEL or C1; suspending: a lift takes
 	// any name), a negative or too long duration, or a reason too long or
 	// not printable; NOT_FOUND
-	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// lifting a subscriber not suspended (with ReasonAlreadyDone unless the
+	// users file does not hold the name, which its message then says);
+	// FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(ctx context.Context, in *SuspendRequest, opts ...grpc.CallOption) (*Suspension, error)
 	ListSuspensions(ctx context.Context, in *ListSuspensionsRequest, opts ...grpc.CallOption) (*ListSuspensionsResponse, error)
@@ -543,7 +547,10 @@ type AdminClient interface {
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
 	Pin(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
-	// Unpin removes a pin. NOT_FOUND: no such pin.
+	// Unpin removes a pin. NOT_FOUND: unknown node (not registered nor
+	// known to the store) or title (not in the catalog) with no such pin;
+	// no such pin of a known title and node, with ReasonAlreadyDone (its
+	// end state holds).
 	Unpin(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
 	// ListFills lists fills in progress (on demand and prefetch) with their
 	// progress, and prefetches ordered or waiting for a retry.
@@ -801,7 +808,9 @@ type AdminServer interface {
 	// there). By user, the subscriber's requests waiting in the admission
 	// queue are refused too (403). INVALID_ARGUMENT for neither or both of
 	// session_ids and user; NOT_FOUND when nothing matches (none of the ids
-	// is live; the user has no session and no waiting request);
+	// is live; the user has no session and no waiting request: with
+	// ReasonAlreadyDone when the users file holds the user, its message
+	// then naming the users file when it does not);
 	// FAILED_PRECONDITION on a standby manager.
 	EndSessions(context.Context, *EndSessionsRequest) (*EndSessionsResponse, error)
 	// SuspendSubscriber refuses a subscriber's new title requests at the
@@ -813,7 +822,9 @@ type AdminServer interface {
 	// or with a control character (C0, DEL or C1; suspending: a lift takes
 	// any name), a negative or too long duration, or a reason too long or
 	// not printable; NOT_FOUND
-	// lifting a subscriber not suspended; FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
+	// lifting a subscriber not suspended (with ReasonAlreadyDone unless the
+	// users file does not hold the name, which its message then says);
+	// FAILED_PRECONDITION on a standby manager; UNAVAILABLE when
 	// the store cannot keep it (nothing changed).
 	SuspendSubscriber(context.Context, *SuspendRequest) (*Suspension, error)
 	ListSuspensions(context.Context, *ListSuspensionsRequest) (*ListSuspensionsResponse, error)
@@ -850,7 +861,10 @@ type AdminServer interface {
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
 	Pin(context.Context, *PlacementRequest) (*PlacementAck, error)
-	// Unpin removes a pin. NOT_FOUND: no such pin.
+	// Unpin removes a pin. NOT_FOUND: unknown node (not registered nor
+	// known to the store) or title (not in the catalog) with no such pin;
+	// no such pin of a known title and node, with ReasonAlreadyDone (its
+	// end state holds).
 	Unpin(context.Context, *PlacementRequest) (*PlacementAck, error)
 	// ListFills lists fills in progress (on demand and prefetch) with their
 	// progress, and prefetches ordered or waiting for a retry.
