@@ -25,24 +25,7 @@ func sizeText(b int64) string {
 	if b < 1000 {
 		return strconv.FormatInt(b, 10) + " B"
 	}
-	v, u := float64(b), 0
-	for v >= 1000 && u < len(sizeUnits)-1 {
-		v /= 1000
-		u++
-	}
-	var s string
-	switch { // as rounded: 9.996 is "10.0", not "10.00"
-	case math.Round(v*100) < 1000:
-		s = fmt.Sprintf("%.2f", v)
-	case math.Round(v*10) < 1000:
-		s = fmt.Sprintf("%.1f", v)
-	default:
-		s = fmt.Sprintf("%.0f", v)
-	}
-	if s == "1000" && u < len(sizeUnits)-1 { // 999.5 kB and up round to the next unit
-		s, u = "1.00", u+1
-	}
-	return s + " " + sizeUnits[u]
+	return scaledText(float64(b), sizeUnits)
 }
 
 // rateUnits are the decimal units of bitRateText, each 1000 times the
@@ -63,13 +46,21 @@ func bitRateText(bps float64) string {
 	if bps < 1 {
 		return strconv.FormatFloat(bps, 'g', 3, 64) + " bit/s"
 	}
-	v, u := bps, 0
-	for v >= 1000 && u < len(rateUnits)-1 {
+	return scaledText(bps, rateUnits)
+}
+
+// scaledText writes v (at least 1) in the largest of units (each 1000
+// times the one before) that leaves at least one integer digit, to three
+// significant digits as rounded (9.996 is "10.0", not "10.00"; 999.5 of
+// one unit is "1.00" of the next).
+func scaledText(v float64, units []string) string {
+	u := 0
+	for v >= 1000 && u < len(units)-1 {
 		v /= 1000
 		u++
 	}
 	var s string
-	switch { // as rounded: 9.996 is "10.0", not "10.00"
+	switch {
 	case math.Round(v*100) < 1000:
 		s = fmt.Sprintf("%.2f", v)
 	case math.Round(v*10) < 1000:
@@ -77,8 +68,8 @@ func bitRateText(bps float64) string {
 	default:
 		s = fmt.Sprintf("%.0f", v)
 	}
-	if s == "1000" && u < len(rateUnits)-1 { // 999.5 and up round to the next unit
+	if s == "1000" && u < len(units)-1 {
 		s, u = "1.00", u+1
 	}
-	return s + " " + rateUnits[u]
+	return s + " " + units[u]
 }
