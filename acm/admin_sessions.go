@@ -2,7 +2,6 @@ package acm
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -123,11 +122,7 @@ func (a *admin) EndSessions(ctx context.Context, req *pb.EndSessionsRequest) (*p
 	if len(ended) == 0 {
 		m.mu.Unlock()
 		if user != "" {
-			if m.userUnknown(ctx, user) {
-				return nil, status.Errorf(codes.NotFound, "subscriber %q has no live session (the users file has no such subscriber)", clip(user))
-			}
-			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
-			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q has no live session", user))
+			return nil, m.nothingToDoFor(ctx, user, "has no live session")
 		}
 		return nil, status.Error(codes.NotFound, "none of the sessions is live (ended, or never admitted)")
 	}

@@ -20,7 +20,12 @@ import (
 // missing; a lift and an end for a name the users file does not hold name
 // the users file.
 func TestAlreadyDoneAnswers(t *testing.T) {
-	e := newManagerWith(t, t.TempDir(), unhinted(), fastStorage)
+	var f *failingBOSS
+	e := newManagerWith(t, t.TempDir(), unhinted(), func(m *Manager) {
+		fastStorage(m)
+		f = &failingBOSS{BOSS: m.BOSS}
+		m.BOSS = f
+	})
 	e.startSimNode("n1", storageTitles, simOpts{held: []*pb.StoredTitle{stored("t1")}})
 	ctx := context.Background()
 	lift := func(user string) error {
@@ -49,6 +54,15 @@ func TestAlreadyDoneAnswers(t *testing.T) {
 			t.Errorf("%s: %v (already done %v), want NOT_FOUND %q, already done %v", name, tc.err, pb.IsAlreadyDone(tc.err), tc.msg, tc.done)
 		}
 	}
+	// A users file that does not answer says nothing of the name: not
+	// "nothing to do" (a script would take a typo for success).
+	f.entitledDown.Store(true)
+	for name, err := range map[string]error{"lift": lift("demo"), "end": end("demo")} {
+		if grpcCode(err) != codes.NotFound || pb.IsAlreadyDone(err) || !strings.Contains(err.Error(), "the users file could not be checked for the name") {
+			t.Errorf("%s with the users file down: %v (already done %v), want NOT_FOUND saying the name was not checked", name, err, pb.IsAlreadyDone(err))
+		}
+	}
+	f.entitledDown.Store(false)
 	for user, unknown := range map[string]bool{"demo": false, "dmeo": true} {
 		r, err := e.admin.ClearLoginFailures(ctx, &pb.ClearLoginFailuresRequest{User: user})
 		if err != nil || r.UserUnknown != unknown {

@@ -235,11 +235,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	out := &pb.Suspension{User: user, Reason: reason}
 	if d == 0 {
 		if _, ok := next[user]; !ok {
-			if m.userUnknown(sctx, user) {
-				return nil, status.Errorf(codes.NotFound, "subscriber %q is not suspended (the users file has no such subscriber)", clip(user))
-			}
-			// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
-			return nil, pb.AlreadyDone(fmt.Sprintf("subscriber %q is not suspended", clip(user)))
+			return nil, m.nothingToDoFor(sctx, user, "is not suspended")
 		}
 		delete(next, user)
 	} else {
@@ -275,10 +271,39 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 // user (boss.ErrUnknownUser), asked for at most 2 s. A BOSS that fails
 // otherwise, or does not answer in time, is not taken to say so.
 func (m *Manager) userUnknown(ctx context.Context, user string) bool {
+	unknown, _ := m.userChecked(ctx, user)
+	return unknown
+}
+
+// userChecked asks the BOSS about user, for at most 2 s: unknown when it
+// answers that it does not know the name (boss.ErrUnknownUser); err, the
+// BOSS's error, when it fails otherwise or does not answer in time, which
+// says nothing of the name.
+func (m *Manager) userChecked(ctx context.Context, user string) (unknown bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err := m.BOSS.Entitled(ctx, user, "")
-	return errors.Is(err, boss.ErrUnknownUser)
+	_, err = m.BOSS.Entitled(ctx, user, "")
+	if errors.Is(err, boss.ErrUnknownUser) {
+		return true, nil
+	}
+	return false, err
+}
+
+// nothingToDoFor is an operator's change for user that finds its end state
+// holding (what, "is not suspended", "has no live session"): ALREADY_DONE
+// (pb.AlreadyDone, vodctl exits 0) only when the BOSS knows the name; NOT_FOUND
+// when it does not (a misspelt name), or could not be asked (the name not
+// checked: a script must not take a typo for success).
+func (m *Manager) nothingToDoFor(ctx context.Context, user, what string) error {
+	unknown, err := m.userChecked(ctx, user)
+	switch {
+	case unknown:
+		return status.Errorf(codes.NotFound, "subscriber %q %s (the users file has no such subscriber)", clip(user), what)
+	case err != nil:
+		return status.Errorf(codes.NotFound, "subscriber %q %s (the users file could not be checked for the name: %v)", clip(user), what, err)
+	}
+	// Its end state holds: a repeat is not an error (pb.IsAlreadyDone).
+	return pb.AlreadyDone(fmt.Sprintf("subscriber %q %s", clip(user), what))
 }
 
 // ListSuspensions implements pb.AdminServer: the suspensions in force, by
