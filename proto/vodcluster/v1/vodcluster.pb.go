@@ -407,7 +407,9 @@ type ListTitlesRequest struct {
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// check_directory asks the origin (Origin.ListTitles) to look at its
 	// title directory before it answers and, when it changed since its last
-	// load, to load it now, as on SIGHUP, rather than at its next poll
+	// load, to load it once it has held still for a second (the origin's
+	// poll interval when shorter; not at all, directory_changing, when it
+	// keeps changing for five such looks), rather than at its next poll
 	// (catalog_poll_interval, once a change has held still for one more
 	// look); the manager asks it on the first page of an operator's refresh
 	// (Admin.RefreshCatalog). An origin that predates it ignores it (its
