@@ -103,7 +103,8 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 }
 
 // Reload reads the title directory again at once (the origin calls it on
-// SIGHUP; the watch started by Start calls it when the directory changed)
+// SIGHUP; the watch started by Start and a check (ListTitles check_directory) load
+// as it does when the directory changed and held still: reloadIfHeld)
 // and, when it loads, serves the new catalog from then on: new titles can
 // be filled, removed ones are NOT_FOUND, and a replaced file is served
 // under its new version (nodes holding part of the old one start over;
