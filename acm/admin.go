@@ -64,7 +64,8 @@ const refreshTimeout = time.Minute
 // catalog changed, with the origin's refusal of its directory's last
 // change, if any (origin_catalog_refused), and whether it looked
 // (origin_checked_directory: false from an origin that predates
-// check_directory). FAILED_PRECONDITION on a
+// check_directory), and whether its directory kept changing while it
+// looked, its change not loaded (origin_directory_changing). FAILED_PRECONDITION on a
 // manager with no origin (OriginAddr empty: its catalog is the stored one
 // only); UNAVAILABLE when the origin cannot be read (the catalog before
 // stays in use), or when the catalog was read but could not be written to
@@ -78,7 +79,7 @@ func (a *admin) RefreshCatalog(ctx context.Context, _ *pb.RefreshCatalogRequest)
 		return nil, status.Errorf(codes.Unavailable, "catalog not read from the origin %s: %v", a.m.OriginAddr, err)
 	}
 	return &pb.RefreshCatalogResponse{Titles: int32(len(a.m.titles())), Published: c.published, Withdrawn: c.withdrawn, Replaced: c.replaced,
-		OriginCatalogRefused: c.originRefused, OriginCheckedDirectory: &c.originChecked}, nil
+		OriginCatalogRefused: c.originRefused, OriginCheckedDirectory: &c.originChecked, OriginDirectoryChanging: c.originChanging}, nil
 }
 
 // diskFreeShown is node n's free disk as vodctl nodes and the metrics show

@@ -138,6 +138,10 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration, check 
 		m.log.Info("catalog: the origin serves its title directory again (its refusal is over)", "origin", m.OriginAddr)
 	}
 	m.originRefused = refused
+	if first.GetDirectoryChanging() {
+		m.log.Warn("catalog: the origin's title directory is still changing (a copy in progress?): the change is not loaded, not in this read; refresh again once copies are over",
+			"origin", m.OriginAddr)
+	}
 	ts := make([]store.Title, 0, len(titles))
 	seen := make(map[string]bool, len(titles))
 	for _, t := range titles {
@@ -156,7 +160,7 @@ func (m *Manager) readCatalog(ctx context.Context, timeout time.Duration, check 
 			Version: t.GetVersion()})
 	}
 	change := m.logCatalogChange(ts)
-	change.originRefused, change.originChecked = refused, first.GetDirectoryChecked()
+	change.originRefused, change.originChecked, change.originChanging = refused, first.GetDirectoryChecked(), first.GetDirectoryChanging()
 	before := m.catalogGen.Load()
 	// The read's time before its catalog and catalogLoaded: ListTitles,
 	// reading them the other way round, never sees this catalog (or
@@ -190,6 +194,7 @@ type catalogChange struct {
 	published, withdrawn, replaced []string
 	originRefused                  string
 	originChecked                  bool
+	originChanging                 bool // the origin's directory_changing: its change not loaded yet
 }
 
 // logCatalogChange logs, before ts replaces it, how the catalog changed:

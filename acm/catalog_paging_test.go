@@ -3,6 +3,7 @@ package acm
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/proto/logtest"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -92,6 +94,28 @@ func TestAdminRefreshCatalog(t *testing.T) {
 	}
 	if _, ok := e.m.titles()["zz-new"]; !ok || len(e.m.titles()) != len(testTitles) {
 		t.Fatal("a failed refresh changed the catalog")
+	}
+}
+
+// A refresh during a copy at the origin (its title directory kept
+// changing while it looked: directory_changing) answers
+// origin_directory_changing and logs a warning: the change is not in the
+// read.
+func TestAdminRefreshCatalogOriginDirectoryChanging(t *testing.T) {
+	var log logtest.Buffer
+	e := newManagerWith(t, "", versioned(testTitles, "v1"), func(m *Manager) { m.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	e.origin.mu.Lock()
+	e.origin.changing = true
+	e.origin.mu.Unlock()
+	r, err := e.admin.RefreshCatalog(context.Background(), &pb.RefreshCatalogRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.GetOriginDirectoryChanging() {
+		t.Fatalf("refresh while the origin's directory changes: %v; want origin_directory_changing", r)
+	}
+	if l := log.String(); !strings.Contains(l, "the origin's title directory is still changing") {
+		t.Fatalf("manager log:\n%s", l)
 	}
 }
 

@@ -58,11 +58,12 @@ const titleBps = 600_000
 // fakeOrigin is an in-test CDP Origin: ListTitles only.
 type fakeOrigin struct {
 	pb.UnimplementedOriginServer
-	mu     sync.Mutex
-	titles []*pb.Title
-	srv    *grpc.Server
-	addr   string
-	health *grpchealth.Server // grpc.health.v1: SERVING until a test says otherwise
+	mu       sync.Mutex
+	titles   []*pb.Title
+	changing bool // answer a check_directory with directory_changing (a copy in progress)
+	srv      *grpc.Server
+	addr     string
+	health   *grpchealth.Server // grpc.health.v1: SERVING until a test says otherwise
 }
 
 // ListTitles pages as the real origin does (pb.TitlePage); titles more
@@ -74,7 +75,8 @@ func (o *fakeOrigin) ListTitles(_ context.Context, req *pb.ListTitlesRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ListTitlesResponse{Titles: o.titles[start:end], NextPageToken: next}, nil
+	return &pb.ListTitlesResponse{Titles: o.titles[start:end], NextPageToken: next,
+		DirectoryChecked: o.changing && req.GetCheckDirectory(), DirectoryChanging: o.changing && req.GetCheckDirectory()}, nil
 }
 
 // unusedPortBelowEphemeral returns a loopback address whose port nothing

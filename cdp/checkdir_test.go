@@ -41,7 +41,7 @@ func publishNew(t *testing.T, s *Server) (before []byte, docPath string) {
 // it logged, naming the file and the line) with the titles before, in
 // every answer until the directory loads again.
 func TestListTitlesChecksDirectory(t *testing.T) {
-	s, c := startServer(t, func(s *Server) { s.CatalogPoll = time.Hour })
+	s, c := startServer(t, func(s *Server) { s.CatalogPoll = time.Hour; s.checkSettle = time.Millisecond })
 	ctx := context.Background()
 	good, docPath := publishNew(t, s)
 

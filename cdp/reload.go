@@ -103,7 +103,8 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 }
 
 // Reload reads the title directory again at once (the origin calls it on
-// SIGHUP; the watch started by Start calls it when the directory changed)
+// SIGHUP; the watch started by Start and a check (ListTitles check_directory) load
+// as it does when the directory changed and held still: reloadIfHeld)
 // and, when it loads, serves the new catalog from then on: new titles can
 // be filled, removed ones are NOT_FOUND, and a replaced file is served
 // under its new version (nodes holding part of the old one start over;
@@ -123,6 +124,11 @@ func (s *Server) loadDir(prev *Catalog) (*Catalog, int, error) {
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	return s.reloadLocked()
+}
+
+// reloadLocked is Reload, s.reloadMu held.
+func (s *Server) reloadLocked() error {
 	s.mu.Lock()
 	old, ok := s.catalog, s.started && !s.closed
 	s.mu.Unlock()
@@ -231,7 +237,7 @@ func (s *Server) watch(interval time.Duration, done <-chan struct{}) {
 			continue
 		}
 		last = nil
-		_ = s.Reload() // logged; the catalog before stays in use
+		_, _, _ = s.reloadIfHeld(cur) // logged; the catalog before stays in use; changed again: the next polls read it
 	}
 }
 
@@ -260,20 +266,121 @@ func (s *Server) rescanSoon() {
 	}
 }
 
+// DefaultCheckSettle is how long a check of the title directory
+// (checkDirectory) that found a change waits for it to hold still before
+// it loads it, unless the server's CatalogPoll is shorter; it looks again
+// up to maxSettles times while the directory keeps changing.
+const DefaultCheckSettle = time.Second
+
+// maxSettles bounds the looks of a check at a directory that keeps
+// changing (5 s at DefaultCheckSettle): it then answers that the
+// directory is still changing, not loaded.
+const maxSettles = 5
+
 // checkDirectory looks at the title directory now and, when it changed
 // since the catalog was last loaded or refused, loads it (Reload: logged,
-// the catalog before kept when refused), without waiting for the watch's
-// next poll nor for the change to hold still one more look: an operator
-// who asks (vodctl titles --refresh) has finished the change. It returns
-// once the load is over; errNotStarted before Start or after Close.
-func (s *Server) checkDirectory() error {
-	if _, changed := s.dirChanged(); !changed {
-		return nil
+// the catalog before kept when refused) once it has held still for the
+// settle interval (checkSettle: a file still being copied is not read
+// half-way), without waiting for the watch's next poll. It returns once
+// the load is over, with changing true when the directory kept changing
+// for maxSettles looks (nothing loaded). Concurrent checks share one run:
+// a check that arrives during another waits for it and answers its
+// result. It returns the caller's ctx error (as a gRPC status) when ctx
+// is done first, errNotStarted before Start or after Close.
+func (s *Server) checkDirectory(ctx context.Context) (changing bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, status.FromContextError(err).Err()
 	}
-	if err := s.Reload(); errors.Is(err, errNotStarted) {
-		return err
+	ch := s.checks.DoChan("check", func() (any, error) { return s.runCheck() })
+	if s.checkJoined != nil {
+		s.checkJoined()
 	}
-	return nil // a refusal: the answer says it (catalog_refused)
+	select {
+	case <-ctx.Done():
+		return false, status.FromContextError(ctx.Err()).Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return false, r.Err
+		}
+		return r.Val.(bool), nil
+	}
+}
+
+// runCheck is one run of checkDirectory, shared by the checks that
+// arrive while it runs; it returns whether the directory kept changing.
+func (s *Server) runCheck() (bool, error) {
+	s.checkRuns.Add(1)
+	cur, changed := s.dirChanged()
+	if !changed {
+		return false, nil
+	}
+	s.mu.Lock()
+	done, ok := s.watchDone, s.started && !s.closed
+	s.mu.Unlock()
+	if !ok {
+		return false, errNotStarted
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-done: // Close: stop waiting
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for range maxSettles {
+		if err := s.clk.Sleep(ctx, s.settleInterval()); err != nil {
+			return false, errNotStarted
+		}
+		if s.afterSettle != nil {
+			s.afterSettle()
+		}
+		now, held, err := s.reloadIfHeld(cur)
+		switch {
+		case errors.Is(err, errNotStarted):
+			return false, err
+		case held:
+			return false, nil // loaded, or refused: the answer says it (catalog_refused)
+		}
+		cur = now
+	}
+	s.log.Warn("catalog not reloaded: the title directory is still changing (a copy in progress?); it is loaded once it holds still",
+		"dir", s.Dir, "looked_for", time.Duration(maxSettles)*s.settleInterval())
+	return true, nil
+}
+
+// settleInterval is how long a check waits for a change to hold still:
+// checkSettle when set (tests), else DefaultCheckSettle or the
+// CatalogPoll when shorter.
+func (s *Server) settleInterval() time.Duration {
+	if s.checkSettle > 0 {
+		return s.checkSettle
+	}
+	if poll := s.CatalogPoll; poll > 0 && poll < DefaultCheckSettle {
+		return poll
+	}
+	return DefaultCheckSettle
+}
+
+// reloadIfHeld loads the title directory (as Reload does) when its state
+// now differs from the one last loaded or refused and is held, the state
+// an earlier look found: it held still since. It looks under reloadMu, so
+// that a check and the watch that found the same change load it once
+// (the second finds it loaded). It returns the state now and whether it
+// was held (or nothing is left to load); false: it changed again, nothing
+// loaded.
+func (s *Server) reloadIfHeld(held dirState) (dirState, bool, error) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cur := s.stateNow(s.watched)
+	switch {
+	case cur.equal(s.seen):
+		return cur, true, nil // loaded (or refused) by another look meanwhile
+	case !cur.equal(held):
+		return cur, false, nil
+	}
+	return cur, true, s.reloadLocked()
 }
 
 // dirChanged returns the state of the title directory now and whether it
@@ -282,7 +389,34 @@ func (s *Server) dirChanged() (dirState, bool) {
 	s.reloadMu.Lock()
 	seen, watched := s.seen, s.watched
 	s.reloadMu.Unlock()
+	cur := s.stateNow(watched)
+	return cur, !cur.equal(seen)
+}
+
+// stateNow returns the state of the title directory now: listState, the
+// files watched (those the last load named) and those its catalog.yaml
+// names now when it parses, so that a title's file still being copied
+// after catalog.yaml was written to name it is seen changing (the load
+// would name it, and record its state, too).
+func (s *Server) stateNow(watched []string) dirState {
 	cur := listState(s.Dir)
 	cur.stat(watched)
-	return cur, !cur.equal(seen)
+	doc := filepath.Join(s.Dir, CatalogFile)
+	if cur[doc] == nil {
+		return cur
+	}
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		return cur
+	}
+	entries, err := parseCatalog(data, s.Dir)
+	if err != nil {
+		return cur // the load refuses it, naming the line
+	}
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.Path
+	}
+	cur.stat(paths)
+	return cur
 }

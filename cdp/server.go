@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -135,6 +136,12 @@ type Server struct {
 	watchDone chan struct{} // closed by Close to stop the watch
 	rescan    chan struct{} // wakes the watch to poll now (rescanSoon); made by Start, buffered 1
 	afterLoad func()        // tests: called by each load once it has read the directory, before its state is kept
+
+	checks      singleflight.Group // concurrent checkDirectory calls share one run
+	checkSettle time.Duration      // tests: the settle interval of a check (0: settleInterval's default)
+	afterSettle func()             // tests: called by a check after each settle wait, before it looks again
+	checkJoined func()             // tests: called by each check once it has started or joined a run
+	checkRuns   atomic.Int64       // runs of checks (runCheck), for tests
 }
 
 var _ vodclusterv1.OriginServer = (*Server)(nil)
@@ -291,17 +298,21 @@ func (s *Server) Stats() Stats { return s.stats.snapshot() }
 
 // ListTitles returns the catalog sorted by id, whole or the page req asks
 // for (Origin.ListTitles, vodclusterv1.TitlePage). With check_directory it
-// first looks at the title directory and loads it when it changed
-// (checkDirectory), answering directory_checked; every answer carries
+// first looks at the title directory and loads it when it changed and
+// then held still (checkDirectory), answering directory_checked, and
+// directory_changing when it kept changing (not loaded); every answer carries
 // catalog_refused while the last load was refused (Stats.CatalogRefusal).
 // It returns UNAVAILABLE when the server was not started, INVALID_ARGUMENT
-// for a negative page_size.
-func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
+// for a negative page_size, CANCELED or DEADLINE_EXCEEDED when ctx is done
+// before the check is over.
+func (s *Server) ListTitles(ctx context.Context, req *vodclusterv1.ListTitlesRequest) (*vodclusterv1.ListTitlesResponse, error) {
 	if s.Catalog() == nil {
 		return nil, errNotStarted
 	}
+	changing := false
 	if req.GetCheckDirectory() {
-		if err := s.checkDirectory(); err != nil {
+		var err error
+		if changing, err = s.checkDirectory(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +329,7 @@ func (s *Server) ListTitles(_ context.Context, req *vodclusterv1.ListTitlesReque
 		out = append(out, t.Proto())
 	}
 	return &vodclusterv1.ListTitlesResponse{Titles: out, NextPageToken: next,
-		DirectoryChecked: req.GetCheckDirectory(), CatalogRefused: s.stats.catalogRefusal()}, nil
+		DirectoryChecked: req.GetCheckDirectory(), DirectoryChanging: changing, CatalogRefused: s.stats.catalogRefusal()}, nil
 }
 
 // GetTitle returns title req.title_id as the catalog in use has it

@@ -246,10 +246,14 @@ func titlesCmd(g *globals) *cobra.Command {
 // holds: a warning when the origin refused the directory's last change
 // (it serves the titles it loaded before), a note when the origin did not
 // look at its directory first (one that predates check_directory reads it
-// every catalog_poll_interval only); "" otherwise, and from a manager that
-// predates saying (origin_checked_directory unset).
+// every catalog_poll_interval only), a warning when the origin's directory
+// kept changing while it looked (a copy in progress: the change not
+// loaded); "" otherwise, and from a manager that predates saying
+// (origin_checked_directory unset).
 func refreshNote(r *v1.RefreshCatalogResponse) string {
 	switch {
+	case r.GetOriginDirectoryChanging():
+		return "warning: the origin's title directory is still changing (a copy in progress?): not loaded yet; run --refresh again once copies are over"
 	case r.GetOriginCatalogRefused() != "":
 		return "warning: the origin refused its changed catalog (" + r.GetOriginCatalogRefused() + "): it serves the titles it loaded before; " +
 			"fix its title directory (the origin's log says \"catalog not reloaded\"), then vodctl titles --refresh"

@@ -82,12 +82,18 @@ func TestTitlesRefreshSeesTheOriginsDirectory(t *testing.T) {
 // After a refresh, an origin that predates check_directory (the manager
 // says it did not look at its directory) gets a note that a change made
 // in the last seconds may not be in the read; a manager that predates
-// saying (origin_checked_directory unset) gets nothing more than before.
+// saying (origin_checked_directory unset) gets nothing more than before;
+// an origin whose directory kept changing while it looked (a copy in
+// progress) gets a warning that the change is not loaded yet.
 func TestRefreshNoteOlderOriginOrManager(t *testing.T) {
 	checked, unchecked := true, false
 	if got := refreshNote(&v1.RefreshCatalogResponse{OriginCheckedDirectory: &unchecked}); !strings.Contains(got, "did not look at its title directory") ||
 		!strings.Contains(got, "catalog_poll_interval") {
 		t.Errorf("note for an origin that did not look: %q", got)
+	}
+	if got := refreshNote(&v1.RefreshCatalogResponse{OriginCheckedDirectory: &checked, OriginDirectoryChanging: true}); !strings.Contains(got,
+		"the origin's title directory is still changing (a copy in progress?): not loaded yet; run --refresh again once copies are over") {
+		t.Errorf("note for an origin whose directory kept changing: %q", got)
 	}
 	for _, r := range []*v1.RefreshCatalogResponse{{}, {OriginCheckedDirectory: &checked}} {
 		if got := refreshNote(r); got != "" {

@@ -261,8 +261,13 @@ type RefreshCatalogResponse struct {
 	// change made in the seconds before may not be in the read. Unset in an
 	// older manager's answer.
 	OriginCheckedDirectory *bool `protobuf:"varint,6,opt,name=origin_checked_directory,json=originCheckedDirectory,proto3,oneof" json:"origin_checked_directory,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// origin_directory_changing is the origin's directory_changing in the
+	// read (ListTitlesResponse): its title directory kept changing while it
+	// looked (a copy in progress?), so the change was not loaded and is not
+	// in the read. false from an older manager or origin.
+	OriginDirectoryChanging bool `protobuf:"varint,7,opt,name=origin_directory_changing,json=originDirectoryChanging,proto3" json:"origin_directory_changing,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *RefreshCatalogResponse) Reset() {
@@ -337,6 +342,13 @@ func (x *RefreshCatalogResponse) GetOriginCheckedDirectory() bool {
 	return false
 }
 
+func (x *RefreshCatalogResponse) GetOriginDirectoryChanging() bool {
+	if x != nil {
+		return x.OriginDirectoryChanging
+	}
+	return false
+}
+
 // GetTitleRequest names one title of the origin's catalog.
 type GetTitleRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -395,7 +407,9 @@ type ListTitlesRequest struct {
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// check_directory asks the origin (Origin.ListTitles) to look at its
 	// title directory before it answers and, when it changed since its last
-	// load, to load it now, as on SIGHUP, rather than at its next poll
+	// load, to load it once it has held still for a second (the origin's
+	// poll interval when shorter; not at all, directory_changing, when it
+	// keeps changing for five such looks), rather than at its next poll
 	// (catalog_poll_interval, once a change has held still for one more
 	// look); the manager asks it on the first page of an operator's refresh
 	// (Admin.RefreshCatalog). An origin that predates it ignores it (its
@@ -487,8 +501,14 @@ type ListTitlesResponse struct {
 	// Empty when the catalog listed is the directory's (or in an older
 	// origin's answer, and the manager's).
 	CatalogRefused string `protobuf:"bytes,6,opt,name=catalog_refused,json=catalogRefused,proto3" json:"catalog_refused,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// directory_changing, set by an origin asked to check_directory, says
+	// that its title directory kept changing while it looked (a file still
+	// being copied): the change was not loaded, the titles listed are the
+	// ones loaded before; the origin loads it once it has held still (its
+	// next poll, or the next check). false in an older origin's answer.
+	DirectoryChanging bool `protobuf:"varint,7,opt,name=directory_changing,json=directoryChanging,proto3" json:"directory_changing,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListTitlesResponse) Reset() {
@@ -561,6 +581,13 @@ func (x *ListTitlesResponse) GetCatalogRefused() string {
 		return x.CatalogRefused
 	}
 	return ""
+}
+
+func (x *ListTitlesResponse) GetDirectoryChanging() bool {
+	if x != nil {
+		return x.DirectoryChanging
+	}
+	return false
 }
 
 type FetchRequest struct {
@@ -4964,14 +4991,15 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x12popularity_per_day\x18\a \x01(\x01R\x10popularityPerDay\x12\x18\n" +
 	"\aversion\x18\b \x01(\tR\aversion\x12)\n" +
 	"\x11hls_segment_max_s\x18\t \x01(\x01R\x0ehlsSegmentMaxS\"\x17\n" +
-	"\x15RefreshCatalogRequest\"\x9a\x02\n" +
+	"\x15RefreshCatalogRequest\"\xd6\x02\n" +
 	"\x16RefreshCatalogResponse\x12\x16\n" +
 	"\x06titles\x18\x01 \x01(\x05R\x06titles\x12\x1c\n" +
 	"\tpublished\x18\x02 \x03(\tR\tpublished\x12\x1c\n" +
 	"\twithdrawn\x18\x03 \x03(\tR\twithdrawn\x12\x1a\n" +
 	"\breplaced\x18\x04 \x03(\tR\breplaced\x124\n" +
 	"\x16origin_catalog_refused\x18\x05 \x01(\tR\x14originCatalogRefused\x12=\n" +
-	"\x18origin_checked_directory\x18\x06 \x01(\bH\x00R\x16originCheckedDirectory\x88\x01\x01B\x1b\n" +
+	"\x18origin_checked_directory\x18\x06 \x01(\bH\x00R\x16originCheckedDirectory\x88\x01\x01\x12:\n" +
+	"\x19origin_directory_changing\x18\a \x01(\bR\x17originDirectoryChangingB\x1b\n" +
 	"\x19_origin_checked_directory\",\n" +
 	"\x0fGetTitleRequest\x12\x19\n" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\"x\n" +
@@ -4979,7 +5007,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12'\n" +
-	"\x0fcheck_directory\x18\x03 \x01(\bR\x0echeckDirectory\"\xc5\x02\n" +
+	"\x0fcheck_directory\x18\x03 \x01(\bR\x0echeckDirectory\"\xf4\x02\n" +
 	"\x12ListTitlesResponse\x12,\n" +
 	"\x06titles\x18\x01 \x03(\v2\x14.vodcluster.v1.TitleR\x06titles\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12$\n" +
@@ -4987,7 +5015,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"hasCatalog\x88\x01\x01\x124\n" +
 	"\x14catalog_read_unix_ms\x18\x04 \x01(\x03H\x01R\x11catalogReadUnixMs\x88\x01\x01\x12+\n" +
 	"\x11directory_checked\x18\x05 \x01(\bR\x10directoryChecked\x12'\n" +
-	"\x0fcatalog_refused\x18\x06 \x01(\tR\x0ecatalogRefusedB\x0e\n" +
+	"\x0fcatalog_refused\x18\x06 \x01(\tR\x0ecatalogRefused\x12-\n" +
+	"\x12directory_changing\x18\a \x01(\bR\x11directoryChangingB\x0e\n" +
 	"\f_has_catalogB\x17\n" +
 	"\x15_catalog_read_unix_ms\"\xcf\x01\n" +
 	"\fFetchRequest\x12\x19\n" +
