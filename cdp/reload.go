@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -405,6 +406,10 @@ func (s *Server) stateNow(watched []string) dirState {
 	if cur[doc] == nil {
 		return cur
 	}
+	if paths, ok := s.named.get(cur[doc]); ok {
+		cur.stat(paths)
+		return cur
+	}
 	data, err := os.ReadFile(doc)
 	if err != nil {
 		return cur
@@ -417,6 +422,36 @@ func (s *Server) stateNow(watched []string) dirState {
 	for i, e := range entries {
 		paths[i] = e.Path
 	}
+	s.named.put(cur[doc], paths)
 	cur.stat(paths)
 	return cur
+}
+
+// namedCache holds the files catalog.yaml names as stateNow last parsed
+// it, with the stat it had then: the document is parsed again only when
+// that stat changes (another file, size, modification time or mode), not
+// at every look (a catalog of 100,000 titles parsed each
+// catalog_poll_interval: BenchmarkCatalogPollNamed).
+type namedCache struct {
+	mu    sync.Mutex
+	st    os.FileInfo
+	paths []string
+}
+
+// get returns the files named by the catalog.yaml whose stat is st, when
+// it is the one last parsed.
+func (c *namedCache) get(st os.FileInfo) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == nil || st == nil || !sameFile(c.st, st) || c.st.Mode() != st.Mode() {
+		return nil, false
+	}
+	return c.paths, true
+}
+
+// put keeps paths as the files named by the catalog.yaml of stat st.
+func (c *namedCache) put(st os.FileInfo, paths []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st, c.paths = st, paths
 }

@@ -139,6 +139,7 @@ type Server struct {
 
 	checks      singleflight.Group // concurrent checkDirectory calls share one run
 	checkSettle time.Duration      // tests: the settle interval of a check (0: settleInterval's default)
+	named       namedCache         // the files catalog.yaml names, as stateNow last parsed it
 	afterSettle func()             // tests: called by a check after each settle wait, before it looks again
 	checkJoined func()             // tests: called by each check once it has started or joined a run
 	checkRuns   atomic.Int64       // runs of checks (runCheck), for tests
