@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/textproto"
 	"strings"
@@ -115,12 +114,7 @@ func TestPlayErrorIsOnePlainLine(t *testing.T) {
 // probe's words left inside the request's error. A server that does not
 // answer DESCRIBE.
 func TestPlayStoppedBeforeAnswerIsOnePlainLine(t *testing.T) {
-	asked := make(chan struct{}, 1)
-	addr := serveOnce(t, func(c net.Conn) {
-		bufio.NewReader(c).ReadString('\n')
-		asked <- struct{}{}
-		io.Copy(io.Discard, c) // no answer, until vodctl closes (or 5 s)
-	})
+	addr, asked := serveSilent(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	cmd := newRoot()

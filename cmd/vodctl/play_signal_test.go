@@ -205,12 +205,7 @@ func TestPlayStopsOnSignal(t *testing.T) {
 // the play went on waiting for the answer, up to the client's 10 s read
 // timeout, and then set up and played a session only to tear it down.
 func TestPlaySignalBeforePlayStopsAtOnce(t *testing.T) {
-	asked := make(chan struct{}, 1)
-	addr := serveOnce(t, func(c net.Conn) {
-		bufio.NewReader(c).ReadString('\n')
-		asked <- struct{}{}
-		io.Copy(io.Discard, c) // no answer, until vodctl closes (or 5 s)
-	})
+	addr, asked := serveSilent(t)
 	cmd := newRoot()
 	var out strings.Builder
 	cmd.SetOut(&out)
@@ -280,4 +275,18 @@ func TestPlayLeavesNoGoroutine(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after 3 plays, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// serveSilent serves one RTSP client that is never answered: it reads the
+// first request line, says so on asked, and reads on until the client
+// closes (or serveOnce's 5 s). It returns the address.
+func serveSilent(t *testing.T) (addr string, asked <-chan struct{}) {
+	t.Helper()
+	got := make(chan struct{}, 1)
+	addr = serveOnce(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		got <- struct{}{}
+		io.Copy(io.Discard, c) // no answer, until vodctl closes (or 5 s)
+	})
+	return addr, got
 }

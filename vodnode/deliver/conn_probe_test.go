@@ -36,6 +36,26 @@ func (p *narrowPath) acceptFrom(t *testing.T, l net.Listener) (srv, cli net.Conn
 	return srv, cli
 }
 
+// tlsFrom is acceptFrom over TLS: the server's end of a connection whose
+// client, in the path's namespace, completed the handshake (grpctlstest's
+// certificate for 127.0.0.1); the viewer's end need not be read.
+func (p *narrowPath) tlsFrom(t *testing.T, l net.Listener) *tls.Conn {
+	t.Helper()
+	s, c := p.acceptFrom(t, l)
+	_, srvCfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
+	cliCfg.ServerName = "127.0.0.1"
+	srv, cli := tls.Server(s, srvCfg), tls.Client(c, cliCfg)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Handshake() }()
+	if err := cli.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 // probeBackoff returns how many times the kernel has doubled the gap
 // between rc's probes (tcpi_backoff); -1 without TCP_INFO.
 func probeBackoff(rc syscall.RawConn) int {
@@ -71,18 +91,7 @@ func TestStoppedViewerHostGoneSeen(t *testing.T) {
 	if optErr != nil {
 		t.Skipf("this kernel has no TCP_RTO_MAX_MS (Linux 6.15): %v", optErr)
 	}
-	s, c := p.acceptFrom(t, l)
-	_, srvCfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
-	cliCfg.ServerName = "127.0.0.1"
-	srv, cli := tls.Server(s, srvCfg), tls.Client(c, cliCfg)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Handshake() }()
-	if err := cli.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
+	srv := p.tlsFrom(t, l)
 	wt := NewConnWriter(srv, 64<<10, 0)
 	defer wt.Close()
 	if wp.Timeout() != 10*time.Second || wt.Timeout() != 10*time.Second {

@@ -1,14 +1,11 @@
 package deliver
 
 import (
-	"crypto/tls"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"vodcluster/proto/grpctls/grpctlstest"
 )
 
 // dialFrom connects to addr over TCP from the path's namespace, with a
@@ -39,33 +36,7 @@ func TestConnWriterTLSHostGoneFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, srvCfg, cliCfg := grpctlstest.TLS(t, "127.0.0.1")
-	cliCfg.ServerName = "127.0.0.1"
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			accepted <- nil
-			return
-		}
-		accepted <- c
-	}()
-	cli := tls.Client(p.dialFrom(t, l.Addr().String(), 4096), cliCfg)
-	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { s.Close() })
-	s.(*net.TCPConn).SetWriteBuffer(4096)
-	srv := tls.Server(s, srvCfg)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Handshake() }()
-	if err := cli.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
+	srv := p.tlsFrom(t, l)
 	const timeout = time.Second
 	w := NewConnWriter(srv, 64<<10, timeout)
 	defer w.Close()
