@@ -18,7 +18,7 @@ import (
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
-// downStore fails every read of a state and every session write or
+// downStore fails every read or write of a state and every session write or
 // delete while down is set.
 type downStore struct {
 	store.Store
@@ -32,6 +32,15 @@ func (d *downStore) State(ctx context.Context, name string) ([]byte, error) {
 		return nil, errors.New("connection refused")
 	}
 	return d.Store.State(ctx, name)
+}
+
+// PutState fails too: the health check writes a state (stateWriteProbe)
+// after a write failed, and a store that took it would be back.
+func (d *downStore) PutState(ctx context.Context, name string, v []byte) error {
+	if d.down.Load() {
+		return errors.New("connection refused")
+	}
+	return d.Store.PutState(ctx, name, v)
 }
 
 func (d *downStore) PutSession(ctx context.Context, s store.Session) error {
