@@ -190,7 +190,9 @@ func titlesCmd(g *globals) *cobra.Command {
 			"or replaced there) and says what changed, on standard error: the origin looks at its title\n" +
 			"directory first and loads what changed there (run it once the copies are over). When the\n" +
 			"origin refused its directory's change (a catalog.yaml that does not parse, a title file\n" +
-			"missing or not whole MPEG-TS), a warning says why: it serves the titles it loaded before.\n" +
+			"missing or not whole MPEG-TS), the titles are listed and an error line says why (it serves\n" +
+			"the titles it loaded before), exit status 1: a script that copies titles in, then runs\n" +
+			"vodctl titles --refresh, sees the refusal.\n" +
 			"Loading a large new file takes the origin a while: raise --timeout for it.\n\n" +
 			"With no title, a note on standard error says whether the catalog is empty (the origin has\n" +
 			"no title: publish titles in its directory) or not read yet (the origin not reached since\n" +
@@ -199,7 +201,8 @@ func titlesCmd(g *globals) *cobra.Command {
 			"origin, changed or not, unix ms; 0 = not since it started).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+			var refused string // the origin refused its changed catalog: the error vodctl ends with
+			err := g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if refresh {
 					r, err := c.RefreshCatalog(ctx, &v1.RefreshCatalogRequest{})
 					if err != nil {
@@ -207,7 +210,10 @@ func titlesCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "catalog read from the origin: %d titles; published %d %v, withdrawn %d %v, replaced %d %v\n",
 						r.Titles, len(r.Published), r.Published, len(r.Withdrawn), r.Withdrawn, len(r.Replaced), r.Replaced)
-					if note := refreshNote(r); note != "" {
+					if r.GetOriginCatalogRefused() != "" && !r.GetOriginDirectoryChanging() {
+						// After the titles: the error line is the last word.
+						refused = refreshNote(r)
+					} else if note := refreshNote(r); note != "" {
 						fmt.Fprintln(cmd.ErrOrStderr(), note)
 					}
 				}
@@ -235,6 +241,11 @@ func titlesCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%.1f\t%d\t%s\n", t.Id, t.Name, t.Package, t.DurationS, t.BitrateBps/1000, sizeText(t.SizeBytes))
 				}
 			})
+			if err == nil && refused != "" {
+				// Exit status 1: the change copied in is not served.
+				return errors.New(refused)
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&refresh, "refresh", false, "have the manager read the origin's catalog now first, and say what changed")
@@ -244,7 +255,8 @@ func titlesCmd(g *globals) *cobra.Command {
 // refreshNote is the line vodctl titles --refresh prints after what
 // changed, when the read may not be what the origin's title directory
 // holds: a warning when the origin refused the directory's last change
-// (it serves the titles it loaded before), a note when the origin did not
+// (it serves the titles it loaded before; vodctl prints it as its error,
+// after the titles, and exits 1), a note when the origin did not
 // look at its directory first (one that predates check_directory reads it
 // every catalog_poll_interval only), a warning when the origin's directory
 // kept changing while it looked (a copy in progress: the change not
