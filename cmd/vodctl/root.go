@@ -36,13 +36,16 @@ type globals struct {
 	// which of --token and --token-file was given (readToken).
 	tokenFile              string
 	tokenSet, tokenFileSet bool
-	json                   bool
-	timeout                durflag.Value // --timeout, as typed for errors
-	tls                    bool          // TLS to the manager
-	tlsCA                  string        // PEM CA(s) to verify the manager with (implies tls)
-	tlsEnv                 error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
-	out                    io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
-	errOut                 io.Writer     // where admin calls print notes: the command's error output (os.Stderr unless a test sets it)
+	// tokenFrom names where the token came from, as the operator gave it:
+	// --token, --token-file, $VODCTL_TOKEN or $VODCTL_TOKEN_FILE (readToken).
+	tokenFrom string
+	json      bool
+	timeout   durflag.Value // --timeout, as typed for errors
+	tls       bool          // TLS to the manager
+	tlsCA     string        // PEM CA(s) to verify the manager with (implies tls)
+	tlsEnv    error         // $VODCTL_TLS neither on nor off: refused by admin calls (play does not use it)
+	out       io.Writer     // where admin calls print: the command's output (os.Stdout unless a test sets it)
+	errOut    io.Writer     // where admin calls print notes: the command's error output (os.Stderr unless a test sets it)
 }
 
 func newRoot() *cobra.Command {
@@ -150,7 +153,7 @@ func (g *globals) admin(f func(ctx context.Context, c v1.AdminClient) (proto.Mes
 		g.errOut = os.Stderr
 	}
 	if unchecked {
-		fmt.Fprintln(g.errOut, "warning: the manager takes no admin token (admin_token_file unset): --token was not checked")
+		fmt.Fprintf(g.errOut, "warning: the manager takes no admin token (admin_token_file unset): the token of %s was not checked\n", g.tokenFrom)
 	}
 	if v1.IsNotSaved(err) {
 		return notSaved(err)
@@ -560,6 +563,7 @@ func policyCmd(g *globals) *cobra.Command {
 // --token-file (g.tokenFileSet: the file g.tokenFile), $VODCTL_TOKEN and
 // the file $VODCTL_TOKEN_FILE names. A token file holds the token as the
 // manager's admin_token_file does, surrounding white space ignored.
+// g.tokenFrom names the one the token came from.
 // Errors: a token file that cannot be read or holds only white space,
 // naming the flag or variable and the file; a name that is no file and
 // has no '/' is not shown (a token given as the file's name).
@@ -567,10 +571,11 @@ func (g *globals) readToken() error {
 	file, from := g.tokenFile, "--token-file"
 	switch {
 	case g.tokenSet:
+		g.tokenFrom = "--token"
 		return nil
 	case g.tokenFileSet:
 	case os.Getenv("VODCTL_TOKEN") != "":
-		g.token = os.Getenv("VODCTL_TOKEN")
+		g.token, g.tokenFrom = os.Getenv("VODCTL_TOKEN"), "$VODCTL_TOKEN"
 		return nil
 	case os.Getenv("VODCTL_TOKEN_FILE") != "":
 		file, from = os.Getenv("VODCTL_TOKEN_FILE"), "$VODCTL_TOKEN_FILE"
@@ -587,6 +592,7 @@ func (g *globals) readToken() error {
 	if g.token = strings.TrimSpace(string(b)); g.token == "" {
 		return fmt.Errorf("%s %s: the file holds no token", from, file)
 	}
+	g.tokenFrom = from
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 // authentication was on. Without --token, or against a manager that
 // checks it, nothing is said. Against a real manager.
 func TestTokenNotCheckedWarns(t *testing.T) {
-	const warning = "warning: the manager takes no admin token (admin_token_file unset): --token was not checked\n"
+	const warning = "warning: the manager takes no admin token (admin_token_file unset): the token of --token was not checked\n"
 	dir := t.TempDir()
 	origin := startOrigin(t, dir)
 	open, _ := startManager(t, dir, origin)
@@ -32,5 +34,41 @@ func TestTokenNotCheckedWarns(t *testing.T) {
 		if code != 0 || strings.Count(errOut.String(), warning) != map[bool]int{true: 1}[c.warns] {
 			t.Errorf("vodctl --token %q nodes: exit %d, standard error %q, want 0 and the warning %v", c.token, code, errOut.String(), c.warns)
 		}
+	}
+}
+
+// The warning names where the token came from: --token-file,
+// $VODCTL_TOKEN or $VODCTL_TOKEN_FILE (it named --token for all, a flag
+// the operator had not given).
+func TestTokenNotCheckedNamesItsSource(t *testing.T) {
+	dir := t.TempDir()
+	origin := startOrigin(t, dir)
+	open, _ := startManager(t, dir, origin)
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("foo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args     []string
+		env, val string
+		from     string
+	}{
+		{[]string{"--token-file", file}, "", "", "--token-file"},
+		{nil, "VODCTL_TOKEN", "foo", "$VODCTL_TOKEN"},
+		{nil, "VODCTL_TOKEN_FILE", file, "$VODCTL_TOKEN_FILE"},
+	} {
+		t.Run(c.from, func(t *testing.T) {
+			t.Setenv("VODCTL_TOKEN", "")
+			t.Setenv("VODCTL_TOKEN_FILE", "")
+			if c.env != "" {
+				t.Setenv(c.env, c.val)
+			}
+			var out, errOut strings.Builder
+			code := run(append([]string{"--manager", open.GRPCAddr(), "nodes"}, c.args...), &out, &errOut)
+			want := "warning: the manager takes no admin token (admin_token_file unset): the token of " + c.from + " was not checked\n"
+			if code != 0 || strings.Count(errOut.String(), want) != 1 {
+				t.Errorf("vodctl nodes, token from %s: exit %d, standard error %q, want 0 and %q", c.from, code, errOut.String(), want)
+			}
+		})
 	}
 }
