@@ -395,7 +395,8 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 }
 
 // SetPolicy switches the scheduling policy at run time; reservations and
-// sessions stay. The choice is kept in the store (storedPolicy): a
+// sessions stay. Its answer's PreviousPolicy is the policy it replaced,
+// read under the lock it changes it with. The choice is kept in the store (storedPolicy): a
 // restarted manager or the standby taking over uses it while the
 // configured policy is unchanged. FAILED_PRECONDITION on a standby
 // manager (set it on the active one); INVALID_ARGUMENT for an unknown
@@ -429,12 +430,14 @@ func (a *admin) SetPolicy(_ context.Context, req *pb.SetPolicyRequest) (*pb.Poli
 	}
 	defer m.opMu.Unlock()
 	m.mu.Lock()
+	previous := m.sched.Policy().Name() // read with the change: under the same lock
 	if err := m.sched.SetPolicy(req.GetPolicy()); err != nil {
 		m.mu.Unlock()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	m.log.Info("scheduling policy changed by operator", "policy", req.GetPolicy())
+	m.log.Info("scheduling policy changed by operator", "policy", req.GetPolicy(), "previous", previous)
 	info := m.policyInfoLocked()
+	info.PreviousPolicy = previous
 	m.mu.Unlock()
 	m.kickPump()
 	if err := m.savePolicy(ctx, req.GetPolicy()); err != nil {

@@ -47,8 +47,13 @@ func TestAdminNodesAndPolicy(t *testing.T) {
 		len(err.Error()) > 400 || !strings.Contains(err.Error(), "(10000 bytes)") {
 		t.Fatalf("a 10 kB policy name: %.500v", err)
 	}
-	if p, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"}); err != nil || p.Policy != "rr" {
+	// The answer names the policy it replaced (vodctl policy NAME's
+	// "lall → rr" read it by a GetPolicy before, racing another change).
+	if p, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"}); err != nil || p.Policy != "rr" || p.PreviousPolicy != "lall" {
 		t.Fatalf("set rr: %v %v", p, err)
+	}
+	if p, err := e.admin.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: "rr"}); err != nil || p.Policy != "rr" || p.PreviousPolicy != "rr" {
+		t.Fatalf("set rr again: %v %v", p, err)
 	}
 	if e.session(a) == nil || e.reserved("n1") != titleBps {
 		t.Fatal("policy switch dropped a session")

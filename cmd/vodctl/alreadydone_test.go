@@ -102,3 +102,43 @@ func TestPolicySwitchSaysWhatChanged(t *testing.T) {
 		t.Errorf("vodctl policy: %v\n%s", err, out)
 	}
 }
+
+// racedPolicyAdmin is a manager whose policy another operator switches
+// from lall to rr between vodctl's GetPolicy and its SetPolicy: its
+// SetPolicy's answer names rr as the policy it replaced, unless old (a
+// manager that predates previous_policy).
+type racedPolicyAdmin struct {
+	v1.UnimplementedAdminServer
+	old bool
+}
+
+func (racedPolicyAdmin) GetPolicy(context.Context, *v1.GetPolicyRequest) (*v1.PolicyInfo, error) {
+	return &v1.PolicyInfo{Policy: "lall", Available: []string{"lall", "rr", "wlc"}}, nil
+}
+
+func (a racedPolicyAdmin) SetPolicy(_ context.Context, r *v1.SetPolicyRequest) (*v1.PolicyInfo, error) {
+	p := &v1.PolicyInfo{Policy: r.Policy, Available: []string{"lall", "rr", "wlc"}, PreviousPolicy: "rr"}
+	if a.old {
+		p.PreviousPolicy = ""
+	}
+	return p, nil
+}
+
+// vodctl policy NAME says the change from the policy the manager's answer
+// names as replaced (it said "lall → wlc" from its read before, which
+// another operator's change had made stale), and from that read for a
+// manager whose answer names none.
+func TestPolicySwitchNamesThePolicyReplaced(t *testing.T) {
+	for _, c := range []struct {
+		old  bool
+		want string
+	}{
+		{false, "scheduling policy: rr → wlc\n"},
+		{true, "scheduling policy: lall → wlc\n"},
+	} {
+		out, err := vodctlAgainst(t, racedPolicyAdmin{old: c.old})("policy", "wlc")
+		if err != nil || !strings.HasPrefix(out, c.want) {
+			t.Errorf("vodctl policy wlc (a manager that predates previous_policy: %v): %v\n%s\nwant first %q", c.old, err, out, c.want)
+		}
+	}
+}

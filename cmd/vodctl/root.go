@@ -395,6 +395,9 @@ func policyCmd(g *globals) *cobra.Command {
 			"manager started), or switch the scheduling policy to NAME, one of those listed available,\n" +
 			"at run time: sessions are kept. The storage policy is not switched here: it is the\n" +
 			"manager's storage.policy setting.\n\n" +
+			"With NAME, a first line says what changed (\"scheduling policy: lall → wlc\", or \"already\n" +
+			"wlc\") from the policy the manager replaced, which it names in its answer (--json:\n" +
+			"previousPolicy; a manager of an older release does not, and vodctl reads it first).\n\n" +
 			"Exit status 3 when the manager uses the new policy but could not save it in its store\n" +
 			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
 		Args: argsBetween(0, 1),
@@ -405,10 +408,18 @@ func policyCmd(g *globals) *cobra.Command {
 					// The answer alone read as vodctl policy's: whether
 					// anything changed went unsaid. Without an answer
 					// (refused, unimplemented) SetPolicy's says it.
+					// The read is for a manager whose answer does not
+					// name the policy it replaced (previous_policy, read
+					// with the change: another operator's change between
+					// the two calls is not taken for this one's start).
 					if old, err := c.GetPolicy(ctx, &v1.GetPolicyRequest{}); err == nil {
 						before = old.Policy
 					}
-					return c.SetPolicy(ctx, &v1.SetPolicyRequest{Policy: args[0]})
+					p, err := c.SetPolicy(ctx, &v1.SetPolicyRequest{Policy: args[0]})
+					if p.GetPreviousPolicy() != "" {
+						before = p.GetPreviousPolicy()
+					}
+					return p, err
 				}
 				return c.GetPolicy(ctx, &v1.GetPolicyRequest{})
 			}, func(m proto.Message, w *tabwriter.Writer) {

@@ -3604,9 +3604,15 @@ type PolicyInfo struct {
 	// planned), not the cluster's, and policy is the one it read at its
 	// start (a change made on the active manager since is not in it); the
 	// active manager (the pair's virtual IP) has the cluster's.
-	Standby       bool `protobuf:"varint,7,opt,name=standby,proto3" json:"standby,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Standby bool `protobuf:"varint,7,opt,name=standby,proto3" json:"standby,omitempty"`
+	// previous_policy, in SetPolicy's answer: the scheduling policy in use
+	// just before this change, read with it (another operator's change
+	// made meanwhile is not mistaken for this one's start); policy itself
+	// when it was in use already. Empty in GetPolicy's answer, and from a
+	// manager that predates it.
+	PreviousPolicy string `protobuf:"bytes,8,opt,name=previous_policy,json=previousPolicy,proto3" json:"previous_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PolicyInfo) Reset() {
@@ -3686,6 +3692,13 @@ func (x *PolicyInfo) GetStandby() bool {
 		return x.Standby
 	}
 	return false
+}
+
+func (x *PolicyInfo) GetPreviousPolicy() string {
+	if x != nil {
+		return x.PreviousPolicy
+	}
+	return ""
 }
 
 // StorageStats counts what the storage manager's planner did since the
@@ -5268,7 +5281,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\bsessions\x18\x01 \x03(\v2\x1a.vodcluster.v1.SessionInfoR\bsessions\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\x12!\n" +
 	"\fuser_unknown\x18\x03 \x01(\bR\vuserUnknown\"\x12\n" +
-	"\x10GetPolicyRequest\"\x9b\x02\n" +
+	"\x10GetPolicyRequest\"\xc4\x02\n" +
 	"\n" +
 	"PolicyInfo\x12\x16\n" +
 	"\x06policy\x18\x01 \x01(\tR\x06policy\x12\x1c\n" +
@@ -5277,7 +5290,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\x11storage_available\x18\x04 \x03(\tR\x10storageAvailable\x12'\n" +
 	"\x0fstorage_planner\x18\x05 \x01(\tR\x0estoragePlanner\x12@\n" +
 	"\rstorage_stats\x18\x06 \x01(\v2\x1b.vodcluster.v1.StorageStatsR\fstorageStats\x12\x18\n" +
-	"\astandby\x18\a \x01(\bR\astandby\"\xf7\x01\n" +
+	"\astandby\x18\a \x01(\bR\astandby\x12'\n" +
+	"\x0fprevious_policy\x18\b \x01(\tR\x0epreviousPolicy\"\xf7\x01\n" +
 	"\fStorageStats\x12\x14\n" +
 	"\x05plans\x18\x01 \x01(\x03R\x05plans\x12\x1e\n" +
 	"\n" +

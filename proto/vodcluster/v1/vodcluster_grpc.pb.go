@@ -525,7 +525,8 @@ type AdminClient interface {
 	// or a user name over 256 bytes.
 	ClearLoginFailures(ctx context.Context, in *ClearLoginFailuresRequest, opts ...grpc.CallOption) (*ClearLoginFailuresResponse, error)
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*PolicyInfo, error)
-	// SetPolicy switches the scheduling policy without dropping sessions.
+	// SetPolicy switches the scheduling policy without dropping sessions;
+	// its answer carries the policy it replaced (previous_policy).
 	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
 	// CHANGE_NOT_SAVED (domain vodcluster) when the policy is in use in the
 	// manager but its store did not take it.
@@ -839,7 +840,8 @@ type AdminServer interface {
 	// or a user name over 256 bytes.
 	ClearLoginFailures(context.Context, *ClearLoginFailuresRequest) (*ClearLoginFailuresResponse, error)
 	GetPolicy(context.Context, *GetPolicyRequest) (*PolicyInfo, error)
-	// SetPolicy switches the scheduling policy without dropping sessions.
+	// SetPolicy switches the scheduling policy without dropping sessions;
+	// its answer carries the policy it replaced (previous_policy).
 	// UNAVAILABLE with a google.rpc.ErrorInfo detail of reason
 	// CHANGE_NOT_SAVED (domain vodcluster) when the policy is in use in the
 	// manager but its store did not take it.
