@@ -53,7 +53,9 @@ func playCmd(g *globals) *cobra.Command {
 			"  vodctl play rtsp://demo:demo@127.0.0.1:8554/vod/sample-003/es   # H.264 + AAC tracks",
 		Long: "Play a title over RTSP (following the front door's redirect) and report frames, seconds and bit/s.\n\n" +
 			"The play lasts --duration (0: to the end of the title). Ctrl-C (SIGINT) or SIGTERM ends it\n" +
-			"sooner, as its --duration would: TEARDOWN, then the report; a second one kills vodctl.\n\n" +
+			"sooner, as its --duration would: TEARDOWN, then the report; a second one kills vodctl.\n" +
+			"A play with a --duration is stopped --duration + 30s after it began: one the server has\n" +
+			"not begun by then (its answer awaited) ends with an error naming the request it waited on.\n\n" +
 			"Exit status: 0 for a play that received video frames; 130 (SIGINT) or 143 (SIGTERM) for one\n" +
 			"a signal ended, after its TEARDOWN and report (128 + the signal's number, as a shell reports\n" +
 			"a command the signal killed), and so too for one interrupted before it began; 1 for any\n" +
@@ -88,17 +90,26 @@ func playCmd(g *globals) *cobra.Command {
 			ctx := sigCtx
 			if opts.Duration > 0 {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, opts.Duration+30*time.Second) // as probe.PlayContext
+				limit := playLimit{opts.Duration + playSlack} // as probe.PlayContext
+				ctx, cancel = context.WithTimeoutCause(ctx, limit.d, limit)
 				defer cancel()
 			}
 			res, err := probe.Play(ctx, args[0], opts)
 			sig := caught() // the watch ends here: a signal from now on kills vodctl
 			if err != nil {
-				if errors.Is(err, probe.ErrStopped) && sig != 0 {
+				var stopped *probe.StoppedError
+				var limit playLimit
+				switch {
+				case errors.Is(err, probe.ErrStopped) && sig != 0:
 					// Before PLAY's answer (a request the server or the front
 					// door's admission queue held): it waited for that answer.
 					// Without the probe's "probe: " inside the line.
 					return interrupted(sig, probe.Explained("interrupted before the play began, nothing played: "+strings.TrimPrefix(err.Error(), "probe: "), err))
+				case errors.As(err, &stopped) && errors.As(stopped.Cause, &limit):
+					// Its own limit: the line said "stopped before PLAY's
+					// answer (context deadline exceeded): DESCRIBE:
+					// terminated", the library's words for its own close.
+					return probe.Explained(fmt.Sprintf("play stopped: %s; it was waiting for the answer to %s (nothing played)", limit, stopped.Step), err)
 				}
 				return probe.Explain(err, args[0], res.Server)
 			}
@@ -118,6 +129,20 @@ func playCmd(g *globals) *cobra.Command {
 	cmd.Flags().Var(&dur, "duration", "how long to play (0 = to the end; Ctrl-C stops it sooner, with the report)")
 	cmd.Flags().StringVar(&rtspsCA, "rtsps-ca", "", "PEM CA file to verify rtsps:// servers with (the front door's and the nodes' rtsp_tls_cert_file); default: the system's roots")
 	return cmd
+}
+
+// playSlack is the time vodctl play gives a play with a --duration on
+// top of it (its setup, the TEARDOWN) before it stops it: as
+// probe.PlayContext. A variable for tests.
+var playSlack = 30 * time.Second
+
+// playLimit is the cause of the context of a play its limit ended:
+// --duration (d less playSlack) + playSlack, d in all.
+type playLimit struct{ d time.Duration }
+
+// Error returns "no end of stream within --duration + 30s (35s)".
+func (l playLimit) Error() string {
+	return fmt.Sprintf("no end of stream within --duration + %s (%s)", durflag.Readable(playSlack), durflag.Readable(l.d))
 }
 
 // signalCause is the cause of the context watchSignals ends: sig

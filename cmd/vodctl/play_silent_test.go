@@ -120,3 +120,19 @@ func TestPlayNothingToTheEndSaysNoLonger(t *testing.T) {
 		t.Fatalf("no byte in 2s of play: %v", err)
 	}
 }
+
+// A play its own limit (--duration + 30 s, 300ms here) stops before the
+// server answered is one plain line naming the limit and the request it
+// waited on: it said "stopped before PLAY's answer (context deadline
+// exceeded): DESCRIBE: terminated", the library's words. Exit status 1.
+func TestPlayStoppedByItsLimitSaysSo(t *testing.T) {
+	defer func(s time.Duration) { playSlack = s }(playSlack)
+	playSlack = 300 * time.Millisecond
+	addr, _ := serveSilent(t)
+	var out, errOut strings.Builder
+	code := run([]string{"play", "--duration", "200ms", "rtsp://demo:demo@" + addr + "/vod/sample-001"}, &out, &errOut)
+	const want = "vodctl: play stopped: no end of stream within --duration + 300ms (500ms); it was waiting for the answer to DESCRIBE (nothing played)\n"
+	if code != 1 || errOut.String() != want || out.String() != "" {
+		t.Fatalf("play stopped by its limit: exit status %d, standard error %q, output %q; want 1 and %q", code, errOut.String(), out.String(), want)
+	}
+}

@@ -116,6 +116,25 @@ var ErrNoMPEGTS = errors.New("probe: the stream has neither MPEG-TS nor H.264, H
 // torn down).
 var ErrStopped = errors.New("probe: stopped")
 
+// StoppedError is the error of a play whose context ended before the
+// server answered PLAY: errors.Is(err, ErrStopped) holds. Its text is
+// "probe: stopped before PLAY's answer (CAUSE): " and the request's
+// error, as "DESCRIBE: terminated".
+type StoppedError struct {
+	Step  string // the request waiting for its answer: DESCRIBE, SETUP or PLAY
+	Cause error  // context.Cause of the play's context
+	text  string
+}
+
+// Error returns the line described at StoppedError.
+func (e *StoppedError) Error() string { return e.text }
+
+// Is reports whether target is ErrStopped.
+func (e *StoppedError) Is(target error) bool { return target == ErrStopped }
+
+// Unwrap returns Cause.
+func (e *StoppedError) Unwrap() error { return e.Cause }
+
 // RedirectedError is a DESCRIBE that failed at the host the front door's
 // RTSP redirect (302) named, the node, rather than at the URL's: the node
 // could not be reached at the address it advertises, or it refused or
@@ -132,7 +151,8 @@ func (e *RedirectedError) Error() string { return e.Err.Error() }
 func (e *RedirectedError) Unwrap() error { return e.Err }
 
 // Play plays rawURL until opts.Duration, the end of the stream or ctx ends.
-// ctx ending before PLAY's answer stops it at once with ErrStopped.
+// ctx ending before PLAY's answer stops it at once with ErrStopped (a
+// *StoppedError naming the request and the cause).
 // Errors: a bad URL (one without a host too), transport or negative
 // Duration, a refused request (the error carries the RTSP status, e.g.
 // 401, 403, 404, 453), ErrNoMPEGTS, ErrStopped, or a transport failure;
@@ -187,12 +207,14 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	// torn down.
 	stopEarly := context.AfterFunc(ctx, c.Close)
 	defer stopEarly()
-	early := func(err error) error {
+	early := func(step string, err error) error {
 		if ctx.Err() != nil {
 			// One "probe: " at the head: the request's error after it
 			// without its own ("…: probe: DESCRIBE: …" kept the inner
 			// one in vodctl's line, which strips the first).
-			return fmt.Errorf("%w before PLAY's answer (%v): %s", ErrStopped, context.Cause(ctx), strings.TrimPrefix(err.Error(), "probe: "))
+			cause := context.Cause(ctx)
+			return &StoppedError{Step: step, Cause: cause,
+				text: fmt.Sprintf("%v before PLAY's answer (%v): %s", ErrStopped, cause, strings.TrimPrefix(err.Error(), "probe: "))}
 		}
 		return err
 	}
@@ -205,9 +227,9 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 			// the front door's, a node advertising an address players
 			// cannot reach was "cannot reach the manager".
 			hint = redirectRefusalHint(c.Host, answer, err)
-			return res, early(&RedirectedError{Host: c.Host, Err: fmt.Errorf("probe: DESCRIBE: %w%s", err, hint)})
+			return res, early("DESCRIBE", &RedirectedError{Host: c.Host, Err: fmt.Errorf("probe: DESCRIBE: %w%s", err, hint)})
 		}
-		return res, early(fmt.Errorf("probe: DESCRIBE: %w%s", err, hint))
+		return res, early("DESCRIBE", fmt.Errorf("probe: DESCRIBE: %w%s", err, hint))
 	}
 	res.Server = c.Host
 	var packets, bytes atomic.Int64
@@ -224,7 +246,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 	}
 	counter, err := setupCounter(c, desc, onPacket)
 	if err != nil {
-		return res, early(err)
+		return res, early("SETUP", err)
 	}
 	defer counter.close()
 	// The server's RTCP BYE (RFC 3550 §6.6): nothing more comes after it,
@@ -237,7 +259,7 @@ func Play(ctx context.Context, rawURL string, opts Options) (Result, error) {
 		}
 	})
 	if _, err := c.Play(nil); err != nil {
-		return res, early(fmt.Errorf("probe: PLAY: %w", err))
+		return res, early("PLAY", fmt.Errorf("probe: PLAY: %w", err))
 	}
 	// Played: the host dialled was the one parsed, so an '@' after the
 	// title's path is the query's or fragment's own, not a password's end

@@ -125,6 +125,11 @@ func TestPlayStoppedBeforeAnswer(t *testing.T) {
 			r.at.Sub(stopped) > 3*time.Second {
 			t.Fatalf("Play stopped during DESCRIBE: %v, %v later", r.err, r.at.Sub(stopped))
 		}
+		// The request and the cause, for a caller to word its own line.
+		var se *StoppedError
+		if !errors.As(r.err, &se) || se.Step != "DESCRIBE" || se.Cause == nil || se.Cause.Error() != "the operator's Ctrl-C" {
+			t.Fatalf("Play stopped during DESCRIBE: %v, %v later", r.err, r.at.Sub(stopped))
+		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Play still waiting 15 s after its context ended")
 	}
