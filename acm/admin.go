@@ -396,8 +396,8 @@ func (a *admin) GetPolicy(context.Context, *pb.GetPolicyRequest) (*pb.PolicyInfo
 
 // SetPolicy switches the scheduling policy at run time; reservations and
 // sessions stay. Its answer's PreviousPolicy is the policy it replaced,
-// read under the lock it changes it with. The choice is kept in the store (storedPolicy): a
-// restarted manager or the standby taking over uses it while the
+// read under the lock it changes it with. The choice is kept in the
+// store (storedPolicy): a restarted manager or the standby taking over uses it while the
 // configured policy is unchanged. FAILED_PRECONDITION on a standby
 // manager (set it on the active one); INVALID_ARGUMENT for an unknown
 // name, or a storage policy's (saying so: storage.policy is not changed
