@@ -25,7 +25,8 @@ func titlesCmd(g *globals) *cobra.Command {
 			"origin refused its directory's change (a catalog.yaml that does not parse, a title file\n" +
 			"missing or not whole MPEG-TS), the titles are listed and an error line says why (it serves\n" +
 			"the titles it loaded before), exit status 1: a script that copies titles in, then runs\n" +
-			"vodctl titles --refresh, sees the refusal.\n" +
+			"vodctl titles --refresh, sees the refusal. So does a directory still changing while the\n" +
+			"origin looked (a copy in progress): nothing of the change loaded, exit status 1.\n" +
 			"Loading a large new file takes the origin a while: raise --timeout for it.\n\n" +
 			"With no title, a note on standard error says whether the catalog is empty (the origin has\n" +
 			"no title: publish titles in its directory) or not read yet (the origin not reached since\n" +
@@ -34,7 +35,7 @@ func titlesCmd(g *globals) *cobra.Command {
 			"origin, changed or not, unix ms; 0 = not since it started).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var refused string // the origin refused its changed catalog: the error vodctl ends with
+			var refused string // the origin refused or did not load its changed catalog: the error vodctl ends with
 			err := g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				if refresh {
 					r, err := c.RefreshCatalog(ctx, &v1.RefreshCatalogRequest{})
@@ -43,7 +44,7 @@ func titlesCmd(g *globals) *cobra.Command {
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "catalog read from the origin: %d titles; published %d %v, withdrawn %d %v, replaced %d %v\n",
 						r.Titles, len(r.Published), r.Published, len(r.Withdrawn), r.Withdrawn, len(r.Replaced), r.Replaced)
-					if r.GetOriginCatalogRefused() != "" && !r.GetOriginDirectoryChanging() {
+					if r.GetOriginCatalogRefused() != "" || r.GetOriginDirectoryChanging() {
 						// After the titles: the error line is the last word.
 						refused = refreshNote(r)
 					} else if note := refreshNote(r); note != "" {
@@ -88,13 +89,13 @@ func titlesCmd(g *globals) *cobra.Command {
 // refreshNote is the line vodctl titles --refresh prints after what
 // changed, when the read may not be what the origin's title directory
 // holds: a warning when the origin refused the directory's last change
-// (it serves the titles it loaded before; vodctl prints it as its error,
-// after the titles, and exits 1), a note when the origin did not
+// (it serves the titles it loaded before), a note when the origin did not
 // look at its directory first (one that predates check_directory reads it
 // every catalog_poll_interval only), a warning when the origin's directory
 // kept changing while it looked (a copy in progress: the change not
 // loaded); "" otherwise, and from a manager that predates saying
-// (origin_checked_directory unset).
+// (origin_checked_directory unset). vodctl prints both warnings as its
+// error, after the titles, and exits 1.
 func refreshNote(r *v1.RefreshCatalogResponse) string {
 	switch {
 	case r.GetOriginDirectoryChanging():

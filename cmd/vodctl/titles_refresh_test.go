@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,5 +99,31 @@ func TestRefreshNoteOlderOriginOrManager(t *testing.T) {
 		if got := refreshNote(r); got != "" {
 			t.Errorf("note for %v: %q, want none", r, got)
 		}
+	}
+}
+
+// copyingOriginAdmin is a manager whose origin's title directory kept
+// changing while it looked (origin_directory_changing): nothing of the
+// change loaded.
+type copyingOriginAdmin struct{ v1.UnimplementedAdminServer }
+
+func (copyingOriginAdmin) RefreshCatalog(context.Context, *v1.RefreshCatalogRequest) (*v1.RefreshCatalogResponse, error) {
+	checked := true
+	return &v1.RefreshCatalogResponse{Titles: 1, OriginCheckedDirectory: &checked, OriginDirectoryChanging: true}, nil
+}
+
+func (copyingOriginAdmin) ListTitles(context.Context, *v1.ListTitlesRequest) (*v1.ListTitlesResponse, error) {
+	has := true
+	return &v1.ListTitlesResponse{Titles: []*v1.Title{{Id: "t1", Name: "One"}}, HasCatalog: &has}, nil
+}
+
+// A refresh whose origin's directory was still changing (a copy in
+// progress: the change not loaded) lists the titles and ends with the
+// warning as its error (exit status 1), as a refused change does: a
+// script that copied a title in sees that it is not served yet.
+func TestTitlesRefreshDirectoryChangingIsAnError(t *testing.T) {
+	out, err := vodctlAgainst(t, copyingOriginAdmin{})("titles", "--refresh")
+	if err == nil || !strings.Contains(err.Error(), "still changing (a copy in progress?): not loaded yet") || !strings.Contains(out, "One") {
+		t.Fatalf("titles --refresh while the origin's directory changes: %v\n%s\nwant the titles and the warning as the error", err, out)
 	}
 }
