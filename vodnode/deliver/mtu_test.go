@@ -354,8 +354,10 @@ func TestUDPFollowsAPathMTULearnedLater(t *testing.T) {
 			changed = true
 		}
 	}
-	// One train of the old size may be refused (the one that tells the
-	// stream) and a few sent before the change may still arrive.
+	// The trains of the old size the kernel refuses (the ones that tell
+	// the stream) go again datagram by datagram, fragmented, and a few
+	// sent before the change may still arrive: as many as one tick's
+	// burst of each kind.
 	if lost := len(data) - got; lost > len(data)/20 {
 		t.Fatalf("%d of %d bytes arrived after the route's MTU dropped to 1280", got, len(data))
 	}

@@ -113,12 +113,60 @@ func (u *UDPServer) writeBatch(ms []ipv4.Message, failed func(i int, err error))
 				if failed != nil {
 					failed(i, err)
 				}
-				n = 1 // drop the message that failed
+				if tooBig(err) && ms[i].OOB != nil {
+					// A GSO train the route's MTU shrank under (a path
+					// MTU learned after SETUP): its datagrams go one by
+					// one, which the kernel fragments, rather than lost.
+					u.writeSplit(ms[i])
+				}
+				n = 1 // the message that failed is done
 			}
 		}
 		i += n
 	}
 	return first
+}
+
+// writeSplit sends the datagrams of GSO train m (its buffers, the
+// segment size in its UDP_SEGMENT control message) one by one, without
+// UDP_SEGMENT: the kernel fragments one larger than the route's MTU now
+// allows, which it refuses in a train. What the kernel refuses still is
+// dropped (the stream resizes its datagrams before its next send).
+func (u *UDPServer) writeSplit(m ipv4.Message) {
+	seg := segmentSize(m.OOB)
+	if seg <= 0 {
+		return
+	}
+	var ms []ipv4.Message
+	var cur [][]byte
+	size := 0
+	for _, b := range m.Buffers {
+		cur = append(cur, b)
+		if size += len(b); size >= seg {
+			ms = append(ms, ipv4.Message{Buffers: cur, Addr: m.Addr})
+			cur, size = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		ms = append(ms, ipv4.Message{Buffers: cur, Addr: m.Addr})
+	}
+	for i := 0; i < len(ms); {
+		n, _ := u.batch.WriteBatch(ms[i:], 0)
+		i += max(n, 1)
+	}
+}
+
+// segmentSize returns the datagram size a UDP_SEGMENT control message
+// (makeOOB) gives, bytes; 0 when oob is not one.
+func segmentSize(oob []byte) int {
+	if len(oob) < unix.CmsgLen(2) {
+		return 0
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	if h.Level != unix.SOL_UDP || h.Type != udpSegment {
+		return 0
+	}
+	return int(binary.NativeEndian.Uint16(oob[unix.CmsgLen(0):]))
 }
 
 // tooBig reports whether err is the kernel refusing a datagram larger
