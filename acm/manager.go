@@ -404,7 +404,10 @@ type Manager struct {
 	// planner lock as a standby): restored sessions whose node has not
 	// registered end RestoreGrace after it.
 	startedAt time.Time
-	lead      *leader // the planner lock on a shared store; nil: always the leader
+	// tookOver: startedAt is when this manager took the planner lock as a
+	// standby (takeOver), not its Start (mu).
+	tookOver bool
+	lead     *leader // the planner lock on a shared store; nil: always the leader
 
 	ctx      context.Context
 	cancel   context.CancelFunc
