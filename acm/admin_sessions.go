@@ -28,7 +28,9 @@ func badReason(reason string) bool {
 }
 
 // heldRecordWait is how long the session record of a session the operator
-// ended waits for its node's ENDED (which brings the bytes it sent) before
+// ended after its viewer reached its node (endOrderedLocked: one whose
+// viewer never came is recorded at once) waits for its node's ENDED
+// (which brings the bytes it sent) before
 // it is written without them. A node reports a session it aborts once its
 // last writes have ended (the RTCP BYE, a packet of a play under way),
 // which a client not reading holds up to two of the node's 10 s write
