@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"vodcluster/acm/store"
 	pb "vodcluster/proto/vodcluster/v1"
 )
 
@@ -27,7 +28,9 @@ func badReason(reason string) bool {
 }
 
 // heldRecordWait is how long the session record of a session the operator
-// ended waits for its node's ENDED (which brings the bytes it sent) before
+// ended after its viewer reached its node (endOrderedLocked: one whose
+// viewer never came is recorded at once) waits for its node's ENDED
+// (which brings the bytes it sent) before
 // it is written without them. A node reports a session it aborts once its
 // last writes have ended (the RTCP BYE, a packet of a play under way),
 // which a client not reading holds up to two of the node's 10 s write
@@ -142,18 +145,37 @@ func (a *admin) EndSessions(ctx context.Context, req *pb.EndSessionsRequest) (*p
 // endOrderedLocked ends ss on the manager's order (mu held): the
 // operator's (EndSessions), or a new request of the subscriber that
 // supersedes an idle session (supersedeIdleLocked). Each leaves the table
-// (reservation released, its subscriber's slot freed), its record waits
-// for its node's ENDED, and its node is told at once over its heartbeat
-// stream, with reason, to end it and refuse its tokens for a TokenTTL
-// from now. The caller persists ss once mu is released and kicks the
-// pump.
+// (reservation released, its subscriber's slot freed), and its node is
+// told at once over its heartbeat stream, with reason, to end it and
+// refuse its tokens for a TokenTTL from now. The record of a session its
+// viewer never brought to its node (no STARTED, no report listing it),
+// whose node is registered here and was told, is written at once: the
+// node refuses its token from then on (a viewer that reached it a moment
+// before the order is cut off when the order arrives, and again if it
+// reports the session: endedUnseenLocked); any other record waits for
+// its node's ENDED. The caller persists ss once mu is released and kicks
+// the pump.
 func (m *Manager) endOrderedLocked(ss []*session, reason string, now time.Time) {
 	byNode := map[string][]string{}
 	for _, s := range ss {
-		s.holdRecord = true
+		byNode[s.Node] = append(byNode[s.Node], s.ID)
+	}
+	// Every token of these sessions was signed by now and lives TokenTTL.
+	until := now.Add(m.TokenTTL).UnixMilli()
+	told := map[string]bool{}
+	for node, sids := range byNode {
+		if ns := m.nodes[node]; ns != nil {
+			told[node] = ns.push(endSessionsCmd(sids, reason, until)) && m.registeredLocked(node)
+		}
+	}
+	for _, s := range ss {
+		unseen := told[s.Node] && s.State == store.StateAdmitted
+		s.holdRecord = !unseen
+		if unseen {
+			m.noteEndedUnseenLocked(s, reason, until, now)
+		}
 		m.endLocked(s, reason)
 		s.forget = m.lead != nil
-		byNode[s.Node] = append(byNode[s.Node], s.ID)
 		if ns := m.nodes[s.Node]; ns != nil {
 			ns.endedAway[s.ID] = true // told again if its node still lists it (endUnknownLocked)
 		} else {
@@ -162,14 +184,64 @@ func (m *Manager) endOrderedLocked(ss []*session, reason string, now time.Time) 
 			m.forgotEnded[s.Node] = append(m.forgotEnded[s.Node], s.ID)
 		}
 	}
-	// Every token of these sessions was signed by now and lives TokenTTL.
-	until := now.Add(m.TokenTTL).UnixMilli()
-	for node, sids := range byNode {
-		if ns := m.nodes[node]; ns != nil {
-			ns.push(&pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
-				SessionIds: sids, Reason: reason, RefuseUntilUnixMs: until}}})
+}
+
+// endSessionsCmd orders a node to end sessions sids for reason and refuse
+// their tokens until untilMs (Unix ms).
+func endSessionsCmd(sids []string, reason string, untilMs int64) *pb.NodeCommand {
+	return &pb.NodeCommand{Command: &pb.NodeCommand_EndSessions{EndSessions: &pb.EndSessionsCommand{
+		SessionIds: sids, Reason: reason, RefuseUntilUnixMs: untilMs}}}
+}
+
+// endedUnseen is a session the manager ended before its viewer reached
+// its node, and recorded as never started (endOrderedLocked).
+type endedUnseen struct {
+	node, reason string
+	untilMs      int64 // its node refuses its tokens until then (Unix ms)
+}
+
+// noteEndedUnseenLocked remembers s, ended for reason and recorded before
+// its viewer reached its node, until its tokens expire (untilMs), and
+// forgets those whose tokens expired by now (mu held).
+func (m *Manager) noteEndedUnseenLocked(s *session, reason string, untilMs int64, now time.Time) {
+	if m.endedUnseen == nil {
+		m.endedUnseen = map[string]endedUnseen{}
+	}
+	for id, u := range m.endedUnseen {
+		if u.untilMs < now.UnixMilli() {
+			delete(m.endedUnseen, id)
 		}
 	}
+	m.endedUnseen[s.ID] = endedUnseen{node: s.Node, reason: reason, untilMs: untilMs}
+}
+
+// endedUnseenLocked handles ev, an event of a session this manager does
+// not hold, when the session is one it ended and recorded before its
+// viewer reached its node (mu held), and reports whether it was: the
+// viewer reached the node a moment before the order did. A STARTED has
+// the node told again to end it (the order may have been lost with a
+// broken stream); the bytes an ENDED counts are not in the record, which
+// is logged.
+func (m *Manager) endedUnseenLocked(ev *pb.SessionEvent) bool {
+	u, ok := m.endedUnseen[ev.GetSessionId()]
+	if !ok || u.node != ev.GetNodeId() {
+		return false
+	}
+	if ev.GetKind() == pb.SessionEvent_KIND_STARTED {
+		m.log.Warn("session started at its node after this manager ended it before its viewer came (its order to end it was late): the node is told again to end it",
+			"node", u.node, "session", ev.GetSessionId(), "title", ev.GetTitleId())
+		if ns := m.nodes[u.node]; ns != nil {
+			ns.push(endSessionsCmd([]string{ev.GetSessionId()}, u.reason, u.untilMs))
+		}
+		return true
+	}
+	delete(m.endedUnseen, ev.GetSessionId())
+	if ev.GetBytesSent() > 0 {
+		m.log.Warn("session ended at its node, which sent it bytes before this manager's order to end it arrived: its record (written as never started) lacks them",
+			"node", u.node, "session", ev.GetSessionId(), "title", ev.GetTitleId(), "bytes_sent", ev.GetBytesSent(), "reason", ev.GetReason())
+		return true
+	}
+	return false
 }
 
 // holdRecordLocked keeps rec until the node's ENDED of its session

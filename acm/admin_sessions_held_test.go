@@ -3,10 +3,12 @@ package acm
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/bluenviron/gortsplib/v4/pkg/base"
+	"google.golang.org/grpc/codes"
 
 	pb "vodcluster/proto/vodcluster/v1"
 )
@@ -107,5 +109,53 @@ func TestOperatorEndedRecordTakesLaterReportedBytes(t *testing.T) {
 		case r.Session == b && (r.BytesSent != 7100 || r.BytesSentAsOfReport || r.BytesSentUnknown):
 			t.Errorf("record %+v: want b's ENDED count 7100", r)
 		}
+	}
+}
+
+// TestOperatorEndedUnseenRecordAtOnce: the record of a session the
+// operator ends before its viewer reached its node (no STARTED, no report
+// listing it) is written when the end is ordered, not after the wait for
+// an ENDED; the node, told to refuse the token, answers a viewer that
+// comes later with a refusal, whose ENDED adds no second record. A viewer
+// that reached the node a moment before the order (its STARTED comes
+// after the end) has the node told again to end the session.
+func TestOperatorEndedUnseenRecordAtOnce(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "sessions.jsonl")
+	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = records })
+	n := e.startNode("n1", nodeOpts{})
+	ctx := context.Background()
+	a, b := e.admitOne("t1"), e.admitOne("t2")
+	if _, err := e.admin.EndSessions(ctx, &pb.EndSessionsRequest{SessionIds: []string{a, b}}); err != nil {
+		t.Fatal(err)
+	}
+	if cmd := n.endCommand(t); cmd.GetRefuseUntilUnixMs() == 0 || len(cmd.GetSessionIds()) != 2 {
+		t.Fatalf("node told %+v, want both ended and their tokens refused", cmd)
+	}
+	waitFor(t, 5*time.Second, "both records, without waiting for an ENDED", func() bool { return len(readRecords(t, records)) == 2 })
+	for _, r := range readRecords(t, records) {
+		if r.BytesSent != 0 || !r.StartedAt.IsZero() || r.Reason != defaultEndReason {
+			t.Fatalf("record %+v, want never started, no bytes", r)
+		}
+	}
+	e.m.mu.Lock()
+	held := len(e.m.heldRecords)
+	e.m.mu.Unlock()
+	if held != 0 {
+		t.Fatalf("%d records still held", held)
+	}
+	// a's viewer comes after the order: refused at the node (401).
+	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: a, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: "refused: 401 token spent", AtUnixMs: time.Now().UnixMilli()}); grpcCode(err) != codes.NotFound {
+		t.Fatalf("the refusal's ENDED: %v, want NOT_FOUND", err)
+	}
+	// b's viewer came a moment before the order: the node started it.
+	if err := n.event(b, pb.SessionEvent_KIND_STARTED); grpcCode(err) != codes.NotFound {
+		t.Fatalf("the STARTED of a session ended and recorded: %v, want NOT_FOUND", err)
+	}
+	if cmd := n.endCommand(t); !slices.Equal(cmd.GetSessionIds(), []string{b}) || cmd.GetReason() != defaultEndReason || cmd.GetRefuseUntilUnixMs() == 0 {
+		t.Fatalf("node told %+v, want %s ended again", cmd, b)
+	}
+	if rs := readRecords(t, records); len(rs) != 2 {
+		t.Fatalf("%d records, want the 2 written at the end", len(rs))
 	}
 }

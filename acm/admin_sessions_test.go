@@ -35,9 +35,9 @@ func (n *fakeNode) endCommand(t *testing.T) *pb.EndSessionsCommand {
 // of the subscriber at once: out of the table, reservations released, the
 // node told (with the reason, and until when to refuse their tokens), the
 // other subscriber's session untouched; the session record of the one
-// that played waits for its node's ENDED and carries its bytes; the one
-// that never reached the node is recorded without them. Bad requests are
-// refused.
+// that never reached the node is written at once, without bytes (the
+// node refuses its token), that of the one that played waits for its
+// node's ENDED and carries its bytes. Bad requests are refused.
 func TestOperatorEndsSessions(t *testing.T) {
 	records := filepath.Join(t.TempDir(), "sessions.jsonl")
 	e := newManager(t, "", func(m *Manager) { m.SessionRecordsFile = records })
@@ -110,24 +110,21 @@ func TestOperatorEndsSessions(t *testing.T) {
 		t.Fatalf("reserved %d bit/s on n1, want kid's %d", r, titleBps)
 	}
 
+	// The other never reached the node: its record is written at once,
+	// without bytes, not after the wait for an ENDED.
+	waitFor(t, 5*time.Second, "the unstarted session's record", func() bool { return len(readRecords(t, records)) == 1 })
+	if r := readRecords(t, records)[0]; r.BytesSent != 0 || !r.StartedAt.IsZero() || r.Title != "t2" || r.Reason != "ended by the operator: account suspended" {
+		t.Fatalf("record %+v", r)
+	}
 	// The node reports the played one ENDED with what it sent: its record
 	// is written with the bytes (the manager acknowledges the event).
 	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: played, Kind: pb.SessionEvent_KIND_ENDED,
 		Reason: cmd.GetReason(), BytesSent: 4242, AtUnixMs: time.Now().UnixMilli()}); err != nil {
 		t.Fatalf("the ENDED of an operator-ended session: %v", err)
 	}
-	waitFor(t, 5*time.Second, "the played session's record", func() bool { return len(readRecords(t, records)) == 1 })
-	r := readRecords(t, records)[0]
+	waitFor(t, 5*time.Second, "the played session's record", func() bool { return len(readRecords(t, records)) == 2 })
+	r := readRecords(t, records)[1]
 	if r.Session != played || r.BytesSent != 4242 || r.Reason != "ended by the operator: account suspended" || r.StartedAt.IsZero() || r.BytesSentUnknown {
-		t.Fatalf("record %+v", r)
-	}
-	// The other never reached the node: its record is written once the
-	// wait for an ENDED is over (here: forced), without bytes.
-	e.m.mu.Lock()
-	e.m.flushHeldRecordsLocked(time.Now().Add(heldRecordWait), false)
-	e.m.mu.Unlock()
-	waitFor(t, 5*time.Second, "the unstarted session's record", func() bool { return len(readRecords(t, records)) == 2 })
-	if r := readRecords(t, records)[1]; r.BytesSent != 0 || !r.StartedAt.IsZero() || r.Title != "t2" {
 		t.Fatalf("record %+v", r)
 	}
 }

@@ -304,8 +304,9 @@ func (a *admin) Prefetch(_ context.Context, req *pb.PlacementRequest) (_ *pb.Pla
 // has it, on a node that can stream it: when no registered node can, the
 // answer says so) and none of its copies is evicted. The answer says
 // what the pin set going (pinFetchesLocked): the title's fetch from the
-// origin (PlacementAck.fetching) and an operator's
-// eviction hold on the node it overrides while it stands (hold_overridden). The pin is in the store
+// origin (PlacementAck.fetching) and the operator's eviction holds of the
+// title it lifts (hold_overridden: on the node; pinned to the cluster, on
+// every node, liftHoldsForPin). The pin is in the store
 // before the answer. INVALID_ARGUMENT for a malformed id, NOT_FOUND for a
 // title not in the catalog or a node never registered, UNAVAILABLE when
 // the store fails (the pin is then not taken). FAILED_PRECONDITION on a
@@ -463,6 +464,11 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 		return nil, status.Errorf(codes.Unavailable, "pin not %s: %s", verb, m.adminStoreMsg(ctx, err))
 	}
 	m.log.Info("pin changed by operator", "title", title, "where", where, "pin", pin)
+	var lifted []string
+	liftNote := ""
+	if pin {
+		lifted, liftNote = m.liftHoldsForPin(ctx, node, title)
+	}
 	m.mu.Lock()
 	for _, ns := range m.nodes {
 		m.sendProtectLocked(ns, false)
@@ -486,8 +492,8 @@ func (m *Manager) changePin(req *pb.PlacementRequest, pin bool) (*pb.PlacementAc
 	if pin && !planned {
 		verb += " (kept from eviction where it is; not fetched: storage.planner is none)"
 	}
-	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + pinDoneNote(node, fetching, overridden) + warn + cancelled + m.planWaitNote(),
-		Fetching: fetching, HoldOverridden: overridden}, nil
+	return &pb.PlacementAck{NodeId: node, TitleId: title, Message: verb + pinDoneNote(node, fetching, overridden, lifted) + liftNote + warn + cancelled + m.planWaitNote(),
+		Fetching: fetching, HoldOverridden: overridden || len(lifted) > 0}, nil
 }
 
 // syncPinnedLocked tells the scheduler which copies of title (every title

@@ -382,6 +382,10 @@ type Manager struct {
 	// heldRecords: records of sessions the operator ended, waiting for
 	// their nodes' ENDED (mu).
 	heldRecords map[string]heldRecord
+	// endedUnseen: sessions ended on the manager's order and recorded
+	// before their viewer reached the node, until their tokens expire
+	// (endOrderedLocked).
+	endedUnseen map[string]endedUnseen
 	// endedRefused: sessions whose ENDED was refused as UNAVAILABLE (its
 	// node not registered here yet) -> when; the node retries it. Their
 	// node's first report, which does not list them, holds their record
@@ -400,7 +404,10 @@ type Manager struct {
 	// planner lock as a standby): restored sessions whose node has not
 	// registered end RestoreGrace after it.
 	startedAt time.Time
-	lead      *leader // the planner lock on a shared store; nil: always the leader
+	// tookOver: startedAt is when this manager took the planner lock as a
+	// standby (takeOver), not its Start (mu).
+	tookOver bool
+	lead     *leader // the planner lock on a shared store; nil: always the leader
 
 	ctx      context.Context
 	cancel   context.CancelFunc

@@ -1,6 +1,9 @@
 package acm
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // pinWarningLocked says why titles pinned to node, title the one just
 // pinned, may not all be fetched there (mu held): title's bitrate is
@@ -114,14 +117,27 @@ func (m *Manager) pinFetchesLocked(node, title, warn string) (fetching, overridd
 }
 
 // pinDoneNote is what the answer to a pin says it set going (after
-// "pinned"): the fetch of the title from the origin, and the eviction
-// hold on node it overrides ("" for the cluster).
-func pinDoneNote(node string, fetching, overridden bool) string {
+// "pinned"): the fetch of the title from the origin, the eviction holds
+// of it the pin lifted (on lifted: liftHoldsForPin), and the one on node
+// it overrides while it stands, not lifted (overridden; "" for the
+// cluster).
+func pinDoneNote(node string, fetching, overridden bool, lifted []string) string {
+	hold := ""
 	switch {
-	case overridden && fetching:
-		return "; the eviction hold there gives way to the pin while it stands: fetching it there from the origin (vodctl fills shows the fill)"
+	case node != "" && len(lifted) > 0:
+		hold = "; the eviction hold there is lifted"
+	case len(lifted) > 0:
+		hold = "; its eviction holds on " + strings.Join(lifted, ", ") + " are lifted"
 	case overridden:
-		return "; the eviction hold there gives way to the pin while it stands"
+		hold = "; the eviction hold there gives way to the pin while it stands"
+	}
+	switch {
+	case hold != "" && fetching && node == "":
+		return hold + ": fetching it from the origin (vodctl fills shows the fill)"
+	case hold != "" && fetching:
+		return hold + ": fetching it there from the origin (vodctl fills shows the fill)"
+	case hold != "":
+		return hold
 	case fetching && node == "":
 		return "; no node holds it: fetching it from the origin (vodctl fills shows the fill)"
 	case fetching:

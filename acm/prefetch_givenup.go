@@ -1,6 +1,8 @@
 package acm
 
 import (
+	"context"
+	"slices"
 	"time"
 
 	"vodcluster/smm"
@@ -29,6 +31,9 @@ func (m *Manager) fillFailedLocked(node, title, why string, now time.Time) bool 
 		m.rep.Prefetched(node, title, m.titles()[title].SizeBytes, now)
 	}
 	if !m.rep.FillFailed(node, title, now) {
+		if m.handOrders[[2]string{node, title}] && m.rep.OperatorPrefetch(node, title) {
+			m.saveAttemptsLater(node, title, m.rep.HandAttempts(node, title))
+		}
 		return false
 	}
 	m.orderDoneLocked(node, title, true)
@@ -52,4 +57,37 @@ func (m *Manager) forgetDroppedLocked() {
 		m.log.Warn("operator's prefetch dropped by the planner: not retried, nor listed by vodctl fills (vodctl prefetch orders it again)",
 			"node", d.Node, "title", d.Title, "failures", d.Attempts, "why", d.Why)
 	}
+}
+
+// saveAttemptsLater writes attempts, the failures so far of the
+// operator's prefetch of title on node, into its stored order in the
+// background (mu held), once opMu is free, so that a restarted manager
+// restores the count (restorePrefetchesLocked) rather than start it
+// again at 0, with the first backoff. An order no longer stored (carried
+// out, cancelled, or given again since: a new order starts at 0) is left
+// as it is. Closing, the count is not written.
+func (m *Manager) saveAttemptsLater(node, title string, attempts int) {
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.orderWrites.Add(1)
+	go func() {
+		defer m.orderWrites.Done()
+		m.opMu.Lock()
+		defer m.opMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stored, err := m.readPrefetchOrders(ctx, true)
+		if err == nil {
+			i := slices.IndexFunc(stored, func(o opOrder) bool { return o.Node == node && o.Title == title })
+			if i < 0 || stored[i].Attempts >= attempts {
+				return
+			}
+			stored[i].Attempts = attempts
+			err = m.putStateJSON(ctx, statePrefetches, stored)
+		}
+		if err != nil {
+			m.log.Warn("store: failures of the operator's prefetch not saved (a restart counts them from 0)", "node", node, "title", title, "failures", attempts, "err", err)
+		}
+	}()
 }

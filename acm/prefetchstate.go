@@ -29,6 +29,11 @@ type opOrder struct {
 	Node  string    `json:"node"`
 	Title string    `json:"title"`
 	At    time.Time `json:"at"` // when the operator ordered it
+	// Attempts is how many times a prefetch order failed so far (smm
+	// Replicator.HandAttempts), restored with it (RestoreAttempts): its
+	// backoff and its giving up count on across a restart. Absent (0)
+	// from an entry written before it was kept, and of an eviction.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // readOrders returns the orders stored under key, what they are named in
@@ -161,7 +166,8 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 		if c := cur[o.Title]; known && c.GetFilling() {
 			m.noteHandOrderLocked(ns.id, o.Title)
 			m.rep.Prefetched(ns.id, o.Title, t.SizeBytes, now)
-			m.log.Info("operator's prefetch restored: filling", "node", ns.id, "title", o.Title, "ordered", o.At)
+			m.rep.RestoreAttempts(ns.id, o.Title, o.Attempts)
+			m.log.Info("operator's prefetch restored: filling", "node", ns.id, "title", o.Title, "ordered", o.At, "failures", o.Attempts)
 			continue
 		}
 		if cur[o.Title] != nil || !known {
@@ -172,7 +178,8 @@ func (m *Manager) restorePrefetchesLocked(ns *nodeState, cur map[string]*pb.Stor
 		}
 		m.noteHandOrderLocked(ns.id, o.Title)
 		m.rep.Queued(ns.id, o.Title, t.SizeBytes, now)
-		m.log.Info("operator's prefetch restored: queued", "node", ns.id, "title", o.Title, "ordered", o.At)
+		m.rep.RestoreAttempts(ns.id, o.Title, o.Attempts)
+		m.log.Info("operator's prefetch restored: queued", "node", ns.id, "title", o.Title, "ordered", o.At, "failures", o.Attempts)
 	}
 	if len(later) > 0 {
 		m.restoring[ns.id] = later

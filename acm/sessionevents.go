@@ -52,6 +52,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	case s == nil && m.recordEndedLocked(ev, at):
 		m.mu.Unlock()
 		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
+	case s == nil && m.endedUnseenLocked(ev):
+		m.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "session %s was ended by the manager before its viewer reached the node: end it there", ev.GetSessionId())
 	case s == nil && !m.registeredLocked(ev.GetNodeId()):
 		m.mu.Unlock()
 		if m.storedLive(ev.GetSessionId()) {

@@ -224,18 +224,45 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	}
 	sctx, cancel := context.WithTimeout(ctx, adminStoreWait) // the lock's wait and the write
 	defer cancel()
-	if err := m.adminLock(sctx, &m.opMu, "suspension not changed"); err != nil {
+	// The users file (up to 2 s) is asked once opMu is released: another
+	// operator's change does not wait behind it. What it says changes
+	// nothing of the suspension: the answer and the log only.
+	out, notSuspended, err := m.changeSuspension(sctx, user, d, reason)
+	switch {
+	case err != nil:
 		return nil, err
+	case notSuspended:
+		return nil, m.nothingToDoFor(sctx, user, "is not suspended")
+	case d == 0:
+		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
+		return out, nil
+	}
+	m.log.Info("subscriber suspended by the operator: new title requests refused (403)", "user", user, "until", time.UnixMilli(out.UntilUnixMs).UTC().Format(time.RFC3339), "reason", reason)
+	if out.UserUnknown = m.userUnknown(ctx, user); out.UserUnknown {
+		m.log.Warn("suspended subscriber is not in the users file: the suspension applies if one of that name is added (check the name)", "user", user)
+	}
+	return out, nil
+}
+
+// changeSuspension suspends user for d from now (d 0: lifts the
+// suspension) for reason, with opMu held through the change and its
+// write to the store, starting from the suspensions in force once opMu is
+// held (a change made by another operator before is kept). notSuspended:
+// a lift of a user not suspended, which changes nothing. Errors: opMu's
+// wait or the write fails within ctx (UNAVAILABLE).
+func (m *Manager) changeSuspension(ctx context.Context, user string, d time.Duration, reason string) (out *pb.Suspension, notSuspended bool, err error) {
+	if err := m.adminLock(ctx, &m.opMu, "suspension not changed"); err != nil {
+		return nil, false, err
 	}
 	defer m.opMu.Unlock()
 	now := m.now()
 	m.mu.Lock()
 	next := liveSuspensions(m.suspended, now)
 	m.mu.Unlock()
-	out := &pb.Suspension{User: user, Reason: reason}
+	out = &pb.Suspension{User: user, Reason: reason}
 	if d == 0 {
 		if _, ok := next[user]; !ok {
-			return nil, m.nothingToDoFor(sctx, user, "is not suspended")
+			return nil, true, nil
 		}
 		delete(next, user)
 	} else {
@@ -245,26 +272,18 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	}
 	blob, err := json.Marshal(next)
 	if err == nil {
-		if err = m.st.PutState(sctx, stateSuspensions, blob); err != nil {
-			err = errors.New(m.adminStoreMsg(sctx, err))
+		if err = m.st.PutState(ctx, stateSuspensions, blob); err != nil {
+			err = errors.New(m.adminStoreMsg(ctx, err))
 		}
 	}
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "suspension not changed: %v", err)
+		return nil, false, status.Errorf(codes.Unavailable, "suspension not changed: %v", err)
 	}
 	m.mu.Lock()
 	m.suspended = next
 	m.mu.Unlock()
 	m.noteStored(nil, next)
-	if d == 0 {
-		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
-	} else {
-		m.log.Info("subscriber suspended by the operator: new title requests refused (403)", "user", user, "until", now.Add(d).UTC().Format(time.RFC3339), "reason", reason)
-		if out.UserUnknown = m.userUnknown(ctx, user); out.UserUnknown {
-			m.log.Warn("suspended subscriber is not in the users file: the suspension applies if one of that name is added (check the name)", "user", user)
-		}
-	}
-	return out, nil
+	return out, false, nil
 }
 
 // userUnknown reports whether the BOSS answers that it does not know

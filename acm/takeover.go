@@ -35,7 +35,7 @@ func (m *Manager) takeOver() {
 		m.log.Error("taking over: sessions not loaded; they load when their nodes register", "err", err)
 	}
 	m.mu.Lock()
-	m.startedAt = m.now() // RestoreGrace counts from now
+	m.startedAt, m.tookOver = m.now(), true // RestoreGrace counts from now
 	m.mu.Unlock()
 	if m.origin != nil {
 		// The catalog as the origin serves it now, as at Start: the

@@ -34,6 +34,9 @@ type userLimited struct {
 	restored bool
 	loaded   int           // of sessions: loaded from the store, their node not registered since (restored)
 	grace    time.Duration // RestoreGrace
+	// tookOver: the manager became active by taking over from another
+	// (Manager.tookOver): the sessions were loaded then, not at its start.
+	tookOver bool
 	wait     time.Duration // until enough sessions give way; 0: no time known
 }
 
@@ -65,7 +68,7 @@ func (u userLimited) Unwrap() error {
 // no-show: it gives way at the tick after its RestoreGrace (tick), and is
 // counted so, not as a redirect.
 func (m *Manager) userLimitedLocked(user string, held, limit, need int, soon []time.Duration, skip *session, now time.Time) userLimited {
-	u := userLimited{limit: limit, queued: m.userPending[user], noShow: m.TokenTTL + m.NoShowGrace, grace: m.RestoreGrace}
+	u := userLimited{limit: limit, queued: m.userPending[user], noShow: m.TokenTTL + m.NoShowGrace, grace: m.RestoreGrace, tookOver: m.tookOver}
 	u.sessions = max(held-u.queued, 0)
 	type free struct {
 		in              time.Duration
@@ -136,6 +139,16 @@ func (u userLimited) retrySeconds() int {
 	return max(int(math.Ceil(u.wait.Seconds())), 1)
 }
 
+// since is when the manager loaded the sessions it holds from the store:
+// "since it started", or "since it took over" (from the active manager,
+// as a standby: tookOver).
+func (u userLimited) since() string {
+	if u.tookOver {
+		return "since it took over"
+	}
+	return "since it started"
+}
+
 // userLimitBody is the text of the HTTP 429 of user at the session limit
 // (u): what the user holds, what frees a slot, and when to ask again
 // when a time is known (the Retry-After, in seconds).
@@ -147,7 +160,7 @@ func userLimitBody(user string, u userLimited) string {
 	case u.waiting > 0:
 		first += fmt.Sprintf("; %d of them not started: redirects to a node their player has not reached, each ending %s after it unless the player arrives", u.waiting, durtext.Written(u.noShow))
 	case u.loaded > 0:
-		first += fmt.Sprintf("; %d of them on a node not registered with this manager since it started, each ending %s after then (restore_grace) unless its node registers", u.loaded, durtext.Written(u.grace))
+		first += fmt.Sprintf("; %d of them on a node not registered with this manager %s, each ending %s after then (restore_grace) unless its node registers", u.loaded, u.since(), durtext.Written(u.grace))
 	default:
 		first += ", all started on their nodes"
 	}
@@ -155,9 +168,9 @@ func userLimitBody(user string, u userLimited) string {
 		why := "a redirect not taken up ends"
 		switch {
 		case u.restored && !u.quiet && u.waiting == 0:
-			why = "a session on a node not registered with this manager since it started ends"
+			why = "a session on a node not registered with this manager " + u.since() + " ends"
 		case u.restored && !u.quiet:
-			why = "a session gives way (one on a node not registered with this manager since it started, or a redirect not taken up)"
+			why = "a session gives way (one on a node not registered with this manager " + u.since() + ", or a redirect not taken up)"
 		}
 		if u.quiet {
 			why = "a session gives way (an HTTP player at this address quiet for " + durtext.Written(quietLeft) + ", or a redirect not taken up)"

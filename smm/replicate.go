@@ -206,6 +206,30 @@ func (r *Replicator) Evicted(node, title string, now time.Time) {
 	}
 }
 
+// LiftHolds ends the operator's eviction holds (Evicted) of title on node,
+// or with node "" on every node, for the operator's later pin of title
+// there (to node, or to the cluster): the pin is the operator's later
+// word, and the title may be planned there again, also once it is
+// unpinned. It returns the nodes whose hold it ended (held at now), in
+// order.
+func (r *Replicator) LiftHolds(node, title string, now time.Time) []string {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.LiftHolds(node, title, now) })
+	}
+	var lifted []string
+	for k := range r.held {
+		if k.title != title || (node != "" && k.node != node) {
+			continue
+		}
+		if r.isHeld(k.node, k.title, now) {
+			lifted = append(lifted, k.node)
+		}
+		delete(r.held, k)
+	}
+	slices.Sort(lifted)
+	return lifted
+}
+
 // Held reports whether an operator's eviction keeps title off node at
 // now (Evicted).
 func (r *Replicator) Held(node, title string, now time.Time) bool { return r.isHeld(node, title, now) }

@@ -69,6 +69,32 @@ func (r *Replicator) OperatorPrefetch(node, title string) bool {
 	return r.byHand(fillKey{node, title})
 }
 
+// HandAttempts returns the failures so far of the operator's prefetch of
+// title on node (OperatorPrefetch), 0 when none is tracked: the manager
+// stores them with the order, for a restarted manager to restore
+// (RestoreAttempts).
+func (r *Replicator) HandAttempts(node, title string) int {
+	if f := r.fills[fillKey{node, title}]; f != nil && f.byHand {
+		return f.attempts
+	}
+	return 0
+}
+
+// RestoreAttempts sets the failures so far of the operator's prefetch of
+// title on node, just restored by Queued or Prefetched from an order a
+// manager stored before it restarted (HandAttempts), so that its next
+// failure's backoff, and its giving up at MaxHandRetries, count them as
+// that manager did; a negative count is taken as 0. It does nothing when
+// no operator's prefetch of the pair is tracked.
+func (r *Replicator) RestoreAttempts(node, title string, attempts int) {
+	if r.job != nil {
+		r.logged(func(r *Replicator) { r.RestoreAttempts(node, title, attempts) })
+	}
+	if f := r.fills[fillKey{node, title}]; f != nil && f.byHand {
+		f.attempts = max(attempts, 0)
+	}
+}
+
 // dropHand forgets the operator's prefetch k (f, byHand) inside a Plan,
 // recording why for DroppedPrefetches.
 func (r *Replicator) dropHand(k fillKey, f *fillRec, why string) {

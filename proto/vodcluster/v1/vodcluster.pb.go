@@ -4344,9 +4344,11 @@ type PlacementAck struct {
 	// says why), or with no storage planner.
 	Fetching bool `protobuf:"varint,4,opt,name=fetching,proto3" json:"fetching,omitempty"`
 	// Pin to a node: an operator's eviction of the title from it (vodctl
-	// evict, evict_hold) keeps it off the node; the pin overrides that hold
-	// while it stands (the hold applies again if the title is unpinned
-	// before the hold expires).
+	// evict, evict_hold) kept it off the node; the pin, the operator's later
+	// word, lifts that hold (it does not apply again if the title is
+	// unpinned; a pin to the cluster lifts the title's holds on every node,
+	// which the message names). Still true when the hold could not be
+	// lifted (the message says so): the pin overrides it while it stands.
 	HoldOverridden bool `protobuf:"varint,5,opt,name=hold_overridden,json=holdOverridden,proto3" json:"hold_overridden,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
