@@ -52,6 +52,9 @@ type session struct {
 	meter     atomic.Value
 	seenBytes atomic.Int64
 	paused    atomic.Bool // PAUSEd by its client and not played since: it lives PauseTimeout without a word
+	// pause is how long it was PAUSEd since its start (with its
+	// stream's ReaderStoppedFor, the ENDED's paused_ms).
+	pause pauseClock
 	// atEnd: its play reached the end of the title (deliver.EndOfTitle)
 	// and no PLAY came since: the stream waits there (the load report's
 	// finished_sessions).
@@ -317,11 +320,23 @@ func (n *Node) reportEnd(s *session, p player, reason string, cause error, next 
 	if cause != nil {
 		attrs = append(attrs, "err", cause)
 	}
+	paused := s.pause.until(at)
+	if rs, ok := p.(interface {
+		ReaderStoppedFor(end time.Time) time.Duration
+	}); ok {
+		// Over TCP, a player paused without a PAUSE (it stopped
+		// reading: mpv): never at once with a PAUSE (the stream's
+		// pause ends that wait).
+		paused += rs.ReaderStoppedFor(at)
+	}
+	if paused > 0 {
+		attrs = append(attrs, "paused", paused)
+	}
 	n.log.Info("session ended", attrs...)
 	if n.mgr != nil && next == nil {
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
-			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(),
+			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(), PausedMs: paused.Milliseconds(),
 		})
 	}
 }
