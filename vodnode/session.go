@@ -44,7 +44,11 @@ type session struct {
 	// node's mu).
 	ahead *aheadSource
 
-	lastSeen atomic.Int64 // monotime.Now of the last request or RTCP packet
+	lastSeen atomic.Int64 // monotime.Now of the last request or RTCP packet, or of the node's keep (its timeout counts from it)
+	// heard is monotime.Now of the viewer's own last sign of life (a
+	// request, an RTCP packet: touch), not moved by keep: the end of a
+	// session that times out.
+	heard atomic.Int64
 	// meter is its stream's byte count (the player's BytesSent, a
 	// func() int64) once it has a stream; seenBytes is what it gave at
 	// the viewer's last sign of life (touch): a UDP session that times
@@ -85,6 +89,11 @@ type session struct {
 	retired []*store.Title
 }
 
+// keep keeps s alive at now for a silence that is the node's (its stream
+// waiting for the title's fill): its timeout counts from now, but its end,
+// should it time out, stays at the viewer's last sign of life (heard).
+func (s *session) keep(now time.Time) { s.lastSeen.Store(monotime.Of(now)) }
+
 // t returns the copy of the title s holds (nil until its SETUP acquired
 // one).
 func (s *session) t() *store.Title { return s.cur.Load() }
@@ -93,6 +102,7 @@ func (s *session) t() *store.Title { return s.cur.Load() }
 // stream had sent by then.
 func (s *session) touch(now time.Time) {
 	s.lastSeen.Store(monotime.Of(now))
+	s.heard.Store(monotime.Of(now))
 	if f, _ := s.meter.Load().(func() int64); f != nil {
 		s.seenBytes.Store(f())
 	}
@@ -214,7 +224,10 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	at := time.Now()
 	if reason == "timeout" {
-		at = monotime.Wall(s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+		// The viewer's last sign of life, not the timeout's, nor the
+		// node's keep while the stream waited for the fill: what it was
+		// sent since is not known to have reached it (reportEnd).
+		at = monotime.Wall(s.heard.Load())
 	}
 	if next == nil && errors.Is(cause, store.ErrFillFailed) && (ahead == nil || !ahead.gave.Load()) {
 		// Its title's fill failed before the session was sent any of
@@ -530,8 +543,11 @@ func (n *Node) janitor() {
 					// The silence is the node's: it has sent nothing since
 					// the stream caught up with the fill (or before the
 					// fill's first byte), so the client has no RTP to
-					// answer with receiver reports.
-					c.s.touch(now)
+					// answer with receiver reports. Kept alive, but
+					// not heard: should it time out later, it ends at
+					// its own last sign of life (a viewer gone since
+					// is sent nothing it is counted).
+					c.s.keep(now)
 					continue
 				}
 				n.endSession(c.s, "timeout", nil)
