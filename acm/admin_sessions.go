@@ -275,6 +275,9 @@ func (m *Manager) recordEndedLocked(ev *pb.SessionEvent, at time.Time) bool {
 		h.rec.EndedAt = recordTime{at.UTC()}
 		h.rec.PlayedS = playedSeconds(at.Sub(h.rec.StartedAt.Time))
 	}
+	if !h.rec.StartedAt.IsZero() {
+		h.rec.PausedS = min(h.rec.PlayedS, pausedSeconds(ev.GetPausedMs()))
+	}
 	m.records.add(h.rec)
 	return true
 }

@@ -42,6 +42,10 @@ func TestSessionEventTimeOutOfRange(t *testing.T) {
 	if _, err := e.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: pb.SessionEvent_KIND_ENDED, BytesSent: -5}); grpcCode(err) != codes.InvalidArgument {
 		t.Errorf("ENDED with bytes_sent -5: %v, want INVALID_ARGUMENT", err)
 	}
+	// and a negative paused_ms (the record's paused_s)
+	if _, err := e.nc.ReportSession(context.Background(), &pb.SessionEvent{NodeId: n.id, SessionId: sid, Kind: pb.SessionEvent_KIND_ENDED, PausedMs: -5}); grpcCode(err) != codes.InvalidArgument {
+		t.Errorf("ENDED with paused_ms -5: %v, want INVALID_ARGUMENT", err)
+	}
 	if ss := e.sessions(); len(ss) != 1 || ss[0].GetState() != "admitted" || ss[0].GetStartedUnixMs() != 0 {
 		t.Fatalf("sessions after the refused events: %v, want the session admitted, not started", ss)
 	}

@@ -54,6 +54,12 @@ type sessionRecord struct {
 	// node's fill of the title failed before it sent the viewer any of it
 	// (the node reports that end at the start: reason "fill failed: ...").
 	PlayedS float64 `json:"played_s"`
+	// PausedS is how much of PlayedS the viewer was paused (an RTSP
+	// PAUSE until the next PLAY or the end), seconds, as the node
+	// measured it in the session's ENDED; 0 without a pause, without an
+	// ENDED, and from a node of a release that does not measure it.
+	// Never more than PlayedS.
+	PausedS float64 `json:"paused_s"`
 	// BytesSent is what the node sent, as it counted in the session's
 	// ENDED (payload bytes of MPEG-TS or elementary streams), or, without
 	// an ENDED, as its last load report said (BytesSentAsOfReport); 0
@@ -226,6 +232,11 @@ func playedSeconds(d time.Duration) float64 {
 	return float64(max(0, d.Milliseconds())) / 1000
 }
 
+// pausedSeconds is ms, a node's paused_ms, in seconds (0 when negative).
+func pausedSeconds(ms int64) float64 {
+	return float64(max(0, ms)) / 1000
+}
+
 // sessionRecordLocked queues the record of s, which ended at now for reason.
 func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) {
 	if m.records == nil {
@@ -264,6 +275,7 @@ func (m *Manager) sessionRecordLocked(s *session, reason string, now time.Time) 
 		rec.BytesSentUnknown = !s.bytesReported && !s.bytesAsOfReport
 		rec.StartedAt = recordTime{s.StartedAt.UTC()}
 		rec.PlayedS = playedSeconds(now.Sub(s.StartedAt))
+		rec.PausedS = min(rec.PlayedS, pausedSeconds(s.pausedMs))
 	}
 	// Held from now, not from the end it says (a guess that may lie
 	// minutes back, past the wait: the record went out at once).

@@ -23,7 +23,7 @@ import (
 // once, logLostEndedLocked), FAILED_PRECONDITION when the
 // reporting node is not the session's node. INVALID_ARGUMENT too for an
 // at_unix_ms below 0 or past the year 9999 (maxUnixMs), which no session
-// record can hold, and for a negative bytes_sent.
+// record can hold, and for a negative bytes_sent or paused_ms.
 func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*pb.SessionEventAck, error) {
 	m := nc.m
 	if ev.GetSessionId() == "" {
@@ -41,6 +41,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 	}
 	if b := ev.GetBytesSent(); b < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "bytes_sent %d: want the bytes the node sent, 0 or more", b)
+	}
+	if p := ev.GetPausedMs(); p < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "paused_ms %d: want the milliseconds the session was paused, 0 or more", p)
 	}
 	at := m.now()
 	if ev.GetAtUnixMs() > 0 {
@@ -96,6 +99,7 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		if !s.ended {
 			m.sessionEndedLocked(s, at)
 			s.bytesSent, s.bytesReported, s.endedAt = ev.GetBytesSent(), true, at
+			s.pausedMs = ev.GetPausedMs()
 		}
 		delete(m.endedRefused, s.ID) // retried in time: nothing to hold
 		m.endLocked(s, reason)

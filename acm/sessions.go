@@ -63,6 +63,9 @@ type session struct {
 	bytesSent       int64
 	bytesReported   bool
 	bytesAsOfReport bool
+	// pausedMs is how long it was paused, from its ENDED (0 before, and
+	// from a node that does not say).
+	pausedMs int64
 	// holdRecord: its session record waits for its node's ENDED (the
 	// operator ended it: admin_sessions.go).
 	holdRecord bool

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,7 +29,8 @@ func titleStatus(n *Node, id string) (store.Status, bool) {
 // The manager's EvictCommand of the operator (reason "operator": vodctl
 // evict) cancels a prefetch under way that no viewer reads: the title
 // leaves the node's report at once, its fill ends with its bytes dropped
-// (no partial) and its room freed, counted with cause evicted. The
+// (no partial) and its room freed, counted with cause cancelled (in
+// vodnode_fills_failed_total; it was counted as evicted). The
 // planner's eviction of it is ignored (title in use): only the
 // operator's cancels a fill.
 func TestOperatorEvictCommandCancelsPrefetch(t *testing.T) {
@@ -55,13 +57,42 @@ func TestOperatorEvictCommandCancelsPrefetch(t *testing.T) {
 	if st, ok := titleStatus(n, id); ok {
 		t.Fatalf("prefetch after the operator's eviction still listed: %+v", st)
 	}
-	waitFor(t, 10*time.Second, "the cancelled fill's end", func() bool { return n.store.FillsFailed()["evicted"] == 1 })
+	waitFor(t, 10*time.Second, "the cancelled fill's end", func() bool { return len(n.store.FillsFailed()) > 0 })
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(nodeCollector{n})
+	if got := fillsFailedByCause(t, reg); got["cancelled"] != 1 || got["evicted"] != 0 {
+		t.Fatalf("vodnode_fills_failed_total by cause %v: want the operator's cancel counted once as cancelled", got)
+	}
 	if ps := n.store.Partials(); len(ps) != 0 {
 		t.Fatalf("partials %+v after the operator's eviction, want none", ps)
 	}
 	if used, _, _ := n.store.Usage(); used != 0 {
 		t.Fatalf("disk used %d after the cancelled prefetch, want 0", used)
 	}
+}
+
+// fillsFailedByCause returns vodnode_fills_failed_total as reg gathers
+// it, by its cause label.
+func fillsFailedByCause(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "vodnode_fills_failed_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cause" {
+					by[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return by
 }
 
 // askHeldOrigin is a fakeOrigin whose GetTitle (asked before a fill is

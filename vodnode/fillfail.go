@@ -59,7 +59,7 @@ func failedText(err error) string {
 		return "its fill failed: the node's disk could not take it"
 	case "not_found":
 		return "its fill failed: the origin no longer has the title"
-	case "abandoned", "preempted", "evicted":
+	case "abandoned", "preempted", "cancelled":
 		return "its fill was stopped"
 	}
 	return "its fill failed: the origin stopped sending it"

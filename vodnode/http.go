@@ -39,9 +39,9 @@ func (h *httpServer) start(addr string) error {
 	// Each connection an httpConn (below TLS), which takes back from its
 	// session's count what its socket never delivered.
 	if h.n.HTTPTLS != nil {
-		ln = tls.NewListener(httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.Close)}, h.n.HTTPTLS) // a refusal's bytes would have to be TLS
+		ln = tls.NewListener(httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.Close), h.n.httpSendBuffer}, h.n.HTTPTLS) // a refusal's bytes would have to be TLS
 	} else {
-		ln = httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.HTTP)}
+		ln = httpConnListener{h.n.connLimit.Wrap(ln, "http", connlimit.HTTP), h.n.httpSendBuffer}
 	}
 	h.ln = ln
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -190,6 +190,10 @@ type httpSession struct {
 	// startedAt is when STARTED was reported (set once set up, before
 	// ready is closed).
 	startedAt time.Time
+	// pause is how long the viewer was paused (the ENDED's paused_ms):
+	// from the last bytes a request whose write stalled took (a player
+	// that stopped reading) to the viewer's next request.
+	pause pauseClock
 }
 
 // httpPace is how much faster than its bitrate an HTTP viewer (all the
@@ -270,6 +274,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, unauthorized(reasonUsed))
 		return
 	}
+	hs.pause.resume(time.Now()) // asking again: not paused
 	aw := &activityWriter{ResponseWriter: w}
 	w = aw
 	defer func() {
@@ -277,6 +282,11 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hs.lastSeen.Store(monotime.Of(end))
 		if aw.failed && !aw.lastOK.IsZero() {
 			end = aw.lastOK // a stalled player: not reading since
+			if hs.active.Load() == 1 {
+				// Its only request: paused from its last bytes taken
+				// to its next request.
+				hs.pause.pause(end)
+			}
 		}
 		hs.lastActive.Store(monotime.Of(end))
 		hs.active.Add(-1)
@@ -500,7 +510,7 @@ func (n *Node) endHTTPSessionAt(hs *httpSession, reason string, at time.Time, co
 			}
 		}
 		n.mgr.report(&pb.SessionEvent{NodeId: n.ID, SessionId: hs.sid, TitleId: hs.title, Kind: pb.SessionEvent_KIND_ENDED,
-			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli()})
+			Reason: reason, BytesSent: hs.bytes.Load(), AtUnixMs: at.UnixMilli(), PausedMs: hs.pause.until(at).Milliseconds()})
 	}
 }
 

@@ -43,13 +43,21 @@ type httpConn struct {
 	sent   int64        // bytes of hs's counted as sent on the connection since it carried them
 }
 
-// httpConnListener wraps the connections a listener accepts in httpConn.
-type httpConnListener struct{ net.Listener }
+// httpConnListener wraps the connections a listener accepts in httpConn,
+// their send buffers (SO_SNDBUF) sndbuf bytes when it is set (tests:
+// Node.httpSendBuffer).
+type httpConnListener struct {
+	net.Listener
+	sndbuf int
+}
 
 func (l httpConnListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok && l.sndbuf > 0 {
+		tc.SetWriteBuffer(l.sndbuf)
 	}
 	return &httpConn{Conn: c}, nil
 }

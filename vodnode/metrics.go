@@ -20,7 +20,7 @@ var (
 	descNodeOriginRg = prometheus.NewDesc("vodnode_origin_range_bytes_total", "Bytes received from the origin for what viewers ask for far ahead of their title's fill: HTTP ranges (a player's duration probe or seek; sent on, not cached; a range cut short leaves some unsent) and RTSP plays (written into the title's file ahead of its fill, which writes them again). Not in vodnode_origin_bytes_total.", nil, nil)
 	descNodeFillsNow = prometheus.NewDesc("vodnode_fills", "Fills from the origin in progress.", nil, nil)
 	descNodeFills    = prometheus.NewDesc("vodnode_fills_started_total", "Fills from the origin started since the node started.", nil, nil)
-	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte), preempted (a prefetch stopped for a viewer's fill), evicted (a prefetch no viewer read, cancelled by the operator's eviction).", []string{"cause"}, nil)
+	descNodeFailed   = prometheus.NewDesc("vodnode_fills_failed_total", "Fills from the origin that failed since the node started, by cause: origin (away longer than fill_retry_for, or failing), replaced (another version at the origin now), mismatch (bytes not the origin's version), disk, not_found, abandoned (viewers left before the first byte), preempted (a prefetch stopped for a viewer's fill), cancelled (a prefetch no viewer read, cancelled by the operator's eviction; the storage manager's evictions never stop a fill).", []string{"cause"}, nil)
 	descNodeDiskUsed = prometheus.NewDesc("vodnode_disk_used_bytes", "Bytes of the titles held or filling (a filling title counts whole) and of partial fills.", nil, nil)
 	descNodePartial  = prometheus.NewDesc("vodnode_partial_bytes", "Bytes of partial fills: titles whose fill stopped short, kept to resume (removed first when a fill needs room).", nil, nil)
 	descNodeDiskCap  = prometheus.NewDesc("vodnode_disk_quota_bytes", "The title cache's quota (disk_bytes), bytes.", nil, nil)
@@ -81,7 +81,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descNodeFills, float64(started))
 	failed := n.store.FillsFailed()
-	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned", "preempted", "evicted"} {
+	for _, cause := range []string{"origin", "replaced", "mismatch", "disk", "not_found", "abandoned", "preempted", "cancelled"} {
 		ch <- prometheus.MustNewConstMetric(descNodeFailed, prometheus.CounterValue, float64(failed[cause]), cause)
 	}
 	fallbacks := n.sendFallbacks()

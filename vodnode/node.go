@@ -171,6 +171,11 @@ type Node struct {
 	// holds its stream back (tests).
 	silentKept                atomic.Int64
 	rtspQueue, rtspSendBuffer int
+	// httpSendBuffer, when set (tests, before Start), is each HTTP
+	// connection's socket send buffer (SO_SNDBUF), bytes (zero: the
+	// kernel's autotuning), so that a download stalls on a player that
+	// stopped reading within a test's seconds.
+	httpSendBuffer int
 	// abortHook, when set (tests, before Start), runs in finishSession
 	// once a session the node aborts has left its sessions, before its
 	// stream's Abort.

@@ -21,9 +21,26 @@ import (
 // skipped. (Its stream was ended as a slow client, or its session timed
 // out a minute after its last keepalive: mpv, resumed, played what its
 // cache held and ended "End of file" a few seconds into the title.)
+//
+// Its TEARDOWN after reports paused_ms (the session record's paused_s):
+// at least the time from when the node was seen waiting to when the
+// player read again, at most the session's whole length.
 func TestTCPPlayerPausedWithoutPAUSE(t *testing.T) {
+	start := time.Now()
 	n, m, c, _, url, sess := tcpPlayerAt20k(t, "box-paused", pausedWithoutPAUSETimes)
-	playerPausedWithoutPAUSE(t, n, m, c, url, sess)
+	waiting, resumed := playerPausedWithoutPAUSE(t, n, m, c, url, sess)
+	if res := c.do("TEARDOWN", url+"/", "Session", sess); res.StatusCode != 200 {
+		t.Fatalf("TEARDOWN: %s", statusLine(res))
+	}
+	var e *pb.SessionEvent
+	waitFor(t, 10*time.Second, "the session's ENDED", func() bool {
+		e = m.event("box-paused", pb.SessionEvent_KIND_ENDED)
+		return e != nil
+	})
+	least, most := resumed.Sub(waiting), time.Since(start)
+	if p := time.Duration(e.GetPausedMs()) * time.Millisecond; p < least-time.Millisecond || p > most {
+		t.Errorf("ENDED paused_ms %d, want from %d (seen waiting to read again) to %d (the whole session)", e.GetPausedMs(), least.Milliseconds(), most.Milliseconds())
+	}
 }
 
 // pausedWithoutPAUSETimes are the node's times for
@@ -35,8 +52,9 @@ func pausedWithoutPAUSETimes(n *Node) {
 
 // playerPausedWithoutPAUSE is TestTCPPlayerPausedWithoutPAUSE from
 // where its player (c, its session "box-paused" playing url) has read
-// 20 kB of the title and stops reading.
-func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClient, url, sess string) {
+// 20 kB of the title and stops reading. It returns when its stream was
+// seen waiting for the player and when the player read again.
+func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClient, url, sess string) (waiting, resumed time.Time) {
 	var payload []byte // the RTP payloads in order: the title's bytes
 	collect := func(ch int, b []byte) {
 		if ch == 0 && len(b) > 12 {
@@ -55,6 +73,7 @@ func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClie
 		}
 		return n.engine.ReaderStops() >= 1 && n.silentKept.Load() >= 8
 	})
+	waiting = time.Now()
 	if e := m.event("box-paused", pb.SessionEvent_KIND_ENDED); e != nil {
 		t.Fatalf("the session of a player paused without PAUSE ended: %s", e.GetReason())
 	}
@@ -75,6 +94,7 @@ func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClie
 	// again (its session's timeout half gone): 200 kB in all, the title's
 	// bytes in order from where the payloads collected start; the
 	// keepalive's answer comes behind the bytes queued before it.
+	resumed = time.Now()
 	c.cseq++
 	fmt.Fprintf(c.c, "GET_PARAMETER %s/ RTSP/1.0\r\nCSeq: %d\r\nSession: %s\r\n\r\n", url, c.cseq, sess)
 	if res := c.readResponse(); res.StatusCode != 200 {
@@ -97,6 +117,7 @@ func playerPausedWithoutPAUSE(t *testing.T, n *Node, m *fakeManager, c *testClie
 	m.reportAfter(t, "a load report listing the session playing again", func(r *pb.LoadReport) bool {
 		return slices.Contains(r.GetSessionIds(), "box-paused") && !slices.Contains(r.GetPausedSessions(), "box-paused")
 	})
+	return waiting, resumed
 }
 
 // gathered returns the value of the metric name (one series, a counter

@@ -162,6 +162,14 @@ func (c *rtspConn) pause(req *base.Request) (*base.Response, *rtspError) {
 		s.player.Pause()
 	}
 	s.paused.Store(true)
+	c.n.mu.Lock()
+	started := s.started
+	c.n.mu.Unlock()
+	if started {
+		// Paused after its start (a PAUSE before the first PLAY is no
+		// part of what it played): counted until the next PLAY.
+		s.pause.pause(time.Now())
+	}
 	return &base.Response{StatusCode: base.StatusOK, Header: base.Header{"Session": c.sessionValue(s)}}, nil
 }
 
@@ -410,6 +418,7 @@ func (c *rtspConn) play(req *base.Request) (*base.Response, func(), *rtspError) 
 	// pause_timeout). Whether it is at the end of the title (atEnd)
 	// changes only with a PLAY that succeeds.
 	s.paused.Store(false)
+	s.pause.resume(time.Now())
 	// Its copy's fill failed for the origin: filled again, from the
 	// partial it left, for this PLAY to go on past it (refillRTSP).
 	c.n.refillRTSP(c.n.ctx, s, "PLAY")

@@ -44,7 +44,11 @@ type session struct {
 	// node's mu).
 	ahead *aheadSource
 
-	lastSeen atomic.Int64 // monotime.Now of the last request or RTCP packet
+	lastSeen atomic.Int64 // monotime.Now of the last request or RTCP packet, or of the node's keep (its timeout counts from it)
+	// heard is monotime.Now of the viewer's own last sign of life (a
+	// request, an RTCP packet: touch), not moved by keep: the end of a
+	// session that times out.
+	heard atomic.Int64
 	// meter is its stream's byte count (the player's BytesSent, a
 	// func() int64) once it has a stream; seenBytes is what it gave at
 	// the viewer's last sign of life (touch): a UDP session that times
@@ -52,6 +56,9 @@ type session struct {
 	meter     atomic.Value
 	seenBytes atomic.Int64
 	paused    atomic.Bool // PAUSEd by its client and not played since: it lives PauseTimeout without a word
+	// pause is how long it was PAUSEd since its start (with its
+	// stream's ReaderStoppedFor, the ENDED's paused_ms).
+	pause pauseClock
 	// atEnd: its play reached the end of the title (deliver.EndOfTitle)
 	// and no PLAY came since: the stream waits there (the load report's
 	// finished_sessions).
@@ -82,6 +89,11 @@ type session struct {
 	retired []*store.Title
 }
 
+// keep keeps s alive at now for a silence that is the node's (its stream
+// waiting for the title's fill): its timeout counts from now, but its end,
+// should it time out, stays at the viewer's last sign of life (heard).
+func (s *session) keep(now time.Time) { s.lastSeen.Store(monotime.Of(now)) }
+
 // t returns the copy of the title s holds (nil until its SETUP acquired
 // one).
 func (s *session) t() *store.Title { return s.cur.Load() }
@@ -90,6 +102,7 @@ func (s *session) t() *store.Title { return s.cur.Load() }
 // stream had sent by then.
 func (s *session) touch(now time.Time) {
 	s.lastSeen.Store(monotime.Of(now))
+	s.heard.Store(monotime.Of(now))
 	if f, _ := s.meter.Load().(func() int64); f != nil {
 		s.seenBytes.Store(f())
 	}
@@ -211,7 +224,10 @@ func (n *Node) finishSession(s *session, reason string, cause error, next *sessi
 	}
 	at := time.Now()
 	if reason == "timeout" {
-		at = monotime.Wall(s.lastSeen.Load()) // the viewer's last sign of life, not the timeout's
+		// The viewer's last sign of life, not the timeout's, nor the
+		// node's keep while the stream waited for the fill: what it was
+		// sent since is not known to have reached it (reportEnd).
+		at = monotime.Wall(s.heard.Load())
 	}
 	if next == nil && errors.Is(cause, store.ErrFillFailed) && (ahead == nil || !ahead.gave.Load()) {
 		// Its title's fill failed before the session was sent any of
@@ -317,11 +333,23 @@ func (n *Node) reportEnd(s *session, p player, reason string, cause error, next 
 	if cause != nil {
 		attrs = append(attrs, "err", cause)
 	}
+	paused := s.pause.until(at)
+	if rs, ok := p.(interface {
+		ReaderStoppedFor(end time.Time) time.Duration
+	}); ok {
+		// Over TCP, a player paused without a PAUSE (it stopped
+		// reading: mpv): never at once with a PAUSE (the stream's
+		// pause ends that wait).
+		paused += rs.ReaderStoppedFor(at)
+	}
+	if paused > 0 {
+		attrs = append(attrs, "paused", paused)
+	}
 	n.log.Info("session ended", attrs...)
 	if n.mgr != nil && next == nil {
 		n.mgr.report(&pb.SessionEvent{
 			NodeId: n.ID, SessionId: s.sid, TitleId: s.title, Kind: pb.SessionEvent_KIND_ENDED,
-			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(),
+			Reason: reason, BytesSent: bytes, AtUnixMs: at.UnixMilli(), PausedMs: paused.Milliseconds(),
 		})
 	}
 }
@@ -515,8 +543,11 @@ func (n *Node) janitor() {
 					// The silence is the node's: it has sent nothing since
 					// the stream caught up with the fill (or before the
 					// fill's first byte), so the client has no RTP to
-					// answer with receiver reports.
-					c.s.touch(now)
+					// answer with receiver reports. Kept alive, but
+					// not heard: should it time out later, it ends at
+					// its own last sign of life (a viewer gone since
+					// is sent nothing it is counted).
+					c.s.keep(now)
 					continue
 				}
 				n.endSession(c.s, "timeout", nil)

@@ -23,8 +23,8 @@ func (s *Stream) EndHere() {
 	if s.state == stateEnded {
 		return
 	}
-	s.state = statePaused        // not queued again: a Resume takes it from here
-	s.readerStopped.Store(false) // at its end: no player waited for (ReaderStopped)
+	s.state = statePaused          // not queued again: a Resume takes it from here
+	s.readerBackLocked(time.Now()) // at its end: no player waited for (ReaderStopped)
 	// Nothing after the BYE (RFC 3550 §6.6): the reports of a stream held
 	// (paused, or parked at the fill) stop, as at the end of the title.
 	s.stopIdleReportLocked()

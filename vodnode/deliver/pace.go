@@ -179,7 +179,8 @@ func (s *Stream) step(sh *shard, now int64) bool {
 					// at its pace, not MaxLag behind; the session lives
 					// as a paused one does.
 					s.anchorClock, s.anchorWall = ck.at(s.pos), now
-					s.readerStopped.Store(true)
+					// Stopped since what it could not send was due.
+					s.readerStoppedLocked(s.e.wall(now - lag))
 					s.stoppedRetry = now + int64(readerRetry)
 					s.e.readerStops.Add(1)
 					return true
@@ -189,7 +190,7 @@ func (s *Stream) step(sh *shard, now int64) bool {
 			}
 			return true
 		}
-		s.readerStopped.Store(false)
+		s.readerBackLocked(s.e.wall(now))
 	}
 	if stop >= 0 && s.pos >= stop && (!complete || s.pos < avail) {
 		// The Range's end: paused there, off the shard (a PLAY resumes).

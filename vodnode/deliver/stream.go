@@ -153,10 +153,11 @@ type Stream struct {
 	// player reads again. Written with mu held, read without it by
 	// ReaderStopped.
 	readerStopped atomic.Bool
-	stoppedRetry  int64 // engine ns: while readerStopped, when to try the connection again
-	anchorWall    int64 // engine ns at which anchorClock was due
-	anchorClock   int64 // 27 MHz
-	clock0        int64 // stream clock at offset 0, 27 MHz
+	stop          readerStop // how long it was readerStopped (ReaderStoppedFor)
+	stoppedRetry  int64      // engine ns: while readerStopped, when to try the connection again
+	anchorWall    int64      // engine ns at which anchorClock was due
+	anchorClock   int64      // 27 MHz
+	clock0        int64      // stream clock at offset 0, 27 MHz
 	haveClock0    bool
 	nextSR        int64
 	packets       uint32
@@ -247,7 +248,7 @@ func (s *Stream) Resume() {
 	s.bye.cancel()
 	s.state = statePlaying
 	s.anchored = false
-	s.readerStopped.Store(false)
+	s.readerBackLocked(time.Now())
 	s.parked = false
 	s.refused = false // a PLAY asks for a refill again (OnFillFailed)
 	s.gen++
@@ -269,6 +270,7 @@ func (s *Stream) Pause() float64 {
 		s.state = statePaused
 		s.idleReportLocked()
 	}
+	s.readerBackLocked(time.Now()) // paused now: no player waited for
 	if s.trickAt < 0 {
 		s.trickPic, s.trickRead = nil, nil // a paused trick play keeps no picture's memory (up to maxPicture)
 	}

@@ -32,8 +32,8 @@ func TestEvictOrCancelStopsUnreadPrefetch(t *testing.T) {
 		t.Fatalf("cancelled prefetch still listed: %+v", st)
 	}
 	wait(t, done, "the cancelled prefetch's end")
-	if v := pre.View(); !errors.Is(v.Err, errEvicted) || v.Complete {
-		t.Fatalf("cancelled prefetch ended with %v (complete %v), want errEvicted", v.Err, v.Complete)
+	if v := pre.View(); !errors.Is(v.Err, errCancelled) || v.Complete {
+		t.Fatalf("cancelled prefetch ended with %v (complete %v), want errCancelled", v.Err, v.Complete)
 	}
 	s.fills.Wait()
 	if sent := o.sent(); sent >= int64(len(data)) {
@@ -53,8 +53,8 @@ func TestEvictOrCancelStopsUnreadPrefetch(t *testing.T) {
 	if fs := s.TakeFailures(); len(fs) != 0 {
 		t.Fatalf("failures %+v, want none for a prefetch the operator cancelled", fs)
 	}
-	if got := s.FillsFailed()["evicted"]; got != 1 {
-		t.Fatalf("fills ended with cause evicted: %d, want 1 (%v)", got, s.FillsFailed())
+	if got := s.FillsFailed(); got["cancelled"] != 1 || got["evicted"] != 0 {
+		t.Fatalf("fills failed by cause %v, want the operator's cancel counted once as cancelled (not evicted)", got)
 	}
 }
 

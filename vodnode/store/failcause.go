@@ -7,21 +7,21 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// errEvicted ends a prefetch no viewer watched that the operator's
+// errCancelled ends a prefetch no viewer watched that the operator's
 // eviction cancelled (EvictOrCancel): its bytes are dropped, not kept as
 // a partial, and it is not reported as a failure (TakeFailures), which
 // the manager would retry.
-var errEvicted = errors.New("evicted: the prefetch was cancelled by the operator's eviction")
+var errCancelled = errors.New("cancelled: the prefetch was cancelled by the operator's eviction")
 
 // stopCause is the error of t's fill, whose context was cancelled before
-// its end: errEvicted (EvictOrCancel), errPreempted (preemptLocked), else
+// its end: errCancelled (EvictOrCancel), errPreempted (preemptLocked), else
 // errAbandoned (its viewers left before the origin's first byte).
 func (s *Store) stopCause(t *Title) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case t.evicted:
-		return errEvicted
+		return errCancelled
 	case t.preempted:
 		return errPreempted
 	}
@@ -43,8 +43,9 @@ func (s *Store) dropEvictedCopy(t *Title) {
 
 // FailCause classes a fill's error for metrics: "abandoned" (its viewers
 // left before the origin's first byte), "preempted" (a prefetch no viewer
-// watched, stopped for a fill on demand), "evicted" (a prefetch no viewer
-// watched, cancelled by the operator's eviction: EvictOrCancel), "replaced" (the title has another
+// watched, stopped for a fill on demand), "cancelled" (a prefetch no viewer
+// watched, cancelled by the operator's eviction: EvictOrCancel; the
+// storage manager's evictions never stop a fill), "replaced" (the title has another
 // size or version at the origin now), "mismatch" (the bytes did not hash
 // to the origin's version), "disk" (the node's disk could not take them:
 // write errors, no room), "not_found" (the origin no longer has the
@@ -56,8 +57,8 @@ func FailCause(err error) string {
 		return "abandoned"
 	case errors.Is(err, errPreempted):
 		return "preempted"
-	case errors.Is(err, errEvicted):
-		return "evicted"
+	case errors.Is(err, errCancelled):
+		return "cancelled"
 	case errors.Is(err, errReplaced):
 		return "replaced"
 	case errors.Is(err, errMismatch):

@@ -494,7 +494,7 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 		s.log.Info("fill abandoned: its viewers left before the origin's first byte", "title", id)
 	case errors.Is(err, errPreempted):
 		s.log.Info("prefetch stopped to make room for a fill on demand", "title", id, "stored_bytes", t.View().Index.Size)
-	case errors.Is(err, errEvicted):
+	case errors.Is(err, errCancelled):
 		s.log.Info("prefetch cancelled by the operator's eviction: ended, its bytes dropped", "title", id, "stored_bytes", t.View().Index.Size)
 	default:
 		if h := grpctls.OriginHint(err); h != "" {
@@ -507,7 +507,7 @@ func (s *Store) failFill(t *Title, err error, indexed bool) {
 	if s.ctx.Err() == nil {
 		s.failedBy[FailCause(err)]++
 	}
-	if s.ctx.Err() == nil && len(s.failures) < maxFailures && !errors.Is(err, errEvicted) { // not a failure to retry
+	if s.ctx.Err() == nil && len(s.failures) < maxFailures && !errors.Is(err, errCancelled) { // not a failure to retry
 		s.failures = append(s.failures, Failure{Title: id, Reason: err.Error(), Prefetch: t.prefetch, At: s.cfg.Now()})
 	}
 	t.filling = false

@@ -343,7 +343,7 @@ func (s *Store) index(t *Title, end int64, publish bool) (*fillWriter, int64, er
 // title the origin no longer has, or a prefetch the operator evicted.
 func keepPartial(t *Title, err error) bool {
 	if t.meta.Version == "" || errors.Is(err, tsindex.ErrNotTS) || errors.Is(err, ErrDisk) ||
-		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) || errors.Is(err, errEvicted) {
+		errors.Is(err, ErrNoSpace) || errors.Is(err, errReplaced) || errors.Is(err, errMismatch) || errors.Is(err, errCancelled) {
 		return false
 	}
 	switch status.Code(err) {

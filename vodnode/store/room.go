@@ -253,7 +253,7 @@ func (s *Store) evict(id string, cancelPrefetch bool) (bool, <-chan struct{}, er
 	}
 	if cancelPrefetch && s.preemptibleLocked(t) {
 		// As preemptLocked stops it for a fill on demand; its end
-		// (failFill, errEvicted) drops its bytes and frees its room.
+		// (failFill, errCancelled) drops its bytes and frees its room.
 		t.evicted, t.stopped = true, true
 		t.cancel()
 		s.log.Info("prefetch cancelled by the operator's eviction", "title", id, "stored_bytes", t.View().Index.Size, "size_bytes", t.meta.Size)

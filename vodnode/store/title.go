@@ -75,7 +75,7 @@ type Title struct {
 	preempted bool
 	done      chan struct{}
 	// evicted: a prefetch the operator's eviction cancelled
-	// (Store.EvictOrCancel): its fill ends with errEvicted, its bytes
+	// (Store.EvictOrCancel): its fill ends with errCancelled, its bytes
 	// dropped; Titles no longer lists it.
 	evicted bool
 	// stopped: the fill was cancelled before its end (preempted,

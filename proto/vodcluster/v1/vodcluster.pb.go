@@ -2158,15 +2158,22 @@ func (x *DrainCommand) GetDrain() bool {
 }
 
 type SessionEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"` // admission session id (from the token)
-	TitleId       string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
-	Kind          SessionEvent_Kind      `protobuf:"varint,4,opt,name=kind,proto3,enum=vodcluster.v1.SessionEvent_Kind" json:"kind,omitempty"`
-	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"` // for ENDED: teardown, timeout, end-of-title, error, ...
-	BytesSent     int64                  `protobuf:"varint,6,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
-	Filled        bool                   `protobuf:"varint,7,opt,name=filled,proto3" json:"filled,omitempty"` // for STARTED: the title was not complete on the node
-	AtUnixMs      int64                  `protobuf:"varint,8,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"` // admission session id (from the token)
+	TitleId   string                 `protobuf:"bytes,3,opt,name=title_id,json=titleId,proto3" json:"title_id,omitempty"`
+	Kind      SessionEvent_Kind      `protobuf:"varint,4,opt,name=kind,proto3,enum=vodcluster.v1.SessionEvent_Kind" json:"kind,omitempty"`
+	Reason    string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"` // for ENDED: teardown, timeout, end-of-title, error, ...
+	BytesSent int64                  `protobuf:"varint,6,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
+	Filled    bool                   `protobuf:"varint,7,opt,name=filled,proto3" json:"filled,omitempty"` // for STARTED: the title was not complete on the node
+	AtUnixMs  int64                  `protobuf:"varint,8,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// paused_ms, for ENDED: how long the session was paused between its
+	// start and its end (at_unix_ms), milliseconds: from an RTSP PAUSE to
+	// the next PLAY; over RTSP/TCP while its stream waited for a player
+	// that stopped reading; over HTTP from the last bytes a request whose
+	// write stalled took to the viewer's next request; a pause under way
+	// to the end. 0 from a node of a release that does not measure it.
+	PausedMs      int64 `protobuf:"varint,9,opt,name=paused_ms,json=pausedMs,proto3" json:"paused_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2253,6 +2260,13 @@ func (x *SessionEvent) GetFilled() bool {
 func (x *SessionEvent) GetAtUnixMs() int64 {
 	if x != nil {
 		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *SessionEvent) GetPausedMs() int64 {
+	if x != nil {
+		return x.PausedMs
 	}
 	return 0
 }
@@ -5159,7 +5173,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\btitle_id\x18\x01 \x01(\tR\atitleId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"$\n" +
 	"\fDrainCommand\x12\x14\n" +
-	"\x05drain\x18\x01 \x01(\bR\x05drain\"\xc4\x02\n" +
+	"\x05drain\x18\x01 \x01(\bR\x05drain\"\xe1\x02\n" +
 	"\fSessionEvent\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
 	"\n" +
@@ -5171,7 +5185,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"bytes_sent\x18\x06 \x01(\x03R\tbytesSent\x12\x16\n" +
 	"\x06filled\x18\a \x01(\bR\x06filled\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\b \x01(\x03R\batUnixMs\">\n" +
+	"at_unix_ms\x18\b \x01(\x03R\batUnixMs\x12\x1b\n" +
+	"\tpaused_ms\x18\t \x01(\x03R\bpausedMs\">\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_STARTED\x10\x01\x12\x0e\n" +
