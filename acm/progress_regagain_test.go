@@ -18,11 +18,13 @@ import (
 func TestSessionRecordOfANodeRegisteredAgainAndDead(t *testing.T) {
 	dir, path := t.TempDir(), filepath.Join(t.TempDir(), "sessions.jsonl")
 	e, n, a := playingWithBytes(t, dir, func(m *Manager) { m.SessionRecordsFile = path; m.RestoreGrace = time.Second })
-	reg := time.Now()
-	// Its new process, at its address; no report: it died again.
+	// Its new process, at its address; no report: it died again. The old
+	// process's reports go on until the registration replaces it: by the
+	// time Register returns.
 	if _, err := e.nc.Register(context.Background(), regReq("n1", "127.0.0.1:1", "127.0.0.1:2", 10*titleBps)); err != nil {
 		t.Fatal(err)
 	}
+	reg := time.Now()
 	n.stop() // the old stream's end: not the node's death (replaced)
 	r := recordOf(t, path)
 	if r.Session != a || r.EndedAt.After(reg) || r.EndedAt.Before(r.StartedAt.Time) {
