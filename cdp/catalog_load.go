@@ -26,7 +26,7 @@ import (
 //	titles:
 //	  - id: sample-001          # required, [A-Za-z0-9._-]{1,128}, unique
 //	    name: "Test Card"       # optional, defaults to the id
-//	    file: clip-a.ts         # required, relative to the directory or absolute
+//	    file: clip-a.ts         # required, relative to the directory or absolute; not a copy's name (copyName)
 //	    package: basic          # optional, defaults to "default"
 //	    popularity: 1200        # optional: expected requests per day, a hint for the storage manager
 type catalogDoc struct {
@@ -54,9 +54,11 @@ type entry struct {
 //
 // When dir holds catalog.yaml (CatalogFile), that document lists the titles
 // (strict YAML: unknown keys, a second document, a missing id or file, a
-// malformed or duplicate id are errors naming the line). Otherwise every
-// regular file dir/*.ts is a title whose id is its base name without ".ts",
-// in package DefaultPackage.
+// malformed or duplicate id, a file with a copy's temporary name: hidden,
+// *.part, *.tmp, *.partial or *~, are errors naming the line). Otherwise every regular file dir/*.ts is a
+// title whose id is its base name without ".ts", in package
+// DefaultPackage, but for hidden files (a leading dot: a copy in progress,
+// to be renamed into place once whole).
 //
 // Every distinct title file is scanned once, in parallel, with cdp/tsindex:
 // it must be non-empty, made of whole 188-byte packets that each begin with
@@ -166,6 +168,9 @@ func parseCatalog(data []byte, dir string) ([]entry, error) {
 		if name == "" {
 			name = ce.ID
 		}
+		if copyName(ce.File) {
+			return nil, fmt.Errorf("%s: title %q: file %s: %s", where, ce.ID, ce.File, copyNameRule)
+		}
 		path := ce.File
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
@@ -218,7 +223,36 @@ func entryLines(data []byte) []int {
 	return nil
 }
 
-// scanDir lists the *.ts files of dir as titles of DefaultPackage.
+// copyNameRule says, in a refusal of a catalog.yaml entry naming such a
+// file, why a copy name (copyName) is not a title's file.
+const copyNameRule = "a hidden name or one ending .part, .tmp, .partial or ~ is what copy tools name a file while they copy it: " +
+	"name the file the copy is renamed to once whole"
+
+// copyName reports whether the base name of path is one that copy tools
+// give a file while they write it, to rename it into place once whole
+// (rsync's .NAME.XXXXXX, cp to a hidden name then mv, a browser's or an
+// editor's *.part, *.tmp, *.partial, *~): a hidden name (leading dot) or
+// one ending .part, .tmp, .partial or ~. Such a file is never a title's:
+// a directory without catalog.yaml does not list it, and a catalog.yaml
+// entry naming it is refused, so that a copy that stalls for longer than
+// the origin's settle time is not published cut short.
+func copyName(path string) bool {
+	base := filepath.Base(path)
+	lower := strings.ToLower(base)
+	return strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") ||
+		strings.HasSuffix(lower, ".part") || strings.HasSuffix(lower, ".tmp") || strings.HasSuffix(lower, ".partial")
+}
+
+// dirTitleFile reports whether de, an entry of a title directory without
+// catalog.yaml, is a title's file: a *.ts file, not a directory, whose
+// name is not a copy's temporary one (copyName).
+func dirTitleFile(de os.DirEntry) bool {
+	name := de.Name()
+	return strings.HasSuffix(name, ".ts") && !de.IsDir() && !copyName(name)
+}
+
+// scanDir lists the *.ts files of dir as titles of DefaultPackage, but
+// for those with a copy's temporary name (copyName: hidden ones).
 func scanDir(dir string) ([]entry, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -227,7 +261,7 @@ func scanDir(dir string) ([]entry, error) {
 	var out []entry
 	for _, de := range des {
 		name := de.Name()
-		if !strings.HasSuffix(name, ".ts") || de.IsDir() {
+		if !dirTitleFile(de) {
 			continue
 		}
 		id := strings.TrimSuffix(name, ".ts")

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,7 +57,8 @@ func (d dirState) stat(paths []string) {
 }
 
 // listState returns the state of dir's catalog.yaml and, when dir has
-// none, of its *.ts files (the titles of a directory without a catalog).
+// none, of its *.ts files (the titles of a directory without a catalog;
+// not those a copy in progress names so, dirTitleFile).
 func listState(dir string) dirState {
 	d := dirState{}
 	doc := filepath.Join(dir, CatalogFile)
@@ -72,7 +72,7 @@ func listState(dir string) dirState {
 	}
 	var ts []string
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), ".ts") && !de.IsDir() {
+		if dirTitleFile(de) {
 			ts = append(ts, filepath.Join(dir, de.Name()))
 		}
 	}
