@@ -35,7 +35,8 @@ func userCmd() *cobra.Command {
 		Long: "user reads NAME's password from the first line of stdin (on a terminal it asks for it\n" +
 			"twice, does not echo it, and stops without writing when the two differ) and writes a users file with NAME added (or replaced): to --file,\n" +
 			"created if missing, or to stdout. The file never holds the password: a bcrypt hash for\n" +
-			"Basic and the Digest HA1 for the realm.",
+			"Basic and the Digest HA1 for the realm. Replacing a subscriber (a new password) keeps their\n" +
+			"packages unless --package is given; a new subscriber without --package gets * (every title).",
 		Example: "  echo 's3cret' | vodcluster user alice --package basic --package premium --file users.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +49,10 @@ func userCmd() *cobra.Command {
 					return fmt.Errorf("no password on stdin: %w", err)
 				}
 				return errors.New("no password on stdin: give it on the first line (echo 's3cret' | vodcluster user NAME ...)")
+			}
+			keep := !cmd.Flags().Changed("package") // a replaced subscriber's packages, a new one's *
+			if keep {
+				packages = []string{boss.AllPackages}
 			}
 			if slices.ContainsFunc(packages, func(p string) bool { return strings.TrimSpace(p) == "" }) || len(packages) == 0 {
 				return errors.New("--package: an empty package name entitles the subscriber to nothing; name a package, or * for all")
@@ -85,6 +90,10 @@ func userCmd() *cobra.Command {
 				if doc.Realm != read {
 					return fmt.Errorf("--file %s: its realm became %q meanwhile (%q before); run the command again", file, doc.Realm, read)
 				}
+			}
+			if i := slices.IndexFunc(doc.Users, func(w boss.User) bool { return w.Name == u.Name }); i >= 0 && keep {
+				// A new password is not a new subscription.
+				u.Packages = slices.Clone(doc.Users[i].Packages)
 			}
 			replaced := false
 			for i := range doc.Users {
@@ -125,7 +134,7 @@ func userCmd() *cobra.Command {
 				}
 				return err
 			}
-			if !cmd.Flags().Changed("package") {
+			if keep && !replaced {
 				// The default grants every title: said, so that a
 				// forgotten --package does not pass unseen.
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s is entitled to every title (no --package: *); --package limits it to the titles of those packages\n", u.Name)
@@ -141,13 +150,17 @@ func userCmd() *cobra.Command {
 			if replaced {
 				verb = "replaced"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s %s in %s\n", verb, u.Name, filepath.Clean(file))
+			kept := ""
+			if keep && replaced {
+				kept = fmt.Sprintf(" (packages kept: [%s]; --package replaces them)", strings.Join(u.Packages, ", "))
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s %s in %s%s\n", verb, u.Name, filepath.Clean(file), kept)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&realm, "realm", acm.DefaultRealm, "authentication realm (must match the manager's)")
 	cmd.Flags().StringVar(&file, "file", "", "users file to update (created when missing); default: print to stdout")
-	cmd.Flags().StringSliceVar(&packages, "package", []string{boss.AllPackages}, "entitlement package (repeatable; * = all)")
+	cmd.Flags().StringSliceVar(&packages, "package", nil, "entitlement package (repeatable; * = all) (default: a replaced subscriber's packages, a new one's *)")
 	return cmd
 }
 

@@ -169,3 +169,48 @@ func TestUserWithoutPackageSaysEveryTitle(t *testing.T) {
 		}
 	}
 }
+
+// A subscriber replaced without --package (a password reset) keeps the
+// packages of their entry, and the command says so; it gave them * (every
+// title: a basic subscriber premium). --package still replaces them.
+func TestUserReplacedWithoutPackageKeepsPackages(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "users.yaml")
+	if _, err := runUser(t, "pw-one\n", "alice", "--file", f, "--package", "basic"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := userCmd()
+	cmd.SetArgs([]string{"alice", "--file", f})
+	cmd.SetIn(strings.NewReader("pw-two\n"))
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "replaced alice in " + f + " (packages kept: [basic]; --package replaces them)\n"; errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+	users, err := boss.LoadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := users.Authenticate(ctx, boss.Credentials{User: "alice", Password: "pw-two"}); err != nil {
+		t.Fatalf("new password refused: %v", err)
+	}
+	if ok, _ := users.Entitled(ctx, "alice", "premium"); ok {
+		t.Error("a password reset entitled alice (basic) to premium")
+	}
+	if ok, _ := users.Entitled(ctx, "alice", "basic"); !ok {
+		t.Error("alice lost basic at a password reset")
+	}
+	if _, err := runUser(t, "pw-three\n", "alice", "--file", f, "--package", "premium"); err != nil {
+		t.Fatal(err)
+	}
+	if users, err = boss.LoadFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := users.Entitled(ctx, "alice", "basic"); ok {
+		t.Error("--package premium kept basic")
+	}
+}
