@@ -91,6 +91,9 @@ scheduler and planner told the sites, the scheduler only, and neither.`,
 					}
 				}
 			}
+			if err := checkPolicyFlags(cmd, policy, &run); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("site-aware") {
 				if run.Sites.Aware, err = splitList("site-aware", siteAware); err != nil {
 					return err
@@ -398,6 +401,39 @@ func needSites(cmd *cobra.Command, run *Config) error {
 	for _, name := range []string{"site-aware", "site-only", "site-local"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("sim: --%s needs sites: give --sites N (N >= 2), or sites.count >= 2 in the --config file (without sites it would be ignored)", name)
+		}
+	}
+	return nil
+}
+
+// checkPolicyFlags refuses a scheduling or storage policy given by a flag
+// that is not one, naming the flag given (--policy, not the --config key
+// policies that both --policy and --policies set).
+func checkPolicyFlags(cmd *cobra.Command, policy string, run *Config) error {
+	switch {
+	case cmd.Flags().Changed("policies"):
+		for _, p := range run.Policies {
+			if !contains(lsm.Policies(), p) {
+				return fmt.Errorf("sim: --policies %s: unknown policy (known: %v)", p, lsm.Policies())
+			}
+		}
+	case policy != "" && !contains(lsm.Policies(), policy):
+		return fmt.Errorf("sim: --policy %s: unknown policy (known: %v)", policy, lsm.Policies())
+	}
+	var storages []string
+	switch {
+	case cmd.Flags().Changed("storage-policies"):
+		storages = run.StoragePolicies
+	case cmd.Flags().Changed("storage"):
+		storages = []string{run.StoragePolicy}
+	}
+	for _, sp := range storages {
+		if _, err := smm.NewStorage(sp, smm.StorageConfig{}); err != nil {
+			name := "storage-policies"
+			if !cmd.Flags().Changed(name) {
+				name = "storage"
+			}
+			return fmt.Errorf("sim: --%s %s: %w", name, sp, err)
 		}
 	}
 	return nil

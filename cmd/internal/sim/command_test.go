@@ -216,3 +216,21 @@ func TestDisksHoldingNoTitleWithAnEmptyClass(t *testing.T) {
 		t.Fatalf("warnings %q", rs[0].Warnings)
 	}
 }
+
+// A policy that is not one is refused naming the flag that gave it: --policy
+// foo was blamed on "policies" (the --config key), which the user never
+// typed.
+func TestCommandUnknownPolicyNamesItsFlag(t *testing.T) {
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--policy", "foo"}},
+		{[]string{"--policies", "lall,foo"}},
+		{[]string{"--storage", "foo"}},
+		{[]string{"--storage-policies", "lru,foo"}},
+	} {
+		_, err := runCommand(tc.args...)
+		want := "sim: " + tc.args[0] + " foo: "
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "unknown") {
+			t.Errorf("%q: %v; want an error beginning %q", tc.args, err, want)
+		}
+	}
+}
