@@ -179,12 +179,13 @@ func NewCommand() *cobra.Command {
 	var capacity int64
 	var asJSON, anyWarm bool
 	cmd := &cobra.Command{
-		Use:   "bound [--capacity BYTES] FILE",
+		Use:   "bound --capacity BYTES FILE",
 		Short: "Offline lower bound on origin bytes for a request trace, and each eviction policy as one cache",
 		Long: "Reads a request trace CSV (time_s,title,bytes,node,fill,end_s; as written by `vodcluster sim --trace-out`)\n" +
 			"and prints the lower bound on the bytes any storage policy must fetch from the origin with a cache of\n" +
-			"--capacity bytes (the simulator prints its cluster's total disk). With end_s, each title must stay\n" +
-			"cached while its sessions play (the residency rule of a VOD node, which streams from its own disk);\n" +
+			"--capacity bytes, required: the trace does not hold it (the simulator prints its cluster's total disk,\n" +
+			"`cluster disk N bytes`). With end_s, each title must stay cached while its sessions play (the\n" +
+			"residency rule of a VOD node, which streams from its own disk);\n" +
 			"the bound is FOO's interval LP with those forced intervals, bounded by PFOO-L and its Lagrangian dual.\n" +
 			"The instant bound (sessions ignored, Berger et al. 2018), a feasible offline schedule and what each\n" +
 			"eviction policy fetches as one cache are printed next to it.",
@@ -198,8 +199,8 @@ func NewCommand() *cobra.Command {
 				}
 				trace = args[0]
 			}
-			if trace == "" || capacity <= 0 {
-				return fmt.Errorf("bound: a trace file and a positive --capacity are required")
+			if err := needed(trace, capacity, cmd.Flags().Changed("capacity")); err != nil {
+				return err
 			}
 			in := cmd.InOrStdin()
 			if trace != "-" {
@@ -244,9 +245,27 @@ func NewCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&trace, "trace", "", "request trace CSV (\"-\" = stdin); or give it as the argument")
-	f.Int64Var(&capacity, "capacity", 0, "cache size in bytes: the cluster's total disk")
+	f.Int64Var(&capacity, "capacity", 0, "cache size in bytes, required: the cluster's total disk (vodcluster sim prints it: cluster disk N bytes)")
 	f.StringVar(&policies, "policies", "", "eviction policies to replay, comma-separated (default all: "+strings.Join(smm.Evictors(), ",")+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.BoolVar(&anyWarm, "any-warm", false, "the cache may start with any titles (a trace measured after a warm-up, sim --warmup-days)")
 	return cmd
+}
+
+// needed says what the command lacks: the trace (the argument or --trace)
+// and --capacity, which the trace does not hold, given (set says so) or
+// not; nil when it has both.
+func needed(trace string, capacity int64, set bool) error {
+	const capHelp = "the cache size in bytes: the cluster's total disk, which vodcluster sim prints (cluster disk N bytes)"
+	switch {
+	case trace == "" && !set:
+		return fmt.Errorf("bound: no trace file and no --capacity: give both, vodcluster bound --capacity BYTES FILE; BYTES is %s", capHelp)
+	case trace == "":
+		return errors.New("bound: no trace file: give it as the argument, or --trace FILE (- for stdin)")
+	case !set:
+		return fmt.Errorf("bound: --capacity BYTES is required: %s", capHelp)
+	case capacity <= 0:
+		return fmt.Errorf("bound: --capacity %d: must be > 0, %s", capacity, capHelp)
+	}
+	return nil
 }

@@ -131,3 +131,33 @@ func TestCommandPolicyNames(t *testing.T) {
 		t.Fatalf("lru,,gdsf: %v, %d policies: %s", err, len(res.Policies), out)
 	}
 }
+
+// The usage shows --capacity as required, and a command missing the trace
+// or the capacity says which: "bound day.csv", as the usage showed
+// capacity optional, was refused for "a trace file and a positive
+// --capacity", naming both.
+func TestCommandSaysWhatIsMissing(t *testing.T) {
+	p := writeTrace(t)
+	if use := NewCommand().Use; !strings.HasPrefix(use, "bound --capacity BYTES ") {
+		t.Errorf("Use %q: want --capacity shown as required", use)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{p}, "bound: --capacity BYTES is required: the cache size in bytes"},
+		{[]string{"--trace", p}, "bound: --capacity BYTES is required: the cache size in bytes"},
+		{[]string{"--capacity", "10"}, "bound: no trace file: give it as the argument, or --trace FILE"},
+		{nil, "bound: no trace file and no --capacity: give both"},
+		{[]string{"--capacity", "0", p}, "bound: --capacity 0: must be > 0"},
+		{[]string{"--capacity", "-5", p}, "bound: --capacity -5: must be > 0"},
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error beginning %q", tc.args, err, tc.want)
+		}
+	}
+}
