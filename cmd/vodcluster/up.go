@@ -22,6 +22,7 @@ import (
 
 	"vodcluster/acm"
 	"vodcluster/acm/boss"
+	"vodcluster/acm/store"
 	"vodcluster/cdp/samples"
 	"vodcluster/cmd/internal/durflag"
 	"vodcluster/cmd/internal/probe"
@@ -147,7 +148,7 @@ func upCmd() *cobra.Command {
 			opts.Logger = logger
 			c, err := startCluster(opts)
 			if err != nil {
-				return namingListenFlag(err, opts)
+				return namingDataDirInUse(namingListenFlag(err, opts), dataDir)
 			}
 			defer c.Close()
 
@@ -164,7 +165,9 @@ func upCmd() *cobra.Command {
 			printBanner(out, c, dataDir, gone)
 			if play != "" {
 				u := fmt.Sprintf("rtsp://%s:%s@%s/vod/%s", demoUser, demoPassword, c.manager.RTSPAddr(), play)
-				fmt.Fprintf(out, "\nplaying %s %s with vodctl's probe client ...\n", u, playFor(playDuration.D))
+				// Without the password, as the result line and vodctl
+				// show a URL.
+				fmt.Fprintf(out, "\nplaying %s %s with vodctl's probe client ...\n", probe.Redacted(u), playFor(playDuration.D))
 				res, err := probe.Play(ctx, u, probe.Options{Transport: transport, Duration: playDuration.D})
 				if err != nil {
 					// As vodctl play words it: it said "probe: DESCRIBE: bad
@@ -345,6 +348,20 @@ func reportPlay(out io.Writer, title string, res probe.Result, err error, once b
 		fmt.Fprintln(out, err)
 	}
 	return err
+}
+
+// namingDataDirInUse words the manager's refusal of a store another
+// process holds (store.ErrLocked) in up's terms: the flag that gave the
+// directory and what holds it, another vodcluster up on the same
+// --data-dir or a manager whose data_dir is its manager/ directory. It
+// said "manager: acm: store: data directory in use by another process:
+// DIR/manager", naming neither. Other errors are returned as they are.
+func namingDataDirInUse(err error, dataDir string) error {
+	if !errors.Is(err, store.ErrLocked) {
+		return err
+	}
+	return fmt.Errorf("up: --data-dir %s: in use by another vodcluster (an up on the same --data-dir, or a vodcluster manager whose data_dir is %s): stop it, or give another --data-dir",
+		dataDir, filepath.Join(dataDir, "manager"))
 }
 
 // checkDataDir makes up's --data-dir dir when it is missing and checks

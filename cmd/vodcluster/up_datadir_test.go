@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"vodcluster/acm/store"
 )
 
 // upFlagsNoStart are up's flags for a run that must not get far: free
@@ -171,5 +173,23 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A second up on a --data-dir in use (its manager's store held) is refused
+// naming the flag and what holds it: it said "manager: acm: store: data
+// directory in use by another process: DIR/manager", naming neither.
+func TestUpDataDirInUseNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	held, err := store.OpenBadger(filepath.Join(dir, "manager"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, err = runUp(t, "--data-dir", dir)
+	want := "up: --data-dir " + dir + ": in use by another vodcluster (an up on the same --data-dir, or a vodcluster manager whose data_dir is " +
+		filepath.Join(dir, "manager") + "): stop it, or give another --data-dir"
+	if err == nil || err.Error() != want {
+		t.Fatalf("up on a --data-dir in use: %v\nwant %s", err, want)
 	}
 }

@@ -464,6 +464,13 @@ func TestUpOncePlayFailurePrintedOnce(t *testing.T) {
 	if !strings.Contains(out.String(), "playing rtsp://") || strings.Contains(out.String(), "bad status code") || strings.Contains(out.String(), "failed") {
 		t.Fatalf("up --once printed the failure as well as returning it:\n%s", out.String())
 	}
+	// The line saying what it plays masks the password, as the result
+	// line and vodctl do: it showed rtsp://demo:demo@ (the banner's
+	// commands above it show it, to be copied).
+	_, playing, _ := strings.Cut(out.String(), "\nplaying ")
+	if playing, _, _ = strings.Cut(playing, "\n"); !strings.HasPrefix(playing, "rtsp://demo:xxxxx@") {
+		t.Fatalf("up --play's playing line %q: want the password masked, rtsp://demo:xxxxx@", playing)
+	}
 }
 
 // up --host takes an IPv6 address in brackets, as written in a URL, for
