@@ -395,8 +395,8 @@ func policyCmd(g *globals) *cobra.Command {
 			"manager started), or switch the scheduling policy to NAME, one of those listed available,\n" +
 			"at run time: sessions are kept. The storage policy is not switched here: it is the\n" +
 			"manager's storage.policy setting.\n\n" +
-			"With NAME, a first line says what changed (\"scheduling policy: lall → wlc\", or \"already\n" +
-			"wlc\") from the policy the manager replaced, which it names in its answer (--json:\n" +
+			"With NAME, a first line says what changed (\"scheduling policy: lall → wlc\", or \"nothing to do:\n" +
+			"the scheduling policy is already wlc\", exit status 0) from the policy the manager replaced, which it names in its answer (--json:\n" +
 			"previousPolicy; a manager of an older release does not, and vodctl reads it first).\n\n" +
 			"Exit status 3 when the manager uses the new policy but could not save it in its store\n" +
 			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
@@ -427,7 +427,7 @@ func policyCmd(g *globals) *cobra.Command {
 				switch {
 				case before == "":
 				case before == p.Policy:
-					fmt.Fprintf(w, "scheduling policy: already %s\n", p.Policy)
+					fmt.Fprintf(w, "nothing to do: the scheduling policy is already %s\n", p.Policy)
 				default:
 					fmt.Fprintf(w, "scheduling policy: %s → %s\n", before, p.Policy)
 				}
