@@ -104,7 +104,7 @@ func nodeCmd(g *globals) *cobra.Command {
 					return
 				}
 				fmt.Fprintf(w, "node %s: alive %v, draining %v, weight %d, overload %s, %s\n",
-					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), plural(int(n.Sessions), "session"))
+					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), nodeSessions(n))
 			})
 		},
 	}
@@ -116,6 +116,15 @@ func nodeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions (--drain=false: as --undrain)")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd
+}
+
+// nodeSessions is node n's sessions in words: "2 sessions", or with
+// those orphaned when it died "0 sessions (3 orphaned)".
+func nodeSessions(n *v1.NodeInfo) string {
+	if n.OrphanedSessions == 0 {
+		return plural(int(n.Sessions), "session")
+	}
+	return fmt.Sprintf("%s (%d orphaned)", plural(int(n.Sessions), "session"), n.OrphanedSessions)
 }
 
 // nodeBefore is node id as the manager knows it before a change: its row
