@@ -37,6 +37,10 @@ func (doneAdmin) EndSessions(_ context.Context, r *v1.EndSessionsRequest) (*v1.E
 	return nil, v1.AlreadyDone(`subscriber "demo" has no live session`)
 }
 
+func (doneAdmin) Evict(_ context.Context, r *v1.PlacementRequest) (*v1.PlacementAck, error) {
+	return nil, v1.AlreadyDone(`node "` + r.NodeId + `" does not hold title "` + r.TitleId + `"`)
+}
+
 func (doneAdmin) Pin(_ context.Context, r *v1.PlacementRequest) (*v1.PlacementAck, error) {
 	return &v1.PlacementAck{TitleId: r.TitleId, NodeId: r.NodeId, Message: "already pinned"}, nil
 }
@@ -78,6 +82,7 @@ func TestRepeatedChangeIsNoError(t *testing.T) {
 		"--json unpin T node-1":            `{"nothing_to_do":true,"message":"title \"T\" is not pinned to node node-1"}` + "\n",
 		"unlock demo":                      `nothing to do: subscriber "demo" has no failed logins counted` + "\n",
 		"unlock ghost":                     `nothing to do: subscriber "ghost" has no failed logins counted` + "\nwarning: the users file has no subscriber \"ghost\" (check the name)\n",
+		"evict T node-3":                   `nothing to do: node "node-3" does not hold title "T"` + "\n",
 		"pin T node-3":                     `nothing to do: title "T" is already pinned to node node-3` + "\n",
 		"pin T":                            `nothing to do: title "T" is already pinned to the cluster` + "\n",
 		"node node-2 --drain":              "nothing to do: node node-2 is already draining\n",

@@ -138,7 +138,10 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"cancels it (it does not start, or its transfer from the origin stops, the bytes it got are dropped, not kept as a partial) and the prefetch\n" +
 			"is not retried; the operator's prefetch orders of it there, queued, waiting for a retry or\n" +
 			"under way, are cancelled. A viewer's stream is never cut. The title is then not prefetched on\n" +
-			"NODE again by the storage manager for the storage section's evict_hold (1h).",
+			"NODE again by the storage manager for the storage section's evict_hold (1h).\n\n" +
+			"A repeat is no error: a title of the catalog the node does not hold (nor a partial of it), it\n" +
+			"prints \"nothing to do: ...\", exit status 0. A NODE not registered or a TITLE not in the\n" +
+			"catalog (and not held there): exit status 1.",
 		"pin": short + ".\n\n" +
 			"A repeat is no error: pinned already, it prints \"nothing to do: ...\", exit status 0 (--json: the\n" +
 			"manager's answer, its message \"already pinned\"). A TITLE not\n" +
